@@ -1,1 +1,15 @@
-export {};
+export * from './config/index.js';
+export * from './errors/index.js';
+export * from './storage/index.js';
+export { t, router, middleware, mergeRouters, createCallerFactory } from './trpc/init.js';
+export { publicProcedure, protectedProcedure, adminProcedure } from './trpc/procedures.js';
+export { createContext, type Context, type Identity, type RequestInfo, type TransportName, type McpCallContext, type CreateContextOptions } from './trpc/context.js';
+export type { ProcedureMeta, ToolAnnotations } from './trpc/meta.js';
+export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';
+export { builtinRouter, createAppRouter, type AppRouter } from './routers/appRouter.js';
+export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntime.js';
+export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/Runtime.js';
+export { Stats } from './runtime/Stats.js';
+export { createLogger, type Logger, type LogLevel } from './runtime/Logger.js';
+export { checkHealth, type HealthReport } from './runtime/checkHealth.js';
+export { ResourceRegistry, type ResourceDefinition, type ResourceContent, type SchemeHandler } from './services/resources/ResourceRegistry.js';

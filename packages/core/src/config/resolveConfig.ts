@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { ConfigSchema, type ConfigInput, type ResolvedConfig } from './schema.js';
+
+export interface ConfigProblem {
+  /** Dotted path, e.g. `oauth.encryptionKey`. */
+  path: string;
+  message: string;
+}
+
+/** Thrown when a config does not validate; carries every problem with its path. */
+export class ConfigError extends Error {
+  readonly problems: ConfigProblem[];
+  constructor(problems: ConfigProblem[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  ${p.path || '(root)'}: ${p.message}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+function toProblems(error: z.ZodError): ConfigProblem[] {
+  return error.issues.map((issue) => {
+    let message = issue.message;
+    if (issue.code === 'unrecognized_keys') message = `unknown key(s): ${issue.keys.join(', ')}`;
+    return { path: issue.path.map(String).join('.'), message };
+  });
+}
+
+/** Validate and resolve defaults once. Throws ConfigError listing every problem. */
+export function resolveConfig(input: ConfigInput | undefined): ResolvedConfig {
+  const result = ConfigSchema.safeParse(input ?? {});
+  if (!result.success) throw new ConfigError(toProblems(result.error));
+  return result.data;
+}
+
+/** Like resolveConfig but returns problems instead of throwing (for `config check`). */
+export function checkConfig(input: unknown): { ok: true; config: ResolvedConfig } | { ok: false; problems: ConfigProblem[] } {
+  const result = ConfigSchema.safeParse(input ?? {});
+  return result.success ? { ok: true, config: result.data } : { ok: false, problems: toProblems(result.error) };
+}

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { AdminSchema, JwtSchema, McpSchema, OAuthSchema } from './sections/auth.js';
+import { AiSchema, BillingSchema, PROVIDER_IDS } from './sections/ai.js';
+import { CorsSchema, LimitsSchema, MonitoringSchema, ProtocolsSchema, TransportsSchema } from './sections/server.js';
+import { StorageSchema } from './sections/storage.js';
+import { ServerWorkspacesSchema } from './sections/workspaces.js';
+
+/** A tRPC router; checked structurally so core does not depend on a router instance here. */
+const RouterLike = z.custom<Record<string, unknown>>(
+  (v) => typeof v === 'object' && v !== null && '_def' in v && typeof (v as { _def: unknown })._def === 'object',
+  'must be a tRPC router (created with router({...}))',
+);
+
+const RESERVED_NAMESPACES = ['ai', 'mcp', 'system', 'admin', 'auth', 'billing', 'user'];
+
+/**
+ * The whole configuration: every entry of the spec plus our additions, with defaults resolved
+ * once here. Unknown keys are errors (strict objects), so a typo never goes unnoticed.
+ */
+export const ConfigSchema = z
+  .strictObject({
+    port: z.number().int().min(0).max(65535).default(8000),
+    /** Bind address. Default loopback. */
+    host: z.string().default('127.0.0.1'),
+    /**
+     * Explicit opt-in to serve without authentication on a non-loopback address.
+     * Without it such a config is refused.
+     */
+    allowUnauthenticatedRemote: z.boolean().default(false),
+    trustProxy: z.boolean().default(false),
+    cors: CorsSchema,
+    protocols: ProtocolsSchema,
+    transports: TransportsSchema,
+    limits: LimitsSchema,
+    serverProviders: z.array(z.enum(PROVIDER_IDS)).default([]),
+    customRouters: z
+      .record(
+        z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, 'namespace names are identifiers'),
+        RouterLike,
+      )
+      .default({})
+      .check((ctx) => {
+        for (const ns of Object.keys(ctx.value)) {
+          if (RESERVED_NAMESPACES.includes(ns)) {
+            ctx.issues.push({ code: 'custom', input: ns, path: [ns], message: `"${ns}" is a built-in namespace` });
+          }
+        }
+      }),
+    monitoring: MonitoringSchema,
+    storage: StorageSchema,
+    mcp: McpSchema,
+    oauth: OAuthSchema,
+    jwt: JwtSchema,
+    admin: AdminSchema,
+    serverWorkspaces: ServerWorkspacesSchema,
+    ai: AiSchema,
+    billing: BillingSchema,
+  })
+  .prefault({});
+
+/** What users write (every field optional). */
+export type ConfigInput = z.input<typeof ConfigSchema>;
+/** The resolved config: defaults applied, nothing optional that has a default. */
+export type ResolvedConfig = z.output<typeof ConfigSchema>;
+
+/** Identity helper for typed config files: `export default defineConfig({...})`. */
+export function defineConfig(config: ConfigInput): ConfigInput {
+  return config;
+}

@@ -1,0 +1,128 @@
+import { z } from 'zod';
+import { RedisOptionsSchema } from './storage.js';
+
+/** Server-level JWT (spec: `jwt`). */
+export const JwtSchema = z
+  .strictObject({
+    /** HS256 shared secret; at least 32 bytes. */
+    secret: z
+      .string()
+      .refine((s) => Buffer.byteLength(s) >= 32, 'must be at least 32 bytes')
+      .optional(),
+    issuer: z.string().optional(),
+    audience: z.string().optional(),
+    /** Allowed clock skew in seconds for exp/nbf/iat. Default 30. */
+    clockToleranceSec: z.number().int().min(0).max(300).default(30),
+  })
+  .prefault({});
+
+const ProviderEndpointsSchema = z.union([
+  z.strictObject({ issuer: z.url(), scopes: z.array(z.string()).optional() }),
+  z.strictObject({
+    authorizationUrl: z.url(),
+    tokenUrl: z.url(),
+    userinfoUrl: z.url(),
+    scopes: z.array(z.string()).optional(),
+  }),
+  z.strictObject({ preset: z.enum(['google', 'github']), scopes: z.array(z.string()).optional() }),
+]);
+
+/** Server-level OAuth (spec: `oauth`). */
+export const OAuthSchema = z
+  .strictObject({
+    enabled: z.boolean().optional(),
+    providerClientId: z.string().optional(),
+    providerClientSecret: z.string().optional(),
+    provider: ProviderEndpointsSchema.optional(),
+    encryptionKey: z.string().min(32, 'must be at least 32 characters').optional(),
+    sessionStorage: z
+      .strictObject({
+        type: z.enum(['memory', 'file', 'redis']),
+        filePath: z.string().optional(),
+        redis: RedisOptionsSchema.optional(),
+      })
+      .optional(),
+    /** Dynamic client registration policy. Default 'open'. */
+    registration: z
+      .strictObject({
+        policy: z.enum(['open', 'token']).default('open'),
+        initialAccessToken: z.string().optional(),
+      })
+      .prefault({}),
+    /** Access token lifetime in seconds. Default 3600. */
+    accessTokenTtlSec: z.number().int().min(60).default(3600),
+    /** Refresh token lifetime in seconds. Default 7 days. */
+    refreshTokenTtlSec: z.number().int().min(300).default(7 * 24 * 3600),
+    /** Public base URL (e.g. https://api.example.com) when it cannot be derived from requests. */
+    publicUrl: z.url().optional(),
+  })
+  .prefault({});
+
+const McpAuthSchema = z
+  .strictObject({
+    authType: z.enum(['oauth', 'jwt', 'both', 'none']).default('oauth'),
+    oauth: z
+      .strictObject({
+        enabled: z.boolean().optional(),
+        sessionStorePath: z.string().optional(),
+        requireValidSession: z.boolean().default(true),
+      })
+      .prefault({}),
+    jwt: z
+      .strictObject({
+        enabled: z.boolean().optional(),
+        requireValidSignature: z.boolean().default(true),
+        requiredScopes: z.array(z.string()).default([]),
+        allowExpiredTokens: z.boolean().default(false),
+      })
+      .prefault({}),
+    requireAuthForToolsList: z.boolean().default(false),
+    requireAuthForToolsCall: z.boolean().default(true),
+    publicTools: z.array(z.string()).default([]),
+  })
+  .prefault({});
+
+export const McpSchema = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    auth: McpAuthSchema,
+    rateLimiting: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        windowMs: z.number().int().min(100).default(60_000),
+        maxRequests: z.number().int().min(1).default(100),
+        maxToolCalls: z.number().int().min(1).default(50),
+      })
+      .prefault({}),
+    securityLogging: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('warn'),
+        logToFile: z.boolean().default(false),
+        logFilePath: z.string().optional(),
+      })
+      .prefault({}),
+    authEnforcement: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        requireAuth: z.boolean().default(true),
+        requireValidSession: z.boolean().default(true),
+      })
+      .prefault({}),
+    /** Stateful sessions (default) or stateless mode for horizontally scaled deployments. */
+    sessionMode: z.enum(['stateful', 'stateless']).default('stateful'),
+    /** Hosts allowed on /mcp (DNS-rebinding protection). Default: loopback names when bound to loopback. */
+    allowedHosts: z.array(z.string()).optional(),
+    /** Origins allowed on /mcp. Default: loopback origins when bound to loopback, else the CORS origins. */
+    allowedOrigins: z.array(z.string()).optional(),
+  })
+  .prefault({});
+
+/** Administrators: identities (by email or sub) that may call admin-only procedures. */
+export const AdminSchema = z
+  .strictObject({
+    users: z.array(z.string()).default([]),
+    /** Scope that makes a token an administrator. Default 'mcp:admin'. */
+    scope: z.string().default('mcp:admin'),
+  })
+  .prefault({});

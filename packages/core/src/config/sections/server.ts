@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+const originList = z
+  .union([z.string(), z.array(z.string())])
+  // Rule 2: a comma-separated string (e.g. CORS_ORIGIN) is split into a list.
+  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean));
+
+export const CorsSchema = z
+  .strictObject({
+    /** Allowed origins: '*' or a list. Default '*'. Functions are not supported (rule 8). */
+    origin: originList.default(['*']),
+    /** Send Access-Control-Allow-Credentials. Default false; refused together with '*'. */
+    credentials: z.boolean().default(false),
+  })
+  .prefault({})
+  .check((ctx) => {
+    if (ctx.value.credentials && ctx.value.origin.includes('*')) {
+      ctx.issues.push({
+        code: 'custom',
+        input: ctx.value,
+        path: ['credentials'],
+        message: "credentials true cannot be combined with origin '*' (browsers forbid it); list the origins",
+      });
+    }
+  });
+
+export const ProtocolsSchema = z
+  .strictObject({
+    tRpc: z.boolean().default(true),
+    jsonRpc: z.boolean().default(true),
+  })
+  .prefault({});
+
+export const TransportsSchema = z.strictObject({ http: z.boolean().default(true) }).prefault({});
+
+export const MonitoringSchema = z
+  .strictObject({
+    logging: z
+      .strictObject({
+        level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'),
+      })
+      .prefault({}),
+  })
+  .prefault({});
+
+export const LimitsSchema = z
+  .strictObject({
+    /** Maximum request body in bytes on /trpc, /rpc and /mcp. Default 1 MiB; larger bodies get 413. */
+    bodyLimit: z.number().int().min(1024).default(1024 * 1024),
+    /** Maximum JSON nesting depth accepted in a request body. Default 64. */
+    maxJsonDepth: z.number().int().min(4).default(64),
+    /** Maximum entries in a JSON-RPC batch. Default 100. */
+    maxBatchSize: z.number().int().min(1).default(100),
+  })
+  .prefault({});

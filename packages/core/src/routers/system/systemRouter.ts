@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { router } from '../../trpc/init.js';
+import { publicProcedure } from '../../trpc/procedures.js';
+import { checkHealth } from '../../runtime/checkHealth.js';
+
+export const systemRouter = router({
+  health: publicProcedure
+    .meta({ description: 'Health of the server and its dependencies', mcp: { name: 'health', public: true, annotations: { readOnlyHint: true } } })
+    .query(({ ctx }) => checkHealth(ctx.runtime)),
+
+  test: publicProcedure
+    .meta({ description: 'Echo a message (connectivity test)', mcp: { name: 'test', public: true, annotations: { readOnlyHint: true } } })
+    .input(z.object({ message: z.string().max(10_000).default('test') }).default({ message: 'test' }))
+    .query(({ input }) => ({ message: input.message })),
+});

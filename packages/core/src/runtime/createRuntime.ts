@@ -1,0 +1,62 @@
+import type { AnyRouter } from '@trpc/server';
+import type { ResolvedConfig } from '../config/schema.js';
+import { CoreError } from '../errors/CoreError.js';
+import { createAppRouter } from '../routers/appRouter.js';
+import { ResourceRegistry } from '../services/resources/ResourceRegistry.js';
+import { createStorage } from '../storage/createStorage.js';
+import type { Storage } from '../storage/Storage.js';
+import { createLogger, type Logger } from './Logger.js';
+import type { Authenticator, HealthProbe, Runtime } from './Runtime.js';
+import { Stats } from './Stats.js';
+
+export interface CreateRuntimeOptions {
+  /** Use this storage instead of opening the configured one (tests, embedding). */
+  storage?: Storage;
+  logger?: Logger;
+}
+
+const noAuthenticator: Authenticator = async () => ({
+  ok: false,
+  error: new CoreError('INVALID_TOKEN', 'bearer tokens are not accepted: no token verifier is configured'),
+});
+
+/** Open storage and build the services for one server. */
+export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeOptions = {}): Promise<Runtime> {
+  const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
+  const storage = opts.storage ?? (await createStorage(config.storage));
+  const closers: Array<() => Promise<void> | void> = [() => storage.close()];
+  const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
+  const router: AnyRouter = createAppRouter(config.customRouters);
+  let authenticator = noAuthenticator;
+  let closed: Promise<void> | undefined;
+
+  const runtime: Runtime = {
+    config,
+    storage,
+    stats: new Stats(),
+    logger,
+    resources: new ResourceRegistry(),
+    router,
+    health,
+    authenticate: (token) => authenticator(token),
+    setAuthenticator(fn) {
+      authenticator = fn;
+    },
+    onClose(fn) {
+      closers.push(fn);
+    },
+    close() {
+      closed ??= (async () => {
+        for (const fn of closers.reverse()) {
+          try {
+            await fn();
+          } catch (err) {
+            logger.warn('error while closing', { error: err instanceof Error ? err.message : String(err) });
+          }
+        }
+      })();
+      return closed;
+    },
+  };
+  return runtime;
+}

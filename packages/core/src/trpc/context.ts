@@ -1,0 +1,76 @@
+import type { Runtime } from '../runtime/Runtime.js';
+import type { CoreError } from '../errors/CoreError.js';
+
+/** Who is calling, as established by the auth layer (JWT or OAuth access token). */
+export interface Identity {
+  sub: string;
+  email?: string;
+  scopes: string[];
+  /** Administrator: listed in admin.users or holding the admin scope. */
+  isAdmin: boolean;
+  /** How the identity was established. */
+  via: 'jwt' | 'oauth';
+  /** OAuth client id when the token came from our authorization server. */
+  clientId?: string;
+}
+
+export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'internal';
+
+/** Facts about the HTTP request, filled by the transport. */
+export interface RequestInfo {
+  transport: TransportName;
+  /** Client address (the forwarded one only when trustProxy is set). */
+  ip: string;
+  /** Aborted when the client goes away or an MCP request is cancelled. */
+  signal: AbortSignal;
+  headers: Headers;
+}
+
+/**
+ * What an MCP session offers a procedure running as a tool: progress, log messages and
+ * server-to-client requests. Absent on /trpc and /rpc.
+ */
+export interface McpCallContext {
+  sessionId?: string;
+  toolName: string;
+  /** Report progress; reaches the client as notifications/progress when it asked for it. */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+  /** Send a log message (notifications/message) respecting the session's level. */
+  log(level: 'debug' | 'info' | 'notice' | 'warning' | 'error', data: unknown): Promise<void>;
+  /** Client capabilities declared at initialize. */
+  clientCapabilities?: Record<string, unknown>;
+  /** A server-to-client request (sampling/createMessage, elicitation/create, roots/list). */
+  request<T = unknown>(method: string, params: Record<string, unknown>): Promise<T>;
+}
+
+export interface Context {
+  runtime: Runtime;
+  identity: Identity | null;
+  /** A credential was presented but failed verification: every procedure refuses with this. */
+  credentialError: CoreError | null;
+  req: RequestInfo;
+  mcp?: McpCallContext;
+}
+
+export interface CreateContextOptions {
+  runtime: Runtime;
+  req: RequestInfo;
+  /** Raw bearer token from the Authorization header, if any. */
+  bearer?: string | null;
+  mcp?: McpCallContext;
+}
+
+/**
+ * Build the tRPC context for one request. The token is verified here, once per request,
+ * never per procedure in a batch.
+ */
+export async function createContext(opts: CreateContextOptions): Promise<Context> {
+  let identity: Identity | null = null;
+  let credentialError: CoreError | null = null;
+  if (opts.bearer) {
+    const result = await opts.runtime.authenticate(opts.bearer);
+    if (result.ok) identity = result.identity;
+    else credentialError = result.error;
+  }
+  return { runtime: opts.runtime, identity, credentialError, req: opts.req, mcp: opts.mcp };
+}

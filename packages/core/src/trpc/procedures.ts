@@ -1,0 +1,50 @@
+import { CoreError } from '../errors/CoreError.js';
+import { t } from './init.js';
+
+/**
+ * Runs for every procedure on every entry point: counts the call and its latency, and
+ * refuses any request whose presented credential failed verification (a bad token is never
+ * silently ignored, whatever the auth mode).
+ */
+const base = t.procedure.use(async ({ ctx, path, next }) => {
+  const started = performance.now();
+  if (ctx.credentialError) {
+    ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
+    throw ctx.credentialError;
+  }
+  const result = await next();
+  ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, !result.ok);
+  return result;
+});
+
+/**
+ * MCP access rules (requireAuthForToolsCall, publicTools) apply to tool calls; the other entry
+ * points call publicProcedure freely. Checked here so that a custom router's procedures follow
+ * the same rules as the built-in ones.
+ */
+const mcpAccess = t.middleware(async ({ ctx, meta, next }) => {
+  if (ctx.req.transport === 'mcp' && !ctx.identity) {
+    const auth = ctx.runtime.config.mcp.auth;
+    const tool = ctx.mcp?.toolName;
+    const isPublic = meta?.mcp?.public === true || (tool !== undefined && auth.publicTools.includes(tool));
+    if (auth.authType !== 'none' && auth.requireAuthForToolsCall && !isPublic) {
+      throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
+    }
+  }
+  return next();
+});
+
+/** Callable by anyone (subject to the MCP tool-call rules on /mcp). */
+export const publicProcedure = base.use(mcpAccess);
+
+/** Needs an authenticated identity on every entry point. */
+export const protectedProcedure = base.use(({ ctx, next }) => {
+  if (!ctx.identity) throw new CoreError('UNAUTHORIZED', 'authentication required');
+  return next({ ctx: { ...ctx, identity: ctx.identity } });
+});
+
+/** Needs an administrator identity on every entry point, whatever the auth mode. */
+export const adminProcedure = protectedProcedure.use(({ ctx, next }) => {
+  if (!ctx.identity.isAdmin) throw new CoreError('FORBIDDEN', 'administrator access required');
+  return next();
+});
