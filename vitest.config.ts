@@ -1,11 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 // One run over every package's unit tests (beside the code) and the end-to-end tests in test/.
-// The `source` condition makes workspace packages resolve to their TypeScript sources,
+// The `ai-backend-source` condition makes workspace packages resolve to their TypeScript sources,
 // so unit tests do not depend on a fresh build; tests that spawn the CLI use the built bin.
 export default defineConfig({
-  resolve: { conditions: ['source'] },
-  ssr: { resolve: { conditions: ['source'] } },
+  resolve: { conditions: ['ai-backend-source'] },
+  ssr: { resolve: { conditions: ['ai-backend-source'] } },
   test: {
     include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'examples/**/*.test.ts'],
     testTimeout: 30_000,

@@ -1,5 +1,19 @@
+import type { ResolvedConfig } from '../config/schema.js';
 import { CoreError } from '../errors/CoreError.js';
 import { t } from './init.js';
+import type { ProcedureMeta } from './meta.js';
+
+/**
+ * MCP access rules 2 and 3: does calling this tool need an authenticated caller?
+ * Shared by the tRPC middleware (the authority) and the MCP transport (which must answer
+ * HTTP 401 with a challenge so MCP clients start their OAuth flow).
+ */
+export function toolCallNeedsAuth(config: ResolvedConfig, meta: ProcedureMeta | undefined, toolName: string | undefined): boolean {
+  const auth = config.mcp.auth;
+  if (auth.authType === 'none' || !auth.requireAuthForToolsCall) return false;
+  const isPublic = meta?.mcp?.public === true || (toolName !== undefined && auth.publicTools.includes(toolName));
+  return !isPublic;
+}
 
 /**
  * Runs for every procedure on every entry point: counts the call and its latency, and
@@ -23,13 +37,8 @@ const base = t.procedure.use(async ({ ctx, path, next }) => {
  * the same rules as the built-in ones.
  */
 const mcpAccess = t.middleware(async ({ ctx, meta, next }) => {
-  if (ctx.req.transport === 'mcp' && !ctx.identity) {
-    const auth = ctx.runtime.config.mcp.auth;
-    const tool = ctx.mcp?.toolName;
-    const isPublic = meta?.mcp?.public === true || (tool !== undefined && auth.publicTools.includes(tool));
-    if (auth.authType !== 'none' && auth.requireAuthForToolsCall && !isPublic) {
-      throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
-    }
+  if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(ctx.runtime.config, meta, ctx.mcp?.toolName)) {
+    throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
   }
   return next();
 });

@@ -11,6 +11,10 @@ export const mcpRouter = router({
     .input(z.object({ name: z.string().min(1).max(200), language: z.enum(['en', 'es', 'fr', 'de']).default('en') }))
     .query(({ input }) => ({ greeting: `${GREETINGS[input.language]}, ${input.name}!`, language: input.language })),
 
+  ping: publicProcedure
+    .meta({ description: 'Liveness check: answers pong with the server time', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .query(() => ({ pong: true, timestamp: new Date().toISOString() })),
+
   echo: publicProcedure
     .meta({ description: 'Echo a message back', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .input(z.object({ message: z.string().max(100_000) }))

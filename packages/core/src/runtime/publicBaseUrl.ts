@@ -1,0 +1,22 @@
+import type { ResolvedConfig } from '../config/schema.js';
+
+/**
+ * The address clients use to reach this server (for OAuth metadata, redirects and the
+ * WWW-Authenticate challenge): oauth.publicUrl when configured, else the request's own URL;
+ * X-Forwarded-Proto/Host are honoured only with trustProxy.
+ */
+export function publicBaseUrl(url: string | URL, headers: Headers, config: ResolvedConfig): string {
+  if (config.oauth.publicUrl) return config.oauth.publicUrl.replace(/\/+$/, '');
+  const u = new URL(url);
+  let proto = u.protocol.replace(/:$/, '');
+  let host = headers.get('host') ?? u.host;
+  if (config.trustProxy) {
+    const fp = headers.get('x-forwarded-proto')?.split(',')[0]?.trim();
+    const fh = headers.get('x-forwarded-host')?.split(',')[0]?.trim();
+    if (fp === 'http' || fp === 'https') proto = fp;
+    if (fh) host = fh;
+  }
+  // Host comes from the client; keep only characters a host[:port] can have.
+  if (!/^[A-Za-z0-9.\-:[\]]+$/.test(host)) host = u.host;
+  return `${proto}://${host}`;
+}

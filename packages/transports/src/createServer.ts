@@ -1,0 +1,136 @@
+import { Hono } from 'hono';
+import { serve, type ServerType } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import type { Server as HttpServer } from 'node:http';
+import { createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { cors } from './http/cors.js';
+import { healthRoutes } from './http/healthRoutes.js';
+import { requestOrigin } from './http/requestFacts.js';
+import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
+import { McpHandler } from './mcp/mcpHandler.js';
+import { isLoopbackHost } from './mcp/originGuard.js';
+import { trpcHandler } from './trpc/trpcHandler.js';
+
+export interface CreateServerOptions {
+  /** Use this storage instead of opening the configured backend. */
+  storage?: Storage;
+  logger?: Logger;
+  /** Time stop() waits for in-flight requests before closing connections. Default 10000 ms. */
+  shutdownTimeoutMs?: number;
+}
+
+export interface BoundAddress {
+  host: string;
+  port: number;
+  url: string;
+}
+
+export interface AiBackendServer {
+  /** The Hono app: mount it in another Hono app or serve it from any fetch runtime. */
+  readonly app: Hono;
+  readonly fetch: (req: Request) => Promise<Response>;
+  readonly config: ResolvedConfig;
+  /** Resolves once storage is open and services are built. */
+  ready(): Promise<Runtime>;
+  /** Listen on config.host:config.port (port 0 picks a free one). */
+  start(): Promise<BoundAddress>;
+  /** Stop accepting, finish in-flight requests, close MCP sessions and stores. */
+  stop(): Promise<void>;
+}
+
+/** Is this config one that would serve without any authentication? */
+function servesWithoutAuth(config: ResolvedConfig): boolean {
+  const authType = config.mcp.auth.authType;
+  if (authType === 'none') return true;
+  const jwtReady = Boolean(config.jwt.secret);
+  const oauthReady = Boolean(config.oauth.providerClientId && config.oauth.encryptionKey && config.oauth.provider);
+  if (authType === 'jwt') return !jwtReady;
+  if (authType === 'oauth') return !oauthReady;
+  return !jwtReady && !oauthReady;
+}
+
+/**
+ * Build the HTTP server for a config. Validation happens here, synchronously: an invalid
+ * config throws ConfigError and nothing half-works. Storage opens in the background;
+ * requests wait for it.
+ */
+export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: CreateServerOptions = {}): AiBackendServer {
+  const config = resolveConfig(input as ConfigInput);
+  if (!isLoopbackHost(config.host) && servesWithoutAuth(config) && !config.allowUnauthenticatedRemote) {
+    throw new ConfigError([
+      {
+        path: 'host',
+        message: `refusing to serve without authentication on non-loopback address ${config.host}; configure jwt.secret or oauth, bind to 127.0.0.1, or set allowUnauthenticatedRemote: true to accept the risk`,
+      },
+    ]);
+  }
+
+  let mcp: McpHandler | undefined;
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then((runtime) => {
+    if (config.mcp.enabled && config.transports.http) mcp = new McpHandler(runtime);
+    return runtime;
+  });
+  // Surface start-up failures through ready()/start(), not as an unhandled rejection.
+  runtimePromise.catch(() => undefined);
+  const getRuntime = () => runtimePromise;
+
+  const app = new Hono();
+  app.use('*', cors(config.cors, (req) => requestOrigin(req, config.trustProxy)));
+  app.onError((err, c) => {
+    opts.logger?.error?.('unhandled error', { error: err.message });
+    return c.json({ error: 'internal error' }, 500);
+  });
+  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  app.route('/', healthRoutes(getRuntime));
+
+  if (config.protocols.tRpc) {
+    app.all('/trpc/*', trpcHandler(getRuntime, '/trpc'));
+    app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));
+  }
+  if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getRuntime));
+  if (config.mcp.enabled && config.transports.http) {
+    app.all('/mcp', async (c, next) => {
+      await getRuntime();
+      return mcp!.handle(c, next);
+    });
+  }
+
+  let http: ServerType | undefined;
+  let stopping: Promise<void> | undefined;
+
+  return {
+    app,
+    fetch: (req) => Promise.resolve(app.fetch(req)),
+    config,
+    ready: getRuntime,
+    async start() {
+      await getRuntime();
+      return new Promise<BoundAddress>((resolve, reject) => {
+        const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => {
+          const host = info.address.includes(':') ? `[${info.address}]` : info.address;
+          resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
+        });
+        server.once('error', reject);
+        http = server;
+      });
+    },
+    stop() {
+      stopping ??= (async () => {
+        const server = http as HttpServer | undefined;
+        if (server) {
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+          // Long-lived MCP streams would hold close() open forever: end sessions first.
+          await mcp?.close();
+          server.closeIdleConnections();
+          const timer = setTimeout(() => server.closeAllConnections(), opts.shutdownTimeoutMs ?? 10_000);
+          await closed;
+          clearTimeout(timer);
+        } else {
+          await mcp?.close();
+        }
+        await (await runtimePromise.catch(() => undefined))?.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/** Result of reading a JSON body under the configured limits. */
+export type JsonBody = { ok: true; value: unknown } | { ok: false; status: 400 | 413 | 415; message: string };
+
+/**
+ * Read at most `limit` bytes and parse JSON. Streams the body so a lying or absent
+ * Content-Length cannot make us buffer more than the limit. Rejects nesting deeper than
+ * `maxDepth` before parsing, so hostile input cannot exhaust the stack later (validation, logging).
+ */
+export async function readJsonBody(req: Request, limit: number, maxDepth: number): Promise<JsonBody> {
+  const declared = Number(req.headers.get('content-length') ?? NaN);
+  if (declared > limit) return { ok: false, status: 413, message: `request body exceeds ${limit} bytes` };
+  if (!req.body) return { ok: false, status: 400, message: 'empty request body' };
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return { ok: false, status: 413, message: `request body exceeds ${limit} bytes` };
+    }
+    chunks.push(value);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (exceedsDepth(text, maxDepth)) return { ok: false, status: 400, message: `JSON nesting deeper than ${maxDepth}` };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, status: 400, message: 'malformed JSON' };
+  }
+}
+
+/** Linear scan of bracket depth outside strings. */
+export function exceedsDepth(text: string, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92 /* \ */) i++;
+      else if (ch === 34 /* " */) inString = false;
+    } else if (ch === 34) inString = true;
+    else if (ch === 123 || ch === 91) {
+      if (++depth > maxDepth) return true;
+    } else if (ch === 125 || ch === 93) depth--;
+  }
+  return false;
+}

@@ -1,0 +1,42 @@
+import type { Context as HonoContext } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+
+/**
+ * Facts about a request that depend on trustProxy: the client address, the public origin
+ * (for CORS and OAuth redirects). Forwarded headers are read only when trustProxy is set.
+ */
+export function clientIp(c: HonoContext, trustProxy: boolean): string {
+  if (trustProxy) {
+    const fwd = c.req.header('x-forwarded-for');
+    if (fwd) return fwd.split(',')[0]!.trim();
+  }
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    // Not running on the Node adapter (app.request in tests, other runtimes).
+    return 'unknown';
+  }
+}
+
+/** The Origin header, or the forwarded origin when behind a trusted proxy. */
+export function requestOrigin(req: Request, trustProxy: boolean): string | undefined {
+  if (trustProxy) {
+    const fwd = req.headers.get('x-forwarded-origin');
+    if (fwd) return fwd;
+  }
+  return req.headers.get('origin') ?? undefined;
+}
+
+/** Bearer token from the Authorization header; tokens in the query string are refused elsewhere. */
+export function bearerToken(req: Request): string | null {
+  const h = req.headers.get('authorization');
+  if (!h) return null;
+  const m = /^Bearer[ ]+(.*)$/i.exec(h);
+  // A malformed Authorization header counts as a presented, invalid credential.
+  return m ? m[1]!.trim() || '\u0000' : '\u0000';
+}
+
+/** True when the query string carries a token (RFC 6750 §2.3 is not allowed here). */
+export function tokenInQuery(url: URL): boolean {
+  return url.searchParams.has('access_token') || url.searchParams.has('token') || url.searchParams.has('id_token');
+}

@@ -1,0 +1,106 @@
+import type { Handler } from 'hono';
+import { ZodError } from 'zod';
+import type { TRPCError } from '@trpc/server';
+import {
+  CoreError,
+  JSONRPC_CODE_BY_TRPC,
+  JSONRPC_STANDARD,
+  invoke,
+  procedureIndex,
+  type Context,
+  type Runtime,
+} from '@ai-backend/core';
+import { readJsonBody } from '../http/readJsonBody.js';
+import { contextFor } from '../http/requestContext.js';
+
+type Id = string | number | null;
+interface JsonRpcError {
+  code: number;
+  message: string;
+  data?: Record<string, unknown>;
+}
+type JsonRpcResponse = { jsonrpc: '2.0'; id: Id; result: unknown } | { jsonrpc: '2.0'; id: Id; error: JsonRpcError };
+
+const fail = (id: Id, code: number, message: string, data?: Record<string, unknown>): JsonRpcResponse => ({
+  jsonrpc: '2.0',
+  id,
+  error: data ? { code, message, data } : { code, message },
+});
+
+/** tRPC error → JSON-RPC error, through core's one table. Zod issues go in data. */
+export function toJsonRpcError(err: TRPCError): JsonRpcError {
+  const data: Record<string, unknown> = { code: err.code };
+  if (err instanceof CoreError) {
+    data.appCode = err.appCode;
+    if (err.details) data.details = err.details;
+  }
+  if (err.cause instanceof ZodError) {
+    data.issues = err.cause.issues;
+    return { code: JSONRPC_STANDARD.INVALID_PARAMS, message: 'invalid params', data };
+  }
+  const internal = err.code === 'INTERNAL_SERVER_ERROR' && !(err instanceof CoreError);
+  return { code: JSONRPC_CODE_BY_TRPC[err.code], message: internal ? 'internal error' : err.message, data };
+}
+
+function isId(v: unknown): v is string | number {
+  return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+}
+
+async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: Headers): Promise<JsonRpcResponse | null> {
+  if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
+    return fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'invalid request');
+  }
+  const m = msg as Record<string, unknown>;
+  const hasId = 'id' in m;
+  const id: Id = isId(m.id) ? m.id : null;
+  if (m.jsonrpc !== '2.0' || typeof m.method !== 'string' || (hasId && !isId(m.id) && m.id !== null)) {
+    return fail(id, JSONRPC_STANDARD.INVALID_REQUEST, 'invalid request');
+  }
+  if (m.params !== undefined && (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))) {
+    return hasId ? fail(id, JSONRPC_STANDARD.INVALID_PARAMS, 'params must be an object (the procedure input)') : null;
+  }
+  const info = procedureIndex(runtime.router).get(m.method);
+  if (!info || info.type === 'subscription') {
+    return hasId ? fail(id, JSONRPC_STANDARD.METHOD_NOT_FOUND, `method not found: ${m.method.slice(0, 200)}`) : null;
+  }
+  const result = await invoke(runtime.router, m.method, m.params, ctx);
+  if (!hasId) return null; // notification: run it, answer nothing
+  if (result.ok) return { jsonrpc: '2.0', id, result: result.data ?? null };
+  // Headers an error asks for (Retry-After, WWW-Authenticate) reach the HTTP response.
+  if (result.error instanceof CoreError && result.error.headers) {
+    for (const [k, v] of Object.entries(result.error.headers)) headers.set(k, v);
+  }
+  if (result.error.code === 'INTERNAL_SERVER_ERROR') {
+    runtime.logger.error('procedure failed', { method: m.method, error: result.error.cause?.message ?? result.error.message });
+  }
+  return { jsonrpc: '2.0', id, error: toJsonRpcError(result.error) };
+}
+
+/**
+ * POST /rpc: JSON-RPC 2.0 over the same procedures and middleware as /trpc (through core's
+ * invoke seam). Single and batch requests; notifications get no body (204).
+ */
+export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
+  return async (c) => {
+    const runtime = await getRuntime();
+    const { bodyLimit, maxJsonDepth, maxBatchSize } = runtime.config.limits;
+    const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
+    if (!body.ok) {
+      if (body.status === 413) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, body.message), 413);
+      return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`));
+    }
+    const ctx = await contextFor(c, runtime, 'rpc');
+    const headers = new Headers({ 'content-type': 'application/json' });
+    const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers }));
+
+    if (Array.isArray(body.value)) {
+      if (body.value.length === 0) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'empty batch'));
+      if (body.value.length > maxBatchSize) {
+        return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, `batch larger than ${maxBatchSize}`));
+      }
+      const results = (await Promise.all(body.value.map((m) => handleOne(m, runtime, ctx, headers)))).filter((r) => r !== null);
+      return reply(results.length ? results : null);
+    }
+    return reply(await handleOne(body.value, runtime, ctx, headers));
+  };
+}

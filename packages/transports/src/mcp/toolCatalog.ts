@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { procedureIndex, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core';
+import type { AnyRouter } from '@trpc/server';
+
+export interface CatalogTool {
+  name: string;
+  path: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: ToolAnnotations;
+  meta: ProcedureMeta | undefined;
+}
+
+export interface ToolCatalog {
+  tools: CatalogTool[];
+  byName: Map<string, CatalogTool>;
+  /** The tools/list result, built once. */
+  listResult: { tools: Array<Record<string, unknown>> };
+}
+
+const EMPTY_OBJECT_SCHEMA = { type: 'object', properties: {} } as const;
+
+/** JSON Schema of a zod input; MCP requires an object schema at the top. */
+function toInputSchema(schema: unknown): Record<string, unknown> {
+  if (!(schema instanceof z.ZodType)) return { ...EMPTY_OBJECT_SCHEMA };
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  delete json.default; // a default for the whole input object is not useful to clients
+  if (json.type !== 'object') return { ...EMPTY_OBJECT_SCHEMA };
+  return json;
+}
+
+function toOutputSchema(schema: unknown): Record<string, unknown> | undefined {
+  if (!(schema instanceof z.ZodType)) return undefined;
+  const json = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  return json.type === 'object' ? json : undefined;
+}
+
+/**
+ * Every procedure with `meta.mcp` becomes a tool. Schemas are computed here, once at start,
+ * never per request. Tool names default to the last path segment; a clash is a start-up error.
+ */
+export function buildToolCatalog(router: AnyRouter): ToolCatalog {
+  const byName = new Map<string, CatalogTool>();
+  for (const info of procedureIndex(router).values()) {
+    if (!info.meta?.mcp || info.type === 'subscription') continue;
+    const name = info.meta.mcp.name ?? info.path.split('.').pop()!;
+    const clash = byName.get(name);
+    if (clash) throw new Error(`MCP tool name "${name}" is used by both ${clash.path} and ${info.path}; set meta.mcp.name`);
+    const def = info.procedure._def as { inputs?: unknown[]; output?: unknown };
+    byName.set(name, {
+      name,
+      path: info.path,
+      description: info.meta.description ?? info.path,
+      inputSchema: toInputSchema(def.inputs?.[0]),
+      outputSchema: toOutputSchema(def.output),
+      annotations: info.meta.mcp.annotations,
+      meta: info.meta,
+    });
+  }
+  const tools = [...byName.values()];
+  return {
+    tools,
+    byName,
+    listResult: {
+      tools: tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
+        ...(t.annotations ? { annotations: t.annotations } : {}),
+      })),
+    },
+  };
+}

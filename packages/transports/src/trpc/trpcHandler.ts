@@ -1,0 +1,30 @@
+import type { Handler } from 'hono';
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import { CoreError, type Runtime } from '@ai-backend/core';
+import { contextFor } from '../http/requestContext.js';
+
+/**
+ * /trpc and /typedrpc: tRPC's own fetch adapter over the shared router, so tRPC clients get
+ * exactly what they expect (batching, superjson, GET queries). Headers an error asks for
+ * (Retry-After, WWW-Authenticate) are copied onto the response.
+ */
+export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string): Handler {
+  return async (c) => {
+    const runtime = await getRuntime();
+    return fetchRequestHandler({
+      endpoint,
+      req: c.req.raw,
+      router: runtime.router,
+      maxBatchSize: runtime.config.limits.maxBatchSize,
+      createContext: () => contextFor(c, runtime, 'trpc'),
+      responseMeta({ errors }) {
+        const headers = new Headers();
+        for (const e of errors) if (e instanceof CoreError && e.headers) for (const [k, v] of Object.entries(e.headers)) headers.set(k, v);
+        return { headers };
+      },
+      onError({ error, path }) {
+        if (error.code === 'INTERNAL_SERVER_ERROR') runtime.logger.error('procedure failed', { path, error: error.cause?.message ?? error.message });
+      },
+    });
+  };
+}
