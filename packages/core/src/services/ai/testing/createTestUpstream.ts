@@ -1,0 +1,263 @@
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { ProviderId } from '../../../config/sections/ai.js';
+import { parseMarkers, type UpstreamFault } from './faults.js';
+import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
+
+/**
+ * A local stand-in for the four upstream AI APIs, for tests and the benchmark. It speaks the
+ * wire formats the AI SDK providers call, reports deterministic usage, records every request
+ * and injects faults per request. Error messages deliberately echo the presented key and the
+ * system prompt (worst-case upstream), so tests can check that neither leaks through us.
+ *
+ * @example
+ * const upstream = await createTestUpstream();
+ * const config = { ai: upstream.aiConfig({ apiKey: 'server-key' }), serverProviders: ['openai'] };
+ * // ... '[[upstream:429:retry=3]]' in a prompt makes that one request fail with 429.
+ * await upstream.close();
+ */
+export interface TestUpstreamOptions {
+  /** Output tokens of every reply, capped by the request's max tokens. Default 16. */
+  outputTokens?: number;
+  /** When set, only these keys are accepted; otherwise any key not starting with `invalid`. */
+  validKeys?: string[];
+  /** Delay before every answer, in ms. Default 0. */
+  latencyMs?: number;
+  /** Reply text. Default: `Test reply from <format> (<model>)`. Never contains the system prompt. */
+  reply?: (req: RecordedRequest) => string;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  /** Provider inferred from the path (openai covers both OpenAI APIs). */
+  provider: ProviderId;
+  format: WireFormat | 'models';
+  /** The key as presented (Authorization bearer, x-api-key, x-goog-api-key or ?key=). */
+  apiKey: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+  body: Record<string, unknown> | undefined;
+  model: string;
+  system: string;
+  content: string;
+  maxTokens: number | undefined;
+  /** The client closed the connection before the answer was complete. */
+  aborted: boolean;
+  /** What the upstream did: 'ok' or the fault kind/status. */
+  outcome: string;
+}
+
+export interface TestUpstream {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** Base URLs in the form the AI SDK providers (and `ai.providers.<id>.baseUrl`) expect. */
+  readonly baseUrls: Record<ProviderId, string>;
+  /** Every request received, in order. */
+  readonly requests: RecordedRequest[];
+  /** `config.ai` fragment pointing every provider here (optionally with a server key). */
+  aiConfig(opts?: { apiKey?: string }): { providers: Record<ProviderId, { baseUrl: string; apiKey?: string }> };
+  /** Apply `fault` to the next `times` generation requests (after marker faults). */
+  failNext(fault: UpstreamFault, times?: number): void;
+  setLatency(ms: number): void;
+  setOutputTokens(n: number): void;
+  /** Resolve once `count` requests have been received (default: one more than now). */
+  waitForRequests(count?: number, timeoutMs?: number): Promise<void>;
+  /** Clear recorded requests and queued faults. */
+  reset(): void;
+  /** Close the server, destroying hanging connections. */
+  close(): Promise<void>;
+}
+
+type Route = { provider: ProviderId; format: WireFormat; model?: string } | { provider: ProviderId; format: 'models' };
+
+function route(method: string, path: string, headers: http.IncomingHttpHeaders): Route | undefined {
+  if (method === 'POST') {
+    if (path === '/v1/responses') return { provider: 'openai', format: 'openai-responses' };
+    if (path === '/v1/chat/completions') return { provider: 'openai', format: 'openai-chat' };
+    if (path === '/v1/messages') return { provider: 'anthropic', format: 'anthropic' };
+    if (path === '/api/v1/chat/completions') return { provider: 'openrouter', format: 'openrouter' };
+    const g = /^\/v1beta\/models\/([^/:]+):generateContent$/.exec(path);
+    if (g) return { provider: 'google', format: 'google', model: decodeURIComponent(g[1]!) };
+  }
+  if (method === 'GET') {
+    if (path === '/v1/models') return { provider: headers['x-api-key'] ? 'anthropic' : 'openai', format: 'models' };
+    if (path === '/v1beta/models') return { provider: 'google', format: 'models' };
+    if (path === '/api/v1/key' || path === '/api/v1/models') return { provider: 'openrouter', format: 'models' };
+  }
+  return undefined;
+}
+
+function presentedKey(req: http.IncomingMessage, url: URL): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth?.startsWith('Bearer ')) return auth.slice(7);
+  const single = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
+  return single(req.headers['x-api-key']) ?? single(req.headers['x-goog-api-key']) ?? url.searchParams.get('key') ?? undefined;
+}
+
+function modelsBody(provider: ProviderId, path: string): Record<string, unknown> {
+  if (provider === 'google') return { models: [{ name: 'models/gemini-test', displayName: 'Gemini test' }] };
+  if (provider === 'anthropic') return { data: [{ type: 'model', id: 'claude-test', display_name: 'Claude test', created_at: '2025-01-01T00:00:00Z' }], has_more: false, first_id: 'claude-test', last_id: 'claude-test' };
+  if (provider === 'openrouter') return path.endsWith('/key') ? { data: { label: 'test', usage: 0, limit: null, is_free_tier: false } } : { data: [{ id: 'openai/gpt-test' }] };
+  return { object: 'list', data: [{ id: 'gpt-test', object: 'model', created: 1700000000, owned_by: 'test' }] };
+}
+
+/** Start a test upstream on 127.0.0.1 with an ephemeral port. */
+export async function createTestUpstream(options: TestUpstreamOptions = {}): Promise<TestUpstream> {
+  let outputTokens = options.outputTokens ?? 16;
+  let latencyMs = options.latencyMs ?? 0;
+  const requests: RecordedRequest[] = [];
+  const queued: UpstreamFault[] = [];
+  const sockets = new Set<Socket>();
+  const waiters: Array<{ count: number; resolve: () => void }> = [];
+  const isValidKey = (key: string | undefined) =>
+    key !== undefined && key !== '' && (options.validKeys ? options.validKeys.includes(key) : !key.startsWith('invalid'));
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => void handle(req, res, Buffer.concat(chunks).toString('utf8')));
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const r = route(req.method ?? 'GET', url.pathname, req.headers);
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      if (res.destroyed) return;
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(JSON.stringify(body));
+    };
+    if (!r) return send(404, { error: { message: `no such endpoint: ${req.method} ${url.pathname}` } });
+
+    let body: Record<string, unknown> | undefined;
+    try {
+      body = raw ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
+    } catch {
+      return send(400, { error: { message: 'request body is not JSON' } });
+    }
+    const prompt = r.format === 'models' ? undefined : parsePrompt(r.format, body ?? {}, 'model' in r ? r.model : undefined);
+    const rec: RecordedRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      provider: r.provider,
+      format: r.format,
+      apiKey: presentedKey(req, url),
+      headers: { ...req.headers },
+      body,
+      model: prompt?.model ?? '',
+      system: prompt?.system ?? '',
+      content: prompt?.content ?? '',
+      maxTokens: prompt?.maxTokens,
+      aborted: false,
+      outcome: 'ok',
+    };
+    requests.push(rec);
+    res.on('close', () => {
+      if (!res.writableFinished) rec.aborted = true;
+    });
+    for (const w of [...waiters]) {
+      if (requests.length < w.count) continue;
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
+
+    const directives = parseMarkers(`${rec.system}\n${rec.content}`);
+    const fault = directives.fault ?? (r.format !== 'models' ? queued.shift() : undefined);
+    const delay = directives.latencyMs ?? latencyMs;
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    const format: WireFormat = r.format === 'models' ? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
+
+    if (!isValidKey(rec.apiKey)) {
+      rec.outcome = '401';
+      // Like some real providers, the message quotes the key: we must never pass it on.
+      return send(401, errorBody(format, 401, `Incorrect API key provided: ${rec.apiKey ?? '(none)'}`));
+    }
+    if (fault) {
+      rec.outcome = fault.kind === 'status' ? String(fault.status) : fault.kind;
+      switch (fault.kind) {
+        case 'status': {
+          const headers: Record<string, string> = fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {};
+          return send(fault.status, errorBody(format, fault.status, `injected failure; request had system prompt: ${rec.system}`), headers);
+        }
+        case 'hang':
+          return; // never answer; close() or the client ends it
+        case 'reset':
+          req.socket.destroy();
+          return;
+        case 'drop':
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{"id":"partial","object":');
+          setTimeout(() => req.socket.destroy(), 5);
+          return;
+        case 'malformed':
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"id": "broken", "choices": [ this is not json');
+          return;
+        case 'noUsage':
+          break;
+      }
+    }
+    if (r.format === 'models') return send(200, modelsBody(r.provider, url.pathname));
+
+    const p = prompt!;
+    const wanted = directives.outputTokens ?? outputTokens;
+    const out = p.maxTokens !== undefined ? Math.min(p.maxTokens, wanted) : wanted;
+    const text = options.reply ? options.reply(rec) : `Test reply from ${r.format} (${p.model})`;
+    send(
+      200,
+      replyBody(r.format, {
+        model: p.model,
+        text,
+        inputTokens: Math.ceil((p.system.length + p.content.length) / 4),
+        outputTokens: out,
+        truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
+        omitUsage: fault?.kind === 'noUsage',
+      }),
+    );
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const base = `http://127.0.0.1:${port}`;
+  const baseUrls: Record<ProviderId, string> = { openai: `${base}/v1`, anthropic: `${base}/v1`, google: `${base}/v1beta`, openrouter: `${base}/api/v1` };
+
+  return {
+    url: base,
+    baseUrls,
+    requests,
+    aiConfig(opts = {}) {
+      const entry = (id: ProviderId) => ({ baseUrl: baseUrls[id], ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}) });
+      return { providers: { anthropic: entry('anthropic'), openai: entry('openai'), google: entry('google'), openrouter: entry('openrouter') } };
+    },
+    failNext(fault, times = 1) {
+      for (let i = 0; i < times; i++) queued.push(fault);
+    },
+    setLatency(ms) {
+      latencyMs = ms;
+    },
+    setOutputTokens(n) {
+      outputTokens = n;
+    },
+    waitForRequests(count = requests.length + 1, timeoutMs = 5000) {
+      if (requests.length >= count) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`test upstream: ${requests.length}/${count} requests after ${timeoutMs} ms`)), timeoutMs);
+        waiters.push({ count, resolve: () => (clearTimeout(timer), resolve()) });
+      });
+    },
+    reset() {
+      requests.length = 0;
+      queued.length = 0;
+    },
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

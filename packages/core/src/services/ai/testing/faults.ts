@@ -1,0 +1,52 @@
+/**
+ * Faults the test upstream can inject, chosen per request: by a marker in the prompt text
+ * (`[[upstream:429:retry=7]]`) or through the control API (`upstream.failNext(...)`).
+ */
+export type UpstreamFault =
+  /** Answer with this HTTP status and the provider's error body. `retryAfter` (seconds) adds Retry-After. */
+  | { kind: 'status'; status: number; retryAfter?: number }
+  /** Accept the request and never answer (until the client gives up or the upstream closes). */
+  | { kind: 'hang' }
+  /** Send the status line, headers and part of the body, then destroy the socket. */
+  | { kind: 'drop' }
+  /** Destroy the socket before sending anything. */
+  | { kind: 'reset' }
+  /** 200 with a body that is not valid JSON. */
+  | { kind: 'malformed' }
+  /** A valid reply without usage numbers (where the format allows leaving them out). */
+  | { kind: 'noUsage' };
+
+export interface MarkerDirectives {
+  fault?: UpstreamFault;
+  latencyMs?: number;
+  /** Output tokens for this request (still capped by maxTokens). */
+  outputTokens?: number;
+}
+
+const MARKER = /\[\[upstream:([a-z0-9=:.-]+)\]\]/gi;
+
+/**
+ * Read the `[[upstream:...]]` markers of a prompt. Recognised:
+ * `401`, `403`, `429`, `429:retry=<s>`, `500`, `<any status>`, `hang`, `drop`, `reset`,
+ * `malformed`, `no-usage`, `latency=<ms>`, `output=<tokens>`.
+ */
+export function parseMarkers(text: string): MarkerDirectives {
+  const out: MarkerDirectives = {};
+  for (const match of text.matchAll(MARKER)) {
+    const [head, ...rest] = match[1]!.toLowerCase().split(':');
+    const opts = Object.fromEntries(rest.map((r) => r.split('=') as [string, string]));
+    if (/^\d{3}$/.test(head!)) {
+      const retry = opts.retry !== undefined ? Number(opts.retry) : undefined;
+      out.fault = { kind: 'status', status: Number(head), ...(retry !== undefined && Number.isFinite(retry) ? { retryAfter: retry } : {}) };
+    } else if (head === 'hang' || head === 'drop' || head === 'reset' || head === 'malformed') {
+      out.fault = { kind: head };
+    } else if (head === 'no-usage') {
+      out.fault = { kind: 'noUsage' };
+    } else if (head?.startsWith('latency=')) {
+      out.latencyMs = Number(head.slice('latency='.length)) || 0;
+    } else if (head?.startsWith('output=')) {
+      out.outputTokens = Number(head.slice('output='.length)) || 0;
+    }
+  }
+  return out;
+}

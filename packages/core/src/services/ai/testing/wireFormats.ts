@@ -1,0 +1,147 @@
+/**
+ * Request parsing and reply bodies of the four upstream wire formats, as the AI SDK providers
+ * send and read them. Only the fields the SDK needs are produced; the shapes follow the
+ * providers' public API references (OpenAI Responses and Chat Completions, Anthropic Messages,
+ * Google generateContent, OpenRouter chat completions).
+ */
+
+export type WireFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'google' | 'openrouter';
+
+/** What the test upstream reads out of a generation request, whatever its format. */
+export interface ParsedPrompt {
+  model: string;
+  /** Concatenated system/developer instructions ('' when none). */
+  system: string;
+  /** Concatenated user text. */
+  content: string;
+  maxTokens: number | undefined;
+  temperature: number | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+/** Text of a message `content`: a string, or an array of text parts in any of the formats. */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (typeof part === 'object' && part !== null && typeof (part as Json).text === 'string' ? ((part as Json).text as string) : ''))
+      .join('');
+  }
+  return '';
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+/** Parse a generation request body of the given format. */
+export function parsePrompt(format: WireFormat, body: Json, modelFromPath?: string): ParsedPrompt {
+  const system: string[] = [];
+  const content: string[] = [];
+  switch (format) {
+    case 'openai-responses': {
+      const input = Array.isArray(body.input) ? (body.input as Json[]) : [];
+      if (typeof body.instructions === 'string') system.push(body.instructions);
+      for (const m of input) (m.role === 'system' || m.role === 'developer' ? system : content).push(textOf(m.content));
+      return { model: String(body.model ?? ''), system: system.join('\n'), content: content.join('\n'), maxTokens: num(body.max_output_tokens), temperature: num(body.temperature) };
+    }
+    case 'openai-chat':
+    case 'openrouter': {
+      const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : [];
+      for (const m of messages) (m.role === 'system' || m.role === 'developer' ? system : content).push(textOf(m.content));
+      return { model: String(body.model ?? ''), system: system.join('\n'), content: content.join('\n'), maxTokens: num(body.max_completion_tokens) ?? num(body.max_tokens), temperature: num(body.temperature) };
+    }
+    case 'anthropic': {
+      const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : [];
+      system.push(textOf(body.system));
+      for (const m of messages) content.push(textOf(m.content));
+      return { model: String(body.model ?? ''), system: system.join(''), content: content.join('\n'), maxTokens: num(body.max_tokens), temperature: num(body.temperature) };
+    }
+    case 'google': {
+      const contents = Array.isArray(body.contents) ? (body.contents as Json[]) : [];
+      const si = body.systemInstruction as Json | undefined;
+      if (si) system.push(textOf(si.parts));
+      for (const c of contents) content.push(textOf(c.parts));
+      const gc = (body.generationConfig ?? {}) as Json;
+      return { model: modelFromPath ?? '', system: system.join(''), content: content.join('\n'), maxTokens: num(gc.maxOutputTokens), temperature: num(gc.temperature) };
+    }
+  }
+}
+
+export interface ReplyParts {
+  model: string;
+  text: string;
+  inputTokens: number;
+  outputTokens: number;
+  /** True when the reply stopped at maxTokens. */
+  truncated: boolean;
+  /** Leave usage numbers out (a provider that does not report them). */
+  omitUsage: boolean;
+}
+
+let seq = 0;
+const nextId = (prefix: string) => `${prefix}_test${(++seq).toString(36)}`;
+
+/** A successful reply body in the given format. */
+export function replyBody(format: WireFormat, r: ReplyParts): Json {
+  const created = Math.floor(Date.now() / 1000);
+  const total = r.inputTokens + r.outputTokens;
+  switch (format) {
+    case 'openai-responses':
+      return {
+        id: nextId('resp'),
+        object: 'response',
+        created_at: created,
+        status: r.truncated ? 'incomplete' : 'completed',
+        incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null,
+        model: r.model,
+        output: [{ type: 'message', id: nextId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.text, annotations: [] }] }],
+        ...(r.omitUsage ? {} : { usage: { input_tokens: r.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: r.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: total } }),
+      };
+    case 'openai-chat':
+    case 'openrouter':
+      return {
+        id: nextId('chatcmpl'),
+        object: 'chat.completion',
+        created,
+        model: r.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.truncated ? 'length' : 'stop' }],
+        ...(r.omitUsage ? {} : { usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: total } }),
+      };
+    case 'anthropic':
+      return {
+        id: nextId('msg'),
+        type: 'message',
+        role: 'assistant',
+        model: r.model,
+        content: [{ type: 'text', text: r.text }],
+        stop_reason: r.truncated ? 'max_tokens' : 'end_turn',
+        stop_sequence: null,
+        // The Messages API always reports usage (the SDK's schema requires it), so omitUsage does not apply.
+        usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens },
+      };
+    case 'google':
+      return {
+        candidates: [{ content: { parts: [{ text: r.text }], role: 'model' }, finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP', index: 0 }],
+        ...(r.omitUsage ? {} : { usageMetadata: { promptTokenCount: r.inputTokens, candidatesTokenCount: r.outputTokens, totalTokenCount: total } }),
+        modelVersion: r.model,
+      };
+  }
+}
+
+/** An error body in the provider's own error format. */
+export function errorBody(format: WireFormat, status: number, message: string): Json {
+  const type =
+    status === 401 ? 'authentication_error' : status === 403 ? 'permission_error' : status === 429 ? 'rate_limit_error' : status >= 500 ? 'api_error' : 'invalid_request_error';
+  switch (format) {
+    case 'anthropic':
+      return { type: 'error', error: { type, message } };
+    case 'google': {
+      const gStatus = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+      return { error: { code: status, message, status: gStatus } };
+    }
+    default:
+      return { error: { message, type, code: status === 401 ? 'invalid_api_key' : null, param: null } };
+  }
+}
