@@ -16,6 +16,7 @@ export const CORE_ERROR_TABLE = {
   ACCESS_DENIED: { trpc: 'FORBIDDEN', http: 403 },
   NOT_FOUND: { trpc: 'NOT_FOUND', http: 404 },
   NO_WORKSPACES: { trpc: 'PRECONDITION_FAILED', http: 412 },
+  NOT_CONFIGURED: { trpc: 'PRECONDITION_FAILED', http: 412 },
   CONFLICT: { trpc: 'CONFLICT', http: 409 },
   PAYMENT_REQUIRED: { trpc: 'PAYMENT_REQUIRED', http: 402 },
   PAYLOAD_TOO_LARGE: { trpc: 'PAYLOAD_TOO_LARGE', http: 413 },
