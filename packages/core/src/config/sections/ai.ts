@@ -13,8 +13,23 @@ const ProviderConfigSchema = z.strictObject({
   allowedModels: z.array(z.string()).optional(),
   /** micromatch patterns that are never allowed. */
   blockedModels: z.array(z.string()).optional(),
+  /** OpenAI only: 'responses' (default, the Responses API) or 'chat' (Chat Completions, for compatible servers). */
+  api: z.enum(['responses', 'chat']).optional(),
 });
 export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
+
+/** One model's registry entry; in `ai.models` every field overrides the bundled value. */
+const ModelInfoSchema = z.strictObject({
+  /** Context window in tokens. */
+  contextWindow: z.number().int().min(1).optional(),
+  /** Largest output the model produces, in tokens. */
+  maxOutputTokens: z.number().int().min(1).optional(),
+  /** USD per million input tokens. */
+  inputUsdPerMTok: z.number().min(0).optional(),
+  /** USD per million output tokens. */
+  outputUsdPerMTok: z.number().min(0).optional(),
+});
+export type ModelInfoOverride = z.infer<typeof ModelInfoSchema>;
 
 export const AiSchema = z
   .strictObject({
@@ -27,10 +42,23 @@ export const AiSchema = z
     maxTokensLimit: z.number().int().min(1).default(32_768),
     /** Upstream call timeout in ms. Default 60000. */
     timeoutMs: z.number().int().min(100).default(60_000),
-    /** Named server-side system prompts a request may reference by name. */
-    systemPrompts: z.record(z.string(), z.string()).default({}),
+    /** Named server-side system prompts a request references as `@name`; the text never leaves the server. */
+    systemPrompts: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'prompt names use letters, digits, _ . -'), z.string().min(1)).default({}),
     /** Largest `content` accepted, in characters. Default 200000. */
     maxContentChars: z.number().int().min(1).default(200_000),
+    /**
+     * Whether a request may send its own system prompt text. When false only `@name`
+     * references to `systemPrompts` are accepted. Default true.
+     */
+    allowInlineSystemPrompts: z.boolean().default(true),
+    /** Providers for which a caller may use its own key (input apiKey or stored BYOK key). Default all four. */
+    byokProviders: z.array(z.enum(PROVIDER_IDS)).default([...PROVIDER_IDS]),
+    /** Model registry overrides and additions, per provider and model id (merged over the bundled data). */
+    models: z.partialRecord(z.enum(PROVIDER_IDS), z.record(z.string().min(1), ModelInfoSchema)).default({}),
+    /** Timeout of ai.validateProvider's check request, in ms. Default 5000. */
+    validateTimeoutMs: z.number().int().min(100).default(5_000),
+    /** Retries of a failed upstream call inside one request (0 surfaces 429/5xx at once). Default 0. */
+    maxRetries: z.number().int().min(0).max(5).default(0),
   })
   .prefault({});
 
@@ -49,5 +77,9 @@ export const BillingSchema = z
     webhookToleranceSec: z.number().int().min(1).default(300),
     /** Master key for the BYOK vault; defaults to oauth.encryptionKey. */
     vaultKey: z.string().min(32).optional(),
+    /** Earlier vault master keys, still read (and re-encrypted under the current one) after a rotation. */
+    previousVaultKeys: z.array(z.string().min(32)).default([]),
+    /** How long tokens stay held for a call that never settles (crashed server) before they are released. Default 15 min. */
+    reservationTtlMs: z.number().int().min(1000).default(15 * 60_000),
   })
   .prefault({});
