@@ -1,0 +1,49 @@
+import type { ProviderId } from '../../config/sections/ai.js';
+import type { Identity } from '../../trpc/context.js';
+
+/**
+ * The contract between ai.generateText and billing: which key pays for a call, and the
+ * reserve → settle | release cycle of platform-paid calls. The billing service
+ * (`runtime.billing`) implements it; the AI service only ever talks to this interface.
+ */
+export interface Metering {
+  /**
+   * Decide how a call is paid, before any upstream request.
+   * - `apiKeyProvided`: the request carries its own key → `{ mode: 'byok' }` (no apiKey returned).
+   * - the user enabled BYOK for `provider` and a key is stored → `{ mode: 'byok', apiKey }` (decrypted).
+   * - otherwise `{ mode: 'platform' }` when the caller can be charged platform tokens
+   *   (anonymous callers only when config.billing.allowAnonymousServerPaid).
+   * Throws CoreError PAYMENT_REQUIRED when neither tokens nor a key can pay.
+   */
+  decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean }): Promise<MeteringDecision>;
+
+  /** Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED. */
+  reserve(args: { identity: Identity | null; tokens: number; requestId: string }): Promise<Reservation>;
+
+  /** Charge the real usage (plus fee) against a reservation and return the rest. */
+  settle(reservation: Reservation, usage: { tokensUsed: number; provider: ProviderId; model: string; metadata: UsageMetadata }): Promise<SettledUsage>;
+
+  /** Refund a reservation in full (the call failed or the client went away). */
+  release(reservation: Reservation, reason: string): Promise<void>;
+
+  /** Record a BYOK call (nothing is charged). */
+  recordByokUsage(args: { identity: Identity | null; provider: ProviderId; model: string; tokensUsed: number; estimatedCostUsd: number; metadata: UsageMetadata }): Promise<void>;
+}
+
+export type MeteringDecision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
+
+/** A reservation is opaque to the AI service: it only hands it back to settle or release. */
+export type Reservation = object;
+
+export interface SettledUsage {
+  tokensUsed: number;
+  tokensCharged: number;
+  platformFee: number | null;
+  remainingBalance: number | null;
+}
+
+/** The request's `metadata` (name, type), recorded with the usage entry. */
+export interface UsageMetadata {
+  name?: string;
+  type?: string;
+}
