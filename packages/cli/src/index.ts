@@ -1,1 +1,25 @@
-export {};
+/**
+ * ai-backend: the one package users install. Re-exports the public API of the workspace
+ * packages so `import { createServer, router, publicProcedure } from 'ai-backend'` works.
+ * @module
+ */
+export { createServer, type AiBackendServer, type BoundAddress, type CreateServerOptions } from '@ai-backend/transports';
+export {
+  defineConfig,
+  router,
+  publicProcedure,
+  protectedProcedure,
+  adminProcedure,
+  CoreError,
+  MemoryStorage,
+  type AppRouter,
+  type ConfigInput,
+  type ResolvedConfig,
+  type Context,
+  type Identity,
+  type ProcedureMeta,
+  type Storage,
+  type ResourceDefinition,
+  type SchemeHandler,
+} from '@ai-backend/core';
+export { loadConfig } from './loadConfig.js';

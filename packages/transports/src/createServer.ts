@@ -3,6 +3,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createAuthenticator } from '@ai-backend/auth';
 import { cors } from './http/cors.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { requestOrigin } from './http/requestFacts.js';
@@ -55,7 +56,7 @@ function servesWithoutAuth(config: ResolvedConfig): boolean {
  * requests wait for it.
  */
 export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: CreateServerOptions = {}): AiBackendServer {
-  const config = resolveConfig(input as ConfigInput);
+  const config = resolveConfig(input);
   if (!isLoopbackHost(config.host) && servesWithoutAuth(config) && !config.allowUnauthenticatedRemote) {
     throw new ConfigError([
       {
@@ -67,6 +68,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
 
   let mcp: McpHandler | undefined;
   const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then((runtime) => {
+    runtime.setAuthenticator(createAuthenticator(config, { logger: runtime.logger }));
     if (config.mcp.enabled && config.transports.http) mcp = new McpHandler(runtime);
     return runtime;
   });

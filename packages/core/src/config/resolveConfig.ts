@@ -25,15 +25,26 @@ function toProblems(error: z.ZodError): ConfigProblem[] {
   });
 }
 
+/** Configs this module produced; resolving one again returns it unchanged (defaults are resolved once). */
+const resolved = new WeakSet<object>();
+
+export function isResolvedConfig(value: unknown): value is ResolvedConfig {
+  return typeof value === 'object' && value !== null && resolved.has(value);
+}
+
 /** Validate and resolve defaults once. Throws ConfigError listing every problem. */
-export function resolveConfig(input: ConfigInput | undefined): ResolvedConfig {
+export function resolveConfig(input: ConfigInput | ResolvedConfig | undefined): ResolvedConfig {
+  if (isResolvedConfig(input)) return input;
   const result = ConfigSchema.safeParse(input ?? {});
   if (!result.success) throw new ConfigError(toProblems(result.error));
+  resolved.add(result.data);
   return result.data;
 }
 
 /** Like resolveConfig but returns problems instead of throwing (for `config check`). */
 export function checkConfig(input: unknown): { ok: true; config: ResolvedConfig } | { ok: false; problems: ConfigProblem[] } {
   const result = ConfigSchema.safeParse(input ?? {});
-  return result.success ? { ok: true, config: result.data } : { ok: false, problems: toProblems(result.error) };
+  if (!result.success) return { ok: false, problems: toProblems(result.error) };
+  resolved.add(result.data);
+  return { ok: true, config: result.data };
 }

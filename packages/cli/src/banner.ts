@@ -1,0 +1,28 @@
+import type { ResolvedConfig } from '@ai-backend/core';
+import type { BoundAddress } from '@ai-backend/transports';
+
+/** The start-up banner: where everything is, and what is not configured yet. */
+export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: string | null): string {
+  const base = addr.url;
+  const lines = [`ai-backend listening on ${base}${configPath ? ` (config: ${configPath})` : ' (no config file; defaults)'}`];
+  if (config.protocols.tRpc) lines.push(`  tRPC      ${base}/trpc  (also ${base}/typedrpc)`);
+  if (config.protocols.jsonRpc) lines.push(`  JSON-RPC  ${base}/rpc`);
+  if (config.mcp.enabled && config.transports.http) lines.push(`  MCP       ${base}/mcp`);
+  lines.push(`  health    ${base}/health`);
+  lines.push(`  storage   ${config.storage.type}${config.storage.type === 'file' ? ` (${config.storage.dir})` : ''}`);
+  const auth = config.mcp.auth.authType;
+  lines.push(`  auth      ${auth}`);
+  const oauthReady = Boolean(config.oauth.providerClientId && config.oauth.encryptionKey && config.oauth.provider);
+  if ((auth === 'oauth' || auth === 'both') && !oauthReady) {
+    lines.push(
+      '',
+      '  OAuth is the MCP auth type but is not configured: tools that need sign-in answer 401.',
+      '  Reachable without sign-in: tools/list, public tools, /trpc and /rpc public procedures, /health.',
+      '  Configure oauth.providerClientId, oauth.providerClientSecret, oauth.provider ({ issuer }) and',
+      '  OAUTH_ENCRYPTION_KEY (32+ characters), or use JWT (JWT_SECRET, mcp.auth.authType: "jwt").',
+      '  See docs/oauth.md.',
+    );
+  }
+  if (auth === 'none') lines.push('', '  Authentication is off (development only). Admin procedures still need an admin token: `ai-backend token --scope mcp:admin`.');
+  return lines.join('\n');
+}

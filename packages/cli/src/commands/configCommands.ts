@@ -1,0 +1,45 @@
+import { writeFile, access } from 'node:fs/promises';
+import path from 'node:path';
+import { checkConfig, redactConfig } from '@ai-backend/core';
+import { loadConfig } from '../loadConfig.js';
+import { STARTER_CONFIG } from '../starterConfig.js';
+
+/** `config check`: print every problem with its path; exit code 1 when there is one. */
+export async function configCheck(opts: { config?: string }): Promise<number> {
+  const loaded = await loadConfig({ file: opts.config });
+  const result = checkConfig(loaded.input);
+  if (result.ok) {
+    process.stdout.write(`config ok${loaded.filepath ? ` (${loaded.filepath})` : ' (defaults; no config file found)'}\n`);
+    return 0;
+  }
+  for (const p of result.problems) process.stderr.write(`${p.path || '(root)'}: ${p.message}\n`);
+  return 1;
+}
+
+/** `config print`: the resolved config with secrets redacted. */
+export async function configPrint(opts: { config?: string }): Promise<number> {
+  const loaded = await loadConfig({ file: opts.config });
+  const result = checkConfig(loaded.input);
+  if (!result.ok) {
+    for (const p of result.problems) process.stderr.write(`${p.path || '(root)'}: ${p.message}\n`);
+    return 1;
+  }
+  process.stdout.write(JSON.stringify(redactConfig(result.config), null, 2) + '\n');
+  return 0;
+}
+
+/** `init`: write a commented starter config; never overwrites. */
+export async function init(opts: { file?: string }): Promise<number> {
+  const file = path.resolve(opts.file ?? 'ai-backend.config.mjs');
+  const exists = await access(file).then(
+    () => true,
+    () => false,
+  );
+  if (exists) {
+    process.stderr.write(`${file} already exists; not overwriting\n`);
+    return 1;
+  }
+  await writeFile(file, STARTER_CONFIG, { flag: 'wx' });
+  process.stdout.write(`wrote ${file}\nnext: npx ai-backend config check && npx ai-backend serve\n`);
+  return 0;
+}

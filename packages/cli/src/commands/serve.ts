@@ -1,0 +1,52 @@
+import path from 'node:path';
+import { mergeConfig, resolveConfig, ConfigError, type ConfigInput } from '@ai-backend/core';
+import { createServer } from '@ai-backend/transports';
+import { banner } from '../banner.js';
+import { loadConfig } from '../loadConfig.js';
+
+export interface ServeOptions {
+  config?: string;
+  port?: string;
+  host?: string;
+  dev?: boolean;
+}
+
+/** What `--dev` means: local, no auth, file store in ./.ai-backend-data, read-only workspace on the cwd. */
+export function devOverrides(cwd: string): ConfigInput {
+  return {
+    host: '127.0.0.1',
+    mcp: { auth: { authType: 'none' } },
+    storage: { type: 'file', dir: path.join(cwd, '.ai-backend-data') },
+    serverWorkspaces: { default: { path: cwd, name: 'Current folder', readOnly: true, blockedPaths: ['**/.env', '**/.env.*', '**/.git/**', '**/.ai-backend-data/**'] } },
+  };
+}
+
+export async function serve(opts: ServeOptions): Promise<void> {
+  const loaded = await loadConfig({ file: opts.config });
+  let input = loaded.input;
+  if (opts.dev) input = mergeConfig(input, devOverrides(process.cwd()));
+  const flags: Record<string, unknown> = {};
+  if (opts.port !== undefined) flags.port = Number(opts.port);
+  if (opts.host !== undefined) flags.host = opts.host;
+  input = mergeConfig(input, flags as ConfigInput);
+
+  const config = resolveConfig(input); // throws ConfigError with every problem
+  const server = createServer(config);
+  const addr = await server.start();
+  process.stdout.write(banner(addr, config, loaded.filepath) + '\n');
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`\n${signal}: stopping (finishing in-flight requests)...\n`);
+    server.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+export { ConfigError };

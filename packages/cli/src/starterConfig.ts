@@ -1,0 +1,43 @@
+/** The commented starter config `ai-backend init` writes. */
+export const STARTER_CONFIG = `// ai-backend configuration. Reference: docs/configuration.md
+// Secrets belong in the environment: JWT_SECRET, OAUTH_ENCRYPTION_KEY, ANTHROPIC_API_KEY, ...
+// Check it with: npx ai-backend config check
+/** @type {import('ai-backend').ConfigInput} */
+export default {
+  // Where to listen. 127.0.0.1 keeps the server local; a public address needs authentication.
+  port: 8000,
+  host: '127.0.0.1',
+
+  // Browsers allowed to call the server. '*' allows any origin without credentials.
+  cors: { origin: ['http://localhost:3000'], credentials: false },
+
+  // Embedded file store; use { type: 'redis', redis: { host, port } } for several servers.
+  storage: { type: 'file', dir: '.ai-backend-data' },
+
+  mcp: {
+    auth: {
+      // 'oauth' (default) | 'jwt' | 'both' | 'none' (development only)
+      authType: 'jwt',
+      requireAuthForToolsList: false,
+      requireAuthForToolsCall: true,
+      publicTools: ['greeting', 'ping'],
+      jwt: { requiredScopes: [] },
+    },
+    rateLimiting: { enabled: true, windowMs: 60000, maxRequests: 100, maxToolCalls: 50 },
+  },
+
+  // HS256 secret from JWT_SECRET (at least 32 bytes).
+  jwt: { issuer: undefined, audience: undefined },
+
+  // Administrators (by email or sub); tokens with the 'mcp:admin' scope also count.
+  admin: { users: [] },
+
+  // Folders the server exposes through the file tools.
+  serverWorkspaces: {
+    project: { path: process.cwd(), name: 'Project', readOnly: true, blockedPaths: ['**/.env', '**/.git/**'] },
+  },
+
+  // AI providers the server pays for (keys from ANTHROPIC_API_KEY, OPENAI_API_KEY, ...).
+  serverProviders: [],
+};
+`;
