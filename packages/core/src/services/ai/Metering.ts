@@ -14,20 +14,29 @@ export interface Metering {
    * - otherwise `{ mode: 'platform' }` when the caller can be charged platform tokens
    *   (anonymous callers only when config.billing.allowAnonymousServerPaid).
    * Throws CoreError PAYMENT_REQUIRED when neither tokens nor a key can pay.
+   * `ip` is the client address (anonymous server-paid windows).
    */
-  decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean }): Promise<MeteringDecision>;
+  decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean; ip?: string }): Promise<MeteringDecision>;
 
   /** Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED. */
-  reserve(args: { identity: Identity | null; tokens: number; requestId: string }): Promise<Reservation>;
+  reserve(args: { identity: Identity | null; tokens: number; requestId: string; ip?: string }): Promise<Reservation>;
 
   /** Charge the real usage (plus fee) against a reservation and return the rest. */
-  settle(reservation: Reservation, usage: { tokensUsed: number; provider: ProviderId; model: string; metadata: UsageMetadata }): Promise<SettledUsage>;
+  settle(reservation: Reservation, usage: { tokensUsed: number; provider: ProviderId; model: string; metadata?: UsageMetadata }): Promise<SettledUsage>;
 
   /** Refund a reservation in full (the call failed or the client went away). */
   release(reservation: Reservation, reason: string): Promise<void>;
 
   /** Record a BYOK call (nothing is charged). */
-  recordByokUsage(args: { identity: Identity | null; provider: ProviderId; model: string; tokensUsed: number; estimatedCostUsd: number; metadata: UsageMetadata }): Promise<void>;
+  recordByokUsage(args: {
+    identity: Identity | null;
+    provider: ProviderId;
+    model: string;
+    tokensUsed: number;
+    estimatedCostUsd: number;
+    metadata?: UsageMetadata;
+    requestId?: string;
+  }): Promise<void>;
 }
 
 export type MeteringDecision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
@@ -43,7 +52,7 @@ export interface SettledUsage {
 }
 
 /** The request's `metadata` (name, type), recorded with the usage entry. */
-export interface UsageMetadata {
+export type UsageMetadata = {
   name?: string;
   type?: string;
-}
+};
