@@ -1,0 +1,114 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The built bin, as users run it (the root `test` script builds first). */
+const BIN = fileURLToPath(new URL('../../packages/cli/bin/ai-backend.js', import.meta.url));
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function tempDir() {
+  const d = await mkdtemp(path.join(tmpdir(), 'ai-backend-cli-'));
+  dirs.push(d);
+  return d;
+}
+
+function run(args: string[], cwd: string, env: Record<string, string> = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH!, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Start `serve`, wait for the banner, return the base URL. */
+function serve(args: string[], cwd: string, env: Record<string, string> = {}) {
+  return new Promise<{ url: string; child: ChildProcess; banner: () => string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd, env: { PATH: process.env.PATH!, LOG_LEVEL: 'warn', ...env } });
+    children.push(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) resolve({ url: m[1]!, child, banner: () => out });
+    });
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+describe('ai-backend CLI', () => {
+  it('serve --config --port starts, answers, and says OAuth is not configured', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'ai-backend.config.json'), JSON.stringify({ storage: { type: 'memory' } }));
+    const { url, banner } = await serve(['--config', 'ai-backend.config.json', '--port', '0'], dir);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const res = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'cli' } }) });
+    expect(((await res.json()) as any).result.greeting).toBe('Hello, cli!');
+    expect(banner()).toContain('/trpc');
+    expect(banner()).toContain('/mcp');
+    expect(banner()).toMatch(/OAuth is the MCP auth type but is not configured/);
+  });
+
+  it('serve --dev: no auth, file store in the folder, read-only workspace on it', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'hello.txt'), 'hi from the workspace');
+    const { url, banner } = await serve(['--dev', '--port', '0'], dir);
+    expect(banner()).toContain(`${url}/health`);
+    const health = await fetch(url + '/health');
+    expect(health.status).toBe(200);
+    const call = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
+    expect(((await call.json()) as any).result.content).toBe('hi from the workspace');
+    const write = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
+    expect(((await write.json()) as any).error.data.code).toBe('FORBIDDEN');
+  });
+
+  it('refuses a non-loopback unauthenticated serve with a clear message', async () => {
+    const dir = await tempDir();
+    const r = await run(['serve', '--host', '0.0.0.0', '--port', '0'], dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/refusing to serve without authentication/);
+  });
+
+  it('init writes a starter config that passes config check; check reports problems with paths', async () => {
+    const dir = await tempDir();
+    const init = await run(['init'], dir);
+    expect(init.code).toBe(0);
+    expect(await readFile(path.join(dir, 'ai-backend.config.mjs'), 'utf8')).toContain('export default');
+    expect((await run(['init'], dir)).code).toBe(1); // never overwrites
+    const ok = await run(['config', 'check'], dir);
+    expect(ok.stdout).toContain('config ok');
+    expect(ok.code).toBe(0);
+
+    await writeFile(path.join(dir, 'bad.json'), JSON.stringify({ oauth: { encryptionKey: 'short' }, bogus: true }));
+    const bad = await run(['config', 'check', '--config', 'bad.json'], dir);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('oauth.encryptionKey: must be at least 32 characters');
+    expect(bad.stderr).toContain('unknown key(s): bogus');
+  });
+
+  it('config print redacts secrets; token mints a JWT from the configured secret', async () => {
+    const dir = await tempDir();
+    const secret = 'q'.repeat(40);
+    const printed = await run(['config', 'print'], dir, { JWT_SECRET: secret });
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).not.toContain(secret);
+    expect(JSON.parse(printed.stdout).jwt.secret).toBe('[redacted]');
+    const tok = await run(['token', '--sub', 'alice', '--scope', 'mcp', 'mcp:admin'], dir, { JWT_SECRET: secret });
+    expect(tok.code).toBe(0);
+    const payload = JSON.parse(Buffer.from(tok.stdout.trim().split('.')[1]!, 'base64url').toString());
+    expect(payload).toMatchObject({ sub: 'alice', scopes: ['mcp', 'mcp:admin'] });
+  });
+});
