@@ -1,0 +1,393 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FileStorage } from './FileStorage.js';
+import { MemoryStorage } from './MemoryStorage.js';
+import { RedisStorage } from './RedisStorage.js';
+import type { Storage } from './Storage.js';
+import { dropTestKeys, requireTestRedis, testRedisOptions } from './testRedis.js';
+
+/** One backend under test: how to open a fresh, empty store and clean up after it. */
+interface Backend {
+  name: Storage['kind'];
+  setup?(): Promise<void>;
+  open(): Promise<{ store: Storage; cleanup(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  { name: 'memory', open: async () => ({ store: new MemoryStorage(), cleanup: async () => undefined }) },
+  {
+    name: 'file',
+    open: async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'storage-conf-'));
+      return { store: await FileStorage.open(dir), cleanup: () => rm(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'redis',
+    setup: requireTestRedis,
+    open: async () => {
+      const opts = testRedisOptions('conformance');
+      return { store: await RedisStorage.connect(opts), cleanup: async () => void (await dropTestKeys(opts.keyPrefix)) };
+    },
+  },
+];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function expectAppCode(p: Promise<unknown>, appCode: string): Promise<void> {
+  await expect(p).rejects.toMatchObject({ appCode });
+}
+
+describe.each(backends)('storage conformance: $name', (backend) => {
+  let store: Storage;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => backend.setup?.());
+  beforeEach(async () => {
+    ({ store, cleanup } = await backend.open());
+  });
+  afterEach(async () => {
+    await store.close();
+    await cleanup();
+  });
+
+  it('reports its kind and is healthy', async () => {
+    expect(store.kind).toBe(backend.name);
+    expect(await store.health()).toMatchObject({ ok: true });
+  });
+
+  it('gets, sets, overwrites and deletes', async () => {
+    expect(await store.get('k')).toBeUndefined();
+    await store.set('k', { a: 1, list: [1, 'two', null], nested: { t: true } });
+    expect(await store.get('k')).toEqual({ a: 1, list: [1, 'two', null], nested: { t: true } });
+    await store.set('k', 'second');
+    expect(await store.get('k')).toBe('second');
+    await store.set('n', 0);
+    expect(await store.get('n')).toBe(0);
+    expect(await store.delete('k')).toBe(true);
+    expect(await store.delete('k')).toBe(false);
+    expect(await store.get('k')).toBeUndefined();
+  });
+
+  it('keeps stored values isolated from caller mutation', async () => {
+    const value = { items: [1, 2], meta: { v: 1 } };
+    await store.set('obj', value);
+    value.items.push(3);
+    value.meta.v = 99;
+    const read = await store.get<typeof value>('obj');
+    expect(read).toEqual({ items: [1, 2], meta: { v: 1 } });
+    read!.items.push(4);
+    expect(await store.get('obj')).toEqual({ items: [1, 2], meta: { v: 1 } });
+    const record = { x: 1 };
+    await store.append('iso', record);
+    record.x = 2;
+    const [entry] = await store.readLog<{ x: number }>('iso');
+    expect(entry?.record).toEqual({ x: 1 });
+  });
+
+  it('expires values after their ttl', async () => {
+    await store.set('short', 'v', { ttlMs: 60 });
+    await store.set('long', 'v', { ttlMs: 60_000 });
+    await store.set('forever', 'v');
+    expect(await store.get('short')).toBe('v');
+    await sleep(150);
+    expect(await store.get('short')).toBeUndefined();
+    expect(await store.get('long')).toBe('v');
+    expect((await store.keys('')).sort()).toEqual(['forever', 'long']);
+    expect(await store.delete('short')).toBe(false);
+  });
+
+  it('applies an increment ttl when the counter is created, and keeps it afterwards', async () => {
+    expect(await store.increment('window', 1, { ttlMs: 100 })).toBe(1);
+    expect(await store.increment('window', 1, { ttlMs: 100_000 })).toBe(2);
+    await sleep(180);
+    expect(await store.get('window')).toBeUndefined();
+    expect(await store.increment('window', 1)).toBe(1);
+  });
+
+  it('compare-and-set: set-if-absent, deep equality, mismatch and ttl', async () => {
+    expect(await store.compareAndSet('c', undefined, { v: 1, tags: ['a'] })).toBe(true);
+    expect(await store.compareAndSet('c', undefined, { v: 2 })).toBe(false);
+    expect(await store.get('c')).toEqual({ v: 1, tags: ['a'] });
+    // Deep equality, whatever the key order of the expected value.
+    expect(await store.compareAndSet('c', { tags: ['a'], v: 1 }, { v: 2 })).toBe(true);
+    expect(await store.compareAndSet('c', { v: 1, tags: ['a'] }, { v: 3 })).toBe(false);
+    expect(await store.compareAndSet('c', { v: '2' }, { v: 3 })).toBe(false);
+    expect(await store.get('c')).toEqual({ v: 2 });
+    expect(await store.compareAndSet('absent', null, 1)).toBe(false);
+    expect(await store.get('absent')).toBeUndefined();
+    expect(await store.compareAndSet('c', { v: 2 }, { v: 4 }, { ttlMs: 60 })).toBe(true);
+    await sleep(150);
+    expect(await store.get('c')).toBeUndefined();
+    expect(await store.compareAndSet('c', undefined, 'again')).toBe(true);
+  });
+
+  it('only one of many concurrent set-if-absent calls wins', async () => {
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.compareAndSet('once', undefined, i)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await store.get('once')).toBe(results.indexOf(true));
+  });
+
+  it('increments counters, absent counting as 0, with a min floor', async () => {
+    expect(await store.increment('ctr', 5)).toBe(5);
+    expect(await store.increment('ctr', -2)).toBe(3);
+    expect(await store.get('ctr')).toBe(3);
+    expect(await store.increment('bal', 10, { min: 0 })).toBe(10);
+    expect(await store.increment('bal', -7, { min: 0 })).toBe(3);
+    expect(await store.increment('bal', -5, { min: 0 })).toBeNull();
+    expect(await store.get('bal')).toBe(3);
+    expect(await store.increment('bal', -3, { min: 0 })).toBe(0);
+    expect(await store.increment('nothing', -1, { min: 0 })).toBeNull();
+    expect(await store.get('nothing')).toBeUndefined();
+    await store.set('text', 'not a number');
+    expect(await store.increment('text', 2)).toBe(2);
+  });
+
+  it('1000 concurrent increments from many async callers add up', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, async (_, i) => {
+        if (i % 3 === 0) await sleep(i % 7); // spread callers over several ticks
+        return store.increment('hits', 1);
+      }),
+    );
+    expect(await store.get('hits')).toBe(1000);
+    expect(new Set(results).size).toBe(1000);
+    expect(Math.max(...(results as number[]))).toBe(1000);
+  });
+
+  it('concurrent increments with a floor never cross it', async () => {
+    await store.set('tokens', 100);
+    const results = await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        if (i % 2 === 0) await sleep(i % 5);
+        return store.increment('tokens', -1, { min: 0 });
+      }),
+    );
+    const granted = results.filter((r) => r !== null);
+    expect(granted).toHaveLength(100);
+    expect(new Set(granted).size).toBe(100);
+    expect(Math.min(...(granted as number[]))).toBe(0);
+    expect(await store.get('tokens')).toBe(0);
+  });
+
+  it('lists keys by prefix, literally (no glob)', async () => {
+    await store.set('ws:a', 1);
+    await store.set('ws:b', 2);
+    await store.set('wsx', 3);
+    await store.set('other:ws:c', 4);
+    await store.set('gl*b?[x]', 5);
+    await store.set('glob', 6);
+    expect((await store.keys('ws:')).sort()).toEqual(['ws:a', 'ws:b']);
+    expect(await store.keys('gl*')).toEqual(['gl*b?[x]']);
+    expect(await store.keys('none:')).toEqual([]);
+    await store.append('ws:log', 'a log is not a key');
+    expect((await store.keys('ws:')).sort()).toEqual(['ws:a', 'ws:b']);
+  });
+
+  it('appends to logs and reads them in order with after and limit', async () => {
+    const seqs: number[] = [];
+    for (let i = 1; i <= 5; i++) seqs.push(await store.append('ledger', { i }));
+    expect(seqs).toEqual([1, 2, 3, 4, 5]);
+    expect(await store.append('other', 'x')).toBe(1);
+    expect(await store.readLog('ledger')).toEqual([1, 2, 3, 4, 5].map((i) => ({ seq: i, record: { i } })));
+    expect((await store.readLog('ledger', { after: 2 })).map((e) => e.seq)).toEqual([3, 4, 5]);
+    expect((await store.readLog('ledger', { limit: 2 })).map((e) => e.seq)).toEqual([1, 2]);
+    expect(await store.readLog('ledger', { after: 3, limit: 1 })).toEqual([{ seq: 4, record: { i: 4 } }]);
+    expect(await store.readLog('ledger', { after: 5 })).toEqual([]);
+    expect(await store.readLog('ledger', { limit: 0 })).toEqual([]);
+    expect(await store.readLog('missing')).toEqual([]);
+    expect(await store.readLog('other')).toEqual([{ seq: 1, record: 'x' }]);
+  });
+
+  it('gives concurrent appends distinct, gapless sequence numbers', async () => {
+    const seqs = await Promise.all(Array.from({ length: 200 }, (_, i) => store.append('burst', i)));
+    expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    const log = await store.readLog<number>('burst');
+    for (const { seq, record } of log) expect(seqs[record]).toBe(seq);
+  });
+
+  it('closes idempotently', async () => {
+    await store.close();
+    await expect(store.close()).resolves.toBeUndefined();
+  });
+});
+
+describe('redis backend', () => {
+  const prefixes: string[] = [];
+  const open = async (keyPrefix?: string) => {
+    const opts = keyPrefix ? { ...testRedisOptions(), keyPrefix } : testRedisOptions('redis');
+    prefixes.push(opts.keyPrefix);
+    return RedisStorage.connect(opts);
+  };
+  beforeAll(requireTestRedis);
+  afterAll(async () => {
+    for (const p of prefixes) await dropTestKeys(p);
+  });
+
+  it('two instances (two connections, as two servers) increment one counter atomically', async () => {
+    const a = await open();
+    const b = await open(prefixes[0]);
+    try {
+      const calls = Array.from({ length: 1000 }, (_, i) => (i % 2 ? a : b).increment('shared', 1));
+      const results = await Promise.all(calls);
+      expect(await a.get('shared')).toBe(1000);
+      expect(new Set(results).size).toBe(1000);
+      await a.set('budget', 150);
+      const spent = await Promise.all(Array.from({ length: 400 }, (_, i) => (i % 2 ? a : b).increment('budget', -1, { min: 0 })));
+      expect(spent.filter((r) => r !== null)).toHaveLength(150);
+      expect(await b.get('budget')).toBe(0);
+      const wins = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).compareAndSet('leader', undefined, i)));
+      expect(wins.filter(Boolean)).toHaveLength(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('fails fast with UNAVAILABLE when Redis cannot be reached', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const store = await RedisStorage.connect({ host: '127.0.0.1', port, keyPrefix: 'unreachable:' });
+    try {
+      const t0 = Date.now();
+      await expectAppCode(store.get('k'), 'UNAVAILABLE');
+      await expectAppCode(store.set('k', 1), 'UNAVAILABLE');
+      await expectAppCode(store.increment('k', 1, { min: 0 }), 'UNAVAILABLE');
+      await expectAppCode(store.append('log', 1), 'UNAVAILABLE');
+      expect(Date.now() - t0).toBeLessThan(200);
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(await store.health()).toMatchObject({ ok: false });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('recovers by itself when Redis stops and comes back', async () => {
+    const port = await freePort();
+    let server = await startRedisServer(port);
+    const store = await RedisStorage.connect({ host: '127.0.0.1', port, keyPrefix: 'restart:' });
+    try {
+      await store.set('k', 'before');
+      expect(await store.get('k')).toBe('before');
+      server.kill('SIGKILL');
+      await new Promise((r) => server.once('exit', r));
+      const t0 = Date.now();
+      await expectAppCode(store.get('k'), 'UNAVAILABLE');
+      expect(Date.now() - t0).toBeLessThan(500);
+      expect((await store.health()).ok).toBe(false);
+      server = await startRedisServer(port);
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        try {
+          await store.set('k', 'after');
+          break;
+        } catch (err) {
+          expect(err).toMatchObject({ appCode: 'UNAVAILABLE' });
+          if (Date.now() > deadline) throw err;
+          await sleep(100);
+        }
+      }
+      expect(await store.get('k')).toBe('after');
+      expect(await store.health()).toEqual({ ok: true });
+    } finally {
+      await store.close();
+      server.kill('SIGKILL');
+    }
+  });
+
+  it('refuses calls after close', async () => {
+    const store = await open();
+    await store.close();
+    await expectAppCode(store.get('k'), 'UNAVAILABLE');
+    expect((await store.health()).ok).toBe(false);
+  });
+});
+
+describe('file backend', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'storage-file-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('persists everything across close and reopen', async () => {
+    const a = await FileStorage.open(dir);
+    await a.set('plain', { deep: [1, { two: 2 }] });
+    await a.set('gone', 1);
+    await a.delete('gone');
+    await a.set('ttl', 'soon', { ttlMs: 300 });
+    await a.increment('ctr', 41);
+    await a.increment('ctr', 1);
+    expect(await a.compareAndSet('cas', undefined, 'x')).toBe(true);
+    await a.append('ledger', { amount: 5 });
+    await a.append('ledger', { amount: -2 });
+    await a.close();
+
+    const b = await FileStorage.open(dir);
+    try {
+      expect(await b.get('plain')).toEqual({ deep: [1, { two: 2 }] });
+      expect(await b.get('gone')).toBeUndefined();
+      expect(await b.get('ttl')).toBe('soon');
+      expect(await b.get('ctr')).toBe(42);
+      expect(await b.get('cas')).toBe('x');
+      expect(await b.readLog('ledger')).toEqual([
+        { seq: 1, record: { amount: 5 } },
+        { seq: 2, record: { amount: -2 } },
+      ]);
+      expect(await b.append('ledger', { amount: 1 })).toBe(3);
+      await sleep(350);
+      expect(await b.get('ttl')).toBeUndefined();
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('refuses a second open of the same directory while the first is open', async () => {
+    const a = await FileStorage.open(dir);
+    try {
+      await expectAppCode(FileStorage.open(dir), 'CONFLICT');
+      await expect(FileStorage.open(dir)).rejects.toThrow(/in use by this process/);
+    } finally {
+      await a.close();
+    }
+    const b = await FileStorage.open(dir);
+    await b.close();
+  });
+
+  it('refuses calls after close', async () => {
+    const store = await FileStorage.open(dir);
+    await store.close();
+    await expectAppCode(store.get('k'), 'UNAVAILABLE');
+    await expectAppCode(store.set('k', 1), 'UNAVAILABLE');
+  });
+});
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as { port: number };
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** A throwaway redis-server of our own, so stopping it does not disturb the shared test Redis. */
+async function startRedisServer(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.once('error', (err) => reject(new Error(`cannot start redis-server (run .ci/redis.sh): ${err.message}`)));
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('Ready to accept connections')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${out.slice(-500)}`)));
+  });
+  return child;
+}
