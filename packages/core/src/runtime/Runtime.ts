@@ -6,6 +6,10 @@ import type { Identity } from '../trpc/context.js';
 import type { Logger } from './Logger.js';
 import type { Stats } from './Stats.js';
 import type { ResourceRegistry } from '../services/resources/ResourceRegistry.js';
+import type { PromptRegistry } from '../services/prompts/PromptRegistry.js';
+import type { BillingService } from '../services/billing/BillingService.js';
+import type { KeyVault } from '../services/vault/KeyVault.js';
+import type { AiService } from '../services/ai/AiService.js';
 
 export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
 
@@ -25,6 +29,14 @@ export interface Runtime {
   readonly stats: Stats;
   readonly logger: Logger;
   readonly resources: ResourceRegistry;
+  /** MCP prompts: procedures with meta.mcp.prompt plus any registered at run time. */
+  readonly prompts: PromptRegistry;
+  /** Token ledger, metering of ai calls, preferences; `billing.events` for notifications. */
+  readonly billing: BillingService;
+  /** Encrypted BYOK keys. */
+  readonly vault: KeyVault;
+  /** Provider/model registry, server system prompts and text generation (the ai namespace). */
+  readonly ai: AiService;
   /** The application router (built-in namespaces plus customRouters). */
   readonly router: AnyRouter;
   /** Verify a bearer token. */

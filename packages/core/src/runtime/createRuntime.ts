@@ -2,7 +2,11 @@ import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../config/schema.js';
 import { CoreError } from '../errors/CoreError.js';
 import { createAppRouter } from '../routers/appRouter.js';
-import { ResourceRegistry } from '../services/resources/ResourceRegistry.js';
+import { createResourceRegistry } from '../services/resources/createResourceRegistry.js';
+import { createPromptRegistry } from '../services/prompts/createPromptRegistry.js';
+import { BillingService } from '../services/billing/BillingService.js';
+import { KeyVault } from '../services/vault/KeyVault.js';
+import { AiService } from '../services/ai/AiService.js';
 import { createStorage } from '../storage/createStorage.js';
 import type { Storage } from '../storage/Storage.js';
 import { createLogger, type Logger } from './Logger.js';
@@ -27,6 +31,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
   const router: AnyRouter = createAppRouter(config.customRouters);
+  const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
+  const billing = new BillingService(storage, vault, config.billing, logger);
+  billing.start();
+  closers.push(() => billing.stop());
+  const ai = new AiService({ config, logger, metering: billing });
+  health.set('ai', async () => ai.healthProbe());
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
 
@@ -35,7 +45,11 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     storage,
     stats: new Stats(),
     logger,
-    resources: new ResourceRegistry(),
+    resources: createResourceRegistry(router),
+    prompts: createPromptRegistry(router),
+    billing,
+    vault,
+    ai,
     router,
     health,
     authenticate: (token) => authenticator(token),

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { KeyProviderInput } from '../../services/ai/providerIds.js';
+import { rememberUser } from '../../services/billing/userIndex.js';
+import { router } from '../../trpc/init.js';
+import { protectedProcedure } from '../../trpc/procedures.js';
+import { ApiKeyInput } from '../user/providerRecord.js';
+import { resolveKeyOwner } from './resolveKeyOwner.js';
+
+/**
+ * BYOK key storage. Keys are only ever reachable under the caller's own identity (`email` must
+ * be the caller's email or sub; administrators may name others), and no procedure returns a
+ * key: status only (exists, provider, last four characters, times).
+ */
+const keyProcedure = protectedProcedure.use(async ({ ctx, next }) => {
+  await rememberUser(ctx.runtime.storage, ctx.identity);
+  return next();
+});
+
+const Email = z.string().trim().min(1, 'email is required').max(320);
+const Owner = z.object({ email: Email });
+const OwnerProvider = z.object({ email: Email, provider: KeyProviderInput });
+
+export const authRouter = router({
+  storeUserKey: keyProcedure
+    .meta({ description: 'Store your API key for a provider (encrypted at rest; never returned)' })
+    .input(OwnerProvider.extend({ apiKey: ApiKeyInput }))
+    .mutation(async ({ ctx, input }) => {
+      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
+      const status = await ctx.runtime.vault.store(owner, input.provider, input.apiKey);
+      ctx.runtime.logger.info('vault: key stored', { by: ctx.identity.sub, owner, provider: input.provider });
+      return { success: true, ...status };
+    }),
+
+  getUserKey: keyProcedure
+    .meta({ description: 'Status of your stored key for a provider (never the key)' })
+    .input(OwnerProvider)
+    .query(async ({ ctx, input }) => ctx.runtime.vault.get(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email), input.provider)),
+
+  getUserProviders: keyProcedure
+    .meta({ description: 'Providers you have stored keys for' })
+    .input(Owner)
+    .query(async ({ ctx, input }) => ({ providers: await ctx.runtime.vault.providers(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email)) })),
+
+  rotateUserKey: keyProcedure
+    .meta({ description: 'Replace your stored key for a provider' })
+    .input(OwnerProvider.extend({ newApiKey: ApiKeyInput }))
+    .mutation(async ({ ctx, input }) => {
+      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
+      const status = await ctx.runtime.vault.rotate(owner, input.provider, input.newApiKey);
+      ctx.runtime.logger.info('vault: key rotated', { by: ctx.identity.sub, owner, provider: input.provider });
+      return { success: true, ...status };
+    }),
+
+  deleteUserKey: keyProcedure
+    .meta({ description: 'Delete your stored key for a provider' })
+    .input(OwnerProvider)
+    .mutation(async ({ ctx, input }) => {
+      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
+      const deleted = await ctx.runtime.vault.remove(owner, input.provider);
+      if (deleted) ctx.runtime.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
+      return { success: deleted, provider: input.provider, deleted };
+    }),
+});

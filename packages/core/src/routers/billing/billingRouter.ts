@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import * as history from '../../services/billing/history.js';
+import { BALANCE_TYPES } from '../../services/billing/types.js';
+import { router } from '../../trpc/init.js';
+import { adminProcedure, protectedProcedure } from '../../trpc/procedures.js';
+import { KeyProviderInput } from '../../services/ai/providerIds.js';
+import { daysInput, estimatedTokensInput, historyLimitInput, limitInput } from './bounds.js';
+
+const readOnly = { readOnlyHint: true } as const;
+
+/**
+ * Token balances and history of the caller. Every procedure reads per-user data, so all need an
+ * identity (the spec requires it for getTokenBalance, getTopupHistory and getUsageHistory; the
+ * rest have no meaning without a user). creditTokens is for administrators.
+ */
+export const billingRouter = router({
+  getTokenBalance: protectedProcedure
+    .meta({ description: 'Your platform token balance (all types) and lifetime totals', mcp: { annotations: readOnly } })
+    .query(async ({ ctx }) => {
+      const userId = ctx.identity.sub;
+      const [balances, entries] = await Promise.all([ctx.runtime.billing.balances(userId), ctx.runtime.billing.ledger.entries(userId)]);
+      return { virtualTokenBalance: balances.subscription + balances.one_time, balances, ...history.lifetime(entries) };
+    }),
+
+  getUserTokenBalances: protectedProcedure
+    .meta({ description: 'Your token balances per type (subscription, one-time)', mcp: { annotations: readOnly } })
+    .query(async ({ ctx }) => {
+      const b = await ctx.runtime.billing.balances(ctx.identity.sub);
+      return {
+        balances: BALANCE_TYPES.map((balanceType) => ({ balanceType, virtualTokenBalance: b[balanceType] })),
+        summary: { totalSubscriptionTokens: b.subscription, totalOneTimeTokens: b.one_time, totalTokens: b.subscription + b.one_time },
+      };
+    }),
+
+  getPurchaseHistory: protectedProcedure
+    .meta({ description: 'Token purchases and credits, newest first' })
+    .input(z.object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all') }).default({ limit: 20, type: 'all' }))
+    .query(async ({ ctx, input }) => {
+      const purchases = history.purchases(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input);
+      return {
+        purchases,
+        summary: {
+          totalPurchases: purchases.length,
+          totalTokens: purchases.reduce((s, p) => s + p.tokens, 0),
+          subscriptionPurchases: purchases.filter((p) => p.type === 'subscription').length,
+          oneTimePurchases: purchases.filter((p) => p.type === 'one_time').length,
+        },
+      };
+    }),
+
+  getTopupHistory: protectedProcedure
+    .meta({ description: 'One-time token top-ups, newest first' })
+    .input(z.object({ limit: limitInput }).default({ limit: 20 }))
+    .query(async ({ ctx, input }) => ({
+      topups: history.purchases(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), { type: 'one_time', limit: input.limit }),
+    })),
+
+  getUsageHistory: protectedProcedure
+    .meta({ description: 'Your AI calls (platform-paid and BYOK), newest first' })
+    .input(z.object({ limit: limitInput }).default({ limit: 20 }))
+    .query(async ({ ctx, input }) => ({ usage: history.usage(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input.limit) })),
+
+  getConsumptionHistory: protectedProcedure
+    .meta({ description: 'Which balance (or your own key) paid for each call, newest first' })
+    .input(z.object({ limit: limitInput }).default({ limit: 20 }))
+    .query(async ({ ctx, input }) => ({ consumption: history.consumption(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input.limit) })),
+
+  getUsageAnalytics: protectedProcedure
+    .meta({ description: 'Usage totals per day, provider and model over the last days', mcp: { annotations: readOnly } })
+    .input(
+      z
+        .object({ days: daysInput, includeHistory: z.boolean().default(false), historyLimit: historyLimitInput })
+        .default({ days: 30, includeHistory: false, historyLimit: 20 }),
+    )
+    .query(async ({ ctx, input }) => history.analytics(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input)),
+
+  planConsumption: protectedProcedure
+    .meta({ description: 'Preview which balance or key would pay for a call and what would remain', mcp: { annotations: readOnly } })
+    .input(z.object({ estimatedTokens: estimatedTokensInput, hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional() }))
+    .query(async ({ ctx, input }) => {
+      const { prefs: _prefs, ...plan } = await ctx.runtime.billing.plan(ctx.identity.sub, input.estimatedTokens, { hasApiKey: input.hasApiKey, provider: input.provider });
+      return { estimatedTokens: input.estimatedTokens, ...plan };
+    }),
+
+  creditTokens: adminProcedure
+    .meta({ description: 'Credit tokens to a user (administrators; idempotent per idempotencyKey)' })
+    .input(
+      z.strictObject({
+        userId: z.string().min(1).max(320),
+        tokens: z.number().int('tokens must be a whole number').min(1, 'tokens must be at least 1').max(Number.MAX_SAFE_INTEGER),
+        type: z.enum(BALANCE_TYPES),
+        idempotencyKey: z.string().min(1).max(200),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const result = await ctx.runtime.billing.credit({ ...input, source: 'admin', note: { by: ctx.identity.sub } });
+      ctx.runtime.logger.info('billing: admin credit', { by: ctx.identity.sub, userId: input.userId, tokens: input.tokens, type: input.type, applied: result.applied });
+      return { userId: input.userId, type: input.type, ...result };
+    }),
+});

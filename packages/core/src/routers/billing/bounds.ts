@@ -1,0 +1,20 @@
+import { z } from 'zod';
+
+/** Bounds of list and estimate inputs (the spec leaves them open; see docs/billing.md). */
+export const BOUNDS = {
+  limit: { min: 1, max: 1000, default: 20 },
+  days: { min: 1, max: 365, default: 30 },
+  historyLimit: { min: 1, max: 1000, default: 20 },
+  estimatedTokens: { min: 0, max: 10_000_000, default: 1000 },
+} as const;
+
+const bounded = (name: keyof typeof BOUNDS) => {
+  const b = BOUNDS[name];
+  const msg = `${name} must be an integer from ${b.min} to ${b.max}`;
+  return z.number({ error: msg }).int(msg).min(b.min, msg).max(b.max, msg);
+};
+
+export const limitInput = bounded('limit').default(BOUNDS.limit.default);
+export const daysInput = bounded('days').default(BOUNDS.days.default);
+export const historyLimitInput = bounded('historyLimit').default(BOUNDS.historyLimit.default);
+export const estimatedTokensInput = bounded('estimatedTokens');

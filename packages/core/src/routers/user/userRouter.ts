@@ -1,0 +1,160 @@
+import { z } from 'zod';
+import { KEY_PROVIDER_IDS, KeyProviderInput } from '../../services/ai/providerIds.js';
+import { purchases } from '../../services/billing/history.js';
+import type { UserPreferences } from '../../services/billing/PreferencesStore.js';
+import { rememberUser } from '../../services/billing/userIndex.js';
+import type { Runtime } from '../../runtime/Runtime.js';
+import { router } from '../../trpc/init.js';
+import { protectedProcedure } from '../../trpc/procedures.js';
+import { estimatedTokensInput } from '../billing/bounds.js';
+import { ApiKeyInput, providerRecord } from './providerRecord.js';
+
+/** Every user.* procedure works on the caller's own profile, so all need an identity. */
+const userProcedure = protectedProcedure.use(async ({ ctx, next }) => {
+  await rememberUser(ctx.runtime.storage, ctx.identity);
+  return next();
+});
+
+const ConsumptionOrderInput = z
+  .array(z.enum(['subscription', 'one_time', 'byok']))
+  .min(1)
+  .max(3)
+  .refine((a) => new Set(a).size === a.length, 'consumptionOrder must not repeat an entry');
+
+const ByokProvidersInput = providerRecord(z.object({ enabled: z.boolean(), apiKey: ApiKeyInput.optional() }));
+
+type UserCtx = { runtime: Runtime; identity: { sub: string } };
+type ProviderSettings = Partial<Record<string, { enabled: boolean; apiKey?: string | undefined }>>;
+
+/** Store given keys in the vault and return the per-provider switches for the preferences. */
+async function applyProviders(ctx: UserCtx, providers: ProviderSettings) {
+  const switches: UserPreferences['byokProviders'] = {};
+  const keysStored: string[] = [];
+  for (const [provider, setting] of Object.entries(providers)) {
+    if (!setting) continue;
+    if (setting.apiKey) {
+      await ctx.runtime.vault.store(ctx.identity.sub, provider, setting.apiKey);
+      keysStored.push(provider);
+    }
+    switches[provider] = { enabled: setting.enabled };
+  }
+  return { switches, keysStored };
+}
+
+async function byokStatus(ctx: UserCtx, prefs: UserPreferences) {
+  const providers: Record<string, { enabled: boolean; hasApiKey: boolean; last4?: string | null; createdAt?: string; rotatedAt?: string; validatedAt?: string }> = {};
+  for (const provider of KEY_PROVIDER_IDS) {
+    const { exists, provider: _p, ...status } = await ctx.runtime.vault.get(ctx.identity.sub, provider);
+    const enabled = prefs.byokProviders[provider]?.enabled ?? exists;
+    if (exists || prefs.byokProviders[provider]) providers[provider] = { enabled, hasApiKey: exists, ...status };
+  }
+  return { byokEnabled: prefs.byokEnabled, providers, hasConfiguredProviders: Object.values(providers).some((p) => p.enabled && p.hasApiKey) };
+}
+
+export const userRouter = router({
+  checkRequestEligibility: userProcedure
+    .meta({ description: 'Whether you can make an AI request now: tokens for server-paid calls, or an API key', mcp: { annotations: { readOnlyHint: true } } })
+    .input(
+      z
+        .object({ estimatedTokens: estimatedTokensInput.default(1000), hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional() })
+        .default({ estimatedTokens: 1000, hasApiKey: false }),
+    )
+    .query(async ({ ctx, input }) => {
+      const plan = await ctx.runtime.billing.plan(ctx.identity.sub, input.estimatedTokens, { hasApiKey: input.hasApiKey, provider: input.provider });
+      const reason =
+        plan.payer === 'platform' ? 'sufficient token balance' : plan.payer === 'byok' ? plan.plan[0]!.reason : 'insufficient tokens and no API key';
+      return {
+        canMakeRequest: plan.viable,
+        reason,
+        mode: plan.payer,
+        tokenBalance: plan.balances.subscription + plan.balances.one_time,
+        estimatedCost: plan.totalTokensNeeded,
+        requiresApiKey: plan.payer === 'none',
+      };
+    }),
+
+  configureBYOK: userProcedure
+    .meta({ description: 'Enable BYOK and store provider keys server-side (encrypted); keys are never returned' })
+    .input(z.object({ providers: ByokProvidersInput, enabled: z.boolean().default(true) }))
+    .mutation(async ({ ctx, input }) => {
+      const { switches, keysStored } = await applyProviders(ctx, input.providers);
+      const prefs = await ctx.runtime.billing.preferences.update(ctx.identity.sub, { byokEnabled: input.enabled, byokProviders: switches });
+      return {
+        success: true,
+        byokEnabled: prefs.byokEnabled,
+        providersConfigured: Object.entries(switches).filter(([, s]) => s.enabled).map(([p]) => p),
+        keysStored,
+      };
+    }),
+
+  getBYOKStatus: userProcedure
+    .meta({ description: 'BYOK status per provider, without the keys' })
+    .query(async ({ ctx }) => byokStatus(ctx, await ctx.runtime.billing.preferences.get(ctx.identity.sub))),
+
+  getUserProfile: userProcedure
+    .meta({ description: 'Your profile: capabilities and consumption preferences' })
+    .query(async ({ ctx }) => {
+      const userId = ctx.identity.sub;
+      const [prefs, balances] = await Promise.all([ctx.runtime.billing.preferences.get(userId), ctx.runtime.billing.balances(userId)]);
+      const byok = await byokStatus(ctx, prefs);
+      return {
+        userId,
+        ...(ctx.identity.email ? { email: ctx.identity.email } : {}),
+        isAdmin: ctx.identity.isAdmin,
+        capabilities: {
+          platformTokens: balances.subscription + balances.one_time > 0,
+          byok: byok.byokEnabled && byok.hasConfiguredProviders,
+          byokProviders: Object.entries(byok.providers).filter(([, p]) => p.enabled && p.hasApiKey).map(([p]) => p),
+        },
+        balances,
+        preferences: prefs,
+      };
+    }),
+
+  getUserStatus: userProcedure
+    .meta({ description: 'Subscription vs BYOK status and purchase history' })
+    .query(async ({ ctx }) => {
+      const userId = ctx.identity.sub;
+      const [prefs, balances, entries] = await Promise.all([
+        ctx.runtime.billing.preferences.get(userId),
+        ctx.runtime.billing.balances(userId),
+        ctx.runtime.billing.ledger.entries(userId),
+      ]);
+      const all = purchases(entries, { type: 'all', limit: Number.MAX_SAFE_INTEGER });
+      const hasSubscription = all.some((p) => p.type === 'subscription');
+      const byok = await byokStatus(ctx, prefs);
+      const platform = balances.subscription + balances.one_time > 0;
+      return {
+        userId,
+        userType: platform ? (hasSubscription ? 'subscription' : 'one_time') : byok.byokEnabled && byok.hasConfiguredProviders ? 'byok' : 'none',
+        hasSubscription,
+        hasPurchases: all.length > 0,
+        totalPurchases: all.length,
+        totalTokensPurchased: all.reduce((s, p) => s + p.tokens, 0),
+        balances,
+        byokEnabled: byok.byokEnabled,
+        recentPurchases: all.slice(0, 10),
+      };
+    }),
+
+  updateUserPreferences: userProcedure
+    .meta({ description: 'Update consumption order, BYOK switches and notification preferences' })
+    .input(
+      z.object({
+        consumptionOrder: ConsumptionOrderInput.optional(),
+        byokEnabled: z.boolean().optional(),
+        byokProviders: ByokProvidersInput.optional(),
+        notifyTokenLowThreshold: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+        notifyFallbackToByok: z.boolean().optional(),
+        notifyOneTimeConsumed: z.boolean().optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const { byokProviders, ...rest } = input;
+      const update: Parameters<typeof ctx.runtime.billing.preferences.update>[1] = {};
+      for (const [k, v] of Object.entries(rest)) if (v !== undefined) Object.assign(update, { [k]: v });
+      if (byokProviders) update.byokProviders = (await applyProviders(ctx, byokProviders)).switches;
+      const preferences = await ctx.runtime.billing.preferences.update(ctx.identity.sub, update);
+      return { success: true, preferences };
+    }),
+});

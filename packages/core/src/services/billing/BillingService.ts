@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { CoreError } from '../../errors/CoreError.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { Storage } from '../../storage/Storage.js';
+import type { Metering } from '../ai/Metering.js';
+import type { KeyVault } from '../vault/KeyVault.js';
+import { AnonymousWindow } from './AnonymousWindow.js';
+import { withFee } from './fee.js';
+import { Ledger } from './Ledger.js';
+import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
+import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
+import { reconcile, type ReconcileReport } from './reconcile.js';
+import { Reservations } from './Reservations.js';
+import {
+  BALANCE_TYPES,
+  type BalanceType,
+  type BillingEventMap,
+  type ByokUsageParams,
+  type CreditParams,
+  type CreditResult,
+  type Decision,
+  type DecideParams,
+  type Reservation,
+  type ReserveParams,
+  type SettleResult,
+  type SettleUsage,
+} from './types.js';
+
+/** The billing settings BillingService reads (config.billing). */
+export interface BillingOptions {
+  platformFeeRate: number;
+  allowAnonymousServerPaid: boolean;
+  anonymousTokensPerWindow: number;
+  anonymousWindowMs: number;
+  reservationTtlMs: number;
+}
+
+/**
+ * Token metering for ai.generateText and the billing/user namespaces: decide who pays, hold
+ * tokens before a call, charge usage plus fee after it, record BYOK usage, credit purchases.
+ * Events for operators: `runtime.billing.events.on('tokenLow', ...)`.
+ */
+export class BillingService implements Metering {
+  readonly ledger: Ledger;
+  readonly preferences: PreferencesStore;
+  readonly events = new EventEmitter<BillingEventMap>();
+  private readonly reservations: Reservations;
+  private readonly anonymous: AnonymousWindow;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    storage: Storage,
+    private readonly vault: KeyVault,
+    readonly options: BillingOptions,
+    private readonly logger: Logger,
+  ) {
+    this.ledger = new Ledger(storage);
+    this.preferences = new PreferencesStore(storage);
+    this.reservations = new Reservations(this.ledger, logger, options.reservationTtlMs);
+    this.anonymous = new AnonymousWindow(storage, { tokensPerWindow: options.anonymousTokensPerWindow, windowMs: options.anonymousWindowMs });
+  }
+
+  /** Tokens plus platform fee. */
+  withFee(tokens: number): number {
+    return withFee(tokens, this.options.platformFeeRate);
+  }
+
+  /** Platform balance types in the user's order (types the order leaves out come last). */
+  private platformOrder(prefs: UserPreferences): BalanceType[] {
+    const listed = prefs.consumptionOrder.filter((s): s is BalanceType => s !== 'byok');
+    return [...listed, ...BALANCE_TYPES.filter((t) => !listed.includes(t))];
+  }
+
+  /** Preview of who would pay for a call, without holding anything. */
+  async plan(userId: string, estimatedTokens: number, opts: { hasApiKey: boolean; provider?: string }): Promise<ConsumptionPlan> {
+    const [prefs, balances] = await Promise.all([this.preferences.get(userId), this.ledger.balances(userId)]);
+    const byokKeys = opts.provider
+      ? (await this.vault.has(userId, opts.provider)) ? [opts.provider] : []
+      : await this.vault.providers(userId);
+    return planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider });
+  }
+
+  /** Who pays for a call. Throws PAYMENT_REQUIRED when neither tokens nor a key can. */
+  async decide(p: DecideParams): Promise<Decision> {
+    if (p.apiKeyProvided) return { mode: 'byok' };
+    if (!p.identity) {
+      if (!this.options.allowAnonymousServerPaid) {
+        throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key: sign in or provide an API key');
+      }
+      if ((await this.anonymous.remaining(p.ip ?? 'unknown')) < this.withFee(p.estimatedTokens)) {
+        throw new CoreError('PAYMENT_REQUIRED', 'anonymous token budget for this window is used up: sign in or provide an API key');
+      }
+      return { mode: 'platform' };
+    }
+    const userId = p.identity.sub;
+    const plan = await this.plan(userId, p.estimatedTokens, { hasApiKey: false, provider: p.provider });
+    if (plan.payer === 'platform') return { mode: 'platform' };
+    if (plan.payer === 'byok') {
+      const apiKey = await this.vault.reveal(userId, p.provider);
+      if (apiKey === undefined) throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key');
+      if (plan.fallback && plan.prefs.notifyFallbackToByok) this.emit('fallbackToByok', { userId, provider: p.provider, estimatedTokens: p.estimatedTokens });
+      return { mode: 'byok', apiKey };
+    }
+    throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key', {
+      details: { required: plan.totalTokensNeeded, available: plan.balances.subscription + plan.balances.one_time },
+    });
+  }
+
+  /** Hold the call's worst case (tokens plus fee) before it runs. Atomic across instances. */
+  async reserve(p: ReserveParams): Promise<Reservation> {
+    if (!Number.isSafeInteger(p.tokens) || p.tokens < 0) throw new CoreError('INVALID_PARAMS', 'tokens must be a non-negative integer');
+    const tokens = this.withFee(p.tokens);
+    if (!p.identity) {
+      if (!this.options.allowAnonymousServerPaid) throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key: sign in or provide an API key');
+      return this.anonymous.reserve(p.ip ?? 'unknown', tokens, p.requestId);
+    }
+    const prefs = await this.preferences.get(p.identity.sub);
+    return this.reservations.reserve(p.identity.sub, tokens, p.requestId, this.platformOrder(prefs));
+  }
+
+  /** Charge usage plus fee; the unused hold goes back. Replays return the first result. */
+  async settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult> {
+    const rate = this.options.platformFeeRate;
+    if (reservation.userId === null) return (await this.anonymous.close(reservation, usage, rate))!;
+    const userId = reservation.userId;
+    const prefs = await this.preferences.get(userId);
+    const { result, replay } = await this.reservations.settle(reservation, usage, rate, this.platformOrder(prefs));
+    if (!replay) await this.notifyAfterCharge(userId, prefs, result, reservation);
+    return result;
+  }
+
+  /** Give the whole hold back (failed or aborted call). No-op when already settled or released. */
+  async release(reservation: Reservation, reason: string): Promise<void> {
+    if (reservation.userId === null) {
+      await this.anonymous.close(reservation, null, this.options.platformFeeRate);
+      return;
+    }
+    await this.reservations.release(reservation, reason);
+  }
+
+  /** A call paid with the caller's own key: usage only, no balance changes. */
+  async recordByokUsage(p: ByokUsageParams): Promise<void> {
+    if (!p.identity) return;
+    const entry = this.ledger.newEntry({
+      kind: 'byok_usage',
+      idempotencyKey: `byok:${p.requestId ?? randomUUID()}`,
+      ...(p.requestId ? { requestId: p.requestId } : {}),
+      lines: [],
+      usage: {
+        tokensUsed: Math.max(0, Math.ceil(p.tokensUsed)),
+        tokensCharged: 0,
+        platformFee: 0,
+        estimatedCostUsd: p.estimatedCostUsd,
+        provider: p.provider,
+        model: p.model,
+        ...(p.metadata ? { metadata: p.metadata } : {}),
+      },
+    });
+    await this.ledger.append(p.identity.sub, entry);
+  }
+
+  /** Add tokens once per idempotency key (purchases, admin credits, your own code). */
+  credit(p: CreditParams): Promise<CreditResult> {
+    return this.ledger.credit(p);
+  }
+
+  balances(userId: string) {
+    return this.ledger.balances(userId);
+  }
+
+  /** Compare balances with ledger sums and repair a missed ledger append (see docs/billing.md). */
+  reconcile(userId: string, opts?: { staleMs?: number }): Promise<ReconcileReport> {
+    return reconcile(this.ledger, userId, opts);
+  }
+
+  /** Release holds past reservationTtlMs now; `start()` does this every minute. */
+  sweepExpiredReservations(now?: number): Promise<number> {
+    return this.reservations.sweepExpired(now);
+  }
+
+  start(intervalMs = 60_000): void {
+    this.sweeper ??= setInterval(() => {
+      this.sweepExpiredReservations().catch((err) => this.logger.warn('billing: sweep failed', { error: String(err) }));
+    }, intervalMs).unref();
+  }
+
+  stop(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  private async notifyAfterCharge(userId: string, prefs: UserPreferences, result: SettleResult, reservation: Reservation): Promise<void> {
+    const after = result.remainingBalance ?? 0;
+    const threshold = prefs.notifyTokenLowThreshold;
+    if (threshold > 0 && after < threshold && after + result.tokensCharged >= threshold) {
+      this.emit('tokenLow', { userId, balance: after, threshold });
+    }
+    if (prefs.notifyOneTimeConsumed && reservation.draws.some((d) => d.type === 'one_time')) {
+      if ((await this.ledger.balance(userId, 'one_time')) === 0) this.emit('oneTimeConsumed', { userId });
+    }
+  }
+
+  /** A listener that throws must never break billing. */
+  private emit<K extends keyof BillingEventMap>(name: K, ...args: BillingEventMap[K]): void {
+    try {
+      (this.events.emit as (n: string, ...a: unknown[]) => boolean)(name, ...args);
+    } catch (err) {
+      this.logger.warn('billing: event listener threw', { event: name, error: String(err) });
+    }
+  }
+}

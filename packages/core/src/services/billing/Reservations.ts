@@ -1,0 +1,224 @@
+import { CoreError } from '../../errors/CoreError.js';
+import type { Logger } from '../../runtime/Logger.js';
+import { platformFee } from './fee.js';
+import type { Ledger } from './Ledger.js';
+import type { BalanceType, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
+
+/**
+ * Lifecycle record of one reservation (`resv:<user>:<requestId>`). Like ledger claims it is
+ * written before the ledger append and carries the entries, so `reconcile` can repair a log
+ * that missed an append. Finished records expire after a week.
+ */
+export type ReservationRecord = PendingRecord | OpenRecord | SettledRecord;
+type PendingRecord = { state: 'pending'; at: string };
+type OpenRecord = { state: 'held' | 'closing' | 'released'; at: string; reservation: Reservation; entries: LedgerEntry[] };
+type SettledRecord = { state: 'settled'; at: string; reservation: Reservation; entries: LedgerEntry[]; result: SettleResult };
+
+export const reservationKey = (userId: string, requestId: string) =>
+  `resv:${encodeURIComponent(userId)}:${encodeURIComponent(requestId)}`;
+export const RESERVATION_PREFIX = 'resv:';
+const FINISHED_TTL_MS = 7 * 24 * 3600_000;
+/** Retries when a partial draw loses a race with another call on the same balance. */
+const DRAW_ATTEMPTS = 8;
+
+export type Draw = { type: BalanceType; amount: number };
+
+/** Platform-token holds for authenticated users: reserve before a call, settle or release after. */
+export class Reservations {
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly logger: Logger,
+    private readonly ttlMs: number,
+  ) {}
+
+  private get storage() {
+    return this.ledger.storage;
+  }
+
+  /**
+   * Take up to `tokens` from the balances in `order`, never below zero. Each step is one atomic
+   * increment; when a balance holds less than needed, what it has is taken (re-read on a lost race).
+   */
+  async drawUpTo(userId: string, tokens: number, order: readonly BalanceType[]): Promise<Draw[]> {
+    let remaining = tokens;
+    const draws: Draw[] = [];
+    for (const type of order) {
+      if (remaining === 0) break;
+      if ((await this.ledger.adjust(userId, type, -remaining, 0)) !== null) {
+        draws.push({ type, amount: remaining });
+        remaining = 0;
+        break;
+      }
+      for (let attempt = 0; attempt < DRAW_ATTEMPTS; attempt++) {
+        const take = Math.min(await this.ledger.balance(userId, type), remaining);
+        if (take <= 0) break;
+        if ((await this.ledger.adjust(userId, type, -take, 0)) !== null) {
+          draws.push({ type, amount: take });
+          remaining -= take;
+          break;
+        }
+      }
+    }
+    return draws;
+  }
+
+  /** Hold `tokens` (fee included) for a call. Replaying a requestId returns the same reservation. */
+  async reserve(userId: string, tokens: number, requestId: string, order: readonly BalanceType[]): Promise<Reservation> {
+    const key = reservationKey(userId, requestId);
+    const now = new Date();
+    if (!(await this.storage.compareAndSet<ReservationRecord>(key, undefined, { state: 'pending', at: now.toISOString() }))) {
+      const existing = await this.storage.get<ReservationRecord>(key);
+      if (!existing || existing.state === 'pending') throw new CoreError('CONFLICT', 'a reservation for this request is in progress');
+      return existing.reservation;
+    }
+    const draws = await this.drawUpTo(userId, tokens, order);
+    const drawn = draws.reduce((s, d) => s + d.amount, 0);
+    if (drawn < tokens) {
+      await this.undo(userId, draws);
+      await this.storage.delete(key);
+      throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens for this request', { details: { required: tokens } });
+    }
+    const reservation: Reservation = {
+      requestId,
+      userId,
+      tokens,
+      draws,
+      createdAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + this.ttlMs).toISOString(),
+    };
+    const entry = this.ledger.newEntry({
+      kind: 'reserve',
+      idempotencyKey: `reserve:${requestId}`,
+      requestId,
+      lines: draws.map((d) => ({ type: d.type, delta: -d.amount })),
+    });
+    await this.storage.set<ReservationRecord>(key, { state: 'held', at: entry.at, reservation, entries: [entry] });
+    await this.ledger.append(userId, entry);
+    return reservation;
+  }
+
+  /** Give back a failed partial draw. If this fails the audit shows it; the error is logged. */
+  private async undo(userId: string, draws: Draw[]): Promise<void> {
+    for (const d of draws) {
+      try {
+        await this.ledger.adjust(userId, d.type, d.amount);
+      } catch (err) {
+        this.logger.error('billing: could not return a partial draw; run reconcile', { userId, type: d.type, amount: d.amount, error: String(err) });
+        throw err;
+      }
+    }
+  }
+
+  /** Move a held record to 'closing' so settle and release can never both apply. */
+  private async close(reservation: Reservation): Promise<
+    | { kind: 'closed'; record: OpenRecord }
+    | { kind: 'done'; record: ReservationRecord }
+  > {
+    const userId = reservation.userId!;
+    const key = reservationKey(userId, reservation.requestId);
+    const held = await this.storage.get<ReservationRecord>(key);
+    if (!held || held.state === 'pending') throw new CoreError('NOT_FOUND', 'unknown reservation');
+    if (held.state !== 'held') return { kind: 'done', record: held };
+    const closing = { ...held, state: 'closing' as const, at: new Date().toISOString() };
+    if (!(await this.storage.compareAndSet<ReservationRecord>(key, held, closing))) {
+      const now = await this.storage.get<ReservationRecord>(key);
+      if (!now || now.state === 'closing' || now.state === 'held' || now.state === 'pending') {
+        throw new CoreError('CONFLICT', 'this reservation is being settled or released concurrently');
+      }
+      return { kind: 'done', record: now };
+    }
+    return { kind: 'closed', record: closing };
+  }
+
+  /**
+   * Charge usage plus fee against the hold: the unused rest goes back (last drawn balance
+   * first), and an overrun draws the difference from the balances as far as they go.
+   */
+  async settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<{ result: SettleResult; entry?: LedgerEntry; replay: boolean }> {
+    const closed = await this.close(reservation);
+    if (closed.kind === 'done') {
+      if (closed.record.state === 'settled') return { result: closed.record.result, replay: true };
+      throw new CoreError('CONFLICT', 'this reservation was already released');
+    }
+    const { reservation: held, entries } = closed.record;
+    const userId = held.userId!;
+    const used = Math.max(0, Math.ceil(usage.tokensUsed));
+    const fee = platformFee(used, feeRate);
+    const charge = used + fee;
+    const lines: LedgerEntry['lines'] = [];
+    let charged = charge;
+    let uncollected = 0;
+    if (charge <= held.tokens) {
+      let refund = held.tokens - charge;
+      for (const d of [...held.draws].reverse()) {
+        const back = Math.min(d.amount, refund);
+        if (back <= 0) continue;
+        await this.ledger.adjust(userId, d.type, back);
+        lines.push({ type: d.type, delta: back });
+        refund -= back;
+      }
+    } else {
+      const extra = await this.drawUpTo(userId, charge - held.tokens, order);
+      const drawn = extra.reduce((s, d) => s + d.amount, 0);
+      for (const d of extra) lines.push({ type: d.type, delta: -d.amount });
+      charged = held.tokens + drawn;
+      uncollected = charge - charged;
+      if (uncollected > 0) this.logger.warn('billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected });
+    }
+    const entry = this.ledger.newEntry({
+      kind: 'settle',
+      idempotencyKey: `settle:${held.requestId}`,
+      requestId: held.requestId,
+      lines,
+      usage: {
+        tokensUsed: used,
+        tokensCharged: charged,
+        platformFee: fee,
+        ...(uncollected > 0 ? { uncollected } : {}),
+        provider: usage.provider,
+        model: usage.model,
+        ...(usage.metadata ? { metadata: usage.metadata } : {}),
+      },
+    });
+    const b = await this.ledger.balances(userId);
+    const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: b.subscription + b.one_time };
+    const key = reservationKey(userId, held.requestId);
+    await this.storage.set<ReservationRecord>(key, { state: 'settled', at: entry.at, reservation: held, entries: [...entries, entry], result }, { ttlMs: FINISHED_TTL_MS });
+    await this.ledger.append(userId, entry);
+    return { result, entry, replay: false };
+  }
+
+  /** Give the whole hold back. A no-op on a reservation that is already settled or released. */
+  async release(reservation: Reservation, reason: string): Promise<boolean> {
+    const closed = await this.close(reservation);
+    if (closed.kind === 'done') return false;
+    const { reservation: held, entries } = closed.record;
+    const userId = held.userId!;
+    for (const d of held.draws) await this.ledger.adjust(userId, d.type, d.amount);
+    const entry = this.ledger.newEntry({
+      kind: 'release',
+      idempotencyKey: `release:${held.requestId}`,
+      requestId: held.requestId,
+      lines: held.draws.map((d) => ({ type: d.type, delta: d.amount })),
+      note: { reason: reason.slice(0, 200) },
+    });
+    await this.storage.set<ReservationRecord>(reservationKey(userId, held.requestId), { state: 'released', at: entry.at, reservation: held, entries: [...entries, entry] }, { ttlMs: FINISHED_TTL_MS });
+    await this.ledger.append(userId, entry);
+    return true;
+  }
+
+  /** Release holds whose call never settled (a crashed server, a lost client). Returns how many. */
+  async sweepExpired(now = Date.now()): Promise<number> {
+    let released = 0;
+    for (const key of await this.storage.keys(RESERVATION_PREFIX)) {
+      const rec = await this.storage.get<ReservationRecord>(key);
+      if (rec?.state !== 'held' || Date.parse(rec.reservation.expiresAt) > now) continue;
+      try {
+        if (await this.release(rec.reservation, 'expired')) released++;
+      } catch (err) {
+        this.logger.warn('billing: could not release an expired reservation', { requestId: rec.reservation.requestId, error: String(err) });
+      }
+    }
+    return released;
+  }
+}

@@ -1,0 +1,148 @@
+import type { Identity } from '../../trpc/context.js';
+
+/** Platform token balances. BYOK is not a balance: it is the user's own key. */
+export const BALANCE_TYPES = ['subscription', 'one_time'] as const;
+export type BalanceType = (typeof BALANCE_TYPES)[number];
+
+/** A step of the consumption order: a platform balance or the user's own key. */
+export type ConsumptionSource = BalanceType | 'byok';
+export const DEFAULT_CONSUMPTION_ORDER: readonly ConsumptionSource[] = ['subscription', 'one_time', 'byok'];
+
+/** One balance movement. The sum of a user's lines per type equals that balance. */
+export interface LedgerLine {
+  type: BalanceType;
+  /** Integer tokens; negative draws, positive credits and refunds. */
+  delta: number;
+}
+
+export type LedgerEntryKind =
+  /** Tokens added (purchase webhook, admin credit, library credit). */
+  | 'credit'
+  /** Tokens held before an upstream call: lines are negative. */
+  | 'reserve'
+  /** The call ended: lines give back what the charge did not use (or draw an overage). */
+  | 'settle'
+  /** The call failed or was abandoned: lines give back the whole hold. */
+  | 'release'
+  /** A BYOK call: no lines, usage only. */
+  | 'byok_usage';
+
+export interface UsageRecord {
+  tokensUsed: number;
+  /** Tokens actually taken from balances for this call (usage plus fee, as far as balances allowed). */
+  tokensCharged: number;
+  platformFee: number;
+  /** usage + fee that no balance could cover (only when a call overran its reservation). */
+  uncollected?: number;
+  estimatedCostUsd?: number;
+  provider: string;
+  model: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** An append-only ledger entry (`ledger:<userId>`). */
+export interface LedgerEntry {
+  id: string;
+  kind: LedgerEntryKind;
+  /** Replaying an operation with this key changes nothing. */
+  idempotencyKey: string;
+  /** ISO time. */
+  at: string;
+  lines: LedgerLine[];
+  /** credit: where the tokens came from ('admin', 'webhook', 'api', ...). */
+  source?: string;
+  /** reserve / settle / release: the request the tokens were held for. */
+  requestId?: string;
+  usage?: UsageRecord;
+  /** Extra client-safe facts (purchase reference, release reason). */
+  note?: Record<string, unknown>;
+}
+
+/** Tokens held for one upstream call. Returned by reserve, passed back to settle or release. */
+export interface Reservation {
+  requestId: string;
+  /** null for an anonymous (server-paid) call. */
+  userId: string | null;
+  /** Anonymous calls: the window counter the tokens came from. */
+  anonKey?: string;
+  /** Total held, platform fee included. */
+  tokens: number;
+  /** What each balance gave, in draw order. */
+  draws: Array<{ type: BalanceType; amount: number }>;
+  createdAt: string;
+  expiresAt: string;
+}
+
+export interface DecideParams {
+  identity: Identity | null;
+  provider: string;
+  /** Tokens the call may use (input estimate plus maxTokens), before the platform fee. */
+  estimatedTokens: number;
+  /** The request carries its own key. */
+  apiKeyProvided: boolean;
+  /** Client address; used for anonymous server-paid windows. */
+  ip?: string;
+}
+
+export type Decision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
+
+export interface ReserveParams {
+  identity: Identity | null;
+  /** Tokens the call may use, before the platform fee; the fee is added here. */
+  tokens: number;
+  /** Unique per call; replaying it returns the same reservation. */
+  requestId: string;
+  ip?: string;
+}
+
+export interface SettleUsage {
+  tokensUsed: number;
+  provider: string;
+  model: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface SettleResult {
+  tokensUsed: number;
+  tokensCharged: number;
+  platformFee: number;
+  /** Platform balance left (all types); null for anonymous calls. */
+  remainingBalance: number | null;
+}
+
+export interface ByokUsageParams {
+  identity: Identity | null;
+  provider: string;
+  model: string;
+  tokensUsed: number;
+  estimatedCostUsd: number;
+  metadata?: Record<string, unknown>;
+  requestId?: string;
+}
+
+export interface CreditParams {
+  userId: string;
+  tokens: number;
+  type: BalanceType;
+  idempotencyKey: string;
+  /** Where the tokens came from: 'admin', 'webhook', 'api' or your own label. */
+  source: string;
+  note?: Record<string, unknown>;
+}
+
+export interface CreditResult {
+  /** False when the idempotency key had already been applied (nothing changed). */
+  applied: boolean;
+  entryId: string;
+  balance: number;
+}
+
+/** What an operator can subscribe to on `runtime.billing.events`. */
+export interface BillingEventMap {
+  /** The user's platform balance fell below their threshold. */
+  tokenLow: [{ userId: string; balance: number; threshold: number }];
+  /** A call went to the user's own key because platform tokens ran out. */
+  fallbackToByok: [{ userId: string; provider: string; estimatedTokens: number }];
+  /** The user's one-time tokens reached zero. */
+  oneTimeConsumed: [{ userId: string }];
+}
