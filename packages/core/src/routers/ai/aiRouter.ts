@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
+import { router } from '../../trpc/init.js';
+import { publicProcedure } from '../../trpc/procedures.js';
+
+/** ai.generateText input, exactly the spec's fields. `systemPrompt` may be `@name` of a server prompt. */
+export const GenerateTextInputSchema = z.object({
+  content: z.string().min(1).max(10_000_000),
+  systemPrompt: z.string().max(1_000_000),
+  provider: ProviderInput.optional(),
+  apiKey: z.string().min(1).max(1000).optional(),
+  metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
+  options: z
+    .object({
+      model: z.string().min(1).max(200).optional(),
+      /** Default config.ai.defaultMaxTokens; at most config.ai.maxTokensLimit. */
+      maxTokens: z.number().int().min(1).optional(),
+      temperature: z.number().min(0).max(2).optional(),
+    })
+    .optional(),
+});
+
+/**
+ * The ai namespace: provider and model registry, key checks and text generation.
+ * Everything is public: anonymous callers may bring their own key; who pays is decided by
+ * billing inside generateText.
+ */
+export const aiRouter = router({
+  generateText: publicProcedure
+    .meta({
+      description: 'Generate text with an upstream model; platform tokens or your own apiKey (BYOK). systemPrompt may name a server prompt as "@name".',
+      mcp: { annotations: { openWorldHint: true } },
+    })
+    .input(GenerateTextInputSchema)
+    .mutation(({ ctx, input }) => {
+      const { content, systemPrompt, provider, apiKey, metadata, options } = input;
+      return ctx.runtime.ai.generateText(
+        {
+          content,
+          systemPrompt,
+          ...(provider ? { provider } : {}),
+          ...(apiKey !== undefined ? { apiKey } : {}),
+          ...(metadata ? { metadata } : {}),
+          ...(options ? { options } : {}),
+        },
+        { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip },
+      );
+    }),
+
+  listProviders: publicProcedure
+    .meta({ description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .query(({ ctx }) => ctx.runtime.ai.listProviders()),
+
+  listProvidersBYOK: publicProcedure
+    .meta({ description: 'Providers for which you may use your own API key' })
+    .query(({ ctx }) => ctx.runtime.ai.listProvidersBYOK()),
+
+  listAllowedModels: publicProcedure
+    .meta({ description: 'Model ids usable with each provider (or one provider), after the server\'s model restrictions', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .input(z.object({ provider: ProviderInput.optional() }).optional())
+    .query(({ ctx, input }) => ctx.runtime.ai.listAllowedModels(input?.provider)),
+
+  getRegistryHealth: publicProcedure
+    .meta({ description: 'Registry availability and per-provider call metrics; error details when the check fails' })
+    .query(({ ctx }) => ctx.runtime.ai.registryHealth()),
+
+  validateProvider: publicProcedure
+    .meta({ description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider' })
+    .input(z.object({ provider: KeyProviderInput, apiKey: z.string().min(1).max(1000) }))
+    .mutation(({ ctx, input }) => ctx.runtime.ai.validateProvider(input.provider, input.apiKey, ctx.req.signal)),
+});

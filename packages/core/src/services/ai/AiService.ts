@@ -1,0 +1,136 @@
+import type { ProviderId } from '../../config/sections/ai.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { Metering } from './Metering.js';
+import type { RegistrySource } from './ModelRegistry.js';
+import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
+import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
+import { SystemPromptStore } from './SystemPromptStore.js';
+import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
+
+export interface AiServiceOptions {
+  config: ResolvedConfig;
+  logger: Logger;
+  /** Who pays: the billing service (runtime.billing). */
+  metering: Metering;
+}
+
+/** Outcome counters of one provider since start, for ai.getRegistryHealth. */
+export interface ProviderCallStats {
+  calls: number;
+  failures: number;
+  avgLatencyMs: number | null;
+  lastSuccessAt: string | null;
+  lastFailure: { reason: string; at: string } | null;
+}
+
+export type RegistryHealth =
+  | {
+      status: 'healthy' | 'degraded';
+      checkedAt: string;
+      source: RegistrySource;
+      summary: { providers: number; models: number; pricedModels: number; serverPaidProviders: number; byokProviders: number };
+      providers: Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats>;
+    }
+  | { status: 'unhealthy'; checkedAt: string; error: { message: string } };
+
+/**
+ * The AI service behind the `ai` namespace: provider and model registry, server-side system
+ * prompts, key checks and text generation with metering.
+ */
+export class AiService {
+  readonly providers: ProviderRegistry;
+  /** Named system prompts; register more from code with `systemPrompts.register(name, text)`. */
+  readonly systemPrompts: SystemPromptStore;
+  private readonly stats = new Map<ProviderId, { calls: number; failures: number; totalMs: number; lastSuccessAt: string | null; lastFailure: { reason: string; at: string } | null }>();
+
+  constructor(private readonly opts: AiServiceOptions) {
+    this.providers = new ProviderRegistry(opts.config);
+    this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
+    // The AI SDK prints provider warnings with console.* unless told otherwise; we log them
+    // per call at debug level instead. Left alone when the embedding app set it.
+    const g = globalThis as { AI_SDK_LOG_WARNINGS?: unknown };
+    g.AI_SDK_LOG_WARNINGS ??= false;
+    const missing = this.providers.serverProvidersWithoutKey();
+    if (missing.length > 0) opts.logger.warn('ai: serverProviders without a configured key are not server-paid', { providers: missing });
+  }
+
+  generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
+    return runGenerateText(
+      { config: this.opts.config, logger: this.opts.logger, providers: this.providers, prompts: this.systemPrompts, metering: this.opts.metering, record: (p, ok, ms, reason) => this.record(p, ok, ms, reason) },
+      input,
+      call,
+    );
+  }
+
+  listProviders(): { providers: ProviderSummary[]; defaultProvider: ProviderId; source: RegistrySource } {
+    return { providers: this.providers.ids().map((id) => this.providers.summary(id)), defaultProvider: this.opts.config.ai.defaultProvider, source: this.providers.models.source() };
+  }
+
+  listProvidersBYOK(): { providers: Array<{ id: ProviderId; name: string }> } {
+    const ids = this.providers.ids().filter((id) => this.providers.isByokProvider(id));
+    return { providers: ids.map((id) => ({ id, name: this.providers.models.providerName(id) })) };
+  }
+
+  listAllowedModels(provider?: ProviderId): { models: Record<ProviderId, string[]> } | { provider: ProviderId; models: string[] } {
+    if (provider) return { provider, models: this.providers.allowedModels(provider) };
+    const models = Object.fromEntries(this.providers.ids().map((id) => [id, this.providers.allowedModels(id)])) as Record<ProviderId, string[]>;
+    return { models };
+  }
+
+  validateProvider(provider: ProviderId, apiKey: string, signal?: AbortSignal): Promise<KeyValidation> {
+    return validateProviderKey({ provider, apiKey, baseUrl: this.providers.baseUrl(provider), timeoutMs: this.opts.config.ai.validateTimeoutMs, ...(signal ? { signal } : {}) });
+  }
+
+  /** Registry availability and call metrics. Never throws: a failed check reports its error. */
+  registryHealth(): RegistryHealth {
+    const checkedAt = new Date().toISOString();
+    try {
+      const providers = {} as Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats>;
+      for (const id of this.providers.ids()) {
+        const summary = this.providers.summary(id);
+        providers[id] = { ...summary, available: (summary.serverPaid || summary.byok) && summary.models > 0, ...this.callStats(id) };
+      }
+      const list = Object.values(providers);
+      const available = list.filter((p) => p.available);
+      if (available.length === 0) return { status: 'unhealthy', checkedAt, error: { message: 'no provider is usable: none is server-paid or open to own keys with an allowed model' } };
+      // Degraded: a usable provider whose most recent call failed.
+      const failing = available.some((p) => p.lastFailure && (!p.lastSuccessAt || p.lastFailure.at > p.lastSuccessAt));
+      return {
+        status: failing ? 'degraded' : 'healthy',
+        checkedAt,
+        source: this.providers.models.source(),
+        summary: { ...this.providers.models.summary(), serverPaidProviders: list.filter((p) => p.serverPaid).length, byokProviders: list.filter((p) => p.byok).length },
+        providers,
+      };
+    } catch (err) {
+      return { status: 'unhealthy', checkedAt, error: { message: err instanceof Error ? err.message : 'registry check failed' } };
+    }
+  }
+
+  /** Readiness probe: fails only when no provider is usable (a failing upstream only degrades). */
+  healthProbe(): { ok: boolean; detail?: string } {
+    const h = this.registryHealth();
+    return h.status === 'unhealthy' ? { ok: false, detail: h.error.message } : { ok: true, detail: h.status };
+  }
+
+  private callStats(provider: ProviderId): ProviderCallStats {
+    const s = this.stats.get(provider);
+    if (!s) return { calls: 0, failures: 0, avgLatencyMs: null, lastSuccessAt: null, lastFailure: null };
+    return { calls: s.calls, failures: s.failures, avgLatencyMs: s.calls ? Math.round(s.totalMs / s.calls) : null, lastSuccessAt: s.lastSuccessAt, lastFailure: s.lastFailure };
+  }
+
+  private record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void {
+    let s = this.stats.get(provider);
+    if (!s) this.stats.set(provider, (s = { calls: 0, failures: 0, totalMs: 0, lastSuccessAt: null, lastFailure: null }));
+    s.calls++;
+    s.totalMs += ms;
+    const at = new Date().toISOString();
+    if (ok) s.lastSuccessAt = at;
+    else {
+      s.failures++;
+      // A client leaving says nothing about the provider's health.
+      if (reason !== 'cancelled') s.lastFailure = { reason: reason ?? 'unknown', at };
+    }
+  }
+}

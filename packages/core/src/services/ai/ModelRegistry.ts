@@ -1,0 +1,101 @@
+import type { ModelInfoOverride, ProviderId } from '../../config/sections/ai.js';
+import { PROVIDER_IDS } from './providerIds.js';
+import bundled from './models.json' with { type: 'json' };
+
+/** One model of the registry. Pricing is USD per million tokens; absent when unknown. */
+export interface ModelInfo {
+  provider: ProviderId;
+  id: string;
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  inputUsdPerMTok?: number;
+  outputUsdPerMTok?: number;
+  /** Where the entry comes from: the bundled file, the operator's config, or both merged. */
+  origin: 'bundled' | 'config' | 'bundled+config';
+}
+
+/** Where the registry data comes from, reported by ai.listProviders and ai.getRegistryHealth. */
+export interface RegistrySource {
+  name: string;
+  retrievedAt: string;
+  method: string;
+  urls: Record<string, string>;
+  /** Entries added or changed by config `ai.models`. */
+  overrides: number;
+}
+
+interface BundledProvider {
+  name: string;
+  defaultModel: string;
+  models: Record<string, Omit<ModelInfo, 'provider' | 'id' | 'origin'>>;
+}
+
+/**
+ * Models per provider with context size and pricing: the bundled `models.json` (source and date
+ * recorded in the file) merged with the operator's `ai.models` overrides.
+ */
+export class ModelRegistry {
+  private readonly byProvider = new Map<ProviderId, Map<string, ModelInfo>>();
+  private readonly overrideCount: number;
+
+  constructor(overrides: Partial<Record<ProviderId, Record<string, ModelInfoOverride>>> = {}) {
+    let count = 0;
+    const data = bundled.providers as Record<ProviderId, BundledProvider>;
+    for (const provider of PROVIDER_IDS) {
+      const models = new Map<string, ModelInfo>();
+      for (const [id, info] of Object.entries(data[provider].models)) models.set(id, { provider, id, ...info, origin: 'bundled' });
+      for (const [id, info] of Object.entries(overrides[provider] ?? {})) {
+        const base = models.get(id);
+        const defined = Object.fromEntries(Object.entries(info).filter(([, v]) => v !== undefined));
+        models.set(id, { ...(base ?? { provider, id }), ...defined, origin: base ? 'bundled+config' : 'config' });
+        count++;
+      }
+      this.byProvider.set(provider, models);
+    }
+    this.overrideCount = count;
+  }
+
+  providerName(provider: ProviderId): string {
+    return (bundled.providers as Record<ProviderId, BundledProvider>)[provider].name;
+  }
+
+  /** The bundled default model (config `ai.providers.<id>.defaultModel` takes precedence elsewhere). */
+  bundledDefaultModel(provider: ProviderId): string {
+    return (bundled.providers as Record<ProviderId, BundledProvider>)[provider].defaultModel;
+  }
+
+  models(provider: ProviderId): ModelInfo[] {
+    return [...this.byProvider.get(provider)!.values()];
+  }
+
+  get(provider: ProviderId, model: string): ModelInfo | undefined {
+    return this.byProvider.get(provider)!.get(model);
+  }
+
+  /** Estimated USD cost of a call; undefined when the model has no pricing. */
+  estimateCostUsd(provider: ProviderId, model: string, inputTokens: number, outputTokens: number): number | undefined {
+    const m = this.get(provider, model);
+    if (m?.inputUsdPerMTok === undefined || m.outputUsdPerMTok === undefined) return undefined;
+    const usd = (inputTokens * m.inputUsdPerMTok + outputTokens * m.outputUsdPerMTok) / 1_000_000;
+    // Round away float noise (1e-10 USD is far below any price step).
+    return Math.round(usd * 1e10) / 1e10;
+  }
+
+  source(): RegistrySource {
+    const s = bundled.source;
+    return { name: s.name, retrievedAt: s.retrievedAt, method: s.method, urls: { ...s.urls }, overrides: this.overrideCount };
+  }
+
+  /** Counts for the health report. */
+  summary(): { providers: number; models: number; pricedModels: number } {
+    let models = 0;
+    let priced = 0;
+    for (const map of this.byProvider.values()) {
+      for (const m of map.values()) {
+        models++;
+        if (m.inputUsdPerMTok !== undefined && m.outputUsdPerMTok !== undefined) priced++;
+      }
+    }
+    return { providers: this.byProvider.size, models, pricedModels: priced };
+  }
+}

@@ -1,0 +1,138 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenRouter } from '@openrouter/ai-sdk-provider';
+import type { LanguageModel } from 'ai';
+import micromatch from 'micromatch';
+import type { ProviderConfig, ProviderId } from '../../config/sections/ai.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import { CoreError } from '../../errors/CoreError.js';
+import { ModelRegistry } from './ModelRegistry.js';
+import { PROVIDER_IDS } from './providerIds.js';
+
+/** The providers' public API bases, used when `ai.providers.<id>.baseUrl` is not set. */
+export const DEFAULT_BASE_URLS: Readonly<Record<ProviderId, string>> = {
+  anthropic: 'https://api.anthropic.com/v1',
+  openai: 'https://api.openai.com/v1',
+  google: 'https://generativelanguage.googleapis.com/v1beta',
+  openrouter: 'https://openrouter.ai/api/v1',
+};
+
+/** What ai.listProviders reports per provider. No keys, no base URLs (they may name internal hosts). */
+export interface ProviderSummary {
+  id: ProviderId;
+  name: string;
+  /** The server pays with its own key (listed in serverProviders and a key is configured). */
+  serverPaid: boolean;
+  /** Callers may use their own key. */
+  byok: boolean;
+  defaultModel: string;
+  models: number;
+  /** Model restrictions are configured. */
+  restricted: boolean;
+}
+
+/**
+ * The four providers as configured: keys, base URLs, default models and model restrictions,
+ * and the AI SDK model objects that call them.
+ */
+export class ProviderRegistry {
+  readonly models: ModelRegistry;
+  private readonly ai: ResolvedConfig['ai'];
+  private readonly serverProviders: ReadonlySet<ProviderId>;
+
+  constructor(config: ResolvedConfig) {
+    this.ai = config.ai;
+    this.serverProviders = new Set(config.serverProviders);
+    this.models = new ModelRegistry(config.ai.models);
+  }
+
+  ids(): readonly ProviderId[] {
+    return PROVIDER_IDS;
+  }
+
+  private conf(provider: ProviderId): ProviderConfig {
+    return this.ai.providers[provider] ?? {};
+  }
+
+  baseUrl(provider: ProviderId): string {
+    return this.conf(provider).baseUrl?.replace(/\/+$/, '') ?? DEFAULT_BASE_URLS[provider];
+  }
+
+  /** The server's key, only for providers the server pays for (listed in serverProviders). */
+  serverKey(provider: ProviderId): string | undefined {
+    if (!this.serverProviders.has(provider)) return undefined;
+    const key = this.conf(provider).apiKey;
+    return key ? key : undefined;
+  }
+
+  /** Providers listed in serverProviders that have no key configured (a startup warning). */
+  serverProvidersWithoutKey(): ProviderId[] {
+    return [...this.serverProviders].filter((p) => !this.conf(p).apiKey);
+  }
+
+  isByokProvider(provider: ProviderId): boolean {
+    return this.ai.byokProviders.includes(provider);
+  }
+
+  defaultModel(provider: ProviderId): string {
+    return this.conf(provider).defaultModel ?? this.models.bundledDefaultModel(provider);
+  }
+
+  /** allowedModels (when set) must match and blockedModels must not. micromatch globs. */
+  isModelAllowed(provider: ProviderId, model: string): boolean {
+    const { allowedModels, blockedModels } = this.conf(provider);
+    if (allowedModels && allowedModels.length > 0 && !micromatch.isMatch(model, allowedModels)) return false;
+    if (blockedModels && blockedModels.length > 0 && micromatch.isMatch(model, blockedModels)) return false;
+    return true;
+  }
+
+  assertModelAllowed(provider: ProviderId, model: string): void {
+    if (!this.isModelAllowed(provider, model)) {
+      throw new CoreError('FORBIDDEN', `model "${model.slice(0, 200)}" is not allowed for provider ${provider}`, {
+        details: { reason: 'model_not_allowed', provider },
+      });
+    }
+  }
+
+  /**
+   * Model ids usable with the provider, after restrictions: the registry's models plus the
+   * configured default model and any literal (non-glob) allowedModels entries.
+   */
+  allowedModels(provider: ProviderId): string[] {
+    const candidates = new Set(this.models.models(provider).map((m) => m.id));
+    candidates.add(this.defaultModel(provider));
+    for (const pattern of this.conf(provider).allowedModels ?? []) if (!micromatch.scan(pattern).isGlob) candidates.add(pattern);
+    return [...candidates].filter((m) => this.isModelAllowed(provider, m)).sort();
+  }
+
+  summary(provider: ProviderId): ProviderSummary {
+    const c = this.conf(provider);
+    return {
+      id: provider,
+      name: this.models.providerName(provider),
+      serverPaid: this.serverKey(provider) !== undefined,
+      byok: this.isByokProvider(provider),
+      defaultModel: this.defaultModel(provider),
+      models: this.allowedModels(provider).length,
+      restricted: Boolean(c.allowedModels?.length || c.blockedModels?.length),
+    };
+  }
+
+  /** An AI SDK model calling `provider` with `apiKey` at the configured base URL. */
+  languageModel(provider: ProviderId, model: string, apiKey: string): LanguageModel {
+    const baseURL = this.baseUrl(provider);
+    switch (provider) {
+      case 'anthropic':
+        return createAnthropic({ apiKey, baseURL })(model);
+      case 'openai': {
+        const openai = createOpenAI({ apiKey, baseURL });
+        return this.conf('openai').api === 'chat' ? openai.chat(model) : openai(model);
+      }
+      case 'google':
+        return createGoogleGenerativeAI({ apiKey, baseURL })(model);
+      case 'openrouter':
+        return createOpenRouter({ apiKey, baseURL })(model);
+    }
+  }
+}

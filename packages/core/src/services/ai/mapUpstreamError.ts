@@ -1,0 +1,82 @@
+import { APICallError, EmptyResponseBodyError, InvalidResponseDataError, JSONParseError, NoContentGeneratedError, RetryError, TypeValidationError } from 'ai';
+import type { ProviderId } from '../../config/sections/ai.js';
+import { CoreError } from '../../errors/CoreError.js';
+
+/** Why an upstream call failed; sent to clients as `details.reason`. */
+export type UpstreamFailureReason =
+  | 'invalid_key'
+  | 'rate_limited'
+  | 'upstream_5xx'
+  | 'upstream_rejected'
+  | 'malformed_response'
+  | 'connection_lost'
+  | 'unreachable'
+  | 'timeout'
+  | 'cancelled'
+  | 'upstream_failed';
+
+export interface UpstreamErrorContext {
+  provider: ProviderId;
+  /** Our own timeout fired. */
+  timedOut: boolean;
+  timeoutMs: number;
+  /** The client went away (ctx.req.signal). */
+  cancelled: boolean;
+}
+
+/** Retry-After in whole seconds from the upstream headers (seconds, HTTP date, or retry-after-ms). */
+function retryAfterSeconds(headers: Record<string, string> | undefined): number | undefined {
+  if (!headers) return undefined;
+  const ms = Number(headers['retry-after-ms']);
+  if (headers['retry-after-ms'] !== undefined && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1000);
+  const raw = headers['retry-after'];
+  if (raw === undefined) return undefined;
+  const secs = Number(raw);
+  if (Number.isFinite(secs) && secs >= 0) return Math.ceil(secs);
+  const date = Date.parse(raw);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+/**
+ * Turn whatever the AI SDK threw into a CoreError a client can act on. Classified by error
+ * class, HTTP status and the SDK's retryable flag, never by message text. Nothing of the
+ * upstream's answer (which may quote the key or the prompt) and no cause is passed on.
+ */
+export function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext): CoreError {
+  const make = (code: ConstructorParameters<typeof CoreError>[0], reason: UpstreamFailureReason, message: string, extra: { status?: number; headers?: Record<string, string>; retryAfter?: number } = {}) => {
+    const details: Record<string, unknown> = { reason, provider: ctx.provider };
+    if (extra.status !== undefined) details.status = extra.status;
+    if (extra.retryAfter !== undefined) details.retryAfterSeconds = extra.retryAfter;
+    return new CoreError(code, message, { details, ...(extra.headers ? { headers: extra.headers } : {}) });
+  };
+
+  // Our own signals first: the SDK reports both as a plain abort.
+  if (ctx.cancelled) return make('CANCELLED', 'cancelled', 'the request was cancelled by the client');
+  if (ctx.timedOut) return make('UPSTREAM_TIMEOUT', 'timeout', `${ctx.provider} did not answer within ${ctx.timeoutMs} ms`);
+
+  const e = RetryError.isInstance(err) ? err.lastError : err;
+  if (APICallError.isInstance(e)) {
+    const status = e.statusCode;
+    if (status === undefined) return make('UPSTREAM_ERROR', 'unreachable', `${ctx.provider} could not be reached`);
+    if (status === 401 || status === 403) return make('UPSTREAM_ERROR', 'invalid_key', `${ctx.provider} rejected the API key`, { status });
+    if (status === 429) {
+      const retryAfter = retryAfterSeconds(e.responseHeaders);
+      return make('RATE_LIMITED', 'rate_limited', `${ctx.provider} is rate limiting requests${retryAfter !== undefined ? `; retry after ${retryAfter} s` : ''}`, {
+        status,
+        retryAfter,
+        ...(retryAfter !== undefined ? { headers: { 'Retry-After': String(retryAfter) } } : {}),
+      });
+    }
+    if (status >= 500) return make('UPSTREAM_ERROR', 'upstream_5xx', `${ctx.provider} failed (HTTP ${status})`, { status });
+    if (status >= 400) return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status})`, { status });
+    // A 2xx the SDK could not use: the SDK marks a connection lost mid-body as retryable
+    // (a network error), a body that does not parse or validate as not.
+    if (e.isRetryable) return make('UPSTREAM_ERROR', 'connection_lost', `the connection to ${ctx.provider} was lost mid-reply`, { status });
+    return make('UPSTREAM_ERROR', 'malformed_response', `${ctx.provider} sent a reply that could not be read`, { status });
+  }
+  const unreadable = [InvalidResponseDataError, TypeValidationError, JSONParseError, NoContentGeneratedError, EmptyResponseBodyError];
+  if (unreadable.some((cls) => cls.isInstance(e))) {
+    return make('UPSTREAM_ERROR', 'malformed_response', `${ctx.provider} sent a reply that could not be read`);
+  }
+  return make('UPSTREAM_ERROR', 'upstream_failed', `the call to ${ctx.provider} failed`);
+}

@@ -1,0 +1,74 @@
+import type { ProviderId } from '../../config/sections/ai.js';
+
+/** Outcome of a key check. `reason` is set when `valid` is false. */
+export interface KeyValidation {
+  provider: ProviderId;
+  valid: boolean;
+  reason?: 'invalid_key' | 'unreachable' | 'timeout' | 'rate_limited' | 'unexpected_status';
+  /** Upstream HTTP status, when one was received. */
+  status?: number;
+  message: string;
+  latencyMs: number;
+}
+
+export interface ValidateKeyOptions {
+  provider: ProviderId;
+  apiKey: string;
+  /** API base of the provider (as for the AI SDK, e.g. https://api.openai.com/v1). */
+  baseUrl: string;
+  timeoutMs: number;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The cheapest authenticated request per provider: it lists models (or, for OpenRouter whose
+ * model list is public, reads the key's own record), so it costs no tokens. The AI SDK has no
+ * call for this, hence plain fetch.
+ */
+function checkRequest(provider: ProviderId, base: string, apiKey: string): { url: string; headers: Record<string, string> } {
+  switch (provider) {
+    case 'openai':
+      return { url: `${base}/models`, headers: { authorization: `Bearer ${apiKey}` } };
+    case 'anthropic':
+      return { url: `${base}/models?limit=1`, headers: { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' } };
+    case 'google':
+      return { url: `${base}/models?pageSize=1`, headers: { 'x-goog-api-key': apiKey } };
+    case 'openrouter':
+      return { url: `${base}/key`, headers: { authorization: `Bearer ${apiKey}` } };
+  }
+}
+
+/**
+ * Check a key against the provider with a short timeout. Tells an invalid key (401/403) from
+ * an unreachable or slow provider. Never throws for upstream trouble; the key is never part
+ * of the result.
+ */
+export async function validateProviderKey(opts: ValidateKeyOptions): Promise<KeyValidation> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const { url, headers } = checkRequest(opts.provider, opts.baseUrl, opts.apiKey);
+  const ac = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort();
+  }, opts.timeoutMs);
+  const onAbort = () => ac.abort();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const result = (valid: boolean, message: string, extra: Partial<KeyValidation> = {}): KeyValidation => ({ provider: opts.provider, valid, ...extra, message, latencyMs: elapsed() });
+  try {
+    const res = await fetch(url, { headers, signal: ac.signal });
+    await res.body?.cancel().catch(() => undefined);
+    if (res.ok) return result(true, `${opts.provider} accepted the key`, { status: res.status });
+    if (res.status === 401 || res.status === 403) return result(false, `${opts.provider} rejected the key`, { reason: 'invalid_key', status: res.status });
+    if (res.status === 429) return result(false, `${opts.provider} is rate limiting; the key could not be checked`, { reason: 'rate_limited', status: res.status });
+    return result(false, `${opts.provider} answered HTTP ${res.status}; the key could not be checked`, { reason: 'unexpected_status', status: res.status });
+  } catch {
+    if (timedOut) return result(false, `${opts.provider} did not answer within ${opts.timeoutMs} ms`, { reason: 'timeout' });
+    return result(false, `${opts.provider} could not be reached`, { reason: 'unreachable' });
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+}
