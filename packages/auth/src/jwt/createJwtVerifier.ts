@@ -1,8 +1,9 @@
 import { CoreError, type Identity } from '@ai-backend/core';
 import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { identityFromClaims, type AdminRule } from './identityFromClaims.js';
-import { inspectToken } from './inspectToken.js';
+import { inspectToken, MAX_TOKEN_LENGTH } from './inspectToken.js';
 import { mapJoseError } from './mapJoseError.js';
+import { VerifiedTokenCache } from './VerifiedTokenCache.js';
 
 /** The only algorithm a shared secret verifies. One algorithm per key (RFC 8725 §3.1). */
 export const JWT_ALGORITHMS = ['HS256'] as const;
@@ -28,6 +29,12 @@ export interface JwtVerifierOptions {
   requiredScopes?: readonly string[];
   /** Who is an administrator (config `admin`). Default: nobody by name, scope 'mcp:admin'. */
   admin?: AdminRule;
+  /**
+   * How many recently verified tokens to remember (LRU, each for at most a minute and never
+   * past its exp), so repeated requests with one token skip the signature check. 0 disables.
+   * Default 1000.
+   */
+  cacheSize?: number;
 }
 
 /** Verifies one token; resolves to the caller's identity or rejects with a CoreError. */
@@ -58,10 +65,17 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   };
   // Imported lazily (importKey is async) and shared by every call afterwards.
   let key: Promise<CryptoKey> | undefined;
+  const cacheSize = options.cacheSize ?? 1000;
+  const cache = cacheSize > 0 ? new VerifiedTokenCache(cacheSize) : undefined;
   const getKey = () =>
     (key ??= globalThis.crypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']));
 
   return async (token) => {
+    // Hash only what the length cap lets through; a hit is a token that passed every check.
+    const cacheKey = cache && token.length <= MAX_TOKEN_LENGTH ? VerifiedTokenCache.keyOf(token) : undefined;
+    const cached = cacheKey === undefined ? undefined : cache?.get(cacheKey);
+    if (cached) return cached;
+
     const header = inspectToken(token);
     if (!(JWT_ALGORITHMS as readonly string[]).includes(header.alg)) {
       throw new CoreError('INVALID_TOKEN', 'algorithm not allowed');
@@ -83,6 +97,11 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     const identity = identityFromClaims(payload, admin, 'jwt');
     if (!requiredScopes.every((s) => identity.scopes.includes(s))) {
       throw new CoreError('INSUFFICIENT_SCOPE', 'insufficient scope', { details: { requiredScopes } });
+    }
+    if (cacheKey !== undefined) {
+      // Valid while now < exp + tolerance, the same bound jose applies.
+      const validUntil = allowExpired || typeof payload.exp !== 'number' ? Infinity : (payload.exp + tolerance) * 1000;
+      cache?.set(cacheKey, identity, validUntil);
     }
     return identity;
   };

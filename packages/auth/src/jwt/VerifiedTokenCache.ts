@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import type { Identity } from '@ai-backend/core';
+
+interface Entry {
+  identity: Identity;
+  /** Epoch milliseconds after which the entry must not be used. */
+  notAfter: number;
+}
+
+/**
+ * A small LRU of tokens that passed every check, so a client that sends the same bearer token
+ * on every request pays for a SHA-256 and a Map lookup (about 2 µs) instead of a full jose
+ * verification (about 20 µs; see docs/auth-jwt.md).
+ *
+ * Bounded twice: at most `maxEntries` entries (least recently used evicted first), and each
+ * entry lives no longer than the token's own validity nor `maxAgeMs`. Keyed by a hash, so
+ * the cache never holds bearer tokens. Only successes are cached: a failed token is verified
+ * again every time, and caching failures would let anyone fill the cache.
+ */
+export class VerifiedTokenCache {
+  readonly #entries = new Map<string, Entry>();
+  readonly #maxEntries: number;
+  readonly #maxAgeMs: number;
+
+  constructor(maxEntries: number, maxAgeMs = 60_000) {
+    this.#maxEntries = maxEntries;
+    this.#maxAgeMs = maxAgeMs;
+  }
+
+  static keyOf(token: string): string {
+    return createHash('sha256').update(token).digest('base64url');
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get(key: string, now = Date.now()): Identity | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry) return undefined;
+    this.#entries.delete(key);
+    if (now >= entry.notAfter) return undefined;
+    this.#entries.set(key, entry); // most recently used goes last
+    // A copy, so a caller changing its identity cannot change what the next request sees.
+    return { ...entry.identity, scopes: [...entry.identity.scopes] };
+  }
+
+  /** Remember a verified token until `validUntil` (epoch ms; Infinity when it never expires). */
+  set(key: string, identity: Identity, validUntil: number, now = Date.now()): void {
+    if (this.#maxEntries <= 0) return;
+    const notAfter = Math.min(validUntil, now + this.#maxAgeMs);
+    if (notAfter <= now) return;
+    this.#entries.delete(key);
+    this.#entries.set(key, { identity: { ...identity, scopes: [...identity.scopes] }, notAfter });
+    if (this.#entries.size > this.#maxEntries) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+  }
+}
