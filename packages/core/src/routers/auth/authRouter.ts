@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CoreError } from '../../errors/CoreError.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
 import { rememberUser } from '../../services/billing/userIndex.js';
 import { router } from '../../trpc/init.js';
@@ -59,5 +60,17 @@ export const authRouter = router({
       const deleted = await ctx.runtime.vault.remove(owner, input.provider);
       if (deleted) ctx.runtime.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
       return { success: deleted, provider: input.provider, deleted };
+    }),
+
+  validateUserKey: keyProcedure
+    .meta({ description: 'Check your stored key with a real, token-free request to the provider' })
+    .input(OwnerProvider)
+    .mutation(async ({ ctx, input }) => {
+      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
+      const apiKey = await ctx.runtime.vault.reveal(owner, input.provider);
+      if (apiKey === undefined) throw new CoreError('NOT_FOUND', `no ${input.provider} key is stored for this user`);
+      const check = await ctx.runtime.ai.validateProvider(input.provider, apiKey, ctx.req.signal);
+      const status = check.valid ? await ctx.runtime.vault.markValidated(owner, input.provider) : undefined;
+      return { ...check, ...(status?.validatedAt ? { validatedAt: status.validatedAt } : {}) };
     }),
 });

@@ -1,0 +1,251 @@
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../runtime/Runtime.js';
+import { alice, backends, bob, makeRuntime, type OpenStore } from './__tests__/kit.js';
+import { platformFee, withFee } from './fee.js';
+import type { Reservation } from './types.js';
+
+describe('platform fee', () => {
+  it('rounds up to whole tokens without floating-point drift', () => {
+    expect(platformFee(100, 0.1)).toBe(10);
+    expect(platformFee(1, 0.1)).toBe(1);
+    expect(platformFee(95, 0.1)).toBe(10);
+    expect(platformFee(0, 0.1)).toBe(0);
+    expect(platformFee(1000, 0)).toBe(0);
+    expect(withFee(1000, 0.25)).toBe(1250);
+  });
+});
+
+describe.each(backends)('BillingService on $name', (backend) => {
+  let store: OpenStore;
+  let rt: Runtime;
+  beforeAll(async () => backend.setup?.());
+  beforeEach(async () => {
+    store = await backend.open('billing');
+    rt = await makeRuntime(store.storage, { billing: { platformFeeRate: 0.1 } });
+  });
+  afterEach(async () => {
+    await rt.close();
+    await store.cleanup();
+  });
+
+  const credit = (userId: string, tokens: number, type: 'subscription' | 'one_time' = 'subscription', key = `k-${Math.random()}`) =>
+    rt.billing.credit({ userId, tokens, type, idempotencyKey: key, source: 'test' });
+
+  it('credits once per idempotency key; a replay changes nothing; a different amount is a conflict', async () => {
+    const first = await credit(alice.sub, 1000, 'subscription', 'order-1');
+    expect(first).toMatchObject({ applied: true, balance: 1000 });
+    const replay = await credit(alice.sub, 1000, 'subscription', 'order-1');
+    expect(replay).toMatchObject({ applied: false, entryId: first.entryId, balance: 1000 });
+    await expect(credit(alice.sub, 999, 'subscription', 'order-1')).rejects.toMatchObject({ appCode: 'CONFLICT' });
+    await expect(credit(alice.sub, 1000, 'one_time', 'order-1')).rejects.toMatchObject({ appCode: 'CONFLICT' });
+    expect(await rt.billing.ledger.entries(alice.sub)).toHaveLength(1);
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true, balances: { subscription: 1000, one_time: 0 } });
+    await expect(credit(alice.sub, 0)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS' });
+    await expect(credit(alice.sub, 1.5)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS' });
+  });
+
+  it('reserve holds tokens plus fee; settle charges usage plus fee and refunds the rest; replays change nothing', async () => {
+    await credit(alice.sub, 10_000);
+    const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-1' });
+    expect(r.tokens).toBe(1100);
+    expect((await rt.billing.balances(alice.sub)).subscription).toBe(8900);
+    expect(await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-1' })).toEqual(r);
+    expect((await rt.billing.balances(alice.sub)).subscription).toBe(8900);
+
+    const settled = await rt.billing.settle(r, { tokensUsed: 500, provider: 'openai', model: 'gpt-test', metadata: { name: 'n' } });
+    expect(settled).toEqual({ tokensUsed: 500, tokensCharged: 550, platformFee: 50, remainingBalance: 9450 });
+    expect(await rt.billing.settle(r, { tokensUsed: 900, provider: 'openai', model: 'gpt-test' })).toEqual(settled);
+    await rt.billing.release(r, 'late release');
+    expect((await rt.billing.balances(alice.sub)).subscription).toBe(9450);
+    const kinds = (await rt.billing.ledger.entries(alice.sub)).map((e) => e.kind);
+    expect(kinds).toEqual(['credit', 'reserve', 'settle']);
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+  });
+
+  it('settle uses the stored reservation, not a tampered copy', async () => {
+    await credit(alice.sub, 5000);
+    const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'req-t' });
+    const forged: Reservation = { ...r, tokens: 1_000_000, draws: [{ type: 'subscription', amount: 1_000_000 }] };
+    const s = await rt.billing.settle(forged, { tokensUsed: 100, provider: 'openai', model: 'm' });
+    expect(s.remainingBalance).toBe(5000 - 110);
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+  });
+
+  it('release refunds the whole hold once', async () => {
+    await credit(alice.sub, 2000);
+    const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-2' });
+    await rt.billing.release(r, 'upstream 500');
+    await rt.billing.release(r, 'again');
+    expect((await rt.billing.balances(alice.sub)).subscription).toBe(2000);
+    await expect(rt.billing.settle(r, { tokensUsed: 1, provider: 'openai', model: 'm' })).rejects.toMatchObject({ appCode: 'CONFLICT' });
+    const entries = await rt.billing.ledger.entries(alice.sub);
+    expect(entries.map((e) => e.kind)).toEqual(['credit', 'reserve', 'release']);
+    expect(entries[2]!.note).toEqual({ reason: 'upstream 500' });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+  });
+
+  it('an overrun draws the difference as far as balances go and records what could not be collected', async () => {
+    await credit(alice.sub, 1200);
+    const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-3' });
+    const s = await rt.billing.settle(r, { tokensUsed: 1200, provider: 'openai', model: 'm' });
+    // usage 1200 + fee 120 = 1320; held 1100, 100 more available.
+    expect(s).toEqual({ tokensUsed: 1200, tokensCharged: 1200, platformFee: 120, remainingBalance: 0 });
+    const settle = (await rt.billing.ledger.entries(alice.sub)).at(-1)!;
+    expect(settle.usage).toMatchObject({ uncollected: 120 });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true, balances: { subscription: 0 } });
+  });
+
+  it('an overrun within the balance is charged in full', async () => {
+    await credit(alice.sub, 5000);
+    const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'req-4' });
+    const s = await rt.billing.settle(r, { tokensUsed: 200, provider: 'openai', model: 'm' });
+    expect(s).toEqual({ tokensUsed: 200, tokensCharged: 220, platformFee: 20, remainingBalance: 4780 });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+  });
+
+  it('refuses a reservation that the balances cannot cover, leaving them untouched', async () => {
+    await credit(alice.sub, 500);
+    await credit(alice.sub, 500, 'one_time');
+    await expect(rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-5' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 500, one_time: 500 });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+    // The same request id may be retried after a top-up.
+    await credit(alice.sub, 500, 'one_time');
+    expect((await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-5' })).tokens).toBe(1100);
+  });
+
+  it('draws balances in consumption order and gives refunds back to the last drawn first', async () => {
+    await credit(alice.sub, 500, 'subscription');
+    await credit(alice.sub, 1000, 'one_time');
+    const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'o-1' });
+    expect(r.draws).toEqual([{ type: 'subscription', amount: 500 }, { type: 'one_time', amount: 600 }]);
+    await rt.billing.settle(r, { tokensUsed: 100, provider: 'openai', model: 'm' });
+    expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 390, one_time: 1000 });
+
+    await rt.billing.preferences.update(alice.sub, { consumptionOrder: ['one_time', 'subscription'] });
+    const r2 = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'o-2' });
+    expect(r2.draws).toEqual([{ type: 'one_time', amount: 110 }]);
+    await rt.billing.settle(r2, { tokensUsed: 100, provider: 'openai', model: 'm' });
+    expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 390, one_time: 890 });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+  });
+
+  describe('decide', () => {
+    const decide = (estimatedTokens = 1000, over: Partial<Parameters<Runtime['billing']['decide']>[0]> = {}) =>
+      rt.billing.decide({ identity: alice, provider: 'openai', estimatedTokens, apiKeyProvided: false, ...over });
+
+    it('a request key means BYOK; no tokens and no key means payment required', async () => {
+      expect(await decide(1000, { apiKeyProvided: true })).toEqual({ mode: 'byok' });
+      await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED', message: 'insufficient tokens and no API key' });
+    });
+
+    it('platform when the balances cover estimate plus fee', async () => {
+      await credit(alice.sub, 1100);
+      expect(await decide(1000)).toEqual({ mode: 'platform' });
+      await expect(decide(1001)).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    });
+
+    it('falls back to the stored key when enabled, and says so with an event', async () => {
+      const events: unknown[] = [];
+      rt.billing.events.on('fallbackToByok', (e) => events.push(e));
+      await rt.vault.store(alice.sub, 'openai', 'sk-alice-openai-key-123456');
+      await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' }); // BYOK not enabled yet
+      await rt.billing.preferences.update(alice.sub, { byokEnabled: true });
+      expect(await decide()).toEqual({ mode: 'byok', apiKey: 'sk-alice-openai-key-123456' });
+      expect(events).toEqual([{ userId: alice.sub, provider: 'openai', estimatedTokens: 1000 }]);
+      // No key for google: still payment required.
+      await expect(decide(1000, { provider: 'google' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+      // Provider switched off.
+      await rt.billing.preferences.update(alice.sub, { byokProviders: { openai: { enabled: false } } });
+      await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+      // Without 'byok' in the order there is no fallback.
+      await rt.billing.preferences.update(alice.sub, { byokProviders: { openai: { enabled: true } }, consumptionOrder: ['subscription', 'one_time'] });
+      await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    });
+
+    it("'byok' first in the order uses the key even with tokens available", async () => {
+      await credit(alice.sub, 100_000);
+      await rt.vault.store(alice.sub, 'openai', 'sk-alice-openai-key-123456');
+      await rt.billing.preferences.update(alice.sub, { byokEnabled: true });
+      expect(await decide()).toEqual({ mode: 'platform' });
+      await rt.billing.preferences.update(alice.sub, { consumptionOrder: ['byok', 'subscription', 'one_time'] });
+      expect(await decide()).toEqual({ mode: 'byok', apiKey: 'sk-alice-openai-key-123456' });
+    });
+
+    it("never hands one user's key to another", async () => {
+      await rt.vault.store(alice.sub, 'openai', 'sk-alice-openai-key-123456');
+      await rt.billing.preferences.update(bob.sub, { byokEnabled: true });
+      await expect(decide(1000, { identity: bob })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    });
+  });
+
+  it('anonymous callers: BYOK only, unless the operator allows server-paid use within a per-address window', async () => {
+    await expect(rt.billing.decide({ identity: null, provider: 'openai', estimatedTokens: 10, apiKeyProvided: false })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    expect(await rt.billing.decide({ identity: null, provider: 'openai', estimatedTokens: 10, apiKeyProvided: true })).toEqual({ mode: 'byok' });
+    await expect(rt.billing.reserve({ identity: null, tokens: 10, requestId: 'a-0', ip: '10.0.0.1' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+
+    const anonRt = await makeRuntime(await store.another(), { billing: { platformFeeRate: 0.1, allowAnonymousServerPaid: true, anonymousTokensPerWindow: 1000 } });
+    try {
+      const b = anonRt.billing;
+      expect(await b.decide({ identity: null, provider: 'openai', estimatedTokens: 500, apiKeyProvided: false, ip: '10.0.0.1' })).toEqual({ mode: 'platform' });
+      const r1 = await b.reserve({ identity: null, tokens: 500, requestId: 'a-1', ip: '10.0.0.1' }); // holds 550
+      await expect(b.reserve({ identity: null, tokens: 500, requestId: 'a-2', ip: '10.0.0.1' })).rejects.toMatchObject({ appCode: 'RATE_LIMITED' });
+      // Another address has its own window.
+      const other = await b.reserve({ identity: null, tokens: 500, requestId: 'a-3', ip: '10.0.0.2' });
+      await b.release(other, 'test');
+      expect(await b.settle(r1, { tokensUsed: 100, provider: 'openai', model: 'm' })).toEqual({ tokensUsed: 100, tokensCharged: 110, platformFee: 10, remainingBalance: null });
+      // 110 of 1000 used: 500 + fee fits again.
+      const r4 = await b.reserve({ identity: null, tokens: 500, requestId: 'a-4', ip: '10.0.0.1' });
+      await b.release(r4, 'test');
+      await b.release(r4, 'twice is a no-op');
+      await expect(b.decide({ identity: null, provider: 'openai', estimatedTokens: 900, apiKeyProvided: false, ip: '10.0.0.1' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    } finally {
+      // Same storage object on memory: do not close it twice.
+      if (backend.name === 'redis') await anonRt.close();
+    }
+  });
+
+  it('fires tokenLow when a charge crosses the threshold, and oneTimeConsumed when one-time tokens run out', async () => {
+    const low: unknown[] = [];
+    const consumed: unknown[] = [];
+    rt.billing.events.on('tokenLow', (e) => low.push(e));
+    rt.billing.events.on('oneTimeConsumed', (e) => consumed.push(e));
+    rt.billing.events.on('tokenLow', () => {
+      throw new Error('a broken listener must not break billing');
+    });
+    await rt.billing.preferences.update(alice.sub, { notifyTokenLowThreshold: 1000 });
+    await credit(alice.sub, 1500, 'one_time');
+    const r1 = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'e-1' });
+    await rt.billing.settle(r1, { tokensUsed: 100, provider: 'openai', model: 'm' }); // 1390 left
+    expect(low).toEqual([]);
+    const r2 = await rt.billing.reserve({ identity: alice, tokens: 400, requestId: 'e-2' });
+    await rt.billing.settle(r2, { tokensUsed: 400, provider: 'openai', model: 'm' }); // 950 left
+    expect(low).toEqual([{ userId: alice.sub, balance: 950, threshold: 1000 }]);
+    const r3 = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'e-3' });
+    await rt.billing.settle(r3, { tokensUsed: 100, provider: 'openai', model: 'm' }); // already below: no new event
+    expect(low).toHaveLength(1);
+    expect(consumed).toEqual([]);
+    const r4 = await rt.billing.reserve({ identity: alice, tokens: 700, requestId: 'e-4' }); // 770 of 840
+    await rt.billing.settle(r4, { tokensUsed: 763, provider: 'openai', model: 'm' }); // 763 + 77 = 840
+    expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 0, one_time: 0 });
+    expect(consumed).toEqual([{ userId: alice.sub }]);
+  });
+
+  it('records BYOK usage without touching balances', async () => {
+    await credit(alice.sub, 100);
+    await rt.billing.recordByokUsage({ identity: alice, provider: 'anthropic', model: 'claude-x', tokensUsed: 321, estimatedCostUsd: 0.0042, metadata: { name: 'doc' }, requestId: 'b-1' });
+    await rt.billing.recordByokUsage({ identity: null, provider: 'anthropic', model: 'claude-x', tokensUsed: 1, estimatedCostUsd: 0 });
+    const last = (await rt.billing.ledger.entries(alice.sub)).at(-1)!;
+    expect(last).toMatchObject({ kind: 'byok_usage', lines: [], usage: { tokensUsed: 321, tokensCharged: 0, estimatedCostUsd: 0.0042, provider: 'anthropic' } });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true, balances: { subscription: 100 } });
+  });
+
+  it('releases holds whose call never settled once they expire', async () => {
+    await credit(alice.sub, 1000);
+    await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'x-1' });
+    expect(await rt.billing.sweepExpiredReservations()).toBe(0);
+    expect(await rt.billing.sweepExpiredReservations(Date.now() + 16 * 60_000)).toBe(1);
+    expect((await rt.billing.balances(alice.sub)).subscription).toBe(1000);
+    expect((await rt.billing.ledger.entries(alice.sub)).at(-1)).toMatchObject({ kind: 'release', note: { reason: 'expired' } });
+  });
+});

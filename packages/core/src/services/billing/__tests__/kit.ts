@@ -1,0 +1,120 @@
+import { Redis } from 'ioredis';
+import { resolveConfig } from '../../../config/resolveConfig.js';
+import type { ConfigInput } from '../../../config/schema.js';
+import { createLogger } from '../../../runtime/Logger.js';
+import { createRuntime } from '../../../runtime/createRuntime.js';
+import type { Runtime } from '../../../runtime/Runtime.js';
+import { MemoryStorage } from '../../../storage/MemoryStorage.js';
+import { RedisStorage } from '../../../storage/RedisStorage.js';
+import type { Storage } from '../../../storage/Storage.js';
+import { TEST_REDIS, dropTestKeys, requireTestRedis, testRedisOptions } from '../../../storage/testRedis.js';
+import type { Context, Identity } from '../../../trpc/context.js';
+import { invoke } from '../../../trpc/invoke.js';
+
+/** Test helpers for billing, vault and the billing/user/auth routers (not shipped: __tests__). */
+
+export const VAULT_KEY = 'test-vault-master-key-0123456789abcdef';
+
+export const alice: Identity = { sub: 'user-alice', email: 'alice@example.com', scopes: [], isAdmin: false, via: 'jwt' };
+export const bob: Identity = { sub: 'user-bob', email: 'bob@example.com', scopes: [], isAdmin: false, via: 'jwt' };
+export const admin: Identity = { sub: 'user-admin', email: 'admin@example.com', scopes: ['mcp:admin'], isAdmin: true, via: 'jwt' };
+
+/** An opened store plus what a test needs around it. */
+export interface OpenStore {
+  storage: Storage;
+  /** A second connection to the same data (a second server instance); memory returns the same store. */
+  another(): Promise<Storage>;
+  /** Every stored value as text, for "no plaintext key in the store" checks. */
+  dump(): Promise<string>;
+  cleanup(): Promise<void>;
+}
+
+export interface Backend {
+  name: 'memory' | 'redis';
+  setup?(): Promise<void>;
+  open(label: string): Promise<OpenStore>;
+}
+
+async function dumpMemory(storage: Storage): Promise<string> {
+  const parts: string[] = [];
+  for (const key of await storage.keys('')) parts.push(key, JSON.stringify(await storage.get(key)));
+  return parts.join('\n');
+}
+
+async function dumpRedis(prefix: string): Promise<string> {
+  const client = new Redis({ ...TEST_REDIS, lazyConnect: true });
+  await client.connect();
+  try {
+    const parts: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      for (const key of keys) {
+        const type = await client.type(key);
+        parts.push(key, type === 'list' ? (await client.lrange(key, 0, -1)).join('\n') : String(await client.get(key)));
+      }
+    } while (cursor !== '0');
+    return parts.join('\n');
+  } finally {
+    client.disconnect();
+  }
+}
+
+export const backends: Backend[] = [
+  {
+    name: 'memory',
+    open: async () => {
+      const storage = new MemoryStorage();
+      return { storage, another: async () => storage, dump: () => dumpMemory(storage), cleanup: async () => undefined };
+    },
+  },
+  {
+    name: 'redis',
+    setup: requireTestRedis,
+    open: async (label) => {
+      const opts = testRedisOptions(label);
+      const storage = await RedisStorage.connect(opts);
+      const extra: Storage[] = [];
+      return {
+        storage,
+        another: async () => {
+          const s = await RedisStorage.connect(opts);
+          extra.push(s);
+          return s;
+        },
+        dump: () => dumpRedis(opts.keyPrefix),
+        cleanup: async () => {
+          for (const s of extra) await s.close();
+          await dropTestKeys(opts.keyPrefix);
+        },
+      };
+    },
+  },
+];
+
+/** A real runtime on the given storage; log lines are collected in `logs`. */
+export async function makeRuntime(storage: Storage, config: ConfigInput = {}, logs: string[] = []): Promise<Runtime> {
+  const resolved = resolveConfig({
+    storage: { type: 'memory' },
+    ...config,
+    billing: { vaultKey: VAULT_KEY, ...config.billing },
+  });
+  return createRuntime(resolved, { storage, logger: createLogger('debug', (line) => logs.push(line)) });
+}
+
+export function ctxFor(runtime: Runtime, identity: Identity | null, ip = '127.0.0.1'): Context {
+  return {
+    runtime,
+    identity,
+    credentialError: null,
+    req: { transport: 'rpc', ip, signal: new AbortController().signal, headers: new Headers() },
+  };
+}
+
+/** Call a procedure through the shared invoke seam; throws the tRPC error on failure. */
+export async function call<T = any>(runtime: Runtime, path: string, input: unknown, identity: Identity | null): Promise<T> {
+  const result = await invoke(runtime.router, path, input, ctxFor(runtime, identity));
+  if (!result.ok) throw result.error;
+  return result.data as T;
+}
