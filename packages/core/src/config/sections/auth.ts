@@ -23,6 +23,8 @@ const ProviderEndpointsSchema = z.union([
     tokenUrl: z.url(),
     userinfoUrl: z.url(),
     scopes: z.array(z.string()).optional(),
+    /** How we authenticate at tokenUrl. Default 'client_secret_post' (accepted by GitHub and most providers). */
+    tokenEndpointAuthMethod: z.enum(['client_secret_basic', 'client_secret_post']).optional(),
   }),
   z.strictObject({ preset: z.enum(['google', 'github']), scopes: z.array(z.string()).optional() }),
 ]);
@@ -38,8 +40,9 @@ export const OAuthSchema = z
     sessionStorage: z
       .strictObject({
         type: z.enum(['memory', 'file', 'redis']),
+        /** Directory of the file backend. Default `<storage.dir>/oauth`. */
         filePath: z.string().optional(),
-        redis: RedisOptionsSchema.optional(),
+        redis: RedisOptionsSchema,
       })
       .optional(),
     /** Dynamic client registration policy. Default 'open'. */
@@ -47,6 +50,29 @@ export const OAuthSchema = z
       .strictObject({
         policy: z.enum(['open', 'token']).default('open'),
         initialAccessToken: z.string().optional(),
+        /**
+         * Private-use redirect URI schemes accepted besides https and loopback http
+         * (RFC 8252 §7.1), e.g. ['cursor']. Default none.
+         */
+        allowedCustomSchemes: z.array(z.string().regex(/^[a-z][a-z0-9+.-]*$/)).default([]),
+      })
+      .prefault({}),
+    /** Scopes clients may request (scopes_supported). The admin scope is granted only to admin.users. */
+    scopesSupported: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/)).default(['mcp', 'mcp:call']),
+    /** Algorithm of our access-token signing key. Default 'ES256'. */
+    signingAlg: z.enum(['ES256', 'RS256']).default('ES256'),
+    /** Age in days after which the signing key is replaced; the old one stays published. Default 30. */
+    signingKeyRotationDays: z.number().int().min(1).default(30),
+    /** Authorization code lifetime in seconds. Default 60. */
+    authCodeTtlSec: z.number().int().min(10).max(600).default(60),
+    /** How long verifyAccessToken trusts a session it has seen, in ms (revocation delay). Default 5000. */
+    sessionCacheMs: z.number().int().min(0).max(60_000).default(5000),
+    /** Per client address and endpoint limits on /register, /oauth/*. Default 30 requests a minute. */
+    rateLimit: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        windowMs: z.number().int().min(1000).default(60_000),
+        maxRequests: z.number().int().min(1).default(30),
       })
       .prefault({}),
     /** Access token lifetime in seconds. Default 3600. */

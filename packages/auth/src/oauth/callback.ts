@@ -1,0 +1,85 @@
+import type { Handler } from 'hono';
+import { isAdminIdentity } from '../jwt/identityFromClaims.js';
+import { randomToken, sha256 } from './crypto.js';
+import { errorPage, redirectToClient } from './oauthResponses.js';
+import type { OAuthServices } from './oauthServices.js';
+import type { CodeRecord, SessionRecord, UpstreamRecord } from './records.js';
+
+/** Provider errors that mean "the user said no or could not sign in", passed on as access_denied. */
+const DENIALS = new Set(['access_denied', 'login_required', 'consent_required', 'interaction_required', 'account_selection_required']);
+
+/**
+ * GET /oauth/callback: the identity provider sends the user back here. We exchange its code
+ * (with our PKCE verifier), learn who signed in, open a session, and send the user on to the
+ * client with our own single-use, short-lived code. The provider's tokens stop here.
+ */
+export function callbackHandler(services: () => Promise<OAuthServices>): Handler {
+  return async (c) => {
+    const s = await services();
+    const state = c.req.query('state');
+    // Single use: the state record is removed as it is read.
+    const flow = state ? await s.store.take<UpstreamRecord>('upstream', sha256(state)) : undefined;
+    if (!flow) {
+      return errorPage(c, 400, 'Sign-in expired', 'This sign-in has expired or was already completed. Start again from your application.');
+    }
+    const { request } = flow;
+    const back = (params: Record<string, string | undefined>) =>
+      redirectToClient(request.redirectUri, { ...params, state: request.state, iss: request.issuer });
+
+    const upstreamError = c.req.query('error');
+    if (upstreamError) {
+      s.logger.info('identity provider returned an error', { event: 'upstream_denied', error: upstreamError.slice(0, 64) });
+      return DENIALS.has(upstreamError)
+        ? back({ error: 'access_denied', error_description: 'sign-in was cancelled or refused' })
+        : back({ error: 'server_error', error_description: 'the identity provider reported an error' });
+    }
+    const code = c.req.query('code');
+    if (!code) return back({ error: 'server_error', error_description: 'the identity provider sent no code' });
+
+    let user;
+    try {
+      const ep = await s.upstream.endpoints();
+      const iss = c.req.query('iss');
+      // RFC 9207: when the provider names itself, it must be the one we sent the user to.
+      if (iss !== undefined && ep.issuer !== undefined && iss !== ep.issuer) {
+        return back({ error: 'server_error', error_description: 'the response came from another identity provider' });
+      }
+      user = await s.upstream.signIn({ code, callbackUrl: flow.callbackUrl, verifier: flow.verifier, nonce: flow.nonce });
+    } catch (err) {
+      s.logger.warn('sign-in with the identity provider failed', { event: 'upstream_failed', error: err instanceof Error ? err.message : String(err) });
+      return back({ error: 'server_error', error_description: 'sign-in with the identity provider failed' });
+    }
+
+    // The admin scope is only ever granted to configured administrators.
+    const admin = isAdminIdentity(s.settings.admin, { ...user, scopes: [] });
+    const scopes = request.scopes.filter((sc) => sc !== s.settings.admin.scope || admin);
+    const now = Date.now();
+    const codeTtlMs = s.settings.authCodeTtlSec * 1000;
+    const sid = randomToken(24);
+    const session: SessionRecord = {
+      sid,
+      sub: user.sub,
+      clientId: request.clientId,
+      scopes,
+      resource: request.resource,
+      issuer: request.issuer,
+      createdAt: now,
+      // Short until the code is exchanged; the token endpoint extends it.
+      exp: now + codeTtlMs + 60_000,
+    };
+    if (user.email) session.email = user.email;
+    if (user.name) session.name = user.name;
+    await s.store.put('session', sid, session);
+
+    const ourCode = randomToken(32);
+    await s.store.put<CodeRecord>('code', sha256(ourCode), {
+      sid,
+      clientId: request.clientId,
+      redirectUri: request.redirectUri,
+      codeChallenge: request.codeChallenge,
+      exp: now + codeTtlMs,
+    });
+    s.logger.info('user signed in', { event: 'oauth_signin', sub: user.sub, clientId: request.clientId });
+    return back({ code: ourCode });
+  };
+}

@@ -1,0 +1,78 @@
+import { createStorage, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core';
+import type { Context } from 'hono';
+import { AccessTokens } from './accessTokens.js';
+import type { OAuthSettings } from './oauthSettings.js';
+import { SessionStore } from './sessionStore.js';
+import { SigningKeys } from './signingKeys.js';
+import { UpstreamProvider } from './upstreamProvider.js';
+
+/** What every endpoint of the authorization server works with. */
+export interface OAuthServices {
+  readonly settings: OAuthSettings;
+  readonly runtime: Runtime;
+  readonly logger: Logger;
+  readonly store: SessionStore;
+  readonly keys: SigningKeys;
+  readonly tokens: AccessTokens;
+  readonly upstream: UpstreamProvider;
+  /** The public base URL for this request (publicUrl, else the request; forwarded headers only with trustProxy). */
+  baseUrl(c: Context): string;
+  /** The client address for rate limiting. */
+  clientIp(c: Context): string;
+}
+
+export interface OpenServicesOptions {
+  /** Use this storage for sessions instead of `oauth.sessionStorage` / the runtime's storage. */
+  storage?: Storage;
+  clientIp?: (c: Context) => string;
+}
+
+/** Default client address: X-Forwarded-For only with trustProxy, else the Node socket when there is one. */
+function defaultClientIp(trustProxy: boolean): (c: Context) => string {
+  return (c) => {
+    if (trustProxy) {
+      const fwd = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
+      if (fwd) return fwd;
+    }
+    const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+    return env?.incoming?.socket?.remoteAddress ?? 'unknown';
+  };
+}
+
+/** Open session storage and signing keys. Returns the services and what closes them. */
+export async function openOAuthServices(
+  runtime: Runtime,
+  settings: OAuthSettings,
+  opts: OpenServicesOptions,
+): Promise<{ services: OAuthServices; close: () => Promise<void> }> {
+  // Sessions get their own backend when configured; otherwise they share the runtime's.
+  const own = !opts.storage && settings.storage ? await createStorage(settings.storage) : undefined;
+  const storage = opts.storage ?? own ?? runtime.storage;
+  try {
+    const store = new SessionStore(storage, settings.encryptionKey);
+    const keys = await SigningKeys.open(store, {
+      alg: settings.signingAlg,
+      rotateAfterMs: settings.signingKeyRotationDays * 86_400_000,
+      retainMs: (settings.accessTokenTtlSec + 300) * 1000,
+    });
+    const services: OAuthServices = {
+      settings,
+      runtime,
+      logger: runtime.logger,
+      store,
+      keys,
+      tokens: new AccessTokens(keys, store, settings),
+      upstream: new UpstreamProvider({
+        provider: settings.provider,
+        clientId: settings.providerClientId,
+        clientSecret: settings.providerClientSecret,
+      }),
+      baseUrl: (c) => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config),
+      clientIp: opts.clientIp ?? defaultClientIp(settings.trustProxy),
+    };
+    return { services, close: async () => void (await own?.close()) };
+  } catch (err) {
+    await own?.close();
+    throw err;
+  }
+}

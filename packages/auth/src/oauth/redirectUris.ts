@@ -1,0 +1,51 @@
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+function isLoopbackHttp(u: URL): boolean {
+  return u.protocol === 'http:' && LOOPBACK_HOSTS.has(u.hostname);
+}
+
+/**
+ * Why a redirect URI may not be registered, or null when it may: https anywhere, http only on
+ * a loopback host (RFC 8252 §7.3), or a private-use scheme the operator allowed (§7.1).
+ * No fragments (RFC 6749 §3.1.2) and no credentials in the URL.
+ */
+export function redirectUriProblem(uri: string, allowedCustomSchemes: readonly string[]): string | null {
+  if (uri.length > 2000) return 'redirect URI too long';
+  let u: URL;
+  try {
+    u = new URL(uri);
+  } catch {
+    return `not an absolute URL: ${uri}`;
+  }
+  if (u.hash || uri.includes('#')) return 'redirect URIs must not contain a fragment';
+  if (u.username || u.password) return 'redirect URIs must not contain credentials';
+  if (u.protocol === 'https:') return null;
+  if (u.protocol === 'http:') return isLoopbackHttp(u) ? null : 'http redirect URIs are allowed only on loopback (127.0.0.1, [::1], localhost)';
+  const scheme = u.protocol.slice(0, -1);
+  if (allowedCustomSchemes.includes(scheme)) return null;
+  return `scheme "${scheme}" is not allowed (https, or http on loopback)`;
+}
+
+/**
+ * Does the presented redirect URI match a registered one? Exact string match, except that a
+ * loopback http URI matches whatever its port (RFC 8252 §7.3: native apps get an ephemeral port).
+ */
+export function matchRedirectUri(registered: readonly string[], presented: string): boolean {
+  if (registered.includes(presented)) return true;
+  let p: URL;
+  try {
+    p = new URL(presented);
+  } catch {
+    return false;
+  }
+  if (!isLoopbackHttp(p)) return false;
+  const withoutPort = (u: URL) => `${u.protocol}//${u.hostname}${u.pathname}${u.search}`;
+  return registered.some((r) => {
+    try {
+      const u = new URL(r);
+      return isLoopbackHttp(u) && withoutPort(u) === withoutPort(p) && !presented.includes('#');
+    } catch {
+      return false;
+    }
+  });
+}

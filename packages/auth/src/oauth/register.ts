@@ -1,0 +1,83 @@
+import type { Handler } from 'hono';
+import { z } from 'zod';
+import { randomToken, safeEqual, sha256 } from './crypto.js';
+import { OPEN_CORS } from './metadata.js';
+import { NO_STORE, oauthError } from './oauthResponses.js';
+import type { OAuthServices } from './oauthServices.js';
+import type { ClientRecord } from './records.js';
+import { redirectUriProblem } from './redirectUris.js';
+
+/** Registered clients live this long without being used to sign in again (~ ten years: effectively kept). */
+const CLIENT_TTL_MS = 10 * 365 * 86_400_000;
+
+const text = (max: number) => z.string().min(1).max(max);
+
+/** RFC 7591 §2 client metadata, as far as we use it. Unknown fields are ignored (§3.1). */
+const ClientMetadataSchema = z.object({
+  redirect_uris: z.array(z.string()).min(1).max(10),
+  token_endpoint_auth_method: z.enum(['none', 'client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
+  // Both by default: clients that omit grant_types still expect to refresh (RFC 7591 lets the server choose).
+  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).min(1).default(['authorization_code', 'refresh_token']),
+  response_types: z.array(z.literal('code')).min(1).default(['code']),
+  client_name: text(200).optional(),
+  client_uri: z.url().max(2000).optional(),
+  logo_uri: z.url().max(2000).optional(),
+  scope: text(1000).optional(),
+  software_id: text(200).optional(),
+  software_version: text(100).optional(),
+});
+
+/**
+ * POST /register: dynamic client registration (RFC 7591). Policy 'open' lets anyone register;
+ * 'token' needs `Authorization: Bearer <oauth.registration.initialAccessToken>`. Redirect URIs
+ * must be https, loopback http (any port later, RFC 8252 §7.3) or an allowed private-use scheme.
+ */
+export function registerHandler(services: () => Promise<OAuthServices>): Handler {
+  return async (c) => {
+    const s = await services();
+    const reg = s.settings.registration;
+    const cors = { ...OPEN_CORS };
+    if (reg.policy === 'token') {
+      const presented = /^Bearer (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1]?.trim();
+      if (!presented || !safeEqual(presented, reg.initialAccessToken!)) {
+        return oauthError(c, 401, 'invalid_token', 'registration requires a valid initial access token', {
+          ...cors,
+          'WWW-Authenticate': 'Bearer error="invalid_token"',
+        });
+      }
+    }
+    const body: unknown = await c.req.json().catch(() => undefined);
+    const parsed = ClientMetadataSchema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue?.path.join('.') || 'body';
+      const error = where.startsWith('redirect_uris') ? 'invalid_redirect_uri' : 'invalid_client_metadata';
+      return oauthError(c, 400, error, `${where}: ${issue?.message ?? 'invalid'}`, cors);
+    }
+    const meta = parsed.data;
+    for (const uri of meta.redirect_uris) {
+      const problem = redirectUriProblem(uri, reg.allowedCustomSchemes);
+      if (problem) return oauthError(c, 400, 'invalid_redirect_uri', problem, cors);
+    }
+
+    const clientId = randomToken(16);
+    const secret = meta.token_endpoint_auth_method === 'none' ? undefined : randomToken(32);
+    const issuedAt = Math.floor(Date.now() / 1000);
+    const record: ClientRecord = {
+      ...meta,
+      client_id: clientId,
+      ...(secret ? { client_secret_hash: sha256(secret) } : {}),
+      client_id_issued_at: issuedAt,
+      exp: Date.now() + CLIENT_TTL_MS,
+    };
+    await s.store.put('client', clientId, record);
+    s.logger.info('oauth client registered', { event: 'client_registered', clientId, clientName: meta.client_name });
+
+    const { client_secret_hash: _hash, exp: _exp, ...publicFields } = record;
+    return c.json(
+      { ...publicFields, ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}) },
+      201,
+      { ...cors, ...NO_STORE },
+    );
+  };
+}

@@ -1,0 +1,127 @@
+import type { Context, Handler } from 'hono';
+import { authenticateClient, readForm } from './clientAuth.js';
+import { PKCE_VERIFIER, pkceChallenge, randomToken, safeEqual, sha256 } from './crypto.js';
+import { OPEN_CORS } from './metadata.js';
+import { NO_STORE, oauthError } from './oauthResponses.js';
+import type { OAuthServices } from './oauthServices.js';
+import type { ClientRecord, CodeRecord, RefreshRecord, SessionRecord } from './records.js';
+
+/**
+ * POST /oauth/token: authorization_code (PKCE verified, code single-use; a replayed code
+ * revokes what it produced) and refresh_token (rotation: each refresh token works once, and a
+ * reused one revokes the whole family, i.e. the session).
+ */
+export function tokenHandler(services: () => Promise<OAuthServices>): Handler {
+  return async (c) => {
+    const s = await services();
+    const err = (status: 400 | 401, error: string, description: string, headers: Record<string, string> = {}) =>
+      oauthError(c, status, error, description, { ...OPEN_CORS, ...headers });
+    const form = await readForm(c);
+    if (!form) return err(400, 'invalid_request', 'expected an application/x-www-form-urlencoded body without repeated parameters');
+    const auth = await authenticateClient(c, form, s);
+    if (!auth.ok) return err(401, 'invalid_client', auth.description, auth.usedBasic ? { 'WWW-Authenticate': 'Basic realm="oauth"' } : {});
+    const client = auth.client;
+
+    switch (form.get('grant_type')) {
+      case 'authorization_code':
+        return authorizationCode(c, s, form, client, err);
+      case 'refresh_token':
+        return refreshToken(c, s, form, client, err);
+      default:
+        return err(400, 'unsupported_grant_type', "grant_type must be 'authorization_code' or 'refresh_token'");
+    }
+  };
+}
+
+type Fail = (status: 400 | 401, error: string, description: string) => Response;
+
+async function authorizationCode(c: Context, s: OAuthServices, form: URLSearchParams, client: ClientRecord, err: Fail): Promise<Response> {
+  const code = form.get('code');
+  const redirectUri = form.get('redirect_uri');
+  const verifier = form.get('code_verifier');
+  if (!code || !redirectUri || !verifier) return err(400, 'invalid_request', 'code, redirect_uri and code_verifier are required');
+  if (!PKCE_VERIFIER.test(verifier)) return err(400, 'invalid_request', 'malformed code_verifier');
+
+  const used = await s.store.consume<CodeRecord>('code', sha256(code));
+  if (used.status === 'missing') return err(400, 'invalid_grant', 'invalid or expired authorization code');
+  if (used.status === 'reused') {
+    // OAuth 2.1 §4.1.3: a code presented twice was probably stolen; revoke its tokens.
+    await revokeSession(s, used.value.sid, 'authorization code reused');
+    return err(400, 'invalid_grant', 'authorization code already used');
+  }
+  const rec = used.value;
+  if (rec.clientId !== client.client_id) return err(400, 'invalid_grant', 'code was issued to another client');
+  if (rec.redirectUri !== redirectUri) return err(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
+  if (!safeEqual(pkceChallenge(verifier), rec.codeChallenge)) return err(400, 'invalid_grant', 'PKCE verification failed');
+
+  const session = await s.store.get<SessionRecord>('session', rec.sid);
+  if (!session) return err(400, 'invalid_grant', 'session not found');
+  const resource = form.get('resource');
+  if (resource !== null && resource.replace(/\/$/, '') !== session.resource) return err(400, 'invalid_target', `resource must be ${session.resource}`);
+  return issue(c, s, session, session.scopes, client);
+}
+
+async function refreshToken(c: Context, s: OAuthServices, form: URLSearchParams, client: ClientRecord, err: Fail): Promise<Response> {
+  if (!client.grant_types.includes('refresh_token')) return err(400, 'unauthorized_client', 'client may not use refresh tokens');
+  const token = form.get('refresh_token');
+  if (!token) return err(400, 'invalid_request', 'refresh_token is required');
+
+  const used = await s.store.consume<RefreshRecord>('refresh', sha256(token));
+  if (used.status === 'missing') return err(400, 'invalid_grant', 'invalid or expired refresh token');
+  if (used.status === 'reused') {
+    // Rotation (OAuth 2.1 §4.3.1): the old token came back, so one of two holders is an
+    // attacker. Revoke the family: every token of the session stops working.
+    await revokeSession(s, used.value.sid, 'refresh token reused');
+    return err(400, 'invalid_grant', 'refresh token already used; the session has been revoked');
+  }
+  const rec = used.value;
+  if (rec.clientId !== client.client_id) return err(400, 'invalid_grant', 'refresh token was issued to another client');
+  const session = await s.store.get<SessionRecord>('session', rec.sid);
+  if (!session) return err(400, 'invalid_grant', 'session not found');
+  const resource = form.get('resource');
+  if (resource !== null && resource.replace(/\/$/, '') !== session.resource) return err(400, 'invalid_target', `resource must be ${session.resource}`);
+
+  const asked = form.get('scope')?.split(' ').filter(Boolean);
+  if (asked && asked.some((x) => !rec.scopes.includes(x))) return err(400, 'invalid_scope', 'scope exceeds the original grant');
+  return issue(c, s, session, asked && asked.length > 0 ? asked : rec.scopes, client, rec.scopes);
+}
+
+/** Mint an access token and, for clients allowed to refresh, the next refresh token of the family. */
+async function issue(
+  c: Context,
+  s: OAuthServices,
+  session: SessionRecord,
+  scopes: string[],
+  client: ClientRecord,
+  grantScopes: string[] = session.scopes,
+): Promise<Response> {
+  const now = Date.now();
+  const refreshTtlMs = s.settings.refreshTokenTtlSec * 1000;
+  const canRefresh = client.grant_types.includes('refresh_token');
+  // The session lives as long as its newest refresh token (sliding), or as its access token.
+  await s.store.put('session', session.sid, { ...session, exp: now + (canRefresh ? refreshTtlMs : s.settings.accessTokenTtlSec * 1000) });
+  const access = await s.tokens.issue(session, scopes);
+  let refresh: string | undefined;
+  if (canRefresh) {
+    refresh = randomToken(32);
+    await s.store.put<RefreshRecord>('refresh', sha256(refresh), { sid: session.sid, clientId: client.client_id, scopes: grantScopes, exp: now + refreshTtlMs });
+  }
+  return c.json(
+    {
+      access_token: access.token,
+      token_type: 'Bearer',
+      expires_in: access.expiresIn,
+      scope: scopes.join(' '),
+      ...(refresh ? { refresh_token: refresh } : {}),
+    },
+    200,
+    { ...OPEN_CORS, ...NO_STORE },
+  );
+}
+
+/** Remove a session: its access tokens fail as 'session not found', its refresh tokens stop working. */
+export async function revokeSession(s: OAuthServices, sid: string, reason: string): Promise<void> {
+  await s.store.delete('session', sid);
+  s.tokens.forget(sid);
+  s.logger.warn('oauth session revoked', { event: 'session_revoked', reason });
+}
