@@ -44,7 +44,8 @@ export async function invoke(router: AnyRouter, path: string, input: unknown, ct
       type: info.type,
       getRawInput: async () => input,
       input: undefined,
-      signal: ctx.req.signal,
+      // Procedures read ctx.req.signal when they need it; touching it here would create it eagerly.
+      signal: undefined,
       batchIndex: 0,
     });
     return { ok: true, data };

@@ -16,35 +16,31 @@ export function toolCallNeedsAuth(config: ResolvedConfig, meta: ProcedureMeta | 
 }
 
 /**
- * Runs for every procedure on every entry point: counts the call and its latency, and
- * refuses any request whose presented credential failed verification (a bad token is never
- * silently ignored, whatever the auth mode).
+ * Runs for every procedure on every entry point, as ONE middleware (each tRPC middleware
+ * layer copies the call options, which showed in the transport benchmark):
+ * - refuses any request whose presented credential failed verification (a bad token is never
+ *   silently ignored, whatever the auth mode);
+ * - applies the MCP tool-call rules (requireAuthForToolsCall, publicTools), so a custom
+ *   router's procedures follow the same rules as the built-in ones;
+ * - counts the call and its latency.
  */
-const base = t.procedure.use(async ({ ctx, path, next }) => {
+const base = t.procedure.use(async ({ ctx, meta, path, next }) => {
   const started = performance.now();
   if (ctx.credentialError) {
     ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
     throw ctx.credentialError;
+  }
+  if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(ctx.runtime.config, meta, ctx.mcp?.toolName)) {
+    ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
+    throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
   }
   const result = await next();
   ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, !result.ok);
   return result;
 });
 
-/**
- * MCP access rules (requireAuthForToolsCall, publicTools) apply to tool calls; the other entry
- * points call publicProcedure freely. Checked here so that a custom router's procedures follow
- * the same rules as the built-in ones.
- */
-const mcpAccess = t.middleware(async ({ ctx, meta, next }) => {
-  if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(ctx.runtime.config, meta, ctx.mcp?.toolName)) {
-    throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
-  }
-  return next();
-});
-
 /** Callable by anyone (subject to the MCP tool-call rules on /mcp). */
-export const publicProcedure = base.use(mcpAccess);
+export const publicProcedure = base;
 
 /** Needs an authenticated identity on every entry point. */
 export const protectedProcedure = base.use(({ ctx, next }) => {

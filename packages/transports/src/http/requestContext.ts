@@ -8,6 +8,14 @@ export function contextFor(c: HonoContext, runtime: Runtime, transport: Transpor
     runtime,
     bearer: bearerToken(c.req.raw),
     mcp,
-    req: { transport, ip: clientIp(c, runtime.config.trustProxy), signal: c.req.raw.signal, headers: c.req.raw.headers },
+    req: {
+      transport,
+      ip: clientIp(c, runtime.config.trustProxy),
+      // Lazy: creating a request's AbortSignal is costly on Node 20 and most procedures never look.
+      get signal() {
+        return c.req.raw.signal;
+      },
+      headers: c.req.raw.headers,
+    },
   });
 }

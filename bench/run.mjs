@@ -1,0 +1,58 @@
+// Transport benchmark: every scenario in ONE run, reported as a ratio to a bare Hono route
+// measured in the same run (shared machines drift; ratios do not). Usage: node bench/run.mjs [seconds]
+import { fileURLToPath } from 'node:url';
+import { load, rssMb, startServer, table } from './lib.mjs';
+
+const duration = Number(process.argv[2] ?? 8);
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const config = { storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } } };
+
+const bare = await startServer(here('./servers/bare-hono.mjs'));
+const app = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
+const idleRss = await rssMb(app.pid);
+
+// An MCP session for tools/call.
+const init = await fetch(app.url + '/mcp', {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+});
+const sessionId = init.headers.get('mcp-session-id');
+await init.text();
+await fetch(app.url + '/mcp', {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+  body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+});
+
+const rows = [];
+const run = async (name, opts) => rows.push({ name, ...(await load({ duration, ...opts })) });
+
+await run('bare Hono POST /json (ceiling)', { url: bare.url + '/json', method: 'POST', body: JSON.stringify({ message: 'test' }) });
+await run('POST /rpc system.test', { url: app.url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) });
+await run('GET /trpc/mcp.echo', { url: app.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) });
+await run('MCP tools/call greeting', {
+  url: app.url + '/mcp',
+  method: 'POST',
+  headers: { accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
+});
+const loadedRss = await rssMb(app.pid);
+await app.stop();
+
+// Cold start: process spawn to first /health answer, through the CLI users run.
+const cold = [];
+for (let i = 0; i < 5; i++) {
+  const t0 = performance.now();
+  const s = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
+  while ((await fetch(s.url + '/health').catch(() => null))?.status !== 200);
+  cold.push(performance.now() - t0);
+  await s.stop();
+}
+await bare.stop();
+cold.sort((a, b) => a - b);
+
+console.log(`\n## Transports (${duration}s per scenario, 50 connections, node ${process.version})\n`);
+console.log(table(rows, rows[0]));
+console.log(`\ncold start to first /health (median of 5): ${Math.round(cold[2])} ms`);
+console.log(`RSS idle after start: ${idleRss} MB; after load: ${loadedRss} MB`);
