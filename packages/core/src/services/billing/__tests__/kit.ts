@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { CoreError } from '../../../errors/CoreError.js';
 import { resolveConfig } from '../../../config/resolveConfig.js';
 import type { ConfigInput } from '../../../config/schema.js';
 import { createLogger } from '../../../runtime/Logger.js';
@@ -117,4 +118,37 @@ export async function call<T = any>(runtime: Runtime, path: string, input: unkno
   const result = await invoke(runtime.router, path, input, ctxFor(runtime, identity));
   if (!result.ok) throw result.error;
   return result.data as T;
+}
+
+/**
+ * A storage that forwards to a real one but fails chosen calls with UNAVAILABLE, as a backend
+ * outage between two steps of an operation would.
+ */
+export class OutageStorage implements Storage {
+  private failing = new Map<string, number>();
+  constructor(private readonly inner: Storage) {}
+  get kind() {
+    return this.inner.kind;
+  }
+  /** The next `times` calls of `method` fail. */
+  failNext(method: 'append' | 'increment' | 'set' | 'compareAndSet', times = 1): void {
+    this.failing.set(method, times);
+  }
+  private check(method: string): void {
+    const n = this.failing.get(method) ?? 0;
+    if (n > 0) {
+      this.failing.set(method, n - 1);
+      throw new CoreError('UNAVAILABLE', 'storage unavailable (simulated outage)');
+    }
+  }
+  get: Storage['get'] = (k) => this.inner.get(k);
+  set: Storage['set'] = async (k, v, o) => (this.check('set'), this.inner.set(k, v, o));
+  delete: Storage['delete'] = (k) => this.inner.delete(k);
+  compareAndSet: Storage['compareAndSet'] = async (k, e, v, o) => (this.check('compareAndSet'), this.inner.compareAndSet(k, e, v, o));
+  increment: Storage['increment'] = async (k, d, o) => (this.check('increment'), this.inner.increment(k, d, o));
+  keys: Storage['keys'] = (p) => this.inner.keys(p);
+  append: Storage['append'] = async (l, r) => (this.check('append'), this.inner.append(l, r));
+  readLog: Storage['readLog'] = (l, o) => this.inner.readLog(l, o);
+  health: Storage['health'] = () => this.inner.health();
+  close: Storage['close'] = () => this.inner.close();
 }
