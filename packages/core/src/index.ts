@@ -5,7 +5,7 @@ export { t, router, middleware, mergeRouters, createCallerFactory } from './trpc
 export { publicProcedure, protectedProcedure, adminProcedure, toolCallNeedsAuth } from './trpc/procedures.js';
 export { publicBaseUrl } from './runtime/publicBaseUrl.js';
 export { createContext, type Context, type Identity, type RequestInfo, type TransportName, type McpCallContext, type CreateContextOptions } from './trpc/context.js';
-export type { ProcedureMeta, ToolAnnotations } from './trpc/meta.js';
+export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';
 export { builtinRouter, createAppRouter, type AppRouter } from './routers/appRouter.js';
 export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntime.js';
@@ -13,4 +13,8 @@ export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/
 export { Stats } from './runtime/Stats.js';
 export { createLogger, type Logger, type LogLevel } from './runtime/Logger.js';
 export { checkHealth, type HealthReport } from './runtime/checkHealth.js';
-export { ResourceRegistry, type ResourceDefinition, type ResourceContent, type SchemeHandler } from './services/resources/ResourceRegistry.js';
+export { ResourceRegistry, type ResourceDefinition, type ResourceTemplateDefinition, type ResourceContent, type SchemeHandler } from './services/resources/ResourceRegistry.js';
+export { compileUriTemplate, type UriTemplate } from './services/resources/uriTemplate.js';
+export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
+export { createWorkspaceSchemeHandler, connectWorkspaceResources, workspaceResourceUri, type WorkspaceFiles } from './services/resources/workspaceSchemeHandler.js';
+export { PromptRegistry, completeFrom, type PromptDefinition, type PromptArgumentDefinition, type PromptMessage, type PromptContent, type PromptResult, type CompletionResult } from './services/prompts/PromptRegistry.js';

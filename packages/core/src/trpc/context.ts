@@ -39,8 +39,17 @@ export interface McpCallContext {
   log(level: 'debug' | 'info' | 'notice' | 'warning' | 'error', data: unknown): Promise<void>;
   /** Client capabilities declared at initialize. */
   clientCapabilities?: Record<string, unknown>;
-  /** A server-to-client request (sampling/createMessage, elicitation/create, roots/list). */
-  request<T = unknown>(method: string, params: Record<string, unknown>): Promise<T>;
+  /**
+   * A server-to-client request (sampling/createMessage, elicitation/create, roots/list).
+   * Refused with NOT_CONFIGURED when the client did not declare the matching capability or the
+   * session cannot carry server-to-client requests (stateless mode).
+   */
+  request<T = unknown>(method: string, params: Record<string, unknown>, opts?: { timeoutMs?: number }): Promise<T>;
+  /**
+   * Close this call's SSE stream now; the client reconnects with Last-Event-ID and receives
+   * the rest (SEP-1699 polling for long calls). Absent when resumability is unavailable.
+   */
+  closeStream?: () => void;
 }
 
 export interface Context {

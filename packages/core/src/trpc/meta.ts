@@ -7,6 +7,26 @@ export interface ToolAnnotations {
   openWorldHint?: boolean;
 }
 
+/** Publish a procedure as an MCP prompt (prompts/list, prompts/get). See docs/mcp.md. */
+export interface McpPromptMeta {
+  /** Prompt name; default: the tool name rule (last path segment). */
+  name?: string;
+  title?: string;
+  /** Default: the procedure's description. */
+  description?: string;
+}
+
+/**
+ * Publish a query procedure as an MCP resource: `uri` for a fixed resource (no input), or
+ * `uriTemplate` (RFC 6570 level 1, `{var}`) whose variables become the procedure's input.
+ */
+export type McpResourceMeta = {
+  name?: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+} & ({ uri: string; uriTemplate?: never } | { uriTemplate: string; uri?: never });
+
 /**
  * Procedure metadata. A procedure becomes an MCP tool when it has `mcp`;
  * the tool name defaults to the last path segment.
@@ -20,5 +40,17 @@ export interface ProcedureMeta {
     /** Callable over MCP without authentication even when tools/call requires it. */
     public?: boolean;
     annotations?: ToolAnnotations;
+    /** Also a tool (default true); set false for a procedure that is only a prompt or resource. */
+    tool?: boolean;
+    /**
+     * How the tool result is formed: 'json' (default) sends the value as text, plus
+     * structuredContent when the procedure declares `.output()`; 'content' means the procedure
+     * returns an MCP tool result itself (`{ content: [...], isError? }`: images, audio, resources).
+     */
+    result?: 'json' | 'content';
+    /** Also an MCP prompt; its input fields become the prompt's arguments. */
+    prompt?: true | McpPromptMeta;
+    /** Also an MCP resource (or resource template). */
+    resource?: McpResourceMeta;
   };
 }

@@ -2,17 +2,22 @@ import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CoreError, publicBaseUrl, toolCallNeedsAuth, type Identity, type Runtime } from '@ai-backend/core';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { bearerToken, clientIp, tokenInQuery } from '../http/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
+import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
+import { StorageEventStore } from './eventStores/StorageEventStore.js';
+import type { RootsSync } from './rootsSync.js';
 import { createOriginGuard } from './originGuard.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
+  roots: RootsSync;
   /** The identity that opened the session; later requests must come from the same one. */
   owner: string | null;
   lastSeen: number;
@@ -23,6 +28,18 @@ export interface McpHandlerOptions {
   sessionIdleMs?: number;
   /** Upper bound on concurrent sessions. Default 10000. */
   maxSessions?: number;
+  /**
+   * How POST requests are answered: 'sse' streams (progress, logs and server-to-client requests
+   * can travel on them) or single 'json' bodies. Default: 'sse' when stateful, 'json' stateless.
+   */
+  responseMode?: 'sse' | 'json';
+  /**
+   * Resumability (Last-Event-ID) for SSE streams: 'memory' (default, per session, bounded),
+   * 'storage' (core Storage, e.g. redis, so events survive the process), or 'none'.
+   */
+  eventStore?: 'memory' | 'storage' | 'none';
+  /** The SSE `retry` hint sent in priming events, in ms. Default 1000. */
+  retryIntervalMs?: number;
 }
 
 const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
@@ -148,6 +165,8 @@ export class McpHandler {
       if (session instanceof Response) return session;
       const res = await session.transport.handleRequest(c.req.raw, { authInfo });
       if (c.req.method === 'DELETE') this.sessions.delete(sessionId);
+      // The GET stream is the channel for server-initiated requests such as roots/list.
+      else if (res.ok && res.headers.get('content-type')?.includes('text/event-stream')) session.roots.streamOpened();
       return res;
     }
     return jsonRpcError(405, -32000, 'Method not allowed', { Allow: 'GET, POST, DELETE' });
@@ -162,33 +181,65 @@ export class McpHandler {
     return session;
   }
 
+  private createEventStore(sessionId: string): EventStore | undefined {
+    const kind = this.opts.eventStore ?? 'memory';
+    if (kind === 'none') return undefined;
+    return kind === 'storage' ? new StorageEventStore(this.runtime.storage, sessionId) : new MemoryEventStore();
+  }
+
   private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null): Promise<Response> {
     if (this.sessions.size >= (this.opts.maxSessions ?? 10_000)) return jsonRpcError(503, -32000, 'too many sessions', { 'Retry-After': '30' });
-    let id: string | undefined;
+    // The id is drawn up front so a storage-backed event store can be keyed by it.
+    const sid = randomUUID();
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (sid) => {
-        id = sid;
-        this.sessions.set(sid, { transport, server, owner: identity?.sub ?? null, lastSeen: Date.now() });
+      sessionIdGenerator: () => sid,
+      enableJsonResponse: (this.opts.responseMode ?? 'sse') === 'json',
+      eventStore: this.createEventStore(sid),
+      retryInterval: this.opts.retryIntervalMs ?? 1000,
+      onsessioninitialized: (id) => {
+        this.sessions.set(id, { transport, server, roots, owner: identity?.sub ?? null, lastSeen: Date.now() });
       },
-      onsessionclosed: (sid) => {
-        this.sessions.delete(sid);
+      onsessionclosed: (id) => {
+        this.sessions.delete(id);
       },
     });
-    const server = createMcpServer(this.runtime, this.catalog, () => id);
+    const { server, roots } = createMcpServer(this.runtime, this.catalog, () => transport.sessionId, 'stateful');
     await server.connect(transport);
     return transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
   }
 
   private async handleStateless(req: Request, body: unknown, authInfo: object): Promise<Response> {
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    const server = createMcpServer(this.runtime, this.catalog, () => undefined);
+    const json = (this.opts.responseMode ?? 'json') === 'json';
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+    const { server } = createMcpServer(this.runtime, this.catalog, () => undefined, 'stateless');
     await server.connect(transport);
+    let res: Response;
     try {
-      return await transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
-    } finally {
-      // JSON responses are complete when handleRequest resolves.
+      res = await transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
+    } catch (err) {
       void server.close();
+      throw err;
     }
+    // A JSON answer is complete here; an SSE one when its stream ends (or the client leaves).
+    if (!res.body || !res.headers.get('content-type')?.includes('text/event-stream')) {
+      void server.close();
+      return res;
+    }
+    const reader = res.body.getReader();
+    const done = () => void server.close();
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done: end, value } = await reader.read();
+        if (end) {
+          controller.close();
+          done();
+        } else controller.enqueue(value);
+      },
+      cancel(reason) {
+        done();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(stream, { status: res.status, headers: res.headers });
   }
 }

@@ -24,8 +24,8 @@ const EMPTY_OBJECT_SCHEMA = { type: 'object', properties: {} } as const;
 /** JSON Schema of a zod input; MCP requires an object schema at the top. */
 function toInputSchema(schema: unknown): Record<string, unknown> {
   if (!(schema instanceof z.ZodType)) return { ...EMPTY_OBJECT_SCHEMA };
+  // $schema stays: it names the 2020-12 dialect that $defs/$ref use (SEP-1613).
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  delete json.$schema;
   delete json.default; // a default for the whole input object is not useful to clients
   if (json.type !== 'object') return { ...EMPTY_OBJECT_SCHEMA };
   return json;
@@ -45,7 +45,7 @@ function toOutputSchema(schema: unknown): Record<string, unknown> | undefined {
 export function buildToolCatalog(router: AnyRouter): ToolCatalog {
   const byName = new Map<string, CatalogTool>();
   for (const info of procedureIndex(router).values()) {
-    if (!info.meta?.mcp || info.type === 'subscription') continue;
+    if (!info.meta?.mcp || info.meta.mcp.tool === false || info.type === 'subscription') continue;
     const name = info.meta.mcp.name ?? info.path.split('.').pop()!;
     const clash = byName.get(name);
     if (clash) throw new Error(`MCP tool name "${name}" is used by both ${clash.path} and ${info.path}; set meta.mcp.name`);

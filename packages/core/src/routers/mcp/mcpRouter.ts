@@ -41,7 +41,7 @@ export const mcpRouter = router({
     .meta({ description: 'Read a registered resource by URI', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.object({ uri: z.string().min(1).max(2048) }))
     .query(async ({ ctx, input }) => {
-      const r = await ctx.runtime.resources.read(input.uri, ctx.req.signal);
+      const r = await ctx.runtime.resources.read(input.uri, ctx.req.signal, ctx);
       return { content: r.content, mimeType: r.mimeType, uri: r.uri };
     }),
 

@@ -1,14 +1,29 @@
 import { CoreError } from '../../errors/CoreError.js';
+import type { Context } from '../../trpc/context.js';
+import { compileUriTemplate, type UriTemplate } from './uriTemplate.js';
 
 /** A resource the server publishes (mcp.getResources, MCP resources/list). */
 export interface ResourceDefinition {
   uri: string;
   name: string;
+  title?: string;
   description?: string;
   category?: string;
   mimeType?: string;
   /** Inline content; when absent the scheme handler for the URI loads it. */
-  read?: (signal?: AbortSignal) => Promise<ResourceContent> | ResourceContent;
+  read?: (signal?: AbortSignal, ctx?: Context) => Promise<ResourceContent> | ResourceContent;
+}
+
+/** A family of resources addressed by an RFC 6570 level-1 template (`test://items/{id}`). */
+export interface ResourceTemplateDefinition {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  read(uri: string, variables: Record<string, string>, signal?: AbortSignal, ctx?: Context): Promise<ResourceContent> | ResourceContent;
+  /** Suggest values for a template variable (completion/complete with ref/resource). */
+  complete?(variable: string, value: string): Promise<string[]> | string[];
 }
 
 export interface ResourceContent {
@@ -21,27 +36,51 @@ export interface ResourceContent {
 /**
  * Loads content for URIs of one scheme (http, https, workspace, or an operator's smb/sftp...).
  * Only called for URIs that were registered: the registry never reads arbitrary URIs.
+ * Throw CoreError: NOT_FOUND when the target is gone, ACCESS_DENIED when a rule refuses it,
+ * UPSTREAM_ERROR / UPSTREAM_TIMEOUT when a remote end fails. Honour `signal` (the MCP request
+ * may be cancelled) and bound what you read (size, time).
  */
 export interface SchemeHandler {
+  /** URI scheme without the colon, e.g. `sftp`. */
   scheme: string;
   read(uri: URL, signal?: AbortSignal): Promise<ResourceContent>;
 }
 
+interface CompiledTemplate {
+  def: ResourceTemplateDefinition;
+  template: UriTemplate;
+}
+
 export class ResourceRegistry {
   private readonly resources = new Map<string, ResourceDefinition>();
+  private readonly templates = new Map<string, CompiledTemplate>();
   private readonly handlers = new Map<string, SchemeHandler>();
   private readonly listeners = new Set<(uri: string) => void>();
+  private readonly listListeners = new Set<() => void>();
 
   register(resource: ResourceDefinition): void {
     this.resources.set(resource.uri, resource);
+    this.listChanged();
   }
 
   unregister(uri: string): boolean {
-    return this.resources.delete(uri);
+    const removed = this.resources.delete(uri) || this.templates.delete(uri);
+    if (removed) this.listChanged();
+    return removed;
+  }
+
+  registerTemplate(def: ResourceTemplateDefinition): void {
+    this.templates.set(def.uriTemplate, { def, template: compileUriTemplate(def.uriTemplate) });
+    this.listChanged();
   }
 
   registerScheme(handler: SchemeHandler): void {
     this.handlers.set(handler.scheme.replace(/:$/, '').toLowerCase(), handler);
+  }
+
+  /** Is there a handler for this scheme (`https`, `workspace`...)? */
+  hasScheme(scheme: string): boolean {
+    return this.handlers.has(scheme.replace(/:$/, '').toLowerCase());
   }
 
   list(filter: { category?: string; search?: string } = {}): ResourceDefinition[] {
@@ -53,18 +92,41 @@ export class ResourceRegistry {
     );
   }
 
+  listTemplates(): ResourceTemplateDefinition[] {
+    return [...this.templates.values()].map((t) => t.def);
+  }
+
   get(uri: string): ResourceDefinition | undefined {
     return this.resources.get(uri);
   }
 
-  async read(uri: string, signal?: AbortSignal): Promise<ResourceContent & { uri: string }> {
+  getTemplate(uriTemplate: string): ResourceTemplateDefinition | undefined {
+    return this.templates.get(uriTemplate)?.def;
+  }
+
+  /**
+   * Read a registered resource, or one that a registered template matches. Anything else is
+   * NOT_FOUND: an unregistered URI is never fetched, whatever its scheme.
+   */
+  async read(uri: string, signal?: AbortSignal, ctx?: Context): Promise<ResourceContent & { uri: string }> {
     const def = this.resources.get(uri);
-    if (!def) throw new CoreError('NOT_FOUND', 'resource not found');
-    if (def.read) return { uri, ...(await def.read(signal)) };
-    const url = new URL(uri);
-    const handler = this.handlers.get(url.protocol.replace(/:$/, ''));
-    if (!handler) throw new CoreError('NOT_FOUND', `no handler for scheme ${url.protocol}`);
-    return { uri, ...(await handler.read(url, signal)) };
+    if (def) {
+      if (def.read) return { uri, ...(await def.read(signal, ctx)) };
+      let url: URL;
+      try {
+        url = new URL(uri);
+      } catch {
+        throw new CoreError('NOT_FOUND', 'resource not found');
+      }
+      const handler = this.handlers.get(url.protocol.replace(/:$/, ''));
+      if (!handler) throw new CoreError('NOT_FOUND', `no handler for scheme ${url.protocol}`);
+      return { uri, ...(await handler.read(url, signal)) };
+    }
+    for (const { def: t, template } of this.templates.values()) {
+      const vars = template.match(uri);
+      if (vars) return { uri, ...(await t.read(uri, vars, signal, ctx)) };
+    }
+    throw new CoreError('NOT_FOUND', 'resource not found');
   }
 
   /** Tell subscribers (MCP resources/subscribe) that a resource changed. */
@@ -75,5 +137,15 @@ export class ResourceRegistry {
   onUpdated(listener: (uri: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Called when resources or templates are added or removed (notifications/resources/list_changed). */
+  onListChanged(listener: () => void): () => void {
+    this.listListeners.add(listener);
+    return () => this.listListeners.delete(listener);
+  }
+
+  private listChanged(): void {
+    for (const l of this.listListeners) l();
   }
 }

@@ -1,0 +1,32 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CompleteRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { completeFrom, CoreError } from '@ai-backend/core';
+import { toMcpError } from './mcpErrors.js';
+import type { McpServerDeps } from './sessionState.js';
+
+const EMPTY = { completion: { values: [], total: 0, hasMore: false } };
+
+/**
+ * completion/complete: enum arguments of prompts (and a prompt's own completer), and
+ * variables of resource templates that provide `complete`.
+ */
+export function registerCompletion(server: Server, deps: McpServerDeps): void {
+  const { prompts, resources } = deps.runtime;
+  server.setRequestHandler(CompleteRequestSchema, async (request) => {
+    const { ref, argument, context } = request.params;
+    try {
+      if (ref.type === 'ref/prompt') {
+        return { completion: await prompts.complete(ref.name, argument.name, argument.value, context?.arguments ?? {}) };
+      }
+      const template = resources.getTemplate(ref.uri);
+      if (!template) {
+        if (resources.get(ref.uri)) return EMPTY; // a plain resource has nothing to complete
+        throw new CoreError('NOT_FOUND', 'unknown resource template');
+      }
+      if (!template.complete) return EMPTY;
+      return { completion: completeFrom(await template.complete(argument.name, argument.value), argument.value) };
+    } catch (err) {
+      throw toMcpError(deps.runtime, err, 'completion/complete');
+    }
+  });
+}
