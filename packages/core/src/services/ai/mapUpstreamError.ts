@@ -37,6 +37,19 @@ function retryAfterSeconds(headers: Record<string, string> | undefined): number 
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
 }
 
+/** Node/undici socket error codes: the connection itself failed, whatever the status line said. */
+const NETWORK_CODES = new Set(['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+
+function hasNetworkCause(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  }
+  return false;
+}
+
 /**
  * Turn whatever the AI SDK threw into a CoreError a client can act on. Classified by error
  * class, HTTP status and the SDK's retryable flag, never by message text. Nothing of the
@@ -69,9 +82,9 @@ export function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext): CoreE
     }
     if (status >= 500) return make('UPSTREAM_ERROR', 'upstream_5xx', `${ctx.provider} failed (HTTP ${status})`, { status });
     if (status >= 400) return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status})`, { status });
-    // A 2xx the SDK could not use: the SDK marks a connection lost mid-body as retryable
-    // (a network error), a body that does not parse or validate as not.
-    if (e.isRetryable) return make('UPSTREAM_ERROR', 'connection_lost', `the connection to ${ctx.provider} was lost mid-reply`, { status });
+    // A 2xx the SDK could not use: either the socket died mid-body (a network error code in
+    // the cause chain; newer SDKs also mark it retryable) or the body did not parse or validate.
+    if (e.isRetryable || hasNetworkCause(e)) return make('UPSTREAM_ERROR', 'connection_lost', `the connection to ${ctx.provider} was lost mid-reply`, { status });
     return make('UPSTREAM_ERROR', 'malformed_response', `${ctx.provider} sent a reply that could not be read`, { status });
   }
   const unreadable = [InvalidResponseDataError, TypeValidationError, JSONParseError, NoContentGeneratedError, EmptyResponseBodyError];

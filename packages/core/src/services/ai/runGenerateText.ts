@@ -167,7 +167,9 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   }
 
   const { inputTokens, outputTokens } = result.usage;
-  const reported = result.usage.totalTokens ?? (inputTokens !== undefined && outputTokens !== undefined ? inputTokens + outputTokens : undefined);
+  // Some providers send zeros when the upstream gave no usage; a real call always has input
+  // tokens (content is never empty), so zero input counts as "not reported".
+  const reported = inputTokens ? (result.usage.totalTokens ?? inputTokens + (outputTokens ?? 0)) : undefined;
   // An upstream that reports no usage is charged the reserved worst case, never less than it may have used.
   const tokensUsed = reported ?? estimatedTokens;
   if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider, model });
@@ -178,7 +180,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     provider,
     model,
     finishReason: result.finishReason,
-    usage: { inputTokens: inputTokens ?? null, outputTokens: outputTokens ?? null, totalTokens: reported ?? null },
+    usage: reported === undefined ? { inputTokens: null, outputTokens: null, totalTokens: null } : { inputTokens: inputTokens ?? null, outputTokens: outputTokens ?? null, totalTokens: reported },
     requestId,
   };
   const metadata = input.metadata ?? {};

@@ -6,6 +6,7 @@ import { createRuntime } from '../../../runtime/createRuntime.js';
 import type { Runtime } from '../../../runtime/Runtime.js';
 import { createTestUpstream, type TestUpstream, type TestUpstreamOptions } from '../../../services/ai/testing/createTestUpstream.js';
 import { MemoryStorage } from '../../../storage/MemoryStorage.js';
+import type { Storage } from '../../../storage/Storage.js';
 import { createCallerFactory } from '../../../trpc/init.js';
 import type { Context, Identity } from '../../../trpc/context.js';
 import { builtinRouter } from '../../appRouter.js';
@@ -33,8 +34,12 @@ export interface AiHarness {
  * A real runtime (memory storage, real billing and vault) whose four providers point at a test
  * upstream, with the server paying for all four by default.
  */
-export async function createAiHarness(over: ConfigInput = {}, upstreamOptions: TestUpstreamOptions = {}): Promise<AiHarness> {
-  const upstream = await createTestUpstream(upstreamOptions);
+export async function createAiHarness(
+  over: ConfigInput = {},
+  upstreamOptions: TestUpstreamOptions = {},
+  shared: { storage?: Storage; upstream?: TestUpstream } = {},
+): Promise<AiHarness> {
+  const upstream = shared.upstream ?? (await createTestUpstream(upstreamOptions));
   const base: ConfigInput = {
     serverProviders: ['anthropic', 'openai', 'google', 'openrouter'],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT } },
@@ -42,7 +47,7 @@ export async function createAiHarness(over: ConfigInput = {}, upstreamOptions: T
   };
   const config = resolveConfig(mergeConfig(base, over));
   const logs: string[] = [];
-  const runtime = await createRuntime(config, { storage: new MemoryStorage(), logger: createLogger('debug', (l) => logs.push(l)) });
+  const runtime = await createRuntime(config, { storage: shared.storage ?? new MemoryStorage(), logger: createLogger('debug', (l) => logs.push(l)) });
   const factory = createCallerFactory(builtinRouter);
   let credits = 0;
   return {
@@ -62,7 +67,7 @@ export async function createAiHarness(over: ConfigInput = {}, upstreamOptions: T
     },
     async close() {
       await runtime.close();
-      await upstream.close();
+      if (!shared.upstream) await upstream.close();
     },
   };
 }
