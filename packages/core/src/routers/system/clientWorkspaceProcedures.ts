@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { MAX_URI_LENGTH } from '../../services/workspaces/ClientWorkspaceService.js';
+import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
+import type { Context } from '../../trpc/context.js';
+import { publicProcedure } from '../../trpc/procedures.js';
+
+/**
+ * Client workspaces (MCP roots) of the system namespace. Each caller sees and changes only its
+ * own registry: its identity, else its MCP session, else the shared anonymous one.
+ * They describe folders on the client's side and never grant access to server files.
+ */
+export function clientWorkspaceOwner(ctx: Pick<Context, 'identity' | 'mcp'>): string {
+  if (ctx.identity) return `sub:${ctx.identity.sub}`;
+  if (ctx.mcp?.sessionId) return `session:${ctx.mcp.sessionId}`;
+  return 'anonymous';
+}
+
+const id = z.string().regex(WORKSPACE_ID, 'letters, digits, "_", "." and "-", at most 64');
+
+export const clientWorkspaceProcedures = {
+  registerClientWorkspace: publicProcedure
+    .meta({
+      description: 'Register a folder of the client (file:// URI) as a client workspace; replaces one with the same id',
+      mcp: { name: 'registerClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true } },
+    })
+    .input(
+      z.object({
+        id,
+        uri: z.string().max(MAX_URI_LENGTH).describe('file:// URI of the folder'),
+        name: z.string().max(200).optional(),
+        description: z.string().max(1000).optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.register(clientWorkspaceOwner(ctx), input)),
+
+  unregisterClientWorkspace: publicProcedure
+    .meta({
+      description: 'Unregister one of your client workspaces',
+      mcp: { name: 'unregisterClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
+    })
+    .input(z.object({ id: z.string().max(64) }))
+    .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.unregister(clientWorkspaceOwner(ctx), input.id)),
+
+  listClientWorkspaces: publicProcedure
+    .meta({
+      description: 'List your client workspaces: registered ones and the roots your MCP session reported',
+      mcp: { name: 'listClientWorkspaces', annotations: { readOnlyHint: true, idempotentHint: true } },
+    })
+    .query(({ ctx }) => ctx.runtime.clientWorkspaces.list(clientWorkspaceOwner(ctx), ctx.mcp?.sessionId)),
+};

@@ -1,0 +1,81 @@
+import { constants, existsSync, type BigIntStats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+
+/**
+ * An open handle on a checked directory. Later lookups go through `base`, which on Linux is
+ * `/proc/self/fd/<fd>`: the kernel resolves it to the directory we opened and checked, even if
+ * that path is renamed or replaced by a symlink afterwards (an `openat` for Node). Elsewhere
+ * `base` is the real path, and only the dev/ino checks narrow the window.
+ */
+export interface DirPin {
+  /** Prefix for lookups of names inside this directory. */
+  readonly base: string;
+  /** The real path the directory had when it was checked. */
+  readonly real: string;
+  /** Its relative path inside the workspace (`''` for the root), after resolving symlinks. */
+  readonly realRel: string;
+  readonly stat: BigIntStats;
+  /** fsync the directory (makes a rename inside it durable). */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+let procFd: boolean | undefined;
+function hasProcFd(): boolean {
+  procFd ??= process.platform === 'linux' && existsSync('/proc/self/fd');
+  return procFd;
+}
+
+/** Thrown when what was opened is not what was checked (a race, or a symlink swapped in). */
+export class ChangedUnderfootError extends Error {
+  constructor() {
+    super('path changed while it was being checked');
+    this.name = 'ChangedUnderfootError';
+  }
+}
+
+/** Same file system object: compared on device and inode, as bigints (inodes can exceed 2^53). */
+export function sameFile(a: BigIntStats, b: BigIntStats): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
+
+/**
+ * Open `path` as a directory without following a final symlink. When `expected` is given, the
+ * opened directory must be that object (dev/ino), otherwise ChangedUnderfootError.
+ */
+export async function openDirPin(path: string, real: string, realRel: string, expected?: BigIntStats): Promise<DirPin> {
+  const handle: FileHandle = await open(path, DIR_FLAGS);
+  try {
+    const stat = await handle.stat({ bigint: true });
+    if (!stat.isDirectory() || (expected && !sameFile(stat, expected))) throw new ChangedUnderfootError();
+    let closed = false;
+    return {
+      base: hasProcFd() ? `/proc/self/fd/${handle.fd}` : real,
+      real,
+      realRel,
+      stat,
+      sync: () => handle.sync(),
+      async close() {
+        if (closed) return;
+        closed = true;
+        await handle.close();
+      },
+    };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+/** Error code of a Node fs error, if it is one. */
+export function fsCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+}
+
+/** The error means "this path does not exist" (or a parent is not a directory). */
+export function isMissing(err: unknown): boolean {
+  const code = fsCode(err);
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
