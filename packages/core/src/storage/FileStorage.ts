@@ -65,7 +65,8 @@ export class FileStorage implements Storage {
   /** Open (creating if needed) the data directory. Refused with CONFLICT when another process has it open. */
   static async open(dir: string, opts: FileStorageOptions = {}): Promise<FileStorage> {
     const root = resolve(dir);
-    await mkdir(root, { recursive: true });
+    // Owner-only: the store holds sessions, keys and balances.
+    await mkdir(root, { recursive: true, mode: 0o700 });
     const lock = await lockDirectory(root);
     try {
       const recovered = await recoverFileState(root);

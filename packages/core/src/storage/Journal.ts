@@ -52,7 +52,7 @@ export class Journal {
 
   /** Open (creating if needed) the journal file of `gen` for appending, cut to `validLength` bytes. */
   static async openFile(dir: string, gen: number, validLength = 0): Promise<FileHandle> {
-    const fh = await open(journalPath(dir, gen), 'a');
+    const fh = await open(journalPath(dir, gen), 'a', 0o600);
     try {
       const { size } = await fh.stat();
       if (size > validLength) {

@@ -69,7 +69,7 @@ export async function lockDirectory(dir: string): Promise<DirectoryLock> {
 /** Create the lock atomically with its full content: write a temp file, then link() it (fails if LOCK exists). */
 async function tryCreate(path: string, me: LockInfo): Promise<boolean> {
   const temp = `${path}.${me.token}.tmp`;
-  const fh = await open(temp, 'wx');
+  const fh = await open(temp, 'wx', 0o600);
   try {
     await fh.writeFile(JSON.stringify(me));
     await fh.sync();

@@ -28,7 +28,7 @@ export interface SnapshotCapture {
  */
 export async function writeSnapshot(dir: string, snap: SnapshotCapture, now = Date.now()): Promise<number> {
   const temp = join(dir, TEMP_FILE);
-  const fh = await open(temp, 'w');
+  const fh = await open(temp, 'w', 0o600);
   let bytes = 0;
   let records = 0;
   let chunk: string[] = [];
