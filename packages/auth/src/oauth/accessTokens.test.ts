@@ -1,0 +1,94 @@
+import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core';
+import { base64url, decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ENCRYPTION_KEY, memoryLogger, obtainTokens, register, startHarness, type Harness } from './__tests__/harness.js';
+import { createOAuthRoutes } from './createOAuthRoutes.js';
+
+let h: Harness;
+afterEach(() => h?.close());
+
+function reencode(token: string, header: Record<string, unknown>, payload?: Record<string, unknown>): string {
+  const [, p, s] = token.split('.');
+  const enc = (o: unknown) => base64url.encode(JSON.stringify(o));
+  return `${enc(header)}.${payload ? enc(payload) : p}.${s}`;
+}
+
+describe('verifyAccessToken', () => {
+  it('refuses forged and altered tokens', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const { access_token: good } = await obtainTokens(h, client.client_id);
+    const header = JSON.parse(Buffer.from(good.split('.')[0]!, 'base64url').toString());
+    const claims = decodeJwt(good);
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    const forged = await new SignJWT(claims).setProtectedHeader(header).sign(privateKey);
+    const embedded = await new SignJWT(claims).setProtectedHeader({ ...header, jwk: await exportJWK(publicKey) }).sign(privateKey);
+    const hostile = [
+      forged, // right kid, wrong key
+      embedded, // embedded jwk is never used
+      reencode(good, header, { ...claims, sub: 'admin' }), // tampered payload
+      reencode(good, { ...header, alg: 'none' }),
+      reencode(good, { ...header, alg: 'HS256' }),
+      reencode(good, { ...header, kid: '../../etc/passwd' }),
+      reencode(good, { ...header, typ: 'JWT' }),
+      good.split('.').slice(0, 2).join('.') + '.',
+      'garbage',
+    ];
+    for (const token of hostile) await expect(h.oauth.verifyAccessToken(token), token).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
+    expect(await h.oauth.verifyAccessToken(good)).toMatchObject({ sub: 'user-1' });
+  });
+
+  it('refuses a token whose resource is not the one asked for', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const { access_token } = await obtainTokens(h, client.client_id);
+    await expect(h.oauth.verifyAccessToken(access_token, { resource: 'http://other.test/mcp' })).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
+    expect(await h.oauth.verifyAccessToken(access_token, { resource: 'http://auth.test/mcp' })).toMatchObject({ sub: 'user-1' });
+  });
+
+  it('with publicUrl configured, refuses tokens minted for another issuer', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const { access_token } = await obtainTokens(h, client.client_id); // iss http://auth.test
+    const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth: { ...h.runtime.config.oauth, publicUrl: 'https://api.example.com' } }), { storage: h.storage, logger: memoryLogger() });
+    const strict = createOAuthRoutes(runtime);
+    await expect(strict.verifyAccessToken(access_token)).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
+    await strict.close();
+  });
+
+  it("a changed encryptionKey makes old tokens fail as 'session not found'", async () => {
+    const storage = new MemoryStorage();
+    h = await startHarness({}, undefined, storage);
+    const client = await register(h);
+    const { access_token } = await obtainTokens(h, client.client_id);
+    const oauth = { ...h.runtime.config.oauth, encryptionKey: 'z'.repeat(40) };
+    const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth }), { storage, logger: memoryLogger() });
+    const rekeyed = createOAuthRoutes(runtime);
+    await expect(rekeyed.verifyAccessToken(access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND', message: 'session not found' });
+    // Same key again: still fine.
+    const same = createOAuthRoutes(await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth: { ...oauth, encryptionKey: ENCRYPTION_KEY } }), { storage, logger: memoryLogger() }));
+    expect(await same.verifyAccessToken(access_token)).toMatchObject({ sub: 'user-1' });
+    await rekeyed.close();
+    await same.close();
+  });
+
+  it('marks configured administrators as admins', async () => {
+    h = await startHarness({ admin: { users: ['alice@example.com'] } });
+    const client = await register(h);
+    const { access_token } = await obtainTokens(h, client.client_id);
+    expect(await h.oauth.verifyAccessToken(access_token)).toMatchObject({ isAdmin: true });
+  });
+
+  it('verifies fast once the session is cached', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const { access_token } = await obtainTokens(h, client.client_id);
+    await h.oauth.verifyAccessToken(access_token);
+    const n = 500;
+    const started = performance.now();
+    for (let i = 0; i < n; i++) await h.oauth.verifyAccessToken(access_token);
+    const perCall = (performance.now() - started) / n;
+    // ES256 verification dominates; generous bound for a busy 2-core CI machine.
+    expect(perCall).toBeLessThan(5);
+  });
+});

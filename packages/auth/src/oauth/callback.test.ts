@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { BASE, pkce, REDIRECT, register, signIn, startHarness, type Harness } from './__tests__/harness.js';
+import { SessionStore } from './sessionStore.js';
+import { sha256 } from './crypto.js';
+
+let h: Harness;
+afterEach(() => h?.close());
+
+describe('GET /oauth/callback', () => {
+  it('exchanges the provider code and redirects with our own code, state and iss', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const { code, location } = await signIn(h, client.client_id, pkce().challenge);
+    expect(location.origin + location.pathname).toBe(REDIRECT);
+    expect(code).toMatch(/^[\w-]{43}$/);
+    expect(location.searchParams.get('state')).toBe('st-123');
+    expect(location.searchParams.get('iss')).toBe(BASE);
+    // We sent our PKCE verifier to the provider and used the exact callback URL.
+    const sent = h.idp.tokenRequests[0]!;
+    expect(sent.get('redirect_uri')).toBe(`${BASE}/oauth/callback`);
+    expect(sent.get('code_verifier')).toMatch(/^[\w-]{43,}$/);
+    // Our code is stored hashed and sealed.
+    expect(await h.storage.get(`oauth:code:${code}`)).toBeUndefined();
+    expect(typeof (await h.storage.get(`oauth:code:${sha256(code!)}`))).toBe('string');
+  });
+
+  it('does not keep the provider tokens anywhere', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    await signIn(h, client.client_id, pkce().challenge);
+    const store = new SessionStore(h.storage, 'k'.repeat(40));
+    const keys = await h.storage.keys('oauth:session:');
+    expect(keys).toHaveLength(1);
+    const session = await store.get<Record<string, unknown>>('session', keys[0]!.slice('oauth:session:'.length));
+    expect(session).toMatchObject({ sub: 'user-1', email: 'alice@example.com', name: 'Alice' });
+    expect(JSON.stringify(session)).not.toMatch(/access_token|id_token/);
+  });
+
+  it('refuses an unknown or replayed state with an error page', async () => {
+    h = await startHarness();
+    const res = await h.request('/oauth/callback?code=x&state=forged');
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+  });
+
+  it('passes a provider refusal to the client as access_denied', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const consent = await import('./__tests__/harness.js').then((m) => m.openConsent(h, m.authorizeUrl(client.client_id, pkce().challenge)));
+    const approved = await h.request('/oauth/authorize', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: consent.cookie },
+      body: new URLSearchParams({ request_id: consent.requestId, csrf_token: consent.csrf, decision: 'approve' }).toString(),
+    });
+    const state = new URL(approved.headers.get('location')!).searchParams.get('state')!;
+    const res = await h.request(`/oauth/callback?error=access_denied&state=${encodeURIComponent(state)}`);
+    const loc = new URL(res.headers.get('location')!);
+    expect(loc.searchParams.get('error')).toBe('access_denied');
+    expect(loc.searchParams.get('state')).toBe('st-123');
+    // The state was single-use.
+    expect((await h.request(`/oauth/callback?code=x&state=${encodeURIComponent(state)}`)).status).toBe(400);
+  });
+
+  it('refuses an id_token with the wrong nonce', async () => {
+    h = await startHarness();
+    h.idp.badNonce = true;
+    const client = await register(h);
+    const { code, location } = await signIn(h, client.client_id, pkce().challenge);
+    expect(code).toBeNull();
+    expect(location.searchParams.get('error')).toBe('server_error');
+    expect(await h.storage.keys('oauth:session:')).toHaveLength(0);
+  });
+
+  it('drops an unverified e-mail so it cannot match admin.users', async () => {
+    h = await startHarness({ admin: { users: ['boss@example.com'] } }, { sub: 'u2', email: 'boss@example.com', email_verified: false });
+    const client = await register(h);
+    await signIn(h, client.client_id, pkce().challenge, { scope: 'mcp mcp:admin' });
+    const store = new SessionStore(h.storage, 'k'.repeat(40));
+    const [key] = await h.storage.keys('oauth:session:');
+    const session = await store.get<{ email?: string; scopes: string[] }>('session', key!.slice('oauth:session:'.length));
+    expect(session?.email).toBeUndefined();
+    expect(session?.scopes).toEqual(['mcp']);
+  });
+
+  it('grants the admin scope to a configured administrator', async () => {
+    h = await startHarness({ admin: { users: ['boss@example.com'] } }, { sub: 'u3', email: 'boss@example.com', email_verified: true });
+    const client = await register(h);
+    await signIn(h, client.client_id, pkce().challenge, { scope: 'mcp mcp:admin' });
+    const store = new SessionStore(h.storage, 'k'.repeat(40));
+    const [key] = await h.storage.keys('oauth:session:');
+    expect((await store.get<{ scopes: string[] }>('session', key!.slice('oauth:session:'.length)))?.scopes).toEqual(['mcp', 'mcp:admin']);
+  });
+});
