@@ -3,7 +3,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
-import { createAuthenticator } from '@ai-backend/auth';
+import { checkOAuthConfig, createAuthenticator, createOAuthRoutes, type OAuthRoutes } from '@ai-backend/auth';
 import { cors } from './http/cors.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { requestOrigin } from './http/requestFacts.js';
@@ -39,16 +39,30 @@ export interface AiBackendServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Does this config run the OAuth authorization server? `oauth.enabled: true` demands it (and a
+ * missing piece is a config error); otherwise it runs when the auth type uses OAuth and the
+ * identity provider is configured.
+ */
+export function oauthEnabled(config: ResolvedConfig): boolean {
+  if (config.oauth.enabled === false) return false;
+  if (config.oauth.enabled === true) return true;
+  const usesOAuth = config.mcp.auth.authType === 'oauth' || config.mcp.auth.authType === 'both';
+  return usesOAuth && checkOAuthConfig(config).length === 0;
+}
+
 /** Is this config one that would serve without any authentication? */
 function servesWithoutAuth(config: ResolvedConfig): boolean {
   const authType = config.mcp.auth.authType;
   if (authType === 'none') return true;
   const jwtReady = Boolean(config.jwt.secret);
-  const oauthReady = Boolean(config.oauth.providerClientId && config.oauth.encryptionKey && config.oauth.provider);
   if (authType === 'jwt') return !jwtReady;
-  if (authType === 'oauth') return !oauthReady;
-  return !jwtReady && !oauthReady;
+  if (authType === 'oauth') return !oauthEnabled(config);
+  return !jwtReady && !oauthEnabled(config);
 }
+
+/** Paths served by the OAuth authorization server. */
+const OAUTH_PATHS = ['/.well-known/oauth-authorization-server', '/.well-known/oauth-authorization-server/*', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/*', '/.well-known/jwks.json', '/register', '/oauth/*'];
 
 /**
  * Build the HTTP server for a config. Validation happens here, synchronously: an invalid
@@ -66,9 +80,23 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     ]);
   }
 
+  const withOAuth = oauthEnabled(config);
+  if (config.oauth.enabled === true) {
+    const problems = checkOAuthConfig(config);
+    if (problems.length) throw new ConfigError(problems);
+  }
+
   let mcp: McpHandler | undefined;
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then((runtime) => {
-    runtime.setAuthenticator(createAuthenticator(config, { logger: runtime.logger }));
+  let oauth: OAuthRoutes | undefined;
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then(async (runtime) => {
+    if (withOAuth) {
+      const routes = createOAuthRoutes(runtime);
+      oauth = routes;
+      runtime.onClose(() => routes.close());
+      await routes.ready();
+    }
+    const oauthVerifier = oauth && ((token: string) => oauth!.verifyAccessToken(token));
+    runtime.setAuthenticator(createAuthenticator(config, { logger: runtime.logger, oauthVerifier }));
     if (config.mcp.enabled && config.transports.http) mcp = new McpHandler(runtime);
     return runtime;
   });
@@ -85,6 +113,14 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.route('/', healthRoutes(getRuntime));
 
+  if (withOAuth) {
+    for (const path of OAUTH_PATHS) {
+      app.all(path, async (c) => {
+        await getRuntime();
+        return oauth!.app.fetch(c.req.raw, c.env);
+      });
+    }
+  }
   if (config.protocols.tRpc) {
     app.all('/trpc/*', trpcHandler(getRuntime, '/trpc'));
     app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));

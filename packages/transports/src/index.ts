@@ -1,4 +1,4 @@
-export { createServer, type AiBackendServer, type BoundAddress, type CreateServerOptions } from './createServer.js';
+export { createServer, oauthEnabled, type AiBackendServer, type BoundAddress, type CreateServerOptions } from './createServer.js';
 export { McpHandler, type McpHandlerOptions } from './mcp/mcpHandler.js';
 export { buildToolCatalog, type ToolCatalog, type CatalogTool } from './mcp/toolCatalog.js';
 export { jsonRpcHandler, toJsonRpcError } from './jsonrpc/jsonRpcHandler.js';
