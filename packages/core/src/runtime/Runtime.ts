@@ -6,6 +6,8 @@ import type { Identity } from '../trpc/context.js';
 import type { Logger } from './Logger.js';
 import type { Stats } from './Stats.js';
 import type { ResourceRegistry } from '../services/resources/ResourceRegistry.js';
+import type { WorkspaceService } from '../services/workspaces/WorkspaceService.js';
+import type { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
 import type { PromptRegistry } from '../services/prompts/PromptRegistry.js';
 import type { BillingService } from '../services/billing/BillingService.js';
 import type { KeyVault } from '../services/vault/KeyVault.js';
@@ -29,6 +31,10 @@ export interface Runtime {
   readonly stats: Stats;
   readonly logger: Logger;
   readonly resources: ResourceRegistry;
+  /** Server workspaces (guarded file access) and their change events. */
+  readonly workspaces: WorkspaceService;
+  /** Client workspaces (MCP roots) per caller; never grant server file access. */
+  readonly clientWorkspaces: ClientWorkspaceService;
   /** MCP prompts: procedures with meta.mcp.prompt plus any registered at run time. */
   readonly prompts: PromptRegistry;
   /** Token ledger, metering of ai calls, preferences; `billing.events` for notifications. */

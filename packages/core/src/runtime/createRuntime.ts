@@ -7,6 +7,8 @@ import { createPromptRegistry } from '../services/prompts/createPromptRegistry.j
 import { BillingService } from '../services/billing/BillingService.js';
 import { KeyVault } from '../services/vault/KeyVault.js';
 import { AiService } from '../services/ai/AiService.js';
+import { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
+import { WorkspaceService } from '../services/workspaces/WorkspaceService.js';
 import { createStorage } from '../storage/createStorage.js';
 import type { Storage } from '../storage/Storage.js';
 import { createLogger, type Logger } from './Logger.js';
@@ -37,6 +39,9 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   closers.push(() => billing.stop());
   const ai = new AiService({ config, logger, metering: billing });
   health.set('ai', async () => ai.healthProbe());
+  const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
+  await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));
+  closers.push(() => workspaces.close());
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
 
@@ -45,7 +50,9 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     storage,
     stats: new Stats(),
     logger,
-    resources: createResourceRegistry(router),
+    resources: createResourceRegistry(router, workspaces),
+    workspaces,
+    clientWorkspaces: new ClientWorkspaceService(storage, logger),
     prompts: createPromptRegistry(router),
     billing,
     vault,

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { router } from '../../trpc/init.js';
 import { publicProcedure } from '../../trpc/procedures.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
+import { clientWorkspaceProcedures } from './clientWorkspaceProcedures.js';
+import { workspaceProcedures } from './workspaceProcedures.js';
 
 export const systemRouter = router({
   health: publicProcedure
@@ -12,4 +14,7 @@ export const systemRouter = router({
     .meta({ description: 'Echo a message (connectivity test)', mcp: { name: 'test', public: true, annotations: { readOnlyHint: true } } })
     .input(z.object({ message: z.string().max(10_000).default('test') }).default({ message: 'test' }))
     .query(({ input }) => ({ message: input.message })),
+
+  ...workspaceProcedures,
+  ...clientWorkspaceProcedures,
 });
