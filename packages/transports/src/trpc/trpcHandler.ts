@@ -12,7 +12,8 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
   return async (c) => {
     const runtime = await getRuntime();
     return fetchRequestHandler({
-      endpoint,
+      // When mounted under a prefix (app.route('/api', server.app)), the endpoint is the matched route.
+      endpoint: c.req.routePath.endsWith('/*') ? c.req.routePath.slice(0, -2) : endpoint,
       req: c.req.raw,
       router: runtime.router,
       maxBatchSize: runtime.config.limits.maxBatchSize,
