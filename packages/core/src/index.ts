@@ -18,3 +18,4 @@ export { compileUriTemplate, type UriTemplate } from './services/resources/uriTe
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
 export { createWorkspaceSchemeHandler, connectWorkspaceResources, workspaceResourceUri, type WorkspaceFiles } from './services/resources/workspaceSchemeHandler.js';
 export { PromptRegistry, completeFrom, type PromptDefinition, type PromptArgumentDefinition, type PromptMessage, type PromptContent, type PromptResult, type CompletionResult } from './services/prompts/PromptRegistry.js';
+export * from './services/ai/index.js';
