@@ -19,3 +19,5 @@ export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './servi
 export { createWorkspaceSchemeHandler, connectWorkspaceResources, workspaceResourceUri, type WorkspaceFiles } from './services/resources/workspaceSchemeHandler.js';
 export { PromptRegistry, completeFrom, type PromptDefinition, type PromptArgumentDefinition, type PromptMessage, type PromptContent, type PromptResult, type CompletionResult } from './services/prompts/PromptRegistry.js';
 export * from './services/ai/index.js';
+export * from './services/billing/index.js';
+export * from './services/vault/index.js';

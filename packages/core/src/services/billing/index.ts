@@ -3,7 +3,7 @@ export { Ledger, ledgerKeys, type AuditReport, type Balances } from './Ledger.js
 export { PreferencesStore, DEFAULT_PREFERENCES, type UserPreferences, type PreferencesUpdate, type ByokProviderPreference } from './PreferencesStore.js';
 export { planConsumption, type ConsumptionPlan, type PlanStep } from './planConsumption.js';
 export { platformFee, withFee } from './fee.js';
-export { type ReconcileReport } from './reconcile.js';
+export type { ReconcileReport } from './reconcile.js';
 export {
   verifyPurchaseWebhook,
   handlePurchaseWebhook,
@@ -13,4 +13,18 @@ export {
   type PurchaseEvent,
   type PurchaseWebhookResult,
 } from './purchaseWebhook.js';
-export * from './types.js';
+export {
+  BALANCE_TYPES,
+  DEFAULT_CONSUMPTION_ORDER,
+  type BalanceType,
+  type ConsumptionSource,
+  type LedgerLine,
+  type LedgerEntry,
+  type LedgerEntryKind,
+  type UsageRecord,
+  // The AI service sees reservations as opaque (`Reservation` of services/ai); this is their shape.
+  type Reservation as TokenReservation,
+  type CreditParams,
+  type CreditResult,
+  type BillingEventMap,
+} from './types.js';
