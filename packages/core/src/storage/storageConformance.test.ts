@@ -92,11 +92,11 @@ describe.each(backends)('storage conformance: $name', (backend) => {
   });
 
   it('expires values after their ttl', async () => {
-    await store.set('short', 'v', { ttlMs: 60 });
+    await store.set('short', 'v', { ttlMs: 250 });
     await store.set('long', 'v', { ttlMs: 60_000 });
     await store.set('forever', 'v');
     expect(await store.get('short')).toBe('v');
-    await sleep(150);
+    await sleep(400);
     expect(await store.get('short')).toBeUndefined();
     expect(await store.get('long')).toBe('v');
     expect((await store.keys('')).sort()).toEqual(['forever', 'long']);
@@ -104,9 +104,9 @@ describe.each(backends)('storage conformance: $name', (backend) => {
   });
 
   it('applies an increment ttl when the counter is created, and keeps it afterwards', async () => {
-    expect(await store.increment('window', 1, { ttlMs: 100 })).toBe(1);
+    expect(await store.increment('window', 1, { ttlMs: 250 })).toBe(1);
     expect(await store.increment('window', 1, { ttlMs: 100_000 })).toBe(2);
-    await sleep(180);
+    await sleep(400);
     expect(await store.get('window')).toBeUndefined();
     expect(await store.increment('window', 1)).toBe(1);
   });
@@ -122,8 +122,9 @@ describe.each(backends)('storage conformance: $name', (backend) => {
     expect(await store.get('c')).toEqual({ v: 2 });
     expect(await store.compareAndSet('absent', null, 1)).toBe(false);
     expect(await store.get('absent')).toBeUndefined();
-    expect(await store.compareAndSet('c', { v: 2 }, { v: 4 }, { ttlMs: 60 })).toBe(true);
-    await sleep(150);
+    expect(await store.compareAndSet('c', { v: 2 }, { v: 4 }, { ttlMs: 250 })).toBe(true);
+    expect(await store.get('c')).toEqual({ v: 4 });
+    await sleep(400);
     expect(await store.get('c')).toBeUndefined();
     expect(await store.compareAndSet('c', undefined, 'again')).toBe(true);
   });
@@ -323,7 +324,7 @@ describe('file backend', () => {
     await a.set('plain', { deep: [1, { two: 2 }] });
     await a.set('gone', 1);
     await a.delete('gone');
-    await a.set('ttl', 'soon', { ttlMs: 300 });
+    await a.set('ttl', 'soon', { ttlMs: 1000 });
     await a.increment('ctr', 41);
     await a.increment('ctr', 1);
     expect(await a.compareAndSet('cas', undefined, 'x')).toBe(true);
@@ -343,7 +344,7 @@ describe('file backend', () => {
         { seq: 2, record: { amount: -2 } },
       ]);
       expect(await b.append('ledger', { amount: 1 })).toBe(3);
-      await sleep(350);
+      await sleep(1100);
       expect(await b.get('ttl')).toBeUndefined();
     } finally {
       await b.close();
