@@ -1,0 +1,230 @@
+/**
+ * Streamable HTTP at wire level: session lifecycle (400 without a session id, 404 for an unknown
+ * one, DELETE), MCP-Protocol-Version checks, the GET stream, JSON and SSE responses, several
+ * concurrent streams, resumability with Last-Event-ID (memory and storage event stores, the
+ * latter on redis shared by two server instances' stores), and stateless mode.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { createRuntime, createStorage, MemoryStorage, publicProcedure, resolveConfig, router, type ConfigInput, type Runtime } from '@ai-backend/core';
+import { McpHandler, type McpHandlerOptions } from '@ai-backend/transports';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startTestServer } from './helpers/testServer.js';
+import { call, LATEST, messagesOf, openWireSession, readSse } from './helpers/mcpWire.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const wireRouter = router({
+  poll: publicProcedure
+    .meta({ description: 'Closes its stream, then answers (SEP-1699)', mcp: {} })
+    .input(z.object({ ms: z.number().int().max(2000).default(200) }).default({ ms: 200 }))
+    .mutation(async ({ ctx, input }) => {
+      const closable = typeof ctx.mcp?.closeStream === 'function';
+      ctx.mcp?.closeStream?.();
+      await sleep(input.ms);
+      await ctx.mcp?.progress(1, 1, 'done');
+      return { closable, answer: 'after reconnect' };
+    }),
+  wait: publicProcedure
+    .meta({ description: 'Answers after a delay with progress', mcp: {} })
+    .input(z.object({ ms: z.number().int().max(2000), tag: z.string() }))
+    .mutation(async ({ ctx, input }) => {
+      await ctx.mcp?.progress(0, 1);
+      await sleep(input.ms);
+      return input.tag;
+    }),
+  sample: publicProcedure
+    .meta({ description: 'Asks for sampling', mcp: {} })
+    .input(z.object({}).default({}))
+    .mutation(async ({ ctx }) => ctx.mcp?.request('sampling/createMessage', { messages: [], maxTokens: 1 })),
+});
+
+const baseConfig: ConfigInput = { mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } }, customRouters: { wire: wireRouter } };
+
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** A bare Hono app around an McpHandler with explicit options (what createServer does by default). */
+async function handlerServer(opts: McpHandlerOptions, runtime?: Runtime): Promise<{ url: string; runtime: Runtime }> {
+  const rt = runtime ?? (await createRuntime(resolveConfig(baseConfig), { storage: new MemoryStorage() }));
+  const handler = new McpHandler(rt, opts);
+  const app = new Hono();
+  app.all('/mcp', handler.handle);
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  cleanups.push(async () => {
+    await handler.close();
+    await new Promise<void>((r) => server.close(() => r()));
+    if (!runtime) await rt.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, runtime: rt };
+}
+
+describe('session lifecycle and headers (default server)', () => {
+  it('400 without a session id, 404 for an unknown one, 400 for an unsupported protocol version', async () => {
+    const srv = await startTestServer(baseConfig);
+    cleanups.push(() => srv.stop());
+    const url = `${srv.url}/mcp`;
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+
+    expect((await fetch(url, { method: 'POST', headers, body: list })).status).toBe(400);
+    expect((await fetch(url, { method: 'GET', headers: { accept: 'text/event-stream' } })).status).toBe(400);
+    expect((await fetch(url, { method: 'DELETE' })).status).toBe(400);
+    expect((await fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': randomUUID() }, body: list })).status).toBe(404);
+
+    const s = await openWireSession(url);
+    const bad = await s.post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-protocol-version': '1999-01-01' });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toMatch(/Unsupported protocol version/);
+    // Absent header: assume the negotiated version.
+    const noHeader = await fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': s.sessionId }, body: list });
+    expect(noHeader.status).toBe(200);
+    await noHeader.body?.cancel();
+    // Every supported revision is accepted.
+    for (const v of ['2025-03-26', '2025-06-18', LATEST]) {
+      const ok = await s.post({ jsonrpc: '2.0', id: 3, method: 'ping' }, { 'mcp-protocol-version': v });
+      expect(ok.status, v).toBe(200);
+      await ok.body?.cancel();
+    }
+  });
+
+  it('the GET stream opens once per session; DELETE ends the session and later requests get 404', async () => {
+    const srv = await startTestServer(baseConfig);
+    cleanups.push(() => srv.stop());
+    const url = `${srv.url}/mcp`;
+    const s = await openWireSession(url);
+    const get = await fetch(url, { headers: s.headers({ accept: 'text/event-stream' }) });
+    expect(get.status).toBe(200);
+    expect(get.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const second = await fetch(url, { headers: s.headers({ accept: 'text/event-stream' }) });
+    expect(second.status).toBe(409);
+    await get.body?.cancel();
+
+    const notification = await s.post({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    expect(notification.status).toBe(202);
+    const del = await fetch(url, { method: 'DELETE', headers: s.headers() });
+    expect(del.status).toBe(200);
+    expect((await s.post({ jsonrpc: '2.0', id: 9, method: 'ping' })).status).toBe(404);
+  });
+
+  it('several concurrent POST streams on one session each get their own answer', async () => {
+    const srv = await startTestServer(baseConfig);
+    cleanups.push(() => srv.stop());
+    const s = await openWireSession(`${srv.url}/mcp`);
+    const tags = ['a', 'b', 'c', 'd'];
+    const responses = await Promise.all(tags.map((tag, i) => s.post(call(10 + i, 'wait', { ms: 200 - i * 40, tag }, { progressToken: `p${i}` }))));
+    for (const r of responses) expect(r.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const results = await Promise.all(responses.map((r) => readSse(r).then(messagesOf)));
+    results.forEach((msgs, i) => {
+      expect(msgs.find((m) => m.method === 'notifications/progress')?.params.progressToken).toBe(`p${i}`);
+      const answer = msgs.find((m) => m.id === 10 + i);
+      expect(answer?.result.content[0].text).toBe(tags[i]); // a string result is sent as plain text
+    });
+  });
+});
+
+async function resumeAfterClose(url: string): Promise<void> {
+  const s = await openWireSession(url);
+  const post = await s.post(call(1, 'poll', { ms: 200 }, { progressToken: 'pp' }));
+  expect(post.status).toBe(200);
+  // The stream carries a priming event (id, retry, empty data) and is closed before the answer.
+  const first = await readSse(post);
+  expect(first[0]).toMatchObject({ data: '', retry: 1000 });
+  expect(first[0]!.id).toBeTruthy();
+  expect(messagesOf(first).some((m) => m.id === 1)).toBe(false);
+
+  await sleep(300);
+  const resumed = await fetch(url, { headers: s.headers({ accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id! }) });
+  expect(resumed.status).toBe(200);
+  const replay = messagesOf(await readSse(resumed, (ev) => messagesOf(ev).some((m) => m.id === 1)));
+  expect(replay.find((m) => m.method === 'notifications/progress')?.params).toMatchObject({ progressToken: 'pp', progress: 1 });
+  const answer = replay.find((m) => m.id === 1)!;
+  expect(JSON.parse(answer.result.content[0].text)).toEqual({ closable: true, answer: 'after reconnect' });
+}
+
+describe('resumability (Last-Event-ID)', () => {
+  it('memory event store: a call whose stream was closed is answered on the resumed stream', async () => {
+    const srv = await startTestServer(baseConfig);
+    cleanups.push(() => srv.stop());
+    await resumeAfterClose(`${srv.url}/mcp`);
+  });
+
+  it('storage event store on redis: events are written to and replayed from storage', async () => {
+    const keyPrefix = `ai-backend-test:mcp-wire:${process.pid}:${randomUUID().slice(0, 8)}:`;
+    const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { keyPrefix } } }).storage);
+    const runtime = await createRuntime(resolveConfig(baseConfig), { storage });
+    cleanups.push(async () => {
+      for (const key of await storage.keys('')) await storage.delete(key);
+      await runtime.close(); // closes the storage too
+    });
+    const { url } = await handlerServer({ eventStore: 'storage' }, runtime);
+    await resumeAfterClose(url);
+    expect((await storage.keys('mcp:ev:')).length).toBeGreaterThan(0);
+  });
+
+  it("clients older than 2025-11-25 get no priming event and the answer on the POST stream", async () => {
+    const srv = await startTestServer(baseConfig);
+    cleanups.push(() => srv.stop());
+    const s = await openWireSession(`${srv.url}/mcp`, {}, '2025-06-18');
+    const events = await readSse(await s.post(call(1, 'poll', { ms: 50 })));
+    expect(events.every((e) => e.data !== '')).toBe(true);
+    const answer = messagesOf(events).find((m) => m.id === 1)!;
+    expect(JSON.parse(answer.result.content[0].text)).toEqual({ closable: false, answer: 'after reconnect' });
+  });
+
+  it('an unknown Last-Event-ID is refused with 400', async () => {
+    const srv = await startTestServer(baseConfig);
+    cleanups.push(() => srv.stop());
+    const s = await openWireSession(`${srv.url}/mcp`);
+    const r = await fetch(`${srv.url}/mcp`, { headers: s.headers({ accept: 'text/event-stream', 'last-event-id': 'nope_7' }) });
+    expect(r.status).toBe(400);
+  });
+});
+
+describe('JSON responses', () => {
+  it("responseMode 'json' answers POSTs with application/json bodies", async () => {
+    const { url } = await handlerServer({ responseMode: 'json' });
+    const s = await openWireSession(url);
+    const r = await s.post(call(1, 'greeting', { name: 'Ada', language: 'fr' }));
+    expect(r.headers.get('content-type')).toMatch(/application\/json/);
+    const body = await r.json();
+    expect(JSON.parse(body.result.content[0].text)).toEqual({ greeting: 'Bonjour, Ada!', language: 'fr' });
+  });
+});
+
+describe('stateless mode', () => {
+  it('no session id, JSON answers, GET/DELETE 405, server-to-client requests refused clearly', async () => {
+    const srv = await startTestServer({ ...baseConfig, mcp: { auth: { authType: 'none' }, sessionMode: 'stateless' } });
+    cleanups.push(() => srv.stop());
+    const url = `${srv.url}/mcp`;
+    const s = await openWireSession(url, { sampling: {} });
+    expect(s.sessionId).toBe('');
+    const r = await s.post(call(1, 'greeting', { name: 'Bo' }));
+    expect(r.status).toBe(200);
+    expect(r.headers.get('mcp-session-id')).toBeNull();
+    expect((await r.json()).result.content[0].text).toContain('Hello, Bo!');
+    expect((await fetch(url, { headers: { accept: 'text/event-stream' } })).status).toBe(405);
+    expect((await fetch(url, { method: 'DELETE' })).status).toBe(405);
+    const sample = await (await s.post(call(2, 'sample'))).json();
+    expect(sample.result.isError).toBe(true);
+    expect(sample.result.content[0].text).toMatch(/stateful MCP session/);
+  });
+
+  it("stateless with responseMode 'sse' streams progress and closes the per-request server", async () => {
+    const rt = await createRuntime(resolveConfig({ ...baseConfig, mcp: { auth: { authType: 'none' }, sessionMode: 'stateless' } }), { storage: new MemoryStorage() });
+    cleanups.push(() => rt.close());
+    const stateless = await handlerServer({ responseMode: 'sse' }, rt);
+    const s = await openWireSession(stateless.url);
+    const r = await s.post(call(1, 'wait', { ms: 20, tag: 'x' }, { progressToken: 7 }));
+    expect(r.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const msgs = messagesOf(await readSse(r));
+    expect(msgs.map((m) => m.method ?? m.id)).toEqual(['notifications/progress', 1]);
+  });
+});
