@@ -19,12 +19,15 @@ export const SYSTEM_PROMPT = 'TOP-SECRET-SYSTEM-PROMPT: you are the support bot 
 export const alice: Identity = { sub: 'user-alice', email: 'alice@example.com', scopes: [], isAdmin: false, via: 'jwt' };
 export const bob: Identity = { sub: 'user-bob', email: 'bob@example.com', scopes: [], isAdmin: false, via: 'jwt' };
 
+const factory = createCallerFactory(builtinRouter);
+export type AppCaller = ReturnType<typeof factory>;
+
 export interface AiHarness {
   runtime: Runtime;
   upstream: TestUpstream;
   /** Every log line written during the test. */
   logs: string[];
-  caller(identity: Identity | null, signal?: AbortSignal): ReturnType<ReturnType<typeof createCallerFactory<typeof builtinRouter>>>;
+  caller(identity: Identity | null, signal?: AbortSignal): AppCaller;
   credit(userId: string, tokens: number): Promise<void>;
   balance(userId: string): Promise<number>;
   close(): Promise<void>;
@@ -48,7 +51,6 @@ export async function createAiHarness(
   const config = resolveConfig(mergeConfig(base, over));
   const logs: string[] = [];
   const runtime = await createRuntime(config, { storage: shared.storage ?? new MemoryStorage(), logger: createLogger('debug', (l) => logs.push(l)) });
-  const factory = createCallerFactory(builtinRouter);
   let credits = 0;
   return {
     runtime,
