@@ -6,6 +6,7 @@ import { createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logge
 import { checkOAuthConfig, createAuthenticator, createOAuthRoutes, type OAuthRoutes } from '@ai-backend/auth';
 import { cors } from './http/cors.js';
 import { healthRoutes } from './http/healthRoutes.js';
+import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
 import { requestOrigin } from './http/requestFacts.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import { McpHandler } from './mcp/mcpHandler.js';
@@ -126,6 +127,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getRuntime));
+  if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getRuntime));
   if (config.mcp.enabled && config.transports.http) {
     app.all('/mcp', async (c, next) => {
       await getRuntime();
