@@ -21,13 +21,17 @@ export interface ClientWorkspaceInput {
   description?: string;
 }
 
-/** Storage key prefix of the per-owner registries. */
+/** Storage key prefix of client workspaces: `ws:client:<encoded owner>:<id>`. */
 export const CLIENT_WORKSPACE_KEY = 'ws:client:';
 /** Registered client workspaces per owner, and roots kept per MCP session. */
 export const MAX_CLIENT_WORKSPACES = 100;
 export const MAX_URI_LENGTH = 2048;
 
-type Registry = Record<string, Omit<ClientWorkspace, 'source'>>;
+type StoredClientWorkspace = Omit<ClientWorkspace, 'source'>;
+
+// The owner is encoded so that one owner's prefix can never be the start of another's.
+const prefixOf = (owner: string) => `${CLIENT_WORKSPACE_KEY}${encodeURIComponent(owner)}:`;
+const keyOf = (owner: string, id: string) => prefixOf(owner) + id;
 
 /**
  * Check a client workspace URI: a `file:` URL without host (or `localhost`), query, fragment
@@ -63,8 +67,9 @@ export function validateFileUri(uri: string): string {
 /**
  * Client workspaces, per owner: the caller's identity (`sub:<sub>`), else its MCP session
  * (`session:<id>`), else `anonymous` (shared by every unauthenticated caller). Registrations are
- * stored under `ws:client:<owner>`; roots an MCP client reports through roots/list are kept in
- * memory for the session's lifetime (setSessionRoots / clearSession).
+ * stored one key each (`ws:client:<owner>:<id>`), so concurrent ones never conflict. Roots an
+ * MCP client reports through roots/list are kept in memory for the session's lifetime
+ * (setSessionRoots / clearSession).
  */
 export class ClientWorkspaceService {
   private readonly sessionRoots = new Map<string, ClientWorkspace[]>();
@@ -76,38 +81,39 @@ export class ClientWorkspaceService {
 
   async register(owner: string, input: ClientWorkspaceInput): Promise<{ success: true; id: string; message: string }> {
     if (!WORKSPACE_ID.test(input.id)) throw new CoreError('BAD_REQUEST', 'invalid client workspace id');
-    const entry = {
+    const entry: StoredClientWorkspace = {
       id: input.id,
       uri: validateFileUri(input.uri),
       ...(input.name !== undefined && { name: input.name }),
       ...(input.description !== undefined && { description: input.description }),
       registeredAt: new Date().toISOString(),
     };
-    const replaced = await this.update(owner, (current) => {
-      if (!(input.id in current) && Object.keys(current).length >= MAX_CLIENT_WORKSPACES) {
-        throw new CoreError('BAD_REQUEST', `at most ${MAX_CLIENT_WORKSPACES} client workspaces can be registered`);
-      }
-      return { ...current, [input.id]: entry };
-    });
-    return { success: true, id: input.id, message: `client workspace '${input.id}' ${replaced.had(input.id) ? 'updated' : 'registered'}` };
+    const key = keyOf(owner, input.id);
+    const existed = (await this.storage.get(key)) !== undefined;
+    // The cap is checked before writing, so racing registrations may pass it by a few; it only
+    // bounds what one caller can store.
+    if (!existed && (await this.storage.keys(prefixOf(owner))).length >= MAX_CLIENT_WORKSPACES) {
+      throw new CoreError('BAD_REQUEST', `at most ${MAX_CLIENT_WORKSPACES} client workspaces can be registered`);
+    }
+    await this.storage.set(key, entry);
+    return { success: true, id: input.id, message: `client workspace '${input.id}' ${existed ? 'updated' : 'registered'}` };
   }
 
   async unregister(owner: string, id: string): Promise<{ success: true; id: string; message: string }> {
-    await this.update(owner, (current) => {
-      if (!Object.hasOwn(current, id)) throw new CoreError('NOT_FOUND', 'client workspace not found');
-      const next = { ...current };
-      delete next[id];
-      return next;
-    });
+    if (!WORKSPACE_ID.test(id) || !(await this.storage.delete(keyOf(owner, id)))) {
+      throw new CoreError('NOT_FOUND', 'client workspace not found');
+    }
     return { success: true, id, message: `client workspace '${id}' unregistered` };
   }
 
   /** Registered workspaces of the owner, then the roots of the MCP session (if any). */
   async list(owner: string, sessionId?: string): Promise<ClientWorkspace[]> {
-    const registry = (await this.storage.get<Registry>(CLIENT_WORKSPACE_KEY + owner)) ?? {};
-    const registered = Object.values(registry)
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map((w) => ({ ...w, source: 'registered' as const }));
+    const registered: ClientWorkspace[] = [];
+    for (const key of await this.storage.keys(prefixOf(owner))) {
+      const w = await this.storage.get<StoredClientWorkspace>(key);
+      if (w) registered.push({ ...w, source: 'registered' });
+    }
+    registered.sort((a, b) => a.id.localeCompare(b.id));
     return [...registered, ...((sessionId && this.sessionRoots.get(sessionId)) || [])];
   }
 
@@ -134,16 +140,5 @@ export class ClientWorkspaceService {
   /** Forget a session's roots (session closed or expired). */
   clearSession(sessionId: string): void {
     this.sessionRoots.delete(sessionId);
-  }
-
-  /** Read-modify-write with compare-and-set, so concurrent registrations never lose each other. */
-  private async update(owner: string, change: (current: Registry) => Registry): Promise<{ had: (id: string) => boolean }> {
-    const key = CLIENT_WORKSPACE_KEY + owner;
-    for (let attempt = 0; attempt < 16; attempt++) {
-      const current = await this.storage.get<Registry>(key);
-      const next = change(current ?? {});
-      if (await this.storage.compareAndSet(key, current, next)) return { had: (id) => current !== undefined && Object.hasOwn(current, id) };
-    }
-    throw new CoreError('CONFLICT', 'client workspaces changed concurrently; retry');
   }
 }

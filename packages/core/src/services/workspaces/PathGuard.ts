@@ -145,6 +145,10 @@ export class PathGuard {
     const c = await this.child(pin, name, root);
     if (c.state !== 'present') return c.state;
     if (!c.stat.isDirectory()) return 'notdir';
+    return this.pinChild(c);
+  }
+
+  private async pinChild(c: Extract<Child, { state: 'present' }>): Promise<DirPin> {
     try {
       return await openDirPin(c.path, c.real, c.realRel, c.stat);
     } catch (err) {
@@ -302,15 +306,15 @@ export class PathGuard {
       const parent = await this.walkDirs(root, segments, false);
       if (last === undefined) return { pin: parent, rel, root };
       try {
-        const next = await this.enter(parent, last, root);
-        // Say "not a directory" only about files the caller may see; others do not exist for it.
-        if (next === 'notdir') throw this.policy.fileAllowed(rel) ? new CoreError('BAD_REQUEST', 'path is not a directory') : notFound();
-        if (typeof next === 'string') throw notFound();
-        if (!this.policy.dirAllowed(next.realRel)) {
-          await next.close();
-          throw denied();
+        const c = await this.child(parent, last, root);
+        if (c.state !== 'present') throw notFound();
+        if (!c.stat.isDirectory()) {
+          // Say "not a directory" only about files the caller may see; others do not exist for it.
+          const visible = c.stat.isFile() && this.policy.fileAllowed(rel) && this.policy.fileAllowed(c.realRel);
+          throw visible ? new CoreError('BAD_REQUEST', 'path is not a directory') : notFound();
         }
-        return { pin: next, rel, root };
+        if (!this.policy.dirAllowed(c.realRel)) throw denied();
+        return { pin: await this.pinChild(c), rel, root };
       } finally {
         await parent.close();
       }
