@@ -21,3 +21,6 @@ export { PromptRegistry, completeFrom, type PromptDefinition, type PromptArgumen
 export * from './services/ai/index.js';
 export * from './services/billing/index.js';
 export * from './services/vault/index.js';
+export { RateLimiter, rateLimitCaller, type RateLimitDecision, type RateLimitKind, type RateLimitSettings, type RateLimiterOptions } from './services/rateLimit/RateLimiter.js';
+export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecuritySeverity, type SecurityLogSettings } from './services/security/SecurityLog.js';
+export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';

@@ -12,6 +12,8 @@ import type { PromptRegistry } from '../services/prompts/PromptRegistry.js';
 import type { BillingService } from '../services/billing/BillingService.js';
 import type { KeyVault } from '../services/vault/KeyVault.js';
 import type { AiService } from '../services/ai/AiService.js';
+import type { RateLimiter } from '../services/rateLimit/RateLimiter.js';
+import type { SecurityLog } from '../services/security/SecurityLog.js';
 
 export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
 
@@ -43,6 +45,10 @@ export interface Runtime {
   readonly vault: KeyVault;
   /** Provider/model registry, server system prompts and text generation (the ai namespace). */
   readonly ai: AiService;
+  /** `mcp.rateLimiting`: per-caller request and tool-call counters in storage. */
+  readonly rateLimit: RateLimiter;
+  /** `mcp.securityLogging`: structured security events (auth failures, denials, rate-limit hits). */
+  readonly security: SecurityLog;
   /** The application router (built-in namespaces plus customRouters). */
   readonly router: AnyRouter;
   /** Verify a bearer token. */

@@ -7,6 +7,9 @@ import { createPromptRegistry } from '../services/prompts/createPromptRegistry.j
 import { BillingService } from '../services/billing/BillingService.js';
 import { KeyVault } from '../services/vault/KeyVault.js';
 import { AiService } from '../services/ai/AiService.js';
+import { RateLimiter } from '../services/rateLimit/RateLimiter.js';
+import { SecurityLog } from '../services/security/SecurityLog.js';
+import { warnIgnoredAuthSettings } from '../services/security/accessRules.js';
 import { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
 import { WorkspaceService } from '../services/workspaces/WorkspaceService.js';
 import { createStorage } from '../storage/createStorage.js';
@@ -42,6 +45,9 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
   await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));
   closers.push(() => workspaces.close());
+  const security = SecurityLog.fromConfig(config, logger);
+  closers.push(() => security.close());
+  warnIgnoredAuthSettings(config, logger);
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
 
@@ -57,6 +63,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     billing,
     vault,
     ai,
+    rateLimit: new RateLimiter(storage, config.mcp.rateLimiting, { logger }),
+    security,
     router,
     health,
     authenticate: (token) => authenticator(token),

@@ -1,5 +1,10 @@
 import type { ResolvedConfig } from '../config/schema.js';
 import { CoreError } from '../errors/CoreError.js';
+import type { CoreErrorCode } from '../errors/errorTable.js';
+import { rateLimitCaller } from '../services/rateLimit/RateLimiter.js';
+import { mcpAccessRulesActive } from '../services/security/accessRules.js';
+import type { SecurityEventType } from '../services/security/SecurityLog.js';
+import type { Context } from './context.js';
 import { t } from './init.js';
 import type { ProcedureMeta } from './meta.js';
 
@@ -10,9 +15,53 @@ import type { ProcedureMeta } from './meta.js';
  */
 export function toolCallNeedsAuth(config: ResolvedConfig, meta: ProcedureMeta | undefined, toolName: string | undefined): boolean {
   const auth = config.mcp.auth;
-  if (auth.authType === 'none' || !auth.requireAuthForToolsCall) return false;
+  if (!auth.requireAuthForToolsCall || !mcpAccessRulesActive(config)) return false;
   const isPublic = meta?.mcp?.public === true || (toolName !== undefined && auth.publicTools.includes(toolName));
   return !isPublic;
+}
+
+/** Outcomes worth a security event, by error code. */
+const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
+  INVALID_TOKEN: 'auth_failed',
+  SESSION_NOT_FOUND: 'auth_failed',
+  INSUFFICIENT_SCOPE: 'auth_failed',
+  UNAUTHORIZED: 'auth_required',
+  FORBIDDEN: 'forbidden',
+  ACCESS_DENIED: 'access_denied',
+  RATE_LIMITED: 'rate_limited',
+};
+
+/** A procedure published as an MCP tool: its calls count against `maxToolCalls` on every entry point. */
+const isTool = (meta: ProcedureMeta | undefined) => meta?.mcp !== undefined && meta.mcp.tool !== false;
+
+/** The workspace and path a denied file call asked for (strings only, clipped by the log). */
+async function deniedTarget(getRawInput: () => Promise<unknown>): Promise<Record<string, string> | undefined> {
+  const raw = await getRawInput().catch(() => undefined);
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const { workspaceId, path } = raw as { workspaceId?: unknown; path?: unknown };
+  const out: Record<string, string> = {};
+  if (typeof workspaceId === 'string') out.workspaceId = workspaceId;
+  if (typeof path === 'string') out.requestedPath = path;
+  return Object.keys(out).length ? out : undefined;
+}
+
+async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInput: () => Promise<unknown>): Promise<void> {
+  const type = SECURITY_EVENT[err.appCode];
+  const security = ctx.runtime.security;
+  if (!type || !security.wants(type)) return;
+  const event = {
+    type,
+    reason: err.appCode,
+    message: err.message,
+    transport: ctx.req.transport,
+    ip: ctx.req.ip,
+    sub: ctx.identity?.sub,
+    path: ctx.mcp?.toolName ?? path,
+    detail: type === 'access_denied' ? await deniedTarget(getRawInput) : undefined,
+  };
+  // A bad credential fails every call of a batch: one event per request is enough.
+  if (type === 'auth_failed') security.recordOnce(ctx.req, event);
+  else security.record(event);
 }
 
 /**
@@ -22,20 +71,32 @@ export function toolCallNeedsAuth(config: ResolvedConfig, meta: ProcedureMeta | 
  *   silently ignored, whatever the auth mode);
  * - applies the MCP tool-call rules (requireAuthForToolsCall, publicTools), so a custom
  *   router's procedures follow the same rules as the built-in ones;
+ * - counts tool calls made over /trpc and /rpc against `mcp.rateLimiting.maxToolCalls` (the MCP
+ *   transport counts tools/call itself, at HTTP level, so it can answer 429 before dispatch);
+ * - records refusals (auth, admin, workspace rules, rate limits) as security events;
  * - counts the call and its latency.
  */
-const base = t.procedure.use(async ({ ctx, meta, path, next }) => {
+const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   const started = performance.now();
-  if (ctx.credentialError) {
-    ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
-    throw ctx.credentialError;
+  const { runtime } = ctx;
+  const refuse = async (err: CoreError): Promise<never> => {
+    runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
+    await logRefusal(ctx, path, err, getRawInput);
+    throw err;
+  };
+  if (ctx.credentialError) return refuse(ctx.credentialError);
+  if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(runtime.config, meta, ctx.mcp?.toolName)) {
+    return refuse(new CoreError('UNAUTHORIZED', 'authentication required for this tool'));
   }
-  if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(ctx.runtime.config, meta, ctx.mcp?.toolName)) {
-    ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
-    throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
+  if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc') && isTool(meta)) {
+    const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
+    if (decision && !decision.allowed) return refuse(runtime.rateLimit.refusal(decision));
   }
   const result = await next();
-  ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, !result.ok);
+  runtime.stats.record(ctx.req.transport, path, performance.now() - started, !result.ok);
+  if (!result.ok && result.error instanceof CoreError && SECURITY_EVENT[result.error.appCode]) {
+    await logRefusal(ctx, path, result.error, getRawInput);
+  }
   return result;
 });
 

@@ -4,13 +4,14 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CoreError, publicBaseUrl, toolCallNeedsAuth, type Identity, type Runtime } from '@ai-backend/core';
+import { CoreError, publicBaseUrl, toolCallNeedsAuth, toolsListNeedsAuth, type Identity, type Runtime } from '@ai-backend/core';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { bearerToken, clientIp, tokenInQuery } from '../http/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
 import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
 import type { RootsSync } from './rootsSync.js';
+import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { createOriginGuard } from './originGuard.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 
@@ -88,6 +89,7 @@ export class McpHandler {
   }
 
   private challenge(c: HonoContext, status: 401 | 403, error: CoreError | null): Response {
+    recordChallenge(this.runtime, clientIp(c, this.runtime.config.trustProxy), status, error);
     const base = publicBaseUrl(c.req.url, c.req.raw.headers, this.runtime.config);
     const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
     if (error) {
@@ -106,7 +108,7 @@ export class McpHandler {
     if (cfg.mcp.auth.authType === 'none') return false;
     return messages.some((m) => {
       const msg = m as { method?: unknown; params?: { name?: unknown } };
-      if (msg.method === 'tools/list') return cfg.mcp.auth.requireAuthForToolsList;
+      if (msg.method === 'tools/list') return toolsListNeedsAuth(cfg);
       if (msg.method === 'tools/call') {
         const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
         const tool = name ? this.catalog.byName.get(name) : undefined;
@@ -117,6 +119,12 @@ export class McpHandler {
   }
 
   readonly handle: Handler = async (c) => {
+    // Rate limits (mcp.rateLimiting): counted inside serve, RateLimit headers stamped here.
+    const limits = new McpLimits(this.runtime, clientIp(c, this.runtime.config.trustProxy));
+    return limits.stamp(await this.serve(c, limits));
+  };
+
+  private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {
     const runtime = this.runtime;
     const refused = this.guard(c.req.raw.headers);
     if (refused) return jsonRpcError(403, -32000, `forbidden: ${refused}`);
@@ -132,6 +140,9 @@ export class McpHandler {
       if (r.ok) identity = r.identity;
       else credentialError = r.error;
     }
+    // Counted before a bad credential is refused, so floods of bad tokens are limited too.
+    const overLimit = await limits.request(identity);
+    if (overLimit) return overLimit;
     // A presented credential is always verified; a bad one is refused, never ignored.
     if (credentialError) return this.challenge(c, credentialError.appCode === 'INSUFFICIENT_SCOPE' ? 403 : 401, credentialError);
 
@@ -144,6 +155,8 @@ export class McpHandler {
       if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
       const messages = Array.isArray(body.value) ? body.value : [body.value];
       if (!identity && this.needsAuth(messages)) return this.challenge(c, 401, null);
+      const overToolLimit = await limits.toolCalls(messages, identity);
+      if (overToolLimit) return overToolLimit;
 
       if (runtime.config.mcp.sessionMode === 'stateless') return this.handleStateless(c.req.raw, body.value, authInfo);
 
@@ -170,7 +183,7 @@ export class McpHandler {
       return res;
     }
     return jsonRpcError(405, -32000, 'Method not allowed', { Allow: 'GET, POST, DELETE' });
-  };
+  }
 
   private lookup(sessionId: string, identity: Identity | null): Session | Response {
     const session = this.sessions.get(sessionId);

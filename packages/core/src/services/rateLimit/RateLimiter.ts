@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import { CoreError } from '../../errors/CoreError.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { Storage } from '../../storage/Storage.js';
+
+/** What is counted: every /mcp request, or each tool call (any entry point). */
+export type RateLimitKind = 'requests' | 'toolCalls';
+
+/** `mcp.rateLimiting`, resolved. */
+export interface RateLimitSettings {
+  enabled: boolean;
+  /** Window length in ms (fixed windows aligned to the epoch). */
+  windowMs: number;
+  /** /mcp requests per caller and window. */
+  maxRequests: number;
+  /** Tool calls per caller and window. */
+  maxToolCalls: number;
+}
+
+export interface RateLimiterOptions {
+  /** Warned when the counter store cannot be reached (the limiter then lets requests through). */
+  logger?: Pick<Logger, 'warn'>;
+  /** Storage key prefix. Default 'rl:'. */
+  prefix?: string;
+  /** Clock, for tests. Default Date.now. */
+  now?: () => number;
+}
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  kind: RateLimitKind;
+  /** The quota of this kind per window. */
+  limit: number;
+  /** Units left in the window after this hit; 0 when refused. */
+  remaining: number;
+  /** Seconds until the window ends (at least 1): the Retry-After value when refused. */
+  resetSec: number;
+}
+
+/** Policy names in the RateLimit / RateLimit-Policy headers. */
+const POLICY: Record<RateLimitKind, string> = { requests: 'requests', toolCalls: 'tool-calls' };
+const SAFE_SUB = /^[\w.@+:-]{1,128}$/;
+const UNAVAILABLE_WARN_MS = 10_000;
+
+/**
+ * Who a counter belongs to: the authenticated subject, else the client address. Unusual or long
+ * subjects are hashed so keys stay short and printable.
+ */
+export function rateLimitCaller(identity: { sub: string } | null | undefined, ip: string): string {
+  if (identity) return SAFE_SUB.test(identity.sub) ? `u:${identity.sub}` : `uh:${createHash('sha256').update(identity.sub).digest('base64url').slice(0, 32)}`;
+  return `ip:${ip}`;
+}
+
+/**
+ * Fixed-window counters in core Storage: one `increment(key, n, { ttlMs: windowMs })` per check,
+ * keyed by kind, caller and window number. The increment is atomic in every backend (a Lua
+ * script on Redis), so servers sharing a Redis enforce one limit between them.
+ *
+ * When the store cannot be reached the request is let through and a warning logged (at most
+ * every 10 s): an outage of the counter store should not take the whole service down.
+ */
+export class RateLimiter {
+  private readonly prefix: string;
+  private readonly now: () => number;
+  private lastWarn = 0;
+
+  constructor(
+    private readonly storage: Storage,
+    readonly settings: RateLimitSettings,
+    private readonly opts: RateLimiterOptions = {},
+  ) {
+    this.prefix = opts.prefix ?? 'rl:';
+    this.now = opts.now ?? Date.now;
+  }
+
+  get enabled(): boolean {
+    return this.settings.enabled;
+  }
+
+  limitOf(kind: RateLimitKind): number {
+    return kind === 'requests' ? this.settings.maxRequests : this.settings.maxToolCalls;
+  }
+
+  /**
+   * Count `units` for a caller and say whether they fit in the window. Null when limiting is off
+   * or the store is unreachable (nothing to enforce, nothing to report).
+   */
+  async hit(kind: RateLimitKind, caller: string, units = 1): Promise<RateLimitDecision | null> {
+    if (!this.settings.enabled || units <= 0) return null;
+    const { windowMs } = this.settings;
+    const now = this.now();
+    const window = Math.floor(now / windowMs);
+    const resetSec = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
+    let count: number;
+    try {
+      // The key is per window, so a ttl of one window (from creation) always outlives it.
+      count = (await this.storage.increment(`${this.prefix}${kind}:${caller}:${window}`, units, { ttlMs: windowMs })) ?? 0;
+    } catch (err) {
+      if (now - this.lastWarn >= UNAVAILABLE_WARN_MS) {
+        this.lastWarn = now;
+        this.opts.logger?.warn('rate limit store unavailable; requests are not being limited', { error: err instanceof Error ? err.message : String(err) });
+      }
+      return null;
+    }
+    const limit = this.limitOf(kind);
+    const allowed = count <= limit;
+    return { allowed, kind, limit, remaining: allowed ? limit - count : 0, resetSec };
+  }
+
+  /** `RateLimit-Policy` (IETF draft-ietf-httpapi-ratelimit-headers): both quotas, always the same. */
+  policyHeader(): string {
+    const w = Math.max(1, Math.round(this.settings.windowMs / 1000));
+    return `"${POLICY.requests}";q=${this.settings.maxRequests};w=${w}, "${POLICY.toolCalls}";q=${this.settings.maxToolCalls};w=${w}`;
+  }
+
+  /**
+   * Response headers for the decisions taken on one request: `RateLimit` with what is left of
+   * each counted quota, `RateLimit-Policy`, and `Retry-After` when one of them refused.
+   */
+  headers(decisions: ReadonlyArray<RateLimitDecision | null>): Record<string, string> {
+    const taken = decisions.filter((d): d is RateLimitDecision => d !== null);
+    if (taken.length === 0) return {};
+    const out: Record<string, string> = {
+      RateLimit: taken.map((d) => `"${POLICY[d.kind]}";r=${d.remaining};t=${d.resetSec}`).join(', '),
+      'RateLimit-Policy': this.policyHeader(),
+    };
+    const refused = taken.find((d) => !d.allowed);
+    if (refused) out['Retry-After'] = String(refused.resetSec);
+    return out;
+  }
+
+  /** The error for a refused hit: RATE_LIMITED (HTTP 429), carrying the headers transports copy. */
+  refusal(decision: RateLimitDecision, all: ReadonlyArray<RateLimitDecision | null> = [decision]): CoreError {
+    const what = decision.kind === 'requests' ? 'requests' : 'tool calls';
+    const ms = this.settings.windowMs;
+    const per = ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+    return new CoreError('RATE_LIMITED', `too many ${what}: ${decision.limit} per ${per}; retry in ${decision.resetSec} s`, {
+      details: { limit: decision.limit, kind: decision.kind, retryAfterSec: decision.resetSec },
+      headers: this.headers(all),
+    });
+  }
+}

@@ -1,0 +1,115 @@
+import { mkdtemp, readFile, rm, stat, chmod, mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../config/index.js';
+import { createLogger } from '../../runtime/Logger.js';
+import { SecurityLog, type SecurityEvent, type SecurityLogSettings } from './SecurityLog.js';
+import { mcpAccessRulesActive, toolsListNeedsAuth, warnIgnoredAuthSettings } from './accessRules.js';
+
+let dir: string;
+let lines: string[];
+const logger = () => createLogger('debug', (l) => lines.push(l));
+const settings = (over: Partial<SecurityLogSettings> = {}): SecurityLogSettings => ({ enabled: true, logLevel: 'warn', logToFile: false, ...over });
+const failure: SecurityEvent = { type: 'auth_failed', reason: 'INVALID_TOKEN', message: 'invalid signature', transport: 'rpc', ip: '10.0.0.9', path: 'admin.status' };
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'seclog-'));
+  lines = [];
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('SecurityLog', () => {
+  it('writes one structured JSON event to the server log', () => {
+    new SecurityLog(settings(), logger()).record(failure);
+    expect(lines).toHaveLength(1);
+    const e = JSON.parse(lines[0]!);
+    expect(e).toMatchObject({ level: 'warn', msg: 'security event', event: 'security', type: 'auth_failed', reason: 'INVALID_TOKEN', transport: 'rpc', ip: '10.0.0.9', path: 'admin.status' });
+  });
+
+  it('records only events at or above logLevel, and nothing when disabled', () => {
+    const warnOnly = new SecurityLog(settings({ logLevel: 'warn' }), logger());
+    warnOnly.record({ type: 'auth_required', reason: 'UNAUTHORIZED', transport: 'mcp' });
+    expect(lines).toHaveLength(0);
+    new SecurityLog(settings({ logLevel: 'info' }), logger()).record({ type: 'auth_required', reason: 'UNAUTHORIZED', transport: 'mcp' });
+    expect(lines).toHaveLength(1);
+    new SecurityLog(settings({ enabled: false }), logger()).record(failure);
+    expect(lines).toHaveLength(1);
+    expect(warnOnly.wants('rate_limited')).toBe(true);
+    expect(warnOnly.wants('auth_required')).toBe(false);
+  });
+
+  it('records once per request scope', () => {
+    const log = new SecurityLog(settings(), logger());
+    const req = {};
+    for (let i = 0; i < 5; i++) log.recordOnce(req, failure);
+    log.recordOnce({}, failure);
+    expect(lines).toHaveLength(2);
+  });
+
+  it('clips long texts', () => {
+    new SecurityLog(settings(), logger()).record({ ...failure, detail: { requestedPath: '../'.repeat(1000) } });
+    expect(JSON.parse(lines[0]!).requestedPath.length).toBeLessThanOrEqual(301);
+  });
+
+  it('appends JSON lines to a file created with mode 0600, in order', async () => {
+    const file = path.join(dir, 'sub', 'security.log');
+    const log = new SecurityLog(settings({ logToFile: true, logFilePath: file }), logger());
+    for (let i = 0; i < 50; i++) log.record({ ...failure, path: `p${i}` });
+    await log.close();
+    const mode = (await stat(file)).mode & 0o777;
+    expect(mode).toBe(0o600);
+    const written = (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(written).toHaveLength(50);
+    expect(written.map((e) => e.path)).toEqual(Array.from({ length: 50 }, (_, i) => `p${i}`));
+    expect(written[0]).toMatchObject({ event: 'security', type: 'auth_failed', reason: 'INVALID_TOKEN', level: 'warn' });
+    expect(typeof written[0].time).toBe('string');
+  });
+
+  it('keeps logging to the server log, with one error, when the file cannot be written', async () => {
+    const locked = path.join(dir, 'locked');
+    await mkdir(locked);
+    await chmod(locked, 0o500);
+    const log = new SecurityLog(settings({ logToFile: true, logFilePath: path.join(locked, 'x', 'security.log') }), logger());
+    log.record(failure);
+    log.record(failure);
+    await log.close();
+    await chmod(locked, 0o700);
+    const parsed = lines.map((l) => JSON.parse(l));
+    expect(parsed.filter((e) => e.msg === 'security event')).toHaveLength(2);
+    // Root ignores directory permissions; then the file simply gets written.
+    if (process.getuid?.() !== 0) expect(parsed.filter((e) => e.level === 'error')).toHaveLength(1);
+  });
+
+  it('defaults the file to <storage.dir>/security.log', () => {
+    const config = resolveConfig({ storage: { type: 'memory', dir }, mcp: { securityLogging: { logToFile: true } } });
+    expect(SecurityLog.fromConfig(config, logger()).settings.logFilePath).toBe(path.join(dir, 'security.log'));
+  });
+});
+
+describe('access rules and mcp.authEnforcement', () => {
+  const cfg = (mcp: Record<string, unknown>) => resolveConfig({ storage: { type: 'memory' }, mcp });
+
+  it('are on by default and off with authType none', () => {
+    expect(mcpAccessRulesActive(cfg({}))).toBe(true);
+    expect(mcpAccessRulesActive(cfg({ auth: { authType: 'none' } }))).toBe(false);
+    expect(toolsListNeedsAuth(cfg({ auth: { requireAuthForToolsList: true } }))).toBe(true);
+  });
+
+  it('are lifted by authEnforcement { enabled: true, requireAuth: false } only', () => {
+    expect(mcpAccessRulesActive(cfg({ authEnforcement: { enabled: true, requireAuth: false } }))).toBe(false);
+    expect(toolsListNeedsAuth(cfg({ auth: { requireAuthForToolsList: true }, authEnforcement: { requireAuth: false } }))).toBe(false);
+    // enabled: false means "no override": mcp.auth applies as configured.
+    expect(mcpAccessRulesActive(cfg({ authEnforcement: { enabled: false, requireAuth: false } }))).toBe(true);
+  });
+
+  it('warns about requireValidSession false, which is not honoured', () => {
+    warnIgnoredAuthSettings(cfg({}), logger());
+    expect(lines).toHaveLength(0);
+    warnIgnoredAuthSettings(cfg({ auth: { oauth: { requireValidSession: false } }, authEnforcement: { requireValidSession: false } }), logger());
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!).msg).toMatch(/mcp\.auth\.oauth\.requireValidSession and mcp\.authEnforcement\.requireValidSession false is not honoured/);
+  });
+});
