@@ -4,7 +4,7 @@ import { open, readdir, rename, unlink } from 'node:fs/promises';
 import mime from 'mime-types';
 import { CoreError } from '../../errors/CoreError.js';
 import type { DirPin } from './DirPin.js';
-import { toCoreError, type PathGuard } from './PathGuard.js';
+import { toCoreError, type AdmittedEntry, type PathGuard } from './PathGuard.js';
 
 /**
  * The four file operations of a server workspace. Each one goes through its PathGuard for
@@ -27,6 +27,8 @@ export interface ListOptions {
   /** Cap on the number of entries. Default MAX_LIST_ENTRIES. */
   maxEntries?: number;
 }
+
+const ADMIT_BATCH = 256;
 
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
@@ -51,8 +53,12 @@ export async function listFiles(guard: PathGuard, input: string, opts: ListOptio
       return; // an unreadable subdirectory contributes nothing
     }
     dirents.sort(byName);
-    for (const dirent of dirents) {
-      const entry = await guard.admit(dir, dirRel, dirent, root);
+    // Admit in batches: the checks that need a syscall (links, maxFileSize) run concurrently.
+    const admitted: Array<AdmittedEntry | null> = [];
+    for (let i = 0; i < dirents.length; i += ADMIT_BATCH) {
+      admitted.push(...(await Promise.all(dirents.slice(i, i + ADMIT_BATCH).map((d) => guard.admit(dir, dirRel, d, root)))));
+    }
+    for (const entry of admitted) {
       if (!entry) continue;
       if (entry.kind === 'file' || opts.includeDirectories) {
         if (out.length >= max) {
