@@ -1,7 +1,7 @@
 import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core';
 import { base64url, decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ENCRYPTION_KEY, memoryLogger, obtainTokens, register, startHarness, type Harness } from './__tests__/harness.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ENCRYPTION_KEY, form, memoryLogger, obtainTokens, register, startHarness, type Harness } from './__tests__/harness.js';
 import { createOAuthRoutes } from './createOAuthRoutes.js';
 
 let h: Harness;
@@ -70,6 +70,31 @@ describe('verifyAccessToken', () => {
     expect(await same.verifyAccessToken(access_token)).toMatchObject({ sub: 'user-1' });
     await rekeyed.close();
     await same.close();
+  });
+
+  it('a token verified (and cached) before its session is revoked is refused afterwards', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const t = await obtainTokens(h, client.client_id);
+    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ sub: 'user-1' });
+    const next = await (await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: client.client_id }))).json();
+    expect(await h.oauth.verifyAccessToken(next.access_token)).toMatchObject({ sub: 'user-1' });
+    await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: client.client_id }));
+    await expect(h.oauth.verifyAccessToken(next.access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND' });
+  });
+
+  it('a cached token stops working when it expires', async () => {
+    h = await startHarness({ oauth: { accessTokenTtlSec: 60 } });
+    const client = await register(h);
+    const { access_token } = await obtainTokens(h, client.client_id);
+    expect(await h.oauth.verifyAccessToken(access_token)).toMatchObject({ sub: 'user-1' });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 95_000); // past exp plus the 30 s clock tolerance
+      await expect(h.oauth.verifyAccessToken(access_token)).rejects.toMatchObject({ appCode: 'INVALID_TOKEN', message: 'token expired' });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('marks configured administrators as admins', async () => {

@@ -3,7 +3,7 @@ import { jwtVerify, SignJWT, type JWTHeaderParameters } from 'jose';
 import { isAdminIdentity } from '../jwt/identityFromClaims.js';
 import { mapJoseError } from '../jwt/mapJoseError.js';
 import { mcpResourceUrl } from './challenge.js';
-import { randomToken } from './crypto.js';
+import { randomToken, sha256 } from './crypto.js';
 import type { OAuthSettings } from './oauthSettings.js';
 import type { SessionRecord } from './records.js';
 import type { SessionStore } from './sessionStore.js';
@@ -13,6 +13,16 @@ import type { SigningKeys } from './signingKeys.js';
 export const ACCESS_TOKEN_ALGORITHMS = ['ES256', 'RS256'];
 const CLOCK_TOLERANCE_SEC = 30;
 const CACHE_LIMIT = 10_000;
+
+/** The claims we rely on, once verified. */
+interface Claims {
+  sub: string;
+  sid: string;
+  clientId: string;
+  scope: string;
+  exp: number;
+  aud: string;
+}
 
 export interface VerifyAccessTokenOptions {
   /** The resource the request came to (our /mcp URL as the client sees it); checked against `aud`. */
@@ -27,6 +37,11 @@ export interface VerifyAccessTokenOptions {
 export class AccessTokens {
   /** sid → until when the session is known to exist (ms). Bounded; oldest evicted first. */
   private readonly seen = new Map<string, { until: number; session: SessionRecord }>();
+  /**
+   * sha256(token) → claims of a token whose signature and claims were checked. A signature
+   * check (ES256) costs ~0.2 ms; a hit costs a hash. Entries die with the token's exp.
+   */
+  private readonly verified = new Map<string, Claims>();
 
   constructor(
     private readonly keys: SigningKeys,
@@ -58,6 +73,26 @@ export class AccessTokens {
   async verify(token: string, opts: VerifyAccessTokenOptions = {}): Promise<{ identity: Identity; session: SessionRecord }> {
     const base = this.settings.publicUrl?.replace(/\/+$/, '');
     const expectedAud = base ? mcpResourceUrl(base) : opts.resource;
+    const payload = await this.verifiedClaims(token, base, expectedAud);
+    const session = await this.session(payload.sid);
+    if (session.sub !== payload.sub || session.clientId !== payload.clientId) throw new CoreError('SESSION_NOT_FOUND', 'session not found');
+
+    const scopes = payload.scope.split(' ').filter(Boolean);
+    const identity: Identity = { sub: session.sub, scopes, isAdmin: false, via: 'oauth', clientId: session.clientId };
+    if (session.email) identity.email = session.email;
+    identity.isAdmin = isAdminIdentity(this.settings.admin, identity);
+    return { identity, session };
+  }
+
+  /** Signature and claim checks, remembered per token until it expires. */
+  private async verifiedClaims(token: string, base: string | undefined, expectedAud: string | undefined): Promise<Claims> {
+    const id = sha256(token);
+    const now = Date.now();
+    const hit = this.verified.get(id);
+    if (hit) {
+      if ((hit.exp + CLOCK_TOLERANCE_SEC) * 1000 > now && (expectedAud === undefined || hit.aud === expectedAud)) return hit;
+      if ((hit.exp + CLOCK_TOLERANCE_SEC) * 1000 <= now) this.verified.delete(id);
+    }
     let payload;
     try {
       ({ payload } = await jwtVerify(token, (header: JWTHeaderParameters) => this.keyFor(header), {
@@ -76,17 +111,14 @@ export class AccessTokens {
     if (typeof payload.iss !== 'string' || payload.aud !== mcpResourceUrl(payload.iss)) {
       throw new CoreError('INVALID_TOKEN', 'audience mismatch');
     }
-    if (typeof payload.sid !== 'string' || typeof payload.client_id !== 'string' || typeof payload.scope !== 'string') {
+    const { sub, sid, client_id: clientId, scope, exp } = payload;
+    if (typeof sub !== 'string' || typeof sid !== 'string' || typeof clientId !== 'string' || typeof scope !== 'string' || typeof exp !== 'number') {
       throw new CoreError('INVALID_TOKEN', 'malformed token');
     }
-    const session = await this.session(payload.sid);
-    if (session.sub !== payload.sub || session.clientId !== payload.client_id) throw new CoreError('SESSION_NOT_FOUND', 'session not found');
-
-    const scopes = payload.scope.split(' ').filter(Boolean);
-    const identity: Identity = { sub: session.sub, scopes, isAdmin: false, via: 'oauth', clientId: session.clientId };
-    if (session.email) identity.email = session.email;
-    identity.isAdmin = isAdminIdentity(this.settings.admin, identity);
-    return { identity, session };
+    const claims: Claims = { sub, sid, clientId, scope, exp, aud: payload.aud };
+    if (this.verified.size >= CACHE_LIMIT) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(id, claims);
+    return claims;
   }
 
   /** Drop a session from the cache (it was revoked here). */
