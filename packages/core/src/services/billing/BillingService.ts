@@ -74,10 +74,12 @@ export class BillingService implements Metering {
 
   /** Preview of who would pay for a call, without holding anything. */
   async plan(userId: string, estimatedTokens: number, opts: { hasApiKey: boolean; provider?: string }): Promise<ConsumptionPlan> {
-    const [prefs, balances] = await Promise.all([this.preferences.get(userId), this.ledger.balances(userId)]);
-    const byokKeys = opts.provider
-      ? (await this.vault.has(userId, opts.provider)) ? [opts.provider] : []
-      : await this.vault.providers(userId);
+    // One round trip: all reads in parallel (this runs before every metered call).
+    const [prefs, balances, byokKeys] = await Promise.all([
+      this.preferences.get(userId),
+      this.ledger.balances(userId),
+      opts.provider ? this.vault.has(userId, opts.provider).then((has) => (has ? [opts.provider!] : [])) : this.vault.providers(userId),
+    ]);
     return planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider });
   }
 
@@ -115,8 +117,7 @@ export class BillingService implements Metering {
       if (!this.options.allowAnonymousServerPaid) throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key: sign in or provide an API key');
       return this.anonymous.reserve(p.ip ?? 'unknown', tokens, p.requestId);
     }
-    const prefs = await this.preferences.get(p.identity.sub);
-    return this.reservations.reserve(p.identity.sub, tokens, p.requestId, this.platformOrder(prefs));
+    return this.reservations.reserve(p.identity.sub, tokens, p.requestId, this.preferences.get(p.identity.sub).then((prefs) => this.platformOrder(prefs)));
   }
 
   /** Charge usage plus fee; the unused hold goes back. Replays return the first result. */
@@ -124,9 +125,9 @@ export class BillingService implements Metering {
     const rate = this.options.platformFeeRate;
     if (reservation.userId === null) return (await this.anonymous.close(reservation, usage, rate))!;
     const userId = reservation.userId;
-    const prefs = await this.preferences.get(userId);
-    const { result, replay } = await this.reservations.settle(reservation, usage, rate, this.platformOrder(prefs));
-    if (!replay) await this.notifyAfterCharge(userId, prefs, result, reservation);
+    const prefs = this.preferences.get(userId);
+    const { result, replay, reservation: held } = await this.reservations.settle(reservation, usage, rate, prefs.then((p) => this.platformOrder(p)));
+    if (!replay) await this.notifyAfterCharge(userId, await prefs, result, held);
     return result;
   }
 

@@ -2,7 +2,7 @@ import { CoreError } from '../../errors/CoreError.js';
 import type { Logger } from '../../runtime/Logger.js';
 import { platformFee } from './fee.js';
 import type { Ledger } from './Ledger.js';
-import type { BalanceType, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
+import { BALANCE_TYPES, type BalanceType, type LedgerEntry, type Reservation, type SettleResult, type SettleUsage } from './types.js';
 
 /**
  * Lifecycle record of one reservation (`resv:<user>:<requestId>`). Like ledger claims it is
@@ -63,14 +63,22 @@ export class Reservations {
   }
 
   /** Hold `tokens` (fee included) for a call. Replaying a requestId returns the same reservation. */
-  async reserve(userId: string, tokens: number, requestId: string, order: readonly BalanceType[]): Promise<Reservation> {
+  async reserve(userId: string, tokens: number, requestId: string, orderP: Promise<readonly BalanceType[]>): Promise<Reservation> {
     const key = reservationKey(userId, requestId);
     const now = new Date();
-    if (!(await this.storage.compareAndSet<ReservationRecord>(key, undefined, { state: 'pending', at: now.toISOString() }))) {
+    // The claim and the preferences read travel together: one round trip fewer per call.
+    const [claim, orderResult] = await Promise.allSettled([this.storage.compareAndSet<ReservationRecord>(key, undefined, { state: 'pending', at: now.toISOString() }), orderP]);
+    if (claim.status === 'rejected') throw claim.reason;
+    if (orderResult.status === 'rejected') {
+      if (claim.value) await this.storage.delete(key).catch(() => undefined);
+      throw orderResult.reason;
+    }
+    if (!claim.value) {
       const existing = await this.storage.get<ReservationRecord>(key);
       if (!existing || existing.state === 'pending') throw new CoreError('CONFLICT', 'a reservation for this request is in progress');
       return existing.reservation;
     }
+    const order = orderResult.value;
     const draws = await this.drawUpTo(userId, tokens, order);
     const drawn = draws.reduce((s, d) => s + d.amount, 0);
     if (drawn < tokens) {
@@ -110,13 +118,11 @@ export class Reservations {
   }
 
   /** Move a held record to 'closing' so settle and release can never both apply. */
-  private async close(reservation: Reservation): Promise<
+  private async close(reservation: Reservation, held: ReservationRecord | undefined): Promise<
     | { kind: 'closed'; record: OpenRecord }
     | { kind: 'done'; record: ReservationRecord }
   > {
-    const userId = reservation.userId!;
-    const key = reservationKey(userId, reservation.requestId);
-    const held = await this.storage.get<ReservationRecord>(key);
+    const key = reservationKey(reservation.userId!, reservation.requestId);
     if (!held || held.state === 'pending') throw new CoreError('NOT_FOUND', 'unknown reservation');
     if (held.state !== 'held') return { kind: 'done', record: held };
     const closing = { ...held, state: 'closing' as const, at: new Date().toISOString() };
@@ -134,10 +140,12 @@ export class Reservations {
    * Charge usage plus fee against the hold: the unused rest goes back (last drawn balance
    * first), and an overrun draws the difference from the balances as far as they go.
    */
-  async settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<{ result: SettleResult; entry?: LedgerEntry; replay: boolean }> {
-    const closed = await this.close(reservation);
+  async settle(reservation: Reservation, usage: SettleUsage, feeRate: number, orderP: Promise<readonly BalanceType[]>): Promise<{ result: SettleResult; reservation: Reservation; replay: boolean }> {
+    // Both reads in one round trip, before any write.
+    const [record, order] = await Promise.all([this.storage.get<ReservationRecord>(reservationKey(reservation.userId!, reservation.requestId)), orderP]);
+    const closed = await this.close(reservation, record);
     if (closed.kind === 'done') {
-      if (closed.record.state === 'settled') return { result: closed.record.result, replay: true };
+      if (closed.record.state === 'settled') return { result: closed.record.result, reservation: closed.record.reservation, replay: true };
       throw new CoreError('CONFLICT', 'this reservation was already released');
     }
     const { reservation: held, entries } = closed.record;
@@ -148,15 +156,23 @@ export class Reservations {
     const lines: LedgerEntry['lines'] = [];
     let charged = charge;
     let uncollected = 0;
+    let remainingBalance: number;
     if (charge <= held.tokens) {
       let refund = held.tokens - charge;
       for (const d of [...held.draws].reverse()) {
         const back = Math.min(d.amount, refund);
         if (back <= 0) continue;
-        await this.ledger.adjust(userId, d.type, back);
         lines.push({ type: d.type, delta: back });
         refund -= back;
       }
+      // Refunds and the read of untouched balances in one round trip; the results give the balance left.
+      const values = await Promise.all(
+        BALANCE_TYPES.map(async (type) => {
+          const line = lines.find((l) => l.type === type);
+          return line ? (await this.ledger.adjust(userId, type, line.delta))! : this.ledger.balance(userId, type);
+        }),
+      );
+      remainingBalance = values.reduce((s, v) => s + v, 0);
     } else {
       const extra = await this.drawUpTo(userId, charge - held.tokens, order);
       const drawn = extra.reduce((s, d) => s + d.amount, 0);
@@ -164,6 +180,8 @@ export class Reservations {
       charged = held.tokens + drawn;
       uncollected = charge - charged;
       if (uncollected > 0) this.logger.warn('billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected });
+      const b = await this.ledger.balances(userId);
+      remainingBalance = b.subscription + b.one_time;
     }
     const entry = this.ledger.newEntry({
       kind: 'settle',
@@ -180,21 +198,20 @@ export class Reservations {
         ...(usage.metadata ? { metadata: usage.metadata } : {}),
       },
     });
-    const b = await this.ledger.balances(userId);
-    const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: b.subscription + b.one_time };
+    const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance };
     const key = reservationKey(userId, held.requestId);
     await this.storage.set<ReservationRecord>(key, { state: 'settled', at: entry.at, reservation: held, entries: [...entries, entry], result }, { ttlMs: FINISHED_TTL_MS });
     await this.ledger.append(userId, entry);
-    return { result, entry, replay: false };
+    return { result, reservation: held, replay: false };
   }
 
   /** Give the whole hold back. A no-op on a reservation that is already settled or released. */
   async release(reservation: Reservation, reason: string): Promise<boolean> {
-    const closed = await this.close(reservation);
+    const closed = await this.close(reservation, await this.storage.get<ReservationRecord>(reservationKey(reservation.userId!, reservation.requestId)));
     if (closed.kind === 'done') return false;
     const { reservation: held, entries } = closed.record;
     const userId = held.userId!;
-    for (const d of held.draws) await this.ledger.adjust(userId, d.type, d.amount);
+    await Promise.all(held.draws.map((d) => this.ledger.adjust(userId, d.type, d.amount)));
     const entry = this.ledger.newEntry({
       kind: 'release',
       idempotencyKey: `release:${held.requestId}`,
