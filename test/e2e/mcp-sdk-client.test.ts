@@ -79,7 +79,7 @@ async function connect(capabilities: Record<string, unknown> = {}): Promise<Clie
   return client;
 }
 
-const textOf = (r: { content?: unknown }) => ((r.content as Array<{ type: string; text?: string }>)[0]?.text ?? '');
+const textOf = (r: unknown) => ((r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '');
 
 beforeAll(async () => {
   srv = await startTestServer({ mcp: { auth: { authType: 'none' } }, customRouters: { t: testRouter } });
