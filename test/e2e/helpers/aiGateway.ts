@@ -1,0 +1,130 @@
+import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
+import superjson from 'superjson';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createLogger, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/core/testing';
+import { mintDevToken } from '@ai-backend/auth';
+import { createServer, type AiBackendServer } from '@ai-backend/transports';
+
+/**
+ * A real ai-backend server (JWT identities, all four providers server-paid against a test
+ * upstream, BYOK vault on) and the three real clients: tRPC (superjson, httpLink), JSON-RPC
+ * over fetch, and the MCP SDK client. Shared by the ai-, billing- and byok- end-to-end tests.
+ */
+export const JWT_SECRET = 'e2e-ai-jwt-secret-0123456789abcdef012345';
+export const SERVER_KEY = 'sk-server-PLATFORM-SECRET-0001';
+export const VAULT_KEY = 'e2e-ai-vault-master-key-0123456789abcdef';
+export const SYSTEM_PROMPT = 'CONFIDENTIAL-SYSTEM-PROMPT: you are the ACME bot.';
+export const PROVIDERS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+export interface AiServer {
+  server: AiBackendServer;
+  runtime: Runtime;
+  url: string;
+  /** Every log line the server wrote. */
+  logs: string[];
+  stop(): Promise<void>;
+}
+
+/** Config for a gateway in front of `upstream`; `over` is shallow-merged per section. */
+export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): ConfigInput {
+  const { ai, billing, mcp, ...rest } = over;
+  return {
+    port: 0,
+    host: '127.0.0.1',
+    mcp: { auth: { authType: 'jwt' }, ...mcp },
+    jwt: { secret: JWT_SECRET },
+    serverProviders: [...PROVIDERS],
+    ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT }, ...ai },
+    billing: { vaultKey: VAULT_KEY, platformFeeRate: 0.1, ...billing },
+    ...rest,
+  };
+}
+
+export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage } = {}): Promise<AiServer> {
+  const logs: string[] = [];
+  const server = createServer(gatewayConfig(upstream, over), { logger: createLogger('debug', (l) => logs.push(l)), ...(opts.storage ? { storage: opts.storage } : {}) });
+  const { url } = await server.start();
+  const runtime = await server.ready();
+  return { server, runtime, url, logs, stop: () => server.stop() };
+}
+
+export { createTestUpstream, type TestUpstream };
+
+/** A JWT for a user; `admin` adds the administrator scope (config default `mcp:admin`). */
+export function tokenFor(sub: string, opts: { email?: string; admin?: boolean } = {}): Promise<string> {
+  return mintDevToken({ secret: JWT_SECRET, sub, email: opts.email ?? `${sub}@example.com`, scopes: opts.admin ? ['mcp', 'mcp:admin'] : ['mcp'] });
+}
+
+export type Trpc = TRPCClient<AppRouter>;
+
+export function trpcClient(url: string, token?: string, seen?: string[]): Trpc {
+  return createTRPCClient<AppRouter>({
+    links: [
+      httpLink({
+        url: url + '/trpc',
+        transformer: superjson,
+        headers: () => (token ? { authorization: `Bearer ${token}` } : {}),
+        // Record raw bodies so tests can grep everything a client received.
+        fetch: seen
+          ? async (input, init) => {
+              const res = await fetch(input, init);
+              seen.push(await res.clone().text());
+              return res;
+            }
+          : undefined,
+      }),
+    ],
+  });
+}
+
+export interface RpcError {
+  code: number;
+  message: string;
+  data?: { code?: string; appCode?: string; details?: Record<string, unknown>; issues?: unknown[] };
+}
+export interface RpcReply<T = any> {
+  status: number;
+  headers: Headers;
+  text: string;
+  result?: T;
+  error?: RpcError;
+}
+
+/** One JSON-RPC call on POST /rpc. */
+export async function rpcCall<T = any>(url: string, token: string | null, method: string, params?: unknown, init: { signal?: AbortSignal; seen?: string[] } = {}): Promise<RpcReply<T>> {
+  const res = await fetch(url + '/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(params === undefined ? {} : { params }) }),
+    ...(init.signal ? { signal: init.signal } : {}),
+  });
+  const text = await res.text();
+  init.seen?.push(text);
+  const body = JSON.parse(text) as { result?: T; error?: RpcError };
+  return { status: res.status, headers: res.headers, text, ...body };
+}
+
+/** A connected MCP SDK client with a bearer token. */
+export async function mcpClient(url: string, token?: string): Promise<Client> {
+  const client = new Client({ name: 'ai-e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} } }));
+  return client;
+}
+
+/** Credit platform tokens through the admin-only procedure, over /rpc. */
+export async function creditTokens(url: string, adminToken: string, userId: string, tokens: number, idempotencyKey: string, type: 'subscription' | 'one_time' = 'subscription'): Promise<number> {
+  const r = await rpcCall<{ applied: boolean; balance: number }>(url, adminToken, 'billing.creditTokens', { userId, tokens, type, idempotencyKey });
+  if (!r.result) throw new Error(`creditTokens failed: ${r.text}`);
+  return r.result.balance;
+}
+
+/** Worst case a platform call reserves (and, when the upstream uses it all, is charged). */
+export function reservedFor(content: string, system: string, maxTokens: number, feeRate = 0.1): number {
+  const estimate = Math.ceil((content.length + system.length) / 4) + maxTokens;
+  return estimate + Math.ceil(Number((estimate * feeRate).toFixed(6)));
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
