@@ -139,6 +139,20 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect(claims).toMatchObject({ iss: base, aud: `${base}/mcp`, sub: 'alice' });
   });
 
+  it('discovery answers any origin, whatever cors says (spec: fixed CORS answer)', async () => {
+    const server = createServer({ ...configFor(0), cors: { origin: ['https://only.example'] } });
+    servers.push(server);
+    const { url } = await server.start();
+    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/mcp']) {
+      const pre = await fetch(`${url}${path}`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' } });
+      expect(pre.status).toBe(200);
+      expect(pre.headers.get('access-control-allow-origin')).toBe('*');
+      expect(pre.headers.get('access-control-allow-methods')).toBe('GET, POST, OPTIONS');
+      const get = await fetch(`${url}${path}`, { headers: { origin: 'https://elsewhere.example' } });
+      expect(get.headers.get('access-control-allow-origin')).toBe('*');
+    }
+  });
+
   it('refresh rotates; replaying a used refresh token revokes the family', async () => {
     const { base } = await startServer();
     const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);

@@ -77,7 +77,8 @@ export function createOAuthRoutes(runtime: Runtime, opts: CreateOAuthRoutesOptio
     open.push(path);
   }
   app.get('/.well-known/jwks.json', jwksHandler(services));
-  open.push('/.well-known/jwks.json', '/register', '/oauth/token', '/oauth/userinfo', '/oauth/revoke');
+  // Only discovery has the fixed CORS answer; the other endpoints follow the server's `cors`.
+  open.push('/.well-known/jwks.json');
   for (const path of open) app.options(path, preflightHandler);
 
   app.post('/register', rateLimit(services, 'register'), registerHandler(services));

@@ -1,7 +1,6 @@
 import type { Handler } from 'hono';
 import { z } from 'zod';
 import { randomToken, safeEqual, sha256 } from './crypto.js';
-import { OPEN_CORS } from './metadata.js';
 import { NO_STORE, oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { ClientRecord } from './records.js';
@@ -36,12 +35,10 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
   return async (c) => {
     const s = await services();
     const reg = s.settings.registration;
-    const cors = { ...OPEN_CORS };
     if (reg.policy === 'token') {
       const presented = /^Bearer (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1]?.trim();
       if (!presented || !safeEqual(presented, reg.initialAccessToken!)) {
         return oauthError(c, 401, 'invalid_token', 'registration requires a valid initial access token', {
-          ...cors,
           'WWW-Authenticate': 'Bearer error="invalid_token"',
         });
       }
@@ -52,12 +49,12 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
       const issue = parsed.error.issues[0];
       const where = issue?.path.join('.') || 'body';
       const error = where.startsWith('redirect_uris') ? 'invalid_redirect_uri' : 'invalid_client_metadata';
-      return oauthError(c, 400, error, `${where}: ${issue?.message ?? 'invalid'}`, cors);
+      return oauthError(c, 400, error, `${where}: ${issue?.message ?? 'invalid'}`);
     }
     const meta = parsed.data;
     for (const uri of meta.redirect_uris) {
       const problem = redirectUriProblem(uri, reg.allowedCustomSchemes);
-      if (problem) return oauthError(c, 400, 'invalid_redirect_uri', problem, cors);
+      if (problem) return oauthError(c, 400, 'invalid_redirect_uri', problem);
     }
 
     const clientId = randomToken(16);
@@ -77,7 +74,7 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
     return c.json(
       { ...publicFields, ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}) },
       201,
-      { ...cors, ...NO_STORE },
+      NO_STORE,
     );
   };
 }

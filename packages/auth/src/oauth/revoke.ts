@@ -1,7 +1,6 @@
 import type { Handler } from 'hono';
 import { authenticateClient, readForm } from './clientAuth.js';
 import { sha256 } from './crypto.js';
-import { OPEN_CORS } from './metadata.js';
 import { NO_STORE, oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { RefreshRecord } from './records.js';
@@ -16,9 +15,9 @@ export function revokeHandler(services: () => Promise<OAuthServices>): Handler {
     const s = await services();
     const form = await readForm(c);
     const token = form?.get('token');
-    if (!form || !token) return oauthError(c, 400, 'invalid_request', 'token is required', OPEN_CORS);
+    if (!form || !token) return oauthError(c, 400, 'invalid_request', 'token is required');
     const auth = await authenticateClient(c, form, s);
-    if (!auth.ok) return oauthError(c, 401, 'invalid_client', auth.description, OPEN_CORS);
+    if (!auth.ok) return oauthError(c, 401, 'invalid_client', auth.description);
 
     const refresh = await s.store.get<RefreshRecord>('refresh', sha256(token));
     let sid = refresh?.clientId === auth.client.client_id ? refresh.sid : undefined;
@@ -27,6 +26,6 @@ export function revokeHandler(services: () => Promise<OAuthServices>): Handler {
       if (verified?.session.clientId === auth.client.client_id) sid = verified.session.sid;
     }
     if (sid) await revokeSession(s, sid, 'revoked by the client');
-    return c.body(null, 200, { ...OPEN_CORS, ...NO_STORE });
+    return c.body(null, 200, NO_STORE);
   };
 }

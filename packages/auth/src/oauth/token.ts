@@ -1,7 +1,6 @@
 import type { Context, Handler } from 'hono';
 import { authenticateClient, readForm } from './clientAuth.js';
 import { PKCE_VERIFIER, pkceChallenge, randomToken, safeEqual, sha256 } from './crypto.js';
-import { OPEN_CORS } from './metadata.js';
 import { NO_STORE, oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { ClientRecord, CodeRecord, RefreshRecord, SessionRecord } from './records.js';
@@ -15,7 +14,7 @@ export function tokenHandler(services: () => Promise<OAuthServices>): Handler {
   return async (c) => {
     const s = await services();
     const err = (status: 400 | 401, error: string, description: string, headers: Record<string, string> = {}) =>
-      oauthError(c, status, error, description, { ...OPEN_CORS, ...headers });
+      oauthError(c, status, error, description, headers);
     const form = await readForm(c);
     if (!form) return err(400, 'invalid_request', 'expected an application/x-www-form-urlencoded body without repeated parameters');
     const auth = await authenticateClient(c, form, s);
@@ -115,7 +114,7 @@ async function issue(
       ...(refresh ? { refresh_token: refresh } : {}),
     },
     200,
-    { ...OPEN_CORS, ...NO_STORE },
+    NO_STORE,
   );
 }
 

@@ -1,7 +1,6 @@
 import type { Handler } from 'hono';
 import { isCoreError } from '@ai-backend/core';
 import { bearerChallenge, mcpResourceUrl, resourceMetadataUrl } from './challenge.js';
-import { OPEN_CORS } from './metadata.js';
 import { NO_STORE } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 
@@ -12,7 +11,6 @@ export function userinfoHandler(services: () => Promise<OAuthServices>): Handler
     const base = s.baseUrl(c);
     const challenge = (error?: 'invalid_token', description?: string) =>
       c.json({ error: error ?? 'invalid_request', ...(description ? { error_description: description } : {}) }, 401, {
-        ...OPEN_CORS,
         ...NO_STORE,
         'WWW-Authenticate': bearerChallenge({ resourceMetadata: resourceMetadataUrl(base), error, errorDescription: description }),
       });
@@ -23,7 +21,7 @@ export function userinfoHandler(services: () => Promise<OAuthServices>): Handler
       return c.json(
         { sub: identity.sub, ...(identity.email ? { email: identity.email } : {}), ...(session.name ? { name: session.name } : {}) },
         200,
-        { ...OPEN_CORS, ...NO_STORE },
+        NO_STORE,
       );
     } catch (err) {
       if (!isCoreError(err)) throw err;
