@@ -44,7 +44,11 @@ export const workspaceProcedures = {
         .default({ workspaceId: 'default', path: '', recursive: false, includeDirectories: true }),
     )
     .query(({ ctx, input }) =>
-      ctx.runtime.workspaces.listFiles(input.workspaceId, input.path, { recursive: input.recursive, includeDirectories: input.includeDirectories }),
+      ctx.runtime.workspaces.listFiles(input.workspaceId, input.path, {
+        recursive: input.recursive,
+        includeDirectories: input.includeDirectories,
+        signal: ctx.req.signal,
+      }),
     ),
 
   readFile: publicProcedure

@@ -1,5 +1,5 @@
 import { constants, existsSync, type BigIntStats } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, stat as fsStat, type FileHandle } from 'node:fs/promises';
 
 /**
  * An open handle on a checked directory. Later lookups go through `base`, which on Linux is
@@ -23,8 +23,16 @@ export interface DirPin {
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 let procFd: boolean | undefined;
-function hasProcFd(): boolean {
-  procFd ??= process.platform === 'linux' && existsSync('/proc/self/fd');
+
+/**
+ * Whether `/proc/self/fd/<fd>` reaches the opened directory. Checked once, on a real handle:
+ * some sandboxes mount /proc without it, and then lookups fall back to real paths.
+ */
+async function hasProcFd(fd: number, opened: BigIntStats): Promise<boolean> {
+  if (procFd === undefined) {
+    if (process.platform !== 'linux' || !existsSync('/proc/self/fd')) procFd = false;
+    else procFd = await fsStat(`/proc/self/fd/${fd}`, { bigint: true }).then((s) => sameFile(s, opened), () => false);
+  }
   return procFd;
 }
 
@@ -52,7 +60,7 @@ export async function openDirPin(path: string, real: string, realRel: string, ex
     if (!stat.isDirectory() || (expected && !sameFile(stat, expected))) throw new ChangedUnderfootError();
     let closed = false;
     return {
-      base: hasProcFd() ? `/proc/self/fd/${handle.fd}` : real,
+      base: (await hasProcFd(handle.fd, stat)) ? `/proc/self/fd/${handle.fd}` : real,
       real,
       realRel,
       stat,

@@ -259,6 +259,8 @@ describe('file operations', () => {
     await expectCode(listFiles(g, '', { recursive: true, includeDirectories: true, maxEntries: 2 }), 'PAYLOAD_TOO_LARGE');
     await expectCode(listFiles(g, 'missing', { recursive: false, includeDirectories: true }), 'NOT_FOUND');
     await expectCode(listFiles(g, 'notes.txt', { recursive: false, includeDirectories: true }), 'BAD_REQUEST');
+    const aborted = AbortSignal.abort();
+    await expectCode(listFiles(g, '', { recursive: true, includeDirectories: true, signal: aborted }), 'CANCELLED');
   });
 
   it('listFiles leaves out names readFile would refuse', async () => {

@@ -26,6 +26,8 @@ export interface ListOptions {
   includeDirectories: boolean;
   /** Cap on the number of entries. Default MAX_LIST_ENTRIES. */
   maxEntries?: number;
+  /** Stop early when the request goes away (checked once per folder). */
+  signal?: AbortSignal;
 }
 
 const ADMIT_BATCH = 256;
@@ -45,6 +47,7 @@ export async function listFiles(guard: PathGuard, input: string, opts: ListOptio
   const ancestors = new Set<string>([`${pin.stat.dev}:${pin.stat.ino}`]);
 
   const walk = async (dir: DirPin, dirRel: string, depth: number): Promise<void> => {
+    if (opts.signal?.aborted) throw new CoreError('CANCELLED', 'request cancelled');
     let dirents;
     try {
       dirents = await readdir(dir.base, { withFileTypes: true });
