@@ -84,8 +84,9 @@ describe('RateLimiter on redis', () => {
   });
 
   it('enforces one limit across two connections hit concurrently', async () => {
-    const limitA = new RateLimiter(a, settings({ maxToolCalls: 10 }));
-    const limitB = new RateLimiter(b, settings({ maxToolCalls: 10 }));
+    // An hour-long window: a window change during the test is very unlikely.
+    const limitA = new RateLimiter(a, settings({ maxToolCalls: 10, windowMs: 3_600_000 }));
+    const limitB = new RateLimiter(b, settings({ maxToolCalls: 10, windowMs: 3_600_000 }));
     const hits = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? limitA : limitB).hit('toolCalls', 'u:shared')));
     expect(hits.filter((d) => d!.allowed)).toHaveLength(10);
     expect(hits.filter((d) => !d!.allowed)).toHaveLength(20);

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { mintDevToken } from '@ai-backend/auth';
+import type { ConfigInput } from '@ai-backend/core';
+import { startTestServer, type TestServer } from './helpers/testServer.js';
+import { RawMcp, type McpReply } from './helpers/rawMcp.js';
+
+const SECRET = 'rate-limit-secret-0123456789-abcdefghij';
+// Fixed windows are aligned to the clock: an hour makes a window change during a test very unlikely.
+const WINDOW_MS = 3_600_000;
+
+const started: TestServer[] = [];
+async function server(config: ConfigInput): Promise<TestServer> {
+  const s = await startTestServer({ jwt: { secret: SECRET }, ...config });
+  started.push(s);
+  return s;
+}
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((s) => s.stop()));
+});
+
+const limits = (maxRequests: number, maxToolCalls: number) => ({ enabled: true, windowMs: WINDOW_MS, maxRequests, maxToolCalls });
+
+/** The 429 every limited answer must be: Retry-After within the window, IETF headers, JSON-RPC error. */
+function expect429(reply: McpReply | Response, policy: 'requests' | 'tool-calls') {
+  expect(reply.status).toBe(429);
+  const retry = Number(reply.headers.get('retry-after'));
+  expect(retry).toBeGreaterThanOrEqual(1);
+  expect(retry).toBeLessThanOrEqual(WINDOW_MS / 1000);
+  expect(reply.headers.get('ratelimit')).toContain(`"${policy}";r=0;t=${retry}`);
+  expect(reply.headers.get('ratelimit-policy')).toMatch(/^"requests";q=\d+;w=3600, "tool-calls";q=\d+;w=3600$/);
+}
+
+describe('mcp.rateLimiting on one server', () => {
+  it('answers the (maxRequests+1)th /mcp request in a window with 429 and Retry-After', async () => {
+    const s = await server({ mcp: { auth: { authType: 'none' }, rateLimiting: limits(5, 100) } });
+    const mcp = new RawMcp(s.url);
+    const init = await mcp.initialize(); // requests 1 and 2 (initialize + initialized notification)
+    expect(init.headers.get('ratelimit')).toMatch(/^"requests";r=4;t=\d+$/);
+    const remaining: string[] = [];
+    for (let i = 3; i <= 5; i++) {
+      const reply = await mcp.listTools();
+      expect(reply.status).toBe(200);
+      remaining.push(/r=(\d+)/.exec(reply.headers.get('ratelimit')!)![1]!);
+    }
+    expect(remaining).toEqual(['2', '1', '0']);
+    const over = await mcp.listTools();
+    expect429(over, 'requests');
+    expect(over.message?.error?.code).toBe(-32029);
+    expect(over.message?.error?.data).toMatchObject({ kind: 'requests', limit: 5 });
+    // Another caller (an authenticated subject) has its own budget.
+    const alice = new RawMcp(s.url, await mintDevToken({ secret: SECRET, sub: 'alice' }));
+    expect((await alice.initialize()).status).toBe(200);
+    expect((await alice.listTools()).status).toBe(200);
+  });
+
+  it('counts bad-token floods against the client address', async () => {
+    const s = await server({ mcp: { auth: { authType: 'jwt' }, rateLimiting: limits(3, 100) } });
+    const mallory = new RawMcp(s.url, 'not.a.token');
+    for (let i = 0; i < 3; i++) expect((await mallory.initialize()).status).toBe(401);
+    expect429(await mallory.initialize(), 'requests');
+  });
+
+  it('limits tools/call per caller, and the same budget covers tool calls over /rpc and /trpc', async () => {
+    const s = await server({ mcp: { auth: { authType: 'jwt', publicTools: ['echo'] }, rateLimiting: limits(100, 3) } });
+    const token = await mintDevToken({ secret: SECRET, sub: 'bob' });
+    const auth = { authorization: `Bearer ${token}` };
+    const mcp = new RawMcp(s.url, token);
+    await mcp.initialize();
+    expect((await mcp.callTool('echo', { message: '1' })).status).toBe(200);
+    expect((await mcp.callTool('echo', { message: '2' })).status).toBe(200);
+    // tools/list is not a tool call.
+    expect((await mcp.listTools()).status).toBe(200);
+    const rpc = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: '3' } }) });
+    expect(((await rpc.json()) as any).result).toEqual({ message: '3' });
+
+    const over = await mcp.callTool('echo', { message: '4' });
+    expect429(over, 'tool-calls');
+    expect(over.message?.error?.data).toMatchObject({ kind: 'toolCalls', limit: 3 });
+
+    const rpcOver = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'mcp.echo', params: { message: '5' } }) });
+    expect(Number(rpcOver.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const rpcBody = (await rpcOver.json()) as any;
+    expect(rpcBody.error.code).toBe(-32029);
+    expect(rpcBody.error.data.appCode).toBe('RATE_LIMITED');
+
+    const trpcOver = await s.fetch(`/trpc/mcp.echo?input=${encodeURIComponent(JSON.stringify({ json: { message: '6' } }))}`, { headers: auth });
+    expect429(trpcOver, 'tool-calls');
+    expect(((await trpcOver.json()) as any).error.json.data.code).toBe('TOO_MANY_REQUESTS');
+
+    // Procedures that are not tools (admin.status) are not counted on /rpc; other callers are unaffected.
+    const bobAdmin = { authorization: `Bearer ${await mintDevToken({ secret: SECRET, sub: 'bob', scopes: ['mcp:admin'] })}` };
+    const status = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...bobAdmin }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'admin.status', params: {} }) });
+    expect(((await status.json()) as any).result).toBeDefined();
+    const carol = new RawMcp(s.url, await mintDevToken({ secret: SECRET, sub: 'carol' }));
+    await carol.initialize();
+    expect((await carol.callTool('echo', { message: 'c' })).status).toBe(200);
+  });
+
+  it('leaves everything unlimited and without RateLimit headers when disabled (the default)', async () => {
+    const s = await server({ mcp: { auth: { authType: 'none' } } });
+    const mcp = new RawMcp(s.url);
+    await mcp.initialize();
+    for (let i = 0; i < 120; i++) {
+      const reply = await mcp.callTool('echo', { message: String(i) });
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('ratelimit')).toBeNull();
+    }
+  });
+});
+
+describe('mcp.rateLimiting across two servers sharing Redis', () => {
+  let keyPrefix: string;
+  let redis: Redis;
+  beforeAll(async () => {
+    redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 0 });
+    await redis.connect(); // fails the suite (never skips it) without the test Redis
+  });
+  afterEach(async () => {
+    const keys = await redis.keys(`${keyPrefix}*`);
+    if (keys.length) await redis.unlink(...keys);
+  });
+  afterAll(() => redis.disconnect());
+
+  const pair = async (rateLimiting: ReturnType<typeof limits>, auth: Record<string, unknown> = { authType: 'none' }) => {
+    keyPrefix = `ai-backend-test:ratelimit-e2e:${randomUUID()}:`;
+    const config: ConfigInput = {
+      storage: { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } },
+      // Stateless: any instance can answer any request, as behind a load balancer.
+      mcp: { auth, rateLimiting, sessionMode: 'stateless' },
+    };
+    return [await server(config), await server(config)] as const;
+  };
+
+  it('answers the (maxRequests+1)th request with 429 when requests alternate between the servers', async () => {
+    const [a, b] = await pair(limits(6, 100));
+    const clients = [new RawMcp(a.url), new RawMcp(b.url)];
+    for (let i = 0; i < 6; i++) {
+      const reply = await clients[i % 2]!.listTools();
+      expect(reply.status, `request ${i + 1}`).toBe(200);
+    }
+    expect429(await clients[0]!.listTools(), 'requests');
+    expect429(await clients[1]!.listTools(), 'requests');
+  });
+
+  it('enforces one tool-call budget per subject across the servers, also under concurrency', async () => {
+    const [a, b] = await pair(limits(1000, 10), { authType: 'jwt', publicTools: [] });
+    const token = await mintDevToken({ secret: SECRET, sub: 'dave' });
+    const clients = [new RawMcp(a.url, token), new RawMcp(b.url, token)];
+    const replies = await Promise.all(Array.from({ length: 16 }, (_, i) => clients[i % 2]!.callTool('echo', { message: String(i) })));
+    expect(replies.filter((r) => r.status === 200)).toHaveLength(10);
+    const refused = replies.filter((r) => r.status === 429);
+    expect(refused).toHaveLength(6);
+    for (const r of refused) expect429(r, 'tool-calls');
+    // The counters live in the shared Redis, under the configured prefix.
+    expect((await redis.keys(`${keyPrefix}*rl:toolCalls:u:dave:*`)).length).toBe(1);
+  });
+});
