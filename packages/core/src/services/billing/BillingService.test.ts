@@ -59,6 +59,10 @@ describe.each(backends)('BillingService on $name', (backend) => {
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(9450);
     const kinds = (await rt.billing.ledger.entries(alice.sub)).map((e) => e.kind);
     expect(kinds).toEqual(['credit', 'reserve', 'settle']);
+    // A finished call leaves no open hold behind, and replaying its reserve holds nothing.
+    expect(await store.storage.keys('resv:')).toEqual([]);
+    expect(await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-1' })).toEqual(r);
+    expect((await rt.billing.balances(alice.sub)).subscription).toBe(9450);
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
   });
 

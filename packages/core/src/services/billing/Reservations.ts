@@ -5,18 +5,24 @@ import type { Ledger } from './Ledger.js';
 import { BALANCE_TYPES, type BalanceType, type LedgerEntry, type Reservation, type SettleResult, type SettleUsage } from './types.js';
 
 /**
- * Lifecycle record of one reservation (`resv:<user>:<requestId>`). Like ledger claims it is
- * written before the ledger append and carries the entries, so `reconcile` can repair a log
- * that missed an append. Finished records expire after a week.
+ * Lifecycle records of one reservation. While the call runs the record sits at
+ * `resv:<user>:<requestId>` ('pending' → 'held' → 'closing'); when it ends it moves to
+ * `resvdone:<user>:<requestId>` ('settled' | 'released', kept a week for replays), so the expiry
+ * sweep only ever reads open holds. Like ledger claims, records are written before the ledger
+ * append and carry the entries, so `reconcile` can repair a log that missed an append.
  */
-export type ReservationRecord = PendingRecord | OpenRecord | SettledRecord;
-type PendingRecord = { state: 'pending'; at: string };
-type OpenRecord = { state: 'held' | 'closing' | 'released'; at: string; reservation: Reservation; entries: LedgerEntry[] };
-type SettledRecord = { state: 'settled'; at: string; reservation: Reservation; entries: LedgerEntry[]; result: SettleResult };
+export type ReservationRecord = OpenRecord | FinishedRecord;
+export type OpenRecord = { state: 'pending'; at: string } | { state: 'held' | 'closing'; at: string; reservation: Reservation; entries: LedgerEntry[] };
+export type FinishedRecord =
+  | { state: 'released'; at: string; reservation: Reservation; entries: LedgerEntry[] }
+  | { state: 'settled'; at: string; reservation: Reservation; entries: LedgerEntry[]; result: SettleResult };
+type HeldRecord = Extract<OpenRecord, { state: 'held' | 'closing' }>;
 
-export const reservationKey = (userId: string, requestId: string) =>
-  `resv:${encodeURIComponent(userId)}:${encodeURIComponent(requestId)}`;
+const enc = encodeURIComponent;
 export const RESERVATION_PREFIX = 'resv:';
+export const FINISHED_PREFIX = 'resvdone:';
+export const reservationKey = (userId: string, requestId: string) => `${RESERVATION_PREFIX}${enc(userId)}:${enc(requestId)}`;
+export const finishedKey = (userId: string, requestId: string) => `${FINISHED_PREFIX}${enc(userId)}:${enc(requestId)}`;
 const FINISHED_TTL_MS = 7 * 24 * 3600_000;
 /** Retries when a partial draw loses a race with another call on the same balance. */
 const DRAW_ATTEMPTS = 8;
@@ -66,19 +72,26 @@ export class Reservations {
   async reserve(userId: string, tokens: number, requestId: string, orderP: Promise<readonly BalanceType[]>): Promise<Reservation> {
     const key = reservationKey(userId, requestId);
     const now = new Date();
-    // The claim and the preferences read travel together: one round trip fewer per call.
-    const [claim, orderResult] = await Promise.allSettled([this.storage.compareAndSet<ReservationRecord>(key, undefined, { state: 'pending', at: now.toISOString() }), orderP]);
+    // Claim, preferences and replay check travel together: one round trip.
+    const [claim, orderResult, finished] = await Promise.allSettled([
+      this.storage.compareAndSet<OpenRecord>(key, undefined, { state: 'pending', at: now.toISOString() }),
+      orderP,
+      this.storage.get<FinishedRecord>(finishedKey(userId, requestId)),
+    ]);
     if (claim.status === 'rejected') throw claim.reason;
-    if (orderResult.status === 'rejected') {
+    const failed = orderResult.status === 'rejected' ? orderResult.reason : finished.status === 'rejected' ? finished.reason : undefined;
+    const done = finished.status === 'fulfilled' ? finished.value : undefined;
+    if (failed !== undefined || done) {
       if (claim.value) await this.storage.delete(key).catch(() => undefined);
-      throw orderResult.reason;
+      if (done) return done.reservation; // replay of a call that already ended
+      throw failed;
     }
     if (!claim.value) {
-      const existing = await this.storage.get<ReservationRecord>(key);
+      const existing = await this.storage.get<OpenRecord>(key);
       if (!existing || existing.state === 'pending') throw new CoreError('CONFLICT', 'a reservation for this request is in progress');
       return existing.reservation;
     }
-    const order = orderResult.value;
+    const order = (orderResult as PromiseFulfilledResult<readonly BalanceType[]>).value;
     const draws = await this.drawUpTo(userId, tokens, order);
     const drawn = draws.reduce((s, d) => s + d.amount, 0);
     if (drawn < tokens) {
@@ -100,7 +113,7 @@ export class Reservations {
       requestId,
       lines: draws.map((d) => ({ type: d.type, delta: -d.amount })),
     });
-    await this.storage.set<ReservationRecord>(key, { state: 'held', at: entry.at, reservation, entries: [entry] });
+    await this.storage.set<OpenRecord>(key, { state: 'held', at: entry.at, reservation, entries: [entry] });
     await this.ledger.append(userId, entry);
     return reservation;
   }
@@ -117,23 +130,31 @@ export class Reservations {
     }
   }
 
+  /** Both records of a reservation, in one round trip. */
+  private read(r: Reservation): Promise<[OpenRecord | undefined, FinishedRecord | undefined]> {
+    return Promise.all([this.storage.get<OpenRecord>(reservationKey(r.userId!, r.requestId)), this.storage.get<FinishedRecord>(finishedKey(r.userId!, r.requestId))]);
+  }
+
   /** Move a held record to 'closing' so settle and release can never both apply. */
-  private async close(reservation: Reservation, held: ReservationRecord | undefined): Promise<
-    | { kind: 'closed'; record: OpenRecord }
-    | { kind: 'done'; record: ReservationRecord }
-  > {
-    const key = reservationKey(reservation.userId!, reservation.requestId);
-    if (!held || held.state === 'pending') throw new CoreError('NOT_FOUND', 'unknown reservation');
-    if (held.state !== 'held') return { kind: 'done', record: held };
-    const closing = { ...held, state: 'closing' as const, at: new Date().toISOString() };
-    if (!(await this.storage.compareAndSet<ReservationRecord>(key, held, closing))) {
-      const now = await this.storage.get<ReservationRecord>(key);
-      if (!now || now.state === 'closing' || now.state === 'held' || now.state === 'pending') {
-        throw new CoreError('CONFLICT', 'this reservation is being settled or released concurrently');
-      }
-      return { kind: 'done', record: now };
+  private async close(r: Reservation, open: OpenRecord | undefined, done: FinishedRecord | undefined): Promise<{ kind: 'closed'; record: HeldRecord } | { kind: 'done'; record: FinishedRecord }> {
+    const key = reservationKey(r.userId!, r.requestId);
+    if (done) {
+      // An open record next to a finished one is a leftover of an interrupted finish.
+      if (open) await this.storage.delete(key).catch(() => undefined);
+      return { kind: 'done', record: done };
     }
-    return { kind: 'closed', record: closing };
+    if (!open || open.state === 'pending') throw new CoreError('NOT_FOUND', 'unknown reservation');
+    const closing = { ...open, state: 'closing' as const, at: new Date().toISOString() };
+    if (open.state === 'held' && (await this.storage.compareAndSet<OpenRecord>(key, open, closing))) return { kind: 'closed', record: closing };
+    const [, nowDone] = await this.read(r);
+    if (nowDone) return { kind: 'done', record: nowDone };
+    throw new CoreError('CONFLICT', 'this reservation is being settled or released concurrently');
+  }
+
+  /** Record the outcome, then append: the finished record is the write-ahead copy of the entry. */
+  private async finish(userId: string, requestId: string, record: FinishedRecord, entry: LedgerEntry): Promise<void> {
+    await this.storage.set<FinishedRecord>(finishedKey(userId, requestId), record, { ttlMs: FINISHED_TTL_MS });
+    await Promise.all([this.storage.delete(reservationKey(userId, requestId)), this.ledger.append(userId, entry)]);
   }
 
   /**
@@ -141,9 +162,9 @@ export class Reservations {
    * first), and an overrun draws the difference from the balances as far as they go.
    */
   async settle(reservation: Reservation, usage: SettleUsage, feeRate: number, orderP: Promise<readonly BalanceType[]>): Promise<{ result: SettleResult; reservation: Reservation; replay: boolean }> {
-    // Both reads in one round trip, before any write.
-    const [record, order] = await Promise.all([this.storage.get<ReservationRecord>(reservationKey(reservation.userId!, reservation.requestId)), orderP]);
-    const closed = await this.close(reservation, record);
+    // All reads in one round trip, before any write.
+    const [[open, done], order] = await Promise.all([this.read(reservation), orderP]);
+    const closed = await this.close(reservation, open, done);
     if (closed.kind === 'done') {
       if (closed.record.state === 'settled') return { result: closed.record.result, reservation: closed.record.reservation, replay: true };
       throw new CoreError('CONFLICT', 'this reservation was already released');
@@ -199,15 +220,13 @@ export class Reservations {
       },
     });
     const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance };
-    const key = reservationKey(userId, held.requestId);
-    await this.storage.set<ReservationRecord>(key, { state: 'settled', at: entry.at, reservation: held, entries: [...entries, entry], result }, { ttlMs: FINISHED_TTL_MS });
-    await this.ledger.append(userId, entry);
+    await this.finish(userId, held.requestId, { state: 'settled', at: entry.at, reservation: held, entries: [...entries, entry], result }, entry);
     return { result, reservation: held, replay: false };
   }
 
   /** Give the whole hold back. A no-op on a reservation that is already settled or released. */
   async release(reservation: Reservation, reason: string): Promise<boolean> {
-    const closed = await this.close(reservation, await this.storage.get<ReservationRecord>(reservationKey(reservation.userId!, reservation.requestId)));
+    const closed = await this.close(reservation, ...(await this.read(reservation)));
     if (closed.kind === 'done') return false;
     const { reservation: held, entries } = closed.record;
     const userId = held.userId!;
@@ -219,8 +238,7 @@ export class Reservations {
       lines: held.draws.map((d) => ({ type: d.type, delta: d.amount })),
       note: { reason: reason.slice(0, 200) },
     });
-    await this.storage.set<ReservationRecord>(reservationKey(userId, held.requestId), { state: 'released', at: entry.at, reservation: held, entries: [...entries, entry] }, { ttlMs: FINISHED_TTL_MS });
-    await this.ledger.append(userId, entry);
+    await this.finish(userId, held.requestId, { state: 'released', at: entry.at, reservation: held, entries: [...entries, entry] }, entry);
     return true;
   }
 
@@ -228,7 +246,7 @@ export class Reservations {
   async sweepExpired(now = Date.now()): Promise<number> {
     let released = 0;
     for (const key of await this.storage.keys(RESERVATION_PREFIX)) {
-      const rec = await this.storage.get<ReservationRecord>(key);
+      const rec = await this.storage.get<OpenRecord>(key);
       if (rec?.state !== 'held' || Date.parse(rec.reservation.expiresAt) > now) continue;
       try {
         if (await this.release(rec.reservation, 'expired')) released++;

@@ -48,6 +48,20 @@ describe.each(backends)('outage and reconcile on $name', (backend) => {
     expect(await rt.billing.reconcile(alice.sub, { staleMs: 0 })).toMatchObject({ consistent: true, repaired: 1, balances: { subscription: 4890 } });
   });
 
+  it('a finish that could not drop the open hold is never released later nor charged twice', async () => {
+    await rt.billing.credit({ userId: alice.sub, tokens: 5000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
+    const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'f-1' });
+    flaky.failNext('delete');
+    await expect(rt.billing.settle(r, { tokensUsed: 100, provider: 'openai', model: 'm' })).rejects.toMatchObject({ appCode: 'UNAVAILABLE' });
+    // The open record is left 'closing': the expiry sweep must not refund it.
+    expect(await rt.billing.sweepExpiredReservations(Date.now() + 3600_000)).toBe(0);
+    expect(await rt.billing.reconcile(alice.sub, { staleMs: 0 })).toMatchObject({ consistent: true, cleared: 1, balances: { subscription: 4890 } });
+    expect(await store.storage.keys('resv:')).toEqual([]);
+    expect(await rt.billing.settle(r, { tokensUsed: 100, provider: 'openai', model: 'm' })).toMatchObject({ tokensCharged: 110, remainingBalance: 4890 });
+    await rt.billing.release(r, 'late');
+    expect((await rt.billing.balances(alice.sub)).subscription).toBe(4890);
+  });
+
   it('a reserve refused by the outage holds nothing', async () => {
     await rt.billing.credit({ userId: alice.sub, tokens: 5000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
     flaky.failNext('increment');

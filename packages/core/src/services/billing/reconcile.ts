@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { ledgerKeys, type AuditReport, type Claim, type Ledger } from './Ledger.js';
-import type { ReservationRecord } from './Reservations.js';
+import { FINISHED_PREFIX, RESERVATION_PREFIX, type ReservationRecord } from './Reservations.js';
 import type { LedgerEntry } from './types.js';
 
 export interface ReconcileReport extends AuditReport {
@@ -27,31 +27,35 @@ export async function reconcile(ledger: Ledger, userId: string, opts: { staleMs?
   const known = new Set((await ledger.entries(userId)).map((e) => e.id));
   const keys = [
     ...(await storage.keys(ledgerKeys.claimPrefix(userId))),
-    ...(await storage.keys(`resv:${encodeURIComponent(userId)}:`)),
+    ...(await storage.keys(`${RESERVATION_PREFIX}${encodeURIComponent(userId)}:`)),
+    ...(await storage.keys(`${FINISHED_PREFIX}${encodeURIComponent(userId)}:`)),
   ];
-  const missing: LedgerEntry[] = [];
+  const missing = new Map<string, LedgerEntry>();
   const stale: Array<{ key: string; rec: AnyRecord }> = [];
   for (const key of keys) {
     const rec = await storage.get<AnyRecord>(key);
     if (!rec || Date.parse(rec.at) > cutoff) continue;
-    if ('entries' in rec) for (const e of rec.entries) if (!known.has(e.id)) missing.push(e);
+    if ('entries' in rec) for (const e of rec.entries) if (!known.has(e.id)) missing.set(e.id, e);
     if (rec.state === 'pending' || rec.state === 'closing') stale.push({ key, rec });
   }
-  missing.sort((a, b) => a.at.localeCompare(b.at));
-  for (const e of missing) {
+  for (const e of [...missing.values()].sort((a, b) => a.at.localeCompare(b.at))) {
     await ledger.append(userId, e);
     known.add(e.id);
   }
   const audit = await ledger.audit(userId);
   let cleared = 0;
-  if (audit.consistent) {
-    for (const { key, rec } of stale) {
-      if (rec.state === 'closing') {
-        if (await storage.compareAndSet<AnyRecord>(key, rec, { ...rec, state: 'held' })) cleared++;
-      } else if (isDeepStrictEqual(await storage.get(key), rec) && (await storage.delete(key))) {
-        cleared++;
-      }
+  for (const { key, rec } of stale) {
+    // A call that finished but could not drop its open record: the finished record is the truth.
+    if (key.startsWith(RESERVATION_PREFIX) && (await storage.get(FINISHED_PREFIX + key.slice(RESERVATION_PREFIX.length))) !== undefined) {
+      if (await storage.delete(key)) cleared++;
+      continue;
+    }
+    if (!audit.consistent) continue;
+    if (rec.state === 'closing') {
+      if (await storage.compareAndSet<AnyRecord>(key, rec, { ...rec, state: 'held' })) cleared++;
+    } else if (isDeepStrictEqual(await storage.get(key), rec) && (await storage.delete(key))) {
+      cleared++;
     }
   }
-  return { ...audit, repaired: missing.length, cleared };
+  return { ...audit, repaired: missing.size, cleared };
 }

@@ -131,7 +131,7 @@ export class OutageStorage implements Storage {
     return this.inner.kind;
   }
   /** The next `times` calls of `method` fail. */
-  failNext(method: 'append' | 'increment' | 'set' | 'compareAndSet', times = 1): void {
+  failNext(method: 'append' | 'increment' | 'set' | 'compareAndSet' | 'delete', times = 1): void {
     this.failing.set(method, times);
   }
   private check(method: string): void {
@@ -143,7 +143,7 @@ export class OutageStorage implements Storage {
   }
   get: Storage['get'] = (k) => this.inner.get(k);
   set: Storage['set'] = async (k, v, o) => (this.check('set'), this.inner.set(k, v, o));
-  delete: Storage['delete'] = (k) => this.inner.delete(k);
+  delete: Storage['delete'] = async (k) => (this.check('delete'), this.inner.delete(k));
   compareAndSet: Storage['compareAndSet'] = async (k, e, v, o) => (this.check('compareAndSet'), this.inner.compareAndSet(k, e, v, o));
   increment: Storage['increment'] = async (k, d, o) => (this.check('increment'), this.inner.increment(k, d, o));
   keys: Storage['keys'] = (p) => this.inner.keys(p);
