@@ -4,7 +4,6 @@ import { PathPolicy, nameSuffixes } from './PathPolicy.js';
 describe('PathPolicy rule 3 (allowedPaths / blockedPaths)', () => {
   it('without rules everything is reachable except the root as a file', () => {
     const p = new PathPolicy({});
-    expect(p.isOpen).toBe(true);
     expect(p.fileAllowed('a/b.txt')).toBe(true);
     expect(p.dirAllowed('a')).toBe(true);
     expect(p.fileAllowed('')).toBe(false);
@@ -37,6 +36,14 @@ describe('PathPolicy rule 3 (allowedPaths / blockedPaths)', () => {
     expect(p.dirAllowed('src/lib')).toBe(true);
     expect(p.dirAllowed('node_modules')).toBe(false);
     expect(p.dirAllowed('secret-project')).toBe(false);
+  });
+
+  it('blockedPaths match composed and decomposed Unicode alike', () => {
+    const p = new PathPolicy({ blockedPaths: ['café/**'], blockedExtensions: ['.résumé'] });
+    expect(p.fileAllowed('café/x.txt')).toBe(false);
+    expect(p.fileAllowed('cafe\u0301/x.txt')).toBe(false);
+    expect(p.fileAllowed('cv.re\u0301sume\u0301')).toBe(false);
+    expect(p.fileAllowed('cafe/x.txt')).toBe(true);
   });
 
   it('blocked wins over allowed', () => {

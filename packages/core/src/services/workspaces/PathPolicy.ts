@@ -48,17 +48,18 @@ export class PathPolicy {
     this.allowedExt = config.allowedExtensions?.map((e) => e.toLowerCase());
   }
 
-  /** True when there is nothing to check (the common case: skips all per-entry work). */
-  get isOpen(): boolean {
-    return this.blocked.length === 0 && this.allowed === undefined && this.blockedExt.size === 0 && this.allowedExt === undefined;
-  }
-
   /**
    * Never reachable: the path itself or any parent directory matches blockedPaths, or any of
    * their names carries a blocked extension (so a folder `keys.pem/` hides its content too).
    */
   isBlocked(rel: string): boolean {
     if ((this.blocked.length === 0 && this.blockedExt.size === 0) || rel === '') return false;
+    // Normalisation-insensitive file systems (APFS) open `café` for `cafe\u0301`: check both forms.
+    if (/[^\u0000-\u007f]/.test(rel)) return [rel, rel.normalize('NFC'), rel.normalize('NFD')].some((form) => this.blockedForm(form));
+    return this.blockedForm(rel);
+  }
+
+  private blockedForm(rel: string): boolean {
     let start = 0;
     for (;;) {
       const end = rel.indexOf('/', start);
