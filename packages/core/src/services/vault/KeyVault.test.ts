@@ -1,5 +1,7 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { backends, type OpenStore } from '../billing/__tests__/kit.js';
+import { redactConfig } from '../../config/redact.js';
+import { resolveConfig } from '../../config/resolveConfig.js';
 import { KeyVault } from './KeyVault.js';
 
 const MASTER = 'vault-master-key-one-0123456789abcdef';
@@ -87,5 +89,17 @@ describe.each(backends)('KeyVault on $name', (backend) => {
     const only2 = new KeyVault(store.storage, { masterKey: MASTER2 });
     expect(await only2.reveal('bob', 'google')).toBe('AIza-bob-google-key-000000');
     expect(await store.dump()).not.toContain('AIza-bob');
+  });
+});
+
+describe('vault configuration', () => {
+  it('redacts the master keys in printed config', () => {
+    const c = redactConfig(resolveConfig({ storage: { type: 'memory' }, billing: { vaultKey: MASTER2, previousVaultKeys: [MASTER], webhookSecret: MASTER } }));
+    expect(c.billing).toMatchObject({ vaultKey: '[redacted]', previousVaultKeys: ['[redacted]'], webhookSecret: '[redacted]' });
+  });
+
+  it('refuses master keys shorter than 32 characters', () => {
+    expect(() => resolveConfig({ billing: { vaultKey: 'short' } })).toThrow(/billing\.vaultKey/);
+    expect(() => resolveConfig({ billing: { previousVaultKeys: ['short'] } })).toThrow(/billing\.previousVaultKeys/);
   });
 });
