@@ -16,6 +16,9 @@ const weather = router({
   when: publicProcedure.query(() => ({ at: new Date('2026-01-02T03:04:05Z') })),
 });
 
+/** The router type a client of this server sees for the custom namespace. */
+const weatherApp = router({ weather });
+
 let s: TestServer;
 beforeAll(async () => {
   s = await startTestServer({ mcp: { auth: { authType: 'none' } }, customRouters: { weather } });
@@ -36,8 +39,8 @@ describe('tRPC (@trpc/client + superjson)', () => {
   }
 
   it('keeps types through superjson (Date) on a custom router', async () => {
-    const client = createTRPCClient<any>({ links: [httpLink({ url: s.url + '/trpc', transformer: superjson })] });
-    const r = (await client.weather.when.query()) as { at: Date };
+    const client = createTRPCClient<typeof weatherApp>({ links: [httpLink({ url: s.url + '/trpc', transformer: superjson })] });
+    const r = await client.weather.when.query();
     expect(r.at).toBeInstanceOf(Date);
     expect(r.at.toISOString()).toBe('2026-01-02T03:04:05.000Z');
   });

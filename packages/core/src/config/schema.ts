@@ -1,3 +1,4 @@
+import type { AnyRouter } from '@trpc/server';
 import { z } from 'zod';
 import { AdminSchema, JwtSchema, McpSchema, OAuthSchema } from './sections/auth.js';
 import { AiSchema, BillingSchema, PROVIDER_IDS } from './sections/ai.js';
@@ -6,7 +7,7 @@ import { StorageSchema } from './sections/storage.js';
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
-const RouterLike = z.custom<Record<string, unknown>>(
+const RouterLike = z.custom<AnyRouter>(
   (v) => typeof v === 'object' && v !== null && '_def' in v && typeof (v as { _def: unknown })._def === 'object',
   'must be a tRPC router (created with router({...}))',
 );

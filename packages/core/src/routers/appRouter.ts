@@ -22,7 +22,7 @@ export const builtinRouter = router({
 export type AppRouter = typeof builtinRouter;
 
 /** Built-in namespaces plus the operator's customRouters (each under its own namespace). */
-export function createAppRouter(customRouters: Record<string, unknown>): AnyRouter {
+export function createAppRouter(customRouters: Record<string, AnyRouter>): AnyRouter {
   if (Object.keys(customRouters).length === 0) return builtinRouter;
-  return router({ ...builtinRouter._def.record, ...(customRouters as Record<string, AnyRouter>) });
+  return router({ ...builtinRouter._def.record, ...customRouters });
 }
