@@ -1,8 +1,8 @@
-import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
+import { createTRPCClient, httpLink, TRPCClientError, type TRPCClient } from '@trpc/client';
 import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
+import { createLogger, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
 import { createTestUpstream, type TestUpstream } from '@ai-backend/core/testing';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
@@ -128,3 +128,47 @@ export function reservedFor(content: string, system: string, maxTokens: number, 
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export type Entry = 'trpc' | 'rpc' | 'mcp';
+export type Outcome<T = any> = { ok: true; data: T } | { ok: false; code: string; appCode?: string; message: string; details?: Record<string, unknown> };
+
+/**
+ * Call any procedure over one real entry point and normalise the outcome: the tRPC client
+ * (query or mutation, as the router says), JSON-RPC on /rpc, or an MCP tools/call (tool name =
+ * last path segment). `seen` collects the raw bodies received.
+ */
+export async function callVia<T = any>(gw: AiServer, entry: Entry, token: string | null, path: string, input?: unknown, seen?: string[]): Promise<Outcome<T>> {
+  if (entry === 'rpc') {
+    const r = await rpcCall<T>(gw.url, token, path, input, seen ? { seen } : {});
+    if (r.error) {
+      // Input errors carry zod issues in data.issues: their messages are what a client reads.
+      const issues = (r.error.data?.issues ?? []) as Array<{ message?: string }>;
+      const message = [r.error.message, ...issues.map((i) => i.message)].join('; ');
+      return { ok: false, code: r.error.data?.code ?? String(r.error.code), appCode: r.error.data?.appCode, message, details: r.error.data?.details };
+    }
+    return { ok: true, data: r.result as T };
+  }
+  if (entry === 'trpc') {
+    const info = procedureIndex(gw.runtime.router).get(path);
+    if (!info) throw new Error(`no procedure ${path}`);
+    const [ns, proc] = path.split('.') as [string, string];
+    const client = trpcClient(gw.url, token ?? undefined, seen) as unknown as Record<string, Record<string, { query(i: unknown): Promise<T>; mutate(i: unknown): Promise<T> }>>;
+    try {
+      const p = client[ns]![proc]!;
+      return { ok: true, data: await (info.type === 'query' ? p.query(input) : p.mutate(input)) };
+    } catch (e) {
+      if (!(e instanceof TRPCClientError)) throw e;
+      return { ok: false, code: (e.data as { code: string }).code, message: e.message };
+    }
+  }
+  const client = await mcpClient(gw.url, token ?? undefined);
+  try {
+    const r = (await client.callTool({ name: path.split('.').pop()!, arguments: (input ?? {}) as Record<string, unknown> })) as { isError?: boolean; content: Array<{ text: string }> };
+    const text = r.content[0]!.text;
+    seen?.push(text);
+    if (r.isError) return { ok: false, code: text.split(':')[0]!, message: text };
+    return { ok: true, data: JSON.parse(text) as T };
+  } finally {
+    await client.close();
+  }
+}
