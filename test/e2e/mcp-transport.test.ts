@@ -169,6 +169,41 @@ describe('resumability (Last-Event-ID)', () => {
     expect((await storage.keys('mcp:ev:')).length).toBeGreaterThan(0);
   });
 
+  it('two instances sharing redis: a session opened on one is served, and its stream resumed, by the other', async () => {
+    const keyPrefix = `ai-backend-test:mcp-multi:${process.pid}:${randomUUID().slice(0, 8)}:`;
+    const instance = async () => {
+      const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { keyPrefix } } }).storage);
+      const runtime = await createRuntime(resolveConfig(baseConfig), { storage });
+      cleanups.push(async () => {
+        for (const key of await storage.keys('')) await storage.delete(key);
+        await runtime.close();
+      });
+      return (await handlerServer({ eventStore: 'storage' }, runtime)).url;
+    };
+    const [a, b] = [await instance(), await instance()];
+    const onA = await openWireSession(a);
+    const onB = { ...onA, url: b, post: (m: unknown, extra?: Record<string, string>) => fetch(b, { method: 'POST', headers: onA.headers(extra), body: JSON.stringify(m) }) };
+
+    // A call on B with A's session id: B takes the session over from its record.
+    const greet = messagesOf(await readSse(await onB.post(call(1, 'greeting', { name: 'Lb' }))));
+    expect(JSON.parse(greet.find((m) => m.id === 1)!.result.content[0].text).greeting).toBe('Hello, Lb!');
+
+    // A stream closed on A is resumed on B from the shared event store.
+    const first = await readSse(await onA.post(call(2, 'poll', { ms: 150 })));
+    await sleep(300);
+    const resumed = await fetch(b, { headers: onA.headers({ accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id! }) });
+    expect(resumed.status).toBe(200);
+    const replay = messagesOf(await readSse(resumed, (ev) => messagesOf(ev).some((m) => m.id === 2)));
+    expect(JSON.parse(replay.find((m) => m.id === 2)!.result.content[0].text).answer).toBe('after reconnect');
+
+    // An unknown session id is still 404 everywhere.
+    expect((await fetch(b, { method: 'POST', headers: onA.headers({ 'mcp-session-id': randomUUID() }), body: JSON.stringify(call(3, 'ping')) })).status).toBe(404);
+    // DELETE on B ends the session for every instance that has not loaded it yet.
+    expect((await fetch(b, { method: 'DELETE', headers: onA.headers() })).status).toBe(200);
+    const c = await instance();
+    expect((await fetch(c, { method: 'POST', headers: onA.headers(), body: JSON.stringify(call(4, 'ping')) })).status).toBe(404);
+  });
+
   it("clients older than 2025-11-25 get no priming event and the answer on the POST stream", async () => {
     const srv = await startTestServer(baseConfig);
     cleanups.push(() => srv.stop());

@@ -11,6 +11,8 @@ import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
 import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
 import type { RootsSync } from './rootsSync.js';
+import { SessionRecords, type SessionRecord } from './sessionRecords.js';
+import { handleStatelessRequest } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { createOriginGuard } from './originGuard.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
@@ -21,6 +23,8 @@ interface Session {
   roots: RootsSync;
   /** The identity that opened the session; later requests must come from the same one. */
   owner: string | null;
+  /** The client's initialize params, kept so another instance can recreate the session. */
+  init: Record<string, unknown>;
   lastSeen: number;
 }
 
@@ -41,6 +45,12 @@ export interface McpHandlerOptions {
   eventStore?: 'memory' | 'storage' | 'none';
   /** The SSE `retry` hint sent in priming events, in ms. Default 1000. */
   retryIntervalMs?: number;
+  /**
+   * Keep a record of each session in core Storage so any instance sharing it (redis) can serve
+   * any session: several instances behind a load balancer without sticky sessions. Default:
+   * on when eventStore is 'storage'.
+   */
+  sessionRecords?: boolean;
 }
 
 const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
@@ -59,12 +69,15 @@ export class McpHandler {
   private readonly sessions = new Map<string, Session>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly guard: (headers: Headers) => string | null;
+  private readonly records: SessionRecords | undefined;
+  private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
   readonly catalog: ToolCatalog;
 
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
     this.catalog = buildToolCatalog(runtime.router);
     this.guard = createOriginGuard(runtime.config);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
+    this.records = (opts.sessionRecords ?? opts.eventStore === 'storage') ? new SessionRecords(runtime.storage, idle) : undefined;
     this.sweeper = setInterval(() => {
       const cutoff = Date.now() - idle;
       for (const [id, s] of this.sessions) if (s.lastSeen < cutoff) void this.closeSession(id);
@@ -80,6 +93,7 @@ export class McpHandler {
     const s = this.sessions.get(id);
     if (!s) return;
     this.sessions.delete(id);
+    this.records?.forget(id);
     await s.transport.close().catch(() => undefined);
   }
 
@@ -158,7 +172,7 @@ export class McpHandler {
       const overToolLimit = await limits.toolCalls(messages, identity);
       if (overToolLimit) return overToolLimit;
 
-      if (runtime.config.mcp.sessionMode === 'stateless') return this.handleStateless(c.req.raw, body.value, authInfo);
+      if (runtime.config.mcp.sessionMode === 'stateless') return handleStatelessRequest(runtime, this.catalog, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json');
 
       if (!sessionId) {
         if (!messages.some((m) => isInitializeRequest(m))) {
@@ -166,7 +180,7 @@ export class McpHandler {
         }
         return this.openSession(c.req.raw, body.value, authInfo, identity);
       }
-      const session = this.lookup(sessionId, identity);
+      const session = await this.lookup(sessionId, identity, authInfo);
       if (session instanceof Response) return session;
       return session.transport.handleRequest(c.req.raw, { parsedBody: body.value, authInfo });
     }
@@ -174,10 +188,13 @@ export class McpHandler {
     if (c.req.method === 'GET' || c.req.method === 'DELETE') {
       if (runtime.config.mcp.sessionMode === 'stateless') return jsonRpcError(405, -32000, 'Method not allowed in stateless mode', { Allow: 'POST' });
       if (!sessionId) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-      const session = this.lookup(sessionId, identity);
+      const session = await this.lookup(sessionId, identity, authInfo);
       if (session instanceof Response) return session;
       const res = await session.transport.handleRequest(c.req.raw, { authInfo });
-      if (c.req.method === 'DELETE') this.sessions.delete(sessionId);
+      if (c.req.method === 'DELETE') {
+        this.sessions.delete(sessionId);
+        if (res.ok) await this.records?.remove(sessionId);
+      }
       // The GET stream is the channel for server-initiated requests such as roots/list.
       else if (res.ok && res.headers.get('content-type')?.includes('text/event-stream')) session.roots.streamOpened();
       return res;
@@ -185,13 +202,42 @@ export class McpHandler {
     return jsonRpcError(405, -32000, 'Method not allowed', { Allow: 'GET, POST, DELETE' });
   }
 
-  private lookup(sessionId: string, identity: Identity | null): Session | Response {
-    const session = this.sessions.get(sessionId);
+  private async lookup(sessionId: string, identity: Identity | null, authInfo: object): Promise<Session | Response> {
+    const session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo));
     if (!session) return jsonRpcError(404, -32001, 'Session not found');
     // Sessions are bound to the identity that opened them (MCP security best practices).
     if (session.owner !== null && session.owner !== identity?.sub) return jsonRpcError(404, -32001, 'Session not found');
     session.lastSeen = Date.now();
+    this.records?.touch(sessionId, () => ({ owner: session.owner, init: session.init }));
     return session;
+  }
+
+  /**
+   * A session another instance opened (its record is in shared storage): recreate it here by
+   * replaying its initialize handshake into a fresh transport and server. Events that instance
+   * stored stay replayable (storage event store); a call still running there is not moved.
+   */
+  private rehydrate(sessionId: string, identity: Identity | null, authInfo: object): Promise<Session | undefined> {
+    if (!this.records) return Promise.resolve(undefined);
+    let pending = this.rehydrating.get(sessionId);
+    if (!pending) {
+      pending = (async () => {
+        const record: SessionRecord | undefined = await this.records!.load(sessionId).catch(() => undefined);
+        if (!record || (record.owner !== null && record.owner !== identity?.sub)) return undefined;
+        if (this.sessions.size >= (this.opts.maxSessions ?? 10_000)) return undefined;
+        const { transport } = await this.startSession(sessionId, record.owner, record.init);
+        const url = 'http://localhost/mcp';
+        const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+        const initialize = { jsonrpc: '2.0', id: `rehydrate-${sessionId}`, method: 'initialize', params: record.init };
+        await (await transport.handleRequest(new Request(url, { method: 'POST', headers }), { parsedBody: initialize, authInfo: authInfo as never })).text();
+        const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+        await transport.handleRequest(new Request(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': sessionId } }), { parsedBody: initialized, authInfo: authInfo as never });
+        this.runtime.logger.debug('MCP session taken over from shared storage', { sessionId });
+        return this.sessions.get(sessionId);
+      })().finally(() => this.rehydrating.delete(sessionId));
+      this.rehydrating.set(sessionId, pending);
+    }
+    return pending;
   }
 
   private createEventStore(sessionId: string): EventStore | undefined {
@@ -202,15 +248,25 @@ export class McpHandler {
 
   private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null): Promise<Response> {
     if (this.sessions.size >= (this.opts.maxSessions ?? 10_000)) return jsonRpcError(503, -32000, 'too many sessions', { 'Retry-After': '30' });
+    const messages: unknown[] = Array.isArray(body) ? body : [body];
+    const init = (messages.find((m) => isInitializeRequest(m)) as { params?: Record<string, unknown> } | undefined)?.params ?? {};
     // The id is drawn up front so a storage-backed event store can be keyed by it.
-    const sid = randomUUID();
+    const { transport } = await this.startSession(randomUUID(), identity?.sub ?? null, init);
+    return transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
+  }
+
+  /** A transport and server for one session id, registered once its initialize completes. */
+  private async startSession(sid: string, owner: string | null, init: Record<string, unknown>): Promise<{ transport: WebStandardStreamableHTTPServerTransport }> {
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => sid,
       enableJsonResponse: (this.opts.responseMode ?? 'sse') === 'json',
       eventStore: this.createEventStore(sid),
       retryInterval: this.opts.retryIntervalMs ?? 1000,
-      onsessioninitialized: (id) => {
-        this.sessions.set(id, { transport, server, roots, owner: identity?.sub ?? null, lastSeen: Date.now() });
+      onsessioninitialized: async (id) => {
+        this.sessions.set(id, { transport, server, roots, owner, init, lastSeen: Date.now() });
+        await this.records?.save(id, { owner, init }).catch((err: unknown) => {
+          this.runtime.logger.warn('MCP session record not saved', { error: err instanceof Error ? err.message : String(err) });
+        });
       },
       onsessionclosed: (id) => {
         this.sessions.delete(id);
@@ -218,41 +274,6 @@ export class McpHandler {
     });
     const { server, roots } = createMcpServer(this.runtime, this.catalog, () => transport.sessionId, 'stateful');
     await server.connect(transport);
-    return transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
-  }
-
-  private async handleStateless(req: Request, body: unknown, authInfo: object): Promise<Response> {
-    const json = (this.opts.responseMode ?? 'json') === 'json';
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
-    const { server } = createMcpServer(this.runtime, this.catalog, () => undefined, 'stateless');
-    await server.connect(transport);
-    let res: Response;
-    try {
-      res = await transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
-    } catch (err) {
-      void server.close();
-      throw err;
-    }
-    // A JSON answer is complete here; an SSE one when its stream ends (or the client leaves).
-    if (!res.body || !res.headers.get('content-type')?.includes('text/event-stream')) {
-      void server.close();
-      return res;
-    }
-    const reader = res.body.getReader();
-    const done = () => void server.close();
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const { done: end, value } = await reader.read();
-        if (end) {
-          controller.close();
-          done();
-        } else controller.enqueue(value);
-      },
-      cancel(reason) {
-        done();
-        return reader.cancel(reason);
-      },
-    });
-    return new Response(stream, { status: res.status, headers: res.headers });
+    return { transport };
   }
 }

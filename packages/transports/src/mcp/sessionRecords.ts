@@ -1,0 +1,54 @@
+import type { Storage } from '@ai-backend/core';
+
+/** What another instance needs to take over a session: who owns it and how it was initialized. */
+export interface SessionRecord {
+  owner: string | null;
+  /** The client's initialize params (protocolVersion, capabilities, clientInfo). */
+  init: Record<string, unknown>;
+}
+
+const KEY = 'mcp:session:';
+
+/**
+ * Sessions shared across instances through core Storage (redis): a request for a session this
+ * process does not hold is served by recreating it from its record, so a load balancer may send
+ * any request to any instance. Records expire after the idle time; activity refreshes them at
+ * most once a minute per session to keep writes low.
+ */
+export class SessionRecords {
+  private readonly touched = new Map<string, number>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly ttlMs: number,
+  ) {}
+
+  async save(id: string, record: SessionRecord): Promise<void> {
+    await this.storage.set(KEY + id, record, { ttlMs: this.ttlMs });
+    this.touched.set(id, Date.now());
+  }
+
+  async load(id: string): Promise<SessionRecord | undefined> {
+    // Session ids are UUIDs; anything else cannot be ours and is not looked up.
+    if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
+    return this.storage.get<SessionRecord>(KEY + id);
+  }
+
+  /** Keep the record alive while the session is used (throttled). */
+  touch(id: string, record: () => SessionRecord): void {
+    const last = this.touched.get(id) ?? 0;
+    if (Date.now() - last < 60_000) return;
+    this.touched.set(id, Date.now());
+    void this.storage.set(KEY + id, record(), { ttlMs: this.ttlMs }).catch(() => undefined);
+  }
+
+  async remove(id: string): Promise<void> {
+    this.touched.delete(id);
+    await this.storage.delete(KEY + id).catch(() => false);
+  }
+
+  /** This process no longer holds the session (the record stays for other instances). */
+  forget(id: string): void {
+    this.touched.delete(id);
+  }
+}
