@@ -39,8 +39,9 @@ export interface McpHandlerOptions {
    */
   responseMode?: 'sse' | 'json';
   /**
-   * Resumability (Last-Event-ID) for SSE streams: 'memory' (default, per session, bounded),
-   * 'storage' (core Storage, e.g. redis, so events survive the process), or 'none'.
+   * Resumability (Last-Event-ID) for SSE streams: 'memory' (per session, bounded), 'storage'
+   * (core Storage, so events outlive the process), or 'none'. Default: 'storage' when the
+   * storage backend is redis (several instances), else 'memory'.
    */
   eventStore?: 'memory' | 'storage' | 'none';
   /** The SSE `retry` hint sent in priming events, in ms. Default 1000. */
@@ -70,6 +71,7 @@ export class McpHandler {
   private readonly sweeper: NodeJS.Timeout;
   private readonly guard: (headers: Headers) => string | null;
   private readonly records: SessionRecords | undefined;
+  private readonly eventStoreKind: 'memory' | 'storage' | 'none';
   private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
   readonly catalog: ToolCatalog;
 
@@ -77,7 +79,8 @@ export class McpHandler {
     this.catalog = buildToolCatalog(runtime.router);
     this.guard = createOriginGuard(runtime.config);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
-    this.records = (opts.sessionRecords ?? opts.eventStore === 'storage') ? new SessionRecords(runtime.storage, idle) : undefined;
+    this.eventStoreKind = opts.eventStore ?? (runtime.config.storage.type === 'redis' ? 'storage' : 'memory');
+    this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.storage, idle) : undefined;
     this.sweeper = setInterval(() => {
       const cutoff = Date.now() - idle;
       for (const [id, s] of this.sessions) if (s.lastSeen < cutoff) void this.closeSession(id);
@@ -241,7 +244,7 @@ export class McpHandler {
   }
 
   private createEventStore(sessionId: string): EventStore | undefined {
-    const kind = this.opts.eventStore ?? 'memory';
+    const kind = this.eventStoreKind;
     if (kind === 'none') return undefined;
     return kind === 'storage' ? new StorageEventStore(this.runtime.storage, sessionId) : new MemoryEventStore();
   }
