@@ -1,0 +1,172 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ConfigInput } from '@ai-backend/core';
+import { createTestUpstream, creditTokens, reservedFor, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * 200 concurrent ai.generateText calls over HTTP for one user whose balance covers about 50:
+ * the balance never goes below zero, exactly the affordable number succeed, and the ledger sums
+ * to the final balance. Once on one server (file store), once on two servers sharing Redis
+ * with the requests alternating between them.
+ *
+ * The upstream answers with exactly maxTokens output tokens and counts input tokens the way
+ * the server estimates them, so every call is charged exactly what it reserved: the number of
+ * calls the balance allows is then exact, not a range.
+ */
+const CALLS = 200;
+const AFFORDABLE = 50;
+const SYSTEM = 'Answer briefly.';
+const MAX_TOKENS = 100;
+const content = (i: number) => `concurrent call ${String(i).padStart(3, '0')}`;
+const CHARGE = reservedFor(content(0), SYSTEM, MAX_TOKENS);
+
+let upstream: TestUpstream;
+beforeAll(async () => {
+  upstream = await createTestUpstream({ outputTokens: 1000, latencyMs: 40 });
+});
+afterAll(() => upstream.close());
+
+interface RunResult {
+  ok: number;
+  refusals: Record<string, number>;
+  charged: number;
+  minSeen: number;
+}
+
+/** Fire all calls at once, alternating between servers, while sampling the balance. */
+async function burst(servers: AiServer[], sub: string, token: string): Promise<RunResult> {
+  let sampling = true;
+  let minSeen = Number.POSITIVE_INFINITY;
+  const sampler = (async () => {
+    while (sampling) {
+      const b = await servers[0]!.runtime.billing.balances(sub);
+      minSeen = Math.min(minSeen, b.subscription, b.one_time);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  })();
+  const replies = await Promise.all(
+    Array.from({ length: CALLS }, (_, i) =>
+      rpcCall(servers[i % servers.length]!.url, token, 'ai.generateText', { content: content(i), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } }),
+    ),
+  );
+  sampling = false;
+  await sampler;
+  const refusals: Record<string, number> = {};
+  let ok = 0;
+  let charged = 0;
+  for (const r of replies) {
+    if (r.result) {
+      ok++;
+      charged += r.result.tokenUsage.tokensCharged;
+      expect(r.result.tokenUsage.tokensCharged).toBe(CHARGE);
+    } else {
+      const code = r.error?.data?.code ?? 'none';
+      refusals[code] = (refusals[code] ?? 0) + 1;
+    }
+  }
+  return { ok, refusals, charged, minSeen };
+}
+
+async function check(servers: AiServer[], sub: string, token: string, initial: number, r: RunResult) {
+  expect(r.minSeen).toBeGreaterThanOrEqual(0);
+  expect(r.ok).toBe(AFFORDABLE);
+  expect(r.refusals).toEqual({ PAYMENT_REQUIRED: CALLS - AFFORDABLE });
+  expect(r.charged).toBe(AFFORDABLE * CHARGE);
+  const final = initial - r.charged;
+  expect(final).toBeGreaterThanOrEqual(0);
+  expect(final).toBeLessThan(CHARGE);
+  for (const s of servers) {
+    const bal = (await rpcCall(s.url, token, 'billing.getTokenBalance')).result;
+    expect(bal.virtualTokenBalance).toBe(final);
+  }
+  const audit = await servers[0]!.runtime.billing.ledger.audit(sub);
+  expect(audit).toEqual({ balances: { subscription: final, one_time: 0 }, sums: { subscription: final, one_time: 0 }, consistent: true });
+  const usage = (await rpcCall(servers[1 % servers.length]!.url, token, 'billing.getUsageHistory', { limit: 1000 })).result.usage as Array<{ tokensCharged: number }>;
+  expect(usage).toHaveLength(AFFORDABLE);
+  expect(initial - usage.reduce((s, u) => s + u.tokensCharged, 0)).toBe(final);
+  // Refused calls never reached the upstream.
+  expect(upstream.requests.filter((q) => q.content.startsWith('concurrent call'))).toHaveLength(AFFORDABLE);
+}
+
+describe('200 concurrent calls, balance for about 50', () => {
+  it('one server, file store', async () => {
+    upstream.reset();
+    const dir = await mkdtemp(join(tmpdir(), 'ai-conc-'));
+    const gw = await startAiServer(upstream, { storage: { type: 'file', dir } });
+    try {
+      const sub = 'conc-file-user';
+      const token = await tokenFor(sub);
+      const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
+      await creditTokens(gw.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-file-1');
+      const r = await burst([gw], sub, token);
+      await check([gw], sub, token, initial, r);
+    } finally {
+      await gw.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('two servers sharing Redis, requests alternating between them', async () => {
+    upstream.reset();
+    const keyPrefix = `e2e-ai-conc-${randomUUID()}:`;
+    const redis: ConfigInput = { storage: { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } } };
+    const a = await startAiServer(upstream, redis);
+    const b = await startAiServer(upstream, redis);
+    try {
+      const sub = 'conc-redis-user';
+      const token = await tokenFor(sub);
+      const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
+      await creditTokens(b.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-redis-1');
+      const r = await burst([a, b], sub, token);
+      await check([a, b], sub, token, initial, r);
+      // Both instances did real work.
+      const served = (s: AiServer) => s.runtime.ai.registryHealth();
+      for (const s of [a, b]) {
+        const h = served(s);
+        if (h.status === 'unhealthy') throw new Error(h.error.message);
+        expect(h.providers.openai.calls).toBeGreaterThan(0);
+      }
+    } finally {
+      await a.stop();
+      await b.stop();
+      const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+      await client.connect();
+      const keys = await client.keys(`${keyPrefix}*`);
+      if (keys.length) await client.del(...keys);
+      await client.quit();
+    }
+  });
+
+  it('with refunds (calls use less than they hold): never below zero, never more than the balance, ledger sums', async () => {
+    upstream.reset();
+    const gw = await startAiServer(upstream, { storage: { type: 'memory' } });
+    try {
+      const sub = 'conc-refund-user';
+      const token = await tokenFor(sub);
+      const text = (i: number) => `${content(i)} [[upstream:output=10]]`;
+      const hold = reservedFor(text(0), SYSTEM, MAX_TOKENS);
+      const used = Math.ceil((text(0).length + SYSTEM.length) / 4) + 10;
+      const charge = used + Math.ceil(used * 0.1);
+      const initial = AFFORDABLE * hold;
+      await creditTokens(gw.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-refund-1');
+      const replies = await Promise.all(
+        Array.from({ length: CALLS }, (_, i) => rpcCall(gw.url, token, 'ai.generateText', { content: text(i), systemPrompt: SYSTEM, provider: 'anthropic', options: { maxTokens: MAX_TOKENS } })),
+      );
+      const ok = replies.filter((r) => r.result);
+      expect(ok.every((r) => r.result.tokenUsage.tokensCharged === charge)).toBe(true);
+      expect(replies.filter((r) => r.error).every((r) => r.error!.data?.code === 'PAYMENT_REQUIRED')).toBe(true);
+      // At least what the holds allow; never more than the balance pays for.
+      expect(ok.length).toBeGreaterThanOrEqual(AFFORDABLE);
+      expect(ok.length * charge).toBeLessThanOrEqual(initial);
+      const final = initial - ok.length * charge;
+      expect((await rpcCall(gw.url, token, 'billing.getTokenBalance')).result.virtualTokenBalance).toBe(final);
+      expect(await gw.runtime.billing.ledger.audit(sub)).toMatchObject({ consistent: true, balances: { subscription: final } });
+    } finally {
+      await gw.stop();
+    }
+  });
+});
