@@ -22,7 +22,7 @@ afterAll(async () => {
 type Workspace = { uri: string; name?: string; source?: string };
 
 async function listWorkspaces(client: Client): Promise<Workspace[]> {
-  const r = await client.callTool({ name: 'listClientWorkspaces', arguments: {} });
+  const r = await client.callTool({ name: 'listClientWorkspaces', arguments: { detailed: true } });
   const text = (r.content as Array<{ text: string }>)[0]!.text;
   const parsed = JSON.parse(text) as Workspace[] | { workspaces: Workspace[] };
   return Array.isArray(parsed) ? parsed : parsed.workspaces;

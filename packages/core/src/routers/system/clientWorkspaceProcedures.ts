@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_URI_LENGTH } from '../../services/workspaces/ClientWorkspaceService.js';
+import { MAX_URI_LENGTH, type ClientWorkspace } from '../../services/workspaces/ClientWorkspaceService.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
 import type { Context } from '../../trpc/context.js';
 import { publicProcedure } from '../../trpc/procedures.js';
@@ -41,10 +41,17 @@ export const clientWorkspaceProcedures = {
     .input(z.object({ id: z.string().max(64) }))
     .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.unregister(clientWorkspaceOwner(ctx), input.id)),
 
+  // The spec's output is an array of strings: the ids (what unregisterClientWorkspace takes).
+  // `detailed: true` returns the records (uri, name, source...) instead.
   listClientWorkspaces: publicProcedure
     .meta({
-      description: 'List your client workspaces: registered ones and the roots your MCP session reported',
+      description:
+        'List the ids of your client workspaces: registered ones and the roots your MCP session reported (detailed: true for id, uri, name, description, source)',
       mcp: { name: 'listClientWorkspaces', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .query(({ ctx }) => ctx.runtime.clientWorkspaces.list(clientWorkspaceOwner(ctx), ctx.mcp?.sessionId)),
+    .input(z.object({ detailed: z.boolean().default(false).describe('Return records instead of ids') }).optional())
+    .query(async ({ ctx, input }): Promise<string[] | ClientWorkspace[]> => {
+      const all = await ctx.runtime.clientWorkspaces.list(clientWorkspaceOwner(ctx), ctx.mcp?.sessionId);
+      return input?.detailed ? all : all.map((w) => w.id);
+    }),
 };

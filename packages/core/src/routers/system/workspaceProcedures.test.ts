@@ -184,8 +184,13 @@ describe('system client workspace procedures', () => {
     const rt = await makeRuntime(workspaceConfig());
     const reg = { id: 'proj', uri: `file://${fixture.base}`, name: 'Project' };
     expect(await call(rt, 'system.registerClientWorkspace', reg, alice)).toEqual({ ok: true, data: { success: true, id: 'proj', message: "client workspace 'proj' registered" } });
-    expect((await call(rt, 'system.listClientWorkspaces', undefined, alice)).data).toMatchObject([{ id: 'proj', uri: `file://${fixture.base}`, name: 'Project', source: 'registered' }]);
+    // The spec's array of strings (ids) by default; records with detailed: true.
+    expect((await call(rt, 'system.listClientWorkspaces', undefined, alice)).data).toEqual(['proj']);
+    expect((await call(rt, 'system.listClientWorkspaces', { detailed: false }, alice)).data).toEqual(['proj']);
+    expect((await call(rt, 'system.listClientWorkspaces', { detailed: true }, alice)).data).toMatchObject([{ id: 'proj', uri: `file://${fixture.base}`, name: 'Project', source: 'registered' }]);
     expect((await call(rt, 'system.listClientWorkspaces', undefined, bob)).data).toEqual([]);
+    expect((await call(rt, 'system.listClientWorkspaces', { detailed: true }, bob)).data).toEqual([]);
+    expect(await call(rt, 'system.listClientWorkspaces', { detailed: 'yes' }, alice)).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
     expect(await call(rt, 'system.unregisterClientWorkspace', { id: 'proj' }, bob)).toMatchObject({ ok: false, code: 'NOT_FOUND' });
     // A client workspace id is not a server workspace id: its folder stays unreachable.
     expect(await call(rt, 'system.readFile', { workspaceId: 'proj', path: 'secret.txt' }, alice)).toMatchObject({ ok: false, code: 'NOT_FOUND' });
@@ -199,7 +204,8 @@ describe('system client workspace procedures', () => {
     rt.clientWorkspaces.setSessionRoots('sess-1', [{ uri: 'file:///home/me/code', name: 'code' }]);
     const s1 = { sessionId: 'sess-1', toolName: 'listClientWorkspaces' };
     await call(rt, 'system.registerClientWorkspace', { id: 'mine', uri: 'file:///home/me/other' }, null, { ...s1, toolName: 'registerClientWorkspace' });
-    const listed = await call(rt, 'system.listClientWorkspaces', undefined, null, s1);
+    expect((await call(rt, 'system.listClientWorkspaces', undefined, null, s1)).data).toEqual(['mine', 'root-1']);
+    const listed = await call(rt, 'system.listClientWorkspaces', { detailed: true }, null, s1);
     expect(listed.data.map((w: { id: string; source: string }) => [w.id, w.source])).toEqual([
       ['mine', 'registered'],
       ['root-1', 'mcp-roots'],
