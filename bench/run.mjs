@@ -56,3 +56,10 @@ console.log(`\n## Transports (${duration}s per scenario, 50 connections, node ${
 console.log(table(rows, rows[0]));
 console.log(`\ncold start to first /health (median of 5): ${Math.round(cold[2])} ms`);
 console.log(`RSS idle after start: ${idleRss} MB; after load: ${loadedRss} MB`);
+
+// ---------------------------------------------------------------------------------------------
+// Auth overhead (issue 4; owned by the auth/security helper, see bench/authOverhead.mjs): the
+// transport scenarios with a valid HS256 JWT on every request, as a ratio to the same scenario
+// without auth, measured in this run. Target: JWT at most 10% slower.
+const { authOverhead } = await import('./authOverhead.mjs');
+console.log(await authOverhead(duration));
