@@ -16,7 +16,7 @@ afterAll(() => s.stop());
 
 function signed(body: string, secret = WEBHOOK_SECRET, ts = Math.floor(Date.now() / 1000)) {
   const sig = createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex');
-  return { method: 'POST', headers: { 'content-type': 'application/json', 'x-signature': `sha256=${sig}`, 'x-timestamp': String(ts) }, body };
+  return { method: 'POST', headers: { 'content-type': 'application/json', 'x-webhook-signature': `sha256=${sig}`, 'x-webhook-timestamp': String(ts) }, body };
 }
 
 const balance = async () => {

@@ -5,8 +5,8 @@ import { CORE_ERROR_TABLE, handlePurchaseWebhook, isCoreError, type Runtime } fr
 const MAX_WEBHOOK_BYTES = 64 * 1024;
 
 /**
- * POST /webhooks/purchase: the HMAC-signed purchase webhook (headers `x-signature` and
- * `x-timestamp`). Verification and idempotency live in core; this only reads the raw body.
+ * POST /webhooks/purchase: the HMAC-signed purchase webhook (headers `x-webhook-signature` and
+ * `x-webhook-timestamp`; the shorter `x-signature` / `x-timestamp` are accepted too). Verification and idempotency live in core; this only reads the raw body.
  */
 export function purchaseWebhookHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {
@@ -17,8 +17,8 @@ export function purchaseWebhookHandler(getRuntime: () => Promise<Runtime>): Hand
     try {
       const result = await handlePurchaseWebhook(runtime, {
         rawBody,
-        signatureHeader: c.req.header('x-signature'),
-        timestampHeader: c.req.header('x-timestamp'),
+        signatureHeader: c.req.header('x-webhook-signature') ?? c.req.header('x-signature'),
+        timestampHeader: c.req.header('x-webhook-timestamp') ?? c.req.header('x-timestamp'),
       });
       return c.json(result.body, result.status);
     } catch (err) {
