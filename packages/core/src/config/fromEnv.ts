@@ -19,6 +19,8 @@ export function configFromEnv(env: Env): ConfigInput {
   if (env.JWT_SECRET) set(['jwt', 'secret'], env.JWT_SECRET);
   if (env.OAUTH_ENCRYPTION_KEY) set(['oauth', 'encryptionKey'], env.OAUTH_ENCRYPTION_KEY);
   if (env.LOG_LEVEL) set(['monitoring', 'logging', 'level'], env.LOG_LEVEL);
+  if (env.BYOK_VAULT_KEY) set(['billing', 'vaultKey'], env.BYOK_VAULT_KEY);
+  if (env.PURCHASE_WEBHOOK_SECRET) set(['billing', 'webhookSecret'], env.PURCHASE_WEBHOOK_SECRET);
   if (env.REDIS_URL) {
     const u = new URL(env.REDIS_URL);
     set(['storage', 'type'], 'redis');
