@@ -7,11 +7,17 @@ export interface MemoryEventStoreOptions {
   maxEventsPerStream?: number;
   /** Streams kept; the least recently written is dropped first. Default 200. */
   maxStreams?: number;
+  /**
+   * Approximate bytes kept (JSON size); the least recently written streams are dropped first,
+   * but the newest event always stays. Default 2 MiB.
+   */
+  maxBytes?: number;
 }
 
 interface Stream {
   seq: number;
-  events: Array<{ seq: number; message: JSONRPCMessage }>;
+  bytes: number;
+  events: Array<{ seq: number; message: JSONRPCMessage; bytes: number }>;
 }
 
 /**
@@ -23,10 +29,13 @@ export class MemoryEventStore implements EventStore {
   private readonly streams = new Map<string, Stream>();
   private readonly maxEvents: number;
   private readonly maxStreams: number;
+  private readonly maxBytes: number;
+  private bytes = 0;
 
   constructor(opts: MemoryEventStoreOptions = {}) {
     this.maxEvents = opts.maxEventsPerStream ?? 1000;
     this.maxStreams = opts.maxStreams ?? 200;
+    this.maxBytes = opts.maxBytes ?? 2 * 1024 * 1024;
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
@@ -34,14 +43,38 @@ export class MemoryEventStore implements EventStore {
     if (stream) {
       this.streams.delete(streamId); // re-insert: Map order is our LRU order
     } else {
-      stream = { seq: 0, events: [] };
-      if (this.streams.size >= this.maxStreams) this.streams.delete(this.streams.keys().next().value!);
+      stream = { seq: 0, bytes: 0, events: [] };
+      if (this.streams.size >= this.maxStreams) this.dropStream(this.streams.keys().next().value!);
     }
     this.streams.set(streamId, stream);
     const seq = ++stream.seq;
-    stream.events.push({ seq, message });
-    if (stream.events.length > this.maxEvents) stream.events.splice(0, stream.events.length - this.maxEvents);
+    const bytes = JSON.stringify(message).length;
+    stream.events.push({ seq, message, bytes });
+    stream.bytes += bytes;
+    this.bytes += bytes;
+    if (stream.events.length > this.maxEvents) this.dropOldest(stream, stream.events.length - this.maxEvents);
+    // Over the byte budget: drop whole streams, least recently written first, then this
+    // stream's oldest events; the event just stored always stays.
+    for (const [id, s] of this.streams) {
+      if (this.bytes <= this.maxBytes || s === stream) break;
+      this.dropStream(id);
+    }
+    if (this.bytes > this.maxBytes) this.dropOldest(stream, stream.events.length - 1);
     return formatEventId(streamId, seq);
+  }
+
+  private dropStream(id: string): void {
+    const s = this.streams.get(id);
+    if (!s) return;
+    this.bytes -= s.bytes;
+    this.streams.delete(id);
+  }
+
+  private dropOldest(stream: Stream, count: number): void {
+    for (const e of stream.events.splice(0, Math.max(0, count))) {
+      stream.bytes -= e.bytes;
+      this.bytes -= e.bytes;
+    }
   }
 
   async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
@@ -61,6 +94,11 @@ export class MemoryEventStore implements EventStore {
       if (e.seq > parsed.seq && !isPriming(e.message)) await send(formatEventId(parsed.streamId, e.seq), e.message);
     }
     return parsed.streamId;
+  }
+
+  /** Approximate bytes held. */
+  get byteSize(): number {
+    return this.bytes;
   }
 
   /** Number of events held (for tests and metrics). */

@@ -68,6 +68,22 @@ describe.each(backends)('event store: %s', (_name, make) => {
 });
 
 describe('MemoryEventStore bounds', () => {
+  it('keeps its approximate byte budget, dropping the least recently written streams first', async () => {
+    const store = new MemoryEventStore({ maxBytes: 10_000 });
+    const big = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', id: n, result: { text: 'x'.repeat(3000) } });
+    const a = await store.storeEvent('a', big(1));
+    await store.storeEvent('b', big(2));
+    await store.storeEvent('c', big(3));
+    expect(await store.getStreamIdForEventId(a)).toBe('a');
+    await store.storeEvent('d', big(4)); // over budget: 'a' goes
+    expect(await store.getStreamIdForEventId(a)).toBeUndefined();
+    expect(store.byteSize).toBeLessThanOrEqual(10_000);
+    // One event larger than the whole budget still stays (it is the newest).
+    const huge = await store.storeEvent('e', { jsonrpc: '2.0', id: 9, result: { text: 'y'.repeat(20_000) } });
+    expect(await store.getStreamIdForEventId(huge)).toBe('e');
+    expect(store.size).toBe(1);
+  });
+
   it('keeps at most maxEventsPerStream per stream and maxStreams streams', async () => {
     const store = new MemoryEventStore({ maxEventsPerStream: 3, maxStreams: 2 });
     const ids: string[] = [];
