@@ -27,7 +27,9 @@ let idp: TestIdp;
 const servers: AiBackendServer[] = [];
 const clients: Client[] = [];
 
-function configFor(port: number, extra: Partial<NonNullable<ConfigInput['oauth']>> = {}): ConfigInput {
+type OAuthInput = NonNullable<NonNullable<ConfigInput>['oauth']>;
+
+function configFor(port: number, extra: Partial<OAuthInput> = {}): ConfigInput {
   return {
     host: '127.0.0.1',
     port,
@@ -99,7 +101,7 @@ afterAll(() => idp.close());
 
 /** Servers in one file share the IdP, whose client redirect URI is fixed: keep one port. */
 let port = 0;
-async function startServer(extra: Partial<NonNullable<ConfigInput['oauth']>> = {}) {
+async function startServer(extra: Partial<OAuthInput> = {}) {
   const started = await start(configFor(port, extra));
   if (port === 0) {
     port = Number(new URL(started.base).port);

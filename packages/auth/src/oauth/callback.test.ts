@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BASE, pkce, REDIRECT, register, signIn, startHarness, type Harness } from './__tests__/harness.js';
 import { SessionStore } from './sessionStore.js';
 import { sha256 } from './crypto.js';
+import type { SessionRecord } from './records.js';
 
 let h: Harness;
 afterEach(() => h?.close());
@@ -31,7 +32,7 @@ describe('GET /oauth/callback', () => {
     const store = new SessionStore(h.storage, 'k'.repeat(40));
     const keys = await h.storage.keys('oauth:session:');
     expect(keys).toHaveLength(1);
-    const session = await store.get<Record<string, unknown>>('session', keys[0]!.slice('oauth:session:'.length));
+    const session = await store.get<SessionRecord>('session', keys[0]!.slice('oauth:session:'.length));
     expect(session).toMatchObject({ sub: 'user-1', email: 'alice@example.com', name: 'Alice' });
     expect(JSON.stringify(session)).not.toMatch(/access_token|id_token/);
   });
@@ -77,7 +78,7 @@ describe('GET /oauth/callback', () => {
     await signIn(h, client.client_id, pkce().challenge, { scope: 'mcp mcp:admin' });
     const store = new SessionStore(h.storage, 'k'.repeat(40));
     const [key] = await h.storage.keys('oauth:session:');
-    const session = await store.get<{ email?: string; scopes: string[] }>('session', key!.slice('oauth:session:'.length));
+    const session = await store.get<SessionRecord>('session', key!.slice('oauth:session:'.length));
     expect(session?.email).toBeUndefined();
     expect(session?.scopes).toEqual(['mcp']);
   });
@@ -88,6 +89,6 @@ describe('GET /oauth/callback', () => {
     await signIn(h, client.client_id, pkce().challenge, { scope: 'mcp mcp:admin' });
     const store = new SessionStore(h.storage, 'k'.repeat(40));
     const [key] = await h.storage.keys('oauth:session:');
-    expect((await store.get<{ scopes: string[] }>('session', key!.slice('oauth:session:'.length)))?.scopes).toEqual(['mcp', 'mcp:admin']);
+    expect((await store.get<SessionRecord>('session', key!.slice('oauth:session:'.length)))?.scopes).toEqual(['mcp', 'mcp:admin']);
   });
 });

@@ -39,11 +39,8 @@ describe('POST /oauth/token: authorization_code', () => {
     h = await startHarness();
     const client = await register(h);
     const other = await register(h);
-    for (const bad of [
-      { code_verifier: pkce().verifier },
-      { redirect_uri: 'http://127.0.0.1:9999/callback' },
-      { client_id: other.client_id },
-    ]) {
+    const bads: Array<Record<string, string>> = [{ code_verifier: pkce().verifier }, { redirect_uri: 'http://127.0.0.1:9999/callback' }, { client_id: other.client_id }];
+    for (const bad of bads) {
       const { code, verifier } = await codeFor(h, client.client_id);
       const res = await exchange(h, { code, code_verifier: verifier, client_id: client.client_id, ...bad });
       expect(res.status).toBe(400);
