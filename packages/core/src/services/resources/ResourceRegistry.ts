@@ -43,7 +43,12 @@ export interface ResourceContent {
 export interface SchemeHandler {
   /** URI scheme without the colon, e.g. `sftp`. */
   scheme: string;
-  read(uri: URL, signal?: AbortSignal): Promise<ResourceContent>;
+  /**
+   * `raw` is the URI exactly as registered: the URL parser lowercases hosts of special schemes
+   * and resolves `.`/`..` (also `%2e%2e`) segments, so a handler that must read the URI
+   * literally parses `raw`.
+   */
+  read(uri: URL, signal?: AbortSignal, raw?: string): Promise<ResourceContent>;
 }
 
 interface CompiledTemplate {
@@ -120,7 +125,7 @@ export class ResourceRegistry {
       }
       const handler = this.handlers.get(url.protocol.replace(/:$/, ''));
       if (!handler) throw new CoreError('NOT_FOUND', `no handler for scheme ${url.protocol}`);
-      return { uri, ...(await handler.read(url, signal)) };
+      return { uri, ...(await handler.read(url, signal, uri)) };
     }
     for (const { def: t, template } of this.templates.values()) {
       const vars = template.match(uri);
