@@ -1,0 +1,198 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer as netServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * Faults over HTTP: an upstream that fails, hangs or drops the connection mid-reply refunds the
+ * whole reservation; a Redis that dies mid-run gives clear 503-class errors while /health still
+ * answers, and once Redis is back calls work and the ledger is consistent.
+ */
+let upstream: TestUpstream;
+beforeAll(async () => {
+  upstream = await createTestUpstream();
+});
+afterAll(() => upstream.close());
+
+describe('upstream faults refund the reservation (over /rpc and /trpc)', () => {
+  let gw: AiServer;
+  let user: string;
+  const sub = 'fault-user';
+  beforeAll(async () => {
+    gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { timeoutMs: 400 } });
+    user = await tokenFor(sub);
+    await creditTokens(gw.url, await tokenFor('fault-admin', { admin: true }), sub, 10_000, 'fault-1');
+  });
+  afterAll(() => gw.stop());
+
+  const cases: Array<[string, string, string, string]> = [
+    ['500', '[[upstream:500]]', 'BAD_GATEWAY', 'upstream_5xx'],
+    ['timeout (no answer)', '[[upstream:hang]]', 'GATEWAY_TIMEOUT', 'timeout'],
+    ['disconnect mid-reply', '[[upstream:drop]]', 'BAD_GATEWAY', 'connection_lost'],
+    ['connection reset', '[[upstream:reset]]', 'BAD_GATEWAY', 'unreachable'],
+    ['malformed reply', '[[upstream:malformed]]', 'BAD_GATEWAY', 'malformed_response'],
+    ['invalid server key seen as 401', '[[upstream:401]]', 'BAD_GATEWAY', 'invalid_key'],
+  ];
+  for (const [name, marker, code, reason] of cases) {
+    it(`${name}: ${code} (${reason}) on /rpc, nothing charged, prompt not echoed`, async () => {
+      const before = upstream.requests.length;
+      const r = await rpcCall(gw.url, user, 'ai.generateText', { content: `please ${marker}`, systemPrompt: '@support', provider: 'openai' });
+      expect(upstream.requests.length).toBe(before + 1);
+      expect(r.error?.data).toMatchObject({ code, details: { reason, provider: 'openai' } });
+      expect(r.text).not.toContain(SYSTEM_PROMPT);
+      expect(r.text).not.toContain('CONFIDENTIAL');
+      expect((await rpcCall(gw.url, user, 'billing.getTokenBalance')).result.virtualTokenBalance).toBe(10_000);
+    });
+  }
+
+  it('the same over /trpc: HTTP 502 / 504, nothing charged', async () => {
+    for (const [marker, status] of [['[[upstream:503]]', 502], ['[[upstream:hang]]', 504], ['[[upstream:drop]]', 502]] as const) {
+      const res = await fetch(gw.url + '/trpc/ai.generateText', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+        body: JSON.stringify({ json: { content: marker, systemPrompt: '@support', provider: 'google' } }),
+      });
+      expect(res.status).toBe(status);
+      expect(await res.text()).not.toContain(SYSTEM_PROMPT);
+    }
+    expect((await rpcCall(gw.url, user, 'billing.getTokenBalance')).result.virtualTokenBalance).toBe(10_000);
+  });
+
+  it('every failed call is a reserve and a release in the ledger; the ledger is consistent', async () => {
+    const entries = await gw.runtime.billing.ledger.entries(sub);
+    const kinds = entries.map((e) => e.kind);
+    expect(kinds.filter((k) => k === 'reserve')).toHaveLength(9);
+    expect(kinds.filter((k) => k === 'release')).toHaveLength(9);
+    expect(kinds).not.toContain('settle');
+    expect((await gw.runtime.billing.ledger.audit(sub)).consistent).toBe(true);
+    expect(gw.logs.join('\n')).not.toContain(SYSTEM_PROMPT);
+  });
+});
+
+/** A private redis-server (append-only file synced on every write, so a kill -9 loses nothing acknowledged). */
+class PrivateRedis {
+  child: ChildProcess | undefined;
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  async start(): Promise<void> {
+    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
+    const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    probe.on('error', () => undefined);
+    for (let i = 0; i < 100; i++) {
+      if ((await probe.connect().then(() => probe.ping()).catch(() => null)) === 'PONG') break;
+      probe.disconnect();
+      await sleep(50);
+    }
+    probe.disconnect();
+  }
+
+  async kill(): Promise<void> {
+    const child = this.child!;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = netServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('Redis stopped mid-run', () => {
+  let redis: PrivateRedis;
+  let dir: string;
+  let gw: AiServer;
+  let user: string;
+  const sub = 'outage-user';
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ai-redis-outage-'));
+    redis = new PrivateRedis(await freePort(), dir);
+    await redis.start();
+    gw = await startAiServer(upstream, { storage: { type: 'redis', redis: { host: '127.0.0.1', port: redis.port, keyPrefix: 'outage:' } } });
+    user = await tokenFor(sub);
+    await creditTokens(gw.url, await tokenFor('outage-admin', { admin: true }), sub, 20_000, 'outage-1');
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    if (redis?.child?.exitCode === null) await redis.kill();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const generate = (content: string) => rpcCall(gw.url, user, 'ai.generateText', { content, systemPrompt: 's', provider: 'anthropic', options: { maxTokens: 50 } });
+  const charges: number[] = [];
+
+  it('calls work while Redis is up', async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await generate(`before outage ${i}`);
+      expect(r.result?.success).toBe(true);
+      charges.push(r.result.tokenUsage.tokensCharged);
+    }
+  });
+
+  it('Redis dies with two calls in flight: those and new calls fail with SERVICE_UNAVAILABLE (-32053 / HTTP 503); /health answers', async () => {
+    const calls = upstream.requests.length;
+    const inFlight = [generate('in flight A [[upstream:latency=700]]'), generate('in flight B [[upstream:latency=700]]')];
+    await upstream.waitForRequests(calls + 2);
+    await redis.kill();
+
+    for (const r of await Promise.all(inFlight)) {
+      expect(r.error).toMatchObject({ code: -32053, data: { code: 'SERVICE_UNAVAILABLE', appCode: 'UNAVAILABLE' } });
+    }
+    const during = upstream.requests.length;
+    const r = await generate('during outage');
+    expect(r.error).toMatchObject({ code: -32053, message: 'storage unavailable', data: { code: 'SERVICE_UNAVAILABLE' } });
+    expect(upstream.requests.length).toBe(during); // refused before any upstream call
+
+    const viaTrpc = await fetch(gw.url + '/trpc/billing.getTokenBalance', { headers: { authorization: `Bearer ${user}` } });
+    expect(viaTrpc.status).toBe(503);
+    expect((await fetch(gw.url + '/health')).status).toBe(200);
+    expect((await fetch(gw.url + '/health/ready')).status).toBe(503);
+  });
+
+  it('after Redis returns on the same port, calls work again and the ledger is consistent', async () => {
+    await redis.start();
+    for (let i = 0; i < 60 && (await fetch(gw.url + '/health/ready')).status !== 200; i++) await sleep(100);
+    expect((await fetch(gw.url + '/health/ready')).status).toBe(200);
+
+    const r = await generate('after outage');
+    expect(r.result?.success).toBe(true);
+    charges.push(r.result.tokenUsage.tokensCharged);
+
+    // The two calls cut off by the outage were never charged: their holds are still open (or
+    // half-closed) and go back through reconcile and the expiry sweep, as after a crash.
+    const expected = 20_000 - charges.reduce((s, c) => s + c, 0);
+    const holding = await gw.runtime.billing.ledger.audit(sub);
+    expect(holding.consistent).toBe(true);
+    const open = (await gw.runtime.billing.ledger.entries(sub)).filter((e) => e.kind === 'reserve').length - 4;
+    expect(open).toBe(2);
+    expect(holding.balances.subscription).toBeLessThan(expected);
+    const report = await gw.runtime.billing.reconcile(sub, { staleMs: 0 });
+    expect(report.consistent).toBe(true);
+    expect(await gw.runtime.billing.sweepExpiredReservations()).toBe(0); // not expired yet
+    await gw.runtime.billing.sweepExpiredReservations(Date.now() + 16 * 60_000);
+
+    const audit = await gw.runtime.billing.ledger.audit(sub);
+    expect(audit.consistent).toBe(true);
+    const releases = (await gw.runtime.billing.ledger.entries(sub)).filter((e) => e.kind === 'release');
+    expect(releases.map((e) => e.note?.reason)).toEqual(['expired', 'expired']);
+    expect(audit.balances.subscription).toBe(expected);
+    expect((await rpcCall(gw.url, user, 'billing.getTokenBalance')).result.virtualTokenBalance).toBe(expected);
+    const usage = (await rpcCall(gw.url, user, 'billing.getUsageHistory')).result.usage;
+    expect(usage).toHaveLength(4);
+  });
+});
