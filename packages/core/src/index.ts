@@ -17,6 +17,7 @@ export { ResourceRegistry, type ResourceDefinition, type ResourceTemplateDefinit
 export { compileUriTemplate, type UriTemplate } from './services/resources/uriTemplate.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
 export { createWorkspaceSchemeHandler, connectWorkspaceResources, workspaceResourceUri, type WorkspaceFiles } from './services/resources/workspaceSchemeHandler.js';
+export * from './services/workspaces/index.js';
 export { PromptRegistry, completeFrom, type PromptDefinition, type PromptArgumentDefinition, type PromptMessage, type PromptContent, type PromptResult, type CompletionResult } from './services/prompts/PromptRegistry.js';
 export * from './services/ai/index.js';
 export * from './services/billing/index.js';
