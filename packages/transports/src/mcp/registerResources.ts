@@ -7,7 +7,6 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { compileUriTemplate } from '@ai-backend/core';
 import { mcpContext } from './callContext.js';
 import { toMcpError } from './mcpErrors.js';
 import type { McpServerDeps, McpSessionState } from './sessionState.js';
@@ -57,10 +56,9 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
 
   if (deps.mode === 'stateless') return () => undefined;
 
-  const known = (uri: string) => registry.get(uri) !== undefined || registry.listTemplates().some((t) => compileUriTemplate(t.uriTemplate).match(uri));
   const subscriptions = new Set<string>();
   server.setRequestHandler(SubscribeRequestSchema, (request) => {
-    if (!known(request.params.uri)) throw new McpError(RESOURCE_NOT_FOUND, 'resource not found', { uri: request.params.uri.slice(0, 2048) });
+    if (!registry.has(request.params.uri)) throw new McpError(RESOURCE_NOT_FOUND, 'resource not found', { uri: request.params.uri.slice(0, 2048) });
     subscriptions.add(request.params.uri);
     return {};
   });

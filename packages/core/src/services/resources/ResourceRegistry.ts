@@ -105,6 +105,13 @@ export class ResourceRegistry {
     return this.resources.get(uri);
   }
 
+  /** Is this URI registered, or matched by a registered template? */
+  has(uri: string): boolean {
+    if (this.resources.has(uri)) return true;
+    for (const { template } of this.templates.values()) if (template.match(uri)) return true;
+    return false;
+  }
+
   getTemplate(uriTemplate: string): ResourceTemplateDefinition | undefined {
     return this.templates.get(uriTemplate)?.def;
   }
