@@ -76,21 +76,23 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
  * - records refusals (auth, admin, workspace rules, rate limits) as security events;
  * - counts the call and its latency.
  */
+/** Refuse before the procedure runs: count the failure, record the event, throw. */
+async function refuse(ctx: Context, path: string, started: number, err: CoreError, getRawInput: () => Promise<unknown>): Promise<never> {
+  ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
+  await logRefusal(ctx, path, err, getRawInput);
+  throw err;
+}
+
 const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   const started = performance.now();
   const { runtime } = ctx;
-  const refuse = async (err: CoreError): Promise<never> => {
-    runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
-    await logRefusal(ctx, path, err, getRawInput);
-    throw err;
-  };
-  if (ctx.credentialError) return refuse(ctx.credentialError);
+  if (ctx.credentialError) return refuse(ctx, path, started, ctx.credentialError, getRawInput);
   if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(runtime.config, meta, ctx.mcp?.toolName)) {
-    return refuse(new CoreError('UNAUTHORIZED', 'authentication required for this tool'));
+    return refuse(ctx, path, started, new CoreError('UNAUTHORIZED', 'authentication required for this tool'), getRawInput);
   }
   if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc') && isTool(meta)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
-    if (decision && !decision.allowed) return refuse(runtime.rateLimit.refusal(decision));
+    if (decision && !decision.allowed) return refuse(ctx, path, started, runtime.rateLimit.refusal(decision), getRawInput);
   }
   const result = await next();
   runtime.stats.record(ctx.req.transport, path, performance.now() - started, !result.ok);

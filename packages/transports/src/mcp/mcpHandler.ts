@@ -137,7 +137,7 @@ export class McpHandler {
 
   readonly handle: Handler = async (c) => {
     // Rate limits (mcp.rateLimiting): counted inside serve, RateLimit headers stamped here.
-    const limits = new McpLimits(this.runtime, clientIp(c, this.runtime.config.trustProxy));
+    const limits = new McpLimits(this.runtime, () => clientIp(c, this.runtime.config.trustProxy));
     return limits.stamp(await this.serve(c, limits));
   };
 

@@ -10,11 +10,17 @@ import { JSONRPC_CODE_BY_TRPC, rateLimitCaller, type CoreError, type Identity, t
 export class McpLimits {
   private readonly decisions: Array<RateLimitDecision | null> = [];
   private caller = '';
+  private address: string | undefined;
 
   constructor(
     private readonly runtime: Runtime,
-    private readonly ip: string,
+    /** The client address, read only when limiting is on. */
+    private readonly clientIp: () => string,
   ) {}
+
+  private get ip(): string {
+    return (this.address ??= this.clientIp());
+  }
 
   /** Count this request; a 429 Response when the caller is over `maxRequests`. */
   async request(identity: Identity | null): Promise<Response | null> {
