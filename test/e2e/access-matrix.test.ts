@@ -1,3 +1,4 @@
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,9 +17,14 @@ import { RawMcp, type McpReply } from './helpers/rawMcp.js';
 const SECRET = 'access-matrix-secret-0123456789-abcdef';
 const REQUIRED_SCOPE = 'mcp';
 
-const AUTH_TYPES = ['none', 'jwt', 'both'] as const;
+const AUTH_TYPES = ['none', 'jwt', 'both', 'oauth'] as const;
 const PUBLIC_TOOLS = [[], ['greeting']] as const;
-const CREDENTIALS = ['none', 'valid', 'admin', 'invalid', 'noscope'] as const;
+/**
+ * HS256 tokens signed with `jwt.secret` (valid, admin, noscope), one signed with another secret
+ * (invalid), and an ES256 access token from a key pair minted here (foreign): shaped like our OAuth
+ * access tokens, but not signed with the server's key.
+ */
+const CREDENTIALS = ['none', 'valid', 'admin', 'invalid', 'noscope', 'foreign'] as const;
 type AuthType = (typeof AUTH_TYPES)[number];
 type Credential = (typeof CREDENTIALS)[number];
 
@@ -41,11 +47,30 @@ beforeAll(async () => {
   tokens.admin = await mintDevToken({ secret: SECRET, sub: 'root', scopes: [REQUIRED_SCOPE, 'mcp:admin'] });
   tokens.invalid = await mintDevToken({ secret: 'some-other-secret-0123456789-abcdefgh', sub: 'mallory', scopes: [REQUIRED_SCOPE] });
   tokens.noscope = await mintDevToken({ secret: SECRET, sub: 'bob', scopes: ['other'] });
+  tokens.foreign = foreignAccessToken();
 });
+
+/** An ES256 `at+jwt` signed with a key the server has never seen. */
+function foreignAccessToken(): string {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${b64({ alg: 'ES256', typ: 'at+jwt', kid: 'foreign-key' })}.${b64({ iss: 'http://127.0.0.1', aud: 'http://127.0.0.1/mcp', sub: 'eve', sid: 'x', client_id: 'c', scope: 'mcp mcp:admin', iat: now, exp: now + 600 })}`;
+  return `${input}.${sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+}
 const tokenOf = (cred: Credential) => (cred === 'none' ? undefined : tokens[cred]);
+
+/** A configured authorization server; its identity provider is never contacted in these tests. */
+const OAUTH: ConfigInput['oauth'] = {
+  encryptionKey: 'access-matrix-encryption-key-0123456789',
+  providerClientId: 'client-at-idp',
+  providerClientSecret: 'idp-secret',
+  provider: { authorizationUrl: 'http://127.0.0.1:9/authorize', tokenUrl: 'http://127.0.0.1:9/token', userinfoUrl: 'http://127.0.0.1:9/userinfo' },
+};
 
 const configFor = (cell: Cell): ConfigInput => ({
   jwt: { secret: SECRET },
+  ...(cell.authType === 'oauth' || cell.authType === 'both' ? { oauth: OAUTH } : {}),
   mcp: {
     auth: {
       authType: cell.authType,
@@ -59,9 +84,13 @@ const configFor = (cell: Cell): ConfigInput => ({
 
 // ---- The rules, written out -------------------------------------------------------------
 
-/** What a refused credential gets on /mcp whatever the request (presented ⇒ verified). */
-function credentialRefusal(cred: Credential): { status: 401 | 403; error: string } | null {
-  if (cred === 'invalid') return { status: 401, error: 'invalid_token' };
+/**
+ * What a refused credential gets on /mcp whatever the request (presented ⇒ verified). authType
+ * 'oauth' accepts only our own OAuth access tokens: HS256 tokens are refused there.
+ */
+function credentialRefusal(cell: Cell, cred: Credential): { status: 401 | 403; error: string } | null {
+  if (cred === 'none') return null;
+  if (cred === 'invalid' || cred === 'foreign' || cell.authType === 'oauth') return { status: 401, error: 'invalid_token' };
   if (cred === 'noscope') return { status: 403, error: 'insufficient_scope' };
   return null;
 }
@@ -78,9 +107,9 @@ function anonymousNeedsAuth(cell: Cell, what: 'tools/list' | string): boolean {
 const adminToolOutcome = (cred: Credential) => (cred === 'admin' ? 'BAD_REQUEST' : cred === 'valid' ? 'FORBIDDEN' : 'UNAUTHORIZED');
 
 /** /trpc and /rpc: the MCP rules do not apply there; procedure kinds and credentials do. */
-function procedureOutcome(cred: Credential, kind: 'public' | 'protected' | 'admin'): 'OK' | 'UNAUTHORIZED' | 'FORBIDDEN' {
-  if (cred === 'invalid') return 'UNAUTHORIZED';
-  if (cred === 'noscope') return 'FORBIDDEN';
+function procedureOutcome(cell: Cell, cred: Credential, kind: 'public' | 'protected' | 'admin'): 'OK' | 'UNAUTHORIZED' | 'FORBIDDEN' {
+  const refusal = credentialRefusal(cell, cred);
+  if (refusal) return refusal.status === 401 ? 'UNAUTHORIZED' : 'FORBIDDEN';
   if (kind === 'public') return 'OK';
   if (cred === 'none') return 'UNAUTHORIZED';
   if (kind === 'admin' && cred !== 'admin') return 'FORBIDDEN';
@@ -132,7 +161,7 @@ describe.each(CELLS)('$authType list=$toolsList call=$toolsCall public=$publicTo
   describe.each(CREDENTIALS)('credential %s', (cred) => {
     it('/mcp', async () => {
       const client = new RawMcp(s.url, tokenOf(cred));
-      const refusal = credentialRefusal(cred);
+      const refusal = credentialRefusal(cell, cred);
       if (refusal) {
         // Refused at initialize, and on an existing session: never silently ignored.
         expectChallenge(await client.initialize(), refusal.status, refusal.error);
@@ -175,7 +204,7 @@ describe.each(CELLS)('$authType list=$toolsList call=$toolsCall public=$publicTo
         const headers: Record<string, string> = tokenOf(cred) ? { authorization: `Bearer ${tokenOf(cred)}` } : {};
         const res = await s.fetch(`/trpc/${p.path}?input=${encodeURIComponent(JSON.stringify({ json: p.input }))}`, { headers });
         const body = (await res.json()) as any;
-        const want = procedureOutcome(cred, p.kind);
+        const want = procedureOutcome(cell, cred, p.kind);
         expect(res.status, `${p.path} as ${cred}`).toBe(HTTP_STATUS[want]);
         if (want === 'OK') expect(body.result.data.json).toBeDefined();
         else expect(body.error.json.data.code).toBe(want);
@@ -190,7 +219,7 @@ describe.each(CELLS)('$authType list=$toolsList call=$toolsCall public=$publicTo
       const replies = (await res.json()) as Array<{ id: number; result?: unknown; error?: { code: number; data: { code: string } } }>;
       for (const [i, p] of PROCEDURES.entries()) {
         const reply = replies.find((r) => r.id === i)!;
-        const want = procedureOutcome(cred, p.kind);
+        const want = procedureOutcome(cell, cred, p.kind);
         if (want === 'OK') expect(reply.result, `${p.path} as ${cred}`).toBeDefined();
         else {
           expect(reply.error?.code, `${p.path} as ${cred}`).toBe(JSONRPC_CODE[want]);
