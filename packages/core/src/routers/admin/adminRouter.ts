@@ -69,13 +69,18 @@ export const adminRouter = router({
   getUserInfo: adminProcedure
     .meta({ description: 'What the server knows about a user (admin only)' })
     .input(z.object({ userId: z.string().min(1).max(320), includePermissions: z.boolean().default(true), includeUsage: z.boolean().default(false) }))
-    .query(({ ctx, input }) => {
+    .query(async ({ ctx, input }) => {
       const admins = ctx.runtime.config.admin.users;
       const isAdmin = admins.includes(input.userId);
+      const [balances, byokProviders] = input.includeUsage
+        ? await Promise.all([ctx.runtime.billing.balances(input.userId), ctx.runtime.vault.providers(input.userId)])
+        : [undefined, undefined];
       return {
         userId: input.userId,
         isAdmin,
         ...(input.includePermissions ? { permissions: isAdmin ? ['admin', 'user'] : ['user'] } : {}),
+        // Key status only: which providers have a stored key, never the keys.
+        ...(input.includeUsage ? { usage: { balances, byokProviders } } : {}),
       };
     }),
 });

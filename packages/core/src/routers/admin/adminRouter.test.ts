@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { createRuntime } from '../../runtime/createRuntime.js';
+import { resolveConfig } from '../../config/resolveConfig.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import { createCallerFactory } from '../../trpc/init.js';
+import { builtinRouter } from '../appRouter.js';
+import type { Identity } from '../../trpc/context.js';
+
+const admin: Identity = { sub: 'root', scopes: ['mcp:admin'], isAdmin: true, via: 'jwt' };
+const user: Identity = { sub: 'u1', scopes: [], isAdmin: false, via: 'jwt' };
+
+async function callerAs(identity: Identity | null) {
+  const runtime = await createRuntime(resolveConfig({ jwt: { secret: 's'.repeat(32) }, oauth: { encryptionKey: 'e'.repeat(32) }, admin: { users: ['boss@example.com'] } }), { storage: new MemoryStorage() });
+  const caller = createCallerFactory(builtinRouter)({
+    runtime,
+    identity,
+    credentialError: null,
+    req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+  });
+  return { runtime, caller };
+}
+
+describe('admin namespace', () => {
+  it('refuses anonymous callers and non-admins', async () => {
+    const anon = await callerAs(null);
+    await expect(anon.caller.admin.status({ detailed: false })).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    const plain = await callerAs(user);
+    await expect(plain.caller.admin.getConfig({ section: 'all' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
+  });
+
+  it('status has the spec record; detailed adds system', async () => {
+    const { caller } = await callerAs(admin);
+    const s = await caller.admin.status({ detailed: false });
+    expect(s).toMatchObject({ status: 'running', memory: { used: expect.any(Number), total: expect.any(Number), percentage: expect.any(Number) } });
+    expect(typeof s.uptime).toBe('number');
+    expect(Date.parse(s.timestamp)).not.toBeNaN();
+    const d = await caller.admin.status({ detailed: true });
+    expect(d).toHaveProperty('system.nodeVersion', process.version);
+  });
+
+  it('getConfig never shows secrets', async () => {
+    const { caller } = await callerAs(admin);
+    const text = JSON.stringify(await caller.admin.getConfig({ section: 'all' }));
+    expect(text).not.toContain('s'.repeat(32));
+    expect(text).not.toContain('e'.repeat(32));
+    expect(Object.keys((await caller.admin.getConfig({ section: 'auth' })) as object)).toEqual(['auth']);
+  });
+
+  it('statistics count calls per procedure and entry point; clearCache resets them', async () => {
+    const { caller } = await callerAs(admin);
+    await caller.admin.healthCheck();
+    await caller.admin.healthCheck();
+    const stats = await caller.admin.statistics({ days: 1 });
+    const hc = stats.procedures.find((p) => p.path === 'admin.healthCheck');
+    expect(hc).toMatchObject({ transport: 'internal', count: 2, errors: 0 });
+    await caller.admin.clearCache({ target: 'all' });
+    const after = await caller.admin.statistics({ days: 1 });
+    expect(after.procedures.find((p) => p.path === 'admin.healthCheck')).toBeUndefined();
+  });
+
+  it('getUserInfo reports admin status, balances and key providers (never keys)', async () => {
+    const { runtime, caller } = await callerAs(admin);
+    await runtime.billing.credit({ userId: 'u1', tokens: 500, type: 'one_time', idempotencyKey: 'k1', source: 'admin' });
+    await runtime.vault.store('u1', 'openai', 'sk-test-secret-value-123456');
+    const info = await caller.admin.getUserInfo({ userId: 'u1', includePermissions: true, includeUsage: true });
+    expect(info).toMatchObject({ userId: 'u1', isAdmin: false, permissions: ['user'] });
+    expect(JSON.stringify(info)).toContain('500');
+    expect(JSON.stringify(info)).toContain('openai');
+    expect(JSON.stringify(info)).not.toContain('sk-test-secret');
+    expect((await caller.admin.getUserInfo({ userId: 'boss@example.com', includePermissions: true, includeUsage: false })).isAdmin).toBe(true);
+  });
+});
