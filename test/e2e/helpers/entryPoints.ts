@@ -12,8 +12,11 @@ import type { AppRouter } from '@ai-backend/core';
 export const ENTRY_POINTS = ['rpc', 'trpc', 'mcp'] as const;
 export type EntryPoint = (typeof ENTRY_POINTS)[number];
 
-/** `code` is the tRPC code on every entry point (FORBIDDEN for access denied, ...). */
-export type Outcome = { ok: true; data: any; raw: string } | { ok: false; code: string; message: string; raw: string };
+/**
+ * `code` is the tRPC code on every entry point (FORBIDDEN for access denied, ...); `details` is
+ * the error's details where the entry point carries them (/rpc, /trpc; MCP tool errors are text).
+ */
+export type Outcome = { ok: true; data: any; raw: string } | { ok: false; code: string; message: string; details?: any; raw: string };
 
 export interface EntryPointClient {
   via: EntryPoint;
@@ -35,8 +38,9 @@ export function rpcClient(url: string, token?: string): EntryPointClient {
         body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method: procedure, ...(input === undefined ? {} : { params: input }) }),
       });
       const raw = await res.text();
-      const body = JSON.parse(raw) as { result?: unknown; error?: { code: number; message: string; data?: { code?: string } } };
-      if (body.error) return { ok: false, code: body.error.data?.code ?? String(body.error.code), message: body.error.message, raw };
+      const body = JSON.parse(raw) as { result?: unknown; error?: { code: number; message: string; data?: { code?: string; details?: unknown } } };
+      const e = body.error;
+      if (e) return { ok: false, code: e.data?.code ?? String(e.code), message: e.message, details: e.data?.details, raw };
       return { ok: true, data: body.result, raw };
     },
     close: async () => undefined,
@@ -54,8 +58,8 @@ export function trpcClient(url: string, token?: string): EntryPointClient {
         return { ok: true, data, raw: JSON.stringify(data) ?? '' };
       } catch (err) {
         if (!(err instanceof TRPCClientError)) throw err;
-        const data = err.data as { code?: string } | undefined;
-        return { ok: false, code: data?.code ?? 'CLIENT', message: err.message, raw: JSON.stringify({ message: err.message, shape: err.shape }) };
+        const data = err.data as { code?: string; details?: unknown } | undefined;
+        return { ok: false, code: data?.code ?? 'CLIENT', message: err.message, details: data?.details, raw: JSON.stringify({ message: err.message, shape: err.shape }) };
       }
     },
     close: async () => undefined,
