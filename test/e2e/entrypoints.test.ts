@@ -170,3 +170,29 @@ describe('health', () => {
     expect(((await ready.json()) as any).checks.storage.ok).toBe(true);
   });
 });
+
+describe('protected-resource metadata without OAuth', () => {
+  it('a JWT-only server still serves the document its 401 challenges name', async () => {
+    const jwt = await startTestServer({ mcp: { auth: { authType: 'jwt' } }, jwt: { secret: 'j'.repeat(32), issuer: 'https://issuer.example' } });
+    try {
+      const res = await jwt.fetch('/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      });
+      expect(res.status).toBe(200);
+      const call = await jwt.fetch('/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': res.headers.get('mcp-session-id')! },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { message: 'x' } } }),
+      });
+      expect(call.status).toBe(401);
+      const url = /resource_metadata="([^"]+)"/.exec(call.headers.get('www-authenticate')!)![1]!;
+      const prm = (await (await fetch(url)).json()) as any;
+      expect(prm.resource).toBe(`${jwt.url}/mcp`);
+      expect(prm.authorization_servers).toEqual(['https://issuer.example']);
+    } finally {
+      await jwt.stop();
+    }
+  });
+});

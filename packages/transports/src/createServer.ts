@@ -6,6 +6,7 @@ import { createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logge
 import { checkOAuthConfig, createAuthenticator, createOAuthRoutes, type OAuthRoutes } from '@ai-backend/auth';
 import { cors } from './http/cors.js';
 import { healthRoutes } from './http/healthRoutes.js';
+import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
 import { requestOrigin } from './http/requestFacts.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
@@ -121,6 +122,10 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
         return oauth!.app.fetch(c.req.raw, c.env);
       });
     }
+  } else if (config.mcp.auth.authType !== 'none') {
+    const prm = jwtResourceMetadataHandler(config);
+    app.get('/.well-known/oauth-protected-resource', prm);
+    app.get('/.well-known/oauth-protected-resource/mcp', prm);
   }
   if (config.protocols.tRpc) {
     app.all('/trpc/*', trpcHandler(getRuntime, '/trpc'));

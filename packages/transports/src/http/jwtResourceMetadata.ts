@@ -1,0 +1,26 @@
+import type { Handler } from 'hono';
+import { publicBaseUrl, type ResolvedConfig } from '@ai-backend/core';
+
+/**
+ * RFC 9728 protected-resource metadata for a server that accepts JWTs but runs no OAuth
+ * authorization server. Our 401 challenges always name this document, so it must exist; it
+ * names `jwt.issuer` as the authorization server when that is a URL (tokens come from there),
+ * and otherwise lists none: such clients are configured with a token out of band.
+ */
+export function jwtResourceMetadataHandler(config: ResolvedConfig): Handler {
+  const issuer = config.jwt.issuer && /^https?:\/\//.test(config.jwt.issuer) ? [config.jwt.issuer] : [];
+  return (c) => {
+    const base = publicBaseUrl(c.req.url, c.req.raw.headers, config);
+    return c.json(
+      {
+        resource: `${base}/mcp`,
+        authorization_servers: issuer,
+        bearer_methods_supported: ['header'],
+        scopes_supported: config.mcp.auth.jwt.requiredScopes,
+        resource_name: 'ai-backend MCP server',
+      },
+      200,
+      { 'Access-Control-Allow-Origin': '*', 'Cache-Control': 'public, max-age=300' },
+    );
+  };
+}
