@@ -14,7 +14,7 @@ describe('provider id input schemas', () => {
 
   it('generateText input converts to JSON Schema (MCP tools) in both directions', () => {
     for (const io of ['input', 'output'] as const) {
-      const schema = z.toJSONSchema(GenerateTextInputSchema, { io, unrepresentable: 'any' }) as { properties: { provider: { enum?: string[] } }; required: string[] };
+      const schema = z.toJSONSchema(GenerateTextInputSchema, { io, unrepresentable: 'any' }) as unknown as { properties: { provider: { enum?: string[] } }; required: string[] };
       expect(schema.properties.provider.enum).toEqual(['anthropic', 'openai', 'google', 'openrouter']);
       expect(schema.required).toEqual(['content', 'systemPrompt']);
     }
