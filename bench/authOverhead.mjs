@@ -2,7 +2,10 @@
 // ratio to the same scenario without a token, on the same server in the same run. The server
 // runs authType 'jwt' with the tools public, so both variants succeed; the difference is the
 // bearer verification (and identity in the context) alone. Runs alternate A B B A, each half the
-// duration, so drift during the run cancels out.
+// duration, so drift during the run cancels out. Besides req/s, the server's own CPU time per
+// request (from /proc) is reported: on a shared machine throughput follows the neighbours' load,
+// CPU per request much less.
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
 import { load, startServer } from './lib.mjs';
@@ -29,6 +32,12 @@ async function mcpSession(url, auth) {
 }
 
 const mean = (a, b, key) => (a[key] + b[key]) / 2;
+
+/** CPU seconds (user + system) the process has used so far. */
+async function cpuSeconds(pid) {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
 
 export async function authOverhead(duration) {
   const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -57,14 +66,18 @@ export async function authOverhead(duration) {
   ];
 
   const half = Math.max(1, duration / 2);
-  const run = (s, variant) => {
+  const run = async (s, variant) => {
     const r = s.req(variant);
-    return load({ ...r, duration: half, headers: { ...r.headers, ...(variant === 'jwt' ? bearer : {}) } });
+    const opts = { ...r, headers: { ...r.headers, ...(variant === 'jwt' ? bearer : {}) } };
+    await load({ ...opts, duration: 1, warmup: 0 });
+    const cpu0 = await cpuSeconds(app.pid);
+    const result = await load({ ...opts, duration: half, warmup: 0 });
+    return { ...result, cpuUs: ((await cpuSeconds(app.pid)) - cpu0) * 1e6 / Math.max(1, result.total) };
   };
   const lines = [
     `\n## Auth overhead: valid HS256 JWT on every request vs no token (same server, A B B A, ${half}s per run)\n`,
-    '| scenario | no auth req/s | JWT req/s | JWT / no auth | p99 ms no auth | p99 ms JWT | errors |',
-    '|---|---|---|---|---|---|---|',
+    '| scenario | no auth req/s | JWT req/s | JWT / no auth | server CPU µs/req no auth | JWT | CPU JWT / no auth | p99 ms no auth / JWT | errors |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
   try {
     for (const s of scenarios) {
@@ -75,7 +88,11 @@ export async function authOverhead(duration) {
       const none = mean(a1, a2, 'rps');
       const jwt = mean(b1, b2, 'rps');
       const errors = a1.errors + a2.errors + b1.errors + b2.errors;
-      lines.push(`| ${s.name} | ${Math.round(none)} | ${Math.round(jwt)} | ${(jwt / none).toFixed(2)} | ${mean(a1, a2, 'p99')} | ${mean(b1, b2, 'p99')} | ${errors} |`);
+      const cpuNone = mean(a1, a2, 'cpuUs');
+      const cpuJwt = mean(b1, b2, 'cpuUs');
+      lines.push(
+        `| ${s.name} | ${Math.round(none)} | ${Math.round(jwt)} | ${(jwt / none).toFixed(2)} | ${Math.round(cpuNone)} | ${Math.round(cpuJwt)} | ${(cpuJwt / cpuNone).toFixed(2)} | ${mean(a1, a2, 'p99')} / ${mean(b1, b2, 'p99')} | ${errors} |`,
+      );
     }
   } finally {
     await app.stop();
