@@ -46,7 +46,7 @@ function isId(v: unknown): v is string | number {
   return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 }
 
-async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: Headers): Promise<JsonRpcResponse | null> {
+async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: Record<string, string>): Promise<JsonRpcResponse | null> {
   if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
     return fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'invalid request');
   }
@@ -68,7 +68,7 @@ async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: 
   if (result.ok) return { jsonrpc: '2.0', id, result: result.data ?? null };
   // Headers an error asks for (Retry-After, WWW-Authenticate) reach the HTTP response.
   if (result.error instanceof CoreError && result.error.headers) {
-    for (const [k, v] of Object.entries(result.error.headers)) headers.set(k, v);
+    Object.assign(headers, result.error.headers);
   }
   if (result.error.code === 'INTERNAL_SERVER_ERROR') {
     runtime.logger.error('procedure failed', { method: m.method, error: result.error.cause?.message ?? result.error.message });
@@ -90,7 +90,8 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
       return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`));
     }
     const ctx = await contextFor(c, runtime, 'rpc');
-    const headers = new Headers({ 'content-type': 'application/json' });
+    // A plain header record keeps the Node adapter on its fast response path.
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
     const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers }));
 
     if (Array.isArray(body.value)) {
