@@ -118,6 +118,7 @@ describe('adding a workspace needs an administrator', () => {
       await expect(anonymous.mcp.call('system.addServerWorkspace', input)).rejects.toThrow(/authentication required/);
     } else {
       expect(label(await anonymous[via].call('system.addServerWorkspace', input))).toBe('UNAUTHORIZED: authentication required');
+      expect(label(await anonymous[via].call('system.removeServerWorkspace', { id: 'default' }))).toBe('UNAUTHORIZED: authentication required');
     }
     expect(label(await clients[via].call('system.addServerWorkspace', input))).toMatch(/^FORBIDDEN: /);
     expect(label(await clients[via].call('system.removeServerWorkspace', { id: 'default' }))).toMatch(/^FORBIDDEN: /);
