@@ -10,7 +10,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { createRuntime, createStorage, MemoryStorage, publicProcedure, resolveConfig, router, type ConfigInput, type Runtime } from '@ai-backend/core';
-import { McpHandler, type McpHandlerOptions } from '@ai-backend/transports';
+import { McpHandler, type McpHandlerOptions } from '@ai-backend/transports/mcp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestServer } from './helpers/testServer.js';
 import { call, LATEST, messagesOf, openWireSession, readSse } from './helpers/mcpWire.js';

@@ -1,5 +1,4 @@
-import { cosmiconfig, type Loader } from 'cosmiconfig';
-import { createJiti } from 'jiti';
+import type { Loader } from 'cosmiconfig';
 import path from 'node:path';
 import { configFromEnv, mergeConfig, type ConfigInput } from '@ai-backend/core';
 
@@ -10,12 +9,14 @@ const MODULE = 'ai-backend';
  * compiler API, which TypeScript 7 no longer has (see docs/configuration.md).
  */
 const loadTs: Loader = async (filepath) => {
+  const { createJiti } = await import('jiti');
   const jiti = createJiti(import.meta.url);
   return jiti.import(filepath, { default: true });
 };
 
-const explorer = () =>
-  cosmiconfig(MODULE, {
+// cosmiconfig loads only when a config is looked up, not when the library is imported.
+const explorer = async () =>
+  (await import('cosmiconfig')).cosmiconfig(MODULE, {
     searchStrategy: 'project',
     searchPlaces: [
       'package.json',
@@ -45,7 +46,8 @@ export interface LoadedConfig {
 /** Load `--config FILE` or search from `cwd`, then let environment variables override. */
 export async function loadConfig(opts: { file?: string; cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<LoadedConfig> {
   const cwd = opts.cwd ?? process.cwd();
-  const result = opts.file ? await explorer().load(path.resolve(cwd, opts.file)) : await explorer().search(cwd);
+  const found = await explorer();
+  const result = opts.file ? await found.load(path.resolve(cwd, opts.file)) : await found.search(cwd);
   const fileConfig = (result?.config ?? {}) as ConfigInput;
   return { input: mergeConfig(fileConfig, configFromEnv(opts.env ?? process.env)), filepath: result?.filepath ?? null };
 }

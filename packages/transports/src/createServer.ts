@@ -10,7 +10,8 @@ import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
 import { requestOrigin } from './http/requestFacts.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
-import { McpHandler } from './mcp/mcpHandler.js';
+import type { McpHandler } from './mcp/mcpHandler.js';
+import { toolProcedures } from './mcp/toolCatalog.js';
 import { isLoopbackHost } from './mcp/originGuard.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
@@ -88,7 +89,12 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     if (problems.length) throw new ConfigError(problems);
   }
 
-  let mcp: McpHandler | undefined;
+  const mcpOn = config.mcp.enabled && config.transports.http;
+  /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
+  let mcpLoading: Promise<McpHandler> | undefined;
+  const getMcp = () =>
+    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime)));
+  const closeMcp = async () => (mcpLoading ? (await mcpLoading.catch(() => undefined))?.close() : undefined);
   let oauth: OAuthRoutes | undefined;
   const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then(async (runtime) => {
     if (withOAuth) {
@@ -99,7 +105,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     }
     const oauthVerifier = oauth && ((token: string) => oauth!.verifyAccessToken(token));
     runtime.setAuthenticator(createAuthenticator(config, { logger: runtime.logger, oauthVerifier }));
-    if (config.mcp.enabled && config.transports.http) mcp = new McpHandler(runtime);
+    if (mcpOn) toolProcedures(runtime.router); // a tool-name clash fails start-up
     return runtime;
   });
   // Surface start-up failures through ready()/start(), not as an unhandled rejection.
@@ -133,10 +139,10 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getRuntime));
   if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getRuntime));
-  if (config.mcp.enabled && config.transports.http) {
+  if (mcpOn) {
     app.all('/mcp', async (c, next) => {
-      await getRuntime();
-      return mcp!.handle(c, next);
+      const mcp = await getMcp();
+      return mcp.handle(c, next);
     });
   }
 
@@ -165,13 +171,13 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
         if (server) {
           const closed = new Promise<void>((resolve) => server.close(() => resolve()));
           // Long-lived MCP streams would hold close() open forever: end sessions first.
-          await mcp?.close();
+          await closeMcp();
           server.closeIdleConnections();
           const timer = setTimeout(() => server.closeAllConnections(), opts.shutdownTimeoutMs ?? 10_000);
           await closed;
           clearTimeout(timer);
         } else {
-          await mcp?.close();
+          await closeMcp();
         }
         await (await runtimePromise.catch(() => undefined))?.close();
       })();

@@ -1,6 +1,4 @@
 export { createServer, oauthEnabled, type AiBackendServer, type BoundAddress, type CreateServerOptions } from './createServer.js';
-export { McpHandler, type McpHandlerOptions } from './mcp/mcpHandler.js';
-export { buildToolCatalog, type ToolCatalog, type CatalogTool } from './mcp/toolCatalog.js';
 export { jsonRpcHandler, toJsonRpcError } from './jsonrpc/jsonRpcHandler.js';
 export { trpcHandler } from './trpc/trpcHandler.js';
 export { cors } from './http/cors.js';

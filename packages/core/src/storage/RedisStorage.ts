@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { CoreError } from '../errors/index.js';
 import { canonicalJson } from './canonicalJson.js';
 import { CAS_SCRIPT, INCREMENT_SCRIPT } from './redisScripts.js';
@@ -44,11 +44,11 @@ export class RedisStorage implements Storage {
   private lastError: string | undefined;
   private closing: Promise<void> | undefined;
 
-  private constructor(opts: RedisStorageOptions) {
+  private constructor(RedisClient: typeof Redis, opts: RedisStorageOptions) {
     const prefix = opts.keyPrefix ?? '';
     this.kvPrefix = `${prefix}kv:`;
     this.logPrefix = `${prefix}log:`;
-    this.redis = new Redis({
+    this.redis = new RedisClient({
       host: opts.host,
       port: opts.port,
       password: opts.password,
@@ -80,7 +80,9 @@ export class RedisStorage implements Storage {
    * throw: calls fail with UNAVAILABLE and health() reports it until Redis answers.
    */
   static async connect(opts: RedisStorageOptions): Promise<RedisStorage> {
-    const storage = new RedisStorage(opts);
+    // ioredis loads only when a redis store is used: servers on the file store start faster.
+    const { Redis: RedisClient } = await import('ioredis');
+    const storage = new RedisStorage(RedisClient, opts);
     await storage.redis.connect().catch(() => undefined);
     return storage;
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { procedureIndex, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core';
+import { procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core';
 import type { AnyRouter } from '@trpc/server';
 
 export interface CatalogTool {
@@ -42,21 +42,33 @@ function toOutputSchema(schema: unknown): Record<string, unknown> | undefined {
  * Every procedure with `meta.mcp` becomes a tool. Schemas are computed here, once at start,
  * never per request. Tool names default to the last path segment; a clash is a start-up error.
  */
-export function buildToolCatalog(router: AnyRouter): ToolCatalog {
-  const byName = new Map<string, CatalogTool>();
+/**
+ * Tool name → procedure, without schemas: cheap enough to run at start-up, so a name clash
+ * stops the server before it listens even though the MCP layer itself loads on first use.
+ */
+export function toolProcedures(router: AnyRouter): Map<string, ProcedureInfo> {
+  const byName = new Map<string, ProcedureInfo>();
   for (const info of procedureIndex(router).values()) {
     if (!info.meta?.mcp || info.meta.mcp.tool === false || info.type === 'subscription') continue;
     const name = info.meta.mcp.name ?? info.path.split('.').pop()!;
     const clash = byName.get(name);
     if (clash) throw new Error(`MCP tool name "${name}" is used by both ${clash.path} and ${info.path}; set meta.mcp.name`);
+    byName.set(name, info);
+  }
+  return byName;
+}
+
+export function buildToolCatalog(router: AnyRouter): ToolCatalog {
+  const byName = new Map<string, CatalogTool>();
+  for (const [name, info] of toolProcedures(router)) {
     const def = info.procedure._def as { inputs?: unknown[]; output?: unknown };
     byName.set(name, {
       name,
       path: info.path,
-      description: info.meta.description ?? info.path,
+      description: info.meta?.description ?? info.path,
       inputSchema: toInputSchema(def.inputs?.[0]),
       outputSchema: toOutputSchema(def.output),
-      annotations: info.meta.mcp.annotations,
+      annotations: info.meta?.mcp?.annotations,
       meta: info.meta,
     });
   }

@@ -1,12 +1,9 @@
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenRouter } from '@openrouter/ai-sdk-provider';
 import type { LanguageModel } from 'ai';
 import micromatch from 'micromatch';
 import type { ProviderConfig, ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
+import { loadAiSdk } from './aiSdk.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
 
@@ -120,19 +117,20 @@ export class ProviderRegistry {
   }
 
   /** An AI SDK model calling `provider` with `apiKey` at the configured base URL. */
-  languageModel(provider: ProviderId, model: string, apiKey: string): LanguageModel {
+  async languageModel(provider: ProviderId, model: string, apiKey: string): Promise<LanguageModel> {
     const baseURL = this.baseUrl(provider);
+    const sdk = await loadAiSdk();
     switch (provider) {
       case 'anthropic':
-        return createAnthropic({ apiKey, baseURL })(model);
+        return sdk.anthropic.createAnthropic({ apiKey, baseURL })(model);
       case 'openai': {
-        const openai = createOpenAI({ apiKey, baseURL });
+        const openai = sdk.openai.createOpenAI({ apiKey, baseURL });
         return this.conf('openai').api === 'chat' ? openai.chat(model) : openai(model);
       }
       case 'google':
-        return createGoogleGenerativeAI({ apiKey, baseURL })(model);
+        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL })(model);
       case 'openrouter':
-        return createOpenRouter({ apiKey, baseURL })(model);
+        return sdk.openrouter.createOpenRouter({ apiKey, baseURL })(model);
     }
   }
 }

@@ -7,32 +7,32 @@ const apiError = (statusCode: number | undefined, responseHeaders?: Record<strin
   new APICallError({ message: 'upstream said: sk-secret and the system prompt', url: 'http://x', requestBodyValues: { system: 'SECRET' }, statusCode, responseHeaders, responseBody: 'SECRET BODY', ...extra });
 
 describe('mapUpstreamError', () => {
-  it('reads Retry-After as seconds, as an HTTP date, and retry-after-ms', () => {
-    expect(mapUpstreamError(apiError(429, { 'retry-after': '12' }), ctx).headers).toEqual({ 'Retry-After': '12' });
-    expect(mapUpstreamError(apiError(429, { 'retry-after-ms': '1500' }), ctx).headers).toEqual({ 'Retry-After': '2' });
+  it('reads Retry-After as seconds, as an HTTP date, and retry-after-ms', async () => {
+    expect((await mapUpstreamError(apiError(429, { 'retry-after': '12' }), ctx)).headers).toEqual({ 'Retry-After': '12' });
+    expect((await mapUpstreamError(apiError(429, { 'retry-after-ms': '1500' }), ctx)).headers).toEqual({ 'Retry-After': '2' });
     const date = new Date(Date.now() + 30_000).toUTCString();
-    const s = Number(mapUpstreamError(apiError(429, { 'retry-after': date }), ctx).headers?.['Retry-After']);
+    const s = Number((await mapUpstreamError(apiError(429, { 'retry-after': date }), ctx)).headers?.['Retry-After']);
     expect(s).toBeGreaterThanOrEqual(28);
     expect(s).toBeLessThanOrEqual(31);
-    expect(mapUpstreamError(apiError(429, { 'retry-after': 'soon' }), ctx).headers).toBeUndefined();
+    expect((await mapUpstreamError(apiError(429, { 'retry-after': 'soon' }), ctx)).headers).toBeUndefined();
   });
 
-  it('never carries the upstream message, body or request', () => {
+  it('never carries the upstream message, body or request', async () => {
     for (const status of [undefined, 200, 400, 401, 429, 500]) {
-      const e = mapUpstreamError(apiError(status), ctx);
+      const e = await mapUpstreamError(apiError(status), ctx);
       expect(JSON.stringify({ m: e.message, d: e.details, h: e.headers })).not.toMatch(/secret|SECRET/);
       expect(e.cause).toBeUndefined();
     }
   });
 
-  it('unwraps RetryError to the last attempt', () => {
+  it('unwraps RetryError to the last attempt', async () => {
     const err = new RetryError({ message: 'x', reason: 'maxRetriesExceeded', errors: [apiError(500), apiError(429, { 'retry-after': '3' })] });
-    expect(mapUpstreamError(err, ctx).appCode).toBe('RATE_LIMITED');
+    expect((await mapUpstreamError(err, ctx)).appCode).toBe('RATE_LIMITED');
   });
 
-  it('our own timeout and the client abort win over whatever the SDK threw', () => {
-    expect(mapUpstreamError(new Error('aborted'), { ...ctx, timedOut: true }).appCode).toBe('UPSTREAM_TIMEOUT');
-    expect(mapUpstreamError(new Error('aborted'), { ...ctx, cancelled: true, timedOut: true }).appCode).toBe('CANCELLED');
-    expect(mapUpstreamError(new Error('anything'), ctx).details).toMatchObject({ reason: 'upstream_failed' });
+  it('our own timeout and the client abort win over whatever the SDK threw', async () => {
+    expect((await mapUpstreamError(new Error('aborted'), { ...ctx, timedOut: true })).appCode).toBe('UPSTREAM_TIMEOUT');
+    expect((await mapUpstreamError(new Error('aborted'), { ...ctx, cancelled: true, timedOut: true })).appCode).toBe('CANCELLED');
+    expect((await mapUpstreamError(new Error('anything'), ctx)).details).toMatchObject({ reason: 'upstream_failed' });
   });
 });

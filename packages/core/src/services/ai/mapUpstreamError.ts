@@ -1,4 +1,4 @@
-import { APICallError, EmptyResponseBodyError, InvalidResponseDataError, JSONParseError, NoContentGeneratedError, RetryError, TypeValidationError } from 'ai';
+import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../errors/CoreError.js';
 
@@ -55,7 +55,8 @@ function hasNetworkCause(err: unknown): boolean {
  * class, HTTP status and the SDK's retryable flag, never by message text. Nothing of the
  * upstream's answer (which may quote the key or the prompt) and no cause is passed on.
  */
-export function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext): CoreError {
+export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext): Promise<CoreError> {
+  const { APICallError, EmptyResponseBodyError, InvalidResponseDataError, JSONParseError, NoContentGeneratedError, RetryError, TypeValidationError } = (await loadAiSdk()).ai;
   const make = (code: ConstructorParameters<typeof CoreError>[0], reason: UpstreamFailureReason, message: string, extra: { status?: number; headers?: Record<string, string>; retryAfter?: number } = {}) => {
     const details: Record<string, unknown> = { reason, provider: ctx.provider };
     if (extra.status !== undefined) details.status = extra.status;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { generateText } from 'ai';
+import type { generateText } from 'ai';
+import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
@@ -137,8 +138,9 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   let result: Awaited<ReturnType<typeof generateText>>;
   try {
     if (call.signal.aborted) throw new Error('aborted before the upstream call');
-    result = await generateText({
-      model: providers.languageModel(provider, model, apiKey),
+    const { ai: sdk } = await loadAiSdk();
+    result = await sdk.generateText({
+      model: await providers.languageModel(provider, model, apiKey),
       ...(system.text ? { system: system.text } : {}),
       prompt: input.content,
       maxOutputTokens: maxTokens,
@@ -147,7 +149,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
       abortSignal: ac.signal,
     });
   } catch (err) {
-    const error = mapUpstreamError(err, { provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
+    const error = await mapUpstreamError(err, { provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
     const reason = String(error.details?.reason);
     deps.record(provider, false, performance.now() - started, reason);
     logger.warn('ai: upstream call failed', { requestId, provider, model, mode, reason, status: error.details?.status });
