@@ -19,6 +19,8 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
       maxBatchSize: runtime.config.limits.maxBatchSize,
       createContext: () => contextFor(c, runtime, 'trpc'),
       responseMeta({ errors }) {
+        // Only build headers when an error asks for some: most responses need none.
+        if (errors.length === 0) return {};
         const headers = new Headers();
         for (const e of errors) if (e instanceof CoreError && e.headers) for (const [k, v] of Object.entries(e.headers)) headers.set(k, v);
         return { headers };
