@@ -100,6 +100,9 @@ function anonymousNeedsAuth(cell: Cell, what: 'tools/list' | string): boolean {
   if (cell.authType === 'none') return false;
   if (what === 'tools/list') return cell.toolsList;
   if (what === 'test') return false;
+  // An administrator tool needs an identity whatever the tool rules say: anonymous callers get
+  // the challenge that starts sign-in.
+  if (what === 'addServerWorkspace') return true;
   return cell.toolsCall && !cell.publicTools.includes(what);
 }
 
@@ -244,8 +247,8 @@ describe('mcp.authEnforcement', () => {
       expect((await anon.initialize()).status).toBe(200);
       expect((await anon.listTools()).status).toBe(200);
       expectToolText(await anon.callTool('echo', { message: 'open' }), /open/);
-      const admin = await anon.callTool('addServerWorkspace', { id: '!!' });
-      expect(admin.message?.result?.content[0].text).toMatch(/^UNAUTHORIZED:/);
+      // The administrator check stays: anonymous gets the sign-in challenge.
+      expectChallenge(await anon.callTool('addServerWorkspace', { id: '!!' }), 401);
       anon.token = tokens.invalid;
       expectChallenge(await anon.listTools(), 401, 'invalid_token');
     } finally {

@@ -34,6 +34,12 @@ export type McpResourceMeta = {
 export interface ProcedureMeta {
   /** One-line description, also the MCP tool description. */
   description?: string;
+  /**
+   * Who may call it, set by the procedure builders (protectedProcedure: 'user', adminProcedure:
+   * 'admin'); read by the MCP transport so an anonymous call to such a tool gets the 401
+   * challenge that starts a client's sign-in, instead of a tool error.
+   */
+  access?: 'user' | 'admin';
   mcp?: {
     /** Tool name; default: the procedure's last path segment (e.g. `greeting`). */
     name?: string;

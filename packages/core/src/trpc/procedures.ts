@@ -106,13 +106,13 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
 export const publicProcedure = base;
 
 /** Needs an authenticated identity on every entry point. */
-export const protectedProcedure = base.use(({ ctx, next }) => {
+export const protectedProcedure = base.meta({ access: 'user' }).use(({ ctx, next }) => {
   if (!ctx.identity) throw new CoreError('UNAUTHORIZED', 'authentication required');
   return next({ ctx: { ...ctx, identity: ctx.identity } });
 });
 
 /** Needs an administrator identity on every entry point, whatever the auth mode. */
-export const adminProcedure = protectedProcedure.use(({ ctx, next }) => {
+export const adminProcedure = protectedProcedure.meta({ access: 'admin' }).use(({ ctx, next }) => {
   if (!ctx.identity.isAdmin) throw new CoreError('FORBIDDEN', 'administrator access required');
   return next();
 });

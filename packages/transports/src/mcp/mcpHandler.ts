@@ -129,7 +129,8 @@ export class McpHandler {
       if (msg.method === 'tools/call') {
         const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
         const tool = name ? this.catalog.byName.get(name) : undefined;
-        return tool ? toolCallNeedsAuth(cfg, tool.meta, name) : false;
+        // A protected or admin procedure needs an identity whatever the tool rules say.
+        return tool ? tool.meta?.access !== undefined || toolCallNeedsAuth(cfg, tool.meta, name) : false;
       }
       return false;
     });
