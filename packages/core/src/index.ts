@@ -4,6 +4,7 @@ export * from './storage/index.js';
 export { t, router, middleware, mergeRouters, createCallerFactory } from './trpc/init.js';
 export { publicProcedure, protectedProcedure, adminProcedure, toolCallNeedsAuth } from './trpc/procedures.js';
 export { publicBaseUrl } from './runtime/publicBaseUrl.js';
+export { forwardedClientIp } from './runtime/forwardedClientIp.js';
 export { createContext, type Context, type Identity, type RequestInfo, type TransportName, type McpCallContext, type CreateContextOptions } from './trpc/context.js';
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';

@@ -1,4 +1,4 @@
-import { createStorage, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core';
+import { createStorage, forwardedClientIp, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core';
 import type { Context } from 'hono';
 import { AccessTokens } from './accessTokens.js';
 import type { OAuthSettings } from './oauthSettings.js';
@@ -31,7 +31,7 @@ export interface OpenServicesOptions {
 function defaultClientIp(trustProxy: boolean): (c: Context) => string {
   return (c) => {
     if (trustProxy) {
-      const fwd = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
+      const fwd = forwardedClientIp(c.req.header('x-forwarded-for'));
       if (fwd) return fwd;
     }
     const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;

@@ -1,5 +1,6 @@
 import type { Context as HonoContext } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
+import { forwardedClientIp } from '@ai-backend/core';
 
 /**
  * Facts about a request that depend on trustProxy: the client address, the public origin
@@ -7,8 +8,8 @@ import { getConnInfo } from '@hono/node-server/conninfo';
  */
 export function clientIp(c: HonoContext, trustProxy: boolean): string {
   if (trustProxy) {
-    const fwd = c.req.header('x-forwarded-for');
-    if (fwd) return fwd.split(',')[0]!.trim();
+    const fwd = forwardedClientIp(c.req.header('x-forwarded-for'));
+    if (fwd) return fwd;
   }
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
