@@ -61,7 +61,7 @@ function foreignAccessToken(): string {
 const tokenOf = (cred: Credential) => (cred === 'none' ? undefined : tokens[cred]);
 
 /** A configured authorization server; its identity provider is never contacted in these tests. */
-const OAUTH: ConfigInput['oauth'] = {
+const OAUTH: NonNullable<ConfigInput>['oauth'] = {
   encryptionKey: 'access-matrix-encryption-key-0123456789',
   providerClientId: 'client-at-idp',
   providerClientSecret: 'idp-secret',
