@@ -1,0 +1,171 @@
+// AI gateway overhead, in ONE run: ai.generateText through the server (POST /rpc, JWT user with
+// credits, platform metering on) versus the same provider wire request sent straight to the test
+// upstream, with the file store and with Redis. Upstream, each server and this load generator are
+// separate processes. Usage (after `pnpm build`, with Redis on 127.0.0.1:6379):
+//   node bench/ai.mjs [seconds=10] [pacedRate=100]
+//
+// Two measurements, both over 50 keep-alive connections:
+// 1. saturated: autocannon, 50 connections as fast as they go (closed loop). Latency there is
+//    mostly queueing (50 / throughput), so the delta is a throughput comparison.
+// 2. paced: the same 50 connections at a fixed `pacedRate` req/s, below saturation, timed per
+//    request with hrtime (autocannon reports whole milliseconds only). This delta is the latency
+//    a request gains by going through the gateway, the number the issue's target is about.
+import http from 'node:http';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { mintDevToken } from '@ai-backend/auth';
+import { startServer } from './lib.mjs';
+
+const duration = Number(process.argv[2] ?? 10);
+const pacedRate = Number(process.argv[3] ?? 100);
+const CONNECTIONS = 50;
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const SECRET = 'bench-ai-jwt-secret-0123456789abcdef0123';
+const USER = 'bench-user';
+const INPUT = { content: 'Summarise the benchmark in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } };
+
+const rpc = async (url, token, method, params) => {
+  const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const body = await res.json();
+  if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+  return body.result;
+};
+
+const upstream = await startServer(here('./servers/test-upstream.mjs'), [JSON.stringify({ outputTokens: 16 })]);
+const dir = await mkdtemp(join(tmpdir(), 'bench-ai-'));
+const keyPrefix = `bench-ai-${process.pid}-${Date.now()}:`;
+const user = await mintDevToken({ secret: SECRET, sub: USER, expiresIn: '2h' });
+const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' });
+
+async function gateway(name, storage) {
+  const config = {
+    storage,
+    mcp: { auth: { authType: 'jwt' } },
+    jwt: { secret: SECRET },
+    serverProviders: ['openai'],
+    ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } },
+  };
+  const s = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
+  await rpc(s.url, admin, 'billing.creditTokens', { userId: USER, tokens: 1e12, type: 'subscription', idempotencyKey: 'bench-credit' });
+  const first = await rpc(s.url, user, 'ai.generateText', INPUT);
+  if (!first.success || !first.tokenUsage) throw new Error('warm-up call was not platform-paid');
+  return { ...s, name };
+}
+
+// Memory is the reference without storage I/O; file and redis are the deployment choices.
+const memory = await gateway('gateway, memory store (reference)', { type: 'memory' });
+const file = await gateway('gateway, file store', { type: 'file', dir });
+const redis = await gateway('gateway, redis store', { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } });
+const gateways = { memory, file, redis };
+
+// The exact request the gateway sent upstream, replayed directly.
+const wire = await (await fetch(upstream.control)).json();
+const HOP = new Set(['host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
+const targets = {
+  direct: { name: 'direct to test upstream', pid: upstream.pid, url: upstream.url + wire.path, headers: Object.fromEntries(Object.entries(wire.headers).filter(([k]) => !HOP.has(k))), body: JSON.stringify(wire.body), ok: (b) => b.includes('"output"') },
+};
+for (const [key, g] of Object.entries(gateways)) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: INPUT });
+  targets[key] = { name: g.name, pid: g.pid, url: g.url + '/rpc', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body, ok: (b) => b.includes('"tokenUsage"') };
+}
+
+/** CPU seconds (user + system) a process has used so far: robust on a shared machine, unlike req/s. */
+async function cpuSeconds(pid) {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Closed loop: autocannon, 50 connections as fast as they go. Bodies are checked (/rpc errors are HTTP 200). */
+async function saturated(t) {
+  const opts = { url: t.url, method: 'POST', headers: t.headers, body: t.body, connections: CONNECTIONS, verifyBody: t.ok };
+  const w = await autocannon({ ...opts, duration: 2 });
+  const r = await autocannon({ ...opts, duration });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts + r.mismatches, n: r.requests.total, warmupN: w.requests.total };
+}
+
+/** Open loop at `rate` req/s over 50 keep-alive sockets; per-request hrtime latency, exact percentiles. */
+async function paced(t, rate = pacedRate, seconds = duration) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const u = new URL(t.url);
+  const one = () =>
+    new Promise((resolve) => {
+      const started = process.hrtime.bigint();
+      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, ok: res.statusCode === 200 && t.ok(body) }));
+      });
+      req.on('error', () => resolve({ ms: 0, ok: false }));
+      req.end(t.body);
+    });
+  // Open all 50 connections first, then warm up.
+  await Promise.all(Array.from({ length: CONNECTIONS }, one));
+  const run = async (n) => {
+    const pending = [];
+    const start = performance.now();
+    for (let i = 0; i < n; i++) {
+      const wait = start + (i * 1000) / rate - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      pending.push(one());
+    }
+    return Promise.all(pending);
+  };
+  await run(rate);
+  const results = await run(rate * seconds);
+  agent.destroy();
+  const ms = results.filter((r) => r.ok).map((r) => r.ms).sort((a, b) => a - b);
+  const pct = (p) => ms[Math.min(ms.length - 1, Math.floor(ms.length * p))];
+  return { rps: rate, p50: pct(0.5), p99: pct(0.99), errors: results.length - ms.length, n: results.length };
+}
+
+const rows = [];
+async function measure(mode, key) {
+  const t = targets[key];
+  const cpu0 = await cpuSeconds(t.pid);
+  const r = await (mode === 'saturated' ? saturated : paced)(t);
+  // Server CPU per request, from saturated runs only (warm-up included in both CPU and count):
+  // at a low fixed rate the per-request figure is mostly idle-loop and timer cost.
+  if (mode === 'saturated') r.cpuUs = ((await cpuSeconds(t.pid)) - cpu0) * 1e6 / (r.n + r.warmupN);
+  if (r.errors) throw new Error(`${targets[key].name} (${mode}): ${r.errors} failed or unexpected answers`);
+  const row = { mode, key, name: targets[key].name, ...r };
+  console.error(`${mode.padEnd(9)} ${row.name}: ${r.rps} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.cpuUs ? `${Math.round(r.cpuUs)} µs CPU/request ` : ''}(${r.n} requests)`);
+  rows.push(row);
+}
+
+// Interleaved, with the direct baseline before and after each pair, so drift shows.
+for (const mode of ['paced', 'saturated']) {
+  await measure(mode, 'direct');
+  for (const key of Object.keys(gateways)) await measure(mode, key);
+  await measure(mode, 'direct');
+}
+
+await Promise.all(Object.values(gateways).map((g) => g.stop()));
+await upstream.stop();
+await rm(dir, { recursive: true, force: true });
+const cleanup = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+await cleanup.connect();
+const keys = await cleanup.keys(`${keyPrefix}*`);
+if (keys.length) await cleanup.del(...keys);
+await cleanup.quit();
+
+const f = (n) => (Math.round(n * 100) / 100).toFixed(2);
+console.log(`\n### AI gateway overhead: ${duration}s per scenario, ${CONNECTIONS} connections, node ${process.version}, upstream request ${wire.method} ${wire.path}\n`);
+console.log('| mode | scenario | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | server CPU µs/request |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const mode of ['paced', 'saturated']) {
+  const direct = rows.filter((r) => r.mode === mode && r.key === 'direct');
+  const base = { p50: (direct[0].p50 + direct[1].p50) / 2, p99: (direct[0].p99 + direct[1].p99) / 2 };
+  for (const r of rows.filter((x) => x.mode === mode)) {
+    const gw = r.key !== 'direct';
+    const label = mode === 'paced' ? `paced ${pacedRate} req/s` : 'saturated';
+    console.log(`| ${label} | ${r.name} | ${r.rps} | ${f(r.p50)} | ${f(r.p99)} | ${gw ? f(r.p50 - base.p50) : '-'} | ${gw ? f(r.p99 - base.p99) : '-'} | ${r.cpuUs ? Math.round(r.cpuUs) : '-'} |`);
+  }
+}
+console.log('\nadded = gateway minus the mean of the two direct runs of the same mode. Saturated latencies are whole milliseconds (autocannon).');
+console.log('server CPU = user + system CPU of the process answering (gateway, or the upstream for direct runs) per request, saturated runs.');
+console.log(`load average at the end: ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);
