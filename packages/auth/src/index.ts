@@ -16,8 +16,6 @@ export { mintDevToken, type MintDevTokenOptions } from './jwt/mintDevToken.js';
 export { inspectToken, MAX_TOKEN_LENGTH, type TokenHeader } from './jwt/inspectToken.js';
 export { mapJoseError } from './jwt/mapJoseError.js';
 export { identityFromClaims, isAdminIdentity, readScopes, type AdminRule } from './jwt/identityFromClaims.js';
-// OAuth 2.1 authorization server delegating sign-in to an external identity provider.
-export { createOAuthRoutes, type CreateOAuthRoutesOptions, type OAuthRoutes } from './oauth/createOAuthRoutes.js';
-export { bearerChallenge, resourceMetadataUrl, mcpResourceUrl, type BearerChallenge } from './oauth/challenge.js';
+// The OAuth 2.1 authorization server is on the `@ai-backend/auth/oauth` entry (loaded only when
+// configured); its config check is here so callers can decide without loading it.
 export { checkOAuthConfig } from './oauth/oauthSettings.js';
-export { ACCESS_TOKEN_ALGORITHMS, type VerifyAccessTokenOptions } from './oauth/accessTokens.js';

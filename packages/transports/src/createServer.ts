@@ -3,7 +3,8 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
-import { checkOAuthConfig, createAuthenticator, createOAuthRoutes, type OAuthRoutes } from '@ai-backend/auth';
+import { checkOAuthConfig, createAuthenticator } from '@ai-backend/auth';
+import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { cors } from './http/cors.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
@@ -98,6 +99,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   let oauth: OAuthRoutes | undefined;
   const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then(async (runtime) => {
     if (withOAuth) {
+      const { createOAuthRoutes } = await import('@ai-backend/auth/oauth');
       const routes = createOAuthRoutes(runtime);
       oauth = routes;
       runtime.onClose(() => routes.close());

@@ -1,5 +1,6 @@
 import { CoreError, type Identity } from '@ai-backend/core';
-import { errors, jwtVerify, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
+import { loadJose } from './loadJose.js';
 import { identityFromClaims, type AdminRule } from './identityFromClaims.js';
 import { inspectToken, MAX_TOKEN_LENGTH } from './inspectToken.js';
 import { mapJoseError } from './mapJoseError.js';
@@ -81,12 +82,13 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
       throw new CoreError('INVALID_TOKEN', 'algorithm not allowed');
     }
     let payload: JWTPayload;
+    const jose = await loadJose();
     try {
-      ({ payload } = await jwtVerify(token, await getKey(), verifyOptions));
+      ({ payload } = await jose.jwtVerify(token, await getKey(), verifyOptions));
     } catch (err) {
       // jose checks exp last, after the signature and every other claim, so the payload it
       // carries on JWTExpired is otherwise fully verified.
-      if (allowExpired && err instanceof errors.JWTExpired) payload = err.payload;
+      if (allowExpired && err instanceof jose.errors.JWTExpired) payload = err.payload;
       else throw mapJoseError(err);
     }
     // jose only checks iat against the clock when maxTokenAge is set; a token "issued" in the

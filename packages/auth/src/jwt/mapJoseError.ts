@@ -1,5 +1,5 @@
 import { CoreError } from '@ai-backend/core';
-import { errors } from 'jose';
+import type { errors } from 'jose';
 
 const CLAIM_CHECK_FAILED: Record<string, string> = {
   iss: 'issuer mismatch',
@@ -17,9 +17,18 @@ const CLAIM_CHECK_FAILED: Record<string, string> = {
  */
 export function mapJoseError(err: unknown): CoreError {
   if (err instanceof CoreError) return err;
-  if (!(err instanceof errors.JOSEError)) return new CoreError('INVALID_TOKEN', 'invalid token', { cause: err });
+  if (!isJoseError(err)) return new CoreError('INVALID_TOKEN', 'invalid token', { cause: err });
   const reason = joseReason(err);
   return new CoreError('INVALID_TOKEN', reason, { cause: err });
+}
+
+/**
+ * jose errors carry a closed set of `ERR_J…` codes (JOSEErrorCode); checking the code instead of
+ * `instanceof` lets this module run without loading jose.
+ */
+function isJoseError(err: unknown): err is errors.JOSEError {
+  const code = (err as { code?: unknown } | null)?.code;
+  return err instanceof Error && typeof code === 'string' && /^ERR_J(OSE|WS|WT|WE|WK|WKS)_/.test(code);
 }
 
 function joseReason(err: errors.JOSEError): string {

@@ -1,4 +1,4 @@
-import { SignJWT } from 'jose';
+import { loadJose } from './loadJose.js';
 import { MIN_SECRET_BYTES } from './createJwtVerifier.js';
 
 export interface MintDevTokenOptions {
@@ -28,6 +28,7 @@ export async function mintDevToken(opts: MintDevTokenOptions): Promise<string> {
   const claims: Record<string, unknown> = { scopes: [...(opts.scopes ?? [])] };
   if (opts.email !== undefined) claims.email = opts.email;
   const expiresIn = opts.expiresIn ?? '1h';
+  const { SignJWT } = await loadJose();
   const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(opts.sub)
