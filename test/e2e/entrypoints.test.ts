@@ -196,3 +196,26 @@ describe('protected-resource metadata without OAuth', () => {
     }
   });
 });
+
+describe('MCP responseMode json', () => {
+  it('answers tool calls with single JSON bodies, and the SDK client works with them', async () => {
+    const j = await startTestServer({ mcp: { auth: { authType: 'none' }, responseMode: 'json' } });
+    try {
+      const client = new Client({ name: 'json-mode', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(j.url + '/mcp')));
+      const r = await client.callTool({ name: 'echo', arguments: { message: 'plain' } });
+      expect(JSON.parse((r.content as any)[0].text)).toEqual({ message: 'plain' });
+      const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
+      const raw = await j.fetch('/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'ping', arguments: {} } }),
+      });
+      expect(raw.headers.get('content-type')).toContain('application/json');
+      expect(((await raw.json()) as any).result.content[0].text).toContain('pong');
+      await client.close();
+    } finally {
+      await j.stop();
+    }
+  });
+});

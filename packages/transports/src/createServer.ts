@@ -94,7 +94,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
   let mcpLoading: Promise<McpHandler> | undefined;
   const getMcp = () =>
-    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime)));
+    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime, config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {})));
   const closeMcp = async () => (mcpLoading ? (await mcpLoading.catch(() => undefined))?.close() : undefined);
   let oauth: OAuthRoutes | undefined;
   const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then(async (runtime) => {

@@ -137,6 +137,12 @@ export const McpSchema = z
       .prefault({}),
     /** Stateful sessions (default) or stateless mode for horizontally scaled deployments. */
     sessionMode: z.enum(['stateful', 'stateless']).default('stateful'),
+    /**
+     * How POST requests are answered: 'sse' streams (default when stateful: progress, logs,
+     * sampling and elicitation travel on them) or single 'json' bodies (default when stateless;
+     * faster, but a tool cannot send anything before its result).
+     */
+    responseMode: z.enum(['sse', 'json']).optional(),
     /** Hosts allowed on /mcp (DNS-rebinding protection). Default: loopback names when bound to loopback. */
     allowedHosts: z.array(z.string()).optional(),
     /** Origins allowed on /mcp. Default: loopback origins when bound to loopback, else the CORS origins. */
