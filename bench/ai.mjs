@@ -35,7 +35,11 @@ const rpc = async (url, token, method, params) => {
   return body.result;
 };
 
+// Child processes survive a crash of this script unless told otherwise.
+const children = [];
+process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
 const upstream = await startServer(here('./servers/test-upstream.mjs'), [JSON.stringify({ outputTokens: 16 })]);
+children.push(upstream.child);
 const dir = await mkdtemp(join(tmpdir(), 'bench-ai-'));
 const keyPrefix = `bench-ai-${process.pid}-${Date.now()}:`;
 const user = await mintDevToken({ secret: SECRET, sub: USER, expiresIn: '2h' });
@@ -50,6 +54,7 @@ async function gateway(name, storage) {
     ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } },
   };
   const s = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
+  children.push(s.child);
   await rpc(s.url, admin, 'billing.creditTokens', { userId: USER, tokens: 1e12, type: 'subscription', idempotencyKey: 'bench-credit' });
   const first = await rpc(s.url, user, 'ai.generateText', INPUT);
   if (!first.success || !first.tokenUsage) throw new Error('warm-up call was not platform-paid');
@@ -137,21 +142,23 @@ async function measure(mode, key) {
   rows.push(row);
 }
 
-// Interleaved, with the direct baseline before and after each pair, so drift shows.
-for (const mode of ['paced', 'saturated']) {
-  await measure(mode, 'direct');
-  for (const key of Object.keys(gateways)) await measure(mode, key);
-  await measure(mode, 'direct');
+try {
+  // Interleaved, with the direct baseline before and after the gateways, so drift shows.
+  for (const mode of ['paced', 'saturated']) {
+    await measure(mode, 'direct');
+    for (const key of Object.keys(gateways)) await measure(mode, key);
+    await measure(mode, 'direct');
+  }
+} finally {
+  await Promise.all(Object.values(gateways).map((g) => g.stop()));
+  await upstream.stop();
+  await rm(dir, { recursive: true, force: true });
+  const cleanup = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+  await cleanup.connect();
+  const keys = await cleanup.keys(`${keyPrefix}*`);
+  if (keys.length) await cleanup.del(...keys);
+  await cleanup.quit();
 }
-
-await Promise.all(Object.values(gateways).map((g) => g.stop()));
-await upstream.stop();
-await rm(dir, { recursive: true, force: true });
-const cleanup = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
-await cleanup.connect();
-const keys = await cleanup.keys(`${keyPrefix}*`);
-if (keys.length) await cleanup.del(...keys);
-await cleanup.quit();
 
 const f = (n) => (Math.round(n * 100) / 100).toFixed(2);
 console.log(`\n### AI gateway overhead: ${duration}s per scenario, ${CONNECTIONS} connections, node ${process.version}, upstream request ${wire.method} ${wire.path}\n`);
