@@ -55,8 +55,9 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
   }
 
   const routes = new Map<string, Route>();
+  let jwtVerifier: JwtVerifier | undefined;
   if (jwtEnabled && config.jwt.secret !== undefined) {
-    const verify = createJwtVerifier({
+    const verify = (jwtVerifier = createJwtVerifier({
       secret: config.jwt.secret,
       issuer: config.jwt.issuer,
       audience: config.jwt.audience,
@@ -64,7 +65,7 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
       allowExpiredTokens: jwtCfg.allowExpiredTokens,
       requiredScopes: jwtCfg.requiredScopes,
       admin: config.admin,
-    });
+    }));
     for (const alg of JWT_ALGORITHMS) routes.set(alg, { kind: 'jwt', verify });
   }
   if (oauthEnabled && opts.oauthVerifier) {
@@ -83,6 +84,9 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
   const fail = (error: CoreError) => ({ ok: false as const, error });
 
   return async (token) => {
+    // A token already verified (clients resend the same one) skips parsing altogether.
+    const known = jwtVerifier?.cached(token);
+    if (known) return { ok: true, identity: known };
     try {
       const header = inspectToken(token);
       if (routes.size === 0) return fail(new CoreError('INVALID_TOKEN', nothingConfigured));

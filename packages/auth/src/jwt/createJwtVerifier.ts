@@ -39,7 +39,15 @@ export interface JwtVerifierOptions {
 }
 
 /** Verifies one token; resolves to the caller's identity or rejects with a CoreError. */
-export type JwtVerifier = (token: string) => Promise<Identity>;
+export interface JwtVerifier {
+  (token: string): Promise<Identity>;
+  /**
+   * The identity of a token this verifier already accepted and that is still valid, without
+   * parsing it again; undefined otherwise. Lets the authenticator answer the common case (a
+   * client resending its token) before any header inspection.
+   */
+  cached(token: string): Identity | undefined;
+}
 
 /**
  * Build the HS256 verifier for the shared secret. The secret is imported into a CryptoKey once
@@ -71,11 +79,17 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   const getKey = () =>
     (key ??= globalThis.crypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']));
 
-  return async (token) => {
-    // Hash only what the length cap lets through; a hit is a token that passed every check.
-    const cacheKey = cache && token.length <= MAX_TOKEN_LENGTH ? VerifiedTokenCache.keyOf(token) : undefined;
-    const cached = cacheKey === undefined ? undefined : cache?.get(cacheKey);
-    if (cached) return cached;
+  // Hash only what the length cap lets through; a hit is a token that passed every check.
+  const keyOf = (token: string) => (cache && token.length <= MAX_TOKEN_LENGTH ? VerifiedTokenCache.keyOf(token) : undefined);
+  const cached = (token: string) => {
+    const cacheKey = keyOf(token);
+    return cacheKey === undefined ? undefined : cache?.get(cacheKey);
+  };
+
+  const verify = async (token: string): Promise<Identity> => {
+    const cacheKey = keyOf(token);
+    const hit = cacheKey === undefined ? undefined : cache?.get(cacheKey);
+    if (hit) return hit;
 
     const header = inspectToken(token);
     if (!(JWT_ALGORITHMS as readonly string[]).includes(header.alg)) {
@@ -107,4 +121,5 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     }
     return identity;
   };
+  return Object.assign(verify, { cached });
 }
