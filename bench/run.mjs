@@ -11,19 +11,29 @@ const bare = await startServer(here('./servers/bare-hono.mjs'));
 const app = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
 const idleRss = await rssMb(app.pid);
 
-// An MCP session for tools/call.
-const init = await fetch(app.url + '/mcp', {
+/** Open an initialized MCP session on a server; returns its id. */
+async function mcpSession(url) {
+  const init = await fetch(url + '/mcp', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+  });
+  const id = init.headers.get('mcp-session-id');
+  await init.text();
+  await fetch(url + '/mcp', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  });
+  return id;
+}
+const mcpCall = (url, sessionId) => ({
+  url: url + '/mcp',
   method: 'POST',
-  headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+  headers: { accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
 });
-const sessionId = init.headers.get('mcp-session-id');
-await init.text();
-await fetch(app.url + '/mcp', {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
-  body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-});
+const sessionId = await mcpSession(app.url);
 
 const rows = [];
 const run = async (name, opts) => rows.push({ name, ...(await load({ duration, ...opts })) });
@@ -31,14 +41,14 @@ const run = async (name, opts) => rows.push({ name, ...(await load({ duration, .
 await run('bare Hono POST /json (ceiling)', { url: bare.url + '/json', method: 'POST', body: JSON.stringify({ message: 'test' }) });
 await run('POST /rpc system.test', { url: app.url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) });
 await run('GET /trpc/mcp.echo', { url: app.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) });
-await run('MCP tools/call greeting', {
-  url: app.url + '/mcp',
-  method: 'POST',
-  headers: { accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
-});
+await run('MCP tools/call greeting', mcpCall(app.url, sessionId));
 const loadedRss = await rssMb(app.pid);
 await app.stop();
+
+// The same tool call on a server answering MCP POSTs as single JSON bodies (mcp.responseMode).
+const jsonMode = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify({ ...config, mcp: { ...config.mcp, responseMode: 'json' } })]);
+await run('MCP tools/call greeting (responseMode json)', mcpCall(jsonMode.url, await mcpSession(jsonMode.url)));
+await jsonMode.stop();
 
 // Cold start: process spawn to first /health answer, through the CLI users run.
 const cold = [];
