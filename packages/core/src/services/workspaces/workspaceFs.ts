@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { open, readdir, rename, unlink } from 'node:fs/promises';
-import mime from 'mime-types';
 import { CoreError } from '../../errors/CoreError.js';
 import type { DirPin } from './DirPin.js';
 import { toCoreError, type AdmittedEntry, type PathGuard } from './PathGuard.js';
@@ -111,7 +110,7 @@ export async function readFile(guard: PathGuard, input: string, encoding: FileEn
       filled += bytesRead;
     }
     const data = filled === size ? buf : buf.subarray(0, filled);
-    return { content: encode(data, encoding), size: data.length, encoding, mimeType: mimeTypeOf(rel) };
+    return { content: encode(data, encoding), size: data.length, encoding, mimeType: await mimeTypeOf(rel) };
   } catch (err) {
     throw toCoreError(err);
   } finally {
@@ -162,7 +161,11 @@ export async function pathExists(guard: PathGuard, input: string): Promise<{ exi
   return { exists: found !== null, path: guard.relative(input) };
 }
 
-export function mimeTypeOf(rel: string): string {
+/** mime-types holds the whole MIME database (about 5 MB of RSS): loaded on the first read. */
+let mimeTypes: Promise<typeof import('mime-types')> | undefined;
+
+export async function mimeTypeOf(rel: string): Promise<string> {
+  const mime = await (mimeTypes ??= import('mime-types'));
   return mime.lookup(rel) || 'application/octet-stream';
 }
 
