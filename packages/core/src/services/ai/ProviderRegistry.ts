@@ -6,6 +6,7 @@ import { CoreError } from '../../errors/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
+import { upstreamFetch } from './upstreamFetch.js';
 
 /** The providers' public API bases, used when `ai.providers.<id>.baseUrl` is not set. */
 export const DEFAULT_BASE_URLS: Readonly<Record<ProviderId, string>> = {
@@ -116,21 +117,25 @@ export class ProviderRegistry {
     };
   }
 
-  /** An AI SDK model calling `provider` with `apiKey` at the configured base URL. */
+  /**
+   * An AI SDK model calling `provider` with `apiKey` at the configured base URL, over our
+   * keep-alive `upstreamFetch`. Creating one costs about 1 µs, so models are not cached (a cache
+   * keyed by API key would also keep callers' keys in memory).
+   */
   async languageModel(provider: ProviderId, model: string, apiKey: string): Promise<LanguageModel> {
     const baseURL = this.baseUrl(provider);
     const sdk = await loadAiSdk();
     switch (provider) {
       case 'anthropic':
-        return sdk.anthropic.createAnthropic({ apiKey, baseURL })(model);
+        return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch: upstreamFetch })(model);
       case 'openai': {
-        const openai = sdk.openai.createOpenAI({ apiKey, baseURL });
+        const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch: upstreamFetch });
         return this.conf('openai').api === 'chat' ? openai.chat(model) : openai(model);
       }
       case 'google':
-        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL })(model);
+        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch: upstreamFetch })(model);
       case 'openrouter':
-        return sdk.openrouter.createOpenRouter({ apiKey, baseURL })(model);
+        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch: upstreamFetch })(model);
     }
   }
 }

@@ -1,0 +1,140 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { upstreamFetch } from './upstreamFetch.js';
+
+/** Error codes along the cause chain. */
+function codes(err: unknown): string[] {
+  const out: string[] = [];
+  for (let e = err; e instanceof Error; e = e.cause) {
+    const code = (e as Error & { code?: unknown }).code;
+    if (typeof code === 'string') out.push(code);
+  }
+  return out;
+}
+
+describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
+  let server: http.Server;
+  let base: string;
+  const seen: Array<{ method?: string; headers: http.IncomingHttpHeaders; body: string }> = [];
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        seen.push({ method: req.method, headers: req.headers, body });
+        if (req.url === '/json') {
+          res.writeHead(201, { 'content-type': 'application/json', 'x-multi': ['a', 'b'] });
+          res.end(JSON.stringify({ echo: body }));
+        } else if (req.url === '/gzip') {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+          res.end(gzipSync(JSON.stringify({ ok: true })));
+        } else if (req.url === '/sse') {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write('data: one\n\n');
+          setTimeout(() => res.end('data: two\n\n'), 20);
+        } else if (req.url === '/cut') {
+          // Headers and part of the body, then the socket dies.
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+          res.write('{"partial":');
+          setTimeout(() => res.socket?.destroy(), 20);
+        } else if (req.url === '/slow') {
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          res.write('start');
+          setTimeout(() => res.end('end'), 2000);
+        } else if (req.url === '/hang') {
+          // Never answers.
+        } else {
+          res.writeHead(204);
+          res.end();
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('posts a body with its headers (undefined ones dropped) and returns status, headers and body', async () => {
+    const res = await upstreamFetch(`${base}/json`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-key': 'k', 'x-none': undefined } as unknown as HeadersInit, body: '{"a":1}' });
+    expect(res.status).toBe(201);
+    expect(res.ok).toBe(true);
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.get('x-multi')).toBe('a, b');
+    expect(await res.json()).toEqual({ echo: '{"a":1}' });
+    const last = seen.at(-1)!;
+    expect(last.method).toBe('POST');
+    expect(last.headers['x-key']).toBe('k');
+    expect('x-none' in last.headers).toBe(false);
+  });
+
+  it('decodes a gzip body', async () => {
+    expect(await (await upstreamFetch(`${base}/gzip`)).json()).toEqual({ ok: true });
+  });
+
+  it('streams the body as it arrives (server-sent events)', async () => {
+    const res = await upstreamFetch(`${base}/sse`);
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toBe('data: one\n\n');
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+    expect(rest).toBe('data: two\n\n');
+  });
+
+  it('a 204 has no body', async () => {
+    const res = await upstreamFetch(`${base}/empty`);
+    expect(res.status).toBe(204);
+    expect(res.body).toBeNull();
+  });
+
+  it('a refused connection rejects like fetch: TypeError "fetch failed" with ECONNREFUSED in the cause', async () => {
+    const closed = http.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const err = await upstreamFetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'x' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TypeError);
+    expect((err as Error).message).toBe('fetch failed');
+    expect(codes(err)).toContain('ECONNREFUSED');
+  });
+
+  it('a socket that dies mid-body fails the read with a socket error code in the cause chain', async () => {
+    const res = await upstreamFetch(`${base}/cut`);
+    expect(res.status).toBe(200);
+    const err = await res.text().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(codes(err).some((c) => ['UND_ERR_SOCKET', 'ECONNRESET'].includes(c))).toBe(true);
+  });
+
+  it('an abort before the answer rejects with the AbortError reason', async () => {
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 20);
+    const err = await upstreamFetch(`${base}/hang`, { method: 'POST', body: 'x', signal: ac.signal }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).name).toBe('AbortError');
+  });
+
+  it('an already-aborted signal never sends the request', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    const before = seen.length;
+    const err = await upstreamFetch(`${base}/json`, { method: 'POST', body: 'x', signal: ac.signal }).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('AbortError');
+    expect(seen.length).toBe(before);
+  });
+
+  it('an abort while the body streams fails the read with the AbortError, promptly', async () => {
+    const ac = new AbortController();
+    const res = await upstreamFetch(`${base}/slow`, { signal: ac.signal });
+    const started = performance.now();
+    setTimeout(() => ac.abort(), 20);
+    const err = await res.text().catch((e: unknown) => e);
+    expect((err as Error).name).toBe('AbortError');
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
