@@ -18,8 +18,11 @@ export interface Metering {
    */
   decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean; ip?: string }): Promise<MeteringDecision>;
 
-  /** Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED. */
-  reserve(args: { identity: Identity | null; tokens: number; requestId: string; ip?: string }): Promise<Reservation>;
+  /**
+   * Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED.
+   * `decision`: what `decide` returned for this call, so billing can reuse what it already read.
+   */
+  reserve(args: { identity: Identity | null; tokens: number; requestId: string; ip?: string; decision?: MeteringDecision }): Promise<Reservation>;
 
   /** Charge the real usage (plus fee) against a reservation and return the rest. */
   settle(reservation: Reservation, usage: { tokensUsed: number; provider: ProviderId; model: string; metadata?: UsageMetadata }): Promise<SettledUsage>;

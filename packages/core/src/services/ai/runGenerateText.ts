@@ -114,7 +114,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
 
   let reservation: Reservation | undefined;
   if (mode === 'platform') {
-    reservation = await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, ...(call.ip ? { ip: call.ip } : {}) });
+    reservation = await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}) });
   }
   const release = async (reason: string) => {
     if (!reservation) return;

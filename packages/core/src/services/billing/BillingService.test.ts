@@ -252,4 +252,37 @@ describe.each(backends)('BillingService on $name', (backend) => {
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(1000);
     expect((await rt.billing.ledger.entries(alice.sub)).at(-1)).toMatchObject({ kind: 'release', note: { reason: 'expired' } });
   });
+  it('one metered call reads the preferences once and never re-reads its own reservation record', async () => {
+    await credit(alice.sub, 10_000);
+    const reads: string[] = [];
+    // The same store, with its reads recorded (the runtime's storage is otherwise untouched).
+    const counted = new Proxy(store.storage, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (prop === 'get') return (key: string) => (reads.push(key), target.get(key));
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const rt2 = await makeRuntime(counted);
+    try {
+      for (const outcome of ['settle', 'release'] as const) {
+        reads.length = 0;
+        const decision = await rt2.billing.decide({ identity: alice, provider: 'openai', estimatedTokens: 100, apiKeyProvided: false });
+        expect(decision).toEqual({ mode: 'platform' });
+        const r = await rt2.billing.reserve({ identity: alice, tokens: 100, requestId: `once-${outcome}`, decision });
+        if (outcome === 'settle') expect(await rt2.billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'm' })).toMatchObject({ tokensUsed: 50 });
+        else await rt2.billing.release(r, 'failed');
+        expect(reads.filter((k) => k.startsWith('prefs:'))).toHaveLength(1);
+        // Only reserve's replay check reads a reservation record; settle and release go straight to compare-and-set.
+        expect(reads.filter((k) => k.startsWith('resv'))).toEqual([`resvdone:${encodeURIComponent(alice.sub)}:once-${outcome}`]);
+      }
+      // Without the decision (a library caller) the preferences are read as before, and the ledger still adds up.
+      const r = await rt2.billing.reserve({ identity: alice, tokens: 100, requestId: 'no-decision' });
+      await rt2.billing.settle(r, { tokensUsed: 100, provider: 'openai', model: 'm' });
+      expect((await rt2.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+      expect((await rt2.billing.balances(alice.sub)).subscription).toBe(10_000 - withFee(50, 0.1) - withFee(100, 0.1));
+    } finally {
+      await rt2.close();
+    }
+  });
 });

@@ -48,6 +48,12 @@ export class BillingService implements Metering {
   private readonly reservations: Reservations;
   private readonly anonymous: AnonymousWindow;
   private sweeper: NodeJS.Timeout | undefined;
+  /**
+   * Preferences already read for a call, so one metered call reads them once: by the decision
+   * `decide` returned (reused by `reserve`), then by the reservation (reused by `settle`). Weak
+   * keys: an entry lives as long as the call holds the object, and only this process sees it.
+   */
+  private readonly prefsRead = new WeakMap<object, { userId: string; prefs: UserPreferences }>();
 
   constructor(
     storage: Storage,
@@ -97,7 +103,11 @@ export class BillingService implements Metering {
     }
     const userId = p.identity.sub;
     const plan = await this.plan(userId, p.estimatedTokens, { hasApiKey: false, provider: p.provider });
-    if (plan.payer === 'platform') return { mode: 'platform' };
+    if (plan.payer === 'platform') {
+      const decision: Decision = { mode: 'platform' };
+      this.prefsRead.set(decision, { userId, prefs: plan.prefs });
+      return decision;
+    }
     if (plan.payer === 'byok') {
       const apiKey = await this.vault.reveal(userId, p.provider);
       if (apiKey === undefined) throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key');
@@ -117,7 +127,12 @@ export class BillingService implements Metering {
       if (!this.options.allowAnonymousServerPaid) throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key: sign in or provide an API key');
       return this.anonymous.reserve(p.ip ?? 'unknown', tokens, p.requestId);
     }
-    return this.reservations.reserve(p.identity.sub, tokens, p.requestId, this.preferences.get(p.identity.sub).then((prefs) => this.platformOrder(prefs)));
+    const userId = p.identity.sub;
+    const known = p.decision && this.prefsRead.get(p.decision);
+    const prefs = known?.userId === userId ? Promise.resolve(known.prefs) : this.preferences.get(userId);
+    const reservation = await this.reservations.reserve(userId, tokens, p.requestId, prefs.then((x) => this.platformOrder(x)));
+    this.prefsRead.set(reservation, { userId, prefs: await prefs });
+    return reservation;
   }
 
   /** Charge usage plus fee; the unused hold goes back. Replays return the first result. */
@@ -125,9 +140,12 @@ export class BillingService implements Metering {
     const rate = this.options.platformFeeRate;
     if (reservation.userId === null) return (await this.anonymous.close(reservation, usage, rate))!;
     const userId = reservation.userId;
-    const prefs = this.preferences.get(userId);
-    const { result, replay, reservation: held } = await this.reservations.settle(reservation, usage, rate, prefs.then((p) => this.platformOrder(p)));
-    if (!replay) await this.notifyAfterCharge(userId, await prefs, result, held);
+    const known = this.prefsRead.get(reservation);
+    // Read before any write when this process did not reserve the call (a replay, another instance).
+    const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
+    const { result, replay, reservation: held } = await this.reservations.settle(reservation, usage, rate, async () => this.platformOrder(prefs));
+    this.prefsRead.delete(reservation);
+    if (!replay) await this.notifyAfterCharge(userId, prefs, result, held);
     return result;
   }
 
@@ -138,6 +156,7 @@ export class BillingService implements Metering {
       return;
     }
     await this.reservations.release(reservation, reason);
+    this.prefsRead.delete(reservation);
   }
 
   /** A call paid with the caller's own key: usage only, no balance changes. */

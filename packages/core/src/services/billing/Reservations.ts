@@ -31,6 +31,13 @@ export type Draw = { type: BalanceType; amount: number };
 
 /** Platform-token holds for authenticated users: reserve before a call, settle or release after. */
 export class Reservations {
+  /**
+   * The held record this process wrote, by the reservation object it returned: settle and
+   * release compare-and-set it to 'closing' straight away instead of reading it first. Any
+   * other reservation object (a replay, another instance) takes the read path.
+   */
+  private readonly heldByThisProcess = new WeakMap<Reservation, HeldRecord>();
+
   constructor(
     private readonly ledger: Ledger,
     private readonly logger: Logger,
@@ -113,8 +120,10 @@ export class Reservations {
       requestId,
       lines: draws.map((d) => ({ type: d.type, delta: -d.amount })),
     });
-    await this.storage.set<OpenRecord>(key, { state: 'held', at: entry.at, reservation, entries: [entry] });
+    const held: HeldRecord = { state: 'held', at: entry.at, reservation, entries: [entry] };
+    await this.storage.set<OpenRecord>(key, held);
     await this.ledger.append(userId, entry);
+    this.heldByThisProcess.set(reservation, held);
     return reservation;
   }
 
@@ -133,6 +142,19 @@ export class Reservations {
   /** Both records of a reservation, in one round trip. */
   private read(r: Reservation): Promise<[OpenRecord | undefined, FinishedRecord | undefined]> {
     return Promise.all([this.storage.get<OpenRecord>(reservationKey(r.userId!, r.requestId)), this.storage.get<FinishedRecord>(finishedKey(r.userId!, r.requestId))]);
+  }
+
+  /**
+   * One round trip instead of two when this process reserved `r`: compare-and-set the held
+   * record it wrote to 'closing'. A record still 'held' was never closed (finish only ever
+   * follows a 'closing'), so success means this call owns the hold. Undefined: take the read path.
+   */
+  private async closeKnown(r: Reservation): Promise<{ kind: 'closed'; record: HeldRecord } | undefined> {
+    const held = this.heldByThisProcess.get(r);
+    if (!held) return undefined;
+    this.heldByThisProcess.delete(r);
+    const closing = { ...held, state: 'closing' as const, at: new Date().toISOString() };
+    return (await this.storage.compareAndSet<OpenRecord>(reservationKey(r.userId!, r.requestId), held, closing)) ? { kind: 'closed', record: closing } : undefined;
   }
 
   /** Move a held record to 'closing' so settle and release can never both apply. */
@@ -161,10 +183,8 @@ export class Reservations {
    * Charge usage plus fee against the hold: the unused rest goes back (last drawn balance
    * first), and an overrun draws the difference from the balances as far as they go.
    */
-  async settle(reservation: Reservation, usage: SettleUsage, feeRate: number, orderP: Promise<readonly BalanceType[]>): Promise<{ result: SettleResult; reservation: Reservation; replay: boolean }> {
-    // All reads in one round trip, before any write.
-    const [[open, done], order] = await Promise.all([this.read(reservation), orderP]);
-    const closed = await this.close(reservation, open, done);
+  async settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: () => Promise<readonly BalanceType[]>): Promise<{ result: SettleResult; reservation: Reservation; replay: boolean }> {
+    const closed = (await this.closeKnown(reservation)) ?? (await this.close(reservation, ...(await this.read(reservation))));
     if (closed.kind === 'done') {
       if (closed.record.state === 'settled') return { result: closed.record.result, reservation: closed.record.reservation, replay: true };
       throw new CoreError('CONFLICT', 'this reservation was already released');
@@ -195,7 +215,8 @@ export class Reservations {
       );
       remainingBalance = values.reduce((s, v) => s + v, 0);
     } else {
-      const extra = await this.drawUpTo(userId, charge - held.tokens, order);
+      // The consumption order is only needed here, when the call overran its hold.
+      const extra = await this.drawUpTo(userId, charge - held.tokens, await order());
       const drawn = extra.reduce((s, d) => s + d.amount, 0);
       for (const d of extra) lines.push({ type: d.type, delta: -d.amount });
       charged = held.tokens + drawn;
@@ -226,7 +247,7 @@ export class Reservations {
 
   /** Give the whole hold back. A no-op on a reservation that is already settled or released. */
   async release(reservation: Reservation, reason: string): Promise<boolean> {
-    const closed = await this.close(reservation, ...(await this.read(reservation)));
+    const closed = (await this.closeKnown(reservation)) ?? (await this.close(reservation, ...(await this.read(reservation))));
     if (closed.kind === 'done') return false;
     const { reservation: held, entries } = closed.record;
     const userId = held.userId!;

@@ -93,6 +93,8 @@ export interface ReserveParams {
   /** Unique per call; replaying it returns the same reservation. */
   requestId: string;
   ip?: string;
+  /** What `decide` returned for this call: its preferences read is reused instead of repeated. */
+  decision?: Decision;
 }
 
 export interface SettleUsage {
