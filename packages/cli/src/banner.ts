@@ -23,6 +23,13 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
       '  See docs/oauth.md.',
     );
   }
-  if (auth === 'none') lines.push('', '  Authentication is off (development only). Admin procedures still need an admin token: `ai-backend token --scope mcp:admin`.');
+  if (auth === 'none') {
+    lines.push('', '  Authentication is off (development only). Admin procedures still need an administrator token:');
+    lines.push(
+      config.jwt.secret
+        ? '  npx ai-backend token --sub you --scope mcp:admin'
+        : '  set JWT_SECRET (32+ characters), restart, then: npx ai-backend token --sub you --scope mcp:admin',
+    );
+  }
   return lines.join('\n');
 }
