@@ -75,6 +75,17 @@ describe.each(backends)('BillingService on $name', (backend) => {
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
   });
 
+  it('settle ignores changes made in place to the reservation object it returned', async () => {
+    await credit(alice.sub, 5000);
+    const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'req-t2' });
+    r.tokens = 1_000_000;
+    r.draws[0]!.amount = 1_000_000;
+    const s = await rt.billing.settle(r, { tokensUsed: 100, provider: 'openai', model: 'm' });
+    expect(s.remainingBalance).toBe(5000 - 110);
+    expect(await rt.billing.balances(alice.sub)).toMatchObject({ subscription: 5000 - 110 });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+  });
+
   it('release refunds the whole hold once', async () => {
     await credit(alice.sub, 2000);
     const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-2' });

@@ -123,7 +123,8 @@ export class Reservations {
     const held: HeldRecord = { state: 'held', at: entry.at, reservation, entries: [entry] };
     await this.storage.set<OpenRecord>(key, held);
     await this.ledger.append(userId, entry);
-    this.heldByThisProcess.set(reservation, held);
+    // A copy: a caller that modifies the reservation object cannot change what settle charges.
+    this.heldByThisProcess.set(reservation, structuredClone(held));
     return reservation;
   }
 
