@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createLogger, createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
 import { checkOAuthConfig, createAuthenticator } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { cors } from './http/cors.js';
@@ -97,7 +97,9 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime, config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {})));
   const closeMcp = async () => (mcpLoading ? (await mcpLoading.catch(() => undefined))?.close() : undefined);
   let oauth: OAuthRoutes | undefined;
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger: opts.logger }).then(async (runtime) => {
+  // One logger for the runtime and for errors caught at the HTTP layer.
+  const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger }).then(async (runtime) => {
     if (withOAuth) {
       const { createOAuthRoutes } = await import('@ai-backend/auth/oauth');
       const routes = createOAuthRoutes(runtime);
@@ -117,7 +119,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   const app = new Hono();
   app.use('*', cors(config.cors, (req) => requestOrigin(req, config.trustProxy)));
   app.onError((err, c) => {
-    opts.logger?.error?.('unhandled error', { error: err.message });
+    logger.error('unhandled error', { path: c.req.path, error: err.message });
     return c.json({ error: 'internal error' }, 500);
   });
   app.notFound((c) => c.json({ error: 'not found' }, 404));
