@@ -126,6 +126,10 @@ export class McpHandler {
     return messages.some((m) => {
       const msg = m as { method?: unknown; params?: { name?: unknown } };
       if (msg.method === 'tools/list') return toolsListNeedsAuth(cfg);
+      if (msg.method === 'prompts/get') {
+        const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
+        return name ? this.runtime.prompts.get(name)?.requiresIdentity === true : false;
+      }
       if (msg.method === 'tools/call') {
         const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
         const tool = name ? this.catalog.byName.get(name) : undefined;

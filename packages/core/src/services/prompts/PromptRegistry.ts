@@ -39,6 +39,11 @@ export interface PromptDefinition {
   title?: string;
   description?: string;
   arguments?: PromptArgumentDefinition[];
+  /**
+   * Only an authenticated caller may get it (a protected procedure's prompt): the MCP transport
+   * answers an anonymous prompts/get with the 401 challenge that starts sign-in.
+   */
+  requiresIdentity?: boolean;
   /** Build the messages. `ctx` is the caller's context (identity, abort signal). */
   get(args: Record<string, string>, ctx: Context): Promise<PromptResult> | PromptResult;
   /** Suggest values for an argument beyond its enum (optional). */

@@ -63,6 +63,7 @@ export function promptsFromRouter(router: AnyRouter): PromptDefinition[] {
       ...(opts.title ? { title: opts.title } : {}),
       ...(description ? { description } : {}),
       arguments: args,
+      ...(info.meta?.access ? { requiresIdentity: true } : {}),
       async get(values, ctx) {
         const input: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(values)) input[k] = coerce(v, props[k]);
