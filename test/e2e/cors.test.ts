@@ -46,6 +46,13 @@ describe.each(MODES)('CORS (%s)', (mode) => {
     expect(actual.headers.get('access-control-allow-origin')).toBe('https://a.example');
     expect(actual.headers.get('access-control-expose-headers')).toContain('Mcp-Session-Id');
     expect(actual.headers.get('access-control-expose-headers')).toContain('WWW-Authenticate');
+    // A JSON-RPC answer carries them too (that handler adds them while building its response).
+    const rpcAnswer = await s.call('/rpc', { method: 'POST', headers: { origin: 'https://b.example', 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+    expect(rpcAnswer.headers.get('access-control-allow-origin')).toBe('https://b.example');
+    expect(rpcAnswer.headers.get('access-control-allow-credentials')).toBe('true');
+    expect(rpcAnswer.headers.get('access-control-expose-headers')).toContain('Mcp-Session-Id');
+    const denied = await s.call('/rpc', { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+    expect(denied.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   it('rule 9: the OAuth discovery path answers OPTIONS with * whatever the config', async () => {

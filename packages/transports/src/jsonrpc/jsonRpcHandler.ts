@@ -10,6 +10,7 @@ import {
   type Context,
   type Runtime,
 } from '@ai-backend/core';
+import { withCorsHeaders } from '../http/cors.js';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { contextFor } from '../http/requestContext.js';
 
@@ -92,7 +93,7 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
     const ctx = await contextFor(c, runtime, 'rpc');
     // A plain header record keeps the Node adapter on its fast response path.
     const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers }));
+    const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) }));
 
     if (Array.isArray(body.value)) {
       if (body.value.length === 0) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'empty batch'));
