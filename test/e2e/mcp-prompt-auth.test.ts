@@ -42,3 +42,25 @@ describe('MCP prompts backed by protected procedures', () => {
     expect(await ok.text()).toContain('Brief ada on launch');
   });
 });
+
+describe('MCP session binding', () => {
+  it('an anonymous session is claimed by the first identity that uses it; others get 404', async () => {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await s.fetch('/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) });
+    await init.text();
+    const sid = init.headers.get('mcp-session-id')!;
+    const as = (token?: string) =>
+      s.fetch('/mcp', {
+        method: 'POST',
+        headers: { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+    const ada = await mintDevToken({ secret: SECRET, sub: 'ada' });
+    const eve = await mintDevToken({ secret: SECRET, sub: 'eve' });
+    expect((await as()).status).toBe(200); // still anonymous: usable without a token
+    expect((await as(ada)).status).toBe(200); // signed in on the same session: claimed by ada
+    expect((await as(ada)).status).toBe(200);
+    expect((await as(eve)).status).toBe(404);
+    expect((await as()).status).toBe(404);
+  });
+});

@@ -215,6 +215,12 @@ export class McpHandler {
     if (!session) return jsonRpcError(404, -32001, 'Session not found');
     // Sessions are bound to the identity that opened them (MCP security best practices).
     if (session.owner !== null && session.owner !== identity?.sub) return jsonRpcError(404, -32001, 'Session not found');
+    if (session.owner === null && identity) {
+      // An anonymous session is claimed by the first identity that uses it (clients sign in after
+      // a 401 and retry on the same session); from then on it is bound like any other.
+      session.owner = identity.sub;
+      void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
+    }
     session.lastSeen = Date.now();
     this.records?.touch(sessionId, () => ({ owner: session.owner, init: session.init }));
     return session;
