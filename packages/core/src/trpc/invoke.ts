@@ -1,4 +1,4 @@
-import { getTRPCErrorFromUnknown, type AnyRouter, type AnyProcedure, type TRPCError } from '@trpc/server';
+import { getTRPCErrorFromUnknown, TRPCError, type AnyRouter, type AnyProcedure } from '@trpc/server';
 import type { Context } from './context.js';
 import type { ProcedureMeta } from './meta.js';
 
@@ -34,7 +34,6 @@ export type InvokeResult = { ok: true; data: unknown } | { ok: false; error: TRP
 export async function invoke(router: AnyRouter, path: string, input: unknown, ctx: Context): Promise<InvokeResult> {
   const info = procedureIndex(router).get(path);
   if (!info || info.type === 'subscription') {
-    const { TRPCError } = await import('@trpc/server');
     return { ok: false, error: new TRPCError({ code: 'NOT_FOUND', message: `unknown procedure "${path.slice(0, 200)}"` }) };
   }
   try {
