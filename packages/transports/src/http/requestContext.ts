@@ -1,10 +1,10 @@
 import type { Context as HonoContext } from 'hono';
-import { createContext, type Context, type McpCallContext, type Runtime, type TransportName } from '@ai-backend/core';
-import { bearerToken, clientIp } from './requestFacts.js';
+import { CoreError, createContext, type Context, type McpCallContext, type Runtime, type TransportName } from '@ai-backend/core';
+import { bearerToken, clientIp, tokenInQuery } from './requestFacts.js';
 
 /** Build the tRPC context for one HTTP request: the one place transports turn a request into core's context. */
-export function contextFor(c: HonoContext, runtime: Runtime, transport: TransportName, mcp?: McpCallContext): Promise<Context> {
-  return createContext({
+export async function contextFor(c: HonoContext, runtime: Runtime, transport: TransportName, mcp?: McpCallContext): Promise<Context> {
+  const ctx = await createContext({
     runtime,
     bearer: bearerToken(c.req.raw),
     mcp,
@@ -18,4 +18,11 @@ export function contextFor(c: HonoContext, runtime: Runtime, transport: Transpor
       headers: c.req.raw.headers,
     },
   });
+  // A token in the query string (RFC 6750 §2.3) is refused like any bad credential, on every
+  // procedure of the request; /mcp does the same at HTTP level. The substring test keeps URL
+  // parsing off the common path.
+  if (c.req.url.includes('token=') && tokenInQuery(new URL(c.req.url))) {
+    ctx.credentialError = new CoreError('INVALID_TOKEN', 'tokens in the query string are not accepted');
+  }
+  return ctx;
 }
