@@ -55,7 +55,7 @@ describe('ai-backend CLI', () => {
     await writeFile(path.join(dir, 'ai-backend.config.json'), JSON.stringify({ storage: { type: 'memory' } }));
     const { url, banner } = await serve(['--config', 'ai-backend.config.json', '--port', '0'], dir);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const res = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'cli' } }) });
+    const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'cli' } }) });
     expect(((await res.json()) as any).result.greeting).toBe('Hello, cli!');
     expect(banner()).toContain('/trpc');
     expect(banner()).toContain('/mcp');
@@ -69,9 +69,9 @@ describe('ai-backend CLI', () => {
     expect(banner()).toContain(`${url}/health`);
     const health = await fetch(url + '/health');
     expect(health.status).toBe(200);
-    const call = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
+    const call = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
     expect(((await call.json()) as any).result.content).toBe('hi from the workspace');
-    const write = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
+    const write = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
     expect(((await write.json()) as any).error.data.code).toBe('FORBIDDEN');
   });
 

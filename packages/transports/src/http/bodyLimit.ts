@@ -16,7 +16,11 @@ export interface BodyLimitOptions {
   trpcDepth?: number;
 }
 
-const tooLarge = (o: BodyLimitOptions) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`);
+/**
+ * The rest of a refused chunked body is never read: the connection closes after the answer
+ * (cancelling the stream instead would reset the socket before the client could read the 413).
+ */
+const tooLarge = (o: BodyLimitOptions, close = false) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`, close ? { connection: 'close' } : {});
 
 /**
  * Body limits at the HTTP edge, for every route that reads a body: a declared Content-Length over
@@ -40,7 +44,7 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     if (declared === null || o.trpcDepth !== undefined) {
       if (!req.body) return next();
       const read = await readLimited(req.body, o.limit, o.idleMs);
-      if (read === 'too-large') return tooLarge(o);
+      if (read === 'too-large') return tooLarge(o, true);
       if (read === 'idle') return edgeError(o.family, 408, `request body stalled for more than ${o.idleMs} ms`, { connection: 'close' });
       if (o.trpcDepth !== undefined) {
         const problem = trpcProblem(new TextDecoder().decode(read), o.trpcDepth);
@@ -68,7 +72,7 @@ function trpcProblem(text: string, maxDepth: number): string | null {
   return superjsonMetaProblem(parsed);
 }
 
-/** Read a stream up to `limit` bytes; stops reading (and cancels) as soon as it is exceeded or stalls. */
+/** Read a stream up to `limit` bytes; stops reading as soon as it is exceeded or stalls. */
 async function readLimited(body: ReadableStream<Uint8Array>, limit: number, idleMs: number): Promise<Uint8Array<ArrayBuffer> | 'too-large' | 'idle'> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
@@ -77,16 +81,10 @@ async function readLimited(body: ReadableStream<Uint8Array>, limit: number, idle
     let timer: NodeJS.Timeout | undefined;
     const idle = new Promise<'idle'>((resolve) => (timer = setTimeout(() => resolve('idle'), idleMs)));
     const next = await Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
-    if (next === 'idle') {
-      void reader.cancel().catch(() => undefined);
-      return 'idle';
-    }
+    if (next === 'idle') return 'idle';
     if (next.done) break;
     size += next.value.byteLength;
-    if (size > limit) {
-      void reader.cancel().catch(() => undefined);
-      return 'too-large';
-    }
+    if (size > limit) return 'too-large';
     chunks.push(next.value);
   }
   const out = new Uint8Array(size);

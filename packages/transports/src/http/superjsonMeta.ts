@@ -22,7 +22,7 @@ export function superjsonMetaProblem(input: unknown): string | null {
   for (const call of calls) {
     if (!isRecord(call) || call.meta === undefined) continue;
     const budget = { left: MAX_META_ENTRIES };
-    if (!metaOk(call.meta, budget)) return budget.left < 0 ? `superjson meta has more than ${MAX_META_ENTRIES} entries` : 'malformed superjson meta';
+    if (!metaOk(call.meta, budget)) return budget.left < 0 ? `input meta has more than ${MAX_META_ENTRIES} entries` : 'malformed input meta';
   }
   return null;
 }
