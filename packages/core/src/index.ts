@@ -6,6 +6,7 @@ export { publicProcedure, protectedProcedure, adminProcedure, toolCallNeedsAuth 
 export { publicBaseUrl } from './runtime/publicBaseUrl.js';
 export { forwardedClientIp } from './runtime/forwardedClientIp.js';
 export { createContext, type Context, type Identity, type RequestInfo, type TransportName, type McpCallContext, type CreateContextOptions } from './trpc/context.js';
+export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './trpc/subjectId.js';
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';
 export { builtinRouter, createAppRouter, type AppRouter } from './routers/appRouter.js';

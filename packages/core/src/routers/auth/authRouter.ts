@@ -13,7 +13,7 @@ import { resolveKeyOwner } from './resolveKeyOwner.js';
  * key: status only (exists, provider, last four characters, times).
  */
 const keyProcedure = protectedProcedure.use(async ({ ctx, next }) => {
-  await rememberUser(ctx.runtime.storage, ctx.identity);
+  await rememberUser(ctx.runtime.storage, ctx.identity, ctx.runtime.logger);
   return next();
 });
 
