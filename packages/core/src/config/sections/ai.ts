@@ -55,6 +55,18 @@ export const AiSchema = z
     byokProviders: z.array(z.enum(PROVIDER_IDS)).default([...PROVIDER_IDS]),
     /** Model registry overrides and additions, per provider and model id (merged over the bundled data). */
     models: z.partialRecord(z.enum(PROVIDER_IDS), z.record(z.string().min(1), ModelInfoSchema)).default({}),
+    /**
+     * Budget of provider key checks (ai.validateProvider, auth.validateUserKey), counted per
+     * client address and, for signed-in callers, per identity: without it the server is a free
+     * relay for testing stolen keys. Default 10 per identity and 20 per address per 10 minutes.
+     */
+    keyChecks: z
+      .strictObject({
+        windowMs: z.number().int().min(1000).default(600_000),
+        maxPerIdentity: z.number().int().min(1).default(10),
+        maxPerAddress: z.number().int().min(1).default(20),
+      })
+      .prefault({}),
     /** Timeout of ai.validateProvider's check request, in ms. Default 5000. */
     validateTimeoutMs: z.number().int().min(100).default(5_000),
     /** Retries of a failed upstream call inside one request (0 surfaces 429/5xx at once). Default 0. */
