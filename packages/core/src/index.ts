@@ -14,7 +14,7 @@ export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntim
 export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/Runtime.js';
 export { Stats } from './runtime/Stats.js';
 export { createLogger, type Logger, type LogLevel } from './runtime/Logger.js';
-export { checkHealth, type HealthReport } from './runtime/checkHealth.js';
+export { checkHealth, healthFor, type HealthReport } from './runtime/checkHealth.js';
 export { ResourceRegistry, type ResourceDefinition, type ResourceTemplateDefinition, type ResourceContent, type SchemeHandler } from './services/resources/ResourceRegistry.js';
 export { compileUriTemplate, type UriTemplate } from './services/resources/uriTemplate.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
