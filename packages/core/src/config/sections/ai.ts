@@ -42,8 +42,18 @@ export const AiSchema = z
     maxTokensLimit: z.number().int().min(1).default(32_768),
     /** Upstream call timeout in ms. Default 60000. */
     timeoutMs: z.number().int().min(100).default(60_000),
-    /** Named server-side system prompts a request references as `@name`; the text never leaves the server. */
-    systemPrompts: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'prompt names use letters, digits, _ . -'), z.string().min(1)).default({}),
+    /**
+     * Named server-side system prompts a request references as `@name`; the text never leaves the
+     * server. Used only on calls the platform pays for, unless the entry is
+     * `{ text, allowWithCallerKeys: true }` (then also sent to the provider account of a caller's
+     * own key, so that account's owner can read it).
+     */
+    systemPrompts: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'prompt names use letters, digits, _ . -'),
+        z.union([z.string().min(1), z.strictObject({ text: z.string().min(1), allowWithCallerKeys: z.boolean().default(false) })]),
+      )
+      .default({}),
     /** Largest `content` accepted, in characters. Default 200000. */
     maxContentChars: z.number().int().min(1).default(200_000),
     /**
