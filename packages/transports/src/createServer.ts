@@ -5,6 +5,7 @@ import type { Server as HttpServer } from 'node:http';
 import { createLogger, createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
 import { checkOAuthConfig, createAuthenticator } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
+import { apiDescriptionRoutes } from './http/apiDescriptionRoutes.js';
 import { cors } from './http/cors.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
@@ -124,6 +125,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   });
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.route('/', healthRoutes(getRuntime));
+  if (config.apiDescription.enabled) app.route('/', apiDescriptionRoutes(getRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
 
   if (withOAuth) {
     for (const path of OAUTH_PATHS) {
