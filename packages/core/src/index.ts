@@ -27,3 +27,4 @@ export { RateLimiter, rateLimitCaller, type RateLimitDecision, type RateLimitKin
 export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecuritySeverity, type SecurityLogSettings } from './services/security/SecurityLog.js';
 export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
 export * from './apiDescription/index.js';
+export * from './observability/index.js';

@@ -7,6 +7,8 @@ import { checkOAuthConfig, createAuthenticator } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { apiDescriptionRoutes } from './http/apiDescriptionRoutes.js';
 import { cors } from './http/cors.js';
+import { adminMetricsHandler, metricsListenerApp } from './http/metricsRoute.js';
+import { observeRequests } from './http/observeRequests.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
@@ -42,6 +44,8 @@ export interface AiBackendServer {
   start(): Promise<BoundAddress>;
   /** Stop accepting, finish in-flight requests, close MCP sessions and stores. */
   stop(): Promise<void>;
+  /** The separate metrics listener's address (`metrics.port`), once start() resolved. */
+  metricsAddress(): BoundAddress | undefined;
 }
 
 /**
@@ -95,9 +99,14 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
   let mcpLoading: Promise<McpHandler> | undefined;
   const getMcp = () =>
-    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime, config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {})));
+    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => {
+      const mcp = new McpHandler(runtime, config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {});
+      runtime.metrics?.setMcpSources(() => mcp.sessionCount, () => mcp.streamCount);
+      return mcp;
+    }));
   const closeMcp = async () => (mcpLoading ? (await mcpLoading.catch(() => undefined))?.close() : undefined);
   let oauth: OAuthRoutes | undefined;
+  let readyRuntime: Runtime | undefined;
   // One logger for the runtime and for errors caught at the HTTP layer.
   const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
   const runtimePromise = createRuntime(config, { storage: opts.storage, logger }).then(async (runtime) => {
@@ -111,6 +120,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     const oauthVerifier = oauth && ((token: string) => oauth!.verifyAccessToken(token));
     runtime.setAuthenticator(createAuthenticator(config, { logger: runtime.logger, oauthVerifier }));
     if (mcpOn) toolProcedures(runtime.router); // a tool-name clash fails start-up
+    readyRuntime = runtime;
     return runtime;
   });
   // Surface start-up failures through ready()/start(), not as an unhandled rejection.
@@ -118,6 +128,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   const getRuntime = () => runtimePromise;
 
   const app = new Hono();
+  app.use('*', observeRequests(() => readyRuntime));
   app.use('*', cors(config.cors, (req) => requestOrigin(req, config.trustProxy)));
   app.onError((err, c) => {
     logger.error('unhandled error', { path: c.req.path, error: err.message });
@@ -139,6 +150,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     app.get('/.well-known/oauth-protected-resource', prm);
     app.get('/.well-known/oauth-protected-resource/mcp', prm);
   }
+  if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getRuntime));
   if (config.protocols.tRpc) {
     app.all('/trpc/*', trpcHandler(getRuntime, '/trpc'));
     app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));
@@ -153,7 +165,18 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   }
 
   let http: ServerType | undefined;
+  let metricsHttp: ServerType | undefined;
+  let metricsBound: BoundAddress | undefined;
   let stopping: Promise<void> | undefined;
+  const listen = (fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string, onServer: (s: ServerType) => void) =>
+    new Promise<BoundAddress>((resolve, reject) => {
+      const server = serve({ fetch, port, hostname }, (info: AddressInfo) => {
+        const host = info.address.includes(':') ? `[${info.address}]` : info.address;
+        resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
+      });
+      server.once('error', reject);
+      onServer(server);
+    });
 
   return {
     app,
@@ -162,17 +185,16 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     ready: getRuntime,
     async start() {
       await getRuntime();
-      return new Promise<BoundAddress>((resolve, reject) => {
-        const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => {
-          const host = info.address.includes(':') ? `[${info.address}]` : info.address;
-          resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
-        });
-        server.once('error', reject);
-        http = server;
-      });
+      if (config.metrics.enabled && config.metrics.port !== undefined) {
+        metricsBound = await listen(metricsListenerApp(getRuntime).fetch, config.metrics.port, config.metrics.host, (s) => (metricsHttp = s));
+      }
+      return listen(app.fetch, config.port, config.host, (s) => (http = s));
     },
+    metricsAddress: () => metricsBound,
     stop() {
       stopping ??= (async () => {
+        const metricsServer = metricsHttp as HttpServer | undefined;
+        if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
         const server = http as HttpServer | undefined;
         if (server) {
           const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -6,6 +6,7 @@ import { mcpAccessRulesActive } from '../services/security/accessRules.js';
 import type { SecurityEventType } from '../services/security/SecurityLog.js';
 import type { Context } from './context.js';
 import { t } from './init.js';
+import { callDone, inProcedureSpan } from '../observability/observeProcedure.js';
 import type { ProcedureMeta } from './meta.js';
 
 /**
@@ -78,7 +79,7 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
  */
 /** Refuse before the procedure runs: count the failure, record the event, throw. */
 async function refuse(ctx: Context, path: string, started: number, err: CoreError, getRawInput: () => Promise<unknown>): Promise<never> {
-  ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
+  callDone(ctx, path, started, err);
   await logRefusal(ctx, path, err, getRawInput);
   throw err;
 }
@@ -94,8 +95,8 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, started, runtime.rateLimit.refusal(decision), getRawInput);
   }
-  const result = await next();
-  runtime.stats.record(ctx.req.transport, path, performance.now() - started, !result.ok);
+  const result = await inProcedureSpan(ctx, path, next);
+  callDone(ctx, path, started, result.ok ? undefined : result.error);
   if (!result.ok && result.error instanceof CoreError && SECURITY_EVENT[result.error.appCode]) {
     await logRefusal(ctx, path, result.error, getRawInput);
   }

@@ -7,6 +7,8 @@ import { loadAiSdk } from './aiSdk.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
 import { upstreamFetch } from './upstreamFetch.js';
+import { observedFetch } from '../../observability/observedFetch.js';
+import type { Metrics } from '../../observability/Metrics.js';
 
 /** The providers' public API bases, used when `ai.providers.<id>.baseUrl` is not set. */
 export const DEFAULT_BASE_URLS: Readonly<Record<ProviderId, string>> = {
@@ -39,7 +41,8 @@ export class ProviderRegistry {
   private readonly ai: ResolvedConfig['ai'];
   private readonly serverProviders: ReadonlySet<ProviderId>;
 
-  constructor(config: ResolvedConfig) {
+  /** `metrics`: where upstream calls are counted (runtime.metrics); absent when metrics are off. */
+  constructor(config: ResolvedConfig, private readonly metrics?: Metrics) {
     this.ai = config.ai;
     this.serverProviders = new Set(config.serverProviders);
     this.models = new ModelRegistry(config.ai.models);
@@ -125,17 +128,19 @@ export class ProviderRegistry {
   async languageModel(provider: ProviderId, model: string, apiKey: string): Promise<LanguageModel> {
     const baseURL = this.baseUrl(provider);
     const sdk = await loadAiSdk();
+    // Spans, trace propagation and upstream metrics per HTTP attempt (observability/observedFetch).
+    const fetch = observedFetch(upstreamFetch, provider, model, this.metrics);
     switch (provider) {
       case 'anthropic':
-        return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch: upstreamFetch })(model);
+        return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);
       case 'openai': {
-        const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch: upstreamFetch });
+        const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch });
         return this.conf('openai').api === 'chat' ? openai.chat(model) : openai(model);
       }
       case 'google':
-        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch: upstreamFetch })(model);
+        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);
       case 'openrouter':
-        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch: upstreamFetch })(model);
+        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(model);
     }
   }
 }
