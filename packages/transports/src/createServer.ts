@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { createLogger, createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
@@ -34,8 +34,12 @@ export interface BoundAddress {
 }
 
 export interface AiBackendServer {
-  /** The Hono app: mount it in another Hono app or serve it from any fetch runtime. */
+  /** The Hono app: mount it in another Hono app. */
   readonly app: Hono;
+  /**
+   * The app as a fetch handler (Bun, Deno, workers with Node built-ins such as node:crypto). It does
+   * not load the Node HTTP adapter (@hono/node-server); only start() does.
+   */
   readonly fetch: (req: Request) => Promise<Response>;
   readonly config: ResolvedConfig;
   /** Resolves once storage is open and services are built. */
@@ -169,14 +173,15 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   let metricsBound: BoundAddress | undefined;
   let stopping: Promise<void> | undefined;
   const listen = (fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string, onServer: (s: ServerType) => void) =>
-    new Promise<BoundAddress>((resolve, reject) => {
+    // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
+    import('@hono/node-server').then(({ serve }) => new Promise<BoundAddress>((resolve, reject) => {
       const server = serve({ fetch, port, hostname }, (info: AddressInfo) => {
         const host = info.address.includes(':') ? `[${info.address}]` : info.address;
         resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
       });
       server.once('error', reject);
       onServer(server);
-    });
+    }));
 
   return {
     app,
