@@ -122,7 +122,9 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
       await routes.ready();
     }
     const oauthVerifier = oauth && ((token: string) => oauth!.verifyAccessToken(token));
-    runtime.setAuthenticator(createAuthenticator(config, { logger: runtime.logger, oauthVerifier }));
+    const authenticator = createAuthenticator(config, { logger: runtime.logger, oauthVerifier });
+    runtime.setAuthenticator(authenticator);
+    runtime.caches.set('tokens', () => authenticator.clearCache());
     if (mcpOn) toolProcedures(runtime.router); // a tool-name clash fails start-up
     readyRuntime = runtime;
     return runtime;

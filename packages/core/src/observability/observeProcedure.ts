@@ -30,6 +30,7 @@ export class CallObservation {
     const ms = performance.now() - this.started;
     const { runtime, req } = this.ctx;
     runtime.stats.record(req.transport, this.path, ms, error !== undefined);
+    if (this.ctx.identity) runtime.users.seen(this.ctx.identity);
     runtime.metrics?.procedure(req.transport, this.path, ms / 1000, error ? error.code : 'ok');
     if (error) this.span.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
     this.span.end();

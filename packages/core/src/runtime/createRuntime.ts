@@ -17,6 +17,7 @@ import type { Storage } from '../storage/Storage.js';
 import { createLogger, type Logger } from './Logger.js';
 import type { Authenticator, HealthProbe, Runtime } from './Runtime.js';
 import { Stats } from './Stats.js';
+import { UserDirectory } from '../services/directory/UserDirectory.js';
 import { createMetrics } from '../observability/Metrics.js';
 import { instrumentStorage } from '../observability/instrumentStorage.js';
 import { observedMetering } from '../observability/observedMetering.js';
@@ -53,15 +54,19 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const security = SecurityLog.fromConfig(config, logger);
   closers.push(() => security.close());
   warnIgnoredAuthSettings(config, logger);
+  const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays }) : new Stats();
+  stats.start();
+  closers.push(() => stats.stop());
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
 
   const runtime: Runtime = {
     config,
     storage,
-    stats: new Stats(),
+    stats,
     metrics,
     caches: new Map(),
+    users: new UserDirectory(storage, config),
     logger,
     resources: createResourceRegistry(router, workspaces),
     workspaces,
