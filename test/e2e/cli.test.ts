@@ -55,8 +55,11 @@ describe('ai-backend CLI', () => {
     await writeFile(path.join(dir, 'ai-backend.config.json'), JSON.stringify({ storage: { type: 'memory' } }));
     const { url, banner } = await serve(['--config', 'ai-backend.config.json', '--port', '0'], dir);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'cli' } }) });
-    expect(((await res.json()) as any).result.greeting).toBe('Hello, cli!');
+    // authType 'oauth' (the default) governs the MCP tools on /rpc as on /mcp: a public tool answers, greeting needs a sign-in.
+    const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'cli' } }) });
+    expect(((await res.json()) as any).result.message).toBe('cli');
+    const greeting = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'mcp.greeting', params: { name: 'cli' } }) });
+    expect(((await greeting.json()) as any).error.data.appCode).toBe('UNAUTHORIZED');
     expect(banner()).toContain('/trpc');
     expect(banner()).toContain('/mcp');
     expect(banner()).toMatch(/OAuth is the MCP auth type but is not configured/);
@@ -102,9 +105,12 @@ describe('ai-backend CLI', () => {
   it('config print redacts secrets; token mints a JWT from the configured secret', async () => {
     const dir = await tempDir();
     const secret = 'q'.repeat(40);
+    await writeFile(path.join(dir, '.ai-backendrc.json'), JSON.stringify({ ai: { providers: { openai: { baseUrl: 'https://u:URLPASS-SECRET@proxy.example/v1?key=URLKEY-SECRET' } } } }));
     const printed = await run(['config', 'print'], dir, { JWT_SECRET: secret });
     expect(printed.code).toBe(0);
     expect(printed.stdout).not.toContain(secret);
+    expect(printed.stdout).not.toContain('URLPASS-SECRET');
+    expect(printed.stdout).not.toContain('URLKEY-SECRET');
     expect(JSON.parse(printed.stdout).jwt.secret).toBe('[redacted]');
     const tok = await run(['token', '--sub', 'alice', '--scope', 'mcp', 'mcp:admin'], dir, { JWT_SECRET: secret });
     expect(tok.code).toBe(0);

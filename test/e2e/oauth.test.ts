@@ -10,12 +10,13 @@ import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Redis } from 'ioredis';
+import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, startIdp, type TestIdp } from './oauthHelpers.js';
 
 const ENCRYPTION_KEY = 'e2e-encryption-key-0123456789-abcdef';
 const CLIENT_REDIRECT = 'http://127.0.0.1:8976/callback';
+const testRedisAt = await testRedis();
 
 const whoami = router({
   whoami: protectedProcedure
@@ -24,6 +25,8 @@ const whoami = router({
 });
 
 let idp: TestIdp;
+/** The IdP's subject qualified by its issuer, as every stored key sees it. */
+const aliceId = () => `idp:${idp.issuer}#alice`;
 const servers: AiBackendServer[] = [];
 const clients: Client[] = [];
 
@@ -134,11 +137,11 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect(redirect.searchParams.get('iss')).toBe(base);
 
     const me = await callWhoami(client);
-    expect(me).toMatchObject({ sub: 'alice', email: 'alice@example.com', via: 'oauth', clientId: provider.info!.client_id });
+    expect(me).toMatchObject({ sub: aliceId(), email: 'alice@example.com', via: 'oauth', clientId: provider.info!.client_id });
     expect(me.scopes).toEqual(['mcp', 'mcp:call']);
     // Our own token, not the provider's: signed by us, for our /mcp.
     const claims = JSON.parse(Buffer.from(provider.saved!.access_token.split('.')[1]!, 'base64url').toString());
-    expect(claims).toMatchObject({ iss: base, aud: `${base}/mcp`, sub: 'alice' });
+    expect(claims).toMatchObject({ iss: base, aud: `${base}/mcp`, sub: aliceId() });
   });
 
   it('discovery answers any origin, whatever cors says (spec: fixed CORS answer)', async () => {
@@ -163,7 +166,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect(await auth(provider, { serverUrl: new URL(`${base}/mcp`) })).toBe('AUTHORIZED');
     const second = provider.saved!;
     expect(second.refresh_token).not.toBe(first.refresh_token);
-    expect((await callWhoami(client)).sub).toBe('alice');
+    expect((await callWhoami(client)).sub).toBe(aliceId());
 
     // An attacker replays the first refresh token.
     const replay = await fetch(`${base}/oauth/token`, {
@@ -191,7 +194,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect((await rawToolCall(base, forged)).status).toBe(401);
   });
 
-  describe.each([
+  describe.each(([
     ['file', async () => {
       const dir = await mkdtemp(join(tmpdir(), 'oauth-e2e-'));
       return { sessionStorage: { type: 'file' as const, filePath: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
@@ -199,16 +202,11 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     ['redis', async () => {
       const keyPrefix = `oauth-e2e-${process.pid}-${Date.now()}:`;
       return {
-        sessionStorage: { type: 'redis' as const, redis: { host: '127.0.0.1', port: 6379, keyPrefix } },
-        cleanup: async () => {
-          const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-          const keys = await redis.keys(`${keyPrefix}*`);
-          if (keys.length) await redis.del(...keys);
-          redis.disconnect();
-        },
+        sessionStorage: { type: 'redis' as const, redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
+        cleanup: async () => void (await dropTestKeys(testRedisAt, keyPrefix)),
       };
     }],
-  ])('%s session storage', (_kind, setup) => {
+  ] as const).filter(([kind]) => kind !== 'redis' || testRedisAt.ok))('%s session storage', (_kind, setup) => {
     it('sessions, refresh tokens and signing keys survive a restart', async () => {
       const { sessionStorage, cleanup } = await setup();
       try {
@@ -220,9 +218,9 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const second = await startServer({ sessionStorage });
         expect(second.base).toBe(first.base);
         const { client } = await connect(second.base, provider);
-        expect((await callWhoami(client)).sub).toBe('alice');
+        expect((await callWhoami(client)).sub).toBe(aliceId());
         expect(await auth(provider, { serverUrl: new URL(`${second.base}/mcp`) })).toBe('AUTHORIZED');
-        expect((await callWhoami(client)).sub).toBe('alice');
+        expect((await callWhoami(client)).sub).toBe(aliceId());
       } finally {
         await cleanup();
       }

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { createLogger, createRuntime, oauthServerEnabled, resolveConfig, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
@@ -34,8 +34,12 @@ export interface BoundAddress {
 }
 
 export interface AiBackendServer {
-  /** The Hono app: mount it in another Hono app or serve it from any fetch runtime. */
+  /** The Hono app: mount it in another Hono app. */
   readonly app: Hono;
+  /**
+   * The app as a fetch handler (Bun, Deno, workers with Node built-ins such as node:crypto). It does
+   * not load the Node HTTP adapter (@hono/node-server); only start() does.
+   */
   readonly fetch: (req: Request) => Promise<Response>;
   readonly config: ResolvedConfig;
   /** Resolves once storage is open and services are built. */
@@ -163,6 +167,8 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     ready: getRuntime,
     async start() {
       await getRuntime();
+      // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
+      const { serve } = await import('@hono/node-server');
       return new Promise<BoundAddress>((resolve, reject) => {
         const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions: timeoutServerOptions(limits) }, (info: AddressInfo) => {
           const host = info.address.includes(':') ? `[${info.address}]` : info.address;

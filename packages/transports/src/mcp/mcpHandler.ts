@@ -4,9 +4,10 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CoreError, publicBaseUrl, toolCallNeedsAuth, toolsListNeedsAuth, type Identity, type Runtime } from '@ai-backend/core';
+import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core';
 import { readJsonBody } from '../http/readJsonBody.js';
-import { bearerToken, clientIp, tokenInQuery } from '../http/requestFacts.js';
+import { openScope } from '../http/requestContext.js';
+import { clientIp } from '../http/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
 import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
@@ -14,9 +15,12 @@ import type { RootsSync } from './rootsSync.js';
 import { SessionRecords, type SessionRecord } from './sessionRecords.js';
 import { handleStatelessRequest } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
+import { EventLedger } from './eventStores/EventLedger.js';
+import { failSafeEventStore } from './eventStores/failSafeEventStore.js';
+import { SessionBudget, type BudgetedSession } from './sessionBudget.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 
-interface Session {
+interface Session extends BudgetedSession {
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   roots: RootsSync;
@@ -24,7 +28,8 @@ interface Session {
   owner: string | null;
   /** The client's initialize params, kept so another instance can recreate the session. */
   init: Record<string, unknown>;
-  lastSeen: number;
+  /** Its event store, whose bytes go back to the shared budget when the session ends. */
+  events: { dispose?: () => void } | undefined;
 }
 
 export interface McpHandlerOptions {
@@ -71,6 +76,11 @@ export class McpHandler {
   private readonly records: SessionRecords | undefined;
   private readonly eventStoreKind: 'memory' | 'storage' | 'none';
   private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
+  /** Sessions per address / identity, anonymous ceiling, short lifetimes (mcp.budgets). */
+  private readonly budget: SessionBudget;
+  /** The byte budget all in-memory event stores share. */
+  private readonly ledger: EventLedger;
+  private lastStoreWarning = 0;
   readonly catalog: ToolCatalog;
 
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
@@ -78,10 +88,12 @@ export class McpHandler {
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (runtime.config.storage.type === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.storage, idle) : undefined;
+    this.budget = new SessionBudget(runtime.config.mcp.budgets, opts.maxSessions ?? 10_000);
+    this.ledger = new EventLedger(runtime.config.mcp.budgets.eventStore.totalBytes);
     this.sweeper = setInterval(() => {
-      const cutoff = Date.now() - idle;
-      for (const [id, s] of this.sessions) if (s.lastSeen < cutoff) void this.closeSession(id);
-    }, Math.min(idle, 60_000));
+      const now = Date.now();
+      for (const [id, s] of this.sessions) if (s.lastSeen < now - idle || this.budget.expired(s, now)) void this.closeSession(id);
+    }, Math.min(idle, 60_000, this.budget.sweepEveryMs));
     this.sweeper.unref();
   }
 
@@ -90,11 +102,20 @@ export class McpHandler {
   }
 
   private async closeSession(id: string): Promise<void> {
-    const s = this.sessions.get(id);
+    const s = this.forget(id);
     if (!s) return;
-    this.sessions.delete(id);
     this.records?.forget(id);
     await s.transport.close().catch(() => undefined);
+  }
+
+  /** Take a session out of the map and give back its budget (idempotent). */
+  private forget(id: string): Session | undefined {
+    const s = this.sessions.get(id);
+    if (!s) return undefined;
+    this.sessions.delete(id);
+    this.budget.remove(s);
+    s.events?.dispose?.();
+    return s;
   }
 
   async close(): Promise<void> {
@@ -102,39 +123,43 @@ export class McpHandler {
     await Promise.all([...this.sessions.keys()].map((id) => this.closeSession(id)));
   }
 
-  private challenge(c: HonoContext, status: 401 | 403, error: CoreError | null): Response {
-    recordChallenge(this.runtime, clientIp(c, this.runtime.config.trustProxy), status, error);
-    const base = publicBaseUrl(c.req.url, c.req.raw.headers, this.runtime.config);
-    const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
-    if (error) {
-      const code = status === 403 ? 'insufficient_scope' : 'invalid_token';
-      parts.unshift(`error="${code}"`, `error_description="${error.message.replace(/["\\]/g, '')}"`);
-      const scopes = error.details?.requiredScopes;
-      if (Array.isArray(scopes)) parts.push(`scope="${scopes.join(' ')}"`);
-    }
-    const message = error?.message ?? 'authentication required';
-    return jsonRpcError(status, -32001, message, { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` });
+  /** Send core's challenge (401/403 with WWW-Authenticate) as a JSON-RPC error, and log it. */
+  private challenge(scope: RequestScope, ch: Challenge): Response {
+    recordChallenge(this.runtime, scope.facts.ip, ch.status, scope.credentialError);
+    return jsonRpcError(ch.status, -32001, ch.error.message, ch.headers);
   }
 
-  /** Does any message in this POST need an authenticated caller (access rules 1–3)? */
-  private needsAuth(messages: unknown[]): boolean {
-    const cfg = this.runtime.config;
-    if (cfg.mcp.auth.authType === 'none') return false;
-    return messages.some((m) => {
-      const msg = m as { method?: unknown; params?: { name?: unknown } };
-      if (msg.method === 'tools/list') return toolsListNeedsAuth(cfg);
-      if (msg.method === 'prompts/get') {
-        const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
-        return name ? this.runtime.prompts.get(name)?.requiresIdentity === true : false;
+  /**
+   * The calls a POST body carries, as core sees them: the procedure behind each tools/call,
+   * prompts/get and resources/read (prompts and resources not served by a procedure have none).
+   * tools/list is not a procedure; its rule is asked separately.
+   */
+  private parseCalls(messages: unknown[]): { calls: ParsedCall[]; listsTools: boolean } {
+    const calls: ParsedCall[] = [];
+    let listsTools = false;
+    for (const m of messages) {
+      const msg = m as { method?: unknown; params?: { name?: unknown; uri?: unknown } } | null;
+      const params = msg?.params;
+      switch (msg?.method) {
+        case 'tools/list':
+          listsTools = true;
+          break;
+        case 'tools/call': {
+          const tool = typeof params?.name === 'string' ? this.catalog.byName.get(params.name) : undefined;
+          if (tool) calls.push({ kind: 'tool', path: tool.path });
+          break;
+        }
+        case 'prompts/get': {
+          const prompt = typeof params?.name === 'string' ? this.runtime.prompts.get(params.name) : undefined;
+          if (prompt) calls.push({ kind: 'prompt', path: prompt.procedure });
+          break;
+        }
+        case 'resources/read':
+          if (typeof params?.uri === 'string') calls.push({ kind: 'resource', path: this.runtime.resources.procedureFor(params.uri) });
+          break;
       }
-      if (msg.method === 'tools/call') {
-        const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
-        const tool = name ? this.catalog.byName.get(name) : undefined;
-        // A protected or admin procedure needs an identity whatever the tool rules say.
-        return tool ? tool.meta?.access !== undefined || toolCallNeedsAuth(cfg, tool.meta, name) : false;
-      }
-      return false;
-    });
+    }
+    return { calls, listsTools };
   }
 
   readonly handle: Handler = async (c) => {
@@ -146,33 +171,32 @@ export class McpHandler {
   private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {
     const runtime = this.runtime;
     // Origin, Host, content type and body size were checked at the HTTP edge (createServer).
-    if (tokenInQuery(new URL(c.req.url))) {
-      return this.challenge(c, 401, new CoreError('INVALID_TOKEN', 'tokens in the query string are not accepted'));
-    }
-
-    const token = bearerToken(c.req.raw);
-    let identity: Identity | null = null;
-    let credentialError: CoreError | null = null;
-    if (token) {
-      const r = await runtime.authenticate(token);
-      if (r.ok) identity = r.identity;
-      else credentialError = r.error;
-    }
+    // Core's request seam: the credential verified once (query-string tokens refused), access
+    // decided per call by the one policy, the challenge built there.
+    const scope = await openScope(c, runtime, 'mcp');
+    const { identity } = scope;
     // Counted before a bad credential is refused, so floods of bad tokens are limited too.
     const overLimit = await limits.request(identity);
     if (overLimit) return overLimit;
     // A presented credential is always verified; a bad one is refused, never ignored.
-    if (credentialError) return this.challenge(c, credentialError.appCode === 'INSUFFICIENT_SCOPE' ? 403 : 401, credentialError);
+    const refusedCredential = scope.challenge();
+    if (refusedCredential) return this.challenge(scope, refusedCredential);
 
-    const facts: McpRequestFacts = { identity, credentialError, ip: clientIp(c, runtime.config.trustProxy), headers: c.req.raw.headers };
-    const authInfo = { token: token ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
+    const facts: McpRequestFacts = { scope };
+    const authInfo = { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
     const sessionId = c.req.header('mcp-session-id');
 
     if (c.req.method === 'POST') {
       const body = await readJsonBody(c.req.raw, runtime.config.limits.bodyLimit, runtime.config.limits.maxJsonDepth);
       if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
       const messages = Array.isArray(body.value) ? body.value : [body.value];
-      if (!identity && this.needsAuth(messages)) return this.challenge(c, 401, null);
+      if (!identity) {
+        // Anonymous calls that need an identity get the challenge that starts sign-in, for
+        // tools, prompts and resources alike (MCP clients only start OAuth on HTTP 401).
+        const { calls, listsTools } = this.parseCalls(messages);
+        const ch = listsTools && toolsListNeedsAuth(runtime.config) ? scope.challengeFor(null) : scope.challenge(calls);
+        if (ch) return this.challenge(scope, ch);
+      }
       const overToolLimit = await limits.toolCalls(messages, identity);
       if (overToolLimit) return overToolLimit;
 
@@ -182,21 +206,22 @@ export class McpHandler {
         if (!messages.some((m) => isInitializeRequest(m))) {
           return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
         }
-        return this.openSession(c.req.raw, body.value, authInfo, identity);
+        return this.openSession(c.req.raw, body.value, authInfo, identity, facts.ip);
       }
-      const session = await this.lookup(sessionId, identity, authInfo);
+      const session = await this.lookup(sessionId, identity, authInfo, facts.ip);
       if (session instanceof Response) return session;
+      if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
       return session.transport.handleRequest(c.req.raw, { parsedBody: body.value, authInfo });
     }
 
     if (c.req.method === 'GET' || c.req.method === 'DELETE') {
       if (runtime.config.mcp.sessionMode === 'stateless') return jsonRpcError(405, -32000, 'Method not allowed in stateless mode', { Allow: 'POST' });
       if (!sessionId) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-      const session = await this.lookup(sessionId, identity, authInfo);
+      const session = await this.lookup(sessionId, identity, authInfo, facts.ip);
       if (session instanceof Response) return session;
       const res = await session.transport.handleRequest(c.req.raw, { authInfo });
       if (c.req.method === 'DELETE') {
-        this.sessions.delete(sessionId);
+        this.forget(sessionId);
         if (res.ok) await this.records?.remove(sessionId);
       }
       // The GET stream is the channel for server-initiated requests such as roots/list.
@@ -206,8 +231,8 @@ export class McpHandler {
     return jsonRpcError(405, -32000, 'Method not allowed', { Allow: 'GET, POST, DELETE' });
   }
 
-  private async lookup(sessionId: string, identity: Identity | null, authInfo: object): Promise<Session | Response> {
-    const session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo));
+  private async lookup(sessionId: string, identity: Identity | null, authInfo: object, ip: string): Promise<Session | Response> {
+    const session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo, ip));
     if (!session) return jsonRpcError(404, -32001, 'Session not found');
     // Sessions are bound to the identity that opened them (MCP security best practices).
     if (session.owner !== null && session.owner !== identity?.sub) return jsonRpcError(404, -32001, 'Session not found');
@@ -215,6 +240,7 @@ export class McpHandler {
       // An anonymous session is claimed by the first identity that uses it (clients sign in after
       // a 401 and retry on the same session); from then on it is bound like any other.
       session.owner = identity.sub;
+      this.budget.claimed(session.ip, identity.sub);
       void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
     }
     session.lastSeen = Date.now();
@@ -227,21 +253,23 @@ export class McpHandler {
    * replaying its initialize handshake into a fresh transport and server. Events that instance
    * stored stay replayable (storage event store); a call still running there is not moved.
    */
-  private rehydrate(sessionId: string, identity: Identity | null, authInfo: object): Promise<Session | undefined> {
+  private rehydrate(sessionId: string, identity: Identity | null, authInfo: object, ip: string): Promise<Session | undefined> {
     if (!this.records) return Promise.resolve(undefined);
     let pending = this.rehydrating.get(sessionId);
     if (!pending) {
       pending = (async () => {
         const record: SessionRecord | undefined = await this.records!.load(sessionId).catch(() => undefined);
         if (!record || (record.owner !== null && record.owner !== identity?.sub)) return undefined;
-        if (this.sessions.size >= (this.opts.maxSessions ?? 10_000)) return undefined;
-        const { transport } = await this.startSession(sessionId, record.owner, record.init);
+        if (this.budget.admit(ip, record.owner, this.sessions.size)) return undefined;
+        const { transport } = await this.startSession(sessionId, record.owner, record.init, ip);
         const url = 'http://localhost/mcp';
         const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
         const initialize = { jsonrpc: '2.0', id: `rehydrate-${sessionId}`, method: 'initialize', params: record.init };
         await (await transport.handleRequest(new Request(url, { method: 'POST', headers }), { parsedBody: initialize, authInfo: authInfo as never })).text();
         const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
         await transport.handleRequest(new Request(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': sessionId } }), { parsedBody: initialized, authInfo: authInfo as never });
+        const taken = this.sessions.get(sessionId);
+        if (taken) taken.initialized = true;
         this.runtime.logger.debug('MCP session taken over from shared storage', { sessionId });
         return this.sessions.get(sessionId);
       })().finally(() => this.rehydrating.delete(sessionId));
@@ -250,36 +278,55 @@ export class McpHandler {
     return pending;
   }
 
-  private createEventStore(sessionId: string): EventStore | undefined {
+  /** The session's event store, bounded (mcp.budgets.eventStore) and never able to hold back an answer. */
+  private createEventStore(sessionId: string): (EventStore & { dispose?: () => void }) | undefined {
     const kind = this.eventStoreKind;
     if (kind === 'none') return undefined;
-    return kind === 'storage' ? new StorageEventStore(this.runtime.storage, sessionId) : new MemoryEventStore();
+    const b = this.runtime.config.mcp.budgets.eventStore;
+    const limits = { ttlMs: b.ttlMs, maxEventsPerStream: b.maxEventsPerStream, maxEventBytes: b.maxEventBytes };
+    const store =
+      kind === 'storage'
+        ? new StorageEventStore(this.runtime.storage, sessionId, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
+        : new MemoryEventStore({ ...limits, maxBytes: b.sessionBytes, ledger: this.ledger });
+    const safe = failSafeEventStore(store, b.timeoutMs, (op, err) => {
+      if (Date.now() - this.lastStoreWarning < 10_000) return;
+      this.lastStoreWarning = Date.now();
+      this.runtime.logger.warn('MCP event store unavailable; messages are sent without resumability', { op, error: err instanceof Error ? err.message : String(err) });
+    });
+    return store instanceof MemoryEventStore ? Object.assign(safe, { dispose: () => store.dispose() }) : safe;
   }
 
-  private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null): Promise<Response> {
-    if (this.sessions.size >= (this.opts.maxSessions ?? 10_000)) return jsonRpcError(503, -32000, 'too many sessions', { 'Retry-After': '30' });
+  private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null, ip: string): Promise<Response> {
+    const owner = identity?.sub ?? null;
+    const refused = this.budget.admit(ip, owner, this.sessions.size);
+    if (refused) return jsonRpcError(refused.status, -32000, refused.message, { 'Retry-After': String(refused.retryAfterSec) });
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     const init = (messages.find((m) => isInitializeRequest(m)) as { params?: Record<string, unknown> } | undefined)?.params ?? {};
     // The id is drawn up front so a storage-backed event store can be keyed by it.
-    const { transport } = await this.startSession(randomUUID(), identity?.sub ?? null, init);
+    const sid = randomUUID();
+    const { transport } = await this.startSession(sid, owner, init, ip);
     return transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
   }
 
-  /** A transport and server for one session id, registered once its initialize completes. */
-  private async startSession(sid: string, owner: string | null, init: Record<string, unknown>): Promise<{ transport: WebStandardStreamableHTTPServerTransport }> {
+  /** A transport and server for one session id, registered (and counted) once its initialize completes. */
+  private async startSession(sid: string, owner: string | null, init: Record<string, unknown>, ip: string): Promise<{ transport: WebStandardStreamableHTTPServerTransport }> {
+    const events = this.createEventStore(sid);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => sid,
       enableJsonResponse: (this.opts.responseMode ?? 'sse') === 'json',
-      eventStore: this.createEventStore(sid),
+      eventStore: events,
       retryInterval: this.opts.retryIntervalMs ?? 1000,
-      onsessioninitialized: async (id) => {
-        this.sessions.set(id, { transport, server, roots, owner, init, lastSeen: Date.now() });
-        await this.records?.save(id, { owner, init }).catch((err: unknown) => {
+      onsessioninitialized: (id) => {
+        const now = Date.now();
+        this.sessions.set(id, { transport, server, roots, owner, init, events, ip, initialized: false, createdAt: now, lastSeen: now });
+        this.budget.add({ ip, owner });
+        // Not awaited: the initialize answer must not wait on storage (Redis down or slow).
+        void this.records?.save(id, { owner, init }).catch((err: unknown) => {
           this.runtime.logger.warn('MCP session record not saved', { error: err instanceof Error ? err.message : String(err) });
         });
       },
       onsessionclosed: (id) => {
-        this.sessions.delete(id);
+        this.forget(id);
       },
     });
     const { server, roots } = createMcpServer(this.runtime, this.catalog, () => transport.sessionId, 'stateful');

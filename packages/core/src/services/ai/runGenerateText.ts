@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { generateText } from 'ai';
+import type { generateText, LanguageModel } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
@@ -9,7 +9,8 @@ import type { Identity } from '../../trpc/context.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
-import type { SystemPromptStore } from './SystemPromptStore.js';
+import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
+import { loadUpstreamFetch } from './upstreamFetch.js';
 
 /** ai.generateText input, as in the spec (provider already un-aliased). */
 export interface GenerateTextInput {
@@ -78,8 +79,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   }
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
-  const model = input.options?.model ?? providers.defaultModel(provider);
-  providers.assertModelAllowed(provider, model);
+  const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
   const system = deps.prompts.resolve(input.systemPrompt, ai.allowInlineSystemPrompts);
@@ -112,6 +112,9 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     mode = 'platform';
   }
 
+  // Before anything is held or sent: a server prompt never goes to a caller's own account.
+  assertPromptMayUse(system, mode);
+
   let reservation: Reservation | undefined;
   if (mode === 'platform') {
     reservation = await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}) });
@@ -125,6 +128,16 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
       logger.error('ai: releasing a reservation failed', { requestId, reason, error: err instanceof Error ? err.message : String(err) });
     }
   };
+
+  // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server the
+  // imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
+  let languageModel: LanguageModel;
+  try {
+    [languageModel] = await Promise.all([providers.languageModel(provider, model, apiKey), loadUpstreamFetch()]);
+  } catch (err) {
+    await release('internal');
+    throw err;
+  }
 
   const started = performance.now();
   const ac = new AbortController();
@@ -140,7 +153,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     if (call.signal.aborted) throw new Error('aborted before the upstream call');
     const { ai: sdk } = await loadAiSdk();
     result = await sdk.generateText({
-      model: await providers.languageModel(provider, model, apiKey),
+      model: languageModel,
       ...(system.text ? { system: system.text } : {}),
       prompt: input.content,
       maxOutputTokens: maxTokens,
