@@ -206,9 +206,9 @@ export class McpHandler {
         if (!messages.some((m) => isInitializeRequest(m))) {
           return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
         }
-        return this.openSession(c.req.raw, body.value, authInfo, identity, facts.ip);
+        return this.openSession(c.req.raw, body.value, authInfo, identity, scope.facts.ip);
       }
-      const session = await this.lookup(sessionId, identity, authInfo, facts.ip);
+      const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
       if (session instanceof Response) return session;
       if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
       return session.transport.handleRequest(c.req.raw, { parsedBody: body.value, authInfo });
@@ -217,7 +217,7 @@ export class McpHandler {
     if (c.req.method === 'GET' || c.req.method === 'DELETE') {
       if (runtime.config.mcp.sessionMode === 'stateless') return jsonRpcError(405, -32000, 'Method not allowed in stateless mode', { Allow: 'POST' });
       if (!sessionId) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-      const session = await this.lookup(sessionId, identity, authInfo, facts.ip);
+      const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
       if (session instanceof Response) return session;
       const res = await session.transport.handleRequest(c.req.raw, { authInfo });
       if (c.req.method === 'DELETE') {
