@@ -30,3 +30,5 @@ export * from './services/vault/index.js';
 export { RateLimiter, rateLimitCaller, type RateLimitDecision, type RateLimitKind, type RateLimitSettings, type RateLimiterOptions } from './services/rateLimit/RateLimiter.js';
 export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecuritySeverity, type SecurityLogSettings } from './services/security/SecurityLog.js';
 export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
+export * from './apiDescription/index.js';
+export * from './observability/index.js';
