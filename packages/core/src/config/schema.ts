@@ -4,7 +4,7 @@ import { AdminSchema, JwtSchema, McpSchema, OAuthSchema } from './sections/auth.
 import { AiSchema, BillingSchema, PROVIDER_IDS } from './sections/ai.js';
 import { CorsSchema, LimitsSchema, MonitoringSchema, ProtocolsSchema, TransportsSchema } from './sections/server.js';
 import { StorageSchema } from './sections/storage.js';
-import { ApiDescriptionSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
+import { AlertsSchema, ApiDescriptionSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
@@ -60,6 +60,7 @@ export const ConfigSchema = z
     apiDescription: ApiDescriptionSchema,
     metrics: MetricsSchema,
     statistics: StatisticsSchema,
+    alerts: AlertsSchema,
   })
   .prefault({});
 
