@@ -72,9 +72,9 @@ describe('ai-backend CLI', () => {
     expect(banner()).toContain(`${url}/health`);
     const health = await fetch(url + '/health');
     expect(health.status).toBe(200);
-    const call = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
+    const call = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
     expect(((await call.json()) as any).result.content).toBe('hi from the workspace');
-    const write = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
+    const write = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
     expect(((await write.json()) as any).error.data.code).toBe('FORBIDDEN');
   });
 
@@ -105,9 +105,12 @@ describe('ai-backend CLI', () => {
   it('config print redacts secrets; token mints a JWT from the configured secret', async () => {
     const dir = await tempDir();
     const secret = 'q'.repeat(40);
+    await writeFile(path.join(dir, '.ai-backendrc.json'), JSON.stringify({ ai: { providers: { openai: { baseUrl: 'https://u:URLPASS-SECRET@proxy.example/v1?key=URLKEY-SECRET' } } } }));
     const printed = await run(['config', 'print'], dir, { JWT_SECRET: secret });
     expect(printed.code).toBe(0);
     expect(printed.stdout).not.toContain(secret);
+    expect(printed.stdout).not.toContain('URLPASS-SECRET');
+    expect(printed.stdout).not.toContain('URLKEY-SECRET');
     expect(JSON.parse(printed.stdout).jwt.secret).toBe('[redacted]');
     const tok = await run(['token', '--sub', 'alice', '--scope', 'mcp', 'mcp:admin'], dir, { JWT_SECRET: secret });
     expect(tok.code).toBe(0);
