@@ -32,3 +32,4 @@ export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecurityS
 export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
 export * from './apiDescription/index.js';
 export * from './observability/index.js';
+export * from './services/governance/index.js';
