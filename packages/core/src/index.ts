@@ -11,7 +11,7 @@ export { forwardedClientIp } from './runtime/forwardedClientIp.js';
 export { createContext, type Context, type Identity, type RequestInfo, type TransportName, type McpCallContext, type CreateContextOptions } from './trpc/context.js';
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';
-export { builtinRouter, createAppRouter, type AppRouter } from './routers/appRouter.js';
+export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
 export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntime.js';
 export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/Runtime.js';
 export { Stats } from './runtime/Stats.js';

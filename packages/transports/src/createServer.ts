@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { createLogger, createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createAppRouter, createLogger, createRuntime, resolveConfig, ConfigError, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
 import { checkOAuthConfig, createAuthenticator } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { cors } from './http/cors.js';
@@ -30,9 +30,14 @@ export interface BoundAddress {
   url: string;
 }
 
-export interface AiBackendServer {
+export interface AiBackendServer<TRouter = AppRouterWith<{}>> {
   /** The Hono app: mount it in another Hono app or serve it from any fetch runtime. */
   readonly app: Hono;
+  /**
+   * The app router (built-in namespaces plus customRouters). Its type is what a tRPC client is
+   * typed with: `createTRPCClient<typeof server.router>(...)` sees the custom namespaces.
+   */
+  readonly router: TRouter;
   readonly fetch: (req: Request) => Promise<Response>;
   readonly config: ResolvedConfig;
   /** Resolves once storage is open and services are built. */
@@ -73,8 +78,12 @@ const OAUTH_PATHS = ['/.well-known/oauth-authorization-server', '/.well-known/oa
  * config throws ConfigError and nothing half-works. Storage opens in the background;
  * requests wait for it.
  */
-export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: CreateServerOptions = {}): AiBackendServer {
+export function createServer<C extends CustomRouters = {}>(
+  input: (ConfigInput & { customRouters?: C }) | ResolvedConfig = {},
+  opts: CreateServerOptions = {},
+): AiBackendServer<AppRouterWith<C>> {
   const config = resolveConfig(input);
+  const appRouter = createAppRouter(config.customRouters as C);
   if (!isLoopbackHost(config.host) && servesWithoutAuth(config) && !config.allowUnauthenticatedRemote) {
     throw new ConfigError([
       {
@@ -99,7 +108,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   let oauth: OAuthRoutes | undefined;
   // One logger for the runtime and for errors caught at the HTTP layer.
   const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger }).then(async (runtime) => {
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter }).then(async (runtime) => {
     if (withOAuth) {
       const { createOAuthRoutes } = await import('@ai-backend/auth/oauth');
       const routes = createOAuthRoutes(runtime);
@@ -155,6 +164,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
 
   return {
     app,
+    router: appRouter,
     fetch: (req) => Promise.resolve(app.fetch(req)),
     config,
     ready: getRuntime,
