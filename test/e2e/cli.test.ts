@@ -72,9 +72,9 @@ describe('ai-backend CLI', () => {
     expect(banner()).toContain(`${url}/health`);
     const health = await fetch(url + '/health');
     expect(health.status).toBe(200);
-    const call = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
+    const call = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
     expect(((await call.json()) as any).result.content).toBe('hi from the workspace');
-    const write = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
+    const write = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
     expect(((await write.json()) as any).error.data.code).toBe('FORBIDDEN');
   });
 

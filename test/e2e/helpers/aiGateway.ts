@@ -3,7 +3,7 @@ import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createLogger, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
-import { createTestUpstream, type TestUpstream } from '@ai-backend/core/testing';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 

@@ -60,7 +60,8 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
     const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
     if (!body.ok) {
       if (body.status === 413) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, body.message), 413);
-      return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`));
+      // A body that is not JSON never reached JSON-RPC: an HTTP 400, like every refusal at the edge.
+      return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`), 400);
     }
     const ctx = (await openScope(c, runtime, 'rpc')).context();
     // A plain header record keeps the Node adapter on its fast response path.

@@ -15,7 +15,6 @@ import type { RootsSync } from './rootsSync.js';
 import { SessionRecords, type SessionRecord } from './sessionRecords.js';
 import { handleStatelessRequest } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
-import { createOriginGuard } from './originGuard.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 
 interface Session {
@@ -63,14 +62,13 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
 
 /**
  * /mcp: MCP Streamable HTTP on the SDK's web-standard transport. This layer does only what
- * must happen at HTTP level: origin checks, the bearer token (verified once per request),
+ * must happen at HTTP level (origin checks and body limits run before it, in createServer): the bearer token (verified once per request),
  * the 401/403 challenge MCP clients need to start OAuth, body limits and session routing.
  * Tool calls themselves go through core's invoke seam and tRPC middleware.
  */
 export class McpHandler {
   private readonly sessions = new Map<string, Session>();
   private readonly sweeper: NodeJS.Timeout;
-  private readonly guard: (headers: Headers) => string | null;
   private readonly records: SessionRecords | undefined;
   private readonly eventStoreKind: 'memory' | 'storage' | 'none';
   private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
@@ -78,7 +76,6 @@ export class McpHandler {
 
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
     this.catalog = buildToolCatalog(runtime.router);
-    this.guard = createOriginGuard(runtime.config);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (runtime.config.storage.type === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.storage, idle) : undefined;
@@ -153,8 +150,7 @@ export class McpHandler {
 
   private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {
     const runtime = this.runtime;
-    const refused = this.guard(c.req.raw.headers);
-    if (refused) return jsonRpcError(403, -32000, `forbidden: ${refused}`);
+    // Origin, Host, content type and body size were checked at the HTTP edge (createServer).
     // Core's request seam: the credential verified once (query-string tokens refused), access
     // decided per call by the one policy, the challenge built there.
     const scope = await openScope(c, runtime, 'mcp');

@@ -9,7 +9,7 @@ import { createRuntime } from '../../runtime/createRuntime.js';
 import { createLogger } from '../../runtime/Logger.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { snapshot } from '../../services/workspaces/__tests__/testFs.js';
-import { TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from '../../services/workspaces/traversalCorpus.js';
+import { TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from '@ai-backend/test-utils';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Context, Identity } from '../../trpc/context.js';
 import { createCallerFactory } from '../../trpc/init.js';

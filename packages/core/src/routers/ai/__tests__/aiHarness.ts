@@ -4,7 +4,7 @@ import type { ConfigInput } from '../../../config/schema.js';
 import { createLogger } from '../../../runtime/Logger.js';
 import { createRuntime } from '../../../runtime/createRuntime.js';
 import type { Runtime } from '../../../runtime/Runtime.js';
-import { createTestUpstream, type TestUpstream, type TestUpstreamOptions } from '../../../services/ai/testing/createTestUpstream.js';
+import { createTestUpstream, type TestUpstream, type TestUpstreamOptions } from '@ai-backend/test-utils';
 import { MemoryStorage } from '../../../storage/MemoryStorage.js';
 import type { Storage } from '../../../storage/Storage.js';
 import { createCallerFactory } from '../../../trpc/init.js';
