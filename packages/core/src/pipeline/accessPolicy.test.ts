@@ -7,8 +7,9 @@ import { accessDecision } from './accessPolicy.js';
 
 const user: Identity = { sub: 'u', scopes: [], isAdmin: false, via: 'jwt' };
 const admin: Identity = { ...user, sub: 'a', isAdmin: true };
-const cfg = (auth: NonNullable<NonNullable<ConfigInput['mcp']>['auth']>, extra: ConfigInput = {}) =>
-  resolveConfig({ jwt: { secret: 'x'.repeat(32) }, ...extra, mcp: { ...(extra as { mcp?: object }).mcp, auth } });
+type Input = NonNullable<ConfigInput>;
+const cfg = (auth: NonNullable<NonNullable<Input['mcp']>['auth']>, extra: Input = {}) =>
+  resolveConfig({ jwt: { secret: 'x'.repeat(32) }, ...extra, mcp: { ...extra.mcp, auth } });
 const decide = (c: ReturnType<typeof cfg>, meta: ProcedureMeta | undefined, who: Identity | null, path = 'ns.proc') => {
   const d = accessDecision(c, path, meta, who);
   return d.allowed ? 'allowed' : d.code;
