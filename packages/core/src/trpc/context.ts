@@ -14,7 +14,7 @@ export interface Identity {
   clientId?: string;
 }
 
-export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'internal';
+export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'internal';
 
 /** Facts about the HTTP request, filled by the transport. */
 export interface RequestInfo {

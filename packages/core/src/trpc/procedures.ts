@@ -90,7 +90,7 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(runtime.config, meta, ctx.mcp?.toolName)) {
     return refuse(ctx, path, started, new CoreError('UNAUTHORIZED', 'authentication required for this tool'), getRawInput);
   }
-  if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc') && isTool(meta)) {
+  if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc' || ctx.req.transport === 'openai') && isTool(meta)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, started, runtime.rateLimit.refusal(decision), getRawInput);
   }

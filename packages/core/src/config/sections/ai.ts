@@ -28,6 +28,8 @@ const ModelInfoSchema = z.strictObject({
   inputUsdPerMTok: z.number().min(0).optional(),
   /** USD per million output tokens. */
   outputUsdPerMTok: z.number().min(0).optional(),
+  /** Input the model accepts besides text: 'image' and 'file' parts (chat `messages`). */
+  input: z.array(z.enum(['text', 'image', 'file'])).optional(),
 });
 export type ModelInfoOverride = z.infer<typeof ModelInfoSchema>;
 
@@ -59,6 +61,15 @@ export const AiSchema = z
     validateTimeoutMs: z.number().int().min(100).default(5_000),
     /** Retries of a failed upstream call inside one request (0 surfaces 429/5xx at once). Default 0. */
     maxRetries: z.number().int().min(0).max(5).default(0),
+    /**
+     * Model aliases for the OpenAI-compatible endpoint's `model` field (and `options.model`
+     * refs): alias → `provider/model`, e.g. `{ fast: 'openai/gpt-4.1-mini' }`.
+     */
+    aliases: z.record(z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'alias names use letters, digits, _ . : -'), z.string().regex(/^[a-z]+\/.+$/, 'an alias points at provider/model')).default({}),
+    /** Largest image or file part of a chat message, in bytes (decoded). Default 5 MB. */
+    maxAttachmentBytes: z.number().int().min(1).default(5 * 1024 * 1024),
+    /** Most image and file parts in one request. Default 8. */
+    maxAttachments: z.number().int().min(0).default(8),
   })
   .prefault({});
 

@@ -4,7 +4,9 @@ import type { Logger } from '../../runtime/Logger.js';
 import type { Metering } from './Metering.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
+import type { CallDeps } from './prepareCall.js';
 import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
+import { runStreamText, type StreamEvent } from './runStreamText.js';
 import { SystemPromptStore } from './SystemPromptStore.js';
 import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
 
@@ -55,12 +57,17 @@ export class AiService {
     if (missing.length > 0) opts.logger.warn('ai: serverProviders without a configured key are not server-paid', { providers: missing });
   }
 
+  private deps(): CallDeps {
+    return { config: this.opts.config, logger: this.opts.logger, providers: this.providers, prompts: this.systemPrompts, metering: this.opts.metering, record: (p, ok, ms, reason) => this.record(p, ok, ms, reason) };
+  }
+
   generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
-    return runGenerateText(
-      { config: this.opts.config, logger: this.opts.logger, providers: this.providers, prompts: this.systemPrompts, metering: this.opts.metering, record: (p, ok, ms, reason) => this.record(p, ok, ms, reason) },
-      input,
-      call,
-    );
+    return runGenerateText(this.deps(), input, call);
+  }
+
+  /** Checks, payer and reservation now; the returned stream calls the upstream when first read. */
+  streamText(input: GenerateTextInput, call: GenerateTextCall): Promise<AsyncGenerator<StreamEvent, void, undefined>> {
+    return runStreamText(this.deps(), input, call);
   }
 
   listProviders(): { providers: ProviderSummary[]; defaultProvider: ProviderId; source: RegistrySource } {
