@@ -14,6 +14,7 @@ import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler } from './mcp/mcpHandler.js';
 import { toolProcedures } from './mcp/toolCatalog.js';
 import { isLoopbackHost } from './mcp/originGuard.js';
+import { chatCompletionsHandler, modelsHandler } from './openai/openAiHandler.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -142,6 +143,10 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getRuntime));
+  if (config.protocols.openAi) {
+    app.post('/v1/chat/completions', chatCompletionsHandler(getRuntime));
+    app.get('/v1/models', modelsHandler(getRuntime));
+  }
   if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getRuntime));
   if (mcpOn) {
     app.all('/mcp', async (c, next) => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ToolSet } from 'ai';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
@@ -153,7 +154,7 @@ export async function chargeCall(
 export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCallInput, abortSignal: AbortSignal) {
   const { ai: sdk } = await loadAiSdk();
   const tools = input.tools?.length
-    ? Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(t.parameters as never) })]))
+    ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(t.parameters as never) })])) as ToolSet)
     : undefined;
   return {
     model: await deps.providers.languageModel(p.provider, p.model, p.apiKey),

@@ -1,4 +1,4 @@
-import type { generateText } from 'ai';
+import type { GenerateTextResult, ToolSet } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../errors/CoreError.js';
@@ -66,7 +66,8 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   }, ai.timeoutMs);
   const onClientAbort = () => ac.abort();
   call.signal.addEventListener('abort', onClientAbort, { once: true });
-  let result: Awaited<ReturnType<typeof generateText>>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
+  let result: GenerateTextResult<ToolSet, any>;
   try {
     if (call.signal.aborted) throw new Error('aborted before the upstream call');
     const { ai: sdk } = await loadAiSdk();
