@@ -189,3 +189,26 @@ describe('the AI SDK OpenAI-compatible provider against /v1', () => {
     });
   }
 });
+
+describe('/v1 shares the rate limits of the other entry points', () => {
+  it('maxToolCalls counts /v1 calls like ai.generateText on /rpc; the refusal is an OpenAI 429', async () => {
+    const up = await createTestUpstream();
+    const limited = await startAiServer(up, { storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } } });
+    try {
+      const adminToken = await tokenFor('rl-admin', { admin: true });
+      await creditTokens(limited.url, adminToken, 'rl-user', 100_000, 'k-rl');
+      const t = await tokenFor('rl-user');
+      const client = new OpenAI({ baseURL: limited.url + '/v1', apiKey: t, maxRetries: 0 });
+      await rpcCall(limited.url, t, 'ai.generateText', { content: 'x', systemPrompt: 's' });
+      await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] });
+      await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+      const err = (await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+      expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(err.code).toBe('rate_limited');
+      expect(err.headers?.get('retry-after')).toBeTruthy();
+    } finally {
+      await limited.stop();
+      await up.close();
+    }
+  });
+});
