@@ -40,7 +40,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const billing = new BillingService(storage, vault, config.billing, logger);
   billing.start();
   closers.push(() => billing.stop());
-  const ai = new AiService({ config, logger, metering: billing });
+  const ai = new AiService({ config, logger, metering: billing, storage });
   health.set('ai', async () => ai.healthProbe());
   const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
   await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));

@@ -8,6 +8,8 @@ let h: AiHarness;
 const START = 100_000;
 beforeAll(async () => {
   h = await createAiHarness({ ai: { timeoutMs: 400 } });
+  // Warm every provider's first call (module loading, connection) outside the 400 ms budget, with its own key so no balance moves.
+  for (const provider of PROVIDER_IDS) await h.caller(alice).ai.generateText({ content: 'warm', systemPrompt: '', provider, apiKey: 'sk-warm-up' });
   await h.credit(alice.sub, START);
 });
 afterAll(() => h.close());

@@ -1,6 +1,8 @@
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../runtime/Logger.js';
+import type { Storage } from '../../storage/Storage.js';
+import { CircuitBreaker } from './CircuitBreaker.js';
 import type { Metering } from './Metering.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
@@ -15,6 +17,8 @@ export interface AiServiceOptions {
   logger: Logger;
   /** Who pays: the billing service (runtime.billing). */
   metering: Metering;
+  /** Where the circuit breaker keeps its state (shared across instances with Redis). */
+  storage?: Storage;
 }
 
 /** Outcome counters of one provider since start, for ai.getRegistryHealth. */
@@ -49,6 +53,7 @@ export class AiService {
   constructor(private readonly opts: AiServiceOptions) {
     this.providers = new ProviderRegistry(opts.config);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
+    this.breaker = opts.storage ? new CircuitBreaker(opts.storage, opts.config.ai.circuitBreaker, opts.logger) : undefined;
     // The AI SDK prints provider warnings with console.* unless told otherwise; we log them
     // per call at debug level instead. Left alone when the embedding app set it.
     const g = globalThis as { AI_SDK_LOG_WARNINGS?: unknown };
@@ -57,8 +62,18 @@ export class AiService {
     if (missing.length > 0) opts.logger.warn('ai: serverProviders without a configured key are not server-paid', { providers: missing });
   }
 
+  private readonly breaker: CircuitBreaker | undefined;
+
   private deps(): CallDeps {
-    return { config: this.opts.config, logger: this.opts.logger, providers: this.providers, prompts: this.systemPrompts, metering: this.opts.metering, record: (p, ok, ms, reason) => this.record(p, ok, ms, reason) };
+    return {
+      config: this.opts.config,
+      logger: this.opts.logger,
+      providers: this.providers,
+      prompts: this.systemPrompts,
+      metering: this.opts.metering,
+      record: (p, ok, ms, reason) => this.record(p, ok, ms, reason),
+      ...(this.breaker ? { breaker: this.breaker } : {}),
+    };
   }
 
   generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {

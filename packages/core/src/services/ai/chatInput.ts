@@ -60,6 +60,8 @@ export const TextInputFields = {
   tools: z.array(ToolDefinition).max(128).optional(),
   toolChoice: ToolChoice.optional(),
   output: OutputSpec.optional(),
+  /** Targets tried in order if the first fails with 429, 5xx, a timeout or a connection error: `provider/model` or an alias. */
+  fallbacks: z.array(z.string().min(1).max(300)).max(5).optional(),
 };
 
 /** The refinement both procedures apply: exactly one of content / messages. */

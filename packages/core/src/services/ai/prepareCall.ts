@@ -7,6 +7,7 @@ import type { Logger } from '../../runtime/Logger.js';
 import type { Identity } from '../../trpc/context.js';
 import { loadAiSdk } from './aiSdk.js';
 import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
+import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
 import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
@@ -22,6 +23,8 @@ export interface TextCallInput {
   tools?: ToolDefinition[];
   toolChoice?: ToolChoice;
   output?: OutputSpec;
+  /** Targets tried in order after a retryable failure: `provider/model` or an alias. */
+  fallbacks?: string[];
   provider?: ProviderId;
   apiKey?: string;
   metadata?: UsageMetadata;
@@ -44,6 +47,8 @@ export interface CallDeps {
   metering: Metering;
   /** Per-provider outcome counters for the registry health report. */
   record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void;
+  /** Shared per-provider breaker for calls with fallbacks (absent: no breaker). */
+  breaker?: CircuitBreaker;
 }
 
 /** Worst-case tokens of a call: input estimated at 4 characters per token, plus maxTokens. */

@@ -6,6 +6,7 @@ import { mapUpstreamError } from './mapUpstreamError.js';
 import type { SettledUsage } from './Metering.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
 import { assertValidSchema, parseOutput } from './validateOutput.js';
+import { callTargets, withFallbacks, type Attempt, type Target } from './withFallbacks.js';
 
 export { estimateTokens } from './prepareCall.js';
 
@@ -34,6 +35,8 @@ export interface GenerateTextOutput {
     toolCalls?: ToolCallOut[];
     /** Structured output (request `output`): the answer parsed and validated against the schema. */
     object?: unknown;
+    /** Targets tried before the one that served (`provider`/`model` above), with why they did not. */
+    attempts?: Attempt[];
   };
   /** Platform-paid calls. */
   tokenUsage?: SettledUsage;
@@ -53,43 +56,55 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   const { config, logger } = deps;
   const ai = config.ai;
   if (input.output) await assertValidSchema(input.output.schema);
-  const p = await prepareCall(deps, input, call);
-  const { provider, model, mode, requestId } = p;
-  const release = (reason: string) => releaseCall(deps, p, reason);
+  const prepared = await prepareCall(deps, input, call);
+  const release = (reason: string) => releaseCall(deps, prepared, reason);
+  const targets = callTargets(deps, prepared, input);
 
-  const started = performance.now();
-  const ac = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ac.abort();
-  }, ai.timeoutMs);
-  const onClientAbort = () => ac.abort();
-  call.signal.addEventListener('abort', onClientAbort, { once: true });
+  /** One upstream call to one target; failures come back as mapped CoreErrors. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
-  let result: GenerateTextResult<ToolSet, any>;
-  try {
-    if (call.signal.aborted) throw new Error('aborted before the upstream call');
+  const callTarget = async (t: Target): Promise<{ result: GenerateTextResult<ToolSet, any>; ms: number }> => {
+    // Loading the SDK (first call only, seconds on a busy machine) is not the upstream's time.
     const { ai: sdk } = await loadAiSdk();
-    result = await sdk.generateText(await sdkCallArgs(deps, p, input, ac.signal));
-  } catch (err) {
-    const own = ownError(err);
-    if (own) {
-      await release(own.appCode);
-      throw own;
+    const started = performance.now();
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort();
+    }, ai.timeoutMs);
+    const onClientAbort = () => ac.abort();
+    call.signal.addEventListener('abort', onClientAbort, { once: true });
+    try {
+      if (call.signal.aborted) throw new Error('aborted before the upstream call');
+      const result = await sdk.generateText(await sdkCallArgs(deps, t, input, ac.signal));
+      const ms = performance.now() - started;
+      deps.record(t.provider, true, ms);
+      return { result, ms };
+    } catch (err) {
+      const own = ownError(err);
+      if (own) throw own;
+      const error = await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
+      const reason = String(error.details?.reason);
+      deps.record(t.provider, false, performance.now() - started, reason);
+      logger.warn('ai: upstream call failed', { requestId: t.requestId, provider: t.provider, model: t.model, mode: t.mode, reason, status: error.details?.status });
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      call.signal.removeEventListener('abort', onClientAbort);
     }
-    const error = await mapUpstreamError(err, { provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
-    const reason = String(error.details?.reason);
-    deps.record(provider, false, performance.now() - started, reason);
-    logger.warn('ai: upstream call failed', { requestId, provider, model, mode, reason, status: error.details?.status });
-    await release(reason);
-    throw error;
-  } finally {
-    clearTimeout(timer);
-    call.signal.removeEventListener('abort', onClientAbort);
+  };
+
+  let served: Awaited<ReturnType<typeof withFallbacks<Awaited<ReturnType<typeof callTarget>>>>>;
+  try {
+    served = await withFallbacks(deps, targets, deps.breaker, call.signal, callTarget);
+  } catch (err) {
+    await release(err instanceof CoreError ? String(err.details?.reason ?? err.appCode) : 'failed');
+    throw err;
   }
-  const ms = performance.now() - started;
-  deps.record(provider, true, ms);
+  const { result, ms } = served.value;
+  // Only the target that answered is charged, under its provider and model.
+  const p = served.target;
+  const { provider, model, mode, requestId } = p;
 
   // The client left while the answer was on its way: it will not receive it, so no charge.
   if (call.signal.aborted) {
@@ -114,6 +129,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     usage: reported === undefined ? { inputTokens: null, outputTokens: null, totalTokens: null } : { inputTokens: inputTokens ?? null, outputTokens: outputTokens ?? null, totalTokens: reported },
     requestId,
   };
+  if (served.attempts.length > 0) data.attempts = served.attempts;
   if (result.toolCalls.length > 0) data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
   // The upstream did the work: it is paid for even when the answer fails the schema below.
   const charged = await chargeCall(deps, p, input, call, { tokensUsed, inputTokens, outputTokens });

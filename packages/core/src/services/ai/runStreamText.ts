@@ -78,6 +78,8 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
       await account({ reason: 'cancelled' });
       throw new CoreError('CANCELLED', 'the request was cancelled by the client');
     }
+    // Loading the SDK (first call only) is not the upstream's time.
+    const { ai: sdk } = await loadAiSdk();
     const ac = new AbortController();
     let timedOut = false;
     // An idle timeout: a stream may run long, but not stall for timeoutMs.
@@ -98,7 +100,6 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     let text = '';
     try {
       yield { type: 'start', requestId, provider, model };
-      const { ai: sdk } = await loadAiSdk();
       let failure: unknown;
       const res = sdk.streamText({
         ...(await sdkCallArgs(deps, p, input, ac.signal)),
