@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '@ai-backend/core';
 import { createTestUpstream, creditTokens, reservedFor, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
@@ -17,6 +17,7 @@ import { createTestUpstream, creditTokens, reservedFor, rpcCall, startAiServer, 
  * the server estimates them, so every call is charged exactly what it reserved: the number of
  * calls the balance allows is then exact, not a range.
  */
+const testRedisAt = await testRedis();
 const CALLS = 200;
 const AFFORDABLE = 50;
 const SYSTEM = 'Answer briefly.';
@@ -110,10 +111,10 @@ describe('200 concurrent calls, balance for about 50', () => {
     }
   });
 
-  it('two servers sharing Redis, requests alternating between them', async () => {
+  it.skipIf(!testRedisAt.ok)('two servers sharing Redis, requests alternating between them', async () => {
     upstream.reset();
     const keyPrefix = `e2e-ai-conc-${randomUUID()}:`;
-    const redis: ConfigInput = { storage: { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } } };
+    const redis: ConfigInput = { storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } };
     const a = await startAiServer(upstream, redis);
     const b = await startAiServer(upstream, redis);
     try {
@@ -133,11 +134,7 @@ describe('200 concurrent calls, balance for about 50', () => {
     } finally {
       await a.stop();
       await b.stop();
-      const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
-      await client.connect();
-      const keys = await client.keys(`${keyPrefix}*`);
-      if (keys.length) await client.del(...keys);
-      await client.quit();
+      await dropTestKeys(testRedisAt, keyPrefix);
     }
   });
 

@@ -1,7 +1,4 @@
-import type { TRPCError } from '@trpc/server';
-import { getHTTPStatusCodeFromError } from '@trpc/server/http';
-import { ZodError } from 'zod';
-import { CORE_ERROR_TABLE, CoreError, type GenerateTextOutput, type StreamEvent } from '@ai-backend/core';
+import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core';
 
 /** OpenAI's finish_reason for the AI SDK's. */
 export function finishReason(reason: string): string {
@@ -114,16 +111,16 @@ function errorType(status: number): string {
   return 'invalid_request_error';
 }
 
-/** An OpenAI-style error body and status for any error the pipeline returned. */
-export function openAiError(err: TRPCError): { status: number; body: { error: { message: string; type: string; param: string | null; code: string | null } }; headers?: Record<string, string> } {
-  const core = err instanceof CoreError ? err : undefined;
-  const status = core ? CORE_ERROR_TABLE[core.appCode].http : getHTTPStatusCodeFromError(err);
-  let message = err.code === 'INTERNAL_SERVER_ERROR' && !core ? 'internal error' : err.message;
-  if (err.cause instanceof ZodError) message = `invalid request: ${err.cause.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
-  const param = typeof core?.details?.param === 'string' ? core.details.param : null;
+/** An OpenAI-style error body and status for any error, through core's one wire mapping. */
+export function openAiError(thrown: unknown): { wire: WireError; status: number; body: { error: { message: string; type: string; param: string | null; code: string | null } }; headers?: Record<string, string> } {
+  const w = toWireError(thrown);
+  let message = w.message;
+  if (w.issues) message = `invalid request: ${(w.issues as Array<{ path: unknown[]; message: string }>).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
+  const param = typeof w.details?.param === 'string' ? w.details.param : null;
   return {
-    status,
-    body: { error: { message, type: errorType(status), param, code: core ? core.appCode.toLowerCase() : err.code.toLowerCase() } },
-    ...(core?.headers ? { headers: core.headers } : {}),
+    wire: w,
+    status: w.httpStatus,
+    body: { error: { message, type: errorType(w.httpStatus), param, code: (w.appCode ?? w.code).toLowerCase() } },
+    ...(w.headers ? { headers: w.headers } : {}),
   };
 }

@@ -1,13 +1,14 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { CoreError, invoke, isAsyncIterable, type GenerateTextOutput, type Runtime, type StreamEvent } from '@ai-backend/core';
+import { CoreError, invoke, isAsyncIterable, logWireError, type GenerateTextOutput, type Runtime, type StreamEvent } from '@ai-backend/core';
 import { withCorsHeaders } from '../http/cors.js';
 import { readJsonBody } from '../http/readJsonBody.js';
-import { contextFor } from '../http/requestContext.js';
+import { openScope } from '../http/requestContext.js';
 import { ChunkWriter, completionBody, openAiError } from './openAiFormat.js';
 import { toChatInput } from './toChatInput.js';
 
-function errorResponse(c: HonoContext, err: CoreError | Parameters<typeof openAiError>[0]): Response {
+function errorResponse(c: HonoContext, err: unknown, runtime?: Runtime): Response {
   const e = openAiError(err);
+  if (runtime) logWireError(runtime.logger, e.wire, { transport: 'openai', path: c.req.path });
   return new Response(JSON.stringify(e.body), { status: e.status, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...(e.headers ?? {}) }) });
 }
 
@@ -30,12 +31,9 @@ export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>): Hand
       if (err instanceof CoreError) return errorResponse(c, err);
       throw err;
     }
-    const ctx = await contextFor(c, runtime, 'openai');
+    const ctx = (await openScope(c, runtime, 'openai')).context();
     const result = await invoke(runtime.router, req.stream ? 'ai.streamText' : 'ai.generateText', req.input, ctx, { stream: true });
-    if (!result.ok) {
-      if (result.error.code === 'INTERNAL_SERVER_ERROR') runtime.logger.error('procedure failed', { path: '/v1/chat/completions', error: result.error.cause?.message ?? result.error.message });
-      return errorResponse(c, result.error);
-    }
+    if (!result.ok) return errorResponse(c, result.error, runtime);
     if (!req.stream) return new Response(JSON.stringify(completionBody(result.data as GenerateTextOutput, req.model)), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json' }) });
     if (!isAsyncIterable(result.data)) throw new Error('ai.streamText returned no stream');
 
@@ -50,7 +48,8 @@ export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>): Hand
           controller.enqueue(encoder.encode(writer.frames(next.value)));
         } catch (err) {
           // Headers are gone: the error travels as a final event, as OpenAI does mid-stream.
-          const e = openAiError(err instanceof CoreError ? err : new CoreError('INTERNAL', 'internal error'));
+          const e = openAiError(err);
+          logWireError(runtime.logger, e.wire, { transport: 'openai', path: '/v1/chat/completions' });
           controller.enqueue(encoder.encode(`data: ${JSON.stringify(e.body)}\n\n`));
           controller.close();
         }
@@ -71,9 +70,9 @@ export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>): Hand
 export function modelsHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {
     const runtime = await getRuntime();
-    const ctx = await contextFor(c, runtime, 'openai');
+    const ctx = (await openScope(c, runtime, 'openai')).context();
     const result = await invoke(runtime.router, 'ai.listAllowedModels', undefined, ctx);
-    if (!result.ok) return errorResponse(c, result.error);
+    if (!result.ok) return errorResponse(c, result.error, runtime);
     const created = Math.floor(Date.now() / 1000);
     const byProvider = (result.data as { models: Record<string, string[]> }).models;
     const data = Object.entries(byProvider).flatMap(([provider, models]) => models.map((m) => ({ id: `${provider}/${m}`, object: 'model', created, owned_by: provider })));

@@ -1,11 +1,12 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadAiSdk } from '../../services/ai/aiSdk.js';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
-import type { UpstreamFault } from '../../services/ai/testing/faults.js';
-import { createTestUpstream, type TestUpstream } from '../../services/ai/testing/createTestUpstream.js';
+import { createTestUpstream, type TestUpstream, type UpstreamFault } from '@ai-backend/test-utils';
 import { RedisStorage } from '../../storage/RedisStorage.js';
-import { dropTestKeys, requireTestRedis, testRedisOptions } from '../../storage/testRedis.js';
+import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
+
+const redis = await testRedis();
 
 // Loading the AI SDK takes seconds on a busy machine: keep it out of the short timeouts below.
 beforeAll(() => loadAiSdk(), 60_000);
@@ -17,7 +18,7 @@ afterEach(async () => {
   for (const h of harnesses.splice(0)) await h.close();
   await upstream?.close();
   upstream = undefined;
-  if (prefix) await dropTestKeys(prefix);
+  if (prefix) await dropTestKeys(redis, prefix);
   prefix = undefined;
 });
 
@@ -119,9 +120,8 @@ describe('circuit breaker', () => {
     expect((await call()).data.attempts?.[0]?.reason).toBe('circuit_open');
   });
 
-  it('state is shared by instances on the same Redis', async () => {
-    await requireTestRedis();
-    const opts = testRedisOptions('ai-breaker');
+  it.skipIf(!redis.ok)('state is shared by instances on the same Redis', async () => {
+    const opts = testRedisOptions(redis, 'ai-breaker');
     prefix = opts.keyPrefix;
     upstream = await createTestUpstream();
     const cb = { circuitBreaker: { failureThreshold: 1, cooldownMs: 5_000, windowMs: 10_000 } };

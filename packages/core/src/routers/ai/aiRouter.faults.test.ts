@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS } from '../../config/sections/ai.js';
-import type { UpstreamFault } from '../../services/ai/testing/faults.js';
+import type { UpstreamFault } from '@ai-backend/test-utils';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, visibleError, type AiHarness } from './__tests__/aiHarness.js';
 
 // One harness for the file; every test starts from a fresh balance check.
@@ -8,8 +8,6 @@ let h: AiHarness;
 const START = 100_000;
 beforeAll(async () => {
   h = await createAiHarness({ ai: { timeoutMs: 400 } });
-  // Warm every provider's first call (module loading, connection) outside the 400 ms budget, with its own key so no balance moves.
-  for (const provider of PROVIDER_IDS) await h.caller(alice).ai.generateText({ content: 'warm', systemPrompt: '', provider, apiKey: 'sk-warm-up' });
   await h.credit(alice.sub, START);
 });
 afterAll(() => h.close());
@@ -66,6 +64,17 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
     expect(err.details).toMatchObject({ reason: 'rate_limited', retryAfterSeconds: 7 });
     await expectRefunded();
     expectNoSecrets(err);
+  });
+
+  it("a provider's 429 is logged as upstream_rate_limited, not as our own rate_limited", async () => {
+    const before = h.logs.length;
+    h.upstream.failNext({ kind: 'status', status: 429 });
+    await rejection(h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai' }));
+    const events = h.logs.slice(before).filter((l) => l.includes('security event'));
+    expect(events).toHaveLength(1);
+    expect(events[0]).toContain('"type":"upstream_rate_limited"');
+    expect(events[0]).toContain('"provider":"openai"');
+    expect(events[0]).not.toContain('"type":"rate_limited"');
   });
 
   it('429 without Retry-After still is RATE_LIMITED, without the header', async () => {

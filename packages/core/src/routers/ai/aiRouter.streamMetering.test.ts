@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestUpstream, type TestUpstream } from '../../services/ai/testing/createTestUpstream.js';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import type { StreamEvent } from '../../services/ai/runStreamText.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
-import { dropTestKeys, requireTestRedis, testRedisOptions } from '../../storage/testRedis.js';
+import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { alice, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
+
+const redis = await testRedis();
 
 // Each stream: content "x" + system "s" → estimate ceil(2/4) + maxTokens 10 = 11 tokens, 13 with
 // the 10% fee. The upstream reports 1 input + 10 output = 11, so each completed stream costs
@@ -19,7 +21,7 @@ afterEach(async () => {
   for (const h of harnesses.splice(0)) await h.close();
   await upstream?.close();
   upstream = undefined;
-  if (prefix) await dropTestKeys(prefix);
+  if (prefix) await dropTestKeys(redis, prefix);
   prefix = undefined;
 });
 
@@ -58,9 +60,8 @@ describe(`ai.streamText: ${CALLS} concurrent streams against a balance for ${AFF
     expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 
-  it('two instances sharing Redis: still exactly the affordable number', async () => {
-    await requireTestRedis();
-    const opts = testRedisOptions('ai-stream-concurrency');
+  it.skipIf(!redis.ok)('two instances sharing Redis: still exactly the affordable number', async () => {
+    const opts = testRedisOptions(redis, 'ai-stream-concurrency');
     prefix = opts.keyPrefix;
     upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, chunkDelayMs: 2 });
     const a = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });

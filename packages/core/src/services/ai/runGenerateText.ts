@@ -6,6 +6,7 @@ import { mapUpstreamError } from './mapUpstreamError.js';
 import type { SettledUsage } from './Metering.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
 import { assertValidSchema, parseOutput } from './validateOutput.js';
+import { loadUpstreamFetch } from './upstreamFetch.js';
 import { callTargets, withFallbacks, type Attempt, type Target } from './withFallbacks.js';
 
 export { estimateTokens } from './prepareCall.js';
@@ -63,10 +64,11 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   /** One upstream call to one target; failures come back as mapped CoreErrors. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
   const callTarget = async (t: Target): Promise<{ result: GenerateTextResult<ToolSet, any>; ms: number }> => {
-    // Loading the SDK (first call only, seconds on a busy machine) is not the upstream's time.
-    const { ai: sdk } = await loadAiSdk();
-    const started = performance.now();
+    // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server
+    // the imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
     const ac = new AbortController();
+    const [{ ai: sdk }, args] = await Promise.all([loadAiSdk(), sdkCallArgs(deps, t, input, ac.signal), loadUpstreamFetch()]);
+    const started = performance.now();
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -76,7 +78,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     call.signal.addEventListener('abort', onClientAbort, { once: true });
     try {
       if (call.signal.aborted) throw new Error('aborted before the upstream call');
-      const result = await sdk.generateText(await sdkCallArgs(deps, t, input, ac.signal));
+      const result = await sdk.generateText(args);
       const ms = performance.now() - started;
       deps.record(t.provider, true, ms);
       return { result, ms };

@@ -2,6 +2,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../errors/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
+import { loadUpstreamFetch } from './upstreamFetch.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
 import { invalidOutput, ownError, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
 import { assertValidSchema, parseOutput } from './validateOutput.js';
@@ -78,8 +79,8 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
       await account({ reason: 'cancelled' });
       throw new CoreError('CANCELLED', 'the request was cancelled by the client');
     }
-    // Loading the SDK (first call only) is not the upstream's time.
-    const { ai: sdk } = await loadAiSdk();
+    // Loading the SDK and the HTTP client (first call only) is not the upstream's time.
+    const [{ ai: sdk }] = await Promise.all([loadAiSdk(), loadUpstreamFetch()]);
     const ac = new AbortController();
     let timedOut = false;
     // An idle timeout: a stream may run long, but not stall for timeoutMs.

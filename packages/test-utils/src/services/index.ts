@@ -1,0 +1,3 @@
+export { testService, testServices } from './testService.js';
+export { testRedis, testRedisOptions, rawTestClient, dropTestKeys, type TestRedis } from './testRedis.js';
+export { probeServices, SERVICE_ENV, servicesRequired, type ServiceName, type ServiceStatus, type ServiceMap } from './probeServices.js';
