@@ -83,6 +83,33 @@ describe('fallbacks: the first target fails, the next answers, only it is charge
   });
 });
 
+describe('ai.streamText fallbacks (before the first token)', () => {
+  for (const provider of PROVIDER_IDS) {
+    it(`${provider} → ${NEXT[provider]}: 429 before any output, the next target streams, only it is charged`, async () => {
+      const h = await harness();
+      h.upstream.failNext({ kind: 'status', status: 429 });
+      const events = [];
+      for await (const e of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider, fallbacks: [NEXT[provider]] })) events.push(e);
+      const finish = events.at(-1)!;
+      if (finish.type !== 'finish') throw new Error('no finish');
+      expect(finish.result.data.provider).toBe(NEXT[provider]);
+      expect(finish.result.data.attempts).toEqual([{ provider, model: expect.any(String), reason: 'rate_limited' }]);
+      const settles = (await h.runtime.billing.ledger.entries(alice.sub)).filter((e) => e.kind === 'settle');
+      expect(settles).toHaveLength(1);
+      expect(settles[0]!.usage).toMatchObject({ provider: NEXT[provider] });
+    });
+  }
+
+  it('a stream cut after output began does not fall back (the client already has part of an answer)', async () => {
+    const h = await harness();
+    const err = await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello [[upstream:drop]]', systemPrompt: 's', provider: 'openrouter', fallbacks: ['openai'] })) void _;
+    })());
+    expect(err.appCode).toBe('UPSTREAM_ERROR');
+    expect(h.upstream.requests.map((q) => q.provider)).toEqual(['openrouter']);
+  });
+});
+
 describe('circuit breaker', () => {
   it('opens after the threshold (the provider is skipped), closes after a successful trial', async () => {
     const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 300, windowMs: 10_000 } });

@@ -5,6 +5,7 @@ import { mapUpstreamError } from './mapUpstreamError.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
 import { invalidOutput, ownError, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
+import { callTargets, isRetryable, type Attempt, type Target } from './withFallbacks.js';
 import { assertValidSchema, parseOutput } from './validateOutput.js';
 
 /** What ai.streamText yields, in order: one `start`, text and tool calls as they come, one `finish`. */
@@ -44,13 +45,16 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
   if (input.output) await assertValidSchema(input.output.schema);
   const p = await prepareCall(deps, input, call);
   const { provider, model, requestId } = p;
+  const targets = callTargets(deps, p, input);
+  /** The target being tried; the one that served the stream is the one charged. */
+  let cur: Target = p;
 
   let accounted = false;
   /** Settle or release, once, whatever ends the stream. */
   const account = async (how: { usage?: { tokensUsed: number; inputTokens?: number | undefined; outputTokens?: number | undefined }; produced?: string; reason: string }) => {
     if (accounted) return undefined;
     accounted = true;
-    if (how.usage) return chargeCall(deps, p, input, call, how.usage);
+    if (how.usage) return chargeCall(deps, cur, input, call, how.usage);
     if (how.produced === undefined) {
       await releaseCall(deps, p, how.reason);
       return undefined;
@@ -58,7 +62,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     const tokensUsed = Math.min(p.estimatedTokens, p.inputEstimate + utf8Bytes(how.produced));
     logger.debug('ai: stream ended early; charging the upper bound of what was produced', { requestId, reason: how.reason, tokensUsed });
     try {
-      return await chargeCall(deps, p, input, call, { tokensUsed });
+      return await chargeCall(deps, cur, input, call, { tokensUsed });
     } catch (err) {
       logger.error('ai: settling a partial stream failed', { requestId, error: err instanceof Error ? err.message : String(err) });
       return undefined;
@@ -81,7 +85,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     }
     // Loading the SDK and the HTTP client (first call only) is not the upstream's time.
     const [{ ai: sdk }] = await Promise.all([loadAiSdk(), loadUpstreamFetch()]);
-    const ac = new AbortController();
+    let ac = new AbortController();
     let timedOut = false;
     // An idle timeout: a stream may run long, but not stall for timeoutMs.
     let timer = setTimeout(() => ((timedOut = true), ac.abort()), ai.timeoutMs);
@@ -99,70 +103,113 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     const toolCalls: ToolCallOut[] = [];
     let finishReason = 'unknown';
     let text = '';
+    const attempts: Attempt[] = [];
+    /** One target's stream: yields its events; returns the failure (undefined when it finished). */
+    async function* attempt(t: Target): AsyncGenerator<StreamEvent, unknown, undefined> {
+      let failure: unknown;
+      try {
+        const res = sdk.streamText({
+          ...(await sdkCallArgs(deps, t, input, ac.signal)),
+          // Errors arrive as stream parts; without this the SDK also prints them.
+          onError: () => undefined,
+        });
+        upstreamStarted = true;
+        for await (const part of res.fullStream) {
+          touch();
+          if (part.type === 'text-delta') {
+            responded = true;
+            produced += part.text;
+            text += part.text;
+            yield { type: 'text', delta: part.text };
+          } else if (part.type === 'tool-call') {
+            responded = true;
+            const tc = { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
+            produced += JSON.stringify(tc);
+            toolCalls.push(tc);
+            yield { type: 'tool-call', ...tc };
+          } else if (part.type === 'tool-input-delta') {
+            responded = true;
+            produced += part.delta;
+          } else if (part.type === 'finish') {
+            finishReason = part.finishReason;
+            const u = part.totalUsage;
+            const reported = u.inputTokens ? (u.totalTokens ?? u.inputTokens + (u.outputTokens ?? 0)) : undefined;
+            usage = { tokensUsed: reported ?? t.estimatedTokens, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
+            if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider: t.provider, model: t.model });
+          } else if (part.type === 'error') {
+            failure = part.error;
+            break;
+          } else if (part.type === 'abort') {
+            failure = new Error('aborted');
+            break;
+          }
+        }
+      } catch (err) {
+        failure = err;
+      }
+      return failure;
+    }
+
     try {
       yield { type: 'start', requestId, provider, model };
-      let failure: unknown;
-      const res = sdk.streamText({
-        ...(await sdkCallArgs(deps, p, input, ac.signal)),
-        // Errors arrive as stream parts; without this the SDK also prints them.
-        onError: () => undefined,
-      });
-      upstreamStarted = true;
-      for await (const part of res.fullStream) {
+      // Fallbacks: the next target is tried only while nothing has reached the client.
+      for (let i = 0; ; i++) {
+        cur = targets[i]!;
+        const many = targets.length > 1;
+        if (many && deps.breaker && (await deps.breaker.state(cur.provider)) === 'open') {
+          attempts.push({ provider: cur.provider, model: cur.model, reason: 'circuit_open' });
+          if (i === targets.length - 1) throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason: 'circuit_open', attempts } });
+          continue;
+        }
+        timedOut = false;
+        ac = new AbortController();
+        if (call.signal.aborted) ac.abort();
         touch();
-        if (part.type === 'text-delta') {
-          responded = true;
-          produced += part.text;
-          text += part.text;
-          yield { type: 'text', delta: part.text };
-        } else if (part.type === 'tool-call') {
-          responded = true;
-          const tc = { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
-          produced += JSON.stringify(tc);
-          toolCalls.push(tc);
-          yield { type: 'tool-call', ...tc };
-        } else if (part.type === 'tool-input-delta') {
-          responded = true;
-          produced += part.delta;
-        } else if (part.type === 'finish') {
-          finishReason = part.finishReason;
-          const u = part.totalUsage;
-          const reported = u.inputTokens ? (u.totalTokens ?? u.inputTokens + (u.outputTokens ?? 0)) : undefined;
-          usage = { tokensUsed: reported ?? p.estimatedTokens, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
-          if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider, model });
-        } else if (part.type === 'error') {
-          failure = part.error;
-          break;
-        } else if (part.type === 'abort') {
-          failure = new Error('aborted');
+        const failure = yield* attempt(cur);
+        if (failure === undefined && usage) {
+          if (many) await deps.breaker?.success(cur.provider);
           break;
         }
+        const mapped = ownError(failure) ?? await mapUpstreamError(failure ?? new Error('no finish event'), { provider: cur.provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
+        if (!responded && isRetryable(mapped) && i < targets.length - 1 && !call.signal.aborted) {
+          const reason = String(mapped.details?.reason);
+          deps.record(cur.provider, false, performance.now() - began, reason);
+          await deps.breaker?.failure(cur.provider, reason);
+          attempts.push({ provider: cur.provider, model: cur.model, reason });
+          const { backoffMs, maxBackoffMs } = ai.retry;
+          const wait = Math.min(maxBackoffMs, backoffMs * 2 ** attempts.length);
+          await new Promise((r) => setTimeout(r, wait / 2 + Math.random() * (wait / 2)));
+          continue;
+        }
+        if (many && isRetryable(mapped)) await deps.breaker?.failure(cur.provider, String(mapped.details?.reason));
+        throw failure ?? new Error('the stream ended without a finish event');
       }
-      if (failure !== undefined || !usage) throw failure ?? new Error('the stream ended without a finish event');
-      deps.record(provider, true, performance.now() - began);
-      const charged = (await account({ usage, reason: 'completed' }))!;
+      const served = cur;
+      deps.record(served.provider, true, performance.now() - began);
+      const charged = (await account({ usage: usage!, reason: 'completed' }))!;
       const data: GenerateTextOutput['data'] = {
         text,
-        provider,
-        model,
+        provider: served.provider,
+        model: served.model,
         finishReason,
-        usage: usage.inputTokens ? { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens ?? null, totalTokens: usage.tokensUsed } : { inputTokens: null, outputTokens: null, totalTokens: null },
+        usage: usage!.inputTokens ? { inputTokens: usage!.inputTokens, outputTokens: usage!.outputTokens ?? null, totalTokens: usage!.tokensUsed } : { inputTokens: null, outputTokens: null, totalTokens: null },
         requestId,
       };
+      if (attempts.length > 0) data.attempts = attempts;
       if (toolCalls.length > 0) data.toolCalls = toolCalls;
       if (input.output && toolCalls.length === 0) {
         const parsed = await parseOutput(text, input.output.schema);
-        if (!parsed.ok) throw invalidOutput(parsed.reason, p, charged);
+        if (!parsed.ok) throw invalidOutput(parsed.reason, served, charged);
         data.object = parsed.value;
       }
       yield { type: 'finish', result: { success: true, data, ...charged } };
     } catch (err) {
       if (err instanceof CoreError && err.details?.reason === 'invalid_output') throw err;
       const own = ownError(err);
-      const error = own ?? (await mapUpstreamError(err, { provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted }));
+      const error = own ?? (await mapUpstreamError(err, { provider: cur.provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted }));
       const reason = String(error.details?.reason ?? error.appCode);
-      if (!own && reason !== 'cancelled') deps.record(provider, false, performance.now() - began, reason);
-      logger.warn('ai: stream failed', { requestId, provider, model, reason });
+      if (!own && reason !== 'cancelled') deps.record(cur.provider, false, performance.now() - began, reason);
+      logger.warn('ai: stream failed', { requestId, provider: cur.provider, model: cur.model, reason });
       // A client that leaves after the request went out pays for what it caused; an upstream
       // that failed before answering costs nothing.
       const charge = responded || (reason === 'cancelled' && upstreamStarted);
