@@ -4,6 +4,7 @@ import type { Logger } from '../../runtime/Logger.js';
 import type { Storage } from '../../storage/Storage.js';
 import { CircuitBreaker } from './CircuitBreaker.js';
 import type { Metering } from './Metering.js';
+import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
 import type { CallDeps } from './prepareCall.js';
@@ -19,6 +20,10 @@ export interface AiServiceOptions {
   metering: Metering;
   /** Where the circuit breaker keeps its state (shared across instances with Redis). */
   storage?: Storage;
+  /** Upstream call metrics (runtime.metrics). */
+  metrics?: Metrics;
+  /** Told when a provider that was healthy fails (alerts: providerDegraded). */
+  onProviderDegraded?: (provider: ProviderId, reason: string) => void;
 }
 
 /** Outcome counters of one provider since start, for ai.getRegistryHealth. */
@@ -51,7 +56,7 @@ export class AiService {
   private readonly stats = new Map<ProviderId, { calls: number; failures: number; totalMs: number; lastSuccessAt: string | null; lastFailure: { reason: string; at: string } | null }>();
 
   constructor(private readonly opts: AiServiceOptions) {
-    this.providers = new ProviderRegistry(opts.config);
+    this.providers = new ProviderRegistry(opts.config, opts.metrics);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
     this.breaker = opts.storage ? new CircuitBreaker(opts.storage, opts.config.ai.circuitBreaker, opts.logger) : undefined;
     // The AI SDK prints provider warnings with console.* unless told otherwise; we log them
@@ -152,7 +157,11 @@ export class AiService {
     else {
       s.failures++;
       // A client leaving says nothing about the provider's health.
-      if (reason !== 'cancelled') s.lastFailure = { reason: reason ?? 'unknown', at };
+      if (reason !== 'cancelled') {
+        const wasHealthy = !s.lastFailure || (s.lastSuccessAt !== null && s.lastSuccessAt >= s.lastFailure.at);
+        s.lastFailure = { reason: reason ?? 'unknown', at };
+        if (wasHealthy) this.opts.onProviderDegraded?.(provider, s.lastFailure.reason);
+      }
     }
   }
 }

@@ -4,7 +4,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
 import type { ChatMessage } from './chatInput.js';
 import type { ModelRegistry } from './ModelRegistry.js';
-import type { SystemPromptStore } from './SystemPromptStore.js';
+import type { ResolvedSystemPrompt, SystemPromptStore } from './SystemPromptStore.js';
 
 /** What the AI SDK call gets: a system text and either a plain prompt or chat messages. */
 export interface BuiltPrompt {
@@ -15,6 +15,8 @@ export interface BuiltPrompt {
   chars: number;
   /** Image and file parts (each reserved as ATTACHMENT_TOKENS in the estimate). */
   attachments: number;
+  /** Every system text as resolved (named server prompts included), for the payer rules. */
+  resolved: ResolvedSystemPrompt[];
 }
 
 /**
@@ -71,14 +73,17 @@ export function buildPrompt(
 ): BuiltPrompt {
   const { ai, prompts } = ctx;
   const systems: string[] = [];
-  if (input.systemPrompt !== undefined) {
-    const s = prompts.resolve(input.systemPrompt, ai.allowInlineSystemPrompts).text;
-    if (s) systems.push(s);
-  }
+  const resolved: ResolvedSystemPrompt[] = [];
+  const resolve = (text: string) => {
+    const r = prompts.resolve(text, ai.allowInlineSystemPrompts);
+    resolved.push(r);
+    if (r.text) systems.push(r.text);
+  };
+  if (input.systemPrompt !== undefined) resolve(input.systemPrompt);
   if (input.content !== undefined) {
     if (input.content.length > ai.maxContentChars) throw new CoreError('PAYLOAD_TOO_LARGE', `content is longer than ${ai.maxContentChars} characters`);
     const system = systems.join('\n\n');
-    return { system, prompt: input.content, chars: system.length + input.content.length, attachments: 0 };
+    return { system, prompt: input.content, chars: system.length + input.content.length, attachments: 0, resolved };
   }
   const count = { n: 0, bytes: 0 };
   const actx = { provider: ctx.provider, model: ctx.model, registry: ctx.registry, limits: ai, count };
@@ -88,8 +93,7 @@ export function buildPrompt(
     switch (m.role) {
       case 'system': {
         // System messages become the one system text, wherever they stand (all four providers take one).
-        const s = prompts.resolve(m.content, ai.allowInlineSystemPrompts).text;
-        if (s) systems.push(s);
+        resolve(m.content);
         break;
       }
       case 'user':
@@ -137,5 +141,5 @@ export function buildPrompt(
   const system = systems.join('\n\n');
   chars += system.length;
   if (chars > ai.maxContentChars) throw new CoreError('PAYLOAD_TOO_LARGE', `the messages are longer than ${ai.maxContentChars} characters`);
-  return { system, messages, chars, attachments: count.n };
+  return { system, messages, chars, attachments: count.n, resolved };
 }

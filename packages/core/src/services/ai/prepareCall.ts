@@ -11,7 +11,7 @@ import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
 import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
-import type { SystemPromptStore } from './SystemPromptStore.js';
+import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
 export interface TextCallInput {
@@ -82,8 +82,7 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const provider = input.provider ?? ai.defaultProvider;
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
-  const model = input.options?.model ?? providers.defaultModel(provider);
-  providers.assertModelAllowed(provider, model);
+  const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
   const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
@@ -118,6 +117,8 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
     apiKey = serverKey;
     mode = 'platform';
   }
+  // Before anything is held or sent: a server prompt never goes to a caller's own account.
+  for (const r of prompt.resolved) assertPromptMayUse(r, mode);
   const reservation = mode === 'platform' ? await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}) }) : undefined;
   return { requestId, provider, model, mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, reservation };
 }
@@ -141,11 +142,12 @@ export async function chargeCall(
   usage: { tokensUsed: number; inputTokens?: number | undefined; outputTokens?: number | undefined },
 ): Promise<{ tokenUsage: SettledUsage } | { usageInfo: { tokensUsed: number; estimatedCostUsd: number } }> {
   const metadata = input.metadata ?? {};
+  const costUsd = deps.providers.models.estimateCostUsd(p.provider, p.model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
   if (p.mode === 'platform') {
-    const tokenUsage = await deps.metering.settle(p.reservation!, { tokensUsed: usage.tokensUsed, provider: p.provider, model: p.model, metadata });
+    const tokenUsage = await deps.metering.settle(p.reservation!, { tokensUsed: usage.tokensUsed, provider: p.provider, model: p.model, metadata, ...(costUsd !== undefined ? { costUsd } : {}) });
     return { tokenUsage };
   }
-  const estimatedCostUsd = deps.providers.models.estimateCostUsd(p.provider, p.model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens) ?? 0;
+  const estimatedCostUsd = costUsd ?? 0;
   try {
     await deps.metering.recordByokUsage({ identity: call.identity, provider: p.provider, model: p.model, tokensUsed: usage.tokensUsed, estimatedCostUsd, metadata, requestId: p.requestId });
   } catch (err) {
