@@ -2,7 +2,12 @@
 // credits, platform metering on) versus the same provider wire request sent straight to the test
 // upstream, with the file store and with Redis. Upstream, each server and this load generator are
 // separate processes. Usage (after `pnpm build`, with Redis on 127.0.0.1:6379):
-//   node bench/ai.mjs [seconds=10] [pacedRate=100]
+//   node bench/ai.mjs [seconds=10] [pacedRate=100] [sections=generate,stream]
+//
+// Sections: `generate` (ai.generateText on /rpc with three stores, and the OpenAI-compatible
+// POST /v1/chat/completions on the memory-store server, against the direct wire request) and
+// `stream` (time to first token: a streamed /v1/chat/completions with stream: true against the
+// same streamed wire request sent straight to the upstream; paced only).
 //
 // Two measurements, both over 50 keep-alive connections:
 // 1. saturated: autocannon, 50 connections as fast as they go (closed loop). Latency there is
@@ -22,11 +27,14 @@ import { startServer } from './lib.mjs';
 
 const duration = Number(process.argv[2] ?? 10);
 const pacedRate = Number(process.argv[3] ?? 100);
+const sections = new Set((process.argv[4] ?? 'generate,stream').split(','));
 const CONNECTIONS = 50;
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-ai-jwt-secret-0123456789abcdef0123';
 const USER = 'bench-user';
 const INPUT = { content: 'Summarise the benchmark in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } };
+// The same call in the OpenAI wire format (the default OpenAI model, as INPUT uses).
+const CHAT = { model: 'openai/gpt-5-mini', messages: [{ role: 'system', content: INPUT.systemPrompt }, { role: 'user', content: INPUT.content }], max_tokens: 64 };
 
 const rpc = async (url, token, method, params) => {
   const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
@@ -77,6 +85,23 @@ for (const [key, g] of Object.entries(gateways)) {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: INPUT });
   targets[key] = { name: g.name, pid: g.pid, url: g.url + '/rpc', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body, ok: (b) => b.includes('"tokenUsage"') };
 }
+const auth = { 'content-type': 'application/json', authorization: `Bearer ${user}` };
+targets.openaiCompat = { name: 'gateway, memory store, POST /v1/chat/completions', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify(CHAT), ok: (b) => b.includes('"token_usage"') };
+
+// Streaming: one streamed call through the gateway, then its exact wire request replayed directly.
+// Time to first token = until the first chunk that carries text (not the gateway's empty role chunk).
+await (await fetch(memory.url + '/v1/chat/completions', { method: 'POST', headers: auth, body: JSON.stringify({ ...CHAT, stream: true }) })).text();
+const streamWire = await (await fetch(upstream.control)).json();
+targets.directStream = {
+  name: 'direct to test upstream, streamed',
+  pid: upstream.pid,
+  url: upstream.url + streamWire.path,
+  headers: Object.fromEntries(Object.entries(streamWire.headers).filter(([k]) => !HOP.has(k))),
+  body: JSON.stringify(streamWire.body),
+  ok: (b) => b.includes('response.completed'),
+  first: /output_text\.delta/,
+};
+targets.openaiStream = { name: 'gateway, memory store, /v1 stream: true', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify({ ...CHAT, stream: true }), ok: (b) => b.includes('[DONE]') && b.includes('"token_usage"'), first: /"content":"[^"]/ };
 
 /** CPU seconds (user + system) a process has used so far: robust on a shared machine, unlike req/s. */
 async function cpuSeconds(pid) {
@@ -101,9 +126,13 @@ async function paced(t, rate = pacedRate, seconds = duration) {
       const started = process.hrtime.bigint();
       const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) } }, (res) => {
         let body = '';
+        let ttft;
         res.setEncoding('utf8');
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, ok: res.statusCode === 200 && t.ok(body) }));
+        res.on('data', (c) => {
+          body += c;
+          if (t.first && ttft === undefined && t.first.test(body)) ttft = Number(process.hrtime.bigint() - started) / 1e6;
+        });
+        res.on('end', () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, ttft, ok: res.statusCode === 200 && t.ok(body) }));
       });
       req.on('error', () => resolve({ ms: 0, ok: false }));
       req.end(t.body);
@@ -123,9 +152,12 @@ async function paced(t, rate = pacedRate, seconds = duration) {
   await run(rate);
   const results = await run(rate * seconds);
   agent.destroy();
-  const ms = results.filter((r) => r.ok).map((r) => r.ms).sort((a, b) => a - b);
-  const pct = (p) => ms[Math.min(ms.length - 1, Math.floor(ms.length * p))];
-  return { rps: rate, p50: pct(0.5), p99: pct(0.99), errors: results.length - ms.length, n: results.length };
+  const okRes = results.filter((r) => r.ok);
+  // For streams the figure is time to first token; total time is reported beside it.
+  const ms = okRes.map((r) => (t.first ? r.ttft : r.ms)).sort((a, b) => a - b);
+  const total = okRes.map((r) => r.ms).sort((a, b) => a - b);
+  const pct = (arr, p) => arr[Math.min(arr.length - 1, Math.floor(arr.length * p))];
+  return { rps: rate, p50: pct(ms, 0.5), p99: pct(ms, 0.99), totalP50: pct(total, 0.5), errors: results.length - ms.length, n: results.length };
 }
 
 const rows = [];
@@ -133,6 +165,7 @@ async function measure(mode, key) {
   const t = targets[key];
   const cpu0 = await cpuSeconds(t.pid);
   const r = await (mode === 'saturated' ? saturated : paced)(t);
+  if (mode === 'ttft') r.note = `total p50 ${r.totalP50.toFixed(2)} ms`;
   // Server CPU per request, from saturated runs only (warm-up included in both CPU and count):
   // at a low fixed rate the per-request figure is mostly idle-loop and timer cost.
   if (mode === 'saturated') r.cpuUs = ((await cpuSeconds(t.pid)) - cpu0) * 1e6 / (r.n + r.warmupN);
@@ -144,10 +177,17 @@ async function measure(mode, key) {
 
 try {
   // Interleaved, with the direct baseline before and after the gateways, so drift shows.
-  for (const mode of ['paced', 'saturated']) {
-    await measure(mode, 'direct');
-    for (const key of Object.keys(gateways)) await measure(mode, key);
-    await measure(mode, 'direct');
+  if (sections.has('generate')) {
+    for (const mode of ['paced', 'saturated']) {
+      await measure(mode, 'direct');
+      for (const key of [...Object.keys(gateways), 'openaiCompat']) await measure(mode, key);
+      await measure(mode, 'direct');
+    }
+  }
+  if (sections.has('stream')) {
+    await measure('ttft', 'directStream');
+    await measure('ttft', 'openaiStream');
+    await measure('ttft', 'directStream');
   }
 } finally {
   await Promise.all(Object.values(gateways).map((g) => g.stop()));
@@ -164,15 +204,22 @@ const f = (n) => (Math.round(n * 100) / 100).toFixed(2);
 console.log(`\n### AI gateway overhead: ${duration}s per scenario, ${CONNECTIONS} connections, node ${process.version}, upstream request ${wire.method} ${wire.path}\n`);
 console.log('| mode | scenario | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | server CPU µs/request |');
 console.log('|---|---|---|---|---|---|---|---|');
-for (const mode of ['paced', 'saturated']) {
-  const direct = rows.filter((r) => r.mode === mode && r.key === 'direct');
+for (const mode of ['paced', 'saturated', 'ttft']) {
+  const direct = rows.filter((r) => r.mode === mode && (r.key === 'direct' || r.key === 'directStream'));
+  if (direct.length < 2) continue;
   const base = { p50: (direct[0].p50 + direct[1].p50) / 2, p99: (direct[0].p99 + direct[1].p99) / 2 };
   for (const r of rows.filter((x) => x.mode === mode)) {
-    const gw = r.key !== 'direct';
-    const label = mode === 'paced' ? `paced ${pacedRate} req/s` : 'saturated';
+    const gw = r.key !== 'direct' && r.key !== 'directStream';
+    const label = mode === 'paced' ? `paced ${pacedRate} req/s` : mode === 'ttft' ? `time to first token, paced ${pacedRate} req/s` : 'saturated';
     console.log(`| ${label} | ${r.name} | ${r.rps} | ${f(r.p50)} | ${f(r.p99)} | ${gw ? f(r.p50 - base.p50) : '-'} | ${gw ? f(r.p99 - base.p99) : '-'} | ${r.cpuUs ? Math.round(r.cpuUs) : '-'} |`);
   }
 }
+const rpcRow = (mode) => rows.find((r) => r.mode === mode && r.key === 'memory');
+const v1Row = (mode) => rows.find((r) => r.mode === mode && r.key === 'openaiCompat');
+for (const mode of ['paced', 'saturated']) {
+  if (rpcRow(mode) && v1Row(mode)) console.log(`\n/v1/chat/completions vs ai.generateText on /rpc (memory store, ${mode}): p50 ${f(v1Row(mode).p50)} vs ${f(rpcRow(mode).p50)} ms, req/s ${v1Row(mode).rps} vs ${rpcRow(mode).rps}${v1Row(mode).cpuUs ? `, CPU µs/request ${Math.round(v1Row(mode).cpuUs)} vs ${Math.round(rpcRow(mode).cpuUs)}` : ''}`);
+}
+for (const r of rows.filter((x) => x.note)) console.log(`${r.name}: ${r.note}`);
 console.log('\nadded = gateway minus the mean of the two direct runs of the same mode. Saturated latencies are whole milliseconds (autocannon).');
 console.log('server CPU = user + system CPU of the process answering (gateway, or the upstream for direct runs) per request, saturated runs.');
 console.log(`load average at the end: ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);

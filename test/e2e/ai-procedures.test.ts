@@ -169,10 +169,21 @@ describe('ai.getRegistryHealth', () => {
   });
 });
 
+describe('ai.streamText (streamed over /trpc in ai-streaming.test.ts)', () => {
+  it('over /rpc and MCP: the final result with usage; a caller without balance is refused', async () => {
+    for (const entry of ['rpc', 'mcp'] as const) {
+      const r = ok(await call(entry, user, 'ai.streamText', { content: 'hi', systemPrompt: '@support', provider: 'google' }));
+      expect(r.tokenUsage.tokensUsed).toBe(r.data.usage.totalTokens);
+    }
+    const broke = await call('rpc', await tokenFor('ai-procs-broke'), 'ai.streamText', { content: 'hi', systemPrompt: 's' });
+    expect(broke.ok === false && broke.appCode).toBe('PAYMENT_REQUIRED');
+  });
+});
+
 describe('coverage', () => {
   it('every ai.* procedure was called over a real entry point, with a success and a refusal', () => {
     const paths = [...procedureIndex(gw.runtime.router).keys()].filter((p) => p.startsWith('ai.')).sort();
-    expect(paths).toHaveLength(6);
+    expect(paths).toHaveLength(7);
     for (const p of paths) {
       expect(covered.get(p)?.ok, `${p} success`).toBeGreaterThan(0);
       expect(covered.get(p)?.refused, `${p} refusal`).toBeGreaterThan(0);

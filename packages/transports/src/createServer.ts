@@ -20,6 +20,7 @@ import { sseStreamCap } from './http/sseStreamCap.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
 import { toolProcedures } from './mcp/toolCatalog.js';
+import { chatCompletionsHandler, modelsHandler } from './openai/openAiHandler.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -141,6 +142,7 @@ export function createServer<C extends CustomRouters = {}>(
     for (const path of ['/trpc/*', '/typedrpc/*']) edge(path, { family: 'trpc', api: true, jsonOnly: true }, limits.bodyLimit, limits.maxJsonDepth);
   }
   if (config.protocols.jsonRpc) edge('/rpc', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
+  if (config.protocols.openAi) edge('/v1/*', { family: 'openai', api: true, jsonOnly: true }, limits.bodyLimit);
   if (mcpOn) {
     app.use('/mcp', sseStreamCap(limits.maxSseStreamsPerClient, (c) => clientIp(c, config.trustProxy)));
     edge('/mcp', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
@@ -174,6 +176,10 @@ export function createServer<C extends CustomRouters = {}>(
     app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getRuntime));
+  if (config.protocols.openAi) {
+    app.post('/v1/chat/completions', chatCompletionsHandler(getRuntime));
+    app.get('/v1/models', modelsHandler(getRuntime));
+  }
   if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getRuntime));
   if (mcpOn) {
     app.all('/mcp', async (c, next) => {

@@ -62,7 +62,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   }
   alerts.start();
   closers.push(() => alerts.stop());
-  const ai = new AiService({ config, logger, metering: observedMetering(billing, metrics), metrics, onProviderDegraded: (p, r) => alertOnDegraded?.(p, r) });
+  const ai = new AiService({ config, logger, metering: observedMetering(billing, metrics), metrics, onProviderDegraded: (p, r) => alertOnDegraded?.(p, r), storage });
   health.set('ai', async () => ai.healthProbe());
   const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
   await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));

@@ -20,7 +20,7 @@ export interface Identity {
   clientId?: string;
 }
 
-export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'internal';
+export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'internal';
 
 /** Facts about the HTTP request, filled by the transport. */
 export interface RequestInfo {

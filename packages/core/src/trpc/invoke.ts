@@ -1,5 +1,6 @@
 import { getTRPCErrorFromUnknown, TRPCError, type AnyRouter, type AnyProcedure } from '@trpc/server';
 import type { Context } from './context.js';
+import { drainStream, isAsyncIterable } from './drainStream.js';
 import type { ProcedureMeta } from './meta.js';
 
 export interface ProcedureInfo {
@@ -26,12 +27,21 @@ export function procedureIndex(router: AnyRouter): Map<string, ProcedureInfo> {
 
 export type InvokeResult = { ok: true; data: unknown } | { ok: false; error: TRPCError };
 
+export interface InvokeOptions {
+  /**
+   * Hand a streamed result (an async iterable, e.g. ai.streamText) back as is, for an entry
+   * point that streams it itself (the OpenAI-compatible endpoint). Default false: the seam reads
+   * it to its end (see drainStream).
+   */
+  stream?: boolean;
+}
+
 /**
- * The one invoke seam shared by /rpc and /mcp (and usable from code): run a procedure by path
- * through its full middleware chain (auth, rate limits, validation). /trpc reaches the same
+ * The one invoke seam shared by /rpc, /mcp and /v1 (and usable from code): run a procedure by
+ * path through its full middleware chain (auth, rate limits, validation). /trpc reaches the same
  * procedures through tRPC's own fetch handler. Value-returning: never throws.
  */
-export async function invoke(router: AnyRouter, path: string, input: unknown, ctx: Context): Promise<InvokeResult> {
+export async function invoke(router: AnyRouter, path: string, input: unknown, ctx: Context, opts: InvokeOptions = {}): Promise<InvokeResult> {
   const info = procedureIndex(router).get(path);
   if (!info || info.type === 'subscription') {
     return { ok: false, error: new TRPCError({ code: 'NOT_FOUND', message: `unknown procedure "${path.slice(0, 200)}"` }) };
@@ -47,6 +57,7 @@ export async function invoke(router: AnyRouter, path: string, input: unknown, ct
       signal: ctx.req.signal,
       batchIndex: 0,
     });
+    if (!opts.stream && isAsyncIterable(data)) return { ok: true, data: await drainStream(data, ctx) };
     return { ok: true, data };
   } catch (cause) {
     return { ok: false, error: getTRPCErrorFromUnknown(cause) };

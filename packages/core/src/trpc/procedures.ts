@@ -87,7 +87,7 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   if (ctx.credentialError) return refuse(ctx, path, call, ctx.credentialError, getRawInput);
   const decision = accessDecision(runtime.config, path, meta, ctx.identity);
   if (!decision.allowed) return refuse(ctx, path, call, new CoreError(decision.code, decision.message), getRawInput);
-  if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc') && isTool(meta)) {
+  if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc' || ctx.req.transport === 'openai') && isTool(meta)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }

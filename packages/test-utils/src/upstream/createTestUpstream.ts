@@ -1,6 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseMarkers, type UpstreamFault } from './faults.js';
+import { parseRequestExtras, planReply, type RequestExtras } from './replyPlan.js';
+import { streamFrames } from './streamFormats.js';
 import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
 
 /** The four provider ids of core's config (`PROVIDER_IDS`), repeated so this package does not depend on core. */
@@ -25,6 +27,8 @@ export interface TestUpstreamOptions {
   validKeys?: string[];
   /** Delay before every answer, in ms. Default 0. */
   latencyMs?: number;
+  /** Delay between the frames of a streamed reply, in ms. Default 0. */
+  chunkDelayMs?: number;
   /** Reply text. Default: `Test reply from <format> (<model>)`. Never contains the system prompt. */
   reply?: (req: RecordedRequest) => string;
 }
@@ -43,6 +47,10 @@ export interface RecordedRequest {
   system: string;
   content: string;
   maxTokens: number | undefined;
+  /** Streaming request, tools offered, tool results returned, JSON schema asked for, attachments sent. */
+  extras: RequestExtras | undefined;
+  /** Frames of a streamed reply written before the connection ended. */
+  framesSent: number;
   /** The client closed the connection before the answer was complete. */
   aborted: boolean;
   /** What the upstream did: 'ok' or the fault kind/status. */
@@ -62,6 +70,7 @@ export interface TestUpstream {
   failNext(fault: UpstreamFault, times?: number): void;
   setLatency(ms: number): void;
   setOutputTokens(n: number): void;
+  setChunkDelay(ms: number): void;
   /** Resolve once `count` requests have been received (default: one more than now). */
   waitForRequests(count?: number, timeoutMs?: number): Promise<void>;
   /** Clear recorded requests and queued faults. */
@@ -78,7 +87,7 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
     if (path === '/v1/chat/completions') return { provider: 'openai', format: 'openai-chat' };
     if (path === '/v1/messages') return { provider: 'anthropic', format: 'anthropic' };
     if (path === '/api/v1/chat/completions') return { provider: 'openrouter', format: 'openrouter' };
-    const g = /^\/v1beta\/models\/([^/:]+):generateContent$/.exec(path);
+    const g = /^\/v1beta\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/.exec(path);
     if (g) return { provider: 'google', format: 'google', model: decodeURIComponent(g[1]!) };
   }
   if (method === 'GET') {
@@ -107,6 +116,7 @@ function modelsBody(provider: ProviderId, path: string): Record<string, unknown>
 export async function createTestUpstream(options: TestUpstreamOptions = {}): Promise<TestUpstream> {
   let outputTokens = options.outputTokens ?? 16;
   let latencyMs = options.latencyMs ?? 0;
+  let chunkDelayMs = options.chunkDelayMs ?? 0;
   const requests: RecordedRequest[] = [];
   const queued: UpstreamFault[] = [];
   const sockets = new Set<Socket>();
@@ -153,6 +163,8 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       system: prompt?.system ?? '',
       content: prompt?.content ?? '',
       maxTokens: prompt?.maxTokens,
+      extras: r.format === 'models' ? undefined : parseRequestExtras(r.format, body ?? {}, url.pathname),
+      framesSent: 0,
       aborted: false,
       outcome: 'ok',
     };
@@ -186,10 +198,14 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
         }
         case 'hang':
           return; // never answer; close() or the client ends it
+        case 'stall':
+          if (!rec.extras?.stream) return;
+          break; // the stream below stops after its first frame
         case 'reset':
           req.socket.destroy();
           return;
         case 'drop':
+          if (rec.extras?.stream) break; // the stream below is cut after three frames
           res.writeHead(200, { 'content-type': 'application/json' });
           res.write('{"id":"partial","object":');
           setTimeout(() => req.socket.destroy(), 5);
@@ -207,18 +223,34 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const p = prompt!;
     const wanted = directives.outputTokens ?? outputTokens;
     const out = p.maxTokens !== undefined ? Math.min(p.maxTokens, wanted) : wanted;
-    const text = options.reply ? options.reply(rec) : `Test reply from ${r.format} (${p.model})`;
-    send(
-      200,
-      replyBody(r.format, {
-        model: p.model,
-        text,
-        inputTokens: Math.ceil((p.system.length + p.content.length) / 4),
-        outputTokens: out,
-        truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
-        omitUsage: fault?.kind === 'noUsage',
-      }),
-    );
+    const plan = planReply(rec.extras!, options.reply ? options.reply(rec) : `Test reply from ${r.format} (${p.model})`);
+    const parts = {
+      model: p.model,
+      text: plan.kind === 'text' ? plan.text : '',
+      ...(plan.kind === 'tool' ? { toolCall: { id: plan.id, name: plan.name, input: plan.input } } : {}),
+      inputTokens: Math.ceil((p.system.length + p.content.length) / 4),
+      outputTokens: out,
+      truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
+      omitUsage: fault?.kind === 'noUsage',
+    };
+    if (!rec.extras!.stream) return send(200, replyBody(r.format, parts));
+
+    const frames = streamFrames(r.format, parts);
+    const stopAfter = fault?.kind === 'stall' ? 1 : fault?.kind === 'drop' ? 3 : Infinity;
+    const gap = directives.chunkDelayMs ?? chunkDelayMs;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    for (const frame of frames) {
+      if (res.destroyed) return;
+      if (rec.framesSent >= stopAfter) {
+        // Let the frames already written reach the client before the connection dies.
+        if (fault?.kind === 'drop') setTimeout(() => req.socket.destroy(), 20);
+        return; // stall: keep the connection open, send nothing more
+      }
+      res.write(frame);
+      rec.framesSent++;
+      if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
+    }
+    res.end();
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -245,6 +277,9 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     },
     setOutputTokens(n) {
       outputTokens = n;
+    },
+    setChunkDelay(ms) {
+      chunkDelayMs = ms;
     },
     waitForRequests(count = requests.length + 1, timeoutMs = 5000) {
       if (requests.length >= count) return Promise.resolve();

@@ -7,8 +7,10 @@ export type UpstreamFault =
   | { kind: 'status'; status: number; retryAfter?: number }
   /** Accept the request and never answer (until the client gives up or the upstream closes). */
   | { kind: 'hang' }
-  /** Send the status line, headers and part of the body, then destroy the socket. */
+  /** Send the status line, headers and part of the body (three frames of a stream), then destroy the socket. */
   | { kind: 'drop' }
+  /** Streams: send the headers and the first frame, then nothing more (a stalled upstream). Otherwise like `hang`. */
+  | { kind: 'stall' }
   /** Destroy the socket before sending anything. */
   | { kind: 'reset' }
   /** 200 with a body that is not valid JSON. */
@@ -19,6 +21,8 @@ export type UpstreamFault =
 export interface MarkerDirectives {
   fault?: UpstreamFault;
   latencyMs?: number;
+  /** Delay between the frames of a streamed reply, in ms. */
+  chunkDelayMs?: number;
   /** Output tokens for this request (still capped by maxTokens). */
   outputTokens?: number;
 }
@@ -28,7 +32,7 @@ const MARKER = /\[\[upstream:([a-z0-9=:.-]+)\]\]/gi;
 /**
  * Read the `[[upstream:...]]` markers of a prompt. Recognised:
  * `401`, `403`, `429`, `429:retry=<s>`, `500`, `<any status>`, `hang`, `drop`, `reset`,
- * `malformed`, `no-usage`, `latency=<ms>`, `output=<tokens>`.
+ * `malformed`, `no-usage`, `stall`, `latency=<ms>`, `chunk-delay=<ms>`, `output=<tokens>`.
  */
 export function parseMarkers(text: string): MarkerDirectives {
   const out: MarkerDirectives = {};
@@ -38,12 +42,14 @@ export function parseMarkers(text: string): MarkerDirectives {
     if (/^\d{3}$/.test(head!)) {
       const retry = opts.retry !== undefined ? Number(opts.retry) : undefined;
       out.fault = { kind: 'status', status: Number(head), ...(retry !== undefined && Number.isFinite(retry) ? { retryAfter: retry } : {}) };
-    } else if (head === 'hang' || head === 'drop' || head === 'reset' || head === 'malformed') {
+    } else if (head === 'hang' || head === 'stall' || head === 'drop' || head === 'reset' || head === 'malformed') {
       out.fault = { kind: head };
     } else if (head === 'no-usage') {
       out.fault = { kind: 'noUsage' };
     } else if (head?.startsWith('latency=')) {
       out.latencyMs = Number(head.slice('latency='.length)) || 0;
+    } else if (head?.startsWith('chunk-delay=')) {
+      out.chunkDelayMs = Number(head.slice('chunk-delay='.length)) || 0;
     } else if (head?.startsWith('output=')) {
       out.outputTokens = Number(head.slice('output='.length)) || 0;
     }

@@ -78,6 +78,8 @@ export interface ReplyParts {
   truncated: boolean;
   /** Leave usage numbers out (a provider that does not report them). */
   omitUsage: boolean;
+  /** Answer with this tool call instead of text. */
+  toolCall?: { id: string; name: string; input: Record<string, unknown> };
 }
 
 let seq = 0;
@@ -96,7 +98,9 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         status: r.truncated ? 'incomplete' : 'completed',
         incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null,
         model: r.model,
-        output: [{ type: 'message', id: nextId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.text, annotations: [] }] }],
+        output: r.toolCall
+          ? [{ type: 'function_call', id: nextId('fc'), call_id: r.toolCall.id, name: r.toolCall.name, arguments: JSON.stringify(r.toolCall.input), status: 'completed' }]
+          : [{ type: 'message', id: nextId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.text, annotations: [] }] }],
         ...(r.omitUsage ? {} : { usage: { input_tokens: r.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: r.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: total } }),
       };
     case 'openai-chat':
@@ -106,7 +110,11 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         object: 'chat.completion',
         created,
         model: r.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.truncated ? 'length' : 'stop' }],
+        choices: [
+          r.toolCall
+            ? { index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: JSON.stringify(r.toolCall.input) } }] }, finish_reason: 'tool_calls' }
+            : { index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.truncated ? 'length' : 'stop' },
+        ],
         ...(r.omitUsage ? {} : { usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: total } }),
       };
     case 'anthropic':
@@ -115,15 +123,17 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         type: 'message',
         role: 'assistant',
         model: r.model,
-        content: [{ type: 'text', text: r.text }],
-        stop_reason: r.truncated ? 'max_tokens' : 'end_turn',
+        content: r.toolCall ? [{ type: 'tool_use', id: r.toolCall.id, name: r.toolCall.name, input: r.toolCall.input }] : [{ type: 'text', text: r.text }],
+        stop_reason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn',
         stop_sequence: null,
         // The Messages API always reports usage (the SDK's schema requires it), so omitUsage does not apply.
         usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens },
       };
     case 'google':
       return {
-        candidates: [{ content: { parts: [{ text: r.text }], role: 'model' }, finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP', index: 0 }],
+        candidates: [
+          { content: { parts: [r.toolCall ? { functionCall: { name: r.toolCall.name, args: r.toolCall.input } } : { text: r.text }], role: 'model' }, finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP', index: 0 },
+        ],
         ...(r.omitUsage ? {} : { usageMetadata: { promptTokenCount: r.inputTokens, candidatesTokenCount: r.outputTokens, totalTokenCount: total } }),
         modelVersion: r.model,
       };

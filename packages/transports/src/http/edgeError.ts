@@ -1,7 +1,7 @@
 import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '@ai-backend/core';
 
 /** The answer shapes of the route families the HTTP edge guards. */
-export type EdgeFamily = 'jsonrpc' | 'trpc' | 'oauth' | 'plain';
+export type EdgeFamily = 'jsonrpc' | 'trpc' | 'oauth' | 'openai' | 'plain';
 
 type EdgeStatus = 400 | 403 | 408 | 413 | 415 | 429;
 
@@ -17,7 +17,7 @@ const TRPC_CODE: Record<EdgeStatus, keyof typeof JSONRPC_CODE_BY_TRPC> = {
 /**
  * An answer from the HTTP edge (origin, content type, body limits), before any handler ran,
  * in the shape the route's clients parse: a JSON-RPC error on /rpc and /mcp, a tRPC error
- * (superjson envelope) on /trpc, an RFC 6749 error on the OAuth routes. Messages are ours only.
+ * (superjson envelope) on /trpc, an OpenAI error on /v1, an RFC 6749 error on the OAuth routes. Messages are ours only.
  */
 export function edgeError(family: EdgeFamily, status: EdgeStatus, message: string, headers: Record<string, string> = {}): Response {
   let body: unknown;
@@ -27,6 +27,9 @@ export function edgeError(family: EdgeFamily, status: EdgeStatus, message: strin
   } else if (family === 'trpc') {
     const code = TRPC_CODE[status];
     body = { error: { json: { message, code: JSONRPC_CODE_BY_TRPC[code], data: { code, httpStatus: status } } } };
+  } else if (family === 'openai') {
+    const type = status === 403 ? 'permission_error' : status === 429 ? 'rate_limit_error' : 'invalid_request_error';
+    body = { error: { message, type, param: null, code: TRPC_CODE[status].toLowerCase() } };
   } else if (family === 'oauth') {
     body = { error: status === 403 ? 'access_denied' : 'invalid_request', error_description: message };
   } else {

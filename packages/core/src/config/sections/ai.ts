@@ -28,6 +28,8 @@ const ModelInfoSchema = z.strictObject({
   inputUsdPerMTok: z.number().min(0).optional(),
   /** USD per million output tokens. */
   outputUsdPerMTok: z.number().min(0).optional(),
+  /** Input the model accepts besides text: 'image' and 'file' parts (chat `messages`). */
+  input: z.array(z.enum(['text', 'image', 'file'])).optional(),
 });
 export type ModelInfoOverride = z.infer<typeof ModelInfoSchema>;
 
@@ -81,6 +83,30 @@ export const AiSchema = z
     validateTimeoutMs: z.number().int().min(100).default(5_000),
     /** Retries of a failed upstream call inside one request (0 surfaces 429/5xx at once). Default 0. */
     maxRetries: z.number().int().min(0).max(5).default(0),
+    /**
+     * Model aliases for the OpenAI-compatible endpoint's `model` field (and `options.model`
+     * refs): alias → `provider/model`, e.g. `{ fast: 'openai/gpt-4.1-mini' }`.
+     */
+    aliases: z.record(z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'alias names use letters, digits, _ . : -'), z.string().regex(/^[a-z]+\/.+$/, 'an alias points at provider/model')).default({}),
+    /**
+     * Targets tried in order when the requested one fails with 429, 5xx, a timeout or a
+     * connection error (requests may send their own `fallbacks`): `provider/model` or an alias.
+     */
+    fallbacks: z.array(z.string().min(1).max(300)).max(5).default([]),
+    /** Backoff between fallback targets: `backoffMs` doubled per attempt, at most `maxBackoffMs`. */
+    retry: z.strictObject({ backoffMs: z.number().int().min(0).default(100), maxBackoffMs: z.number().int().min(0).default(2000) }).prefault({}),
+    /** Per-provider circuit breaker of calls with fallbacks; shared through the storage (Redis). */
+    circuitBreaker: z
+      .strictObject({
+        failureThreshold: z.number().int().min(1).default(5),
+        cooldownMs: z.number().int().min(100).default(30_000),
+        windowMs: z.number().int().min(100).default(60_000),
+      })
+      .prefault({}),
+    /** Largest image or file part of a chat message, in bytes (decoded). Default 5 MB. */
+    maxAttachmentBytes: z.number().int().min(1).default(5 * 1024 * 1024),
+    /** Most image and file parts in one request. Default 8. */
+    maxAttachments: z.number().int().min(0).default(8),
   })
   .prefault({});
 

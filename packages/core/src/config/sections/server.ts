@@ -28,6 +28,8 @@ export const ProtocolsSchema = z
   .strictObject({
     tRpc: z.boolean().default(true),
     jsonRpc: z.boolean().default(true),
+    /** The OpenAI-compatible endpoint: POST /v1/chat/completions and GET /v1/models. Default true. */
+    openAi: z.boolean().default(true),
   })
   .prefault({});
 

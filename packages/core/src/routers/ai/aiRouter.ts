@@ -1,25 +1,36 @@
 import { z } from 'zod';
+import { checkContentOrMessages, TextInputFields } from '../../services/ai/chatInput.js';
 import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
+import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { router } from '../../trpc/init.js';
 import { publicProcedure } from '../../trpc/procedures.js';
 
-/** ai.generateText input, exactly the spec's fields. `systemPrompt` may be `@name` of a server prompt. */
-export const GenerateTextInputSchema = z.object({
-  content: z.string().min(1).max(10_000_000),
-  systemPrompt: z.string().max(1_000_000),
-  provider: ProviderInput.optional(),
-  apiKey: z.string().min(1).max(1000).optional(),
-  metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
-  options: z
-    .object({
-      model: z.string().min(1).max(200).optional(),
-      /** Default config.ai.defaultMaxTokens; at most config.ai.maxTokensLimit. */
-      maxTokens: z.number().int().min(1).optional(),
-      temperature: z.number().min(0).max(2).optional(),
-    })
-    .optional(),
-});
+/**
+ * ai.generateText / ai.streamText input: the spec's fields (`content`, `systemPrompt` may be
+ * `@name` of a server prompt) or chat `messages`, plus tools and structured output.
+ */
+export const GenerateTextInputSchema = z
+  .object({
+    ...TextInputFields,
+    provider: ProviderInput.optional(),
+    apiKey: z.string().min(1).max(1000).optional(),
+    metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
+    options: z
+      .object({
+        model: z.string().min(1).max(200).optional(),
+        /** Default config.ai.defaultMaxTokens; at most config.ai.maxTokensLimit. */
+        maxTokens: z.number().int().min(1).optional(),
+        temperature: z.number().min(0).max(2).optional(),
+      })
+      .optional(),
+  })
+  .superRefine(checkContentOrMessages);
+
+/** Drop absent fields (exactOptionalPropertyTypes). */
+function callInput(input: z.infer<typeof GenerateTextInputSchema>): GenerateTextInput {
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as GenerateTextInput;
+}
 
 /**
  * The ai namespace: provider and model registry, key checks and text generation.
@@ -33,20 +44,17 @@ export const aiRouter = router({
       mcp: { annotations: { openWorldHint: true } },
     })
     .input(GenerateTextInputSchema)
-    .mutation(({ ctx, input }) => {
-      const { content, systemPrompt, provider, apiKey, metadata, options } = input;
-      return ctx.runtime.ai.generateText(
-        {
-          content,
-          systemPrompt,
-          ...(provider ? { provider } : {}),
-          ...(apiKey !== undefined ? { apiKey } : {}),
-          ...(metadata ? { metadata } : {}),
-          ...(options ? { options } : {}),
-        },
-        { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip },
-      );
-    }),
+    .mutation(({ ctx, input }) => ctx.runtime.ai.generateText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
+
+  streamText: publicProcedure
+    .meta({
+      description:
+        'Stream text from an upstream model: events start, text (deltas), tool-call, finish (usage and charge). Same input and billing as generateText. On MCP the text arrives as progress notifications and the result carries the usage.',
+      mcp: { annotations: { openWorldHint: true } },
+    })
+    .input(GenerateTextInputSchema)
+    // Checks, payer and reservation run before the stream is returned, so refusals are ordinary errors.
+    .mutation(({ ctx, input }) => ctx.runtime.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
 
   listProviders: publicProcedure
     .meta({ description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })

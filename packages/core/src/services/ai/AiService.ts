@@ -1,11 +1,15 @@
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../runtime/Logger.js';
+import type { Storage } from '../../storage/Storage.js';
+import { CircuitBreaker } from './CircuitBreaker.js';
 import type { Metering } from './Metering.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
+import type { CallDeps } from './prepareCall.js';
 import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
+import { runStreamText, type StreamEvent } from './runStreamText.js';
 import { SystemPromptStore } from './SystemPromptStore.js';
 import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
 
@@ -14,6 +18,8 @@ export interface AiServiceOptions {
   logger: Logger;
   /** Who pays: the billing service (runtime.billing). */
   metering: Metering;
+  /** Where the circuit breaker keeps its state (shared across instances with Redis). */
+  storage?: Storage;
   /** Upstream call metrics (runtime.metrics). */
   metrics?: Metrics;
   /** Told when a provider that was healthy fails (alerts: providerDegraded). */
@@ -52,6 +58,7 @@ export class AiService {
   constructor(private readonly opts: AiServiceOptions) {
     this.providers = new ProviderRegistry(opts.config, opts.metrics);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
+    this.breaker = opts.storage ? new CircuitBreaker(opts.storage, opts.config.ai.circuitBreaker, opts.logger) : undefined;
     // The AI SDK prints provider warnings with console.* unless told otherwise; we log them
     // per call at debug level instead. Left alone when the embedding app set it.
     const g = globalThis as { AI_SDK_LOG_WARNINGS?: unknown };
@@ -60,12 +67,27 @@ export class AiService {
     if (missing.length > 0) opts.logger.warn('ai: serverProviders without a configured key are not server-paid', { providers: missing });
   }
 
+  private readonly breaker: CircuitBreaker | undefined;
+
+  private deps(): CallDeps {
+    return {
+      config: this.opts.config,
+      logger: this.opts.logger,
+      providers: this.providers,
+      prompts: this.systemPrompts,
+      metering: this.opts.metering,
+      record: (p, ok, ms, reason) => this.record(p, ok, ms, reason),
+      ...(this.breaker ? { breaker: this.breaker } : {}),
+    };
+  }
+
   generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
-    return runGenerateText(
-      { config: this.opts.config, logger: this.opts.logger, providers: this.providers, prompts: this.systemPrompts, metering: this.opts.metering, record: (p, ok, ms, reason) => this.record(p, ok, ms, reason) },
-      input,
-      call,
-    );
+    return runGenerateText(this.deps(), input, call);
+  }
+
+  /** Checks, payer and reservation now; the returned stream calls the upstream when first read. */
+  streamText(input: GenerateTextInput, call: GenerateTextCall): Promise<AsyncGenerator<StreamEvent, void, undefined>> {
+    return runStreamText(this.deps(), input, call);
   }
 
   listProviders(): { providers: ProviderSummary[]; defaultProvider: ProviderId; source: RegistrySource } {

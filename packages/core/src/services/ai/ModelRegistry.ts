@@ -10,6 +10,8 @@ export interface ModelInfo {
   maxOutputTokens?: number;
   inputUsdPerMTok?: number;
   outputUsdPerMTok?: number;
+  /** Accepted input kinds; absent means text only. */
+  input?: Array<'text' | 'image' | 'file'>;
   /** Where the entry comes from: the bundled file, the operator's config, or both merged. */
   origin: 'bundled' | 'config' | 'bundled+config';
 }

@@ -5,6 +5,9 @@ export { SystemPromptStore, assertPromptMayUse, type ResolvedSystemPrompt, type 
 export { canonicalModelId, pinnedFetch, MAX_MODEL_ID_LENGTH } from './modelId.js';
 export { mapUpstreamError, type UpstreamFailureReason, type UpstreamErrorContext } from './mapUpstreamError.js';
 export { validateProviderKey, type KeyValidation, type ValidateKeyOptions } from './validateProviderKey.js';
-export { estimateTokens, type GenerateTextInput, type GenerateTextCall, type GenerateTextOutput } from './runGenerateText.js';
+export { estimateTokens, type GenerateTextInput, type GenerateTextCall, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
+export { type StreamEvent } from './runStreamText.js';
+export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput.js';
+export { resolveModelRef, type ModelRef } from './resolveModelRef.js';
 export { PROVIDER_ALIASES, ProviderInput, KeyProviderInput, KEY_PROVIDER_IDS, type KeyProviderId } from './providerIds.js';
 export type { Metering, MeteringDecision, Reservation, SettledUsage, UsageMetadata } from './Metering.js';

@@ -1,34 +1,26 @@
-import { randomUUID } from 'node:crypto';
-import type { generateText, LanguageModel } from 'ai';
+import type { GenerateTextResult, ToolSet } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
-import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Identity } from '../../trpc/context.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
-import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
-import type { ProviderRegistry } from './ProviderRegistry.js';
-import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
+import type { SettledUsage } from './Metering.js';
+import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
+import { assertValidSchema, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
+import { callTargets, withFallbacks, type Attempt, type Target } from './withFallbacks.js';
 
-/** ai.generateText input, as in the spec (provider already un-aliased). */
-export interface GenerateTextInput {
-  content: string;
-  /** Inline text, or `@name` of a server-side prompt. */
-  systemPrompt: string;
-  provider?: ProviderId;
-  apiKey?: string;
-  metadata?: UsageMetadata;
-  options?: { model?: string; maxTokens?: number; temperature?: number };
-}
+export { estimateTokens } from './prepareCall.js';
 
-/** Who calls and how to stop: filled from the tRPC context. */
-export interface GenerateTextCall {
-  identity: Identity | null;
-  /** Aborted when the client disconnects; aborts the upstream call. */
-  signal: AbortSignal;
-  ip?: string;
+/** ai.generateText input, as in the spec plus the chat inputs (provider already un-aliased). */
+export type GenerateTextInput = TextCallInput;
+export type GenerateTextCall = TextCall;
+export type GenerateTextDeps = CallDeps;
+
+/** A tool call the model asked for; the client runs it and sends the result back in `messages`. */
+export interface ToolCallOut {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
 }
 
 export interface GenerateTextOutput {
@@ -40,26 +32,17 @@ export interface GenerateTextOutput {
     finishReason: string;
     usage: { inputTokens: number | null; outputTokens: number | null; totalTokens: number | null };
     requestId: string;
+    /** Present when tools were offered and the model called some. */
+    toolCalls?: ToolCallOut[];
+    /** Structured output (request `output`): the answer parsed and validated against the schema. */
+    object?: unknown;
+    /** Targets tried before the one that served (`provider`/`model` above), with why they did not. */
+    attempts?: Attempt[];
   };
   /** Platform-paid calls. */
   tokenUsage?: SettledUsage;
   /** BYOK calls. */
   usageInfo?: { tokensUsed: number; estimatedCostUsd: number };
-}
-
-export interface GenerateTextDeps {
-  config: ResolvedConfig;
-  logger: Logger;
-  providers: ProviderRegistry;
-  prompts: SystemPromptStore;
-  metering: Metering;
-  /** Per-provider outcome counters for the registry health report. */
-  record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void;
-}
-
-/** Worst-case tokens of a call: input estimated at 4 characters per token, plus maxTokens. */
-export function estimateTokens(content: string, system: string, maxTokens: number): number {
-  return Math.ceil((content.length + system.length) / 4) + maxTokens;
 }
 
 /**
@@ -71,109 +54,59 @@ export function estimateTokens(content: string, system: string, maxTokens: numbe
  * before that releases the whole reservation.
  */
 export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
-  const { config, providers, metering, logger } = deps;
+  const { config, logger } = deps;
   const ai = config.ai;
-  const provider = input.provider ?? ai.defaultProvider;
-  if (input.content.length > ai.maxContentChars) {
-    throw new CoreError('PAYLOAD_TOO_LARGE', `content is longer than ${ai.maxContentChars} characters`);
-  }
-  const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
-  if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
-  const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
-  const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
-  if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
-  const system = deps.prompts.resolve(input.systemPrompt, ai.allowInlineSystemPrompts);
-  const byokAllowed = providers.isByokProvider(provider);
-  if (input.apiKey !== undefined && !byokAllowed) {
-    throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
-  }
-  if (call.signal.aborted) throw new CoreError('CANCELLED', 'the request was cancelled by the client');
+  if (input.output) await assertValidSchema(input.output.schema);
+  const prepared = await prepareCall(deps, input, call);
+  const release = (reason: string) => releaseCall(deps, prepared, reason);
+  const targets = callTargets(deps, prepared, input);
 
-  const requestId = randomUUID();
-  const estimatedTokens = estimateTokens(input.content, system.text, maxTokens);
-  const decision = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: input.apiKey !== undefined, ...(call.ip ? { ip: call.ip } : {}) });
-
-  let apiKey: string;
-  let mode: 'byok' | 'platform';
-  if (input.apiKey !== undefined) {
-    apiKey = input.apiKey;
-    mode = 'byok';
-  } else if (decision.mode === 'byok') {
-    if (!decision.apiKey) throw new CoreError('INTERNAL', 'billing chose a stored key but returned none');
-    if (!byokAllowed) throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
-    apiKey = decision.apiKey;
-    mode = 'byok';
-  } else {
-    const serverKey = providers.serverKey(provider);
-    if (!serverKey) {
-      throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${provider}; send your own apiKey`, { details: { reason: 'provider_not_served', provider } });
-    }
-    apiKey = serverKey;
-    mode = 'platform';
-  }
-
-  // Before anything is held or sent: a server prompt never goes to a caller's own account.
-  assertPromptMayUse(system, mode);
-
-  let reservation: Reservation | undefined;
-  if (mode === 'platform') {
-    reservation = await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}) });
-  }
-  const release = async (reason: string) => {
-    if (!reservation) return;
+  /** One upstream call to one target; failures come back as mapped CoreErrors. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
+  const callTarget = async (t: Target): Promise<{ result: GenerateTextResult<ToolSet, any>; ms: number }> => {
+    // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server
+    // the imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
+    const ac = new AbortController();
+    const [{ ai: sdk }, args] = await Promise.all([loadAiSdk(), sdkCallArgs(deps, t, input, ac.signal), loadUpstreamFetch()]);
+    const started = performance.now();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort();
+    }, ai.timeoutMs);
+    const onClientAbort = () => ac.abort();
+    call.signal.addEventListener('abort', onClientAbort, { once: true });
     try {
-      await metering.release(reservation, reason);
+      if (call.signal.aborted) throw new Error('aborted before the upstream call');
+      const result = await sdk.generateText(args);
+      const ms = performance.now() - started;
+      deps.record(t.provider, true, ms);
+      return { result, ms };
     } catch (err) {
-      // The hold expires and is swept by billing; the caller still gets the original error.
-      logger.error('ai: releasing a reservation failed', { requestId, reason, error: err instanceof Error ? err.message : String(err) });
+      const own = ownError(err);
+      if (own) throw own;
+      const error = await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
+      const reason = String(error.details?.reason);
+      deps.record(t.provider, false, performance.now() - started, reason);
+      logger.warn('ai: upstream call failed', { requestId: t.requestId, provider: t.provider, model: t.model, mode: t.mode, reason, status: error.details?.status });
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      call.signal.removeEventListener('abort', onClientAbort);
     }
   };
 
-  // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server the
-  // imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
-  let languageModel: LanguageModel;
+  let served: Awaited<ReturnType<typeof withFallbacks<Awaited<ReturnType<typeof callTarget>>>>>;
   try {
-    [languageModel] = await Promise.all([providers.languageModel(provider, model, apiKey), loadUpstreamFetch()]);
+    served = await withFallbacks(deps, targets, deps.breaker, call.signal, callTarget);
   } catch (err) {
-    await release('internal');
+    await release(err instanceof CoreError ? String(err.details?.reason ?? err.appCode) : 'failed');
     throw err;
   }
-
-  const started = performance.now();
-  const ac = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ac.abort();
-  }, ai.timeoutMs);
-  const onClientAbort = () => ac.abort();
-  call.signal.addEventListener('abort', onClientAbort, { once: true });
-  let result: Awaited<ReturnType<typeof generateText>>;
-  try {
-    if (call.signal.aborted) throw new Error('aborted before the upstream call');
-    const { ai: sdk } = await loadAiSdk();
-    result = await sdk.generateText({
-      model: languageModel,
-      ...(system.text ? { system: system.text } : {}),
-      prompt: input.content,
-      maxOutputTokens: maxTokens,
-      ...(input.options?.temperature !== undefined ? { temperature: input.options.temperature } : {}),
-      maxRetries: ai.maxRetries,
-      abortSignal: ac.signal,
-    });
-  } catch (err) {
-    const error = await mapUpstreamError(err, { provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
-    const reason = String(error.details?.reason);
-    deps.record(provider, false, performance.now() - started, reason);
-    logger.warn('ai: upstream call failed', { requestId, provider, model, mode, reason, status: error.details?.status });
-    await release(reason);
-    throw error;
-  } finally {
-    clearTimeout(timer);
-    call.signal.removeEventListener('abort', onClientAbort);
-  }
-  const ms = performance.now() - started;
-  deps.record(provider, true, ms);
+  const { result, ms } = served.value;
+  // Only the target that answered is charged, under its provider and model.
+  const p = served.target;
+  const { provider, model, mode, requestId } = p;
 
   // The client left while the answer was on its way: it will not receive it, so no charge.
   if (call.signal.aborted) {
@@ -183,10 +116,10 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
 
   const { inputTokens, outputTokens } = result.usage;
   // Some providers send zeros when the upstream gave no usage; a real call always has input
-  // tokens (content is never empty), so zero input counts as "not reported".
+  // tokens (the prompt is never empty), so zero input counts as "not reported".
   const reported = inputTokens ? (result.usage.totalTokens ?? inputTokens + (outputTokens ?? 0)) : undefined;
   // An upstream that reports no usage is charged the reserved worst case, never less than it may have used.
-  const tokensUsed = reported ?? estimatedTokens;
+  const tokensUsed = reported ?? p.estimatedTokens;
   if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider, model });
   for (const w of result.warnings ?? []) logger.debug('ai: provider warning', { requestId, provider, warning: w.type });
 
@@ -198,20 +131,32 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     usage: reported === undefined ? { inputTokens: null, outputTokens: null, totalTokens: null } : { inputTokens: inputTokens ?? null, outputTokens: outputTokens ?? null, totalTokens: reported },
     requestId,
   };
-  const metadata = input.metadata ?? {};
-  const costUsd = providers.models.estimateCostUsd(provider, model, inputTokens ?? Math.ceil((input.content.length + system.text.length) / 4), outputTokens ?? maxTokens);
-  if (mode === 'platform') {
-    const tokenUsage = await metering.settle(reservation!, { tokensUsed, provider, model, metadata, ...(costUsd !== undefined ? { costUsd } : {}) });
-    logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed, ms: Math.round(ms) });
-    return { success: true, data, tokenUsage };
-  }
-  const estimatedCostUsd = costUsd ?? 0;
-  try {
-    await metering.recordByokUsage({ identity: call.identity, provider, model, tokensUsed, estimatedCostUsd, metadata, requestId });
-  } catch (err) {
-    // The caller paid its provider directly; a lost usage record must not cost it the answer.
-    logger.warn('ai: recording BYOK usage failed', { requestId, error: err instanceof Error ? err.message : String(err) });
-  }
+  if (served.attempts.length > 0) data.attempts = served.attempts;
+  if (result.toolCalls.length > 0) data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
+  // The upstream did the work: it is paid for even when the answer fails the schema below.
+  const charged = await chargeCall(deps, p, input, call, { tokensUsed, inputTokens, outputTokens });
   logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed, ms: Math.round(ms) });
-  return { success: true, data, usageInfo: { tokensUsed, estimatedCostUsd } };
+  if (input.output && !data.toolCalls) {
+    const parsed = await parseOutput(result.text, input.output.schema);
+    if (!parsed.ok) throw invalidOutput(parsed.reason, p, charged);
+    data.object = parsed.value;
+  }
+  return { success: true, data, ...charged };
+}
+
+/** A CoreError of ours thrown inside the AI SDK (attachment refusal), possibly wrapped by it. */
+export function ownError(err: unknown): CoreError | undefined {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    if (e instanceof CoreError) return e;
+  }
+  return undefined;
+}
+
+/** The model's structured answer failed validation (the call is charged: the upstream did the work). */
+export function invalidOutput(reason: string, p: PreparedCall, charged: object): CoreError {
+  return new CoreError('UPSTREAM_ERROR', `${p.provider} answered with output that fails the schema: ${reason}`, {
+    details: { reason: 'invalid_output', provider: p.provider, requestId: p.requestId, ...charged },
+  });
 }

@@ -1,0 +1,164 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadAiSdk } from '../../services/ai/aiSdk.js';
+import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
+import { createTestUpstream, type TestUpstream, type UpstreamFault } from '@ai-backend/test-utils';
+import { RedisStorage } from '../../storage/RedisStorage.js';
+import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
+
+const redis = await testRedis();
+
+// Loading the AI SDK takes seconds on a busy machine: keep it out of the short timeouts below.
+beforeAll(() => loadAiSdk(), 60_000);
+
+const harnesses: AiHarness[] = [];
+let upstream: TestUpstream | undefined;
+let prefix: string | undefined;
+afterEach(async () => {
+  for (const h of harnesses.splice(0)) await h.close();
+  await upstream?.close();
+  upstream = undefined;
+  if (prefix) await dropTestKeys(redis, prefix);
+  prefix = undefined;
+});
+
+const NEXT: Record<ProviderId, ProviderId> = { anthropic: 'openai', openai: 'google', google: 'openrouter', openrouter: 'anthropic' };
+const fast = { retry: { backoffMs: 5, maxBackoffMs: 20 } };
+
+async function harness(over: Record<string, unknown> = {}, shared: { upstream?: TestUpstream; storage?: RedisStorage } = {}) {
+  const h = await createAiHarness({ ai: { ...fast, ...over } }, {}, shared);
+  harnesses.push(h);
+  await h.credit(alice.sub, 100_000);
+  return h;
+}
+
+describe('fallbacks: the first target fails, the next answers, only it is charged', () => {
+  const faults: Array<[string, UpstreamFault, string]> = [
+    ['429', { kind: 'status', status: 429 }, 'rate_limited'],
+    ['500', { kind: 'status', status: 500 }, 'upstream_5xx'],
+    ['stalled', { kind: 'hang' }, 'timeout'],
+  ];
+  for (const provider of PROVIDER_IDS) {
+    for (const [name, fault, reason] of faults) {
+      it(`${provider} → ${NEXT[provider]}: ${name}`, async () => {
+        const h = await harness(fault.kind === 'hang' ? { timeoutMs: 500 } : {});
+        h.upstream.failNext(fault);
+        const r = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider, fallbacks: [NEXT[provider]] });
+        expect(r.data.provider).toBe(NEXT[provider]);
+        expect(r.data.model).toBe(h.runtime.ai.providers.defaultModel(NEXT[provider]));
+        expect(r.data.attempts).toEqual([{ provider, model: h.runtime.ai.providers.defaultModel(provider), reason }]);
+        expect(h.upstream.requests.map((q) => q.provider)).toEqual([provider, NEXT[provider]]);
+        const entries = await h.runtime.billing.ledger.entries(alice.sub);
+        const settles = entries.filter((e) => e.kind === 'settle');
+        expect(settles).toHaveLength(1);
+        expect(settles[0]!.usage).toMatchObject({ provider: NEXT[provider] });
+        expect(await h.balance(alice.sub)).toBe(100_000 - r.tokenUsage!.tokensCharged);
+        expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+      });
+    }
+  }
+
+  it('config ai.fallbacks apply when the request names none; provider/model refs and aliases work', async () => {
+    const h = await harness({ fallbacks: ['cheap'], aliases: { cheap: 'google/gemini-2.5-flash-lite' } });
+    h.upstream.failNext({ kind: 'status', status: 503 });
+    const r = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai' });
+    expect(r.data).toMatchObject({ provider: 'google', model: 'gemini-2.5-flash-lite' });
+  });
+
+  it('a non-retryable failure (401, 400) does not fall back and costs nothing', async () => {
+    const h = await harness();
+    h.upstream.failNext({ kind: 'status', status: 400 });
+    const err = await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['google'] }));
+    expect(err.details?.reason).toBe('upstream_rejected');
+    expect(h.upstream.requests).toHaveLength(1);
+    expect(await h.balance(alice.sub)).toBe(100_000);
+  });
+
+  it('every target failing: the last error, with the attempts; the hold released', async () => {
+    const h = await harness();
+    h.upstream.failNext({ kind: 'status', status: 500 }, 2);
+    const err = await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] }));
+    expect(err.details?.attempts).toHaveLength(2);
+    expect(await h.balance(alice.sub)).toBe(100_000);
+  });
+});
+
+describe('ai.streamText fallbacks (before the first token)', () => {
+  for (const provider of PROVIDER_IDS) {
+    it(`${provider} → ${NEXT[provider]}: 429 before any output, the next target streams, only it is charged`, async () => {
+      const h = await harness();
+      h.upstream.failNext({ kind: 'status', status: 429 });
+      const events = [];
+      for await (const e of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider, fallbacks: [NEXT[provider]] })) events.push(e);
+      const finish = events.at(-1)!;
+      if (finish.type !== 'finish') throw new Error('no finish');
+      expect(finish.result.data.provider).toBe(NEXT[provider]);
+      expect(finish.result.data.attempts).toEqual([{ provider, model: expect.any(String), reason: 'rate_limited' }]);
+      const settles = (await h.runtime.billing.ledger.entries(alice.sub)).filter((e) => e.kind === 'settle');
+      expect(settles).toHaveLength(1);
+      expect(settles[0]!.usage).toMatchObject({ provider: NEXT[provider] });
+    });
+  }
+
+  it('a stream cut after output began does not fall back (the client already has part of an answer)', async () => {
+    const h = await harness();
+    const err = await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello [[upstream:drop]]', systemPrompt: 's', provider: 'openrouter', fallbacks: ['openai'] })) void _;
+    })());
+    expect(err.appCode).toBe('UPSTREAM_ERROR');
+    expect(h.upstream.requests.map((q) => q.provider)).toEqual(['openrouter']);
+  });
+});
+
+describe('circuit breaker', () => {
+  it('opens after the threshold (the provider is skipped), closes after a successful trial', async () => {
+    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 300, windowMs: 10_000 } });
+    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    h.upstream.failNext({ kind: 'status', status: 429 }, 1);
+    await call();
+    h.upstream.failNext({ kind: 'status', status: 429 }, 1);
+    await call();
+    h.upstream.reset();
+    const skipped = await call();
+    expect(skipped.data.provider).toBe('anthropic');
+    expect(skipped.data.attempts).toEqual([{ provider: 'openai', model: expect.any(String), reason: 'circuit_open' }]);
+    expect(h.upstream.requests.map((q) => q.provider)).toEqual(['anthropic']);
+    await new Promise((r) => setTimeout(r, 350));
+    h.upstream.reset();
+    const trial = await call();
+    expect(trial.data.provider).toBe('openai');
+    expect(trial.data.attempts).toBeUndefined();
+    // Closed: one failure no longer opens it (threshold 2 counts from zero again).
+    h.upstream.failNext({ kind: 'status', status: 429 }, 1);
+    await call();
+    h.upstream.reset();
+    expect((await call()).data.provider).toBe('openai');
+  });
+
+  it('half-open: a failed trial re-opens at once', async () => {
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 200, windowMs: 10_000 } });
+    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['openrouter'] });
+    h.upstream.failNext({ kind: 'status', status: 500 }, 1);
+    await call();
+    await new Promise((r) => setTimeout(r, 250));
+    h.upstream.failNext({ kind: 'status', status: 500 }, 1);
+    await call(); // the trial fails → open again
+    h.upstream.reset();
+    expect((await call()).data.attempts?.[0]?.reason).toBe('circuit_open');
+  });
+
+  it.skipIf(!redis.ok)('state is shared by instances on the same Redis', async () => {
+    const opts = testRedisOptions(redis, 'ai-breaker');
+    prefix = opts.keyPrefix;
+    upstream = await createTestUpstream();
+    const cb = { circuitBreaker: { failureThreshold: 1, cooldownMs: 5_000, windowMs: 10_000 } };
+    const a = await harness(cb, { upstream, storage: await RedisStorage.connect(opts) });
+    const b = await harness(cb, { upstream, storage: await RedisStorage.connect(opts) });
+    upstream.failNext({ kind: 'status', status: 429 }, 1);
+    await a.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'anthropic', fallbacks: ['openai'] });
+    upstream.reset();
+    const r = await b.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'anthropic', fallbacks: ['openai'] });
+    expect(r.data.attempts?.[0]).toMatchObject({ provider: 'anthropic', reason: 'circuit_open' });
+    expect(upstream.requests.map((q) => q.provider)).toEqual(['openai']);
+  });
+});

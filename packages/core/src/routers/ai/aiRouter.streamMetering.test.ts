@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
+import type { StreamEvent } from '../../services/ai/runStreamText.js';
+import { RedisStorage } from '../../storage/RedisStorage.js';
+import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import { alice, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
+
+const redis = await testRedis();
+
+// Each stream: content "x" + system "s" → estimate ceil(2/4) + maxTokens 10 = 11 tokens, 13 with
+// the 10% fee. The upstream reports 1 input + 10 output = 11, so each completed stream costs
+// exactly 13 and a balance of 10 × 13 pays for exactly 10 streams.
+const PER_CALL = 13;
+const AFFORDABLE = 10;
+const CALLS = 60;
+
+const harnesses: AiHarness[] = [];
+let upstream: TestUpstream | undefined;
+let prefix: string | undefined;
+afterEach(async () => {
+  for (const h of harnesses.splice(0)) await h.close();
+  await upstream?.close();
+  upstream = undefined;
+  if (prefix) await dropTestKeys(redis, prefix);
+  prefix = undefined;
+});
+
+async function drain(stream: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
+  const out: StreamEvent[] = [];
+  for await (const e of stream) out.push(e);
+  return out;
+}
+
+async function streams(instances: AiHarness[]) {
+  const results = await Promise.allSettled(
+    Array.from({ length: CALLS }, async (_, i) => drain(await instances[i % instances.length]!.caller(alice).ai.streamText({ content: 'x', systemPrompt: 's', provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4], options: { maxTokens: 10 } }))),
+  );
+  const ok = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<StreamEvent[]>).value);
+  const refused = results.filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'PAYMENT_REQUIRED').length;
+  const other = results.filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code !== 'PAYMENT_REQUIRED').map((r) => (r as PromiseRejectedResult).reason);
+  return { ok, refused, other };
+}
+
+describe(`ai.streamText: ${CALLS} concurrent streams against a balance for ${AFFORDABLE}`, () => {
+  it('memory storage: exactly the affordable number stream, each charged in full, balance ends at 0', async () => {
+    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, chunkDelayMs: 2 });
+    const h = await createAiHarness({}, {}, { upstream });
+    harnesses.push(h);
+    await h.credit(alice.sub, AFFORDABLE * PER_CALL);
+    const r = await streams([h]);
+    expect(r.other).toEqual([]);
+    expect(r.ok).toHaveLength(AFFORDABLE);
+    expect(r.refused).toBe(CALLS - AFFORDABLE);
+    for (const events of r.ok) {
+      const finish = events.at(-1)!;
+      expect(finish.type === 'finish' && finish.result.tokenUsage).toMatchObject({ tokensUsed: 11, tokensCharged: PER_CALL });
+    }
+    expect(upstream.requests).toHaveLength(AFFORDABLE);
+    expect(await h.balance(alice.sub)).toBe(0);
+    expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+  });
+
+  it.skipIf(!redis.ok)('two instances sharing Redis: still exactly the affordable number', async () => {
+    const opts = testRedisOptions(redis, 'ai-stream-concurrency');
+    prefix = opts.keyPrefix;
+    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, chunkDelayMs: 2 });
+    const a = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });
+    const b = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });
+    harnesses.push(a, b);
+    await a.credit(alice.sub, AFFORDABLE * PER_CALL);
+    const r = await streams([a, b]);
+    expect(r.other).toEqual([]);
+    expect(r.ok).toHaveLength(AFFORDABLE);
+    expect(await b.balance(alice.sub)).toBe(0);
+    expect((await a.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+  });
+});
+
+describe('ai.streamText: streams cancelled at random points', () => {
+  it('each is settled once for what it produced (never more than held, never zero), the rest released, ledger clean', async () => {
+    upstream = await createTestUpstream({ chunkDelayMs: 5, reply: () => 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu' });
+    const h = await createAiHarness({}, {}, { upstream });
+    harnesses.push(h);
+    const START = 100_000;
+    await h.credit(alice.sub, START);
+    const N = 30;
+    const content = 'Please list the Greek letters';
+    const maxTokens = 64;
+    const input = Math.ceil(content.length / 4);
+    // Deterministic "random" stopping points: after 0..9 text events (some streams finish).
+    const stops = Array.from({ length: N }, (_, i) => (i * 7) % 13);
+    const outcomes = await Promise.all(
+      stops.map(async (stop, i) => {
+        const controller = new AbortController();
+        const stream = await h.caller(alice, controller.signal).ai.streamText({ content, systemPrompt: '', provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4], options: { maxTokens } });
+        let seen = 0;
+        let text = '';
+        let requestId = '';
+        let completed = false;
+        try {
+          for await (const e of stream) {
+            if (e.type === 'start') requestId = e.requestId;
+            if (e.type === 'text') {
+              text += e.delta;
+              if (++seen > stop) {
+                // Half the streams are cancelled by the client signal, half by stopping to read.
+                if (i % 2) controller.abort();
+                else break;
+              }
+            }
+            if (e.type === 'finish') completed = true;
+          }
+        } catch (err) {
+          expect((err as { code?: string }).code).toBe('CLIENT_CLOSED_REQUEST');
+        }
+        return { requestId, text, completed };
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const entries = await h.runtime.billing.ledger.entries(alice.sub);
+    let charged = 0;
+    for (const o of outcomes) {
+      const settles = entries.filter((e) => e.requestId === o.requestId && e.kind === 'settle');
+      expect(settles).toHaveLength(1);
+      const used = settles[0]!.usage!.tokensUsed;
+      if (o.completed) expect(used).toBe(input + 16);
+      else {
+        // Input + UTF-8 bytes of what arrived, capped at the hold.
+        expect(used).toBeGreaterThanOrEqual(Math.min(input + maxTokens, input + Buffer.byteLength(o.text)));
+        expect(used).toBeLessThanOrEqual(input + maxTokens);
+      }
+      charged += settles[0]!.usage!.tokensCharged;
+    }
+    expect(outcomes.some((o) => !o.completed)).toBe(true);
+    expect(await h.balance(alice.sub)).toBe(START - charged);
+    expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+  });
+});

@@ -1,0 +1,66 @@
+import type { ProviderId } from '../../config/sections/ai.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { Storage } from '../../storage/Storage.js';
+
+export interface CircuitBreakerOptions {
+  /** Retryable failures (429, 5xx, timeout, connection) within `windowMs` that open the breaker. */
+  failureThreshold: number;
+  /** How long an open breaker skips the provider, in ms; then one trial call decides. */
+  cooldownMs: number;
+  /** Window in which failures are counted, in ms. */
+  windowMs: number;
+}
+
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+/**
+ * A per-provider circuit breaker whose state lives in the runtime's storage, so instances
+ * sharing Redis share it. Keys: `aicb:<provider>:fails` (counter with the window as TTL),
+ * `aicb:<provider>:open` (present while open, TTL = cooldown) and `aicb:<provider>:trial`
+ * (present from opening until a success closes it: after the cooldown its presence means
+ * half-open, where one failure re-opens at once). A storage failure never fails a call: the
+ * breaker then counts as closed.
+ */
+export class CircuitBreaker {
+  constructor(
+    private readonly storage: Storage,
+    private readonly opts: CircuitBreakerOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  async state(provider: ProviderId): Promise<BreakerState> {
+    try {
+      if ((await this.storage.get(`aicb:${provider}:open`)) !== undefined) return 'open';
+      return (await this.storage.get(`aicb:${provider}:trial`)) !== undefined ? 'half-open' : 'closed';
+    } catch {
+      return 'closed';
+    }
+  }
+
+  async success(provider: ProviderId): Promise<void> {
+    try {
+      // Only touch storage when there is something to reset (the common case is a closed breaker).
+      if ((await this.storage.get(`aicb:${provider}:trial`)) !== undefined) {
+        await Promise.all([this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`)]);
+        this.logger.info('ai: circuit closed', { provider });
+      }
+    } catch {
+      // best effort
+    }
+  }
+
+  async failure(provider: ProviderId, reason: string): Promise<void> {
+    try {
+      const halfOpen = (await this.state(provider)) === 'half-open';
+      const fails = await this.storage.increment(`aicb:${provider}:fails`, 1, { ttlMs: this.opts.windowMs });
+      if (halfOpen || (fails ?? 0) >= this.opts.failureThreshold) {
+        await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
+        await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
+        await this.storage.delete(`aicb:${provider}:fails`);
+        this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
+      }
+    } catch {
+      // best effort
+    }
+  }
+}

@@ -1,0 +1,189 @@
+import { randomUUID } from 'node:crypto';
+import type { ToolSet } from 'ai';
+import type { ProviderId } from '../../config/sections/ai.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import { CoreError } from '../../errors/CoreError.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { Identity } from '../../trpc/context.js';
+import { loadAiSdk } from './aiSdk.js';
+import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
+import type { CircuitBreaker } from './CircuitBreaker.js';
+import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
+import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
+import type { ProviderRegistry } from './ProviderRegistry.js';
+import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
+
+/** ai.generateText / ai.streamText input (provider already un-aliased). */
+export interface TextCallInput {
+  /** The spec's single user message; or `messages`. */
+  content?: string;
+  /** Inline text, or `@name` of a server-side prompt. */
+  systemPrompt?: string;
+  messages?: ChatMessage[];
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  output?: OutputSpec;
+  /** Targets tried in order after a retryable failure: `provider/model` or an alias. */
+  fallbacks?: string[];
+  provider?: ProviderId;
+  apiKey?: string;
+  metadata?: UsageMetadata;
+  options?: { model?: string; maxTokens?: number; temperature?: number };
+}
+
+/** Who calls and how to stop: filled from the tRPC context. */
+export interface TextCall {
+  identity: Identity | null;
+  /** Aborted when the client disconnects; aborts the upstream call. */
+  signal: AbortSignal;
+  ip?: string;
+}
+
+export interface CallDeps {
+  config: ResolvedConfig;
+  logger: Logger;
+  providers: ProviderRegistry;
+  prompts: SystemPromptStore;
+  metering: Metering;
+  /** Per-provider outcome counters for the registry health report. */
+  record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void;
+  /** Shared per-provider breaker for calls with fallbacks (absent: no breaker). */
+  breaker?: CircuitBreaker;
+}
+
+/** Worst-case tokens of a call: input estimated at 4 characters per token, plus maxTokens. */
+export function estimateTokens(content: string, system: string, maxTokens: number): number {
+  return Math.ceil((content.length + system.length) / 4) + maxTokens;
+}
+
+/** A call that passed every check, with its payer decided and (platform-paid) its tokens held. */
+export interface PreparedCall {
+  requestId: string;
+  provider: ProviderId;
+  model: string;
+  mode: 'byok' | 'platform';
+  apiKey: string;
+  maxTokens: number;
+  /** Estimated input tokens (text at 4 characters per token plus ATTACHMENT_TOKENS per part). */
+  inputEstimate: number;
+  /** The hold: inputEstimate + maxTokens. */
+  estimatedTokens: number;
+  prompt: BuiltPrompt;
+  reservation: Reservation | undefined;
+}
+
+/**
+ * Everything before the upstream call, shared by generateText and streamText: limits, model
+ * rules, system prompts, chat messages, who pays, and the reservation of platform tokens.
+ */
+export async function prepareCall(deps: CallDeps, input: TextCallInput, call: TextCall): Promise<PreparedCall> {
+  const { config, providers, metering } = deps;
+  const ai = config.ai;
+  const provider = input.provider ?? ai.defaultProvider;
+  const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
+  if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
+  const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
+  const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
+  if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
+  const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
+  const byokAllowed = providers.isByokProvider(provider);
+  if (input.apiKey !== undefined && !byokAllowed) {
+    throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
+  }
+  if (call.signal.aborted) throw new CoreError('CANCELLED', 'the request was cancelled by the client');
+
+  const requestId = randomUUID();
+  // Tool definitions and the output schema are sent as input too.
+  const extraChars = (input.tools ? JSON.stringify(input.tools).length : 0) + (input.output ? JSON.stringify(input.output.schema).length : 0);
+  const inputEstimate = Math.ceil((prompt.chars + extraChars) / 4) + prompt.attachments * ATTACHMENT_TOKENS;
+  const estimatedTokens = inputEstimate + maxTokens;
+  const decision = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: input.apiKey !== undefined, ...(call.ip ? { ip: call.ip } : {}) });
+
+  let apiKey: string;
+  let mode: 'byok' | 'platform';
+  if (input.apiKey !== undefined) {
+    apiKey = input.apiKey;
+    mode = 'byok';
+  } else if (decision.mode === 'byok') {
+    if (!decision.apiKey) throw new CoreError('INTERNAL', 'billing chose a stored key but returned none');
+    if (!byokAllowed) throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
+    apiKey = decision.apiKey;
+    mode = 'byok';
+  } else {
+    const serverKey = providers.serverKey(provider);
+    if (!serverKey) {
+      throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${provider}; send your own apiKey`, { details: { reason: 'provider_not_served', provider } });
+    }
+    apiKey = serverKey;
+    mode = 'platform';
+  }
+  // Before anything is held or sent: a server prompt never goes to a caller's own account.
+  for (const r of prompt.resolved) assertPromptMayUse(r, mode);
+  const reservation = mode === 'platform' ? await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}) }) : undefined;
+  return { requestId, provider, model, mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, reservation };
+}
+
+/** Refund a prepared call's hold in full; a failure is logged (billing sweeps expired holds). */
+export async function releaseCall(deps: CallDeps, p: PreparedCall, reason: string): Promise<void> {
+  if (!p.reservation) return;
+  try {
+    await deps.metering.release(p.reservation, reason);
+  } catch (err) {
+    deps.logger.error('ai: releasing a reservation failed', { requestId: p.requestId, reason, error: err instanceof Error ? err.message : String(err) });
+  }
+}
+
+/** Charge a platform call or record a BYOK call, once. */
+export async function chargeCall(
+  deps: CallDeps,
+  p: PreparedCall,
+  input: TextCallInput,
+  call: TextCall,
+  usage: { tokensUsed: number; inputTokens?: number | undefined; outputTokens?: number | undefined },
+): Promise<{ tokenUsage: SettledUsage } | { usageInfo: { tokensUsed: number; estimatedCostUsd: number } }> {
+  const metadata = input.metadata ?? {};
+  const costUsd = deps.providers.models.estimateCostUsd(p.provider, p.model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
+  if (p.mode === 'platform') {
+    const tokenUsage = await deps.metering.settle(p.reservation!, { tokensUsed: usage.tokensUsed, provider: p.provider, model: p.model, metadata, ...(costUsd !== undefined ? { costUsd } : {}) });
+    return { tokenUsage };
+  }
+  const estimatedCostUsd = costUsd ?? 0;
+  try {
+    await deps.metering.recordByokUsage({ identity: call.identity, provider: p.provider, model: p.model, tokensUsed: usage.tokensUsed, estimatedCostUsd, metadata, requestId: p.requestId });
+  } catch (err) {
+    // The caller paid its provider directly; a lost usage record must not cost it the answer.
+    deps.logger.warn('ai: recording BYOK usage failed', { requestId: p.requestId, error: err instanceof Error ? err.message : String(err) });
+  }
+  return { usageInfo: { tokensUsed: usage.tokensUsed, estimatedCostUsd } };
+}
+
+/** The AI SDK arguments both calls share: model, prompt, tools, structured output, limits. */
+export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCallInput, abortSignal: AbortSignal) {
+  const { ai: sdk } = await loadAiSdk();
+  const tools = input.tools?.length
+    ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(t.parameters as never) })])) as ToolSet)
+    : undefined;
+  return {
+    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey),
+    ...(p.prompt.system ? { system: p.prompt.system } : {}),
+    ...(p.prompt.messages ? { messages: p.prompt.messages } : { prompt: p.prompt.prompt ?? '' }),
+    ...(tools ? { tools } : {}),
+    ...(input.toolChoice ? { toolChoice: input.toolChoice } : {}),
+    ...(input.output
+      ? { output: sdk.Output.object({ schema: sdk.jsonSchema(input.output.schema as never), ...(input.output.name ? { name: input.output.name } : {}), ...(input.output.description ? { description: input.output.description } : {}) }) }
+      : {}),
+    maxOutputTokens: p.maxTokens,
+    ...(input.options?.temperature !== undefined ? { temperature: input.options.temperature } : {}),
+    maxRetries: deps.config.ai.maxRetries,
+    abortSignal,
+    // Never fetch a client-supplied URL from the server (SSRF): a URL the provider cannot
+    // fetch itself is refused; such parts must be sent inline.
+    experimental_download: async (requests: Array<{ url: URL; isUrlSupportedByModel: boolean }>) =>
+      requests.map((r) => {
+        if (r.isUrlSupportedByModel) return null;
+        throw new CoreError('INVALID_PARAMS', `${p.provider} cannot fetch attachment URLs for ${p.model}; send the part inline (base64 or data: URL)`, {
+          details: { reason: 'unsupported_input', provider: p.provider },
+        });
+      }),
+  };
+}

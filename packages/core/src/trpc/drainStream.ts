@@ -1,0 +1,32 @@
+import type { Context } from './context.js';
+
+/** Does a procedure's result stream (an async iterable: an `async function*` or a ReadableStream)? */
+export function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
+  return typeof v === 'object' && v !== null && typeof (v as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
+}
+
+/**
+ * Entry points that answer once (/rpc, /mcp) read a streamed result to its end here. Event
+ * protocol of streamed procedures (ai.streamText): `{ type: 'text', delta }` events become MCP
+ * progress notifications (progress = characters so far, message = the delta) when the client
+ * asked for progress; the result is the `result` of the last `{ type: 'finish', result }`
+ * event, or the list of all events when there is none. An error thrown mid-stream is the
+ * call's error. Leaving early (the caller's signal) is the stream's own business: it watches
+ * ctx.req.signal.
+ */
+export async function drainStream(stream: AsyncIterable<unknown>, ctx: Context): Promise<unknown> {
+  const events: unknown[] = [];
+  let finish: { result: unknown } | undefined;
+  let chars = 0;
+  for await (const ev of stream) {
+    const e = ev as { type?: unknown; delta?: unknown; result?: unknown };
+    if (e?.type === 'finish') finish = { result: e.result };
+    else if (e?.type === 'text' && typeof e.delta === 'string') {
+      chars += e.delta.length;
+      // Progress is best effort: a client that cannot take it must not fail the call.
+      if (ctx.mcp) await ctx.mcp.progress(chars, undefined, e.delta).catch(() => undefined);
+    }
+    if (!finish) events.push(ev);
+  }
+  return finish ? finish.result : events;
+}

@@ -1,0 +1,147 @@
+import type { WireFormat } from './wireFormats.js';
+
+/**
+ * What a generation request asks for beyond plain text, read out of any of the wire formats:
+ * tool definitions, returned tool results, a JSON schema for structured output, attachments
+ * (image / file parts) and whether the reply should stream.
+ */
+export interface RequestExtras {
+  stream: boolean;
+  /** Tools offered to the model (provider-executed structured-output tools excluded). */
+  tools: Array<{ name: string; schema: Record<string, unknown> }>;
+  /** The conversation already carries a tool result: answer in text. */
+  hasToolResult: boolean;
+  /** A JSON schema the reply must match (response_format, text.format, output_config, responseSchema, or Anthropic's `json` tool). */
+  jsonSchema?: Record<string, unknown>;
+  /** Anthropic's structured output through a forced `json` tool. */
+  jsonTool: boolean;
+  /** Image and file parts in the request. */
+  attachments: number;
+}
+
+/** What the test upstream answers. */
+export type ReplyContent = { kind: 'text'; text: string } | { kind: 'tool'; id: string; name: string; input: Record<string, unknown> };
+
+type Json = Record<string, unknown>;
+const arr = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
+const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
+
+const ATTACHMENT_TYPES = new Set(['image_url', 'file', 'input_image', 'input_file', 'image', 'document']);
+
+function countParts(contents: unknown[]): { attachments: number; toolResults: number } {
+  let attachments = 0;
+  let toolResults = 0;
+  for (const c of contents) {
+    for (const p of arr(c)) {
+      if (typeof p.type === 'string' && ATTACHMENT_TYPES.has(p.type)) attachments++;
+      if (p.type === 'tool_result') toolResults++;
+      if (p.inlineData || p.fileData) attachments++;
+      if (p.functionResponse) toolResults++;
+    }
+  }
+  return { attachments, toolResults };
+}
+
+export function parseRequestExtras(format: WireFormat, body: Json, path: string): RequestExtras {
+  const out: RequestExtras = { stream: body.stream === true, tools: [], hasToolResult: false, jsonTool: false, attachments: 0 };
+  switch (format) {
+    case 'openai-chat':
+    case 'openrouter': {
+      const messages = arr(body.messages);
+      for (const t of arr(body.tools)) {
+        const f = obj(t.function);
+        if (f && typeof f.name === 'string') out.tools.push({ name: f.name, schema: obj(f.parameters) ?? {} });
+      }
+      out.hasToolResult = messages.some((m) => m.role === 'tool');
+      const rf = obj(body.response_format);
+      if (rf?.type === 'json_schema') out.jsonSchema = obj(obj(rf.json_schema)?.schema) ?? {};
+      else if (rf?.type === 'json_object') out.jsonSchema = {};
+      out.attachments = countParts(messages.map((m) => m.content)).attachments;
+      break;
+    }
+    case 'openai-responses': {
+      const input = arr(body.input);
+      for (const t of arr(body.tools)) if (t.type === 'function' && typeof t.name === 'string') out.tools.push({ name: t.name, schema: obj(t.parameters) ?? {} });
+      out.hasToolResult = input.some((i) => i.type === 'function_call_output');
+      const f = obj(obj(body.text)?.format);
+      if (f?.type === 'json_schema') out.jsonSchema = obj(f.schema) ?? {};
+      else if (f?.type === 'json_object') out.jsonSchema = {};
+      out.attachments = countParts(input.map((m) => m.content)).attachments;
+      break;
+    }
+    case 'anthropic': {
+      const messages = arr(body.messages);
+      for (const t of arr(body.tools)) if (typeof t.name === 'string') out.tools.push({ name: t.name, schema: obj(t.input_schema) ?? {} });
+      const forced = obj(body.tool_choice);
+      const jsonTool = forced?.type === 'tool' ? out.tools.find((t) => t.name === forced.name && t.name === 'json') : undefined;
+      if (jsonTool) {
+        out.jsonTool = true;
+        out.jsonSchema = jsonTool.schema;
+        out.tools = out.tools.filter((t) => t !== jsonTool);
+      }
+      const format = obj(obj(body.output_config)?.format) ?? obj(body.output_format);
+      if (format?.type === 'json_schema') out.jsonSchema = obj(format.schema) ?? {};
+      const counted = countParts(messages.map((m) => m.content));
+      out.hasToolResult = counted.toolResults > 0;
+      out.attachments = counted.attachments;
+      break;
+    }
+    case 'google': {
+      out.stream = path.endsWith(':streamGenerateContent');
+      for (const t of arr(body.tools)) {
+        for (const d of arr(t.functionDeclarations)) if (typeof d.name === 'string') out.tools.push({ name: d.name, schema: obj(d.parameters) ?? obj(d.parametersJsonSchema) ?? {} });
+      }
+      const gc = obj(body.generationConfig) ?? {};
+      if (gc.responseMimeType === 'application/json') out.jsonSchema = obj(gc.responseSchema) ?? obj(gc.responseJsonSchema) ?? {};
+      const counted = countParts(arr(body.contents).map((c) => c.parts));
+      out.hasToolResult = counted.toolResults > 0;
+      out.attachments = counted.attachments;
+      break;
+    }
+  }
+  return out;
+}
+
+/** A value matching a JSON schema: the first enum value, 'test' for strings, 1 for numbers, every property of an object. */
+export function sampleFromSchema(schema: Json | undefined): unknown {
+  if (!schema) return {};
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case 'string':
+      return 'test';
+    case 'number':
+    case 'integer':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [sampleFromSchema(obj(schema.items))];
+    case 'null':
+      return null;
+    default: {
+      const props = obj(schema.properties) ?? {};
+      return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, sampleFromSchema(obj(v))]));
+    }
+  }
+}
+
+let calls = 0;
+
+/**
+ * Deterministic behaviour: with tools offered and no tool result yet, call the first tool with
+ * arguments sampled from its schema; with a JSON schema, answer a JSON text matching it;
+ * otherwise the plain text reply.
+ */
+export function planReply(extras: RequestExtras, text: string): ReplyContent {
+  if (extras.tools.length > 0 && !extras.hasToolResult) {
+    const tool = extras.tools[0]!;
+    return { kind: 'tool', id: `call_test${(++calls).toString(36)}`, name: tool.name, input: sampleFromSchema(tool.schema) as Record<string, unknown> };
+  }
+  if (extras.jsonSchema) {
+    const value = JSON.stringify(sampleFromSchema(extras.jsonSchema));
+    if (extras.jsonTool) return { kind: 'tool', id: `call_test${(++calls).toString(36)}`, name: 'json', input: JSON.parse(value) as Record<string, unknown> };
+    return { kind: 'text', text: value };
+  }
+  return { kind: 'text', text: extras.hasToolResult ? `${text} [tool result received]` : text };
+}

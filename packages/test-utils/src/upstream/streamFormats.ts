@@ -1,0 +1,101 @@
+import type { ReplyParts, WireFormat } from './wireFormats.js';
+
+/**
+ * Streaming replies of the four upstream wire formats as server-sent-event frames, usage in
+ * the final event as each provider sends it:
+ * - OpenAI Chat Completions and OpenRouter: `chat.completion.chunk`s, a final chunk with
+ *   `usage` (stream_options.include_usage), then `data: [DONE]`;
+ * - OpenAI Responses: response.created, output_item.added, output_text.delta ...,
+ *   output_item.done, response.completed (usage);
+ * - Anthropic Messages: message_start (input usage), content_block_start/delta/stop,
+ *   message_delta (output usage), message_stop;
+ * - Google streamGenerateContent?alt=sse: GenerateContentResponse chunks, the last with
+ *   finishReason and usageMetadata.
+ */
+
+let seq = 0;
+const id = (prefix: string) => `${prefix}_stream${(++seq).toString(36)}`;
+const data = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
+const named = (event: string, value: Record<string, unknown>) => `event: ${event}\ndata: ${JSON.stringify({ type: event, ...value })}\n\n`;
+
+/** Split a reply into the text deltas a stream carries (word by word, spaces kept). */
+export function textChunks(text: string): string[] {
+  const parts = text.match(/\S+\s*|\s+/g);
+  return parts && parts.length > 0 ? parts : [text];
+}
+
+/** The frames of one streamed reply, in order. */
+export function streamFrames(format: WireFormat, r: ReplyParts): string[] {
+  const chunks = r.toolCall ? [] : textChunks(r.text);
+  const args = r.toolCall ? JSON.stringify(r.toolCall.input) : '';
+  const created = Math.floor(Date.now() / 1000);
+  switch (format) {
+    case 'openai-chat':
+    case 'openrouter': {
+      const cid = id('chatcmpl');
+      const chunk = (delta: Record<string, unknown>, finish: string | null) => data({ id: cid, object: 'chat.completion.chunk', created, model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] });
+      const frames = [chunk({ role: 'assistant', content: '' }, null)];
+      if (r.toolCall) {
+        frames.push(chunk({ tool_calls: [{ index: 0, id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: '' } }] }, null));
+        frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: args } }] }, null));
+      }
+      for (const c of chunks) frames.push(chunk({ content: c }, null));
+      frames.push(chunk({}, r.toolCall ? 'tool_calls' : r.truncated ? 'length' : 'stop'));
+      if (!r.omitUsage) {
+        frames.push(data({ id: cid, object: 'chat.completion.chunk', created, model: r.model, choices: [], usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens } }));
+      }
+      frames.push('data: [DONE]\n\n');
+      return frames;
+    }
+    case 'openai-responses': {
+      const rid = id('resp');
+      const itemId = id(r.toolCall ? 'fc' : 'msg');
+      const frames = [named('response.created', { response: { id: rid, object: 'response', created_at: created, model: r.model, status: 'in_progress' } })];
+      if (r.toolCall) {
+        const item = { type: 'function_call', id: itemId, call_id: r.toolCall.id, name: r.toolCall.name, arguments: '' };
+        frames.push(named('response.output_item.added', { output_index: 0, item }));
+        frames.push(named('response.function_call_arguments.delta', { item_id: itemId, output_index: 0, delta: args }));
+        frames.push(named('response.output_item.done', { output_index: 0, item: { ...item, arguments: args, status: 'completed' } }));
+      } else {
+        frames.push(named('response.output_item.added', { output_index: 0, item: { type: 'message', id: itemId, role: 'assistant', status: 'in_progress', content: [] } }));
+        for (const c of chunks) frames.push(named('response.output_text.delta', { item_id: itemId, output_index: 0, content_index: 0, delta: c }));
+        frames.push(named('response.output_item.done', { output_index: 0, item: { type: 'message', id: itemId, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: r.text, annotations: [] }] } }));
+      }
+      const usage = r.omitUsage ? null : { input_tokens: r.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: r.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: r.inputTokens + r.outputTokens };
+      const done = r.truncated ? 'response.incomplete' : 'response.completed';
+      frames.push(named(done, { response: { id: rid, status: r.truncated ? 'incomplete' : 'completed', incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null, usage } }));
+      return frames;
+    }
+    case 'anthropic': {
+      const frames = [
+        named('message_start', { message: { id: id('msg'), type: 'message', role: 'assistant', model: r.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: r.inputTokens, output_tokens: 1 } } }),
+      ];
+      if (r.toolCall) {
+        frames.push(named('content_block_start', { index: 0, content_block: { type: 'tool_use', id: r.toolCall.id, name: r.toolCall.name, input: {} } }));
+        frames.push(named('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: args } }));
+      } else {
+        frames.push(named('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
+        for (const c of chunks) frames.push(named('content_block_delta', { index: 0, delta: { type: 'text_delta', text: c } }));
+      }
+      frames.push(named('content_block_stop', { index: 0 }));
+      frames.push(named('message_delta', { delta: { stop_reason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn', stop_sequence: null }, usage: { output_tokens: r.outputTokens } }));
+      frames.push(named('message_stop', {}));
+      return frames;
+    }
+    case 'google': {
+      const frames: string[] = [];
+      const parts = r.toolCall ? [[{ functionCall: { name: r.toolCall.name, args: r.toolCall.input } }]] : chunks.map((c) => [{ text: c }]);
+      parts.forEach((p, i) => {
+        const last = i === parts.length - 1;
+        frames.push(
+          data({
+            candidates: [{ content: { parts: p, role: 'model' }, index: 0, ...(last ? { finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP' } : {}) }],
+            ...(last && !r.omitUsage ? { usageMetadata: { promptTokenCount: r.inputTokens, candidatesTokenCount: r.outputTokens, totalTokenCount: r.inputTokens + r.outputTokens } } : {}),
+            modelVersion: r.model,
+          }),
+        );
+      });
+      return frames;
+    }
+  }
+}

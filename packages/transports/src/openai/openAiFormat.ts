@@ -1,0 +1,126 @@
+import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core';
+
+/** OpenAI's finish_reason for the AI SDK's. */
+export function finishReason(reason: string): string {
+  switch (reason) {
+    case 'length':
+      return 'length';
+    case 'tool-calls':
+      return 'tool_calls';
+    case 'content-filter':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}
+
+const toolCall = (t: { toolCallId: string; toolName: string; input: unknown }, index?: number) => ({
+  ...(index !== undefined ? { index } : {}),
+  id: t.toolCallId,
+  type: 'function' as const,
+  function: { name: t.toolName, arguments: JSON.stringify(t.input ?? {}) },
+});
+
+function usageOf(r: GenerateTextOutput) {
+  const u = r.data.usage;
+  return { prompt_tokens: u.inputTokens ?? 0, completion_tokens: u.outputTokens ?? 0, total_tokens: u.totalTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? 0 };
+}
+
+/**
+ * Which provider and model served the call, and what it cost: an extra top-level field that
+ * OpenAI clients ignore and gateway-aware clients read.
+ */
+function gatewayField(r: GenerateTextOutput) {
+  return {
+    ai_backend: {
+      provider: r.data.provider,
+      model: r.data.model,
+      request_id: r.data.requestId,
+      ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}),
+      ...(r.usageInfo ? { usage_info: r.usageInfo } : {}),
+      ...(r.data.object !== undefined ? { object: r.data.object } : {}),
+    },
+  };
+}
+
+/** A `chat.completion` from ai.generateText's result. */
+export function completionBody(r: GenerateTextOutput, model: string) {
+  const calls = r.data.toolCalls ?? [];
+  return {
+    id: `chatcmpl-${r.data.requestId}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: calls.length && !r.data.text ? null : r.data.text, refusal: null, ...(calls.length ? { tool_calls: calls.map((c) => toolCall(c)) } : {}) },
+        logprobs: null,
+        finish_reason: calls.length ? 'tool_calls' : finishReason(r.data.finishReason),
+      },
+    ],
+    usage: usageOf(r),
+    system_fingerprint: null,
+    ...gatewayField(r),
+  };
+}
+
+/** Turns ai.streamText's events into `chat.completion.chunk` SSE frames. */
+export class ChunkWriter {
+  private id = 'chatcmpl-pending';
+  private readonly created = Math.floor(Date.now() / 1000);
+  private tools = 0;
+  constructor(
+    private readonly model: string,
+    private readonly includeUsage: boolean,
+  ) {}
+
+  private chunk(delta: Record<string, unknown>, finish: string | null, extra: Record<string, unknown> = {}): string {
+    const body = { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(this.includeUsage ? { usage: null } : {}), ...extra };
+    return `data: ${JSON.stringify(body)}\n\n`;
+  }
+
+  /** The frames for one event (possibly none). */
+  frames(e: StreamEvent): string {
+    switch (e.type) {
+      case 'start':
+        this.id = `chatcmpl-${e.requestId}`;
+        return this.chunk({ role: 'assistant', content: '' }, null);
+      case 'text':
+        return this.chunk({ content: e.delta }, null);
+      case 'tool-call':
+        return this.chunk({ tool_calls: [toolCall(e, this.tools++)] }, null);
+      case 'finish': {
+        const r = e.result;
+        let out = this.chunk({}, this.tools ? 'tool_calls' : finishReason(r.data.finishReason), gatewayField(r));
+        if (this.includeUsage) out += `data: ${JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: usageOf(r) })}\n\n`;
+        return out + 'data: [DONE]\n\n';
+      }
+    }
+  }
+}
+
+/** OpenAI's error `type` for an HTTP status. */
+function errorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 402) return 'insufficient_quota';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+/** An OpenAI-style error body and status for any error, through core's one wire mapping. */
+export function openAiError(thrown: unknown): { wire: WireError; status: number; body: { error: { message: string; type: string; param: string | null; code: string | null } }; headers?: Record<string, string> } {
+  const w = toWireError(thrown);
+  let message = w.message;
+  if (w.issues) message = `invalid request: ${(w.issues as Array<{ path: unknown[]; message: string }>).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
+  const param = typeof w.details?.param === 'string' ? w.details.param : null;
+  return {
+    wire: w,
+    status: w.httpStatus,
+    body: { error: { message, type: errorType(w.httpStatus), param, code: (w.appCode ?? w.code).toLowerCase() } },
+    ...(w.headers ? { headers: w.headers } : {}),
+  };
+}

@@ -1,0 +1,134 @@
+import { CoreError, resolveModelRef, type ChatMessage, type ResolvedConfig } from '@ai-backend/core';
+
+/** The BYOK header of the OpenAI-compatible endpoint: the caller's own provider key. */
+export const PROVIDER_KEY_HEADER = 'x-provider-api-key';
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
+const bad = (message: string, param?: string) => new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
+
+/** What the endpoint hands to ai.generateText / ai.streamText, plus how to answer. */
+export interface ChatRequest {
+  input: Record<string, unknown>;
+  /** The `model` string as the client sent it (echoed in the answer). */
+  model: string;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+function textOf(content: unknown, param: string): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (obj(p)?.type === 'text' && typeof obj(p)!.text === 'string' ? (obj(p)!.text as string) : '')).join('');
+  if (content === null || content === undefined) return '';
+  throw bad(`${param} must be a string or an array of text parts`, param);
+}
+
+function userParts(content: unknown, param: string): ChatMessage & { role: 'user' } {
+  if (typeof content === 'string') return { role: 'user', content };
+  if (!Array.isArray(content)) throw bad(`${param} must be a string or an array of parts`, param);
+  return {
+    role: 'user',
+    content: content.map((raw, i) => {
+      const p = obj(raw) ?? {};
+      if (p.type === 'text' && typeof p.text === 'string') return { type: 'text' as const, text: p.text };
+      if (p.type === 'image_url' && typeof obj(p.image_url)?.url === 'string') return { type: 'image' as const, image: obj(p.image_url)!.url as string };
+      const file = obj(p.file);
+      if (p.type === 'file' && typeof file?.file_data === 'string') {
+        const data = file.file_data;
+        const mediaType = /^data:([^;,]+)/.exec(data)?.[1] ?? 'application/pdf';
+        return { type: 'file' as const, data, mediaType, ...(typeof file.filename === 'string' ? { filename: file.filename } : {}) };
+      }
+      throw bad(`${param}[${i}]: supported parts are text, image_url and file (file_data)`, `${param}[${i}]`);
+    }),
+  };
+}
+
+/**
+ * An OpenAI Chat Completions request → the input of ai.generateText / ai.streamText. Only the
+ * shape is translated here; every rule (limits, models, prompts, payer) is the procedure's.
+ */
+export function toChatInput(body: unknown, headers: Headers, config: ResolvedConfig): ChatRequest {
+  const b = obj(body);
+  if (!b) throw bad('the body must be a JSON object');
+  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300) throw bad('model is required: provider/model or a configured alias', 'model');
+  if (!Array.isArray(b.messages) || b.messages.length === 0) throw bad('messages must be a non-empty array', 'messages');
+  if (b.n !== undefined && b.n !== 1) throw bad('only n = 1 is supported', 'n');
+  const { provider, model } = resolveModelRef(config, b.model);
+
+  // OpenAI tool messages name only the call id; the tool name comes from the assistant's call.
+  const toolNames = new Map<string, string>();
+  const messages: ChatMessage[] = b.messages.map((raw, i): ChatMessage => {
+    const m = obj(raw) ?? {};
+    const param = `messages[${i}]`;
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+        return { role: 'system', content: textOf(m.content, `${param}.content`) };
+      case 'user':
+        return userParts(m.content, `${param}.content`);
+      case 'assistant': {
+        const text = textOf(m.content, `${param}.content`);
+        const calls = Array.isArray(m.tool_calls) ? m.tool_calls.map((c) => obj(c) ?? {}) : [];
+        if (calls.length === 0) return { role: 'assistant', content: text };
+        return {
+          role: 'assistant',
+          content: [
+            ...(text ? [{ type: 'text' as const, text }] : []),
+            ...calls.map((c) => {
+              const f = obj(c.function) ?? {};
+              if (typeof c.id !== 'string' || typeof f.name !== 'string') throw bad(`${param}.tool_calls need id and function.name`, param);
+              toolNames.set(c.id, f.name);
+              let input: unknown = {};
+              try {
+                input = typeof f.arguments === 'string' && f.arguments ? JSON.parse(f.arguments) : {};
+              } catch {
+                throw bad(`${param}.tool_calls: function.arguments is not JSON`, param);
+              }
+              return { type: 'tool-call' as const, toolCallId: c.id, toolName: f.name, input };
+            }),
+          ],
+        };
+      }
+      case 'tool': {
+        if (typeof m.tool_call_id !== 'string') throw bad(`${param}.tool_call_id is required`, param);
+        const toolName = toolNames.get(m.tool_call_id);
+        if (!toolName) throw bad(`${param}.tool_call_id does not match an earlier assistant tool call`, param);
+        return { role: 'tool', content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName, output: textOf(m.content, `${param}.content`) }] };
+      }
+      default:
+        throw bad(`${param}.role must be system, developer, user, assistant or tool`, param);
+    }
+  });
+
+  const input: Record<string, unknown> = { provider, messages };
+  const options: Record<string, unknown> = {};
+  if (model) options.model = model;
+  const maxTokens = b.max_completion_tokens ?? b.max_tokens;
+  if (maxTokens !== undefined && maxTokens !== null) options.maxTokens = maxTokens;
+  if (b.temperature !== undefined && b.temperature !== null) options.temperature = b.temperature;
+  if (Object.keys(options).length) input.options = options;
+
+  if (Array.isArray(b.tools) && b.tools.length > 0) {
+    input.tools = b.tools.map((t, i) => {
+      const f = obj(obj(t)?.function);
+      if (obj(t)?.type !== 'function' || !f) throw bad(`tools[${i}] must be a function tool`, `tools[${i}]`);
+      return { name: f.name, ...(typeof f.description === 'string' ? { description: f.description } : {}), parameters: obj(f.parameters) ?? { type: 'object', properties: {} } };
+    });
+  }
+  const tc = b.tool_choice;
+  if (tc === 'auto' || tc === 'none' || tc === 'required') input.toolChoice = tc;
+  else if (obj(tc)?.type === 'function') input.toolChoice = { type: 'tool', toolName: obj(obj(tc)!.function)?.name };
+
+  const rf = obj(b.response_format);
+  if (rf?.type === 'json_schema') {
+    const js = obj(rf.json_schema) ?? {};
+    input.output = { type: 'json', schema: obj(js.schema) ?? {}, ...(typeof js.name === 'string' ? { name: js.name } : {}), ...(typeof js.description === 'string' ? { description: js.description } : {}) };
+  } else if (rf?.type === 'json_object') {
+    input.output = { type: 'json', schema: { type: 'object' } };
+  }
+  const key = headers.get(PROVIDER_KEY_HEADER);
+  if (key) input.apiKey = key;
+  if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-compatible' };
+
+  return { input, model: b.model, stream: b.stream === true, includeUsage: obj(b.stream_options)?.include_usage === true };
+}
