@@ -31,6 +31,8 @@ export interface RateLimiterOptions {
   names?: Partial<Record<RateLimitKind, string>>;
   /** The kinds this limiter counts (listed in RateLimit-Policy). Default both. */
   kinds?: RateLimitKind[];
+  /** Told of every refusal (metrics). */
+  onRefusal?: (kind: RateLimitKind) => void;
 }
 
 export interface RateLimitDecision {
@@ -142,6 +144,7 @@ export class RateLimiter {
 
   /** The error for a refused hit: RATE_LIMITED (HTTP 429), carrying the headers transports copy. */
   refusal(decision: RateLimitDecision, all: ReadonlyArray<RateLimitDecision | null> = [decision]): CoreError {
+    this.opts.onRefusal?.(decision.kind);
     const what = decision.kind === 'requests' ? 'requests' : 'tool calls';
     const ms = this.settings.windowMs;
     const per = ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
