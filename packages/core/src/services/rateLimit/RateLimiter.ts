@@ -24,8 +24,6 @@ export interface RateLimiterOptions {
   prefix?: string;
   /** Clock, for tests. Default Date.now. */
   now?: () => number;
-  /** Told of every refusal (metrics). */
-  onRefusal?: (kind: RateLimitKind) => void;
   /**
    * Policy names in the RateLimit headers, per kind. Default "requests" and "tool-calls"; the
    * OAuth endpoints use one limiter per endpoint group ("oauth-token", ...).
@@ -33,6 +31,8 @@ export interface RateLimiterOptions {
   names?: Partial<Record<RateLimitKind, string>>;
   /** The kinds this limiter counts (listed in RateLimit-Policy). Default both. */
   kinds?: RateLimitKind[];
+  /** Told of every refusal (metrics). */
+  onRefusal?: (kind: RateLimitKind) => void;
 }
 
 export interface RateLimitDecision {
