@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ConfigError, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
+import { ConfigError, oauthConfigProblems, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
 
 type OAuthConfig = ResolvedConfig['oauth'];
 export type UpstreamConfig = NonNullable<OAuthConfig['provider']>;
@@ -15,20 +15,9 @@ export type OAuthSettings = OAuthConfig & {
   admin: ResolvedConfig['admin'];
 };
 
-/** Problems that prevent enabling the OAuth server (for `config check` and createServer). */
+/** Problems that prevent enabling the OAuth server; the rule lives in core's config schema. */
 export function checkOAuthConfig(config: ResolvedConfig): ConfigProblem[] {
-  const o = config.oauth;
-  const problems: ConfigProblem[] = [];
-  if (!o.encryptionKey) problems.push({ path: 'oauth.encryptionKey', message: 'required to enable OAuth (at least 32 characters)' });
-  if (!o.providerClientId) problems.push({ path: 'oauth.providerClientId', message: "required: the client id issued by the identity provider" });
-  if (!o.provider) problems.push({ path: 'oauth.provider', message: "required: { issuer } , { authorizationUrl, tokenUrl, userinfoUrl } or { preset: 'google' | 'github' }" });
-  if (o.registration.policy === 'token' && (o.registration.initialAccessToken?.length ?? 0) < 32) {
-    problems.push({ path: 'oauth.registration.initialAccessToken', message: "policy 'token' needs an initial access token of at least 32 characters" });
-  }
-  if (o.sessionStorage?.type === 'file' && o.sessionStorage.filePath === config.storage.dir && config.storage.type === 'file') {
-    problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from storage.dir (or leave sessionStorage unset to share the main storage)' });
-  }
-  return problems;
+  return oauthConfigProblems(config);
 }
 
 /** Validate and narrow; throws ConfigError listing every problem. */

@@ -47,6 +47,8 @@ export async function createAiHarness(
     serverProviders: ['anthropic', 'openai', 'google', 'openrouter'],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT } },
     billing: { vaultKey: 'v'.repeat(40), platformFeeRate: 0.1 },
+    // Anonymous callers are part of these tests; the access policy has its own (access-matrix).
+    mcp: { auth: { authType: 'none' } },
   };
   const config = resolveConfig(mergeConfig(base, over));
   const logs: string[] = [];
