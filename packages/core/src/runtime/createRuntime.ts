@@ -10,6 +10,7 @@ import { AiService } from '../services/ai/AiService.js';
 import { RateLimiter } from '../services/rateLimit/RateLimiter.js';
 import { SecurityLog } from '../services/security/SecurityLog.js';
 import { warnIgnoredAuthSettings } from '../services/security/accessRules.js';
+import { unusableAuthWarning } from '../config/authWarnings.js';
 import { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
 import { WorkspaceService } from '../services/workspaces/WorkspaceService.js';
 import { createStorage } from '../storage/createStorage.js';
@@ -48,6 +49,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const security = SecurityLog.fromConfig(config, logger);
   closers.push(() => security.close());
   warnIgnoredAuthSettings(config, logger);
+  const authWarning = unusableAuthWarning(config);
+  if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
 
