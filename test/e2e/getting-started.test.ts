@@ -54,7 +54,7 @@ describe('getting started, as written', () => {
     for (const line of lines) {
       const cmd = line.replaceAll('npx ai-backend', `node ${JSON.stringify(BIN)}`);
       if (cmd.trim().endsWith('&')) {
-        const child = spawn('sh', ['-c', cmd.trim().slice(0, -1)], { cwd: dir, env });
+        const child = spawn('sh', ['-c', `exec ${cmd.trim().slice(0, -1)}`], { cwd: dir, env });
         children.push(child);
         url = await new Promise<string>((resolve, reject) => {
           child.stdout.on('data', (d) => {
@@ -117,4 +117,24 @@ describe('config files that do not parse', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${path.join(dir, 'bad.json')}:4:1: invalid JSON: ValueExpected`);
   });
+});
+
+it('the banner sample in getting-started.md is what `serve --dev` prints', async () => {
+  const dir = await tempDir();
+  const child = spawn(process.execPath, [BIN, 'serve', '--dev'], { cwd: dir, env });
+  children.push(child);
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (/mcp:admin\n/.test(out)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`serve --dev exited ${code}: ${out}`)));
+  });
+  child.kill('SIGTERM');
+  const doc = await readFile(path.join(ROOT, 'docs/getting-started.md'), 'utf8');
+  const sample = /```\n(ai-backend listening[\s\S]*?)```/.exec(doc)![1]!.trim();
+  const port = /127\.0\.0\.1:(\d+)/.exec(out)![1]!;
+  const printed = out.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder');
+  expect(printed).toBe(sample);
 });

@@ -32,7 +32,7 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
     lines.push(
       config.jwt.secret
         ? '  npx ai-backend token --sub you --scope mcp:admin'
-        : '  set JWT_SECRET (32+ characters), restart, then: npx ai-backend token --sub you --scope mcp:admin',
+        : '  put JWT_SECRET=<32+ characters> in .env, restart, then: npx ai-backend token --sub you --scope mcp:admin',
     );
   }
   return lines.join('\n');
