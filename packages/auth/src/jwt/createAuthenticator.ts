@@ -97,7 +97,7 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
       const found = await route.verify(token);
       if (!found) return fail(new CoreError('INVALID_TOKEN', 'invalid token'));
       // One administrator rule for every kind of token, whatever the OAuth verifier computed.
-      const identity: Identity = { ...found, via: 'oauth', isAdmin: isAdminIdentity(config.admin, found) };
+      const identity: Identity = { ...found, via: 'oauth', isAdmin: isAdminIdentity(config.admin, { ...found, via: 'oauth' }) };
       return { ok: true, identity };
     } catch (err) {
       return fail(mapJoseError(err));

@@ -93,7 +93,9 @@ export function consentHandler(services: () => Promise<OAuthServices>): Handler 
     const s = await services();
     const base = s.baseUrl(c);
     const origin = c.req.header('origin');
-    if (origin && origin !== 'null' && origin !== new URL(base).origin) {
+    // `Origin: null` is what sandboxed iframes, data: URLs and some cross-site redirects send:
+    // it proves nothing about who built the form, so it is refused like any other site.
+    if (origin !== undefined && origin !== new URL(base).origin) {
       return errorPage(c, 403, 'Request refused', 'The consent form was submitted from another site.');
     }
     const form = await readForm(c);

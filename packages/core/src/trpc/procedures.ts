@@ -32,8 +32,17 @@ async function deniedTarget(getRawInput: () => Promise<unknown>): Promise<Record
   return Object.keys(out).length ? out : undefined;
 }
 
+/**
+ * The event type of a refusal. An AI provider's own 429 also travels as RATE_LIMITED (the client
+ * must back off either way) but names its provider; it is not one of our limits.
+ */
+function eventTypeOf(err: CoreError): SecurityEventType | undefined {
+  if (err.appCode === 'RATE_LIMITED' && typeof err.details?.provider === 'string') return 'upstream_rate_limited';
+  return SECURITY_EVENT[err.appCode];
+}
+
 async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInput: () => Promise<unknown>): Promise<void> {
-  const type = SECURITY_EVENT[err.appCode];
+  const type = eventTypeOf(err);
   const security = ctx.runtime.security;
   if (!type || !security.wants(type)) return;
   const event = {
@@ -44,7 +53,7 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
     ip: ctx.req.ip,
     sub: ctx.identity?.sub,
     path: ctx.mcp?.toolName ?? path,
-    detail: type === 'access_denied' ? await deniedTarget(getRawInput) : undefined,
+    detail: type === 'access_denied' ? await deniedTarget(getRawInput) : type === 'upstream_rate_limited' ? { provider: String(err.details?.provider) } : undefined,
   };
   // A bad credential fails every call of a batch: one event per request is enough.
   if (type === 'auth_failed') security.recordOnce(ctx.req, event);

@@ -9,7 +9,7 @@ import type { Identity } from '../../trpc/context.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
-import type { SystemPromptStore } from './SystemPromptStore.js';
+import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 
 /** ai.generateText input, as in the spec (provider already un-aliased). */
@@ -79,8 +79,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   }
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
-  const model = input.options?.model ?? providers.defaultModel(provider);
-  providers.assertModelAllowed(provider, model);
+  const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
   const system = deps.prompts.resolve(input.systemPrompt, ai.allowInlineSystemPrompts);
@@ -112,6 +111,9 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     apiKey = serverKey;
     mode = 'platform';
   }
+
+  // Before anything is held or sent: a server prompt never goes to a caller's own account.
+  assertPromptMayUse(system, mode);
 
   let reservation: Reservation | undefined;
   if (mode === 'platform') {
