@@ -1,5 +1,6 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
+import { StreamCounter } from './StreamCounter.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -101,6 +102,13 @@ export class McpHandler {
     return this.sessions.size;
   }
 
+  /** Open SSE streams (metrics). */
+  get streamCount(): number {
+    return this.streams.count;
+  }
+
+  private readonly streams = new StreamCounter();
+
   private async closeSession(id: string): Promise<void> {
     const s = this.forget(id);
     if (!s) return;
@@ -165,7 +173,7 @@ export class McpHandler {
   readonly handle: Handler = async (c) => {
     // Rate limits (mcp.rateLimiting): counted inside serve, RateLimit headers stamped here.
     const limits = new McpLimits(this.runtime, () => clientIp(c, this.runtime.config.trustProxy));
-    return limits.stamp(await this.serve(c, limits));
+    return limits.stamp(this.streams.track(await this.serve(c, limits)));
   };
 
   private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {

@@ -8,6 +8,8 @@ import { canonicalModelId, pinnedFetch } from './modelId.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
 import { upstreamFetch } from './upstreamFetch.js';
+import { observedFetch } from '../../observability/observedFetch.js';
+import type { Metrics } from '../../observability/Metrics.js';
 
 /** The providers' public API bases, used when `ai.providers.<id>.baseUrl` is not set. */
 export const DEFAULT_BASE_URLS: Readonly<Record<ProviderId, string>> = {
@@ -40,7 +42,8 @@ export class ProviderRegistry {
   private readonly ai: ResolvedConfig['ai'];
   private readonly serverProviders: ReadonlySet<ProviderId>;
 
-  constructor(config: ResolvedConfig) {
+  /** `metrics`: where upstream calls are counted (runtime.metrics); absent when metrics are off. */
+  constructor(config: ResolvedConfig, private readonly metrics?: Metrics) {
     this.ai = config.ai;
     this.serverProviders = new Set(config.serverProviders);
     this.models = new ModelRegistry(config.ai.models);
@@ -144,8 +147,10 @@ export class ProviderRegistry {
     // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
     const model = canonicalModelId(provider, modelId);
     const baseURL = this.baseUrl(provider);
-    const fetch = pinnedFetch(baseURL, upstreamFetch);
     const sdk = await loadAiSdk();
+    // Pinned to the base URL (no input can change host, path prefix or query); spans, trace
+    // propagation and upstream metrics per HTTP attempt (observability/observedFetch).
+    const fetch = pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics));
     switch (provider) {
       case 'anthropic':
         return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);

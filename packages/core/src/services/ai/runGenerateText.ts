@@ -199,13 +199,13 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     requestId,
   };
   const metadata = input.metadata ?? {};
+  const costUsd = providers.models.estimateCostUsd(provider, model, inputTokens ?? Math.ceil((input.content.length + system.text.length) / 4), outputTokens ?? maxTokens);
   if (mode === 'platform') {
-    const tokenUsage = await metering.settle(reservation!, { tokensUsed, provider, model, metadata });
+    const tokenUsage = await metering.settle(reservation!, { tokensUsed, provider, model, metadata, ...(costUsd !== undefined ? { costUsd } : {}) });
     logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed, ms: Math.round(ms) });
     return { success: true, data, tokenUsage };
   }
-  const estimatedCostUsd =
-    providers.models.estimateCostUsd(provider, model, inputTokens ?? Math.ceil((input.content.length + system.text.length) / 4), outputTokens ?? maxTokens) ?? 0;
+  const estimatedCostUsd = costUsd ?? 0;
   try {
     await metering.recordByokUsage({ identity: call.identity, provider, model, tokensUsed, estimatedCostUsd, metadata, requestId });
   } catch (err) {
