@@ -7,7 +7,6 @@
  * the page can read, and no file listed, read or written (checked on the filesystem). A control
  * request from Node proves each write would have worked if the server let it through.
  */
-import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,10 +15,13 @@ import { join } from 'node:path';
 import { mergeConfig, type ConfigInput } from '@ai-backend/core';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { devOverrides } from '../../packages/cli/src/commands/serve.js';
+import { testService } from '@ai-backend/test-utils/services';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const CHROMIUM = '/usr/bin/chromium';
+// Skipped (and named in the run's last line) without Chromium; CI installs it and fails instead.
+const chromiumService = await testService('chromium');
+const CHROMIUM = chromiumService.path ?? '/usr/bin/chromium';
 const SECRET = 'top-secret-contents-4711';
 
 let dir: string;
@@ -111,9 +113,8 @@ async function workspaceFiles(): Promise<string[]> {
   return (await readdir(dir)).filter((f) => f !== 'secret.txt' && f !== '.ai-backend-data').sort();
 }
 
-describe('a page on another origin gets nothing from a serve --dev server (Chromium)', () => {
+describe.skipIf(!chromiumService.ok)('a page on another origin gets nothing from a serve --dev server (Chromium)', () => {
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     dir = await mkdtemp(join(tmpdir(), 'ai-backend-browser-'));
     await writeFile(join(dir, 'secret.txt'), SECRET);
     // serve --dev, with the workspace writable so a write that slipped through would show.

@@ -26,7 +26,7 @@ it('createServer().fetch answers with @hono/node-server unresolvable; start() is
   writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
   const script = `
 import { createServer } from 'ai-backend';
-const server = createServer({ storage: { type: 'memory' }, monitoring: { logging: { level: 'silent' } } });
+const server = createServer({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } } });
 const health = await server.fetch(new Request('http://localhost/health'));
 const rpc = await server.fetch(new Request('http://localhost/rpc', { method: 'POST', headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'Ada' } }) }));
@@ -39,6 +39,6 @@ console.log(JSON.stringify({ health: health.status, rpc: await rpc.json(), start
   expect(out.status, out.stderr).toBe(0);
   const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
   expect(result.health).toBe(200);
-  expect(result.rpc.result).toMatchObject({ greeting: expect.stringContaining('Ada') });
+  expect(result.rpc.result, JSON.stringify(result.rpc)).toMatchObject({ greeting: expect.stringContaining('Ada') });
   expect(result.start).toContain('blocked @hono/node-server');
 });

@@ -7,17 +7,21 @@
 import { mintDevToken } from '@ai-backend/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpClient, rpcCall } from './helpers/aiGateway.js';
+import { testService } from '@ai-backend/test-utils/services';
 import { PrivateRedis } from './helpers/privateRedis.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 const SECRET = 'health-details-secret-0123456789abcdef';
+// Kills a redis-server of its own: skipped (and named in the run's last line) without the binary.
+const redisServer = await testService('redis-server');
 let redis: PrivateRedis;
 let s: TestServer;
 let adminToken: string;
 let userToken: string;
 
 beforeAll(async () => {
-  redis = await PrivateRedis.create();
+  if (!redisServer.ok) return;
+  redis = await PrivateRedis.create(redisServer.path);
   await redis.start();
   s = await startTestServer({
     jwt: { secret: SECRET },
@@ -35,7 +39,7 @@ afterAll(async () => {
 
 const leaks = (body: unknown) => JSON.stringify(body).match(/ECONNREFUSED|127\.0\.0\.1|closed|timed out|\d{4,5}/g);
 
-describe('health details are for administrators', () => {
+describe.skipIf(!redisServer.ok)('health details are for administrators', () => {
   it('/health/ready: 503 with the status for anyone, details only with an admin token', async () => {
     for (const auth of [undefined, userToken]) {
       const res = await s.fetch('/health/ready', auth ? { headers: { authorization: `Bearer ${auth}` } } : {});

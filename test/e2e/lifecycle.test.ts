@@ -7,9 +7,11 @@ import { FileStorage, publicProcedure, router } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
 
 /** A procedure that takes a while, so a request is in flight when stop() is called. */
+let waitStarted: () => void = () => undefined;
 const slow = router({
   wait: publicProcedure.input(z.object({ ms: z.number().int().max(2000) })).mutation(async ({ input }) => {
-    await new Promise((r) => setTimeout(r, input.ms));
+    waitStarted();
+    await new Promise((r) => setTimeout(r, input.ms)); // the procedure's work, not a test pause
     return { waited: input.ms };
   }),
 });
@@ -30,8 +32,9 @@ describe('server lifecycle', () => {
       expect(addr.port).toBeGreaterThan(0);
       expect(addr.url).toBe(`http://127.0.0.1:${addr.port}`);
 
+      const started = new Promise<void>((resolve) => (waitStarted = resolve));
       const inFlight = fetch(addr.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slow.wait', params: { ms: 400 } }) });
-      await new Promise((r) => setTimeout(r, 100));
+      await started; // the request is in flight
       const stopped = server.stop();
       const res = await inFlight;
       expect(res.status).toBe(200);

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 let cancelObserved: (reason: string) => void = () => undefined;
+let slowStarted: () => void = () => undefined;
 
 const testRouter = router({
   slow: publicProcedure
@@ -25,6 +26,7 @@ const testRouter = router({
     .input(z.object({}).default({}))
     .mutation(({ ctx }) =>
       new Promise((_, reject) => {
+        slowStarted();
         const timer = setTimeout(() => reject(new CoreError('INTERNAL', 'not cancelled')), 10_000);
         ctx.req.signal.addEventListener('abort', () => {
           clearTimeout(timer);
@@ -159,8 +161,13 @@ describe('resources', () => {
     await expect.poll(() => updates).toEqual(['memo://today']);
     await client.unsubscribeResource({ uri: 'memo://today' });
     rt.resources.notifyUpdated('memo://today');
-    await new Promise((r) => setTimeout(r, 150));
-    expect(updates).toEqual(['memo://today']);
+    // A barrier instead of a pause: an update sent after the one that must not arrive, on the same
+    // stream. Once it is here, the earlier one would have been too.
+    rt.resources.register({ uri: 'memo://barrier', name: 'barrier', mimeType: 'text/plain', read: () => ({ content: 'b', mimeType: 'text/plain' }) });
+    await client.subscribeResource({ uri: 'memo://barrier' });
+    rt.resources.notifyUpdated('memo://barrier');
+    await expect.poll(() => updates.at(-1)).toBe('memo://barrier');
+    expect(updates).toEqual(['memo://today', 'memo://barrier']);
     await expect(client.subscribeResource({ uri: 'memo://missing' })).rejects.toMatchObject({ code: -32002 });
   });
 });
@@ -207,8 +214,9 @@ describe('tools', () => {
     const client = await connect();
     const observed = new Promise<string>((resolve) => (cancelObserved = resolve));
     const ac = new AbortController();
+    const started = new Promise<void>((resolve) => (slowStarted = resolve));
     const call = client.callTool({ name: 'slow', arguments: {} }, CallToolResultSchema, { signal: ac.signal });
-    await new Promise((r) => setTimeout(r, 100));
+    await started; // the procedure runs: cancel it now, not before it was called
     ac.abort('user stop');
     await expect(call).rejects.toThrow();
     await expect(observed).resolves.toBe('aborted');

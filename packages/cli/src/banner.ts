@@ -23,12 +23,16 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
       '  See docs/oauth.md.',
     );
   }
+  if ((auth === 'jwt' || auth === 'both') && !config.jwt.secret && !((auth === 'both') && oauthReady)) {
+    lines.push('', '  JWT is the auth type but jwt.secret is not set: no token can be verified, nobody can sign in.');
+    lines.push('  Put JWT_SECRET=<32+ random characters> in .env (serve and token both read it), then restart.');
+  }
   if (auth === 'none') {
     lines.push('', '  Authentication is off (development only). Admin procedures still need an administrator token:');
     lines.push(
       config.jwt.secret
         ? '  npx ai-backend token --sub you --scope mcp:admin'
-        : '  set JWT_SECRET (32+ characters), restart, then: npx ai-backend token --sub you --scope mcp:admin',
+        : '  put JWT_SECRET=<32+ characters> in .env, restart, then: npx ai-backend token --sub you --scope mcp:admin',
     );
   }
   return lines.join('\n');

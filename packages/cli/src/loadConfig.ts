@@ -1,5 +1,9 @@
 import type { Loader } from 'cosmiconfig';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parse as parseDotenv } from 'dotenv';
+import { ConfigFileError, loadJson, locateSyntaxError } from './configFileError.js';
 import { configFromEnv, mergeConfig, type ConfigInput } from '@ai-backend/core';
 
 const MODULE = 'ai-backend';
@@ -12,6 +16,19 @@ const loadTs: Loader = async (filepath) => {
   const { createJiti } = await import('jiti');
   const jiti = createJiti(import.meta.url);
   return jiti.import(filepath, { default: true });
+};
+
+/**
+ * ES module configs load with import(). cosmiconfig's own loader tries require() first, and on
+ * Node 20 a syntax error then surfaces as "Cannot require() ES Module … bug in Node.js".
+ */
+const loadEsm: Loader = async (filepath) => {
+  try {
+    const mod = (await import(pathToFileURL(filepath).href)) as { default?: unknown };
+    return mod.default;
+  } catch (err) {
+    throw locateSyntaxError(filepath, err) ?? err;
+  }
 };
 
 // cosmiconfig loads only when a config is looked up, not when the library is imported.
@@ -33,7 +50,7 @@ const explorer = async () =>
       `${MODULE}.config.json`,
       `${MODULE}.config.yaml`,
     ],
-    loaders: { '.ts': loadTs, '.mts': loadTs },
+    loaders: { '.ts': loadTs, '.mts': loadTs, '.mjs': loadEsm, '.js': loadEsm, '.json': loadJson },
   });
 
 export interface LoadedConfig {
@@ -43,11 +60,23 @@ export interface LoadedConfig {
   filepath: string | null;
 }
 
-/** Load `--config FILE` or search from `cwd`, then let environment variables override. */
+/**
+ * Variables from `<cwd>/.env`, if there is one. Every command reads it (serve, token, config), so a
+ * secret written there once is seen by all of them; the real environment wins over the file.
+ */
+export function readDotEnv(cwd: string): Record<string, string> {
+  const file = path.join(cwd, '.env');
+  return existsSync(file) ? parseDotenv(readFileSync(file)) : {};
+}
+
+/** Load `--config FILE` or search from `cwd`, then let `.env` and environment variables override. */
 export async function loadConfig(opts: { file?: string; cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<LoadedConfig> {
   const cwd = opts.cwd ?? process.cwd();
   const found = await explorer();
   const result = opts.file ? await found.load(path.resolve(cwd, opts.file)) : await found.search(cwd);
   const fileConfig = (result?.config ?? {}) as ConfigInput;
-  return { input: mergeConfig(fileConfig, configFromEnv(opts.env ?? process.env)), filepath: result?.filepath ?? null };
+  const env = opts.env ?? { ...readDotEnv(cwd), ...process.env };
+  return { input: mergeConfig(fileConfig, configFromEnv(env)), filepath: result?.filepath ?? null };
 }
+
+export { ConfigFileError };

@@ -32,9 +32,16 @@ export default {
   // Administrators (by email or sub); tokens with the 'mcp:admin' scope also count.
   admin: { users: [] },
 
-  // Folders the server exposes through the file tools.
+  // Folders the server exposes through the file tools. This one is the project folder, so it
+  // blocks the server's own data (storage.dir above), .env files and keys.
   serverWorkspaces: {
-    project: { path: process.cwd(), name: 'Project', readOnly: true, blockedPaths: ['**/.env', '**/.git/**'] },
+    project: {
+      path: process.cwd(),
+      name: 'Project',
+      readOnly: true,
+      blockedPaths: ['**/.env', '**/.env.*', '**/.git/**', '.ai-backend-data/**', '**/.ai-backend-data/**'],
+      blockedExtensions: ['.pem', '.key', '.p12', '.pfx'],
+    },
   },
 
   // AI providers the server pays for (keys from ANTHROPIC_API_KEY, OPENAI_API_KEY, ...).

@@ -28,14 +28,16 @@ export class PrivateRedis {
   private constructor(
     readonly port: number,
     readonly dir: string,
+    readonly bin: string,
   ) {}
 
-  static async create(): Promise<PrivateRedis> {
-    return new PrivateRedis(await freePort(), await mkdtemp(join(tmpdir(), 'ai-private-redis-')));
+  /** `bin`: the redis-server found by `testService('redis-server')` (suites skip without one). */
+  static async create(bin = 'redis-server'): Promise<PrivateRedis> {
+    return new PrivateRedis(await freePort(), await mkdtemp(join(tmpdir(), 'ai-private-redis-')), bin);
   }
 
   async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
+    this.child = spawn(this.bin, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
     const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
     probe.on('error', () => undefined);
     for (let i = 0; i < 100; i++) {

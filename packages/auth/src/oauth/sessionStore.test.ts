@@ -1,5 +1,5 @@
 import { MemoryStorage } from '@ai-backend/core';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SessionStore } from './sessionStore.js';
 
 const KEY = 'a'.repeat(32);
@@ -41,9 +41,14 @@ describe('SessionStore', () => {
 
   it('honours the expiry inside the record even if the backend keeps it', async () => {
     const store = new SessionStore(new MemoryStorage(), KEY);
-    await store.put('code', 'old', { exp: Date.now() + 5 });
-    await new Promise((r) => setTimeout(r, 15));
-    expect(await store.get('code', 'old')).toBeUndefined();
+    vi.useFakeTimers({ toFake: ['Date'] }); // the clock moves on; nothing waits
+    try {
+      await store.put('code', 'old', { exp: Date.now() + 5 });
+      vi.setSystemTime(Date.now() + 15);
+      expect(await store.get('code', 'old')).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('take returns a record once', async () => {

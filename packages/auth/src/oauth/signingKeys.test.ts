@@ -1,6 +1,6 @@
 import { MemoryStorage } from '@ai-backend/core';
 import { jwtVerify, SignJWT } from 'jose';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SessionStore } from './sessionStore.js';
 import { SigningKeys } from './signingKeys.js';
 
@@ -53,10 +53,15 @@ describe('SigningKeys', () => {
   it('drops a retired key once its tokens can no longer be valid', async () => {
     const keys = await SigningKeys.open(new SessionStore(new MemoryStorage(), 'x'.repeat(32)), { ...OPTS, retainMs: 20 });
     const oldKid = (await keys.signingKey()).kid;
-    await keys.rotate();
-    await new Promise((r) => setTimeout(r, 30));
-    await keys.rotate();
-    expect(keys.jwks().keys.map((k) => k.kid)).not.toContain(oldKid);
+    vi.useFakeTimers({ toFake: ['Date'] }); // the clock moves on; nothing waits
+    try {
+      await keys.rotate();
+      vi.setSystemTime(Date.now() + 30);
+      await keys.rotate();
+      expect(keys.jwks().keys.map((k) => k.kid)).not.toContain(oldKid);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('another instance picks up a rotation when it meets the new kid', async () => {

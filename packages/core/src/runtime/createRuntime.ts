@@ -10,6 +10,7 @@ import { AiService } from '../services/ai/AiService.js';
 import { RateLimiter } from '../services/rateLimit/RateLimiter.js';
 import { SecurityLog } from '../services/security/SecurityLog.js';
 import { warnIgnoredAuthSettings } from '../services/security/accessRules.js';
+import { unusableAuthWarning } from '../config/authWarnings.js';
 import { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
 import { WorkspaceService } from '../services/workspaces/WorkspaceService.js';
 import { createStorage } from '../storage/createStorage.js';
@@ -70,6 +71,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const security = SecurityLog.fromConfig(config, logger);
   closers.push(() => security.close());
   warnIgnoredAuthSettings(config, logger);
+  const authWarning = unusableAuthWarning(config);
+  if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
   const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays }) : new Stats();
   stats.start();
   closers.push(() => stats.stop());

@@ -90,8 +90,7 @@ describe('createTestUpstream faults', () => {
     await upstream.waitForRequests();
     ac.abort();
     expect(await call).toBeInstanceOf(Error);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(upstream.requests.at(-1)!.aborted).toBe(true);
+    await expect.poll(() => upstream.requests.at(-1)!.aborted).toBe(true);
   });
 
   it('latency marker delays the answer', async () => {

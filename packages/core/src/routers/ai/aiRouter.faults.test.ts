@@ -104,8 +104,7 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
     expect(code(err)).toBe('CLIENT_CLOSED_REQUEST');
     expect(err.details).toMatchObject({ reason: 'cancelled' });
     await expectRefunded();
-    await new Promise((r) => setTimeout(r, 50));
-    expect(h.upstream.requests[0]!.aborted).toBe(true);
+    await expect.poll(() => h.upstream.requests[0]!.aborted).toBe(true);
   });
 
   it('a disconnect while the answer is on its way is not charged either', async () => {

@@ -1,0 +1,62 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { printParseErrorCode, parse as parseJsonc, type ParseError } from 'jsonc-parser';
+
+/** A config file that cannot be parsed, with where: `file:line:column: message`. */
+export class ConfigFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly column: number,
+    readonly reason: string,
+  ) {
+    super(`${file}:${line}:${column}: ${reason}`);
+    this.name = 'ConfigFileError';
+  }
+}
+
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset).split('\n');
+  return { line: before.length, column: before.at(-1)!.length + 1 };
+}
+
+/**
+ * Parse a JSON config. JSON.parse's messages on Node 20 carry no position, so on failure the
+ * text is re-read with jsonc-parser (comments and trailing commas disallowed) to locate the error.
+ */
+export function parseJsonConfig(file: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const errors: ParseError[] = [];
+    parseJsonc(text, errors, { disallowComments: true, allowTrailingComma: false });
+    const first = errors[0];
+    const at = lineColumn(text, first?.offset ?? 0);
+    throw new ConfigFileError(file, at.line, at.column, first ? `invalid JSON: ${printParseErrorCode(first.error)}` : (err as Error).message);
+  }
+}
+
+/**
+ * Where a JavaScript config's syntax error is. `import()` of a broken ES module reports no
+ * position on Node 20; `node --check` does (`file:LINE`, the line, a caret under the column).
+ */
+export function locateSyntaxError(file: string, err: unknown): ConfigFileError | undefined {
+  if (!(err instanceof SyntaxError)) return undefined;
+  let out = '';
+  try {
+    execFileSync(process.execPath, ['--check', file], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 10_000 });
+    return undefined; // parses on its own: the syntax error came from something it imports
+  } catch (checkErr) {
+    out = String((checkErr as { stderr?: string }).stderr ?? '');
+  }
+  const m = new RegExp(`^(?:file://)?${escape(file)}:(\\d+)\\n(.*)\\n( *)\\^`, 'm').exec(out);
+  const reason = /^SyntaxError: .*$/m.exec(out)?.[0] ?? `SyntaxError: ${err.message}`;
+  if (!m) return new ConfigFileError(file, 1, 1, reason);
+  return new ConfigFileError(file, Number(m[1]), m[3]!.length + 1, reason);
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** cosmiconfig loader for JSON configs (its own JSON errors have no line or column). */
+export const loadJson = (file: string, content?: string): unknown => parseJsonConfig(path.resolve(file), content ?? readFileSync(file, 'utf8'));

@@ -1,0 +1,140 @@
+/**
+ * docs/getting-started.md "Make it yours", run as written with the built CLI (`npx ai-backend` →
+ * the repository's bin; PORT=0 in the environment so the starter config's port 8000 may be taken):
+ * init, a secret in .env, config check, serve, token, and the token works against that server.
+ * Also: the starter workspace does not expose .env* or the data folder, and config files with
+ * syntax errors are reported with file, line and column.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = path.join(ROOT, 'packages/cli/bin/ai-backend.js');
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+const tempDir = async () => {
+  const d = await mkdtemp(path.join(tmpdir(), 'ai-backend-start-'));
+  dirs.push(d);
+  return d;
+};
+const env = { PATH: process.env.PATH!, PORT: '0', LOG_LEVEL: 'warn' };
+
+async function docBlock(): Promise<string[]> {
+  const doc = await readFile(path.join(ROOT, 'docs/getting-started.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Make it yours'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
+  return block.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
+}
+
+async function rpc(url: string, method: string, params: unknown, token?: string) {
+  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  return (await res.json()) as { result?: any; error?: { code: number; message: string } };
+}
+
+describe('getting started, as written', () => {
+  let dir: string;
+  let url: string;
+  let token: string;
+  let banner = '';
+
+  beforeAll(async () => {
+    dir = await tempDir();
+    await writeFile(path.join(dir, '.env.local'), 'SECRET_IN_ENV_LOCAL=1');
+    await writeFile(path.join(dir, 'notes.txt'), 'hello');
+    const lines = await docBlock();
+    expect(lines.some((l) => /JWT_SECRET=.*serve/.test(l))).toBe(false); // no inline secret for serve only
+    for (const line of lines) {
+      const cmd = line.replaceAll('npx ai-backend', `node ${JSON.stringify(BIN)}`);
+      if (cmd.trim().endsWith('&')) {
+        const child = spawn('sh', ['-c', `exec ${cmd.trim().slice(0, -1)}`], { cwd: dir, env });
+        children.push(child);
+        url = await new Promise<string>((resolve, reject) => {
+          child.stdout.on('data', (d) => {
+            banner += d;
+            const m = /listening on (http:\/\/\S+)/.exec(banner);
+            if (m) resolve(m[1]!);
+          });
+          child.once('exit', (code) => reject(new Error(`${line} exited ${code}`)));
+        });
+      } else {
+        const out = execFileSync('sh', ['-c', cmd], { cwd: dir, env, encoding: 'utf8' });
+        if (line.includes(' token ')) token = out.trim();
+      }
+    }
+  }, 120_000);
+
+  it('the token minted after serve started is accepted by that server; no token is refused', async () => {
+    expect(token.split('.')).toHaveLength(3);
+    const listed = await rpc(url, 'system.listFiles', { workspaceId: 'project', path: '' }, token);
+    expect(listed.error).toBeUndefined();
+    expect(JSON.stringify(listed.result)).toContain('notes.txt');
+    expect((await rpc(url, 'system.listFiles', { workspaceId: 'project', path: '' })).error).toBeDefined();
+  });
+
+  it("the starter workspace does not expose .env files or the server's data folder", async () => {
+    const listed = JSON.stringify((await rpc(url, 'system.listFiles', { workspaceId: 'project', path: '', recursive: true }, token)).result);
+    expect(listed).not.toContain('.env');
+    expect(listed).not.toContain('.ai-backend-data');
+    for (const p of ['.env', '.env.local', '.ai-backend-data']) {
+      const read = await rpc(url, 'system.readFile', { workspaceId: 'project', path: p }, token);
+      expect(read.error, p).toBeDefined();
+      expect(JSON.stringify(read)).not.toContain('JWT_SECRET');
+    }
+  });
+});
+
+describe('config files that do not parse', () => {
+  const check = (dir: string, args: string[] = []) => {
+    try {
+      execFileSync(process.execPath, [BIN, 'config', 'check', ...args], { cwd: dir, env, encoding: 'utf8', stdio: 'pipe' });
+      return { code: 0, stderr: '' };
+    } catch (err) {
+      return { code: (err as { status: number }).status, stderr: String((err as { stderr: string }).stderr) };
+    }
+  };
+
+  it('an .mjs config with a syntax error: file, line and column', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'ai-backend.config.mjs'), 'export default {\n  port: 8000,\n  host: "x" +,\n};\n');
+    const r = check(dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${path.join(dir, 'ai-backend.config.mjs')}:3:14: SyntaxError: Unexpected token ','`);
+    expect(r.stderr).not.toMatch(/bug in Node\.js|Cannot require\(\)/);
+  });
+
+  it('a .json config with a syntax error: file, line and column', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'bad.json'), '{\n  "port": 8000,\n  "host": \n}\n');
+    const r = check(dir, ['--config', 'bad.json']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${path.join(dir, 'bad.json')}:4:1: invalid JSON: ValueExpected`);
+  });
+});
+
+it('the banner sample in getting-started.md is what `serve --dev` prints', async () => {
+  const dir = await tempDir();
+  const child = spawn(process.execPath, [BIN, 'serve', '--dev'], { cwd: dir, env });
+  children.push(child);
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (/mcp:admin\n/.test(out)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`serve --dev exited ${code}: ${out}`)));
+  });
+  child.kill('SIGTERM');
+  const doc = await readFile(path.join(ROOT, 'docs/getting-started.md'), 'utf8');
+  const sample = /```\n(ai-backend listening[\s\S]*?)```/.exec(doc)![1]!.trim();
+  const port = /127\.0\.0\.1:(\d+)/.exec(out)![1]!;
+  const printed = out.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder');
+  expect(printed).toBe(sample);
+});

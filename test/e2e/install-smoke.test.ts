@@ -1,0 +1,154 @@
+/**
+ * A user's install, for real: the four published packages are packed with pnpm (as they would be
+ * published), installed with **npm** into a fresh temporary app together with zod 4, and the
+ * README's "In your own app" snippet is run as written (only the port is made free). The app is
+ * then called over /trpc (a typed @trpc/client client, type-checked with skipLibCheck: false
+ * against the published .d.ts files), /rpc and MCP (the official SDK client).
+ * npm's cache (~/.npm) is reused between runs, so a warm run takes seconds, not minutes.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+// @ts-expect-error -- a plain .mjs script shared with scripts/check-packages.mjs (no types)
+import { packPackages, ROOT } from '../../scripts/packPackages.mjs';
+
+const app = mkdtempSync(path.join(tmpdir(), 'ai-backend-install-'));
+let server: ChildProcess | undefined;
+let url = '';
+
+/** The README's "In your own app" code block. */
+function readmeSnippet(): string {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## In your own app'));
+  const match = /```ts\n([\s\S]*?)```/.exec(section);
+  if (!match) throw new Error('README: no ```ts block under "## In your own app"');
+  return match[1]!;
+}
+
+function npm(args: string[]): void {
+  execFileSync('npm', args, { cwd: app, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' } });
+}
+
+beforeAll(async () => {
+  const tarballs: Record<string, string> = packPackages(app);
+  const file = (dir: string) => `file:${tarballs[dir]}`;
+  writeFileSync(
+    path.join(app, 'package.json'),
+    JSON.stringify({
+      name: 'my-app',
+      private: true,
+      type: 'module',
+      dependencies: {
+        'ai-backend': file('cli'),
+        // The internal packages come from the tarballs too (not the registry).
+        '@ai-backend/core': file('core'),
+        '@ai-backend/auth': file('auth'),
+        '@ai-backend/transports': file('transports'),
+        zod: '^4.1.0',
+        '@trpc/client': '^11.25.2',
+        superjson: '^2.2.6',
+        '@modelcontextprotocol/sdk': '^1.32.2',
+      },
+      devDependencies: { typescript: '~5.9.3', '@types/node': '^20.19.0' },
+    }),
+  );
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']);
+
+  // The snippet as the README has it; only the port (8000 may be taken) and a line saying where it listens.
+  const snippet = readmeSnippet();
+  expect(snippet).toContain('port: 8000');
+  expect(snippet).toContain('await server.start();');
+  writeFileSync(path.join(app, 'server.mjs'), snippet.replace('port: 8000', 'port: 0').replace('await server.start();', "const bound = await server.start(); console.log('LISTENING ' + bound.url);"));
+
+  server = spawn(process.execPath, ['server.mjs'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  url = await new Promise<string>((resolve, reject) => {
+    server!.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /LISTENING (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    server!.stderr!.on('data', (d: Buffer) => void (out += d.toString()));
+    server!.once('exit', (code) => reject(new Error(`server.mjs exited with ${code}:\n${out}`)));
+  });
+}, 600_000);
+
+afterAll(() => {
+  server?.kill();
+  rmSync(app, { recursive: true, force: true });
+});
+
+it('the installed manifests carry no workspace: ranges and the app resolves ai-backend to its dist', () => {
+  for (const dir of ['ai-backend', '@ai-backend/core', '@ai-backend/auth', '@ai-backend/transports']) {
+    const manifest = readFileSync(path.join(app, 'node_modules', dir, 'package.json'), 'utf8');
+    expect(manifest).not.toContain('workspace:');
+    expect(manifest).not.toContain('ai-backend-source');
+  }
+  const resolved = execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('ai-backend'))"], { cwd: app, encoding: 'utf8' });
+  expect(resolved.trim()).toMatch(/node_modules\/ai-backend\/dist\/index\.js$/);
+});
+
+it('answers over /rpc', async () => {
+  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'weather.forecast', params: { city: 'Oslo' } }) });
+  expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { city: 'Oslo', sky: 'sunny' } });
+});
+
+it('a typed @trpc/client client type-checks (skipLibCheck: false) against the published types, and calls /trpc and MCP', () => {
+  // The custom router's types, as a user shares them with their client.
+  writeFileSync(
+    path.join(app, 'router.ts'),
+    `import { router, publicProcedure } from 'ai-backend';
+import { z } from 'zod';
+const weather = router({
+  forecast: publicProcedure
+    .meta({ description: 'Forecast for a city', mcp: { public: true } })
+    .input(z.object({ city: z.string() }))
+    .query(({ input }) => ({ city: input.city, sky: 'sunny' })),
+});
+export const api = router({ weather });
+export type Api = typeof api;
+`,
+  );
+  writeFileSync(
+    path.join(app, 'client.ts'),
+    `import { createTRPCClient, httpBatchLink } from '@trpc/client';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import superjson from 'superjson';
+import type { Api } from './router.js';
+
+const url = process.argv[2]!;
+const trpc = createTRPCClient<Api>({ links: [httpBatchLink({ url: url + '/trpc', transformer: superjson })] });
+const forecast = await trpc.weather.forecast.query({ city: 'Paris' });
+const sky: string = forecast.sky;
+// @ts-expect-error -- the input type comes from the router: a number is not a city
+void (() => trpc.weather.forecast.query({ city: 42 }));
+
+const mcp = new Client({ name: 'install-smoke', version: '1.0.0' });
+await mcp.connect(new StreamableHTTPClientTransport(new URL(url + '/mcp')));
+const tools = (await mcp.listTools()).tools.map((t) => t.name);
+const called = await mcp.callTool({ name: 'forecast', arguments: { city: 'Rome' } });
+await mcp.close();
+console.log(JSON.stringify({ forecast, sky, tools, called }));
+`,
+  );
+  writeFileSync(
+    path.join(app, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, types: ['node'], outDir: 'out', rootDir: '.' },
+      files: ['router.ts', 'client.ts'],
+    }),
+  );
+  try {
+    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8', stdio: 'pipe' });
+  } catch (err) {
+    throw new Error(`tsc failed in the installed app:\n${(err as { stdout: string }).stdout}`);
+  }
+  const out = execFileSync(process.execPath, ['out/client.js', url], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+  const result = JSON.parse(out.trim().split('\n').at(-1)!);
+  expect(result.forecast).toEqual({ city: 'Paris', sky: 'sunny' });
+  expect(result.tools).toContain('forecast');
+  expect(JSON.stringify(result.called.structuredContent ?? result.called.content)).toContain('Rome');
+}, 600_000); // tsc without skipLibCheck reads every published declaration file
