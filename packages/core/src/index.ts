@@ -12,7 +12,7 @@ export { createContext, type Context, type Identity, type RequestInfo, type Tran
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './trpc/subjectId.js';
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';
-export { builtinRouter, createAppRouter, type AppRouter } from './routers/appRouter.js';
+export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
 export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntime.js';
 export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/Runtime.js';
 export { Stats } from './runtime/Stats.js';
@@ -32,3 +32,4 @@ export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecurityS
 export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
 export * from './apiDescription/index.js';
 export * from './observability/index.js';
+export * from './services/governance/index.js';

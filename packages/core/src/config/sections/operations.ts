@@ -45,3 +45,35 @@ export const StatisticsSchema = z
     retentionDays: z.number().int().min(1).max(3650).default(90),
   })
   .prefault({});
+
+/** Events an alert webhook can receive. */
+export const ALERT_EVENTS = ['tokenLow', 'fallbackToByok', 'oneTimeConsumed', 'providerDegraded'] as const;
+
+/** `alerts`: signed outbound webhooks for operator events, through an outbox in the store. */
+export const AlertsSchema = z
+  .strictObject({
+    /** Receivers; each gets every event it subscribes to. Default none (alerts off). */
+    webhooks: z
+      .array(
+        z.strictObject({
+          /** http(s) URL the event is POSTed to. */
+          url: z.url({ protocol: /^https?$/ }),
+          /** HMAC-SHA256 key for the signature header; at least 32 characters. */
+          secret: z.string().min(32),
+          /** Events sent to this receiver. Default: all. */
+          events: z.array(z.enum(ALERT_EVENTS)).optional(),
+        }),
+      )
+      .default([]),
+    /** Delivery attempts before an alert is moved to the dead-letter list. Default 8. */
+    maxAttempts: z.number().int().min(1).max(50).default(8),
+    /** First retry delay in ms; doubles per attempt (with jitter) up to retryMaxMs. Default 1000. */
+    retryBaseMs: z.number().int().min(10).default(1000),
+    /** Longest retry delay in ms. Default 300000 (5 minutes). */
+    retryMaxMs: z.number().int().min(10).default(300_000),
+    /** How often the outbox is scanned for due alerts, in ms. Default 1000. */
+    pollIntervalMs: z.number().int().min(10).max(60_000).default(1000),
+    /** Timeout of one delivery attempt in ms. Default 10000. */
+    timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  })
+  .prefault({});

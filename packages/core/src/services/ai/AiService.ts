@@ -16,6 +16,8 @@ export interface AiServiceOptions {
   metering: Metering;
   /** Upstream call metrics (runtime.metrics). */
   metrics?: Metrics;
+  /** Told when a provider that was healthy fails (alerts: providerDegraded). */
+  onProviderDegraded?: (provider: ProviderId, reason: string) => void;
 }
 
 /** Outcome counters of one provider since start, for ai.getRegistryHealth. */
@@ -133,7 +135,11 @@ export class AiService {
     else {
       s.failures++;
       // A client leaving says nothing about the provider's health.
-      if (reason !== 'cancelled') s.lastFailure = { reason: reason ?? 'unknown', at };
+      if (reason !== 'cancelled') {
+        const wasHealthy = !s.lastFailure || (s.lastSuccessAt !== null && s.lastSuccessAt >= s.lastFailure.at);
+        s.lastFailure = { reason: reason ?? 'unknown', at };
+        if (wasHealthy) this.opts.onProviderDegraded?.(provider, s.lastFailure.reason);
+      }
     }
   }
 }
