@@ -147,10 +147,9 @@ export class ProviderRegistry {
     // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
     const model = canonicalModelId(provider, modelId);
     const baseURL = this.baseUrl(provider);
-    const fetch = pinnedFetch(baseURL, upstreamFetch);
     const sdk = await loadAiSdk();
-    // Spans, trace propagation and upstream metrics per HTTP attempt (observability/observedFetch).
-    const fetch = observedFetch(upstreamFetch, provider, model, this.metrics);
+    // Pinned to the base URL, with spans, trace propagation and upstream metrics per HTTP attempt.
+    const fetch = observedFetch(pinnedFetch(baseURL, upstreamFetch), provider, model, this.metrics);
     switch (provider) {
       case 'anthropic':
         return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);
