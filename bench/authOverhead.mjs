@@ -44,7 +44,8 @@ export async function authOverhead(duration) {
   const config = {
     storage: { type: 'memory' },
     jwt: { secret: SECRET },
-    mcp: { auth: { authType: 'jwt', publicTools: ['greeting'] } },
+    // Both tools benchmarked are public: the MCP tool rules govern /trpc and /rpc too (docs/security.md).
+    mcp: { auth: { authType: 'jwt', publicTools: ['greeting', 'echo'] } },
   };
   const app = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
   const token = await mintDevToken({ secret: SECRET, sub: 'bench-user', scopes: ['mcp'] });

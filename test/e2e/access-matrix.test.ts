@@ -1,3 +1,4 @@
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,7 +28,8 @@ const REQUIRED_SCOPE = 'mcp';
 
 const AUTH_TYPES = ['none', 'jwt', 'both', 'oauth'] as const;
 type AuthType = (typeof AUTH_TYPES)[number];
-const IDENTITIES = ['anonymous', 'user', 'noscope', 'admin'] as const;
+/** Plus two refused credentials: HS256 signed with another secret, and an ES256 access token from a foreign key. */
+const IDENTITIES = ['anonymous', 'user', 'noscope', 'admin', 'invalid', 'foreign'] as const;
 type Who = (typeof IDENTITIES)[number];
 type Outcome = 'PASSED' | 'UNAUTHORIZED' | 'FORBIDDEN' | 'INVALID_TOKEN' | 'INSUFFICIENT_SCOPE';
 const REFUSALS = new Set<string>(['UNAUTHORIZED', 'FORBIDDEN', 'INVALID_TOKEN', 'INSUFFICIENT_SCOPE']);
@@ -99,6 +101,7 @@ const CELLS: Cell[] = [
 function expected(cell: Cell, p: Proc, who: Who): Outcome {
   // A presented credential is verified first, whatever the procedure. authType 'oauth' accepts
   // only our authorization server's access tokens: the HS256 test tokens are refused there.
+  if (who === 'invalid' || who === 'foreign') return 'INVALID_TOKEN';
   if (who !== 'anonymous' && cell.authType === 'oauth') return 'INVALID_TOKEN';
   if (who === 'noscope') return 'INSUFFICIENT_SCOPE';
   const signedIn = who !== 'anonymous';
@@ -119,7 +122,18 @@ beforeAll(async () => {
   tokens.user = await mintDevToken({ secret: SECRET, sub: 'alice', email: 'alice@example.com', scopes: [REQUIRED_SCOPE] });
   tokens.admin = await mintDevToken({ secret: SECRET, sub: 'root', scopes: [REQUIRED_SCOPE, 'mcp:admin'] });
   tokens.noscope = await mintDevToken({ secret: SECRET, sub: 'bob', scopes: ['other'] });
+  tokens.invalid = await mintDevToken({ secret: 'some-other-secret-0123456789-abcdefgh', sub: 'mallory', scopes: [REQUIRED_SCOPE] });
+  tokens.foreign = foreignAccessToken();
 });
+
+/** An ES256 `at+jwt` signed with a key the server has never seen. */
+function foreignAccessToken(): string {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${b64({ alg: 'ES256', typ: 'at+jwt', kid: 'foreign-key' })}.${b64({ iss: 'http://127.0.0.1', aud: 'http://127.0.0.1/mcp', sub: 'eve', sid: 'x', client_id: 'c', scope: 'mcp mcp:admin', iat: now, exp: now + 600 })}`;
+  return `${input}.${sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+}
 const authHeader = (who: Who): Record<string, string> => (who === 'anonymous' ? {} : { authorization: `Bearer ${tokens[who]}` });
 
 /** A configured authorization server; its identity provider is never contacted in these tests. */
@@ -177,8 +191,12 @@ async function viaRpc(call: Call, who: Who): Promise<Map<string, Outcome>> {
   return new Map(PROCEDURES.map((p, i) => [p.path, classify(replies.find((r) => r.id === i)!.error?.data.appCode)]));
 }
 
-/** An MCP answer: the HTTP challenge, a tool result's structured error, or a JSON-RPC error. */
-function mcpOutcome(reply: McpReply): Outcome {
+/**
+ * An MCP answer: the HTTP challenge, a tool result's structured error, or a JSON-RPC error. With
+ * authentication configured, an anonymous refusal must be the HTTP 401 challenge (clients only
+ * start OAuth on it): the same refusal as a tool or JSON-RPC error counts as a mismatch.
+ */
+function mcpOutcome(reply: McpReply, challengeExpected = false): Outcome | 'UNAUTHORIZED without the HTTP challenge' {
   if (reply.status === 401 || reply.status === 403) {
     const challenge = reply.headers.get('www-authenticate') ?? '';
     expect(challenge).toMatch(/^Bearer .*resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp"/);
@@ -187,28 +205,28 @@ function mcpOutcome(reply: McpReply): Outcome {
   }
   expect(reply.status).toBe(200);
   const m = reply.message!;
-  if (m.error) return classify(m.error.data?.appCode);
-  if (m.result?.isError) return classify(m.result._meta?.['ai-backend/error']?.appCode);
-  return 'PASSED';
+  const outcome = m.error ? classify(m.error.data?.appCode) : m.result?.isError ? classify(m.result._meta?.['ai-backend/error']?.appCode) : 'PASSED';
+  return outcome === 'UNAUTHORIZED' && challengeExpected ? 'UNAUTHORIZED without the HTTP challenge' : outcome;
 }
 
 /** MCP over the given fetch: tools/call, prompts/get and resources/read of every procedure published so. */
-async function viaMcp(call: Call, who: Who): Promise<Map<string, Map<string, Outcome>>> {
+async function viaMcp(call: Call, who: Who, authType: AuthType): Promise<Map<string, Map<string, string>>> {
+  const challenge = who === 'anonymous' && authType !== 'none';
   const client = new RawMcp('', who === 'anonymous' ? undefined : tokens[who], call);
   // A refused credential is refused at initialize, and before any session is looked at.
   const init = await client.initialize();
   if (who === 'anonymous') expect(init.status).toBe(200);
-  const out = new Map<string, Map<string, Outcome>>([
+  const out = new Map<string, Map<string, string>>([
     ['mcp tools/call', new Map()],
     ['mcp prompts/get', new Map()],
     ['mcp resources/read', new Map()],
   ]);
   for (const p of PROCEDURES) {
-    if (isTool(p)) out.get('mcp tools/call')!.set(p.path, mcpOutcome(await client.callTool(toolName(p), INPUT)));
+    if (isTool(p)) out.get('mcp tools/call')!.set(p.path, mcpOutcome(await client.callTool(toolName(p), INPUT), challenge));
     const prompt = promptName(p);
-    if (prompt) out.get('mcp prompts/get')!.set(p.path, mcpOutcome(await client.send('prompts/get', { name: prompt, arguments: {} })));
+    if (prompt) out.get('mcp prompts/get')!.set(p.path, mcpOutcome(await client.send('prompts/get', { name: prompt, arguments: {} }), challenge));
     const uri = resourceUri(p);
-    if (uri) out.get('mcp resources/read')!.set(p.path, mcpOutcome(await client.send('resources/read', { uri })));
+    if (uri) out.get('mcp resources/read')!.set(p.path, mcpOutcome(await client.send('resources/read', { uri }), challenge));
   }
   return out;
 }
@@ -233,11 +251,11 @@ for (const cell of CELLS) {
     afterAll(() => s?.stop());
 
     it.each(IDENTITIES)('%s: every entry point gives the documented outcome for every procedure', async (who) => {
-      const observed = new Map<string, Map<string, Outcome>>([
+      const observed = new Map<string, Map<string, string>>([
         ['/trpc', await viaTrpc(s.call, '/trpc', who)],
         ['/typedrpc', await viaTrpc(s.call, '/typedrpc', who)],
         ['/rpc', await viaRpc(s.call, who)],
-        ...(await viaMcp(s.call, who)),
+        ...(await viaMcp(s.call, who, cell.authType)),
       ]);
       const mismatches: string[] = [];
       for (const p of PROCEDURES) {
@@ -274,8 +292,8 @@ describe('anonymous writes behind authentication', () => {
       expect(rpc.error.data.appCode).toBe('UNAUTHORIZED');
       const mcp = new RawMcp('', undefined, s.call);
       expect((await mcp.initialize()).status).toBe(200);
-      expect(mcpOutcome(await mcp.callTool('writeFile', input))).toBe('UNAUTHORIZED');
-      expect(mcpOutcome(await mcp.callTool('registerClientWorkspace', { id: 'c', uri: 'file:///tmp' }))).toBe('UNAUTHORIZED');
+      expect(mcpOutcome(await mcp.callTool('writeFile', input), true)).toBe('UNAUTHORIZED');
+      expect(mcpOutcome(await mcp.callTool('registerClientWorkspace', { id: 'c', uri: 'file:///tmp' }), true)).toBe('UNAUTHORIZED');
       await expect(stat(path.join(dir, 'pwned.txt'))).rejects.toThrow();
       // A signed-in user writes.
       const ok = await s.call('/rpc', {

@@ -13,6 +13,7 @@ export {
   CoreError,
   MemoryStorage,
   type AppRouter,
+  type AppRouterWith,
   type ConfigInput,
   type ResolvedConfig,
   type Context,

@@ -12,7 +12,7 @@ export { createContext, type Context, type Identity, type RequestInfo, type Tran
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './trpc/subjectId.js';
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';
-export { builtinRouter, createAppRouter, type AppRouter } from './routers/appRouter.js';
+export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
 export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntime.js';
 export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/Runtime.js';
 export { Stats } from './runtime/Stats.js';

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { createLogger, createRuntime, oauthServerEnabled, resolveConfig, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createAppRouter, createLogger, createRuntime, oauthServerEnabled, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
 import { createAuthenticator } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './http/bodyLimit.js';
@@ -36,9 +36,14 @@ export interface BoundAddress {
   url: string;
 }
 
-export interface AiBackendServer {
+export interface AiBackendServer<TRouter = AppRouterWith<{}>> {
   /** The Hono app: mount it in another Hono app. */
   readonly app: Hono;
+  /**
+   * The app router (built-in namespaces plus customRouters). Its type is what a tRPC client is
+   * typed with: `createTRPCClient<typeof server.router>(...)` sees the custom namespaces.
+   */
+  readonly router: TRouter;
   /**
    * The app as a fetch handler (Bun, Deno, workers with Node built-ins such as node:crypto). It does
    * not load the Node HTTP adapter (@hono/node-server); only start() does.
@@ -81,9 +86,13 @@ const OAUTH_PATHS = ['/.well-known/oauth-authorization-server', '/.well-known/oa
  * config throws ConfigError and nothing half-works. Storage opens in the background;
  * requests wait for it.
  */
-export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: CreateServerOptions = {}): AiBackendServer {
+export function createServer<C extends CustomRouters = {}>(
+  input: (ConfigInput & { customRouters?: C }) | ResolvedConfig = {},
+  opts: CreateServerOptions = {},
+): AiBackendServer<AppRouterWith<C>> {
   // Every cross-field rule (OAuth completeness, no unauthenticated public bind) is in the schema.
   const config = resolveConfig(input);
+  const appRouter = createAppRouter(config.customRouters as C);
   const withOAuth = oauthEnabled(config);
 
   const mcpOn = config.mcp.enabled && config.transports.http;
@@ -100,7 +109,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   let readyRuntime: Runtime | undefined;
   // One logger for the runtime and for errors caught at the HTTP layer.
   const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger }).then(async (runtime) => {
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter }).then(async (runtime) => {
     if (withOAuth) {
       const { createOAuthRoutes } = await import('@ai-backend/auth/oauth');
       const routes = createOAuthRoutes(runtime);
@@ -191,6 +200,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
 
   return {
     app,
+    router: appRouter,
     fetch: (req) => Promise.resolve(app.fetch(req)),
     config,
     ready: getRuntime,

@@ -15,7 +15,9 @@ describe('OAuth endpoint rate limits', () => {
     }
     expect(statuses).toEqual([401, 401, 401, 429]);
     expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(last!.headers.get('ratelimit-remaining')).toBe('0');
+    // The same header format as procedures and /mcp (core's RateLimiter).
+    expect(last!.headers.get('ratelimit')).toMatch(/^"oauth-token";r=0;t=\d+$/);
+    expect(last!.headers.get('ratelimit-policy')).toBe('"oauth-token";q=3;w=60');
     expect((await last!.json()).error).toBe('rate_limited');
     // Other endpoints count separately; discovery is not limited.
     expect((await h.request('/register', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(400);

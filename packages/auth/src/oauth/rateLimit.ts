@@ -1,29 +1,31 @@
 import type { MiddlewareHandler } from 'hono';
+import { RateLimiter, rateLimitCaller } from '@ai-backend/core';
 import { oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 
 /**
- * Fixed-window limit per client address and endpoint group, counted in the session storage so
- * instances sharing Redis share the count. Answers 429 with Retry-After and RateLimit headers.
+ * Fixed-window limit per client address and endpoint group, with core's RateLimiter (the one
+ * limiter of the project): counted in the session storage so instances sharing Redis share the
+ * count, and answered with the same headers as procedures and /mcp: `RateLimit`,
+ * `RateLimit-Policy` (policy "oauth-<group>") and, over the limit, 429 with `Retry-After`.
  */
 export function rateLimit(services: () => Promise<OAuthServices>, group: string): MiddlewareHandler {
+  let limiter: RateLimiter | undefined;
   return async (c, next) => {
     const s = await services();
     const { enabled, windowMs, maxRequests } = s.settings.rateLimit;
     if (!enabled) return next();
-    const now = Date.now();
-    const window = Math.floor(now / windowMs);
-    const resetSec = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
-    const key = `oauth:rl:${group}:${s.clientIp(c)}:${window}`;
-    const count = (await s.store.storage.increment(key, 1, { ttlMs: windowMs })) ?? 0;
-    const headers = {
-      'RateLimit-Limit': String(maxRequests),
-      'RateLimit-Remaining': String(Math.max(0, maxRequests - count)),
-      'RateLimit-Reset': String(resetSec),
-    };
-    if (count > maxRequests) {
-      s.logger.warn('oauth rate limit hit', { event: 'rate_limited', endpoint: group, ip: s.clientIp(c) });
-      return oauthError(c, 429, 'rate_limited', 'too many requests; retry later', { ...headers, 'Retry-After': String(resetSec) });
+    limiter ??= new RateLimiter(
+      s.store.storage,
+      { enabled, windowMs, maxRequests, maxToolCalls: maxRequests },
+      { prefix: `oauth:rl:${group}:`, names: { requests: `oauth-${group}` }, kinds: ['requests'], logger: s.logger },
+    );
+    const ip = s.clientIp(c);
+    const decision = await limiter.hit('requests', rateLimitCaller(null, ip));
+    const headers = limiter.headers([decision]);
+    if (decision && !decision.allowed) {
+      s.logger.warn('oauth rate limit hit', { event: 'rate_limited', endpoint: group, ip });
+      return oauthError(c, 429, 'rate_limited', 'too many requests; retry later', headers);
     }
     await next();
     for (const [k, v] of Object.entries(headers)) c.res.headers.set(k, v);

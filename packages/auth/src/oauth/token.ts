@@ -116,6 +116,10 @@ async function issue(
   // The session lives as long as its newest refresh token (sliding), or as its access token.
   await s.store.put('session', session.sid, { ...session, exp: now + (canRefresh ? refreshTtlMs : s.settings.accessTokenTtlSec * 1000) });
   const access = await s.tokens.issue(session, scopes);
+  // A client that obtains tokens is in use: keep it for clientTtlSec after its last token (sliding,
+  // written at most once a day); unused registrations expire after unusedClientTtlSec.
+  const keepUntil = now + s.settings.registration.clientTtlSec * 1000;
+  if (client.exp < keepUntil - 86_400_000) await s.store.put('client', client.client_id, { ...client, exp: keepUntil });
   let refresh: string | undefined;
   if (canRefresh) {
     refresh = randomToken(32);

@@ -1,5 +1,5 @@
 import type { AnyRouter } from '@trpc/server';
-import { router } from '../trpc/init.js';
+import { mergeRouters, router } from '../trpc/init.js';
 import { adminRouter } from './admin/adminRouter.js';
 import { aiRouter } from './ai/aiRouter.js';
 import { authRouter } from './auth/authRouter.js';
@@ -21,8 +21,17 @@ export const builtinRouter = router({
 
 export type AppRouter = typeof builtinRouter;
 
-/** Built-in namespaces plus the operator's customRouters (each under its own namespace). */
-export function createAppRouter(customRouters: Record<string, AnyRouter>): AnyRouter {
-  if (Object.keys(customRouters).length === 0) return builtinRouter;
-  return router({ ...builtinRouter._def.record, ...customRouters });
+/** customRouters as config takes them: namespace → router. */
+export type CustomRouters = Record<string, AnyRouter>;
+
+/**
+ * Built-in namespaces plus the operator's customRouters (each under its own namespace), merged
+ * with tRPC's public `mergeRouters`, so the result's type carries the custom namespaces: a
+ * `@trpc/client` typed with `AppRouterWith<typeof customRouters>` sees `weather.forecast`.
+ */
+export function createAppRouter<C extends CustomRouters = {}>(customRouters: C = {} as C) {
+  return mergeRouters(builtinRouter, router(customRouters));
 }
+
+/** The router type of a server built with these customRouters (what a tRPC client is typed with). */
+export type AppRouterWith<C extends CustomRouters> = ReturnType<typeof createAppRouter<C>>;

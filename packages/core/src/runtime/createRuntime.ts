@@ -27,6 +27,8 @@ export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
   storage?: Storage;
   logger?: Logger;
+  /** The app router, when the caller built it already (createServer does, to type its clients). */
+  router?: AnyRouter;
 }
 
 const noAuthenticator: Authenticator = async () => ({
@@ -43,7 +45,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const storage = instrumentStorage(opts.storage ?? (await createStorage(config.storage)), metrics);
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
-  const router: AnyRouter = createAppRouter(config.customRouters);
+  const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
   const billing = new BillingService(storage, vault, config.billing, logger);
   billing.start();

@@ -55,6 +55,14 @@ export const OAuthSchema = z
          * (RFC 8252 §7.1), e.g. ['cursor']. Default none.
          */
         allowedCustomSchemes: z.array(z.string().regex(/^[a-z][a-z0-9+.-]*$/)).default([]),
+        /** A client that completes no authorization within this many seconds is removed. Default 86400 (1 day). */
+        unusedClientTtlSec: z.number().int().min(60).default(86_400),
+        /** A client that has been used lives this long after its last token, sliding. Default 7776000 (90 days). */
+        clientTtlSec: z.number().int().min(3600).default(90 * 86_400),
+        /** Registrations per client address per day. Default 20. */
+        maxPerAddressPerDay: z.number().int().min(1).default(20),
+        /** Largest stored client record (its metadata as JSON), in bytes. Default 8192. */
+        maxClientBytes: z.number().int().min(1024).default(8192),
       })
       .prefault({}),
     /** Scopes clients may request (scopes_supported). The admin scope is granted only to admin.users. */

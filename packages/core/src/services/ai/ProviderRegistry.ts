@@ -148,8 +148,9 @@ export class ProviderRegistry {
     const model = canonicalModelId(provider, modelId);
     const baseURL = this.baseUrl(provider);
     const sdk = await loadAiSdk();
-    // Pinned to the base URL, with spans, trace propagation and upstream metrics per HTTP attempt.
-    const fetch = observedFetch(pinnedFetch(baseURL, upstreamFetch), provider, model, this.metrics);
+    // Pinned to the base URL (no input can change host, path prefix or query); spans, trace
+    // propagation and upstream metrics per HTTP attempt (observability/observedFetch).
+    const fetch = pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics));
     switch (provider) {
       case 'anthropic':
         return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);

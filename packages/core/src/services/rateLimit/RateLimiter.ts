@@ -26,6 +26,13 @@ export interface RateLimiterOptions {
   now?: () => number;
   /** Told of every refusal (metrics). */
   onRefusal?: (kind: RateLimitKind) => void;
+  /**
+   * Policy names in the RateLimit headers, per kind. Default "requests" and "tool-calls"; the
+   * OAuth endpoints use one limiter per endpoint group ("oauth-token", ...).
+   */
+  names?: Partial<Record<RateLimitKind, string>>;
+  /** The kinds this limiter counts (listed in RateLimit-Policy). Default both. */
+  kinds?: RateLimitKind[];
 }
 
 export interface RateLimitDecision {
@@ -64,6 +71,8 @@ export function rateLimitCaller(identity: { sub: string } | null | undefined, ip
 export class RateLimiter {
   private readonly prefix: string;
   private readonly now: () => number;
+  private readonly names: Record<RateLimitKind, string>;
+  private readonly kinds: RateLimitKind[];
   private lastWarn = 0;
 
   constructor(
@@ -73,6 +82,8 @@ export class RateLimiter {
   ) {
     this.prefix = opts.prefix ?? 'rl:';
     this.now = opts.now ?? Date.now;
+    this.names = { ...POLICY, ...opts.names };
+    this.kinds = opts.kinds ?? ['requests', 'toolCalls'];
   }
 
   get enabled(): boolean {
@@ -109,10 +120,10 @@ export class RateLimiter {
     return { allowed, kind, limit, remaining: allowed ? limit - count : 0, resetSec };
   }
 
-  /** `RateLimit-Policy` (IETF draft-ietf-httpapi-ratelimit-headers): both quotas, always the same. */
+  /** `RateLimit-Policy` (IETF draft-ietf-httpapi-ratelimit-headers): every quota counted, always the same. */
   policyHeader(): string {
     const w = Math.max(1, Math.round(this.settings.windowMs / 1000));
-    return `"${POLICY.requests}";q=${this.settings.maxRequests};w=${w}, "${POLICY.toolCalls}";q=${this.settings.maxToolCalls};w=${w}`;
+    return this.kinds.map((k) => `"${this.names[k]}";q=${this.limitOf(k)};w=${w}`).join(', ');
   }
 
   /**
@@ -123,7 +134,7 @@ export class RateLimiter {
     const taken = decisions.filter((d): d is RateLimitDecision => d !== null);
     if (taken.length === 0) return {};
     const out: Record<string, string> = {
-      RateLimit: taken.map((d) => `"${POLICY[d.kind]}";r=${d.remaining};t=${d.resetSec}`).join(', '),
+      RateLimit: taken.map((d) => `"${this.names[d.kind]}";r=${d.remaining};t=${d.resetSec}`).join(', '),
       'RateLimit-Policy': this.policyHeader(),
     };
     const refused = taken.find((d) => !d.allowed);
