@@ -55,6 +55,7 @@ export class Metrics {
   private readonly models = new BoundedLabel();
   /** Children by label key: prom-client hashes the label object on every call otherwise. */
   private readonly requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
+  private readonly httpChildren = new Map<string, { inc(): void }>();
   private sessionsSource: () => number = () => 0;
   private streamsSource: () => number = () => 0;
 
@@ -92,7 +93,10 @@ export class Metrics {
   }
 
   http(entry: string, status: number): void {
-    this.httpRequests.labels(entry, `${Math.floor(status / 100)}xx`).inc();
+    const key = entry + Math.floor(status / 100);
+    let child = this.httpChildren.get(key);
+    if (!child) this.httpChildren.set(key, (child = this.httpRequests.labels(entry, `${Math.floor(status / 100)}xx`)));
+    child.inc();
   }
 
   upstream(provider: string, model: string, outcome: string, seconds: number | undefined): void {

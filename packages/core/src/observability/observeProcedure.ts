@@ -1,7 +1,7 @@
 import type { TRPCError } from '@trpc/server';
 import { context, trace, SpanKind, type Span } from '@opentelemetry/api';
 import type { Context } from '../trpc/context.js';
-import { SpanStatusCode, tracer } from './tracing.js';
+import { SpanStatusCode, tracer, tracingActive } from './tracing.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
 
@@ -11,18 +11,20 @@ type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
  */
 export class CallObservation {
   private readonly started = performance.now();
-  private readonly span: Span;
+  private readonly span: Span | undefined;
 
   constructor(
     private readonly ctx: Context,
     private readonly path: string,
   ) {
-    this.span = tracer.startSpan(`procedure ${path}`, { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport } });
+    this.span = tracingActive()
+      ? tracer.startSpan(`procedure ${path}`, { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport } })
+      : undefined;
   }
 
   /** Run the rest of the chain with this call's span active (storage and upstream spans nest under it). */
   run<R extends MiddlewareResult>(next: () => Promise<R>): Promise<R> {
-    return context.with(trace.setSpan(context.active(), this.span), next);
+    return this.span ? context.with(trace.setSpan(context.active(), this.span), next) : next();
   }
 
   /** The call ended: ok, or refused/failed with a tRPC error. */
@@ -32,6 +34,7 @@ export class CallObservation {
     runtime.stats.record(req.transport, this.path, ms, error !== undefined);
     if (this.ctx.identity) runtime.users.seen(this.ctx.identity);
     runtime.metrics?.procedure(req.transport, this.path, ms / 1000, error ? error.code : 'ok');
+    if (!this.span) return;
     if (error) this.span.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
     this.span.end();
   }

@@ -1,10 +1,22 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type TextMapGetter } from '@opentelemetry/api';
+import { context, propagation, ProxyTracerProvider, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type TextMapGetter } from '@opentelemetry/api';
 
 /**
  * Tracing goes through @opentelemetry/api only: without an SDK registered by the operator every
  * call here is the API's no-op (no span is recorded, nothing is exported). See docs/operations.md.
  */
 export const tracer = trace.getTracer('ai-backend');
+
+/** The API's no-op provider: what a ProxyTracerProvider delegates to until an SDK is registered. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/**
+ * Has the operator registered an SDK? Checked per request (a global read), so the request path
+ * skips context extraction and span bookkeeping entirely while tracing is off.
+ */
+export function tracingActive(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER;
+}
 
 const headersGetter: TextMapGetter<Headers> = {
   keys: (h) => [...h.keys()],
@@ -23,6 +35,10 @@ function endWith(span: Span, error: unknown): void {
  * `tracestate`) when it sent one. `fn` returns the response status.
  */
 export async function inRequestSpan(headers: Headers, method: string, route: string, fn: () => Promise<number>): Promise<void> {
+  if (!tracingActive()) {
+    await fn();
+    return;
+  }
   const parent = propagation.extract(ROOT_CONTEXT, headers, headersGetter);
   const span = tracer.startSpan(`${method} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route } }, parent);
   let error: unknown;
