@@ -1,5 +1,20 @@
-import { join } from 'node:path';
-import { ConfigError, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
+import { statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ConfigError, sqliteFile, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
+
+/**
+ * The database file of `oauth.sessionStorage` type 'file': `filePath` itself, or `oauth.db` in it
+ * when it names a directory; default `<storage.dir>/oauth.db`.
+ */
+function sessionFile(config: ResolvedConfig, filePath: string | undefined): string {
+  if (filePath === undefined) return join(config.storage.dir, 'oauth.db');
+  try {
+    if (statSync(filePath).isDirectory()) return join(filePath, 'oauth.db');
+  } catch {
+    // not there yet: a file path
+  }
+  return filePath;
+}
 
 type OAuthConfig = ResolvedConfig['oauth'];
 export type UpstreamConfig = NonNullable<OAuthConfig['provider']>;
@@ -25,8 +40,8 @@ export function checkOAuthConfig(config: ResolvedConfig): ConfigProblem[] {
   if (o.registration.policy === 'token' && (o.registration.initialAccessToken?.length ?? 0) < 32) {
     problems.push({ path: 'oauth.registration.initialAccessToken', message: "policy 'token' needs an initial access token of at least 32 characters" });
   }
-  if (o.sessionStorage?.type === 'file' && o.sessionStorage.filePath === config.storage.dir && config.storage.type === 'file') {
-    problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from storage.dir (or leave sessionStorage unset to share the main storage)' });
+  if (o.sessionStorage?.type === 'file' && config.storage.type === 'sqlite' && resolve(sessionFile(config, o.sessionStorage.filePath)) === resolve(sqliteFile(config.storage))) {
+    problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from the main SQLite file (or leave sessionStorage unset to share the main storage)' });
   }
   return problems;
 }
@@ -37,9 +52,11 @@ export function resolveOAuthSettings(config: ResolvedConfig): OAuthSettings {
   if (problems.length > 0) throw new ConfigError(problems);
   const o = config.oauth;
   const s = o.sessionStorage;
+  // 'file' keeps its spec meaning: the embedded database, at filePath.
   const storage: StorageConfig | undefined = s && {
-    type: s.type,
-    dir: s.filePath ?? join(config.storage.dir, 'oauth'),
+    ...config.storage,
+    type: s.type === 'file' ? 'sqlite' : s.type,
+    sqlite: { ...config.storage.sqlite, file: sessionFile(config, s.filePath) },
     redis: s.redis,
   };
   return {

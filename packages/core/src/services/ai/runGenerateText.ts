@@ -56,9 +56,19 @@ export interface GenerateTextDeps {
   record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void;
 }
 
-/** Worst-case tokens of a call: input estimated at 4 characters per token, plus maxTokens. */
+/**
+ * Tokens a provider adds around the messages (role markers, turn separators, reply priming):
+ * a few per message on every provider we support; 64 leaves a wide margin.
+ */
+export const MESSAGE_OVERHEAD_TOKENS = 64;
+
+/**
+ * Worst-case tokens of a call, a true upper bound so a hold always covers the charge: every
+ * token of a byte-level tokenizer encodes at least one byte, so input tokens cannot exceed the
+ * UTF-8 bytes of system prompt and content plus the message overhead; output cannot exceed maxTokens.
+ */
 export function estimateTokens(content: string, system: string, maxTokens: number): number {
-  return Math.ceil((content.length + system.length) / 4) + maxTokens;
+  return Buffer.byteLength(content, 'utf8') + Buffer.byteLength(system, 'utf8') + MESSAGE_OVERHEAD_TOKENS + maxTokens;
 }
 
 /**

@@ -25,6 +25,11 @@ export interface TestUpstreamOptions {
   latencyMs?: number;
   /** Reply text. Default: `Test reply from <format> (<model>)`. Never contains the system prompt. */
   reply?: (req: RecordedRequest) => string;
+  /**
+   * Input tokens reported for a prompt. Default: 4 characters per token. Pass the server's
+   * worst-case estimate to make every call use exactly what it reserved.
+   */
+  countInputTokens?: (system: string, content: string) => number;
 }
 
 export interface RecordedRequest {
@@ -211,7 +216,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       replyBody(r.format, {
         model: p.model,
         text,
-        inputTokens: Math.ceil((p.system.length + p.content.length) / 4),
+        inputTokens: options.countInputTokens ? options.countInputTokens(p.system, p.content) : Math.ceil((p.system.length + p.content.length) / 4),
         outputTokens: out,
         truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
         omitUsage: fault?.kind === 'noUsage',

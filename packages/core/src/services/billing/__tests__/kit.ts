@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { CoreError } from '../../../errors/CoreError.js';
 import { resolveConfig } from '../../../config/resolveConfig.js';
@@ -7,6 +10,9 @@ import { createRuntime } from '../../../runtime/createRuntime.js';
 import type { Runtime } from '../../../runtime/Runtime.js';
 import { MemoryStorage } from '../../../storage/MemoryStorage.js';
 import { RedisStorage } from '../../../storage/RedisStorage.js';
+import { PostgresStorage } from '../../../storage/sql/PostgresStorage.js';
+import { SqliteStorage } from '../../../storage/sql/SqliteStorage.js';
+import { dropTestSchema, requireTestPostgres, testPostgresOptions } from '../../../storage/testPostgres.js';
 import type { Storage } from '../../../storage/Storage.js';
 import { TEST_REDIS, dropTestKeys, requireTestRedis, testRedisOptions } from '../../../storage/testRedis.js';
 import type { Context, Identity } from '../../../trpc/context.js';
@@ -31,7 +37,7 @@ export interface OpenStore {
 }
 
 export interface Backend {
-  name: 'memory' | 'redis';
+  name: 'memory' | 'sqlite' | 'postgres' | 'redis';
   setup?(): Promise<void>;
   open(label: string): Promise<OpenStore>;
 }
@@ -68,6 +74,42 @@ export const backends: Backend[] = [
     open: async () => {
       const storage = new MemoryStorage();
       return { storage, another: async () => storage, dump: () => dumpMemory(storage), cleanup: async () => undefined };
+    },
+  },
+  {
+    name: 'sqlite',
+    open: async (label) => {
+      const dir = await mkdtemp(join(tmpdir(), `${label}-`));
+      const storage = await SqliteStorage.open({ file: join(dir, 'test.db') });
+      return {
+        storage,
+        // One process owns an SQLite file: a second instance is the same store.
+        another: async () => storage,
+        dump: () => dumpMemory(storage),
+        cleanup: () => rm(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    setup: requireTestPostgres,
+    open: async (label) => {
+      const opts = testPostgresOptions(label);
+      const storage = await PostgresStorage.connect(opts);
+      const extra: Storage[] = [];
+      return {
+        storage,
+        another: async () => {
+          const s = await PostgresStorage.connect(opts);
+          extra.push(s);
+          return s;
+        },
+        dump: () => dumpMemory(storage),
+        cleanup: async () => {
+          for (const s of extra) await s.close();
+          await dropTestSchema(opts.schema);
+        },
+      };
     },
   },
   {
@@ -131,7 +173,7 @@ export class OutageStorage implements Storage {
     return this.inner.kind;
   }
   /** The next `times` calls of `method` fail. */
-  failNext(method: 'append' | 'increment' | 'set' | 'compareAndSet' | 'delete', times = 1): void {
+  failNext(method: 'append' | 'increment' | 'set' | 'compareAndSet' | 'delete' | 'transact', times = 1): void {
     this.failing.set(method, times);
   }
   private check(method: string): void {
@@ -149,6 +191,9 @@ export class OutageStorage implements Storage {
   keys: Storage['keys'] = (p) => this.inner.keys(p);
   append: Storage['append'] = async (l, r) => (this.check('append'), this.inner.append(l, r));
   readLog: Storage['readLog'] = (l, o) => this.inner.readLog(l, o);
+  getMany: Storage['getMany'] = (k) => this.inner.getMany(k);
+  transact: Storage['transact'] = async (k, p) => (this.check('transact'), this.inner.transact(k, p));
+  dueKeys: Storage['dueKeys'] = (p, n, l) => this.inner.dueKeys(p, n, l);
   health: Storage['health'] = () => this.inner.health();
   close: Storage['close'] = () => this.inner.close();
 }
