@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, type ConfigInput } from '@ai-backend/core';
+import { dropTestKeys } from '../../packages/core/src/storage/testRedis.js';
+import { dropTestSchema, requireTestPostgres, testPostgresOptions } from '../../packages/core/src/storage/testPostgres.js';
 import { createTestUpstream, creditTokens, reservedFor, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
@@ -141,6 +143,38 @@ describe('200 concurrent calls, balance for about 50', () => {
       await client.quit();
     }
   });
+
+  for (const instances of [2, 3]) {
+    it(`${instances} servers on one PostgreSQL plus Redis, requests spread over them`, async () => {
+      await requireTestPostgres();
+      upstream.reset();
+      const pg = testPostgresOptions(`conc${instances}`);
+      const keyPrefix = `e2e-ai-conc-pg-${randomUUID()}:`;
+      const config: ConfigInput = {
+        storage: { type: 'postgres', postgres: { ...pg, connectTimeoutMs: 5000, queryTimeoutMs: 10_000 }, shared: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } },
+      };
+      const servers: AiServer[] = [];
+      try {
+        for (let i = 0; i < instances; i++) servers.push(await startAiServer(upstream, config));
+        const sub = `conc-pg-user-${instances}`;
+        const token = await tokenFor(sub);
+        const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
+        await creditTokens(servers[0]!.url, await tokenFor('conc-admin', { admin: true }), sub, initial, `conc-pg-${instances}`);
+        const r = await burst(servers, sub, token);
+        await check(servers, sub, token, initial, r);
+        for (const s of servers) {
+          const h = s.runtime.ai.registryHealth();
+          if (h.status === 'unhealthy') throw new Error(h.error.message);
+          expect(h.providers.openai.calls).toBeGreaterThan(0);
+          expect(s.runtime.shared.kind).toBe('redis');
+        }
+      } finally {
+        for (const s of servers) await s.stop();
+        await dropTestSchema(pg.schema);
+        await dropTestKeys(keyPrefix);
+      }
+    });
+  }
 
   it('with refunds (calls use less than they hold): never below zero, never more than the balance, ledger sums', async () => {
     upstream.reset();

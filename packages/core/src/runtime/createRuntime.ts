@@ -21,6 +21,8 @@ import { Stats } from './Stats.js';
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
   storage?: Storage;
+  /** Use this storage for the hot shared state instead of the configured one. */
+  shared?: Storage;
   logger?: Logger;
 }
 
@@ -35,9 +37,15 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const storage = opts.storage ?? (await createStorage(config.storage));
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
+  let shared = opts.shared ?? storage;
+  if (!opts.shared && config.storage.shared === 'redis' && storage.kind !== 'redis') {
+    shared = await createStorage({ ...config.storage, type: 'redis' });
+    closers.push(() => shared.close());
+    health.set('shared', () => shared.health());
+  }
   const router: AnyRouter = createAppRouter(config.customRouters);
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
-  const billing = new BillingService(storage, vault, config.billing, logger);
+  const billing = new BillingService(storage, vault, config.billing, logger, shared);
   billing.start();
   closers.push(() => billing.stop());
   const ai = new AiService({ config, logger, metering: billing });
@@ -54,6 +62,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const runtime: Runtime = {
     config,
     storage,
+    shared,
     stats: new Stats(),
     logger,
     resources: createResourceRegistry(router, workspaces),
@@ -63,7 +72,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     billing,
     vault,
     ai,
-    rateLimit: new RateLimiter(storage, config.mcp.rateLimiting, { logger }),
+    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger }),
     security,
     router,
     health,

@@ -79,8 +79,8 @@ export class McpHandler {
     this.catalog = buildToolCatalog(runtime.router);
     this.guard = createOriginGuard(runtime.config);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
-    this.eventStoreKind = opts.eventStore ?? (runtime.config.storage.type === 'redis' ? 'storage' : 'memory');
-    this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.storage, idle) : undefined;
+    this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
+    this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
     this.sweeper = setInterval(() => {
       const cutoff = Date.now() - idle;
       for (const [id, s] of this.sessions) if (s.lastSeen < cutoff) void this.closeSession(id);
@@ -257,7 +257,7 @@ export class McpHandler {
   private createEventStore(sessionId: string): EventStore | undefined {
     const kind = this.eventStoreKind;
     if (kind === 'none') return undefined;
-    return kind === 'storage' ? new StorageEventStore(this.runtime.storage, sessionId) : new MemoryEventStore();
+    return kind === 'storage' ? new StorageEventStore(this.runtime.shared, sessionId) : new MemoryEventStore();
   }
 
   private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null): Promise<Response> {

@@ -70,5 +70,11 @@ export const StorageSchema = z
     sqlite: SqliteOptionsSchema,
     postgres: PostgresOptionsSchema,
     redis: RedisOptionsSchema,
+    /**
+     * Where hot, shared, short-lived state lives (rate-limit windows, anonymous budgets, MCP
+     * session records and event streams): 'store' (default) = the store above; 'redis' = the
+     * Redis of `storage.redis`, for several instances on PostgreSQL.
+     */
+    shared: z.enum(['store', 'redis']).default('store'),
   })
   .prefault({});

@@ -63,11 +63,13 @@ export class BillingService implements Metering {
     private readonly vault: KeyVault,
     readonly options: BillingOptions,
     private readonly logger: Logger,
+    /** Where anonymous server-paid windows count (hot shared state). Default: `storage`. */
+    shared: Storage = storage,
   ) {
     this.ledger = new Ledger(storage);
     this.preferences = new PreferencesStore(storage);
     this.reservations = new Reservations(this.ledger, logger, options.reservationTtlMs);
-    this.anonymous = new AnonymousWindow(storage, { tokensPerWindow: options.anonymousTokensPerWindow, windowMs: options.anonymousWindowMs });
+    this.anonymous = new AnonymousWindow(shared, { tokensPerWindow: options.anonymousTokensPerWindow, windowMs: options.anonymousWindowMs });
   }
 
   /** Tokens plus platform fee. */
