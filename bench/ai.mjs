@@ -70,7 +70,7 @@ const schema = `bench_${process.pid}`;
 const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'root', database: 'test' };
 const memory = await gateway('gateway, memory store (reference)', { type: 'memory' });
 const sqlite = await gateway('gateway, SQLite store', { type: 'sqlite', dir });
-const postgres = await gateway('gateway, PostgreSQL + Redis', { type: 'postgres', postgres: { ...pgConn, schema }, shared: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } });
+const postgres = await gateway('gateway, PostgreSQL + Redis', { type: 'postgres', postgres: { ...pgConn, schema, connectTimeoutMs: 5000, queryTimeoutMs: 5000 }, shared: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } });
 const gateways = { memory, sqlite, postgres };
 
 // The exact request the gateway sent upstream, replayed directly.

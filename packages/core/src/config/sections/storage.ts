@@ -33,10 +33,13 @@ export const PostgresOptionsSchema = z
       .default(false),
     /** Connections per server instance. Default 10. */
     poolSize: z.number().int().min(1).max(1000).default(10),
-    /** Fail with 503 when no connection is obtained within this many ms. Default 1000. */
-    connectTimeoutMs: z.number().int().min(50).max(60_000).default(1000),
-    /** Fail with 503 when a query gets no answer within this many ms. Default 2000. */
-    queryTimeoutMs: z.number().int().min(50).max(600_000).default(2000),
+    /**
+     * Fail with 503 when no connection is obtained within this many ms (database unreachable, or
+     * every pooled connection busy). Default 800: an outage answers within a second.
+     */
+    connectTimeoutMs: z.number().int().min(50).max(60_000).default(800),
+    /** Fail with 503 when a query gets no answer within this many ms. Default 800. */
+    queryTimeoutMs: z.number().int().min(50).max(600_000).default(800),
   })
   .prefault({});
 

@@ -19,9 +19,9 @@ export interface PostgresStorageOptions {
   ssl?: boolean | { rejectUnauthorized?: boolean; ca?: string; cert?: string; key?: string };
   /** Most connections this process opens. Default 10. */
   poolSize?: number;
-  /** A connection not obtained within this many ms fails with UNAVAILABLE. Default 1000. */
+  /** A connection not obtained within this many ms fails with UNAVAILABLE. Default 800. */
   connectTimeoutMs?: number;
-  /** A query without an answer after this many ms fails with UNAVAILABLE. Default 2000. */
+  /** A query without an answer after this many ms fails with UNAVAILABLE. Default 800. */
   queryTimeoutMs?: number;
 }
 
@@ -64,8 +64,8 @@ export class PostgresStorage implements Storage {
       ...(opts.database ? { database: opts.database } : {}),
       ...(opts.ssl !== undefined && opts.ssl !== false ? { ssl: opts.ssl === true ? { rejectUnauthorized: true } : opts.ssl } : {}),
       max: opts.poolSize ?? 10,
-      connectionTimeoutMillis: opts.connectTimeoutMs ?? 1000,
-      query_timeout: opts.queryTimeoutMs ?? 2000,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 800,
+      query_timeout: opts.queryTimeoutMs ?? 800,
       options: `-c search_path=${schema}`,
       application_name: 'ai-backend',
     };
