@@ -11,5 +11,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Probes Redis, PostgreSQL, redis-server and Chromium once; suites that need a missing one skip,
+    // and the run ends with one line naming it (AI_BACKEND_REQUIRE_SERVICES=1 turns skips into failures).
+    globalSetup: ['./packages/test-utils/src/services/servicesGlobalSetup.ts'],
   },
 });

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createBenchTree } from '@ai-backend/core';
+import { createBenchTree } from '@ai-backend/test-utils';
 import { load, rssMb, startServer, table } from './lib.mjs';
 
 const duration = Number(process.argv[2] ?? 5);

@@ -40,7 +40,7 @@ describe('examples', () => {
     await backend.ready();
     const app = new Hono();
     app.route('/api', backend.app);
-    const res = await app.request('/api/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: 'mounted' } }) });
+    const res = await app.request('/api/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: 'mounted' } }) });
     expect(((await res.json()) as any).result).toEqual({ message: 'mounted' });
     expect((await app.request('/api/health')).status).toBe(200);
     const trpc = await app.request('/api/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'typed' } })));

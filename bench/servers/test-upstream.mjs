@@ -1,9 +1,9 @@
-// The test upstream (the four provider wire formats) from the built @ai-backend/core/testing
+// The test upstream (the four provider wire formats) from the built @ai-backend/test-utils
 // export, in its own process so it does not share an event loop with the server under test.
 // A small control server gives the last request it received, so the benchmark can replay the
 // exact wire request the gateway sent. Options as JSON in argv[2] (createTestUpstream options).
 import http from 'node:http';
-import { createTestUpstream } from '@ai-backend/core/testing';
+import { createTestUpstream } from '@ai-backend/test-utils';
 
 const upstream = await createTestUpstream(JSON.parse(process.argv[2] ?? '{}'));
 let last;

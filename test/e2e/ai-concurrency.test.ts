@@ -2,11 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, type ConfigInput } from '@ai-backend/core';
-import { dropTestKeys } from '../../packages/core/src/storage/testRedis.js';
-import { dropTestSchema, requireTestPostgres, testPostgresOptions } from '../../packages/core/src/storage/testPostgres.js';
 import { createTestUpstream, creditTokens, reservedFor, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
@@ -19,6 +17,8 @@ import { createTestUpstream, creditTokens, reservedFor, rpcCall, startAiServer, 
  * server's worst case, so every call is charged exactly what it reserved: the number of calls
  * the balance allows is then exact, not a range.
  */
+const testRedisAt = await testRedis();
+const testPg = await testPostgres();
 const CALLS = 200;
 const AFFORDABLE = 50;
 const SYSTEM = 'Answer briefly.';
@@ -113,10 +113,10 @@ describe('200 concurrent calls, balance for about 50', () => {
     }
   });
 
-  it('two servers sharing Redis, requests alternating between them', async () => {
+  it.skipIf(!testRedisAt.ok)('two servers sharing Redis, requests alternating between them', async () => {
     upstream.reset();
     const keyPrefix = `e2e-ai-conc-${randomUUID()}:`;
-    const redis: ConfigInput = { storage: { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } } };
+    const redis: ConfigInput = { storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } };
     const a = await startAiServer(upstream, redis);
     const b = await startAiServer(upstream, redis);
     try {
@@ -136,22 +136,17 @@ describe('200 concurrent calls, balance for about 50', () => {
     } finally {
       await a.stop();
       await b.stop();
-      const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
-      await client.connect();
-      const keys = await client.keys(`${keyPrefix}*`);
-      if (keys.length) await client.del(...keys);
-      await client.quit();
+      await dropTestKeys(testRedisAt, keyPrefix);
     }
   });
 
   for (const instances of [2, 3]) {
-    it(`${instances} servers on one PostgreSQL plus Redis, requests spread over them`, async () => {
-      await requireTestPostgres();
+    it.skipIf(!testPg.ok || !testRedisAt.ok)(`${instances} servers on one PostgreSQL plus Redis, requests spread over them`, async () => {
       upstream.reset();
-      const pg = testPostgresOptions(`conc${instances}`);
+      const pg = testPostgresOptions(testPg, `conc${instances}`);
       const keyPrefix = `e2e-ai-conc-pg-${randomUUID()}:`;
       const config: ConfigInput = {
-        storage: { type: 'postgres', postgres: { ...pg, connectTimeoutMs: 5000, queryTimeoutMs: 10_000 }, shared: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } },
+        storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
       };
       const servers: AiServer[] = [];
       try {
@@ -170,8 +165,8 @@ describe('200 concurrent calls, balance for about 50', () => {
         }
       } finally {
         for (const s of servers) await s.stop();
-        await dropTestSchema(pg.schema);
-        await dropTestKeys(keyPrefix);
+        await dropTestSchema(testPg, pg.schema);
+        await dropTestKeys(testRedisAt, keyPrefix);
       }
     });
   }

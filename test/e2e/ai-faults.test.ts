@@ -4,6 +4,7 @@ import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { testService } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
@@ -73,6 +74,9 @@ describe('upstream faults refund the reservation (over /rpc and /trpc)', () => {
   });
 });
 
+// The outage suite kills and restarts a redis-server of its own; without the binary it skips.
+const redisServer = await testService('redis-server');
+
 /** A private redis-server (append-only file synced on every write, so a kill -9 loses nothing acknowledged). */
 class PrivateRedis {
   child: ChildProcess | undefined;
@@ -82,7 +86,7 @@ class PrivateRedis {
   ) {}
 
   async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
+    this.child = spawn(redisServer.path!, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
     const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
     probe.on('error', () => undefined);
     for (let i = 0; i < 100; i++) {
@@ -112,7 +116,7 @@ function freePort(): Promise<number> {
   });
 }
 
-describe('Redis stopped mid-run', () => {
+describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
   let redis: PrivateRedis;
   let dir: string;
   let gw: AiServer;

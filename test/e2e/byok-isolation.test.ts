@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { rawTestClient, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '@ai-backend/core';
 import { callVia, createTestUpstream, mcpClient, rpcCall, tokenFor, startAiServer, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
@@ -63,14 +63,16 @@ function fileBackend(): Backend {
   };
 }
 
+const testRedisAt = await testRedis();
+
 function redisBackend(): Backend {
   const keyPrefix = `e2e-byok-${randomUUID()}:`;
-  const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+  const client = rawTestClient(testRedisAt);
   return {
     name: 'redis',
     async config() {
       await client.connect();
-      return { storage: { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } } };
+      return { storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } };
     },
     async dump() {
       const keys: string[] = [];
@@ -92,10 +94,10 @@ function redisBackend(): Backend {
   };
 }
 
-describe.each([
+describe.each(([
   ['file', fileBackend],
   ['redis', redisBackend],
-] as const)('BYOK isolation on a %s store', (_name, make) => {
+] as const).filter(([name]) => name !== 'redis' || testRedisAt.ok))('BYOK isolation on a %s store', (_name, make) => {
   const backend = make();
   let gw: AiServer;
   const T = { a: '', b: '', bClaimingA: '' };

@@ -55,8 +55,11 @@ describe('ai-backend CLI', () => {
     await writeFile(path.join(dir, 'ai-backend.config.json'), JSON.stringify({ storage: { type: 'memory' } }));
     const { url, banner } = await serve(['--config', 'ai-backend.config.json', '--port', '0'], dir);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const res = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'cli' } }) });
-    expect(((await res.json()) as any).result.greeting).toBe('Hello, cli!');
+    // authType 'oauth' (the default) governs the MCP tools on /rpc as on /mcp: a public tool answers, greeting needs a sign-in.
+    const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'cli' } }) });
+    expect(((await res.json()) as any).result.message).toBe('cli');
+    const greeting = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'mcp.greeting', params: { name: 'cli' } }) });
+    expect(((await greeting.json()) as any).error.data.appCode).toBe('UNAUTHORIZED');
     expect(banner()).toContain('/trpc');
     expect(banner()).toContain('/mcp');
     expect(banner()).toMatch(/OAuth is the MCP auth type but is not configured/);
@@ -69,9 +72,9 @@ describe('ai-backend CLI', () => {
     expect(banner()).toContain(`${url}/health`);
     const health = await fetch(url + '/health');
     expect(health.status).toBe(200);
-    const call = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
+    const call = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
     expect(((await call.json()) as any).result.content).toBe('hi from the workspace');
-    const write = await fetch(url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
+    const write = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
     expect(((await write.json()) as any).error.data.code).toBe('FORBIDDEN');
   });
 

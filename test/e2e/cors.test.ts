@@ -12,8 +12,11 @@ describe.each(MODES)('CORS (%s)', (mode) => {
     headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, mcp-session-id' },
   });
 
+  // A loopback server refuses foreign origins before CORS (docs/security.md); these origins are let through.
+  const letThrough = { mcp: { allowedOrigins: ['https://any.example'] } };
+
   it('rule 1/5: defaults to * without credentials; preflight is 200', async () => {
-    const s = await serverFor(mode);
+    const s = await serverFor(mode, letThrough);
     stop = s.stop;
     const res = await s.call('/rpc', preflight('https://any.example'));
     expect(res.status).toBe(200);
@@ -22,7 +25,7 @@ describe.each(MODES)('CORS (%s)', (mode) => {
   });
 
   it('rules 3/4: methods and headers, plus what MCP needs', async () => {
-    const s = await serverFor(mode);
+    const s = await serverFor(mode, letThrough);
     stop = s.stop;
     const res = await s.call('/mcp', preflight('https://any.example'));
     const methods = res.headers.get('access-control-allow-methods')!;
@@ -39,8 +42,9 @@ describe.each(MODES)('CORS (%s)', (mode) => {
     const ok = await s.call('/rpc', preflight('https://b.example'));
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://b.example');
     expect(ok.headers.get('access-control-allow-credentials')).toBe('true');
+    // An origin outside an explicit list is refused outright (403), not merely left without headers.
     const no = await s.call('/rpc', preflight('https://evil.example'));
-    expect(no.status).toBe(200);
+    expect(no.status).toBe(403);
     expect(no.headers.get('access-control-allow-origin')).toBeNull();
     const actual = await s.call('/health', { headers: { origin: 'https://a.example' } });
     expect(actual.headers.get('access-control-allow-origin')).toBe('https://a.example');
@@ -52,6 +56,7 @@ describe.each(MODES)('CORS (%s)', (mode) => {
     expect(rpcAnswer.headers.get('access-control-allow-credentials')).toBe('true');
     expect(rpcAnswer.headers.get('access-control-expose-headers')).toContain('Mcp-Session-Id');
     const denied = await s.call('/rpc', { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+    expect(denied.status).toBe(403);
     expect(denied.headers.get('access-control-allow-origin')).toBeNull();
   });
 

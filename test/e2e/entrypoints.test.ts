@@ -224,9 +224,9 @@ describe('tokens in the query string', () => {
   it('are refused on /trpc and /rpc like any bad credential', async () => {
     const trpc = await s.fetch('/trpc/mcp.echo?access_token=abc&input=' + encodeURIComponent(JSON.stringify({ json: { message: 'x' } })));
     expect(trpc.status).toBe(401);
-    const rpcRes = await s.fetch('/rpc?token=abc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+    const rpcRes = await s.fetch('/rpc?token=abc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
     expect(((await rpcRes.json()) as any).error.data.code).toBe('UNAUTHORIZED');
-    const plain = await s.fetch('/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+    const plain = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
     expect(((await plain.json()) as any).result).toEqual({ message: 'test' });
   });
 });

@@ -30,7 +30,7 @@ describe('server lifecycle', () => {
       expect(addr.port).toBeGreaterThan(0);
       expect(addr.url).toBe(`http://127.0.0.1:${addr.port}`);
 
-      const inFlight = fetch(addr.url + '/rpc', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slow.wait', params: { ms: 400 } }) });
+      const inFlight = fetch(addr.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slow.wait', params: { ms: 400 } }) });
       await new Promise((r) => setTimeout(r, 100));
       const stopped = server.stop();
       const res = await inFlight;

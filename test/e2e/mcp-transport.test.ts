@@ -14,6 +14,7 @@ import { McpHandler, type McpHandlerOptions } from '@ai-backend/transports/mcp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestServer } from './helpers/testServer.js';
 import { call, LATEST, messagesOf, openWireSession, readSse } from './helpers/mcpWire.js';
+import { testRedis } from '@ai-backend/test-utils/services';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -149,6 +150,8 @@ async function resumeAfterClose(url: string): Promise<void> {
   expect(JSON.parse(answer.result.content[0].text)).toEqual({ closable: true, answer: 'after reconnect' });
 }
 
+const testRedisAt = await testRedis();
+
 describe('resumability (Last-Event-ID)', () => {
   it('memory event store: a call whose stream was closed is answered on the resumed stream', async () => {
     const srv = await startTestServer(baseConfig);
@@ -156,9 +159,9 @@ describe('resumability (Last-Event-ID)', () => {
     await resumeAfterClose(`${srv.url}/mcp`);
   });
 
-  it('storage event store on redis: events are written to and replayed from storage', async () => {
+  it.skipIf(!testRedisAt.ok)('storage event store on redis: events are written to and replayed from storage', async () => {
     const keyPrefix = `ai-backend-test:mcp-wire:${process.pid}:${randomUUID().slice(0, 8)}:`;
-    const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { keyPrefix } } }).storage);
+    const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } }).storage);
     const runtime = await createRuntime(resolveConfig(baseConfig), { storage });
     cleanups.push(async () => {
       for (const key of await storage.keys('')) await storage.delete(key);
@@ -169,10 +172,10 @@ describe('resumability (Last-Event-ID)', () => {
     expect((await storage.keys('mcp:ev:')).length).toBeGreaterThan(0);
   });
 
-  it('two instances sharing redis: a session opened on one is served, and its stream resumed, by the other', async () => {
+  it.skipIf(!testRedisAt.ok)('two instances sharing redis: a session opened on one is served, and its stream resumed, by the other', async () => {
     const keyPrefix = `ai-backend-test:mcp-multi:${process.pid}:${randomUUID().slice(0, 8)}:`;
     const instance = async () => {
-      const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { keyPrefix } } }).storage);
+      const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } }).storage);
       const runtime = await createRuntime(resolveConfig(baseConfig), { storage });
       cleanups.push(async () => {
         for (const key of await storage.keys('')) await storage.delete(key);

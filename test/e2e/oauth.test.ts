@@ -10,12 +10,13 @@ import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Redis } from 'ioredis';
+import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, startIdp, type TestIdp } from './oauthHelpers.js';
 
 const ENCRYPTION_KEY = 'e2e-encryption-key-0123456789-abcdef';
 const CLIENT_REDIRECT = 'http://127.0.0.1:8976/callback';
+const testRedisAt = await testRedis();
 
 const whoami = router({
   whoami: protectedProcedure
@@ -191,7 +192,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect((await rawToolCall(base, forged)).status).toBe(401);
   });
 
-  describe.each([
+  describe.each(([
     ['file', async () => {
       const dir = await mkdtemp(join(tmpdir(), 'oauth-e2e-'));
       return { sessionStorage: { type: 'file' as const, filePath: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
@@ -199,16 +200,11 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     ['redis', async () => {
       const keyPrefix = `oauth-e2e-${process.pid}-${Date.now()}:`;
       return {
-        sessionStorage: { type: 'redis' as const, redis: { host: '127.0.0.1', port: 6379, keyPrefix } },
-        cleanup: async () => {
-          const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-          const keys = await redis.keys(`${keyPrefix}*`);
-          if (keys.length) await redis.del(...keys);
-          redis.disconnect();
-        },
+        sessionStorage: { type: 'redis' as const, redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
+        cleanup: async () => void (await dropTestKeys(testRedisAt, keyPrefix)),
       };
     }],
-  ])('%s session storage', (_kind, setup) => {
+  ] as const).filter(([kind]) => kind !== 'redis' || testRedisAt.ok))('%s session storage', (_kind, setup) => {
     it('sessions, refresh tokens and signing keys survive a restart', async () => {
       const { sessionStorage, cleanup } = await setup();
       try {

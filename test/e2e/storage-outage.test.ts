@@ -1,6 +1,6 @@
 import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropTestSchema, requireTestPostgres, testPostgresOptions } from '../../packages/core/src/storage/testPostgres.js';
+import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/test-utils/services';
 import { callVia, createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
@@ -9,6 +9,8 @@ import { callVia, createTestUpstream, creditTokens, startAiServer, tokenFor, typ
  * same port. While it is cut, every entry point answers 503 / -32053 within one second; once it
  * is back, the same server answers again without a restart.
  */
+const target = await testPostgres();
+
 class Proxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
@@ -16,7 +18,7 @@ class Proxy {
 
   async start(): Promise<void> {
     this.server = createTcpServer((client) => {
-      const upstream = connect(5432, '127.0.0.1');
+      const upstream = connect(target.port, target.host);
       for (const s of [client, upstream]) {
         this.sockets.add(s);
         s.on('close', () => this.sockets.delete(s));
@@ -37,27 +39,26 @@ class Proxy {
 
 const ENTRIES: Entry[] = ['rpc', 'trpc', 'mcp'];
 
-describe('PostgreSQL outage', () => {
+describe.skipIf(!target.ok)('PostgreSQL outage', () => {
   let upstream: TestUpstream;
   let gw: AiServer;
   let proxy: Proxy;
   let token: string;
-  const pg = testPostgresOptions('outage');
+  const pg = testPostgresOptions(target, 'outage');
   const sub = 'outage-pg-user';
 
   beforeAll(async () => {
-    await requireTestPostgres();
     upstream = await createTestUpstream();
     proxy = new Proxy();
     await proxy.start();
-    gw = await startAiServer(upstream, { storage: { type: 'postgres', postgres: { host: '127.0.0.1', port: proxy.port, user: pg.user, database: pg.database, schema: pg.schema } } });
+    gw = await startAiServer(upstream, { storage: { type: 'postgres', postgres: { host: '127.0.0.1', port: proxy.port, user: pg.user, database: pg.database, schema: pg.schema, ...(target.password ? { password: target.password } : {}) } } });
     token = await tokenFor(sub);
     await creditTokens(gw.url, await tokenFor('outage-admin', { admin: true }), sub, 5000, 'outage-pg-1');
   });
   afterAll(async () => {
     await gw?.stop();
     await upstream?.close();
-    await dropTestSchema(pg.schema);
+    await dropTestSchema(target, pg.schema);
   });
 
   it('every entry point answers 503 / -32053 within 1 s while PostgreSQL is unreachable, then recovers without a restart', async () => {

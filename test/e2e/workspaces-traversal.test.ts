@@ -9,7 +9,7 @@ import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintDevToken } from '@ai-backend/auth';
-import { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture, type TraversalVector } from '@ai-backend/core';
+import { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture, type TraversalVector } from '@ai-backend/test-utils';
 import { connectAll, ENTRY_POINTS, type EntryPoint, type EntryPointClient, type Outcome } from './helpers/entryPoints.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 

@@ -1,19 +1,22 @@
 import { Hono } from 'hono';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { createLogger, createRuntime, resolveConfig, ConfigError, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
-import { checkOAuthConfig, createAuthenticator } from '@ai-backend/auth';
+import { createLogger, createRuntime, oauthServerEnabled, resolveConfig, type ConfigInput, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createAuthenticator } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
+import { bodyLimit } from './http/bodyLimit.js';
+import { createBrowserGuard, type GuardedRoute } from './http/browserGuard.js';
 import { cors } from './http/cors.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
-import { requestOrigin } from './http/requestFacts.js';
+import { enforceBodyIdleTimeout, timeoutServerOptions } from './http/nodeTimeouts.js';
+import { clientIp, requestOrigin } from './http/requestFacts.js';
+import { sseStreamCap } from './http/sseStreamCap.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
-import type { McpHandler } from './mcp/mcpHandler.js';
+import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
 import { toolProcedures } from './mcp/toolCatalog.js';
-import { isLoopbackHost } from './mcp/originGuard.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -31,8 +34,12 @@ export interface BoundAddress {
 }
 
 export interface AiBackendServer {
-  /** The Hono app: mount it in another Hono app or serve it from any fetch runtime. */
+  /** The Hono app: mount it in another Hono app. */
   readonly app: Hono;
+  /**
+   * The app as a fetch handler (Bun, Deno, workers with Node built-ins such as node:crypto). It does
+   * not load the Node HTTP adapter (@hono/node-server); only start() does.
+   */
   readonly fetch: (req: Request) => Promise<Response>;
   readonly config: ResolvedConfig;
   /** Resolves once storage is open and services are built. */
@@ -43,26 +50,22 @@ export interface AiBackendServer {
   stop(): Promise<void>;
 }
 
-/**
- * Does this config run the OAuth authorization server? `oauth.enabled: true` demands it (and a
- * missing piece is a config error); otherwise it runs when the auth type uses OAuth and the
- * identity provider is configured.
- */
-export function oauthEnabled(config: ResolvedConfig): boolean {
-  if (config.oauth.enabled === false) return false;
-  if (config.oauth.enabled === true) return true;
-  const usesOAuth = config.mcp.auth.authType === 'oauth' || config.mcp.auth.authType === 'both';
-  return usesOAuth && checkOAuthConfig(config).length === 0;
-}
+/** Does this config run the OAuth authorization server? (The rule lives in core's config schema.) */
+export const oauthEnabled = (config: ResolvedConfig): boolean => oauthServerEnabled(config);
 
-/** Is this config one that would serve without any authentication? */
-function servesWithoutAuth(config: ResolvedConfig): boolean {
-  const authType = config.mcp.auth.authType;
-  if (authType === 'none') return true;
-  const jwtReady = Boolean(config.jwt.secret);
-  if (authType === 'jwt') return !jwtReady;
-  if (authType === 'oauth') return !oauthEnabled(config);
-  return !jwtReady && !oauthEnabled(config);
+/** Body limit of the OAuth and webhook routes (their bodies are small forms and events). */
+const SMALL_BODY_LIMIT = 64 * 1024;
+
+/** The MCP handler's session options, from config (`mcp.responseMode`, `mcp.sessions`). */
+function mcpOptions(config: ResolvedConfig): McpHandlerOptions {
+  const s = config.mcp.sessions;
+  return {
+    ...(config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {}),
+    ...(s.eventStore ? { eventStore: s.eventStore } : {}),
+    sessionIdleMs: s.idleTimeoutMs,
+    maxSessions: s.maxSessions,
+    retryIntervalMs: s.retryIntervalMs,
+  };
 }
 
 /** Paths served by the OAuth authorization server. */
@@ -74,27 +77,15 @@ const OAUTH_PATHS = ['/.well-known/oauth-authorization-server', '/.well-known/oa
  * requests wait for it.
  */
 export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: CreateServerOptions = {}): AiBackendServer {
+  // Every cross-field rule (OAuth completeness, no unauthenticated public bind) is in the schema.
   const config = resolveConfig(input);
-  if (!isLoopbackHost(config.host) && servesWithoutAuth(config) && !config.allowUnauthenticatedRemote) {
-    throw new ConfigError([
-      {
-        path: 'host',
-        message: `refusing to serve without authentication on non-loopback address ${config.host}; configure jwt.secret or oauth, bind to 127.0.0.1, or set allowUnauthenticatedRemote: true to accept the risk`,
-      },
-    ]);
-  }
-
   const withOAuth = oauthEnabled(config);
-  if (config.oauth.enabled === true) {
-    const problems = checkOAuthConfig(config);
-    if (problems.length) throw new ConfigError(problems);
-  }
 
   const mcpOn = config.mcp.enabled && config.transports.http;
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
   let mcpLoading: Promise<McpHandler> | undefined;
   const getMcp = () =>
-    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime, config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {})));
+    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime, mcpOptions(config))));
   const closeMcp = async () => (mcpLoading ? (await mcpLoading.catch(() => undefined))?.close() : undefined);
   let oauth: OAuthRoutes | undefined;
   // One logger for the runtime and for errors caught at the HTTP layer.
@@ -117,6 +108,22 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   const getRuntime = () => runtimePromise;
 
   const app = new Hono();
+  // The HTTP edge, before CORS (a refused preflight must not be answered): origin, host and
+  // content type, then body limits, on every route that acts.
+  const guard = createBrowserGuard(config);
+  const { limits } = config;
+  const edge = (path: string, route: GuardedRoute, limit: number, trpcDepth?: number) =>
+    app.use(path, guard(route), bodyLimit({ family: route.family, limit, idleMs: limits.bodyIdleTimeoutMs, trpcDepth }));
+  if (config.protocols.tRpc) {
+    for (const path of ['/trpc/*', '/typedrpc/*']) edge(path, { family: 'trpc', api: true, jsonOnly: true }, limits.bodyLimit, limits.maxJsonDepth);
+  }
+  if (config.protocols.jsonRpc) edge('/rpc', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
+  if (mcpOn) {
+    app.use('/mcp', sseStreamCap(limits.maxSseStreamsPerClient, (c) => clientIp(c, config.trustProxy)));
+    edge('/mcp', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
+  }
+  if (withOAuth) for (const path of ['/register', '/oauth/*']) edge(path, { family: 'oauth', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
+  if (config.billing.webhookSecret) edge('/webhooks/purchase', { family: 'plain', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
   app.use('*', cors(config.cors, (req) => requestOrigin(req, config.trustProxy)));
   app.onError((err, c) => {
     logger.error('unhandled error', { path: c.req.path, error: err.message });
@@ -160,12 +167,15 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     ready: getRuntime,
     async start() {
       await getRuntime();
+      // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
+      const { serve } = await import('@hono/node-server');
       return new Promise<BoundAddress>((resolve, reject) => {
-        const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => {
+        const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions: timeoutServerOptions(limits) }, (info: AddressInfo) => {
           const host = info.address.includes(':') ? `[${info.address}]` : info.address;
           resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
         });
         server.once('error', reject);
+        enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
         http = server;
       });
     },

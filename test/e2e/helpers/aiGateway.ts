@@ -3,7 +3,7 @@ import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
-import { createTestUpstream, type TestUpstream } from '@ai-backend/core/testing';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 
@@ -34,7 +34,9 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
   return {
     port: 0,
     host: '127.0.0.1',
-    mcp: { auth: { authType: 'jwt' }, ...mcp },
+    // The AI tools are public so anonymous (BYOK) callers can be tested on every entry point;
+    // requireAuthForToolsCall governs them on /trpc and /rpc as on /mcp (docs/security.md).
+    mcp: { auth: { authType: 'jwt', publicTools: ['generateText', 'listProviders', 'listAllowedModels'] }, ...mcp },
     jwt: { secret: JWT_SECRET },
     serverProviders: [...PROVIDERS],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT }, ...ai },

@@ -50,6 +50,8 @@ export class RawMcp {
     private readonly url: string,
     /** Bearer token sent on every request, if any. */
     public token?: string,
+    /** How to reach the server: in-process `app.fetch` for example; default global fetch on `url`. */
+    private readonly call: (path: string, init: RequestInit) => Promise<Response> = (p, init) => fetch(url + p, init),
   ) {}
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
@@ -64,7 +66,7 @@ export class RawMcp {
   }
 
   async send(method: string, params?: Record<string, unknown>): Promise<McpReply> {
-    const res = await fetch(this.url + '/mcp', {
+    const res = await this.call('/mcp', {
       method: 'POST',
       headers: this.headers(),
       body: JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method, ...(params ? { params } : {}) }),
@@ -78,7 +80,7 @@ export class RawMcp {
     const sid = reply.headers.get('mcp-session-id');
     if (reply.status === 200 && sid) {
       this.sessionId = sid;
-      const ack = await fetch(this.url + '/mcp', { method: 'POST', headers: this.headers(), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+      const ack = await this.call('/mcp', { method: 'POST', headers: this.headers(), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
       await ack.text();
     }
     return reply;

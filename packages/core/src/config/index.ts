@@ -4,3 +4,4 @@ export { configFromEnv, mergeConfig } from './fromEnv.js';
 export { redactConfig } from './redact.js';
 export { PROVIDER_IDS, type ProviderId, type ProviderConfig } from './sections/ai.js';
 export { WorkspaceConfigSchema, type WorkspaceConfig, type WorkspaceConfigInput } from './sections/workspaces.js';
+export { isLoopbackHost, oauthConfigProblems, oauthSessionFile, oauthServerEnabled, servesWithoutAuth } from './authMode.js';

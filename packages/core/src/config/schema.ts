@@ -5,6 +5,8 @@ import { AiSchema, BillingSchema, PROVIDER_IDS } from './sections/ai.js';
 import { CorsSchema, LimitsSchema, MonitoringSchema, ProtocolsSchema, TransportsSchema } from './sections/server.js';
 import { StorageSchema } from './sections/storage.js';
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
+import { crossFieldProblems } from './authMode.js';
+import { RedisOptionsSchema } from './sections/storage.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
 const RouterLike = z.custom<AnyRouter>(
@@ -56,6 +58,24 @@ export const ConfigSchema = z
     serverWorkspaces: ServerWorkspacesSchema,
     ai: AiSchema,
     billing: BillingSchema,
+  })
+  // The spec's `mcp.auth.oauth.sessionStorePath` is our `oauth.sessionStorage` of type file: mapped here, once.
+  .check((ctx) => {
+    const path = ctx.value.mcp.auth.oauth.sessionStorePath;
+    const storage = ctx.value.oauth.sessionStorage;
+    if (path !== undefined && storage && (storage.type !== 'file' || storage.filePath !== path)) {
+      ctx.issues.push({ code: 'custom', input: path, path: ['mcp', 'auth', 'oauth', 'sessionStorePath'], message: 'conflicts with oauth.sessionStorage; set only one of them' });
+    }
+  })
+  .overwrite((config) => {
+    const path = config.mcp.auth.oauth.sessionStorePath;
+    if (path !== undefined && !config.oauth.sessionStorage) config.oauth.sessionStorage = { type: 'file', filePath: path, redis: RedisOptionsSchema.parse({}) };
+    return config;
+  })
+  // Rules across sections (OAuth completeness, no unauthenticated public bind): `serve` and
+  // `config check` both get them from here.
+  .check((ctx) => {
+    for (const p of crossFieldProblems(ctx.value)) ctx.issues.push({ code: 'custom', input: undefined, path: p.path.split('.'), message: p.message });
   })
   .prefault({});
 

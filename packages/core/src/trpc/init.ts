@@ -1,7 +1,6 @@
 import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
-import { ZodError } from 'zod';
-import { CoreError } from '../errors/CoreError.js';
+import { toWireError, wireErrorData } from '../pipeline/wireError.js';
 import type { Context } from './context.js';
 import type { ProcedureMeta } from './meta.js';
 
@@ -14,17 +13,11 @@ export const t = initTRPC
   .meta<ProcedureMeta>()
   .create({
     transformer: superjson,
-    // Never send stacks; expose our app code and zod issues for invalid input.
+    // The one error mapper (pipeline/wireError.ts): no stacks, no library messages; our app
+    // code, details, Retry-After and zod issues in data, as on /rpc and /mcp.
     errorFormatter({ shape, error }) {
-      const data: Record<string, unknown> = { code: shape.data.code, httpStatus: shape.data.httpStatus };
-      if (shape.data.path) data.path = shape.data.path;
-      if (error instanceof CoreError) {
-        data.appCode = error.appCode;
-        if (error.details) data.details = error.details;
-      }
-      if (error.cause instanceof ZodError) data.issues = error.cause.issues;
-      const message = error.code === 'INTERNAL_SERVER_ERROR' && !(error instanceof CoreError) ? 'internal error' : shape.message;
-      return { ...shape, message, data };
+      const wire = toWireError(error);
+      return { ...shape, message: wire.message, data: wireErrorData(wire, shape.data.path) };
     },
   });
 

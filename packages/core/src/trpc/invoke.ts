@@ -43,8 +43,8 @@ export async function invoke(router: AnyRouter, path: string, input: unknown, ct
       type: info.type,
       getRawInput: async () => input,
       input: undefined,
-      // Procedures read ctx.req.signal when they need it; touching it here would create it eagerly.
-      signal: undefined,
+      // The request's real signal (client disconnect on /rpc, cancel or disconnect on /mcp), as on /trpc.
+      signal: ctx.req.signal,
       batchIndex: 0,
     });
     return { ok: true, data };

@@ -40,6 +40,13 @@ export interface ProcedureMeta {
    * challenge that starts a client's sign-in, instead of a tool error.
    */
   access?: 'user' | 'admin';
+  /**
+   * The procedure writes files or changes workspaces: once authentication is configured
+   * (authType other than 'none') it is never callable anonymously, on any entry point, whatever
+   * `requireAuthForToolsCall`, `publicTools` or `authEnforcement` say. Set it on custom
+   * procedures with the same kind of effect.
+   */
+  writes?: true;
   mcp?: {
     /** Tool name; default: the procedure's last path segment (e.g. `greeting`). */
     name?: string;

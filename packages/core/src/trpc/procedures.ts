@@ -1,24 +1,11 @@
-import type { ResolvedConfig } from '../config/schema.js';
 import { CoreError } from '../errors/CoreError.js';
 import type { CoreErrorCode } from '../errors/errorTable.js';
 import { rateLimitCaller } from '../services/rateLimit/RateLimiter.js';
-import { mcpAccessRulesActive } from '../services/security/accessRules.js';
+import { accessDecision } from '../pipeline/accessPolicy.js';
 import type { SecurityEventType } from '../services/security/SecurityLog.js';
 import type { Context } from './context.js';
 import { t } from './init.js';
 import type { ProcedureMeta } from './meta.js';
-
-/**
- * MCP access rules 2 and 3: does calling this tool need an authenticated caller?
- * Shared by the tRPC middleware (the authority) and the MCP transport (which must answer
- * HTTP 401 with a challenge so MCP clients start their OAuth flow).
- */
-export function toolCallNeedsAuth(config: ResolvedConfig, meta: ProcedureMeta | undefined, toolName: string | undefined): boolean {
-  const auth = config.mcp.auth;
-  if (!auth.requireAuthForToolsCall || !mcpAccessRulesActive(config)) return false;
-  const isPublic = meta?.mcp?.public === true || (toolName !== undefined && auth.publicTools.includes(toolName));
-  return !isPublic;
-}
 
 /** Outcomes worth a security event, by error code. */
 const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
@@ -69,8 +56,9 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
  * layer copies the call options, which showed in the transport benchmark):
  * - refuses any request whose presented credential failed verification (a bad token is never
  *   silently ignored, whatever the auth mode);
- * - applies the MCP tool-call rules (requireAuthForToolsCall, publicTools), so a custom
- *   router's procedures follow the same rules as the built-in ones;
+ * - asks the one access policy (`accessDecision`: admin, user, writes, the MCP tool-call rules)
+ *   whichever entry point the call came through, so a custom router's procedures follow the
+ *   same rules as the built-in ones and /trpc, /rpc and /mcp agree;
  * - counts tool calls made over /trpc and /rpc against `mcp.rateLimiting.maxToolCalls` (the MCP
  *   transport counts tools/call itself, at HTTP level, so it can answer 429 before dispatch);
  * - records refusals (auth, admin, workspace rules, rate limits) as security events;
@@ -87,9 +75,8 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   const started = performance.now();
   const { runtime } = ctx;
   if (ctx.credentialError) return refuse(ctx, path, started, ctx.credentialError, getRawInput);
-  if (ctx.req.transport === 'mcp' && !ctx.identity && toolCallNeedsAuth(runtime.config, meta, ctx.mcp?.toolName)) {
-    return refuse(ctx, path, started, new CoreError('UNAUTHORIZED', 'authentication required for this tool'), getRawInput);
-  }
+  const decision = accessDecision(runtime.config, path, meta, ctx.identity);
+  if (!decision.allowed) return refuse(ctx, path, started, new CoreError(decision.code, decision.message), getRawInput);
   if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc') && isTool(meta)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, started, runtime.rateLimit.refusal(decision), getRawInput);
@@ -102,17 +89,14 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   return result;
 });
 
-/** Callable by anyone (subject to the MCP tool-call rules on /mcp). */
+/** Callable by anyone, subject to the access policy (writes, MCP tool-call rules) once auth is configured. */
 export const publicProcedure = base;
 
-/** Needs an authenticated identity on every entry point. */
-export const protectedProcedure = base.meta({ access: 'user' }).use(({ ctx, next }) => {
-  if (!ctx.identity) throw new CoreError('UNAUTHORIZED', 'authentication required');
-  return next({ ctx: { ...ctx, identity: ctx.identity } });
-});
+/**
+ * Needs an authenticated identity on every entry point. The base middleware's access policy
+ * refuses anonymous callers (meta.access 'user'); this layer only narrows the context type.
+ */
+export const protectedProcedure = base.meta({ access: 'user' }).use(({ ctx, next }) => next({ ctx: { ...ctx, identity: ctx.identity! } }));
 
-/** Needs an administrator identity on every entry point, whatever the auth mode. */
-export const adminProcedure = protectedProcedure.meta({ access: 'admin' }).use(({ ctx, next }) => {
-  if (!ctx.identity.isAdmin) throw new CoreError('FORBIDDEN', 'administrator access required');
-  return next();
-});
+/** Needs an administrator identity on every entry point, whatever the auth mode (meta.access 'admin'). */
+export const adminProcedure = protectedProcedure.meta({ access: 'admin' });

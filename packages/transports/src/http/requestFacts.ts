@@ -1,22 +1,23 @@
 import type { Context as HonoContext } from 'hono';
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { forwardedClientIp } from '@ai-backend/core';
 
 /**
  * Facts about a request that depend on trustProxy: the client address, the public origin
  * (for CORS and OAuth redirects). Forwarded headers are read only when trustProxy is set.
  */
+interface NodeSocketHolder {
+  socket?: { remoteAddress?: string };
+}
+
 export function clientIp(c: HonoContext, trustProxy: boolean): string {
   if (trustProxy) {
     const fwd = forwardedClientIp(c.req.header('x-forwarded-for'));
     if (fwd) return fwd;
   }
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    // Not running on the Node adapter (app.request in tests, other runtimes).
-    return 'unknown';
-  }
+  // What @hono/node-server's getConnInfo reads, without importing the Node adapter (server.fetch
+  // runs in other fetch runtimes too): the adapter passes the IncomingMessage as env.incoming.
+  const env = c.env as { incoming?: NodeSocketHolder; server?: { incoming?: NodeSocketHolder } } | undefined;
+  return (env?.server ?? env)?.incoming?.socket?.remoteAddress ?? 'unknown';
 }
 
 /** The Origin header, or the forwarded origin when behind a trusted proxy. */

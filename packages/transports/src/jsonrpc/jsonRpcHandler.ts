@@ -1,18 +1,8 @@
 import type { Handler } from 'hono';
-import { ZodError } from 'zod';
-import type { TRPCError } from '@trpc/server';
-import {
-  CoreError,
-  JSONRPC_CODE_BY_TRPC,
-  JSONRPC_STANDARD,
-  invoke,
-  procedureIndex,
-  type Context,
-  type Runtime,
-} from '@ai-backend/core';
+import { JSONRPC_STANDARD, invoke, logWireError, procedureIndex, toJsonRpcError, toWireError, type Context, type Runtime } from '@ai-backend/core';
 import { withCorsHeaders } from '../http/cors.js';
 import { readJsonBody } from '../http/readJsonBody.js';
-import { contextFor } from '../http/requestContext.js';
+import { openScope } from '../http/requestContext.js';
 
 type Id = string | number | null;
 interface JsonRpcError {
@@ -27,21 +17,6 @@ const fail = (id: Id, code: number, message: string, data?: Record<string, unkno
   id,
   error: data ? { code, message, data } : { code, message },
 });
-
-/** tRPC error → JSON-RPC error, through core's one table. Zod issues go in data. */
-export function toJsonRpcError(err: TRPCError): JsonRpcError {
-  const data: Record<string, unknown> = { code: err.code };
-  if (err instanceof CoreError) {
-    data.appCode = err.appCode;
-    if (err.details) data.details = err.details;
-  }
-  if (err.cause instanceof ZodError) {
-    data.issues = err.cause.issues;
-    return { code: JSONRPC_STANDARD.INVALID_PARAMS, message: 'invalid params', data };
-  }
-  const internal = err.code === 'INTERNAL_SERVER_ERROR' && !(err instanceof CoreError);
-  return { code: JSONRPC_CODE_BY_TRPC[err.code], message: internal ? 'internal error' : err.message, data };
-}
 
 function isId(v: unknown): v is string | number {
   return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
@@ -67,14 +42,11 @@ async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: 
   const result = await invoke(runtime.router, m.method, m.params, ctx);
   if (!hasId) return null; // notification: run it, answer nothing
   if (result.ok) return { jsonrpc: '2.0', id, result: result.data ?? null };
+  const wire = toWireError(result.error);
   // Headers an error asks for (Retry-After, WWW-Authenticate) reach the HTTP response.
-  if (result.error instanceof CoreError && result.error.headers) {
-    Object.assign(headers, result.error.headers);
-  }
-  if (result.error.code === 'INTERNAL_SERVER_ERROR') {
-    runtime.logger.error('procedure failed', { method: m.method, error: result.error.cause?.message ?? result.error.message });
-  }
-  return { jsonrpc: '2.0', id, error: toJsonRpcError(result.error) };
+  if (wire.headers) Object.assign(headers, wire.headers);
+  logWireError(runtime.logger, wire, { transport: 'rpc', path: m.method });
+  return { jsonrpc: '2.0', id, error: toJsonRpcError(wire) };
 }
 
 /**
@@ -88,9 +60,10 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
     const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
     if (!body.ok) {
       if (body.status === 413) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, body.message), 413);
-      return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`));
+      // A body that is not JSON never reached JSON-RPC: an HTTP 400, like every refusal at the edge.
+      return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`), 400);
     }
-    const ctx = await contextFor(c, runtime, 'rpc');
+    const ctx = (await openScope(c, runtime, 'rpc')).context();
     // A plain header record keeps the Node adapter on its fast response path.
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) }));

@@ -9,22 +9,30 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import { CoreError, type Context, type CoreError as CoreErrorType, type Identity, type McpCallContext } from '@ai-backend/core';
+import { CoreError, RequestScope, type Context, type McpCallContext } from '@ai-backend/core';
 import { levelEnabled, type McpServerDeps, type McpSessionState } from './sessionState.js';
 
-/** What the HTTP layer learned about a request, carried to handlers in `authInfo.extra`. */
+/** What the HTTP layer learned about a request, carried to handlers in `authInfo.extra`: core's request scope. */
 export interface McpRequestFacts {
-  identity: Identity | null;
-  credentialError: CoreErrorType | null;
-  ip: string;
-  headers: Headers;
+  scope: RequestScope;
 }
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-function factsOf(authInfo: AuthInfo | undefined): McpRequestFacts {
+function scopeOf(authInfo: AuthInfo | undefined): RequestScope {
   const facts = authInfo?.extra?.facts as McpRequestFacts | undefined;
-  return facts ?? { identity: null, credentialError: null, ip: 'unknown', headers: new Headers() };
+  if (!facts) throw new CoreError('INTERNAL', 'MCP request without request facts');
+  return facts.scope;
+}
+
+/**
+ * The signal a procedure run from MCP sees: aborted by notifications/cancelled or the session
+ * closing (the SDK's `extra.signal`), and by the HTTP request that carried the call going away
+ * before its answer was written (client disconnect). A stream the server itself ends for
+ * SEP-1699 polling finishes its response normally, so it does not cancel the call.
+ */
+function callSignal(scope: RequestScope, extra: Extra): AbortSignal {
+  return AbortSignal.any([extra.signal, scope.facts.signal()]);
 }
 
 /** Which client capability each server-to-client request needs. */
@@ -47,7 +55,7 @@ const DEFAULT_TIMEOUT_MS: Record<string, number> = { 'elicitation/create': 10 * 
  * notifications/cancelled), and `ctx.mcp` with progress, logging and server-to-client requests.
  */
 export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: Server, extra: Extra, name: string, progressToken?: string | number): Context {
-  const facts = factsOf(extra.authInfo);
+  const scope = scopeOf(extra.authInfo);
   const mcp: McpCallContext = {
     sessionId: deps.sessionId(),
     toolName: name,
@@ -82,11 +90,5 @@ export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: 
     },
     ...(extra.closeSSEStream ? { closeStream: extra.closeSSEStream } : {}),
   };
-  return {
-    runtime: deps.runtime,
-    identity: facts.identity,
-    credentialError: facts.credentialError,
-    req: { transport: 'mcp', ip: facts.ip, signal: extra.signal, headers: facts.headers },
-    mcp,
-  };
+  return scope.context({ mcp, signal: callSignal(scope, extra) });
 }

@@ -1,21 +1,34 @@
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { CoreError, JSONRPC_CODE_BY_TRPC, type Runtime } from '@ai-backend/core';
-import { getTRPCErrorFromUnknown } from '@trpc/server';
+import { logWireError, toJsonRpcError, toWireError, type Runtime } from '@ai-backend/core';
+
+/** MCP's "resource not found" error code. */
+const RESOURCE_NOT_FOUND = -32002;
 
 /**
- * A failure inside a prompts/resources/completion handler as a JSON-RPC error: the code comes
- * from the error table (never from message text); internal errors are logged and masked.
+ * A JSON-RPC error the SDK sends as is: it reads `code`, `message` and `data` off whatever a
+ * handler throws. (McpError would prefix the message with "MCP error <code>: ", so the same
+ * failure would read differently on MCP than on /rpc.)
  */
-export function toMcpError(runtime: Runtime, err: unknown, what: string): McpError {
-  if (err instanceof McpError) return err;
-  const trpc = getTRPCErrorFromUnknown(err);
-  if (trpc.code === 'INTERNAL_SERVER_ERROR' && !(trpc instanceof CoreError)) {
-    runtime.logger.error(`${what} failed`, { error: trpc.cause?.message ?? trpc.message });
-    return new McpError(ErrorCode.InternalError, 'internal error');
+class WireRpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data: Record<string, unknown>,
+  ) {
+    super(message);
   }
-  // NOT_FOUND maps to -32601 for procedures; for a named prompt/resource MCP uses -32002/-32602.
-  if (trpc.code === 'NOT_FOUND') return new McpError(what === 'resources/read' ? -32002 : ErrorCode.InvalidParams, trpc.message);
-  const code = JSONRPC_CODE_BY_TRPC[trpc.code] ?? ErrorCode.InternalError;
-  const data = trpc instanceof CoreError ? { code: trpc.appCode, ...(trpc.details ? { details: trpc.details } : {}) } : { code: trpc.code };
-  return new McpError(code, trpc.message, data);
+}
+
+/**
+ * A failure inside a prompts/resources/completion handler as a JSON-RPC error, through core's
+ * one error mapper (code from the error table, safe message, appCode/details/Retry-After in
+ * data); internal errors are logged the same way as on every entry point.
+ */
+export function toMcpError(runtime: Runtime, err: unknown, what: string): Error {
+  if (err instanceof McpError) return err;
+  const wire = toWireError(err);
+  logWireError(runtime.logger, wire, { transport: 'mcp', path: what });
+  // NOT_FOUND maps to -32004 for procedures; for a named prompt/resource MCP uses -32002/-32602.
+  const e = toJsonRpcError(wire, { notFoundCode: what === 'resources/read' ? RESOURCE_NOT_FOUND : ErrorCode.InvalidParams });
+  return new WireRpcError(e.code, e.message, e.data);
 }

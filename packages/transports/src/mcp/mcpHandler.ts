@@ -4,9 +4,10 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CoreError, publicBaseUrl, toolCallNeedsAuth, toolsListNeedsAuth, type Identity, type Runtime } from '@ai-backend/core';
+import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core';
 import { readJsonBody } from '../http/readJsonBody.js';
-import { bearerToken, clientIp, tokenInQuery } from '../http/requestFacts.js';
+import { openScope } from '../http/requestContext.js';
+import { clientIp } from '../http/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
 import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
@@ -14,7 +15,6 @@ import type { RootsSync } from './rootsSync.js';
 import { SessionRecords, type SessionRecord } from './sessionRecords.js';
 import { handleStatelessRequest } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
-import { createOriginGuard } from './originGuard.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 
 interface Session {
@@ -62,14 +62,13 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
 
 /**
  * /mcp: MCP Streamable HTTP on the SDK's web-standard transport. This layer does only what
- * must happen at HTTP level: origin checks, the bearer token (verified once per request),
+ * must happen at HTTP level (origin checks and body limits run before it, in createServer): the bearer token (verified once per request),
  * the 401/403 challenge MCP clients need to start OAuth, body limits and session routing.
  * Tool calls themselves go through core's invoke seam and tRPC middleware.
  */
 export class McpHandler {
   private readonly sessions = new Map<string, Session>();
   private readonly sweeper: NodeJS.Timeout;
-  private readonly guard: (headers: Headers) => string | null;
   private readonly records: SessionRecords | undefined;
   private readonly eventStoreKind: 'memory' | 'storage' | 'none';
   private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
@@ -77,7 +76,6 @@ export class McpHandler {
 
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
     this.catalog = buildToolCatalog(runtime.router);
-    this.guard = createOriginGuard(runtime.config);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
@@ -105,39 +103,43 @@ export class McpHandler {
     await Promise.all([...this.sessions.keys()].map((id) => this.closeSession(id)));
   }
 
-  private challenge(c: HonoContext, status: 401 | 403, error: CoreError | null): Response {
-    recordChallenge(this.runtime, clientIp(c, this.runtime.config.trustProxy), status, error);
-    const base = publicBaseUrl(c.req.url, c.req.raw.headers, this.runtime.config);
-    const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
-    if (error) {
-      const code = status === 403 ? 'insufficient_scope' : 'invalid_token';
-      parts.unshift(`error="${code}"`, `error_description="${error.message.replace(/["\\]/g, '')}"`);
-      const scopes = error.details?.requiredScopes;
-      if (Array.isArray(scopes)) parts.push(`scope="${scopes.join(' ')}"`);
-    }
-    const message = error?.message ?? 'authentication required';
-    return jsonRpcError(status, -32001, message, { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` });
+  /** Send core's challenge (401/403 with WWW-Authenticate) as a JSON-RPC error, and log it. */
+  private challenge(scope: RequestScope, ch: Challenge): Response {
+    recordChallenge(this.runtime, scope.facts.ip, ch.status, scope.credentialError);
+    return jsonRpcError(ch.status, -32001, ch.error.message, ch.headers);
   }
 
-  /** Does any message in this POST need an authenticated caller (access rules 1–3)? */
-  private needsAuth(messages: unknown[]): boolean {
-    const cfg = this.runtime.config;
-    if (cfg.mcp.auth.authType === 'none') return false;
-    return messages.some((m) => {
-      const msg = m as { method?: unknown; params?: { name?: unknown } };
-      if (msg.method === 'tools/list') return toolsListNeedsAuth(cfg);
-      if (msg.method === 'prompts/get') {
-        const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
-        return name ? this.runtime.prompts.get(name)?.requiresIdentity === true : false;
+  /**
+   * The calls a POST body carries, as core sees them: the procedure behind each tools/call,
+   * prompts/get and resources/read (prompts and resources not served by a procedure have none).
+   * tools/list is not a procedure; its rule is asked separately.
+   */
+  private parseCalls(messages: unknown[]): { calls: ParsedCall[]; listsTools: boolean } {
+    const calls: ParsedCall[] = [];
+    let listsTools = false;
+    for (const m of messages) {
+      const msg = m as { method?: unknown; params?: { name?: unknown; uri?: unknown } } | null;
+      const params = msg?.params;
+      switch (msg?.method) {
+        case 'tools/list':
+          listsTools = true;
+          break;
+        case 'tools/call': {
+          const tool = typeof params?.name === 'string' ? this.catalog.byName.get(params.name) : undefined;
+          if (tool) calls.push({ kind: 'tool', path: tool.path });
+          break;
+        }
+        case 'prompts/get': {
+          const prompt = typeof params?.name === 'string' ? this.runtime.prompts.get(params.name) : undefined;
+          if (prompt) calls.push({ kind: 'prompt', path: prompt.procedure });
+          break;
+        }
+        case 'resources/read':
+          if (typeof params?.uri === 'string') calls.push({ kind: 'resource', path: this.runtime.resources.procedureFor(params.uri) });
+          break;
       }
-      if (msg.method === 'tools/call') {
-        const name = typeof msg.params?.name === 'string' ? msg.params.name : undefined;
-        const tool = name ? this.catalog.byName.get(name) : undefined;
-        // A protected or admin procedure needs an identity whatever the tool rules say.
-        return tool ? tool.meta?.access !== undefined || toolCallNeedsAuth(cfg, tool.meta, name) : false;
-      }
-      return false;
-    });
+    }
+    return { calls, listsTools };
   }
 
   readonly handle: Handler = async (c) => {
@@ -148,35 +150,33 @@ export class McpHandler {
 
   private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {
     const runtime = this.runtime;
-    const refused = this.guard(c.req.raw.headers);
-    if (refused) return jsonRpcError(403, -32000, `forbidden: ${refused}`);
-    if (tokenInQuery(new URL(c.req.url))) {
-      return this.challenge(c, 401, new CoreError('INVALID_TOKEN', 'tokens in the query string are not accepted'));
-    }
-
-    const token = bearerToken(c.req.raw);
-    let identity: Identity | null = null;
-    let credentialError: CoreError | null = null;
-    if (token) {
-      const r = await runtime.authenticate(token);
-      if (r.ok) identity = r.identity;
-      else credentialError = r.error;
-    }
+    // Origin, Host, content type and body size were checked at the HTTP edge (createServer).
+    // Core's request seam: the credential verified once (query-string tokens refused), access
+    // decided per call by the one policy, the challenge built there.
+    const scope = await openScope(c, runtime, 'mcp');
+    const { identity } = scope;
     // Counted before a bad credential is refused, so floods of bad tokens are limited too.
     const overLimit = await limits.request(identity);
     if (overLimit) return overLimit;
     // A presented credential is always verified; a bad one is refused, never ignored.
-    if (credentialError) return this.challenge(c, credentialError.appCode === 'INSUFFICIENT_SCOPE' ? 403 : 401, credentialError);
+    const refusedCredential = scope.challenge();
+    if (refusedCredential) return this.challenge(scope, refusedCredential);
 
-    const facts: McpRequestFacts = { identity, credentialError, ip: clientIp(c, runtime.config.trustProxy), headers: c.req.raw.headers };
-    const authInfo = { token: token ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
+    const facts: McpRequestFacts = { scope };
+    const authInfo = { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
     const sessionId = c.req.header('mcp-session-id');
 
     if (c.req.method === 'POST') {
       const body = await readJsonBody(c.req.raw, runtime.config.limits.bodyLimit, runtime.config.limits.maxJsonDepth);
       if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
       const messages = Array.isArray(body.value) ? body.value : [body.value];
-      if (!identity && this.needsAuth(messages)) return this.challenge(c, 401, null);
+      if (!identity) {
+        // Anonymous calls that need an identity get the challenge that starts sign-in, for
+        // tools, prompts and resources alike (MCP clients only start OAuth on HTTP 401).
+        const { calls, listsTools } = this.parseCalls(messages);
+        const ch = listsTools && toolsListNeedsAuth(runtime.config) ? scope.challengeFor(null) : scope.challenge(calls);
+        if (ch) return this.challenge(scope, ch);
+      }
       const overToolLimit = await limits.toolCalls(messages, identity);
       if (overToolLimit) return overToolLimit;
 

@@ -1,6 +1,6 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CoreError, invoke } from '@ai-backend/core';
+import { invoke, logWireError, toMcpToolError, toWireError } from '@ai-backend/core';
 import { mcpContext } from './callContext.js';
 import type { CatalogTool } from './toolCatalog.js';
 import type { McpServerDeps, McpSessionState } from './sessionState.js';
@@ -34,11 +34,10 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
     const ctx = mcpContext(deps, state, server, extra, tool.name, request.params._meta?.progressToken);
     const result = await invoke(runtime.router, tool.path, request.params.arguments ?? {}, ctx);
     if (result.ok) return toToolResult(tool, result.data);
-    const err = result.error;
-    if (extra.signal.aborted) runtime.logger.debug('tool call cancelled', { tool: tool.name });
-    const internal = err.code === 'INTERNAL_SERVER_ERROR' && !(err instanceof CoreError);
-    if (internal) runtime.logger.error('tool failed', { tool: tool.name, error: err.cause?.message ?? err.message });
-    const message = internal ? 'internal error' : err.message;
-    return { isError: true, content: [{ type: 'text', text: `${err.code}: ${message}` }] };
+    if (ctx.req.signal.aborted) runtime.logger.debug('tool call cancelled', { tool: tool.name });
+    const wire = toWireError(result.error);
+    logWireError(runtime.logger, wire, { transport: 'mcp', path: tool.path });
+    // A declared output schema would make clients validate the error against it.
+    return toMcpToolError(wire, { structuredContent: !tool.outputSchema }) as CallToolResult;
   });
 }

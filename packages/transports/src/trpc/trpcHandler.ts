@@ -1,7 +1,7 @@
 import type { Handler } from 'hono';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
-import { CoreError, type Runtime } from '@ai-backend/core';
-import { contextFor } from '../http/requestContext.js';
+import { logWireError, toWireError, type Runtime } from '@ai-backend/core';
+import { openScope } from '../http/requestContext.js';
 
 /**
  * /trpc and /typedrpc: tRPC's own fetch adapter over the shared router, so tRPC clients get
@@ -17,16 +17,16 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
       req: c.req.raw,
       router: runtime.router,
       maxBatchSize: runtime.config.limits.maxBatchSize,
-      createContext: () => contextFor(c, runtime, 'trpc'),
+      createContext: async () => (await openScope(c, runtime, 'trpc')).context(),
       responseMeta({ errors }) {
         // Only build headers when an error asks for some: most responses need none.
         if (errors.length === 0) return {};
         const headers = new Headers();
-        for (const e of errors) if (e instanceof CoreError && e.headers) for (const [k, v] of Object.entries(e.headers)) headers.set(k, v);
+        for (const e of errors) for (const [k, v] of Object.entries(toWireError(e).headers ?? {})) headers.set(k, v);
         return { headers };
       },
       onError({ error, path }) {
-        if (error.code === 'INTERNAL_SERVER_ERROR') runtime.logger.error('procedure failed', { path, error: error.cause?.message ?? error.message });
+        logWireError(runtime.logger, toWireError(error), { transport: 'trpc', path });
       },
     });
   };

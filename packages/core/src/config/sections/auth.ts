@@ -90,7 +90,8 @@ const McpAuthSchema = z
     oauth: z
       .strictObject({
         enabled: z.boolean().optional(),
-        sessionStorePath: z.string().optional(),
+        /** Directory of a file-backed OAuth session store: the same as `oauth.sessionStorage: { type: 'file', filePath }`. */
+        sessionStorePath: z.string().min(1).optional(),
         requireValidSession: z.boolean().default(true),
       })
       .prefault({}),
@@ -143,9 +144,26 @@ export const McpSchema = z
      * faster, but a tool cannot send anything before its result).
      */
     responseMode: z.enum(['sse', 'json']).optional(),
-    /** Hosts allowed on /mcp (DNS-rebinding protection). Default: loopback names when bound to loopback. */
+    /** Stateful MCP sessions (sessionMode 'stateful'). */
+    sessions: z
+      .strictObject({
+        /** Idle sessions are closed after this many ms. Default 30 minutes. */
+        idleTimeoutMs: z.number().int().min(1000).default(30 * 60_000),
+        /** Upper bound on concurrent sessions; more get 503. Default 10000. */
+        maxSessions: z.number().int().min(1).default(10_000),
+        /**
+         * Resumability (Last-Event-ID) of SSE streams: 'memory' (per session, bounded), 'storage'
+         * (core storage, so events outlive the process and other instances can replay them) or
+         * 'none'. Default: 'storage' when storage.type is 'redis', else 'memory'.
+         */
+        eventStore: z.enum(['memory', 'storage', 'none']).optional(),
+        /** The SSE `retry` hint in priming events, in ms. Default 1000. */
+        retryIntervalMs: z.number().int().min(0).default(1000),
+      })
+      .prefault({}),
+    /** Hosts allowed on every route (DNS-rebinding protection; the name predates that). Default: loopback names when bound to loopback, any otherwise. */
     allowedHosts: z.array(z.string()).optional(),
-    /** Origins allowed on /mcp. Default: loopback origins when bound to loopback, else the CORS origins. */
+    /** Browser origins allowed on every route besides the server's own origin and an explicit cors.origin list (see docs/security.md). */
     allowedOrigins: z.array(z.string()).optional(),
   })
   .prefault({});

@@ -45,11 +45,19 @@ export const MonitoringSchema = z
 
 export const LimitsSchema = z
   .strictObject({
-    /** Maximum request body in bytes on /trpc, /rpc and /mcp. Default 1 MiB; larger bodies get 413. */
+    /** Maximum request body in bytes on /trpc, /typedrpc, /rpc and /mcp (OAuth and webhook routes: at most 64 KiB). Default 1 MiB; larger bodies get 413. */
     bodyLimit: z.number().int().min(1024).default(1024 * 1024),
     /** Maximum JSON nesting depth accepted in a request body. Default 64. */
     maxJsonDepth: z.number().int().min(4).default(64),
     /** Maximum entries in a JSON-RPC batch. Default 100. */
     maxBatchSize: z.number().int().min(1).default(100),
+    /** Time a client has to send the request headers, in ms (node `headersTimeout`). Default 20000. */
+    headersTimeoutMs: z.number().int().min(1000).default(20_000),
+    /** Time a client has to send the whole request, headers and body, in ms (node `requestTimeout`). Default 60000. */
+    requestTimeoutMs: z.number().int().min(1000).default(60_000),
+    /** Longest pause between two pieces of a request body, in ms; the connection is closed after it. Default 10000. */
+    bodyIdleTimeoutMs: z.number().int().min(100).default(10_000),
+    /** Concurrent SSE streams (MCP GET streams) one client address may hold open; more get 429. Default 16. */
+    maxSseStreamsPerClient: z.number().int().min(1).default(16),
   })
   .prefault({});

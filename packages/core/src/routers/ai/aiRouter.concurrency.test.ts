@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestUpstream, type TestUpstream } from '../../services/ai/testing/createTestUpstream.js';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import { RedisStorage } from '../../storage/RedisStorage.js';
-import { dropTestKeys, requireTestRedis, testRedisOptions } from '../../storage/testRedis.js';
+import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+
+const redis = await testRedis();
 import { alice, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
 
 // Each call: content "x" + system "s" → estimate ceil(2/4) + maxTokens 10 = 11 tokens, 13 with
@@ -18,7 +20,7 @@ afterEach(async () => {
   for (const h of harnesses.splice(0)) await h.close();
   await upstream?.close();
   upstream = undefined;
-  if (prefix) await dropTestKeys(prefix);
+  if (prefix) await dropTestKeys(redis, prefix);
   prefix = undefined;
 });
 
@@ -47,9 +49,8 @@ describe(`ai.generateText: ${CALLS} concurrent calls against a balance for ${AFF
     expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 
-  it('two server instances sharing Redis never spend the same tokens twice', async () => {
-    await requireTestRedis();
-    const opts = testRedisOptions('ai-concurrency');
+  it.skipIf(!redis.ok)('two server instances sharing Redis never spend the same tokens twice', async () => {
+    const opts = testRedisOptions(redis, 'ai-concurrency');
     prefix = opts.keyPrefix;
     upstream = await createTestUpstream({ latencyMs: 20 });
     const a = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS } from '../../config/sections/ai.js';
-import type { UpstreamFault } from '../../services/ai/testing/faults.js';
+import type { UpstreamFault } from '@ai-backend/test-utils';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, visibleError, type AiHarness } from './__tests__/aiHarness.js';
 
 // One harness for the file; every test starts from a fresh balance check.

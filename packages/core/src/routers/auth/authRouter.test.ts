@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../runtime/Runtime.js';
-import { createTestUpstream, type TestUpstream } from '../../services/ai/testing/createTestUpstream.js';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import { admin, alice, backends, bob, call, makeRuntime, type OpenStore } from '../../services/billing/__tests__/kit.js';
 
 const ALICE_KEY = 'sk-alice-SECRET-openai-key-0001';

@@ -21,6 +21,7 @@ export const clientWorkspaceProcedures = {
   registerClientWorkspace: publicProcedure
     .meta({
       description: 'Register a folder of the client (file:// URI) as a client workspace; replaces one with the same id',
+      writes: true,
       mcp: { name: 'registerClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true } },
     })
     .input(
@@ -36,6 +37,7 @@ export const clientWorkspaceProcedures = {
   unregisterClientWorkspace: publicProcedure
     .meta({
       description: 'Unregister one of your client workspaces',
+      writes: true,
       mcp: { name: 'unregisterClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
     .input(z.object({ id: z.string().max(64) }))

@@ -9,7 +9,7 @@ import { createRuntime } from '../../runtime/createRuntime.js';
 import { createLogger } from '../../runtime/Logger.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { snapshot } from '../../services/workspaces/__tests__/testFs.js';
-import { TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from '../../services/workspaces/traversalCorpus.js';
+import { TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from '@ai-backend/test-utils';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Context, Identity } from '../../trpc/context.js';
 import { createCallerFactory } from '../../trpc/init.js';
@@ -23,7 +23,8 @@ let fixture: TraversalFixture;
 let runtimes: Runtime[] = [];
 
 async function makeRuntime(input: ConfigInput): Promise<Runtime> {
-  const rt = await createRuntime(resolveConfig({ storage: { type: 'memory' }, ...input }), { storage: new MemoryStorage(), logger: createLogger('silent') });
+  // Open server unless a test configures authentication (the access policy has its own tests).
+  const rt = await createRuntime(resolveConfig({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } }, ...input }), { storage: new MemoryStorage(), logger: createLogger('silent') });
   runtimes.push(rt);
   return rt;
 }
@@ -161,13 +162,21 @@ describe('system workspace procedures', () => {
     expect(await call(rt, 'system.addServerWorkspace', { id: 'bad', config: { path: extra, allowedExtensions: ['txt'] } }, admin)).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
   });
 
-  it('on MCP the tool-call auth rules apply to the file tools', async () => {
-    const rt = await makeRuntime(workspaceConfig());
+  it('the tool-call auth rules apply to the file tools, over MCP and every other entry point', async () => {
+    const rt = await makeRuntime({ ...workspaceConfig(), mcp: { auth: { authType: 'oauth' } } });
     const mcp = { sessionId: 's1', toolName: 'readFile' };
     expect(await call(rt, 'system.readFile', { path: 'notes.txt' }, null, mcp)).toMatchObject({ ok: false, code: 'UNAUTHORIZED' });
+    expect(await call(rt, 'system.readFile', { path: 'notes.txt' }, null)).toMatchObject({ ok: false, code: 'UNAUTHORIZED' });
     expect(await call(rt, 'system.readFile', { path: 'notes.txt' }, alice, mcp)).toMatchObject({ ok: true });
     const open = await makeRuntime({ ...workspaceConfig(), mcp: { auth: { authType: 'none' } } });
     expect(await call(open, 'system.readFile', { path: 'notes.txt' }, null, mcp)).toMatchObject({ ok: true, data: { content: 'inside notes' } });
+  });
+
+  it('writes are never anonymous once authentication is configured, whatever the tool rules say', async () => {
+    const rt = await makeRuntime({ ...workspaceConfig(), mcp: { auth: { authType: 'jwt', requireAuthForToolsCall: false, publicTools: ['writeFile'] } } });
+    expect(await call(rt, 'system.writeFile', { path: 'anon.txt', content: 'x' })).toMatchObject({ ok: false, code: 'UNAUTHORIZED' });
+    expect(await call(rt, 'system.readFile', { path: 'notes.txt' })).toMatchObject({ ok: true });
+    expect(await call(rt, 'system.writeFile', { path: 'anon.txt', content: 'x' }, alice)).toMatchObject({ ok: true });
   });
 
   it('bad input is refused by validation', async () => {

@@ -62,6 +62,7 @@ export const workspaceProcedures = {
   writeFile: publicProcedure
     .meta({
       description: 'Write a file of a server workspace atomically, creating missing folders',
+      writes: true,
       mcp: { name: 'writeFile', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
     .input(z.object({ workspaceId, path: relPath, content: z.string().describe('File content in the given encoding'), encoding }))

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { generateText } from 'ai';
+import type { generateText, LanguageModel } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
@@ -10,6 +10,7 @@ import { mapUpstreamError } from './mapUpstreamError.js';
 import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import type { SystemPromptStore } from './SystemPromptStore.js';
+import { loadUpstreamFetch } from './upstreamFetch.js';
 
 /** ai.generateText input, as in the spec (provider already un-aliased). */
 export interface GenerateTextInput {
@@ -136,6 +137,16 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     }
   };
 
+  // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server the
+  // imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
+  let languageModel: LanguageModel;
+  try {
+    [languageModel] = await Promise.all([providers.languageModel(provider, model, apiKey), loadUpstreamFetch()]);
+  } catch (err) {
+    await release('internal');
+    throw err;
+  }
+
   const started = performance.now();
   const ac = new AbortController();
   let timedOut = false;
@@ -150,7 +161,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     if (call.signal.aborted) throw new Error('aborted before the upstream call');
     const { ai: sdk } = await loadAiSdk();
     result = await sdk.generateText({
-      model: await providers.languageModel(provider, model, apiKey),
+      model: languageModel,
       ...(system.text ? { system: system.text } : {}),
       prompt: input.content,
       maxOutputTokens: maxTokens,

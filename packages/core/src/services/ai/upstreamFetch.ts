@@ -28,6 +28,9 @@ function dispatcher(): Promise<{ request: Undici['request']; agent: Dispatcher }
   return loaded;
 }
 
+/** Load undici now (callers do it before starting an upstream timeout). */
+export const loadUpstreamFetch = (): Promise<void> => dispatcher().then(() => undefined);
+
 function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
   if (!h) return {};
   if (h instanceof Headers || Array.isArray(h)) return Object.fromEntries(new Headers(h));

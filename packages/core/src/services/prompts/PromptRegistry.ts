@@ -44,6 +44,8 @@ export interface PromptDefinition {
    * answers an anonymous prompts/get with the 401 challenge that starts sign-in.
    */
   requiresIdentity?: boolean;
+  /** The procedure that renders it (set for `meta.mcp.prompt`): its access rules apply. */
+  procedure?: string;
   /** Build the messages. `ctx` is the caller's context (identity, abort signal). */
   get(args: Record<string, string>, ctx: Context): Promise<PromptResult> | PromptResult;
   /** Suggest values for an argument beyond its enum (optional). */

@@ -64,6 +64,7 @@ export function promptsFromRouter(router: AnyRouter): PromptDefinition[] {
       ...(description ? { description } : {}),
       arguments: args,
       ...(info.meta?.access ? { requiresIdentity: true } : {}),
+      procedure: path,
       async get(values, ctx) {
         const input: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(values)) input[k] = coerce(v, props[k]);

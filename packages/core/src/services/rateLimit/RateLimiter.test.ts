@@ -3,7 +3,9 @@ import { CoreError } from '../../errors/CoreError.js';
 import { createLogger } from '../../runtime/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
-import { dropTestKeys, requireTestRedis, testRedisOptions } from '../../storage/testRedis.js';
+import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+
+const redis = await testRedis();
 import { RateLimiter, rateLimitCaller, type RateLimitSettings } from './RateLimiter.js';
 
 const settings = (over: Partial<RateLimitSettings> = {}): RateLimitSettings => ({ enabled: true, windowMs: 60_000, maxRequests: 3, maxToolCalls: 2, ...over });
@@ -68,19 +70,18 @@ describe('rateLimitCaller', () => {
   });
 });
 
-describe('RateLimiter on redis', () => {
-  const opts = testRedisOptions('ratelimit');
+describe.skipIf(!redis.ok)('RateLimiter on redis', () => {
+  const opts = testRedisOptions(redis, 'ratelimit');
   let a: RedisStorage;
   let b: RedisStorage;
   beforeAll(async () => {
-    await requireTestRedis();
     a = await RedisStorage.connect(opts);
     b = await RedisStorage.connect(opts);
   });
   afterAll(async () => {
     await a.close();
     await b.close();
-    await dropTestKeys(opts.keyPrefix);
+    await dropTestKeys(redis, opts.keyPrefix);
   });
 
   it('enforces one limit across two connections hit concurrently', async () => {

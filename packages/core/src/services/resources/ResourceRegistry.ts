@@ -10,6 +10,8 @@ export interface ResourceDefinition {
   description?: string;
   category?: string;
   mimeType?: string;
+  /** The procedure that serves it (set for `meta.mcp.resource`): its access rules apply. */
+  procedure?: string;
   /** Inline content; when absent the scheme handler for the URI loads it. */
   read?: (signal?: AbortSignal, ctx?: Context) => Promise<ResourceContent> | ResourceContent;
 }
@@ -21,6 +23,8 @@ export interface ResourceTemplateDefinition {
   title?: string;
   description?: string;
   mimeType?: string;
+  /** The procedure that serves it (set for `meta.mcp.resource`): its access rules apply. */
+  procedure?: string;
   read(uri: string, variables: Record<string, string>, signal?: AbortSignal, ctx?: Context): Promise<ResourceContent> | ResourceContent;
   /** Suggest values for a template variable (completion/complete with ref/resource). */
   complete?(variable: string, value: string): Promise<string[]> | string[];
@@ -110,6 +114,14 @@ export class ResourceRegistry {
     if (this.resources.has(uri)) return true;
     for (const { template } of this.templates.values()) if (template.match(uri)) return true;
     return false;
+  }
+
+  /** The procedure serving this URI, when a procedure does (for the access policy). */
+  procedureFor(uri: string): string | undefined {
+    const def = this.resources.get(uri);
+    if (def) return def.procedure;
+    for (const { def: t, template } of this.templates.values()) if (template.match(uri)) return t.procedure;
+    return undefined;
   }
 
   getTemplate(uriTemplate: string): ResourceTemplateDefinition | undefined {

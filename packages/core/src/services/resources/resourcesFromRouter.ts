@@ -41,9 +41,9 @@ export function registerRouterResources(router: AnyRouter, registry: ResourceReg
     const common = { name, ...(r.title ? { title: r.title } : {}), ...(description ? { description } : {}), ...(r.mimeType ? { mimeType: r.mimeType } : {}) };
     const path = info.path;
     if (r.uri !== undefined) {
-      registry.register({ uri: r.uri, ...common, read: (_signal, ctx) => run(path, undefined, r.mimeType, ctx) });
+      registry.register({ uri: r.uri, ...common, procedure: path, read: (_signal, ctx) => run(path, undefined, r.mimeType, ctx) });
     } else {
-      registry.registerTemplate({ uriTemplate: r.uriTemplate, ...common, read: (_uri, vars, _signal, ctx) => run(path, vars, r.mimeType, ctx) });
+      registry.registerTemplate({ uriTemplate: r.uriTemplate, ...common, procedure: path, read: (_uri, vars, _signal, ctx) => run(path, vars, r.mimeType, ctx) });
     }
   }
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { WorkspaceConfigSchema } from '../../config/sections/workspaces.js';
-import { createBenchTree } from './benchTree.js';
+import { createBenchTree } from '@ai-backend/test-utils';
 import { PathGuard } from './PathGuard.js';
 import { listFiles } from './workspaceFs.js';
 

@@ -5,5 +5,3 @@ export { WorkspaceService, WORKSPACE_ID, SERVER_WORKSPACE_KEY, type WorkspaceInf
 export { ClientWorkspaceService, validateFileUri, CLIENT_WORKSPACE_KEY, MAX_CLIENT_WORKSPACES, type ClientWorkspace, type ClientWorkspaceInput } from './ClientWorkspaceService.js';
 export type { WorkspaceChange } from './WorkspaceWatcher.js';
 export { MAX_LIST_ENTRIES, MAX_LIST_DEPTH, type FileEncoding, type ListOptions, type ReadResult, type WriteResult } from './workspaceFs.js';
-export { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalVector, type TraversalFixture } from './traversalCorpus.js';
-export { createBenchTree, type BenchTree, type BenchTreeOptions } from './benchTree.js';

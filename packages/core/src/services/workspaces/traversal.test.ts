@@ -5,7 +5,7 @@ import { CoreError } from '../../errors/CoreError.js';
 import { createLogger } from '../../runtime/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { snapshot } from './__tests__/testFs.js';
-import { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from './traversalCorpus.js';
+import { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from '@ai-backend/test-utils';
 import { WorkspaceService } from './WorkspaceService.js';
 
 type Outcome = { ok: true; value: unknown } | { ok: false; code: string };

@@ -12,7 +12,7 @@ import { createRuntime } from '../../runtime/createRuntime.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { handlePurchaseWebhook } from '../../services/billing/purchaseWebhook.js';
 import type { Storage } from '../Storage.js';
-import { dropTestSchema, requireTestPostgres, testPostgresOptions } from '../testPostgres.js';
+import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/test-utils/services';
 import { PostgresStorage, type PostgresStorageOptions } from './PostgresStorage.js';
 import { SqliteStorage } from './SqliteStorage.js';
 
@@ -144,7 +144,8 @@ interface Backend {
   target(): Promise<{ target: string; open(): Promise<Storage>; cleanup(): Promise<void> }>;
 }
 
-const backends: Backend[] = [
+const pg = await testPostgres();
+const backends: Backend[] = (
   {
     kind: 'sqlite',
     target: async () => {
@@ -155,12 +156,11 @@ const backends: Backend[] = [
   {
     kind: 'postgres',
     target: async () => {
-      await requireTestPostgres();
-      const opts: PostgresStorageOptions & { schema: string } = testPostgresOptions('crash');
-      return { target: JSON.stringify(opts), open: () => PostgresStorage.connect(opts), cleanup: () => dropTestSchema(opts.schema) };
+      const opts: PostgresStorageOptions & { schema: string } = testPostgresOptions(pg, 'crash');
+      return { target: JSON.stringify(opts), open: () => PostgresStorage.connect(opts), cleanup: () => dropTestSchema(pg, opts.schema) };
     },
   },
-];
+] satisfies Backend[]).filter((b) => b.kind !== 'postgres' || pg.ok);
 
 describe.each(backends)('billing on $kind survives kill -9', (backend) => {
   it('10 rounds: acknowledged writes kept, webhooks applied once, balance = ledger, no hold left after expiry', async () => {

@@ -4,7 +4,7 @@ import type { ConfigInput } from '../../../config/schema.js';
 import { createLogger } from '../../../runtime/Logger.js';
 import { createRuntime } from '../../../runtime/createRuntime.js';
 import type { Runtime } from '../../../runtime/Runtime.js';
-import { createTestUpstream, type TestUpstream, type TestUpstreamOptions } from '../../../services/ai/testing/createTestUpstream.js';
+import { createTestUpstream, type TestUpstream, type TestUpstreamOptions } from '@ai-backend/test-utils';
 import { MemoryStorage } from '../../../storage/MemoryStorage.js';
 import type { Storage } from '../../../storage/Storage.js';
 import { createCallerFactory } from '../../../trpc/init.js';
@@ -47,6 +47,8 @@ export async function createAiHarness(
     serverProviders: ['anthropic', 'openai', 'google', 'openrouter'],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT } },
     billing: { vaultKey: 'v'.repeat(40), platformFeeRate: 0.1 },
+    // Anonymous callers are part of these tests; the access policy has its own (access-matrix).
+    mcp: { auth: { authType: 'none' } },
   };
   const config = resolveConfig(mergeConfig(base, over));
   const logs: string[] = [];

@@ -1,7 +1,6 @@
 import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { WorkspaceConfigInput } from '../../config/sections/workspaces.js';
 
 /**
  * Hostile paths for server workspace file procedures, shared by the unit tests here and the
@@ -142,7 +141,18 @@ export interface TraversalFixture {
   /** Files outside the root that must stay unread and unchanged. */
   outsideFiles: string[];
   /** Workspace config for the root (blocked names, extensions); set followSymlinks per run. */
-  config: (opts?: { followSymlinks?: boolean }) => WorkspaceConfigInput & { path: string };
+  config: (opts?: { followSymlinks?: boolean }) => TraversalWorkspaceConfig;
+}
+
+/**
+ * The workspace config the fixture needs, written out here (a structural subset of core's
+ * `WorkspaceConfigInput`) so this private package does not depend on core, which depends on it.
+ */
+export interface TraversalWorkspaceConfig {
+  path: string;
+  blockedPaths: string[];
+  blockedExtensions: string[];
+  followSymlinks: boolean;
 }
 
 /**

@@ -1,8 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { ProviderId } from '../../../config/sections/ai.js';
 import { parseMarkers, type UpstreamFault } from './faults.js';
 import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
+
+/** The four provider ids of core's config (`PROVIDER_IDS`), repeated so this package does not depend on core. */
+export type ProviderId = 'anthropic' | 'openai' | 'google' | 'openrouter';
 
 /**
  * A local stand-in for the four upstream AI APIs, for tests and the benchmark. It speaks the

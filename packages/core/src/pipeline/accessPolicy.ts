@@ -1,0 +1,78 @@
+import type { ResolvedConfig } from '../config/schema.js';
+import { mcpAccessRulesActive } from '../services/security/accessRules.js';
+import type { Identity } from '../trpc/context.js';
+import type { ProcedureMeta } from '../trpc/meta.js';
+
+/** How a call reached a procedure. Recorded for logs; it never changes the decision. */
+export type CallKind = 'procedure' | 'tool' | 'prompt' | 'resource';
+
+/** The outcome of the one access policy for one call. */
+export type AccessDecision =
+  | { allowed: true }
+  | {
+      allowed: false;
+      /** UNAUTHORIZED: sign in (an anonymous caller gets the 401 challenge); FORBIDDEN: signed in but not enough. */
+      code: 'UNAUTHORIZED' | 'FORBIDDEN';
+      /** Which rule refused, for the message and the security log. */
+      rule: 'admin' | 'user' | 'writes' | 'toolsCall';
+      message: string;
+    };
+
+const ALLOWED: AccessDecision = { allowed: true };
+
+/** The MCP tool name of a procedure: `meta.mcp.name`, else the last path segment. */
+export function toolNameOf(path: string, meta: ProcedureMeta | undefined): string {
+  return meta?.mcp?.name ?? path.slice(path.lastIndexOf('.') + 1);
+}
+
+/**
+ * Is authentication configured at all? `authType: 'none'` means the operator chose an open
+ * server; every other type means anonymous callers are the exception, not the rule.
+ */
+export function authConfigured(config: ResolvedConfig): boolean {
+  return config.mcp.auth.authType !== 'none';
+}
+
+/**
+ * THE access policy: may this identity call this procedure? One function for every entry point
+ * (/trpc, /typedrpc, /rpc, MCP tools, prompts and resources): the answer depends on the
+ * procedure, the identity and the config, never on the transport, so the same procedure is
+ * governed identically wherever it is reached. The rules, in order (docs/security.md has the table):
+ *
+ * 1. `meta.access: 'admin'` (adminProcedure): an administrator, whatever the auth type.
+ * 2. `meta.access: 'user'` (protectedProcedure): any authenticated identity, whatever the auth type.
+ * 3. `meta.writes` (changes files or workspaces): never anonymous once authentication is
+ *    configured, whatever `requireAuthForToolsCall`, `publicTools` or `authEnforcement` say.
+ * 4. A procedure published on MCP (`meta.mcp`): `requireAuthForToolsCall` needs an identity
+ *    unless it is public (`meta.mcp.public` or its tool name in `publicTools`); lifted by
+ *    authType 'none' and by `authEnforcement: { enabled: true, requireAuth: false }`.
+ * 5. Anything else is open.
+ *
+ * A credential that failed verification never gets here: it is refused before any rule.
+ */
+export function accessDecision(config: ResolvedConfig, path: string, meta: ProcedureMeta | undefined, identity: Identity | null): AccessDecision {
+  const access = meta?.access;
+  if (access === 'admin') {
+    if (!identity) return { allowed: false, code: 'UNAUTHORIZED', rule: 'admin', message: 'authentication required' };
+    return identity.isAdmin ? ALLOWED : { allowed: false, code: 'FORBIDDEN', rule: 'admin', message: 'administrator access required' };
+  }
+  if (identity) return ALLOWED;
+  if (access === 'user') return { allowed: false, code: 'UNAUTHORIZED', rule: 'user', message: 'authentication required' };
+  if (!authConfigured(config)) return ALLOWED;
+  if (meta?.writes) return { allowed: false, code: 'UNAUTHORIZED', rule: 'writes', message: 'authentication required to change files or workspaces' };
+  if (meta?.mcp && toolCallNeedsAuth(config, meta, toolNameOf(path, meta))) {
+    return { allowed: false, code: 'UNAUTHORIZED', rule: 'toolsCall', message: 'authentication required for this tool' };
+  }
+  return ALLOWED;
+}
+
+/**
+ * MCP access rules 2 and 3 (`requireAuthForToolsCall`, `publicTools`) for a procedure published
+ * on MCP. Part of {@link accessDecision}; exported for callers that only need this rule.
+ */
+export function toolCallNeedsAuth(config: ResolvedConfig, meta: ProcedureMeta | undefined, toolName: string | undefined): boolean {
+  const auth = config.mcp.auth;
+  if (!auth.requireAuthForToolsCall || !mcpAccessRulesActive(config)) return false;
+  const isPublic = meta?.mcp?.public === true || (toolName !== undefined && auth.publicTools.includes(toolName));
+  return !isPublic;
+}

@@ -1,0 +1,124 @@
+import type { AnyRouter } from '@trpc/server';
+import { CoreError } from '../errors/CoreError.js';
+import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
+import type { Runtime } from '../runtime/Runtime.js';
+import type { Context, Identity, McpCallContext, TransportName } from '../trpc/context.js';
+import { procedureIndex } from '../trpc/invoke.js';
+import { accessDecision, authConfigured, type AccessDecision, type CallKind } from './accessPolicy.js';
+
+/** What a transport knows about an HTTP request before it runs anything. */
+export interface RequestFacts {
+  transport: TransportName;
+  method: string;
+  url: string;
+  headers: Headers;
+  /** The Authorization bearer token; '\0' for a malformed header (a presented, invalid credential). */
+  bearer: string | null;
+  /** A token was sent in the query string (RFC 6750 §2.3), which we refuse. */
+  tokenInQuery: boolean;
+  /** Client address (the forwarded one only when trustProxy is set). */
+  ip: string;
+  /** The request's AbortSignal, read lazily: aborted when the client goes away. */
+  signal: () => AbortSignal;
+}
+
+/** One call a transport parsed from the request: which procedure, reached how. */
+export interface ParsedCall {
+  kind: CallKind;
+  /** Procedure path; undefined for an MCP prompt or resource that no procedure serves. */
+  path: string | undefined;
+}
+
+/** The HTTP answer that makes a client sign in (RFC 6750 §3, RFC 9728 resource_metadata). */
+export interface Challenge {
+  status: 401 | 403;
+  headers: Record<string, string>;
+  error: CoreError;
+}
+
+/**
+ * The request-level seam (the way tRPC's `resolveResponse` sits under its adapters): a
+ * transport opens one scope per HTTP request; the scope verifies the credential once, decides
+ * access for each parsed call through the one policy, builds the challenge to send, and gives
+ * the context every call runs with. Transports keep only parsing and formatting.
+ */
+export class RequestScope {
+  private constructor(
+    readonly runtime: Runtime,
+    readonly facts: RequestFacts,
+    readonly identity: Identity | null,
+    /** A credential was presented and refused: every call of the request fails with it. */
+    readonly credentialError: CoreError | null,
+  ) {}
+
+  static async open(runtime: Runtime, facts: RequestFacts): Promise<RequestScope> {
+    let identity: Identity | null = null;
+    let credentialError: CoreError | null = null;
+    if (facts.tokenInQuery) credentialError = new CoreError('INVALID_TOKEN', 'tokens in the query string are not accepted');
+    else if (facts.bearer) {
+      const result = await runtime.authenticate(facts.bearer);
+      if (result.ok) identity = result.identity;
+      else credentialError = result.error;
+    }
+    return new RequestScope(runtime, facts, identity, credentialError);
+  }
+
+  /** The tRPC context for the calls of this request (one per MCP call, for its `ctx.mcp` and signal). */
+  context(opts: { mcp?: McpCallContext; signal?: AbortSignal } = {}): Context {
+    const { facts } = this;
+    const explicit = opts.signal;
+    return {
+      runtime: this.runtime,
+      identity: this.identity,
+      credentialError: this.credentialError,
+      req: {
+        transport: facts.transport,
+        ip: facts.ip,
+        // Lazy: most procedures never look at it.
+        get signal() {
+          return explicit ?? facts.signal();
+        },
+        headers: facts.headers,
+      },
+      ...(opts.mcp ? { mcp: opts.mcp } : {}),
+    };
+  }
+
+  /** The access decision for one parsed call (the one policy; same answer on every entry point). */
+  decide(call: ParsedCall): AccessDecision {
+    if (call.path === undefined) return { allowed: true };
+    const info = procedureIndex(this.runtime.router as AnyRouter).get(call.path);
+    return accessDecision(this.runtime.config, call.path, info?.meta, this.identity);
+  }
+
+  /**
+   * The challenge an HTTP-level refusal sends: for a refused credential (401 invalid_token, 403
+   * insufficient_scope), or for an anonymous caller that must sign in (401 without an error)
+   * when authentication is configured.
+   * Null when the request may proceed to its calls.
+   */
+  challenge(calls: ParsedCall[] = []): Challenge | null {
+    if (this.credentialError) return this.challengeFor(this.credentialError);
+    // With authType 'none' there is no sign-in to start: refusals stay per-call errors.
+    if (this.identity || !authConfigured(this.runtime.config)) return null;
+    for (const call of calls) {
+      const d = this.decide(call);
+      if (!d.allowed && d.code === 'UNAUTHORIZED') return this.challengeFor(null, d.message);
+    }
+    return null;
+  }
+
+  /** Build the WWW-Authenticate challenge naming our protected-resource metadata. */
+  challengeFor(error: CoreError | null, message = 'authentication required'): Challenge {
+    const status = error?.appCode === 'INSUFFICIENT_SCOPE' ? 403 : 401;
+    const base = publicBaseUrl(this.facts.url, this.facts.headers, this.runtime.config);
+    const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
+    if (error) {
+      parts.unshift(`error="${status === 403 ? 'insufficient_scope' : 'invalid_token'}"`, `error_description="${error.message.replace(/["\\]/g, '')}"`);
+      const scopes = error.details?.requiredScopes;
+      if (Array.isArray(scopes)) parts.push(`scope="${scopes.join(' ')}"`);
+    }
+    const headers = { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` };
+    return { status, headers, error: error ?? new CoreError('UNAUTHORIZED', message, { headers }) };
+  }
+}

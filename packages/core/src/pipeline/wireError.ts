@@ -1,0 +1,131 @@
+import { getTRPCErrorFromUnknown, type TRPC_ERROR_CODE_KEY, type TRPCError } from '@trpc/server';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+import { ZodError } from 'zod';
+import { CoreError } from '../errors/CoreError.js';
+import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD, type CoreErrorCode } from '../errors/errorTable.js';
+import type { Logger } from '../runtime/Logger.js';
+
+/**
+ * Any error, as every entry point may show it: the ONE mapping from a thrown value to what a
+ * caller sees (tRPC error shape, JSON-RPC error, MCP tool result or protocol error, HTTP status
+ * and headers). Built by {@link toWireError}; the formatters below only rearrange it.
+ */
+export interface WireError {
+  /** tRPC error code (`error.data.code` everywhere). */
+  code: TRPC_ERROR_CODE_KEY;
+  /** Our closed application code, for CoreErrors. */
+  appCode?: CoreErrorCode;
+  /** Safe to show anyone: never a library or parser message, a stack or a URL from a dependency. */
+  message: string;
+  httpStatus: number;
+  jsonRpcCode: number;
+  details?: Record<string, unknown>;
+  /** zod issues of invalid input. */
+  issues?: unknown[];
+  /** Headers the HTTP answer carries (Retry-After, RateLimit, WWW-Authenticate). */
+  headers?: Record<string, string>;
+  /** Seconds to wait before retrying (from Retry-After), repeated in structured form. */
+  retryAfterSec?: number;
+  /** An unexpected failure: logged with its cause, shown as 'internal error'. */
+  internal: boolean;
+  /** The original error, for logs only. */
+  error: TRPCError;
+}
+
+const GENERIC: Partial<Record<TRPC_ERROR_CODE_KEY, string>> = {
+  PARSE_ERROR: 'malformed request input',
+  BAD_REQUEST: 'invalid request input',
+  INTERNAL_SERVER_ERROR: 'internal error',
+};
+const MAX_MESSAGE = 500;
+
+/**
+ * A message we may show: CoreError messages are written for callers. Other TRPCErrors (tRPC's
+ * own, or thrown by custom procedures) keep theirs unless it was taken from a wrapped library
+ * error (superjson, JSON.parse: "Maximum call stack size exceeded", parser positions) or names a
+ * URL (library documentation links).
+ */
+function safeMessage(err: TRPCError): string {
+  if (err instanceof CoreError) return err.message;
+  const generic = GENERIC[err.code] ?? err.code.toLowerCase().replace(/_/g, ' ');
+  if (err.code === 'INTERNAL_SERVER_ERROR') return generic;
+  if (err.cause instanceof ZodError) return 'invalid input';
+  if (err.cause && err.cause.message === err.message) return generic;
+  if (/https?:\/\/|\n\s+at /.test(err.message)) return generic;
+  return err.message.length > MAX_MESSAGE ? `${err.message.slice(0, MAX_MESSAGE)}…` : err.message;
+}
+
+export function toWireError(thrown: unknown): WireError {
+  const error = getTRPCErrorFromUnknown(thrown);
+  const core = error instanceof CoreError ? error : undefined;
+  const wire: WireError = {
+    code: error.code,
+    message: safeMessage(error),
+    httpStatus: getHTTPStatusCodeFromError(error),
+    jsonRpcCode: error.cause instanceof ZodError ? JSONRPC_STANDARD.INVALID_PARAMS : JSONRPC_CODE_BY_TRPC[error.code],
+    internal: error.code === 'INTERNAL_SERVER_ERROR' && !core,
+    error,
+  };
+  if (core) {
+    wire.appCode = core.appCode;
+    if (core.details) wire.details = core.details;
+    if (core.headers) {
+      wire.headers = core.headers;
+      const retry = Number(core.headers['Retry-After']);
+      if (Number.isFinite(retry)) wire.retryAfterSec = retry;
+    }
+  }
+  if (error.cause instanceof ZodError) wire.issues = error.cause.issues;
+  return wire;
+}
+
+/** `error.data` on /trpc, /rpc and MCP: the same fields everywhere. */
+export function wireErrorData(w: WireError, path?: string): Record<string, unknown> {
+  const data: Record<string, unknown> = { code: w.code, httpStatus: w.httpStatus };
+  if (path) data.path = path;
+  if (w.appCode) data.appCode = w.appCode;
+  if (w.details) data.details = w.details;
+  if (w.issues) data.issues = w.issues;
+  if (w.retryAfterSec !== undefined) data.retryAfterSec = w.retryAfterSec;
+  return data;
+}
+
+/** A JSON-RPC 2.0 error object (/rpc, and MCP protocol errors of prompts and resources). */
+export function toJsonRpcError(w: WireError, opts: { notFoundCode?: number } = {}): { code: number; message: string; data: Record<string, unknown> } {
+  const code = w.code === 'NOT_FOUND' && opts.notFoundCode !== undefined ? opts.notFoundCode : w.jsonRpcCode;
+  return { code, message: w.message, data: wireErrorData(w) };
+}
+
+/** Key of the structured error in an MCP tool result's `_meta`. */
+export const MCP_ERROR_META_KEY = 'ai-backend/error';
+
+/**
+ * A failed tool call as an MCP tool result (isError, so the model can read and correct it): the
+ * text keeps "CODE: message" for models; the same fields as `error.data` elsewhere travel in
+ * `_meta["ai-backend/error"]`, and in `structuredContent.error` when the tool declares no output
+ * schema (a declared schema would make clients validate the error against it).
+ */
+export function toMcpToolError(w: WireError, opts: { structuredContent: boolean }): {
+  isError: true;
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  _meta: Record<string, unknown>;
+} {
+  const error = { message: w.message, ...wireErrorData(w) };
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${w.code}: ${w.message}` }],
+    ...(opts.structuredContent ? { structuredContent: { error } } : {}),
+    _meta: { [MCP_ERROR_META_KEY]: error },
+  };
+}
+
+/**
+ * Log an unexpected failure, the same way on every entry point; expected refusals are not
+ * logged here (the security log records those).
+ */
+export function logWireError(logger: Pick<Logger, 'error'>, w: WireError, where: { transport: string; path?: string }): void {
+  if (w.code !== 'INTERNAL_SERVER_ERROR') return;
+  const cause = w.error.cause ?? w.error;
+  logger.error('procedure failed', { transport: where.transport, path: where.path, error: cause.message, stack: cause.stack });
+}

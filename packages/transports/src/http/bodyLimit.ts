@@ -1,0 +1,97 @@
+import type { MiddlewareHandler } from 'hono';
+import { edgeError, type EdgeFamily } from './edgeError.js';
+import { exceedsDepth } from './readJsonBody.js';
+import { superjsonMetaProblem } from './superjsonMeta.js';
+
+export interface BodyLimitOptions {
+  family: EdgeFamily;
+  /** Largest body in bytes. */
+  limit: number;
+  /** Longest pause between two body chunks while we read a chunked body, in ms. */
+  idleMs: number;
+  /**
+   * tRPC routes: tRPC's adapter parses the body itself, so the JSON depth limit and the superjson
+   * `meta` bounds are checked here, on POST bodies and on the GET `input` parameter.
+   */
+  trpcDepth?: number;
+}
+
+/**
+ * The rest of a refused chunked body is never read: the connection closes after the answer
+ * (cancelling the stream instead would reset the socket before the client could read the 413).
+ */
+const tooLarge = (o: BodyLimitOptions, close = false) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`, close ? { connection: 'close' } : {});
+
+/**
+ * Body limits at the HTTP edge, for every route that reads a body: a declared Content-Length over
+ * the limit is answered 413 before a byte is read; a chunked body is read here, chunk by chunk,
+ * up to the limit (413 past it, 408 when the client pauses longer than idleMs), and handed on
+ * with its length, so no handler ever buffers more than the limit.
+ */
+export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
+  return async (c, next) => {
+    const req = c.req.raw;
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') {
+      if (o.trpcDepth !== undefined && req.url.length > o.trpcDepth) {
+        const input = new URL(req.url).searchParams.get('input');
+        const problem = input && trpcProblem(input, o.trpcDepth);
+        if (problem) return edgeError(o.family, 400, problem);
+      }
+      return next();
+    }
+    const declared = req.headers.get('content-length');
+    if (declared !== null && Number(declared) > o.limit) return tooLarge(o);
+    if (declared === null || o.trpcDepth !== undefined) {
+      if (!req.body) return next();
+      const read = await readLimited(req.body, o.limit, o.idleMs);
+      if (read === 'too-large') return tooLarge(o, true);
+      if (read === 'idle') return edgeError(o.family, 408, `request body stalled for more than ${o.idleMs} ms`, { connection: 'close' });
+      if (o.trpcDepth !== undefined) {
+        const problem = trpcProblem(new TextDecoder().decode(read), o.trpcDepth);
+        if (problem) return edgeError(o.family, 400, problem);
+      }
+      const headers = new Headers(req.headers);
+      headers.delete('transfer-encoding');
+      headers.set('content-length', String(read.byteLength));
+      c.req.raw = new Request(req.url, { method: req.method, headers, body: read, signal: req.signal });
+    }
+    await next();
+  };
+}
+
+/** JSON depth and superjson meta bounds of a tRPC input (one call or a batch). */
+function trpcProblem(text: string, maxDepth: number): string | null {
+  if (exceedsDepth(text, maxDepth)) return `JSON nesting deeper than ${maxDepth}`;
+  if (!text.includes('"meta"')) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null; // tRPC answers malformed JSON itself
+  }
+  return superjsonMetaProblem(parsed);
+}
+
+/** Read a stream up to `limit` bytes; stops reading as soon as it is exceeded or stalls. */
+async function readLimited(body: ReadableStream<Uint8Array>, limit: number, idleMs: number): Promise<Uint8Array<ArrayBuffer> | 'too-large' | 'idle'> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<'idle'>((resolve) => (timer = setTimeout(() => resolve('idle'), idleMs)));
+    const next = await Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
+    if (next === 'idle') return 'idle';
+    if (next.done) break;
+    size += next.value.byteLength;
+    if (size > limit) return 'too-large';
+    chunks.push(next.value);
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,31 @@
+import type { IncomingMessage, Server, ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ResolvedConfig } from '@ai-backend/core';
+
+/** Node server options for the request timeouts (`limits.headersTimeoutMs`, `limits.requestTimeoutMs`). */
+export function timeoutServerOptions(limits: ResolvedConfig['limits']): ServerOptions {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // Checked this often; the default (30 s) would make the timeouts above coarse.
+    connectionsCheckingInterval: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs, 5000),
+  };
+}
+
+/**
+ * `limits.bodyIdleTimeoutMs`: while a request body is arriving, a pause longer than this closes
+ * the connection (node destroys a socket whose timeout fires with no listener). Once the body is
+ * in, the socket has no timeout again, so long-lived answers (SSE) are not cut.
+ */
+export function enforceBodyIdleTimeout(server: Server, idleMs: number): void {
+  server.on('request', (req: IncomingMessage) => {
+    if (req.complete) return;
+    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) return;
+    const socket = req.socket as Socket;
+    socket.setTimeout(idleMs);
+    const clear = () => socket.setTimeout(0);
+    req.once('end', clear);
+    req.once('close', clear);
+  });
+}
