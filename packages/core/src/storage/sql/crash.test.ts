@@ -145,7 +145,7 @@ interface Backend {
 }
 
 const pg = await testPostgres();
-const backends: Backend[] = (
+const backends: Backend[] = ([
   {
     kind: 'sqlite',
     target: async () => {
