@@ -25,6 +25,9 @@ export interface PostgresStorageOptions {
   queryTimeoutMs?: number;
 }
 
+/** Optimistic attempts of a transaction before it takes the locked path. */
+const OPTIMISTIC_ATTEMPTS = 3;
+
 /** Any constant: the key of the session-level advisory lock migrations run under. */
 const MIGRATION_LOCK = 7_246_915_301;
 
@@ -175,8 +178,61 @@ export class PostgresStorage implements Storage {
     return rows.map((r) => ({ seq: Number(r.seq), record: JSON.parse(r.record) as T }));
   }
 
+  /**
+   * Optimistic first: read the keys without locks, plan, then one round trip that takes the
+   * keys' advisory locks, checks they still hold what was read, writes and commits, so a lock is
+   * held only while PostgreSQL executes that batch (no convoy behind a slow client). After a few
+   * lost races it falls back to the locked path, which always makes progress.
+   */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    // Byte order, as PostgreSQL orders `COLLATE "C"` keys in the check below.
+    const sorted = [...new Set(keys)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+      const now = Date.now();
+      const rows = sorted.length ? await this.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)', [sorted, now]) : [];
+      const values = new Map<string, string | undefined>(sorted.map((k) => [k, undefined]));
+      for (const r of rows) values.set(r.key, r.value);
+      const planned = plan(readerOf(values));
+      if (planned.writes.length === 0) return planned.result; // one consistent read; nothing to write
+      const expected = sorted.filter((k) => values.get(k) !== undefined).map((k) => `${k}\u0001${values.get(k)}`).join('\u0002');
+      const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
+      // Division by zero (22012) aborts the batch when a key changed since it was read.
+      const check = sorted.length
+        ? `SELECT 1 / (CASE WHEN (SELECT coalesce(string_agg(key || chr(1) || value, chr(2) ORDER BY key), '') FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now})) = ${lit(expected)} THEN 1 ELSE 0 END);`
+        : '';
+      if (await this.batch(`BEGIN;${locks}${check}${planned.writes.map((w) => writeSql(w, now)).join('')}COMMIT;`)) return planned.result;
+      await new Promise((r) => setTimeout(r, Math.random() * 5 * (attempt + 1)));
+    }
+    return this.transactLocked(keys, plan);
+  }
+
+  /** Run a BEGIN…COMMIT batch; false when its check found a changed key (rolled back). */
+  private async batch(text: string): Promise<boolean> {
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw unavailable(err);
+    }
+    let broken: Error | undefined;
+    try {
+      await sql(client, text);
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === '22012') {
+        await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+        return false;
+      }
+      broken = err as Error;
+      throw unavailable(err);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** The locked path: lock and read in one round trip, write and commit in a second. */
+  private async transactLocked<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     let client: PoolClient;
     try {
       client = await this.pool.connect();
@@ -186,7 +242,7 @@ export class PostgresStorage implements Storage {
     let broken: Error | undefined;
     try {
       const now = Date.now();
-      const sorted = [...new Set(keys)].sort();
+      const sorted = [...new Set(keys)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
       // Round trip 1: begin, lock the keys (in order), read them.
       const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
       const select = sorted.length ? `SELECT key, value FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
@@ -196,14 +252,9 @@ export class PostgresStorage implements Storage {
       });
       const values = new Map<string, string | undefined>(sorted.map((k) => [k, undefined]));
       for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>) if (r.key !== undefined) values.set(r.key, r.value);
-      const read: TxRead = <T>(key: string) => {
-        if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
-        const v = values.get(key);
-        return v === undefined ? undefined : (JSON.parse(v) as T);
-      };
       let planned: TxPlan<R>;
       try {
-        planned = plan(read);
+        planned = plan(readerOf(values));
       } catch (err) {
         await client.query('ROLLBACK').catch((e: Error) => (broken = e));
         throw err;
@@ -260,6 +311,15 @@ function writeSql(w: TxWrite, now: number): string {
   if (w.op === 'delete') return `DELETE FROM kv WHERE key = ${lit(w.key)};`;
   const log = lit(w.log);
   return `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${log}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${log}, last_seq, ${lit(canonicalJson(w.record))} FROM h;`;
+}
+
+/** The read function a plan gets over the raw values of its declared keys. */
+function readerOf(values: Map<string, string | undefined>): TxRead {
+  return <T>(key: string) => {
+    if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
+    const v = values.get(key);
+    return v === undefined ? undefined : (JSON.parse(v) as T);
+  };
 }
 
 /** A multi-statement text in the simple protocol (one round trip); always an array of results. */
