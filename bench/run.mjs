@@ -73,3 +73,8 @@ console.log(`RSS idle after start: ${idleRss} MB; after load: ${loadedRss} MB`);
 // without auth, measured in this run. Target: JWT at most 10% slower.
 const { authOverhead } = await import('./authOverhead.mjs');
 console.log(await authOverhead(duration));
+
+// Observability overhead (issue 14, bench/observabilityOverhead.mjs): metrics, stored statistics
+// and tracing on vs off, measured in this run.
+const { observabilityOverhead } = await import('./observabilityOverhead.mjs');
+console.log(await observabilityOverhead(duration));

@@ -105,9 +105,12 @@ describe('ai-backend CLI', () => {
   it('config print redacts secrets; token mints a JWT from the configured secret', async () => {
     const dir = await tempDir();
     const secret = 'q'.repeat(40);
+    await writeFile(path.join(dir, '.ai-backendrc.json'), JSON.stringify({ ai: { providers: { openai: { baseUrl: 'https://u:URLPASS-SECRET@proxy.example/v1?key=URLKEY-SECRET' } } } }));
     const printed = await run(['config', 'print'], dir, { JWT_SECRET: secret });
     expect(printed.code).toBe(0);
     expect(printed.stdout).not.toContain(secret);
+    expect(printed.stdout).not.toContain('URLPASS-SECRET');
+    expect(printed.stdout).not.toContain('URLKEY-SECRET');
     expect(JSON.parse(printed.stdout).jwt.secret).toBe('[redacted]');
     const tok = await run(['token', '--sub', 'alice', '--scope', 'mcp', 'mcp:admin'], dir, { JWT_SECRET: secret });
     expect(tok.code).toBe(0);

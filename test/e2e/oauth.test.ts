@@ -25,6 +25,8 @@ const whoami = router({
 });
 
 let idp: TestIdp;
+/** The IdP's subject qualified by its issuer, as every stored key sees it. */
+const aliceId = () => `idp:${idp.issuer}#alice`;
 const servers: AiBackendServer[] = [];
 const clients: Client[] = [];
 
@@ -135,11 +137,11 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect(redirect.searchParams.get('iss')).toBe(base);
 
     const me = await callWhoami(client);
-    expect(me).toMatchObject({ sub: 'alice', email: 'alice@example.com', via: 'oauth', clientId: provider.info!.client_id });
+    expect(me).toMatchObject({ sub: aliceId(), email: 'alice@example.com', via: 'oauth', clientId: provider.info!.client_id });
     expect(me.scopes).toEqual(['mcp', 'mcp:call']);
     // Our own token, not the provider's: signed by us, for our /mcp.
     const claims = JSON.parse(Buffer.from(provider.saved!.access_token.split('.')[1]!, 'base64url').toString());
-    expect(claims).toMatchObject({ iss: base, aud: `${base}/mcp`, sub: 'alice' });
+    expect(claims).toMatchObject({ iss: base, aud: `${base}/mcp`, sub: aliceId() });
   });
 
   it('discovery answers any origin, whatever cors says (spec: fixed CORS answer)', async () => {
@@ -164,7 +166,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect(await auth(provider, { serverUrl: new URL(`${base}/mcp`) })).toBe('AUTHORIZED');
     const second = provider.saved!;
     expect(second.refresh_token).not.toBe(first.refresh_token);
-    expect((await callWhoami(client)).sub).toBe('alice');
+    expect((await callWhoami(client)).sub).toBe(aliceId());
 
     // An attacker replays the first refresh token.
     const replay = await fetch(`${base}/oauth/token`, {
@@ -219,9 +221,9 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const second = await startServer({ sessionStorage });
         expect(second.base).toBe(first.base);
         const { client } = await connect(second.base, provider);
-        expect((await callWhoami(client)).sub).toBe('alice');
+        expect((await callWhoami(client)).sub).toBe(aliceId());
         expect(await auth(provider, { serverUrl: new URL(`${second.base}/mcp`) })).toBe('AUTHORIZED');
-        expect((await callWhoami(client)).sub).toBe('alice');
+        expect((await callWhoami(client)).sub).toBe(aliceId());
       } finally {
         await cleanup();
       }

@@ -9,6 +9,7 @@ export { toWireError, wireErrorData, toJsonRpcError, toMcpToolError, logWireErro
 export { publicBaseUrl } from './runtime/publicBaseUrl.js';
 export { forwardedClientIp } from './runtime/forwardedClientIp.js';
 export { createContext, type Context, type Identity, type RequestInfo, type TransportName, type McpCallContext, type CreateContextOptions } from './trpc/context.js';
+export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './trpc/subjectId.js';
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type ProcedureInfo } from './trpc/invoke.js';
 export { builtinRouter, createAppRouter, type AppRouter } from './routers/appRouter.js';
@@ -16,7 +17,7 @@ export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntim
 export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/Runtime.js';
 export { Stats } from './runtime/Stats.js';
 export { createLogger, type Logger, type LogLevel } from './runtime/Logger.js';
-export { checkHealth, type HealthReport } from './runtime/checkHealth.js';
+export { checkHealth, healthFor, type HealthReport } from './runtime/checkHealth.js';
 export { ResourceRegistry, type ResourceDefinition, type ResourceTemplateDefinition, type ResourceContent, type SchemeHandler } from './services/resources/ResourceRegistry.js';
 export { compileUriTemplate, type UriTemplate } from './services/resources/uriTemplate.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
@@ -29,3 +30,6 @@ export * from './services/vault/index.js';
 export { RateLimiter, rateLimitCaller, type RateLimitDecision, type RateLimitKind, type RateLimitSettings, type RateLimiterOptions } from './services/rateLimit/RateLimiter.js';
 export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecuritySeverity, type SecurityLogSettings } from './services/security/SecurityLog.js';
 export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
+export * from './apiDescription/index.js';
+export * from './observability/index.js';
+export * from './services/governance/index.js';

@@ -7,7 +7,10 @@ import { createAuthenticator } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './http/bodyLimit.js';
 import { createBrowserGuard, type GuardedRoute } from './http/browserGuard.js';
+import { apiDescriptionRoutes } from './http/apiDescriptionRoutes.js';
 import { cors } from './http/cors.js';
+import { adminMetricsHandler, metricsListenerApp } from './http/metricsRoute.js';
+import { observeRequests } from './http/observeRequests.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
@@ -48,6 +51,8 @@ export interface AiBackendServer {
   start(): Promise<BoundAddress>;
   /** Stop accepting, finish in-flight requests, close MCP sessions and stores. */
   stop(): Promise<void>;
+  /** The separate metrics listener's address (`metrics.port`), once start() resolved. */
+  metricsAddress(): BoundAddress | undefined;
 }
 
 /** Does this config run the OAuth authorization server? (The rule lives in core's config schema.) */
@@ -85,9 +90,14 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
   let mcpLoading: Promise<McpHandler> | undefined;
   const getMcp = () =>
-    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => new McpHandler(runtime, mcpOptions(config))));
+    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => {
+      const mcp = new McpHandler(runtime, mcpOptions(config));
+      runtime.metrics?.setMcpSources(() => mcp.sessionCount, () => mcp.streamCount);
+      return mcp;
+    }));
   const closeMcp = async () => (mcpLoading ? (await mcpLoading.catch(() => undefined))?.close() : undefined);
   let oauth: OAuthRoutes | undefined;
+  let readyRuntime: Runtime | undefined;
   // One logger for the runtime and for errors caught at the HTTP layer.
   const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
   const runtimePromise = createRuntime(config, { storage: opts.storage, logger }).then(async (runtime) => {
@@ -99,8 +109,11 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
       await routes.ready();
     }
     const oauthVerifier = oauth && ((token: string) => oauth!.verifyAccessToken(token));
-    runtime.setAuthenticator(createAuthenticator(config, { logger: runtime.logger, oauthVerifier }));
+    const authenticator = createAuthenticator(config, { logger: runtime.logger, oauthVerifier });
+    runtime.setAuthenticator(authenticator);
+    runtime.caches.set('tokens', () => authenticator.clearCache());
     if (mcpOn) toolProcedures(runtime.router); // a tool-name clash fails start-up
+    readyRuntime = runtime;
     return runtime;
   });
   // Surface start-up failures through ready()/start(), not as an unhandled rejection.
@@ -108,6 +121,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   const getRuntime = () => runtimePromise;
 
   const app = new Hono();
+  app.use('*', observeRequests(() => readyRuntime));
   // The HTTP edge, before CORS (a refused preflight must not be answered): origin, host and
   // content type, then body limits, on every route that acts.
   const guard = createBrowserGuard(config);
@@ -131,6 +145,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   });
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.route('/', healthRoutes(getRuntime));
+  if (config.apiDescription.enabled) app.route('/', apiDescriptionRoutes(getRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
 
   if (withOAuth) {
     for (const path of OAUTH_PATHS) {
@@ -144,6 +159,7 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     app.get('/.well-known/oauth-protected-resource', prm);
     app.get('/.well-known/oauth-protected-resource/mcp', prm);
   }
+  if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getRuntime));
   if (config.protocols.tRpc) {
     app.all('/trpc/*', trpcHandler(getRuntime, '/trpc'));
     app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));
@@ -158,7 +174,20 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
   }
 
   let http: ServerType | undefined;
+  let metricsHttp: ServerType | undefined;
+  let metricsBound: BoundAddress | undefined;
   let stopping: Promise<void> | undefined;
+  const listen = (fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string, onServer: (s: ServerType) => void) =>
+    // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
+    import('@hono/node-server').then(({ serve }) => new Promise<BoundAddress>((resolve, reject) => {
+      const server = serve({ fetch, port, hostname, serverOptions: timeoutServerOptions(limits) }, (info: AddressInfo) => {
+        const host = info.address.includes(':') ? `[${info.address}]` : info.address;
+        resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
+      });
+      server.once('error', reject);
+      enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
+      onServer(server);
+    }));
 
   return {
     app,
@@ -167,20 +196,16 @@ export function createServer(input: ConfigInput | ResolvedConfig = {}, opts: Cre
     ready: getRuntime,
     async start() {
       await getRuntime();
-      // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
-      const { serve } = await import('@hono/node-server');
-      return new Promise<BoundAddress>((resolve, reject) => {
-        const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions: timeoutServerOptions(limits) }, (info: AddressInfo) => {
-          const host = info.address.includes(':') ? `[${info.address}]` : info.address;
-          resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
-        });
-        server.once('error', reject);
-        enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
-        http = server;
-      });
+      if (config.metrics.enabled && config.metrics.port !== undefined) {
+        metricsBound = await listen(metricsListenerApp(getRuntime).fetch, config.metrics.port, config.metrics.host, (s) => (metricsHttp = s));
+      }
+      return listen(app.fetch, config.port, config.host, (s) => (http = s));
     },
+    metricsAddress: () => metricsBound,
     stop() {
       stopping ??= (async () => {
+        const metricsServer = metricsHttp as HttpServer | undefined;
+        if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
         const server = http as HttpServer | undefined;
         if (server) {
           const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -35,6 +35,11 @@ export class VerifiedTokenCache {
     return this.#entries.size;
   }
 
+  /** Forget every verified token (admin.clearCache 'tokens'): the next request verifies again. */
+  clear(): void {
+    this.#entries.clear();
+  }
+
   get(key: string, now = Date.now()): Identity | undefined {
     const entry = this.#entries.get(key);
     if (!entry) return undefined;

@@ -25,7 +25,7 @@ describe('createAuthenticator: valid JWTs', () => {
 
   it('returns the identity from the claims', async () => {
     const id = await identityOf(auth(signRaw(HS256, goodClaims())));
-    expect(id).toEqual({ sub: 'user-1', email: 'user1@example.com', scopes: ['mcp', 'mcp:call'], isAdmin: false, via: 'jwt' });
+    expect(id).toEqual({ sub: 'user-1', email: 'user1@example.com', emailVerified: false, scopes: ['mcp', 'mcp:call'], isAdmin: false, via: 'jwt' });
   });
 
   it('reads the scopes array and the space-separated scope string, merged', async () => {
@@ -46,12 +46,26 @@ describe('createAuthenticator: valid JWTs', () => {
     expect((await auth(token)).ok).toBe(true);
   });
 
-  it('detects administrators by sub, by email (case-insensitive) and by the admin scope', async () => {
+  it('detects administrators by sub, by verified email (case-insensitive) and by the admin scope', async () => {
     const bySub = await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'root-sub', email: undefined }))));
-    const byEmail = await identityOf(auth(signRaw(HS256, goodClaims({ email: 'boss@example.COM' }))));
+    const byEmail = await identityOf(auth(signRaw(HS256, goodClaims({ email: 'boss@example.COM', email_verified: true }))));
+    const byEmailString = await identityOf(auth(signRaw(HS256, goodClaims({ email: 'boss@example.com', email_verified: 'true' }))));
     const byScope = await identityOf(auth(signRaw(HS256, goodClaims({ scopes: ['mcp:admin'] }))));
     const plain = await identityOf(auth(signRaw(HS256, goodClaims({ scopes: ['mcp:administrator', 'admin'] }))));
-    expect([bySub.isAdmin, byEmail.isAdmin, byScope.isAdmin, plain.isAdmin]).toEqual([true, true, true, false]);
+    expect([bySub.isAdmin, byEmail.isAdmin, byEmailString.isAdmin, byScope.isAdmin, plain.isAdmin]).toEqual([true, true, true, true, false]);
+  });
+
+  it('an unverified e-mail (claim missing, false or "false") never names an administrator', async () => {
+    for (const verified of [undefined, false, 'false', 'yes', 1]) {
+      const id = await identityOf(auth(signRaw(HS256, goodClaims({ email: 'boss@example.com', email_verified: verified }))));
+      expect(id).toMatchObject({ isAdmin: false, emailVerified: false });
+    }
+  });
+
+  it('keeps plain subjects as they are but escapes ones that could pass for an identity-provider id', async () => {
+    expect((await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'user-77' }))))).sub).toBe('user-77');
+    expect((await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'idp:https://idp.example#user-77' }))))).sub).toBe('jwt:idp:https://idp.example#user-77');
+    expect((await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'jwt:x' }))))).sub).toBe('jwt:jwt:x');
   });
 
   it('honours a custom admin scope', async () => {
@@ -161,9 +175,10 @@ describe('createAuthenticator: OAuth access tokens', async () => {
     expect((await identityOf(auth(signRaw(HS256, goodClaims())))).via).toBe('jwt');
   });
 
-  it('applies the configured admin rule to OAuth identities', async () => {
+  it('applies the configured admin rule to OAuth identities: listed users only, the scope alone is not enough', async () => {
     expect((await identityOf(auth(await es256({ sub: 'boss' })))).isAdmin).toBe(true);
-    expect((await identityOf(auth(await es256({ scope: 'mcp mcp:admin' })))).isAdmin).toBe(true);
+    // Our server grants mcp:admin only to listed users; once delisted, the scope in an issued token no longer counts.
+    expect((await identityOf(auth(await es256({ scope: 'mcp mcp:admin' })))).isAdmin).toBe(false);
   });
 
   it('refuses header-embedded keys before the OAuth verifier sees the token', async () => {

@@ -42,7 +42,10 @@ type Route = { kind: 'jwt'; verify: JwtVerifier } | { kind: 'oauth'; verify: OAu
  * Never rejects: failures resolve to `{ ok: false, error }` with a CoreError
  * (INVALID_TOKEN, or INSUFFICIENT_SCOPE for a valid token lacking a required scope).
  */
-export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenticatorOptions = {}): Authenticator {
+/** A token verifier whose cache of verified tokens can be emptied (admin.clearCache). */
+export type ClearableAuthenticator = Authenticator & { clearCache(): void };
+
+export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenticatorOptions = {}): ClearableAuthenticator {
   const { authType } = config.mcp.auth;
   const jwtCfg = config.mcp.auth.jwt;
   const jwtEnabled = jwtCfg.enabled ?? authType !== 'oauth';
@@ -83,7 +86,7 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
 
   const fail = (error: CoreError) => ({ ok: false as const, error });
 
-  return async (token) => {
+  const authenticate: Authenticator = async (token) => {
     // A token already verified (clients resend the same one) skips parsing altogether.
     const known = jwtVerifier?.cached(token);
     if (known) return { ok: true, identity: known };
@@ -97,10 +100,11 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
       const found = await route.verify(token);
       if (!found) return fail(new CoreError('INVALID_TOKEN', 'invalid token'));
       // One administrator rule for every kind of token, whatever the OAuth verifier computed.
-      const identity: Identity = { ...found, via: 'oauth', isAdmin: isAdminIdentity(config.admin, found) };
+      const identity: Identity = { ...found, via: 'oauth', isAdmin: isAdminIdentity(config.admin, { ...found, via: 'oauth' }) };
       return { ok: true, identity };
     } catch (err) {
       return fail(mapJoseError(err));
     }
   };
+  return Object.assign(authenticate, { clearCache: () => jwtVerifier?.clearCache() });
 }

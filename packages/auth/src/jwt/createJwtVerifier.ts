@@ -47,6 +47,8 @@ export interface JwtVerifier {
    * client resending its token) before any header inspection.
    */
   cached(token: string): Identity | undefined;
+  /** Forget every verified token. */
+  clearCache(): void;
 }
 
 /**
@@ -121,5 +123,5 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     }
     return identity;
   };
-  return Object.assign(verify, { cached });
+  return Object.assign(verify, { cached, clearCache: () => cache?.clear() });
 }

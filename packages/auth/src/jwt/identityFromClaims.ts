@@ -1,21 +1,38 @@
-import { CoreError, type Identity } from '@ai-backend/core';
+import { CoreError, isEmailVerified, jwtSubject, type Identity } from '@ai-backend/core';
 
 /** Who counts as an administrator (config `admin`). */
 export interface AdminRule {
-  /** Subjects or e-mail addresses (e-mail compared case-insensitively). */
+  /**
+   * Stored subject ids (a JWT subject as is, an identity-provider user as
+   * `idp:<issuer>#<sub>`) or e-mail addresses (compared case-insensitively, verified e-mails only).
+   */
   users: readonly string[];
-  /** A scope that makes its holder an administrator, e.g. 'mcp:admin'. */
+  /** A scope that makes the holder of a shared-secret JWT an administrator, e.g. 'mcp:admin'. */
   scope: string;
 }
 
-/** The administrator rule, shared by JWT and OAuth identities so both modes agree. */
-export function isAdminIdentity(rule: AdminRule, who: { sub: string; email?: string; scopes: readonly string[] }): boolean {
+/**
+ * Is this identity listed in `admin.users`? By its stored (issuer-qualified) subject, or by an
+ * e-mail its issuer marked verified: an unverified address proves nothing about who holds it.
+ */
+export function isListedAdmin(rule: AdminRule, who: { sub: string; email?: string; emailVerified?: boolean }): boolean {
   if (rule.users.includes(who.sub)) return true;
-  if (who.email !== undefined) {
+  if (who.email !== undefined && who.emailVerified === true) {
     const email = who.email.toLowerCase();
     if (rule.users.some((u) => u.toLowerCase() === email)) return true;
   }
-  return who.scopes.includes(rule.scope);
+  return false;
+}
+
+/**
+ * The administrator rule, shared by JWT and OAuth identities so both modes agree. The admin
+ * scope counts only on shared-secret JWTs (the operator's own signer grants it); our OAuth
+ * server grants it only to listed administrators, and the listing is checked again on every
+ * request, so removing a user from `admin.users` takes effect at once.
+ */
+export function isAdminIdentity(rule: AdminRule, who: { sub: string; email?: string; emailVerified?: boolean; scopes: readonly string[]; via?: Identity['via'] }): boolean {
+  if (isListedAdmin(rule, who)) return true;
+  return who.via !== 'oauth' && who.scopes.includes(rule.scope);
 }
 
 function invalid(reason: string): never {
@@ -45,10 +62,14 @@ export function identityFromClaims(claims: Record<string, unknown>, admin: Admin
   if (claims.sub === undefined) invalid('missing sub claim');
   if (typeof claims.sub !== 'string' || claims.sub.length === 0 || claims.sub.length > 512) invalid('invalid sub claim');
   if (claims.email !== undefined && typeof claims.email !== 'string') invalid('invalid email claim');
-  const sub = claims.sub;
+  const sub = via === 'jwt' ? jwtSubject(claims.sub) : claims.sub;
   const email = claims.email as string | undefined;
+  const emailVerified = email !== undefined && isEmailVerified(claims.email_verified);
   const scopes = readScopes(claims);
-  const identity: Identity = { sub, scopes, isAdmin: isAdminIdentity(admin, { sub, email, scopes }), via };
-  if (email !== undefined) identity.email = email;
+  const identity: Identity = { sub, scopes, isAdmin: isAdminIdentity(admin, { sub, email, emailVerified, scopes, via }), via };
+  if (email !== undefined) {
+    identity.email = email;
+    identity.emailVerified = emailVerified;
+  }
   return identity;
 }

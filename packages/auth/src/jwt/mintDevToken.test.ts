@@ -19,7 +19,7 @@ describe('mintDevToken', () => {
     const result = await authenticate(token);
     expect(result).toEqual({
       ok: true,
-      identity: { sub: 'dev', email: 'dev@example.com', scopes: ['mcp', 'mcp:call'], isAdmin: true, via: 'jwt' },
+      identity: { sub: 'dev', email: 'dev@example.com', emailVerified: true, scopes: ['mcp', 'mcp:call'], isAdmin: true, via: 'jwt' },
     });
   });
 

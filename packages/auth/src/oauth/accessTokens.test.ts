@@ -35,7 +35,7 @@ describe('verifyAccessToken', () => {
       'garbage',
     ];
     for (const token of hostile) await expect(h.oauth.verifyAccessToken(token), token).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
-    expect(await h.oauth.verifyAccessToken(good)).toMatchObject({ sub: 'user-1' });
+    expect(await h.oauth.verifyAccessToken(good)).toMatchObject({ sub: h.userId });
   });
 
   it('refuses a token whose resource is not the one asked for', async () => {
@@ -43,7 +43,7 @@ describe('verifyAccessToken', () => {
     const client = await register(h);
     const { access_token } = await obtainTokens(h, client.client_id);
     await expect(h.oauth.verifyAccessToken(access_token, { resource: 'http://other.test/mcp' })).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
-    expect(await h.oauth.verifyAccessToken(access_token, { resource: 'http://auth.test/mcp' })).toMatchObject({ sub: 'user-1' });
+    expect(await h.oauth.verifyAccessToken(access_token, { resource: 'http://auth.test/mcp' })).toMatchObject({ sub: h.userId });
   });
 
   it('with publicUrl configured, refuses tokens minted for another issuer', async () => {
@@ -67,7 +67,7 @@ describe('verifyAccessToken', () => {
     await expect(rekeyed.verifyAccessToken(access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND', message: 'session not found' });
     // Same key again: still fine.
     const same = createOAuthRoutes(await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth: { ...oauth, encryptionKey: ENCRYPTION_KEY } }), { storage, logger: memoryLogger() }));
-    expect(await same.verifyAccessToken(access_token)).toMatchObject({ sub: 'user-1' });
+    expect(await same.verifyAccessToken(access_token)).toMatchObject({ sub: h.userId });
     await rekeyed.close();
     await same.close();
   });
@@ -76,9 +76,9 @@ describe('verifyAccessToken', () => {
     h = await startHarness();
     const client = await register(h);
     const t = await obtainTokens(h, client.client_id);
-    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ sub: 'user-1' });
+    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ sub: h.userId });
     const next = await (await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: client.client_id }))).json();
-    expect(await h.oauth.verifyAccessToken(next.access_token)).toMatchObject({ sub: 'user-1' });
+    expect(await h.oauth.verifyAccessToken(next.access_token)).toMatchObject({ sub: h.userId });
     await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: client.client_id }));
     await expect(h.oauth.verifyAccessToken(next.access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND' });
   });
@@ -87,7 +87,7 @@ describe('verifyAccessToken', () => {
     h = await startHarness({ oauth: { accessTokenTtlSec: 60 } });
     const client = await register(h);
     const { access_token } = await obtainTokens(h, client.client_id);
-    expect(await h.oauth.verifyAccessToken(access_token)).toMatchObject({ sub: 'user-1' });
+    expect(await h.oauth.verifyAccessToken(access_token)).toMatchObject({ sub: h.userId });
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
       vi.setSystemTime(Date.now() + 95_000); // past exp plus the 30 s clock tolerance

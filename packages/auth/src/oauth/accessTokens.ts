@@ -56,7 +56,7 @@ export class AccessTokens {
       client_id: session.clientId,
       scope: scopes.join(' '),
       sid: session.sid,
-      ...(session.email ? { email: session.email } : {}),
+      ...(session.email ? { email: session.email, email_verified: session.emailVerified === true } : {}),
     })
       .setProtectedHeader({ alg, kid, typ: 'at+jwt' })
       .setIssuer(session.issuer)
@@ -79,7 +79,12 @@ export class AccessTokens {
 
     const scopes = payload.scope.split(' ').filter(Boolean);
     const identity: Identity = { sub: session.sub, scopes, isAdmin: false, via: 'oauth', clientId: session.clientId };
-    if (session.email) identity.email = session.email;
+    if (session.email) {
+      identity.email = session.email;
+      identity.emailVerified = session.emailVerified === true;
+    }
+    // Evaluated on every request from the current admin.users: a removed administrator loses
+    // admin rights at once, whatever scope the token carries.
     identity.isAdmin = isAdminIdentity(this.settings.admin, identity);
     return { identity, session };
   }

@@ -108,8 +108,11 @@ describe('POST /oauth/authorize (consent)', () => {
     // Someone else's valid token and cookie do not approve this request.
     expect((await postConsent(h, consentBody(c.requestId, other.csrf), { cookie: `${c.cookie.split('=')[0]}=${other.csrf}` })).status).toBe(403);
     expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'https://evil.example' })).status).toBe(403);
-    // The request is still usable by its rightful owner.
-    expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie })).status).toBe(303);
+    // A sandboxed iframe or data: page sends `Origin: null`: refused too, even with cookie and token.
+    expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null' })).status).toBe(403);
+    expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null', 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    // The request is still usable by its rightful owner (our no-referrer page: Origin null, same-origin fetch).
+    expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null', 'sec-fetch-site': 'same-origin' })).status).toBe(303);
   });
 
   it('a consent can be used once', async () => {

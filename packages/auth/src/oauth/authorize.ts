@@ -93,7 +93,12 @@ export function consentHandler(services: () => Promise<OAuthServices>): Handler 
     const s = await services();
     const base = s.baseUrl(c);
     const origin = c.req.header('origin');
-    if (origin && origin !== 'null' && origin !== new URL(base).origin) {
+    // `Origin: null` is what sandboxed iframes, data: URLs and cross-site redirects send: it proves
+    // nothing about who built the form, so it is refused like any other site. The one exception is
+    // our own consent page, whose no-referrer policy makes browsers send `null` for its same-origin
+    // POST: they then also send `Sec-Fetch-Site: same-origin`, which no page can set or forge.
+    const sameOriginNull = origin === 'null' && c.req.header('sec-fetch-site') === 'same-origin';
+    if (origin !== undefined && !sameOriginNull && origin !== new URL(base).origin) {
       return errorPage(c, 403, 'Request refused', 'The consent form was submitted from another site.');
     }
     const form = await readForm(c);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BASE, pkce, REDIRECT, register, signIn, startHarness, type Harness } from './__tests__/harness.js';
+import { BASE, obtainTokens, pkce, REDIRECT, register, signIn, startHarness, type Harness } from './__tests__/harness.js';
 import { SessionStore } from './sessionStore.js';
 import { sha256 } from './crypto.js';
 import type { SessionRecord } from './records.js';
@@ -33,7 +33,7 @@ describe('GET /oauth/callback', () => {
     const keys = await h.storage.keys('oauth:session:');
     expect(keys).toHaveLength(1);
     const session = await store.get<SessionRecord>('session', keys[0]!.slice('oauth:session:'.length));
-    expect(session).toMatchObject({ sub: 'user-1', email: 'alice@example.com', name: 'Alice' });
+    expect(session).toMatchObject({ sub: h.userId, email: 'alice@example.com', name: 'Alice' });
     expect(JSON.stringify(session)).not.toMatch(/access_token|id_token/);
   });
 
@@ -72,15 +72,33 @@ describe('GET /oauth/callback', () => {
     expect(await h.storage.keys('oauth:session:')).toHaveLength(0);
   });
 
-  it('drops an unverified e-mail so it cannot match admin.users', async () => {
-    h = await startHarness({ admin: { users: ['boss@example.com'] } }, { sub: 'u2', email: 'boss@example.com', email_verified: false });
+  // email_verified false, the string "false" (some userinfo endpoints), or no claim at all:
+  // none of them may make the holder of the address an administrator.
+  for (const [label, verified] of [['false', false], ['"false"', 'false'], ['missing', undefined]] as const) {
+    it(`an unverified e-mail (email_verified ${label}) cannot match admin.users`, async () => {
+      const user = { sub: 'u2', email: 'boss@example.com', ...(verified === undefined ? {} : { email_verified: verified as boolean }) };
+      h = await startHarness({ admin: { users: ['boss@example.com'] } }, user);
+      const client = await register(h);
+      await signIn(h, client.client_id, pkce().challenge, { scope: 'mcp mcp:admin' });
+      const store = new SessionStore(h.storage, 'k'.repeat(40));
+      const [key] = await h.storage.keys('oauth:session:');
+      const session = await store.get<SessionRecord>('session', key!.slice('oauth:session:'.length));
+      expect(session?.emailVerified).toBe(false);
+      expect(session?.scopes).toEqual(['mcp']);
+      const t = await obtainTokens(h, client.client_id);
+      expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ isAdmin: false, emailVerified: false });
+    });
+  }
+
+  it('matches an administrator by issuer + subject (the qualified id), never by the bare subject', async () => {
+    h = await startHarness({ admin: { users: ['u4'] } }, { sub: 'u4' });
     const client = await register(h);
-    await signIn(h, client.client_id, pkce().challenge, { scope: 'mcp mcp:admin' });
-    const store = new SessionStore(h.storage, 'k'.repeat(40));
-    const [key] = await h.storage.keys('oauth:session:');
-    const session = await store.get<SessionRecord>('session', key!.slice('oauth:session:'.length));
-    expect(session?.email).toBeUndefined();
-    expect(session?.scopes).toEqual(['mcp']);
+    const t = await obtainTokens(h, client.client_id);
+    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ sub: h.userId, isAdmin: false });
+    // The qualified id is known only once the IdP listens; admin.users is read on every request.
+    (h.runtime.config.admin.users as string[]).push(h.userId);
+    expect(h.userId).toMatch(/^idp:http:\/\/127\.0\.0\.1:\d+#u4$/);
+    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ isAdmin: true });
   });
 
   it('grants the admin scope to a configured administrator', async () => {

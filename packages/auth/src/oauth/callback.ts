@@ -1,9 +1,11 @@
 import type { Handler } from 'hono';
-import { isAdminIdentity } from '../jwt/identityFromClaims.js';
+import { idpSubject } from '@ai-backend/core';
+import { isListedAdmin } from '../jwt/identityFromClaims.js';
 import { randomToken, sha256 } from './crypto.js';
 import { errorPage, redirectToClient } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { CodeRecord, SessionRecord, UpstreamRecord } from './records.js';
+import { subjectIssuer } from './upstreamProvider.js';
 
 /** Provider errors that mean "the user said no or could not sign in", passed on as access_denied. */
 const DENIALS = new Set(['access_denied', 'login_required', 'consent_required', 'interaction_required', 'account_selection_required']);
@@ -37,8 +39,10 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
     if (!code) return back({ error: 'server_error', error_description: 'the identity provider sent no code' });
 
     let user;
+    let issuer: string;
     try {
       const ep = await s.upstream.endpoints();
+      issuer = subjectIssuer(ep);
       const iss = c.req.query('iss');
       // RFC 9207: when the provider names itself, it must be the one we sent the user to.
       if (iss !== undefined && ep.issuer !== undefined && iss !== ep.issuer) {
@@ -50,15 +54,18 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
       return back({ error: 'server_error', error_description: 'sign-in with the identity provider failed' });
     }
 
+    // Qualified by the provider's issuer, so that with authType 'both' an IdP user 'user-77' and
+    // the JWT subject 'user-77' never share stored state (trpc/subjectId.ts in core).
+    const sub = idpSubject(issuer, user.sub);
     // The admin scope is only ever granted to configured administrators.
-    const admin = isAdminIdentity(s.settings.admin, { ...user, scopes: [] });
+    const admin = isListedAdmin(s.settings.admin, { sub, email: user.email, emailVerified: user.emailVerified });
     const scopes = request.scopes.filter((sc) => sc !== s.settings.admin.scope || admin);
     const now = Date.now();
     const codeTtlMs = s.settings.authCodeTtlSec * 1000;
     const sid = randomToken(24);
     const session: SessionRecord = {
       sid,
-      sub: user.sub,
+      sub,
       clientId: request.clientId,
       scopes,
       resource: request.resource,
@@ -67,7 +74,10 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
       // Short until the code is exchanged; the token endpoint extends it.
       exp: now + codeTtlMs + 60_000,
     };
-    if (user.email) session.email = user.email;
+    if (user.email) {
+      session.email = user.email;
+      session.emailVerified = user.emailVerified === true;
+    }
     if (user.name) session.name = user.name;
     await s.store.put('session', sid, session);
 
@@ -79,7 +89,7 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
       codeChallenge: request.codeChallenge,
       exp: now + codeTtlMs,
     });
-    s.logger.info('user signed in', { event: 'oauth_signin', sub: user.sub, clientId: request.clientId });
+    s.logger.info('user signed in', { event: 'oauth_signin', sub, clientId: request.clientId });
     return back({ code: ourCode });
   };
 }

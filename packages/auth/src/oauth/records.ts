@@ -54,8 +54,11 @@ export interface UpstreamRecord extends Expiring {
 /** A signed-in user's grant to one client. Key: session id (`sid` claim of access tokens). */
 export interface SessionRecord extends Expiring {
   sid: string;
+  /** Stored subject id, qualified by the identity provider's issuer (`idp:<issuer>#<sub>`). */
   sub: string;
   email?: string;
+  /** The identity provider marked `email` verified. */
+  emailVerified?: boolean;
   name?: string;
   clientId: string;
   scopes: string[];

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from './__tests__/harness.js';
+import { authorizeUrl, obtainTokens, pkce, register, startHarness, type Harness } from './__tests__/harness.js';
 
 let h: Harness;
 afterEach(() => h?.close());
@@ -70,5 +70,43 @@ describe('POST /register', () => {
     h = await startHarness({ oauth: { registration: { allowedCustomSchemes: ['cursor'] } } });
     expect((await h.request('/register', post({ redirect_uris: ['cursor://anysphere.cursor-mcp/oauth/callback'] }))).status).toBe(201);
     expect((await h.request('/register', post({ redirect_uris: ['vscode://x/cb'] }))).status).toBe(400);
+  });
+
+  it('caps field sizes and the size of the whole registration', async () => {
+    h = await startHarness();
+    const long = `https://app.example.com/${'a'.repeat(2100)}`;
+    expect((await h.request('/register', post({ redirect_uris: [long] }))).status).toBe(400);
+    expect((await h.request('/register', post({ redirect_uris: ['https://app.example.com/cb'], junk: 'x'.repeat(40_000) }))).status).toBe(400);
+    const many = Array.from({ length: 10 }, (_, i) => `https://app.example.com/${i}/${'b'.repeat(1900)}`);
+    const res = await h.request('/register', post({ redirect_uris: many }));
+    expect(res.status).toBe(400);
+    expect((await res.json()).error_description).toMatch(/larger than 8192 bytes/);
+  });
+
+  it('caps registrations per address and day', async () => {
+    h = await startHarness({ oauth: { registration: { maxPerAddressPerDay: 3 } } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await h.request('/register', post({ redirect_uris: ['https://app.example.com/cb'] }))).status);
+    expect(statuses).toEqual([201, 201, 201, 429, 429]);
+  });
+
+  it('expires clients that never completed an authorization; a used client stays, and expired ones are pruned', async () => {
+    h = await startHarness({ oauth: { registration: { unusedClientTtlSec: 3600 } } });
+    const unused = await register(h);
+    const used = await register(h);
+    await obtainTokens(h, used.client_id);
+    const realNow = Date.now;
+    Date.now = () => realNow() + 2 * 3600_000;
+    try {
+      const page = await h.request(authorizeUrl(unused.client_id, pkce().challenge));
+      expect(page.status).toBe(400);
+      expect(await page.text()).toContain('Unknown application');
+      expect((await h.request(authorizeUrl(used.client_id, pkce().challenge))).status).toBe(200);
+      // Pruned from storage, not only unreadable.
+      expect(await h.storage.keys(`oauth:client:${unused.client_id}`)).toEqual([]);
+      expect(await h.storage.keys(`oauth:client:${used.client_id}`)).toHaveLength(1);
+    } finally {
+      Date.now = realNow;
+    }
   });
 });

@@ -6,14 +6,13 @@ import type { OAuthServices } from './oauthServices.js';
 import type { ClientRecord } from './records.js';
 import { redirectUriProblem } from './redirectUris.js';
 
-/** Registered clients live this long without being used to sign in again (~ ten years: effectively kept). */
-const CLIENT_TTL_MS = 10 * 365 * 86_400_000;
+const DAY_MS = 86_400_000;
 
 const text = (max: number) => z.string().min(1).max(max);
 
 /** RFC 7591 §2 client metadata, as far as we use it. Unknown fields are ignored (§3.1). */
 const ClientMetadataSchema = z.object({
-  redirect_uris: z.array(z.string()).min(1).max(10),
+  redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
   token_endpoint_auth_method: z.enum(['none', 'client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
   // Both by default: clients that omit grant_types still expect to refresh (RFC 7591 lets the server choose).
   grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).min(1).default(['authorization_code', 'refresh_token']),
@@ -32,9 +31,16 @@ const ClientMetadataSchema = z.object({
  * must be https, loopback http (any port later, RFC 8252 §7.3) or an allowed private-use scheme.
  */
 export function registerHandler(services: () => Promise<OAuthServices>): Handler {
+  let lastPrune = 0;
   return async (c) => {
     const s = await services();
     const reg = s.settings.registration;
+    // Expired clients vanish with their storage TTL (redis, file sweeps); listing the prefix also
+    // drops them from the memory backend, which only forgets keys when they are touched.
+    if (Date.now() - lastPrune > 3_600_000) {
+      lastPrune = Date.now();
+      void s.store.storage.keys('oauth:client:').catch(() => undefined);
+    }
     if (reg.policy === 'token') {
       const presented = /^Bearer (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1]?.trim();
       if (!presented || !safeEqual(presented, reg.initialAccessToken!)) {
@@ -43,7 +49,15 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
         });
       }
     }
-    const body: unknown = await c.req.json().catch(() => undefined);
+    const raw = await c.req.text().catch(() => '');
+    // Field caps bound each value; this bounds the whole document (unknown fields included).
+    if (raw.length > 4 * reg.maxClientBytes) return oauthError(c, 400, 'invalid_client_metadata', `registration body larger than ${4 * reg.maxClientBytes} bytes`);
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      body = undefined;
+    }
     const parsed = ClientMetadataSchema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -57,6 +71,15 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
       if (problem) return oauthError(c, 400, 'invalid_redirect_uri', problem);
     }
 
+    const ip = s.clientIp(c);
+    const day = Math.floor(Date.now() / DAY_MS);
+    const count = (await s.store.storage.increment(`oauth:reg:${ip}:${day}`, 1, { ttlMs: DAY_MS })) ?? 0;
+    if (count > reg.maxPerAddressPerDay) {
+      s.logger.warn('oauth registration budget spent', { event: 'rate_limited', endpoint: 'register', ip });
+      const retry = Math.max(1, Math.ceil(((day + 1) * DAY_MS - Date.now()) / 1000));
+      return oauthError(c, 429, 'rate_limited', `at most ${reg.maxPerAddressPerDay} registrations per address and day`, { 'Retry-After': String(retry) });
+    }
+
     const clientId = randomToken(16);
     const secret = meta.token_endpoint_auth_method === 'none' ? undefined : randomToken(32);
     const issuedAt = Math.floor(Date.now() / 1000);
@@ -65,8 +88,13 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
       client_id: clientId,
       ...(secret ? { client_secret_hash: sha256(secret) } : {}),
       client_id_issued_at: issuedAt,
-      exp: Date.now() + CLIENT_TTL_MS,
+      // Short until the client completes an authorization (token.ts extends it), so clients
+      // registered and never used are pruned by their storage TTL within a day.
+      exp: Date.now() + reg.unusedClientTtlSec * 1000,
     };
+    if (JSON.stringify(record).length > reg.maxClientBytes) {
+      return oauthError(c, 400, 'invalid_client_metadata', `client metadata larger than ${reg.maxClientBytes} bytes`);
+    }
     await s.store.put('client', clientId, record);
     s.logger.info('oauth client registered', { event: 'client_registered', clientId, clientName: meta.client_name });
 

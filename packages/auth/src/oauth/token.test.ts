@@ -29,10 +29,10 @@ describe('POST /oauth/token: authorization_code', () => {
     expect(t.refresh_token).toMatch(/^[\w-]{43}$/);
     expect(decodeProtectedHeader(t.access_token)).toMatchObject({ alg: 'ES256', typ: 'at+jwt' });
     const claims = decodeJwt(t.access_token);
-    expect(claims).toMatchObject({ iss: BASE, aud: `${BASE}/mcp`, sub: 'user-1', client_id: client.client_id, scope: 'mcp mcp:call' });
+    expect(claims).toMatchObject({ iss: BASE, aud: `${BASE}/mcp`, sub: h.userId, client_id: client.client_id, scope: 'mcp mcp:call' });
     expect(claims.exp! - claims.iat!).toBe(3600);
     const identity = await h.oauth.verifyAccessToken(t.access_token);
-    expect(identity).toMatchObject({ sub: 'user-1', email: 'alice@example.com', scopes: ['mcp', 'mcp:call'], via: 'oauth', clientId: client.client_id, isAdmin: false });
+    expect(identity).toMatchObject({ sub: h.userId, email: 'alice@example.com', scopes: ['mcp', 'mcp:call'], via: 'oauth', clientId: client.client_id, isAdmin: false });
   });
 
   it('refuses a wrong PKCE verifier, a different redirect_uri, another client or a missing verifier', async () => {
@@ -113,7 +113,7 @@ describe('POST /oauth/token: refresh_token', () => {
     const second = await res.json();
     expect(second.refresh_token).not.toBe(first.refresh_token);
     expect(second.access_token).not.toBe(first.access_token);
-    expect(await h.oauth.verifyAccessToken(second.access_token)).toMatchObject({ sub: 'user-1' });
+    expect(await h.oauth.verifyAccessToken(second.access_token)).toMatchObject({ sub: h.userId });
     expect((await refresh(h, client.client_id, second.refresh_token)).status).toBe(200);
   });
 
@@ -150,6 +150,43 @@ describe('POST /oauth/token: refresh_token', () => {
     expect(narrow.scope).toBe('mcp');
     // The next refresh still carries the original grant.
     expect((await (await refresh(h, client.client_id, narrow.refresh_token)).json()).scope).toBe('mcp mcp:call');
+  });
+
+  it('a refused refresh (invalid_scope, invalid_target, another client) does not use the token up', async () => {
+    h = await startHarness({ oauth: { sessionCacheMs: 0 } });
+    const client = await register(h);
+    const other = await register(h);
+    const t = await obtainTokens(h, client.client_id);
+    const refusals: Array<[string, Response]> = [
+      ['invalid_scope', await refresh(h, client.client_id, t.refresh_token, { scope: 'mcp mcp:admin' })],
+      ['invalid_target', await refresh(h, client.client_id, t.refresh_token, { resource: 'https://elsewhere.example/mcp' })],
+      ['invalid_grant', await refresh(h, other.client_id, t.refresh_token)],
+    ];
+    for (const [error, res] of refusals) {
+      expect(res.status).toBe(400);
+      expect((await res.json()).error).toBe(error);
+    }
+    // The holder's next valid refresh is not mistaken for reuse: it succeeds, the session lives.
+    const ok = await refresh(h, client.client_id, t.refresh_token);
+    expect(ok.status).toBe(200);
+    expect(await h.oauth.verifyAccessToken((await ok.json()).access_token)).toMatchObject({ sub: h.userId });
+    expect(h.logger.lines.some((l) => l.fields?.event === 'session_revoked')).toBe(false);
+  });
+
+  it('re-evaluates roles at refresh: a user removed from admin.users loses mcp:admin (and admin rights at once)', async () => {
+    h = await startHarness({ admin: { users: ['alice@example.com'] } });
+    const client = await register(h);
+    const p = pkce();
+    const { code } = await signIn(h, client.client_id, p.challenge, { scope: 'mcp mcp:admin' });
+    const t = await (await exchange(h, { code: code!, code_verifier: p.verifier, client_id: client.client_id })).json();
+    expect(t.scope).toBe('mcp mcp:admin');
+    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ isAdmin: true });
+    (h.runtime.config.admin.users as string[]).length = 0;
+    // The access token already issued still names the scope, but admin rights follow the list.
+    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ isAdmin: false });
+    const next = await (await refresh(h, client.client_id, t.refresh_token)).json();
+    expect(next.scope).toBe('mcp');
+    expect(decodeJwt(next.access_token).scope).toBe('mcp');
   });
 
   it('issues no refresh token to a client registered without the refresh_token grant', async () => {

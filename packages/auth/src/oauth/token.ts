@@ -1,4 +1,5 @@
 import type { Context, Handler } from 'hono';
+import { isListedAdmin } from '../jwt/identityFromClaims.js';
 import { authenticateClient, readForm } from './clientAuth.js';
 import { PKCE_VERIFIER, pkceChallenge, randomToken, safeEqual, sha256 } from './crypto.js';
 import { NO_STORE, oauthError } from './oauthResponses.js';
@@ -64,25 +65,40 @@ async function refreshToken(c: Context, s: OAuthServices, form: URLSearchParams,
   if (!client.grant_types.includes('refresh_token')) return err(400, 'unauthorized_client', 'client may not use refresh tokens');
   const token = form.get('refresh_token');
   if (!token) return err(400, 'invalid_request', 'refresh_token is required');
+  const id = sha256(token);
 
-  const used = await s.store.consume<RefreshRecord>('refresh', sha256(token));
-  if (used.status === 'missing') return err(400, 'invalid_grant', 'invalid or expired refresh token');
-  if (used.status === 'reused') {
-    // Rotation (OAuth 2.1 §4.3.1): the old token came back, so one of two holders is an
-    // attacker. Revoke the family: every token of the session stops working.
-    await revokeSession(s, used.value.sid, 'refresh token reused');
-    return err(400, 'invalid_grant', 'refresh token already used; the session has been revoked');
-  }
-  const rec = used.value;
-  if (rec.clientId !== client.client_id) return err(400, 'invalid_grant', 'refresh token was issued to another client');
-  const session = await s.store.get<SessionRecord>('session', rec.sid);
+  // Every check runs on a peek: a refused request (another client, wrong resource, wider
+  // scope) must not use the token up, or the holder's next valid refresh would read as reuse
+  // and revoke the session. Only a request that will succeed consumes it.
+  const peek = await s.store.get<RefreshRecord>('refresh', id);
+  if (!peek) return err(400, 'invalid_grant', 'invalid or expired refresh token');
+  if (peek.usedAt !== undefined) return reused(s, peek.sid, err);
+  if (peek.clientId !== client.client_id) return err(400, 'invalid_grant', 'refresh token was issued to another client');
+  const session = await s.store.get<SessionRecord>('session', peek.sid);
   if (!session) return err(400, 'invalid_grant', 'session not found');
   const resource = form.get('resource');
   if (resource !== null && resource.replace(/\/$/, '') !== session.resource) return err(400, 'invalid_target', `resource must be ${session.resource}`);
-
   const asked = form.get('scope')?.split(' ').filter(Boolean);
-  if (asked && asked.some((x) => !rec.scopes.includes(x))) return err(400, 'invalid_scope', 'scope exceeds the original grant');
-  return issue(c, s, session, asked && asked.length > 0 ? asked : rec.scopes, client, rec.scopes);
+  if (asked && asked.some((x) => !peek.scopes.includes(x))) return err(400, 'invalid_scope', 'scope exceeds the original grant');
+
+  const used = await s.store.consume<RefreshRecord>('refresh', id);
+  if (used.status === 'missing') return err(400, 'invalid_grant', 'invalid or expired refresh token');
+  if (used.status === 'reused') return reused(s, used.value.sid, err);
+  // Roles are evaluated again at every refresh: a user removed from admin.users loses the admin
+  // scope here (and, being no longer listed, admin rights on every request at once).
+  const keep = (scopes: string[]) => scopes.filter((sc) => sc !== s.settings.admin.scope || isListedAdmin(s.settings.admin, session));
+  const grant = keep(used.value.scopes);
+  const scopes = asked && asked.length > 0 ? keep(asked) : grant;
+  return issue(c, s, { ...session, scopes: keep(session.scopes) }, scopes, client, grant);
+}
+
+/**
+ * Rotation (OAuth 2.1 §4.3.1): the old token came back, so one of two holders is an attacker.
+ * Revoke the family: every token of the session stops working.
+ */
+async function reused(s: OAuthServices, sid: string, err: Fail): Promise<Response> {
+  await revokeSession(s, sid, 'refresh token reused');
+  return err(400, 'invalid_grant', 'refresh token already used; the session has been revoked');
 }
 
 /** Mint an access token and, for clients allowed to refresh, the next refresh token of the family. */
@@ -100,6 +116,10 @@ async function issue(
   // The session lives as long as its newest refresh token (sliding), or as its access token.
   await s.store.put('session', session.sid, { ...session, exp: now + (canRefresh ? refreshTtlMs : s.settings.accessTokenTtlSec * 1000) });
   const access = await s.tokens.issue(session, scopes);
+  // A client that obtains tokens is in use: keep it for clientTtlSec after its last token (sliding,
+  // written at most once a day); unused registrations expire after unusedClientTtlSec.
+  const keepUntil = now + s.settings.registration.clientTtlSec * 1000;
+  if (client.exp < keepUntil - 86_400_000) await s.store.put('client', client.client_id, { ...client, exp: keepUntil });
   let refresh: string | undefined;
   if (canRefresh) {
     refresh = randomToken(32);

@@ -52,7 +52,7 @@ describe('UpstreamProvider', () => {
     const { createHash } = await import('node:crypto');
     const at = await fetch(await p.authorizationUrl({ callbackUrl: 'https://me/cb', state: 's', codeChallenge: createHash('sha256').update(verifier).digest('base64url'), nonce: 'n' }), { redirect: 'manual' });
     const code = new URL(at.headers.get('location')!).searchParams.get('code')!;
-    expect(await p.signIn({ code, callbackUrl: 'https://me/cb', verifier, nonce: 'n' })).toEqual({ sub: 'u-9', email: 'e@x.test', name: 'E' });
+    expect(await p.signIn({ code, callbackUrl: 'https://me/cb', verifier, nonce: 'n' })).toEqual({ sub: 'u-9', email: 'e@x.test', emailVerified: false, name: 'E' });
     idp.tokenError = 'invalid_grant';
     await expect(p.signIn({ code: 'x', callbackUrl: 'https://me/cb', verifier, nonce: 'n' })).rejects.toMatchObject({ appCode: 'UPSTREAM_ERROR', message: expect.stringContaining('invalid_grant') });
   });

@@ -1,4 +1,4 @@
-import { CoreError } from '@ai-backend/core';
+import { CoreError, isEmailVerified } from '@ai-backend/core';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { UpstreamConfig } from './oauthSettings.js';
 
@@ -16,9 +16,21 @@ export interface UpstreamEndpoints {
 
 /** The signed-in user as the provider describes them. Provider tokens go no further than this. */
 export interface UpstreamUser {
+  /** The provider's own subject (unqualified). */
   sub: string;
   email?: string;
+  /** The provider marked `email` verified (`email_verified` true or "true"). */
+  emailVerified?: boolean;
   name?: string;
+}
+
+/**
+ * The issuer that qualifies this provider's subjects (`idp:<issuer>#<sub>`): the OIDC issuer,
+ * `https://github.com` for the GitHub preset, or the origin of the authorization endpoint for
+ * explicitly configured OAuth 2 providers.
+ */
+export function subjectIssuer(ep: UpstreamEndpoints): string {
+  return ep.issuer ?? new URL(ep.authorizationUrl).origin;
 }
 
 export interface UpstreamProviderOptions {
@@ -182,8 +194,11 @@ function toUser(claims: Record<string, unknown>): UpstreamUser {
     throw new CoreError('UPSTREAM_ERROR', 'identity provider did not say who signed in');
   }
   const user: UpstreamUser = { sub: String(rawSub) };
-  // An address the provider has not verified must not match admin.users.
-  if (typeof claims.email === 'string' && claims.email_verified !== false) user.email = claims.email;
+  if (typeof claims.email === 'string') {
+    user.email = claims.email;
+    // Only a verified address may name an administrator or claim the e-mail index.
+    user.emailVerified = isEmailVerified(claims.email_verified);
+  }
   const name = claims.name ?? claims.preferred_username ?? claims.login;
   if (typeof name === 'string') user.name = name;
   return user;

@@ -11,7 +11,7 @@ describe('GET /oauth/userinfo', () => {
     const t = await obtainTokens(h, client.client_id);
     const res = await h.request('/oauth/userinfo', { headers: { authorization: `Bearer ${t.access_token}` } });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ sub: 'user-1', email: 'alice@example.com', name: 'Alice' });
+    expect(await res.json()).toEqual({ sub: h.userId, email: 'alice@example.com', name: 'Alice' });
   });
 
   it('answers 401 with a resource_metadata challenge without or with a bad token', async () => {
@@ -41,7 +41,7 @@ describe('POST /oauth/revoke', () => {
     const other = await register(h);
     const t = await obtainTokens(h, client.client_id);
     expect((await h.request('/oauth/revoke', form({ token: t.access_token, client_id: other.client_id }))).status).toBe(200);
-    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ sub: 'user-1' });
+    expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ sub: h.userId });
     expect((await h.request('/oauth/revoke', form({ token: 'unknown', client_id: client.client_id }))).status).toBe(200);
   });
 });

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { mergeConfig, resolveConfig, ConfigError, type ConfigInput } from '@ai-backend/core';
+import { attributeToEnv, mergeConfig, resolveConfig, ConfigError, type ConfigInput, type ResolvedConfig } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
 import { banner } from '../banner.js';
 import { loadConfig } from '../loadConfig.js';
@@ -30,7 +30,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
   if (opts.host !== undefined) flags.host = opts.host;
   input = mergeConfig(input, flags as ConfigInput);
 
-  const config = resolveConfig(input); // throws ConfigError with every problem
+  let config: ResolvedConfig;
+  try {
+    config = resolveConfig(input); // every rule `config check` applies, from the same schema
+  } catch (err) {
+    throw err instanceof ConfigError ? new ConfigError(attributeToEnv(err.problems, process.env)) : err;
+  }
   const server = createServer(config);
   const addr = await server.start();
   process.stdout.write(banner(addr, config, loaded.filepath) + '\n');

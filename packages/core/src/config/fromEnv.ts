@@ -1,3 +1,4 @@
+import { ConfigError, type ConfigProblem } from './resolveConfig.js';
 import type { ConfigInput } from './schema.js';
 
 type Env = Record<string, string | undefined>;
@@ -26,7 +27,12 @@ export function configFromEnv(env: Env): ConfigInput {
     set(['storage', 'postgres', 'connectionString'], env.DATABASE_URL);
   }
   if (env.REDIS_URL) {
-    const u = new URL(env.REDIS_URL);
+    let u: URL;
+    try {
+      u = new URL(env.REDIS_URL);
+    } catch {
+      throw new ConfigError([{ path: 'REDIS_URL', message: 'must be a URL such as redis://host:6379/0 (rediss:// for TLS)' }]);
+    }
     // With a database, Redis holds the hot shared state; alone, it holds everything.
     if (env.DATABASE_URL) set(['storage', 'shared'], 'redis');
     else set(['storage', 'type'], 'redis');
@@ -59,4 +65,33 @@ export function mergeConfig(base: ConfigInput, over: ConfigInput): ConfigInput {
     return result;
   };
   return merge(base, over) as ConfigInput;
+}
+
+/** Which config key each environment variable sets (configFromEnv above), to name the variable in errors. */
+const ENV_KEYS: Record<string, string> = {
+  PORT: 'port',
+  HOST: 'host',
+  CORS_ORIGIN: 'cors.origin',
+  JWT_SECRET: 'jwt.secret',
+  OAUTH_ENCRYPTION_KEY: 'oauth.encryptionKey',
+  LOG_LEVEL: 'monitoring.logging.level',
+  BYOK_VAULT_KEY: 'billing.vaultKey',
+  PURCHASE_WEBHOOK_SECRET: 'billing.webhookSecret',
+  REDIS_URL: 'storage.redis',
+  ANTHROPIC_API_KEY: 'ai.providers.anthropic.apiKey',
+  OPENAI_API_KEY: 'ai.providers.openai.apiKey',
+  GOOGLE_GENERATIVE_AI_API_KEY: 'ai.providers.google.apiKey',
+  OPENROUTER_API_KEY: 'ai.providers.openrouter.apiKey',
+};
+
+/**
+ * Name the environment variable in problems about values it supplied (the environment overrides
+ * the file): `OAUTH_ENCRYPTION_KEY: must be at least 32 characters`, not the key path.
+ */
+export function attributeToEnv(problems: ConfigProblem[], env: Env): ConfigProblem[] {
+  const set = Object.entries(ENV_KEYS).filter(([name]) => env[name]);
+  return problems.map((p) => {
+    const from = set.find(([, key]) => p.path === key || p.path.startsWith(key + '.'));
+    return from ? { ...p, path: from[0] } : p;
+  });
 }

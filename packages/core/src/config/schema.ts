@@ -4,6 +4,7 @@ import { AdminSchema, JwtSchema, McpSchema, OAuthSchema } from './sections/auth.
 import { AiSchema, BillingSchema, PROVIDER_IDS } from './sections/ai.js';
 import { CorsSchema, LimitsSchema, MonitoringSchema, ProtocolsSchema, TransportsSchema } from './sections/server.js';
 import { StorageSchema } from './sections/storage.js';
+import { AlertsSchema, ApiDescriptionSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 import { crossFieldProblems } from './authMode.js';
 import { RedisOptionsSchema } from './sections/storage.js';
@@ -58,6 +59,10 @@ export const ConfigSchema = z
     serverWorkspaces: ServerWorkspacesSchema,
     ai: AiSchema,
     billing: BillingSchema,
+    apiDescription: ApiDescriptionSchema,
+    metrics: MetricsSchema,
+    statistics: StatisticsSchema,
+    alerts: AlertsSchema,
   })
   // The spec's `mcp.auth.oauth.sessionStorePath` is our `oauth.sessionStorage` of type file: mapped here, once.
   .check((ctx) => {

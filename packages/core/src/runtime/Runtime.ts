@@ -5,6 +5,9 @@ import type { Storage } from '../storage/Storage.js';
 import type { Identity } from '../trpc/context.js';
 import type { Logger } from './Logger.js';
 import type { Stats } from './Stats.js';
+import type { Metrics } from '../observability/Metrics.js';
+import type { UserDirectory } from '../services/directory/UserDirectory.js';
+import type { AlertOutbox } from '../services/governance/AlertOutbox.js';
 import type { ResourceRegistry } from '../services/resources/ResourceRegistry.js';
 import type { WorkspaceService } from '../services/workspaces/WorkspaceService.js';
 import type { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
@@ -36,6 +39,14 @@ export interface Runtime {
    */
   readonly shared: Storage;
   readonly stats: Stats;
+  /** Prometheus metrics of this instance (undefined when `metrics.enabled` is false). */
+  readonly metrics: Metrics | undefined;
+  /** Signed alert webhooks through an outbox in the store (`alerts`). */
+  readonly alerts: AlertOutbox;
+  /** Users seen by this server (sub, e-mail, scopes, administrator flag), for admin.getUserInfo. */
+  readonly users: UserDirectory;
+  /** Named caches admin.clearCache can empty ('tokens', 'models', ...); registered by their owners. */
+  readonly caches: Map<string, () => void | Promise<void>>;
   readonly logger: Logger;
   readonly resources: ResourceRegistry;
   /** Server workspaces (guarded file access) and their change events. */

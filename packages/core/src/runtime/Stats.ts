@@ -1,43 +1,210 @@
+import type { Storage } from '../storage/Storage.js';
 import type { TransportName } from '../trpc/context.js';
 
-const SAMPLE_SIZE = 512;
+/** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
+export const LATENCY_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const;
+const DAY_MS = 86_400_000;
+const PREFIX = 'stats:';
 
-interface Entry {
+/** One (day, entry point, procedure) record, as stored. */
+interface DayRecord {
   count: number;
   errors: number;
-  /** Ring buffer of recent latencies (ms) for percentiles. */
-  samples: Float64Array;
-  next: number;
+  totalMs: number;
+  /** Counts per latency bucket (LATENCY_BOUNDS_MS plus one overflow bucket). */
+  buckets: number[];
 }
 
-/** Request counts, errors and latency percentiles per procedure and entry point since start. */
+export interface StatsOptions {
+  /** How often pending counts are added to the store. Default 5000 ms. */
+  flushIntervalMs?: number;
+  /** Days a record is kept (its ttl). Default 90. */
+  retentionDays?: number;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+export interface ProcedureStatistics {
+  transport: string;
+  path: string;
+  count: number;
+  errors: number;
+  avgMs: number;
+  /** Upper bound of the latency bucket holding the percentile (null above the last bound). */
+  latencyMs: { p50: number | null; p90: number | null; p99: number | null };
+}
+
+export interface StatisticsSnapshot {
+  days: number;
+  /** First UTC day included (YYYY-MM-DD). */
+  since: string;
+  total: number;
+  errors: number;
+  procedures: ProcedureStatistics[];
+  byDay: Array<{ day: string; total: number; errors: number }>;
+}
+
+const emptyRecord = (): DayRecord => ({ count: 0, errors: 0, totalMs: 0, buckets: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) });
+const dayString = (dayNumber: number) => new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
+
+function bucketOf(ms: number): number {
+  for (let i = 0; i < LATENCY_BOUNDS_MS.length; i++) if (ms <= LATENCY_BOUNDS_MS[i]!) return i;
+  return LATENCY_BOUNDS_MS.length;
+}
+
+function merge(into: DayRecord, add: DayRecord): DayRecord {
+  into.count += add.count;
+  into.errors += add.errors;
+  into.totalMs += add.totalMs;
+  for (let i = 0; i < into.buckets.length; i++) into.buckets[i] = (into.buckets[i] ?? 0) + (add.buckets[i] ?? 0);
+  return into;
+}
+
+function percentile(buckets: number[], count: number, p: number): number | null {
+  if (count === 0) return null;
+  const rank = Math.ceil((p / 100) * count);
+  let seen = 0;
+  for (let i = 0; i < buckets.length; i++) {
+    seen += buckets[i]!;
+    if (seen >= rank) return LATENCY_BOUNDS_MS[i] ?? null;
+  }
+  return null;
+}
+
+/**
+ * Request statistics per UTC day, entry point and procedure, kept in the store so they survive
+ * restarts and every instance reads the same figures (admin.statistics). Calls are counted in
+ * memory and added to the store every `flushIntervalMs` (and before every read on this instance),
+ * so the hot path never waits for storage. Records merge with compare-and-set: instances
+ * flushing at the same moment never lose each other's counts. Latency is kept as bucket counts,
+ * which merge across instances; percentiles are bucket upper bounds.
+ */
 export class Stats {
-  readonly startedAt = Date.now();
-  private readonly entries = new Map<string, Entry>();
+  private pending = new Map<string, DayRecord>();
+  private day = -1;
+  private dayKey = '';
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private flushing: Promise<void> | undefined;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly storage?: Storage,
+    private readonly opts: StatsOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+  }
 
   record(transport: TransportName, path: string, ms: number, failed: boolean): void {
-    const key = `${transport} ${path}`;
-    let e = this.entries.get(key);
-    if (!e) this.entries.set(key, (e = { count: 0, errors: 0, samples: new Float64Array(SAMPLE_SIZE), next: 0 }));
-    e.count++;
-    if (failed) e.errors++;
-    e.samples[e.next++ % SAMPLE_SIZE] = ms;
+    const day = Math.floor(this.now() / DAY_MS);
+    if (day !== this.day) {
+      this.day = day;
+      this.dayKey = dayString(day);
+    }
+    const key = `${this.dayKey}:${transport}:${path}`;
+    let r = this.pending.get(key);
+    if (!r) this.pending.set(key, (r = emptyRecord()));
+    r.count++;
+    if (failed) r.errors++;
+    r.totalMs += ms;
+    r.buckets[bucketOf(ms)]!++;
   }
 
-  snapshot() {
-    const procedures = [...this.entries].map(([key, e]) => {
-      const [transport, path] = key.split(' ') as [string, string];
-      const n = Math.min(e.count, SAMPLE_SIZE);
-      const sorted = Array.from(e.samples.subarray(0, n)).sort((a, b) => a - b);
-      const pct = (p: number) => (n ? Number(sorted[Math.min(n - 1, Math.floor((p / 100) * n))]!.toFixed(3)) : 0);
-      return { transport, path, count: e.count, errors: e.errors, latencyMs: { p50: pct(50), p90: pct(90), p99: pct(99) } };
-    });
-    const total = procedures.reduce((s, p) => s + p.count, 0);
-    const errors = procedures.reduce((s, p) => s + p.errors, 0);
-    return { since: new Date(this.startedAt).toISOString(), total, errors, procedures };
+  start(): void {
+    if (!this.storage || this.timer) return;
+    this.timer = setInterval(() => void this.flush().catch(() => undefined), this.opts.flushIntervalMs ?? 5000);
+    this.timer.unref();
   }
 
-  reset(): void {
-    this.entries.clear();
+  /** Stop the timer and write what is pending. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flush().catch(() => undefined);
+  }
+
+  /** Add pending counts to the store (one flush at a time; a failed one keeps its counts for the next). */
+  flush(): Promise<void> {
+    if (!this.storage) return Promise.resolve();
+    this.flushing ??= this.writePending().finally(() => (this.flushing = undefined));
+    return this.flushing;
+  }
+
+  private async writePending(): Promise<void> {
+    const storage = this.storage!;
+    const batch = this.pending;
+    this.pending = new Map();
+    const ttlMs = (this.opts.retentionDays ?? 90) * DAY_MS;
+    for (const [key, add] of batch) {
+      try {
+        for (let attempt = 0; ; attempt++) {
+          const current = await storage.get<DayRecord>(PREFIX + key);
+          const next = merge(current ? structuredClone(current) : emptyRecord(), add);
+          if (await storage.compareAndSet(PREFIX + key, current, next, { ttlMs })) break;
+          if (attempt >= 20) throw new Error('statistics: too much contention');
+        }
+      } catch (err) {
+        // Keep the counts for the next flush instead of losing them.
+        const back = this.pending.get(key);
+        this.pending.set(key, back ? merge(back, add) : add);
+        throw err;
+      }
+    }
+  }
+
+  /** The last `days` UTC days (today included), from the store: the same on every instance. */
+  async snapshot(days = 7): Promise<StatisticsSnapshot> {
+    await this.flush();
+    const today = Math.floor(this.now() / DAY_MS);
+    const wanted = new Set(Array.from({ length: days }, (_, i) => dayString(today - i)));
+    const entries: Array<[string, DayRecord]> = [];
+    if (this.storage) {
+      const keys = (await this.storage.keys(PREFIX)).filter((k) => wanted.has(k.slice(PREFIX.length, PREFIX.length + 10)));
+      const values = await Promise.all(keys.map((k) => this.storage!.get<DayRecord>(k)));
+      keys.forEach((k, i) => values[i] && entries.push([k.slice(PREFIX.length), values[i]!]));
+    } else {
+      for (const [k, r] of this.pending) if (wanted.has(k.slice(0, 10))) entries.push([k, r]);
+    }
+    const byProcedure = new Map<string, DayRecord>();
+    const byDay = new Map<string, { total: number; errors: number }>();
+    for (const [key, r] of entries) {
+      const day = key.slice(0, 10);
+      const rest = key.slice(11);
+      const p = byProcedure.get(rest) ?? emptyRecord();
+      byProcedure.set(rest, merge(p, r));
+      const d = byDay.get(day) ?? { total: 0, errors: 0 };
+      d.total += r.count;
+      d.errors += r.errors;
+      byDay.set(day, d);
+    }
+    const procedures = [...byProcedure]
+      .map(([key, r]) => {
+        const sep = key.indexOf(':');
+        return {
+          transport: key.slice(0, sep),
+          path: key.slice(sep + 1),
+          count: r.count,
+          errors: r.errors,
+          avgMs: r.count ? Number((r.totalMs / r.count).toFixed(3)) : 0,
+          latencyMs: { p50: percentile(r.buckets, r.count, 50), p90: percentile(r.buckets, r.count, 90), p99: percentile(r.buckets, r.count, 99) },
+        };
+      })
+      .sort((a, b) => b.count - a.count || a.path.localeCompare(b.path));
+    return {
+      days,
+      since: dayString(today - days + 1),
+      total: procedures.reduce((s, p) => s + p.count, 0),
+      errors: procedures.reduce((s, p) => s + p.errors, 0),
+      procedures,
+      byDay: [...byDay].map(([day, v]) => ({ day, ...v })).sort((a, b) => a.day.localeCompare(b.day)),
+    };
+  }
+
+  /** Forget everything: pending counts and, cluster-wide, the stored records. */
+  async reset(): Promise<void> {
+    this.pending.clear();
+    if (!this.storage) return;
+    await this.flushing?.catch(() => undefined);
+    const keys = await this.storage.keys(PREFIX);
+    await Promise.all(keys.map((k) => this.storage!.delete(k)));
   }
 }

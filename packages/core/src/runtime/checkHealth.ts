@@ -4,7 +4,19 @@ export interface HealthReport {
   status: 'ok' | 'degraded';
   uptime: number;
   timestamp: string;
-  checks: Record<string, { ok: boolean; detail?: string; ms: number }>;
+  /** Per dependency; `detail` and `ms` only in the administrator's view. */
+  checks: Record<string, { ok: boolean; detail?: string; ms?: number }>;
+}
+
+/**
+ * What a caller who is not an administrator may see of a health report: the status of each
+ * dependency, never its detail text (which can name internal hosts and ports, e.g.
+ * `connect ECONNREFUSED 10.0.0.5:6390`) or timings.
+ */
+export function healthFor(report: HealthReport, isAdmin: boolean): HealthReport {
+  if (isAdmin) return report;
+  const checks = Object.fromEntries(Object.entries(report.checks).map(([name, c]) => [name, { ok: c.ok }]));
+  return { ...report, checks };
 }
 
 /** Run every registered probe with a short timeout; one slow dependency cannot hang /health. */

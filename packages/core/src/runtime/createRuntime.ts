@@ -17,6 +17,11 @@ import type { Storage } from '../storage/Storage.js';
 import { createLogger, type Logger } from './Logger.js';
 import type { Authenticator, HealthProbe, Runtime } from './Runtime.js';
 import { Stats } from './Stats.js';
+import { UserDirectory } from '../services/directory/UserDirectory.js';
+import { AlertOutbox } from '../services/governance/AlertOutbox.js';
+import { createMetrics } from '../observability/Metrics.js';
+import { instrumentStorage } from '../observability/instrumentStorage.js';
+import { observedMetering } from '../observability/observedMetering.js';
 
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
@@ -34,7 +39,10 @@ const noAuthenticator: Authenticator = async () => ({
 /** Open storage and build the services for one server. */
 export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeOptions = {}): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
-  const storage = opts.storage ?? (await createStorage(config.storage));
+  let alertOnDegraded: ((provider: string, reason: string) => void) | undefined;
+  const metrics = config.metrics.enabled ? await createMetrics({ processMetrics: config.metrics.processMetrics }) : undefined;
+  // Every service sees the instrumented store: spans and latency per storage operation.
+  const storage = instrumentStorage(opts.storage ?? (await createStorage(config.storage)), metrics);
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
   let shared = opts.shared ?? storage;
@@ -48,7 +56,19 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const billing = new BillingService(storage, vault, config.billing, logger, shared);
   billing.start();
   closers.push(() => billing.stop());
-  const ai = new AiService({ config, logger, metering: billing });
+  const alerts = new AlertOutbox(storage, config, logger, metrics);
+  if (alerts.enabled) {
+    // Billing's operator events become signed webhooks; enqueue failures are logged, never thrown into billing.
+    const send = (event: 'tokenLow' | 'fallbackToByok' | 'oneTimeConsumed' | 'providerDegraded', data: Record<string, unknown>) =>
+      void alerts.enqueue(event, data).catch((err) => logger.warn('alerts: could not record an event', { event, error: err instanceof Error ? err.message : String(err) }));
+    billing.events.on('tokenLow', (e) => send('tokenLow', e));
+    billing.events.on('fallbackToByok', (e) => send('fallbackToByok', e));
+    billing.events.on('oneTimeConsumed', (e) => send('oneTimeConsumed', e));
+    alertOnDegraded = (provider, reason) => send('providerDegraded', { provider, reason });
+  }
+  alerts.start();
+  closers.push(() => alerts.stop());
+  const ai = new AiService({ config, logger, metering: observedMetering(billing, metrics), metrics, onProviderDegraded: (p, r) => alertOnDegraded?.(p, r) });
   health.set('ai', async () => ai.healthProbe());
   const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
   await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));
@@ -56,6 +76,9 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const security = SecurityLog.fromConfig(config, logger);
   closers.push(() => security.close());
   warnIgnoredAuthSettings(config, logger);
+  const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays }) : new Stats();
+  stats.start();
+  closers.push(() => stats.stop());
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
 
@@ -63,7 +86,11 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     config,
     storage,
     shared,
-    stats: new Stats(),
+    stats,
+    metrics,
+    caches: new Map(),
+    users: new UserDirectory(storage, config),
+    alerts,
     logger,
     resources: createResourceRegistry(router, workspaces),
     workspaces,
@@ -72,7 +99,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     billing,
     vault,
     ai,
-    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger }),
+    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
     security,
     router,
     health,

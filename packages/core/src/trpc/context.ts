@@ -3,8 +3,14 @@ import type { CoreError } from '../errors/CoreError.js';
 
 /** Who is calling, as established by the auth layer (JWT or OAuth access token). */
 export interface Identity {
+  /**
+   * The stored id of the caller: a JWT subject as is, an identity-provider subject qualified by
+   * its issuer (`idp:<issuer>#<sub>`); see trpc/subjectId.ts. Every per-user key uses it.
+   */
   sub: string;
   email?: string;
+  /** The issuer vouched for `email` (`email_verified` true or "true"). Only then may it name an administrator or claim the e-mail index. */
+  emailVerified?: boolean;
   scopes: string[];
   /** Administrator: listed in admin.users or holding the admin scope. */
   isAdmin: boolean;

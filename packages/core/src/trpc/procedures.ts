@@ -5,6 +5,7 @@ import { accessDecision } from '../pipeline/accessPolicy.js';
 import type { SecurityEventType } from '../services/security/SecurityLog.js';
 import type { Context } from './context.js';
 import { t } from './init.js';
+import { CallObservation } from '../observability/observeProcedure.js';
 import type { ProcedureMeta } from './meta.js';
 
 /** Outcomes worth a security event, by error code. */
@@ -32,8 +33,17 @@ async function deniedTarget(getRawInput: () => Promise<unknown>): Promise<Record
   return Object.keys(out).length ? out : undefined;
 }
 
+/**
+ * The event type of a refusal. An AI provider's own 429 also travels as RATE_LIMITED (the client
+ * must back off either way) but names its provider; it is not one of our limits.
+ */
+function eventTypeOf(err: CoreError): SecurityEventType | undefined {
+  if (err.appCode === 'RATE_LIMITED' && typeof err.details?.provider === 'string') return 'upstream_rate_limited';
+  return SECURITY_EVENT[err.appCode];
+}
+
 async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInput: () => Promise<unknown>): Promise<void> {
-  const type = SECURITY_EVENT[err.appCode];
+  const type = eventTypeOf(err);
   const security = ctx.runtime.security;
   if (!type || !security.wants(type)) return;
   const event = {
@@ -44,7 +54,7 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
     ip: ctx.req.ip,
     sub: ctx.identity?.sub,
     path: ctx.mcp?.toolName ?? path,
-    detail: type === 'access_denied' ? await deniedTarget(getRawInput) : undefined,
+    detail: type === 'access_denied' ? await deniedTarget(getRawInput) : type === 'upstream_rate_limited' ? { provider: String(err.details?.provider) } : undefined,
   };
   // A bad credential fails every call of a batch: one event per request is enough.
   if (type === 'auth_failed') security.recordOnce(ctx.req, event);
@@ -65,24 +75,24 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
  * - counts the call and its latency.
  */
 /** Refuse before the procedure runs: count the failure, record the event, throw. */
-async function refuse(ctx: Context, path: string, started: number, err: CoreError, getRawInput: () => Promise<unknown>): Promise<never> {
-  ctx.runtime.stats.record(ctx.req.transport, path, performance.now() - started, true);
+async function refuse(ctx: Context, path: string, call: CallObservation, err: CoreError, getRawInput: () => Promise<unknown>): Promise<never> {
+  call.done(err);
   await logRefusal(ctx, path, err, getRawInput);
   throw err;
 }
 
 const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
-  const started = performance.now();
+  const call = new CallObservation(ctx, path);
   const { runtime } = ctx;
-  if (ctx.credentialError) return refuse(ctx, path, started, ctx.credentialError, getRawInput);
+  if (ctx.credentialError) return refuse(ctx, path, call, ctx.credentialError, getRawInput);
   const decision = accessDecision(runtime.config, path, meta, ctx.identity);
-  if (!decision.allowed) return refuse(ctx, path, started, new CoreError(decision.code, decision.message), getRawInput);
+  if (!decision.allowed) return refuse(ctx, path, call, new CoreError(decision.code, decision.message), getRawInput);
   if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc') && isTool(meta)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
-    if (decision && !decision.allowed) return refuse(ctx, path, started, runtime.rateLimit.refusal(decision), getRawInput);
+    if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }
-  const result = await next();
-  runtime.stats.record(ctx.req.transport, path, performance.now() - started, !result.ok);
+  const result = await call.run(next);
+  call.done(result.ok ? undefined : result.error);
   if (!result.ok && result.error instanceof CoreError && SECURITY_EVENT[result.error.appCode]) {
     await logRefusal(ctx, path, result.error, getRawInput);
   }

@@ -16,11 +16,23 @@ export interface BodyLimitOptions {
   trpcDepth?: number;
 }
 
+const tooLarge = (o: BodyLimitOptions) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`);
+
 /**
- * The rest of a refused chunked body is never read: the connection closes after the answer
- * (cancelling the stream instead would reset the socket before the client could read the 413).
+ * The rest of a refused chunked body. Over a socket it is read and dropped (as node does for a
+ * refused declared body): closing instead would make the client's next write reset the
+ * connection, and the client would lose the 413 before reading it. node's requestTimeout bounds
+ * how long this lasts. Elsewhere (in-process) the stream is simply cancelled.
  */
-const tooLarge = (o: BodyLimitOptions, close = false) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`, close ? { connection: 'close' } : {});
+function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, overSocket: boolean): void {
+  if (!overSocket) {
+    void reader.cancel().catch(() => undefined);
+    return;
+  }
+  void (async () => {
+    for (;;) if ((await reader.read()).done) return;
+  })().catch(() => undefined);
+}
 
 /**
  * Body limits at the HTTP edge, for every route that reads a body: a declared Content-Length over
@@ -43,8 +55,12 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     if (declared !== null && Number(declared) > o.limit) return tooLarge(o);
     if (declared === null || o.trpcDepth !== undefined) {
       if (!req.body) return next();
-      const read = await readLimited(req.body, o.limit, o.idleMs);
-      if (read === 'too-large') return tooLarge(o, true);
+      const reader = req.body.getReader();
+      const read = await readLimited(reader, o.limit, o.idleMs);
+      if (read === 'too-large') {
+        discardRest(reader, (c.env as { incoming?: unknown } | undefined)?.incoming !== undefined);
+        return tooLarge(o);
+      }
       if (read === 'idle') return edgeError(o.family, 408, `request body stalled for more than ${o.idleMs} ms`, { connection: 'close' });
       if (o.trpcDepth !== undefined) {
         const problem = trpcProblem(new TextDecoder().decode(read), o.trpcDepth);
@@ -73,8 +89,7 @@ function trpcProblem(text: string, maxDepth: number): string | null {
 }
 
 /** Read a stream up to `limit` bytes; stops reading as soon as it is exceeded or stalls. */
-async function readLimited(body: ReadableStream<Uint8Array>, limit: number, idleMs: number): Promise<Uint8Array<ArrayBuffer> | 'too-large' | 'idle'> {
-  const reader = body.getReader();
+async function readLimited(reader: ReadableStreamDefaultReader<Uint8Array>, limit: number, idleMs: number): Promise<Uint8Array<ArrayBuffer> | 'too-large' | 'idle'> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {

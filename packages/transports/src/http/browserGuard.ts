@@ -73,10 +73,8 @@ export function createBrowserGuard(config: ResolvedConfig): (route: GuardedRoute
     if (allowedHosts ? !allowedHosts.has(name) && !allowedHosts.has(host.toLowerCase()) : loopback && !isLoopbackHost(name)) return 'host not allowed';
     const origin = requestOrigin(req, config.trustProxy)?.toLowerCase();
     if (origin !== undefined) {
-      // Origin 'null' with Sec-Fetch-Site 'same-origin' (set by the browser, not the page): our own
-      // consent form, whose page sends no referrer (a privacy-sensitive page's Origin is 'null').
-      const sameOriginNull = origin === 'null' && req.headers.get('sec-fetch-site') === 'same-origin';
-      if (checkOrigins && !sameOriginNull && !explicit.has(origin) && !ownOrigins(req, config).includes(origin)) return 'origin not allowed';
+      // 'null' (sandboxed frames, data: pages) is never allowed.
+      if (checkOrigins && !explicit.has(origin) && !ownOrigins(req, config).includes(origin)) return 'origin not allowed';
     } else if (strictBrowser && route.api) {
       const site = req.headers.get('sec-fetch-site');
       if (site === 'cross-site' || site === 'same-site') return 'cross-site request without an origin';

@@ -1,15 +1,20 @@
 import { Hono } from 'hono';
-import { checkHealth, type Runtime } from '@ai-backend/core';
+import { checkHealth, healthFor, type Runtime } from '@ai-backend/core';
+import { bearerToken } from './requestFacts.js';
 
 /**
  * GET /health: liveness (cheap, no dependency calls, always 200 while the process serves).
- * GET /health/ready: readiness, each dependency probed; 503 when one is down.
+ * GET /health/ready: readiness, each dependency probed; 503 when one is down. The status is
+ * public; each dependency's detail text only for an administrator's bearer token.
  */
 export function healthRoutes(getRuntime: () => Promise<Runtime>): Hono {
   const app = new Hono();
   app.get('/health', (c) => c.json({ status: 'ok', uptime: process.uptime(), timestamp: new Date().toISOString() }));
   app.get('/health/ready', async (c) => {
-    const report = await checkHealth(await getRuntime());
+    const runtime = await getRuntime();
+    const bearer = bearerToken(c.req.raw);
+    const who = bearer ? await runtime.authenticate(bearer) : undefined;
+    const report = healthFor(await checkHealth(runtime), who?.ok === true && who.identity.isAdmin);
     return c.json(report, report.status === 'ok' ? 200 : 503);
   });
   return app;

@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { JSONRPC_STANDARD, invoke, logWireError, procedureIndex, toJsonRpcError, toWireError, type Context, type Runtime } from '@ai-backend/core';
+import { apiDocument, JSONRPC_STANDARD, invoke, logWireError, procedureIndex, publicBaseUrl, toJsonRpcError, toWireError, type Context, type Runtime } from '@ai-backend/core';
 import { withCorsHeaders } from '../http/cors.js';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { openScope } from '../http/requestContext.js';
@@ -22,7 +22,7 @@ function isId(v: unknown): v is string | number {
   return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 }
 
-async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: Record<string, string>): Promise<JsonRpcResponse | null> {
+async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: Record<string, string>, baseUrl: () => string): Promise<JsonRpcResponse | null> {
   if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
     return fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'invalid request');
   }
@@ -34,6 +34,10 @@ async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: 
   }
   if (m.params !== undefined && (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))) {
     return hasId ? fail(id, JSONRPC_STANDARD.INVALID_PARAMS, 'params must be an object (the procedure input)') : null;
+  }
+  // OpenRPC service discovery: the same document as GET /openrpc.json.
+  if (m.method === 'rpc.discover' && runtime.config.apiDescription.enabled) {
+    return hasId ? { jsonrpc: '2.0', id, result: apiDocument('openrpc', runtime.router, runtime.config, baseUrl()) } : null;
   }
   const info = procedureIndex(runtime.router).get(m.method);
   if (!info || info.type === 'subscription') {
@@ -64,6 +68,7 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
       return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`), 400);
     }
     const ctx = (await openScope(c, runtime, 'rpc')).context();
+    const baseUrl = () => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config);
     // A plain header record keeps the Node adapter on its fast response path.
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) }));
@@ -73,9 +78,9 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
       if (body.value.length > maxBatchSize) {
         return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, `batch larger than ${maxBatchSize}`));
       }
-      const results = (await Promise.all(body.value.map((m) => handleOne(m, runtime, ctx, headers)))).filter((r) => r !== null);
+      const results = (await Promise.all(body.value.map((m) => handleOne(m, runtime, ctx, headers, baseUrl)))).filter((r) => r !== null);
       return reply(results.length ? results : null);
     }
-    return reply(await handleOne(body.value, runtime, ctx, headers));
+    return reply(await handleOne(body.value, runtime, ctx, headers, baseUrl));
   };
 }

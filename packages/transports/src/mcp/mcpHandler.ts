@@ -1,5 +1,6 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
+import { StreamCounter } from './StreamCounter.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -15,9 +16,12 @@ import type { RootsSync } from './rootsSync.js';
 import { SessionRecords, type SessionRecord } from './sessionRecords.js';
 import { handleStatelessRequest } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
+import { EventLedger } from './eventStores/EventLedger.js';
+import { failSafeEventStore } from './eventStores/failSafeEventStore.js';
+import { SessionBudget, type BudgetedSession } from './sessionBudget.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 
-interface Session {
+interface Session extends BudgetedSession {
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   roots: RootsSync;
@@ -25,7 +29,8 @@ interface Session {
   owner: string | null;
   /** The client's initialize params, kept so another instance can recreate the session. */
   init: Record<string, unknown>;
-  lastSeen: number;
+  /** Its event store, whose bytes go back to the shared budget when the session ends. */
+  events: { dispose?: () => void } | undefined;
 }
 
 export interface McpHandlerOptions {
@@ -72,6 +77,11 @@ export class McpHandler {
   private readonly records: SessionRecords | undefined;
   private readonly eventStoreKind: 'memory' | 'storage' | 'none';
   private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
+  /** Sessions per address / identity, anonymous ceiling, short lifetimes (mcp.budgets). */
+  private readonly budget: SessionBudget;
+  /** The byte budget all in-memory event stores share. */
+  private readonly ledger: EventLedger;
+  private lastStoreWarning = 0;
   readonly catalog: ToolCatalog;
 
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
@@ -79,10 +89,12 @@ export class McpHandler {
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
+    this.budget = new SessionBudget(runtime.config.mcp.budgets, opts.maxSessions ?? 10_000);
+    this.ledger = new EventLedger(runtime.config.mcp.budgets.eventStore.totalBytes);
     this.sweeper = setInterval(() => {
-      const cutoff = Date.now() - idle;
-      for (const [id, s] of this.sessions) if (s.lastSeen < cutoff) void this.closeSession(id);
-    }, Math.min(idle, 60_000));
+      const now = Date.now();
+      for (const [id, s] of this.sessions) if (s.lastSeen < now - idle || this.budget.expired(s, now)) void this.closeSession(id);
+    }, Math.min(idle, 60_000, this.budget.sweepEveryMs));
     this.sweeper.unref();
   }
 
@@ -90,12 +102,28 @@ export class McpHandler {
     return this.sessions.size;
   }
 
+  /** Open SSE streams (metrics). */
+  get streamCount(): number {
+    return this.streams.count;
+  }
+
+  private readonly streams = new StreamCounter();
+
   private async closeSession(id: string): Promise<void> {
-    const s = this.sessions.get(id);
+    const s = this.forget(id);
     if (!s) return;
-    this.sessions.delete(id);
     this.records?.forget(id);
     await s.transport.close().catch(() => undefined);
+  }
+
+  /** Take a session out of the map and give back its budget (idempotent). */
+  private forget(id: string): Session | undefined {
+    const s = this.sessions.get(id);
+    if (!s) return undefined;
+    this.sessions.delete(id);
+    this.budget.remove(s);
+    s.events?.dispose?.();
+    return s;
   }
 
   async close(): Promise<void> {
@@ -145,7 +173,7 @@ export class McpHandler {
   readonly handle: Handler = async (c) => {
     // Rate limits (mcp.rateLimiting): counted inside serve, RateLimit headers stamped here.
     const limits = new McpLimits(this.runtime, () => clientIp(c, this.runtime.config.trustProxy));
-    return limits.stamp(await this.serve(c, limits));
+    return limits.stamp(this.streams.track(await this.serve(c, limits)));
   };
 
   private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {
@@ -186,21 +214,22 @@ export class McpHandler {
         if (!messages.some((m) => isInitializeRequest(m))) {
           return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
         }
-        return this.openSession(c.req.raw, body.value, authInfo, identity);
+        return this.openSession(c.req.raw, body.value, authInfo, identity, scope.facts.ip);
       }
-      const session = await this.lookup(sessionId, identity, authInfo);
+      const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
       if (session instanceof Response) return session;
+      if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
       return session.transport.handleRequest(c.req.raw, { parsedBody: body.value, authInfo });
     }
 
     if (c.req.method === 'GET' || c.req.method === 'DELETE') {
       if (runtime.config.mcp.sessionMode === 'stateless') return jsonRpcError(405, -32000, 'Method not allowed in stateless mode', { Allow: 'POST' });
       if (!sessionId) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-      const session = await this.lookup(sessionId, identity, authInfo);
+      const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
       if (session instanceof Response) return session;
       const res = await session.transport.handleRequest(c.req.raw, { authInfo });
       if (c.req.method === 'DELETE') {
-        this.sessions.delete(sessionId);
+        this.forget(sessionId);
         if (res.ok) await this.records?.remove(sessionId);
       }
       // The GET stream is the channel for server-initiated requests such as roots/list.
@@ -210,8 +239,8 @@ export class McpHandler {
     return jsonRpcError(405, -32000, 'Method not allowed', { Allow: 'GET, POST, DELETE' });
   }
 
-  private async lookup(sessionId: string, identity: Identity | null, authInfo: object): Promise<Session | Response> {
-    const session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo));
+  private async lookup(sessionId: string, identity: Identity | null, authInfo: object, ip: string): Promise<Session | Response> {
+    const session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo, ip));
     if (!session) return jsonRpcError(404, -32001, 'Session not found');
     // Sessions are bound to the identity that opened them (MCP security best practices).
     if (session.owner !== null && session.owner !== identity?.sub) return jsonRpcError(404, -32001, 'Session not found');
@@ -219,6 +248,7 @@ export class McpHandler {
       // An anonymous session is claimed by the first identity that uses it (clients sign in after
       // a 401 and retry on the same session); from then on it is bound like any other.
       session.owner = identity.sub;
+      this.budget.claimed(session.ip, identity.sub);
       void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
     }
     session.lastSeen = Date.now();
@@ -231,21 +261,23 @@ export class McpHandler {
    * replaying its initialize handshake into a fresh transport and server. Events that instance
    * stored stay replayable (storage event store); a call still running there is not moved.
    */
-  private rehydrate(sessionId: string, identity: Identity | null, authInfo: object): Promise<Session | undefined> {
+  private rehydrate(sessionId: string, identity: Identity | null, authInfo: object, ip: string): Promise<Session | undefined> {
     if (!this.records) return Promise.resolve(undefined);
     let pending = this.rehydrating.get(sessionId);
     if (!pending) {
       pending = (async () => {
         const record: SessionRecord | undefined = await this.records!.load(sessionId).catch(() => undefined);
         if (!record || (record.owner !== null && record.owner !== identity?.sub)) return undefined;
-        if (this.sessions.size >= (this.opts.maxSessions ?? 10_000)) return undefined;
-        const { transport } = await this.startSession(sessionId, record.owner, record.init);
+        if (this.budget.admit(ip, record.owner, this.sessions.size)) return undefined;
+        const { transport } = await this.startSession(sessionId, record.owner, record.init, ip);
         const url = 'http://localhost/mcp';
         const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
         const initialize = { jsonrpc: '2.0', id: `rehydrate-${sessionId}`, method: 'initialize', params: record.init };
         await (await transport.handleRequest(new Request(url, { method: 'POST', headers }), { parsedBody: initialize, authInfo: authInfo as never })).text();
         const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
         await transport.handleRequest(new Request(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': sessionId } }), { parsedBody: initialized, authInfo: authInfo as never });
+        const taken = this.sessions.get(sessionId);
+        if (taken) taken.initialized = true;
         this.runtime.logger.debug('MCP session taken over from shared storage', { sessionId });
         return this.sessions.get(sessionId);
       })().finally(() => this.rehydrating.delete(sessionId));
@@ -254,36 +286,55 @@ export class McpHandler {
     return pending;
   }
 
-  private createEventStore(sessionId: string): EventStore | undefined {
+  /** The session's event store, bounded (mcp.budgets.eventStore) and never able to hold back an answer. */
+  private createEventStore(sessionId: string): (EventStore & { dispose?: () => void }) | undefined {
     const kind = this.eventStoreKind;
     if (kind === 'none') return undefined;
-    return kind === 'storage' ? new StorageEventStore(this.runtime.shared, sessionId) : new MemoryEventStore();
+    const b = this.runtime.config.mcp.budgets.eventStore;
+    const limits = { ttlMs: b.ttlMs, maxEventsPerStream: b.maxEventsPerStream, maxEventBytes: b.maxEventBytes };
+    const store =
+      kind === 'storage'
+        ? new StorageEventStore(this.runtime.shared, sessionId, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
+        : new MemoryEventStore({ ...limits, maxBytes: b.sessionBytes, ledger: this.ledger });
+    const safe = failSafeEventStore(store, b.timeoutMs, (op, err) => {
+      if (Date.now() - this.lastStoreWarning < 10_000) return;
+      this.lastStoreWarning = Date.now();
+      this.runtime.logger.warn('MCP event store unavailable; messages are sent without resumability', { op, error: err instanceof Error ? err.message : String(err) });
+    });
+    return store instanceof MemoryEventStore ? Object.assign(safe, { dispose: () => store.dispose() }) : safe;
   }
 
-  private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null): Promise<Response> {
-    if (this.sessions.size >= (this.opts.maxSessions ?? 10_000)) return jsonRpcError(503, -32000, 'too many sessions', { 'Retry-After': '30' });
+  private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null, ip: string): Promise<Response> {
+    const owner = identity?.sub ?? null;
+    const refused = this.budget.admit(ip, owner, this.sessions.size);
+    if (refused) return jsonRpcError(refused.status, -32000, refused.message, { 'Retry-After': String(refused.retryAfterSec) });
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     const init = (messages.find((m) => isInitializeRequest(m)) as { params?: Record<string, unknown> } | undefined)?.params ?? {};
     // The id is drawn up front so a storage-backed event store can be keyed by it.
-    const { transport } = await this.startSession(randomUUID(), identity?.sub ?? null, init);
+    const sid = randomUUID();
+    const { transport } = await this.startSession(sid, owner, init, ip);
     return transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
   }
 
-  /** A transport and server for one session id, registered once its initialize completes. */
-  private async startSession(sid: string, owner: string | null, init: Record<string, unknown>): Promise<{ transport: WebStandardStreamableHTTPServerTransport }> {
+  /** A transport and server for one session id, registered (and counted) once its initialize completes. */
+  private async startSession(sid: string, owner: string | null, init: Record<string, unknown>, ip: string): Promise<{ transport: WebStandardStreamableHTTPServerTransport }> {
+    const events = this.createEventStore(sid);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => sid,
       enableJsonResponse: (this.opts.responseMode ?? 'sse') === 'json',
-      eventStore: this.createEventStore(sid),
+      eventStore: events,
       retryInterval: this.opts.retryIntervalMs ?? 1000,
-      onsessioninitialized: async (id) => {
-        this.sessions.set(id, { transport, server, roots, owner, init, lastSeen: Date.now() });
-        await this.records?.save(id, { owner, init }).catch((err: unknown) => {
+      onsessioninitialized: (id) => {
+        const now = Date.now();
+        this.sessions.set(id, { transport, server, roots, owner, init, events, ip, initialized: false, createdAt: now, lastSeen: now });
+        this.budget.add({ ip, owner });
+        // Not awaited: the initialize answer must not wait on storage (Redis down or slow).
+        void this.records?.save(id, { owner, init }).catch((err: unknown) => {
           this.runtime.logger.warn('MCP session record not saved', { error: err instanceof Error ? err.message : String(err) });
         });
       },
       onsessionclosed: (id) => {
-        this.sessions.delete(id);
+        this.forget(id);
       },
     });
     const { server, roots } = createMcpServer(this.runtime, this.catalog, () => transport.sessionId, 'stateful');

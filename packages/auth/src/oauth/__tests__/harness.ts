@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createRuntime, MemoryStorage, mergeConfig, resolveConfig, type ConfigInput, type Logger, type Runtime, type Storage } from '@ai-backend/core';
+import { createRuntime, idpSubject, MemoryStorage, mergeConfig, resolveConfig, type ConfigInput, type Logger, type Runtime, type Storage } from '@ai-backend/core';
 import { createOAuthRoutes, type OAuthRoutes } from '../createOAuthRoutes.js';
 import { startFakeIdp, type FakeIdp, type FakeIdpUser } from './fakeIdp.js';
 
@@ -21,12 +21,14 @@ export interface Harness {
   oauth: OAuthRoutes;
   storage: Storage;
   logger: ReturnType<typeof memoryLogger>;
+  /** The signed-in user's stored id: the IdP subject qualified by its issuer. */
+  userId: string;
   /** app.request with our base URL. */
   request(path: string, init?: RequestInit): Promise<Response>;
   close(): Promise<void>;
 }
 
-export async function startHarness(config: ConfigInput = {}, user: FakeIdpUser = { sub: 'user-1', email: 'alice@example.com', name: 'Alice' }, storage: Storage = new MemoryStorage()): Promise<Harness> {
+export async function startHarness(config: ConfigInput = {}, user: FakeIdpUser = { sub: 'user-1', email: 'alice@example.com', email_verified: true, name: 'Alice' }, storage: Storage = new MemoryStorage()): Promise<Harness> {
   const idp = await startFakeIdp(PROVIDER_CLIENT_ID, PROVIDER_SECRET, user);
   const logger = memoryLogger();
   const base: ConfigInput = {
@@ -42,6 +44,7 @@ export async function startHarness(config: ConfigInput = {}, user: FakeIdpUser =
     oauth,
     storage,
     logger,
+    userId: idpSubject(idp.issuer, user.sub),
     request: (path, init) => Promise.resolve(oauth.app.request(new URL(path, BASE).href, init)),
     async close() {
       await oauth.close();

@@ -42,8 +42,18 @@ export const AiSchema = z
     maxTokensLimit: z.number().int().min(1).default(32_768),
     /** Upstream call timeout in ms. Default 60000. */
     timeoutMs: z.number().int().min(100).default(60_000),
-    /** Named server-side system prompts a request references as `@name`; the text never leaves the server. */
-    systemPrompts: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'prompt names use letters, digits, _ . -'), z.string().min(1)).default({}),
+    /**
+     * Named server-side system prompts a request references as `@name`; the text never leaves the
+     * server. Used only on calls the platform pays for, unless the entry is
+     * `{ text, allowWithCallerKeys: true }` (then also sent to the provider account of a caller's
+     * own key, so that account's owner can read it).
+     */
+    systemPrompts: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'prompt names use letters, digits, _ . -'),
+        z.union([z.string().min(1), z.strictObject({ text: z.string().min(1), allowWithCallerKeys: z.boolean().default(false) })]),
+      )
+      .default({}),
     /** Largest `content` accepted, in characters. Default 200000. */
     maxContentChars: z.number().int().min(1).default(200_000),
     /**
@@ -55,6 +65,18 @@ export const AiSchema = z
     byokProviders: z.array(z.enum(PROVIDER_IDS)).default([...PROVIDER_IDS]),
     /** Model registry overrides and additions, per provider and model id (merged over the bundled data). */
     models: z.partialRecord(z.enum(PROVIDER_IDS), z.record(z.string().min(1), ModelInfoSchema)).default({}),
+    /**
+     * Budget of provider key checks (ai.validateProvider, auth.validateUserKey), counted per
+     * client address and, for signed-in callers, per identity: without it the server is a free
+     * relay for testing stolen keys. Default 10 per identity and 20 per address per 10 minutes.
+     */
+    keyChecks: z
+      .strictObject({
+        windowMs: z.number().int().min(1000).default(600_000),
+        maxPerIdentity: z.number().int().min(1).default(10),
+        maxPerAddress: z.number().int().min(1).default(20),
+      })
+      .prefault({}),
     /** Timeout of ai.validateProvider's check request, in ms. Default 5000. */
     validateTimeoutMs: z.number().int().min(100).default(5_000),
     /** Retries of a failed upstream call inside one request (0 surfaces 429/5xx at once). Default 0. */

@@ -55,6 +55,14 @@ export const OAuthSchema = z
          * (RFC 8252 §7.1), e.g. ['cursor']. Default none.
          */
         allowedCustomSchemes: z.array(z.string().regex(/^[a-z][a-z0-9+.-]*$/)).default([]),
+        /** A client that completes no authorization within this many seconds is removed. Default 86400 (1 day). */
+        unusedClientTtlSec: z.number().int().min(60).default(86_400),
+        /** A client that has been used lives this long after its last token, sliding. Default 7776000 (90 days). */
+        clientTtlSec: z.number().int().min(3600).default(90 * 86_400),
+        /** Registrations per client address per day. Default 20. */
+        maxPerAddressPerDay: z.number().int().min(1).default(20),
+        /** Largest stored client record (its metadata as JSON), in bytes. Default 8192. */
+        maxClientBytes: z.number().int().min(1024).default(8192),
       })
       .prefault({}),
     /** Scopes clients may request (scopes_supported). The admin scope is granted only to admin.users. */
@@ -134,6 +142,41 @@ export const McpSchema = z
         enabled: z.boolean().default(true),
         requireAuth: z.boolean().default(true),
         requireValidSession: z.boolean().default(true),
+      })
+      .prefault({}),
+    /**
+     * Resource budgets of /mcp (docs/security.md#resource-budgets): how many sessions one client
+     * address or identity may hold, how long sessions that never finish initializing or stay
+     * anonymous and idle live, and how much the resumability event stores may keep.
+     */
+    budgets: z
+      .strictObject({
+        /** Open anonymous sessions per client address (signed-in sessions count per identity instead). Default 50. */
+        sessionsPerAddress: z.number().int().min(1).default(50),
+        /** Open sessions per identity. Default 20. */
+        sessionsPerIdentity: z.number().int().min(1).default(20),
+        /** Anonymous sessions in all; the rest of the session cap stays for signed-in clients. Default 1000. */
+        maxAnonymousSessions: z.number().int().min(0).default(1000),
+        /** A session whose client never sends notifications/initialized is closed after this many ms. Default 30000. */
+        uninitializedTtlMs: z.number().int().min(1000).default(30_000),
+        /** An anonymous session idle this long is closed (signed-in ones follow the general idle time). Default 300000 (5 min). */
+        anonymousIdleMs: z.number().int().min(1000).default(300_000),
+        eventStore: z
+          .strictObject({
+            /** Largest event kept for replay, in bytes (JSON); bigger ones are sent but not resumable. Default 262144 (256 KiB). */
+            maxEventBytes: z.number().int().min(1024).default(256 * 1024),
+            /** Bytes kept per session; oldest events are evicted first. Default 1048576 (1 MiB). */
+            sessionBytes: z.number().int().min(1024).default(1024 * 1024),
+            /** Events kept per stream; oldest evicted first. Default 200. */
+            maxEventsPerStream: z.number().int().min(1).default(200),
+            /** Bytes kept by all sessions together (memory: exact, oldest first; storage: per ttl window). Default 67108864 (64 MiB). */
+            totalBytes: z.number().int().min(64 * 1024).default(64 * 1024 * 1024),
+            /** How long an event stays replayable, in ms (the resumability window). Default 600000 (10 min). */
+            ttlMs: z.number().int().min(1000).default(600_000),
+            /** A store call slower than this is abandoned: the message goes out without resumability. Default 250. */
+            timeoutMs: z.number().int().min(10).max(5000).default(250),
+          })
+          .prefault({}),
       })
       .prefault({}),
     /** Stateful sessions (default) or stateless mode for horizontally scaled deployments. */

@@ -60,4 +60,10 @@ export const LimitsSchema = z
     /** Concurrent SSE streams (MCP GET streams) one client address may hold open; more get 429. Default 16. */
     maxSseStreamsPerClient: z.number().int().min(1).default(16),
   })
-  .prefault({});
+  .prefault({})
+  .check((ctx) => {
+    // node refuses a headers timeout longer than the whole-request timeout.
+    if (ctx.value.headersTimeoutMs > ctx.value.requestTimeoutMs) {
+      ctx.issues.push({ code: 'custom', input: ctx.value.headersTimeoutMs, path: ['headersTimeoutMs'], message: 'must not exceed limits.requestTimeoutMs' });
+    }
+  });

@@ -10,7 +10,15 @@ const admin: Identity = { sub: 'root', scopes: ['mcp:admin'], isAdmin: true, via
 const user: Identity = { sub: 'u1', scopes: [], isAdmin: false, via: 'jwt' };
 
 async function callerAs(identity: Identity | null) {
-  const runtime = await createRuntime(resolveConfig({ jwt: { secret: 's'.repeat(32) }, oauth: { encryptionKey: 'e'.repeat(32) }, admin: { users: ['boss@example.com'] } }), { storage: new MemoryStorage() });
+  const runtime = await createRuntime(
+    resolveConfig({
+      jwt: { secret: 's'.repeat(32) },
+      oauth: { encryptionKey: 'e'.repeat(32), provider: { issuer: 'https://client:ISSUER-SECRET@idp.example' } },
+      ai: { providers: { google: { baseUrl: 'https://proxy.example/v1beta?key=URLKEY-SECRET' } } },
+      admin: { users: ['boss@example.com'] },
+    }),
+    { storage: new MemoryStorage() },
+  );
   const caller = createCallerFactory(builtinRouter)({
     runtime,
     identity,
@@ -43,6 +51,10 @@ describe('admin namespace', () => {
     const text = JSON.stringify(await caller.admin.getConfig({ section: 'all' }));
     expect(text).not.toContain('s'.repeat(32));
     expect(text).not.toContain('e'.repeat(32));
+    // Secrets inside URL-valued keys: userinfo and query values.
+    expect(text).not.toContain('ISSUER-SECRET');
+    expect(text).not.toContain('URLKEY-SECRET');
+    expect(text).toContain('https://proxy.example/v1beta?key=[redacted]');
     expect(Object.keys((await caller.admin.getConfig({ section: 'auth' })) as object)).toEqual(['auth']);
   });
 

@@ -4,6 +4,7 @@ import { redactConfig } from '../../config/redact.js';
 import { router } from '../../trpc/init.js';
 import { adminProcedure } from '../../trpc/procedures.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
+import { CoreError } from '../../errors/CoreError.js';
 
 /**
  * Diagnostics. Everything here reveals server internals, so every procedure needs an
@@ -50,35 +51,53 @@ export const adminRouter = router({
     }),
 
   statistics: adminProcedure
-    .meta({ description: 'Request counts, errors and latency percentiles since start' })
+    .meta({ description: 'Request counts, errors and latency per procedure over the last `days` UTC days, from the store (the same on every instance)' })
     .input(z.object({ days: z.number().int().min(1).max(365).default(7) }).default({ days: 7 }))
-    .query(({ ctx, input }) => ({ days: input.days, ...ctx.runtime.stats.snapshot() })),
+    .query(({ ctx, input }) => ctx.runtime.stats.snapshot(input.days)),
 
   clearCache: adminProcedure
-    .meta({ description: 'Clear in-memory caches and counters' })
+    .meta({ description: "Clear caches: 'tokens' (verified-token cache), 'usage' (stored statistics, cluster-wide), 'memory' (every in-process cache), 'all'" })
     .input(z.object({ target: z.enum(['all', 'memory', 'tokens', 'usage']).default('all') }).default({ target: 'all' }))
-    .mutation(({ ctx, input }) => {
+    .mutation(async ({ ctx, input }) => {
       const cleared: string[] = [];
-      if (input.target === 'all' || input.target === 'memory' || input.target === 'usage') {
-        ctx.runtime.stats.reset();
+      const { target } = input;
+      // In-process caches registered by their owners (the token verifier registers 'tokens').
+      for (const [name, clear] of ctx.runtime.caches) {
+        if (target === 'all' || target === 'memory' || target === name) {
+          await clear();
+          cleared.push(name);
+        }
+      }
+      if (target === 'all' || target === 'usage') {
+        await ctx.runtime.stats.reset();
         cleared.push('statistics');
       }
-      return { success: true, target: input.target, cleared };
+      return { success: true, target, cleared };
     }),
 
   getUserInfo: adminProcedure
-    .meta({ description: 'What the server knows about a user (admin only)' })
+    .meta({ description: 'What the server knows about a user, by id (sub) or e-mail (admin only)' })
     .input(z.object({ userId: z.string().min(1).max(320), includePermissions: z.boolean().default(true), includeUsage: z.boolean().default(false) }))
     .query(async ({ ctx, input }) => {
-      const admins = ctx.runtime.config.admin.users;
-      const isAdmin = admins.includes(input.userId);
-      const [balances, byokProviders] = input.includeUsage
-        ? await Promise.all([ctx.runtime.billing.balances(input.userId), ctx.runtime.vault.providers(input.userId)])
-        : [undefined, undefined];
+      const { sub, profile } = await ctx.runtime.users.find(input.userId);
+      const email = profile?.email ?? (input.userId.includes('@') ? input.userId : undefined);
+      const listed = ctx.runtime.users.listedAdmin(sub, email);
+      const [balances, byokProviders] = await Promise.all([ctx.runtime.billing.balances(sub), ctx.runtime.vault.providers(sub)]);
+      // Known: has called, is listed, or was given tokens or stored a key (an admin may credit first).
+      const hasAccount = balances.subscription + balances.one_time > 0 || byokProviders.length > 0;
+      if (!profile && !listed && !hasAccount) throw new CoreError('NOT_FOUND', `no user "${input.userId.slice(0, 320)}" is known to this server`);
+      // The same rule the access policy applies: listed in admin.users, or the administrator flag
+      // the auth layer computed from the user's token (admin.scope) when it last called.
+      const isAdmin = listed || profile?.isAdmin === true;
       return {
-        userId: input.userId,
+        userId: sub,
+        ...(email ? { email } : {}),
+        known: profile !== undefined,
+        lastSeenAt: profile?.lastSeenAt ?? null,
         isAdmin,
-        ...(input.includePermissions ? { permissions: isAdmin ? ['admin', 'user'] : ['user'] } : {}),
+        ...(input.includePermissions
+          ? { permissions: isAdmin ? ['admin', 'user'] : ['user'], scopes: profile?.scopes ?? [], adminVia: listed ? 'admin.users' : profile?.isAdmin ? 'token' : null }
+          : {}),
         // Key status only: which providers have a stored key, never the keys.
         ...(input.includeUsage ? { usage: { balances, byokProviders } } : {}),
       };

@@ -66,6 +66,17 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
     expectNoSecrets(err);
   });
 
+  it("a provider's 429 is logged as upstream_rate_limited, not as our own rate_limited", async () => {
+    const before = h.logs.length;
+    h.upstream.failNext({ kind: 'status', status: 429 });
+    await rejection(h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai' }));
+    const events = h.logs.slice(before).filter((l) => l.includes('security event'));
+    expect(events).toHaveLength(1);
+    expect(events[0]).toContain('"type":"upstream_rate_limited"');
+    expect(events[0]).toContain('"provider":"openai"');
+    expect(events[0]).not.toContain('"type":"rate_limited"');
+  });
+
   it('429 without Retry-After still is RATE_LIMITED, without the header', async () => {
     h.upstream.failNext({ kind: 'status', status: 429 });
     const err = await rejection(h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai' }));

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
+import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { router } from '../../trpc/init.js';
 import { publicProcedure } from '../../trpc/procedures.js';
 
@@ -67,5 +68,8 @@ export const aiRouter = router({
   validateProvider: publicProcedure
     .meta({ description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider' })
     .input(z.object({ provider: KeyProviderInput, apiKey: z.string().min(1).max(1000) }))
-    .mutation(({ ctx, input }) => ctx.runtime.ai.validateProvider(input.provider, input.apiKey, ctx.req.signal)),
+    .mutation(async ({ ctx, input }) => {
+      await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);
+      return ctx.runtime.ai.validateProvider(input.provider, input.apiKey, ctx.req.signal);
+    }),
 });

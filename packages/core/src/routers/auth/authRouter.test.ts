@@ -76,6 +76,20 @@ describe.each(backends)('auth router (BYOK keys) on $name', (backend) => {
     expect(await rt.vault.has(alice.sub, 'google')).toBe(false);
   });
 
+  it('the e-mail index is claimed only by verified e-mails, first claim stands (no overwrite)', async () => {
+    // Mallory's token claims Alice's address: unverified first, then "verified" by another issuer.
+    const unverified = { ...alice, sub: 'mallory-1', emailVerified: false };
+    const conflicting = { ...alice, sub: 'mallory-2', emailVerified: true };
+    await as(unverified, 'auth.getUserProviders', { email: unverified.sub });
+    expect(await as(admin, 'auth.getUserProviders', { email: alice.email })).toEqual({ providers: [] });
+    await as(alice, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: ALICE_KEY });
+    await as(conflicting, 'auth.getUserProviders', { email: conflicting.sub });
+    await as(unverified, 'auth.getUserProviders', { email: unverified.sub });
+    // The administrator naming alice@example.com still reaches Alice, not Mallory.
+    expect(await as(admin, 'auth.getUserKey', { email: alice.email, provider: 'openai' })).toMatchObject({ exists: true, last4: '0001' });
+    expect(logs.some((l) => l.includes('e-mail index claim refused'))).toBe(true);
+  });
+
   it('validateUserKey checks the stored key with the provider and records the time', async () => {
     await expect(as(alice, 'auth.validateUserKey', { email: alice.email, provider: 'openai' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await as(alice, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: ALICE_KEY });

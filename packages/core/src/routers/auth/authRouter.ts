@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CoreError } from '../../errors/CoreError.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
+import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { rememberUser } from '../../services/billing/userIndex.js';
 import { router } from '../../trpc/init.js';
 import { protectedProcedure } from '../../trpc/procedures.js';
@@ -13,7 +14,7 @@ import { resolveKeyOwner } from './resolveKeyOwner.js';
  * key: status only (exists, provider, last four characters, times).
  */
 const keyProcedure = protectedProcedure.use(async ({ ctx, next }) => {
-  await rememberUser(ctx.runtime.storage, ctx.identity);
+  await rememberUser(ctx.runtime.storage, ctx.identity, ctx.runtime.logger);
   return next();
 });
 
@@ -67,6 +68,7 @@ export const authRouter = router({
     .input(OwnerProvider)
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
+      await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);
       const apiKey = await ctx.runtime.vault.reveal(owner, input.provider);
       if (apiKey === undefined) throw new CoreError('NOT_FOUND', `no ${input.provider} key is stored for this user`);
       const check = await ctx.runtime.ai.validateProvider(input.provider, apiKey, ctx.req.signal);

@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { router } from '../../trpc/init.js';
 import { publicProcedure } from '../../trpc/procedures.js';
-import { checkHealth } from '../../runtime/checkHealth.js';
+import { checkHealth, healthFor } from '../../runtime/checkHealth.js';
 import { clientWorkspaceProcedures } from './clientWorkspaceProcedures.js';
 import { workspaceProcedures } from './workspaceProcedures.js';
 
 export const systemRouter = router({
   health: publicProcedure
     .meta({ description: 'Health of the server and its dependencies', mcp: { name: 'health', public: true, annotations: { readOnlyHint: true } } })
-    .query(({ ctx }) => checkHealth(ctx.runtime)),
+    .query(async ({ ctx }) => healthFor(await checkHealth(ctx.runtime), ctx.identity?.isAdmin === true)),
 
   test: publicProcedure
     .meta({ description: 'Echo a message (connectivity test)', mcp: { name: 'test', public: true, annotations: { readOnlyHint: true } } })

@@ -10,7 +10,7 @@ import { ApiKeyInput, providerRecord } from './providerRecord.js';
 
 /** Every user.* procedure works on the caller's own profile, so all need an identity. */
 const userProcedure = protectedProcedure.use(async ({ ctx, next }) => {
-  await rememberUser(ctx.runtime.storage, ctx.identity);
+  await rememberUser(ctx.runtime.storage, ctx.identity, ctx.runtime.logger);
   return next();
 });
 

@@ -2,6 +2,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../runtime/Logger.js';
 import type { Metering } from './Metering.js';
+import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
 import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
@@ -13,6 +14,10 @@ export interface AiServiceOptions {
   logger: Logger;
   /** Who pays: the billing service (runtime.billing). */
   metering: Metering;
+  /** Upstream call metrics (runtime.metrics). */
+  metrics?: Metrics;
+  /** Told when a provider that was healthy fails (alerts: providerDegraded). */
+  onProviderDegraded?: (provider: ProviderId, reason: string) => void;
 }
 
 /** Outcome counters of one provider since start, for ai.getRegistryHealth. */
@@ -45,7 +50,7 @@ export class AiService {
   private readonly stats = new Map<ProviderId, { calls: number; failures: number; totalMs: number; lastSuccessAt: string | null; lastFailure: { reason: string; at: string } | null }>();
 
   constructor(private readonly opts: AiServiceOptions) {
-    this.providers = new ProviderRegistry(opts.config);
+    this.providers = new ProviderRegistry(opts.config, opts.metrics);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
     // The AI SDK prints provider warnings with console.* unless told otherwise; we log them
     // per call at debug level instead. Left alone when the embedding app set it.
@@ -130,7 +135,11 @@ export class AiService {
     else {
       s.failures++;
       // A client leaving says nothing about the provider's health.
-      if (reason !== 'cancelled') s.lastFailure = { reason: reason ?? 'unknown', at };
+      if (reason !== 'cancelled') {
+        const wasHealthy = !s.lastFailure || (s.lastSuccessAt !== null && s.lastSuccessAt >= s.lastFailure.at);
+        s.lastFailure = { reason: reason ?? 'unknown', at };
+        if (wasHealthy) this.opts.onProviderDegraded?.(provider, s.lastFailure.reason);
+      }
     }
   }
 }

@@ -24,8 +24,11 @@ export interface Metering {
    */
   reserve(args: { identity: Identity | null; tokens: number; requestId: string; ip?: string; decision?: MeteringDecision }): Promise<Reservation>;
 
-  /** Charge the real usage (plus fee) against a reservation and return the rest. */
-  settle(reservation: Reservation, usage: { tokensUsed: number; provider: ProviderId; model: string; metadata?: UsageMetadata }): Promise<SettledUsage>;
+  /**
+   * Charge the real usage (plus fee) against a reservation and return the rest. `costUsd`: what
+   * the call cost the platform at the pricing table's prices (absent when the model has no price).
+   */
+  settle(reservation: Reservation, usage: { tokensUsed: number; provider: ProviderId; model: string; metadata?: UsageMetadata; costUsd?: number }): Promise<SettledUsage>;
 
   /** Refund a reservation in full (the call failed or the client went away). */
   release(reservation: Reservation, reason: string): Promise<void>;

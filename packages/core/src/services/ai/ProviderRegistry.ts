@@ -4,9 +4,12 @@ import type { ProviderConfig, ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
+import { canonicalModelId, pinnedFetch } from './modelId.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
 import { upstreamFetch } from './upstreamFetch.js';
+import { observedFetch } from '../../observability/observedFetch.js';
+import type { Metrics } from '../../observability/Metrics.js';
 
 /** The providers' public API bases, used when `ai.providers.<id>.baseUrl` is not set. */
 export const DEFAULT_BASE_URLS: Readonly<Record<ProviderId, string>> = {
@@ -39,7 +42,8 @@ export class ProviderRegistry {
   private readonly ai: ResolvedConfig['ai'];
   private readonly serverProviders: ReadonlySet<ProviderId>;
 
-  constructor(config: ResolvedConfig) {
+  /** `metrics`: where upstream calls are counted (runtime.metrics); absent when metrics are off. */
+  constructor(config: ResolvedConfig, private readonly metrics?: Metrics) {
     this.ai = config.ai;
     this.serverProviders = new Set(config.serverProviders);
     this.models = new ModelRegistry(config.ai.models);
@@ -77,20 +81,37 @@ export class ProviderRegistry {
     return this.conf(provider).defaultModel ?? this.models.bundledDefaultModel(provider);
   }
 
-  /** allowedModels (when set) must match and blockedModels must not. micromatch globs. */
+  /**
+   * allowedModels (when set) must match and blockedModels must not. micromatch globs, compared
+   * with the canonical id (modelId.ts) and without regard to case, so no spelling of a blocked
+   * model (`models/gemini-2.5-pro`, `Gemini-2.5-Pro`) passes. An id of invalid syntax is never allowed.
+   */
   isModelAllowed(provider: ProviderId, model: string): boolean {
+    let id: string;
+    try {
+      id = canonicalModelId(provider, model);
+    } catch {
+      return false;
+    }
     const { allowedModels, blockedModels } = this.conf(provider);
-    if (allowedModels && allowedModels.length > 0 && !micromatch.isMatch(model, allowedModels)) return false;
-    if (blockedModels && blockedModels.length > 0 && micromatch.isMatch(model, blockedModels)) return false;
+    const patterns = (list: string[]) => (provider === 'google' ? list.map((p) => p.replace(/^models\//, '')) : list);
+    if (allowedModels && allowedModels.length > 0 && !micromatch.isMatch(id, patterns(allowedModels), { nocase: true })) return false;
+    if (blockedModels && blockedModels.length > 0 && micromatch.isMatch(id, patterns(blockedModels), { nocase: true })) return false;
     return true;
   }
 
-  assertModelAllowed(provider: ProviderId, model: string): void {
-    if (!this.isModelAllowed(provider, model)) {
+  /**
+   * The canonical id of an allowed model: INVALID_PARAMS for a malformed id, FORBIDDEN for one the
+   * restrictions refuse. Use the returned id, not the input, from here on.
+   */
+  assertModelAllowed(provider: ProviderId, model: string): string {
+    const id = canonicalModelId(provider, model);
+    if (!this.isModelAllowed(provider, id)) {
       throw new CoreError('FORBIDDEN', `model "${model.slice(0, 200)}" is not allowed for provider ${provider}`, {
         details: { reason: 'model_not_allowed', provider },
       });
     }
+    return id;
   }
 
   /**
@@ -122,20 +143,25 @@ export class ProviderRegistry {
    * keep-alive `upstreamFetch`. Creating one costs about 1 µs, so models are not cached (a cache
    * keyed by API key would also keep callers' keys in memory).
    */
-  async languageModel(provider: ProviderId, model: string, apiKey: string): Promise<LanguageModel> {
+  async languageModel(provider: ProviderId, modelId: string, apiKey: string): Promise<LanguageModel> {
+    // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
+    const model = canonicalModelId(provider, modelId);
     const baseURL = this.baseUrl(provider);
     const sdk = await loadAiSdk();
+    // Pinned to the base URL (no input can change host, path prefix or query); spans, trace
+    // propagation and upstream metrics per HTTP attempt (observability/observedFetch).
+    const fetch = pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics));
     switch (provider) {
       case 'anthropic':
-        return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch: upstreamFetch })(model);
+        return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);
       case 'openai': {
-        const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch: upstreamFetch });
+        const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch });
         return this.conf('openai').api === 'chat' ? openai.chat(model) : openai(model);
       }
       case 'google':
-        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch: upstreamFetch })(model);
+        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);
       case 'openrouter':
-        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch: upstreamFetch })(model);
+        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(model);
     }
   }
 }

@@ -6,8 +6,8 @@ describe('SystemPromptStore', () => {
   const store = new SystemPromptStore({ support: 'SECRET SUPPORT TEXT', 'code.review-v2': 'REVIEW' });
 
   it('resolves exact "@name" references and passes other text through', () => {
-    expect(store.resolve('@support', true)).toEqual({ text: 'SECRET SUPPORT TEXT', name: 'support' });
-    expect(store.resolve('@code.review-v2', false)).toEqual({ text: 'REVIEW', name: 'code.review-v2' });
+    expect(store.resolve('@support', true)).toEqual({ text: 'SECRET SUPPORT TEXT', name: 'support', allowWithCallerKeys: false });
+    expect(store.resolve('@code.review-v2', false)).toEqual({ text: 'REVIEW', name: 'code.review-v2', allowWithCallerKeys: false });
     // Not a bare reference: inline text, even when it starts with "@".
     expect(store.resolve('@support please', true)).toEqual({ text: '@support please' });
     expect(store.resolve('', true)).toEqual({ text: '' });

@@ -7,6 +7,18 @@ const REFERENCE = /^@([A-Za-z0-9_.-]{1,100})$/;
 export interface ResolvedSystemPrompt {
   text: string;
   name?: string;
+  /** A named prompt the operator allowed on calls paid with the caller's own key. */
+  allowWithCallerKeys?: boolean;
+}
+
+/** A prompt's options besides its text. */
+export interface SystemPromptOptions {
+  /**
+   * Also use it when the caller pays with its own key (input apiKey or a stored BYOK key). The text
+   * then reaches that caller's provider account, where its owner can read it. Default false: a
+   * named prompt is used only on calls the platform pays for.
+   */
+  allowWithCallerKeys?: boolean;
 }
 
 /**
@@ -16,17 +28,20 @@ export interface ResolvedSystemPrompt {
  * them and errors only ever name the reference.
  */
 export class SystemPromptStore {
-  private readonly prompts = new Map<string, string>();
+  private readonly prompts = new Map<string, { text: string; allowWithCallerKeys: boolean }>();
 
-  constructor(fromConfig: Record<string, string> = {}) {
-    for (const [name, text] of Object.entries(fromConfig)) this.register(name, text);
+  constructor(fromConfig: Record<string, string | ({ text: string } & SystemPromptOptions)> = {}) {
+    for (const [name, entry] of Object.entries(fromConfig)) {
+      if (typeof entry === 'string') this.register(name, entry);
+      else this.register(name, entry.text, entry);
+    }
   }
 
   /** Add or replace a named prompt (custom code, e.g. loaded from a file or a database). */
-  register(name: string, text: string): void {
+  register(name: string, text: string, opts: SystemPromptOptions = {}): void {
     if (!NAME.test(name)) throw new TypeError(`system prompt names use 1-100 letters, digits, "_", "." or "-": ${JSON.stringify(name.slice(0, 100))}`);
     if (text.length === 0) throw new TypeError(`system prompt "${name}" is empty`);
-    this.prompts.set(name, text);
+    this.prompts.set(name, { text, allowWithCallerKeys: opts.allowWithCallerKeys === true });
   }
 
   unregister(name: string): boolean {
@@ -51,11 +66,11 @@ export class SystemPromptStore {
     const ref = REFERENCE.exec(systemPrompt);
     if (ref) {
       const name = ref[1]!;
-      const text = this.prompts.get(name);
-      if (text === undefined) {
+      const entry = this.prompts.get(name);
+      if (entry === undefined) {
         throw new CoreError('NOT_FOUND', `unknown system prompt "@${name}"`, { details: { reason: 'unknown_system_prompt', name } });
       }
-      return { text, name };
+      return { text: entry.text, name, allowWithCallerKeys: entry.allowWithCallerKeys };
     }
     if (!allowInline) {
       throw new CoreError('FORBIDDEN', 'this server only accepts named system prompts: send systemPrompt as "@<name>"', {
@@ -64,4 +79,16 @@ export class SystemPromptStore {
     }
     return { text: systemPrompt };
   }
+}
+
+/**
+ * A named prompt may reach an upstream only on a call the platform pays for, or when its entry
+ * allows caller keys: otherwise the text would land in the caller's own provider account (its
+ * logs, its dashboards), where the caller can read what the server keeps secret.
+ */
+export function assertPromptMayUse(system: ResolvedSystemPrompt, mode: 'byok' | 'platform'): void {
+  if (system.name === undefined || mode === 'platform' || system.allowWithCallerKeys) return;
+  throw new CoreError('FORBIDDEN', `the server prompt "@${system.name}" is only used on calls the server pays for; send your own system prompt with your own key`, {
+    details: { reason: 'server_prompt_needs_platform', name: system.name },
+  });
 }

@@ -1,7 +1,8 @@
 export { AiService, type AiServiceOptions, type ProviderCallStats, type RegistryHealth } from './AiService.js';
 export { ProviderRegistry, DEFAULT_BASE_URLS, type ProviderSummary } from './ProviderRegistry.js';
 export { ModelRegistry, type ModelInfo, type RegistrySource } from './ModelRegistry.js';
-export { SystemPromptStore, type ResolvedSystemPrompt } from './SystemPromptStore.js';
+export { SystemPromptStore, assertPromptMayUse, type ResolvedSystemPrompt, type SystemPromptOptions } from './SystemPromptStore.js';
+export { canonicalModelId, pinnedFetch, MAX_MODEL_ID_LENGTH } from './modelId.js';
 export { mapUpstreamError, type UpstreamFailureReason, type UpstreamErrorContext } from './mapUpstreamError.js';
 export { validateProviderKey, type KeyValidation, type ValidateKeyOptions } from './validateProviderKey.js';
 export { estimateTokens, type GenerateTextInput, type GenerateTextCall, type GenerateTextOutput } from './runGenerateText.js';

@@ -9,7 +9,7 @@ import type { Identity } from '../../trpc/context.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
-import type { SystemPromptStore } from './SystemPromptStore.js';
+import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 
 /** ai.generateText input, as in the spec (provider already un-aliased). */
@@ -89,8 +89,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   }
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
-  const model = input.options?.model ?? providers.defaultModel(provider);
-  providers.assertModelAllowed(provider, model);
+  const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
   const system = deps.prompts.resolve(input.systemPrompt, ai.allowInlineSystemPrompts);
@@ -122,6 +121,9 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     apiKey = serverKey;
     mode = 'platform';
   }
+
+  // Before anything is held or sent: a server prompt never goes to a caller's own account.
+  assertPromptMayUse(system, mode);
 
   let reservation: Reservation | undefined;
   if (mode === 'platform') {
@@ -207,13 +209,13 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     requestId,
   };
   const metadata = input.metadata ?? {};
+  const costUsd = providers.models.estimateCostUsd(provider, model, inputTokens ?? Math.ceil((input.content.length + system.text.length) / 4), outputTokens ?? maxTokens);
   if (mode === 'platform') {
-    const tokenUsage = await metering.settle(reservation!, { tokensUsed, provider, model, metadata });
+    const tokenUsage = await metering.settle(reservation!, { tokensUsed, provider, model, metadata, ...(costUsd !== undefined ? { costUsd } : {}) });
     logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed, ms: Math.round(ms) });
     return { success: true, data, tokenUsage };
   }
-  const estimatedCostUsd =
-    providers.models.estimateCostUsd(provider, model, inputTokens ?? Math.ceil((input.content.length + system.text.length) / 4), outputTokens ?? maxTokens) ?? 0;
+  const estimatedCostUsd = costUsd ?? 0;
   try {
     await metering.recordByokUsage({ identity: call.identity, provider, model, tokensUsed, estimatedCostUsd, metadata, requestId });
   } catch (err) {

@@ -1,40 +1,35 @@
-import type { Storage, TxWrite } from '../../storage/Storage.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { Storage } from '../../storage/Storage.js';
 import type { Identity } from '../../trpc/context.js';
 
-const normalise = (email: string) => email.trim().toLowerCase();
-const emailKey = (email: string) => `user:email:${normalise(email)}`;
-const userKey = (sub: string) => `user:sub:${encodeURIComponent(sub)}`;
+const emailKey = (email: string) => `user:email:${email.trim().toLowerCase()}`;
 
-interface UserRecord {
-  email: string;
-}
+/** What `rememberUser` did: only `claimed` wrote anything. */
+export type RememberOutcome = 'claimed' | 'already' | 'unverified' | 'conflict' | 'no-email';
 
 /**
- * Remember which `sub` an email belongs to, so an administrator can name a user by email in the
- * auth namespace. The user's record and the email index are written in one transaction (a
- * changed email also drops the old index entry), so a lookup never sees one without the other.
- * Written when a user calls the user or auth namespace; last writer wins.
+ * Remember which user id an e-mail belongs to, so an administrator can name a user by e-mail
+ * in the auth namespace. Written when a user calls the user or auth namespace. Only an e-mail
+ * its issuer verified may claim an entry, and the first claim stands: a later identity
+ * presenting the same address is refused (`conflict`), never written over the owner, so a
+ * token carrying someone else's address cannot redirect an administrator's key operations.
  */
-export async function rememberUser(storage: Storage, identity: Identity): Promise<void> {
-  if (!identity.email) return;
-  const email = normalise(identity.email);
-  const key = userKey(identity.sub);
-  // The cheap read first: nearly every call finds everything in place.
-  if ((await storage.get<UserRecord>(key))?.email === email && (await storage.get<string>(emailKey(email))) === identity.sub) return;
-  const current = await storage.get<UserRecord>(key);
-  const keys = [key, emailKey(email), ...(current && current.email !== email ? [emailKey(current.email)] : [])];
-  await storage.transact(keys, (read) => {
-    const record = read<UserRecord>(key);
-    const writes: TxWrite[] = [
-      { op: 'set', key, value: { email } satisfies UserRecord },
-      { op: 'set', key: emailKey(email), value: identity.sub },
-    ];
-    // The old address stops naming this user, unless someone else has claimed it since.
-    if (record && record.email !== email && keys.includes(emailKey(record.email)) && read<string>(emailKey(record.email)) === identity.sub) {
-      writes.push({ op: 'delete', key: emailKey(record.email) });
-    }
-    return { writes, result: undefined };
-  });
+export async function rememberUser(storage: Storage, identity: Identity, logger?: Pick<Logger, 'warn'>): Promise<RememberOutcome> {
+  const outcome = await claim(storage, identity);
+  if (outcome === 'conflict') logger?.warn('e-mail index claim refused: the address belongs to another user', { sub: identity.sub });
+  return outcome;
+}
+
+async function claim(storage: Storage, identity: Identity): Promise<RememberOutcome> {
+  if (!identity.email) return 'no-email';
+  if (identity.emailVerified !== true) return 'unverified';
+  const key = emailKey(identity.email);
+  const owner = await storage.get<string>(key);
+  if (owner === identity.sub) return 'already';
+  if (owner !== undefined) return 'conflict';
+  // Set-if-absent: of two first claims at once, one wins and the other reads as a conflict.
+  if (await storage.compareAndSet<string>(key, undefined, identity.sub)) return 'claimed';
+  return (await storage.get<string>(key)) === identity.sub ? 'already' : 'conflict';
 }
 
 export function userByEmail(storage: Storage, email: string): Promise<string | undefined> {

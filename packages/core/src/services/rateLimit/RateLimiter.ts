@@ -24,6 +24,8 @@ export interface RateLimiterOptions {
   prefix?: string;
   /** Clock, for tests. Default Date.now. */
   now?: () => number;
+  /** Told of every refusal (metrics). */
+  onRefusal?: (kind: RateLimitKind) => void;
 }
 
 export interface RateLimitDecision {
@@ -131,6 +133,7 @@ export class RateLimiter {
 
   /** The error for a refused hit: RATE_LIMITED (HTTP 429), carrying the headers transports copy. */
   refusal(decision: RateLimitDecision, all: ReadonlyArray<RateLimitDecision | null> = [decision]): CoreError {
+    this.opts.onRefusal?.(decision.kind);
     const what = decision.kind === 'requests' ? 'requests' : 'tool calls';
     const ms = this.settings.windowMs;
     const per = ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;

@@ -10,9 +10,11 @@ import type { Logger } from '../../runtime/Logger.js';
  *   OAuth sign-in, so it is only `info`);
  * - `forbidden`: an identity lacks the rights (administrator procedures);
  * - `access_denied`: a workspace rule refused a path (traversal, blocked path, read-only, size);
- * - `rate_limited`: a request or tool call over `mcp.rateLimiting`.
+ * - `rate_limited`: a request or tool call over one of our own limits (`mcp.rateLimiting`, `ai.validateProvider`);
+ * - `upstream_rate_limited`: an AI provider answered 429 (its quota, not ours: worth watching,
+ *   but not an abuse signal about the caller).
  */
-export type SecurityEventType = 'auth_failed' | 'auth_required' | 'forbidden' | 'access_denied' | 'rate_limited';
+export type SecurityEventType = 'auth_failed' | 'auth_required' | 'forbidden' | 'access_denied' | 'rate_limited' | 'upstream_rate_limited';
 export type SecuritySeverity = 'debug' | 'info' | 'warn' | 'error';
 
 export interface SecurityEvent {
@@ -49,6 +51,7 @@ const SEVERITY: Record<SecurityEventType, SecuritySeverity> = {
   forbidden: 'warn',
   access_denied: 'warn',
   rate_limited: 'warn',
+  upstream_rate_limited: 'warn',
 };
 /** Lines waiting for the file; beyond this, events are dropped (and counted) rather than piling up in memory. */
 const MAX_PENDING = 10_000;

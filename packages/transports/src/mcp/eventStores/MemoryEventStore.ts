@@ -1,41 +1,56 @@
 import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { formatEventId, isPriming, parseEventId } from './eventId.js';
+import { EventLedger, type EvictableStore } from './EventLedger.js';
 
 export interface MemoryEventStoreOptions {
-  /** Events kept per stream; older ones are dropped. Default 1000. */
+  /** Events kept per stream; older ones are dropped. Default 200. */
   maxEventsPerStream?: number;
   /** Streams kept; the least recently written is dropped first. Default 200. */
   maxStreams?: number;
-  /**
-   * Approximate bytes kept (JSON size); the least recently written streams are dropped first,
-   * but the newest event always stays. Default 2 MiB.
-   */
+  /** Approximate bytes kept by this session (JSON size); oldest events dropped first. Default 1 MiB. */
   maxBytes?: number;
+  /** A bigger event is sent but not kept (it cannot be replayed). Default 256 KiB. */
+  maxEventBytes?: number;
+  /** How long an event stays replayable, in ms. Default 10 minutes. */
+  ttlMs?: number;
+  /** The process-wide budget shared by every session's store. Default: a private 64 MiB one. */
+  ledger?: EventLedger;
+  /** Clock, for tests. */
+  now?: () => number;
 }
 
 interface Stream {
   seq: number;
-  bytes: number;
-  events: Array<{ seq: number; message: JSONRPCMessage; bytes: number }>;
+  events: Array<{ seq: number; message: JSONRPCMessage; bytes: number; at: number }>;
 }
 
 /**
- * Resumability for one session (one store per session, so it is freed with the session):
- * bounded per stream and in number of streams, so a chatty or abandoned session cannot grow
- * without limit. A client resuming from an event that was dropped gets 400 and starts over.
+ * Resumability for one session (one store per session, freed with the session). Bounded per
+ * stream (count), per session (bytes), per event (bytes), in time (ttl) and, through the shared
+ * ledger, across all sessions (bytes, oldest first). A client resuming from an event that was
+ * dropped gets 400 and starts over; the answer itself is never held back by these limits.
  */
-export class MemoryEventStore implements EventStore {
+export class MemoryEventStore implements EventStore, EvictableStore {
   private readonly streams = new Map<string, Stream>();
   private readonly maxEvents: number;
   private readonly maxStreams: number;
   private readonly maxBytes: number;
+  private readonly maxEventBytes: number;
+  private readonly ttlMs: number;
+  private readonly ledger: EventLedger;
+  private readonly now: () => number;
   private bytes = 0;
+  private disposed = false;
 
   constructor(opts: MemoryEventStoreOptions = {}) {
-    this.maxEvents = opts.maxEventsPerStream ?? 1000;
+    this.maxEvents = opts.maxEventsPerStream ?? 200;
     this.maxStreams = opts.maxStreams ?? 200;
-    this.maxBytes = opts.maxBytes ?? 2 * 1024 * 1024;
+    this.maxBytes = opts.maxBytes ?? 1024 * 1024;
+    this.maxEventBytes = opts.maxEventBytes ?? 256 * 1024;
+    this.ttlMs = opts.ttlMs ?? 10 * 60_000;
+    this.ledger = opts.ledger ?? new EventLedger(64 * 1024 * 1024);
+    this.now = opts.now ?? Date.now;
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
@@ -43,46 +58,81 @@ export class MemoryEventStore implements EventStore {
     if (stream) {
       this.streams.delete(streamId); // re-insert: Map order is our LRU order
     } else {
-      stream = { seq: 0, bytes: 0, events: [] };
+      stream = { seq: 0, events: [] };
       if (this.streams.size >= this.maxStreams) this.dropStream(this.streams.keys().next().value!);
     }
     this.streams.set(streamId, stream);
     const seq = ++stream.seq;
     const bytes = JSON.stringify(message).length;
-    stream.events.push({ seq, message, bytes });
-    stream.bytes += bytes;
+    // Sent, but too big to keep: the id is valid, a resume from before it just cannot be exact.
+    if (this.disposed || bytes > this.maxEventBytes) return formatEventId(streamId, seq);
+    const now = this.now();
+    this.expire(stream, now);
+    stream.events.push({ seq, message, bytes, at: now });
     this.bytes += bytes;
     if (stream.events.length > this.maxEvents) this.dropOldest(stream, stream.events.length - this.maxEvents);
-    // Over the byte budget: drop whole streams, least recently written first, then this
-    // stream's oldest events; the event just stored always stays.
+    // Over the session's budget: oldest events first, across its streams (least recently written first).
     for (const [id, s] of this.streams) {
-      if (this.bytes <= this.maxBytes || s === stream) break;
+      if (this.bytes <= this.maxBytes) break;
+      if (s === stream) continue;
       this.dropStream(id);
     }
     if (this.bytes > this.maxBytes) this.dropOldest(stream, stream.events.length - 1);
+    if (this.bytes > this.maxBytes) this.dropOldest(stream, 1);
+    if (stream.events.at(-1)?.seq === seq) this.ledger.add(this, streamId, seq, bytes);
     return formatEventId(streamId, seq);
+  }
+
+  has(streamId: string, seq: number): boolean {
+    return this.streams.get(streamId)?.events.some((e) => e.seq === seq) ?? false;
+  }
+
+  evict(streamId: string, seq: number): boolean {
+    const stream = this.streams.get(streamId);
+    const i = stream ? stream.events.findIndex((e) => e.seq === seq) : -1;
+    if (!stream || i < 0) return false;
+    // Events are in seq order: everything before it is older still and goes too.
+    this.dropOldest(stream, i + 1);
+    return true;
+  }
+
+  /** The session ended: give every byte back to the shared budget. */
+  dispose(): void {
+    this.disposed = true;
+    for (const id of [...this.streams.keys()]) this.dropStream(id);
+  }
+
+  private expire(stream: Stream, now: number): void {
+    let n = 0;
+    while (n < stream.events.length && now - stream.events[n]!.at > this.ttlMs) n++;
+    if (n) this.dropOldest(stream, n);
   }
 
   private dropStream(id: string): void {
     const s = this.streams.get(id);
     if (!s) return;
-    this.bytes -= s.bytes;
+    this.dropOldest(s, s.events.length);
     this.streams.delete(id);
   }
 
   private dropOldest(stream: Stream, count: number): void {
-    for (const e of stream.events.splice(0, Math.max(0, count))) {
-      stream.bytes -= e.bytes;
-      this.bytes -= e.bytes;
-    }
+    const gone = stream.events.splice(0, Math.max(0, count));
+    if (gone.length === 0) return;
+    let bytes = 0;
+    for (const e of gone) bytes += e.bytes;
+    this.bytes -= bytes;
+    this.ledger.release(bytes, gone.length);
   }
 
   async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
     const parsed = parseEventId(eventId);
     if (!parsed) return undefined;
     const stream = this.streams.get(parsed.streamId);
+    if (stream) this.expire(stream, this.now());
     // Unknown, or so old that later events were already dropped: cannot resume exactly.
-    if (!stream || parsed.seq > stream.seq || (stream.events[0] && stream.events[0].seq > parsed.seq + 1)) return undefined;
+    if (!stream || parsed.seq > stream.seq) return undefined;
+    const first = stream.events[0]?.seq ?? stream.seq + 1;
+    if (first > parsed.seq + 1) return undefined;
     return parsed.streamId;
   }
 

@@ -6,19 +6,39 @@ import { formatEventId, isPriming, parseEventId } from './eventId.js';
 export interface StorageEventStoreOptions {
   /** How long an event can be replayed, in ms. Default 10 minutes. */
   ttlMs?: number;
-  /** Replay at most this many events per resume. Default 1000. */
-  maxReplay?: number;
+  /** Replay at most this many events per resume, and keep at most this many per stream. Default 200. */
+  maxEventsPerStream?: number;
+  /** A bigger event is sent but not stored. Default 256 KiB. */
+  maxEventBytes?: number;
+  /** Bytes stored per session; oldest events of the stream being written are deleted first. Default 1 MiB. */
+  sessionBytes?: number;
+  /** Bytes all sessions (every instance sharing the storage) may store per ttl window. Default 64 MiB. */
+  totalBytes?: number;
 }
+
+/** Most deletions one store call makes to get back under the session budget. */
+const MAX_EVICTIONS = 32;
 
 /**
  * Resumability over core Storage (redis for several instances, file for restarts), for one
  * session: `mcp:ev:<session>:<stream>:seq` is the stream's counter (atomic increment) and each
  * event is `mcp:ev:<session>:<stream>:<seq>` with a TTL, so nothing needs sweeping.
+ *
+ * Budgets: an event above `maxEventBytes` is not stored; each stream keeps its last
+ * `maxEventsPerStream` events; a session's bytes (`mcp:ev:<session>:bytes`, per ttl window) stay
+ * under `sessionBytes` by deleting the oldest events first; and all sessions together store at
+ * most `totalBytes` per ttl window (`mcp:ev:total:<window>`), beyond which events are sent
+ * without being stored. The answer itself never waits on these limits.
  */
 export class StorageEventStore implements EventStore {
   private readonly ttlMs: number;
-  private readonly maxReplay: number;
+  private readonly maxEvents: number;
+  private readonly maxEventBytes: number;
+  private readonly sessionBytes: number;
+  private readonly totalBytes: number;
   private readonly prefix: string;
+  /** Oldest seq possibly still stored, per stream (this instance's view). */
+  private readonly oldest = new Map<string, number>();
 
   constructor(
     private readonly storage: Storage,
@@ -26,7 +46,10 @@ export class StorageEventStore implements EventStore {
     opts: StorageEventStoreOptions = {},
   ) {
     this.ttlMs = opts.ttlMs ?? 10 * 60_000;
-    this.maxReplay = opts.maxReplay ?? 1000;
+    this.maxEvents = opts.maxEventsPerStream ?? 200;
+    this.maxEventBytes = opts.maxEventBytes ?? 256 * 1024;
+    this.sessionBytes = opts.sessionBytes ?? 1024 * 1024;
+    this.totalBytes = opts.totalBytes ?? 64 * 1024 * 1024;
     this.prefix = `mcp:ev:${sessionId}:`;
   }
 
@@ -34,8 +57,31 @@ export class StorageEventStore implements EventStore {
     const base = this.prefix + streamId;
     // The counter outlives its events so sequence numbers never restart within a session.
     const seq = (await this.storage.increment(`${base}:seq`, 1, { ttlMs: Math.max(this.ttlMs, 24 * 3600_000) }))!;
+    const id = formatEventId(streamId, seq);
+    const bytes = JSON.stringify(message).length;
+    if (bytes > this.maxEventBytes) return id;
+    const window = Math.floor(Date.now() / this.ttlMs);
+    const total = await this.storage.increment(`mcp:ev:total:${window}`, bytes, { ttlMs: this.ttlMs });
+    if ((total ?? 0) > this.totalBytes) return id;
     await this.storage.set(`${base}:${seq}`, message, { ttlMs: this.ttlMs });
-    return formatEventId(streamId, seq);
+    let used = (await this.storage.increment(`${this.prefix}bytes`, bytes, { ttlMs: this.ttlMs })) ?? 0;
+    let oldest = Math.max(this.oldest.get(streamId) ?? 1, seq - this.maxEvents + 1);
+    // Count bound: what fell out of the last maxEvents is deleted (oldest first).
+    for (let s = this.oldest.get(streamId) ?? Math.max(1, seq - this.maxEvents); s < oldest && s > 0; s++) used = await this.evict(base, s, used);
+    // Byte bound: delete this stream's oldest events until the session fits (the newest included, if it must).
+    for (let n = 0; used > this.sessionBytes && oldest <= seq && n < MAX_EVICTIONS; n++) used = await this.evict(base, oldest++, used);
+    this.oldest.set(streamId, oldest);
+    return id;
+  }
+
+  /** Delete one stored event and take its bytes off the session's count. */
+  private async evict(base: string, seq: number, used: number): Promise<number> {
+    const key = `${base}:${seq}`;
+    const message = await this.storage.get<JSONRPCMessage>(key);
+    if (message === undefined) return used;
+    await this.storage.delete(key);
+    const size = JSON.stringify(message).length;
+    return (await this.storage.increment(`${this.prefix}bytes`, -size, { ttlMs: this.ttlMs })) ?? used - size;
   }
 
   async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
@@ -50,7 +96,7 @@ export class StorageEventStore implements EventStore {
     if (!parsed) return '';
     const base = this.prefix + parsed.streamId;
     const last = (await this.storage.get<number>(`${base}:seq`)) ?? 0;
-    const from = Math.max(parsed.seq + 1, last - this.maxReplay + 1);
+    const from = Math.max(parsed.seq + 1, last - this.maxEvents + 1);
     for (let seq = from; seq <= last; seq++) {
       const message = await this.storage.get<JSONRPCMessage>(`${base}:${seq}`);
       if (message !== undefined && !isPriming(message)) await send(formatEventId(parsed.streamId, seq), message);

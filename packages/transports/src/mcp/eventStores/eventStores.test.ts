@@ -4,6 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { createStorage, MemoryStorage, resolveConfig, type Storage } from '@ai-backend/core';
 import { testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, describe, expect, it } from 'vitest';
+import { EventLedger } from './EventLedger.js';
 import { MemoryEventStore } from './MemoryEventStore.js';
 import { StorageEventStore } from './StorageEventStore.js';
 import { parseEventId } from './eventId.js';
@@ -80,10 +81,34 @@ describe('MemoryEventStore bounds', () => {
     await store.storeEvent('d', big(4)); // over budget: 'a' goes
     expect(await store.getStreamIdForEventId(a)).toBeUndefined();
     expect(store.byteSize).toBeLessThanOrEqual(10_000);
-    // One event larger than the whole budget still stays (it is the newest).
-    const huge = await store.storeEvent('e', { jsonrpc: '2.0', id: 9, result: { text: 'y'.repeat(20_000) } });
-    expect(await store.getStreamIdForEventId(huge)).toBe('e');
+    // One event larger than the whole session budget is sent but not kept: the budget is hard.
+    await store.storeEvent('e', { jsonrpc: '2.0', id: 9, result: { text: 'y'.repeat(20_000) } });
+    expect(store.byteSize).toBeLessThanOrEqual(10_000);
+  });
+
+  it('shares one total budget across sessions, evicting the oldest events of any session first', async () => {
+    const ledger = new EventLedger(20_000);
+    const big = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', id: n, result: { text: 'x'.repeat(3000) } });
+    const stores = Array.from({ length: 10 }, () => new MemoryEventStore({ ledger }));
+    const first = await stores[0]!.storeEvent('a', big(0));
+    for (let i = 1; i < 10; i++) await stores[i]!.storeEvent('a', big(i));
+    expect(ledger.bytes).toBeLessThanOrEqual(20_000);
+    expect(stores[0]!.size).toBe(0); // the oldest went first
+    expect(first).toBe('a_1');
+    expect(stores[9]!.size).toBe(1); // the newest stays
+    stores[9]!.dispose();
+    expect(ledger.count).toBe(stores.reduce((n, s) => n + s.size, 0));
+  });
+
+  it('does not keep events above maxEventBytes or older than ttlMs', async () => {
+    let now = 1_000_000;
+    const store = new MemoryEventStore({ maxEventBytes: 1000, ttlMs: 60_000, now: () => now });
+    const small = await store.storeEvent('a', msg(1));
+    await store.storeEvent('a', { jsonrpc: '2.0', id: 2, result: { text: 'z'.repeat(2000) } });
     expect(store.size).toBe(1);
+    now += 61_000;
+    expect(await store.getStreamIdForEventId(small)).toBeUndefined();
+    expect(store.size).toBe(0);
   });
 
   it('keeps at most maxEventsPerStream per stream and maxStreams streams', async () => {
@@ -98,5 +123,44 @@ describe('MemoryEventStore bounds', () => {
     await store.storeEvent('c', msg(1)); // evicts the least recently written stream, 'a'
     expect(await store.getStreamIdForEventId(ids[4]!)).toBeUndefined();
     expect(store.size).toBe(2);
+  });
+});
+
+describe('StorageEventStore bounds (memory and redis storage)', () => {
+  const storages: Array<[string, () => Promise<Storage>]> = [
+    ['memory', async () => new MemoryStorage()],
+    [
+      'redis',
+      async () => {
+        const config = resolveConfig({ storage: { type: 'redis', redis: { keyPrefix: `ai-backend-test:mcp-ev-bounds:${process.pid}:${randomUUID().slice(0, 8)}:` } } });
+        const storage = await createStorage(config.storage);
+        redisStorages.push(storage);
+        return storage;
+      },
+    ],
+  ];
+  const big = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', id: n, result: { text: 'x'.repeat(3000) } });
+  const eventKeys = async (storage: Storage, session: string) =>
+    (await storage.keys(`mcp:ev:${session}:`)).filter((k) => /:\d+$/.test(k));
+
+  it.each(storages)('%s: per stream count, per session bytes, per event bytes, total bytes; oldest evicted first', async (_n, open) => {
+    const storage = await open();
+    const counted = new StorageEventStore(storage, 'count', { maxEventsPerStream: 3 });
+    for (let i = 1; i <= 6; i++) await counted.storeEvent('a', msg(i));
+    expect((await eventKeys(storage, 'count')).sort()).toEqual(['mcp:ev:count:a:4', 'mcp:ev:count:a:5', 'mcp:ev:count:a:6']);
+
+    const sized = new StorageEventStore(storage, 'bytes', { sessionBytes: 10_000 });
+    for (let i = 1; i <= 6; i++) await sized.storeEvent('a', big(i));
+    const kept = (await eventKeys(storage, 'bytes')).map((k) => Number(k.split(':').pop())).sort((x, y) => x - y);
+    expect(kept.length).toBeLessThanOrEqual(3);
+    expect(kept.at(-1)).toBe(6); // the newest stay, the oldest went
+
+    const oneBig = new StorageEventStore(storage, 'huge', { maxEventBytes: 1000 });
+    await oneBig.storeEvent('a', big(1));
+    expect(await eventKeys(storage, 'huge')).toEqual([]);
+
+    const total = new StorageEventStore(storage, 'total', { totalBytes: 7000 });
+    for (let i = 1; i <= 4; i++) await total.storeEvent('a', big(i));
+    expect((await eventKeys(storage, 'total')).length).toBeLessThan(4);
   });
 });

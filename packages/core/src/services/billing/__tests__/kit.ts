@@ -20,9 +20,9 @@ import { invoke } from '../../../trpc/invoke.js';
 
 export const VAULT_KEY = 'test-vault-master-key-0123456789abcdef';
 
-export const alice: Identity = { sub: 'user-alice', email: 'alice@example.com', scopes: [], isAdmin: false, via: 'jwt' };
-export const bob: Identity = { sub: 'user-bob', email: 'bob@example.com', scopes: [], isAdmin: false, via: 'jwt' };
-export const admin: Identity = { sub: 'user-admin', email: 'admin@example.com', scopes: ['mcp:admin'], isAdmin: true, via: 'jwt' };
+export const alice: Identity = { sub: 'user-alice', email: 'alice@example.com', emailVerified: true, scopes: [], isAdmin: false, via: 'jwt' };
+export const bob: Identity = { sub: 'user-bob', email: 'bob@example.com', emailVerified: true, scopes: [], isAdmin: false, via: 'jwt' };
+export const admin: Identity = { sub: 'user-admin', email: 'admin@example.com', emailVerified: true, scopes: ['mcp:admin'], isAdmin: true, via: 'jwt' };
 
 /** An opened store plus what a test needs around it. */
 export interface OpenStore {

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import type { AnyRouter } from '@trpc/server';
+import { procedureIndex } from '../trpc/invoke.js';
+
+type JsonSchema = Record<string, unknown>;
+
+/** One procedure as the API descriptions see it: path, kind, who may call it and its schemas. */
+export interface DescribedProcedure {
+  path: string;
+  type: 'query' | 'mutation';
+  description: string | undefined;
+  /** 'public' | 'user' | 'admin', from the procedure builder (meta.access). */
+  access: 'public' | 'user' | 'admin';
+  /** JSON Schema of the input as a caller sends it (defaults make fields optional); undefined: no input. */
+  input: JsonSchema | undefined;
+  /** JSON Schema of the declared `.output()`; undefined: not declared. */
+  output: JsonSchema | undefined;
+}
+
+export type SchemaTarget = 'draft-7' | 'draft-2020-12';
+
+/**
+ * Schemas named in zod's registry land in `$defs` with `#/$defs/X` references. Embedded in a
+ * larger document those references would point at the document root, so the definitions are
+ * lifted into the document's `components.schemas` and the references rewritten there.
+ */
+function liftDefs(schema: JsonSchema, components: Record<string, JsonSchema>): JsonSchema {
+  const defs = (schema.$defs ?? schema.definitions) as Record<string, JsonSchema> | undefined;
+  delete schema.$defs;
+  delete schema.definitions;
+  delete schema.$schema;
+  const rewrite = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(rewrite);
+    if (typeof node !== 'object' || node === null) return node;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string') {
+        const name = /^#\/(?:\$defs|definitions)\/(.+)$/.exec(v)?.[1];
+        // A bare "#" is zod's reference to the schema itself (recursion): keep it resolvable.
+        out.$ref = name ? `#/components/schemas/${name}` : v;
+      } else out[k] = rewrite(v);
+    }
+    return out;
+  };
+  if (defs) for (const [name, def] of Object.entries(defs)) components[name] = rewrite(def) as JsonSchema;
+  return rewrite(schema) as JsonSchema;
+}
+
+function toSchema(schema: unknown, io: 'input' | 'output', target: SchemaTarget, components: Record<string, JsonSchema>): JsonSchema | undefined {
+  if (!(schema instanceof z.ZodType)) return undefined;
+  const json = z.toJSONSchema(schema, { io, target, unrepresentable: 'any' }) as JsonSchema;
+  return liftDefs(json, components);
+}
+
+/**
+ * Every query and mutation of a router with its JSON Schemas, sorted by path. Everything is
+ * described, whatever the caller may call: the schemas are not secrets and a client needs to
+ * know what exists before it signs in; `access` says who may call each one.
+ */
+export function describeProcedures(router: AnyRouter, target: SchemaTarget): { procedures: DescribedProcedure[]; components: Record<string, JsonSchema> } {
+  const components: Record<string, JsonSchema> = {};
+  const procedures: DescribedProcedure[] = [];
+  for (const info of procedureIndex(router).values()) {
+    if (info.type === 'subscription') continue;
+    const def = info.procedure._def as { inputs?: unknown[]; output?: unknown };
+    procedures.push({
+      path: info.path,
+      type: info.type,
+      description: info.meta?.description,
+      access: info.meta?.access ?? 'public',
+      input: toSchema(def.inputs?.[0], 'input', target, components),
+      output: toSchema(def.output, 'output', target, components),
+    });
+  }
+  procedures.sort((a, b) => a.path.localeCompare(b.path));
+  return { procedures, components };
+}

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { redactConfig, redactUrl } from './redact.js';
+import { resolveConfig } from './resolveConfig.js';
+
+describe('redactUrl', () => {
+  it('hides userinfo and every query value, keeps scheme, host, port and path', () => {
+    expect(redactUrl('https://bob:hunter2@llm.example:8443/v1?key=AIzaSECRET&x=1')).toBe('https://[redacted]:[redacted]@llm.example:8443/v1?key=[redacted]&x=[redacted]');
+    expect(redactUrl('redis://:pw-SECRET@10.0.0.5:6379/0')).toBe('redis://:[redacted]@10.0.0.5:6379/0');
+    expect(redactUrl('https://token-SECRET@idp.example')).toBe('https://[redacted]@idp.example/');
+    expect(redactUrl('https://api.example.com/v1')).toBe('https://api.example.com/v1');
+    expect(redactUrl('not a url')).toBe('not a url');
+  });
+});
+
+describe('redactConfig', () => {
+  it('redacts URL credentials in any URL-valued key (baseUrl, issuer, publicUrl...)', () => {
+    const config = resolveConfig({
+      storage: { type: 'memory' },
+      ai: { providers: { openai: { baseUrl: 'https://user:PASS-SECRET@proxy.example/v1?key=KEY-SECRET' } } },
+      oauth: { provider: { issuer: 'https://client:ISSUER-SECRET@idp.example' }, publicUrl: 'https://api.example.com/?sig=SIG-SECRET' },
+    });
+    const text = JSON.stringify(redactConfig(config));
+    for (const secret of ['PASS-SECRET', 'KEY-SECRET', 'ISSUER-SECRET', 'SIG-SECRET', 'user:']) expect(text).not.toContain(secret);
+    expect(text).toContain('https://[redacted]:[redacted]@proxy.example/v1?key=[redacted]');
+    expect(text).toContain('https://[redacted]:[redacted]@idp.example/');
+  });
+});

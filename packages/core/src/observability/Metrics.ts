@@ -1,0 +1,143 @@
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+type PromClient = typeof import('prom-client');
+
+/** Seconds buckets for our own request handling (sub-millisecond to half a minute). */
+const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Seconds buckets for upstream model calls (they take seconds, sometimes minutes). */
+const UPSTREAM_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
+/** Seconds buckets for storage operations. */
+const STORAGE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+/** At most this many distinct values per bounded label; the rest are reported as 'other'. */
+const MAX_LABEL_VALUES = 100;
+
+/**
+ * Keeps a label's cardinality bounded: the first MAX_LABEL_VALUES distinct values are kept,
+ * anything after that becomes 'other'. For labels fed by input (model names), so a caller
+ * cannot grow the series set without limit.
+ */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max = MAX_LABEL_VALUES) {}
+  value(v: string): string {
+    if (this.seen.has(v)) return v;
+    if (this.seen.size >= this.max) return 'other';
+    this.seen.add(v);
+    return v;
+  }
+}
+
+export type Payer = 'platform' | 'byok';
+
+/**
+ * The server's Prometheus metrics, on a registry of its own (several servers in one process do
+ * not mix). No label carries a user id, token, key or free text: entry point, procedure path
+ * (only paths the router has), outcome code, provider, model (bounded), storage operation.
+ * See docs/operations.md for every name.
+ */
+export class Metrics {
+  readonly registry: Registry;
+  private readonly requests: Counter<'entry' | 'procedure' | 'outcome'>;
+  private readonly requestSeconds: Histogram<'entry' | 'procedure'>;
+  private readonly httpRequests: Counter<'entry' | 'status'>;
+  private readonly upstreamRequests: Counter<'provider' | 'model' | 'outcome'>;
+  private readonly upstreamSeconds: Histogram<'provider' | 'model'>;
+  private readonly upstreamFallbacks: Counter<'provider' | 'model'>;
+  private readonly tokens: Counter<'provider' | 'model' | 'payer'>;
+  private readonly costUsd: Counter<'provider' | 'model' | 'payer'>;
+  private readonly storageSeconds: Histogram<'backend' | 'operation'>;
+  private readonly storageErrors: Counter<'backend' | 'operation'>;
+  private readonly rateLimited: Counter<'kind'>;
+  private readonly alerts: Counter<'event' | 'outcome'>;
+  private readonly mcpSessions: Gauge;
+  private readonly mcpStreams: Gauge;
+  private readonly models = new BoundedLabel();
+  /** Children by label key: prom-client hashes the label object on every call otherwise. */
+  private readonly requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
+  private sessionsSource: () => number = () => 0;
+  private streamsSource: () => number = () => 0;
+
+  constructor(prom: PromClient, opts: { processMetrics: boolean }) {
+    const registry = (this.registry = new prom.Registry());
+    const registers = [registry];
+    this.requests = new prom.Counter({ name: 'ai_backend_requests_total', help: 'Procedure calls by entry point (trpc, rpc, mcp, internal), procedure path and outcome (ok or the tRPC error code)', labelNames: ['entry', 'procedure', 'outcome'], registers });
+    this.requestSeconds = new prom.Histogram({ name: 'ai_backend_request_duration_seconds', help: 'Procedure call latency, including middleware (auth, rate limit, validation)', labelNames: ['entry', 'procedure'], buckets: REQUEST_BUCKETS, registers });
+    this.httpRequests = new prom.Counter({ name: 'ai_backend_http_requests_total', help: 'HTTP requests by entry point (trpc, rpc, mcp, oauth, api_description, health, metrics, other) and status class', labelNames: ['entry', 'status'], registers });
+    this.upstreamRequests = new prom.Counter({ name: 'ai_backend_upstream_requests_total', help: 'HTTP calls to model providers by provider, model and outcome (2xx, 4xx, 429, 5xx, network, aborted)', labelNames: ['provider', 'model', 'outcome'], registers });
+    this.upstreamSeconds = new prom.Histogram({ name: 'ai_backend_upstream_duration_seconds', help: 'Time to the response headers of a provider call', labelNames: ['provider', 'model'], buckets: UPSTREAM_BUCKETS, registers });
+    this.upstreamFallbacks = new prom.Counter({ name: 'ai_backend_upstream_fallbacks_total', help: 'Calls that left a provider/model for a fallback, by the provider and model left', labelNames: ['provider', 'model'], registers });
+    this.tokens = new prom.Counter({ name: 'ai_backend_tokens_total', help: 'Tokens metered by provider, model and payer (platform: the server paid; byok: the caller\'s own key)', labelNames: ['provider', 'model', 'payer'], registers });
+    this.costUsd = new prom.Counter({ name: 'ai_backend_cost_usd_total', help: 'Money cost of metered calls in USD from the pricing table, by provider, model and payer', labelNames: ['provider', 'model', 'payer'], registers });
+    this.storageSeconds = new prom.Histogram({ name: 'ai_backend_storage_operation_duration_seconds', help: 'Storage operation latency by backend and operation', labelNames: ['backend', 'operation'], buckets: STORAGE_BUCKETS, registers });
+    this.storageErrors = new prom.Counter({ name: 'ai_backend_storage_errors_total', help: 'Storage operations that failed, by backend and operation', labelNames: ['backend', 'operation'], registers });
+    this.rateLimited = new prom.Counter({ name: 'ai_backend_rate_limited_total', help: 'Requests refused by the rate limiter, by kind (requests, toolCalls)', labelNames: ['kind'], registers });
+    this.alerts = new prom.Counter({ name: 'ai_backend_alerts_total', help: 'Alert webhook deliveries by event and outcome (delivered, retry, dead)', labelNames: ['event', 'outcome'], registers });
+    const self = this;
+    this.mcpSessions = new prom.Gauge({ name: 'ai_backend_mcp_sessions', help: 'Open MCP sessions on this instance', registers, collect() { this.set(self.sessionsSource()); } });
+    this.mcpStreams = new prom.Gauge({ name: 'ai_backend_mcp_streams', help: 'Open MCP server-sent-event streams on this instance', registers, collect() { this.set(self.streamsSource()); } });
+    if (opts.processMetrics) prom.collectDefaultMetrics({ register: registry, prefix: 'ai_backend_' });
+  }
+
+  /** A procedure call finished (ok, or refused/failed with a tRPC error code). */
+  procedure(entry: string, procedure: string, seconds: number, outcome: string): void {
+    const key = `${entry} ${procedure} ${outcome}`;
+    let child = this.requestChildren.get(key);
+    if (!child) {
+      child = { count: this.requests.labels(entry, procedure, outcome), seconds: this.requestSeconds.labels(entry, procedure) };
+      this.requestChildren.set(key, child);
+    }
+    child.count.inc();
+    child.seconds.observe(seconds);
+  }
+
+  http(entry: string, status: number): void {
+    this.httpRequests.labels(entry, `${Math.floor(status / 100)}xx`).inc();
+  }
+
+  upstream(provider: string, model: string, outcome: string, seconds: number | undefined): void {
+    const m = this.models.value(model);
+    this.upstreamRequests.labels(provider, m, outcome).inc();
+    if (seconds !== undefined) this.upstreamSeconds.labels(provider, m).observe(seconds);
+  }
+
+  fallback(provider: string, model: string): void {
+    this.upstreamFallbacks.labels(provider, this.models.value(model)).inc();
+  }
+
+  metered(provider: string, model: string, payer: Payer, tokens: number, costUsd: number | undefined): void {
+    const m = this.models.value(model);
+    if (tokens > 0) this.tokens.labels(provider, m, payer).inc(tokens);
+    if (costUsd !== undefined && costUsd > 0) this.costUsd.labels(provider, m, payer).inc(costUsd);
+  }
+
+  storage(backend: string, operation: string, seconds: number, failed: boolean): void {
+    this.storageSeconds.labels(backend, operation).observe(seconds);
+    if (failed) this.storageErrors.labels(backend, operation).inc();
+  }
+
+  rateLimitRefused(kind: string): void {
+    this.rateLimited.labels(kind).inc();
+  }
+
+  alert(event: string, outcome: 'delivered' | 'retry' | 'dead'): void {
+    this.alerts.labels(event, outcome).inc();
+  }
+
+  /** The MCP layer reports its open sessions and streams through these (read at scrape time). */
+  setMcpSources(sessions: () => number, streams: () => number): void {
+    this.sessionsSource = sessions;
+    this.streamsSource = streams;
+  }
+
+  /** The Prometheus text exposition and its content type. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** Load prom-client (on start, only when metrics are on) and build the metrics. */
+export async function createMetrics(opts: { processMetrics: boolean }): Promise<Metrics> {
+  const prom = (await import('prom-client')) as PromClient & { default?: PromClient };
+  return new Metrics(prom.default ?? prom, opts);
+}

@@ -1,0 +1,61 @@
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Storage } from '../storage/Storage.js';
+import type { Metrics } from './Metrics.js';
+import { tracer } from './tracing.js';
+
+/** Methods that are not storage operations worth a span or a latency sample. */
+const SKIP = new Set(['close', 'constructor']);
+
+/**
+ * The store every service sees: each operation (get, set, increment, a transaction...) gets a
+ * CLIENT span `storage.<operation>` and a latency sample, failures are counted. A proxy rather
+ * than a wrapper class so every method of the backend (present or added later) is covered;
+ * the operation label is the method name, a closed set.
+ */
+export function instrumentStorage<S extends Storage>(storage: S, metrics: Metrics | undefined): S {
+  const backend = storage.kind;
+  const wrapped = new Map<PropertyKey, unknown>();
+  return new Proxy(storage, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function' || typeof prop !== 'string' || SKIP.has(prop)) return value;
+      let fn = wrapped.get(prop);
+      if (!fn) {
+        const original = value as (...args: unknown[]) => unknown;
+        const operation = prop;
+        fn = function (this: unknown, ...args: unknown[]) {
+          const span = tracer.startSpan(`storage.${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': backend, 'db.operation.name': operation } });
+          const started = performance.now();
+          const done = (failed: boolean, err?: unknown) => {
+            metrics?.storage(backend, operation, (performance.now() - started) / 1000, failed);
+            if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message.slice(0, 200) : 'failed' });
+            span.end();
+          };
+          let out: unknown;
+          try {
+            out = context.with(trace.setSpan(context.active(), span), () => original.apply(target, args));
+          } catch (err) {
+            done(true, err);
+            throw err;
+          }
+          if (out instanceof Promise) {
+            return out.then(
+              (v) => {
+                done(false);
+                return v;
+              },
+              (err) => {
+                done(true, err);
+                throw err;
+              },
+            );
+          }
+          done(false);
+          return out;
+        };
+        wrapped.set(prop, fn);
+      }
+      return fn;
+    },
+  });
+}

@@ -1,0 +1,60 @@
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Metrics } from './Metrics.js';
+import { injectTraceContext, tracer } from './tracing.js';
+
+type FetchFunction = typeof globalThis.fetch;
+
+function outcomeOf(status: number): string {
+  if (status === 429) return '429';
+  return `${Math.floor(status / 100)}xx`;
+}
+
+function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
+  if (!h) return {};
+  if (h instanceof Headers || Array.isArray(h)) return Object.fromEntries(new Headers(h));
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+/**
+ * The provider `fetch` for one provider and model: each HTTP attempt (the AI SDK retries) is a
+ * CLIENT span carrying the caller's trace onward (`traceparent` header, W3C), and a sample of
+ * `ai_backend_upstream_*` by provider, model and outcome. Latency is time to the response headers.
+ */
+export function observedFetch(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined): FetchFunction {
+  return async (input, init = {}) => {
+    const method = (init.method ?? 'GET').toUpperCase();
+    const span = tracer.startSpan(`${method} ${provider}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'http.request.method': method, 'gen_ai.system': provider, 'gen_ai.request.model': model, 'server.address': safeHost(input) },
+    });
+    const started = performance.now();
+    const headers = plainHeaders(init.headers);
+    const spanContext = trace.setSpan(context.active(), span);
+    context.with(spanContext, () => injectTraceContext(headers));
+    try {
+      const res = await context.with(spanContext, () => inner(input, { ...init, headers }));
+      const seconds = (performance.now() - started) / 1000;
+      metrics?.upstream(provider, model, outcomeOf(res.status), seconds);
+      span.setAttribute('http.response.status_code', res.status);
+      if (res.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.status}` });
+      return res;
+    } catch (err) {
+      const aborted = init.signal?.aborted === true;
+      metrics?.upstream(provider, model, aborted ? 'aborted' : 'network', undefined);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: aborted ? 'aborted' : 'network error' });
+      throw err;
+    } finally {
+      span.end();
+    }
+  };
+}
+
+function safeHost(input: unknown): string {
+  try {
+    return new URL(input instanceof Request ? input.url : String(input)).host;
+  } catch {
+    return 'unknown';
+  }
+}

@@ -1,0 +1,62 @@
+import type { ResolvedConfig } from '../../config/schema.js';
+import type { Storage } from '../../storage/Storage.js';
+import type { Identity } from '../../trpc/context.js';
+import { rememberUser, userByEmail } from '../billing/userIndex.js';
+
+/** What the server last saw of a user's identity, as stored. */
+export interface UserProfile {
+  sub: string;
+  email?: string;
+  scopes: string[];
+  /** As computed by the auth layer at that time: the same value the access rules used. */
+  isAdmin: boolean;
+  via: Identity['via'];
+  lastSeenAt: string;
+}
+
+/** A profile is rewritten at most this often per user and instance, unless it changed. */
+const REFRESH_MS = 10 * 60_000;
+/** Bound on the in-memory "recently written" map. */
+const MAX_TRACKED = 10_000;
+
+const profileKey = (sub: string) => `user:profile:${sub}`;
+
+/**
+ * Who has called this server, for admin.getUserInfo: each authenticated caller's sub, e-mail,
+ * scopes and administrator flag as the auth layer established them, kept in the store (so every
+ * instance answers alike) and written off the request path at most every 10 minutes per user.
+ */
+export class UserDirectory {
+  private readonly written = new Map<string, { at: number; fingerprint: string }>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly config: ResolvedConfig,
+  ) {}
+
+  /** Note a caller (fire and forget: a failed write never fails the call). */
+  seen(identity: Identity): void {
+    const fingerprint = `${identity.email ?? ''}|${identity.isAdmin}|${identity.scopes.join(' ')}`;
+    const last = this.written.get(identity.sub);
+    const now = Date.now();
+    if (last && last.fingerprint === fingerprint && now - last.at < REFRESH_MS) return;
+    if (this.written.size >= MAX_TRACKED) this.written.clear();
+    this.written.set(identity.sub, { at: now, fingerprint });
+    const profile: UserProfile = { sub: identity.sub, scopes: [...identity.scopes], isAdmin: identity.isAdmin, via: identity.via, lastSeenAt: new Date(now).toISOString(), ...(identity.email ? { email: identity.email } : {}) };
+    void Promise.all([this.storage.set(profileKey(identity.sub), profile), rememberUser(this.storage, identity)]).catch(() => this.written.delete(identity.sub));
+  }
+
+  /** A user by sub or e-mail (case-insensitive); undefined when the server never saw them. */
+  async find(userIdOrEmail: string): Promise<{ sub: string; profile: UserProfile | undefined }> {
+    const sub = userIdOrEmail.includes('@') ? ((await userByEmail(this.storage, userIdOrEmail)) ?? userIdOrEmail) : userIdOrEmail;
+    return { sub, profile: await this.storage.get<UserProfile>(profileKey(sub)) };
+  }
+
+  /** Listed in `admin.users` by sub or e-mail: an administrator whatever their token says. */
+  listedAdmin(sub: string, email: string | undefined): boolean {
+    const users = this.config.admin.users;
+    if (users.includes(sub)) return true;
+    const e = email?.toLowerCase();
+    return e !== undefined && users.some((u) => u.toLowerCase() === e);
+  }
+}

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import type { ResolvedConfig } from '../../config/schema.js';
+import type { ALERT_EVENTS } from '../../config/sections/operations.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { Storage } from '../../storage/Storage.js';
+import type { Metrics } from '../../observability/Metrics.js';
+import { ALERT_SIGNATURE_HEADER, signAlert } from './signAlert.js';
+
+export type AlertEvent = (typeof ALERT_EVENTS)[number];
+
+/** One delivery of one event to one receiver, as kept in the store until it succeeds or dies. */
+interface OutboxRecord {
+  /** Idempotency key: the same on every attempt, from every instance. */
+  id: string;
+  event: AlertEvent;
+  url: string;
+  body: string;
+  attempts: number;
+  /** Epoch ms of the next attempt. */
+  nextAt: number;
+  /** An instance delivering it holds it until this epoch ms (others skip it meanwhile). */
+  leaseUntil: number;
+  lastError?: string;
+}
+
+const OUTBOX = 'alerts:outbox:';
+const DEAD = 'alerts:dead:';
+
+/**
+ * Signed outbound webhooks for operator events (token low, fallback to BYOK, one-time balance
+ * consumed, provider degraded). An event is written to an outbox in the store before any attempt,
+ * one record per receiver, so it survives a crash or restart; every instance scans the outbox and
+ * delivers due records, claiming each with compare-and-set. Retries back off exponentially with
+ * jitter; after `alerts.maxAttempts` a record moves to the dead-letter list. Each request carries
+ * `Idempotency-Key` (the same on every attempt) and an HMAC signature over timestamp and body.
+ */
+export class AlertOutbox {
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private scanning: Promise<void> | undefined;
+  private readonly settings: ResolvedConfig['alerts'];
+
+  constructor(
+    private readonly storage: Storage,
+    config: ResolvedConfig,
+    private readonly logger: Logger,
+    private readonly metrics?: Metrics,
+  ) {
+    this.settings = config.alerts;
+  }
+
+  get enabled(): boolean {
+    return this.settings.webhooks.length > 0;
+  }
+
+  /** Record an event for every receiver that wants it (resolves once it is in the store). */
+  async enqueue(event: AlertEvent, data: Record<string, unknown>): Promise<string | undefined> {
+    if (!this.enabled) return undefined;
+    const id = randomUUID();
+    const body = JSON.stringify({ id, event, createdAt: new Date().toISOString(), data });
+    const receivers = this.settings.webhooks.filter((w) => !w.events || w.events.includes(event));
+    await Promise.all(
+      receivers.map((w, i) => this.storage.set<OutboxRecord>(`${OUTBOX}${id}:${i}`, { id, event, url: w.url, body, attempts: 0, nextAt: Date.now(), leaseUntil: 0 })),
+    );
+    void this.scan();
+    return id;
+  }
+
+  start(): void {
+    if (!this.enabled || this.timer) return;
+    this.timer = setInterval(() => void this.scan(), this.settings.pollIntervalMs);
+    this.timer.unref();
+    void this.scan();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.scanning?.catch(() => undefined);
+  }
+
+  /** Deliver every due record once (one scan at a time per instance). */
+  scan(): Promise<void> {
+    this.scanning ??= this.deliverDue()
+      .catch((err) => this.logger.warn('alerts: outbox scan failed', { error: err instanceof Error ? err.message : String(err) }))
+      .finally(() => (this.scanning = undefined));
+    return this.scanning;
+  }
+
+  private async deliverDue(): Promise<void> {
+    const now = Date.now();
+    for (const key of await this.storage.keys(OUTBOX)) {
+      const rec = await this.storage.get<OutboxRecord>(key);
+      if (!rec || rec.nextAt > now || rec.leaseUntil > now) continue;
+      // The lease outlives one attempt; if this instance dies mid-attempt, another takes over after it.
+      const claimed: OutboxRecord = { ...rec, leaseUntil: now + 2 * this.settings.timeoutMs };
+      if (!(await this.storage.compareAndSet(key, rec, claimed))) continue; // another instance has it
+      await this.attempt(key, claimed);
+    }
+  }
+
+  private async attempt(key: string, rec: OutboxRecord): Promise<void> {
+    const secret = this.settings.webhooks.find((w) => w.url === rec.url)?.secret;
+    let error: string | undefined;
+    if (!secret) error = 'receiver no longer configured';
+    else {
+      try {
+        const res = await fetch(rec.url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'idempotency-key': rec.id,
+            'x-ai-backend-event': rec.event,
+            [ALERT_SIGNATURE_HEADER]: signAlert(secret, rec.body, Math.floor(Date.now() / 1000)),
+          },
+          body: rec.body,
+          redirect: 'manual',
+          signal: AbortSignal.timeout(this.settings.timeoutMs),
+        });
+        await res.body?.cancel().catch(() => undefined);
+        if (res.status >= 200 && res.status < 300) {
+          await this.storage.delete(key);
+          this.metrics?.alert(rec.event, 'delivered');
+          return;
+        }
+        error = `HTTP ${res.status}`;
+      } catch (err) {
+        error = err instanceof Error ? err.name : 'network error';
+      }
+    }
+    const attempts = rec.attempts + 1;
+    if (attempts >= this.settings.maxAttempts || !secret) {
+      await this.storage.set(`${DEAD}${key.slice(OUTBOX.length)}`, { ...rec, attempts, lastError: error, leaseUntil: 0 });
+      await this.storage.delete(key);
+      this.metrics?.alert(rec.event, 'dead');
+      this.logger.warn('alerts: delivery abandoned', { event: rec.event, id: rec.id, attempts, error });
+      return;
+    }
+    const backoff = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** (attempts - 1));
+    const delay = Math.round(backoff * (0.8 + Math.random() * 0.4));
+    await this.storage.set<OutboxRecord>(key, { ...rec, attempts, nextAt: Date.now() + delay, leaseUntil: 0, lastError: error });
+    this.metrics?.alert(rec.event, 'retry');
+  }
+
+  /** Records waiting for delivery and abandoned ones (for operators and tests). */
+  async pending(): Promise<{ outbox: number; dead: number }> {
+    const [outbox, dead] = await Promise.all([this.storage.keys(OUTBOX), this.storage.keys(DEAD)]);
+    return { outbox: outbox.length, dead: dead.length };
+  }
+}

@@ -1,0 +1,33 @@
+import { CoreError } from '../../errors/CoreError.js';
+import type { Runtime } from '../../runtime/Runtime.js';
+import type { Identity } from '../../trpc/context.js';
+import { rateLimitCaller } from './RateLimiter.js';
+
+/**
+ * Count one provider key check (`ai.keyChecks`) against the caller's address and, when signed
+ * in, its identity; throws RATE_LIMITED (with Retry-After) when either budget is spent. Always
+ * on, whatever `mcp.rateLimiting` says. Fails closed: when the counter store cannot be reached
+ * no key is checked (UNAVAILABLE), since an uncounted check is exactly the relay this prevents.
+ */
+export async function countKeyCheck(runtime: Pick<Runtime, 'config' | 'storage'>, identity: Identity | null, ip: string): Promise<void> {
+  const { windowMs, maxPerIdentity, maxPerAddress } = runtime.config.ai.keyChecks;
+  const now = Date.now();
+  const window = Math.floor(now / windowMs);
+  const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
+  const budgets: Array<[string, number]> = [[rateLimitCaller(null, ip), maxPerAddress]];
+  if (identity) budgets.push([rateLimitCaller(identity, ip), maxPerIdentity]);
+  for (const [caller, limit] of budgets) {
+    let count: number | null;
+    try {
+      count = await runtime.storage.increment(`rl:keyChecks:${caller}:${window}`, 1, { ttlMs: windowMs });
+    } catch {
+      throw new CoreError('UNAVAILABLE', 'key checks are unavailable right now; retry later');
+    }
+    if ((count ?? 0) > limit) {
+      throw new CoreError('RATE_LIMITED', `too many key checks: ${limit} per ${Math.round(windowMs / 1000)} s; retry in ${retryAfter} s`, {
+        details: { kind: 'keyChecks', limit, retryAfterSec: retryAfter },
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+  }
+}

@@ -1,0 +1,31 @@
+import type { MiddlewareHandler } from 'hono';
+import { inRequestSpan, type Runtime } from '@ai-backend/core';
+
+/** Entry point of a path, a closed set (a metric label and the span name): unknown paths collapse to 'other'. */
+export function entryOf(path: string): string {
+  if (path.startsWith('/trpc/') || path.startsWith('/typedrpc/')) return 'trpc';
+  if (path === '/rpc') return 'rpc';
+  if (path === '/mcp') return 'mcp';
+  if (path.startsWith('/oauth/') || path === '/register' || path.startsWith('/.well-known/')) return 'oauth';
+  if (path === '/openrpc.json' || path === '/openapi.json') return 'api_description';
+  if (path === '/health' || path === '/health/ready') return 'health';
+  if (path === '/metrics') return 'metrics';
+  if (path.startsWith('/webhooks/')) return 'webhook';
+  return 'other';
+}
+
+/**
+ * Every HTTP request: a SERVER span (child of the caller's `traceparent`) and a count by entry
+ * point and status class. `getReady` returns the runtime once it is built (requests that arrive
+ * earlier wait for it in their handler and are still traced).
+ */
+export function observeRequests(getReady: () => Runtime | undefined): MiddlewareHandler {
+  return async (c, next) => {
+    const entry = entryOf(c.req.path);
+    await inRequestSpan(c.req.raw.headers, c.req.method, entry, async () => {
+      await next();
+      return c.res.status;
+    });
+    getReady()?.metrics?.http(entry, c.res.status);
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * Counts open server-sent-event streams of /mcp (the ai_backend_mcp_streams gauge): a response
+ * whose body is an event stream counts until the body ends, fails or the client cancels it.
+ */
+export class StreamCounter {
+  private open = 0;
+
+  get count(): number {
+    return this.open;
+  }
+
+  track(res: Response): Response {
+    if (!res.body || !res.headers.get('content-type')?.includes('text/event-stream')) return res;
+    this.open++;
+    let counted = true;
+    const done = () => {
+      if (counted) this.open--;
+      counted = false;
+    };
+    const reader = res.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done: end, value } = await reader.read();
+          if (end) {
+            done();
+            controller.close();
+          } else controller.enqueue(value);
+        } catch (err) {
+          done();
+          controller.error(err);
+        }
+      },
+      cancel(reason) {
+        done();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  }
+}

@@ -1,0 +1,45 @@
+import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { formatEventId } from './eventId.js';
+
+/** What the wrapper reports when the store fails or is slow (throttled by the caller). */
+export type EventStoreFailure = (op: 'store' | 'lookup' | 'replay', error: unknown) => void;
+
+/** Resolve with `fallback` when `work` fails or takes longer than `ms`. */
+async function within<T>(ms: number, work: () => Promise<T>, fallback: T, onFail: (err: unknown) => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => {
+      onFail(new Error(`event store did not answer within ${ms} ms`));
+      resolve(fallback);
+    }, ms);
+  });
+  try {
+    return await Promise.race([
+      work().catch((err: unknown) => {
+        onFail(err);
+        return fallback;
+      }),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The SDK transport awaits the event store before it writes each SSE message, so a store that
+ * hangs or throws (Redis down) would swallow the answer. This wrapper bounds every call: after
+ * `timeoutMs` or on an error the message goes out anyway, under an event id that is never
+ * resumable (`<stream>_0`: a resume from it is refused and the client starts over), and lookups
+ * report "unknown". When the store recovers, the next events are stored again: no restart.
+ */
+export function failSafeEventStore(store: EventStore, timeoutMs: number, onFailure: EventStoreFailure): EventStore {
+  return {
+    storeEvent: (streamId: string, message: JSONRPCMessage) =>
+      within(timeoutMs, () => store.storeEvent(streamId, message), formatEventId(streamId, 0), (e) => onFailure('store', e)),
+    getStreamIdForEventId: (eventId: string) =>
+      within(timeoutMs, async () => store.getStreamIdForEventId?.(eventId), undefined, (e) => onFailure('lookup', e)),
+    replayEventsAfter: (lastEventId, opts) => within(timeoutMs * 4, () => store.replayEventsAfter(lastEventId, opts), '', (e) => onFailure('replay', e)),
+  };
+}

@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import type { ConfigInput } from '@ai-backend/core';
+import { createTestUpstream, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * admin.statistics, admin.clearCache and admin.getUserInfo over real servers. Statistics live in
+ * the store: two instances sharing Redis report the same figures, and a restarted instance keeps them.
+ */
+const redisAt = await testRedis();
+const keyPrefix = `ai-backend-test:stats:${process.pid}:${randomUUID().slice(0, 8)}:`;
+const shared: ConfigInput = {
+  storage: { type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
+  statistics: { flushIntervalMs: 100 },
+  admin: { users: ['listed-admin@example.com'] },
+};
+
+let upstream: TestUpstream;
+beforeAll(async () => {
+  upstream = await createTestUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+  if (redisAt.ok) await dropTestKeys(redisAt, keyPrefix);
+});
+
+type Snapshot = { days: number; total: number; errors: number; since: string; procedures: Array<{ transport: string; path: string; count: number; errors: number; latencyMs: { p50: number | null } }>; byDay: Array<{ day: string; total: number }> };
+const stats = async (s: AiServer, token: string, days?: number) => {
+  const r = await rpcCall<Snapshot>(s.url, token, 'admin.statistics', days === undefined ? {} : { days });
+  if (!r.result) throw new Error(r.text);
+  return r.result;
+};
+const echoCount = (snap: Snapshot, transport = 'rpc') => snap.procedures.find((p) => p.path === 'mcp.echo' && p.transport === transport)?.count ?? 0;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
+  let a: AiServer;
+  let b: AiServer;
+  let admin: string;
+  let user: string;
+  beforeAll(async () => {
+    a = await startAiServer(upstream, shared);
+    b = await startAiServer(upstream, shared);
+    admin = await tokenFor('stats-admin', { admin: true });
+    user = await tokenFor('stats-user', { email: 'Stats.User@Example.com' });
+  });
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+  });
+
+  it('admin.statistics reports the same cluster-wide figures on both instances', async () => {
+    for (let i = 0; i < 3; i++) await rpcCall(a.url, user, 'mcp.echo', { message: `a${i}` });
+    for (let i = 0; i < 2; i++) await rpcCall(b.url, user, 'mcp.echo', { message: `b${i}` });
+    await rpcCall(b.url, user, 'admin.status', {}); // refused: counted as an error
+    await sleep(400); // both flush every 100 ms
+    const fromA = await stats(a, admin);
+    const fromB = await stats(b, admin);
+    expect(echoCount(fromA)).toBe(5);
+    expect(echoCount(fromB)).toBe(5);
+    expect(fromA.procedures.find((p) => p.path === 'admin.status')?.errors).toBe(1);
+    expect(fromA.procedures.find((p) => p.path === 'mcp.echo')!.latencyMs.p50).toEqual(expect.any(Number));
+    expect(fromA.byDay.at(-1)!.day).toBe(new Date().toISOString().slice(0, 10));
+    expect(fromA.days).toBe(7);
+  });
+
+  it('honours days: a record from 10 days ago counts for days=30, not for days=7', async () => {
+    const old = new Date(Date.now() - 10 * 86_400_000).toISOString().slice(0, 10);
+    const runtime = await a.server.ready();
+    await runtime.storage.set(`stats:${old}:rpc:mcp.echo`, { count: 40, errors: 2, totalMs: 400, buckets: [40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] });
+    const week = await stats(b, admin, 7);
+    const month = await stats(b, admin, 30);
+    expect(echoCount(month)).toBe(echoCount(week) + 40);
+    expect(month.byDay.map((d) => d.day)).toContain(old);
+    expect(week.byDay.map((d) => d.day)).not.toContain(old);
+    expect(month.since).toBe(new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10));
+    const bad = await rpcCall(b.url, admin, 'admin.statistics', { days: 0 });
+    expect(bad.error?.code).toBe(-32602);
+  });
+
+  it('survives a restart: a new instance on the same store reads the same figures', async () => {
+    const before = echoCount(await stats(a, admin, 30));
+    await b.stop();
+    b = await startAiServer(upstream, shared);
+    expect(echoCount(await stats(b, admin, 30))).toBe(before);
+  });
+
+  it("admin.clearCache 'usage' clears statistics cluster-wide; 'tokens' clears only the verified-token cache", async () => {
+    const tokens = await rpcCall<{ cleared: string[] }>(a.url, admin, 'admin.clearCache', { target: 'tokens' });
+    expect(tokens.result?.cleared).toEqual(['tokens']);
+    expect(echoCount(await stats(b, admin, 30))).toBeGreaterThan(0);
+    const usage = await rpcCall<{ cleared: string[] }>(a.url, admin, 'admin.clearCache', { target: 'usage' });
+    expect(usage.result?.cleared).toEqual(['statistics']);
+    expect(echoCount(await stats(b, admin, 30))).toBe(0);
+    const all = await rpcCall<{ cleared: string[] }>(b.url, admin, 'admin.clearCache', {});
+    expect(all.result?.cleared).toEqual(['tokens', 'statistics']);
+    // A token still works after its cache entry is gone (it is verified again).
+    expect((await rpcCall(a.url, user, 'mcp.echo', { message: 'again' })).result).toEqual({ message: 'again' });
+  });
+
+  it('admin.getUserInfo resolves users by id or e-mail and reports the permissions the access rules use', async () => {
+    const scopeAdmin = await tokenFor('scope-admin', { admin: true, email: 'scope.admin@example.com' });
+    await rpcCall(a.url, scopeAdmin, 'mcp.echo', { message: 'hi' });
+    await rpcCall(a.url, user, 'mcp.echo', { message: 'hi' });
+    await sleep(100); // profiles are written off the request path
+    const byEmail = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'stats.user@example.com' });
+    expect(byEmail.result).toMatchObject({ userId: 'stats-user', email: 'Stats.User@Example.com', known: true, isAdmin: false, permissions: ['user'], scopes: ['mcp'] });
+    const scoped = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'scope-admin' });
+    expect(scoped.result).toMatchObject({ isAdmin: true, permissions: ['admin', 'user'], adminVia: 'token' });
+    // Listed in admin.users but never seen: an administrator by configuration.
+    const listed = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'listed-admin@example.com' });
+    expect(listed.result).toMatchObject({ known: false, isAdmin: true, adminVia: 'admin.users' });
+    const unknown = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'nobody-' + randomUUID() });
+    expect(unknown.error?.data?.code).toBe('NOT_FOUND');
+    const refused = await rpcCall(b.url, user, 'admin.getUserInfo', { userId: 'stats-user' });
+    expect(refused.error?.data?.code).toBe('FORBIDDEN');
+  });
+});

@@ -1,0 +1,173 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
+import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * Alert webhooks over real servers: a local receiver that fails and recovers, and a server killed
+ * (SIGKILL) with an alert pending whose successor on the same store delivers it.
+ */
+const SECRET = 'alert-webhook-secret-0123456789abcdefgh';
+const redisAt = await testRedis();
+
+interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  answered: number;
+}
+
+/** A webhook receiver answering `statusFor(n)` to its n-th request (0-based). */
+async function receiver(statusFor: (n: number) => number) {
+  const got: Received[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const answered = statusFor(got.length);
+      got.push({ headers: req.headers, body, answered });
+      res.writeHead(answered).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  return { got, url, close: () => new Promise<void>((r) => server.close(() => r())), setStatus: (f: (n: number) => number) => (statusFor = f) };
+}
+
+const until = async (cond: () => boolean | Promise<boolean>, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+};
+
+/** Make `sub`'s balance cross the default tokenLow threshold (1000) with one small platform call. */
+async function crossTokenLow(url: string, sub: string) {
+  await creditTokens(url, await tokenFor('alerts-admin', { admin: true }), sub, 1010, `alerts-${randomUUID()}`);
+  const r = await rpcCall(url, await tokenFor(sub), 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } });
+  if (!r.result) throw new Error(r.text);
+}
+
+let upstream: TestUpstream;
+beforeAll(async () => {
+  upstream = await createTestUpstream();
+});
+afterAll(() => upstream.close());
+
+describe('signed alert webhooks', () => {
+  it('retries a failing receiver with backoff and delivers once it recovers: same idempotency key, valid signature', async () => {
+    const hook = await receiver((n) => (n < 2 ? 500 : 204));
+    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100, pollIntervalMs: 20 } });
+    try {
+      await crossTokenLow(s.url, 'alerts-user-1');
+      await until(() => hook.got.some((g) => g.answered === 204));
+      expect(hook.got.map((g) => g.answered)).toEqual([500, 500, 204]);
+      const keys = new Set(hook.got.map((g) => g.headers['idempotency-key']));
+      expect(keys.size).toBe(1);
+      // Backoff: the second retry waited longer than the first (base 100 ms, doubling, ±20% jitter).
+      for (const g of hook.got) {
+        expect(g.headers['x-ai-backend-event']).toBe('tokenLow');
+        expect(verifyAlertSignature(SECRET, g.body, g.headers['x-ai-backend-signature'] as string)).toBe(true);
+        expect(verifyAlertSignature('another-secret-0123456789abcdefghijkl', g.body, g.headers['x-ai-backend-signature'] as string)).toBe(false);
+        expect(verifyAlertSignature(SECRET, g.body.replace('alerts-user-1', 'someone-else'), g.headers['x-ai-backend-signature'] as string)).toBe(false);
+      }
+      const body = JSON.parse(hook.got[2]!.body);
+      expect(body).toMatchObject({ event: 'tokenLow', id: [...keys][0], data: { userId: 'alerts-user-1', threshold: 1000 } });
+      // The record leaves the outbox once the 2xx is in (the receiver answers before the server deletes it).
+      await until(async () => (await s.runtime.alerts.pending()).outbox === 0);
+      expect(await s.runtime.alerts.pending()).toEqual({ outbox: 0, dead: 0 });
+      const metrics = await (await fetch(s.url + '/metrics', { headers: { authorization: `Bearer ${await tokenFor('alerts-admin', { admin: true })}` } })).text();
+      expect(metrics).toContain('ai_backend_alerts_total{event="tokenLow",outcome="retry"} 2');
+      expect(metrics).toContain('ai_backend_alerts_total{event="tokenLow",outcome="delivered"} 1');
+    } finally {
+      await s.stop();
+      await hook.close();
+    }
+  });
+
+  it('gives up after maxAttempts and keeps the alert in the dead-letter list', async () => {
+    const hook = await receiver(() => 503);
+    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 20, pollIntervalMs: 20, maxAttempts: 3 } });
+    try {
+      await crossTokenLow(s.url, 'alerts-user-2');
+      await until(async () => (await s.runtime.alerts.pending()).dead === 1);
+      expect(hook.got).toHaveLength(3);
+    } finally {
+      await s.stop();
+      await hook.close();
+    }
+  });
+
+  it('sends providerDegraded when a healthy provider starts failing', async () => {
+    const hook = await receiver(() => 200);
+    const s = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { maxRetries: 0 }, alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded'] }], pollIntervalMs: 20 } });
+    try {
+      await creditTokens(s.url, await tokenFor('alerts-admin', { admin: true }), 'alerts-user-3', 50_000, 'alerts-3');
+      upstream.failNext({ kind: 'status', status: 500 }, 1);
+      await rpcCall(s.url, await tokenFor('alerts-user-3'), 'ai.generateText', { content: 'x', systemPrompt: 's', provider: 'google' });
+      await until(() => hook.got.length === 1);
+      expect(JSON.parse(hook.got[0]!.body)).toMatchObject({ event: 'providerDegraded', data: { provider: 'google' } });
+    } finally {
+      await s.stop();
+      await hook.close();
+    }
+  });
+});
+
+describe.skipIf(!redisAt.ok)('an alert pending when its server is killed', () => {
+  it('is delivered by the next server on the same store, with the same idempotency key', async () => {
+    const keyPrefix = `ai-backend-test:alerts:${process.pid}:${randomUUID().slice(0, 8)}:`;
+    const hook = await receiver(() => 503);
+    const config: ConfigInput = {
+      ...gatewayConfig(upstream),
+      monitoring: { logging: { level: 'silent' } },
+      storage: { type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
+      alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 60_000, pollIntervalMs: 20 },
+    };
+    const script = fileURLToPath(new URL('../../bench/servers/ai-backend.mjs', import.meta.url));
+    const child = spawn(process.execPath, [script, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).url));
+        child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+      });
+      await crossTokenLow(url, 'alerts-user-4');
+      await until(() => hook.got.length === 1); // first attempt failed; the next is a minute away
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      hook.setStatus(() => 200);
+      const next = await startAiServer(upstream, { storage: config.storage, alerts: { ...config.alerts, retryBaseMs: 60_000 } });
+      try {
+        // The record's retry time has not come: a successor honours the backoff, it does not resend at once.
+        expect(await next.runtime.alerts.pending()).toEqual({ outbox: 1, dead: 0 });
+      } finally {
+        await next.stop();
+      }
+      // The killed server may have died between its attempt and writing the retry time, leaving
+      // its lease on the record: both end with time. Rewrite them as a minute passing would.
+      const after = await startAiServer(upstream, { storage: config.storage, alerts: { ...config.alerts } });
+      try {
+        const keys = await after.runtime.storage.keys('alerts:outbox:');
+        const rec = (await after.runtime.storage.get<Record<string, unknown>>(keys[0]!))!;
+        expect(rec.nextAt as number > Date.now() || (rec.leaseUntil as number) > Date.now()).toBe(true);
+        await after.runtime.storage.set(keys[0]!, { ...rec, nextAt: Date.now(), leaseUntil: 0 });
+        await until(() => hook.got.length === 2);
+        expect(hook.got[1]!.answered).toBe(200);
+        expect(hook.got[1]!.headers['idempotency-key']).toBe(hook.got[0]!.headers['idempotency-key']);
+        expect(hook.got[1]!.body).toBe(hook.got[0]!.body);
+        await until(async () => (await after.runtime.alerts.pending()).outbox === 0);
+      } finally {
+        await after.stop();
+      }
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await hook.close();
+      await dropTestKeys(redisAt, keyPrefix);
+    }
+  });
+});

@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer as netServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = netServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A redis-server of the test's own (never the shared one), to kill and restart on the same port
+ * for outage tests. Keeps nothing on disk.
+ */
+export class PrivateRedis {
+  child: ChildProcess | undefined;
+  private constructor(
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  static async create(): Promise<PrivateRedis> {
+    return new PrivateRedis(await freePort(), await mkdtemp(join(tmpdir(), 'ai-private-redis-')));
+  }
+
+  async start(): Promise<void> {
+    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
+    const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    probe.on('error', () => undefined);
+    for (let i = 0; i < 100; i++) {
+      if ((await probe.connect().then(() => probe.ping()).catch(() => null)) === 'PONG') break;
+      probe.disconnect();
+      await sleep(50);
+    }
+    probe.disconnect();
+  }
+
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  async dispose(): Promise<void> {
+    await this.kill();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * MCP session budgets (mcp.budgets): an anonymous flood from one address cannot fill the server;
+ * a signed-in client keeps being served; sessions per identity are capped; sessions that never
+ * finish initializing, or stay anonymous and idle, are closed soon. Real server, raw fetch for
+ * the flood, the official MCP SDK client for the signed-in user.
+ */
+import { mintDevToken } from '@ai-backend/auth';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RawMcp } from './helpers/rawMcp.js';
+import { startTestServer, type TestServer } from './helpers/testServer.js';
+
+const SECRET = 'mcp-budgets-secret-0123456789abcdef0123';
+let s: TestServer;
+let token: string;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  s = await startTestServer({
+    jwt: { secret: SECRET },
+    mcp: { auth: { authType: 'jwt' }, budgets: { sessionsPerAddress: 5, sessionsPerIdentity: 3, maxAnonymousSessions: 8, uninitializedTtlMs: 1000, anonymousIdleMs: 1500 } },
+  });
+  token = await mintDevToken({ secret: SECRET, sub: 'budget-user', scopes: ['mcp'] });
+});
+afterAll(() => s.stop());
+
+async function sdkClient(bearer?: string): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), bearer ? { requestInit: { headers: { authorization: `Bearer ${bearer}` } } } : {});
+  const client = new Client({ name: 'budget-e2e', version: '1' });
+  await client.connect(transport);
+  return client;
+}
+
+describe('MCP session budgets', () => {
+  it('an anonymous flood from one address gets 429 after sessionsPerAddress; a signed-in client is still served', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await new RawMcp(s.url).initialize()).status);
+    expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
+    expect(new Set(statuses.slice(5))).toEqual(new Set([429]));
+    const client = await sdkClient(token);
+    try {
+      const r = await client.callTool({ name: 'echo', arguments: { message: 'still served' } });
+      expect(JSON.stringify(r)).toContain('still served');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('caps sessions per identity', async () => {
+    const statuses: number[] = [];
+    const raws: RawMcp[] = [];
+    const other = await mintDevToken({ secret: SECRET, sub: 'budget-user-2', scopes: ['mcp'] });
+    for (let i = 0; i < 4; i++) {
+      const raw = new RawMcp(s.url, other);
+      statuses.push((await raw.initialize()).status);
+      raws.push(raw);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    for (const raw of raws.filter((r) => r.sessionId)) await fetch(`${s.url}/mcp`, { method: 'DELETE', headers: raw.headers() });
+  });
+
+  it('sessions that never send notifications/initialized, and idle anonymous ones, are closed soon; the budget comes back', async () => {
+    await sleep(1800); // the flood's sessions (anonymous, idle) expire
+    const half = new RawMcp(s.url);
+    const reply = await half.send('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'half', version: '1' } });
+    expect(reply.status).toBe(200);
+    half.sessionId = reply.headers.get('mcp-session-id')!;
+    const idle = new RawMcp(s.url);
+    expect((await idle.initialize()).status).toBe(200);
+    expect((await idle.listTools()).status).toBe(200);
+    await sleep(2200);
+    expect((await half.listTools()).status).toBe(404);
+    expect((await idle.listTools()).status).toBe(404);
+    // Five fresh anonymous sessions fit again.
+    const again: number[] = [];
+    for (let i = 0; i < 5; i++) again.push((await new RawMcp(s.url).initialize()).status);
+    expect(again).toEqual([200, 200, 200, 200, 200]);
+  });
+});
