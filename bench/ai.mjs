@@ -1,10 +1,12 @@
 // AI gateway overhead, in ONE run: ai.generateText through the server (POST /rpc, JWT user with
 // credits, platform metering on) versus the same provider wire request sent straight to the test
-// upstream, with the file store and with Redis. Upstream, each server and this load generator are
-// separate processes. Usage (after `pnpm build`, with Redis on 127.0.0.1:6379):
+// upstream, on the memory, SQLite and PostgreSQL (+ Redis for the shared state) stores, beside a
+// BYOK call (the request's own key: no metering) on the memory store. Upstream, each server and
+// this load generator are separate processes. Usage (after `pnpm build`, with Redis on
+// 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432, database `test`):
 //   node bench/ai.mjs [seconds=10] [pacedRate=100] [sections=generate,stream]
 //
-// Sections: `generate` (ai.generateText on /rpc with three stores, and the OpenAI-compatible
+// Sections: `generate` (ai.generateText on /rpc with each store, BYOK, and the OpenAI-compatible
 // POST /v1/chat/completions on the memory-store server, against the direct wire request) and
 // `stream` (time to first token: a streamed /v1/chat/completions with stream: true against the
 // same streamed wire request sent straight to the upstream; paced only).
@@ -22,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { mintDevToken } from '@ai-backend/auth';
 import { startServer } from './lib.mjs';
 
@@ -69,11 +72,14 @@ async function gateway(name, storage) {
   return { ...s, name };
 }
 
-// Memory is the reference without storage I/O; file and redis are the deployment choices.
+// Memory is the reference without storage I/O; SQLite (one server) and PostgreSQL + Redis
+// (several servers) are the deployment choices. The PostgreSQL tables go to a schema of this run.
+const schema = `bench_${process.pid}`;
+const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'root', database: 'test' };
 const memory = await gateway('gateway, memory store (reference)', { type: 'memory' });
-const file = await gateway('gateway, file store', { type: 'file', dir });
-const redis = await gateway('gateway, redis store', { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } });
-const gateways = { memory, file, redis };
+const sqlite = await gateway('gateway, SQLite store', { type: 'sqlite', dir });
+const postgres = await gateway('gateway, PostgreSQL + Redis', { type: 'postgres', postgres: { ...pgConn, schema, connectTimeoutMs: 5000, queryTimeoutMs: 5000 }, shared: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } });
+const gateways = { memory, sqlite, postgres };
 
 // The exact request the gateway sent upstream, replayed directly.
 const wire = await (await fetch(upstream.control)).json();
@@ -102,6 +108,15 @@ targets.directStream = {
   first: /output_text\.delta/,
 };
 targets.openaiStream = { name: 'gateway, memory store, /v1 stream: true', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify({ ...CHAT, stream: true }), ok: (b) => b.includes('[DONE]') && b.includes('"token_usage"'), first: /"content":"[^"]/ };
+// The same call with the request's own key (BYOK): no reserve or settle, one usage record.
+targets.byok = {
+  name: 'gateway, memory store, BYOK (no metering)',
+  pid: memory.pid,
+  url: memory.url + '/rpc',
+  headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: { ...INPUT, apiKey: 'sk-bench-user-key' } }),
+  ok: (b) => b.includes('"success":true') && !b.includes('"tokenUsage"'),
+};
 
 /** CPU seconds (user + system) a process has used so far: robust on a shared machine, unlike req/s. */
 async function cpuSeconds(pid) {
@@ -180,7 +195,7 @@ try {
   if (sections.has('generate')) {
     for (const mode of ['paced', 'saturated']) {
       await measure(mode, 'direct');
-      for (const key of [...Object.keys(gateways), 'openaiCompat']) await measure(mode, key);
+      for (const key of [...Object.keys(gateways), 'byok', 'openaiCompat']) await measure(mode, key);
       await measure(mode, 'direct');
     }
   }
@@ -198,6 +213,10 @@ try {
   const keys = await cleanup.keys(`${keyPrefix}*`);
   if (keys.length) await cleanup.del(...keys);
   await cleanup.quit();
+  const db = new pg.Client(pgConn);
+  await db.connect();
+  await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await db.end();
 }
 
 const f = (n) => (Math.round(n * 100) / 100).toFixed(2);

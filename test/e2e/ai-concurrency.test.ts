@@ -2,22 +2,23 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ConfigInput } from '@ai-backend/core';
+import { estimateTokens, type ConfigInput } from '@ai-backend/core';
 import { createTestUpstream, creditTokens, reservedFor, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * 200 concurrent ai.generateText calls over HTTP for one user whose balance covers about 50:
  * the balance never goes below zero, exactly the affordable number succeed, and the ledger sums
- * to the final balance. Once on one server (file store), once on two servers sharing Redis
- * with the requests alternating between them.
+ * to the final balance. Once on one server (SQLite store), on two servers sharing Redis and on
+ * two and three servers sharing PostgreSQL, with the requests alternating between them.
  *
- * The upstream answers with exactly maxTokens output tokens and counts input tokens the way
- * the server estimates them, so every call is charged exactly what it reserved: the number of
- * calls the balance allows is then exact, not a range.
+ * The upstream answers with exactly maxTokens output tokens and counts input tokens as the
+ * server's worst case, so every call is charged exactly what it reserved: the number of calls
+ * the balance allows is then exact, not a range.
  */
 const testRedisAt = await testRedis();
+const testPg = await testPostgres();
 const CALLS = 200;
 const AFFORDABLE = 50;
 const SYSTEM = 'Answer briefly.';
@@ -27,7 +28,8 @@ const CHARGE = reservedFor(content(0), SYSTEM, MAX_TOKENS);
 
 let upstream: TestUpstream;
 beforeAll(async () => {
-  upstream = await createTestUpstream({ outputTokens: 1000, latencyMs: 40 });
+  // Input counted as the server's worst case: every call uses exactly what it holds.
+  upstream = await createTestUpstream({ outputTokens: 1000, latencyMs: 40, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
 });
 afterAll(() => upstream.close());
 
@@ -94,12 +96,12 @@ async function check(servers: AiServer[], sub: string, token: string, initial: n
 }
 
 describe('200 concurrent calls, balance for about 50', () => {
-  it('one server, file store', async () => {
+  it('one server, SQLite store', async () => {
     upstream.reset();
     const dir = await mkdtemp(join(tmpdir(), 'ai-conc-'));
-    const gw = await startAiServer(upstream, { storage: { type: 'file', dir } });
+    const gw = await startAiServer(upstream, { storage: { type: 'sqlite', dir } });
     try {
-      const sub = 'conc-file-user';
+      const sub = 'conc-sqlite-user';
       const token = await tokenFor(sub);
       const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
       await creditTokens(gw.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-file-1');
@@ -138,6 +140,37 @@ describe('200 concurrent calls, balance for about 50', () => {
     }
   });
 
+  for (const instances of [2, 3]) {
+    it.skipIf(!testPg.ok || !testRedisAt.ok)(`${instances} servers on one PostgreSQL plus Redis, requests spread over them`, async () => {
+      upstream.reset();
+      const pg = testPostgresOptions(testPg, `conc${instances}`);
+      const keyPrefix = `e2e-ai-conc-pg-${randomUUID()}:`;
+      const config: ConfigInput = {
+        storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
+      };
+      const servers: AiServer[] = [];
+      try {
+        for (let i = 0; i < instances; i++) servers.push(await startAiServer(upstream, config));
+        const sub = `conc-pg-user-${instances}`;
+        const token = await tokenFor(sub);
+        const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
+        await creditTokens(servers[0]!.url, await tokenFor('conc-admin', { admin: true }), sub, initial, `conc-pg-${instances}`);
+        const r = await burst(servers, sub, token);
+        await check(servers, sub, token, initial, r);
+        for (const s of servers) {
+          const h = s.runtime.ai.registryHealth();
+          if (h.status === 'unhealthy') throw new Error(h.error.message);
+          expect(h.providers.openai.calls).toBeGreaterThan(0);
+          expect(s.runtime.shared.kind).toBe('redis');
+        }
+      } finally {
+        for (const s of servers) await s.stop();
+        await dropTestSchema(testPg, pg.schema);
+        await dropTestKeys(testRedisAt, keyPrefix);
+      }
+    });
+  }
+
   it('with refunds (calls use less than they hold): never below zero, never more than the balance, ledger sums', async () => {
     upstream.reset();
     const gw = await startAiServer(upstream, { storage: { type: 'memory' } });
@@ -146,7 +179,7 @@ describe('200 concurrent calls, balance for about 50', () => {
       const token = await tokenFor(sub);
       const text = (i: number) => `${content(i)} [[upstream:output=10]]`;
       const hold = reservedFor(text(0), SYSTEM, MAX_TOKENS);
-      const used = Math.ceil((text(0).length + SYSTEM.length) / 4) + 10;
+      const used = estimateTokens(text(0), SYSTEM, 0) + 10;
       const charge = used + Math.ceil(used * 0.1);
       const initial = AFFORDABLE * hold;
       await creditTokens(gw.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-refund-1');

@@ -185,7 +185,7 @@ describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
     const open = (await gw.runtime.billing.ledger.entries(sub)).filter((e) => e.kind === 'reserve').length - 4;
     expect(open).toBe(2);
     expect(holding.balances.subscription).toBeLessThan(expected);
-    const report = await gw.runtime.billing.reconcile(sub, { staleMs: 0 });
+    const report = await gw.runtime.billing.reconcile(sub);
     expect(report.consistent).toBe(true);
     expect(await gw.runtime.billing.sweepExpiredReservations()).toBe(0); // not expired yet
     await gw.runtime.billing.sweepExpiredReservations(Date.now() + 16 * 60_000);

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { FileStorage, publicProcedure, router } from '@ai-backend/core';
+import { SqliteStorage, publicProcedure, router } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
 
 /** A procedure that takes a while, so a request is in flight when stop() is called. */
@@ -22,7 +22,7 @@ describe('server lifecycle', () => {
     try {
       const server = createServer({
         port: 0,
-        storage: { type: 'file', dir },
+        storage: { type: 'sqlite', dir },
         mcp: { auth: { authType: 'none' } },
         customRouters: { slow },
         monitoring: { logging: { level: 'silent' } },
@@ -42,8 +42,8 @@ describe('server lifecycle', () => {
       await stopped;
 
       await expect(fetch(addr.url + '/health')).rejects.toThrow();
-      // The file store's lock was released: another process (or server) may open the directory.
-      const reopened = await FileStorage.open(dir);
+      // The SQLite file's lock was released: another process (or server) may open it.
+      const reopened = await SqliteStorage.open({ file: path.join(dir, 'ai-backend.db') });
       await reopened.close();
     } finally {
       await rm(dir, { recursive: true, force: true });

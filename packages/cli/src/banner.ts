@@ -1,4 +1,4 @@
-import type { ResolvedConfig } from '@ai-backend/core';
+import { sqliteFile, type ResolvedConfig } from '@ai-backend/core';
 import type { BoundAddress } from '@ai-backend/transports';
 
 /** The start-up banner: where everything is, and what is not configured yet. */
@@ -9,7 +9,7 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
   if (config.protocols.jsonRpc) lines.push(`  JSON-RPC  ${base}/rpc`);
   if (config.mcp.enabled && config.transports.http) lines.push(`  MCP       ${base}/mcp`);
   lines.push(`  health    ${base}/health`);
-  lines.push(`  storage   ${config.storage.type}${config.storage.type === 'file' ? ` (${config.storage.dir})` : ''}`);
+  lines.push(`  storage   ${config.storage.type}${config.storage.type === 'sqlite' ? ` (${sqliteFile(config.storage)})` : ''}`);
   const auth = config.mcp.auth.authType;
   lines.push(`  auth      ${auth}`);
   const oauthReady = Boolean(config.oauth.providerClientId && config.oauth.encryptionKey && config.oauth.provider);

@@ -12,7 +12,7 @@ export default {
   cors: { origin: ['http://localhost:3000'], credentials: false },
 
   // Embedded file store; use { type: 'redis', redis: { host, port } } for several servers.
-  storage: { type: 'file', dir: '.ai-backend-data' },
+  storage: { type: 'sqlite', dir: '.ai-backend-data' },
 
   mcp: {
     auth: {

@@ -2,7 +2,7 @@ import { createTRPCClient, httpLink, TRPCClientError, type TRPCClient } from '@t
 import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
+import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
 import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
@@ -125,7 +125,7 @@ export async function creditTokens(url: string, adminToken: string, userId: stri
 
 /** Worst case a platform call reserves (and, when the upstream uses it all, is charged). */
 export function reservedFor(content: string, system: string, maxTokens: number, feeRate = 0.1): number {
-  const estimate = Math.ceil((content.length + system.length) / 4) + maxTokens;
+  const estimate = estimateTokens(content, system, maxTokens);
   return estimate + Math.ceil(Number((estimate * feeRate).toFixed(6)));
 }
 

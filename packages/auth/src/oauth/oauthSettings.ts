@@ -1,5 +1,4 @@
-import { join } from 'node:path';
-import { ConfigError, oauthConfigProblems, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
+import { ConfigError, oauthConfigProblems, oauthSessionFile, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
 
 type OAuthConfig = ResolvedConfig['oauth'];
 export type UpstreamConfig = NonNullable<OAuthConfig['provider']>;
@@ -26,9 +25,11 @@ export function resolveOAuthSettings(config: ResolvedConfig): OAuthSettings {
   if (problems.length > 0) throw new ConfigError(problems);
   const o = config.oauth;
   const s = o.sessionStorage;
+  // 'file' keeps its spec meaning: the embedded database, at filePath.
   const storage: StorageConfig | undefined = s && {
-    type: s.type,
-    dir: s.filePath ?? join(config.storage.dir, 'oauth'),
+    ...config.storage,
+    type: s.type === 'file' ? 'sqlite' : s.type,
+    sqlite: { ...config.storage.sqlite, file: oauthSessionFile(config.storage.dir, s.filePath) },
     redis: s.redis,
   };
   return {

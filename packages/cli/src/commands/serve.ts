@@ -11,12 +11,12 @@ export interface ServeOptions {
   dev?: boolean;
 }
 
-/** What `--dev` means: local, no auth, file store in ./.ai-backend-data, read-only workspace on the cwd. */
+/** What `--dev` means: local, no auth, SQLite store in ./.ai-backend-data, read-only workspace on the cwd. */
 export function devOverrides(cwd: string): ConfigInput {
   return {
     host: '127.0.0.1',
     mcp: { auth: { authType: 'none' } },
-    storage: { type: 'file', dir: path.join(cwd, '.ai-backend-data') },
+    storage: { type: 'sqlite', dir: path.join(cwd, '.ai-backend-data') },
     serverWorkspaces: { default: { path: cwd, name: 'Current folder', readOnly: true, blockedPaths: ['**/.env', '**/.env.*', '**/.git/**', '**/.ai-backend-data/**'] } },
   };
 }

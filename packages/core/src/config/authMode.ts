@@ -1,9 +1,11 @@
+import { statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { ConfigProblem } from './resolveConfig.js';
 
 /** The fields the cross-field rules read, so they run both on the resolved config and inside the schema. */
 interface AuthFacts {
   host: string;
-  storage: { type: string; dir: string };
+  storage: { type: string; dir: string; sqlite?: { file?: string | undefined } | undefined };
   jwt: { secret?: string | undefined };
   mcp: { auth: { authType: 'oauth' | 'jwt' | 'both' | 'none' } };
   oauth: {
@@ -24,6 +26,20 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK_NAMES.has(h) || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
 
+/**
+ * The database file of `oauth.sessionStorage` type 'file' (the embedded store): `filePath` itself,
+ * or `oauth.db` in it when it names a directory; default `<storage.dir>/oauth.db`.
+ */
+export function oauthSessionFile(storageDir: string, filePath: string | undefined): string {
+  if (filePath === undefined) return join(storageDir, 'oauth.db');
+  try {
+    if (statSync(filePath).isDirectory()) return join(filePath, 'oauth.db');
+  } catch {
+    // not there yet: a file path
+  }
+  return filePath;
+}
+
 /** Problems that prevent running the OAuth authorization server (config check, schema and createServer). */
 export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
   const o = config.oauth;
@@ -34,8 +50,10 @@ export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
   if (o.registration.policy === 'token' && (o.registration.initialAccessToken?.length ?? 0) < 32) {
     problems.push({ path: 'oauth.registration.initialAccessToken', message: "policy 'token' needs an initial access token of at least 32 characters" });
   }
-  if (o.sessionStorage?.type === 'file' && o.sessionStorage.filePath === config.storage.dir && config.storage.type === 'file') {
-    problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from storage.dir (or leave sessionStorage unset to share the main storage)' });
+  const embedded = config.storage.type === 'sqlite' || config.storage.type === 'file';
+  const mainFile = config.storage.sqlite?.file ?? join(config.storage.dir, 'ai-backend.db');
+  if (o.sessionStorage?.type === 'file' && embedded && resolve(oauthSessionFile(config.storage.dir, o.sessionStorage.filePath)) === resolve(mainFile)) {
+    problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from the main SQLite file (or leave sessionStorage unset to share the main storage)' });
   }
   return problems;
 }

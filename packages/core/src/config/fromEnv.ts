@@ -22,6 +22,10 @@ export function configFromEnv(env: Env): ConfigInput {
   if (env.LOG_LEVEL) set(['monitoring', 'logging', 'level'], env.LOG_LEVEL);
   if (env.BYOK_VAULT_KEY) set(['billing', 'vaultKey'], env.BYOK_VAULT_KEY);
   if (env.PURCHASE_WEBHOOK_SECRET) set(['billing', 'webhookSecret'], env.PURCHASE_WEBHOOK_SECRET);
+  if (env.DATABASE_URL) {
+    set(['storage', 'type'], 'postgres');
+    set(['storage', 'postgres', 'connectionString'], env.DATABASE_URL);
+  }
   if (env.REDIS_URL) {
     let u: URL;
     try {
@@ -29,7 +33,9 @@ export function configFromEnv(env: Env): ConfigInput {
     } catch {
       throw new ConfigError([{ path: 'REDIS_URL', message: 'must be a URL such as redis://host:6379/0 (rediss:// for TLS)' }]);
     }
-    set(['storage', 'type'], 'redis');
+    // With a database, Redis holds the hot shared state; alone, it holds everything.
+    if (env.DATABASE_URL) set(['storage', 'shared'], 'redis');
+    else set(['storage', 'type'], 'redis');
     set(['storage', 'redis'], {
       host: u.hostname,
       port: Number(u.port || 6379),

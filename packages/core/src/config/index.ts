@@ -4,5 +4,5 @@ export { attributeToEnv, configFromEnv, mergeConfig } from './fromEnv.js';
 export { redactConfig } from './redact.js';
 export { PROVIDER_IDS, type ProviderId, type ProviderConfig } from './sections/ai.js';
 export { WorkspaceConfigSchema, type WorkspaceConfig, type WorkspaceConfigInput } from './sections/workspaces.js';
-export { isLoopbackHost, oauthConfigProblems, oauthServerEnabled, servesWithoutAuth } from './authMode.js';
+export { isLoopbackHost, oauthConfigProblems, oauthSessionFile, oauthServerEnabled, servesWithoutAuth } from './authMode.js';
 export { unusableAuthWarning } from './authWarnings.js';

@@ -33,6 +33,11 @@ export type HealthProbe = () => Promise<{ ok: boolean; detail?: string }>;
 export interface Runtime {
   readonly config: ResolvedConfig;
   readonly storage: Storage;
+  /**
+   * Hot, shared, short-lived state (rate-limit windows, anonymous budgets, MCP session records
+   * and event streams): Redis when `storage.shared` is 'redis', otherwise the same as `storage`.
+   */
+  readonly shared: Storage;
   readonly stats: Stats;
   /** Prometheus metrics of this instance (undefined when `metrics.enabled` is false). */
   readonly metrics: Metrics | undefined;

@@ -27,6 +27,8 @@ import { observedMetering } from '../observability/observedMetering.js';
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
   storage?: Storage;
+  /** Use this storage for the hot shared state instead of the configured one. */
+  shared?: Storage;
   logger?: Logger;
   /** The app router, when the caller built it already (createServer does, to type its clients). */
   router?: AnyRouter;
@@ -46,9 +48,15 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const storage = instrumentStorage(opts.storage ?? (await createStorage(config.storage)), metrics);
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
+  let shared = opts.shared ?? storage;
+  if (!opts.shared && config.storage.shared === 'redis' && storage.kind !== 'redis') {
+    shared = await createStorage({ ...config.storage, type: 'redis' });
+    closers.push(() => shared.close());
+    health.set('shared', () => shared.health());
+  }
   const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
-  const billing = new BillingService(storage, vault, config.billing, logger);
+  const billing = new BillingService(storage, vault, config.billing, logger, shared);
   billing.start();
   closers.push(() => billing.stop());
   const alerts = new AlertOutbox(storage, config, logger, metrics);
@@ -82,6 +90,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const runtime: Runtime = {
     config,
     storage,
+    shared,
     stats,
     metrics,
     caches: new Map(),
@@ -95,7 +104,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     billing,
     vault,
     ai,
-    rateLimit: new RateLimiter(storage, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
+    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
     security,
     router,
     health,

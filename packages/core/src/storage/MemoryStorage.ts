@@ -1,21 +1,28 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { IncrementOptions, LogEntry, SetOptions, Storage } from './Storage.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from './Storage.js';
+import { sliceLog } from './sliceLog.js';
 
 interface Slot {
   value: unknown;
   expiresAt: number | undefined;
 }
 
-/** In-process storage for tests and throwaway development. Everything is lost on exit. */
+/**
+ * In-process storage for tests and embedding. Everything is lost on exit. Transactions have the
+ * same semantics as the SQL stores: a plan runs synchronously, so nothing can interleave with it.
+ */
 export class MemoryStorage implements Storage {
   readonly kind = 'memory' as const;
   private readonly data = new Map<string, Slot>();
   private readonly logs = new Map<string, unknown[]>();
+  /** Keys listed for dueKeys, with their due time. */
+  private readonly due = new Map<string, number>();
 
   private live(key: string): Slot | undefined {
     const slot = this.data.get(key);
     if (slot?.expiresAt !== undefined && slot.expiresAt <= Date.now()) {
       this.data.delete(key);
+      this.due.delete(key);
       return undefined;
     }
     return slot;
@@ -24,11 +31,19 @@ export class MemoryStorage implements Storage {
   private put(key: string, value: unknown, opts?: SetOptions): void {
     // structuredClone keeps callers from mutating stored state through a shared reference.
     this.data.set(key, { value: structuredClone(value), expiresAt: opts?.ttlMs ? Date.now() + opts.ttlMs : undefined });
+    this.due.delete(key);
   }
 
   async get<T>(key: string): Promise<T | undefined> {
     const slot = this.live(key);
     return slot === undefined ? undefined : (structuredClone(slot.value) as T);
+  }
+
+  async getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>> {
+    return keys.map((k) => {
+      const slot = this.live(k);
+      return slot === undefined ? undefined : (structuredClone(slot.value) as T);
+    });
   }
 
   async set<T>(key: string, value: T, opts?: SetOptions): Promise<void> {
@@ -38,6 +53,7 @@ export class MemoryStorage implements Storage {
   async delete(key: string): Promise<boolean> {
     const existed = this.live(key) !== undefined;
     this.data.delete(key);
+    this.due.delete(key);
     return existed;
   }
 
@@ -63,19 +79,49 @@ export class MemoryStorage implements Storage {
   }
 
   async append<T>(log: string, record: T): Promise<number> {
+    return this.push(log, record);
+  }
+
+  private push(log: string, record: unknown): number {
     let entries = this.logs.get(log);
     if (!entries) this.logs.set(log, (entries = []));
     entries.push(structuredClone(record));
     return entries.length;
   }
 
-  async readLog<T>(log: string, opts?: { after?: number; limit?: number }): Promise<LogEntry<T>[]> {
+  async readLog<T>(log: string, opts?: ReadLogOptions): Promise<LogEntry<T>[]> {
     const entries = this.logs.get(log) ?? [];
-    const start = opts?.after ?? 0;
-    const end = opts?.limit === undefined ? entries.length : Math.min(entries.length, start + opts.limit);
-    const out: LogEntry<T>[] = [];
-    for (let i = start; i < end; i++) out.push({ seq: i + 1, record: structuredClone(entries[i]) as T });
-    return out;
+    return sliceLog(entries.length, opts).map((seq) => ({ seq, record: structuredClone(entries[seq - 1]) as T }));
+  }
+
+  async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
+    const snapshot = new Map(keys.map((k) => [k, this.live(k)?.value]));
+    const read: TxRead = <T>(key: string) => {
+      if (!snapshot.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
+      const v = snapshot.get(key);
+      return (v === undefined ? undefined : structuredClone(v)) as T | undefined;
+    };
+    const { writes, result } = plan(read);
+    for (const w of writes) {
+      if (w.op === 'set') {
+        this.put(w.key, w.value, w.ttlMs ? { ttlMs: w.ttlMs } : undefined);
+        if (w.dueAt !== undefined) this.due.set(w.key, w.dueAt);
+      } else if (w.op === 'delete') {
+        this.data.delete(w.key);
+        this.due.delete(w.key);
+      } else {
+        this.push(w.log, w.record);
+      }
+    }
+    return result;
+  }
+
+  async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
+    return [...this.due.entries()]
+      .filter(([k, at]) => at <= now && k.startsWith(prefix) && this.live(k) !== undefined)
+      .sort((a, b) => a[1] - b[1])
+      .slice(0, limit)
+      .map(([k]) => k);
   }
 
   async health() {

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { CoreError } from '../errors/index.js';
 import { canonicalJson } from './canonicalJson.js';
-import { CAS_SCRIPT, INCREMENT_SCRIPT } from './redisScripts.js';
-import type { IncrementOptions, LogEntry, SetOptions, Storage } from './Storage.js';
+import { CAS_SCRIPT, INCREMENT_SCRIPT, TRANSACT_SCRIPT } from './redisScripts.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from './Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
 export interface RedisStorageOptions {
@@ -24,7 +24,11 @@ export interface RedisStorageOptions {
 interface ScriptCommands {
   storageCas(key: string, mode: string, expected: string, value: string, px: string): Promise<number>;
   storageIncrement(key: string, delta: string, min: string, px: string): Promise<number | string | null>;
+  storageTransact(numKeys: number, ...args: string[]): Promise<number>;
 }
+
+/** Attempts of an optimistic transaction before it gives up with CONFLICT. */
+const TRANSACT_ATTEMPTS = 50;
 
 const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE', 'storage unavailable', { cause });
 
@@ -41,6 +45,7 @@ export class RedisStorage implements Storage {
   private readonly redis: Redis & ScriptCommands;
   private readonly kvPrefix: string;
   private readonly logPrefix: string;
+  private readonly dueKey: string;
   private lastError: string | undefined;
   private closing: Promise<void> | undefined;
 
@@ -48,6 +53,7 @@ export class RedisStorage implements Storage {
     const prefix = opts.keyPrefix ?? '';
     this.kvPrefix = `${prefix}kv:`;
     this.logPrefix = `${prefix}log:`;
+    this.dueKey = `${prefix}due`;
     this.redis = new RedisClient({
       host: opts.host,
       port: opts.port,
@@ -64,6 +70,7 @@ export class RedisStorage implements Storage {
       scripts: {
         storageCas: { lua: CAS_SCRIPT, numberOfKeys: 1 },
         storageIncrement: { lua: INCREMENT_SCRIPT, numberOfKeys: 1 },
+        storageTransact: { lua: TRANSACT_SCRIPT },
       },
     }) as Redis & ScriptCommands;
     // Without a listener ioredis reports every failed reconnect on stderr; health() shows the last one.
@@ -139,12 +146,63 @@ export class RedisStorage implements Storage {
     return this.run(() => this.redis.rpush(this.logPrefix + log, json));
   }
 
-  async readLog<T>(log: string, opts?: { after?: number; limit?: number }): Promise<LogEntry<T>[]> {
-    const after = Math.max(0, opts?.after ?? 0);
+  async readLog<T>(log: string, opts?: ReadLogOptions): Promise<LogEntry<T>[]> {
     if (opts?.limit !== undefined && opts.limit <= 0) return [];
+    const key = this.logPrefix + log;
+    if (opts?.newestFirst) {
+      const length = await this.run(() => this.redis.llen(key));
+      const top = Math.min(length, (opts.before ?? length + 1) - 1);
+      if (top <= 0) return [];
+      const bottom = opts.limit === undefined ? 1 : Math.max(1, top - opts.limit + 1);
+      const rows = await this.run(() => this.redis.lrange(key, bottom - 1, top - 1));
+      return rows.map((row, i) => ({ seq: bottom + i, record: JSON.parse(row) as T })).reverse();
+    }
+    const after = Math.max(0, opts?.after ?? 0);
     const stop = opts?.limit === undefined ? -1 : after + opts.limit - 1;
-    const rows = await this.run(() => this.redis.lrange(this.logPrefix + log, after, stop));
+    const rows = await this.run(() => this.redis.lrange(key, after, stop));
     return rows.map((row, i) => ({ seq: after + i + 1, record: JSON.parse(row) as T }));
+  }
+
+  async getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>> {
+    if (keys.length === 0) return [];
+    const rows = await this.run(() => this.redis.mget(...keys.map((k) => this.kvPrefix + k)));
+    return rows.map((r) => (r === null ? undefined : (JSON.parse(r) as T)));
+  }
+
+  /**
+   * Optimistic: read the keys, plan, then a Lua script applies the writes only if none of the
+   * keys changed meanwhile (atomic on the server); on a change, read and plan again.
+   */
+  async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
+    const unique = [...new Set(keys)];
+    const full = unique.map((k) => this.kvPrefix + k);
+    for (let attempt = 0; attempt < TRANSACT_ATTEMPTS; attempt++) {
+      const raw = unique.length ? await this.run(() => this.redis.mget(...full)) : [];
+      const values = new Map(unique.map((k, i) => [k, raw[i] ?? undefined]));
+      const read: TxRead = <T>(key: string) => {
+        if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
+        const v = values.get(key);
+        return v === undefined ? undefined : (JSON.parse(v) as T);
+      };
+      const { writes, result } = plan(read);
+      const encoded = writes.map((w) =>
+        w.op === 'set'
+          ? ['s', w.key, canonicalJson(w.value), pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt))]
+          : w.op === 'delete'
+            ? ['d', w.key]
+            : ['a', w.log, canonicalJson(w.record)],
+      );
+      const args = [...full, String(unique.length), ...unique.map((k) => values.get(k) ?? ''), JSON.stringify(encoded), this.kvPrefix, this.logPrefix, this.dueKey];
+      if ((await this.run(() => this.redis.storageTransact(unique.length, ...args))) === 1) return result;
+      // Lost a race: back off a little (randomised) so contending writers spread out.
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+    }
+    throw new CoreError('CONFLICT', 'storage: too much contention on these keys; retry');
+  }
+
+  async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
+    const keys = await this.run(() => this.redis.zrangebyscore(this.dueKey, '-inf', String(now), 'LIMIT', 0, limit));
+    return keys.filter((k) => k.startsWith(prefix));
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {

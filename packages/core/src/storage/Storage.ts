@@ -7,7 +7,7 @@
  * backend cannot be reached (e.g. Redis down): callers fail fast, the server keeps serving.
  */
 export interface Storage {
-  readonly kind: 'memory' | 'file' | 'redis';
+  readonly kind: 'memory' | 'sqlite' | 'postgres' | 'redis';
   get<T = unknown>(key: string): Promise<T | undefined>;
   /** Set a value; `ttlMs` makes it expire. */
   set<T>(key: string, value: T, opts?: SetOptions): Promise<void>;
@@ -32,8 +32,23 @@ export interface Storage {
    * increasing per log). An acknowledged append is durable for the file and redis backends.
    */
   append<T>(log: string, record: T): Promise<number>;
-  /** Read log records in order; `after` skips sequence numbers up to and including it. */
-  readLog<T = unknown>(log: string, opts?: { after?: number; limit?: number }): Promise<LogEntry<T>[]>;
+  /**
+   * Read log records. Oldest first by default (`after` skips sequence numbers up to and including
+   * it); with `newestFirst`, newest first from just below `before` (a paging cursor: pass the
+   * last seq you got). Backed by an index: the cost does not grow with the log's length.
+   */
+  readLog<T = unknown>(log: string, opts?: ReadLogOptions): Promise<LogEntry<T>[]>;
+  /** Several values in one round trip (absent keys are undefined). */
+  getMany<T = unknown>(keys: readonly string[]): Promise<Array<T | undefined>>;
+  /**
+   * One transaction: read `keys`, let `plan` decide, apply the writes it returns, all or nothing,
+   * isolated from other transactions on the same keys. `plan` must be pure and synchronous: an
+   * optimistic backend may run it again after a conflict. An error thrown by `plan` aborts the
+   * transaction (nothing is written) and is rethrown.
+   */
+  transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R>;
+  /** Keys under `prefix` whose `dueAt` (set in a transaction) is at or before `now`, oldest due first. */
+  dueKeys(prefix: string, now: number, limit: number): Promise<string[]>;
   /** Reachability of the backend, for /health and admin.healthCheck. */
   health(): Promise<{ ok: boolean; detail?: string }>;
   /** Release resources (file locks, connections). Idempotent. */
@@ -53,4 +68,26 @@ export interface IncrementOptions extends SetOptions {
 export interface LogEntry<T> {
   seq: number;
   record: T;
+}
+
+export interface ReadLogOptions {
+  after?: number;
+  limit?: number;
+  /** Newest first, starting below `before` (default: from the newest). */
+  newestFirst?: boolean;
+  before?: number;
+}
+
+/** The values a transaction read, by key (only the keys it declared). */
+export type TxRead = <T = unknown>(key: string) => T | undefined;
+
+export type TxWrite =
+  /** `dueAt` (ms) lists the key in `dueKeys` from then on; a later set without it unlists it. */
+  | { op: 'set'; key: string; value: unknown; ttlMs?: number; dueAt?: number }
+  | { op: 'delete'; key: string }
+  | { op: 'append'; log: string; record: unknown };
+
+export interface TxPlan<R> {
+  writes: TxWrite[];
+  result: R;
 }

@@ -1,17 +1,27 @@
+import { join } from 'node:path';
 import type { ResolvedConfig } from '../config/schema.js';
 import { MemoryStorage } from './MemoryStorage.js';
 import type { Storage } from './Storage.js';
 
 export type StorageConfig = ResolvedConfig['storage'];
 
-/** Open the configured backend. File and redis backends are loaded lazily so memory users pay nothing. */
+/** The SQLite file of a storage config: `sqlite.file`, or `ai-backend.db` in `dir`. */
+export function sqliteFile(config: Pick<StorageConfig, 'dir' | 'sqlite'>): string {
+  return config.sqlite.file ?? join(config.dir, 'ai-backend.db');
+}
+
+/** Open the configured backend. Database drivers are loaded lazily so memory users pay nothing. */
 export async function createStorage(config: StorageConfig): Promise<Storage> {
   switch (config.type) {
     case 'memory':
       return new MemoryStorage();
-    case 'file': {
-      const { FileStorage } = await import('./FileStorage.js');
-      return FileStorage.open(config.dir);
+    case 'sqlite': {
+      const { SqliteStorage } = await import('./sql/SqliteStorage.js');
+      return SqliteStorage.open({ file: sqliteFile(config), synchronous: config.sqlite.synchronous });
+    }
+    case 'postgres': {
+      const { PostgresStorage } = await import('./sql/PostgresStorage.js');
+      return PostgresStorage.connect(config.postgres);
     }
     case 'redis': {
       const { RedisStorage } = await import('./RedisStorage.js');

@@ -1,5 +1,6 @@
-export type { Storage, SetOptions, IncrementOptions, LogEntry } from './Storage.js';
+export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TxRead, TxWrite, TxPlan } from './Storage.js';
 export { MemoryStorage } from './MemoryStorage.js';
-export { createStorage, type StorageConfig } from './createStorage.js';
-export { FileStorage, type FileStorageOptions } from './FileStorage.js';
+export { createStorage, sqliteFile, type StorageConfig } from './createStorage.js';
+export { SqliteStorage, type SqliteStorageOptions } from './sql/SqliteStorage.js';
+export { PostgresStorage, type PostgresStorageOptions } from './sql/PostgresStorage.js';
 export { RedisStorage, type RedisStorageOptions } from './RedisStorage.js';

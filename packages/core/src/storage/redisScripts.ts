@@ -47,3 +47,33 @@ else
 end
 return text
 `;
+
+/**
+ * An optimistic transaction. KEYS: the keys read (prefixed). ARGV[1]: their count n;
+ * ARGV[2..n+1]: the values read ('' = absent); ARGV[n+2]: the writes as JSON
+ * ([['s', key, json, px|'', dueAt|''] | ['d', key] | ['a', log, json]]); ARGV[n+3..n+5]: the kv
+ * prefix, the log prefix and the due-index key. Returns 0 (nothing written) when a key changed
+ * since it was read, 1 when every write was applied.
+ */
+export const TRANSACT_SCRIPT = `
+local n = tonumber(ARGV[1])
+for i = 1, n do
+  local cur = redis.call('GET', KEYS[i])
+  if cur == false then cur = '' end
+  if cur ~= ARGV[i + 1] then return 0 end
+end
+local writes = cjson.decode(ARGV[n + 2])
+local kv, logs, due = ARGV[n + 3], ARGV[n + 4], ARGV[n + 5]
+for _, w in ipairs(writes) do
+  if w[1] == 's' then
+    if w[4] == '' then redis.call('SET', kv .. w[2], w[3]) else redis.call('SET', kv .. w[2], w[3], 'PX', w[4]) end
+    if w[5] == '' then redis.call('ZREM', due, w[2]) else redis.call('ZADD', due, w[5], w[2]) end
+  elseif w[1] == 'd' then
+    redis.call('DEL', kv .. w[2])
+    redis.call('ZREM', due, w[2])
+  else
+    redis.call('RPUSH', logs .. w[2], w[3])
+  end
+end
+return 1
+`;

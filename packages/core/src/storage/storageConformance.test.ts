@@ -4,11 +4,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileStorage } from './FileStorage.js';
 import { MemoryStorage } from './MemoryStorage.js';
 import { RedisStorage } from './RedisStorage.js';
+import { PostgresStorage } from './sql/PostgresStorage.js';
+import { SqliteStorage } from './sql/SqliteStorage.js';
 import type { Storage } from './Storage.js';
-import { dropTestKeys, testRedis, testRedisOptions, testService } from '@ai-backend/test-utils/services';
+import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions, testService } from '@ai-backend/test-utils/services';
 
 /** One backend under test: how to open a fresh, empty store and clean up after it. */
 interface Backend {
@@ -16,17 +17,25 @@ interface Backend {
   open(): Promise<{ store: Storage; cleanup(): Promise<void> }>;
 }
 
-// Without a Redis the redis suites skip and the run's last line says so (CI fails instead).
+// Without a Redis or PostgreSQL their suites skip and the run's last line says so (CI fails instead).
 const redis = await testRedis();
 const redisServer = await testService('redis-server');
+const postgres = await testPostgres();
 
 const backends: Backend[] = ([
   { name: 'memory', open: async () => ({ store: new MemoryStorage(), cleanup: async () => undefined }) },
   {
-    name: 'file',
+    name: 'sqlite',
     open: async () => {
       const dir = await mkdtemp(join(tmpdir(), 'storage-conf-'));
-      return { store: await FileStorage.open(dir), cleanup: () => rm(dir, { recursive: true, force: true }) };
+      return { store: await SqliteStorage.open({ file: join(dir, 'data.db') }), cleanup: () => rm(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'postgres',
+    open: async () => {
+      const opts = testPostgresOptions(postgres, 'conformance');
+      return { store: await PostgresStorage.connect(opts), cleanup: () => dropTestSchema(postgres, opts.schema) };
     },
   },
   {
@@ -36,7 +45,7 @@ const backends: Backend[] = ([
       return { store: await RedisStorage.connect(opts), cleanup: async () => void (await dropTestKeys(redis, opts.keyPrefix)) };
     },
   },
-] satisfies Backend[]).filter((b) => b.name !== 'redis' || redis.ok);
+] satisfies Backend[]).filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -211,6 +220,87 @@ describe.each(backends)('storage conformance: $name', (backend) => {
     for (const { seq, record } of log) expect(seqs[record]).toBe(seq);
   });
 
+  it('reads logs newest first from a cursor, through the index', async () => {
+    for (let i = 1; i <= 7; i++) await store.append('paged', { i });
+    const first = await store.readLog<{ i: number }>('paged', { newestFirst: true, limit: 3 });
+    expect(first.map((e) => e.seq)).toEqual([7, 6, 5]);
+    const second = await store.readLog<{ i: number }>('paged', { newestFirst: true, limit: 3, before: 5 });
+    expect(second.map((e) => e.record.i)).toEqual([4, 3, 2]);
+    expect((await store.readLog('paged', { newestFirst: true, limit: 3, before: 2 })).map((e) => e.seq)).toEqual([1]);
+    expect(await store.readLog('nothing', { newestFirst: true, limit: 3 })).toEqual([]);
+  });
+
+  it('gets many keys at once', async () => {
+    await store.set('m1', 1);
+    await store.set('m3', { three: 3 });
+    expect(await store.getMany(['m1', 'm2', 'm3'])).toEqual([1, undefined, { three: 3 }]);
+  });
+
+  it('a transaction reads, then applies sets, deletes and appends together', async () => {
+    await store.set('acct', { n: 10 });
+    await store.set('old', 'x');
+    const result = await store.transact(['acct', 'old', 'absent'], (read) => {
+      expect(read('absent')).toBeUndefined();
+      expect(read('old')).toBe('x');
+      const n = read<{ n: number }>('acct')!.n;
+      return {
+        writes: [
+          { op: 'set', key: 'acct', value: { n: n - 3 } },
+          { op: 'delete', key: 'old' },
+          { op: 'set', key: 'absent', value: 'now', ttlMs: 60_000 },
+          { op: 'append', log: 'txlog', record: { took: 3 } },
+        ],
+        result: n - 3,
+      };
+    });
+    expect(result).toBe(7);
+    expect(await store.getMany(['acct', 'old', 'absent'])).toEqual([{ n: 7 }, undefined, 'now']);
+    expect(await store.readLog('txlog')).toEqual([{ seq: 1, record: { took: 3 } }]);
+  });
+
+  it('a transaction whose plan throws writes nothing and rethrows', async () => {
+    await store.set('acct', 1);
+    const boom = new Error('refused');
+    await expect(store.transact(['acct'], () => {
+      throw boom;
+    })).rejects.toBe(boom);
+    await expect(store.transact(['acct'], () => ({ writes: [], result: 'ok' }))).resolves.toBe('ok');
+    expect(await store.get('acct')).toBe(1);
+    expect(await store.readLog('txlog')).toEqual([]);
+  });
+
+  it('200 concurrent transactions on one key never lose an update and keep the log in step', async () => {
+    await store.set('bal', 100);
+    const take = () =>
+      store.transact(['bal'], (read) => {
+        const bal = read<number>('bal')!;
+        if (bal < 1) return { writes: [], result: false };
+        return { writes: [{ op: 'set', key: 'bal', value: bal - 1 }, { op: 'append', log: 'draws', record: { bal } }], result: true };
+      });
+    const results = await Promise.all(Array.from({ length: 200 }, take));
+    expect(results.filter(Boolean)).toHaveLength(100);
+    expect(await store.get('bal')).toBe(0);
+    const log = await store.readLog<{ bal: number }>('draws');
+    expect(log.map((e) => e.record.bal).sort((a, b) => b - a)).toEqual(Array.from({ length: 100 }, (_, i) => 100 - i));
+  });
+
+  it('lists due keys by prefix, oldest first, and unlists them on delete or plain set', async () => {
+    await store.transact(['hold:a', 'hold:b', 'hold:c', 'other'], () => ({
+      writes: [
+        { op: 'set', key: 'hold:b', value: 1, dueAt: 2000 },
+        { op: 'set', key: 'hold:a', value: 1, dueAt: 1000 },
+        { op: 'set', key: 'hold:c', value: 1, dueAt: 9000 },
+        { op: 'set', key: 'other', value: 1, dueAt: 1000 },
+      ],
+      result: null,
+    }));
+    expect(await store.dueKeys('hold:', 5000, 10)).toEqual(['hold:a', 'hold:b']);
+    expect(await store.dueKeys('hold:', 5000, 1)).toEqual(['hold:a']);
+    await store.transact(['hold:a'], () => ({ writes: [{ op: 'delete', key: 'hold:a' }], result: null }));
+    await store.transact(['hold:b'], () => ({ writes: [{ op: 'set', key: 'hold:b', value: 2 }], result: null }));
+    expect(await store.dueKeys('hold:', 10_000, 10)).toEqual(['hold:c']);
+  });
+
   it('closes idempotently', async () => {
     await store.close();
     await expect(store.close()).resolves.toBeUndefined();
@@ -307,17 +397,18 @@ describe.skipIf(!redis.ok)('redis backend', () => {
   });
 });
 
-describe('file backend', () => {
+describe('sqlite backend', () => {
   let dir: string;
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'storage-file-'));
+    dir = await mkdtemp(join(tmpdir(), 'storage-sqlite-'));
   });
   afterEach(async () => {
     await rm(dir, { recursive: true, force: true });
   });
 
   it('persists everything across close and reopen', async () => {
-    const a = await FileStorage.open(dir);
+    const file = join(dir, 'data.db');
+    const a = await SqliteStorage.open({ file });
     await a.set('plain', { deep: [1, { two: 2 }] });
     await a.set('gone', 1);
     await a.delete('gone');
@@ -326,16 +417,17 @@ describe('file backend', () => {
     await a.increment('ctr', 1);
     expect(await a.compareAndSet('cas', undefined, 'x')).toBe(true);
     await a.append('ledger', { amount: 5 });
-    await a.append('ledger', { amount: -2 });
+    await a.transact(['tx'], () => ({ writes: [{ op: 'set', key: 'tx', value: 1, dueAt: 5 }, { op: 'append', log: 'ledger', record: { amount: -2 } }], result: null }));
     await a.close();
 
-    const b = await FileStorage.open(dir);
+    const b = await SqliteStorage.open({ file });
     try {
       expect(await b.get('plain')).toEqual({ deep: [1, { two: 2 }] });
       expect(await b.get('gone')).toBeUndefined();
       expect(await b.get('ttl')).toBe('soon');
       expect(await b.get('ctr')).toBe(42);
       expect(await b.get('cas')).toBe('x');
+      expect(await b.dueKeys('', 10, 10)).toEqual(['tx']);
       expect(await b.readLog('ledger')).toEqual([
         { seq: 1, record: { amount: 5 } },
         { seq: 2, record: { amount: -2 } },
@@ -348,20 +440,21 @@ describe('file backend', () => {
     }
   });
 
-  it('refuses a second open of the same directory while the first is open', async () => {
-    const a = await FileStorage.open(dir);
+  it('refuses a second open of the same file while the first is open, with a clear message', async () => {
+    const file = join(dir, 'data.db');
+    const a = await SqliteStorage.open({ file });
     try {
-      await expectAppCode(FileStorage.open(dir), 'CONFLICT');
-      await expect(FileStorage.open(dir)).rejects.toThrow(/in use by this process/);
+      await expectAppCode(SqliteStorage.open({ file }), 'CONFLICT');
+      await expect(SqliteStorage.open({ file })).rejects.toThrow(/locked by another process/);
     } finally {
       await a.close();
     }
-    const b = await FileStorage.open(dir);
+    const b = await SqliteStorage.open({ file });
     await b.close();
   });
 
   it('refuses calls after close', async () => {
-    const store = await FileStorage.open(dir);
+    const store = await SqliteStorage.open({ file: join(dir, 'data.db') });
     await store.close();
     await expectAppCode(store.get('k'), 'UNAVAILABLE');
     await expectAppCode(store.set('k', 1), 'UNAVAILABLE');

@@ -31,6 +31,11 @@ export interface TestUpstreamOptions {
   chunkDelayMs?: number;
   /** Reply text. Default: `Test reply from <format> (<model>)`. Never contains the system prompt. */
   reply?: (req: RecordedRequest) => string;
+  /**
+   * Input tokens reported for a prompt. Default: 4 characters per token. Pass the server's
+   * worst-case estimate to make every call use exactly what it reserved.
+   */
+  countInputTokens?: (system: string, content: string) => number;
 }
 
 export interface RecordedRequest {
@@ -228,7 +233,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       model: p.model,
       text: plan.kind === 'text' ? plan.text : '',
       ...(plan.kind === 'tool' ? { toolCall: { id: plan.id, name: plan.name, input: plan.input } } : {}),
-      inputTokens: Math.ceil((p.system.length + p.content.length) / 4),
+      inputTokens: options.countInputTokens ? options.countInputTokens(p.system, p.content) : Math.ceil((p.system.length + p.content.length) / 4),
       outputTokens: out,
       truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
       omitUsage: fault?.kind === 'noUsage',

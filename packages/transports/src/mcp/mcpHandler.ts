@@ -87,8 +87,8 @@ export class McpHandler {
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
     this.catalog = buildToolCatalog(runtime.router);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
-    this.eventStoreKind = opts.eventStore ?? (runtime.config.storage.type === 'redis' ? 'storage' : 'memory');
-    this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.storage, idle) : undefined;
+    this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
+    this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
     this.budget = new SessionBudget(runtime.config.mcp.budgets, opts.maxSessions ?? 10_000);
     this.ledger = new EventLedger(runtime.config.mcp.budgets.eventStore.totalBytes);
     this.sweeper = setInterval(() => {
@@ -294,7 +294,7 @@ export class McpHandler {
     const limits = { ttlMs: b.ttlMs, maxEventsPerStream: b.maxEventsPerStream, maxEventBytes: b.maxEventBytes };
     const store =
       kind === 'storage'
-        ? new StorageEventStore(this.runtime.storage, sessionId, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
+        ? new StorageEventStore(this.runtime.shared, sessionId, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
         : new MemoryEventStore({ ...limits, maxBytes: b.sessionBytes, ledger: this.ledger });
     const safe = failSafeEventStore(store, b.timeoutMs, (op, err) => {
       if (Date.now() - this.lastStoreWarning < 10_000) return;

@@ -40,7 +40,7 @@ export const OAuthSchema = z
     sessionStorage: z
       .strictObject({
         type: z.enum(['memory', 'file', 'redis']),
-        /** Directory of the file backend. Default `<storage.dir>/oauth`. */
+        /** The embedded database of type 'file': a file, or a directory to hold `oauth.db`. Default `<storage.dir>/oauth.db`. */
         filePath: z.string().optional(),
         redis: RedisOptionsSchema,
       })

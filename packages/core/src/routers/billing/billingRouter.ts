@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import * as history from '../../services/billing/history.js';
 import { BALANCE_TYPES } from '../../services/billing/types.js';
 import { router } from '../../trpc/init.js';
 import { adminProcedure, protectedProcedure } from '../../trpc/procedures.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
-import { daysInput, estimatedTokensInput, historyLimitInput, limitInput } from './bounds.js';
+import { cursorInput, daysInput, estimatedTokensInput, historyLimitInput, limitInput } from './bounds.js';
 
 const readOnly = { readOnlyHint: true } as const;
 
@@ -18,8 +17,14 @@ export const billingRouter = router({
     .meta({ description: 'Your platform token balance (all types) and lifetime totals', mcp: { annotations: readOnly } })
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
-      const [balances, entries] = await Promise.all([ctx.runtime.billing.balances(userId), ctx.runtime.billing.ledger.entries(userId)]);
-      return { virtualTokenBalance: balances.subscription + balances.one_time, balances, ...history.lifetime(entries) };
+      const a = await ctx.runtime.billing.account(userId);
+      return {
+        virtualTokenBalance: a.subscription + a.one_time,
+        balances: { subscription: a.subscription, one_time: a.one_time },
+        totalTokensPurchased: a.purchased,
+        totalTokensUsed: a.used,
+        platformFeeCollected: a.fee,
+      };
     }),
 
   getUserTokenBalances: protectedProcedure
@@ -34,11 +39,12 @@ export const billingRouter = router({
 
   getPurchaseHistory: protectedProcedure
     .meta({ description: 'Token purchases and credits, newest first' })
-    .input(z.object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all') }).default({ limit: 20, type: 'all' }))
+    .input(z.object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all'), cursor: cursorInput }).default({ limit: 20, type: 'all' }))
     .query(async ({ ctx, input }) => {
-      const purchases = history.purchases(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input);
+      const { items: purchases, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, input);
       return {
         purchases,
+        ...(nextCursor !== undefined ? { nextCursor } : {}),
         summary: {
           totalPurchases: purchases.length,
           totalTokens: purchases.reduce((s, p) => s + p.tokens, 0),
@@ -50,20 +56,27 @@ export const billingRouter = router({
 
   getTopupHistory: protectedProcedure
     .meta({ description: 'One-time token top-ups, newest first' })
-    .input(z.object({ limit: limitInput }).default({ limit: 20 }))
-    .query(async ({ ctx, input }) => ({
-      topups: history.purchases(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), { type: 'one_time', limit: input.limit }),
-    })),
+    .input(z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 }))
+    .query(async ({ ctx, input }) => {
+      const { items: topups, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, { ...input, type: 'one_time' });
+      return { topups, ...(nextCursor !== undefined ? { nextCursor } : {}) };
+    }),
 
   getUsageHistory: protectedProcedure
     .meta({ description: 'Your AI calls (platform-paid and BYOK), newest first' })
-    .input(z.object({ limit: limitInput }).default({ limit: 20 }))
-    .query(async ({ ctx, input }) => ({ usage: history.usage(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input.limit) })),
+    .input(z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 }))
+    .query(async ({ ctx, input }) => {
+      const { items: usage, nextCursor } = await ctx.runtime.billing.usageHistory(ctx.identity.sub, input);
+      return { usage, ...(nextCursor !== undefined ? { nextCursor } : {}) };
+    }),
 
   getConsumptionHistory: protectedProcedure
     .meta({ description: 'Which balance (or your own key) paid for each call, newest first' })
-    .input(z.object({ limit: limitInput }).default({ limit: 20 }))
-    .query(async ({ ctx, input }) => ({ consumption: history.consumption(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input.limit) })),
+    .input(z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 }))
+    .query(async ({ ctx, input }) => {
+      const { items: consumption, nextCursor } = await ctx.runtime.billing.consumptionHistory(ctx.identity.sub, input);
+      return { consumption, ...(nextCursor !== undefined ? { nextCursor } : {}) };
+    }),
 
   getUsageAnalytics: protectedProcedure
     .meta({ description: 'Usage totals per day, provider and model over the last days', mcp: { annotations: readOnly } })
@@ -72,7 +85,7 @@ export const billingRouter = router({
         .object({ days: daysInput, includeHistory: z.boolean().default(false), historyLimit: historyLimitInput })
         .default({ days: 30, includeHistory: false, historyLimit: 20 }),
     )
-    .query(async ({ ctx, input }) => history.analytics(await ctx.runtime.billing.ledger.entries(ctx.identity.sub), input)),
+    .query(({ ctx, input }) => ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input)),
 
   planConsumption: protectedProcedure
     .meta({ description: 'Preview which balance or key would pay for a call and what would remain', mcp: { annotations: readOnly } })

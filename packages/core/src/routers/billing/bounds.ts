@@ -18,3 +18,6 @@ export const limitInput = bounded('limit').default(BOUNDS.limit.default);
 export const daysInput = bounded('days').default(BOUNDS.days.default);
 export const historyLimitInput = bounded('historyLimit').default(BOUNDS.historyLimit.default);
 export const estimatedTokensInput = bounded('estimatedTokens');
+
+/** A paging cursor: the `nextCursor` of the previous page (newest-first lists). */
+export const cursorInput = z.number({ error: 'cursor must be a nextCursor from a previous page' }).int().min(1).max(Number.MAX_SAFE_INTEGER).optional();

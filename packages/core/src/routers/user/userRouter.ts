@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { KEY_PROVIDER_IDS, KeyProviderInput } from '../../services/ai/providerIds.js';
-import { purchases } from '../../services/billing/history.js';
 import type { UserPreferences } from '../../services/billing/PreferencesStore.js';
 import { rememberUser } from '../../services/billing/userIndex.js';
 import type { Runtime } from '../../runtime/Runtime.js';
@@ -115,25 +114,25 @@ export const userRouter = router({
     .meta({ description: 'Subscription vs BYOK status and purchase history' })
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
-      const [prefs, balances, entries] = await Promise.all([
+      const [prefs, account, recent] = await Promise.all([
         ctx.runtime.billing.preferences.get(userId),
-        ctx.runtime.billing.balances(userId),
-        ctx.runtime.billing.ledger.entries(userId),
+        ctx.runtime.billing.account(userId),
+        ctx.runtime.billing.purchaseHistory(userId, { type: 'all', limit: 10 }),
       ]);
-      const all = purchases(entries, { type: 'all', limit: Number.MAX_SAFE_INTEGER });
-      const hasSubscription = all.some((p) => p.type === 'subscription');
+      const balances = { subscription: account.subscription, one_time: account.one_time };
+      const hasSubscription = account.subscriptionPurchases > 0;
       const byok = await byokStatus(ctx, prefs);
       const platform = balances.subscription + balances.one_time > 0;
       return {
         userId,
         userType: platform ? (hasSubscription ? 'subscription' : 'one_time') : byok.byokEnabled && byok.hasConfiguredProviders ? 'byok' : 'none',
         hasSubscription,
-        hasPurchases: all.length > 0,
-        totalPurchases: all.length,
-        totalTokensPurchased: all.reduce((s, p) => s + p.tokens, 0),
+        hasPurchases: account.purchases > 0,
+        totalPurchases: account.purchases,
+        totalTokensPurchased: account.purchased,
         balances,
         byokEnabled: byok.byokEnabled,
-        recentPurchases: all.slice(0, 10),
+        recentPurchases: recent.items,
       };
     }),
 

@@ -51,9 +51,40 @@ export interface CallDeps {
   breaker?: CircuitBreaker;
 }
 
-/** Worst-case tokens of a call: input estimated at 4 characters per token, plus maxTokens. */
+/**
+ * Tokens a provider adds around the messages (role markers, turn separators, reply priming):
+ * a few per message on every provider we support; 64 per call plus 16 per message leaves a wide margin.
+ */
+export const MESSAGE_OVERHEAD_TOKENS = 64;
+export const PER_MESSAGE_OVERHEAD_TOKENS = 16;
+
+const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
+
+/**
+ * Worst-case tokens of a call, a true upper bound so a hold always covers the charge: every
+ * token of a byte-level tokenizer encodes at least one byte, so input tokens cannot exceed the
+ * UTF-8 bytes of system prompt and content plus the message overhead; output cannot exceed maxTokens.
+ */
 export function estimateTokens(content: string, system: string, maxTokens: number): number {
-  return Math.ceil((content.length + system.length) / 4) + maxTokens;
+  return utf8(content) + utf8(system) + MESSAGE_OVERHEAD_TOKENS + maxTokens;
+}
+
+/** UTF-8 bytes of every text a built prompt sends (tool calls and results as their JSON). */
+function promptBytes(prompt: BuiltPrompt): number {
+  let bytes = utf8(prompt.system) + (prompt.prompt !== undefined ? utf8(prompt.prompt) : 0);
+  for (const m of prompt.messages ?? []) {
+    bytes += PER_MESSAGE_OVERHEAD_TOKENS;
+    if (typeof m.content === 'string') {
+      bytes += utf8(m.content);
+      continue;
+    }
+    for (const part of m.content as Array<{ type: string; text?: string; input?: unknown; output?: unknown }>) {
+      if (part.type === 'text') bytes += utf8(part.text ?? '');
+      else if (part.type === 'tool-call') bytes += utf8(JSON.stringify(part.input ?? null));
+      else if (part.type === 'tool-result') bytes += utf8(JSON.stringify(part.output ?? null));
+    }
+  }
+  return bytes;
 }
 
 /** A call that passed every check, with its payer decided and (platform-paid) its tokens held. */
@@ -64,7 +95,7 @@ export interface PreparedCall {
   mode: 'byok' | 'platform';
   apiKey: string;
   maxTokens: number;
-  /** Estimated input tokens (text at 4 characters per token plus ATTACHMENT_TOKENS per part). */
+  /** Upper bound of input tokens (UTF-8 bytes of all text plus overhead, ATTACHMENT_TOKENS per part). */
   inputEstimate: number;
   /** The hold: inputEstimate + maxTokens. */
   estimatedTokens: number;
@@ -94,8 +125,10 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
 
   const requestId = randomUUID();
   // Tool definitions and the output schema are sent as input too.
-  const extraChars = (input.tools ? JSON.stringify(input.tools).length : 0) + (input.output ? JSON.stringify(input.output.schema).length : 0);
-  const inputEstimate = Math.ceil((prompt.chars + extraChars) / 4) + prompt.attachments * ATTACHMENT_TOKENS;
+  // An upper bound, not a guess (so no call is ever charged less than an identical call): UTF-8
+  // bytes of every text sent, tool definitions and the output schema included, plus overhead.
+  const extraBytes = (input.tools ? utf8(JSON.stringify(input.tools)) : 0) + (input.output ? utf8(JSON.stringify(input.output.schema)) : 0);
+  const inputEstimate = promptBytes(prompt) + extraBytes + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
   const estimatedTokens = inputEstimate + maxTokens;
   const decision = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: input.apiKey !== undefined, ...(call.ip ? { ip: call.ip } : {}) });
 

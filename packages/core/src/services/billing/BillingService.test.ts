@@ -263,7 +263,49 @@ describe.each(backends)('BillingService on $name', (backend) => {
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(1000);
     expect((await rt.billing.ledger.entries(alice.sub)).at(-1)).toMatchObject({ kind: 'release', note: { reason: 'expired' } });
   });
-  it('one metered call reads the preferences once and never re-reads its own reservation record', async () => {
+  it('stop releases every hold this process still has open, and only those', async () => {
+    await credit(alice.sub, 10_000);
+    await credit(bob.sub, 10_000);
+    const settled = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'stop-settled' });
+    await rt.billing.settle(settled, { tokensUsed: 100, provider: 'openai', model: 'm' });
+    await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'stop-open-a' });
+    await rt.billing.reserve({ identity: bob, tokens: 300, requestId: 'stop-open-b' });
+    expect(rt.billing.openHolds()).toBe(2);
+    await rt.billing.stop();
+    expect(rt.billing.openHolds()).toBe(0);
+    expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 10_000 - withFee(100, 0.1), one_time: 0 });
+    expect(await rt.billing.balances(bob.sub)).toEqual({ subscription: 10_000, one_time: 0 });
+    const reasons = (await rt.billing.ledger.entries(bob.sub)).filter((e) => e.kind === 'release').map((e) => e.note?.reason);
+    expect(reasons).toEqual(['server stopping']);
+    expect(await store.storage.keys('hold:')).toEqual([]);
+    expect((await rt.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+  });
+
+  it('histories page newest first with a cursor; analytics come from the day rows', async () => {
+    await credit(alice.sub, 100_000);
+    for (let i = 0; i < 5; i++) {
+      const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: `page-${i}` });
+      await rt.billing.settle(r, { tokensUsed: 10 + i, provider: 'openai', model: 'm' });
+    }
+    await rt.billing.recordByokUsage({ identity: alice, provider: 'anthropic', model: 'c', tokensUsed: 7, estimatedCostUsd: 0.5, requestId: 'byok-1' });
+    await rt.billing.recordByokUsage({ identity: alice, provider: 'anthropic', model: 'c', tokensUsed: 7, estimatedCostUsd: 0.5, requestId: 'byok-1' }); // replay
+    const first = await rt.billing.usageHistory(alice.sub, { limit: 4 });
+    expect(first.items.map((u) => u.requestId)).toEqual(['byok-1', 'page-4', 'page-3', 'page-2']);
+    const second = await rt.billing.usageHistory(alice.sub, { limit: 4, cursor: first.nextCursor });
+    expect(second.items.map((u) => u.requestId)).toEqual(['page-1', 'page-0']);
+    expect(second.nextCursor).toBeUndefined();
+    const consumption = await rt.billing.consumptionHistory(alice.sub, { limit: 2 });
+    expect(consumption.items.map((c) => c.paidBy)).toEqual(['byok', { subscription: withFee(14, 0.1) }]);
+    const a = await rt.billing.usageAnalytics(alice.sub, { days: 7, includeHistory: true, historyLimit: 3 });
+    expect(a.totals).toMatchObject({ requests: 6, platformRequests: 5, byokRequests: 1, tokensUsed: 10 + 11 + 12 + 13 + 14 + 7 });
+    expect(a.byProvider.anthropic).toMatchObject({ requests: 1, estimatedCostUsd: 0.5 });
+    expect(a.byDay).toHaveLength(1);
+    expect(a.history).toHaveLength(3);
+    const account = await rt.billing.account(alice.sub);
+    expect(account).toMatchObject({ purchased: 100_000, purchases: 1, used: 10 + 11 + 12 + 13 + 14 });
+  });
+
+  it('one metered call reads the preferences once; holds are read only inside their transactions', async () => {
     await credit(alice.sub, 10_000);
     const reads: string[] = [];
     // The same store, with its reads recorded (the runtime's storage is otherwise untouched).
@@ -284,8 +326,8 @@ describe.each(backends)('BillingService on $name', (backend) => {
         if (outcome === 'settle') expect(await rt2.billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'm' })).toMatchObject({ tokensUsed: 50 });
         else await rt2.billing.release(r, 'failed');
         expect(reads.filter((k) => k.startsWith('prefs:'))).toHaveLength(1);
-        // Only reserve's replay check reads a reservation record; settle and release go straight to compare-and-set.
-        expect(reads.filter((k) => k.startsWith('resv'))).toEqual([`resvdone:${encodeURIComponent(alice.sub)}:once-${outcome}`]);
+        // Hold records are read only inside the reserve, settle and release transactions.
+        expect(reads.filter((k) => k.startsWith('hold'))).toEqual([]);
       }
       // Without the decision (a library caller) the preferences are read as before, and the ledger still adds up.
       const r = await rt2.billing.reserve({ identity: alice, tokens: 100, requestId: 'no-decision' });

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { CoreError } from '../../errors/CoreError.js';
 import type { Logger } from '../../runtime/Logger.js';
@@ -7,10 +6,12 @@ import type { Metering } from '../ai/Metering.js';
 import type { KeyVault } from '../vault/KeyVault.js';
 import { AnonymousWindow } from './AnonymousWindow.js';
 import { withFee } from './fee.js';
-import { Ledger } from './Ledger.js';
+import * as history from './history.js';
+import { Ledger, type Account, type CreditClaimOptions } from './Ledger.js';
 import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
 import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
+import { recordByokUsage } from './recordByokUsage.js';
 import { Reservations } from './Reservations.js';
 import {
   BALANCE_TYPES,
@@ -54,17 +55,21 @@ export class BillingService implements Metering {
    * keys: an entry lives as long as the call holds the object, and only this process sees it.
    */
   private readonly prefsRead = new WeakMap<object, { userId: string; prefs: UserPreferences }>();
+  /** Holds reserved by this process and not closed yet (released by `stop`). */
+  private readonly open = new Map<string, Reservation>();
 
   constructor(
     storage: Storage,
     private readonly vault: KeyVault,
     readonly options: BillingOptions,
     private readonly logger: Logger,
+    /** Where anonymous server-paid windows count (hot shared state). Default: `storage`. */
+    shared: Storage = storage,
   ) {
     this.ledger = new Ledger(storage);
     this.preferences = new PreferencesStore(storage);
     this.reservations = new Reservations(this.ledger, logger, options.reservationTtlMs);
-    this.anonymous = new AnonymousWindow(storage, { tokensPerWindow: options.anonymousTokensPerWindow, windowMs: options.anonymousWindowMs });
+    this.anonymous = new AnonymousWindow(shared, { tokensPerWindow: options.anonymousTokensPerWindow, windowMs: options.anonymousWindowMs });
   }
 
   /** Tokens plus platform fee. */
@@ -129,9 +134,10 @@ export class BillingService implements Metering {
     }
     const userId = p.identity.sub;
     const known = p.decision && this.prefsRead.get(p.decision);
-    const prefs = known?.userId === userId ? Promise.resolve(known.prefs) : this.preferences.get(userId);
-    const reservation = await this.reservations.reserve(userId, tokens, p.requestId, prefs.then((x) => this.platformOrder(x)));
-    this.prefsRead.set(reservation, { userId, prefs: await prefs });
+    const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
+    const reservation = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs));
+    this.prefsRead.set(reservation, { userId, prefs });
+    this.open.set(`${userId}\n${reservation.requestId}`, reservation);
     return reservation;
   }
 
@@ -143,8 +149,9 @@ export class BillingService implements Metering {
     const known = this.prefsRead.get(reservation);
     // Read before any write when this process did not reserve the call (a replay, another instance).
     const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
-    const { result, replay, reservation: held } = await this.reservations.settle(reservation, usage, rate, async () => this.platformOrder(prefs));
+    const { result, replay, reservation: held } = await this.reservations.settle(reservation, usage, rate, this.platformOrder(prefs));
     this.prefsRead.delete(reservation);
+    this.open.delete(`${userId}\n${reservation.requestId}`);
     if (!replay) await this.notifyAfterCharge(userId, prefs, result, held);
     return result;
   }
@@ -157,41 +164,52 @@ export class BillingService implements Metering {
     }
     await this.reservations.release(reservation, reason);
     this.prefsRead.delete(reservation);
+    this.open.delete(`${reservation.userId}\n${reservation.requestId}`);
   }
 
-  /** A call paid with the caller's own key: usage only, no balance changes. */
+  /** A call paid with the caller's own key: usage only, no balance changes. Idempotent per requestId. */
   async recordByokUsage(p: ByokUsageParams): Promise<void> {
     if (!p.identity) return;
-    const entry = this.ledger.newEntry({
-      kind: 'byok_usage',
-      idempotencyKey: `byok:${p.requestId ?? randomUUID()}`,
-      ...(p.requestId ? { requestId: p.requestId } : {}),
-      lines: [],
-      usage: {
-        tokensUsed: Math.max(0, Math.ceil(p.tokensUsed)),
-        tokensCharged: 0,
-        platformFee: 0,
-        estimatedCostUsd: p.estimatedCostUsd,
-        provider: p.provider,
-        model: p.model,
-        ...(p.metadata ? { metadata: p.metadata } : {}),
-      },
-    });
-    await this.ledger.append(p.identity.sub, entry);
+    await recordByokUsage(this.ledger, p.identity.sub, p);
   }
 
   /** Add tokens once per idempotency key (purchases, admin credits, your own code). */
-  credit(p: CreditParams): Promise<CreditResult> {
-    return this.ledger.credit(p);
+  credit(p: CreditParams, claim?: CreditClaimOptions): Promise<CreditResult> {
+    return this.ledger.credit(p, claim);
   }
 
   balances(userId: string) {
     return this.ledger.balances(userId);
   }
 
-  /** Compare balances with ledger sums and repair a missed ledger append (see docs/billing.md). */
-  reconcile(userId: string, opts?: { staleMs?: number }): Promise<ReconcileReport> {
-    return reconcile(this.ledger, userId, opts);
+  /** Balances and lifetime totals (one maintained row). */
+  account(userId: string): Promise<Account> {
+    return this.ledger.account(userId);
+  }
+
+  /** Credits, newest first, paged. */
+  purchaseHistory(userId: string, opts: history.PageOptions & { type: 'all' | BalanceType }) {
+    return history.purchases(this.ledger.storage, userId, opts);
+  }
+
+  /** Finished calls (platform and BYOK), newest first, paged. */
+  usageHistory(userId: string, opts: history.PageOptions) {
+    return history.usage(this.ledger.storage, userId, opts);
+  }
+
+  /** What paid for each call, newest first, paged. */
+  consumptionHistory(userId: string, opts: history.PageOptions) {
+    return history.consumption(this.ledger.storage, userId, opts);
+  }
+
+  /** Usage totals per day, provider and model, from maintained day rows. */
+  usageAnalytics(userId: string, opts: { days: number; includeHistory: boolean; historyLimit: number }) {
+    return history.analytics(this.ledger.storage, userId, opts);
+  }
+
+  /** Compare balances with the ledger sums (see docs/billing.md). */
+  reconcile(userId: string): Promise<ReconcileReport> {
+    return reconcile(this.ledger, userId);
   }
 
   /** Release holds past reservationTtlMs now; `start()` does this every minute. */
@@ -205,9 +223,27 @@ export class BillingService implements Metering {
     }, intervalMs).unref();
   }
 
-  stop(): void {
+  /**
+   * Stop the sweeper and release every hold this process still has open (calls cut by a
+   * shutdown), so no tokens stay held until expiry. Runs before the storage closes.
+   */
+  async stop(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
+    const open = [...this.open.values()];
+    this.open.clear();
+    await Promise.all(
+      open.map((r) =>
+        this.reservations.release(r, 'server stopping').catch((err) => {
+          if (!(err instanceof CoreError && err.appCode === 'NOT_FOUND')) this.logger.warn('billing: could not release a hold at stop', { requestId: r.requestId, error: String(err) });
+        }),
+      ),
+    );
+  }
+
+  /** Holds this process reserved that are not settled or released yet. */
+  openHolds(): number {
+    return this.open.size;
   }
 
   private async notifyAfterCharge(userId: string, prefs: UserPreferences, result: SettleResult, reservation: Reservation): Promise<void> {

@@ -1,28 +1,49 @@
 import { randomUUID } from 'node:crypto';
 import { CoreError } from '../../errors/CoreError.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage, TxWrite } from '../../storage/Storage.js';
+import type { PurchaseItem } from './history.js';
 import { BALANCE_TYPES, type BalanceType, type CreditParams, type CreditResult, type LedgerEntry } from './types.js';
 
-/** Storage keys; the user id is encoded so `a:b` can never collide with user `a`'s keys. */
+const enc = encodeURIComponent;
+
+/** Storage keys and logs; the user id is encoded so `a:b` can never collide with user `a`'s keys. */
 export const ledgerKeys = {
-  balance: (userId: string, type: BalanceType) => `bal:${enc(userId)}:${type}`,
+  /** Balances and lifetime totals: one maintained row per user. */
+  account: (userId: string) => `acct:${enc(userId)}`,
+  /** Every balance movement (the audit trail: per type its lines sum to the balance). */
   log: (userId: string) => `ledger:${enc(userId)}`,
+  /** Finished calls (platform and BYOK), for the usage and consumption histories. */
+  usage: (userId: string) => `usage:${enc(userId)}`,
+  /** Credits, all types or one type. */
+  purchases: (userId: string, type?: BalanceType) => (type ? `purchases:${enc(userId)}:${type}` : `purchases:${enc(userId)}`),
+  /** Idempotency claim of an operation. */
   claim: (userId: string, key: string) => `idem:${enc(userId)}:${key}`,
-  claimPrefix: (userId: string) => `idem:${enc(userId)}:`,
+  /** Usage totals of one UTC day, for analytics. */
+  usageDay: (userId: string, day: string) => `usageday:${enc(userId)}:${day}`,
 };
 
-function enc(userId: string): string {
-  return encodeURIComponent(userId);
+/** The maintained row of one user: balances per type and lifetime totals. */
+export interface Account extends Record<BalanceType, number> {
+  /** Tokens credited, ever. */
+  purchased: number;
+  /** Credits, ever (all types / subscription). */
+  purchases: number;
+  subscriptionPurchases: number;
+  /** Tokens used by settled platform calls, ever (fees excluded). */
+  used: number;
+  /** Platform fees collected, ever. */
+  fee: number;
 }
 
-/**
- * An idempotency claim. `pending` is written before any balance changes; `applied` carries the
- * ledger entry and is written after the balance changed but before the entry is appended, so a
- * crash between the two can be repaired by `reconcile` (write-ahead).
- */
-export type Claim =
-  | { state: 'pending'; fp: string; at: string }
-  | { state: 'applied'; fp: string; at: string; entries: LedgerEntry[] };
+export const emptyAccount = (): Account => ({ subscription: 0, one_time: 0, purchased: 0, purchases: 0, subscriptionPurchases: 0, used: 0, fee: 0 });
+export const accountOf = (stored: Partial<Account> | undefined): Account => ({ ...emptyAccount(), ...stored });
+
+/** An applied credit's claim: replays compare `fp` and return the first entry. */
+interface CreditClaim {
+  fp: string;
+  entryId: string;
+  at: string;
+}
 
 export type Balances = Record<BalanceType, number>;
 
@@ -33,32 +54,37 @@ export interface AuditReport {
   consistent: boolean;
 }
 
+/** Where a credit records that it was applied (a webhook event id is global, not per user). */
+export interface CreditClaimOptions {
+  key: string;
+  /** What must match on a replay. */
+  fingerprint: string;
+  conflictMessage: string;
+}
+
 /**
- * The ledger of one storage: integer balances per type kept with atomic increments (never
- * below zero) and an append-only log per user. Invariant at rest: the ledger lines of a user
- * sum, per type, to the balance.
+ * The ledger: one account row per user (balances and lifetime totals) and append-only logs.
+ * Every operation that moves tokens is one storage transaction that changes the account row,
+ * appends the ledger entry and records its idempotency claim together, so at any crash instant
+ * a user's ledger lines sum, per type, to the balance.
  */
 export class Ledger {
   constructor(readonly storage: Storage) {}
 
+  async account(userId: string): Promise<Account> {
+    return accountOf(await this.storage.get<Partial<Account>>(ledgerKeys.account(userId)));
+  }
+
   async balance(userId: string, type: BalanceType): Promise<number> {
-    return (await this.storage.get<number>(ledgerKeys.balance(userId, type))) ?? 0;
+    return (await this.account(userId))[type];
   }
 
   async balances(userId: string): Promise<Balances> {
-    const [subscription, oneTime] = await Promise.all(BALANCE_TYPES.map((t) => this.balance(userId, t)));
-    return { subscription: subscription!, one_time: oneTime! };
+    const a = await this.account(userId);
+    return { subscription: a.subscription, one_time: a.one_time };
   }
 
-  /** Atomic add; with `floor`, refused (null) when the result would fall below it. */
-  adjust(userId: string, type: BalanceType, delta: number, floor?: number): Promise<number | null> {
-    return this.storage.increment(ledgerKeys.balance(userId, type), delta, floor === undefined ? {} : { min: floor });
-  }
-
-  async append(userId: string, entry: LedgerEntry): Promise<void> {
-    await this.storage.append(ledgerKeys.log(userId), entry);
-  }
-
+  /** The whole ledger, oldest first (audits; histories read their own paged logs). */
   async entries(userId: string): Promise<LedgerEntry[]> {
     return (await this.storage.readLog<LedgerEntry>(ledgerKeys.log(userId))).map((e) => e.record);
   }
@@ -71,37 +97,50 @@ export class Ledger {
    * Add tokens once per idempotency key. A replay with the same key and amount returns the
    * first result and changes nothing; the same key with a different amount or type is a CONFLICT.
    */
-  async credit(p: CreditParams): Promise<CreditResult> {
+  async credit(p: CreditParams, claim?: CreditClaimOptions): Promise<CreditResult> {
     if (!Number.isSafeInteger(p.tokens) || p.tokens <= 0) {
       throw new CoreError('INVALID_PARAMS', 'tokens must be a positive integer');
     }
-    const claimKey = ledgerKeys.claim(p.userId, `credit:${p.idempotencyKey}`);
-    const fp = `${p.type}:${p.tokens}`;
-    const claimed = await this.storage.compareAndSet<Claim>(claimKey, undefined, { state: 'pending', fp, at: new Date().toISOString() });
-    if (!claimed) {
-      const existing = await this.storage.get<Claim>(claimKey);
-      if (existing?.fp !== fp) {
-        throw new CoreError('CONFLICT', 'this idempotency key was already used with a different amount or type');
+    const c = claim ?? {
+      key: ledgerKeys.claim(p.userId, `credit:${p.idempotencyKey}`),
+      fingerprint: `${p.type}:${p.tokens}`,
+      conflictMessage: 'this idempotency key was already used with a different amount or type',
+    };
+    const accountKey = ledgerKeys.account(p.userId);
+    return this.storage.transact<CreditResult>([accountKey, c.key], (read) => {
+      const account = accountOf(read<Partial<Account>>(accountKey));
+      const existing = read<CreditClaim>(c.key);
+      if (existing) {
+        if (existing.fp !== c.fingerprint) throw new CoreError('CONFLICT', c.conflictMessage);
+        return { writes: [], result: { applied: false, entryId: existing.entryId, balance: account[p.type] } };
       }
-      if (existing.state === 'pending') {
-        throw new CoreError('CONFLICT', 'a credit with this idempotency key is in progress; retry shortly');
-      }
-      return { applied: false, entryId: existing.entries[0]!.id, balance: await this.balance(p.userId, p.type) };
-    }
-    const balance = (await this.adjust(p.userId, p.type, p.tokens))!;
-    const entry = this.newEntry({
-      kind: 'credit',
-      idempotencyKey: p.idempotencyKey,
-      lines: [{ type: p.type, delta: p.tokens }],
-      source: p.source,
-      ...(p.note ? { note: p.note } : {}),
+      const entry = this.newEntry({
+        kind: 'credit',
+        idempotencyKey: p.idempotencyKey,
+        lines: [{ type: p.type, delta: p.tokens }],
+        source: p.source,
+        ...(p.note ? { note: p.note } : {}),
+      });
+      const next: Account = {
+        ...account,
+        [p.type]: account[p.type] + p.tokens,
+        purchased: account.purchased + p.tokens,
+        purchases: account.purchases + 1,
+        subscriptionPurchases: account.subscriptionPurchases + (p.type === 'subscription' ? 1 : 0),
+      };
+      const item: PurchaseItem = { id: entry.id, at: entry.at, type: p.type, tokens: p.tokens, source: p.source, ...(p.note ? { note: p.note } : {}) };
+      const writes: TxWrite[] = [
+        { op: 'set', key: accountKey, value: next },
+        { op: 'set', key: c.key, value: { fp: c.fingerprint, entryId: entry.id, at: entry.at } satisfies CreditClaim },
+        { op: 'append', log: ledgerKeys.log(p.userId), record: entry },
+        { op: 'append', log: ledgerKeys.purchases(p.userId), record: item },
+        { op: 'append', log: ledgerKeys.purchases(p.userId, p.type), record: item },
+      ];
+      return { writes, result: { applied: true, entryId: entry.id, balance: next[p.type] } };
     });
-    await this.storage.set<Claim>(claimKey, { state: 'applied', fp, at: entry.at, entries: [entry] });
-    await this.append(p.userId, entry);
-    return { applied: true, entryId: entry.id, balance };
   }
 
-  /** Compare balances with the ledger sums. */
+  /** Compare balances with the ledger sums (reads the whole ledger: for audits, not hot paths). */
   async audit(userId: string): Promise<AuditReport> {
     const [balances, entries] = await Promise.all([this.balances(userId), this.entries(userId)]);
     const sums: Balances = { subscription: 0, one_time: 0 };

@@ -1,6 +1,12 @@
-import type { BalanceType, LedgerEntry } from './types.js';
+import type { Storage } from '../../storage/Storage.js';
+import { ledgerKeys } from './Ledger.js';
+import type { BalanceType } from './types.js';
 
-/** Read-side views over one user's ledger entries (oldest first in, newest first out). */
+/**
+ * Read-side views of a user's billing. Every list reads its own log newest first through the
+ * (log, seq) index, `limit` items from a cursor, so its cost does not depend on how long the
+ * user's history is; analytics read one maintained row per day.
+ */
 
 export interface PurchaseItem {
   id: string;
@@ -9,18 +15,6 @@ export interface PurchaseItem {
   tokens: number;
   source: string;
   note?: Record<string, unknown>;
-}
-
-export function purchases(entries: LedgerEntry[], opts: { type: 'all' | BalanceType; limit: number }): PurchaseItem[] {
-  const out: PurchaseItem[] = [];
-  for (let i = entries.length - 1; i >= 0 && out.length < opts.limit; i--) {
-    const e = entries[i]!;
-    if (e.kind !== 'credit') continue;
-    const line = e.lines[0]!;
-    if (opts.type !== 'all' && line.type !== opts.type) continue;
-    out.push({ id: e.id, at: e.at, type: line.type, tokens: line.delta, source: e.source ?? 'unknown', ...(e.note ? { note: e.note } : {}) });
-  }
-  return out;
 }
 
 export interface UsageItem {
@@ -37,32 +31,37 @@ export interface UsageItem {
   metadata?: Record<string, unknown>;
 }
 
-function usageItem(e: LedgerEntry): UsageItem | undefined {
-  if ((e.kind !== 'settle' && e.kind !== 'byok_usage') || !e.usage) return undefined;
-  const u = e.usage;
-  return {
-    id: e.id,
-    at: e.at,
-    ...(e.requestId ? { requestId: e.requestId } : {}),
-    mode: e.kind === 'settle' ? 'platform' : 'byok',
-    provider: u.provider,
-    model: u.model,
-    tokensUsed: u.tokensUsed,
-    tokensCharged: u.tokensCharged,
-    platformFee: u.platformFee,
-    ...(u.estimatedCostUsd !== undefined ? { estimatedCostUsd: u.estimatedCostUsd } : {}),
-    ...(u.metadata ? { metadata: u.metadata } : {}),
-  };
+/** A usage log record: the item plus what paid for it (net of the hold's refund). */
+export interface UsageRecordItem extends UsageItem {
+  paidBy: Partial<Record<BalanceType, number>> | 'byok';
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Pass as `cursor` for the next (older) page; absent on the last page. */
+  nextCursor?: number;
+}
+
+export interface PageOptions {
+  limit: number;
+  /** From a previous page's nextCursor. */
+  cursor?: number | undefined;
+}
+
+async function page<T>(storage: Storage, log: string, opts: PageOptions): Promise<Page<T>> {
+  const rows = await storage.readLog<T>(log, { newestFirst: true, limit: opts.limit, ...(opts.cursor !== undefined ? { before: opts.cursor } : {}) });
+  const last = rows.at(-1);
+  return { items: rows.map((r) => r.record), ...(rows.length === opts.limit && last && last.seq > 1 ? { nextCursor: last.seq } : {}) };
+}
+
+export function purchases(storage: Storage, userId: string, opts: PageOptions & { type: 'all' | BalanceType }): Promise<Page<PurchaseItem>> {
+  return page(storage, ledgerKeys.purchases(userId, opts.type === 'all' ? undefined : opts.type), opts);
 }
 
 /** Every finished call, platform-paid or BYOK, newest first. */
-export function usage(entries: LedgerEntry[], limit: number): UsageItem[] {
-  const out: UsageItem[] = [];
-  for (let i = entries.length - 1; i >= 0 && out.length < limit; i--) {
-    const item = usageItem(entries[i]!);
-    if (item) out.push(item);
-  }
-  return out;
+export async function usage(storage: Storage, userId: string, opts: PageOptions): Promise<Page<UsageItem>> {
+  const p = await page<UsageRecordItem>(storage, ledgerKeys.usage(userId), opts);
+  return { ...p, items: p.items.map(({ paidBy: _paidBy, ...item }) => item) };
 }
 
 export interface ConsumptionItem {
@@ -76,26 +75,16 @@ export interface ConsumptionItem {
   model: string;
 }
 
-/** Which balance paid for each call (reserve and settle lines netted per request), newest first. */
-export function consumption(entries: LedgerEntry[], limit: number): ConsumptionItem[] {
-  const netByRequest = new Map<string, Partial<Record<BalanceType, number>>>();
-  for (const e of entries) {
-    if (!e.requestId || (e.kind !== 'reserve' && e.kind !== 'settle')) continue;
-    const net = netByRequest.get(e.requestId) ?? {};
-    for (const l of e.lines) net[l.type] = (net[l.type] ?? 0) - l.delta;
-    netByRequest.set(e.requestId, net);
-  }
-  const out: ConsumptionItem[] = [];
-  for (let i = entries.length - 1; i >= 0 && out.length < limit; i--) {
-    const e = entries[i]!;
-    if (!e.usage || (e.kind !== 'settle' && e.kind !== 'byok_usage')) continue;
-    const paidBy = e.kind === 'byok_usage' ? 'byok' : Object.fromEntries(Object.entries(netByRequest.get(e.requestId!) ?? {}).filter(([, v]) => v !== 0));
-    out.push({ requestId: e.requestId ?? e.id, at: e.at, paidBy, tokensCharged: e.usage.tokensCharged, platformFee: e.usage.platformFee, provider: e.usage.provider, model: e.usage.model });
-  }
-  return out;
+/** Which balance paid for each call, newest first. */
+export async function consumption(storage: Storage, userId: string, opts: PageOptions): Promise<Page<ConsumptionItem>> {
+  const p = await page<UsageRecordItem>(storage, ledgerKeys.usage(userId), opts);
+  return {
+    ...p,
+    items: p.items.map((u) => ({ requestId: u.requestId ?? u.id, at: u.at, paidBy: u.paidBy, tokensCharged: u.tokensCharged, platformFee: u.platformFee, provider: u.provider, model: u.model })),
+  };
 }
 
-interface Totals {
+export interface Totals {
   requests: number;
   tokensUsed: number;
   tokensCharged: number;
@@ -103,14 +92,38 @@ interface Totals {
   estimatedCostUsd: number;
 }
 
+/** The maintained row of one user and UTC day, updated in the transaction that records a call. */
+export interface UsageDay {
+  totals: Totals & { platformRequests: number; byokRequests: number };
+  byProvider: Record<string, Totals>;
+  byModel: Record<string, Totals>;
+}
+
+/** Day rows are kept a little longer than the longest analytics window (365 days). */
+export const USAGE_DAY_TTL_MS = 400 * 86_400_000;
+
 const zero = (): Totals => ({ requests: 0, tokensUsed: 0, tokensCharged: 0, platformFee: 0, estimatedCostUsd: 0 });
 
-function add(t: Totals, u: UsageItem): void {
-  t.requests++;
+function add(t: Totals, u: Totals): void {
+  t.requests += u.requests;
   t.tokensUsed += u.tokensUsed;
   t.tokensCharged += u.tokensCharged;
   t.platformFee += u.platformFee;
-  t.estimatedCostUsd += u.estimatedCostUsd ?? 0;
+  t.estimatedCostUsd += u.estimatedCostUsd;
+}
+
+const one = (u: UsageItem): Totals => ({ requests: 1, tokensUsed: u.tokensUsed, tokensCharged: u.tokensCharged, platformFee: u.platformFee, estimatedCostUsd: u.estimatedCostUsd ?? 0 });
+
+/** The day row after recording `u` (pure: used inside transactions). */
+export function addToDay(day: UsageDay | undefined, u: UsageItem): UsageDay {
+  const next: UsageDay = day ? structuredClone(day) : { totals: { ...zero(), platformRequests: 0, byokRequests: 0 }, byProvider: {}, byModel: {} };
+  const t = one(u);
+  add(next.totals, t);
+  if (u.mode === 'platform') next.totals.platformRequests++;
+  else next.totals.byokRequests++;
+  add((next.byProvider[u.provider] ??= zero()), t);
+  add((next.byModel[`${u.provider}/${u.model}`] ??= zero()), t);
+  return next;
 }
 
 export interface UsageAnalytics {
@@ -122,49 +135,37 @@ export interface UsageAnalytics {
   history?: UsageItem[];
 }
 
-/** Totals over the last `days` days (UTC), per day, provider and model. */
-export function analytics(entries: LedgerEntry[], opts: { days: number; includeHistory: boolean; historyLimit: number; now?: Date }): UsageAnalytics {
+/** Totals over the last `days` UTC days (today included), per day, provider and model. */
+export async function analytics(storage: Storage, userId: string, opts: { days: number; includeHistory: boolean; historyLimit: number; now?: Date }): Promise<UsageAnalytics> {
   const end = opts.now ?? new Date();
-  const start = new Date(end.getTime() - opts.days * 86_400_000);
+  const start = new Date(end.getTime() - (opts.days - 1) * 86_400_000);
+  const dates: string[] = [];
+  for (let t = Date.parse(start.toISOString().slice(0, 10)); t <= end.getTime(); t += 86_400_000) dates.push(new Date(t).toISOString().slice(0, 10));
+  const [rows, recent] = await Promise.all([
+    storage.getMany<UsageDay>(dates.map((d) => ledgerKeys.usageDay(userId, d))),
+    opts.includeHistory ? usage(storage, userId, { limit: opts.historyLimit }) : undefined,
+  ]);
   const totals = { ...zero(), platformRequests: 0, byokRequests: 0 };
-  const byDay = new Map<string, Totals>();
   const byProvider: Record<string, Totals> = {};
   const byModel: Record<string, Totals> = {};
-  const inWindow: UsageItem[] = [];
-  for (const e of entries) {
-    const u = usageItem(e);
-    if (!u || u.at < start.toISOString()) continue;
-    inWindow.push(u);
-    add(totals, u);
-    if (u.mode === 'platform') totals.platformRequests++;
-    else totals.byokRequests++;
-    const day = u.at.slice(0, 10);
-    if (!byDay.has(day)) byDay.set(day, zero());
-    add(byDay.get(day)!, u);
-    add((byProvider[u.provider] ??= zero()), u);
-    add((byModel[`${u.provider}/${u.model}`] ??= zero()), u);
-  }
+  const byDay: UsageAnalytics['byDay'] = [];
+  rows.forEach((row, i) => {
+    if (!row) return;
+    add(totals, row.totals);
+    totals.platformRequests += row.totals.platformRequests;
+    totals.byokRequests += row.totals.byokRequests;
+    const { platformRequests: _p, byokRequests: _b, ...dayTotals } = row.totals;
+    byDay.push({ date: dates[i]!, ...dayTotals });
+    for (const [k, v] of Object.entries(row.byProvider)) add((byProvider[k] ??= zero()), v);
+    for (const [k, v] of Object.entries(row.byModel)) add((byModel[k] ??= zero()), v);
+  });
+  const startDate = `${dates[0]}T00:00:00.000Z`;
   return {
-    period: { days: opts.days, startDate: start.toISOString(), endDate: end.toISOString() },
+    period: { days: opts.days, startDate, endDate: end.toISOString() },
     totals,
-    byDay: [...byDay.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([date, t]) => ({ date, ...t })),
+    byDay,
     byProvider,
     byModel,
-    ...(opts.includeHistory ? { history: inWindow.reverse().slice(0, opts.historyLimit) } : {}),
+    ...(recent ? { history: recent.items.filter((u) => u.at >= startDate) } : {}),
   };
-}
-
-/** Lifetime figures for billing.getTokenBalance. */
-export function lifetime(entries: LedgerEntry[]): { totalTokensPurchased: number; totalTokensUsed: number; platformFeeCollected: number } {
-  let totalTokensPurchased = 0;
-  let totalTokensUsed = 0;
-  let platformFeeCollected = 0;
-  for (const e of entries) {
-    if (e.kind === 'credit') totalTokensPurchased += e.lines.reduce((s, l) => s + l.delta, 0);
-    if (e.kind === 'settle' && e.usage) {
-      totalTokensUsed += e.usage.tokensUsed;
-      platformFeeCollected += e.usage.platformFee;
-    }
-  }
-  return { totalTokensPurchased, totalTokensUsed, platformFeeCollected };
 }

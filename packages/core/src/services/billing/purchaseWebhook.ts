@@ -89,23 +89,23 @@ export async function handlePurchaseWebhook(
   const { id, type, data } = event.data;
   if (type !== PURCHASE_EVENT_TYPE || !data) return { status: 200, body: { received: true, applied: false, ignored: true } };
 
-  // One event id credits one user: a global marker stops a reused id from crediting someone else.
-  const marker = { userId: data.userId, tokens: data.tokens, tokenType: data.tokenType };
-  const markerKey = `webhook:event:${encodeURIComponent(id)}`;
-  if (!(await runtime.storage.compareAndSet(markerKey, undefined, marker))) {
-    const existing = await runtime.storage.get<typeof marker>(markerKey);
-    if (existing?.userId !== marker.userId || existing.tokens !== marker.tokens || existing.tokenType !== marker.tokenType) {
-      throw new CoreError('CONFLICT', 'this event id was already used for a different purchase');
-    }
-  }
-  const result = await runtime.billing.credit({
-    userId: data.userId,
-    tokens: data.tokens,
-    type: data.tokenType,
-    idempotencyKey: `webhook:${id}`,
-    source: 'webhook',
-    note: { eventId: id, ...(data.reference ? { reference: data.reference } : {}), ...(data.amountCents !== undefined ? { amountCents: data.amountCents } : {}), ...(data.currency ? { currency: data.currency } : {}) },
-  });
+  // One event id credits one user: its claim is global (not per user), recorded in the credit's
+  // own transaction, so a reused id can neither credit someone else nor credit twice.
+  const result = await runtime.billing.credit(
+    {
+      userId: data.userId,
+      tokens: data.tokens,
+      type: data.tokenType,
+      idempotencyKey: `webhook:${id}`,
+      source: 'webhook',
+      note: { eventId: id, ...(data.reference ? { reference: data.reference } : {}), ...(data.amountCents !== undefined ? { amountCents: data.amountCents } : {}), ...(data.currency ? { currency: data.currency } : {}) },
+    },
+    {
+      key: `webhook:event:${encodeURIComponent(id)}`,
+      fingerprint: JSON.stringify([data.userId, data.tokenType, data.tokens]),
+      conflictMessage: 'this event id was already used for a different purchase',
+    },
+  );
   runtime.logger.info('billing: purchase webhook', { eventId: id, userId: data.userId, tokens: data.tokens, applied: result.applied });
   return { status: 200, body: result.applied ? { received: true, applied: true } : { received: true, applied: false, replay: true } };
 }

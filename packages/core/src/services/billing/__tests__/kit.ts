@@ -5,9 +5,14 @@ import { createLogger } from '../../../runtime/Logger.js';
 import { createRuntime } from '../../../runtime/createRuntime.js';
 import type { Runtime } from '../../../runtime/Runtime.js';
 import { MemoryStorage } from '../../../storage/MemoryStorage.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { RedisStorage } from '../../../storage/RedisStorage.js';
+import { PostgresStorage } from '../../../storage/sql/PostgresStorage.js';
+import { SqliteStorage } from '../../../storage/sql/SqliteStorage.js';
 import type { Storage } from '../../../storage/Storage.js';
-import { dropTestKeys, rawTestClient, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import { dropTestKeys, dropTestSchema, rawTestClient, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import type { Context, Identity } from '../../../trpc/context.js';
 import { invoke } from '../../../trpc/invoke.js';
 
@@ -30,7 +35,7 @@ export interface OpenStore {
 }
 
 export interface Backend {
-  name: 'memory' | 'redis';
+  name: 'memory' | 'sqlite' | 'postgres' | 'redis';
   setup?(): Promise<void>;
   open(label: string): Promise<OpenStore>;
 }
@@ -43,6 +48,7 @@ async function dumpMemory(storage: Storage): Promise<string> {
 
 // Without a Redis the redis backend is left out of `backends` and the run's last line says so.
 const redis = await testRedis();
+const postgres = await testPostgres();
 
 async function dumpRedis(prefix: string): Promise<string> {
   const client = rawTestClient(redis);
@@ -73,6 +79,41 @@ export const backends: Backend[] = ([
     },
   },
   {
+    name: 'sqlite',
+    open: async (label) => {
+      const dir = await mkdtemp(join(tmpdir(), `${label}-`));
+      const storage = await SqliteStorage.open({ file: join(dir, 'test.db') });
+      return {
+        storage,
+        // One process owns an SQLite file: a second instance is the same store.
+        another: async () => storage,
+        dump: () => dumpMemory(storage),
+        cleanup: () => rm(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    open: async (label) => {
+      const opts = testPostgresOptions(postgres, label);
+      const storage = await PostgresStorage.connect(opts);
+      const extra: Storage[] = [];
+      return {
+        storage,
+        another: async () => {
+          const s = await PostgresStorage.connect(opts);
+          extra.push(s);
+          return s;
+        },
+        dump: () => dumpMemory(storage),
+        cleanup: async () => {
+          for (const s of extra) await s.close();
+          await dropTestSchema(postgres, opts.schema);
+        },
+      };
+    },
+  },
+  {
     name: 'redis',
     open: async (label) => {
       const opts = testRedisOptions(redis, label);
@@ -93,7 +134,7 @@ export const backends: Backend[] = ([
       };
     },
   },
-] satisfies Backend[]).filter((b) => b.name !== 'redis' || redis.ok);
+] satisfies Backend[]).filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok));
 
 /** A real runtime on the given storage; log lines are collected in `logs`. */
 export async function makeRuntime(storage: Storage, config: ConfigInput = {}, logs: string[] = []): Promise<Runtime> {
@@ -132,7 +173,7 @@ export class OutageStorage implements Storage {
     return this.inner.kind;
   }
   /** The next `times` calls of `method` fail. */
-  failNext(method: 'append' | 'increment' | 'set' | 'compareAndSet' | 'delete', times = 1): void {
+  failNext(method: 'append' | 'increment' | 'set' | 'compareAndSet' | 'delete' | 'transact', times = 1): void {
     this.failing.set(method, times);
   }
   private check(method: string): void {
@@ -150,6 +191,9 @@ export class OutageStorage implements Storage {
   keys: Storage['keys'] = (p) => this.inner.keys(p);
   append: Storage['append'] = async (l, r) => (this.check('append'), this.inner.append(l, r));
   readLog: Storage['readLog'] = (l, o) => this.inner.readLog(l, o);
+  getMany: Storage['getMany'] = (k) => this.inner.getMany(k);
+  transact: Storage['transact'] = async (k, p) => (this.check('transact'), this.inner.transact(k, p));
+  dueKeys: Storage['dueKeys'] = (p, n, l) => this.inner.dueKeys(p, n, l);
   health: Storage['health'] = () => this.inner.health();
   close: Storage['close'] = () => this.inner.close();
 }

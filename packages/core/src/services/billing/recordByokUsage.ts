@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import type { TxWrite } from '../../storage/Storage.js';
+import { addToDay, USAGE_DAY_TTL_MS, type UsageDay, type UsageRecordItem } from './history.js';
+import { ledgerKeys, type Ledger } from './Ledger.js';
+import type { ByokUsageParams } from './types.js';
+
+/** How long a BYOK call's requestId is remembered for replays. */
+const CLAIM_TTL_MS = 7 * 24 * 3600_000;
+
+/**
+ * One transaction: the ledger entry (no lines: the user's own key paid), the usage history item,
+ * the day's analytics row and the requestId claim, so a replay records nothing twice.
+ */
+export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsageParams, 'identity'>): Promise<boolean> {
+  const requestId = p.requestId ?? randomUUID();
+  const claimKey = ledgerKeys.claim(userId, `byok:${requestId}`);
+  const at = new Date();
+  const dayKey = ledgerKeys.usageDay(userId, at.toISOString().slice(0, 10));
+  return ledger.storage.transact([claimKey, dayKey], (read) => {
+    if (read(claimKey)) return { writes: [], result: false };
+    const tokensUsed = Math.max(0, Math.ceil(p.tokensUsed));
+    const entry = ledger.newEntry({
+      kind: 'byok_usage',
+      idempotencyKey: `byok:${requestId}`,
+      ...(p.requestId ? { requestId } : {}),
+      lines: [],
+      usage: { tokensUsed, tokensCharged: 0, platformFee: 0, estimatedCostUsd: p.estimatedCostUsd, provider: p.provider, model: p.model, ...(p.metadata ? { metadata: p.metadata } : {}) },
+    });
+    const item: UsageRecordItem = {
+      id: entry.id,
+      at: entry.at,
+      ...(p.requestId ? { requestId } : {}),
+      mode: 'byok',
+      provider: p.provider,
+      model: p.model,
+      tokensUsed,
+      tokensCharged: 0,
+      platformFee: 0,
+      estimatedCostUsd: p.estimatedCostUsd,
+      ...(p.metadata ? { metadata: p.metadata } : {}),
+      paidBy: 'byok',
+    };
+    const writes: TxWrite[] = [
+      { op: 'set', key: claimKey, value: { at: entry.at }, ttlMs: CLAIM_TTL_MS },
+      { op: 'append', log: ledgerKeys.log(userId), record: entry },
+      { op: 'append', log: ledgerKeys.usage(userId), record: item },
+      { op: 'set', key: dayKey, value: addToDay(read<UsageDay>(dayKey), item), ttlMs: USAGE_DAY_TTL_MS },
+    ];
+    return { writes, result: true };
+  });
+}

@@ -1,0 +1,258 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { CoreError } from '../../errors/CoreError.js';
+import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../Storage.js';
+import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
+
+/** Options of the embedded SQLite store (the `storage.sqlite` config section). */
+export interface SqliteStorageOptions {
+  /** The database file. Its directory is created when missing. */
+  file: string;
+  /**
+   * 'normal' (default): a commit survives a crash of the process (kill -9) but the last commits
+   * may be lost on power failure; 'full': every commit is fsynced (survives power loss, slower).
+   */
+  synchronous?: 'normal' | 'full';
+}
+
+type Db = BetterSqlite3.Database;
+type Row = { key: string; value: string; expires_at: number | null };
+
+/** SQLite's "busy" family: another process holds the database. */
+const isBusy = (err: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string })?.code ?? '');
+
+/**
+ * The embedded store: one SQLite database file in WAL mode, opened by one server at a time
+ * (exclusive locking: a second process gets a clear error instead of two servers sharing the
+ * file). better-sqlite3 is synchronous, so a transaction is one uninterrupted call: nothing can
+ * interleave with it, in this process or another.
+ */
+export class SqliteStorage implements Storage {
+  readonly kind = 'sqlite' as const;
+  private closed = false;
+  /** Deletes rows past their expiry every few minutes (reads already skip them). */
+  private readonly purger = setInterval(() => void this.purgeExpired().catch(() => undefined), 5 * 60_000).unref();
+  private readonly st: ReturnType<typeof prepare>;
+
+  private constructor(
+    private readonly db: Db,
+    readonly file: string,
+  ) {
+    this.st = prepare(db);
+  }
+
+  static async open(opts: SqliteStorageOptions): Promise<SqliteStorage> {
+    // Loaded only when used: memory and redis users never load the native module.
+    const { default: Database } = await import('better-sqlite3');
+    const file = resolve(opts.file);
+    mkdirSync(dirname(file), { recursive: true });
+    let db: Db;
+    try {
+      db = new Database(file, { timeout: 0 });
+    } catch (err) {
+      throw new CoreError('UNAVAILABLE', `storage: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      // Exclusive before WAL: SQLite then keeps the WAL index in process memory (no -shm file)
+      // and holds the file lock until close; BEGIN EXCLUSIVE takes it now rather than at first write.
+      db.pragma('locking_mode = EXCLUSIVE');
+      db.pragma('journal_mode = WAL');
+      db.pragma(`synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+      db.exec('BEGIN EXCLUSIVE; COMMIT');
+      migrate(db);
+    } catch (err) {
+      db.close();
+      if (isBusy(err)) {
+        throw new CoreError(
+          'CONFLICT',
+          `storage: the database file ${file} is locked by another process (is another ai-backend server using this data directory?). ` +
+            'Only one server may use an SQLite file; stop the other one, choose another storage.dir, or use PostgreSQL for several instances.',
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+    return new SqliteStorage(db, file);
+  }
+
+  private run<T>(fn: () => T): T {
+    if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof CoreError || !(err as { code?: string })?.code?.startsWith?.('SQLITE_')) throw err;
+      throw new CoreError('UNAVAILABLE', `storage unavailable: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  private row(key: string, now = Date.now()): Row | undefined {
+    const row = this.st.get.get(key) as Row | undefined;
+    return row && (row.expires_at === null || row.expires_at > now) ? row : undefined;
+  }
+
+  async get<T>(key: string): Promise<T | undefined> {
+    return this.run(() => {
+      const row = this.row(key);
+      return row ? (JSON.parse(row.value) as T) : undefined;
+    });
+  }
+
+  async getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>> {
+    return this.run(() => {
+      const now = Date.now();
+      return keys.map((k) => {
+        const row = this.row(k, now);
+        return row ? (JSON.parse(row.value) as T) : undefined;
+      });
+    });
+  }
+
+  async set<T>(key: string, value: T, opts?: SetOptions): Promise<void> {
+    const json = canonicalJson(value);
+    this.run(() => this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null));
+  }
+
+  async delete(key: string): Promise<boolean> {
+    return this.run(() => {
+      const existed = this.row(key) !== undefined;
+      this.st.del.run(key);
+      return existed;
+    });
+  }
+
+  async compareAndSet<T>(key: string, expected: T | undefined, value: T, opts?: SetOptions): Promise<boolean> {
+    const json = canonicalJson(value);
+    const exp = expected === undefined ? undefined : canonicalJson(expected);
+    return this.run(() =>
+      this.db.transaction(() => {
+        if (this.row(key)?.value !== exp) return false;
+        this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null);
+        return true;
+      }).immediate(),
+    );
+  }
+
+  async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
+    return this.run(() =>
+      this.db.transaction(() => {
+        const row = this.row(key);
+        const current = row ? Number(JSON.parse(row.value)) || 0 : 0;
+        const next = current + delta;
+        if (opts?.min !== undefined && next < opts.min) return null;
+        if (row) this.st.setValue.run(String(next), key);
+        else this.st.put.run(key, String(next), expiresAtFor(opts?.ttlMs) ?? null, null);
+        return next;
+      }).immediate(),
+    );
+  }
+
+  async keys(prefix: string): Promise<string[]> {
+    return this.run(() => (this.st.keys.all(prefix, prefixEnd(prefix), Date.now()) as Array<{ key: string }>).map((r) => r.key).filter((k) => k.startsWith(prefix)));
+  }
+
+  async append<T>(log: string, record: T): Promise<number> {
+    const json = canonicalJson(record);
+    return this.run(() => this.db.transaction(() => this.push(log, json)).immediate());
+  }
+
+  private push(log: string, json: string): number {
+    const { last_seq: seq } = this.st.bumpHead.get(log) as { last_seq: number };
+    this.st.appendLog.run(log, seq, json);
+    return seq;
+  }
+
+  async readLog<T>(log: string, opts?: ReadLogOptions): Promise<LogEntry<T>[]> {
+    const limit = opts?.limit ?? -1;
+    if (opts?.limit !== undefined && opts.limit <= 0) return [];
+    return this.run(() => {
+      const rows = (
+        opts?.newestFirst
+          ? this.st.logDesc.all(log, opts.before ?? Number.MAX_SAFE_INTEGER, limit)
+          : this.st.logAsc.all(log, Math.max(0, opts?.after ?? 0), limit)
+      ) as Array<{ seq: number; record: string }>;
+      return rows.map((r) => ({ seq: r.seq, record: JSON.parse(r.record) as T }));
+    });
+  }
+
+  async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
+    return this.run(() =>
+      this.db.transaction(() => {
+        const now = Date.now();
+        const values = new Map(keys.map((k) => [k, this.row(k, now)?.value]));
+        const read: TxRead = <T>(key: string) => {
+          if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
+          const v = values.get(key);
+          return v === undefined ? undefined : (JSON.parse(v) as T);
+        };
+        const { writes, result } = plan(read);
+        for (const w of writes) this.apply(w, now);
+        return result;
+      }).immediate(),
+    );
+  }
+
+  private apply(w: TxWrite, now: number): void {
+    if (w.op === 'set') this.st.put.run(w.key, canonicalJson(w.value), expiresAtFor(w.ttlMs, now) ?? null, w.dueAt ?? null);
+    else if (w.op === 'delete') this.st.del.run(w.key);
+    else this.push(w.log, canonicalJson(w.record));
+  }
+
+  async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
+    return this.run(() => (this.st.due.all(now, prefix, prefixEnd(prefix), limit) as Array<{ key: string }>).map((r) => r.key));
+  }
+
+  /** Delete rows past their expiry (runs at open and from `purgeExpired` callers). */
+  async purgeExpired(now = Date.now()): Promise<number> {
+    return this.run(() => this.st.purge.run(now).changes);
+  }
+
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    if (this.closed) return { ok: false, detail: 'closed' };
+    try {
+      this.db.prepare('SELECT 1').get();
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.purger);
+    this.db.close();
+  }
+}
+
+function prepare(db: Db) {
+  return {
+    get: db.prepare('SELECT key, value, expires_at FROM kv WHERE key = ?'),
+    put: db.prepare(
+      'INSERT INTO kv (key, value, expires_at, due_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at',
+    ),
+    setValue: db.prepare('UPDATE kv SET value = ? WHERE key = ?'),
+    del: db.prepare('DELETE FROM kv WHERE key = ?'),
+    keys: db.prepare('SELECT key FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key'),
+    due: db.prepare('SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= ? AND key >= ? AND key < ? ORDER BY due_at LIMIT ?'),
+    purge: db.prepare('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?'),
+    bumpHead: db.prepare('INSERT INTO log_heads (log, last_seq) VALUES (?, 1) ON CONFLICT (log) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq'),
+    appendLog: db.prepare('INSERT INTO logs (log, seq, record) VALUES (?, ?, ?)'),
+    logAsc: db.prepare('SELECT seq, record FROM logs WHERE log = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    logDesc: db.prepare('SELECT seq, record FROM logs WHERE log = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
+  };
+}
+
+/** Apply the migrations this file has not seen yet, each in its own transaction. */
+function migrate(db: Db): void {
+  db.exec(MIGRATIONS_TABLE);
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
+  for (const m of MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    db.transaction(() => {
+      db.exec(m.sqlite);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+    }).immediate();
+  }
+}

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { testService } from './testService.js';
+import { SERVICE_ENV } from './probeServices.js';
+
+/** Where the test PostgreSQL answers (AI_BACKEND_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test). */
+export interface TestPostgres {
+  ok: boolean;
+  host: string;
+  port: number;
+  user: string;
+  password?: string;
+  database: string;
+}
+
+/**
+ * The test PostgreSQL for this file (top-level await). When `ok` is false the file's postgres
+ * suites skip (`describe.skipIf(!pg.ok)`) and the run's last line says so; CI
+ * (AI_BACKEND_REQUIRE_SERVICES=1) fails instead.
+ */
+export async function testPostgres(): Promise<TestPostgres> {
+  const status = await testService('postgres');
+  const url = new URL(status.url ?? process.env[SERVICE_ENV.postgres] ?? 'postgres://postgres@127.0.0.1:5432/test');
+  return {
+    ok: status.ok,
+    host: status.host ?? url.hostname,
+    port: status.port ?? Number(url.port || 5432),
+    user: decodeURIComponent(url.username || 'postgres'),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    database: url.pathname.slice(1) || 'test',
+  };
+}
+
+/**
+ * Connect options (the shape of core's `storage.postgres`) with a schema unique to this test
+ * run: tests never see each other's rows, and `dropTestSchema` removes everything afterwards.
+ * Timeouts are generous: a loaded test machine is not an outage.
+ */
+export function testPostgresOptions(pg: Omit<TestPostgres, 'ok'>, label = 'storage') {
+  const schema = `t_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${process.pid}_${randomUUID().slice(0, 8)}`.slice(0, 63);
+  return {
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    ...(pg.password ? { password: pg.password } : {}),
+    database: pg.database,
+    schema,
+    poolSize: 10,
+    connectTimeoutMs: 5000,
+    queryTimeoutMs: 10_000,
+  };
+}
+
+/** Drop a test schema and everything in it (refuses any schema these helpers did not name). */
+export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: string): Promise<void> {
+  if (!/^t_[a-z0-9_]+$/.test(schema)) throw new Error(`refusing to drop ${schema}: not a test schema`);
+  const { default: pgLib } = await import('pg');
+  const client = new pgLib.Client({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 3000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
