@@ -1,15 +1,19 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import { RedisStorage } from '../../storage/RedisStorage.js';
+import { estimateTokens } from '../../services/ai/index.js';
 import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 
 const redis = await testRedis();
 import { alice, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
 
-// Each call: content "x" + system "s" → estimate ceil(2/4) + maxTokens 10 = 11 tokens, 13 with
-// the 10% fee (rounded up). The upstream reports 1 input + 10 output = 11, so each success
-// costs exactly 13 and a balance of 50 × 13 pays for exactly 50 calls.
-const PER_CALL = 13;
+// Each call: content "x" + system "s" + maxTokens 10 holds the true upper bound
+// estimateTokens('x', 's', 10) (UTF-8 bytes plus message overhead plus maxTokens). The upstream
+// reports exactly that usage, so each success costs the hold plus the 10% fee (rounded up) and a
+// balance of 50 such calls pays for exactly 50 of them.
+const HOLD = estimateTokens('x', 's', 10);
+const PER_CALL = HOLD + Math.ceil(HOLD * 0.1);
+const countInputTokens = (system: string, text: string) => estimateTokens(text, system, 0);
 const AFFORDABLE = 50;
 const CALLS = 200;
 
@@ -36,7 +40,7 @@ async function hammer(instances: AiHarness[]): Promise<{ ok: number; refused: nu
 
 describe(`ai.generateText: ${CALLS} concurrent calls against a balance for ${AFFORDABLE}`, () => {
   it('memory storage: exactly the affordable number succeed, balance ends at 0, ledger sums to it', async () => {
-    upstream = await createTestUpstream({ latencyMs: 20 });
+    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, countInputTokens });
     const h = await createAiHarness({}, {}, { upstream });
     harnesses.push(h);
     await h.credit(alice.sub, AFFORDABLE * PER_CALL);
@@ -52,7 +56,7 @@ describe(`ai.generateText: ${CALLS} concurrent calls against a balance for ${AFF
   it.skipIf(!redis.ok)('two server instances sharing Redis never spend the same tokens twice', async () => {
     const opts = testRedisOptions(redis, 'ai-concurrency');
     prefix = opts.keyPrefix;
-    upstream = await createTestUpstream({ latencyMs: 20 });
+    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, countInputTokens });
     const a = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });
     const b = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });
     harnesses.push(a, b);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS } from '../../config/sections/ai.js';
+import { estimateTokens } from '../../services/ai/index.js';
 import type { UpstreamFault } from '@ai-backend/test-utils';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, visibleError, type AiHarness } from './__tests__/aiHarness.js';
 
@@ -128,7 +129,7 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
   it('a reply without usage numbers is charged the reserved worst case', async () => {
     const before = await h.balance(alice.sub);
     const r = await h.caller(alice).ai.generateText({ content: 'abcd [[upstream:no-usage]]', systemPrompt: '', provider: 'openrouter', options: { maxTokens: 50 } });
-    const worst = Math.ceil('abcd [[upstream:no-usage]]'.length / 4) + 50;
+    const worst = estimateTokens('abcd [[upstream:no-usage]]', '', 50);
     expect(r.tokenUsage?.tokensUsed).toBe(worst);
     expect(r.data.usage.totalTokens).toBeNull();
     expect(before - (await h.balance(alice.sub))).toBe(worst + Math.ceil(worst * 0.1));
