@@ -131,10 +131,12 @@ it('the banner sample in getting-started.md is what `serve --dev` prints', async
     });
     child.once('exit', (code) => reject(new Error(`serve --dev exited ${code}: ${out}`)));
   });
+  // The banner as printed before the stop (the stop message would follow it).
+  const banner = out;
   child.kill('SIGTERM');
   const doc = await readFile(path.join(ROOT, 'docs/getting-started.md'), 'utf8');
   const sample = /```\n(ai-backend listening[\s\S]*?)```/.exec(doc)![1]!.trim();
-  const port = /127\.0\.0\.1:(\d+)/.exec(out)![1]!;
-  const printed = out.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder');
+  const port = /127\.0\.0\.1:(\d+)/.exec(banner)![1]!;
+  const printed = banner.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder');
   expect(printed).toBe(sample);
 });
