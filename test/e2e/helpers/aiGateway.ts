@@ -112,7 +112,15 @@ export async function rpcCall<T = any>(url: string, token: string | null, method
 /** A connected MCP SDK client with a bearer token. */
 export async function mcpClient(url: string, token?: string): Promise<Client> {
   const client = new Client({ name: 'ai-e2e', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} } }));
+  const transport = new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} } });
+  await client.connect(transport);
+  // End the session on the server too (DELETE), as a well-behaved client does: the server budgets
+  // open sessions per identity (mcp.budgets), and a suite opens many.
+  const close = client.close.bind(client);
+  client.close = async () => {
+    await transport.terminateSession().catch(() => undefined);
+    await close();
+  };
   return client;
 }
 
