@@ -2,15 +2,18 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import type { StreamEvent } from '../../services/ai/runStreamText.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
+import { estimateTokens } from '../../services/ai/index.js';
 import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { alice, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
 
 const redis = await testRedis();
 
-// Each stream: content "x" + system "s" → estimate ceil(2/4) + maxTokens 10 = 11 tokens, 13 with
-// the 10% fee. The upstream reports 1 input + 10 output = 11, so each completed stream costs
-// exactly 13 and a balance of 10 × 13 pays for exactly 10 streams.
-const PER_CALL = 13;
+// Each stream: content "x" + system "s" + maxTokens 10 holds the true upper bound
+// estimateTokens('x', 's', 10); the upstream reports exactly that usage, so each completed stream
+// costs the hold plus the 10% fee (rounded up) and a balance of 10 such calls pays for exactly 10.
+const HOLD = estimateTokens('x', 's', 10);
+const PER_CALL = HOLD + Math.ceil(HOLD * 0.1);
+const countInputTokens = (system: string, text: string) => estimateTokens(text, system, 0);
 const AFFORDABLE = 10;
 const CALLS = 60;
 
@@ -43,7 +46,7 @@ async function streams(instances: AiHarness[]) {
 
 describe(`ai.streamText: ${CALLS} concurrent streams against a balance for ${AFFORDABLE}`, () => {
   it('memory storage: exactly the affordable number stream, each charged in full, balance ends at 0', async () => {
-    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, chunkDelayMs: 2 });
+    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, chunkDelayMs: 2, countInputTokens });
     const h = await createAiHarness({}, {}, { upstream });
     harnesses.push(h);
     await h.credit(alice.sub, AFFORDABLE * PER_CALL);
@@ -53,7 +56,7 @@ describe(`ai.streamText: ${CALLS} concurrent streams against a balance for ${AFF
     expect(r.refused).toBe(CALLS - AFFORDABLE);
     for (const events of r.ok) {
       const finish = events.at(-1)!;
-      expect(finish.type === 'finish' && finish.result.tokenUsage).toMatchObject({ tokensUsed: 11, tokensCharged: PER_CALL });
+      expect(finish.type === 'finish' && finish.result.tokenUsage).toMatchObject({ tokensUsed: HOLD, tokensCharged: PER_CALL });
     }
     expect(upstream.requests).toHaveLength(AFFORDABLE);
     expect(await h.balance(alice.sub)).toBe(0);
@@ -63,7 +66,7 @@ describe(`ai.streamText: ${CALLS} concurrent streams against a balance for ${AFF
   it.skipIf(!redis.ok)('two instances sharing Redis: still exactly the affordable number', async () => {
     const opts = testRedisOptions(redis, 'ai-stream-concurrency');
     prefix = opts.keyPrefix;
-    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, chunkDelayMs: 2 });
+    upstream = await createTestUpstream({ latencyMs: 20, outputTokens: 10, chunkDelayMs: 2, countInputTokens });
     const a = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });
     const b = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect(opts) });
     harnesses.push(a, b);
@@ -86,7 +89,10 @@ describe('ai.streamText: streams cancelled at random points', () => {
     const N = 30;
     const content = 'Please list the Greek letters';
     const maxTokens = 64;
-    const input = Math.ceil(content.length / 4);
+    // Completed streams are charged the provider's usage (the test upstream counts 4 characters per
+    // token); cut ones our upper bound of the input plus the UTF-8 bytes that arrived, capped at the hold.
+    const reported = Math.ceil(content.length / 4);
+    const input = estimateTokens(content, '', 0);
     // Deterministic "random" stopping points: after 0..9 text events (some streams finish).
     const stops = Array.from({ length: N }, (_, i) => (i * 7) % 13);
     const outcomes = await Promise.all(
@@ -123,7 +129,7 @@ describe('ai.streamText: streams cancelled at random points', () => {
       const settles = entries.filter((e) => e.requestId === o.requestId && e.kind === 'settle');
       expect(settles).toHaveLength(1);
       const used = settles[0]!.usage!.tokensUsed;
-      if (o.completed) expect(used).toBe(input + 16);
+      if (o.completed) expect(used).toBe(reported + 16);
       else {
         // Input + UTF-8 bytes of what arrived, capped at the hold.
         expect(used).toBeGreaterThanOrEqual(Math.min(input + maxTokens, input + Buffer.byteLength(o.text)));

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
 import type { StreamEvent } from '../../services/ai/runStreamText.js';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, type AiHarness } from './__tests__/aiHarness.js';
+import { estimateTokens } from '../../services/ai/index.js';
 
 let h: AiHarness;
 afterEach(() => h?.close());
@@ -84,7 +85,8 @@ describe('ai.streamText', () => {
         if (e.type === 'text') text += e.delta;
         if (text.split(' ').length > 3) break; // return() on the generator
       }
-      const input = Math.ceil(content.length / 4);
+      // Cut short: our upper bound of the input (UTF-8 bytes plus overhead) plus the bytes streamed.
+      const input = estimateTokens(content, '', 0);
       const charged = input + Buffer.byteLength(text);
       // The upstream may have delivered a little more than the consumer read before it stopped.
       const entries = await h.runtime.billing.ledger.entries(alice.sub);
@@ -111,7 +113,7 @@ describe('ai.streamText', () => {
     expect(cut.appCode).toBe('UPSTREAM_ERROR');
     const settles = (await h.runtime.billing.ledger.entries(alice.sub)).filter((e) => e.kind === 'settle');
     expect(settles).toHaveLength(1);
-    expect(settles[0]!.usage!.tokensUsed).toBeLessThanOrEqual(Math.ceil('x [[upstream:drop]]'.length / 4) + 50);
+    expect(settles[0]!.usage!.tokensUsed).toBeLessThanOrEqual(estimateTokens('x [[upstream:drop]]', '', 50));
     expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 
