@@ -14,12 +14,13 @@ const SKIP = new Set(['close', 'constructor']);
  */
 export function instrumentStorage<S extends Storage>(storage: S, metrics: Metrics | undefined): S {
   const backend = storage.kind;
-  const wrapped = new Map<PropertyKey, unknown>();
+  // Keyed by the method itself, not its name: a method replaced on the store later is wrapped anew.
+  const wrapped = new WeakMap<object, unknown>();
   return new Proxy(storage, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof value !== 'function' || typeof prop !== 'string' || SKIP.has(prop)) return value;
-      let fn = wrapped.get(prop);
+      let fn = wrapped.get(value);
       if (!fn) {
         const original = value as (...args: unknown[]) => unknown;
         const operation = prop;
@@ -53,7 +54,7 @@ export function instrumentStorage<S extends Storage>(storage: S, metrics: Metric
           done(false);
           return out;
         };
-        wrapped.set(prop, fn);
+        wrapped.set(value, fn);
       }
       return fn;
     },
