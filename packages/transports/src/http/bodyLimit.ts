@@ -16,6 +16,9 @@ export interface BodyLimitOptions {
   trpcDepth?: number;
 }
 
+/** Most bytes of a refused chunked body read and dropped before the connection is closed. */
+const DRAIN_LIMIT = 4 * 1024 * 1024;
+
 const tooLarge = (o: BodyLimitOptions) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`);
 
 /**
@@ -30,7 +33,15 @@ function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, overSocket
     return;
   }
   void (async () => {
-    for (;;) if ((await reader.read()).done) return;
+    // Bounded: past DRAIN_LIMIT the connection is dropped, so a client that keeps sending cannot
+    // make us move gigabytes through memory (the 413 has gone out long before).
+    let drained = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      drained += value?.byteLength ?? 0;
+      if (drained > DRAIN_LIMIT) return void reader.cancel().catch(() => undefined);
+    }
   })().catch(() => undefined);
 }
 
