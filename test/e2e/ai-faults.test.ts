@@ -1,11 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer as netServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { testService } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PrivateRedis } from './helpers/privateRedis.js';
 import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
@@ -77,55 +72,14 @@ describe('upstream faults refund the reservation (over /rpc and /trpc)', () => {
 // The outage suite kills and restarts a redis-server of its own; without the binary it skips.
 const redisServer = await testService('redis-server');
 
-/** A private redis-server (append-only file synced on every write, so a kill -9 loses nothing acknowledged). */
-class PrivateRedis {
-  child: ChildProcess | undefined;
-  constructor(
-    readonly port: number,
-    readonly dir: string,
-  ) {}
-
-  async start(): Promise<void> {
-    this.child = spawn(redisServer.path!, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
-    const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-    probe.on('error', () => undefined);
-    for (let i = 0; i < 100; i++) {
-      if ((await probe.connect().then(() => probe.ping()).catch(() => null)) === 'PONG') break;
-      probe.disconnect();
-      await sleep(50);
-    }
-    probe.disconnect();
-  }
-
-  async kill(): Promise<void> {
-    const child = this.child!;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = netServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
   let redis: PrivateRedis;
-  let dir: string;
   let gw: AiServer;
   let user: string;
   const sub = 'outage-user';
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'ai-redis-outage-'));
-    redis = new PrivateRedis(await freePort(), dir);
+    redis = await PrivateRedis.create(redisServer.path!, { durable: true });
     await redis.start();
     gw = await startAiServer(upstream, { storage: { type: 'redis', redis: { host: '127.0.0.1', port: redis.port, keyPrefix: 'outage:' } } });
     user = await tokenFor(sub);
@@ -133,8 +87,7 @@ describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
   });
   afterAll(async () => {
     await gw?.stop();
-    if (redis?.child?.exitCode === null) await redis.kill();
-    await rm(dir, { recursive: true, force: true });
+    await redis?.dispose();
   });
 
   const generate = (content: string) => rpcCall(gw.url, user, 'ai.generateText', { content, systemPrompt: 's', provider: 'anthropic', options: { maxTokens: 50 } });

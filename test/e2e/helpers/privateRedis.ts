@@ -21,7 +21,8 @@ export function freePort(): Promise<number> {
 
 /**
  * A redis-server of the test's own (never the shared one), to kill and restart on the same port
- * for outage tests. Keeps nothing on disk.
+ * for outage tests. Keeps nothing on disk unless `durable` (an append-only file synced on every
+ * write, so a kill -9 loses nothing acknowledged and a restart on the same dir finds the data).
  */
 export class PrivateRedis {
   child: ChildProcess | undefined;
@@ -29,15 +30,16 @@ export class PrivateRedis {
     readonly port: number,
     readonly dir: string,
     readonly bin: string,
+    readonly durable: boolean,
   ) {}
 
   /** `bin`: the redis-server found by `testService('redis-server')` (suites skip without one). */
-  static async create(bin = 'redis-server'): Promise<PrivateRedis> {
-    return new PrivateRedis(await freePort(), await mkdtemp(join(tmpdir(), 'ai-private-redis-')), bin);
+  static async create(bin = 'redis-server', opts: { durable?: boolean } = {}): Promise<PrivateRedis> {
+    return new PrivateRedis(await freePort(), await mkdtemp(join(tmpdir(), 'ai-private-redis-')), bin, opts.durable ?? false);
   }
 
   async start(): Promise<void> {
-    this.child = spawn(this.bin, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
+    this.child = spawn(this.bin, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...(this.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']), '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
     const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
     probe.on('error', () => undefined);
     for (let i = 0; i < 100; i++) {

@@ -207,14 +207,18 @@ export class PostgresStorage implements Storage {
     return this.transactLocked(keys, plan);
   }
 
-  /** Run a BEGIN…COMMIT batch; false when its check found a changed key (rolled back). */
-  private async batch(text: string): Promise<boolean> {
-    let client: PoolClient;
+  /** A pooled client; a pool that cannot connect is an outage (UNAVAILABLE), like a failed query. */
+  private async connect(): Promise<PoolClient> {
     try {
-      client = await this.pool.connect();
+      return await this.pool.connect();
     } catch (err) {
       throw unavailable(err);
     }
+  }
+
+  /** Run a BEGIN…COMMIT batch; false when its check found a changed key (rolled back). */
+  private async batch(text: string): Promise<boolean> {
+    const client = await this.connect();
     let broken: Error | undefined;
     try {
       await sql(client, text);
@@ -233,12 +237,7 @@ export class PostgresStorage implements Storage {
 
   /** The locked path: lock and read in one round trip, write and commit in a second. */
   private async transactLocked<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
-    let client: PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw unavailable(err);
-    }
+    const client = await this.connect();
     let broken: Error | undefined;
     try {
       const now = Date.now();
