@@ -129,7 +129,7 @@ describe('200 concurrent calls, balance for about 50', () => {
       // Both instances did real work.
       const served = (s: AiServer) => s.runtime.ai.registryHealth();
       for (const s of [a, b]) {
-        const h = served(s);
+        const h = await served(s);
         if (h.status === 'unhealthy') throw new Error(h.error.message);
         expect(h.providers.openai.calls).toBeGreaterThan(0);
       }
@@ -158,7 +158,7 @@ describe('200 concurrent calls, balance for about 50', () => {
         const r = await burst(servers, sub, token);
         await check(servers, sub, token, initial, r);
         for (const s of servers) {
-          const h = s.runtime.ai.registryHealth();
+          const h = await s.runtime.ai.registryHealth();
           if (h.status === 'unhealthy') throw new Error(h.error.message);
           expect(h.providers.openai.calls).toBeGreaterThan(0);
           expect(s.runtime.shared.kind).toBe('redis');

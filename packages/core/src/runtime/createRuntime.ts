@@ -71,8 +71,25 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   }
   alerts.start();
   closers.push(() => alerts.stop());
-  const ai = new AiService({ config, logger, metering: observedMetering(billing, metrics), metrics, onProviderDegraded: (p, r) => alertOnDegraded?.(p, r), storage });
-  health.set('ai', async () => ai.healthProbe());
+  const ai = new AiService({
+    config,
+    logger,
+    metering: observedMetering(billing, metrics),
+    metrics,
+    onProviderDegraded: (p, r) => alertOnDegraded?.(p, r),
+    storage,
+    shared,
+    // A BYOK call's fallback to another provider spends the caller's stored key for it only
+    // where the caller allowed stored keys to be spent (the same rule as billing's own BYOK choice).
+    storedKey: async (userId, provider) => {
+      const prefs = await billing.preferences.get(userId);
+      if (!prefs.byokEnabled || prefs.byokProviders[provider]?.enabled === false) return undefined;
+      return vault.reveal(userId, provider);
+    },
+  });
+  ai.start();
+  closers.push(() => ai.stop());
+  health.set('ai', () => ai.healthProbe());
   const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
   await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));
   closers.push(() => workspaces.close());

@@ -4,6 +4,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
 import type { Logger } from '../../runtime/Logger.js';
+import type { Metrics } from '../../observability/Metrics.js';
 import type { Identity } from '../../trpc/context.js';
 import { loadAiSdk } from './aiSdk.js';
 import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
@@ -49,6 +50,10 @@ export interface CallDeps {
   record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void;
   /** Shared per-provider breaker for calls with fallbacks (absent: no breaker). */
   breaker?: CircuitBreaker;
+  /** Counts calls that left a target for a fallback (absent when metrics are off). */
+  metrics?: Metrics;
+  /** A signed-in caller's stored key (BYOK vault), for BYOK fallbacks to other providers. */
+  storedKey?: (userId: string, provider: ProviderId) => Promise<string | undefined>;
 }
 
 /**
