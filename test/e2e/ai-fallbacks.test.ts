@@ -19,8 +19,9 @@ let admin: string;
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });
-  // A short idle timeout so a stalled stream falls back within the test's time.
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { timeoutMs: 800, retry: { backoffMs: 5, maxBackoffMs: 20 } } });
+  // A short idle timeout so a stalled stream falls back within the test's time; a breaker that
+  // never opens here, so one test's failures do not skip a provider in the next (it has its own test).
+  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { timeoutMs: 800, retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 1000 } } });
   admin = await tokenFor('fb-admin', { admin: true });
 });
 afterAll(async () => {
@@ -240,9 +241,10 @@ describe('circuit breaker over a real server', () => {
       let calls = 0;
       const call = () => (calls++, rpcCall(s.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', fallbacks: ['openai'] }));
       upstream.reset();
-      upstream.failNext({ kind: 'status', status: 500 }, 2);
-      await call();
-      await call();
+      for (let i = 0; i < 2; i++) {
+        upstream.failNext({ kind: 'status', status: 500 });
+        expect((await call()).result.data).toMatchObject({ provider: 'openai', attempts: [{ provider: 'google', reason: 'upstream_5xx' }] });
+      }
       upstream.reset();
       const skipped = await call();
       expect(skipped.result.data.attempts).toEqual([{ provider: 'google', model: expect.any(String), reason: 'circuit_open' }]);
