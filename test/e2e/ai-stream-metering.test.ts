@@ -99,17 +99,21 @@ describe('streams read with the openai client and cancelled at different points'
     );
     expect(outcomes.some((o) => !o.completed)).toBe(true);
     // The server notices each closed connection and settles it.
-    const settled = await waitFor(async () => {
-      const entries = await gw.runtime.billing.ledger.entries(sub);
-      const settles = entries.filter((e) => e.kind === 'settle');
-      return settles.length >= N ? settles : undefined;
+    const entries = await waitFor(async () => {
+      const all = await gw.runtime.billing.ledger.entries(sub);
+      return all.filter((e) => e.kind === 'settle').length >= N ? all : undefined;
     }, { what: `${N} settlements` });
     let charged = 0;
     for (const o of outcomes) {
-      const mine = settled.filter((e) => e.requestId === o.requestId);
+      const mine = entries.filter((e) => e.requestId === o.requestId && e.kind === 'settle');
       expect(mine).toHaveLength(1);
       const used = mine[0]!.usage!.tokensUsed;
       expect(used).toBeGreaterThanOrEqual(Buffer.byteLength(o.text));
+      // Never more than was held for it.
+      const held = -entries.filter((e) => e.requestId === o.requestId && e.kind === 'reserve').flatMap((e) => e.lines).reduce((sum, l) => sum + l.delta, 0);
+      expect(held).toBeGreaterThan(0);
+      expect(mine[0]!.usage!.tokensCharged).toBeLessThanOrEqual(held);
+      if (!o.completed) expect(mine[0]!.usage!.tokensCharged).toBeLessThan(held);
       charged += mine[0]!.usage!.tokensCharged;
     }
     const b = await gw.runtime.billing.balances(sub);
