@@ -180,7 +180,7 @@ describe('200 concurrent calls, balance for about 50', () => {
     // Holds of the killed server expire after a second, so the test can watch them come back.
     const config: ConfigInput = {
       storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
-      billing: { ...gatewayConfig(upstream).billing, reservationTtlMs: 1000 },
+      billing: { reservationTtlMs: 1000 },
     };
     const script = fileURLToPath(new URL('../../bench/servers/ai-backend.mjs', import.meta.url));
     const child = spawn(process.execPath, [script, JSON.stringify({ ...gatewayConfig(upstream, config), monitoring: { logging: { level: 'error' } } })], { stdio: ['ignore', 'pipe', 'inherit'] });
