@@ -1,13 +1,9 @@
 import type { Redis } from 'ioredis';
+import { redisClientOptions, type RedisConnectOptions } from '../storage/redisClientOptions.js';
 import type { Logger } from './Logger.js';
 import { LocalSignals } from './Signals.js';
 
-export interface RedisSignalsOptions {
-  host: string;
-  port: number;
-  password?: string;
-  db?: number;
-  tls?: boolean;
+export interface RedisSignalsOptions extends RedisConnectOptions {
   keyPrefix?: string;
 }
 
@@ -42,17 +38,7 @@ export class RedisSignals extends LocalSignals {
   static async connect(opts: RedisSignalsOptions, logger: Logger): Promise<RedisSignals> {
     const { Redis: RedisClient } = await import('ioredis');
     const make = () => {
-      const client = new RedisClient({
-        host: opts.host,
-        port: opts.port,
-        password: opts.password,
-        db: opts.db ?? 0,
-        tls: opts.tls ? {} : undefined,
-        lazyConnect: true,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        retryStrategy: (times) => Math.min(times * 100, 2000),
-      });
+      const client = new RedisClient(redisClientOptions(opts));
       client.on('error', () => undefined); // reported through publish failures; reconnects by itself
       return client;
     };
