@@ -168,6 +168,43 @@ describe('the first target fails, the second serves, one charge, the answer name
   });
 });
 
+describe('every provider falls back to the next over all three clients', () => {
+  const NEXT = { anthropic: 'openai', openai: 'google', google: 'openrouter', openrouter: 'anthropic' } as const;
+  for (const provider of Object.keys(NEXT) as Array<keyof typeof NEXT>) {
+    it(`${provider} → ${NEXT[provider]} (429): tRPC stream, MCP, openai stream each name ${NEXT[provider]} and charge once`, async () => {
+      const u = await funded();
+      const next = NEXT[provider];
+      const input = { content: 'fall back please', systemPrompt: 's', provider, fallbacks: [next] };
+      const trpc = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${u.token}` }) })] });
+      upstream.reset();
+      upstream.failNext({ kind: 'status', status: 429 });
+      const events: Array<{ type: string; provider?: string }> = [];
+      for await (const e of await trpc.ai.streamText.mutate(input)) events.push(e as never);
+      expect(events[0]).toMatchObject({ type: 'start', provider: next });
+
+      upstream.failNext({ kind: 'status', status: 429 });
+      const mcp = await mcpClient(gw.url, u.token);
+      try {
+        const r = (await mcp.callTool({ name: 'streamText', arguments: input })) as { content: Array<{ text: string }> };
+        expect(JSON.parse(r.content[0]!.text).data).toMatchObject({ provider: next, attempts: [{ provider, reason: 'rate_limited' }] });
+      } finally {
+        await mcp.close();
+      }
+
+      upstream.failNext({ kind: 'status', status: 429 });
+      const openai = new OpenAI({ baseURL: gw.url + '/v1', apiKey: u.token });
+      const models = new Set<string>();
+      for await (const chunk of await openai.chat.completions.create({ model: provider, messages: [{ role: 'user', content: 'fall back please' }], stream: true, ...({ models: [next] } as object) })) models.add(chunk.model);
+      expect([...models]).toEqual([`${next}/${gw.runtime.ai.providers.defaultModel(next)}`]);
+
+      expect(upstream.requests.map((q) => q.provider)).toEqual([provider, next, provider, next, provider, next]);
+      const settles = (await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'settle');
+      expect(settles.map((e) => e.usage?.provider)).toEqual([next, next, next]);
+      expect((await gw.runtime.billing.ledger.audit(u.sub)).consistent).toBe(true);
+    });
+  }
+});
+
 describe('BYOK fallbacks to another provider use the caller\'s stored key for it', () => {
   const OWN = 'sk-own-openai-request-key-0001';
   const STORED = 'sk-stored-anthropic-key-0002';
