@@ -5,6 +5,7 @@ import { router } from '../../trpc/init.js';
 import { adminProcedure } from '../../trpc/procedures.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
 import { CoreError } from '../../errors/CoreError.js';
+import { governanceProcedures } from './governanceProcedures.js';
 
 /**
  * Diagnostics. Everything here reveals server internals, so every procedure needs an
@@ -102,4 +103,6 @@ export const adminRouter = router({
         ...(input.includeUsage ? { usage: { balances, byokProviders } } : {}),
       };
     }),
+
+  ...governanceProcedures,
 });
