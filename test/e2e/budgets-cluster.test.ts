@@ -107,8 +107,9 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
     expect(viaRpc.periods[0]).toMatchObject({ period: 'daily', spent: { tokens: AFFORDABLE * WORST }, reserved: { tokens: 0 }, remaining: { tokens: LIMIT - AFFORDABLE * WORST } });
     expect((await rpcCall(b.url, admin, 'admin.getBudget', { userId: sub })).result).toEqual(viaRpc);
     // BYOK calls are the user's own spend: the exhausted budget does not stop them.
-    const own = await rpcCall(b.url, user, 'ai.generateText', { content: 'with my own key', provider: 'openai', apiKey: 'sk-user-own-key-0001', options: { maxTokens: 10 } });
-    expect(own.result?.usageInfo).toMatchObject({ tokensUsed: expect.any(Number) });
+    const own = await rpcCall(b.url, user, 'ai.generateText', { content: 'with my own key', systemPrompt: SYSTEM, provider: 'openai', apiKey: 'sk-user-own-key-0001', options: { maxTokens: 10 } });
+    if (!own.result) throw new Error(own.text);
+    expect(own.result.usageInfo).toMatchObject({ tokensUsed: expect.any(Number) });
   });
 
   it('the receiver gets each threshold alert and the exceeded alert exactly once, signed', async () => {
