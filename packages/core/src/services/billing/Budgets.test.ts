@@ -12,7 +12,7 @@ const AFFORDABLE = 20;
 const today = () => new Date().toISOString().slice(0, 10);
 
 /** An alert receiver nobody listens on, with retries far away: outbox records stay put for counting. */
-const parkedAlerts: ConfigInput['alerts'] = { webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(32) }], retryBaseMs: 3_600_000, retryMaxMs: 3_600_000, pollIntervalMs: 60_000 };
+const parkedAlerts: NonNullable<ConfigInput>['alerts'] = { webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(32) }], retryBaseMs: 3_600_000, retryMaxMs: 3_600_000, pollIntervalMs: 60_000 };
 
 describe.each(backends)('budgets on $name', (backend) => {
   let store: OpenStore;
