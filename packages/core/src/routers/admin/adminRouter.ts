@@ -100,7 +100,7 @@ export const adminRouter = router({
           ? { permissions: isAdmin ? ['admin', 'user'] : ['user'], scopes: profile?.scopes ?? [], adminVia: listed ? 'admin.users' : profile?.isAdmin ? 'token' : null }
           : {}),
         // Key status only: which providers have a stored key, never the keys.
-        ...(input.includeUsage ? { usage: { balances, byokProviders } } : {}),
+        ...(input.includeUsage ? { usage: { balances, byokProviders, budget: (await ctx.runtime.billing.budgets.view(sub)).periods } } : {}),
       };
     }),
 
