@@ -18,6 +18,8 @@ import type { Storage } from '../storage/Storage.js';
 import { createLogger, type Logger } from './Logger.js';
 import type { Authenticator, HealthProbe, Runtime } from './Runtime.js';
 import { Stats } from './Stats.js';
+import { CLEAR_CACHES, createSignals } from './createSignals.js';
+import type { Signals } from './Signals.js';
 import { UserDirectory } from '../services/directory/UserDirectory.js';
 import { AlertOutbox } from '../services/governance/AlertOutbox.js';
 import { createMetrics } from '../observability/Metrics.js';
@@ -29,6 +31,8 @@ export interface CreateRuntimeOptions {
   storage?: Storage;
   /** Use this storage for the hot shared state instead of the configured one. */
   shared?: Storage;
+  /** Use these cross-instance signals instead of the configured ones. */
+  signals?: Signals;
   logger?: Logger;
   /** The app router, when the caller built it already (createServer does, to type its clients). */
   router?: AnyRouter;
@@ -54,6 +58,13 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     closers.push(() => shared.close());
     health.set('shared', () => shared.health());
   }
+  const signals = opts.signals ?? (await createSignals(config, logger));
+  closers.push(() => signals.close());
+  const caches = new Map<string, () => void | Promise<void>>();
+  // Another instance's admin.clearCache empties this one's in-process caches too.
+  signals.subscribe(CLEAR_CACHES, (target) => {
+    for (const [name, clear] of caches) if (target === 'all' || target === 'memory' || target === name) void Promise.resolve(clear()).catch(() => undefined);
+  });
   const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
   const alerts = new AlertOutbox(storage, config, logger, metrics);
@@ -94,7 +105,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     shared,
     stats,
     metrics,
-    caches: new Map(),
+    caches,
+    signals,
     users: new UserDirectory(storage, config),
     alerts,
     logger,

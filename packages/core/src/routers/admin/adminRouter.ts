@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { redactConfig } from '../../config/redact.js';
 import { router } from '../../trpc/init.js';
 import { adminProcedure } from '../../trpc/procedures.js';
+import { CLEAR_CACHES } from '../../runtime/createSignals.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
 import { CoreError } from '../../errors/CoreError.js';
 import { governanceProcedures } from './governanceProcedures.js';
@@ -69,11 +70,13 @@ export const adminRouter = router({
           cleared.push(name);
         }
       }
+      // Every other instance empties the same in-process caches (Redis pub/sub; see docs/storage.md).
+      if (target !== 'usage') await ctx.runtime.signals.publish(CLEAR_CACHES, target);
       if (target === 'all' || target === 'usage') {
         await ctx.runtime.stats.reset();
         cleared.push('statistics');
       }
-      return { success: true, target, cleared };
+      return { success: true, target, cleared, instances: ctx.runtime.signals.kind === 'redis' ? 'all' : 'this' };
     }),
 
   getUserInfo: adminProcedure
