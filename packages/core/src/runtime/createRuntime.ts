@@ -67,10 +67,11 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   });
   const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
-  const billing = new BillingService(storage, vault, config.billing, logger, shared);
+  const alerts = new AlertOutbox(storage, config, logger, metrics);
+  // Budget alerts are written by billing inside the transaction that causes them (exactly once).
+  const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts);
   billing.start();
   closers.push(() => billing.stop());
-  const alerts = new AlertOutbox(storage, config, logger, metrics);
   if (alerts.enabled) {
     // Billing's operator events become signed webhooks; enqueue failures are logged, never thrown into billing.
     const send = (event: 'tokenLow' | 'fallbackToByok' | 'oneTimeConsumed' | 'providerDegraded', data: Record<string, unknown>) =>

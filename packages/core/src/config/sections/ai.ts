@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DefaultBudgetSchema } from './budget.js';
 
 export const PROVIDER_IDS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
 export type ProviderId = (typeof PROVIDER_IDS)[number];
@@ -144,5 +145,10 @@ export const BillingSchema = z
     previousVaultKeys: z.array(z.string().min(32)).default([]),
     /** How long tokens stay held for a call that never settles (crashed server) before they are released. Default 15 min. */
     reservationTtlMs: z.number().int().min(1000).default(15 * 60_000),
+    /**
+     * Budget of every user who has none of their own for a period (admin.setBudget sets one).
+     * Default: no budget. See docs/billing.md#budgets.
+     */
+    defaultBudget: DefaultBudgetSchema,
   })
   .prefault({});

@@ -6,6 +6,7 @@ import { adminProcedure } from '../../trpc/procedures.js';
 import { CLEAR_CACHES } from '../../runtime/createSignals.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
 import { CoreError } from '../../errors/CoreError.js';
+import { governanceProcedures } from './governanceProcedures.js';
 
 /**
  * Diagnostics. Everything here reveals server internals, so every procedure needs an
@@ -102,7 +103,9 @@ export const adminRouter = router({
           ? { permissions: isAdmin ? ['admin', 'user'] : ['user'], scopes: profile?.scopes ?? [], adminVia: listed ? 'admin.users' : profile?.isAdmin ? 'token' : null }
           : {}),
         // Key status only: which providers have a stored key, never the keys.
-        ...(input.includeUsage ? { usage: { balances, byokProviders } } : {}),
+        ...(input.includeUsage ? { usage: { balances, byokProviders, budget: (await ctx.runtime.billing.budgets.view(sub)).periods } } : {}),
       };
     }),
+
+  ...governanceProcedures,
 });
