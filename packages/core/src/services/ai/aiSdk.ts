@@ -20,6 +20,24 @@ export function loadAiSdk(): Promise<AiSdk> {
     import('@ai-sdk/openai'),
     import('@ai-sdk/google'),
     import('@openrouter/ai-sdk-provider'),
-  ]).then(([ai, anthropic, openai, google, openrouter]) => ({ ai, anthropic, openai, google, openrouter }));
+  ]).then(([ai, anthropic, openai, google, openrouter]) => {
+    warmPromptSchema(ai);
+    return { ai, anthropic, openai, google, openrouter };
+  });
   return loading;
+}
+
+/**
+ * Every generateText / streamText call validates its messages against a fresh
+ * `z.array(modelMessageSchema)` (the SDK's standardizePrompt). Zod 4 checks each new container
+ * for reference cycles by walking its whole subtree, and it caches that answer per schema only
+ * once it is certain: a `z.lazy` that was never parsed (the JSON values of `providerOptions`,
+ * absent from almost every call) leaves it uncertain, so the whole message schema was walked
+ * again on every call, about 0.1 ms of CPU (docs/performance.md, "Gateway CPU per call (second
+ * session)"). Parsing one message that reaches that lazy resolves it once, after which the
+ * walk's answer is cached and validation itself is unchanged. Public API only: if a later
+ * zod or SDK version differs, this costs one parse and changes nothing.
+ */
+function warmPromptSchema(ai: AiSdk['ai']): void {
+  ai.modelMessageSchema.safeParse({ role: 'user', content: 'warm-up', providerOptions: { warmUp: { value: [null, { nested: true }] } } });
 }
