@@ -56,6 +56,9 @@ export class Metrics {
   /** Children by label key: prom-client hashes the label object on every call otherwise. */
   private readonly requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
   private readonly httpChildren = new Map<string, { inc(): void }>();
+  /** The same for the per-call counters and histograms below (upstream, metered, storage): several per AI call. Keys are bounded like the labels. */
+  private readonly incChildren = new Map<string, { inc(v?: number): void }>();
+  private readonly observeChildren = new Map<string, { observe(v: number): void }>();
   private sessionsSource: () => number = () => 0;
   private streamsSource: () => number = () => 0;
 
@@ -101,8 +104,8 @@ export class Metrics {
 
   upstream(provider: string, model: string, outcome: string, seconds: number | undefined): void {
     const m = this.models.value(model);
-    this.upstreamRequests.labels(provider, m, outcome).inc();
-    if (seconds !== undefined) this.upstreamSeconds.labels(provider, m).observe(seconds);
+    this.inc(this.upstreamRequests, `up ${provider} ${m} ${outcome}`, [provider, m, outcome]).inc();
+    if (seconds !== undefined) this.observe(this.upstreamSeconds, `up ${provider} ${m}`, [provider, m]).observe(seconds);
   }
 
   fallback(provider: string, model: string): void {
@@ -111,13 +114,27 @@ export class Metrics {
 
   metered(provider: string, model: string, payer: Payer, tokens: number, costUsd: number | undefined): void {
     const m = this.models.value(model);
-    if (tokens > 0) this.tokens.labels(provider, m, payer).inc(tokens);
-    if (costUsd !== undefined && costUsd > 0) this.costUsd.labels(provider, m, payer).inc(costUsd);
+    if (tokens > 0) this.inc(this.tokens, `tok ${provider} ${m} ${payer}`, [provider, m, payer]).inc(tokens);
+    if (costUsd !== undefined && costUsd > 0) this.inc(this.costUsd, `usd ${provider} ${m} ${payer}`, [provider, m, payer]).inc(costUsd);
   }
 
   storage(backend: string, operation: string, seconds: number, failed: boolean): void {
-    this.storageSeconds.labels(backend, operation).observe(seconds);
+    this.observe(this.storageSeconds, `st ${backend} ${operation}`, [backend, operation]).observe(seconds);
     if (failed) this.storageErrors.labels(backend, operation).inc();
+  }
+
+  /** The labelled child of a counter, cached under `key` (which must identify metric and label values). */
+  private inc(metric: { labels(...values: string[]): { inc(v?: number): void } }, key: string, values: string[]): { inc(v?: number): void } {
+    let child = this.incChildren.get(key);
+    if (!child) this.incChildren.set(key, (child = metric.labels(...values)));
+    return child;
+  }
+
+  /** The labelled child of a histogram, cached under `key` (which must identify metric and label values). */
+  private observe(metric: { labels(...values: string[]): { observe(v: number): void } }, key: string, values: string[]): { observe(v: number): void } {
+    let child = this.observeChildren.get(key);
+    if (!child) this.observeChildren.set(key, (child = metric.labels(...values)));
+    return child;
   }
 
   rateLimitRefused(kind: string): void {
