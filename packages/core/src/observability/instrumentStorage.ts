@@ -1,7 +1,7 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Storage } from '../storage/Storage.js';
 import type { Metrics } from './Metrics.js';
-import { tracer } from './tracing.js';
+import { tracer, tracingActive } from './tracing.js';
 
 /** Methods that are not storage operations worth a span or a latency sample. */
 const SKIP = new Set(['close', 'constructor']);
@@ -25,16 +25,19 @@ export function instrumentStorage<S extends Storage>(storage: S, metrics: Metric
         const original = value as (...args: unknown[]) => unknown;
         const operation = prop;
         fn = function (this: unknown, ...args: unknown[]) {
-          const span = tracer.startSpan(`storage.${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': backend, 'db.operation.name': operation } });
+          // Tracing off (no SDK registered): the API's span would record nothing and only carry its
+          // parent's context, so it and the context copy are skipped (several storage calls per AI call).
+          const span = tracingActive() ? tracer.startSpan(`storage.${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': backend, 'db.operation.name': operation } }) : undefined;
           const started = performance.now();
           const done = (failed: boolean, err?: unknown) => {
             metrics?.storage(backend, operation, (performance.now() - started) / 1000, failed);
+            if (!span) return;
             if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message.slice(0, 200) : 'failed' });
             span.end();
           };
           let out: unknown;
           try {
-            out = context.with(trace.setSpan(context.active(), span), () => original.apply(target, args));
+            out = span ? context.with(trace.setSpan(context.active(), span), () => original.apply(target, args)) : original.apply(target, args);
           } catch (err) {
             done(true, err);
             throw err;

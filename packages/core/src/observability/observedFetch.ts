@@ -1,6 +1,6 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Metrics } from './Metrics.js';
-import { injectTraceContext, tracer } from './tracing.js';
+import { injectTraceContext, tracer, tracingActive } from './tracing.js';
 
 type FetchFunction = typeof globalThis.fetch;
 
@@ -24,6 +24,9 @@ function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
  */
 export function observedFetch(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined): FetchFunction {
   return async (input, init = {}) => {
+    // Tracing off (no SDK registered): the API's span would record nothing and only carry its
+    // parent's context, which injectTraceContext reads from the active context just the same.
+    if (!tracingActive()) return unspanned(inner, provider, model, metrics, input, init);
     const method = (init.method ?? 'GET').toUpperCase();
     const span = tracer.startSpan(`${method} ${provider}`, {
       kind: SpanKind.CLIENT,
@@ -49,6 +52,21 @@ export function observedFetch(inner: FetchFunction, provider: string, model: str
       span.end();
     }
   };
+}
+
+/** observedFetch without a span: the same headers (trace context injected) and metrics. */
+async function unspanned(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined, input: Parameters<FetchFunction>[0], init: RequestInit): Promise<Response> {
+  const started = performance.now();
+  const headers = plainHeaders(init.headers);
+  injectTraceContext(headers);
+  try {
+    const res = await inner(input, { ...init, headers });
+    metrics?.upstream(provider, model, outcomeOf(res.status), (performance.now() - started) / 1000);
+    return res;
+  } catch (err) {
+    metrics?.upstream(provider, model, init.signal?.aborted === true ? 'aborted' : 'network', undefined);
+    throw err;
+  }
 }
 
 function safeHost(input: unknown): string {
