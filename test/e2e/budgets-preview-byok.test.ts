@@ -106,7 +106,7 @@ describe('budget previews agree with the reservation', () => {
 });
 
 describe('a platform budget refusal falls back to the stored key', () => {
-  it('goes to the stored key (not platform spend), raises fallbackToByok with reason budget, over /rpc and tRPC', async () => {
+  it('goes to the stored key (not platform spend), raises fallbackToByok with reason budget, over /rpc and tRPC, generateText and streamText', async () => {
     const sub = 'byok-budget-user';
     const user = await tokenFor(sub);
     const ownKey = 'sk-byok-budget-user-own-0001';
@@ -131,20 +131,24 @@ describe('a platform budget refusal falls back to the stored key', () => {
     const third = await trpcClient(s.url, user).ai.generateText.mutate(ask('byokbudget', 2) as never);
     expect((third as { usageInfo?: unknown }).usageInfo).toBeDefined();
     expect(upstream.requests.at(-1)).toMatchObject({ apiKey: ownKey, content: content('byokbudget', 2) });
+    // ai.streamText prepares its call the same way (drained to one result on /rpc).
+    const streamed = await rpcCall(s.url, user, 'ai.streamText', ask('byokbudget', 3));
+    if (!streamed.result) throw new Error(streamed.text);
+    expect(upstream.requests.at(-1)).toMatchObject({ apiKey: ownKey, content: content('byokbudget', 3) });
 
     // Neither the platform balance nor the budget's spend moved; both calls are in the history as BYOK.
     expect((await rpcCall(s.url, user, 'billing.getTokenBalance')).result.virtualTokenBalance).toBe(balance);
     const budget = (await rpcCall(s.url, user, 'billing.getBudget')).result;
     expect(budget.periods[0]).toMatchObject({ spent: { tokens: WORST }, reserved: { tokens: 0 } });
     const history = (await rpcCall(s.url, user, 'billing.getUsageHistory', { limit: 10 })).result.usage as Array<{ mode: string }>;
-    expect(history.map((u) => u.mode)).toEqual(['byok', 'byok', 'platform']);
+    expect(history.map((u) => u.mode)).toEqual(['byok', 'byok', 'byok', 'platform']);
 
     const deadline = Date.now() + 10_000;
     const mine = () => hook.got.filter((g) => g.body.data.userId === sub);
-    while (mine().filter((g) => g.event === 'fallbackToByok').length < 2 && Date.now() < deadline) await sleep(25);
+    while (mine().filter((g) => g.event === 'fallbackToByok').length < 3 && Date.now() < deadline) await sleep(25);
     await sleep(200);
     const fallbacks = mine().filter((g) => g.event === 'fallbackToByok');
-    expect(fallbacks).toHaveLength(2);
+    expect(fallbacks).toHaveLength(3);
     for (const f of fallbacks) expect(f.body.data).toMatchObject({ userId: sub, provider: 'openai', estimatedTokens: WORST, reason: 'budget' });
     // The platform budget was exceeded: its alert, once for the period.
     expect(mine().filter((g) => g.event === 'budgetExceeded')).toHaveLength(1);
