@@ -138,11 +138,13 @@ describe('circuit breaker', () => {
   });
 
   it('half-open: a failed trial re-opens at once', async () => {
-    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 200, windowMs: 10_000 } });
+    // The cooldown must outlast the two calls after the trial even on a loaded machine (the
+    // breaker's clock is its store's TTL, so time has to pass for real).
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 1500, windowMs: 10_000 } });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['openrouter'] });
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call();
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 1600)); // deliberate: let the cooldown pass
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call(); // the trial fails → open again
     h.upstream.reset();
