@@ -114,7 +114,7 @@ describe('ai.streamText fallbacks (before the first token)', () => {
 
 describe('circuit breaker', () => {
   it('opens after the threshold (the provider is skipped), closes after a successful trial', async () => {
-    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 300, windowMs: 10_000 } });
+    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 1000, windowMs: 10_000 } });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     h.upstream.failNext({ kind: 'status', status: 429 }, 1);
     await call();
@@ -125,7 +125,7 @@ describe('circuit breaker', () => {
     expect(skipped.data.provider).toBe('anthropic');
     expect(skipped.data.attempts).toEqual([{ provider: 'openai', model: expect.any(String), reason: 'circuit_open' }]);
     expect(h.upstream.requests.map((q) => q.provider)).toEqual(['anthropic']);
-    await new Promise((r) => setTimeout(r, 350));
+    await new Promise((r) => setTimeout(r, 1050));
     h.upstream.reset();
     const trial = await call();
     expect(trial.data.provider).toBe('openai');
