@@ -114,7 +114,7 @@ describe('ai.streamText fallbacks (before the first token)', () => {
 
 describe('circuit breaker', () => {
   it('opens after the threshold (the provider is skipped), closes after a successful trial', async () => {
-    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 300, windowMs: 10_000 } });
+    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 1000, windowMs: 10_000 } });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     h.upstream.failNext({ kind: 'status', status: 429 }, 1);
     await call();
@@ -125,7 +125,7 @@ describe('circuit breaker', () => {
     expect(skipped.data.provider).toBe('anthropic');
     expect(skipped.data.attempts).toEqual([{ provider: 'openai', model: expect.any(String), reason: 'circuit_open' }]);
     expect(h.upstream.requests.map((q) => q.provider)).toEqual(['anthropic']);
-    await new Promise((r) => setTimeout(r, 350));
+    await new Promise((r) => setTimeout(r, 1050));
     h.upstream.reset();
     const trial = await call();
     expect(trial.data.provider).toBe('openai');
@@ -138,11 +138,13 @@ describe('circuit breaker', () => {
   });
 
   it('half-open: a failed trial re-opens at once', async () => {
-    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 200, windowMs: 10_000 } });
+    // The cooldown must outlast the two calls after the trial even on a loaded machine (the
+    // breaker's clock is its store's TTL, so time has to pass for real).
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 1500, windowMs: 10_000 } });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['openrouter'] });
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call();
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 1600)); // deliberate: let the cooldown pass
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call(); // the trial fails → open again
     h.upstream.reset();
