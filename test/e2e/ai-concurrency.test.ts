@@ -48,7 +48,7 @@ async function burst(servers: AiServer[], sub: string, token: string): Promise<R
     while (sampling) {
       const b = await servers[0]!.runtime.billing.balances(sub);
       minSeen = Math.min(minSeen, b.subscription, b.one_time);
-      await new Promise((r) => setTimeout(r, 2));
+      await new Promise((r) => setTimeout(r, 2)); // the sampler's pace, on purpose (it watches, it waits for nothing)
     }
   })();
   const replies = await Promise.all(

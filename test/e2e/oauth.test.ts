@@ -214,8 +214,9 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
         await signInWithSdk(first.base, provider);
         await first.server.stop();
-        // Let the client's connection pool see the closed keep-alive sockets before the restart
-        // reuses the same address (the embedded store reopens within the same tick otherwise).
+        // A deliberate pause: let the client's connection pool see the closed keep-alive sockets
+        // before the restart reuses the same address (the pool's state is not observable from here,
+        // and the embedded store reopens within the same tick otherwise).
         await new Promise((r) => setTimeout(r, 100));
 
         const second = await startServer({ sessionStorage });
