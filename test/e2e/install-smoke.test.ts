@@ -7,7 +7,7 @@
  * npm's cache (~/.npm) is reused between runs, so a warm run takes seconds, not minutes.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -17,6 +17,8 @@ import { packPackages, ROOT } from '../../scripts/packPackages.mjs';
 const app = mkdtempSync(path.join(tmpdir(), 'ai-backend-install-'));
 let server: ChildProcess | undefined;
 let url = '';
+/** What server.mjs printed (stdout and stderr). */
+let out = '';
 
 /** The README's "In your own app" code block. */
 function readmeSnippet(): string {
@@ -63,7 +65,6 @@ beforeAll(async () => {
   writeFileSync(path.join(app, 'server.mjs'), snippet.replace('port: 8000', 'port: 0').replace('await server.start();', "const bound = await server.start(); console.log('LISTENING ' + bound.url);"));
 
   server = spawn(process.execPath, ['server.mjs'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
   url = await new Promise<string>((resolve, reject) => {
     server!.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -88,6 +89,14 @@ it('the installed manifests carry no workspace: ranges and the app resolves ai-b
   }
   const resolved = execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('ai-backend'))"], { cwd: app, encoding: 'utf8' });
   expect(resolved.trim()).toMatch(/node_modules\/ai-backend\/dist\/index\.js$/);
+});
+
+it("does what the README says createServer does with no other options: SQLite in ./.ai-backend-data, oauth with nobody able to sign in, and a warning", async () => {
+  expect(existsSync(path.join(app, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
+  expect(out).toMatch(/authType is 'oauth' but OAuth is not configured.*nobody can sign in/);
+  // A protected procedure is refused; the public one answers (next test).
+  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance', params: {} }) });
+  expect(((await res.json()) as { error?: { data?: { httpStatus?: number } } }).error?.data?.httpStatus).toBe(401);
 });
 
 it('answers over /rpc', async () => {

@@ -7,13 +7,16 @@ export interface WaitForOptions {
   what?: string;
 }
 
+/** `T` without its falsy members, so `waitFor(() => ready && value)` resolves to the value's type. */
+export type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
+
 /**
  * Resolve with the first truthy value `check` returns (it may be async), checking again every
  * `intervalMs`; reject after `timeoutMs` with the last value seen (or the last error thrown).
  * Tests await a condition with this instead of sleeping for a guessed time: a fast machine goes
  * on at once, a slow one gets the whole timeout, and a condition that never holds fails the test.
  */
-export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitForOptions = {}): Promise<NonNullable<T>> {
+export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitForOptions = {}): Promise<Truthy<T>> {
   const { timeoutMs = 5000, intervalMs = 20, what = 'condition' } = opts;
   const deadline = performance.now() + timeoutMs;
   let last: unknown;
@@ -22,7 +25,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitForOptio
     try {
       last = await check();
       lastError = undefined;
-      if (last) return last as NonNullable<T>;
+      if (last) return last as Truthy<T>;
     } catch (err) {
       lastError = err;
     }

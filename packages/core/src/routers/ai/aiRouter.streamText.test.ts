@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
 import type { StreamEvent } from '../../services/ai/runStreamText.js';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, type AiHarness } from './__tests__/aiHarness.js';
