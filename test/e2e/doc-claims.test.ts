@@ -57,7 +57,8 @@ describe('docs/workspaces.md: errors', () => {
 describe('docs/ai.md: base URLs', () => {
   it('administrators see ai.providers.<id>.baseUrl in admin.getConfig, userinfo and query values redacted', async () => {
     const r = await rpc('admin.getConfig', { section: 'all' }, admin);
-    const baseUrl: string = r.body.result.ai.providers.openai.baseUrl;
+    // getConfig groups the config by section: the `ai` section holds the `ai` key.
+    const baseUrl: string = r.body.result.ai.ai.providers.openai.baseUrl;
     expect(baseUrl).toContain('127.0.0.1:9/v1');
     expect(baseUrl).not.toContain('pass');
     expect(baseUrl).not.toContain('sk-in-query');
