@@ -160,11 +160,10 @@ describe('openai client against /v1', () => {
       text += chunk.choices[0]?.delta.content ?? '';
       if (text.length > 8) break; // the client closes the connection
     }
-    // The server settles once it notices the closed connection.
-    const balance = await waitFor(async () => {
-      const b = await balanceOf(u.token);
-      return b !== 10_000 && b;
-    }, { what: 'the aborted stream settled' });
+    // The server settles once it notices the closed connection. The hold is taken when the stream
+    // starts, so the balance moves before the settle: wait for the settle itself in the ledger.
+    await waitFor(async () => (await gw.runtime.billing.ledger.entries(u.sub)).some((e) => e.kind === 'settle'), { what: 'the aborted stream settled' });
+    const balance = await balanceOf(u.token);
     const charged = 10_000 - balance;
     expect(charged).toBeGreaterThanOrEqual(Math.ceil(content.length / 4) + Buffer.byteLength(text));
     const reserved = Math.ceil(content.length / 4) + 300;

@@ -88,11 +88,10 @@ describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
     } catch {
       // the aborted iteration rejects
     }
-    // The server notices the closed connection and settles.
-    const balance = await waitFor(async () => {
-      const b = await balanceOf(u.token);
-      return b !== 10_000 && b;
-    }, { what: 'the aborted stream settled' });
+    // The server notices the closed connection and settles. The hold is taken when the stream
+    // starts, so the balance moves before the settle: wait for the settle itself in the ledger.
+    await waitFor(async () => (await gw.runtime.billing.ledger.entries(u.sub)).some((e) => e.kind === 'settle'), { what: 'the aborted stream settled' });
+    const balance = await balanceOf(u.token);
     const reserved = Math.ceil(content.length / 4) + 200;
     const charged = 10_000 - balance;
     expect(charged).toBeGreaterThan(0);

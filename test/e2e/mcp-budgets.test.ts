@@ -50,6 +50,8 @@ describe('MCP session budgets', () => {
       const r = await client.callTool({ name: 'echo', arguments: { message: 'still served' } });
       expect(JSON.stringify(r)).toContain('still served');
     } finally {
+      // Ended, not just dropped: the later tests count open sessions.
+      await (client.transport as StreamableHTTPClientTransport).terminateSession();
       await client.close();
     }
   });
