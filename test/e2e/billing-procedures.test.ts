@@ -150,6 +150,15 @@ describe('billing reads', () => {
     expect(await call('mcp', 'carol', 'billing.getUsageAnalytics', { historyLimit: 0 })).toEqual(refused('BAD_REQUEST'));
   });
 
+  it('getBudget: no budget, yet the period spend of platform calls is kept (a budget set later counts it); anonymous refused', async () => {
+    const b = ok(await call('mcp', 'carol', 'billing.getBudget'));
+    expect(b.userId).toBe(CAROL.sub);
+    expect(b.periods.map((p: { period: string }) => p.period)).toEqual(['daily', 'monthly']);
+    expect(b.periods[0]).toMatchObject({ source: null, limits: { tokens: null, usd: null }, spent: { tokens: used1 + used2 }, reserved: { tokens: 0 } });
+    expect(b.periods[0].spent.usd).toBeGreaterThan(0);
+    expect(await call('rpc', null, 'billing.getBudget')).toEqual(refused('UNAUTHORIZED'));
+  });
+
   it('planConsumption: subscription first, fee included; estimatedTokens required and bounded', async () => {
     const p = ok(await call('rpc', 'carol', 'billing.planConsumption', { estimatedTokens: 1000 }));
     expect(p).toMatchObject({ payer: 'platform', totalTokensNeeded: 1100, viable: true, plan: [{ source: 'subscription', tokensToConsume: 1100 }] });
@@ -261,7 +270,7 @@ describe('user namespace', () => {
 describe('coverage and leaks', () => {
   it('every billing.*, user.* and auth.* procedure was called over a real entry point, with a success and a refusal', () => {
     const paths = [...procedureIndex(gw.runtime.router).keys()].filter((p) => /^(billing|user|auth)\./.test(p)).sort();
-    expect(paths).toHaveLength(21);
+    expect(paths).toHaveLength(22);
     for (const p of paths) {
       expect(covered.get(p)?.ok, `${p} success`).toBeGreaterThan(0);
       expect(covered.get(p)?.refused, `${p} refusal`).toBeGreaterThan(0);

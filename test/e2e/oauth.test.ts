@@ -32,11 +32,11 @@ const clients: Client[] = [];
 
 type OAuthInput = NonNullable<NonNullable<ConfigInput>['oauth']>;
 
-function configFor(port: number, extra: Partial<OAuthInput> = {}): ConfigInput {
+function configFor(port: number, extra: Partial<OAuthInput> = {}, storage: NonNullable<ConfigInput>['storage'] = { type: 'memory' }): ConfigInput {
   return {
     host: '127.0.0.1',
     port,
-    storage: { type: 'memory' },
+    storage,
     monitoring: { logging: { level: 'silent' } },
     mcp: { auth: { authType: 'oauth' } },
     customRouters: { e2e: whoami },
@@ -104,8 +104,8 @@ afterAll(() => idp.close());
 
 /** Servers in one file share the IdP, whose client redirect URI is fixed: keep one port. */
 let port = 0;
-async function startServer(extra: Partial<OAuthInput> = {}) {
-  const started = await start(configFor(port, extra));
+async function startServer(extra: Partial<OAuthInput> = {}, storage?: NonNullable<ConfigInput>['storage']) {
+  const started = await start(configFor(port, extra, storage));
   if (port === 0) {
     port = Number(new URL(started.base).port);
     idp.configure(`${started.base}/oauth/callback`);
@@ -192,6 +192,40 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     expect(res.status).toBe(200);
     const forged = `${Buffer.from(JSON.stringify({ alg: 'RS256', typ: 'at+jwt', kid: 'x' })).toString('base64url')}.${Buffer.from(JSON.stringify({ iss: idp.issuer, sub: 'alice', aud: `${base}/mcp`, exp: 9e9 })).toString('base64url')}.sig`;
     expect((await rawToolCall(base, forged)).status).toBe(401);
+  });
+
+  it.skipIf(!testRedisAt.ok)('a session revoked on one instance is refused at once by another that had it cached', async () => {
+    const keyPrefix = `oauth-e2e-signals-${process.pid}-${Date.now()}:`;
+    const storage = { type: 'redis' as const, redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } };
+    try {
+      // Sessions are cached for a minute: only the cross-instance signal can make B notice in time.
+      const a = await startServer({ sessionCacheMs: 60_000 }, storage);
+      const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
+      await signInWithSdk(a.base, provider);
+      const b = await start(configFor(0, { sessionCacheMs: 60_000 }, storage));
+      const token = provider.saved!.access_token;
+      const whoamiOn = async (base: string) =>
+        (await fetch(`${base}/rpc`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'e2e.whoami' }) })).json();
+      expect((await whoamiOn(b.base)).result?.sub).toBe(aliceId()); // B now has the session cached
+      const revoked = await fetch(`${a.base}/oauth/revoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: provider.saved!.refresh_token!, client_id: provider.info!.client_id }),
+      });
+      expect(revoked.status).toBe(200);
+      expect((await whoamiOn(a.base)).error?.message).toBe('session not found');
+      // The signal travels through Redis pub/sub: allow it a moment, far below the 60 s cache.
+      const deadline = Date.now() + 2000;
+      let reply = await whoamiOn(b.base);
+      while (reply.result && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        reply = await whoamiOn(b.base);
+      }
+      expect(reply.result).toBeUndefined();
+      expect(reply.error?.message).toBe('session not found');
+    } finally {
+      await dropTestKeys(testRedisAt, keyPrefix);
+    }
   });
 
   describe.each(([

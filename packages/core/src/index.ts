@@ -17,6 +17,7 @@ export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, typ
 export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntime.js';
 export type { Runtime, Authenticator, AuthResult, HealthProbe } from './runtime/Runtime.js';
 export { Stats } from './runtime/Stats.js';
+export { LocalSignals, type Signals, type SignalHandler } from './runtime/Signals.js';
 export { createLogger, type Logger, type LogLevel } from './runtime/Logger.js';
 export { checkHealth, healthFor, type HealthReport } from './runtime/checkHealth.js';
 export { ResourceRegistry, type ResourceDefinition, type ResourceTemplateDefinition, type ResourceContent, type SchemeHandler } from './services/resources/ResourceRegistry.js';

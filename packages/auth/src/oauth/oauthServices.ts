@@ -5,6 +5,7 @@ import type { OAuthSettings } from './oauthSettings.js';
 import { SessionStore } from './sessionStore.js';
 import { SigningKeys } from './signingKeys.js';
 import { UpstreamProvider } from './upstreamProvider.js';
+import { SESSION_REVOKED } from './token.js';
 
 /** What every endpoint of the authorization server works with. */
 export interface OAuthServices {
@@ -70,7 +71,14 @@ export async function openOAuthServices(
       baseUrl: (c) => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config),
       clientIp: opts.clientIp ?? defaultClientIp(settings.trustProxy),
     };
-    return { services, close: async () => void (await own?.close()) };
+    const unsubscribe = runtime.signals.subscribe(SESSION_REVOKED, (sid) => services.tokens.forget(sid));
+    return {
+      services,
+      close: async () => {
+        unsubscribe();
+        await own?.close();
+      },
+    };
   } catch (err) {
     await own?.close();
     throw err;

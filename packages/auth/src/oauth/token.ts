@@ -138,9 +138,13 @@ async function issue(
   );
 }
 
+/** Topic of a revoked OAuth session; the message is its sid. */
+export const SESSION_REVOKED = 'oauth.sessionRevoked';
+
 /** Remove a session: its access tokens fail as 'session not found', its refresh tokens stop working. */
 export async function revokeSession(s: OAuthServices, sid: string, reason: string): Promise<void> {
   await s.store.delete('session', sid);
-  s.tokens.forget(sid);
+  // Here at once; every other instance when the signal arrives (each caches sessions for sessionCacheMs).
+  await s.runtime.signals.publish(SESSION_REVOKED, sid);
   s.logger.warn('oauth session revoked', { event: 'session_revoked', reason });
 }

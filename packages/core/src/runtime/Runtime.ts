@@ -1,3 +1,4 @@
+import type { Signals } from './Signals.js';
 import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../config/schema.js';
 import type { CoreError } from '../errors/CoreError.js';
@@ -45,6 +46,8 @@ export interface Runtime {
   readonly alerts: AlertOutbox;
   /** Users seen by this server (sub, e-mail, scopes, administrator flag), for admin.getUserInfo. */
   readonly users: UserDirectory;
+  /** Cross-instance signals (Redis pub/sub when Redis is configured, else this process only). */
+  readonly signals: Signals;
   /** Named caches admin.clearCache can empty ('tokens', 'models', ...); registered by their owners. */
   readonly caches: Map<string, () => void | Promise<void>>;
   readonly logger: Logger;

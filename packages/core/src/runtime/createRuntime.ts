@@ -18,6 +18,8 @@ import type { Storage } from '../storage/Storage.js';
 import { createLogger, type Logger } from './Logger.js';
 import type { Authenticator, HealthProbe, Runtime } from './Runtime.js';
 import { Stats } from './Stats.js';
+import { CLEAR_CACHES, createSignals } from './createSignals.js';
+import type { Signals } from './Signals.js';
 import { UserDirectory } from '../services/directory/UserDirectory.js';
 import { AlertOutbox } from '../services/governance/AlertOutbox.js';
 import { createMetrics } from '../observability/Metrics.js';
@@ -29,6 +31,8 @@ export interface CreateRuntimeOptions {
   storage?: Storage;
   /** Use this storage for the hot shared state instead of the configured one. */
   shared?: Storage;
+  /** Use these cross-instance signals instead of the configured ones. */
+  signals?: Signals;
   logger?: Logger;
   /** The app router, when the caller built it already (createServer does, to type its clients). */
   router?: AnyRouter;
@@ -54,12 +58,20 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     closers.push(() => shared.close());
     health.set('shared', () => shared.health());
   }
+  const signals = opts.signals ?? (await createSignals(config, logger));
+  closers.push(() => signals.close());
+  const caches = new Map<string, () => void | Promise<void>>();
+  // Another instance's admin.clearCache empties this one's in-process caches too.
+  signals.subscribe(CLEAR_CACHES, (target) => {
+    for (const [name, clear] of caches) if (target === 'all' || target === 'memory' || target === name) void Promise.resolve(clear()).catch(() => undefined);
+  });
   const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
-  const billing = new BillingService(storage, vault, config.billing, logger, shared);
+  const alerts = new AlertOutbox(storage, config, logger, metrics);
+  // Budget alerts are written by billing inside the transaction that causes them (exactly once).
+  const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts);
   billing.start();
   closers.push(() => billing.stop());
-  const alerts = new AlertOutbox(storage, config, logger, metrics);
   if (alerts.enabled) {
     // Billing's operator events become signed webhooks; enqueue failures are logged, never thrown into billing.
     const send = (event: 'tokenLow' | 'fallbackToByok' | 'oneTimeConsumed' | 'providerDegraded', data: Record<string, unknown>) =>
@@ -71,8 +83,25 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   }
   alerts.start();
   closers.push(() => alerts.stop());
-  const ai = new AiService({ config, logger, metering: observedMetering(billing, metrics), metrics, onProviderDegraded: (p, r) => alertOnDegraded?.(p, r), storage });
-  health.set('ai', async () => ai.healthProbe());
+  const ai = new AiService({
+    config,
+    logger,
+    metering: observedMetering(billing, metrics),
+    metrics,
+    onProviderDegraded: (p, r) => alertOnDegraded?.(p, r),
+    storage,
+    shared,
+    // A BYOK call's fallback to another provider spends the caller's stored key for it only
+    // where the caller allowed stored keys to be spent (the same rule as billing's own BYOK choice).
+    storedKey: async (userId, provider) => {
+      const prefs = await billing.preferences.get(userId);
+      if (!prefs.byokEnabled || prefs.byokProviders[provider]?.enabled === false) return undefined;
+      return vault.reveal(userId, provider);
+    },
+  });
+  ai.start();
+  closers.push(() => ai.stop());
+  health.set('ai', () => ai.healthProbe());
   const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
   await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));
   closers.push(() => workspaces.close());
@@ -93,7 +122,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     shared,
     stats,
     metrics,
-    caches: new Map(),
+    caches,
+    signals,
     users: new UserDirectory(storage, config),
     alerts,
     logger,

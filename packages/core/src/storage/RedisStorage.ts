@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { CoreError } from '../errors/index.js';
 import { canonicalJson } from './canonicalJson.js';
+import { redisClientOptions } from './redisClientOptions.js';
 import { CAS_SCRIPT, INCREMENT_SCRIPT, TRANSACT_SCRIPT } from './redisScripts.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from './Storage.js';
 
@@ -55,18 +56,9 @@ export class RedisStorage implements Storage {
     this.logPrefix = `${prefix}log:`;
     this.dueKey = `${prefix}due`;
     this.redis = new RedisClient({
-      host: opts.host,
-      port: opts.port,
-      password: opts.password,
-      db: opts.db ?? 0,
-      tls: opts.tls ? {} : undefined,
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
+      ...redisClientOptions(opts),
       commandTimeout: opts.commandTimeoutMs ?? 2000,
       connectTimeout: opts.connectTimeoutMs ?? 2000,
-      // Reconnect forever, backing off to one attempt every 2 s.
-      retryStrategy: (times) => Math.min(times * 100, 2000),
       scripts: {
         storageCas: { lua: CAS_SCRIPT, numberOfKeys: 1 },
         storageIncrement: { lua: INCREMENT_SCRIPT, numberOfKeys: 1 },

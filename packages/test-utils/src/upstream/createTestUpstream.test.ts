@@ -108,3 +108,17 @@ describe('createTestUpstream faults', () => {
     expect(await get('/api/v1/key', { authorization: 'Bearer good' })).toBe(200);
   });
 });
+
+describe('failProvider', () => {
+  it('fails every request of one provider (model list included) until cleared; others are untouched', async () => {
+    upstream.failProvider('google', { kind: 'status', status: 503 });
+    const list = (path: string, headers: Record<string, string>) => fetch(upstream.url + path, { headers }).then((r) => r.status);
+    expect(await list('/v1beta/models?pageSize=1', { 'x-goog-api-key': 'k' })).toBe(503);
+    expect(await list('/v1beta/models?pageSize=1', { 'x-goog-api-key': 'k' })).toBe(503);
+    expect(await list('/v1/models', { authorization: 'Bearer k' })).toBe(200);
+    const google = createGoogleGenerativeAI({ apiKey: 'k', baseURL: upstream.baseUrls.google })('gemini-x');
+    await expect(generateText({ model: google, prompt: 'hi', maxRetries: 0 })).rejects.toBeInstanceOf(APICallError);
+    upstream.failProvider('google', undefined);
+    expect(await list('/v1beta/models?pageSize=1', { 'x-goog-api-key': 'k' })).toBe(200);
+  });
+});

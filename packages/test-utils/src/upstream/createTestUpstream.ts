@@ -73,6 +73,11 @@ export interface TestUpstream {
   aiConfig(opts?: { apiKey?: string }): { providers: Record<ProviderId, { baseUrl: string; apiKey?: string }> };
   /** Apply `fault` to the next `times` generation requests (after marker faults). */
   failNext(fault: UpstreamFault, times?: number): void;
+  /**
+   * Apply `fault` to every request for `provider`, model lists and key checks included (a provider
+   * that is down), until called again with `undefined`. Marker faults still come first.
+   */
+  failProvider(provider: ProviderId, fault: UpstreamFault | undefined): void;
   setLatency(ms: number): void;
   setOutputTokens(n: number): void;
   setChunkDelay(ms: number): void;
@@ -124,6 +129,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
   let chunkDelayMs = options.chunkDelayMs ?? 0;
   const requests: RecordedRequest[] = [];
   const queued: UpstreamFault[] = [];
+  const down = new Map<ProviderId, UpstreamFault>();
   const sockets = new Set<Socket>();
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const isValidKey = (key: string | undefined) =>
@@ -184,7 +190,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     }
 
     const directives = parseMarkers(`${rec.system}\n${rec.content}`);
-    const fault = directives.fault ?? (r.format !== 'models' ? queued.shift() : undefined);
+    const fault = directives.fault ?? down.get(r.provider) ?? (r.format !== 'models' ? queued.shift() : undefined);
     const delay = directives.latencyMs ?? latencyMs;
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay)); // the configured latency (a simulated slow upstream, on purpose)
     const format: WireFormat = r.format === 'models' ? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
@@ -279,6 +285,10 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     failNext(fault, times = 1) {
       for (let i = 0; i < times; i++) queued.push(fault);
     },
+    failProvider(provider, fault) {
+      if (fault) down.set(provider, fault);
+      else down.delete(provider);
+    },
     setLatency(ms) {
       latencyMs = ms;
     },
@@ -298,6 +308,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     reset() {
       requests.length = 0;
       queued.length = 0;
+      down.clear();
     },
     close() {
       for (const s of sockets) s.destroy();

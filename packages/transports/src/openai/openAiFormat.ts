@@ -1,4 +1,4 @@
-import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core';
+import { toWireError, type Attempt, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core';
 
 /** OpenAI's finish_reason for the AI SDK's. */
 export function finishReason(reason: string): string {
@@ -36,6 +36,7 @@ function gatewayField(r: GenerateTextOutput) {
       provider: r.data.provider,
       model: r.data.model,
       request_id: r.data.requestId,
+      ...(r.data.attempts ? { attempts: r.data.attempts satisfies Attempt[] } : {}),
       ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}),
       ...(r.usageInfo ? { usage_info: r.usageInfo } : {}),
       ...(r.data.object !== undefined ? { object: r.data.object } : {}),
@@ -43,14 +44,22 @@ function gatewayField(r: GenerateTextOutput) {
   };
 }
 
+/**
+ * The answer's `model`: what the client sent (an alias stays an alias) when the requested target
+ * served, else `provider/model` of the fallback that did (`attempts` lists the ones that did not).
+ */
+export function servedModel(requested: string, served: { provider: string; model: string; attempts?: unknown[] | undefined }): string {
+  return served.attempts?.length ? `${served.provider}/${served.model}` : requested;
+}
+
 /** A `chat.completion` from ai.generateText's result. */
-export function completionBody(r: GenerateTextOutput, model: string) {
+export function completionBody(r: GenerateTextOutput, requested: string) {
   const calls = r.data.toolCalls ?? [];
   return {
     id: `chatcmpl-${r.data.requestId}`,
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
-    model,
+    model: servedModel(requested, r.data),
     choices: [
       {
         index: 0,
@@ -70,8 +79,9 @@ export class ChunkWriter {
   private id = 'chatcmpl-pending';
   private readonly created = Math.floor(Date.now() / 1000);
   private tools = 0;
+  /** `model` starts as what the client sent; `start` names the fallback when one serves. */
   constructor(
-    private readonly model: string,
+    private model: string,
     private readonly includeUsage: boolean,
   ) {}
 
@@ -85,6 +95,7 @@ export class ChunkWriter {
     switch (e.type) {
       case 'start':
         this.id = `chatcmpl-${e.requestId}`;
+        this.model = servedModel(this.model, e);
         return this.chunk({ role: 'assistant', content: '' }, null);
       case 'text':
         return this.chunk({ content: e.delta }, null);

@@ -126,6 +126,12 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   } else if (rf?.type === 'json_object') {
     input.output = { type: 'json', schema: { type: 'object' } };
   }
+  // Fallbacks as OpenRouter's API takes them: `models`, tried in order after `model` fails
+  // (429, 5xx, timeout, connection error). The procedure validates each entry.
+  if (b.models !== undefined) {
+    if (!Array.isArray(b.models) || !b.models.every((m) => typeof m === 'string')) throw bad('models must be an array of provider/model strings or aliases', 'models');
+    input.fallbacks = (b.models as string[]).filter((m) => m !== b.model);
+  }
   const key = headers.get(PROVIDER_KEY_HEADER);
   if (key) input.apiKey = key;
   if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-compatible' };

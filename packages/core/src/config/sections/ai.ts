@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DefaultBudgetSchema } from './budget.js';
 
 export const PROVIDER_IDS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
 export type ProviderId = (typeof PROVIDER_IDS)[number];
@@ -103,6 +104,21 @@ export const AiSchema = z
         windowMs: z.number().int().min(100).default(60_000),
       })
       .prefault({}),
+    /**
+     * Active registry health: a cheap authenticated GET per server-paid provider (its model list;
+     * OpenRouter: the key's record) every `intervalMs`. One instance per interval probes (a lease
+     * in the shared storage); results are stored there, so every instance reports the same health.
+     * Off by default.
+     */
+    healthProbe: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        /** Time between probe rounds, in ms. Default 30000. */
+        intervalMs: z.number().int().min(50).default(30_000),
+        /** Time one probe may take before it counts as failed (reason `timeout`), in ms. Default 5000. */
+        timeoutMs: z.number().int().min(50).default(5_000),
+      })
+      .prefault({}),
     /** Largest image or file part of a chat message, in bytes (decoded). Default 5 MB. */
     maxAttachmentBytes: z.number().int().min(1).default(5 * 1024 * 1024),
     /** Most image and file parts in one request. Default 8. */
@@ -129,5 +145,10 @@ export const BillingSchema = z
     previousVaultKeys: z.array(z.string().min(32)).default([]),
     /** How long tokens stay held for a call that never settles (crashed server) before they are released. Default 15 min. */
     reservationTtlMs: z.number().int().min(1000).default(15 * 60_000),
+    /**
+     * Budget of every user who has none of their own for a period (admin.setBudget sets one).
+     * Default: no budget. See docs/billing.md#budgets.
+     */
+    defaultBudget: DefaultBudgetSchema,
   })
   .prefault({});

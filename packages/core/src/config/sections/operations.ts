@@ -47,7 +47,7 @@ export const StatisticsSchema = z
   .prefault({});
 
 /** Events an alert webhook can receive. */
-export const ALERT_EVENTS = ['tokenLow', 'fallbackToByok', 'oneTimeConsumed', 'providerDegraded'] as const;
+export const ALERT_EVENTS = ['tokenLow', 'fallbackToByok', 'oneTimeConsumed', 'providerDegraded', 'budgetThreshold', 'budgetExceeded'] as const;
 
 /** `alerts`: signed outbound webhooks for operator events, through an outbox in the store. */
 export const AlertsSchema = z

@@ -79,6 +79,7 @@ describe('admin namespace', () => {
     expect(JSON.stringify(info)).toContain('500');
     expect(JSON.stringify(info)).toContain('openai');
     expect(JSON.stringify(info)).not.toContain('sk-test-secret');
+    expect(info).toMatchObject({ usage: { budget: [{ period: 'daily', source: null }, { period: 'monthly', source: null }] } });
     expect((await caller.admin.getUserInfo({ userId: 'boss@example.com', includePermissions: true, includeUsage: false })).isAdmin).toBe(true);
   });
 });

@@ -3,8 +3,10 @@ import { z } from 'zod';
 import { redactConfig } from '../../config/redact.js';
 import { router } from '../../trpc/init.js';
 import { adminProcedure } from '../../trpc/procedures.js';
+import { CLEAR_CACHES } from '../../runtime/createSignals.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
 import { CoreError } from '../../errors/CoreError.js';
+import { governanceProcedures } from './governanceProcedures.js';
 
 /**
  * Diagnostics. Everything here reveals server internals, so every procedure needs an
@@ -68,11 +70,13 @@ export const adminRouter = router({
           cleared.push(name);
         }
       }
+      // Every other instance empties the same in-process caches (Redis pub/sub; see docs/storage.md).
+      if (target !== 'usage') await ctx.runtime.signals.publish(CLEAR_CACHES, target);
       if (target === 'all' || target === 'usage') {
         await ctx.runtime.stats.reset();
         cleared.push('statistics');
       }
-      return { success: true, target, cleared };
+      return { success: true, target, cleared, instances: ctx.runtime.signals.kind === 'redis' ? 'all' : 'this' };
     }),
 
   getUserInfo: adminProcedure
@@ -99,7 +103,9 @@ export const adminRouter = router({
           ? { permissions: isAdmin ? ['admin', 'user'] : ['user'], scopes: profile?.scopes ?? [], adminVia: listed ? 'admin.users' : profile?.isAdmin ? 'token' : null }
           : {}),
         // Key status only: which providers have a stored key, never the keys.
-        ...(input.includeUsage ? { usage: { balances, byokProviders } } : {}),
+        ...(input.includeUsage ? { usage: { balances, byokProviders, budget: (await ctx.runtime.billing.budgets.view(sub)).periods } } : {}),
       };
     }),
+
+  ...governanceProcedures,
 });

@@ -90,6 +90,8 @@ describe('ai.streamText fallbacks (before the first token)', () => {
       h.upstream.failNext({ kind: 'status', status: 429 });
       const events = [];
       for await (const e of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider, fallbacks: [NEXT[provider]] })) events.push(e);
+      // `start` names the target that serves, with the attempts that did not.
+      expect(events[0]).toMatchObject({ type: 'start', provider: NEXT[provider], attempts: [{ provider, reason: 'rate_limited' }] });
       const finish = events.at(-1)!;
       if (finish.type !== 'finish') throw new Error('no finish');
       expect(finish.result.data.provider).toBe(NEXT[provider]);

@@ -95,6 +95,10 @@ export const billingRouter = router({
       return { estimatedTokens: input.estimatedTokens, ...plan };
     }),
 
+  getBudget: protectedProcedure
+    .meta({ description: 'Your budget per period (daily, monthly): limits, spend, reserved, remaining and when it resets', mcp: { annotations: readOnly } })
+    .query(({ ctx }) => ctx.runtime.billing.budgets.view(ctx.identity.sub)),
+
   creditTokens: adminProcedure
     .meta({ description: 'Credit tokens to a user (administrators; idempotent per idempotencyKey)' })
     .input(

@@ -2,13 +2,14 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../runtime/Logger.js';
 import type { Storage } from '../../storage/Storage.js';
-import { CircuitBreaker } from './CircuitBreaker.js';
+import { CircuitBreaker, type BreakerState } from './CircuitBreaker.js';
 import type { Metering } from './Metering.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
 import type { CallDeps } from './prepareCall.js';
 import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
+import { RegistryProbe, type ProbeResult } from './RegistryProbe.js';
 import { runStreamText, type StreamEvent } from './runStreamText.js';
 import { SystemPromptStore } from './SystemPromptStore.js';
 import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
@@ -20,9 +21,20 @@ export interface AiServiceOptions {
   metering: Metering;
   /** Where the circuit breaker keeps its state (shared across instances with Redis). */
   storage?: Storage;
+  /** Where the registry probe keeps its lease and results (runtime.shared); default `storage`. */
+  shared?: Storage;
+  /**
+   * A signed-in caller's stored key for a provider (the BYOK vault), for fallbacks of BYOK calls
+   * to other providers. Absent: BYOK calls fall back only within their own provider.
+   */
+  storedKey?: (userId: string, provider: ProviderId) => Promise<string | undefined>;
   /** Upstream call metrics (runtime.metrics). */
   metrics?: Metrics;
-  /** Told when a provider that was healthy fails (alerts: providerDegraded). */
+  /**
+   * Told when a provider that was healthy fails (alerts: providerDegraded). With the registry
+   * probe on, only the probe's transitions (once for all instances); otherwise each instance's
+   * first failed call after a success.
+   */
   onProviderDegraded?: (provider: ProviderId, reason: string) => void;
 }
 
@@ -35,13 +47,21 @@ export interface ProviderCallStats {
   lastFailure: { reason: string; at: string } | null;
 }
 
+/** What the shared state says of a provider: its last probe (null when not probed) and its circuit breaker. */
+export interface ProviderSharedHealth {
+  probe: ProbeResult | null;
+  breaker: BreakerState;
+}
+
 export type RegistryHealth =
   | {
       status: 'healthy' | 'degraded';
       checkedAt: string;
       source: RegistrySource;
       summary: { providers: number; models: number; pricedModels: number; serverPaidProviders: number; byokProviders: number };
-      providers: Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats>;
+      /** Whether the registry probe (ai.healthProbe) decides the status. */
+      probing: boolean;
+      providers: Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats & ProviderSharedHealth>;
     }
   | { status: 'unhealthy'; checkedAt: string; error: { message: string } };
 
@@ -59,6 +79,16 @@ export class AiService {
     this.providers = new ProviderRegistry(opts.config, opts.metrics);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
     this.breaker = opts.storage ? new CircuitBreaker(opts.storage, opts.config.ai.circuitBreaker, opts.logger) : undefined;
+    const probeStorage = opts.shared ?? opts.storage;
+    this.probe = probeStorage
+      ? new RegistryProbe(opts.config.ai.healthProbe, {
+          storage: probeStorage,
+          providers: this.providers,
+          logger: opts.logger,
+          ...(this.breaker ? { breaker: this.breaker } : {}),
+          onDegraded: (p, r) => opts.onProviderDegraded?.(p, r),
+        })
+      : undefined;
     // The AI SDK prints provider warnings with console.* unless told otherwise; we log them
     // per call at debug level instead. Left alone when the embedding app set it.
     const g = globalThis as { AI_SDK_LOG_WARNINGS?: unknown };
@@ -68,6 +98,17 @@ export class AiService {
   }
 
   private readonly breaker: CircuitBreaker | undefined;
+  /** Active registry health (ai.healthProbe); undefined without storage. */
+  readonly probe: RegistryProbe | undefined;
+
+  /** Start the registry probe (when configured). */
+  start(): void {
+    this.probe?.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.probe?.stop();
+  }
 
   private deps(): CallDeps {
     return {
@@ -78,6 +119,8 @@ export class AiService {
       metering: this.opts.metering,
       record: (p, ok, ms, reason) => this.record(p, ok, ms, reason),
       ...(this.breaker ? { breaker: this.breaker } : {}),
+      ...(this.opts.metrics ? { metrics: this.opts.metrics } : {}),
+      ...(this.opts.storedKey ? { storedKey: this.opts.storedKey } : {}),
     };
   }
 
@@ -109,25 +152,40 @@ export class AiService {
     return validateProviderKey({ provider, apiKey, baseUrl: this.providers.baseUrl(provider), timeoutMs: this.opts.config.ai.validateTimeoutMs, ...(signal ? { signal } : {}) });
   }
 
-  /** Registry availability and call metrics. Never throws: a failed check reports its error. */
-  registryHealth(): RegistryHealth {
+  /**
+   * Registry availability, call metrics (this instance's), and the shared state of each provider:
+   * its last probe and its circuit breaker. With the probe on, a usable provider whose last probe
+   * failed, or whose breaker is open, makes the status `degraded`, the same on every instance;
+   * without it, one whose most recent call on this instance failed. Never throws: a failed check
+   * reports its error.
+   */
+  async registryHealth(): Promise<RegistryHealth> {
     const checkedAt = new Date().toISOString();
     try {
-      const providers = {} as Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats>;
-      for (const id of this.providers.ids()) {
+      const probing = this.probe?.enabled ?? false;
+      const ids = this.providers.ids();
+      const [probes, breakers] = await Promise.all([
+        // A storage failure leaves the shared view unknown; it does not fail the report.
+        probing ? this.probe!.results().catch(() => ({}) as Partial<Record<ProviderId, ProbeResult>>) : ({} as Partial<Record<ProviderId, ProbeResult>>),
+        Promise.all(ids.map((id) => this.breaker?.state(id) ?? ('closed' as const))),
+      ]);
+      const providers = {} as Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats & ProviderSharedHealth>;
+      for (const [i, id] of ids.entries()) {
         const summary = this.providers.summary(id);
-        providers[id] = { ...summary, available: (summary.serverPaid || summary.byok) && summary.models > 0, ...this.callStats(id) };
+        providers[id] = { ...summary, available: (summary.serverPaid || summary.byok) && summary.models > 0, ...this.callStats(id), probe: probes[id] ?? null, breaker: breakers[i]! };
       }
       const list = Object.values(providers);
       const available = list.filter((p) => p.available);
       if (available.length === 0) return { status: 'unhealthy', checkedAt, error: { message: 'no provider is usable: none is server-paid or open to own keys with an allowed model' } };
-      // Degraded: a usable provider whose most recent call failed.
-      const failing = available.some((p) => p.lastFailure && (!p.lastSuccessAt || p.lastFailure.at > p.lastSuccessAt));
+      const failing = probing
+        ? available.some((p) => (p.probe && !p.probe.ok) || p.breaker === 'open')
+        : available.some((p) => p.lastFailure && (!p.lastSuccessAt || p.lastFailure.at > p.lastSuccessAt));
       return {
         status: failing ? 'degraded' : 'healthy',
         checkedAt,
         source: this.providers.models.source(),
         summary: { ...this.providers.models.summary(), serverPaidProviders: list.filter((p) => p.serverPaid).length, byokProviders: list.filter((p) => p.byok).length },
+        probing,
         providers,
       };
     } catch (err) {
@@ -136,8 +194,8 @@ export class AiService {
   }
 
   /** Readiness probe: fails only when no provider is usable (a failing upstream only degrades). */
-  healthProbe(): { ok: boolean; detail?: string } {
-    const h = this.registryHealth();
+  async healthProbe(): Promise<{ ok: boolean; detail?: string }> {
+    const h = await this.registryHealth();
     return h.status === 'unhealthy' ? { ok: false, detail: h.error.message } : { ok: true, detail: h.status };
   }
 
@@ -160,7 +218,8 @@ export class AiService {
       if (reason !== 'cancelled') {
         const wasHealthy = !s.lastFailure || (s.lastSuccessAt !== null && s.lastSuccessAt >= s.lastFailure.at);
         s.lastFailure = { reason: reason ?? 'unknown', at };
-        if (wasHealthy) this.opts.onProviderDegraded?.(provider, s.lastFailure.reason);
+        // With the probe on, the probe alone alerts (once for the cluster, not once per instance).
+        if (wasHealthy && !this.probe?.enabled) this.opts.onProviderDegraded?.(provider, s.lastFailure.reason);
       }
     }
   }

@@ -49,6 +49,31 @@ export class CircuitBreaker {
     }
   }
 
+  /**
+   * Open now, whatever the count (the registry probe saw the provider fail): calls with
+   * fallbacks skip it for `cooldownMs`; a probe failing again keeps it open.
+   */
+  async open(provider: ProviderId, reason: string): Promise<void> {
+    try {
+      const wasOpen = (await this.storage.get(`aicb:${provider}:open`)) !== undefined;
+      await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
+      await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
+      if (!wasOpen) this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
+    } catch {
+      // best effort
+    }
+  }
+
+  /** Close now and forget counted failures (the registry probe saw the provider recover). */
+  async reset(provider: ProviderId): Promise<void> {
+    try {
+      const deleted = await Promise.all([this.storage.delete(`aicb:${provider}:open`), this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`)]);
+      if (deleted[0] || deleted[1]) this.logger.info('ai: circuit closed', { provider, by: 'probe' });
+    } catch {
+      // best effort
+    }
+  }
+
   async failure(provider: ProviderId, reason: string): Promise<void> {
     try {
       const halfOpen = (await this.state(provider)) === 'half-open';

@@ -19,10 +19,12 @@ export interface Metering {
   decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean; ip?: string }): Promise<MeteringDecision>;
 
   /**
-   * Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED.
+   * Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED
+   * (also when the call's worst case would break the user's budget).
    * `decision`: what `decide` returned for this call, so billing can reuse what it already read.
+   * `costUsd`: the call's worst-case cost at the pricing table's prices (absent when unpriced).
    */
-  reserve(args: { identity: Identity | null; tokens: number; requestId: string; ip?: string; decision?: MeteringDecision }): Promise<Reservation>;
+  reserve(args: { identity: Identity | null; tokens: number; requestId: string; ip?: string; decision?: MeteringDecision; costUsd?: number }): Promise<Reservation>;
 
   /**
    * Charge the real usage (plus fee) against a reservation and return the rest. `costUsd`: what

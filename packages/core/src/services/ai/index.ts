@@ -1,4 +1,7 @@
-export { AiService, type AiServiceOptions, type ProviderCallStats, type RegistryHealth } from './AiService.js';
+export { AiService, type AiServiceOptions, type ProviderCallStats, type ProviderSharedHealth, type RegistryHealth } from './AiService.js';
+export { RegistryProbe, type RegistryProbeOptions, type ProbeResult } from './RegistryProbe.js';
+export { CircuitBreaker, type CircuitBreakerOptions, type BreakerState } from './CircuitBreaker.js';
+export type { Attempt } from './withFallbacks.js';
 export { ProviderRegistry, DEFAULT_BASE_URLS, type ProviderSummary } from './ProviderRegistry.js';
 export { ModelRegistry, type ModelInfo, type RegistrySource } from './ModelRegistry.js';
 export { SystemPromptStore, assertPromptMayUse, type ResolvedSystemPrompt, type SystemPromptOptions } from './SystemPromptStore.js';

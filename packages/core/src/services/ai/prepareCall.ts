@@ -4,6 +4,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
 import type { Logger } from '../../runtime/Logger.js';
+import type { Metrics } from '../../observability/Metrics.js';
 import type { Identity } from '../../trpc/context.js';
 import { loadAiSdk } from './aiSdk.js';
 import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
@@ -11,6 +12,7 @@ import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
 import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
+import { resolveModelRef } from './resolveModelRef.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
@@ -49,6 +51,10 @@ export interface CallDeps {
   record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void;
   /** Shared per-provider breaker for calls with fallbacks (absent: no breaker). */
   breaker?: CircuitBreaker;
+  /** Counts calls that left a target for a fallback (absent when metrics are off). */
+  metrics?: Metrics;
+  /** A signed-in caller's stored key (BYOK vault), for BYOK fallbacks to other providers. */
+  storedKey?: (userId: string, provider: ProviderId) => Promise<string | undefined>;
 }
 
 /**
@@ -152,8 +158,34 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   }
   // Before anything is held or sent: a server prompt never goes to a caller's own account.
   for (const r of prompt.resolved) assertPromptMayUse(r, mode);
-  const reservation = mode === 'platform' ? await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}) }) : undefined;
+  const costUsd = mode === 'platform' ? worstCostUsd(deps, input, provider, model, inputEstimate, maxTokens) : undefined;
+  const reservation =
+    mode === 'platform'
+      ? await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}), ...(costUsd !== undefined ? { costUsd } : {}) })
+      : undefined;
   return { requestId, provider, model, mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, reservation };
+}
+
+/**
+ * The most a call can cost at the pricing table's prices: its input bound and maxTokens at the
+ * dearest of its model and the fallbacks it may move to (a fallback answers on the same hold).
+ * Undefined when its own model has no price; an unpriced fallback is left out.
+ */
+function worstCostUsd(deps: CallDeps, input: TextCallInput, provider: ProviderId, model: string, inputTokens: number, maxTokens: number): number | undefined {
+  const own = deps.providers.models.estimateCostUsd(provider, model, inputTokens, maxTokens);
+  if (own === undefined) return undefined;
+  let worst = own;
+  for (const ref of input.fallbacks ?? deps.config.ai.fallbacks) {
+    let cost: number | undefined;
+    try {
+      const r = resolveModelRef(deps.config, ref);
+      cost = deps.providers.models.estimateCostUsd(r.provider, r.model || deps.providers.defaultModel(r.provider), inputTokens, maxTokens);
+    } catch {
+      continue; // a bad reference is refused where the targets are built
+    }
+    if (cost !== undefined && cost > worst) worst = cost;
+  }
+  return worst;
 }
 
 /** Refund a prepared call's hold in full; a failure is logged (billing sweeps expired holds). */

@@ -59,7 +59,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   if (input.output) await assertValidSchema(input.output.schema);
   const prepared = await prepareCall(deps, input, call);
   const release = (reason: string) => releaseCall(deps, prepared, reason);
-  const targets = callTargets(deps, prepared, input);
+  const targets = callTargets(deps, prepared, input, call);
 
   /** One upstream call to one target; failures come back as mapped CoreErrors. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
@@ -98,7 +98,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
 
   let served: Awaited<ReturnType<typeof withFallbacks<Awaited<ReturnType<typeof callTarget>>>>>;
   try {
-    served = await withFallbacks(deps, targets, deps.breaker, call.signal, callTarget);
+    served = await withFallbacks(deps, targets, call, callTarget);
   } catch (err) {
     await release(err instanceof CoreError ? String(err.details?.reason ?? err.appCode) : 'failed');
     throw err;

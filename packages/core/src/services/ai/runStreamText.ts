@@ -5,12 +5,16 @@ import { mapUpstreamError } from './mapUpstreamError.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
 import { invalidOutput, ownError, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
-import { callTargets, isRetryable, type Attempt, type Target } from './withFallbacks.js';
+import { backoff, callTargets, isRetryable, readyTarget, type Attempt, type Target } from './withFallbacks.js';
 import { assertValidSchema, parseOutput } from './validateOutput.js';
 
-/** What ai.streamText yields, in order: one `start`, text and tool calls as they come, one `finish`. */
+/**
+ * What ai.streamText yields, in order: one `start`, text and tool calls as they come, one
+ * `finish`. `start` names the target that serves the stream (after fallbacks, with the
+ * `attempts` that did not), so it comes with the first output, not before the upstream answers.
+ */
 export type StreamEvent =
-  | { type: 'start'; requestId: string; provider: ProviderId; model: string }
+  | { type: 'start'; requestId: string; provider: ProviderId; model: string; attempts?: Attempt[] }
   | { type: 'text'; delta: string }
   | ({ type: 'tool-call' } & ToolCallOut)
   /** The same result ai.generateText returns (usage, charge, tool calls, object). */
@@ -44,8 +48,8 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
   const ai = config.ai;
   if (input.output) await assertValidSchema(input.output.schema);
   const p = await prepareCall(deps, input, call);
-  const { provider, model, requestId } = p;
-  const targets = callTargets(deps, p, input);
+  const { requestId } = p;
+  const targets = callTargets(deps, p, input, call);
   /** The target being tried; the one that served the stream is the one charged. */
   let cur: Target = p;
 
@@ -104,6 +108,12 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     let finishReason = 'unknown';
     let text = '';
     const attempts: Attempt[] = [];
+    let startSent = false;
+    /** `start`, naming the target that serves: sent with its first output (or before `finish`). */
+    const startEvent = (t: Target): StreamEvent => {
+      startSent = true;
+      return { type: 'start', requestId, provider: t.provider, model: t.model, ...(attempts.length > 0 ? { attempts: [...attempts] } : {}) };
+    };
     /** One target's stream: yields its events; returns the failure (undefined when it finished). */
     async function* attempt(t: Target): AsyncGenerator<StreamEvent, unknown, undefined> {
       let failure: unknown;
@@ -117,11 +127,15 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
         for await (const part of res.fullStream) {
           touch();
           if (part.type === 'text-delta') {
+            // An empty delta (some providers open with one) is no output: a fallback is still possible.
+            if (part.text === '') continue;
+            if (!startSent) yield startEvent(t);
             responded = true;
             produced += part.text;
             text += part.text;
             yield { type: 'text', delta: part.text };
           } else if (part.type === 'tool-call') {
+            if (!startSent) yield startEvent(t);
             responded = true;
             const tc = { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
             produced += JSON.stringify(tc);
@@ -151,16 +165,30 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     }
 
     try {
-      yield { type: 'start', requestId, provider, model };
       // Fallbacks: the next target is tried only while nothing has reached the client.
+      let lastErr: CoreError | undefined;
       for (let i = 0; ; i++) {
-        cur = targets[i]!;
+        const planned = targets[i]!;
+        const hasNext = i < targets.length - 1;
         const many = targets.length > 1;
-        if (many && deps.breaker && (await deps.breaker.state(cur.provider)) === 'open') {
-          attempts.push({ provider: cur.provider, model: cur.model, reason: 'circuit_open' });
-          if (i === targets.length - 1) throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason: 'circuit_open', attempts } });
+        const skip = (reason: string) => {
+          attempts.push({ provider: planned.provider, model: planned.model, reason });
+          if (hasNext) return;
+          // Nothing left to try: the last upstream failure, else why nothing could be tried.
+          if (lastErr) throw new CoreError(lastErr.appCode, lastErr.message, { details: { ...lastErr.details, attempts }, ...(lastErr.headers ? { headers: lastErr.headers } : {}) });
+          throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason, attempts } });
+        };
+        if (many && deps.breaker && (await deps.breaker.state(planned.provider)) === 'open') {
+          skip('circuit_open');
+          deps.metrics?.fallback(planned.provider, planned.model);
           continue;
         }
+        const ready = await readyTarget(deps, planned, call);
+        if (!ready) {
+          skip('no_stored_key');
+          continue;
+        }
+        cur = ready;
         timedOut = false;
         ac = new AbortController();
         if (call.signal.aborted) ac.abort();
@@ -171,14 +199,14 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           break;
         }
         const mapped = ownError(failure) ?? await mapUpstreamError(failure ?? new Error('no finish event'), { provider: cur.provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
-        if (!responded && isRetryable(mapped) && i < targets.length - 1 && !call.signal.aborted) {
+        if (!responded && isRetryable(mapped) && hasNext && !call.signal.aborted) {
           const reason = String(mapped.details?.reason);
           deps.record(cur.provider, false, performance.now() - began, reason);
           await deps.breaker?.failure(cur.provider, reason);
           attempts.push({ provider: cur.provider, model: cur.model, reason });
-          const { backoffMs, maxBackoffMs } = ai.retry;
-          const wait = Math.min(maxBackoffMs, backoffMs * 2 ** attempts.length);
-          await new Promise((r) => setTimeout(r, wait / 2 + Math.random() * (wait / 2)));
+          lastErr = mapped;
+          deps.metrics?.fallback(cur.provider, cur.model);
+          await new Promise((r) => setTimeout(r, backoff(deps, attempts.length)));
           continue;
         }
         if (many && isRetryable(mapped)) await deps.breaker?.failure(cur.provider, String(mapped.details?.reason));
@@ -186,6 +214,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
       }
       const served = cur;
       deps.record(served.provider, true, performance.now() - began);
+      if (!startSent) yield startEvent(served);
       const charged = (await account({ usage: usage!, reason: 'completed' }))!;
       const data: GenerateTextOutput['data'] = {
         text,

@@ -1,17 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../errors/CoreError.js';
-import type { CircuitBreaker } from './CircuitBreaker.js';
-import type { CallDeps, PreparedCall, TextCallInput } from './prepareCall.js';
+import type { CallDeps, PreparedCall, TextCall, TextCallInput } from './prepareCall.js';
 import { resolveModelRef } from './resolveModelRef.js';
 
-/** One provider/model to try, with the key that pays for it. */
-export type Target = PreparedCall;
+/**
+ * One provider/model to try, with the key that pays for it. `storedKey`: a BYOK fallback on
+ * another provider, paid with the caller's stored key for it, read only when the target is
+ * reached (readyTarget), so a call that needs no fallback never opens the vault.
+ */
+export type Target = PreparedCall & { storedKey?: true };
 
 /** A target that did not serve the call, and why (reported in `data.attempts`). */
 export interface Attempt {
   provider: ProviderId;
   model: string;
+  /** The upstream failure (rate_limited, upstream_5xx, timeout, ...), `circuit_open`, or `no_stored_key`. */
   reason: string;
 }
 
@@ -24,11 +28,13 @@ export function isRetryable(err: unknown): err is CoreError {
 
 /**
  * The targets of a call: the requested one, then `fallbacks` (the request's, else
- * `ai.fallbacks`). A fallback is kept only when it can serve this call exactly like the first:
- * allowed model, the same payer (platform calls need a server key for it; a caller's own key
- * only works with its own provider), attachments accepted, maxTokens within its limit.
+ * `ai.fallbacks`). A fallback is kept only when it can serve this call with the same payer and
+ * the same guarantees: allowed model, attachments accepted, maxTokens within its limit, and a
+ * key of the same kind (a platform call needs a server key for the fallback's provider; a BYOK
+ * call uses its own key within its provider, and on another provider the signed-in caller's
+ * stored key for it, when that provider accepts own keys).
  */
-export function callTargets(deps: CallDeps, p: PreparedCall, input: TextCallInput): Target[] {
+export function callTargets(deps: CallDeps, p: PreparedCall, input: TextCallInput, call: TextCall): Target[] {
   const refs = input.fallbacks ?? deps.config.ai.fallbacks;
   if (refs.length === 0) return [p];
   const { providers } = deps;
@@ -38,35 +44,61 @@ export function callTargets(deps: CallDeps, p: PreparedCall, input: TextCallInpu
     const model = r.model || providers.defaultModel(r.provider);
     if (out.some((t) => t.provider === r.provider && t.model === model)) continue;
     if (!providers.isModelAllowed(r.provider, model)) continue;
-    const apiKey = p.mode === 'platform' ? providers.serverKey(r.provider) : r.provider === p.provider ? p.apiKey : undefined;
-    if (!apiKey) continue;
     const info = providers.models.get(r.provider, model);
     if (p.prompt.attachments > 0 && !info?.input?.includes('image')) continue;
     if (info?.maxOutputTokens !== undefined && p.maxTokens > info.maxOutputTokens) continue;
-    out.push({ ...p, provider: r.provider, model, apiKey });
+    if (p.mode === 'platform') {
+      const apiKey = providers.serverKey(r.provider);
+      if (apiKey) out.push({ ...p, provider: r.provider, model, apiKey });
+    } else if (r.provider === p.provider) {
+      out.push({ ...p, provider: r.provider, model });
+    } else if (deps.storedKey && call.identity && providers.isByokProvider(r.provider)) {
+      out.push({ ...p, provider: r.provider, model, apiKey: '', storedKey: true });
+    }
   }
   return out;
+}
+
+/** A target with its key: a stored-key fallback reads the vault now; undefined when no key is stored. */
+export async function readyTarget(deps: CallDeps, t: Target, call: TextCall): Promise<Target | undefined> {
+  if (!t.storedKey) return t;
+  const apiKey = await deps.storedKey!(call.identity!.sub, t.provider).catch((err: unknown) => {
+    deps.logger.warn('ai: reading a stored key for a fallback failed', { requestId: t.requestId, provider: t.provider, error: err instanceof Error ? err.message : String(err) });
+    return undefined;
+  });
+  if (!apiKey) return undefined;
+  const { storedKey: _, ...rest } = t;
+  return { ...rest, apiKey };
 }
 
 /**
  * Try the targets in order until one answers. A retryable failure moves on to the next target
  * after a backoff (`ai.retry`); other failures end the call at once. With more than one target
  * the per-provider circuit breaker is consulted: an open provider is skipped. Only the target
- * that answered is charged (the caller settles with its provider and model).
+ * that answered is charged (the caller settles with its provider and model). Every target left
+ * for a later one (failed or circuit open) counts once in `ai_backend_upstream_fallbacks_total`.
  */
 export async function withFallbacks<T>(
   deps: CallDeps,
   targets: Target[],
-  breaker: CircuitBreaker | undefined,
-  signal: AbortSignal,
+  call: TextCall,
   run: (t: Target) => Promise<T>,
 ): Promise<{ value: T; target: Target; attempts: Attempt[] }> {
+  const { breaker, metrics } = deps;
+  const { signal } = call;
   const attempts: Attempt[] = [];
   const many = targets.length > 1;
   let last: CoreError | undefined;
-  for (const [i, t] of targets.entries()) {
-    if (many && breaker && (await breaker.state(t.provider)) === 'open') {
-      attempts.push({ provider: t.provider, model: t.model, reason: 'circuit_open' });
+  for (const [i, planned] of targets.entries()) {
+    const hasNext = i < targets.length - 1;
+    if (many && breaker && (await breaker.state(planned.provider)) === 'open') {
+      attempts.push({ provider: planned.provider, model: planned.model, reason: 'circuit_open' });
+      if (hasNext) metrics?.fallback(planned.provider, planned.model);
+      continue;
+    }
+    const t = await readyTarget(deps, planned, call);
+    if (!t) {
+      attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
       continue;
     }
     try {
@@ -78,11 +110,9 @@ export async function withFallbacks<T>(
       await breaker?.failure(t.provider, String(err.details?.reason));
       attempts.push({ provider: t.provider, model: t.model, reason: String(err.details?.reason) });
       last = err;
-      if (i < targets.length - 1) {
-        const { backoffMs, maxBackoffMs } = deps.config.ai.retry;
-        const wait = Math.min(maxBackoffMs, backoffMs * 2 ** attempts.length);
-        // Jitter keeps many clients that failed together from retrying together.
-        await sleep(wait / 2 + Math.random() * (wait / 2), undefined, { signal }).catch(() => undefined);
+      if (hasNext) {
+        metrics?.fallback(t.provider, t.model);
+        await sleep(backoff(deps, attempts.length), undefined, { signal }).catch(() => undefined);
         if (signal.aborted) throw err;
       }
     }
@@ -92,4 +122,11 @@ export async function withFallbacks<T>(
     throw last;
   }
   throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason: 'circuit_open', attempts } });
+}
+
+/** The wait before the next target: `backoffMs` doubled per attempt, capped, with jitter (many clients that failed together do not retry together). */
+export function backoff(deps: CallDeps, attempt: number): number {
+  const { backoffMs, maxBackoffMs } = deps.config.ai.retry;
+  const wait = Math.min(maxBackoffMs, backoffMs * 2 ** attempt);
+  return wait / 2 + Math.random() * (wait / 2);
 }

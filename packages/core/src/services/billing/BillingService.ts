@@ -4,7 +4,9 @@ import type { Logger } from '../../runtime/Logger.js';
 import type { Storage } from '../../storage/Storage.js';
 import type { Metering } from '../ai/Metering.js';
 import type { KeyVault } from '../vault/KeyVault.js';
+import type { ResolvedConfig } from '../../config/schema.js';
 import { AnonymousWindow } from './AnonymousWindow.js';
+import { Budgets } from './Budgets.js';
 import { withFee } from './fee.js';
 import * as history from './history.js';
 import { Ledger, type Account, type CreditClaimOptions } from './Ledger.js';
@@ -12,11 +14,13 @@ import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
 import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
+import { toMicros, type BudgetRefusal } from './periodSpend.js';
 import { Reservations } from './Reservations.js';
 import {
   BALANCE_TYPES,
   type BalanceType,
   type BillingEventMap,
+  type BudgetAlertSink,
   type ByokUsageParams,
   type CreditParams,
   type CreditResult,
@@ -35,6 +39,8 @@ export interface BillingOptions {
   anonymousTokensPerWindow: number;
   anonymousWindowMs: number;
   reservationTtlMs: number;
+  /** Budget of users without their own (config billing.defaultBudget). Default none. */
+  defaultBudget?: ResolvedConfig['billing']['defaultBudget'];
 }
 
 /**
@@ -45,6 +51,8 @@ export interface BillingOptions {
 export class BillingService implements Metering {
   readonly ledger: Ledger;
   readonly preferences: PreferencesStore;
+  /** Per-user budgets (admin.setBudget, billing.getBudget); enforced in the reservation's transaction. */
+  readonly budgets: Budgets;
   readonly events = new EventEmitter<BillingEventMap>();
   private readonly reservations: Reservations;
   private readonly anonymous: AnonymousWindow;
@@ -65,10 +73,14 @@ export class BillingService implements Metering {
     private readonly logger: Logger,
     /** Where anonymous server-paid windows count (hot shared state). Default: `storage`. */
     shared: Storage = storage,
+    /** Where budget alerts are recorded, in the transaction that causes them (the AlertOutbox). */
+    private readonly alerts?: BudgetAlertSink,
   ) {
     this.ledger = new Ledger(storage);
     this.preferences = new PreferencesStore(storage);
-    this.reservations = new Reservations(this.ledger, logger, options.reservationTtlMs);
+    const defaults = options.defaultBudget ?? {};
+    this.budgets = new Budgets(storage, defaults);
+    this.reservations = new Reservations(this.ledger, logger, options.reservationTtlMs, { defaults, alerts });
     this.anonymous = new AnonymousWindow(shared, { tokensPerWindow: options.anonymousTokensPerWindow, windowMs: options.anonymousWindowMs });
   }
 
@@ -135,7 +147,10 @@ export class BillingService implements Metering {
     const userId = p.identity.sub;
     const known = p.decision && this.prefsRead.get(p.decision);
     const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
-    const reservation = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs));
+    const worst = { tokens: p.tokens, usdMicros: p.costUsd === undefined ? null : toMicros(p.costUsd) };
+    const outcome = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs), worst);
+    if ('refused' in outcome) return this.refuseForBudget(userId, outcome.refused, outcome.alerted);
+    const reservation = outcome.held;
     this.prefsRead.set(reservation, { userId, prefs });
     this.open.set(`${userId}\n${reservation.requestId}`, reservation);
     return reservation;
@@ -149,9 +164,13 @@ export class BillingService implements Metering {
     const known = this.prefsRead.get(reservation);
     // Read before any write when this process did not reserve the call (a replay, another instance).
     const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
-    const { result, replay, reservation: held } = await this.reservations.settle(reservation, usage, rate, this.platformOrder(prefs));
+    const { result, replay, reservation: held, crossings } = await this.reservations.settle(reservation, usage, rate, this.platformOrder(prefs));
     this.prefsRead.delete(reservation);
     this.open.delete(`${userId}\n${reservation.requestId}`);
+    if (crossings.length > 0) {
+      this.alerts?.kick();
+      for (const c of crossings) this.emit('budgetThreshold', { userId, ...c });
+    }
     if (!replay) await this.notifyAfterCharge(userId, prefs, result, held);
     return result;
   }
@@ -255,6 +274,20 @@ export class BillingService implements Metering {
     if (prefs.notifyOneTimeConsumed && reservation.draws.some((d) => d.type === 'one_time')) {
       if ((await this.ledger.balance(userId, 'one_time')) === 0) this.emit('oneTimeConsumed', { userId });
     }
+  }
+
+  /** Throw the refusal of a call for its budget (its alert, when this refusal recorded one, was written with it). */
+  private refuseForBudget(userId: string, r: BudgetRefusal, alerted: boolean): never {
+    if (alerted) {
+      this.alerts?.kick();
+      this.emit('budgetExceeded', { userId, ...r });
+    }
+    const what = r.metric === 'usd' ? `${r.limit} USD` : `${r.limit} tokens`;
+    const message =
+      r.reason === 'model_not_priced'
+        ? `your ${r.period} budget is in USD and this model has no price: its cost cannot be bounded`
+        : `this call would exceed your ${r.period} budget of ${what} (resets ${r.resetsAt})`;
+    throw new CoreError('PAYMENT_REQUIRED', message, { details: { ...r } });
   }
 
   /** A listener that throws must never break billing. */

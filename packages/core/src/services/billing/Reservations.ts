@@ -1,10 +1,15 @@
+import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
 import type { Logger } from '../../runtime/Logger.js';
 import type { TxWrite } from '../../storage/Storage.js';
+import { exceededAlertWrites, thresholdAlertWrites } from './budgetAlerts.js';
+import { budgetKeys, effectiveBudget, SPEND_TTL_MS, type BudgetRecord } from './Budgets.js';
 import { platformFee } from './fee.js';
-import { addToDay, USAGE_DAY_TTL_MS, type UsageDay, type UsageRecordItem } from './history.js';
+import { usageKeys, usageWrites } from './globalUsage.js';
+import type { UsageRecordItem } from './history.js';
 import { accountOf, ledgerKeys, type Account, type Ledger } from './Ledger.js';
-import type { BalanceType, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
+import { releaseSpend, reserveSpend, settleSpend, toMicros, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from './periodSpend.js';
+import type { BalanceType, BudgetAlertSink, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
 
 /**
  * A hold's records. While the call runs, `hold:<user>:<requestId>` holds the reservation and is
@@ -41,47 +46,86 @@ function drawFrom(account: Account, tokens: number, order: readonly BalanceType[
   return draws;
 }
 
+/** What reserve did: held the tokens, or refused the call for its budget (`alerted`: this refusal sent the period's alert). */
+export type ReserveOutcome = { held: Reservation } | { refused: BudgetRefusal; alerted: boolean };
+
+export interface SettleOutcome {
+  result: SettleResult;
+  reservation: Reservation;
+  replay: boolean;
+  /** Budget thresholds this charge reached first (their alerts were written with it). */
+  crossings: BudgetCrossing[];
+}
+
+/** Budget settings of the reservations. */
+export interface ReservationBudgets {
+  defaults: ResolvedConfig['billing']['defaultBudget'];
+  alerts?: BudgetAlertSink | undefined;
+}
+
 /**
  * Platform-token holds for authenticated users: reserve before a call, settle or release after.
  * Each of reserve, settle and release is one storage transaction (one round trip on SQLite,
- * two on PostgreSQL): the account row, the hold record, the ledger entry and the histories
- * change together or not at all.
+ * two on PostgreSQL): the account row, the hold record, the ledger entry, the histories, the
+ * budget's period spend and any budget alert change together or not at all.
  */
 export class Reservations {
   constructor(
     private readonly ledger: Ledger,
     private readonly logger: Logger,
     private readonly ttlMs: number,
+    private readonly budgets: ReservationBudgets = { defaults: {} },
   ) {}
 
   private get storage() {
     return this.ledger.storage;
   }
 
-  /** Hold `tokens` (fee included) for a call. Replaying a requestId returns the same reservation. */
-  reserve(userId: string, tokens: number, requestId: string, order: readonly BalanceType[]): Promise<Reservation> {
+  /**
+   * Hold `tokens` (fee included) for a call, and add its worst case (`worst`: tokens before the
+   * fee, cost) to the budget's reserved figures, in one transaction that also reads the budget:
+   * a call the budget cannot cover is refused, so concurrent calls can never overspend it.
+   * Replaying a requestId returns the same reservation.
+   */
+  reserve(userId: string, tokens: number, requestId: string, order: readonly BalanceType[], worst: Worst): Promise<ReserveOutcome> {
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, requestId);
     const doneKey = finishedKey(userId, requestId);
-    return this.storage.transact([accountKey, key, doneKey], (read) => {
+    const budgetKey = budgetKeys.budget(userId);
+    const spendKey = budgetKeys.spend(userId);
+    return this.storage.transact<ReserveOutcome>([accountKey, key, doneKey, budgetKey, spendKey], (read) => {
       const done = read<FinishedRecord>(doneKey);
-      if (done) return { writes: [], result: done.reservation }; // replay of a call that already ended
+      if (done) return { writes: [], result: { held: done.reservation } }; // replay of a call that already ended
       const open = read<HoldRecord>(key);
-      if (open) return { writes: [], result: open.reservation };
+      if (open) return { writes: [], result: { held: open.reservation } };
       const account = accountOf(read<Partial<Account>>(accountKey));
       const draws = drawFrom(account, tokens, order);
       if (draws.reduce((s, d) => s + d.amount, 0) < tokens) {
         throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens for this request', { details: { required: tokens } });
       }
-      const now = Date.now();
-      const reservation: Reservation = { requestId, userId, tokens, draws, createdAt: new Date(now).toISOString(), expiresAt: new Date(now + this.ttlMs).toISOString() };
+      const at = new Date();
+      const now = at.getTime();
+      const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
+      const checked = reserveSpend(read<SpendRecord>(spendKey), budget, worst, at);
+      if (!checked.ok) {
+        // Refused: nothing is held. The period's first refusal per limit records its alert.
+        const r = checked.refusal;
+        const mark = `${r.metric}:exceeded`;
+        const period = checked.spend[r.period];
+        if (period.alerted.includes(mark)) return { writes: [], result: { refused: r, alerted: false } };
+        period.alerted.push(mark);
+        const writes: TxWrite[] = [{ op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS }, ...exceededAlertWrites(this.budgets.alerts, userId, r)];
+        return { writes, result: { refused: r, alerted: true } };
+      }
+      const reservation: Reservation = { requestId, userId, tokens, draws, budget: checked.hold, createdAt: at.toISOString(), expiresAt: new Date(now + this.ttlMs).toISOString() };
       const entry = this.ledger.newEntry({ kind: 'reserve', idempotencyKey: `reserve:${requestId}`, requestId, lines: draws.map((d) => ({ type: d.type, delta: -d.amount })) });
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'set', key, value: { reservation } satisfies HoldRecord, dueAt: now + this.ttlMs },
+        { op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
       ];
-      return { writes, result: reservation };
+      return { writes, result: { held: reservation } };
     });
   }
 
@@ -89,16 +133,20 @@ export class Reservations {
    * Charge usage plus fee against the hold: the unused rest goes back (last drawn balance
    * first), and an overrun draws the difference from the balances in `order` as far as they go.
    */
-  settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<{ result: SettleResult; reservation: Reservation; replay: boolean }> {
+  settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<SettleOutcome> {
     const userId = reservation.userId!;
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, reservation.requestId);
     const doneKey = finishedKey(userId, reservation.requestId);
+    const budgetKey = budgetKeys.budget(userId);
+    const spendKey = budgetKeys.spend(userId);
     const at = new Date();
-    const dayKey = ledgerKeys.usageDay(userId, at.toISOString().slice(0, 10));
-    return this.storage.transact<{ result: SettleResult; reservation: Reservation; replay: boolean }>([accountKey, key, doneKey, dayKey], (read) => {
+    const day = at.toISOString().slice(0, 10);
+    const dayKeys = usageKeys(userId, day);
+    const costUsd = usage.costUsd ?? 0;
+    return this.storage.transact<SettleOutcome>([accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global], (read) => {
       const done = read<FinishedRecord>(doneKey);
-      if (done?.state === 'settled') return { writes: [], result: { result: done.result, reservation: done.reservation, replay: true } };
+      if (done?.state === 'settled') return { writes: [], result: { result: done.result, reservation: done.reservation, replay: true, crossings: [] } };
       if (done) throw new CoreError('CONFLICT', 'this reservation was already released');
       const open = read<HoldRecord>(key);
       if (!open) throw new CoreError('NOT_FOUND', 'unknown reservation');
@@ -142,6 +190,7 @@ export class Reservations {
           tokensCharged: charged,
           platformFee: fee,
           ...(uncollected > 0 ? { uncollected } : {}),
+          estimatedCostUsd: costUsd,
           provider: usage.provider,
           model: usage.model,
           ...(usage.metadata ? { metadata: usage.metadata } : {}),
@@ -157,20 +206,25 @@ export class Reservations {
         tokensUsed: used,
         tokensCharged: charged,
         platformFee: fee,
+        estimatedCostUsd: costUsd,
         ...(usage.metadata ? { metadata: usage.metadata } : {}),
         paidBy: Object.fromEntries(Object.entries(paid).filter(([, v]) => v !== 0)),
       };
       const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: account.subscription + account.one_time };
+      const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
+      const { spend, crossings } = settleSpend(read<SpendRecord>(spendKey), budget, held.budget, { tokens: used, usdMicros: toMicros(costUsd) }, at);
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'delete', key },
         { op: 'set', key: doneKey, value: { state: 'settled', reservation: held, result } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
         { op: 'append', log: ledgerKeys.usage(userId), record: item },
-        { op: 'set', key: dayKey, value: addToDay(read<UsageDay>(dayKey), item), ttlMs: USAGE_DAY_TTL_MS },
+        ...usageWrites(read, userId, day, item),
+        { op: 'set', key: spendKey, value: spend, ttlMs: SPEND_TTL_MS },
+        ...thresholdAlertWrites(this.budgets.alerts, userId, crossings),
       ];
       if (uncollected > 0) this.logger.warn('billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected });
-      return { writes, result: { result, reservation: held, replay: false } };
+      return { writes, result: { result, reservation: held, replay: false, crossings } };
     });
   }
 
@@ -183,7 +237,8 @@ export class Reservations {
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, reservation.requestId);
     const doneKey = finishedKey(userId, reservation.requestId);
-    return this.storage.transact([accountKey, key, doneKey], (read) => {
+    const spendKey = budgetKeys.spend(userId);
+    return this.storage.transact([accountKey, key, doneKey, spendKey], (read) => {
       if (read(doneKey)) return { writes: [], result: false };
       const open = read<HoldRecord>(key);
       if (!open) {
@@ -206,6 +261,7 @@ export class Reservations {
         { op: 'delete', key },
         { op: 'set', key: doneKey, value: { state: 'released', reservation: held } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
+        { op: 'set', key: spendKey, value: releaseSpend(read<SpendRecord>(spendKey), held.budget, new Date()), ttlMs: SPEND_TTL_MS },
       ];
       return { writes, result: true };
     });

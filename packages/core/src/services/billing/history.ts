@@ -97,19 +97,22 @@ export interface UsageDay {
   totals: Totals & { platformRequests: number; byokRequests: number };
   byProvider: Record<string, Totals>;
   byModel: Record<string, Totals>;
+  /** Platform-paid and BYOK calls apart (rows written before costs were recorded lack it). */
+  byMode?: { platform: Totals; byok: Totals };
 }
 
 /** Day rows are kept a little longer than the longest analytics window (365 days). */
 export const USAGE_DAY_TTL_MS = 400 * 86_400_000;
 
-const zero = (): Totals => ({ requests: 0, tokensUsed: 0, tokensCharged: 0, platformFee: 0, estimatedCostUsd: 0 });
+export const zero = (): Totals => ({ requests: 0, tokensUsed: 0, tokensCharged: 0, platformFee: 0, estimatedCostUsd: 0 });
 
-function add(t: Totals, u: Totals): void {
+export function add(t: Totals, u: Totals): void {
   t.requests += u.requests;
   t.tokensUsed += u.tokensUsed;
   t.tokensCharged += u.tokensCharged;
   t.platformFee += u.platformFee;
-  t.estimatedCostUsd += u.estimatedCostUsd;
+  // Rounded so a long sum of float costs shows no noise (1e-10 USD is far below any price step).
+  t.estimatedCostUsd = Math.round((t.estimatedCostUsd + u.estimatedCostUsd) * 1e10) / 1e10;
 }
 
 const one = (u: UsageItem): Totals => ({ requests: 1, tokensUsed: u.tokensUsed, tokensCharged: u.tokensCharged, platformFee: u.platformFee, estimatedCostUsd: u.estimatedCostUsd ?? 0 });
@@ -123,6 +126,8 @@ export function addToDay(day: UsageDay | undefined, u: UsageItem): UsageDay {
   else next.totals.byokRequests++;
   add((next.byProvider[u.provider] ??= zero()), t);
   add((next.byModel[`${u.provider}/${u.model}`] ??= zero()), t);
+  next.byMode ??= { platform: zero(), byok: zero() };
+  add(next.byMode[u.mode], t);
   return next;
 }
 

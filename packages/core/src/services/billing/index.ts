@@ -27,4 +27,8 @@ export {
   type CreditParams,
   type CreditResult,
   type BillingEventMap,
+  type BudgetAlertSink,
 } from './types.js';
+export { Budgets, budgetKeys, type BudgetRecord, type BudgetView, type BudgetPeriodView } from './Budgets.js';
+export type { BudgetCrossing, BudgetRefusal, BudgetMetric, PeriodSpend } from './periodSpend.js';
+export { adminUsageAnalytics, type AdminAnalytics, type AdminAnalyticsOptions, type UsageGroup } from './adminUsageAnalytics.js';

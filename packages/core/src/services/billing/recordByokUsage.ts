@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TxWrite } from '../../storage/Storage.js';
-import { addToDay, USAGE_DAY_TTL_MS, type UsageDay, type UsageRecordItem } from './history.js';
+import { usageKeys, usageWrites } from './globalUsage.js';
+import type { UsageRecordItem } from './history.js';
 import { ledgerKeys, type Ledger } from './Ledger.js';
 import type { ByokUsageParams } from './types.js';
 
@@ -9,14 +10,16 @@ const CLAIM_TTL_MS = 7 * 24 * 3600_000;
 
 /**
  * One transaction: the ledger entry (no lines: the user's own key paid), the usage history item,
- * the day's analytics row and the requestId claim, so a replay records nothing twice.
+ * the user's and the cluster's day analytics rows and the requestId claim, so a replay records
+ * nothing twice. BYOK calls never count against a budget (docs/billing.md#budgets).
  */
 export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsageParams, 'identity'>): Promise<boolean> {
   const requestId = p.requestId ?? randomUUID();
   const claimKey = ledgerKeys.claim(userId, `byok:${requestId}`);
   const at = new Date();
-  const dayKey = ledgerKeys.usageDay(userId, at.toISOString().slice(0, 10));
-  return ledger.storage.transact([claimKey, dayKey], (read) => {
+  const day = at.toISOString().slice(0, 10);
+  const dayKeys = usageKeys(userId, day);
+  return ledger.storage.transact([claimKey, dayKeys.userDay, dayKeys.global], (read) => {
     if (read(claimKey)) return { writes: [], result: false };
     const tokensUsed = Math.max(0, Math.ceil(p.tokensUsed));
     const entry = ledger.newEntry({
@@ -44,7 +47,7 @@ export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsag
       { op: 'set', key: claimKey, value: { at: entry.at }, ttlMs: CLAIM_TTL_MS },
       { op: 'append', log: ledgerKeys.log(userId), record: entry },
       { op: 'append', log: ledgerKeys.usage(userId), record: item },
-      { op: 'set', key: dayKey, value: addToDay(read<UsageDay>(dayKey), item), ttlMs: USAGE_DAY_TTL_MS },
+      ...usageWrites(read, userId, day, item),
     ];
     return { writes, result: true };
   });

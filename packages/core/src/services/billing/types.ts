@@ -1,4 +1,6 @@
+import type { TxWrite } from '../../storage/Storage.js';
 import type { Identity } from '../../trpc/context.js';
+import type { BudgetCrossing, BudgetHold, BudgetRefusal } from './periodSpend.js';
 
 /** Platform token balances. BYOK is not a balance: it is the user's own key. */
 export const BALANCE_TYPES = ['subscription', 'one_time'] as const;
@@ -34,6 +36,10 @@ export interface UsageRecord {
   platformFee: number;
   /** usage + fee that no balance could cover (only when a call overran its reservation). */
   uncollected?: number;
+  /**
+   * What the call cost in USD at the pricing table's prices (platform-paid: what the platform
+   * pays the provider; BYOK: what the user's own key paid). 0 when the model has no price.
+   */
   estimatedCostUsd?: number;
   provider: string;
   model: string;
@@ -69,6 +75,8 @@ export interface Reservation {
   tokens: number;
   /** What each balance gave, in draw order. */
   draws: Array<{ type: BalanceType; amount: number }>;
+  /** What this call added to its day's and month's reserved budget figures. */
+  budget?: BudgetHold;
   createdAt: string;
   expiresAt: string;
 }
@@ -95,12 +103,16 @@ export interface ReserveParams {
   ip?: string;
   /** What `decide` returned for this call: its preferences read is reused instead of repeated. */
   decision?: Decision;
+  /** Worst-case cost in USD at the pricing table's prices; absent when the model has no price. */
+  costUsd?: number;
 }
 
 export interface SettleUsage {
   tokensUsed: number;
   provider: string;
   model: string;
+  /** What the call cost in USD at the pricing table's prices; absent when the model has no price (recorded as 0). */
+  costUsd?: number;
   metadata?: Record<string, unknown>;
 }
 
@@ -147,4 +159,18 @@ export interface BillingEventMap {
   fallbackToByok: [{ userId: string; provider: string; estimatedTokens: number }];
   /** The user's one-time tokens reached zero. */
   oneTimeConsumed: [{ userId: string }];
+  /** A settled call took the user's period spend to a soft threshold (once per user, period, limit and threshold). */
+  budgetThreshold: [{ userId: string } & BudgetCrossing];
+  /** A call was refused because its worst case would break the user's budget. */
+  budgetExceeded: [{ userId: string } & BudgetRefusal];
+}
+
+/**
+ * Where billing records budget alerts: as writes of the transaction that caused them (the
+ * governance AlertOutbox implements it), so the charge and its alert commit together.
+ */
+export interface BudgetAlertSink {
+  writesFor(event: 'budgetThreshold' | 'budgetExceeded', data: Record<string, unknown>, id: string): TxWrite[];
+  /** Deliver soon what was just committed. */
+  kick(): void;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { ALERT_EVENTS } from '../../config/sections/operations.js';
 import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage, TxWrite } from '../../storage/Storage.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import { ALERT_SIGNATURE_HEADER, signAlert } from './signAlert.js';
 
@@ -28,8 +28,9 @@ const DEAD = 'alerts:dead:';
 
 /**
  * Signed outbound webhooks for operator events (token low, fallback to BYOK, one-time balance
- * consumed, provider degraded). An event is written to an outbox in the store before any attempt,
- * one record per receiver, so it survives a crash or restart; every instance scans the outbox and
+ * consumed, provider degraded, budget threshold reached, call refused for budget). An event is
+ * written to an outbox in the store before any attempt, one record per receiver, so it survives a
+ * crash or restart; every instance scans the outbox and
  * delivers due records, claiming each with compare-and-set. Retries back off exponentially with
  * jitter; after `alerts.maxAttempts` a record moves to the dead-letter list. Each request carries
  * `Idempotency-Key` (the same on every attempt) and an HMAC signature over timestamp and body.
@@ -56,13 +57,28 @@ export class AlertOutbox {
   async enqueue(event: AlertEvent, data: Record<string, unknown>): Promise<string | undefined> {
     if (!this.enabled) return undefined;
     const id = randomUUID();
-    const body = JSON.stringify({ id, event, createdAt: new Date().toISOString(), data });
-    const receivers = this.settings.webhooks.filter((w) => !w.events || w.events.includes(event));
-    await Promise.all(
-      receivers.map((w, i) => this.storage.set<OutboxRecord>(`${OUTBOX}${id}:${i}`, { id, event, url: w.url, body, attempts: 0, nextAt: Date.now(), leaseUntil: 0 })),
-    );
+    await Promise.all(this.writesFor(event, data, id).map((w) => w.op === 'set' && this.storage.set(w.key, w.value)));
     void this.scan();
     return id;
+  }
+
+  /**
+   * The outbox records of an event as transaction writes, for a caller that records the event in
+   * the same transaction as what caused it (budget alerts: the charge and its alert commit
+   * together, so a crash can neither lose the alert nor send it twice). `id` is the idempotency
+   * key receivers see. Empty when no receiver wants the event. Call `kick()` after the commit.
+   */
+  writesFor(event: AlertEvent, data: Record<string, unknown>, id: string): TxWrite[] {
+    const now = Date.now();
+    const body = JSON.stringify({ id, event, createdAt: new Date(now).toISOString(), data });
+    return this.settings.webhooks.flatMap((w, i) =>
+      !w.events || w.events.includes(event) ? [{ op: 'set' as const, key: `${OUTBOX}${id}:${i}`, value: { id, event, url: w.url, body, attempts: 0, nextAt: now, leaseUntil: 0 } satisfies OutboxRecord }] : [],
+    );
+  }
+
+  /** Deliver what was just committed without waiting for the next poll. */
+  kick(): void {
+    if (this.enabled) void this.scan();
   }
 
   start(): void {

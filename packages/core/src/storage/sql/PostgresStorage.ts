@@ -2,6 +2,8 @@ import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../errors/CoreError.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../Storage.js';
+import { KeyedMutex } from '../KeyedMutex.js';
+import { TxValueCache } from './TxValueCache.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
 
 /** Connection options (the `storage.postgres` config section). */
@@ -47,6 +49,10 @@ export class PostgresStorage implements Storage {
   /** Deletes rows past their expiry every few minutes (reads already skip them). */
   private readonly purger = setInterval(() => void this.purgeExpired().catch(() => undefined), 5 * 60_000).unref();
   private lastError: string | undefined;
+  /** Transactions of this process on the same keys run one after another. */
+  private readonly mutex = new KeyedMutex();
+  /** The values optimistic transactions plan against (checked at commit). */
+  private readonly cache = new TxValueCache();
 
   private constructor(private readonly pool: Pool) {
     pool.on('error', (err) => {
@@ -105,15 +111,18 @@ export class PostgresStorage implements Storage {
   }
 
   async set<T>(key: string, value: T, opts?: SetOptions): Promise<void> {
+    this.cache.forget(key);
     await this.q(UPSERT, [key, canonicalJson(value), expiresAtFor(opts?.ttlMs) ?? null]);
   }
 
   async delete(key: string): Promise<boolean> {
+    this.cache.forget(key);
     const rows = await this.q<{ live: boolean }>('DELETE FROM kv WHERE key = $1 RETURNING (expires_at IS NULL OR expires_at > $2) AS live', [key, Date.now()]);
     return rows[0]?.live === true;
   }
 
   async compareAndSet<T>(key: string, expected: T | undefined, value: T, opts?: SetOptions): Promise<boolean> {
+    this.cache.forget(key);
     const json = canonicalJson(value);
     const exp = expiresAtFor(opts?.ttlMs) ?? null;
     const now = Date.now();
@@ -135,6 +144,7 @@ export class PostgresStorage implements Storage {
   }
 
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
+    this.cache.forget(key);
     const now = Date.now();
     const min = opts?.min;
     // Absent (or expired) counts as 0, which a delta below the floor can never pass: then only
@@ -179,32 +189,79 @@ export class PostgresStorage implements Storage {
   }
 
   /**
-   * Optimistic first: read the keys without locks, plan, then one round trip that takes the
-   * keys' advisory locks, checks they still hold what was read, writes and commits, so a lock is
-   * held only while PostgreSQL executes that batch (no convoy behind a slow client). After a few
-   * lost races it falls back to the locked path, which always makes progress.
+   * Optimistic: plan against what this process last saw of the keys (its cache), then one round
+   * trip that takes the keys' advisory locks, checks the store still holds exactly those values,
+   * writes and commits. So the common case, a hot key this process owns the writes of, is one
+   * round trip, and a lock is held only while PostgreSQL executes that batch. A changed key (another
+   * instance wrote it) fails the check: the next attempts read first; after a few lost races the
+   * locked path always makes progress. Transactions of this process on the same keys queue
+   * (KeyedMutex) instead of racing each other.
    */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
     // Byte order, as PostgreSQL orders `COLLATE "C"` keys in the check below.
     const sorted = [...new Set(keys)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-    for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
-      const now = Date.now();
-      const rows = sorted.length ? await this.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)', [sorted, now]) : [];
-      const values = new Map<string, string | undefined>(sorted.map((k) => [k, undefined]));
-      for (const r of rows) values.set(r.key, r.value);
-      const planned = plan(readerOf(values));
-      if (planned.writes.length === 0) return planned.result; // one consistent read; nothing to write
-      const expected = sorted.filter((k) => values.get(k) !== undefined).map((k) => `${k}\u0001${values.get(k)}`).join('\u0002');
-      const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
-      // Division by zero (22012) aborts the batch when a key changed since it was read.
-      const check = sorted.length
-        ? `SELECT 1 / (CASE WHEN (SELECT coalesce(string_agg(key || chr(1) || value, chr(2) ORDER BY key), '') FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now})) = ${lit(expected)} THEN 1 ELSE 0 END);`
-        : '';
-      if (await this.batch(`BEGIN;${locks}${check}${planned.writes.map((w) => writeSql(w, now)).join('')}COMMIT;`)) return planned.result;
-      await new Promise((r) => setTimeout(r, Math.random() * 5 * (attempt + 1)));
+    const unlock = await this.mutex.lock(sorted);
+    try {
+      for (let attempt = 0; attempt <= OPTIMISTIC_ATTEMPTS; attempt++) {
+        const now = Date.now();
+        const guessed = attempt === 0;
+        const values = guessed ? new Map(sorted.map((k) => [k, this.cache.guess(k, now)])) : await this.readRows(sorted, now);
+        let planned: TxPlan<R>;
+        try {
+          planned = plan(readerOf(values));
+        } catch (err) {
+          if (guessed) continue; // decided on a guess: decide again on what the store holds
+          throw err;
+        }
+        // A guess is never returned unchecked; a fresh read is one consistent snapshot.
+        if (planned.writes.length === 0) {
+          if (guessed) continue;
+          return planned.result;
+        }
+        const expected = sorted.filter((k) => values.get(k) !== undefined).map((k) => `${k}\u0001${values.get(k)}`).join('\u0002');
+        const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
+        // Division by zero (22012) aborts the batch when a key changed since it was read.
+        const check = sorted.length
+          ? `SELECT 1 / (CASE WHEN (SELECT coalesce(string_agg(key || chr(1) || value, chr(2) ORDER BY key), '') FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now})) = ${lit(expected)} THEN 1 ELSE 0 END);`
+          : '';
+        let committed = false;
+        try {
+          committed = await this.batch(`BEGIN;${locks}${check}${planned.writes.map((w) => writeSql(w, now)).join('')}COMMIT;`);
+        } catch (err) {
+          for (const k of sorted) this.cache.forget(k); // outcome unknown
+          throw err;
+        }
+        if (committed) {
+          this.rememberWrites(planned.writes, now);
+          return planned.result;
+        }
+        if (!guessed) await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+      }
+      return await this.transactLocked(sorted, plan);
+    } finally {
+      unlock();
     }
-    return this.transactLocked(keys, plan);
+  }
+
+  /** Read `keys` (live rows only) and remember what was found, absent keys included. */
+  private async readRows(keys: readonly string[], now: number): Promise<Map<string, string | undefined>> {
+    const rows = keys.length
+      ? await this.q<{ key: string; value: string; expires_at: string | null }>('SELECT key, value, expires_at FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)', [keys, now])
+      : [];
+    const values = new Map<string, string | undefined>(keys.map((k) => [k, undefined]));
+    for (const r of rows) values.set(r.key, r.value);
+    for (const k of keys) this.cache.remember(k, values.get(k));
+    for (const r of rows) if (r.expires_at !== null) this.cache.remember(r.key, r.value, Number(r.expires_at));
+    return values;
+  }
+
+  /** After a commit: what this process now knows the store holds. */
+  private rememberWrites(writes: readonly TxWrite[], now: number): void {
+    for (const w of writes) {
+      if (w.op === 'set') this.cache.remember(w.key, canonicalJson(w.value), expiresAtFor(w.ttlMs, now));
+      else if (w.op === 'delete') this.cache.remember(w.key, undefined);
+    }
   }
 
   /** A pooled client; a pool that cannot connect is an outage (UNAVAILABLE), like a failed query. */
@@ -236,12 +293,11 @@ export class PostgresStorage implements Storage {
   }
 
   /** The locked path: lock and read in one round trip, write and commit in a second. */
-  private async transactLocked<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
+  private async transactLocked<R>(sorted: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     const client = await this.connect();
     let broken: Error | undefined;
     try {
       const now = Date.now();
-      const sorted = [...new Set(keys)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
       // Round trip 1: begin, lock the keys (in order), read them.
       const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
       const select = sorted.length ? `SELECT key, value FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
@@ -261,8 +317,10 @@ export class PostgresStorage implements Storage {
       // Round trip 2: every write and the commit.
       await sql(client, `${planned.writes.map((w) => writeSql(w, now)).join('')}COMMIT;`).catch((err: Error) => {
         broken = err;
+        for (const k of sorted) this.cache.forget(k); // outcome unknown
         throw unavailable(err);
       });
+      this.rememberWrites(planned.writes, now);
       return planned.result;
     } finally {
       // A connection whose transaction state is unknown is discarded, never reused.

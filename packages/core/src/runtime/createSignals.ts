@@ -1,0 +1,13 @@
+import type { ResolvedConfig } from '../config/schema.js';
+import type { Logger } from './Logger.js';
+import { LocalSignals, type Signals } from './Signals.js';
+
+/** Topic of admin.clearCache; the message is its target ('all', 'memory', 'tokens', ...). */
+export const CLEAR_CACHES = 'caches.clear';
+
+/** Redis pub/sub when the deployment has a Redis (store or shared state), else this process only. */
+export async function createSignals(config: ResolvedConfig, logger: Logger): Promise<Signals> {
+  if (config.storage.type !== 'redis' && config.storage.shared !== 'redis') return new LocalSignals();
+  const { RedisSignals } = await import('./RedisSignals.js');
+  return RedisSignals.connect(config.storage.redis, logger);
+}

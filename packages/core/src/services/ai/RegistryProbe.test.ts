@@ -1,0 +1,87 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
+import { resolveConfig } from '../../config/resolveConfig.js';
+import type { ProviderId } from '../../config/sections/ai.js';
+import { createLogger } from '../../runtime/Logger.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import { CircuitBreaker } from './CircuitBreaker.js';
+import { ProviderRegistry } from './ProviderRegistry.js';
+import { RegistryProbe } from './RegistryProbe.js';
+
+/**
+ * Two probes on one store (as two instances on one Redis), driven tick by tick against a real
+ * test upstream: one round per slot, shared results, one degradation event per transition, and
+ * the breaker following the probe.
+ */
+let upstream: TestUpstream | undefined;
+afterEach(async () => {
+  await upstream?.close();
+  upstream = undefined;
+});
+
+// An hour: the test drives the ticks itself, and a real slot boundary never falls inside it.
+const INTERVAL = 3_600_000;
+
+async function setup() {
+  upstream = await createTestUpstream();
+  const config = resolveConfig({ serverProviders: ['openai', 'google'], ai: upstream.aiConfig({ apiKey: 'server-key' }) });
+  const storage = new MemoryStorage();
+  const logger = createLogger('silent');
+  const breaker = new CircuitBreaker(storage, config.ai.circuitBreaker, logger);
+  const degraded: Array<[ProviderId, string]> = [];
+  const probe = () =>
+    new RegistryProbe({ enabled: true, intervalMs: INTERVAL, timeoutMs: 500 }, { storage, providers: new ProviderRegistry(config), logger, breaker, onDegraded: (p, r) => degraded.push([p, r]) });
+  return { storage, breaker, degraded, a: probe(), b: probe() };
+}
+
+/** Run both probes' ticks in the next slot (a fresh lease key). */
+async function nextSlot(s: Awaited<ReturnType<typeof setup>>) {
+  const slot = Math.floor(Date.now() / INTERVAL);
+  // Another slot than the last one, without waiting a minute: drop the lease of this slot.
+  await s.storage.delete(`aiprobe:lease:${slot}`);
+  await Promise.all([s.a.tick(), s.b.tick()]);
+}
+
+describe('RegistryProbe', () => {
+  it('one of two instances probes per slot; both read the same results', async () => {
+    const s = await setup();
+    await Promise.all([s.a.tick(), s.b.tick()]);
+    expect(s.a.rounds + s.b.rounds).toBe(1);
+    // Only the server-paid providers, once each.
+    expect(upstream!.requests.map((q) => q.provider).sort()).toEqual(['google', 'openai']);
+    // A second tick in the same slot does nothing.
+    await Promise.all([s.a.tick(), s.b.tick()]);
+    expect(s.a.rounds + s.b.rounds).toBe(1);
+    expect(upstream!.requests).toHaveLength(2);
+    expect(await s.a.results()).toEqual(await s.b.results());
+    expect((await s.b.results()).google).toMatchObject({ ok: true, status: 200 });
+  });
+
+  it('a failing provider: one event per transition, the breaker open while it fails, closed on recovery', async () => {
+    const s = await setup();
+    await nextSlot(s);
+    upstream!.failProvider('google', { kind: 'status', status: 500 });
+    await nextSlot(s);
+    await nextSlot(s);
+    await nextSlot(s);
+    expect(s.degraded).toEqual([['google', 'unexpected_status']]);
+    expect((await s.a.results()).google).toMatchObject({ ok: false, reason: 'unexpected_status', status: 500 });
+    expect(await s.breaker.state('google')).toBe('open');
+    expect(await s.breaker.state('openai')).toBe('closed');
+    upstream!.failProvider('google', undefined);
+    await nextSlot(s);
+    expect((await s.b.results()).google?.ok).toBe(true);
+    expect(await s.breaker.state('google')).toBe('closed');
+    upstream!.failProvider('google', { kind: 'status', status: 401 });
+    await nextSlot(s);
+    expect(s.degraded).toEqual([['google', 'unexpected_status'], ['google', 'invalid_key']]);
+  });
+
+  it('disabled: start() does nothing', async () => {
+    const s = await setup();
+    const off = new RegistryProbe({ enabled: false, intervalMs: 50, timeoutMs: 50 }, { storage: s.storage, providers: new ProviderRegistry(resolveConfig({})), logger: createLogger('silent') });
+    off.start(); // an enabled probe ticks at once, inside start()
+    expect(off.ticks).toBe(0);
+    await off.stop();
+  });
+});

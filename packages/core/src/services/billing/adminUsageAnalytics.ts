@@ -1,0 +1,158 @@
+import type { Storage } from '../../storage/Storage.js';
+import { GLOBAL_SHARDS, globalKeys, type GlobalDay } from './globalUsage.js';
+import { add, zero, type Totals, type UsageDay } from './history.js';
+import { ledgerKeys } from './Ledger.js';
+
+/**
+ * Usage across users for administrators, from maintained rows only: per day the GLOBAL_SHARDS
+ * global rows (providers, models, totals) and, for the user ranking, the day's user list and
+ * those users' day rows. No ledger or usage log of any user is read.
+ */
+
+export type UsageGroup = 'user' | 'provider' | 'model' | 'day';
+
+export interface AdminAnalyticsOptions {
+  /** First and last UTC day, inclusive (`YYYY-MM-DD`). */
+  from: string;
+  to: string;
+  /** Only this grouping (default: all four). */
+  groupBy?: UsageGroup | undefined;
+  /** Rank providers, models and users by money or tokens. */
+  sortBy: 'cost' | 'tokens';
+  /** Rows per grouping (days are never cut: the range bounds them). */
+  limit: number;
+  /** Most user-day rows read for the user ranking; past it the ranking is marked truncated. Default 50,000. */
+  maxUserDays?: number;
+}
+
+/** Totals split by payer: platform-paid money is what budgets and the operator care about. */
+export interface SplitTotals extends Totals {
+  platformRequests: number;
+  byokRequests: number;
+  platformCostUsd: number;
+  byokCostUsd: number;
+}
+
+export interface AdminAnalytics {
+  period: { from: string; to: string; days: number };
+  totals: SplitTotals & { activeUserDays: number };
+  byDay?: Array<{ date: string; activeUsers: number } & SplitTotals>;
+  byProvider?: Array<{ provider: string } & Totals>;
+  byModel?: Array<{ model: string } & Totals>;
+  topUsers?: Array<{ userId: string } & SplitTotals>;
+  /** The user ranking read only the first `maxUserDays` user-day rows. */
+  truncated?: boolean;
+}
+
+const DAY_MS = 86_400_000;
+/** Keys per getMany round trip. */
+const CHUNK = 1000;
+
+export function daysBetween(from: string, to: string): string[] {
+  const out: string[] = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) out.push(new Date(t).toISOString().slice(0, 10));
+  return out;
+}
+
+const splitZero = (): SplitTotals => ({ ...zero(), platformRequests: 0, byokRequests: 0, platformCostUsd: 0, byokCostUsd: 0 });
+
+const round = (usd: number) => Math.round(usd * 1e10) / 1e10;
+
+function addSplit(t: SplitTotals, u: SplitTotals): void {
+  add(t, u);
+  t.platformRequests += u.platformRequests;
+  t.byokRequests += u.byokRequests;
+  t.platformCostUsd = round(t.platformCostUsd + u.platformCostUsd);
+  t.byokCostUsd = round(t.byokCostUsd + u.byokCostUsd);
+}
+
+/** A day row's totals split by payer (rows written before costs were recorded count as 0 USD). */
+const splitOf = (row: UsageDay): SplitTotals => ({
+  ...row.totals,
+  platformCostUsd: row.byMode?.platform.estimatedCostUsd ?? 0,
+  byokCostUsd: row.byMode?.byok.estimatedCostUsd ?? 0,
+});
+
+async function getChunked<T>(storage: Storage, keys: string[]): Promise<Array<T | undefined>> {
+  const out: Array<T | undefined> = [];
+  for (let i = 0; i < keys.length; i += CHUNK) out.push(...(await storage.getMany<T>(keys.slice(i, i + CHUNK))));
+  return out;
+}
+
+function top<T extends Totals>(rows: Array<[string, T]>, sortBy: 'cost' | 'tokens', limit: number): Array<[string, T]> {
+  const score = (t: T) => (sortBy === 'cost' ? ('platformCostUsd' in t ? (t as unknown as SplitTotals).platformCostUsd : t.estimatedCostUsd) : t.tokensUsed);
+  return rows.sort((a, b) => score(b[1]) - score(a[1]) || b[1].tokensUsed - a[1].tokensUsed || a[0].localeCompare(b[0])).slice(0, limit);
+}
+
+/** Users who made a call on `day`, from the day's user list (an index read, paged). */
+async function usersOf(storage: Storage, day: string, budget: number): Promise<string[]> {
+  const users: string[] = [];
+  let after = 0;
+  while (users.length < budget) {
+    const page = await storage.readLog<{ userId: string }>(globalKeys.users(day), { after, limit: Math.min(CHUNK, budget - users.length) });
+    for (const e of page) users.push(e.record.userId);
+    if (page.length === 0 || page.length < CHUNK) break;
+    after = page.at(-1)!.seq;
+  }
+  return users;
+}
+
+async function rankUsers(storage: Storage, days: string[], opts: AdminAnalyticsOptions): Promise<{ rows: Array<{ userId: string } & SplitTotals>; truncated: boolean }> {
+  const max = opts.maxUserDays ?? 50_000;
+  const perUser = new Map<string, SplitTotals>();
+  let read = 0;
+  let truncated = false;
+  for (const day of days) {
+    const users = await usersOf(storage, day, max - read + 1);
+    if (read + users.length > max) {
+      truncated = true;
+      users.length = max - read;
+    }
+    const rows = await getChunked<UsageDay>(storage, users.map((u) => ledgerKeys.usageDay(u, day)));
+    rows.forEach((row, i) => {
+      if (!row) return;
+      const id = users[i]!;
+      let t = perUser.get(id);
+      if (!t) perUser.set(id, (t = splitZero()));
+      addSplit(t, splitOf(row));
+    });
+    read += users.length;
+    if (truncated) break;
+  }
+  return { rows: top([...perUser], opts.sortBy, opts.limit).map(([userId, t]) => ({ userId, ...t })), truncated };
+}
+
+/** Totals, per day, provider, model and the top users over [from, to]. */
+export async function adminUsageAnalytics(storage: Storage, opts: AdminAnalyticsOptions): Promise<AdminAnalytics> {
+  const days = daysBetween(opts.from, opts.to);
+  const want = (g: UsageGroup) => opts.groupBy === undefined || opts.groupBy === g;
+  const keys = days.flatMap((d) => Array.from({ length: GLOBAL_SHARDS }, (_, s) => globalKeys.day(d, s)));
+  const [shards, users] = await Promise.all([getChunked<GlobalDay>(storage, keys), want('user') ? rankUsers(storage, days, opts) : undefined]);
+  const totals = { ...splitZero(), activeUserDays: 0 };
+  const byDay: NonNullable<AdminAnalytics['byDay']> = [];
+  const byProvider: Record<string, Totals> = {};
+  const byModel: Record<string, Totals> = {};
+  days.forEach((date, d) => {
+    const day = { date, activeUsers: 0, ...splitZero() };
+    for (let s = 0; s < GLOBAL_SHARDS; s++) {
+      const row = shards[d * GLOBAL_SHARDS + s];
+      if (!row) continue;
+      addSplit(day, splitOf(row));
+      day.activeUsers += row.users;
+      for (const [k, v] of Object.entries(row.byProvider)) add((byProvider[k] ??= zero()), v);
+      for (const [k, v] of Object.entries(row.byModel)) add((byModel[k] ??= zero()), v);
+    }
+    if (day.requests === 0) return;
+    addSplit(totals, day);
+    totals.activeUserDays += day.activeUsers;
+    byDay.push(day);
+  });
+  return {
+    period: { from: opts.from, to: opts.to, days: days.length },
+    totals,
+    ...(want('day') ? { byDay } : {}),
+    ...(want('provider') ? { byProvider: top(Object.entries(byProvider), opts.sortBy, opts.limit).map(([provider, t]) => ({ provider, ...t })) } : {}),
+    ...(want('model') ? { byModel: top(Object.entries(byModel), opts.sortBy, opts.limit).map(([model, t]) => ({ model, ...t })) } : {}),
+    ...(users ? { topUsers: users.rows, ...(users.truncated ? { truncated: true } : {}) } : {}),
+  };
+}

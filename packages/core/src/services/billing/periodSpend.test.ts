@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { releaseSpend, reserveSpend, resetsAt, settleSpend, toMicros, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
+
+const day1 = new Date('2026-03-31T23:59:00Z');
+const day2 = new Date('2026-04-01T00:01:00Z');
+const tokensDaily: EffectiveBudget = { daily: { tokens: 1000, thresholds: [0.5, 0.8], source: 'user' } };
+
+describe('period spend arithmetic', () => {
+  it('refuses a worst case that would take spent + reserved over the limit, and accepts one that fits exactly', () => {
+    const a = reserveSpend(undefined, tokensDaily, { tokens: 600, usdMicros: 0 }, day1);
+    if (!a.ok) throw new Error('refused');
+    expect(a.spend.daily).toMatchObject({ id: '2026-03-31', reservedTokens: 600, tokens: 0 });
+    const b = reserveSpend(a.spend, tokensDaily, { tokens: 401, usdMicros: 0 }, day1);
+    expect(b.ok).toBe(false);
+    if (b.ok) return;
+    expect(b.refusal).toEqual({
+      period: 'daily',
+      periodId: '2026-03-31',
+      metric: 'tokens',
+      limit: 1000,
+      spent: 0,
+      reserved: 600,
+      requested: 401,
+      resetsAt: '2026-04-01T00:00:00.000Z',
+      reason: 'budget_exceeded',
+    });
+    expect(reserveSpend(a.spend, tokensDaily, { tokens: 400, usdMicros: 0 }, day1).ok).toBe(true);
+  });
+
+  it('settle replaces the hold with the actual; release removes it', () => {
+    const a = reserveSpend(undefined, tokensDaily, { tokens: 600, usdMicros: 5 }, day1);
+    if (!a.ok) throw new Error('refused');
+    const settled = settleSpend(a.spend, tokensDaily, a.hold, { tokens: 200, usdMicros: 3 }, day1).spend;
+    expect(settled.daily).toMatchObject({ tokens: 200, reservedTokens: 0, usdMicros: 3, reservedUsdMicros: 0 });
+    expect(settled.monthly).toMatchObject({ id: '2026-03', tokens: 200, usdMicros: 3 });
+    const b = reserveSpend(settled, tokensDaily, { tokens: 300, usdMicros: 0 }, day1);
+    if (!b.ok) throw new Error('refused');
+    expect(releaseSpend(b.spend, b.hold, day1).daily).toMatchObject({ tokens: 200, reservedTokens: 0 });
+  });
+
+  it('sends each threshold once per period: crossings are listed the first time only, both at once when one charge passes both', () => {
+    let spend: SpendRecord | undefined;
+    const charge = (tokens: number, at = day1) => {
+      const r = reserveSpend(spend, tokensDaily, { tokens, usdMicros: 0 }, at);
+      if (!r.ok) throw new Error('refused');
+      const s = settleSpend(r.spend, tokensDaily, r.hold, { tokens, usdMicros: 0 }, at);
+      spend = s.spend;
+      return s.crossings.map((c) => c.threshold);
+    };
+    expect(charge(499)).toEqual([]);
+    expect(charge(1)).toEqual([0.5]);
+    expect(charge(10)).toEqual([]);
+    expect(charge(400)).toEqual([0.8]);
+    expect(charge(10)).toEqual([]);
+    // A new day starts from zero: the thresholds can be reached again.
+    expect(charge(900, day2)).toEqual([0.5, 0.8]);
+  });
+
+  it('a call reserved before midnight is charged to its own day, not the new one', () => {
+    const a = reserveSpend(undefined, tokensDaily, { tokens: 900, usdMicros: 0 }, day1);
+    if (!a.ok) throw new Error('refused');
+    // Another call opens the new day (and the new month) before the first one settles.
+    const b = reserveSpend(a.spend, tokensDaily, { tokens: 900, usdMicros: 0 }, day2);
+    if (!b.ok) throw new Error('refused');
+    expect(b.spend.daily).toMatchObject({ id: '2026-04-01', reservedTokens: 900 });
+    const late = settleSpend(b.spend, tokensDaily, a.hold, { tokens: 900, usdMicros: 0 }, day2).spend;
+    expect(late.daily).toMatchObject({ id: '2026-04-01', tokens: 0, reservedTokens: 900 });
+    expect(late.monthly).toMatchObject({ id: '2026-04', tokens: 0, reservedTokens: 900 });
+  });
+
+  it('money limits: exact in micro-dollars, rounded up; an unpriced model cannot run under a money limit', () => {
+    expect(toMicros(0.000123)).toBe(123);
+    expect(toMicros(0.0000001)).toBe(1);
+    expect(toMicros(0.1 + 0.2)).toBe(300_000);
+    const usd: EffectiveBudget = { monthly: { usd: 1, thresholds: [0.8], source: 'default' } };
+    const a = reserveSpend(undefined, usd, { tokens: 10, usdMicros: 999_999 }, day1);
+    expect(a.ok).toBe(true);
+    if (!a.ok) return;
+    const b = reserveSpend(a.spend, usd, { tokens: 10, usdMicros: 2 }, day1);
+    expect(!b.ok && b.refusal).toMatchObject({ period: 'monthly', metric: 'usd', limit: 1, reserved: 0.999999, requested: 0.000002, resetsAt: '2026-04-01T00:00:00.000Z' });
+    const unpriced = reserveSpend(undefined, usd, { tokens: 10, usdMicros: null }, day1);
+    expect(!unpriced.ok && unpriced.refusal).toMatchObject({ reason: 'model_not_priced', requested: null });
+    // Without a money limit an unpriced model is fine.
+    expect(reserveSpend(undefined, tokensDaily, { tokens: 10, usdMicros: null }, day1).ok).toBe(true);
+  });
+
+  it('resets at the next UTC day or month', () => {
+    expect(resetsAt('monthly', '2026-12')).toBe('2027-01-01T00:00:00.000Z');
+    expect(resetsAt('daily', '2028-02-28')).toBe('2028-02-29T00:00:00.000Z');
+  });
+});

@@ -1,0 +1,200 @@
+import { BUDGET_PERIODS, type BudgetLimits, type BudgetPeriod } from '../../config/sections/budget.js';
+
+/**
+ * The pure arithmetic of budgets, run inside the reserve / settle / release transactions.
+ *
+ * Money is counted in integer micro-dollars (1 USD = 1,000,000) so sums never drift and a
+ * comparison with the limit is exact; costs are rounded up, so the figure never understates.
+ * A call counts against the periods in which it was reserved: the check at reservation and the
+ * charge at settle hit the same period, even for a call that runs across midnight UTC.
+ */
+
+export const USD_MICROS = 1_000_000;
+export const toMicros = (usd: number) => Math.ceil(Math.round(usd * USD_MICROS * 1000) / 1000);
+export const fromMicros = (micros: number) => micros / USD_MICROS;
+
+/** Which limit of a budget. */
+export type BudgetMetric = 'tokens' | 'usd';
+
+/** The effective budget of a user: per period, the user's own limits or the default's. */
+export type EffectiveBudget = Partial<Record<BudgetPeriod, BudgetLimits & { source: 'user' | 'default' }>>;
+
+/** Spend of one period: settled calls plus the worst case of calls still running. */
+export interface PeriodSpend {
+  /** `2026-11-23` (daily) or `2026-11` (monthly). */
+  id: string;
+  tokens: number;
+  usdMicros: number;
+  reservedTokens: number;
+  reservedUsdMicros: number;
+  /** Alerts already sent this period: `tokens:0.8`, `usd:exceeded`, ... */
+  alerted: string[];
+}
+
+/** `budgetspend:<user>`: the current day and month. Maintained for every user, with or without a budget. */
+export type SpendRecord = Partial<Record<BudgetPeriod, PeriodSpend>>;
+
+/** What a reservation added to its periods' reserved figures (kept on the reservation). */
+export interface BudgetHold {
+  daily: string;
+  monthly: string;
+  tokens: number;
+  usdMicros: number;
+}
+
+/** The worst case of a call about to run. `usdMicros` null: the model has no price. */
+export interface Worst {
+  tokens: number;
+  usdMicros: number | null;
+}
+
+export function periodIds(at: Date): Record<BudgetPeriod, string> {
+  const iso = at.toISOString();
+  return { daily: iso.slice(0, 10), monthly: iso.slice(0, 7) };
+}
+
+/** When the period `id` ends (the next period starts), ISO time. */
+export function resetsAt(period: BudgetPeriod, id: string): string {
+  if (period === 'daily') return new Date(Date.parse(`${id}T00:00:00.000Z`) + 86_400_000).toISOString();
+  const [y, m] = id.split('-').map(Number) as [number, number];
+  return new Date(Date.UTC(y, m, 1)).toISOString();
+}
+
+const fresh = (id: string): PeriodSpend => ({ id, tokens: 0, usdMicros: 0, reservedTokens: 0, reservedUsdMicros: 0, alerted: [] });
+
+/** The record's figures for the periods of `ids` (a period that has ended starts again from zero). */
+export function currentSpend(stored: SpendRecord | undefined, ids: Record<BudgetPeriod, string>): Record<BudgetPeriod, PeriodSpend> {
+  const out = {} as Record<BudgetPeriod, PeriodSpend>;
+  for (const p of BUDGET_PERIODS) out[p] = stored?.[p]?.id === ids[p] ? { ...stored[p]!, alerted: [...stored[p]!.alerted] } : fresh(ids[p]);
+  return out;
+}
+
+/** Why a reservation is refused: the first limit it would break. */
+export interface BudgetRefusal {
+  period: BudgetPeriod;
+  periodId: string;
+  metric: BudgetMetric;
+  /** In tokens, or in USD for `usd`. */
+  limit: number;
+  spent: number;
+  reserved: number;
+  requested: number | null;
+  resetsAt: string;
+  /** 'model_not_priced': a money limit applies and the model has no price, so the cost has no bound. */
+  reason: 'budget_exceeded' | 'model_not_priced';
+}
+
+/**
+ * Add a call's worst case to the reserved figures of the current day and month, or say which
+ * limit it would break: `spent + reserved + worst > limit` refuses.
+ */
+export function reserveSpend(
+  stored: SpendRecord | undefined,
+  budget: EffectiveBudget,
+  worst: Worst,
+  at: Date,
+): { ok: true; spend: SpendRecord; hold: BudgetHold } | { ok: false; refusal: BudgetRefusal; spend: Record<BudgetPeriod, PeriodSpend> } {
+  const ids = periodIds(at);
+  const spend = currentSpend(stored, ids);
+  for (const period of BUDGET_PERIODS) {
+    const limits = budget[period];
+    if (!limits) continue;
+    const s = spend[period];
+    const base = { period, periodId: s.id, resetsAt: resetsAt(period, s.id) };
+    if (limits.tokens !== undefined && s.tokens + s.reservedTokens + worst.tokens > limits.tokens) {
+      return { ok: false, spend, refusal: { ...base, metric: 'tokens', limit: limits.tokens, spent: s.tokens, reserved: s.reservedTokens, requested: worst.tokens, reason: 'budget_exceeded' } };
+    }
+    if (limits.usd !== undefined) {
+      const limit = toMicros(limits.usd);
+      if (worst.usdMicros === null || s.usdMicros + s.reservedUsdMicros + worst.usdMicros > limit) {
+        return {
+          ok: false,
+          spend,
+          refusal: {
+            ...base,
+            metric: 'usd',
+            limit: limits.usd,
+            spent: fromMicros(s.usdMicros),
+            reserved: fromMicros(s.reservedUsdMicros),
+            requested: worst.usdMicros === null ? null : fromMicros(worst.usdMicros),
+            reason: worst.usdMicros === null ? 'model_not_priced' : 'budget_exceeded',
+          },
+        };
+      }
+    }
+  }
+  const usd = worst.usdMicros ?? 0;
+  for (const p of BUDGET_PERIODS) {
+    spend[p].reservedTokens += worst.tokens;
+    spend[p].reservedUsdMicros += usd;
+  }
+  return { ok: true, spend, hold: { daily: ids.daily, monthly: ids.monthly, tokens: worst.tokens, usdMicros: usd } };
+}
+
+/** A threshold (or the limit) reached for the first time in a period: one alert. */
+export interface BudgetCrossing {
+  period: BudgetPeriod;
+  periodId: string;
+  metric: BudgetMetric;
+  threshold: number;
+  limit: number;
+  spent: number;
+  resetsAt: string;
+}
+
+/** Take a hold off the reserved figures of its periods (when they are still the current ones). */
+function unhold(spend: Record<BudgetPeriod, PeriodSpend>, hold: BudgetHold | undefined): void {
+  if (!hold) return;
+  for (const p of BUDGET_PERIODS) {
+    if (spend[p].id !== hold[p]) continue; // that period has ended: its figures are gone
+    spend[p].reservedTokens = Math.max(0, spend[p].reservedTokens - hold.tokens);
+    spend[p].reservedUsdMicros = Math.max(0, spend[p].reservedUsdMicros - hold.usdMicros);
+  }
+}
+
+/**
+ * Replace a hold with what the call used, and list the thresholds this charge reached first.
+ * The charge goes to the hold's periods (to the current ones for a hold without budget figures);
+ * a period that has ended since the call was reserved is closed and not charged.
+ */
+export function settleSpend(
+  stored: SpendRecord | undefined,
+  budget: EffectiveBudget,
+  hold: BudgetHold | undefined,
+  actual: { tokens: number; usdMicros: number },
+  at: Date,
+): { spend: SpendRecord; crossings: BudgetCrossing[] } {
+  const ids = periodIds(at);
+  const spend = currentSpend(stored, ids);
+  unhold(spend, hold);
+  const crossings: BudgetCrossing[] = [];
+  for (const period of BUDGET_PERIODS) {
+    const s = spend[period];
+    if (hold && hold[period] !== s.id) continue;
+    s.tokens += actual.tokens;
+    s.usdMicros += actual.usdMicros;
+    const limits = budget[period];
+    if (!limits) continue;
+    const figures: Array<[BudgetMetric, number | undefined, number, number]> = [
+      ['tokens', limits.tokens, limits.tokens ?? 0, s.tokens],
+      ['usd', limits.usd, limits.usd === undefined ? 0 : toMicros(limits.usd), s.usdMicros],
+    ];
+    for (const [metric, shown, limit, spent] of figures) {
+      if (shown === undefined || limit === 0) continue;
+      for (const t of limits.thresholds) {
+        const mark = `${metric}:${t}`;
+        if (spent < t * limit || s.alerted.includes(mark)) continue;
+        s.alerted.push(mark);
+        crossings.push({ period, periodId: s.id, metric, threshold: t, limit: shown, spent: metric === 'usd' ? fromMicros(spent) : spent, resetsAt: resetsAt(period, s.id) });
+      }
+    }
+  }
+  return { spend, crossings };
+}
+
+/** Give a hold back (the call failed or was abandoned). */
+export function releaseSpend(stored: SpendRecord | undefined, hold: BudgetHold | undefined, at: Date): SpendRecord {
+  const spend = currentSpend(stored, periodIds(at));
+  unhold(spend, hold);
+  return spend;
+}

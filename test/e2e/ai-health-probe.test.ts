@@ -1,0 +1,155 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
+import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * The active registry probe (ai.healthProbe) on two real servers sharing Redis: one instance
+ * probes per interval (a lease in Redis), both report the same health from the results stored
+ * there, a provider that goes down is reported degraded by both (ai.getRegistryHealth,
+ * admin.healthCheck, and the shared circuit breaker opens so calls with fallbacks skip it), one
+ * providerDegraded alert goes out for the transition, and both report healthy after recovery.
+ */
+const redisAt = await testRedis();
+const INTERVAL = 200;
+const SECRET = 'probe-alert-secret-0123456789abcdefgh';
+
+interface Hook {
+  url: string;
+  got: Array<{ event: string; data: Record<string, unknown> }>;
+  close(): Promise<void>;
+}
+
+async function webhookReceiver(): Promise<Hook> {
+  const got: Hook['got'] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      got.push(JSON.parse(body));
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+let upstream: TestUpstream;
+let hook: Hook;
+let a: AiServer;
+let b: AiServer;
+let admin: string;
+const keyPrefix = `e2e-ai-probe-${randomUUID()}:`;
+
+/** Probe requests the upstream received for `provider` (its model list or key record). */
+const probes = (provider: string) => upstream.requests.filter((q) => q.format === 'models' && q.provider === provider).length;
+const health = async (s: AiServer) => (await rpcCall(s.url, null, 'ai.getRegistryHealth')).result;
+
+beforeAll(async () => {
+  if (!redisAt.ok) return;
+  upstream = await createTestUpstream();
+  hook = await webhookReceiver();
+  const config = {
+    storage: { type: 'redis' as const, redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
+    ai: { healthProbe: { enabled: true, intervalMs: INTERVAL, timeoutMs: 150 }, circuitBreaker: { failureThreshold: 5, cooldownMs: 60_000, windowMs: 60_000 } },
+    alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded' as const] }], pollIntervalMs: 20 },
+  };
+  a = await startAiServer(upstream, config);
+  b = await startAiServer(upstream, config);
+  admin = await tokenFor('probe-admin', { admin: true });
+}, 30_000);
+afterAll(async () => {
+  if (!redisAt.ok) return;
+  await a?.stop();
+  await b?.stop();
+  await hook?.close();
+  await upstream?.close();
+  await dropTestKeys(redisAt, keyPrefix);
+});
+
+describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', () => {
+  it('both report every provider healthy from the shared probe results', async () => {
+    for (const s of [a, b]) {
+      await waitFor(async () => {
+        const h = await health(s);
+        return h.probing && h.status === 'healthy' && Object.values(h.providers).every((p: any) => p.probe?.ok === true);
+      }, { what: 'a healthy probe of every provider' });
+    }
+    // The same stored result, not two probes of their own.
+    expect((await health(a)).providers.openai.probe).toEqual((await health(b)).providers.openai.probe);
+  });
+
+  it('one instance probes per interval: the upstream sees one probe per provider per lease slot', async () => {
+    const start = { probes: probes('anthropic'), rounds: a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds, ticksA: a.runtime.ai.probe!.ticks, ticksB: b.runtime.ai.probe!.ticks, at: Date.now() };
+    // Both instances keep ticking...
+    await waitFor(() => a.runtime.ai.probe!.ticks >= start.ticksA + 6 && b.runtime.ai.probe!.ticks >= start.ticksB + 6, { what: 'six more ticks on each instance' });
+    const elapsed = Date.now() - start.at;
+    const rounds = a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds - start.rounds;
+    const seen = probes('anthropic') - start.probes;
+    // ...but only the lease holder of each slot probes: one request per round (give or take the
+    // round in flight at either end of the window), at most one round per slot.
+    expect(Math.abs(seen - rounds)).toBeLessThanOrEqual(1);
+    expect(rounds).toBeLessThanOrEqual(Math.ceil(elapsed / INTERVAL) + 1);
+    expect(rounds).toBeGreaterThanOrEqual(4);
+    const ticks = a.runtime.ai.probe!.ticks - start.ticksA + b.runtime.ai.probe!.ticks - start.ticksB;
+    expect(rounds).toBeLessThan(ticks * 0.75);
+  });
+
+  it('a provider going down: both report degraded, its breaker opens for both, one alert; recovery: both healthy', async () => {
+    expect(hook.got.filter((g) => g.event === 'providerDegraded')).toEqual([]);
+    upstream.failProvider('google', { kind: 'status', status: 503 });
+    for (const s of [a, b]) {
+      await waitFor(async () => {
+        const h = await health(s);
+        return h.status === 'degraded' && h.providers.google.probe?.ok === false && h.providers.google.breaker === 'open';
+      }, { what: 'google degraded' });
+    }
+    expect((await health(a)).providers.google.probe).toMatchObject({ ok: false, reason: 'unexpected_status', status: 503 });
+    expect((await health(b)).providers.openai.probe.ok).toBe(true);
+    for (const s of [a, b]) {
+      const report = (await rpcCall(s.url, admin, 'admin.healthCheck')).result;
+      expect(report.checks.ai).toMatchObject({ ok: true, detail: 'degraded' });
+    }
+
+    // The breaker's view is shared: a call with a fallback skips google on either instance.
+    const sub = 'probe-user';
+    await creditTokens(a.url, admin, sub, 100_000, 'probe-credit');
+    const token = await tokenFor(sub);
+    for (const s of [a, b]) {
+      const r = await rpcCall(s.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', fallbacks: ['openai'] });
+      expect(r.result.data).toMatchObject({ provider: 'openai', attempts: [{ provider: 'google', reason: 'circuit_open' }] });
+    }
+
+    // Several more failing rounds: still one alert for the one transition.
+    const failing = probes('google');
+    await waitFor(() => probes('google') >= failing + 3, { what: 'three more google probes' });
+    await waitFor(() => hook.got.length >= 1, { what: 'the alert' });
+    expect(hook.got.filter((g) => g.event === 'providerDegraded')).toEqual([expect.objectContaining({ data: expect.objectContaining({ provider: 'google', reason: 'unexpected_status' }) })]);
+
+    upstream.failProvider('google', undefined);
+    for (const s of [a, b]) {
+      await waitFor(async () => {
+        const h = await health(s);
+        return h.status === 'healthy' && h.providers.google.probe?.ok === true && h.providers.google.breaker === 'closed';
+      }, { what: 'google healthy again' });
+    }
+    const r = await rpcCall(b.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', fallbacks: ['openai'] });
+    expect(r.result.data.provider).toBe('google');
+    expect(r.result.data.attempts).toBeUndefined();
+    expect(hook.got).toHaveLength(1);
+  });
+
+  it('a probe that times out counts as a failure too', async () => {
+    upstream.failProvider('anthropic', { kind: 'hang' });
+    try {
+      await waitFor(async () => (await health(b)).providers.anthropic.probe?.reason === 'timeout', { what: 'an anthropic probe timeout' });
+      expect((await health(a)).status).toBe('degraded');
+    } finally {
+      upstream.failProvider('anthropic', undefined);
+    }
+    await waitFor(async () => (await health(a)).status === 'healthy', { what: 'healthy again' });
+  });
+});
