@@ -10,6 +10,7 @@ import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { waitFor } from '@ai-backend/test-utils';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, startIdp, type TestIdp } from './oauthHelpers.js';
@@ -215,12 +216,10 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
       expect(revoked.status).toBe(200);
       expect((await whoamiOn(a.base)).error?.message).toBe('session not found');
       // The signal travels through Redis pub/sub: allow it a moment, far below the 60 s cache.
-      const deadline = Date.now() + 2000;
-      let reply = await whoamiOn(b.base);
-      while (reply.result && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 20));
-        reply = await whoamiOn(b.base);
-      }
+      const reply = await waitFor(async () => {
+        const r = await whoamiOn(b.base);
+        return !r.result && r;
+      }, { timeoutMs: 2000, intervalMs: 20, what: 'the revocation reached instance b' });
       expect(reply.result).toBeUndefined();
       expect(reply.error?.message).toBe('session not found');
     } finally {

@@ -4,6 +4,5 @@ export { createTestUpstream, type TestUpstream, type TestUpstreamOptions, type R
 export { parseMarkers, type UpstreamFault, type MarkerDirectives } from './upstream/faults.js';
 export type { WireFormat } from './upstream/wireFormats.js';
 export { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalVector, type TraversalFixture, type TraversalWorkspaceConfig } from './workspaces/traversalCorpus.js';
-export { waitFor, type WaitForOptions, type Truthy } from './time/waitFor.js';
 export { createBenchTree, type BenchTree, type BenchTreeOptions } from './workspaces/benchTree.js';
-export { waitFor, type WaitForOptions } from './waitFor.js';
+export { waitFor, type WaitForOptions, type Truthy } from './waitFor.js';

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { probeServices, redisAnswers, servicesRequired, type ServiceMap, type ServiceName } from './probeServices.js';
-import { waitFor } from '../time/waitFor.js';
+import { waitFor } from '../waitFor.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
