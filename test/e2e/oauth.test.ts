@@ -103,6 +103,17 @@ afterEach(async () => {
 });
 afterAll(() => idp.close());
 
+/**
+ * After a server stops, the client's keep-alive pool (undici, in this process) still lists the
+ * sockets that server closed until it has read their FIN; a restart on the same address could
+ * otherwise get a request written on one ("other side closed"). stop() resolves once every
+ * server-side socket is closed, so the FINs are queued: two setImmediate turns put a whole poll
+ * phase between here and the next request, in which the pool reads them and drops the sockets.
+ */
+async function poolSeesClosedSockets(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+}
+
 /** Servers in one file share the IdP, whose client redirect URI is fixed: keep one port. */
 let port = 0;
 async function startServer(extra: Partial<OAuthInput> = {}, storage?: NonNullable<ConfigInput>['storage']) {
@@ -247,10 +258,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
         await signInWithSdk(first.base, provider);
         await first.server.stop();
-        // A deliberate pause: let the client's connection pool see the closed keep-alive sockets
-        // before the restart reuses the same address (the pool's state is not observable from here,
-        // and the embedded store reopens within the same tick otherwise).
-        await new Promise((r) => setTimeout(r, 100));
+        await poolSeesClosedSockets();
 
         const second = await startServer({ sessionStorage });
         expect(second.base).toBe(first.base);
@@ -270,6 +278,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
         await signInWithSdk(first.base, provider);
         await first.server.stop();
+        await poolSeesClosedSockets();
 
         const second = await startServer({ sessionStorage, encryptionKey: 'another-encryption-key-0123456789-xyz' });
         const res = await rawToolCall(second.base, provider.saved!.access_token);
