@@ -142,7 +142,9 @@ describe('circuit breaker', () => {
   });
 
   it('half-open: a failed trial re-opens at once', async () => {
-    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 200, windowMs: 10_000 } });
+    // The cooldown must outlast the two calls after the trial even on a loaded machine (the
+    // breaker's clock is its store's TTL, so time has to pass for real).
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 1500, windowMs: 10_000 } });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['openrouter'] });
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call();

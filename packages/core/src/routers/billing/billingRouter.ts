@@ -3,6 +3,7 @@ import { BALANCE_TYPES } from '../../services/billing/types.js';
 import { router } from '../../trpc/init.js';
 import { adminProcedure, protectedProcedure } from '../../trpc/procedures.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
+import { previewModelInput, previewPlan } from './previewPlan.js';
 import { cursorInput, daysInput, estimatedTokensInput, historyLimitInput, limitInput } from './bounds.js';
 
 const readOnly = { readOnlyHint: true } as const;
@@ -88,10 +89,13 @@ export const billingRouter = router({
     .query(({ ctx, input }) => ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input)),
 
   planConsumption: protectedProcedure
-    .meta({ description: 'Preview which balance or key would pay for a call and what would remain', mcp: { annotations: readOnly } })
-    .input(z.object({ estimatedTokens: estimatedTokensInput, hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional() }))
+    .meta({
+      description: 'Preview which balance or key would pay for a call and what would remain; a call your budget would refuse is not viable (budget: the refusal)',
+      mcp: { annotations: readOnly },
+    })
+    .input(z.object({ estimatedTokens: estimatedTokensInput, hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional(), model: previewModelInput }))
     .query(async ({ ctx, input }) => {
-      const { prefs: _prefs, ...plan } = await ctx.runtime.billing.plan(ctx.identity.sub, input.estimatedTokens, { hasApiKey: input.hasApiKey, provider: input.provider });
+      const { prefs: _prefs, ...plan } = await previewPlan(ctx.runtime, ctx.identity.sub, input);
       return { estimatedTokens: input.estimatedTokens, ...plan };
     }),
 

@@ -6,6 +6,7 @@ import type { Runtime } from '../../runtime/Runtime.js';
 import { router } from '../../trpc/init.js';
 import { protectedProcedure } from '../../trpc/procedures.js';
 import { estimatedTokensInput } from '../billing/bounds.js';
+import { previewModelInput, previewPlan } from '../billing/previewPlan.js';
 import { ApiKeyInput, providerRecord } from './providerRecord.js';
 
 /** Every user.* procedure works on the caller's own profile, so all need an identity. */
@@ -52,16 +53,25 @@ async function byokStatus(ctx: UserCtx, prefs: UserPreferences) {
 
 export const userRouter = router({
   checkRequestEligibility: userProcedure
-    .meta({ description: 'Whether you can make an AI request now: tokens for server-paid calls, or an API key', mcp: { annotations: { readOnlyHint: true } } })
+    .meta({
+      description: 'Whether you can make an AI request now: tokens for server-paid calls within your budget, or an API key',
+      mcp: { annotations: { readOnlyHint: true } },
+    })
     .input(
       z
-        .object({ estimatedTokens: estimatedTokensInput.default(1000), hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional() })
+        .object({ estimatedTokens: estimatedTokensInput.default(1000), hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional(), model: previewModelInput })
         .default({ estimatedTokens: 1000, hasApiKey: false }),
     )
     .query(async ({ ctx, input }) => {
-      const plan = await ctx.runtime.billing.plan(ctx.identity.sub, input.estimatedTokens, { hasApiKey: input.hasApiKey, provider: input.provider });
+      const plan = await previewPlan(ctx.runtime, ctx.identity.sub, input);
       const reason =
-        plan.payer === 'platform' ? 'sufficient token balance' : plan.payer === 'byok' ? plan.plan[0]!.reason : 'insufficient tokens and no API key';
+        plan.payer === 'platform'
+          ? 'sufficient token balance'
+          : plan.payer === 'byok'
+            ? plan.plan[0]!.reason
+            : plan.platformRefusedBy === 'budget'
+              ? plan.notifications[0]!
+              : 'insufficient tokens and no API key';
       return {
         canMakeRequest: plan.viable,
         reason,
@@ -69,6 +79,8 @@ export const userRouter = router({
         tokenBalance: plan.balances.subscription + plan.balances.one_time,
         estimatedCost: plan.totalTokensNeeded,
         requiresApiKey: plan.payer === 'none',
+        /** The refusal your budget gives a platform-paid call of this size now (null: within budget). */
+        budget: plan.budget,
       };
     }),
 

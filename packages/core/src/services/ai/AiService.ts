@@ -7,7 +7,7 @@ import type { Metering } from './Metering.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
-import type { CallDeps } from './prepareCall.js';
+import { worstCostUsd, type CallDeps } from './prepareCall.js';
 import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
 import { RegistryProbe, type ProbeResult } from './RegistryProbe.js';
 import { runStreamText, type StreamEvent } from './runStreamText.js';
@@ -122,6 +122,19 @@ export class AiService {
       ...(this.opts.metrics ? { metrics: this.opts.metrics } : {}),
       ...(this.opts.storedKey ? { storedKey: this.opts.storedKey } : {}),
     };
+  }
+
+  /**
+   * The most a platform-paid call of `estimatedTokens` (input plus output, split unknown) can
+   * cost, for the budget previews: every token at the dearer of the two prices, over the model and
+   * the configured fallbacks, as the reservation counts. Null: the model has no price.
+   */
+  previewCostUsd(provider: ProviderId | undefined, model: string | undefined, estimatedTokens: number): number | null {
+    const p = provider ?? this.opts.config.ai.defaultProvider;
+    const m = model ?? this.providers.defaultModel(p);
+    const asInput = worstCostUsd(this.deps(), undefined, p, m, estimatedTokens, 0);
+    const asOutput = worstCostUsd(this.deps(), undefined, p, m, 0, estimatedTokens);
+    return asInput === undefined || asOutput === undefined ? null : Math.max(asInput, asOutput);
   }
 
   generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {

@@ -1,4 +1,5 @@
 import type { ProviderId } from '../../config/sections/ai.js';
+import { CoreError } from '../../errors/CoreError.js';
 import type { Identity } from '../../trpc/context.js';
 
 /**
@@ -15,8 +16,11 @@ export interface Metering {
    *   (anonymous callers only when config.billing.allowAnonymousServerPaid).
    * Throws CoreError PAYMENT_REQUIRED when neither tokens nor a key can pay.
    * `ip` is the client address (anonymous server-paid windows).
+   * `budgetRefusal`: `reserve` refused the platform-paid call for the user's budget (its error's
+   * details, see budgetRefusalOf): decide again with the platform refused, so the call goes to
+   * the user's stored key where their consumption order allows it, else throws that refusal.
    */
-  decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean; ip?: string }): Promise<MeteringDecision>;
+  decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean; ip?: string; budgetRefusal?: object }): Promise<MeteringDecision>;
 
   /**
    * Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED
@@ -64,3 +68,10 @@ export type UsageMetadata = {
   name?: string;
   type?: string;
 };
+
+/** The details of a PAYMENT_REQUIRED that `reserve` threw because of the user's budget, else undefined. */
+export function budgetRefusalOf(err: unknown): object | undefined {
+  if (!(err instanceof CoreError) || err.appCode !== 'PAYMENT_REQUIRED') return undefined;
+  const d = err.details as { reason?: unknown; period?: unknown } | undefined;
+  return d && typeof d.period === 'string' && (d.reason === 'budget_exceeded' || d.reason === 'model_not_priced') ? d : undefined;
+}

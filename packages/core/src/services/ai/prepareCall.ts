@@ -10,7 +10,7 @@ import { loadAiSdk } from './aiSdk.js';
 import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
 import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
-import type { Metering, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
+import { budgetRefusalOf, type Metering, type Reservation, type SettledUsage, type UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
@@ -158,12 +158,34 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   }
   // Before anything is held or sent: a server prompt never goes to a caller's own account.
   for (const r of prompt.resolved) assertPromptMayUse(r, mode);
-  const costUsd = mode === 'platform' ? worstCostUsd(deps, input, provider, model, inputEstimate, maxTokens) : undefined;
-  const reservation =
-    mode === 'platform'
-      ? await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}), ...(costUsd !== undefined ? { costUsd } : {}) })
-      : undefined;
+  const costUsd = mode === 'platform' ? worstCostUsd(deps, input.fallbacks, provider, model, inputEstimate, maxTokens) : undefined;
+  let reservation: Reservation | undefined;
+  if (mode === 'platform') {
+    try {
+      reservation = await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}), ...(costUsd !== undefined ? { costUsd } : {}) });
+    } catch (err) {
+      // The budget is enforced here, in the reservation's transaction (so concurrent calls cannot
+      // overspend it); when it refuses, billing decides again with the platform refused: the
+      // caller's stored key where their order allows it (not platform spend), else the refusal.
+      const budgetRefusal = budgetRefusalOf(err);
+      // A server prompt never goes to a caller's own account: such a call stays refused.
+      if (!budgetRefusal || !byokAllowed || !prompt.resolved.every((r) => mayUseOwnKey(r))) throw err;
+      const again = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: false, budgetRefusal, ...(call.ip ? { ip: call.ip } : {}) });
+      if (again.mode !== 'byok' || !again.apiKey) throw err;
+      apiKey = again.apiKey;
+      mode = 'byok';
+    }
+  }
   return { requestId, provider, model, mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, reservation };
+}
+
+function mayUseOwnKey(r: Parameters<typeof assertPromptMayUse>[0]): boolean {
+  try {
+    assertPromptMayUse(r, 'byok');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -171,11 +193,18 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
  * dearest of its model and the fallbacks it may move to (a fallback answers on the same hold).
  * Undefined when its own model has no price; an unpriced fallback is left out.
  */
-function worstCostUsd(deps: CallDeps, input: TextCallInput, provider: ProviderId, model: string, inputTokens: number, maxTokens: number): number | undefined {
+export function worstCostUsd(
+  deps: Pick<CallDeps, 'config' | 'providers'>,
+  fallbacks: TextCallInput['fallbacks'],
+  provider: ProviderId,
+  model: string,
+  inputTokens: number,
+  maxTokens: number,
+): number | undefined {
   const own = deps.providers.models.estimateCostUsd(provider, model, inputTokens, maxTokens);
   if (own === undefined) return undefined;
   let worst = own;
-  for (const ref of input.fallbacks ?? deps.config.ai.fallbacks) {
+  for (const ref of fallbacks ?? deps.config.ai.fallbacks) {
     let cost: number | undefined;
     try {
       const r = resolveModelRef(deps.config, ref);

@@ -167,7 +167,7 @@ describe.each(backends)('BillingService on $name', (backend) => {
       await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' }); // BYOK not enabled yet
       await rt.billing.preferences.update(alice.sub, { byokEnabled: true });
       expect(await decide()).toEqual({ mode: 'byok', apiKey: 'sk-alice-openai-key-123456' });
-      expect(events).toEqual([{ userId: alice.sub, provider: 'openai', estimatedTokens: 1000 }]);
+      expect(events).toEqual([{ userId: alice.sub, provider: 'openai', estimatedTokens: 1000, reason: 'balance' }]);
       // No key for google: still payment required.
       await expect(decide(1000, { provider: 'google' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
       // Provider switched off.

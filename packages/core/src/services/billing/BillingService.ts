@@ -6,7 +6,7 @@ import type { Metering } from '../ai/Metering.js';
 import type { KeyVault } from '../vault/KeyVault.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { AnonymousWindow } from './AnonymousWindow.js';
-import { Budgets } from './Budgets.js';
+import { budgetKeys, Budgets, effectiveBudget, type BudgetRecord } from './Budgets.js';
 import { withFee } from './fee.js';
 import * as history from './history.js';
 import { Ledger, type Account, type CreditClaimOptions } from './Ledger.js';
@@ -14,7 +14,7 @@ import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
 import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
-import { toMicros, type BudgetRefusal } from './periodSpend.js';
+import { previewSpend, toMicros, type BudgetRefusal, type SpendRecord } from './periodSpend.js';
 import { Reservations } from './Reservations.js';
 import {
   BALANCE_TYPES,
@@ -95,18 +95,45 @@ export class BillingService implements Metering {
     return [...listed, ...BALANCE_TYPES.filter((t) => !listed.includes(t))];
   }
 
-  /** Preview of who would pay for a call, without holding anything. */
-  async plan(userId: string, estimatedTokens: number, opts: { hasApiKey: boolean; provider?: string }): Promise<ConsumptionPlan> {
+  /**
+   * Who would pay for a call, without holding anything. `budget`:
+   * - `{ worstCostUsd }` (the previews): the user's budget is read and checked with periodSpend's
+   *   rule, the one the reservation enforces; `null` cost: the model has no price.
+   * - `{ refused }` (decide after the reservation refused): the reservation's own refusal.
+   * - absent: the budget is left to the reservation.
+   */
+  async plan(
+    userId: string,
+    estimatedTokens: number,
+    opts: { hasApiKey: boolean; provider?: string | undefined; budget?: { worstCostUsd: number | null } | { refused: BudgetRefusal } },
+  ): Promise<ConsumptionPlan> {
     // One round trip: all reads in parallel (this runs before every metered call).
-    const [prefs, balances, byokKeys] = await Promise.all([
+    const wanted = opts.budget;
+    const [prefs, balances, byokKeys, budget] = await Promise.all([
       this.preferences.get(userId),
       this.ledger.balances(userId),
       opts.provider ? this.vault.has(userId, opts.provider).then((has) => (has ? [opts.provider!] : [])) : this.vault.providers(userId),
+      wanted === undefined
+        ? null
+        : 'refused' in wanted
+          ? wanted.refused
+          : this.previewBudget(userId, { tokens: estimatedTokens, usdMicros: wanted.worstCostUsd === null ? null : toMicros(wanted.worstCostUsd) }),
     ]);
-    return planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider });
+    return planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider, budget });
   }
 
-  /** Who pays for a call. Throws PAYMENT_REQUIRED when neither tokens nor a key can. */
+  /** What the reservation's budget check would answer now (the same pure rule, nothing held). */
+  private async previewBudget(userId: string, worst: { tokens: number; usdMicros: number | null }): Promise<BudgetRefusal | null> {
+    const [record, stored] = await this.ledger.storage.getMany<unknown>([budgetKeys.budget(userId), budgetKeys.spend(userId)]);
+    const budget = effectiveBudget(record as BudgetRecord | undefined, this.options.defaultBudget ?? {});
+    return previewSpend(stored as SpendRecord | undefined, budget, worst, new Date());
+  }
+
+  /**
+   * Who pays for a call. Throws PAYMENT_REQUIRED when neither tokens nor a key can.
+   * With `budgetRefusal` (the reservation refused a platform-paid call for the budget), decides
+   * again under that refusal: the user's stored key when their order allows it, else the refusal.
+   */
   async decide(p: DecideParams): Promise<Decision> {
     if (p.apiKeyProvided) return { mode: 'byok' };
     if (!p.identity) {
@@ -119,7 +146,8 @@ export class BillingService implements Metering {
       return { mode: 'platform' };
     }
     const userId = p.identity.sub;
-    const plan = await this.plan(userId, p.estimatedTokens, { hasApiKey: false, provider: p.provider });
+    const refused = p.budgetRefusal as BudgetRefusal | undefined;
+    const plan = await this.plan(userId, p.estimatedTokens, { hasApiKey: false, provider: p.provider, ...(refused ? { budget: { refused } } : {}) });
     if (plan.payer === 'platform') {
       const decision: Decision = { mode: 'platform' };
       this.prefsRead.set(decision, { userId, prefs: plan.prefs });
@@ -127,10 +155,16 @@ export class BillingService implements Metering {
     }
     if (plan.payer === 'byok') {
       const apiKey = await this.vault.reveal(userId, p.provider);
-      if (apiKey === undefined) throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key');
-      if (plan.fallback && plan.prefs.notifyFallbackToByok) this.emit('fallbackToByok', { userId, provider: p.provider, estimatedTokens: p.estimatedTokens });
+      if (apiKey === undefined) {
+        if (refused) this.refuseForBudget(userId, refused, false);
+        throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key');
+      }
+      if (plan.fallback && plan.prefs.notifyFallbackToByok) {
+        this.emit('fallbackToByok', { userId, provider: p.provider, estimatedTokens: p.estimatedTokens, reason: plan.platformRefusedBy ?? 'balance' });
+      }
       return { mode: 'byok', apiKey };
     }
+    if (refused && plan.platformRefusedBy === 'budget') this.refuseForBudget(userId, refused, false);
     throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key', {
       details: { required: plan.totalTokensNeeded, available: plan.balances.subscription + plan.balances.one_time },
     });

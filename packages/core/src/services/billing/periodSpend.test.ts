@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { releaseSpend, reserveSpend, resetsAt, settleSpend, toMicros, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
+import { previewSpend, releaseSpend, reserveSpend, resetsAt, settleSpend, toMicros, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
 
 const day1 = new Date('2026-03-31T23:59:00Z');
 const day2 = new Date('2026-04-01T00:01:00Z');
@@ -25,6 +25,26 @@ describe('period spend arithmetic', () => {
       reason: 'budget_exceeded',
     });
     expect(reserveSpend(a.spend, tokensDaily, { tokens: 400, usdMicros: 0 }, day1).ok).toBe(true);
+  });
+
+  it('the preview answers what the reservation would, for every worst case around the limit, and holds nothing', () => {
+    const money: EffectiveBudget = { daily: { tokens: 1000, thresholds: [0.8], source: 'user' }, monthly: { usd: 0.01, thresholds: [0.8], source: 'default' } };
+    const a = reserveSpend(undefined, money, { tokens: 600, usdMicros: 4000 }, day1);
+    if (!a.ok) throw new Error('refused');
+    const stored = structuredClone(a.spend);
+    for (const worst of [
+      { tokens: 399, usdMicros: 1000 },
+      { tokens: 400, usdMicros: 6000 },
+      { tokens: 401, usdMicros: 0 },
+      { tokens: 10, usdMicros: 6001 },
+      { tokens: 10, usdMicros: null },
+    ]) {
+      const held = reserveSpend(a.spend, money, worst, day1);
+      expect(previewSpend(a.spend, money, worst, day1)).toEqual(held.ok ? null : held.refusal);
+    }
+    expect(a.spend).toEqual(stored);
+    // A new day: the daily figures start again for the preview as for the reservation.
+    expect(previewSpend(a.spend, money, { tokens: 1000, usdMicros: 0 }, day2)).toBeNull();
   });
 
   it('settle replaces the hold with the actual; release removes it', () => {

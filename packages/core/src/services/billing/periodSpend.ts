@@ -85,8 +85,47 @@ export interface BudgetRefusal {
 }
 
 /**
+ * The first limit a call's worst case would break in the periods `spend` holds, or null:
+ * `spent + reserved + worst > limit` refuses. The one rule both the reservation (reserveSpend,
+ * in its transaction) and the previews (billing.planConsumption, user.checkRequestEligibility)
+ * apply, so a preview can never say yes to a call the reservation refuses, or the reverse,
+ * for the same figures.
+ */
+export function budgetRefusal(spend: Record<BudgetPeriod, PeriodSpend>, budget: EffectiveBudget, worst: Worst): BudgetRefusal | null {
+  for (const period of BUDGET_PERIODS) {
+    const limits = budget[period];
+    if (!limits) continue;
+    const s = spend[period];
+    const base = { period, periodId: s.id, resetsAt: resetsAt(period, s.id) };
+    if (limits.tokens !== undefined && s.tokens + s.reservedTokens + worst.tokens > limits.tokens) {
+      return { ...base, metric: 'tokens', limit: limits.tokens, spent: s.tokens, reserved: s.reservedTokens, requested: worst.tokens, reason: 'budget_exceeded' };
+    }
+    if (limits.usd !== undefined) {
+      const limit = toMicros(limits.usd);
+      if (worst.usdMicros === null || s.usdMicros + s.reservedUsdMicros + worst.usdMicros > limit) {
+        return {
+          ...base,
+          metric: 'usd',
+          limit: limits.usd,
+          spent: fromMicros(s.usdMicros),
+          reserved: fromMicros(s.reservedUsdMicros),
+          requested: worst.usdMicros === null ? null : fromMicros(worst.usdMicros),
+          reason: worst.usdMicros === null ? 'model_not_priced' : 'budget_exceeded',
+        };
+      }
+    }
+  }
+  return null;
+}
+
+/** What reserveSpend would answer for a call now, without holding anything (the previews). */
+export function previewSpend(stored: SpendRecord | undefined, budget: EffectiveBudget, worst: Worst, at: Date): BudgetRefusal | null {
+  return budgetRefusal(currentSpend(stored, periodIds(at)), budget, worst);
+}
+
+/**
  * Add a call's worst case to the reserved figures of the current day and month, or say which
- * limit it would break: `spent + reserved + worst > limit` refuses.
+ * limit it would break (budgetRefusal).
  */
 export function reserveSpend(
   stored: SpendRecord | undefined,
@@ -96,33 +135,8 @@ export function reserveSpend(
 ): { ok: true; spend: SpendRecord; hold: BudgetHold } | { ok: false; refusal: BudgetRefusal; spend: Record<BudgetPeriod, PeriodSpend> } {
   const ids = periodIds(at);
   const spend = currentSpend(stored, ids);
-  for (const period of BUDGET_PERIODS) {
-    const limits = budget[period];
-    if (!limits) continue;
-    const s = spend[period];
-    const base = { period, periodId: s.id, resetsAt: resetsAt(period, s.id) };
-    if (limits.tokens !== undefined && s.tokens + s.reservedTokens + worst.tokens > limits.tokens) {
-      return { ok: false, spend, refusal: { ...base, metric: 'tokens', limit: limits.tokens, spent: s.tokens, reserved: s.reservedTokens, requested: worst.tokens, reason: 'budget_exceeded' } };
-    }
-    if (limits.usd !== undefined) {
-      const limit = toMicros(limits.usd);
-      if (worst.usdMicros === null || s.usdMicros + s.reservedUsdMicros + worst.usdMicros > limit) {
-        return {
-          ok: false,
-          spend,
-          refusal: {
-            ...base,
-            metric: 'usd',
-            limit: limits.usd,
-            spent: fromMicros(s.usdMicros),
-            reserved: fromMicros(s.reservedUsdMicros),
-            requested: worst.usdMicros === null ? null : fromMicros(worst.usdMicros),
-            reason: worst.usdMicros === null ? 'model_not_priced' : 'budget_exceeded',
-          },
-        };
-      }
-    }
-  }
+  const refusal = budgetRefusal(spend, budget, worst);
+  if (refusal) return { ok: false, spend, refusal };
   const usd = worst.usdMicros ?? 0;
   for (const p of BUDGET_PERIODS) {
     spend[p].reservedTokens += worst.tokens;

@@ -90,6 +90,11 @@ export interface DecideParams {
   apiKeyProvided: boolean;
   /** Client address; used for anonymous server-paid windows. */
   ip?: string;
+  /**
+   * The details of the PAYMENT_REQUIRED the reservation threw for the budget (a BudgetRefusal):
+   * decide again with the platform refused (the user's stored key, or that refusal).
+   */
+  budgetRefusal?: object;
 }
 
 export type Decision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
@@ -155,8 +160,8 @@ export interface CreditResult {
 export interface BillingEventMap {
   /** The user's platform balance fell below their threshold. */
   tokenLow: [{ userId: string; balance: number; threshold: number }];
-  /** A call went to the user's own key because platform tokens ran out. */
-  fallbackToByok: [{ userId: string; provider: string; estimatedTokens: number }];
+  /** A call went to the user's own key because platform tokens ran out ('balance') or the budget refused it ('budget'). */
+  fallbackToByok: [{ userId: string; provider: string; estimatedTokens: number; reason: 'balance' | 'budget' }];
   /** The user's one-time tokens reached zero. */
   oneTimeConsumed: [{ userId: string }];
   /** A settled call took the user's period spend to a soft threshold (once per user, period, limit and threshold). */

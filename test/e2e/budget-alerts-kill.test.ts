@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
+import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, sleep, startAiServer, tokenFor, trpcClient, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * A budgetThreshold alert is written in the transaction that charges the call. A server killed
+ * (SIGKILL) while delivering it loses nothing: the next server on the same store delivers it,
+ * once, with the same idempotency key and body.
+ */
+const SECRET = 'budget-kill-secret-0123456789abcdefghijk';
+const SYSTEM = 'Answer briefly.';
+const MAX_TOKENS = 50;
+const CONTENT = 'budget alert before a kill';
+const WORST = estimateTokens(CONTENT, SYSTEM, MAX_TOKENS);
+const redisAt = await testRedis();
+
+interface Received {
+  key: string;
+  body: string;
+  signature: string;
+  /** Status answered; null: the request was held open and never answered. */
+  answered: number | null;
+}
+
+/** A receiver that holds its first request open (an attempt in flight) and answers 204 after. */
+async function receiver(onFirst: () => void) {
+  const got: Received[] = [];
+  const held: http.ServerResponse[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const first = got.length === 0;
+      got.push({ key: String(req.headers['idempotency-key']), body, signature: String(req.headers['x-ai-backend-signature']), answered: first ? null : 204 });
+      if (first) {
+        held.push(res);
+        onFirst();
+      } else res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    got,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    close: () => {
+      for (const r of held) r.destroy();
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+const until = async (cond: () => boolean | Promise<boolean>, ms = 15_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await sleep(25);
+  }
+};
+
+let upstream: TestUpstream;
+beforeAll(async () => {
+  upstream = await createTestUpstream({ outputTokens: 1000, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
+});
+afterAll(() => upstream?.close());
+
+describe.skipIf(!redisAt.ok)('a budget alert pending when its server is killed', () => {
+  it('is delivered by the next server on the same store exactly once', async () => {
+    const keyPrefix = `ai-backend-test:budget-kill:${process.pid}:${randomUUID().slice(0, 8)}:`;
+    let child: ReturnType<typeof spawn> | undefined;
+    let killed!: Promise<unknown>;
+    // The moment the killed server's attempt reaches the receiver, it dies: the attempt is never answered.
+    const hook = await receiver(() => {
+      killed = new Promise((r) => child!.once('exit', r));
+      child!.kill('SIGKILL');
+    });
+    const alerts = { webhooks: [{ url: hook.url, secret: SECRET, events: ['budgetThreshold' as const] }], pollIntervalMs: 20, retryBaseMs: 100, timeoutMs: 1000 };
+    const config: ConfigInput = {
+      ...gatewayConfig(upstream),
+      monitoring: { logging: { level: 'silent' } },
+      storage: { type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
+      alerts,
+    };
+    const sub = `budget-kill-${randomUUID().slice(0, 8)}`;
+    const script = fileURLToPath(new URL('../../bench/servers/ai-backend.mjs', import.meta.url));
+    child = spawn(process.execPath, [script, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child!.stdout!.once('data', (d) => resolve(JSON.parse(String(d)).url));
+        child!.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+      });
+      const admin = await tokenFor('budget-kill-admin', { admin: true });
+      await rpcCall(url, admin, 'admin.setBudget', { userId: sub, period: 'daily', tokens: 2 * WORST, thresholds: [0.5] });
+      await creditTokens(url, admin, sub, 100_000, `budget-kill-${sub}`);
+      const call = await rpcCall(url, await tokenFor(sub), 'ai.generateText', { content: CONTENT, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } });
+      expect(call.result?.tokenUsage.tokensUsed).toBe(WORST); // charged: half the budget, the 0.5 threshold
+
+      await until(() => hook.got.length === 1);
+      await killed;
+      expect(child.signalCode).toBe('SIGKILL');
+
+      const next = await startAiServer(upstream, { storage: config.storage, alerts });
+      try {
+        // The charge and its alert were committed together: both are in the store the killed server left.
+        const budget = await trpcClient(next.url, admin).admin.getBudget.query({ userId: sub });
+        expect(budget.periods[0]).toMatchObject({ period: 'daily', spent: { tokens: WORST }, reserved: { tokens: 0 } });
+        // The killed attempt holds a lease (2 × timeoutMs); after it, the next server delivers.
+        await until(() => hook.got.length === 2);
+        await until(async () => (await next.runtime.alerts.pending()).outbox === 0);
+        await sleep(1000); // time for any duplicate
+        expect(hook.got).toHaveLength(2);
+        expect(hook.got.filter((g) => g.answered === 204)).toHaveLength(1);
+        const [lost, delivered] = hook.got as [Received, Received];
+        const day = new Date().toISOString().slice(0, 10);
+        expect(delivered.key).toBe(`budgetThreshold:${sub}:daily:${day}:tokens:0.5`);
+        expect(lost.key).toBe(delivered.key);
+        expect(lost.body).toBe(delivered.body);
+        expect(verifyAlertSignature(SECRET, delivered.body, delivered.signature)).toBe(true);
+        expect(JSON.parse(delivered.body)).toMatchObject({
+          id: delivered.key,
+          event: 'budgetThreshold',
+          data: { userId: sub, period: 'daily', metric: 'tokens', threshold: 0.5, limit: 2 * WORST, spent: WORST },
+        });
+        expect(await next.runtime.alerts.pending()).toEqual({ outbox: 0, dead: 0 });
+      } finally {
+        await next.stop();
+      }
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await hook.close();
+      await dropTestKeys(redisAt, keyPrefix);
+    }
+  }, 60_000);
+});
