@@ -37,7 +37,7 @@ try {
     if (problems.length) {
       failed = true;
       console.error(`packages/${dir}: ${problems.join('; ')}`);
-    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, files)`);
+    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, files, source maps, no fixtures in the API)`);
   }
 } finally {
   rmSync(dest, { recursive: true, force: true });
