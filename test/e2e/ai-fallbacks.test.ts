@@ -270,7 +270,7 @@ describe('BYOK fallbacks to another provider use the caller\'s stored key for it
 
 describe('circuit breaker over a real server', () => {
   it('opens after the threshold (the provider is skipped without a request), closes after a successful trial', async () => {
-    const s = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 2, cooldownMs: 300, windowMs: 10_000 } } });
+    const s = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 2, cooldownMs: 1500, windowMs: 10_000 } } });
     try {
       const sub = 'fb-breaker-user';
       await creditTokens(s.url, admin, sub, 100_000, 'fb-breaker');

@@ -118,7 +118,7 @@ describe('circuit breaker', () => {
     waitFor(async () => (await h.runtime.storage.get(`aicb:${provider}:open`)) === undefined, { what: `the ${provider} breaker's cooldown` });
 
   it('opens after the threshold (the provider is skipped), closes after a successful trial', async () => {
-    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 300, windowMs: 10_000 } });
+    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 1000, windowMs: 10_000 } });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     h.upstream.failNext({ kind: 'status', status: 429 }, 1);
     await call();
