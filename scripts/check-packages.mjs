@@ -2,9 +2,10 @@
 // Part of `pnpm test`: pack the published packages as they would be published and check each
 // tarball with publint (--strict) and attw (--profile esm-only: the packages are ESM only, so
 // CommonJS `require` resolutions are not checked). Also refuses manifests that still carry
-// `workspace:` ranges or the `ai-backend-source` condition, and files that are tests.
+// `workspace:` ranges or the `ai-backend-source` condition, files that are tests, source maps
+// whose sources are neither shipped nor embedded, and test fixtures in the public API.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { packPackages, ROOT } from './packPackages.mjs';
@@ -22,6 +23,7 @@ try {
     if (manifest.includes('ai-backend-source')) problems.push('the ai-backend-source condition in package.json');
     if (files.some((f) => /\.test\.|__tests__|\/src\//.test(f))) problems.push('test or source files in the tarball');
     if (!files.includes('package/LICENSE')) problems.push('no LICENSE');
+    problems.push(...inspectContents(tgz, dir));
     for (const [tool, args] of [
       ['publint', ['run', tgz, '--strict']],
       ['attw', [tgz, '--profile', 'esm-only']],
@@ -35,9 +37,33 @@ try {
     if (problems.length) {
       failed = true;
       console.error(`packages/${dir}: ${problems.join('; ')}`);
-    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, files)`);
+    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, files, source maps, no fixtures in the API)`);
   }
 } finally {
   rmSync(dest, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);
+
+/** What publint cannot see: source maps that point at files nobody has, and fixtures in the API. */
+function inspectContents(tgz, dir) {
+  const out = path.join(dest, `unpacked-${dir}`);
+  mkdirSync(out);
+  execFileSync('tar', ['-xzf', tgz, '-C', out]);
+  const root = path.join(out, 'package');
+  const problems = [];
+  const walk = (d) => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+  const all = walk(root);
+  const shipped = new Set(all);
+  for (const file of all.filter((f) => f.endsWith('.map'))) {
+    const map = JSON.parse(readFileSync(file, 'utf8'));
+    const missing = map.sources.filter((src, i) => !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src)) && typeof map.sourcesContent?.[i] !== 'string');
+    if (missing.length) problems.push(`${path.relative(root, file)} points at ${missing.join(', ')}, neither shipped nor embedded`);
+  }
+  // Test fixtures live in the private @ai-backend/test-utils, never in a published package's API.
+  const fixtures = /\b(TRAVERSAL_CORPUS|TRAVERSAL_SECRET|createTraversalFixture|expandCorpus|createBenchTree|createTestUpstream|testRedis|testPostgres|testService|dropTestKeys|waitFor)\b/;
+  for (const file of all.filter((f) => f.endsWith('.d.ts'))) {
+    const hit = fixtures.exec(readFileSync(file, 'utf8'));
+    if (hit) problems.push(`${path.relative(root, file)} mentions the test fixture ${hit[1]}`);
+  }
+  return problems;
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import type { ConfigInput } from '@ai-backend/core';
-import { createTestUpstream, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * admin.statistics, admin.clearCache and admin.getUserInfo over real servers. Statistics live in
@@ -32,7 +32,6 @@ const stats = async (s: AiServer, token: string, days?: number) => {
   return r.result;
 };
 const echoCount = (snap: Snapshot, transport = 'rpc') => snap.procedures.find((p) => p.path === 'mcp.echo' && p.transport === transport)?.count ?? 0;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
   let a: AiServer;
@@ -54,9 +53,14 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     for (let i = 0; i < 3; i++) await rpcCall(a.url, user, 'mcp.echo', { message: `a${i}` });
     for (let i = 0; i < 2; i++) await rpcCall(b.url, user, 'mcp.echo', { message: `b${i}` });
     await rpcCall(b.url, user, 'admin.status', {}); // refused: counted as an error
-    await sleep(400); // both flush every 100 ms
-    const fromA = await stats(a, admin);
-    const fromB = await stats(b, admin);
+    // Both instances flush their counters to Redis every 100 ms: wait until each sees all of them.
+    const flushed = (inst: AiServer) =>
+      waitFor(async () => {
+        const snap = await stats(inst, admin);
+        return echoCount(snap) >= 5 && (snap.procedures.find((p) => p.path === 'admin.status')?.errors ?? 0) >= 1 && snap;
+      }, { what: 'both instances flushed their counters' });
+    const fromA = await flushed(a);
+    const fromB = await flushed(b);
     expect(echoCount(fromA)).toBe(5);
     expect(echoCount(fromB)).toBe(5);
     expect(fromA.procedures.find((p) => p.path === 'admin.status')?.errors).toBe(1);
@@ -103,8 +107,13 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     const scopeAdmin = await tokenFor('scope-admin', { admin: true, email: 'scope.admin@example.com' });
     await rpcCall(a.url, scopeAdmin, 'mcp.echo', { message: 'hi' });
     await rpcCall(a.url, user, 'mcp.echo', { message: 'hi' });
-    await sleep(100); // profiles are written off the request path
-    const byEmail = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'stats.user@example.com' });
+    // Profiles are written off the request path: wait until both are there.
+    const profile = (userId: string) => waitFor(async () => {
+      const r = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId });
+      return r.result?.known === true && r;
+    }, { what: `the profile of ${userId}` });
+    await profile('scope-admin');
+    const byEmail = await profile('stats.user@example.com');
     expect(byEmail.result).toMatchObject({ userId: 'stats-user', email: 'Stats.User@Example.com', known: true, isAdmin: false, permissions: ['user'], scopes: ['mcp'] });
     const scoped = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'scope-admin' });
     expect(scoped.result).toMatchObject({ isAdmin: true, permissions: ['admin', 'user'], adminVia: 'token' });

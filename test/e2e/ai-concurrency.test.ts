@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, type ConfigInput } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, gatewayConfig, reservedFor, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, gatewayConfig, reservedFor, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * 200 concurrent ai.generateText calls over HTTP for one user whose balance covers about 50:
@@ -50,7 +50,7 @@ async function burst(servers: AiServer[], sub: string, token: string): Promise<R
     while (sampling) {
       const b = await servers[0]!.runtime.billing.balances(sub);
       minSeen = Math.min(minSeen, b.subscription, b.one_time);
-      await new Promise((r) => setTimeout(r, 2));
+      await new Promise((r) => setTimeout(r, 2)); // the sampler's pace, on purpose (it watches, it waits for nothing)
     }
   })();
   const replies = await Promise.all(
@@ -205,8 +205,7 @@ describe('200 concurrent calls, balance for about 50', () => {
         ),
       );
       // Kill the third server while calls are in flight upstream.
-      const deadline = Date.now() + 10_000;
-      while (upstream.requests.length < 12 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      await upstream.waitForRequests(12, 10_000);
       child.kill('SIGKILL');
       const done = await Promise.all(replies);
       let ok = 0;
@@ -222,9 +221,11 @@ describe('200 concurrent calls, balance for about 50', () => {
       expect(dropped).toBeGreaterThan(0); // the kill did cut calls
       expect(ok).toBeGreaterThan(0);
       // The dead server's holds come back at expiry; then no hold is left and the ledger sums.
-      await new Promise((r) => setTimeout(r, 1100)); // let the one-second reservation TTL pass
-      await servers[0]!.runtime.billing.sweepExpiredReservations();
-      expect(await servers[0]!.runtime.storage.keys('hold:')).toEqual([]);
+      // Sweep until the one-second reservation TTL has passed and nothing is held any more.
+      await waitFor(async () => {
+        await servers[0]!.runtime.billing.sweepExpiredReservations();
+        return (await servers[0]!.runtime.storage.keys('hold:')).length === 0;
+      }, { timeoutMs: 5000, intervalMs: 100, what: "the dead server's holds swept" });
       const audit = await servers[1]!.runtime.billing.ledger.audit(sub);
       expect(audit.consistent).toBe(true);
       // Settled calls: those answered, plus any the dead server settled before its answer got out.

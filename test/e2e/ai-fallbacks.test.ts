@@ -3,7 +3,7 @@ import { createTRPCClient, httpBatchStreamLink } from '@trpc/client';
 import superjson from 'superjson';
 import OpenAI from 'openai';
 import type { AppRouter } from '@ai-backend/core';
-import type { UpstreamFault } from '@ai-backend/test-utils';
+import { waitFor, type UpstreamFault } from '@ai-backend/test-utils';
 import { createTestUpstream, creditTokens, mcpClient, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
@@ -289,12 +289,11 @@ describe('circuit breaker over a real server', () => {
       const health = (await rpcCall(s.url, null, 'ai.getRegistryHealth')).result;
       expect(health.providers.google.breaker).toBe('open');
       // After the cooldown one trial call goes to google; its success closes the breaker.
-      let trial: any;
-      const deadline = Date.now() + 5000;
-      do {
-        await new Promise((r) => setTimeout(r, 50));
-        trial = (await call()).result;
-      } while (trial.data.provider !== 'google' && Date.now() < deadline);
+      // While the breaker is open each call skips google, so polling with calls spends no trial.
+      const trial = await waitFor(async () => {
+        const r = (await call()).result;
+        return r.data.provider === 'google' && r;
+      }, { timeoutMs: 5000, intervalMs: 50, what: 'the trial call after the cooldown' });
       expect(trial.data.provider).toBe('google');
       expect((await rpcCall(s.url, null, 'ai.getRegistryHealth')).result.providers.google.breaker).toBe('closed');
       // Every call was served (by one target or the other) and charged once.

@@ -1,7 +1,7 @@
 import { testService } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrivateRedis } from './helpers/privateRedis.js';
-import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, rpcCall, startAiServer, waitFor, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * Faults over HTTP: an upstream that fails, hangs or drops the connection mid-reply refunds the
@@ -123,8 +123,7 @@ describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
 
   it('after Redis returns on the same port, calls work again and the ledger is consistent', async () => {
     await redis.start();
-    for (let i = 0; i < 60 && (await fetch(gw.url + '/health/ready')).status !== 200; i++) await sleep(100);
-    expect((await fetch(gw.url + '/health/ready')).status).toBe(200);
+    await waitFor(async () => (await fetch(gw.url + '/health/ready')).status === 200, { timeoutMs: 6000, intervalMs: 100, what: '/health/ready after Redis returned' });
 
     const r = await generate('after outage');
     expect(r.result?.success).toBe(true);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTRPCClient, httpBatchStreamLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import type { AppRouter } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, mcpClient, PROVIDERS, rpcCall, SERVER_KEY, sleep, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, mcpClient, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, waitFor, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * ai.streamText end to end over the real clients: @trpc/client with httpBatchStreamLink (the
@@ -88,12 +88,10 @@ describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
     } catch {
       // the aborted iteration rejects
     }
-    // The server notices the closed connection and settles.
-    let balance = 10_000;
-    for (let i = 0; i < 50 && balance === 10_000; i++) {
-      await sleep(50);
-      balance = await balanceOf(u.token);
-    }
+    // The server notices the closed connection and settles. The hold is taken when the stream
+    // starts, so the balance moves before the settle: wait for the settle itself in the ledger.
+    await waitFor(async () => (await gw.runtime.billing.ledger.entries(u.sub)).some((e) => e.kind === 'settle'), { what: 'the aborted stream settled' });
+    const balance = await balanceOf(u.token);
     const reserved = Math.ceil(content.length / 4) + 200;
     const charged = 10_000 - balance;
     expect(charged).toBeGreaterThan(0);

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, waitFor, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * Alert webhooks over real servers: a local receiver that fails and recovers, and a server killed
@@ -38,13 +38,7 @@ async function receiver(statusFor: (n: number) => number) {
   return { got, url, close: () => new Promise<void>((r) => server.close(() => r())), setStatus: (f: (n: number) => number) => (statusFor = f) };
 }
 
-const until = async (cond: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
+const until = (cond: () => boolean | Promise<boolean>) => waitFor(cond, { timeoutMs: 10_000, intervalMs: 25 });
 
 /** Make `sub`'s balance cross the default tokenLow threshold (1000) with one small platform call. */
 async function crossTokenLow(url: string, sub: string) {

@@ -93,7 +93,7 @@ window.__attack = async (target, tag) => {
       form.appendChild(input);
       document.body.appendChild(form);
       frame.addEventListener('load', () => resolve(), { once: true });
-      setTimeout(resolve, 3000);
+      setTimeout(resolve, 3000); // a cap, not a pause: a refused cross-origin post may never fire load
       form.submit();
     });
   for (const enctype of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data']) {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, sleep, startAiServer, tokenFor, trpcClient, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, sleep, startAiServer, tokenFor, trpcClient, waitFor, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * A budgetThreshold alert is written in the transaction that charges the call. A server killed
@@ -56,13 +56,7 @@ async function receiver(onFirst: () => void) {
   };
 }
 
-const until = async (cond: () => boolean | Promise<boolean>, ms = 15_000) => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(25);
-  }
-};
+const until = (cond: () => boolean | Promise<boolean>) => waitFor(cond, { timeoutMs: 15_000, intervalMs: 25 });
 
 let upstream: TestUpstream;
 beforeAll(async () => {
@@ -113,7 +107,7 @@ describe.skipIf(!redisAt.ok)('a budget alert pending when its server is killed',
         // The killed attempt holds a lease (2 × timeoutMs); after it, the next server delivers.
         await until(() => hook.got.length === 2);
         await until(async () => (await next.runtime.alerts.pending()).outbox === 0);
-        await sleep(1000); // time for any duplicate
+        await sleep(1000); // a deliberate pause: time for any duplicate to arrive (asserting none does)
         expect(hook.got).toHaveLength(2);
         expect(hook.got.filter((g) => g.answered === 204)).toHaveLength(1);
         const [lost, delivered] = hook.got as [Received, Received];

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, tokenFor, trpcClient, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, tokenFor, trpcClient, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * Spend governance over two real servers on one PostgreSQL (plus Redis for the shared state):
@@ -113,9 +113,8 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
   });
 
   it('the receiver gets each threshold alert and the exceeded alert exactly once, signed', async () => {
-    const until = Date.now() + 10_000;
-    while (hook.got.length < 3 && Date.now() < until) await sleep(25);
-    await sleep(500); // time for any duplicate to arrive
+    await waitFor(() => hook.got.length >= 3, { what: 'three alerts received' });
+    await sleep(500); // a deliberate pause: time for any duplicate to arrive (asserting none does)
     expect(hook.got.every((g) => g.valid)).toBe(true);
     const thresholds = hook.got.filter((g) => g.event === 'budgetThreshold');
     expect(thresholds.map((g) => g.body.data.threshold).sort()).toEqual([0.5, 0.8]);
@@ -142,10 +141,15 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
     expect(top.platformCostUsd).toBeCloseTo(platformCost, 9);
     expect(fromA.byModel.find((m: { model: string }) => m.model.startsWith('openai/'))).toMatchObject({ requests: AFFORDABLE + 1 });
 
-    await sleep(400); // statistics flush every 100 ms
-    const sa = (await rpcCall(a.url, admin, 'admin.statistics', { days: 1 })).result;
-    const sb = (await rpcCall(b.url, admin, 'admin.statistics', { days: 1 })).result;
     const gen = (s: { procedures: Array<{ path: string; transport: string; count: number }> }) => s.procedures.find((p) => p.path === 'ai.generateText' && p.transport === 'rpc')?.count;
+    // Statistics flush every 100 ms: wait until each instance sees every call.
+    const flushed = (url: string) =>
+      waitFor(async () => {
+        const s = (await rpcCall(url, admin, 'admin.statistics', { days: 1 })).result;
+        return (gen(s) ?? 0) >= CALLS + 1 && s;
+      }, { what: 'the statistics flushed' });
+    const sa = await flushed(a.url);
+    const sb = await flushed(b.url);
     expect(gen(sa)).toBe(CALLS + 1);
     expect(gen(sb)).toBe(CALLS + 1);
   });

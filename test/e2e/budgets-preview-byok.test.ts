@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, sleep, startAiServer, tokenFor, trpcClient, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, sleep, startAiServer, tokenFor, trpcClient, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * Budgets seen before a call and met by BYOK, over a real server: the previews
@@ -143,10 +143,9 @@ describe('a platform budget refusal falls back to the stored key', () => {
     const history = (await rpcCall(s.url, user, 'billing.getUsageHistory', { limit: 10 })).result.usage as Array<{ mode: string }>;
     expect(history.map((u) => u.mode)).toEqual(['byok', 'byok', 'byok', 'platform']);
 
-    const deadline = Date.now() + 10_000;
     const mine = () => hook.got.filter((g) => g.body.data.userId === sub);
-    while (mine().filter((g) => g.event === 'fallbackToByok').length < 3 && Date.now() < deadline) await sleep(25);
-    await sleep(200);
+    await waitFor(() => mine().filter((g) => g.event === 'fallbackToByok').length >= 3, { what: 'three fallbackToByok alerts' });
+    await sleep(200); // a deliberate pause: time for any extra alert to arrive (asserting none does)
     const fallbacks = mine().filter((g) => g.event === 'fallbackToByok');
     expect(fallbacks).toHaveLength(3);
     for (const f of fallbacks) expect(f.body.data).toMatchObject({ userId: sub, provider: 'openai', estimatedTokens: WORST, reason: 'budget' });

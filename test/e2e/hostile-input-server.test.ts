@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { HOSTILE_CONFIG, LEAK, ROUTES, type RouteCase } from './helpers/hostileRoutes.js';
 
 const BIN = fileURLToPath(new URL('../../packages/cli/bin/ai-backend.js', import.meta.url));
@@ -61,12 +62,24 @@ function bigPost(r: RouteCase, total: number, chunked: boolean): Promise<{ statu
     socket.setEncoding('utf8');
     socket.on('data', (d) => {
       answer += d;
-      // The answers here are small: once the head is in, give the body a moment and stop.
-      if (answer.includes('\r\n\r\n')) setTimeout(settle, 50);
+      // Stop as soon as the whole answer is in (the server may keep the connection open).
+      if (answerComplete(answer)) settle();
     });
     socket.on('error', () => undefined);
     socket.on('close', settle);
   });
+}
+
+/** Whether a raw HTTP/1.1 answer is complete: its head and a body of content-length or the last chunk. */
+function answerComplete(answer: string): boolean {
+  const head = answer.indexOf('\r\n\r\n');
+  if (head === -1) return false;
+  const headers = answer.slice(0, head).toLowerCase();
+  const body = answer.slice(head + 4);
+  const length = /\r\ncontent-length:\s*(\d+)/.exec(headers);
+  if (length) return Buffer.byteLength(body) >= Number(length[1]);
+  if (/\r\ntransfer-encoding:\s*chunked/.test(headers)) return /(^|\r\n)0\r\n\r\n$/.test(body);
+  return false; // delimited by the close
 }
 
 /** Poll /health every 50 ms until stopped; returns the slowest answer and any failures. */
@@ -82,7 +95,7 @@ function watchHealth() {
       slowest = Math.max(slowest, performance.now() - t0);
       if (ok) answered++;
       else failures++;
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // the probe's pace, on purpose (it measures, it waits for nothing)
     }
   })();
   return async () => {
@@ -195,8 +208,13 @@ describe('hostile input against a real server process', () => {
     expect(text).not.toMatch(LEAK);
     // Close one: the slot is free again.
     controllers[0]!.abort();
-    await new Promise((r) => setTimeout(r, 300));
-    const again = await stream(2);
+    // The server frees the slot when it sees the stream closed; a refused try takes no slot.
+    const again = await waitFor(async () => {
+      const res = await stream(2);
+      if (res.status === 200) return res;
+      await res.body?.cancel();
+      return undefined;
+    }, { what: 'a free SSE slot after one stream closed' });
     expect(again.status).toBe(200);
     controllers[1]!.abort();
     controllers[2]!.abort();

@@ -7,7 +7,8 @@
  * npm's cache (~/.npm) is reused between runs, so a warm run takes seconds, not minutes.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -17,6 +18,8 @@ import { packPackages, ROOT } from '../../scripts/packPackages.mjs';
 const app = mkdtempSync(path.join(tmpdir(), 'ai-backend-install-'));
 let server: ChildProcess | undefined;
 let url = '';
+/** What server.mjs printed (stdout and stderr). */
+let out = '';
 
 /** The README's "In your own app" code block. */
 function readmeSnippet(): string {
@@ -27,8 +30,31 @@ function readmeSnippet(): string {
   return match[1]!;
 }
 
-function npm(args: string[]): void {
-  execFileSync('npm', args, { cwd: app, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' } });
+/**
+ * better-sqlite3 (the default store's driver) installs a prebuilt binary, downloaded by
+ * prebuild-install; offline that download fails and npm compiles SQLite from source, minutes of
+ * CPU. The binary this repository's install already has is offered as a local prebuild (the name
+ * prebuild-install looks for), so the app gets what a user online would: a prebuilt binary. When
+ * npm picks another better-sqlite3 version the name does not match and it compiles as before.
+ */
+function localPrebuilds(): Record<string, string> {
+  try {
+    const pkgJson = createRequire(path.join(ROOT, 'packages/core/package.json')).resolve('better-sqlite3/package.json');
+    const dir = path.dirname(pkgJson);
+    const { version } = JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string };
+    if (!existsSync(path.join(dir, 'build/Release/better_sqlite3.node'))) return {};
+    const out = path.join(app, 'prebuilds');
+    mkdirSync(out);
+    const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+    execFileSync('tar', ['-czf', path.join(out, name), '-C', dir, 'build/Release/better_sqlite3.node']);
+    return { npm_config_better_sqlite3_local_prebuilds: out };
+  } catch {
+    return {};
+  }
+}
+
+function npm(args: string[], env: Record<string, string> = {}): void {
+  execFileSync('npm', args, { cwd: app, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false', ...env } });
 }
 
 beforeAll(async () => {
@@ -54,7 +80,7 @@ beforeAll(async () => {
       devDependencies: { typescript: '~5.9.3', '@types/node': '^20.19.0' },
     }),
   );
-  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']);
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], localPrebuilds());
 
   // The snippet as the README has it; only the port (8000 may be taken) and a line saying where it listens.
   const snippet = readmeSnippet();
@@ -63,7 +89,6 @@ beforeAll(async () => {
   writeFileSync(path.join(app, 'server.mjs'), snippet.replace('port: 8000', 'port: 0').replace('await server.start();', "const bound = await server.start(); console.log('LISTENING ' + bound.url);"));
 
   server = spawn(process.execPath, ['server.mjs'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
   url = await new Promise<string>((resolve, reject) => {
     server!.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -88,6 +113,14 @@ it('the installed manifests carry no workspace: ranges and the app resolves ai-b
   }
   const resolved = execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('ai-backend'))"], { cwd: app, encoding: 'utf8' });
   expect(resolved.trim()).toMatch(/node_modules\/ai-backend\/dist\/index\.js$/);
+});
+
+it("does what the README says createServer does with no other options: SQLite in ./.ai-backend-data, oauth with nobody able to sign in, and a warning", async () => {
+  expect(existsSync(path.join(app, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
+  expect(out).toMatch(/authType is 'oauth' but OAuth is not configured.*nobody can sign in/);
+  // A protected procedure is refused; the public one answers (next test).
+  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance', params: {} }) });
+  expect(((await res.json()) as { error?: { data?: { httpStatus?: number } } }).error?.data?.httpStatus).toBe(401);
 });
 
 it('answers over /rpc', async () => {

@@ -8,13 +8,20 @@ import { mintDevToken } from '@ai-backend/auth';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { RawMcp } from './helpers/rawMcp.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 const SECRET = 'mcp-budgets-secret-0123456789abcdef0123';
 let s: TestServer;
 let token: string;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Open MCP sessions on the server, as its ai_backend_mcp_sessions gauge reports them. */
+async function openSessions(): Promise<number> {
+  const { body } = await (await s.server.ready()).metrics!.exposition();
+  return Number(/^ai_backend_mcp_sessions (\d+)$/m.exec(body)![1]);
+}
+/** The sweep closes expired sessions within a few seconds: wait until none is open. */
+const allClosed = (what: string) => waitFor(async () => (await openSessions()) === 0, { timeoutMs: 8000, intervalMs: 100, what });
 
 beforeAll(async () => {
   s = await startTestServer({
@@ -43,6 +50,8 @@ describe('MCP session budgets', () => {
       const r = await client.callTool({ name: 'echo', arguments: { message: 'still served' } });
       expect(JSON.stringify(r)).toContain('still served');
     } finally {
+      // Ended, not just dropped: the later tests count open sessions.
+      await (client.transport as StreamableHTTPClientTransport).terminateSession();
       await client.close();
     }
   });
@@ -61,7 +70,7 @@ describe('MCP session budgets', () => {
   });
 
   it('sessions that never send notifications/initialized, and idle anonymous ones, are closed soon; the budget comes back', async () => {
-    await sleep(1800); // the flood's sessions (anonymous, idle) expire
+    await allClosed("the flood's anonymous idle sessions closed"); // after anonymousIdleMs
     const half = new RawMcp(s.url);
     const reply = await half.send('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'half', version: '1' } });
     expect(reply.status).toBe(200);
@@ -69,7 +78,8 @@ describe('MCP session budgets', () => {
     const idle = new RawMcp(s.url);
     expect((await idle.initialize()).status).toBe(200);
     expect((await idle.listTools()).status).toBe(200);
-    await sleep(2200);
+    expect(await openSessions()).toBe(2);
+    await allClosed('the half-initialized and the idle session closed');
     expect((await half.listTools()).status).toBe(404);
     expect((await idle.listTools()).status).toBe(404);
     // Five fresh anonymous sessions fit again.

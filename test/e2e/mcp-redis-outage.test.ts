@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { testService } from '@ai-backend/test-utils/services';
 import { PrivateRedis } from './helpers/privateRedis.js';
 
@@ -21,7 +22,6 @@ let redis: PrivateRedis;
 let s: TestServer;
 let token: string;
 const clients: Client[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function connect(): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
@@ -102,7 +102,7 @@ describe.skipIf(!redisServer.ok)('/mcp during a Redis outage', () => {
 
   it('recovers without a restart: answers and stored events once Redis is back', async () => {
     await redis.start();
-    for (let i = 0; i < 60 && (await s.fetch('/health/ready')).status !== 200; i++) await sleep(100);
+    await waitFor(async () => (await s.fetch('/health/ready')).status === 200, { timeoutMs: 6000, intervalMs: 100, what: '/health/ready after Redis returned' });
     const before = await storedEvents();
     const client = await connect();
     expect(JSON.stringify(await client.callTool({ name: 'echo', arguments: { message: 'after' } }))).toContain('after');

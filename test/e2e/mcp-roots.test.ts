@@ -75,6 +75,7 @@ describe('MCP roots', () => {
       if ((m as { method?: string }).method === 'roots/list') asked = true;
       original(m);
     };
+    // Asserting that something does not happen: a roots/list would come right after initialization (a deliberate pause).
     await new Promise((r) => setTimeout(r, 300));
     expect(asked).toBe(false);
     expect((await listWorkspaces(client)).filter((w) => w.source === 'mcp-roots')).toEqual([]);

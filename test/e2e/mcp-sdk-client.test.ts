@@ -74,9 +74,15 @@ const testRouter = router({
 let srv: TestServer;
 const clients: Client[] = [];
 
-async function connect(capabilities: Record<string, unknown> = {}): Promise<Client> {
+/** `onStream` is told when the standalone GET event stream (server-sent notifications) is open. */
+async function connect(capabilities: Record<string, unknown> = {}, onStream?: () => void): Promise<Client> {
   const client = new Client({ name: 'e2e', version: '1.0.0' }, { capabilities });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`)));
+  const watched: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if ((init?.method ?? 'GET') === 'GET' && res.ok && res.headers.get('content-type')?.includes('text/event-stream')) onStream?.();
+    return res;
+  };
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`), { fetch: watched }));
   clients.push(client);
   return client;
 }
@@ -150,11 +156,13 @@ describe('resources', () => {
   });
 
   it('subscribe delivers notifications/resources/updated; unsubscribe stops them', async () => {
-    const client = await connect();
+    let streamOpen!: () => void;
+    const opened = new Promise<void>((r) => (streamOpen = r));
+    const client = await connect({}, () => streamOpen());
     const updates: string[] = [];
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
     await client.subscribeResource({ uri: 'memo://today' });
-    await new Promise((r) => setTimeout(r, 100)); // let the GET stream open
+    await opened; // updates travel on the GET stream: the server has it once its head is here
     const rt = await srv.server.ready();
     rt.resources.notifyUpdated('memo://today');
     rt.resources.notifyUpdated('memo://other');

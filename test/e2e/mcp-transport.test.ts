@@ -16,6 +16,7 @@ import { startTestServer } from './helpers/testServer.js';
 import { call, LATEST, messagesOf, openWireSession, readSse } from './helpers/mcpWire.js';
 import { testRedis } from '@ai-backend/test-utils/services';
 
+// The tools below simulate work that takes time (a deliberate pause inside a procedure, not a test wait).
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const wireRouter = router({
@@ -141,6 +142,8 @@ async function resumeAfterClose(url: string): Promise<void> {
   expect(first[0]!.id).toBeTruthy();
   expect(messagesOf(first).some((m) => m.id === 1)).toBe(false);
 
+  // A deliberate pause past the tool's 200 ms: the answer is produced while no stream is open,
+  // which is the case under test (it must then come from the event store).
   await sleep(300);
   const resumed = await fetch(url, { headers: s.headers({ accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id! }) });
   expect(resumed.status).toBe(200);
@@ -193,7 +196,7 @@ describe('resumability (Last-Event-ID)', () => {
 
     // A stream closed on A is resumed on B from the shared event store.
     const first = await readSse(await onA.post(call(2, 'poll', { ms: 150 })));
-    await sleep(300);
+    await sleep(300); // deliberate, as above: the answer is stored while no stream is open
     const resumed = await fetch(b, { headers: onA.headers({ accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id! }) });
     expect(resumed.status).toBe(200);
     const replay = messagesOf(await readSse(resumed, (ev) => messagesOf(ev).some((m) => m.id === 2)));

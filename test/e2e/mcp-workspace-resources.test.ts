@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 let dir: string;
@@ -71,9 +72,12 @@ describe('workspace:// resources', () => {
     const updates: string[] = [];
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
     await client.subscribeResource({ uri: 'workspace://docs/notes.md' });
-    await new Promise((r) => setTimeout(r, 200));
-    await writeFile(join(dir, 'notes.md'), '# v2');
-    await expect.poll(() => updates, { timeout: 5000 }).toContain('workspace://docs/notes.md');
+    // The watcher and the GET stream come up a moment after the subscription: write again until a
+    // change is reported (every write is the same change).
+    await waitFor(async () => {
+      await writeFile(join(dir, 'notes.md'), '# v2');
+      return updates.includes('workspace://docs/notes.md');
+    }, { intervalMs: 100, what: 'an update notification for notes.md' });
     expect((await client.readResource({ uri: 'workspace://docs/notes.md' })).contents[0]).toMatchObject({ text: '# v2' });
   });
 });

@@ -10,6 +10,7 @@ import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { waitFor } from '@ai-backend/test-utils';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, startIdp, type TestIdp } from './oauthHelpers.js';
@@ -101,6 +102,17 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.stop()));
 });
 afterAll(() => idp.close());
+
+/**
+ * After a server stops, the client's keep-alive pool (undici, in this process) still lists the
+ * sockets that server closed until it has read their FIN; a restart on the same address could
+ * otherwise get a request written on one ("other side closed"). stop() resolves once every
+ * server-side socket is closed, so the FINs are queued: two setImmediate turns put a whole poll
+ * phase between here and the next request, in which the pool reads them and drops the sockets.
+ */
+async function poolSeesClosedSockets(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+}
 
 /** Servers in one file share the IdP, whose client redirect URI is fixed: keep one port. */
 let port = 0;
@@ -215,12 +227,10 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
       expect(revoked.status).toBe(200);
       expect((await whoamiOn(a.base)).error?.message).toBe('session not found');
       // The signal travels through Redis pub/sub: allow it a moment, far below the 60 s cache.
-      const deadline = Date.now() + 2000;
-      let reply = await whoamiOn(b.base);
-      while (reply.result && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 20));
-        reply = await whoamiOn(b.base);
-      }
+      const reply = await waitFor(async () => {
+        const r = await whoamiOn(b.base);
+        return !r.result && r;
+      }, { timeoutMs: 2000, intervalMs: 20, what: 'the revocation reached instance b' });
       expect(reply.result).toBeUndefined();
       expect(reply.error?.message).toBe('session not found');
     } finally {
@@ -248,9 +258,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
         await signInWithSdk(first.base, provider);
         await first.server.stop();
-        // Let the client's connection pool see the closed keep-alive sockets before the restart
-        // reuses the same address (the embedded store reopens within the same tick otherwise).
-        await new Promise((r) => setTimeout(r, 100));
+        await poolSeesClosedSockets();
 
         const second = await startServer({ sessionStorage });
         expect(second.base).toBe(first.base);
@@ -270,6 +278,7 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
         await signInWithSdk(first.base, provider);
         await first.server.stop();
+        await poolSeesClosedSockets();
 
         const second = await startServer({ sessionStorage, encryptionKey: 'another-encryption-key-0123456789-xyz' });
         const res = await rawToolCall(second.base, provider.saved!.access_token);

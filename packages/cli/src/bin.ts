@@ -18,7 +18,7 @@ program
   .option('-c, --config <file>', 'config file (ts, mjs, js, json, yaml)')
   .option('-p, --port <port>', 'port (0 picks a free one)')
   .option('-H, --host <host>', 'bind address (default 127.0.0.1)')
-  .option('--dev', 'first run: loopback, no auth, file store in ./.ai-backend-data, read-only workspace on this folder')
+  .option('--dev', 'first run: loopback, no auth, SQLite store in ./.ai-backend-data, read-only workspace on this folder')
   .action(serve);
 
 program

@@ -3,7 +3,7 @@ import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
-import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
+import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 
@@ -53,7 +53,7 @@ export async function startAiServer(upstream: TestUpstream, over: ConfigInput = 
   return { server, runtime, url, logs, stop: () => server.stop() };
 }
 
-export { createTestUpstream, type TestUpstream };
+export { createTestUpstream, waitFor, type TestUpstream };
 
 /** A JWT for a user; `admin` adds the administrator scope (config default `mcp:admin`). */
 export function tokenFor(sub: string, opts: { email?: string; admin?: boolean } = {}): Promise<string> {
@@ -137,6 +137,7 @@ export function reservedFor(content: string, system: string, maxTokens: number, 
   return estimate + Math.ceil(Number((estimate * feeRate).toFixed(6)));
 }
 
+/** A deliberate pause (asserting that nothing happens meanwhile); to wait for a condition use `waitFor`. */
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export type Entry = 'trpc' | 'rpc' | 'mcp';

@@ -3,9 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@ai-backend/test-utils';
 import { Redis } from 'ioredis';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A free TCP port on 127.0.0.1. */
 export function freePort(): Promise<number> {
@@ -42,12 +41,18 @@ export class PrivateRedis {
     this.child = spawn(this.bin, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...(this.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']), '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
     const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
     probe.on('error', () => undefined);
-    for (let i = 0; i < 100; i++) {
-      if ((await probe.connect().then(() => probe.ping()).catch(() => null)) === 'PONG') break;
+    try {
+      await waitFor(
+        async () => {
+          if ((await probe.connect().then(() => probe.ping()).catch(() => null)) === 'PONG') return true;
+          probe.disconnect();
+          return false;
+        },
+        { timeoutMs: 5000, intervalMs: 50, what: `redis-server answering on port ${this.port}` },
+      );
+    } finally {
       probe.disconnect();
-      await sleep(50);
     }
-    probe.disconnect();
   }
 
   async kill(): Promise<void> {

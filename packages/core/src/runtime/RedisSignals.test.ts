@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { resolveConfig } from '../config/resolveConfig.js';
 import { createRuntime } from './createRuntime.js';
@@ -11,13 +12,7 @@ const redis = await testRedis();
 const quiet = createLogger('silent');
 
 /** Poll until `fn` is true (signals arrive asynchronously). */
-async function until(fn: () => boolean, timeoutMs = 3000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const until = (fn: () => boolean, timeoutMs = 3000) => waitFor(fn, { timeoutMs, intervalMs: 5, what: 'the signal arrived' });
 
 describe.skipIf(!redis.ok)('RedisSignals', () => {
   const open: Array<{ close(): Promise<void> }> = [];

@@ -10,6 +10,7 @@ import { PostgresStorage } from './sql/PostgresStorage.js';
 import { SqliteStorage } from './sql/SqliteStorage.js';
 import type { Storage } from './Storage.js';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions, testService } from '@ai-backend/test-utils/services';
+import { waitFor } from '@ai-backend/test-utils';
 
 /** One backend under test: how to open a fresh, empty store and clean up after it. */
 interface Backend {
@@ -48,6 +49,8 @@ const backends: Backend[] = ([
 ] satisfies Backend[]).filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A key with a short ttl is gone within a few seconds (each backend expires on its own clock). */
+const expired = (store: Storage, key: string) => waitFor(async () => (await store.get(key)) === undefined, { timeoutMs: 3000, what: `${key} expired` });
 
 async function expectAppCode(p: Promise<unknown>, appCode: string): Promise<void> {
   await expect(p).rejects.toMatchObject({ appCode });
@@ -103,8 +106,7 @@ describe.each(backends)('storage conformance: $name', (backend) => {
     await store.set('long', 'v', { ttlMs: 60_000 });
     await store.set('forever', 'v');
     expect(await store.get('short')).toBe('v');
-    await sleep(400);
-    expect(await store.get('short')).toBeUndefined();
+    await expired(store, 'short');
     expect(await store.get('long')).toBe('v');
     expect((await store.keys('')).sort()).toEqual(['forever', 'long']);
     expect(await store.delete('short')).toBe(false);
@@ -113,8 +115,7 @@ describe.each(backends)('storage conformance: $name', (backend) => {
   it('applies an increment ttl when the counter is created, and keeps it afterwards', async () => {
     expect(await store.increment('window', 1, { ttlMs: 250 })).toBe(1);
     expect(await store.increment('window', 1, { ttlMs: 100_000 })).toBe(2);
-    await sleep(400);
-    expect(await store.get('window')).toBeUndefined();
+    await expired(store, 'window'); // within the first ttl: the second one did not replace it
     expect(await store.increment('window', 1)).toBe(1);
   });
 
@@ -131,8 +132,7 @@ describe.each(backends)('storage conformance: $name', (backend) => {
     expect(await store.get('absent')).toBeUndefined();
     expect(await store.compareAndSet('c', { v: 2 }, { v: 4 }, { ttlMs: 250 })).toBe(true);
     expect(await store.get('c')).toEqual({ v: 4 });
-    await sleep(400);
-    expect(await store.get('c')).toBeUndefined();
+    await expired(store, 'c');
     expect(await store.compareAndSet('c', undefined, 'again')).toBe(true);
   });
 
@@ -173,7 +173,7 @@ describe.each(backends)('storage conformance: $name', (backend) => {
     await store.set('tokens', 100);
     const results = await Promise.all(
       Array.from({ length: 300 }, async (_, i) => {
-        if (i % 2 === 0) await sleep(i % 5);
+        if (i % 2 === 0) await sleep(i % 5); // spread callers over several ticks
         return store.increment('tokens', -1, { min: 0 });
       }),
     );
@@ -370,17 +370,17 @@ describe.skipIf(!redis.ok)('redis backend', () => {
       expect(Date.now() - t0).toBeLessThan(500);
       expect((await store.health()).ok).toBe(false);
       server = await startRedisServer(port);
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        try {
-          await store.set('k', 'after');
-          break;
-        } catch (err) {
-          expect(err).toMatchObject({ appCode: 'UNAVAILABLE' });
-          if (Date.now() > deadline) throw err;
-          await sleep(100);
-        }
-      }
+      await waitFor(
+        () =>
+          store.set('k', 'after').then(
+            () => true,
+            (err: unknown) => {
+              expect(err).toMatchObject({ appCode: 'UNAVAILABLE' });
+              return false;
+            },
+          ),
+        { timeoutMs: 10_000, intervalMs: 100, what: 'a write after Redis came back' },
+      );
       expect(await store.get('k')).toBe('after');
       expect(await store.health()).toEqual({ ok: true });
     } finally {
@@ -433,8 +433,7 @@ describe('sqlite backend', () => {
         { seq: 2, record: { amount: -2 } },
       ]);
       expect(await b.append('ledger', { amount: 1 })).toBe(3);
-      await sleep(1100);
-      expect(await b.get('ttl')).toBeUndefined();
+      await expired(b, 'ttl');
     } finally {
       await b.close();
     }

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { probeServices, redisAnswers, servicesRequired, type ServiceMap, type ServiceName } from './probeServices.js';
+import { waitFor } from '../waitFor.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -39,13 +40,8 @@ async function startPrivateRedis(bin: string, dir: string): Promise<{ child: Chi
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)));
   });
-  const ready = (async () => {
-    for (let i = 0; i < 100; i++) {
-      if (await redisAnswers('127.0.0.1', port)) return;
-      await new Promise((r) => setTimeout(r, 50)); // polling a child's port: no event says "listening"
-    }
-    throw new Error('redis-server did not answer PING within 5 s');
-  })();
+  // Polling the child's port: no event says "listening".
+  const ready = waitFor(() => redisAnswers('127.0.0.1', port), { timeoutMs: 5000, intervalMs: 50, what: 'the private redis-server answering PING' });
   await Promise.race([ready, failed]);
   return { child, port };
 }

@@ -192,7 +192,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const directives = parseMarkers(`${rec.system}\n${rec.content}`);
     const fault = directives.fault ?? down.get(r.provider) ?? (r.format !== 'models' ? queued.shift() : undefined);
     const delay = directives.latencyMs ?? latencyMs;
-    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay)); // the configured latency (a simulated slow upstream, on purpose)
     const format: WireFormat = r.format === 'models' ? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
 
     if (!isValidKey(rec.apiKey)) {
@@ -218,8 +218,8 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
         case 'drop':
           if (rec.extras?.stream) break; // the stream below is cut after three frames
           res.writeHead(200, { 'content-type': 'application/json' });
-          res.write('{"id":"partial","object":');
-          setTimeout(() => req.socket.destroy(), 5);
+          // The socket dies once the partial body has been handed to the kernel (so the client gets it first).
+          res.write('{"id":"partial","object":', () => req.socket.destroy());
           return;
         case 'malformed':
           res.writeHead(200, { 'content-type': 'application/json' });
@@ -250,15 +250,17 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const stopAfter = fault?.kind === 'stall' ? 1 : fault?.kind === 'drop' ? 3 : Infinity;
     const gap = directives.chunkDelayMs ?? chunkDelayMs;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    let written: Promise<unknown> = Promise.resolve();
     for (const frame of frames) {
       if (res.destroyed) return;
       if (rec.framesSent >= stopAfter) {
-        // Let the frames already written reach the client before the connection dies.
-        if (fault?.kind === 'drop') setTimeout(() => req.socket.destroy(), 20);
+        // The connection dies once the frames already written have been handed to the kernel.
+        if (fault?.kind === 'drop') void written.then(() => req.socket.destroy());
         return; // stall: keep the connection open, send nothing more
       }
-      res.write(frame);
+      written = new Promise((resolve) => res.write(frame, resolve));
       rec.framesSent++;
+      // The configured pace between frames (a simulated slow model, on purpose).
       if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
     }
     res.end();

@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadAiSdk } from '../../services/ai/aiSdk.js';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
-import { createTestUpstream, type TestUpstream, type UpstreamFault } from '@ai-backend/test-utils';
+import { createTestUpstream, waitFor, type TestUpstream, type UpstreamFault } from '@ai-backend/test-utils';
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
@@ -113,6 +113,10 @@ describe('ai.streamText fallbacks (before the first token)', () => {
 });
 
 describe('circuit breaker', () => {
+  /** Wait out the cooldown: the breaker's open marker (a storage key with the cooldown as TTL) is gone. */
+  const cooledDown = (h: AiHarness, provider: ProviderId) =>
+    waitFor(async () => (await h.runtime.storage.get(`aicb:${provider}:open`)) === undefined, { what: `the ${provider} breaker's cooldown` });
+
   it('opens after the threshold (the provider is skipped), closes after a successful trial', async () => {
     const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 1000, windowMs: 10_000 } });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
@@ -125,7 +129,7 @@ describe('circuit breaker', () => {
     expect(skipped.data.provider).toBe('anthropic');
     expect(skipped.data.attempts).toEqual([{ provider: 'openai', model: expect.any(String), reason: 'circuit_open' }]);
     expect(h.upstream.requests.map((q) => q.provider)).toEqual(['anthropic']);
-    await new Promise((r) => setTimeout(r, 1050));
+    await cooledDown(h, 'openai');
     h.upstream.reset();
     const trial = await call();
     expect(trial.data.provider).toBe('openai');
@@ -144,7 +148,7 @@ describe('circuit breaker', () => {
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['openrouter'] });
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call();
-    await new Promise((r) => setTimeout(r, 1600)); // deliberate: let the cooldown pass
+    await cooledDown(h, 'google');
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call(); // the trial fails → open again
     h.upstream.reset();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS } from '../../config/sections/ai.js';
 import { estimateTokens } from '../../services/ai/index.js';
-import type { UpstreamFault } from '@ai-backend/test-utils';
+import { waitFor, type UpstreamFault } from '@ai-backend/test-utils';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, visibleError, type AiHarness } from './__tests__/aiHarness.js';
 
 // One harness for the file; every test starts from a fresh balance check.
@@ -151,7 +151,9 @@ describe('ai.getRegistryHealth after upstream failures', () => {
       expect(bad.status).toBe('degraded');
       if (bad.status === 'unhealthy') throw new Error('unexpected');
       expect(bad.providers.openrouter).toMatchObject({ calls: 1, failures: 1, lastFailure: { reason: 'upstream_5xx' } });
-      await new Promise((r) => setTimeout(r, 2));
+      // The success must come strictly later than the failure (timestamps have millisecond resolution).
+      const failedAt = Date.parse(bad.providers.openrouter.lastFailure!.at);
+      await waitFor(() => Date.now() > failedAt, { intervalMs: 1 });
       await r2.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openrouter' });
       const good = await r2.caller(null).ai.getRegistryHealth();
       expect(good.status).toBe('healthy');

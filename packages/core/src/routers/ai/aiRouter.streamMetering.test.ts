@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
+import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import type { StreamEvent } from '../../services/ai/runStreamText.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { estimateTokens } from '../../services/ai/index.js';
@@ -122,8 +122,11 @@ describe('ai.streamText: streams cancelled at random points', () => {
         return { requestId, text, completed };
       }),
     );
-    await new Promise((r) => setTimeout(r, 100));
-    const entries = await h.runtime.billing.ledger.entries(alice.sub);
+    // A stream the client left settles off the request path: wait until every one has.
+    const entries = await waitFor(async () => {
+      const all = await h.runtime.billing.ledger.entries(alice.sub);
+      return outcomes.every((o) => all.some((e) => e.requestId === o.requestId && e.kind === 'settle')) && all;
+    }, { what: 'a settle entry for every stream' });
     let charged = 0;
     for (const o of outcomes) {
       const settles = entries.filter((e) => e.requestId === o.requestId && e.kind === 'settle');

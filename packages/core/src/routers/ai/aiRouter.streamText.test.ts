@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
 import type { StreamEvent } from '../../services/ai/runStreamText.js';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, type AiHarness } from './__tests__/aiHarness.js';
@@ -97,8 +98,8 @@ describe('ai.streamText', () => {
       expect(used).toBeLessThan(input + 100);
       expect(await h.balance(alice.sub)).toBe(10_000 - used - fee(used));
       expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
-      await new Promise((r) => setTimeout(r, 50));
-      expect(h.upstream.requests.at(-1)!.aborted).toBe(true);
+      // The upstream sees its connection closed a moment after the generator returned.
+      await waitFor(() => h.upstream.requests.at(-1)!.aborted, { what: 'the upstream request aborted' });
     });
   }
 

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
 import { upstreamFetch } from './upstreamFetch.js';
 
 /** Error codes along the cause chain. */
@@ -33,15 +34,16 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
         } else if (req.url === '/sse') {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.write('data: one\n\n');
+          // A second frame a moment later, so the client reads a stream that arrives in parts (a deliberate pause).
           setTimeout(() => res.end('data: two\n\n'), 20);
         } else if (req.url === '/cut') {
           // Headers and part of the body, then the socket dies.
           res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-          res.write('{"partial":');
-          setTimeout(() => res.socket?.destroy(), 20);
+          res.write('{"partial":', () => res.socket?.destroy());
         } else if (req.url === '/slow') {
           res.writeHead(200, { 'content-type': 'text/plain' });
           res.write('start');
+          // A slow upstream: the rest of the body is deliberately late (tests abort before it comes).
           setTimeout(() => res.end('end'), 2000);
         } else if (req.url === '/hang') {
           // Never answers.
@@ -113,8 +115,11 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
 
   it('an abort before the answer rejects with the AbortError reason', async () => {
     const ac = new AbortController();
-    setTimeout(() => ac.abort(), 20);
-    const err = await upstreamFetch(`${base}/hang`, { method: 'POST', body: 'x', signal: ac.signal }).catch((e: unknown) => e);
+    const before = seen.length;
+    const pending = upstreamFetch(`${base}/hang`, { method: 'POST', body: 'x', signal: ac.signal }).catch((e: unknown) => e);
+    await waitFor(() => seen.length > before, { what: 'the request reached the upstream' });
+    ac.abort();
+    const err = await pending;
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).name).toBe('AbortError');
   });
@@ -132,8 +137,9 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     const ac = new AbortController();
     const res = await upstreamFetch(`${base}/slow`, { signal: ac.signal });
     const started = performance.now();
-    setTimeout(() => ac.abort(), 20);
-    const err = await res.text().catch((e: unknown) => e);
+    const reading = res.text().catch((e: unknown) => e);
+    ac.abort(); // the head is in, the body has two seconds to go
+    const err = await reading;
     expect((err as Error).name).toBe('AbortError');
     expect(performance.now() - started).toBeLessThan(1000);
   });

@@ -72,6 +72,7 @@ describe('http(s) scheme handler', () => {
       if (req.url === '/bin') return res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([1, 2, 3]));
       if (req.url === '/big') return res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(2048));
       if (req.url === '/redirect') return res.writeHead(302, { location: 'http://169.254.169.254/' }).end();
+      // A slow upstream on purpose: the handler's timeout must cut it.
       if (req.url === '/slow') return void setTimeout(() => res.end('late'), 2000);
       res.writeHead(404).end();
     });

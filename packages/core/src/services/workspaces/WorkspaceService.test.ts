@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile as fsWrite } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { waitFor } from '@ai-backend/test-utils';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WorkspaceConfigSchema, type WorkspaceConfigInput } from '../../config/sections/workspaces.js';
 import { createLogger } from '../../runtime/Logger.js';
@@ -122,10 +123,7 @@ describe('getServerWorkspaces', () => {
 });
 
 describe('enableWatching', () => {
-  const waitFor = async (events: WorkspaceChange[], pred: (e: WorkspaceChange) => boolean) => {
-    for (let i = 0; i < 100 && !events.some(pred); i++) await new Promise((r) => setTimeout(r, 20));
-    return events.some(pred);
-  };
+  const seen = (events: WorkspaceChange[], pred: (e: WorkspaceChange) => boolean) => waitFor(() => events.some(pred), { what: 'a change event' });
 
   it('reports changes to reachable files, not to blocked ones, and stops on close', async () => {
     const s = make({ one: { path: dirs.one!, enableWatching: true, blockedPaths: ['**/.env'] } });
@@ -134,12 +132,13 @@ describe('enableWatching', () => {
     s.onChange((e) => events.push(e));
     await fsWrite(path.join(dirs.one!, '.env'), 'SECRET=1');
     await fsWrite(path.join(dirs.one!, 'seen.txt'), 'x');
-    expect(await waitFor(events, (e) => e.path === 'seen.txt')).toBe(true);
+    await seen(events, (e) => e.path === 'seen.txt');
     expect(events.every((e) => e.workspaceId === 'one')).toBe(true);
     expect(events.some((e) => e.path.includes('.env'))).toBe(false);
     await s.close();
     const count = events.length;
     await fsWrite(path.join(dirs.one!, 'after.txt'), 'x');
+    // Asserting that nothing arrives: a watcher would report within this window (a deliberate pause).
     await new Promise((r) => setTimeout(r, 150));
     expect(events.length).toBe(count);
   });
@@ -150,6 +149,6 @@ describe('enableWatching', () => {
     s.onChange((e) => events.push(e));
     await s.add('w', { path: dirs.two!, enableWatching: true });
     await fsWrite(path.join(dirs.two!, 'new.txt'), 'x');
-    expect(await waitFor(events, (e) => e.workspaceId === 'w' && e.path === 'new.txt')).toBe(true);
+    await seen(events, (e) => e.workspaceId === 'w' && e.path === 'new.txt');
   });
 });

@@ -65,7 +65,7 @@ const worker = async (w) => {
         case 2: {
           const identity = { sub: u, scopes: [], isAdmin: false, via: 'jwt' };
           const r = await rt.billing.reserve({ identity, tokens: 200, requestId: 'r' + id });
-          await new Promise((res) => setTimeout(res, Math.random() * 20));
+          await new Promise((res) => setTimeout(res, Math.random() * 20)); // a hold open for a while, on purpose: kills land inside it
           if (i % 3) { const s = await rt.billing.settle(r, { tokensUsed: 50 + (i % 100), provider: 'openai', model: 'm' }); out('M ' + u + ' r' + id + ' ' + s.tokensCharged); }
           else { await rt.billing.release(r, 'failed'); out('R ' + u + ' r' + id); }
           break;
