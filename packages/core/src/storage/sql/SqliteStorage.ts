@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { CoreError } from '../../errors/CoreError.js';
+import { refuseRetiredJournalStore } from './retiredJournalStore.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../Storage.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
@@ -47,6 +48,7 @@ export class SqliteStorage implements Storage {
     // Loaded only when used: memory and redis users never load the native module.
     const { default: Database } = await import('better-sqlite3');
     const file = resolve(opts.file);
+    refuseRetiredJournalStore(file);
     mkdirSync(dirname(file), { recursive: true });
     let db: Db;
     try {
