@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, waitFor, type TestUpstream } from './helpers/aiGateway.js';
+import { webhookReceiver } from './helpers/webhookReceiver.js';
 
 /**
  * Alert webhooks over real servers: a local receiver that fails and recovers, and a server killed
@@ -14,29 +13,6 @@ import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer
  */
 const SECRET = 'alert-webhook-secret-0123456789abcdefgh';
 const redisAt = await testRedis();
-
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  answered: number;
-}
-
-/** A webhook receiver answering `statusFor(n)` to its n-th request (0-based). */
-async function receiver(statusFor: (n: number) => number) {
-  const got: Received[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const answered = statusFor(got.length);
-      got.push({ headers: req.headers, body, answered });
-      res.writeHead(answered).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { got, url, close: () => new Promise<void>((r) => server.close(() => r())), setStatus: (f: (n: number) => number) => (statusFor = f) };
-}
 
 const until = (cond: () => boolean | Promise<boolean>) => waitFor(cond, { timeoutMs: 10_000, intervalMs: 25 });
 
@@ -55,7 +31,7 @@ afterAll(() => upstream.close());
 
 describe('signed alert webhooks', () => {
   it('retries a failing receiver with backoff and delivers once it recovers: same idempotency key, valid signature', async () => {
-    const hook = await receiver((n) => (n < 2 ? 500 : 204));
+    const hook = await webhookReceiver((n) => (n < 2 ? 500 : 204));
     const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100, pollIntervalMs: 20 } });
     try {
       await crossTokenLow(s.url, 'alerts-user-1');
@@ -85,7 +61,7 @@ describe('signed alert webhooks', () => {
   });
 
   it('gives up after maxAttempts and keeps the alert in the dead-letter list', async () => {
-    const hook = await receiver(() => 503);
+    const hook = await webhookReceiver(() => 503);
     const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 20, pollIntervalMs: 20, maxAttempts: 3 } });
     try {
       await crossTokenLow(s.url, 'alerts-user-2');
@@ -98,7 +74,7 @@ describe('signed alert webhooks', () => {
   });
 
   it('sends providerDegraded when a healthy provider starts failing', async () => {
-    const hook = await receiver(() => 200);
+    const hook = await webhookReceiver(() => 200);
     const s = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { maxRetries: 0 }, alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded'] }], pollIntervalMs: 20 } });
     try {
       await creditTokens(s.url, await tokenFor('alerts-admin', { admin: true }), 'alerts-user-3', 50_000, 'alerts-3');
@@ -116,7 +92,7 @@ describe('signed alert webhooks', () => {
 describe.skipIf(!redisAt.ok)('an alert pending when its server is killed', () => {
   it('is delivered by the next server on the same store, with the same idempotency key', async () => {
     const keyPrefix = `ai-backend-test:alerts:${process.pid}:${randomUUID().slice(0, 8)}:`;
-    const hook = await receiver(() => 503);
+    const hook = await webhookReceiver(() => 503);
     const config: ConfigInput = {
       ...gatewayConfig(upstream),
       monitoring: { logging: { level: 'silent' } },
@@ -134,7 +110,7 @@ describe.skipIf(!redisAt.ok)('an alert pending when its server is killed', () =>
       await until(() => hook.got.length === 1); // first attempt failed; the next is a minute away
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
-      hook.setStatus(() => 200);
+      hook.setAnswer(() => 200);
       const next = await startAiServer(upstream, { storage: config.storage, alerts: { ...config.alerts, retryBaseMs: 60_000 } });
       try {
         // The record's retry time has not come: a successor honours the backoff, it does not resend at once.

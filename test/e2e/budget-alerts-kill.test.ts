@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, sleep, startAiServer, tokenFor, trpcClient, waitFor, type TestUpstream } from './helpers/aiGateway.js';
+import { webhookReceiver, type ReceivedHook } from './helpers/webhookReceiver.js';
 
 /**
  * A budgetThreshold alert is written in the transaction that charges the call. A server killed
@@ -19,42 +18,6 @@ const MAX_TOKENS = 50;
 const CONTENT = 'budget alert before a kill';
 const WORST = estimateTokens(CONTENT, SYSTEM, MAX_TOKENS);
 const redisAt = await testRedis();
-
-interface Received {
-  key: string;
-  body: string;
-  signature: string;
-  /** Status answered; null: the request was held open and never answered. */
-  answered: number | null;
-}
-
-/** A receiver that holds its first request open (an attempt in flight) and answers 204 after. */
-async function receiver(onFirst: () => void) {
-  const got: Received[] = [];
-  const held: http.ServerResponse[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const first = got.length === 0;
-      got.push({ key: String(req.headers['idempotency-key']), body, signature: String(req.headers['x-ai-backend-signature']), answered: first ? null : 204 });
-      if (first) {
-        held.push(res);
-        onFirst();
-      } else res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    got,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    close: () => {
-      for (const r of held) r.destroy();
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
 
 const until = (cond: () => boolean | Promise<boolean>) => waitFor(cond, { timeoutMs: 15_000, intervalMs: 25 });
 
@@ -70,10 +33,14 @@ describe.skipIf(!redisAt.ok)('a budget alert pending when its server is killed',
     let child: ReturnType<typeof spawn> | undefined;
     let killed!: Promise<unknown>;
     // The moment the killed server's attempt reaches the receiver, it dies: the attempt is never answered.
-    const hook = await receiver(() => {
-      killed = new Promise((r) => child!.once('exit', r));
-      child!.kill('SIGKILL');
-    });
+    const hook = await webhookReceiver(
+      (n) => (n === 0 ? 'hold' : 204),
+      (h) => {
+        if (h.answered !== null) return;
+        killed = new Promise((r) => child!.once('exit', r));
+        child!.kill('SIGKILL');
+      },
+    );
     const alerts = { webhooks: [{ url: hook.url, secret: SECRET, events: ['budgetThreshold' as const] }], pollIntervalMs: 20, retryBaseMs: 100, timeoutMs: 1000 };
     const config: ConfigInput = {
       ...gatewayConfig(upstream),
@@ -110,7 +77,7 @@ describe.skipIf(!redisAt.ok)('a budget alert pending when its server is killed',
         await sleep(1000); // a deliberate pause: time for any duplicate to arrive (asserting none does)
         expect(hook.got).toHaveLength(2);
         expect(hook.got.filter((g) => g.answered === 204)).toHaveLength(1);
-        const [lost, delivered] = hook.got as [Received, Received];
+        const [lost, delivered] = hook.got as [ReceivedHook, ReceivedHook];
         const day = new Date().toISOString().slice(0, 10);
         expect(delivered.key).toBe(`budgetThreshold:${sub}:daily:${day}:tokens:0.5`);
         expect(lost.key).toBe(delivered.key);

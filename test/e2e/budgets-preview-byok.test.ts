@@ -1,8 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens } from '@ai-backend/core';
 import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, sleep, startAiServer, tokenFor, trpcClient, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { webhookReceiver } from './helpers/webhookReceiver.js';
 
 /**
  * Budgets seen before a call and met by BYOK, over a real server: the previews
@@ -18,33 +17,15 @@ const content = (tag: string, i: number) => `${tag.padEnd(20, '.').slice(0, 20)}
 const WORST = estimateTokens(content('x', 0), SYSTEM, MAX_TOKENS);
 const ask = (tag: string, i: number, over: Record<string, unknown> = {}) => ({ content: content(tag, i), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS }, ...over });
 
-interface Hook {
-  event: string;
-  body: { id: string; event: string; data: Record<string, unknown> };
-}
-
-async function receiver() {
-  const got: Hook[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      got.push({ event: String(req.headers['x-ai-backend-event']), body: JSON.parse(body) });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { got, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 let upstream: TestUpstream;
-let hook: Awaited<ReturnType<typeof receiver>>;
+let hook: Awaited<ReturnType<typeof webhookReceiver>>;
 let s: AiServer;
 let admin: string;
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 1000, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
-  hook = await receiver();
+  hook = await webhookReceiver();
   s = await startAiServer(upstream, {
     storage: { type: 'memory' },
     alerts: { webhooks: [{ url: hook.url, secret: 'budget-byok-secret-0123456789abcdefghij', events: ['fallbackToByok', 'budgetExceeded'] }], pollIntervalMs: 20, retryBaseMs: 100 },
@@ -143,12 +124,12 @@ describe('a platform budget refusal falls back to the stored key', () => {
     const history = (await rpcCall(s.url, user, 'billing.getUsageHistory', { limit: 10 })).result.usage as Array<{ mode: string }>;
     expect(history.map((u) => u.mode)).toEqual(['byok', 'byok', 'byok', 'platform']);
 
-    const mine = () => hook.got.filter((g) => g.body.data.userId === sub);
+    const mine = () => hook.got.filter((g) => g.json.data.userId === sub);
     await waitFor(() => mine().filter((g) => g.event === 'fallbackToByok').length >= 3, { what: 'three fallbackToByok alerts' });
     await sleep(200); // a deliberate pause: time for any extra alert to arrive (asserting none does)
     const fallbacks = mine().filter((g) => g.event === 'fallbackToByok');
     expect(fallbacks).toHaveLength(3);
-    for (const f of fallbacks) expect(f.body.data).toMatchObject({ userId: sub, provider: 'openai', estimatedTokens: WORST, reason: 'budget' });
+    for (const f of fallbacks) expect(f.json.data).toMatchObject({ userId: sub, provider: 'openai', estimatedTokens: WORST, reason: 'budget' });
     // The platform budget was exceeded: its alert, once for the period.
     expect(mine().filter((g) => g.event === 'budgetExceeded')).toHaveLength(1);
   });
