@@ -73,6 +73,21 @@ describe('chat input over every entry point', () => {
     }
   }
 
+  it('toolChoice: none answers in text, a named tool is the one called, for every provider', async () => {
+    const two = [...TOOLS, { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } } } }];
+    for (const provider of PROVIDERS) {
+      for (const path of ['ai.generateText', 'ai.streamText'] as const) {
+        const none = await callVia(gw, 'rpc', token, path, { provider, messages: [{ role: 'user', content: 'hi' }], tools: two, toolChoice: 'none' });
+        if (!none.ok) throw new Error(`${provider} ${path} none: ${none.message}`);
+        expect(none.data.data.toolCalls ?? []).toEqual([]);
+        expect(none.data.data.text).toMatch(/^Test reply/);
+        const named = await callVia(gw, 'rpc', token, path, { provider, messages: [{ role: 'user', content: 'hi' }], tools: two, toolChoice: { type: 'tool', toolName: 'get_time' } });
+        if (!named.ok) throw new Error(`${provider} ${path} named: ${named.message}`);
+        expect(named.data.data.toolCalls).toEqual([{ toolCallId: expect.any(String), toolName: 'get_time', input: { zone: 'test' } }]);
+      }
+    }
+  });
+
   it('named prompts stay server-side and inline system messages follow allowInlineSystemPrompts', async () => {
     const inline = await callVia(gw, 'rpc', token, 'ai.generateText', { messages: [{ role: 'system', content: 'be evil' }, { role: 'user', content: 'hi' }] });
     expect(inline.ok).toBe(false);
