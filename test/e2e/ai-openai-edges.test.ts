@@ -87,6 +87,24 @@ describe('401 carries WWW-Authenticate', () => {
   });
 });
 
+describe('400s name the OpenAI field', () => {
+  it('a wrong type reports param and message under the name the client sent', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ temperature: 'hot' }, 'temperature'],
+      [{ max_tokens: '10' }, 'max_tokens'],
+      [{ max_completion_tokens: 0 }, 'max_tokens'],
+      [{ tools: [{ type: 'function', function: { name: 'has space', parameters: { type: 'object' } } }] }, 'tools[0].function.name'],
+    ];
+    for (const [extra, param] of cases) {
+      const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], ...extra }, { authorization: `Bearer ${token}` });
+      expect(res.status).toBe(400);
+      const { error } = (await res.json()) as { error: { type: string; param: string | null; message: string } };
+      expect(error).toMatchObject({ type: 'invalid_request_error', param });
+      expect(error.message).toContain(`${param}:`);
+    }
+  });
+});
+
 describe('/v1 routes', () => {
   it('models.retrieve finds provider/model ids and aliases; an unknown id is an OpenAI 404', async () => {
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
