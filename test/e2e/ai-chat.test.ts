@@ -88,6 +88,30 @@ describe('chat input over every entry point', () => {
     }
   });
 
+  it('bad schemas and tool choices are clear 400s before any upstream request, on every entry point', async () => {
+    const msg = [{ role: 'user', content: 'hi' }];
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ output: { type: 'json', schema: { type: 'bogus' } } }, 'output.schema is not a valid JSON Schema'],
+      [{ tools: [{ name: 'f', parameters: { type: 'bogus' } }] }, 'tools.0.parameters is not a valid JSON Schema'],
+      [{ tools: TOOLS, toolChoice: { type: 'tool', toolName: 'nope' } }, 'toolChoice names "nope"'],
+      [{ tools: [...TOOLS, ...TOOLS] }, 'declared twice'],
+    ];
+    for (const entry of ENTRIES) {
+      for (const path of ['ai.generateText', 'ai.streamText'] as const) {
+        if (path === 'ai.streamText' && entry === 'trpc') continue;
+        for (const [extra, message] of cases) {
+          const before = upstream.requests.length;
+          const r = await callVia(gw, entry, token, path, { provider: 'openai', messages: msg, ...extra });
+          expect(r.ok, `${entry} ${path} ${message}`).toBe(false);
+          if (r.ok) continue;
+          expect(r.code).toBe('BAD_REQUEST');
+          expect(r.message).toContain(message);
+          expect(upstream.requests.length).toBe(before);
+        }
+      }
+    }
+  });
+
   it('named prompts stay server-side and inline system messages follow allowInlineSystemPrompts', async () => {
     const inline = await callVia(gw, 'rpc', token, 'ai.generateText', { messages: [{ role: 'system', content: 'be evil' }, { role: 'user', content: 'hi' }] });
     expect(inline.ok).toBe(false);

@@ -129,6 +129,7 @@ const OPENAI_FIELD: Record<string, string> = {
   'options.model': 'model',
   provider: 'model',
   toolChoice: 'tool_choice',
+  'output.schema': 'response_format.json_schema.schema',
   output: 'response_format',
   fallbacks: 'models',
   metadata: 'user',
@@ -151,6 +152,8 @@ export function openAiError(thrown: unknown): { wire: WireError; status: number;
   const w = toWireError(thrown);
   let message = w.message;
   let param = typeof w.details?.param === 'string' ? w.details.param : null;
+  // Core names an input field by its dotted path (`tools.0.parameters`).
+  if (param === null && typeof w.details?.field === 'string') param = openAiParam(w.details.field.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)));
   if (w.issues) {
     const issues = w.issues as Array<{ path: unknown[]; message: string }>;
     message = `invalid request: ${issues.map((i) => `${(i.path.length && openAiParam(i.path)) || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
