@@ -88,13 +88,14 @@ describe('chat input over every entry point', () => {
     }
   });
 
-  it('bad schemas and tool choices are clear 400s before any upstream request, on every entry point', async () => {
+  it('bad schemas, tool choices and orphan tool results are clear 400s before any upstream request, on every entry point', async () => {
     const msg = [{ role: 'user', content: 'hi' }];
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ output: { type: 'json', schema: { type: 'bogus' } } }, 'output.schema is not a valid JSON Schema'],
       [{ tools: [{ name: 'f', parameters: { type: 'bogus' } }] }, 'tools.0.parameters is not a valid JSON Schema'],
       [{ tools: TOOLS, toolChoice: { type: 'tool', toolName: 'nope' } }, 'toolChoice names "nope"'],
       [{ tools: [...TOOLS, ...TOOLS] }, 'declared twice'],
+      [{ messages: [...msg, { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'zz', toolName: 'get_weather', output: 1 }] }] }, 'answers no earlier assistant tool call'],
     ];
     for (const entry of ENTRIES) {
       for (const path of ['ai.generateText', 'ai.streamText'] as const) {
