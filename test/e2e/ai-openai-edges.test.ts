@@ -108,6 +108,27 @@ describe('400s name the OpenAI field', () => {
   });
 });
 
+describe('fields that change the answer are checked, not guessed', () => {
+  it('stream, stream_options, tools, tool_choice and response_format of the wrong shape are 400 naming the field', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ stream: 'true' }, 'stream'],
+      [{ stream: true, stream_options: 'usage' }, 'stream_options'],
+      [{ tools: { type: 'function' } }, 'tools'],
+      [{ tool_choice: 'always' }, 'tool_choice'],
+      [{ response_format: { type: 'yaml' } }, 'response_format'],
+      [{ n: 3 }, 'n'],
+    ];
+    for (const [extra, param] of cases) {
+      const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], ...extra }, { authorization: `Bearer ${token}` });
+      expect(res.status, param).toBe(400);
+      expect(((await res.json()) as { error: { param: string } }).error.param).toBe(param);
+    }
+    // Explicit nulls are "not set", as in OpenAI's API.
+    const ok = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], stream: null, n: null, tools: null, tool_choice: null, response_format: null, stream_options: null }, { authorization: `Bearer ${token}` });
+    expect(ok.status).toBe(200);
+  });
+});
+
 describe('/v1 routes', () => {
   it('models.retrieve finds provider/model ids and aliases; an unknown id is an OpenAI 404', async () => {
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
