@@ -65,6 +65,9 @@ describe('401 carries WWW-Authenticate', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token"/);
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe('authentication_error');
+    // Before the body is looked at: a bad token with a malformed body is still a 401.
+    const early = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-jwt' }, body: '{nope' });
+    expect(early.status).toBe(401);
     const models = await fetch(gw.url + '/v1/models', { headers: { authorization: 'Bearer not-a-jwt' } });
     expect(models.status).toBe(401);
     expect(models.headers.get('www-authenticate')).toMatch(/^Bearer /);

@@ -37,6 +37,10 @@ function refusedAnonymous(scope: RequestScope, runtime: Runtime, error: unknown)
 export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {
     const runtime = await getRuntime();
+    // A refused credential is answered before the body is looked at, as OpenAI does: a 401, not a 400.
+    const scope = await openScope(c, runtime, 'openai');
+    const refused = scope.challenge();
+    if (refused) return challengeResponse(c, runtime, refused);
     const { bodyLimit, maxJsonDepth } = runtime.config.limits;
     const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
     if (!body.ok) return errorResponse(c, new CoreError(body.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', body.message));
@@ -48,7 +52,6 @@ export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>): Hand
       throw err;
     }
     const path = req.stream ? 'ai.streamText' : 'ai.generateText';
-    const scope = await openScope(c, runtime, 'openai');
     const ch = scope.challenge([{ kind: 'procedure', path }]);
     if (ch) return challengeResponse(c, runtime, ch);
     const result = await invoke(runtime.router, path, req.input, scope.context(), { stream: true });
