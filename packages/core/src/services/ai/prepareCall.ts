@@ -118,10 +118,10 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const ai = config.ai;
   const provider = input.provider ?? ai.defaultProvider;
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
-  if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
+  if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
   const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
-  if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
+  if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
   const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
   // A bad fallback reference is refused here, before the payer decision and the hold: the
   // targets are built after the reservation, and failing there would leave it held.
