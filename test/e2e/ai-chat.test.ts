@@ -73,6 +73,46 @@ describe('chat input over every entry point', () => {
     }
   }
 
+  it('toolChoice: none answers in text, a named tool is the one called, for every provider', async () => {
+    const two = [...TOOLS, { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } } } }];
+    for (const provider of PROVIDERS) {
+      for (const path of ['ai.generateText', 'ai.streamText'] as const) {
+        const none = await callVia(gw, 'rpc', token, path, { provider, messages: [{ role: 'user', content: 'hi' }], tools: two, toolChoice: 'none' });
+        if (!none.ok) throw new Error(`${provider} ${path} none: ${none.message}`);
+        expect(none.data.data.toolCalls ?? []).toEqual([]);
+        expect(none.data.data.text).toMatch(/^Test reply/);
+        const named = await callVia(gw, 'rpc', token, path, { provider, messages: [{ role: 'user', content: 'hi' }], tools: two, toolChoice: { type: 'tool', toolName: 'get_time' } });
+        if (!named.ok) throw new Error(`${provider} ${path} named: ${named.message}`);
+        expect(named.data.data.toolCalls).toEqual([{ toolCallId: expect.any(String), toolName: 'get_time', input: { zone: 'test' } }]);
+      }
+    }
+  });
+
+  it('bad schemas, tool choices and orphan tool results are clear 400s before any upstream request, on every entry point', async () => {
+    const msg = [{ role: 'user', content: 'hi' }];
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ output: { type: 'json', schema: { type: 'bogus' } } }, 'output.schema is not a valid JSON Schema'],
+      [{ tools: [{ name: 'f', parameters: { type: 'bogus' } }] }, 'tools.0.parameters is not a valid JSON Schema'],
+      [{ tools: TOOLS, toolChoice: { type: 'tool', toolName: 'nope' } }, 'toolChoice names "nope"'],
+      [{ tools: [...TOOLS, ...TOOLS] }, 'declared twice'],
+      [{ messages: [...msg, { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'zz', toolName: 'get_weather', output: 1 }] }] }, 'answers no earlier assistant tool call'],
+    ];
+    for (const entry of ENTRIES) {
+      for (const path of ['ai.generateText', 'ai.streamText'] as const) {
+        if (path === 'ai.streamText' && entry === 'trpc') continue;
+        for (const [extra, message] of cases) {
+          const before = upstream.requests.length;
+          const r = await callVia(gw, entry, token, path, { provider: 'openai', messages: msg, ...extra });
+          expect(r.ok, `${entry} ${path} ${message}`).toBe(false);
+          if (r.ok) continue;
+          expect(r.code).toBe('BAD_REQUEST');
+          expect(r.message).toContain(message);
+          expect(upstream.requests.length).toBe(before);
+        }
+      }
+    }
+  });
+
   it('named prompts stay server-side and inline system messages follow allowInlineSystemPrompts', async () => {
     const inline = await callVia(gw, 'rpc', token, 'ai.generateText', { messages: [{ role: 'system', content: 'be evil' }, { role: 'user', content: 'hi' }] });
     expect(inline.ok).toBe(false);

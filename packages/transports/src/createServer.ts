@@ -20,7 +20,7 @@ import { sseStreamCap } from './http/sseStreamCap.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
 import { toolProcedures } from './mcp/toolCatalog.js';
-import { chatCompletionsHandler, modelsHandler } from './openai/openAiHandler.js';
+import { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -179,6 +179,8 @@ export function createServer<C extends CustomRouters = {}>(
   if (config.protocols.openAi) {
     app.post('/v1/chat/completions', chatCompletionsHandler(getRuntime));
     app.get('/v1/models', modelsHandler(getRuntime));
+    app.get('/v1/models/*', modelHandler(getRuntime));
+    app.all('/v1/*', openAiNotFound());
   }
   if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getRuntime));
   if (mcpOn) {

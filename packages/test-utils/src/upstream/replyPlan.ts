@@ -17,6 +17,11 @@ export interface RequestExtras {
   jsonTool: boolean;
   /** Image and file parts in the request. */
   attachments: number;
+  /**
+   * The request's tool choice as every provider honours it: `none` answers in text though tools
+   * are offered; a named tool is the one called (else the first tool).
+   */
+  toolChoice?: 'none' | { name: string };
 }
 
 /** What the test upstream answers. */
@@ -53,6 +58,8 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
         if (f && typeof f.name === 'string') out.tools.push({ name: f.name, schema: obj(f.parameters) ?? {} });
       }
       out.hasToolResult = messages.some((m) => m.role === 'tool');
+      if (body.tool_choice === 'none') out.toolChoice = 'none';
+      else if (typeof obj(obj(body.tool_choice)?.function)?.name === 'string') out.toolChoice = { name: obj(obj(body.tool_choice)!.function)!.name as string };
       const rf = obj(body.response_format);
       if (rf?.type === 'json_schema') out.jsonSchema = obj(obj(rf.json_schema)?.schema) ?? {};
       else if (rf?.type === 'json_object') out.jsonSchema = {};
@@ -63,6 +70,8 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       const input = arr(body.input);
       for (const t of arr(body.tools)) if (t.type === 'function' && typeof t.name === 'string') out.tools.push({ name: t.name, schema: obj(t.parameters) ?? {} });
       out.hasToolResult = input.some((i) => i.type === 'function_call_output');
+      if (body.tool_choice === 'none') out.toolChoice = 'none';
+      else if (obj(body.tool_choice)?.type === 'function' && typeof obj(body.tool_choice)!.name === 'string') out.toolChoice = { name: obj(body.tool_choice)!.name as string };
       const f = obj(obj(body.text)?.format);
       if (f?.type === 'json_schema') out.jsonSchema = obj(f.schema) ?? {};
       else if (f?.type === 'json_object') out.jsonSchema = {};
@@ -78,7 +87,8 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
         out.jsonTool = true;
         out.jsonSchema = jsonTool.schema;
         out.tools = out.tools.filter((t) => t !== jsonTool);
-      }
+      } else if (forced?.type === 'none') out.toolChoice = 'none';
+      else if (forced?.type === 'tool' && typeof forced.name === 'string') out.toolChoice = { name: forced.name };
       const format = obj(obj(body.output_config)?.format) ?? obj(body.output_format);
       if (format?.type === 'json_schema') out.jsonSchema = obj(format.schema) ?? {};
       const counted = countParts(messages.map((m) => m.content));
@@ -91,6 +101,10 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       for (const t of arr(body.tools)) {
         for (const d of arr(t.functionDeclarations)) if (typeof d.name === 'string') out.tools.push({ name: d.name, schema: obj(d.parameters) ?? obj(d.parametersJsonSchema) ?? {} });
       }
+      const calling = obj(obj(body.toolConfig)?.functionCallingConfig);
+      const allowed = Array.isArray(calling?.allowedFunctionNames) ? (calling.allowedFunctionNames as unknown[]) : [];
+      if (calling?.mode === 'NONE') out.toolChoice = 'none';
+      else if (calling?.mode === 'ANY' && allowed.length === 1 && typeof allowed[0] === 'string') out.toolChoice = { name: allowed[0] };
       const gc = obj(body.generationConfig) ?? {};
       if (gc.responseMimeType === 'application/json') out.jsonSchema = obj(gc.responseSchema) ?? obj(gc.responseJsonSchema) ?? {};
       const counted = countParts(arr(body.contents).map((c) => c.parts));
@@ -134,8 +148,9 @@ let calls = 0;
  * otherwise the plain text reply.
  */
 export function planReply(extras: RequestExtras, text: string): ReplyContent {
-  if (extras.tools.length > 0 && !extras.hasToolResult) {
-    const tool = extras.tools[0]!;
+  if (extras.tools.length > 0 && !extras.hasToolResult && extras.toolChoice !== 'none') {
+    const named = typeof extras.toolChoice === 'object' ? extras.toolChoice.name : undefined;
+    const tool = extras.tools.find((t) => t.name === named) ?? extras.tools[0]!;
     return { kind: 'tool', id: `call_test${(++calls).toString(36)}`, name: tool.name, input: sampleFromSchema(tool.schema) as Record<string, unknown> };
   }
   if (extras.jsonSchema) {

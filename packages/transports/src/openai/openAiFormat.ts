@@ -122,12 +122,43 @@ function errorType(status: number): string {
   return 'invalid_request_error';
 }
 
+/** The procedure's input fields under the names the OpenAI request gave them. */
+const OPENAI_FIELD: Record<string, string> = {
+  'options.maxTokens': 'max_tokens',
+  'options.temperature': 'temperature',
+  'options.model': 'model',
+  provider: 'model',
+  toolChoice: 'tool_choice',
+  'output.schema': 'response_format.json_schema.schema',
+  output: 'response_format',
+  fallbacks: 'models',
+  metadata: 'user',
+};
+
+/**
+ * A validation issue's path as the client wrote the field (`options.maxTokens` → `max_tokens`,
+ * `messages.0.content` → `messages[0].content`, `tools.0.name` → `tools[0].function.name`), so
+ * `param` and the message name what the client sent.
+ */
+export function openAiParam(path: readonly unknown[]): string {
+  const dotted = path.map(String).join('.');
+  for (const [ours, theirs] of Object.entries(OPENAI_FIELD)) if (dotted === ours || dotted.startsWith(`${ours}.`)) return theirs + dotted.slice(ours.length);
+  const named = path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i ? '.' : ''}${String(k)}`)).join('');
+  return named.replace(/^tools(\[\d+\])\.(name|description|parameters)/, 'tools$1.function.$2');
+}
+
 /** An OpenAI-style error body and status for any error, through core's one wire mapping. */
 export function openAiError(thrown: unknown): { wire: WireError; status: number; body: { error: { message: string; type: string; param: string | null; code: string | null } }; headers?: Record<string, string> } {
   const w = toWireError(thrown);
   let message = w.message;
-  if (w.issues) message = `invalid request: ${(w.issues as Array<{ path: unknown[]; message: string }>).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
-  const param = typeof w.details?.param === 'string' ? w.details.param : null;
+  let param = typeof w.details?.param === 'string' ? w.details.param : null;
+  // Core names an input field by its dotted path (`tools.0.parameters`).
+  if (param === null && typeof w.details?.field === 'string') param = openAiParam(w.details.field.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)));
+  if (w.issues) {
+    const issues = w.issues as Array<{ path: unknown[]; message: string }>;
+    message = `invalid request: ${issues.map((i) => `${(i.path.length && openAiParam(i.path)) || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
+    if (issues[0]?.path.length) param = openAiParam(issues[0].path);
+  }
   return {
     wire: w,
     status: w.httpStatus,

@@ -52,7 +52,20 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   if (!b) throw bad('the body must be a JSON object');
   if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300) throw bad('model is required: provider/model or a configured alias', 'model');
   if (!Array.isArray(b.messages) || b.messages.length === 0) throw bad('messages must be a non-empty array', 'messages');
-  if (b.n !== undefined && b.n !== 1) throw bad('only n = 1 is supported', 'n');
+  if (b.n !== undefined && b.n !== null && b.n !== 1) throw bad('only n = 1 is supported', 'n');
+  // Fields that change the answer's shape are checked, not guessed: a `stream: "true"` must not
+  // quietly get a JSON answer, nor an unknown response_format a free-text one.
+  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') throw bad('stream must be a boolean', 'stream');
+  if (b.stream_options !== undefined && b.stream_options !== null && !obj(b.stream_options)) throw bad('stream_options must be an object', 'stream_options');
+  if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw bad('tools must be an array of function tools', 'tools');
+  const tcIn = b.tool_choice;
+  if (tcIn !== undefined && tcIn !== null && tcIn !== 'auto' && tcIn !== 'none' && tcIn !== 'required' && !(obj(tcIn)?.type === 'function' && typeof obj(obj(tcIn)!.function)?.name === 'string')) {
+    throw bad("tool_choice must be 'auto', 'none', 'required' or { type: 'function', function: { name } }", 'tool_choice');
+  }
+  const rfIn = b.response_format;
+  if (rfIn !== undefined && rfIn !== null && !['text', 'json_object', 'json_schema'].includes(obj(rfIn)?.type as string)) {
+    throw bad("response_format.type must be 'text', 'json_object' or 'json_schema'", 'response_format');
+  }
   const { provider, model } = resolveModelRef(config, b.model);
 
   // OpenAI tool messages name only the call id; the tool name comes from the assistant's call.

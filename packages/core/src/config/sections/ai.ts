@@ -124,6 +124,16 @@ export const AiSchema = z
     /** Most image and file parts in one request. Default 8. */
     maxAttachments: z.number().int().min(0).default(8),
   })
+  // A typo in a fallback or an alias target would otherwise fail every call that uses it.
+  .superRefine((ai, ctx) => {
+    const known = (ref: string) => /^(anthropic|openai|google|openrouter|provider_[a-d])(\/.+)?$/.test(ref);
+    for (const [alias, target] of Object.entries(ai.aliases)) {
+      if (!known(target)) ctx.addIssue({ code: 'custom', path: ['aliases', alias], message: `"${target}" must be provider/model with a provider among ${PROVIDER_IDS.join(', ')}` });
+    }
+    ai.fallbacks.forEach((ref, i) => {
+      if (!known(ref) && !Object.hasOwn(ai.aliases, ref)) ctx.addIssue({ code: 'custom', path: ['fallbacks', i], message: `"${ref}" must be provider/model, a provider (${PROVIDER_IDS.join(', ')}) or an alias from ai.aliases` });
+    });
+  })
   .prefault({});
 
 export const BillingSchema = z

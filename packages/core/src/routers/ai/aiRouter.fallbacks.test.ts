@@ -170,3 +170,26 @@ describe('circuit breaker', () => {
     expect(upstream.requests.map((q) => q.provider)).toEqual(['openai']);
   });
 });
+
+describe('a bad fallback reference', () => {
+  it('is refused before anything is held (generateText and streamText): no reserve left in the ledger', async () => {
+    const h = await harness();
+    for (const call of [
+      () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['nope/x'] }),
+      () => h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['anthropic', 'typo'] }),
+    ]) {
+      const err = await rejection(call());
+      expect(err.message).toContain('must be provider/model');
+    }
+    expect(await h.balance(alice.sub)).toBe(100_000);
+    expect((await h.runtime.billing.ledger.entries(alice.sub)).map((e) => e.kind)).toEqual(['credit']);
+    expect(h.upstream.requests).toHaveLength(0);
+  });
+
+  it('in ai.fallbacks or an alias target is a config error at start', async () => {
+    const { resolveConfig } = await import('../../config/resolveConfig.js');
+    expect(() => resolveConfig({ ai: { fallbacks: ['gogle/gemini-2.5-flash'] } })).toThrow(/ai\.fallbacks\.0/);
+    expect(() => resolveConfig({ ai: { aliases: { fast: 'opnai/gpt-4.1-mini' } } })).toThrow(/ai\.aliases\.fast/);
+    expect(() => resolveConfig({ ai: { aliases: { fast: 'openai/gpt-4.1-mini' }, fallbacks: ['fast', 'google', 'provider_c/gemini-2.5-pro'] } })).not.toThrow();
+  });
+});

@@ -89,7 +89,10 @@ export function buildPrompt(
   const actx = { provider: ctx.provider, model: ctx.model, registry: ctx.registry, limits: ai, count };
   let chars = 0;
   const messages: ModelMessage[] = [];
-  for (const m of input.messages ?? []) {
+  // Every provider refuses a tool result that answers no earlier tool call; refused here, it is
+  // a clear INVALID_PARAMS before any upstream request instead of an upstream 400 (a 502 to us).
+  const calls = new Set<string>();
+  for (const [i, m] of (input.messages ?? []).entries()) {
     switch (m.role) {
       case 'system': {
         // System messages become the one system text, wherever they stand (all four providers take one).
@@ -121,6 +124,7 @@ export function buildPrompt(
             content: m.content.map((p) => {
               if (p.type === 'text') return (chars += p.text.length), p;
               chars += JSON.stringify(p.input ?? null).length;
+              calls.add(p.toolCallId);
               return { type: 'tool-call' as const, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input ?? {} };
             }),
           });
@@ -129,7 +133,10 @@ export function buildPrompt(
       case 'tool':
         messages.push({
           role: 'tool',
-          content: m.content.map((p) => {
+          content: m.content.map((p, j) => {
+            if (!calls.has(p.toolCallId)) {
+              throw new CoreError('INVALID_PARAMS', `messages[${i}]: tool result "${p.toolCallId.slice(0, 200)}" answers no earlier assistant tool call`, { details: { reason: 'invalid_tools', field: `messages.${i}.content.${j}.toolCallId` } });
+            }
             chars += typeof p.output === 'string' ? p.output.length : JSON.stringify(p.output ?? null).length;
             return { type: 'tool-result' as const, toolCallId: p.toolCallId, toolName: p.toolName, output: toolOutput(p.output, p.isError) };
           }),

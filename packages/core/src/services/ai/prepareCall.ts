@@ -118,11 +118,14 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const ai = config.ai;
   const provider = input.provider ?? ai.defaultProvider;
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
-  if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`);
+  if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
   const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
-  if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`);
+  if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
   const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
+  // A bad fallback reference is refused here, before the payer decision and the hold: the
+  // targets are built after the reservation, and failing there would leave it held.
+  for (const ref of input.fallbacks ?? ai.fallbacks) resolveModelRef(config, ref);
   const byokAllowed = providers.isByokProvider(provider);
   if (input.apiKey !== undefined && !byokAllowed) {
     throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
@@ -210,7 +213,7 @@ export function worstCostUsd(
       const r = resolveModelRef(deps.config, ref);
       cost = deps.providers.models.estimateCostUsd(r.provider, r.model || deps.providers.defaultModel(r.provider), inputTokens, maxTokens);
     } catch {
-      continue; // a bad reference is refused where the targets are built
+      continue; // refused in prepareCall before this runs
     }
     if (cost !== undefined && cost > worst) worst = cost;
   }

@@ -5,7 +5,7 @@ import { CoreError } from '../../errors/CoreError.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import type { SettledUsage } from './Metering.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
-import { assertValidSchema, parseOutput } from './validateOutput.js';
+import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { callTargets, withFallbacks, type Attempt, type Target } from './withFallbacks.js';
 
@@ -56,7 +56,7 @@ export interface GenerateTextOutput {
 export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
   const { config, logger } = deps;
   const ai = config.ai;
-  if (input.output) await assertValidSchema(input.output.schema);
+  await assertValidCallSchemas(input);
   const prepared = await prepareCall(deps, input, call);
   const release = (reason: string) => releaseCall(deps, prepared, reason);
   const targets = callTargets(deps, prepared, input, call);

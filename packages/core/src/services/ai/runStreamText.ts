@@ -6,7 +6,7 @@ import { loadUpstreamFetch } from './upstreamFetch.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
 import { invalidOutput, ownError, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
 import { backoff, callTargets, isRetryable, readyTarget, type Attempt, type Target } from './withFallbacks.js';
-import { assertValidSchema, parseOutput } from './validateOutput.js';
+import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 
 /**
  * What ai.streamText yields, in order: one `start`, text and tool calls as they come, one
@@ -46,7 +46,7 @@ function utf8Bytes(s: string): number {
 export async function runStreamText(deps: CallDeps, input: TextCallInput, call: TextCall): Promise<AsyncGenerator<StreamEvent, void, undefined>> {
   const { config, logger } = deps;
   const ai = config.ai;
-  if (input.output) await assertValidSchema(input.output.schema);
+  await assertValidCallSchemas(input);
   const p = await prepareCall(deps, input, call);
   const { requestId } = p;
   const targets = callTargets(deps, p, input, call);

@@ -7,7 +7,7 @@ let ajv: Promise<AjvInstance> | undefined;
 const cache = new Map<string, ValidateFunction>();
 const CACHE_MAX = 200;
 
-async function validator(schema: Record<string, unknown>): Promise<ValidateFunction> {
+async function validator(schema: Record<string, unknown>, what = 'output.schema'): Promise<ValidateFunction> {
   const key = JSON.stringify(schema);
   let v = cache.get(key);
   if (v) return v;
@@ -18,7 +18,7 @@ async function validator(schema: Record<string, unknown>): Promise<ValidateFunct
   try {
     v = (await ajv).compile(schema);
   } catch (err) {
-    throw new CoreError('INVALID_PARAMS', `output.schema is not a valid JSON Schema: ${err instanceof Error ? err.message.slice(0, 200) : 'invalid'}`);
+    throw new CoreError('INVALID_PARAMS', `${what} is not a valid JSON Schema: ${err instanceof Error ? err.message.slice(0, 200) : 'invalid'}`, { details: { reason: 'invalid_schema', field: what } });
   }
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
   cache.set(key, v);
@@ -26,8 +26,33 @@ async function validator(schema: Record<string, unknown>): Promise<ValidateFunct
 }
 
 /** Check a schema compiles (before any upstream call or charge). */
-export async function assertValidSchema(schema: Record<string, unknown>): Promise<void> {
-  await validator(schema);
+export async function assertValidSchema(schema: Record<string, unknown>, what?: string): Promise<void> {
+  await validator(schema, what);
+}
+
+/**
+ * The request's schemas and tool choice, checked before any upstream call or charge: the output
+ * schema and every tool's parameters compile, tool names are unique, and a tool choice names a
+ * declared tool. Otherwise the provider (or the AI SDK) refuses it after the call began, which
+ * a client would see as an upstream failure.
+ */
+export async function assertValidCallSchemas(input: {
+  tools?: Array<{ name: string; parameters: Record<string, unknown> }> | undefined;
+  toolChoice?: string | { type: 'tool'; toolName: string } | undefined;
+  output?: { schema: Record<string, unknown> } | undefined;
+}): Promise<void> {
+  if (input.output) await validator(input.output.schema);
+  const tools = input.tools ?? [];
+  const names = new Set<string>();
+  for (const [i, t] of tools.entries()) {
+    if (names.has(t.name)) throw new CoreError('INVALID_PARAMS', `tool name "${t.name}" is declared twice`, { details: { reason: 'invalid_tools', field: `tools.${i}.name` } });
+    names.add(t.name);
+    await validator(t.parameters, `tools.${i}.parameters`);
+  }
+  const choice = input.toolChoice;
+  if (typeof choice === 'object' && !names.has(choice.toolName)) {
+    throw new CoreError('INVALID_PARAMS', `toolChoice names "${choice.toolName}", which is not among the declared tools`, { details: { reason: 'invalid_tools', field: 'toolChoice' } });
+  }
 }
 
 /**
