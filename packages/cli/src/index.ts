@@ -22,5 +22,9 @@ export {
   type Storage,
   type ResourceDefinition,
   type SchemeHandler,
+  // An alert receiver verifies our signed webhooks with these (docs/operations.md, Alerts).
+  verifyAlertSignature,
+  signAlert,
+  ALERT_SIGNATURE_HEADER,
 } from '@ai-backend/core';
 export { loadConfig } from './loadConfig.js';
