@@ -19,6 +19,9 @@ const shop = router({
     .mutation(({ input }) => ({ ok: true, sku: input.sku })),
   refund: adminProcedure.input(z.object({ orderId: z.string() })).mutation(() => ({ ok: true })),
   ping: publicProcedure.query(() => 'pong'),
+  double: publicProcedure.input(z.number()).query(({ input }) => input * 2),
+  count: publicProcedure.input(z.array(z.string())).mutation(({ input }) => input.length),
+  maybe: publicProcedure.input(z.object({ a: z.string() }).optional()).query(({ input }) => input?.a ?? 'none'),
 });
 
 let s: TestServer;
@@ -70,6 +73,36 @@ describe('OpenRPC (/openrpc.json and rpc.discover)', () => {
   it('describes methods that really are callable as described (params by name)', async () => {
     const res = await s.fetch('/rpc', rpc('shop.find', { q: 'tea' }));
     expect(((await res.json()) as Json).result).toEqual({ items: [{ id: '1', name: 'tea x10' }] });
+  });
+});
+
+describe('inputs that are not objects, and optional inputs', () => {
+  it('OpenRPC describes a non-object input as one positional param, and /rpc takes it that way', async () => {
+    const doc = await getJson('/openrpc.json');
+    const double = doc.methods.find((m: Json) => m.name === 'shop.double');
+    expect(double.paramStructure).toBe('by-position');
+    expect(double.params).toEqual([{ name: 'input', schema: { type: 'number' }, required: true }]);
+    expect(((await (await s.fetch('/rpc', rpc('shop.double', [21]))).json()) as Json).result).toBe(42);
+    expect(((await (await s.fetch('/rpc', rpc('shop.count', [['a', 'b']]))).json()) as Json).result).toBe(2);
+    // An object input may be sent by position too; more than one element is refused.
+    expect(((await (await s.fetch('/rpc', rpc('shop.find', [{ q: 'tea' }]))).json()) as Json).result).toEqual({ items: [{ id: '1', name: 'tea x10' }] });
+    expect(((await (await s.fetch('/rpc', rpc('shop.double', [1, 2]))).json()) as Json).error.code).toBe(-32602);
+    // rpc.discover as OpenRPC clients send it: "params": [].
+    expect(((await (await s.fetch('/rpc', rpc('rpc.discover', []))).json()) as Json).result.openrpc).toBe('1.3.2');
+  });
+
+  it('an input is required exactly when the procedure refuses a call without it', async () => {
+    const rpcDoc = await getJson('/openrpc.json');
+    const api = await getJson('/openapi.json');
+    const q = (path: string) => api.paths[`/trpc/shop.${path}`];
+    expect(q('double').get.parameters[0].required).toBe(true);
+    expect(q('count').post.requestBody.required).toBe(true);
+    expect(q('maybe').get.parameters[0].required).toBe(false);
+    expect(q('find').get.parameters[0].required).toBe(true);
+    expect(rpcDoc.methods.find((m: Json) => m.name === 'shop.double').params[0].required).toBe(true);
+    // As described: no input is refused for double, accepted for maybe.
+    expect((await s.fetch('/trpc/shop.double')).status).toBe(400);
+    expect(((await (await s.fetch('/trpc/shop.maybe')).json()) as Json).result.data.json).toBe('none');
   });
 });
 

@@ -11,8 +11,6 @@ const envelope = (value: Json | undefined, required: boolean): Json => ({
   ...(required ? { required: ['json'] } : {}),
 });
 
-const needsInput = (input: Json | undefined) => Array.isArray(input?.required) && (input.required as unknown[]).length > 0;
-
 const SECURITY = {
   // Public procedures also take a token: the caller's identity may change what they return.
   public: [{}, { bearerAuth: [] }],
@@ -41,7 +39,7 @@ function operation(p: DescribedProcedure): Json {
         {
           name: 'input',
           in: 'query',
-          required: needsInput(p.input),
+          required: p.inputRequired,
           description: 'The input as URL-encoded JSON in the superjson envelope: ?input={"json":{...}}',
           content: { 'application/json': { schema: envelope(p.input, true) } },
         },
@@ -49,7 +47,7 @@ function operation(p: DescribedProcedure): Json {
     }
   } else {
     op.requestBody = {
-      required: needsInput(p.input),
+      required: p.inputRequired,
       content: { 'application/json': { schema: envelope(p.input, p.input !== undefined) } },
     };
   }

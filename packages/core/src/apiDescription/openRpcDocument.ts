@@ -28,19 +28,20 @@ function method(p: DescribedProcedure): Json {
   const props = (input?.type === 'object' ? (input.properties as Record<string, Json> | undefined) : undefined) ?? {};
   const required = new Set((input?.required as string[] | undefined) ?? []);
   // /rpc takes the procedure input as a params object: one named param per input field. A
-  // non-object input cannot be sent by name, so it is described as a single "input" param.
+  // non-object input cannot be sent by name: it is the single positional param (params: [input]).
+  const byPosition = input !== undefined && input.type !== 'object';
   const params =
     input === undefined
       ? []
       : input.type === 'object'
         ? Object.entries(props).map(([name, schema]) => ({ name, schema, required: required.has(name), ...(typeof schema.description === 'string' ? { description: schema.description } : {}) }))
-        : [{ name: 'input', schema: input, required: true }];
+        : [{ name: 'input', schema: input, required: p.inputRequired }];
   return {
     name: p.path,
     ...(p.description ? { summary: p.description } : {}),
     description: `${p.type === 'query' ? 'Query' : 'Mutation'}. ${ACCESS_TEXT[p.access]}`,
     tags: [{ name: p.path.split('.')[0]! }],
-    paramStructure: 'by-name',
+    paramStructure: byPosition ? 'by-position' : 'by-name',
     params,
     result: { name: 'result', schema: p.output ?? {} },
     errors: [

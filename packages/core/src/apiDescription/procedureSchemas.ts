@@ -13,6 +13,8 @@ export interface DescribedProcedure {
   access: 'public' | 'user' | 'admin';
   /** JSON Schema of the input as a caller sends it (defaults make fields optional); undefined: no input. */
   input: JsonSchema | undefined;
+  /** Whether a call must send an input: false when the input schema accepts none (optional, default). */
+  inputRequired: boolean;
   /** JSON Schema of the declared `.output()`; undefined: not declared. */
   output: JsonSchema | undefined;
 }
@@ -53,6 +55,19 @@ function toSchema(schema: unknown, io: 'input' | 'output', target: SchemaTarget,
 }
 
 /**
+ * The JSON Schema cannot say whether the input itself may be left out (an optional object is
+ * the object's schema; a required z.number() has no "required" list), so ask zod.
+ */
+function inputRequired(schema: unknown): boolean {
+  if (!(schema instanceof z.ZodType)) return false;
+  try {
+    return !schema.safeParse(undefined).success;
+  } catch {
+    return true; // an async refinement: assume the input is needed
+  }
+}
+
+/**
  * Every query and mutation of a router with its JSON Schemas, sorted by path. Everything is
  * described, whatever the caller may call: the schemas are not secrets and a client needs to
  * know what exists before it signs in; `access` says who may call each one.
@@ -69,6 +84,7 @@ export function describeProcedures(router: AnyRouter, target: SchemaTarget): { p
       description: info.meta?.description,
       access: info.meta?.access ?? 'public',
       input: toSchema(def.inputs?.[0], 'input', target, components),
+      inputRequired: inputRequired(def.inputs?.[0]),
       output: toSchema(def.output, 'output', target, components),
     });
   }

@@ -32,9 +32,12 @@ async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: 
   if (m.jsonrpc !== '2.0' || typeof m.method !== 'string' || (hasId && !isId(m.id) && m.id !== null)) {
     return fail(id, JSONRPC_STANDARD.INVALID_REQUEST, 'invalid request');
   }
-  if (m.params !== undefined && (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))) {
-    return hasId ? fail(id, JSONRPC_STANDARD.INVALID_PARAMS, 'params must be an object (the procedure input)') : null;
+  if (m.params !== undefined && (typeof m.params !== 'object' || m.params === null || (Array.isArray(m.params) && m.params.length > 1))) {
+    return hasId ? fail(id, JSONRPC_STANDARD.INVALID_PARAMS, 'params must be an object (the procedure input) or an array holding the input as its one element') : null;
   }
+  // By position (the OpenRPC document's form for a procedure whose input is not an object, e.g.
+  // z.number()): the one element is the input; [] is no input, as rpc.discover clients send.
+  const input = Array.isArray(m.params) ? m.params[0] : m.params;
   // OpenRPC service discovery: the same document as GET /openrpc.json.
   if (m.method === 'rpc.discover' && runtime.config.apiDescription.enabled) {
     return hasId ? { jsonrpc: '2.0', id, result: apiDocument('openrpc', runtime.router, runtime.config, baseUrl()) } : null;
@@ -43,7 +46,7 @@ async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: 
   if (!info || info.type === 'subscription') {
     return hasId ? fail(id, JSONRPC_STANDARD.METHOD_NOT_FOUND, `method not found: ${m.method.slice(0, 200)}`) : null;
   }
-  const result = await invoke(runtime.router, m.method, m.params, ctx);
+  const result = await invoke(runtime.router, m.method, input, ctx);
   if (!hasId) return null; // notification: run it, answer nothing
   if (result.ok) return { jsonrpc: '2.0', id, result: result.data ?? null };
   const wire = toWireError(result.error);
