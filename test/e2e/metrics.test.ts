@@ -66,6 +66,19 @@ describe('GET /metrics on the main listener', () => {
     expect(sample(text, 'ai_backend_process_resident_memory_bytes')).toBeGreaterThan(0);
   });
 
+  it('counts the OpenAI-compatible /v1 API under entry "openai", for HTTP requests and procedure calls', async () => {
+    const before = await scrape();
+    const httpBefore = sample(before, 'ai_backend_http_requests_total', { entry: 'openai', status: '2xx' }) ?? 0;
+    const res = await fetch(gw.url + '/v1/models', { headers: { authorization: `Bearer ${user}` } });
+    expect(res.status).toBe(200);
+    const bad = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body: '{}' });
+    expect(bad.status).toBe(400);
+    const text = await scrape();
+    expect(sample(text, 'ai_backend_http_requests_total', { entry: 'openai', status: '2xx' })).toBe(httpBefore + 1);
+    expect(sample(text, 'ai_backend_http_requests_total', { entry: 'openai', status: '4xx' })).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'ai_backend_requests_total', { entry: 'openai', procedure: 'ai.listAllowedModels', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
+  });
+
   it('keeps cardinality bounded: no user ids, unknown paths never become labels', async () => {
     await rpcCall(gw.url, user, 'no.such.procedure-' + Math.random(), {});
     await fetch(gw.url + '/trpc/nope.' + Math.random());

@@ -6,6 +6,8 @@ export function entryOf(path: string): string {
   if (path.startsWith('/trpc/') || path.startsWith('/typedrpc/')) return 'trpc';
   if (path === '/rpc') return 'rpc';
   if (path === '/mcp') return 'mcp';
+  // The OpenAI-compatible API (/v1/chat/completions, /v1/models): the name its procedure calls carry.
+  if (path.startsWith('/v1/')) return 'openai';
   if (path.startsWith('/oauth/') || path === '/register' || path.startsWith('/.well-known/')) return 'oauth';
   if (path === '/openrpc.json' || path === '/openapi.json') return 'api_description';
   if (path === '/health' || path === '/health/ready') return 'health';
