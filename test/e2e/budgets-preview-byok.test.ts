@@ -86,6 +86,26 @@ describe('budget previews agree with the reservation', () => {
   });
 });
 
+describe('a money budget at its exact limit', () => {
+  it('a limit of exactly N calls\' cost admits N calls and refuses the next, though the cost is not a whole micro-dollar', async () => {
+    const sub = 'exact-usd-user';
+    const user = await tokenFor(sub);
+    await creditTokens(s.url, admin, sub, 1_000_000, `exact-${sub}`);
+    // One byte more than the other tests' calls: an input size whose cost is not whole micro-dollars.
+    const exact = (i: number) => ask('exact', i, { content: content('exact', i) + '!' });
+    expect((await rpcCall(s.url, user, 'ai.generateText', exact(0))).result).toBeDefined();
+    const cost = (await rpcCall(s.url, user, 'billing.getUsageHistory', { limit: 1 })).result.usage[0].estimatedCostUsd as number;
+    expect(Math.round(cost * 1e6)).not.toBe(cost * 1e6); // the case that rounding per call got wrong
+    await trpcClient(s.url, admin).admin.setBudget.mutate({ userId: sub, period: 'daily', usd: 4 * cost });
+    for (const i of [1, 2, 3]) expect((await rpcCall(s.url, user, 'ai.generateText', exact(i))).result, `call ${i}`).toBeDefined();
+    const view = (await rpcCall(s.url, user, 'billing.getBudget')).result.periods[0];
+    expect(view.spent.usd).toBeCloseTo(4 * cost, 12);
+    expect(view.remaining.usd).toBeCloseTo(0, 12);
+    const refused = await rpcCall(s.url, user, 'ai.generateText', exact(4));
+    expect(refused.error!.data).toMatchObject({ code: 'PAYMENT_REQUIRED', details: { metric: 'usd', reason: 'budget_exceeded' } });
+  });
+});
+
 describe('a platform budget refusal falls back to the stored key', () => {
   it('goes to the stored key (not platform spend), raises fallbackToByok with reason budget, over /rpc and tRPC, generateText and streamText', async () => {
     const sub = 'byok-budget-user';

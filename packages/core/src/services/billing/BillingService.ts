@@ -14,7 +14,7 @@ import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
 import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
-import { previewSpend, toMicros, type BudgetRefusal, type SpendRecord } from './periodSpend.js';
+import { previewSpend, toNanos, type BudgetRefusal, type SpendRecord } from './periodSpend.js';
 import { Reservations } from './Reservations.js';
 import {
   BALANCE_TYPES,
@@ -117,13 +117,13 @@ export class BillingService implements Metering {
         ? null
         : 'refused' in wanted
           ? wanted.refused
-          : this.previewBudget(userId, { tokens: estimatedTokens, usdMicros: wanted.worstCostUsd === null ? null : toMicros(wanted.worstCostUsd) }),
+          : this.previewBudget(userId, { tokens: estimatedTokens, usdNanos: wanted.worstCostUsd === null ? null : toNanos(wanted.worstCostUsd) }),
     ]);
     return planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider, budget });
   }
 
   /** What the reservation's budget check would answer now (the same pure rule, nothing held). */
-  private async previewBudget(userId: string, worst: { tokens: number; usdMicros: number | null }): Promise<BudgetRefusal | null> {
+  private async previewBudget(userId: string, worst: { tokens: number; usdNanos: number | null }): Promise<BudgetRefusal | null> {
     const [record, stored] = await this.ledger.storage.getMany<unknown>([budgetKeys.budget(userId), budgetKeys.spend(userId)]);
     const budget = effectiveBudget(record as BudgetRecord | undefined, this.options.defaultBudget ?? {});
     return previewSpend(stored as SpendRecord | undefined, budget, worst, new Date());
@@ -181,7 +181,7 @@ export class BillingService implements Metering {
     const userId = p.identity.sub;
     const known = p.decision && this.prefsRead.get(p.decision);
     const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
-    const worst = { tokens: p.tokens, usdMicros: p.costUsd === undefined ? null : toMicros(p.costUsd) };
+    const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
     const outcome = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs), worst);
     if ('refused' in outcome) return this.refuseForBudget(userId, outcome.refused, outcome.alerted);
     const reservation = outcome.held;

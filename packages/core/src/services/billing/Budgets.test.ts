@@ -56,14 +56,14 @@ describe.each(backends)('budgets on $name', (backend) => {
     expect(held).toHaveLength(AFFORDABLE);
     expect(refused).toHaveLength(CALLS - AFFORDABLE);
     for (const e of refused) expect(e).toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'budget_exceeded', period: 'daily', metric: 'tokens', limit: 2050, requested: TOKENS } });
-    expect(await spendOf(a, alice.sub)).toMatchObject({ tokens: 0, reservedTokens: AFFORDABLE * TOKENS, reservedUsdMicros: AFFORDABLE * 1000 });
+    expect(await spendOf(a, alice.sub)).toMatchObject({ tokens: 0, reservedTokens: AFFORDABLE * TOKENS, reservedUsdNanos: AFFORDABLE * 1_000_000 });
 
     // Half settle with less than they held (on both instances), the other half are released.
     await Promise.all(held.map((r, i) => (i % 2 ? a.billing.settle(r, { tokensUsed: 40, provider: 'openai', model: 'm', costUsd: 0.0004 }) : b.billing.release(r, 'failed'))));
     watching = false;
     await watcher;
     expect(maxSeen).toBeLessThanOrEqual(AFFORDABLE * TOKENS + TOKENS / 2);
-    expect(await spendOf(a, alice.sub)).toMatchObject({ tokens: (AFFORDABLE / 2) * 40, reservedTokens: 0, usdMicros: (AFFORDABLE / 2) * 400, reservedUsdMicros: 0 });
+    expect(await spendOf(a, alice.sub)).toMatchObject({ tokens: (AFFORDABLE / 2) * 40, reservedTokens: 0, usdNanos: (AFFORDABLE / 2) * 400_000, reservedUsdNanos: 0 });
     const view = await b.billing.budgets.view(alice.sub);
     expect(view.periods[0]).toMatchObject({ period: 'daily', source: 'user', limits: { tokens: 2050, usd: null }, spent: { tokens: 400, usd: 0.004 }, remaining: { tokens: 1650, usd: null } });
     // The budget covers platform tokens only: bob has none and is not affected.

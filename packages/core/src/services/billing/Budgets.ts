@@ -1,7 +1,7 @@
 import { BUDGET_PERIODS, BudgetLimitsSchema, type BudgetLimits, type BudgetPeriod } from '../../config/sections/budget.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../storage/Storage.js';
-import { currentSpend, fromMicros, periodIds, resetsAt, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
+import { currentSpend, fromNanos, periodIds, resetsAt, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
 
 const enc = encodeURIComponent;
 
@@ -105,8 +105,8 @@ export class Budgets {
       periods: BUDGET_PERIODS.map((period) => {
         const b = budget[period];
         const s = spend[period];
-        const usd = fromMicros(s.usdMicros);
-        const reservedUsd = fromMicros(s.reservedUsdMicros);
+        const usd = fromNanos(s.usdNanos);
+        const reservedUsd = fromNanos(s.reservedUsdNanos);
         const tokens = b?.tokens ?? null;
         const money = b?.usd ?? null;
         return {

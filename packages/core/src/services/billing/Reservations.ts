@@ -8,7 +8,7 @@ import { platformFee } from './fee.js';
 import { usageKeys, usageWrites } from './globalUsage.js';
 import type { UsageRecordItem } from './history.js';
 import { accountOf, ledgerKeys, type Account, type Ledger } from './Ledger.js';
-import { releaseSpend, reserveSpend, settleSpend, toMicros, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from './periodSpend.js';
+import { releaseSpend, reserveSpend, settleSpend, toNanos, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from './periodSpend.js';
 import type { BalanceType, BudgetAlertSink, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
 
 /**
@@ -212,7 +212,7 @@ export class Reservations {
       };
       const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: account.subscription + account.one_time };
       const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
-      const { spend, crossings } = settleSpend(read<SpendRecord>(spendKey), budget, held.budget, { tokens: used, usdMicros: toMicros(costUsd) }, at);
+      const { spend, crossings } = settleSpend(read<SpendRecord>(spendKey), budget, held.budget, { tokens: used, usdNanos: toNanos(costUsd) }, at);
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'delete', key },

@@ -3,15 +3,18 @@ import { BUDGET_PERIODS, type BudgetLimits, type BudgetPeriod } from '../../conf
 /**
  * The pure arithmetic of budgets, run inside the reserve / settle / release transactions.
  *
- * Money is counted in integer micro-dollars (1 USD = 1,000,000) so sums never drift and a
+ * Money is counted in integer nano-dollars (1 USD = 1,000,000,000) so sums never drift and a
  * comparison with the limit is exact; costs are rounded up, so the figure never understates.
+ * Nano, not micro: a call's cost is usually a fraction of a micro-dollar off a whole number
+ * ($0.00012125), and rounding each call up to micros made a limit of exactly N calls' cost admit
+ * N-1. Per-token prices given to 3 decimals per million tokens are whole nano-dollars.
  * A call counts against the periods in which it was reserved: the check at reservation and the
  * charge at settle hit the same period, even for a call that runs across midnight UTC.
  */
 
-export const USD_MICROS = 1_000_000;
-export const toMicros = (usd: number) => Math.ceil(Math.round(usd * USD_MICROS * 1000) / 1000);
-export const fromMicros = (micros: number) => micros / USD_MICROS;
+export const USD_NANOS = 1_000_000_000;
+export const toNanos = (usd: number) => Math.ceil(Math.round(usd * USD_NANOS * 1000) / 1000);
+export const fromNanos = (micros: number) => micros / USD_NANOS;
 
 /** Which limit of a budget. */
 export type BudgetMetric = 'tokens' | 'usd';
@@ -24,9 +27,9 @@ export interface PeriodSpend {
   /** `2026-11-23` (daily) or `2026-11` (monthly). */
   id: string;
   tokens: number;
-  usdMicros: number;
+  usdNanos: number;
   reservedTokens: number;
-  reservedUsdMicros: number;
+  reservedUsdNanos: number;
   /** Alerts already sent this period: `tokens:0.8`, `usd:exceeded`, ... */
   alerted: string[];
 }
@@ -39,13 +42,13 @@ export interface BudgetHold {
   daily: string;
   monthly: string;
   tokens: number;
-  usdMicros: number;
+  usdNanos: number;
 }
 
-/** The worst case of a call about to run. `usdMicros` null: the model has no price. */
+/** The worst case of a call about to run. `usdNanos` null: the model has no price. */
 export interface Worst {
   tokens: number;
-  usdMicros: number | null;
+  usdNanos: number | null;
 }
 
 export function periodIds(at: Date): Record<BudgetPeriod, string> {
@@ -60,12 +63,25 @@ export function resetsAt(period: BudgetPeriod, id: string): string {
   return new Date(Date.UTC(y, m, 1)).toISOString();
 }
 
-const fresh = (id: string): PeriodSpend => ({ id, tokens: 0, usdMicros: 0, reservedTokens: 0, reservedUsdMicros: 0, alerted: [] });
+const fresh = (id: string): PeriodSpend => ({ id, tokens: 0, usdNanos: 0, reservedTokens: 0, reservedUsdNanos: 0, alerted: [] });
+
+/** A period written before money was counted in nano-dollars (`usdMicros` fields): converted on read. */
+type LegacyPeriodSpend = PeriodSpend & { usdMicros?: number; reservedUsdMicros?: number };
+
+function upgrade(s: LegacyPeriodSpend): PeriodSpend {
+  const { usdMicros, reservedUsdMicros, ...rest } = s;
+  return {
+    ...rest,
+    usdNanos: s.usdNanos ?? (usdMicros ?? 0) * 1000,
+    reservedUsdNanos: s.reservedUsdNanos ?? (reservedUsdMicros ?? 0) * 1000,
+    alerted: [...s.alerted],
+  };
+}
 
 /** The record's figures for the periods of `ids` (a period that has ended starts again from zero). */
 export function currentSpend(stored: SpendRecord | undefined, ids: Record<BudgetPeriod, string>): Record<BudgetPeriod, PeriodSpend> {
   const out = {} as Record<BudgetPeriod, PeriodSpend>;
-  for (const p of BUDGET_PERIODS) out[p] = stored?.[p]?.id === ids[p] ? { ...stored[p]!, alerted: [...stored[p]!.alerted] } : fresh(ids[p]);
+  for (const p of BUDGET_PERIODS) out[p] = stored?.[p]?.id === ids[p] ? upgrade(stored[p]!) : fresh(ids[p]);
   return out;
 }
 
@@ -101,16 +117,16 @@ export function budgetRefusal(spend: Record<BudgetPeriod, PeriodSpend>, budget: 
       return { ...base, metric: 'tokens', limit: limits.tokens, spent: s.tokens, reserved: s.reservedTokens, requested: worst.tokens, reason: 'budget_exceeded' };
     }
     if (limits.usd !== undefined) {
-      const limit = toMicros(limits.usd);
-      if (worst.usdMicros === null || s.usdMicros + s.reservedUsdMicros + worst.usdMicros > limit) {
+      const limit = toNanos(limits.usd);
+      if (worst.usdNanos === null || s.usdNanos + s.reservedUsdNanos + worst.usdNanos > limit) {
         return {
           ...base,
           metric: 'usd',
           limit: limits.usd,
-          spent: fromMicros(s.usdMicros),
-          reserved: fromMicros(s.reservedUsdMicros),
-          requested: worst.usdMicros === null ? null : fromMicros(worst.usdMicros),
-          reason: worst.usdMicros === null ? 'model_not_priced' : 'budget_exceeded',
+          spent: fromNanos(s.usdNanos),
+          reserved: fromNanos(s.reservedUsdNanos),
+          requested: worst.usdNanos === null ? null : fromNanos(worst.usdNanos),
+          reason: worst.usdNanos === null ? 'model_not_priced' : 'budget_exceeded',
         };
       }
     }
@@ -137,12 +153,12 @@ export function reserveSpend(
   const spend = currentSpend(stored, ids);
   const refusal = budgetRefusal(spend, budget, worst);
   if (refusal) return { ok: false, spend, refusal };
-  const usd = worst.usdMicros ?? 0;
+  const usd = worst.usdNanos ?? 0;
   for (const p of BUDGET_PERIODS) {
     spend[p].reservedTokens += worst.tokens;
-    spend[p].reservedUsdMicros += usd;
+    spend[p].reservedUsdNanos += usd;
   }
-  return { ok: true, spend, hold: { daily: ids.daily, monthly: ids.monthly, tokens: worst.tokens, usdMicros: usd } };
+  return { ok: true, spend, hold: { daily: ids.daily, monthly: ids.monthly, tokens: worst.tokens, usdNanos: usd } };
 }
 
 /** A threshold (or the limit) reached for the first time in a period: one alert. */
@@ -162,7 +178,9 @@ function unhold(spend: Record<BudgetPeriod, PeriodSpend>, hold: BudgetHold | und
   for (const p of BUDGET_PERIODS) {
     if (spend[p].id !== hold[p]) continue; // that period has ended: its figures are gone
     spend[p].reservedTokens = Math.max(0, spend[p].reservedTokens - hold.tokens);
-    spend[p].reservedUsdMicros = Math.max(0, spend[p].reservedUsdMicros - hold.usdMicros);
+    // A hold taken before the nano-dollar change carries usdMicros.
+    const held = hold.usdNanos ?? ((hold as { usdMicros?: number }).usdMicros ?? 0) * 1000;
+    spend[p].reservedUsdNanos = Math.max(0, spend[p].reservedUsdNanos - held);
   }
 }
 
@@ -175,7 +193,7 @@ export function settleSpend(
   stored: SpendRecord | undefined,
   budget: EffectiveBudget,
   hold: BudgetHold | undefined,
-  actual: { tokens: number; usdMicros: number },
+  actual: { tokens: number; usdNanos: number },
   at: Date,
 ): { spend: SpendRecord; crossings: BudgetCrossing[] } {
   const ids = periodIds(at);
@@ -186,12 +204,12 @@ export function settleSpend(
     const s = spend[period];
     if (hold && hold[period] !== s.id) continue;
     s.tokens += actual.tokens;
-    s.usdMicros += actual.usdMicros;
+    s.usdNanos += actual.usdNanos;
     const limits = budget[period];
     if (!limits) continue;
     const figures: Array<[BudgetMetric, number | undefined, number, number]> = [
       ['tokens', limits.tokens, limits.tokens ?? 0, s.tokens],
-      ['usd', limits.usd, limits.usd === undefined ? 0 : toMicros(limits.usd), s.usdMicros],
+      ['usd', limits.usd, limits.usd === undefined ? 0 : toNanos(limits.usd), s.usdNanos],
     ];
     for (const [metric, shown, limit, spent] of figures) {
       if (shown === undefined || limit === 0) continue;
@@ -199,7 +217,7 @@ export function settleSpend(
         const mark = `${metric}:${t}`;
         if (spent < t * limit || s.alerted.includes(mark)) continue;
         s.alerted.push(mark);
-        crossings.push({ period, periodId: s.id, metric, threshold: t, limit: shown, spent: metric === 'usd' ? fromMicros(spent) : spent, resetsAt: resetsAt(period, s.id) });
+        crossings.push({ period, periodId: s.id, metric, threshold: t, limit: shown, spent: metric === 'usd' ? fromNanos(spent) : spent, resetsAt: resetsAt(period, s.id) });
       }
     }
   }
