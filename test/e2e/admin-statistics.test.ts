@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import type { ConfigInput } from '@ai-backend/core';
-import { createTestUpstream, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, mcpClient, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * admin.statistics, admin.clearCache and admin.getUserInfo over real servers. Statistics live in
@@ -124,5 +124,17 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     expect(unknown.error?.data?.code).toBe('NOT_FOUND');
     const refused = await rpcCall(b.url, user, 'admin.getUserInfo', { userId: 'stats-user' });
     expect(refused.error?.data?.code).toBe('FORBIDDEN');
+  });
+
+  it('admin.getUserInfo knows an MCP client that only connected and listed tools', async () => {
+    const mcpAdmin = await tokenFor('mcp-only-admin', { admin: true, email: 'mcp.only@example.com' });
+    const client = await mcpClient(a.url, mcpAdmin);
+    await client.listTools();
+    await client.close();
+    const info = await waitFor(async () => {
+      const r = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'mcp.only@example.com' });
+      return r.result?.known === true && r.result;
+    }, { what: 'the profile of the MCP-only caller' });
+    expect(info).toMatchObject({ userId: 'mcp-only-admin', isAdmin: true, permissions: ['admin', 'user'], adminVia: 'token' });
   });
 });

@@ -189,6 +189,9 @@ export class McpHandler {
     // A presented credential is always verified; a bad one is refused, never ignored.
     const refusedCredential = scope.challenge();
     if (refusedCredential) return this.challenge(scope, refusedCredential);
+    // An MCP client that only initializes and lists is a caller too (admin.getUserInfo): procedure
+    // calls note theirs in core, but initialize, tools/list and streams are not procedure calls.
+    if (identity) runtime.users.seen(identity);
 
     const facts: McpRequestFacts = { scope };
     const authInfo = { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
