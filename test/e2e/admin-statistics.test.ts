@@ -103,6 +103,25 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     expect((await rpcCall(a.url, user, 'mcp.echo', { message: 'again' })).result).toEqual({ message: 'again' });
   });
 
+  it("admin.clearCache 'usage' also drops the counts another instance has not written yet", async () => {
+    // Instances that write their counts rarely: what b counted before the clear is still pending.
+    const slow = { ...shared, statistics: { flushIntervalMs: 60_000 } };
+    const c = await startAiServer(upstream, slow);
+    const d = await startAiServer(upstream, slow);
+    try {
+      await rpcCall(d.url, user, 'mcp.echo', { message: 'before the clear' });
+      const cleared = await rpcCall<{ instances: string }>(c.url, admin, 'admin.clearCache', { target: 'usage' });
+      expect(cleared.result?.instances).toBe('all');
+      // The signal travels through Redis pub/sub; d then answers from the store after its own flush.
+      await waitFor(async () => echoCount(await stats(d, admin, 1)) === 0, { timeoutMs: 2000, what: "d's pending counts dropped" });
+      await rpcCall(d.url, user, 'mcp.echo', { message: 'after the clear' });
+      expect(echoCount(await stats(d, admin, 1))).toBe(1);
+    } finally {
+      await c.stop();
+      await d.stop();
+    }
+  });
+
   it('admin.getUserInfo resolves users by id or e-mail and reports the permissions the access rules use', async () => {
     const scopeAdmin = await tokenFor('scope-admin', { admin: true, email: 'scope.admin@example.com' });
     await rpcCall(a.url, scopeAdmin, 'mcp.echo', { message: 'hi' });

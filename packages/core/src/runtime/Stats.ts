@@ -200,6 +200,14 @@ export class Stats {
   }
 
   /** Forget everything: pending counts and, cluster-wide, the stored records. */
+  /**
+   * Forget this instance's counts not yet written (another instance cleared the statistics: what
+   * was counted here before the clear must not reappear at the next flush).
+   */
+  dropPending(): void {
+    this.pending.clear();
+  }
+
   async reset(): Promise<void> {
     this.pending.clear();
     if (!this.storage) return;

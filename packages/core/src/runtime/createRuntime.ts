@@ -112,6 +112,10 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
   const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays }) : new Stats();
   stats.start();
+  // admin.clearCache 'usage' / 'all' on any instance: counts pending here predate the clear.
+  signals.subscribe(CLEAR_CACHES, (target) => {
+    if (target === 'all' || target === 'usage') stats.dropPending();
+  });
   closers.push(() => stats.stop());
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;

@@ -70,8 +70,9 @@ export const adminRouter = router({
           cleared.push(name);
         }
       }
-      // Every other instance empties the same in-process caches (Redis pub/sub; see docs/storage.md).
-      if (target !== 'usage') await ctx.runtime.signals.publish(CLEAR_CACHES, target);
+      // Every other instance empties the same in-process caches (Redis pub/sub; see docs/storage.md),
+      // and for 'usage' / 'all' drops the counts it has not written yet, which predate the clear.
+      await ctx.runtime.signals.publish(CLEAR_CACHES, target);
       if (target === 'all' || target === 'usage') {
         await ctx.runtime.stats.reset();
         cleared.push('statistics');
