@@ -5,6 +5,14 @@ import { z } from 'zod';
 import { adminProcedure, protectedProcedure, publicProcedure, router } from '@ai-backend/core';
 import { rpc, startTestServer, type TestServer } from './helpers/testServer.js';
 
+/** An unnamed recursive schema: a category holds categories. */
+const Category = z.object({
+  name: z.string(),
+  get children() {
+    return z.array(Category);
+  },
+});
+
 /** An operator's namespace: it must be described like the built-in ones. */
 const Address = z.object({ street: z.string(), city: z.string() }).meta({ id: 'Address' });
 const shop = router({
@@ -22,6 +30,8 @@ const shop = router({
   double: publicProcedure.input(z.number()).query(({ input }) => input * 2),
   count: publicProcedure.input(z.array(z.string())).mutation(({ input }) => input.length),
   maybe: publicProcedure.input(z.object({ a: z.string() }).optional()).query(({ input }) => input?.a ?? 'none'),
+  // An unnamed recursive input: zod refers to the schema itself as "#".
+  category: publicProcedure.input(Category).query(({ input }) => input.name),
 });
 
 let s: TestServer;
@@ -103,6 +113,26 @@ describe('inputs that are not objects, and optional inputs', () => {
     // As described: no input is refused for double, accepted for maybe.
     expect((await s.fetch('/trpc/shop.double')).status).toBe(400);
     expect(((await (await s.fetch('/trpc/shop.maybe')).json()) as Json).result.data.json).toBe('none');
+  });
+});
+
+describe('recursive schemas', () => {
+  /** Every $ref of a document, which must point inside that document's components. */
+  const refs = (doc: unknown): string[] => JSON.stringify(doc).match(/"\$ref":"[^"]*"/g)?.map((m) => m.slice(8, -1)) ?? [];
+  const resolves = (doc: Json, ref: string) => ref.startsWith('#/components/') && ref.slice(2).split('/').reduce<any>((node, key) => node?.[key], doc) !== undefined;
+
+  it('an unnamed recursive input refers to a component, never to "#" (the document root)', async () => {
+    for (const doc of [await getJson('/openrpc.json'), await getJson('/openapi.json')]) {
+      const all = refs(doc);
+      expect(all).not.toContain('#');
+      for (const ref of all) expect(resolves(doc, ref), ref).toBe(true);
+    }
+    const rpcDoc = await getJson('/openrpc.json');
+    const children = rpcDoc.methods.find((m: Json) => m.name === 'shop.category').params.find((p: Json) => p.name === 'children');
+    expect(children.schema.items).toEqual({ $ref: '#/components/schemas/shop.category.input' });
+    expect(rpcDoc.components.schemas['shop.category.input'].required).toEqual(['name', 'children']);
+    expect(validateOpenRPCDocument(rpcDoc as never)).toBe(true);
+    await expect(SwaggerParser.validate(structuredClone(await getJson('/openapi.json')) as never)).resolves.toBeTruthy();
   });
 });
 

@@ -26,11 +26,12 @@ export type SchemaTarget = 'draft-7' | 'draft-2020-12';
  * larger document those references would point at the document root, so the definitions are
  * lifted into the document's `components.schemas` and the references rewritten there.
  */
-function liftDefs(schema: JsonSchema, components: Record<string, JsonSchema>): JsonSchema {
+function liftDefs(schema: JsonSchema, components: Record<string, JsonSchema>, selfName: string): JsonSchema {
   const defs = (schema.$defs ?? schema.definitions) as Record<string, JsonSchema> | undefined;
   delete schema.$defs;
   delete schema.definitions;
   delete schema.$schema;
+  let recursive = false;
   const rewrite = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(rewrite);
     if (typeof node !== 'object' || node === null) return node;
@@ -38,20 +39,25 @@ function liftDefs(schema: JsonSchema, components: Record<string, JsonSchema>): J
     for (const [k, v] of Object.entries(node)) {
       if (k === '$ref' && typeof v === 'string') {
         const name = /^#\/(?:\$defs|definitions)\/(.+)$/.exec(v)?.[1];
-        // A bare "#" is zod's reference to the schema itself (recursion): keep it resolvable.
-        out.$ref = name ? `#/components/schemas/${name}` : v;
+        // A bare "#" is zod's reference to the schema itself (an unnamed recursive schema). In
+        // the document it would name the document's root (a tool that dereferences it never
+        // ends), so the schema is also lifted into the components under `selfName`.
+        if (!name && v === '#') recursive = true;
+        out.$ref = name ? `#/components/schemas/${name}` : v === '#' ? `#/components/schemas/${selfName}` : v;
       } else out[k] = rewrite(v);
     }
     return out;
   };
   if (defs) for (const [name, def] of Object.entries(defs)) components[name] = rewrite(def) as JsonSchema;
-  return rewrite(schema) as JsonSchema;
+  const root = rewrite(schema) as JsonSchema;
+  if (recursive) components[selfName] = root;
+  return root;
 }
 
-function toSchema(schema: unknown, io: 'input' | 'output', target: SchemaTarget, components: Record<string, JsonSchema>): JsonSchema | undefined {
+function toSchema(schema: unknown, io: 'input' | 'output', target: SchemaTarget, components: Record<string, JsonSchema>, path: string): JsonSchema | undefined {
   if (!(schema instanceof z.ZodType)) return undefined;
   const json = z.toJSONSchema(schema, { io, target, unrepresentable: 'any' }) as JsonSchema;
-  return liftDefs(json, components);
+  return liftDefs(json, components, `${path}.${io}`);
 }
 
 /**
@@ -83,9 +89,9 @@ export function describeProcedures(router: AnyRouter, target: SchemaTarget): { p
       type: info.type,
       description: info.meta?.description,
       access: info.meta?.access ?? 'public',
-      input: toSchema(def.inputs?.[0], 'input', target, components),
+      input: toSchema(def.inputs?.[0], 'input', target, components, info.path),
       inputRequired: inputRequired(def.inputs?.[0]),
-      output: toSchema(def.output, 'output', target, components),
+      output: toSchema(def.output, 'output', target, components, info.path),
     });
   }
   procedures.sort((a, b) => a.path.localeCompare(b.path));
