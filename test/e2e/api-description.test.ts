@@ -13,6 +13,18 @@ const Category = z.object({
   },
 });
 
+interface FolderT {
+  path: string;
+  sub: FolderT[];
+}
+const Folder: z.ZodType<FolderT> = z.lazy(() => z.object({ path: z.string(), sub: z.array(Folder) }));
+interface CommentT {
+  text: string;
+  replies: CommentT[];
+  score: number;
+}
+const Comment: z.ZodType<CommentT> = z.lazy(() => z.object({ text: z.string(), replies: z.array(Comment), score: z.number() }));
+
 /** An operator's namespace: it must be described like the built-in ones. */
 const Address = z.object({ street: z.string(), city: z.string() }).meta({ id: 'Address' });
 const shop = router({
@@ -32,6 +44,9 @@ const shop = router({
   maybe: publicProcedure.input(z.object({ a: z.string() }).optional()).query(({ input }) => input?.a ?? 'none'),
   // An unnamed recursive input: zod refers to the schema itself as "#".
   category: publicProcedure.input(Category).query(({ input }) => input.name),
+  // Two z.lazy schemas: zod names each one's definition __schema0.
+  folder: publicProcedure.input(z.object({ root: Folder })).query(() => 1),
+  comment: publicProcedure.input(z.object({ thread: Comment })).query(() => 1),
 });
 
 let s: TestServer;
@@ -132,6 +147,10 @@ describe('recursive schemas', () => {
     expect(children.schema.items).toEqual({ $ref: '#/components/schemas/shop.category.input' });
     expect(rpcDoc.components.schemas['shop.category.input'].required).toEqual(['name', 'children']);
     expect(validateOpenRPCDocument(rpcDoc as never)).toBe(true);
+    // Two procedures' z.lazy definitions each keep their own component.
+    const target = (method: string, param: string) => rpcDoc.components.schemas[rpcDoc.methods.find((m: Json) => m.name === method).params.find((p: Json) => p.name === param).schema.$ref.split('/').pop()];
+    expect(Object.keys(target('shop.folder', 'root').properties)).toEqual(['path', 'sub']);
+    expect(Object.keys(target('shop.comment', 'thread').properties)).toEqual(['text', 'replies', 'score']);
     await expect(SwaggerParser.validate(structuredClone(await getJson('/openapi.json')) as never)).resolves.toBeTruthy();
   });
 });

@@ -32,6 +32,9 @@ function liftDefs(schema: JsonSchema, components: Record<string, JsonSchema>, se
   delete schema.definitions;
   delete schema.$schema;
   let recursive = false;
+  // zod numbers the unnamed definitions it needs (z.lazy) `__schema0`, `__schema1`... per schema:
+  // two procedures' would overwrite each other in the shared components, so prefix them.
+  const component = (name: string) => (/^__schema\d+$/.test(name) ? `${selfName}${name.slice(1)}` : name);
   const rewrite = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(rewrite);
     if (typeof node !== 'object' || node === null) return node;
@@ -43,12 +46,12 @@ function liftDefs(schema: JsonSchema, components: Record<string, JsonSchema>, se
         // the document it would name the document's root (a tool that dereferences it never
         // ends), so the schema is also lifted into the components under `selfName`.
         if (!name && v === '#') recursive = true;
-        out.$ref = name ? `#/components/schemas/${name}` : v === '#' ? `#/components/schemas/${selfName}` : v;
+        out.$ref = name ? `#/components/schemas/${component(name)}` : v === '#' ? `#/components/schemas/${selfName}` : v;
       } else out[k] = rewrite(v);
     }
     return out;
   };
-  if (defs) for (const [name, def] of Object.entries(defs)) components[name] = rewrite(def) as JsonSchema;
+  if (defs) for (const [name, def] of Object.entries(defs)) components[component(name)] = rewrite(def) as JsonSchema;
   const root = rewrite(schema) as JsonSchema;
   if (recursive) components[selfName] = root;
   return root;
