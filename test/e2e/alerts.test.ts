@@ -60,6 +60,27 @@ describe('signed alert webhooks', () => {
     }
   });
 
+  it('retries when the backoff says, not at the next poll: the gaps double from retryBaseMs', async () => {
+    const arrived: number[] = [];
+    const hook = await receiver((n) => (arrived.push(performance.now()), n < 3 ? 503 : 204));
+    // pollIntervalMs left at its default (1 s): far longer than the first retries' backoff.
+    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100 } });
+    try {
+      await crossTokenLow(s.url, 'alerts-user-backoff');
+      await until(() => hook.got.some((g) => g.answered === 204));
+      const gaps = arrived.slice(1).map((t, i) => t - arrived[i]!);
+      // 100, 200, 400 ms (±20 % jitter): each more than the one before, none waiting for a 1 s poll.
+      expect(gaps[0]).toBeGreaterThanOrEqual(75);
+      expect(gaps[0]).toBeLessThan(500);
+      expect(gaps[1]).toBeGreaterThan(gaps[0]!);
+      expect(gaps[2]).toBeGreaterThan(gaps[1]!);
+      expect(gaps[2]).toBeLessThan(900);
+    } finally {
+      await s.stop();
+      await hook.close();
+    }
+  });
+
   it('gives up after maxAttempts and keeps the alert in the dead-letter list', async () => {
     const hook = await webhookReceiver(() => 503);
     const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 20, pollIntervalMs: 20, maxAttempts: 3 } });

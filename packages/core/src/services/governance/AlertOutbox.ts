@@ -155,6 +155,9 @@ export class AlertOutbox {
     const delay = Math.round(backoff * (0.8 + Math.random() * 0.4));
     await this.storage.set<OutboxRecord>(key, { ...rec, attempts, nextAt: Date.now() + delay, leaseUntil: 0, lastError: error });
     this.metrics?.alert(rec.event, 'retry');
+    // Retry when it is due, not at the next poll: with the default 1 s poll a 100 ms backoff
+    // would otherwise become 1 s, and every early retry the same 1 s (no backoff at all).
+    if (this.timer) setTimeout(() => void (this.scanning ?? Promise.resolve()).then(() => this.scan()), delay).unref();
   }
 
   /** Records waiting for delivery and abandoned ones (for operators and tests). */
