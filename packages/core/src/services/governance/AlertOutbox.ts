@@ -157,7 +157,8 @@ export class AlertOutbox {
     this.metrics?.alert(rec.event, 'retry');
     // Retry when it is due, not at the next poll: with the default 1 s poll a 100 ms backoff
     // would otherwise become 1 s, and every early retry the same 1 s (no backoff at all).
-    if (this.timer) setTimeout(() => void (this.scanning ?? Promise.resolve()).then(() => this.scan()), delay).unref();
+    // (Not after stop(): the store may be closed by then.)
+    if (this.timer) setTimeout(() => this.timer && void (this.scanning ?? Promise.resolve()).then(() => this.scan()), delay).unref();
   }
 
   /** Records waiting for delivery and abandoned ones (for operators and tests). */
