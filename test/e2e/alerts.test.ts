@@ -81,6 +81,22 @@ describe('signed alert webhooks', () => {
     }
   });
 
+  it('two receivers on one URL with different secrets: each delivery is signed with its own receiver\'s secret', async () => {
+    const OTHER = 'alert-webhook-other-secret-0123456789abc';
+    const hook = await receiver(() => 204);
+    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded'] }, { url: hook.url, secret: OTHER, events: ['tokenLow'] }], pollIntervalMs: 20 } });
+    try {
+      await crossTokenLow(s.url, 'alerts-user-shared-url');
+      await until(() => hook.got.length >= 1);
+      const g = hook.got[0]!;
+      expect(g.headers['x-ai-backend-event']).toBe('tokenLow');
+      expect(verifyAlertSignature(OTHER, g.body, g.headers['x-ai-backend-signature'] as string)).toBe(true);
+    } finally {
+      await s.stop();
+      await hook.close();
+    }
+  });
+
   it('gives up after maxAttempts and keeps the alert in the dead-letter list', async () => {
     const hook = await webhookReceiver(() => 503);
     const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 20, pollIntervalMs: 20, maxAttempts: 3 } });

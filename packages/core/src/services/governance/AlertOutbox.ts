@@ -14,6 +14,8 @@ interface OutboxRecord {
   id: string;
   event: AlertEvent;
   url: string;
+  /** Index of the receiver in `alerts.webhooks` (absent in records written before it was kept). */
+  receiver?: number;
   body: string;
   attempts: number;
   /** Epoch ms of the next attempt. */
@@ -72,7 +74,7 @@ export class AlertOutbox {
     const now = Date.now();
     const body = JSON.stringify({ id, event, createdAt: new Date(now).toISOString(), data });
     return this.settings.webhooks.flatMap((w, i) =>
-      !w.events || w.events.includes(event) ? [{ op: 'set' as const, key: `${OUTBOX}${id}:${i}`, value: { id, event, url: w.url, body, attempts: 0, nextAt: now, leaseUntil: 0 } satisfies OutboxRecord }] : [],
+      !w.events || w.events.includes(event) ? [{ op: 'set' as const, key: `${OUTBOX}${id}:${i}`, value: { id, event, url: w.url, receiver: i, body, attempts: 0, nextAt: now, leaseUntil: 0 } satisfies OutboxRecord }] : [],
     );
   }
 
@@ -115,7 +117,10 @@ export class AlertOutbox {
   }
 
   private async attempt(key: string, rec: OutboxRecord): Promise<void> {
-    const secret = this.settings.webhooks.find((w) => w.url === rec.url)?.secret;
+    // The receiver it was written for: two receivers may share a URL with different secrets
+    // (and event lists), so the URL alone may name the wrong one. Config changed since: by URL.
+    const own = rec.receiver === undefined ? undefined : this.settings.webhooks[rec.receiver];
+    const secret = (own?.url === rec.url ? own : this.settings.webhooks.find((w) => w.url === rec.url))?.secret;
     let error: string | undefined;
     if (!secret) error = 'receiver no longer configured';
     else {
