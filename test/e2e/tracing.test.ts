@@ -3,7 +3,7 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * What an operator does to get traces: register an SDK (here with the in-memory exporter and the
@@ -78,6 +78,27 @@ describe('tracing through @opentelemetry/api', () => {
     expect(sent).toBe(`00-${TRACE_ID}-${upstreamSpan.spanContext().spanId}-01`);
     // And no credential in any span attribute.
     expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain(user);
+  });
+
+  it('the /v1 API: request span POST v1 → procedure → upstream POST openai, also when streaming', async () => {
+    for (const stream of [false, true]) {
+      exporter.reset();
+      const res = await fetch(gw.url + '/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user}`, traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` },
+        body: JSON.stringify({ model: 'openai/gpt-5-mini', stream, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      const procedure = await waitFor(() => exporter.getFinishedSpans().find((s) => s.name.startsWith('procedure ai.')), { what: 'the procedure span' });
+      const spans = exporter.getFinishedSpans();
+      const request = spans.find((s) => s.name === 'POST v1')!;
+      expect(parentOf(request)).toBe(CALLER_SPAN);
+      expect(parentOf(procedure)).toBe(request.spanContext().spanId);
+      const upstreamSpans = spans.filter((s) => s.name === 'POST openai');
+      expect(upstreamSpans.length).toBeGreaterThan(0);
+      for (const s of upstreamSpans) expect(parentOf(s)).toBe(procedure.spanContext().spanId);
+    }
   });
 
   it('starts a new trace when the caller sends none, and marks failed procedures', async () => {

@@ -1,9 +1,24 @@
 import type { TRPCError } from '@trpc/server';
-import { context, trace, SpanKind, type Span } from '@opentelemetry/api';
+import { context, trace, SpanKind, type Context as OtelContext, type Span } from '@opentelemetry/api';
 import type { Context } from '../trpc/context.js';
 import { SpanStatusCode, tracer, tracingActive } from './tracing.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
+
+function isAsyncGenerator(v: unknown): v is AsyncGenerator<unknown, unknown, unknown> {
+  return typeof v === 'object' && v !== null && Symbol.asyncIterator in v && typeof (v as { next?: unknown }).next === 'function';
+}
+
+/** `gen`, each step of which runs with `ctx` active. */
+function bindGenerator<T, R, N>(gen: AsyncGenerator<T, R, N>, ctx: OtelContext): AsyncGenerator<T, R, N> {
+  const bound = {
+    next: (...args: [] | [N]) => context.with(ctx, () => gen.next(...args)),
+    return: (value: R | PromiseLike<R>) => context.with(ctx, () => gen.return(value)),
+    throw: (err: unknown) => context.with(ctx, () => gen.throw(err)),
+    [Symbol.asyncIterator]: () => bound,
+  };
+  return bound as unknown as AsyncGenerator<T, R, N>;
+}
 
 /**
  * One procedure call as the operator sees it: a span named after the procedure (child of the
@@ -23,8 +38,16 @@ export class CallObservation {
   }
 
   /** Run the rest of the chain with this call's span active (storage and upstream spans nest under it). */
-  run<R extends MiddlewareResult>(next: () => Promise<R>): Promise<R> {
-    return this.span ? context.with(trace.setSpan(context.active(), this.span), next) : next();
+  async run<R extends MiddlewareResult>(next: () => Promise<R>): Promise<R> {
+    if (!this.span) return next();
+    const active = trace.setSpan(context.active(), this.span);
+    const result = await context.with(active, next);
+    // A streaming procedure (ai.streamText) returns a generator whose body (the upstream call
+    // and the settle) runs as the transport pulls from it, after this middleware has returned:
+    // pull it inside the procedure's context too, or its spans would hang off the request span.
+    const data = (result as { data?: unknown }).data;
+    if (result.ok && isAsyncGenerator(data)) (result as { data?: unknown }).data = bindGenerator(data, active);
+    return result;
   }
 
   /** The call ended: ok, or refused/failed with a tRPC error. */

@@ -24,7 +24,8 @@ export function entryOf(path: string): string {
 export function observeRequests(getReady: () => Runtime | undefined): MiddlewareHandler {
   return async (c, next) => {
     const entry = entryOf(c.req.path);
-    await inRequestSpan(c.req.raw.headers, c.req.method, entry, async () => {
+    // The /v1 request span is `POST v1`: `POST openai` is the name of a call to the provider openai.
+    await inRequestSpan(c.req.raw.headers, c.req.method, entry === 'openai' ? 'v1' : entry, async () => {
       await next();
       return c.res.status;
     });
