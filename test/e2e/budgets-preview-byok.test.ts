@@ -97,7 +97,10 @@ describe('a money budget at its exact limit', () => {
     const cost = (await rpcCall(s.url, user, 'billing.getUsageHistory', { limit: 1 })).result.usage[0].estimatedCostUsd as number;
     expect(Math.round(cost * 1e6)).not.toBe(cost * 1e6); // the case that rounding per call got wrong
     await trpcClient(s.url, admin).admin.setBudget.mutate({ userId: sub, period: 'daily', usd: 4 * cost });
-    for (const i of [1, 2, 3]) expect((await rpcCall(s.url, user, 'ai.generateText', exact(i))).result, `call ${i}`).toBeDefined();
+    expect((await rpcCall(s.url, user, 'ai.generateText', exact(1))).result).toBeDefined();
+    // What is left is shown to the nano-dollar too: two calls' cost, not rounded to micro-dollars.
+    expect((await rpcCall(s.url, user, 'billing.getBudget')).result.periods[0].remaining.usd).toBeCloseTo(2 * cost, 12);
+    for (const i of [2, 3]) expect((await rpcCall(s.url, user, 'ai.generateText', exact(i))).result, `call ${i}`).toBeDefined();
     const view = (await rpcCall(s.url, user, 'billing.getBudget')).result.periods[0];
     expect(view.spent.usd).toBeCloseTo(4 * cost, 12);
     expect(view.remaining.usd).toBeCloseTo(0, 12);

@@ -26,7 +26,8 @@ describe('ai.generateText under a money budget', () => {
     const history = await h.runtime.billing.usageHistory(alice.sub, { limit: 5 });
     expect(history.items[0]!.estimatedCostUsd).toBe(settle.usage!.estimatedCostUsd);
     const budget = await h.runtime.billing.budgets.view(alice.sub);
-    expect(budget.periods[0]!.spent.usd).toBe(Math.ceil(cost * 1e6) / 1e6);
+    // Counted in nano-dollars (periodSpend.ts): the cost exactly, to the nano-dollar.
+    expect(budget.periods[0]!.spent.usd).toBeCloseTo(cost, 9);
     expect(budget.periods[0]!.reserved.usd).toBe(0);
   });
 

@@ -1,7 +1,7 @@
 import { BUDGET_PERIODS, BudgetLimitsSchema, type BudgetLimits, type BudgetPeriod } from '../../config/sections/budget.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../storage/Storage.js';
-import { currentSpend, fromNanos, periodIds, resetsAt, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
+import { currentSpend, fromNanos, periodIds, resetsAt, USD_NANOS, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
 
 const enc = encodeURIComponent;
 
@@ -119,7 +119,7 @@ export class Budgets {
           reserved: { tokens: s.reservedTokens, usd: reservedUsd },
           remaining: {
             tokens: tokens === null ? null : Math.max(0, tokens - s.tokens - s.reservedTokens),
-            usd: money === null ? null : Math.max(0, Math.round((money - usd - reservedUsd) * 1e6) / 1e6),
+            usd: money === null ? null : Math.max(0, Math.round((money - usd - reservedUsd) * USD_NANOS) / USD_NANOS),
           },
           resetsAt: resetsAt(period, s.id),
         };
