@@ -69,12 +69,11 @@ describe('signed alert webhooks', () => {
       await crossTokenLow(s.url, 'alerts-user-backoff');
       await until(() => hook.got.some((g) => g.answered === 204));
       const gaps = arrived.slice(1).map((t, i) => t - arrived[i]!);
-      // 100, 200, 400 ms (±20 % jitter): each more than the one before, none waiting for a 1 s poll.
-      expect(gaps[0]).toBeGreaterThanOrEqual(75);
-      expect(gaps[0]).toBeLessThan(500);
-      expect(gaps[1]).toBeGreaterThan(gaps[0]!);
-      expect(gaps[2]).toBeGreaterThan(gaps[1]!);
-      expect(gaps[2]).toBeLessThan(900);
+      // 100, 200, 400 ms (±20 % jitter): never sooner, and the first not waiting for a 1 s poll
+      // (bounds above are loose: a loaded machine adds delay, never removes it).
+      gaps.forEach((gap, i) => expect(gap, `gap ${i}`).toBeGreaterThanOrEqual(0.8 * 100 * 2 ** i - 5));
+      expect(gaps[0]).toBeLessThan(700);
+      expect(gaps[2]).toBeGreaterThan(gaps[0]!);
     } finally {
       await s.stop();
       await hook.close();
