@@ -62,7 +62,7 @@ describe('signed alert webhooks', () => {
 
   it('retries when the backoff says, not at the next poll: the gaps double from retryBaseMs', async () => {
     const arrived: number[] = [];
-    const hook = await receiver((n) => (arrived.push(performance.now()), n < 3 ? 503 : 204));
+    const hook = await webhookReceiver((n) => (arrived.push(performance.now()), n < 3 ? 503 : 204));
     // pollIntervalMs left at its default (1 s): far longer than the first retries' backoff.
     const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100 } });
     try {
@@ -82,7 +82,7 @@ describe('signed alert webhooks', () => {
 
   it('two receivers on one URL with different secrets: each delivery is signed with its own receiver\'s secret', async () => {
     const OTHER = 'alert-webhook-other-secret-0123456789abc';
-    const hook = await receiver(() => 204);
+    const hook = await webhookReceiver(() => 204);
     const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded'] }, { url: hook.url, secret: OTHER, events: ['tokenLow'] }], pollIntervalMs: 20 } });
     try {
       await crossTokenLow(s.url, 'alerts-user-shared-url');
