@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import type { ConfigInput } from '@ai-backend/core';
 import { createTestUpstream, mcpClient, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
@@ -9,6 +9,7 @@ import { createTestUpstream, mcpClient, rpcCall, startAiServer, tokenFor, waitFo
  * the store: two instances sharing Redis report the same figures, and a restarted instance keeps them.
  */
 const redisAt = await testRedis();
+const pgAt = await testPostgres();
 const keyPrefix = `ai-backend-test:stats:${process.pid}:${randomUUID().slice(0, 8)}:`;
 const shared: ConfigInput = {
   storage: { type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
@@ -155,5 +156,46 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
       return r.result?.known === true && r.result;
     }, { what: 'the profile of the MCP-only caller' });
     expect(info).toMatchObject({ userId: 'mcp-only-admin', isAdmin: true, permissions: ['admin', 'user'], adminVia: 'token' });
+  });
+});
+
+describe.skipIf(!redisAt.ok || !pgAt.ok)('two instances on PostgreSQL + Redis that write their counts rarely', () => {
+  const prefix = `${keyPrefix}rare:`;
+  const pg = pgAt.ok ? testPostgresOptions(pgAt, 'stats_rare') : undefined;
+  let a: AiServer;
+  let b: AiServer;
+  let admin: string;
+  let user: string;
+  beforeAll(async () => {
+    // A minute between flushes: only the read's cluster-wide flush can bring the other instance's counts in.
+    const config: ConfigInput = {
+      storage: { type: 'postgres', postgres: pg!, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix: prefix } },
+      statistics: { flushIntervalMs: 60_000 },
+    };
+    a = await startAiServer(upstream, config);
+    b = await startAiServer(upstream, config);
+    admin = await tokenFor('rare-admin', { admin: true });
+    user = await tokenFor('rare-user');
+  });
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+    if (pg) await dropTestSchema(pgAt, pg.schema);
+  });
+
+  it('a read right after calls on both instances sees all of them, and both instances answer the same figures', async () => {
+    for (let i = 0; i < 3; i++) await rpcCall(a.url, user, 'mcp.echo', { message: `a${i}` });
+    for (let i = 0; i < 2; i++) await rpcCall(b.url, user, 'mcp.echo', { message: `b${i}` });
+    await rpcCall(b.url, user, 'admin.status', {}); // refused: an error
+    const fromA = await stats(a, admin);
+    const fromB = await stats(b, admin);
+    expect(echoCount(fromA)).toBe(5);
+    expect(fromA.procedures.find((p) => p.path === 'admin.status')?.errors).toBe(1);
+    // Reading does not count itself, so a second read (on the other instance) is identical.
+    expect(fromA.procedures.some((p) => p.path === 'admin.statistics')).toBe(false);
+    expect(fromB).toEqual(fromA);
+    // More calls on B are seen at once by a read on A.
+    await rpcCall(b.url, user, 'mcp.echo', { message: 'b2' });
+    expect(echoCount(await stats(a, admin))).toBe(6);
   });
 });

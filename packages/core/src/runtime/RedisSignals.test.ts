@@ -29,7 +29,7 @@ describe.skipIf(!redis.ok)('RedisSignals', () => {
     b.subscribe('t', (m) => got.b.push(m));
     other.subscribe('t', (m) => got.other.push(m));
     b.subscribe('unrelated', (m) => got.b.push(`unrelated:${m}`));
-    await a.publish('t', 'one');
+    expect(await a.publish('t', 'one')).toBe(1); // the other instance on the prefix: b (not a itself, not other)
     expect(got.a).toEqual(['one']); // the publisher runs its handlers at once
     await until(() => got.b.length === 1);
     await new Promise((r) => setTimeout(r, 50)); // a duplicate or stray notice would arrive by now

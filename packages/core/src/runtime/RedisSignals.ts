@@ -50,12 +50,15 @@ export class RedisSignals extends LocalSignals {
     return signals;
   }
 
-  override async publish(topic: string, message: string): Promise<void> {
+  override async publish(topic: string, message: string): Promise<number> {
     this.dispatch(topic, message);
     try {
-      await this.pub.publish(this.channel, JSON.stringify({ from: this.instanceId, topic, message }));
+      // PUBLISH answers how many subscribed connections got it: one per instance, ours included.
+      const reached = await this.pub.publish(this.channel, JSON.stringify({ from: this.instanceId, topic, message }));
+      return Math.max(0, reached - (this.sub.status === 'ready' ? 1 : 0));
     } catch (err) {
       this.logger.warn('signals: could not notify other instances', { topic, error: err instanceof Error ? err.message : String(err) });
+      return 0;
     }
   }
 

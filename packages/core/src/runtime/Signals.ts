@@ -13,8 +13,11 @@ export type SignalHandler = (message: string) => void;
 export interface Signals {
   /** 'local': this process only (one instance); 'redis': every instance on the same Redis and key prefix. */
   readonly kind: 'local' | 'redis';
-  /** Run the topic's handlers here now and notify the other instances. Never throws. */
-  publish(topic: string, message: string): Promise<void>;
+  /**
+   * Run the topic's handlers here now and notify the other instances. Never throws. Resolves to
+   * how many other instances the notice reached (0 for 'local', and while Redis is unreachable).
+   */
+  publish(topic: string, message: string): Promise<number>;
   /** Returns the function that unsubscribes. */
   subscribe(topic: string, handler: SignalHandler): () => void;
   close(): Promise<void>;
@@ -27,8 +30,9 @@ export class LocalSignals implements Signals {
   /** Tells this instance's own notices apart from others' (Redis echoes them back). */
   protected readonly instanceId = randomUUID();
 
-  async publish(topic: string, message: string): Promise<void> {
+  async publish(topic: string, message: string): Promise<number> {
     this.dispatch(topic, message);
+    return 0;
   }
 
   subscribe(topic: string, handler: SignalHandler): () => void {

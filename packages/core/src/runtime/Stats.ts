@@ -1,10 +1,21 @@
+import { randomUUID } from 'node:crypto';
 import type { Storage } from '../storage/Storage.js';
 import type { TransportName } from '../trpc/context.js';
+import type { Signals } from './Signals.js';
 
 /** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
 export const LATENCY_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const;
 const DAY_MS = 86_400_000;
 const PREFIX = 'stats:';
+/** Asks every instance to write its pending counts now; each answers on FLUSHED with the request's id. */
+const FLUSH = 'stats.flush';
+const FLUSHED = 'stats.flushed';
+/**
+ * Reading the statistics is not counted in them: a dashboard polling admin.statistics would
+ * otherwise fill them with its own reads, and two reads in a row (on one instance or two) would
+ * never agree.
+ */
+const UNCOUNTED = new Set(['admin.statistics']);
 
 /** One (day, entry point, procedure) record, as stored. */
 interface DayRecord {
@@ -20,6 +31,10 @@ export interface StatsOptions {
   flushIntervalMs?: number;
   /** Days a record is kept (its ttl). Default 90. */
   retentionDays?: number;
+  /** How long a read waits for the other instances to write their pending counts. Default 1000 ms. */
+  peerFlushTimeoutMs?: number;
+  /** Cross-instance signals: with Redis, a read first has every instance write its pending counts. */
+  signals?: Signals;
   /** Clock, for tests. */
   now?: () => number;
 }
@@ -86,6 +101,9 @@ export class Stats {
   private timer: ReturnType<typeof setInterval> | undefined;
   private flushing: Promise<void> | undefined;
   private readonly now: () => number;
+  /** Ids of this instance's own flush requests (Redis echoes them back through the local dispatch). */
+  private readonly asking = new Set<string>();
+  private readonly unsubscribe: Array<() => void> = [];
 
   constructor(
     private readonly storage?: Storage,
@@ -95,6 +113,7 @@ export class Stats {
   }
 
   record(transport: TransportName, path: string, ms: number, failed: boolean): void {
+    if (UNCOUNTED.has(path)) return;
     const day = Math.floor(this.now() / DAY_MS);
     if (day !== this.day) {
       this.day = day;
@@ -113,13 +132,57 @@ export class Stats {
     if (!this.storage || this.timer) return;
     this.timer = setInterval(() => void this.flush().catch(() => undefined), this.opts.flushIntervalMs ?? 5000);
     this.timer.unref();
+    const signals = this.opts.signals;
+    if (signals?.kind === 'redis') {
+      // Another instance is about to read: write what is pending here, then say so (even after a
+      // failed write, so the reader does not wait out its timeout for nothing).
+      this.unsubscribe.push(
+        signals.subscribe(FLUSH, (id) => {
+          if (this.asking.has(id)) return;
+          void this.flush()
+            .catch(() => undefined)
+            .then(() => signals.publish(FLUSHED, id));
+        }),
+      );
+    }
   }
 
   /** Stop the timer and write what is pending. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    for (const off of this.unsubscribe.splice(0)) off();
     await this.flush().catch(() => undefined);
+  }
+
+  /**
+   * Write this instance's pending counts and have every other instance on the same Redis write
+   * theirs, waiting at most `peerFlushTimeoutMs` for their answers: a read right after calls
+   * served by other instances sees them, and every instance answers the same figures.
+   */
+  private async flushEverywhere(): Promise<void> {
+    const signals = this.opts.signals;
+    if (signals?.kind !== 'redis') return this.flush();
+    const id = randomUUID();
+    this.asking.add(id);
+    let answered = 0;
+    let expected = Number.POSITIVE_INFINITY;
+    let wake = () => undefined as void;
+    const all = new Promise<void>((resolve) => (wake = resolve));
+    const off = signals.subscribe(FLUSHED, (m) => {
+      if (m === id && ++answered >= expected) wake();
+    });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const [reached] = await Promise.all([signals.publish(FLUSH, id), this.flush()]);
+      expected = reached;
+      if (answered >= expected) return;
+      await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, this.opts.peerFlushTimeoutMs ?? 1000)))]);
+    } finally {
+      clearTimeout(timer);
+      off();
+      this.asking.delete(id);
+    }
   }
 
   /** Add pending counts to the store (one flush at a time; a failed one keeps its counts for the next). */
@@ -153,7 +216,7 @@ export class Stats {
 
   /** The last `days` UTC days (today included), from the store: the same on every instance. */
   async snapshot(days = 7): Promise<StatisticsSnapshot> {
-    await this.flush();
+    await this.flushEverywhere();
     const today = Math.floor(this.now() / DAY_MS);
     const wanted = new Set(Array.from({ length: days }, (_, i) => dayString(today - i)));
     const entries: Array<[string, DayRecord]> = [];
@@ -199,7 +262,6 @@ export class Stats {
     };
   }
 
-  /** Forget everything: pending counts and, cluster-wide, the stored records. */
   /**
    * Forget this instance's counts not yet written (another instance cleared the statistics: what
    * was counted here before the clear must not reappear at the next flush).
@@ -208,6 +270,7 @@ export class Stats {
     this.pending.clear();
   }
 
+  /** Forget everything: pending counts and, cluster-wide, the stored records. */
   async reset(): Promise<void> {
     this.pending.clear();
     if (!this.storage) return;

@@ -110,7 +110,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   warnIgnoredAuthSettings(config, logger);
   const authWarning = unusableAuthWarning(config);
   if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
-  const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays }) : new Stats();
+  const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays, signals }) : new Stats();
   stats.start();
   // admin.clearCache 'usage' / 'all' on any instance: counts pending here predate the clear.
   signals.subscribe(CLEAR_CACHES, (target) => {
