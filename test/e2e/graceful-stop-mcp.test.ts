@@ -28,9 +28,10 @@ describe('graceful stop with MCP calls in flight', () => {
       answer(client.callTool({ name: 'streamText', arguments: streamed }, undefined, { onprogress: () => undefined })),
       answer(rpcCall(gw.url, token, 'ai.generateText', slow)),
     ];
-    await waitFor(() => upstream.requests.length === before + 3, { timeout: 5000 });
+    await waitFor(() => upstream.requests.length === before + 3, { timeoutMs: 5000 });
     const stopped = gw.stop();
-    const [mcpText, mcpStream, rpc] = (await Promise.all(calls)) as Array<{ isError?: boolean; content?: Array<{ text: string }>; result?: unknown }>;
+    type Answer = { isError?: boolean; content?: Array<{ text: string }>; result?: unknown };
+    const [mcpText, mcpStream, rpc] = (await Promise.all(calls)) as [Answer, Answer, Answer];
     await stopped;
     expect(rpc.result).toMatchObject({ success: true });
     expect(mcpText).toMatchObject({ content: [{ type: 'text' }] });
