@@ -14,7 +14,7 @@ import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
 import type { RootsSync } from './rootsSync.js';
 import { SessionRecords, type SessionRecord } from './sessionRecords.js';
-import { handleStatelessRequest } from './statelessRequest.js';
+import { handleStatelessRequest, type StatelessCalls } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { EventLedger } from './eventStores/EventLedger.js';
 import { failSafeEventStore } from './eventStores/failSafeEventStore.js';
@@ -108,6 +108,8 @@ export class McpHandler {
   }
 
   private readonly streams = new StreamCounter();
+  /** Stateless calls running here, so a later notifications/cancelled can reach them. */
+  private readonly statelessCalls: StatelessCalls = new Map();
 
   private async closeSession(id: string): Promise<void> {
     const s = this.forget(id);
@@ -234,7 +236,10 @@ export class McpHandler {
       const overToolLimit = await limits.toolCalls(messages, identity);
       if (overToolLimit) return overToolLimit;
 
-      if (runtime.config.mcp.sessionMode === 'stateless') return handleStatelessRequest(runtime, this.catalog, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json');
+      if (runtime.config.mcp.sessionMode === 'stateless') {
+        const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
+        return handleStatelessRequest(runtime, this.catalog, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json', this.statelessCalls, caller);
+      }
 
       if (!sessionId) {
         if (!messages.some((m) => isInitializeRequest(m))) {
