@@ -66,4 +66,19 @@ describe('stateless MCP: notifications/cancelled reaches the running call', () =
     expect(answer.result?.isError).toBeFalsy();
     expect(JSON.parse(answer.result!.content[0]!.text)).toMatchObject({ success: true });
   });
+
+  it('a cancel that could be for either of two calls with the same id from one caller (two clients) cancels neither', async () => {
+    const sub = 'sc-two';
+    await creditTokens(gw.url, admin, sub, 10_000, `${sub}-credit`);
+    const token = await tokenFor(sub);
+    const slow = { ...hang, content: 'please [[upstream:latency=600]]' };
+    const call = () => rawPost(token, { jsonrpc: '2.0', id: 88, method: 'tools/call', params: { name: 'generateText', arguments: slow } }).then((r) => r.json());
+    const calls = [call(), call()];
+    await waitFor(async () => (await holds()) === 2, { timeoutMs: 5000 });
+    await rawPost(token, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 88 } });
+    for (const answer of (await Promise.all(calls)) as Array<{ result?: { isError?: boolean; content: Array<{ text: string }> } }>) {
+      expect(answer.result?.isError).toBeFalsy();
+      expect(JSON.parse(answer.result!.content[0]!.text)).toMatchObject({ success: true });
+    }
+  });
 });

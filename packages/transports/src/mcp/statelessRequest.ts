@@ -10,7 +10,7 @@ type Message = { id?: unknown; method?: unknown; params?: { requestId?: unknown 
  * cancels a call (`notifications/cancelled`) in a POST of its own, which meets a fresh server
  * that never saw the call, so the notification is handed to the transport running it.
  */
-export type StatelessCalls = Map<string, WebStandardStreamableHTTPServerTransport>;
+export type StatelessCalls = Map<string, Set<WebStandardStreamableHTTPServerTransport>>;
 
 const callKey = (caller: string, id: unknown) => `${caller}\n${JSON.stringify(id)}`;
 
@@ -32,15 +32,22 @@ export async function handleStatelessRequest(
   const messages = (Array.isArray(body) ? body : [body]) as Message[];
   for (const m of messages) {
     if (m?.method !== 'notifications/cancelled' || m.params?.requestId === undefined) continue;
-    calls.get(callKey(caller, m.params.requestId))?.onmessage?.(m as never, { authInfo: authInfo as never });
+    // Two clients of one caller may both have a call with this id running: the cancel could be
+    // either's, so it is delivered only when it is unambiguous.
+    const running = calls.get(callKey(caller, m.params.requestId));
+    if (running?.size === 1) for (const t of running) t.onmessage?.(m as never, { authInfo: authInfo as never });
   }
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
   const { server } = createMcpServer(runtime, catalog, () => undefined, 'stateless');
   await server.connect(transport);
   const keys = messages.filter((m) => m?.id !== undefined && typeof m.method === 'string').map((m) => callKey(caller, m!.id));
-  for (const k of keys) calls.set(k, transport);
+  for (const k of keys) calls.set(k, (calls.get(k) ?? new Set()).add(transport));
   const close = () => {
-    for (const k of keys) if (calls.get(k) === transport) calls.delete(k);
+    for (const k of keys) {
+      const running = calls.get(k);
+      running?.delete(transport);
+      if (running?.size === 0) calls.delete(k);
+    }
     void server.close();
   };
   let res: Response;
