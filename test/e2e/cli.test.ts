@@ -102,6 +102,24 @@ describe('ai-backend CLI', () => {
     expect(bad.stderr).toContain('unknown key(s): bogus');
   });
 
+  it('config problems in a JSON or YAML file name the file, line and column of the key (check and serve alike)', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'bad.json'), '{\n  "port": 0,\n  "storage": {\n    "type": "sqlit"\n  }\n}\n');
+    await writeFile(path.join(dir, 'bad.yaml'), 'port: 0\nmcp:\n  auth:\n    authType: nope\n');
+    for (const args of [['config', 'check', '--config'], ['serve', '--config']]) {
+      const json = await run([...args, 'bad.json'], dir);
+      expect(json.code).toBe(1);
+      expect(json.stderr).toMatch(/^storage\.type: Invalid option.*\n {2}at .*bad\.json:4:5$/m);
+      expect(json.stderr).not.toMatch(/\n\s+at .*\.js:\d+/); // no stack trace
+      const yaml = await run([...args, 'bad.yaml'], dir);
+      expect(yaml.code).toBe(1);
+      expect(yaml.stderr).toMatch(/^mcp\.auth\.authType: Invalid option.*\n {2}at .*bad\.yaml:4:5$/m);
+    }
+    // A value from the environment names the variable, not a place in the file.
+    const env = await run(['config', 'check', '--config', 'bad.yaml'], dir, { JWT_SECRET: 'short' });
+    expect(env.stderr).toMatch(/^JWT_SECRET: must be at least 32 bytes$/m);
+  });
+
   it('config print redacts secrets; token mints a JWT from the configured secret', async () => {
     const dir = await tempDir();
     const secret = 'q'.repeat(40);

@@ -227,10 +227,14 @@ export function createServer<C extends CustomRouters = {}>(
         const server = http as HttpServer | undefined;
         if (server) {
           const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-          // Long-lived MCP streams would hold close() open forever: end sessions first.
+          const graceMs = opts.shutdownTimeoutMs ?? 10_000;
+          const started = Date.now();
+          // MCP calls in flight finish like /rpc ones (within the same grace period); then the
+          // sessions end, since long-lived MCP streams would hold close() open forever.
+          await (mcpLoading ? (await mcpLoading.catch(() => undefined))?.drain(graceMs) : undefined);
           await closeMcp();
           server.closeIdleConnections();
-          const timer = setTimeout(() => server.closeAllConnections(), opts.shutdownTimeoutMs ?? 10_000);
+          const timer = setTimeout(() => server.closeAllConnections(), Math.max(0, graceMs - (Date.now() - started)));
           await closed;
           clearTimeout(timer);
         } else {

@@ -1,6 +1,7 @@
 import { writeFile, access } from 'node:fs/promises';
 import path from 'node:path';
-import { attributeToEnv, checkConfig, redactConfig } from '@ai-backend/core';
+import { checkConfig, redactConfig } from '@ai-backend/core';
+import { configProblemLines } from '../configProblemLines.js';
 import { loadConfig } from '../loadConfig.js';
 import { STARTER_CONFIG } from '../starterConfig.js';
 
@@ -12,7 +13,7 @@ export async function configCheck(opts: { config?: string }): Promise<number> {
     process.stdout.write(`config ok${loaded.filepath ? ` (${loaded.filepath})` : ' (defaults; no config file found)'}\n`);
     return 0;
   }
-  for (const p of attributeToEnv(result.problems, process.env)) process.stderr.write(`${p.path || '(root)'}: ${p.message}\n`);
+  for (const line of configProblemLines(result.problems, loaded.filepath)) process.stderr.write(`${line}\n`);
   return 1;
 }
 
@@ -21,7 +22,7 @@ export async function configPrint(opts: { config?: string }): Promise<number> {
   const loaded = await loadConfig({ file: opts.config });
   const result = checkConfig(loaded.input);
   if (!result.ok) {
-    for (const p of attributeToEnv(result.problems, process.env)) process.stderr.write(`${p.path || '(root)'}: ${p.message}\n`);
+    for (const line of configProblemLines(result.problems, loaded.filepath)) process.stderr.write(`${line}\n`);
     return 1;
   }
   process.stdout.write(JSON.stringify(redactConfig(result.config), null, 2) + '\n');

@@ -1,7 +1,8 @@
 import path from 'node:path';
-import { attributeToEnv, mergeConfig, resolveConfig, ConfigError, type ConfigInput, type ResolvedConfig } from '@ai-backend/core';
+import { mergeConfig, resolveConfig, ConfigError, type ConfigInput, type ResolvedConfig } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
 import { banner } from '../banner.js';
+import { configProblemLines } from '../configProblemLines.js';
 import { loadConfig } from '../loadConfig.js';
 
 export interface ServeOptions {
@@ -34,7 +35,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
   try {
     config = resolveConfig(input); // every rule `config check` applies, from the same schema
   } catch (err) {
-    throw err instanceof ConfigError ? new ConfigError(attributeToEnv(err.problems, process.env)) : err;
+    if (!(err instanceof ConfigError)) throw err;
+    // The same lines as `config check`: the file, line and column of each problem where it has one.
+    process.stderr.write(configProblemLines(err.problems, loaded.filepath).join('\n') + '\n');
+    process.exitCode = 1;
+    return;
   }
   const server = createServer(config);
   const addr = await server.start();

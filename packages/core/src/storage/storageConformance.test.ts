@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -437,6 +437,15 @@ describe('sqlite backend', () => {
     } finally {
       await b.close();
     }
+  });
+
+  it('a file that is not a database, or a data folder that is a file, is refused naming the path', async () => {
+    const garbage = join(dir, 'garbage.db');
+    await writeFile(garbage, 'not a database '.repeat(20));
+    await expect(SqliteStorage.open({ file: garbage })).rejects.toThrow(`storage: cannot use the database file ${garbage}: file is not a database`);
+    const notDir = join(dir, 'a-file');
+    await writeFile(notDir, '');
+    await expect(SqliteStorage.open({ file: join(notDir, 'data.db') })).rejects.toThrow(`storage: cannot create the folder ${notDir} for the database file`);
   });
 
   it('refuses a second open of the same file while the first is open, with a clear message', async () => {

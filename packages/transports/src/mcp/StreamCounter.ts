@@ -9,12 +9,19 @@ export class StreamCounter {
     return this.open;
   }
 
-  track(res: Response): Response {
-    if (!res.body || !res.headers.get('content-type')?.includes('text/event-stream')) return res;
+  /** `onEnd` runs once when the response is over: at once for a non-stream answer, else when its stream ends. */
+  track(res: Response, onEnd: () => void = () => undefined): Response {
+    if (!res.body || !res.headers.get('content-type')?.includes('text/event-stream')) {
+      onEnd();
+      return res;
+    }
     this.open++;
     let counted = true;
     const done = () => {
-      if (counted) this.open--;
+      if (counted) {
+        this.open--;
+        onEnd();
+      }
       counted = false;
     };
     const reader = res.body.getReader();

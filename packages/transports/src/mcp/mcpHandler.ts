@@ -14,7 +14,7 @@ import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
 import type { RootsSync } from './rootsSync.js';
 import { SessionRecords, type SessionRecord } from './sessionRecords.js';
-import { handleStatelessRequest } from './statelessRequest.js';
+import { handleStatelessRequest, type StatelessCalls } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { EventLedger } from './eventStores/EventLedger.js';
 import { failSafeEventStore } from './eventStores/failSafeEventStore.js';
@@ -108,6 +108,8 @@ export class McpHandler {
   }
 
   private readonly streams = new StreamCounter();
+  /** Stateless calls running here, so a later notifications/cancelled can reach them. */
+  private readonly statelessCalls: StatelessCalls = new Map();
 
   private async closeSession(id: string): Promise<void> {
     const s = this.forget(id);
@@ -173,8 +175,34 @@ export class McpHandler {
   readonly handle: Handler = async (c) => {
     // Rate limits (mcp.rateLimiting): counted inside serve, RateLimit headers stamped here.
     const limits = new McpLimits(this.runtime, () => clientIp(c, this.runtime.config.trustProxy));
-    return limits.stamp(this.streams.track(await this.serve(c, limits)));
+    // A POST carries calls (tool calls, prompts, reads): it is in flight until its answer is
+    // written, so stop() can let it finish (drain) before it ends the sessions.
+    if (c.req.method !== 'POST') return limits.stamp(this.streams.track(await this.serve(c, limits)));
+    let finish!: () => void;
+    const answered = new Promise<void>((resolve) => (finish = resolve));
+    this.inFlight.add(answered);
+    void answered.then(() => this.inFlight.delete(answered));
+    try {
+      return limits.stamp(this.streams.track(await this.serve(c, limits), finish));
+    } catch (err) {
+      finish();
+      throw err;
+    }
   };
+
+  /** POST requests whose answer is not written yet. */
+  private readonly inFlight = new Set<Promise<void>>();
+
+  /**
+   * Wait (at most `timeoutMs`) for the POSTs in flight to be answered: graceful stop drains
+   * MCP calls like /rpc and /trpc ones, instead of cutting them at once by closing their session.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...this.inFlight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
 
   private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {
     const runtime = this.runtime;
@@ -211,7 +239,10 @@ export class McpHandler {
       const overToolLimit = await limits.toolCalls(messages, identity);
       if (overToolLimit) return overToolLimit;
 
-      if (runtime.config.mcp.sessionMode === 'stateless') return handleStatelessRequest(runtime, this.catalog, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json');
+      if (runtime.config.mcp.sessionMode === 'stateless') {
+        const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
+        return handleStatelessRequest(runtime, this.catalog, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json', this.statelessCalls, caller);
+      }
 
       if (!sessionId) {
         if (!messages.some((m) => isInitializeRequest(m))) {

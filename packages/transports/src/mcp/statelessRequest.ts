@@ -3,9 +3,21 @@ import type { Runtime } from '@ai-backend/core';
 import { createMcpServer } from './createMcpServer.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
+type Message = { id?: unknown; method?: unknown; params?: { requestId?: unknown } } | null;
+
+/**
+ * The requests this instance is running in stateless mode, by caller and JSON-RPC id: a client
+ * cancels a call (`notifications/cancelled`) in a POST of its own, which meets a fresh server
+ * that never saw the call, so the notification is handed to the transport running it.
+ */
+export type StatelessCalls = Map<string, Set<WebStandardStreamableHTTPServerTransport>>;
+
+const callKey = (caller: string, id: unknown) => `${caller}\n${JSON.stringify(id)}`;
+
 /**
  * Stateless mode: one MCP server and transport for this one POST, closed when the answer is
  * complete: at once for a JSON answer, when the stream ends (or the client leaves) for SSE.
+ * `caller` identifies who sent it (a caller can cancel only its own calls).
  */
 export async function handleStatelessRequest(
   runtime: Runtime,
@@ -14,23 +26,43 @@ export async function handleStatelessRequest(
   body: unknown,
   authInfo: object,
   json: boolean,
+  calls: StatelessCalls,
+  caller: string,
 ): Promise<Response> {
+  const messages = (Array.isArray(body) ? body : [body]) as Message[];
+  for (const m of messages) {
+    if (m?.method !== 'notifications/cancelled' || m.params?.requestId === undefined) continue;
+    // Two clients of one caller may both have a call with this id running: the cancel could be
+    // either's, so it is delivered only when it is unambiguous.
+    const running = calls.get(callKey(caller, m.params.requestId));
+    if (running?.size === 1) for (const t of running) t.onmessage?.(m as never, { authInfo: authInfo as never });
+  }
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
   const { server } = createMcpServer(runtime, catalog, () => undefined, 'stateless');
   await server.connect(transport);
+  const keys = messages.filter((m) => m?.id !== undefined && typeof m.method === 'string').map((m) => callKey(caller, m!.id));
+  for (const k of keys) calls.set(k, (calls.get(k) ?? new Set()).add(transport));
+  const close = () => {
+    for (const k of keys) {
+      const running = calls.get(k);
+      running?.delete(transport);
+      if (running?.size === 0) calls.delete(k);
+    }
+    void server.close();
+  };
   let res: Response;
   try {
     res = await transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
   } catch (err) {
-    void server.close();
+    close();
     throw err;
   }
   if (!res.body || !res.headers.get('content-type')?.includes('text/event-stream')) {
-    void server.close();
+    close();
     return res;
   }
   const reader = res.body.getReader();
-  const done = () => void server.close();
+  const done = close;
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const { done: end, value } = await reader.read();

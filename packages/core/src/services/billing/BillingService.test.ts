@@ -281,6 +281,15 @@ describe.each(backends)('BillingService on $name', (backend) => {
     expect((await rt.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 
+  it('a call cut by the shutdown releasing its hold after stop closed it is a no-op, even once the storage is closed', async () => {
+    await credit(alice.sub, 10_000);
+    const cut = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'stop-cut' });
+    await rt.billing.stop();
+    await rt.close();
+    // The aborted call's own release runs later (its upstream request ends after the drain).
+    await expect(rt.billing.release(cut, 'cancelled')).resolves.toBeUndefined();
+  });
+
   it('histories page newest first with a cursor; analytics come from the day rows', async () => {
     await credit(alice.sub, 100_000);
     for (let i = 0; i < 5; i++) {

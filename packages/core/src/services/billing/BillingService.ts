@@ -65,6 +65,8 @@ export class BillingService implements Metering {
   private readonly prefsRead = new WeakMap<object, { userId: string; prefs: UserPreferences }>();
   /** Holds reserved by this process and not closed yet (released by `stop`). */
   private readonly open = new Map<string, Reservation>();
+  /** Holds stop() released: the cut calls' own releases, which come after, have nothing to do. */
+  private readonly releasedAtStop = new Set<string>();
 
   constructor(
     storage: Storage,
@@ -215,6 +217,8 @@ export class BillingService implements Metering {
       await this.anonymous.close(reservation, null, this.options.platformFeeRate);
       return;
     }
+    // Checked before any storage access: the storage may already be closed by then.
+    if (this.releasedAtStop.has(`${reservation.userId}\n${reservation.requestId}`)) return;
     await this.reservations.release(reservation, reason);
     this.prefsRead.delete(reservation);
     this.open.delete(`${reservation.userId}\n${reservation.requestId}`);
@@ -284,6 +288,7 @@ export class BillingService implements Metering {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     const open = [...this.open.values()];
+    for (const key of this.open.keys()) this.releasedAtStop.add(key);
     this.open.clear();
     await Promise.all(
       open.map((r) =>

@@ -49,7 +49,11 @@ export class SqliteStorage implements Storage {
     const { default: Database } = await import('better-sqlite3');
     const file = resolve(opts.file);
     refuseRetiredJournalStore(file);
-    mkdirSync(dirname(file), { recursive: true });
+    try {
+      mkdirSync(dirname(file), { recursive: true });
+    } catch (err) {
+      throw new CoreError('UNAVAILABLE', `storage: cannot create the folder ${dirname(file)} for the database file: ${(err as Error).message}`, { cause: err });
+    }
     let db: Db;
     try {
       db = new Database(file, { timeout: 0 });
@@ -74,7 +78,8 @@ export class SqliteStorage implements Storage {
           { cause: err },
         );
       }
-      throw err;
+      // Say which file: "file is not a database" alone does not tell an operator where to look.
+      throw new CoreError('UNAVAILABLE', `storage: cannot use the database file ${file}: ${(err as Error).message}`, { cause: err });
     }
     return new SqliteStorage(db, file);
   }
