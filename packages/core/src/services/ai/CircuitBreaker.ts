@@ -9,6 +9,12 @@ export interface CircuitBreakerOptions {
   cooldownMs: number;
   /** Window in which failures are counted, in ms. */
   windowMs: number;
+  /**
+   * How long the half-open trial call holds its claim, in ms (the upstream timeout): when it
+   * ends neither way (the client cancelled it), another call becomes the trial after this.
+   * Default `cooldownMs`.
+   */
+  trialMs?: number;
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -18,8 +24,11 @@ export type BreakerState = 'closed' | 'open' | 'half-open';
  * sharing Redis share it. Keys: `aicb:<provider>:fails` (counter with the window as TTL),
  * `aicb:<provider>:open` (present while open, TTL = cooldown) and `aicb:<provider>:trial`
  * (present from opening until a success closes it: after the cooldown its presence means
- * half-open, where one failure re-opens at once). A storage failure never fails a call: the
- * breaker then counts as closed.
+ * half-open, where one failure re-opens at once). In half-open one call is the trial: it claims
+ * `aicb:<provider>:trying` (compare-and-set, shared by instances); the others skip the provider
+ * as if open until the trial decides, so a provider still down costs one call its timeout, not
+ * every call that arrives meanwhile. A storage failure never fails a call: the breaker then
+ * counts as closed.
  */
 export class CircuitBreaker {
   constructor(
@@ -37,11 +46,25 @@ export class CircuitBreaker {
     }
   }
 
+  /**
+   * May a call with fallbacks try this provider now? Closed: yes. Open: no. Half-open: only the
+   * call that claims the trial (one across all instances sharing the storage).
+   */
+  async admit(provider: ProviderId): Promise<boolean> {
+    const state = await this.state(provider);
+    if (state !== 'half-open') return state === 'closed';
+    try {
+      return await this.storage.compareAndSet(`aicb:${provider}:trying`, undefined, Date.now(), { ttlMs: this.opts.trialMs ?? this.opts.cooldownMs });
+    } catch {
+      return true;
+    }
+  }
+
   async success(provider: ProviderId): Promise<void> {
     try {
       // Only touch storage when there is something to reset (the common case is a closed breaker).
       if ((await this.storage.get(`aicb:${provider}:trial`)) !== undefined) {
-        await Promise.all([this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`)]);
+        await Promise.all([this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
         this.logger.info('ai: circuit closed', { provider });
       }
     } catch {
@@ -58,6 +81,7 @@ export class CircuitBreaker {
       const wasOpen = (await this.storage.get(`aicb:${provider}:open`)) !== undefined;
       await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
       await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
+      await this.storage.delete(`aicb:${provider}:trying`);
       if (!wasOpen) this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
     } catch {
       // best effort
@@ -67,7 +91,7 @@ export class CircuitBreaker {
   /** Close now and forget counted failures (the registry probe saw the provider recover). */
   async reset(provider: ProviderId): Promise<void> {
     try {
-      const deleted = await Promise.all([this.storage.delete(`aicb:${provider}:open`), this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`)]);
+      const deleted = await Promise.all([this.storage.delete(`aicb:${provider}:open`), this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
       if (deleted[0] || deleted[1]) this.logger.info('ai: circuit closed', { provider, by: 'probe' });
     } catch {
       // best effort
@@ -81,7 +105,7 @@ export class CircuitBreaker {
       if (halfOpen || (fails ?? 0) >= this.opts.failureThreshold) {
         await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
         await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
-        await this.storage.delete(`aicb:${provider}:fails`);
+        await Promise.all([this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
         this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
       }
     } catch {

@@ -178,7 +178,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           if (lastErr) throw new CoreError(lastErr.appCode, lastErr.message, { details: { ...lastErr.details, attempts }, ...(lastErr.headers ? { headers: lastErr.headers } : {}) });
           throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason, attempts } });
         };
-        if (many && deps.breaker && (await deps.breaker.state(planned.provider)) === 'open') {
+        if (many && deps.breaker && !(await deps.breaker.admit(planned.provider))) {
           skip('circuit_open');
           deps.metrics?.fallback(planned.provider, planned.model);
           continue;

@@ -91,7 +91,7 @@ export async function withFallbacks<T>(
   let last: CoreError | undefined;
   for (const [i, planned] of targets.entries()) {
     const hasNext = i < targets.length - 1;
-    if (many && breaker && (await breaker.state(planned.provider)) === 'open') {
+    if (many && breaker && !(await breaker.admit(planned.provider))) {
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'circuit_open' });
       if (hasNext) metrics?.fallback(planned.provider, planned.model);
       continue;
