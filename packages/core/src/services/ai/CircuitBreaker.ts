@@ -74,13 +74,15 @@ export class CircuitBreaker {
 
   /**
    * Open now, whatever the count (the registry probe saw the provider fail): calls with
-   * fallbacks skip it for `cooldownMs`; a probe failing again keeps it open.
+   * fallbacks skip it for `cooldownMs`, or `atLeastMs` when longer (the probe keeps it open
+   * until its next round can confirm or close it); a probe failing again keeps it open.
    */
-  async open(provider: ProviderId, reason: string): Promise<void> {
+  async open(provider: ProviderId, reason: string, atLeastMs = 0): Promise<void> {
     try {
+      const ttlMs = Math.max(this.opts.cooldownMs, atLeastMs);
       const wasOpen = (await this.storage.get(`aicb:${provider}:open`)) !== undefined;
-      await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
-      await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
+      await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs });
+      await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: ttlMs + 10 * this.opts.windowMs });
       await this.storage.delete(`aicb:${provider}:trying`);
       if (!wasOpen) this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
     } catch {
