@@ -142,6 +142,26 @@ describe('circuit breaker', () => {
     expect((await call()).data.provider).toBe('openai');
   });
 
+  it('failures of calls without fallbacks count too, streamed or not', async () => {
+    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 10_000, windowMs: 10_000 } });
+    h.upstream.failNext({ kind: 'status', status: 500 }, 2);
+    await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'google' })) void _;
+    })());
+    await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google' }));
+    expect(await h.runtime.storage.get('aicb:google:open')).toBeDefined();
+    h.upstream.failNext({ kind: 'status', status: 500 }, 2);
+    await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
+    })());
+    await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
+    })());
+    h.upstream.reset();
+    const r = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    expect(r.data.attempts?.[0]).toMatchObject({ provider: 'openai', reason: 'circuit_open' });
+  });
+
   it('half-open: a failed trial re-opens at once', async () => {
     // The cooldown must outlast the two calls after the trial even on a loaded machine (the
     // breaker's clock is its store's TTL, so time has to pass for real).

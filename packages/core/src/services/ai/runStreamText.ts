@@ -209,7 +209,8 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           await new Promise((r) => setTimeout(r, backoff(deps, attempts.length)));
           continue;
         }
-        if (many && isRetryable(mapped)) await deps.breaker?.failure(cur.provider, String(mapped.details?.reason));
+        // Counted on every call, as generateText does: only skipping needs fallbacks.
+        if (isRetryable(mapped)) await deps.breaker?.failure(cur.provider, String(mapped.details?.reason));
         throw failure ?? new Error('the stream ended without a finish event');
       }
       const served = cur;
