@@ -203,6 +203,22 @@ describe('circuit breaker', () => {
     expect((await Promise.all([call(), call()])).map((r) => r.data.provider)).toEqual(['openai', 'openai']);
   });
 
+  it('half-open: a trial that ends without a verdict (a 400, a cancelled stream) lets the next call be the trial at once', async () => {
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 300, windowMs: 10_000 } });
+    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    h.upstream.failNext({ kind: 'status', status: 500 });
+    await call();
+    await cooledDown(h, 'openai');
+    h.upstream.failNext({ kind: 'status', status: 400 });
+    expect((await rejection(call())).details?.reason).toBe('upstream_rejected');
+    // A streamed trial whose reader leaves at the first event.
+    const stream = await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    for await (const e of stream) if (e.type === 'start') break;
+    const r = await call();
+    expect(r.data.provider).toBe('openai');
+    expect(r.data.attempts).toBeUndefined();
+  });
+
   it.skipIf(!redis.ok)('state is shared by instances on the same Redis', async () => {
     const opts = testRedisOptions(redis, 'ai-breaker');
     prefix = opts.keyPrefix;

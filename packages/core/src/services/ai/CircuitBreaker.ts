@@ -47,16 +47,28 @@ export class CircuitBreaker {
   }
 
   /**
-   * May a call with fallbacks try this provider now? Closed: yes. Open: no. Half-open: only the
-   * call that claims the trial (one across all instances sharing the storage).
+   * May a call with fallbacks try this provider now? Closed: `pass`. Open: `skip`. Half-open:
+   * `trial` for the one call that claims the trial (across all instances sharing the storage),
+   * `skip` for the others. The trial's call reports its verdict with success() or failure(), or,
+   * when it ends without one (cancelled, a non-retryable error), hands the claim back with
+   * endTrial().
    */
-  async admit(provider: ProviderId): Promise<boolean> {
+  async admit(provider: ProviderId): Promise<'pass' | 'trial' | 'skip'> {
     const state = await this.state(provider);
-    if (state !== 'half-open') return state === 'closed';
+    if (state !== 'half-open') return state === 'closed' ? 'pass' : 'skip';
     try {
-      return await this.storage.compareAndSet(`aicb:${provider}:trying`, undefined, Date.now(), { ttlMs: this.opts.trialMs ?? this.opts.cooldownMs });
+      return (await this.storage.compareAndSet(`aicb:${provider}:trying`, undefined, Date.now(), { ttlMs: this.opts.trialMs ?? this.opts.cooldownMs })) ? 'trial' : 'skip';
     } catch {
-      return true;
+      return 'pass';
+    }
+  }
+
+  /** The trial call ended without a verdict: the next call becomes the trial. */
+  async endTrial(provider: ProviderId): Promise<void> {
+    try {
+      await this.storage.delete(`aicb:${provider}:trying`);
+    } catch {
+      // best effort: the claim expires after trialMs
     }
   }
 

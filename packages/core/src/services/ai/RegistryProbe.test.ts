@@ -87,7 +87,7 @@ describe('RegistryProbe', () => {
     // Well past the cooldown, no round since: the probe's verdict still holds.
     await new Promise((r) => setTimeout(r, 300));
     expect(await breaker.state('google')).toBe('open');
-    expect(await breaker.admit('google')).toBe(false);
+    expect(await breaker.admit('google')).toBe('skip');
     upstream!.failProvider('google', undefined);
     await s.storage.delete(`aiprobe:lease:${Math.floor(Date.now() / INTERVAL)}`);
     await probe.tick();
