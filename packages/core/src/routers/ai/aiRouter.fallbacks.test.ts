@@ -5,6 +5,7 @@ import { createTestUpstream, waitFor, type TestUpstream, type UpstreamFault } fr
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
+import type { StreamEvent } from '../../services/ai/runStreamText.js';
 
 const redis = await testRedis();
 
@@ -141,6 +142,26 @@ describe('circuit breaker', () => {
     expect((await call()).data.provider).toBe('openai');
   });
 
+  it('failures of calls without fallbacks count too, streamed or not', async () => {
+    const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 10_000, windowMs: 10_000 } });
+    h.upstream.failNext({ kind: 'status', status: 500 }, 2);
+    await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'google' })) void _;
+    })());
+    await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google' }));
+    expect(await h.runtime.storage.get('aicb:google:open')).toBeDefined();
+    h.upstream.failNext({ kind: 'status', status: 500 }, 2);
+    await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
+    })());
+    await rejection((async () => {
+      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
+    })());
+    h.upstream.reset();
+    const r = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    expect(r.data.attempts?.[0]).toMatchObject({ provider: 'openai', reason: 'circuit_open' });
+  });
+
   it('half-open: a failed trial re-opens at once', async () => {
     // The cooldown must outlast the two calls after the trial even on a loaded machine (the
     // breaker's clock is its store's TTL, so time has to pass for real).
@@ -153,6 +174,49 @@ describe('circuit breaker', () => {
     await call(); // the trial fails → open again
     h.upstream.reset();
     expect((await call()).data.attempts?.[0]?.reason).toBe('circuit_open');
+  });
+
+  it('half-open: of concurrent calls (generateText and streamText) only one is the trial, the others skip the provider', async () => {
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 300, windowMs: 10_000 } });
+    h.upstream.failProvider('openai', { kind: 'status', status: 500 });
+    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    const stream = async () => {
+      let start: StreamEvent | undefined;
+      for await (const e of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] })) start ??= e;
+      return start as Extract<StreamEvent, { type: 'start' }>;
+    };
+    await call();
+    await cooledDown(h, 'openai');
+    h.upstream.reset();
+    h.upstream.failProvider('openai', { kind: 'status', status: 500 });
+    const served = await Promise.all([call(), call(), call(), stream(), stream(), stream()]);
+    // One trial reached the still-failing provider; every call was served by the fallback.
+    expect(h.upstream.requests.filter((q) => q.provider === 'openai')).toHaveLength(1);
+    expect(served.map((r) => ('data' in r ? r.data.provider : r.provider))).toEqual(Array(6).fill('anthropic'));
+    const reasons = served.map((r) => ('data' in r ? r.data.attempts : r.attempts)?.[0]?.reason).sort();
+    expect(reasons).toEqual([...Array(5).fill('circuit_open'), 'upstream_5xx']);
+    // The failed trial re-opened it; after the next cooldown a successful trial closes it.
+    expect(await h.runtime.storage.get('aicb:openai:open')).toBeDefined();
+    h.upstream.failProvider('openai', undefined);
+    await cooledDown(h, 'openai');
+    expect((await stream()).provider).toBe('openai');
+    expect((await Promise.all([call(), call()])).map((r) => r.data.provider)).toEqual(['openai', 'openai']);
+  });
+
+  it('half-open: a trial that ends without a verdict (a 400, a cancelled stream) lets the next call be the trial at once', async () => {
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 300, windowMs: 10_000 } });
+    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    h.upstream.failNext({ kind: 'status', status: 500 });
+    await call();
+    await cooledDown(h, 'openai');
+    h.upstream.failNext({ kind: 'status', status: 400 });
+    expect((await rejection(call())).details?.reason).toBe('upstream_rejected');
+    // A streamed trial whose reader leaves at the first event.
+    const stream = await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    for await (const e of stream) if (e.type === 'start') break;
+    const r = await call();
+    expect(r.data.provider).toBe('openai');
+    expect(r.data.attempts).toBeUndefined();
   });
 
   it.skipIf(!redis.ok)('state is shared by instances on the same Redis', async () => {

@@ -78,7 +78,7 @@ export class AiService {
   constructor(private readonly opts: AiServiceOptions) {
     this.providers = new ProviderRegistry(opts.config, opts.metrics);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
-    this.breaker = opts.storage ? new CircuitBreaker(opts.storage, opts.config.ai.circuitBreaker, opts.logger) : undefined;
+    this.breaker = opts.storage ? new CircuitBreaker(opts.storage, { ...opts.config.ai.circuitBreaker, trialMs: opts.config.ai.timeoutMs }, opts.logger) : undefined;
     const probeStorage = opts.shared ?? opts.storage;
     this.probe = probeStorage
       ? new RegistryProbe(opts.config.ai.healthProbe, {

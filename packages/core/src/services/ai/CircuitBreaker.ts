@@ -9,6 +9,12 @@ export interface CircuitBreakerOptions {
   cooldownMs: number;
   /** Window in which failures are counted, in ms. */
   windowMs: number;
+  /**
+   * How long the half-open trial call holds its claim, in ms (the upstream timeout): when it
+   * ends neither way (the client cancelled it), another call becomes the trial after this.
+   * Default `cooldownMs`.
+   */
+  trialMs?: number;
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -18,8 +24,11 @@ export type BreakerState = 'closed' | 'open' | 'half-open';
  * sharing Redis share it. Keys: `aicb:<provider>:fails` (counter with the window as TTL),
  * `aicb:<provider>:open` (present while open, TTL = cooldown) and `aicb:<provider>:trial`
  * (present from opening until a success closes it: after the cooldown its presence means
- * half-open, where one failure re-opens at once). A storage failure never fails a call: the
- * breaker then counts as closed.
+ * half-open, where one failure re-opens at once). In half-open one call is the trial: it claims
+ * `aicb:<provider>:trying` (compare-and-set, shared by instances); the others skip the provider
+ * as if open until the trial decides, so a provider still down costs one call its timeout, not
+ * every call that arrives meanwhile. A storage failure never fails a call: the breaker then
+ * counts as closed.
  */
 export class CircuitBreaker {
   constructor(
@@ -37,11 +46,37 @@ export class CircuitBreaker {
     }
   }
 
+  /**
+   * May a call with fallbacks try this provider now? Closed: `pass`. Open: `skip`. Half-open:
+   * `trial` for the one call that claims the trial (across all instances sharing the storage),
+   * `skip` for the others. The trial's call reports its verdict with success() or failure(), or,
+   * when it ends without one (cancelled, a non-retryable error), hands the claim back with
+   * endTrial().
+   */
+  async admit(provider: ProviderId): Promise<'pass' | 'trial' | 'skip'> {
+    const state = await this.state(provider);
+    if (state !== 'half-open') return state === 'closed' ? 'pass' : 'skip';
+    try {
+      return (await this.storage.compareAndSet(`aicb:${provider}:trying`, undefined, Date.now(), { ttlMs: this.opts.trialMs ?? this.opts.cooldownMs })) ? 'trial' : 'skip';
+    } catch {
+      return 'pass';
+    }
+  }
+
+  /** The trial call ended without a verdict: the next call becomes the trial. */
+  async endTrial(provider: ProviderId): Promise<void> {
+    try {
+      await this.storage.delete(`aicb:${provider}:trying`);
+    } catch {
+      // best effort: the claim expires after trialMs
+    }
+  }
+
   async success(provider: ProviderId): Promise<void> {
     try {
       // Only touch storage when there is something to reset (the common case is a closed breaker).
       if ((await this.storage.get(`aicb:${provider}:trial`)) !== undefined) {
-        await Promise.all([this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`)]);
+        await Promise.all([this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
         this.logger.info('ai: circuit closed', { provider });
       }
     } catch {
@@ -51,13 +86,16 @@ export class CircuitBreaker {
 
   /**
    * Open now, whatever the count (the registry probe saw the provider fail): calls with
-   * fallbacks skip it for `cooldownMs`; a probe failing again keeps it open.
+   * fallbacks skip it for `cooldownMs`, or `atLeastMs` when longer (the probe keeps it open
+   * until its next round can confirm or close it); a probe failing again keeps it open.
    */
-  async open(provider: ProviderId, reason: string): Promise<void> {
+  async open(provider: ProviderId, reason: string, atLeastMs = 0): Promise<void> {
     try {
+      const ttlMs = Math.max(this.opts.cooldownMs, atLeastMs);
       const wasOpen = (await this.storage.get(`aicb:${provider}:open`)) !== undefined;
-      await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
-      await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
+      await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs });
+      await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: ttlMs + 10 * this.opts.windowMs });
+      await this.storage.delete(`aicb:${provider}:trying`);
       if (!wasOpen) this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
     } catch {
       // best effort
@@ -67,7 +105,7 @@ export class CircuitBreaker {
   /** Close now and forget counted failures (the registry probe saw the provider recover). */
   async reset(provider: ProviderId): Promise<void> {
     try {
-      const deleted = await Promise.all([this.storage.delete(`aicb:${provider}:open`), this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`)]);
+      const deleted = await Promise.all([this.storage.delete(`aicb:${provider}:open`), this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
       if (deleted[0] || deleted[1]) this.logger.info('ai: circuit closed', { provider, by: 'probe' });
     } catch {
       // best effort
@@ -81,7 +119,7 @@ export class CircuitBreaker {
       if (halfOpen || (fails ?? 0) >= this.opts.failureThreshold) {
         await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
         await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
-        await this.storage.delete(`aicb:${provider}:fails`);
+        await Promise.all([this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
         this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
       }
     } catch {

@@ -77,6 +77,23 @@ describe('RegistryProbe', () => {
     expect(s.degraded).toEqual([['google', 'unexpected_status'], ['google', 'invalid_key']]);
   });
 
+  it('the breaker a failed probe opened stays open until the next round, however short the cooldown', async () => {
+    const s = await setup();
+    const breaker = new CircuitBreaker(s.storage, { failureThreshold: 5, cooldownMs: 100, windowMs: 1000 }, createLogger('silent'));
+    const probe = new RegistryProbe({ enabled: true, intervalMs: INTERVAL, timeoutMs: 500 }, { storage: s.storage, providers: new ProviderRegistry(resolveConfig({ serverProviders: ['google'], ai: upstream!.aiConfig({ apiKey: 'server-key' }) })), logger: createLogger('silent'), breaker });
+    upstream!.failProvider('google', { kind: 'status', status: 503 });
+    await probe.tick();
+    expect(await breaker.state('google')).toBe('open');
+    // Well past the cooldown, no round since: the probe's verdict still holds.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await breaker.state('google')).toBe('open');
+    expect(await breaker.admit('google')).toBe('skip');
+    upstream!.failProvider('google', undefined);
+    await s.storage.delete(`aiprobe:lease:${Math.floor(Date.now() / INTERVAL)}`);
+    await probe.tick();
+    expect(await breaker.state('google')).toBe('closed');
+  });
+
   it('disabled: start() does nothing', async () => {
     const s = await setup();
     const off = new RegistryProbe({ enabled: false, intervalMs: 50, timeoutMs: 50 }, { storage: s.storage, providers: new ProviderRegistry(resolveConfig({})), logger: createLogger('silent') });

@@ -117,7 +117,10 @@ export class RegistryProbe {
     const prev = await storage.get<ProbeResult>(resultKey(provider));
     // Kept a few rounds: when nobody probes any more (every instance stopped), old results expire.
     const written = await storage.compareAndSet(resultKey(provider), prev, result, { ttlMs: 3 * this.opts.intervalMs + this.opts.timeoutMs });
-    if (!result.ok) await breaker?.open(provider, `probe: ${result.reason}`);
+    // Open until the next round has decided: rounds are up to two intervals apart (the lease
+    // goes to the first tick in a slot, wherever it falls) plus the probe's timeout, so a
+    // cooldown shorter than that would let calls try a provider the probe still sees down.
+    if (!result.ok) await breaker?.open(provider, `probe: ${result.reason}`, 2 * this.opts.intervalMs + this.opts.timeoutMs);
     // Another round replaced the value meanwhile: the transition, if any, is that round's.
     if (!written) return;
     if (!result.ok && (prev === undefined || prev.ok)) {

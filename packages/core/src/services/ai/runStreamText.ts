@@ -109,6 +109,13 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     let text = '';
     const attempts: Attempt[] = [];
     let startSent = false;
+    /** The provider whose half-open trial this stream holds, until it reports a verdict. */
+    let trialOf: ProviderId | undefined;
+    /** The stream ends without a verdict on its trial (cancelled, non-retryable): hand the claim back. */
+    const endTrial = async () => {
+      if (trialOf) await deps.breaker?.endTrial(trialOf);
+      trialOf = undefined;
+    };
     /** `start`, naming the target that serves: sent with its first output (or before `finish`). */
     const startEvent = (t: Target): StreamEvent => {
       startSent = true;
@@ -178,13 +185,16 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           if (lastErr) throw new CoreError(lastErr.appCode, lastErr.message, { details: { ...lastErr.details, attempts }, ...(lastErr.headers ? { headers: lastErr.headers } : {}) });
           throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason, attempts } });
         };
-        if (many && deps.breaker && (await deps.breaker.state(planned.provider)) === 'open') {
+        const gate = many && deps.breaker ? await deps.breaker.admit(planned.provider) : 'pass';
+        if (gate === 'skip') {
           skip('circuit_open');
           deps.metrics?.fallback(planned.provider, planned.model);
           continue;
         }
+        if (gate === 'trial') trialOf = planned.provider;
         const ready = await readyTarget(deps, planned, call);
         if (!ready) {
+          await endTrial();
           skip('no_stored_key');
           continue;
         }
@@ -195,6 +205,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
         touch();
         const failure = yield* attempt(cur);
         if (failure === undefined && usage) {
+          trialOf = undefined;
           if (many) await deps.breaker?.success(cur.provider);
           break;
         }
@@ -202,6 +213,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
         if (!responded && isRetryable(mapped) && hasNext && !call.signal.aborted) {
           const reason = String(mapped.details?.reason);
           deps.record(cur.provider, false, performance.now() - began, reason);
+          trialOf = undefined;
           await deps.breaker?.failure(cur.provider, reason);
           attempts.push({ provider: cur.provider, model: cur.model, reason });
           lastErr = mapped;
@@ -209,7 +221,11 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           await new Promise((r) => setTimeout(r, backoff(deps, attempts.length)));
           continue;
         }
-        if (many && isRetryable(mapped)) await deps.breaker?.failure(cur.provider, String(mapped.details?.reason));
+        // Counted on every call, as generateText does: only skipping needs fallbacks.
+        if (isRetryable(mapped)) {
+          trialOf = undefined;
+          await deps.breaker?.failure(cur.provider, String(mapped.details?.reason));
+        }
         throw failure ?? new Error('the stream ended without a finish event');
       }
       const served = cur;
@@ -245,6 +261,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
       await account(usage ? { usage, reason } : charge ? { produced, reason } : { reason });
       throw error;
     } finally {
+      await endTrial();
       clearTimeout(timer);
       call.signal.removeEventListener('abort', onClientAbort);
       if (!accounted) {

@@ -91,13 +91,15 @@ export async function withFallbacks<T>(
   let last: CoreError | undefined;
   for (const [i, planned] of targets.entries()) {
     const hasNext = i < targets.length - 1;
-    if (many && breaker && (await breaker.state(planned.provider)) === 'open') {
+    const gate = many && breaker ? await breaker.admit(planned.provider) : 'pass';
+    if (gate === 'skip') {
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'circuit_open' });
       if (hasNext) metrics?.fallback(planned.provider, planned.model);
       continue;
     }
     const t = await readyTarget(deps, planned, call);
     if (!t) {
+      if (gate === 'trial') await breaker?.endTrial(planned.provider);
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
       continue;
     }
@@ -106,7 +108,11 @@ export async function withFallbacks<T>(
       if (many) await breaker?.success(t.provider);
       return { value, target: t, attempts };
     } catch (err) {
-      if (!isRetryable(err) || signal.aborted) throw err;
+      if (!isRetryable(err) || signal.aborted) {
+        // No verdict on the provider: a trial hands its claim back.
+        if (gate === 'trial') await breaker?.endTrial(t.provider);
+        throw err;
+      }
       await breaker?.failure(t.provider, String(err.details?.reason));
       attempts.push({ provider: t.provider, model: t.model, reason: String(err.details?.reason) });
       last = err;
