@@ -1,7 +1,9 @@
 // AI gateway overhead, in ONE run: ai.generateText through the server (POST /rpc, JWT user with
 // credits, platform metering on) versus the same provider wire request sent straight to the test
 // upstream, on the memory, SQLite and PostgreSQL (+ Redis for the shared state) stores, beside a
-// BYOK call (the request's own key: no metering) on the memory store. Upstream, each server and
+// BYOK call (the request's own key: no metering) on the memory store. PostgreSQL runs twice: all
+// calls from one user (the worst case: that user's transactions queue on its account row) and
+// from 50 users, one per connection. Upstream, each server and
 // this load generator are separate processes. Usage (after `pnpm build`, with Redis on
 // 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432, database `test`):
 //   node bench/ai.mjs [seconds=10] [pacedRate=100] [sections=generate,stream]
@@ -91,6 +93,16 @@ for (const [key, g] of Object.entries(gateways)) {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: INPUT });
   targets[key] = { name: g.name, pid: g.pid, url: g.url + '/rpc', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body, ok: (b) => b.includes('"tokenUsage"') };
 }
+// The same calls from 50 users (one per connection) on PostgreSQL: one user's billing transactions
+// queue on that user's account row, so a single hot user is the worst case, not the usual one.
+const manyUsers = await Promise.all(
+  Array.from({ length: CONNECTIONS }, async (_, i) => {
+    const sub = `${USER}-${i}`;
+    await rpc(postgres.url, admin, 'billing.creditTokens', { userId: sub, tokens: 1e12, type: 'subscription', idempotencyKey: `bench-credit-${i}` });
+    return `Bearer ${await mintDevToken({ secret: SECRET, sub, expiresIn: '2h' })}`;
+  }),
+);
+targets.postgresUsers = { ...targets.postgres, name: `gateway, PostgreSQL + Redis, ${CONNECTIONS} users`, authorizations: manyUsers };
 const auth = { 'content-type': 'application/json', authorization: `Bearer ${user}` };
 targets.openaiCompat = { name: 'gateway, memory store, POST /v1/chat/completions', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify(CHAT), ok: (b) => b.includes('"token_usage"') };
 
@@ -127,6 +139,10 @@ async function cpuSeconds(pid) {
 /** Closed loop: autocannon, 50 connections as fast as they go. Bodies are checked (/rpc errors are HTTP 200). */
 async function saturated(t) {
   const opts = { url: t.url, method: 'POST', headers: t.headers, body: t.body, connections: CONNECTIONS, verifyBody: t.ok };
+  if (t.authorizations) {
+    let i = 0;
+    opts.requests = [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: t.authorizations[i++ % t.authorizations.length] } }) }];
+  }
   const w = await autocannon({ ...opts, duration: 2 });
   const r = await autocannon({ ...opts, duration });
   return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts + r.mismatches, n: r.requests.total, warmupN: w.requests.total };
@@ -136,10 +152,13 @@ async function saturated(t) {
 async function paced(t, rate = pacedRate, seconds = duration) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const u = new URL(t.url);
+  let sent = 0;
   const one = () =>
     new Promise((resolve) => {
       const started = process.hrtime.bigint();
-      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) } }, (res) => {
+      const headers = { ...t.headers, 'content-length': Buffer.byteLength(t.body) };
+      if (t.authorizations) headers.authorization = t.authorizations[sent++ % t.authorizations.length];
+      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers }, (res) => {
         let body = '';
         let ttft;
         res.setEncoding('utf8');
@@ -195,7 +214,7 @@ try {
   if (sections.has('generate')) {
     for (const mode of ['paced', 'saturated']) {
       await measure(mode, 'direct');
-      for (const key of [...Object.keys(gateways), 'byok', 'openaiCompat']) await measure(mode, key);
+      for (const key of [...Object.keys(gateways), 'postgresUsers', 'byok', 'openaiCompat']) await measure(mode, key);
       await measure(mode, 'direct');
     }
   }
