@@ -6,7 +6,7 @@
  * against the published .d.ts files), /rpc and MCP (the official SDK client).
  * npm's cache (~/.npm) is reused between runs, so a warm run takes seconds, not minutes.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -113,6 +113,16 @@ it('the installed manifests carry no workspace: ranges and the app resolves ai-b
   }
   const resolved = execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('ai-backend'))"], { cwd: app, encoding: 'utf8' });
   expect(resolved.trim()).toMatch(/node_modules\/ai-backend\/dist\/index\.js$/);
+});
+
+it('is ESM only as the README says: require() works where Node can require ES modules, else ERR_REQUIRE_ESM', () => {
+  const run = (flags: string[]) => spawnSync(process.execPath, [...flags, '-e', "console.log(typeof require('ai-backend').createServer)"], { cwd: app, encoding: 'utf8' });
+  // Node 20.19+ / 22.12+ (process.features.require_module); a top-level await anywhere in the graph would break it.
+  if ((process.features as { require_module?: boolean }).require_module) {
+    const now = run([]);
+    expect(now.stdout.trim(), now.stderr).toBe('function');
+    expect(run(['--no-experimental-require-module']).stderr).toContain('ERR_REQUIRE_ESM');
+  } else expect(run([]).stderr).toContain('ERR_REQUIRE_ESM');
 });
 
 it("does what the README says createServer does with no other options: SQLite in ./.ai-backend-data, oauth with nobody able to sign in, and a warning", async () => {
