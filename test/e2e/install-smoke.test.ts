@@ -189,6 +189,20 @@ console.log(JSON.stringify({ forecast, sky, tools, called }));
   } catch (err) {
     throw new Error(`tsc failed in the installed app:\n${(err as { stdout: string }).stdout}`);
   }
+  // The same files as a bundler-based app sees them (exports resolved with the "import" and
+  // "types" conditions, no file extensions required).
+  writeFileSync(
+    path.join(app, 'tsconfig.bundler.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'Bundler', strict: true, skipLibCheck: false, types: ['node'], noEmit: true },
+      files: ['router.ts', 'client.ts'],
+    }),
+  );
+  try {
+    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.bundler.json'], { cwd: app, encoding: 'utf8', stdio: 'pipe' });
+  } catch (err) {
+    throw new Error(`tsc (moduleResolution: bundler) failed in the installed app:\n${(err as { stdout: string }).stdout}`);
+  }
   const out = execFileSync(process.execPath, ['out/client.js', url], { cwd: app, encoding: 'utf8', timeout: 60_000 });
   const result = JSON.parse(out.trim().split('\n').at(-1)!);
   expect(result.forecast).toEqual({ city: 'Paris', sky: 'sunny' });
