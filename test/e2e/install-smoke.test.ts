@@ -131,6 +131,12 @@ it("does what the README says createServer does with no other options: SQLite in
   // A protected procedure is refused; the public one answers (next test).
   const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance', params: {} }) });
   expect(((await res.json()) as { error?: { data?: { httpStatus?: number } } }).error?.data?.httpStatus).toBe(401);
+  // "created as soon as createServer is called ... started or not": a server never started, in a fresh directory.
+  const fresh = path.join(app, 'never-started');
+  mkdirSync(fresh);
+  const created = spawnSync(process.execPath, ['--input-type=module', '-e', "import { createServer } from 'ai-backend'; const s = createServer({ monitoring: { logging: { level: 'silent' } } }); await s.ready(); await s.stop();"], { cwd: fresh, encoding: 'utf8' });
+  expect(created.status, created.stderr).toBe(0);
+  expect(existsSync(path.join(fresh, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
 });
 
 it('answers over /rpc', async () => {
