@@ -2,7 +2,7 @@
 // Part of `pnpm test`: pack the published packages as they would be published and check each
 // tarball with publint (--strict) and attw (--profile esm-only: the packages are ESM only, so
 // CommonJS `require` resolutions are not checked). Also refuses manifests that still carry
-// `workspace:` ranges or the `ai-backend-source` condition, files that are tests, source maps
+// `workspace:` ranges or the `ai-backend-source` condition, a missing LICENSE or README, files that are tests, source maps
 // whose sources are not shipped (embedding them is not enough: a debugger or a stack-trace tool
 // that follows `sources` finds nothing), and test fixtures in the public API.
 import { execFileSync } from 'node:child_process';
@@ -24,6 +24,9 @@ try {
     if (manifest.includes('ai-backend-source')) problems.push('the ai-backend-source condition in package.json');
     if (files.some((f) => /\.test\.|__tests__/.test(f))) problems.push('test files in the tarball');
     if (!files.includes('package/LICENSE')) problems.push('no LICENSE');
+    // What npm shows on the package page; `ai-backend`'s is the repository README (copied by prepack).
+    if (!files.includes('package/README.md')) problems.push('no README.md');
+    else if (dir === 'cli' && execFileSync('tar', ['-xOzf', tgz, 'package/README.md'], { encoding: 'utf8' }) !== readFileSync(path.join(ROOT, 'README.md'), 'utf8')) problems.push('README.md is not the repository README');
     problems.push(...inspectContents(tgz, dir));
     for (const [tool, args] of [
       ['publint', ['run', tgz, '--strict']],
@@ -38,7 +41,7 @@ try {
     if (problems.length) {
       failed = true;
       console.error(`packages/${dir}: ${problems.join('; ')}`);
-    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, files, source maps, no fixtures in the API)`);
+    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, LICENSE, README, files, source maps, no fixtures in the API)`);
   }
 } finally {
   rmSync(dest, { recursive: true, force: true });
