@@ -2,8 +2,9 @@
 // Part of `pnpm test`: pack the published packages as they would be published and check each
 // tarball with publint (--strict) and attw (--profile esm-only: the packages are ESM only, so
 // CommonJS `require` resolutions are not checked). Also refuses manifests that still carry
-// `workspace:` ranges or the `ai-backend-source` condition, files that are tests, source maps
-// whose sources are neither shipped nor embedded, and test fixtures in the public API.
+// `workspace:` ranges or the `ai-backend-source` condition, a missing LICENSE or README, files that are tests, source maps
+// whose sources are not shipped (embedding them is not enough: a debugger or a stack-trace tool
+// that follows `sources` finds nothing), and test fixtures in the public API.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -21,8 +22,11 @@ try {
     const problems = [];
     if (manifest.includes('workspace:')) problems.push('a workspace: range in package.json');
     if (manifest.includes('ai-backend-source')) problems.push('the ai-backend-source condition in package.json');
-    if (files.some((f) => /\.test\.|__tests__|\/src\//.test(f))) problems.push('test or source files in the tarball');
+    if (files.some((f) => /\.test\.|__tests__/.test(f))) problems.push('test files in the tarball');
     if (!files.includes('package/LICENSE')) problems.push('no LICENSE');
+    // What npm shows on the package page; `ai-backend`'s is the repository README (copied by prepack).
+    if (!files.includes('package/README.md')) problems.push('no README.md');
+    else if (dir === 'cli' && execFileSync('tar', ['-xOzf', tgz, 'package/README.md'], { encoding: 'utf8' }) !== readFileSync(path.join(ROOT, 'README.md'), 'utf8')) problems.push('README.md is not the repository README');
     problems.push(...inspectContents(tgz, dir));
     for (const [tool, args] of [
       ['publint', ['run', tgz, '--strict']],
@@ -37,14 +41,14 @@ try {
     if (problems.length) {
       failed = true;
       console.error(`packages/${dir}: ${problems.join('; ')}`);
-    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, files, source maps, no fixtures in the API)`);
+    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, LICENSE, README, files, source maps, no fixtures in the API)`);
   }
 } finally {
   rmSync(dest, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);
 
-/** What publint cannot see: source maps that point at files nobody has, and fixtures in the API. */
+/** What publint cannot see: source maps that point at files not in the tarball, and fixtures in the API. */
 function inspectContents(tgz, dir) {
   const out = path.join(dest, `unpacked-${dir}`);
   mkdirSync(out);
@@ -56,8 +60,8 @@ function inspectContents(tgz, dir) {
   const shipped = new Set(all);
   for (const file of all.filter((f) => f.endsWith('.map'))) {
     const map = JSON.parse(readFileSync(file, 'utf8'));
-    const missing = map.sources.filter((src, i) => !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src)) && typeof map.sourcesContent?.[i] !== 'string');
-    if (missing.length) problems.push(`${path.relative(root, file)} points at ${missing.join(', ')}, neither shipped nor embedded`);
+    const missing = map.sources.filter((src) => !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src)));
+    if (missing.length) problems.push(`${path.relative(root, file)} points at ${missing.join(', ')}, not shipped`);
   }
   // Test fixtures live in the private @ai-backend/test-utils, never in a published package's API.
   const fixtures = /\b(TRAVERSAL_CORPUS|TRAVERSAL_SECRET|createTraversalFixture|expandCorpus|createBenchTree|createTestUpstream|testRedis|testPostgres|testService|dropTestKeys|waitFor)\b/;

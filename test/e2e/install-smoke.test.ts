@@ -6,7 +6,7 @@
  * against the published .d.ts files), /rpc and MCP (the official SDK client).
  * npm's cache (~/.npm) is reused between runs, so a warm run takes seconds, not minutes.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -115,12 +115,28 @@ it('the installed manifests carry no workspace: ranges and the app resolves ai-b
   expect(resolved.trim()).toMatch(/node_modules\/ai-backend\/dist\/index\.js$/);
 });
 
+it('is ESM only as the README says: require() works where Node can require ES modules, else ERR_REQUIRE_ESM', () => {
+  const run = (flags: string[]) => spawnSync(process.execPath, [...flags, '-e', "console.log(typeof require('ai-backend').createServer)"], { cwd: app, encoding: 'utf8' });
+  // Node 20.19+ / 22.12+ (process.features.require_module); a top-level await anywhere in the graph would break it.
+  if ((process.features as { require_module?: boolean }).require_module) {
+    const now = run([]);
+    expect(now.stdout.trim(), now.stderr).toBe('function');
+    expect(run(['--no-experimental-require-module']).stderr).toContain('ERR_REQUIRE_ESM');
+  } else expect(run([]).stderr).toContain('ERR_REQUIRE_ESM');
+});
+
 it("does what the README says createServer does with no other options: SQLite in ./.ai-backend-data, oauth with nobody able to sign in, and a warning", async () => {
   expect(existsSync(path.join(app, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
   expect(out).toMatch(/authType is 'oauth' but OAuth is not configured.*nobody can sign in/);
   // A protected procedure is refused; the public one answers (next test).
   const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance', params: {} }) });
   expect(((await res.json()) as { error?: { data?: { httpStatus?: number } } }).error?.data?.httpStatus).toBe(401);
+  // "created as soon as createServer is called ... started or not": a server never started, in a fresh directory.
+  const fresh = path.join(app, 'never-started');
+  mkdirSync(fresh);
+  const created = spawnSync(process.execPath, ['--input-type=module', '-e', "import { createServer } from 'ai-backend'; const s = createServer({ monitoring: { logging: { level: 'silent' } } }); await s.ready(); await s.stop();"], { cwd: fresh, encoding: 'utf8' });
+  expect(created.status, created.stderr).toBe(0);
+  expect(existsSync(path.join(fresh, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
 });
 
 it('answers over /rpc', async () => {
@@ -178,6 +194,20 @@ console.log(JSON.stringify({ forecast, sky, tools, called }));
     execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8', stdio: 'pipe' });
   } catch (err) {
     throw new Error(`tsc failed in the installed app:\n${(err as { stdout: string }).stdout}`);
+  }
+  // The same files as a bundler-based app sees them (exports resolved with the "import" and
+  // "types" conditions, no file extensions required).
+  writeFileSync(
+    path.join(app, 'tsconfig.bundler.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'Bundler', strict: true, skipLibCheck: false, types: ['node'], noEmit: true },
+      files: ['router.ts', 'client.ts'],
+    }),
+  );
+  try {
+    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.bundler.json'], { cwd: app, encoding: 'utf8', stdio: 'pipe' });
+  } catch (err) {
+    throw new Error(`tsc (moduleResolution: bundler) failed in the installed app:\n${(err as { stdout: string }).stdout}`);
   }
   const out = execFileSync(process.execPath, ['out/client.js', url], { cwd: app, encoding: 'utf8', timeout: 60_000 });
   const result = JSON.parse(out.trim().split('\n').at(-1)!);

@@ -1,3 +1,5 @@
+// First: a clear error when the app's zod is zod 3, before any schema module uses zod 4 APIs.
+import './config/requireZod4.js';
 export * from './config/index.js';
 export * from './errors/index.js';
 export * from './storage/index.js';
