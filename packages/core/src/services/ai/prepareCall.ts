@@ -13,6 +13,7 @@ import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chat
 import { budgetRefusalOf, type Metering, type Reservation, type SettledUsage, type UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
+import { objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
@@ -258,7 +259,7 @@ export async function chargeCall(
 export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCallInput, abortSignal: AbortSignal) {
   const { ai: sdk } = await loadAiSdk();
   const tools = input.tools?.length
-    ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(t.parameters as never) })])) as ToolSet)
+    ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(objectRoot(t.parameters) as never) })])) as ToolSet)
     : undefined;
   return {
     model: await deps.providers.languageModel(p.provider, p.model, p.apiKey),
@@ -267,7 +268,7 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
     ...(tools ? { tools } : {}),
     ...(input.toolChoice ? { toolChoice: input.toolChoice } : {}),
     ...(input.output
-      ? { output: sdk.Output.object({ schema: sdk.jsonSchema(input.output.schema as never), ...(input.output.name ? { name: input.output.name } : {}), ...(input.output.description ? { description: input.output.description } : {}) }) }
+      ? { output: sdk.Output.object({ schema: sdk.jsonSchema(objectRoot(input.output.schema) as never), ...(input.output.name ? { name: input.output.name } : {}), ...(input.output.description ? { description: input.output.description } : {}) }) }
       : {}),
     maxOutputTokens: p.maxTokens,
     ...(input.options?.temperature !== undefined ? { temperature: input.options.temperature } : {}),

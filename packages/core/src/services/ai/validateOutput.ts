@@ -25,6 +25,22 @@ async function validator(schema: Record<string, unknown>, what = 'output.schema'
   return v;
 }
 
+/**
+ * Tool parameters and the output schema must describe an object: OpenAI (function parameters,
+ * `response_format`), Anthropic (`input_schema`, also behind its structured output) and Google
+ * (function parameters) refuse any other root, which would reach the client as an upstream
+ * failure after the call began. A root without `type` is sent as an object (objectRoot).
+ */
+function assertObjectRoot(schema: Record<string, unknown>, what: string): void {
+  if (schema.type === undefined || schema.type === 'object') return;
+  throw new CoreError('INVALID_PARAMS', `${what} must describe an object (type: "object"); wrap other values in a property`, { details: { reason: 'invalid_schema', field: what } });
+}
+
+/** The schema as sent upstream: a root without `type` gets `type: "object"` (Anthropic requires it). */
+export function objectRoot(schema: Record<string, unknown>): Record<string, unknown> {
+  return schema.type === undefined ? { type: 'object', ...schema } : schema;
+}
+
 /** Check a schema compiles (before any upstream call or charge). */
 export async function assertValidSchema(schema: Record<string, unknown>, what?: string): Promise<void> {
   await validator(schema, what);
@@ -41,13 +57,17 @@ export async function assertValidCallSchemas(input: {
   toolChoice?: string | { type: 'tool'; toolName: string } | undefined;
   output?: { schema: Record<string, unknown> } | undefined;
 }): Promise<void> {
-  if (input.output) await validator(input.output.schema);
+  if (input.output) {
+    await validator(input.output.schema);
+    assertObjectRoot(input.output.schema, 'output.schema');
+  }
   const tools = input.tools ?? [];
   const names = new Set<string>();
   for (const [i, t] of tools.entries()) {
     if (names.has(t.name)) throw new CoreError('INVALID_PARAMS', `tool name "${t.name}" is declared twice`, { details: { reason: 'invalid_tools', field: `tools.${i}.name` } });
     names.add(t.name);
     await validator(t.parameters, `tools.${i}.parameters`);
+    assertObjectRoot(t.parameters, `tools.${i}.parameters`);
   }
   const choice = input.toolChoice;
   if (typeof choice === 'object' && !names.has(choice.toolName)) {

@@ -1,0 +1,38 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
+
+let h: AiHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const USER = [{ role: 'user' as const, content: 'hi' }];
+
+describe('chat input: schemas the providers would refuse are refused here', () => {
+  it('a tool or output schema whose root is not an object is INVALID_PARAMS before any upstream request', async () => {
+    h = await createAiHarness();
+    await h.credit(alice.sub, 1_000_000);
+    const cases = [
+      { tools: [{ name: 'f', parameters: { type: 'string' } }], field: 'tools.0.parameters' },
+      { output: { type: 'json' as const, schema: { type: 'array', items: { type: 'string' } } }, field: 'output.schema' },
+    ];
+    for (const { field, ...extra } of cases) {
+      for (const run of [h.caller(alice).ai.generateText, h.caller(alice).ai.streamText]) {
+        const err = await rejection(run({ provider: 'anthropic', messages: USER, ...extra }));
+        expect(err.appCode).toBe('INVALID_PARAMS');
+        expect(err.message).toContain(`${field} must describe an object`);
+        expect(err.details).toMatchObject({ reason: 'invalid_schema', field });
+      }
+    }
+    expect(h.upstream.requests).toHaveLength(0);
+  });
+
+  it('a tool schema without a root type is sent as an object schema (Anthropic requires input_schema.type)', async () => {
+    h = await createAiHarness();
+    await h.credit(alice.sub, 1_000_000);
+    const r = await h.caller(alice).ai.generateText({ provider: 'anthropic', messages: USER, tools: [{ name: 'f', parameters: { properties: { a: { type: 'string' } } } }] });
+    expect(r.data.toolCalls).toEqual([{ toolCallId: expect.any(String), toolName: 'f', input: { a: 'test' } }]);
+    expect(h.upstream.requests.at(-1)!.extras!.tools).toEqual([{ name: 'f', schema: { type: 'object', properties: { a: { type: 'string' } } } }]);
+  });
+});
