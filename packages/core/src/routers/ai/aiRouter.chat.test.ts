@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
 
 let h: AiHarness | undefined;
@@ -34,5 +34,29 @@ describe('chat input: schemas the providers would refuse are refused here', () =
     const r = await h.caller(alice).ai.generateText({ provider: 'anthropic', messages: USER, tools: [{ name: 'f', parameters: { properties: { a: { type: 'string' } } } }] });
     expect(r.data.toolCalls).toEqual([{ toolCallId: expect.any(String), toolName: 'f', input: { a: 'test' } }]);
     expect(h.upstream.requests.at(-1)!.extras!.tools).toEqual([{ name: 'f', schema: { type: 'object', properties: { a: { type: 'string' } } } }]);
+  });
+});
+
+describe('chat input: the hold is an upper bound of what the provider reports', () => {
+  it("covers the provider's own tool-use system prompt when tools or structured output are sent", async () => {
+    // Anthropic adds a tool-use system prompt (346 tokens on Claude 4.x) to every request with tools.
+    h = await createAiHarness({}, { countInputTokens: (system, content) => 346 + Math.ceil((system.length + content.length) / 4) });
+    await h.credit(alice.sub, 1_000_000);
+    const reserve = vi.spyOn(h.runtime.billing, 'reserve');
+    const calls = [
+      { tools: [{ name: 'f', parameters: { type: 'object' } }] },
+      { output: { type: 'json' as const, schema: { type: 'object', properties: { a: { type: 'string' } } } } },
+    ];
+    for (const extra of calls) {
+      for (const run of [h.caller(alice).ai.generateText, h.caller(alice).ai.streamText]) {
+        const before = reserve.mock.calls.length;
+        let r = await run({ provider: 'anthropic', messages: USER, options: { maxTokens: 16 }, ...extra });
+        if (Symbol.asyncIterator in r) for await (const e of r) if (e.type === 'finish') r = e.result;
+        const used = (r as { tokenUsage: { tokensUsed: number } }).tokenUsage.tokensUsed;
+        expect(reserve.mock.calls.length).toBe(before + 1);
+        expect(used).toBeGreaterThan(346);
+        expect(reserve.mock.calls.at(-1)![0].tokens).toBeGreaterThanOrEqual(used);
+      }
+    }
   });
 });

@@ -65,6 +65,14 @@ export interface CallDeps {
 export const MESSAGE_OVERHEAD_TOKENS = 64;
 export const PER_MESSAGE_OVERHEAD_TOKENS = 16;
 
+/**
+ * Tokens a provider adds when tools are offered (or structured output goes through a forced
+ * tool): a tool-use system prompt of its own that no text of the request accounts for.
+ * Anthropic publishes it per model, at most 530 tokens (Claude 3 Opus; 346 for Claude 4.x);
+ * OpenAI and Google add less. Twice the largest leaves a margin.
+ */
+export const TOOL_USE_OVERHEAD_TOKENS = 1024;
+
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
 
 /**
@@ -138,7 +146,8 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   // An upper bound, not a guess (so no call is ever charged less than an identical call): UTF-8
   // bytes of every text sent, tool definitions and the output schema included, plus overhead.
   const extraBytes = (input.tools ? utf8(JSON.stringify(input.tools)) : 0) + (input.output ? utf8(JSON.stringify(input.output.schema)) : 0);
-  const inputEstimate = promptBytes(prompt) + extraBytes + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
+  const toolUse = input.tools?.length || input.output ? TOOL_USE_OVERHEAD_TOKENS : 0;
+  const inputEstimate = promptBytes(prompt) + extraBytes + toolUse + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
   const estimatedTokens = inputEstimate + maxTokens;
   const decision = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: input.apiKey !== undefined, ...(call.ip ? { ip: call.ip } : {}) });
 
