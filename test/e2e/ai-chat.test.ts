@@ -94,6 +94,7 @@ describe('chat input over every entry point', () => {
       [{ output: { type: 'json', schema: { type: 'bogus' } } }, 'output.schema is not a valid JSON Schema'],
       [{ tools: [{ name: 'f', parameters: { type: 'bogus' } }] }, 'tools.0.parameters is not a valid JSON Schema'],
       [{ tools: TOOLS, toolChoice: { type: 'tool', toolName: 'nope' } }, 'toolChoice names "nope"'],
+      [{ toolChoice: 'required' }, 'toolChoice "required" needs at least one tool'],
       [{ tools: [...TOOLS, ...TOOLS] }, 'declared twice'],
       [{ tools: [{ name: 'f', parameters: { type: 'string' } }] }, 'tools.0.parameters must describe an object'],
       [{ output: { type: 'json', schema: { type: 'array', items: { type: 'string' } } } }, 'output.schema must describe an object'],

@@ -70,6 +70,10 @@ export async function assertValidCallSchemas(input: {
     assertObjectRoot(t.parameters, `tools.${i}.parameters`);
   }
   const choice = input.toolChoice;
+  // The AI SDK drops a tool choice when no tools are sent: "required" would quietly become a text answer.
+  if (choice === 'required' && tools.length === 0) {
+    throw new CoreError('INVALID_PARAMS', 'toolChoice "required" needs at least one tool in tools', { details: { reason: 'invalid_tools', field: 'toolChoice' } });
+  }
   if (typeof choice === 'object' && !names.has(choice.toolName)) {
     throw new CoreError('INVALID_PARAMS', `toolChoice names "${choice.toolName}", which is not among the declared tools`, { details: { reason: 'invalid_tools', field: 'toolChoice' } });
   }
