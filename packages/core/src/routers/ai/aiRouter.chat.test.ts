@@ -60,3 +60,28 @@ describe('chat input: the hold is an upper bound of what the provider reports', 
     }
   });
 });
+
+describe('chat input: structured output in strict mode only where OpenAI takes the schema', () => {
+  it('a schema OpenAI strict mode refuses (open object, optional property, minLength) goes non-strict; a closed one strict', async () => {
+    h = await createAiHarness();
+    await h.credit(alice.sub, 1_000_000);
+    const loose = [
+      { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+      { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' } }, required: ['name'], additionalProperties: false },
+      { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'], additionalProperties: false },
+      { type: 'object', properties: { tags: { type: 'array', items: { type: 'object', properties: { t: { type: 'string' } } } } }, required: ['tags'], additionalProperties: false },
+    ];
+    const closed = { type: 'object', properties: { name: { type: 'string', enum: ['a', 'b'] }, tags: { type: 'array', items: { type: 'object', properties: { t: { type: 'string' } }, required: ['t'], additionalProperties: false } } }, required: ['name', 'tags'], additionalProperties: false };
+    const strictOf = (body: Record<string, any>) => body.text?.format?.strict ?? body.response_format?.json_schema?.strict;
+    for (const provider of ['openai', 'openrouter'] as const) {
+      for (const [schema, strict] of [...loose.map((s) => [s, false] as const), [closed, true] as const]) {
+        for (const run of [h.caller(alice).ai.generateText, h.caller(alice).ai.streamText]) {
+          let r = await run({ provider, messages: USER, output: { type: 'json', schema } });
+          if (Symbol.asyncIterator in r) for await (const e of r) if (e.type === 'finish') r = e.result;
+          expect((r as { data: { object?: unknown } }).data.object).toBeDefined();
+          expect(strictOf(h.upstream.requests.at(-1)!.body!), `${provider} ${JSON.stringify(schema)}`).toBe(strict);
+        }
+      }
+    }
+  });
+});

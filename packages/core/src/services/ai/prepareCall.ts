@@ -13,7 +13,7 @@ import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chat
 import { budgetRefusalOf, type Metering, type Reservation, type SettledUsage, type UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
-import { objectRoot } from './validateOutput.js';
+import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
@@ -270,8 +270,10 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
   const tools = input.tools?.length
     ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(objectRoot(t.parameters) as never) })])) as ToolSet)
     : undefined;
+  const strictJsonSchema = input.output ? isStrictSchema(objectRoot(input.output.schema)) : undefined;
   return {
-    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey),
+    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey, strictJsonSchema === undefined ? {} : { strictJsonSchema }),
+    ...(strictJsonSchema === undefined ? {} : { providerOptions: { openai: { strictJsonSchema } } }),
     ...(p.prompt.system ? { system: p.prompt.system } : {}),
     ...(p.prompt.messages ? { messages: p.prompt.messages } : { prompt: p.prompt.prompt ?? '' }),
     ...(tools ? { tools } : {}),

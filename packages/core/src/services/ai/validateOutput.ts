@@ -41,6 +41,29 @@ export function objectRoot(schema: Record<string, unknown>): Record<string, unkn
   return schema.type === undefined ? { type: 'object', ...schema } : schema;
 }
 
+/** Keywords OpenAI's strict structured outputs refuse (its "supported schemas" page). */
+const NOT_STRICT = ['minLength', 'maxLength', 'minProperties', 'maxProperties', 'patternProperties', 'unevaluatedProperties', 'propertyNames', 'uniqueItems', 'contains', 'if', 'not', 'dependentRequired', 'dependentSchemas'];
+
+/**
+ * Whether OpenAI (and OpenRouter) may take `schema` in strict mode: every object closes with
+ * `additionalProperties: false` and requires all its properties, and no refused keyword is used.
+ * The AI SDK asks for strict mode by default, and OpenAI answers any other schema with a 400,
+ * which the client would see as an upstream failure; such schemas go non-strict instead, and
+ * the answer is validated here either way.
+ */
+export function isStrictSchema(schema: unknown): boolean {
+  if (Array.isArray(schema)) return schema.every(isStrictSchema);
+  if (typeof schema !== 'object' || schema === null) return true;
+  const s = schema as Record<string, unknown>;
+  if (NOT_STRICT.some((k) => k in s)) return false;
+  if (s.type === 'object' || (Array.isArray(s.type) && s.type.includes('object')) || s.properties !== undefined) {
+    const keys = Object.keys((s.properties as object | undefined) ?? {});
+    const required = Array.isArray(s.required) ? s.required : [];
+    if (s.additionalProperties !== false || !keys.every((k) => required.includes(k))) return false;
+  }
+  return Object.entries(s).every(([k, v]) => (k === 'enum' || k === 'const' || k === 'default' || k === 'examples' ? true : isStrictSchema(v)));
+}
+
 /** Check a schema compiles (before any upstream call or charge). */
 export async function assertValidSchema(schema: Record<string, unknown>, what?: string): Promise<void> {
   await validator(schema, what);
