@@ -7,13 +7,53 @@ let ajv: Promise<AjvInstance> | undefined;
 const cache = new Map<string, ValidateFunction>();
 const CACHE_MAX = 200;
 
+/**
+ * A schema's `pattern` runs here on the model's answer, which the caller can steer: a pattern
+ * like `^(a+)+$` on 30 characters blocks the event loop for seconds, on 40 for hours, and a
+ * running RegExp cannot be stopped. So a group that repeats (`+`, `*`, `{n,}`, `{n,m}`) and itself
+ * contains a repetition or an alternation (star height above one, the shape of every
+ * catastrophic pattern) is refused when the schema compiles. Character classes and `?` are fine.
+ */
+export function safeRegExp(pattern: string, flags: string): RegExp {
+  const rx = new RegExp(pattern, flags);
+  const stack: boolean[] = [false];
+  /** Length of the repeating quantifier at i (0 when none; `?` does not repeat). */
+  const repeatAt = (i: number): number => {
+    const c = pattern[i];
+    if (c === '+' || c === '*') return 1;
+    if (c !== '{') return 0;
+    const m = /^\{(\d*)(,(\d*))?\}/.exec(pattern.slice(i));
+    if (!m || (m[2] === undefined && Number(m[1]) <= 1) || (m[3] !== undefined && m[3] !== '' && Number(m[3]) <= 1)) return 0;
+    return m[0].length;
+  };
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '\\') {
+      i++;
+    } else if (c === '[') {
+      for (i++; i < pattern.length && pattern[i] !== ']'; i++) if (pattern[i] === '\\') i++;
+    } else if (c === '(') {
+      stack.push(false);
+    } else if (c === ')' && stack.length > 1) {
+      const risky = stack.pop()!;
+      if (risky && repeatAt(i + 1) > 0) {
+        throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))} repeats a group that itself repeats or alternates, which can take exponential time; the server does not run such patterns`);
+      }
+      if (risky) stack[stack.length - 1] = true;
+    } else if (c === '|' || repeatAt(i) > 0) {
+      stack[stack.length - 1] = true;
+    }
+  }
+  return rx;
+}
+
 async function validator(schema: Record<string, unknown>, what = 'output.schema'): Promise<ValidateFunction> {
   const key = JSON.stringify(schema);
   let v = cache.get(key);
   if (v) return v;
   ajv ??= import('ajv').then((m) => {
     const Ajv = (m.default as unknown as { default?: unknown }).default ?? m.default;
-    return new (Ajv as new (o: object) => AjvInstance)({ allErrors: false, strict: false });
+    return new (Ajv as new (o: object) => AjvInstance)({ allErrors: false, strict: false, code: { regExp: safeRegExp } });
   });
   try {
     v = (await ajv).compile(schema);
