@@ -94,7 +94,13 @@ describe('chat input over every entry point', () => {
       [{ output: { type: 'json', schema: { type: 'bogus' } } }, 'output.schema is not a valid JSON Schema'],
       [{ tools: [{ name: 'f', parameters: { type: 'bogus' } }] }, 'tools.0.parameters is not a valid JSON Schema'],
       [{ tools: TOOLS, toolChoice: { type: 'tool', toolName: 'nope' } }, 'toolChoice names "nope"'],
+      [{ toolChoice: 'required' }, 'toolChoice "required" needs at least one tool'],
       [{ tools: [...TOOLS, ...TOOLS] }, 'declared twice'],
+      [{ tools: [{ name: 'f', parameters: { type: 'string' } }] }, 'tools.0.parameters must describe an object'],
+      [{ output: { type: 'json', schema: { type: 'array', items: { type: 'string' } } } }, 'output.schema must describe an object'],
+      // The message itself says why, on tRPC and in the MCP text too (not only in data.issues).
+      [{ content: 'x', systemPrompt: '@support' }, 'invalid input: content: send either content or messages'],
+      [{ messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c', toolName: 'f' }] }] }, 'invalid input: messages.0.content.0.input'],
       [{ messages: [...msg, { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'zz', toolName: 'get_weather', output: 1 }] }] }, 'answers no earlier assistant tool call'],
     ];
     for (const entry of ENTRIES) {

@@ -25,7 +25,15 @@ describe('toWireError', () => {
   it('invalid input: -32602 with zod issues', () => {
     const zod = z.object({ a: z.string() }).safeParse({}).error!;
     const w = toWireError(new TRPCError({ code: 'BAD_REQUEST', cause: zod }));
-    expect(w).toMatchObject({ message: 'invalid input', jsonRpcCode: -32602 });
+    expect(w).toMatchObject({ message: 'invalid input: a: Invalid input: expected string, received undefined', jsonRpcCode: -32602 });
     expect(w.issues).toHaveLength(1);
+  });
+
+  it('invalid input names where and what (MCP clients read only the text): the union branch that got furthest', () => {
+    const input = z.object({ content: z.union([z.string(), z.array(z.object({ type: z.literal('tool-call'), input: z.unknown() }))]) });
+    const zod = input.safeParse({ content: [{ type: 'tool-call' }] }).error!;
+    expect(toWireError(new TRPCError({ code: 'BAD_REQUEST', cause: zod })).message).toBe('invalid input: content.0.input: Invalid input: expected nonoptional, received undefined');
+    const refined = z.object({ a: z.string().optional() }).superRefine((_, ctx) => ctx.addIssue({ code: 'custom', message: 'send either a or b', path: ['a'] }));
+    expect(toWireError(new TRPCError({ code: 'BAD_REQUEST', cause: refined.safeParse({}).error! })).message).toBe('invalid input: a: send either a or b');
   });
 });

@@ -49,10 +49,35 @@ function safeMessage(err: TRPCError): string {
   if (err instanceof CoreError) return err.message;
   const generic = GENERIC[err.code] ?? err.code.toLowerCase().replace(/_/g, ' ');
   if (err.code === 'INTERNAL_SERVER_ERROR') return generic;
-  if (err.cause instanceof ZodError) return 'invalid input';
+  if (err.cause instanceof ZodError) return inputMessage(err.cause);
   if (err.cause && err.cause.message === err.message) return generic;
   if (/https?:\/\/|\n\s+at /.test(err.message)) return generic;
   return err.message.length > MAX_MESSAGE ? `${err.message.slice(0, MAX_MESSAGE)}…` : err.message;
+}
+
+/**
+ * "invalid input: <path>: <first issue>": the issues are in `issues` too, but an MCP client reads
+ * only the text and a tRPC client's `message`, and "invalid input" alone does not say what to
+ * change. Zod's messages name types and rules, never the values sent.
+ */
+function inputMessage(zod: ZodError): string {
+  const first = zod.issues[0];
+  if (!first) return 'invalid input';
+  // A union that no branch matched: report the branch that got furthest ("expected string"
+  // of a string-or-parts field says less than the part that was wrong).
+  let issue: { path: PropertyKey[]; message: string; code?: string; errors?: unknown } = first;
+  let path = [...first.path];
+  while (issue.code === 'invalid_union' && Array.isArray(issue.errors) && issue.errors.length > 0) {
+    const branches = (issue.errors as Array<Array<{ path: PropertyKey[]; message: string }>>).map((b) => b[0]).filter((b) => b !== undefined);
+    const deepest = branches.reduce<(typeof branches)[number] | undefined>((a, b) => (!a || b.path.length > a.path.length ? b : a), undefined);
+    if (!deepest || deepest.path.length === 0) break;
+    path = [...path, ...deepest.path];
+    issue = deepest;
+  }
+  const where = path.map(String).join('.');
+  const more = zod.issues.length > 1 ? ` (and ${zod.issues.length - 1} more)` : '';
+  const text = `invalid input: ${where ? `${where}: ` : ''}${issue.message}${more}`;
+  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text;
 }
 
 export function toWireError(thrown: unknown): WireError {

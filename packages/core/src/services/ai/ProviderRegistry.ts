@@ -143,7 +143,7 @@ export class ProviderRegistry {
    * keep-alive `upstreamFetch`. Creating one costs about 1 µs, so models are not cached (a cache
    * keyed by API key would also keep callers' keys in memory).
    */
-  async languageModel(provider: ProviderId, modelId: string, apiKey: string): Promise<LanguageModel> {
+  async languageModel(provider: ProviderId, modelId: string, apiKey: string, opts: { strictJsonSchema?: boolean } = {}): Promise<LanguageModel> {
     // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
     const model = canonicalModelId(provider, modelId);
     const baseURL = this.baseUrl(provider);
@@ -161,7 +161,8 @@ export class ProviderRegistry {
       case 'google':
         return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);
       case 'openrouter':
-        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(model);
+        // OpenRouter takes the strictness of structured output per model, not per call.
+        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(model, opts.strictJsonSchema === undefined ? {} : { structuredOutputs: { strict: opts.strictJsonSchema } });
     }
   }
 }

@@ -13,6 +13,7 @@ import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chat
 import { budgetRefusalOf, type Metering, type Reservation, type SettledUsage, type UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
+import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
@@ -63,6 +64,14 @@ export interface CallDeps {
  */
 export const MESSAGE_OVERHEAD_TOKENS = 64;
 export const PER_MESSAGE_OVERHEAD_TOKENS = 16;
+
+/**
+ * Tokens a provider adds when tools are offered (or structured output goes through a forced
+ * tool): a tool-use system prompt of its own that no text of the request accounts for.
+ * Anthropic publishes it per model, at most 530 tokens (Claude 3 Opus; 346 for Claude 4.x);
+ * OpenAI and Google add less. Twice the largest leaves a margin.
+ */
+export const TOOL_USE_OVERHEAD_TOKENS = 1024;
 
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
 
@@ -137,7 +146,8 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   // An upper bound, not a guess (so no call is ever charged less than an identical call): UTF-8
   // bytes of every text sent, tool definitions and the output schema included, plus overhead.
   const extraBytes = (input.tools ? utf8(JSON.stringify(input.tools)) : 0) + (input.output ? utf8(JSON.stringify(input.output.schema)) : 0);
-  const inputEstimate = promptBytes(prompt) + extraBytes + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
+  const toolUse = input.tools?.length || input.output ? TOOL_USE_OVERHEAD_TOKENS : 0;
+  const inputEstimate = promptBytes(prompt) + extraBytes + toolUse + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
   const estimatedTokens = inputEstimate + maxTokens;
   const decision = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: input.apiKey !== undefined, ...(call.ip ? { ip: call.ip } : {}) });
 
@@ -258,16 +268,18 @@ export async function chargeCall(
 export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCallInput, abortSignal: AbortSignal) {
   const { ai: sdk } = await loadAiSdk();
   const tools = input.tools?.length
-    ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(t.parameters as never) })])) as ToolSet)
+    ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(objectRoot(t.parameters) as never) })])) as ToolSet)
     : undefined;
+  const strictJsonSchema = input.output ? isStrictSchema(objectRoot(input.output.schema)) : undefined;
   return {
-    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey),
+    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey, strictJsonSchema === undefined ? {} : { strictJsonSchema }),
+    ...(strictJsonSchema === undefined ? {} : { providerOptions: { openai: { strictJsonSchema } } }),
     ...(p.prompt.system ? { system: p.prompt.system } : {}),
     ...(p.prompt.messages ? { messages: p.prompt.messages } : { prompt: p.prompt.prompt ?? '' }),
     ...(tools ? { tools } : {}),
     ...(input.toolChoice ? { toolChoice: input.toolChoice } : {}),
     ...(input.output
-      ? { output: sdk.Output.object({ schema: sdk.jsonSchema(input.output.schema as never), ...(input.output.name ? { name: input.output.name } : {}), ...(input.output.description ? { description: input.output.description } : {}) }) }
+      ? { output: sdk.Output.object({ schema: sdk.jsonSchema(objectRoot(input.output.schema) as never), ...(input.output.name ? { name: input.output.name } : {}), ...(input.output.description ? { description: input.output.description } : {}) }) }
       : {}),
     maxOutputTokens: p.maxTokens,
     ...(input.options?.temperature !== undefined ? { temperature: input.options.temperature } : {}),
