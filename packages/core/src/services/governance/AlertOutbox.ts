@@ -25,6 +25,8 @@ interface OutboxRecord {
   lastError?: string;
 }
 
+/** How far past a retry's due time its timer fires (timers can fire slightly early by Date.now()). */
+const RETRY_MARGIN_MS = 5;
 const OUTBOX = 'alerts:outbox:';
 const DEAD = 'alerts:dead:';
 
@@ -158,12 +160,16 @@ export class AlertOutbox {
     }
     const backoff = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** (attempts - 1));
     const delay = Math.round(backoff * (0.8 + Math.random() * 0.4));
-    await this.storage.set<OutboxRecord>(key, { ...rec, attempts, nextAt: Date.now() + delay, leaseUntil: 0, lastError: error });
+    const nextAt = Date.now() + delay;
+    await this.storage.set<OutboxRecord>(key, { ...rec, attempts, nextAt, leaseUntil: 0, lastError: error });
     this.metrics?.alert(rec.event, 'retry');
     // Retry when it is due, not at the next poll: with the default 1 s poll a 100 ms backoff
     // would otherwise become 1 s, and every early retry the same 1 s (no backoff at all).
+    // A timer may fire a millisecond before Date.now() reaches nextAt, and the scan would then
+    // find the record not yet due and leave it to the poll: aim a few ms past nextAt.
     // (Not after stop(): the store may be closed by then.)
-    if (this.timer) setTimeout(() => this.timer && void (this.scanning ?? Promise.resolve()).then(() => this.scan()), delay).unref();
+    const wait = Math.max(0, nextAt - Date.now()) + RETRY_MARGIN_MS;
+    if (this.timer) setTimeout(() => this.timer && void (this.scanning ?? Promise.resolve()).then(() => this.scan()), wait).unref();
   }
 
   /** Records waiting for delivery and abandoned ones (for operators and tests). */
