@@ -91,11 +91,8 @@ export class CircuitBreaker {
    */
   async open(provider: ProviderId, reason: string, atLeastMs = 0): Promise<void> {
     try {
-      const ttlMs = Math.max(this.opts.cooldownMs, atLeastMs);
       const wasOpen = (await this.storage.get(`aicb:${provider}:open`)) !== undefined;
-      await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs });
-      await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: ttlMs + 10 * this.opts.windowMs });
-      await this.storage.delete(`aicb:${provider}:trying`);
+      await this.markOpen(provider, Math.max(this.opts.cooldownMs, atLeastMs));
       if (!wasOpen) this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
     } catch {
       // best effort
@@ -112,14 +109,22 @@ export class CircuitBreaker {
     }
   }
 
+  /**
+   * Open for `ttlMs`, then half-open (the trial marker outlives the open one); a trial claimed
+   * before is void. Open is written first, so no reader sees half-open on the way.
+   */
+  private async markOpen(provider: ProviderId, ttlMs: number): Promise<void> {
+    await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs });
+    await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: ttlMs + 10 * this.opts.windowMs });
+    await this.storage.delete(`aicb:${provider}:trying`);
+  }
+
   async failure(provider: ProviderId, reason: string): Promise<void> {
     try {
       const halfOpen = (await this.state(provider)) === 'half-open';
       const fails = await this.storage.increment(`aicb:${provider}:fails`, 1, { ttlMs: this.opts.windowMs });
       if (halfOpen || (fails ?? 0) >= this.opts.failureThreshold) {
-        await this.storage.set(`aicb:${provider}:open`, Date.now(), { ttlMs: this.opts.cooldownMs });
-        await this.storage.set(`aicb:${provider}:trial`, Date.now(), { ttlMs: this.opts.cooldownMs + 10 * this.opts.windowMs });
-        await Promise.all([this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
+        await Promise.all([this.markOpen(provider, this.opts.cooldownMs), this.storage.delete(`aicb:${provider}:fails`)]);
         this.logger.warn('ai: circuit opened', { provider, reason, cooldownMs: this.opts.cooldownMs });
       }
     } catch {
