@@ -100,6 +100,8 @@ export class Stats {
   private dayKey = '';
   private timer: ReturnType<typeof setInterval> | undefined;
   private flushing: Promise<void> | undefined;
+  /** The flush that follows the one under way (asked for while it was writing). */
+  private flushAgain: Promise<void> | undefined;
   private readonly now: () => number;
   /** Ids of this instance's own flush requests (Redis echoes them back through the local dispatch). */
   private readonly asking = new Set<string>();
@@ -185,10 +187,24 @@ export class Stats {
     }
   }
 
-  /** Add pending counts to the store (one flush at a time; a failed one keeps its counts for the next). */
+  /**
+   * Add the counts pending now to the store (one write at a time; a failed one keeps its counts
+   * for the next). A write under way took its batch when it began, so a flush asked for meanwhile
+   * (a read here or on another instance) waits for it and then writes what came in since: every
+   * call counted before the flush was asked for is in the store when it resolves.
+   */
   flush(): Promise<void> {
     if (!this.storage) return Promise.resolve();
-    this.flushing ??= this.writePending().finally(() => (this.flushing = undefined));
+    if (this.flushing) {
+      this.flushAgain ??= this.flushing
+        .catch(() => undefined)
+        .then(() => {
+          this.flushAgain = undefined;
+          return this.flush();
+        });
+      return this.flushAgain;
+    }
+    this.flushing = this.writePending().finally(() => (this.flushing = undefined));
     return this.flushing;
   }
 
