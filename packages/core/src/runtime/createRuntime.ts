@@ -25,6 +25,8 @@ import { AlertOutbox } from '../services/governance/AlertOutbox.js';
 import { createMetrics } from '../observability/Metrics.js';
 import { instrumentStorage } from '../observability/instrumentStorage.js';
 import { observedMetering } from '../observability/observedMetering.js';
+import { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
+import { isApiKeyLike } from '../services/apiKeys/apiKeyFormat.js';
 
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
@@ -119,6 +121,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   closers.push(() => stats.stop());
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
+  const users = new UserDirectory(storage, config);
+  const keys = new ApiKeyService(storage, config, signals, users, logger);
 
   const runtime: Runtime = {
     config,
@@ -128,7 +132,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     metrics,
     caches,
     signals,
-    users: new UserDirectory(storage, config),
+    users,
     alerts,
     logger,
     resources: createResourceRegistry(router, workspaces),
@@ -140,9 +144,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     ai,
     rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
     security,
+    keys,
     router,
     health,
-    authenticate: (token) => authenticator(token),
+    // The one point where every entry point's credential is recognised: API keys never reach the
+    // JWT/OAuth verifier, other tokens never reach the key store.
+    authenticate: (token, facts) => (isApiKeyLike(token) ? keys.authenticate(token, facts?.ip) : authenticator(token)),
     setAuthenticator(fn) {
       authenticator = fn;
     },
