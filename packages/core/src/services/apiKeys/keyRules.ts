@@ -30,6 +30,15 @@ export function ipAllowed(ranges: readonly string[], ip: string | undefined): bo
   return blockListOf(ranges).check(plain, kind === 6 ? 'ipv6' : 'ipv4');
 }
 
+/** Does the key's model rule admit `provider`/`model` (globs over `model` or `provider/model`)? No key: yes. */
+export function keyAllowsModel(grant: ApiKeyGrant | undefined, provider: string, model: string): boolean {
+  if (!grant) return true;
+  if (grant.providers && !grant.providers.includes(provider)) return false;
+  if (!grant.models) return true;
+  const globs = [...grant.models];
+  return micromatch.isMatch(model, globs, { nocase: true }) || micromatch.isMatch(`${provider}/${model}`, globs, { nocase: true });
+}
+
 /**
  * May a call through this key use `provider`/`model`? Refused with FORBIDDEN (HTTP 403) naming
  * the rule. Model globs match `model` or `provider/model`, case-insensitively, as the server's own
@@ -40,7 +49,7 @@ export function assertKeyAllowsModel(grant: ApiKeyGrant | undefined, provider: s
   if (grant.providers && !grant.providers.includes(provider)) {
     throw new CoreError('FORBIDDEN', `this API key may not use provider ${provider}`, { details: { reason: 'key_provider_not_allowed', provider } });
   }
-  if (grant.models && !micromatch.isMatch(model, [...grant.models], { nocase: true }) && !micromatch.isMatch(`${provider}/${model}`, [...grant.models], { nocase: true })) {
+  if (!keyAllowsModel(grant, provider, model)) {
     throw new CoreError('FORBIDDEN', `this API key may not use model ${provider}/${model}`, { details: { reason: 'key_model_not_allowed', provider, model } });
   }
 }
