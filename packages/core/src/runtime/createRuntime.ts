@@ -27,6 +27,8 @@ import { instrumentStorage } from '../observability/instrumentStorage.js';
 import { observedMetering } from '../observability/observedMetering.js';
 import { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
 import { isApiKeyLike } from '../services/apiKeys/apiKeyFormat.js';
+import { KeyLimits } from '../services/apiKeys/KeyLimits.js';
+import { keyLimitedMetering } from '../services/apiKeys/keyLimitedMetering.js';
 
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
@@ -85,10 +87,11 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   }
   alerts.start();
   closers.push(() => alerts.stop());
+  const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind));
   const ai = new AiService({
     config,
     logger,
-    metering: observedMetering(billing, metrics),
+    metering: keyLimitedMetering(observedMetering(billing, metrics), keyLimits, (payer, tokens) => metrics?.apiKeyTokens(payer, tokens)),
     metrics,
     onProviderDegraded: (p, r) => alertOnDegraded?.(p, r),
     storage,
@@ -122,7 +125,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
   const users = new UserDirectory(storage, config);
-  const keys = new ApiKeyService(storage, config, signals, users, logger);
+  const keys = new ApiKeyService(storage, config, signals, users, logger, { limits: keyLimits, onAuth: (outcome) => metrics?.apiKeyAuth(outcome) });
 
   const runtime: Runtime = {
     config,

@@ -11,6 +11,7 @@ import { KeyRulesSchema, type ApiKeyRecord, type ApiKeyView, type KeyRules } fro
 import { ipAllowed } from './keyRules.js';
 import { keySpendKey, keyUsageView, type KeySpendRecord, type KeyUsageView } from './keySpend.js';
 import type { UserDirectory } from '../directory/UserDirectory.js';
+import type { KeyLimits } from './KeyLimits.js';
 
 const enc = encodeURIComponent;
 export const apiKeyKeys = {
@@ -59,7 +60,20 @@ export function toView(r: ApiKeyRecord, now = Date.now()): ApiKeyView {
  * (`apikey:<id>` plus an owner index), so every backend keeps them; verified records are cached
  * per instance for at most a second and dropped at once when any instance signals a change.
  */
+export interface ApiKeyServiceOptions {
+  /** Per-key rate limits in the shared store. */
+  limits: KeyLimits;
+  /** Told the outcome of every presented key (metrics; never the key). */
+  onAuth?: (outcome: 'ok' | 'invalid' | 'revoked' | 'expired' | 'address' | 'unavailable') => void;
+  /** Clock, for tests. Default Date.now. */
+  now?: () => number;
+}
+
 export class ApiKeyService {
+  /** Per-key rate limits (requests and tokens per minute, concurrent calls). */
+  readonly limits: KeyLimits;
+  private readonly onAuth: NonNullable<ApiKeyServiceOptions['onAuth']>;
+  private readonly now: () => number;
   private readonly hasher: ApiKeyHasher | undefined;
   private readonly cache = new Map<string, { record: ApiKeyRecord; at: number }>();
   private readonly touched = new Map<string, number>();
@@ -70,8 +84,11 @@ export class ApiKeyService {
     private readonly signals: Signals,
     private readonly users: Pick<UserDirectory, 'find'>,
     private readonly logger: Logger,
-    private readonly now: () => number = Date.now,
+    opts: ApiKeyServiceOptions,
   ) {
+    this.limits = opts.limits;
+    this.onAuth = opts.onAuth ?? (() => undefined);
+    this.now = opts.now ?? Date.now;
     const secret = config.apiKeys.enabled ? resolveSecret(config) : undefined;
     this.hasher = secret ? new ApiKeyHasher(secret) : undefined;
     signals.subscribe(KEY_CHANGED, (id) => this.cache.delete(id));
@@ -250,22 +267,28 @@ export class ApiKeyService {
   async authenticate(token: string, ip?: string): Promise<AuthResult> {
     if (!this.hasher) return { ok: false, error: new CoreError('INVALID_TOKEN', 'API keys are not enabled on this server') };
     const id = this.hasher.parse(token);
-    if (!id) return { ok: false, error: INVALID() };
+    if (!id) return this.refused('invalid', INVALID());
     let record: ApiKeyRecord | undefined;
     try {
       record = await this.lookup(id);
     } catch (err) {
-      return { ok: false, error: err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable') };
+      return this.refused('unavailable', err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable'));
     }
-    if (!record || !this.hasher.matches(token, record.hash)) return { ok: false, error: INVALID() };
+    if (!record || !this.hasher.matches(token, record.hash)) return this.refused('invalid', INVALID());
     const now = this.now();
-    if (record.revokedAt) return { ok: false, error: new CoreError('INVALID_TOKEN', 'API key revoked') };
-    if (record.expiresAt && Date.parse(record.expiresAt) <= now) return { ok: false, error: new CoreError('INVALID_TOKEN', 'API key expired') };
+    if (record.revokedAt) return this.refused('revoked', new CoreError('INVALID_TOKEN', 'API key revoked'));
+    if (record.expiresAt && Date.parse(record.expiresAt) <= now) return this.refused('expired', new CoreError('INVALID_TOKEN', 'API key expired'));
     if (record.allowedIps?.length && !ipAllowed(record.allowedIps, ip)) {
-      return { ok: false, error: new CoreError('FORBIDDEN', 'this API key may not be used from this address', { details: { reason: 'address_not_allowed' } }) };
+      return this.refused('address', new CoreError('FORBIDDEN', 'this API key may not be used from this address', { details: { reason: 'address_not_allowed' } }));
     }
+    this.onAuth('ok');
     this.touch(record, now);
     return { ok: true, identity: identityOf(record, this.config) };
+  }
+
+  private refused(outcome: Parameters<ApiKeyServiceOptions['onAuth'] & {}>[0], error: CoreError): AuthResult {
+    this.onAuth(outcome);
+    return { ok: false, error };
   }
 
   private async lookup(id: string): Promise<ApiKeyRecord | undefined> {
