@@ -77,6 +77,8 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     const total = got.result.usage.periods.find((p: { period: string }) => p.period === 'total');
     expect(got.result.usage.calls).toBe(AFFORDABLE);
     expect(total).toMatchObject({ spent: { tokens: AFFORDABLE * WORST }, reserved: { tokens: 0 } });
+    const analytics = await rpcCall(a.url, user, 'billing.getUsageAnalytics', { days: 1 });
+    expect(analytics.result.byApiKey.find((k: { id: string }) => k.id === id)).toMatchObject({ calls: AFFORDABLE, status: 'active', total: { tokens: AFFORDABLE * WORST }, day: { tokens: AFFORDABLE * WORST } });
     const history = await rpcCall(a.url, user, 'billing.getUsageHistory', { limit: 100 });
     expect(JSON.stringify(history.result)).toContain(`"apiKeyId":"${id}"`);
     // The HTTP answer on /trpc is 402.
