@@ -13,7 +13,7 @@ import { load, startServer } from './lib.mjs';
 const SECRET = 'bench-jwt-secret-0123456789-abcdefghijkl';
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
 
-async function mcpSession(url, auth) {
+export async function mcpSession(url, auth) {
   const init = await fetch(url + '/mcp', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...MCP_HEADERS, ...auth },
@@ -34,7 +34,7 @@ async function mcpSession(url, auth) {
 const mean = (a, b, key) => (a[key] + b[key]) / 2;
 
 /** CPU seconds (user + system) the process has used so far. */
-async function cpuSeconds(pid) {
+export async function cpuSeconds(pid) {
   const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
