@@ -6,11 +6,10 @@
 // Usage: node bench/apiKeyOverhead.mjs [seconds]
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
-import { cpuSeconds, mcpSession } from './authOverhead.mjs';
-import { load, startServer } from './lib.mjs';
+import { abbaRun, authScenarios, mcpSession } from './authOverhead.mjs';
+import { startServer } from './lib.mjs';
 
 const SECRET = 'bench-jwt-secret-0123456789-abcdefghijkl';
-const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
 const mean = (a, b, key) => (a[key] + b[key]) / 2;
 
 export async function apiKeyOverhead(duration) {
@@ -26,28 +25,9 @@ export async function apiKeyOverhead(duration) {
   if (!created.result) throw new Error(`keys.create failed: ${JSON.stringify(created)}`);
   const auth = { jwt: { authorization: `Bearer ${jwt}` }, key: { authorization: `Bearer ${created.result.key}` } };
   const sessions = { jwt: await mcpSession(app.url, auth.jwt), key: await mcpSession(app.url, auth.key) };
-  const scenarios = [
-    { name: 'POST /rpc system.test', req: () => ({ url: app.url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) }) },
-    { name: 'GET /trpc/mcp.echo', req: () => ({ url: app.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }) },
-    {
-      name: 'MCP tools/call greeting',
-      req: (variant) => ({
-        url: app.url + '/mcp',
-        method: 'POST',
-        headers: { ...MCP_HEADERS, 'mcp-session-id': sessions[variant] },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
-      }),
-    },
-  ];
+  const scenarios = authScenarios(app.url, sessions);
   const half = Math.max(1, duration / 2);
-  const run = async (s, variant) => {
-    const r = s.req(variant);
-    const opts = { ...r, headers: { ...r.headers, ...auth[variant] } };
-    await load({ ...opts, duration: 1, warmup: 0 });
-    const cpu0 = await cpuSeconds(app.pid);
-    const result = await load({ ...opts, duration: half, warmup: 0 });
-    return { ...result, cpuUs: (((await cpuSeconds(app.pid)) - cpu0) * 1e6) / Math.max(1, result.total) };
-  };
+  const run = abbaRun(app, half, (variant) => auth[variant]);
   const lines = [
     `\n## API key overhead: an aib_ key on every request vs a valid HS256 JWT (same server, A B B A, ${half}s per run)\n`,
     '| scenario | JWT req/s | API key req/s | key / JWT | server CPU µs/req JWT | key | CPU key / JWT | p99 ms JWT / key | errors |',

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateTokens, type ConfigInput } from '@ai-backend/core';
-import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { estimateTokens } from '@ai-backend/core';
+import { testPostgres, testRedis } from '@ai-backend/test-utils/services';
+import { rpcCall, sleep, tokenFor, type AiServer } from './helpers/aiGateway.js';
+import { startKeyCluster, type KeyCluster } from './helpers/apiKeyCluster.js';
 
 /**
  * An API key's budget and rate limits over two real servers sharing PostgreSQL and Redis:
@@ -27,38 +27,21 @@ async function awayFromMinuteEdge(needMs: number): Promise<void> {
 }
 
 describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two instances', () => {
-  let upstream: TestUpstream;
+  let cluster: KeyCluster;
   let a: AiServer;
   let b: AiServer;
-  const pg = testPostgresOptions(pgAt, 'apikeylimits');
-  const keyPrefix = `e2e-apikeylimits-${randomUUID()}:`;
-  const sub = `limits-owner-${randomUUID().slice(0, 8)}`;
   let user: string;
-
-  async function newKey(rules: Record<string, unknown>): Promise<{ key: string; id: string }> {
-    const r = await rpcCall<{ key: string; apiKey: { id: string } }>(a.url, user, 'keys.create', { name: 'limited', ...rules });
-    if (!r.result) throw new Error(r.text);
-    return { key: r.result.key, id: r.result.apiKey.id };
-  }
+  let sub: string;
+  const newKey = (rules: Record<string, unknown>) => cluster.newKey({ name: 'limited', ...rules });
   const generate = (gw: AiServer, key: string, i: number, extra = '') =>
     rpcCall(gw.url, key, 'ai.generateText', { content: content(i) + extra, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } });
 
   beforeAll(async () => {
     // Input counted as the server's worst case and output = maxTokens: each call uses exactly what it holds.
-    upstream = await createTestUpstream({ outputTokens: 1000, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
-    const config: ConfigInput = { storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } } };
-    a = await startAiServer(upstream, config);
-    b = await startAiServer(upstream, config);
-    user = await tokenFor(sub);
-    await creditTokens(a.url, await tokenFor('limits-admin', { admin: true }), sub, 10_000_000, `seed-${sub}`);
+    cluster = await startKeyCluster('apikeylimits', pgAt, redisAt, { outputTokens: 1000, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
+    ({ a, b, user, sub } = cluster);
   });
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    await upstream?.close();
-    await dropTestSchema(pgAt, pg.schema);
-    await dropTestKeys(redisAt, keyPrefix);
-  });
+  afterAll(() => cluster?.stop());
 
   it(`a key's budget under ${CALLS} concurrent calls over both instances gives exactly what it affords`, async () => {
     const { key, id } = await newKey({ budget: { total: { tokens: AFFORDABLE * WORST + Math.floor(WORST / 2) } } });

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ConfigInput } from '@ai-backend/core';
-import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
-import { callVia, createTestUpstream, creditTokens, mcpClient, rpcCall, sleep, startAiServer, tokenFor, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
+import { testPostgres, testRedis } from '@ai-backend/test-utils/services';
+import { callVia, mcpClient, rpcCall, sleep, tokenFor, type AiServer, type Entry } from './helpers/aiGateway.js';
+import { startKeyCluster, type KeyCluster } from './helpers/apiKeyCluster.js';
 
 /**
  * API keys on every entry point of two real servers sharing PostgreSQL and Redis: a key is
@@ -22,38 +21,24 @@ const attempt = (gw: AiServer, entry: Entry, key: string, input: unknown) => cal
 const OFF_PROVIDER = { content: 'hello key', systemPrompt: 'Be brief.', provider: 'anthropic', options: { maxTokens: 20 } };
 
 describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two instances', () => {
-  let upstream: TestUpstream;
+  let cluster: KeyCluster;
   let a: AiServer;
   let b: AiServer;
-  const pg = testPostgresOptions(pgAt, 'apikeys');
-  const keyPrefix = `e2e-apikeys-${randomUUID()}:`;
-  const sub = `key-owner-${randomUUID().slice(0, 8)}`;
   let user: string;
   const keys: string[] = [];
   const seen: string[] = [];
 
   async function newKey(rules: Record<string, unknown> = {}): Promise<{ key: string; id: string }> {
-    const r = await rpcCall<{ key: string; apiKey: { id: string } }>(a.url, user, 'keys.create', { name: 'app', providers: ['openai'], models: ['gpt-4.1-*'], ...rules });
-    if (!r.result) throw new Error(r.text);
-    keys.push(r.result.key);
-    return { key: r.result.key, id: r.result.apiKey.id };
+    const made = await cluster.newKey({ providers: ['openai'], models: ['gpt-4.1-*'], ...rules });
+    keys.push(made.key);
+    return made;
   }
 
   beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: 8 });
-    const config: ConfigInput = { storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } } };
-    a = await startAiServer(upstream, config);
-    b = await startAiServer(upstream, config);
-    user = await tokenFor(sub);
-    await creditTokens(a.url, await tokenFor('key-admin', { admin: true }), sub, 1_000_000, `seed-${sub}`);
+    cluster = await startKeyCluster('apikeys', pgAt, redisAt, { outputTokens: 8 });
+    ({ a, b, user } = cluster);
   });
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    await upstream?.close();
-    await dropTestSchema(pgAt, pg.schema);
-    await dropTestKeys(redisAt, keyPrefix);
-  });
+  afterAll(() => cluster?.stop());
 
   it('is accepted on /trpc, /rpc and /mcp, acting as its owner; a model or provider outside its rules is refused with 403', async () => {
     const { key } = await newKey();
