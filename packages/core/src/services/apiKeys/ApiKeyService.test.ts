@@ -3,6 +3,10 @@ import type { Runtime } from '../../runtime/Runtime.js';
 import type { Storage } from '../../storage/Storage.js';
 import { admin, alice, backends, call, makeRuntime, type OpenStore } from '../billing/__tests__/kit.js';
 import type { Identity } from '../../trpc/context.js';
+import { configFromEnv } from '../../config/fromEnv.js';
+import { resolveConfig } from '../../config/resolveConfig.js';
+import { createRuntime } from '../../runtime/createRuntime.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
 
 /** A store that counts every call, to prove hostile keys are refused without a lookup. */
 function counting(inner: Storage): Storage & { calls: number } {
@@ -136,5 +140,31 @@ describe.each(backends)('API keys on $name', (backend) => {
     } finally {
       if (backend.name !== 'memory' && backend.name !== 'sqlite') await rt.close();
     }
+  });
+});
+
+describe('API key configuration', () => {
+  it('reads API_KEY_SECRET, refuses a short secret, and keys are off without any secret', async () => {
+    expect(configFromEnv({ API_KEY_SECRET: 'k'.repeat(32) })).toMatchObject({ apiKeys: { secret: 'k'.repeat(32) } });
+    expect(() => resolveConfig({ apiKeys: { secret: 'short' } })).toThrow(/32 bytes/);
+    const bare = await createRuntime(resolveConfig({ storage: { type: 'memory' } }), { storage: new MemoryStorage() });
+    try {
+      expect(bare.keys.enabled).toBe(false);
+      await expect(call(bare, 'keys.create', { name: 'x' }, alice)).rejects.toMatchObject({ code: 'PRECONDITION_FAILED' });
+      expect(await bare.authenticate(`aib_${'a'.repeat(50)}`)).toMatchObject({ ok: false, error: { appCode: 'INVALID_TOKEN' } });
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('a key made under one secret is refused under another (the secret keys the hash and the id tag)', async () => {
+    const storage = new MemoryStorage();
+    const one = await createRuntime(resolveConfig({ storage: { type: 'memory' }, apiKeys: { secret: 'one-'.repeat(8) } }), { storage });
+    const { key } = await call(one, 'keys.create', { name: 'x' }, alice);
+    expect((await one.authenticate(key)).ok).toBe(true);
+    const two = await createRuntime(resolveConfig({ storage: { type: 'memory' }, apiKeys: { secret: 'two-'.repeat(8) } }), { storage });
+    expect(await two.authenticate(key)).toMatchObject({ ok: false, error: { message: 'invalid API key' } });
+    await two.close();
+    await one.close();
   });
 });
