@@ -32,8 +32,6 @@ export interface ApiKeyGrant {
   requestsPerMinute?: number;
   tokensPerMinute?: number;
   concurrent?: number;
-  /** The key has a budget: its reservation must also read and charge the key's spend. */
-  budgeted: boolean;
 }
 
 export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'internal';

@@ -5,29 +5,16 @@ import type { Logger } from '../../runtime/Logger.js';
 import type { AuthResult } from '../../runtime/Runtime.js';
 import type { Signals } from '../../runtime/Signals.js';
 import type { Storage } from '../../storage/Storage.js';
-import type { ApiKeyGrant, Identity } from '../../trpc/context.js';
+import type { Identity } from '../../trpc/context.js';
 import { ApiKeyHasher, displayPrefix } from './apiKeyFormat.js';
-import { KeyRulesSchema, type ApiKeyRecord, type ApiKeyView, type KeyRules } from './apiKeyTypes.js';
-import { ipAllowed } from './keyRules.js';
+import { apiKeyKeys, KeyRulesSchema, type ApiKeyRecord, type ApiKeyView, type KeyRules } from './apiKeyTypes.js';
+import { ApiKeyVerifier, type AuthOutcome } from './ApiKeyVerifier.js';
 import { keySpendKey, keyUsageView, type KeySpendRecord, type KeyUsageView } from './keySpend.js';
 import type { UserDirectory } from '../directory/UserDirectory.js';
 import type { KeyLimits } from './KeyLimits.js';
 
-const enc = encodeURIComponent;
-export const apiKeyKeys = {
-  record: (id: string) => `apikey:${id}`,
-  /** The owner index: `apikeyowner:<user>:<id>` (a prefix listing gives a user's keys). */
-  ownerPrefix: (userId: string) => `apikeyowner:${enc(userId)}:`,
-  owner: (userId: string, id: string) => `apikeyowner:${enc(userId)}:${id}`,
-};
-
 /** Signal topic: a key changed (revoked, rotated, updated); the message is its id. */
 export const KEY_CHANGED = 'apikeys:changed';
-/** A verified key is re-read at least this often, so a change reaches every instance within it even if its signal is lost. */
-const CACHE_MS = 1_000;
-/** `lastUsedAt` is written at most this often per key and instance (never on the request path). */
-const TOUCH_MS = 60_000;
-const MAX_CACHED = 10_000;
 
 /** Who acts on keys: the caller, and whether they act as an administrator on someone else's. */
 export interface KeyActor {
@@ -37,8 +24,6 @@ export interface KeyActor {
 }
 
 export type KeyUpdate = Partial<KeyRules>;
-
-const INVALID = () => new CoreError('INVALID_TOKEN', 'invalid API key');
 
 /** The HMAC secret: `apiKeys.secret`, else derived from another server secret (domain-separated). */
 function resolveSecret(config: ResolvedConfig): Buffer | undefined {
@@ -54,29 +39,27 @@ export function toView(r: ApiKeyRecord, now = Date.now()): ApiKeyView {
   return { ...rest, prefix: displayPrefix(r.id), status };
 }
 
+export interface ApiKeyServiceOptions {
+  /** Per-key rate limits in the shared store. */
+  limits: KeyLimits;
+  /** Told the outcome of every presented key (metrics; never the key). */
+  onAuth?: (outcome: AuthOutcome) => void;
+  /** Clock, for tests. Default Date.now. */
+  now?: () => number;
+}
+
 /**
  * API keys (docs/api-keys.md): create, list, update, revoke and rotate them, and turn a presented
  * key into the identity of its owner with the key's own rules. Records live in the main store
  * (`apikey:<id>` plus an owner index), so every backend keeps them; verified records are cached
  * per instance for at most a second and dropped at once when any instance signals a change.
  */
-export interface ApiKeyServiceOptions {
-  /** Per-key rate limits in the shared store. */
-  limits: KeyLimits;
-  /** Told the outcome of every presented key (metrics; never the key). */
-  onAuth?: (outcome: 'ok' | 'invalid' | 'revoked' | 'expired' | 'address' | 'unavailable') => void;
-  /** Clock, for tests. Default Date.now. */
-  now?: () => number;
-}
-
 export class ApiKeyService {
   /** Per-key rate limits (requests and tokens per minute, concurrent calls). */
   readonly limits: KeyLimits;
-  private readonly onAuth: NonNullable<ApiKeyServiceOptions['onAuth']>;
   private readonly now: () => number;
   private readonly hasher: ApiKeyHasher | undefined;
-  private readonly cache = new Map<string, { record: ApiKeyRecord; at: number }>();
-  private readonly touched = new Map<string, number>();
+  private readonly verifier: ApiKeyVerifier;
 
   constructor(
     private readonly storage: Storage,
@@ -87,11 +70,19 @@ export class ApiKeyService {
     opts: ApiKeyServiceOptions,
   ) {
     this.limits = opts.limits;
-    this.onAuth = opts.onAuth ?? (() => undefined);
     this.now = opts.now ?? Date.now;
     const secret = config.apiKeys.enabled ? resolveSecret(config) : undefined;
     this.hasher = secret ? new ApiKeyHasher(secret) : undefined;
-    signals.subscribe(KEY_CHANGED, (id) => this.cache.delete(id));
+    this.verifier = new ApiKeyVerifier(storage, config, this.hasher, logger, opts.onAuth ?? (() => undefined), this.now);
+    signals.subscribe(KEY_CHANGED, (id) => this.verifier.forget(id));
+  }
+
+  /**
+   * A presented `aib_…` key → its owner's identity with the key's rules (ApiKeyVerifier): refused
+   * without a store lookup when malformed or foreign, compared in constant time, never logged.
+   */
+  authenticate(token: string, ip?: string): Promise<AuthResult> {
+    return this.verifier.authenticate(token, ip);
   }
 
   get enabled(): boolean {
@@ -269,85 +260,9 @@ export class ApiKeyService {
       const out = fn(r);
       return { writes: out === r ? [] : [{ op: 'set', key, value: out }], result: out };
     });
-    this.cache.delete(id);
+    this.verifier.forget(id);
     await this.signals.publish(KEY_CHANGED, id);
     return next;
   }
 
-  /**
-   * A presented `aib_…` key → its owner's identity with the key's rules. A malformed, truncated,
-   * wrong-checksum or foreign key is refused before any store access; the stored hash is compared
-   * in constant time. Never logs or returns the key.
-   */
-  async authenticate(token: string, ip?: string): Promise<AuthResult> {
-    if (!this.hasher) return { ok: false, error: new CoreError('INVALID_TOKEN', 'API keys are not enabled on this server') };
-    const id = this.hasher.parse(token);
-    if (!id) return this.refused('invalid', INVALID());
-    let record: ApiKeyRecord | undefined;
-    try {
-      record = await this.lookup(id);
-    } catch (err) {
-      return this.refused('unavailable', err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable'));
-    }
-    if (!record || !this.hasher.matches(token, record.hash)) return this.refused('invalid', INVALID());
-    const now = this.now();
-    if (record.revokedAt) return this.refused('revoked', new CoreError('INVALID_TOKEN', 'API key revoked'));
-    if (record.expiresAt && Date.parse(record.expiresAt) <= now) return this.refused('expired', new CoreError('INVALID_TOKEN', 'API key expired'));
-    if (record.allowedIps?.length && !ipAllowed(record.allowedIps, ip)) {
-      return this.refused('address', new CoreError('FORBIDDEN', 'this API key may not be used from this address', { details: { reason: 'address_not_allowed' } }));
-    }
-    this.onAuth('ok');
-    this.touch(record, now);
-    return { ok: true, identity: identityOf(record, this.config) };
-  }
-
-  private refused(outcome: Parameters<ApiKeyServiceOptions['onAuth'] & {}>[0], error: CoreError): AuthResult {
-    this.onAuth(outcome);
-    return { ok: false, error };
-  }
-
-  private async lookup(id: string): Promise<ApiKeyRecord | undefined> {
-    const hit = this.cache.get(id);
-    const now = this.now();
-    if (hit && now - hit.at < CACHE_MS) return hit.record;
-    const record = await this.storage.get<ApiKeyRecord>(apiKeyKeys.record(id));
-    if (record) {
-      if (this.cache.size >= MAX_CACHED) this.cache.clear();
-      this.cache.set(id, { record, at: now });
-    } else this.cache.delete(id);
-    return record;
-  }
-
-  /** Record the last use, off the request path and at most once a minute per key on this instance. */
-  private touch(record: ApiKeyRecord, now: number): void {
-    const last = this.touched.get(record.id) ?? (record.lastUsedAt ? Date.parse(record.lastUsedAt) : 0);
-    if (now - last < TOUCH_MS) return;
-    if (this.touched.size >= MAX_CACHED) this.touched.clear();
-    this.touched.set(record.id, now);
-    const key = apiKeyKeys.record(record.id);
-    const stamp = new Date(now).toISOString();
-    void this.storage
-      .transact([key], (read) => {
-        const r = read<ApiKeyRecord>(key);
-        if (!r || (r.lastUsedAt && r.lastUsedAt >= stamp)) return { writes: [], result: undefined };
-        return { writes: [{ op: 'set', key, value: { ...r, lastUsedAt: stamp } }], result: undefined };
-      })
-      .catch((err) => this.logger.warn('api keys: could not record a last use', { keyId: record.id, error: err instanceof Error ? err.message : String(err) }));
-  }
-}
-
-/** The identity a key acts with: its owner, its own scopes (the admin scope makes it an administrator) and rules. */
-export function identityOf(record: ApiKeyRecord, config: ResolvedConfig): Identity {
-  const l = record.limits ?? {};
-  const budgeted = Object.values(record.budget ?? {}).some((p) => p && (p.tokens !== undefined || p.usd !== undefined));
-  const grant: ApiKeyGrant = {
-    id: record.id,
-    ...(record.providers ? { providers: record.providers } : {}),
-    ...(record.models ? { models: record.models } : {}),
-    ...(l.requestsPerMinute ? { requestsPerMinute: l.requestsPerMinute } : {}),
-    ...(l.tokensPerMinute ? { tokensPerMinute: l.tokensPerMinute } : {}),
-    ...(l.concurrent ? { concurrent: l.concurrent } : {}),
-    budgeted,
-  };
-  return { sub: record.userId, scopes: [...record.scopes], isAdmin: record.scopes.includes(config.admin.scope), via: 'apiKey', apiKey: grant };
 }

@@ -3,6 +3,15 @@ import { z } from 'zod';
 import { MAX_BUDGET_USD } from '../../config/sections/budget.js';
 import { PROVIDER_IDS } from '../../config/sections/ai.js';
 
+const enc = encodeURIComponent;
+/** Storage keys of API keys (records in the main store). */
+export const apiKeyKeys = {
+  record: (id: string) => `apikey:${id}`,
+  /** The owner index: `apikeyowner:<user>:<id>` (a prefix listing gives a user's keys). */
+  ownerPrefix: (userId: string) => `apikeyowner:${enc(userId)}:`,
+  owner: (userId: string, id: string) => `apikeyowner:${enc(userId)}:${id}`,
+};
+
 /** Budget periods of a key: the UTC day, the UTC month, and the key's whole life. */
 export const KEY_BUDGET_PERIODS = ['day', 'month', 'total'] as const;
 export type KeyBudgetPeriod = (typeof KEY_BUDGET_PERIODS)[number];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { assertKeyAllowsModel, ipAllowed, keyAllowsModel } from './keyRules.js';
 
-const grant = (over: object = {}) => ({ id: 'k', budgeted: false, ...over });
+const grant = (over: object = {}) => ({ id: 'k', ...over });
 
 describe('key rules', () => {
   it('model globs match the model or provider/model, case-insensitively; providers narrow too', () => {

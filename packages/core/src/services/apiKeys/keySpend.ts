@@ -1,7 +1,7 @@
 import { CoreError } from '../../errors/CoreError.js';
 import type { TxRead, TxWrite } from '../../storage/Storage.js';
 import { fromNanos, periodIds, resetsAt, toNanos, type PeriodSpend, type Worst } from '../billing/periodSpend.js';
-import { KEY_BUDGET_PERIODS, type ApiKeyRecord, type KeyBudget, type KeyBudgetPeriod } from './apiKeyTypes.js';
+import { apiKeyKeys, KEY_BUDGET_PERIODS, type ApiKeyRecord, type KeyBudget, type KeyBudgetPeriod } from './apiKeyTypes.js';
 
 /**
  * Per-key spend and budgets, run inside billing's reserve / settle / release transactions (the
@@ -69,7 +69,7 @@ function refusal(spend: Record<KeyBudgetPeriod, KeyPeriod>, budget: KeyBudget, w
 }
 
 /** The keys the reservation transaction must also read for a call through `keyId`. */
-export const keySpendTxKeys = (keyId: string) => [`apikey:${keyId}`, keySpendKey(keyId)];
+export const keySpendTxKeys = (keyId: string) => [apiKeyKeys.record(keyId), keySpendKey(keyId)];
 
 /**
  * Inside the reservation's transaction: add the call's worst case to the key's reserved figures,
@@ -77,7 +77,7 @@ export const keySpendTxKeys = (keyId: string) => [`apikey:${keyId}`, keySpendKey
  * expired since the request was authenticated is refused here too.
  */
 export function reserveKeySpend(read: TxRead, keyId: string, worst: Worst, at: Date): { writes: TxWrite[]; hold: KeyHold } {
-  const record = read<ApiKeyRecord>(`apikey:${keyId}`);
+  const record = read<ApiKeyRecord>(apiKeyKeys.record(keyId));
   if (!record || record.revokedAt || (record.expiresAt && Date.parse(record.expiresAt) <= at.getTime())) throw new CoreError('INVALID_TOKEN', 'API key revoked or expired');
   const spend = current(read<KeySpendRecord>(keySpendKey(keyId)), at);
   const refused = refusal(spend, record.budget ?? {}, worst);
