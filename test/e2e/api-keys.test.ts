@@ -103,6 +103,8 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
   it('revoked on one instance: refused on the other within a second, on every entry point', async () => {
     const { key, id } = await newKey();
     for (const entry of ENTRIES) expect((await callVia(b, entry, key, 'ai.generateText', OK_INPUT)).ok).toBe(true);
+    // An MCP session opened before the revocation: its next request is refused too.
+    const open = await mcpClient(b.url, key);
     const revoked = await rpcCall(a.url, user, 'keys.revoke', { id });
     expect(revoked.result).toMatchObject({ apiKey: { status: 'revoked' } });
     const t0 = Date.now();
@@ -112,6 +114,13 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
       expect(Date.now() - t0).toBeLessThan(1_000);
       await sleep(20);
     }
+    const inSession = await open.callTool({ name: 'generateText', arguments: OK_INPUT }).then(
+      (r) => ({ refused: (r as { isError?: boolean }).isError === true, text: JSON.stringify(r) }),
+      (e: unknown) => ({ refused: true, text: String(e) }),
+    );
+    expect(inSession.refused).toBe(true);
+    expect(inSession.text).not.toContain(key);
+    await open.close().catch(() => undefined);
     for (const gw of [a, b]) {
       for (const entry of ENTRIES) {
         const r = await attempt(gw, entry, key, OK_INPUT);
