@@ -104,6 +104,18 @@ describe.each(backends)('API keys on $name', (backend) => {
     expect((await runtime.authenticate(rotated.key)).ok).toBe(true);
     expect((await runtime.authenticate(graced.key)).ok).toBe(true);
     expect(Date.parse(graced.previous.expiresAt)).toBeGreaterThan(Date.now() + 50_000);
+    // A key in its grace period is not rotated again (its successor is); nor is a revoked one.
+    await expect(call(runtime, 'keys.rotate', { id: rotated.apiKey.id }, alice)).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(call(runtime, 'keys.rotate', { id: r.apiKey.id }, alice)).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+
+  it('two rotations racing: one wins, the loser\'s new key is revoked', async () => {
+    const k = await call(runtime, 'keys.create', { name: 'race' }, alice);
+    const outcomes = await Promise.allSettled([call(runtime, 'keys.rotate', { id: k.apiKey.id }, alice), call(runtime, 'keys.rotate', { id: k.apiKey.id }, alice)]);
+    const won = outcomes.filter((o) => o.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    const active = (await call(runtime, 'keys.list', {}, alice)).keys.map((x: any) => x.id);
+    expect(active).toEqual([(won[0] as PromiseFulfilledResult<any>).value.apiKey.id]);
   });
 
   it('a revocation reaches a second instance within one second', async () => {

@@ -237,18 +237,29 @@ export class ApiKeyService {
   async rotate(actor: KeyActor, id: string, graceSec = this.config.apiKeys.defaultRotateGraceSec): Promise<{ key: string; apiKey: ApiKeyView; previous: ApiKeyView }> {
     const current = await this.get(actor, id);
     this.assertMayActOn(actor, current.userId);
-    if (current.revokedAt) throw new CoreError('CONFLICT', 'this API key is revoked');
+    const refusal = (r: ApiKeyRecord) =>
+      r.revokedAt ? 'this API key is revoked' : r.rotatedTo ? 'this API key was already rotated; rotate its successor' : r.expiresAt && Date.parse(r.expiresAt) <= this.now() ? 'this API key has expired; create a new one' : null;
+    const early = refusal(current);
+    if (early) throw new CoreError('CONFLICT', early);
     const { hash: _h, id: _i, userId: _u, createdAt: _c, createdBy: _b, updatedAt: _d, lastUsedAt: _l, revokedAt: _r, rotatedTo: _t, ...rules } = current;
-    const expiresAt = current.expiresAt && Date.parse(current.expiresAt) <= this.now() ? null : current.expiresAt;
     // Same rules as the old key: they were checked when they were set.
-    const created = await this.insert(this.requireHasher(), current.userId, { ...rules, expiresAt }, actor.identity.sub);
+    const created = await this.insert(this.requireHasher(), current.userId, rules, actor.identity.sub);
     const at = this.now();
-    const previous = await this.change(id, (r) => {
-      const stamp = new Date(at).toISOString();
-      if (graceSec <= 0) return { ...r, rotatedTo: created.apiKey.id, revokedAt: stamp, updatedAt: stamp };
-      const end = new Date(at + graceSec * 1000).toISOString();
-      return { ...r, rotatedTo: created.apiKey.id, expiresAt: r.expiresAt && r.expiresAt < end ? r.expiresAt : end, updatedAt: stamp };
-    });
+    let previous: ApiKeyRecord;
+    try {
+      previous = await this.change(id, (r) => {
+        const late = refusal(r); // a rotation or revocation that raced this one
+        if (late) throw new CoreError('CONFLICT', late);
+        const stamp = new Date(at).toISOString();
+        if (graceSec <= 0) return { ...r, rotatedTo: created.apiKey.id, revokedAt: stamp, updatedAt: stamp };
+        const end = new Date(at + graceSec * 1000).toISOString();
+        return { ...r, rotatedTo: created.apiKey.id, expiresAt: r.expiresAt && r.expiresAt < end ? r.expiresAt : end, updatedAt: stamp };
+      });
+    } catch (err) {
+      // The successor was made for nothing: it must not stay usable.
+      await this.change(created.apiKey.id, (r) => ({ ...r, revokedAt: new Date(this.now()).toISOString() })).catch(() => undefined);
+      throw err;
+    }
     return { ...created, previous: toView(previous, this.now()) };
   }
 
