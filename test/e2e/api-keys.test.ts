@@ -68,6 +68,10 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
     const client = new OpenAI({ baseURL: b.url + '/v1', apiKey: key, maxRetries: 0 });
     const done = await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 });
     expect(done.choices[0]!.message.content).toMatch(/^Test reply from/);
+    // /v1/models lists only what the key may use.
+    const listed = (await client.models.list()).data.map((m) => m.id).filter((id) => id.includes('/'));
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.every((id) => id.startsWith('openai/gpt-4.1-'))).toBe(true);
     const err = await client.chat.completions.create({ model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(403);
