@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertKeyAllowsModel, ipAllowed, keyAllowsModel } from './keyRules.js';
+import { assertKeyAllowsModel, ipAllowed, keyAllowsModel, modelsForKey } from './keyRules.js';
 
 const grant = (over: object = {}) => ({ id: 'k', ...over });
 
@@ -25,5 +25,13 @@ describe('key rules', () => {
     expect(ipAllowed(ranges, '198.51.100.8')).toBe(false);
     expect(ipAllowed(ranges, 'unknown')).toBe(false);
     expect(ipAllowed(ranges, undefined)).toBe(false);
+  });
+
+  it('narrows model listings to the key, both shapes', () => {
+    const g = grant({ models: ['gpt-4o*'], providers: ['openai', 'openrouter'] });
+    expect(modelsForKey(g, { models: { openai: ['gpt-4o', 'gpt-5'], anthropic: ['claude'] } })).toEqual({ models: { openai: ['gpt-4o'], anthropic: [] } });
+    expect(modelsForKey(g, { provider: 'openrouter', models: ['gpt-4o-mini', 'x'] })).toEqual({ provider: 'openrouter', models: ['gpt-4o-mini'] });
+    const listed = { models: { openai: ['a'] } };
+    expect(modelsForKey(undefined, listed)).toBe(listed);
   });
 });
