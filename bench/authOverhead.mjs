@@ -13,7 +13,7 @@ import { load, startServer } from './lib.mjs';
 const SECRET = 'bench-jwt-secret-0123456789-abcdefghijkl';
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
 
-async function mcpSession(url, auth) {
+export async function mcpSession(url, auth) {
   const init = await fetch(url + '/mcp', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...MCP_HEADERS, ...auth },
@@ -34,9 +34,38 @@ async function mcpSession(url, auth) {
 const mean = (a, b, key) => (a[key] + b[key]) / 2;
 
 /** CPU seconds (user + system) the process has used so far. */
-async function cpuSeconds(pid) {
+export async function cpuSeconds(pid) {
   const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
+/** The transport scenarios with a credential variant; `sessions[variant]` is an MCP session opened with it. */
+export function authScenarios(url, sessions) {
+  return [
+    { name: 'POST /rpc system.test', req: () => ({ url: url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) }) },
+    { name: 'GET /trpc/mcp.echo', req: () => ({ url: url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }) },
+    {
+      name: 'MCP tools/call greeting',
+      req: (variant) => ({
+        url: url + '/mcp',
+        method: 'POST',
+        headers: { ...MCP_HEADERS, 'mcp-session-id': sessions[variant] },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
+      }),
+    },
+  ];
+}
+
+/** One timed run of a scenario with a variant's headers (1 s warm-up), with the server's CPU µs per request. */
+export function abbaRun(app, seconds, headersOf) {
+  return async (s, variant) => {
+    const r = s.req(variant);
+    const opts = { ...r, headers: { ...r.headers, ...headersOf(variant) } };
+    await load({ ...opts, duration: 1, warmup: 0 });
+    const cpu0 = await cpuSeconds(app.pid);
+    const result = await load({ ...opts, duration: seconds, warmup: 0 });
+    return { ...result, cpuUs: (((await cpuSeconds(app.pid)) - cpu0) * 1e6) / Math.max(1, result.total) };
+  };
 }
 
 export async function authOverhead(duration) {
@@ -52,29 +81,10 @@ export async function authOverhead(duration) {
   const bearer = { authorization: `Bearer ${token}` };
   const sessions = { none: await mcpSession(app.url, {}), jwt: await mcpSession(app.url, bearer) };
 
-  const scenarios = [
-    { name: 'POST /rpc system.test', req: () => ({ url: app.url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) }) },
-    { name: 'GET /trpc/mcp.echo', req: () => ({ url: app.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }) },
-    {
-      name: 'MCP tools/call greeting',
-      req: (variant) => ({
-        url: app.url + '/mcp',
-        method: 'POST',
-        headers: { ...MCP_HEADERS, 'mcp-session-id': sessions[variant] },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
-      }),
-    },
-  ];
+  const scenarios = authScenarios(app.url, sessions);
 
   const half = Math.max(1, duration / 2);
-  const run = async (s, variant) => {
-    const r = s.req(variant);
-    const opts = { ...r, headers: { ...r.headers, ...(variant === 'jwt' ? bearer : {}) } };
-    await load({ ...opts, duration: 1, warmup: 0 });
-    const cpu0 = await cpuSeconds(app.pid);
-    const result = await load({ ...opts, duration: half, warmup: 0 });
-    return { ...result, cpuUs: ((await cpuSeconds(app.pid)) - cpu0) * 1e6 / Math.max(1, result.total) };
-  };
+  const run = abbaRun(app, half, (variant) => (variant === 'jwt' ? bearer : {}));
   const lines = [
     `\n## Auth overhead: valid HS256 JWT on every request vs no token (same server, A B B A, ${half}s per run)\n`,
     '| scenario | no auth req/s | JWT req/s | JWT / no auth | server CPU µs/req no auth | JWT | CPU JWT / no auth | p99 ms no auth / JWT | errors |',

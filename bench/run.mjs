@@ -78,3 +78,7 @@ console.log(await authOverhead(duration));
 // and tracing on vs off, measured in this run.
 const { observabilityOverhead } = await import('./observabilityOverhead.mjs');
 console.log(await observabilityOverhead(duration));
+
+// API key overhead (issue 22, bench/apiKeyOverhead.mjs): an aib_ key vs a valid JWT, measured in this run.
+const { apiKeyOverhead } = await import('./apiKeyOverhead.mjs');
+console.log(await apiKeyOverhead(duration));

@@ -22,6 +22,7 @@ export function configFromEnv(env: Env): ConfigInput {
   if (env.LOG_LEVEL) set(['monitoring', 'logging', 'level'], env.LOG_LEVEL);
   if (env.BYOK_VAULT_KEY) set(['billing', 'vaultKey'], env.BYOK_VAULT_KEY);
   if (env.PURCHASE_WEBHOOK_SECRET) set(['billing', 'webhookSecret'], env.PURCHASE_WEBHOOK_SECRET);
+  if (env.API_KEY_SECRET) set(['apiKeys', 'secret'], env.API_KEY_SECRET);
   if (env.DATABASE_URL) {
     set(['storage', 'type'], 'postgres');
     set(['storage', 'postgres', 'connectionString'], env.DATABASE_URL);
@@ -77,6 +78,7 @@ const ENV_KEYS: Record<string, string> = {
   LOG_LEVEL: 'monitoring.logging.level',
   BYOK_VAULT_KEY: 'billing.vaultKey',
   PURCHASE_WEBHOOK_SECRET: 'billing.webhookSecret',
+  API_KEY_SECRET: 'apiKeys.secret',
   REDIS_URL: 'storage.redis',
   ANTHROPIC_API_KEY: 'ai.providers.anthropic.apiKey',
   OPENAI_API_KEY: 'ai.providers.openai.apiKey',

@@ -8,6 +8,7 @@ import { AlertsSchema, ApiDescriptionSchema, MetricsSchema, StatisticsSchema } f
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 import { crossFieldProblems } from './authMode.js';
 import { RedisOptionsSchema } from './sections/storage.js';
+import { ApiKeysSchema } from './sections/apiKeys.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
 const RouterLike = z.custom<AnyRouter>(
@@ -15,7 +16,7 @@ const RouterLike = z.custom<AnyRouter>(
   'must be a tRPC router (created with router({...}))',
 );
 
-const RESERVED_NAMESPACES = ['ai', 'mcp', 'system', 'admin', 'auth', 'billing', 'user'];
+const RESERVED_NAMESPACES = ['ai', 'mcp', 'system', 'admin', 'auth', 'billing', 'user', 'keys'];
 
 /**
  * The whole configuration: every entry of the spec plus our additions, with defaults resolved
@@ -63,6 +64,7 @@ export const ConfigSchema = z
     metrics: MetricsSchema,
     statistics: StatisticsSchema,
     alerts: AlertsSchema,
+    apiKeys: ApiKeysSchema,
   })
   // The spec's `mcp.auth.oauth.sessionStorePath` is our `oauth.sessionStorage` of type file: mapped here, once.
   .check((ctx) => {

@@ -50,6 +50,9 @@ export class Metrics {
   private readonly storageErrors: Counter<'backend' | 'operation'>;
   private readonly rateLimited: Counter<'kind'>;
   private readonly alerts: Counter<'event' | 'outcome'>;
+  private readonly keyAuth: Counter<'outcome'>;
+  private readonly keyRefused: Counter<'limit'>;
+  private readonly keyTokens: Counter<'payer'>;
   private readonly mcpSessions: Gauge;
   private readonly mcpStreams: Gauge;
   private readonly models = new BoundedLabel();
@@ -77,6 +80,10 @@ export class Metrics {
     this.storageErrors = new prom.Counter({ name: 'ai_backend_storage_errors_total', help: 'Storage operations that failed, by backend and operation', labelNames: ['backend', 'operation'], registers });
     this.rateLimited = new prom.Counter({ name: 'ai_backend_rate_limited_total', help: 'Requests refused by the rate limiter, by kind (requests, toolCalls)', labelNames: ['kind'], registers });
     this.alerts = new prom.Counter({ name: 'ai_backend_alerts_total', help: 'Alert webhook deliveries by event and outcome (delivered, retry, dead)', labelNames: ['event', 'outcome'], registers });
+    // API keys: outcomes and limits only, never a key id or name as a label (bounded cardinality).
+    this.keyAuth = new prom.Counter({ name: 'ai_backend_api_key_authentications_total', help: 'API keys presented, by outcome (ok, invalid, revoked, expired, address, unavailable)', labelNames: ['outcome'], registers });
+    this.keyRefused = new prom.Counter({ name: 'ai_backend_api_key_refusals_total', help: "Calls refused by an API key's own rules, by limit (requests, tokens, concurrent, budget, model)", labelNames: ['limit'], registers });
+    this.keyTokens = new prom.Counter({ name: 'ai_backend_api_key_tokens_total', help: 'Tokens used by calls made with API keys, by payer', labelNames: ['payer'], registers });
     const self = this;
     this.mcpSessions = new prom.Gauge({ name: 'ai_backend_mcp_sessions', help: 'Open MCP sessions on this instance', registers, collect() { this.set(self.sessionsSource()); } });
     this.mcpStreams = new prom.Gauge({ name: 'ai_backend_mcp_streams', help: 'Open MCP server-sent-event streams on this instance', registers, collect() { this.set(self.streamsSource()); } });
@@ -139,6 +146,18 @@ export class Metrics {
 
   rateLimitRefused(kind: string): void {
     this.rateLimited.labels(kind).inc();
+  }
+
+  apiKeyAuth(outcome: 'ok' | 'invalid' | 'revoked' | 'expired' | 'address' | 'unavailable'): void {
+    this.keyAuth.labels(outcome).inc();
+  }
+
+  apiKeyRefused(limit: 'requests' | 'tokens' | 'concurrent' | 'budget' | 'model'): void {
+    this.keyRefused.labels(limit).inc();
+  }
+
+  apiKeyTokens(payer: Payer, tokens: number): void {
+    if (tokens > 0) this.keyTokens.labels(payer).inc(tokens);
   }
 
   alert(event: string, outcome: 'delivered' | 'retry' | 'dead'): void {

@@ -56,7 +56,7 @@ export class RequestScope {
     let credentialError: CoreError | null = null;
     if (facts.tokenInQuery) credentialError = new CoreError('INVALID_TOKEN', 'tokens in the query string are not accepted');
     else if (facts.bearer) {
-      const result = await runtime.authenticate(facts.bearer);
+      const result = await runtime.authenticate(facts.bearer, { ip: facts.ip });
       if (result.ok) identity = result.identity;
       else credentialError = result.error;
     }

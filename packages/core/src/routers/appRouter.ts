@@ -7,6 +7,7 @@ import { billingRouter } from './billing/billingRouter.js';
 import { mcpRouter } from './mcp/mcpRouter.js';
 import { systemRouter } from './system/systemRouter.js';
 import { userRouter } from './user/userRouter.js';
+import { keysRouter } from './keys/keysRouter.js';
 
 /** The built-in namespaces. */
 export const builtinRouter = router({
@@ -17,6 +18,7 @@ export const builtinRouter = router({
   auth: authRouter,
   billing: billingRouter,
   user: userRouter,
+  keys: keysRouter,
 });
 
 export type AppRouter = typeof builtinRouter;

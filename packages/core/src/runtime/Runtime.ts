@@ -18,11 +18,17 @@ import type { KeyVault } from '../services/vault/KeyVault.js';
 import type { AiService } from '../services/ai/AiService.js';
 import type { RateLimiter } from '../services/rateLimit/RateLimiter.js';
 import type { SecurityLog } from '../services/security/SecurityLog.js';
+import type { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
 
 export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
 
 /** Verifies a bearer token; provided by @ai-backend/auth and installed by createServer. */
 export type Authenticator = (token: string) => Promise<AuthResult>;
+
+/** What the request knows besides the token (an API key may be limited to some client addresses). */
+export interface AuthFacts {
+  ip?: string;
+}
 
 /** A health probe of one dependency, for /health/ready and admin.healthCheck. */
 export type HealthProbe = () => Promise<{ ok: boolean; detail?: string }>;
@@ -68,10 +74,15 @@ export interface Runtime {
   readonly rateLimit: RateLimiter;
   /** `mcp.securityLogging`: structured security events (auth failures, denials, rate-limit hits). */
   readonly security: SecurityLog;
+  /** API keys (`aib_…`): records, rules, and their verification (docs/api-keys.md). */
+  readonly keys: ApiKeyService;
   /** The application router (built-in namespaces plus customRouters). */
   readonly router: AnyRouter;
-  /** Verify a bearer token. */
-  authenticate(token: string): Promise<AuthResult>;
+  /**
+   * Verify a bearer token: an `aib_…` API key by the key service, anything else by the installed
+   * authenticator. `facts.ip` is the client address (API keys limited to some addresses need it).
+   */
+  authenticate(token: string, facts?: AuthFacts): Promise<AuthResult>;
   /** Install the token verifier (called by createServer with the auth package's). */
   setAuthenticator(authenticator: Authenticator): void;
   /** Named health probes (storage is always there). */

@@ -25,6 +25,10 @@ import { AlertOutbox } from '../services/governance/AlertOutbox.js';
 import { createMetrics } from '../observability/Metrics.js';
 import { instrumentStorage } from '../observability/instrumentStorage.js';
 import { observedMetering } from '../observability/observedMetering.js';
+import { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
+import { isApiKeyLike } from '../services/apiKeys/apiKeyFormat.js';
+import { KeyLimits } from '../services/apiKeys/KeyLimits.js';
+import { keyLimitedMetering } from '../services/apiKeys/keyLimitedMetering.js';
 
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
@@ -83,10 +87,11 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   }
   alerts.start();
   closers.push(() => alerts.stop());
+  const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind));
   const ai = new AiService({
     config,
     logger,
-    metering: observedMetering(billing, metrics),
+    metering: keyLimitedMetering(observedMetering(billing, metrics), keyLimits, (payer, tokens) => metrics?.apiKeyTokens(payer, tokens)),
     metrics,
     onProviderDegraded: (p, r) => alertOnDegraded?.(p, r),
     storage,
@@ -119,6 +124,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   closers.push(() => stats.stop());
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
+  const users = new UserDirectory(storage, config);
+  const keys = new ApiKeyService(storage, config, signals, users, logger, { limits: keyLimits, onAuth: (outcome) => metrics?.apiKeyAuth(outcome) });
 
   const runtime: Runtime = {
     config,
@@ -128,7 +135,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     metrics,
     caches,
     signals,
-    users: new UserDirectory(storage, config),
+    users,
     alerts,
     logger,
     resources: createResourceRegistry(router, workspaces),
@@ -140,9 +147,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     ai,
     rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
     security,
+    keys,
     router,
     health,
-    authenticate: (token) => authenticator(token),
+    // The one point where every entry point's credential is recognised: API keys never reach the
+    // JWT/OAuth verifier, other tokens never reach the key store.
+    authenticate: (token, facts) => (isApiKeyLike(token) ? keys.authenticate(token, facts?.ip) : authenticator(token)),
     setAuthenticator(fn) {
       authenticator = fn;
     },

@@ -301,6 +301,23 @@ describe.each(backends)('storage conformance: $name', (backend) => {
     expect(await store.dueKeys('hold:', 10_000, 10)).toEqual(['hold:c']);
   });
 
+  it('API key rows: the owner index lists exactly one owner\'s keys, and a record with its spend row moves in one transaction', async () => {
+    // What services/apiKeys relies on: encoded owner ids never bleed into each other's prefix
+    // (`a:b` vs `a`), and the reservation's transaction reads and writes several rows at once.
+    const owners = ['a', 'a:b', 'a%3Ab', 'idp:https://x#1'];
+    for (const [i, o] of owners.entries()) await store.set(`apikeyowner:${encodeURIComponent(o)}:K${i}`, 1);
+    for (const [i, o] of owners.entries()) expect(await store.keys(`apikeyowner:${encodeURIComponent(o)}:`)).toEqual([`apikeyowner:${encodeURIComponent(o)}:K${i}`]);
+    await store.set('apikey:K0', { id: 'K0', revokedAt: null });
+    const spend = await store.transact(['apikey:K0', 'apikeyspend:K0'], (read) => {
+      const rec = read<{ revokedAt: string | null }>('apikey:K0');
+      const cur = read<{ reserved: number }>('apikeyspend:K0') ?? { reserved: 0 };
+      const next = { reserved: cur.reserved + 100 };
+      return { writes: rec?.revokedAt === null ? [{ op: 'set', key: 'apikeyspend:K0', value: next, ttlMs: 60_000 }] : [], result: next };
+    });
+    expect(spend).toEqual({ reserved: 100 });
+    expect(await store.getMany(['apikey:K0', 'apikeyspend:K0'])).toEqual([{ id: 'K0', revokedAt: null }, { reserved: 100 }]);
+  });
+
   it('closes idempotently', async () => {
     await store.close();
     await expect(store.close()).resolves.toBeUndefined();

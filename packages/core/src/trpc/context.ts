@@ -15,9 +15,23 @@ export interface Identity {
   /** Administrator: listed in admin.users or holding the admin scope. */
   isAdmin: boolean;
   /** How the identity was established. */
-  via: 'jwt' | 'oauth';
+  via: 'jwt' | 'oauth' | 'apiKey';
   /** OAuth client id when the token came from our authorization server. */
   clientId?: string;
+  /** The API key the caller presented (via 'apiKey'): its owner is `sub`, these are its narrower rules. */
+  apiKey?: ApiKeyGrant;
+}
+
+/** The rules of the API key a call was made with (docs/api-keys.md); enforced by the ai and billing services. */
+export interface ApiKeyGrant {
+  id: string;
+  /** Providers the key may call; undefined: any. */
+  providers?: readonly string[];
+  /** micromatch globs over `model` or `provider/model`; undefined: any. */
+  models?: readonly string[];
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+  concurrent?: number;
 }
 
 export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'internal';

@@ -61,6 +61,14 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
   else security.record(event);
 }
 
+/** A call refused by its API key's model rules or budget, for `ai_backend_api_key_refusals_total`. */
+function countKeyRefusal(runtime: Context['runtime'], err: unknown): void {
+  const core = err instanceof CoreError ? err : (err as { cause?: unknown } | undefined)?.cause;
+  const reason = core instanceof CoreError ? core.details?.reason : undefined;
+  if (reason === 'key_model_not_allowed' || reason === 'key_provider_not_allowed') runtime.metrics?.apiKeyRefused('model');
+  else if (reason === 'key_budget_exceeded' || reason === 'key_model_not_priced') runtime.metrics?.apiKeyRefused('budget');
+}
+
 /**
  * Runs for every procedure on every entry point, as ONE middleware (each tRPC middleware
  * layer copies the call options, which showed in the transport benchmark):
@@ -87,12 +95,22 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   if (ctx.credentialError) return refuse(ctx, path, call, ctx.credentialError, getRawInput);
   const decision = accessDecision(runtime.config, path, meta, ctx.identity);
   if (!decision.allowed) return refuse(ctx, path, call, new CoreError(decision.code, decision.message), getRawInput);
+  // An API key's own requests-per-minute, on every entry point and shared by every instance.
+  const grant = ctx.identity?.apiKey;
+  if (grant?.requestsPerMinute) {
+    try {
+      await runtime.keys.limits.request(grant);
+    } catch (err) {
+      return refuse(ctx, path, call, err as CoreError, getRawInput);
+    }
+  }
   if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc' || ctx.req.transport === 'openai') && isTool(meta)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }
   const result = await call.run(next);
   call.done(result.ok ? undefined : result.error);
+  if (grant && !result.ok) countKeyRefusal(runtime, result.error);
   if (!result.ok && result.error instanceof CoreError && SECURITY_EVENT[result.error.appCode]) {
     await logRefusal(ctx, path, result.error, getRawInput);
   }

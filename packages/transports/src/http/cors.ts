@@ -3,9 +3,9 @@ import type { ResolvedConfig } from '@ai-backend/core';
 
 /** Spec rule 3, plus DELETE which MCP needs to end a session. */
 const ALLOW_METHODS = 'GET, POST, OPTIONS, HEAD, DELETE';
-/** Spec rule 4, plus the MCP session and resumability headers. */
+/** Spec rule 4, plus the MCP session and resumability headers, and x-api-key (the Anthropic wire format's credential). */
 const ALLOW_HEADERS =
-  'Content-Type, Authorization, X-Requested-With, mcp-protocol-version, Accept, Accept-Language, Content-Language, Origin, mcp-session-id, last-event-id';
+  'Content-Type, Authorization, X-Requested-With, mcp-protocol-version, Accept, Accept-Language, Content-Language, Origin, mcp-session-id, last-event-id, x-api-key';
 /** Browsers can only read these response headers when exposed (typescript-sdk #764). */
 const EXPOSE_HEADERS = 'Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version, Retry-After, RateLimit, RateLimit-Policy';
 /** Spec rule 9: the OAuth discovery path answers preflights the same way for everyone. */

@@ -29,10 +29,17 @@ export function requestOrigin(req: Request, trustProxy: boolean): string | undef
   return req.headers.get('origin') ?? undefined;
 }
 
-/** Bearer token from the Authorization header; tokens in the query string are refused elsewhere. */
+/**
+ * Bearer token from the Authorization header, else the `x-api-key` header (the Anthropic wire
+ * format; any credential sent there is verified like a bearer token). Tokens in the query string
+ * are refused elsewhere.
+ */
 export function bearerToken(req: Request): string | null {
   const h = req.headers.get('authorization');
-  if (!h) return null;
+  if (!h) {
+    const key = req.headers.get('x-api-key');
+    return key === null ? null : key.trim() || '\u0000';
+  }
   const m = /^Bearer[ ]+(.*)$/i.exec(h);
   // A malformed Authorization header counts as a presented, invalid credential.
   return m ? m[1]!.trim() || '\u0000' : '\u0000';

@@ -5,6 +5,7 @@ import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { router } from '../../trpc/init.js';
 import { publicProcedure } from '../../trpc/procedures.js';
+import { modelsForKey } from '../../services/apiKeys/keyRules.js';
 
 /**
  * ai.generateText / ai.streamText input: the spec's fields (`content`, `systemPrompt` may be
@@ -67,7 +68,8 @@ export const aiRouter = router({
   listAllowedModels: publicProcedure
     .meta({ description: 'Model ids usable with each provider (or one provider), after the server\'s model restrictions', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .input(z.object({ provider: ProviderInput.optional() }).optional())
-    .query(({ ctx, input }) => ctx.runtime.ai.listAllowedModels(input?.provider)),
+    // Called with an API key: only the models the key may use.
+    .query(({ ctx, input }) => modelsForKey(ctx.identity?.apiKey, ctx.runtime.ai.listAllowedModels(input?.provider))),
 
   getRegistryHealth: publicProcedure
     .meta({ description: 'Registry availability and per-provider call metrics; error details when the check fails' })

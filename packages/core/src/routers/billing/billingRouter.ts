@@ -80,13 +80,16 @@ export const billingRouter = router({
     }),
 
   getUsageAnalytics: protectedProcedure
-    .meta({ description: 'Usage totals per day, provider and model over the last days', mcp: { annotations: readOnly } })
+    .meta({ description: 'Usage totals per day, provider and model over the last days, and spend per API key', mcp: { annotations: readOnly } })
     .input(
       z
         .object({ days: daysInput, includeHistory: z.boolean().default(false), historyLimit: historyLimitInput })
         .default({ days: 30, includeHistory: false, historyLimit: 20 }),
     )
-    .query(({ ctx, input }) => ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input)),
+    .query(async ({ ctx, input }) => {
+      const [analytics, byApiKey] = await Promise.all([ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input), ctx.runtime.keys.spendByKey(ctx.identity.sub)]);
+      return { ...analytics, byApiKey };
+    }),
 
   planConsumption: protectedProcedure
     .meta({

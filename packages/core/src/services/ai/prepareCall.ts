@@ -15,6 +15,7 @@ import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
+import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
 export interface TextCallInput {
@@ -129,6 +130,8 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
   const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
+  // An API key's own rules (docs/api-keys.md): 403 before anything is held or sent.
+  assertKeyAllowsModel(call.identity?.apiKey, provider, model);
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
   const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });

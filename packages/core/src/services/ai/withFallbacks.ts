@@ -3,6 +3,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../errors/CoreError.js';
 import type { CallDeps, PreparedCall, TextCall, TextCallInput } from './prepareCall.js';
 import { resolveModelRef } from './resolveModelRef.js';
+import { keyAllowsModel } from '../apiKeys/keyRules.js';
 
 /**
  * One provider/model to try, with the key that pays for it. `storedKey`: a BYOK fallback on
@@ -44,6 +45,8 @@ export function callTargets(deps: CallDeps, p: PreparedCall, input: TextCallInpu
     const model = r.model || providers.defaultModel(r.provider);
     if (out.some((t) => t.provider === r.provider && t.model === model)) continue;
     if (!providers.isModelAllowed(r.provider, model)) continue;
+    // An API key's own model rules narrow the fallbacks too.
+    if (!keyAllowsModel(call.identity?.apiKey, r.provider, model)) continue;
     const info = providers.models.get(r.provider, model);
     if (p.prompt.attachments > 0 && !info?.input?.includes('image')) continue;
     if (info?.maxOutputTokens !== undefined && p.maxTokens > info.maxOutputTokens) continue;

@@ -184,7 +184,7 @@ export class BillingService implements Metering {
     const known = p.decision && this.prefsRead.get(p.decision);
     const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
     const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
-    const outcome = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs), worst);
+    const outcome = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs), worst, p.identity.apiKey?.id);
     if ('refused' in outcome) return this.refuseForBudget(userId, outcome.refused, outcome.alerted);
     const reservation = outcome.held;
     this.prefsRead.set(reservation, { userId, prefs });
@@ -227,7 +227,7 @@ export class BillingService implements Metering {
   /** A call paid with the caller's own key: usage only, no balance changes. Idempotent per requestId. */
   async recordByokUsage(p: ByokUsageParams): Promise<void> {
     if (!p.identity) return;
-    await recordByokUsage(this.ledger, p.identity.sub, p);
+    await recordByokUsage(this.ledger, p.identity.sub, { ...p, apiKeyId: p.identity.apiKey?.id });
   }
 
   /** Add tokens once per idempotency key (purchases, admin credits, your own code). */

@@ -10,6 +10,7 @@ import type { UsageRecordItem } from './history.js';
 import { accountOf, ledgerKeys, type Account, type Ledger } from './Ledger.js';
 import { releaseSpend, reserveSpend, settleSpend, toNanos, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from './periodSpend.js';
 import type { BalanceType, BudgetAlertSink, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
+import { keySpendTxKeys, releaseKeySpend, reserveKeySpend, settleKeySpend } from '../apiKeys/keySpend.js';
 
 /**
  * A hold's records. While the call runs, `hold:<user>:<requestId>` holds the reservation and is
@@ -86,14 +87,17 @@ export class Reservations {
    * fee, cost) to the budget's reserved figures, in one transaction that also reads the budget:
    * a call the budget cannot cover is refused, so concurrent calls can never overspend it.
    * Replaying a requestId returns the same reservation.
+   * `apiKeyId`: the call came through an API key, whose budget is checked and spend held in the
+   * same transaction (services/apiKeys/keySpend.ts).
    */
-  reserve(userId: string, tokens: number, requestId: string, order: readonly BalanceType[], worst: Worst): Promise<ReserveOutcome> {
+  reserve(userId: string, tokens: number, requestId: string, order: readonly BalanceType[], worst: Worst, apiKeyId?: string): Promise<ReserveOutcome> {
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, requestId);
     const doneKey = finishedKey(userId, requestId);
     const budgetKey = budgetKeys.budget(userId);
     const spendKey = budgetKeys.spend(userId);
-    return this.storage.transact<ReserveOutcome>([accountKey, key, doneKey, budgetKey, spendKey], (read) => {
+    const keyKeys = apiKeyId ? keySpendTxKeys(apiKeyId) : [];
+    return this.storage.transact<ReserveOutcome>([accountKey, key, doneKey, budgetKey, spendKey, ...keyKeys], (read) => {
       const done = read<FinishedRecord>(doneKey);
       if (done) return { writes: [], result: { held: done.reservation } }; // replay of a call that already ended
       const open = read<HoldRecord>(key);
@@ -117,13 +121,16 @@ export class Reservations {
         const writes: TxWrite[] = [{ op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS }, ...exceededAlertWrites(this.budgets.alerts, userId, r)];
         return { writes, result: { refused: r, alerted: true } };
       }
-      const reservation: Reservation = { requestId, userId, tokens, draws, budget: checked.hold, createdAt: at.toISOString(), expiresAt: new Date(now + this.ttlMs).toISOString() };
+      // Throws the key's PAYMENT_REQUIRED when its budget cannot cover the call: nothing is written.
+      const byKey = apiKeyId ? reserveKeySpend(read, apiKeyId, worst, at) : undefined;
+      const reservation: Reservation = { requestId, userId, tokens, draws, budget: checked.hold, ...(byKey ? { apiKey: byKey.hold } : {}), createdAt: at.toISOString(), expiresAt: new Date(now + this.ttlMs).toISOString() };
       const entry = this.ledger.newEntry({ kind: 'reserve', idempotencyKey: `reserve:${requestId}`, requestId, lines: draws.map((d) => ({ type: d.type, delta: -d.amount })) });
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'set', key, value: { reservation } satisfies HoldRecord, dueAt: now + this.ttlMs },
         { op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
+        ...(byKey?.writes ?? []),
       ];
       return { writes, result: { held: reservation } };
     });
@@ -144,7 +151,8 @@ export class Reservations {
     const day = at.toISOString().slice(0, 10);
     const dayKeys = usageKeys(userId, day);
     const costUsd = usage.costUsd ?? 0;
-    return this.storage.transact<SettleOutcome>([accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global], (read) => {
+    const keyHold = reservation.apiKey;
+    return this.storage.transact<SettleOutcome>([accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
       const done = read<FinishedRecord>(doneKey);
       if (done?.state === 'settled') return { writes: [], result: { result: done.result, reservation: done.reservation, replay: true, crossings: [] } };
       if (done) throw new CoreError('CONFLICT', 'this reservation was already released');
@@ -208,6 +216,7 @@ export class Reservations {
         platformFee: fee,
         estimatedCostUsd: costUsd,
         ...(usage.metadata ? { metadata: usage.metadata } : {}),
+        ...(held.apiKey ? { apiKeyId: held.apiKey.keyId } : {}),
         paidBy: Object.fromEntries(Object.entries(paid).filter(([, v]) => v !== 0)),
       };
       const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: account.subscription + account.one_time };
@@ -222,6 +231,7 @@ export class Reservations {
         ...usageWrites(read, userId, day, item),
         { op: 'set', key: spendKey, value: spend, ttlMs: SPEND_TTL_MS },
         ...thresholdAlertWrites(this.budgets.alerts, userId, crossings),
+        ...(keyHold && held.apiKey ? settleKeySpend(read, held.apiKey, { tokens: used, usdNanos: toNanos(costUsd) }, at) : []),
       ];
       if (uncollected > 0) this.logger.warn('billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected });
       return { writes, result: { result, reservation: held, replay: false, crossings } };
@@ -232,13 +242,15 @@ export class Reservations {
    * Give the whole hold back. False (nothing changed) when it is already settled or released,
    * or, with `expiredBy`, when it has not expired by then.
    */
-  release(reservation: Reservation, reason: string, expiredBy?: number): Promise<boolean> {
+  async release(reservation: Reservation, reason: string, expiredBy?: number): Promise<boolean> {
     const userId = reservation.userId!;
+    // The sweeper knows only the hold's key: read which API key the hold has, to declare its spend row.
+    const keyHold = reservation.apiKey ?? (expiredBy !== undefined ? (await this.storage.get<HoldRecord>(holdKey(userId, reservation.requestId)))?.reservation.apiKey : undefined);
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, reservation.requestId);
     const doneKey = finishedKey(userId, reservation.requestId);
     const spendKey = budgetKeys.spend(userId);
-    return this.storage.transact([accountKey, key, doneKey, spendKey], (read) => {
+    return this.storage.transact([accountKey, key, doneKey, spendKey, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
       if (read(doneKey)) return { writes: [], result: false };
       const open = read<HoldRecord>(key);
       if (!open) {
@@ -262,6 +274,7 @@ export class Reservations {
         { op: 'set', key: doneKey, value: { state: 'released', reservation: held } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
         { op: 'set', key: spendKey, value: releaseSpend(read<SpendRecord>(spendKey), held.budget, new Date()), ttlMs: SPEND_TTL_MS },
+        ...(keyHold && held.apiKey ? releaseKeySpend(read, held.apiKey, new Date()) : []),
       ];
       return { writes, result: true };
     });

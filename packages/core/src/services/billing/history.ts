@@ -29,6 +29,8 @@ export interface UsageItem {
   platformFee: number;
   estimatedCostUsd?: number;
   metadata?: Record<string, unknown>;
+  /** The API key the call was made with (docs/api-keys.md). */
+  apiKeyId?: string;
 }
 
 /** A usage log record: the item plus what paid for it (net of the hold's refund). */

@@ -13,7 +13,7 @@ const CLAIM_TTL_MS = 7 * 24 * 3600_000;
  * the user's and the cluster's day analytics rows and the requestId claim, so a replay records
  * nothing twice. BYOK calls never count against a budget (docs/billing.md#budgets).
  */
-export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsageParams, 'identity'>): Promise<boolean> {
+export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsageParams, 'identity'> & { apiKeyId?: string | undefined }): Promise<boolean> {
   const requestId = p.requestId ?? randomUUID();
   const claimKey = ledgerKeys.claim(userId, `byok:${requestId}`);
   const at = new Date();
@@ -41,6 +41,7 @@ export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsag
       platformFee: 0,
       estimatedCostUsd: p.estimatedCostUsd,
       ...(p.metadata ? { metadata: p.metadata } : {}),
+      ...(p.apiKeyId ? { apiKeyId: p.apiKeyId } : {}),
       paidBy: 'byok',
     };
     const writes: TxWrite[] = [

@@ -1,3 +1,4 @@
+import type { KeyHold } from '../apiKeys/keySpend.js';
 import type { TxWrite } from '../../storage/Storage.js';
 import type { Identity } from '../../trpc/context.js';
 import type { BudgetCrossing, BudgetHold, BudgetRefusal } from './periodSpend.js';
@@ -77,6 +78,8 @@ export interface Reservation {
   draws: Array<{ type: BalanceType; amount: number }>;
   /** What this call added to its day's and month's reserved budget figures. */
   budget?: BudgetHold;
+  /** A call made with an API key: what it added to the key's reserved figures (docs/api-keys.md). */
+  apiKey?: KeyHold;
   createdAt: string;
   expiresAt: string;
 }

@@ -36,6 +36,8 @@ export class UserDirectory {
 
   /** Note a caller (fire and forget: a failed write never fails the call). */
   seen(identity: Identity): void {
+    // An API key carries its own narrower scopes: the owner's profile comes from their own sign-ins.
+    if (identity.via === 'apiKey') return;
     const fingerprint = `${identity.email ?? ''}|${identity.isAdmin}|${identity.scopes.join(' ')}`;
     const last = this.written.get(identity.sub);
     const now = Date.now();

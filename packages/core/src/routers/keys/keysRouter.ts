@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { KeyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
+import { toView, type KeyActor } from '../../services/apiKeys/ApiKeyService.js';
+import type { Identity } from '../../trpc/context.js';
+import { router } from '../../trpc/init.js';
+import { adminProcedure, protectedProcedure } from '../../trpc/procedures.js';
+
+const KeyId = z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12 characters after aib_)');
+const UserId = z.string().min(1).max(512);
+const GraceSec = z.number().int().min(0).max(7 * 86_400).optional();
+const ListInput = z.object({ includeRevoked: z.boolean().default(false) }).default({ includeRevoked: false });
+const UpdateInput = KeyRulesSchema.partial().extend({ id: KeyId });
+const ONCE = 'store this key now: it is shown only once and cannot be recovered';
+
+const self = (identity: Identity): KeyActor => ({ identity, asAdmin: false });
+const admin = (identity: Identity): KeyActor => ({ identity, asAdmin: true });
+
+/**
+ * API keys (docs/api-keys.md). A user manages their own keys; the admin variants act on any
+ * user's. Creating and rotating return the key once; nothing else ever does. None is published on
+ * MCP: a key is a credential and does not belong in a model's context.
+ */
+export const keysRouter = router({
+  create: protectedProcedure
+    .meta({ description: 'Create an API key for your account (the key is in the answer only this once)' })
+    .input(KeyRulesSchema)
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.create(self(ctx.identity), ctx.identity.sub, input)), notice: ONCE })),
+
+  list: protectedProcedure
+    .meta({ description: 'Your API keys (never the keys themselves)' })
+    .input(ListInput)
+    .query(async ({ ctx, input }) => ({ keys: await ctx.runtime.keys.list(self(ctx.identity), ctx.identity.sub, input) })),
+
+  get: protectedProcedure
+    .meta({ description: 'One of your API keys, with its spend' })
+    .input(z.object({ id: KeyId }))
+    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(self(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
+
+  update: protectedProcedure
+    .meta({ description: "Change one of your API keys' rules (name, scopes, models, budget, limits, expiry, addresses, metadata)" })
+    .input(UpdateInput)
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(self(ctx.identity), id, patch) })),
+
+  revoke: protectedProcedure
+    .meta({ description: 'Revoke one of your API keys (refused on every instance within a second)' })
+    .input(z.object({ id: KeyId }))
+    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(self(ctx.identity), input.id) })),
+
+  rotate: protectedProcedure
+    .meta({ description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec' })
+    .input(z.object({ id: KeyId, graceSec: GraceSec }))
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(self(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
+
+  adminCreate: adminProcedure
+    .meta({ description: 'Create an API key for any user (administrators)' })
+    .input(KeyRulesSchema.extend({ userId: UserId }))
+    .mutation(async ({ ctx, input: { userId, ...rules } }) => {
+      const { sub } = await ctx.runtime.users.find(userId);
+      return { ...(await ctx.runtime.keys.create(admin(ctx.identity), sub, rules)), notice: ONCE };
+    }),
+
+  adminList: adminProcedure
+    .meta({ description: "Any user's API keys (administrators)" })
+    .input(z.object({ userId: UserId, includeRevoked: z.boolean().default(false) }))
+    .query(async ({ ctx, input }) => {
+      const { sub } = await ctx.runtime.users.find(input.userId);
+      return { userId: sub, keys: await ctx.runtime.keys.list(admin(ctx.identity), sub, input) };
+    }),
+
+  adminGet: adminProcedure
+    .meta({ description: 'Any API key, with its spend (administrators)' })
+    .input(z.object({ id: KeyId }))
+    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(admin(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
+
+  adminUpdate: adminProcedure
+    .meta({ description: "Change any API key's rules (administrators)" })
+    .input(UpdateInput)
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(admin(ctx.identity), id, patch) })),
+
+  adminRevoke: adminProcedure
+    .meta({ description: 'Revoke any API key (administrators)' })
+    .input(z.object({ id: KeyId }))
+    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(admin(ctx.identity), input.id) })),
+
+  adminRotate: adminProcedure
+    .meta({ description: 'Rotate any API key (administrators)' })
+    .input(z.object({ id: KeyId, graceSec: GraceSec }))
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(admin(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
+});

@@ -1,0 +1,118 @@
+import type { ResolvedConfig } from '../../config/schema.js';
+import { CoreError } from '../../errors/CoreError.js';
+import type { Logger } from '../../runtime/Logger.js';
+import type { AuthResult } from '../../runtime/Runtime.js';
+import type { Storage } from '../../storage/Storage.js';
+import type { ApiKeyGrant, Identity } from '../../trpc/context.js';
+import type { ApiKeyHasher } from './apiKeyFormat.js';
+import { apiKeyKeys, type ApiKeyRecord } from './apiKeyTypes.js';
+import { ipAllowed } from './keyRules.js';
+
+/** A verified key is re-read at least this often, so a change reaches every instance within it even if its signal is lost. */
+const CACHE_MS = 1_000;
+/** `lastUsedAt` is written at most this often per key and instance (never on the request path). */
+const TOUCH_MS = 60_000;
+const MAX_CACHED = 10_000;
+
+/** What happened to a presented key, for metrics. */
+export type AuthOutcome = 'ok' | 'invalid' | 'revoked' | 'expired' | 'address' | 'unavailable';
+
+const INVALID = () => new CoreError('INVALID_TOKEN', 'invalid API key');
+
+/**
+ * The request path of API keys: a presented key becomes its owner's identity with the key's
+ * rules, or a refusal. Records are cached for at most CACHE_MS per instance; `forget` drops one at
+ * once (a change signalled by any instance). `lastUsedAt` is written behind, at most once a minute.
+ */
+export class ApiKeyVerifier {
+  private readonly cache = new Map<string, { record: ApiKeyRecord; at: number }>();
+  private readonly touched = new Map<string, number>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly config: ResolvedConfig,
+    private readonly hasher: ApiKeyHasher | undefined,
+    private readonly logger: Logger,
+    private readonly onAuth: (outcome: AuthOutcome) => void,
+    private readonly now: () => number,
+  ) {}
+
+  forget(id: string): void {
+    this.cache.delete(id);
+  }
+
+  /**
+   * A presented `aib_…` key → its owner's identity with the key's rules. A malformed, truncated,
+   * wrong-checksum or foreign key is refused before any store access; the stored hash is compared
+   * in constant time. Never logs or returns the key.
+   */
+  async authenticate(token: string, ip?: string): Promise<AuthResult> {
+    if (!this.hasher) return { ok: false, error: new CoreError('INVALID_TOKEN', 'API keys are not enabled on this server') };
+    const id = this.hasher.parse(token);
+    if (!id) return this.refused('invalid', INVALID());
+    let record: ApiKeyRecord | undefined;
+    try {
+      record = await this.lookup(id);
+    } catch (err) {
+      return this.refused('unavailable', err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable'));
+    }
+    if (!record || !this.hasher.matches(token, record.hash)) return this.refused('invalid', INVALID());
+    const now = this.now();
+    if (record.revokedAt) return this.refused('revoked', new CoreError('INVALID_TOKEN', 'API key revoked'));
+    if (record.expiresAt && Date.parse(record.expiresAt) <= now) return this.refused('expired', new CoreError('INVALID_TOKEN', 'API key expired'));
+    if (record.allowedIps?.length && !ipAllowed(record.allowedIps, ip)) {
+      return this.refused('address', new CoreError('FORBIDDEN', 'this API key may not be used from this address', { details: { reason: 'address_not_allowed' } }));
+    }
+    this.onAuth('ok');
+    this.touch(record, now);
+    return { ok: true, identity: identityOf(record, this.config) };
+  }
+
+  private refused(outcome: AuthOutcome, error: CoreError): AuthResult {
+    this.onAuth(outcome);
+    return { ok: false, error };
+  }
+
+  private async lookup(id: string): Promise<ApiKeyRecord | undefined> {
+    const hit = this.cache.get(id);
+    const now = this.now();
+    if (hit && now - hit.at < CACHE_MS) return hit.record;
+    const record = await this.storage.get<ApiKeyRecord>(apiKeyKeys.record(id));
+    if (record) {
+      if (this.cache.size >= MAX_CACHED) this.cache.clear();
+      this.cache.set(id, { record, at: now });
+    } else this.cache.delete(id);
+    return record;
+  }
+
+  /** Record the last use, off the request path and at most once a minute per key on this instance. */
+  private touch(record: ApiKeyRecord, now: number): void {
+    const last = this.touched.get(record.id) ?? (record.lastUsedAt ? Date.parse(record.lastUsedAt) : 0);
+    if (now - last < TOUCH_MS) return;
+    if (this.touched.size >= MAX_CACHED) this.touched.clear();
+    this.touched.set(record.id, now);
+    const key = apiKeyKeys.record(record.id);
+    const stamp = new Date(now).toISOString();
+    void this.storage
+      .transact([key], (read) => {
+        const r = read<ApiKeyRecord>(key);
+        if (!r || (r.lastUsedAt && r.lastUsedAt >= stamp)) return { writes: [], result: undefined };
+        return { writes: [{ op: 'set', key, value: { ...r, lastUsedAt: stamp } }], result: undefined };
+      })
+      .catch((err) => this.logger.warn('api keys: could not record a last use', { keyId: record.id, error: err instanceof Error ? err.message : String(err) }));
+  }
+}
+
+/** The identity a key acts with: its owner, its own scopes (the admin scope makes it an administrator) and rules. */
+export function identityOf(record: ApiKeyRecord, config: ResolvedConfig): Identity {
+  const l = record.limits ?? {};
+  const grant: ApiKeyGrant = {
+    id: record.id,
+    ...(record.providers ? { providers: record.providers } : {}),
+    ...(record.models ? { models: record.models } : {}),
+    ...(l.requestsPerMinute ? { requestsPerMinute: l.requestsPerMinute } : {}),
+    ...(l.tokensPerMinute ? { tokensPerMinute: l.tokensPerMinute } : {}),
+    ...(l.concurrent ? { concurrent: l.concurrent } : {}),
+  };
+  return { sub: record.userId, scopes: [...record.scopes], isAdmin: record.scopes.includes(config.admin.scope), via: 'apiKey', apiKey: grant };
+}

@@ -1,0 +1,63 @@
+import { BlockList, isIP } from 'node:net';
+import micromatch from 'micromatch';
+import { CoreError } from '../../errors/CoreError.js';
+import type { ApiKeyGrant } from '../../trpc/context.js';
+
+const lists = new Map<string, BlockList>();
+
+function blockListOf(ranges: readonly string[]): BlockList {
+  const id = ranges.join(',');
+  let list = lists.get(id);
+  if (list) return list;
+  list = new BlockList();
+  for (const r of ranges) {
+    const [ip, bits] = r.split('/') as [string, string | undefined];
+    const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
+    if (bits === undefined) list.addAddress(ip, type);
+    else list.addSubnet(ip, Number(bits), type);
+  }
+  if (lists.size > 1000) lists.clear();
+  lists.set(id, list);
+  return list;
+}
+
+/** Is `ip` in one of `ranges` (IPs or CIDRs)? An unknown address never is. IPv4-mapped IPv6 counts as IPv4. */
+export function ipAllowed(ranges: readonly string[], ip: string | undefined): boolean {
+  if (!ip) return false;
+  const plain = ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+  const kind = isIP(plain);
+  if (!kind) return false;
+  return blockListOf(ranges).check(plain, kind === 6 ? 'ipv6' : 'ipv4');
+}
+
+/** Does the key's model rule admit `provider`/`model` (globs over `model` or `provider/model`)? No key: yes. */
+export function keyAllowsModel(grant: ApiKeyGrant | undefined, provider: string, model: string): boolean {
+  if (!grant) return true;
+  if (grant.providers && !grant.providers.includes(provider)) return false;
+  if (!grant.models) return true;
+  const globs = [...grant.models];
+  return micromatch.isMatch(model, globs, { nocase: true }) || micromatch.isMatch(`${provider}/${model}`, globs, { nocase: true });
+}
+
+/**
+ * May a call through this key use `provider`/`model`? Refused with FORBIDDEN (HTTP 403) naming
+ * the rule. Model globs match `model` or `provider/model`, case-insensitively, as the server's own
+ * allowedModels do.
+ */
+export function assertKeyAllowsModel(grant: ApiKeyGrant | undefined, provider: string, model: string): void {
+  if (!grant) return;
+  if (grant.providers && !grant.providers.includes(provider)) {
+    throw new CoreError('FORBIDDEN', `this API key may not use provider ${provider}`, { details: { reason: 'key_provider_not_allowed', provider } });
+  }
+  if (!keyAllowsModel(grant, provider, model)) {
+    throw new CoreError('FORBIDDEN', `this API key may not use model ${provider}/${model}`, { details: { reason: 'key_model_not_allowed', provider, model } });
+  }
+}
+
+/** ai.listAllowedModels narrowed to what a key may use (unchanged without a key). */
+export function modelsForKey<T extends { models: Record<string, string[]> } | { provider: string; models: string[] }>(grant: ApiKeyGrant | undefined, listed: T): T {
+  if (!grant) return listed;
+  if ('provider' in listed) return { ...listed, models: listed.models.filter((m) => keyAllowsModel(grant, listed.provider, m)) };
+  const models = Object.fromEntries(Object.entries(listed.models).map(([p, ms]) => [p, ms.filter((m) => keyAllowsModel(grant, p, m))]));
+  return { ...listed, models } as T;
+}
