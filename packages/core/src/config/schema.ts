@@ -1,7 +1,8 @@
 import type { AnyRouter } from '@trpc/server';
 import { z } from 'zod';
 import { AdminSchema, JwtSchema, McpSchema, OAuthSchema } from './sections/auth.js';
-import { AiSchema, BillingSchema, PROVIDER_IDS } from './sections/ai.js';
+import { AiSchema, BillingSchema } from './sections/ai.js';
+import { isBuiltinProvider } from './sections/aiProviders.js';
 import { CorsSchema, LimitsSchema, MonitoringSchema, ProtocolsSchema, TransportsSchema } from './sections/server.js';
 import { StorageSchema } from './sections/storage.js';
 import { AlertsSchema, ApiDescriptionSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
@@ -37,7 +38,8 @@ export const ConfigSchema = z
     protocols: ProtocolsSchema,
     transports: TransportsSchema,
     limits: LimitsSchema,
-    serverProviders: z.array(z.enum(PROVIDER_IDS)).default([]),
+    /** Providers the server pays for with its own key: built-in ids or named providers of ai.providers. */
+    serverProviders: z.array(z.string()).default([]),
     customRouters: z
       .record(
         z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, 'namespace names are identifiers'),
@@ -78,6 +80,13 @@ export const ConfigSchema = z
     const path = config.mcp.auth.oauth.sessionStorePath;
     if (path !== undefined && !config.oauth.sessionStorage) config.oauth.sessionStorage = { type: 'file', filePath: path, redis: RedisOptionsSchema.parse({}) };
     return config;
+  })
+  .check((ctx) => {
+    ctx.value.serverProviders.forEach((id, i) => {
+      if (!isBuiltinProvider(id) && !Object.hasOwn(ctx.value.ai.providers, id)) {
+        ctx.issues.push({ code: 'custom', input: id, path: ['serverProviders', i], message: `unknown provider "${id}": a built-in (anthropic, openai, google, openrouter) or a named provider of ai.providers` });
+      }
+    });
   })
   // Rules across sections (OAuth completeness, no unauthenticated public bind): `serve` and
   // `config check` both get them from here.

@@ -7,6 +7,8 @@ import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormat
 
 /** The four provider ids of core's config (`PROVIDER_IDS`), repeated so this package does not depend on core. */
 export type ProviderId = 'anthropic' | 'openai' | 'google' | 'openrouter';
+/** Wire formats a named provider may speak here (`namedBaseUrl`): any OpenAI-compatible server, or Mistral's. */
+export type NamedWireFormat = 'openai-chat' | 'mistral';
 
 /**
  * A local stand-in for the four upstream AI APIs, for tests and the benchmark. It speaks the
@@ -41,8 +43,8 @@ export interface TestUpstreamOptions {
 export interface RecordedRequest {
   method: string;
   path: string;
-  /** Provider inferred from the path (openai covers both OpenAI APIs). */
-  provider: ProviderId;
+  /** Provider inferred from the path (openai covers both OpenAI APIs); a named provider's id under `/named/`. */
+  provider: ProviderId | (string & {});
   format: WireFormat | 'models';
   /** The key as presented (Authorization bearer, x-api-key, x-goog-api-key or ?key=). */
   apiKey: string | undefined;
@@ -69,6 +71,11 @@ export interface TestUpstream {
   readonly baseUrls: Record<ProviderId, string>;
   /** Every request received, in order. */
   readonly requests: RecordedRequest[];
+  /**
+   * Base URL of a named provider `id` speaking `format` (`<url>/named/<format>/<id>/v1`): its
+   * requests are recorded with `provider: id`, and `failProvider(id, …)` takes it down.
+   */
+  namedBaseUrl(id: string, format?: NamedWireFormat): string;
   /** `config.ai` fragment pointing every provider here (optionally with a server key). */
   aiConfig(opts?: { apiKey?: string }): { providers: Record<ProviderId, { baseUrl: string; apiKey?: string }> };
   /** Apply `fault` to the next `times` generation requests (after marker faults). */
@@ -77,7 +84,7 @@ export interface TestUpstream {
    * Apply `fault` to every request for `provider`, model lists and key checks included (a provider
    * that is down), until called again with `undefined`. Marker faults still come first.
    */
-  failProvider(provider: ProviderId, fault: UpstreamFault | undefined): void;
+  failProvider(provider: ProviderId | (string & {}), fault: UpstreamFault | undefined): void;
   setLatency(ms: number): void;
   setOutputTokens(n: number): void;
   setChunkDelay(ms: number): void;
@@ -89,9 +96,17 @@ export interface TestUpstream {
   close(): Promise<void>;
 }
 
-type Route = { provider: ProviderId; format: WireFormat; model?: string } | { provider: ProviderId; format: 'models' };
+type Route = { provider: string; format: WireFormat; model?: string } | { provider: string; format: 'models'; wire?: WireFormat };
 
 function route(method: string, path: string, headers: http.IncomingHttpHeaders): Route | undefined {
+  // Named providers: /named/<format>/<id>/v1/... in that format's paths.
+  const named = /^\/named\/(openai-chat|mistral)\/([a-z][a-z0-9_-]*)\/v1(\/.*)$/.exec(path);
+  if (named) {
+    const [, format, provider, rest] = named as unknown as [string, 'openai-chat' | 'mistral', string, string];
+    if (method === 'POST' && rest === '/chat/completions') return { provider, format };
+    if (method === 'GET' && rest === '/models') return { provider, format: 'models', wire: format };
+    return undefined;
+  }
   if (method === 'POST') {
     if (path === '/v1/responses') return { provider: 'openai', format: 'openai-responses' };
     if (path === '/v1/chat/completions') return { provider: 'openai', format: 'openai-chat' };
@@ -129,7 +144,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
   let chunkDelayMs = options.chunkDelayMs ?? 0;
   const requests: RecordedRequest[] = [];
   const queued: UpstreamFault[] = [];
-  const down = new Map<ProviderId, UpstreamFault>();
+  const down = new Map<string, UpstreamFault>();
   const sockets = new Set<Socket>();
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const isValidKey = (key: string | undefined) =>
@@ -193,9 +208,11 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const fault = directives.fault ?? down.get(r.provider) ?? (r.format !== 'models' ? queued.shift() : undefined);
     const delay = directives.latencyMs ?? latencyMs;
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay)); // the configured latency (a simulated slow upstream, on purpose)
-    const format: WireFormat = r.format === 'models' ? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
+    const format: WireFormat = r.format === 'models' ? r.wire ?? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
 
-    if (!isValidKey(rec.apiKey)) {
+    // A named OpenAI-compatible server may run without keys (a local vLLM or Ollama): none sent is fine there.
+    const keylessOk = url.pathname.startsWith('/named/openai-chat/') && rec.apiKey === undefined && !options.validKeys;
+    if (!keylessOk && !isValidKey(rec.apiKey)) {
       rec.outcome = '401';
       // Like some real providers, the message quotes the key: we must never pass it on.
       return send(401, errorBody(format, 401, `Incorrect API key provided: ${rec.apiKey ?? '(none)'}`));
@@ -229,7 +246,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
           break;
       }
     }
-    if (r.format === 'models') return send(200, modelsBody(r.provider, url.pathname));
+    if (r.format === 'models') return send(200, modelsBody(r.wire ? 'openai' : (r.provider as ProviderId), url.pathname));
 
     const p = prompt!;
     const wanted = directives.outputTokens ?? outputTokens;
@@ -278,6 +295,9 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     url: base,
     baseUrls,
     requests,
+    namedBaseUrl(id, format = 'openai-chat') {
+      return `${base}/named/${format}/${id}/v1`;
+    },
     aiConfig(opts = {}) {
       const entry = (id: ProviderId) => ({ baseUrl: baseUrls[id], ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}) });
       return { providers: { anthropic: entry('anthropic'), openai: entry('openai'), google: entry('google'), openrouter: entry('openrouter') } };

@@ -51,7 +51,8 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
   const out: RequestExtras = { stream: body.stream === true, tools: [], hasToolResult: false, jsonTool: false, attachments: 0 };
   switch (format) {
     case 'openai-chat':
-    case 'openrouter': {
+    case 'openrouter':
+    case 'mistral': {
       const messages = arr(body.messages);
       for (const t of arr(body.tools)) {
         const f = obj(t.function);

@@ -47,6 +47,19 @@ export function streamFrames(format: WireFormat, r: ReplyParts): string[] {
       frames.push('data: [DONE]\n\n');
       return frames;
     }
+    case 'mistral': {
+      // Mistral sends a tool call whole in one delta, and usage on the chunk that finishes.
+      const cid = id('cmpl');
+      const chunk = (delta: Record<string, unknown>, finish: string | null, usage?: Record<string, number>) =>
+        data({ id: cid, object: 'chat.completion.chunk', created, model: r.model, choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) });
+      const frames = [chunk({ role: 'assistant', content: '' }, null)];
+      if (r.toolCall) frames.push(chunk({ tool_calls: [{ id: r.toolCall.id, function: { name: r.toolCall.name, arguments: args } }] }, null));
+      for (const c of chunks) frames.push(chunk({ content: c }, null));
+      const usage = r.omitUsage ? undefined : { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens };
+      frames.push(chunk({ content: '' }, r.toolCall ? 'tool_calls' : r.truncated ? 'length' : 'stop', usage));
+      frames.push('data: [DONE]\n\n');
+      return frames;
+    }
     case 'openai-responses': {
       const rid = id('resp');
       const itemId = id(r.toolCall ? 'fc' : 'msg');

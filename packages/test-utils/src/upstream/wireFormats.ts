@@ -5,7 +5,8 @@
  * Google generateContent, OpenRouter chat completions).
  */
 
-export type WireFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'google' | 'openrouter';
+/** `mistral`: Mistral's chat API (OpenAI-like bodies; its own stream ends and error shape). */
+export type WireFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'google' | 'openrouter' | 'mistral';
 
 /** What the test upstream reads out of a generation request, whatever its format. */
 export interface ParsedPrompt {
@@ -47,7 +48,8 @@ export function parsePrompt(format: WireFormat, body: Json, modelFromPath?: stri
       return { model: String(body.model ?? ''), system: system.join('\n'), content: content.join('\n'), maxTokens: num(body.max_output_tokens), temperature: num(body.temperature) };
     }
     case 'openai-chat':
-    case 'openrouter': {
+    case 'openrouter':
+    case 'mistral': {
       const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : [];
       for (const m of messages) (m.role === 'system' || m.role === 'developer' ? system : content).push(textOf(m.content));
       return { model: String(body.model ?? ''), system: system.join('\n'), content: content.join('\n'), maxTokens: num(body.max_completion_tokens) ?? num(body.max_tokens), temperature: num(body.temperature) };
@@ -105,6 +107,7 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
       };
     case 'openai-chat':
     case 'openrouter':
+    case 'mistral':
       return {
         id: nextId('chatcmpl'),
         object: 'chat.completion',
@@ -147,6 +150,8 @@ export function errorBody(format: WireFormat, status: number, message: string): 
   switch (format) {
     case 'anthropic':
       return { type: 'error', error: { type, message } };
+    case 'mistral':
+      return { object: 'error', message, type, param: null, code: String(status) };
     case 'google': {
       const gStatus = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
       return { error: { code: status, message, status: gStatus } };

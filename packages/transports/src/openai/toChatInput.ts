@@ -113,9 +113,11 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
     }
   });
 
-  const input: Record<string, unknown> = { provider, messages };
+  // The procedures' `provider` is the spec's enum of four; a named provider goes as a model reference.
+  const builtin = (['anthropic', 'openai', 'google', 'openrouter'] as string[]).includes(provider);
+  const input: Record<string, unknown> = builtin ? { provider, messages } : { model: model ? `${provider}/${model}` : provider, messages };
   const options: Record<string, unknown> = {};
-  if (model) options.model = model;
+  if (model && builtin) options.model = model;
   const maxTokens = b.max_completion_tokens ?? b.max_tokens;
   if (maxTokens !== undefined && maxTokens !== null) options.maxTokens = maxTokens;
   if (b.temperature !== undefined && b.temperature !== null) options.temperature = b.temperature;

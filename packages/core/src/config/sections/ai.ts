@@ -1,44 +1,25 @@
 import { z } from 'zod';
 import { DefaultBudgetSchema } from './budget.js';
+import { ModelInfoSchema, PROVIDER_IDS, ProvidersSchema } from './aiProviders.js';
 
-export const PROVIDER_IDS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
-export type ProviderId = (typeof PROVIDER_IDS)[number];
-
-const ProviderConfigSchema = z.strictObject({
-  /** Server key; defaults to the provider's usual environment variable. */
-  apiKey: z.string().optional(),
-  /** Base URL (OpenAI-compatible local servers, test upstreams). */
-  baseUrl: z.url().optional(),
-  defaultModel: z.string().optional(),
-  /** micromatch patterns; when set, only matching models are allowed. */
-  allowedModels: z.array(z.string()).optional(),
-  /** micromatch patterns that are never allowed. */
-  blockedModels: z.array(z.string()).optional(),
-  /** OpenAI only: 'responses' (default, the Responses API) or 'chat' (Chat Completions, for compatible servers). */
-  api: z.enum(['responses', 'chat']).optional(),
-});
-export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
-
-/** One model's registry entry; in `ai.models` every field overrides the bundled value. */
-const ModelInfoSchema = z.strictObject({
-  /** Context window in tokens. */
-  contextWindow: z.number().int().min(1).optional(),
-  /** Largest output the model produces, in tokens. */
-  maxOutputTokens: z.number().int().min(1).optional(),
-  /** USD per million input tokens. */
-  inputUsdPerMTok: z.number().min(0).optional(),
-  /** USD per million output tokens. */
-  outputUsdPerMTok: z.number().min(0).optional(),
-  /** Input the model accepts besides text: 'image' and 'file' parts (chat `messages`). */
-  input: z.array(z.enum(['text', 'image', 'file'])).optional(),
-});
-export type ModelInfoOverride = z.infer<typeof ModelInfoSchema>;
+export {
+  PROVIDER_IDS,
+  NAMED_PROVIDER_TYPES,
+  isBuiltinProvider,
+  type ProviderId,
+  type BuiltinProviderId,
+  type ProviderConfig,
+  type NamedProviderConfig,
+  type NamedProviderType,
+  type ModelInfoOverride,
+} from './aiProviders.js';
 
 export const AiSchema = z
   .strictObject({
-    providers: z.partialRecord(z.enum(PROVIDER_IDS), ProviderConfigSchema).default({}),
+    /** The four built-ins by id, and named providers (any other id, with a `type`): see aiProviders.ts. */
+    providers: ProvidersSchema,
     /** Provider used when a request names none. Default 'anthropic'. */
-    defaultProvider: z.enum(PROVIDER_IDS).default('anthropic'),
+    defaultProvider: z.string().default('anthropic'),
     /** maxTokens when a request gives none. Default 1024. */
     defaultMaxTokens: z.number().int().min(1).default(1024),
     /** Upper bound for maxTokens. Default 32768. */
@@ -64,10 +45,13 @@ export const AiSchema = z
      * references to `systemPrompts` are accepted. Default true.
      */
     allowInlineSystemPrompts: z.boolean().default(true),
-    /** Providers for which a caller may use its own key (input apiKey or stored BYOK key). Default all four. */
-    byokProviders: z.array(z.enum(PROVIDER_IDS)).default([...PROVIDER_IDS]),
+    /**
+     * Providers for which a caller may use its own key (input apiKey or stored BYOK key). Default
+     * the four built-ins; named providers with `byok: true` are added when this is resolved.
+     */
+    byokProviders: z.array(z.string()).default([...PROVIDER_IDS]),
     /** Model registry overrides and additions, per provider and model id (merged over the bundled data). */
-    models: z.partialRecord(z.enum(PROVIDER_IDS), z.record(z.string().min(1), ModelInfoSchema)).default({}),
+    models: z.record(z.string(), z.record(z.string().min(1), ModelInfoSchema)).default({}),
     /**
      * Budget of provider key checks (ai.validateProvider, auth.validateUserKey), counted per
      * client address and, for signed-in callers, per identity: without it the server is a free
@@ -88,7 +72,7 @@ export const AiSchema = z
      * Model aliases for the OpenAI-compatible endpoint's `model` field (and `options.model`
      * refs): alias → `provider/model`, e.g. `{ fast: 'openai/gpt-4.1-mini' }`.
      */
-    aliases: z.record(z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'alias names use letters, digits, _ . : -'), z.string().regex(/^[a-z]+\/.+$/, 'an alias points at provider/model')).default({}),
+    aliases: z.record(z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'alias names use letters, digits, _ . : -'), z.string().regex(/^[a-z][a-z0-9_-]*\/.+$/, 'an alias points at provider/model')).default({}),
     /**
      * Targets tried in order when the requested one fails with 429, 5xx, a timeout or a
      * connection error (requests may send their own `fallbacks`): `provider/model` or an alias.
@@ -126,13 +110,30 @@ export const AiSchema = z
   })
   // A typo in a fallback or an alias target would otherwise fail every call that uses it.
   .superRefine((ai, ctx) => {
-    const known = (ref: string) => /^(anthropic|openai|google|openrouter|provider_[a-d])(\/.+)?$/.test(ref);
+    const ids = [...PROVIDER_IDS, ...Object.keys(ai.providers).filter((id) => !(PROVIDER_IDS as readonly string[]).includes(id))];
+    const isId = (id: string) => ids.includes(id) || /^provider_[a-d]$/.test(id);
+    const known = (ref: string) => isId(ref.split('/')[0]!);
+    const listed = ids.join(', ');
+    if (!isId(ai.defaultProvider)) ctx.addIssue({ code: 'custom', path: ['defaultProvider'], message: `unknown provider "${ai.defaultProvider}"; configured: ${listed}` });
+    ai.byokProviders.forEach((id, i) => {
+      if (!isId(id)) ctx.addIssue({ code: 'custom', path: ['byokProviders', i], message: `unknown provider "${id}"; configured: ${listed}` });
+    });
+    for (const id of Object.keys(ai.models)) {
+      if (!isId(id)) ctx.addIssue({ code: 'custom', path: ['models', id], message: `unknown provider "${id}"; configured: ${listed}` });
+    }
     for (const [alias, target] of Object.entries(ai.aliases)) {
-      if (!known(target)) ctx.addIssue({ code: 'custom', path: ['aliases', alias], message: `"${target}" must be provider/model with a provider among ${PROVIDER_IDS.join(', ')}` });
+      if (!known(target)) ctx.addIssue({ code: 'custom', path: ['aliases', alias], message: `"${target}" must be provider/model with a provider among ${listed}` });
     }
     ai.fallbacks.forEach((ref, i) => {
-      if (!known(ref) && !Object.hasOwn(ai.aliases, ref)) ctx.addIssue({ code: 'custom', path: ['fallbacks', i], message: `"${ref}" must be provider/model, a provider (${PROVIDER_IDS.join(', ')}) or an alias from ai.aliases` });
+      if (!known(ref) && !Object.hasOwn(ai.aliases, ref)) ctx.addIssue({ code: 'custom', path: ['fallbacks', i], message: `"${ref}" must be provider/model, a provider (${listed}) or an alias from ai.aliases` });
     });
+  })
+  // Resolved once: named providers that allow callers' own keys join byokProviders.
+  .overwrite((ai) => {
+    const named = Object.entries(ai.providers).filter(([, p]) => 'type' in p && p.byok).map(([id]) => id);
+    // The spec's neutral names are accepted here too; the resolved config holds real ids.
+    const real = (id: string) => (/^provider_[a-d]$/.test(id) ? PROVIDER_IDS['abcd'.indexOf(id.slice(-1))]! : id);
+    return { ...ai, defaultProvider: real(ai.defaultProvider), byokProviders: [...new Set([...ai.byokProviders.map(real), ...named])] };
   })
   .prefault({});
 

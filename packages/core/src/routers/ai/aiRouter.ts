@@ -15,6 +15,8 @@ export const GenerateTextInputSchema = z
   .object({
     ...TextInputFields,
     provider: ProviderInput.optional(),
+    /** Instead of provider + options.model: `provider/model`, a bare provider or an alias; names named providers too. */
+    model: z.string().min(1).max(300).optional(),
     apiKey: z.string().min(1).max(1000).optional(),
     metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
     options: z

@@ -130,7 +130,7 @@ export class AiService {
    * the configured fallbacks, as the reservation counts. Null: the model has no price.
    */
   previewCostUsd(provider: ProviderId | undefined, model: string | undefined, estimatedTokens: number): number | null {
-    const p = provider ?? this.opts.config.ai.defaultProvider;
+    const p = this.providers.assertKnown(provider ?? this.opts.config.ai.defaultProvider);
     const m = model ?? this.providers.defaultModel(p);
     const asInput = worstCostUsd(this.deps(), undefined, p, m, estimatedTokens, 0);
     const asOutput = worstCostUsd(this.deps(), undefined, p, m, 0, estimatedTokens);
@@ -156,7 +156,7 @@ export class AiService {
   }
 
   listAllowedModels(provider?: ProviderId): { models: Record<ProviderId, string[]> } | { provider: ProviderId; models: string[] } {
-    if (provider) return { provider, models: this.providers.allowedModels(provider) };
+    if (provider) return { provider, models: this.providers.allowedModels(this.providers.assertKnown(provider)) };
     const models = Object.fromEntries(this.providers.ids().map((id) => [id, this.providers.allowedModels(id)])) as Record<ProviderId, string[]>;
     return { models };
   }

@@ -1,4 +1,4 @@
-import type { ModelInfoOverride, ProviderId } from '../../config/sections/ai.js';
+import type { ModelInfoOverride, NamedProviderConfig, ProviderId } from '../../config/sections/ai.js';
 import { PROVIDER_IDS } from './providerIds.js';
 import bundled from './models.json' with { type: 'json' };
 
@@ -12,6 +12,8 @@ export interface ModelInfo {
   outputUsdPerMTok?: number;
   /** Accepted input kinds; absent means text only. */
   input?: Array<'text' | 'image' | 'file'>;
+  /** 'embedding' models serve ai.embed and /v1/embeddings only; absent means a language model. */
+  kind?: 'language' | 'embedding';
   /** Where the entry comes from: the bundled file, the operator's config, or both merged. */
   origin: 'bundled' | 'config' | 'bundled+config';
 }
@@ -39,13 +41,21 @@ interface BundledProvider {
 export class ModelRegistry {
   private readonly byProvider = new Map<ProviderId, Map<string, ModelInfo>>();
   private readonly overrideCount: number;
+  private readonly names = new Map<ProviderId, { name: string; defaultModel: string }>();
 
-  constructor(overrides: Partial<Record<ProviderId, Record<string, ModelInfoOverride>>> = {}) {
+  /** `named`: the named providers of `ai.providers` (their `models` are their registry). */
+  constructor(overrides: Partial<Record<ProviderId, Record<string, ModelInfoOverride>>> = {}, named: Record<ProviderId, NamedProviderConfig> = {}) {
     let count = 0;
-    const data = bundled.providers as Record<ProviderId, BundledProvider>;
-    for (const provider of PROVIDER_IDS) {
+    const data: Record<ProviderId, BundledProvider> = { ...(bundled.providers as Record<ProviderId, BundledProvider>) };
+    for (const [id, p] of Object.entries(named)) {
+      const firstLanguage = Object.entries(p.models).find(([, m]) => (m.kind ?? 'language') === 'language')?.[0];
+      data[id] = { name: p.name ?? id, defaultModel: p.defaultModel ?? firstLanguage ?? Object.keys(p.models)[0] ?? '', models: p.models };
+    }
+    for (const [provider, entry] of Object.entries(data)) {
+      if (!(PROVIDER_IDS as readonly string[]).includes(provider) && !Object.hasOwn(named, provider)) continue;
+      this.names.set(provider, { name: entry.name, defaultModel: entry.defaultModel });
       const models = new Map<string, ModelInfo>();
-      for (const [id, info] of Object.entries(data[provider].models)) models.set(id, { provider, id, ...info, origin: 'bundled' });
+      for (const [id, info] of Object.entries(entry.models)) models.set(id, { provider, id, ...info, origin: Object.hasOwn(named, provider) ? 'config' : 'bundled' });
       for (const [id, info] of Object.entries(overrides[provider] ?? {})) {
         const base = models.get(id);
         const defined = Object.fromEntries(Object.entries(info).filter(([, v]) => v !== undefined));
@@ -58,20 +68,27 @@ export class ModelRegistry {
   }
 
   providerName(provider: ProviderId): string {
-    return (bundled.providers as Record<ProviderId, BundledProvider>)[provider].name;
+    return this.names.get(provider)?.name ?? provider;
   }
 
   /** The bundled default model (config `ai.providers.<id>.defaultModel` takes precedence elsewhere). */
   bundledDefaultModel(provider: ProviderId): string {
-    return (bundled.providers as Record<ProviderId, BundledProvider>)[provider].defaultModel;
+    return this.names.get(provider)?.defaultModel ?? '';
   }
 
   models(provider: ProviderId): ModelInfo[] {
-    return [...this.byProvider.get(provider)!.values()];
+    return [...(this.byProvider.get(provider)?.values() ?? [])];
   }
 
   get(provider: ProviderId, model: string): ModelInfo | undefined {
-    return this.byProvider.get(provider)!.get(model);
+    return this.byProvider.get(provider)?.get(model);
+  }
+
+  /** Estimated USD cost of an embedding call (input tokens only); undefined without a price. */
+  estimateEmbeddingCostUsd(provider: ProviderId, model: string, inputTokens: number): number | undefined {
+    const m = this.get(provider, model);
+    if (m?.inputUsdPerMTok === undefined) return undefined;
+    return Math.round(((inputTokens * m.inputUsdPerMTok) / 1_000_000) * 1e10) / 1e10;
   }
 
   /** Estimated USD cost of a call; undefined when the model has no pricing. */

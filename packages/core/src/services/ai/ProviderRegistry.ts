@@ -1,18 +1,20 @@
-import type { LanguageModel } from 'ai';
+import type { EmbeddingModel, LanguageModel } from 'ai';
 import micromatch from 'micromatch';
-import type { ProviderConfig, ProviderId } from '../../config/sections/ai.js';
+import { isBuiltinProvider, type NamedProviderConfig, type NamedProviderType, type ProviderConfig, type ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
-import { canonicalModelId, pinnedFetch } from './modelId.js';
+import { canonicalModelId, pinnedFetch, type ModelIdSyntax } from './modelId.js';
+import { createNamedEmbeddingModel, createNamedLanguageModel, NAMED_DEFAULT_BASE_URLS, usesCredentialChain } from './namedProviders.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
 import { upstreamFetch } from './upstreamFetch.js';
+import type { KeyCheckKind } from './validateProviderKey.js';
 import { observedFetch } from '../../observability/observedFetch.js';
 import type { Metrics } from '../../observability/Metrics.js';
 
 /** The providers' public API bases, used when `ai.providers.<id>.baseUrl` is not set. */
-export const DEFAULT_BASE_URLS: Readonly<Record<ProviderId, string>> = {
+export const DEFAULT_BASE_URLS: Readonly<Record<string, string>> = {
   anthropic: 'https://api.anthropic.com/v1',
   openai: 'https://api.openai.com/v1',
   google: 'https://generativelanguage.googleapis.com/v1beta',
@@ -34,43 +36,105 @@ export interface ProviderSummary {
 }
 
 /**
- * The four providers as configured: keys, base URLs, default models and model restrictions,
- * and the AI SDK model objects that call them.
+ * What stands in for a server key where the provider needs none of ours: a keyless
+ * OpenAI-compatible server (a local vLLM or Ollama), or Bedrock / Vertex on the vendor's
+ * credential chain. Never sent anywhere: the model factories leave the key out for it.
+ */
+export const NO_SERVER_KEY = '\u0000no-server-key';
+
+/**
+ * The providers as configured (the four built-ins and the named ones of `ai.providers`): keys,
+ * base URLs, default models and model restrictions, and the AI SDK model objects that call them.
  */
 export class ProviderRegistry {
   readonly models: ModelRegistry;
   private readonly ai: ResolvedConfig['ai'];
   private readonly serverProviders: ReadonlySet<ProviderId>;
+  private readonly all: readonly ProviderId[];
+  private readonly named: Record<ProviderId, NamedProviderConfig>;
 
   /** `metrics`: where upstream calls are counted (runtime.metrics); absent when metrics are off. */
   constructor(config: ResolvedConfig, private readonly metrics?: Metrics) {
     this.ai = config.ai;
     this.serverProviders = new Set(config.serverProviders);
-    this.models = new ModelRegistry(config.ai.models);
+    this.named = Object.fromEntries(Object.entries(config.ai.providers).filter((e): e is [string, NamedProviderConfig] => 'type' in e[1]));
+    this.models = new ModelRegistry(config.ai.models, this.named);
+    this.all = [...PROVIDER_IDS, ...Object.keys(this.named)];
   }
 
+  /** Every provider: the four built-ins, then the named ones in config order. */
   ids(): readonly ProviderId[] {
-    return PROVIDER_IDS;
+    return this.all;
   }
 
-  private conf(provider: ProviderId): ProviderConfig {
+  has(provider: string): boolean {
+    return isBuiltinProvider(provider) || Object.hasOwn(this.named, provider);
+  }
+
+  /** BAD_REQUEST for an id that is neither a built-in nor a configured named provider. */
+  assertKnown(provider: string): ProviderId {
+    if (!this.has(provider)) {
+      throw new CoreError('BAD_REQUEST', `unknown provider "${provider.slice(0, 50)}"; configured: ${this.all.join(', ')}`, { details: { reason: 'unknown_provider' } });
+    }
+    return provider;
+  }
+
+  /** A named provider's type, or undefined for a built-in. */
+  namedType(provider: ProviderId): NamedProviderType | undefined {
+    return this.named[provider]?.type;
+  }
+
+  private conf(provider: ProviderId): Partial<ProviderConfig> {
     return this.ai.providers[provider] ?? {};
   }
 
   baseUrl(provider: ProviderId): string {
-    return this.conf(provider).baseUrl?.replace(/\/+$/, '') ?? DEFAULT_BASE_URLS[provider];
+    const set = this.conf(provider).baseUrl?.replace(/\/+$/, '');
+    if (set) return set;
+    const named = this.named[provider];
+    return named ? NAMED_DEFAULT_BASE_URLS(named) : DEFAULT_BASE_URLS[provider]!;
   }
 
-  /** The server's key, only for providers the server pays for (listed in serverProviders). */
+  /** A named provider that needs no key of ours (keyless OpenAI-compatible, credential chains). */
+  private keyless(provider: ProviderId): boolean {
+    const named = this.named[provider];
+    return named !== undefined && usesCredentialChain(named);
+  }
+
+  /**
+   * The server's key, only for providers the server pays for (listed in serverProviders);
+   * `NO_SERVER_KEY` for a server-paid provider that authenticates without one.
+   */
   serverKey(provider: ProviderId): string | undefined {
     if (!this.serverProviders.has(provider)) return undefined;
     const key = this.conf(provider).apiKey;
-    return key ? key : undefined;
+    return key ? key : this.keyless(provider) ? NO_SERVER_KEY : undefined;
   }
 
   /** Providers listed in serverProviders that have no key configured (a startup warning). */
   serverProvidersWithoutKey(): ProviderId[] {
-    return [...this.serverProviders].filter((p) => !this.conf(p).apiKey);
+    return [...this.serverProviders].filter((p) => !this.conf(p).apiKey && !this.keyless(p));
+  }
+
+  /**
+   * The check request of a server-paid provider (RegistryProbe): its kind and the server key.
+   * Undefined when the server does not pay for it, or it signs its requests (Bedrock, Vertex).
+   */
+  keyCheck(provider: ProviderId): { kind: KeyCheckKind; apiKey: string | undefined } | undefined {
+    const key = this.serverKey(provider);
+    if (key === undefined) return undefined;
+    const apiKey = key === NO_SERVER_KEY ? undefined : key;
+    const type = this.namedType(provider);
+    if (type === undefined) return { kind: provider as KeyCheckKind, apiKey };
+    if (type === 'bedrock' || type === 'vertex') return undefined;
+    return { kind: type === 'azure' ? 'azure' : 'bearer', apiKey };
+  }
+
+  /** Model id syntax of a provider (modelId.ts): path-safe tokens unless the id travels in a body. */
+  private syntax(provider: ProviderId): ModelIdSyntax {
+    const type = this.namedType(provider);
+    if (type === undefined) return provider === 'openrouter' ? 'vendor' : 'token';
+    return type === 'bedrock' || type === 'vertex' ? 'token' : 'body';
   }
 
   isByokProvider(provider: ProviderId): boolean {
@@ -89,7 +153,7 @@ export class ProviderRegistry {
   isModelAllowed(provider: ProviderId, model: string): boolean {
     let id: string;
     try {
-      id = canonicalModelId(provider, model);
+      id = canonicalModelId(provider, model, this.syntax(provider));
     } catch {
       return false;
     }
@@ -105,7 +169,7 @@ export class ProviderRegistry {
    * restrictions refuse. Use the returned id, not the input, from here on.
    */
   assertModelAllowed(provider: ProviderId, model: string): string {
-    const id = canonicalModelId(provider, model);
+    const id = canonicalModelId(provider, model, this.syntax(provider));
     if (!this.isModelAllowed(provider, id)) {
       throw new CoreError('FORBIDDEN', `model "${model.slice(0, 200)}" is not allowed for provider ${provider}`, {
         details: { reason: 'model_not_allowed', provider },
@@ -118,10 +182,10 @@ export class ProviderRegistry {
    * Model ids usable with the provider, after restrictions: the registry's models plus the
    * configured default model and any literal (non-glob) allowedModels entries.
    */
-  allowedModels(provider: ProviderId): string[] {
-    const candidates = new Set(this.models.models(provider).map((m) => m.id));
-    candidates.add(this.defaultModel(provider));
-    for (const pattern of this.conf(provider).allowedModels ?? []) if (!micromatch.scan(pattern).isGlob) candidates.add(pattern);
+  allowedModels(provider: ProviderId, kind: 'language' | 'embedding' = 'language'): string[] {
+    const candidates = new Set(this.models.models(provider).filter((m) => (m.kind ?? 'language') === kind).map((m) => m.id));
+    if (kind === 'language' && this.defaultModel(provider)) candidates.add(this.defaultModel(provider));
+    if (kind === 'language') for (const pattern of this.conf(provider).allowedModels ?? []) if (!micromatch.scan(pattern).isGlob && this.models.get(provider, pattern)?.kind !== 'embedding') candidates.add(pattern);
     return [...candidates].filter((m) => this.isModelAllowed(provider, m)).sort();
   }
 
@@ -145,18 +209,18 @@ export class ProviderRegistry {
    */
   async languageModel(provider: ProviderId, modelId: string, apiKey: string, opts: { strictJsonSchema?: boolean } = {}): Promise<LanguageModel> {
     // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
-    const model = canonicalModelId(provider, modelId);
+    const model = canonicalModelId(provider, modelId, this.syntax(provider));
     const baseURL = this.baseUrl(provider);
+    const fetch = this.fetchFor(provider, model, baseURL);
+    const named = this.named[provider];
+    if (named) return createNamedLanguageModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
     const sdk = await loadAiSdk();
-    // Pinned to the base URL (no input can change host, path prefix or query); spans, trace
-    // propagation and upstream metrics per HTTP attempt (observability/observedFetch).
-    const fetch = pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics));
     switch (provider) {
       case 'anthropic':
         return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);
       case 'openai': {
         const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch });
-        return this.conf('openai').api === 'chat' ? openai.chat(model) : openai(model);
+        return this.ai.providers.openai && 'api' in this.ai.providers.openai && this.ai.providers.openai.api === 'chat' ? openai.chat(model) : openai(model);
       }
       case 'google':
         return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);
@@ -164,5 +228,37 @@ export class ProviderRegistry {
         // OpenRouter takes the strictness of structured output per model, not per call.
         return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(model, opts.strictJsonSchema === undefined ? {} : { structuredOutputs: { strict: opts.strictJsonSchema } });
     }
+    throw new CoreError('BAD_REQUEST', `unknown provider "${provider.slice(0, 50)}"`, { details: { reason: 'unknown_provider' } });
+  }
+
+  /**
+   * Pinned to the base URL (no input can change host, path prefix or query); spans, trace
+   * propagation and upstream metrics per HTTP attempt (observability/observedFetch).
+   */
+  private fetchFor(provider: ProviderId, model: string, baseURL: string) {
+    return pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics), this.namedType(provider) === 'azure' ? ['api-version'] : []);
+  }
+
+  /**
+   * An AI SDK embedding model, for providers that have embedding models: OpenAI, Google,
+   * OpenRouter (OpenAI's wire format) and the named providers whose SDK package has them.
+   */
+  async embeddingModel(provider: ProviderId, modelId: string, apiKey: string): Promise<EmbeddingModel> {
+    const model = canonicalModelId(provider, modelId, this.syntax(provider));
+    const baseURL = this.baseUrl(provider);
+    const fetch = this.fetchFor(provider, model, baseURL);
+    const named = this.named[provider];
+    if (named) return createNamedEmbeddingModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
+    const sdk = await loadAiSdk();
+    switch (provider) {
+      case 'openai':
+        return sdk.openai.createOpenAI({ apiKey, baseURL, fetch }).embedding(model);
+      case 'google':
+        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch }).textEmbeddingModel(model);
+      case 'openrouter':
+        // OpenRouter's embeddings endpoint speaks OpenAI's wire format.
+        return sdk.openai.createOpenAI({ apiKey, baseURL, fetch }).embedding(model);
+    }
+    throw new CoreError('INVALID_PARAMS', `${provider} has no embedding models`, { details: { reason: 'no_embeddings', provider } });
   }
 }

@@ -64,9 +64,9 @@ export class RegistryProbe {
     return this.opts.enabled;
   }
 
-  /** Providers probed: those the server pays for with a configured key. */
+  /** Providers probed: those the server pays for, when they have a plain check request (not Bedrock, Vertex). */
   targets(): ProviderId[] {
-    return this.deps.providers.ids().filter((id) => this.deps.providers.serverKey(id) !== undefined);
+    return this.deps.providers.ids().filter((id) => this.deps.providers.keyCheck(id) !== undefined);
   }
 
   /** Start ticking (the first round now). Does nothing when disabled. */
@@ -111,7 +111,9 @@ export class RegistryProbe {
 
   private async probe(provider: ProviderId): Promise<void> {
     const { storage, providers, logger, breaker } = this.deps;
-    const r = await validateProviderKey({ provider, apiKey: providers.serverKey(provider)!, baseUrl: providers.baseUrl(provider), timeoutMs: this.opts.timeoutMs, signal: this.stopping.signal });
+    const check = providers.keyCheck(provider);
+    if (!check) return;
+    const r = await validateProviderKey({ provider, ...check, baseUrl: providers.baseUrl(provider), timeoutMs: this.opts.timeoutMs, signal: this.stopping.signal });
     if (this.stopping.signal.aborted) return;
     const result: ProbeResult = { ok: r.valid, ...(r.reason ? { reason: r.reason } : {}), ...(r.status !== undefined ? { status: r.status } : {}), latencyMs: r.latencyMs, checkedAt: new Date().toISOString() };
     const prev = await storage.get<ProbeResult>(resultKey(provider));

@@ -30,6 +30,12 @@ export interface TextCallInput {
   /** Targets tried in order after a retryable failure: `provider/model` or an alias. */
   fallbacks?: string[];
   provider?: ProviderId;
+  /**
+   * A model reference instead of `provider` (+ `options.model`): `provider/model`, a bare
+   * provider (its default model) or an alias, as in `fallbacks`. The way to name a named provider
+   * on the spec's procedures, whose `provider` stays the spec's enum of four.
+   */
+  model?: string;
   apiKey?: string;
   metadata?: UsageMetadata;
   options?: { model?: string; maxTokens?: number; temperature?: number };
@@ -126,10 +132,14 @@ export interface PreparedCall {
 export async function prepareCall(deps: CallDeps, input: TextCallInput, call: TextCall): Promise<PreparedCall> {
   const { config, providers, metering } = deps;
   const ai = config.ai;
-  const provider = input.provider ?? ai.defaultProvider;
+  const ref = input.model === undefined ? undefined : resolveModelRef(config, input.model);
+  if (ref && (input.provider !== undefined || input.options?.model !== undefined)) {
+    throw new CoreError('INVALID_PARAMS', 'send either model (a provider/model reference) or provider and options.model', { details: { field: 'model' } });
+  }
+  const provider = providers.assertKnown(ref?.provider ?? input.provider ?? ai.defaultProvider);
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
-  const model = providers.assertModelAllowed(provider, input.options?.model ?? providers.defaultModel(provider));
+  const model = providers.assertModelAllowed(provider, (ref?.model || undefined) ?? input.options?.model ?? providers.defaultModel(provider));
   // An API key's own rules (docs/api-keys.md): 403 before anything is held or sent.
   assertKeyAllowsModel(call.identity?.apiKey, provider, model);
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;

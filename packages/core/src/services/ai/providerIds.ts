@@ -14,7 +14,10 @@ export const PROVIDER_ALIASES: Readonly<Record<string, ProviderId>> = {
 
 const unalias = (v: unknown) => (typeof v === 'string' && Object.hasOwn(PROVIDER_ALIASES, v) ? PROVIDER_ALIASES[v] : v);
 
-/** Input schema for the four-value provider enum; aliases map to the real ids. */
+/**
+ * Input schema for the spec's four-value provider enum; aliases map to the real ids. It stays
+ * exactly the spec's enum: named providers are chosen with a `model` reference (`<id>/<model>`).
+ */
 export const ProviderInput = z.preprocess(unalias, z.enum(PROVIDER_IDS));
 
 /** The spec's three-value enum (key management, ai.validateProvider): anthropic, openai, google. */

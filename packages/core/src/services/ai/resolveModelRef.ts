@@ -1,5 +1,6 @@
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../errors/CoreError.js';
+import { isBuiltinProvider } from '../../config/sections/aiProviders.js';
 import { PROVIDER_ALIASES, PROVIDER_IDS, type ProviderId } from './providerIds.js';
 
 export interface ModelRef {
@@ -17,8 +18,9 @@ export function resolveModelRef(config: ResolvedConfig, ref: string): ModelRef {
   const slash = target.indexOf('/');
   const head = slash < 0 ? target : target.slice(0, slash);
   const provider = (Object.hasOwn(PROVIDER_ALIASES, head) ? PROVIDER_ALIASES[head] : head) as ProviderId;
-  if (!(PROVIDER_IDS as readonly string[]).includes(provider)) {
-    throw new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" must be provider/model (providers: ${PROVIDER_IDS.join(', ')}) or a configured alias`, {
+  if (!isBuiltinProvider(provider) && !Object.hasOwn(config.ai.providers, provider)) {
+    const ids = [...PROVIDER_IDS, ...Object.keys(config.ai.providers).filter((id) => !isBuiltinProvider(id))];
+    throw new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" must be provider/model (providers: ${ids.join(', ')}) or a configured alias`, {
       details: { reason: 'unknown_model' },
     });
   }

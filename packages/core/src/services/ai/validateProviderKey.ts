@@ -11,9 +11,19 @@ export interface KeyValidation {
   latencyMs: number;
 }
 
+/**
+ * Which check request a provider takes: the built-ins', `bearer` for named providers of OpenAI's
+ * wire format (`GET /models`), `azure` (`api-key` header). Bedrock and Vertex sign their requests
+ * (SigV4, Google OAuth), so they have no plain check and are not probed.
+ */
+export type KeyCheckKind = 'anthropic' | 'openai' | 'google' | 'openrouter' | 'bearer' | 'azure';
+
 export interface ValidateKeyOptions {
   provider: ProviderId;
-  apiKey: string;
+  /** Default: the provider id (a built-in). */
+  kind?: KeyCheckKind;
+  /** Undefined: a keyless server (no auth header). */
+  apiKey: string | undefined;
   /** API base of the provider (as for the AI SDK, e.g. https://api.openai.com/v1). */
   baseUrl: string;
   timeoutMs: number;
@@ -26,14 +36,18 @@ export interface ValidateKeyOptions {
  * model list is public, reads the key's own record), so it costs no tokens. The AI SDK has no
  * call for this, hence plain fetch.
  */
-function checkRequest(provider: ProviderId, base: string, apiKey: string): { url: string; headers: Record<string, string> } {
-  switch (provider) {
+function checkRequest(kind: KeyCheckKind, base: string, apiKey: string | undefined): { url: string; headers: Record<string, string> } {
+  switch (kind) {
+    case 'bearer':
+      return { url: `${base}/models`, headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} };
+    case 'azure':
+      return { url: `${base}/v1/models?api-version=v1`, headers: { 'api-key': apiKey ?? '' } };
     case 'openai':
       return { url: `${base}/models`, headers: { authorization: `Bearer ${apiKey}` } };
     case 'anthropic':
-      return { url: `${base}/models?limit=1`, headers: { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' } };
+      return { url: `${base}/models?limit=1`, headers: { 'x-api-key': apiKey ?? '', 'anthropic-version': '2023-06-01' } };
     case 'google':
-      return { url: `${base}/models?pageSize=1`, headers: { 'x-goog-api-key': apiKey } };
+      return { url: `${base}/models?pageSize=1`, headers: { 'x-goog-api-key': apiKey ?? '' } };
     case 'openrouter':
       return { url: `${base}/key`, headers: { authorization: `Bearer ${apiKey}` } };
   }
@@ -47,7 +61,7 @@ function checkRequest(provider: ProviderId, base: string, apiKey: string): { url
 export async function validateProviderKey(opts: ValidateKeyOptions): Promise<KeyValidation> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const { url, headers } = checkRequest(opts.provider, opts.baseUrl, opts.apiKey);
+  const { url, headers } = checkRequest(opts.kind ?? (opts.provider as KeyCheckKind), opts.baseUrl, opts.apiKey);
   const ac = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_BUDGET_USD } from '../../config/sections/budget.js';
-import { PROVIDER_IDS } from '../../config/sections/ai.js';
+import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';
 
 const enc = encodeURIComponent;
 /** Storage keys of API keys (records in the main store). */
@@ -53,7 +53,7 @@ export const KeyRulesSchema = z.strictObject({
   /** A subset of the owner's scopes. Default none. */
   scopes: z.array(z.string().min(1).max(100)).max(50).optional(),
   /** Providers the key may call. Absent: any the server allows. */
-  providers: z.array(z.enum(PROVIDER_IDS)).max(20).optional(),
+  providers: z.array(z.string().regex(NAMED_PROVIDER_ID, 'a provider id')).max(20).optional(),
   /** micromatch globs over `model` or `provider/model`. Absent: any the server allows. */
   models: z.array(Pattern).max(50).optional(),
   budget: KeyBudgetSchema.optional(),

@@ -1,0 +1,131 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { resolveConfig, ConfigError } from '../../config/resolveConfig.js';
+import { alice, createAiHarness, rejection, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
+import { createTestUpstream } from '@ai-backend/test-utils';
+
+/** Named providers (`ai.providers.<id>` with a `type`) beside the four built-ins. */
+async function harness(extra: Record<string, unknown> = {}): Promise<AiHarness> {
+  const upstream = await createTestUpstream();
+  return createAiHarness(
+    {
+      serverProviders: ['anthropic', 'openai', 'google', 'openrouter', 'local', 'mist'],
+      ai: {
+        providers: {
+          ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
+          // Keyless, as a local vLLM would be.
+          local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2, contextWindow: 8192 } } },
+          mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-key', defaultModel: 'mistral-small-latest', byok: true, models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 }, 'mistral-embed': { kind: 'embedding', inputUsdPerMTok: 0.1 } } },
+        },
+        ...extra,
+      },
+    },
+    {},
+    { upstream },
+  );
+}
+
+describe('named providers', () => {
+  let h: AiHarness;
+  afterEach(async () => {
+    await h.close();
+    await h.upstream.close();
+  });
+
+  it('generate over an openai-compatible and a Mistral (SDK package) provider, charged exactly', async () => {
+    h = await harness();
+    await h.credit(alice.sub, 10_000);
+    const before = await h.balance(alice.sub);
+    const r = await h.caller(alice).ai.generateText({ content: 'Hello local', systemPrompt: '', model: 'local' });
+    expect(r.data).toMatchObject({ provider: 'local', model: 'org/llama-3-8b' });
+    const req = h.upstream.requests.at(-1)!;
+    expect(req).toMatchObject({ provider: 'local', path: '/named/openai-chat/local/v1/chat/completions', model: 'org/llama-3-8b' });
+    expect(req.apiKey).toBeUndefined(); // keyless: no Authorization header at all
+    const usage = r.data.usage as { inputTokens: number; outputTokens: number };
+    expect(await h.balance(alice.sub)).toBe(before - r.tokenUsage!.tokensCharged);
+    expect(r.tokenUsage!.tokensUsed).toBe(usage.inputTokens + usage.outputTokens);
+
+    const m = await h.caller(alice).ai.generateText({ content: 'Hello mistral', systemPrompt: 'be brief', model: 'mist' });
+    expect(m.data).toMatchObject({ provider: 'mist', model: 'mistral-small-latest' });
+    expect(h.upstream.requests.at(-1)).toMatchObject({ provider: 'mist', apiKey: 'mistral-key', system: 'be brief' });
+  });
+
+  it('streams from Mistral in its own stream format, usage on the last chunk', async () => {
+    h = await harness();
+    await h.credit(alice.sub, 10_000);
+    const stream = await h.caller(alice).ai.streamText({ content: 'stream please', systemPrompt: '', model: 'mist' });
+    let text = '';
+    let finish: { tokenUsage?: { tokensUsed: number } } | undefined;
+    for await (const e of stream) {
+      if (e.type === 'text') text += e.delta;
+      if (e.type === 'finish') finish = e.result as never;
+    }
+    expect(text).toContain('Test reply from mistral');
+    expect(finish?.tokenUsage?.tokensUsed).toBeGreaterThan(16);
+  });
+
+  it('lists every provider, models with prices, BYOK where allowed', async () => {
+    h = await harness();
+    const c = h.caller(null).ai;
+    const list = await c.listProviders();
+    expect(list.providers.map((p) => p.id)).toEqual(['anthropic', 'openai', 'google', 'openrouter', 'local', 'mist']);
+    expect(list.providers.find((p) => p.id === 'local')).toMatchObject({ serverPaid: true, byok: false, defaultModel: 'org/llama-3-8b' });
+    expect((await c.listProvidersBYOK()).providers.map((p) => p.id)).toContain('mist');
+    expect((await c.listProvidersBYOK()).providers.map((p) => p.id)).not.toContain('local');
+    const all = (await c.listAllowedModels()) as { models: Record<string, string[]> };
+    expect(all.models.mist).toEqual(['mistral-small-latest']); // the embedding model is not a chat model
+    expect(all.models.local).toEqual(['org/llama-3-8b']);
+    // The spec's enums stay exactly the spec's: four values for provider, three for validateProvider.
+    expect((await rejection(c.listAllowedModels({ provider: 'local' as never }))).message).toMatch(/provider/);
+    expect((await rejection(c.validateProvider({ provider: 'openrouter' as never, apiKey: 'k' }))).message).toMatch(/provider/);
+    expect((await rejection(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: '', model: 'nope/x' }))).details).toMatchObject({ reason: 'unknown_model' });
+    expect((await rejection(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: '', model: 'mist', provider: 'openai' }))).details).toMatchObject({ field: 'model' });
+  });
+
+  it('BYOK: a caller key goes to a provider that allows it, and is refused by one that does not', async () => {
+    h = await harness();
+    const r = await h.caller(null).ai.generateText({ content: 'byok', systemPrompt: '', model: 'mist', apiKey: 'caller-mistral-key' });
+    expect(r.usageInfo?.estimatedCostUsd).toBeGreaterThan(0);
+    expect(h.upstream.requests.at(-1)!.apiKey).toBe('caller-mistral-key');
+    expect((await rejection(h.caller(null).ai.generateText({ content: 'byok', systemPrompt: '', model: 'local/org/llama-3-8b', apiKey: 'k' }))).details).toMatchObject({ reason: 'byok_not_allowed' });
+  });
+
+  it('falls back from a failing named provider to another, breaker opens, only the serving target charged', async () => {
+    h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000, windowMs: 60_000 } });
+    await h.credit(alice.sub, 100_000);
+    h.upstream.failProvider('mist', { kind: 'status', status: 503 });
+    for (let i = 0; i < 3; i++) {
+      const before = await h.balance(alice.sub);
+      const r = await h.caller(alice).ai.generateText({ content: `fallback ${i}`, systemPrompt: '', model: 'mist/mistral-small-latest', fallbacks: ['local'] });
+      expect(r.data.provider).toBe('local');
+      expect(await h.balance(alice.sub)).toBe(before - r.tokenUsage!.tokensCharged);
+      const reason = (r.data.attempts as Array<{ reason: string }>)[0]!.reason;
+      expect(reason).toBe(i < 2 ? 'upstream_5xx' : 'circuit_open');
+    }
+    expect(h.upstream.requests.filter((q) => q.provider === 'mist')).toHaveLength(2);
+    const health = await h.caller(null).ai.getRegistryHealth();
+    expect((health as { providers: Record<string, { breaker: string }> }).providers.mist!.breaker).toBe('open');
+  });
+});
+
+describe('named provider config', () => {
+  it('refuses a named provider without type, a built-in id with type, and unknown ids in lists', () => {
+    const bad = (ai: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+      try {
+        resolveConfig({ ai, ...extra } as never);
+        return '';
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+    };
+    expect(bad({ providers: { local: { baseUrl: 'http://127.0.0.1:1/v1' } } })).toMatch(/local/);
+    expect(bad({ providers: { openai: { type: 'groq' } } })).toMatch(/openai/);
+    expect(bad({ providers: { provider_e: { type: 'groq', defaultModel: 'x' } } })).toMatch(/provider_e/);
+    expect(bad({}, { serverProviders: ['nope'] })).toMatch(/nope/);
+    expect(bad({ fallbacks: ['nope/model'] })).toMatch(/nope/);
+    expect(bad({ providers: { g: { type: 'groq', defaultModel: 'llama' } }, fallbacks: ['g/llama'], defaultProvider: 'g' })).toBe('');
+    const c = resolveConfig({ ai: { providers: { g: { type: 'groq', defaultModel: 'llama', byok: true } }, defaultProvider: 'provider_b' } });
+    expect(c.ai.byokProviders).toEqual(['anthropic', 'openai', 'google', 'openrouter', 'g']);
+    expect(c.ai.defaultProvider).toBe('openai');
+  });
+});
