@@ -21,6 +21,7 @@ import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
 import { toolProcedures } from './mcp/toolCatalog.js';
 import { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
+import { countTokensHandler, messagesHandler } from './anthropic/messagesHandler.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -178,6 +179,9 @@ export function createServer<C extends CustomRouters = {}>(
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getRuntime));
   if (config.protocols.openAi) {
     app.post('/v1/chat/completions', chatCompletionsHandler(getRuntime));
+    // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).
+    app.post('/v1/messages', messagesHandler(getRuntime));
+    app.post('/v1/messages/count_tokens', countTokensHandler(getRuntime));
     app.get('/v1/models', modelsHandler(getRuntime));
     app.get('/v1/models/*', modelHandler(getRuntime));
     app.all('/v1/*', openAiNotFound());

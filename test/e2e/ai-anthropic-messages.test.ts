@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Anthropic from '@anthropic-ai/sdk';
+import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * POST /v1/messages and /v1/messages/count_tokens driven by the official `@anthropic-ai/sdk`
+ * client, unchanged, for the four built-ins and two named providers (openai-compatible and the
+ * AI SDK's Mistral package): text, streams, tools, balances exact, Anthropic-shaped errors.
+ */
+let upstream: TestUpstream;
+let gw: AiServer;
+let admin: string;
+const MODELS: Record<string, string> = {
+  anthropic: 'anthropic/claude-sonnet-4-5',
+  openai: 'openai/gpt-4.1-mini',
+  google: 'google/gemini-2.5-flash',
+  openrouter: 'openrouter/openai/gpt-5-mini',
+  local: 'local/org/llama-3-8b',
+  mist: 'mist/mistral-small-latest',
+};
+
+beforeAll(async () => {
+  upstream = await createTestUpstream({ outputTokens: 16 });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    serverProviders: [...PROVIDERS, 'local', 'mist'],
+    ai: {
+      providers: {
+        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
+        local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 } } },
+        mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-server-key', models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 } } },
+      },
+    },
+  } as never);
+  admin = await tokenFor('ops-admin', { admin: true });
+});
+afterAll(async () => {
+  await gw.stop();
+  await upstream.close();
+});
+
+let users = 0;
+async function funded(tokens: number) {
+  const sub = `an-user-${++users}`;
+  await creditTokens(gw.url, admin, sub, tokens, `k-${sub}`);
+  const token = await tokenFor(sub);
+  return { sub, token, client: new Anthropic({ baseURL: gw.url, authToken: token, apiKey: null, maxRetries: 0 }) };
+}
+async function balanceOf(token: string): Promise<number> {
+  return (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+}
+const fee = (n: number) => Math.ceil(n * 0.1);
+
+describe('@anthropic-ai/sdk against /v1/messages', () => {
+  for (const provider of Object.keys(MODELS)) {
+    it(`${provider}: messages.create with system blocks, metered exactly`, async () => {
+      const u = await funded(10_000);
+      const r = await u.client.messages.create({ model: MODELS[provider]!, max_tokens: 64, system: [{ type: 'text', text: '@support' }], messages: [{ role: 'user', content: 'Hello' }] });
+      expect(r.type).toBe('message');
+      expect(r.content[0]).toMatchObject({ type: 'text' });
+      expect((r.content[0] as { text: string }).text).toMatch(/^Test reply from/);
+      expect(r.stop_reason).toBe('end_turn');
+      const rec = upstream.requests.at(-1)!;
+      expect(rec.provider).toBe(provider);
+      expect(rec.system).toBe(SYSTEM_PROMPT);
+      const used = r.usage.input_tokens + r.usage.output_tokens;
+      expect(r.usage.output_tokens).toBe(16);
+      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+      expect(JSON.stringify(r)).not.toContain(SYSTEM_PROMPT);
+    });
+
+    it(`${provider}: stream, the SDK's MessageStream assembles text and usage`, async () => {
+      const u = await funded(10_000);
+      const stream = u.client.messages.stream({ model: MODELS[provider]!, max_tokens: 64, messages: [{ role: 'user', content: 'Stream it' }] });
+      let text = '';
+      stream.on('text', (t) => (text += t));
+      const final = await stream.finalMessage();
+      expect(text).toMatch(/^Test reply from/);
+      expect(final.usage.output_tokens).toBe(16);
+      const used = final.usage.input_tokens + final.usage.output_tokens;
+      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+    });
+  }
+
+  it('tools: tool_use answered, tool_result sent back', async () => {
+    const u = await funded(10_000);
+    const tools = [{ name: 'get_weather', description: 'weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } }];
+    const r = await u.client.messages.create({ model: MODELS.mist!, max_tokens: 64, tools, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+    expect(r.stop_reason).toBe('tool_use');
+    const call = r.content.find((b) => b.type === 'tool_use')!;
+    expect(call).toMatchObject({ name: 'get_weather', input: { city: 'test' } });
+    const r2 = await u.client.messages.create({
+      model: MODELS.anthropic!,
+      max_tokens: 64,
+      tools,
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: [call] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: (call as { id: string }).id, content: '21C' }] },
+      ],
+    });
+    expect((r2.content[0] as { text: string }).text).toContain('[tool result received]');
+  });
+
+  it('count_tokens answers input_tokens without charging', async () => {
+    const u = await funded(1_000);
+    const r = await u.client.messages.countTokens({ model: MODELS.openai!, system: 'abcd', messages: [{ role: 'user', content: 'x'.repeat(40) }] });
+    expect(r.input_tokens).toBe(Math.ceil(44 / 4));
+    expect(await balanceOf(u.token)).toBe(1_000);
+  });
+
+  it('errors arrive in Anthropic\'s shape: upstream 429, unknown model, missing max_tokens, no credit, bad credential', async () => {
+    const u = await funded(10_000);
+    const err = async (p: Promise<unknown>) => {
+      try {
+        await p;
+      } catch (e) {
+        return e as InstanceType<typeof Anthropic.APIError>;
+      }
+      throw new Error('expected an error');
+    };
+    const limited = await err(u.client.messages.create({ model: MODELS.mist!, max_tokens: 16, messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }] }));
+    expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
+    expect(limited.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+    const unknown = await err(u.client.messages.create({ model: 'nope/x', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+    expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(unknown.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    const noMax = await err(fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: MODELS.openai, messages: [{ role: 'user', content: 'x' }] }) }).then(async (r) => { throw Object.assign(new Error(), { status: r.status, error: await r.json() }); }));
+    expect(noMax).toMatchObject({ status: 400, error: { type: 'error', error: { type: 'invalid_request_error' } } });
+    const poor = await funded(1);
+    const paid = await err(poor.client.messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+    expect(paid.status).toBe(402);
+    expect(paid.error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
+    const badKey = await err(new Anthropic({ baseURL: gw.url, apiKey: 'aib_not-a-real-key', maxRetries: 0 }).messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+    expect(badKey).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(badKey.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+  });
+});
