@@ -1,0 +1,129 @@
+import type { Context as HonoContext, Handler } from 'hono';
+import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type GenerateTextOutput, type ResolvedConfig, type Runtime, type StreamEvent, type WireError } from '@ai-backend/core';
+import { withCorsHeaders } from './cors.js';
+import { readJsonBody } from './readJsonBody.js';
+import { openScope } from './requestContext.js';
+
+/** An error in a wire format's own shape. */
+export interface FormattedError {
+  wire: WireError;
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** A translated request: the procedure input, and whether the answer streams. */
+export interface WireRequest {
+  input: Record<string, unknown>;
+  stream: boolean;
+}
+
+/**
+ * One vendor wire format spoken over ai.generateText / ai.streamText (OpenAI Chat Completions,
+ * OpenAI Responses, Anthropic Messages): how a body becomes the procedure's input, and how the
+ * result, the stream events and errors are written back. Everything else (identity, the access
+ * policy, rate limits, validation, prompts, metering) is the procedures', through core's invoke.
+ */
+export interface WireFormatSpec<R extends WireRequest> {
+  /** For logs: the transport name and the path. */
+  transport: string;
+  parse(body: unknown, headers: Headers, config: ResolvedConfig): R;
+  error(thrown: unknown): FormattedError;
+  body(result: GenerateTextOutput, req: R): unknown;
+  /** A fresh writer per stream: stream events → SSE frames. */
+  writer(req: R): { frames(e: StreamEvent): string };
+  /** The last SSE frame when the stream fails after its headers went out. */
+  streamError(e: FormattedError): string;
+}
+
+export function errorResponse(c: HonoContext, e: FormattedError, runtime: Runtime | undefined, transport: string, extraHeaders: Record<string, string> = {}): Response {
+  if (runtime) logWireError(runtime.logger, e.wire, { transport, path: c.req.path });
+  return new Response(JSON.stringify(e.body), { status: e.status, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...(e.headers ?? {}), ...extraHeaders }) });
+}
+
+export const jsonResponse = (c: HonoContext, body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json' }) });
+
+/** Read a JSON body within the configured limits, or the error to answer. */
+export async function readBody(c: HonoContext, runtime: Runtime): Promise<{ ok: true; value: unknown } | { ok: false; error: CoreError }> {
+  const { bodyLimit, maxJsonDepth } = runtime.config.limits;
+  const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
+  return body.ok ? { ok: true, value: body.value } : { ok: false, error: new CoreError(body.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', body.message) };
+}
+
+/** POST handler of one wire format (see WireFormatSpec). */
+export function wireFormatHandler<R extends WireRequest>(getRuntime: () => Promise<Runtime>, spec: WireFormatSpec<R>): Handler {
+  const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
+  return async (c) => {
+    const runtime = await getRuntime();
+    // A refused credential is answered before the body is looked at, as the vendors do: a 401, not a 400.
+    const scope = await openScope(c, runtime, 'openai');
+    const refused = scope.challenge();
+    if (refused) return fail(c, refused.error, runtime, refused.headers);
+    const body = await readBody(c, runtime);
+    if (!body.ok) return fail(c, body.error);
+    let req: R;
+    try {
+      req = spec.parse(body.value, c.req.raw.headers, runtime.config);
+    } catch (err) {
+      if (err instanceof CoreError) return fail(c, err);
+      throw err;
+    }
+    const path = req.stream ? 'ai.streamText' : 'ai.generateText';
+    const ch = scope.challenge([{ kind: 'procedure', path }]);
+    if (ch) return fail(c, ch.error, runtime, ch.headers);
+    const result = await invoke(runtime.router, path, req.input, scope.context(), { stream: true });
+    if (!result.ok) {
+      // An anonymous call nothing could pay for (no provider key header, no anonymous
+      // server-paid calls): signing in is the way on, so a 401 with RFC 6750's challenge.
+      const w = toWireError(result.error);
+      if (!scope.identity && !scope.credentialError && authConfigured(runtime.config) && (w.code === 'PAYMENT_REQUIRED' || w.appCode === 'PAYMENT_REQUIRED')) {
+        const anon = scope.challengeFor(null, w.message);
+        if (anon) return fail(c, anon.error, runtime, anon.headers);
+      }
+      return fail(c, result.error, runtime);
+    }
+    if (!req.stream) return jsonResponse(c, spec.body(result.data as GenerateTextOutput, req));
+    if (!isAsyncIterable(result.data)) throw new Error('ai.streamText returned no stream');
+
+    const events = (result.data as AsyncIterable<StreamEvent>)[Symbol.asyncIterator]();
+    const writer = spec.writer(req);
+    const encoder = new TextEncoder();
+    // The status line waits for the first event (`start`, sent with the serving target's first
+    // output, after any fallbacks): a failure before any output (upstream 429 with its
+    // Retry-After, 5xx, timeout) is then an ordinary HTTP error, as the vendors answer it, and
+    // not a 200 whose only event is an error. Time to first token is unchanged.
+    let first: IteratorResult<StreamEvent>;
+    try {
+      first = await events.next();
+    } catch (err) {
+      return fail(c, err, runtime);
+    }
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        if (first.done) controller.close();
+        else controller.enqueue(encoder.encode(writer.frames(first.value)));
+      },
+      async pull(controller) {
+        try {
+          const next = await events.next();
+          if (next.done) return controller.close();
+          controller.enqueue(encoder.encode(writer.frames(next.value)));
+        } catch (err) {
+          // Headers are gone: the error travels as the stream's last event.
+          const e = spec.error(err);
+          logWireError(runtime.logger, e.wire, { transport: spec.transport, path: c.req.path });
+          controller.enqueue(encoder.encode(spec.streamError(e)));
+          controller.close();
+        }
+      },
+      // The client went away: ending the iterator settles what was produced and stops the upstream.
+      async cancel() {
+        await events.return?.();
+      },
+    });
+    return new Response(stream, {
+      status: 200,
+      headers: withCorsHeaders(c, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }),
+    });
+  };
+}
