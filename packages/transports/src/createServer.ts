@@ -22,6 +22,7 @@ import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
 import { toolProcedures } from './mcp/toolCatalog.js';
 import { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
 import { countTokensHandler, messagesHandler } from './anthropic/messagesHandler.js';
+import { responsesHandler } from './openai/responsesHandler.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -182,6 +183,7 @@ export function createServer<C extends CustomRouters = {}>(
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).
     app.post('/v1/messages', messagesHandler(getRuntime));
     app.post('/v1/messages/count_tokens', countTokensHandler(getRuntime));
+    app.post('/v1/responses', responsesHandler(getRuntime));
     app.get('/v1/models', modelsHandler(getRuntime));
     app.get('/v1/models/*', modelHandler(getRuntime));
     app.all('/v1/*', openAiNotFound());

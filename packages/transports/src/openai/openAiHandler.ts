@@ -81,5 +81,5 @@ export function modelHandler(getRuntime: () => Promise<Runtime>): Handler {
 
 /** Any other path under /v1: OpenAI's error shape, so OpenAI clients report it as such. */
 export function openAiNotFound(): Handler {
-  return (c) => errorResponse(c, new CoreError('NOT_FOUND', `no route ${c.req.method} ${c.req.path.slice(0, 200)} on the OpenAI-compatible endpoint (POST /v1/chat/completions, GET /v1/models)`));
+  return (c) => errorResponse(c, new CoreError('NOT_FOUND', `no route ${c.req.method} ${c.req.path.slice(0, 200)} on the OpenAI-compatible endpoint (POST /v1/chat/completions, /v1/responses, /v1/messages, GET /v1/models)`));
 }

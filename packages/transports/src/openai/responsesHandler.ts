@@ -1,0 +1,26 @@
+import type { Handler } from 'hono';
+import type { Runtime } from '@ai-backend/core';
+import { wireFormatHandler } from '../http/wireFormatHandler.js';
+import { openAiError } from './openAiFormat.js';
+import { responseBody, ResponseStreamWriter } from './responsesFormat.js';
+import { toResponsesInput } from './toResponsesInput.js';
+
+/**
+ * POST /v1/responses: OpenAI's Responses API (text, function tools, structured output through
+ * `text.format`, streaming events, usage) over ai.generateText / ai.streamText, with OpenAI-shaped
+ * errors. Stateless: no stored responses, no previous_response_id.
+ */
+export function responsesHandler(getRuntime: () => Promise<Runtime>): Handler {
+  return wireFormatHandler(getRuntime, {
+    transport: 'openai',
+    parse: toResponsesInput,
+    error: openAiError,
+    body: (r, req) => responseBody(r, req.model),
+    writer: (req) => new ResponseStreamWriter(req.model),
+    // After the headers: the Responses API's `error` event ends the stream.
+    streamError: (e) => {
+      const { error } = e.body as { error: { message: string; code: string | null; param: string | null } };
+      return `event: error\ndata: ${JSON.stringify({ type: 'error', code: error.code, message: error.message, param: error.param, sequence_number: 0 })}\n\n`;
+    },
+  });
+}

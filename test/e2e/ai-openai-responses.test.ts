@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * POST /v1/responses driven by the official `openai` client's responses.create / responses.stream,
+ * unchanged, for the four built-ins and two named providers (openai-compatible and the AI SDK's
+ * Mistral package): text, streaming events, tools, structured output, exact balances, errors.
+ */
+let upstream: TestUpstream;
+let gw: AiServer;
+let admin: string;
+const MODELS: Record<string, string> = {
+  anthropic: 'anthropic/claude-sonnet-4-5',
+  openai: 'openai/gpt-4.1-mini',
+  google: 'google/gemini-2.5-flash',
+  openrouter: 'openrouter/openai/gpt-5-mini',
+  local: 'local/org/llama-3-8b',
+  mist: 'mist/mistral-small-latest',
+};
+
+beforeAll(async () => {
+  upstream = await createTestUpstream({ outputTokens: 16 });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    serverProviders: [...PROVIDERS, 'local', 'mist'],
+    ai: {
+      providers: {
+        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
+        local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 } } },
+        mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-server-key', models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 } } },
+      },
+    },
+  } as never);
+  admin = await tokenFor('ops-admin', { admin: true });
+});
+afterAll(async () => {
+  await gw.stop();
+  await upstream.close();
+});
+
+let users = 0;
+async function funded(tokens: number) {
+  const sub = `rs-user-${++users}`;
+  await creditTokens(gw.url, admin, sub, tokens, `k-${sub}`);
+  const token = await tokenFor(sub);
+  return { sub, token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
+}
+async function balanceOf(token: string): Promise<number> {
+  return (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+}
+const fee = (n: number) => Math.ceil(n * 0.1);
+
+describe('openai client responses.create against /v1/responses', () => {
+  for (const provider of Object.keys(MODELS)) {
+    it(`${provider}: text with instructions, metered exactly`, async () => {
+      const u = await funded(10_000);
+      const r = await u.client.responses.create({ model: MODELS[provider]!, instructions: '@support', input: 'Hello', max_output_tokens: 64 });
+      expect(r.object).toBe('response');
+      expect(r.status).toBe('completed');
+      expect(r.output_text).toMatch(/^Test reply from/);
+      expect(upstream.requests.at(-1)!).toMatchObject({ provider, system: SYSTEM_PROMPT });
+      expect(r.usage!.output_tokens).toBe(16);
+      const used = r.usage!.total_tokens;
+      expect(used).toBe(r.usage!.input_tokens + 16);
+      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+      expect(JSON.stringify(r)).not.toContain(SYSTEM_PROMPT);
+    });
+
+    it(`${provider}: responses.stream assembles the events, usage on response.completed`, async () => {
+      const u = await funded(10_000);
+      const stream = u.client.responses.stream({ model: MODELS[provider]!, input: [{ role: 'user', content: 'Stream it' }], max_output_tokens: 64 });
+      let text = '';
+      stream.on('response.output_text.delta', (e) => (text += e.delta));
+      const final = await stream.finalResponse();
+      expect(text).toMatch(/^Test reply from/);
+      expect(final.output_text).toBe(text);
+      expect(final.usage!.output_tokens).toBe(16);
+      const used = final.usage!.total_tokens;
+      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+    });
+  }
+
+  it('function tools: a function_call, then function_call_output sent back', async () => {
+    const u = await funded(10_000);
+    const tools = [{ type: 'function' as const, name: 'get_weather', description: 'weather', strict: false, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+    const r = await u.client.responses.create({ model: MODELS.local!, tools, input: 'Weather in Paris?' });
+    const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(call).toMatchObject({ name: 'get_weather' });
+    expect(JSON.parse(call.arguments)).toEqual({ city: 'test' });
+    const r2 = await u.client.responses.create({ model: MODELS.mist!, tools, input: [{ role: 'user', content: 'Weather in Paris?' }, call, { type: 'function_call_output', call_id: call.call_id, output: '21C' }] });
+    expect(r2.output_text).toContain('[tool result received]');
+  });
+
+  it('structured output through text.format', async () => {
+    const u = await funded(10_000);
+    const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false };
+    const r = await u.client.responses.create({ model: MODELS.openai!, input: 'A person', text: { format: { type: 'json_schema', name: 'person', schema, strict: true } } });
+    expect(JSON.parse(r.output_text)).toEqual({ name: 'test' });
+  });
+
+  it('errors are OpenAI-shaped: upstream 429 with Retry-After, unknown model, previous_response_id, no credit', async () => {
+    const u = await funded(10_000);
+    const err = async (p: Promise<unknown>) => {
+      try {
+        await p;
+      } catch (e) {
+        return e as InstanceType<typeof OpenAI.APIError>;
+      }
+      throw new Error('expected an error');
+    };
+    const limited = await err(u.client.responses.create({ model: MODELS.local!, input: 'x [[upstream:429:retry=3]]' }));
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(limited.headers?.get('retry-after')).toBe('3');
+    expect(limited.error).toMatchObject({ type: 'rate_limit_error' });
+    const unknown = await err(u.client.responses.create({ model: 'nope/x', input: 'x' }));
+    expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+    const prev = await err(u.client.responses.create({ model: MODELS.openai!, input: 'x', previous_response_id: 'resp_1' }));
+    expect(prev.status).toBe(400);
+    expect(prev.param).toBe('previous_response_id');
+    const poor = await funded(1);
+    const paid = await err(poor.client.responses.create({ model: MODELS.openai!, input: 'x' }));
+    expect(paid.status).toBe(402);
+  });
+});
