@@ -144,7 +144,7 @@ describe('/v1 routes', () => {
   });
 
   it('an unknown /v1 path answers in the OpenAI error shape', async () => {
-    const res = await fetch(gw.url + '/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' });
+    const res = await fetch(gw.url + '/v1/audio/speech', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' });
     expect(res.status).toBe(404);
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
   });

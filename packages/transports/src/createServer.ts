@@ -23,6 +23,7 @@ import { toolProcedures } from './mcp/toolCatalog.js';
 import { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
 import { countTokensHandler, messagesHandler } from './anthropic/messagesHandler.js';
 import { responsesHandler } from './openai/responsesHandler.js';
+import { embeddingsHandler } from './openai/embeddingsHandler.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -184,6 +185,7 @@ export function createServer<C extends CustomRouters = {}>(
     app.post('/v1/messages', messagesHandler(getRuntime));
     app.post('/v1/messages/count_tokens', countTokensHandler(getRuntime));
     app.post('/v1/responses', responsesHandler(getRuntime));
+    app.post('/v1/embeddings', embeddingsHandler(getRuntime));
     app.get('/v1/models', modelsHandler(getRuntime));
     app.get('/v1/models/*', modelHandler(getRuntime));
     app.all('/v1/*', openAiNotFound());

@@ -4,6 +4,7 @@ import { parseMarkers, type UpstreamFault } from './faults.js';
 import { parseRequestExtras, planReply, type RequestExtras } from './replyPlan.js';
 import { streamFrames } from './streamFormats.js';
 import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
+import { embeddingReply, parseEmbeddingRequest, type EmbeddingFormat } from './embeddings.js';
 
 /** The four provider ids of core's config (`PROVIDER_IDS`), repeated so this package does not depend on core. */
 export type ProviderId = 'anthropic' | 'openai' | 'google' | 'openrouter';
@@ -45,7 +46,7 @@ export interface RecordedRequest {
   path: string;
   /** Provider inferred from the path (openai covers both OpenAI APIs); a named provider's id under `/named/`. */
   provider: ProviderId | (string & {});
-  format: WireFormat | 'models';
+  format: WireFormat | 'models' | 'embeddings';
   /** The key as presented (Authorization bearer, x-api-key, x-goog-api-key or ?key=). */
   apiKey: string | undefined;
   headers: Record<string, string | string[] | undefined>;
@@ -96,7 +97,10 @@ export interface TestUpstream {
   close(): Promise<void>;
 }
 
-type Route = { provider: string; format: WireFormat; model?: string } | { provider: string; format: 'models'; wire?: WireFormat };
+type Route =
+  | { provider: string; format: WireFormat; model?: string }
+  | { provider: string; format: 'models'; wire?: WireFormat }
+  | { provider: string; format: 'embeddings'; wire: EmbeddingFormat; model?: string; batch: boolean };
 
 function route(method: string, path: string, headers: http.IncomingHttpHeaders): Route | undefined {
   // Named providers: /named/<format>/<id>/v1/... in that format's paths.
@@ -104,6 +108,7 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
   if (named) {
     const [, format, provider, rest] = named as unknown as [string, 'openai-chat' | 'mistral', string, string];
     if (method === 'POST' && rest === '/chat/completions') return { provider, format };
+    if (method === 'POST' && rest === '/embeddings') return { provider, format: 'embeddings', wire: 'openai', batch: true };
     if (method === 'GET' && rest === '/models') return { provider, format: 'models', wire: format };
     return undefined;
   }
@@ -112,6 +117,10 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
     if (path === '/v1/chat/completions') return { provider: 'openai', format: 'openai-chat' };
     if (path === '/v1/messages') return { provider: 'anthropic', format: 'anthropic' };
     if (path === '/api/v1/chat/completions') return { provider: 'openrouter', format: 'openrouter' };
+    if (path === '/v1/embeddings') return { provider: 'openai', format: 'embeddings', wire: 'openai', batch: true };
+    if (path === '/api/v1/embeddings') return { provider: 'openrouter', format: 'embeddings', wire: 'openai', batch: true };
+    const e = /^\/v1beta\/models\/([^/:]+):(embedContent|batchEmbedContents)$/.exec(path);
+    if (e) return { provider: 'google', format: 'embeddings', wire: 'google', model: decodeURIComponent(e[1]!), batch: e[2] === 'batchEmbedContents' };
     const g = /^\/v1beta\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/.exec(path);
     if (g) return { provider: 'google', format: 'google', model: decodeURIComponent(g[1]!) };
   }
@@ -176,7 +185,8 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     } catch {
       return send(400, { error: { message: 'request body is not JSON' } });
     }
-    const prompt = r.format === 'models' ? undefined : parsePrompt(r.format, body ?? {}, 'model' in r ? r.model : undefined);
+    const embed = r.format === 'embeddings' ? parseEmbeddingRequest(r.wire, body ?? {}) : undefined;
+    const prompt = r.format === 'models' ? undefined : r.format === 'embeddings' ? { model: r.model ?? embed!.model, system: '', content: embed!.texts.join('\n'), maxTokens: undefined } : parsePrompt(r.format, body ?? {}, 'model' in r ? r.model : undefined);
     const rec: RecordedRequest = {
       method: req.method ?? 'GET',
       path: url.pathname,
@@ -189,7 +199,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       system: prompt?.system ?? '',
       content: prompt?.content ?? '',
       maxTokens: prompt?.maxTokens,
-      extras: r.format === 'models' ? undefined : parseRequestExtras(r.format, body ?? {}, url.pathname),
+      extras: r.format === 'models' || r.format === 'embeddings' ? undefined : parseRequestExtras(r.format, body ?? {}, url.pathname),
       framesSent: 0,
       aborted: false,
       outcome: 'ok',
@@ -208,7 +218,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const fault = directives.fault ?? down.get(r.provider) ?? (r.format !== 'models' ? queued.shift() : undefined);
     const delay = directives.latencyMs ?? latencyMs;
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay)); // the configured latency (a simulated slow upstream, on purpose)
-    const format: WireFormat = r.format === 'models' ? r.wire ?? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
+    const format: WireFormat = r.format === 'embeddings' ? (r.wire === 'google' ? 'google' : r.provider === 'openrouter' ? 'openrouter' : url.pathname.startsWith('/named/mistral/') ? 'mistral' : 'openai-chat') : r.format === 'models' ? r.wire ?? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
 
     // A named OpenAI-compatible server may run without keys (a local vLLM or Ollama): none sent is fine there.
     const keylessOk = url.pathname.startsWith('/named/openai-chat/') && rec.apiKey === undefined && !options.validKeys;
@@ -245,6 +255,10 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
         case 'noUsage':
           break;
       }
+    }
+    if (r.format === 'embeddings') {
+      const dims = embed!.dimensions ?? 8;
+      return send(200, embeddingReply(r.wire, embed!.texts, rec.model, dims, r.batch, fault?.kind === 'noUsage'));
     }
     if (r.format === 'models') return send(200, modelsBody(r.wire ? 'openai' : (r.provider as ProviderId), url.pathname));
 

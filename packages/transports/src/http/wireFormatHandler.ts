@@ -1,5 +1,5 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type GenerateTextOutput, type ResolvedConfig, type Runtime, type StreamEvent, type WireError } from '@ai-backend/core';
+import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type WireError } from '@ai-backend/core';
 import { withCorsHeaders } from './cors.js';
 import { readJsonBody } from './readJsonBody.js';
 import { openScope } from './requestContext.js';
@@ -50,6 +50,16 @@ export async function readBody(c: HonoContext, runtime: Runtime): Promise<{ ok: 
   return body.ok ? { ok: true, value: body.value } : { ok: false, error: new CoreError(body.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', body.message) };
 }
 
+/**
+ * An anonymous call nothing could pay for (no provider key header, no anonymous server-paid
+ * calls): signing in is the way on, so a 401 with RFC 6750's challenge instead of the 402.
+ */
+export function anonymousChallenge(scope: RequestScope, runtime: Runtime, error: unknown): Challenge | null {
+  if (scope.identity || scope.credentialError || !authConfigured(runtime.config)) return null;
+  const w = toWireError(error);
+  return w.code === 'PAYMENT_REQUIRED' || w.appCode === 'PAYMENT_REQUIRED' ? scope.challengeFor(null, w.message) : null;
+}
+
 /** POST handler of one wire format (see WireFormatSpec). */
 export function wireFormatHandler<R extends WireRequest>(getRuntime: () => Promise<Runtime>, spec: WireFormatSpec<R>): Handler {
   const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
@@ -73,14 +83,8 @@ export function wireFormatHandler<R extends WireRequest>(getRuntime: () => Promi
     if (ch) return fail(c, ch.error, runtime, ch.headers);
     const result = await invoke(runtime.router, path, req.input, scope.context(), { stream: true });
     if (!result.ok) {
-      // An anonymous call nothing could pay for (no provider key header, no anonymous
-      // server-paid calls): signing in is the way on, so a 401 with RFC 6750's challenge.
-      const w = toWireError(result.error);
-      if (!scope.identity && !scope.credentialError && authConfigured(runtime.config) && (w.code === 'PAYMENT_REQUIRED' || w.appCode === 'PAYMENT_REQUIRED')) {
-        const anon = scope.challengeFor(null, w.message);
-        if (anon) return fail(c, anon.error, runtime, anon.headers);
-      }
-      return fail(c, result.error, runtime);
+      const anon = anonymousChallenge(scope, runtime, result.error);
+      return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
     }
     if (!req.stream) return jsonResponse(c, spec.body(result.data as GenerateTextOutput, req));
     if (!isAsyncIterable(result.data)) throw new Error('ai.streamText returned no stream');

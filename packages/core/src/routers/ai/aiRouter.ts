@@ -6,6 +6,7 @@ import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { router } from '../../trpc/init.js';
 import { publicProcedure } from '../../trpc/procedures.js';
 import { modelsForKey } from '../../services/apiKeys/keyRules.js';
+import { MAX_EMBED_INPUTS, type EmbedInput } from '../../services/ai/runEmbed.js';
 
 /**
  * ai.generateText / ai.streamText input: the spec's fields (`content`, `systemPrompt` may be
@@ -58,6 +59,19 @@ export const aiRouter = router({
     .input(GenerateTextInputSchema)
     // Checks, payer and reservation run before the stream is returned, so refusals are ordinary errors.
     .mutation(({ ctx, input }) => ctx.runtime.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
+
+  embed: publicProcedure
+    .meta({ description: 'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText' })
+    .input(
+      z.object({
+        model: z.string().min(1).max(300),
+        input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_EMBED_INPUTS)]),
+        dimensions: z.number().int().min(1).max(16_384).optional(),
+        apiKey: z.string().min(1).max(1000).optional(),
+        metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => ctx.runtime.ai.embed(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as unknown as EmbedInput, { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
 
   listProviders: publicProcedure
     .meta({ description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })

@@ -1,4 +1,5 @@
 import type { ProviderId } from '../../config/sections/ai.js';
+import { runEmbed, type EmbedInput, type EmbedOutput } from './runEmbed.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../runtime/Logger.js';
 import type { Storage } from '../../storage/Storage.js';
@@ -139,6 +140,11 @@ export class AiService {
 
   generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
     return runGenerateText(this.deps(), input, call);
+  }
+
+  /** Embeddings, metered by input tokens (see runEmbed). */
+  embed(input: EmbedInput, call: GenerateTextCall): Promise<EmbedOutput> {
+    return runEmbed(this.deps(), input, call);
   }
 
   /** Checks, payer and reservation now; the returned stream calls the upstream when first read. */

@@ -14,3 +14,4 @@ export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput
 export { resolveModelRef, type ModelRef } from './resolveModelRef.js';
 export { PROVIDER_ALIASES, ProviderInput, KeyProviderInput, KEY_PROVIDER_IDS, type KeyProviderId } from './providerIds.js';
 export type { Metering, MeteringDecision, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
+export { MAX_EMBED_INPUTS, type EmbedInput, type EmbedOutput } from './runEmbed.js';

@@ -1,0 +1,70 @@
+import type { Handler } from 'hono';
+import { CoreError, invoke, type EmbedOutput, type Runtime } from '@ai-backend/core';
+import { anonymousChallenge, errorResponse, jsonResponse, readBody } from '../http/wireFormatHandler.js';
+import { openScope } from '../http/requestContext.js';
+import { openAiError } from './openAiFormat.js';
+import { PROVIDER_KEY_HEADER } from './toChatInput.js';
+
+type Json = Record<string, unknown>;
+const bad = (message: string, param: string) => new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', param } });
+
+/** A vector as OpenAI's `encoding_format: 'base64'` sends it: little-endian float32 bytes. */
+function base64Vector(v: number[]): string {
+  return Buffer.from(new Float32Array(v).buffer).toString('base64');
+}
+
+/** An OpenAI embeddings request → ai.embed's input. */
+function toEmbedInput(body: unknown, headers: Headers): { input: Json; base64: boolean; model: string } {
+  const b = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Json) : undefined;
+  if (!b) throw bad('the body must be a JSON object', 'body');
+  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300) throw bad('model is required: provider/model or a configured alias', 'model');
+  const okInput = typeof b.input === 'string' || (Array.isArray(b.input) && b.input.length > 0 && b.input.every((x) => typeof x === 'string'));
+  if (!okInput) throw bad('input must be a string or a non-empty array of strings (token arrays are not supported)', 'input');
+  if (b.encoding_format !== undefined && b.encoding_format !== null && b.encoding_format !== 'float' && b.encoding_format !== 'base64') throw bad("encoding_format must be 'float' or 'base64'", 'encoding_format');
+  const input: Json = { model: b.model, input: b.input };
+  if (typeof b.dimensions === 'number') input.dimensions = b.dimensions;
+  const key = headers.get(PROVIDER_KEY_HEADER);
+  if (key) input.apiKey = key;
+  if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-embeddings' };
+  return { input, base64: b.encoding_format === 'base64', model: b.model };
+}
+
+/**
+ * POST /v1/embeddings: OpenAI's embeddings wire format over ai.embed (same identity, limits
+ * and metering), for every provider with embedding models. `encoding_format: 'base64'` (the
+ * `openai` client's default) is answered as OpenAI does.
+ */
+export function embeddingsHandler(getRuntime: () => Promise<Runtime>): Handler {
+  const fail = (c: Parameters<Handler>[0], err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, openAiError(err), runtime, 'openai', headers);
+  return async (c) => {
+    const runtime = await getRuntime();
+    const scope = await openScope(c, runtime, 'openai');
+    const refused = scope.challenge();
+    if (refused) return fail(c, refused.error, runtime, refused.headers);
+    const body = await readBody(c, runtime);
+    if (!body.ok) return fail(c, body.error);
+    let req: ReturnType<typeof toEmbedInput>;
+    try {
+      req = toEmbedInput(body.value, c.req.raw.headers);
+    } catch (err) {
+      if (err instanceof CoreError) return fail(c, err);
+      throw err;
+    }
+    const ch = scope.challenge([{ kind: 'procedure', path: 'ai.embed' }]);
+    if (ch) return fail(c, ch.error, runtime, ch.headers);
+    const result = await invoke(runtime.router, 'ai.embed', req.input, scope.context());
+    if (!result.ok) {
+      const anon = anonymousChallenge(scope, runtime, result.error);
+      return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
+    }
+    const r = result.data as EmbedOutput;
+    const tokens = r.data.usage.inputTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? 0;
+    return jsonResponse(c, {
+      object: 'list',
+      data: r.data.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: req.base64 ? base64Vector(e) : e })),
+      model: req.model,
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+      ai_backend: { provider: r.data.provider, model: r.data.model, request_id: r.data.requestId, ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}), ...(r.usageInfo ? { usage_info: r.usageInfo } : {}) },
+    });
+  };
+}
