@@ -180,10 +180,23 @@ describe('ai.streamText (streamed over /trpc in ai-streaming.test.ts)', () => {
   });
 });
 
+describe('ai.embed (the openai client in ai-embeddings.test.ts)', () => {
+  it('over /rpc and /trpc: vectors, charged by input tokens; a language model and a caller without balance are refused', async () => {
+    for (const entry of ['rpc', 'trpc'] as const) {
+      const r = ok(await call(entry, user, 'ai.embed', { model: 'openai/text-embedding-3-small', input: ['one', 'two'] }));
+      expect(r.data.embeddings).toHaveLength(2);
+      expect(r.tokenUsage.tokensUsed).toBe(r.data.usage.inputTokens);
+    }
+    expect(await call('rpc', user, 'ai.embed', { model: 'openai/gpt-5-mini', input: 'x' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    const broke = await call('rpc', await tokenFor('ai-procs-broke'), 'ai.embed', { model: 'openai/text-embedding-3-small', input: 'hi' });
+    expect(broke.ok === false && broke.appCode).toBe('PAYMENT_REQUIRED');
+  });
+});
+
 describe('coverage', () => {
   it('every ai.* procedure was called over a real entry point, with a success and a refusal', () => {
     const paths = [...procedureIndex(gw.runtime.router).keys()].filter((p) => p.startsWith('ai.')).sort();
-    expect(paths).toHaveLength(7);
+    expect(paths).toHaveLength(8);
     for (const p of paths) {
       expect(covered.get(p)?.ok, `${p} success`).toBeGreaterThan(0);
       expect(covered.get(p)?.refused, `${p} refusal`).toBeGreaterThan(0);
