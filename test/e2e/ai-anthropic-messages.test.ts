@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
-import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { balanceOf as balanceIn, fee, fundedUser, NAMED_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens driven by the official `@anthropic-ai/sdk`
@@ -15,23 +16,12 @@ const MODELS: Record<string, string> = {
   openai: 'openai/gpt-4.1-mini',
   google: 'google/gemini-2.5-flash',
   openrouter: 'openrouter/openai/gpt-5-mini',
-  local: 'local/org/llama-3-8b',
-  mist: 'mist/mistral-small-latest',
+  ...NAMED_MODELS,
 };
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });
-  gw = await startAiServer(upstream, {
-    storage: { type: 'memory' },
-    serverProviders: [...PROVIDERS, 'local', 'mist'],
-    ai: {
-      providers: {
-        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
-        local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 } } },
-        mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-server-key', models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 } } },
-      },
-    },
-  } as never);
+  gw = await startSixProviderServer(upstream);
   admin = await tokenFor('ops-admin', { admin: true });
 });
 afterAll(async () => {
@@ -41,15 +31,10 @@ afterAll(async () => {
 
 let users = 0;
 async function funded(tokens: number) {
-  const sub = `an-user-${++users}`;
-  await creditTokens(gw.url, admin, sub, tokens, `k-${sub}`);
-  const token = await tokenFor(sub);
-  return { sub, token, client: new Anthropic({ baseURL: gw.url, authToken: token, apiKey: null, maxRetries: 0 }) };
+  const token = await fundedUser(gw, admin, `an-user-${++users}`, tokens);
+  return { token, client: new Anthropic({ baseURL: gw.url, authToken: token, apiKey: null, maxRetries: 0 }) };
 }
-async function balanceOf(token: string): Promise<number> {
-  return (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
-}
-const fee = (n: number) => Math.ceil(n * 0.1);
+const balanceOf = (token: string) => balanceIn(gw, token);
 
 describe('@anthropic-ai/sdk against /v1/messages', () => {
   for (const provider of Object.keys(MODELS)) {
@@ -111,14 +96,7 @@ describe('@anthropic-ai/sdk against /v1/messages', () => {
 
   it('errors arrive in Anthropic\'s shape: upstream 429, unknown model, missing max_tokens, no credit, bad credential', async () => {
     const u = await funded(10_000);
-    const err = async (p: Promise<unknown>) => {
-      try {
-        await p;
-      } catch (e) {
-        return e as InstanceType<typeof Anthropic.APIError>;
-      }
-      throw new Error('expected an error');
-    };
+    const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof Anthropic.APIError>>(p);
     const limited = await err(u.client.messages.create({ model: MODELS.mist!, max_tokens: 16, messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }] }));
     expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
     expect(limited.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });

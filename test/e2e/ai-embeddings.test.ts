@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, rpcCall, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { balanceOf as balanceIn, fee, fundedUser, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
 
 /**
  * POST /v1/embeddings (the `openai` client's embeddings.create, base64 by default) and the
@@ -21,17 +22,7 @@ const MODELS: Record<string, string> = {
 
 beforeAll(async () => {
   upstream = await createTestUpstream();
-  gw = await startAiServer(upstream, {
-    storage: { type: 'memory' },
-    serverProviders: [...PROVIDERS, 'local', 'mist'],
-    ai: {
-      providers: {
-        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
-        local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama': {}, 'bge-small': { kind: 'embedding', inputUsdPerMTok: 0.02 } } },
-        mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-server-key', byok: true, models: { 'mistral-small-latest': {}, 'mistral-embed': { kind: 'embedding', inputUsdPerMTok: 0.1 } } },
-      },
-    },
-  } as never);
+  gw = await startSixProviderServer(upstream);
   admin = await tokenFor('ops-admin', { admin: true });
 });
 afterAll(async () => {
@@ -41,15 +32,10 @@ afterAll(async () => {
 
 let users = 0;
 async function funded(tokens: number) {
-  const sub = `em-user-${++users}`;
-  await creditTokens(gw.url, admin, sub, tokens, `k-${sub}`);
-  const token = await tokenFor(sub);
-  return { sub, token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
+  const token = await fundedUser(gw, admin, `em-user-${++users}`, tokens);
+  return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
 }
-async function balanceOf(token: string): Promise<number> {
-  return (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
-}
-const fee = (n: number) => Math.ceil(n * 0.1);
+const balanceOf = (token: string) => balanceIn(gw, token);
 const texts = ['the quick brown fox', 'jumps over the lazy dog, twice'];
 
 describe('embeddings', () => {
@@ -91,14 +77,7 @@ describe('embeddings', () => {
 
   it('errors are OpenAI-shaped: a chat model, a provider without embeddings, upstream 429, no credit; failures refund', async () => {
     const u = await funded(10_000);
-    const err = async (p: Promise<unknown>) => {
-      try {
-        await p;
-      } catch (e) {
-        return e as InstanceType<typeof OpenAI.APIError>;
-      }
-      throw new Error('expected an error');
-    };
+    const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof OpenAI.APIError>>(p);
     expect((await err(u.client.embeddings.create({ model: 'mist/mistral-small-latest', input: 'x' }))).status).toBe(400);
     expect((await err(u.client.embeddings.create({ model: 'anthropic/claude-sonnet-4-5', input: 'x' }))).status).toBe(400);
     const limited = await err(u.client.embeddings.create({ model: MODELS.local!, input: 'x [[upstream:429:retry=2]]' }));

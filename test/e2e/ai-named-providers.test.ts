@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, rpcCall, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { balanceOf as balanceIn, fundedUser, startSixProviderServer } from './helpers/sixProviders.js';
 
 /**
  * A server with six providers (the four built-ins and two named: openai-compatible and the AI
@@ -15,22 +16,11 @@ let admin: string;
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });
-  gw = await startAiServer(upstream, {
-    storage: { type: 'memory' },
-    serverProviders: [...PROVIDERS, 'local', 'mist'],
-    metrics: { enabled: true },
-    ai: {
-      providers: {
-        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
-        local: { type: 'openai-compatible', name: 'Local vLLM', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 } } },
-        mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-server-key', models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 } } },
-      },
-      aliases: { cheap: 'local/org/llama-3-8b' },
-      fallbacks: ['cheap', 'google'],
-      circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000, windowMs: 60_000 },
-      retry: { backoffMs: 0, maxBackoffMs: 0 },
-    },
-  } as never);
+  gw = await startSixProviderServer(
+    upstream,
+    { aliases: { cheap: 'local/org/llama-3-8b' }, fallbacks: ['cheap', 'google'], circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000, windowMs: 60_000 }, retry: { backoffMs: 0, maxBackoffMs: 0 } },
+    { metrics: { enabled: true } },
+  );
   admin = await tokenFor('np-admin', { admin: true });
 });
 afterAll(async () => {
@@ -38,13 +28,8 @@ afterAll(async () => {
   await upstream.close();
 });
 
-async function funded(sub: string, tokens: number) {
-  await creditTokens(gw.url, admin, sub, tokens, `k-${sub}`);
-  return tokenFor(sub);
-}
-async function balanceOf(token: string): Promise<number> {
-  return (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
-}
+const funded = (sub: string, tokens: number) => fundedUser(gw, admin, sub, tokens);
+const balanceOf = (token: string) => balanceIn(gw, token);
 async function fallbacksCounted(provider: string): Promise<number> {
   const text = await (await fetch(gw.url + '/metrics', { headers: { authorization: `Bearer ${admin}` } })).text();
   return text

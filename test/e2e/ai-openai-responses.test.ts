@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { balanceOf as balanceIn, fee, fundedUser, NAMED_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
 
 /**
  * POST /v1/responses driven by the official `openai` client's responses.create / responses.stream,
@@ -15,23 +16,12 @@ const MODELS: Record<string, string> = {
   openai: 'openai/gpt-4.1-mini',
   google: 'google/gemini-2.5-flash',
   openrouter: 'openrouter/openai/gpt-5-mini',
-  local: 'local/org/llama-3-8b',
-  mist: 'mist/mistral-small-latest',
+  ...NAMED_MODELS,
 };
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });
-  gw = await startAiServer(upstream, {
-    storage: { type: 'memory' },
-    serverProviders: [...PROVIDERS, 'local', 'mist'],
-    ai: {
-      providers: {
-        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
-        local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 } } },
-        mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-server-key', models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 } } },
-      },
-    },
-  } as never);
+  gw = await startSixProviderServer(upstream);
   admin = await tokenFor('ops-admin', { admin: true });
 });
 afterAll(async () => {
@@ -41,15 +31,10 @@ afterAll(async () => {
 
 let users = 0;
 async function funded(tokens: number) {
-  const sub = `rs-user-${++users}`;
-  await creditTokens(gw.url, admin, sub, tokens, `k-${sub}`);
-  const token = await tokenFor(sub);
-  return { sub, token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
+  const token = await fundedUser(gw, admin, `rs-user-${++users}`, tokens);
+  return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
 }
-async function balanceOf(token: string): Promise<number> {
-  return (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
-}
-const fee = (n: number) => Math.ceil(n * 0.1);
+const balanceOf = (token: string) => balanceIn(gw, token);
 
 describe('openai client responses.create against /v1/responses', () => {
   for (const provider of Object.keys(MODELS)) {
@@ -101,14 +86,7 @@ describe('openai client responses.create against /v1/responses', () => {
 
   it('errors are OpenAI-shaped: upstream 429 with Retry-After, unknown model, previous_response_id, no credit', async () => {
     const u = await funded(10_000);
-    const err = async (p: Promise<unknown>) => {
-      try {
-        await p;
-      } catch (e) {
-        return e as InstanceType<typeof OpenAI.APIError>;
-      }
-      throw new Error('expected an error');
-    };
+    const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof OpenAI.APIError>>(p);
     const limited = await err(u.client.responses.create({ model: MODELS.local!, input: 'x [[upstream:429:retry=3]]' }));
     expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
     expect(limited.headers?.get('retry-after')).toBe('3');

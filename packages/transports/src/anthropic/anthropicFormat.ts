@@ -1,24 +1,11 @@
 import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core';
-import { servedModel } from '../openai/openAiFormat.js';
+import { gatewayField, servedModel } from '../openai/openAiFormat.js';
 
 /** Anthropic's stop_reason for the AI SDK's finish reason. */
 export function stopReason(reason: string, toolCalls: number): string {
   if (toolCalls > 0 || reason === 'tool-calls') return 'tool_use';
   if (reason === 'length') return 'max_tokens';
   return 'end_turn';
-}
-
-function gatewayField(r: GenerateTextOutput) {
-  return {
-    ai_backend: {
-      provider: r.data.provider,
-      model: r.data.model,
-      request_id: r.data.requestId,
-      ...(r.data.attempts ? { attempts: r.data.attempts } : {}),
-      ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}),
-      ...(r.usageInfo ? { usage_info: r.usageInfo } : {}),
-    },
-  };
 }
 
 const usageOf = (r: GenerateTextOutput) => ({ input_tokens: r.data.usage.inputTokens ?? 0, output_tokens: r.data.usage.outputTokens ?? 0 });

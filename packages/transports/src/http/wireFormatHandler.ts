@@ -60,27 +60,44 @@ export function anonymousChallenge(scope: RequestScope, runtime: Runtime, error:
   return w.code === 'PAYMENT_REQUIRED' || w.appCode === 'PAYMENT_REQUIRED' ? scope.challengeFor(null, w.message) : null;
 }
 
+/**
+ * Everything before a /v1 call: the credential (a refused one is answered before the body is
+ * looked at, as the vendors do: a 401, not a 400), the body within the limits, its translation,
+ * and the access policy's challenge for the procedure it goes to. A Response when refused.
+ */
+export async function admitRequest<R>(
+  c: HonoContext,
+  runtime: Runtime,
+  parse: (body: unknown, headers: Headers, config: ResolvedConfig) => R,
+  procedure: (req: R) => string,
+  fail: (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => Response,
+): Promise<Response | { scope: RequestScope; req: R; path: string }> {
+  const scope = await openScope(c, runtime, 'openai');
+  const refused = scope.challenge();
+  if (refused) return fail(c, refused.error, runtime, refused.headers);
+  const body = await readBody(c, runtime);
+  if (!body.ok) return fail(c, body.error);
+  let req: R;
+  try {
+    req = parse(body.value, c.req.raw.headers, runtime.config);
+  } catch (err) {
+    if (err instanceof CoreError) return fail(c, err);
+    throw err;
+  }
+  const path = procedure(req);
+  const ch = scope.challenge([{ kind: 'procedure', path }]);
+  if (ch) return fail(c, ch.error, runtime, ch.headers);
+  return { scope, req, path };
+}
+
 /** POST handler of one wire format (see WireFormatSpec). */
 export function wireFormatHandler<R extends WireRequest>(getRuntime: () => Promise<Runtime>, spec: WireFormatSpec<R>): Handler {
   const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
   return async (c) => {
     const runtime = await getRuntime();
-    // A refused credential is answered before the body is looked at, as the vendors do: a 401, not a 400.
-    const scope = await openScope(c, runtime, 'openai');
-    const refused = scope.challenge();
-    if (refused) return fail(c, refused.error, runtime, refused.headers);
-    const body = await readBody(c, runtime);
-    if (!body.ok) return fail(c, body.error);
-    let req: R;
-    try {
-      req = spec.parse(body.value, c.req.raw.headers, runtime.config);
-    } catch (err) {
-      if (err instanceof CoreError) return fail(c, err);
-      throw err;
-    }
-    const path = req.stream ? 'ai.streamText' : 'ai.generateText';
-    const ch = scope.challenge([{ kind: 'procedure', path }]);
-    if (ch) return fail(c, ch.error, runtime, ch.headers);
+    const admitted = await admitRequest(c, runtime, spec.parse, (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'), fail);
+    if (admitted instanceof Response) return admitted;
+    const { scope, req, path } = admitted;
     const result = await invoke(runtime.router, path, req.input, scope.context(), { stream: true });
     if (!result.ok) {
       const anon = anonymousChallenge(scope, runtime, result.error);

@@ -1,7 +1,6 @@
 import type { Handler } from 'hono';
 import { CoreError, invoke, type EmbedOutput, type Runtime } from '@ai-backend/core';
-import { anonymousChallenge, errorResponse, jsonResponse, readBody } from '../http/wireFormatHandler.js';
-import { openScope } from '../http/requestContext.js';
+import { admitRequest, anonymousChallenge, errorResponse, jsonResponse } from '../http/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { PROVIDER_KEY_HEADER } from './toChatInput.js';
 
@@ -38,20 +37,9 @@ export function embeddingsHandler(getRuntime: () => Promise<Runtime>): Handler {
   const fail = (c: Parameters<Handler>[0], err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, openAiError(err), runtime, 'openai', headers);
   return async (c) => {
     const runtime = await getRuntime();
-    const scope = await openScope(c, runtime, 'openai');
-    const refused = scope.challenge();
-    if (refused) return fail(c, refused.error, runtime, refused.headers);
-    const body = await readBody(c, runtime);
-    if (!body.ok) return fail(c, body.error);
-    let req: ReturnType<typeof toEmbedInput>;
-    try {
-      req = toEmbedInput(body.value, c.req.raw.headers);
-    } catch (err) {
-      if (err instanceof CoreError) return fail(c, err);
-      throw err;
-    }
-    const ch = scope.challenge([{ kind: 'procedure', path: 'ai.embed' }]);
-    if (ch) return fail(c, ch.error, runtime, ch.headers);
+    const admitted = await admitRequest(c, runtime, (body, headers) => toEmbedInput(body, headers), () => 'ai.embed', fail);
+    if (admitted instanceof Response) return admitted;
+    const { scope, req } = admitted;
     const result = await invoke(runtime.router, 'ai.embed', req.input, scope.context());
     if (!result.ok) {
       const anon = anonymousChallenge(scope, runtime, result.error);

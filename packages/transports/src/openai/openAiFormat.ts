@@ -28,9 +28,9 @@ function usageOf(r: GenerateTextOutput) {
 
 /**
  * Which provider and model served the call, and what it cost: an extra top-level field that
- * OpenAI clients ignore and gateway-aware clients read.
+ * the vendors' clients ignore and gateway-aware clients read (every /v1 wire format).
  */
-function gatewayField(r: GenerateTextOutput) {
+export function gatewayField(r: GenerateTextOutput) {
   return {
     ai_backend: {
       provider: r.data.provider,

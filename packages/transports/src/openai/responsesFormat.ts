@@ -1,19 +1,5 @@
 import type { GenerateTextOutput, StreamEvent } from '@ai-backend/core';
-import { servedModel } from './openAiFormat.js';
-
-function gatewayField(r: GenerateTextOutput) {
-  return {
-    ai_backend: {
-      provider: r.data.provider,
-      model: r.data.model,
-      request_id: r.data.requestId,
-      ...(r.data.attempts ? { attempts: r.data.attempts } : {}),
-      ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}),
-      ...(r.usageInfo ? { usage_info: r.usageInfo } : {}),
-      ...(r.data.object !== undefined ? { object: r.data.object } : {}),
-    },
-  };
-}
+import { gatewayField, servedModel } from './openAiFormat.js';
 
 const usageOf = (r: GenerateTextOutput) => {
   const input = r.data.usage.inputTokens ?? 0;

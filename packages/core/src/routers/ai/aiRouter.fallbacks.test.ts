@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadAiSdk } from '../../services/ai/aiSdk.js';
-import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
+import { PROVIDER_IDS, type BuiltinProviderId as ProviderId } from '../../config/sections/ai.js';
 import { createTestUpstream, waitFor, type TestUpstream, type UpstreamFault } from '@ai-backend/test-utils';
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
+import { PROVIDER_IDS, type BuiltinProviderId as ProviderId } from '../../config/sections/ai.js';
 import { estimateTokens } from '../../services/ai/runGenerateText.js';
 import { alice, bob, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, visibleError, type AiHarness } from './__tests__/aiHarness.js';
 

@@ -1,4 +1,4 @@
-import type { ProviderId } from '../../config/sections/ai.js';
+import type { BuiltinProviderId, ProviderId } from '../../config/sections/ai.js';
 import { runEmbed, type EmbedInput, type EmbedOutput } from './runEmbed.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../runtime/Logger.js';
@@ -54,6 +54,9 @@ export interface ProviderSharedHealth {
   breaker: BreakerState;
 }
 
+/** One provider's line of the health report. */
+export type ProviderHealth = ProviderSummary & { available: boolean } & ProviderCallStats & ProviderSharedHealth;
+
 export type RegistryHealth =
   | {
       status: 'healthy' | 'degraded';
@@ -62,7 +65,8 @@ export type RegistryHealth =
       summary: { providers: number; models: number; pricedModels: number; serverPaidProviders: number; byokProviders: number };
       /** Whether the registry probe (ai.healthProbe) decides the status. */
       probing: boolean;
-      providers: Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats & ProviderSharedHealth>;
+      /** Every provider: the four built-ins always, named ones by their ids. */
+      providers: Record<BuiltinProviderId, ProviderHealth> & Partial<Record<ProviderId, ProviderHealth>>;
     }
   | { status: 'unhealthy'; checkedAt: string; error: { message: string } };
 
@@ -188,7 +192,8 @@ export class AiService {
         probing ? this.probe!.results().catch(() => ({}) as Partial<Record<ProviderId, ProbeResult>>) : ({} as Partial<Record<ProviderId, ProbeResult>>),
         Promise.all(ids.map((id) => this.breaker?.state(id) ?? ('closed' as const))),
       ]);
-      const providers = {} as Record<ProviderId, ProviderSummary & { available: boolean } & ProviderCallStats & ProviderSharedHealth>;
+      // Filled below for every id, the four built-ins included.
+      const providers = {} as Record<BuiltinProviderId, ProviderHealth> & Record<ProviderId, ProviderHealth>;
       for (const [i, id] of ids.entries()) {
         const summary = this.providers.summary(id);
         providers[id] = { ...summary, available: (summary.serverPaid || summary.byok) && summary.models > 0, ...this.callStats(id), probe: probes[id] ?? null, breaker: breakers[i]! };

@@ -1,0 +1,61 @@
+import { creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './aiGateway.js';
+import type { ConfigInput } from '@ai-backend/core';
+
+/** The two named providers of the wire-format tests, both pointed at the test upstream. */
+export const NAMED_MODELS = { local: 'local/org/llama-3-8b', mist: 'mist/mistral-small-latest' } as const;
+
+/**
+ * A server with six providers: the four built-ins and two named ones, `local` (openai-compatible,
+ * keyless, as a local vLLM) and `mist` (the AI SDK's Mistral package), all server-paid. `ai` is
+ * merged over the providers (aliases, fallbacks, breaker settings).
+ */
+export function startSixProviderServer(upstream: TestUpstream, ai: Record<string, unknown> = {}, over: ConfigInput = {}): Promise<AiServer> {
+  return startAiServer(upstream, {
+    storage: { type: 'memory' },
+    serverProviders: [...PROVIDERS, 'local', 'mist'],
+    ...over,
+    ai: {
+      providers: {
+        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
+        local: {
+          type: 'openai-compatible',
+          name: 'Local vLLM',
+          baseUrl: upstream.namedBaseUrl('local'),
+          models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 }, 'bge-small': { kind: 'embedding', inputUsdPerMTok: 0.02 } },
+        },
+        mist: {
+          type: 'mistral',
+          baseUrl: upstream.namedBaseUrl('mist', 'mistral'),
+          apiKey: 'mistral-server-key',
+          byok: true,
+          defaultModel: 'mistral-small-latest',
+          models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 }, 'mistral-embed': { kind: 'embedding', inputUsdPerMTok: 0.1 } },
+        },
+      },
+      ...ai,
+    },
+  } as ConfigInput);
+}
+
+/** A signed-in user credited with `tokens`, and their balance afterwards. */
+export async function fundedUser(gw: AiServer, adminToken: string, sub: string, tokens: number): Promise<string> {
+  await creditTokens(gw.url, adminToken, sub, tokens, `k-${sub}`);
+  return tokenFor(sub);
+}
+
+export async function balanceOf(gw: AiServer, token: string): Promise<number> {
+  return (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+}
+
+/** The platform fee of a call using `n` tokens (billing.platformFeeRate 0.1). */
+export const fee = (n: number) => Math.ceil(n * 0.1);
+
+/** The error a client call rejects with. */
+export async function rejectionOf<E = Error & { status?: number }>(p: Promise<unknown>): Promise<E> {
+  try {
+    await p;
+  } catch (e) {
+    return e as E;
+  }
+  throw new Error('expected an error');
+}
