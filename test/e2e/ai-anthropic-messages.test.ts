@@ -113,4 +113,67 @@ describe('@anthropic-ai/sdk against /v1/messages', () => {
     expect(badKey).toBeInstanceOf(Anthropic.AuthenticationError);
     expect(badKey.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
   });
+
+  it('Claude Code style: a bare Claude model id, ?beta=true, anthropic-beta, models.list in Anthropic\'s shape', async () => {
+    const u = await funded(10_000);
+    const res = await fetch(`${gw.url}/v1/messages?beta=true`, {
+      method: 'POST',
+      headers: { 'x-api-key': u.token, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'claude-code-20250219', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 32, system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ type: 'message', model: 'claude-sonnet-4-5' });
+    expect(upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+    const page = await u.client.models.list();
+    expect(page.data.map((m) => m.id)).toEqual(expect.arrayContaining(['anthropic/claude-sonnet-4-5', 'local/org/llama-3-8b', 'mist/mistral-small-latest']));
+    expect(page.data[0]).toMatchObject({ type: 'model' });
+  });
+
+  it('malformed bodies get a 400 in each format\'s own shape, never a 500, nothing charged', async () => {
+    const u = await funded(10_000);
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${gw.url}/v1/${path}`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const anthropicBad: unknown[] = [
+      '{not json',
+      [],
+      { model: 5, max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
+      { model: 'openai', max_tokens: '10', messages: [{ role: 'user', content: 'x' }] },
+      { model: 'openai', max_tokens: 10, messages: 'x' },
+      { model: 'openai', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] },
+      { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', path: '/etc/passwd' } }] }] },
+      { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [null] }] },
+      { model: 'openai', max_tokens: 10, system: [{ type: 'image' }], messages: [{ role: 'user', content: 'x' }] },
+      { model: 'openai', max_tokens: 10, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [{ role: 'user', content: 'x' }] },
+      { model: 'openai', max_tokens: 10, stream: 'yes', messages: [{ role: 'user', content: 'x' }] },
+      { model: '../../etc', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
+      { model: 'openai/../../x', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
+    ];
+    for (const body of anthropicBad) {
+      for (const path of ['messages', 'messages/count_tokens']) {
+        const r = await post(path, body);
+        expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+        expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.any(String) } });
+      }
+    }
+    const openaiBad: Array<[string, unknown]> = [
+      ['responses', { model: 'openai', input: [] }],
+      ['responses', { model: 'openai', input: [{ role: 'tool', content: 'x' }] }],
+      ['responses', { model: 'openai', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{bad' }] }],
+      ['responses', { model: 'openai', input: 'x', text: { format: { type: 'yaml' } } }],
+      ['responses', { model: 'openai', input: 'x', tools: [{ type: 'web_search' }] }],
+      ['responses', { model: 'openai', input: 'x', max_output_tokens: 10 ** 9 }],
+      ['embeddings', { model: 'openai/text-embedding-3-small', input: [1, 2, 3] }],
+      ['embeddings', { model: 'openai/text-embedding-3-small', input: [] }],
+      ['embeddings', { model: 'openai/text-embedding-3-small', input: 'x', encoding_format: 'hex' }],
+      ['embeddings', { model: 'openai/text-embedding-3-small', input: Array.from({ length: 3000 }, () => 'x') }],
+    ];
+    for (const [path, body] of openaiBad) {
+      const r = await post(path, body);
+      expect(r.status, `${path} ${JSON.stringify(body).slice(0, 100)}`).toBe(400);
+      expect(r.body).toMatchObject({ error: { type: 'invalid_request_error', message: expect.any(String) } });
+    }
+    expect(await balanceOf(u.token)).toBe(10_000);
+  });
 });

@@ -36,6 +36,9 @@ export function countTokensHandler(getRuntime: () => Promise<Runtime>): Handler 
     // count_tokens takes no max_tokens; the translation needs one.
     const value = typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value) ? { max_tokens: 1, ...body.value } : body.value;
     try {
+      // The model is checked as a call would check it (syntax, allow and block lists, the key's rules).
+      const { input } = toMessagesInput(value, c.req.raw.headers, runtime.config);
+      runtime.ai.checkCallModel(input as Parameters<Runtime['ai']['checkCallModel']>[0], scope.identity);
       return jsonResponse(c, { input_tokens: countTokens(value, runtime.config) });
     } catch (err) {
       return errorResponse(c, anthropicError(err), undefined, 'anthropic');

@@ -14,9 +14,14 @@ export interface MessagesRequest {
   stream: boolean;
 }
 
-/** The `model` field → the procedures' provider + options.model, or a model reference for a named provider. */
-export function modelFields(config: ResolvedConfig, ref: string): { input: Record<string, unknown>; options: Record<string, unknown> } {
-  const { provider, model } = resolveModelRef(config, ref);
+/**
+ * The `model` field → the procedures' provider + options.model, or a model reference for a named
+ * provider. `bareProvider`: the provider of a bare model id that is neither a provider nor an
+ * alias (on /v1/messages, `claude-sonnet-4-5` is Anthropic's, so Claude Code works unchanged).
+ */
+export function modelFields(config: ResolvedConfig, ref: string, bareProvider?: string): { input: Record<string, unknown>; options: Record<string, unknown> } {
+  const bare = bareProvider !== undefined && !ref.includes('/') && !Object.hasOwn(config.ai.aliases, ref) && !BUILTINS.includes(ref) && !/^provider_[a-d]$/.test(ref) && !Object.hasOwn(config.ai.providers, ref);
+  const { provider, model } = resolveModelRef(config, bare ? `${bareProvider}/${ref}` : ref);
   if (BUILTINS.includes(provider)) return { input: { provider }, options: model ? { model } : {} };
   return { input: { model: model ? `${provider}/${model}` : provider }, options: {} };
 }
@@ -108,7 +113,7 @@ export function toMessagesInput(body: unknown, headers: Headers, config: Resolve
     });
   });
 
-  const { input, options } = modelFields(config, b.model);
+  const { input, options } = modelFields(config, b.model, 'anthropic');
   input.messages = messages;
   const system = systemText(b.system);
   if (system !== undefined) input.systemPrompt = system;
@@ -118,6 +123,8 @@ export function toMessagesInput(body: unknown, headers: Headers, config: Resolve
   if (Array.isArray(b.tools) && b.tools.length > 0) {
     input.tools = b.tools.map((t, i) => {
       const tool = obj(t);
+      // Server tools (web_search_…, code_execution_…) run at Anthropic; no other provider has them.
+      if (tool?.type !== undefined && tool.type !== 'custom') throw bad(`tools.${i}: only custom tools (name, input_schema) are supported, not ${String(tool.type).slice(0, 60)}`, `tools.${i}`);
       if (!tool || typeof tool.name !== 'string') throw bad(`tools.${i}: a custom tool needs name and input_schema`, `tools.${i}`);
       return { name: tool.name, ...(typeof tool.description === 'string' ? { description: tool.description } : {}), parameters: obj(tool.input_schema) ?? { type: 'object', properties: {} } };
     });

@@ -55,11 +55,20 @@ async function allowedModels(c: HonoContext, runtime: Runtime): Promise<ModelEnt
 
 const json = (c: HonoContext, body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json' }) });
 
-/** GET /v1/models: `provider/model` ids the server allows, plus the configured aliases. */
+/** Anthropic's clients send `anthropic-version` on every request; they read Anthropic's list shape. */
+const wantsAnthropic = (c: HonoContext) => c.req.header('anthropic-version') !== undefined;
+const anthropicModel = (m: ModelEntry) => ({ type: 'model', id: m.id, display_name: m.id, created_at: new Date(m.created * 1000).toISOString() });
+
+/**
+ * GET /v1/models: `provider/model` ids the server allows, plus the configured aliases; in
+ * Anthropic's shape (`data`, `has_more`, `first_id`, `last_id`) for Anthropic clients.
+ */
 export function modelsHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {
     const data = await allowedModels(c, await getRuntime());
-    return data instanceof Response ? data : json(c, { object: 'list', data });
+    if (data instanceof Response) return data;
+    if (wantsAnthropic(c)) return json(c, { data: data.map(anthropicModel), has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+    return json(c, { object: 'list', data });
   };
 }
 
@@ -74,7 +83,7 @@ export function modelHandler(getRuntime: () => Promise<Runtime>): Handler {
     if (data instanceof Response) return data;
     const id = decodeURIComponent(c.req.path.slice('/v1/models/'.length));
     const entry = data.find((m) => m.id === id);
-    if (entry) return json(c, entry);
+    if (entry) return json(c, wantsAnthropic(c) ? anthropicModel(entry) : entry);
     return errorResponse(c, new CoreError('NOT_FOUND', `the model '${id.slice(0, 300)}' does not exist or is not allowed`, { details: { param: 'model' } }));
   };
 }

@@ -116,7 +116,7 @@ export type ProviderConfig = BuiltinProviderConfig | NamedProviderConfig;
  * `ai.providers`: the four built-ins by their ids (no `type`), and any number of named providers
  * (any other id, with a `type`).
  */
-export const ProvidersSchema = z
+const providersSchema = z
   .record(z.string(), z.unknown())
   .default({})
   .transform((raw, ctx) => {
@@ -148,3 +148,11 @@ export const ProvidersSchema = z
     }
     return out;
   });
+
+/** What users write under `ai.providers`: typed, though parsing goes by id (built-in or named). */
+export type ProvidersInput = Record<string, z.input<typeof BuiltinProviderSchema> | z.input<typeof NamedProviderSchema>>;
+/**
+ * The parse checks each entry against the schema its id calls for, so an error names the exact
+ * field; typed here as what it accepts and returns, so a TypeScript config is checked too.
+ */
+export const ProvidersSchema = providersSchema as unknown as z.ZodDefault<z.ZodType<Record<string, ProviderConfig>, ProvidersInput>>;

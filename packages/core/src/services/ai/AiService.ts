@@ -8,7 +8,7 @@ import type { Metering } from './Metering.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
-import { worstCostUsd, type CallDeps } from './prepareCall.js';
+import { resolveCallModel, worstCostUsd, type CallDeps } from './prepareCall.js';
 import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
 import { RegistryProbe, type ProbeResult } from './RegistryProbe.js';
 import { runStreamText, type StreamEvent } from './runStreamText.js';
@@ -144,6 +144,14 @@ export class AiService {
 
   generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
     return runGenerateText(this.deps(), input, call);
+  }
+
+  /**
+   * The model a call would go to, after every model rule (count_tokens checks a request with it
+   * without calling anything). Throws as generateText would.
+   */
+  checkCallModel(input: Pick<GenerateTextInput, 'model' | 'provider' | 'options'>, identity: GenerateTextCall['identity']): { provider: ProviderId; model: string } {
+    return resolveCallModel(this.deps(), input, identity);
   }
 
   /** Embeddings, metered by input tokens (see runEmbed). */

@@ -126,22 +126,32 @@ export interface PreparedCall {
 }
 
 /**
+ * The provider and canonical model a call goes to (`model` reference, or `provider` and
+ * `options.model`, or the defaults), after every model rule: syntax, allow and block lists, the
+ * API key's own rules (403 before anything is held or sent).
+ */
+export function resolveCallModel(deps: Pick<CallDeps, 'config' | 'providers'>, input: Pick<TextCallInput, 'model' | 'provider' | 'options'>, identity: Identity | null): { provider: ProviderId; model: string } {
+  const { config, providers } = deps;
+  const ref = input.model === undefined ? undefined : resolveModelRef(config, input.model);
+  if (ref && (input.provider !== undefined || input.options?.model !== undefined)) {
+    throw new CoreError('INVALID_PARAMS', 'send either model (a provider/model reference) or provider and options.model', { details: { field: 'model' } });
+  }
+  const provider = providers.assertKnown(ref?.provider ?? input.provider ?? config.ai.defaultProvider);
+  const model = providers.assertModelAllowed(provider, (ref?.model || undefined) ?? input.options?.model ?? providers.defaultModel(provider));
+  assertKeyAllowsModel(identity?.apiKey, provider, model);
+  return { provider, model };
+}
+
+/**
  * Everything before the upstream call, shared by generateText and streamText: limits, model
  * rules, system prompts, chat messages, who pays, and the reservation of platform tokens.
  */
 export async function prepareCall(deps: CallDeps, input: TextCallInput, call: TextCall): Promise<PreparedCall> {
   const { config, providers, metering } = deps;
   const ai = config.ai;
-  const ref = input.model === undefined ? undefined : resolveModelRef(config, input.model);
-  if (ref && (input.provider !== undefined || input.options?.model !== undefined)) {
-    throw new CoreError('INVALID_PARAMS', 'send either model (a provider/model reference) or provider and options.model', { details: { field: 'model' } });
-  }
-  const provider = providers.assertKnown(ref?.provider ?? input.provider ?? ai.defaultProvider);
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
+  const { provider, model } = resolveCallModel(deps, input, call.identity);
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
-  const model = providers.assertModelAllowed(provider, (ref?.model || undefined) ?? input.options?.model ?? providers.defaultModel(provider));
-  // An API key's own rules (docs/api-keys.md): 403 before anything is held or sent.
-  assertKeyAllowsModel(call.identity?.apiKey, provider, model);
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
   const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
