@@ -3,6 +3,7 @@ import { procedureIndex } from '@ai-backend/core';
 import {
   callVia,
   createTestUpstream,
+  SERVER_KEY,
   startAiServer,
   tokenFor,
   type AiServer,
@@ -39,7 +40,9 @@ const refused = (code: string, message?: RegExp) => expect.objectContaining({ ok
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 20 });
-  gw = await startAiServer(upstream, { storage: { type: 'memory' } });
+  // One named provider that accepts own keys, for auth.storeProviderKey / deleteProviderKey.
+  const providers = { ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers, mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), byok: true, defaultModel: 'mistral-small-latest' } };
+  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { providers } as never });
   T.carol = await tokenFor(CAROL.sub, { email: CAROL.email });
   T.dave = await tokenFor('dave-sub');
   T.admin = await tokenFor('boss-sub', { admin: true });
@@ -267,10 +270,21 @@ describe('user namespace', () => {
   });
 });
 
+describe('auth.storeProviderKey / deleteProviderKey (named providers)', () => {
+  it('stores and deletes a key for a named provider that accepts own keys; refuses built-ins, unknown ids and other users', async () => {
+    expect(ok(await call('rpc', 'carol', 'auth.storeProviderKey', { email: CAROL.email, provider: 'mist', apiKey: 'sk-carol-mist-SECRET-42' }))).toMatchObject({ success: true, provider: 'mist', last4: 'T-42' });
+    expect(ok(await call('trpc', 'carol', 'auth.getUserProviders', { email: CAROL.email })).providers).toContain('mist');
+    expect(await call('rpc', 'carol', 'auth.storeProviderKey', { email: CAROL.email, provider: 'openai', apiKey: 'sk-carol-openai-SECRET-1' })).toEqual(refused('BAD_REQUEST'));
+    expect(await call('rpc', 'carol', 'auth.storeProviderKey', { email: 'dave-sub@example.com', provider: 'mist', apiKey: 'sk-carol-into-dave-2' })).toEqual(refused('FORBIDDEN'));
+    expect(await call('rpc', null, 'auth.deleteProviderKey', { email: CAROL.email, provider: 'mist' })).toEqual(refused('UNAUTHORIZED'));
+    expect(ok(await call('trpc', 'carol', 'auth.deleteProviderKey', { email: CAROL.email, provider: 'mist' }))).toMatchObject({ deleted: true });
+  });
+});
+
 describe('coverage and leaks', () => {
   it('every billing.*, user.* and auth.* procedure was called over a real entry point, with a success and a refusal', () => {
     const paths = [...procedureIndex(gw.runtime.router).keys()].filter((p) => /^(billing|user|auth)\./.test(p)).sort();
-    expect(paths).toHaveLength(22);
+    expect(paths).toHaveLength(24);
     for (const p of paths) {
       expect(covered.get(p)?.ok, `${p} success`).toBeGreaterThan(0);
       expect(covered.get(p)?.refused, `${p} refusal`).toBeGreaterThan(0);

@@ -89,6 +89,24 @@ describe('named providers', () => {
     expect((await rejection(h.caller(null).ai.generateText({ content: 'byok', systemPrompt: '', model: 'local/org/llama-3-8b', apiKey: 'k' }))).details).toMatchObject({ reason: 'byok_not_allowed' });
   });
 
+  it('BYOK vault: a key stored for a named provider pays for the caller\'s calls to it', async () => {
+    h = await harness();
+    const c = h.caller(alice);
+    expect(await c.auth.storeProviderKey({ email: alice.email!, provider: 'mist', apiKey: 'sk-alice-mistral-0001' })).toMatchObject({ success: true, provider: 'mist' });
+    expect((await c.auth.getUserProviders({ email: alice.email! })).providers).toEqual(['mist']);
+    await c.user.configureBYOK({ enabled: true, providers: {} });
+    // No platform tokens: billing picks the stored key.
+    const r = await c.ai.generateText({ content: 'with my key', systemPrompt: '', model: 'mist' });
+    expect(r.usageInfo).toBeDefined();
+    expect(h.upstream.requests.at(-1)).toMatchObject({ provider: 'mist', apiKey: 'sk-alice-mistral-0001' });
+    // Refused: a provider that takes no own keys, an unknown one, a built-in (storeUserKey's job).
+    expect((await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'local', apiKey: 'sk-alice-local-0001' }))).details).toMatchObject({ reason: 'byok_not_allowed' });
+    expect((await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'nope', apiKey: 'sk-alice-nope-00001' }))).details).toMatchObject({ reason: 'unknown_provider' });
+    expect((await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'openai', apiKey: 'sk-alice-openai-0001' }))).details).toMatchObject({ reason: 'unknown_provider' });
+    expect(await c.auth.deleteProviderKey({ email: alice.email!, provider: 'mist' })).toMatchObject({ deleted: true });
+    expect(h.logs.join('\n')).not.toContain('sk-alice-mistral-0001');
+  });
+
   it('falls back from a failing named provider to another, breaker opens, only the serving target charged', async () => {
     h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000, windowMs: 60_000 } });
     await h.credit(alice.sub, 100_000);

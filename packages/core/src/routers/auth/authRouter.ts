@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CoreError } from '../../errors/CoreError.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
+import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { rememberUser } from '../../services/billing/userIndex.js';
 import { router } from '../../trpc/init.js';
@@ -21,6 +22,16 @@ const keyProcedure = protectedProcedure.use(async ({ ctx, next }) => {
 const Email = z.string().trim().min(1, 'email is required').max(320);
 const Owner = z.object({ email: Email });
 const OwnerProvider = z.object({ email: Email, provider: KeyProviderInput });
+/** A named provider of this server (`ai.providers.<id>` with a `type`); the spec's procedures keep their enum of three. */
+const OwnerNamedProvider = z.object({ email: Email, provider: z.string().regex(NAMED_PROVIDER_ID, 'a provider id') });
+
+/** The named provider must exist and accept callers' own keys (`byok: true`). */
+function assertNamedByok(runtime: { ai: { providers: { namedType(id: string): unknown; isByokProvider(id: string): boolean } } }, provider: string): void {
+  if (runtime.ai.providers.namedType(provider) === undefined) {
+    throw new CoreError('BAD_REQUEST', `"${provider.slice(0, 50)}" is not a named provider of this server; keys for anthropic, openai and google go through storeUserKey`, { details: { reason: 'unknown_provider' } });
+  }
+  if (!runtime.ai.providers.isByokProvider(provider)) throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
+}
 
 export const authRouter = router({
   storeUserKey: keyProcedure
@@ -57,6 +68,28 @@ export const authRouter = router({
     .meta({ description: 'Delete your stored key for a provider' })
     .input(OwnerProvider)
     .mutation(async ({ ctx, input }) => {
+      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
+      const deleted = await ctx.runtime.vault.remove(owner, input.provider);
+      if (deleted) ctx.runtime.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
+      return { success: deleted, provider: input.provider, deleted };
+    }),
+
+  storeProviderKey: keyProcedure
+    .meta({ description: 'Store your API key for a named provider of this server that accepts own keys (encrypted at rest; never returned)' })
+    .input(OwnerNamedProvider.extend({ apiKey: ApiKeyInput }))
+    .mutation(async ({ ctx, input }) => {
+      assertNamedByok(ctx.runtime, input.provider);
+      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
+      const status = await ctx.runtime.vault.store(owner, input.provider, input.apiKey);
+      ctx.runtime.logger.info('vault: key stored', { by: ctx.identity.sub, owner, provider: input.provider });
+      return { success: true, ...status };
+    }),
+
+  deleteProviderKey: keyProcedure
+    .meta({ description: 'Delete your stored key for a named provider' })
+    .input(OwnerNamedProvider)
+    .mutation(async ({ ctx, input }) => {
+      if (ctx.runtime.ai.providers.namedType(input.provider) === undefined) assertNamedByok(ctx.runtime, input.provider);
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
       const deleted = await ctx.runtime.vault.remove(owner, input.provider);
       if (deleted) ctx.runtime.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
