@@ -102,3 +102,38 @@ describe('RegistryProbe', () => {
     await off.stop();
   });
 });
+
+describe('RegistryProbe with named providers', () => {
+  it('probes server-paid named providers with their own check (GET /models; keyless without a key); not Bedrock or Vertex', async () => {
+    upstream = await createTestUpstream();
+    const config = resolveConfig({
+      serverProviders: ['local', 'mist', 'bed'],
+      ai: {
+        providers: {
+          local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), defaultModel: 'm' },
+          mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mist-key', defaultModel: 'mistral-small-latest' },
+          bed: { type: 'bedrock', region: 'us-east-1', defaultModel: 'anthropic.claude-3-haiku' },
+        },
+      },
+    });
+    const storage = new MemoryStorage();
+    const logger = createLogger('silent');
+    const breaker = new CircuitBreaker(storage, config.ai.circuitBreaker, logger);
+    const degraded: Array<[ProviderId, string]> = [];
+    const probe = new RegistryProbe({ enabled: true, intervalMs: INTERVAL, timeoutMs: 500 }, { storage, providers: new ProviderRegistry(config), logger, breaker, onDegraded: (p, r) => degraded.push([p, r]) });
+    expect(probe.targets()).toEqual(['local', 'mist']);
+    upstream.failProvider('mist', { kind: 'status', status: 503 });
+    await probe.tick();
+    expect(upstream.requests.map((r) => [r.path, r.apiKey])).toEqual(
+      expect.arrayContaining([
+        ['/named/openai-chat/local/v1/models', undefined],
+        ['/named/mistral/mist/v1/models', 'mist-key'],
+      ]),
+    );
+    const results = await probe.results();
+    expect(results.local).toMatchObject({ ok: true });
+    expect(results.mist).toMatchObject({ ok: false, reason: 'unexpected_status', status: 503 });
+    expect(await breaker.state('mist')).toBe('open');
+    expect(degraded).toEqual([['mist', 'unexpected_status']]);
+  });
+});
