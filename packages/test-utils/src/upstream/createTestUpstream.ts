@@ -136,7 +136,8 @@ function presentedKey(req: http.IncomingMessage, url: URL): string | undefined {
   const auth = req.headers.authorization;
   if (auth?.startsWith('Bearer ')) return auth.slice(7);
   const single = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
-  return single(req.headers['x-api-key']) ?? single(req.headers['x-goog-api-key']) ?? url.searchParams.get('key') ?? undefined;
+  // `api-key`: Azure OpenAI's header.
+  return single(req.headers['x-api-key']) ?? single(req.headers['x-goog-api-key']) ?? single(req.headers['api-key']) ?? url.searchParams.get('key') ?? undefined;
 }
 
 function modelsBody(provider: ProviderId, path: string): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig, ConfigError } from '../../config/resolveConfig.js';
 import { alice, createAiHarness, rejection, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
-import { createTestUpstream } from '@ai-backend/test-utils';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 
 /** Named providers (`ai.providers.<id>` with a `type`) beside the four built-ins. */
 async function harness(extra: Record<string, unknown> = {}): Promise<AiHarness> {
@@ -123,6 +123,40 @@ describe('named providers', () => {
     const health = await h.caller(null).ai.getRegistryHealth();
     expect((health as { providers: Record<string, { breaker: string }> }).providers.mist!.breaker).toBe('open');
   });
+});
+
+describe('the other vendor packages against OpenAI-wire upstreams', () => {
+  // Groq, xAI and DeepSeek speak OpenAI's chat wire format, Azure (api: 'chat') too under its
+  // `api-key` header (a non-Azure host takes the base URL as is): each through its own AI SDK package.
+  const cases = [
+    { id: 'gq', type: 'groq', base: (u: TestUpstream) => u.namedBaseUrl('gq') },
+    { id: 'grok', type: 'xai', base: (u: TestUpstream) => u.namedBaseUrl('grok') },
+    { id: 'ds', type: 'deepseek', base: (u: TestUpstream) => u.namedBaseUrl('ds') },
+    { id: 'az', type: 'azure', base: (u: TestUpstream) => u.namedBaseUrl('az'), extra: { api: 'chat' } },
+  ] as const;
+  for (const c of cases) {
+    it(`${c.type}: generateText and streamText, key sent, charged`, async () => {
+      const upstream = await createTestUpstream();
+      const h = await createAiHarness(
+        { serverProviders: [c.id], ai: { providers: { ...upstream.aiConfig().providers, [c.id]: { type: c.type, baseUrl: c.base(upstream), apiKey: `${c.id}-key`, defaultModel: 'm-1', ...('extra' in c ? c.extra : {}) } } } },
+        {},
+        { upstream },
+      );
+      try {
+        await h.credit(alice.sub, 10_000);
+        const r = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 'sys', model: c.id });
+        expect(r.data).toMatchObject({ provider: c.id, model: 'm-1' });
+        expect(r.tokenUsage!.tokensUsed).toBe((r.data.usage as { totalTokens: number }).totalTokens);
+        expect(h.upstream.requests.at(-1)).toMatchObject({ provider: c.id, apiKey: `${c.id}-key`, system: 'sys', content: 'hello' });
+        let text = '';
+        for await (const e of await h.caller(alice).ai.streamText({ content: 'stream', systemPrompt: '', model: c.id })) if (e.type === 'text') text += e.delta;
+        expect(text).toContain('Test reply from openai-chat');
+      } finally {
+        await h.close();
+        await upstream.close();
+      }
+    });
+  }
 });
 
 describe('named provider config', () => {
