@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { balanceOf as balanceIn, fee, fundedUser, NAMED_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
 
@@ -175,5 +176,61 @@ describe('@anthropic-ai/sdk against /v1/messages', () => {
       expect(r.body).toMatchObject({ error: { type: 'invalid_request_error', message: expect.any(String) } });
     }
     expect(await balanceOf(u.token)).toBe(10_000);
+  });
+
+  it('a stream the client aborts is settled once: charged what was produced, at most its hold', async () => {
+    const u = await funded(10_000);
+    upstream.setChunkDelay(30);
+    try {
+      const stream = u.client.messages.stream({ model: MODELS.openai!, max_tokens: 64, messages: [{ role: 'user', content: 'a long story' }] });
+      let deltas = 0;
+      await new Promise<void>((resolve) => {
+        stream.on('text', () => {
+          if (++deltas === 2) {
+            stream.abort();
+            resolve();
+          }
+        });
+        stream.on('error', () => resolve());
+        stream.on('abort', () => resolve());
+      });
+      await stream.done().catch(() => undefined);
+      // The settlement runs when the server sees the connection go; then the balance stays.
+      await new Promise((r) => setTimeout(r, 500));
+      const balance = await balanceOf(u.token);
+      const charged = 10_000 - balance;
+      expect(charged).toBeGreaterThan(0);
+      expect(charged).toBeLessThan(400); // far below the hold (input bound + 64, plus the fee)
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await balanceOf(u.token)).toBe(balance); // settled exactly once
+    } finally {
+      upstream.setChunkDelay(0);
+    }
+  });
+});
+
+describe('/v1/messages, /v1/responses and /v1/embeddings share the rate limits of the other entry points', () => {
+  it('maxToolCalls counts them like ai.generateText on /rpc; each refusal is a 429 in its own shape', async () => {
+    const up = await createTestUpstream();
+    const limited = await startSixProviderServer(up, {}, { mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } } });
+    try {
+      const t = await fundedUser(limited, await tokenFor('rl-admin', { admin: true }), 'rl-user', 100_000);
+      const anthropic = new Anthropic({ baseURL: limited.url, authToken: t, apiKey: null, maxRetries: 0 });
+      const openai = new OpenAI({ baseURL: limited.url + '/v1', apiKey: t, maxRetries: 0 });
+      await anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] });
+      await openai.responses.create({ model: 'openai', input: 'x' });
+      await openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' });
+      const e = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' }));
+      expect(e).toBeInstanceOf(OpenAI.RateLimitError);
+      const a = await rejectionOf<InstanceType<typeof Anthropic.APIError>>(anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+      expect(a).toBeInstanceOf(Anthropic.RateLimitError);
+      expect(a.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+      const o = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.responses.create({ model: 'openai', input: 'x' }));
+      expect(o).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(o.headers?.get('retry-after')).toBeTruthy();
+    } finally {
+      await limited.stop();
+      await up.close();
+    }
   });
 });

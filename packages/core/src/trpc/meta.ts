@@ -47,6 +47,11 @@ export interface ProcedureMeta {
    * procedures with the same kind of effect.
    */
   writes?: true;
+  /**
+   * Calls count against `mcp.rateLimiting.maxToolCalls` like tool calls, though the procedure is
+   * not an MCP tool (ai.embed: an upstream call that costs like generateText).
+   */
+  countsAsToolCall?: true;
   mcp?: {
     /** Tool name; default: the procedure's last path segment (e.g. `greeting`). */
     name?: string;

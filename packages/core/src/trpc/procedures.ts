@@ -19,8 +19,8 @@ const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
   RATE_LIMITED: 'rate_limited',
 };
 
-/** A procedure published as an MCP tool: its calls count against `maxToolCalls` on every entry point. */
-const isTool = (meta: ProcedureMeta | undefined) => meta?.mcp !== undefined && meta.mcp.tool !== false;
+/** A procedure published as an MCP tool (or marked countsAsToolCall): its calls count against `maxToolCalls` on every entry point. */
+const isTool = (meta: ProcedureMeta | undefined) => (meta?.mcp !== undefined && meta.mcp.tool !== false) || meta?.countsAsToolCall === true;
 
 /** The workspace and path a denied file call asked for (strings only, clipped by the log). */
 async function deniedTarget(getRawInput: () => Promise<unknown>): Promise<Record<string, string> | undefined> {

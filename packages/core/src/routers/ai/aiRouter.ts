@@ -61,7 +61,7 @@ export const aiRouter = router({
     .mutation(({ ctx, input }) => ctx.runtime.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
 
   embed: publicProcedure
-    .meta({ description: 'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText' })
+    .meta({ description: 'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText', countsAsToolCall: true })
     .input(
       z.object({
         model: z.string().min(1).max(300),
