@@ -95,6 +95,7 @@ describe('named providers', () => {
     expect(await c.auth.storeProviderKey({ email: alice.email!, provider: 'mist', apiKey: 'sk-alice-mistral-0001' })).toMatchObject({ success: true, provider: 'mist' });
     expect((await c.auth.getUserProviders({ email: alice.email! })).providers).toEqual(['mist']);
     await c.user.configureBYOK({ enabled: true, providers: {} });
+    expect((await c.user.getBYOKStatus()).providers.mist).toMatchObject({ enabled: true, hasApiKey: true, last4: '0001' });
     // No platform tokens: billing picks the stored key.
     const r = await c.ai.generateText({ content: 'with my key', systemPrompt: '', model: 'mist' });
     expect(r.usageInfo).toBeDefined();

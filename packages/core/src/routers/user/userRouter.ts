@@ -43,7 +43,9 @@ async function applyProviders(ctx: UserCtx, providers: ProviderSettings) {
 
 async function byokStatus(ctx: UserCtx, prefs: UserPreferences) {
   const providers: Record<string, { enabled: boolean; hasApiKey: boolean; last4?: string | null; createdAt?: string; rotatedAt?: string; validatedAt?: string }> = {};
-  for (const provider of KEY_PROVIDER_IDS) {
+  // The spec's three, then the named providers that accept own keys (auth.storeProviderKey).
+  const named = ctx.runtime.ai.providers.ids().filter((id) => ctx.runtime.ai.providers.namedType(id) !== undefined && ctx.runtime.ai.providers.isByokProvider(id));
+  for (const provider of [...KEY_PROVIDER_IDS, ...named]) {
     const { exists, provider: _p, ...status } = await ctx.runtime.vault.get(ctx.identity.sub, provider);
     const enabled = prefs.byokProviders[provider]?.enabled ?? exists;
     if (exists || prefs.byokProviders[provider]) providers[provider] = { enabled, hasApiKey: exists, ...status };
