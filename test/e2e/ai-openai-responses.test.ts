@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { balanceOf as balanceIn, fee, fundedUser, NAMED_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
+import { balanceOf as balanceIn, fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
 
 /**
  * POST /v1/responses driven by the official `openai` client's responses.create / responses.stream,
@@ -11,13 +11,7 @@ import { balanceOf as balanceIn, fee, fundedUser, NAMED_MODELS, rejectionOf, sta
 let upstream: TestUpstream;
 let gw: AiServer;
 let admin: string;
-const MODELS: Record<string, string> = {
-  anthropic: 'anthropic/claude-sonnet-4-5',
-  openai: 'openai/gpt-4.1-mini',
-  google: 'google/gemini-2.5-flash',
-  openrouter: 'openrouter/openai/gpt-5-mini',
-  ...NAMED_MODELS,
-};
+const MODELS = CHAT_MODELS;
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });

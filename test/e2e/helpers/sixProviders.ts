@@ -3,6 +3,14 @@ import type { ConfigInput } from '@ai-backend/core';
 
 /** The two named providers of the wire-format tests, both pointed at the test upstream. */
 export const NAMED_MODELS = { local: 'local/org/llama-3-8b', mist: 'mist/mistral-small-latest' } as const;
+/** One chat model per provider of the six-provider server, as `/v1` clients name them. */
+export const CHAT_MODELS: Record<string, string> = {
+  anthropic: 'anthropic/claude-sonnet-4-5',
+  openai: 'openai/gpt-4.1-mini',
+  google: 'google/gemini-2.5-flash',
+  openrouter: 'openrouter/openai/gpt-5-mini',
+  ...NAMED_MODELS,
+};
 
 /**
  * A server with six providers: the four built-ins and two named ones, `local` (openai-compatible,
