@@ -94,4 +94,19 @@ describe('openai client responses.create against /v1/responses', () => {
     const paid = await err(poor.client.responses.create({ model: MODELS.openai!, input: 'x' }));
     expect(paid.status).toBe(402);
   });
+
+  it('an upstream that fails mid-stream ends the stream with an error event in sequence; charged at most the hold', async () => {
+    const u = await funded(10_000);
+    const stream = await u.client.responses.create({ model: MODELS.openai!, input: 'x [[upstream:drop]]', stream: true, max_output_tokens: 64 });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const e of stream) events.push(e);
+    expect(events[0]!.type).toBe('response.created');
+    expect(events.map((e) => e.type)).not.toContain('response.completed');
+    const last = events.at(-1)!;
+    expect(last).toMatchObject({ type: 'error', code: 'upstream_error', message: expect.stringMatching(/lost/) });
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const charged = 10_000 - (await balanceOf(u.token));
+    expect(charged).toBeGreaterThan(0);
+    expect(charged).toBeLessThan(300);
+  });
 });

@@ -24,16 +24,16 @@ export interface WireRequest {
  * result, the stream events and errors are written back. Everything else (identity, the access
  * policy, rate limits, validation, prompts, metering) is the procedures', through core's invoke.
  */
-export interface WireFormatSpec<R extends WireRequest> {
+export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: StreamEvent): string } = { frames(e: StreamEvent): string }> {
   /** For logs: the transport name and the path. */
   transport: string;
   parse(body: unknown, headers: Headers, config: ResolvedConfig): R;
   error(thrown: unknown): FormattedError;
   body(result: GenerateTextOutput, req: R): unknown;
   /** A fresh writer per stream: stream events → SSE frames. */
-  writer(req: R): { frames(e: StreamEvent): string };
-  /** The last SSE frame when the stream fails after its headers went out. */
-  streamError(e: FormattedError): string;
+  writer(req: R): W;
+  /** The last SSE frame when the stream fails after its headers went out (the writer numbers events where the format does). */
+  streamError(e: FormattedError, writer: W): string;
 }
 
 export function errorResponse(c: HonoContext, e: FormattedError, runtime: Runtime | undefined, transport: string, extraHeaders: Record<string, string> = {}): Response {
@@ -91,7 +91,7 @@ export async function admitRequest<R>(
 }
 
 /** POST handler of one wire format (see WireFormatSpec). */
-export function wireFormatHandler<R extends WireRequest>(getRuntime: () => Promise<Runtime>, spec: WireFormatSpec<R>): Handler {
+export function wireFormatHandler<R extends WireRequest, W extends { frames(e: StreamEvent): string }>(getRuntime: () => Promise<Runtime>, spec: WireFormatSpec<R, W>): Handler {
   const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
   return async (c) => {
     const runtime = await getRuntime();
@@ -133,7 +133,7 @@ export function wireFormatHandler<R extends WireRequest>(getRuntime: () => Promi
           // Headers are gone: the error travels as the stream's last event.
           const e = spec.error(err);
           logWireError(runtime.logger, e.wire, { transport: spec.transport, path: c.req.path });
-          controller.enqueue(encoder.encode(spec.streamError(e)));
+          controller.enqueue(encoder.encode(spec.streamError(e, writer)));
           controller.close();
         }
       },

@@ -111,4 +111,9 @@ export class ResponseStreamWriter {
     }
   }
 
+
+  /** The Responses API's `error` event, numbered in this stream's sequence. */
+  errorFrame(error: { message: string; code: string | null; param: string | null }): string {
+    return this.ev('error', { code: error.code, message: error.message, param: error.param });
+  }
 }

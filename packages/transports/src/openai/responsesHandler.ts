@@ -18,9 +18,6 @@ export function responsesHandler(getRuntime: () => Promise<Runtime>): Handler {
     body: (r, req) => responseBody(r, req.model),
     writer: (req) => new ResponseStreamWriter(req.model),
     // After the headers: the Responses API's `error` event ends the stream.
-    streamError: (e) => {
-      const { error } = e.body as { error: { message: string; code: string | null; param: string | null } };
-      return `event: error\ndata: ${JSON.stringify({ type: 'error', code: error.code, message: error.message, param: error.param, sequence_number: 0 })}\n\n`;
-    },
+    streamError: (e, writer) => writer.errorFrame((e.body as { error: { message: string; code: string | null; param: string | null } }).error),
   });
 }
