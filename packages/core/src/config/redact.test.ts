@@ -24,4 +24,20 @@ describe('redactConfig', () => {
     expect(text).toContain('https://[redacted]:[redacted]@proxy.example/v1?key=[redacted]');
     expect(text).toContain('https://[redacted]:[redacted]@idp.example/');
   });
+
+  it('redacts every credential of named providers (keys, AWS credentials, service-account JSON, headers)', () => {
+    const config = resolveConfig({
+      storage: { type: 'memory' },
+      ai: {
+        providers: {
+          mist: { type: 'mistral', apiKey: 'MIST-SECRET', defaultModel: 'm', headers: { 'x-gateway-auth': 'HDR-SECRET' } },
+          bed: { type: 'bedrock', region: 'us-east-1', accessKeyId: 'AKIA-SECRET', secretAccessKey: 'AWS-SECRET', sessionToken: 'TOK-SECRET', defaultModel: 'm' },
+          vx: { type: 'vertex', project: 'p', location: 'us-central1', credentials: { private_key: 'PK-SECRET', client_email: 'sa@p.iam' }, defaultModel: 'm' },
+        },
+      },
+    });
+    const text = JSON.stringify(redactConfig(config));
+    for (const secret of ['MIST-SECRET', 'HDR-SECRET', 'AKIA-SECRET', 'AWS-SECRET', 'TOK-SECRET', 'PK-SECRET', 'sa@p.iam']) expect(text).not.toContain(secret);
+    expect(text).toContain('"region":"us-east-1"');
+  });
 });
