@@ -76,7 +76,7 @@ export interface TestUpstream {
    * Base URL of a named provider `id` speaking `format` (`<url>/named/<format>/<id>/v1`): its
    * requests are recorded with `provider: id`, and `failProvider(id, …)` takes it down.
    */
-  namedBaseUrl(id: string, format?: NamedWireFormat): string;
+  namedBaseUrl(id: string, format?: NamedWireFormat | 'bedrock'): string;
   /** `config.ai` fragment pointing every provider here (optionally with a server key). */
   aiConfig(opts?: { apiKey?: string }): { providers: Record<ProviderId, { baseUrl: string; apiKey?: string }> };
   /** Apply `fault` to the next `times` generation requests (after marker faults). */
@@ -112,6 +112,9 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
     if (method === 'GET' && rest === '/models') return { provider, format: 'models', wire: format };
     return undefined;
   }
+  // Named Bedrock providers: /named/bedrock/<id>/model/<model>/converse (Converse API, SigV4-signed).
+  const bedrock = /^\/named\/bedrock\/([a-z][a-z0-9_-]*)\/model\/([^/]+)\/converse$/.exec(path);
+  if (bedrock && method === 'POST') return { provider: bedrock[1]!, format: 'bedrock', model: decodeURIComponent(bedrock[2]!) };
   if (method === 'POST') {
     if (path === '/v1/responses') return { provider: 'openai', format: 'openai-responses' };
     if (path === '/v1/chat/completions') return { provider: 'openai', format: 'openai-chat' };
@@ -135,6 +138,9 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
 function presentedKey(req: http.IncomingMessage, url: URL): string | undefined {
   const auth = req.headers.authorization;
   if (auth?.startsWith('Bearer ')) return auth.slice(7);
+  // AWS SigV4 (Bedrock): the access key id of the credential scope.
+  const sigv4 = auth && /^AWS4-HMAC-SHA256 Credential=([^/]+)\//.exec(auth);
+  if (sigv4) return sigv4[1];
   const single = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
   // `api-key`: Azure OpenAI's header.
   return single(req.headers['x-api-key']) ?? single(req.headers['x-goog-api-key']) ?? single(req.headers['api-key']) ?? url.searchParams.get('key') ?? undefined;
@@ -311,7 +317,8 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     baseUrls,
     requests,
     namedBaseUrl(id, format = 'openai-chat') {
-      return `${base}/named/${format}/${id}/v1`;
+      // Bedrock's SDK builds `<base>/model/<id>/converse` (no version path).
+      return format === 'bedrock' ? `${base}/named/bedrock/${id}` : `${base}/named/${format}/${id}/v1`;
     },
     aiConfig(opts = {}) {
       const entry = (id: ProviderId) => ({ baseUrl: baseUrls[id], ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}) });

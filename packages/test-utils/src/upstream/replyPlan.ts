@@ -97,6 +97,16 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       out.attachments = counted.attachments;
       break;
     }
+    case 'bedrock': {
+      out.stream = path.endsWith('/converse-stream');
+      for (const t of arr(obj(body.toolConfig)?.tools)) {
+        const spec = obj(t.toolSpec);
+        if (spec && typeof spec.name === 'string') out.tools.push({ name: spec.name, schema: obj(obj(spec.inputSchema)?.json) ?? {} });
+      }
+      const messages = arr(body.messages);
+      out.hasToolResult = messages.some((m) => arr(m.content).some((c) => c.toolResult !== undefined));
+      break;
+    }
     case 'google': {
       out.stream = path.endsWith(':streamGenerateContent');
       for (const t of arr(body.tools)) {

@@ -95,6 +95,8 @@ export function streamFrames(format: WireFormat, r: ReplyParts): string[] {
       frames.push(named('message_stop', {}));
       return frames;
     }
+    case 'bedrock':
+      throw new Error('the test upstream does not stream Bedrock (AWS event-stream encoding)');
     case 'google': {
       const frames: string[] = [];
       const parts = r.toolCall ? [[{ functionCall: { name: r.toolCall.name, args: r.toolCall.input } }]] : chunks.map((c) => [{ text: c }]);

@@ -5,8 +5,12 @@
  * Google generateContent, OpenRouter chat completions).
  */
 
-/** `mistral`: Mistral's chat API (OpenAI-like bodies; its own stream ends and error shape). */
-export type WireFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'google' | 'openrouter' | 'mistral';
+/**
+ * `mistral`: Mistral's chat API (OpenAI-like bodies; its own stream ends and error shape).
+ * `bedrock`: Amazon Bedrock's Converse API (`POST /model/<id>/converse`; not streamed here: its
+ * stream is AWS's binary event-stream encoding).
+ */
+export type WireFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'google' | 'openrouter' | 'mistral' | 'bedrock';
 
 /** What the test upstream reads out of a generation request, whatever its format. */
 export interface ParsedPrompt {
@@ -59,6 +63,13 @@ export function parsePrompt(format: WireFormat, body: Json, modelFromPath?: stri
       system.push(textOf(body.system));
       for (const m of messages) content.push(textOf(m.content));
       return { model: String(body.model ?? ''), system: system.join(''), content: content.join('\n'), maxTokens: num(body.max_tokens), temperature: num(body.temperature) };
+    }
+    case 'bedrock': {
+      const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : [];
+      system.push(textOf(body.system));
+      for (const m of messages) content.push(textOf(m.content));
+      const ic = (body.inferenceConfig ?? {}) as Json;
+      return { model: modelFromPath ?? '', system: system.join(''), content: content.join('\n'), maxTokens: num(ic.maxTokens), temperature: num(ic.temperature) };
     }
     case 'google': {
       const contents = Array.isArray(body.contents) ? (body.contents as Json[]) : [];
@@ -132,6 +143,13 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         // The Messages API always reports usage (the SDK's schema requires it), so omitUsage does not apply.
         usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens },
       };
+    case 'bedrock':
+      return {
+        output: { message: { role: 'assistant', content: r.toolCall ? [{ toolUse: { toolUseId: r.toolCall.id, name: r.toolCall.name, input: r.toolCall.input } }] : [{ text: r.text }] } },
+        stopReason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn',
+        ...(r.omitUsage ? {} : { usage: { inputTokens: r.inputTokens, outputTokens: r.outputTokens, totalTokens: total } }),
+        metrics: { latencyMs: 1 },
+      };
     case 'google':
       return {
         candidates: [
@@ -152,6 +170,8 @@ export function errorBody(format: WireFormat, status: number, message: string): 
       return { type: 'error', error: { type, message } };
     case 'mistral':
       return { object: 'error', message, type, param: null, code: String(status) };
+    case 'bedrock':
+      return { message };
     case 'google': {
       const gStatus = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
       return { error: { code: status, message, status: gStatus } };

@@ -160,6 +160,53 @@ describe('the other vendor packages against OpenAI-wire upstreams', () => {
   }
 });
 
+describe('Amazon Bedrock through @ai-sdk/amazon-bedrock (Converse API, SigV4)', () => {
+  const MODEL = 'anthropic.claude-3-haiku-20240307-v1:0';
+  async function bedrockHarness(extra: Record<string, unknown>) {
+    const upstream = await createTestUpstream();
+    const h = await createAiHarness(
+      { serverProviders: ['bed'], ai: { providers: { ...upstream.aiConfig().providers, bed: { type: 'bedrock', region: 'us-east-1', baseUrl: upstream.namedBaseUrl('bed', 'bedrock'), defaultModel: MODEL, ...extra } } } },
+      {},
+      { upstream },
+    );
+    return { h, close: async () => (await h.close(), await upstream.close()) };
+  }
+
+  it('explicit AWS credentials: the request is SigV4-signed with them, charged by the reported usage', async () => {
+    const { h, close } = await bedrockHarness({ accessKeyId: 'AKIAEXPLICIT0001', secretAccessKey: 'explicit-secret' });
+    try {
+      await h.credit(alice.sub, 10_000);
+      const r = await h.caller(alice).ai.generateText({ content: 'hello bedrock', systemPrompt: 'sys', model: 'bed' });
+      expect(r.data).toMatchObject({ provider: 'bed', model: MODEL, text: expect.stringContaining('Test reply from bedrock') });
+      const req = h.upstream.requests.at(-1)!;
+      expect(req).toMatchObject({ provider: 'bed', apiKey: 'AKIAEXPLICIT0001', system: 'sys', content: 'hello bedrock', model: MODEL });
+      expect(String(req.headers.authorization)).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIAEXPLICIT0001\/\d{8}\/us-east-1\/bedrock\/aws4_request/);
+      expect(r.tokenUsage!.tokensUsed).toBe((r.data.usage as { totalTokens: number }).totalTokens);
+    } finally {
+      await close();
+    }
+  });
+
+  it('no key configured: the AWS credential chain (here its environment step) signs the request', async () => {
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    process.env.AWS_ACCESS_KEY_ID = 'AKIAFROMCHAIN0002';
+    process.env.AWS_SECRET_ACCESS_KEY = 'chain-secret';
+    const { h, close } = await bedrockHarness({});
+    try {
+      await h.credit(alice.sub, 10_000);
+      expect((await h.caller(null).ai.listProviders()).providers.find((p) => p.id === 'bed')).toMatchObject({ serverPaid: true });
+      await h.caller(alice).ai.generateText({ content: 'chain', systemPrompt: '', model: 'bed' });
+      expect(h.upstream.requests.at(-1)!.apiKey).toBe('AKIAFROMCHAIN0002');
+    } finally {
+      await close();
+      if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+      else process.env.AWS_ACCESS_KEY_ID = saved.id;
+      if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+      else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+    }
+  });
+});
+
 describe('named provider config', () => {
   it('refuses a named provider without type, a built-in id with type, and unknown ids in lists', () => {
     const bad = (ai: Record<string, unknown>, extra: Record<string, unknown> = {}) => {

@@ -83,7 +83,7 @@ export async function createNamedLanguageModel(p: NamedProviderConfig, id: strin
     }
     case 'bedrock': {
       const { createAmazonBedrock } = await import('@ai-sdk/amazon-bedrock');
-      return createAmazonBedrock(bedrockSettings(p, a))(a.model);
+      return createAmazonBedrock(await bedrockSettings(p, a))(a.model);
     }
     case 'vertex': {
       const { createVertex } = await import('@ai-sdk/google-vertex');
@@ -108,7 +108,7 @@ export async function createNamedEmbeddingModel(p: NamedProviderConfig, id: stri
     }
     case 'bedrock': {
       const { createAmazonBedrock } = await import('@ai-sdk/amazon-bedrock');
-      return createAmazonBedrock(bedrockSettings(p, a)).embedding(a.model);
+      return createAmazonBedrock(await bedrockSettings(p, a)).embedding(a.model);
     }
     case 'vertex': {
       const { createVertex } = await import('@ai-sdk/google-vertex');
@@ -122,16 +122,33 @@ export async function createNamedEmbeddingModel(p: NamedProviderConfig, id: stri
 type BedrockP = Extract<NamedProviderConfig, { type: 'bedrock' }>;
 type VertexP = Extract<NamedProviderConfig, { type: 'vertex' }>;
 
-/** An API key (Bedrock API keys), explicit AWS credentials, or the SDK's AWS environment credentials. */
-function bedrockSettings(p: BedrockP, a: ModelArgs) {
+/**
+ * An API key (Bedrock API keys), explicit AWS credentials, or else the AWS credential chain
+ * (`fromNodeProviderChain`: environment, shared config and SSO profiles, web identity, ECS and
+ * EC2 instance roles), as the AI SDK's Bedrock docs recommend. One chain per process: it caches
+ * and refreshes its credentials itself.
+ */
+async function bedrockSettings(p: BedrockP, a: ModelArgs) {
+  const explicit = p.accessKeyId && p.secretAccessKey ? { accessKeyId: p.accessKeyId, secretAccessKey: p.secretAccessKey, ...(p.sessionToken ? { sessionToken: p.sessionToken } : {}) } : undefined;
   return {
     baseURL: a.baseURL,
     fetch: a.fetch,
     headers: p.headers,
     ...(p.region ? { region: p.region } : {}),
-    ...(a.apiKey ? { apiKey: a.apiKey } : {}),
-    ...(p.accessKeyId && p.secretAccessKey ? { accessKeyId: p.accessKeyId, secretAccessKey: p.secretAccessKey, ...(p.sessionToken ? { sessionToken: p.sessionToken } : {}) } : {}),
+    ...(a.apiKey ? { apiKey: a.apiKey } : explicit ? explicit : { credentialProvider: await awsChain() }),
   };
+}
+
+let chain: Promise<() => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken?: string }>> | undefined;
+function awsChain() {
+  chain ??= import('@aws-sdk/credential-providers').then(({ fromNodeProviderChain }) => {
+    const provider = fromNodeProviderChain();
+    return async () => {
+      const c = await provider();
+      return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken ? { sessionToken: c.sessionToken } : {}) };
+    };
+  });
+  return chain;
 }
 
 /** An express-mode API key, a service-account JSON, or Google's application default credentials. */
