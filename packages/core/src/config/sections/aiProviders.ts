@@ -143,6 +143,9 @@ const providersSchema = z
           ctx.issues.push({ code: 'custom', input: value, path: [id, 'models'], message: 'a named provider needs defaultModel or at least one model' });
         }
         if (p.type === 'azure' && !p.resourceName && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'resourceName'], message: 'azure needs resourceName or baseUrl' });
+        // Without an API key (express mode) Vertex calls a project's endpoint: it must be named.
+        if (p.type === 'vertex' && !p.apiKey && !p.baseUrl && !p.project) ctx.issues.push({ code: 'custom', input: value, path: [id, 'project'], message: 'vertex needs project (or apiKey for express mode, or baseUrl)' });
+        if (p.type === 'bedrock' && !p.region && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'region'], message: 'bedrock needs region (or baseUrl)' });
       }
       out[id] = p;
     }

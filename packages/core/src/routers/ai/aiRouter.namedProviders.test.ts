@@ -207,6 +207,49 @@ describe('Amazon Bedrock through @ai-sdk/amazon-bedrock (Converse API, SigV4)', 
   });
 });
 
+describe('Google Vertex through @ai-sdk/google-vertex', () => {
+  it('express mode (an API key): Gemini wire format, x-goog-api-key, charged', async () => {
+    const upstream = await createTestUpstream();
+    const h = await createAiHarness(
+      { serverProviders: ['vx'], ai: { providers: { ...upstream.aiConfig().providers, vx: { type: 'vertex', apiKey: 'vx-key', baseUrl: upstream.baseUrls.google, defaultModel: 'gemini-2.5-flash' } } } },
+      {},
+      { upstream },
+    );
+    try {
+      await h.credit(alice.sub, 10_000);
+      const r = await h.caller(alice).ai.generateText({ content: 'hello vertex', systemPrompt: 'sys', model: 'vx' });
+      expect(r.data).toMatchObject({ provider: 'vx', model: 'gemini-2.5-flash' });
+      expect(h.upstream.requests.at(-1)).toMatchObject({ path: '/v1beta/models/gemini-2.5-flash:generateContent', apiKey: 'vx-key', system: 'sys' });
+      expect(r.tokenUsage!.tokensUsed).toBe((r.data.usage as { totalTokens: number }).totalTokens);
+    } finally {
+      await h.close();
+      await upstream.close();
+    }
+  });
+
+  it('default endpoints follow the SDK: express mode, regional, global and multi-region', async () => {
+    const { ProviderRegistry } = await import('../../services/ai/ProviderRegistry.js');
+    const reg = new ProviderRegistry(
+      resolveConfig({
+        ai: {
+          providers: {
+            ex: { type: 'vertex', apiKey: 'k', defaultModel: 'g' },
+            eu: { type: 'vertex', project: 'p1', location: 'europe-west4', defaultModel: 'g' },
+            gl: { type: 'vertex', project: 'p1', location: 'global', defaultModel: 'g' },
+            us: { type: 'vertex', project: 'p1', location: 'us', defaultModel: 'g' },
+            br: { type: 'bedrock', region: 'eu-west-1', defaultModel: 'm' },
+          },
+        },
+      }),
+    );
+    expect(reg.baseUrl('ex')).toBe('https://aiplatform.googleapis.com/v1/publishers/google');
+    expect(reg.baseUrl('eu')).toBe('https://europe-west4-aiplatform.googleapis.com/v1beta1/projects/p1/locations/europe-west4/publishers/google');
+    expect(reg.baseUrl('gl')).toBe('https://aiplatform.googleapis.com/v1beta1/projects/p1/locations/global/publishers/google');
+    expect(reg.baseUrl('us')).toBe('https://aiplatform.us.rep.googleapis.com/v1beta1/projects/p1/locations/us/publishers/google');
+    expect(reg.baseUrl('br')).toBe('https://bedrock-runtime.eu-west-1.amazonaws.com');
+  });
+});
+
 describe('named provider config', () => {
   it('refuses a named provider without type, a built-in id with type, and unknown ids in lists', () => {
     const bad = (ai: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
@@ -223,6 +266,10 @@ describe('named provider config', () => {
     expect(bad({ providers: { provider_e: { type: 'groq', defaultModel: 'x' } } })).toMatch(/provider_e/);
     expect(bad({}, { serverProviders: ['nope'] })).toMatch(/nope/);
     expect(bad({ fallbacks: ['nope/model'] })).toMatch(/nope/);
+    expect(bad({ providers: { vx: { type: 'vertex', defaultModel: 'g' } } })).toMatch(/project/);
+    expect(bad({ providers: { br: { type: 'bedrock', defaultModel: 'm' } } })).toMatch(/region/);
+    expect(bad({ providers: { az: { type: 'azure', apiKey: 'k', defaultModel: 'm' } } })).toMatch(/resourceName/);
+    expect(bad({ providers: { oc: { type: 'openai-compatible', defaultModel: 'm' } } })).toMatch(/baseUrl/);
     expect(bad({ providers: { g: { type: 'groq', defaultModel: 'llama' } }, fallbacks: ['g/llama'], defaultProvider: 'g' })).toBe('');
     const c = resolveConfig({ ai: { providers: { g: { type: 'groq', defaultModel: 'llama', byok: true } }, defaultProvider: 'provider_b' } });
     expect(c.ai.byokProviders).toEqual(['anthropic', 'openai', 'google', 'openrouter', 'g']);

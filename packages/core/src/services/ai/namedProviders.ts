@@ -26,10 +26,16 @@ export function NAMED_DEFAULT_BASE_URLS(p: NamedProviderConfig): string {
     case 'azure':
       return `https://${p.resourceName}.openai.azure.com/openai`;
     case 'bedrock':
-      // Region from the SDK's AWS_REGION when not configured: pin to the AWS host family.
-      return p.region ? `https://bedrock-runtime.${p.region}.amazonaws.com` : 'https://bedrock-runtime.us-east-1.amazonaws.com';
-    case 'vertex':
-      return `https://${p.location ?? 'us-central1'}-aiplatform.googleapis.com/v1/projects/${p.project ?? '-'}/locations/${p.location ?? 'us-central1'}/publishers/google`;
+      // The config requires region when baseUrl is not set.
+      return `https://bedrock-runtime.${p.region}.amazonaws.com`;
+    case 'vertex': {
+      // As @ai-sdk/google-vertex builds it: express mode (an API key) has one global base;
+      // otherwise the project's regional (or global / multi-region) endpoint.
+      if (p.apiKey && !p.project) return 'https://aiplatform.googleapis.com/v1/publishers/google';
+      const region = p.location ?? 'us-central1';
+      const host = region === 'global' ? 'aiplatform.googleapis.com' : region === 'eu' || region === 'us' ? `aiplatform.${region}.rep.googleapis.com` : `${region}-aiplatform.googleapis.com`;
+      return `https://${host}/v1beta1/projects/${p.project}/locations/${region}/publishers/google`;
+    }
   }
 }
 
