@@ -1,12 +1,16 @@
 // AI gateway overhead, in ONE run: ai.generateText through the server (POST /rpc, JWT user with
 // credits, platform metering on) versus the same provider wire request sent straight to the test
-// upstream, on the memory, SQLite and PostgreSQL (+ Redis for the shared state) stores, beside a
-// BYOK call (the request's own key: no metering) on the memory store. PostgreSQL runs twice: all
-// calls from one user (the worst case: that user's transactions queue on its account row) and
-// from 50 users, one per connection. Upstream, each server and
-// this load generator are separate processes. Usage (after `pnpm build`, with Redis on
-// 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432, database `test`):
+// upstream, on every store: memory (the reference), SQLite, PostgreSQL alone, two instances on
+// PostgreSQL sharing Redis (the load split between them), and Redis as the whole store, beside a
+// BYOK call (the request's own key: no metering) on the memory store. PostgreSQL alone runs twice:
+// all calls from one user (the worst case: that user's transactions queue on its account row) and
+// from 50 users, one per connection. Upstream, each server and this load generator are separate
+// processes. Usage (after `pnpm build`, with Redis on 127.0.0.1:6379 and PostgreSQL on
+// 127.0.0.1:5432, database `test`):
 //   node bench/ai.mjs [seconds=10] [pacedRate=100] [sections=generate,stream]
+//   AI_BENCH_BASE=/path/to/built/checkout node bench/ai.mjs ...
+// With AI_BENCH_BASE (a built checkout of another commit, e.g. a worktree of main), that build's
+// gateway on PostgreSQL (one user) and on Redis is measured in the same run, as "before" rows.
 //
 // Sections: `generate` (ai.generateText on /rpc with each store, BYOK, and the OpenAI-compatible
 // POST /v1/chat/completions on the memory-store server, against the direct wire request) and
@@ -58,7 +62,8 @@ const keyPrefix = `bench-ai-${process.pid}-${Date.now()}:`;
 const user = await mintDevToken({ secret: SECRET, sub: USER, expiresIn: '2h' });
 const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' });
 
-async function gateway(name, storage) {
+/** `instances` servers on one store (several instances share its data), from this build or `root`'s. */
+async function gateway(name, storage, { instances = 1, root } = {}) {
   const config = {
     storage,
     mcp: { auth: { authType: 'jwt' } },
@@ -66,22 +71,43 @@ async function gateway(name, storage) {
     serverProviders: ['openai'],
     ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } },
   };
-  const s = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
-  children.push(s.child);
-  await rpc(s.url, admin, 'billing.creditTokens', { userId: USER, tokens: 1e12, type: 'subscription', idempotencyKey: 'bench-credit' });
-  const first = await rpc(s.url, user, 'ai.generateText', INPUT);
-  if (!first.success || !first.tokenUsage) throw new Error('warm-up call was not platform-paid');
-  return { ...s, name };
+  const script = root ? join(root, 'bench/servers/ai-backend.mjs') : here('./servers/ai-backend.mjs');
+  const servers = [];
+  for (let i = 0; i < instances; i++) {
+    const s = await startServer(script, [JSON.stringify(config)]);
+    children.push(s.child);
+    servers.push(s);
+  }
+  await rpc(servers[0].url, admin, 'billing.creditTokens', { userId: USER, tokens: 1e12, type: 'subscription', idempotencyKey: 'bench-credit' });
+  for (const s of servers) {
+    const first = await rpc(s.url, user, 'ai.generateText', INPUT);
+    if (!first.success || !first.tokenUsage) throw new Error('warm-up call was not platform-paid');
+  }
+  return { ...servers[0], name, servers, stop: () => Promise.all(servers.map((s) => s.stop())) };
 }
 
-// Memory is the reference without storage I/O; SQLite (one server) and PostgreSQL + Redis
-// (several servers) are the deployment choices. The PostgreSQL tables go to a schema of this run.
+// Memory is the reference without storage I/O; SQLite (one server), PostgreSQL (one or several
+// servers, hot shared state in PostgreSQL or in Redis) and Redis are the deployment choices. The
+// PostgreSQL tables go to schemas of this run, the Redis keys under a prefix of this run.
 const schema = `bench_${process.pid}`;
 const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'root', database: 'test' };
-const memory = await gateway('gateway, memory store (reference)', { type: 'memory' });
-const sqlite = await gateway('gateway, SQLite store', { type: 'sqlite', dir });
-const postgres = await gateway('gateway, PostgreSQL + Redis', { type: 'postgres', postgres: { ...pgConn, schema, connectTimeoutMs: 5000, queryTimeoutMs: 5000 }, shared: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix } });
-const gateways = { memory, sqlite, postgres };
+const pgStore = (suffix) => ({ type: 'postgres', postgres: { ...pgConn, schema: `${schema}${suffix}`, connectTimeoutMs: 5000, queryTimeoutMs: 5000 } });
+const redisConn = (suffix) => ({ host: '127.0.0.1', port: 6379, keyPrefix: `${keyPrefix}${suffix}:` });
+const base = process.env.AI_BENCH_BASE;
+const gateways = {
+  memory: await gateway('gateway, memory store (reference)', { type: 'memory' }),
+  sqlite: await gateway('gateway, SQLite store', { type: 'sqlite', dir }),
+  postgres: await gateway('gateway, PostgreSQL', pgStore('')),
+  pgRedis: await gateway('gateway x2, PostgreSQL + Redis shared', { ...pgStore('_r'), shared: 'redis', redis: redisConn('shared') }, { instances: 2 }),
+  redis: await gateway('gateway, Redis store', { type: 'redis', redis: redisConn('store') }),
+  ...(base
+    ? {
+        basePostgres: await gateway('before (AI_BENCH_BASE): gateway, PostgreSQL', pgStore('_base'), { root: base }),
+        baseRedis: await gateway('before (AI_BENCH_BASE): gateway, Redis store', { type: 'redis', redis: redisConn('base') }, { root: base }),
+      }
+    : {}),
+};
+const { memory, postgres } = gateways;
 
 // The exact request the gateway sent upstream, replayed directly.
 const wire = await (await fetch(upstream.control)).json();
@@ -91,7 +117,8 @@ const targets = {
 };
 for (const [key, g] of Object.entries(gateways)) {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: INPUT });
-  targets[key] = { name: g.name, pid: g.pid, url: g.url + '/rpc', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body, ok: (b) => b.includes('"tokenUsage"') };
+  // Several instances: the load is split evenly between them and their CPU is added up.
+  targets[key] = { name: g.name, pid: g.pid, pids: g.servers.map((s) => s.pid), url: g.url + '/rpc', urls: g.servers.map((s) => s.url + '/rpc'), headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body, ok: (b) => b.includes('"tokenUsage"') };
 }
 // The same calls from 50 users (one per connection) on PostgreSQL: one user's billing transactions
 // queue on that user's account row, so a single hot user is the worst case, not the usual one.
@@ -102,7 +129,7 @@ const manyUsers = await Promise.all(
     return `Bearer ${await mintDevToken({ secret: SECRET, sub, expiresIn: '2h' })}`;
   }),
 );
-targets.postgresUsers = { ...targets.postgres, name: `gateway, PostgreSQL + Redis, ${CONNECTIONS} users`, authorizations: manyUsers };
+targets.postgresUsers = { ...targets.postgres, name: `gateway, PostgreSQL, ${CONNECTIONS} users`, authorizations: manyUsers };
 const auth = { 'content-type': 'application/json', authorization: `Bearer ${user}` };
 targets.openaiCompat = { name: 'gateway, memory store, POST /v1/chat/completions', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify(CHAT), ok: (b) => b.includes('"token_usage"') };
 
@@ -138,26 +165,36 @@ async function cpuSeconds(pid) {
 
 /** Closed loop: autocannon, 50 connections as fast as they go. Bodies are checked (/rpc errors are HTTP 200). */
 async function saturated(t) {
-  const opts = { url: t.url, method: 'POST', headers: t.headers, body: t.body, connections: CONNECTIONS, verifyBody: t.ok };
-  if (t.authorizations) {
-    let i = 0;
-    opts.requests = [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: t.authorizations[i++ % t.authorizations.length] } }) }];
-  }
-  const w = await autocannon({ ...opts, duration: 2 });
-  const r = await autocannon({ ...opts, duration });
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts + r.mismatches, n: r.requests.total, warmupN: w.requests.total };
+  // Several instances: the 50 connections are shared out between them, loaded at once.
+  const urls = t.urls ?? [t.url];
+  const optsFor = (url) => {
+    const opts = { url, method: 'POST', headers: t.headers, body: t.body, connections: CONNECTIONS / urls.length, verifyBody: t.ok };
+    if (t.authorizations) {
+      let i = 0;
+      opts.requests = [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: t.authorizations[i++ % t.authorizations.length] } }) }];
+    }
+    return opts;
+  };
+  const w = await Promise.all(urls.map((u) => autocannon({ ...optsFor(u), duration: 2 })));
+  const rs = await Promise.all(urls.map((u) => autocannon({ ...optsFor(u), duration })));
+  const sum = (f) => rs.reduce((s, r) => s + f(r), 0);
+  const mean = (f) => sum(f) / rs.length;
+  return { rps: Math.round(sum((r) => r.requests.average)), p50: mean((r) => r.latency.p50), p99: mean((r) => r.latency.p99), errors: sum((r) => r.non2xx + r.errors + r.timeouts + r.mismatches), n: sum((r) => r.requests.total), warmupN: w.reduce((s, r) => s + r.requests.total, 0) };
 }
 
 /** Open loop at `rate` req/s over 50 keep-alive sockets; per-request hrtime latency, exact percentiles. */
 async function paced(t, rate = pacedRate, seconds = duration) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const u = new URL(t.url);
+  // Several instances: requests alternate between them.
+  const us = (t.urls ?? [t.url]).map((x) => new URL(x));
   let sent = 0;
   const one = () =>
     new Promise((resolve) => {
       const started = process.hrtime.bigint();
       const headers = { ...t.headers, 'content-length': Buffer.byteLength(t.body) };
-      if (t.authorizations) headers.authorization = t.authorizations[sent++ % t.authorizations.length];
+      const n = sent++;
+      if (t.authorizations) headers.authorization = t.authorizations[n % t.authorizations.length];
+      const u = us[n % us.length];
       const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers }, (res) => {
         let body = '';
         let ttft;
@@ -166,13 +203,17 @@ async function paced(t, rate = pacedRate, seconds = duration) {
           body += c;
           if (t.first && ttft === undefined && t.first.test(body)) ttft = Number(process.hrtime.bigint() - started) / 1e6;
         });
-        res.on('end', () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, ttft, ok: res.statusCode === 200 && t.ok(body) }));
+        res.on('end', () => {
+          const ok = res.statusCode === 200 && t.ok(body);
+          resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, ttft, ok, ...(ok ? {} : { why: `HTTP ${res.statusCode}: ${body.slice(0, 300)}` }) });
+        });
       });
-      req.on('error', () => resolve({ ms: 0, ok: false }));
+      req.on('error', (err) => resolve({ ms: 0, ok: false, why: String(err) }));
       req.end(t.body);
     });
   // Open all 50 connections first, then warm up.
   await Promise.all(Array.from({ length: CONNECTIONS }, one));
+  sent = 0;
   const run = async (n) => {
     const pending = [];
     const start = performance.now();
@@ -191,19 +232,23 @@ async function paced(t, rate = pacedRate, seconds = duration) {
   const ms = okRes.map((r) => (t.first ? r.ttft : r.ms)).sort((a, b) => a - b);
   const total = okRes.map((r) => r.ms).sort((a, b) => a - b);
   const pct = (arr, p) => arr[Math.min(arr.length - 1, Math.floor(arr.length * p))];
-  return { rps: rate, p50: pct(ms, 0.5), p99: pct(ms, 0.99), totalP50: pct(total, 0.5), errors: results.length - ms.length, n: results.length };
+  return { rps: rate, p50: pct(ms, 0.5), p99: pct(ms, 0.99), totalP50: pct(total, 0.5), errors: results.length - ms.length, n: results.length, why: results.find((r) => !r.ok)?.why };
 }
 
 const rows = [];
 async function measure(mode, key) {
   const t = targets[key];
-  const cpu0 = await cpuSeconds(t.pid);
+  const pids = t.pids ?? [t.pid];
+  const cpuAll = async () => (await Promise.all(pids.map(cpuSeconds))).reduce((a, b) => a + b, 0);
+  const cpu0 = await cpuAll();
   const r = await (mode === 'saturated' ? saturated : paced)(t);
   if (mode === 'ttft') r.note = `total p50 ${r.totalP50.toFixed(2)} ms`;
   // Server CPU per request, from saturated runs only (warm-up included in both CPU and count):
   // at a low fixed rate the per-request figure is mostly idle-loop and timer cost.
-  if (mode === 'saturated') r.cpuUs = ((await cpuSeconds(t.pid)) - cpu0) * 1e6 / (r.n + r.warmupN);
-  if (r.errors) throw new Error(`${targets[key].name} (${mode}): ${r.errors} failed or unexpected answers`);
+  if (mode === 'saturated') r.cpuUs = ((await cpuAll()) - cpu0) * 1e6 / (r.n + r.warmupN);
+  // A failed call is counted and shown (the "failed" column), not fatal: a store that refuses calls
+  // under load is a finding. Its latency is left out of the percentiles.
+  if (r.errors) console.error(`${targets[key].name} (${mode}): ${r.errors} failed or unexpected answers${r.why ? `, first: ${r.why}` : ''}`);
   const row = { mode, key, name: targets[key].name, ...r };
   console.error(`${mode.padEnd(9)} ${row.name}: ${r.rps} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.cpuUs ? `${Math.round(r.cpuUs)} µs CPU/request ` : ''}(${r.n} requests)`);
   rows.push(row);
@@ -214,7 +259,7 @@ try {
   if (sections.has('generate')) {
     for (const mode of ['paced', 'saturated']) {
       await measure(mode, 'direct');
-      for (const key of [...Object.keys(gateways), 'postgresUsers', 'byok', 'openaiCompat']) await measure(mode, key);
+      for (const key of ['memory', 'sqlite', 'postgres', 'postgresUsers', 'pgRedis', 'redis', 'byok', 'openaiCompat', ...(base ? ['basePostgres', 'baseRedis'] : [])]) await measure(mode, key);
       await measure(mode, 'direct');
     }
   }
@@ -234,14 +279,14 @@ try {
   await cleanup.quit();
   const db = new pg.Client(pgConn);
   await db.connect();
-  await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  for (const suffix of ['', '_r', '_base']) await db.query(`DROP SCHEMA IF EXISTS "${schema}${suffix}" CASCADE`);
   await db.end();
 }
 
 const f = (n) => (Math.round(n * 100) / 100).toFixed(2);
 console.log(`\n### AI gateway overhead: ${duration}s per scenario, ${CONNECTIONS} connections, node ${process.version}, upstream request ${wire.method} ${wire.path}\n`);
-console.log('| mode | scenario | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | server CPU µs/request |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('| mode | scenario | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | server CPU µs/request | failed |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const mode of ['paced', 'saturated', 'ttft']) {
   const direct = rows.filter((r) => r.mode === mode && (r.key === 'direct' || r.key === 'directStream'));
   if (direct.length < 2) continue;
@@ -249,7 +294,7 @@ for (const mode of ['paced', 'saturated', 'ttft']) {
   for (const r of rows.filter((x) => x.mode === mode)) {
     const gw = r.key !== 'direct' && r.key !== 'directStream';
     const label = mode === 'paced' ? `paced ${pacedRate} req/s` : mode === 'ttft' ? `time to first token, paced ${pacedRate} req/s` : 'saturated';
-    console.log(`| ${label} | ${r.name} | ${r.rps} | ${f(r.p50)} | ${f(r.p99)} | ${gw ? f(r.p50 - base.p50) : '-'} | ${gw ? f(r.p99 - base.p99) : '-'} | ${r.cpuUs ? Math.round(r.cpuUs) : '-'} |`);
+    console.log(`| ${label} | ${r.name} | ${r.rps} | ${f(r.p50)} | ${f(r.p99)} | ${gw ? f(r.p50 - base.p50) : '-'} | ${gw ? f(r.p99 - base.p99) : '-'} | ${r.cpuUs ? Math.round(r.cpuUs) : '-'} | ${r.errors} of ${r.n} |`);
   }
 }
 const rpcRow = (mode) => rows.find((r) => r.mode === mode && r.key === 'memory');
@@ -258,6 +303,24 @@ for (const mode of ['paced', 'saturated']) {
   if (rpcRow(mode) && v1Row(mode)) console.log(`\n/v1/chat/completions vs ai.generateText on /rpc (memory store, ${mode}): p50 ${f(v1Row(mode).p50)} vs ${f(rpcRow(mode).p50)} ms, req/s ${v1Row(mode).rps} vs ${rpcRow(mode).rps}${v1Row(mode).cpuUs ? `, CPU µs/request ${Math.round(v1Row(mode).cpuUs)} vs ${Math.round(rpcRow(mode).cpuUs)}` : ''}`);
 }
 for (const r of rows.filter((x) => x.note)) console.log(`${r.name}: ${r.note}`);
+// The targets of issue 20: PostgreSQL and Redis metered, at most 2 ms p50 added (paced) and at most
+// 1.5x the memory store's CPU per call (saturated); one user's calls/s on PostgreSQL at least 2x
+// the "before" build's (when AI_BENCH_BASE is given).
+const row = (mode, key) => rows.find((r) => r.mode === mode && r.key === key);
+const pacedDirect = rows.filter((r) => r.mode === 'paced' && r.key === 'direct');
+if (pacedDirect.length === 2 && row('saturated', 'memory')) {
+  const baseP50 = (pacedDirect[0].p50 + pacedDirect[1].p50) / 2;
+  const memCpu = row('saturated', 'memory').cpuUs;
+  console.log('\n| store (metered ai.generateText) | added p50 ms (paced) | CPU µs/call (saturated) | CPU / memory store | calls/s (saturated) | calls/s / before |');
+  console.log('|---|---|---|---|---|---|');
+  for (const [key, before] of [['memory'], ['sqlite'], ['postgres', 'basePostgres'], ['postgresUsers'], ['pgRedis'], ['redis', 'baseRedis'], ['basePostgres'], ['baseRedis']]) {
+    const p = row('paced', key);
+    const sat = row('saturated', key);
+    if (!p || !sat) continue;
+    const b = before && row('saturated', before);
+    console.log(`| ${sat.name} | ${f(p.p50 - baseP50)} | ${Math.round(sat.cpuUs)} | ${(sat.cpuUs / memCpu).toFixed(2)} | ${sat.rps} | ${b ? (sat.rps / b.rps).toFixed(2) : '-'} |`);
+  }
+}
 console.log('\nadded = gateway minus the mean of the two direct runs of the same mode. Saturated latencies are whole milliseconds (autocannon).');
 console.log('server CPU = user + system CPU of the process answering (gateway, or the upstream for direct runs) per request, saturated runs.');
 console.log(`load average at the end: ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);

@@ -30,8 +30,35 @@ const noInput = z.object({}).default({});
 const content = { result: 'content' as const };
 let watchedVersion = 1;
 
+
+/**
+ * MCP multi round-trip requests (2026-07-28 input-required results): a tool returns
+ * `{ resultType: 'input_required', inputRequests }` and is called again with the answers in
+ * `ctx.mcp.inputResponses` (2026 clients retry; for 2025 sessions the SDK asks and re-calls).
+ */
+const askInput = (inputRequests: Record<string, { method: string; params?: Record<string, unknown> }>, requestState?: string) => ({
+  resultType: 'input_required' as const,
+  inputRequests,
+  ...(requestState !== undefined ? { requestState } : {}),
+});
+const elicit = (message: string, properties: Record<string, unknown>, required: string[]) => ({
+  method: 'elicitation/create',
+  params: { mode: 'form', message, requestedSchema: { type: 'object', properties, required } },
+});
+const sample = (prompt: string, maxTokens: number) => ({
+  method: 'sampling/createMessage',
+  params: { messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens },
+});
+const listRoots = () => ({ method: 'roots/list', params: {} });
+/** The content of an accepted elicitation answer, or undefined. */
+function accepted<T>(ctx: Context, key: string): T | undefined {
+  const r = ctx.mcp?.inputResponses?.[key] as { action?: unknown; content?: unknown } | undefined;
+  return r?.action === 'accept' ? (r.content as T) : undefined;
+}
+const sealed = (ctx: Context, payload: Record<string, unknown>) => mcpOf(ctx).sealState!(payload);
+
 // Reused object schema: `.meta({ id })` puts it under $defs and references it (JSON Schema 2020-12).
-const address = z.object({ street: z.string(), city: z.string() }).meta({ id: 'address' });
+const address = z.object({ street: z.string(), city: z.string() }).meta({ id: 'address', $anchor: 'addressDef' });
 
 export const conformanceRouter = router({
   test_simple_text: publicProcedure
@@ -184,7 +211,25 @@ export const conformanceRouter = router({
 
   json_schema_2020_12_tool: publicProcedure
     .meta({ description: 'Tool with JSON Schema 2020-12 features', mcp: {} })
-    .input(z.strictObject({ name: z.string().optional(), address: address.optional() }))
+    .input(
+      z
+        .strictObject({
+          name: z.string().optional(),
+          address: address.optional(),
+          contactMethod: z.enum(['phone', 'email']).optional(),
+          phone: z.string().optional(),
+          email: z.string().optional(),
+        })
+        // Composition and conditional keywords (SEP-2106) travel in the schema through `.meta`;
+        // the refinement enforces the same rules on the server side.
+        .meta({
+          allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+          if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+          then: { required: ['phone'] },
+          else: { required: ['email'] },
+        })
+        .refine((v) => (v.contactMethod === 'phone' ? v.phone !== undefined : v.email !== undefined), { message: 'phone (contactMethod phone) or email is required' }),
+    )
     .query(({ input }) => `Received ${JSON.stringify(input)}`),
 
   test_reconnection: publicProcedure
@@ -203,6 +248,142 @@ export const conformanceRouter = router({
       watchedVersion++;
       ctx.runtime.resources.notifyUpdated('test://watched-resource');
       return { version: watchedVersion };
+    }),
+
+  // MCP 2026-07-28 (SEP-2575) diagnostic tools of the server-stateless scenario.
+  test_missing_capability: publicProcedure
+    .meta({ description: 'Needs the sampling client capability (an undeclared one is refused with -32021)', mcp: content })
+    .input(noInput)
+    .mutation(({ ctx }) =>
+      ctx.mcp?.inputResponses?.llm_answer === undefined
+        ? askInput({ llm_answer: sample('Reply with the single word: pong', 16) })
+        : { content: [text('sampling round-trip complete')] },
+    ),
+
+  test_streaming_elicitation: publicProcedure
+    .meta({ description: 'Answers on a stream that carries no server-to-client request', mcp: content })
+    .input(noInput)
+    .mutation(() => ({ content: [text('stream observed: result frames only, no top-level requests')] })),
+
+  test_logging_tool: publicProcedure
+    .meta({ description: 'Logs; a 2026 request gets log messages only when it set _meta logLevel', mcp: content })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      await ctx.mcp?.log('info', 'test_logging_tool ran');
+      return { content: [text('logged through the request-scoped, logLevel-gated channel')] };
+    }),
+
+  // SEP-2243: an argument mirrored into the Mcp-Param-Region header, validated by the SDK.
+  test_x_mcp_header: publicProcedure
+    .meta({ description: 'Tests SEP-2243 Mcp-Param-* server-side validation', mcp: content })
+    .input(z.object({ region: z.string().describe('mirrored into Mcp-Param-Region').meta({ 'x-mcp-header': 'Region' }).optional(), level: z.number().int().optional() }))
+    .mutation(({ input }) => ({ content: [text(`region=${input.region ?? '<none>'}`)] })),
+
+  // MCP 2026-07-28 multi round-trip requests (SEP-2322).
+  test_input_required_result_elicitation: publicProcedure
+    .meta({ description: 'Asks the caller name through an input-required elicitation', mcp: content })
+    .input(noInput)
+    .mutation(({ ctx }) => {
+      const name = accepted<{ name?: unknown }>(ctx, 'user_name')?.name;
+      if (typeof name !== 'string') return askInput({ user_name: elicit('What is your name?', { name: { type: 'string' } }, ['name']) });
+      return { content: [text(`Hello, ${name}!`)] };
+    }),
+
+  test_input_required_result_sampling: publicProcedure
+    .meta({ description: 'Asks the client LLM through an input-required sampling request', mcp: content })
+    .input(noInput)
+    .mutation(({ ctx }) => {
+      const r = ctx.mcp?.inputResponses?.capital_question as { content?: { text?: unknown } } | undefined;
+      if (r === undefined) return askInput({ capital_question: sample('What is the capital of France?', 100) });
+      return { content: [text(`Sampling response: ${typeof r.content?.text === 'string' ? r.content.text : JSON.stringify(r)}`)] };
+    }),
+
+  test_input_required_result_list_roots: publicProcedure
+    .meta({ description: 'Asks the client roots through an input-required roots/list request', mcp: content })
+    .input(noInput)
+    .mutation(({ ctx }) => {
+      const r = ctx.mcp?.inputResponses?.client_roots as { roots?: Array<{ uri?: string }> } | undefined;
+      if (!Array.isArray(r?.roots)) return askInput({ client_roots: listRoots() });
+      return { content: [text(`Client exposed ${r.roots.length} root(s): ${r.roots.map((x) => x.uri).join(', ')}`)] };
+    }),
+
+  test_input_required_result_request_state: publicProcedure
+    .meta({ description: 'Round-trips a sealed requestState with an elicitation', mcp: content })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      if (accepted(ctx, 'confirm') === undefined) {
+        return askInput({ confirm: elicit('Please confirm', { ok: { type: 'boolean' } }, ['ok']) }, await sealed(ctx, { tool: 'request_state' }));
+      }
+      if (ctx.mcp?.requestState === undefined) throw new CoreError('INVALID_PARAMS', 'requestState missing');
+      return { content: [text('state-ok: requestState verified and confirmation received')] };
+    }),
+
+  test_input_required_result_multiple_inputs: publicProcedure
+    .meta({ description: 'Asks for an elicitation, a sampling and the roots in one round', mcp: content })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      const name = accepted<{ name?: unknown }>(ctx, 'user_name')?.name;
+      const greeting = (ctx.mcp?.inputResponses?.greeting as { content?: { text?: unknown } } | undefined)?.content?.text;
+      const roots = (ctx.mcp?.inputResponses?.client_roots as { roots?: unknown[] } | undefined)?.roots;
+      if (typeof name !== 'string' || typeof greeting !== 'string' || !Array.isArray(roots)) {
+        return askInput(
+          {
+            user_name: elicit('What is your name?', { name: { type: 'string' } }, ['name']),
+            greeting: sample('Generate a greeting', 50),
+            client_roots: listRoots(),
+          },
+          await sealed(ctx, { tool: 'multiple_inputs' }),
+        );
+      }
+      return { content: [text(`${greeting} ${name} (${roots.length} root(s) visible)`)] };
+    }),
+
+  test_input_required_result_multi_round: publicProcedure
+    .meta({ description: 'Two elicitation rounds with evolving requestState', mcp: content })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      const state = ctx.mcp?.requestState as { tool?: unknown; round?: unknown; name?: unknown } | undefined;
+      const round = state?.tool === 'multi_round' && typeof state.round === 'number' ? state.round : 0;
+      if (round === 0) {
+        return askInput({ step1: elicit('Step 1: What is your name?', { name: { type: 'string' } }, ['name']) }, await sealed(ctx, { tool: 'multi_round', round: 1 }));
+      }
+      if (round === 1) {
+        const name = accepted<{ name?: unknown }>(ctx, 'step1')?.name ?? 'unknown';
+        return askInput({ step2: elicit('Step 2: What is your favorite color?', { color: { type: 'string' } }, ['color']) }, await sealed(ctx, { tool: 'multi_round', round: 2, name }));
+      }
+      const color = accepted<{ color?: unknown }>(ctx, 'step2')?.color ?? 'unknown';
+      return { content: [text(`Multi-round complete: ${String(state?.name ?? 'unknown')} likes ${String(color)}`)] };
+    }),
+
+  test_input_required_result_tampered_state: publicProcedure
+    .meta({ description: 'Refuses a retry whose requestState fails verification', mcp: content })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      if (ctx.mcp?.requestState !== undefined && accepted(ctx, 'confirm') !== undefined) return { content: [text('integrity-ok: requestState verified')] };
+      return askInput({ confirm: elicit('Please confirm', { ok: { type: 'boolean' } }, ['ok']) }, await sealed(ctx, { tool: 'tampered_state' }));
+    }),
+
+  test_input_required_result_capabilities: publicProcedure
+    .meta({ description: 'Asks only for the input kinds the declared client capabilities cover', mcp: content })
+    .input(noInput)
+    .mutation(({ ctx }) => {
+      if (ctx.mcp?.inputResponses !== undefined) return { content: [text('Capability-aware input requests fulfilled')] };
+      const caps = ctx.mcp?.clientCapabilities ?? {};
+      const requests: Record<string, { method: string; params?: Record<string, unknown> }> = {};
+      if (caps.elicitation !== undefined) requests.user_name = elicit('What is your name?', { name: { type: 'string' } }, ['name']);
+      if (caps.sampling !== undefined) requests.greeting = sample('Generate a short greeting', 50);
+      if (caps.roots !== undefined) requests.client_roots = listRoots();
+      if (Object.keys(requests).length === 0) return { content: [text('No declared client capability supports an in-band input request')] };
+      return askInput(requests);
+    }),
+
+  test_input_required_result_prompt: publicProcedure
+    .meta({ description: 'A prompt that asks for context (elicitation) before rendering', mcp: { tool: false, prompt: true } })
+    .input(noInput)
+    .query(({ ctx }) => {
+      const context = accepted<{ context?: unknown }>(ctx, 'user_context')?.context;
+      if (typeof context !== 'string') return askInput({ user_context: elicit('What context should the prompt use?', { context: { type: 'string' } }, ['context']) });
+      return `Use the following context: ${context}`;
     }),
 
   // Prompts: `tool: false` publishes them only as prompts.

@@ -79,6 +79,18 @@ describe('getting started, as written', () => {
     expect((await rpc(url, 'system.listFiles', { workspaceId: 'project', path: '' })).error).toBeDefined();
   });
 
+  it('the starter config publishes MCP resources without code: the README and the project files template', async () => {
+    const listed = await rpc(url, 'mcp.getResources', {}, token);
+    expect(listed.result.resources).toContain('workspace://project/README.md');
+    expect(listed.result.total).toBeGreaterThan(0);
+    const notes = await rpc(url, 'mcp.readResource', { uri: 'workspace://project/notes.txt' }, token);
+    expect(notes.result).toMatchObject({ content: 'hello', mimeType: 'text/plain' });
+    // The same workspace rules: .env files stay hidden through resources too.
+    const env = await rpc(url, 'mcp.readResource', { uri: 'workspace://project/.env.local' }, token);
+    expect(env.error).toBeDefined();
+    expect(JSON.stringify(env)).not.toContain('SECRET_IN_ENV_LOCAL');
+  });
+
   it("the starter workspace does not expose .env files or the server's data folder", async () => {
     const listed = JSON.stringify((await rpc(url, 'system.listFiles', { workspaceId: 'project', path: '', recursive: true }, token)).result);
     expect(listed).not.toContain('.env');
@@ -137,6 +149,8 @@ it('the banner sample in getting-started.md is what `serve --dev` prints', async
   const doc = await readFile(path.join(ROOT, 'docs/getting-started.md'), 'utf8');
   const sample = /```\n(ai-backend listening[\s\S]*?)```/.exec(doc)![1]!.trim();
   const port = /127\.0\.0\.1:(\d+)/.exec(banner)![1]!;
-  const printed = banner.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder');
+  // The console link's sign-in code is random per process.
+  expect(banner).toMatch(/\/console\/#dev=[\w-]{43}  /);
+  const printed = banner.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder').replace(/#dev=[\w-]+/, '#dev=<one-time code>');
   expect(printed).toBe(sample);
 });

@@ -144,6 +144,20 @@ it('answers over /rpc', async () => {
   expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { city: 'Oslo', sky: 'sunny' } });
 });
 
+it('serves the web console from the installed package (its built assets ship in @ai-backend/transports)', async () => {
+  const page = await fetch(`${url}/console/`);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+  const html = await page.text();
+  for (const asset of ['/console/app.js', '/console/app.css']) {
+    expect(html).toContain(asset);
+    const res = await fetch(url + asset);
+    expect(res.status, asset).toBe(200);
+    expect((await res.arrayBuffer()).byteLength, asset).toBeGreaterThan(1000);
+  }
+  expect(existsSync(path.join(app, 'node_modules/@ai-backend/transports/dist/console/app.js'))).toBe(true);
+});
+
 it('a typed @trpc/client client type-checks (skipLibCheck: false) against the published types, and calls /trpc and MCP', () => {
   // The custom router's types, as a user shares them with their client.
   writeFileSync(

@@ -152,7 +152,8 @@ describe('resources', () => {
     const { resourceTemplates } = await client.listResourceTemplates();
     expect(resourceTemplates).toContainEqual(expect.objectContaining({ uriTemplate: 'notes://{id}', name: 'notes' }));
     expect((await client.readResource({ uri: 'notes://42' })).contents[0]).toMatchObject({ text: 'note 42' });
-    await expect(client.readResource({ uri: 'file:///etc/passwd' })).rejects.toMatchObject({ code: -32002 });
+    // SEP-2164: resource not found is -32602 with the URI in data.
+    await expect(client.readResource({ uri: 'file:///etc/passwd' })).rejects.toMatchObject({ code: -32602, data: { uri: 'file:///etc/passwd' } });
   });
 
   it('subscribe delivers notifications/resources/updated; unsubscribe stops them', async () => {
@@ -176,7 +177,7 @@ describe('resources', () => {
     rt.resources.notifyUpdated('memo://barrier');
     await expect.poll(() => updates.at(-1)).toBe('memo://barrier');
     expect(updates).toEqual(['memo://today', 'memo://barrier']);
-    await expect(client.subscribeResource({ uri: 'memo://missing' })).rejects.toMatchObject({ code: -32002 });
+    await expect(client.subscribeResource({ uri: 'memo://missing' })).rejects.toMatchObject({ code: -32602, data: { uri: 'memo://missing' } });
   });
 });
 

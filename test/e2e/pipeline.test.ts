@@ -127,7 +127,10 @@ describeMatrix('one error shape on every entry point', (mode) => {
     const mcp = new RawMcp(h.url, undefined, h.call);
     await mcp.initialize();
     const reply = await mcp.send('prompts/get', { name: 'paidPrompt', arguments: {} });
-    expect(reply.message?.error).toMatchObject({ code: -32002, message: 'not enough tokens', data: want });
+    // Same message and data as /rpc; the code differs: the v2 MCP SDK never emits -32002 (once
+    // "resource not found", now -32602 per SEP-2164) and rewrites a handler's -32002, which is
+    // core's PAYMENT_REQUIRED code, to -32602. data.appCode keeps the meaning (docs/mcp.md).
+    expect(reply.message?.error).toMatchObject({ code: -32602, message: 'not enough tokens', data: want });
   });
 
   it('an unexpected error is "internal error" everywhere, logged once per entry point the same way', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { rawTestClient, testRedis } from '@ai-backend/test-utils/services';
+import { dropTestSchema, rawTestClient, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { mintDevToken } from '@ai-backend/auth';
 import type { ConfigInput } from '@ai-backend/core';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
@@ -149,14 +149,43 @@ describe.skipIf(!testRedisAt.ok)('mcp.rateLimiting across two servers sharing Re
 
   it('enforces one tool-call budget per subject across the servers, also under concurrency', async () => {
     const [a, b] = await pair(limits(1000, 10), { authType: 'jwt', publicTools: [] });
-    const token = await mintDevToken({ secret: SECRET, sub: 'dave' });
-    const clients = [new RawMcp(a.url, token), new RawMcp(b.url, token)];
-    const replies = await Promise.all(Array.from({ length: 16 }, (_, i) => clients[i % 2]!.callTool('echo', { message: String(i) })));
-    expect(replies.filter((r) => r.status === 200)).toHaveLength(10);
-    const refused = replies.filter((r) => r.status === 429);
-    expect(refused).toHaveLength(6);
-    for (const r of refused) expect429(r, 'tool-calls');
+    await expectOneToolCallBudget(a, b, 'dave');
     // The counters live in the shared Redis, under the configured prefix.
     expect((await redis.keys(`${keyPrefix}*rl:toolCalls:u:dave:*`)).length).toBe(1);
+  });
+});
+
+/** 16 concurrent tool calls of one subject, alternating between two servers with a budget of 10: exactly 10 served. */
+async function expectOneToolCallBudget(a: { url: string }, b: { url: string }, sub: string): Promise<void> {
+  const token = await mintDevToken({ secret: SECRET, sub });
+  const clients = [new RawMcp(a.url, token), new RawMcp(b.url, token)];
+  const replies = await Promise.all(Array.from({ length: 16 }, (_, i) => clients[i % 2]!.callTool('echo', { message: String(i) })));
+  expect(replies.filter((r) => r.status === 200)).toHaveLength(10);
+  const refused = replies.filter((r) => r.status === 429);
+  expect(refused).toHaveLength(6);
+  for (const r of refused) expect429(r, 'tool-calls');
+}
+
+const testPostgresAt = await testPostgres();
+
+// Without Redis the limits are still the cluster's: the counters live in PostgreSQL (docs/storage.md, "Cluster-wide by default").
+describe.skipIf(!testPostgresAt.ok)('mcp.rateLimiting across two servers on one PostgreSQL (no Redis)', () => {
+  let schema: string | undefined;
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((s) => s.stop()));
+    if (schema) await dropTestSchema(testPostgresAt, schema);
+    schema = undefined;
+  });
+
+  it('enforces one tool-call budget per subject across the servers, under concurrency', async () => {
+    const pg = testPostgresOptions(testPostgresAt, 'ratelimit-e2e');
+    schema = pg.schema;
+    const config: ConfigInput = {
+      storage: { type: 'postgres', postgres: pg },
+      mcp: { auth: { authType: 'jwt', publicTools: [] }, rateLimiting: limits(1000, 10), sessionMode: 'stateless' },
+    };
+    const a = await server(config);
+    const b = await server(config);
+    await expectOneToolCallBudget(a, b, 'erin');
   });
 });

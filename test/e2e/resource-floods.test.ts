@@ -14,18 +14,22 @@ import { RawMcp } from './helpers/rawMcp.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 const SECRET = 'resource-floods-secret-0123456789abcdef';
-/** Documented budget: RSS growth of the whole test process across the three floods. */
-const RSS_BUDGET_MIB = 128;
+/** Documented budget: growth of the memory the whole test process retains across the three floods. */
+const RSS_BUDGET_MIB = 64;
 const MiB = 1024 * 1024;
 let s: TestServer;
-// Collect garbage before each reading, so RSS shows what the server retains, not what the client
-// parsed and dropped (the flood's 60 MB of results pass through this same process).
+// Collect garbage before each reading, so the figure shows what the server retains, not what the
+// client parsed and dropped (the flood's 60 MB of results pass through this same process). The
+// figure is the V8 heap in use plus memory outside it (buffers): RSS also counts pages the
+// allocator and V8 keep after a collection, which differ by Node major (Node 24's larger young
+// generation kept ~120 MiB more RSS for the same 62 MiB heap) and say nothing about a leak.
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
-const rss = () => {
+const retained = () => {
   gc();
   gc();
-  return process.memoryUsage().rss;
+  const m = process.memoryUsage();
+  return m.heapUsed + m.external;
 };
 const counts: Record<string, Record<number, number>> = {};
 
@@ -61,12 +65,12 @@ beforeAll(async () => {
 afterAll(() => s?.stop());
 
 describe('floods stay within budgets', () => {
-  it('sessions, event stores and registrations; a signed-in client is still served; RSS within budget', async () => {
+  it('sessions, event stores and registrations; a signed-in client is still served; retained memory within budget', async () => {
     // Warm up every code path once so their modules count in the baseline.
     const warm = await sdkClient(await mintDevToken({ secret: SECRET, sub: 'warm', scopes: ['mcp'] }), '10.9.9.9');
     await warm.callTool({ name: 'echo', arguments: { message: 'warm' } });
     await warm.close();
-    const before = rss();
+    const before = retained();
 
     // 1. 400 anonymous sessions from 400 addresses: the anonymous ceiling (300) holds.
     await inBatches(400, 20, async (i) => {
@@ -79,7 +83,7 @@ describe('floods stay within budgets', () => {
       await res.arrayBuffer();
       count('sessions', res.status);
     });
-    const afterSessions = rss();
+    const afterSessions = retained();
     expect(counts.sessions![200]).toBe(300);
     expect(counts.sessions![503]).toBe(100);
 
@@ -91,7 +95,7 @@ describe('floods stay within budgets', () => {
       count('events', 200);
       await client.close();
     });
-    const afterEvents = rss();
+    const afterEvents = retained();
     expect(counts.events![200]).toBe(30);
 
     // 3. 200 registrations from 40 addresses (5 each) plus 30 from one: that one is capped at 20 a day.
@@ -114,11 +118,11 @@ describe('floods stay within budgets', () => {
     expect(JSON.stringify(await me.callTool({ name: 'echo', arguments: { message: 'served' } }))).toContain('served');
     await me.close();
 
-    const end = rss();
+    const end = retained();
     const grownMiB = (end - before) / MiB;
     const phase = (a: number, b: number) => ((a - b) / MiB).toFixed(1);
     console.info(
-      `resource floods: RSS grew ${grownMiB.toFixed(1)} MiB (budget ${RSS_BUDGET_MIB} MiB): sessions +${phase(afterSessions, before)}, events +${phase(afterEvents, afterSessions)}, registrations +${phase(end, afterEvents)}; heap used ${(process.memoryUsage().heapUsed / MiB).toFixed(0)} MiB`,
+      `resource floods: retained memory (heap + external) grew ${grownMiB.toFixed(1)} MiB (budget ${RSS_BUDGET_MIB} MiB): sessions +${phase(afterSessions, before)}, events +${phase(afterEvents, afterSessions)}, registrations +${phase(end, afterEvents)}; RSS ${(process.memoryUsage().rss / MiB).toFixed(0)} MiB`,
       JSON.stringify(counts),
     );
     expect(grownMiB).toBeLessThan(RSS_BUDGET_MIB);

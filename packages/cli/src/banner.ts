@@ -1,14 +1,21 @@
 import { sqliteFile, type ResolvedConfig } from '@ai-backend/core';
 import type { BoundAddress } from '@ai-backend/transports';
 
+export interface BannerOptions {
+  /** `serve --dev`: the console link carries this one-process sign-in code in its fragment. */
+  devCode?: string;
+}
+
 /** The start-up banner: where everything is, and what is not configured yet. */
-export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: string | null): string {
+export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: string | null, opts: BannerOptions = {}): string {
   const base = addr.url;
   const lines = [`ai-backend listening on ${base}${configPath ? ` (config: ${configPath})` : ' (no config file; defaults)'}`];
   if (config.protocols.tRpc) lines.push(`  tRPC      ${base}/trpc  (also ${base}/typedrpc)`);
   if (config.protocols.jsonRpc) lines.push(`  JSON-RPC  ${base}/rpc`);
   if (config.mcp.enabled && config.transports.http) lines.push(`  MCP       ${base}/mcp`);
   lines.push(`  health    ${base}/health`);
+  // The fragment is never sent to a server; the console exchanges it for a token (loopback only).
+  if (config.console.enabled && config.protocols.jsonRpc) lines.push(`  console   ${base}/console/${opts.devCode ? `#dev=${opts.devCode}  (signs you in as administrator)` : ''}`);
   lines.push(`  storage   ${config.storage.type}${config.storage.type === 'sqlite' ? ` (${sqliteFile(config.storage)})` : ''}`);
   const auth = config.mcp.auth.authType;
   lines.push(`  auth      ${auth}`);

@@ -44,6 +44,13 @@ export default {
     },
   },
 
+  // MCP resources without code (resources/list, mcp.getResources). Each workspace's files are
+  // also offered as the template workspace://<id>/{+path}. Reads follow the workspace's rules.
+  resources: {
+    list: [{ uri: 'workspace://project/README.md', name: 'readme', title: 'Project README', mimeType: 'text/markdown' }],
+    templates: [],
+  },
+
   // AI providers the server pays for (keys from ANTHROPIC_API_KEY, OPENAI_API_KEY, ...).
   serverProviders: [],
 };

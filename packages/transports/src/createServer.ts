@@ -2,12 +2,14 @@ import { Hono } from 'hono';
 import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { createAppRouter, createLogger, createRuntime, oauthServerEnabled, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
-import { createAuthenticator } from '@ai-backend/auth';
+import { timingSafeEqual } from 'node:crypto';
+import { createAppRouter, createLogger, isLoopbackHost, createRuntime, oauthServerEnabled, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './http/bodyLimit.js';
 import { createBrowserGuard, type GuardedRoute } from './http/browserGuard.js';
 import { apiDescriptionRoutes } from './http/apiDescriptionRoutes.js';
+import { consoleRoutes } from './http/consoleRoutes.js';
 import { cors } from './http/cors.js';
 import { adminMetricsHandler, metricsListenerApp } from './http/metricsRoute.js';
 import { observeRequests } from './http/observeRequests.js';
@@ -32,6 +34,20 @@ export interface CreateServerOptions {
   logger?: Logger;
   /** Time stop() waits for in-flight requests before closing connections. Default 10000 ms. */
   shutdownTimeoutMs?: number;
+  /**
+   * `serve --dev`: a console link that signs the developer in as an administrator. The code is
+   * exchanged (from loopback only, and only on a loopback-bound server) for a short-lived admin
+   * JWT signed with `jwt.secret`, which must be set. Never use it on a shared server.
+   */
+  consoleDevSignIn?: ConsoleDevSignIn;
+}
+
+/** A developer sign-in for the console (see CreateServerOptions.consoleDevSignIn). */
+export interface ConsoleDevSignIn {
+  /** The secret code in the printed link (at least 32 characters). */
+  code: string;
+  /** Subject of the minted token. Default 'developer'. */
+  sub?: string;
 }
 
 export interface BoundAddress {
@@ -67,6 +83,13 @@ export interface AiBackendServer<TRouter = AppRouterWith<{}>> {
 /** Does this config run the OAuth authorization server? (The rule lives in core's config schema.) */
 export const oauthEnabled = (config: ResolvedConfig): boolean => oauthServerEnabled(config);
 
+/** Compare two strings in time independent of where they differ. */
+function timingSafeEqualText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
 /** Body limit of the OAuth and webhook routes (their bodies are small forms and events). */
 const SMALL_BODY_LIMIT = 64 * 1024;
 
@@ -98,6 +121,12 @@ export function createServer<C extends CustomRouters = {}>(
   const config = resolveConfig(input);
   const appRouter = createAppRouter(config.customRouters as C);
   const withOAuth = oauthEnabled(config);
+  const devSignIn = opts.consoleDevSignIn;
+  if (devSignIn) {
+    if (devSignIn.code.length < 32) throw new TypeError('consoleDevSignIn.code must be at least 32 characters');
+    if (!config.jwt.secret) throw new TypeError('consoleDevSignIn needs jwt.secret (the minted token is a JWT)');
+    if (!isLoopbackHost(config.host)) throw new TypeError('consoleDevSignIn is only for a server bound to loopback');
+  }
 
   const mcpOn = config.mcp.enabled && config.transports.http;
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
@@ -151,6 +180,7 @@ export function createServer<C extends CustomRouters = {}>(
     edge('/mcp', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
   }
   if (withOAuth) for (const path of ['/register', '/oauth/*']) edge(path, { family: 'oauth', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
+  if (config.console.enabled && config.protocols.jsonRpc && devSignIn) edge('/console/dev-session', { family: 'plain', api: true, jsonOnly: true }, SMALL_BODY_LIMIT);
   if (config.billing.webhookSecret) edge('/webhooks/purchase', { family: 'plain', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
   app.use('*', cors(config.cors, (req) => requestOrigin(req, config.trustProxy)));
   app.onError((err, c) => {
@@ -159,6 +189,14 @@ export function createServer<C extends CustomRouters = {}>(
   });
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.route('/', healthRoutes(getRuntime));
+  // The console calls procedures over /rpc: without the JSON-RPC entry point it has nothing to call.
+  if (config.console.enabled && config.protocols.jsonRpc) {
+    const exchange = devSignIn && (async (code: string) => {
+      if (!timingSafeEqualText(code, devSignIn.code)) return undefined;
+      return mintDevToken({ secret: config.jwt.secret!, sub: devSignIn.sub ?? 'developer', scopes: [config.admin.scope], expiresIn: '8h', issuer: config.jwt.issuer, audience: config.jwt.audience });
+    });
+    app.route('/', consoleRoutes(config, exchange ? { devSignIn: exchange } : {}));
+  }
   if (config.apiDescription.enabled) app.route('/', apiDescriptionRoutes(getRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
 
   if (withOAuth) {

@@ -1,13 +1,14 @@
 import type { Context, Handler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import { mcpResourceUrl } from './challenge.js';
+import { mcpResourceUrl, sameResource } from './challenge.js';
+import { isUrlClientId } from './clientIdMetadata.js';
 import { readForm } from './clientAuth.js';
 import { consentPage } from './consentPage.js';
 import { PKCE_CHALLENGE, pkceChallenge, randomToken, safeEqual, sha256 } from './crypto.js';
 import { allScopes } from './metadata.js';
 import { errorPage, PAGE_HEADERS, redirectToClient } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
-import type { AuthorizationRequest, ClientRecord, PendingRecord, UpstreamRecord } from './records.js';
+import type { AuthorizationRequest, PendingRecord, UpstreamRecord } from './records.js';
 import { matchRedirectUri } from './redirectUris.js';
 
 /** A consent request and our state towards the provider are valid this long (10 minutes). */
@@ -37,8 +38,13 @@ export function authorizeHandler(services: () => Promise<OAuthServices>): Handle
       return all.length === 1 ? all[0] : all.length === 0 ? undefined : null; // null: repeated
     };
     const clientId = q('client_id');
-    const client = clientId ? await s.store.get<ClientRecord>('client', clientId) : undefined;
-    if (!client) return errorPage(c, 400, 'Unknown application', 'This sign-in link names an application that is not registered here.');
+    const found = clientId ? await s.findClient(clientId) : { problem: 'unknown client' };
+    const client = found.client;
+    if (!client) {
+      return clientId && isUrlClientId(clientId)
+        ? errorPage(c, 400, 'Application not accepted', `This application's description could not be used: ${found.problem}.`)
+        : errorPage(c, 400, 'Unknown application', 'This sign-in link names an application that is not registered here.');
+    }
     let redirectUri = q('redirect_uri');
     if (redirectUri === undefined && client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0];
     if (!redirectUri || !matchRedirectUri(client.redirect_uris, redirectUri)) {
@@ -59,7 +65,7 @@ export function authorizeHandler(services: () => Promise<OAuthServices>): Handle
     const resource = mcpResourceUrl(base);
     const askedResource = q('resource');
     // RFC 8707: the only resource we issue tokens for is our /mcp endpoint.
-    if (askedResource === null || (askedResource !== undefined && askedResource.replace(/\/$/, '') !== resource)) {
+    if (askedResource === null || (askedResource !== undefined && !sameResource(askedResource, resource))) {
       return fail('invalid_target', `resource must be ${resource}`);
     }
     const known = new Set(allScopes(s.settings));

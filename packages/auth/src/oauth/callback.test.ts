@@ -25,6 +25,29 @@ describe('GET /oauth/callback', () => {
     expect(typeof (await h.storage.get(`oauth:code:${sha256(code!)}`))).toBe('string');
   });
 
+  it("checks the provider's iss (RFC 9207): another issuer, or none after promising it, is refused before the code is redeemed", async () => {
+    for (const [advertiseIss, issInResponse, ok] of [
+      [true, 'http://127.0.0.1:1/evil', false],
+      [true, null, false],
+      [false, null, true],
+      [false, 'http://127.0.0.1:1/evil', false],
+    ] as const) {
+      h = await startHarness();
+      h.idp.advertiseIss = advertiseIss;
+      h.idp.issInResponse = issInResponse;
+      const client = await register(h);
+      const { code, location } = await signIn(h, client.client_id, pkce().challenge);
+      const label = `advertised ${advertiseIss}, iss ${issInResponse}`;
+      expect(code !== null, label).toBe(ok);
+      if (!ok) {
+        expect(location.searchParams.get('error'), label).toBe('server_error');
+        expect(location.searchParams.get('iss'), label).toBe(BASE);
+        expect(h.idp.tokenRequests, label).toHaveLength(0);
+      }
+      await h.close();
+    }
+  });
+
   it('does not keep the provider tokens anywhere', async () => {
     h = await startHarness();
     const client = await register(h);

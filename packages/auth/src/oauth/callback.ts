@@ -44,8 +44,11 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
       const ep = await s.upstream.endpoints();
       issuer = subjectIssuer(ep);
       const iss = c.req.query('iss');
-      // RFC 9207: when the provider names itself, it must be the one we sent the user to.
-      if (iss !== undefined && ep.issuer !== undefined && iss !== ep.issuer) {
+      // RFC 9207 §2.4 (mix-up attacks): when the provider names itself, it must be the one we
+      // sent the user to (simple string comparison); a provider that promised `iss` must send it.
+      const mixedUp = iss !== undefined ? ep.issuer !== undefined && iss !== ep.issuer : ep.issInResponses === true;
+      if (mixedUp) {
+        s.logger.warn('identity provider response failed the issuer check', { event: 'upstream_iss_mismatch' });
         return back({ error: 'server_error', error_description: 'the response came from another identity provider' });
       }
       user = await s.upstream.signIn({ code, callbackUrl: flow.callbackUrl, verifier: flow.verifier, nonce: flow.nonce });

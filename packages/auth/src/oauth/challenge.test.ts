@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearerChallenge, mcpResourceUrl, resourceMetadataUrl } from './challenge.js';
+import { bearerChallenge, mcpResourceUrl, resourceMetadataUrl, sameResource } from './challenge.js';
 
 describe('bearerChallenge', () => {
   it('names the resource metadata first, then error, description and scope', () => {
@@ -18,5 +18,19 @@ describe('resource URLs', () => {
     expect(resourceMetadataUrl('https://api.example.com')).toBe('https://api.example.com/.well-known/oauth-protected-resource/mcp');
     expect(resourceMetadataUrl('https://example.com/ai')).toBe('https://example.com/.well-known/oauth-protected-resource/ai/mcp');
     expect(mcpResourceUrl('https://example.com/ai/')).toBe('https://example.com/ai/mcp');
+  });
+});
+
+describe('sameResource (RFC 8707, MCP canonical server URI)', () => {
+  it('accepts uppercase scheme and host and a trailing slash, never another path, host or a fragment', () => {
+    const r = 'https://api.example.com/mcp';
+    expect(sameResource('https://api.example.com/mcp', r)).toBe(true);
+    expect(sameResource('HTTPS://API.Example.COM/mcp', r)).toBe(true);
+    expect(sameResource('https://api.example.com/mcp/', r)).toBe(true);
+    expect(sameResource('https://api.example.com:443/mcp', r)).toBe(true);
+    expect(sameResource('https://api.example.com/MCP', r)).toBe(false);
+    expect(sameResource('https://api.example.com/mcp#x', r)).toBe(false);
+    expect(sameResource('https://other.example.com/mcp', r)).toBe(false);
+    expect(sameResource('api.example.com/mcp', r)).toBe(false);
   });
 });

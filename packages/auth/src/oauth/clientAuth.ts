@@ -39,8 +39,8 @@ export async function authenticateClient(c: Context, form: URLSearchParams, s: O
   const secret = basic?.secret ?? form.get('client_secret') ?? undefined;
   if (basic && form.has('client_secret')) return { ok: false, usedBasic, description: 'use one client authentication method' };
 
-  const client = await s.store.get<ClientRecord>('client', clientId);
-  if (!client) return { ok: false, usedBasic, description: 'unknown client' };
+  const { client, problem } = await s.findClient(clientId);
+  if (!client) return { ok: false, usedBasic, description: problem };
   if (client.token_endpoint_auth_method === 'none') {
     if (secret) return { ok: false, usedBasic, description: 'public client must not send a secret' };
     return { ok: true, client };

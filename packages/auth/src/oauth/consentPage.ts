@@ -28,6 +28,20 @@ export function consentPage(p: ConsentPageInput): string {
   const redirect = new URL(p.request.redirectUri);
   const scopes = p.request.scopes.map((s) => `<li><code>${escapeHtml(s)}</code>${SCOPE_TEXT[s] ? ` — ${escapeHtml(SCOPE_TEXT[s])}` : ''}</li>`).join('');
   const site = p.client.client_uri ? `<p class="muted">Says it is from: ${escapeHtml(p.client.client_uri)}</p>` : '';
+  // Client ID Metadata Documents: the client is known by the URL of its document, so its host is
+  // the one fact about it that is verified. Loopback redirects cannot be attributed to anyone
+  // (any program on the user's machine can listen there): the MCP spec asks for a warning.
+  const docHost = p.client.metadata_document ? new URL(p.client.client_id).host : undefined;
+  const loopbackOnly = p.client.redirect_uris.every((u) => isLoopback(u));
+  const identity = docHost
+    ? `<p class="muted">Identified by its published description at <strong id="client-host">${escapeHtml(docHost)}</strong> (<code>${escapeHtml(p.client.client_id)}</code>)</p>`
+    : '';
+  const warning = docHost
+    ? `<p class="warn">Approve only if you started this sign-in from an application published by <strong>${escapeHtml(docHost)}</strong>.</p>`
+    : '<p class="warn">This application registered itself with this server. Approve only if you started this sign-in and trust it.</p>';
+  const localWarning = loopbackOnly
+    ? '<p class="warn" id="localhost-warning">The sign-in result goes to a program on your own computer (localhost). Any program running there could claim to be this application.</p>'
+    : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>Authorize ${escapeHtml(name)}</title>
@@ -42,11 +56,13 @@ button.primary{background:#1f5fd6;color:#fff;border-color:#1f5fd6}
 <body>
 <h1><span id="client-name">${escapeHtml(name)}</span> wants to access your account</h1>
 ${site}
+${identity}
 <div class="box">
 <p>It will be able to:</p><ul>${scopes}</ul>
-<p>After you sign in${p.providerHost ? ` at <strong>${escapeHtml(p.providerHost)}</strong>` : ''}, you will be sent back to:<br><code id="redirect-uri">${escapeHtml(redirect.href)}</code></p>
+<p>After you sign in${p.providerHost ? ` at <strong>${escapeHtml(p.providerHost)}</strong>` : ''}, you will be sent back to <strong id="redirect-host">${escapeHtml(redirect.host || redirect.protocol)}</strong>:<br><code id="redirect-uri">${escapeHtml(redirect.href)}</code></p>
 </div>
-<p class="warn">This application registered itself with this server. Approve only if you started this sign-in and trust it.</p>
+${warning}
+${localWarning}
 <form method="post" action="${escapeHtml(p.action)}">
 <input type="hidden" name="request_id" value="${escapeHtml(p.requestId)}">
 <input type="hidden" name="csrf_token" value="${escapeHtml(p.csrfToken)}">
@@ -54,4 +70,13 @@ ${site}
 <button type="submit" name="decision" value="deny" id="deny">Deny</button>
 </form>
 </body></html>`;
+}
+
+function isLoopback(uri: string): boolean {
+  try {
+    const u = new URL(uri);
+    return u.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(u.hostname);
+  } catch {
+    return false;
+  }
 }

@@ -34,6 +34,8 @@ export function authorizationServerMetadata(base: string, settings: OAuthSetting
     scopes_supported: allScopes(settings),
     // RFC 9207: our redirects carry `iss`, so clients can detect mix-up attacks.
     authorization_response_iss_parameter_supported: true,
+    // MCP 2026-07-28: clients may use the https URL of their metadata document as client_id.
+    client_id_metadata_document_supported: settings.clientIdMetadataDocuments.enabled,
   };
 }
 

@@ -1,11 +1,15 @@
-import { createStorage, forwardedClientIp, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core';
+import { createStorage, forwardedClientIp, isCoreError, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core';
 import type { Context } from 'hono';
 import { AccessTokens } from './accessTokens.js';
+import { ClientIdMetadataDocuments, isUrlClientId } from './clientIdMetadata.js';
+import type { ClientRecord } from './records.js';
 import type { OAuthSettings } from './oauthSettings.js';
 import { SessionStore } from './sessionStore.js';
 import { SigningKeys } from './signingKeys.js';
 import { UpstreamProvider } from './upstreamProvider.js';
 import { SESSION_REVOKED } from './token.js';
+
+export type ClientLookup = { client: ClientRecord; problem?: undefined } | { client?: undefined; problem: string };
 
 /** What every endpoint of the authorization server works with. */
 export interface OAuthServices {
@@ -16,6 +20,13 @@ export interface OAuthServices {
   readonly keys: SigningKeys;
   readonly tokens: AccessTokens;
   readonly upstream: UpstreamProvider;
+  /** Client ID Metadata Documents (URL client_ids). */
+  readonly metadataDocuments: ClientIdMetadataDocuments;
+  /**
+   * The client a client_id names: a registered one, or, for an https URL, the one its metadata
+   * document describes. `problem` says why there is none (safe to show).
+   */
+  findClient(clientId: string): Promise<ClientLookup>;
   /** The public base URL for this request (publicUrl, else the request; forwarded headers only with trustProxy). */
   baseUrl(c: Context): string;
   /** The client address for rate limiting. */
@@ -56,7 +67,24 @@ export async function openOAuthServices(
       rotateAfterMs: settings.signingKeyRotationDays * 86_400_000,
       retainMs: (settings.accessTokenTtlSec + 300) * 1000,
     });
+    const metadataDocuments = new ClientIdMetadataDocuments(settings.clientIdMetadataDocuments);
     const services: OAuthServices = {
+      metadataDocuments,
+      async findClient(clientId) {
+        if (isUrlClientId(clientId)) {
+          try {
+            return { client: await metadataDocuments.resolve(clientId) };
+          } catch (err) {
+            if (isCoreError(err) && err.appCode === 'BAD_REQUEST') {
+              runtime.logger.info('client metadata document refused', { event: 'cimd_refused', clientId: clientId.slice(0, 200), error: err.message });
+              return { problem: err.message };
+            }
+            throw err;
+          }
+        }
+        const client = await store.get<ClientRecord>('client', clientId);
+        return client ? { client } : { problem: 'unknown client' };
+      },
       settings,
       runtime,
       logger: runtime.logger,

@@ -16,7 +16,8 @@ export function protectedResourceHandler(services: () => Promise<OAuthServices>)
       {
         resource: mcpResourceUrl(base),
         authorization_servers: [base],
-        scopes_supported: s.settings.scopesSupported,
+        // MCP: refresh tokens are not a resource requirement, so offline_access is never listed here.
+        scopes_supported: s.settings.scopesSupported.filter((x) => x !== 'offline_access'),
         bearer_methods_supported: ['header'],
         resource_name: 'ai-backend MCP server',
       },

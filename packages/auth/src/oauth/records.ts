@@ -18,7 +18,11 @@ export interface ClientRecord extends Expiring {
   scope?: string;
   software_id?: string;
   software_version?: string;
+  /** RFC 7591 / OpenID registration: 'native' or 'web' (MCP 2026-07-28 asks clients to send it). */
+  application_type?: 'native' | 'web';
   client_id_issued_at: number;
+  /** Described by a Client ID Metadata Document at the client_id URL: fetched, never stored. */
+  metadata_document?: true;
 }
 
 /** The validated parameters of one authorization request, carried from /oauth/authorize to the code. */

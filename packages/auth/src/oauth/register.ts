@@ -23,6 +23,8 @@ const ClientMetadataSchema = z.object({
   scope: text(1000).optional(),
   software_id: text(200).optional(),
   software_version: text(100).optional(),
+  // OpenID registration §2; MCP 2026-07-28 clients must send it. Stored and echoed back.
+  application_type: z.enum(['native', 'web']).optional(),
 });
 
 /**

@@ -1,5 +1,6 @@
 import type { Context, Handler } from 'hono';
 import { isListedAdmin } from '../jwt/identityFromClaims.js';
+import { sameResource } from './challenge.js';
 import { authenticateClient, readForm } from './clientAuth.js';
 import { PKCE_VERIFIER, pkceChallenge, randomToken, safeEqual, sha256 } from './crypto.js';
 import { NO_STORE, oauthError } from './oauthResponses.js';
@@ -57,7 +58,7 @@ async function authorizationCode(c: Context, s: OAuthServices, form: URLSearchPa
   const session = await s.store.get<SessionRecord>('session', rec.sid);
   if (!session) return err(400, 'invalid_grant', 'session not found');
   const resource = form.get('resource');
-  if (resource !== null && resource.replace(/\/$/, '') !== session.resource) return err(400, 'invalid_target', `resource must be ${session.resource}`);
+  if (resource !== null && !sameResource(resource, session.resource)) return err(400, 'invalid_target', `resource must be ${session.resource}`);
   return issue(c, s, session, session.scopes, client);
 }
 
@@ -77,7 +78,7 @@ async function refreshToken(c: Context, s: OAuthServices, form: URLSearchParams,
   const session = await s.store.get<SessionRecord>('session', peek.sid);
   if (!session) return err(400, 'invalid_grant', 'session not found');
   const resource = form.get('resource');
-  if (resource !== null && resource.replace(/\/$/, '') !== session.resource) return err(400, 'invalid_target', `resource must be ${session.resource}`);
+  if (resource !== null && !sameResource(resource, session.resource)) return err(400, 'invalid_target', `resource must be ${session.resource}`);
   const asked = form.get('scope')?.split(' ').filter(Boolean);
   if (asked && asked.some((x) => !peek.scopes.includes(x))) return err(400, 'invalid_scope', 'scope exceeds the original grant');
 
@@ -119,7 +120,7 @@ async function issue(
   // A client that obtains tokens is in use: keep it for clientTtlSec after its last token (sliding,
   // written at most once a day); unused registrations expire after unusedClientTtlSec.
   const keepUntil = now + s.settings.registration.clientTtlSec * 1000;
-  if (client.exp < keepUntil - 86_400_000) await s.store.put('client', client.client_id, { ...client, exp: keepUntil });
+  if (!client.metadata_document && client.exp < keepUntil - 86_400_000) await s.store.put('client', client.client_id, { ...client, exp: keepUntil });
   let refresh: string | undefined;
   if (canRefresh) {
     refresh = randomToken(32);

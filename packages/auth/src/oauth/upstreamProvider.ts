@@ -12,6 +12,8 @@ export interface UpstreamEndpoints {
   jwksUri?: string;
   tokenAuthMethod: 'client_secret_basic' | 'client_secret_post';
   scopes: string[];
+  /** RFC 9207 §2.3: the provider promises `iss` in every authorization response. */
+  issInResponses?: boolean;
 }
 
 /** The signed-in user as the provider describes them. Provider tokens go no further than this. */
@@ -167,6 +169,7 @@ export class UpstreamProvider {
       // RFC 8414 §2: basic is the default when the list is absent.
       tokenAuthMethod: methods.length === 0 || methods.includes('client_secret_basic') ? 'client_secret_basic' : 'client_secret_post',
       scopes: scopes ?? OIDC_SCOPES,
+      issInResponses: doc.authorization_response_iss_parameter_supported === true,
     };
   }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { mergeConfig, resolveConfig, ConfigError, type ConfigInput, type ResolvedConfig } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
@@ -41,9 +42,14 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const server = createServer(config);
+  // `--dev`: the console link signs the developer in as an administrator, from this machine only.
+  // Its code lives only in this process; without a configured jwt.secret the minted token is signed
+  // with a random secret of this process (nobody else can mint or verify such tokens).
+  const devConsole = opts.dev && config.console.enabled && config.protocols.jsonRpc ? { code: randomBytes(32).toString('base64url') } : undefined;
+  const serverConfig = devConsole && !config.jwt.secret ? resolveConfig(mergeConfig(input, { jwt: { secret: randomBytes(32).toString('base64url') } })) : config;
+  const server = createServer(serverConfig, devConsole ? { consoleDevSignIn: devConsole } : {});
   const addr = await server.start();
-  process.stdout.write(banner(addr, config, loaded.filepath) + '\n');
+  process.stdout.write(banner(addr, config, loaded.filepath, devConsole ? { devCode: devConsole.code } : {}) + '\n');
 
   let stopping = false;
   const shutdown = (signal: string) => {

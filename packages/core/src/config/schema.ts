@@ -5,11 +5,12 @@ import { AiSchema, BillingSchema } from './sections/ai.js';
 import { isBuiltinProvider } from './sections/aiProviders.js';
 import { CorsSchema, LimitsSchema, MonitoringSchema, ProtocolsSchema, TransportsSchema } from './sections/server.js';
 import { StorageSchema } from './sections/storage.js';
-import { AlertsSchema, ApiDescriptionSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
+import { AlertsSchema, ApiDescriptionSchema, ConsoleSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 import { crossFieldProblems } from './authMode.js';
 import { RedisOptionsSchema } from './sections/storage.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
+import { ResourcesSchema } from './sections/resources.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
 const RouterLike = z.custom<AnyRouter>(
@@ -63,10 +64,29 @@ export const ConfigSchema = z
     ai: AiSchema,
     billing: BillingSchema,
     apiDescription: ApiDescriptionSchema,
+    console: ConsoleSchema,
     metrics: MetricsSchema,
     statistics: StatisticsSchema,
     alerts: AlertsSchema,
     apiKeys: ApiKeysSchema,
+    resources: ResourcesSchema,
+  })
+  // A workspace:// resource must name a configured server workspace (clear error at start, not a 404 later).
+  .check((ctx) => {
+    const ids = new Set(Object.keys(ctx.value.serverWorkspaces.workspaces));
+    const check = (value: string, path: (string | number)[]) => {
+      const m = /^workspace:\/\/([^/?#]+)\//i.exec(value);
+      if (!m) return;
+      let id: string;
+      try {
+        id = decodeURIComponent(m[1]!);
+      } catch {
+        id = m[1]!;
+      }
+      if (!ids.has(id) && !(id === 'default' && ids.size > 0)) ctx.issues.push({ code: 'custom', input: value, path, message: `no server workspace "${id}" (serverWorkspaces has: ${[...ids].join(', ') || 'none'})` });
+    };
+    ctx.value.resources.list.forEach((r, i) => check(r.uri, ['resources', 'list', i, 'uri']));
+    ctx.value.resources.templates.forEach((t, i) => check(t.uriTemplate, ['resources', 'templates', i, 'uriTemplate']));
   })
   // The spec's `mcp.auth.oauth.sessionStorePath` is our `oauth.sessionStorage` of type file: mapped here, once.
   .check((ctx) => {

@@ -30,6 +30,23 @@ export class BoundedLabel {
 
 export type Payer = 'platform' | 'byok';
 
+/** One provider's upstream figures on this instance (see Metrics.consoleFigures). */
+export interface ProviderFigures {
+  provider: string;
+  calls: number;
+  failures: number;
+  /** Latency to the response headers, bucket upper bound in ms; null without calls (or above the last bucket). */
+  p50Ms: number | null;
+  p99Ms: number | null;
+  tokens: Record<Payer, number>;
+  costUsd: Record<Payer, number>;
+}
+
+export interface ConsoleFigures {
+  providers: ProviderFigures[];
+  mcp: { sessions: number; streams: number };
+}
+
 /**
  * The server's Prometheus metrics, on a registry of its own (several servers in one process do
  * not mix). No label carries a user id, token, key or free text: entry point, procedure path
@@ -168,6 +185,52 @@ export class Metrics {
   setMcpSources(sessions: () => number, streams: () => number): void {
     this.sessionsSource = sessions;
     this.streamsSource = streams;
+  }
+
+  /**
+   * This instance's upstream figures per provider for the console: calls, failed calls, latency
+   * p50/p99 (upper bound of the histogram bucket holding it, in ms), tokens and money by payer;
+   * and the open MCP sessions and streams. Read from the registry, nothing stored.
+   */
+  async consoleFigures(): Promise<ConsoleFigures> {
+    const json = (await this.registry.getMetricsAsJSON()) as Array<{ name: string; values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }> }>;
+    const metric = (name: string) => json.find((m) => m.name === name)?.values ?? [];
+    const providers = new Map<string, ProviderFigures & { buckets: Map<number, number> }>();
+    const of = (p: string) => {
+      let f = providers.get(p);
+      if (!f) providers.set(p, (f = { provider: p, calls: 0, failures: 0, p50Ms: null, p99Ms: null, tokens: { platform: 0, byok: 0 }, costUsd: { platform: 0, byok: 0 }, buckets: new Map() }));
+      return f;
+    };
+    for (const v of metric('ai_backend_upstream_requests_total')) {
+      const f = of(String(v.labels.provider));
+      f.calls += v.value;
+      if (!String(v.labels.outcome).startsWith('2')) f.failures += v.value;
+    }
+    for (const v of metric('ai_backend_upstream_duration_seconds')) {
+      if (v.metricName !== 'ai_backend_upstream_duration_seconds_bucket') continue;
+      const f = of(String(v.labels.provider));
+      const le = v.labels.le === '+Inf' ? Infinity : Number(v.labels.le);
+      f.buckets.set(le, (f.buckets.get(le) ?? 0) + v.value);
+    }
+    for (const [name, key] of [['ai_backend_tokens_total', 'tokens'], ['ai_backend_cost_usd_total', 'costUsd']] as const) {
+      for (const v of metric(name)) {
+        const payer = v.labels.payer === 'byok' ? 'byok' : 'platform';
+        of(String(v.labels.provider))[key][payer] += v.value;
+      }
+    }
+    const out: ProviderFigures[] = [];
+    for (const { buckets, ...f } of providers.values()) {
+      // Cumulative bucket counts: the percentile is the first bound whose count reaches its rank.
+      const bounds = [...buckets].sort((a, b) => a[0] - b[0]);
+      const count = bounds.at(-1)?.[1] ?? 0;
+      const at = (p: number) => {
+        if (!count) return null;
+        const hit = bounds.find(([, c]) => c >= Math.ceil(p * count));
+        return hit && Number.isFinite(hit[0]) ? Math.round(hit[0] * 1000) : null;
+      };
+      out.push({ ...f, p50Ms: at(0.5), p99Ms: at(0.99) });
+    }
+    return { providers: out.sort((a, b) => a.provider.localeCompare(b.provider)), mcp: { sessions: this.sessionsSource(), streams: this.streamsSource() } };
   }
 
   /** The Prometheus text exposition and its content type. */

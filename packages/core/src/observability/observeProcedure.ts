@@ -2,6 +2,7 @@ import type { TRPCError } from '@trpc/server';
 import { context, trace, SpanKind, type Context as OtelContext, type Span } from '@opentelemetry/api';
 import type { Context } from '../trpc/context.js';
 import { SpanStatusCode, tracer, tracingActive } from './tracing.js';
+import { reportedTokens } from './RecentCalls.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
 
@@ -50,11 +51,22 @@ export class CallObservation {
     return result;
   }
 
-  /** The call ended: ok, or refused/failed with a tRPC error. */
-  done(error: TRPCError | undefined): void {
+  /** The call ended: ok (with its answer, read only for its token count), or refused/failed with a tRPC error. */
+  done(error: TRPCError | undefined, data?: unknown): void {
     const ms = performance.now() - this.started;
-    const { runtime, req } = this.ctx;
+    const { runtime, req, identity } = this.ctx;
     runtime.stats.record(req.transport, this.path, ms, error !== undefined);
+    // The Live view polls admin.recentCalls: its own reads would push every other call out.
+    if (this.path !== 'admin.recentCalls') runtime.recentCalls.push({
+      atMs: Date.now(),
+      entry: req.transport,
+      procedure: this.path,
+      identity: identity?.sub ?? null,
+      via: identity?.via ?? null,
+      status: error ? error.code : 'ok',
+      latencyMs: Math.round(ms * 10) / 10,
+      tokens: error ? null : reportedTokens(data),
+    });
     if (this.ctx.identity) runtime.users.seen(this.ctx.identity);
     runtime.metrics?.procedure(req.transport, this.path, ms / 1000, error ? error.code : 'ok');
     if (!this.span) return;

@@ -39,4 +39,22 @@ describe('accessDecision', () => {
     expect(decide(c, { description: 'not on MCP' }, null)).toBe('allowed');
     expect(decide(cfg({ authType: 'oauth', requireAuthForToolsCall: false }), { mcp: {} }, null)).toBe('allowed');
   });
+
+  it('our OAuth tokens run procedures only with the call scope; the admin scope implies it; other identities are not scope-checked', () => {
+    const c = cfg({ authType: 'oauth' });
+    const oauthUser = (scopes: string[], isAdmin = false): Identity => ({ sub: 'o', scopes, isAdmin, via: 'oauth' });
+    const d = accessDecision(c, 'ns.proc', { mcp: {} }, oauthUser(['mcp']));
+    expect(d).toMatchObject({ allowed: false, code: 'INSUFFICIENT_SCOPE', rule: 'scope', requiredScopes: ['mcp:call'] });
+    expect(decide(c, { access: 'user' }, oauthUser(['mcp']))).toBe('INSUFFICIENT_SCOPE');
+    expect(decide(c, { access: 'admin' }, oauthUser(['mcp'], true))).toBe('INSUFFICIENT_SCOPE');
+    expect(decide(c, { access: 'admin' }, oauthUser(['mcp'], false))).toBe('FORBIDDEN');
+    expect(decide(c, { mcp: {} }, oauthUser(['mcp', 'mcp:call']))).toBe('allowed');
+    expect(decide(c, { mcp: {} }, oauthUser(['mcp:admin'], true))).toBe('allowed');
+    expect(decide(c, { mcp: {} }, { sub: 'j', scopes: [], isAdmin: false, via: 'jwt' })).toBe('allowed');
+    expect(decide(c, { mcp: {} }, { sub: 'k', scopes: [], isAdmin: false, via: 'apiKey' })).toBe('allowed');
+    // Off when set to null, or when clients cannot get the scope at all.
+    expect(decide(cfg({ authType: 'oauth' }, { oauth: { callScope: null } }), { mcp: {} }, oauthUser([]))).toBe('allowed');
+    expect(decide(cfg({ authType: 'oauth' }, { oauth: { scopesSupported: ['files:read'] } }), { mcp: {} }, oauthUser(['files:read']))).toBe('allowed');
+    expect(decide(cfg({ authType: 'oauth' }, { oauth: { scopesSupported: ['files:read', 'files:run'], callScope: 'files:run' } }), { mcp: {} }, oauthUser(['files:read']))).toBe('INSUFFICIENT_SCOPE');
+  });
 });

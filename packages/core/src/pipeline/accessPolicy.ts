@@ -11,11 +11,16 @@ export type AccessDecision =
   | { allowed: true }
   | {
       allowed: false;
-      /** UNAUTHORIZED: sign in (an anonymous caller gets the 401 challenge); FORBIDDEN: signed in but not enough. */
-      code: 'UNAUTHORIZED' | 'FORBIDDEN';
+      /**
+       * UNAUTHORIZED: sign in (an anonymous caller gets the 401 challenge); FORBIDDEN: signed in
+       * but not enough; INSUFFICIENT_SCOPE: the token lacks `requiredScopes` (403 challenge, step up).
+       */
+      code: 'UNAUTHORIZED' | 'FORBIDDEN' | 'INSUFFICIENT_SCOPE';
       /** Which rule refused, for the message and the security log. */
-      rule: 'admin' | 'user' | 'writes' | 'toolsCall';
+      rule: 'admin' | 'user' | 'writes' | 'toolsCall' | 'scope';
       message: string;
+      /** With INSUFFICIENT_SCOPE: every scope the call needs, for the challenge's `scope`. */
+      requiredScopes?: string[];
     };
 
 const ALLOWED: AccessDecision = { allowed: true };
@@ -23,6 +28,28 @@ const ALLOWED: AccessDecision = { allowed: true };
 /** The MCP tool name of a procedure: `meta.mcp.name`, else the last path segment. */
 export function toolNameOf(path: string, meta: ProcedureMeta | undefined): string {
   return meta?.mcp?.name ?? path.slice(path.lastIndexOf('.') + 1);
+}
+
+/**
+ * The scope our own OAuth access tokens need to run procedures (`oauth.callScope`), or null when
+ * it is not checked (turned off, or not among the scopes clients can get).
+ */
+export function callScopeOf(config: ResolvedConfig): string | null {
+  const scope = config.oauth.callScope;
+  return scope && config.oauth.scopesSupported.includes(scope) ? scope : null;
+}
+
+/**
+ * The scope rule: an access token we issued (via 'oauth') runs procedures only with the call
+ * scope. Scopes are hierarchical (MCP: a broader scope implies the narrower ones): the admin
+ * scope implies the call scope. JWT and API-key identities carry other issuers' or their own
+ * scope vocabularies and are governed by their own rules (`mcp.auth.jwt.requiredScopes`, key rules).
+ */
+function scopeDecision(config: ResolvedConfig, identity: Identity): AccessDecision {
+  if (identity.via !== 'oauth') return ALLOWED;
+  const need = callScopeOf(config);
+  if (!need || identity.scopes.includes(need) || identity.scopes.includes(config.admin.scope)) return ALLOWED;
+  return { allowed: false, code: 'INSUFFICIENT_SCOPE', rule: 'scope', message: `this call needs the "${need}" scope`, requiredScopes: [need] };
 }
 
 /**
@@ -48,15 +75,17 @@ export function authConfigured(config: ResolvedConfig): boolean {
  *    authType 'none' and by `authEnforcement: { enabled: true, requireAuth: false }`.
  * 5. Anything else is open.
  *
+ * An identified caller holding one of our OAuth tokens also needs the call scope (scopeDecision).
+ *
  * A credential that failed verification never gets here: it is refused before any rule.
  */
 export function accessDecision(config: ResolvedConfig, path: string, meta: ProcedureMeta | undefined, identity: Identity | null): AccessDecision {
   const access = meta?.access;
   if (access === 'admin') {
     if (!identity) return { allowed: false, code: 'UNAUTHORIZED', rule: 'admin', message: 'authentication required' };
-    return identity.isAdmin ? ALLOWED : { allowed: false, code: 'FORBIDDEN', rule: 'admin', message: 'administrator access required' };
+    return identity.isAdmin ? scopeDecision(config, identity) : { allowed: false, code: 'FORBIDDEN', rule: 'admin', message: 'administrator access required' };
   }
-  if (identity) return ALLOWED;
+  if (identity) return scopeDecision(config, identity);
   if (access === 'user') return { allowed: false, code: 'UNAUTHORIZED', rule: 'user', message: 'authentication required' };
   if (!authConfigured(config)) return ALLOWED;
   if (meta?.writes) return { allowed: false, code: 'UNAUTHORIZED', rule: 'writes', message: 'authentication required to change files or workspaces' };

@@ -4,7 +4,7 @@ import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import type { Context, Identity, McpCallContext, TransportName } from '../trpc/context.js';
 import { procedureIndex } from '../trpc/invoke.js';
-import { accessDecision, authConfigured, type AccessDecision, type CallKind } from './accessPolicy.js';
+import { accessDecision, authConfigured, callScopeOf, type AccessDecision, type CallKind } from './accessPolicy.js';
 
 /** What a transport knows about an HTTP request before it runs anything. */
 export interface RequestFacts {
@@ -99,8 +99,20 @@ export class RequestScope {
    */
   challenge(calls: ParsedCall[] = []): Challenge | null {
     if (this.credentialError) return this.challengeFor(this.credentialError);
+    if (this.identity) {
+      // A token short of a scope gets the 403 that makes clients step up (MCP scope challenge),
+      // naming every scope the request's calls need at once.
+      const needed = new Set<string>();
+      for (const call of calls) {
+        const d = this.decide(call);
+        if (!d.allowed && d.code === 'INSUFFICIENT_SCOPE') for (const s of d.requiredScopes ?? []) needed.add(s);
+      }
+      if (needed.size === 0) return null;
+      const requiredScopes = [...needed];
+      return this.challengeFor(new CoreError('INSUFFICIENT_SCOPE', `this request needs the scope${requiredScopes.length > 1 ? 's' : ''} ${requiredScopes.join(' ')}`, { details: { requiredScopes } }));
+    }
     // With authType 'none' there is no sign-in to start: refusals stay per-call errors.
-    if (this.identity || !authConfigured(this.runtime.config)) return null;
+    if (!authConfigured(this.runtime.config)) return null;
     for (const call of calls) {
       const d = this.decide(call);
       if (!d.allowed && d.code === 'UNAUTHORIZED') return this.challengeFor(null, d.message);
@@ -113,12 +125,27 @@ export class RequestScope {
     const status = error?.appCode === 'INSUFFICIENT_SCOPE' ? 403 : 401;
     const base = publicBaseUrl(this.facts.url, this.facts.headers, this.runtime.config);
     const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
-    if (error) {
-      parts.unshift(`error="${status === 403 ? 'insufficient_scope' : 'invalid_token'}"`, `error_description="${error.message.replace(/["\\]/g, '')}"`);
-      const scopes = error.details?.requiredScopes;
-      if (Array.isArray(scopes)) parts.push(`scope="${scopes.join(' ')}"`);
-    }
+    if (error) parts.unshift(`error="${status === 403 ? 'insufficient_scope' : 'invalid_token'}"`, `error_description="${error.message.replace(/["\\]/g, '')}"`);
+    // RFC 6750 §3 / MCP scope selection: the scopes to ask for. A 403 names what the calls need;
+    // a 401 what a client should request to use the server (`signInScopes`).
+    const scopes = error?.appCode === 'INSUFFICIENT_SCOPE' ? error.details?.requiredScopes : signInScopes(this.runtime.config);
+    if (Array.isArray(scopes) && scopes.length > 0) parts.push(`scope="${scopes.join(' ')}"`);
     const headers = { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` };
     return { status, headers, error: error ?? new CoreError('UNAUTHORIZED', message, { headers }) };
   }
+}
+
+/**
+ * The scopes a 401 challenge asks for: with our authorization server, the ones it grants by
+ * default (`oauth.scopesSupported`) plus the call scope, never `offline_access` (MCP: refresh
+ * tokens are not a resource requirement); with JWT only, `mcp.auth.jwt.requiredScopes`.
+ */
+export function signInScopes(config: Runtime['config']): string[] {
+  const type = config.mcp.auth.authType;
+  if (type === 'oauth' || type === 'both') {
+    const call = callScopeOf(config);
+    return [...new Set([...config.oauth.scopesSupported, ...(call ? [call] : [])])].filter((s) => s !== 'offline_access');
+  }
+  if (type === 'jwt') return [...config.mcp.auth.jwt.requiredScopes];
+  return [];
 }

@@ -1,4 +1,5 @@
 import type { Signals } from './Signals.js';
+import type { RecentCalls } from '../observability/RecentCalls.js';
 import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../config/schema.js';
 import type { CoreError } from '../errors/CoreError.js';
@@ -48,6 +49,8 @@ export interface Runtime {
   readonly stats: Stats;
   /** Prometheus metrics of this instance (undefined when `metrics.enabled` is false). */
   readonly metrics: Metrics | undefined;
+  /** The most recent procedure calls on this instance (the console's Live view). */
+  readonly recentCalls: RecentCalls;
   /** Signed alert webhooks through an outbox in the store (`alerts`). */
   readonly alerts: AlertOutbox;
   /** Users seen by this server (sub, e-mail, scopes, administrator flag), for admin.getUserInfo. */

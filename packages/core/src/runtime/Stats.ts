@@ -57,6 +57,8 @@ export interface StatisticsSnapshot {
   errors: number;
   procedures: ProcedureStatistics[];
   byDay: Array<{ day: string; total: number; errors: number }>;
+  /** Per day and entry point (trpc, rpc, mcp, openai, internal), days ascending. */
+  byDayEntry: Array<{ day: string; transport: string; total: number; errors: number }>;
 }
 
 const emptyRecord = (): DayRecord => ({ count: 0, errors: 0, totalMs: 0, buckets: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) });
@@ -215,12 +217,12 @@ export class Stats {
     const ttlMs = (this.opts.retentionDays ?? 90) * DAY_MS;
     for (const [key, add] of batch) {
       try {
-        for (let attempt = 0; ; attempt++) {
-          const current = await storage.get<DayRecord>(PREFIX + key);
-          const next = merge(current ? structuredClone(current) : emptyRecord(), add);
-          if (await storage.compareAndSet(PREFIX + key, current, next, { ttlMs })) break;
-          if (attempt >= 20) throw new Error('statistics: too much contention');
-        }
+        // One transaction: the store's own atomic primitive (queued per key in this process,
+        // locked across instances), so instances flushing the same row never lose a race.
+        await storage.transact([PREFIX + key], (read) => {
+          const current = read<DayRecord>(PREFIX + key);
+          return { writes: [{ op: 'set', key: PREFIX + key, value: merge(current ? structuredClone(current) : emptyRecord(), add), ttlMs }], result: null };
+        });
       } catch (err) {
         // Keep the counts for the next flush instead of losing them.
         const back = this.pending.get(key);
@@ -245,6 +247,7 @@ export class Stats {
     }
     const byProcedure = new Map<string, DayRecord>();
     const byDay = new Map<string, { total: number; errors: number }>();
+    const byDayEntry = new Map<string, { day: string; transport: string; total: number; errors: number }>();
     for (const [key, r] of entries) {
       const day = key.slice(0, 10);
       const rest = key.slice(11);
@@ -254,6 +257,11 @@ export class Stats {
       d.total += r.count;
       d.errors += r.errors;
       byDay.set(day, d);
+      const transport = rest.slice(0, rest.indexOf(':'));
+      const de = byDayEntry.get(`${day} ${transport}`) ?? { day, transport, total: 0, errors: 0 };
+      de.total += r.count;
+      de.errors += r.errors;
+      byDayEntry.set(`${day} ${transport}`, de);
     }
     const procedures = [...byProcedure]
       .map(([key, r]) => {
@@ -275,6 +283,7 @@ export class Stats {
       errors: procedures.reduce((s, p) => s + p.errors, 0),
       procedures,
       byDay: [...byDay].map(([day, v]) => ({ day, ...v })).sort((a, b) => a.day.localeCompare(b.day)),
+      byDayEntry: [...byDayEntry.values()].sort((a, b) => a.day.localeCompare(b.day) || a.transport.localeCompare(b.transport)),
     };
   }
 

@@ -28,6 +28,7 @@ import { observedMetering } from '../observability/observedMetering.js';
 import { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
 import { isApiKeyLike } from '../services/apiKeys/apiKeyFormat.js';
 import { KeyLimits } from '../services/apiKeys/KeyLimits.js';
+import { RecentCalls } from '../observability/RecentCalls.js';
 import { keyLimitedMetering } from '../services/apiKeys/keyLimitedMetering.js';
 
 export interface CreateRuntimeOptions {
@@ -74,7 +75,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const alerts = new AlertOutbox(storage, config, logger, metrics);
   // Budget alerts are written by billing inside the transaction that causes them (exactly once).
   const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts);
-  billing.start();
+  // Sweep at least twice per hold lifetime, so a hold a dead instance left is released within 1.5x its TTL.
+  billing.start(Math.min(60_000, Math.max(500, Math.floor(config.billing.reservationTtlMs / 2))));
   closers.push(() => billing.stop());
   if (alerts.enabled) {
     // Billing's operator events become signed webhooks; enqueue failures are logged, never thrown into billing.
@@ -133,12 +135,13 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     shared,
     stats,
     metrics,
+    recentCalls: new RecentCalls(),
     caches,
     signals,
     users,
     alerts,
     logger,
-    resources: createResourceRegistry(router, workspaces),
+    resources: createResourceRegistry(router, workspaces, config),
     workspaces,
     clientWorkspaces: new ClientWorkspaceService(storage, logger),
     prompts: createPromptRegistry(router),

@@ -1,9 +1,13 @@
 import type { Redis } from 'ioredis';
 import { CoreError } from '../errors/index.js';
-import { canonicalJson } from './canonicalJson.js';
+import { canonicalJson, expiresAtFor } from './canonicalJson.js';
+import { ReadBatcher } from './ReadBatcher.js';
 import { redisClientOptions } from './redisClientOptions.js';
-import { CAS_SCRIPT, INCREMENT_SCRIPT, TRANSACT_SCRIPT } from './redisScripts.js';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from './Storage.js';
+import { randomUUID } from 'node:crypto';
+import { KeyedMutex } from './KeyedMutex.js';
+import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
+import { TxValueCache } from './sql/TxValueCache.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from './Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
 export interface RedisStorageOptions {
@@ -25,11 +29,20 @@ export interface RedisStorageOptions {
 interface ScriptCommands {
   storageCas(key: string, mode: string, expected: string, value: string, px: string): Promise<number>;
   storageIncrement(key: string, delta: string, min: string, px: string): Promise<number | string | null>;
-  storageTransact(numKeys: number, ...args: string[]): Promise<number>;
+  storageLockRead(numKeys: number, ...args: string[]): Promise<[0, number] | [1, string[]]>;
+  storageCommit(numKeys: number, ...args: string[]): Promise<number>;
+  storageUnlock(numKeys: number, ...args: string[]): Promise<number>;
 }
 
-/** Attempts of an optimistic transaction before it gives up with CONFLICT. */
-const TRANSACT_ATTEMPTS = 50;
+/**
+ * How long a transaction's key locks live in Redis. A transaction holds them for two round trips
+ * (about a millisecond); the lease only matters when an instance dies holding them (kill -9): the
+ * keys are free again after this long, and a holder slower than its lease cannot commit (the
+ * commit script checks the lock is still its own) and starts over.
+ */
+const LOCK_LEASE_MS = 500;
+/** A transaction that cannot get its keys' locks within this long gives up with UNAVAILABLE. */
+const LOCK_WAIT_MS = 5_000;
 
 const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE', 'storage unavailable', { cause });
 
@@ -47,14 +60,27 @@ export class RedisStorage implements Storage {
   private readonly kvPrefix: string;
   private readonly logPrefix: string;
   private readonly dueKey: string;
+  private readonly lockPrefix: string;
+  /** Transactions of this process on the same keys run one after another. */
+  private readonly mutex = new KeyedMutex();
+  /** What this process last read or committed per key: the guess a transaction's one-round-trip attempt plans on. */
+  private readonly cache = new TxValueCache();
   private lastError: string | undefined;
   private closing: Promise<void> | undefined;
+  /** Single-key reads of one tick, sent as one MGET (a metered call reads account, preferences and vault at once). */
+  private readonly reads = new ReadBatcher((keys) =>
+    this.run(async () => {
+      if (keys.length === 1) return [(await this.redis.get(this.kvPrefix + keys[0])) ?? undefined];
+      return (await this.redis.mget(...keys.map((k) => this.kvPrefix + k))).map((t) => t ?? undefined);
+    }),
+  );
 
   private constructor(RedisClient: typeof Redis, opts: RedisStorageOptions) {
     const prefix = opts.keyPrefix ?? '';
     this.kvPrefix = `${prefix}kv:`;
     this.logPrefix = `${prefix}log:`;
     this.dueKey = `${prefix}due`;
+    this.lockPrefix = `${prefix}lock:`;
     this.redis = new RedisClient({
       ...redisClientOptions(opts),
       commandTimeout: opts.commandTimeoutMs ?? 2000,
@@ -62,7 +88,9 @@ export class RedisStorage implements Storage {
       scripts: {
         storageCas: { lua: CAS_SCRIPT, numberOfKeys: 1 },
         storageIncrement: { lua: INCREMENT_SCRIPT, numberOfKeys: 1 },
-        storageTransact: { lua: TRANSACT_SCRIPT },
+        storageLockRead: { lua: LOCK_READ_SCRIPT },
+        storageCommit: { lua: COMMIT_SCRIPT },
+        storageUnlock: { lua: UNLOCK_SCRIPT },
       },
     }) as Redis & ScriptCommands;
     // Without a listener ioredis reports every failed reconnect on stderr; health() shows the last one.
@@ -87,11 +115,13 @@ export class RedisStorage implements Storage {
   }
 
   async get<T>(key: string): Promise<T | undefined> {
-    const text = await this.run(() => this.redis.get(this.kvPrefix + key));
-    return text === null ? undefined : (JSON.parse(text) as T);
+    if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    const text = await this.reads.get(key);
+    return text === undefined ? undefined : (JSON.parse(text) as T);
   }
 
   async set<T>(key: string, value: T, opts?: SetOptions): Promise<void> {
+    this.cache.forget(key);
     const json = canonicalJson(value);
     const px = pxFor(opts?.ttlMs);
     await this.run(() =>
@@ -100,10 +130,12 @@ export class RedisStorage implements Storage {
   }
 
   async delete(key: string): Promise<boolean> {
+    this.cache.forget(key);
     return (await this.run(() => this.redis.del(this.kvPrefix + key))) > 0;
   }
 
   async compareAndSet<T>(key: string, expected: T | undefined, value: T, opts?: SetOptions): Promise<boolean> {
+    this.cache.forget(key);
     const json = canonicalJson(value);
     const [mode, exp] = expected === undefined ? ['absent', ''] : ['equal', canonicalJson(expected)];
     const written = await this.run(() => this.redis.storageCas(this.kvPrefix + key, mode, exp, json, pxFor(opts?.ttlMs)));
@@ -111,6 +143,7 @@ export class RedisStorage implements Storage {
   }
 
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
+    this.cache.forget(key);
     const min = opts?.min === undefined ? '' : String(opts.min);
     const result = await this.run(() =>
       this.redis.storageIncrement(this.kvPrefix + key, String(delta), min, pxFor(opts?.ttlMs)),
@@ -162,34 +195,103 @@ export class RedisStorage implements Storage {
   }
 
   /**
-   * Optimistic: read the keys, plan, then a Lua script applies the writes only if none of the
-   * keys changed meanwhile (atomic on the server); on a change, read and plan again.
+   * Pessimistic, so a hot key (one user's account under 50 concurrent calls, on any number of
+   * instances) makes transactions wait their turn instead of losing races:
+   * - in this process, transactions on the same keys queue (KeyedMutex) and never meet in Redis;
+   * - across instances, round trip 1 (a Lua script) takes every key's lock or none and returns
+   *   the values; `plan` runs; round trip 2 (a Lua script) checks no other transaction holds a
+   *   lock and no key changed, applies the writes and drops the locks, atomically on the server.
+   * A lock held by another instance is waited for (at most its lease, LOCK_LEASE_MS, when that
+   * instance died). Starting over happens only when another transaction took over an expired
+   * lease or a key was written outside transactions meanwhile.
    */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
-    const unique = [...new Set(keys)];
-    const full = unique.map((k) => this.kvPrefix + k);
-    for (let attempt = 0; attempt < TRANSACT_ATTEMPTS; attempt++) {
-      const raw = unique.length ? await this.run(() => this.redis.mget(...full)) : [];
-      const values = new Map(unique.map((k, i) => [k, raw[i] ?? undefined]));
-      const read: TxRead = <T>(key: string) => {
-        if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
-        const v = values.get(key);
-        return v === undefined ? undefined : (JSON.parse(v) as T);
-      };
-      const { writes, result } = plan(read);
-      const encoded = writes.map((w) =>
-        w.op === 'set'
-          ? ['s', w.key, canonicalJson(w.value), pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt))]
-          : w.op === 'delete'
-            ? ['d', w.key]
-            : ['a', w.log, canonicalJson(w.record)],
-      );
-      const args = [...full, String(unique.length), ...unique.map((k) => values.get(k) ?? ''), JSON.stringify(encoded), this.kvPrefix, this.logPrefix, this.dueKey];
-      if ((await this.run(() => this.redis.storageTransact(unique.length, ...args))) === 1) return result;
-      // Lost a race: back off a little (randomised) so contending writers spread out.
-      await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+    if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    const unique = [...new Set(keys)].sort();
+    const unlock = await this.mutex.lock(unique);
+    try {
+      const redisKeys = [...unique.map((k) => this.lockPrefix + k), ...unique.map((k) => this.kvPrefix + k)];
+      // One round trip when this process knows what the keys hold (it wrote them last: one user's
+      // calls on one instance): plan on that, and the commit script's check proves it (no lock
+      // held, every value as guessed). A guess is never trusted unchecked: a plan that throws or
+      // writes nothing on it, or a failed check, goes the locked way.
+      if (unique.length > 0 && unique.every((k) => this.cache.has(k))) {
+        const now = Date.now();
+        const guessed = new Map(unique.map((k) => [k, this.cache.guess(k, now).value ?? '']));
+        let planned: TxPlan<R> | undefined;
+        try {
+          planned = plan(readerOf(guessed));
+        } catch {
+          planned = undefined;
+        }
+        if (planned && planned.writes.length > 0 && (await this.commit(redisKeys, randomUUID(), unique, guessed, planned.writes))) return planned.result;
+      }
+      const deadline = Date.now() + LOCK_WAIT_MS;
+      for (let wait = 1; ; ) {
+        const token = randomUUID();
+        const raw = unique.length ? await this.lockRead(redisKeys, token, deadline) : [];
+        const values = new Map(unique.map((k, i) => [k, raw[i] ?? '']));
+        for (const [k, v] of values) this.cache.remember(k, { value: v === '' ? undefined : v, version: undefined });
+        let planned: TxPlan<R>;
+        try {
+          planned = plan(readerOf(values));
+        } catch (err) {
+          if (unique.length) await this.run(() => this.redis.storageUnlock(unique.length, ...redisKeys.slice(0, unique.length), token)).catch(() => undefined);
+          throw err;
+        }
+        if (planned.writes.length === 0 && unique.length) {
+          await this.run(() => this.redis.storageUnlock(unique.length, ...redisKeys.slice(0, unique.length), token));
+          return planned.result;
+        }
+        if (await this.commit(redisKeys, token, unique, values, planned.writes)) return planned.result;
+        if (Date.now() > deadline) throw new CoreError('UNAVAILABLE', 'storage: could not complete a transaction in time; retry');
+        await sleep(Math.random() * wait);
+        wait = Math.min(20, wait * 2);
+      }
+    } finally {
+      unlock();
     }
-    throw new CoreError('CONFLICT', 'storage: too much contention on these keys; retry');
+  }
+
+  /** The commit script (see COMMIT_SCRIPT); true when the writes were applied. Remembers what it wrote. */
+  private async commit(redisKeys: string[], token: string, unique: string[], values: Map<string, string>, writes: readonly TxWrite[]): Promise<boolean> {
+    const now = Date.now();
+    const encoded = writes.map((w) =>
+      w.op === 'set'
+        ? ['s', w.key, canonicalJson(w.value), pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt))]
+        : w.op === 'delete'
+          ? ['d', w.key]
+          : ['a', w.log, canonicalJson(w.record)],
+    );
+    const args = [...redisKeys, token, ...unique.map((k) => values.get(k)!), JSON.stringify(encoded), this.kvPrefix, this.logPrefix, this.dueKey];
+    let applied: boolean;
+    try {
+      applied = (await this.run(() => this.redis.storageCommit(redisKeys.length, ...args))) === 1;
+    } catch (err) {
+      for (const k of unique) this.cache.forget(k); // outcome unknown
+      throw err;
+    }
+    if (!applied) {
+      for (const k of unique) this.cache.forget(k);
+      return false;
+    }
+    for (const [i, w] of writes.entries()) {
+      if (w.op === 'set') this.cache.remember(w.key, { value: encoded[i]![2], version: undefined }, expiresAtFor(w.ttlMs, now), now);
+      else if (w.op === 'delete') this.cache.remember(w.key, { value: undefined, version: undefined }, undefined, now);
+    }
+    return true;
+  }
+
+  /** Take the locks of `redisKeys` (lock rows, then keys) and read the keys, waiting while another instance holds one. */
+  private async lockRead(redisKeys: string[], token: string, deadline: number): Promise<string[]> {
+    for (let wait = 1; ; ) {
+      const r = await this.run(() => this.redis.storageLockRead(redisKeys.length, ...redisKeys, token, String(LOCK_LEASE_MS)));
+      if (r[0] === 1) return r[1];
+      if (Date.now() > deadline) throw new CoreError('UNAVAILABLE', 'storage: these keys stayed locked by another instance; retry');
+      // Held by another instance: usually for a round trip; at most for its remaining lease.
+      await sleep(Math.min(Math.max(1, r[1]), Math.random() * wait + 0.5));
+      wait = Math.min(10, wait * 2);
+    }
   }
 
   async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
@@ -236,6 +338,17 @@ export class RedisStorage implements Storage {
     }
   }
 }
+
+/** The read function a plan gets over the raw values of its declared keys ('' = absent). */
+function readerOf(values: Map<string, string>): TxRead {
+  return <T>(key: string) => {
+    if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
+    const v = values.get(key)!;
+    return v === '' ? undefined : (JSON.parse(v) as T);
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** PX argument for a ttl; '' for none. A falsy ttl means no expiry, as in MemoryStorage. */
 function pxFor(ttlMs: number | undefined): string {

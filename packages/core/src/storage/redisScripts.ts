@@ -49,18 +49,49 @@ return text
 `;
 
 /**
- * An optimistic transaction. KEYS: the keys read (prefixed). ARGV[1]: their count n;
- * ARGV[2..n+1]: the values read ('' = absent); ARGV[n+2]: the writes as JSON
- * ([['s', key, json, px|'', dueAt|''] | ['d', key] | ['a', log, json]]); ARGV[n+3..n+5]: the kv
- * prefix, the log prefix and the due-index key. Returns 0 (nothing written) when a key changed
- * since it was read, 1 when every write was applied.
+ * Lock and read, the first half of a transaction. KEYS[1..n]: the keys' lock rows, KEYS[n+1..2n]:
+ * the keys (prefixed). ARGV: this transaction's token, the lock lease in ms. All locks or none:
+ * when another transaction holds one, returns {0, its remaining lease in ms}; otherwise takes
+ * every lock for the lease and returns {1, value of each key ('' = absent)}.
  */
-export const TRANSACT_SCRIPT = `
-local n = tonumber(ARGV[1])
+export const LOCK_READ_SCRIPT = `
+local n = #KEYS / 2
 for i = 1, n do
   local cur = redis.call('GET', KEYS[i])
+  if cur and cur ~= ARGV[1] then return {0, redis.call('PTTL', KEYS[i])} end
+end
+local values = {}
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  values[i] = redis.call('GET', KEYS[n + i]) or ''
+end
+return {1, values}
+`;
+
+/**
+ * The second half: write and unlock. KEYS as in LOCK_READ_SCRIPT. ARGV[1]: the token;
+ * ARGV[2..n+1]: the values read; ARGV[n+2]: the writes as JSON
+ * ([['s', key, json, px|'', dueAt|''] | ['d', key] | ['a', log, json]]); ARGV[n+3..n+5]: the kv
+ * prefix, the log prefix and the due-index key. Writes nothing and returns 0 when another
+ * transaction holds a lock (this one's lease ran out and another took it) or a key changed since
+ * it was read (a write outside transactions, or a transaction that took an expired lock and
+ * committed); otherwise applies every write, drops the locks, returns 1. A lock that merely
+ * expired (nobody took it) does not stop the commit: the value check alone proves nothing
+ * changed, so a holder slowed down past its lease by a busy event loop does not start over.
+ */
+export const COMMIT_SCRIPT = `
+local n = #KEYS / 2
+for i = 1, n do
+  local lock = redis.call('GET', KEYS[i])
+  if lock and lock ~= ARGV[1] then return 0 end
+end
+for i = 1, n do
+  local cur = redis.call('GET', KEYS[n + i])
   if cur == false then cur = '' end
-  if cur ~= ARGV[i + 1] then return 0 end
+  if cur ~= ARGV[i + 1] then
+    redis.call('DEL', unpack(KEYS, 1, n))
+    return 0
+  end
 end
 local writes = cjson.decode(ARGV[n + 2])
 local kv, logs, due = ARGV[n + 3], ARGV[n + 4], ARGV[n + 5]
@@ -74,6 +105,15 @@ for _, w in ipairs(writes) do
   else
     redis.call('RPUSH', logs .. w[2], w[3])
   end
+end
+if n > 0 then redis.call('DEL', unpack(KEYS, 1, n)) end
+return 1
+`;
+
+/** Drop the locks (KEYS) this transaction (ARGV[1]) still holds: its plan wrote nothing or threw. */
+export const UNLOCK_SCRIPT = `
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
 end
 return 1
 `;

@@ -236,6 +236,45 @@ describe.each(backends)('storage conformance: $name', (backend) => {
     expect(await store.getMany(['m1', 'm2', 'm3'])).toEqual([1, undefined, { three: 3 }]);
   });
 
+  it('concurrent single reads of one tick each get their own key (duplicates included)', async () => {
+    await store.set('b1', { one: 1 });
+    await store.set('b2', [2]);
+    const reads = await Promise.all([store.get('b1'), store.get('b2'), store.get('b-absent'), store.get('b1'), store.getMany(['b2', 'b1'])]);
+    expect(reads).toEqual([{ one: 1 }, [2], undefined, { one: 1 }, [[2], { one: 1 }]]);
+    // Each caller gets its own copy, even of a key read twice in the same batch.
+    (reads[0] as { one: number }).one = 99;
+    expect(reads[3]).toEqual({ one: 1 });
+  });
+
+  it('compare-and-set matches a value a transaction wrote, whatever the key order', async () => {
+    await store.transact(['tx-cas'], () => ({ writes: [{ op: 'set', key: 'tx-cas', value: { b: 2, a: { d: 4, c: 3 } } }], result: null }));
+    expect(await store.compareAndSet('tx-cas', { a: { c: 3, d: 4 }, b: 2 }, { done: true })).toBe(true);
+    expect(await store.get('tx-cas')).toEqual({ done: true });
+  });
+
+  it('values with a NUL character or backslashes go through transactions, logs and compare-and-set', async () => {
+    const odd = { s: 'nul\u0000here \\u0000 "quoted" \\ é', n: [1.5, 0.1, 1e21] };
+    await store.transact(['odd'], () => ({ writes: [{ op: 'set', key: 'odd', value: odd }, { op: 'append', log: 'odd-log', record: odd }], result: null }));
+    expect(await store.get('odd')).toEqual(JSON.parse(JSON.stringify(odd)));
+    expect((await store.readLog('odd-log')).map((e) => e.record)).toEqual([JSON.parse(JSON.stringify(odd))]);
+    expect(await store.compareAndSet('odd', await store.get('odd'), { ok: 1 })).toBe(true);
+    expect(await store.get('odd')).toEqual({ ok: 1 });
+  });
+
+  it('a transaction that sets and then deletes one key leaves it deleted (last write wins)', async () => {
+    await store.set('sd', 1);
+    await store.transact(['sd', 'ds'], () => ({
+      writes: [
+        { op: 'set', key: 'sd', value: 2 },
+        { op: 'delete', key: 'sd' },
+        { op: 'delete', key: 'ds' },
+        { op: 'set', key: 'ds', value: 'kept' },
+      ],
+      result: null,
+    }));
+    expect(await store.getMany(['sd', 'ds'])).toEqual([undefined, 'kept']);
+  });
+
   it('a transaction reads, then applies sets, deletes and appends together', async () => {
     await store.set('acct', { n: 10 });
     await store.set('old', 'x');
@@ -352,6 +391,71 @@ describe.skipIf(!redis.ok)('redis backend', () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it('three instances: 600 concurrent transactions on one hot key all commit, none lost (no CONFLICT)', async () => {
+    const a = await open();
+    const b = await open(prefixes.at(-1));
+    const c = await open(prefixes.at(-1));
+    try {
+      await a.set('hot', 0);
+      const bump = (s: RedisStorage) =>
+        s.transact(['hot', 'other'], (read) => ({ writes: [{ op: 'set', key: 'hot', value: read<number>('hot')! + 1 }, { op: 'append', log: 'bumps', record: read<number>('hot') }], result: read<number>('hot')! }));
+      const seen = await Promise.all(Array.from({ length: 600 }, (_, i) => bump([a, b, c][i % 3]!)));
+      expect(await b.get('hot')).toBe(600);
+      expect(new Set(seen).size).toBe(600);
+      expect((await c.readLog('bumps')).length).toBe(600);
+      // No lock row is left behind.
+      const raw = new (await import('ioredis')).Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+      await raw.connect();
+      try {
+        expect(await raw.keys(`${prefixes.at(-1)}lock:*`)).toEqual([]);
+      } finally {
+        raw.disconnect();
+      }
+    } finally {
+      await Promise.all([a.close(), b.close(), c.close()]);
+    }
+  });
+
+  it('a lock left by a dead instance frees after its lease; a write outside transactions makes the transaction plan again', async () => {
+    const a = await open();
+    const prefix = prefixes.at(-1)!;
+    const raw = new (await import('ioredis')).Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+    await raw.connect();
+    try {
+      await a.set('k', 1);
+      // As if an instance died between its two round trips (kill -9): its lock stays until the lease ends.
+      await raw.set(`${prefix}lock:k`, 'dead-instance', 'PX', 300);
+      const started = Date.now();
+      expect(await a.transact(['k'], (read) => ({ writes: [{ op: 'set', key: 'k', value: read<number>('k')! + 1 }], result: read<number>('k') }))).toBe(1);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      expect(Date.now() - started).toBeLessThan(1000);
+      // A plain set between the read and the commit: the commit refuses, the plan runs again on the new value.
+      let runs = 0;
+      const result = await a.transact(['k'], (read) => {
+        runs++;
+        // Same connection as the commit, so it reaches Redis first.
+        if (runs === 1) void a.set('k', 10);
+        return { writes: [{ op: 'set', key: 'k', value: read<number>('k')! + 1 }], result: read<number>('k') };
+      });
+      expect(runs).toBe(2);
+      expect(result).toBe(10);
+      expect(await a.get('k')).toBe(11);
+      // A plan slower than the lease (a busy event loop), with nobody else after the keys: it commits without starting over.
+      let slowRuns = 0;
+      await a.transact(['k'], (read) => {
+        slowRuns++;
+        const until = Date.now() + 700;
+        while (Date.now() < until);
+        return { writes: [{ op: 'set', key: 'k', value: read<number>('k')! + 1 }], result: null };
+      });
+      expect(slowRuns).toBe(1);
+      expect(await a.get('k')).toBe(12);
+    } finally {
+      raw.disconnect();
+      await a.close();
     }
   });
 

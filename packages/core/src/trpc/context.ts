@@ -70,6 +70,17 @@ export interface McpCallContext {
    * the rest (SEP-1699 polling for long calls). Absent when resumability is unavailable.
    */
   closeStream?: () => void;
+  /**
+   * Answers to the input this call asked for (MCP multi round-trip requests): keyed as in the
+   * `inputRequests` of the input-required result the procedure returned before. A 2026-07-28
+   * client sends them with its retry; for a 2025 session the SDK asks the client itself and
+   * calls the procedure again. Client input: validate it like any other.
+   */
+  inputResponses?: Record<string, unknown>;
+  /** The `requestState` the procedure sealed into its last input-required result, verified (integrity and caller). */
+  requestState?: unknown;
+  /** Seal a payload as `requestState` for an input-required result (HMAC, bound to the caller, expires). */
+  sealState?(payload: unknown): Promise<string>;
 }
 
 export interface Context {

@@ -70,5 +70,11 @@ export interface ProcedureMeta {
     prompt?: true | McpPromptMeta;
     /** Also an MCP resource (or resource template). */
     resource?: McpResourceMeta;
+    /**
+     * The procedure reads the caller's MCP roots (client workspaces). A 2025 session reports
+     * them with roots/list; a 2026-07-28 client, which has no session, is asked for them with
+     * an input-required roots/list before the call runs (when it declared the roots capability).
+     */
+    roots?: true;
   };
 }

@@ -94,7 +94,10 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   const { runtime } = ctx;
   if (ctx.credentialError) return refuse(ctx, path, call, ctx.credentialError, getRawInput);
   const decision = accessDecision(runtime.config, path, meta, ctx.identity);
-  if (!decision.allowed) return refuse(ctx, path, call, new CoreError(decision.code, decision.message), getRawInput);
+  if (!decision.allowed) {
+    const details = decision.requiredScopes ? { details: { requiredScopes: decision.requiredScopes } } : {};
+    return refuse(ctx, path, call, new CoreError(decision.code, decision.message, details), getRawInput);
+  }
   // An API key's own requests-per-minute, on every entry point and shared by every instance.
   const grant = ctx.identity?.apiKey;
   if (grant?.requestsPerMinute) {
@@ -109,7 +112,7 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }
   const result = await call.run(next);
-  call.done(result.ok ? undefined : result.error);
+  call.done(result.ok ? undefined : result.error, result.ok ? (result as { data?: unknown }).data : undefined);
   if (grant && !result.ok) countKeyRefusal(runtime, result.error);
   if (!result.ok && result.error instanceof CoreError && SECURITY_EVENT[result.error.appCode]) {
     await logRefusal(ctx, path, result.error, getRawInput);

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseMarkers, type UpstreamFault } from './faults.js';
 import { parseRequestExtras, planReply, type RequestExtras } from './replyPlan.js';
-import { streamFrames } from './streamFormats.js';
+import { streamContentType, streamFrames } from './streamFormats.js';
 import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
 import { embeddingReply, parseEmbeddingRequest, type EmbeddingFormat } from './embeddings.js';
 
@@ -112,8 +112,8 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
     if (method === 'GET' && rest === '/models') return { provider, format: 'models', wire: format };
     return undefined;
   }
-  // Named Bedrock providers: /named/bedrock/<id>/model/<model>/converse (Converse API, SigV4-signed).
-  const bedrock = /^\/named\/bedrock\/([a-z][a-z0-9_-]*)\/model\/([^/]+)\/converse$/.exec(path);
+  // Named Bedrock providers: /named/bedrock/<id>/model/<model>/converse[-stream] (Converse API, SigV4-signed).
+  const bedrock = /^\/named\/bedrock\/([a-z][a-z0-9_-]*)\/model\/([^/]+)\/converse(?:-stream)?$/.exec(path);
   if (bedrock && method === 'POST') return { provider: bedrock[1]!, format: 'bedrock', model: decodeURIComponent(bedrock[2]!) };
   if (method === 'POST') {
     if (path === '/v1/responses') return { provider: 'openai', format: 'openai-responses' };
@@ -287,7 +287,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const frames = streamFrames(r.format, parts);
     const stopAfter = fault?.kind === 'stall' ? 1 : fault?.kind === 'drop' ? 3 : Infinity;
     const gap = directives.chunkDelayMs ?? chunkDelayMs;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.writeHead(200, { 'content-type': streamContentType(r.format), 'cache-control': 'no-cache' });
     let written: Promise<unknown> = Promise.resolve();
     for (const frame of frames) {
       if (res.destroyed) return;

@@ -1,3 +1,5 @@
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import type { ReplyParts, WireFormat } from './wireFormats.js';
 
 /**
@@ -10,8 +12,25 @@ import type { ReplyParts, WireFormat } from './wireFormats.js';
  * - Anthropic Messages: message_start (input usage), content_block_start/delta/stop,
  *   message_delta (output usage), message_stop;
  * - Google streamGenerateContent?alt=sse: GenerateContentResponse chunks, the last with
- *   finishReason and usageMetadata.
+ *   finishReason and usageMetadata;
+ * - Amazon Bedrock ConverseStream: binary AWS event-stream messages (not SSE), encoded with the
+ *   same codec the AWS SDKs decode them with: messageStart, contentBlockStart (tool use),
+ *   contentBlockDelta ..., contentBlockStop, messageStop (stopReason), metadata (usage).
  */
+
+const bedrockCodec = new EventStreamCodec(toUtf8, fromUtf8);
+const bedrockEvent = (type: string, body: Record<string, unknown>): Uint8Array =>
+  bedrockCodec.encode({
+    headers: {
+      ':event-type': { type: 'string', value: type },
+      ':content-type': { type: 'string', value: 'application/json' },
+      ':message-type': { type: 'string', value: 'event' },
+    },
+    body: fromUtf8(JSON.stringify(body)),
+  });
+
+/** The content type a streamed reply of this format is sent with. */
+export const streamContentType = (format: WireFormat): string => (format === 'bedrock' ? 'application/vnd.amazon.eventstream' : 'text/event-stream');
 
 let seq = 0;
 const id = (prefix: string) => `${prefix}_stream${(++seq).toString(36)}`;
@@ -25,7 +44,7 @@ export function textChunks(text: string): string[] {
 }
 
 /** The frames of one streamed reply, in order. */
-export function streamFrames(format: WireFormat, r: ReplyParts): string[] {
+export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | Uint8Array> {
   const chunks = r.toolCall ? [] : textChunks(r.text);
   const args = r.toolCall ? JSON.stringify(r.toolCall.input) : '';
   const created = Math.floor(Date.now() / 1000);
@@ -95,8 +114,21 @@ export function streamFrames(format: WireFormat, r: ReplyParts): string[] {
       frames.push(named('message_stop', {}));
       return frames;
     }
-    case 'bedrock':
-      throw new Error('the test upstream does not stream Bedrock (AWS event-stream encoding)');
+    case 'bedrock': {
+      const frames = [bedrockEvent('messageStart', { role: 'assistant', p: 'abcd' })];
+      if (r.toolCall) {
+        frames.push(bedrockEvent('contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId: r.toolCall.id, name: r.toolCall.name } }, p: 'ab' }));
+        frames.push(bedrockEvent('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: args } }, p: 'ab' }));
+      } else {
+        for (const c of chunks) frames.push(bedrockEvent('contentBlockDelta', { contentBlockIndex: 0, delta: { text: c }, p: 'ab' }));
+      }
+      frames.push(bedrockEvent('contentBlockStop', { contentBlockIndex: 0, p: 'ab' }));
+      frames.push(bedrockEvent('messageStop', { stopReason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn', p: 'ab' }));
+      if (!r.omitUsage) {
+        frames.push(bedrockEvent('metadata', { usage: { inputTokens: r.inputTokens, outputTokens: r.outputTokens, totalTokens: r.inputTokens + r.outputTokens }, metrics: { latencyMs: 1 }, p: 'ab' }));
+      }
+      return frames;
+    }
     case 'google': {
       const frames: string[] = [];
       const parts = r.toolCall ? [[{ functionCall: { name: r.toolCall.name, args: r.toolCall.input } }]] : chunks.map((c) => [{ text: c }]);

@@ -7,8 +7,8 @@
 
 /**
  * `mistral`: Mistral's chat API (OpenAI-like bodies; its own stream ends and error shape).
- * `bedrock`: Amazon Bedrock's Converse API (`POST /model/<id>/converse`; not streamed here: its
- * stream is AWS's binary event-stream encoding).
+ * `bedrock`: Amazon Bedrock's Converse API (`POST /model/<id>/converse`, and `/converse-stream`
+ * answered in AWS's binary event-stream encoding).
  */
 export type WireFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'google' | 'openrouter' | 'mistral' | 'bedrock';
 

@@ -1,14 +1,4 @@
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import {
-  CreateMessageResultSchema,
-  ElicitResultSchema,
-  ListRootsResultSchema,
-  ResultSchema,
-  type ServerNotification,
-  type ServerRequest,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { AuthInfo, Server, ServerContext } from '@modelcontextprotocol/server';
 import { CoreError, RequestScope, type Context, type McpCallContext } from '@ai-backend/core';
 import { levelEnabled, type McpServerDeps, type McpSessionState } from './sessionState.js';
 
@@ -16,8 +6,6 @@ import { levelEnabled, type McpServerDeps, type McpSessionState } from './sessio
 export interface McpRequestFacts {
   scope: RequestScope;
 }
-
-export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 function scopeOf(authInfo: AuthInfo | undefined): RequestScope {
   const facts = authInfo?.extra?.facts as McpRequestFacts | undefined;
@@ -27,12 +15,12 @@ function scopeOf(authInfo: AuthInfo | undefined): RequestScope {
 
 /**
  * The signal a procedure run from MCP sees: aborted by notifications/cancelled or the session
- * closing (the SDK's `extra.signal`), and by the HTTP request that carried the call going away
+ * closing (the SDK's `mcpReq.signal`), and by the HTTP request that carried the call going away
  * before its answer was written (client disconnect). A stream the server itself ends for
  * SEP-1699 polling finishes its response normally, so it does not cancel the call.
  */
-function callSignal(scope: RequestScope, extra: Extra): AbortSignal {
-  return AbortSignal.any([extra.signal, scope.facts.signal()]);
+function callSignal(scope: RequestScope, ctx: ServerContext): AbortSignal {
+  return AbortSignal.any([ctx.mcpReq.signal, scope.facts.signal()]);
 }
 
 /** Which client capability each server-to-client request needs. */
@@ -41,54 +29,67 @@ const REQUIRED_CAPABILITY: Record<string, string> = {
   'elicitation/create': 'elicitation',
   'roots/list': 'roots',
 };
-const RESULT_SCHEMA = {
-  'sampling/createMessage': CreateMessageResultSchema,
-  'elicitation/create': ElicitResultSchema,
-  'roots/list': ListRootsResultSchema,
-} as const;
 /** A person answers elicitations and reviews sampling requests: give them time. */
 const DEFAULT_TIMEOUT_MS: Record<string, number> = { 'elicitation/create': 10 * 60_000, 'sampling/createMessage': 5 * 60_000 };
+
+/**
+ * The client capabilities this request runs under: the session's initialize (2025), or the
+ * request's own `_meta` envelope (2026; the SDK backfills it per request under createMcpHandler).
+ */
+export function clientCapabilitiesOf(server: Server): Record<string, unknown> | undefined {
+  return server.getClientCapabilities() as Record<string, unknown> | undefined;
+}
 
 /**
  * The tRPC context for a procedure run from an MCP request (tool call, prompt, resource):
  * the caller's identity from the HTTP layer, the request's AbortSignal (aborted by
  * notifications/cancelled), and `ctx.mcp` with progress, logging and server-to-client requests.
  */
-export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: Server, extra: Extra, name: string, progressToken?: string | number): Context {
-  const scope = scopeOf(extra.authInfo);
+export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: Server, ctx: ServerContext, name: string, progressToken?: string | number): Context {
+  const scope = scopeOf(ctx.http?.authInfo);
+  const requestState = ctx.mcpReq.requestState();
   const mcp: McpCallContext = {
+    ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
+    ...(requestState !== undefined ? { requestState } : {}),
+    sealState: (payload) => deps.seal.mint(payload, ctx),
     sessionId: deps.sessionId(),
     toolName: name,
-    clientCapabilities: server.getClientCapabilities() as Record<string, unknown> | undefined,
+    clientCapabilities: clientCapabilitiesOf(server),
     async progress(progress, total, message) {
       if (progressToken === undefined) return;
-      await extra.sendNotification({
+      await ctx.mcpReq.notify({
         method: 'notifications/progress',
         params: { progressToken, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
       });
     },
     async log(level, data) {
+      // 2026 requests carry their log level in `_meta`; the SDK applies it.
+      if (deps.mode === 'modern') return ctx.mcpReq.log(level, data, name);
       if (!levelEnabled(state, level)) return;
       // Related to the request, so it travels on the call's own SSE stream.
-      await extra.sendNotification({ method: 'notifications/message', params: { level, logger: name, data } });
+      await ctx.mcpReq.notify({ method: 'notifications/message', params: { level, logger: name, data } });
     },
     async request(method, params, opts) {
-      if (deps.mode === 'stateless') {
-        throw new CoreError('NOT_CONFIGURED', `${method} needs a stateful MCP session (mcp.sessionMode 'stateful'); this server runs stateless`);
+      if (deps.mode !== 'stateful') {
+        throw new CoreError(
+          'NOT_CONFIGURED',
+          deps.mode === 'modern'
+            ? `${method} is a server-to-client request, which MCP 2026-07-28 replaced by input-required results; this procedure cannot ask it of a 2026-07-28 client`
+            : `${method} needs a stateful MCP session (mcp.sessionMode 'stateful'); this server runs stateless`,
+        );
       }
       const capability = REQUIRED_CAPABILITY[method];
-      const caps = server.getClientCapabilities() as Record<string, unknown> | undefined;
+      const caps = clientCapabilitiesOf(server);
       if (capability && !caps?.[capability]) {
         throw new CoreError('NOT_CONFIGURED', `the MCP client did not declare the ${capability} capability, so ${method} is not available`);
       }
-      const schema = RESULT_SCHEMA[method as keyof typeof RESULT_SCHEMA] ?? ResultSchema;
       const timeout = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS[method];
-      return (await extra.sendRequest({ method, params } as ServerRequest, schema, {
+      return (await ctx.mcpReq.send({ method, params } as never, {
         ...(timeout ? { timeout } : {}),
-        signal: extra.signal,
+        signal: ctx.mcpReq.signal,
       })) as never;
     },
-    ...(extra.closeSSEStream ? { closeStream: extra.closeSSEStream } : {}),
+    ...(ctx.http?.closeSSE ? { closeStream: ctx.http.closeSSE } : {}),
   };
-  return scope.context({ mcp, signal: callSignal(scope, extra) });
+  return scope.context({ mcp, signal: callSignal(scope, ctx) });
 }

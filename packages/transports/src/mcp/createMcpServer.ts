@@ -1,4 +1,4 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { McpServer, type CacheHint, type RequestStateCodec, type Server } from '@modelcontextprotocol/server';
 import type { Runtime } from '@ai-backend/core';
 import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
@@ -6,36 +6,80 @@ import { registerPrompts } from './registerPrompts.js';
 import { registerResources } from './registerResources.js';
 import { registerTools } from './registerTools.js';
 import { startRootsSync, type RootsSync } from './rootsSync.js';
-import type { McpServerDeps, McpSessionState } from './sessionState.js';
+import type { McpServeMode, McpServerDeps, McpSessionState } from './sessionState.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
 export type { McpRequestFacts } from './callContext.js';
 
 export const SERVER_INFO = { name: 'ai-backend', version: '0.1.0' } as const;
 
+/**
+ * How long a 2026-07-28 client may reuse a list (the spec's `ttlMs`/`cacheScope` on cacheable
+ * results). The tool catalog is fixed once the server starts; prompts and resources can change
+ * at run time (registrations, workspace files), so their lists live shorter and a change is
+ * also announced on subscriptions/listen streams. 'private': what a list shows can depend on
+ * who asks (access rules), so shared caches must not reuse it.
+ */
+export const LIST_CACHE_HINTS: Partial<Record<'tools/list' | 'prompts/list' | 'resources/list' | 'resources/templates/list', CacheHint>> = {
+  'tools/list': { ttlMs: 300_000, cacheScope: 'private' },
+  'prompts/list': { ttlMs: 30_000, cacheScope: 'private' },
+  'resources/list': { ttlMs: 30_000, cacheScope: 'private' },
+  'resources/templates/list': { ttlMs: 30_000, cacheScope: 'private' },
+};
+
 export interface McpServerHandle {
+  /** What the SDK's per-request handler (2026-07-28) is given. */
+  mcp: McpServer;
+  /** The protocol server, with our handlers; 2025 sessions connect it to their transport. */
   server: Server;
   roots: RootsSync;
 }
 
 /**
- * One MCP server (per session, or per request in stateless mode): tools from procedures with
- * MCP metadata, prompts and resources from the runtime's registries, completion, logging, and
- * (stateful) resource subscriptions and roots. Each capability lives in its own register* file.
+ * The SDK's high-level server, with our own handlers on its protocol server (tools come from
+ * procedures, not registerTool). One hook is answered from our catalog: the JSON Schema of a
+ * tool's input, which the SDK's HTTP entry reads to validate SEP-2243 `Mcp-Param-*` headers
+ * (arguments mirrored into headers via `x-mcp-header`) before the call is dispatched.
  */
-export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, sessionId: () => string | undefined, mode: 'stateful' | 'stateless' = 'stateful'): McpServerHandle {
+class CatalogMcpServer extends McpServer {
+  constructor(
+    private readonly catalog: ToolCatalog,
+    ...args: ConstructorParameters<typeof McpServer>
+  ) {
+    super(...args);
+  }
+
+  override toolInputSchemaJson(name: string): Record<string, unknown> | undefined {
+    return this.catalog.byName.get(name)?.inputSchema;
+  }
+}
+
+/**
+ * One MCP server (per 2025 session, or per request: 2025 stateless and every 2026-07-28
+ * request): tools from procedures with MCP metadata, prompts and resources from the runtime's
+ * registries, completion, logging, and (2025 sessions) resource subscriptions and roots. Each
+ * capability lives in its own register* file; the SDK does version negotiation, envelope and
+ * header validation and the 2026 wire encoding (cache fields, resultType).
+ */
+export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateCodec<unknown>, sessionId: () => string | undefined, mode: McpServeMode = 'stateful'): McpServerHandle {
   const stateful = mode === 'stateful';
-  const server = new Server(SERVER_INFO, {
-    capabilities: {
-      tools: { listChanged: false },
-      prompts: { listChanged: stateful },
-      resources: { subscribe: stateful, listChanged: stateful },
-      logging: {},
-      completions: {},
-    },
+  // Capabilities are registered on the protocol server, not given to McpServer, which would
+  // install its own registerTool-based handlers for them.
+  const mcp = new CatalogMcpServer(catalog, SERVER_INFO, {
     instructions: 'ai-backend: AI text generation, server workspaces and helper tools. Call tools/list to see what is available.',
+    cacheHints: LIST_CACHE_HINTS,
+    // Tampered, expired or another caller's state is refused (-32602) before any handler runs.
+    requestState: { verify: seal.verify },
   });
-  const deps: McpServerDeps = { runtime, catalog, mode, sessionId };
+  const server = mcp.server;
+  server.registerCapabilities({
+    tools: { listChanged: false },
+    prompts: { listChanged: mode !== 'stateless' },
+    resources: { subscribe: mode !== 'stateless', listChanged: mode !== 'stateless' },
+    logging: {},
+    completions: {},
+  });
+  const deps: McpServerDeps = { runtime, catalog, mode, sessionId, seal };
   // Until the client sets a level, debug chatter stays off.
   const state: McpSessionState = { logLevel: 'info' };
 
@@ -52,5 +96,5 @@ export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, sessionI
     stopPrompts();
     roots.close();
   };
-  return { server, roots };
+  return { mcp, server, roots };
 }

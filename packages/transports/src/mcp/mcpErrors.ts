@@ -1,13 +1,9 @@
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { logWireError, toJsonRpcError, toWireError, type Runtime } from '@ai-backend/core';
-
-/** MCP's "resource not found" error code. */
-const RESOURCE_NOT_FOUND = -32002;
 
 /**
  * A JSON-RPC error the SDK sends as is: it reads `code`, `message` and `data` off whatever a
- * handler throws. (McpError would prefix the message with "MCP error <code>: ", so the same
- * failure would read differently on MCP than on /rpc.)
+ * handler throws, so the same failure reads the same on MCP as on /rpc.
  */
 class WireRpcError extends Error {
   constructor(
@@ -20,15 +16,24 @@ class WireRpcError extends Error {
 }
 
 /**
+ * "Resource not found" as SEP-2164 says, on both revisions: -32602 (Invalid Params) with the
+ * URI in `data`. (The older -32002 also is core's PAYMENT_REQUIRED code, so it was ambiguous.)
+ */
+export function resourceNotFound(uri: string, message = 'resource not found'): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, message, { uri: uri.slice(0, 2048) });
+}
+
+/**
  * A failure inside a prompts/resources/completion handler as a JSON-RPC error, through core's
  * one error mapper (code from the error table, safe message, appCode/details/Retry-After in
  * data); internal errors are logged the same way as on every entry point.
  */
-export function toMcpError(runtime: Runtime, err: unknown, what: string): Error {
-  if (err instanceof McpError) return err;
+export function toMcpError(runtime: Runtime, err: unknown, what: string, uri?: string): Error {
+  if (err instanceof ProtocolError) return err;
   const wire = toWireError(err);
   logWireError(runtime.logger, wire, { transport: 'mcp', path: what });
-  // NOT_FOUND maps to -32004 for procedures; for a named prompt/resource MCP uses -32002/-32602.
-  const e = toJsonRpcError(wire, { notFoundCode: what === 'resources/read' ? RESOURCE_NOT_FOUND : ErrorCode.InvalidParams });
-  return new WireRpcError(e.code, e.message, e.data);
+  // NOT_FOUND maps to -32004 for procedures; a named prompt/resource that does not exist is -32602.
+  const e = toJsonRpcError(wire, { notFoundCode: ProtocolErrorCode.InvalidParams });
+  const data = uri !== undefined && wire.code === 'NOT_FOUND' ? { ...e.data, uri: uri.slice(0, 2048) } : e.data;
+  return new WireRpcError(e.code, e.message, data);
 }

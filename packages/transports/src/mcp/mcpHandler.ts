@@ -1,10 +1,8 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { StreamCounter } from './StreamCounter.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { isInitializeRequest, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type RequestStateCodec, type Server } from '@modelcontextprotocol/server';
+import { createRequestStateSeal } from './requestStateSeal.js';
 import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { openScope } from '../http/requestContext.js';
@@ -19,7 +17,9 @@ import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { EventLedger } from './eventStores/EventLedger.js';
 import { failSafeEventStore } from './eventStores/failSafeEventStore.js';
 import { SessionBudget, type BudgetedSession } from './sessionBudget.js';
+import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
+import { ModernEndpoint } from './modernEndpoint.js';
 
 interface Session extends BudgetedSession {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -79,17 +79,28 @@ export class McpHandler {
   private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
   /** Sessions per address / identity, anonymous ceiling, short lifetimes (mcp.budgets). */
   private readonly budget: SessionBudget;
+  /** With a store other instances share (Redis, PostgreSQL), the session budget counts their sessions too. */
+  private readonly cluster: ClusterSessionCounts | undefined;
   /** The byte budget all in-memory event stores share. */
   private readonly ledger: EventLedger;
   private lastStoreWarning = 0;
   readonly catalog: ToolCatalog;
+  /** 2026-07-28 requests: stateless, served by the SDK's per-request handler. */
+  private readonly modern: ModernEndpoint;
+  private readonly seal: RequestStateCodec<unknown>;
 
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
     this.catalog = buildToolCatalog(runtime.router);
+    this.seal = createRequestStateSeal(runtime);
+    this.modern = new ModernEndpoint(runtime, this.catalog, this.seal, opts.responseMode);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
-    this.budget = new SessionBudget(runtime.config.mcp.budgets, opts.maxSessions ?? 10_000);
+    this.budget = new SessionBudget(runtime.config.mcp.budgets, opts.maxSessions ?? 10_000, () => this.cluster?.elsewhere, () => void this.cluster?.sync());
+    this.cluster =
+      runtime.shared.kind === 'redis' || runtime.shared.kind === 'postgres'
+        ? new ClusterSessionCounts(runtime.shared, () => this.budget.own(), (err) => runtime.logger.debug('MCP session counts not shared this beat', { error: String(err) }))
+        : undefined;
     this.ledger = new EventLedger(runtime.config.mcp.budgets.eventStore.totalBytes);
     this.sweeper = setInterval(() => {
       const now = Date.now();
@@ -130,7 +141,9 @@ export class McpHandler {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    await this.modern.close();
     await Promise.all([...this.sessions.keys()].map((id) => this.closeSession(id)));
+    await this.cluster?.stop();
   }
 
   /** Send core's challenge (401/403 with WWW-Authenticate) as a JSON-RPC error, and log it. */
@@ -222,26 +235,30 @@ export class McpHandler {
     if (identity) runtime.users.seen(identity);
 
     const facts: McpRequestFacts = { scope };
-    const authInfo = { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
+    const authInfo: AuthInfo = { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
     const sessionId = c.req.header('mcp-session-id');
 
     if (c.req.method === 'POST') {
       const body = await readJsonBody(c.req.raw, runtime.config.limits.bodyLimit, runtime.config.limits.maxJsonDepth);
       if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
       const messages = Array.isArray(body.value) ? body.value : [body.value];
-      if (!identity) {
-        // Anonymous calls that need an identity get the challenge that starts sign-in, for
-        // tools, prompts and resources alike (MCP clients only start OAuth on HTTP 401).
-        const { calls, listsTools } = this.parseCalls(messages);
-        const ch = listsTools && toolsListNeedsAuth(runtime.config) ? scope.challengeFor(null) : scope.challenge(calls);
-        if (ch) return this.challenge(scope, ch);
-      }
+      // Anonymous calls that need an identity get the challenge that starts sign-in (401), a token
+      // short of a scope the one that makes clients step up (403 insufficient_scope), for tools,
+      // prompts and resources alike (MCP clients only start OAuth on these HTTP answers).
+      const { calls, listsTools } = this.parseCalls(messages);
+      const ch = !identity && listsTools && toolsListNeedsAuth(runtime.config) ? scope.challengeFor(null) : scope.challenge(calls);
+      if (ch) return this.challenge(scope, ch);
       const overToolLimit = await limits.toolCalls(messages, identity);
       if (overToolLimit) return overToolLimit;
 
+      // The revision is negotiated per request (the SDK's own classification): a request with
+      // the 2026-07-28 `_meta` envelope (or a modern MCP-Protocol-Version header) is served
+      // statelessly, whatever the session mode; anything else is a 2025 client.
+      if (!(await isLegacyRequest(c.req.raw, body.value))) return this.modern.fetch(c.req.raw, body.value, authInfo);
+
       if (runtime.config.mcp.sessionMode === 'stateless') {
         const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
-        return handleStatelessRequest(runtime, this.catalog, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json', this.statelessCalls, caller);
+        return handleStatelessRequest(runtime, this.catalog, this.seal, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json', this.statelessCalls, caller);
       }
 
       if (!sessionId) {
@@ -302,6 +319,7 @@ export class McpHandler {
       pending = (async () => {
         const record: SessionRecord | undefined = await this.records!.load(sessionId).catch(() => undefined);
         if (!record || (record.owner !== null && record.owner !== identity?.sub)) return undefined;
+        await this.cluster?.ready;
         if (this.budget.admit(ip, record.owner, this.sessions.size)) return undefined;
         const { transport } = await this.startSession(sessionId, record.owner, record.init, ip);
         const url = 'http://localhost/mcp';
@@ -340,6 +358,7 @@ export class McpHandler {
 
   private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null, ip: string): Promise<Response> {
     const owner = identity?.sub ?? null;
+    await this.cluster?.ready;
     const refused = this.budget.admit(ip, owner, this.sessions.size);
     if (refused) return jsonRpcError(refused.status, -32000, refused.message, { 'Retry-After': String(refused.retryAfterSec) });
     const messages: unknown[] = Array.isArray(body) ? body : [body];
@@ -371,7 +390,7 @@ export class McpHandler {
         this.forget(id);
       },
     });
-    const { server, roots } = createMcpServer(this.runtime, this.catalog, () => transport.sessionId, 'stateful');
+    const { server, roots } = createMcpServer(this.runtime, this.catalog, this.seal, () => transport.sessionId, 'stateful');
     await server.connect(transport);
     return { transport };
   }

@@ -1,5 +1,4 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CompleteRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/server';
 import { completeFrom, CoreError } from '@ai-backend/core';
 import { toMcpError } from './mcpErrors.js';
 import type { McpServerDeps } from './sessionState.js';
@@ -12,19 +11,19 @@ const EMPTY = { completion: { values: [], total: 0, hasMore: false } };
  */
 export function registerCompletion(server: Server, deps: McpServerDeps): void {
   const { prompts, resources } = deps.runtime;
-  server.setRequestHandler(CompleteRequestSchema, async (request) => {
+  server.setRequestHandler('completion/complete', async (request): Promise<never> => {
     const { ref, argument, context } = request.params;
     try {
       if (ref.type === 'ref/prompt') {
-        return { completion: await prompts.complete(ref.name, argument.name, argument.value, context?.arguments ?? {}) };
+        return { completion: await prompts.complete(ref.name, argument.name, argument.value, context?.arguments ?? {}) } as never;
       }
       const template = resources.getTemplate(ref.uri);
       if (!template) {
-        if (resources.get(ref.uri)) return EMPTY; // a plain resource has nothing to complete
+        if (resources.get(ref.uri)) return EMPTY as never; // a plain resource has nothing to complete
         throw new CoreError('NOT_FOUND', 'unknown resource template');
       }
-      if (!template.complete) return EMPTY;
-      return { completion: completeFrom(await template.complete(argument.name, argument.value), argument.value) };
+      if (!template.complete) return EMPTY as never;
+      return { completion: completeFrom(await template.complete(argument.name, argument.value), argument.value) } as never;
     } catch (err) {
       throw toMcpError(deps.runtime, err, 'completion/complete');
     }

@@ -1,29 +1,19 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-  SubscribeRequestSchema,
-  UnsubscribeRequestSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/server';
 import { mcpContext } from './callContext.js';
-import { toMcpError } from './mcpErrors.js';
+import { resourceNotFound, toMcpError } from './mcpErrors.js';
 import type { McpServerDeps, McpSessionState } from './sessionState.js';
 
-/** MCP's "resource not found" error code. */
-const RESOURCE_NOT_FOUND = -32002;
-
 /**
- * resources/list, resources/read, resources/templates/list and, in stateful mode,
+ * resources/list, resources/read, resources/templates/list and, for 2025 sessions,
  * resources/subscribe + unsubscribe: the registry's notifyUpdated (called by operators, custom
  * code or workspace watching) reaches subscribed sessions as notifications/resources/updated.
+ * (2026-07-28 clients subscribe through subscriptions/listen, which McpHandler feeds.)
  * Returns a cleanup for when the session ends.
  */
 export function registerResources(server: Server, deps: McpServerDeps, state: McpSessionState): () => void {
   const registry = deps.runtime.resources;
 
-  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+  server.setRequestHandler('resources/list', () => ({
     resources: registry.list().map((r) => ({
       uri: r.uri,
       name: r.name,
@@ -31,9 +21,9 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
       ...(r.description ? { description: r.description } : {}),
       ...(r.mimeType ? { mimeType: r.mimeType } : {}),
     })),
-  }));
+  }) as never);
 
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+  server.setRequestHandler('resources/templates/list', () => ({
     resourceTemplates: registry.listTemplates().map((t) => ({
       uriTemplate: t.uriTemplate,
       name: t.name,
@@ -41,28 +31,28 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
       ...(t.description ? { description: t.description } : {}),
       ...(t.mimeType ? { mimeType: t.mimeType } : {}),
     })),
-  }));
+  }) as never);
 
-  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+  server.setRequestHandler('resources/read', async (request, ctx) => {
     const { uri } = request.params;
     try {
-      const ctx = mcpContext(deps, state, server, extra, uri, request.params._meta?.progressToken);
-      const r = await registry.read(uri, extra.signal, ctx);
-      return { contents: [r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content }] };
+      const callCtx = mcpContext(deps, state, server, ctx, uri, request.params._meta?.progressToken as string | number | undefined);
+      const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
+      return { contents: [r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content }] } as never;
     } catch (err) {
-      throw toMcpError(deps.runtime, err, 'resources/read');
+      throw toMcpError(deps.runtime, err, 'resources/read', uri);
     }
   });
 
-  if (deps.mode === 'stateless') return () => undefined;
+  if (deps.mode !== 'stateful') return () => undefined;
 
   const subscriptions = new Set<string>();
-  server.setRequestHandler(SubscribeRequestSchema, (request) => {
-    if (!registry.has(request.params.uri)) throw new McpError(RESOURCE_NOT_FOUND, 'resource not found', { uri: request.params.uri.slice(0, 2048) });
+  server.setRequestHandler('resources/subscribe', (request) => {
+    if (!registry.has(request.params.uri)) throw resourceNotFound(request.params.uri);
     subscriptions.add(request.params.uri);
     return {};
   });
-  server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+  server.setRequestHandler('resources/unsubscribe', (request) => {
     subscriptions.delete(request.params.uri);
     return {};
   });

@@ -1,13 +1,19 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server } from '@modelcontextprotocol/server';
 import { invoke, logWireError, toMcpToolError, toWireError } from '@ai-backend/core';
 import { mcpContext } from './callContext.js';
+import { withRequestRoots } from './requestRoots.js';
 import type { CatalogTool } from './toolCatalog.js';
 import type { McpServerDeps, McpSessionState } from './sessionState.js';
 
-/** Tool results: text for every client, structuredContent when the tool declares an output schema. */
-function toToolResult(tool: CatalogTool, data: unknown): CallToolResult {
+/**
+ * Tool results: text for every client, structuredContent when the tool declares an output schema.
+ * A tool answering with MCP content may also ask the client for input (an input-required
+ * result): 2026-07-28 clients answer it by retrying; for 2025 sessions the SDK asks them with
+ * server-to-client requests and calls the tool again.
+ */
+function toToolResult(tool: CatalogTool, data: unknown): CallToolResult | InputRequiredResult {
   if (tool.meta?.mcp?.result === 'content') {
+    if (isInputRequiredResult(data)) return data;
     const r = data as Partial<CallToolResult> | null;
     if (r && Array.isArray(r.content)) return r as CallToolResult;
   }
@@ -26,18 +32,24 @@ function toToolResult(tool: CatalogTool, data: unknown): CallToolResult {
  */
 export function registerTools(server: Server, deps: McpServerDeps, state: McpSessionState): void {
   const { runtime, catalog } = deps;
-  server.setRequestHandler(ListToolsRequestSchema, () => catalog.listResult);
+  server.setRequestHandler('tools/list', () => catalog.listResult as never);
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.setRequestHandler('tools/call', async (request, ctx): Promise<never> => {
     const tool = catalog.byName.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);
-    const ctx = mcpContext(deps, state, server, extra, tool.name, request.params._meta?.progressToken);
-    const result = await invoke(runtime.router, tool.path, request.params.arguments ?? {}, ctx);
-    if (result.ok) return toToolResult(tool, result.data);
-    if (ctx.req.signal.aborted) runtime.logger.debug('tool call cancelled', { tool: tool.name });
-    const wire = toWireError(result.error);
-    logWireError(runtime.logger, wire, { transport: 'mcp', path: tool.path });
-    // A declared output schema would make clients validate the error against it.
-    return toMcpToolError(wire, { structuredContent: !tool.outputSchema }) as CallToolResult;
+    if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);
+    const progressToken = request.params._meta?.progressToken as string | number | undefined;
+    const call = async (callDeps: McpServerDeps) => {
+      const callCtx = mcpContext(callDeps, state, server, ctx, tool.name, progressToken);
+      const result = await invoke(runtime.router, tool.path, request.params.arguments ?? {}, callCtx);
+      if (result.ok) return toToolResult(tool, result.data);
+      if (callCtx.req.signal.aborted) runtime.logger.debug('tool call cancelled', { tool: tool.name });
+      const wire = toWireError(result.error);
+      logWireError(runtime.logger, wire, { transport: 'mcp', path: tool.path });
+      // A declared output schema would make clients validate the error against it.
+      return toMcpToolError(wire, { structuredContent: !tool.outputSchema }) as CallToolResult;
+    };
+    // 2025 sessions keep their roots (rootsSync); a 2026 request is asked for them in-band.
+    if (deps.mode === 'modern' && tool.meta?.mcp?.roots) return (await withRequestRoots(deps, server, ctx, call)) as never;
+    return (await call(deps)) as never;
   });
 }

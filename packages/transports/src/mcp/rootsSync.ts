@@ -1,5 +1,4 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { RootsListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/server';
 import type { McpServerDeps } from './sessionState.js';
 
 export interface RootsSync {
@@ -54,7 +53,7 @@ export function startRootsSync(server: Server, deps: McpServerDeps): RootsSync {
     wanted = true;
     fetchRoots();
   };
-  server.setNotificationHandler(RootsListChangedNotificationSchema, () => {
+  server.setNotificationHandler('notifications/roots/list_changed', () => {
     if (!supportsRoots()) return;
     wanted = true;
     fetchRoots();

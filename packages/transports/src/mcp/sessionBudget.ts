@@ -1,4 +1,5 @@
 import type { ResolvedConfig } from '@ai-backend/core';
+import type { SessionCounts } from './clusterSessionCounts.js';
 
 type Budgets = ResolvedConfig['mcp']['budgets'];
 
@@ -30,28 +31,34 @@ export class SessionBudget {
   private readonly byAddress = new Map<string, number>();
   private readonly byIdentity = new Map<string, number>();
   private anonymous = 0;
+  private identified = 0;
 
   constructor(
     readonly budgets: Budgets,
     /** The overall session cap. */
     readonly maxSessions: number,
+    /** Sessions other instances hold (ClusterSessionCounts), so the budget is the cluster's, not one process's. */
+    private readonly elsewhere: () => SessionCounts | undefined = () => undefined,
+    /** Told after every change of this instance's counts (to publish them to the others at once). */
+    private readonly changed: () => void = () => undefined,
   ) {}
 
   /** May a client at `ip` (signed in as `owner`, or anonymous) open one more session, with `open` sessions now? */
   admit(ip: string, owner: string | null, open: number): BudgetRefusal | null {
     const b = this.budgets;
+    const other = this.elsewhere();
     // Per address counts anonymous sessions only: a signed-in client behind the same NAT as a
     // flooding one is budgeted by its identity instead, and keeps being served.
-    if (owner === null && (this.byAddress.get(ip) ?? 0) >= b.sessionsPerAddress) {
+    if (owner === null && (this.byAddress.get(ip) ?? 0) + (other?.byAddress[ip] ?? 0) >= b.sessionsPerAddress) {
       return { status: 429, message: `too many sessions from this address (${b.sessionsPerAddress}); close some or retry later`, retryAfterSec: 30 };
     }
-    if (owner !== null && (this.byIdentity.get(owner) ?? 0) >= b.sessionsPerIdentity) {
+    if (owner !== null && (this.byIdentity.get(owner) ?? 0) + (other?.byIdentity[owner] ?? 0) >= b.sessionsPerIdentity) {
       return { status: 429, message: `too many sessions for this identity (${b.sessionsPerIdentity}); close some or retry later`, retryAfterSec: 30 };
     }
-    if (owner === null && this.anonymous >= Math.min(b.maxAnonymousSessions, this.maxSessions)) {
+    if (owner === null && this.anonymous + (other?.anonymous ?? 0) >= Math.min(b.maxAnonymousSessions, this.maxSessions)) {
       return { status: 503, message: 'too many anonymous sessions; sign in or retry later', retryAfterSec: 30 };
     }
-    if (open >= this.maxSessions) return { status: 503, message: 'too many sessions', retryAfterSec: 30 };
+    if (open + (other?.total ?? 0) >= this.maxSessions) return { status: 503, message: 'too many sessions', retryAfterSec: 30 };
     return null;
   }
 
@@ -59,21 +66,36 @@ export class SessionBudget {
     if (s.owner === null) {
       this.anonymous++;
       this.byAddress.set(s.ip, (this.byAddress.get(s.ip) ?? 0) + 1);
-    } else this.byIdentity.set(s.owner, (this.byIdentity.get(s.owner) ?? 0) + 1);
+    } else {
+      this.identified++;
+      this.byIdentity.set(s.owner, (this.byIdentity.get(s.owner) ?? 0) + 1);
+    }
+    this.changed();
   }
 
   remove(s: Pick<BudgetedSession, 'ip' | 'owner'>): void {
     if (s.owner === null) {
       this.anonymous--;
       dec(this.byAddress, s.ip);
-    } else dec(this.byIdentity, s.owner);
+    } else {
+      this.identified--;
+      dec(this.byIdentity, s.owner);
+    }
+    this.changed();
   }
 
   /** An anonymous session (opened from `ip`) was claimed by the identity that first used it. */
   claimed(ip: string, owner: string): void {
     this.anonymous--;
     dec(this.byAddress, ip);
+    this.identified++;
     this.byIdentity.set(owner, (this.byIdentity.get(owner) ?? 0) + 1);
+    this.changed();
+  }
+
+  /** This instance's sessions, as other instances add them to theirs. */
+  own(): SessionCounts {
+    return { total: this.anonymous + this.identified, anonymous: this.anonymous, byAddress: Object.fromEntries(this.byAddress), byIdentity: Object.fromEntries(this.byIdentity) };
   }
 
   /** Should this session be closed now (never initialized in time, or anonymous and idle)? */

@@ -1,15 +1,24 @@
-import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
+import type { LoggingLevel, RequestStateCodec } from '@modelcontextprotocol/server';
 import type { Runtime } from '@ai-backend/core';
 import type { ToolCatalog } from './toolCatalog.js';
 
-/** What every capability handler of one MCP server (one session) shares. */
+/**
+ * How one MCP server instance is served:
+ * - 'stateful': a 2025-11-25 / 2025-06-18 session (initialize, Mcp-Session-Id, server-to-client requests);
+ * - 'stateless': one 2025 request without a session (mcp.sessionMode 'stateless');
+ * - 'modern': one 2026-07-28 request (per-request `_meta` envelope, no session, no server-to-client requests).
+ */
+export type McpServeMode = 'stateful' | 'stateless' | 'modern';
+
+/** What every capability handler of one MCP server (one session or one request) shares. */
 export interface McpServerDeps {
   runtime: Runtime;
   catalog: ToolCatalog;
-  /** 'stateless': one server per HTTP request, no server-to-client requests, no subscriptions. */
-  mode: 'stateful' | 'stateless';
+  mode: McpServeMode;
   /** The session id once initialize completed (stateful mode). */
   sessionId: () => string | undefined;
+  /** Seals and verifies the `requestState` of multi round-trip requests. */
+  seal: RequestStateCodec<unknown>;
 }
 
 /** Mutable per-session state. */

@@ -1,4 +1,4 @@
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport, type RequestStateCodec } from '@modelcontextprotocol/server';
 import type { Runtime } from '@ai-backend/core';
 import { createMcpServer } from './createMcpServer.js';
 import type { ToolCatalog } from './toolCatalog.js';
@@ -22,6 +22,7 @@ const callKey = (caller: string, id: unknown) => `${caller}\n${JSON.stringify(id
 export async function handleStatelessRequest(
   runtime: Runtime,
   catalog: ToolCatalog,
+  seal: RequestStateCodec<unknown>,
   req: Request,
   body: unknown,
   authInfo: object,
@@ -38,7 +39,7 @@ export async function handleStatelessRequest(
     if (running?.size === 1) for (const t of running) t.onmessage?.(m as never, { authInfo: authInfo as never });
   }
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
-  const { server } = createMcpServer(runtime, catalog, () => undefined, 'stateless');
+  const { server } = createMcpServer(runtime, catalog, seal, () => undefined, 'stateless');
   await server.connect(transport);
   const keys = messages.filter((m) => m?.id !== undefined && typeof m.method === 'string').map((m) => callKey(caller, m!.id));
   for (const k of keys) calls.set(k, (calls.get(k) ?? new Set()).add(transport));

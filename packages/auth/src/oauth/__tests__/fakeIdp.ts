@@ -18,6 +18,10 @@ export interface FakeIdp {
   badNonce?: boolean;
   /** Answer the token request with this OAuth error. */
   tokenError?: string;
+  /** RFC 9207: advertise `authorization_response_iss_parameter_supported` (default true). */
+  advertiseIss?: boolean;
+  /** What the authorization response carries as `iss`: our issuer (default), none, or another value. */
+  issInResponse?: string | null;
   /** Requests the provider received at its token endpoint (form bodies). */
   tokenRequests: URLSearchParams[];
   close(): Promise<void>;
@@ -53,6 +57,7 @@ export async function startFakeIdp(clientId: string, clientSecret: string, user:
         userinfo_endpoint: `${issuer}/userinfo`,
         jwks_uri: `${issuer}/jwks`,
         token_endpoint_auth_methods_supported: ['client_secret_basic'],
+        ...(idp.advertiseIss === false ? {} : { authorization_response_iss_parameter_supported: true }),
       });
     }
     if (url.pathname === '/jwks') return json(200, { keys: [jwk] });
@@ -64,7 +69,7 @@ export async function startFakeIdp(clientId: string, clientSecret: string, user:
       const back = new URL(p.get('redirect_uri')!);
       back.searchParams.set('code', code);
       back.searchParams.set('state', p.get('state')!);
-      back.searchParams.set('iss', issuer);
+      if (idp.issInResponse !== null) back.searchParams.set('iss', idp.issInResponse ?? issuer);
       res.writeHead(302, { location: back.href });
       return res.end();
     }

@@ -65,6 +65,37 @@ export const OAuthSchema = z
         maxClientBytes: z.number().int().min(1024).default(8192),
       })
       .prefault({}),
+    /**
+     * Client ID Metadata Documents (MCP 2026-07-28, draft-ietf-oauth-client-id-metadata-document):
+     * a client may use an https URL as its client_id; we fetch the JSON document there (SSRF
+     * guarded, bounded in time and size, cached per its Cache-Control) instead of a registration.
+     */
+    clientIdMetadataDocuments: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /** Largest document accepted, in bytes. Default 5120 (the draft suggests 5 KB). */
+        maxBytes: z.number().int().min(512).max(65_536).default(5120),
+        /** Give up fetching a document after this many ms. Default 5000. */
+        timeoutMs: z.number().int().min(100).max(30_000).default(5000),
+        /** How long a document is cached when its response sets no max-age, in seconds. Default 300. */
+        cacheTtlSec: z.number().int().min(0).default(300),
+        /** Upper bound on caching whatever the response says, in seconds. Default 86400. */
+        maxCacheTtlSec: z.number().int().min(0).default(86_400),
+        /** Trust policy: when set, only client_id URLs on these hosts (exact, or `*.example.com`) are accepted. */
+        allowedHosts: z.array(z.string().min(1)).optional(),
+        /** Fetch from loopback and private addresses. Development and tests only: this is what SSRF means. Default false. */
+        allowPrivateNetwork: z.boolean().default(false),
+        /** Accept http:// client_id URLs. Development and tests only. Default false. */
+        allowHttp: z.boolean().default(false),
+      })
+      .prefault({}),
+    /**
+     * Scope one of our access tokens needs to run procedures (MCP tools, prompts and resources
+     * served by procedures); without it a call gets 403 insufficient_scope naming it, so clients
+     * step up. Listing and config resources need only a valid token. Checked only while the scope
+     * is in `scopesSupported`; null turns the check off. Default 'mcp:call'.
+     */
+    callScope: z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/).nullable().default('mcp:call'),
     /** Scopes clients may request (scopes_supported). The admin scope is granted only to admin.users. */
     scopesSupported: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/)).default(['mcp', 'mcp:call']),
     /** Algorithm of our access-token signing key. Default 'ES256'. */

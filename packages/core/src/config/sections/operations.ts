@@ -12,6 +12,17 @@ export const ApiDescriptionSchema = z
   })
   .prefault({});
 
+/** `console`: the web console at /console (static assets served by the server itself). */
+export const ConsoleSchema = z
+  .strictObject({
+    /**
+     * Serve the console. Default true: its pages hold no data; every figure comes from the same
+     * procedures (and the same access policy) as curl would use.
+     */
+    enabled: z.boolean().default(true),
+  })
+  .prefault({});
+
 /** `metrics`: Prometheus exposition of the server's counters and histograms. */
 export const MetricsSchema = z
   .strictObject({

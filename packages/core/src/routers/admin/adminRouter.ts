@@ -6,6 +6,7 @@ import { adminProcedure } from '../../trpc/procedures.js';
 import { CLEAR_CACHES } from '../../runtime/createSignals.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
 import { CoreError } from '../../errors/CoreError.js';
+import { consoleProcedures } from './consoleProcedures.js';
 import { governanceProcedures } from './governanceProcedures.js';
 
 /**
@@ -109,4 +110,5 @@ export const adminRouter = router({
     }),
 
   ...governanceProcedures,
+  ...consoleProcedures,
 });

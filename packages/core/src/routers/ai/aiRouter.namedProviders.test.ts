@@ -1,3 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig, ConfigError } from '../../config/resolveConfig.js';
 import { alice, createAiHarness, rejection, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
@@ -187,6 +192,30 @@ describe('Amazon Bedrock through @ai-sdk/amazon-bedrock (Converse API, SigV4)', 
     }
   });
 
+  it('streams over ConverseStream (binary AWS event-stream): text deltas, usage from the metadata event, charged once', async () => {
+    const { h, close } = await bedrockHarness({ accessKeyId: 'AKIAEXPLICIT0001', secretAccessKey: 'explicit-secret' });
+    try {
+      await h.credit(alice.sub, 10_000);
+      const before = await h.balance(alice.sub);
+      const stream = await h.caller(alice).ai.streamText({ content: 'stream from bedrock', systemPrompt: '', model: 'bed' });
+      let text = '';
+      let deltas = 0;
+      let finish: { tokenUsage?: { tokensUsed: number; tokensCharged: number } } | undefined;
+      for await (const e of stream) {
+        if (e.type === 'text') (text += e.delta), deltas++;
+        if (e.type === 'finish') finish = e.result as never;
+      }
+      const req = h.upstream.requests.at(-1)!;
+      expect(req.path).toMatch(/\/converse-stream$/);
+      expect(text).toContain('Test reply from bedrock');
+      expect(deltas).toBeGreaterThan(1);
+      expect(finish?.tokenUsage?.tokensUsed).toBeGreaterThan(0);
+      expect(await h.balance(alice.sub)).toBe(before - finish!.tokenUsage!.tokensCharged);
+    } finally {
+      await close();
+    }
+  });
+
   it('no key configured: the AWS credential chain (here its environment step) signs the request', async () => {
     const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
     process.env.AWS_ACCESS_KEY_ID = 'AKIAFROMCHAIN0002';
@@ -224,6 +253,58 @@ describe('Google Vertex through @ai-sdk/google-vertex', () => {
     } finally {
       await h.close();
       await upstream.close();
+    }
+  });
+
+  it('no key: Google application default credentials (GOOGLE_APPLICATION_CREDENTIALS) mint the bearer token', async () => {
+    // A workload-identity (external_account) credentials file: the one ADC kind whose token
+    // endpoint is part of the file, so a local STS stands in for Google's.
+    const exchanges: Record<string, string>[] = [];
+    const sts = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        exchanges.push(Object.fromEntries(new URLSearchParams(body)));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ access_token: 'ya29.adc-token', issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 3600 }));
+      });
+    });
+    await new Promise<void>((resolve) => sts.listen(0, '127.0.0.1', resolve));
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'adc-'));
+    writeFileSync(path.join(dir, 'subject.jwt'), 'subject-token-from-the-platform');
+    writeFileSync(
+      path.join(dir, 'adc.json'),
+      JSON.stringify({
+        type: 'external_account',
+        audience: '//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/pool/providers/local',
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        token_url: `http://127.0.0.1:${(sts.address() as AddressInfo).port}/v1/token`,
+        credential_source: { file: path.join(dir, 'subject.jwt') },
+      }),
+    );
+    const saved = process.env.GOOGLE_APPLICATION_CREDENTIALS;
+    process.env.GOOGLE_APPLICATION_CREDENTIALS = path.join(dir, 'adc.json');
+    const upstream = await createTestUpstream();
+    const h = await createAiHarness(
+      { serverProviders: ['vx'], ai: { providers: { ...upstream.aiConfig().providers, vx: { type: 'vertex', project: 'p1', location: 'us-central1', baseUrl: upstream.baseUrls.google, defaultModel: 'gemini-2.5-flash' } } } },
+      {},
+      { upstream },
+    );
+    try {
+      await h.credit(alice.sub, 10_000);
+      const before = await h.balance(alice.sub);
+      const r = await h.caller(alice).ai.generateText({ content: 'hello adc', systemPrompt: '', model: 'vx' });
+      expect(r.data).toMatchObject({ provider: 'vx', model: 'gemini-2.5-flash' });
+      expect(exchanges[0]).toMatchObject({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: 'subject-token-from-the-platform' });
+      expect(String(h.upstream.requests.at(-1)!.headers.authorization)).toBe('Bearer ya29.adc-token');
+      expect(await h.balance(alice.sub)).toBe(before - r.tokenUsage!.tokensCharged);
+    } finally {
+      await h.close();
+      await upstream.close();
+      sts.close();
+      rmSync(dir, { recursive: true, force: true });
+      if (saved === undefined) delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
+      else process.env.GOOGLE_APPLICATION_CREDENTIALS = saved;
     }
   });
 

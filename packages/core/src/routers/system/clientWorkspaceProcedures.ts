@@ -49,7 +49,7 @@ export const clientWorkspaceProcedures = {
     .meta({
       description:
         'List the ids of your client workspaces: registered ones and the roots your MCP session reported (detailed: true for id, uri, name, description, source)',
-      mcp: { name: 'listClientWorkspaces', annotations: { readOnlyHint: true, idempotentHint: true } },
+      mcp: { name: 'listClientWorkspaces', roots: true, annotations: { readOnlyHint: true, idempotentHint: true } },
     })
     .input(z.object({ detailed: z.boolean().default(false).describe('Return records instead of ids') }).optional())
     .query(async ({ ctx, input }): Promise<string[] | ClientWorkspace[]> => {

@@ -7,10 +7,11 @@ import type { KeyVault } from '../vault/KeyVault.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { AnonymousWindow } from './AnonymousWindow.js';
 import { budgetKeys, Budgets, effectiveBudget, type BudgetRecord } from './Budgets.js';
-import { withFee } from './fee.js';
+import { platformFee, withFee } from './fee.js';
 import * as history from './history.js';
 import { Ledger, type Account, type CreditClaimOptions } from './Ledger.js';
 import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
+import { isStoreOutage, PendingCloses } from './PendingCloses.js';
 import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
@@ -67,6 +68,8 @@ export class BillingService implements Metering {
   private readonly open = new Map<string, Reservation>();
   /** Holds stop() released: the cut calls' own releases, which come after, have nothing to do. */
   private readonly releasedAtStop = new Set<string>();
+  /** Settles and releases a storage outage cut off, retried until the store takes them. */
+  private readonly pending: PendingCloses;
 
   constructor(
     storage: Storage,
@@ -78,6 +81,7 @@ export class BillingService implements Metering {
     /** Where budget alerts are recorded, in the transaction that causes them (the AlertOutbox). */
     private readonly alerts?: BudgetAlertSink,
   ) {
+    this.pending = new PendingCloses(logger);
     this.ledger = new Ledger(storage);
     this.preferences = new PreferencesStore(storage);
     const defaults = options.defaultBudget ?? {};
@@ -192,36 +196,67 @@ export class BillingService implements Metering {
     return reservation;
   }
 
-  /** Charge usage plus fee; the unused hold goes back. Replays return the first result. */
+  /**
+   * Charge usage plus fee; the unused hold goes back. Replays return the first result.
+   * A storage outage does not fail it: the settle is queued and retried until the store takes
+   * it (PendingCloses), and the result says what will be charged (`remainingBalance: null`).
+   */
   async settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult> {
     const rate = this.options.platformFeeRate;
     if (reservation.userId === null) return (await this.anonymous.close(reservation, usage, rate))!;
     const userId = reservation.userId;
+    const key = `${userId}\n${reservation.requestId}`;
     const known = this.prefsRead.get(reservation);
-    // Read before any write when this process did not reserve the call (a replay, another instance).
-    const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
-    const { result, replay, reservation: held, crossings } = await this.reservations.settle(reservation, usage, rate, this.platformOrder(prefs));
+    const prefsOf = () => (known?.userId === userId ? known.prefs : this.preferences.get(userId));
+    try {
+      // Read before any write when this process did not reserve the call (a replay, another instance).
+      return await this.settleWith(reservation, usage, await prefsOf());
+    } catch (err) {
+      if (!isStoreOutage(err) || !this.open.has(key)) throw err;
+      this.pending.add(key, 'settle', reservation.requestId, async () => this.settleWith(reservation, usage, await prefsOf()));
+      const used = Math.max(0, Math.ceil(usage.tokensUsed));
+      const fee = platformFee(used, rate);
+      return { tokensUsed: used, tokensCharged: used + fee, platformFee: fee, remainingBalance: null };
+    }
+  }
+
+  private async settleWith(reservation: Reservation, usage: SettleUsage, prefs: UserPreferences): Promise<SettleResult> {
+    const userId = reservation.userId!;
+    const { result, replay, reservation: held, crossings } = await this.reservations.settle(reservation, usage, this.options.platformFeeRate, this.platformOrder(prefs));
     this.prefsRead.delete(reservation);
     this.open.delete(`${userId}\n${reservation.requestId}`);
     if (crossings.length > 0) {
       this.alerts?.kick();
       for (const c of crossings) this.emit('budgetThreshold', { userId, ...c });
     }
-    if (!replay) await this.notifyAfterCharge(userId, prefs, result, held);
+    // The charge is committed: a failed notification (it reads a balance) must not fail the call.
+    if (!replay) await this.notifyAfterCharge(userId, prefs, result, held).catch((err: unknown) => this.logger.warn('billing: notifying after a charge failed', { error: String(err) }));
     return result;
   }
 
-  /** Give the whole hold back (failed or aborted call). No-op when already settled or released. */
+  /**
+   * Give the whole hold back (failed or aborted call). No-op when already settled or released.
+   * A storage outage does not fail it: the release is queued and retried (PendingCloses).
+   */
   async release(reservation: Reservation, reason: string): Promise<void> {
     if (reservation.userId === null) {
       await this.anonymous.close(reservation, null, this.options.platformFeeRate);
       return;
     }
+    const key = `${reservation.userId}\n${reservation.requestId}`;
     // Checked before any storage access: the storage may already be closed by then.
-    if (this.releasedAtStop.has(`${reservation.userId}\n${reservation.requestId}`)) return;
-    await this.reservations.release(reservation, reason);
-    this.prefsRead.delete(reservation);
-    this.open.delete(`${reservation.userId}\n${reservation.requestId}`);
+    if (this.releasedAtStop.has(key)) return;
+    const run = async () => {
+      await this.reservations.release(reservation, reason);
+      this.prefsRead.delete(reservation);
+      this.open.delete(key);
+    };
+    try {
+      await run();
+    } catch (err) {
+      if (!isStoreOutage(err) || !this.open.has(key)) throw err;
+      this.pending.add(key, 'release', reservation.requestId, run);
+    }
   }
 
   /** A call paid with the caller's own key: usage only, no balance changes. Idempotent per requestId. */
@@ -270,8 +305,16 @@ export class BillingService implements Metering {
   }
 
   /** Release holds past reservationTtlMs now; `start()` does this every minute. */
-  sweepExpiredReservations(now?: number): Promise<number> {
-    return this.reservations.sweepExpired(now);
+  async sweepExpiredReservations(now?: number): Promise<number> {
+    // Calls this process owes a settle are charged, not released for free: try those first and
+    // leave whatever still waits for the store to its queue.
+    await this.pending.flush();
+    return this.reservations.sweepExpired(now, (userId, requestId) => this.pending.has(`${userId}\n${requestId}`));
+  }
+
+  /** Settles and releases waiting for the store (see PendingCloses). */
+  pendingCloses(): number {
+    return this.pending.size;
   }
 
   start(intervalMs = 60_000): void {
@@ -287,7 +330,10 @@ export class BillingService implements Metering {
   async stop(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
-    const open = [...this.open.values()];
+    // Settles owed for answered calls go first; what the store still refuses expires like a crashed server's holds.
+    await this.pending.flush();
+    const open = [...this.open.values()].filter((r) => !this.pending.has(`${r.userId}\n${r.requestId}`));
+    this.pending.stop();
     for (const key of this.open.keys()) this.releasedAtStop.add(key);
     this.open.clear();
     await Promise.all(

@@ -20,7 +20,7 @@ import { keySpendTxKeys, releaseKeySpend, reserveKeySpend, settleKeySpend } from
 export interface HoldRecord {
   reservation: Reservation;
 }
-export type FinishedRecord = { state: 'released'; reservation: Reservation } | { state: 'settled'; reservation: Reservation; result: SettleResult };
+export type FinishedRecord = { state: 'released'; reservation: Reservation; reason?: string } | { state: 'settled'; reservation: Reservation; result: SettleResult; late?: true };
 
 const enc = encodeURIComponent;
 export const HOLD_PREFIX = 'hold:';
@@ -139,6 +139,11 @@ export class Reservations {
   /**
    * Charge usage plus fee against the hold: the unused rest goes back (last drawn balance
    * first), and an overrun draws the difference from the balances in `order` as far as they go.
+   *
+   * A settle that arrives after its hold expired and was released (the store was down when the
+   * call ended, and another instance's sweep got there first) still charges the call: the hold
+   * was already given back, so the whole charge is drawn now, as an overrun would be. A call
+   * whose upstream answered is never free.
    */
   settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<SettleOutcome> {
     const userId = reservation.userId!;
@@ -155,21 +160,25 @@ export class Reservations {
     return this.storage.transact<SettleOutcome>([accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
       const done = read<FinishedRecord>(doneKey);
       if (done?.state === 'settled') return { writes: [], result: { result: done.result, reservation: done.reservation, replay: true, crossings: [] } };
-      if (done) throw new CoreError('CONFLICT', 'this reservation was already released');
-      const open = read<HoldRecord>(key);
-      if (!open) throw new CoreError('NOT_FOUND', 'unknown reservation');
-      const held = open.reservation;
+      const late = done?.state === 'released' && done.reason === 'expired';
+      if (done && !late) throw new CoreError('CONFLICT', 'this reservation was already released');
+      const open = late ? undefined : read<HoldRecord>(key);
+      if (!late && !open) throw new CoreError('NOT_FOUND', 'unknown reservation');
+      const held = late ? done!.reservation : open!.reservation;
+      // What the hold still holds: nothing for a late settle (its release gave it all back).
+      const heldTokens = late ? 0 : held.tokens;
+      const heldDraws = late ? [] : held.draws;
       const account = accountOf(read<Partial<Account>>(accountKey));
       const used = Math.max(0, Math.ceil(usage.tokensUsed));
       const fee = platformFee(used, feeRate);
       const charge = used + fee;
       const lines: LedgerEntry['lines'] = [];
       const paid: Partial<Record<BalanceType, number>> = {};
-      for (const d of held.draws) paid[d.type] = (paid[d.type] ?? 0) + d.amount;
+      for (const d of heldDraws) paid[d.type] = (paid[d.type] ?? 0) + d.amount;
       let charged = charge;
-      if (charge <= held.tokens) {
-        let refund = held.tokens - charge;
-        for (const d of [...held.draws].reverse()) {
+      if (charge <= heldTokens) {
+        let refund = heldTokens - charge;
+        for (const d of [...heldDraws].reverse()) {
           const back = Math.min(d.amount, refund);
           if (back <= 0) continue;
           lines.push({ type: d.type, delta: back });
@@ -178,12 +187,12 @@ export class Reservations {
           refund -= back;
         }
       } else {
-        const extra = drawFrom(account, charge - held.tokens, order);
+        const extra = drawFrom(account, charge - heldTokens, order);
         for (const d of extra) {
           lines.push({ type: d.type, delta: -d.amount });
           paid[d.type] = (paid[d.type] ?? 0) + d.amount;
         }
-        charged = held.tokens + extra.reduce((s, d) => s + d.amount, 0);
+        charged = heldTokens + extra.reduce((s, d) => s + d.amount, 0);
       }
       const uncollected = charge - charged;
       account.used += used;
@@ -221,17 +230,19 @@ export class Reservations {
       };
       const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: account.subscription + account.one_time };
       const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
-      const { spend, crossings } = settleSpend(read<SpendRecord>(spendKey), budget, held.budget, { tokens: used, usdNanos: toNanos(costUsd) }, at);
+      // A late settle's reserved budget figures were removed by its release: take nothing off them again.
+      const budgetHold = late && held.budget ? { ...held.budget, tokens: 0, usdNanos: 0 } : held.budget;
+      const { spend, crossings } = settleSpend(read<SpendRecord>(spendKey), budget, budgetHold, { tokens: used, usdNanos: toNanos(costUsd) }, at);
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'delete', key },
-        { op: 'set', key: doneKey, value: { state: 'settled', reservation: held, result } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
+        { op: 'set', key: doneKey, value: { state: 'settled', reservation: held, result, ...(late ? { late: true as const } : {}) } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
         { op: 'append', log: ledgerKeys.usage(userId), record: item },
         ...usageWrites(read, userId, day, item),
         { op: 'set', key: spendKey, value: spend, ttlMs: SPEND_TTL_MS },
         ...thresholdAlertWrites(this.budgets.alerts, userId, crossings),
-        ...(keyHold && held.apiKey ? settleKeySpend(read, held.apiKey, { tokens: used, usdNanos: toNanos(costUsd) }, at) : []),
+        ...(keyHold && held.apiKey ? settleKeySpend(read, late ? { ...held.apiKey, tokens: 0, usdNanos: 0 } : held.apiKey, { tokens: used, usdNanos: toNanos(costUsd) }, at) : []),
       ];
       if (uncollected > 0) this.logger.warn('billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected });
       return { writes, result: { result, reservation: held, replay: false, crossings } };
@@ -271,7 +282,7 @@ export class Reservations {
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'delete', key },
-        { op: 'set', key: doneKey, value: { state: 'released', reservation: held } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
+        { op: 'set', key: doneKey, value: { state: 'released', reservation: held, reason: reason.slice(0, 200) } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
         { op: 'set', key: spendKey, value: releaseSpend(read<SpendRecord>(spendKey), held.budget, new Date()), ttlMs: SPEND_TTL_MS },
         ...(keyHold && held.apiKey ? releaseKeySpend(read, held.apiKey, new Date()) : []),
@@ -281,7 +292,7 @@ export class Reservations {
   }
 
   /** Release holds past their expiry (a crashed server, a lost client), found on the due index. Returns how many. */
-  async sweepExpired(now = Date.now()): Promise<number> {
+  async sweepExpired(now = Date.now(), skip?: (userId: string, requestId: string) => boolean): Promise<number> {
     let released = 0;
     for (;;) {
       const keys = await this.storage.dueKeys(HOLD_PREFIX, now, SWEEP_BATCH);
@@ -289,6 +300,7 @@ export class Reservations {
       for (const key of keys) {
         const [user, request] = key.slice(HOLD_PREFIX.length).split(':');
         const stub = { requestId: decodeURIComponent(request!), userId: decodeURIComponent(user!) } as Reservation;
+        if (skip?.(stub.userId!, stub.requestId)) continue;
         try {
           if (await this.release(stub, 'expired', now)) {
             released++;

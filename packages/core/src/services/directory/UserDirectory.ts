@@ -54,6 +54,12 @@ export class UserDirectory {
     return { sub, profile: await this.storage.get<UserProfile>(profileKey(sub)) };
   }
 
+  /** Ids of seen users beginning with `prefix` (a prefix listing of the profiles, at most `limit`). */
+  async subsStartingWith(prefix: string, limit: number): Promise<string[]> {
+    const keys = await this.storage.keys(profileKey(prefix));
+    return keys.slice(0, limit).map((k) => k.slice(profileKey('').length));
+  }
+
   /** Listed in `admin.users` by sub or e-mail: an administrator whatever their token says. */
   listedAdmin(sub: string, email: string | undefined): boolean {
     const users = this.config.admin.users;

@@ -25,6 +25,38 @@ interface OutboxRecord {
   lastError?: string;
 }
 
+/** One delivery as operators see it (AlertOutbox.deliveries). */
+export interface AlertDelivery {
+  /** `<event id>:<receiver index>`: what admin.retryAlert takes. */
+  deliveryId: string;
+  eventId: string;
+  event: AlertEvent;
+  state: 'pending' | 'dead';
+  /** The receiver's origin (scheme, host, port), never its path or query. */
+  receiver: string;
+  attempts: number;
+  createdAt: string;
+  /** When the next attempt is due (pending only). */
+  nextAt: string | null;
+  lastError: string | null;
+}
+
+function deliveryView(deliveryId: string, r: OutboxRecord, state: AlertDelivery['state']): AlertDelivery {
+  let createdAt = '';
+  try {
+    createdAt = String((JSON.parse(r.body) as { createdAt?: unknown }).createdAt ?? '');
+  } catch {
+    // a body we did not write: no creation time
+  }
+  let receiver = '';
+  try {
+    receiver = new URL(r.url).origin;
+  } catch {
+    receiver = '(invalid URL)';
+  }
+  return { deliveryId, eventId: r.id, event: r.event, state, receiver, attempts: r.attempts, createdAt, nextAt: state === 'pending' ? new Date(r.nextAt).toISOString() : null, lastError: r.lastError ?? null };
+}
+
 /** How far past a retry's due time its timer fires (timers can fire slightly early by Date.now()). */
 const RETRY_MARGIN_MS = 5;
 const OUTBOX = 'alerts:outbox:';
@@ -170,6 +202,54 @@ export class AlertOutbox {
     // (Not after stop(): the store may be closed by then.)
     const wait = Math.max(0, nextAt - Date.now()) + RETRY_MARGIN_MS;
     if (this.timer) setTimeout(() => this.timer && void (this.scanning ?? Promise.resolve()).then(() => this.scan()), wait).unref();
+  }
+
+  /**
+   * Deliveries for operators (the console's Alerts view): waiting ones (with their attempts and
+   * last error) and dead letters, newest first, at most `limit` of each. The receiver is shown by
+   * its URL's origin only (a path or query may carry a token); the body is not returned.
+   */
+  async deliveries(limit: number): Promise<{ pending: AlertDelivery[]; dead: AlertDelivery[] }> {
+    const read = async (prefix: string, state: AlertDelivery['state']) => {
+      const keys = await this.storage.keys(prefix);
+      const records = await this.storage.getMany<OutboxRecord>(keys);
+      return records
+        .flatMap((r, i) => (r ? [deliveryView(keys[i]!.slice(prefix.length), r, state)] : []))
+        .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+        .slice(0, limit);
+    };
+    const [pending, dead] = await Promise.all([read(OUTBOX, 'pending'), read(DEAD, 'dead')]);
+    return { pending, dead };
+  }
+
+  /**
+   * Send a dead letter again: it goes back to the outbox with its attempts reset, due now, and is
+   * delivered by the next scan (on any instance). False when there is no such dead letter (it was
+   * retried already, or never died). A waiting record is made due now instead.
+   */
+  async retry(deliveryId: string): Promise<{ retried: boolean; state: 'requeued' | 'due-now' | 'unknown' }> {
+    if (!/^[\w-]+:\d+$/.test(deliveryId)) return { retried: false, state: 'unknown' };
+    // One transaction moves the dead letter back: two retries (or two instances) requeue it once.
+    const now = Date.now();
+    const requeued = await this.storage.transact([DEAD + deliveryId, OUTBOX + deliveryId], (read) => {
+      const dead = read<OutboxRecord>(DEAD + deliveryId);
+      if (!dead || read(OUTBOX + deliveryId)) return { writes: [], result: undefined };
+      const revived: OutboxRecord = { ...dead, attempts: 0, nextAt: now, leaseUntil: 0 };
+      return { writes: [{ op: 'delete', key: DEAD + deliveryId }, { op: 'set', key: OUTBOX + deliveryId, value: revived }], result: dead.event };
+    });
+    if (requeued) {
+      this.metrics?.alert(requeued, 'retry');
+      this.kick();
+      return { retried: true, state: 'requeued' };
+    }
+    const waiting = await this.storage.get<OutboxRecord>(OUTBOX + deliveryId);
+    if (waiting && waiting.leaseUntil <= Date.now()) {
+      if (await this.storage.compareAndSet(OUTBOX + deliveryId, waiting, { ...waiting, nextAt: Date.now() })) {
+        this.kick();
+        return { retried: true, state: 'due-now' };
+      }
+    }
+    return { retried: false, state: 'unknown' };
   }
 
   /** Records waiting for delivery and abandoned ones (for operators and tests). */

@@ -26,7 +26,10 @@ export function toPromptResult(data: unknown, description?: string): PromptResul
   const text = (t: string): PromptMessage[] => [{ role: 'user', content: { type: 'text', text: t } }];
   if (typeof data === 'string') return { description, messages: text(data) };
   if (data && typeof data === 'object') {
-    const d = data as { messages?: unknown; prompt?: unknown; description?: unknown };
+    const d = data as { messages?: unknown; prompt?: unknown; description?: unknown; resultType?: unknown };
+    // An MCP input-required result (the prompt asks the client for input first): the MCP
+    // transport hands it to the client as is.
+    if (d.resultType === 'input_required') return data as PromptResult;
     if (Array.isArray(d.messages)) {
       return { description: typeof d.description === 'string' ? d.description : description, messages: d.messages as PromptMessage[] };
     }

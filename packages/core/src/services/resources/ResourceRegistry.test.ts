@@ -81,7 +81,8 @@ describe('http(s) scheme handler', () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-  const http = (opts = {}) => createHttpSchemeHandlers(opts)[0]!;
+  // The upstream is on loopback: allowed here, refused by default (last test).
+  const http = (opts = {}) => createHttpSchemeHandlers({ allowPrivateNetwork: true, ...opts })[0]!;
 
   it('text as text, binary as base64', async () => {
     expect(await http().read(new URL(`${base}/text`))).toEqual({ content: '# hi', mimeType: 'text/markdown' });
@@ -100,5 +101,12 @@ describe('http(s) scheme handler', () => {
     const p = http().read(new URL(`${base}/slow`), ac.signal);
     ac.abort();
     await expect(p).rejects.toMatchObject({ appCode: 'CANCELLED' });
+  });
+
+  it('refuses loopback and private addresses by default (SSRF), by literal and by name', async () => {
+    const guarded = createHttpSchemeHandlers()[0]!;
+    await expect(guarded.read(new URL(`${base}/text`))).rejects.toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'ssrf_blocked' } });
+    await expect(guarded.read(new URL(base.replace('127.0.0.1', 'localhost') + '/text'))).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
+    await expect(guarded.read(new URL('http://169.254.169.254/latest/meta-data/'))).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
   });
 });

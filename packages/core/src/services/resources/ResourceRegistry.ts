@@ -134,23 +134,28 @@ export class ResourceRegistry {
    */
   async read(uri: string, signal?: AbortSignal, ctx?: Context): Promise<ResourceContent & { uri: string }> {
     const def = this.resources.get(uri);
-    if (def) {
-      if (def.read) return { uri, ...(await def.read(signal, ctx)) };
-      let url: URL;
-      try {
-        url = new URL(uri);
-      } catch {
-        throw new CoreError('NOT_FOUND', 'resource not found');
-      }
-      const handler = this.handlers.get(url.protocol.replace(/:$/, ''));
-      if (!handler) throw new CoreError('NOT_FOUND', `no handler for scheme ${url.protocol}`);
-      return { uri, ...(await handler.read(url, signal, uri)) };
-    }
+    if (def) return { uri, ...(def.read ? await def.read(signal, ctx) : await this.readThroughScheme(uri, signal)) };
     for (const { def: t, template } of this.templates.values()) {
       const vars = template.match(uri);
       if (vars) return { uri, ...(await t.read(uri, vars, signal, ctx)) };
     }
     throw new CoreError('NOT_FOUND', 'resource not found');
+  }
+
+  /**
+   * Load a URI with the handler of its scheme. For registered resources and templates only (the
+   * registry's read and template reads call it): it is not a way to fetch arbitrary URIs.
+   */
+  async readThroughScheme(uri: string, signal?: AbortSignal): Promise<ResourceContent> {
+    let url: URL;
+    try {
+      url = new URL(uri);
+    } catch {
+      throw new CoreError('NOT_FOUND', 'resource not found');
+    }
+    const handler = this.handlers.get(url.protocol.replace(/:$/, ''));
+    if (!handler) throw new CoreError('NOT_FOUND', `no handler for scheme ${url.protocol}`);
+    return handler.read(url, signal, uri);
   }
 
   /** Tell subscribers (MCP resources/subscribe) that a resource changed. */

@@ -1,4 +1,6 @@
 import type { AnyRouter } from '@trpc/server';
+import type { ResolvedConfig } from '../../config/schema.js';
+import { registerConfigResources } from './configResources.js';
 import { createHttpSchemeHandlers } from './httpSchemeHandler.js';
 import { ResourceRegistry } from './ResourceRegistry.js';
 import { registerRouterResources } from './resourcesFromRouter.js';
@@ -6,12 +8,13 @@ import { connectWorkspaceResources, type WorkspaceFiles } from './workspaceSchem
 
 /**
  * The runtime's registry: http(s) and workspace:// handlers, workspace watching wired to
- * resource updates, and every procedure published as a resource.
+ * resource updates, every procedure published as a resource, and `config.resources`.
  */
-export function createResourceRegistry(router: AnyRouter, workspaces?: WorkspaceFiles): ResourceRegistry {
+export function createResourceRegistry(router: AnyRouter, workspaces?: WorkspaceFiles, config?: ResolvedConfig): ResourceRegistry {
   const registry = new ResourceRegistry();
-  for (const handler of createHttpSchemeHandlers()) registry.registerScheme(handler);
+  for (const handler of createHttpSchemeHandlers(config?.resources.fetch)) registry.registerScheme(handler);
   if (workspaces) connectWorkspaceResources(workspaces, registry);
   registerRouterResources(router, registry);
+  if (config) registerConfigResources(config, registry);
   return registry;
 }

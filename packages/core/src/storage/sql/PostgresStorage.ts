@@ -1,9 +1,10 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../errors/CoreError.js';
-import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
+import { expiresAtFor } from '../canonicalJson.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../Storage.js';
 import { KeyedMutex } from '../KeyedMutex.js';
-import { TxValueCache } from './TxValueCache.js';
+import { ReadBatcher } from '../ReadBatcher.js';
+import { TxValueCache, type CachedRow } from './TxValueCache.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
 
 /** Connection options (the `storage.postgres` config section). */
@@ -27,8 +28,23 @@ export interface PostgresStorageOptions {
   queryTimeoutMs?: number;
 }
 
-/** Optimistic attempts of a transaction before it takes the locked path. */
+/** Attempts from a fresh read after the batch's guess failed, before a transaction takes the locked path. */
 const OPTIMISTIC_ATTEMPTS = 3;
+/** Most transactions sent in one `aib_tx` call. */
+const MAX_BATCH = 64;
+/** Times a batch whose check failed is read afresh and planned again before it takes the locked path. */
+const BATCH_RETRIES = 1;
+
+type BatchOutcome = { committed: true; result: unknown } | { committed: false };
+interface BatchJob {
+  keys: string[];
+  plan: (read: TxRead) => TxPlan<unknown>;
+  resolve(outcome: BatchOutcome): void;
+  reject(err: unknown): void;
+}
+
+/** Clients given an 'error' listener (once per client, as the pool reuses them). */
+const listening = new WeakSet<PoolClient>();
 
 /** Any constant: the key of the session-level advisory lock migrations run under. */
 const MIGRATION_LOCK = 7_246_915_301;
@@ -39,9 +55,16 @@ const num = (n: number | undefined | null) => (n === undefined || n === null ? '
 
 /**
  * The store for several instances: the same schema and semantics as SqliteStorage on a
- * PostgreSQL pool. A transaction takes transaction-scoped advisory locks on the keys it reads
- * (sorted, so two transactions can never deadlock), reads them, and writes and commits in a
- * second round trip; a crash at any instant leaves it applied entirely or not at all.
+ * PostgreSQL pool. A transaction is one call of the `aib_tx` function (migration 2): it takes
+ * transaction-scoped advisory locks on the keys (sorted, so two transactions can never deadlock),
+ * checks their row versions, writes and commits, so a crash at any instant leaves it applied
+ * entirely or not at all.
+ *
+ * Cost per operation is what a metered AI call pays several times, so: single-key reads of the
+ * same tick go out as one query (ReadBatcher), hot statements are named (parsed once per
+ * connection), values are stored as plain `JSON.stringify` text (compare-and-set compares them as
+ * `jsonb`, which ignores key order, so no canonical re-encoding is needed), and a transaction
+ * sends row versions, not the rows it read, to prove nothing changed.
  */
 export class PostgresStorage implements Storage {
   readonly kind = 'postgres' as const;
@@ -53,6 +76,11 @@ export class PostgresStorage implements Storage {
   private readonly mutex = new KeyedMutex();
   /** The values optimistic transactions plan against (checked at commit). */
   private readonly cache = new TxValueCache();
+  /** Transactions waiting for the next batch (see runBatch), and whether a batch is being sent. */
+  private readonly queue: BatchJob[] = [];
+  private flushing = false;
+  /** Single-key reads of one tick, sent as one query. */
+  private readonly reads = new ReadBatcher((keys) => this.fetchTexts(keys));
 
   private constructor(private readonly pool: Pool) {
     pool.on('error', (err) => {
@@ -89,30 +117,42 @@ export class PostgresStorage implements Storage {
     return store;
   }
 
-  private async q<T>(text: string, values?: unknown[]): Promise<T[]> {
+  /** `name`: a named statement, parsed once per connection (for statements on hot paths). */
+  private async q<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
     try {
-      return (await this.pool.query(text, values)).rows as T[];
+      return (await this.pool.query<T & object>(name ? { name, text, values } : { text, values })).rows as T[];
     } catch (err) {
       throw unavailable(err);
     }
   }
 
   async get<T>(key: string): Promise<T | undefined> {
-    const rows = await this.q<{ value: string }>('SELECT value FROM kv WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)', [key, Date.now()]);
-    return rows[0] ? (JSON.parse(rows[0].value) as T) : undefined;
+    if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    const text = await this.reads.get(key);
+    return text === undefined ? undefined : (JSON.parse(text) as T);
   }
 
   async getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>> {
     if (keys.length === 0) return [];
-    const rows = await this.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)', [keys, Date.now()]);
+    return (await this.fetchTexts(keys)).map((t) => (t === undefined ? undefined : (JSON.parse(t) as T)));
+  }
+
+  /** Live rows' texts in the order of `keys` (undefined: absent or expired); one query. */
+  private async fetchTexts(keys: readonly string[]): Promise<Array<string | undefined>> {
+    const now = Date.now();
+    if (keys.length === 1) {
+      const rows = await this.q<{ value: string }>('SELECT value FROM kv WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)', [keys[0], now], 'aib_get');
+      return [rows[0]?.value];
+    }
+    const rows = await this.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)', [keys, now], 'aib_get_many');
     const byKey = new Map(rows.map((r) => [r.key, r.value]));
-    return keys.map((k) => (byKey.has(k) ? (JSON.parse(byKey.get(k)!) as T) : undefined));
+    return keys.map((k) => byKey.get(k));
   }
 
   async set<T>(key: string, value: T, opts?: SetOptions): Promise<void> {
     this.cache.forget(key);
-    await this.q(UPSERT, [key, canonicalJson(value), expiresAtFor(opts?.ttlMs) ?? null]);
+    await this.q(UPSERT, [key, jsonText(value), expiresAtFor(opts?.ttlMs) ?? null]);
   }
 
   async delete(key: string): Promise<boolean> {
@@ -123,7 +163,7 @@ export class PostgresStorage implements Storage {
 
   async compareAndSet<T>(key: string, expected: T | undefined, value: T, opts?: SetOptions): Promise<boolean> {
     this.cache.forget(key);
-    const json = canonicalJson(value);
+    const json = jsonText(value);
     const exp = expiresAtFor(opts?.ttlMs) ?? null;
     const now = Date.now();
     // One statement each way: the row lock makes the check and the write atomic.
@@ -133,11 +173,11 @@ export class PostgresStorage implements Storage {
             'INSERT INTO kv (key, value, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = NULL WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= $4 RETURNING 1',
             [key, json, exp, now],
           )
-        : await this.q('UPDATE kv SET value = $2, expires_at = $3, due_at = NULL WHERE key = $1 AND value = $4 AND (expires_at IS NULL OR expires_at > $5) RETURNING 1', [
+        : await this.q(`UPDATE kv SET value = $2, expires_at = $3, due_at = NULL WHERE key = $1 AND ${DEEP_EQUAL} AND (expires_at IS NULL OR expires_at > $5) RETURNING 1`, [
             key,
             json,
             exp,
-            canonicalJson(expected),
+            jsonText(expected),
             now,
           ]);
     return rows.length === 1;
@@ -175,7 +215,7 @@ export class PostgresStorage implements Storage {
   }
 
   async append<T>(log: string, record: T): Promise<number> {
-    const rows = await this.q<{ seq: string }>(APPEND, [log, canonicalJson(record)]);
+    const rows = await this.q<{ seq: string }>(APPEND, [log, jsonText(record)]);
     return Number(rows[0]!.seq);
   }
 
@@ -189,54 +229,50 @@ export class PostgresStorage implements Storage {
   }
 
   /**
-   * Optimistic: plan against what this process last saw of the keys (its cache), then one round
-   * trip that takes the keys' advisory locks, checks the store still holds exactly those values,
+   * Optimistic: plan against what this process last saw of the keys (its cache), then one call of
+   * `aib_tx` takes the keys' advisory locks, checks each row still has the version the plan saw,
    * writes and commits. So the common case, a hot key this process owns the writes of, is one
-   * round trip, and a lock is held only while PostgreSQL executes that batch. A changed key (another
-   * instance wrote it) fails the check: the next attempts read first; after a few lost races the
-   * locked path always makes progress. Transactions of this process on the same keys queue
-   * (KeyedMutex) instead of racing each other.
+   * round trip of one prepared statement, and a lock is held only while PostgreSQL executes it;
+   * transactions arriving while one is in flight go together in the next call (runBatch). A
+   * changed key (another instance wrote it) fails the check: the transaction then reads first;
+   * after a few lost races the locked path always makes progress. On those paths, transactions of
+   * this process on the same keys queue (KeyedMutex) instead of racing each other.
    */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
-    // Byte order, as PostgreSQL orders `COLLATE "C"` keys in the check below.
-    const sorted = [...new Set(keys)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    // Byte order, as PostgreSQL orders `COLLATE "C"` keys: every process locks in the same order.
+    const sorted = byteOrder(keys);
+    const batched = await new Promise<BatchOutcome>((resolve, reject) => {
+      this.queue.push({ keys: sorted, plan, resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        process.nextTick(() => void this.flush());
+      }
+    });
+    if (batched.committed) return batched.result as R;
     const unlock = await this.mutex.lock(sorted);
     try {
-      for (let attempt = 0; attempt <= OPTIMISTIC_ATTEMPTS; attempt++) {
+      // The guess did not hold (or decided nothing): plan on what the store holds, a consistent
+      // snapshot, so a refusal or a read-only answer from it is final.
+      for (let attempt = 1; attempt <= OPTIMISTIC_ATTEMPTS; attempt++) {
         const now = Date.now();
-        const guessed = attempt === 0;
-        const values = guessed ? new Map(sorted.map((k) => [k, this.cache.guess(k, now)])) : await this.readRows(sorted, now);
-        let planned: TxPlan<R>;
+        const rows = await this.readRows(sorted, now);
+        const planned = plan(readerOf(rows));
+        if (planned.writes.length === 0) return planned.result;
+        const writes = collapseWrites(planned.writes.map((w) => encodeWrite(w, now)));
+        const params = [sorted, sorted.map((k) => rows.get(k)!.version ?? null), now, writes.setKeys, writes.setValues, writes.setExpires, writes.setDue, writes.deleteKeys, writes.logs, writes.records];
+        let version: string | null;
         try {
-          planned = plan(readerOf(values));
-        } catch (err) {
-          if (guessed) continue; // decided on a guess: decide again on what the store holds
-          throw err;
-        }
-        // A guess is never returned unchecked; a fresh read is one consistent snapshot.
-        if (planned.writes.length === 0) {
-          if (guessed) continue;
-          return planned.result;
-        }
-        const expected = sorted.filter((k) => values.get(k) !== undefined).map((k) => `${k}\u0001${values.get(k)}`).join('\u0002');
-        const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
-        // Division by zero (22012) aborts the batch when a key changed since it was read.
-        const check = sorted.length
-          ? `SELECT 1 / (CASE WHEN (SELECT coalesce(string_agg(key || chr(1) || value, chr(2) ORDER BY key), '') FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now})) = ${lit(expected)} THEN 1 ELSE 0 END);`
-          : '';
-        let committed = false;
-        try {
-          committed = await this.batch(`BEGIN;${locks}${check}${planned.writes.map((w) => writeSql(w, now)).join('')}COMMIT;`);
+          version = (await this.q<{ v: string | null }>(TX_CALL, params, 'aib_tx'))[0]!.v;
         } catch (err) {
           for (const k of sorted) this.cache.forget(k); // outcome unknown
           throw err;
         }
-        if (committed) {
-          this.rememberWrites(planned.writes, now);
+        if (version !== null) {
+          this.rememberWrites(writes, version, now);
           return planned.result;
         }
-        if (!guessed) await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+        await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
       }
       return await this.transactLocked(sorted, plan);
     } finally {
@@ -244,55 +280,208 @@ export class PostgresStorage implements Storage {
     }
   }
 
-  /** Read `keys` (live rows only) and remember what was found, absent keys included. */
-  private async readRows(keys: readonly string[], now: number): Promise<Map<string, string | undefined>> {
-    const rows = keys.length
-      ? await this.q<{ key: string; value: string; expires_at: string | null }>('SELECT key, value, expires_at FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)', [keys, now])
-      : [];
-    const values = new Map<string, string | undefined>(keys.map((k) => [k, undefined]));
-    for (const r of rows) values.set(r.key, r.value);
-    for (const k of keys) this.cache.remember(k, values.get(k));
-    for (const r of rows) if (r.expires_at !== null) this.cache.remember(r.key, r.value, Number(r.expires_at));
-    return values;
-  }
-
-  /** After a commit: what this process now knows the store holds. */
-  private rememberWrites(writes: readonly TxWrite[], now: number): void {
-    for (const w of writes) {
-      if (w.op === 'set') this.cache.remember(w.key, canonicalJson(w.value), expiresAtFor(w.ttlMs, now));
-      else if (w.op === 'delete') this.cache.remember(w.key, undefined);
-    }
-  }
-
-  /** A pooled client; a pool that cannot connect is an outage (UNAVAILABLE), like a failed query. */
-  private async connect(): Promise<PoolClient> {
+  /** Send the queued transactions, one batch at a time, until none are left. */
+  private async flush(): Promise<void> {
     try {
-      return await this.pool.connect();
-    } catch (err) {
-      throw unavailable(err);
+      while (this.queue.length > 0) {
+        const jobs = this.queue.splice(0, MAX_BATCH);
+        // Never leave a caller waiting: an unexpected failure fails the batch's transactions.
+        await this.runBatch(jobs).catch((err: unknown) => jobs.forEach((j) => j.reject(err)));
+      }
+    } finally {
+      this.flushing = false;
     }
   }
 
-  /** Run a BEGIN…COMMIT batch; false when its check found a changed key (rolled back). */
-  private async batch(text: string): Promise<boolean> {
+  /**
+   * Group commit: the transactions queued while the previous batch was in flight are planned one
+   * after another, each against what this process last knew of its keys plus the writes of the
+   * plans before it in the batch, and sent as ONE `aib_tx` call (one lock set, one check, one
+   * commit). Why: one user's concurrent calls all touch that user's account row; sent one by one,
+   * each waits a whole round trip for the one before, so a hot user's calls/s was bounded by the
+   * round-trip time. The check covers every key a plan saw before the batch wrote it, so if the
+   * call commits, each plan saw exactly the state the ones before it left: the same outcome as
+   * running them in order. If the check fails, or a plan throws or writes nothing on a guess,
+   * those transactions take the normal path (fresh read, own call).
+   */
+  private async runBatch(jobs: BatchJob[], attempt = 0): Promise<void> {
+    const now = Date.now();
+    /** Each key as the next plan sees it (guessed, or written by an earlier plan of the batch). */
+    const overlay = new Map<string, CachedRow>();
+    /** Keys whose guess the batch relies on, with the row version it must still have. */
+    const expected = new Map<string, string | null>();
+    const accepted: Array<{ job: BatchJob; result: unknown }> = [];
+    const writes: EncodedWrite[] = [];
+    for (const job of jobs) {
+      const introduced: string[] = [];
+      const rows = new Map<string, CachedRow>();
+      for (const k of job.keys) {
+        let row = overlay.get(k);
+        if (!row) {
+          row = this.cache.guess(k, now);
+          overlay.set(k, row);
+          expected.set(k, row.version ?? null);
+          introduced.push(k);
+        }
+        rows.set(k, row);
+      }
+      let planned: TxPlan<unknown> | undefined;
+      let encoded: EncodedWrite[] | undefined;
+      try {
+        planned = job.plan(readerOf(rows));
+        if (planned.writes.length > 0) encoded = planned.writes.map((w) => encodeWrite(w, now));
+      } catch {
+        planned = undefined; // decided on a guess (or unencodable): decided again on the normal path
+      }
+      if (!planned || !encoded) {
+        // Nothing of this plan goes out: neither may its guesses fail the others' check.
+        for (const k of introduced) {
+          overlay.delete(k);
+          expected.delete(k);
+        }
+        job.resolve({ committed: false });
+        continue;
+      }
+      for (const w of encoded) {
+        if (w.op === 'set') overlay.set(w.key, { value: w.text, version: undefined });
+        else if (w.op === 'delete') overlay.set(w.key, { value: undefined, version: undefined });
+      }
+      writes.push(...encoded);
+      accepted.push({ job, result: planned.result });
+    }
+    if (accepted.length === 0) return;
+    const keys = byteOrder(accepted.flatMap((a) => a.job.keys));
+    const collapsed = collapseWrites(writes);
+    const params = [keys, keys.map((k) => expected.get(k) ?? null), now, collapsed.setKeys, collapsed.setValues, collapsed.setExpires, collapsed.setDue, collapsed.deleteKeys, collapsed.logs, collapsed.records];
+    let version: string | null;
+    try {
+      version = (await this.q<{ v: string | null }>(TX_CALL, params, 'aib_tx'))[0]!.v;
+    } catch (err) {
+      for (const k of keys) this.cache.forget(k); // outcome unknown
+      for (const a of accepted) a.job.reject(err);
+      return;
+    }
+    if (version === null) {
+      // Another instance wrote some of these keys. Read them all once (one query, refreshing what
+      // this process knows) and plan the batch again, so a user served by several instances keeps
+      // the batching; if that loses too, the batch takes the keys' locks first (it cannot lose).
+      if (attempt >= BATCH_RETRIES) return this.runBatchLocked(accepted.map((a) => a.job));
+      try {
+        await this.readRows(keys, Date.now());
+      } catch (err) {
+        for (const a of accepted) a.job.reject(err);
+        return;
+      }
+      return this.runBatch(accepted.map((a) => a.job), attempt + 1);
+    }
+    this.rememberWrites(collapsed, version, now);
+    for (const a of accepted) a.job.resolve({ committed: true, result: a.result });
+  }
+
+  /**
+   * A batch that lost its races: lock all its keys and read them (round trip 1), plan every
+   * transaction in order against what the ones before it wrote, then write and commit (round
+   * trip 2). The read is under the locks, so a plan's refusal is final, and the batch always
+   * makes progress however busy the other instances are.
+   */
+  private async runBatchLocked(jobs: BatchJob[]): Promise<void> {
+    const keys = byteOrder(jobs.flatMap((j) => j.keys));
     const client = await this.connect();
     let broken: Error | undefined;
     try {
-      await sql(client, text);
-      return true;
-    } catch (err) {
-      if ((err as { code?: string }).code === '22012') {
-        await client.query('ROLLBACK').catch((e: Error) => (broken = e));
-        return false;
+      const now = Date.now();
+      const locks = keys.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
+      const select = keys.length ? `SELECT key, value FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
+      const results = await sql(client, `BEGIN;${locks}${select}`).catch((err: Error) => {
+        broken = err;
+        throw unavailable(err);
+      });
+      const overlay = new Map<string, CachedRow>(keys.map((k) => [k, { value: undefined, version: undefined }]));
+      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>) if (r.key !== undefined) overlay.set(r.key, { value: r.value, version: undefined });
+      const writes: EncodedWrite[] = [];
+      const outcomes: Array<{ job: BatchJob; result?: unknown; error?: unknown }> = [];
+      for (const job of jobs) {
+        try {
+          const planned = job.plan(readerOf(new Map(job.keys.map((k) => [k, overlay.get(k)!]))));
+          const encoded = planned.writes.map((w) => encodeWrite(w, now));
+          for (const w of encoded) {
+            if (w.op === 'set') overlay.set(w.key, { value: w.text, version: undefined });
+            else if (w.op === 'delete') overlay.set(w.key, { value: undefined, version: undefined });
+          }
+          writes.push(...encoded);
+          outcomes.push({ job, result: planned.result });
+        } catch (error) {
+          outcomes.push({ job, error });
+        }
       }
-      broken = err as Error;
-      throw unavailable(err);
+      const c = collapseWrites(writes);
+      const text = [
+        ...c.deleteKeys.map((k) => `DELETE FROM kv WHERE key = ${lit(k)};`),
+        ...c.setKeys.map((k, i) => `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at;`),
+        ...c.logs.map((log, i) => `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${lit(log)}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${lit(log)}, last_seq, ${lit(c.records[i]!)} FROM h;`),
+      ].join('');
+      try {
+        await sql(client, `${text}COMMIT;`);
+      } catch (err) {
+        broken = err as Error;
+        const failure = unavailable(err);
+        for (const o of outcomes) o.job.reject('error' in o ? o.error : failure);
+        return;
+      }
+      for (const o of outcomes) {
+        if ('error' in o) o.job.reject(o.error);
+        else o.job.resolve({ committed: true, result: o.result });
+      }
     } finally {
+      // Versions of the rows written here are not fetched: the next transactions read them.
+      for (const k of keys) this.cache.forget(k);
       client.release(broken);
     }
   }
 
-  /** The locked path: lock and read in one round trip, write and commit in a second. */
+  /** Read `keys` (live rows only) with their row versions, and remember what was found, absent keys included. */
+  private async readRows(keys: readonly string[], now: number): Promise<Map<string, CachedRow>> {
+    const found = keys.length
+      ? await this.q<{ key: string; value: string; expires_at: string | null; v: string }>(
+          'SELECT key, value, expires_at, xmin::text AS v FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)',
+          [keys, now],
+          'aib_tx_read',
+        )
+      : [];
+    const rows = new Map<string, CachedRow>(keys.map((k) => [k, { value: undefined, version: undefined }]));
+    for (const r of found) rows.set(r.key, { value: r.value, version: r.v });
+    for (const k of keys) this.cache.remember(k, rows.get(k)!, undefined, now);
+    for (const r of found) if (r.expires_at !== null) this.cache.remember(r.key, rows.get(r.key)!, Number(r.expires_at), now);
+    return rows;
+  }
+
+  /** After a commit: what this process now knows the store holds (every upserted row has the transaction's version). */
+  private rememberWrites(writes: EncodedWrites, version: string, now: number): void {
+    writes.setKeys.forEach((key, i) => this.cache.remember(key, { value: writes.setValues[i], version }, writes.setExpires[i] ?? undefined, now));
+    for (const key of writes.deleteKeys) this.cache.remember(key, { value: undefined, version: undefined }, undefined, now);
+  }
+
+  /** A pooled client; a pool that cannot connect is an outage (UNAVAILABLE), like a failed query. */
+  private async connect(): Promise<PoolClient> {
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw unavailable(err);
+    }
+    // A checked-out client whose server goes away (restart, kill) emits 'error'; unheard, it would
+    // crash the process. The query under way fails on its own and the client is discarded.
+    if (!listening.has(client)) {
+      listening.add(client);
+      client.on('error', (err: Error) => (this.lastError = err.message));
+    }
+    return client;
+  }
+
+  /**
+   * The locked path: lock and read in one round trip, write and commit in a second. Rare (after
+   * lost races), so the written rows' versions are not fetched: they are forgotten instead.
+   */
   private async transactLocked<R>(sorted: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     const client = await this.connect();
     let broken: Error | undefined;
@@ -305,11 +494,11 @@ export class PostgresStorage implements Storage {
         broken = err;
         throw unavailable(err);
       });
-      const values = new Map<string, string | undefined>(sorted.map((k) => [k, undefined]));
-      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>) if (r.key !== undefined) values.set(r.key, r.value);
+      const rows = new Map<string, CachedRow>(sorted.map((k) => [k, { value: undefined, version: undefined }]));
+      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>) if (r.key !== undefined) rows.set(r.key, { value: r.value, version: undefined });
       let planned: TxPlan<R>;
       try {
-        planned = plan(readerOf(values));
+        planned = plan(readerOf(rows));
       } catch (err) {
         await client.query('ROLLBACK').catch((e: Error) => (broken = e));
         throw err;
@@ -317,12 +506,11 @@ export class PostgresStorage implements Storage {
       // Round trip 2: every write and the commit.
       await sql(client, `${planned.writes.map((w) => writeSql(w, now)).join('')}COMMIT;`).catch((err: Error) => {
         broken = err;
-        for (const k of sorted) this.cache.forget(k); // outcome unknown
         throw unavailable(err);
       });
-      this.rememberWrites(planned.writes, now);
       return planned.result;
     } finally {
+      for (const k of sorted) this.cache.forget(k);
       // A connection whose transaction state is unknown is discarded, never reused.
       client.release(broken);
     }
@@ -360,22 +548,102 @@ export class PostgresStorage implements Storage {
 const UPSERT = 'INSERT INTO kv (key, value, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = NULL';
 const APPEND = `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES ($1, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq)
   INSERT INTO logs (log, seq, record) SELECT $1, last_seq, $2 FROM h RETURNING seq`;
+/**
+ * The stored `value` deep-equals the JSON text $4. Equal texts are the usual case (an expected
+ * value read back and re-encoded gives the same text); otherwise jsonb equality ignores key order.
+ * jsonb cannot hold the escape \u0000, so a text containing it never reaches the cast: such values
+ * match only as identical text.
+ */
+const DEEP_EQUAL = "CASE WHEN value = $4 THEN true WHEN strpos(value, '\\u0000') > 0 OR strpos($4, '\\u0000') > 0 THEN false ELSE value::jsonb = $4::jsonb END";
+const TX_CALL = 'SELECT aib_tx($1::text[], $2::text[], $3, $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS v';
 
+/** Distinct keys in byte order (UTF-8), each encoded once rather than once per comparison. */
+function byteOrder(keys: readonly string[]): string[] {
+  const unique = [...new Set(keys)];
+  // Plain ASCII keys (the usual case) sort the same by UTF-16 code units as by bytes.
+  if (unique.every((k) => /^[\x00-\x7f]*$/.test(k))) return unique.sort();
+  return unique
+    .map((k) => ({ k, b: Buffer.from(k) }))
+    .sort((x, y) => Buffer.compare(x.b, y.b))
+    .map((e) => e.k);
+}
+
+/** JSON text of a stored value (plain JSON.stringify: see the class comment for why not canonical). */
+function jsonText(value: unknown): string {
+  const text = JSON.stringify(value) as string | undefined;
+  // JSON.stringify(undefined | function | symbol) gives undefined: nothing could be stored.
+  if (text === undefined) throw new CoreError('INVALID_PARAMS', 'storage values must be JSON-serialisable');
+  return text;
+}
+
+/** A transaction's writes as the columns `aib_tx` takes. */
+interface EncodedWrites {
+  setKeys: string[];
+  setValues: string[];
+  setExpires: Array<number | null>;
+  setDue: Array<number | null>;
+  deleteKeys: string[];
+  logs: string[];
+  records: string[];
+}
+
+/** One write, its value encoded once (the batch's later plans read that same text). */
+type EncodedWrite =
+  | { op: 'set'; key: string; text: string; expiresAt: number | null; dueAt: number | null }
+  | { op: 'delete'; key: string }
+  | { op: 'append'; log: string; text: string };
+
+function encodeWrite(w: TxWrite, now: number): EncodedWrite {
+  if (w.op === 'set') return { op: 'set', key: w.key, text: jsonText(w.value), expiresAt: expiresAtFor(w.ttlMs, now) ?? null, dueAt: w.dueAt === undefined ? null : Math.trunc(w.dueAt) };
+  if (w.op === 'delete') return w;
+  return { op: 'append', log: w.log, text: jsonText(w.record) };
+}
+
+/**
+ * The columns `aib_tx` takes. The last write to each key wins (a set then a delete of one key is a
+ * delete), so the upserts and deletes of one call never touch a row twice; appends keep their order.
+ */
+function collapseWrites(writes: readonly EncodedWrite[]): EncodedWrites {
+  const last = new Map<string, Extract<EncodedWrite, { op: 'set' | 'delete' }>>();
+  const out: EncodedWrites = { setKeys: [], setValues: [], setExpires: [], setDue: [], deleteKeys: [], logs: [], records: [] };
+  for (const w of writes) {
+    if (w.op === 'append') {
+      out.logs.push(w.log);
+      out.records.push(w.text);
+    } else {
+      last.delete(w.key);
+      last.set(w.key, w);
+    }
+  }
+  for (const w of last.values()) {
+    if (w.op === 'delete') {
+      out.deleteKeys.push(w.key);
+      continue;
+    }
+    out.setKeys.push(w.key);
+    out.setValues.push(w.text);
+    out.setExpires.push(w.expiresAt);
+    out.setDue.push(w.dueAt);
+  }
+  return out;
+}
+
+/** One write as SQL text (the locked path's second round trip). */
 function writeSql(w: TxWrite, now: number): string {
   if (w.op === 'set') {
-    return `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(w.key)}, ${lit(canonicalJson(w.value))}, ${num(expiresAtFor(w.ttlMs, now))}, ${num(w.dueAt)}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at;`;
+    return `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(w.key)}, ${lit(jsonText(w.value))}, ${num(expiresAtFor(w.ttlMs, now))}, ${num(w.dueAt)}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at;`;
   }
   if (w.op === 'delete') return `DELETE FROM kv WHERE key = ${lit(w.key)};`;
   const log = lit(w.log);
-  return `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${log}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${log}, last_seq, ${lit(canonicalJson(w.record))} FROM h;`;
+  return `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${log}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${log}, last_seq, ${lit(jsonText(w.record))} FROM h;`;
 }
 
 /** The read function a plan gets over the raw values of its declared keys. */
-function readerOf(values: Map<string, string | undefined>): TxRead {
+function readerOf(rows: Map<string, CachedRow>): TxRead {
   return <T>(key: string) => {
-    if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
-    const v = values.get(key);
-    return v === undefined ? undefined : (JSON.parse(v) as T);
+    const row = rows.get(key);
+    if (!row) throw new Error(`transaction read of undeclared key ${key}`);
+    return row.value === undefined ? undefined : (JSON.parse(row.value) as T);
   };
 }
 

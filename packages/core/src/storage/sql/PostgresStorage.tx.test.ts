@@ -69,6 +69,76 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
     expect(await a.get<Account>('acct:hot')).toEqual({ tokens: 989 });
   });
 
+  it('single reads issued together are one round trip', async () => {
+    await a.set('r:1', 1);
+    await a.set('r:2', 2);
+    const counter = countQueries();
+    let values: unknown[];
+    try {
+      values = await Promise.all([a.get('r:1'), a.get('r:2'), a.get('r:3')]);
+    } finally {
+      counter.stop();
+    }
+    expect(values).toEqual([1, 2, undefined]);
+    expect(counter.n).toBe(1);
+  });
+
+  it('a row rewritten with the same value by another instance still fails the check (row versions, not values)', async () => {
+    await credit(a, 'same', 10);
+    // b writes the value a already believes in: a's guess still matches by value, not by version.
+    await b.set('acct:same', { tokens: 10 });
+    const counter = countQueries();
+    try {
+      expect(await credit(a, 'same', 1)).toBe(11);
+    } finally {
+      counter.stop();
+    }
+    expect(counter.n).toBe(3); // the guessed call (refused by the check), a fresh read, the call again
+  });
+
+  it('concurrent transactions on one hot key go out together: few round trips, exact balance and ledger', async () => {
+    await credit(a, 'group', 100);
+    await spend(a, 'group', 1, 'g-warm'); // the account row is now known to this process
+    const counter = countQueries();
+    let outcomes: boolean[];
+    try {
+      // 120 spends of 1 against 99 tokens: exactly 99 succeed, each decided on the state the ones before it left.
+      outcomes = await Promise.all(Array.from({ length: 120 }, (_, i) => spend(a, 'group', 1, `g${i}`).then(() => true, () => false)));
+    } finally {
+      counter.stop();
+    }
+    expect(outcomes.filter(Boolean)).toHaveLength(99);
+    expect(counter.n).toBeLessThan(40); // one by one this was 120 round trips or more
+    expect(await b.get<Account>('acct:group')).toEqual({ tokens: 0 });
+    const ledger = await b.readLog<{ requestId: string; delta: number }>('ledger:group');
+    expect(ledger).toHaveLength(100);
+    expect(new Set(ledger.map((e) => e.record.requestId)).size).toBe(100);
+    for (let i = 0; i < 120; i++) expect((await b.get(`hold:group:g${i}`)) !== undefined).toBe(outcomes[i]);
+  });
+
+  it('a batch that another instance invalidated falls back without losing or doubling anything', async () => {
+    await credit(a, 'inval', 30);
+    await spend(a, 'inval', 1, 'i-warm'); // a believes 29
+    await credit(b, 'inval', 10); // now 39 behind a's back
+    const outcomes = await Promise.all(Array.from({ length: 45 }, (_, i) => spend(a, 'inval', 1, `i${i}`).then(() => true, () => false)));
+    expect(outcomes.filter(Boolean)).toHaveLength(39);
+    expect(await b.get<Account>('acct:inval')).toEqual({ tokens: 0 });
+    expect(await b.readLog('ledger:inval')).toHaveLength(40);
+  });
+
+  it('two instances batching on one hot account lose no spend and double none', async () => {
+    await credit(a, 'duel', 1000);
+    const attempts = Array.from({ length: 300 }, (_, i) => spend(i % 2 ? a : b, 'duel', 3, `d${i}`).then(() => true, () => false));
+    expect((await Promise.all(attempts)).every(Boolean)).toBe(true);
+    expect(await a.get<Account>('acct:duel')).toEqual({ tokens: 100 });
+    const ledger = await b.readLog<{ requestId: string; delta: number }>('ledger:duel');
+    expect(ledger).toHaveLength(300);
+    expect(new Set(ledger.map((e) => e.record.requestId)).size).toBe(300);
+    // And the next spends still see the truth on both sides.
+    expect(await spend(b, 'duel', 100, 'last')).toBe(0);
+    await expect(spend(a, 'duel', 1, 'over')).rejects.toThrow('insufficient');
+  });
+
   it('another instance changing a key is seen: nothing is planned against a stale value', async () => {
     await credit(a, 'shared', 10);
     expect(await credit(b, 'shared', 5)).toBe(15); // b changed it behind a's back

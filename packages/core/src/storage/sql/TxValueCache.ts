@@ -1,37 +1,52 @@
-/** A cached raw row: the stored text, or `undefined` for a key known to be absent. */
-interface Cached {
+/** A cached raw row: the stored text and its row version, or `undefined` for a key known to be absent. */
+export interface CachedRow {
   value: string | undefined;
+  /** The row version (PostgreSQL `xmin`) the value was read or written at; undefined when absent. */
+  version: string | undefined;
+}
+
+interface Cached extends CachedRow {
   /** ms; the row stops counting from then on (as the store's own `expires_at`). */
   expiresAt: number | undefined;
+  /** ms; when this process learnt it (guesses older than `maxAgeMs` are not used). */
+  at: number;
 }
+
+const ABSENT: CachedRow = { value: undefined, version: undefined };
 
 /**
  * What this process last read or committed for each recently used key, as the guess an
  * optimistic transaction plans against instead of reading first. Never trusted on its own: the
- * transaction's commit batch checks, under the keys' locks, that the store still holds exactly
- * these values, and a miss falls back to a fresh read. Bounded (least recently used goes first).
+ * transaction checks, under the keys' locks, that each row still has the version this guess
+ * carries, and a miss falls back to a fresh read. Bounded (least recently used goes first), and
+ * a guess older than `maxAgeMs` is not used, so a 32-bit row version can never have wrapped
+ * around to the same number behind it.
  */
 export class TxValueCache {
   private readonly rows = new Map<string, Cached>();
 
-  constructor(private readonly capacity = 10_000) {}
+  constructor(
+    private readonly capacity = 10_000,
+    private readonly maxAgeMs = 10 * 60_000,
+  ) {}
 
-  /** The guess for `key` at `now`: the cached text, or undefined (absent, expired or unknown). */
-  guess(key: string, now: number): string | undefined {
+  /** The guess for `key` at `now`: the cached row, or absent (absent, expired, too old or unknown). */
+  guess(key: string, now: number): CachedRow {
     const hit = this.rows.get(key);
-    if (!hit) return undefined;
+    if (!hit) return ABSENT;
     this.rows.delete(key);
+    if (now - hit.at > this.maxAgeMs) return ABSENT;
     this.rows.set(key, hit); // most recently used last
-    return hit.expiresAt !== undefined && hit.expiresAt <= now ? undefined : hit.value;
+    return hit.expiresAt !== undefined && hit.expiresAt <= now ? ABSENT : hit;
   }
 
   has(key: string): boolean {
     return this.rows.has(key);
   }
 
-  remember(key: string, value: string | undefined, expiresAt?: number): void {
+  remember(key: string, row: CachedRow, expiresAt?: number, now = Date.now()): void {
     this.rows.delete(key);
-    this.rows.set(key, { value, expiresAt });
+    this.rows.set(key, { value: row.value, version: row.version, expiresAt, at: now });
     if (this.rows.size > this.capacity) this.rows.delete(this.rows.keys().next().value!);
   }
 

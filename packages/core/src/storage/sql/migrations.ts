@@ -36,6 +36,58 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE logs (log TEXT COLLATE "C" NOT NULL, seq BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (log, seq));
     `,
   },
+  {
+    version: 2,
+    name: 'transaction function',
+    // SQLite runs a transaction in process; nothing to add there.
+    sqlite: '',
+    // One call applies a whole transaction (see PostgresStorage.transact): lock the declared keys
+    // (advisory, in the order given), check that each still has the row version (xmin) the caller
+    // planned against (NULL: absent or expired), then delete, upsert and append. NULL when a key
+    // changed: nothing is written. Otherwise the row version of the upserted rows ('' if none).
+    // One statement, so it commits on its own: no BEGIN/COMMIT round trips, and the plan is
+    // prepared once per connection.
+    postgres: `
+      CREATE FUNCTION aib_tx(p_keys text[], p_seen text[], p_now bigint,
+          p_set_keys text[], p_set_values text[], p_set_expires bigint[], p_set_due bigint[],
+          p_delete_keys text[], p_logs text[], p_records text[]) RETURNS text
+      LANGUAGE plpgsql AS $fn$
+      DECLARE
+        v_key text;
+        v_stale int;
+        v_seq bigint;
+        v_version text := '';
+      BEGIN
+        FOREACH v_key IN ARRAY p_keys LOOP
+          PERFORM pg_advisory_xact_lock(hashtextextended(v_key, 0));
+        END LOOP;
+        SELECT count(*) INTO v_stale FROM unnest(p_keys, p_seen) AS e(k, seen)
+          LEFT JOIN kv ON kv.key = e.k AND (kv.expires_at IS NULL OR kv.expires_at > p_now)
+          WHERE kv.xmin::text IS DISTINCT FROM e.seen;
+        IF v_stale > 0 THEN
+          RETURN NULL;
+        END IF;
+        IF cardinality(p_delete_keys) > 0 THEN
+          DELETE FROM kv WHERE key = ANY(p_delete_keys);
+        END IF;
+        IF cardinality(p_set_keys) > 0 THEN
+          WITH w AS (
+            INSERT INTO kv (key, value, expires_at, due_at)
+              SELECT * FROM unnest(p_set_keys, p_set_values, p_set_expires, p_set_due)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at
+            RETURNING xmin::text AS x)
+          SELECT min(x) INTO v_version FROM w;
+        END IF;
+        FOR i IN 1 .. coalesce(cardinality(p_logs), 0) LOOP
+          INSERT INTO log_heads (log, last_seq) VALUES (p_logs[i], 1)
+            ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq INTO v_seq;
+          INSERT INTO logs (log, seq, record) VALUES (p_logs[i], v_seq, p_records[i]);
+        END LOOP;
+        RETURN v_version;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The table that records applied versions (same text for both engines). */

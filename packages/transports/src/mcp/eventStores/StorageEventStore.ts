@@ -1,5 +1,4 @@
-import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Storage } from '@ai-backend/core';
 import { formatEventId, isPriming, parseEventId } from './eventId.js';
 

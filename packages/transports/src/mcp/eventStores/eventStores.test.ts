@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 import { createStorage, MemoryStorage, resolveConfig, type Storage } from '@ai-backend/core';
 import { testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -132,13 +131,13 @@ describe('StorageEventStore bounds (memory and redis storage)', () => {
     [
       'redis',
       async () => {
-        const config = resolveConfig({ storage: { type: 'redis', redis: { keyPrefix: `ai-backend-test:mcp-ev-bounds:${process.pid}:${randomUUID().slice(0, 8)}:` } } });
+        const config = resolveConfig({ storage: { type: 'redis', redis: { host: redis.host, port: redis.port, keyPrefix: `ai-backend-test:mcp-ev-bounds:${process.pid}:${randomUUID().slice(0, 8)}:` } } });
         const storage = await createStorage(config.storage);
         redisStorages.push(storage);
         return storage;
       },
     ],
-  ];
+  ].filter(([name]) => name !== 'redis' || redis.ok) as Array<[string, () => Promise<Storage>]>;
   const big = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', id: n, result: { text: 'x'.repeat(3000) } });
   const eventKeys = async (storage: Storage, session: string) =>
     (await storage.keys(`mcp:ev:${session}:`)).filter((k) => /:\d+$/.test(k));

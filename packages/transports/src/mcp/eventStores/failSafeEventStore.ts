@@ -1,5 +1,4 @@
-import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 import { formatEventId } from './eventId.js';
 
 /** What the wrapper reports when the store fails or is slow (throttled by the caller). */

@@ -40,7 +40,7 @@ export interface AiHarness {
 export async function createAiHarness(
   over: ConfigInput = {},
   upstreamOptions: TestUpstreamOptions = {},
-  shared: { storage?: Storage; upstream?: TestUpstream } = {},
+  shared: { storage?: Storage; upstream?: TestUpstream; sharedStorage?: Storage } = {},
 ): Promise<AiHarness> {
   const upstream = shared.upstream ?? (await createTestUpstream(upstreamOptions));
   const base: ConfigInput = {
@@ -52,7 +52,7 @@ export async function createAiHarness(
   };
   const config = resolveConfig(mergeConfig(base, over));
   const logs: string[] = [];
-  const runtime = await createRuntime(config, { storage: shared.storage ?? new MemoryStorage(), logger: createLogger('debug', (l) => logs.push(l)) });
+  const runtime = await createRuntime(config, { storage: shared.storage ?? new MemoryStorage(), ...(shared.sharedStorage ? { shared: shared.sharedStorage } : {}), logger: createLogger('debug', (l) => logs.push(l)) });
   let credits = 0;
   return {
     runtime,

@@ -1,0 +1,153 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import type { Agent } from 'undici';
+import { CoreError } from '../errors/CoreError.js';
+
+/**
+ * A GET of a URL someone else chose (a client's metadata document, a configured resource),
+ * guarded against server-side request forgery: only public unicast addresses are contacted,
+ * checked on the address actually connected to (so a DNS answer that changes between check and
+ * connect, "DNS rebinding", cannot reach an internal host), redirects are re-checked hop by hop,
+ * and the time and the bytes read are bounded.
+ */
+export interface GuardedFetchOptions {
+  /** Give up after this many ms (whole request, redirects and body included). */
+  timeoutMs: number;
+  /** Refuse bodies larger than this many bytes (declared or read). */
+  maxBytes: number;
+  /** Redirects followed, each re-checked. Default 0: a redirect is an error. */
+  maxRedirects?: number;
+  /** Allow `http:` as well as `https:`. Default false. */
+  allowHttp?: boolean;
+  /**
+   * Allow loopback, private, link-local and other non-public addresses. Default false; for
+   * development and tests only (a fetch to 127.0.0.1 or 169.254.169.254 is exactly what SSRF is).
+   */
+  allowPrivateNetwork?: boolean;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface GuardedResponse {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  /** The final URL (after redirects). */
+  url: string;
+}
+
+/** Is this IP address public unicast (not loopback, private, link-local, CGNAT, multicast, reserved...)? */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  // ipaddr.process turns IPv4-mapped IPv6 (::ffff:10.0.0.1) into the IPv4 address it hides.
+  return ipaddr.process(address).range() === 'unicast';
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** dns.lookup that only answers with public addresses; the connection uses what it returns. */
+function publicLookup(hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true } as { all: true }, (err, addresses) => {
+    if (err) return callback(err, []);
+    const allowed = addresses.filter((a) => isPublicAddress(a.address));
+    if (allowed.length === 0) {
+      const refused = Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: 'ESSRFBLOCKED' });
+      return callback(refused, []);
+    }
+    if (options.all) return callback(null, allowed);
+    return callback(null, allowed[0]!.address, allowed[0]!.family);
+  });
+}
+
+let agents: Promise<{ guarded: Agent; open: Agent; fetch: typeof import('undici').fetch }> | undefined;
+
+/** Loaded on first use: servers that never fetch such URLs never load undici's fetch. */
+function loadAgents(): Promise<{ guarded: Agent; open: Agent; fetch: typeof import('undici').fetch }> {
+  agents ??= import('undici').then((u) => ({
+    guarded: new u.Agent({ connect: { lookup: publicLookup as never }, keepAliveTimeout: 5000 }),
+    open: new u.Agent({ keepAliveTimeout: 5000 }),
+    fetch: u.fetch,
+  }));
+  return agents;
+}
+
+/** Why this URL may not be fetched, or null. */
+export function guardedUrlProblem(url: URL, opts: Pick<GuardedFetchOptions, 'allowHttp' | 'allowPrivateNetwork'>): string | null {
+  if (url.protocol !== 'https:' && !(opts.allowHttp && url.protocol === 'http:')) return `only ${opts.allowHttp ? 'http and https' : 'https'} URLs may be fetched`;
+  if (url.username || url.password) return 'URLs with credentials may not be fetched';
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // Address literals skip DNS (and so the lookup guard): check them here.
+  if (isIP(host) && !opts.allowPrivateNetwork && !isPublicAddress(host)) return 'non-public addresses may not be fetched';
+  return null;
+}
+
+function refused(message: string): CoreError {
+  return new CoreError('FORBIDDEN', message, { details: { reason: 'ssrf_blocked' } });
+}
+
+/** GET `url` with the guards above. Throws CoreError: FORBIDDEN (refused address), UPSTREAM_TIMEOUT, UPSTREAM_ERROR, PAYLOAD_TOO_LARGE. */
+export async function guardedFetch(input: string | URL, opts: GuardedFetchOptions): Promise<GuardedResponse> {
+  const { guarded, open, fetch } = await loadAgents();
+  const timeout = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  let url = new URL(input);
+  const maxRedirects = opts.maxRedirects ?? 0;
+  for (let hop = 0; ; hop++) {
+    const problem = guardedUrlProblem(url, opts);
+    if (problem) throw refused(problem);
+    let res: Awaited<ReturnType<typeof fetch>>;
+    try {
+      res = await fetch(url, { redirect: 'manual', signal, headers: opts.headers, dispatcher: opts.allowPrivateNetwork ? open : guarded });
+    } catch (err) {
+      if (timeout.aborted) throw new CoreError('UPSTREAM_TIMEOUT', `fetching ${url.origin} timed out`);
+      if (opts.signal?.aborted) throw new CoreError('CANCELLED', 'request cancelled');
+      if (causeCode(err) === 'ESSRFBLOCKED') throw refused(`${url.hostname} resolves to a non-public address`);
+      throw new CoreError('UPSTREAM_ERROR', `fetching ${url.origin} failed`, { cause: err });
+    }
+    if (res.status >= 300 && res.status < 400 && res.headers.has('location')) {
+      await res.body?.cancel();
+      if (hop >= maxRedirects) throw new CoreError('UPSTREAM_ERROR', `${url.origin} answered with a redirect, which is not followed here`);
+      url = new URL(res.headers.get('location')!, url);
+      continue;
+    }
+    const declared = Number(res.headers.get('content-length') ?? '0');
+    if (declared > opts.maxBytes) {
+      await res.body?.cancel();
+      throw tooLarge(opts.maxBytes);
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    try {
+      if (res.body) {
+        for await (const chunk of res.body) {
+          size += chunk.byteLength;
+          if (size > opts.maxBytes) {
+            await res.body.cancel().catch(() => undefined);
+            throw tooLarge(opts.maxBytes);
+          }
+          chunks.push(chunk);
+        }
+      }
+    } catch (err) {
+      if (err instanceof CoreError) throw err;
+      if (timeout.aborted) throw new CoreError('UPSTREAM_TIMEOUT', `fetching ${url.origin} timed out`);
+      throw new CoreError('UPSTREAM_ERROR', `reading ${url.origin} failed`, { cause: err });
+    }
+    return { status: res.status, headers: res.headers as unknown as Headers, body: Buffer.concat(chunks), url: url.href };
+  }
+}
+
+function tooLarge(maxBytes: number): CoreError {
+  return new CoreError('PAYLOAD_TOO_LARGE', `response is larger than ${maxBytes} bytes`);
+}
+
+function causeCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ESSRFBLOCKED') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

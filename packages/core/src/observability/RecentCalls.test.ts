@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { RecentCalls, reportedTokens } from './RecentCalls.js';
+
+const call = (procedure: string) => ({ atMs: Date.now(), entry: 'rpc', procedure, identity: null, via: null, status: 'ok', latencyMs: 1, tokens: null });
+
+describe('RecentCalls', () => {
+  it('keeps the newest calls, newest first, bounded by its size', () => {
+    const r = new RecentCalls(3);
+    for (const p of ['a', 'b', 'c', 'd', 'e']) r.push(call(p));
+    expect(r.list(10).map((c) => c.procedure)).toEqual(['e', 'd', 'c']);
+    expect(r.list(2).map((c) => c.procedure)).toEqual(['e', 'd']);
+  });
+
+  it('lists only calls after a sequence number (a poller sees each call once)', () => {
+    const r = new RecentCalls(10);
+    r.push(call('a'));
+    r.push(call('b'));
+    const seen = r.lastSeq;
+    r.push(call('c'));
+    expect(r.list(10, seen).map((c) => c.procedure)).toEqual(['c']);
+    expect(r.list(10, r.lastSeq)).toEqual([]);
+  });
+
+  it('reads only a numeric usage total from an answer', () => {
+    expect(reportedTokens({ text: 'secret prompt', usage: { totalTokens: 42 } })).toBe(42);
+    expect(reportedTokens({ success: true, data: { text: 'answer', usage: { totalTokens: 7 } } })).toBe(7);
+    expect(reportedTokens({ data: {}, usageInfo: { tokensUsed: 9 } })).toBe(9);
+    expect(reportedTokens({ usage: { totalTokens: null } })).toBeNull();
+    expect(reportedTokens('text')).toBeNull();
+  });
+});

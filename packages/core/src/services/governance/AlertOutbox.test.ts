@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../config/resolveConfig.js';
+import { createLogger } from '../../runtime/Logger.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import { AlertOutbox } from './AlertOutbox.js';
+
+const SECRET = 'outbox-unit-secret-0123456789abcdefghij';
+
+/** An outbox whose receiver refuses every connection (port 9 on loopback: nothing listens). */
+function outbox(storage = new MemoryStorage()) {
+  const config = resolveConfig({ storage: { type: 'memory' }, alerts: { webhooks: [{ url: 'http://127.0.0.1:9/hook/TOKEN-IN-PATH?k=SECRET-QUERY', secret: SECRET }], maxAttempts: 1, timeoutMs: 500 } });
+  return { storage, alerts: new AlertOutbox(storage, config, createLogger('silent')) };
+}
+
+describe('AlertOutbox deliveries and retry', () => {
+  it('lists dead letters with the receiver as its origin only, and no body', async () => {
+    const { alerts } = outbox();
+    const id = await alerts.enqueue('tokenLow', { userId: 'u1', secretish: 'BODY-FIELD' });
+    await alerts.scan();
+    const { pending, dead } = await alerts.deliveries(10);
+    expect(pending).toEqual([]);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({ deliveryId: `${id}:0`, eventId: id, event: 'tokenLow', state: 'dead', receiver: 'http://127.0.0.1:9', attempts: 1, nextAt: null });
+    expect(JSON.stringify(dead)).not.toMatch(/TOKEN-IN-PATH|SECRET-QUERY|BODY-FIELD/);
+  });
+
+  it('a retry puts the dead letter back once, with its attempts reset, even when two retries race', async () => {
+    const { alerts, storage } = outbox();
+    const id = await alerts.enqueue('tokenLow', { userId: 'u2' });
+    await alerts.scan();
+    const results = await Promise.all([alerts.retry(`${id}:0`), alerts.retry(`${id}:0`)]);
+    expect(results.filter((r) => r.retried && r.state === 'requeued')).toHaveLength(1);
+    // Requeued: in the outbox (the racing second retry may only have made it due now), not dead.
+    expect(await storage.keys('alerts:dead:')).toEqual([]);
+    const [key] = await storage.keys('alerts:outbox:');
+    expect(key).toBe(`alerts:outbox:${id}:0`);
+    expect(await storage.get<{ attempts: number }>(key!)).toMatchObject({ attempts: 0 });
+  });
+
+  it('an unknown or malformed id is not retried', async () => {
+    const { alerts } = outbox();
+    expect(await alerts.retry('00000000-0000-0000-0000-000000000000:0')).toEqual({ retried: false, state: 'unknown' });
+    expect(await alerts.retry('../../x')).toEqual({ retried: false, state: 'unknown' });
+  });
+});

@@ -1,0 +1,62 @@
+import { rpc } from '../api.js';
+import { barChart } from '../charts.js';
+import { fmt, h, section, table } from '../dom.js';
+import type { View } from '../main.js';
+
+interface ProviderHealth {
+  id?: string;
+  name?: string;
+  serverPaid: boolean;
+  byok: boolean;
+  models: number;
+  available: boolean;
+  calls: number;
+  failures: number;
+  avgLatencyMs: number | null;
+  lastSuccessAt: string | null;
+  lastFailure: { at: string; message?: string; kind?: string } | null;
+  probe: { ok: boolean; at?: string; checkedAt?: string; latencyMs?: number; error?: string } | null;
+  breaker: string;
+}
+
+/** Providers: health, breaker, probe, call figures, models (with prices where known), aliases and fallbacks. */
+export const providersView: View = async (main) => {
+  main.appendChild(h('h1', {}, 'Providers'));
+  const [health, models, config] = await Promise.all([
+    rpc<{ status: string; checkedAt: string; providers?: Record<string, ProviderHealth>; error?: { message: string } }>('ai.getRegistryHealth'),
+    rpc<{ models: Record<string, string[]> }>('ai.listAllowedModels'),
+    rpc<{ ai: { ai: { aliases?: Record<string, unknown>; fallbacks?: unknown; providers?: Record<string, { fallbacks?: unknown; aliases?: unknown; pricing?: unknown }> } } }>('admin.getConfig', { section: 'ai' }),
+  ]);
+  const list = Object.entries(health.providers ?? {});
+  main.appendChild(h('p', { id: 'registry-status', class: `badge ${health.status}` }, `Registry: ${health.status}${health.error ? ` (${health.error.message})` : ''} · checked ${fmt.time(health.checkedAt)}`));
+  const grid = h('div', { class: 'grid' });
+  main.appendChild(grid);
+  barChart(grid.appendChild(h('div', { class: 'card' })), 'provider-calls', 'Calls and failures by provider', list.map(([id]) => id), [{ label: 'calls', values: list.map(([, p]) => p.calls) }, { label: 'failures', values: list.map(([, p]) => p.failures) }]);
+  barChart(grid.appendChild(h('div', { class: 'card' })), 'provider-latency', 'Average latency by provider', list.map(([id]) => id), [{ label: 'avg', values: list.map(([, p]) => p.avgLatencyMs) }], { unit: ' ms' });
+  main.appendChild(
+    section(
+      'Health',
+      table(
+        ['provider', 'usable', 'pays', 'breaker', 'last probe', 'calls', 'failures', 'last failure'],
+        list.map(([id, p]) => [
+          id,
+          p.available ? 'yes' : 'no',
+          [p.serverPaid ? 'server' : '', p.byok ? 'own key' : ''].filter(Boolean).join(', ') || '–',
+          h('span', { class: `badge ${p.breaker}`, 'data-breaker': id }, p.breaker),
+          p.probe ? `${p.probe.ok ? 'ok' : 'failed'}${p.probe.error ? `: ${p.probe.error}` : ''}` : 'not probed',
+          fmt.int(p.calls),
+          fmt.int(p.failures),
+          p.lastFailure ? `${fmt.time(p.lastFailure.at)} ${p.lastFailure.kind ?? ''}` : '–',
+        ]),
+      ),
+    ),
+  );
+  const ai = config.ai.ai;
+  main.appendChild(section('Models', table(['provider', 'models'], Object.entries(models.models).map(([p, ms]) => [p, ms.length ? ms.join(', ') : '(none allowed)']))));
+  main.appendChild(
+    section(
+      'Aliases, fallbacks and prices (configuration)',
+      h('pre', { class: 'json' }, JSON.stringify({ aliases: ai.aliases ?? {}, fallbacks: ai.fallbacks ?? {}, providers: Object.fromEntries(Object.entries(ai.providers ?? {}).map(([id, p]) => [id, { fallbacks: p.fallbacks, aliases: p.aliases, pricing: p.pricing }])) }, null, 2)),
+    ),
+  );
+};

@@ -1,0 +1,45 @@
+import { createMcpHandler, type AuthInfo, type McpHttpHandler, type RequestStateCodec } from '@modelcontextprotocol/server';
+import type { Runtime } from '@ai-backend/core';
+import { createMcpServer } from './createMcpServer.js';
+import type { ToolCatalog } from './toolCatalog.js';
+
+/**
+ * MCP 2026-07-28 on /mcp: every request stands alone (no initialize, no Mcp-Session-Id), so any
+ * instance can answer it and nothing is shared between instances. The SDK's per-request handler
+ * validates the `_meta` envelope and the MCP-Protocol-Version / Mcp-Method / Mcp-Name headers,
+ * answers server/discover, encodes results for the revision (resultType, cache fields) and
+ * serves subscriptions/listen; each request gets a fresh server from the same factory the 2025
+ * sessions use, so both revisions expose the same tools, prompts and resources through the same
+ * invoke seam. 2025 traffic never reaches it (`legacy: 'reject'`): McpHandler routes that to its
+ * sessions first.
+ */
+export class ModernEndpoint {
+  private readonly handler: McpHttpHandler;
+  private readonly unsubscribe: Array<() => void>;
+
+  constructor(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateCodec<unknown>, responseMode?: 'sse' | 'json') {
+    this.handler = createMcpHandler(() => createMcpServer(runtime, catalog, seal, () => undefined, 'modern').mcp, {
+      legacy: 'reject',
+      // 'auto': a single JSON body unless the call emits progress or logs first, then SSE.
+      responseMode: responseMode ?? 'auto',
+      maxRequestBodySize: runtime.config.limits.bodyLimit,
+      onerror: (err) => runtime.logger.debug('MCP 2026-07-28 request refused or failed', { error: err.message }),
+    });
+    // Registry changes reach open subscriptions/listen streams (this instance's).
+    const notify = this.handler.notify;
+    this.unsubscribe = [
+      runtime.prompts.onListChanged(() => notify.promptsChanged()),
+      runtime.resources.onListChanged(() => notify.resourcesChanged()),
+      runtime.resources.onUpdated((uri) => notify.resourceUpdated(uri)),
+    ];
+  }
+
+  fetch(req: Request, parsedBody: unknown, authInfo: AuthInfo): Promise<Response> {
+    return this.handler.fetch(req, { parsedBody, authInfo });
+  }
+
+  async close(): Promise<void> {
+    for (const off of this.unsubscribe) off();
+    await this.handler.close();
+  }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+// Runs the whole vitest suite as a newcomer's machine would see it: no Redis, no PostgreSQL, no
+// redis-server binary, no Chromium. Every suite that needs one of them must skip through the shared
+// detection (packages/test-utils/src/services) and the run must end green with the one summary line.
+// A suite that reaches a service on its own (a default host:port, a hard-coded URL) fails here.
+//
+// Where it can (root, util-linux `unshare`), the run goes into a fresh network namespace with only
+// loopback up, so even the machine's own services on 127.0.0.1 are out of reach: pointing the
+// probes at dead ports alone would not catch a suite that ignores the probe and dials 6379.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const env = {
+  ...process.env,
+  AI_BACKEND_TEST_REDIS: '127.0.0.1:1',
+  AI_BACKEND_TEST_REDIS_SERVER: '/nonexistent/redis-server',
+  AI_BACKEND_TEST_POSTGRES_URL: 'postgres://postgres@127.0.0.1:1/test',
+  AI_BACKEND_TEST_CHROMIUM: '/nonexistent/chromium',
+};
+delete env.AI_BACKEND_REQUIRE_SERVICES;
+
+// The install smoke test installs the packed tarballs from the npm registry, which a newcomer's
+// machine reaches but the network namespace below does not; it runs in every other suite run.
+const vitest = ['vitest', 'run', '--exclude', 'test/e2e/install-smoke.test.ts', ...process.argv.slice(2)];
+const isolated = process.getuid?.() === 0 && spawnSync('unshare', ['-n', 'true']).status === 0;
+const [cmd, args] = isolated
+  ? ['unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec npx "$@"', 'sh', ...vitest]]
+  : ['npx', vitest];
+console.log(`check-service-skips: every service unreachable (${isolated ? 'own network namespace + dead ports' : 'dead ports only; run as root for a network namespace'})`);
+
+const run = spawnSync(cmd, args, { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 * 1024 * 1024 });
+process.stdout.write(run.stdout ?? '');
+const summary = /Skipped for missing services: .*/.exec(run.stdout ?? '')?.[0];
+const problems = [];
+if (run.status !== 0) problems.push(`vitest exited with ${run.status ?? run.signal}: a suite needs a service without going through the detection`);
+if (!summary) problems.push('no "Skipped for missing services" line: the skip summary is missing');
+else for (const name of ['redis', 'postgres', 'chromium']) if (!summary.includes(`${name} (`)) problems.push(`the summary does not name ${name}`);
+if (problems.length > 0) {
+  console.error(`check-service-skips FAILED:\n- ${problems.join('\n- ')}`);
+  process.exit(1);
+}
+console.log(`check-service-skips: green with every service missing\n${summary}`);
