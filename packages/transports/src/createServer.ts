@@ -17,6 +17,7 @@ import { healthRoutes } from './http/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
 import { enforceBodyIdleTimeout, timeoutServerOptions } from './http/nodeTimeouts.js';
+import { lingerOnClose } from './http/lingeringClose.js';
 import { clientIp, requestOrigin } from './http/requestFacts.js';
 import { sseStreamCap } from './http/sseStreamCap.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
@@ -240,6 +241,7 @@ export function createServer<C extends CustomRouters = {}>(
   let metricsHttp: ServerType | undefined;
   let metricsBound: BoundAddress | undefined;
   let stopping: Promise<void> | undefined;
+  const lingerings = new Map<ServerType, { closeLingering(): void }>();
   const listen = (fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string, onServer: (s: ServerType) => void) =>
     // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
     import('@hono/node-server').then(({ serve }) => new Promise<BoundAddress>((resolve, reject) => {
@@ -249,6 +251,7 @@ export function createServer<C extends CustomRouters = {}>(
       });
       server.once('error', reject);
       enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
+      lingerings.set(server, lingerOnClose(server as HttpServer));
       onServer(server);
     }));
 
@@ -280,6 +283,7 @@ export function createServer<C extends CustomRouters = {}>(
           await (mcpLoading ? (await mcpLoading.catch(() => undefined))?.drain(graceMs) : undefined);
           await closeMcp();
           server.closeIdleConnections();
+          lingerings.get(server)?.closeLingering();
           const timer = setTimeout(() => server.closeAllConnections(), Math.max(0, graceMs - (Date.now() - started)));
           await closed;
           clearTimeout(timer);

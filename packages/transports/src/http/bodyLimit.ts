@@ -33,8 +33,9 @@ function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, overSocket
     return;
   }
   void (async () => {
-    // Bounded: past DRAIN_LIMIT the connection is dropped, so a client that keeps sending cannot
-    // make us move gigabytes through memory (the 413 has gone out long before).
+    // Bounded: past DRAIN_LIMIT we stop reading and the connection is closed (gracefully, see
+    // lingeringClose.ts), so a client that keeps sending cannot make us move gigabytes through
+    // memory.
     let drained = 0;
     for (;;) {
       const { done, value } = await reader.read();
