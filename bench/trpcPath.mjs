@@ -2,7 +2,9 @@
 // everything in ONE run (issue 21): req/s and server CPU per request for GET /trpc/mcp.echo
 // (default server, memory storage, no auth), cold start (spawn → first 200 from /health) and
 // idle RSS after start, for both.
+//
 // Usage: node bench/trpcPath.mjs [seconds per load, default 5] [rounds, default 3] [cold starts, default 7]
+// BASE=<another built checkout> adds that tree's server as "ours (BASE)": before/after in one run.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,65 +15,74 @@ const duration = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
 const starts = Number(process.argv[4] ?? 7);
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const config = { storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } } };
+const root = here('..');
+const trees = { ours: root, ...(process.env.BASE ? { [`ours (${path.basename(process.env.BASE)})`]: path.resolve(process.env.BASE) } : {}) };
+const config = JSON.stringify({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } } });
 const loadBefore = await loadAverage();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Both servers run at once, so both see the same machine; each round loads them in A B B A order.
-const servers = {
-  'hand-written': await startServer(here('./servers/bare-trpc.mjs')),
-  ours: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]),
-};
-const echo = (url) => url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } }));
+// Every server runs at once, so all see the same machine; each round loads them in A B C C B A order.
+const servers = { 'hand-written': await startServer(here('./servers/bare-trpc.mjs')) };
+for (const [name, tree] of Object.entries(trees)) servers[name] = await startServer(path.join(tree, 'bench/servers/ai-backend.mjs'), [config]);
+await sleep(1000);
+// Idle RSS: after start, before any request.
 const idle = {};
+for (const [name, s] of Object.entries(servers)) idle[name] = await rssMb(s.pid);
+const echo = (url) => url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } }));
 for (const [name, s] of Object.entries(servers)) {
   const body = await (await fetch(echo(s.url))).json();
   if (body.result?.data?.json?.message !== 'hi') throw new Error(`${name}: unexpected answer ${JSON.stringify(body)}`);
-  idle[name] = await rssMb(s.pid);
 }
-const tot = { 'hand-written': { n: 0, cpu: 0, s: 0, bad: 0 }, ours: { n: 0, cpu: 0, s: 0, bad: 0 } };
+const names = Object.keys(servers);
+const tot = Object.fromEntries(names.map((n) => [n, { n: 0, cpu: 0, s: 0, bad: 0 }]));
 const measure = async (name) => {
   const s = servers[name];
   const c0 = await cpuSeconds(s.pid);
   const r = await load({ url: echo(s.url), duration, warmup: 0 });
   const c1 = await cpuSeconds(s.pid);
-  Object.assign(tot[name], { n: tot[name].n + r.total, cpu: tot[name].cpu + (c1 - c0), s: tot[name].s + duration, bad: tot[name].bad + r.errors });
+  const t = tot[name];
+  Object.assign(t, { n: t.n + r.total, cpu: t.cpu + (c1 - c0), s: t.s + duration, bad: t.bad + r.errors });
 };
 for (const s of Object.values(servers)) await load({ url: echo(s.url), duration: 2, warmup: 0 });
-for (let r = 0; r < rounds; r++) for (const name of ['hand-written', 'ours', 'ours', 'hand-written']) await measure(name);
+for (let r = 0; r < rounds; r++) for (const name of [...names, ...[...names].reverse()]) await measure(name);
 for (const s of Object.values(servers)) await s.stop();
 
-// Cold start, alternating: the hand-written server, ours from the bench script (memory storage),
-// and the CLI users run (`ai-backend serve` with no config: the embedded SQLite store) in an empty folder.
-const cli = here('../packages/cli/bin/ai-backend.js');
-const cold = { 'hand-written': [], 'ours (bench script, memory)': [], 'ours (ai-backend serve, sqlite)': [] };
-const rssCli = [];
+// Cold start, alternating: the hand-written server; ours from the bench script (memory storage);
+// and the CLI users run (`ai-backend serve`, no config: the embedded SQLite store) in an empty folder.
+const kinds = [['hand-written', () => coldStart([here('./servers/bare-trpc.mjs')])]];
+for (const [name, tree] of Object.entries(trees)) {
+  kinds.push([`${name}: bench script, memory`, () => coldStart([path.join(tree, 'bench/servers/ai-backend.mjs'), config])]);
+  kinds.push([`${name}: \`ai-backend serve\`, sqlite`, async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'aib-cold-'));
+    const s = await coldStart([path.join(tree, 'packages/cli/bin/ai-backend.js'), 'serve', '--port', '0'], { cwd: dir });
+    await sleep(1000);
+    s.rss = await rssMb(s.pid);
+    const stop = s.stop;
+    s.stop = async () => (await stop(), await rm(dir, { recursive: true, force: true }));
+    return s;
+  }]);
+}
+const cold = Object.fromEntries(kinds.map(([n]) => [n, { ms: [], cpu: [], rss: [] }]));
 for (let i = 0; i < starts; i++) {
-  const a = await coldStart([here('./servers/bare-trpc.mjs')]);
-  cold['hand-written'].push(a.ms);
-  await a.stop();
-  const b = await coldStart([here('./servers/ai-backend.mjs'), JSON.stringify(config)]);
-  cold['ours (bench script, memory)'].push(b.ms);
-  await b.stop();
-  const dir = await mkdtemp(path.join(tmpdir(), 'aib-cold-'));
-  const c = await coldStart([cli, 'serve', '--port', '0'], { cwd: dir });
-  cold['ours (ai-backend serve, sqlite)'].push(c.ms);
-  await new Promise((r) => setTimeout(r, 500));
-  rssCli.push(await rssMb(c.pid));
-  await c.stop();
-  await rm(dir, { recursive: true, force: true });
+  for (const [name, start] of kinds) {
+    const s = await start();
+    cold[name].ms.push(s.ms);
+    cold[name].cpu.push(s.cpuMs);
+    if (s.rss) cold[name].rss.push(s.rss);
+    await s.stop();
+  }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const per = (name) => ({ rps: tot[name].n / tot[name].s, cpu: (tot[name].cpu * 1e6) / tot[name].n });
 const hw = per('hand-written');
-const us = per('ours');
-console.log(`\n## tRPC path (GET /trpc/mcp.echo, 50 connections, ${rounds} rounds A B B A of ${duration}s, node ${process.version}, load average ${loadBefore} → ${await loadAverage()})\n`);
-console.log('| server | req/s | server CPU µs/req | idle RSS MB | errors |');
-console.log('|---|---|---|---|---|');
-console.log(`| hand-written tRPC on Hono | ${Math.round(hw.rps)} | ${Math.round(hw.cpu)} | ${idle['hand-written']} | ${tot['hand-written'].bad} |`);
-console.log(`| ours | ${Math.round(us.rps)} | ${Math.round(us.cpu)} | ${idle.ours} | ${tot.ours.bad} |`);
-console.log(`\nours / hand-written: req/s ${(us.rps / hw.rps).toFixed(2)}x, CPU per request ${(us.cpu / hw.cpu).toFixed(2)}x`);
-console.log(`\n| cold start, spawn → first 200 from /health (median of ${starts}) | ms |`);
-console.log('|---|---|');
-for (const [name, xs] of Object.entries(cold)) console.log(`| ${name} | ${Math.round(median(xs))} |`);
-console.log(`\nidle RSS of \`ai-backend serve\` (sqlite) 0.5 s after its first /health: median ${median(rssCli)} MB`);
+console.log(`\n## tRPC path (GET /trpc/mcp.echo, 50 connections, ${rounds} rounds of ${duration}s per server, node ${process.version}, load average ${loadBefore} → ${await loadAverage()})\n`);
+console.log('| server | req/s | server CPU µs/req | req/s vs hand-written | CPU/req vs hand-written | idle RSS MB (before any request) | errors |');
+console.log('|---|---|---|---|---|---|---|');
+for (const name of names) {
+  const x = per(name);
+  console.log(`| ${name} | ${Math.round(x.rps)} | ${Math.round(x.cpu)} | ${(x.rps / hw.rps).toFixed(2)}x | ${(x.cpu / hw.cpu).toFixed(2)}x | ${idle[name]} | ${tot[name].bad} |`);
+}
+console.log(`\n| cold start (median of ${starts}) | spawn → first 200 from /health, ms | CPU used by then, ms | RSS 1 s after that /health, MB |`);
+console.log('|---|---|---|---|');
+for (const [name, c] of Object.entries(cold)) console.log(`| ${name} | ${Math.round(median(c.ms))} | ${Math.round(median(c.cpu))} | ${c.rss.length ? median(c.rss) : '-'} |`);

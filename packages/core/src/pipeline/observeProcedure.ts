@@ -1,7 +1,7 @@
 import type { TRPCError } from '@trpc/server';
-import { context, trace, SpanKind, type Context as OtelContext, type Span } from '@opentelemetry/api';
+import type { Context as OtelContext, Span } from '@opentelemetry/api';
 import type { Context } from './context.js';
-import { SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
+import { otel, SpanKind, SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
 import { reportedTokens } from '../observability/RecentCalls.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
@@ -12,6 +12,7 @@ function isAsyncGenerator(v: unknown): v is AsyncGenerator<unknown, unknown, unk
 
 /** `gen`, each step of which runs with `ctx` active. */
 function bindGenerator<T, R, N>(gen: AsyncGenerator<T, R, N>, ctx: OtelContext): AsyncGenerator<T, R, N> {
+  const { context } = otel();
   const bound = {
     next: (...args: [] | [N]) => context.with(ctx, () => gen.next(...args)),
     return: (value: R | PromiseLike<R>) => context.with(ctx, () => gen.return(value)),
@@ -34,13 +35,14 @@ export class CallObservation {
     private readonly path: string,
   ) {
     this.span = tracingActive()
-      ? tracer.startSpan(`procedure ${path}`, { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport } })
+      ? tracer().startSpan(`procedure ${path}`, { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport } })
       : undefined;
   }
 
   /** Run the rest of the chain with this call's span active (storage and upstream spans nest under it). */
   async run<R extends MiddlewareResult>(next: () => Promise<R>): Promise<R> {
     if (!this.span) return next();
+    const { context, trace } = otel();
     const active = trace.setSpan(context.active(), this.span);
     const result = await context.with(active, next);
     // A streaming procedure (ai.streamText) returns a generator whose body (the upstream call

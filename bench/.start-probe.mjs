@@ -1,0 +1,11 @@
+const t0 = performance.now();
+const { createServer } = await import('ai-backend');
+const t1 = performance.now();
+const s = createServer({ port: 0, storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'error' } } });
+const t2 = performance.now();
+const a = await s.start();
+const t3 = performance.now();
+await (await fetch(a.url + '/health')).text();
+const t4 = performance.now();
+console.log(JSON.stringify({ import: Math.round(t1 - t0), create: Math.round(t2 - t1), start: Math.round(t3 - t2), health: Math.round(t4 - t3), rss: Math.round(process.memoryUsage().rss / 1048576) }));
+await s.stop(); process.exit(0);
