@@ -12,7 +12,7 @@ export { publicBaseUrl } from './runtime/publicBaseUrl.js';
 export { forwardedClientIp } from './runtime/forwardedClientIp.js';
 export { createContext, type Context, type Identity, type RequestInfo, type TransportName, type McpCallContext, type CreateContextOptions, type ApiKeyGrant } from './trpc/context.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './trpc/subjectId.js';
-export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
+export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './trpc/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './trpc/invoke.js';
 export { isAsyncIterable } from './trpc/drainStream.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
