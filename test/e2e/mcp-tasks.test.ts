@@ -14,11 +14,12 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const redis = await testRedis();
+const pgAt = await testPostgres();
 
 const Loose = z.looseObject({});
 type Task = { taskId: string; status: string; resultType?: string; ttlMs?: number; result?: { content: Array<{ text: string }>; isError?: boolean }; error?: unknown };
@@ -153,6 +154,22 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       await onB.close();
     });
 
+    it('a streamText task completes with the usage in its result, charged exactly once', async () => {
+      const sub = `tasks-stream-${name.length}`;
+      await creditTokens(a.url, admin, sub, 10_000, `${sub}-credit`);
+      const token = await tokenFor(sub);
+      const onA = await tasksClient(() => a.url, token);
+      const created = await call(onA, 'streamText', { content: 'stream please [[upstream:latency=200]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
+      expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+      const done = await settled(onA, created.taskId);
+      expect(done.status).toBe('completed');
+      expect(done.result?.isError, done.result?.content[0]?.text).toBeFalsy();
+      expect(await holds()).toBe(0);
+      expect(await kinds(sub)).toEqual(['reserve', 'settle']);
+      expect((await a.runtime.billing.ledger.audit(sub)).consistent).toBe(true);
+      await onA.close();
+    });
+
     it("another caller cannot read or cancel a task: -32602, as for an unknown id", async () => {
       const owner = `tasks-owner-${name.length}`;
       await creditTokens(a.url, admin, owner, 10_000, `${owner}-credit`);
@@ -176,5 +193,14 @@ describeCluster(
   () => (redisOpts ? { type: 'redis', redis: { host: redisOpts.host, port: redisOpts.port, keyPrefix: redisOpts.keyPrefix } } : undefined),
   async () => {
     if (redisOpts) await dropTestKeys(redis, redisOpts.keyPrefix);
+  },
+);
+
+const pgOpts = pgAt.ok ? testPostgresOptions(pgAt, 'mcptasks') : undefined;
+describeCluster(
+  'MCP Tasks: two instances sharing PostgreSQL, no Redis',
+  () => (pgOpts ? { type: 'postgres', postgres: pgOpts } : undefined),
+  async () => {
+    if (pgOpts) await dropTestSchema(pgAt, pgOpts.schema);
   },
 );
