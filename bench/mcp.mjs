@@ -6,7 +6,14 @@
 // Each mode runs ours and the SDK in A B B A order (averaged), 50 connections. Ours also runs its
 // old 2025 stateless mode (`mcp.sessionMode: 'stateless'`) next to the 2026 request.
 import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { load, startServer } from './lib.mjs';
+
+/** CPU seconds (user + system) a process has used so far (USER_HZ = 100). */
+async function cpuSeconds(pid) {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 const seconds = Number(process.argv[2] ?? 5);
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -78,20 +85,27 @@ const servers = {
   sdkSse: await sdk('sse'),
   sdkJson: await sdk('json'),
 };
+const at = (server, req) => ({ ...req, pid: server.pid });
 const modes = [
-  { name: '2026-07-28 stateless request', ours: modern(servers.ours.url), sdk: modern(servers.sdkSse.url) },
-  { name: '2025-11-25 session, SSE answers', ours: await legacy(servers.ours.url), sdk: await legacy(servers.sdkSse.url) },
-  { name: '2025-11-25 session, JSON answers', ours: await legacy(servers.oursJson.url), sdk: await legacy(servers.sdkJson.url) },
+  { name: '2026-07-28 stateless request', ours: at(servers.ours, modern(servers.ours.url)), sdk: at(servers.sdkSse, modern(servers.sdkSse.url)) },
+  { name: '2025-11-25 session, SSE answers', ours: at(servers.ours, await legacy(servers.ours.url)), sdk: at(servers.sdkSse, await legacy(servers.sdkSse.url)) },
+  { name: '2025-11-25 session, JSON answers', ours: at(servers.oursJson, await legacy(servers.oursJson.url)), sdk: at(servers.sdkJson, await legacy(servers.sdkJson.url)) },
 ];
-const old = stateless(servers.oursStateless.url);
+const old = at(servers.oursStateless, stateless(servers.oursStateless.url));
 for (const m of modes) {
   await check(`ours ${m.name}`, m.ours);
   await check(`sdk ${m.name}`, m.sdk);
 }
 await check('ours 2025 stateless', old);
 
-const run = (req) => load({ ...req, duration: seconds, warmup: 1 });
-const avg = (a, b) => ({ rps: Math.round((a.rps + b.rps) / 2), p50: (a.p50 + b.p50) / 2, p99: (a.p99 + b.p99) / 2, errors: a.errors + b.errors });
+/** A warm-up second, then the measured run with the server's CPU time per request (steadier than req/s on a shared machine). */
+async function run({ pid, ...req }) {
+  await load({ ...req, duration: 1, warmup: 0 });
+  const cpu0 = await cpuSeconds(pid);
+  const r = await load({ ...req, duration: seconds, warmup: 0 });
+  return { ...r, cpuUs: (((await cpuSeconds(pid)) - cpu0) * 1e6) / Math.max(1, r.total) };
+}
+const avg = (a, b) => ({ rps: Math.round((a.rps + b.rps) / 2), p50: (a.p50 + b.p50) / 2, p99: (a.p99 + b.p99) / 2, errors: a.errors + b.errors, cpuUs: Math.round((a.cpuUs + b.cpuUs) / 2) });
 
 const rows = [];
 for (const m of modes) {
@@ -109,14 +123,17 @@ const modernOurs = avg(n1, n2);
 const oldOurs = avg(l1, l2);
 
 console.log(`\nMCP tools/call greeting, ${seconds} s per run, 50 connections, A B B A (Node ${process.version})\n`);
-console.log('| mode | ours req/s | SDK req/s | ours / SDK | ours p50 / p99 ms | SDK p50 / p99 ms | errors |');
-console.log('|---|---|---|---|---|---|---|');
+console.log('| mode | ours req/s | SDK req/s | ours / SDK req/s | ours / SDK CPU µs/req | SDK CPU / ours CPU | ours p50 / p99 ms | SDK p50 / p99 ms | errors |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
-  console.log(`| ${r.name} | ${r.ours.rps} | ${r.sdk.rps} | ${(r.ours.rps / r.sdk.rps).toFixed(2)} | ${r.ours.p50} / ${r.ours.p99} | ${r.sdk.p50} / ${r.sdk.p99} | ${r.ours.errors + r.sdk.errors} |`);
+  console.log(
+    `| ${r.name} | ${r.ours.rps} | ${r.sdk.rps} | ${(r.ours.rps / r.sdk.rps).toFixed(2)} | ${r.ours.cpuUs} / ${r.sdk.cpuUs} | ${(r.sdk.cpuUs / r.ours.cpuUs).toFixed(2)} | ${r.ours.p50} / ${r.ours.p99} | ${r.sdk.p50} / ${r.sdk.p99} | ${r.ours.errors + r.sdk.errors} |`,
+  );
 }
-console.log(`\n| ours | req/s | p50 / p99 ms | errors |\n|---|---|---|---|`);
-console.log(`| 2026-07-28 stateless request | ${modernOurs.rps} | ${modernOurs.p50} / ${modernOurs.p99} | ${modernOurs.errors} |`);
-console.log(`| 2025 stateless mode (mcp.sessionMode 'stateless') | ${oldOurs.rps} | ${oldOurs.p50} / ${oldOurs.p99} | ${oldOurs.errors} |`);
-console.log(`\n2026 stateless / 2025 stateless mode: ${(modernOurs.rps / oldOurs.rps).toFixed(2)}x`);
+console.log(`\n| ours | req/s | CPU µs/req | p50 / p99 ms | errors |\n|---|---|---|---|---|`);
+console.log(`| 2026-07-28 stateless request | ${modernOurs.rps} | ${modernOurs.cpuUs} | ${modernOurs.p50} / ${modernOurs.p99} | ${modernOurs.errors} |`);
+console.log(`| 2025 stateless mode (mcp.sessionMode 'stateless') | ${oldOurs.rps} | ${oldOurs.cpuUs} | ${oldOurs.p50} / ${oldOurs.p99} | ${oldOurs.errors} |`);
+console.log(`\n2026 stateless / 2025 stateless mode: ${(modernOurs.rps / oldOurs.rps).toFixed(2)}x req/s, ${(oldOurs.cpuUs / modernOurs.cpuUs).toFixed(2)}x less CPU per request`);
+console.log(`load average at the end: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 
 for (const s of Object.values(servers)) await s.stop();
