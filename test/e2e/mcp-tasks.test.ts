@@ -15,13 +15,37 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { publicProcedure, router, type Runtime } from '@ai-backend/core';
+import { createServer } from '@ai-backend/transports';
+import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const redis = await testRedis();
 const pgAt = await testPostgres();
 
 const Loose = z.looseObject({});
+
+/** Which instance ran each round of `approveJob` (its runtime). */
+const ranOn: Runtime[] = [];
+/** A long-running tool that asks for approval inside its task (input_required), with sealed state. */
+const tasksRouter = router({
+  approveJob: publicProcedure
+    .meta({ description: 'Asks for approval, then runs the job', longRunning: true, mcp: { result: 'content' } })
+    .input(z.object({ job: z.string() }))
+    .mutation(async ({ ctx, input }) => {
+      ranOn.push(ctx.runtime);
+      const answer = ctx.mcp?.inputResponses?.approve as { action?: string; content?: { ok?: boolean } } | undefined;
+      if (answer?.action !== 'accept') {
+        return {
+          resultType: 'input_required',
+          inputRequests: { approve: { method: 'elicitation/create', params: { mode: 'form', message: `Run ${input.job}?`, requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } } } },
+          requestState: await ctx.mcp!.sealState!({ job: input.job }),
+        };
+      }
+      const state = ctx.mcp?.requestState as { job?: string } | undefined;
+      return { content: [{ type: 'text', text: `ran ${state?.job} (approved: ${answer.content?.ok}, task ${ctx.mcp?.taskId ? 'yes' : 'no'})` }] };
+    }),
+});
 type Task = { taskId: string; status: string; resultType?: string; ttlMs?: number; result?: { content: Array<{ text: string }>; isError?: boolean }; error?: unknown };
 
 /**
@@ -79,8 +103,8 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
     let admin: string;
     beforeAll(async () => {
       upstream = await createTestUpstream();
-      a = await startAiServer(upstream, { storage: storage() as never });
-      b = await startAiServer(upstream, { storage: storage() as never });
+      a = await startAiServer(upstream, { storage: storage() as never, customRouters: { tasks: tasksRouter } });
+      b = await startAiServer(upstream, { storage: storage() as never, customRouters: { tasks: tasksRouter } });
       admin = await tokenFor('tasks-admin', { admin: true });
     });
     afterAll(async () => {
@@ -170,6 +194,27 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       await onA.close();
     });
 
+    it('a task waiting for input on instance A is answered on B and resumes there with its sealed state', async () => {
+      const token = await tokenFor(`tasks-input-${name.length}`);
+      const onA = await tasksClient(() => a.url, token);
+      const onB = await tasksClient(() => b.url, token);
+      ranOn.length = 0;
+      const created = await call(onA, 'approveJob', { job: 'nightly' });
+      expect(created).toMatchObject({ resultType: 'task' });
+      let parked: Task & { inputRequests?: Record<string, { method: string }> } = created;
+      await waitFor(async () => (parked = await get(onB, created.taskId)).status === 'input_required', { timeoutMs: 5000, what: 'the task asks for input' });
+      expect(parked.inputRequests?.approve?.method).toBe('elicitation/create');
+      expect(parked).not.toHaveProperty('requestState');
+      const { _meta, ...ack } = (await onB.request({ method: 'tasks/update', params: { taskId: created.taskId, inputResponses: { approve: { action: 'accept', content: { ok: true } } } } }, Loose)) as Record<string, unknown>;
+      expect(ack).toEqual({});
+      const done = await settled(onA, created.taskId);
+      expect(done.status).toBe('completed');
+      expect(done.result?.content[0]?.text).toBe('ran nightly (approved: true, task yes)');
+      expect(ranOn).toEqual([a.runtime, b.runtime]);
+      await onA.close();
+      await onB.close();
+    });
+
     it("another caller cannot read or cancel a task: -32602, as for an unknown id", async () => {
       const owner = `tasks-owner-${name.length}`;
       await creditTokens(a.url, admin, owner, 10_000, `${owner}-credit`);
@@ -204,3 +249,45 @@ describeCluster(
     if (pgOpts) await dropTestSchema(pgAt, pgOpts.schema);
   },
 );
+
+describe.skipIf(!redis.ok)('MCP Tasks: an instance that stops while a task runs', () => {
+  const opts = redis.ok ? testRedisOptions(redis, 'mcptasksstop') : undefined;
+  let upstream: TestUpstream;
+  afterAll(async () => {
+    await upstream?.close();
+    if (opts) await dropTestKeys(redis, opts.keyPrefix);
+  });
+
+  it('the task fails ("stopped"), its upstream call is aborted and its hold released, readable on the other instance', async () => {
+    upstream = await createTestUpstream();
+    const storage = { type: 'redis' as const, redis: { host: opts!.host, port: opts!.port, keyPrefix: opts!.keyPrefix } };
+    // A short grace period: graceful stop waits that long for running tasks, then aborts them.
+    const stopping = createServer(gatewayConfig(upstream, { storage }), { shutdownTimeoutMs: 300 });
+    const { url } = await stopping.start();
+    const other = await startAiServer(upstream, { storage });
+    try {
+      const admin = await tokenFor('tasks-stop-admin', { admin: true });
+      await creditTokens(other.url, admin, 'tasks-stop', 10_000, 'tasks-stop-credit');
+      const token = await tokenFor('tasks-stop');
+      const onStopping = await tasksClient(() => url, token);
+      const onOther = await tasksClient(() => other.url, token);
+      const created = await call(onStopping, 'generateText', { content: 'please [[upstream:hang]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
+      await waitFor(async () => (await other.runtime.storage.keys('hold:')).length === 1, { timeoutMs: 5000, what: 'the upstream call started' });
+      await onStopping.close();
+      await stopping.stop();
+
+      const after = (await get(onOther, created.taskId)) as Task & { error?: { code: number; message: string } };
+      expect(after.status).toBe('failed');
+      expect(after.error).toMatchObject({ code: -32603, message: 'the server instance running the task stopped' });
+      expect(upstream.requests.at(-1)!.aborted).toBe(true);
+      expect(await other.runtime.storage.keys('hold:')).toEqual([]);
+      const kinds = (await other.runtime.billing.ledger.entries('tasks-stop')).map((e) => e.kind).filter((k) => k !== 'credit');
+      expect(kinds).toEqual(['reserve', 'release']);
+      expect((await other.runtime.billing.ledger.audit('tasks-stop')).consistent).toBe(true);
+      await onOther.close();
+    } finally {
+      await stopping.stop();
+      await other.stop();
+    }
+  });
+});

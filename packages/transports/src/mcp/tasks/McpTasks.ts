@@ -80,6 +80,8 @@ export class McpTasks {
   private readonly maxResultBytes: number;
   /** Runs on this instance: taskId → its abort controller and owner. */
   private readonly local = new Map<string, { abort: AbortController; owner: string }>();
+  /** Runs of this instance still going, so close() can let aborted ones release their holds first. */
+  private readonly inFlight = new Set<Promise<unknown>>();
   private readonly unsubscribe: () => void;
   private readonly poller: NodeJS.Timeout;
   private closed = false;
@@ -121,7 +123,7 @@ export class McpTasks {
    * within a short window is answered synchronously instead, and no task is created.
    */
   async start(opts: { owner: string; tool: string; arguments: Record<string, unknown>; meta: LongRunningMeta; run: RunTool; inputResponses?: Record<string, unknown>; requestState?: unknown }): Promise<Record<string, unknown>> {
-    if (this.closed) throw new ProtocolError(ProtocolErrorCode.InternalError, 'server is shutting down');
+    if (this.closed) throw new ProtocolError(ProtocolErrorCode.InternalError, 'this server instance is shutting down: retry (another instance will take the task)');
     if (this.runningFor(opts.owner) >= this.maxRunningPerCaller) {
       throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `too many running tasks (at most ${this.maxRunningPerCaller} per caller): wait for one to finish or cancel one`);
     }
@@ -160,8 +162,13 @@ export class McpTasks {
       this.local.delete(taskId);
       throw err;
     }
-    void first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal));
+    this.track(first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal)));
     return createTaskResult(rec);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
   }
 
   /** A run that threw outside the invoke seam (a bug): the task fails, nothing leaks to the client. */
@@ -258,12 +265,26 @@ export class McpTasks {
     if (!changed || !rec || rec.status !== 'working') return;
     const abort = new AbortController();
     this.local.set(taskId, { abort, owner });
-    void runTool(rec)(abort.signal, { inputResponses: rec.answered, sealedState: rec.requestState, taskId })
-      .catch((err: unknown): ToolOutcome => this.crashed(err))
-      .then((outcome) => this.settle(taskId, rec.run, outcome, abort.signal));
+    this.track(
+      runTool(rec)(abort.signal, { inputResponses: rec.answered, sealedState: rec.requestState, taskId })
+        .catch((err: unknown): ToolOutcome => this.crashed(err))
+        .then((outcome) => this.settle(taskId, rec.run, outcome, abort.signal)),
+    );
   }
 
-  /** Stop: runs still going here are aborted (their holds released) and their tasks fail. */
+  /** Graceful stop: no new task starts; wait up to `timeoutMs` for the running ones to finish. */
+  async drain(timeoutMs: number): Promise<void> {
+    this.closed = true;
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Stop: runs still going here are aborted and their tasks fail. We wait (up to 5 s) for the
+   * aborted runs to end, so their holds are released before storage closes.
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.poller);
@@ -271,6 +292,7 @@ export class McpTasks {
     const running = [...this.local.keys()];
     for (const { abort } of this.local.values()) abort.abort();
     this.local.clear();
+    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => setTimeout(r, 5000).unref())]);
     await Promise.all(
       running.map((taskId) =>
         this.store
