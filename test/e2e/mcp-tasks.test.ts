@@ -157,6 +157,10 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
 
       const created = await call(onA, 'generateText', { content: 'hello [[upstream:latency=300]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
       expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+      // What the task keeps in storage: never the arguments (they can carry a BYOK apiKey).
+      const stored = (await a.runtime.shared.get(`mcp:task:${created.taskId}`)) as Record<string, unknown>;
+      expect(stored).toMatchObject({ taskId: created.taskId, tool: 'generateText', status: 'working' });
+      expect(JSON.parse(JSON.stringify(stored))).not.toHaveProperty('arguments');
       const done = await settled(onB, created.taskId);
       expect(done.status).toBe('completed');
       expect(done.result?.isError, done.result?.content[0]?.text).toBeFalsy();

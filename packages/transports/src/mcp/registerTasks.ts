@@ -44,7 +44,7 @@ export function registerTasks(server: Server, deps: McpServerDeps): void {
     await tasks.update(params.taskId, callerOf(ctx), responses, (rec) => {
       const tool = deps.catalog.byName.get(rec.tool);
       if (!tool) throw new Error(`task tool ${rec.tool} is no longer served`);
-      return taskRunner(deps, server, ctx, tool, rec.arguments);
+      return taskRunner(deps, server, ctx, tool, rec.arguments ?? {});
     });
     return {} as never;
   });

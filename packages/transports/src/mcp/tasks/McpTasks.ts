@@ -146,7 +146,6 @@ export class McpTasks {
       taskId,
       owner: opts.owner,
       tool: opts.tool,
-      arguments: opts.arguments,
       status: 'working',
       createdAt: now.toISOString(),
       lastUpdatedAt: now.toISOString(),
@@ -162,7 +161,7 @@ export class McpTasks {
       this.local.delete(taskId);
       throw err;
     }
-    this.track(first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal)));
+    this.track(first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal, opts.arguments)));
     return createTaskResult(rec);
   }
 
@@ -178,22 +177,22 @@ export class McpTasks {
   }
 
   /** Record what a run came to, unless the task moved on meanwhile (cancelled, or another run). */
-  private async settle(taskId: string, run: number, outcome: ToolOutcome, signal: AbortSignal): Promise<void> {
+  private async settle(taskId: string, run: number, outcome: ToolOutcome, signal: AbortSignal, args: Record<string, unknown>): Promise<void> {
     this.local.delete(taskId);
     if (signal.aborted) return; // cancelled (the canceller set the status) or shutting down (close() did)
     let next: (cur: TaskRecord) => TaskRecord;
     if (outcome.kind === 'failed') {
-      next = (cur) => ({ ...cur, status: 'failed', error: outcome.error, inputRequests: undefined, answered: undefined, requestState: undefined });
+      next = (cur) => ({ ...cur, status: 'failed', error: outcome.error, inputRequests: undefined, answered: undefined, requestState: undefined, arguments: undefined });
     } else if (isInputRequiredResult(outcome.result)) {
       const { inputRequests, requestState } = outcome.result as InputRequiredResult & { requestState?: string };
-      next = (cur) => ({ ...cur, status: 'input_required', inputRequests: inputRequests as Record<string, unknown>, answered: {}, requestState });
+      next = (cur) => ({ ...cur, status: 'input_required', inputRequests: inputRequests as Record<string, unknown>, answered: {}, requestState, arguments: args });
     } else {
       const result = outcome.result as Record<string, unknown>;
       const size = Buffer.byteLength(JSON.stringify(result));
       next =
         size > this.maxResultBytes
           ? (cur) => ({ ...cur, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: `the result (${size} bytes) is larger than the ${this.maxResultBytes} bytes a task may keep` } })
-          : (cur) => ({ ...cur, status: 'completed', result, inputRequests: undefined, answered: undefined, requestState: undefined });
+          : (cur) => ({ ...cur, status: 'completed', result, inputRequests: undefined, answered: undefined, requestState: undefined, arguments: undefined });
     }
     try {
       await this.store.update(taskId, (cur) => (cur.status === 'working' && cur.run === run ? next(cur) : undefined));
@@ -232,7 +231,7 @@ export class McpTasks {
   async cancel(taskId: string, owner: string): Promise<void> {
     await this.get(taskId, owner);
     const { changed } = await this.store.update(taskId, (cur) =>
-      TERMINAL.has(cur.status) ? undefined : { ...cur, status: 'cancelled', statusMessage: 'cancelled by the client', inputRequests: undefined, answered: undefined, requestState: undefined },
+      TERMINAL.has(cur.status) ? undefined : { ...cur, status: 'cancelled', statusMessage: 'cancelled by the client', inputRequests: undefined, answered: undefined, requestState: undefined, arguments: undefined },
     );
     if (!changed) return;
     const here = this.local.get(taskId);
@@ -260,6 +259,7 @@ export class McpTasks {
       }
       if (!any) return undefined;
       if (Object.keys(pending).length > 0) return { ...cur, inputRequests: pending, answered };
+      // `arguments` stay until this run settles: it may ask for input again.
       return { ...cur, status: 'working', inputRequests: undefined, answered, run: cur.run + 1 };
     });
     if (!changed || !rec || rec.status !== 'working') return;
@@ -268,7 +268,7 @@ export class McpTasks {
     this.track(
       runTool(rec)(abort.signal, { inputResponses: rec.answered, sealedState: rec.requestState, taskId })
         .catch((err: unknown): ToolOutcome => this.crashed(err))
-        .then((outcome) => this.settle(taskId, rec.run, outcome, abort.signal)),
+        .then((outcome) => this.settle(taskId, rec.run, outcome, abort.signal, rec.arguments ?? {})),
     );
   }
 
@@ -296,7 +296,7 @@ export class McpTasks {
     await Promise.all(
       running.map((taskId) =>
         this.store
-          .update(taskId, (cur) => (cur.status === 'working' ? { ...cur, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: 'the server instance running the task stopped' } } : undefined))
+          .update(taskId, (cur) => (cur.status === 'working' ? { ...cur, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: 'the server instance running the task stopped' }, arguments: undefined } : undefined))
           .catch(() => undefined),
       ),
     );

@@ -13,7 +13,11 @@ export interface TaskRecord {
   /** The caller it belongs to (`sub:<subject>` or `ip:<address>` when anonymous); nobody else sees it. */
   owner: string;
   tool: string;
-  arguments: Record<string, unknown>;
+  /**
+   * The call's arguments, kept only while the task waits for input (a resumed run needs them):
+   * they can hold secrets (a BYOK apiKey), so a task that never asks for input never stores them.
+   */
+  arguments?: Record<string, unknown>;
   status: TaskStatus;
   createdAt: string;
   lastUpdatedAt: string;
