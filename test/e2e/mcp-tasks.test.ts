@@ -188,10 +188,12 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       const token = await tokenFor(sub);
       const onA = await tasksClient(() => a.url, token);
       const created = await call(onA, 'streamText', { content: 'stream please [[upstream:latency=200]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
+      // Its progress becomes the statusMessage (how far, never text fragments).
       expect(created).toMatchObject({ resultType: 'task', status: 'working' });
-      const done = await settled(onA, created.taskId);
+      const done = (await settled(onA, created.taskId)) as Task & { statusMessage?: string };
       expect(done.status).toBe('completed');
       expect(done.result?.isError, done.result?.content[0]?.text).toBeFalsy();
+      expect(done.statusMessage).toMatch(/^\d+ characters generated$/);
       expect(await holds()).toBe(0);
       expect(await kinds(sub)).toEqual(['reserve', 'settle']);
       expect((await a.runtime.billing.ledger.audit(sub)).consistent).toBe(true);

@@ -80,6 +80,8 @@ export class McpTasks {
   private readonly maxResultBytes: number;
   /** Runs on this instance: taskId → its abort controller and owner. */
   private readonly local = new Map<string, { abort: AbortController; owner: string }>();
+  /** The last statusMessage write of each running task. */
+  private readonly statusWrites = new Map<string, Promise<unknown>>();
   /** Runs of this instance still going, so close() can let aborted ones release their holds first. */
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly unsubscribe: () => void;
@@ -179,6 +181,8 @@ export class McpTasks {
   /** Record what a run came to, unless the task moved on meanwhile (cancelled, or another run). */
   private async settle(taskId: string, run: number, outcome: ToolOutcome, signal: AbortSignal, args: Record<string, unknown>): Promise<void> {
     this.local.delete(taskId);
+    await this.statusWrites.get(taskId);
+    this.statusWrites.delete(taskId);
     if (signal.aborted) return; // cancelled (the canceller set the status) or shutting down (close() did)
     let next: (cur: TaskRecord) => TaskRecord;
     if (outcome.kind === 'failed') {
@@ -212,7 +216,9 @@ export class McpTasks {
       if (now - last < 1000) return;
       last = now;
       const statusMessage = message.slice(0, 500);
-      void this.store.update(taskId, (cur) => (cur.status === 'working' ? { ...cur, statusMessage } : undefined)).catch(() => undefined);
+      const write = this.store.update(taskId, (cur) => (cur.status === 'working' ? { ...cur, statusMessage } : undefined)).catch(() => undefined);
+      // settle() waits for it, so the run's outcome is written after its last status.
+      this.statusWrites.set(taskId, write);
     };
   }
 
