@@ -25,7 +25,7 @@ export interface McpTasksOptions {
   ttlMs?: number;
   /** The poll interval we suggest to clients. */
   pollIntervalMs?: number;
-  /** How often a running task re-reads its record to notice a cancel made on another instance without Redis signals. */
+  /** How often a running task re-reads its record to notice a cancel made on another instance (a lost or absent signal). */
   cancelPollMs?: number;
   /** Tasks one caller may have running on one instance at once. */
   maxRunningPerCaller?: number;
@@ -103,9 +103,12 @@ export class McpTasks {
     this.poller.unref();
   }
 
-  /** Without Redis signals a cancel made elsewhere is only in storage: look for it. */
+  /**
+   * A cancel made on another instance is in storage: without Redis signals this is how we learn
+   * of it, and with them it catches a notice lost while Redis was unreachable.
+   */
   private async pollCancels(): Promise<void> {
-    if (this.local.size === 0 || this.runtime.signals.kind === 'redis') return;
+    if (this.local.size === 0) return;
     for (const [taskId, run] of [...this.local]) {
       const rec = await this.store.get(taskId).catch(() => undefined);
       if (rec?.status === 'cancelled') run.abort.abort();
