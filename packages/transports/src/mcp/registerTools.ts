@@ -1,5 +1,4 @@
-import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server } from '@modelcontextprotocol/server';
-import type { ServerContext } from '@modelcontextprotocol/server';
+import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server, type ServerContext } from '@modelcontextprotocol/server';
 import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core';
 import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext.js';
 import { callerOf } from './requestStateSeal.js';
