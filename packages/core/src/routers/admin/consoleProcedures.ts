@@ -105,7 +105,7 @@ export const consoleProcedures = {
     }),
 
   recentCalls: adminProcedure
-    .meta({ description: "The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens); never input, prompt or answer text" })
-    .input(z.strictObject({ limit: z.number().int().min(1).max(500).default(100), after: z.number().int().min(0).optional().describe('only calls after this seq (polling)') }).default({ limit: 100 }))
+    .meta({ description: "The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens; a streamed call shows its tokens once its stream ended); never input, prompt or answer text" })
+    .input(z.strictObject({ limit: z.number().int().min(1).max(500).default(100), after: z.number().int().min(0).optional().describe('only calls recorded or updated after this lastSeq of a previous answer (polling); merge them by seq') }).default({ limit: 100 }))
     .query(({ ctx, input }) => ({ calls: ctx.runtime.recentCalls.list(input.limit, input.after), lastSeq: ctx.runtime.recentCalls.lastSeq })),
 };
