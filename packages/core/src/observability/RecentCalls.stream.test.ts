@@ -13,7 +13,7 @@ describe('recent calls: a streamed call shows its tokens once its stream ends', 
     const seen = h.runtime.recentCalls.lastSeq;
     const [started] = h.runtime.recentCalls.list(1);
     expect(started).toMatchObject({ procedure: 'ai.streamText', status: 'ok', tokens: null, streaming: true });
-    let total: number | undefined;
+    let total: number | null | undefined;
     for await (const e of stream) if (e.type === 'finish') total = e.result.data.usage.totalTokens;
     expect(total).toBeGreaterThan(0);
     // A poller that saw the start gets the same call again (same seq), completed.

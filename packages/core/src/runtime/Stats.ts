@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Storage } from '../storage/Storage.js';
 import type { TransportName } from '../trpc/context.js';
+import type { UpstreamDay, UpstreamStats } from '../observability/UpstreamStats.js';
 import type { Signals } from './Signals.js';
 
 /** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
@@ -35,6 +36,8 @@ export interface StatsOptions {
   peerFlushTimeoutMs?: number;
   /** Cross-instance signals: with Redis, a read first has every instance write its pending counts. */
   signals?: Signals;
+  /** Calls to model providers per day, provider and model: written with every flush, read by upstreamDays. */
+  upstream?: UpstreamStats;
   /** Clock, for tests. */
   now?: () => number;
 }
@@ -215,6 +218,15 @@ export class Stats {
     const batch = this.pending;
     this.pending = new Map();
     const ttlMs = (this.opts.retentionDays ?? 90) * DAY_MS;
+    const upstream = this.opts.upstream?.hasPending ? this.opts.upstream.write(storage, ttlMs) : undefined;
+    try {
+      await this.writeRecords(storage, batch, ttlMs);
+    } finally {
+      await upstream;
+    }
+  }
+
+  private async writeRecords(storage: Storage, batch: Map<string, DayRecord>, ttlMs: number): Promise<void> {
     for (const [key, add] of batch) {
       try {
         // One transaction: the store's own atomic primitive (queued per key in this process,
@@ -293,11 +305,21 @@ export class Stats {
    */
   dropPending(): void {
     this.pending.clear();
+    this.opts.upstream?.dropPending();
+  }
+
+  /**
+   * The upstream rows of `days` (YYYY-MM-DD), one read per day; call after `snapshot`, which had
+   * every instance write its pending counts (upstream ones included).
+   */
+  upstreamDays(days: readonly string[]): Promise<UpstreamDay[]> {
+    return this.opts.upstream?.read(this.storage, days) ?? Promise.resolve(days.map(() => ({})));
   }
 
   /** Forget everything: pending counts and, cluster-wide, the stored records. */
   async reset(): Promise<void> {
     this.pending.clear();
+    this.opts.upstream?.dropPending();
     if (!this.storage) return;
     await this.flushing?.catch(() => undefined);
     const keys = await this.storage.keys(PREFIX);

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { CoreError } from '../../errors/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
-import { adminUsageAnalytics } from '../../services/billing/adminUsageAnalytics.js';
+import { adminUsageAnalytics, daysBetween } from '../../services/billing/adminUsageAnalytics.js';
 import { adminProcedure } from '../../trpc/procedures.js';
 import { cursorInput, limitInput } from '../billing/bounds.js';
+import { overviewSeries } from './overviewSeries.js';
 
 const UserRef = z.string().min(1).max(320).describe('user id (sub) or e-mail');
 /** Most users a search answers (a prefix may match many). */
@@ -26,22 +27,28 @@ const dayString = (ms: number) => new Date(ms).toISOString().slice(0, 10);
  */
 export const consoleProcedures = {
   overview: adminProcedure
-    .meta({ description: 'The console overview in one call: requests and errors per day and entry point, tokens and money per day, provider and model, upstream latency per provider, MCP sessions and streams, alert backlog' })
+    .meta({ description: 'The console overview in one call: requests and errors per day and entry point; calls, failures, upstream latency p50/p99, tokens and money per day by provider and by model (cluster-wide); MCP sessions and streams, alert backlog' })
     .input(z.strictObject({ days: z.number().int().min(1).max(90).default(14) }).default({ days: 14 }))
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
       const to = dayString(Date.now());
       const from = dayString(Date.now() - (input.days - 1) * 86_400_000);
+      const days = daysBetween(from, to);
       const [statistics, usage, figures, alerts] = await Promise.all([
         runtime.stats.snapshot(input.days),
-        adminUsageAnalytics(runtime.storage, { from, to, sortBy: 'cost', limit: 10 }),
+        adminUsageAnalytics(runtime.storage, { from, to, sortBy: 'cost', limit: 10, series: true }),
         runtime.metrics?.consoleFigures(),
         runtime.alerts.pending(),
       ]);
+      // After the snapshot: it had every instance write its pending counts, upstream ones included.
+      const upstreamDays = await runtime.stats.upstreamDays(days);
+      const { seriesByProvider, seriesByModel, ...usageTotals } = usage;
       return {
         period: { from, to, days: input.days },
         requests: { total: statistics.total, errors: statistics.errors, byDay: statistics.byDay, byDayEntry: statistics.byDayEntry, procedures: statistics.procedures.slice(0, 15) },
-        usage,
+        usage: usageTotals,
+        // Cluster-wide, from the statistics and the usage day rows (null with statistics.enabled false).
+        series: runtime.config.statistics.enabled ? overviewSeries(days, statistics, { seriesByProvider, seriesByModel }, upstreamDays) : null,
         // This instance's upstream figures since it started (Prometheus counters), null with metrics off.
         upstream: figures?.providers ?? null,
         mcp: figures?.mcp ?? null,
