@@ -16,6 +16,7 @@ export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } f
 export { invoke, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './trpc/invoke.js';
 export { isAsyncIterable } from './trpc/drainStream.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
+export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';
 export { createRuntime, type CreateRuntimeOptions } from './runtime/createRuntime.js';
 export type { Runtime, Authenticator, AuthResult, AuthFacts, HealthProbe } from './runtime/Runtime.js';
 export { ApiKeyService, type KeyActor } from './services/apiKeys/ApiKeyService.js';
