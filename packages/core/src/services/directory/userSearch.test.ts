@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
+import { resolveConfig } from '../../config/resolveConfig.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import type { Identity } from '../../trpc/context.js';
+import { UserDirectory } from './UserDirectory.js';
+import { indexUser } from './userSearchIndex.js';
+
+const who = (sub: string, email?: string): Identity => ({ sub, scopes: [], isAdmin: false, via: 'jwt', ...(email ? { email } : {}) });
+
+/** A directory that saw `users` in order (the profile and the index written as `seen` writes them). */
+async function directoryOf(users: Array<[string, string?]>): Promise<{ dir: UserDirectory; storage: MemoryStorage }> {
+  const storage = new MemoryStorage();
+  const dir = new UserDirectory(storage, resolveConfig({}));
+  for (const [sub, email] of users) {
+    dir.seen(who(sub, email));
+    await waitFor(async () => (await storage.get(`user:indexed:${sub}`)) !== undefined, { what: `${sub} indexed` });
+  }
+  return { dir, storage };
+}
+
+describe('user search', () => {
+  it('finds any part of an id or e-mail, ignoring case, most recently indexed first', async () => {
+    const { dir } = await directoryOf([['auth0|Alice-1', 'Alice.Smith@Example.com'], ['bob', 'bob@corp.io'], ['carol', 'carol@example.com'], ['dave']]);
+    const subs = async (q: string) => (await dir.search(q, { limit: 20, maxScanned: 100 })).subs;
+    expect(await subs('EXAMPLE.COM')).toEqual(['carol', 'auth0|Alice-1']);
+    expect(await subs('alice-')).toEqual(['auth0|Alice-1']);
+    expect(await subs('smith@')).toEqual(['auth0|Alice-1']);
+    expect(await subs('corp')).toEqual(['bob']);
+    expect(await subs('av')).toEqual(['dave']);
+    expect(await subs('nobody')).toEqual([]);
+  });
+
+  it('indexes a user once, again only when their e-mail changes; an old e-mail no longer finds them', async () => {
+    const { dir, storage } = await directoryOf([['erin', 'erin@old.example']]);
+    await indexUser(storage, 'erin', 'ERIN@old.example'); // the same address: nothing appended
+    expect(await storage.readLog('user:directory')).toHaveLength(1);
+    await indexUser(storage, 'erin', 'erin@new.example');
+    await storage.set('user:profile:erin', { sub: 'erin', email: 'erin@new.example', scopes: [], isAdmin: false, via: 'jwt', lastSeenAt: new Date().toISOString() });
+    expect(await storage.readLog('user:directory')).toHaveLength(2);
+    expect((await dir.search('new.example', { limit: 20, maxScanned: 100 })).subs).toEqual(['erin']);
+    expect((await dir.search('old.example', { limit: 20, maxScanned: 100 })).subs).toEqual([]);
+  });
+
+  it('examines at most maxScanned entries per search and pages on with a cursor', async () => {
+    const storage = new MemoryStorage();
+    const dir = new UserDirectory(storage, resolveConfig({}));
+    for (let i = 0; i < 30; i++) {
+      await indexUser(storage, `user-${i}`, i % 10 === 0 ? `match-${i}@x.io` : undefined);
+      await storage.set(`user:profile:user-${i}`, { sub: `user-${i}`, ...(i % 10 === 0 ? { email: `match-${i}@x.io` } : {}), scopes: [], isAdmin: false, via: 'jwt', lastSeenAt: '' });
+    }
+    // Newest first: user-29 … user-0; matches at 20, 10, 0.
+    const first = await dir.search('MATCH', { limit: 20, maxScanned: 12 });
+    expect(first.scanned).toBe(12);
+    expect(first.subs).toEqual(['user-20']);
+    expect(first.nextCursor).toBeDefined();
+    const second = await dir.search('match', { limit: 20, maxScanned: 12, cursor: first.nextCursor });
+    expect(second.subs).toEqual(['user-10']);
+    const third = await dir.search('match', { limit: 20, maxScanned: 12, cursor: second.nextCursor });
+    expect(third.subs).toEqual(['user-0']);
+    expect(third.nextCursor).toBeUndefined();
+    // A full page stops early, with a cursor to the rest.
+    const one = await dir.search('match', { limit: 1, maxScanned: 100 });
+    expect(one.subs).toEqual(['user-20']);
+    expect((await dir.search('match', { limit: 5, maxScanned: 100, cursor: one.nextCursor })).subs).toEqual(['user-10', 'user-0']);
+  });
+});
