@@ -22,7 +22,8 @@ export const userView: View = async (main, _me, ref) => {
   const [info, analytics, keys] = await Promise.all([
     rpc<UserInfo>('admin.getUserInfo', { userId: userRef, includeUsage: true }),
     rpc<Analytics>('admin.userUsage', { userId: userRef, days: 30 }),
-    rpc<{ keys: ApiKeyRecord[] }>('keys.adminList', { userId: userRef }).catch(() => ({ keys: [] })),
+    // A failure here (API keys off, a store error) is shown in its section, not as "no keys".
+    rpc<{ keys: ApiKeyRecord[] }>('keys.adminList', { userId: userRef }).then((r) => r.keys, (e: unknown) => (e instanceof Error ? e : new Error(String(e)))),
   ]);
   const balances = h('div', { class: 'stats', id: 'balances' });
   const drawBalances = (b: { subscription: number; one_time: number }) => {
@@ -43,7 +44,7 @@ export const userView: View = async (main, _me, ref) => {
     ledger,
     budgetSection(info.usage.budget),
     section('Own provider keys (BYOK)', info.usage.byokProviders.length ? h('ul', { id: 'byok-providers' }, info.usage.byokProviders.map((p) => h('li', {}, `${p}: key stored`))) : h('p', { class: 'muted' }, 'No own keys stored.')),
-    section('API keys', keys.keys.length ? keysTable(keys.keys) : h('p', { class: 'muted' }, 'No API keys.')),
+    section('API keys', h('div', { id: 'user-api-keys' }, keys instanceof Error ? errorBox(keys) : keys.length ? keysTable(keys) : h('p', { class: 'muted' }, 'No API keys.'))),
   );
 };
 
