@@ -52,11 +52,13 @@ beforeAll(async () => {
   const inner = new MemoryStorage();
   counting = new CountingStorage(inner);
   // Statistics flush on their own timer: off here, so only the measured calls read the store.
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, admin: { users: ['console-load-admin'] }, statistics: { enabled: false } }, { storage: counting.storage });
+  gw = await startAiServer(upstream, { storage: { type: 'memory' }, admin: { users: ['console-load-admin'] }, statistics: { flushIntervalMs: 600_000 } }, { storage: counting.storage });
   admin = await tokenFor('console-load-admin', { admin: true });
   await creditTokens(gw.url, admin, HEAVY, 1_000_000, 'load-seed');
   const user = await tokenFor(HEAVY);
   for (let i = 0; i < 3; i++) expect((await rpcCall(gw.url, user, 'ai.generateText', { content: `call ${i}`, systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } })).result).toBeDefined();
+  // The upstream statistics of those calls in the store (the timer is off here).
+  await gw.runtime.stats.flush();
 }, 60_000);
 
 afterAll(async () => {
@@ -64,12 +66,18 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-/** Store reads of the overview and of the heavy user's view, one fresh measurement each. */
-async function measure(): Promise<{ overview: number; userView: number }> {
+/** Store reads of the overview, of the heavy user's view and of a user search, one fresh measurement each. */
+async function measure(): Promise<{ overview: number; userView: number; search: number }> {
   counting.reset();
   const o = await rpcCall(gw.url, admin, 'admin.overview', { days: 14 });
   expect(o.result, o.text).toBeDefined();
+  // The series over time are in this one answer (statistics on: upstream rows read per day).
+  expect(o.result.series.byProvider.map((p: { key: string }) => p.key)).toContain('openai');
   const overview = counting.total();
+  counting.reset();
+  const found = await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'HEAVY' });
+  expect(found.result.users.map((u: { userId: string }) => u.userId), found.text).toContain(HEAVY);
+  const search = counting.total();
   counting.reset();
   for (const [method, params] of [
     ['admin.getUserInfo', { userId: HEAVY, includeUsage: true }],
@@ -80,7 +88,8 @@ async function measure(): Promise<{ overview: number; userView: number }> {
     const r = await rpcCall(gw.url, admin, method, params);
     expect(r.result, r.text).toBeDefined();
   }
-  return { overview, userView: counting.total() };
+  const userView = counting.total();
+  return { overview, userView, search };
 }
 
 describe('the console reads no more with a 200k-entry ledger', () => {
@@ -105,9 +114,36 @@ describe('the console reads no more with a 200k-entry ledger', () => {
     const after = await measure();
     expect(after.overview).toBe(before.overview);
     expect(after.userView).toBe(before.userView);
+    expect(after.search).toBe(before.search);
     // Absolute bounds: the overview reads the global day rows (shards × 14 days) and the alert
     // backlog; the user view 30 day rows and two pages of 20 entries. Neither reads a log whole.
     expect(after.overview).toBeLessThan(400);
     expect(after.userView).toBeLessThan(200);
+    expect(after.search).toBeLessThan(50);
+  }, 120_000);
+
+  it('a user search examines at most 5,000 index entries however many users there are, and pages on with a cursor', async () => {
+    // 12,000 more users in the search index (as the directory appends them when it first sees a user).
+    for (let i = 0; i < 12_000; i++) await counting.storage.append('user:directory', { sub: `crowd-${i}`, email: `crowd-${i}@load.example` });
+    counting.reset();
+    const first = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy' })).result as { users: Array<{ userId: string }>; scanned: number; nextCursor?: number };
+    expect(counting.reads.readLog).toBeLessThanOrEqual(5000);
+    expect(first.scanned).toBe(5000);
+    expect(first.users).toEqual([]);
+    expect(first.nextCursor).toBeDefined();
+    // Paging on reaches the heavy user, indexed before the crowd, each page as bounded.
+    let cursor = first.nextCursor;
+    let pages = 1;
+    let found: string[] = [];
+    while (cursor !== undefined && found.length === 0) {
+      counting.reset();
+      const page = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy', cursor })).result as { users: Array<{ userId: string }>; nextCursor?: number };
+      expect(counting.reads.readLog).toBeLessThanOrEqual(5000);
+      found = page.users.map((u) => u.userId);
+      cursor = page.nextCursor;
+      pages++;
+    }
+    expect(found).toContain(HEAVY);
+    expect(pages).toBe(3);
   }, 120_000);
 });
