@@ -428,6 +428,12 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await page.keyboard.press('Enter');
     await page.waitForSelector('#user-search');
     await shot(page, 'overview-phone');
+    // Every administrator view fits the phone's width (wide tables scroll inside their card).
+    for (const [view, ready] of [['users/bob-sub', '#balance-total'], ['providers', '[data-chart="provider-calls"] canvas'], ['alerts', '#alerts-dead'], ['live', '#live-calls tr'], ['explorer', '#method-select'], ['overview', '[data-chart="series-over-time"] canvas']] as const) {
+      await page.goto(`${base}/console/#/${view}`);
+      await page.waitForSelector(ready);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), view).toBeLessThanOrEqual(390);
+    }
     await context.close();
   });
 
@@ -460,6 +466,19 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await page.waitForFunction(() => document.querySelector('#byok-status')?.textContent?.includes('anthropic'));
     expect(await page.textContent('body')).not.toContain(CAROL_BYOK);
     expect(await page.textContent('body')).toContain('9876');
+    // Her API keys: created from the form (shown once), listed by name, gone from the page after a reload.
+    await page.fill('#key-name', 'carol-laptop');
+    await page.press('#key-name', 'Enter');
+    await page.waitForSelector('#new-key input');
+    const shownOnce = await page.inputValue('#new-key input');
+    expect(shownOnce).toMatch(/^aib_/);
+    const mine = (await rpcCall(base, carolToken, 'keys.list')).result as { keys: Array<{ name: string }> };
+    expect(mine.keys.map((k) => k.name)).toEqual(['carol-laptop']);
+    await page.waitForFunction(() => document.body.textContent?.includes('carol-laptop'));
+    await page.reload();
+    await page.waitForSelector('#balance-total');
+    await page.waitForFunction(() => document.body.textContent?.includes('carol-laptop'));
+    expect(await page.evaluate((k) => document.documentElement.outerHTML.includes(k), shownOnce)).toBe(false);
     await shot(page, 'me');
 
     await page.goto(`${base}/console/#/overview`);
