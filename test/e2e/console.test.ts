@@ -307,6 +307,9 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(calls.failures).toBe(total.reduce((s, p) => s + p.failures, 0));
     expect(health.providers.google.failures).toBeGreaterThanOrEqual(2);
     expect(await admin.textContent('[data-breaker="google"]')).toBe(health.providers.google.breaker);
+    // Why it last failed, as the server reports it (the row once read a field the server never sent).
+    expect(health.providers.google.lastFailure.reason).toBeTruthy();
+    expect(await admin.textContent('tr:has([data-breaker="google"])')).toContain(health.providers.google.lastFailure.reason);
     expect(Math.max(...(await drawnPixels(admin, 'provider-calls')))).toBeGreaterThan(200);
     await shot(admin, 'providers');
   });

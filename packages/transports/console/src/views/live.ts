@@ -1,7 +1,7 @@
-import { rpc } from '../api.js';
+import { call } from '../api.js';
 import { clear, fmt, h, section } from '../dom.js';
 import type { View } from '../main.js';
-import type { RecentCall, RecentCallsAnswer } from '../types.js';
+import type { RecentCall } from '../types.js';
 
 const KEEP = 200;
 const POLL_MS = 2000;
@@ -25,7 +25,7 @@ export const liveView: View = async (main) => {
   let after = 0;
   let stopped = false;
   const tick = async () => {
-    const r = await rpc<RecentCallsAnswer>('admin.recentCalls', { limit: 100, ...(after ? { after } : {}) });
+    const r = await call('admin.recentCalls', { limit: 100, ...(after ? { after } : {}) });
     after = Math.max(after, r.lastSeq);
     // New calls and updated ones (a stream that ended: its tokens) arrive alike: keep one row per seq.
     const fresh = new Set(r.calls.map((c) => c.seq));

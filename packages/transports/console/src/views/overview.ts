@@ -1,4 +1,4 @@
-import { rpc } from '../api.js';
+import { call } from '../api.js';
 import { barChart, timeChart, type Series } from '../charts.js';
 import { clear, fmt, h, section, stat, table } from '../dom.js';
 import type { View } from '../main.js';
@@ -84,7 +84,7 @@ function daysOf(from: string, to: string): string[] {
 /** Overview: one call (admin.overview) feeds every figure and chart. */
 export const overviewView: View = async (main) => {
   main.appendChild(h('h1', {}, 'Overview'));
-  const o = await rpc<Overview>('admin.overview', { days: 14 });
+  const o = await call('admin.overview', { days: 14 });
   const days = daysOf(o.period.from, o.period.to);
   const u = o.usage;
   main.appendChild(

@@ -1,7 +1,6 @@
-import { rpc } from '../api.js';
+import { call } from '../api.js';
 import { clear, errorBox, fmt, h, section } from '../dom.js';
 import type { View } from '../main.js';
-import type { FoundUsers } from '../types.js';
 
 /**
  * Users: search by any part of an id or e-mail, ignoring case (admin.findUsers); a result opens
@@ -19,7 +18,7 @@ export const usersView: View = async (main, _me, arg) => {
   let shown = new Set<string>();
   const page = async () => {
     try {
-      const r = await rpc<FoundUsers>('admin.findUsers', { query, ...(cursor !== undefined ? { cursor } : {}) });
+      const r = await call('admin.findUsers', { query, ...(cursor !== undefined ? { cursor } : {}) });
       for (const u of r.users) {
         if (shown.has(u.userId)) continue;
         shown.add(u.userId);
