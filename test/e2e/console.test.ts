@@ -168,6 +168,29 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(await admin.textContent('#who')).toContain('(admin)');
   });
 
+  it('signs in with a pasted token (JWT-only servers): kept in this tab only, gone after signing out', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${base}/console/`);
+      await page.fill('#token-input', adminJwt);
+      await page.click('#token-signin');
+      await page.waitForSelector('#stat-tokens');
+      expect(await page.textContent('#who')).toContain('console-admin');
+      expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(adminJwt);
+      // Another tab of the same browser is not signed in: the token lives in this tab's session storage.
+      const other = await context.newPage();
+      await other.goto(`${base}/console/`);
+      await other.waitForSelector('#token-signin');
+      expect(await other.$('#signout')).toBeNull();
+      await page.click('#signout');
+      await page.waitForSelector('#token-signin');
+      expect(await page.evaluate(() => JSON.stringify(sessionStorage))).not.toContain(adminJwt);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('overview: the plots are drawn and their numbers are the procedures\'', async () => {
     const token = await admin.evaluate(() => sessionStorage.getItem('ai-backend-console.token'));
     const o = (await rpcCall(base, token, 'admin.overview', { days: 14 })).result;
