@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Storage } from '../storage/Storage.js';
+import type { Storage, TxWrite } from '../storage/Storage.js';
 import type { TransportName } from '../trpc/context.js';
 import type { UpstreamDay, UpstreamStats } from '../observability/UpstreamStats.js';
 import type { Signals } from './Signals.js';
+import { StatsIndex } from './StatsIndex.js';
 
 /** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
 export const LATENCY_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const;
@@ -111,12 +112,15 @@ export class Stats {
   /** Ids of this instance's own flush requests (Redis echoes them back through the local dispatch). */
   private readonly asking = new Set<string>();
   private readonly unsubscribe: Array<() => void> = [];
+  /** Which records exist per day, so a read never lists keys (StatsIndex). */
+  private readonly index: StatsIndex | undefined;
 
   constructor(
     private readonly storage?: Storage,
     private readonly opts: StatsOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
+    this.index = storage ? new StatsIndex(storage, this.now) : undefined;
   }
 
   record(transport: TransportName, path: string, ms: number, failed: boolean): void {
@@ -220,27 +224,39 @@ export class Stats {
     const ttlMs = (this.opts.retentionDays ?? 90) * DAY_MS;
     const upstream = this.opts.upstream?.hasPending ? this.opts.upstream.write(storage, ttlMs) : undefined;
     try {
+      await this.index!.ensureMarker();
       await this.writeRecords(storage, batch, ttlMs);
+    } catch (err) {
+      // Keep the counts for the next flush instead of losing them.
+      for (const [key, add] of batch) {
+        const back = this.pending.get(key);
+        this.pending.set(key, back ? merge(back, add) : add);
+      }
+      throw err;
     } finally {
       await upstream;
     }
   }
 
+  /** Write `batch` record by record; what is not written when one fails is left in `batch` (the caller keeps it). */
   private async writeRecords(storage: Storage, batch: Map<string, DayRecord>, ttlMs: number): Promise<void> {
+    const index = this.index!;
     for (const [key, add] of batch) {
-      try {
-        // One transaction: the store's own atomic primitive (queued per key in this process,
-        // locked across instances), so instances flushing the same row never lose a race.
-        await storage.transact([PREFIX + key], (read) => {
-          const current = read<DayRecord>(PREFIX + key);
-          return { writes: [{ op: 'set', key: PREFIX + key, value: merge(current ? structuredClone(current) : emptyRecord(), add), ttlMs }], result: null };
-        });
-      } catch (err) {
-        // Keep the counts for the next flush instead of losing them.
-        const back = this.pending.get(key);
-        this.pending.set(key, back ? merge(back, add) : add);
-        throw err;
-      }
+      const day = key.slice(0, 10);
+      const name = key.slice(11);
+      const list = index.listFor(day, name);
+      // One transaction: the store's own atomic primitive (queued per key in this process,
+      // locked across instances), so instances flushing the same row never lose a race; the
+      // record's name joins its day's list in it, so a read finds every record by key.
+      await storage.transact(list ? [PREFIX + key, list] : [PREFIX + key], (read) => {
+        const current = read<DayRecord>(PREFIX + key);
+        const writes: TxWrite[] = [{ op: 'set', key: PREFIX + key, value: merge(current ? structuredClone(current) : emptyRecord(), add), ttlMs }];
+        const names = list ? StatsIndex.added(read<string[]>(list), name) : undefined;
+        if (list && names) writes.push({ op: 'set', key: list, value: names, ttlMs });
+        return { writes, result: null };
+      });
+      if (list) index.remember(day, name);
+      batch.delete(key);
     }
   }
 
@@ -251,9 +267,9 @@ export class Stats {
     const wanted = new Set(Array.from({ length: days }, (_, i) => dayString(today - i)));
     const entries: Array<[string, DayRecord]> = [];
     if (this.storage) {
-      const keys = (await this.storage.keys(PREFIX)).filter((k) => wanted.has(k.slice(PREFIX.length, PREFIX.length + 10)));
-      const values = await Promise.all(keys.map((k) => this.storage!.get<DayRecord>(k)));
-      keys.forEach((k, i) => values[i] && entries.push([k.slice(PREFIX.length), values[i]!]));
+      const keys = await this.index!.recordKeys([...wanted], this.opts.retentionDays ?? 90);
+      const values = await this.storage.getMany<DayRecord>(keys.map((k) => PREFIX + k));
+      keys.forEach((k, i) => values[i] && entries.push([k, values[i]!]));
     } else {
       for (const [k, r] of this.pending) if (wanted.has(k.slice(0, 10))) entries.push([k, r]);
     }
@@ -306,6 +322,7 @@ export class Stats {
   dropPending(): void {
     this.pending.clear();
     this.opts.upstream?.dropPending();
+    this.index?.forget();
   }
 
   /**
@@ -322,7 +339,9 @@ export class Stats {
     this.opts.upstream?.dropPending();
     if (!this.storage) return;
     await this.flushing?.catch(() => undefined);
-    const keys = await this.storage.keys(PREFIX);
+    // Every record and day list goes; the index's marker stays (nothing left predates the index).
+    const keys = (await this.storage.keys(PREFIX)).filter((k) => k !== StatsIndex.markerKey);
     await Promise.all(keys.map((k) => this.storage!.delete(k)));
+    this.index?.forget();
   }
 }
