@@ -3,12 +3,14 @@ import type { Storage, TxWrite } from '../storage/Storage.js';
 import type { TransportName } from '../trpc/context.js';
 import type { UpstreamDay, UpstreamStats } from '../observability/UpstreamStats.js';
 import type { Signals } from './Signals.js';
+import { bucketOf, emptyRecord, merge, summarize, type DayRecord, type StatisticsSnapshot } from './dayRecords.js';
 import { StatsIndex } from './StatsIndex.js';
 
-/** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
-export const LATENCY_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const;
+export { LATENCY_BOUNDS_MS, type ProcedureStatistics, type StatisticsSnapshot } from './dayRecords.js';
+
 const DAY_MS = 86_400_000;
 const PREFIX = 'stats:';
+const dayString = (dayNumber: number) => new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
 /** Asks every instance to write its pending counts now; each answers on FLUSHED with the request's id. */
 const FLUSH = 'stats.flush';
 const FLUSHED = 'stats.flushed';
@@ -18,15 +20,6 @@ const FLUSHED = 'stats.flushed';
  * never agree.
  */
 const UNCOUNTED = new Set(['admin.statistics']);
-
-/** One (day, entry point, procedure) record, as stored. */
-interface DayRecord {
-  count: number;
-  errors: number;
-  totalMs: number;
-  /** Counts per latency bucket (LATENCY_BOUNDS_MS plus one overflow bucket). */
-  buckets: number[];
-}
 
 export interface StatsOptions {
   /** How often pending counts are added to the store. Default 5000 ms. */
@@ -41,55 +34,6 @@ export interface StatsOptions {
   upstream?: UpstreamStats;
   /** Clock, for tests. */
   now?: () => number;
-}
-
-export interface ProcedureStatistics {
-  transport: string;
-  path: string;
-  count: number;
-  errors: number;
-  avgMs: number;
-  /** Upper bound of the latency bucket holding the percentile (null above the last bound). */
-  latencyMs: { p50: number | null; p90: number | null; p99: number | null };
-}
-
-export interface StatisticsSnapshot {
-  days: number;
-  /** First UTC day included (YYYY-MM-DD). */
-  since: string;
-  total: number;
-  errors: number;
-  procedures: ProcedureStatistics[];
-  byDay: Array<{ day: string; total: number; errors: number }>;
-  /** Per day and entry point (trpc, rpc, mcp, openai, internal), days ascending. */
-  byDayEntry: Array<{ day: string; transport: string; total: number; errors: number }>;
-}
-
-const emptyRecord = (): DayRecord => ({ count: 0, errors: 0, totalMs: 0, buckets: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) });
-const dayString = (dayNumber: number) => new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
-
-function bucketOf(ms: number): number {
-  for (let i = 0; i < LATENCY_BOUNDS_MS.length; i++) if (ms <= LATENCY_BOUNDS_MS[i]!) return i;
-  return LATENCY_BOUNDS_MS.length;
-}
-
-function merge(into: DayRecord, add: DayRecord): DayRecord {
-  into.count += add.count;
-  into.errors += add.errors;
-  into.totalMs += add.totalMs;
-  for (let i = 0; i < into.buckets.length; i++) into.buckets[i] = (into.buckets[i] ?? 0) + (add.buckets[i] ?? 0);
-  return into;
-}
-
-function percentile(buckets: number[], count: number, p: number): number | null {
-  if (count === 0) return null;
-  const rank = Math.ceil((p / 100) * count);
-  let seen = 0;
-  for (let i = 0; i < buckets.length; i++) {
-    seen += buckets[i]!;
-    if (seen >= rank) return LATENCY_BOUNDS_MS[i] ?? null;
-  }
-  return null;
 }
 
 /**
@@ -273,46 +217,7 @@ export class Stats {
     } else {
       for (const [k, r] of this.pending) if (wanted.has(k.slice(0, 10))) entries.push([k, r]);
     }
-    const byProcedure = new Map<string, DayRecord>();
-    const byDay = new Map<string, { total: number; errors: number }>();
-    const byDayEntry = new Map<string, { day: string; transport: string; total: number; errors: number }>();
-    for (const [key, r] of entries) {
-      const day = key.slice(0, 10);
-      const rest = key.slice(11);
-      const p = byProcedure.get(rest) ?? emptyRecord();
-      byProcedure.set(rest, merge(p, r));
-      const d = byDay.get(day) ?? { total: 0, errors: 0 };
-      d.total += r.count;
-      d.errors += r.errors;
-      byDay.set(day, d);
-      const transport = rest.slice(0, rest.indexOf(':'));
-      const de = byDayEntry.get(`${day} ${transport}`) ?? { day, transport, total: 0, errors: 0 };
-      de.total += r.count;
-      de.errors += r.errors;
-      byDayEntry.set(`${day} ${transport}`, de);
-    }
-    const procedures = [...byProcedure]
-      .map(([key, r]) => {
-        const sep = key.indexOf(':');
-        return {
-          transport: key.slice(0, sep),
-          path: key.slice(sep + 1),
-          count: r.count,
-          errors: r.errors,
-          avgMs: r.count ? Number((r.totalMs / r.count).toFixed(3)) : 0,
-          latencyMs: { p50: percentile(r.buckets, r.count, 50), p90: percentile(r.buckets, r.count, 90), p99: percentile(r.buckets, r.count, 99) },
-        };
-      })
-      .sort((a, b) => b.count - a.count || a.path.localeCompare(b.path));
-    return {
-      days,
-      since: dayString(today - days + 1),
-      total: procedures.reduce((s, p) => s + p.count, 0),
-      errors: procedures.reduce((s, p) => s + p.errors, 0),
-      procedures,
-      byDay: [...byDay].map(([day, v]) => ({ day, ...v })).sort((a, b) => a.day.localeCompare(b.day)),
-      byDayEntry: [...byDayEntry.values()].sort((a, b) => a.day.localeCompare(b.day) || a.transport.localeCompare(b.transport)),
-    };
+    return summarize(entries, days, dayString(today - days + 1));
   }
 
   /**

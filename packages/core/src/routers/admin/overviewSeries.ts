@@ -1,5 +1,5 @@
 import { mergeUpstream, upstreamPercentile, UPSTREAM_BOUNDS_MS, type UpstreamDay, type UpstreamRecord } from '../../observability/UpstreamStats.js';
-import type { StatisticsSnapshot } from '../../runtime/Stats.js';
+import type { StatisticsSnapshot } from '../../runtime/dayRecords.js';
 import type { Totals } from '../../services/billing/history.js';
 
 /** One provider's or model's figures per day of the period (arrays aligned with `OverviewSeries.days`). */
