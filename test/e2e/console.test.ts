@@ -258,6 +258,16 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await admin.waitForFunction(() => (document.querySelector('#series-group') as HTMLSelectElement).value === 'entry');
     await pick('provider', 'calls');
     await shot(admin, 'overview-over-time');
+    // Another period: its own admin.overview call, its days on the x axis, kept in the address.
+    await admin.selectOption('#overview-period', '30');
+    await admin.waitForURL(/#\/overview\/30$/);
+    await admin.waitForFunction(() => document.querySelectorAll('[data-chart-table="series-over-time"] tbody tr').length === 30);
+    const month = (await rpcCall(base, token, 'admin.overview', { days: 30 })).result;
+    expect(month.series.days).toHaveLength(30);
+    expect(Object.keys(await seriesOf(admin, 'series-over-time')).sort()).toEqual(month.series.byEntry.map((e: { key: string }) => e.key).sort());
+    await admin.reload();
+    await admin.waitForSelector('[data-chart="series-over-time"] canvas');
+    expect(await admin.$eval('#overview-period', (e) => (e as HTMLSelectElement).value)).toBe('30');
   });
 
   it('overview: fewer than 20 requests to open it', async () => {

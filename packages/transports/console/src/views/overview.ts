@@ -22,6 +22,8 @@ const METRICS = {
 } as const;
 type Group = 'entry' | 'provider' | 'model';
 type Metric = 'requests' | 'errors' | (typeof METRICS.provider)[number][0];
+/** Periods the overview offers (days, today included). */
+const PERIODS = [7, 14, 30, 90];
 /** Lines on one chart at most (the palette's size): the busiest keys of the period. */
 const MAX_LINES = 8;
 
@@ -82,9 +84,13 @@ function daysOf(from: string, to: string): string[] {
 }
 
 /** Overview: one call (admin.overview) feeds every figure and chart. */
-export const overviewView: View = async (main) => {
-  main.appendChild(h('h1', {}, 'Overview'));
-  const o = await call('admin.overview', { days: 14 });
+export const overviewView: View = async (main, _me, arg) => {
+  // The period is in the address (#/overview/30), so a link or a reload keeps it.
+  const period = PERIODS.includes(Number(arg)) ? Number(arg) : 14;
+  const select = h('select', { id: 'overview-period' }, PERIODS.map((d) => h('option', { value: d, selected: d === period }, `last ${d} days`)));
+  select.addEventListener('change', () => (location.hash = `#/overview/${select.value}`));
+  main.append(h('div', { class: 'row' }, h('h1', {}, 'Overview'), h('label', { for: 'overview-period', class: 'sr-only' }, 'Period'), select));
+  const o = await call('admin.overview', { days: period });
   const days = daysOf(o.period.from, o.period.to);
   const u = o.usage;
   main.appendChild(
