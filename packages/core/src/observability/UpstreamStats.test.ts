@@ -8,7 +8,7 @@ import { MemoryStorage } from '../storage/MemoryStorage.js';
 import { RedisStorage } from '../storage/RedisStorage.js';
 import { PostgresStorage } from '../storage/sql/PostgresStorage.js';
 import { SqliteStorage } from '../storage/sql/SqliteStorage.js';
-import type { Storage } from '../storage/Storage.js';
+import type { Storage } from '../kernel/Storage.js';
 import { MAX_PAIRS_PER_DAY, upstreamPercentile, UpstreamStats, UPSTREAM_BOUNDS_MS } from './UpstreamStats.js';
 
 const redis = await testRedis();

@@ -1,4 +1,4 @@
-import type { Storage } from '../storage/Storage.js';
+import type { Storage } from '../kernel/Storage.js';
 
 /**
  * Upstream latency bucket upper bounds in ms (time to the response headers; the last bucket is

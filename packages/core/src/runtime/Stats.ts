@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Storage, TxWrite } from '../storage/Storage.js';
-import type { TransportName } from '../trpc/context.js';
+import type { Storage, TxWrite } from '../kernel/Storage.js';
+import type { TransportName } from '../kernel/identity.js';
+import type { Signals } from '../kernel/Signals.js';
 import type { UpstreamDay, UpstreamStats } from '../observability/UpstreamStats.js';
-import type { Signals } from './Signals.js';
 import { bucketOf, emptyRecord, merge, summarize, type DayRecord, type StatisticsSnapshot } from './dayRecords.js';
 import { StatsIndex } from './StatsIndex.js';
 

@@ -1,4 +1,4 @@
-import type { Storage } from '../storage/Storage.js';
+import type { Storage } from '../kernel/Storage.js';
 
 const PREFIX = 'stats:';
 /** Per UTC day, the names (`<entry>:<procedure>`) that have a record that day. */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { adminUsageAnalytics, daysBetween } from '../../services/billing/adminUsageAnalytics.js';
-import { adminProcedure } from '../../trpc/procedures.js';
+import { adminProcedure } from '../../pipeline/procedures.js';
 import { cursorInput, limitInput } from '../billing/bounds.js';
 import { overviewSeries } from './overviewSeries.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 import { UserDirectory } from './UserDirectory.js';
 import { indexUser } from './userSearchIndex.js';
 

@@ -1,4 +1,4 @@
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage } from '../../kernel/Storage.js';
 
 /**
  * The index behind user search: an append-only log of (id, e-mail), one entry per user and
