@@ -32,7 +32,8 @@ function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
 /**
  * The provider `fetch` for one provider and model: each HTTP attempt (the AI SDK retries) is a
  * CLIENT span carrying the caller's trace onward (`traceparent` header, W3C), and a sample of
- * `ai_backend_upstream_*` by provider, model and outcome (and of the durable upstream statistics). Latency is time to the response headers.
+ * `ai_backend_upstream_*` by provider, model and outcome, and of the durable upstream statistics
+ * (the console's series). Latency is time to the response headers.
  */
 export function observedFetch(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined, stats?: UpstreamStats): FetchFunction {
   const sinks: Sinks = { metrics, stats };
