@@ -1,5 +1,13 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
+import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import type { Storage } from '../../kernel/Storage.js';
+import { RedisStorage } from '../../storage/RedisStorage.js';
+import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
+import { SqliteStorage } from '../../storage/sql/SqliteStorage.js';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Identity } from '../../kernel/identity.js';
@@ -65,3 +73,59 @@ describe('user search', () => {
     expect((await dir.search('match', { limit: 5, maxScanned: 100, cursor: one.nextCursor })).subs).toEqual(['user-10', 'user-0']);
   });
 });
+
+const redis = await testRedis();
+const postgres = await testPostgres();
+const stores: Array<{ name: string; ok: boolean; open(): Promise<{ store: Storage; cleanup(): Promise<void> }> }> = [
+  {
+    name: 'sqlite',
+    ok: true,
+    open: async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'user-search-'));
+      const store = await SqliteStorage.open({ file: join(dir, 'data.db') });
+      return { store, cleanup: async () => { await store.close(); await rm(dir, { recursive: true, force: true }); } };
+    },
+  },
+  {
+    name: 'postgres',
+    ok: postgres.ok,
+    open: async () => {
+      const opts = testPostgresOptions(postgres, 'usersearch');
+      const store = await PostgresStorage.connect(opts);
+      return { store, cleanup: async () => { await store.close(); await dropTestSchema(postgres, opts.schema); } };
+    },
+  },
+  {
+    name: 'redis',
+    ok: redis.ok,
+    open: async () => {
+      const opts = testRedisOptions(redis, 'usersearch');
+      const store = await RedisStorage.connect(opts);
+      return { store, cleanup: async () => { await store.close(); await dropTestKeys(redis, opts.keyPrefix); } };
+    },
+  },
+];
+
+for (const backend of stores) {
+  describe.skipIf(!backend.ok)(`user search on ${backend.name}`, () => {
+    it('substring, case, and bounded pages read the index the same way', async () => {
+      const { store, cleanup } = await backend.open();
+      try {
+        const dir = new UserDirectory(store, resolveConfig({}));
+        for (let i = 0; i < 12; i++) {
+          const email = i % 4 === 0 ? `Ops-${i}@ACME.example` : `user-${i}@other.example`;
+          await indexUser(store, `sub-${i}`, email);
+          await store.set(`user:profile:sub-${i}`, { sub: `sub-${i}`, email, scopes: [], isAdmin: false, via: 'jwt', lastSeenAt: '' });
+        }
+        expect((await dir.search('acme', { limit: 20, maxScanned: 100 })).subs).toEqual(['sub-8', 'sub-4', 'sub-0']);
+        const first = await dir.search('@ACME.', { limit: 20, maxScanned: 5 });
+        expect(first).toMatchObject({ subs: ['sub-8'], scanned: 5 });
+        const rest = await dir.search('@acme.', { limit: 20, maxScanned: 100, cursor: first.nextCursor });
+        expect(rest.subs).toEqual(['sub-4', 'sub-0']);
+        expect(rest.nextCursor).toBeUndefined();
+      } finally {
+        await cleanup();
+      }
+    });
+  });
+}
