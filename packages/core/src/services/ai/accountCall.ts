@@ -1,0 +1,37 @@
+import type { ProviderId } from '../../config/sections/ai.js';
+import type { Charge, Hold, UsageMetadata } from './Metering.js';
+import type { CallDeps, TextCall } from './prepareCall.js';
+
+/** What the served target reported (or what the engine counted for it). */
+export interface CallUsage {
+  tokensUsed: number;
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+}
+
+/** A call's price at the pricing table: undefined when its model has no price. */
+export type Pricing = (provider: ProviderId, model: string, usage: CallUsage) => number | undefined;
+
+/**
+ * The one accounting step of every AI call, once per call: usage → price → the hold's
+ * settlement (a platform charge or a BYOK record) → the usage metrics
+ * (`ai_backend_tokens_total`, `ai_backend_cost_usd_total`, an API key's tokens).
+ */
+export async function accountCall(
+  deps: Pick<CallDeps, 'metrics'>,
+  hold: Hold,
+  price: Pricing,
+  call: Pick<TextCall, 'identity'>,
+  served: { provider: ProviderId; model: string; metadata?: UsageMetadata | undefined },
+  usage: CallUsage,
+): Promise<Charge> {
+  const costUsd = price(served.provider, served.model, usage);
+  const charge = await hold.settle({ tokensUsed: usage.tokensUsed, provider: served.provider, model: served.model, metadata: served.metadata ?? {}, ...(costUsd !== undefined ? { costUsd } : {}) });
+  const { metrics } = deps;
+  if (metrics) {
+    const [payer, tokens, cost] = 'tokenUsage' in charge ? (['platform', charge.tokenUsage.tokensUsed, costUsd] as const) : (['byok', charge.usageInfo.tokensUsed, charge.usageInfo.estimatedCostUsd] as const);
+    metrics.metered(served.provider, served.model, payer, tokens, cost);
+    if (call.identity?.apiKey) metrics.apiKeyTokens(payer, tokens);
+  }
+  return charge;
+}
