@@ -1,4 +1,4 @@
-import type { TRPCError } from '@trpc/server';
+import { getTRPCErrorFromUnknown, type TRPCError } from '@trpc/server';
 import { context, trace, SpanKind, type Context as OtelContext, type Span } from '@opentelemetry/api';
 import type { Context } from '../trpc/context.js';
 import { SpanStatusCode, tracer, tracingActive } from './tracing.js';
@@ -10,20 +10,15 @@ function isAsyncGenerator(v: unknown): v is AsyncGenerator<unknown, unknown, unk
   return typeof v === 'object' && v !== null && Symbol.asyncIterator in v && typeof (v as { next?: unknown }).next === 'function';
 }
 
-/** `gen`, each step of which runs with `ctx` active. */
-function bindGenerator<T, R, N>(gen: AsyncGenerator<T, R, N>, ctx: OtelContext): AsyncGenerator<T, R, N> {
-  const bound = {
-    next: (...args: [] | [N]) => context.with(ctx, () => gen.next(...args)),
-    return: (value: R | PromiseLike<R>) => context.with(ctx, () => gen.return(value)),
-    throw: (err: unknown) => context.with(ctx, () => gen.throw(err)),
-    [Symbol.asyncIterator]: () => bound,
-  };
-  return bound as unknown as AsyncGenerator<T, R, N>;
-}
+/** A streamed call the consumer stopped reading before its end. */
+const STOPPED_READING = { code: 'CLIENT_CLOSED_REQUEST' } as TRPCError;
 
 /**
  * One procedure call as the operator sees it: a span named after the procedure (child of the
  * request's span, covering refusals too), then on `done` the durable statistics and the metrics.
+ * A streamed call (a procedure returning an async generator, ai.streamText) is done when its
+ * stream ends, not when the procedure returns: a failure mid-stream counts as that error, its
+ * latency is the whole stream's.
  */
 export class CallObservation {
   private readonly started = performance.now();
@@ -38,17 +33,62 @@ export class CallObservation {
       : undefined;
   }
 
-  /** Run the rest of the chain with this call's span active (storage and upstream spans nest under it). */
+  /**
+   * Run the rest of the chain with this call's span active (storage and upstream spans nest
+   * under it), and end the observation with its outcome: at once, or for a streamed result when
+   * the stream ends.
+   */
   async run<R extends MiddlewareResult>(next: () => Promise<R>): Promise<R> {
-    if (!this.span) return next();
-    const active = trace.setSpan(context.active(), this.span);
-    const result = await context.with(active, next);
-    // A streaming procedure (ai.streamText) returns a generator whose body (the upstream call
-    // and the settle) runs as the transport pulls from it, after this middleware has returned:
-    // pull it inside the procedure's context too, or its spans would hang off the request span.
+    const active = this.span ? trace.setSpan(context.active(), this.span) : undefined;
+    const result = active ? await context.with(active, next) : await next();
     const data = (result as { data?: unknown }).data;
-    if (result.ok && isAsyncGenerator(data)) (result as { data?: unknown }).data = bindGenerator(data, active);
+    if (result.ok && isAsyncGenerator(data)) (result as { data?: unknown }).data = this.observeStream(data, active);
+    else this.done(result.ok ? undefined : result.error, data);
     return result;
+  }
+
+  /**
+   * `gen`, each step pulled inside the procedure's span (the upstream call and the settle run as
+   * the transport pulls, after the middleware returned), ending this observation when it ends:
+   * done, thrown, stopped by its consumer, or never read by a client that left.
+   */
+  private observeStream<T, TR, N>(gen: AsyncGenerator<T, TR, N>, active: OtelContext | undefined): AsyncGenerator<T, TR, N> {
+    let ended = false;
+    let started = false;
+    /** The `finish` event's result (ai.streamText): the call's answer, read for its token count. */
+    let finish: unknown;
+    const { signal } = this.ctx.req;
+    const end = (error: TRPCError | undefined) => {
+      if (ended) return;
+      ended = true;
+      signal.removeEventListener('abort', onAbort);
+      this.done(error, finish);
+    };
+    const onAbort = () => {
+      if (!started) end(STOPPED_READING);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    const step = async (pull: () => Promise<IteratorResult<T, TR>>, stopping = false): Promise<IteratorResult<T, TR>> => {
+      started = true;
+      try {
+        const r = await (active ? context.with(active, pull) : pull());
+        const ev = r.value as { type?: unknown; result?: unknown } | undefined;
+        if (!r.done && ev?.type === 'finish') finish = ev.result;
+        // Stopped before its end: cancelled, unless the answer was complete already.
+        if (r.done) end(stopping && finish === undefined ? STOPPED_READING : undefined);
+        return r;
+      } catch (err) {
+        end(getTRPCErrorFromUnknown(err));
+        throw err;
+      }
+    };
+    const observed = {
+      next: (...args: [] | [N]) => step(() => gen.next(...args)),
+      return: (value: TR | PromiseLike<TR>) => step(() => gen.return(value), true),
+      throw: (err: unknown) => step(() => gen.throw(err)),
+      [Symbol.asyncIterator]: () => observed,
+    };
+    return observed as unknown as AsyncGenerator<T, TR, N>;
   }
 
   /** The call ended: ok (with its answer, read only for its token count), or refused/failed with a tRPC error. */

@@ -111,8 +111,8 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }
+  // Ends the call's observation (for a streamed result, when the stream ends).
   const result = await call.run(next);
-  call.done(result.ok ? undefined : result.error, result.ok ? (result as { data?: unknown }).data : undefined);
   if (grant && !result.ok) countKeyRefusal(runtime, result.error);
   if (!result.ok && result.error instanceof CoreError && SECURITY_EVENT[result.error.appCode]) {
     await logRefusal(ctx, path, result.error, getRawInput);

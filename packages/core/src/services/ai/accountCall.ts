@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { Charge, Hold, UsageMetadata } from './Metering.js';
 import type { CallDeps, TextCall } from './prepareCall.js';
@@ -27,11 +28,13 @@ export async function accountCall(
 ): Promise<Charge> {
   const costUsd = price(served.provider, served.model, usage);
   const charge = await hold.settle({ tokensUsed: usage.tokensUsed, provider: served.provider, model: served.model, metadata: served.metadata ?? {}, ...(costUsd !== undefined ? { costUsd } : {}) });
+  const [payer, tokens, cost] = 'tokenUsage' in charge ? (['platform', charge.tokenUsage.tokensUsed, costUsd] as const) : (['byok', charge.usageInfo.tokensUsed, charge.usageInfo.estimatedCostUsd] as const);
   const { metrics } = deps;
   if (metrics) {
-    const [payer, tokens, cost] = 'tokenUsage' in charge ? (['platform', charge.tokenUsage.tokensUsed, costUsd] as const) : (['byok', charge.usageInfo.tokensUsed, charge.usageInfo.estimatedCostUsd] as const);
     metrics.metered(served.provider, served.model, payer, tokens, cost);
     if (call.identity?.apiKey) metrics.apiKeyTokens(payer, tokens);
   }
+  // The procedure's span (active here, streams included) carries what the call was charged.
+  trace.getActiveSpan()?.setAttributes({ 'ai_backend.payer': payer, 'ai_backend.tokens': tokens, 'gen_ai.request.model': served.model });
   return charge;
 }
