@@ -1,3 +1,4 @@
+import { CoreError } from '../../errors/CoreError.js';
 import type { Charge, Hold, MeteredUsage } from '../ai/Metering.js';
 import type { Identity } from '../../trpc/context.js';
 import type { Logger } from '../../runtime/Logger.js';
@@ -39,7 +40,7 @@ export class CallHold implements Hold {
 
   async settle(usage: MeteredUsage): Promise<Charge> {
     const estimatedCostUsd = usage.costUsd ?? 0;
-    if (this.closed) throw new Error('this hold is already closed');
+    if (this.closed) throw new CoreError('INTERNAL', 'this hold is already closed');
     this.closed = true;
     const { reservation, identity, requestId } = this.call;
     if (reservation) {
