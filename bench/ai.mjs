@@ -267,7 +267,9 @@ try {
     for (const mode of ['paced', 'saturated']) {
       await measure(mode, 'direct');
       // Each "before" row right after its "after" row, so the pair sees the same machine load.
-      for (const key of ['memory', 'baseMemory', 'sqlite', 'baseSqlite', 'postgres', 'basePostgres', 'postgresUsers', 'pgRedis', 'redis', 'baseRedis', 'byok', 'openaiCompat']) if (targets[key]) await measure(mode, key);
+      // AI_BENCH_BEFORE_FIRST=1 swaps each pair: a second run in the other order shows what the order costs.
+      const pair = (after, before) => (process.env.AI_BENCH_BEFORE_FIRST ? [before, after] : [after, before]);
+      for (const key of [...pair('memory', 'baseMemory'), ...pair('sqlite', 'baseSqlite'), ...pair('postgres', 'basePostgres'), 'postgresUsers', 'pgRedis', ...pair('redis', 'baseRedis'), 'byok', 'openaiCompat']) if (targets[key]) await measure(mode, key);
       await measure(mode, 'direct');
     }
   }
