@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { alice, createAiHarness, rejection, type AiHarness } from '../../routers/ai/__tests__/aiHarness.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { loadAiSdk } from './aiSdk.js';
 import { AiService } from './AiService.js';

@@ -1,5 +1,5 @@
 import type { ProviderId } from '../../config/sections/ai.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 
 /**
  * The contract between the AI call engine and billing: one `hold` before the upstream call

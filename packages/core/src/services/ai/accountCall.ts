@@ -1,7 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { Charge, Hold, UsageMetadata } from './Metering.js';
-import type { CallDeps, TextCall } from './prepareCall.js';
+import type { CallDeps, PreparedCall, TextCall } from './prepareCall.js';
 
 /** What the served target reported (or what the engine counted for it). */
 export interface CallUsage {
@@ -37,4 +37,9 @@ export async function accountCall(
   // The procedure's span (active here, streams included) carries what the call was charged.
   trace.getActiveSpan()?.setAttributes({ 'ai_backend.payer': payer, 'ai_backend.tokens': tokens, 'gen_ai.request.model': served.model });
   return charge;
+}
+
+/** The price of a text call's usage: reported tokens, else the call's bounds (never less than it may have cost). */
+export function textPricing(deps: Pick<CallDeps, 'providers'>, p: Pick<PreparedCall, 'inputEstimate' | 'maxTokens'>): Pricing {
+  return (provider, model, usage) => deps.providers.models.estimateCostUsd(provider, model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { isRetryable, readyTarget, type Attempt, type CallTarget } from './callTargets.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import type { CallDeps, TextCall } from './prepareCall.js';

@@ -2,16 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { ToolSet } from 'ai';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
 import type { Metrics } from '../../observability/Metrics.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 import { loadAiSdk } from './aiSdk.js';
 import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
 import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
 import type { Hold, Metering, UsageMetadata } from './Metering.js';
-import type { Pricing } from './accountCall.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
@@ -251,9 +250,4 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
         });
       }),
   };
-}
-
-/** The price of a text call's usage: reported tokens, else the call's bounds (never less than it may have cost). */
-export function textPricing(deps: Pick<CallDeps, 'providers'>, p: Pick<PreparedCall, 'inputEstimate' | 'maxTokens'>): Pricing {
-  return (provider, model, usage) => deps.providers.models.estimateCostUsd(provider, model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
 }

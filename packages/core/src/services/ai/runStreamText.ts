@@ -1,13 +1,13 @@
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
-import { prepareCall, sdkCallArgs, textPricing, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
+import { prepareCall, sdkCallArgs, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
 import { invalidOutput, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
 import { callTargets, type Attempt, type Target } from './callTargets.js';
 import { attemptLoop, ownError, type AttemptContext } from './attemptLoop.js';
-import { accountCall, type CallUsage } from './accountCall.js';
+import { accountCall, textPricing, type CallUsage } from './accountCall.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 
 /**

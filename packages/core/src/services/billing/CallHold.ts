@@ -1,7 +1,7 @@
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { Charge, Hold, MeteredUsage } from '../ai/Metering.js';
-import type { Identity } from '../../trpc/context.js';
-import type { Logger } from '../../runtime/Logger.js';
+import type { Identity } from '../../kernel/identity.js';
+import type { Logger } from '../../kernel/Logger.js';
 import type { Reservation, SettleResult, SettleUsage, ByokUsageParams } from './types.js';
 
 /** What a hold closes through: billing's own settle, release and BYOK record. */

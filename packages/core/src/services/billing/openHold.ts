@@ -1,5 +1,5 @@
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
 import type { KeyLimits } from '../apiKeys/KeyLimits.js';
 import type { Hold, HoldRequest } from '../ai/Metering.js';
 import { CallHold, type HoldLedger, type KeySlot } from './CallHold.js';

@@ -1,5 +1,5 @@
 import type { ResolvedConfig } from '../../config/schema.js';
-import type { Logger } from '../../runtime/Logger.js';
+import type { Logger } from '../../kernel/Logger.js';
 
 /**
  * Are the MCP access rules (requireAuthForToolsList, requireAuthForToolsCall) in force?

@@ -1,8 +1,9 @@
-import { getTRPCErrorFromUnknown, type TRPCError } from '@trpc/server';
+import type { TRPCError } from '@trpc/server';
+import { toTRPCError } from './wireError.js';
 import { context, trace, SpanKind, type Context as OtelContext, type Span } from '@opentelemetry/api';
-import type { Context } from '../trpc/context.js';
-import { SpanStatusCode, tracer, tracingActive } from './tracing.js';
-import { reportedTokens } from './RecentCalls.js';
+import type { Context } from './context.js';
+import { SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
+import { reportedTokens } from '../observability/RecentCalls.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
 
@@ -42,8 +43,10 @@ export class CallObservation {
     const active = this.span ? trace.setSpan(context.active(), this.span) : undefined;
     const result = active ? await context.with(active, next) : await next();
     const data = (result as { data?: unknown }).data;
-    if (result.ok && isAsyncGenerator(data)) (result as { data?: unknown }).data = this.observeStream(data, active);
-    else this.done(result.ok ? undefined : result.error, data);
+    // A failure is ended by the caller, once it has its tRPC code (toTRPCError).
+    if (!result.ok) return result;
+    if (isAsyncGenerator(data)) (result as { data?: unknown }).data = this.observeStream(data, active);
+    else this.done(undefined, data);
     return result;
   }
 
@@ -78,7 +81,7 @@ export class CallObservation {
         if (r.done) end(stopping && finish === undefined ? STOPPED_READING : undefined);
         return r;
       } catch (err) {
-        end(getTRPCErrorFromUnknown(err));
+        end(toTRPCError(err));
         throw err;
       }
     };
