@@ -9,9 +9,10 @@ export { t, router, middleware, mergeRouters, createCallerFactory } from './pipe
 export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
 export { accessDecision, authConfigured, callScopeOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
 export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';
+export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChallenge.js';
 export { toWireError, wireErrorData, toJsonRpcError, toMcpToolError, logWireError, MCP_ERROR_META_KEY, type WireError } from './pipeline/wireError.js';
 export { publicBaseUrl } from './runtime/publicBaseUrl.js';
-export { forwardedClientIp } from './runtime/forwardedClientIp.js';
+export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.js';
 export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
 export { type Identity, type TransportName, type ApiKeyGrant } from './kernel/identity.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
