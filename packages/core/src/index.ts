@@ -20,6 +20,7 @@ export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } f
 export { invoke, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
 export { isAsyncIterable } from './pipeline/drainStream.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
+export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';
 export { createRuntime, type CreateRuntimeOptions } from './createRuntime.js';
 export type { Runtime, HealthProbe } from './runtime/Runtime.js';
 export type { Authenticator, AuthResult, AuthFacts } from './kernel/identity.js';

@@ -24,6 +24,8 @@ const STOPPED_READING = { code: 'CLIENT_CLOSED_REQUEST' } as TRPCError;
 export class CallObservation {
   private readonly started = performance.now();
   private readonly span: Span | undefined;
+  /** This call in the Live view's ring, when it is a stream still to end (shown as streaming meanwhile). */
+  private liveSeq: number | undefined;
 
   constructor(
     private readonly ctx: Context,
@@ -45,8 +47,13 @@ export class CallObservation {
     const data = (result as { data?: unknown }).data;
     // A failure is ended by the caller, once it has its tRPC code (toTRPCError).
     if (!result.ok) return result;
-    if (isAsyncGenerator(data)) (result as { data?: unknown }).data = this.observeStream(data, active);
-    else this.done(undefined, data);
+    if (!isAsyncGenerator(data)) {
+      this.done(undefined, data);
+      return result;
+    }
+    // The Live view shows the stream while it runs; done() completes the row when it ends.
+    if (this.path !== 'admin.recentCalls') this.liveSeq = this.ctx.runtime.recentCalls.push({ ...this.liveRow(undefined), tokens: null, streaming: true });
+    (result as { data?: unknown }).data = this.observeStream(data, active);
     return result;
   }
 
@@ -94,22 +101,30 @@ export class CallObservation {
     return observed as unknown as AsyncGenerator<T, TR, N>;
   }
 
-  /** The call ended: ok (with its answer, read only for its token count), or refused/failed with a tRPC error. */
-  done(error: TRPCError | undefined, data?: unknown): void {
-    const ms = performance.now() - this.started;
-    const { runtime, req, identity } = this.ctx;
-    runtime.stats.record(req.transport, this.path, ms, error !== undefined);
-    // The Live view polls admin.recentCalls: its own reads would push every other call out.
-    if (this.path !== 'admin.recentCalls') runtime.recentCalls.push({
+  /** The Live view's row of this call (no input, no answer, no credential). */
+  private liveRow(error: TRPCError | undefined) {
+    const { req, identity } = this.ctx;
+    return {
       atMs: Date.now(),
       entry: req.transport,
       procedure: this.path,
       identity: identity?.sub ?? null,
       via: identity?.via ?? null,
       status: error ? error.code : 'ok',
-      latencyMs: Math.round(ms * 10) / 10,
-      tokens: error ? null : reportedTokens(data),
-    });
+      latencyMs: Math.round((performance.now() - this.started) * 10) / 10,
+    };
+  }
+
+  /** The call ended: ok (with its answer, read only for its token count), or refused/failed with a tRPC error. */
+  done(error: TRPCError | undefined, data?: unknown): void {
+    const ms = performance.now() - this.started;
+    const { runtime, req } = this.ctx;
+    runtime.stats.record(req.transport, this.path, ms, error !== undefined);
+    const tokens = error ? null : reportedTokens(data);
+    // A stream's row, shown while it ran, is completed; any other call gets its row now. The Live
+    // view polls admin.recentCalls: its own reads would push every other call out.
+    if (this.liveSeq !== undefined) runtime.recentCalls.update(this.liveSeq, { streaming: false, status: error ? error.code : 'ok', tokens, latencyMs: Math.round(ms * 10) / 10 });
+    else if (this.path !== 'admin.recentCalls') runtime.recentCalls.push({ ...this.liveRow(error), tokens });
     if (this.ctx.identity) runtime.users.seen(this.ctx.identity);
     runtime.metrics?.procedure(req.transport, this.path, ms / 1000, error ? error.code : 'ok');
     if (!this.span) return;
