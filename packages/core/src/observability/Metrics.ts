@@ -11,6 +11,9 @@ const UPSTREAM_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
 /** Seconds buckets for storage operations. */
 const STORAGE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
+/** Calls kept before prom-client is loaded, at most (see Metrics.later). */
+const MAX_PENDING = 1000;
+
 /** At most this many distinct values per bounded label; the rest are reported as 'other'. */
 const MAX_LABEL_VALUES = 100;
 
@@ -87,6 +90,7 @@ export class Metrics {
   /** Calls recorded before prom-client was loaded, replayed once it is (see `later`). */
   private pending: Array<() => void> | undefined;
   private ready = false;
+  private scheduled = false;
 
   constructor(private readonly opts: { processMetrics: boolean }) {}
 
@@ -108,14 +112,15 @@ export class Metrics {
   /**
    * A call before prom-client is loaded: kept, and prom-client loaded right after the current
    * request (setImmediate), so the request that first records a metric does not wait for it.
+   * Storage operations at start-up (`soon` false) only wait in the queue: a server that has
+   * answered nothing has not loaded prom-client; past MAX_PENDING kept calls it loads anyway.
    * Nothing is lost: `/metrics` and the console load it (and replay) before reading.
    */
-  private later(call: () => void): void {
-    if (!this.pending) {
-      this.pending = [];
-      setImmediate(() => this.load());
-    }
-    this.pending.push(call);
+  private later(call: () => void, soon = true): void {
+    (this.pending ??= []).push(call);
+    if (this.scheduled || (!soon && this.pending.length < MAX_PENDING)) return;
+    this.scheduled = true;
+    setImmediate(() => this.load());
   }
 
   private build(prom: PromClient, opts: { processMetrics: boolean }): void {
@@ -184,7 +189,7 @@ export class Metrics {
   }
 
   storage(backend: string, operation: string, seconds: number, failed: boolean): void {
-    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed));
+    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed), false);
     this.observe(this.storageSeconds, `st ${backend} ${operation}`, [backend, operation]).observe(seconds);
     if (failed) this.storageErrors.labels(backend, operation).inc();
   }
