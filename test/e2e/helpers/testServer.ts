@@ -5,23 +5,26 @@ import { routeInProcess } from './inProcessOrigin.js';
 export interface TestServer {
   server: AiBackendServer;
   url: string;
-  /** fetch against the real listening server. */
+  /** fetch a path of this server (over the socket when listening, through server.fetch in process). */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   stop(): Promise<void>;
 }
 
-/** A real server on 127.0.0.1:<free port> with memory storage (unless the config says otherwise). */
-export async function startTestServer(config: ConfigInput = {}): Promise<TestServer> {
+/**
+ * A server on 127.0.0.1 with memory storage (unless the config says otherwise): a real listening
+ * one by default, or (mode 'in-process') served through `server.fetch` behind a routed origin.
+ */
+export async function startTestServer(config: ConfigInput = {}, mode: Mode = 'listening'): Promise<TestServer> {
   const server = createServer(
     { port: 0, host: '127.0.0.1', monitoring: { logging: { level: 'silent' } }, ...config },
     config.storage ? {} : { storage: new MemoryStorage() },
   );
-  const addr = await server.start();
+  const { url, stop } = await startIn(mode, server);
   return {
     server,
-    url: addr.url,
-    fetch: (path, init) => fetch(addr.url + path, init),
-    stop: () => server.stop(),
+    url,
+    fetch: mode === 'listening' ? (path, init) => fetch(url + path, init) : (path, init) => server.fetch(new Request(url + path, init)),
+    stop,
   };
 }
 
@@ -52,19 +55,8 @@ export async function startIn(mode: Mode, server: AiBackendServer): Promise<{ ur
 }
 
 export async function serverFor(mode: Mode, config: ConfigInput = {}) {
-  const server = createServer(
-    { port: 0, host: '127.0.0.1', monitoring: { logging: { level: 'silent' } }, ...config },
-    config.storage ? {} : { storage: new MemoryStorage() },
-  );
-  const { url, stop } = await startIn(mode, server);
-  return {
-    server,
-    url,
-    stop,
-    call: mode === 'listening'
-      ? (path: string, init?: RequestInit) => fetch(url + path, init)
-      : (path: string, init?: RequestInit) => server.fetch(new Request(url + path, init)),
-  };
+  const s = await startTestServer(config, mode);
+  return { server: s.server, url: s.url, stop: s.stop, call: s.fetch };
 }
 
 export const rpc = (method: string, params?: unknown, id: number | string | null = 1) => ({
