@@ -4,7 +4,7 @@ import { resolveConfig, type ConfigInput } from '@ai-backend/core';
 import { cors, withCorsHeaders } from './cors.js';
 import { requestOrigin } from './requestFacts.js';
 
-function app(corsConfig: ConfigInput['cors']) {
+function app(corsConfig: NonNullable<ConfigInput>['cors']) {
   const config = resolveConfig({ cors: corsConfig, monitoring: { logging: { level: 'silent' } } });
   const a = new Hono();
   a.use('*', cors(config.cors, (req) => requestOrigin(req, false)));
