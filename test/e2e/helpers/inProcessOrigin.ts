@@ -20,8 +20,50 @@ function routedFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Resp
   const handler = routes.get(new URL(href).origin);
   if (!handler) return networkFetch(input, init);
   // A streamed request body needs duplex 'half' in a Request built from it (Node's undici).
-  const req = new Request(input, init?.body instanceof ReadableStream ? { ...init, duplex: 'half' } as RequestInit : init);
-  return handler(req);
+  const req = new Request(input, init?.body instanceof ReadableStream ? ({ ...init, duplex: 'half' } as RequestInit) : init);
+  return abortable(req.signal, handler(req));
+}
+
+/**
+ * What a socket fetch does when its signal aborts, which `server.fetch` alone does not: the
+ * pending call rejects with the signal's reason (an AbortError), and a body being read errors.
+ * The server sees the same abort through `req.signal`, as it sees a disconnect over a socket.
+ */
+function abortable(signal: AbortSignal, pending: Promise<Response>): Promise<Response> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<Response>((resolve, reject) => {
+    const early = () => reject(signal.reason);
+    signal.addEventListener('abort', early, { once: true });
+    pending.then((res) => {
+      signal.removeEventListener('abort', early);
+      if (!res.body) return resolve(res);
+      const reader = res.body.getReader();
+      let controller!: ReadableStreamDefaultController<Uint8Array>;
+      const late = () => {
+        controller.error(signal.reason);
+        void reader.cancel(signal.reason).catch(() => undefined);
+      };
+      const body = new ReadableStream<Uint8Array>({
+        start: (c) => void (controller = c),
+        async pull(c) {
+          const { done, value } = await reader.read();
+          if (done) {
+            signal.removeEventListener('abort', late);
+            c.close();
+          } else c.enqueue(value);
+        },
+        cancel: (reason) => {
+          signal.removeEventListener('abort', late);
+          return reader.cancel(reason);
+        },
+      }, { highWaterMark: 0 });
+      signal.addEventListener('abort', late, { once: true });
+      resolve(new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers }));
+    }, (err) => {
+      signal.removeEventListener('abort', early);
+      reject(err);
+    });
+  });
 }
 
 /** Route `fetch` to `handler` for a fresh origin; `release()` removes the route. */
