@@ -50,7 +50,7 @@ export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
   if (o.registration.policy === 'token' && (o.registration.initialAccessToken?.length ?? 0) < 32) {
     problems.push({ path: 'oauth.registration.initialAccessToken', message: "policy 'token' needs an initial access token of at least 32 characters" });
   }
-  const embedded = config.storage.type === 'sqlite' || config.storage.type === 'file';
+  const embedded = config.storage.type === 'sqlite';
   const mainFile = config.storage.sqlite?.file ?? join(config.storage.dir, 'ai-backend.db');
   if (o.sessionStorage?.type === 'file' && embedded && resolve(oauthSessionFile(config.storage.dir, o.sessionStorage.filePath)) === resolve(mainFile)) {
     problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from the main SQLite file (or leave sessionStorage unset to share the main storage)' });

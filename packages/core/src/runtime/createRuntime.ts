@@ -58,8 +58,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
   let shared = opts.shared ?? storage;
-  if (!opts.shared && config.storage.shared === 'redis' && storage.kind !== 'redis') {
-    shared = await createStorage({ ...config.storage, type: 'redis' });
+  if (!opts.shared && config.storage.shared === 'redis' && config.storage.redis && storage.kind !== 'redis') {
+    shared = await createStorage({ type: 'redis', dir: config.storage.dir, shared: 'store', redis: config.storage.redis });
     closers.push(() => shared.close());
     health.set('shared', () => shared.health());
   }
