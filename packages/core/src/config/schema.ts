@@ -8,6 +8,7 @@ import { StorageSchema } from './sections/storage.js';
 import { AlertsSchema, ApiDescriptionSchema, ConsoleSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 import { crossFieldProblems } from './authMode.js';
+import { resolveAuth } from './resolveAuth.js';
 import { RedisOptionsSchema } from './sections/storage.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
 import { ResourcesSchema } from './sections/resources.js';
@@ -107,6 +108,12 @@ export const ConfigSchema = z
         ctx.issues.push({ code: 'custom', input: id, path: ['serverProviders', i], message: `unknown provider "${id}": a built-in (anthropic, openai, google, openrouter) or a named provider of ai.providers` });
       }
     });
+  })
+  // The auth rules, derived once: `oauth.enabled` becomes a boolean (whether the authorization
+  // server runs) and `auth` holds every rule the rest of the code reads (see resolveAuth).
+  .transform((config) => {
+    const auth = resolveAuth(config);
+    return { ...config, oauth: { ...config.oauth, enabled: auth.oauthServerEnabled }, auth };
   })
   // Rules across sections (OAuth completeness, no unauthenticated public bind): `serve` and
   // `config check` both get them from here.

@@ -123,30 +123,61 @@ export const OAuthSchema = z
   })
   .prefault({});
 
+/**
+ * Keys the spec lists that ask for less checking than we do: only `true` (what we do anyway) is
+ * accepted, and the key is dropped from the resolved config. `false` is refused, since honouring
+ * it would weaken security and silently ignoring it would mislead.
+ */
+const alwaysOn = (instead: string) =>
+  z
+    .boolean()
+    .optional()
+    .refine((v) => v !== false, `false is no longer accepted (the key is removed): ${instead}. Delete the key (true is accepted and ignored)`);
+
+/** Drop a key from a parsed object (the accepted-but-always-on flags above). */
+function without<T extends object, K extends keyof T>(value: T, key: K): Omit<T, K> {
+  const { [key]: _dropped, ...rest } = value;
+  return rest;
+}
+
+const AuthTypeSchema = z.enum(['oauth', 'jwt', 'both', 'none']);
+
 const McpAuthSchema = z
   .strictObject({
-    authType: z.enum(['oauth', 'jwt', 'both', 'none']).default('oauth'),
+    authType: AuthTypeSchema.default('oauth'),
     oauth: z
       .strictObject({
+        /** Accept our OAuth access tokens. Default: on unless authType is 'jwt' (resolved to a boolean). */
         enabled: z.boolean().optional(),
         /** Directory of a file-backed OAuth session store: the same as `oauth.sessionStorage: { type: 'file', filePath }`. */
         sessionStorePath: z.string().min(1).optional(),
-        requireValidSession: z.boolean().default(true),
+        requireValidSession: alwaysOn(
+          'an OAuth access token is accepted only while its session exists; to bound how long a revoked session keeps working use oauth.sessionCacheMs',
+        ),
       })
-      .prefault({}),
+      .prefault({})
+      .transform((o) => without(o, 'requireValidSession')),
     jwt: z
       .strictObject({
+        /** Accept HS256 tokens signed with `jwt.secret`. Default: on unless authType is 'oauth' (resolved to a boolean). */
         enabled: z.boolean().optional(),
-        requireValidSignature: z.boolean().default(true),
+        requireValidSignature: alwaysOn('JWT signatures are always verified (allowExpiredTokens relaxes expiry only)'),
         requiredScopes: z.array(z.string()).default([]),
         allowExpiredTokens: z.boolean().default(false),
       })
-      .prefault({}),
+      .prefault({})
+      .transform((j) => without(j, 'requireValidSignature')),
     requireAuthForToolsList: z.boolean().default(false),
     requireAuthForToolsCall: z.boolean().default(true),
     publicTools: z.array(z.string()).default([]),
   })
-  .prefault({});
+  .prefault({})
+  // The tri-state `enabled` flags become booleans here, once: their default follows authType.
+  .transform((auth) => ({
+    ...auth,
+    oauth: { ...auth.oauth, enabled: auth.oauth.enabled ?? auth.authType !== 'jwt' },
+    jwt: { ...auth.jwt, enabled: auth.jwt.enabled ?? auth.authType !== 'oauth' },
+  }));
 
 export const McpSchema = z
   .strictObject({
@@ -168,13 +199,20 @@ export const McpSchema = z
         logFilePath: z.string().optional(),
       })
       .prefault({}),
+    /**
+     * Operator override of the MCP access rules: `{ enabled: true, requireAuth: false }` lifts
+     * requireAuthForToolsList/requireAuthForToolsCall (resolved once into `auth.mcpAccessRulesActive`).
+     */
     authEnforcement: z
       .strictObject({
         enabled: z.boolean().default(true),
         requireAuth: z.boolean().default(true),
-        requireValidSession: z.boolean().default(true),
+        requireValidSession: alwaysOn(
+          'an OAuth access token is accepted only while its session exists; to bound how long a revoked session keeps working use oauth.sessionCacheMs',
+        ),
       })
-      .prefault({}),
+      .prefault({})
+      .transform((e) => without(e, 'requireValidSession')),
     /**
      * Resource budgets of /mcp (docs/security.md#resource-budgets): how many sessions one client
      * address or identity may hold, how long sessions that never finish initializing or stay
