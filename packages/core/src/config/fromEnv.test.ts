@@ -11,7 +11,7 @@ describe('the environment-variable table', () => {
     const at = (path: string) => path.split('.').reduce((node, key) => node?.[key], config);
     for (const v of ENV_VARIABLES) for (const key of v.keys) expect(at(key), `${v.name} -> ${key}`).toBeDefined();
     expect(config.storage).toEqual({ type: 'postgres', shared: 'redis', postgres: { connectionString: 'postgres://u@db/x' }, redis: { host: 'r', port: 6380, password: 'pw', db: 2, tls: false } });
-    expect(configFromEnv({ REDIS_URL: 'rediss://r' }).storage).toEqual({ type: 'redis', redis: { host: 'r', port: 6379, tls: true } });
+    expect(configFromEnv({ REDIS_URL: 'rediss://r' })?.storage).toEqual({ type: 'redis', redis: { host: 'r', port: 6379, tls: true } });
   });
 
   it('refuses malformed values under the variable name', () => {
@@ -29,7 +29,7 @@ describe('the environment-variable table', () => {
 
   it('drives the error messages: a refused value is named by the variable that supplied it', () => {
     const env = { PORT: '70000', OAUTH_ENCRYPTION_KEY: 'short', DATABASE_URL: 'postgres://h/db' };
-    const r = checkConfig({ ...configFromEnv(env), storage: { ...configFromEnv(env).storage, postgres: { connectionString: 'x', poolSize: 0 } } });
+    const r = checkConfig({ ...configFromEnv(env), storage: { ...configFromEnv(env)?.storage, postgres: { connectionString: 'x', poolSize: 0 } } });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(attributeToEnv(r.problems, env).map((p) => p.path).sort()).toEqual(['DATABASE_URL', 'OAUTH_ENCRYPTION_KEY', 'PORT']);
     // The same key from the file keeps its key path.

@@ -183,12 +183,21 @@ export const McpSchema = z
   .strictObject({
     enabled: z.boolean().default(true),
     auth: McpAuthSchema,
+    /**
+     * Per-caller limits (the signed-in subject, else the client address), counted in fixed
+     * windows in the shared store. On by default (docs/security.md#rate-limits): generous enough
+     * for an interactive client or an agent, low enough that one caller cannot flood the server.
+     */
     rateLimiting: z
       .strictObject({
-        enabled: z.boolean().default(false),
+        /** Default true. */
+        enabled: z.boolean().default(true),
+        /** Window length in ms. Default 60000 (one minute). */
         windowMs: z.number().int().min(100).default(60_000),
-        maxRequests: z.number().int().min(1).default(100),
-        maxToolCalls: z.number().int().min(1).default(50),
+        /** /mcp requests per caller and window. Default 300. */
+        maxRequests: z.number().int().min(1).default(300),
+        /** Tool calls per caller and window, on every entry point (an MCP tools/call, or a tool procedure over /trpc, /rpc or /v1). Default 120. */
+        maxToolCalls: z.number().int().min(1).default(120),
       })
       .prefault({}),
     securityLogging: z
