@@ -1,4 +1,4 @@
-import { sqliteFile, type ResolvedConfig } from '@ai-backend/core';
+import { sqliteFile, type ResolvedConfig } from '@ai-backend/core/internal';
 import type { BoundAddress } from '@ai-backend/transports';
 
 export interface BannerOptions {

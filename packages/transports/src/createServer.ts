@@ -3,7 +3,7 @@ import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import { createAppRouter, createLogger, isLoopbackHost, createRuntime, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createAppRouter, createLogger, isLoopbackHost, createRuntime, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './http/bodyLimit.js';

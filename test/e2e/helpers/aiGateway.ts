@@ -2,7 +2,7 @@ import { createTRPCClient, httpLink, TRPCClientError, type TRPCClient } from '@t
 import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
+import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';

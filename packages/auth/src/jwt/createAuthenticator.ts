@@ -1,4 +1,4 @@
-import { CoreError, type Authenticator, type Identity, type Logger, type ResolvedConfig } from '@ai-backend/core';
+import { CoreError, type Authenticator, type Identity, type Logger, type ResolvedConfig } from '@ai-backend/core/internal';
 import { createJwtVerifier, JWT_ALGORITHMS, type JwtVerifier } from './createJwtVerifier.js';
 import { isAdminIdentity } from './identityFromClaims.js';
 import { inspectToken } from './inspectToken.js';

@@ -1,4 +1,4 @@
-import { ConfigError, oauthConfigProblems, oauthSessionFile, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
+import { ConfigError, oauthConfigProblems, oauthSessionFile, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core/internal';
 
 type OAuthConfig = ResolvedConfig['oauth'];
 export type UpstreamConfig = NonNullable<OAuthConfig['provider']>;

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { isLoopbackHost, type ResolvedConfig } from '@ai-backend/core';
+import { isLoopbackHost, type ResolvedConfig } from '@ai-backend/core/internal';
 import { edgeError, type EdgeFamily } from './edgeError.js';
 import { requestOrigin } from './requestFacts.js';
 

@@ -1,5 +1,5 @@
 import type { Context as HonoContext } from 'hono';
-import { forwardedClientIp } from '@ai-backend/core';
+import { forwardedClientIp } from '@ai-backend/core/internal';
 
 /**
  * Facts about a request that depend on trustProxy: the client address, the public origin

@@ -1,5 +1,5 @@
 import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server } from '@modelcontextprotocol/server';
-import { invoke, logWireError, toMcpToolError, toWireError } from '@ai-backend/core';
+import { invoke, logWireError, toMcpToolError, toWireError } from '@ai-backend/core/internal';
 import { mcpContext } from './callContext.js';
 import { withRequestRoots } from './requestRoots.js';
 import type { CatalogTool } from './toolCatalog.js';

@@ -41,7 +41,7 @@ describe('storage: a union by type, carrying only the chosen backend', () => {
     };
     expect(problems({ type: 'postgres', postgres: { port: 'x' } })[0]?.path).toBe('storage.postgres.port');
     expect(problems({ type: 'redis', redis: { bogus: 1 } })[0]?.path).toBe('storage.redis');
-    expect(problems({ type: 'mysql' })).toEqual([{ path: 'storage.type', message: "type must be one of: sqlite, postgres, memory, redis (or 'file', the former name of 'sqlite')" }]);
+    expect(problems({ type: 'mysql' })).toEqual([{ path: 'storage.type', message: 'Invalid option: expected one of "sqlite"|"postgres"|"memory"|"redis"|"file"' }]);
     expect(problems({ type: 'memory', sqlte: {} })).toEqual([{ path: 'storage', message: 'unknown key(s): sqlte' }]);
   });
 });

@@ -83,7 +83,7 @@ const RedisStorageSchema = z.strictObject({ type: z.literal('redis'), ...common,
  * below, after normaliseStorage.
  */
 const StorageInputSchema = z.strictObject({
-  type: z.enum([...BACKENDS, 'file'], `type must be one of: ${BACKENDS.join(', ')} (or 'file', the former name of 'sqlite')`).default('sqlite'),
+  type: z.enum([...BACKENDS, 'file']).default('sqlite'),
   dir: z.string().optional(),
   shared: z.enum(['store', 'redis']).optional(),
   sqlite: z.custom<z.input<typeof SqliteOptionsSchema>>().optional(),
