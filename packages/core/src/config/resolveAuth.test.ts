@@ -82,6 +82,12 @@ describe('config.auth: the auth rules, derived once', () => {
     }
   });
 
+  it('refuses an auth key in the input: it is derived, and says what to set instead', () => {
+    const r = checkConfig({ auth: { mode: 'none' } } as never);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.problems).toEqual([{ path: '', message: 'unknown key(s): auth (auth is derived from mcp.auth, jwt and oauth: set those instead)' }]);
+  });
+
   it('a resolved config resolves to itself (the derived rules are not recomputed)', () => {
     const c = resolveConfig({ storage: { type: 'memory' } });
     expect(resolveConfig(c)).toBe(c);
