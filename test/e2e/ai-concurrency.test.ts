@@ -108,17 +108,11 @@ async function upstreamCalls(servers: AiServer[]): Promise<number> {
   return sum;
 }
 
-/**
- * One user fires 150-200 calls at once: far over the default per-caller tool-call limit, which is
- * not what these tests measure (rate-limit.test.ts covers it), so they switch it off explicitly.
- */
-const unlimited = (config: ConfigInput): ConfigInput => ({ ...config, mcp: { ...config.mcp, rateLimiting: { enabled: false } } });
-
 describe('200 concurrent calls, balance for about 50', () => {
   it('one server, SQLite store', async () => {
     upstream.reset();
     const dir = await mkdtemp(join(tmpdir(), 'ai-conc-'));
-    const gw = await startAiServer(upstream, unlimited({ storage: { type: 'sqlite', dir } }));
+    const gw = await startAiServer(upstream, { storage: { type: 'sqlite', dir } });
     try {
       const sub = 'conc-sqlite-user';
       const token = await tokenFor(sub);
@@ -136,8 +130,8 @@ describe('200 concurrent calls, balance for about 50', () => {
     upstream.reset();
     const keyPrefix = `e2e-ai-conc-${randomUUID()}:`;
     const redis: ConfigInput = { storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } };
-    const a = await startAiServer(upstream, unlimited(redis));
-    const b = await startAiServer(upstream, unlimited(redis));
+    const a = await startAiServer(upstream, redis);
+    const b = await startAiServer(upstream, redis);
     try {
       const sub = 'conc-redis-user';
       const token = await tokenFor(sub);
@@ -164,7 +158,7 @@ describe('200 concurrent calls, balance for about 50', () => {
       };
       const servers: AiServer[] = [];
       try {
-        for (let i = 0; i < instances; i++) servers.push(await startAiServer(upstream, unlimited(config)));
+        for (let i = 0; i < instances; i++) servers.push(await startAiServer(upstream, config));
         const sub = `conc-pg-user-${instances}`;
         const token = await tokenFor(sub);
         const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
@@ -191,14 +185,14 @@ describe('200 concurrent calls, balance for about 50', () => {
       billing: { reservationTtlMs: 1000 },
     };
     const script = fileURLToPath(new URL('../../bench/servers/ai-backend.mjs', import.meta.url));
-    const child = spawn(process.execPath, [script, JSON.stringify({ ...gatewayConfig(upstream, unlimited(config)), monitoring: { logging: { level: 'error' } } })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [script, JSON.stringify({ ...gatewayConfig(upstream, config), monitoring: { logging: { level: 'error' } } })], { stdio: ['ignore', 'pipe', 'inherit'] });
     const servers: AiServer[] = [];
     try {
       const childUrl = await new Promise<string>((resolve, reject) => {
         child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).url));
         child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
       });
-      for (let i = 0; i < 2; i++) servers.push(await startAiServer(upstream, unlimited(config)));
+      for (let i = 0; i < 2; i++) servers.push(await startAiServer(upstream, config));
       const urls = [servers[0]!.url, servers[1]!.url, childUrl];
       const sub = 'conc-kill-user';
       const token = await tokenFor(sub);
@@ -253,7 +247,7 @@ describe('200 concurrent calls, balance for about 50', () => {
 
   it('with refunds (calls use less than they hold): never below zero, never more than the balance, ledger sums', async () => {
     upstream.reset();
-    const gw = await startAiServer(upstream, unlimited({ storage: { type: 'memory' } }));
+    const gw = await startAiServer(upstream, { storage: { type: 'memory' } });
     try {
       const sub = 'conc-refund-user';
       const token = await tokenFor(sub);
