@@ -12,7 +12,8 @@ import { RawMcp, type McpReply } from './helpers/rawMcp.js';
 
 /**
  * The access matrix: every procedure (built-in and a custom router) × entry point (/trpc,
- * /typedrpc, /rpc, MCP tools/call, prompts/get, resources/read) × identity (anonymous, user,
+ * /typedrpc, /rpc, MCP tools/call, prompts/get, resources/read; the /v1 wire formats for the
+ * procedures they call) × identity (anonymous, user,
  * user without the required scope, administrator) × authType × tool rules. The expected
  * outcome is the table of docs/security.md, written out below in `expected()`; every entry
  * point must produce exactly it, so the same procedure is governed identically everywhere.
@@ -234,6 +235,42 @@ async function viaMcp(call: Call, who: Who, authType: AuthType): Promise<Map<str
   return out;
 }
 
+/**
+ * The /v1 wire formats: each request goes to one procedure, and is refused (or let through) as
+ * that procedure is. A refusal is the HTTP 401/403 with its Bearer challenge, as on MCP; anything
+ * else (an upstream or payment error, a model list) means the policy let the call through.
+ */
+const V1: Array<{ entry: string; path: string; method: 'GET' | 'POST'; body?: unknown }> = [
+  { entry: 'POST /v1/chat/completions', path: 'ai.generateText', method: 'POST', body: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } },
+  { entry: 'POST /v1/chat/completions stream', path: 'ai.streamText', method: 'POST', body: { model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] } },
+  { entry: 'POST /v1/messages', path: 'ai.generateText', method: 'POST', body: { model: 'anthropic/claude-3-5-haiku-latest', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] } },
+  { entry: 'POST /v1/responses', path: 'ai.generateText', method: 'POST', body: { model: 'openai/gpt-4o-mini', input: 'hi' } },
+  { entry: 'POST /v1/embeddings', path: 'ai.embed', method: 'POST', body: { model: 'openai/text-embedding-3-small', input: 'hi' } },
+  { entry: 'GET /v1/models', path: 'ai.listAllowedModels', method: 'GET' },
+];
+
+async function viaV1(call: Call, who: Who): Promise<Array<[string, Map<string, Outcome>]>> {
+  const out: Array<[string, Map<string, Outcome>]> = [];
+  for (const v of V1) {
+    const url = v.entry.startsWith('GET') ? '/v1/models' : v.entry.split(' ')[1]!;
+    const res = await call(url, { method: v.method, headers: { 'content-type': 'application/json', ...authHeader(who) }, ...(v.body ? { body: JSON.stringify(v.body) } : {}) });
+    const text = await res.text();
+    let outcome: Outcome = 'PASSED';
+    if (res.status === 401 || res.status === 403) {
+      const challenge = res.headers.get('www-authenticate') ?? '';
+      expect(challenge, `${v.entry} ${res.status}`).toMatch(/^Bearer .*resource_metadata="/);
+      if (challenge.includes('error="invalid_token"')) outcome = 'INVALID_TOKEN';
+      else if (challenge.includes('error="insufficient_scope"')) outcome = 'INSUFFICIENT_SCOPE';
+      else if (res.status === 403) outcome = 'FORBIDDEN';
+      // A metered call the policy let through but nobody pays for asks an anonymous caller to
+      // sign in with the same 401 (wireFormatHandler); only the policy's says "authentication required".
+      else if (/authentication required/.test(text)) outcome = 'UNAUTHORIZED';
+    }
+    out.push([v.entry, new Map([[v.path, outcome]])]);
+  }
+  return out;
+}
+
 const cellLabel = (c: Cell) => `authType=${c.authType} toolsCall=${c.toolsCall} publicTools=[${c.publicTools}]${c.enforcementOff ? ' authEnforcement.requireAuth=false' : ''}`;
 
 it('the matrix covers every kind of procedure and every MCP surface', () => {
@@ -259,6 +296,7 @@ for (const cell of CELLS) {
         ['/typedrpc', await viaTrpc(s.call, '/typedrpc', who)],
         ['/rpc', await viaRpc(s.call, who)],
         ...(await viaMcp(s.call, who, cell.authType)),
+        ...(await viaV1(s.call, who)),
       ]);
       const mismatches: string[] = [];
       for (const p of PROCEDURES) {
@@ -274,6 +312,7 @@ for (const cell of CELLS) {
       expect(observed.get('mcp tools/call')!.size).toBe(PROCEDURES.filter(isTool).length);
       expect(observed.get('mcp prompts/get')!.size).toBe(PROCEDURES.filter((p) => promptName(p)).length);
       expect(observed.get('mcp resources/read')!.size).toBe(2);
+      for (const v of V1) expect(observed.get(v.entry)!.size, v.entry).toBe(1);
     });
   });
 }

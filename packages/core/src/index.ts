@@ -16,19 +16,19 @@ export { ENV_VARIABLES, type EnvVariable } from './config/envVariables.js';
 export { redactConfig } from './config/redact.js';
 
 // Errors (docs/procedures.md#errors).
-export { CoreError, isCoreError } from './errors/CoreError.js';
-export type { CoreErrorCode } from './errors/errorTable.js';
+export { CoreError, isCoreError, type CoreErrorCode } from './kernel/CoreError.js';
 
 // Custom routers (docs/procedures.md#custom-routers).
-export { router, middleware, mergeRouters } from './trpc/init.js';
-export { publicProcedure, protectedProcedure, adminProcedure } from './trpc/procedures.js';
-export type { Context, Identity } from './trpc/context.js';
-export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './trpc/meta.js';
+export { router, middleware, mergeRouters } from './pipeline/init.js';
+export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
+export type { Context } from './pipeline/context.js';
+export type { Identity } from './kernel/identity.js';
+export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './pipeline/meta.js';
 export type { AppRouter, AppRouterWith, CustomRouters } from './routers/appRouter.js';
 export type { Runtime } from './runtime/Runtime.js';
 
 // Storage (docs/storage.md): the interface a custom store implements, and the built-in ones.
-export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TxRead, TxWrite, TxPlan } from './storage/Storage.js';
+export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TxRead, TxWrite, TxPlan } from './kernel/Storage.js';
 export { MemoryStorage } from './storage/MemoryStorage.js';
 export { createStorage, type StorageConfig } from './storage/createStorage.js';
 

@@ -143,7 +143,9 @@ export function createServer<C extends CustomRouters = {}>(
   let readyRuntime: Runtime | undefined;
   // One logger for the runtime and for errors caught at the HTTP layer.
   const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter }).then(async (runtime) => {
+  // The token verifier is built inside the composition root: our own OAuth server's verifier
+  // needs the store and services the runtime opens.
+  const authenticator = async (runtime: Runtime) => {
     if (withOAuth) {
       const { createOAuthRoutes } = await import('@ai-backend/auth/oauth');
       const routes = createOAuthRoutes(runtime);
@@ -152,9 +154,11 @@ export function createServer<C extends CustomRouters = {}>(
       await routes.ready();
     }
     const oauthVerifier = oauth && ((token: string) => oauth!.verifyAccessToken(token));
-    const authenticator = createAuthenticator(config, { logger: runtime.logger, oauthVerifier });
-    runtime.setAuthenticator(authenticator);
-    runtime.caches.set('tokens', () => authenticator.clearCache());
+    const verifier = createAuthenticator(config, { logger: runtime.logger, oauthVerifier });
+    runtime.caches.set('tokens', () => verifier.clearCache());
+    return verifier;
+  };
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter, authenticator }).then((runtime) => {
     if (mcpOn) toolProcedures(runtime.router); // a tool-name clash fails start-up
     readyRuntime = runtime;
     return runtime;

@@ -30,7 +30,7 @@ export interface CreateAuthenticatorOptions {
 type Route = { kind: 'jwt'; verify: JwtVerifier } | { kind: 'oauth'; verify: OAuthTokenVerifier };
 
 /**
- * The bearer-token verifier installed on the runtime (`runtime.setAuthenticator`).
+ * The bearer-token verifier installed on the runtime (createRuntime's `authenticator` option).
  *
  * Which verifiers apply follows `mcp.auth`: the shared-secret JWT verifier when JWT is enabled
  * (`mcp.auth.jwt.enabled`, default on for authType 'jwt', 'both' and 'none') and `jwt.secret`

@@ -4,10 +4,9 @@ import { AccessTokens } from './accessTokens.js';
 import { ClientIdMetadataDocuments, isUrlClientId } from './clientIdMetadata.js';
 import type { ClientRecord } from './records.js';
 import type { OAuthSettings } from './oauthSettings.js';
-import { SessionStore } from './sessionStore.js';
+import { SESSION_REVOKED, SessionStore } from './sessionStore.js';
 import { SigningKeys } from './signingKeys.js';
 import { UpstreamProvider } from './upstreamProvider.js';
-import { SESSION_REVOKED } from './token.js';
 
 export type ClientLookup = { client: ClientRecord; problem?: undefined } | { client?: undefined; problem: string };
 

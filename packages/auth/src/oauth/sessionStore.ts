@@ -1,6 +1,9 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { Storage } from '@ai-backend/core';
 
+/** Signal topic of a revoked OAuth session; the message is its sid (every instance forgets it). */
+export const SESSION_REVOKED = 'oauth.sessionRevoked';
+
 /** Every record kind the authorization server keeps, and its storage key prefix. */
 export type RecordKind = 'client' | 'pending' | 'upstream' | 'code' | 'refresh' | 'session';
 

@@ -6,6 +6,7 @@ import { PKCE_VERIFIER, pkceChallenge, randomToken, safeEqual, sha256 } from './
 import { NO_STORE, oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { ClientRecord, CodeRecord, RefreshRecord, SessionRecord } from './records.js';
+import { SESSION_REVOKED } from './sessionStore.js';
 
 /**
  * POST /oauth/token: authorization_code (PKCE verified, code single-use; a replayed code
@@ -139,8 +140,6 @@ async function issue(
   );
 }
 
-/** Topic of a revoked OAuth session; the message is its sid. */
-export const SESSION_REVOKED = 'oauth.sessionRevoked';
 
 /** Remove a session: its access tokens fail as 'session not found', its refresh tokens stop working. */
 export async function revokeSession(s: OAuthServices, sid: string, reason: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { AnyRouter } from '@trpc/server';
-import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '../errors/errorTable.js';
+import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '../pipeline/errorTable.js';
 import { describeProcedures, type DescribedProcedure } from './procedureSchemas.js';
 
 /** What both API descriptions need besides the router. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AnyRouter } from '@trpc/server';
-import { procedureIndex } from '../trpc/invoke.js';
+import { procedureIndex } from '../pipeline/invoke.js';
 
 type JsonSchema = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { ConfigProblem } from './resolveConfig.js';
+import type { ConfigProblem } from './ConfigError.js';
 
 /** The fields the cross-field rules read, so they run both on the resolved config and inside the schema. */
 export interface AuthFacts {

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import { createLogger } from '../runtime/Logger.js';
-import { createRuntime } from '../runtime/createRuntime.js';
+import { createLogger } from '../kernel/Logger.js';
+import { createRuntime } from '../createRuntime.js';
 import { MemoryStorage } from '../storage/MemoryStorage.js';
 import { unusableAuthWarning } from './authWarnings.js';
 import { resolveConfig } from './resolveConfig.js';

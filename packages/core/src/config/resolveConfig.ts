@@ -1,21 +1,8 @@
 import { z } from 'zod';
 import { ConfigSchema, type ConfigInput, type ResolvedConfig } from './schema.js';
+import { ConfigError, type ConfigProblem } from './ConfigError.js';
 
-export interface ConfigProblem {
-  /** Dotted path, e.g. `oauth.encryptionKey`. */
-  path: string;
-  message: string;
-}
-
-/** Thrown when a config does not validate; carries every problem with its path. */
-export class ConfigError extends Error {
-  readonly problems: ConfigProblem[];
-  constructor(problems: ConfigProblem[]) {
-    super(`invalid configuration:\n${problems.map((p) => `  ${p.path || '(root)'}: ${p.message}`).join('\n')}`);
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
-}
+export { ConfigError, type ConfigProblem } from './ConfigError.js';
 
 function toProblems(error: z.ZodError): ConfigProblem[] {
   return error.issues.map((issue) => {

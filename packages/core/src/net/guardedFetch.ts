@@ -2,7 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { Agent } from 'undici';
-import { CoreError } from '../errors/CoreError.js';
+import { CoreError } from '../kernel/CoreError.js';
 
 /**
  * A GET of a URL someone else chose (a client's metadata document, a configured resource),

@@ -1,4 +1,4 @@
 export { Metrics, BoundedLabel, createMetrics, type Payer } from './Metrics.js';
-export { inRequestSpan, inSpan, injectTraceContext, tracer } from './tracing.js';
+export { inRequestSpan, injectTraceContext, tracer } from './tracing.js';
 export { instrumentStorage } from './instrumentStorage.js';
 export { observedFetch } from './observedFetch.js';

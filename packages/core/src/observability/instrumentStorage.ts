@@ -1,5 +1,5 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { Storage } from '../storage/Storage.js';
+import type { Storage } from '../kernel/Storage.js';
 import type { Metrics } from './Metrics.js';
 import { tracer, tracingActive } from './tracing.js';
 

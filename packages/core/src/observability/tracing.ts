@@ -54,20 +54,6 @@ export async function inRequestSpan(headers: Headers, method: string, route: str
   }
 }
 
-/** Run `fn` in an INTERNAL (or CLIENT) span, child of the active one. The span ends when `fn` settles. */
-export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
-  const span = tracer.startSpan(name, { kind, attributes });
-  let error: unknown;
-  try {
-    return await context.with(trace.setSpan(context.active(), span), () => fn(span));
-  } catch (err) {
-    error = err;
-    throw err;
-  } finally {
-    endWith(span, error);
-  }
-}
-
 /** Add the active trace context to outgoing request headers (W3C traceparent), in place. */
 export function injectTraceContext(headers: Record<string, string>): void {
   propagation.inject(context.active(), headers);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../config/resolveConfig.js';
 import type { ConfigInput } from '../config/schema.js';
-import type { Identity } from '../trpc/context.js';
-import type { ProcedureMeta } from '../trpc/meta.js';
+import type { Identity } from '../kernel/identity.js';
+import type { ProcedureMeta } from './meta.js';
 import { accessDecision } from './accessPolicy.js';
 
 const user: Identity = { sub: 'u', scopes: [], isAdmin: false, via: 'jwt' };

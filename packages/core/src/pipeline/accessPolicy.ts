@@ -1,7 +1,7 @@
 import type { ResolvedConfig } from '../config/schema.js';
 import { mcpAccessRulesActive } from '../services/security/accessRules.js';
-import type { Identity } from '../trpc/context.js';
-import type { ProcedureMeta } from '../trpc/meta.js';
+import type { Identity } from '../kernel/identity.js';
+import type { ProcedureMeta } from './meta.js';
 
 /** How a call reached a procedure. Recorded for logs; it never changes the decision. */
 export type CallKind = 'procedure' | 'tool' | 'prompt' | 'resource';

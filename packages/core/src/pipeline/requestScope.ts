@@ -1,9 +1,10 @@
 import type { AnyRouter } from '@trpc/server';
-import { CoreError } from '../errors/CoreError.js';
+import { CoreError } from '../kernel/CoreError.js';
 import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
-import type { Context, Identity, McpCallContext, TransportName } from '../trpc/context.js';
-import { procedureIndex } from '../trpc/invoke.js';
+import type { Context, McpCallContext } from './context.js';
+import type { Identity, TransportName } from '../kernel/identity.js';
+import { procedureIndex } from './invoke.js';
 import { accessDecision, authConfigured, callScopeOf, type AccessDecision, type CallKind } from './accessPolicy.js';
 
 /** What a transport knows about an HTTP request before it runs anything. */

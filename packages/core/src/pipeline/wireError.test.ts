@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { CoreError } from '../errors/CoreError.js';
+import { CoreError } from '../kernel/CoreError.js';
 import { toJsonRpcError, toMcpToolError, toWireError } from './wireError.js';
 
 describe('toWireError', () => {

@@ -1,9 +1,9 @@
-import { getTRPCErrorFromUnknown, type TRPC_ERROR_CODE_KEY, type TRPCError } from '@trpc/server';
+import { getTRPCErrorFromUnknown, TRPCError, type TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { ZodError } from 'zod';
-import { CoreError } from '../errors/CoreError.js';
-import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD, type CoreErrorCode } from '../errors/errorTable.js';
-import type { Logger } from '../runtime/Logger.js';
+import { coreErrorOf, type CoreErrorCode } from '../kernel/CoreError.js';
+import { CORE_ERROR_TABLE, JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from './errorTable.js';
+import type { Logger } from '../kernel/Logger.js';
 
 /**
  * Any error, as every entry point may show it: the ONE mapping from a thrown value to what a
@@ -46,7 +46,8 @@ const MAX_MESSAGE = 500;
  * URL (library documentation links).
  */
 function safeMessage(err: TRPCError): string {
-  if (err instanceof CoreError) return err.message;
+  const core = coreErrorOf(err);
+  if (core) return core.message;
   const generic = GENERIC[err.code] ?? err.code.toLowerCase().replace(/_/g, ' ');
   if (err.code === 'INTERNAL_SERVER_ERROR') return generic;
   if (err.cause instanceof ZodError) return inputMessage(err.cause);
@@ -80,9 +81,21 @@ function inputMessage(zod: ZodError): string {
   return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text;
 }
 
+/**
+ * Any thrown value as the TRPCError tRPC answers with: a CoreError (or tRPC's generic wrapper
+ * around one) gets the tRPC code of its application code — the one place core's errors meet tRPC.
+ */
+export function toTRPCError(thrown: unknown): TRPCError {
+  const core = coreErrorOf(thrown);
+  if (!core) return getTRPCErrorFromUnknown(thrown);
+  const code = CORE_ERROR_TABLE[core.appCode].trpc;
+  if (thrown instanceof TRPCError && thrown.code === code) return thrown;
+  return new TRPCError({ code, message: core.message, cause: core });
+}
+
 export function toWireError(thrown: unknown): WireError {
-  const error = getTRPCErrorFromUnknown(thrown);
-  const core = error instanceof CoreError ? error : undefined;
+  const error = toTRPCError(thrown);
+  const core = coreErrorOf(error);
   const wire: WireError = {
     code: error.code,
     message: safeMessage(error),

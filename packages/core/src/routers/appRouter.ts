@@ -1,5 +1,5 @@
 import type { AnyRouter } from '@trpc/server';
-import { mergeRouters, router } from '../trpc/init.js';
+import { mergeRouters, router } from '../pipeline/init.js';
 import { adminRouter } from './admin/adminRouter.js';
 import { aiRouter } from './ai/aiRouter.js';
 import { authRouter } from './auth/authRouter.js';

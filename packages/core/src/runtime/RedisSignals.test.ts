@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import { testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
 import { resolveConfig } from '../config/resolveConfig.js';
-import { createRuntime } from './createRuntime.js';
+import { createRuntime } from '../createRuntime.js';
 import { CLEAR_CACHES } from './createSignals.js';
-import { createLogger } from './Logger.js';
+import { createLogger } from '../kernel/Logger.js';
 import { RedisSignals } from './RedisSignals.js';
 import type { Runtime } from './Runtime.js';
 

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { redisClientOptions, type RedisConnectOptions } from '../storage/redisClientOptions.js';
-import type { Logger } from './Logger.js';
-import { LocalSignals } from './Signals.js';
+import type { Logger } from '../kernel/Logger.js';
+import { LocalSignals } from '../kernel/Signals.js';
 
 export interface RedisSignalsOptions extends RedisConnectOptions {
   keyPrefix?: string;

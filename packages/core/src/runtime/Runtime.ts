@@ -1,11 +1,10 @@
-import type { Signals } from './Signals.js';
+import type { Signals } from '../kernel/Signals.js';
 import type { RecentCalls } from '../observability/RecentCalls.js';
 import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../config/schema.js';
-import type { CoreError } from '../errors/CoreError.js';
-import type { Storage } from '../storage/Storage.js';
-import type { Identity } from '../trpc/context.js';
-import type { Logger } from './Logger.js';
+import type { Storage } from '../kernel/Storage.js';
+import type { AuthFacts, AuthResult } from '../kernel/identity.js';
+import type { Logger } from '../kernel/Logger.js';
 import type { Stats } from './Stats.js';
 import type { Metrics } from '../observability/Metrics.js';
 import type { UserDirectory } from '../services/directory/UserDirectory.js';
@@ -20,16 +19,6 @@ import type { AiService } from '../services/ai/AiService.js';
 import type { RateLimiter } from '../services/rateLimit/RateLimiter.js';
 import type { SecurityLog } from '../services/security/SecurityLog.js';
 import type { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
-
-export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
-
-/** Verifies a bearer token; provided by @ai-backend/auth and installed by createServer. */
-export type Authenticator = (token: string) => Promise<AuthResult>;
-
-/** What the request knows besides the token (an API key may be limited to some client addresses). */
-export interface AuthFacts {
-  ip?: string;
-}
 
 /** A health probe of one dependency, for /health/ready and admin.healthCheck. */
 export type HealthProbe = () => Promise<{ ok: boolean; detail?: string }>;
@@ -86,8 +75,6 @@ export interface Runtime {
    * authenticator. `facts.ip` is the client address (API keys limited to some addresses need it).
    */
   authenticate(token: string, facts?: AuthFacts): Promise<AuthResult>;
-  /** Install the token verifier (called by createServer with the auth package's). */
-  setAuthenticator(authenticator: Authenticator): void;
   /** Named health probes (storage is always there). */
   readonly health: Map<string, HealthProbe>;
   /** Run on close, in reverse order of registration. */

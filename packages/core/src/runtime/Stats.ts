@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Storage } from '../storage/Storage.js';
-import type { TransportName } from '../trpc/context.js';
-import type { Signals } from './Signals.js';
+import type { Storage } from '../kernel/Storage.js';
+import type { TransportName } from '../kernel/identity.js';
+import type { Signals } from '../kernel/Signals.js';
 
 /** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
 export const LATENCY_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const;

@@ -1,6 +1,6 @@
 import type { ResolvedConfig } from '../config/schema.js';
-import type { Logger } from './Logger.js';
-import { LocalSignals, type Signals } from './Signals.js';
+import type { Logger } from '../kernel/Logger.js';
+import { LocalSignals, type Signals } from '../kernel/Signals.js';
 
 /** Topic of admin.clearCache; the message is its target ('all', 'memory', 'tokens', ...). */
 export const CLEAR_CACHES = 'caches.clear';

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from './Storage.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from '../kernel/Storage.js';
 import { sliceLog } from './sliceLog.js';
 
 interface Slot {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { CoreError } from '../errors/index.js';
+import { CoreError } from '../kernel/CoreError.js';
 import { canonicalJson, expiresAtFor } from './canonicalJson.js';
 import { ReadBatcher } from './ReadBatcher.js';
 import { redisClientOptions } from './redisClientOptions.js';
@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { KeyedMutex } from './KeyedMutex.js';
 import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
 import { TxValueCache } from './sql/TxValueCache.js';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from './Storage.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
 export interface RedisStorageOptions {

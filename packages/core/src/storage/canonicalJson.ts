@@ -1,4 +1,4 @@
-import { CoreError } from '../errors/index.js';
+import { CoreError } from '../kernel/CoreError.js';
 
 /**
  * JSON text with object keys sorted, so two deep-equal values always give the same string.

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { StorageConfig } from '../config/sections/storage.js';
 import { MemoryStorage } from './MemoryStorage.js';
-import type { Storage } from './Storage.js';
+import type { Storage } from '../kernel/Storage.js';
 
 export type { StorageConfig };
 

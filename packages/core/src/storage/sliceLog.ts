@@ -1,4 +1,4 @@
-import type { ReadLogOptions } from './Storage.js';
+import type { ReadLogOptions } from '../kernel/Storage.js';
 
 /** The sequence numbers a readLog call returns from a log of `length` records, in order. */
 export function sliceLog(length: number, opts?: ReadLogOptions): number[] {

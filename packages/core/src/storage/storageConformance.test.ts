@@ -8,7 +8,7 @@ import { MemoryStorage } from './MemoryStorage.js';
 import { RedisStorage } from './RedisStorage.js';
 import { PostgresStorage } from './sql/PostgresStorage.js';
 import { SqliteStorage } from './sql/SqliteStorage.js';
-import type { Storage } from './Storage.js';
+import type { Storage } from '../kernel/Storage.js';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions, testService } from '@ai-backend/test-utils/services';
 import { waitFor } from '@ai-backend/test-utils';
 

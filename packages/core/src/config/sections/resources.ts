@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { compileUriTemplate } from '../../services/resources/uriTemplate.js';
+import { compileUriTemplate } from '../../lib/uriTemplate.js';
 
 /** Schemes a configured resource may use: files of a server workspace, or a web address. */
 export const CONFIG_RESOURCE_SCHEMES = ['workspace', 'https', 'http'] as const;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createRuntime } from '../../runtime/createRuntime.js';
+import { createRuntime } from '../../createRuntime.js';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
-import { createCallerFactory } from '../../trpc/init.js';
+import { createCallerFactory } from '../../pipeline/init.js';
 import { builtinRouter } from '../appRouter.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 
 const admin: Identity = { sub: 'root', scopes: ['mcp:admin'], isAdmin: true, via: 'jwt' };
 const user: Identity = { sub: 'u1', scopes: [], isAdmin: false, via: 'jwt' };

@@ -1,11 +1,11 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { redactConfig } from '../../config/redact.js';
-import { router } from '../../trpc/init.js';
-import { adminProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { adminProcedure } from '../../pipeline/procedures.js';
 import { CLEAR_CACHES } from '../../runtime/createSignals.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { consoleProcedures } from './consoleProcedures.js';
 import { governanceProcedures } from './governanceProcedures.js';
 

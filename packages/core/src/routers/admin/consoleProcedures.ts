@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { adminUsageAnalytics } from '../../services/billing/adminUsageAnalytics.js';
-import { adminProcedure } from '../../trpc/procedures.js';
+import { adminProcedure } from '../../pipeline/procedures.js';
 import { cursorInput, limitInput } from '../billing/bounds.js';
 
 const UserRef = z.string().min(1).max(320).describe('user id (sub) or e-mail');

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { adminUsageAnalytics } from '../../services/billing/adminUsageAnalytics.js';
 import { admin, alice, bob, call, makeRuntime } from '../../services/billing/__tests__/kit.js';
 import { rememberUser } from '../../services/billing/userIndex.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 
 const carol: Identity = { ...bob, sub: 'user-carol', email: 'carol@example.com' };
 const today = new Date().toISOString().slice(0, 10);

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { BUDGET_PERIODS, MAX_BUDGET_USD } from '../../config/sections/budget.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { adminUsageAnalytics } from '../../services/billing/adminUsageAnalytics.js';
-import { adminProcedure } from '../../trpc/procedures.js';
+import { adminProcedure } from '../../pipeline/procedures.js';
 
 /** Longest analytics range in days (a year and a day, so "the last 365 days" plus today fits). */
 export const MAX_ANALYTICS_DAYS = 366;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
 import { redactConfig } from '../../config/redact.js';
-import { procedureIndex } from '../../trpc/invoke.js';
+import { procedureIndex } from '../../pipeline/invoke.js';
 import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, type AiHarness } from './__tests__/aiHarness.js';
 
 let h: AiHarness;

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
+import { coreErrorOf } from '../../kernel/CoreError.js';
 import type { StreamEvent } from '../../services/ai/runStreamText.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { estimateTokens } from '../../services/ai/index.js';
@@ -117,7 +118,8 @@ describe('ai.streamText: streams cancelled at random points', () => {
             if (e.type === 'finish') completed = true;
           }
         } catch (err) {
-          expect((err as { code?: string }).code).toBe('CLIENT_CLOSED_REQUEST');
+          // Thrown while iterating, after the procedure returned: the CoreError itself.
+          expect(coreErrorOf(err)?.appCode).toBe('CANCELLED');
         }
         return { requestId, text, completed };
       }),

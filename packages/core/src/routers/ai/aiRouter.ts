@@ -3,8 +3,8 @@ import { checkContentOrMessages, TextInputFields } from '../../services/ai/chatI
 import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
 import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
-import { router } from '../../trpc/init.js';
-import { publicProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { publicProcedure } from '../../pipeline/procedures.js';
 import { modelsForKey } from '../../services/apiKeys/keyRules.js';
 import { MAX_EMBED_INPUTS, type EmbedInput } from '../../services/ai/runEmbed.js';
 

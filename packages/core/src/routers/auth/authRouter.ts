@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
 import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { rememberUser } from '../../services/billing/userIndex.js';
-import { router } from '../../trpc/init.js';
-import { protectedProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { protectedProcedure } from '../../pipeline/procedures.js';
 import { ApiKeyInput } from '../user/providerRecord.js';
 import { resolveKeyOwner } from './resolveKeyOwner.js';
 

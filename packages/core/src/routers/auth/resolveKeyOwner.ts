@@ -1,7 +1,7 @@
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { userByEmail } from '../../services/billing/userIndex.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 
 /**
  * The user id whose keys an auth.* call may touch. The `email` input must name the caller

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { BALANCE_TYPES } from '../../services/billing/types.js';
-import { router } from '../../trpc/init.js';
-import { adminProcedure, protectedProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
 import { previewModelInput, previewPlan } from './previewPlan.js';
 import { cursorInput, daysInput, estimatedTokensInput, historyLimitInput, limitInput } from './bounds.js';

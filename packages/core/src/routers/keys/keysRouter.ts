@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { KeyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
 import { toView, type KeyActor } from '../../services/apiKeys/ApiKeyService.js';
-import type { Identity } from '../../trpc/context.js';
-import { router } from '../../trpc/init.js';
-import { adminProcedure, protectedProcedure } from '../../trpc/procedures.js';
+import type { Identity } from '../../kernel/identity.js';
+import { router } from '../../pipeline/init.js';
+import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js';
 
 const KeyId = z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12 characters after aib_)');
 const UserId = z.string().min(1).max(512);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { router } from '../../trpc/init.js';
-import { publicProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { publicProcedure } from '../../pipeline/procedures.js';
 import { apiDocumentationPrompt, codeReviewPrompt, explainConceptPrompt, incidentResponsePrompt } from './prompts.js';
 
 const GREETINGS = { en: 'Hello', es: 'Hola', fr: 'Bonjour', de: 'Hallo' } as const;

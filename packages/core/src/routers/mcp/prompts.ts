@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { publicProcedure } from '../../trpc/procedures.js';
+import { publicProcedure } from '../../pipeline/procedures.js';
 
 /**
  * The four prompt generators. Each returns `{ prompt }` text an assistant can send on; the

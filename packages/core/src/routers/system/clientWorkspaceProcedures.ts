@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { MAX_URI_LENGTH, type ClientWorkspace } from '../../services/workspaces/ClientWorkspaceService.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
-import type { Context } from '../../trpc/context.js';
-import { publicProcedure } from '../../trpc/procedures.js';
+import type { Context } from '../../pipeline/context.js';
+import { publicProcedure } from '../../pipeline/procedures.js';
 
 /**
  * Client workspaces (MCP roots) of the system namespace. Each caller sees and changes only its

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { router } from '../../trpc/init.js';
-import { publicProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { publicProcedure } from '../../pipeline/procedures.js';
 import { checkHealth, healthFor } from '../../runtime/checkHealth.js';
 import { clientWorkspaceProcedures } from './clientWorkspaceProcedures.js';
 import { workspaceProcedures } from './workspaceProcedures.js';

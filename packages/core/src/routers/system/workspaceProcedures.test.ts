@@ -4,16 +4,17 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import type { ConfigInput } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
-import { createRuntime } from '../../runtime/createRuntime.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { CoreError, coreErrorOf } from '../../kernel/CoreError.js';
+import { createRuntime } from '../../createRuntime.js';
+import { createLogger } from '../../kernel/Logger.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { snapshot } from '../../services/workspaces/__tests__/testFs.js';
 import { TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from '@ai-backend/test-utils';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
-import type { Context, Identity } from '../../trpc/context.js';
-import { createCallerFactory } from '../../trpc/init.js';
-import { invoke, procedureIndex } from '../../trpc/invoke.js';
+import type { Context } from '../../pipeline/context.js';
+import type { Identity } from '../../kernel/identity.js';
+import { createCallerFactory } from '../../pipeline/init.js';
+import { invoke, procedureIndex } from '../../pipeline/invoke.js';
 
 const alice: Identity = { sub: 'alice', scopes: [], isAdmin: false, via: 'jwt' };
 const bob: Identity = { sub: 'bob', scopes: [], isAdmin: false, via: 'jwt' };
@@ -52,7 +53,7 @@ function ctxFor(rt: Runtime, identity: Identity | null, mcp?: { sessionId?: stri
 async function call(rt: Runtime, procedure: string, input: unknown, identity: Identity | null = null, mcp?: { sessionId?: string; toolName: string }) {
   const r = await invoke(rt.router, procedure, input, ctxFor(rt, identity, mcp));
   if (r.ok) return { ok: true as const, data: r.data as any };
-  return { ok: false as const, code: r.error instanceof CoreError ? r.error.appCode : r.error.code, message: r.error.message };
+  return { ok: false as const, code: coreErrorOf(r.error)?.appCode ?? r.error.code, message: r.error.message };
 }
 
 beforeEach(async () => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { WorkspaceConfigSchema } from '../../config/sections/workspaces.js';
 import { MAX_PATH_LENGTH } from '../../services/workspaces/pathSyntax.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
-import { adminProcedure, publicProcedure } from '../../trpc/procedures.js';
+import { adminProcedure, publicProcedure } from '../../pipeline/procedures.js';
 
 /**
  * Server workspace procedures of the system namespace (and MCP tools of the same names).

@@ -3,8 +3,8 @@ import { KEY_PROVIDER_IDS, KeyProviderInput } from '../../services/ai/providerId
 import type { UserPreferences } from '../../services/billing/PreferencesStore.js';
 import { rememberUser } from '../../services/billing/userIndex.js';
 import type { Runtime } from '../../runtime/Runtime.js';
-import { router } from '../../trpc/init.js';
-import { protectedProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { protectedProcedure } from '../../pipeline/procedures.js';
 import { estimatedTokensInput } from '../billing/bounds.js';
 import { previewModelInput, previewPlan } from '../billing/previewPlan.js';
 import { ApiKeyInput, providerRecord } from './providerRecord.js';

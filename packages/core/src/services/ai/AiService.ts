@@ -1,8 +1,8 @@
 import type { BuiltinProviderId, ProviderId } from '../../config/sections/ai.js';
 import { runEmbed, type EmbedInput, type EmbedOutput } from './runEmbed.js';
 import type { ResolvedConfig } from '../../config/schema.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { CircuitBreaker, type BreakerState } from './CircuitBreaker.js';
 import type { Metering } from './Metering.js';
 import type { Metrics } from '../../observability/Metrics.js';

@@ -1,6 +1,6 @@
 import type { ProviderId } from '../../config/sections/ai.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
 
 export interface CircuitBreakerOptions {
   /** Retryable failures (429, 5xx, timeout, connection) within `windowMs` that open the breaker. */

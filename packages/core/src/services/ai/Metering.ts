@@ -1,6 +1,6 @@
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Identity } from '../../trpc/context.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Identity } from '../../kernel/identity.js';
 
 /**
  * The contract between ai.generateText and billing: which key pays for a call, and the

@@ -2,7 +2,7 @@ import type { EmbeddingModel, LanguageModel } from 'ai';
 import micromatch from 'micromatch';
 import { isBuiltinProvider, type NamedProviderConfig, type NamedProviderType, type ProviderConfig, type ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
 import { canonicalModelId, pinnedFetch, type ModelIdSyntax } from './modelId.js';
 import { createNamedEmbeddingModel, createNamedLanguageModel, NAMED_DEFAULT_BASE_URLS, usesCredentialChain } from './namedProviders.js';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import type { ProviderId } from '../../config/sections/ai.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { CircuitBreaker } from './CircuitBreaker.js';
 import { ProviderRegistry } from './ProviderRegistry.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ProviderId } from '../../config/sections/ai.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
 import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { validateProviderKey } from './validateProviderKey.js';

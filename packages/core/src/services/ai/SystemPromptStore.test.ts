@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { SystemPromptStore } from './SystemPromptStore.js';
 
 describe('SystemPromptStore', () => {

@@ -1,4 +1,4 @@
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 
 const NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 const REFERENCE = /^@([A-Za-z0-9_.-]{1,100})$/;

@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { ChatMessage } from './chatInput.js';
 import type { ModelRegistry } from './ModelRegistry.js';
 import type { ResolvedSystemPrompt, SystemPromptStore } from './SystemPromptStore.js';

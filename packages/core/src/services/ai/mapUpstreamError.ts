@@ -1,6 +1,6 @@
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 
 /** Why an upstream call failed; sent to clients as `details.reason`. */
 export type UpstreamFailureReason =

@@ -1,6 +1,6 @@
 import type { EmbeddingModel, LanguageModel } from 'ai';
 import type { NamedProviderConfig } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { FetchFunction } from './upstreamFetch.js';
 
 /**

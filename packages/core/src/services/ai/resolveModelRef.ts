@@ -1,5 +1,5 @@
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { isBuiltinProvider } from '../../config/sections/aiProviders.js';
 import { PROVIDER_ALIASES, PROVIDER_IDS, type ProviderId } from './providerIds.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
 import { loadAiSdk } from './aiSdk.js';
 import { mapUpstreamError } from './mapUpstreamError.js';

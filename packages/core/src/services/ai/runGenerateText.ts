@@ -1,7 +1,7 @@
 import type { GenerateTextResult, ToolSet } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import type { SettledUsage } from './Metering.js';
 import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';

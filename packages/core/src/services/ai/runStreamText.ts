@@ -1,5 +1,5 @@
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';

@@ -1,5 +1,5 @@
 import type { ValidateFunction } from 'ajv';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 
 type AjvInstance = { compile(schema: object): ValidateFunction };
 let ajv: Promise<AjvInstance> | undefined;
@@ -102,11 +102,6 @@ export function isStrictSchema(schema: unknown): boolean {
     if (s.additionalProperties !== false || !keys.every((k) => required.includes(k))) return false;
   }
   return Object.entries(s).every(([k, v]) => (k === 'enum' || k === 'const' || k === 'default' || k === 'examples' ? true : isStrictSchema(v)));
-}
-
-/** Check a schema compiles (before any upstream call or charge). */
-export async function assertValidSchema(schema: Record<string, unknown>, what?: string): Promise<void> {
-  await validator(schema, what);
 }
 
 /**

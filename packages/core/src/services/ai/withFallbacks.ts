@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { CallDeps, PreparedCall, TextCall, TextCallInput } from './prepareCall.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { keyAllowsModel } from '../apiKeys/keyRules.js';

@@ -1,11 +1,11 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../runtime/Runtime.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { admin, alice, backends, call, makeRuntime, type OpenStore } from '../billing/__tests__/kit.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 import { configFromEnv } from '../../config/fromEnv.js';
 import { resolveConfig } from '../../config/resolveConfig.js';
-import { createRuntime } from '../../runtime/createRuntime.js';
+import { createRuntime } from '../../createRuntime.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 
 /** A store that counts every call, to prove hostile keys are refused without a lookup. */

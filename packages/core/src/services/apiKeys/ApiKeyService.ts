@@ -1,11 +1,11 @@
 import { hkdfSync } from 'node:crypto';
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { AuthResult } from '../../runtime/Runtime.js';
-import type { Signals } from '../../runtime/Signals.js';
-import type { Storage } from '../../storage/Storage.js';
-import type { Identity } from '../../trpc/context.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { AuthResult } from '../../kernel/identity.js';
+import type { Signals } from '../../kernel/Signals.js';
+import type { Storage } from '../../kernel/Storage.js';
+import type { Identity } from '../../kernel/identity.js';
 import { ApiKeyHasher, displayPrefix } from './apiKeyFormat.js';
 import { apiKeyKeys, KeyRulesSchema, type ApiKeyRecord, type ApiKeyView, type KeyRules } from './apiKeyTypes.js';
 import { ApiKeyVerifier, type AuthOutcome } from './ApiKeyVerifier.js';

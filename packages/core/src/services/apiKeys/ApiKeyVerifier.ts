@@ -1,9 +1,9 @@
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { AuthResult } from '../../runtime/Runtime.js';
-import type { Storage } from '../../storage/Storage.js';
-import type { ApiKeyGrant, Identity } from '../../trpc/context.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { AuthResult } from '../../kernel/identity.js';
+import type { Storage } from '../../kernel/Storage.js';
+import type { ApiKeyGrant, Identity } from '../../kernel/identity.js';
 import type { ApiKeyHasher } from './apiKeyFormat.js';
 import { apiKeyKeys, type ApiKeyRecord } from './apiKeyTypes.js';
 import { ipAllowed } from './keyRules.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { CoreError } from '../../errors/CoreError.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { KeyLimits } from './KeyLimits.js';
 
 const logger = createLogger('silent');

@@ -1,7 +1,7 @@
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
-import type { ApiKeyGrant } from '../../trpc/context.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
+import type { ApiKeyGrant } from '../../kernel/identity.js';
 import { RateLimiter, type RateLimitDecision } from '../rateLimit/RateLimiter.js';
 
 const MINUTE_MS = 60_000;

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../runtime/Runtime.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Identity } from '../../kernel/identity.js';
 import { alice, backends, call, makeRuntime, type OpenStore } from '../billing/__tests__/kit.js';
 import type { Reservation } from '../billing/types.js';
 

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import micromatch from 'micromatch';
-import { CoreError } from '../../errors/CoreError.js';
-import type { ApiKeyGrant } from '../../trpc/context.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { ApiKeyGrant } from '../../kernel/identity.js';
 
 const lists = new Map<string, BlockList>();
 

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
 import type { Metering } from '../ai/Metering.js';
 import type { KeyVault } from '../vault/KeyVault.js';
 import type { ResolvedConfig } from '../../config/schema.js';

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Storage, TxWrite } from '../../storage/Storage.js';
-import type { PurchaseItem } from './history.js';
-import { BALANCE_TYPES, type BalanceType, type CreditParams, type CreditResult, type LedgerEntry } from './types.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Storage, TxWrite } from '../../kernel/Storage.js';
+import { BALANCE_TYPES, type BalanceType, type CreditParams, type CreditResult, type LedgerEntry, type PurchaseItem } from './types.js';
 
 const enc = encodeURIComponent;
 

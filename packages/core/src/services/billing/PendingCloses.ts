@@ -1,5 +1,5 @@
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
 
 /** A settle or release the store could not take when the call ended (it was down or cut off). */
 interface Job {

@@ -1,5 +1,5 @@
-import { CoreError } from '../../errors/CoreError.js';
-import type { Storage } from '../../storage/Storage.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { DEFAULT_CONSUMPTION_ORDER, type ConsumptionSource } from './types.js';
 
 export interface ByokProviderPreference {

@@ -1,7 +1,7 @@
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { TxWrite } from '../../storage/Storage.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { TxWrite } from '../../kernel/Storage.js';
 import { exceededAlertWrites, thresholdAlertWrites } from './budgetAlerts.js';
 import { budgetKeys, effectiveBudget, SPEND_TTL_MS, type BudgetRecord } from './Budgets.js';
 import { platformFee } from './fee.js';

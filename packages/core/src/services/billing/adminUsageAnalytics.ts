@@ -1,4 +1,4 @@
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { GLOBAL_SHARDS, globalKeys, type GlobalDay } from './globalUsage.js';
 import { add, zero, type Totals, type UsageDay } from './history.js';
 import { ledgerKeys } from './Ledger.js';

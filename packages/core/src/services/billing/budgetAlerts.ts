@@ -1,4 +1,4 @@
-import type { TxWrite } from '../../storage/Storage.js';
+import type { TxWrite } from '../../kernel/Storage.js';
 import type { BudgetCrossing, BudgetRefusal } from './periodSpend.js';
 import type { BudgetAlertSink } from './types.js';
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { TxRead, TxWrite } from '../../storage/Storage.js';
+import type { TxRead, TxWrite } from '../../kernel/Storage.js';
 import { addToDay, USAGE_DAY_TTL_MS, type UsageDay, type UsageItem } from './history.js';
 import { ledgerKeys } from './Ledger.js';
 

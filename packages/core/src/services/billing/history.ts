@@ -1,6 +1,8 @@
-import type { Storage } from '../../storage/Storage.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { ledgerKeys } from './Ledger.js';
-import type { BalanceType } from './types.js';
+import type { BalanceType, PurchaseItem } from './types.js';
+
+export type { PurchaseItem };
 
 /**
  * Read-side views of a user's billing. Every list reads its own log newest first through the
@@ -8,14 +10,6 @@ import type { BalanceType } from './types.js';
  * user's history is; analytics read one maintained row per day.
  */
 
-export interface PurchaseItem {
-  id: string;
-  at: string;
-  type: BalanceType;
-  tokens: number;
-  source: string;
-  note?: Record<string, unknown>;
-}
 
 export interface UsageItem {
   id: string;

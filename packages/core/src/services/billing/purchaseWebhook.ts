@@ -1,7 +1,16 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Runtime } from '../../runtime/Runtime.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { BillingService } from './BillingService.js';
+
+/** What applying a purchase needs: the webhook settings, the ledger and a log line. */
+export interface PurchaseWebhookDeps {
+  config: Pick<ResolvedConfig, 'billing'>;
+  billing: Pick<BillingService, 'credit'>;
+  logger: Pick<Logger, 'info'>;
+}
 import { BALANCE_TYPES } from './types.js';
 
 export interface VerifyPurchaseWebhookOptions {
@@ -72,7 +81,7 @@ export interface PurchaseWebhookResult {
  * another user or amount.
  */
 export async function handlePurchaseWebhook(
-  runtime: Runtime,
+  runtime: PurchaseWebhookDeps,
   req: { rawBody: string | Uint8Array; signatureHeader: string | null | undefined; timestampHeader: string | null | undefined },
 ): Promise<PurchaseWebhookResult> {
   const { webhookSecret, webhookToleranceSec } = runtime.config.billing;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { TxWrite } from '../../storage/Storage.js';
+import type { TxWrite } from '../../kernel/Storage.js';
 import { usageKeys, usageWrites } from './globalUsage.js';
 import type { UsageRecordItem } from './history.js';
 import { ledgerKeys, type Ledger } from './Ledger.js';

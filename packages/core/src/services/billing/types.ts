@@ -1,6 +1,6 @@
 import type { KeyHold } from '../apiKeys/keySpend.js';
-import type { TxWrite } from '../../storage/Storage.js';
-import type { Identity } from '../../trpc/context.js';
+import type { TxWrite } from '../../kernel/Storage.js';
+import type { Identity } from '../../kernel/identity.js';
 import type { BudgetCrossing, BudgetHold, BudgetRefusal } from './periodSpend.js';
 
 /** Platform token balances. BYOK is not a balance: it is the user's own key. */
@@ -181,4 +181,13 @@ export interface BudgetAlertSink {
   writesFor(event: 'budgetThreshold' | 'budgetExceeded', data: Record<string, unknown>, id: string): TxWrite[];
   /** Deliver soon what was just committed. */
   kick(): void;
+}
+
+export interface PurchaseItem {
+  id: string;
+  at: string;
+  type: BalanceType;
+  tokens: number;
+  source: string;
+  note?: Record<string, unknown>;
 }

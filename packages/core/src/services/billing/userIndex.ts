@@ -1,6 +1,6 @@
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
+import type { Identity } from '../../kernel/identity.js';
 
 const emailKey = (email: string) => `user:email:${email.trim().toLowerCase()}`;
 

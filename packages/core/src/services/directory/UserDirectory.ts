@@ -1,6 +1,6 @@
 import type { ResolvedConfig } from '../../config/schema.js';
-import type { Storage } from '../../storage/Storage.js';
-import type { Identity } from '../../trpc/context.js';
+import type { Storage } from '../../kernel/Storage.js';
+import type { Identity } from '../../kernel/identity.js';
 import { rememberUser, userByEmail } from '../billing/userIndex.js';
 
 /** What the server last saw of a user's identity, as stored. */

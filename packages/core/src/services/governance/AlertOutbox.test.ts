@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../config/resolveConfig.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { AlertOutbox } from './AlertOutbox.js';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { ALERT_EVENTS } from '../../config/sections/operations.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage, TxWrite } from '../../storage/Storage.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage, TxWrite } from '../../kernel/Storage.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import { ALERT_SIGNATURE_HEADER, signAlert } from './signAlert.js';
 

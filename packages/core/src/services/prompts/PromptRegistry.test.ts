@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../config/resolveConfig.js';
-import { createRuntime } from '../../runtime/createRuntime.js';
+import { createRuntime } from '../../createRuntime.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
-import { router } from '../../trpc/init.js';
-import { publicProcedure } from '../../trpc/procedures.js';
+import { router } from '../../pipeline/init.js';
+import { publicProcedure } from '../../pipeline/procedures.js';
 import { completeFrom, PromptRegistry } from './PromptRegistry.js';
-import { promptsFromRouter, toPromptResult } from './promptsFromRouter.js';
+import { promptsFromRouter, toPromptResult } from '../../routers/adapters/promptsFromRouter.js';
 
 describe('completeFrom', () => {
   it('ranks prefix matches before substring matches, case-insensitively, at most 100', () => {

@@ -1,5 +1,11 @@
-import type { Context } from '../../trpc/context.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
+
+/**
+ * The caller's context as the pipeline built it. Registries only hand it to the readers and
+ * renderers registered with them (the procedure adapters in routers/adapters), so it is opaque
+ * here and services stay below the pipeline.
+ */
+export type CallContext = unknown;
 
 /** One argument of a prompt. MCP prompt arguments are strings. */
 export interface PromptArgumentDefinition {
@@ -47,7 +53,7 @@ export interface PromptDefinition {
   /** The procedure that renders it (set for `meta.mcp.prompt`): its access rules apply. */
   procedure?: string;
   /** Build the messages. `ctx` is the caller's context (identity, abort signal). */
-  get(args: Record<string, string>, ctx: Context): Promise<PromptResult> | PromptResult;
+  get(args: Record<string, string>, ctx: CallContext): Promise<PromptResult> | PromptResult;
   /** Suggest values for an argument beyond its enum (optional). */
   complete?(argument: string, value: string, context: Record<string, string>): Promise<string[]> | string[];
 }
@@ -95,7 +101,7 @@ export class PromptRegistry {
   }
 
   /** Run a prompt after checking required arguments (missing ones are INVALID_PARAMS). */
-  async render(name: string, args: Record<string, string>, ctx: Context): Promise<PromptResult> {
+  async render(name: string, args: Record<string, string>, ctx: CallContext): Promise<PromptResult> {
     const prompt = this.prompts.get(name);
     if (!prompt) throw new CoreError('NOT_FOUND', `unknown prompt: ${name.slice(0, 200)}`);
     const missing = (prompt.arguments ?? []).filter((a) => a.required && (args[a.name] === undefined || args[a.name] === ''));

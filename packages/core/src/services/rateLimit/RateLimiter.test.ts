@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoreError } from '../../errors/CoreError.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
 
 /** What is counted: every /mcp request, or each tool call (any entry point). */
 export type RateLimitKind = 'requests' | 'toolCalls';

@@ -1,6 +1,7 @@
-import { CoreError } from '../../errors/CoreError.js';
-import type { Runtime } from '../../runtime/Runtime.js';
-import type { Identity } from '../../trpc/context.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import type { Storage } from '../../kernel/Storage.js';
+import type { Identity } from '../../kernel/identity.js';
 import { rateLimitCaller } from './RateLimiter.js';
 
 /**
@@ -9,7 +10,7 @@ import { rateLimitCaller } from './RateLimiter.js';
  * on, whatever `mcp.rateLimiting` says. Fails closed: when the counter store cannot be reached
  * no key is checked (UNAVAILABLE), since an uncounted check is exactly the relay this prevents.
  */
-export async function countKeyCheck(runtime: Pick<Runtime, 'config' | 'storage'>, identity: Identity | null, ip: string): Promise<void> {
+export async function countKeyCheck(runtime: { config: Pick<ResolvedConfig, 'ai'>; storage: Pick<Storage, 'increment'> }, identity: Identity | null, ip: string): Promise<void> {
   const { windowMs, maxPerIdentity, maxPerAddress } = runtime.config.ai.keyChecks;
   const now = Date.now();
   const window = Math.floor(now / windowMs);

@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { createHttpSchemeHandlers } from './httpSchemeHandler.js';
 import { ResourceRegistry } from './ResourceRegistry.js';
-import { compileUriTemplate } from './uriTemplate.js';
+import { compileUriTemplate } from '../../lib/uriTemplate.js';
 
 describe('compileUriTemplate', () => {
   it('matches {var} within one segment and {+var} across segments, decoding values', () => {

@@ -1,6 +1,12 @@
-import { CoreError } from '../../errors/CoreError.js';
-import type { Context } from '../../trpc/context.js';
-import { compileUriTemplate, type UriTemplate } from './uriTemplate.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import { compileUriTemplate, type UriTemplate } from '../../lib/uriTemplate.js';
+
+/**
+ * The caller's context as the pipeline built it. Registries only hand it to the readers and
+ * renderers registered with them (the procedure adapters in routers/adapters), so it is opaque
+ * here and services stay below the pipeline.
+ */
+export type CallContext = unknown;
 
 /** A resource the server publishes (mcp.getResources, MCP resources/list). */
 export interface ResourceDefinition {
@@ -13,7 +19,7 @@ export interface ResourceDefinition {
   /** The procedure that serves it (set for `meta.mcp.resource`): its access rules apply. */
   procedure?: string;
   /** Inline content; when absent the scheme handler for the URI loads it. */
-  read?: (signal?: AbortSignal, ctx?: Context) => Promise<ResourceContent> | ResourceContent;
+  read?: (signal?: AbortSignal, ctx?: CallContext) => Promise<ResourceContent> | ResourceContent;
 }
 
 /** A family of resources addressed by an RFC 6570 level-1 template (`test://items/{id}`). */
@@ -25,7 +31,7 @@ export interface ResourceTemplateDefinition {
   mimeType?: string;
   /** The procedure that serves it (set for `meta.mcp.resource`): its access rules apply. */
   procedure?: string;
-  read(uri: string, variables: Record<string, string>, signal?: AbortSignal, ctx?: Context): Promise<ResourceContent> | ResourceContent;
+  read(uri: string, variables: Record<string, string>, signal?: AbortSignal, ctx?: CallContext): Promise<ResourceContent> | ResourceContent;
   /** Suggest values for a template variable (completion/complete with ref/resource). */
   complete?(variable: string, value: string): Promise<string[]> | string[];
 }
@@ -132,7 +138,7 @@ export class ResourceRegistry {
    * Read a registered resource, or one that a registered template matches. Anything else is
    * NOT_FOUND: an unregistered URI is never fetched, whatever its scheme.
    */
-  async read(uri: string, signal?: AbortSignal, ctx?: Context): Promise<ResourceContent & { uri: string }> {
+  async read(uri: string, signal?: AbortSignal, ctx?: CallContext): Promise<ResourceContent & { uri: string }> {
     const def = this.resources.get(uri);
     if (def) return { uri, ...(def.read ? await def.read(signal, ctx) : await this.readThroughScheme(uri, signal)) };
     for (const { def: t, template } of this.templates.values()) {

@@ -1,4 +1,4 @@
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { guardedFetch } from '../../net/guardedFetch.js';
 import type { ResourceContent, SchemeHandler } from './ResourceRegistry.js';
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkspaceConfigSchema } from '../../config/sections/workspaces.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { WorkspaceService } from '../workspaces/WorkspaceService.js';
 import { ResourceRegistry } from './ResourceRegistry.js';

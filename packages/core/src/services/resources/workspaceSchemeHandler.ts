@@ -1,4 +1,4 @@
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { ResourceContent, ResourceRegistry, SchemeHandler } from './ResourceRegistry.js';
 
 /** The part of the workspaces service this handler uses; every read goes through its path guard. */

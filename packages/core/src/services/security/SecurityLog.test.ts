@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../config/index.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { SecurityLog, type SecurityEvent, type SecurityLogSettings } from './SecurityLog.js';
 import { mcpAccessRulesActive, toolsListNeedsAuth } from './accessRules.js';
 import { checkConfig } from '../../config/resolveConfig.js';

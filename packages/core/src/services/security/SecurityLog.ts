@@ -1,7 +1,7 @@
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedConfig } from '../../config/schema.js';
-import type { Logger } from '../../runtime/Logger.js';
+import type { Logger } from '../../kernel/Logger.js';
 
 /**
  * What happened:

@@ -1,6 +1,6 @@
-import { CoreError } from '../../errors/CoreError.js';
-import type { Logger } from '../../runtime/Logger.js';
-import type { Storage } from '../../storage/Storage.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { deriveKey, open, seal, type DerivedKey, type Sealed } from './vaultCrypto.js';
 
 export interface KeyVaultOptions {

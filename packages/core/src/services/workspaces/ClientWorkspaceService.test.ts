@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../runtime/Logger.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { expectCode } from './__tests__/testFs.js';
 import { CLIENT_WORKSPACE_KEY, ClientWorkspaceService, MAX_CLIENT_WORKSPACES, validateFileUri } from './ClientWorkspaceService.js';

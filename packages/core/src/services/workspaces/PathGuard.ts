@@ -2,7 +2,7 @@ import { constants, type BigIntStats, type Dirent } from 'node:fs';
 import { lstat, mkdir, open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { WorkspaceConfig } from '../../config/sections/workspaces.js';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { ChangedUnderfootError, fsCode, isMissing, openDirPin, sameFile, type DirPin } from './DirPin.js';
 import { PathPolicy } from './PathPolicy.js';
 import { MAX_PATH_LENGTH, isSafeName, normalizeRelative } from './pathSyntax.js';

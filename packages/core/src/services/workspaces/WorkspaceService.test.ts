@@ -4,7 +4,7 @@ import path from 'node:path';
 import { waitFor } from '@ai-backend/test-utils';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WorkspaceConfigSchema, type WorkspaceConfigInput } from '../../config/sections/workspaces.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { expectCode } from './__tests__/testFs.js';
 import type { WorkspaceChange } from './WorkspaceWatcher.js';

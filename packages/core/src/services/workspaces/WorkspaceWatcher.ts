@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
-import type { Logger } from '../../runtime/Logger.js';
+import type { Logger } from '../../kernel/Logger.js';
 import type { PathGuard } from './PathGuard.js';
 
 /** A change noticed in a watched workspace. */

@@ -1,8 +1,8 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkspaceConfigSchema } from '../../config/sections/workspaces.js';
-import { CoreError } from '../../errors/CoreError.js';
-import { createLogger } from '../../runtime/Logger.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { snapshot } from './__tests__/testFs.js';
 import { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture } from '@ai-backend/test-utils';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { open, readdir, rename, unlink } from 'node:fs/promises';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { DirPin } from './DirPin.js';
 import { toCoreError, type AdmittedEntry, type PathGuard } from './PathGuard.js';
 

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../Storage.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
 
 /** Options of the embedded SQLite store (the `storage.sqlite` config section). */
@@ -22,6 +22,19 @@ type Db = BetterSqlite3.Database;
 type Row = { key: string; value: string; expires_at: number | null };
 
 /** SQLite's "busy" family: another process holds the database. */
+/**
+ * Every better-sqlite3 handle (database, statement) this process opened, kept until it exits.
+ * On Node 24, better-sqlite3 12's native destructor — run when V8 collects a handle — calls
+ * node::RemoveEnvironmentCleanupHook outside any context and aborts the whole process
+ * (`Assertion failed: (env) != nullptr`, WiseLibs/better-sqlite3#1515, closed without a fix for
+ * 12.x; 13.x moved to Node-API but needs Node 22, and we support Node 20). A handle that is never
+ * collected never runs that destructor, and a closed one is only a small JS wrapper. Statements
+ * better-sqlite3 would prepare behind our back are avoided (`exec` instead of `pragma`) or live on
+ * the retained database (transaction()'s BEGIN/COMMIT are cached per database).
+ */
+const retained = new Set<object>();
+const retain = <T extends object>(handle: T): T => (retained.add(handle), handle);
+
 const isBusy = (err: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string })?.code ?? '');
 
 /**
@@ -56,16 +69,16 @@ export class SqliteStorage implements Storage {
     }
     let db: Db;
     try {
-      db = new Database(file, { timeout: 0 });
+      db = retain(new Database(file, { timeout: 0 }));
     } catch (err) {
       throw new CoreError('UNAVAILABLE', `storage: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
     }
     try {
       // Exclusive before WAL: SQLite then keeps the WAL index in process memory (no -shm file)
       // and holds the file lock until close; BEGIN EXCLUSIVE takes it now rather than at first write.
-      db.pragma('locking_mode = EXCLUSIVE');
-      db.pragma('journal_mode = WAL');
-      db.pragma(`synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+      db.exec('PRAGMA locking_mode = EXCLUSIVE');
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec(`PRAGMA synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       db.exec('BEGIN EXCLUSIVE; COMMIT');
       migrate(db);
     } catch (err) {
@@ -218,7 +231,7 @@ export class SqliteStorage implements Storage {
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closed) return { ok: false, detail: 'closed' };
     try {
-      this.db.prepare('SELECT 1').get();
+      this.st.ping.get();
       return { ok: true };
     } catch (err) {
       return { ok: false, detail: (err as Error).message };
@@ -234,32 +247,34 @@ export class SqliteStorage implements Storage {
 }
 
 function prepare(db: Db) {
+  const p = (sql: string) => retain(db.prepare(sql));
   return {
-    get: db.prepare('SELECT key, value, expires_at FROM kv WHERE key = ?'),
-    put: db.prepare(
+    ping: p('SELECT 1'),
+    get: p('SELECT key, value, expires_at FROM kv WHERE key = ?'),
+    put: p(
       'INSERT INTO kv (key, value, expires_at, due_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at',
     ),
-    setValue: db.prepare('UPDATE kv SET value = ? WHERE key = ?'),
-    del: db.prepare('DELETE FROM kv WHERE key = ?'),
-    keys: db.prepare('SELECT key FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key'),
-    due: db.prepare('SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= ? AND key >= ? AND key < ? ORDER BY due_at LIMIT ?'),
-    purge: db.prepare('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?'),
-    bumpHead: db.prepare('INSERT INTO log_heads (log, last_seq) VALUES (?, 1) ON CONFLICT (log) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq'),
-    appendLog: db.prepare('INSERT INTO logs (log, seq, record) VALUES (?, ?, ?)'),
-    logAsc: db.prepare('SELECT seq, record FROM logs WHERE log = ? AND seq > ? ORDER BY seq LIMIT ?'),
-    logDesc: db.prepare('SELECT seq, record FROM logs WHERE log = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
+    setValue: p('UPDATE kv SET value = ? WHERE key = ?'),
+    del: p('DELETE FROM kv WHERE key = ?'),
+    keys: p('SELECT key FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key'),
+    due: p('SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= ? AND key >= ? AND key < ? ORDER BY due_at LIMIT ?'),
+    purge: p('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?'),
+    bumpHead: p('INSERT INTO log_heads (log, last_seq) VALUES (?, 1) ON CONFLICT (log) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq'),
+    appendLog: p('INSERT INTO logs (log, seq, record) VALUES (?, ?, ?)'),
+    logAsc: p('SELECT seq, record FROM logs WHERE log = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    logDesc: p('SELECT seq, record FROM logs WHERE log = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
   };
 }
 
 /** Apply the migrations this file has not seen yet, each in its own transaction. */
 function migrate(db: Db): void {
   db.exec(MIGRATIONS_TABLE);
-  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
+  const applied = new Set((retain(db.prepare('SELECT version FROM schema_migrations')).all() as Array<{ version: number }>).map((r) => r.version));
   for (const m of MIGRATIONS) {
     if (applied.has(m.version)) continue;
     db.transaction(() => {
       db.exec(m.sqlite);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+      retain(db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')).run(m.version, m.name, new Date().toISOString());
     }).immediate();
   }
 }

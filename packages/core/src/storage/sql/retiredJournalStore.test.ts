@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import { SqliteStorage } from './SqliteStorage.js';
 
 describe('SQLite beside the retired journal store', () => {
@@ -18,7 +18,7 @@ describe('SQLite beside the retired journal store', () => {
     await writeFile(join(dir, name), 'old data');
     const err = await SqliteStorage.open({ file: join(dir, 'ai-backend.db') }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreError);
-    expect((err as CoreError).code).toBe('CONFLICT');
+    expect((err as CoreError).appCode).toBe('CONFLICT');
     expect((err as Error).message).toContain(name);
     expect((err as Error).message).toMatch(/retired journal file store/);
     expect((err as Error).message).toMatch(/Move those files/);

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { CoreError } from '../../errors/CoreError.js';
+import { CoreError } from '../../kernel/CoreError.js';
 
 /** Names the retired journal file store (0.1) wrote in its data directory. */
 const RETIRED = /^(journal\.\d+\.log|snapshot)$/;

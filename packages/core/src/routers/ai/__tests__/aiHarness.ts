@@ -1,14 +1,16 @@
 import { mergeConfig } from '../../../config/fromEnv.js';
 import { resolveConfig } from '../../../config/resolveConfig.js';
 import type { ConfigInput } from '../../../config/schema.js';
-import { createLogger } from '../../../runtime/Logger.js';
-import { createRuntime } from '../../../runtime/createRuntime.js';
+import { createLogger } from '../../../kernel/Logger.js';
+import { coreErrorOf } from '../../../kernel/CoreError.js';
+import { createRuntime } from '../../../createRuntime.js';
 import type { Runtime } from '../../../runtime/Runtime.js';
 import { createTestUpstream, type TestUpstream, type TestUpstreamOptions } from '@ai-backend/test-utils';
 import { MemoryStorage } from '../../../storage/MemoryStorage.js';
-import type { Storage } from '../../../storage/Storage.js';
-import { createCallerFactory } from '../../../trpc/init.js';
-import type { Context, Identity } from '../../../trpc/context.js';
+import type { Storage } from '../../../kernel/Storage.js';
+import { createCallerFactory } from '../../../pipeline/init.js';
+import type { Context } from '../../../pipeline/context.js';
+import type { Identity } from '../../../kernel/identity.js';
 import { builtinRouter } from '../../appRouter.js';
 
 /** Secrets the tests look for everywhere they must not be. */
@@ -83,12 +85,28 @@ export function visibleError(err: unknown): string {
   return JSON.stringify({ message: e.message, code: e.code, details: e.details, headers: e.headers, cause: e.cause instanceof Error ? e.cause.message : e.cause });
 }
 
-/** Await a rejected promise and return its error. */
-export async function rejection(p: Promise<unknown>): Promise<Error & { appCode?: string; details?: Record<string, unknown>; headers?: Record<string, string> }> {
+export type CallError = Error & { code?: string; appCode?: string; details?: Record<string, unknown>; headers?: Record<string, string> };
+
+/**
+ * What a caller sees of a failed procedure call: tRPC's code, and the fields of the CoreError the
+ * pipeline wrapped (still `instanceof CoreError`, with the CoreError's own cause).
+ */
+export function callError(err: unknown): CallError {
+  const core = coreErrorOf(err);
+  if (!core) return err as CallError;
+  const view = Object.assign(Object.create(Object.getPrototypeOf(core) as object) as CallError, core, { code: (err as { code?: string }).code });
+  Object.defineProperty(view, 'message', { value: core.message });
+  Object.defineProperty(view, 'stack', { value: core.stack });
+  if (core.cause !== undefined) Object.defineProperty(view, 'cause', { value: core.cause });
+  return view;
+}
+
+/** Await a rejected promise and return its error (see callError). */
+export async function rejection(p: Promise<unknown>): Promise<CallError> {
   try {
     await p;
   } catch (err) {
-    return err as Error & { appCode?: string; details?: Record<string, unknown>; headers?: Record<string, string> };
+    return callError(err);
   }
   throw new Error('expected a rejection');
 }

@@ -1,8 +1,8 @@
-import { CoreError } from '../../../errors/CoreError.js';
+import { CoreError } from '../../../kernel/CoreError.js';
 import { resolveConfig } from '../../../config/resolveConfig.js';
 import type { ConfigInput } from '../../../config/schema.js';
-import { createLogger } from '../../../runtime/Logger.js';
-import { createRuntime } from '../../../runtime/createRuntime.js';
+import { createLogger } from '../../../kernel/Logger.js';
+import { createRuntime } from '../../../createRuntime.js';
 import type { Runtime } from '../../../runtime/Runtime.js';
 import { MemoryStorage } from '../../../storage/MemoryStorage.js';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,10 +11,11 @@ import { join } from 'node:path';
 import { RedisStorage } from '../../../storage/RedisStorage.js';
 import { PostgresStorage } from '../../../storage/sql/PostgresStorage.js';
 import { SqliteStorage } from '../../../storage/sql/SqliteStorage.js';
-import type { Storage } from '../../../storage/Storage.js';
+import type { Storage } from '../../../kernel/Storage.js';
 import { dropTestKeys, dropTestSchema, rawTestClient, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
-import type { Context, Identity } from '../../../trpc/context.js';
-import { invoke } from '../../../trpc/invoke.js';
+import type { Context } from '../../../pipeline/context.js';
+import type { Identity } from '../../../kernel/identity.js';
+import { invoke } from '../../../pipeline/invoke.js';
 
 /** Test helpers for billing, vault and the billing/user/auth routers (not shipped: __tests__). */
 

@@ -1,7 +1,7 @@
 import { lstat, readFile, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { CoreError } from '../../../errors/CoreError.js';
+import { CoreError } from '../../../kernel/CoreError.js';
 
 /** Test helpers for the workspace tests (not part of the build's public surface). */
 

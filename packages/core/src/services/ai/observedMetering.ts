@@ -1,5 +1,5 @@
-import type { Metering } from '../services/ai/Metering.js';
-import type { Metrics } from './Metrics.js';
+import type { Metering } from './Metering.js';
+import type { Metrics } from '../../observability/Metrics.js';
 
 /**
  * The metering the AI service talks to, with `ai_backend_tokens_total` and

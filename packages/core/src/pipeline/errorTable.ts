@@ -1,4 +1,5 @@
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
+import type { CoreErrorCode } from '../kernel/CoreError.js';
 
 /**
  * The closed set of application error codes, and what each becomes on the wire.
@@ -26,9 +27,7 @@ export const CORE_ERROR_TABLE = {
   UNAVAILABLE: { trpc: 'SERVICE_UNAVAILABLE', http: 503 },
   CANCELLED: { trpc: 'CLIENT_CLOSED_REQUEST', http: 499 },
   INTERNAL: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
-} as const satisfies Record<string, { trpc: TRPC_ERROR_CODE_KEY; http: number }>;
-
-export type CoreErrorCode = keyof typeof CORE_ERROR_TABLE;
+} as const satisfies Record<CoreErrorCode, { trpc: TRPC_ERROR_CODE_KEY; http: number }>;
 
 /**
  * JSON-RPC 2.0 error numbers by tRPC code, used by /rpc and by MCP tool errors.

@@ -1,7 +1,8 @@
+import type { Context } from '../../pipeline/context.js';
 import { z } from 'zod';
 import type { AnyRouter } from '@trpc/server';
-import { invoke, procedureIndex } from '../../trpc/invoke.js';
-import type { PromptArgumentDefinition, PromptDefinition, PromptMessage, PromptResult } from './PromptRegistry.js';
+import { invoke, procedureIndex } from '../../pipeline/invoke.js';
+import type { PromptArgumentDefinition, PromptDefinition, PromptMessage, PromptResult } from '../../services/prompts/PromptRegistry.js';
 
 type JsonProp = { type?: string | string[]; description?: string; enum?: unknown[]; examples?: unknown[]; default?: unknown };
 
@@ -68,7 +69,9 @@ export function promptsFromRouter(router: AnyRouter): PromptDefinition[] {
       arguments: args,
       ...(info.meta?.access ? { requiresIdentity: true } : {}),
       procedure: path,
-      async get(values, ctx) {
+      async get(values, callCtx) {
+        // The registry hands back, untyped, the Context the pipeline gave it.
+        const ctx = callCtx as Context;
         const input: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(values)) input[k] = coerce(v, props[k]);
         const result = await invoke(ctx.runtime.router, path, input, ctx);

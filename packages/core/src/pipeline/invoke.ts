@@ -1,5 +1,6 @@
-import { getTRPCErrorFromUnknown, TRPCError, type AnyRouter, type AnyProcedure } from '@trpc/server';
+import { TRPCError, type AnyRouter, type AnyProcedure } from '@trpc/server';
 import type { Context } from './context.js';
+import { toTRPCError } from './wireError.js';
 import { drainStream, isAsyncIterable } from './drainStream.js';
 import type { ProcedureMeta } from './meta.js';
 
@@ -60,6 +61,8 @@ export async function invoke(router: AnyRouter, path: string, input: unknown, ct
     if (!opts.stream && isAsyncIterable(data)) return { ok: true, data: await drainStream(data, ctx) };
     return { ok: true, data };
   } catch (cause) {
-    return { ok: false, error: getTRPCErrorFromUnknown(cause) };
+    // A stream drained here can fail after the procedure returned, outside the middleware that
+    // maps CoreErrors: map it the same way.
+    return { ok: false, error: toTRPCError(cause) };
   }
 }

@@ -1,8 +1,8 @@
 import type { TRPCError } from '@trpc/server';
 import { context, trace, SpanKind, type Context as OtelContext, type Span } from '@opentelemetry/api';
-import type { Context } from '../trpc/context.js';
-import { SpanStatusCode, tracer, tracingActive } from './tracing.js';
-import { reportedTokens } from './RecentCalls.js';
+import type { Context } from './context.js';
+import { SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
+import { reportedTokens } from '../observability/RecentCalls.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
 

@@ -1,6 +1,6 @@
 import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
-import { toWireError, wireErrorData } from '../pipeline/wireError.js';
+import { toWireError, wireErrorData } from './wireError.js';
 import type { Context } from './context.js';
 import type { ProcedureMeta } from './meta.js';
 

@@ -1,5 +1,5 @@
 import type { AnyRouter } from '@trpc/server';
-import { PromptRegistry } from './PromptRegistry.js';
+import { PromptRegistry } from '../../services/prompts/PromptRegistry.js';
 import { promptsFromRouter } from './promptsFromRouter.js';
 
 /** The runtime's registry, filled with every procedure published as a prompt. */

@@ -1,11 +1,11 @@
-import { CoreError } from '../errors/CoreError.js';
-import type { CoreErrorCode } from '../errors/errorTable.js';
+import { CoreError, coreErrorOf, type CoreErrorCode } from '../kernel/CoreError.js';
 import { rateLimitCaller } from '../services/rateLimit/RateLimiter.js';
-import { accessDecision } from '../pipeline/accessPolicy.js';
+import { accessDecision } from './accessPolicy.js';
 import type { SecurityEventType } from '../services/security/SecurityLog.js';
 import type { Context } from './context.js';
 import { t } from './init.js';
-import { CallObservation } from '../observability/observeProcedure.js';
+import { CallObservation } from './observeProcedure.js';
+import { toTRPCError } from './wireError.js';
 import type { ProcedureMeta } from './meta.js';
 
 /** Outcomes worth a security event, by error code. */
@@ -63,8 +63,7 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
 
 /** A call refused by its API key's model rules or budget, for `ai_backend_api_key_refusals_total`. */
 function countKeyRefusal(runtime: Context['runtime'], err: unknown): void {
-  const core = err instanceof CoreError ? err : (err as { cause?: unknown } | undefined)?.cause;
-  const reason = core instanceof CoreError ? core.details?.reason : undefined;
+  const reason = coreErrorOf(err)?.details?.reason;
   if (reason === 'key_model_not_allowed' || reason === 'key_provider_not_allowed') runtime.metrics?.apiKeyRefused('model');
   else if (reason === 'key_budget_exceeded' || reason === 'key_model_not_priced') runtime.metrics?.apiKeyRefused('budget');
 }
@@ -84,9 +83,10 @@ function countKeyRefusal(runtime: Context['runtime'], err: unknown): void {
  */
 /** Refuse before the procedure runs: count the failure, record the event, throw. */
 async function refuse(ctx: Context, path: string, call: CallObservation, err: CoreError, getRawInput: () => Promise<unknown>): Promise<never> {
-  call.done(err);
+  const error = toTRPCError(err);
+  call.done(error);
   await logRefusal(ctx, path, err, getRawInput);
-  throw err;
+  throw error;
 }
 
 const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
@@ -112,12 +112,18 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }
   const result = await call.run(next);
-  call.done(result.ok ? undefined : result.error, result.ok ? (result as { data?: unknown }).data : undefined);
-  if (grant && !result.ok) countKeyRefusal(runtime, result.error);
-  if (!result.ok && result.error instanceof CoreError && SECURITY_EVENT[result.error.appCode]) {
-    await logRefusal(ctx, path, result.error, getRawInput);
+  if (result.ok) {
+    call.done(undefined, (result as { data?: unknown }).data);
+    return result;
   }
-  return result;
+  // A CoreError thrown below reaches here inside tRPC's generic wrapper: it leaves with the
+  // tRPC code its application code maps to (pipeline/errorTable.ts).
+  const error = toTRPCError(result.error);
+  call.done(error);
+  if (grant) countKeyRefusal(runtime, error);
+  const core = coreErrorOf(error);
+  if (core && SECURITY_EVENT[core.appCode]) await logRefusal(ctx, path, core, getRawInput);
+  return { ...result, error };
 });
 
 /** Callable by anyone, subject to the access policy (writes, MCP tool-call rules) once auth is configured. */

@@ -1,8 +1,8 @@
 import type { AnyRouter } from '@trpc/server';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Context } from '../../trpc/context.js';
-import { invoke, procedureIndex } from '../../trpc/invoke.js';
-import type { ResourceContent, ResourceRegistry } from './ResourceRegistry.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Context } from '../../pipeline/context.js';
+import { invoke, procedureIndex } from '../../pipeline/invoke.js';
+import type { ResourceContent, ResourceRegistry } from '../../services/resources/ResourceRegistry.js';
 
 /**
  * What a resource procedure returns, as resource content: a string is text (the meta's
@@ -41,9 +41,9 @@ export function registerRouterResources(router: AnyRouter, registry: ResourceReg
     const common = { name, ...(r.title ? { title: r.title } : {}), ...(description ? { description } : {}), ...(r.mimeType ? { mimeType: r.mimeType } : {}) };
     const path = info.path;
     if (r.uri !== undefined) {
-      registry.register({ uri: r.uri, ...common, procedure: path, read: (_signal, ctx) => run(path, undefined, r.mimeType, ctx) });
+      registry.register({ uri: r.uri, ...common, procedure: path, read: (_signal, ctx) => run(path, undefined, r.mimeType, ctx as Context | undefined) });
     } else {
-      registry.registerTemplate({ uriTemplate: r.uriTemplate, ...common, procedure: path, read: (_uri, vars, _signal, ctx) => run(path, vars, r.mimeType, ctx) });
+      registry.registerTemplate({ uriTemplate: r.uriTemplate, ...common, procedure: path, read: (_uri, vars, _signal, ctx) => run(path, vars, r.mimeType, ctx as Context | undefined) });
     }
   }
 }

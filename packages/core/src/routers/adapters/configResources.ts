@@ -1,11 +1,12 @@
 import type { ResolvedConfig } from '../../config/schema.js';
-import { CoreError } from '../../errors/CoreError.js';
-import type { Context } from '../../trpc/context.js';
-import { invoke } from '../../trpc/invoke.js';
-import type { ResourceContent, ResourceRegistry } from './ResourceRegistry.js';
-import { parseWorkspaceUri } from './workspaceSchemeHandler.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Context } from '../../pipeline/context.js';
+import { invoke } from '../../pipeline/invoke.js';
+import type { ResourceContent, ResourceRegistry } from '../../services/resources/ResourceRegistry.js';
+import { parseWorkspaceUri } from '../../services/resources/workspaceSchemeHandler.js';
 
 /** The procedure whose access rules, limits and guard a workspace file read goes through. */
+// Registries hand back, untyped, the Context the pipeline gave them (services/resources/ResourceRegistry.ts).
 export const WORKSPACE_READ_PROCEDURE = 'system.readFile';
 
 const TEXTUAL = /^(text\/|application\/(json|xml|javascript|yaml|x-yaml|toml|x-sh)|[^;]*\+(json|xml))/i;
@@ -39,13 +40,13 @@ export function registerConfigResources(config: ResolvedConfig, registry: Resour
   const rc = config.resources;
   for (const r of rc.list) {
     const common = { uri: r.uri, name: r.name, ...(r.title ? { title: r.title } : {}), ...(r.description ? { description: r.description } : {}), ...(r.mimeType ? { mimeType: r.mimeType } : {}), ...(r.category ? { category: r.category } : {}) };
-    if (isWorkspaceUri(r.uri)) registry.register({ ...common, procedure: WORKSPACE_READ_PROCEDURE, read: (_signal, ctx) => readWorkspaceFile(r.uri, ctx) });
+    if (isWorkspaceUri(r.uri)) registry.register({ ...common, procedure: WORKSPACE_READ_PROCEDURE, read: (_signal, ctx) => readWorkspaceFile(r.uri, ctx as Context | undefined) });
     // No read: the registry's scheme handler (https/http, SSRF-guarded) loads it.
     else registry.register(common);
   }
   for (const t of rc.templates) {
     const common = { uriTemplate: t.uriTemplate, name: t.name, ...(t.title ? { title: t.title } : {}), ...(t.description ? { description: t.description } : {}), ...(t.mimeType ? { mimeType: t.mimeType } : {}) };
-    if (isWorkspaceUri(t.uriTemplate)) registry.registerTemplate({ ...common, procedure: WORKSPACE_READ_PROCEDURE, read: (uri, _vars, _signal, ctx) => readWorkspaceFile(uri, ctx) });
+    if (isWorkspaceUri(t.uriTemplate)) registry.registerTemplate({ ...common, procedure: WORKSPACE_READ_PROCEDURE, read: (uri, _vars, _signal, ctx) => readWorkspaceFile(uri, ctx as Context | undefined) });
     else registry.registerTemplate({ ...common, read: (uri, _vars, signal) => registry.readThroughScheme(uri, signal) });
   }
   if (rc.workspaceFiles && config.serverWorkspaces.enabled) {
@@ -56,7 +57,7 @@ export function registerConfigResources(config: ResolvedConfig, registry: Resour
         title: `${ws.name ?? id}: files`,
         description: `Files of the server workspace "${ws.name ?? id}" (path relative to its root)${ws.description ? `: ${ws.description}` : ''}`,
         procedure: WORKSPACE_READ_PROCEDURE,
-        read: (uri, _vars, _signal, ctx) => readWorkspaceFile(uri, ctx),
+        read: (uri, _vars, _signal, ctx) => readWorkspaceFile(uri, ctx as Context | undefined),
       });
     }
   }

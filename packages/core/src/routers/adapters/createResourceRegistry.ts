@@ -1,10 +1,10 @@
 import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { registerConfigResources } from './configResources.js';
-import { createHttpSchemeHandlers } from './httpSchemeHandler.js';
-import { ResourceRegistry } from './ResourceRegistry.js';
+import { createHttpSchemeHandlers } from '../../services/resources/httpSchemeHandler.js';
+import { ResourceRegistry } from '../../services/resources/ResourceRegistry.js';
 import { registerRouterResources } from './resourcesFromRouter.js';
-import { connectWorkspaceResources, type WorkspaceFiles } from './workspaceSchemeHandler.js';
+import { connectWorkspaceResources, type WorkspaceFiles } from '../../services/resources/workspaceSchemeHandler.js';
 
 /**
  * The runtime's registry: http(s) and workspace:// handlers, workspace watching wired to

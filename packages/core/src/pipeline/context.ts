@@ -1,40 +1,6 @@
 import type { Runtime } from '../runtime/Runtime.js';
-import type { CoreError } from '../errors/CoreError.js';
-
-/** Who is calling, as established by the auth layer (JWT or OAuth access token). */
-export interface Identity {
-  /**
-   * The stored id of the caller: a JWT subject as is, an identity-provider subject qualified by
-   * its issuer (`idp:<issuer>#<sub>`); see trpc/subjectId.ts. Every per-user key uses it.
-   */
-  sub: string;
-  email?: string;
-  /** The issuer vouched for `email` (`email_verified` true or "true"). Only then may it name an administrator or claim the e-mail index. */
-  emailVerified?: boolean;
-  scopes: string[];
-  /** Administrator: listed in admin.users or holding the admin scope. */
-  isAdmin: boolean;
-  /** How the identity was established. */
-  via: 'jwt' | 'oauth' | 'apiKey';
-  /** OAuth client id when the token came from our authorization server. */
-  clientId?: string;
-  /** The API key the caller presented (via 'apiKey'): its owner is `sub`, these are its narrower rules. */
-  apiKey?: ApiKeyGrant;
-}
-
-/** The rules of the API key a call was made with (docs/api-keys.md); enforced by the ai and billing services. */
-export interface ApiKeyGrant {
-  id: string;
-  /** Providers the key may call; undefined: any. */
-  providers?: readonly string[];
-  /** micromatch globs over `model` or `provider/model`; undefined: any. */
-  models?: readonly string[];
-  requestsPerMinute?: number;
-  tokensPerMinute?: number;
-  concurrent?: number;
-}
-
-export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'internal';
+import type { CoreError } from '../kernel/CoreError.js';
+import type { Identity, TransportName } from '../kernel/identity.js';
 
 /** Facts about the HTTP request, filled by the transport. */
 export interface RequestInfo {
@@ -90,27 +56,4 @@ export interface Context {
   credentialError: CoreError | null;
   req: RequestInfo;
   mcp?: McpCallContext;
-}
-
-export interface CreateContextOptions {
-  runtime: Runtime;
-  req: RequestInfo;
-  /** Raw bearer token from the Authorization header, if any. */
-  bearer?: string | null;
-  mcp?: McpCallContext;
-}
-
-/**
- * Build the tRPC context for one request. The token is verified here, once per request,
- * never per procedure in a batch.
- */
-export async function createContext(opts: CreateContextOptions): Promise<Context> {
-  let identity: Identity | null = null;
-  let credentialError: CoreError | null = null;
-  if (opts.bearer) {
-    const result = await opts.runtime.authenticate(opts.bearer);
-    if (result.ok) identity = result.identity;
-    else credentialError = result.error;
-  }
-  return { runtime: opts.runtime, identity, credentialError, req: opts.req, mcp: opts.mcp };
 }

@@ -1,34 +1,35 @@
 import type { AnyRouter } from '@trpc/server';
-import type { ResolvedConfig } from '../config/schema.js';
-import { CoreError } from '../errors/CoreError.js';
-import { createAppRouter } from '../routers/appRouter.js';
-import { createResourceRegistry } from '../services/resources/createResourceRegistry.js';
-import { createPromptRegistry } from '../services/prompts/createPromptRegistry.js';
-import { BillingService } from '../services/billing/BillingService.js';
-import { KeyVault } from '../services/vault/KeyVault.js';
-import { AiService } from '../services/ai/AiService.js';
-import { RateLimiter } from '../services/rateLimit/RateLimiter.js';
-import { SecurityLog } from '../services/security/SecurityLog.js';
-import { unusableAuthWarning } from '../config/authWarnings.js';
-import { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
-import { WorkspaceService } from '../services/workspaces/WorkspaceService.js';
-import { createStorage } from '../storage/createStorage.js';
-import type { Storage } from '../storage/Storage.js';
-import { createLogger, type Logger } from './Logger.js';
-import type { Authenticator, HealthProbe, Runtime } from './Runtime.js';
-import { Stats } from './Stats.js';
-import { CLEAR_CACHES, createSignals } from './createSignals.js';
-import type { Signals } from './Signals.js';
-import { UserDirectory } from '../services/directory/UserDirectory.js';
-import { AlertOutbox } from '../services/governance/AlertOutbox.js';
-import { createMetrics } from '../observability/Metrics.js';
-import { instrumentStorage } from '../observability/instrumentStorage.js';
-import { observedMetering } from '../observability/observedMetering.js';
-import { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
-import { isApiKeyLike } from '../services/apiKeys/apiKeyFormat.js';
-import { KeyLimits } from '../services/apiKeys/KeyLimits.js';
-import { RecentCalls } from '../observability/RecentCalls.js';
-import { keyLimitedMetering } from '../services/apiKeys/keyLimitedMetering.js';
+import type { ResolvedConfig } from './config/schema.js';
+import { CoreError } from './kernel/CoreError.js';
+import { createAppRouter } from './routers/appRouter.js';
+import { createResourceRegistry } from './routers/adapters/createResourceRegistry.js';
+import { createPromptRegistry } from './routers/adapters/createPromptRegistry.js';
+import { BillingService } from './services/billing/BillingService.js';
+import { KeyVault } from './services/vault/KeyVault.js';
+import { AiService } from './services/ai/AiService.js';
+import { RateLimiter } from './services/rateLimit/RateLimiter.js';
+import { SecurityLog } from './services/security/SecurityLog.js';
+import { unusableAuthWarning } from './config/authWarnings.js';
+import { ClientWorkspaceService } from './services/workspaces/ClientWorkspaceService.js';
+import { WorkspaceService } from './services/workspaces/WorkspaceService.js';
+import { createStorage } from './storage/createStorage.js';
+import type { Storage } from './kernel/Storage.js';
+import { createLogger, type Logger } from './kernel/Logger.js';
+import type { Authenticator } from './kernel/identity.js';
+import type { HealthProbe, Runtime } from './runtime/Runtime.js';
+import { Stats } from './runtime/Stats.js';
+import { CLEAR_CACHES, createSignals } from './runtime/createSignals.js';
+import type { Signals } from './kernel/Signals.js';
+import { UserDirectory } from './services/directory/UserDirectory.js';
+import { AlertOutbox } from './services/governance/AlertOutbox.js';
+import { createMetrics } from './observability/Metrics.js';
+import { instrumentStorage } from './observability/instrumentStorage.js';
+import { observedMetering } from './services/ai/observedMetering.js';
+import { ApiKeyService } from './services/apiKeys/ApiKeyService.js';
+import { isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';
+import { KeyLimits } from './services/apiKeys/KeyLimits.js';
+import { RecentCalls } from './observability/RecentCalls.js';
+import { keyLimitedMetering } from './services/apiKeys/keyLimitedMetering.js';
 
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
@@ -40,6 +41,13 @@ export interface CreateRuntimeOptions {
   logger?: Logger;
   /** The app router, when the caller built it already (createServer does, to type its clients). */
   router?: AnyRouter;
+  /**
+   * The bearer-token verifier (createServer passes the auth package's). A factory, because the
+   * verifier of our own OAuth server needs the store and services this function builds; it is
+   * called once, before the runtime is handed out. Without it, bearer tokens other than API keys
+   * are refused.
+   */
+  authenticator?: (runtime: Runtime) => Authenticator | Promise<Authenticator>;
 }
 
 const noAuthenticator: Authenticator = async () => ({
@@ -154,9 +162,6 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     // The one point where every entry point's credential is recognised: API keys never reach the
     // JWT/OAuth verifier, other tokens never reach the key store.
     authenticate: (token, facts) => (isApiKeyLike(token) ? keys.authenticate(token, facts?.ip) : authenticator(token)),
-    setAuthenticator(fn) {
-      authenticator = fn;
-    },
     onClose(fn) {
       closers.push(fn);
     },
@@ -173,5 +178,13 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
       return closed;
     },
   };
+  if (opts.authenticator) {
+    try {
+      authenticator = await opts.authenticator(runtime);
+    } catch (err) {
+      await runtime.close();
+      throw err;
+    }
+  }
   return runtime;
 }

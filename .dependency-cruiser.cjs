@@ -1,0 +1,79 @@
+/**
+ * The floors of the house (docs/architecture.md), checked by dependency-cruiser in `test`
+ * (test/architecture/dependencyRules.test.ts): no circular imports anywhere, no package importing
+ * one above it, and inside core each layer importing only the layers below it.
+ *
+ * Core, bottom to top:
+ *   kernel, lib     errors, identity, logging, the storage and signals interfaces; pure helpers
+ *   config          the one zod schema and what is derived from it
+ *   storage, net    store implementations; guarded outbound fetch
+ *   observability   metrics, tracing, recent calls
+ *   services        billing, ai, vault, keys, workspaces, registries … (never Runtime, never tRPC)
+ *   runtime         the Runtime type, statistics, signals, health
+ *   pipeline        tRPC init, context, procedures, invoke, request scope, access policy, wire errors
+ *   routers, apiDescription   the procedures, their MCP adapters, the API documents
+ *   createRuntime.ts, index.ts, internal.ts   the composition root and the package's entries (public, workspace-internal)
+ */
+const CORE = '^packages/core/src/';
+const layers = [
+  ['kernel', 'lib'],
+  ['config'],
+  ['storage', 'net'],
+  ['observability'],
+  ['services'],
+  ['runtime'],
+  ['pipeline'],
+  ['routers', 'apiDescription'],
+];
+const folders = (names) => `${CORE}(${names.join('|')})/`;
+
+/** Layer i may import layers 0..i; anything above it is forbidden. */
+const layerRules = layers.slice(0, -1).map((names, i) => ({
+  name: `core-layer-${names.join('-')}`,
+  comment: `core/${names.join(', core/')} imports only the layers below it`,
+  severity: 'error',
+  from: { path: folders(names) },
+  to: { path: [folders(layers.slice(i + 1).flat()), `${CORE}(createRuntime|index|internal)\\.ts$`] },
+}));
+
+/** Packages may import only those below them: core < auth < transports < cli. */
+const packageRules = [
+  ['core', ['auth', 'transports', 'cli']],
+  ['auth', ['transports', 'cli']],
+  ['transports', ['cli']],
+].map(([pkg, above]) => ({
+  name: `package-${pkg}-no-upward`,
+  comment: `@ai-backend/${pkg} never imports a package built on it`,
+  severity: 'error',
+  from: { path: `^packages/${pkg}/src/` },
+  to: { path: [`^packages/(${above.join('|')})/`, `node_modules/(@ai-backend/(${above.join('|')})|ai-backend)/`] },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'no import circle, in any package (type-only imports included)',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    ...layerRules,
+    ...packageRules,
+    {
+      name: 'core-no-transport',
+      comment: 'core knows no HTTP framework, no MCP SDK and no tRPC client: every entry point is a thin layer over it',
+      severity: 'error',
+      from: { path: CORE },
+      to: { path: ['node_modules/(hono|@hono/[^/]+|@modelcontextprotocol/[^/]+|@trpc/client)/'] },
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    // Sources only: tests may reach across layers to set things up.
+    exclude: { path: ['\\.test\\.ts$', '/__tests__/', '/dist/', 'node_modules'] },
+    doNotFollow: { path: 'node_modules' },
+    enhancedResolveOptions: { conditionNames: ['ai-backend-source', 'import', 'types', 'default'], exportsFields: ['exports'] },
+  },
+};

@@ -1,0 +1,53 @@
+import type { CoreError } from './CoreError.js';
+
+/**
+ * Who is calling and how it was established: the domain's view of a caller, shared by every
+ * layer (services key their records by `Identity.sub`), so it lives at the bottom, not in the
+ * tRPC context.
+ */
+
+/** Who is calling, as established by the auth layer (JWT or OAuth access token). */
+export interface Identity {
+  /**
+   * The stored id of the caller: a JWT subject as is, an identity-provider subject qualified by
+   * its issuer (`idp:<issuer>#<sub>`); see trpc/subjectId.ts. Every per-user key uses it.
+   */
+  sub: string;
+  email?: string;
+  /** The issuer vouched for `email` (`email_verified` true or "true"). Only then may it name an administrator or claim the e-mail index. */
+  emailVerified?: boolean;
+  scopes: string[];
+  /** Administrator: listed in admin.users or holding the admin scope. */
+  isAdmin: boolean;
+  /** How the identity was established. */
+  via: 'jwt' | 'oauth' | 'apiKey';
+  /** OAuth client id when the token came from our authorization server. */
+  clientId?: string;
+  /** The API key the caller presented (via 'apiKey'): its owner is `sub`, these are its narrower rules. */
+  apiKey?: ApiKeyGrant;
+}
+
+/** The rules of the API key a call was made with (docs/api-keys.md); enforced by the ai and billing services. */
+export interface ApiKeyGrant {
+  id: string;
+  /** Providers the key may call; undefined: any. */
+  providers?: readonly string[];
+  /** micromatch globs over `model` or `provider/model`; undefined: any. */
+  models?: readonly string[];
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+  concurrent?: number;
+}
+
+export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'internal';
+
+export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
+
+/** Verifies a bearer token; provided by @ai-backend/auth and installed by createServer. */
+export type Authenticator = (token: string) => Promise<AuthResult>;
+
+/** What the request knows besides the token (an API key may be limited to some client addresses). */
+export interface AuthFacts {
+  ip?: string;
+}
+
