@@ -9,7 +9,6 @@ import { AlertsSchema, ApiDescriptionSchema, ConsoleSchema, MetricsSchema, Stati
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 import { crossFieldProblems } from './authMode.js';
 import { resolveAuth } from './resolveAuth.js';
-import { RedisOptionsSchema } from './sections/storage.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
 import { ResourcesSchema } from './sections/resources.js';
 
@@ -99,7 +98,7 @@ export const ConfigSchema = z
   })
   .overwrite((config) => {
     const path = config.mcp.auth.oauth.sessionStorePath;
-    if (path !== undefined && !config.oauth.sessionStorage) config.oauth.sessionStorage = { type: 'file', filePath: path, redis: RedisOptionsSchema.parse({}) };
+    if (path !== undefined && !config.oauth.sessionStorage) config.oauth.sessionStorage = { type: 'file', filePath: path };
     return config;
   })
   .check((ctx) => {

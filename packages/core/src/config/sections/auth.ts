@@ -29,6 +29,13 @@ const ProviderEndpointsSchema = z.union([
   z.strictObject({ preset: z.enum(['google', 'github']), scopes: z.array(z.string()).optional() }),
 ]);
 
+/** The resolved `oauth.sessionStorage`: one store's options, chosen by `type`. */
+const SessionStorageSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('memory') }),
+  z.strictObject({ type: z.literal('file'), filePath: z.string().optional() }),
+  z.strictObject({ type: z.literal('redis'), redis: RedisOptionsSchema }),
+]);
+
 /** Server-level OAuth (spec: `oauth`). */
 export const OAuthSchema = z
   .strictObject({
@@ -37,13 +44,22 @@ export const OAuthSchema = z
     providerClientSecret: z.string().optional(),
     provider: ProviderEndpointsSchema.optional(),
     encryptionKey: z.string().min(32, 'must be at least 32 characters').optional(),
+    /**
+     * Where OAuth sessions live when not in the main storage: a union by `type` like `storage`.
+     * Today's shape (`filePath` and `redis` beside any type) is accepted; the resolved config keeps
+     * `filePath` for 'file' and `redis` for 'redis' only.
+     */
     sessionStorage: z
       .strictObject({
         type: z.enum(['memory', 'file', 'redis']),
         /** The embedded database of type 'file': a file, or a directory to hold `oauth.db`. Default `<storage.dir>/oauth.db`. */
         filePath: z.string().optional(),
-        redis: RedisOptionsSchema,
+        redis: z.custom<z.input<typeof RedisOptionsSchema>>().optional(),
       })
+      .transform(({ type, filePath, redis }): z.input<typeof SessionStorageSchema> =>
+        type === 'redis' ? { type, redis: redis ?? {} } : type === 'file' ? (filePath === undefined ? { type } : { type, filePath }) : { type },
+      )
+      .pipe(SessionStorageSchema)
       .optional(),
     /** Dynamic client registration policy. Default 'open'. */
     registration: z

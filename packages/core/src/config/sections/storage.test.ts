@@ -45,3 +45,20 @@ describe('storage: a union by type, carrying only the chosen backend', () => {
     expect(problems({ type: 'memory', sqlte: {} })).toEqual([{ path: 'storage', message: 'unknown key(s): sqlte' }]);
   });
 });
+
+describe('oauth.sessionStorage: a union by type too', () => {
+  const sessions = (input: unknown) => resolveConfig({ storage: { type: 'memory' }, oauth: { sessionStorage: input as never } }).oauth.sessionStorage;
+
+  it('keeps only what the chosen type reads, accepting the old shape', () => {
+    expect(sessions({ type: 'memory', filePath: 'x', redis: { port: 1 } })).toEqual({ type: 'memory' });
+    expect(sessions({ type: 'file', filePath: '/var/lib/s', redis: { port: 1 } })).toEqual({ type: 'file', filePath: '/var/lib/s' });
+    expect(sessions({ type: 'redis', filePath: 'x', redis: { host: 'r' } })).toEqual({ type: 'redis', redis: { ...REDIS_DEFAULTS, host: 'r' } });
+    expect(sessions({ type: 'redis' })).toEqual({ type: 'redis', redis: REDIS_DEFAULTS });
+  });
+
+  it('still validates the redis options it keeps', () => {
+    const r = checkConfig({ oauth: { sessionStorage: { type: 'redis', redis: { port: 0 } } } });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.problems[0]?.path).toBe('oauth.sessionStorage.redis.port');
+  });
+});
