@@ -32,5 +32,5 @@ export {
   verifyAlertSignature,
   signAlert,
   ALERT_SIGNATURE_HEADER,
-} from '@ai-backend/core/internal';
+} from '@ai-backend/core';
 export { loadConfig } from './loadConfig.js';

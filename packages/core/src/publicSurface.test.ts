@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as internal from './internal.js';
 import * as publicEntry from './index.js';
@@ -43,5 +44,11 @@ describe('the public surface of @ai-backend/core', () => {
   it('is a subset of the internal entry, with the same objects (one CoreError class, one router builder)', () => {
     for (const name of PUBLIC_VALUES) expect((internal as Record<string, unknown>)[name], name).toBe((publicEntry as Record<string, unknown>)[name]);
     expect(Object.keys(internal).length).toBeGreaterThan(PUBLIC_VALUES.length * 4);
+  });
+
+  it('is what ai-backend re-exports from: the package users install never reaches into internal', () => {
+    const cliEntry = readFileSync(new URL('../../cli/src/index.ts', import.meta.url), 'utf8');
+    expect(cliEntry).toContain("from '@ai-backend/core';");
+    expect(cliEntry).not.toContain('@ai-backend/core/internal');
   });
 });
