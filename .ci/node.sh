@@ -36,7 +36,9 @@ mkdir -p "$cachebase"
 if loads; then
   [ -f "$cached" ] || cp "$binary" "$cached"
 elif [ -f "$cached" ]; then
-  cp "$cached" "$binary"
+  # A new file, never a write through: pnpm may hard-link a built package from its store, and
+  # writing into that inode would change the binary of every checkout sharing it.
+  cp --remove-destination "$cached" "$binary"
 else
   echo "better-sqlite3: compiling for Node $(node --version) (ABI $abi)"
   (cd "$bsdir" && npm run --silent install >/dev/null 2>&1)

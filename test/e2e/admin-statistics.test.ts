@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import type { ConfigInput } from '@ai-backend/core';
-import { createTestUpstream, mcpClient, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, mcpClient, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * admin.statistics, admin.clearCache and admin.getUserInfo over real servers. Statistics live in
@@ -74,6 +74,8 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     const old = new Date(Date.now() - 10 * 86_400_000).toISOString().slice(0, 10);
     const runtime = await a.server.ready();
     await runtime.storage.set(`stats:${old}:rpc:mcp.echo`, { count: 40, errors: 2, totalMs: 400, buckets: [40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] });
+    // As a flush that day would have left it: the record and its name in the day's list (reads go by the list).
+    await runtime.storage.set(`stats:names:${old}`, ['rpc:mcp.echo']);
     const week = await stats(b, admin, 7);
     const month = await stats(b, admin, 30);
     expect(echoCount(month)).toBe(echoCount(week) + 40);
@@ -197,5 +199,30 @@ describe.skipIf(!redisAt.ok || !pgAt.ok)('two instances on PostgreSQL + Redis th
     // More calls on B are seen at once by a read on A.
     await rpcCall(b.url, user, 'mcp.echo', { message: 'b2' });
     expect(echoCount(await stats(a, admin))).toBe(6);
+  });
+  it("admin.overview's series over time by provider and model are cluster-wide: calls on both instances, read at once on either", async () => {
+    await creditTokens(a.url, admin, 'rare-user', 100_000, 'rare-seed');
+    const call = (inst: AiServer, provider: string, content = 'hello') => rpcCall(inst.url, user, 'ai.generateText', { content, systemPrompt: 's', provider, options: { maxTokens: 20 } });
+    for (let i = 0; i < 2; i++) expect((await call(a, 'openai')).result).toBeDefined();
+    expect((await call(b, 'anthropic')).result).toBeDefined();
+    expect((await call(b, 'google', 'fails [[upstream:500]]')).error).toBeDefined();
+    type Series = { days: string[]; byProvider: Array<{ key: string; calls: number[]; failures: number[]; tokens: number[]; p50Ms: Array<number | null> }>; byModel: Array<{ key: string; calls: number[] }>; upstreamByProvider: Array<{ provider: string; calls: number; failures: number }> };
+    const overview = async (inst: AiServer) => (await rpcCall<{ series: Series; usage: { byProvider: Array<{ provider: string; tokensUsed: number }> } }>(inst.url, admin, 'admin.overview', {})).result!;
+    const fromA = await overview(a);
+    const today = fromA.series.days.length - 1;
+    const row = (key: string) => fromA.series.byProvider.find((p) => p.key === key)!;
+    // Flushed a minute apart: only the read's cluster-wide flush brings B's calls to A's answer.
+    expect(row('openai').calls[today]).toBe(2);
+    expect(row('anthropic').calls[today]).toBe(1);
+    expect(row('google').failures[today]).toBeGreaterThanOrEqual(1);
+    expect(row('google').failures[today]).toBe(row('google').calls[today]);
+    expect(row('openai').p50Ms[today]).toBeGreaterThan(0);
+    expect(row('anthropic').tokens[today]).toBe(fromA.usage.byProvider.find((p) => p.provider === 'anthropic')!.tokensUsed);
+    expect(fromA.series.byModel.some((m) => m.key.startsWith('anthropic/') && m.calls[today] === 1)).toBe(true);
+    // The other instance answers the same series.
+    const fromB = await overview(b);
+    expect(fromB.series.byProvider).toEqual(fromA.series.byProvider);
+    expect(fromB.series.byModel).toEqual(fromA.series.byModel);
+    expect(fromB.series.upstreamByProvider).toEqual(fromA.series.upstreamByProvider);
   });
 });

@@ -54,7 +54,9 @@ beforeAll(async () => {
   hook = await webhookReceiver();
   const config = {
     storage: { type: 'redis' as const, redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
-    ai: { healthProbe: { enabled: true, intervalMs: INTERVAL, timeoutMs: 150 }, circuitBreaker: { failureThreshold: 5, cooldownMs: 60_000, windowMs: 60_000 } },
+    // timeoutMs well above a healthy probe's time on a loaded two-core machine (150 ms timed out
+    // healthy providers there); the hanging upstream below still times out, only later.
+    ai: { healthProbe: { enabled: true, intervalMs: INTERVAL, timeoutMs: 1000 }, circuitBreaker: { failureThreshold: 5, cooldownMs: 60_000, windowMs: 60_000 } },
     alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded' as const] }], pollIntervalMs: 20 },
   };
   a = await startAiServer(upstream, config);

@@ -14,9 +14,12 @@ const ENTRIES = 200_000;
 /** Keys read per method, counted on every read path of the Storage interface. */
 class CountingStorage {
   reads = { get: 0, getMany: 0, keys: 0, readLog: 0, transactKeys: 0 };
+  /** Prefixes of key listings: on Redis each is a SCAN of the whole keyspace, so it grows with everything stored. */
+  listings: string[] = [];
   readonly storage: Storage;
   constructor(inner: Storage) {
     const reads = this.reads;
+    const listings = this.listings;
     this.storage = new Proxy(inner, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver) as unknown;
@@ -26,7 +29,10 @@ class CountingStorage {
           const out = await fn.apply(target, args);
           if (prop === 'get') reads.get++;
           else if (prop === 'getMany') reads.getMany += (args[0] as unknown[]).length;
-          else if (prop === 'keys') reads.keys += (out as unknown[]).length;
+          else if (prop === 'keys') {
+            reads.keys += (out as unknown[]).length;
+            listings.push(args[0] as string);
+          }
           else if (prop === 'readLog') reads.readLog += (out as unknown[]).length;
           else if (prop === 'transact') reads.transactKeys += (args[0] as unknown[]).length;
           return out;
@@ -39,6 +45,7 @@ class CountingStorage {
   }
   reset(): void {
     for (const k of Object.keys(this.reads) as Array<keyof typeof this.reads>) this.reads[k] = 0;
+    this.listings.length = 0;
   }
 }
 
@@ -52,11 +59,13 @@ beforeAll(async () => {
   const inner = new MemoryStorage();
   counting = new CountingStorage(inner);
   // Statistics flush on their own timer: off here, so only the measured calls read the store.
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, admin: { users: ['console-load-admin'] }, statistics: { enabled: false } }, { storage: counting.storage });
+  gw = await startAiServer(upstream, { storage: { type: 'memory' }, admin: { users: ['console-load-admin'] }, statistics: { flushIntervalMs: 600_000 } }, { storage: counting.storage });
   admin = await tokenFor('console-load-admin', { admin: true });
   await creditTokens(gw.url, admin, HEAVY, 1_000_000, 'load-seed');
   const user = await tokenFor(HEAVY);
   for (let i = 0; i < 3; i++) expect((await rpcCall(gw.url, user, 'ai.generateText', { content: `call ${i}`, systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } })).result).toBeDefined();
+  // The upstream statistics of those calls in the store (the timer is off here).
+  await gw.runtime.stats.flush();
 }, 60_000);
 
 afterAll(async () => {
@@ -64,12 +73,23 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-/** Store reads of the overview and of the heavy user's view, one fresh measurement each. */
-async function measure(): Promise<{ overview: number; userView: number }> {
+/** Store reads of the overview, of the heavy user's view and of a user search, one fresh measurement each. */
+async function measure(): Promise<{ overview: number; userView: number; search: number; listings: { overview: string[]; userView: string[]; search: string[] } }> {
+  // The statistics of the calls before this one are written now, not by the overview's own read
+  // (what a flush writes depends on those calls, not on the console).
+  await gw.runtime.stats.flush();
   counting.reset();
   const o = await rpcCall(gw.url, admin, 'admin.overview', { days: 14 });
   expect(o.result, o.text).toBeDefined();
+  // The series over time are in this one answer (statistics on: upstream rows read per day).
+  expect(o.result.series.byProvider.map((p: { key: string }) => p.key)).toContain('openai');
   const overview = counting.total();
+  const overviewListings = [...counting.listings];
+  counting.reset();
+  const found = await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'HEAVY' });
+  expect(found.result.users.map((u: { userId: string }) => u.userId), found.text).toContain(HEAVY);
+  const search = counting.total();
+  const searchListings = [...counting.listings];
   counting.reset();
   for (const [method, params] of [
     ['admin.getUserInfo', { userId: HEAVY, includeUsage: true }],
@@ -80,7 +100,8 @@ async function measure(): Promise<{ overview: number; userView: number }> {
     const r = await rpcCall(gw.url, admin, method, params);
     expect(r.result, r.text).toBeDefined();
   }
-  return { overview, userView: counting.total() };
+  const userView = counting.total();
+  return { overview, userView, search, listings: { overview: overviewListings, userView: [...counting.listings], search: searchListings } };
 }
 
 describe('the console reads no more with a 200k-entry ledger', () => {
@@ -105,9 +126,42 @@ describe('the console reads no more with a 200k-entry ledger', () => {
     const after = await measure();
     expect(after.overview).toBe(before.overview);
     expect(after.userView).toBe(before.userView);
+    expect(after.search).toBe(before.search);
     // Absolute bounds: the overview reads the global day rows (shards × 14 days) and the alert
     // backlog; the user view 30 day rows and two pages of 20 entries. Neither reads a log whole.
     expect(after.overview).toBeLessThan(400);
     expect(after.userView).toBeLessThan(200);
+    expect(after.search).toBeLessThan(50);
+    // Key listings: the statistics and the user search list none; what remains is the alert outbox
+    // (which every instance also lists to deliver) and the user's own key prefixes (BYOK vault, API
+    // keys). On SQL those are index ranges; on Redis a SCAN (docs/console.md, "Load and size").
+    expect([...new Set(after.listings.overview)].sort()).toEqual(['alerts:dead:', 'alerts:outbox:']);
+    expect([...new Set(after.listings.userView)].sort()).toEqual([`apikeyowner:${HEAVY}:`, `vault:${HEAVY}:`]);
+    expect(after.listings.search).toEqual([]);
+  }, 120_000);
+
+  it('a user search examines at most 5,000 index entries however many users there are, and pages on with a cursor', async () => {
+    // 12,000 more users in the search index (as the directory appends them when it first sees a user).
+    for (let i = 0; i < 12_000; i++) await counting.storage.append('user:directory', { sub: `crowd-${i}`, email: `crowd-${i}@load.example` });
+    counting.reset();
+    const first = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy' })).result as { users: Array<{ userId: string }>; scanned: number; nextCursor?: number };
+    expect(counting.reads.readLog).toBeLessThanOrEqual(5000);
+    expect(first.scanned).toBe(5000);
+    expect(first.users).toEqual([]);
+    expect(first.nextCursor).toBeDefined();
+    // Paging on reaches the heavy user, indexed before the crowd, each page as bounded.
+    let cursor = first.nextCursor;
+    let pages = 1;
+    let found: string[] = [];
+    while (cursor !== undefined && found.length === 0) {
+      counting.reset();
+      const page = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy', cursor })).result as { users: Array<{ userId: string }>; nextCursor?: number };
+      expect(counting.reads.readLog).toBeLessThanOrEqual(5000);
+      found = page.users.map((u) => u.userId);
+      cursor = page.nextCursor;
+      pages++;
+    }
+    expect(found).toContain(HEAVY);
+    expect(pages).toBe(3);
   }, 120_000);
 });

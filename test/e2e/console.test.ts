@@ -13,7 +13,12 @@ import { mkdir } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { createTRPCClient, httpBatchStreamLink } from '@trpc/client';
+import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import superjson from 'superjson';
+import type { AppRouter } from '@ai-backend/core';
 import { testService } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
@@ -36,6 +41,8 @@ let browser: Browser;
 let hook: Awaited<ReturnType<typeof webhookReceiver>>;
 let adminJwt: string;
 let receiverUp = false;
+/** alice's API key as keys.create answered it (the secret must never show in the console). */
+let aliceKey: { id: string; key: string };
 /** Content-Security-Policy violations any console page reported (there must be none). */
 const cspViolations: string[] = [];
 
@@ -117,6 +124,10 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
       expect(failed.error, failed.text).toBeDefined();
     }
     expect((await rpcCall(base, await tokenFor('dave-sub'), 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } })).result).toBeDefined();
+    const created = await rpcCall(base, alice, 'keys.create', { name: 'alice-ci-key' });
+    expect(created.result, created.text).toBeDefined();
+    aliceKey = { id: created.result.apiKey?.id ?? created.result.id, key: created.result.key };
+    expect(aliceKey.key).toMatch(/^aib_/);
     await waitFor(async () => (await gw.runtime.alerts.pending()).dead >= 1, { timeoutMs: 10_000, what: 'the tokenLow alert in the dead-letter list' });
 
     browser = await chromium.launch({
@@ -157,6 +168,29 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(await admin.textContent('#who')).toContain('(admin)');
   });
 
+  it('signs in with a pasted token (JWT-only servers): kept in this tab only, gone after signing out', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${base}/console/`);
+      await page.fill('#token-input', adminJwt);
+      await page.click('#token-signin');
+      await page.waitForSelector('#stat-tokens');
+      expect(await page.textContent('#who')).toContain('console-admin');
+      expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(adminJwt);
+      // Another tab of the same browser is not signed in: the token lives in this tab's session storage.
+      const other = await context.newPage();
+      await other.goto(`${base}/console/`);
+      await other.waitForSelector('#token-signin');
+      expect(await other.$('#signout')).toBeNull();
+      await page.click('#signout');
+      await page.waitForSelector('#token-signin');
+      expect(await page.evaluate(() => JSON.stringify(sessionStorage))).not.toContain(adminJwt);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('overview: the plots are drawn and their numbers are the procedures\'', async () => {
     const token = await admin.evaluate(() => sessionStorage.getItem('ai-backend-console.token'));
     const o = (await rpcCall(base, token, 'admin.overview', { days: 14 })).result;
@@ -175,6 +209,67 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await shot(admin, 'overview');
   });
 
+  it('overview over time: by entry point, provider and model, each plotted figure the procedure\'s (cluster-wide statistics)', async () => {
+    const token = await admin.evaluate(() => sessionStorage.getItem('ai-backend-console.token'));
+    const o = (await rpcCall(base, token, 'admin.overview', { days: 14 })).result;
+    const s = o.series as {
+      days: string[];
+      byEntry: Array<{ key: string; requests: number[] }>;
+      byProvider: Array<{ key: string; calls: number[]; failures: number[]; tokens: number[]; p99Ms: Array<number | null> }>;
+      byModel: Array<{ key: string; costUsd: number[]; calls: number[] }>;
+      upstreamByProvider: Array<{ provider: string; calls: number; failures: number; p50Ms: number | null; p99Ms: number | null }>;
+    };
+    expect(s.days).toHaveLength(14);
+    const sum = (xs: Array<number | null>) => xs.reduce<number>((a, v) => a + (v ?? 0), 0);
+    // The procedure's own figures agree with the seeded traffic: google failed twice, every other provider answered.
+    const google = s.byProvider.find((p) => p.key === 'google')!;
+    expect(sum(google.failures)).toBeGreaterThanOrEqual(2);
+    expect(sum(s.byProvider.find((p) => p.key === 'openai')!.tokens)).toBe(o.usage.byProvider.find((p: { provider: string }) => p.provider === 'openai').tokensUsed);
+    expect(s.upstreamByProvider.find((p) => p.provider === 'google')!.failures).toBe(sum(google.failures));
+    expect(s.upstreamByProvider.find((p) => p.provider === 'openai')!.p50Ms).toBeGreaterThan(0);
+    // The bars are the cluster-wide figures.
+    expect((await seriesOf(admin, 'upstream-calls')).failures).toBe(s.upstreamByProvider.reduce((a, p) => a + p.failures, 0));
+    expect(await admin.textContent('[data-chart="upstream-latency"] figcaption')).toContain('all instances');
+
+    await admin.waitForSelector('[data-chart="series-over-time"] canvas');
+    // Entry points (the default): one line per entry point the procedure names.
+    expect(Object.keys(await seriesOf(admin, 'series-over-time')).sort()).toEqual(s.byEntry.map((e) => e.key).sort());
+    const pick = async (group: string, metric: string) => {
+      await admin.selectOption('#series-group', group);
+      await admin.selectOption('#series-metric', metric);
+      await admin.waitForFunction(([g]) => document.querySelector('[data-chart="series-over-time"] figcaption')?.textContent?.toLowerCase().endsWith(g!), [group === 'entry' ? 'entry point' : group]);
+      return seriesOf(admin, 'series-over-time');
+    };
+    const failures = await pick('provider', 'failures');
+    for (const p of s.byProvider) expect(failures[p.key], p.key).toBe(sum(p.failures));
+    const tokens = await pick('provider', 'tokens');
+    for (const p of s.byProvider) expect(tokens[p.key], p.key).toBe(sum(p.tokens));
+    expect(Math.max(...(await drawnPixels(admin, 'series-over-time')))).toBeGreaterThan(200);
+    const money = await pick('model', 'costUsd');
+    expect(Object.keys(money).length).toBeGreaterThanOrEqual(2);
+    for (const m of s.byModel) if (m.key in money) expect(money[m.key], m.key).toBeCloseTo(sum(m.costUsd), 10);
+    expect(sum(Object.values(money))).toBeGreaterThan(0);
+    const p99 = await pick('provider', 'p99Ms');
+    expect(p99.openai).toBe(sum(s.byProvider.find((p) => p.key === 'openai')!.p99Ms));
+    expect(Math.max(...(await drawnPixels(admin, 'series-over-time')))).toBeGreaterThan(200);
+    // Keyboard: the selects are native controls; arrow keys change the plotted figure.
+    await admin.focus('#series-group');
+    await admin.keyboard.press('ArrowUp');
+    await admin.waitForFunction(() => (document.querySelector('#series-group') as HTMLSelectElement).value === 'entry');
+    await pick('provider', 'calls');
+    await shot(admin, 'overview-over-time');
+    // Another period: its own admin.overview call, its days on the x axis, kept in the address.
+    await admin.selectOption('#overview-period', '30');
+    await admin.waitForURL(/#\/overview\/30$/);
+    await admin.waitForFunction(() => document.querySelectorAll('[data-chart-table="series-over-time"] tbody tr').length === 30);
+    const month = (await rpcCall(base, token, 'admin.overview', { days: 30 })).result;
+    expect(month.series.days).toHaveLength(30);
+    expect(Object.keys(await seriesOf(admin, 'series-over-time')).sort()).toEqual(month.series.byEntry.map((e: { key: string }) => e.key).sort());
+    await admin.reload();
+    await admin.waitForSelector('[data-chart="series-over-time"] canvas');
+    expect(await admin.$eval('#overview-period', (e) => (e as HTMLSelectElement).value)).toBe('30');
+  });
+
   it('overview: fewer than 20 requests to open it', async () => {
     const requests: string[] = [];
     admin.on('request', (r) => requests.push(r.url()));
@@ -188,10 +283,19 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
 
   it('users: search, a user\'s balance and ledger; crediting changes both', async () => {
     await admin.goto(`${base}/console/#/users`);
-    await admin.fill('#user-search', 'bob');
+    // Any part of an id or e-mail, ignoring case.
+    await admin.fill('#user-search', 'SUB@EXAMPLE');
     await admin.press('#user-search', 'Enter');
     await admin.waitForSelector('#user-results a[href="#/users/bob-sub"]');
+    const listed = await admin.$$eval('#user-results tbody a', (a) => a.map((x) => x.textContent));
+    const found = (await rpcCall(base, adminJwt, 'admin.findUsers', { query: 'sub@example' })).result as { users: Array<{ userId: string }> };
+    expect(listed.sort()).toEqual(found.users.map((u) => u.userId).sort());
+    expect(listed).toEqual(expect.arrayContaining(['alice-sub', 'bob-sub', 'carol-sub', 'dave-sub']));
     await shot(admin, 'users');
+    await admin.fill('#user-search', 'oB-s');
+    await admin.press('#user-search', 'Enter');
+    await admin.waitForFunction(() => document.querySelectorAll('#user-results tbody a').length === 1);
+    await admin.waitForSelector('#user-results a[href="#/users/bob-sub"]');
     await admin.click('#user-results a[href="#/users/bob-sub"]');
     await admin.waitForSelector('#balance-one-time');
     const before = (await rpcCall(base, adminJwt, 'admin.getUserInfo', { userId: 'bob-sub', includeUsage: true })).result.usage.balances.one_time;
@@ -215,6 +319,17 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(await admin.textContent('#ledger tbody tr')).toContain('admin');
   });
 
+  it('user view: the user\'s API keys by name and id, never the key', async () => {
+    await admin.goto(`${base}/console/#/users/alice-sub`);
+    await admin.waitForSelector('#user-api-keys table');
+    const listed = (await rpcCall(base, adminJwt, 'keys.adminList', { userId: 'alice-sub' })).result as { keys: Array<{ id: string; name: string }> };
+    expect(listed.keys.map((k) => k.name)).toEqual(['alice-ci-key']);
+    const text = await admin.textContent('#user-api-keys');
+    expect(text).toContain('alice-ci-key');
+    expect(text).toContain(listed.keys[0]!.id);
+    expect(await admin.textContent('body')).not.toContain(aliceKey.key);
+  });
+
   it('providers: the failing provider and its breaker, with plotted calls', async () => {
     await admin.goto(`${base}/console/#/providers`);
     await admin.waitForSelector('[data-chart="provider-calls"] canvas');
@@ -225,6 +340,9 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(calls.failures).toBe(total.reduce((s, p) => s + p.failures, 0));
     expect(health.providers.google.failures).toBeGreaterThanOrEqual(2);
     expect(await admin.textContent('[data-breaker="google"]')).toBe(health.providers.google.breaker);
+    // Why it last failed, as the server reports it (the row once read a field the server never sent).
+    expect(health.providers.google.lastFailure.reason).toBeTruthy();
+    expect(await admin.textContent('tr:has([data-breaker="google"])')).toContain(health.providers.google.lastFailure.reason);
     expect(Math.max(...(await drawnPixels(admin, 'provider-calls')))).toBeGreaterThan(200);
     await shot(admin, 'providers');
   });
@@ -292,6 +410,41 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(text).not.toContain('LIVE-MARKER');
     expect(text).not.toContain('PROMPT-TEXT');
     expect(text).not.toMatch(/eyJ[\w-]+\./);
+  });
+
+  it('Live: streamed calls (tRPC ai.streamText, /v1 chat stream, /v1/messages stream) show their tokens once the stream ends', async () => {
+    await admin.goto(`${base}/console/#/live`);
+    await admin.waitForSelector('#live-calls tr');
+    const token = await tokenFor('alice-sub');
+    const seqBefore = (await rpcCall(base, adminJwt, 'admin.recentCalls', { limit: 1 })).result.lastSeq as number;
+    // tRPC over its streaming link: the finish event carries the usage.
+    const trpc = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: `${base}/trpc`, transformer: superjson, headers: () => ({ authorization: `Bearer ${token}` }) })] });
+    let trpcTokens = 0;
+    for await (const e of await trpc.ai.streamText.mutate({ content: 'PROMPT-TEXT-stream', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } })) if (e.type === 'finish') trpcTokens = e.result.data.usage.totalTokens ?? 0;
+    // The official OpenAI client, stream: true with the usage chunk.
+    const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: token, maxRetries: 0 });
+    let openaiTokens = 0;
+    for await (const chunk of await openai.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'PROMPT-TEXT-openai' }], stream: true, stream_options: { include_usage: true }, max_tokens: 20 })) openaiTokens = chunk.usage?.total_tokens ?? openaiTokens;
+    // The official Anthropic client's message stream.
+    const anthropic = new Anthropic({ baseURL: base, authToken: token, apiKey: null, maxRetries: 0 });
+    const message = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'PROMPT-TEXT-anthropic' }] }).finalMessage();
+    expect(trpcTokens).toBeGreaterThan(0);
+    expect(openaiTokens).toBeGreaterThan(0);
+    expect(message.usage.output_tokens).toBeGreaterThan(0);
+
+    // The procedure's rows: one per stream, completed with the tokens each client was told.
+    const rows = ((await rpcCall(base, adminJwt, 'admin.recentCalls', { limit: 100, after: seqBefore })).result.calls as Array<{ seq: number; entry: string; procedure: string; tokens: number | null; streaming?: boolean }>).filter((c) => c.procedure === 'ai.streamText');
+    expect(rows.map((r) => r.entry).sort()).toEqual(['openai', 'openai', 'trpc']);
+    expect(rows.every((r) => r.streaming === undefined && r.tokens !== null && r.tokens > 0)).toBe(true);
+    expect(rows.find((r) => r.entry === 'trpc')!.tokens).toBe(trpcTokens);
+    expect(rows.map((r) => r.tokens)).toContain(openaiTokens);
+    expect(rows.map((r) => r.tokens)).toContain(message.usage.input_tokens + message.usage.output_tokens);
+    // The page shows the same numbers in those rows (it polls every 2 s and merges updated calls by seq).
+    for (const r of rows) {
+      await admin.waitForFunction(([seq, n]) => document.querySelector(`#live-calls tr[data-seq="${seq}"] td:last-child`)?.textContent?.replace(/\D/g, '') === String(n), [r.seq, r.tokens] as const, { timeout: 10_000 });
+    }
+    expect(await admin.textContent('#live-calls')).not.toContain('streaming…');
+    expect(await admin.textContent('body')).not.toContain('PROMPT-TEXT');
     await shot(admin, 'live');
   });
 
@@ -311,6 +464,12 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await page.keyboard.press('Enter');
     await page.waitForSelector('#user-search');
     await shot(page, 'overview-phone');
+    // Every administrator view fits the phone's width (wide tables scroll inside their card).
+    for (const [view, ready] of [['users/bob-sub', '#balance-total'], ['providers', '[data-chart="provider-calls"] canvas'], ['alerts', '#alerts-dead'], ['live', '#live-calls tr'], ['explorer', '#method-select'], ['overview', '[data-chart="series-over-time"] canvas']] as const) {
+      await page.goto(`${base}/console/#/${view}`);
+      await page.waitForSelector(ready);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), view).toBeLessThanOrEqual(390);
+    }
     await context.close();
   });
 
@@ -343,6 +502,19 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await page.waitForFunction(() => document.querySelector('#byok-status')?.textContent?.includes('anthropic'));
     expect(await page.textContent('body')).not.toContain(CAROL_BYOK);
     expect(await page.textContent('body')).toContain('9876');
+    // Her API keys: created from the form (shown once), listed by name, gone from the page after a reload.
+    await page.fill('#key-name', 'carol-laptop');
+    await page.press('#key-name', 'Enter');
+    await page.waitForSelector('#new-key input');
+    const shownOnce = await page.inputValue('#new-key input');
+    expect(shownOnce).toMatch(/^aib_/);
+    const mine = (await rpcCall(base, carolToken, 'keys.list')).result as { keys: Array<{ name: string }> };
+    expect(mine.keys.map((k) => k.name)).toEqual(['carol-laptop']);
+    await page.waitForFunction(() => document.body.textContent?.includes('carol-laptop'));
+    await page.reload();
+    await page.waitForSelector('#balance-total');
+    await page.waitForFunction(() => document.body.textContent?.includes('carol-laptop'));
+    expect(await page.evaluate((k) => document.documentElement.outerHTML.includes(k), shownOnce)).toBe(false);
     await shot(page, 'me');
 
     await page.goto(`${base}/console/#/overview`);

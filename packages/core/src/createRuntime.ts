@@ -18,6 +18,7 @@ import { createLogger, type Logger } from './kernel/Logger.js';
 import type { Authenticator } from './kernel/identity.js';
 import type { HealthProbe, Runtime } from './runtime/Runtime.js';
 import { Stats } from './runtime/Stats.js';
+import { UpstreamStats } from './observability/UpstreamStats.js';
 import { CLEAR_CACHES, createSignals } from './runtime/createSignals.js';
 import type { Signals } from './kernel/Signals.js';
 import { UserDirectory } from './services/directory/UserDirectory.js';
@@ -97,9 +98,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   alerts.start();
   closers.push(() => alerts.stop());
   const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind));
+  // Calls to providers per day, provider and model, written with the request statistics (off with them).
+  const upstreamStats = config.statistics.enabled ? new UpstreamStats() : undefined;
   const ai = new AiService({
     config,
     logger,
+    ...(upstreamStats ? { upstreamStats } : {}),
     metering: keyLimitedMetering(observedMetering(billing, metrics), keyLimits, (payer, tokens) => metrics?.apiKeyTokens(payer, tokens)),
     metrics,
     onProviderDegraded: (p, r) => alertOnDegraded?.(p, r),
@@ -123,7 +127,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   closers.push(() => security.close());
   const authWarning = unusableAuthWarning(config);
   if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
-  const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays, signals }) : new Stats();
+  const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays, signals, ...(upstreamStats ? { upstream: upstreamStats } : {}) }) : new Stats();
   stats.start();
   // admin.clearCache 'usage' / 'all' on any instance: counts pending here predate the clear.
   signals.subscribe(CLEAR_CACHES, (target) => {

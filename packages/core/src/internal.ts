@@ -15,9 +15,10 @@ export { t, router, middleware, mergeRouters, createCallerFactory } from './pipe
 export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
 export { accessDecision, authConfigured, callScopeOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
 export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';
+export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChallenge.js';
 export { toWireError, wireErrorData, toJsonRpcError, toMcpToolError, logWireError, MCP_ERROR_META_KEY, type WireError } from './pipeline/wireError.js';
 export { publicBaseUrl } from './runtime/publicBaseUrl.js';
-export { forwardedClientIp } from './runtime/forwardedClientIp.js';
+export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.js';
 export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
 export { type Identity, type TransportName, type ApiKeyGrant } from './kernel/identity.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
@@ -25,6 +26,7 @@ export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } f
 export { invoke, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
 export { isAsyncIterable } from './pipeline/drainStream.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
+export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';
 export { createRuntime, type CreateRuntimeOptions } from './createRuntime.js';
 export type { Runtime, HealthProbe } from './runtime/Runtime.js';
 export type { Authenticator, AuthResult, AuthFacts } from './kernel/identity.js';

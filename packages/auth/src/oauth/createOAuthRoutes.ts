@@ -20,8 +20,9 @@ export interface CreateOAuthRoutesOptions {
   /** Keep sessions in this storage instead of `oauth.sessionStorage` (or, when unset, the runtime's storage). */
   storage?: Storage;
   /**
-   * Client address used by the rate limits. Default: the first X-Forwarded-For entry when
-   * `trustProxy` is set, else the socket address on @hono/node-server, else 'unknown'.
+   * Client address used by the rate limits. Default: core's `requestClientIp` (the last
+   * X-Forwarded-For entry when `trustProxy` is set, else the socket address on
+   * @hono/node-server, else 'unknown').
    */
   clientIp?: (c: Context) => string;
 }

@@ -1,4 +1,4 @@
-import { createStorage, forwardedClientIp, isCoreError, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core/internal';
+import { createStorage, requestClientIp, isCoreError, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core/internal';
 import type { Context } from 'hono';
 import { AccessTokens } from './accessTokens.js';
 import { ClientIdMetadataDocuments, isUrlClientId } from './clientIdMetadata.js';
@@ -38,16 +38,9 @@ export interface OpenServicesOptions {
   clientIp?: (c: Context) => string;
 }
 
-/** Default client address: X-Forwarded-For only with trustProxy, else the Node socket when there is one. */
+/** Default client address: core's one rule (X-Forwarded-For only with trustProxy, else the socket). */
 function defaultClientIp(trustProxy: boolean): (c: Context) => string {
-  return (c) => {
-    if (trustProxy) {
-      const fwd = forwardedClientIp(c.req.header('x-forwarded-for'));
-      if (fwd) return fwd;
-    }
-    const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-    return env?.incoming?.socket?.remoteAddress ?? 'unknown';
-  };
+  return (c) => requestClientIp(c.req.header('x-forwarded-for'), c.env, trustProxy);
 }
 
 /** Open session storage and signing keys. Returns the services and what closes them. */

@@ -11,6 +11,7 @@ import { crossFieldProblems } from './authMode.js';
 import { resolveAuth } from './resolveAuth.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
 import { ResourcesSchema } from './sections/resources.js';
+import { BUILT_IN_NAMESPACES } from '../kernel/namespaces.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
 const RouterLike = z.custom<AnyRouter>(
@@ -18,7 +19,6 @@ const RouterLike = z.custom<AnyRouter>(
   'must be a tRPC router (created with router({...}))',
 );
 
-const RESERVED_NAMESPACES = ['ai', 'mcp', 'system', 'admin', 'auth', 'billing', 'user', 'keys'];
 
 /**
  * The whole configuration: every entry of the spec plus our additions, with defaults resolved
@@ -49,7 +49,7 @@ export const ConfigSchema = z
       .default({})
       .check((ctx) => {
         for (const ns of Object.keys(ctx.value)) {
-          if (RESERVED_NAMESPACES.includes(ns)) {
+          if ((BUILT_IN_NAMESPACES as readonly string[]).includes(ns)) {
             ctx.issues.push({ code: 'custom', input: ns, path: [ns], message: `"${ns}" is a built-in namespace` });
           }
         }

@@ -29,3 +29,21 @@ describe('RecentCalls', () => {
     expect(reportedTokens('text')).toBeNull();
   });
 });
+
+describe('RecentCalls.update', () => {
+  it('completes a call in place and lists it again to a poller past it; a call that left the ring is ignored', () => {
+    const r = new RecentCalls(3);
+    const s = r.push({ ...call('stream'), streaming: true });
+    r.push(call('b'));
+    const seen = r.lastSeq;
+    r.update(s, { tokens: 42, streaming: false, latencyMs: 900 });
+    expect(r.list(10, seen)).toMatchObject([{ seq: s, procedure: 'stream', tokens: 42, latencyMs: 900 }]);
+    expect(r.list(10, seen)[0]!.streaming).toBeUndefined();
+    expect(r.list(10).map((c) => c.procedure)).toEqual(['b', 'stream']);
+    for (const p of ['c', 'd', 'e']) r.push(call(p));
+    const before = r.lastSeq;
+    r.update(s, { tokens: 1 });
+    expect(r.lastSeq).toBe(before);
+    expect(r.list(10).map((c) => c.procedure)).toEqual(['e', 'd', 'c']);
+  });
+});

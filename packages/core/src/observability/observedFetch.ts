@@ -1,8 +1,20 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Metrics } from './Metrics.js';
+import type { UpstreamStats } from './UpstreamStats.js';
 import { injectTraceContext, tracer, tracingActive } from './tracing.js';
 
 type FetchFunction = typeof globalThis.fetch;
+
+/** Where an HTTP attempt's outcome goes: the Prometheus metrics and the durable upstream statistics, either optional. */
+interface Sinks {
+  metrics: Metrics | undefined;
+  stats: UpstreamStats | undefined;
+}
+
+function sample(sinks: Sinks, provider: string, model: string, outcome: string, seconds: number | undefined): void {
+  sinks.metrics?.upstream(provider, model, outcome, seconds);
+  sinks.stats?.record(provider, model, outcome, seconds);
+}
 
 function outcomeOf(status: number): string {
   if (status === 429) return '429';
@@ -20,13 +32,15 @@ function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
 /**
  * The provider `fetch` for one provider and model: each HTTP attempt (the AI SDK retries) is a
  * CLIENT span carrying the caller's trace onward (`traceparent` header, W3C), and a sample of
- * `ai_backend_upstream_*` by provider, model and outcome. Latency is time to the response headers.
+ * `ai_backend_upstream_*` by provider, model and outcome, and of the durable upstream statistics
+ * (the console's series). Latency is time to the response headers.
  */
-export function observedFetch(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined): FetchFunction {
+export function observedFetch(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined, stats?: UpstreamStats): FetchFunction {
+  const sinks: Sinks = { metrics, stats };
   return async (input, init = {}) => {
     // Tracing off (no SDK registered): the API's span would record nothing and only carry its
     // parent's context, which injectTraceContext reads from the active context just the same.
-    if (!tracingActive()) return unspanned(inner, provider, model, metrics, input, init);
+    if (!tracingActive()) return unspanned(inner, provider, model, sinks, input, init);
     const method = (init.method ?? 'GET').toUpperCase();
     const span = tracer.startSpan(`${method} ${provider}`, {
       kind: SpanKind.CLIENT,
@@ -39,13 +53,13 @@ export function observedFetch(inner: FetchFunction, provider: string, model: str
     try {
       const res = await context.with(spanContext, () => inner(input, { ...init, headers }));
       const seconds = (performance.now() - started) / 1000;
-      metrics?.upstream(provider, model, outcomeOf(res.status), seconds);
+      sample(sinks, provider, model, outcomeOf(res.status), seconds);
       span.setAttribute('http.response.status_code', res.status);
       if (res.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.status}` });
       return res;
     } catch (err) {
       const aborted = init.signal?.aborted === true;
-      metrics?.upstream(provider, model, aborted ? 'aborted' : 'network', undefined);
+      sample(sinks, provider, model, aborted ? 'aborted' : 'network', undefined);
       span.setStatus({ code: SpanStatusCode.ERROR, message: aborted ? 'aborted' : 'network error' });
       throw err;
     } finally {
@@ -55,16 +69,16 @@ export function observedFetch(inner: FetchFunction, provider: string, model: str
 }
 
 /** observedFetch without a span: the same headers (trace context injected) and metrics. */
-async function unspanned(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined, input: Parameters<FetchFunction>[0], init: RequestInit): Promise<Response> {
+async function unspanned(inner: FetchFunction, provider: string, model: string, sinks: Sinks, input: Parameters<FetchFunction>[0], init: RequestInit): Promise<Response> {
   const started = performance.now();
   const headers = plainHeaders(init.headers);
   injectTraceContext(headers);
   try {
     const res = await inner(input, { ...init, headers });
-    metrics?.upstream(provider, model, outcomeOf(res.status), (performance.now() - started) / 1000);
+    sample(sinks, provider, model, outcomeOf(res.status), (performance.now() - started) / 1000);
     return res;
   } catch (err) {
-    metrics?.upstream(provider, model, init.signal?.aborted === true ? 'aborted' : 'network', undefined);
+    sample(sinks, provider, model, init.signal?.aborted === true ? 'aborted' : 'network', undefined);
     throw err;
   }
 }

@@ -5,6 +5,7 @@ import type { Runtime } from '../runtime/Runtime.js';
 import type { Context, McpCallContext } from './context.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
 import { procedureIndex } from './invoke.js';
+import { bearerChallenge } from './bearerChallenge.js';
 import { accessDecision, authConfigured, callScopeOf, type AccessDecision, type CallKind } from './accessPolicy.js';
 
 /** What a transport knows about an HTTP request before it runs anything. */
@@ -125,13 +126,15 @@ export class RequestScope {
   challengeFor(error: CoreError | null, message = 'authentication required'): Challenge {
     const status = error?.appCode === 'INSUFFICIENT_SCOPE' ? 403 : 401;
     const base = publicBaseUrl(this.facts.url, this.facts.headers, this.runtime.config);
-    const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
-    if (error) parts.unshift(`error="${status === 403 ? 'insufficient_scope' : 'invalid_token'}"`, `error_description="${error.message.replace(/["\\]/g, '')}"`);
     // RFC 6750 §3 / MCP scope selection: the scopes to ask for. A 403 names what the calls need;
     // a 401 what a client should request to use the server (`signInScopes`).
     const scopes = error?.appCode === 'INSUFFICIENT_SCOPE' ? error.details?.requiredScopes : signInScopes(this.runtime.config);
-    if (Array.isArray(scopes) && scopes.length > 0) parts.push(`scope="${scopes.join(' ')}"`);
-    const headers = { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` };
+    const header = bearerChallenge({
+      resourceMetadata: `${base}/.well-known/oauth-protected-resource/mcp`,
+      ...(error ? { error: status === 403 ? 'insufficient_scope' : 'invalid_token', errorDescription: error.message } : {}),
+      ...(Array.isArray(scopes) && scopes.length > 0 ? { scope: scopes.join(' ') } : {}),
+    });
+    const headers = { 'WWW-Authenticate': header };
     return { status, headers, error: error ?? new CoreError('UNAUTHORIZED', message, { headers }) };
   }
 }

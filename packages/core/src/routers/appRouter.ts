@@ -8,6 +8,7 @@ import { mcpRouter } from './mcp/mcpRouter.js';
 import { systemRouter } from './system/systemRouter.js';
 import { userRouter } from './user/userRouter.js';
 import { keysRouter } from './keys/keysRouter.js';
+import type { BuiltInNamespace } from '../kernel/namespaces.js';
 
 /** The built-in namespaces. */
 export const builtinRouter = router({
@@ -19,7 +20,7 @@ export const builtinRouter = router({
   billing: billingRouter,
   user: userRouter,
   keys: keysRouter,
-});
+} satisfies Record<BuiltInNamespace, AnyRouter>);
 
 export type AppRouter = typeof builtinRouter;
 

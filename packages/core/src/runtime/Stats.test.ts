@@ -27,8 +27,8 @@ describe('Stats.flush', () => {
     release();
     await second;
     // Read the store itself (a snapshot would flush again and hide a missed count).
-    const [key] = await storage.keys('stats:');
-    expect(await storage.get<{ count: number }>(key!)).toMatchObject({ count: 2 });
+    const day = new Date().toISOString().slice(0, 10);
+    expect(await storage.get<{ count: number }>(`stats:${day}:rpc:mcp.echo`)).toMatchObject({ count: 2 });
     await first;
   });
 });
@@ -55,5 +55,73 @@ describe.skipIf(!redis.ok)('Stats across three instances on one Redis', () => {
       await Promise.all(stores.map((s) => s.close()));
       await dropTestKeys(redis, opts.keyPrefix);
     }
+  });
+});
+
+/** A store that counts its key listings (a SCAN of the whole keyspace on Redis). */
+function countingListings(storage: MemoryStorage): { storage: MemoryStorage; listings: () => number } {
+  let n = 0;
+  const keys = storage.keys.bind(storage);
+  storage.keys = (async (prefix: string) => {
+    n++;
+    return keys(prefix);
+  }) as typeof storage.keys;
+  return { storage, listings: () => n };
+}
+
+describe('Stats reads records by key, never by listing keys', () => {
+  it('a read after the first flush lists no keys, whatever else the store holds; two instances\' records are all found', async () => {
+    const { storage, listings } = countingListings(new MemoryStorage());
+    const a = new Stats(storage);
+    const b = new Stats(storage);
+    a.record('rpc', 'mcp.echo', 3, false);
+    b.record('mcp', 'ai.generateText', 30, true);
+    await Promise.all([a.flush(), b.flush()]);
+    for (let i = 0; i < 1000; i++) await storage.set(`idem:user:credit:${i}`, 1); // the keyspace grows
+    const before = listings();
+    const snap = await b.snapshot(7);
+    expect(listings()).toBe(before);
+    expect(snap.total).toBe(2);
+    expect(snap.byDayEntry.map((e) => e.transport)).toEqual(['mcp', 'rpc']);
+  });
+
+  it('records written before the index existed (an older version) are still read, by listing, until the retention passes', async () => {
+    const storage = new MemoryStorage();
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const legacy = { count: 5, errors: 0, totalMs: 5, buckets: [5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] };
+    await storage.set(`stats:${day(-3)}:rpc:mcp.echo`, legacy);
+    await storage.set(`stats:${day(0)}:rpc:mcp.echo`, legacy);
+    const stats = new Stats(storage);
+    stats.record('rpc', 'mcp.echo', 1, false);
+    expect((await stats.snapshot(7)).total).toBe(11);
+    // Past the retention after the index began, the listing is no longer needed (legacy records expired).
+    const later = new Stats(storage, { now: () => Date.now() + 91 * 86_400_000 });
+    const { listings } = countingListings(storage);
+    await later.snapshot(7);
+    expect(listings()).toBe(0);
+  });
+
+  it('a clear on another instance: this instance puts its next records back in the day lists (at once when told, else within a minute)', async () => {
+    let now = Date.now();
+    const storage = new MemoryStorage();
+    const a = new Stats(storage, { now: () => now });
+    const b = new Stats(storage, { now: () => now });
+    b.record('rpc', 'mcp.echo', 1, false);
+    await b.flush();
+    await a.reset();
+    // b was not told (no signals): within the minute its record is written without joining the list...
+    b.record('rpc', 'mcp.echo', 1, false);
+    await b.flush();
+    now += 61_000;
+    b.record('rpc', 'mcp.echo', 1, false);
+    await b.flush();
+    // ...and after it, the name is listed again: both records since the clear are read.
+    expect((await a.snapshot(2)).total).toBe(2);
+    // Told (admin.clearCache through the signals): at once.
+    await a.reset();
+    b.dropPending();
+    b.record('rpc', 'mcp.echo', 1, false);
+    await b.flush();
+    expect((await a.snapshot(2)).total).toBe(1);
   });
 });

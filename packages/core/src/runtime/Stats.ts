@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { Storage } from '../kernel/Storage.js';
+import type { Storage, TxWrite } from '../kernel/Storage.js';
 import type { TransportName } from '../kernel/identity.js';
 import type { Signals } from '../kernel/Signals.js';
+import type { UpstreamDay, UpstreamStats } from '../observability/UpstreamStats.js';
+import { bucketOf, emptyRecord, merge, summarize, type DayRecord, type StatisticsSnapshot } from './dayRecords.js';
+import { StatsIndex } from './StatsIndex.js';
 
-/** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
-export const LATENCY_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const;
+export { LATENCY_BOUNDS_MS, type ProcedureStatistics, type StatisticsSnapshot } from './dayRecords.js';
+
 const DAY_MS = 86_400_000;
 const PREFIX = 'stats:';
+const dayString = (dayNumber: number) => new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
 /** Asks every instance to write its pending counts now; each answers on FLUSHED with the request's id. */
 const FLUSH = 'stats.flush';
 const FLUSHED = 'stats.flushed';
@@ -17,15 +21,6 @@ const FLUSHED = 'stats.flushed';
  */
 const UNCOUNTED = new Set(['admin.statistics']);
 
-/** One (day, entry point, procedure) record, as stored. */
-interface DayRecord {
-  count: number;
-  errors: number;
-  totalMs: number;
-  /** Counts per latency bucket (LATENCY_BOUNDS_MS plus one overflow bucket). */
-  buckets: number[];
-}
-
 export interface StatsOptions {
   /** How often pending counts are added to the store. Default 5000 ms. */
   flushIntervalMs?: number;
@@ -35,57 +30,10 @@ export interface StatsOptions {
   peerFlushTimeoutMs?: number;
   /** Cross-instance signals: with Redis, a read first has every instance write its pending counts. */
   signals?: Signals;
+  /** Calls to model providers per day, provider and model: written with every flush, read by upstreamDays. */
+  upstream?: UpstreamStats;
   /** Clock, for tests. */
   now?: () => number;
-}
-
-export interface ProcedureStatistics {
-  transport: string;
-  path: string;
-  count: number;
-  errors: number;
-  avgMs: number;
-  /** Upper bound of the latency bucket holding the percentile (null above the last bound). */
-  latencyMs: { p50: number | null; p90: number | null; p99: number | null };
-}
-
-export interface StatisticsSnapshot {
-  days: number;
-  /** First UTC day included (YYYY-MM-DD). */
-  since: string;
-  total: number;
-  errors: number;
-  procedures: ProcedureStatistics[];
-  byDay: Array<{ day: string; total: number; errors: number }>;
-  /** Per day and entry point (trpc, rpc, mcp, openai, internal), days ascending. */
-  byDayEntry: Array<{ day: string; transport: string; total: number; errors: number }>;
-}
-
-const emptyRecord = (): DayRecord => ({ count: 0, errors: 0, totalMs: 0, buckets: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) });
-const dayString = (dayNumber: number) => new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
-
-function bucketOf(ms: number): number {
-  for (let i = 0; i < LATENCY_BOUNDS_MS.length; i++) if (ms <= LATENCY_BOUNDS_MS[i]!) return i;
-  return LATENCY_BOUNDS_MS.length;
-}
-
-function merge(into: DayRecord, add: DayRecord): DayRecord {
-  into.count += add.count;
-  into.errors += add.errors;
-  into.totalMs += add.totalMs;
-  for (let i = 0; i < into.buckets.length; i++) into.buckets[i] = (into.buckets[i] ?? 0) + (add.buckets[i] ?? 0);
-  return into;
-}
-
-function percentile(buckets: number[], count: number, p: number): number | null {
-  if (count === 0) return null;
-  const rank = Math.ceil((p / 100) * count);
-  let seen = 0;
-  for (let i = 0; i < buckets.length; i++) {
-    seen += buckets[i]!;
-    if (seen >= rank) return LATENCY_BOUNDS_MS[i] ?? null;
-  }
-  return null;
 }
 
 /**
@@ -108,12 +56,15 @@ export class Stats {
   /** Ids of this instance's own flush requests (Redis echoes them back through the local dispatch). */
   private readonly asking = new Set<string>();
   private readonly unsubscribe: Array<() => void> = [];
+  /** Which records exist per day, so a read never lists keys (StatsIndex). */
+  private readonly index: StatsIndex | undefined;
 
   constructor(
     private readonly storage?: Storage,
     private readonly opts: StatsOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
+    this.index = storage ? new StatsIndex(storage, this.now) : undefined;
   }
 
   record(transport: TransportName, path: string, ms: number, failed: boolean): void {
@@ -215,20 +166,41 @@ export class Stats {
     const batch = this.pending;
     this.pending = new Map();
     const ttlMs = (this.opts.retentionDays ?? 90) * DAY_MS;
-    for (const [key, add] of batch) {
-      try {
-        // One transaction: the store's own atomic primitive (queued per key in this process,
-        // locked across instances), so instances flushing the same row never lose a race.
-        await storage.transact([PREFIX + key], (read) => {
-          const current = read<DayRecord>(PREFIX + key);
-          return { writes: [{ op: 'set', key: PREFIX + key, value: merge(current ? structuredClone(current) : emptyRecord(), add), ttlMs }], result: null };
-        });
-      } catch (err) {
-        // Keep the counts for the next flush instead of losing them.
+    const upstream = this.opts.upstream?.hasPending ? this.opts.upstream.write(storage, ttlMs) : undefined;
+    try {
+      await this.index!.ensureMarker();
+      await this.writeRecords(storage, batch, ttlMs);
+    } catch (err) {
+      // Keep the counts for the next flush instead of losing them.
+      for (const [key, add] of batch) {
         const back = this.pending.get(key);
         this.pending.set(key, back ? merge(back, add) : add);
-        throw err;
       }
+      throw err;
+    } finally {
+      await upstream;
+    }
+  }
+
+  /** Write `batch` record by record; what is not written when one fails is left in `batch` (the caller keeps it). */
+  private async writeRecords(storage: Storage, batch: Map<string, DayRecord>, ttlMs: number): Promise<void> {
+    const index = this.index!;
+    for (const [key, add] of batch) {
+      const day = key.slice(0, 10);
+      const name = key.slice(11);
+      const list = index.listFor(day, name);
+      // One transaction: the store's own atomic primitive (queued per key in this process,
+      // locked across instances), so instances flushing the same row never lose a race; the
+      // record's name joins its day's list in it, so a read finds every record by key.
+      await storage.transact(list ? [PREFIX + key, list] : [PREFIX + key], (read) => {
+        const current = read<DayRecord>(PREFIX + key);
+        const writes: TxWrite[] = [{ op: 'set', key: PREFIX + key, value: merge(current ? structuredClone(current) : emptyRecord(), add), ttlMs }];
+        const names = list ? StatsIndex.added(read<string[]>(list), name) : undefined;
+        if (list && names) writes.push({ op: 'set', key: list, value: names, ttlMs });
+        return { writes, result: null };
+      });
+      if (list) index.remember(day, name);
+      batch.delete(key);
     }
   }
 
@@ -239,52 +211,13 @@ export class Stats {
     const wanted = new Set(Array.from({ length: days }, (_, i) => dayString(today - i)));
     const entries: Array<[string, DayRecord]> = [];
     if (this.storage) {
-      const keys = (await this.storage.keys(PREFIX)).filter((k) => wanted.has(k.slice(PREFIX.length, PREFIX.length + 10)));
-      const values = await Promise.all(keys.map((k) => this.storage!.get<DayRecord>(k)));
-      keys.forEach((k, i) => values[i] && entries.push([k.slice(PREFIX.length), values[i]!]));
+      const keys = await this.index!.recordKeys([...wanted], this.opts.retentionDays ?? 90);
+      const values = await this.storage.getMany<DayRecord>(keys.map((k) => PREFIX + k));
+      keys.forEach((k, i) => values[i] && entries.push([k, values[i]!]));
     } else {
       for (const [k, r] of this.pending) if (wanted.has(k.slice(0, 10))) entries.push([k, r]);
     }
-    const byProcedure = new Map<string, DayRecord>();
-    const byDay = new Map<string, { total: number; errors: number }>();
-    const byDayEntry = new Map<string, { day: string; transport: string; total: number; errors: number }>();
-    for (const [key, r] of entries) {
-      const day = key.slice(0, 10);
-      const rest = key.slice(11);
-      const p = byProcedure.get(rest) ?? emptyRecord();
-      byProcedure.set(rest, merge(p, r));
-      const d = byDay.get(day) ?? { total: 0, errors: 0 };
-      d.total += r.count;
-      d.errors += r.errors;
-      byDay.set(day, d);
-      const transport = rest.slice(0, rest.indexOf(':'));
-      const de = byDayEntry.get(`${day} ${transport}`) ?? { day, transport, total: 0, errors: 0 };
-      de.total += r.count;
-      de.errors += r.errors;
-      byDayEntry.set(`${day} ${transport}`, de);
-    }
-    const procedures = [...byProcedure]
-      .map(([key, r]) => {
-        const sep = key.indexOf(':');
-        return {
-          transport: key.slice(0, sep),
-          path: key.slice(sep + 1),
-          count: r.count,
-          errors: r.errors,
-          avgMs: r.count ? Number((r.totalMs / r.count).toFixed(3)) : 0,
-          latencyMs: { p50: percentile(r.buckets, r.count, 50), p90: percentile(r.buckets, r.count, 90), p99: percentile(r.buckets, r.count, 99) },
-        };
-      })
-      .sort((a, b) => b.count - a.count || a.path.localeCompare(b.path));
-    return {
-      days,
-      since: dayString(today - days + 1),
-      total: procedures.reduce((s, p) => s + p.count, 0),
-      errors: procedures.reduce((s, p) => s + p.errors, 0),
-      procedures,
-      byDay: [...byDay].map(([day, v]) => ({ day, ...v })).sort((a, b) => a.day.localeCompare(b.day)),
-      byDayEntry: [...byDayEntry.values()].sort((a, b) => a.day.localeCompare(b.day) || a.transport.localeCompare(b.transport)),
-    };
+    return summarize(entries, days, dayString(today - days + 1));
   }
 
   /**
@@ -293,14 +226,27 @@ export class Stats {
    */
   dropPending(): void {
     this.pending.clear();
+    this.opts.upstream?.dropPending();
+    this.index?.forget();
+  }
+
+  /**
+   * The upstream rows of `days` (YYYY-MM-DD), one read per day; call after `snapshot`, which had
+   * every instance write its pending counts (upstream ones included).
+   */
+  upstreamDays(days: readonly string[]): Promise<UpstreamDay[]> {
+    return this.opts.upstream?.read(this.storage, days) ?? Promise.resolve(days.map(() => ({})));
   }
 
   /** Forget everything: pending counts and, cluster-wide, the stored records. */
   async reset(): Promise<void> {
     this.pending.clear();
+    this.opts.upstream?.dropPending();
     if (!this.storage) return;
     await this.flushing?.catch(() => undefined);
-    const keys = await this.storage.keys(PREFIX);
+    // Every record and day list goes; the index's marker stays (nothing left predates the index).
+    const keys = (await this.storage.keys(PREFIX)).filter((k) => k !== StatsIndex.markerKey);
     await Promise.all(keys.map((k) => this.storage!.delete(k)));
+    this.index?.forget();
   }
 }

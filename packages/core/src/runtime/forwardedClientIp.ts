@@ -12,3 +12,22 @@ export function forwardedClientIp(header: string | null | undefined): string | u
   }
   return undefined;
 }
+
+interface NodeSocketHolder {
+  socket?: { remoteAddress?: string };
+}
+
+/**
+ * The client address of a request, the one rule every entry point and the OAuth server use: the
+ * forwarded one only with trustProxy, else the Node socket's, which @hono/node-server passes as
+ * `env.incoming` (read here without importing the adapter, since server.fetch also runs in other
+ * fetch runtimes), else 'unknown'.
+ */
+export function requestClientIp(forwardedFor: string | null | undefined, env: unknown, trustProxy: boolean): string {
+  if (trustProxy) {
+    const fwd = forwardedClientIp(forwardedFor);
+    if (fwd) return fwd;
+  }
+  const e = env as { incoming?: NodeSocketHolder; server?: { incoming?: NodeSocketHolder } } | undefined;
+  return (e?.server ?? e)?.incoming?.socket?.remoteAddress ?? 'unknown';
+}

@@ -1,4 +1,5 @@
 import { currentToken, signOut } from './auth.js';
+import type { Method, Output } from './types.js';
 
 /** An error answer of a procedure, as /rpc sends it (JSON-RPC code, message, tRPC code in data). */
 export class RpcError extends Error {
@@ -38,4 +39,9 @@ export async function rpc<T = unknown>(method: string, params?: unknown): Promis
     throw new RpcError(body.error.message, body.error.code, trpcCode);
   }
   return body.result as T;
+}
+
+/** `rpc` for the server's own procedures: the name is checked and the answer typed from core's router. */
+export function call<M extends Method>(method: M, params?: unknown): Promise<Output<M>> {
+  return rpc<Output<M>>(method, params);
 }

@@ -1,4 +1,4 @@
-import { rpc } from './api.js';
+import { call } from './api.js';
 import { currentToken, finishDevSignIn, finishOAuth, onSignedOut, signOut, startOAuth, useToken, type Settings } from './auth.js';
 import { clear, errorBox, h } from './dom.js';
 import { alertsView } from './views/alerts.js';
@@ -10,13 +10,10 @@ import { overviewView } from './views/overview.js';
 import { providersView } from './views/providers.js';
 import { userView } from './views/user.js';
 import { usersView } from './views/users.js';
+import type { Output } from './types.js';
 
 /** Who is signed in, as the server says (user.getUserProfile). */
-export interface Me {
-  userId: string;
-  email?: string;
-  isAdmin: boolean;
-}
+export type Me = Pick<Output<'user.getUserProfile'>, 'userId' | 'email' | 'isAdmin'>;
 
 /** A view draws into `main` and may return a function that stops it (timers, sessions). */
 export type View = (main: HTMLElement, me: Me, arg: string | undefined) => Promise<(() => void) | void>;
@@ -110,7 +107,7 @@ function refuseAdmin(main: HTMLElement): void {
 async function boot(settings: Settings): Promise<void> {
   if (!currentToken()) return signInPage(settings);
   try {
-    me = await rpc<Me>('user.getUserProfile');
+    me = await call('user.getUserProfile');
   } catch (e) {
     return signInPage(settings, e instanceof Error ? `Sign-in failed: ${e.message}` : undefined);
   }

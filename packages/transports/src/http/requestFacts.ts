@@ -1,23 +1,13 @@
 import type { Context as HonoContext } from 'hono';
-import { forwardedClientIp } from '@ai-backend/core/internal';
+import { requestClientIp } from '@ai-backend/core/internal';
 
 /**
  * Facts about a request that depend on trustProxy: the client address, the public origin
  * (for CORS and OAuth redirects). Forwarded headers are read only when trustProxy is set.
  */
-interface NodeSocketHolder {
-  socket?: { remoteAddress?: string };
-}
-
+/** The client address (core's one rule: forwarded only with trustProxy, else the socket). */
 export function clientIp(c: HonoContext, trustProxy: boolean): string {
-  if (trustProxy) {
-    const fwd = forwardedClientIp(c.req.header('x-forwarded-for'));
-    if (fwd) return fwd;
-  }
-  // What @hono/node-server's getConnInfo reads, without importing the Node adapter (server.fetch
-  // runs in other fetch runtimes too): the adapter passes the IncomingMessage as env.incoming.
-  const env = c.env as { incoming?: NodeSocketHolder; server?: { incoming?: NodeSocketHolder } } | undefined;
-  return (env?.server ?? env)?.incoming?.socket?.remoteAddress ?? 'unknown';
+  return requestClientIp(c.req.header('x-forwarded-for'), c.env, trustProxy);
 }
 
 /** The Origin header, or the forwarded origin when behind a trusted proxy. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DefaultBudgetSchema } from './budget.js';
-import { ModelInfoSchema, PROVIDER_IDS, ProvidersSchema } from './aiProviders.js';
+import { ModelInfoSchema, PROVIDER_IDS, ProvidersSchema, splitModelRef } from './aiProviders.js';
 
 export {
   PROVIDER_IDS,
@@ -112,7 +112,7 @@ export const AiSchema = z
   .superRefine((ai, ctx) => {
     const ids = [...PROVIDER_IDS, ...Object.keys(ai.providers).filter((id) => !(PROVIDER_IDS as readonly string[]).includes(id))];
     const isId = (id: string) => ids.includes(id) || /^provider_[a-d]$/.test(id);
-    const known = (ref: string) => isId(ref.split('/')[0]!);
+    const known = (ref: string) => isId(splitModelRef(ref).provider);
     const listed = ids.join(', ');
     if (!isId(ai.defaultProvider)) ctx.addIssue({ code: 'custom', path: ['defaultProvider'], message: `unknown provider "${ai.defaultProvider}"; configured: ${listed}` });
     ai.byokProviders.forEach((id, i) => {

@@ -159,3 +159,27 @@ export type ProvidersInput = Record<string, z.input<typeof BuiltinProviderSchema
  * field; typed here as what it accepts and returns, so a TypeScript config is checked too.
  */
 export const ProvidersSchema = providersSchema as unknown as z.ZodDefault<z.ZodType<Record<string, ProviderConfig>, ProvidersInput>>;
+
+/**
+ * The spec's neutral provider names, accepted as input aliases of the real ids
+ * (provider_a..provider_d are, in order, anthropic, openai, google, openrouter).
+ */
+export const PROVIDER_ALIASES: Readonly<Record<string, (typeof PROVIDER_IDS)[number]>> = {
+  provider_a: 'anthropic',
+  provider_b: 'openai',
+  provider_c: 'google',
+  provider_d: 'openrouter',
+};
+
+/**
+ * The one reading of a model reference (after alias lookup): `provider/model`, where the model
+ * may itself contain slashes (`openrouter/anthropic/claude-sonnet-4.5`), or a bare provider
+ * (its default model: `model` is ''). The provider part is un-aliased (provider_b → openai).
+ * Used by the config's checks of aliases and fallbacks and by the ai service at call time.
+ */
+export function splitModelRef(ref: string): { provider: string; model: string } {
+  const slash = ref.indexOf('/');
+  const head = slash < 0 ? ref : ref.slice(0, slash);
+  return { provider: Object.hasOwn(PROVIDER_ALIASES, head) ? PROVIDER_ALIASES[head]! : head, model: slash < 0 ? '' : ref.slice(slash + 1) };
+}
+

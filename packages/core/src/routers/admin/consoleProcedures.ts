@@ -1,13 +1,19 @@
 import { z } from 'zod';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
-import { adminUsageAnalytics } from '../../services/billing/adminUsageAnalytics.js';
+import { adminUsageAnalytics, daysBetween } from '../../services/billing/adminUsageAnalytics.js';
 import { adminProcedure } from '../../pipeline/procedures.js';
 import { cursorInput, limitInput } from '../billing/bounds.js';
+import { overviewSeries } from './overviewSeries.js';
 
 const UserRef = z.string().min(1).max(320).describe('user id (sub) or e-mail');
-/** Most users a search answers (a prefix may match many). */
+/** Most users a search page answers. */
 const MAX_FOUND = 20;
+/**
+ * Most user index entries one search examines (one per user and e-mail change): the bound on
+ * its cost. Past it the answer carries a cursor to search on; the ledger never enters into it.
+ */
+const MAX_SCANNED = 5000;
 
 /** The stored id of a user named by id or e-mail; NOT_FOUND for an e-mail the server never saw. */
 async function userId(runtime: Runtime, ref: string): Promise<string> {
@@ -26,22 +32,28 @@ const dayString = (ms: number) => new Date(ms).toISOString().slice(0, 10);
  */
 export const consoleProcedures = {
   overview: adminProcedure
-    .meta({ description: 'The console overview in one call: requests and errors per day and entry point, tokens and money per day, provider and model, upstream latency per provider, MCP sessions and streams, alert backlog' })
+    .meta({ description: 'The console overview in one call: requests and errors per day and entry point; calls, failures, upstream latency p50/p99, tokens and money per day by provider and by model (cluster-wide); MCP sessions and streams, alert backlog' })
     .input(z.strictObject({ days: z.number().int().min(1).max(90).default(14) }).default({ days: 14 }))
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
       const to = dayString(Date.now());
       const from = dayString(Date.now() - (input.days - 1) * 86_400_000);
+      const days = daysBetween(from, to);
       const [statistics, usage, figures, alerts] = await Promise.all([
         runtime.stats.snapshot(input.days),
-        adminUsageAnalytics(runtime.storage, { from, to, sortBy: 'cost', limit: 10 }),
+        adminUsageAnalytics(runtime.storage, { from, to, sortBy: 'cost', limit: 10, series: true }),
         runtime.metrics?.consoleFigures(),
         runtime.alerts.pending(),
       ]);
+      // After the snapshot: it had every instance write its pending counts, upstream ones included.
+      const upstreamDays = await runtime.stats.upstreamDays(days);
+      const { seriesByProvider, seriesByModel, ...usageTotals } = usage;
       return {
         period: { from, to, days: input.days },
         requests: { total: statistics.total, errors: statistics.errors, byDay: statistics.byDay, byDayEntry: statistics.byDayEntry, procedures: statistics.procedures.slice(0, 15) },
-        usage,
+        usage: usageTotals,
+        // Cluster-wide, from the statistics and the usage day rows (null with statistics.enabled false).
+        series: runtime.config.statistics.enabled ? overviewSeries(days, statistics, { seriesByProvider, seriesByModel }, upstreamDays) : null,
         // This instance's upstream figures since it started (Prometheus counters), null with metrics off.
         upstream: figures?.providers ?? null,
         mcp: figures?.mcp ?? null,
@@ -50,22 +62,33 @@ export const consoleProcedures = {
     }),
 
   findUsers: adminProcedure
-    .meta({ description: 'Users by exact id or e-mail, or by the beginning of their id (at most 20)' })
-    .input(z.strictObject({ query: z.string().trim().min(1).max(320) }))
+    .meta({ description: 'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; pass nextCursor for more' })
+    .input(
+      z.strictObject({
+        query: z.string().trim().min(1).max(320),
+        limit: z.number().int().min(1).max(MAX_FOUND).default(MAX_FOUND),
+        cursor: z.number().int().min(1).optional().describe('nextCursor of the previous page'),
+      }),
+    )
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
-      const exact = await runtime.users.find(input.query);
-      const subs = new Set<string>();
-      if (exact.profile || !input.query.includes('@')) subs.add(exact.sub);
-      if (!input.query.includes('@')) for (const sub of await runtime.users.subsStartingWith(input.query, MAX_FOUND)) subs.add(sub);
+      const first = input.cursor === undefined;
+      const [exact, page] = await Promise.all([first ? runtime.users.find(input.query) : undefined, runtime.users.search(input.query, { limit: input.limit, cursor: input.cursor, maxScanned: MAX_SCANNED })]);
+      const subs: string[] = [];
+      // An exact id or e-mail leads the first page (also a user credited but never seen, who has no profile).
+      if (exact && (exact.profile || !input.query.includes('@'))) subs.push(exact.sub);
+      for (const sub of page.subs) if (!subs.includes(sub)) subs.push(sub);
+      const profiles = new Map(page.profiles.map((p) => [p.sub, p]));
+      if (exact?.profile) profiles.set(exact.sub, exact.profile);
       const found = await Promise.all(
-        [...subs].slice(0, MAX_FOUND).map(async (sub) => {
-          const [{ profile }, balances] = await Promise.all([runtime.users.find(sub), runtime.billing.balances(sub)]);
+        subs.slice(0, input.limit + 1).map(async (sub) => {
+          const profile = profiles.get(sub);
+          const balances = await runtime.billing.balances(sub);
           const known = profile !== undefined || balances.subscription + balances.one_time > 0;
           return known ? { userId: sub, email: profile?.email ?? null, lastSeenAt: profile?.lastSeenAt ?? null, isAdmin: runtime.users.listedAdmin(sub, profile?.email) || profile?.isAdmin === true, balances } : undefined;
         }),
       );
-      return { users: found.filter((u) => u !== undefined) };
+      return { users: found.filter((u) => u !== undefined), scanned: page.scanned, ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
     }),
 
   userActivity: adminProcedure
@@ -105,7 +128,7 @@ export const consoleProcedures = {
     }),
 
   recentCalls: adminProcedure
-    .meta({ description: "The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens); never input, prompt or answer text" })
-    .input(z.strictObject({ limit: z.number().int().min(1).max(500).default(100), after: z.number().int().min(0).optional().describe('only calls after this seq (polling)') }).default({ limit: 100 }))
+    .meta({ description: "The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens; a streamed call shows its tokens once its stream ended); never input, prompt or answer text" })
+    .input(z.strictObject({ limit: z.number().int().min(1).max(500).default(100), after: z.number().int().min(0).optional().describe('only calls recorded or updated after this lastSeq of a previous answer (polling); merge them by seq') }).default({ limit: 100 }))
     .query(({ ctx, input }) => ({ calls: ctx.runtime.recentCalls.list(input.limit, input.after), lastSeq: ctx.runtime.recentCalls.lastSeq })),
 };

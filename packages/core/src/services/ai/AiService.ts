@@ -5,6 +5,7 @@ import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
 import { CircuitBreaker, type BreakerState } from './CircuitBreaker.js';
 import type { Metering } from './Metering.js';
+import type { UpstreamStats } from '../../observability/UpstreamStats.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
@@ -31,6 +32,8 @@ export interface AiServiceOptions {
   storedKey?: (userId: string, provider: ProviderId) => Promise<string | undefined>;
   /** Upstream call metrics (runtime.metrics). */
   metrics?: Metrics;
+  /** Durable upstream statistics per day, provider and model (written by runtime.stats). */
+  upstreamStats?: UpstreamStats;
   /**
    * Told when a provider that was healthy fails (alerts: providerDegraded). With the registry
    * probe on, only the probe's transitions (once for all instances); otherwise each instance's
@@ -81,7 +84,7 @@ export class AiService {
   private readonly stats = new Map<ProviderId, { calls: number; failures: number; totalMs: number; lastSuccessAt: string | null; lastFailure: { reason: string; at: string } | null }>();
 
   constructor(private readonly opts: AiServiceOptions) {
-    this.providers = new ProviderRegistry(opts.config, opts.metrics);
+    this.providers = new ProviderRegistry(opts.config, opts.metrics, opts.upstreamStats);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
     this.breaker = opts.storage ? new CircuitBreaker(opts.storage, { ...opts.config.ai.circuitBreaker, trialMs: opts.config.ai.timeoutMs }, opts.logger) : undefined;
     const probeStorage = opts.shared ?? opts.storage;

@@ -11,6 +11,7 @@ import { PROVIDER_IDS } from './providerIds.js';
 import { upstreamFetch } from './upstreamFetch.js';
 import type { KeyCheckKind } from './validateProviderKey.js';
 import { observedFetch } from '../../observability/observedFetch.js';
+import type { UpstreamStats } from '../../observability/UpstreamStats.js';
 import type { Metrics } from '../../observability/Metrics.js';
 
 /** The providers' public API bases, used when `ai.providers.<id>.baseUrl` is not set. */
@@ -54,7 +55,11 @@ export class ProviderRegistry {
   private readonly named: Record<ProviderId, NamedProviderConfig>;
 
   /** `metrics`: where upstream calls are counted (runtime.metrics); absent when metrics are off. */
-  constructor(config: ResolvedConfig, private readonly metrics?: Metrics) {
+  constructor(
+    config: ResolvedConfig,
+    private readonly metrics?: Metrics,
+    private readonly upstreamStats?: UpstreamStats,
+  ) {
     this.ai = config.ai;
     this.serverProviders = new Set(config.serverProviders);
     this.named = Object.fromEntries(Object.entries(config.ai.providers).filter((e): e is [string, NamedProviderConfig] => 'type' in e[1]));
@@ -236,7 +241,7 @@ export class ProviderRegistry {
    * propagation and upstream metrics per HTTP attempt (observability/observedFetch).
    */
   private fetchFor(provider: ProviderId, model: string, baseURL: string) {
-    return pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics), this.namedType(provider) === 'azure' ? ['api-version'] : []);
+    return pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics, this.upstreamStats), this.namedType(provider) === 'azure' ? ['api-version'] : []);
   }
 
   /**

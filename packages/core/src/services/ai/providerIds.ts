@@ -1,16 +1,6 @@
 import { z } from 'zod';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
-
-/**
- * The spec's neutral provider names, accepted as input aliases of the real ids
- * (provider_a..provider_d are, in order, anthropic, openai, google, openrouter).
- */
-export const PROVIDER_ALIASES: Readonly<Record<string, ProviderId>> = {
-  provider_a: 'anthropic',
-  provider_b: 'openai',
-  provider_c: 'google',
-  provider_d: 'openrouter',
-};
+import { PROVIDER_ALIASES } from '../../config/sections/aiProviders.js';
 
 const unalias = (v: unknown) => (typeof v === 'string' && Object.hasOwn(PROVIDER_ALIASES, v) ? PROVIDER_ALIASES[v] : v);
 
@@ -25,4 +15,4 @@ export const KEY_PROVIDER_IDS = ['anthropic', 'openai', 'google'] as const;
 export type KeyProviderId = (typeof KEY_PROVIDER_IDS)[number];
 export const KeyProviderInput = z.preprocess(unalias, z.enum(KEY_PROVIDER_IDS));
 
-export { PROVIDER_IDS, type ProviderId };
+export { PROVIDER_ALIASES, PROVIDER_IDS, type ProviderId };

@@ -23,6 +23,8 @@ export interface AdminAnalyticsOptions {
   limit: number;
   /** Most user-day rows read for the user ranking; past it the ranking is marked truncated. Default 50,000. */
   maxUserDays?: number;
+  /** Also each ranked provider's and model's totals per day (`seriesByProvider`, `seriesByModel`), from the same rows. */
+  series?: boolean;
 }
 
 /** Totals split by payer: platform-paid money is what budgets and the operator care about. */
@@ -42,6 +44,9 @@ export interface AdminAnalytics {
   topUsers?: Array<{ userId: string } & SplitTotals>;
   /** The user ranking read only the first `maxUserDays` user-day rows. */
   truncated?: boolean;
+  /** With `series`: totals per day of the period (every day, in order) of each ranked provider and model. */
+  seriesByProvider?: Array<{ provider: string; byDay: Totals[] }>;
+  seriesByModel?: Array<{ model: string; byDay: Totals[] }>;
 }
 
 const DAY_MS = 86_400_000;
@@ -132,6 +137,14 @@ export async function adminUsageAnalytics(storage: Storage, opts: AdminAnalytics
   const byDay: NonNullable<AdminAnalytics['byDay']> = [];
   const byProvider: Record<string, Totals> = {};
   const byModel: Record<string, Totals> = {};
+  // Per day and key, only with `series` (bounded below to the ranked keys).
+  const dayProvider = new Map<string, Totals[]>();
+  const dayModel = new Map<string, Totals[]>();
+  const perDay = (m: Map<string, Totals[]>, key: string, d: number): Totals => {
+    let row = m.get(key);
+    if (!row) m.set(key, (row = days.map(() => zero())));
+    return row[d]!;
+  };
   days.forEach((date, d) => {
     const day = { date, activeUsers: 0, ...splitZero() };
     for (let s = 0; s < GLOBAL_SHARDS; s++) {
@@ -141,18 +154,29 @@ export async function adminUsageAnalytics(storage: Storage, opts: AdminAnalytics
       day.activeUsers += row.users;
       for (const [k, v] of Object.entries(row.byProvider)) add((byProvider[k] ??= zero()), v);
       for (const [k, v] of Object.entries(row.byModel)) add((byModel[k] ??= zero()), v);
+      if (!opts.series) continue;
+      for (const [k, v] of Object.entries(row.byProvider)) add(perDay(dayProvider, k, d), v);
+      for (const [k, v] of Object.entries(row.byModel)) add(perDay(dayModel, k, d), v);
     }
     if (day.requests === 0) return;
     addSplit(totals, day);
     totals.activeUserDays += day.activeUsers;
     byDay.push(day);
   });
+  const rankedProviders = top(Object.entries(byProvider), opts.sortBy, opts.limit);
+  const rankedModels = top(Object.entries(byModel), opts.sortBy, opts.limit);
   return {
     period: { from: opts.from, to: opts.to, days: days.length },
     totals,
     ...(want('day') ? { byDay } : {}),
-    ...(want('provider') ? { byProvider: top(Object.entries(byProvider), opts.sortBy, opts.limit).map(([provider, t]) => ({ provider, ...t })) } : {}),
-    ...(want('model') ? { byModel: top(Object.entries(byModel), opts.sortBy, opts.limit).map(([model, t]) => ({ model, ...t })) } : {}),
+    ...(want('provider') ? { byProvider: rankedProviders.map(([provider, t]) => ({ provider, ...t })) } : {}),
+    ...(want('model') ? { byModel: rankedModels.map(([model, t]) => ({ model, ...t })) } : {}),
+    ...(opts.series
+      ? {
+          seriesByProvider: rankedProviders.map(([provider]) => ({ provider, byDay: dayProvider.get(provider)! })),
+          seriesByModel: rankedModels.map(([model]) => ({ model, byDay: dayModel.get(model)! })),
+        }
+      : {}),
     ...(users ? { topUsers: users.rows, ...(users.truncated ? { truncated: true } : {}) } : {}),
   };
 }

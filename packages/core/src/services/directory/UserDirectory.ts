@@ -2,6 +2,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
 import { rememberUser, userByEmail } from '../billing/userIndex.js';
+import { indexUser, searchIndex, type SearchPage } from './userSearchIndex.js';
 
 /** What the server last saw of a user's identity, as stored. */
 export interface UserProfile {
@@ -45,7 +46,9 @@ export class UserDirectory {
     if (this.written.size >= MAX_TRACKED) this.written.clear();
     this.written.set(identity.sub, { at: now, fingerprint });
     const profile: UserProfile = { sub: identity.sub, scopes: [...identity.scopes], isAdmin: identity.isAdmin, via: identity.via, lastSeenAt: new Date(now).toISOString(), ...(identity.email ? { email: identity.email } : {}) };
-    void Promise.all([this.storage.set(profileKey(identity.sub), profile), rememberUser(this.storage, identity)]).catch(() => this.written.delete(identity.sub));
+    void Promise.all([this.storage.set(profileKey(identity.sub), profile), rememberUser(this.storage, identity), indexUser(this.storage, identity.sub, identity.email)]).catch(() =>
+      this.written.delete(identity.sub),
+    );
   }
 
   /** A user by sub or e-mail (case-insensitive); undefined when the server never saw them. */
@@ -54,10 +57,18 @@ export class UserDirectory {
     return { sub, profile: await this.storage.get<UserProfile>(profileKey(sub)) };
   }
 
-  /** Ids of seen users beginning with `prefix` (a prefix listing of the profiles, at most `limit`). */
-  async subsStartingWith(prefix: string, limit: number): Promise<string[]> {
-    const keys = await this.storage.keys(profileKey(prefix));
-    return keys.slice(0, limit).map((k) => k.slice(profileKey('').length));
+  /**
+   * Seen users whose id or e-mail contains `query`, ignoring case: at most `limit` per page, most
+   * recently indexed first, examining at most `maxScanned` index entries (pass `nextCursor` back
+   * to go on). Each match is checked against the user's current profile, so an e-mail they no
+   * longer use does not find them.
+   */
+  async search(query: string, opts: { limit: number; cursor?: number | undefined; maxScanned: number }): Promise<SearchPage & { profiles: UserProfile[] }> {
+    const page = await searchIndex(this.storage, query, opts);
+    const q = query.trim().toLowerCase();
+    const stored = await this.storage.getMany<UserProfile>(page.subs.map(profileKey));
+    const profiles = stored.filter((p): p is UserProfile => p !== undefined && (p.sub.toLowerCase().includes(q) || (p.email?.toLowerCase().includes(q) ?? false)));
+    return { ...page, subs: profiles.map((p) => p.sub), profiles };
   }
 
   /** Listed in `admin.users` by sub or e-mail: an administrator whatever their token says. */

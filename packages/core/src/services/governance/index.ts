@@ -1,2 +1,2 @@
-export { AlertOutbox, type AlertEvent } from './AlertOutbox.js';
+export { AlertOutbox, type AlertDelivery, type AlertEvent } from './AlertOutbox.js';
 export { signAlert, verifyAlertSignature, ALERT_SIGNATURE_HEADER } from './signAlert.js';

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
+import { countInWindow } from './fixedWindow.js';
 
 /** What is counted: every /mcp request, or each tool call (any entry point). */
 export type RateLimitKind = 'requests' | 'toolCalls';
@@ -100,14 +101,11 @@ export class RateLimiter {
    */
   async hit(kind: RateLimitKind, caller: string, units = 1): Promise<RateLimitDecision | null> {
     if (!this.settings.enabled || units <= 0) return null;
-    const { windowMs } = this.settings;
     const now = this.now();
-    const window = Math.floor(now / windowMs);
-    const resetSec = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
     let count: number;
+    let resetSec: number;
     try {
-      // The key is per window, so a ttl of one window (from creation) always outlives it.
-      count = (await this.storage.increment(`${this.prefix}${kind}:${caller}:${window}`, units, { ttlMs: windowMs })) ?? 0;
+      ({ count, resetSec } = await countInWindow(this.storage, `${this.prefix}${kind}:${caller}`, this.settings.windowMs, units, now));
     } catch (err) {
       if (now - this.lastWarn >= UNAVAILABLE_WARN_MS) {
         this.lastWarn = now;

@@ -3,6 +3,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
 import { rateLimitCaller } from './RateLimiter.js';
+import { countInWindow } from './fixedWindow.js';
 
 /**
  * Count one provider key check (`ai.keyChecks`) against the caller's address and, when signed
@@ -12,19 +13,17 @@ import { rateLimitCaller } from './RateLimiter.js';
  */
 export async function countKeyCheck(runtime: { config: Pick<ResolvedConfig, 'ai'>; storage: Pick<Storage, 'increment'> }, identity: Identity | null, ip: string): Promise<void> {
   const { windowMs, maxPerIdentity, maxPerAddress } = runtime.config.ai.keyChecks;
-  const now = Date.now();
-  const window = Math.floor(now / windowMs);
-  const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
   const budgets: Array<[string, number]> = [[rateLimitCaller(null, ip), maxPerAddress]];
   if (identity) budgets.push([rateLimitCaller(identity, ip), maxPerIdentity]);
   for (const [caller, limit] of budgets) {
-    let count: number | null;
+    let count: number;
+    let retryAfter: number;
     try {
-      count = await runtime.storage.increment(`rl:keyChecks:${caller}:${window}`, 1, { ttlMs: windowMs });
+      ({ count, resetSec: retryAfter } = await countInWindow(runtime.storage, `rl:keyChecks:${caller}`, windowMs));
     } catch {
       throw new CoreError('UNAVAILABLE', 'key checks are unavailable right now; retry later');
     }
-    if ((count ?? 0) > limit) {
+    if (count > limit) {
       throw new CoreError('RATE_LIMITED', `too many key checks: ${limit} per ${Math.round(windowMs / 1000)} s; retry in ${retryAfter} s`, {
         details: { kind: 'keyChecks', limit, retryAfterSec: retryAfter },
         headers: { 'Retry-After': String(retryAfter) },

@@ -1,18 +1,8 @@
-import { rpc } from '../api.js';
+import { call } from '../api.js';
 import { barChart } from '../charts.js';
 import { clear, errorBox, fmt, h, section, stat, table } from '../dom.js';
 import type { View } from '../main.js';
-
-interface Delivery {
-  deliveryId: string;
-  event: string;
-  state: 'pending' | 'dead';
-  receiver: string;
-  attempts: number;
-  createdAt: string;
-  nextAt: string | null;
-  lastError: string | null;
-}
+import type { AlertDelivery as Delivery } from '../types.js';
 
 /** Alerts: outbound webhook deliveries waiting and dead, with a retry button per delivery. */
 export const alertsView: View = async (main) => {
@@ -20,7 +10,7 @@ export const alertsView: View = async (main) => {
   const body = h('div', {});
   main.appendChild(body);
   const draw = async (message?: string) => {
-    const d = await rpc<{ enabled: boolean; pending: Delivery[]; dead: Delivery[] }>('admin.alertDeliveries', { limit: 100 });
+    const d = await call('admin.alertDeliveries', { limit: 100 });
     clear(body);
     if (!d.enabled) body.appendChild(h('p', { class: 'muted' }, 'No alert webhooks are configured (alerts.webhooks).'));
     body.appendChild(h('p', { role: 'status', id: 'alert-status' }, message ?? ''));
@@ -33,7 +23,7 @@ export const alertsView: View = async (main) => {
     const retry = (x: Delivery) =>
       h('button', { 'data-retry': x.deliveryId, onclick: async () => {
         try {
-          const r = await rpc<{ state: string }>('admin.retryAlert', { deliveryId: x.deliveryId });
+          const r = await call('admin.retryAlert', { deliveryId: x.deliveryId });
           await draw(`${x.event} ${r.state === 'requeued' ? 'sent again' : 'due now'}.`);
         } catch (e) {
           body.prepend(errorBox(e));

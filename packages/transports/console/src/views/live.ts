@@ -1,18 +1,7 @@
-import { rpc } from '../api.js';
+import { call } from '../api.js';
 import { clear, fmt, h, section } from '../dom.js';
 import type { View } from '../main.js';
-
-interface Call {
-  seq: number;
-  at: string;
-  entry: string;
-  procedure: string;
-  identity: string | null;
-  via: string | null;
-  status: string;
-  latencyMs: number;
-  tokens: number | null;
-}
+import type { RecentCall } from '../types.js';
 
 const KEEP = 200;
 const POLL_MS = 2000;
@@ -32,17 +21,20 @@ export const liveView: View = async (main) => {
       h('table', {}, h('thead', {}, h('tr', {}, ['time', 'entry', 'procedure', 'caller', 'status', 'latency', 'tokens'].map((x) => h('th', { scope: 'col' }, x)))), tbody),
     ),
   );
-  let calls: Call[] = [];
+  let calls: RecentCall[] = [];
   let after = 0;
   let stopped = false;
   const tick = async () => {
-    const r = await rpc<{ calls: Call[]; lastSeq: number }>('admin.recentCalls', { limit: 100, ...(after ? { after } : {}) });
+    const r = await call('admin.recentCalls', { limit: 100, ...(after ? { after } : {}) });
     after = Math.max(after, r.lastSeq);
-    calls = [...r.calls, ...calls].slice(0, KEEP);
+    // New calls and updated ones (a stream that ended: its tokens) arrive alike: keep one row per seq.
+    const fresh = new Set(r.calls.map((c) => c.seq));
+    calls = [...r.calls, ...calls.filter((c) => !fresh.has(c.seq))].sort((a, b) => b.seq - a.seq).slice(0, KEEP);
     clear(tbody);
     for (const c of calls) {
+      const tokens = c.streaming ? 'streaming…' : c.tokens === null ? '–' : fmt.int(c.tokens);
       tbody.appendChild(
-        h('tr', { class: c.status === 'ok' ? '' : 'failed' }, [new Date(c.at).toLocaleTimeString(), c.entry, c.procedure, c.identity ?? 'anonymous', c.status, `${c.latencyMs} ms`, c.tokens === null ? '–' : fmt.int(c.tokens)].map((x) => h('td', {}, x))),
+        h('tr', { class: c.status === 'ok' ? '' : 'failed', 'data-seq': c.seq }, [new Date(c.at).toLocaleTimeString(), c.entry, c.procedure, c.identity ?? 'anonymous', c.status, `${c.latencyMs} ms`, tokens].map((x) => h('td', {}, x))),
       );
     }
     const minute = calls.filter((c) => Date.now() - Date.parse(c.at) < 60_000);

@@ -1,15 +1,11 @@
-import { rpc } from '../api.js';
+import { call, rpc } from '../api.js';
 import { clear, errorBox, fmt, h, section, stat, table } from '../dom.js';
 import type { View } from '../main.js';
-import { budgetSection, keysTable, ledgerSection, usageCharts, type Analytics, type ApiKeyRecord, type BudgetPeriod } from './userParts.js';
+import { budgetSection, keysTable, ledgerSection, usageCharts } from './userParts.js';
 
 /** The spec's three providers have their own key procedures; named providers use storeProviderKey. */
 const SPEC_PROVIDERS = new Set(['anthropic', 'openai', 'google']);
 
-interface Byok {
-  byokEnabled: boolean;
-  providers: Record<string, { enabled: boolean; hasApiKey: boolean; last4?: string | null; rotatedAt?: string }>;
-}
 
 /**
  * The signed-in user's own account (every user, administrators too): balance, usage over time,
@@ -18,9 +14,9 @@ interface Byok {
 export const meView: View = async (main, me) => {
   main.appendChild(h('h1', {}, 'My account'));
   const [balance, analytics, budget] = await Promise.all([
-    rpc<{ balances: { subscription: number; one_time: number }; virtualTokenBalance: number }>('billing.getTokenBalance'),
-    rpc<Analytics>('billing.getUsageAnalytics', { days: 30 }),
-    rpc<{ periods: BudgetPeriod[] }>('billing.getBudget'),
+    call('billing.getTokenBalance'),
+    call('billing.getUsageAnalytics', { days: 30 }),
+    call('billing.getBudget'),
   ]);
   main.appendChild(h('div', { class: 'stats', id: 'balances' }, stat('Subscription tokens', fmt.int(balance.balances.subscription), 'balance-subscription'), stat('One-time tokens', fmt.int(balance.balances.one_time), 'balance-one-time'), stat('Total', fmt.int(balance.virtualTokenBalance), 'balance-total')));
   usageCharts(main, analytics);
@@ -46,7 +42,7 @@ async function drawByok(host: HTMLElement, owner: string): Promise<void> {
   host.appendChild(body);
   const redraw = async () => {
     clear(body);
-    const [status, { providers }] = await Promise.all([rpc<Byok>('user.getBYOKStatus'), rpc<{ providers: Array<{ id: string; name: string }> }>('ai.listProvidersBYOK')]);
+    const [status, { providers }] = await Promise.all([call('user.getBYOKStatus'), call('ai.listProvidersBYOK')]);
     const ids = [...new Set([...providers.map((p) => p.id), ...Object.keys(status.providers)])];
     if (!ids.length) return void body.appendChild(h('p', { class: 'muted' }, 'This server accepts no own keys.'));
     const msg = h('p', { role: 'status', id: 'byok-status' });
@@ -97,7 +93,7 @@ async function drawKeys(host: HTMLElement): Promise<void> {
   const redraw = async () => {
     clear(body);
     try {
-      const { keys } = await rpc<{ keys: ApiKeyRecord[] }>('keys.list');
+      const { keys } = await call('keys.list');
       body.appendChild(
         keys.length
           ? keysTable(keys, (k) => (k.revokedAt ? null : h('button', { onclick: () => confirm(`Revoke "${k.name}"?`) && void rpc('keys.revoke', { id: k.id }).then(redraw, (e: unknown) => body.appendChild(errorBox(e))) }, 'Revoke')))
@@ -112,7 +108,7 @@ async function drawKeys(host: HTMLElement): Promise<void> {
       ev.preventDefault();
       clear(created);
       try {
-        const r = await rpc<{ key: string }>('keys.create', { name: name.value.trim() });
+        const r = await call('keys.create', { name: name.value.trim() });
         name.value = '';
         // Shown this once (the server keeps only a hash); not stored anywhere by the console.
         created.append(h('p', {}, 'Your new key (copy it now; it is not shown again):'), h('input', { type: 'text', readonly: true, value: r.key, class: 'wide', 'aria-label': 'new API key' }));

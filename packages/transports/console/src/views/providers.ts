@@ -1,34 +1,22 @@
-import { rpc } from '../api.js';
+import { call, rpc } from '../api.js';
 import { barChart } from '../charts.js';
 import { fmt, h, section, table } from '../dom.js';
 import type { View } from '../main.js';
+import type { Output } from '../types.js';
 
-interface ProviderHealth {
-  id?: string;
-  name?: string;
-  serverPaid: boolean;
-  byok: boolean;
-  models: number;
-  available: boolean;
-  calls: number;
-  failures: number;
-  avgLatencyMs: number | null;
-  lastSuccessAt: string | null;
-  lastFailure: { at: string; message?: string; kind?: string } | null;
-  probe: { ok: boolean; at?: string; checkedAt?: string; latencyMs?: number; error?: string } | null;
-  breaker: string;
-}
+/** One provider's line of ai.getRegistryHealth, as core types it. */
+type ProviderHealth = NonNullable<Extract<Output<'ai.getRegistryHealth'>, { providers: unknown }>['providers']['openai']>;
 
 /** Providers: health, breaker, probe, call figures, models (with prices where known), aliases and fallbacks. */
 export const providersView: View = async (main) => {
   main.appendChild(h('h1', {}, 'Providers'));
   const [health, models, config] = await Promise.all([
-    rpc<{ status: string; checkedAt: string; providers?: Record<string, ProviderHealth>; error?: { message: string } }>('ai.getRegistryHealth'),
-    rpc<{ models: Record<string, string[]> }>('ai.listAllowedModels'),
+    call('ai.getRegistryHealth'),
+    call('ai.listAllowedModels'),
     rpc<{ ai: { ai: { aliases?: Record<string, unknown>; fallbacks?: unknown; providers?: Record<string, { fallbacks?: unknown; aliases?: unknown; pricing?: unknown }> } } }>('admin.getConfig', { section: 'ai' }),
   ]);
-  const list = Object.entries(health.providers ?? {});
-  main.appendChild(h('p', { id: 'registry-status', class: `badge ${health.status}` }, `Registry: ${health.status}${health.error ? ` (${health.error.message})` : ''} · checked ${fmt.time(health.checkedAt)}`));
+  const list = 'providers' in health ? (Object.entries(health.providers) as Array<[string, ProviderHealth]>) : [];
+  main.appendChild(h('p', { id: 'registry-status', class: `badge ${health.status}` }, `Registry: ${health.status}${'error' in health ? ` (${health.error.message})` : ''} · checked ${fmt.time(health.checkedAt)}`));
   const grid = h('div', { class: 'grid' });
   main.appendChild(grid);
   barChart(grid.appendChild(h('div', { class: 'card' })), 'provider-calls', 'Calls and failures by provider', list.map(([id]) => id), [{ label: 'calls', values: list.map(([, p]) => p.calls) }, { label: 'failures', values: list.map(([, p]) => p.failures) }]);
@@ -43,10 +31,10 @@ export const providersView: View = async (main) => {
           p.available ? 'yes' : 'no',
           [p.serverPaid ? 'server' : '', p.byok ? 'own key' : ''].filter(Boolean).join(', ') || '–',
           h('span', { class: `badge ${p.breaker}`, 'data-breaker': id }, p.breaker),
-          p.probe ? `${p.probe.ok ? 'ok' : 'failed'}${p.probe.error ? `: ${p.probe.error}` : ''}` : 'not probed',
+          p.probe ? `${p.probe.ok ? 'ok' : 'failed'}${p.probe.reason ? `: ${p.probe.reason}` : ''} · ${fmt.time(p.probe.checkedAt)}` : 'not probed',
           fmt.int(p.calls),
           fmt.int(p.failures),
-          p.lastFailure ? `${fmt.time(p.lastFailure.at)} ${p.lastFailure.kind ?? ''}` : '–',
+          p.lastFailure ? `${fmt.time(p.lastFailure.at)} ${p.lastFailure.reason}` : '–',
         ]),
       ),
     ),

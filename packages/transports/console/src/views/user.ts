@@ -1,15 +1,7 @@
-import { rpc } from '../api.js';
+import { call } from '../api.js';
 import { clear, errorBox, fmt, h, section, stat } from '../dom.js';
 import type { View } from '../main.js';
-import { budgetSection, keysTable, ledgerSection, usageCharts, type Analytics, type ApiKeyRecord, type BudgetPeriod } from './userParts.js';
-
-interface UserInfo {
-  userId: string;
-  email?: string;
-  isAdmin: boolean;
-  lastSeenAt: string | null;
-  usage: { balances: { subscription: number; one_time: number }; byokProviders: string[]; budget: BudgetPeriod[] };
-}
+import { budgetSection, keysTable, ledgerSection, usageCharts } from './userParts.js';
 
 /**
  * One user, for administrators: balances, usage per day, ledger pages, budgets, BYOK status
@@ -20,30 +12,37 @@ export const userView: View = async (main, _me, ref) => {
   const head = h('div', {});
   main.append(h('p', {}, h('a', { href: '#/users' }, '← Users')), head);
   const [info, analytics, keys] = await Promise.all([
-    rpc<UserInfo>('admin.getUserInfo', { userId: userRef, includeUsage: true }),
-    rpc<Analytics>('admin.userUsage', { userId: userRef, days: 30 }),
-    rpc<{ keys: ApiKeyRecord[] }>('keys.adminList', { userId: userRef }).catch(() => ({ keys: [] })),
+    call('admin.getUserInfo', { userId: userRef, includeUsage: true }),
+    call('admin.userUsage', { userId: userRef, days: 30 }),
+    // A failure here (API keys off, a store error) is shown in its section, not as "no keys".
+    call('keys.adminList', { userId: userRef }).then((r) => r.keys, (e: unknown) => (e instanceof Error ? e : new Error(String(e)))),
   ]);
   const balances = h('div', { class: 'stats', id: 'balances' });
   const drawBalances = (b: { subscription: number; one_time: number }) => {
     clear(balances);
     balances.append(stat('Subscription tokens', fmt.int(b.subscription), 'balance-subscription'), stat('One-time tokens', fmt.int(b.one_time), 'balance-one-time'), stat('Total', fmt.int(b.subscription + b.one_time), 'balance-total'));
   };
-  drawBalances(info.usage.balances);
+  // Asked for with includeUsage: true, so it is there; typed optional because the procedure can leave it out.
+  const usage = info.usage!;
+  drawBalances(usage.balances);
   head.append(h('h1', {}, info.email ? `${info.email}` : info.userId), h('p', { class: 'muted' }, `id ${info.userId}${info.isAdmin ? ' · administrator' : ''} · last seen ${fmt.time(info.lastSeenAt)}`), balances);
 
-  const ledger = ledgerSection((kind, cursor) => rpc('admin.userActivity', { userId: info.userId, kind, limit: 20, ...(cursor !== undefined ? { cursor } : {}) }));
+  // Ledger items are typed unknown by the procedure (three kinds of record): the section prints their fields as text.
+  const ledger = ledgerSection(async (kind, cursor) => {
+    const page = await call('admin.userActivity', { userId: info.userId, kind, limit: 20, ...(cursor !== undefined ? { cursor } : {}) });
+    return { items: page.items as Array<Record<string, unknown>>, ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
+  });
   main.append(creditSection(info.userId, async () => {
-    const fresh = await rpc<UserInfo>('admin.getUserInfo', { userId: info.userId, includeUsage: true });
-    drawBalances(fresh.usage.balances);
+    const fresh = await call('admin.getUserInfo', { userId: info.userId, includeUsage: true });
+    if (fresh.usage) drawBalances(fresh.usage.balances);
     await (ledger as HTMLElement & { refresh: () => Promise<void> }).refresh();
   }));
   usageCharts(main, analytics);
   main.append(
     ledger,
-    budgetSection(info.usage.budget),
-    section('Own provider keys (BYOK)', info.usage.byokProviders.length ? h('ul', { id: 'byok-providers' }, info.usage.byokProviders.map((p) => h('li', {}, `${p}: key stored`))) : h('p', { class: 'muted' }, 'No own keys stored.')),
-    section('API keys', keys.keys.length ? keysTable(keys.keys) : h('p', { class: 'muted' }, 'No API keys.')),
+    budgetSection(usage.budget),
+    section('Own provider keys (BYOK)', usage.byokProviders.length ? h('ul', { id: 'byok-providers' }, usage.byokProviders.map((p) => h('li', {}, `${p}: key stored`))) : h('p', { class: 'muted' }, 'No own keys stored.')),
+    section('API keys', h('div', { id: 'user-api-keys' }, keys instanceof Error ? errorBox(keys) : keys.length ? keysTable(keys) : h('p', { class: 'muted' }, 'No API keys.'))),
   );
 };
 
@@ -58,7 +57,7 @@ function creditSection(userId: string, after: () => Promise<void>): HTMLElement 
   const send = async () => {
     const n = Number(tokens.value);
     try {
-      const r = await rpc<{ applied: boolean }>('billing.creditTokens', { userId, tokens: n, type: type.value, idempotencyKey });
+      const r = await call('billing.creditTokens', { userId, tokens: n, type: type.value, idempotencyKey });
       status.textContent = r.applied ? `Credited ${fmt.int(n)} ${type.value} tokens.` : 'Already credited (same request).';
       idempotencyKey = crypto.randomUUID();
       tokens.value = '';

@@ -1,25 +1,12 @@
 import { barChart, timeChart } from '../charts.js';
 import { clear, errorBox, fmt, h, section, table } from '../dom.js';
+import type { Output } from '../types.js';
 
 /** The pieces the administrator's user view and the user's own view share. */
 
-export interface Analytics {
-  period: { days: number; startDate: string; endDate: string };
-  totals: { requests: number; tokensUsed: number; estimatedCostUsd: number };
-  byDay: Array<{ date: string; requests: number; tokensUsed: number; estimatedCostUsd: number }>;
-  byProvider: Record<string, { tokensUsed: number; requests: number }>;
-  byModel: Record<string, { tokensUsed: number; estimatedCostUsd: number }>;
-}
-
-export interface BudgetPeriod {
-  period: string;
-  source: string | null;
-  limits: { tokens: number | null; usd: number | null };
-  spent: { tokens: number; usd: number };
-  reserved: { tokens: number; usd: number };
-  remaining: { tokens: number | null; usd: number | null };
-  resetsAt: string;
-}
+/** Usage per day and provider: a user's own (billing.getUsageAnalytics) or any user's (admin.userUsage). */
+export type Analytics = Pick<Output<'billing.getUsageAnalytics'>, 'period' | 'byDay' | 'byProvider'>;
+export type BudgetPeriod = Output<'billing.getBudget'>['periods'][number];
 
 export function usageCharts(host: HTMLElement, a: Analytics): void {
   const days: string[] = [];
@@ -116,15 +103,7 @@ export function ledgerSection(load: (kind: LedgerKind, cursor: number | undefine
   return s;
 }
 
-export interface ApiKeyRecord {
-  id: string;
-  name: string;
-  prefix?: string;
-  createdAt: string;
-  expiresAt: string | null;
-  revokedAt?: string | null;
-  lastUsedAt?: string | null;
-}
+export type ApiKeyRecord = Output<'keys.list'>['keys'][number];
 
 export function keysTable(keys: ApiKeyRecord[], actions?: (k: ApiKeyRecord) => Node | null): HTMLTableElement {
   return table(
