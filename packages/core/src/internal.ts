@@ -22,7 +22,7 @@ export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.
 export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
 export { type Identity, type TransportName, type ApiKeyGrant } from './kernel/identity.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
-export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './pipeline/meta.js';
+export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
 export { invoke, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
 export { isAsyncIterable } from './pipeline/drainStream.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';

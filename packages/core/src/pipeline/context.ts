@@ -19,6 +19,8 @@ export interface RequestInfo {
 export interface McpCallContext {
   sessionId?: string;
   toolName: string;
+  /** Set when the call runs as a task of the MCP Tasks extension (`meta.longRunning`, 2026-07-28 clients). */
+  taskId?: string;
   /** Report progress; reaches the client as notifications/progress when it asked for it. */
   progress(progress: number, total?: number, message?: string): Promise<void>;
   /** Send a log message (notifications/message) respecting the session's level. */

@@ -24,7 +24,8 @@ export async function drainStream(stream: AsyncIterable<unknown>, ctx: Context):
     else if (e?.type === 'text' && typeof e.delta === 'string') {
       chars += e.delta.length;
       // Progress is best effort: a client that cannot take it must not fail the call.
-      if (ctx.mcp) await ctx.mcp.progress(chars, undefined, e.delta).catch(() => undefined);
+      // Inside an MCP task there is no stream for the deltas: the task's status says how far it got.
+      if (ctx.mcp) await ctx.mcp.progress(chars, undefined, ctx.mcp.taskId ? `${chars} characters generated` : e.delta).catch(() => undefined);
     }
     if (!finish) events.push(ev);
   }

@@ -28,6 +28,26 @@ export type McpResourceMeta = {
 } & ({ uri: string; uriTemplate?: never } | { uriTemplate: string; uri?: never });
 
 /**
+ * A long-running procedure (see `ProcedureMeta.longRunning` and docs/mcp.md "Tasks").
+ */
+export interface LongRunningMeta {
+  /**
+   * 'optional' (default): a 2026-07-28 client that negotiated the Tasks extension gets a task,
+   * any other client an ordinary (synchronous) tool call. 'required': only as a task; a client
+   * without the extension gets -32021 (Missing Required Client Capability).
+   */
+  taskSupport?: 'optional' | 'required';
+  /** How long the task (and its result) stays readable after it was created. Default 1 hour. */
+  ttlMs?: number;
+  /**
+   * The procedure gathers input with input-required results *before* the work starts (MRTR):
+   * those rounds are answered synchronously, and the task is created on the round that does
+   * the work. Without it, input asked for inside a task parks the task in `input_required`.
+   */
+  inputBeforeTask?: true;
+}
+
+/**
  * Procedure metadata. A procedure becomes an MCP tool when it has `mcp`;
  * the tool name defaults to the last path segment.
  */
@@ -52,6 +72,14 @@ export interface ProcedureMeta {
    * not an MCP tool (ai.embed: an upstream call that costs like generateText).
    */
   countsAsToolCall?: true;
+  /**
+   * The call can take long (an upstream model call, a job): on MCP 2026-07-28 it runs as a task
+   * of the Tasks extension (io.modelcontextprotocol/tasks) for clients that negotiated it: the
+   * call answers at once with a task id, and the client polls, answers input and cancels
+   * through tasks/get, tasks/update and tasks/cancel. `true` is `{ taskSupport: 'optional' }`.
+   * Other entry points (/trpc, /rpc, 2025 MCP sessions) call it as before.
+   */
+  longRunning?: true | LongRunningMeta;
   mcp?: {
     /** Tool name; default: the procedure's last path segment (e.g. `greeting`). */
     name?: string;

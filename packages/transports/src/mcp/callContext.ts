@@ -93,3 +93,40 @@ export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: 
   };
   return scope.context({ mcp, signal: callSignal(scope, ctx) });
 }
+
+/**
+ * The tRPC context for a run of a task (MCP Tasks extension): the caller of the request that
+ * started or resumed it, but the task's own AbortSignal (tasks/cancel, on any instance), since
+ * the run outlives that request. Progress and logs have no stream to travel on (the client polls
+ * tasks/get); a progress message becomes the task's statusMessage. Input is asked for with an
+ * input-required result, which parks the task in `input_required`.
+ */
+export function taskCallContext(
+  deps: McpServerDeps,
+  server: Server,
+  ctx: ServerContext,
+  name: string,
+  signal: AbortSignal,
+  round: { taskId: string; inputResponses?: Record<string, unknown>; requestState?: unknown },
+  onStatus: (message: string) => void,
+): Context {
+  const scope = scopeOf(ctx.http?.authInfo);
+  const mcp: McpCallContext = {
+    ...(round.inputResponses && Object.keys(round.inputResponses).length > 0 ? { inputResponses: round.inputResponses } : {}),
+    ...(round.requestState !== undefined ? { requestState: round.requestState } : {}),
+    sealState: (payload) => deps.seal.mint(payload, ctx),
+    toolName: name,
+    taskId: round.taskId,
+    clientCapabilities: clientCapabilitiesOf(server),
+    async progress(progress, total, message) {
+      onStatus(message ?? (total !== undefined ? `${progress}/${total}` : String(progress)));
+    },
+    async log(level, data) {
+      deps.runtime.logger.debug('MCP task log', { task: round.taskId, tool: name, level, data: typeof data === 'string' ? data.slice(0, 500) : undefined });
+    },
+    async request(method) {
+      throw new CoreError('NOT_CONFIGURED', `${method} is a server-to-client request; inside an MCP task ask for input with an input-required result instead`);
+    },
+  };
+  return scope.context({ mcp, signal });
+}

@@ -4,9 +4,11 @@ import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
 import { registerPrompts } from './registerPrompts.js';
 import { registerResources } from './registerResources.js';
+import { registerTasks } from './registerTasks.js';
 import { registerTools } from './registerTools.js';
 import { startRootsSync, type RootsSync } from './rootsSync.js';
 import type { McpServeMode, McpServerDeps, McpSessionState } from './sessionState.js';
+import type { McpTasks } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
 export type { McpRequestFacts } from './callContext.js';
@@ -61,7 +63,7 @@ class CatalogMcpServer extends McpServer {
  * capability lives in its own register* file; the SDK does version negotiation, envelope and
  * header validation and the 2026 wire encoding (cache fields, resultType).
  */
-export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateCodec<unknown>, sessionId: () => string | undefined, mode: McpServeMode = 'stateful'): McpServerHandle {
+export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateCodec<unknown>, sessionId: () => string | undefined, mode: McpServeMode = 'stateful', tasks?: McpTasks): McpServerHandle {
   const stateful = mode === 'stateful';
   // Capabilities are registered on the protocol server, not given to McpServer, which would
   // install its own registerTool-based handlers for them.
@@ -79,12 +81,14 @@ export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: Re
     logging: {},
     completions: {},
   });
-  const deps: McpServerDeps = { runtime, catalog, mode, sessionId, seal };
+  // Tasks (SEP-2663) are a 2026-07-28 extension: 2025 clients call long-running tools as before.
+  const deps: McpServerDeps = { runtime, catalog, mode, sessionId, seal, ...(mode === 'modern' && tasks ? { tasks } : {}) };
   // Until the client sets a level, debug chatter stays off.
   const state: McpSessionState = { logLevel: 'info' };
 
   registerLogging(server, state);
   registerTools(server, deps, state);
+  registerTasks(server, deps);
   registerPrompts(server, deps, state);
   registerCompletion(server, deps);
   const stopResources = registerResources(server, deps, state);

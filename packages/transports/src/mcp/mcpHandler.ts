@@ -211,10 +211,13 @@ export class McpHandler {
    * MCP calls like /rpc and /trpc ones, instead of cutting them at once by closing their session.
    */
   async drain(timeoutMs: number): Promise<void> {
-    if (this.inFlight.size === 0) return;
+    // Running MCP tasks get the same grace period as calls in flight (no new task starts meanwhile).
+    const tasks = this.modern.tasks.drain(timeoutMs);
+    if (this.inFlight.size === 0) return tasks;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all([...this.inFlight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
+    await tasks;
   }
 
   private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {

@@ -1,6 +1,7 @@
 import { createMcpHandler, type AuthInfo, type McpHttpHandler, type RequestStateCodec } from '@modelcontextprotocol/server';
 import type { Runtime } from '@ai-backend/core';
 import { createMcpServer } from './createMcpServer.js';
+import { McpTasks } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
 /**
@@ -16,9 +17,13 @@ import type { ToolCatalog } from './toolCatalog.js';
 export class ModernEndpoint {
   private readonly handler: McpHttpHandler;
   private readonly unsubscribe: Array<() => void>;
+  /** The Tasks extension's state and runs, shared by every request of this instance. */
+  readonly tasks: McpTasks;
 
   constructor(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateCodec<unknown>, responseMode?: 'sse' | 'json') {
-    this.handler = createMcpHandler(() => createMcpServer(runtime, catalog, seal, () => undefined, 'modern').mcp, {
+    this.tasks = new McpTasks(runtime);
+    const tasks = this.tasks;
+    this.handler = createMcpHandler(() => createMcpServer(runtime, catalog, seal, () => undefined, 'modern', tasks).mcp, {
       legacy: 'reject',
       // 'auto': a single JSON body unless the call emits progress or logs first, then SSE.
       responseMode: responseMode ?? 'auto',
@@ -40,6 +45,7 @@ export class ModernEndpoint {
 
   async close(): Promise<void> {
     for (const off of this.unsubscribe) off();
+    await this.tasks.close();
     await this.handler.close();
   }
 }

@@ -1,6 +1,8 @@
-import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server } from '@modelcontextprotocol/server';
-import { invoke, logWireError, toMcpToolError, toWireError } from '@ai-backend/core/internal';
-import { mcpContext } from './callContext.js';
+import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server, type ServerContext } from '@modelcontextprotocol/server';
+import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core/internal';
+import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext.js';
+import { callerOf } from './requestStateSeal.js';
+import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, type ToolOutcome } from './tasks/McpTasks.js';
 import { withRequestRoots } from './requestRoots.js';
 import type { CatalogTool } from './toolCatalog.js';
 import type { McpServerDeps, McpSessionState } from './sessionState.js';
@@ -24,6 +26,38 @@ function toToolResult(tool: CatalogTool, data: unknown): CallToolResult | InputR
   };
 }
 
+/** One run of a tool through core's invoke seam, as a task records it. */
+async function runOnce(deps: McpServerDeps, tool: CatalogTool, args: unknown, callCtx: Context): Promise<ToolOutcome> {
+  const result = await invoke(deps.runtime.router, tool.path, args ?? {}, callCtx);
+  if (result.ok) return { kind: 'result', result: toToolResult(tool, result.data) };
+  const wire = toWireError(result.error);
+  logWireError(deps.runtime.logger, wire, { transport: 'mcp', path: tool.path });
+  // An internal error is a protocol-level failure (task `failed`); any other failure is the
+  // tool's own error the model can read (task `completed` with isError), as on a plain call.
+  if (wire.internal) {
+    const { code, message } = toJsonRpcError(wire);
+    return { kind: 'failed', error: { code, message } };
+  }
+  return { kind: 'result', result: toMcpToolError(wire, { structuredContent: !tool.outputSchema }) as CallToolResult };
+}
+
+/** A task's tool run: the caller of `ctx`, the task's signal, the round's answers (a sealed requestState is verified for `ctx`'s caller first). */
+export function taskRunner(deps: McpServerDeps, server: Server, ctx: ServerContext, tool: CatalogTool, args: unknown): RunTool {
+  return async (signal, round) => {
+    let requestState = round.verifiedState;
+    if (round.sealedState !== undefined) {
+      try {
+        requestState = await deps.seal.verify(round.sealedState, ctx);
+      } catch {
+        return { kind: 'failed', error: { code: ProtocolErrorCode.InvalidParams, message: 'the task\'s requestState expired or belongs to another caller' } };
+      }
+    }
+    const report = deps.tasks!.statusReporter(round.taskId);
+    const callCtx = taskCallContext(deps, server, ctx, tool.name, signal, { taskId: round.taskId, inputResponses: round.inputResponses, requestState }, report);
+    return runOnce(deps, tool, args, callCtx);
+  };
+}
+
 /**
  * tools/list and tools/call. A call runs the procedure through core's invoke seam (auth, rate
  * limits, input validation). Failures of the tool itself, including invalid arguments, are
@@ -37,6 +71,23 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
   server.setRequestHandler('tools/call', async (request, ctx): Promise<never> => {
     const tool = catalog.byName.get(request.params.name);
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);
+    // A long-running procedure is a task for a 2026-07-28 client that speaks the Tasks extension.
+    const longRunning = deps.mode === 'modern' && deps.tasks ? longRunningOf(tool.meta) : undefined;
+    if (longRunning) {
+      if (declaresTasks(clientCapabilitiesOf(server))) {
+        const requestState = ctx.mcpReq.requestState();
+        return (await deps.tasks!.start({
+          owner: callerOf(ctx),
+          tool: tool.name,
+          arguments: (request.params.arguments ?? {}) as Record<string, unknown>,
+          meta: longRunning,
+          run: taskRunner(deps, server, ctx, tool, request.params.arguments),
+          ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
+          ...(requestState !== undefined ? { requestState } : {}),
+        })) as never;
+      }
+      if (longRunning.taskSupport === 'required') throw missingTasksCapability(`the tool ${tool.name}`);
+    }
     const progressToken = request.params._meta?.progressToken as string | number | undefined;
     const call = async (callDeps: McpServerDeps) => {
       const callCtx = mcpContext(callDeps, state, server, ctx, tool.name, progressToken);

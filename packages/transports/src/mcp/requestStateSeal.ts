@@ -4,7 +4,7 @@ import type { Runtime } from '@ai-backend/core';
 import type { McpRequestFacts } from './callContext.js';
 
 /** The caller a sealed state belongs to: another caller replaying it is refused. */
-function callerOf(ctx: ServerContext): string {
+export function callerOf(ctx: ServerContext): string {
   const scope = (ctx.http?.authInfo?.extra?.facts as McpRequestFacts | undefined)?.scope;
   return scope?.identity ? `sub:${scope.identity.sub}` : `ip:${scope?.facts.ip ?? ''}`;
 }

@@ -1,5 +1,6 @@
 import type { LoggingLevel, RequestStateCodec } from '@modelcontextprotocol/server';
 import type { Runtime } from '@ai-backend/core';
+import type { McpTasks } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
 /**
@@ -19,6 +20,8 @@ export interface McpServerDeps {
   sessionId: () => string | undefined;
   /** Seals and verifies the `requestState` of multi round-trip requests. */
   seal: RequestStateCodec<unknown>;
+  /** The Tasks extension (2026-07-28 requests only). */
+  tasks?: McpTasks;
 }
 
 /** Mutable per-session state. */

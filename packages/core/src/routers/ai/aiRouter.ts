@@ -45,6 +45,8 @@ export const aiRouter = router({
   generateText: publicProcedure
     .meta({
       description: 'Generate text with an upstream model; platform tokens or your own apiKey (BYOK). systemPrompt may name a server prompt as "@name".',
+      // An upstream call can take minutes: a task for 2026-07-28 clients that speak the Tasks extension.
+      longRunning: true,
       mcp: { annotations: { openWorldHint: true } },
     })
     .input(GenerateTextInputSchema)
@@ -54,6 +56,8 @@ export const aiRouter = router({
     .meta({
       description:
         'Stream text from an upstream model: events start, text (deltas), tool-call, finish (usage and charge). Same input and billing as generateText. On MCP the text arrives as progress notifications and the result carries the usage.',
+      // An upstream call can take minutes: a task for 2026-07-28 clients that speak the Tasks extension.
+      longRunning: true,
       mcp: { annotations: { openWorldHint: true } },
     })
     .input(GenerateTextInputSchema)
