@@ -10,7 +10,9 @@
 //   node bench/ai.mjs [seconds=10] [pacedRate=100] [sections=generate,stream]
 //   AI_BENCH_BASE=/path/to/built/checkout node bench/ai.mjs ...
 // With AI_BENCH_BASE (a built checkout of another commit, e.g. a worktree of main), that build's
-// gateway on PostgreSQL (one user) and on Redis is measured in the same run, as "before" rows.
+// gateway on memory, SQLite, PostgreSQL (one user) and Redis is measured in the same run, as
+// "before" rows. AI_BENCH_STORES=memory,sqlite limits the run to those stores (and their "before"
+// rows); the PostgreSQL-only scenarios then drop out.
 //
 // Sections: `generate` (ai.generateText on /rpc with each store, BYOK, and the OpenAI-compatible
 // POST /v1/chat/completions on the memory-store server, against the direct wire request) and
@@ -94,19 +96,24 @@ const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'roo
 const pgStore = (suffix) => ({ type: 'postgres', postgres: { ...pgConn, schema: `${schema}${suffix}`, connectTimeoutMs: 5000, queryTimeoutMs: 5000 } });
 const redisConn = (suffix) => ({ host: '127.0.0.1', port: 6379, keyPrefix: `${keyPrefix}${suffix}:` });
 const base = process.env.AI_BENCH_BASE;
-const gateways = {
-  memory: await gateway('gateway, memory store (reference)', { type: 'memory' }),
-  sqlite: await gateway('gateway, SQLite store', { type: 'sqlite', dir }),
-  postgres: await gateway('gateway, PostgreSQL', pgStore('')),
-  pgRedis: await gateway('gateway x2, PostgreSQL + Redis shared', { ...pgStore('_r'), shared: 'redis', redis: redisConn('shared') }, { instances: 2 }),
-  redis: await gateway('gateway, Redis store', { type: 'redis', redis: redisConn('store') }),
-  ...(base
-    ? {
-        basePostgres: await gateway('before (AI_BENCH_BASE): gateway, PostgreSQL', pgStore('_base'), { root: base }),
-        baseRedis: await gateway('before (AI_BENCH_BASE): gateway, Redis store', { type: 'redis', redis: redisConn('base') }, { root: base }),
-      }
-    : {}),
-};
+const stores = new Set((process.env.AI_BENCH_STORES ?? 'memory,sqlite,postgres,pgRedis,redis').split(','));
+stores.add('memory'); // the reference: always measured
+const want = (key) => stores.has(key);
+const gateways = {};
+const plan = [
+  ['memory', 'gateway, memory store (reference)', { type: 'memory' }],
+  ['sqlite', 'gateway, SQLite store', { type: 'sqlite', dir }],
+  ['postgres', 'gateway, PostgreSQL', pgStore('')],
+  ['pgRedis', 'gateway x2, PostgreSQL + Redis shared', { ...pgStore('_r'), shared: 'redis', redis: redisConn('shared') }, { instances: 2 }],
+  ['redis', 'gateway, Redis store', { type: 'redis', redis: redisConn('store') }],
+];
+for (const [key, name, storage, opts] of plan) if (want(key)) gateways[key] = await gateway(name, storage, opts);
+if (base) {
+  // "Before" rows: the same stores on the other build, its own data (another SQLite dir, schema, prefix).
+  const before = { memory: { type: 'memory' }, sqlite: { type: 'sqlite', dir: join(dir, 'base') }, postgres: pgStore('_base'), redis: { type: 'redis', redis: redisConn('base') } };
+  const names = { memory: 'memory store', sqlite: 'SQLite store', postgres: 'PostgreSQL', redis: 'Redis store' };
+  for (const [key, storage] of Object.entries(before)) if (want(key)) gateways[`base${key[0].toUpperCase()}${key.slice(1)}`] = await gateway(`before (AI_BENCH_BASE): gateway, ${names[key]}`, storage, { root: base });
+}
 const { memory, postgres } = gateways;
 
 // The exact request the gateway sent upstream, replayed directly.
@@ -122,14 +129,14 @@ for (const [key, g] of Object.entries(gateways)) {
 }
 // The same calls from 50 users (one per connection) on PostgreSQL: one user's billing transactions
 // queue on that user's account row, so a single hot user is the worst case, not the usual one.
-const manyUsers = await Promise.all(
+const manyUsers = !postgres ? [] : await Promise.all(
   Array.from({ length: CONNECTIONS }, async (_, i) => {
     const sub = `${USER}-${i}`;
     await rpc(postgres.url, admin, 'billing.creditTokens', { userId: sub, tokens: 1e12, type: 'subscription', idempotencyKey: `bench-credit-${i}` });
     return `Bearer ${await mintDevToken({ secret: SECRET, sub, expiresIn: '2h' })}`;
   }),
 );
-targets.postgresUsers = { ...targets.postgres, name: `gateway, PostgreSQL, ${CONNECTIONS} users`, authorizations: manyUsers };
+if (postgres) targets.postgresUsers = { ...targets.postgres, name: `gateway, PostgreSQL, ${CONNECTIONS} users`, authorizations: manyUsers };
 const auth = { 'content-type': 'application/json', authorization: `Bearer ${user}` };
 targets.openaiCompat = { name: 'gateway, memory store, POST /v1/chat/completions', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify(CHAT), ok: (b) => b.includes('"token_usage"') };
 
@@ -259,7 +266,10 @@ try {
   if (sections.has('generate')) {
     for (const mode of ['paced', 'saturated']) {
       await measure(mode, 'direct');
-      for (const key of ['memory', 'sqlite', 'postgres', 'postgresUsers', 'pgRedis', 'redis', 'byok', 'openaiCompat', ...(base ? ['basePostgres', 'baseRedis'] : [])]) await measure(mode, key);
+      // Each "before" row right after its "after" row, so the pair sees the same machine load.
+      // AI_BENCH_BEFORE_FIRST=1 swaps each pair: a second run in the other order shows what the order costs.
+      const pair = (after, before) => (process.env.AI_BENCH_BEFORE_FIRST ? [before, after] : [after, before]);
+      for (const key of [...pair('memory', 'baseMemory'), ...pair('sqlite', 'baseSqlite'), ...pair('postgres', 'basePostgres'), 'postgresUsers', 'pgRedis', ...pair('redis', 'baseRedis'), 'byok', 'openaiCompat']) if (targets[key]) await measure(mode, key);
       await measure(mode, 'direct');
     }
   }
@@ -279,7 +289,7 @@ try {
   await cleanup.quit();
   const db = new pg.Client(pgConn);
   await db.connect();
-  for (const suffix of ['', '_r', '_base']) await db.query(`DROP SCHEMA IF EXISTS "${schema}${suffix}" CASCADE`);
+  for (const suffix of ['', '_r', '_base']) await db.query(`DROP SCHEMA IF EXISTS "${schema}${suffix}" CASCADE`).catch(() => undefined);
   await db.end();
 }
 
@@ -311,14 +321,17 @@ const pacedDirect = rows.filter((r) => r.mode === 'paced' && r.key === 'direct')
 if (pacedDirect.length === 2 && row('saturated', 'memory')) {
   const baseP50 = (pacedDirect[0].p50 + pacedDirect[1].p50) / 2;
   const memCpu = row('saturated', 'memory').cpuUs;
-  console.log('\n| store (metered ai.generateText) | added p50 ms (paced) | CPU µs/call (saturated) | CPU / memory store | calls/s (saturated) | calls/s / before |');
-  console.log('|---|---|---|---|---|---|');
-  for (const [key, before] of [['memory'], ['sqlite'], ['postgres', 'basePostgres'], ['postgresUsers'], ['pgRedis'], ['redis', 'baseRedis'], ['basePostgres'], ['baseRedis']]) {
+  // The upstream's own CPU per request when called directly: the unit the gateway's CPU is counted in.
+  const satDirect = rows.filter((r) => r.mode === 'saturated' && r.key === 'direct');
+  const directCpu = satDirect.reduce((a, r) => a + r.cpuUs, 0) / satDirect.length;
+  console.log('\n| store (metered ai.generateText) | added p50 ms (paced) | CPU µs/call (saturated) | CPU / direct upstream | CPU / memory store | calls/s (saturated) | calls/s / before | CPU / before |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const [key, before] of [['memory', 'baseMemory'], ['sqlite', 'baseSqlite'], ['postgres', 'basePostgres'], ['postgresUsers'], ['pgRedis'], ['redis', 'baseRedis'], ['baseMemory'], ['baseSqlite'], ['basePostgres'], ['baseRedis']]) {
     const p = row('paced', key);
     const sat = row('saturated', key);
     if (!p || !sat) continue;
     const b = before && row('saturated', before);
-    console.log(`| ${sat.name} | ${f(p.p50 - baseP50)} | ${Math.round(sat.cpuUs)} | ${(sat.cpuUs / memCpu).toFixed(2)} | ${sat.rps} | ${b ? (sat.rps / b.rps).toFixed(2) : '-'} |`);
+    console.log(`| ${sat.name} | ${f(p.p50 - baseP50)} | ${Math.round(sat.cpuUs)} | ${(sat.cpuUs / directCpu).toFixed(2)} | ${(sat.cpuUs / memCpu).toFixed(2)} | ${sat.rps} | ${b ? (sat.rps / b.rps).toFixed(2) : '-'} | ${b ? (sat.cpuUs / b.cpuUs).toFixed(2) : '-'} |`);
   }
 }
 console.log('\nadded = gateway minus the mean of the two direct runs of the same mode. Saturated latencies are whole milliseconds (autocannon).');

@@ -6,7 +6,11 @@
 // Usage (both checkouts built; PostgreSQL on 127.0.0.1:5432 database `test`, Redis on 6379):
 //   node bench/meteringAB.mjs <checkoutA> <checkoutB> [rounds=6] [callsPerRound=300] [concurrency=10]
 // STORES=postgres,redis limits the stores (memory is the reference the last columns divide by).
-import { resolve } from 'node:path';
+// A build whose billing has `hold` (the AI engine's one entry, issue 21) is driven the way its
+// engine drives it: hold, then settle on the Hold; an older build through decide, reserve, settle.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -19,11 +23,14 @@ const concurrency = Number(process.argv[6] ?? 10);
 const tag = `bench_ab_${process.pid}`;
 const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'root', database: 'test' };
 
+const sqliteDir = await mkdtemp(join(tmpdir(), 'bench-ab-'));
+
 async function build(root, label) {
   const core = await import(pathToFileURL(`${root}/packages/core/dist/index.js`).href);
   const { resolveConfig } = await import(pathToFileURL(`${root}/packages/core/dist/config/index.js`).href);
   const stores = {
     memory: { type: 'memory' },
+    sqlite: { type: 'sqlite', dir: join(sqliteDir, label) },
     postgres: { type: 'postgres', postgres: { ...pgConn, schema: `${tag}_${label}` } },
     redis: { type: 'redis', redis: { host: '127.0.0.1', port: 6379, keyPrefix: `${tag}:${label}:` } },
   };
@@ -42,6 +49,11 @@ let seq = 0;
 /** One metered call's billing: who pays, hold, charge. */
 async function meteredCall(billing) {
   const requestId = `ab-${process.pid}-${seq++}`;
+  if (billing.hold) {
+    const hold = await billing.hold({ identity, requestId, provider: 'openai', estimatedTokens: 100, byokAllowed: true, serverPays: true });
+    await hold.settle({ tokensUsed: 80, provider: 'openai', model: 'gpt-5-mini' });
+    return;
+  }
   const decision = await billing.decide({ identity, provider: 'openai', estimatedTokens: 100, apiKeyProvided: false });
   const reservation = await billing.reserve({ identity, tokens: 100, requestId, decision });
   await billing.settle(reservation, { tokensUsed: 80, provider: 'openai', model: 'gpt-5-mini' });
@@ -94,6 +106,7 @@ try {
   const keys = await redis.keys(`${tag}:*`);
   if (keys.length) await redis.del(...keys);
   await redis.quit();
+  await rm(sqliteDir, { recursive: true, force: true });
 }
 
 const f = (n) => Math.round(n);

@@ -25,12 +25,10 @@ import { UserDirectory } from './services/directory/UserDirectory.js';
 import { AlertOutbox } from './services/governance/AlertOutbox.js';
 import { createMetrics } from './observability/Metrics.js';
 import { instrumentStorage } from './observability/instrumentStorage.js';
-import { observedMetering } from './services/ai/observedMetering.js';
 import { ApiKeyService } from './services/apiKeys/ApiKeyService.js';
 import { isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';
 import { KeyLimits } from './services/apiKeys/KeyLimits.js';
 import { RecentCalls } from './observability/RecentCalls.js';
-import { keyLimitedMetering } from './services/apiKeys/keyLimitedMetering.js';
 
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
@@ -82,7 +80,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
   const alerts = new AlertOutbox(storage, config, logger, metrics);
   // Budget alerts are written by billing inside the transaction that causes them (exactly once).
-  const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts);
+  const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind));
+  const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts, keyLimits);
   // Sweep at least twice per hold lifetime, so a hold a dead instance left is released within 1.5x its TTL.
   billing.start(Math.min(60_000, Math.max(500, Math.floor(config.billing.reservationTtlMs / 2))));
   closers.push(() => billing.stop());
@@ -97,14 +96,13 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   }
   alerts.start();
   closers.push(() => alerts.stop());
-  const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind));
   // Calls to providers per day, provider and model, written with the request statistics (off with them).
   const upstreamStats = config.statistics.enabled ? new UpstreamStats() : undefined;
   const ai = new AiService({
     config,
     logger,
     ...(upstreamStats ? { upstreamStats } : {}),
-    metering: keyLimitedMetering(observedMetering(billing, metrics), keyLimits, (payer, tokens) => metrics?.apiKeyTokens(payer, tokens)),
+    metering: billing,
     metrics,
     onProviderDegraded: (p, r) => alertOnDegraded?.(p, r),
     storage,

@@ -6,6 +6,7 @@ import { createLogger, estimateTokens, procedureIndex, type AppRouter, type Conf
 import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
+import { startIn, type Mode } from './testServer.js';
 
 /**
  * A real ai-backend server (JWT identities, all four providers server-paid against a test
@@ -48,12 +49,13 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
   };
 }
 
-export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage } = {}): Promise<AiServer> {
+/** `mode` 'in-process' serves through `server.fetch` behind a routed origin (helpers/testServer.ts `startIn`). */
+export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage; mode?: Mode } = {}): Promise<AiServer> {
   const logs: string[] = [];
   const server = createServer(gatewayConfig(upstream, over), { logger: createLogger('debug', (l) => logs.push(l)), ...(opts.storage ? { storage: opts.storage } : {}) });
-  const { url } = await server.start();
+  const { url, stop } = await startIn(opts.mode ?? 'listening', server);
   const runtime = await server.ready();
-  return { server, runtime, url, logs, stop: () => server.stop() };
+  return { server, runtime, url, logs, stop };
 }
 
 export { createTestUpstream, waitFor, type TestUpstream };

@@ -112,10 +112,8 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }
   const result = await call.run(next);
-  if (result.ok) {
-    call.done(undefined, (result as { data?: unknown }).data);
-    return result;
-  }
+  // Ends an answered call's observation (a streamed one when its stream ends); a failure's below.
+  if (result.ok) return result;
   // A CoreError thrown below reaches here inside tRPC's generic wrapper: it leaves with the
   // tRPC code its application code maps to (pipeline/errorTable.ts).
   const error = toTRPCError(result.error);

@@ -1,60 +1,72 @@
 import type { ProviderId } from '../../config/sections/ai.js';
-import { CoreError } from '../../kernel/CoreError.js';
 import type { Identity } from '../../kernel/identity.js';
 
 /**
- * The contract between ai.generateText and billing: which key pays for a call, and the
- * reserve → settle | release cycle of platform-paid calls. The billing service
- * (`runtime.billing`) implements it; the AI service only ever talks to this interface.
+ * The contract between the AI call engine and billing: one `hold` before the upstream call
+ * (billing decides who pays and holds platform tokens), then `settle` or `release` on the
+ * returned Hold, once. The billing service (`runtime.billing`) implements it; the AI service only
+ * ever talks to this interface, so one metered call enters billing exactly twice.
  */
 export interface Metering {
   /**
-   * Decide how a call is paid, before any upstream request.
-   * - `apiKeyProvided`: the request carries its own key → `{ mode: 'byok' }` (no apiKey returned).
-   * - the user enabled BYOK for `provider` and a key is stored → `{ mode: 'byok', apiKey }` (decrypted).
-   * - otherwise `{ mode: 'platform' }` when the caller can be charged platform tokens
-   *   (anonymous callers only when config.billing.allowAnonymousServerPaid).
-   * Throws CoreError PAYMENT_REQUIRED when neither tokens nor a key can pay.
-   * `ip` is the client address (anonymous server-paid windows).
-   * `budgetRefusal`: `reserve` refused the platform-paid call for the user's budget (its error's
-   * details, see budgetRefusalOf): decide again with the platform refused, so the call goes to
-   * the user's stored key where their consumption order allows it, else throws that refusal.
+   * Decide who pays for a call and hold what it may cost. In order: an API key's tokens per
+   * minute; the request's own key (`ownKey`), else the user's consumption order (platform
+   * balances, budgets, stored keys), else anonymous server-paid windows; for a platform-paid
+   * call the API key's concurrency slot and the reservation; when the reservation is refused
+   * for the user's budget, one more decision with the platform refused (the user's stored key,
+   * where `byokAllowed` and `mayPay('byok')` allow, else that refusal).
+   * Throws PAYMENT_REQUIRED when nothing can pay, FORBIDDEN when the payer chosen is not allowed,
+   * BAD_REQUEST `provider_not_served` when the platform would pay for a provider it has no key for.
    */
-  decide(args: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; apiKeyProvided: boolean; ip?: string; budgetRefusal?: object }): Promise<MeteringDecision>;
-
-  /**
-   * Atomically reserve `tokens` (plus the platform fee, computed by billing). Throws PAYMENT_REQUIRED
-   * (also when the call's worst case would break the user's budget).
-   * `decision`: what `decide` returned for this call, so billing can reuse what it already read.
-   * `costUsd`: the call's worst-case cost at the pricing table's prices (absent when unpriced).
-   */
-  reserve(args: { identity: Identity | null; tokens: number; requestId: string; ip?: string; decision?: MeteringDecision; costUsd?: number }): Promise<Reservation>;
-
-  /**
-   * Charge the real usage (plus fee) against a reservation and return the rest. `costUsd`: what
-   * the call cost the platform at the pricing table's prices (absent when the model has no price).
-   */
-  settle(reservation: Reservation, usage: { tokensUsed: number; provider: ProviderId; model: string; metadata?: UsageMetadata; costUsd?: number }): Promise<SettledUsage>;
-
-  /** Refund a reservation in full (the call failed or the client went away). */
-  release(reservation: Reservation, reason: string): Promise<void>;
-
-  /** Record a BYOK call (nothing is charged). */
-  recordByokUsage(args: {
-    identity: Identity | null;
-    provider: ProviderId;
-    model: string;
-    tokensUsed: number;
-    estimatedCostUsd: number;
-    metadata?: UsageMetadata;
-    requestId?: string;
-  }): Promise<void>;
+  hold(req: HoldRequest): Promise<Hold>;
 }
 
-export type MeteringDecision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
+export interface HoldRequest {
+  identity: Identity | null;
+  /** Client address (anonymous server-paid windows). */
+  ip?: string;
+  /** Unique per call; a replay of the reservation returns the same hold. */
+  requestId: string;
+  provider: ProviderId;
+  /** Worst-case tokens of the call (input bound plus maxTokens), before the platform fee. */
+  estimatedTokens: number;
+  /** Worst-case cost in USD at the pricing table's prices, if the platform pays; absent when unpriced. */
+  costUsd?: number;
+  /** The request's own key: the call is BYOK, nothing is held. */
+  ownKey?: string;
+  /** Whether `provider` accepts callers' own keys (config ai.byokProviders). */
+  byokAllowed: boolean;
+  /** Whether the server has a key for `provider` and pays for it. */
+  serverPays: boolean;
+  /** The call's own rule on a payer (a server prompt never goes to an own key): throws to refuse it. */
+  mayPay?: (mode: 'platform' | 'byok') => void;
+}
 
-/** A reservation is opaque to the AI service: it only hands it back to settle or release. */
-export type Reservation = object;
+/** What a hold decided, and the one way to close it. */
+export interface Hold {
+  readonly mode: 'platform' | 'byok';
+  /** The caller's key (the request's or a stored one) for a BYOK call; undefined when the platform pays. */
+  readonly apiKey: string | undefined;
+  /**
+   * Charge the real usage (plus fee) and give the rest back (platform), or record the usage
+   * (BYOK; a lost record is logged, never thrown: the caller paid its provider).
+   */
+  settle(usage: MeteredUsage): Promise<Charge>;
+  /** Give the whole hold back (the call failed or the client left). Never throws. */
+  release(reason: string): Promise<void>;
+}
+
+export interface MeteredUsage {
+  tokensUsed: number;
+  provider: ProviderId;
+  model: string;
+  metadata?: UsageMetadata;
+  /** What the call cost at the pricing table's prices; absent when the model has no price. */
+  costUsd?: number;
+}
+
+/** What a closed hold reports to the caller: a platform charge or a BYOK usage record. */
+export type Charge = { tokenUsage: SettledUsage } | { usageInfo: { tokensUsed: number; estimatedCostUsd: number } };
 
 export interface SettledUsage {
   tokensUsed: number;
@@ -68,10 +80,3 @@ export type UsageMetadata = {
   name?: string;
   type?: string;
 };
-
-/** The details of a PAYMENT_REQUIRED that `reserve` threw because of the user's budget, else undefined. */
-export function budgetRefusalOf(err: unknown): object | undefined {
-  if (!(err instanceof CoreError) || err.appCode !== 'PAYMENT_REQUIRED') return undefined;
-  const d = err.details as { reason?: unknown; period?: unknown } | undefined;
-  return d && typeof d.period === 'string' && (d.reason === 'budget_exceeded' || d.reason === 'model_not_priced') ? d : undefined;
-}

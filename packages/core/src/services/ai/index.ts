@@ -1,7 +1,7 @@
 export { AiService, type AiServiceOptions, type ProviderCallStats, type ProviderSharedHealth, type RegistryHealth } from './AiService.js';
 export { RegistryProbe, type RegistryProbeOptions, type ProbeResult } from './RegistryProbe.js';
 export { CircuitBreaker, type CircuitBreakerOptions, type BreakerState } from './CircuitBreaker.js';
-export type { Attempt } from './withFallbacks.js';
+export type { Attempt } from './callTargets.js';
 export { ProviderRegistry, DEFAULT_BASE_URLS, type ProviderSummary } from './ProviderRegistry.js';
 export { ModelRegistry, type ModelInfo, type RegistrySource } from './ModelRegistry.js';
 export { SystemPromptStore, assertPromptMayUse, type ResolvedSystemPrompt, type SystemPromptOptions } from './SystemPromptStore.js';
@@ -13,5 +13,5 @@ export { type StreamEvent } from './runStreamText.js';
 export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput.js';
 export { resolveModelRef, type ModelRef } from './resolveModelRef.js';
 export { PROVIDER_ALIASES, ProviderInput, KeyProviderInput, KEY_PROVIDER_IDS, type KeyProviderId } from './providerIds.js';
-export type { Metering, MeteringDecision, Reservation, SettledUsage, UsageMetadata } from './Metering.js';
+export type { Metering, Hold, HoldRequest, Charge, MeteredUsage, SettledUsage, UsageMetadata } from './Metering.js';
 export { MAX_EMBED_INPUTS, type EmbedInput, type EmbedOutput } from './runEmbed.js';

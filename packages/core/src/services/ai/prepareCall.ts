@@ -10,7 +10,7 @@ import { loadAiSdk } from './aiSdk.js';
 import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
 import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
-import { budgetRefusalOf, type Metering, type Reservation, type SettledUsage, type UsageMetadata } from './Metering.js';
+import type { Hold, Metering, UsageMetadata } from './Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
@@ -122,7 +122,8 @@ export interface PreparedCall {
   /** The hold: inputEstimate + maxTokens. */
   estimatedTokens: number;
   prompt: BuiltPrompt;
-  reservation: Reservation | undefined;
+  /** Billing's hold: closed once, by the accounting step (settle) or on failure (release). */
+  hold: Hold;
 }
 
 /**
@@ -158,10 +159,6 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   // A bad fallback reference is refused here, before the payer decision and the hold: the
   // targets are built after the reservation, and failing there would leave it held.
   for (const ref of input.fallbacks ?? ai.fallbacks) resolveModelRef(config, ref);
-  const byokAllowed = providers.isByokProvider(provider);
-  if (input.apiKey !== undefined && !byokAllowed) {
-    throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
-  }
   if (call.signal.aborted) throw new CoreError('CANCELLED', 'the request was cancelled by the client');
 
   const requestId = randomUUID();
@@ -172,56 +169,25 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const toolUse = input.tools?.length || input.output ? TOOL_USE_OVERHEAD_TOKENS : 0;
   const inputEstimate = promptBytes(prompt) + extraBytes + toolUse + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
   const estimatedTokens = inputEstimate + maxTokens;
-  const decision = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: input.apiKey !== undefined, ...(call.ip ? { ip: call.ip } : {}) });
-
-  let apiKey: string;
-  let mode: 'byok' | 'platform';
-  if (input.apiKey !== undefined) {
-    apiKey = input.apiKey;
-    mode = 'byok';
-  } else if (decision.mode === 'byok') {
-    if (!decision.apiKey) throw new CoreError('INTERNAL', 'billing chose a stored key but returned none');
-    if (!byokAllowed) throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
-    apiKey = decision.apiKey;
-    mode = 'byok';
-  } else {
-    const serverKey = providers.serverKey(provider);
-    if (!serverKey) {
-      throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${provider}; send your own apiKey`, { details: { reason: 'provider_not_served', provider } });
-    }
-    apiKey = serverKey;
-    mode = 'platform';
-  }
-  // Before anything is held or sent: a server prompt never goes to a caller's own account.
-  for (const r of prompt.resolved) assertPromptMayUse(r, mode);
-  const costUsd = mode === 'platform' ? worstCostUsd(deps, input.fallbacks, provider, model, inputEstimate, maxTokens) : undefined;
-  let reservation: Reservation | undefined;
-  if (mode === 'platform') {
-    try {
-      reservation = await metering.reserve({ identity: call.identity, tokens: estimatedTokens, requestId, decision, ...(call.ip ? { ip: call.ip } : {}), ...(costUsd !== undefined ? { costUsd } : {}) });
-    } catch (err) {
-      // The budget is enforced here, in the reservation's transaction (so concurrent calls cannot
-      // overspend it); when it refuses, billing decides again with the platform refused: the
-      // caller's stored key where their order allows it (not platform spend), else the refusal.
-      const budgetRefusal = budgetRefusalOf(err);
-      // A server prompt never goes to a caller's own account: such a call stays refused.
-      if (!budgetRefusal || !byokAllowed || !prompt.resolved.every((r) => mayUseOwnKey(r))) throw err;
-      const again = await metering.decide({ identity: call.identity, provider, estimatedTokens, apiKeyProvided: false, budgetRefusal, ...(call.ip ? { ip: call.ip } : {}) });
-      if (again.mode !== 'byok' || !again.apiKey) throw err;
-      apiKey = again.apiKey;
-      mode = 'byok';
-    }
-  }
-  return { requestId, provider, model, mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, reservation };
-}
-
-function mayUseOwnKey(r: Parameters<typeof assertPromptMayUse>[0]): boolean {
-  try {
-    assertPromptMayUse(r, 'byok');
-    return true;
-  } catch {
-    return false;
-  }
+  const costUsd = worstCostUsd(deps, input.fallbacks, provider, model, inputEstimate, maxTokens);
+  // One entry into billing before the call: who pays (and, for the platform, the reservation).
+  const hold = await metering.hold({
+    identity: call.identity,
+    ...(call.ip ? { ip: call.ip } : {}),
+    requestId,
+    provider,
+    estimatedTokens,
+    ...(costUsd !== undefined ? { costUsd } : {}),
+    ...(input.apiKey !== undefined ? { ownKey: input.apiKey } : {}),
+    byokAllowed: providers.isByokProvider(provider),
+    serverPays: providers.serverKey(provider) !== undefined,
+    // A server prompt never goes to a caller's own account.
+    mayPay: (mode) => {
+      for (const r of prompt.resolved) assertPromptMayUse(r, mode);
+    },
+  });
+  const apiKey = hold.apiKey ?? providers.serverKey(provider)!;
+  return { requestId, provider, model, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold };
 }
 
 /**
@@ -251,40 +217,6 @@ export function worstCostUsd(
     if (cost !== undefined && cost > worst) worst = cost;
   }
   return worst;
-}
-
-/** Refund a prepared call's hold in full; a failure is logged (billing sweeps expired holds). */
-export async function releaseCall(deps: CallDeps, p: PreparedCall, reason: string): Promise<void> {
-  if (!p.reservation) return;
-  try {
-    await deps.metering.release(p.reservation, reason);
-  } catch (err) {
-    deps.logger.error('ai: releasing a reservation failed', { requestId: p.requestId, reason, error: err instanceof Error ? err.message : String(err) });
-  }
-}
-
-/** Charge a platform call or record a BYOK call, once. */
-export async function chargeCall(
-  deps: CallDeps,
-  p: PreparedCall,
-  input: TextCallInput,
-  call: TextCall,
-  usage: { tokensUsed: number; inputTokens?: number | undefined; outputTokens?: number | undefined },
-): Promise<{ tokenUsage: SettledUsage } | { usageInfo: { tokensUsed: number; estimatedCostUsd: number } }> {
-  const metadata = input.metadata ?? {};
-  const costUsd = deps.providers.models.estimateCostUsd(p.provider, p.model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
-  if (p.mode === 'platform') {
-    const tokenUsage = await deps.metering.settle(p.reservation!, { tokensUsed: usage.tokensUsed, provider: p.provider, model: p.model, metadata, ...(costUsd !== undefined ? { costUsd } : {}) });
-    return { tokenUsage };
-  }
-  const estimatedCostUsd = costUsd ?? 0;
-  try {
-    await deps.metering.recordByokUsage({ identity: call.identity, provider: p.provider, model: p.model, tokensUsed: usage.tokensUsed, estimatedCostUsd, metadata, requestId: p.requestId });
-  } catch (err) {
-    // The caller paid its provider directly; a lost usage record must not cost it the answer.
-    deps.logger.warn('ai: recording BYOK usage failed', { requestId: p.requestId, error: err instanceof Error ? err.message : String(err) });
-  }
-  return { usageInfo: { tokensUsed: usage.tokensUsed, estimatedCostUsd } };
 }
 
 /** The AI SDK arguments both calls share: model, prompt, tools, structured output, limits. */

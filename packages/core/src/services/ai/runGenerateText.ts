@@ -2,12 +2,13 @@ import type { GenerateTextResult, ToolSet } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import { mapUpstreamError } from './mapUpstreamError.js';
 import type { SettledUsage } from './Metering.js';
-import { chargeCall, prepareCall, releaseCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
+import { prepareCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
+import { accountCall, textPricing } from './accountCall.js';
+import { attemptLoop, settleLoop, type Served } from './attemptLoop.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
-import { callTargets, withFallbacks, type Attempt, type Target } from './withFallbacks.js';
+import { callTargets, type Attempt, type Target } from './callTargets.js';
 
 export { estimateTokens } from './prepareCall.js';
 
@@ -46,71 +47,43 @@ export interface GenerateTextOutput {
 }
 
 /**
- * One ai.generateText call: resolve provider, model and system prompt, decide who pays, hold
- * platform tokens, call the upstream through the AI SDK, then settle or release.
+ * One ai.generateText call: prepareCall (checks, prompt, billing's hold), the attempt loop
+ * (targets, fallbacks, breaker), then the accounting step (settle) or the hold's release.
  *
  * Charging rule (see docs/ai.md): a platform-paid call is charged only when the upstream answer
  * is complete while the client is still connected. Any failure, timeout or client disconnect
  * before that releases the whole reservation.
  */
 export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
-  const { config, logger } = deps;
-  const ai = config.ai;
+  const { logger } = deps;
   await assertValidCallSchemas(input);
   const prepared = await prepareCall(deps, input, call);
-  const release = (reason: string) => releaseCall(deps, prepared, reason);
-  const targets = callTargets(deps, prepared, input, call);
-
-  /** One upstream call to one target; failures come back as mapped CoreErrors. */
+  const { hold } = prepared;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
-  const callTarget = async (t: Target): Promise<{ result: GenerateTextResult<ToolSet, any>; ms: number }> => {
-    // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server
-    // the imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
-    const ac = new AbortController();
-    const [{ ai: sdk }, args] = await Promise.all([loadAiSdk(), sdkCallArgs(deps, t, input, ac.signal), loadUpstreamFetch()]);
-    const started = performance.now();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      ac.abort();
-    }, ai.timeoutMs);
-    const onClientAbort = () => ac.abort();
-    call.signal.addEventListener('abort', onClientAbort, { once: true });
-    try {
-      if (call.signal.aborted) throw new Error('aborted before the upstream call');
-      const result = await sdk.generateText(args);
-      const ms = performance.now() - started;
-      deps.record(t.provider, true, ms);
-      return { result, ms };
-    } catch (err) {
-      const own = ownError(err);
-      if (own) throw own;
-      const error = await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted });
-      const reason = String(error.details?.reason);
-      deps.record(t.provider, false, performance.now() - started, reason);
-      logger.warn('ai: upstream call failed', { requestId: t.requestId, provider: t.provider, model: t.model, mode: t.mode, reason, status: error.details?.status });
-      throw error;
-    } finally {
-      clearTimeout(timer);
-      call.signal.removeEventListener('abort', onClientAbort);
-    }
-  };
-
-  let served: Awaited<ReturnType<typeof withFallbacks<Awaited<ReturnType<typeof callTarget>>>>>;
+  let served: Served<Target, GenerateTextResult<ToolSet, any>>;
   try {
-    served = await withFallbacks(deps, targets, call, callTarget);
+    served = await settleLoop(
+      attemptLoop(deps, callTargets(deps, prepared, input, call), call, async function* (t, ctx) {
+        // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server
+        // the imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
+        const [{ ai: sdk }, args] = await Promise.all([loadAiSdk(), sdkCallArgs(deps, t, input, ctx.signal), loadUpstreamFetch()]);
+        ctx.start();
+        if (ctx.signal.aborted) throw new Error('aborted before the upstream call');
+        return await sdk.generateText(args);
+      }),
+    );
   } catch (err) {
-    await release(err instanceof CoreError ? String(err.details?.reason ?? err.appCode) : 'failed');
+    await hold.release(err instanceof CoreError ? String(err.details?.reason ?? err.appCode) : 'failed');
     throw err;
   }
-  const { result, ms } = served.value;
+  const result = served.value;
   // Only the target that answered is charged, under its provider and model.
   const p = served.target;
   const { provider, model, mode, requestId } = p;
 
   // The client left while the answer was on its way: it will not receive it, so no charge.
   if (call.signal.aborted) {
-    await release('cancelled');
+    await hold.release('cancelled');
     throw new CoreError('CANCELLED', 'the request was cancelled by the client');
   }
 
@@ -134,8 +107,8 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   if (served.attempts.length > 0) data.attempts = served.attempts;
   if (result.toolCalls.length > 0) data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
   // The upstream did the work: it is paid for even when the answer fails the schema below.
-  const charged = await chargeCall(deps, p, input, call, { tokensUsed, inputTokens, outputTokens });
-  logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed, ms: Math.round(ms) });
+  const charged = await accountCall(deps, hold, textPricing(deps, p), call, { provider, model, metadata: input.metadata }, { tokensUsed, inputTokens, outputTokens });
+  logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed });
   if (input.output && !data.toolCalls) {
     const parsed = await parseOutput(result.text, input.output.schema);
     if (!parsed.ok) throw invalidOutput(parsed.reason, p, charged);
@@ -144,15 +117,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   return { success: true, data, ...charged };
 }
 
-/** A CoreError of ours thrown inside the AI SDK (attachment refusal), possibly wrapped by it. */
-export function ownError(err: unknown): CoreError | undefined {
-  const seen = new Set<unknown>();
-  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
-    seen.add(e);
-    if (e instanceof CoreError) return e;
-  }
-  return undefined;
-}
+export { ownError } from './attemptLoop.js';
 
 /** The model's structured answer failed validation (the call is charged: the upstream did the work). */
 export function invalidOutput(reason: string, p: PreparedCall, charged: object): CoreError {

@@ -2,7 +2,9 @@ import { EventEmitter } from 'node:events';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
-import type { Metering } from '../ai/Metering.js';
+import type { Hold, HoldRequest, Metering } from '../ai/Metering.js';
+import type { KeyLimits } from '../apiKeys/KeyLimits.js';
+import { openHold } from './openHold.js';
 import type { KeyVault } from '../vault/KeyVault.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { AnonymousWindow } from './AnonymousWindow.js';
@@ -80,6 +82,8 @@ export class BillingService implements Metering {
     shared: Storage = storage,
     /** Where budget alerts are recorded, in the transaction that causes them (the AlertOutbox). */
     private readonly alerts?: BudgetAlertSink,
+    /** API keys' own limits (tokens per minute, concurrent calls), applied by `hold`. */
+    private readonly keyLimits?: KeyLimits,
   ) {
     this.pending = new PendingCloses(logger);
     this.ledger = new Ledger(storage);
@@ -174,6 +178,15 @@ export class BillingService implements Metering {
     throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key', {
       details: { required: plan.totalTokensNeeded, available: plan.balances.subscription + plan.balances.one_time },
     });
+  }
+
+  /**
+   * The one entry of a metered call before it runs (Metering.hold): decide who pays, apply the
+   * API key's limits, reserve, re-decide once on a budget refusal. Close the Hold it returns
+   * with `settle` or `release`.
+   */
+  hold(req: HoldRequest): Promise<Hold> {
+    return openHold(this, this.keyLimits, this.logger, req);
   }
 
   /** Hold the call's worst case (tokens plus fee) before it runs. Atomic across instances. */

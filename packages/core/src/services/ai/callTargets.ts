@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { CallDeps, PreparedCall, TextCall, TextCallInput } from './prepareCall.js';
@@ -11,6 +10,15 @@ import { keyAllowsModel } from '../apiKeys/keyRules.js';
  * reached (readyTarget), so a call that needs no fallback never opens the vault.
  */
 export type Target = PreparedCall & { storedKey?: true };
+
+/** What the attempt loop needs of a target (text calls' Target, an embedding call's own). */
+export interface CallTarget {
+  provider: ProviderId;
+  model: string;
+  requestId: string;
+  apiKey: string;
+  storedKey?: true;
+}
 
 /** A target that did not serve the call, and why (reported in `data.attempts`). */
 export interface Attempt {
@@ -63,7 +71,7 @@ export function callTargets(deps: CallDeps, p: PreparedCall, input: TextCallInpu
 }
 
 /** A target with its key: a stored-key fallback reads the vault now; undefined when no key is stored. */
-export async function readyTarget(deps: CallDeps, t: Target, call: TextCall): Promise<Target | undefined> {
+export async function readyTarget<T extends CallTarget>(deps: Pick<CallDeps, 'storedKey' | 'logger'>, t: T, call: TextCall): Promise<T | undefined> {
   if (!t.storedKey) return t;
   const apiKey = await deps.storedKey!(call.identity!.sub, t.provider).catch((err: unknown) => {
     deps.logger.warn('ai: reading a stored key for a fallback failed', { requestId: t.requestId, provider: t.provider, error: err instanceof Error ? err.message : String(err) });
@@ -71,71 +79,5 @@ export async function readyTarget(deps: CallDeps, t: Target, call: TextCall): Pr
   });
   if (!apiKey) return undefined;
   const { storedKey: _, ...rest } = t;
-  return { ...rest, apiKey };
-}
-
-/**
- * Try the targets in order until one answers. A retryable failure moves on to the next target
- * after a backoff (`ai.retry`); other failures end the call at once. With more than one target
- * the per-provider circuit breaker is consulted: an open provider is skipped. Only the target
- * that answered is charged (the caller settles with its provider and model). Every target left
- * for a later one (failed or circuit open) counts once in `ai_backend_upstream_fallbacks_total`.
- */
-export async function withFallbacks<T>(
-  deps: CallDeps,
-  targets: Target[],
-  call: TextCall,
-  run: (t: Target) => Promise<T>,
-): Promise<{ value: T; target: Target; attempts: Attempt[] }> {
-  const { breaker, metrics } = deps;
-  const { signal } = call;
-  const attempts: Attempt[] = [];
-  const many = targets.length > 1;
-  let last: CoreError | undefined;
-  for (const [i, planned] of targets.entries()) {
-    const hasNext = i < targets.length - 1;
-    const gate = many && breaker ? await breaker.admit(planned.provider) : 'pass';
-    if (gate === 'skip') {
-      attempts.push({ provider: planned.provider, model: planned.model, reason: 'circuit_open' });
-      if (hasNext) metrics?.fallback(planned.provider, planned.model);
-      continue;
-    }
-    const t = await readyTarget(deps, planned, call);
-    if (!t) {
-      if (gate === 'trial') await breaker?.endTrial(planned.provider);
-      attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
-      continue;
-    }
-    try {
-      const value = await run(t);
-      if (many) await breaker?.success(t.provider);
-      return { value, target: t, attempts };
-    } catch (err) {
-      if (!isRetryable(err) || signal.aborted) {
-        // No verdict on the provider: a trial hands its claim back.
-        if (gate === 'trial') await breaker?.endTrial(t.provider);
-        throw err;
-      }
-      await breaker?.failure(t.provider, String(err.details?.reason));
-      attempts.push({ provider: t.provider, model: t.model, reason: String(err.details?.reason) });
-      last = err;
-      if (hasNext) {
-        metrics?.fallback(t.provider, t.model);
-        await sleep(backoff(deps, attempts.length), undefined, { signal }).catch(() => undefined);
-        if (signal.aborted) throw err;
-      }
-    }
-  }
-  if (last) {
-    if (attempts.length > 1) throw new CoreError(last.appCode, last.message, { details: { ...last.details, attempts }, ...(last.headers ? { headers: last.headers } : {}) });
-    throw last;
-  }
-  throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason: 'circuit_open', attempts } });
-}
-
-/** The wait before the next target: `backoffMs` doubled per attempt, capped, with jitter (many clients that failed together do not retry together). */
-export function backoff(deps: CallDeps, attempt: number): number {
-  const { backoffMs, maxBackoffMs } = deps.config.ai.retry;
-  const wait = Math.min(maxBackoffMs, backoffMs * 2 ** attempt);
-  return wait / 2 + Math.random() * (wait / 2);
+  return { ...rest, apiKey } as T;
 }

@@ -1,0 +1,169 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CoreError } from '../../kernel/CoreError.js';
+import { isRetryable, readyTarget, type Attempt, type CallTarget } from './callTargets.js';
+import { mapUpstreamError } from './mapUpstreamError.js';
+import type { CallDeps, TextCall } from './prepareCall.js';
+
+/** What one attempt gets from the loop. */
+export interface AttemptContext {
+  /** Aborted when the client leaves or the attempt times out; give it to the upstream call. */
+  readonly signal: AbortSignal;
+  /** The upstream's clock starts now (after SDK and provider loading, which are not its time). */
+  start(): void;
+  /** Output arrived: an idle timeout (streams) starts over. */
+  touch(): void;
+  /** Something reached the client: from now on a failure ends the call, no fallback. Call it before yielding. */
+  commit(): void;
+  /** Targets tried before this one, with why they did not serve. */
+  readonly attempts: readonly Attempt[];
+}
+
+/** One upstream call to one target: yields what the client gets as it comes, returns the result. */
+export type AttemptRun<T extends CallTarget, E, R> = (target: T, ctx: AttemptContext) => AsyncGenerator<E, R, undefined>;
+
+export interface Served<T, R> {
+  value: R;
+  /** The target that served: the one charged. */
+  target: T;
+  attempts: Attempt[];
+}
+
+export interface LoopOptions {
+  /** The timeout restarts with each output (`touch`): a stream may run long, but not stall. Default: one timeout for the whole attempt. */
+  idleTimeout?: boolean;
+}
+
+/** A CoreError of ours thrown inside the AI SDK (attachment refusal), possibly wrapped by it. */
+export function ownError(err: unknown): CoreError | undefined {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    if (e instanceof CoreError) return e;
+  }
+  return undefined;
+}
+
+/** The wait before the next target: `backoffMs` doubled per attempt, capped, with jitter (many clients that failed together do not retry together). */
+export function backoff(deps: Pick<CallDeps, 'config'>, attempt: number): number {
+  const { backoffMs, maxBackoffMs } = deps.config.ai.retry;
+  const wait = Math.min(maxBackoffMs, backoffMs * 2 ** attempt);
+  return wait / 2 + Math.random() * (wait / 2);
+}
+
+/**
+ * The one attempt loop of every AI call (generate, stream, embed): try the targets in order
+ * until one serves. Per target: the circuit breaker (consulted when there is more than one
+ * target; an open provider is skipped), the stored key of a BYOK fallback, a timeout, the
+ * client's abort, the upstream failure mapped to a CoreError, the provider's call statistics.
+ * A retryable failure moves on to the next target after an abortable backoff (`ai.retry`), but
+ * only while nothing has reached the client (`commit`); any other failure ends the call. Every
+ * target left for a later one counts once in `ai_backend_upstream_fallbacks_total`.
+ */
+export async function* attemptLoop<T extends CallTarget, E, R>(
+  deps: CallDeps,
+  targets: T[],
+  call: TextCall,
+  run: AttemptRun<T, E, R>,
+  opts: LoopOptions = {},
+): AsyncGenerator<E, Served<T, R>, undefined> {
+  const { breaker, metrics, logger } = deps;
+  const { timeoutMs } = deps.config.ai;
+  const attempts: Attempt[] = [];
+  const many = targets.length > 1;
+  let sent = false;
+  let last: CoreError | undefined;
+  for (const [i, planned] of targets.entries()) {
+    const hasNext = i < targets.length - 1;
+    const gate = many && breaker ? await breaker.admit(planned.provider) : 'pass';
+    if (gate === 'skip') {
+      attempts.push({ provider: planned.provider, model: planned.model, reason: 'circuit_open' });
+      if (hasNext) metrics?.fallback(planned.provider, planned.model);
+      continue;
+    }
+    /** Whether the breaker heard this attempt's verdict; a trial without one hands its claim back. */
+    let verdict = gate !== 'trial';
+    const t = await readyTarget(deps, planned, call);
+    if (!t) {
+      if (!verdict) await breaker?.endTrial(planned.provider);
+      attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
+      continue;
+    }
+    const ac = new AbortController();
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    let began = performance.now();
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        ac.abort();
+      }, timeoutMs);
+    };
+    const ctx: AttemptContext = {
+      signal: ac.signal,
+      start: () => {
+        began = performance.now();
+        arm();
+      },
+      touch: () => {
+        if (opts.idleTimeout && timer) arm();
+      },
+      commit: () => {
+        sent = true;
+      },
+      attempts,
+    };
+    const onClientAbort = () => ac.abort();
+    call.signal.addEventListener('abort', onClientAbort, { once: true });
+    if (call.signal.aborted) ac.abort();
+    let finished = false;
+    try {
+      const value = yield* run(t, ctx);
+      finished = true;
+      deps.record(t.provider, true, performance.now() - began);
+      if (many) await breaker?.success(t.provider);
+      verdict = true;
+      return { value, target: t, attempts };
+    } catch (err) {
+      finished = true;
+      const own = ownError(err);
+      const error = own ?? (await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs, cancelled: call.signal.aborted }));
+      const reason = String(error.details?.reason ?? error.appCode);
+      if (!own) {
+        deps.record(t.provider, false, performance.now() - began, reason);
+        logger.warn('ai: upstream call failed', { requestId: t.requestId, provider: t.provider, model: t.model, reason, status: error.details?.status });
+      }
+      if (!isRetryable(error) || call.signal.aborted) throw error;
+      // Counted on every call, not only on calls with fallbacks: only skipping needs them.
+      await breaker?.failure(t.provider, reason);
+      verdict = true;
+      if (sent) throw error;
+      attempts.push({ provider: t.provider, model: t.model, reason });
+      last = error;
+      if (hasNext) {
+        metrics?.fallback(t.provider, t.model);
+        await sleep(backoff(deps, attempts.length), undefined, { signal: call.signal }).catch(() => undefined);
+        if (call.signal.aborted) throw error;
+      }
+    } finally {
+      clearTimeout(timer);
+      call.signal.removeEventListener('abort', onClientAbort);
+      // The consumer stopped reading mid-attempt (return()): stop the upstream.
+      if (!finished) ac.abort();
+      if (!verdict) await breaker?.endTrial(t.provider);
+    }
+  }
+  if (last) {
+    if (attempts.length > 1) throw new CoreError(last.appCode, last.message, { details: { ...last.details, attempts }, ...(last.headers ? { headers: last.headers } : {}) });
+    throw last;
+  }
+  const reason = attempts.at(-1)?.reason ?? 'circuit_open';
+  throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason, attempts } });
+}
+
+/** Run a loop whose attempts yield nothing (generate, embed) to its result. */
+export async function settleLoop<T, R>(loop: AsyncGenerator<never, Served<T, R>, undefined>): Promise<Served<T, R>> {
+  const step = await loop.next();
+  if (!step.done) throw new CoreError('INTERNAL', 'an attempt of a non-streamed call yielded output');
+  return step.value;
+}

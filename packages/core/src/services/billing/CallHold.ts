@@ -1,0 +1,79 @@
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Charge, Hold, MeteredUsage } from '../ai/Metering.js';
+import type { Identity } from '../../kernel/identity.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Reservation, SettleResult, SettleUsage, ByokUsageParams } from './types.js';
+
+/** What a hold closes through: billing's own settle, release and BYOK record. */
+export interface HoldLedger {
+  settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult>;
+  release(reservation: Reservation, reason: string): Promise<void>;
+  recordByokUsage(p: ByokUsageParams): Promise<void>;
+}
+
+/** An API key's concurrency slot and token counter, held with a call (KeyLimits). */
+export interface KeySlot {
+  /** Give the concurrent-call slot back (no-op without one). */
+  release(): Promise<void>;
+  /** Count tokens against the key's tokens per minute. */
+  count(tokens: number): Promise<void>;
+}
+
+const NO_SLOT: KeySlot = { release: async () => undefined, count: async () => undefined };
+
+/**
+ * One call's hold, closed exactly once: `settle` charges (platform) or records (BYOK) the real
+ * usage, `release` gives a platform hold back. Whichever comes first wins; later closes do nothing
+ * (a stream may end in several ways at once: the client leaves while the upstream fails).
+ */
+export class CallHold implements Hold {
+  private closed = false;
+
+  constructor(
+    private readonly ledger: HoldLedger,
+    private readonly logger: Logger,
+    readonly mode: 'platform' | 'byok',
+    readonly apiKey: string | undefined,
+    private readonly call: { identity: Identity | null; requestId: string; reservation?: Reservation },
+    private readonly slot: KeySlot = NO_SLOT,
+  ) {}
+
+  async settle(usage: MeteredUsage): Promise<Charge> {
+    const estimatedCostUsd = usage.costUsd ?? 0;
+    if (this.closed) throw new CoreError('INTERNAL', 'this hold is already closed');
+    this.closed = true;
+    const { reservation, identity, requestId } = this.call;
+    if (reservation) {
+      try {
+        const tokenUsage = await this.ledger.settle(reservation, { tokensUsed: usage.tokensUsed, provider: usage.provider, model: usage.model, metadata: usage.metadata ?? {}, ...(usage.costUsd !== undefined ? { costUsd: usage.costUsd } : {}) });
+        await this.slot.count(tokenUsage.tokensUsed).catch(() => undefined);
+        return { tokenUsage };
+      } finally {
+        await this.slot.release();
+      }
+    }
+    try {
+      await this.ledger.recordByokUsage({ identity, provider: usage.provider, model: usage.model, tokensUsed: usage.tokensUsed, estimatedCostUsd, metadata: usage.metadata ?? {}, requestId });
+      await this.slot.count(usage.tokensUsed).catch(() => undefined);
+    } catch (err) {
+      // The caller paid its provider directly; a lost usage record must not cost it the answer.
+      this.logger.warn('billing: recording BYOK usage failed', { requestId, error: err instanceof Error ? err.message : String(err) });
+    }
+    return { usageInfo: { tokensUsed: usage.tokensUsed, estimatedCostUsd } };
+  }
+
+  async release(reason: string): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const { reservation, requestId } = this.call;
+    if (!reservation) return;
+    try {
+      await this.ledger.release(reservation, reason);
+    } catch (err) {
+      // Billing sweeps holds that are never closed; the call's own outcome stands.
+      this.logger.error('billing: releasing a reservation failed', { requestId, reason, error: err instanceof Error ? err.message : String(err) });
+    } finally {
+      await this.slot.release();
+    }
+  }
+}
