@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { createRuntime, createStorage, MemoryStorage, publicProcedure, resolveConfig, router, type ConfigInput, type Runtime } from '@ai-backend/core';
+import { createRuntime, createStorage, MemoryStorage, publicProcedure, resolveConfig, router, type ConfigInput, type Runtime } from '@ai-backend/core/internal';
 import { McpHandler, type McpHandlerOptions } from '@ai-backend/transports/mcp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Mode } from './helpers/testServer.js';

@@ -2,7 +2,7 @@ import { createTRPCClient, httpLink, TRPCClientError, type TRPCClient } from '@t
 import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
+import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
@@ -37,7 +37,10 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
     host: '127.0.0.1',
     // The AI tools are public so anonymous (BYOK) callers can be tested on every entry point;
     // requireAuthForToolsCall governs them on /trpc and /rpc as on /mcp (docs/security.md).
-    mcp: { auth: { authType: 'jwt', publicTools: ['generateText', 'listProviders', 'listAllowedModels'] }, ...mcp },
+    // These suites drive one gateway from one or two callers through dozens of cases: explicitly
+    // past the default per-caller limits (on by default; rate-limit.test.ts and the tests that
+    // pass their own `mcp.rateLimiting` cover them).
+    mcp: { auth: { authType: 'jwt', publicTools: ['generateText', 'listProviders', 'listAllowedModels'] }, rateLimiting: { enabled: false }, ...mcp },
     jwt: { secret: JWT_SECRET },
     serverProviders: [...PROVIDERS],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT }, ...ai },

@@ -1,4 +1,4 @@
-import type { GenerateTextOutput } from '@ai-backend/core';
+import type { GenerateTextOutput } from '@ai-backend/core/internal';
 
 /** An ai.generateText result, as the /v1 format tests feed it to the answer builders. */
 export function generateResult(over: Partial<GenerateTextOutput['data']> = {}, extra: Partial<GenerateTextOutput> = {}): GenerateTextOutput {

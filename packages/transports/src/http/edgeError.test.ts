@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '@ai-backend/core';
+import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '@ai-backend/core/internal';
 import { edgeError } from './edgeError.js';
 
 const read = async (res: Response) => ({ status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as any });

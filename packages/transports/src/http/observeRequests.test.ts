@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
-import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core';
+import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core/internal';
 import { entryOf, observeRequests } from './observeRequests.js';
 
 describe('entryOf: the closed set of entry-point labels', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { CoreError, createRuntime, MemoryStorage, publicProcedure, resolveConfig, router, type Runtime } from '@ai-backend/core';
+import { CoreError, createRuntime, MemoryStorage, publicProcedure, resolveConfig, router, type Runtime } from '@ai-backend/core/internal';
 import { jsonRpcHandler } from './jsonRpcHandler.js';
 
 /** A custom namespace whose calls the tests count (notifications run but are not answered). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
-import { CoreError, createLogger, createRuntime, MemoryStorage, resolveConfig, type Runtime } from '@ai-backend/core';
+import { CoreError, createLogger, createRuntime, MemoryStorage, resolveConfig, type Runtime } from '@ai-backend/core/internal';
 import { resourceNotFound, toMcpError } from './mcpErrors.js';
 
 const logs: string[] = [];

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ServerContext } from '@modelcontextprotocol/server';
-import { createRuntime, MemoryStorage, resolveConfig, type Runtime } from '@ai-backend/core';
+import { createRuntime, MemoryStorage, resolveConfig, type Runtime } from '@ai-backend/core/internal';
 import { createRequestStateSeal } from './requestStateSeal.js';
 
 const runtimes: Runtime[] = [];
