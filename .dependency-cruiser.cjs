@@ -12,7 +12,7 @@
  *   runtime         the Runtime type, statistics, signals, health
  *   pipeline        tRPC init, context, procedures, invoke, request scope, access policy, wire errors
  *   routers, apiDescription   the procedures, their MCP adapters, the API documents
- *   createRuntime.ts, index.ts   the composition root and the package's entry
+ *   createRuntime.ts, index.ts, internal.ts   the composition root and the package's entries (public, workspace-internal)
  */
 const CORE = '^packages/core/src/';
 const layers = [
@@ -33,7 +33,7 @@ const layerRules = layers.slice(0, -1).map((names, i) => ({
   comment: `core/${names.join(', core/')} imports only the layers below it`,
   severity: 'error',
   from: { path: folders(names) },
-  to: { path: [folders(layers.slice(i + 1).flat()), `${CORE}(createRuntime|index)\\.ts$`] },
+  to: { path: [folders(layers.slice(i + 1).flat()), `${CORE}(createRuntime|index|internal)\\.ts$`] },
 }));
 
 /** Packages may import only those below them: core < auth < transports < cli. */

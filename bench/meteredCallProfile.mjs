@@ -82,7 +82,8 @@ try {
       port: 0,
       monitoring: { logging: { level: 'error' } },
       storage: storageFor[name],
-      mcp: { auth: { authType: 'jwt' } },
+      // One profiling caller makes thousands of calls: explicitly past the default rate limits.
+      mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
       jwt: { secret: SECRET },
       serverProviders: ['openai'],
       ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } },

@@ -82,3 +82,8 @@ console.log(await observabilityOverhead(duration));
 // API key overhead (issue 22, bench/apiKeyOverhead.mjs): an aib_ key vs a valid JWT, measured in this run.
 const { apiKeyOverhead } = await import('./apiKeyOverhead.mjs');
 console.log(await apiKeyOverhead(duration));
+
+// Rate-limit overhead (issue 21, bench/rateLimitOverhead.mjs): mcp.rateLimiting on (the default,
+// limits not reached) vs off, measured in this run.
+const { rateLimitOverhead } = await import('./rateLimitOverhead.mjs');
+console.log(await rateLimitOverhead(duration));

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
-import { BillingService, createLogger, KeyVault, SqliteStorage } from '@ai-backend/core';
+import { BillingService, createLogger, KeyVault, SqliteStorage } from '@ai-backend/core/internal';
 import { rssMb, startServer } from './lib.mjs';
 
 const BIG = Number(process.argv[2] ?? 200_000);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { fileURLToPath } from 'node:url';
-import { createServer, loadConfig } from 'ai-backend';
+import { ConfigError, createServer, loadConfig } from 'ai-backend';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const rpc = (method: string, params: unknown, headers: Record<string, string> = {}) =>
@@ -14,9 +14,23 @@ describe('examples', () => {
     await server.ready();
     const ok = (await (await server.fetch(rpc('weather.forecast', { city: 'Oslo', days: 2 }))).json()) as any;
     expect(ok.result.days).toHaveLength(2);
+    // `middleware` and `mergeRouters` from the published entry: the merged router serves both
+    // halves, and the example's own middleware ran on the way.
+    expect(ok.result.station).toBe('example-weather-station');
     const denied = (await (await server.fetch(rpc('weather.saveFavourite', { city: 'Oslo' }))).json()) as any;
     expect(denied.error.data.code).toBe('UNAUTHORIZED');
     await server.stop();
+  });
+
+  it('ConfigError from the published entry is what a bad config throws, with each problem and its path', () => {
+    let thrown: unknown;
+    try {
+      createServer({ port: -1, storage: { type: 'memory' } });
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).problems).toEqual([{ path: 'port', message: expect.stringMatching(/>=0/) }]);
   });
 
   it('basic: the config is valid', async () => {

@@ -21,6 +21,7 @@ try {
     const files = execFileSync('tar', ['-tzf', tgz], { encoding: 'utf8' }).split('\n');
     const problems = [];
     if (manifest.includes('workspace:')) problems.push('a workspace: range in package.json');
+    if (manifest.includes('catalog:')) problems.push('a catalog: range in package.json');
     if (manifest.includes('ai-backend-source')) problems.push('the ai-backend-source condition in package.json');
     if (files.some((f) => /\.test\.|__tests__/.test(f))) problems.push('test files in the tarball');
     if (!files.includes('package/LICENSE')) problems.push('no LICENSE');

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintDevToken } from '@ai-backend/auth';
 import { z } from 'zod';
-import { adminProcedure, createAppRouter, procedureIndex, protectedProcedure, publicProcedure, router, type ConfigInput, type ProcedureMeta } from '@ai-backend/core';
+import { adminProcedure, createAppRouter, procedureIndex, protectedProcedure, publicProcedure, router, type ConfigInput, type ProcedureMeta } from '@ai-backend/core/internal';
 import { describeMatrix } from './helpers/describeMatrix.js';
 import { MODES, serverFor, startTestServer, type TestServer } from './helpers/testServer.js';
 import { RawMcp, type McpReply } from './helpers/rawMcp.js';
@@ -158,6 +158,9 @@ const configFor = (cell: Cell): ConfigInput => ({
       jwt: { requiredScopes: [REQUIRED_SCOPE] },
     },
     ...(cell.enforcementOff ? { authEnforcement: { enabled: true, requireAuth: false } } : {}),
+    // One caller calls every procedure on every entry point, several times: far more tool calls
+    // in a minute than the default limit (rate-limit.test.ts covers the limits themselves).
+    rateLimiting: { enabled: false },
   },
 });
 

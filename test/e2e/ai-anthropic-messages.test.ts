@@ -3,6 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { balanceOf as balanceIn, fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
+import { describeMatrix } from './helpers/describeMatrix.js';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens driven by the official `@anthropic-ai/sdk`
@@ -14,217 +15,219 @@ let gw: AiServer;
 let admin: string;
 const MODELS = CHAT_MODELS;
 
-beforeAll(async () => {
-  upstream = await createTestUpstream({ outputTokens: 16 });
-  gw = await startSixProviderServer(upstream);
-  admin = await tokenFor('ops-admin', { admin: true });
-});
-afterAll(async () => {
-  await gw.stop();
-  await upstream.close();
-});
+describeMatrix('/v1/messages', (mode) => {
+  beforeAll(async () => {
+    upstream = await createTestUpstream({ outputTokens: 16 });
+    gw = await startSixProviderServer(upstream, {}, {}, mode);
+    admin = await tokenFor('ops-admin', { admin: true });
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
 
-let users = 0;
-async function funded(tokens: number) {
-  const token = await fundedUser(gw, admin, `an-user-${++users}`, tokens);
-  return { token, client: new Anthropic({ baseURL: gw.url, authToken: token, apiKey: null, maxRetries: 0 }) };
-}
-const balanceOf = (token: string) => balanceIn(gw, token);
-
-describe('@anthropic-ai/sdk against /v1/messages', () => {
-  for (const provider of Object.keys(MODELS)) {
-    it(`${provider}: messages.create with system blocks, metered exactly`, async () => {
-      const u = await funded(10_000);
-      const r = await u.client.messages.create({ model: MODELS[provider]!, max_tokens: 64, system: [{ type: 'text', text: '@support' }], messages: [{ role: 'user', content: 'Hello' }] });
-      expect(r.type).toBe('message');
-      expect(r.content[0]).toMatchObject({ type: 'text' });
-      expect((r.content[0] as { text: string }).text).toMatch(/^Test reply from/);
-      expect(r.stop_reason).toBe('end_turn');
-      const rec = upstream.requests.at(-1)!;
-      expect(rec.provider).toBe(provider);
-      expect(rec.system).toBe(SYSTEM_PROMPT);
-      const used = r.usage.input_tokens + r.usage.output_tokens;
-      expect(r.usage.output_tokens).toBe(16);
-      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
-      expect(JSON.stringify(r)).not.toContain(SYSTEM_PROMPT);
-    });
-
-    it(`${provider}: stream, the SDK's MessageStream assembles text and usage`, async () => {
-      const u = await funded(10_000);
-      const stream = u.client.messages.stream({ model: MODELS[provider]!, max_tokens: 64, messages: [{ role: 'user', content: 'Stream it' }] });
-      let text = '';
-      stream.on('text', (t) => (text += t));
-      const final = await stream.finalMessage();
-      expect(text).toMatch(/^Test reply from/);
-      expect(final.usage.output_tokens).toBe(16);
-      const used = final.usage.input_tokens + final.usage.output_tokens;
-      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
-    });
+  let users = 0;
+  async function funded(tokens: number) {
+    const token = await fundedUser(gw, admin, `an-user-${++users}`, tokens);
+    return { token, client: new Anthropic({ baseURL: gw.url, authToken: token, apiKey: null, maxRetries: 0 }) };
   }
+  const balanceOf = (token: string) => balanceIn(gw, token);
 
-  it('tools: tool_use answered, tool_result sent back', async () => {
-    const u = await funded(10_000);
-    const tools = [{ name: 'get_weather', description: 'weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } }];
-    const r = await u.client.messages.create({ model: MODELS.mist!, max_tokens: 64, tools, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
-    expect(r.stop_reason).toBe('tool_use');
-    const call = r.content.find((b) => b.type === 'tool_use')!;
-    expect(call).toMatchObject({ name: 'get_weather', input: { city: 'test' } });
-    const r2 = await u.client.messages.create({
-      model: MODELS.anthropic!,
-      max_tokens: 64,
-      tools,
-      messages: [
-        { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: [call] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: (call as { id: string }).id, content: '21C' }] },
-      ],
-    });
-    expect((r2.content[0] as { text: string }).text).toContain('[tool result received]');
-  });
-
-  it('count_tokens answers input_tokens without charging', async () => {
-    const u = await funded(1_000);
-    const r = await u.client.messages.countTokens({ model: MODELS.openai!, system: 'abcd', messages: [{ role: 'user', content: 'x'.repeat(40) }] });
-    expect(r.input_tokens).toBe(Math.ceil(44 / 4));
-    expect(await balanceOf(u.token)).toBe(1_000);
-  });
-
-  it('errors arrive in Anthropic\'s shape: upstream 429, unknown model, missing max_tokens, no credit, bad credential', async () => {
-    const u = await funded(10_000);
-    const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof Anthropic.APIError>>(p);
-    const limited = await err(u.client.messages.create({ model: MODELS.mist!, max_tokens: 16, messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }] }));
-    expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
-    expect(limited.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-    const unknown = await err(u.client.messages.create({ model: 'nope/x', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
-    expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
-    expect(unknown.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
-    const noMax = await err(fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: MODELS.openai, messages: [{ role: 'user', content: 'x' }] }) }).then(async (r) => { throw Object.assign(new Error(), { status: r.status, error: await r.json() }); }));
-    expect(noMax).toMatchObject({ status: 400, error: { type: 'error', error: { type: 'invalid_request_error' } } });
-    const poor = await funded(1);
-    const paid = await err(poor.client.messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
-    expect(paid.status).toBe(402);
-    expect(paid.error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
-    const badKey = await err(new Anthropic({ baseURL: gw.url, apiKey: 'aib_not-a-real-key', maxRetries: 0 }).messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
-    expect(badKey).toBeInstanceOf(Anthropic.AuthenticationError);
-    expect(badKey.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
-  });
-
-  it('Claude Code style: a bare Claude model id, ?beta=true, anthropic-beta, models.list in Anthropic\'s shape', async () => {
-    const u = await funded(10_000);
-    const res = await fetch(`${gw.url}/v1/messages?beta=true`, {
-      method: 'POST',
-      headers: { 'x-api-key': u.token, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'claude-code-20250219', 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 32, system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }),
-    });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ type: 'message', model: 'claude-sonnet-4-5' });
-    expect(upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
-    const page = await u.client.models.list();
-    expect(page.data.map((m) => m.id)).toEqual(expect.arrayContaining(['anthropic/claude-sonnet-4-5', 'local/org/llama-3-8b', 'mist/mistral-small-latest']));
-    expect(page.data[0]).toMatchObject({ type: 'model' });
-  });
-
-  it('malformed bodies get a 400 in each format\'s own shape, never a 500, nothing charged', async () => {
-    const u = await funded(10_000);
-    const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${gw.url}/v1/${path}`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-    };
-    const anthropicBad: unknown[] = [
-      '{not json',
-      [],
-      { model: 5, max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
-      { model: 'openai', max_tokens: '10', messages: [{ role: 'user', content: 'x' }] },
-      { model: 'openai', max_tokens: 10, messages: 'x' },
-      { model: 'openai', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] },
-      { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', path: '/etc/passwd' } }] }] },
-      { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [null] }] },
-      { model: 'openai', max_tokens: 10, system: [{ type: 'image' }], messages: [{ role: 'user', content: 'x' }] },
-      { model: 'openai', max_tokens: 10, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [{ role: 'user', content: 'x' }] },
-      { model: 'openai', max_tokens: 10, stream: 'yes', messages: [{ role: 'user', content: 'x' }] },
-      { model: '../../etc', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
-      { model: 'openai/../../x', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
-    ];
-    for (const body of anthropicBad) {
-      for (const path of ['messages', 'messages/count_tokens']) {
-        const r = await post(path, body);
-        expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
-        expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.any(String) } });
-      }
-    }
-    const openaiBad: Array<[string, unknown]> = [
-      ['responses', { model: 'openai', input: [] }],
-      ['responses', { model: 'openai', input: [{ role: 'tool', content: 'x' }] }],
-      ['responses', { model: 'openai', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{bad' }] }],
-      ['responses', { model: 'openai', input: 'x', text: { format: { type: 'yaml' } } }],
-      ['responses', { model: 'openai', input: 'x', tools: [{ type: 'web_search' }] }],
-      ['responses', { model: 'openai', input: 'x', max_output_tokens: 10 ** 9 }],
-      ['embeddings', { model: 'openai/text-embedding-3-small', input: [1, 2, 3] }],
-      ['embeddings', { model: 'openai/text-embedding-3-small', input: [] }],
-      ['embeddings', { model: 'openai/text-embedding-3-small', input: 'x', encoding_format: 'hex' }],
-      ['embeddings', { model: 'openai/text-embedding-3-small', input: Array.from({ length: 3000 }, () => 'x') }],
-    ];
-    for (const [path, body] of openaiBad) {
-      const r = await post(path, body);
-      expect(r.status, `${path} ${JSON.stringify(body).slice(0, 100)}`).toBe(400);
-      expect(r.body).toMatchObject({ error: { type: 'invalid_request_error', message: expect.any(String) } });
-    }
-    expect(await balanceOf(u.token)).toBe(10_000);
-  });
-
-  it('a stream the client aborts is settled once: charged what was produced, at most its hold', async () => {
-    const u = await funded(10_000);
-    upstream.setChunkDelay(30);
-    try {
-      const stream = u.client.messages.stream({ model: MODELS.openai!, max_tokens: 64, messages: [{ role: 'user', content: 'a long story' }] });
-      let deltas = 0;
-      await new Promise<void>((resolve) => {
-        stream.on('text', () => {
-          if (++deltas === 2) {
-            stream.abort();
-            resolve();
-          }
-        });
-        stream.on('error', () => resolve());
-        stream.on('abort', () => resolve());
+  describe('@anthropic-ai/sdk against /v1/messages', () => {
+    for (const provider of Object.keys(MODELS)) {
+      it(`${provider}: messages.create with system blocks, metered exactly`, async () => {
+        const u = await funded(10_000);
+        const r = await u.client.messages.create({ model: MODELS[provider]!, max_tokens: 64, system: [{ type: 'text', text: '@support' }], messages: [{ role: 'user', content: 'Hello' }] });
+        expect(r.type).toBe('message');
+        expect(r.content[0]).toMatchObject({ type: 'text' });
+        expect((r.content[0] as { text: string }).text).toMatch(/^Test reply from/);
+        expect(r.stop_reason).toBe('end_turn');
+        const rec = upstream.requests.at(-1)!;
+        expect(rec.provider).toBe(provider);
+        expect(rec.system).toBe(SYSTEM_PROMPT);
+        const used = r.usage.input_tokens + r.usage.output_tokens;
+        expect(r.usage.output_tokens).toBe(16);
+        expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+        expect(JSON.stringify(r)).not.toContain(SYSTEM_PROMPT);
       });
-      await stream.done().catch(() => undefined);
-      // The settlement runs when the server sees the connection go; then the balance stays.
-      await new Promise((r) => setTimeout(r, 500));
-      const balance = await balanceOf(u.token);
-      const charged = 10_000 - balance;
-      expect(charged).toBeGreaterThan(0);
-      expect(charged).toBeLessThan(400); // far below the hold (input bound + 64, plus the fee)
-      await new Promise((r) => setTimeout(r, 300));
-      expect(await balanceOf(u.token)).toBe(balance); // settled exactly once
-    } finally {
-      upstream.setChunkDelay(0);
-    }
-  });
-});
 
-describe('/v1/messages, /v1/responses and /v1/embeddings share the rate limits of the other entry points', () => {
-  it('maxToolCalls counts them like ai.generateText on /rpc; each refusal is a 429 in its own shape', async () => {
-    const up = await createTestUpstream();
-    const limited = await startSixProviderServer(up, {}, { mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } } });
-    try {
-      const t = await fundedUser(limited, await tokenFor('rl-admin', { admin: true }), 'rl-user', 100_000);
-      const anthropic = new Anthropic({ baseURL: limited.url, authToken: t, apiKey: null, maxRetries: 0 });
-      const openai = new OpenAI({ baseURL: limited.url + '/v1', apiKey: t, maxRetries: 0 });
-      await anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] });
-      await openai.responses.create({ model: 'openai', input: 'x' });
-      await openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' });
-      const e = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' }));
-      expect(e).toBeInstanceOf(OpenAI.RateLimitError);
-      const a = await rejectionOf<InstanceType<typeof Anthropic.APIError>>(anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
-      expect(a).toBeInstanceOf(Anthropic.RateLimitError);
-      expect(a.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-      const o = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.responses.create({ model: 'openai', input: 'x' }));
-      expect(o).toBeInstanceOf(OpenAI.RateLimitError);
-      expect(o.headers?.get('retry-after')).toBeTruthy();
-    } finally {
-      await limited.stop();
-      await up.close();
+      it(`${provider}: stream, the SDK's MessageStream assembles text and usage`, async () => {
+        const u = await funded(10_000);
+        const stream = u.client.messages.stream({ model: MODELS[provider]!, max_tokens: 64, messages: [{ role: 'user', content: 'Stream it' }] });
+        let text = '';
+        stream.on('text', (t) => (text += t));
+        const final = await stream.finalMessage();
+        expect(text).toMatch(/^Test reply from/);
+        expect(final.usage.output_tokens).toBe(16);
+        const used = final.usage.input_tokens + final.usage.output_tokens;
+        expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+      });
     }
+
+    it('tools: tool_use answered, tool_result sent back', async () => {
+      const u = await funded(10_000);
+      const tools = [{ name: 'get_weather', description: 'weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } }];
+      const r = await u.client.messages.create({ model: MODELS.mist!, max_tokens: 64, tools, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+      expect(r.stop_reason).toBe('tool_use');
+      const call = r.content.find((b) => b.type === 'tool_use')!;
+      expect(call).toMatchObject({ name: 'get_weather', input: { city: 'test' } });
+      const r2 = await u.client.messages.create({
+        model: MODELS.anthropic!,
+        max_tokens: 64,
+        tools,
+        messages: [
+          { role: 'user', content: 'Weather in Paris?' },
+          { role: 'assistant', content: [call] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: (call as { id: string }).id, content: '21C' }] },
+        ],
+      });
+      expect((r2.content[0] as { text: string }).text).toContain('[tool result received]');
+    });
+
+    it('count_tokens answers input_tokens without charging', async () => {
+      const u = await funded(1_000);
+      const r = await u.client.messages.countTokens({ model: MODELS.openai!, system: 'abcd', messages: [{ role: 'user', content: 'x'.repeat(40) }] });
+      expect(r.input_tokens).toBe(Math.ceil(44 / 4));
+      expect(await balanceOf(u.token)).toBe(1_000);
+    });
+
+    it('errors arrive in Anthropic\'s shape: upstream 429, unknown model, missing max_tokens, no credit, bad credential', async () => {
+      const u = await funded(10_000);
+      const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof Anthropic.APIError>>(p);
+      const limited = await err(u.client.messages.create({ model: MODELS.mist!, max_tokens: 16, messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }] }));
+      expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
+      expect(limited.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+      const unknown = await err(u.client.messages.create({ model: 'nope/x', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+      expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
+      expect(unknown.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+      const noMax = await err(fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: MODELS.openai, messages: [{ role: 'user', content: 'x' }] }) }).then(async (r) => { throw Object.assign(new Error(), { status: r.status, error: await r.json() }); }));
+      expect(noMax).toMatchObject({ status: 400, error: { type: 'error', error: { type: 'invalid_request_error' } } });
+      const poor = await funded(1);
+      const paid = await err(poor.client.messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+      expect(paid.status).toBe(402);
+      expect(paid.error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
+      const badKey = await err(new Anthropic({ baseURL: gw.url, apiKey: 'aib_not-a-real-key', maxRetries: 0 }).messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+      expect(badKey).toBeInstanceOf(Anthropic.AuthenticationError);
+      expect(badKey.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    });
+
+    it('Claude Code style: a bare Claude model id, ?beta=true, anthropic-beta, models.list in Anthropic\'s shape', async () => {
+      const u = await funded(10_000);
+      const res = await fetch(`${gw.url}/v1/messages?beta=true`, {
+        method: 'POST',
+        headers: { 'x-api-key': u.token, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'claude-code-20250219', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 32, system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ type: 'message', model: 'claude-sonnet-4-5' });
+      expect(upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+      const page = await u.client.models.list();
+      expect(page.data.map((m) => m.id)).toEqual(expect.arrayContaining(['anthropic/claude-sonnet-4-5', 'local/org/llama-3-8b', 'mist/mistral-small-latest']));
+      expect(page.data[0]).toMatchObject({ type: 'model' });
+    });
+
+    it('malformed bodies get a 400 in each format\'s own shape, never a 500, nothing charged', async () => {
+      const u = await funded(10_000);
+      const post = async (path: string, body: unknown) => {
+        const res = await fetch(`${gw.url}/v1/${path}`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      };
+      const anthropicBad: unknown[] = [
+        '{not json',
+        [],
+        { model: 5, max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
+        { model: 'openai', max_tokens: '10', messages: [{ role: 'user', content: 'x' }] },
+        { model: 'openai', max_tokens: 10, messages: 'x' },
+        { model: 'openai', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] },
+        { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', path: '/etc/passwd' } }] }] },
+        { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [null] }] },
+        { model: 'openai', max_tokens: 10, system: [{ type: 'image' }], messages: [{ role: 'user', content: 'x' }] },
+        { model: 'openai', max_tokens: 10, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [{ role: 'user', content: 'x' }] },
+        { model: 'openai', max_tokens: 10, stream: 'yes', messages: [{ role: 'user', content: 'x' }] },
+        { model: '../../etc', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
+        { model: 'openai/../../x', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
+      ];
+      for (const body of anthropicBad) {
+        for (const path of ['messages', 'messages/count_tokens']) {
+          const r = await post(path, body);
+          expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+          expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.any(String) } });
+        }
+      }
+      const openaiBad: Array<[string, unknown]> = [
+        ['responses', { model: 'openai', input: [] }],
+        ['responses', { model: 'openai', input: [{ role: 'tool', content: 'x' }] }],
+        ['responses', { model: 'openai', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{bad' }] }],
+        ['responses', { model: 'openai', input: 'x', text: { format: { type: 'yaml' } } }],
+        ['responses', { model: 'openai', input: 'x', tools: [{ type: 'web_search' }] }],
+        ['responses', { model: 'openai', input: 'x', max_output_tokens: 10 ** 9 }],
+        ['embeddings', { model: 'openai/text-embedding-3-small', input: [1, 2, 3] }],
+        ['embeddings', { model: 'openai/text-embedding-3-small', input: [] }],
+        ['embeddings', { model: 'openai/text-embedding-3-small', input: 'x', encoding_format: 'hex' }],
+        ['embeddings', { model: 'openai/text-embedding-3-small', input: Array.from({ length: 3000 }, () => 'x') }],
+      ];
+      for (const [path, body] of openaiBad) {
+        const r = await post(path, body);
+        expect(r.status, `${path} ${JSON.stringify(body).slice(0, 100)}`).toBe(400);
+        expect(r.body).toMatchObject({ error: { type: 'invalid_request_error', message: expect.any(String) } });
+      }
+      expect(await balanceOf(u.token)).toBe(10_000);
+    });
+
+    it('a stream the client aborts is settled once: charged what was produced, at most its hold', async () => {
+      const u = await funded(10_000);
+      upstream.setChunkDelay(30);
+      try {
+        const stream = u.client.messages.stream({ model: MODELS.openai!, max_tokens: 64, messages: [{ role: 'user', content: 'a long story' }] });
+        let deltas = 0;
+        await new Promise<void>((resolve) => {
+          stream.on('text', () => {
+            if (++deltas === 2) {
+              stream.abort();
+              resolve();
+            }
+          });
+          stream.on('error', () => resolve());
+          stream.on('abort', () => resolve());
+        });
+        await stream.done().catch(() => undefined);
+        // The settlement runs when the server sees the connection go; then the balance stays.
+        await new Promise((r) => setTimeout(r, 500));
+        const balance = await balanceOf(u.token);
+        const charged = 10_000 - balance;
+        expect(charged).toBeGreaterThan(0);
+        expect(charged).toBeLessThan(400); // far below the hold (input bound + 64, plus the fee)
+        await new Promise((r) => setTimeout(r, 300));
+        expect(await balanceOf(u.token)).toBe(balance); // settled exactly once
+      } finally {
+        upstream.setChunkDelay(0);
+      }
+    });
+  });
+
+  describe('/v1/messages, /v1/responses and /v1/embeddings share the rate limits of the other entry points', () => {
+    it('maxToolCalls counts them like ai.generateText on /rpc; each refusal is a 429 in its own shape', async () => {
+      const up = await createTestUpstream();
+      const limited = await startSixProviderServer(up, {}, { mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } } }, mode);
+      try {
+        const t = await fundedUser(limited, await tokenFor('rl-admin', { admin: true }), 'rl-user', 100_000);
+        const anthropic = new Anthropic({ baseURL: limited.url, authToken: t, apiKey: null, maxRetries: 0 });
+        const openai = new OpenAI({ baseURL: limited.url + '/v1', apiKey: t, maxRetries: 0 });
+        await anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] });
+        await openai.responses.create({ model: 'openai', input: 'x' });
+        await openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' });
+        const e = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' }));
+        expect(e).toBeInstanceOf(OpenAI.RateLimitError);
+        const a = await rejectionOf<InstanceType<typeof Anthropic.APIError>>(anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+        expect(a).toBeInstanceOf(Anthropic.RateLimitError);
+        expect(a.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+        const o = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.responses.create({ model: 'openai', input: 'x' }));
+        expect(o).toBeInstanceOf(OpenAI.RateLimitError);
+        expect(o.headers?.get('retry-after')).toBeTruthy();
+      } finally {
+        await limited.stop();
+        await up.close();
+      }
+    });
   });
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateTokens, type ConfigInput } from '@ai-backend/core';
+import { estimateTokens, type ConfigInput } from '@ai-backend/core/internal';
 import { createTestUpstream, creditTokens, gatewayConfig, reservedFor, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**

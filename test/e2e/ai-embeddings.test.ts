@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createTestUpstream, rpcCall, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { balanceOf as balanceIn, fee, fundedUser, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
+import { describeMatrix } from './helpers/describeMatrix.js';
 
 /**
  * POST /v1/embeddings (the `openai` client's embeddings.create, base64 by default) and the
@@ -20,73 +21,75 @@ const MODELS: Record<string, string> = {
   mist: 'mist', // its first embedding model
 };
 
-beforeAll(async () => {
-  upstream = await createTestUpstream();
-  gw = await startSixProviderServer(upstream);
-  admin = await tokenFor('ops-admin', { admin: true });
-});
-afterAll(async () => {
-  await gw.stop();
-  await upstream.close();
-});
+describeMatrix('/v1/embeddings', (mode) => {
+  beforeAll(async () => {
+    upstream = await createTestUpstream();
+    gw = await startSixProviderServer(upstream, {}, {}, mode);
+    admin = await tokenFor('ops-admin', { admin: true });
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
 
-let users = 0;
-async function funded(tokens: number) {
-  const token = await fundedUser(gw, admin, `em-user-${++users}`, tokens);
-  return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
-}
-const balanceOf = (token: string) => balanceIn(gw, token);
-const texts = ['the quick brown fox', 'jumps over the lazy dog, twice'];
-
-describe('embeddings', () => {
-  for (const provider of Object.keys(MODELS)) {
-    it(`${provider}: embeddings.create (base64 decoded by the client), charged by input tokens`, async () => {
-      const u = await funded(10_000);
-      const r = await u.client.embeddings.create({ model: MODELS[provider]!, input: texts });
-      expect(r.data).toHaveLength(2);
-      expect(r.data[0]!.embedding).toHaveLength(8);
-      expect(Math.hypot(...r.data[0]!.embedding)).toBeCloseTo(1, 4);
-      expect(r.data[0]!.embedding).not.toEqual(r.data[1]!.embedding);
-      const rec = upstream.requests.at(-1)!;
-      expect(rec.provider).toBe(provider);
-      const used = provider === 'google' ? texts.reduce((n, t) => n + Buffer.byteLength(t) + 1, 0) : texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
-      // Google's embeddings report no usage: charged the reserved bound (UTF-8 bytes + 1 per input).
-      expect(r.usage.prompt_tokens).toBe(used);
-      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
-    });
+  let users = 0;
+  async function funded(tokens: number) {
+    const token = await fundedUser(gw, admin, `em-user-${++users}`, tokens);
+    return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
   }
+  const balanceOf = (token: string) => balanceIn(gw, token);
+  const texts = ['the quick brown fox', 'jumps over the lazy dog, twice'];
 
-  it('dimensions and float encoding pass through; the same text gives the same vector', async () => {
-    const u = await funded(10_000);
-    const a = await u.client.embeddings.create({ model: MODELS.openai!, input: 'same', dimensions: 16, encoding_format: 'float' });
-    const b = await u.client.embeddings.create({ model: MODELS.local!, input: 'same', dimensions: 16 });
-    expect(a.data[0]!.embedding).toHaveLength(16);
-    expect(b.data[0]!.embedding.map((x) => Math.round(x * 1e4))).toEqual(a.data[0]!.embedding.map((x) => Math.round(x * 1e4)));
-  });
+  describe('embeddings', () => {
+    for (const provider of Object.keys(MODELS)) {
+      it(`${provider}: embeddings.create (base64 decoded by the client), charged by input tokens`, async () => {
+        const u = await funded(10_000);
+        const r = await u.client.embeddings.create({ model: MODELS[provider]!, input: texts });
+        expect(r.data).toHaveLength(2);
+        expect(r.data[0]!.embedding).toHaveLength(8);
+        expect(Math.hypot(...r.data[0]!.embedding)).toBeCloseTo(1, 4);
+        expect(r.data[0]!.embedding).not.toEqual(r.data[1]!.embedding);
+        const rec = upstream.requests.at(-1)!;
+        expect(rec.provider).toBe(provider);
+        const used = provider === 'google' ? texts.reduce((n, t) => n + Buffer.byteLength(t) + 1, 0) : texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
+        // Google's embeddings report no usage: charged the reserved bound (UTF-8 bytes + 1 per input).
+        expect(r.usage.prompt_tokens).toBe(used);
+        expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+      });
+    }
 
-  it('ai.embed over JSON-RPC: platform-paid and BYOK (cost from the registry price)', async () => {
-    const u = await funded(10_000);
-    const r = await rpcCall<{ data: { provider: string; model: string; embeddings: number[][] }; tokenUsage: { tokensCharged: number } }>(gw.url, u.token, 'ai.embed', { model: 'mist/mistral-embed', input: 'hello embeddings' });
-    expect(r.result!.data).toMatchObject({ provider: 'mist', model: 'mistral-embed' });
-    expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
-    const byok = await rpcCall<{ usageInfo: { tokensUsed: number; estimatedCostUsd: number } }>(gw.url, u.token, 'ai.embed', { model: 'mist', input: 'x'.repeat(400), apiKey: 'caller-key' });
-    expect(byok.result!.usageInfo).toEqual({ tokensUsed: 100, estimatedCostUsd: (100 * 0.1) / 1e6 });
-    expect(upstream.requests.at(-1)!.apiKey).toBe('caller-key');
-    expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
-  });
+    it('dimensions and float encoding pass through; the same text gives the same vector', async () => {
+      const u = await funded(10_000);
+      const a = await u.client.embeddings.create({ model: MODELS.openai!, input: 'same', dimensions: 16, encoding_format: 'float' });
+      const b = await u.client.embeddings.create({ model: MODELS.local!, input: 'same', dimensions: 16 });
+      expect(a.data[0]!.embedding).toHaveLength(16);
+      expect(b.data[0]!.embedding.map((x) => Math.round(x * 1e4))).toEqual(a.data[0]!.embedding.map((x) => Math.round(x * 1e4)));
+    });
 
-  it('errors are OpenAI-shaped: a chat model, a provider without embeddings, upstream 429, no credit; failures refund', async () => {
-    const u = await funded(10_000);
-    const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof OpenAI.APIError>>(p);
-    expect((await err(u.client.embeddings.create({ model: 'mist/mistral-small-latest', input: 'x' }))).status).toBe(400);
-    expect((await err(u.client.embeddings.create({ model: 'anthropic/claude-sonnet-4-5', input: 'x' }))).status).toBe(400);
-    const limited = await err(u.client.embeddings.create({ model: MODELS.local!, input: 'x [[upstream:429:retry=2]]' }));
-    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
-    expect(limited.headers?.get('retry-after')).toBe('2');
-    const down = await err(u.client.embeddings.create({ model: MODELS.openai!, input: 'x [[upstream:500]]' }));
-    expect(down.status).toBe(502);
-    expect(await balanceOf(u.token)).toBe(10_000);
-    const poor = await funded(1);
-    expect((await err(poor.client.embeddings.create({ model: MODELS.openai!, input: 'x'.repeat(100) }))).status).toBe(402);
+    it('ai.embed over JSON-RPC: platform-paid and BYOK (cost from the registry price)', async () => {
+      const u = await funded(10_000);
+      const r = await rpcCall<{ data: { provider: string; model: string; embeddings: number[][] }; tokenUsage: { tokensCharged: number } }>(gw.url, u.token, 'ai.embed', { model: 'mist/mistral-embed', input: 'hello embeddings' });
+      expect(r.result!.data).toMatchObject({ provider: 'mist', model: 'mistral-embed' });
+      expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
+      const byok = await rpcCall<{ usageInfo: { tokensUsed: number; estimatedCostUsd: number } }>(gw.url, u.token, 'ai.embed', { model: 'mist', input: 'x'.repeat(400), apiKey: 'caller-key' });
+      expect(byok.result!.usageInfo).toEqual({ tokensUsed: 100, estimatedCostUsd: (100 * 0.1) / 1e6 });
+      expect(upstream.requests.at(-1)!.apiKey).toBe('caller-key');
+      expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
+    });
+
+    it('errors are OpenAI-shaped: a chat model, a provider without embeddings, upstream 429, no credit; failures refund', async () => {
+      const u = await funded(10_000);
+      const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof OpenAI.APIError>>(p);
+      expect((await err(u.client.embeddings.create({ model: 'mist/mistral-small-latest', input: 'x' }))).status).toBe(400);
+      expect((await err(u.client.embeddings.create({ model: 'anthropic/claude-sonnet-4-5', input: 'x' }))).status).toBe(400);
+      const limited = await err(u.client.embeddings.create({ model: MODELS.local!, input: 'x [[upstream:429:retry=2]]' }));
+      expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(limited.headers?.get('retry-after')).toBe('2');
+      const down = await err(u.client.embeddings.create({ model: MODELS.openai!, input: 'x [[upstream:500]]' }));
+      expect(down.status).toBe(502);
+      expect(await balanceOf(u.token)).toBe(10_000);
+      const poor = await funded(1);
+      expect((await err(poor.client.embeddings.create({ model: MODELS.openai!, input: 'x'.repeat(100) }))).status).toBe(402);
+    });
   });
 });

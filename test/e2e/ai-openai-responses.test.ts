@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { balanceOf as balanceIn, fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
+import { describeMatrix } from './helpers/describeMatrix.js';
 
 /**
  * POST /v1/responses driven by the official `openai` client's responses.create / responses.stream,
@@ -13,100 +14,102 @@ let gw: AiServer;
 let admin: string;
 const MODELS = CHAT_MODELS;
 
-beforeAll(async () => {
-  upstream = await createTestUpstream({ outputTokens: 16 });
-  gw = await startSixProviderServer(upstream);
-  admin = await tokenFor('ops-admin', { admin: true });
-});
-afterAll(async () => {
-  await gw.stop();
-  await upstream.close();
-});
+describeMatrix('/v1/responses', (mode) => {
+  beforeAll(async () => {
+    upstream = await createTestUpstream({ outputTokens: 16 });
+    gw = await startSixProviderServer(upstream, {}, {}, mode);
+    admin = await tokenFor('ops-admin', { admin: true });
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
 
-let users = 0;
-async function funded(tokens: number) {
-  const token = await fundedUser(gw, admin, `rs-user-${++users}`, tokens);
-  return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
-}
-const balanceOf = (token: string) => balanceIn(gw, token);
-
-describe('openai client responses.create against /v1/responses', () => {
-  for (const provider of Object.keys(MODELS)) {
-    it(`${provider}: text with instructions, metered exactly`, async () => {
-      const u = await funded(10_000);
-      const r = await u.client.responses.create({ model: MODELS[provider]!, instructions: '@support', input: 'Hello', max_output_tokens: 64 });
-      expect(r.object).toBe('response');
-      expect(r.status).toBe('completed');
-      expect(r.output_text).toMatch(/^Test reply from/);
-      expect(upstream.requests.at(-1)!).toMatchObject({ provider, system: SYSTEM_PROMPT });
-      expect(r.usage!.output_tokens).toBe(16);
-      const used = r.usage!.total_tokens;
-      expect(used).toBe(r.usage!.input_tokens + 16);
-      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
-      expect(JSON.stringify(r)).not.toContain(SYSTEM_PROMPT);
-    });
-
-    it(`${provider}: responses.stream assembles the events, usage on response.completed`, async () => {
-      const u = await funded(10_000);
-      const stream = u.client.responses.stream({ model: MODELS[provider]!, input: [{ role: 'user', content: 'Stream it' }], max_output_tokens: 64 });
-      let text = '';
-      stream.on('response.output_text.delta', (e) => (text += e.delta));
-      const final = await stream.finalResponse();
-      expect(text).toMatch(/^Test reply from/);
-      expect(final.output_text).toBe(text);
-      expect(final.usage!.output_tokens).toBe(16);
-      const used = final.usage!.total_tokens;
-      expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
-    });
+  let users = 0;
+  async function funded(tokens: number) {
+    const token = await fundedUser(gw, admin, `rs-user-${++users}`, tokens);
+    return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
   }
+  const balanceOf = (token: string) => balanceIn(gw, token);
 
-  it('function tools: a function_call, then function_call_output sent back', async () => {
-    const u = await funded(10_000);
-    const tools = [{ type: 'function' as const, name: 'get_weather', description: 'weather', strict: false, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
-    const r = await u.client.responses.create({ model: MODELS.local!, tools, input: 'Weather in Paris?' });
-    const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
-    expect(call).toMatchObject({ name: 'get_weather' });
-    expect(JSON.parse(call.arguments)).toEqual({ city: 'test' });
-    const r2 = await u.client.responses.create({ model: MODELS.mist!, tools, input: [{ role: 'user', content: 'Weather in Paris?' }, call, { type: 'function_call_output', call_id: call.call_id, output: '21C' }] });
-    expect(r2.output_text).toContain('[tool result received]');
-  });
+  describe('openai client responses.create against /v1/responses', () => {
+    for (const provider of Object.keys(MODELS)) {
+      it(`${provider}: text with instructions, metered exactly`, async () => {
+        const u = await funded(10_000);
+        const r = await u.client.responses.create({ model: MODELS[provider]!, instructions: '@support', input: 'Hello', max_output_tokens: 64 });
+        expect(r.object).toBe('response');
+        expect(r.status).toBe('completed');
+        expect(r.output_text).toMatch(/^Test reply from/);
+        expect(upstream.requests.at(-1)!).toMatchObject({ provider, system: SYSTEM_PROMPT });
+        expect(r.usage!.output_tokens).toBe(16);
+        const used = r.usage!.total_tokens;
+        expect(used).toBe(r.usage!.input_tokens + 16);
+        expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+        expect(JSON.stringify(r)).not.toContain(SYSTEM_PROMPT);
+      });
 
-  it('structured output through text.format', async () => {
-    const u = await funded(10_000);
-    const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false };
-    const r = await u.client.responses.create({ model: MODELS.openai!, input: 'A person', text: { format: { type: 'json_schema', name: 'person', schema, strict: true } } });
-    expect(JSON.parse(r.output_text)).toEqual({ name: 'test' });
-  });
+      it(`${provider}: responses.stream assembles the events, usage on response.completed`, async () => {
+        const u = await funded(10_000);
+        const stream = u.client.responses.stream({ model: MODELS[provider]!, input: [{ role: 'user', content: 'Stream it' }], max_output_tokens: 64 });
+        let text = '';
+        stream.on('response.output_text.delta', (e) => (text += e.delta));
+        const final = await stream.finalResponse();
+        expect(text).toMatch(/^Test reply from/);
+        expect(final.output_text).toBe(text);
+        expect(final.usage!.output_tokens).toBe(16);
+        const used = final.usage!.total_tokens;
+        expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+      });
+    }
 
-  it('errors are OpenAI-shaped: upstream 429 with Retry-After, unknown model, previous_response_id, no credit', async () => {
-    const u = await funded(10_000);
-    const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof OpenAI.APIError>>(p);
-    const limited = await err(u.client.responses.create({ model: MODELS.local!, input: 'x [[upstream:429:retry=3]]' }));
-    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
-    expect(limited.headers?.get('retry-after')).toBe('3');
-    expect(limited.error).toMatchObject({ type: 'rate_limit_error' });
-    const unknown = await err(u.client.responses.create({ model: 'nope/x', input: 'x' }));
-    expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
-    const prev = await err(u.client.responses.create({ model: MODELS.openai!, input: 'x', previous_response_id: 'resp_1' }));
-    expect(prev.status).toBe(400);
-    expect(prev.param).toBe('previous_response_id');
-    const poor = await funded(1);
-    const paid = await err(poor.client.responses.create({ model: MODELS.openai!, input: 'x' }));
-    expect(paid.status).toBe(402);
-  });
+    it('function tools: a function_call, then function_call_output sent back', async () => {
+      const u = await funded(10_000);
+      const tools = [{ type: 'function' as const, name: 'get_weather', description: 'weather', strict: false, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+      const r = await u.client.responses.create({ model: MODELS.local!, tools, input: 'Weather in Paris?' });
+      const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+      expect(call).toMatchObject({ name: 'get_weather' });
+      expect(JSON.parse(call.arguments)).toEqual({ city: 'test' });
+      const r2 = await u.client.responses.create({ model: MODELS.mist!, tools, input: [{ role: 'user', content: 'Weather in Paris?' }, call, { type: 'function_call_output', call_id: call.call_id, output: '21C' }] });
+      expect(r2.output_text).toContain('[tool result received]');
+    });
 
-  it('an upstream that fails mid-stream ends the stream with an error event in sequence; charged at most the hold', async () => {
-    const u = await funded(10_000);
-    const stream = await u.client.responses.create({ model: MODELS.openai!, input: 'x [[upstream:drop]]', stream: true, max_output_tokens: 64 });
-    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
-    for await (const e of stream) events.push(e);
-    expect(events[0]!.type).toBe('response.created');
-    expect(events.map((e) => e.type)).not.toContain('response.completed');
-    const last = events.at(-1)!;
-    expect(last).toMatchObject({ type: 'error', code: 'upstream_error', message: expect.stringMatching(/lost/) });
-    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
-    const charged = 10_000 - (await balanceOf(u.token));
-    expect(charged).toBeGreaterThan(0);
-    expect(charged).toBeLessThan(300);
+    it('structured output through text.format', async () => {
+      const u = await funded(10_000);
+      const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false };
+      const r = await u.client.responses.create({ model: MODELS.openai!, input: 'A person', text: { format: { type: 'json_schema', name: 'person', schema, strict: true } } });
+      expect(JSON.parse(r.output_text)).toEqual({ name: 'test' });
+    });
+
+    it('errors are OpenAI-shaped: upstream 429 with Retry-After, unknown model, previous_response_id, no credit', async () => {
+      const u = await funded(10_000);
+      const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof OpenAI.APIError>>(p);
+      const limited = await err(u.client.responses.create({ model: MODELS.local!, input: 'x [[upstream:429:retry=3]]' }));
+      expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(limited.headers?.get('retry-after')).toBe('3');
+      expect(limited.error).toMatchObject({ type: 'rate_limit_error' });
+      const unknown = await err(u.client.responses.create({ model: 'nope/x', input: 'x' }));
+      expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+      const prev = await err(u.client.responses.create({ model: MODELS.openai!, input: 'x', previous_response_id: 'resp_1' }));
+      expect(prev.status).toBe(400);
+      expect(prev.param).toBe('previous_response_id');
+      const poor = await funded(1);
+      const paid = await err(poor.client.responses.create({ model: MODELS.openai!, input: 'x' }));
+      expect(paid.status).toBe(402);
+    });
+
+    it('an upstream that fails mid-stream ends the stream with an error event in sequence; charged at most the hold', async () => {
+      const u = await funded(10_000);
+      const stream = await u.client.responses.create({ model: MODELS.openai!, input: 'x [[upstream:drop]]', stream: true, max_output_tokens: 64 });
+      const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const e of stream) events.push(e);
+      expect(events[0]!.type).toBe('response.created');
+      expect(events.map((e) => e.type)).not.toContain('response.completed');
+      const last = events.at(-1)!;
+      expect(last).toMatchObject({ type: 'error', code: 'upstream_error', message: expect.stringMatching(/lost/) });
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      const charged = 10_000 - (await balanceOf(u.token));
+      expect(charged).toBeGreaterThan(0);
+      expect(charged).toBeLessThan(300);
+    });
   });
 });

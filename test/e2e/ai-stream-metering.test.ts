@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTRPCClient, httpBatchStreamLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import OpenAI from 'openai';
-import { estimateTokens, type AppRouter } from '@ai-backend/core';
+import { estimateTokens, type AppRouter } from '@ai-backend/core/internal';
 import { waitFor } from '@ai-backend/test-utils';
 import { createTestUpstream, creditTokens, reservedFor, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateTokens } from '@ai-backend/core';
+import { estimateTokens } from '@ai-backend/core/internal';
 import { testPostgres, testRedis } from '@ai-backend/test-utils/services';
 import { rpcCall, sleep, tokenFor, type AiServer } from './helpers/aiGateway.js';
 import { startKeyCluster, type KeyCluster } from './helpers/apiKeyCluster.js';

@@ -3,7 +3,7 @@ import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, MemoryStorage, type AppRouter } from '@ai-backend/core';
+import { createLogger, MemoryStorage, type AppRouter } from '@ai-backend/core/internal';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 

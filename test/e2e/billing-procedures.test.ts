@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { procedureIndex } from '@ai-backend/core';
+import { procedureIndex } from '@ai-backend/core/internal';
 import {
   callVia,
   createTestUpstream,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
+import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core/internal';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, sleep, startAiServer, tokenFor, trpcClient, waitFor, type TestUpstream } from './helpers/aiGateway.js';
 import { webhookReceiver, type ReceivedHook } from './helpers/webhookReceiver.js';

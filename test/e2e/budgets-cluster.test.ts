@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
+import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core/internal';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, tokenFor, trpcClient, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { webhookReceiver } from './helpers/webhookReceiver.js';

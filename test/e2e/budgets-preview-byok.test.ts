@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateTokens } from '@ai-backend/core';
+import { estimateTokens } from '@ai-backend/core/internal';
 import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, sleep, startAiServer, tokenFor, trpcClient, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { webhookReceiver } from './helpers/webhookReceiver.js';
 

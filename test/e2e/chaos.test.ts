@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { estimateTokens, type ConfigInput } from '@ai-backend/core';
+import { estimateTokens, type ConfigInput } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 import { postgresBinDir, startPrivatePostgres, startPrivateRedis, testService } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, gatewayConfig, mcpClient, tokenFor, waitFor, type TestUpstream } from './helpers/aiGateway.js';

@@ -5,7 +5,7 @@
  * purchase log grow by 200,000 entries each, through a store that counts every key it reads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ledgerKeys, MemoryStorage, type Storage } from '@ai-backend/core';
+import { ledgerKeys, MemoryStorage, type Storage } from '@ai-backend/core/internal';
 import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 const HEAVY = 'heavy-user';

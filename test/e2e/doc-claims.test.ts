@@ -6,7 +6,7 @@
  * getting-started.test.ts and config-parity.test.ts.
  */
 import { mintDevToken } from '@ai-backend/auth';
-import { createLogger } from '@ai-backend/core';
+import { createLogger } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';

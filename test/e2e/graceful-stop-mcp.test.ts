@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@ai-backend/core';
+import { createLogger } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 import { createTestUpstream, creditTokens, gatewayConfig, mcpClient, rpcCall, startAiServer, tokenFor, waitFor } from './helpers/aiGateway.js';
 

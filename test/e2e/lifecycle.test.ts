@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { SqliteStorage, publicProcedure, router } from '@ai-backend/core';
+import { SqliteStorage, publicProcedure, router } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 
 /** A procedure that takes a while, so a request is in flight when stop() is called. */

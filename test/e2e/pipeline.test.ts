@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { z } from 'zod';
-import { CoreError, MemoryStorage, createLogger, publicProcedure, router, type ConfigInput } from '@ai-backend/core';
+import { CoreError, MemoryStorage, createLogger, publicProcedure, router, type ConfigInput } from '@ai-backend/core/internal';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { describeMatrix } from './helpers/describeMatrix.js';
 import type { Mode } from './helpers/testServer.js';

@@ -24,13 +24,13 @@ afterEach(async () => {
 const limits = (maxRequests: number, maxToolCalls: number) => ({ enabled: true, windowMs: WINDOW_MS, maxRequests, maxToolCalls });
 
 /** The 429 every limited answer must be: Retry-After within the window, IETF headers, JSON-RPC error. */
-function expect429(reply: McpReply | Response, policy: 'requests' | 'tool-calls') {
+function expect429(reply: McpReply | Response, policy: 'requests' | 'tool-calls', windowSec = WINDOW_MS / 1000) {
   expect(reply.status).toBe(429);
   const retry = Number(reply.headers.get('retry-after'));
   expect(retry).toBeGreaterThanOrEqual(1);
-  expect(retry).toBeLessThanOrEqual(WINDOW_MS / 1000);
+  expect(retry).toBeLessThanOrEqual(windowSec);
   expect(reply.headers.get('ratelimit')).toContain(`"${policy}";r=0;t=${retry}`);
-  expect(reply.headers.get('ratelimit-policy')).toMatch(/^"requests";q=\d+;w=3600, "tool-calls";q=\d+;w=3600$/);
+  expect(reply.headers.get('ratelimit-policy')).toMatch(new RegExp(`^"requests";q=\\d+;w=${windowSec}, "tool-calls";q=\\d+;w=${windowSec}$`));
 }
 
 describe('mcp.rateLimiting on one server', () => {
@@ -99,11 +99,29 @@ describe('mcp.rateLimiting on one server', () => {
     expect((await carol.callTool('echo', { message: 'c' })).status).toBe(200);
   });
 
-  it('leaves everything unlimited and without RateLimit headers when disabled (the default)', async () => {
+  it('is on by default: 300 /mcp requests and 120 tool calls per caller and minute, then 429', async () => {
     const s = await server({ mcp: { auth: { authType: 'none' } } });
     const mcp = new RawMcp(s.url);
     await mcp.initialize();
-    for (let i = 0; i < 120; i++) {
+    // Fixed one-minute windows aligned to the clock: start early in a window so all calls land in one.
+    const first = await mcp.callTool('echo', { message: 'first' });
+    expect(first.headers.get('ratelimit-policy')).toBe('"requests";q=300;w=60, "tool-calls";q=120;w=60');
+    const secondsLeft = Number(/"tool-calls";r=\d+;t=(\d+)/.exec(first.headers.get('ratelimit') ?? '')?.[1]);
+    expect(secondsLeft).toBeGreaterThanOrEqual(1);
+    let used = 1;
+    if (secondsLeft < 30) {
+      await new Promise((r) => setTimeout(r, (secondsLeft + 1) * 1000));
+      used = 0;
+    }
+    for (; used < 120; used++) expect((await mcp.callTool('echo', { message: String(used) })).status).toBe(200);
+    expect429(await mcp.callTool('echo', { message: 'over' }), 'tool-calls', 60);
+  }, 90_000);
+
+  it('leaves everything unlimited and without RateLimit headers when switched off', async () => {
+    const s = await server({ mcp: { auth: { authType: 'none' }, rateLimiting: { enabled: false } } });
+    const mcp = new RawMcp(s.url);
+    await mcp.initialize();
+    for (let i = 0; i < 150; i++) {
       const reply = await mcp.callTool('echo', { message: String(i) });
       expect(reply.status).toBe(200);
       expect(reply.headers.get('ratelimit')).toBeNull();

@@ -58,7 +58,9 @@ beforeAll(async () => {
 
   srv = await startTestServer({
     jwt: { secret: JWT_SECRET },
-    mcp: { auth: { authType: 'jwt' } },
+    // One caller runs the whole corpus on every entry point: far more tool calls than the default
+    // per-minute limit (rate-limit.test.ts covers it), so it is off here.
+    mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
     serverWorkspaces: {
       plain: { path: root },
       ro: { path: root, readOnly: true },

@@ -42,7 +42,9 @@ beforeAll(async () => {
   vectors = expandCorpus(fixture);
   srv = await startTestServer({
     jwt: { secret: JWT_SECRET },
-    mcp: { auth: { authType: 'jwt' } },
+    // One caller runs the whole corpus on every entry point: far more tool calls than the default
+    // per-minute limit (rate-limit.test.ts covers it), so it is off here.
+    mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
     // The same root twice: links refused outright, and links followed (but never out of the root).
     serverWorkspaces: { default: fixture.config({ followSymlinks: false }), follow: fixture.config({ followSymlinks: true }) },
   });

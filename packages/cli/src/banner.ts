@@ -1,4 +1,4 @@
-import { sqliteFile, type ResolvedConfig } from '@ai-backend/core';
+import { sqliteFile, type ResolvedConfig } from '@ai-backend/core/internal';
 import type { BoundAddress } from '@ai-backend/transports';
 
 export interface BannerOptions {
@@ -17,9 +17,9 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
   // The fragment is never sent to a server; the console exchanges it for a token (loopback only).
   if (config.console.enabled && config.protocols.jsonRpc) lines.push(`  console   ${base}/console/${opts.devCode ? `#dev=${opts.devCode}  (signs you in as administrator)` : ''}`);
   lines.push(`  storage   ${config.storage.type}${config.storage.type === 'sqlite' ? ` (${sqliteFile(config.storage)})` : ''}`);
-  const auth = config.mcp.auth.authType;
+  const auth = config.auth.mode;
   lines.push(`  auth      ${auth}`);
-  const oauthReady = Boolean(config.oauth.providerClientId && config.oauth.encryptionKey && config.oauth.provider);
+  const oauthReady = config.auth.oauthServerEnabled;
   if ((auth === 'oauth' || auth === 'both') && !oauthReady) {
     lines.push(
       '',
@@ -30,7 +30,7 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
       '  See docs/oauth.md.',
     );
   }
-  if ((auth === 'jwt' || auth === 'both') && !config.jwt.secret && !((auth === 'both') && oauthReady)) {
+  if ((auth === 'jwt' || auth === 'both') && !config.auth.jwtEnabled && !(auth === 'both' && oauthReady)) {
     lines.push('', '  JWT is the auth type but jwt.secret is not set: no token can be verified, nobody can sign in.');
     lines.push('  Put JWT_SECRET=<32+ random characters> in .env (serve and token both read it), then restart.');
   }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { jsonc } from './configFileError.js';
-import { attributeToEnv, type ConfigProblem } from '@ai-backend/core';
+import { attributeToEnv, type ConfigProblem } from '@ai-backend/core/internal';
 
 type Env = Record<string, string | undefined>;
 

@@ -6,7 +6,13 @@
 export { createServer, type AiBackendServer, type BoundAddress, type CreateServerOptions } from '@ai-backend/transports';
 export {
   defineConfig,
+  // Config problems: createServer and loadConfig throw it, with every problem and its key path.
+  ConfigError,
+  type ConfigProblem,
+  // What a custom-router author builds with (docs/procedures.md, "Custom routers").
   router,
+  middleware,
+  mergeRouters,
   publicProcedure,
   protectedProcedure,
   adminProcedure,

@@ -9,7 +9,6 @@ import { KeyVault } from './services/vault/KeyVault.js';
 import { AiService } from './services/ai/AiService.js';
 import { RateLimiter } from './services/rateLimit/RateLimiter.js';
 import { SecurityLog } from './services/security/SecurityLog.js';
-import { warnIgnoredAuthSettings } from './services/security/accessRules.js';
 import { unusableAuthWarning } from './config/authWarnings.js';
 import { ClientWorkspaceService } from './services/workspaces/ClientWorkspaceService.js';
 import { WorkspaceService } from './services/workspaces/WorkspaceService.js';
@@ -65,8 +64,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
   let shared = opts.shared ?? storage;
-  if (!opts.shared && config.storage.shared === 'redis' && storage.kind !== 'redis') {
-    shared = await createStorage({ ...config.storage, type: 'redis' });
+  if (!opts.shared && config.storage.shared === 'redis' && config.storage.redis && storage.kind !== 'redis') {
+    shared = await createStorage({ type: 'redis', dir: config.storage.dir, shared: 'store', redis: config.storage.redis });
     closers.push(() => shared.close());
     health.set('shared', () => shared.health());
   }
@@ -124,7 +123,6 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   closers.push(() => workspaces.close());
   const security = SecurityLog.fromConfig(config, logger);
   closers.push(() => security.close());
-  warnIgnoredAuthSettings(config, logger);
   const authWarning = unusableAuthWarning(config);
   if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
   const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays, signals, ...(upstreamStats ? { upstream: upstreamStats } : {}) }) : new Stats();

@@ -1,49 +1,41 @@
+/**
+ * `@ai-backend/core`: the documented public API (what `ai-backend` re-exports, plus the config,
+ * storage and webhook helpers the docs show). Everything else is internal to the workspace and
+ * lives in `@ai-backend/core/internal`; src/publicSurface.test.ts keeps this list deliberate.
+ * @module
+ */
 // First: a clear error when the app's zod is zod 3, before any schema module uses zod 4 APIs.
 import './config/requireZod4.js';
-export * from './config/index.js';
-export { CoreError, isCoreError, coreErrorOf } from './kernel/CoreError.js';
-export { CORE_ERROR_TABLE, JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from './pipeline/errorTable.js';
-export { type CoreErrorCode } from './kernel/CoreError.js';
-export * from './storage/index.js';
-export { t, router, middleware, mergeRouters, createCallerFactory } from './pipeline/init.js';
+
+// Configuration (docs/configuration.md).
+export { ConfigSchema, defineConfig, type ConfigInput, type ResolvedConfig } from './config/schema.js';
+export { resolveConfig, checkConfig, ConfigError, type ConfigProblem } from './config/resolveConfig.js';
+export type { AuthMode, ResolvedAuth } from './config/resolveAuth.js';
+export { configFromEnv, mergeConfig } from './config/fromEnv.js';
+export { ENV_VARIABLES, type EnvVariable } from './config/envVariables.js';
+export { redactConfig } from './config/redact.js';
+
+// Errors (docs/procedures.md#errors).
+export { CoreError, isCoreError, type CoreErrorCode } from './kernel/CoreError.js';
+
+// Custom routers (docs/procedures.md#custom-routers).
+export { router, middleware, mergeRouters } from './pipeline/init.js';
 export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
-export { accessDecision, authConfigured, callScopeOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
-export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';
-export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChallenge.js';
-export { toWireError, wireErrorData, toJsonRpcError, toMcpToolError, logWireError, MCP_ERROR_META_KEY, type WireError } from './pipeline/wireError.js';
-export { publicBaseUrl } from './runtime/publicBaseUrl.js';
-export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.js';
-export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
-export { type Identity, type TransportName, type ApiKeyGrant } from './kernel/identity.js';
-export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
-export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
-export { invoke, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
-export { isAsyncIterable } from './pipeline/drainStream.js';
-export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
-export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';
-export { createRuntime, type CreateRuntimeOptions } from './createRuntime.js';
-export type { Runtime, HealthProbe } from './runtime/Runtime.js';
-export type { Authenticator, AuthResult, AuthFacts } from './kernel/identity.js';
-export { ApiKeyService, type KeyActor } from './services/apiKeys/ApiKeyService.js';
-export { API_KEY_PATTERN, API_KEY_PREFIX, isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';
-export type { ApiKeyRecord, ApiKeyView, KeyRules } from './services/apiKeys/apiKeyTypes.js';
-export { Stats } from './runtime/Stats.js';
-export { LocalSignals, type Signals, type SignalHandler } from './kernel/Signals.js';
-export { createLogger, type Logger, type LogLevel } from './kernel/Logger.js';
-export { checkHealth, healthFor, type HealthReport } from './runtime/checkHealth.js';
-export { ResourceRegistry, type ResourceDefinition, type ResourceTemplateDefinition, type ResourceContent, type SchemeHandler } from './services/resources/ResourceRegistry.js';
-export { compileUriTemplate, type UriTemplate } from './lib/uriTemplate.js';
-export { guardedFetch, guardedUrlProblem, isPublicAddress, type GuardedFetchOptions, type GuardedResponse } from './net/guardedFetch.js';
+export type { Context } from './pipeline/context.js';
+export type { Identity } from './kernel/identity.js';
+export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './pipeline/meta.js';
+export type { AppRouter, AppRouterWith, CustomRouters } from './routers/appRouter.js';
+export type { Runtime } from './runtime/Runtime.js';
+
+// Storage (docs/storage.md): the interface a custom store implements, and the built-in ones.
+export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TxRead, TxWrite, TxPlan } from './kernel/Storage.js';
+export { MemoryStorage } from './storage/MemoryStorage.js';
+export { createStorage, type StorageConfig } from './storage/createStorage.js';
+
+// MCP resources (docs/mcp.md).
+export type { ResourceDefinition, ResourceTemplateDefinition, ResourceContent, SchemeHandler } from './services/resources/ResourceRegistry.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
-export { createWorkspaceSchemeHandler, connectWorkspaceResources, workspaceResourceUri, type WorkspaceFiles } from './services/resources/workspaceSchemeHandler.js';
-export * from './services/workspaces/index.js';
-export { PromptRegistry, completeFrom, type PromptDefinition, type PromptArgumentDefinition, type PromptMessage, type PromptContent, type PromptResult, type CompletionResult } from './services/prompts/PromptRegistry.js';
-export * from './services/ai/index.js';
-export * from './services/billing/index.js';
-export * from './services/vault/index.js';
-export { RateLimiter, rateLimitCaller, type RateLimitDecision, type RateLimitKind, type RateLimitSettings, type RateLimiterOptions } from './services/rateLimit/RateLimiter.js';
-export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecuritySeverity, type SecurityLogSettings } from './services/security/SecurityLog.js';
-export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
-export * from './apiDescription/index.js';
-export * from './observability/index.js';
-export * from './services/governance/index.js';
+
+// Webhooks (docs/billing.md, docs/operations.md).
+export { verifyPurchaseWebhook, handlePurchaseWebhook, type VerifyPurchaseWebhookOptions, type PurchaseEvent, type PurchaseWebhookResult } from './services/billing/purchaseWebhook.js';
+export { signAlert, verifyAlertSignature, ALERT_SIGNATURE_HEADER } from './services/governance/signAlert.js';

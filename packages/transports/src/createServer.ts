@@ -3,7 +3,7 @@ import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import { createAppRouter, createLogger, isLoopbackHost, createRuntime, oauthServerEnabled, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core';
+import { createAppRouter, createLogger, isLoopbackHost, createRuntime, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './http/bodyLimit.js';
@@ -82,7 +82,7 @@ export interface AiBackendServer<TRouter = AppRouterWith<{}>> {
 }
 
 /** Does this config run the OAuth authorization server? (The rule lives in core's config schema.) */
-export const oauthEnabled = (config: ResolvedConfig): boolean => oauthServerEnabled(config);
+export const oauthEnabled = (config: ResolvedConfig): boolean => config.auth.oauthServerEnabled;
 
 /** Compare two strings in time independent of where they differ. */
 function timingSafeEqualText(a: string, b: string): boolean {
@@ -211,7 +211,7 @@ export function createServer<C extends CustomRouters = {}>(
         return oauth!.app.fetch(c.req.raw, c.env);
       });
     }
-  } else if (config.mcp.auth.authType !== 'none') {
+  } else if (config.auth.mode !== 'none') {
     const prm = jwtResourceMetadataHandler(config);
     app.get('/.well-known/oauth-protected-resource', prm);
     app.get('/.well-known/oauth-protected-resource/mcp', prm);

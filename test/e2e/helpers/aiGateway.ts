@@ -2,10 +2,11 @@ import { createTRPCClient, httpLink, TRPCClientError, type TRPCClient } from '@t
 import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core';
+import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
+import { startIn, type Mode } from './testServer.js';
 
 /**
  * A real ai-backend server (JWT identities, all four providers server-paid against a test
@@ -36,7 +37,10 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
     host: '127.0.0.1',
     // The AI tools are public so anonymous (BYOK) callers can be tested on every entry point;
     // requireAuthForToolsCall governs them on /trpc and /rpc as on /mcp (docs/security.md).
-    mcp: { auth: { authType: 'jwt', publicTools: ['generateText', 'listProviders', 'listAllowedModels'] }, ...mcp },
+    // These suites drive one gateway from one or two callers through dozens of cases: explicitly
+    // past the default per-caller limits (on by default; rate-limit.test.ts and the tests that
+    // pass their own `mcp.rateLimiting` cover them).
+    mcp: { auth: { authType: 'jwt', publicTools: ['generateText', 'listProviders', 'listAllowedModels'] }, rateLimiting: { enabled: false }, ...mcp },
     jwt: { secret: JWT_SECRET },
     serverProviders: [...PROVIDERS],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT }, ...ai },
@@ -45,12 +49,13 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
   };
 }
 
-export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage } = {}): Promise<AiServer> {
+/** `mode` 'in-process' serves through `server.fetch` behind a routed origin (helpers/testServer.ts `startIn`). */
+export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage; mode?: Mode } = {}): Promise<AiServer> {
   const logs: string[] = [];
   const server = createServer(gatewayConfig(upstream, over), { logger: createLogger('debug', (l) => logs.push(l)), ...(opts.storage ? { storage: opts.storage } : {}) });
-  const { url } = await server.start();
+  const { url, stop } = await startIn(opts.mode ?? 'listening', server);
   const runtime = await server.ready();
-  return { server, runtime, url, logs, stop: () => server.stop() };
+  return { server, runtime, url, logs, stop };
 }
 
 export { createTestUpstream, waitFor, type TestUpstream };

@@ -1,5 +1,6 @@
 import { creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './aiGateway.js';
 import type { ConfigInput } from '@ai-backend/core';
+import type { Mode } from './testServer.js';
 
 /** The two named providers of the wire-format tests, both pointed at the test upstream. */
 export const NAMED_MODELS = { local: 'local/org/llama-3-8b', mist: 'mist/mistral-small-latest' } as const;
@@ -15,9 +16,9 @@ export const CHAT_MODELS: Record<string, string> = {
 /**
  * A server with six providers: the four built-ins and two named ones, `local` (openai-compatible,
  * keyless, as a local vLLM) and `mist` (the AI SDK's Mistral package), all server-paid. `ai` is
- * merged over the providers (aliases, fallbacks, breaker settings).
+ * merged over the providers (aliases, fallbacks, breaker settings); `mode` as in startAiServer.
  */
-export function startSixProviderServer(upstream: TestUpstream, ai: Record<string, unknown> = {}, over: ConfigInput = {}): Promise<AiServer> {
+export function startSixProviderServer(upstream: TestUpstream, ai: Record<string, unknown> = {}, over: ConfigInput = {}, mode: Mode = 'listening'): Promise<AiServer> {
   return startAiServer(upstream, {
     storage: { type: 'memory' },
     serverProviders: [...PROVIDERS, 'local', 'mist'],
@@ -42,7 +43,7 @@ export function startSixProviderServer(upstream: TestUpstream, ai: Record<string
       },
       ...ai,
     },
-  } as ConfigInput);
+  } as ConfigInput, { mode });
 }
 
 /** A signed-in user credited with `tokens`, and their balance afterwards. */

@@ -1,48 +1,62 @@
 import { MemoryStorage, type ConfigInput } from '@ai-backend/core';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
+import { routeInProcess } from './inProcessOrigin.js';
 
 export interface TestServer {
   server: AiBackendServer;
   url: string;
-  /** fetch against the real listening server. */
+  /** fetch a path of this server (over the socket when listening, through server.fetch in process). */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   stop(): Promise<void>;
 }
 
-/** A real server on 127.0.0.1:<free port> with memory storage (unless the config says otherwise). */
-export async function startTestServer(config: ConfigInput = {}): Promise<TestServer> {
+/**
+ * A server on 127.0.0.1 with memory storage (unless the config says otherwise): a real listening
+ * one by default, or (mode 'in-process') served through `server.fetch` behind a routed origin.
+ */
+export async function startTestServer(config: ConfigInput = {}, mode: Mode = 'listening'): Promise<TestServer> {
   const server = createServer(
     { port: 0, host: '127.0.0.1', monitoring: { logging: { level: 'silent' } }, ...config },
     config.storage ? {} : { storage: new MemoryStorage() },
   );
-  const addr = await server.start();
+  const { url, stop } = await startIn(mode, server);
   return {
     server,
-    url: addr.url,
-    fetch: (path, init) => fetch(addr.url + path, init),
-    stop: () => server.stop(),
+    url,
+    fetch: mode === 'listening' ? (path, init) => fetch(url + path, init) : (path, init) => server.fetch(new Request(url + path, init)),
+    stop,
   };
 }
 
 /**
  * The same tests against in-process `app.fetch` and a real Node server (STYLE.md practice 10).
- * Each mode gives a `call(path, init)` returning a Response.
+ * Each mode gives a `call(path, init)` returning a Response, and a `url` that any client (the
+ * official SDKs, `fetch(url + path)`) can be pointed at: in process it is an origin that
+ * `globalThis.fetch` routes to `server.fetch` (helpers/inProcessOrigin.ts).
  */
 export const MODES = ['in-process', 'listening'] as const;
 export type Mode = (typeof MODES)[number];
 
-export async function serverFor(mode: Mode, config: ConfigInput = {}) {
+/** A server for `mode`: `server.start()` when listening, else `server.ready()` behind a routed origin. */
+export async function startIn(mode: Mode, server: AiBackendServer): Promise<{ url: string; stop(): Promise<void> }> {
   if (mode === 'listening') {
-    const s = await startTestServer(config);
-    return { call: s.fetch, stop: s.stop, url: s.url };
+    const { url } = await server.start();
+    return { url, stop: () => server.stop() };
   }
-  const server = createServer({ monitoring: { logging: { level: 'silent' } }, ...config }, { storage: new MemoryStorage() });
   await server.ready();
+  const route = routeInProcess((req) => server.fetch(req));
   return {
-    call: (path: string, init?: RequestInit) => server.fetch(new Request('http://127.0.0.1:8000' + path, init)),
-    stop: () => server.stop(),
-    url: 'http://127.0.0.1:8000',
+    url: route.url,
+    stop: async () => {
+      route.release();
+      await server.stop();
+    },
   };
+}
+
+export async function serverFor(mode: Mode, config: ConfigInput = {}) {
+  const s = await startTestServer(config, mode);
+  return { server: s.server, url: s.url, stop: s.stop, call: s.fetch };
 }
 
 export const rpc = (method: string, params?: unknown, id: number | string | null = 1) => ({

@@ -125,13 +125,9 @@ describe('createAuthenticator: which verifiers apply', () => {
     expect((await errorOf(auth(hs))).appCode).toBe('INVALID_TOKEN');
   });
 
-  it('requireValidSignature false still verifies signatures, and says so once', async () => {
-    const warnings: string[] = [];
-    const auth = createAuthenticator(
-      cfg({ mcp: { auth: { authType: 'jwt', jwt: { requireValidSignature: false } } }, jwt: jwtBase }),
-      { logger: { warn: (m) => warnings.push(m) } },
-    );
-    expect(warnings).toHaveLength(1);
+  it('requireValidSignature is removed: false is a config error, true is accepted and signatures are verified', async () => {
+    expect(() => cfg({ mcp: { auth: { authType: 'jwt', jwt: { requireValidSignature: false } } }, jwt: jwtBase })).toThrow(/requireValidSignature: false is no longer accepted.*always verified/);
+    const auth = createAuthenticator(cfg({ mcp: { auth: { authType: 'jwt', jwt: { requireValidSignature: true } } }, jwt: jwtBase }));
     expect((await errorOf(auth(signRaw(HS256, goodClaims(), 'z'.repeat(40))))).message).toBe('invalid signature');
     expect((await errorOf(auth(signRaw({ alg: 'none' }, goodClaims()).replace(/[^.]+$/, '')))).message).toBe('algorithm not allowed');
   });

@@ -1,4 +1,4 @@
-import { CoreError, type Authenticator, type Identity, type Logger, type ResolvedConfig } from '@ai-backend/core';
+import { CoreError, type Authenticator, type Identity, type Logger, type ResolvedConfig } from '@ai-backend/core/internal';
 import { createJwtVerifier, JWT_ALGORITHMS, type JwtVerifier } from './createJwtVerifier.js';
 import { isAdminIdentity } from './identityFromClaims.js';
 import { inspectToken } from './inspectToken.js';
@@ -46,16 +46,10 @@ type Route = { kind: 'jwt'; verify: JwtVerifier } | { kind: 'oauth'; verify: OAu
 export type ClearableAuthenticator = Authenticator & { clearCache(): void };
 
 export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenticatorOptions = {}): ClearableAuthenticator {
-  const { authType } = config.mcp.auth;
+  // The rules come resolved in config.auth (computed once by core's config schema).
+  const { mode, jwtEnabled } = config.auth;
   const jwtCfg = config.mcp.auth.jwt;
-  const jwtEnabled = jwtCfg.enabled ?? authType !== 'oauth';
-  const oauthEnabled = config.mcp.auth.oauth.enabled ?? authType !== 'jwt';
-
-  if (jwtEnabled && config.jwt.secret !== undefined && !jwtCfg.requireValidSignature) {
-    opts.logger?.warn('mcp.auth.jwt.requireValidSignature is false, but JWT signatures are always verified', {
-      see: 'docs/auth-jwt.md',
-    });
-  }
+  const oauthEnabled = config.mcp.auth.oauth.enabled;
 
   const routes = new Map<string, Route>();
   let jwtVerifier: JwtVerifier | undefined;
@@ -80,7 +74,7 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
   }
 
   const nothingConfigured =
-    authType === 'none'
+    mode === 'none'
       ? "bearer tokens cannot be verified: authType is 'none' and no verifier is configured (set jwt.secret)"
       : 'bearer tokens cannot be verified: no token verifier is configured';
 

@@ -1,5 +1,5 @@
 import { generateKeyPairSync, createSign } from 'node:crypto';
-import { resolveConfig, type AuthResult } from '@ai-backend/core';
+import { resolveConfig, type AuthResult } from '@ai-backend/core/internal';
 import { describe, expect, it } from 'vitest';
 import { createAuthenticator } from './createAuthenticator.js';
 import { MAX_TOKEN_LENGTH } from './inspectToken.js';

@@ -1,4 +1,4 @@
-import { CoreError, isEmailVerified, jwtSubject, type Identity } from '@ai-backend/core';
+import { CoreError, isEmailVerified, jwtSubject, type Identity } from '@ai-backend/core/internal';
 
 /** Who counts as an administrator (config `admin`). */
 export interface AdminRule {

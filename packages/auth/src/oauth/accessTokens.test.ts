@@ -1,4 +1,4 @@
-import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core';
+import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core/internal';
 import { base64url, decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ENCRYPTION_KEY, form, memoryLogger, obtainTokens, register, startHarness, type Harness } from './__tests__/harness.js';

@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { idpSubject } from '@ai-backend/core';
+import { idpSubject } from '@ai-backend/core/internal';
 import { isListedAdmin } from '../jwt/identityFromClaims.js';
 import { randomToken, sha256 } from './crypto.js';
 import { errorPage, redirectToClient } from './oauthResponses.js';

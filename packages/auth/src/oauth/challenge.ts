@@ -1,4 +1,4 @@
-export { bearerChallenge, type BearerChallenge } from '@ai-backend/core';
+export { bearerChallenge, type BearerChallenge } from '@ai-backend/core/internal';
 
 /** Where the protected-resource metadata of /mcp lives for a public base URL (RFC 9728 §3.1). */
 export function resourceMetadataUrl(baseUrl: string): string {

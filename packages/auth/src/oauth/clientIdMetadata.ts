@@ -1,4 +1,4 @@
-import { CoreError, guardedFetch, isCoreError } from '@ai-backend/core';
+import { CoreError, guardedFetch, isCoreError } from '@ai-backend/core/internal';
 import { z } from 'zod';
 import type { OAuthSettings } from './oauthSettings.js';
 import type { ClientRecord } from './records.js';

@@ -1,4 +1,4 @@
-import { ConfigError, createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core';
+import { ConfigError, createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core/internal';
 import { describe, expect, it } from 'vitest';
 import { memoryLogger } from './__tests__/harness.js';
 import { createOAuthRoutes } from './createOAuthRoutes.js';

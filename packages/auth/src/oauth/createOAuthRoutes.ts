@@ -1,4 +1,4 @@
-import { CORE_ERROR_TABLE, isCoreError, publicBaseUrl, type Identity, type Runtime, type Storage } from '@ai-backend/core';
+import { CORE_ERROR_TABLE, isCoreError, publicBaseUrl, type Identity, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { Hono, type Context } from 'hono';
 import type { VerifyAccessTokenOptions } from './accessTokens.js';
 import { authorizeHandler, consentHandler } from './authorize.js';

@@ -1,4 +1,4 @@
-import { createStorage, requestClientIp, isCoreError, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core';
+import { createStorage, requestClientIp, isCoreError, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core/internal';
 import type { Context } from 'hono';
 import { AccessTokens } from './accessTokens.js';
 import { ClientIdMetadataDocuments, isUrlClientId } from './clientIdMetadata.js';

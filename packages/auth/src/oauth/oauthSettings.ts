@@ -1,4 +1,4 @@
-import { ConfigError, oauthConfigProblems, oauthSessionFile, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core';
+import { ConfigError, oauthConfigProblems, oauthSessionFile, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core/internal';
 
 type OAuthConfig = ResolvedConfig['oauth'];
 export type UpstreamConfig = NonNullable<OAuthConfig['provider']>;
@@ -25,13 +25,17 @@ export function resolveOAuthSettings(config: ResolvedConfig): OAuthSettings {
   if (problems.length > 0) throw new ConfigError(problems);
   const o = config.oauth;
   const s = o.sessionStorage;
-  // 'file' keeps its spec meaning: the embedded database, at filePath.
-  const storage: StorageConfig | undefined = s && {
-    ...config.storage,
-    type: s.type === 'file' ? 'sqlite' : s.type,
-    sqlite: { ...config.storage.sqlite, file: oauthSessionFile(config.storage.dir, s.filePath) },
-    redis: s.redis,
-  };
+  // 'file' keeps its spec meaning: the embedded database, at filePath (with the main store's durability).
+  const base = { dir: config.storage.dir, shared: 'store' as const };
+  const synchronous = config.storage.type === 'sqlite' ? config.storage.sqlite.synchronous : 'normal';
+  const storage: StorageConfig | undefined =
+    s === undefined
+      ? undefined
+      : s.type === 'memory'
+        ? { ...base, type: 'memory' }
+        : s.type === 'redis'
+          ? { ...base, type: 'redis', redis: s.redis }
+          : { ...base, type: 'sqlite', sqlite: { synchronous, file: oauthSessionFile(config.storage.dir, s.filePath) } };
   return {
     ...o,
     encryptionKey: o.encryptionKey!,

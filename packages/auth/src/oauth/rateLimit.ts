@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { RateLimiter, rateLimitCaller } from '@ai-backend/core';
+import { RateLimiter, rateLimitCaller } from '@ai-backend/core/internal';
 import { oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 

@@ -1,4 +1,4 @@
-import { CoreError, isEmailVerified } from '@ai-backend/core';
+import { CoreError, isEmailVerified } from '@ai-backend/core/internal';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { UpstreamConfig } from './oauthSettings.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, oauthServerEnabled, servesWithoutAuth } from './authMode.js';
+import { isLoopbackHost } from './authMode.js';
 import { attributeToEnv } from './fromEnv.js';
 import { checkConfig, resolveConfig } from './resolveConfig.js';
 
@@ -28,10 +28,10 @@ describe('cross-field rules in the schema', () => {
   });
 
   it('decides whether a config serves without auth and runs the OAuth server', () => {
-    expect(servesWithoutAuth(resolveConfig({}))).toBe(true); // authType oauth, nothing configured
-    expect(oauthServerEnabled(resolveConfig({ oauth: OAUTH }))).toBe(true);
-    expect(servesWithoutAuth(resolveConfig({ oauth: OAUTH }))).toBe(false);
-    expect(oauthServerEnabled(resolveConfig({ oauth: { ...OAUTH, enabled: false } }))).toBe(false);
+    expect(resolveConfig({}).auth.servesWithoutAuth).toBe(true); // authType oauth, nothing configured
+    expect(resolveConfig({ oauth: OAUTH }).auth.oauthServerEnabled).toBe(true);
+    expect(resolveConfig({ oauth: OAUTH }).auth.servesWithoutAuth).toBe(false);
+    expect(resolveConfig({ oauth: { ...OAUTH, enabled: false } }).auth.oauthServerEnabled).toBe(false);
   });
 
   it('maps the spec key mcp.auth.oauth.sessionStorePath to a file session store, and refuses a conflicting one', () => {

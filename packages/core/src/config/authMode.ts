@@ -3,11 +3,10 @@ import { join, resolve } from 'node:path';
 import type { ConfigProblem } from './ConfigError.js';
 
 /** The fields the cross-field rules read, so they run both on the resolved config and inside the schema. */
-interface AuthFacts {
+export interface AuthFacts {
   host: string;
   storage: { type: string; dir: string; sqlite?: { file?: string | undefined } | undefined };
   jwt: { secret?: string | undefined };
-  mcp: { auth: { authType: 'oauth' | 'jwt' | 'both' | 'none' } };
   oauth: {
     enabled?: boolean | undefined;
     encryptionKey?: string | undefined;
@@ -50,7 +49,7 @@ export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
   if (o.registration.policy === 'token' && (o.registration.initialAccessToken?.length ?? 0) < 32) {
     problems.push({ path: 'oauth.registration.initialAccessToken', message: "policy 'token' needs an initial access token of at least 32 characters" });
   }
-  const embedded = config.storage.type === 'sqlite' || config.storage.type === 'file';
+  const embedded = config.storage.type === 'sqlite';
   const mainFile = config.storage.sqlite?.file ?? join(config.storage.dir, 'ai-backend.db');
   if (o.sessionStorage?.type === 'file' && embedded && resolve(oauthSessionFile(config.storage.dir, o.sessionStorage.filePath)) === resolve(mainFile)) {
     problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from the main SQLite file (or leave sessionStorage unset to share the main storage)' });
@@ -59,35 +58,13 @@ export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
 }
 
 /**
- * Does this config run the OAuth authorization server? `oauth.enabled: true` demands it (a
- * missing piece is a config error); otherwise it runs when the auth type uses OAuth and the
- * identity provider is configured.
- */
-export function oauthServerEnabled(config: AuthFacts): boolean {
-  if (config.oauth.enabled === false) return false;
-  if (config.oauth.enabled === true) return true;
-  const usesOAuth = config.mcp.auth.authType === 'oauth' || config.mcp.auth.authType === 'both';
-  return usesOAuth && oauthConfigProblems(config).length === 0;
-}
-
-/** Would this config serve without any authentication (no verifier for the configured auth type)? */
-export function servesWithoutAuth(config: AuthFacts): boolean {
-  const authType = config.mcp.auth.authType;
-  if (authType === 'none') return true;
-  const jwtReady = Boolean(config.jwt.secret);
-  if (authType === 'jwt') return !jwtReady;
-  if (authType === 'oauth') return !oauthServerEnabled(config);
-  return !jwtReady && !oauthServerEnabled(config);
-}
-
-/**
  * The cross-field rules `serve` enforces, as config problems with their key paths. They run
  * inside ConfigSchema, so `config check` refuses exactly what `serve` refuses.
  */
-export function crossFieldProblems(config: AuthFacts & { allowUnauthenticatedRemote: boolean }): ConfigProblem[] {
+export function crossFieldProblems(config: AuthFacts & { allowUnauthenticatedRemote: boolean; auth: { servesWithoutAuth: boolean } }): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   if (config.oauth.enabled === true) problems.push(...oauthConfigProblems(config));
-  if (!isLoopbackHost(config.host) && servesWithoutAuth(config) && !config.allowUnauthenticatedRemote) {
+  if (!isLoopbackHost(config.host) && config.auth.servesWithoutAuth && !config.allowUnauthenticatedRemote) {
     problems.push({
       path: 'host',
       message: `refusing to serve without authentication on non-loopback address ${config.host}; configure jwt.secret or oauth, bind to 127.0.0.1, or set allowUnauthenticatedRemote: true to accept the risk`,

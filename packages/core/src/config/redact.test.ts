@@ -40,4 +40,18 @@ describe('redactConfig', () => {
     for (const secret of ['MIST-SECRET', 'HDR-SECRET', 'AKIA-SECRET', 'AWS-SECRET', 'TOK-SECRET', 'PK-SECRET', 'sa@p.iam']) expect(text).not.toContain(secret);
     expect(text).toContain('"region":"us-east-1"');
   });
+
+  it('redacts the chosen backend and the shared Redis, and shows the derived auth rules (booleans, nothing secret)', () => {
+    const config = resolveConfig({
+      storage: { type: 'postgres', shared: 'redis', postgres: { connectionString: 'postgres://app:PG-SECRET@db/x', password: 'PW-SECRET' }, redis: { password: 'REDIS-SECRET' } },
+      mcp: { auth: { authType: 'jwt' } },
+      jwt: { secret: 'JWT-SECRET-'.padEnd(40, 'x') },
+    });
+    const printed = JSON.stringify(redactConfig(config));
+    for (const secret of ['PG-SECRET', 'PW-SECRET', 'REDIS-SECRET', 'JWT-SECRET']) expect(printed).not.toContain(secret);
+    const out = redactConfig(config) as typeof config;
+    expect(Object.keys(out.storage).sort()).toEqual(['dir', 'postgres', 'redis', 'shared', 'type']);
+    expect(out.auth).toEqual(config.auth);
+    expect(out.auth).toMatchObject({ mode: 'jwt', jwtEnabled: true, servesWithoutAuth: false });
+  });
 });

@@ -8,7 +8,7 @@ import { StorageSchema } from './sections/storage.js';
 import { AlertsSchema, ApiDescriptionSchema, ConsoleSchema, MetricsSchema, StatisticsSchema } from './sections/operations.js';
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 import { crossFieldProblems } from './authMode.js';
-import { RedisOptionsSchema } from './sections/storage.js';
+import { resolveAuth } from './resolveAuth.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
 import { ResourcesSchema } from './sections/resources.js';
 import { BUILT_IN_NAMESPACES } from '../kernel/namespaces.js';
@@ -98,7 +98,7 @@ export const ConfigSchema = z
   })
   .overwrite((config) => {
     const path = config.mcp.auth.oauth.sessionStorePath;
-    if (path !== undefined && !config.oauth.sessionStorage) config.oauth.sessionStorage = { type: 'file', filePath: path, redis: RedisOptionsSchema.parse({}) };
+    if (path !== undefined && !config.oauth.sessionStorage) config.oauth.sessionStorage = { type: 'file', filePath: path };
     return config;
   })
   .check((ctx) => {
@@ -107,6 +107,12 @@ export const ConfigSchema = z
         ctx.issues.push({ code: 'custom', input: id, path: ['serverProviders', i], message: `unknown provider "${id}": a built-in (anthropic, openai, google, openrouter) or a named provider of ai.providers` });
       }
     });
+  })
+  // The auth rules, derived once: `oauth.enabled` becomes a boolean (whether the authorization
+  // server runs) and `auth` holds every rule the rest of the code reads (see resolveAuth).
+  .transform((config) => {
+    const auth = resolveAuth(config);
+    return { ...config, oauth: { ...config.oauth, enabled: auth.oauthServerEnabled }, auth };
   })
   // Rules across sections (OAuth completeness, no unauthenticated public bind): `serve` and
   // `config check` both get them from here.

@@ -57,7 +57,7 @@ function scopeDecision(config: ResolvedConfig, identity: Identity): AccessDecisi
  * server; every other type means anonymous callers are the exception, not the rule.
  */
 export function authConfigured(config: ResolvedConfig): boolean {
-  return config.mcp.auth.authType !== 'none';
+  return config.auth.mode !== 'none';
 }
 
 /**

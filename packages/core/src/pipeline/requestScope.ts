@@ -145,7 +145,7 @@ export class RequestScope {
  * tokens are not a resource requirement); with JWT only, `mcp.auth.jwt.requiredScopes`.
  */
 export function signInScopes(config: Runtime['config']): string[] {
-  const type = config.mcp.auth.authType;
+  const type = config.auth.mode;
   if (type === 'oauth' || type === 'both') {
     const call = callScopeOf(config);
     return [...new Set([...config.oauth.scopesSupported, ...(call ? [call] : [])])].filter((s) => s !== 'offline_access');

@@ -7,7 +7,9 @@ export const CLEAR_CACHES = 'caches.clear';
 
 /** Redis pub/sub when the deployment has a Redis (store or shared state), else this process only. */
 export async function createSignals(config: ResolvedConfig, logger: Logger): Promise<Signals> {
-  if (config.storage.type !== 'redis' && config.storage.shared !== 'redis') return new LocalSignals();
+  // `storage.redis` exists only when the store or its shared state is Redis (the schema's union).
+  const redis = config.storage.redis;
+  if (!redis) return new LocalSignals();
   const { RedisSignals } = await import('./RedisSignals.js');
-  return RedisSignals.connect(config.storage.redis, logger);
+  return RedisSignals.connect(redis, logger);
 }

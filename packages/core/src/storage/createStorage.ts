@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import type { ResolvedConfig } from '../config/schema.js';
+import type { StorageConfig } from '../config/sections/storage.js';
 import { MemoryStorage } from './MemoryStorage.js';
 import type { Storage } from '../kernel/Storage.js';
 
-export type StorageConfig = ResolvedConfig['storage'];
+export type { StorageConfig };
 
 /** The SQLite file of a storage config: `sqlite.file`, or `ai-backend.db` in `dir`. */
-export function sqliteFile(config: Pick<StorageConfig, 'dir' | 'sqlite'>): string {
+export function sqliteFile(config: { dir: string; sqlite: { file?: string | undefined } }): string {
   return config.sqlite.file ?? join(config.dir, 'ai-backend.db');
 }
 

@@ -10,7 +10,7 @@ import type { AppRouter } from '@ai-backend/core';
 
 export type Outputs = inferRouterOutputs<AppRouter>;
 export type Overview = Outputs['admin']['overview'];
-export type { AlertDelivery, KeySeries, RecentCall } from '@ai-backend/core';
+export type { AlertDelivery, KeySeries, RecentCall } from '@ai-backend/core/internal';
 
 /** Every procedure as `namespace.procedure` with its answer: `[name, output]` pairs. */
 type Pairs = { [N in keyof Outputs & string]: { [P in keyof Outputs[N] & string]: [`${N}.${P}`, Outputs[N][P]] }[keyof Outputs[N] & string] }[keyof Outputs & string];

@@ -1,4 +1,4 @@
-import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core';
+import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 import { gatewayField, servedModel } from '../openai/openAiFormat.js';
 
 /** Anthropic's stop_reason for the AI SDK's finish reason. */

@@ -1,4 +1,4 @@
-import { CoreError, resolveModelRef, type ChatMessage, type ResolvedConfig } from '@ai-backend/core';
+import { CoreError, resolveModelRef, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
 import { PROVIDER_KEY_HEADER } from '../openai/toChatInput.js';
 
 type Json = Record<string, unknown>;

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { apiDocument, publicBaseUrl, type Runtime } from '@ai-backend/core';
+import { apiDocument, publicBaseUrl, type Runtime } from '@ai-backend/core/internal';
 
 /**
  * GET /openrpc.json (the /rpc methods) and GET /openapi.json (the /trpc GET/POST forms). Public:

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { isLoopbackHost, servesWithoutAuth, type ResolvedConfig } from '@ai-backend/core';
+import { isLoopbackHost, type ResolvedConfig } from '@ai-backend/core/internal';
 import { edgeError, type EdgeFamily } from './edgeError.js';
 import { requestOrigin } from './requestFacts.js';
 
@@ -60,7 +60,7 @@ function ownOrigins(req: Request, config: ResolvedConfig): string[] {
  */
 export function createBrowserGuard(config: ResolvedConfig): (route: GuardedRoute) => MiddlewareHandler {
   const loopback = isLoopbackHost(config.host);
-  const unauthenticated = servesWithoutAuth(config);
+  const unauthenticated = config.auth.servesWithoutAuth;
   const allowedHosts = config.mcp.allowedHosts ? new Set(config.mcp.allowedHosts.map((h) => h.toLowerCase())) : null;
   const explicit = new Set([...(config.cors.origin.includes('*') ? [] : config.cors.origin), ...(config.mcp.allowedOrigins ?? [])].map((o) => o.toLowerCase()));
   const strictBrowser = loopback || unauthenticated;

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
-import { oauthServerEnabled, type ResolvedConfig } from '@ai-backend/core';
+import type { ResolvedConfig } from '@ai-backend/core';
 
 /**
  * The console's Content-Security-Policy: scripts, styles and connections only from this origin,
@@ -103,7 +103,7 @@ export interface ConsoleRoutesOptions {
 export function consoleRoutes(config: ResolvedConfig, opts: ConsoleRoutesOptions = {}): Hono {
   const app = new Hono();
   const settings: ConsoleSettings = {
-    oauth: oauthServerEnabled(config),
+    oauth: config.auth.oauthServerEnabled,
     adminScope: config.admin.scope,
     scopes: config.oauth.scopesSupported,
     devSignIn: opts.devSignIn !== undefined,

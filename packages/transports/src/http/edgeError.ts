@@ -1,4 +1,4 @@
-import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '@ai-backend/core';
+import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '@ai-backend/core/internal';
 
 /** The answer shapes of the route families the HTTP edge guards. */
 export type EdgeFamily = 'jsonrpc' | 'trpc' | 'oauth' | 'openai' | 'plain';

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { checkHealth, healthFor, type Runtime } from '@ai-backend/core';
+import { checkHealth, healthFor, type Runtime } from '@ai-backend/core/internal';
 import { bearerToken } from './requestFacts.js';
 
 /**

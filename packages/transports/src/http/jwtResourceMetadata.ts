@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { publicBaseUrl, type ResolvedConfig } from '@ai-backend/core';
+import { publicBaseUrl, type ResolvedConfig } from '@ai-backend/core/internal';
 
 /**
  * RFC 9728 protected-resource metadata for a server that accepts JWTs but runs no OAuth

@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerOptions } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ResolvedConfig } from '@ai-backend/core';
 
@@ -18,7 +18,7 @@ export function timeoutServerOptions(limits: ResolvedConfig['limits']): ServerOp
  * in, the socket has no timeout again, so long-lived answers (SSE) are not cut.
  */
 export function enforceBodyIdleTimeout(server: Server, idleMs: number): void {
-  server.on('request', (req: IncomingMessage) => {
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     if (req.complete) return;
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) return;
@@ -27,5 +27,9 @@ export function enforceBodyIdleTimeout(server: Server, idleMs: number): void {
     const clear = () => socket.setTimeout(0);
     req.once('end', clear);
     req.once('close', clear);
+    // Once the answer is out (an early 413, say) the server waits for nothing: what is left of the
+    // body is drained and the connection closed gracefully (lingeringClose.ts), so a client
+    // that is slow to send the rest is not reset before it has read the answer.
+    res.once('finish', clear);
   });
 }

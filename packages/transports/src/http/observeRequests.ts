@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { inRequestSpan, type Runtime } from '@ai-backend/core';
+import { inRequestSpan, type Runtime } from '@ai-backend/core/internal';
 
 /** Entry point of a path, a closed set (a metric label and the span name): unknown paths collapse to 'other'. */
 export function entryOf(path: string): string {

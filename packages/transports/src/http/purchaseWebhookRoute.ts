@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { CORE_ERROR_TABLE, handlePurchaseWebhook, isCoreError, type Runtime } from '@ai-backend/core';
+import { CORE_ERROR_TABLE, handlePurchaseWebhook, isCoreError, type Runtime } from '@ai-backend/core/internal';
 
 /** Largest webhook body we read; purchase events are small. */
 const MAX_WEBHOOK_BYTES = 64 * 1024;

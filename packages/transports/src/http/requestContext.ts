@@ -1,5 +1,5 @@
 import type { Context as HonoContext } from 'hono';
-import { RequestScope, type Runtime, type TransportName } from '@ai-backend/core';
+import { RequestScope, type Runtime, type TransportName } from '@ai-backend/core/internal';
 import { bearerToken, clientIp, tokenInQuery } from './requestFacts.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Context as HonoContext } from 'hono';
-import { requestClientIp } from '@ai-backend/core';
+import { requestClientIp } from '@ai-backend/core/internal';
 
 /**
  * Facts about a request that depend on trustProxy: the client address, the public origin

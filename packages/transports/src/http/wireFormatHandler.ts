@@ -1,5 +1,5 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type WireError } from '@ai-backend/core';
+import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 import { withCorsHeaders } from './cors.js';
 import { readJsonBody } from './readJsonBody.js';
 import { openScope } from './requestContext.js';

@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { apiDocument, JSONRPC_STANDARD, invoke, logWireError, procedureIndex, publicBaseUrl, toJsonRpcError, toWireError, type Context, type Runtime } from '@ai-backend/core';
+import { apiDocument, JSONRPC_STANDARD, invoke, logWireError, procedureIndex, publicBaseUrl, toJsonRpcError, toWireError, type Context, type Runtime } from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../http/cors.js';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { openScope } from '../http/requestContext.js';

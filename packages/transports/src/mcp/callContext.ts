@@ -1,5 +1,5 @@
 import type { AuthInfo, Server, ServerContext } from '@modelcontextprotocol/server';
-import { CoreError, RequestScope, type Context, type McpCallContext } from '@ai-backend/core';
+import { CoreError, RequestScope, type Context, type McpCallContext } from '@ai-backend/core/internal';
 import { levelEnabled, type McpServerDeps, type McpSessionState } from './sessionState.js';
 
 /** What the HTTP layer learned about a request, carried to handlers in `authInfo.extra`: core's request scope. */

@@ -1,5 +1,5 @@
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
-import { logWireError, toJsonRpcError, toWireError, type Runtime } from '@ai-backend/core';
+import { logWireError, toJsonRpcError, toWireError, type Runtime } from '@ai-backend/core/internal';
 
 /**
  * A JSON-RPC error the SDK sends as is: it reads `code`, `message` and `data` off whatever a

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { StreamCounter } from './StreamCounter.js';
 import { isInitializeRequest, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type RequestStateCodec, type Server } from '@modelcontextprotocol/server';
 import { createRequestStateSeal } from './requestStateSeal.js';
-import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core';
+import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { openScope } from '../http/requestContext.js';
 import { clientIp } from '../http/requestFacts.js';

@@ -1,4 +1,4 @@
-import { JSONRPC_CODE_BY_TRPC, rateLimitCaller, type CoreError, type Identity, type RateLimitDecision, type Runtime } from '@ai-backend/core';
+import { JSONRPC_CODE_BY_TRPC, rateLimitCaller, type CoreError, type Identity, type RateLimitDecision, type Runtime } from '@ai-backend/core/internal';
 
 /**
  * Rate limits of one /mcp request (`mcp.rateLimiting`): the request itself counts toward

@@ -1,5 +1,5 @@
 import type { Server } from '@modelcontextprotocol/server';
-import { completeFrom, CoreError } from '@ai-backend/core';
+import { completeFrom, CoreError } from '@ai-backend/core/internal';
 import { toMcpError } from './mcpErrors.js';
 import type { McpServerDeps } from './sessionState.js';
 

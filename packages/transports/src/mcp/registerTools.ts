@@ -1,5 +1,5 @@
 import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server, type ServerContext } from '@modelcontextprotocol/server';
-import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core';
+import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core/internal';
 import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext.js';
 import { callerOf } from './requestStateSeal.js';
 import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, type ToolOutcome } from './tasks/McpTasks.js';

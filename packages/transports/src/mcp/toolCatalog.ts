@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core';
+import { procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core/internal';
 import type { AnyRouter } from '@trpc/server';
 
 export interface CatalogTool {

@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { CoreError, invoke, type EmbedOutput, type Runtime } from '@ai-backend/core';
+import { CoreError, invoke, type EmbedOutput, type Runtime } from '@ai-backend/core/internal';
 import { admitRequest, anonymousChallenge, errorResponse, jsonResponse } from '../http/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { PROVIDER_KEY_HEADER } from './toChatInput.js';

@@ -1,4 +1,4 @@
-import { toWireError, type Attempt, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core';
+import { toWireError, type Attempt, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 
 /** OpenAI's finish_reason for the AI SDK's. */
 export function finishReason(reason: string): string {

@@ -1,5 +1,5 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { CoreError, invoke, type Challenge, type Runtime } from '@ai-backend/core';
+import { CoreError, invoke, type Challenge, type Runtime } from '@ai-backend/core/internal';
 import { errorResponse as wireError, wireFormatHandler } from '../http/wireFormatHandler.js';
 import { withCorsHeaders } from '../http/cors.js';
 import { openScope } from '../http/requestContext.js';

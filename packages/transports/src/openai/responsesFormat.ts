@@ -1,4 +1,4 @@
-import type { GenerateTextOutput, StreamEvent } from '@ai-backend/core';
+import type { GenerateTextOutput, StreamEvent } from '@ai-backend/core/internal';
 import { gatewayField, servedModel } from './openAiFormat.js';
 
 const usageOf = (r: GenerateTextOutput) => {

@@ -1,4 +1,4 @@
-import { CoreError, resolveModelRef, type ChatMessage, type ResolvedConfig } from '@ai-backend/core';
+import { CoreError, resolveModelRef, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
 
 /** The BYOK header of the OpenAI-compatible endpoint: the caller's own provider key. */
 export const PROVIDER_KEY_HEADER = 'x-provider-api-key';

@@ -1,4 +1,4 @@
-import { CoreError, type ChatMessage, type ResolvedConfig } from '@ai-backend/core';
+import { CoreError, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
 import { modelFields } from '../anthropic/toMessagesInput.js';
 import { PROVIDER_KEY_HEADER } from './toChatInput.js';
 

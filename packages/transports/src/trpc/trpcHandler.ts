@@ -1,6 +1,6 @@
 import type { Handler } from 'hono';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
-import { logWireError, toWireError, type Runtime } from '@ai-backend/core';
+import { logWireError, toWireError, type Runtime } from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../http/cors.js';
 import { openScope } from '../http/requestContext.js';
 

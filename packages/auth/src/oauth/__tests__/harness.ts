@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createRuntime, idpSubject, MemoryStorage, mergeConfig, resolveConfig, type ConfigInput, type Logger, type Runtime, type Storage } from '@ai-backend/core';
+import { createRuntime, idpSubject, MemoryStorage, mergeConfig, resolveConfig, type ConfigInput, type Logger, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createOAuthRoutes, type OAuthRoutes } from '../createOAuthRoutes.js';
 import { startFakeIdp, type FakeIdp, type FakeIdpUser } from './fakeIdp.js';
 

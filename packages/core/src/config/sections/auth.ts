@@ -29,6 +29,13 @@ const ProviderEndpointsSchema = z.union([
   z.strictObject({ preset: z.enum(['google', 'github']), scopes: z.array(z.string()).optional() }),
 ]);
 
+/** The resolved `oauth.sessionStorage`: one store's options, chosen by `type`. */
+const SessionStorageSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('memory') }),
+  z.strictObject({ type: z.literal('file'), filePath: z.string().optional() }),
+  z.strictObject({ type: z.literal('redis'), redis: RedisOptionsSchema }),
+]);
+
 /** Server-level OAuth (spec: `oauth`). */
 export const OAuthSchema = z
   .strictObject({
@@ -37,13 +44,22 @@ export const OAuthSchema = z
     providerClientSecret: z.string().optional(),
     provider: ProviderEndpointsSchema.optional(),
     encryptionKey: z.string().min(32, 'must be at least 32 characters').optional(),
+    /**
+     * Where OAuth sessions live when not in the main storage: a union by `type` like `storage`.
+     * Today's shape (`filePath` and `redis` beside any type) is accepted; the resolved config keeps
+     * `filePath` for 'file' and `redis` for 'redis' only.
+     */
     sessionStorage: z
       .strictObject({
         type: z.enum(['memory', 'file', 'redis']),
         /** The embedded database of type 'file': a file, or a directory to hold `oauth.db`. Default `<storage.dir>/oauth.db`. */
         filePath: z.string().optional(),
-        redis: RedisOptionsSchema,
+        redis: z.custom<z.input<typeof RedisOptionsSchema>>().optional(),
       })
+      .transform(({ type, filePath, redis }): z.input<typeof SessionStorageSchema> =>
+        type === 'redis' ? { type, redis: redis ?? {} } : type === 'file' ? (filePath === undefined ? { type } : { type, filePath }) : { type },
+      )
+      .pipe(SessionStorageSchema)
       .optional(),
     /** Dynamic client registration policy. Default 'open'. */
     registration: z
@@ -123,41 +139,81 @@ export const OAuthSchema = z
   })
   .prefault({});
 
+/**
+ * Keys the spec lists that ask for less checking than we do: only `true` (what we do anyway) is
+ * accepted, and the key is dropped from the resolved config. `false` is refused, since honouring
+ * it would weaken security and silently ignoring it would mislead.
+ */
+const alwaysOn = (instead: string) =>
+  z
+    .boolean()
+    .optional()
+    .refine((v) => v !== false, `false is no longer accepted (the key is removed): ${instead}. Delete the key (true is accepted and ignored)`);
+
+/** Drop a key from a parsed object (the accepted-but-always-on flags above). */
+function without<T extends object, K extends keyof T>(value: T, key: K): Omit<T, K> {
+  const { [key]: _dropped, ...rest } = value;
+  return rest;
+}
+
+const AuthTypeSchema = z.enum(['oauth', 'jwt', 'both', 'none']);
+
 const McpAuthSchema = z
   .strictObject({
-    authType: z.enum(['oauth', 'jwt', 'both', 'none']).default('oauth'),
+    authType: AuthTypeSchema.default('oauth'),
     oauth: z
       .strictObject({
+        /** Accept our OAuth access tokens. Default: on unless authType is 'jwt' (resolved to a boolean). */
         enabled: z.boolean().optional(),
         /** Directory of a file-backed OAuth session store: the same as `oauth.sessionStorage: { type: 'file', filePath }`. */
         sessionStorePath: z.string().min(1).optional(),
-        requireValidSession: z.boolean().default(true),
+        requireValidSession: alwaysOn(
+          'an OAuth access token is accepted only while its session exists; to bound how long a revoked session keeps working use oauth.sessionCacheMs',
+        ),
       })
-      .prefault({}),
+      .prefault({})
+      .transform((o) => without(o, 'requireValidSession')),
     jwt: z
       .strictObject({
+        /** Accept HS256 tokens signed with `jwt.secret`. Default: on unless authType is 'oauth' (resolved to a boolean). */
         enabled: z.boolean().optional(),
-        requireValidSignature: z.boolean().default(true),
+        requireValidSignature: alwaysOn('JWT signatures are always verified (allowExpiredTokens relaxes expiry only)'),
         requiredScopes: z.array(z.string()).default([]),
         allowExpiredTokens: z.boolean().default(false),
       })
-      .prefault({}),
+      .prefault({})
+      .transform((j) => without(j, 'requireValidSignature')),
     requireAuthForToolsList: z.boolean().default(false),
     requireAuthForToolsCall: z.boolean().default(true),
     publicTools: z.array(z.string()).default([]),
   })
-  .prefault({});
+  .prefault({})
+  // The tri-state `enabled` flags become booleans here, once: their default follows authType.
+  .transform((auth) => ({
+    ...auth,
+    oauth: { ...auth.oauth, enabled: auth.oauth.enabled ?? auth.authType !== 'jwt' },
+    jwt: { ...auth.jwt, enabled: auth.jwt.enabled ?? auth.authType !== 'oauth' },
+  }));
 
 export const McpSchema = z
   .strictObject({
     enabled: z.boolean().default(true),
     auth: McpAuthSchema,
+    /**
+     * Per-caller limits (the signed-in subject, else the client address), counted in fixed
+     * windows in the shared store. On by default (docs/security.md#rate-limits): generous enough
+     * for an interactive client or an agent, low enough that one caller cannot flood the server.
+     */
     rateLimiting: z
       .strictObject({
-        enabled: z.boolean().default(false),
+        /** Default true. */
+        enabled: z.boolean().default(true),
+        /** Window length in ms. Default 60000 (one minute). */
         windowMs: z.number().int().min(100).default(60_000),
-        maxRequests: z.number().int().min(1).default(100),
-        maxToolCalls: z.number().int().min(1).default(50),
+        /** /mcp requests per caller and window. Default 300. */
+        maxRequests: z.number().int().min(1).default(300),
+        /** Tool calls per caller and window, on every entry point (an MCP tools/call, or a tool procedure over /trpc, /rpc or /v1). Default 120. */
+        maxToolCalls: z.number().int().min(1).default(120),
       })
       .prefault({}),
     securityLogging: z
@@ -168,13 +224,20 @@ export const McpSchema = z
         logFilePath: z.string().optional(),
       })
       .prefault({}),
+    /**
+     * Operator override of the MCP access rules: `{ enabled: true, requireAuth: false }` lifts
+     * requireAuthForToolsList/requireAuthForToolsCall (resolved once into `auth.mcpAccessRulesActive`).
+     */
     authEnforcement: z
       .strictObject({
         enabled: z.boolean().default(true),
         requireAuth: z.boolean().default(true),
-        requireValidSession: z.boolean().default(true),
+        requireValidSession: alwaysOn(
+          'an OAuth access token is accepted only while its session exists; to bound how long a revoked session keeps working use oauth.sessionCacheMs',
+        ),
       })
-      .prefault({}),
+      .prefault({})
+      .transform((e) => without(e, 'requireValidSession')),
     /**
      * Resource budgets of /mcp (docs/security.md#resource-budgets): how many sessions one client
      * address or identity may hold, how long sessions that never finish initializing or stay

@@ -1,16 +1,15 @@
 import { z } from 'zod';
 
 /** Redis connection options (spec: oauth.sessionStorage.redis). */
-export const RedisOptionsSchema = z
-  .strictObject({
-    host: z.string().default('127.0.0.1'),
-    port: z.number().int().min(1).max(65535).default(6379),
-    password: z.string().optional(),
-    db: z.number().int().min(0).default(0),
-    keyPrefix: z.string().default('ai-backend:'),
-    tls: z.boolean().default(false),
-  })
-  .prefault({});
+const RedisFieldsSchema = z.strictObject({
+  host: z.string().default('127.0.0.1'),
+  port: z.number().int().min(1).max(65535).default(6379),
+  password: z.string().optional(),
+  db: z.number().int().min(0).default(0),
+  keyPrefix: z.string().default('ai-backend:'),
+  tls: z.boolean().default(false),
+});
+export const RedisOptionsSchema = RedisFieldsSchema.prefault({});
 
 /** PostgreSQL connection options (`storage.postgres`). */
 export const PostgresOptionsSchema = z
@@ -56,28 +55,70 @@ export const SqliteOptionsSchema = z
   })
   .prefault({});
 
+const BACKENDS = ['sqlite', 'postgres', 'memory', 'redis'] as const;
+
+/** What every backend shares: the data directory and where hot shared state lives. */
+const common = {
+  /** Data directory (the SQLite file, `oauth.db` and `security.log` live here). Relative paths resolve from the working directory. */
+  dir: z.string().default('.ai-backend-data'),
+  /**
+   * Where hot, shared, short-lived state lives (rate-limit windows, anonymous budgets, MCP
+   * session records and event streams): 'store' (default) = the store itself; 'redis' = the
+   * Redis of `storage.redis`, for several instances on PostgreSQL.
+   */
+  shared: z.enum(['store', 'redis']).default('store'),
+};
+
+/** With `shared: 'redis'` a store other than Redis also carries the Redis it shares state through. */
+const sharedRedis = RedisFieldsSchema.optional();
+
+const SqliteStorageSchema = z.strictObject({ type: z.literal('sqlite'), ...common, sqlite: SqliteOptionsSchema, redis: sharedRedis });
+const PostgresStorageSchema = z.strictObject({ type: z.literal('postgres'), ...common, postgres: PostgresOptionsSchema, redis: sharedRedis });
+const MemoryStorageSchema = z.strictObject({ type: z.literal('memory'), ...common, redis: sharedRedis });
+const RedisStorageSchema = z.strictObject({ type: z.literal('redis'), ...common, redis: RedisOptionsSchema });
+
+/**
+ * Today's input shape, accepted as it always was: `type` (default 'sqlite'; 'file' is the former
+ * name of 'sqlite') beside every backend's sub-object. The sub-objects are checked by the union
+ * below, after normaliseStorage.
+ */
+const StorageInputSchema = z.strictObject({
+  type: z.enum([...BACKENDS, 'file']).default('sqlite'),
+  dir: z.string().optional(),
+  shared: z.enum(['store', 'redis']).optional(),
+  sqlite: z.custom<z.input<typeof SqliteOptionsSchema>>().optional(),
+  postgres: z.custom<z.input<typeof PostgresOptionsSchema>>().optional(),
+  redis: z.custom<z.input<typeof RedisOptionsSchema>>().optional(),
+});
+
+/**
+ * 'file' becomes 'sqlite', and sub-objects of backends that were not chosen are dropped (configs
+ * used to carry them all; they were never read). `redis` stays when the backend is Redis or
+ * shared state goes to Redis.
+ */
+function normaliseStorage(input: z.output<typeof StorageInputSchema>) {
+  const type = input.type === 'file' ? 'sqlite' : input.type;
+  const { sqlite, postgres, redis, ...rest } = input;
+  const keepRedis = type === 'redis' || input.shared === 'redis';
+  return {
+    ...rest,
+    type,
+    ...(type === 'sqlite' ? { sqlite } : {}),
+    ...(type === 'postgres' ? { postgres } : {}),
+    ...(keepRedis ? { redis: redis ?? {} } : {}),
+  };
+}
+
 /**
  * Top-level `storage`: where durable state lives (balances, ledgers, holds, vault, OAuth records,
- * workspaces, preferences). `sqlite` (default) for one server, `postgres` for several behind a
- * load balancer, `memory` for tests, `redis` for everything in Redis. `file` is the former name
- * of the embedded store and means `sqlite`.
+ * workspaces, preferences). A union by `type`: `sqlite` (default) for one server, `postgres` for
+ * several behind a load balancer, `memory` for tests, `redis` for everything in Redis. The
+ * resolved config carries only the chosen backend's sub-object (plus `redis` with
+ * `shared: 'redis'`).
  */
-export const StorageSchema = z
-  .strictObject({
-    type: z
-      .enum(['sqlite', 'postgres', 'memory', 'redis', 'file'])
-      .default('sqlite')
-      .transform((t) => (t === 'file' ? 'sqlite' : t)),
-    /** Data directory (the SQLite file lives here). Relative paths resolve from the working directory. */
-    dir: z.string().default('.ai-backend-data'),
-    sqlite: SqliteOptionsSchema,
-    postgres: PostgresOptionsSchema,
-    redis: RedisOptionsSchema,
-    /**
-     * Where hot, shared, short-lived state lives (rate-limit windows, anonymous budgets, MCP
-     * session records and event streams): 'store' (default) = the store above; 'redis' = the
-     * Redis of `storage.redis`, for several instances on PostgreSQL.
-     */
-    shared: z.enum(['store', 'redis']).default('store'),
-  })
-  .prefault({});
+export const StorageSchema = StorageInputSchema.prefault({})
+  .transform(normaliseStorage)
+  .pipe(z.discriminatedUnion('type', [SqliteStorageSchema, PostgresStorageSchema, MemoryStorageSchema, RedisStorageSchema]));
+
+/** The resolved `storage` section: one backend's options, chosen by `type`. */
+export type StorageConfig = z.output<typeof StorageSchema>;

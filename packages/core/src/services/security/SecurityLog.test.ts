@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../config/index.js';
 import { createLogger } from '../../kernel/Logger.js';
 import { SecurityLog, type SecurityEvent, type SecurityLogSettings } from './SecurityLog.js';
-import { mcpAccessRulesActive, toolsListNeedsAuth, warnIgnoredAuthSettings } from './accessRules.js';
+import { mcpAccessRulesActive, toolsListNeedsAuth } from './accessRules.js';
+import { checkConfig } from '../../config/resolveConfig.js';
 
 let dir: string;
 let lines: string[];
@@ -105,11 +106,15 @@ describe('access rules and mcp.authEnforcement', () => {
     expect(mcpAccessRulesActive(cfg({ authEnforcement: { enabled: false, requireAuth: false } }))).toBe(true);
   });
 
-  it('warns about requireValidSession false, which is not honoured', () => {
-    warnIgnoredAuthSettings(cfg({}), logger());
-    expect(lines).toHaveLength(0);
-    warnIgnoredAuthSettings(cfg({ auth: { oauth: { requireValidSession: false } }, authEnforcement: { requireValidSession: false } }), logger());
-    expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!).msg).toMatch(/mcp\.auth\.oauth\.requireValidSession and mcp\.authEnforcement\.requireValidSession false is not honoured/);
+  it('refuses requireValidSession false (removed: OAuth tokens always need a live session) and accepts true', () => {
+    const r = checkConfig({ storage: { type: 'memory' }, mcp: { auth: { oauth: { requireValidSession: false } }, authEnforcement: { requireValidSession: false } } });
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.problems.map((p) => p.path).sort()).toEqual(['mcp.auth.oauth.requireValidSession', 'mcp.authEnforcement.requireValidSession']);
+      for (const p of r.problems) expect(p.message).toMatch(/no longer accepted.*oauth\.sessionCacheMs/);
+    }
+    const ok = cfg({ auth: { oauth: { requireValidSession: true } }, authEnforcement: { requireValidSession: true } });
+    expect('requireValidSession' in ok.mcp.auth.oauth).toBe(false);
+    expect('requireValidSession' in ok.mcp.authEnforcement).toBe(false);
   });
 });

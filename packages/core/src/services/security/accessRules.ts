@@ -1,5 +1,4 @@
 import type { ResolvedConfig } from '../../config/schema.js';
-import type { Logger } from '../../kernel/Logger.js';
 
 /**
  * Are the MCP access rules (requireAuthForToolsList, requireAuthForToolsCall) in force?
@@ -9,28 +8,13 @@ import type { Logger } from '../../kernel/Logger.js';
  * are lifted: a presented credential is still verified (and refused when invalid), protected
  * procedures still need an identity and administrator procedures an administrator.
  * `authEnforcement.enabled: false` means "no override": the `mcp.auth` rules apply as configured.
+ * Resolved once in the config (`config.auth`, see config/resolveAuth.ts); this reads it.
  */
-export function mcpAccessRulesActive(config: ResolvedConfig): boolean {
-  if (config.mcp.auth.authType === 'none') return false;
-  const enforcement = config.mcp.authEnforcement;
-  return !(enforcement.enabled && !enforcement.requireAuth);
+export function mcpAccessRulesActive(config: Pick<ResolvedConfig, 'auth'>): boolean {
+  return config.auth.mcpAccessRulesActive;
 }
 
 /** MCP access rule 1: does tools/list need an authenticated caller? */
-export function toolsListNeedsAuth(config: ResolvedConfig): boolean {
-  return mcpAccessRulesActive(config) && config.mcp.auth.requireAuthForToolsList;
-}
-
-/**
- * Settings we do not honour because honouring them would weaken security: say so at start-up
- * instead of silently ignoring them. OAuth access tokens are always tied to a live session
- * (their `sid`): signing out, refresh-token reuse or a new encryption key revokes them.
- */
-export function warnIgnoredAuthSettings(config: ResolvedConfig, logger: Pick<Logger, 'warn'>): void {
-  const ignored: string[] = [];
-  if (!config.mcp.auth.oauth.requireValidSession) ignored.push('mcp.auth.oauth.requireValidSession');
-  if (config.mcp.authEnforcement.enabled && !config.mcp.authEnforcement.requireValidSession) ignored.push('mcp.authEnforcement.requireValidSession');
-  if (ignored.length) {
-    logger.warn(`${ignored.join(' and ')} false is not honoured: OAuth access tokens are only accepted while their session exists`, { see: 'docs/security.md' });
-  }
+export function toolsListNeedsAuth(config: Pick<ResolvedConfig, 'auth'>): boolean {
+  return config.auth.toolsListNeedsAuth;
 }

@@ -3,7 +3,7 @@
  * the state changes that must not race. Runs are plain functions here (what registerTools gives
  * McpTasks is a run of the tool through core's invoke seam; the e2e tests cover that end).
  */
-import { createRuntime, MemoryStorage, resolveConfig, type Runtime } from '@ai-backend/core';
+import { createRuntime, MemoryStorage, resolveConfig, type Runtime } from '@ai-backend/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpTasks, type RunTool, type ToolOutcome } from './McpTasks.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isInputRequiredResult, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
-import type { LongRunningMeta, ProcedureMeta, Runtime } from '@ai-backend/core';
+import type { LongRunningMeta, ProcedureMeta, Runtime } from '@ai-backend/core/internal';
 import { createTaskResult, TASKS_EXTENSION, TaskStore, TERMINAL, type TaskRecord } from './TaskStore.js';
 
 /** What one run of a tool comes to, as a task sees it. */

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { CoreError } from '@ai-backend/core';
+import { generateResult } from '../__tests__/generateResult.js';
+import { sseEvents } from '../__tests__/sseEvents.js';
+import { anthropicError, messageBody, MessageStreamWriter, stopReason } from './anthropicFormat.js';
+
+describe('Anthropic answer bodies', () => {
+  it('stopReason: tool_use when a tool was called, max_tokens for length, else end_turn', () => {
+    expect(stopReason('stop', 1)).toBe('tool_use');
+    expect(stopReason('tool-calls', 0)).toBe('tool_use');
+    expect(stopReason('length', 0)).toBe('max_tokens');
+    expect(stopReason('content-filter', 0)).toBe('end_turn');
+  });
+
+  it('messageBody: text and tool_use blocks, usage, the requested model, the ai_backend field', () => {
+    const b = messageBody(generateResult({ toolCalls: [{ toolCallId: 't1', toolName: 'f', input: { a: 1 } }] }), 'claude-sonnet-4-5');
+    expect(b).toMatchObject({
+      id: 'msg_r1',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-5',
+      content: [{ type: 'text', text: 'Hello' }, { type: 'tool_use', id: 't1', name: 'f', input: { a: 1 } }],
+      stop_reason: 'tool_use',
+      stop_sequence: null,
+      usage: { input_tokens: 3, output_tokens: 2 },
+      ai_backend: { provider: 'openai', request_id: 'r1' },
+    });
+    expect(messageBody(generateResult({ text: '' }), 'm').content).toEqual([]);
+  });
+});
+
+describe('MessageStreamWriter: ai.streamText events → Anthropic events', () => {
+  it('message_start, one text block across deltas, a tool_use block, message_delta with usage, message_stop', () => {
+    const w = new MessageStreamWriter('claude');
+    const sse =
+      w.frames({ type: 'start', requestId: 'r2', provider: 'anthropic', model: 'claude-sonnet-4-5' }) +
+      w.frames({ type: 'text', delta: 'He' }) +
+      w.frames({ type: 'text', delta: 'llo' }) +
+      w.frames({ type: 'tool-call', toolCallId: 't1', toolName: 'f', input: { x: 1 } }) +
+      w.frames({ type: 'text', delta: 'after' }) +
+      w.frames({ type: 'finish', result: generateResult({ finishReason: 'stop' }) });
+    const ev = sseEvents(sse);
+    expect(ev.map((e) => e.event)).toEqual([
+      'message_start',
+      'content_block_start', 'content_block_delta', 'content_block_delta',
+      'content_block_stop', 'content_block_start', 'content_block_delta', 'content_block_stop',
+      'content_block_start', 'content_block_delta',
+      'content_block_stop', 'message_delta', 'message_stop',
+    ]);
+    expect(ev[0]!.data.message).toMatchObject({ id: 'msg_r2', model: 'claude', content: [], stop_reason: null });
+    expect(ev[1]!.data).toMatchObject({ index: 0, content_block: { type: 'text', text: '' } });
+    expect(ev[3]!.data.delta).toEqual({ type: 'text_delta', text: 'llo' });
+    expect(ev[5]!.data).toMatchObject({ index: 1, content_block: { type: 'tool_use', id: 't1', name: 'f', input: {} } });
+    expect(ev[6]!.data.delta).toEqual({ type: 'input_json_delta', partial_json: '{"x":1}' });
+    expect(ev[8]!.data.index).toBe(2);
+    expect(ev[11]!.data).toMatchObject({ delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 3, output_tokens: 2 } });
+  });
+
+  it('a fallback that served names itself as the model', () => {
+    const w = new MessageStreamWriter('claude');
+    const [start] = sseEvents(w.frames({ type: 'start', requestId: 'r', provider: 'openai', model: 'gpt', attempts: [{} as never] }));
+    expect(start!.data.message.model).toBe('openai/gpt');
+  });
+});
+
+describe('anthropicError', () => {
+  it.each([
+    ['UNAUTHORIZED', 401, 'authentication_error'],
+    ['PAYMENT_REQUIRED', 402, 'billing_error'],
+    ['FORBIDDEN', 403, 'permission_error'],
+    ['NOT_FOUND', 404, 'not_found_error'],
+    ['PAYLOAD_TOO_LARGE', 413, 'request_too_large'],
+    ['RATE_LIMITED', 429, 'rate_limit_error'],
+    ['UPSTREAM_TIMEOUT', 504, 'timeout_error'],
+    ['UNAVAILABLE', 503, 'overloaded_error'],
+    ['UPSTREAM_ERROR', 502, 'api_error'],
+    ['INVALID_PARAMS', 400, 'invalid_request_error'],
+  ] as const)('%s → %i %s', (code, status, type) => {
+    const e = anthropicError(new CoreError(code, 'why'));
+    expect(e.status).toBe(status);
+    expect(e.body).toEqual({ type: 'error', error: { type, message: 'why' } });
+  });
+
+  it('keeps Retry-After and hides an unexpected error’s text', () => {
+    expect(anthropicError(new CoreError('RATE_LIMITED', 'x', { headers: { 'Retry-After': '2' } })).headers).toEqual({ 'Retry-After': '2' });
+    const e = anthropicError(new Error('secret at /srv/app/db.ts:12'));
+    expect(e.status).toBe(500);
+    expect(JSON.stringify(e.body)).not.toContain('secret');
+  });
+});

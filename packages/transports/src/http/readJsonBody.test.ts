@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { exceedsDepth, readJsonBody } from './readJsonBody.js';
+
+const post = (body: BodyInit | null, headers: Record<string, string> = {}) => new Request('http://127.0.0.1/rpc', { method: 'POST', body, headers, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
+
+/** A chunked body (no Content-Length): `chunks` strings, then the end. */
+function chunked(chunks: string[]): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let i = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (i < chunks.length) controller.enqueue(enc.encode(chunks[i++]!));
+      else controller.close();
+    },
+  });
+}
+
+describe('readJsonBody', () => {
+  it('parses a body within the limits', async () => {
+    expect(await readJsonBody(post('{"a":[1,{"b":2}]}'), 100, 8)).toEqual({ ok: true, value: { a: [1, { b: 2 }] } });
+  });
+
+  it('refuses a declared Content-Length over the limit with 413 before reading', async () => {
+    let pulled = false;
+    // highWaterMark 0: the stream is pulled only when someone reads it.
+    const body = new ReadableStream({ pull: (c) => ((pulled = true), c.close()) }, { highWaterMark: 0 });
+    const r = await readJsonBody(post(body, { 'content-length': '101' }), 100, 8);
+    expect(r).toEqual({ ok: false, status: 413, message: 'request body exceeds 100 bytes' });
+    expect(pulled).toBe(false);
+  });
+
+  it('reads a chunked body only up to the limit (413), whatever its length', async () => {
+    const r = await readJsonBody(post(chunked(['{"a":"', 'x'.repeat(60), 'x'.repeat(60), '"}'])), 100, 8);
+    expect(r).toMatchObject({ ok: false, status: 413 });
+    // The same body under a larger limit parses.
+    expect(await readJsonBody(post(chunked(['{"a":"', 'x'.repeat(60), 'x'.repeat(60), '"}'])), 1000, 8)).toMatchObject({ ok: true });
+  });
+
+  it('counts bytes, not characters, on a chunked body', async () => {
+    // 40 three-byte characters: 40 characters, 120 bytes.
+    const r = await readJsonBody(post(chunked(['"', '€'.repeat(40), '"'])), 100, 8);
+    expect(r).toMatchObject({ ok: false, status: 413 });
+  });
+
+  it('answers 400 for an empty body, malformed JSON, and nesting past maxDepth', async () => {
+    expect(await readJsonBody(post(''), 100, 8)).toEqual({ ok: false, status: 400, message: 'empty request body' });
+    expect(await readJsonBody(post(null), 100, 8)).toMatchObject({ ok: false, status: 400 });
+    expect(await readJsonBody(post('{"a":'), 100, 8)).toEqual({ ok: false, status: 400, message: 'malformed JSON' });
+    expect(await readJsonBody(post('[[[[1]]]]'), 100, 3)).toEqual({ ok: false, status: 400, message: 'JSON nesting deeper than 3' });
+    expect(await readJsonBody(post('[[[1]]]'), 100, 3)).toMatchObject({ ok: true });
+  });
+
+  it('never lets the library text of a parse error through', async () => {
+    const r = await readJsonBody(post('{"a": undefined}'), 100, 8);
+    expect(r).toEqual({ ok: false, status: 400, message: 'malformed JSON' });
+  });
+});
+
+describe('exceedsDepth', () => {
+  it('counts objects and arrays alike', () => {
+    expect(exceedsDepth('{"a":[{"b":[]}]}', 4)).toBe(false);
+    expect(exceedsDepth('{"a":[{"b":[]}]}', 3)).toBe(true);
+  });
+
+  it('ignores brackets inside strings, including after escaped quotes and backslashes', () => {
+    expect(exceedsDepth(JSON.stringify({ s: '[[[[[[[[{{{{' }), 1)).toBe(false);
+    expect(exceedsDepth(JSON.stringify({ s: 'say \\"[[[[[' }), 1)).toBe(false);
+    expect(exceedsDepth(JSON.stringify({ s: 'end\\' , t: [[[]]] }), 3)).toBe(true);
+  });
+
+  it('depth is the maximum reached, not the count of brackets', () => {
+    expect(exceedsDepth('[[],[],[],[],[],[],[]]', 2)).toBe(false);
+  });
+
+  it('is linear: 100,000 levels are scanned without recursion', () => {
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    expect(exceedsDepth(deep, 64)).toBe(true);
+  });
+});
