@@ -48,3 +48,39 @@ export function table(rows, baseline) {
   }
   return lines.join('\n');
 }
+
+/** CPU seconds (user + system) a process has used, from /proc: robust to other load on the machine. */
+export async function cpuSeconds(pid) {
+  const f = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/** The 1-minute load average, to print beside a run. */
+export async function loadAverage() {
+  return (await readFile('/proc/loadavg', 'utf8')).split(' ')[0];
+}
+
+/**
+ * Spawn → first 200 from `/health`: resolves with the elapsed ms, the CPU ms the process used by
+ * then, the pid and a stop function.
+ * `urlOf` finds the server's URL in what it prints (a JSON line, or the CLI banner).
+ */
+export function coldStart(args, { cwd, env = {}, urlOf = (out) => /https?:\/\/127\.0\.0\.1:\d+/.exec(out)?.[0] } = {}) {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...(env.NODE_FLAGS ? env.NODE_FLAGS.split(' ') : []), ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    let found = false;
+    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));
+    child.stdout.on('data', async (d) => {
+      out += d;
+      const url = !found && urlOf(out);
+      if (!url) return;
+      found = true;
+      while ((await fetch(url + '/health').catch(() => null))?.status !== 200);
+      const ms = performance.now() - t0;
+      // CPU the process spent getting there: steadier than wall time on a shared machine.
+      resolve({ ms, cpuMs: (await cpuSeconds(child.pid)) * 1000, url, pid: child.pid, child, stop: () => stop(child) });
+    });
+  });
+}

@@ -1,7 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { printParseErrorCode, parse as parseJsonc, type ParseError } from 'jsonc-parser';
+import { createRequire } from 'node:module';
+import type * as JsoncParser from 'jsonc-parser';
+import type { ParseError } from 'jsonc-parser';
+
+/** jsonc-parser loads only to parse a JSON config or place a config error: `serve` without a file never needs it. */
+export const jsonc = (): typeof JsoncParser => createRequire(import.meta.url)('jsonc-parser') as typeof JsoncParser;
 
 /** A config file that cannot be parsed, with where: `file:line:column: message`. */
 export class ConfigFileError extends Error {
@@ -30,10 +35,10 @@ export function parseJsonConfig(file: string, text: string): unknown {
     return JSON.parse(text);
   } catch (err) {
     const errors: ParseError[] = [];
-    parseJsonc(text, errors, { disallowComments: true, allowTrailingComma: false });
+    jsonc().parse(text, errors, { disallowComments: true, allowTrailingComma: false });
     const first = errors[0];
     const at = lineColumn(text, first?.offset ?? 0);
-    throw new ConfigFileError(file, at.line, at.column, first ? `invalid JSON: ${printParseErrorCode(first.error)}` : (err as Error).message);
+    throw new ConfigFileError(file, at.line, at.column, first ? `invalid JSON: ${jsonc().printParseErrorCode(first.error)}` : (err as Error).message);
   }
 }
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { findNodeAtLocation, parseTree } from 'jsonc-parser';
+import { jsonc } from './configFileError.js';
 import { attributeToEnv, type ConfigProblem } from '@ai-backend/core/internal';
 
 type Env = Record<string, string | undefined>;
@@ -13,6 +13,7 @@ const segments = (p: string) => p.split('.').filter(Boolean).map((s) => (/^\d+$/
 
 /** JSON: the deepest node on the path that the file has (a missing key points at its parent). */
 function locateJson(text: string, problemPath: string): { line: number; column: number } | undefined {
+  const { findNodeAtLocation, parseTree } = jsonc();
   const root = parseTree(text);
   if (!root) return undefined;
   const segs = segments(problemPath);

@@ -1,6 +1,9 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import ipaddr from 'ipaddr.js';
+import type Ipaddr from 'ipaddr.js';
+import { lazyRequire } from '../lib/lazyRequire.js';
+
+const ipaddr = lazyRequire<typeof Ipaddr>('ipaddr.js');
 import type { Agent } from 'undici';
 import { CoreError } from '../kernel/CoreError.js';
 
@@ -39,9 +42,9 @@ export interface GuardedResponse {
 
 /** Is this IP address public unicast (not loopback, private, link-local, CGNAT, multicast, reserved...)? */
 export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
+  if (!ipaddr().isValid(address)) return false;
   // ipaddr.process turns IPv4-mapped IPv6 (::ffff:10.0.0.1) into the IPv4 address it hides.
-  return ipaddr.process(address).range() === 'unicast';
+  return ipaddr().process(address).range() === 'unicast';
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;

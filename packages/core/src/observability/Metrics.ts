@@ -1,6 +1,8 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { lazyRequire } from '../lib/lazyRequire.js';
 
 type PromClient = typeof import('prom-client');
+const promClient = lazyRequire<PromClient & { default?: PromClient }>('prom-client');
 
 /** Seconds buckets for our own request handling (sub-millisecond to half a minute). */
 const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -8,6 +10,9 @@ const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 const UPSTREAM_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
 /** Seconds buckets for storage operations. */
 const STORAGE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+/** Calls kept before prom-client is loaded, at most (see Metrics.later). */
+const MAX_PENDING = 1000;
 
 /** At most this many distinct values per bounded label; the rest are reported as 'other'. */
 const MAX_LABEL_VALUES = 100;
@@ -54,24 +59,24 @@ export interface ConsoleFigures {
  * See docs/operations.md for every name.
  */
 export class Metrics {
-  readonly registry: Registry;
-  private readonly requests: Counter<'entry' | 'procedure' | 'outcome'>;
-  private readonly requestSeconds: Histogram<'entry' | 'procedure'>;
-  private readonly httpRequests: Counter<'entry' | 'status'>;
-  private readonly upstreamRequests: Counter<'provider' | 'model' | 'outcome'>;
-  private readonly upstreamSeconds: Histogram<'provider' | 'model'>;
-  private readonly upstreamFallbacks: Counter<'provider' | 'model'>;
-  private readonly tokens: Counter<'provider' | 'model' | 'payer'>;
-  private readonly costUsd: Counter<'provider' | 'model' | 'payer'>;
-  private readonly storageSeconds: Histogram<'backend' | 'operation'>;
-  private readonly storageErrors: Counter<'backend' | 'operation'>;
-  private readonly rateLimited: Counter<'kind'>;
-  private readonly alerts: Counter<'event' | 'outcome'>;
-  private readonly keyAuth: Counter<'outcome'>;
-  private readonly keyRefused: Counter<'limit'>;
-  private readonly keyTokens: Counter<'payer'>;
-  private readonly mcpSessions: Gauge;
-  private readonly mcpStreams: Gauge;
+  private registry!: Registry;
+  private requests!: Counter<'entry' | 'procedure' | 'outcome'>;
+  private requestSeconds!: Histogram<'entry' | 'procedure'>;
+  private httpRequests!: Counter<'entry' | 'status'>;
+  private upstreamRequests!: Counter<'provider' | 'model' | 'outcome'>;
+  private upstreamSeconds!: Histogram<'provider' | 'model'>;
+  private upstreamFallbacks!: Counter<'provider' | 'model'>;
+  private tokens!: Counter<'provider' | 'model' | 'payer'>;
+  private costUsd!: Counter<'provider' | 'model' | 'payer'>;
+  private storageSeconds!: Histogram<'backend' | 'operation'>;
+  private storageErrors!: Counter<'backend' | 'operation'>;
+  private rateLimited!: Counter<'kind'>;
+  private alerts!: Counter<'event' | 'outcome'>;
+  private keyAuth!: Counter<'outcome'>;
+  private keyRefused!: Counter<'limit'>;
+  private keyTokens!: Counter<'payer'>;
+  private mcpSessions!: Gauge;
+  private mcpStreams!: Gauge;
   private readonly models = new BoundedLabel();
   /** Children by label key: prom-client hashes the label object on every call otherwise. */
   private readonly requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
@@ -82,7 +87,43 @@ export class Metrics {
   private sessionsSource: () => number = () => 0;
   private streamsSource: () => number = () => 0;
 
-  constructor(prom: PromClient, opts: { processMetrics: boolean }) {
+  /** Calls recorded before prom-client was loaded, replayed once it is (see `later`). */
+  private pending: Array<() => void> | undefined;
+  private ready = false;
+  private scheduled = false;
+
+  constructor(private readonly opts: { processMetrics: boolean }) {}
+
+  /**
+   * prom-client (and its process metrics) load on the first call that records or reads a metric,
+   * not at start: a server that has not answered anything yet has not paid for them. CommonJS,
+   * so it loads synchronously. Idempotent.
+   */
+  private load(): void {
+    if (this.ready) return;
+    this.ready = true;
+    const loaded = promClient();
+    this.build(loaded.default ?? loaded, this.opts);
+    const pending = this.pending ?? [];
+    this.pending = undefined;
+    for (const call of pending) call();
+  }
+
+  /**
+   * A call before prom-client is loaded: kept, and prom-client loaded right after the current
+   * request (setImmediate), so the request that first records a metric does not wait for it.
+   * Storage operations at start-up (`soon` false) only wait in the queue: a server that has
+   * answered nothing has not loaded prom-client; past MAX_PENDING kept calls it loads anyway.
+   * Nothing is lost: `/metrics` and the console load it (and replay) before reading.
+   */
+  private later(call: () => void, soon = true): void {
+    (this.pending ??= []).push(call);
+    if (this.scheduled || (!soon && this.pending.length < MAX_PENDING)) return;
+    this.scheduled = true;
+    setImmediate(() => this.load());
+  }
+
+  private build(prom: PromClient, opts: { processMetrics: boolean }): void {
     const registry = (this.registry = new prom.Registry());
     const registers = [registry];
     this.requests = new prom.Counter({ name: 'ai_backend_requests_total', help: 'Procedure calls by entry point (trpc, rpc, mcp, openai, internal), procedure path and outcome (ok or the tRPC error code)', labelNames: ['entry', 'procedure', 'outcome'], registers });
@@ -109,6 +150,7 @@ export class Metrics {
 
   /** A procedure call finished (ok, or refused/failed with a tRPC error code). */
   procedure(entry: string, procedure: string, seconds: number, outcome: string): void {
+    if (!this.ready) return this.later(() => this.procedure(entry, procedure, seconds, outcome));
     const key = `${entry} ${procedure} ${outcome}`;
     let child = this.requestChildren.get(key);
     if (!child) {
@@ -120,6 +162,7 @@ export class Metrics {
   }
 
   http(entry: string, status: number): void {
+    if (!this.ready) return this.later(() => this.http(entry, status));
     const key = entry + Math.floor(status / 100);
     let child = this.httpChildren.get(key);
     if (!child) this.httpChildren.set(key, (child = this.httpRequests.labels(entry, `${Math.floor(status / 100)}xx`)));
@@ -127,22 +170,26 @@ export class Metrics {
   }
 
   upstream(provider: string, model: string, outcome: string, seconds: number | undefined): void {
+    if (!this.ready) return this.later(() => this.upstream(provider, model, outcome, seconds));
     const m = this.models.value(model);
     this.inc(this.upstreamRequests, `up ${provider} ${m} ${outcome}`, [provider, m, outcome]).inc();
     if (seconds !== undefined) this.observe(this.upstreamSeconds, `up ${provider} ${m}`, [provider, m]).observe(seconds);
   }
 
   fallback(provider: string, model: string): void {
+    if (!this.ready) return this.later(() => this.fallback(provider, model));
     this.upstreamFallbacks.labels(provider, this.models.value(model)).inc();
   }
 
   metered(provider: string, model: string, payer: Payer, tokens: number, costUsd: number | undefined): void {
+    if (!this.ready) return this.later(() => this.metered(provider, model, payer, tokens, costUsd));
     const m = this.models.value(model);
     if (tokens > 0) this.inc(this.tokens, `tok ${provider} ${m} ${payer}`, [provider, m, payer]).inc(tokens);
     if (costUsd !== undefined && costUsd > 0) this.inc(this.costUsd, `usd ${provider} ${m} ${payer}`, [provider, m, payer]).inc(costUsd);
   }
 
   storage(backend: string, operation: string, seconds: number, failed: boolean): void {
+    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed), false);
     this.observe(this.storageSeconds, `st ${backend} ${operation}`, [backend, operation]).observe(seconds);
     if (failed) this.storageErrors.labels(backend, operation).inc();
   }
@@ -162,22 +209,27 @@ export class Metrics {
   }
 
   rateLimitRefused(kind: string): void {
+    if (!this.ready) return this.later(() => this.rateLimitRefused(kind));
     this.rateLimited.labels(kind).inc();
   }
 
   apiKeyAuth(outcome: 'ok' | 'invalid' | 'revoked' | 'expired' | 'address' | 'unavailable'): void {
+    if (!this.ready) return this.later(() => this.apiKeyAuth(outcome));
     this.keyAuth.labels(outcome).inc();
   }
 
   apiKeyRefused(limit: 'requests' | 'tokens' | 'concurrent' | 'budget' | 'model'): void {
+    if (!this.ready) return this.later(() => this.apiKeyRefused(limit));
     this.keyRefused.labels(limit).inc();
   }
 
   apiKeyTokens(payer: Payer, tokens: number): void {
+    if (!this.ready) return this.later(() => this.apiKeyTokens(payer, tokens));
     if (tokens > 0) this.keyTokens.labels(payer).inc(tokens);
   }
 
   alert(event: string, outcome: 'delivered' | 'retry' | 'dead'): void {
+    if (!this.ready) return this.later(() => this.alert(event, outcome));
     this.alerts.labels(event, outcome).inc();
   }
 
@@ -193,6 +245,7 @@ export class Metrics {
    * and the open MCP sessions and streams. Read from the registry, nothing stored.
    */
   async consoleFigures(): Promise<ConsoleFigures> {
+    this.load();
     const json = (await this.registry.getMetricsAsJSON()) as Array<{ name: string; values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }> }>;
     const metric = (name: string) => json.find((m) => m.name === name)?.values ?? [];
     const providers = new Map<string, ProviderFigures & { buckets: Map<number, number> }>();
@@ -235,12 +288,12 @@ export class Metrics {
 
   /** The Prometheus text exposition and its content type. */
   async exposition(): Promise<{ contentType: string; body: string }> {
+    this.load();
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 }
 
-/** Load prom-client (on start, only when metrics are on) and build the metrics. */
+/** The metrics (only when metrics are on); prom-client itself loads on first use (`Metrics.load`). */
 export async function createMetrics(opts: { processMetrics: boolean }): Promise<Metrics> {
-  const prom = (await import('prom-client')) as PromClient & { default?: PromClient };
-  return new Metrics(prom.default ?? prom, opts);
+  return new Metrics(opts);
 }

@@ -1,7 +1,6 @@
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Storage } from '../kernel/Storage.js';
 import type { Metrics } from './Metrics.js';
-import { tracer, tracingActive } from './tracing.js';
+import { otel, SpanKind, SpanStatusCode, tracer, tracingActive } from './tracing.js';
 
 /** Methods that are not storage operations worth a span or a latency sample. */
 const SKIP = new Set(['close', 'constructor']);
@@ -27,7 +26,7 @@ export function instrumentStorage<S extends Storage>(storage: S, metrics: Metric
         fn = function (this: unknown, ...args: unknown[]) {
           // Tracing off (no SDK registered): the API's span would record nothing and only carry its
           // parent's context, so it and the context copy are skipped (several storage calls per AI call).
-          const span = tracingActive() ? tracer.startSpan(`storage.${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': backend, 'db.operation.name': operation } }) : undefined;
+          const span = tracingActive() ? tracer().startSpan(`storage.${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': backend, 'db.operation.name': operation } }) : undefined;
           const started = performance.now();
           const done = (failed: boolean, err?: unknown) => {
             metrics?.storage(backend, operation, (performance.now() - started) / 1000, failed);
@@ -37,7 +36,10 @@ export function instrumentStorage<S extends Storage>(storage: S, metrics: Metric
           };
           let out: unknown;
           try {
-            out = span ? context.with(trace.setSpan(context.active(), span), () => original.apply(target, args)) : original.apply(target, args);
+            if (span) {
+              const { context, trace } = otel();
+              out = context.with(trace.setSpan(context.active(), span), () => original.apply(target, args));
+            } else out = original.apply(target, args);
           } catch (err) {
             done(true, err);
             throw err;

@@ -1,7 +1,6 @@
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Metrics } from './Metrics.js';
 import type { UpstreamStats } from './UpstreamStats.js';
-import { injectTraceContext, tracer, tracingActive } from './tracing.js';
+import { injectTraceContext, otel, SpanKind, SpanStatusCode, tracer, tracingActive } from './tracing.js';
 
 type FetchFunction = typeof globalThis.fetch;
 
@@ -42,7 +41,8 @@ export function observedFetch(inner: FetchFunction, provider: string, model: str
     // parent's context, which injectTraceContext reads from the active context just the same.
     if (!tracingActive()) return unspanned(inner, provider, model, sinks, input, init);
     const method = (init.method ?? 'GET').toUpperCase();
-    const span = tracer.startSpan(`${method} ${provider}`, {
+    const { context, trace } = otel();
+    const span = tracer().startSpan(`${method} ${provider}`, {
       kind: SpanKind.CLIENT,
       attributes: { 'http.request.method': method, 'gen_ai.system': provider, 'gen_ai.request.model': model, 'server.address': safeHost(input) },
     });

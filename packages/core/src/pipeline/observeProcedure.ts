@@ -1,8 +1,8 @@
 import type { TRPCError } from '@trpc/server';
 import { toTRPCError } from './wireError.js';
-import { context, trace, SpanKind, type Context as OtelContext, type Span } from '@opentelemetry/api';
+import type { Context as OtelContext, Span } from '@opentelemetry/api';
 import type { Context } from './context.js';
-import { SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
+import { otel, SpanKind, SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
 import { reportedTokens } from '../observability/RecentCalls.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
@@ -32,7 +32,7 @@ export class CallObservation {
     private readonly path: string,
   ) {
     this.span = tracingActive()
-      ? tracer.startSpan(`procedure ${path}`, { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport } })
+      ? tracer().startSpan(`procedure ${path}`, { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport } })
       : undefined;
   }
 
@@ -42,8 +42,9 @@ export class CallObservation {
    * the stream ends.
    */
   async run<R extends MiddlewareResult>(next: () => Promise<R>): Promise<R> {
-    const active = this.span ? trace.setSpan(context.active(), this.span) : undefined;
-    const result = active ? await context.with(active, next) : await next();
+    // The tracing API is loaded only when tracing is on (this.span).
+    const active = this.span ? otel().trace.setSpan(otel().context.active(), this.span) : undefined;
+    const result = active ? await otel().context.with(active, next) : await next();
     const data = (result as { data?: unknown }).data;
     // A failure is ended by the caller, once it has its tRPC code (toTRPCError).
     if (!result.ok) return result;
@@ -81,7 +82,7 @@ export class CallObservation {
     const step = async (pull: () => Promise<IteratorResult<T, TR>>, stopping = false): Promise<IteratorResult<T, TR>> => {
       started = true;
       try {
-        const r = await (active ? context.with(active, pull) : pull());
+        const r = await (active ? otel().context.with(active, pull) : pull());
         const ev = r.value as { type?: unknown; result?: unknown } | undefined;
         if (!r.done && ev?.type === 'finish') finish = ev.result;
         // Stopped before its end: cancelled, unless the answer was complete already.

@@ -1,5 +1,8 @@
 import type { EmbeddingModel, LanguageModel } from 'ai';
-import micromatch from 'micromatch';
+import type Micromatch from 'micromatch';
+import { lazyRequire } from '../../lib/lazyRequire.js';
+
+const micromatch = lazyRequire<typeof Micromatch>('micromatch');
 import { isBuiltinProvider, type NamedProviderConfig, type NamedProviderType, type ProviderConfig, type ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
@@ -164,8 +167,8 @@ export class ProviderRegistry {
     }
     const { allowedModels, blockedModels } = this.conf(provider);
     const patterns = (list: string[]) => (provider === 'google' ? list.map((p) => p.replace(/^models\//, '')) : list);
-    if (allowedModels && allowedModels.length > 0 && !micromatch.isMatch(id, patterns(allowedModels), { nocase: true })) return false;
-    if (blockedModels && blockedModels.length > 0 && micromatch.isMatch(id, patterns(blockedModels), { nocase: true })) return false;
+    if (allowedModels && allowedModels.length > 0 && !micromatch().isMatch(id, patterns(allowedModels), { nocase: true })) return false;
+    if (blockedModels && blockedModels.length > 0 && micromatch().isMatch(id, patterns(blockedModels), { nocase: true })) return false;
     return true;
   }
 
@@ -190,7 +193,7 @@ export class ProviderRegistry {
   allowedModels(provider: ProviderId, kind: 'language' | 'embedding' = 'language'): string[] {
     const candidates = new Set(this.models.models(provider).filter((m) => (m.kind ?? 'language') === kind).map((m) => m.id));
     if (kind === 'language' && this.defaultModel(provider)) candidates.add(this.defaultModel(provider));
-    if (kind === 'language') for (const pattern of this.conf(provider).allowedModels ?? []) if (!micromatch.scan(pattern).isGlob && this.models.get(provider, pattern)?.kind !== 'embedding') candidates.add(pattern);
+    if (kind === 'language') for (const pattern of this.conf(provider).allowedModels ?? []) if (!micromatch().scan(pattern).isGlob && this.models.get(provider, pattern)?.kind !== 'embedding') candidates.add(pattern);
     return [...candidates].filter((m) => this.isModelAllowed(provider, m)).sort();
   }
 

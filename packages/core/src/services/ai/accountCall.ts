@@ -1,5 +1,5 @@
-import { trace } from '@opentelemetry/api';
 import type { ProviderId } from '../../config/sections/ai.js';
+import { otel, tracingActive } from '../../observability/tracing.js';
 import type { Charge, Hold, UsageMetadata } from './Metering.js';
 import type { CallDeps, PreparedCall, TextCall } from './prepareCall.js';
 
@@ -35,7 +35,8 @@ export async function accountCall(
     if (call.identity?.apiKey) metrics.apiKeyTokens(payer, tokens);
   }
   // The procedure's span (active here, streams included) carries what the call was charged.
-  trace.getActiveSpan()?.setAttributes({ 'ai_backend.payer': payer, 'ai_backend.tokens': tokens, 'gen_ai.request.model': served.model });
+  // Without a registered SDK there is no span to annotate, and the tracing API stays unloaded.
+  if (tracingActive()) otel().trace.getActiveSpan()?.setAttributes({ 'ai_backend.payer': payer, 'ai_backend.tokens': tokens, 'gen_ai.request.model': served.model });
   return charge;
 }
 

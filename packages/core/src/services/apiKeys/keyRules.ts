@@ -1,5 +1,8 @@
 import { BlockList, isIP } from 'node:net';
-import micromatch from 'micromatch';
+import type Micromatch from 'micromatch';
+import { lazyRequire } from '../../lib/lazyRequire.js';
+
+const micromatch = lazyRequire<typeof Micromatch>('micromatch');
 import { CoreError } from '../../kernel/CoreError.js';
 import type { ApiKeyGrant } from '../../kernel/identity.js';
 
@@ -36,7 +39,7 @@ export function keyAllowsModel(grant: ApiKeyGrant | undefined, provider: string,
   if (grant.providers && !grant.providers.includes(provider)) return false;
   if (!grant.models) return true;
   const globs = [...grant.models];
-  return micromatch.isMatch(model, globs, { nocase: true }) || micromatch.isMatch(`${provider}/${model}`, globs, { nocase: true });
+  return micromatch().isMatch(model, globs, { nocase: true }) || micromatch().isMatch(`${provider}/${model}`, globs, { nocase: true });
 }
 
 /**

@@ -1,4 +1,7 @@
-import micromatch from 'micromatch';
+import type Micromatch from 'micromatch';
+import { lazyRequire } from '../../lib/lazyRequire.js';
+
+const micromatch = lazyRequire<typeof Micromatch>('micromatch');
 import type { WorkspaceConfig } from '../../config/sections/workspaces.js';
 
 /** The part of a workspace config rules 3 and 4 read. */
@@ -32,14 +35,14 @@ export class PathPolicy {
 
   constructor(config: PolicyConfig) {
     this.blocked = (config.blockedPaths ?? []).map((p) => {
-      const m = micromatch.matcher(p, { dot: true, nocase: true });
+      const m = micromatch().matcher(p, { dot: true, nocase: true });
       // A slash-free pattern matches the last name (micromatch's own `basename` option
       // mis-handles patterns that do contain slashes, so it is done here).
       return p.includes('/') ? m : (rel: string) => m(rel.slice(rel.lastIndexOf('/') + 1));
     });
-    this.allowed = config.allowedPaths?.map((p) => micromatch.matcher(p, { dot: true }));
+    this.allowed = config.allowedPaths?.map((p) => micromatch().matcher(p, { dot: true }));
     this.allowedBases = (config.allowedPaths ?? []).map((p) => {
-      const scan = micromatch.scan(p);
+      const scan = micromatch().scan(p);
       // A negated pattern allows almost everything, so any directory may hold a match.
       const base = scan.negated ? '' : scan.base.replace(/^\.\//, '').replace(/\/+$/, '');
       return { base, glob: scan.isGlob || scan.negated };
