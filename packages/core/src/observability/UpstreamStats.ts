@@ -1,4 +1,5 @@
 import type { Storage } from '../kernel/Storage.js';
+import { bucketPercentile } from '../lib/bucketPercentile.js';
 
 /**
  * Upstream latency bucket upper bounds in ms (time to the response headers; the last bucket is
@@ -44,15 +45,7 @@ function mergeDay(into: UpstreamDay, add: UpstreamDay): UpstreamDay {
 
 /** The bucket upper bound (ms) holding the `p`th percentile of the answered calls; null without any (or above the last bound). */
 export function upstreamPercentile(buckets: readonly number[], p: number): number | null {
-  const count = buckets.reduce((a, b) => a + b, 0);
-  if (count === 0) return null;
-  const rank = Math.ceil((p / 100) * count);
-  let seen = 0;
-  for (let i = 0; i < buckets.length; i++) {
-    seen += buckets[i]!;
-    if (seen >= rank) return UPSTREAM_BOUNDS_MS[i] ?? null;
-  }
-  return null;
+  return bucketPercentile(buckets, UPSTREAM_BOUNDS_MS, p);
 }
 
 /**

@@ -2,6 +2,7 @@
  * The statistics' stored record (one per UTC day, entry point and procedure) and what a read makes
  * of a period's records: totals, per procedure with latency percentiles, per day and entry point.
  */
+import { bucketPercentile } from '../lib/bucketPercentile.js';
 
 /** Latency bucket upper bounds in ms (the last bucket is everything above). Shared by every instance. */
 export const LATENCY_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const;
@@ -51,16 +52,7 @@ export function merge(into: DayRecord, add: DayRecord): DayRecord {
   return into;
 }
 
-function percentile(buckets: number[], count: number, p: number): number | null {
-  if (count === 0) return null;
-  const rank = Math.ceil((p / 100) * count);
-  let seen = 0;
-  for (let i = 0; i < buckets.length; i++) {
-    seen += buckets[i]!;
-    if (seen >= rank) return LATENCY_BOUNDS_MS[i] ?? null;
-  }
-  return null;
-}
+const percentile = (buckets: number[], count: number, p: number) => bucketPercentile(buckets, LATENCY_BOUNDS_MS, p, count);
 
 /** A period's summary from its records (`<day>:<entry>:<procedure>` keys without `stats:`). */
 export function summarize(entries: Array<[string, DayRecord]>, days: number, since: string): StatisticsSnapshot {
