@@ -214,8 +214,11 @@ export class RedisStorage implements Storage {
       // One round trip when this process knows what the keys hold (it wrote them last: one user's
       // calls on one instance): plan on that, and the commit script's check proves it (no lock
       // held, every value as guessed). A guess is never trusted unchecked: a plan that throws or
-      // writes nothing on it, or a failed check, goes the locked way.
-      if (unique.length > 0 && unique.every((k) => this.cache.has(k))) {
+      // writes nothing on it, or a failed check, goes the locked way. A key this process has not
+      // seen is guessed absent when it knows some of the others: a call's own new rows (its hold,
+      // its finished record) sit beside its user's known ones, so a reservation is one round trip
+      // too instead of lock-read then commit. A wrong guess costs one round trip, once.
+      if (unique.length > 0 && unique.some((k) => this.cache.has(k))) {
         const now = Date.now();
         const guessed = new Map(unique.map((k) => [k, this.cache.guess(k, now).value ?? '']));
         let planned: TxPlan<R> | undefined;
@@ -256,14 +259,18 @@ export class RedisStorage implements Storage {
   /** The commit script (see COMMIT_SCRIPT); true when the writes were applied. Remembers what it wrote. */
   private async commit(redisKeys: string[], token: string, unique: string[], values: Map<string, string>, writes: readonly TxWrite[]): Promise<boolean> {
     const now = Date.now();
-    const encoded = writes.map((w) =>
-      w.op === 'set'
-        ? ['s', w.key, canonicalJson(w.value), pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt))]
-        : w.op === 'delete'
-          ? ['d', w.key]
-          : ['a', w.log, canonicalJson(w.record)],
-    );
-    const args = [...redisKeys, token, ...unique.map((k) => values.get(k)!), JSON.stringify(encoded), this.kvPrefix, this.logPrefix, this.dueKey];
+    // The writes go as plain arguments (see COMMIT_SCRIPT), each value's JSON once: not wrapped in
+    // one more JSON document that escapes every value again for the script to decode.
+    const args = [...redisKeys, token, ...unique.map((k) => values.get(k)!), this.kvPrefix, this.logPrefix, this.dueKey];
+    const setTexts: string[] = [];
+    for (const w of writes) {
+      if (w.op === 'set') {
+        const text = canonicalJson(w.value);
+        setTexts.push(text);
+        args.push('s', w.key, text, pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt)));
+      } else if (w.op === 'delete') args.push('d', w.key);
+      else args.push('a', w.log, canonicalJson(w.record));
+    }
     let applied: boolean;
     try {
       applied = (await this.run(() => this.redis.storageCommit(redisKeys.length, ...args))) === 1;
@@ -275,8 +282,9 @@ export class RedisStorage implements Storage {
       for (const k of unique) this.cache.forget(k);
       return false;
     }
-    for (const [i, w] of writes.entries()) {
-      if (w.op === 'set') this.cache.remember(w.key, { value: encoded[i]![2], version: undefined }, expiresAtFor(w.ttlMs, now), now);
+    let set = 0;
+    for (const w of writes) {
+      if (w.op === 'set') this.cache.remember(w.key, { value: setTexts[set++], version: undefined }, expiresAtFor(w.ttlMs, now), now);
       else if (w.op === 'delete') this.cache.remember(w.key, { value: undefined, version: undefined }, undefined, now);
     }
     return true;

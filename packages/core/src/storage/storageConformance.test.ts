@@ -419,6 +419,40 @@ describe.skipIf(!redis.ok)('redis backend', () => {
     }
   });
 
+  it('a transaction on keys this process wrote plus new ones is one round trip; a new key another instance wrote is read, not guessed absent', async () => {
+    const a = await open();
+    const b = await open(prefixes.at(-1));
+    // Every command a's client sends (a transaction's scripts included) is one round trip.
+    const client = (a as unknown as { redis: { sendCommand(cmd: { name: string }): unknown } }).redis;
+    const sendCommand = client.sendCommand.bind(client);
+    const sent: string[] = [];
+    client.sendCommand = (cmd) => (sent.push(cmd.name), sendCommand(cmd));
+    // A reservation's shape: the user's known account row, and the call's own new hold row.
+    const hold = (s: RedisStorage, id: string) =>
+      s.transact(['acct', `hold:${id}`], (read) => {
+        const balance = read<number>('acct')!;
+        if (read(`hold:${id}`) !== undefined) return { writes: [], result: 'replay' };
+        return { writes: [{ op: 'set', key: 'acct', value: balance - 1 }, { op: 'set', key: `hold:${id}`, value: 1 }], result: balance };
+      });
+    try {
+      await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 100 }], result: null }));
+      sent.length = 0;
+      expect(await hold(a, 'r1')).toBe(100);
+      expect(await hold(a, 'r2')).toBe(99);
+      expect(sent).toEqual(['evalsha', 'evalsha']);
+      // Another instance wrote a hold this process never saw: the guess (absent) fails the
+      // commit's check, and the plan runs again on what Redis holds.
+      await b.transact(['hold:r3'], () => ({ writes: [{ op: 'set', key: 'hold:r3', value: 1 }], result: null }));
+      sent.length = 0;
+      expect(await hold(a, 'r3')).toBe('replay');
+      expect(sent.length).toBeGreaterThan(1);
+      expect(await b.get('acct')).toBe(98);
+    } finally {
+      client.sendCommand = sendCommand;
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('a lock left by a dead instance frees after its lease; a write outside transactions makes the transaction plan again', async () => {
     const a = await open();
     const prefix = prefixes.at(-1)!;
