@@ -453,6 +453,41 @@ describe.skipIf(!redis.ok)('redis backend', () => {
     }
   });
 
+  it('concurrent transactions on one hot key of one instance go out together: few round trips, exact balance, log and holds', async () => {
+    const a = await open();
+    const client = (a as unknown as { redis: { sendCommand(cmd: { name: string }): unknown } }).redis;
+    const sendCommand = client.sendCommand.bind(client);
+    let sent = 0;
+    client.sendCommand = (cmd) => (sent++, sendCommand(cmd));
+    const spend = (id: number) =>
+      a.transact(['acct', `hold:${id}`], (read) => {
+        const balance = read<number>('acct')!;
+        if (balance < 1) throw new Error('insufficient');
+        return { writes: [{ op: 'set', key: 'acct', value: balance - 1 }, { op: 'set', key: `hold:${id}`, value: balance }, { op: 'append', log: 'spends', record: id }], result: balance };
+      });
+    try {
+      await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 1000 }], result: null }));
+      sent = 0;
+      const seen = await Promise.all(Array.from({ length: 100 }, (_, i) => spend(i)));
+      // One by one, each would be a round trip of its own (100).
+      expect(sent).toBeLessThan(30);
+      expect(new Set(seen).size).toBe(100);
+      expect(await a.get('acct')).toBe(900);
+      expect((await a.readLog('spends')).length).toBe(100);
+      // Against a balance for exactly 99 of 120: exactly 99 run, nothing goes below zero.
+      await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 99 }], result: null }));
+      const outcomes = await Promise.allSettled(Array.from({ length: 120 }, (_, i) => spend(1000 + i)));
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(99);
+      expect(await a.get('acct')).toBe(0);
+      expect((await a.readLog('spends')).length).toBe(199);
+      const holds = await a.getMany(Array.from({ length: 120 }, (_, i) => `hold:${1000 + i}`));
+      expect(new Set(holds.filter((h) => h !== undefined)).size).toBe(99);
+    } finally {
+      client.sendCommand = sendCommand;
+      await a.close();
+    }
+  });
+
   it('a lock left by a dead instance frees after its lease; a write outside transactions makes the transaction plan again', async () => {
     const a = await open();
     const prefix = prefixes.at(-1)!;
