@@ -26,7 +26,9 @@ const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'roo
 const sqliteDir = await mkdtemp(join(tmpdir(), 'bench-ab-'));
 
 async function build(root, label) {
-  const core = await import(pathToFileURL(`${root}/packages/core/dist/index.js`).href);
+  // createRuntime moved to the internal entry point; older builds export it from the main one.
+  const main = await import(pathToFileURL(`${root}/packages/core/dist/index.js`).href);
+  const core = main.createRuntime ? main : await import(pathToFileURL(`${root}/packages/core/dist/internal.js`).href);
   const { resolveConfig } = await import(pathToFileURL(`${root}/packages/core/dist/config/index.js`).href);
   const stores = {
     memory: { type: 'memory' },
