@@ -34,6 +34,12 @@ const OPTIMISTIC_ATTEMPTS = 3;
 const MAX_BATCH = 64;
 /** Times a batch whose check failed is read afresh and planned again before it takes the locked path. */
 const BATCH_RETRIES = 1;
+/**
+ * How long after a batch lost its check on a key (another instance wrote it) batches on that key
+ * take the locked way at once: with two instances serving one user, the optimistic attempt lost
+ * nearly every time, so each batch paid a lost call, a read and a retry before locking anyway.
+ */
+const CONTENDED_MS = 1_000;
 
 type BatchOutcome = { committed: true; result: unknown } | { committed: false };
 interface BatchJob {
@@ -76,6 +82,8 @@ export class PostgresStorage implements Storage {
   private readonly mutex = new KeyedMutex();
   /** The values optimistic transactions plan against (checked at commit). */
   private readonly cache = new TxValueCache();
+  /** Keys a batch's check last failed on (another instance wrote them), with when (CONTENDED_MS). */
+  private readonly contended = new Map<string, number>();
   /** Transactions waiting for the next batch (see runBatch), and whether a batch is being sent. */
   private readonly queue: BatchJob[] = [];
   private flushing = false;
@@ -306,6 +314,7 @@ export class PostgresStorage implements Storage {
    */
   private async runBatch(jobs: BatchJob[], attempt = 0): Promise<void> {
     const now = Date.now();
+    if (attempt === 0 && this.contended.size > 0 && jobs.some((j) => j.keys.some((k) => now - (this.contended.get(k) ?? -Infinity) < CONTENDED_MS))) return this.runBatchLocked(jobs);
     /** Each key as the next plan sees it (guessed, or written by an earlier plan of the batch). */
     const overlay = new Map<string, CachedRow>();
     /** Keys whose guess the batch relies on, with the row version it must still have. */
@@ -362,6 +371,8 @@ export class PostgresStorage implements Storage {
       return;
     }
     if (version === null) {
+      if (this.contended.size > 10_000) this.contended.clear();
+      for (const k of keys) this.contended.set(k, now);
       // Another instance wrote some of these keys. Read them all once (one query, refreshing what
       // this process knows) and plan the batch again, so a user served by several instances keeps
       // the batching; if that loses too, the batch takes the keys' locks first (it cannot lose).
