@@ -429,7 +429,7 @@ describe.skipIf(!redis.ok)('redis backend', () => {
     client.sendCommand = (cmd) => (sent.push(cmd.name), sendCommand(cmd));
     // A reservation's shape: the user's known account row, and the call's own new hold row.
     const hold = (s: RedisStorage, id: string) =>
-      s.transact(['acct', `hold:${id}`], (read) => {
+      s.transact<number | 'replay'>(['acct', `hold:${id}`], (read) => {
         const balance = read<number>('acct')!;
         if (read(`hold:${id}`) !== undefined) return { writes: [], result: 'replay' };
         return { writes: [{ op: 'set', key: 'acct', value: balance - 1 }, { op: 'set', key: `hold:${id}`, value: 1 }], result: balance };
