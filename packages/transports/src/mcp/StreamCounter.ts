@@ -58,19 +58,24 @@ export class StreamCounter {
    * `outgoing`: the Node response it will be written to, when there is one.
    */
   track(res: Response, kind: 'post' | 'other', outgoing?: ClosableResponse): Response {
-    // The content type first: reading `res.body` of a plain JSON answer would turn the Node
-    // adapter's lightweight Response into a full one (and a ReadableStream) for nothing.
-    if (!res.headers.get('content-type')?.includes('text/event-stream') || !res.body) {
+    // Only the content type is read: reading `res.body` would turn the Node adapter's
+    // lightweight Response into a full one (and its body into a transferable stream) for nothing.
+    if (!res.headers.get('content-type')?.includes('text/event-stream')) {
       if (kind === 'post') this.postFailed();
       return res;
     }
-    this.open++;
     const ended = kind === 'post' ? this.postStreamEnded : this.streamEnded;
     if (outgoing) {
+      this.open++;
       if (outgoing.closed) ended();
       else outgoing.once('close', ended);
       return res;
     }
+    if (!res.body) {
+      if (kind === 'post') this.postFailed();
+      return res;
+    }
+    this.open++;
     return wrapped(res, ended);
   }
 }
