@@ -67,7 +67,7 @@ describe('StreamCounter', () => {
     counter.postStarted();
     let done = false;
     const settled = counter.settled().then(() => (done = true));
-    counter.postFailed();
+    counter.postEnded();
     await Promise.resolve();
     expect(done).toBe(false);
     counter.track(json(), 'post');

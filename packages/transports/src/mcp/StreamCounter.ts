@@ -28,13 +28,13 @@ export class StreamCounter {
     return this.posts;
   }
 
-  /** A POST is being served: it counts until `track(res, 'post', …)` sees its answer end, or `postFailed()`. */
+  /** A POST is being served: it counts until `track(res, 'post', …)` sees its answer end, or `postEnded()` (it threw). */
   postStarted(): void {
     this.posts++;
   }
 
-  /** The POST threw before it had an answer. */
-  readonly postFailed = (): void => {
+  /** A POST is over: its answer was written, or it threw before it had one. */
+  readonly postEnded = (): void => {
     if (--this.posts === 0 && this.idle.length > 0) for (const resolve of this.idle.splice(0)) resolve();
   };
 
@@ -44,7 +44,7 @@ export class StreamCounter {
 
   private readonly postStreamEnded = (): void => {
     this.open--;
-    this.postFailed();
+    this.postEnded();
   };
 
   /** Resolves when no POST is in flight. */
@@ -61,7 +61,7 @@ export class StreamCounter {
     // Only the content type is read: reading `res.body` would turn the Node adapter's
     // lightweight Response into a full one (and its body into a transferable stream) for nothing.
     if (!res.headers.get('content-type')?.includes('text/event-stream')) {
-      if (kind === 'post') this.postFailed();
+      if (kind === 'post') this.postEnded();
       return res;
     }
     const ended = kind === 'post' ? this.postStreamEnded : this.streamEnded;
@@ -72,7 +72,7 @@ export class StreamCounter {
       return res;
     }
     if (!res.body) {
-      if (kind === 'post') this.postFailed();
+      if (kind === 'post') this.postEnded();
       return res;
     }
     this.open++;

@@ -199,7 +199,7 @@ export class McpHandler {
     try {
       res = await this.serve(c, limits);
     } catch (err) {
-      this.streams.postFailed();
+      this.streams.postEnded();
       throw err;
     }
     return limits.stamp(this.streams.track(res, 'post', outgoing));
