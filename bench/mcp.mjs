@@ -5,6 +5,11 @@
 // session); (b) a 2025-11-25 session with SSE answers; (c) a 2025-11-25 session with JSON answers.
 // Each mode runs ours and the SDK in A B B A order (averaged), 50 connections. Ours also runs its
 // old 2025 stateless mode (`mcp.sessionMode: 'stateless'`) next to the 2026 request.
+//
+// BASE=<another built checkout> (e.g. a worktree of main at d786227, before any issue-19 work)
+// also starts that tree's 2025 stateless mode in the same run, and reports the 2026 request
+// against it: issue 19's "2026 stateless >= 2x today's 2025 stateless mode".
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readFile } from 'node:fs/promises';
 import { load, startServer } from './lib.mjs';
@@ -17,7 +22,9 @@ async function cpuSeconds(pid) {
 
 const seconds = Number(process.argv[2] ?? 5);
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const ours = (config) => startServer(here('./servers/ai-backend.mjs'), [JSON.stringify({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' }, ...config } })]);
+const ourConfig = (config) => [JSON.stringify({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' }, ...config } })];
+const ours = (config) => startServer(here('./servers/ai-backend.mjs'), ourConfig(config));
+const base = process.env.BASE ? path.resolve(process.env.BASE) : undefined;
 const sdk = (mode) => startServer(here('./servers/sdk-mcp.mjs'), [mode]);
 
 const ARGS = { name: 'Ada', language: 'de' };
@@ -84,6 +91,7 @@ const servers = {
   oursStateless: await ours({ sessionMode: 'stateless' }),
   sdkSse: await sdk('sse'),
   sdkJson: await sdk('json'),
+  ...(base ? { baseStateless: await startServer(path.join(base, 'bench/servers/ai-backend.mjs'), ourConfig({ sessionMode: 'stateless' })) } : {}),
 };
 const at = (server, req) => ({ ...req, pid: server.pid });
 const modes = [
@@ -97,6 +105,8 @@ for (const m of modes) {
   await check(`sdk ${m.name}`, m.sdk);
 }
 await check('ours 2025 stateless', old);
+const baseline = base && at(servers.baseStateless, stateless(servers.baseStateless.url));
+if (baseline) await check('BASE 2025 stateless', baseline);
 
 /** A warm-up second, then the measured run with the server's CPU time per request (steadier than req/s on a shared machine). */
 async function run({ pid, ...req }) {
@@ -121,6 +131,16 @@ const l2 = await run(old);
 const n2 = await run(modes[0].ours);
 const modernOurs = avg(n1, n2);
 const oldOurs = avg(l1, l2);
+// Against the BASE tree's 2025 stateless mode, in its own A B B A block.
+let baseOld, modernVsBase;
+if (baseline) {
+  const m1 = await run(modes[0].ours);
+  const b1 = await run(baseline);
+  const b2 = await run(baseline);
+  const m2 = await run(modes[0].ours);
+  modernVsBase = avg(m1, m2);
+  baseOld = avg(b1, b2);
+}
 
 console.log(`\nMCP tools/call greeting, ${seconds} s per run, 50 connections, A B B A (Node ${process.version})\n`);
 console.log('| mode | ours req/s | SDK req/s | ours / SDK req/s | ours / SDK CPU µs/req | SDK CPU / ours CPU | ours p50 / p99 ms | SDK p50 / p99 ms | errors |');
@@ -134,6 +154,12 @@ console.log(`\n| ours | req/s | CPU µs/req | p50 / p99 ms | errors |\n|---|---|
 console.log(`| 2026-07-28 stateless request | ${modernOurs.rps} | ${modernOurs.cpuUs} | ${modernOurs.p50} / ${modernOurs.p99} | ${modernOurs.errors} |`);
 console.log(`| 2025 stateless mode (mcp.sessionMode 'stateless') | ${oldOurs.rps} | ${oldOurs.cpuUs} | ${oldOurs.p50} / ${oldOurs.p99} | ${oldOurs.errors} |`);
 console.log(`\n2026 stateless / 2025 stateless mode: ${(modernOurs.rps / oldOurs.rps).toFixed(2)}x req/s, ${(oldOurs.cpuUs / modernOurs.cpuUs).toFixed(2)}x less CPU per request`);
+if (baseOld) {
+  console.log(`\n| 2026-07-28 stateless request (ours) vs BASE's 2025 stateless mode (${base}) | req/s | CPU µs/req | p50 / p99 ms | errors |\n|---|---|---|---|---|`);
+  console.log(`| ours, 2026-07-28 stateless request | ${modernVsBase.rps} | ${modernVsBase.cpuUs} | ${modernVsBase.p50} / ${modernVsBase.p99} | ${modernVsBase.errors} |`);
+  console.log(`| BASE, 2025 stateless mode | ${baseOld.rps} | ${baseOld.cpuUs} | ${baseOld.p50} / ${baseOld.p99} | ${baseOld.errors} |`);
+  console.log(`\n2026 stateless (ours) / BASE 2025 stateless mode: ${(modernVsBase.rps / baseOld.rps).toFixed(2)}x req/s, ${(baseOld.cpuUs / modernVsBase.cpuUs).toFixed(2)}x less CPU per request`);
+}
 console.log(`load average at the end: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 
 for (const s of Object.values(servers)) await s.stop();

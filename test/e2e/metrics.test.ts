@@ -118,10 +118,13 @@ describe('GET /metrics on the main listener', () => {
       await client.listTools();
       const text = await scrape();
       expect(sample(text, 'ai_backend_mcp_sessions')).toBe(1);
-      expect(sample(text, 'ai_backend_mcp_streams')).toBeGreaterThanOrEqual(0);
+      // The client's GET event stream is open; the POST answers streamed as SSE have ended.
+      await expect.poll(async () => sample(await scrape(), 'ai_backend_mcp_streams'), { timeout: 5000 }).toBe(1);
     } finally {
       await client.close();
     }
+    // Its stream ended with the client: the gauge is back to zero (the Node response's close).
+    await expect.poll(async () => sample(await scrape(), 'ai_backend_mcp_streams'), { timeout: 5000 }).toBe(0);
   });
 
   it('counts rate-limit refusals', async () => {

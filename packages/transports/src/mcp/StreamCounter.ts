@@ -1,48 +1,110 @@
+/** The part of Node's ServerResponse the counter needs: its end, however it comes. */
+export interface ClosableResponse {
+  readonly closed?: boolean;
+  once(event: 'close', listener: () => void): unknown;
+}
+
 /**
- * Counts open server-sent-event streams of /mcp (the ai_backend_mcp_streams gauge): a response
- * whose body is an event stream counts until the body ends, fails or the client cancels it.
+ * Counts open server-sent-event streams of /mcp (the ai_backend_mcp_streams gauge) and POST
+ * answers not yet written (graceful stop drains them). A response whose body is an event stream
+ * counts until the body ends, fails or the client cancels it; any other answer ends at once.
+ *
+ * On the Node adapter the end of a response is its `'close'` event, so the answer is passed on
+ * untouched (no second stream, no per-request closure: the listeners are shared). Elsewhere
+ * (in-process `fetch`) the body is wrapped to see its end.
  */
 export class StreamCounter {
   private open = 0;
+  private posts = 0;
+  private idle: Array<() => void> = [];
 
+  /** Open SSE streams. */
   get count(): number {
     return this.open;
   }
 
-  /** `onEnd` runs once when the response is over: at once for a non-stream answer, else when its stream ends. */
-  track(res: Response, onEnd: () => void = () => undefined): Response {
-    if (!res.body || !res.headers.get('content-type')?.includes('text/event-stream')) {
-      onEnd();
+  /** POST answers not written yet. */
+  get inFlight(): number {
+    return this.posts;
+  }
+
+  /** A POST is being served: it counts until `track(res, 'post', …)` sees its answer end, or `postEnded()` (it threw). */
+  postStarted(): void {
+    this.posts++;
+  }
+
+  /** A POST is over: its answer was written, or it threw before it had one. */
+  readonly postEnded = (): void => {
+    if (--this.posts === 0 && this.idle.length > 0) for (const resolve of this.idle.splice(0)) resolve();
+  };
+
+  private readonly streamEnded = (): void => {
+    this.open--;
+  };
+
+  private readonly postStreamEnded = (): void => {
+    this.open--;
+    this.postEnded();
+  };
+
+  /** Resolves when no POST is in flight. */
+  settled(): Promise<void> {
+    if (this.posts === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  /**
+   * Count `res` until it is over. `kind` 'post' also ends a POST started with `postStarted()`.
+   * `outgoing`: the Node response it will be written to, when there is one.
+   */
+  track(res: Response, kind: 'post' | 'other', outgoing?: ClosableResponse): Response {
+    // Only the content type is read: reading `res.body` would turn the Node adapter's
+    // lightweight Response into a full one (and its body into a transferable stream) for nothing.
+    if (!res.headers.get('content-type')?.includes('text/event-stream')) {
+      if (kind === 'post') this.postEnded();
+      return res;
+    }
+    const ended = kind === 'post' ? this.postStreamEnded : this.streamEnded;
+    if (outgoing) {
+      this.open++;
+      if (outgoing.closed) ended();
+      else outgoing.once('close', ended);
+      return res;
+    }
+    if (!res.body) {
+      if (kind === 'post') this.postEnded();
       return res;
     }
     this.open++;
-    let counted = true;
-    const done = () => {
-      if (counted) {
-        this.open--;
-        onEnd();
-      }
-      counted = false;
-    };
-    const reader = res.body.getReader();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { done: end, value } = await reader.read();
-          if (end) {
-            done();
-            controller.close();
-          } else controller.enqueue(value);
-        } catch (err) {
-          done();
-          controller.error(err);
-        }
-      },
-      cancel(reason) {
-        done();
-        return reader.cancel(reason);
-      },
-    });
-    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    return wrapped(res, ended);
   }
+}
+
+/** `res` with a body that calls `onEnd` once when it ends, fails or is cancelled. */
+function wrapped(res: Response, onEnd: () => void): Response {
+  let counted = true;
+  const done = () => {
+    if (counted) onEnd();
+    counted = false;
+  };
+  const reader = res.body!.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: end, value } = await reader.read();
+        if (end) {
+          done();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (err) {
+        done();
+        controller.error(err);
+      }
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }

@@ -1,7 +1,7 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
-import { StreamCounter } from './StreamCounter.js';
-import { isInitializeRequest, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type RequestStateCodec, type Server } from '@modelcontextprotocol/server';
+import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
+import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type RequestStateCodec, type Server } from '@modelcontextprotocol/server';
 import { createRequestStateSeal } from './requestStateSeal.js';
 import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { readJsonBody } from '../http/readJsonBody.js';
@@ -20,6 +20,7 @@ import { SessionBudget, type BudgetedSession } from './sessionBudget.js';
 import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
+import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
 
 interface Session extends BudgetedSession {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -188,23 +189,21 @@ export class McpHandler {
   readonly handle: Handler = async (c) => {
     // Rate limits (mcp.rateLimiting): counted inside serve, RateLimit headers stamped here.
     const limits = new McpLimits(this.runtime, () => clientIp(c, this.runtime.config.trustProxy));
+    // The Node response the answer is written to (absent under in-process fetch): its 'close' ends a stream.
+    const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
     // A POST carries calls (tool calls, prompts, reads): it is in flight until its answer is
     // written, so stop() can let it finish (drain) before it ends the sessions.
-    if (c.req.method !== 'POST') return limits.stamp(this.streams.track(await this.serve(c, limits)));
-    let finish!: () => void;
-    const answered = new Promise<void>((resolve) => (finish = resolve));
-    this.inFlight.add(answered);
-    void answered.then(() => this.inFlight.delete(answered));
+    if (c.req.method !== 'POST') return limits.stamp(this.streams.track(await this.serve(c, limits), 'other', outgoing));
+    this.streams.postStarted();
+    let res: Response;
     try {
-      return limits.stamp(this.streams.track(await this.serve(c, limits), finish));
+      res = await this.serve(c, limits);
     } catch (err) {
-      finish();
+      this.streams.postEnded();
       throw err;
     }
+    return limits.stamp(this.streams.track(res, 'post', outgoing));
   };
-
-  /** POST requests whose answer is not written yet. */
-  private readonly inFlight = new Set<Promise<void>>();
 
   /**
    * Wait (at most `timeoutMs`) for the POSTs in flight to be answered: graceful stop drains
@@ -213,9 +212,9 @@ export class McpHandler {
   async drain(timeoutMs: number): Promise<void> {
     // Running MCP tasks get the same grace period as calls in flight (no new task starts meanwhile).
     const tasks = this.modern.tasks.drain(timeoutMs);
-    if (this.inFlight.size === 0) return tasks;
+    if (this.streams.inFlight === 0) return tasks;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([...this.inFlight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    await Promise.race([this.streams.settled(), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
     await tasks;
   }
@@ -257,7 +256,7 @@ export class McpHandler {
       // The revision is negotiated per request (the SDK's own classification): a request with
       // the 2026-07-28 `_meta` envelope (or a modern MCP-Protocol-Version header) is served
       // statelessly, whatever the session mode; anything else is a 2025 client.
-      if (!(await isLegacyRequest(c.req.raw, body.value))) return this.modern.fetch(c.req.raw, body.value, authInfo);
+      if (!(await isLegacyMcpRequest(c.req.raw, body.value))) return this.modern.fetch(c.req.raw, body.value, authInfo);
 
       if (runtime.config.mcp.sessionMode === 'stateless') {
         const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
@@ -351,7 +350,8 @@ export class McpHandler {
       kind === 'storage'
         ? new StorageEventStore(this.runtime.shared, sessionId, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
         : new MemoryEventStore({ ...limits, maxBytes: b.sessionBytes, ledger: this.ledger });
-    const safe = failSafeEventStore(store, b.timeoutMs, (op, err) => {
+    // The memory store answers at once: errors are caught, but no timer races it.
+    const safe = failSafeEventStore(store, kind === 'storage' ? b.timeoutMs : undefined, (op, err) => {
       if (Date.now() - this.lastStoreWarning < 10_000) return;
       this.lastStoreWarning = Date.now();
       this.runtime.logger.warn('MCP event store unavailable; messages are sent without resumability', { op, error: err instanceof Error ? err.message : String(err) });

@@ -62,6 +62,8 @@ export class MemoryEventStore implements EventStore, EvictableStore {
     }
     this.streams.set(streamId, stream);
     const seq = ++stream.seq;
+    // The priming event of a stream is never replayed: its id is all a client resumes from.
+    if (isPriming(message)) return formatEventId(streamId, seq);
     const bytes = JSON.stringify(message).length;
     // Sent, but too big to keep: the id is valid, a resume from before it just cannot be exact.
     if (this.disposed || bytes > this.maxEventBytes) return formatEventId(streamId, seq);

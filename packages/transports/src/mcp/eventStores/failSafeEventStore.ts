@@ -4,8 +4,16 @@ import { formatEventId } from './eventId.js';
 /** What the wrapper reports when the store fails or is slow (throttled by the caller). */
 export type EventStoreFailure = (op: 'store' | 'lookup' | 'replay', error: unknown) => void;
 
-/** Resolve with `fallback` when `work` fails or takes longer than `ms`. */
-async function within<T>(ms: number, work: () => Promise<T>, fallback: T, onFail: (err: unknown) => void): Promise<T> {
+/** Resolve with `fallback` when `work` fails or takes longer than `ms` (no time bound when `ms` is undefined). */
+async function within<T>(ms: number | undefined, work: () => Promise<T>, fallback: T, onFail: (err: unknown) => void): Promise<T> {
+  if (ms === undefined) {
+    try {
+      return await work();
+    } catch (err) {
+      onFail(err);
+      return fallback;
+    }
+  }
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<T>((resolve) => {
     timer = setTimeout(() => {
@@ -32,13 +40,15 @@ async function within<T>(ms: number, work: () => Promise<T>, fallback: T, onFail
  * `timeoutMs` or on an error the message goes out anyway, under an event id that is never
  * resumable (`<stream>_0`: a resume from it is refused and the client starts over), and lookups
  * report "unknown". When the store recovers, the next events are stored again: no restart.
+ * `timeoutMs` undefined: errors only, for a store that answers at once (memory); a timer and a
+ * race per SSE message cost a few % of a call.
  */
-export function failSafeEventStore(store: EventStore, timeoutMs: number, onFailure: EventStoreFailure): EventStore {
+export function failSafeEventStore(store: EventStore, timeoutMs: number | undefined, onFailure: EventStoreFailure): EventStore {
   return {
     storeEvent: (streamId: string, message: JSONRPCMessage) =>
       within(timeoutMs, () => store.storeEvent(streamId, message), formatEventId(streamId, 0), (e) => onFailure('store', e)),
     getStreamIdForEventId: (eventId: string) =>
       within(timeoutMs, async () => store.getStreamIdForEventId?.(eventId), undefined, (e) => onFailure('lookup', e)),
-    replayEventsAfter: (lastEventId, opts) => within(timeoutMs * 4, () => store.replayEventsAfter(lastEventId, opts), '', (e) => onFailure('replay', e)),
+    replayEventsAfter: (lastEventId, opts) => within(timeoutMs === undefined ? undefined : timeoutMs * 4, () => store.replayEventsAfter(lastEventId, opts), '', (e) => onFailure('replay', e)),
   };
 }
