@@ -5,7 +5,8 @@
 // between runs, but the ratio of two builds measured this way holds.
 // Usage (both checkouts built; PostgreSQL on 127.0.0.1:5432 database `test`, Redis on 6379):
 //   node bench/meteringAB.mjs <checkoutA> <checkoutB> [rounds=6] [callsPerRound=300] [concurrency=10]
-// STORES=postgres,redis limits the stores (memory is the reference the last columns divide by).
+// STORES=postgres,redis limits the stores (memory is the reference the last columns divide by);
+// STORES=...,postgresX2 adds two instances on one PostgreSQL, one user's calls alternating between them.
 // A build whose billing has `hold` (the AI engine's one entry, issue 21) is driven the way its
 // engine drives it: hold, then settle on the Hold; an older build through decide, reserve, settle.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -26,7 +27,9 @@ const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'roo
 const sqliteDir = await mkdtemp(join(tmpdir(), 'bench-ab-'));
 
 async function build(root, label) {
-  const core = await import(pathToFileURL(`${root}/packages/core/dist/index.js`).href);
+  // createRuntime moved to the internal entry point; older builds export it from the main one.
+  const main = await import(pathToFileURL(`${root}/packages/core/dist/index.js`).href);
+  const core = main.createRuntime ? main : await import(pathToFileURL(`${root}/packages/core/dist/internal.js`).href);
   const { resolveConfig } = await import(pathToFileURL(`${root}/packages/core/dist/config/index.js`).href);
   const stores = {
     memory: { type: 'memory' },
@@ -40,6 +43,16 @@ async function build(root, label) {
     const rt = await core.createRuntime(config);
     await rt.billing.credit({ userId: 'ab-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'ab-credit', source: 'admin' });
     runtimes[name] = rt;
+  }
+  // Two instances on one PostgreSQL (one user's calls alternate between them): each instance's
+  // group commits meet the other's writes of the same account row.
+  if (process.env.STORES?.split(',').includes('postgresX2')) {
+    const config = resolveConfig({ storage: { type: 'postgres', postgres: { ...pgConn, schema: `${tag}_${label}_2` } }, monitoring: { logging: { level: 'error' } }, metrics: { enabled: false }, statistics: { enabled: false } });
+    const one = await core.createRuntime(config);
+    const two = await core.createRuntime(config);
+    await one.billing.credit({ userId: 'ab-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'ab-credit', source: 'admin' });
+    let flip = false;
+    runtimes.postgresX2 = { billing: { hold: (req) => ((flip = !flip) ? one : two).billing.hold(req) }, close: () => Promise.all([one.close(), two.close()]) };
   }
   return { label, runtimes };
 }
@@ -100,7 +113,7 @@ try {
   for (const side of [A, B]) for (const rt of Object.values(side.runtimes)) await rt.close();
   const db = new pg.Client(pgConn);
   await db.connect();
-  for (const l of ['a', 'b']) await db.query(`DROP SCHEMA IF EXISTS "${tag}_${l}" CASCADE`);
+  for (const l of ['a', 'b', 'a_2', 'b_2']) await db.query(`DROP SCHEMA IF EXISTS "${tag}_${l}" CASCADE`);
   await db.end();
   const redis = new Redis({ host: '127.0.0.1', port: 6379 });
   const keys = await redis.keys(`${tag}:*`);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import { CoreError } from '../kernel/CoreError.js';
+import { UpstreamStats } from '../observability/UpstreamStats.js';
 import { MemoryStorage } from '../storage/MemoryStorage.js';
 import { RedisStorage } from '../storage/RedisStorage.js';
 import { Stats } from './Stats.js';
@@ -30,6 +32,37 @@ describe('Stats.flush', () => {
     const day = new Date().toISOString().slice(0, 10);
     expect(await storage.get<{ count: number }>(`stats:${day}:rpc:mcp.echo`)).toMatchObject({ count: 2 });
     await first;
+  });
+});
+
+describe('Stats during a store outage', () => {
+  it('upstream rows failing while the records are still being written: one rejected flush, no unhandled rejection, counts kept', async () => {
+    const storage = new MemoryStorage();
+    const down = () => new CoreError('UNAVAILABLE', 'storage unavailable');
+    // The upstream rows' transaction fails at once; the records' first read (the index marker) a little later.
+    storage.transact = (async () => {
+      throw down();
+    }) as typeof storage.transact;
+    storage.get = (async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      throw down();
+    }) as typeof storage.get;
+    const upstream = new UpstreamStats();
+    upstream.record('openai', 'gpt-5-mini', 'ok', 0.1);
+    const stats = new Stats(storage, { upstream });
+    stats.record('rpc', 'mcp.echo', 3, false);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await expect(stats.flush()).rejects.toThrow('storage unavailable');
+      await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    // A server process ends on an unhandled rejection (the chaos test's instances did).
+    expect(unhandled).toEqual([]);
+    expect(upstream.hasPending).toBe(true);
   });
 });
 

@@ -166,7 +166,9 @@ export class Stats {
     const batch = this.pending;
     this.pending = new Map();
     const ttlMs = (this.opts.retentionDays ?? 90) * DAY_MS;
-    const upstream = this.opts.upstream?.hasPending ? this.opts.upstream.write(storage, ttlMs) : undefined;
+    // Its failure is caught at once: during a store outage it can fail while the records below are
+    // still being written, and a rejection with no handler yet ended the process (chaos test).
+    const upstream = this.opts.upstream?.hasPending ? this.opts.upstream.write(storage, ttlMs).then(() => undefined, (err: unknown) => ({ err })) : undefined;
     try {
       await this.index!.ensureMarker();
       await this.writeRecords(storage, batch, ttlMs);
@@ -176,10 +178,11 @@ export class Stats {
         const back = this.pending.get(key);
         this.pending.set(key, back ? merge(back, add) : add);
       }
-      throw err;
-    } finally {
       await upstream;
+      throw err;
     }
+    const failed = await upstream;
+    if (failed) throw failed.err;
   }
 
   /** Write `batch` record by record; what is not written when one fails is left in `batch` (the caller keeps it). */

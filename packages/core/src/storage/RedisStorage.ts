@@ -43,6 +43,16 @@ interface ScriptCommands {
 const LOCK_LEASE_MS = 500;
 /** A transaction that cannot get its keys' locks within this long gives up with UNAVAILABLE. */
 const LOCK_WAIT_MS = 5_000;
+/** Most guessed transactions sent in one commit script. */
+const MAX_BATCH = 32;
+
+type BatchOutcome = { committed: true; result: unknown } | { committed: false };
+interface BatchJob {
+  keys: string[];
+  plan: (read: TxRead) => TxPlan<unknown>;
+  resolve(outcome: BatchOutcome): void;
+  reject(err: unknown): void;
+}
 
 const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE', 'storage unavailable', { cause });
 
@@ -65,6 +75,9 @@ export class RedisStorage implements Storage {
   private readonly mutex = new KeyedMutex();
   /** What this process last read or committed per key: the guess a transaction's one-round-trip attempt plans on. */
   private readonly cache = new TxValueCache();
+  /** Guessed transactions waiting for the batch in flight to finish (runBatch). */
+  private queue: BatchJob[] = [];
+  private flushing = false;
   private lastError: string | undefined;
   private closing: Promise<void> | undefined;
   /** Single-key reads of one tick, sent as one MGET (a metered call reads account, preferences and vault at once). */
@@ -195,12 +208,15 @@ export class RedisStorage implements Storage {
   }
 
   /**
-   * Pessimistic, so a hot key (one user's account under 50 concurrent calls, on any number of
-   * instances) makes transactions wait their turn instead of losing races:
-   * - in this process, transactions on the same keys queue (KeyedMutex) and never meet in Redis;
-   * - across instances, round trip 1 (a Lua script) takes every key's lock or none and returns
-   *   the values; `plan` runs; round trip 2 (a Lua script) checks no other transaction holds a
-   *   lock and no key changed, applies the writes and drops the locks, atomically on the server.
+   * A hot key (one user's account under 50 concurrent calls, on any number of instances) makes
+   * transactions wait their turn instead of losing races, and costs one round trip per batch:
+   * - when this process knows what some of the keys hold (it wrote them last: one user's calls on
+   *   one instance), the transaction is planned on that guess and goes out with the others queued
+   *   meanwhile as ONE commit script (runBatch), whose check proves every guess;
+   * - otherwise, or when a guess did not hold, the locked way: in this process transactions on
+   *   the same keys queue (KeyedMutex); round trip 1 (a Lua script) takes every key's lock or none
+   *   and returns the values; `plan` runs; round trip 2 (a Lua script) checks no other transaction
+   *   holds a lock and no key changed, applies the writes and drops the locks, atomically.
    * A lock held by another instance is waited for (at most its lease, LOCK_LEASE_MS, when that
    * instance died). Starting over happens only when another transaction took over an expired
    * lease or a key was written outside transactions meanwhile.
@@ -208,24 +224,22 @@ export class RedisStorage implements Storage {
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');
     const unique = [...new Set(keys)].sort();
+    // A key this process has not seen is guessed absent when it knows some of the others: a call's
+    // own new rows (its hold, its finished record) sit beside its user's known ones, so a
+    // reservation goes out guessed too. A wrong guess costs one round trip, once.
+    if (unique.length > 0 && unique.some((k) => this.cache.has(k))) {
+      const batched = await new Promise<BatchOutcome>((resolve, reject) => {
+        this.queue.push({ keys: unique, plan, resolve, reject });
+        if (!this.flushing) {
+          this.flushing = true;
+          process.nextTick(() => void this.flush());
+        }
+      });
+      if (batched.committed) return batched.result as R;
+    }
     const unlock = await this.mutex.lock(unique);
     try {
       const redisKeys = [...unique.map((k) => this.lockPrefix + k), ...unique.map((k) => this.kvPrefix + k)];
-      // One round trip when this process knows what the keys hold (it wrote them last: one user's
-      // calls on one instance): plan on that, and the commit script's check proves it (no lock
-      // held, every value as guessed). A guess is never trusted unchecked: a plan that throws or
-      // writes nothing on it, or a failed check, goes the locked way.
-      if (unique.length > 0 && unique.every((k) => this.cache.has(k))) {
-        const now = Date.now();
-        const guessed = new Map(unique.map((k) => [k, this.cache.guess(k, now).value ?? '']));
-        let planned: TxPlan<R> | undefined;
-        try {
-          planned = plan(readerOf(guessed));
-        } catch {
-          planned = undefined;
-        }
-        if (planned && planned.writes.length > 0 && (await this.commit(redisKeys, randomUUID(), unique, guessed, planned.writes))) return planned.result;
-      }
       const deadline = Date.now() + LOCK_WAIT_MS;
       for (let wait = 1; ; ) {
         const token = randomUUID();
@@ -243,7 +257,7 @@ export class RedisStorage implements Storage {
           await this.run(() => this.redis.storageUnlock(unique.length, ...redisKeys.slice(0, unique.length), token));
           return planned.result;
         }
-        if (await this.commit(redisKeys, token, unique, values, planned.writes)) return planned.result;
+        if (await this.commit(redisKeys, token, unique, values, encodeWrites(planned.writes))) return planned.result;
         if (Date.now() > deadline) throw new CoreError('UNAVAILABLE', 'storage: could not complete a transaction in time; retry');
         await sleep(Math.random() * wait);
         wait = Math.min(20, wait * 2);
@@ -253,17 +267,89 @@ export class RedisStorage implements Storage {
     }
   }
 
-  /** The commit script (see COMMIT_SCRIPT); true when the writes were applied. Remembers what it wrote. */
-  private async commit(redisKeys: string[], token: string, unique: string[], values: Map<string, string>, writes: readonly TxWrite[]): Promise<boolean> {
+  /** Send the queued guessed transactions, one batch at a time, until none are left. */
+  private async flush(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const jobs = this.queue.splice(0, MAX_BATCH);
+        // Never leave a caller waiting: an unexpected failure fails the batch's transactions.
+        await this.runBatch(jobs).catch((err: unknown) => jobs.forEach((j) => j.reject(err)));
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /**
+   * Group commit (as PostgresStorage.runBatch): the transactions queued while the previous batch
+   * was in flight are planned one after another, each against what this process last knew of its
+   * keys plus the writes of the plans before it in the batch, and sent as ONE commit script (one
+   * check, the writes in order). Why: one user's concurrent calls all touch that user's account;
+   * sent one by one, each waited a whole round trip for the one before. The check covers every
+   * key a plan saw before the batch wrote it, with its value as guessed, so if the script
+   * commits, each plan saw exactly the state the ones before it left: the same outcome as running
+   * them in order. If the check fails, or a plan throws or writes nothing on a guess, those
+   * transactions take the locked way, each on its own.
+   */
+  private async runBatch(jobs: BatchJob[]): Promise<void> {
     const now = Date.now();
-    const encoded = writes.map((w) =>
-      w.op === 'set'
-        ? ['s', w.key, canonicalJson(w.value), pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt))]
-        : w.op === 'delete'
-          ? ['d', w.key]
-          : ['a', w.log, canonicalJson(w.record)],
-    );
-    const args = [...redisKeys, token, ...unique.map((k) => values.get(k)!), JSON.stringify(encoded), this.kvPrefix, this.logPrefix, this.dueKey];
+    /** Each key's raw value ('' = absent) as the next plan sees it (guessed, or written by an earlier plan). */
+    const overlay = new Map<string, string>();
+    /** Keys whose guess the batch relies on, with the value the check must still find. */
+    const expected = new Map<string, string>();
+    const accepted: Array<{ job: BatchJob; result: unknown }> = [];
+    const writes: EncodedWrites = { args: [], rows: [] };
+    for (const job of jobs) {
+      const introduced: string[] = [];
+      const rows = new Map<string, string>();
+      for (const k of job.keys) {
+        let v = overlay.get(k);
+        if (v === undefined) {
+          v = this.cache.guess(k, now).value ?? '';
+          overlay.set(k, v);
+          expected.set(k, v);
+          introduced.push(k);
+        }
+        rows.set(k, v);
+      }
+      let planned: TxPlan<unknown> | undefined;
+      let encoded: EncodedWrites | undefined;
+      try {
+        planned = job.plan(readerOf(rows));
+        if (planned.writes.length > 0) encoded = encodeWrites(planned.writes);
+      } catch {
+        planned = undefined; // decided on a guess (or unencodable): decided again the locked way
+      }
+      if (!planned || !encoded) {
+        // Nothing of this plan goes out: neither may its guesses fail the others' check.
+        for (const k of introduced) {
+          overlay.delete(k);
+          expected.delete(k);
+        }
+        job.resolve({ committed: false });
+        continue;
+      }
+      for (const [key, text] of encoded.rows) overlay.set(key, text ?? '');
+      writes.args.push(...encoded.args);
+      writes.rows.push(...encoded.rows);
+      accepted.push({ job, result: planned.result });
+    }
+    if (accepted.length === 0) return;
+    const keys = [...expected.keys()].sort();
+    const redisKeys = [...keys.map((k) => this.lockPrefix + k), ...keys.map((k) => this.kvPrefix + k)];
+    let applied: boolean;
+    try {
+      applied = await this.commit(redisKeys, randomUUID(), keys, expected, writes, now);
+    } catch (err) {
+      for (const a of accepted) a.job.reject(err);
+      return;
+    }
+    for (const a of accepted) a.job.resolve(applied ? { committed: true, result: a.result } : { committed: false });
+  }
+
+  /** The commit script (see COMMIT_SCRIPT); true when the writes were applied. Remembers what it wrote. */
+  private async commit(redisKeys: string[], token: string, unique: string[], values: Map<string, string>, writes: EncodedWrites, now = Date.now()): Promise<boolean> {
+    const args = [...redisKeys, token, ...unique.map((k) => values.get(k)!), this.kvPrefix, this.logPrefix, this.dueKey, ...writes.args];
     let applied: boolean;
     try {
       applied = (await this.run(() => this.redis.storageCommit(redisKeys.length, ...args))) === 1;
@@ -275,10 +361,8 @@ export class RedisStorage implements Storage {
       for (const k of unique) this.cache.forget(k);
       return false;
     }
-    for (const [i, w] of writes.entries()) {
-      if (w.op === 'set') this.cache.remember(w.key, { value: encoded[i]![2], version: undefined }, expiresAtFor(w.ttlMs, now), now);
-      else if (w.op === 'delete') this.cache.remember(w.key, { value: undefined, version: undefined }, undefined, now);
-    }
+    // In write order: the last write of a key is what it holds.
+    for (const [key, text, ttlMs] of writes.rows) this.cache.remember(key, { value: text, version: undefined }, expiresAtFor(ttlMs, now), now);
     return true;
   }
 
@@ -337,6 +421,28 @@ export class RedisStorage implements Storage {
       throw unavailable(err);
     }
   }
+}
+
+/** A transaction's writes as the commit script's arguments, and the rows they leave (text undefined: deleted), in order. */
+interface EncodedWrites {
+  args: string[];
+  rows: Array<[key: string, text: string | undefined, ttlMs: number | undefined]>;
+}
+
+/** The writes as plain script arguments (see COMMIT_SCRIPT), each value's JSON once. */
+function encodeWrites(writes: readonly TxWrite[]): EncodedWrites {
+  const encoded: EncodedWrites = { args: [], rows: [] };
+  for (const w of writes) {
+    if (w.op === 'set') {
+      const text = canonicalJson(w.value);
+      encoded.rows.push([w.key, text, w.ttlMs]);
+      encoded.args.push('s', w.key, text, pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt)));
+    } else if (w.op === 'delete') {
+      encoded.rows.push([w.key, undefined, undefined]);
+      encoded.args.push('d', w.key);
+    } else encoded.args.push('a', w.log, canonicalJson(w.record));
+  }
+  return encoded;
 }
 
 /** The read function a plan gets over the raw values of its declared keys ('' = absent). */

@@ -70,9 +70,9 @@ return {1, values}
 
 /**
  * The second half: write and unlock. KEYS as in LOCK_READ_SCRIPT. ARGV[1]: the token;
- * ARGV[2..n+1]: the values read; ARGV[n+2]: the writes as JSON
- * ([['s', key, json, px|'', dueAt|''] | ['d', key] | ['a', log, json]]); ARGV[n+3..n+5]: the kv
- * prefix, the log prefix and the due-index key. Writes nothing and returns 0 when another
+ * ARGV[2..n+1]: the values read; ARGV[n+2..n+4]: the kv prefix, the log prefix and the due-index
+ * key; then the writes, in order, as plain arguments: 's', key, json, px|'', dueAt|'' (a set),
+ * 'd', key (a delete) or 'a', log, json (an append). Writes nothing and returns 0 when another
  * transaction holds a lock (this one's lease ran out and another took it) or a key changed since
  * it was read (a write outside transactions, or a transaction that took an expired lock and
  * committed); otherwise applies every write, drops the locks, returns 1. A lock that merely
@@ -93,17 +93,21 @@ for i = 1, n do
     return 0
   end
 end
-local writes = cjson.decode(ARGV[n + 2])
-local kv, logs, due = ARGV[n + 3], ARGV[n + 4], ARGV[n + 5]
-for _, w in ipairs(writes) do
-  if w[1] == 's' then
-    if w[4] == '' then redis.call('SET', kv .. w[2], w[3]) else redis.call('SET', kv .. w[2], w[3], 'PX', w[4]) end
-    if w[5] == '' then redis.call('ZREM', due, w[2]) else redis.call('ZADD', due, w[5], w[2]) end
-  elseif w[1] == 'd' then
-    redis.call('DEL', kv .. w[2])
-    redis.call('ZREM', due, w[2])
+local kv, logs, due = ARGV[n + 2], ARGV[n + 3], ARGV[n + 4]
+local i = n + 5
+while i <= #ARGV do
+  local op, key = ARGV[i], ARGV[i + 1]
+  if op == 's' then
+    if ARGV[i + 3] == '' then redis.call('SET', kv .. key, ARGV[i + 2]) else redis.call('SET', kv .. key, ARGV[i + 2], 'PX', ARGV[i + 3]) end
+    if ARGV[i + 4] == '' then redis.call('ZREM', due, key) else redis.call('ZADD', due, ARGV[i + 4], key) end
+    i = i + 5
+  elseif op == 'd' then
+    redis.call('DEL', kv .. key)
+    redis.call('ZREM', due, key)
+    i = i + 2
   else
-    redis.call('RPUSH', logs .. w[2], w[3])
+    redis.call('RPUSH', logs .. key, ARGV[i + 2])
+    i = i + 3
   end
 end
 if n > 0 then redis.call('DEL', unpack(KEYS, 1, n)) end

@@ -419,6 +419,75 @@ describe.skipIf(!redis.ok)('redis backend', () => {
     }
   });
 
+  it('a transaction on keys this process wrote plus new ones is one round trip; a new key another instance wrote is read, not guessed absent', async () => {
+    const a = await open();
+    const b = await open(prefixes.at(-1));
+    // Every command a's client sends (a transaction's scripts included) is one round trip.
+    const client = (a as unknown as { redis: { sendCommand(cmd: { name: string }): unknown } }).redis;
+    const sendCommand = client.sendCommand.bind(client);
+    const sent: string[] = [];
+    client.sendCommand = (cmd) => (sent.push(cmd.name), sendCommand(cmd));
+    // A reservation's shape: the user's known account row, and the call's own new hold row.
+    const hold = (s: RedisStorage, id: string) =>
+      s.transact<number | 'replay'>(['acct', `hold:${id}`], (read) => {
+        const balance = read<number>('acct')!;
+        if (read(`hold:${id}`) !== undefined) return { writes: [], result: 'replay' };
+        return { writes: [{ op: 'set', key: 'acct', value: balance - 1 }, { op: 'set', key: `hold:${id}`, value: 1 }], result: balance };
+      });
+    try {
+      await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 100 }], result: null }));
+      sent.length = 0;
+      expect(await hold(a, 'r1')).toBe(100);
+      expect(await hold(a, 'r2')).toBe(99);
+      expect(sent).toEqual(['evalsha', 'evalsha']);
+      // Another instance wrote a hold this process never saw: the guess (absent) fails the
+      // commit's check, and the plan runs again on what Redis holds.
+      await b.transact(['hold:r3'], () => ({ writes: [{ op: 'set', key: 'hold:r3', value: 1 }], result: null }));
+      sent.length = 0;
+      expect(await hold(a, 'r3')).toBe('replay');
+      expect(sent.length).toBeGreaterThan(1);
+      expect(await b.get('acct')).toBe(98);
+    } finally {
+      client.sendCommand = sendCommand;
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('concurrent transactions on one hot key of one instance go out together: few round trips, exact balance, log and holds', async () => {
+    const a = await open();
+    const client = (a as unknown as { redis: { sendCommand(cmd: { name: string }): unknown } }).redis;
+    const sendCommand = client.sendCommand.bind(client);
+    let sent = 0;
+    client.sendCommand = (cmd) => (sent++, sendCommand(cmd));
+    const spend = (id: number) =>
+      a.transact(['acct', `hold:${id}`], (read) => {
+        const balance = read<number>('acct')!;
+        if (balance < 1) throw new Error('insufficient');
+        return { writes: [{ op: 'set', key: 'acct', value: balance - 1 }, { op: 'set', key: `hold:${id}`, value: balance }, { op: 'append', log: 'spends', record: id }], result: balance };
+      });
+    try {
+      await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 1000 }], result: null }));
+      sent = 0;
+      const seen = await Promise.all(Array.from({ length: 100 }, (_, i) => spend(i)));
+      // One by one, each would be a round trip of its own (100).
+      expect(sent).toBeLessThan(30);
+      expect(new Set(seen).size).toBe(100);
+      expect(await a.get('acct')).toBe(900);
+      expect((await a.readLog('spends')).length).toBe(100);
+      // Against a balance for exactly 99 of 120: exactly 99 run, nothing goes below zero.
+      await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 99 }], result: null }));
+      const outcomes = await Promise.allSettled(Array.from({ length: 120 }, (_, i) => spend(1000 + i)));
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(99);
+      expect(await a.get('acct')).toBe(0);
+      expect((await a.readLog('spends')).length).toBe(199);
+      const holds = await a.getMany(Array.from({ length: 120 }, (_, i) => `hold:${1000 + i}`));
+      expect(new Set(holds.filter((h) => h !== undefined)).size).toBe(99);
+    } finally {
+      client.sendCommand = sendCommand;
+      await a.close();
+    }
+  });
+
   it('a lock left by a dead instance frees after its lease; a write outside transactions makes the transaction plan again', async () => {
     const a = await open();
     const prefix = prefixes.at(-1)!;

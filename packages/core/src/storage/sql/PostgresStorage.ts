@@ -34,6 +34,12 @@ const OPTIMISTIC_ATTEMPTS = 3;
 const MAX_BATCH = 64;
 /** Times a batch whose check failed is read afresh and planned again before it takes the locked path. */
 const BATCH_RETRIES = 1;
+/**
+ * How long after a batch lost its check on a key (another instance wrote it) batches on that key
+ * take the locked way at once: with two instances serving one user, the optimistic attempt lost
+ * nearly every time, so each batch paid a lost call, a read and a retry before locking anyway.
+ */
+const CONTENDED_MS = 1_000;
 
 type BatchOutcome = { committed: true; result: unknown } | { committed: false };
 interface BatchJob {
@@ -76,6 +82,8 @@ export class PostgresStorage implements Storage {
   private readonly mutex = new KeyedMutex();
   /** The values optimistic transactions plan against (checked at commit). */
   private readonly cache = new TxValueCache();
+  /** Keys a batch's check last failed on (another instance wrote them), with when (CONTENDED_MS). */
+  private readonly contended = new Map<string, number>();
   /** Transactions waiting for the next batch (see runBatch), and whether a batch is being sent. */
   private readonly queue: BatchJob[] = [];
   private flushing = false;
@@ -306,6 +314,7 @@ export class PostgresStorage implements Storage {
    */
   private async runBatch(jobs: BatchJob[], attempt = 0): Promise<void> {
     const now = Date.now();
+    if (attempt === 0 && this.contended.size > 0 && jobs.some((j) => j.keys.some((k) => now - (this.contended.get(k) ?? -Infinity) < CONTENDED_MS))) return this.runBatchLocked(jobs);
     /** Each key as the next plan sees it (guessed, or written by an earlier plan of the batch). */
     const overlay = new Map<string, CachedRow>();
     /** Keys whose guess the batch relies on, with the row version it must still have. */
@@ -362,6 +371,8 @@ export class PostgresStorage implements Storage {
       return;
     }
     if (version === null) {
+      if (this.contended.size > 10_000) this.contended.clear();
+      for (const k of keys) this.contended.set(k, now);
       // Another instance wrote some of these keys. Read them all once (one query, refreshing what
       // this process knows) and plan the batch again, so a user served by several instances keeps
       // the batching; if that loses too, the batch takes the keys' locks first (it cannot lose).
@@ -388,8 +399,9 @@ export class PostgresStorage implements Storage {
     const keys = byteOrder(jobs.flatMap((j) => j.keys));
     const client = await this.connect();
     let broken: Error | undefined;
+    let remember: (() => void) | undefined;
+    const now = Date.now();
     try {
-      const now = Date.now();
       const locks = keys.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
       const select = keys.length ? `SELECT key, value FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
       const results = await sql(client, `BEGIN;${locks}${select}`).catch((err: Error) => {
@@ -417,24 +429,34 @@ export class PostgresStorage implements Storage {
       const c = collapseWrites(writes);
       const text = [
         ...c.deleteKeys.map((k) => `DELETE FROM kv WHERE key = ${lit(k)};`),
-        ...c.setKeys.map((k, i) => `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at;`),
+        ...c.setKeys.map((k, i) => `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at RETURNING xmin::text AS v;`),
         ...c.logs.map((log, i) => `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${lit(log)}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${lit(log)}, last_seq, ${lit(c.records[i]!)} FROM h;`),
       ].join('');
+      let written: Array<{ rows: unknown[] }>;
       try {
-        await sql(client, `${text}COMMIT;`);
+        written = await sql(client, `${text}COMMIT;`);
       } catch (err) {
         broken = err as Error;
         const failure = unavailable(err);
         for (const o of outcomes) o.job.reject('error' in o ? o.error : failure);
         return;
       }
+      // The upserted rows' version (this transaction's), so the next batch plans on them without
+      // reading: forgotten, every transaction of the next batch on these keys (another instance
+      // keeps writing them) went its own way, a read and a call each, one after another.
+      const version = written.flatMap((r) => r.rows as Array<{ v?: string }>).find((r) => typeof r.v === 'string')?.v;
+      remember = () => {
+        if (version !== undefined) this.rememberWrites(c, version, now);
+        else for (const k of c.deleteKeys) this.cache.remember(k, { value: undefined, version: undefined }, undefined, now);
+      };
       for (const o of outcomes) {
         if ('error' in o) o.job.reject(o.error);
         else o.job.resolve({ committed: true, result: o.result });
       }
     } finally {
-      // Versions of the rows written here are not fetched: the next transactions read them.
+      // Keys read under the locks but not written: what they hold is not remembered (no version read).
       for (const k of keys) this.cache.forget(k);
+      remember?.();
       client.release(broken);
     }
   }
