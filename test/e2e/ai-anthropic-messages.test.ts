@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { balanceOf as balanceIn, fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
+import { createTestUpstream, SYSTEM_PROMPT, tokenFor } from './helpers/aiGateway.js';
+import { fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer, sixProviderSuite } from './helpers/sixProviders.js';
 import { describeMatrix } from './helpers/describeMatrix.js';
 
 /**
@@ -10,28 +10,15 @@ import { describeMatrix } from './helpers/describeMatrix.js';
  * client, unchanged, for the four built-ins and two named providers (openai-compatible and the
  * AI SDK's Mistral package): text, streams, tools, balances exact, Anthropic-shaped errors.
  */
-let upstream: TestUpstream;
-let gw: AiServer;
-let admin: string;
 const MODELS = CHAT_MODELS;
 
 describeMatrix('/v1/messages', (mode) => {
-  beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: 16 });
-    gw = await startSixProviderServer(upstream, {}, {}, mode);
-    admin = await tokenFor('ops-admin', { admin: true });
-  });
-  afterAll(async () => {
-    await gw.stop();
-    await upstream.close();
-  });
-
-  let users = 0;
+  const suite = sixProviderSuite(mode, 'an-user', { outputTokens: 16 });
+  const { balanceOf } = suite;
   async function funded(tokens: number) {
-    const token = await fundedUser(gw, admin, `an-user-${++users}`, tokens);
-    return { token, client: new Anthropic({ baseURL: gw.url, authToken: token, apiKey: null, maxRetries: 0 }) };
+    const token = await suite.fundedToken(tokens);
+    return { token, client: new Anthropic({ baseURL: suite.gw.url, authToken: token, apiKey: null, maxRetries: 0 }) };
   }
-  const balanceOf = (token: string) => balanceIn(gw, token);
 
   describe('@anthropic-ai/sdk against /v1/messages', () => {
     for (const provider of Object.keys(MODELS)) {
@@ -42,7 +29,7 @@ describeMatrix('/v1/messages', (mode) => {
         expect(r.content[0]).toMatchObject({ type: 'text' });
         expect((r.content[0] as { text: string }).text).toMatch(/^Test reply from/);
         expect(r.stop_reason).toBe('end_turn');
-        const rec = upstream.requests.at(-1)!;
+        const rec = suite.upstream.requests.at(-1)!;
         expect(rec.provider).toBe(provider);
         expect(rec.system).toBe(SYSTEM_PROMPT);
         const used = r.usage.input_tokens + r.usage.output_tokens;
@@ -100,27 +87,27 @@ describeMatrix('/v1/messages', (mode) => {
       const unknown = await err(u.client.messages.create({ model: 'nope/x', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
       expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
       expect(unknown.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
-      const noMax = await err(fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: MODELS.openai, messages: [{ role: 'user', content: 'x' }] }) }).then(async (r) => { throw Object.assign(new Error(), { status: r.status, error: await r.json() }); }));
+      const noMax = await err(fetch(`${suite.gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: MODELS.openai, messages: [{ role: 'user', content: 'x' }] }) }).then(async (r) => { throw Object.assign(new Error(), { status: r.status, error: await r.json() }); }));
       expect(noMax).toMatchObject({ status: 400, error: { type: 'error', error: { type: 'invalid_request_error' } } });
       const poor = await funded(1);
       const paid = await err(poor.client.messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
       expect(paid.status).toBe(402);
       expect(paid.error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
-      const badKey = await err(new Anthropic({ baseURL: gw.url, apiKey: 'aib_not-a-real-key', maxRetries: 0 }).messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+      const badKey = await err(new Anthropic({ baseURL: suite.gw.url, apiKey: 'aib_not-a-real-key', maxRetries: 0 }).messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
       expect(badKey).toBeInstanceOf(Anthropic.AuthenticationError);
       expect(badKey.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
     });
 
     it('Claude Code style: a bare Claude model id, ?beta=true, anthropic-beta, models.list in Anthropic\'s shape', async () => {
       const u = await funded(10_000);
-      const res = await fetch(`${gw.url}/v1/messages?beta=true`, {
+      const res = await fetch(`${suite.gw.url}/v1/messages?beta=true`, {
         method: 'POST',
         headers: { 'x-api-key': u.token, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'claude-code-20250219', 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 32, system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }),
       });
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ type: 'message', model: 'claude-sonnet-4-5' });
-      expect(upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+      expect(suite.upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
       const page = await u.client.models.list();
       expect(page.data.map((m) => m.id)).toEqual(expect.arrayContaining(['anthropic/claude-sonnet-4-5', 'local/org/llama-3-8b', 'mist/mistral-small-latest']));
       expect(page.data[0]).toMatchObject({ type: 'model' });
@@ -129,7 +116,7 @@ describeMatrix('/v1/messages', (mode) => {
     it('malformed bodies get a 400 in each format\'s own shape, never a 500, nothing charged', async () => {
       const u = await funded(10_000);
       const post = async (path: string, body: unknown) => {
-        const res = await fetch(`${gw.url}/v1/${path}`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+        const res = await fetch(`${suite.gw.url}/v1/${path}`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
         return { status: res.status, body: (await res.json()) as Record<string, unknown> };
       };
       const anthropicBad: unknown[] = [
@@ -176,7 +163,7 @@ describeMatrix('/v1/messages', (mode) => {
 
     it('a stream the client aborts is settled once: charged what was produced, at most its hold', async () => {
       const u = await funded(10_000);
-      upstream.setChunkDelay(30);
+      suite.upstream.setChunkDelay(30);
       try {
         const stream = u.client.messages.stream({ model: MODELS.openai!, max_tokens: 64, messages: [{ role: 'user', content: 'a long story' }] });
         let deltas = 0;
@@ -200,7 +187,7 @@ describeMatrix('/v1/messages', (mode) => {
         await new Promise((r) => setTimeout(r, 300));
         expect(await balanceOf(u.token)).toBe(balance); // settled exactly once
       } finally {
-        upstream.setChunkDelay(0);
+        suite.upstream.setChunkDelay(0);
       }
     });
   });

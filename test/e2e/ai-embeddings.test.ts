@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { createTestUpstream, rpcCall, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { balanceOf as balanceIn, fee, fundedUser, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
+import { rpcCall } from './helpers/aiGateway.js';
+import { fee, rejectionOf, sixProviderSuite } from './helpers/sixProviders.js';
 import { describeMatrix } from './helpers/describeMatrix.js';
 
 /**
@@ -10,9 +10,6 @@ import { describeMatrix } from './helpers/describeMatrix.js';
  * (OpenAI, OpenRouter, Google, and two named providers: openai-compatible and Mistral's package).
  * Metered by input tokens: balances exact after each.
  */
-let upstream: TestUpstream;
-let gw: AiServer;
-let admin: string;
 const MODELS: Record<string, string> = {
   openai: 'openai/text-embedding-3-small',
   google: 'google/gemini-embedding-001',
@@ -22,22 +19,12 @@ const MODELS: Record<string, string> = {
 };
 
 describeMatrix('/v1/embeddings', (mode) => {
-  beforeAll(async () => {
-    upstream = await createTestUpstream();
-    gw = await startSixProviderServer(upstream, {}, {}, mode);
-    admin = await tokenFor('ops-admin', { admin: true });
-  });
-  afterAll(async () => {
-    await gw.stop();
-    await upstream.close();
-  });
-
-  let users = 0;
+  const suite = sixProviderSuite(mode, 'em-user');
+  const { balanceOf } = suite;
   async function funded(tokens: number) {
-    const token = await fundedUser(gw, admin, `em-user-${++users}`, tokens);
-    return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
+    const token = await suite.fundedToken(tokens);
+    return { token, client: new OpenAI({ baseURL: suite.gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
   }
-  const balanceOf = (token: string) => balanceIn(gw, token);
   const texts = ['the quick brown fox', 'jumps over the lazy dog, twice'];
 
   describe('embeddings', () => {
@@ -49,7 +36,7 @@ describeMatrix('/v1/embeddings', (mode) => {
         expect(r.data[0]!.embedding).toHaveLength(8);
         expect(Math.hypot(...r.data[0]!.embedding)).toBeCloseTo(1, 4);
         expect(r.data[0]!.embedding).not.toEqual(r.data[1]!.embedding);
-        const rec = upstream.requests.at(-1)!;
+        const rec = suite.upstream.requests.at(-1)!;
         expect(rec.provider).toBe(provider);
         const used = provider === 'google' ? texts.reduce((n, t) => n + Buffer.byteLength(t) + 1, 0) : texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
         // Google's embeddings report no usage: charged the reserved bound (UTF-8 bytes + 1 per input).
@@ -68,12 +55,12 @@ describeMatrix('/v1/embeddings', (mode) => {
 
     it('ai.embed over JSON-RPC: platform-paid and BYOK (cost from the registry price)', async () => {
       const u = await funded(10_000);
-      const r = await rpcCall<{ data: { provider: string; model: string; embeddings: number[][] }; tokenUsage: { tokensCharged: number } }>(gw.url, u.token, 'ai.embed', { model: 'mist/mistral-embed', input: 'hello embeddings' });
+      const r = await rpcCall<{ data: { provider: string; model: string; embeddings: number[][] }; tokenUsage: { tokensCharged: number } }>(suite.gw.url, u.token, 'ai.embed', { model: 'mist/mistral-embed', input: 'hello embeddings' });
       expect(r.result!.data).toMatchObject({ provider: 'mist', model: 'mistral-embed' });
       expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
-      const byok = await rpcCall<{ usageInfo: { tokensUsed: number; estimatedCostUsd: number } }>(gw.url, u.token, 'ai.embed', { model: 'mist', input: 'x'.repeat(400), apiKey: 'caller-key' });
+      const byok = await rpcCall<{ usageInfo: { tokensUsed: number; estimatedCostUsd: number } }>(suite.gw.url, u.token, 'ai.embed', { model: 'mist', input: 'x'.repeat(400), apiKey: 'caller-key' });
       expect(byok.result!.usageInfo).toEqual({ tokensUsed: 100, estimatedCostUsd: (100 * 0.1) / 1e6 });
-      expect(upstream.requests.at(-1)!.apiKey).toBe('caller-key');
+      expect(suite.upstream.requests.at(-1)!.apiKey).toBe('caller-key');
       expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
     });
 

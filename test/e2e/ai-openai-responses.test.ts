@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { createTestUpstream, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { balanceOf as balanceIn, fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer } from './helpers/sixProviders.js';
+import { SYSTEM_PROMPT } from './helpers/aiGateway.js';
+import { fee, CHAT_MODELS, rejectionOf, sixProviderSuite } from './helpers/sixProviders.js';
 import { describeMatrix } from './helpers/describeMatrix.js';
 
 /**
@@ -9,28 +9,15 @@ import { describeMatrix } from './helpers/describeMatrix.js';
  * unchanged, for the four built-ins and two named providers (openai-compatible and the AI SDK's
  * Mistral package): text, streaming events, tools, structured output, exact balances, errors.
  */
-let upstream: TestUpstream;
-let gw: AiServer;
-let admin: string;
 const MODELS = CHAT_MODELS;
 
 describeMatrix('/v1/responses', (mode) => {
-  beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: 16 });
-    gw = await startSixProviderServer(upstream, {}, {}, mode);
-    admin = await tokenFor('ops-admin', { admin: true });
-  });
-  afterAll(async () => {
-    await gw.stop();
-    await upstream.close();
-  });
-
-  let users = 0;
+  const suite = sixProviderSuite(mode, 'rs-user', { outputTokens: 16 });
+  const { balanceOf } = suite;
   async function funded(tokens: number) {
-    const token = await fundedUser(gw, admin, `rs-user-${++users}`, tokens);
-    return { token, client: new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
+    const token = await suite.fundedToken(tokens);
+    return { token, client: new OpenAI({ baseURL: suite.gw.url + '/v1', apiKey: token, maxRetries: 0 }) };
   }
-  const balanceOf = (token: string) => balanceIn(gw, token);
 
   describe('openai client responses.create against /v1/responses', () => {
     for (const provider of Object.keys(MODELS)) {
@@ -40,7 +27,7 @@ describeMatrix('/v1/responses', (mode) => {
         expect(r.object).toBe('response');
         expect(r.status).toBe('completed');
         expect(r.output_text).toMatch(/^Test reply from/);
-        expect(upstream.requests.at(-1)!).toMatchObject({ provider, system: SYSTEM_PROMPT });
+        expect(suite.upstream.requests.at(-1)!).toMatchObject({ provider, system: SYSTEM_PROMPT });
         expect(r.usage!.output_tokens).toBe(16);
         const used = r.usage!.total_tokens;
         expect(used).toBe(r.usage!.input_tokens + 16);

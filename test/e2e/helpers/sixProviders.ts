@@ -1,4 +1,5 @@
-import { creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './aiGateway.js';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './aiGateway.js';
 import type { ConfigInput } from '@ai-backend/core';
 import type { Mode } from './testServer.js';
 
@@ -67,4 +68,31 @@ export async function rejectionOf<E = Error & { status?: number }>(p: Promise<un
     return e as E;
   }
   throw new Error('expected an error');
+}
+
+/**
+ * The set-up the wire-format suites share: a test upstream and a six-provider server per
+ * describeMatrix mode, started before the suite's tests and stopped after them, an administrator,
+ * and users credited through it (named `<prefix>-<n>`, so suites never share a balance).
+ */
+export function sixProviderSuite(mode: Mode, prefix: string, upstreamOptions?: Parameters<typeof createTestUpstream>[0]) {
+  let users = 0;
+  const suite = {
+    upstream: undefined as unknown as TestUpstream,
+    gw: undefined as unknown as AiServer,
+    admin: '',
+    /** A new user's bearer token, credited with `tokens`. */
+    fundedToken: (tokens: number) => fundedUser(suite.gw, suite.admin, `${prefix}-${++users}`, tokens),
+    balanceOf: (token: string) => balanceOf(suite.gw, token),
+  };
+  beforeAll(async () => {
+    suite.upstream = await createTestUpstream(upstreamOptions);
+    suite.gw = await startSixProviderServer(suite.upstream, {}, {}, mode);
+    suite.admin = await tokenFor('ops-admin', { admin: true });
+  });
+  afterAll(async () => {
+    await suite.gw?.stop();
+    await suite.upstream?.close();
+  });
+  return suite;
 }
