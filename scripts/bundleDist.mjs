@@ -7,7 +7,7 @@
 //
 // Why: Node 20 resolves, reads and links every ES module on its own, and a server's start-up
 // loaded about 300 of ours; bundled, the same code starts in about a third less CPU
-// (docs/performance.md, "Cold start: core bundled"). tsc's .d.ts files and per-file .js stay
+// (docs/performance.md, "tRPC path, cold start and idle memory, second pass"). tsc's .d.ts files and per-file .js stay
 // as they are (types and deep imports in benches keep working; the exports map only reaches
 // the entries). Source maps chain through tsc's to the shipped src/*.ts.
 //
