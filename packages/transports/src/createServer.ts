@@ -174,7 +174,7 @@ export function createServer<C extends CustomRouters = {}>(
   const guard = createBrowserGuard(config);
   const { limits } = config;
   const edge = (path: string, route: GuardedRoute, limit: number, trpcDepth?: number) =>
-    app.use(path, guard(route), bodyLimit({ family: route.family, limit, idleMs: limits.bodyIdleTimeoutMs, trpcDepth }));
+    app.use(path, guard(route, bodyLimit({ family: route.family, limit, idleMs: limits.bodyIdleTimeoutMs, trpcDepth })));
   if (config.protocols.tRpc) {
     for (const path of ['/trpc/*', '/typedrpc/*']) edge(path, { family: 'trpc', api: true, jsonOnly: true }, limits.bodyLimit, limits.maxJsonDepth);
   }

@@ -21,6 +21,24 @@ describe('RecentCalls', () => {
     expect(r.list(10, r.lastSeq)).toEqual([]);
   });
 
+  it('a full ring reuses its oldest row for a new call: nothing of the old call is left, and listed rows are copies', () => {
+    const r = new RecentCalls(2);
+    const streamed = r.push({ ...call('s'), tokens: null, streaming: true });
+    r.push({ ...call('b'), status: 'FORBIDDEN', identity: 'u1', via: 'jwt' });
+    const listed = r.list(10);
+    r.push({ ...call('c'), tokens: 5 });
+    expect(r.list(10)).toEqual([
+      expect.objectContaining({ procedure: 'c', tokens: 5, status: 'ok', identity: null }),
+      expect.objectContaining({ procedure: 'b', status: 'FORBIDDEN', identity: 'u1', via: 'jwt' }),
+    ]);
+    expect(r.list(10)[0]).not.toHaveProperty('streaming');
+    // The stream's row left the ring: its end changes nothing, and what was listed before is unchanged.
+    r.update(streamed, { streaming: false, tokens: 9 });
+    expect(r.list(10).map((c) => c.tokens)).toEqual([5, null]);
+    expect(listed.map((c) => c.procedure)).toEqual(['b', 's']);
+    expect(listed[1]).toMatchObject({ streaming: true });
+  });
+
   it('reads only a numeric usage total from an answer', () => {
     expect(reportedTokens({ text: 'secret prompt', usage: { totalTokens: 42 } })).toBe(42);
     expect(reportedTokens({ success: true, data: { text: 'answer', usage: { totalTokens: 7 } } })).toBe(7);

@@ -52,11 +52,28 @@ export class RecentCalls {
 
   /** Record a finished call, or a stream that started (on every call's path: no formatting here). Returns its seq. */
   push(call: Omit<Kept, 'seq' | 'rev'>): number {
-    const item: Kept = { seq: ++this.seq, rev: ++this.revs, ...call };
-    if (this.ring.length < this.size) this.ring.push(item);
-    else this.ring[this.next] = item;
+    const seq = ++this.seq;
+    const rev = ++this.revs;
+    if (this.ring.length < this.size) this.ring.push({ seq, rev, ...call });
+    else {
+      // The ring is full: the oldest row's object takes the new call (readers get copies, see
+      // list), so a call on the hot path leaves no object behind for the garbage collector.
+      const item = this.ring[this.next]!;
+      item.seq = seq;
+      item.rev = rev;
+      item.atMs = call.atMs;
+      item.entry = call.entry;
+      item.procedure = call.procedure;
+      item.identity = call.identity;
+      item.via = call.via;
+      item.status = call.status;
+      item.latencyMs = call.latencyMs;
+      item.tokens = call.tokens;
+      if (call.streaming) item.streaming = true;
+      else delete item.streaming;
+    }
     this.next = (this.next + 1) % this.size;
-    return item.seq;
+    return seq;
   }
 
   /**

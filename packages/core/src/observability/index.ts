@@ -1,5 +1,5 @@
 export { Metrics, BoundedLabel, createMetrics, type Payer } from './Metrics.js';
-export { inRequestSpan, injectTraceContext } from './tracing.js';
+export { inRequestSpan, injectTraceContext, tracingActive } from './tracing.js';
 export { instrumentStorage } from './instrumentStorage.js';
 export { observedFetch } from './observedFetch.js';
 export type { RecentCall } from './RecentCalls.js';

@@ -3,7 +3,7 @@ import { toTRPCError } from './wireError.js';
 import type { Context as OtelContext, Span } from '@opentelemetry/api';
 import type { Context } from './context.js';
 import { otel, SpanKind, SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
-import { reportedTokens } from '../observability/RecentCalls.js';
+import { reportedTokens, type RecentCalls } from '../observability/RecentCalls.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
 
@@ -53,7 +53,7 @@ export class CallObservation {
       return result;
     }
     // The Live view shows the stream while it runs; done() completes the row when it ends.
-    if (this.path !== 'admin.recentCalls') this.liveSeq = this.ctx.runtime.recentCalls.push({ ...this.liveRow(undefined), tokens: null, streaming: true });
+    if (this.path !== 'admin.recentCalls') this.liveSeq = this.ctx.runtime.recentCalls.push(this.liveRow(undefined, null, true));
     (result as { data?: unknown }).data = this.observeStream(data, active);
     return result;
   }
@@ -102,10 +102,10 @@ export class CallObservation {
     return observed as unknown as AsyncGenerator<T, TR, N>;
   }
 
-  /** The Live view's row of this call (no input, no answer, no credential). */
-  private liveRow(error: TRPCError | undefined) {
+  /** The Live view's row of this call (no input, no answer, no credential), as one object. */
+  private liveRow(error: TRPCError | undefined, tokens: number | null, streaming?: true) {
     const { req, identity } = this.ctx;
-    return {
+    const row: Parameters<RecentCalls['push']>[0] = {
       atMs: Date.now(),
       entry: req.transport,
       procedure: this.path,
@@ -113,7 +113,10 @@ export class CallObservation {
       via: identity?.via ?? null,
       status: error ? error.code : 'ok',
       latencyMs: Math.round((performance.now() - this.started) * 10) / 10,
+      tokens,
     };
+    if (streaming) row.streaming = true;
+    return row;
   }
 
   /** The call ended: ok (with its answer, read only for its token count), or refused/failed with a tRPC error. */
@@ -125,7 +128,7 @@ export class CallObservation {
     // A stream's row, shown while it ran, is completed; any other call gets its row now. The Live
     // view polls admin.recentCalls: its own reads would push every other call out.
     if (this.liveSeq !== undefined) runtime.recentCalls.update(this.liveSeq, { streaming: false, status: error ? error.code : 'ok', tokens, latencyMs: Math.round(ms * 10) / 10 });
-    else if (this.path !== 'admin.recentCalls') runtime.recentCalls.push({ ...this.liveRow(error), tokens });
+    else if (this.path !== 'admin.recentCalls') runtime.recentCalls.push(this.liveRow(error, tokens));
     if (this.ctx.identity) runtime.users.seen(this.ctx.identity);
     runtime.metrics?.procedure(req.transport, this.path, ms / 1000, error ? error.code : 'ok');
     if (!this.span) return;

@@ -36,11 +36,13 @@ interface Asset {
 }
 
 /**
- * Where the built assets are: `dist/console` beside `dist/http` in the published package; from the
- * TypeScript sources (tests with the ai-backend-source condition) the package's own `dist/console`.
+ * Where the built assets are: `dist/console` in the published package (this code is bundled into
+ * `dist/index.js` or a `dist/chunks/` file; tsc's own `dist/http/consoleRoutes.js` is beside it
+ * too); from the TypeScript sources (tests with the ai-backend-source condition) the package's
+ * own `dist/console`.
  */
 function assetDirectory(): string | undefined {
-  for (const rel of ['../console/', '../../dist/console/']) {
+  for (const rel of ['./console/', '../console/', '../../dist/console/']) {
     const dir = fileURLToPath(new URL(rel, import.meta.url));
     try {
       if (statSync(`${dir}index.html`).isFile()) return dir;
