@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { KeyedMutex } from './KeyedMutex.js';
 import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
 import { TxValueCache } from './sql/TxValueCache.js';
+import { GroupCommit, type BatchJob } from './GroupCommit.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
@@ -46,13 +47,6 @@ const LOCK_WAIT_MS = 5_000;
 /** Most guessed transactions sent in one commit script. */
 const MAX_BATCH = 32;
 
-type BatchOutcome = { committed: true; result: unknown } | { committed: false };
-interface BatchJob {
-  keys: string[];
-  plan: (read: TxRead) => TxPlan<unknown>;
-  resolve(outcome: BatchOutcome): void;
-  reject(err: unknown): void;
-}
 
 const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE', 'storage unavailable', { cause });
 
@@ -76,8 +70,7 @@ export class RedisStorage implements Storage {
   /** What this process last read or committed per key: the guess a transaction's one-round-trip attempt plans on. */
   private readonly cache = new TxValueCache();
   /** Guessed transactions waiting for the batch in flight to finish (runBatch). */
-  private queue: BatchJob[] = [];
-  private flushing = false;
+  private readonly batches = new GroupCommit(MAX_BATCH, (jobs) => this.runBatch(jobs));
   private lastError: string | undefined;
   private closing: Promise<void> | undefined;
   /** Single-key reads of one tick, sent as one MGET (a metered call reads account, preferences and vault at once). */
@@ -228,13 +221,7 @@ export class RedisStorage implements Storage {
     // own new rows (its hold, its finished record) sit beside its user's known ones, so a
     // reservation goes out guessed too. A wrong guess costs one round trip, once.
     if (unique.length > 0 && unique.some((k) => this.cache.has(k))) {
-      const batched = await new Promise<BatchOutcome>((resolve, reject) => {
-        this.queue.push({ keys: unique, plan, resolve, reject });
-        if (!this.flushing) {
-          this.flushing = true;
-          process.nextTick(() => void this.flush());
-        }
-      });
+      const batched = await this.batches.submit(unique, plan);
       if (batched.committed) return batched.result as R;
     }
     const unlock = await this.mutex.lock(unique);
@@ -267,18 +254,6 @@ export class RedisStorage implements Storage {
     }
   }
 
-  /** Send the queued guessed transactions, one batch at a time, until none are left. */
-  private async flush(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        const jobs = this.queue.splice(0, MAX_BATCH);
-        // Never leave a caller waiting: an unexpected failure fails the batch's transactions.
-        await this.runBatch(jobs).catch((err: unknown) => jobs.forEach((j) => j.reject(err)));
-      }
-    } finally {
-      this.flushing = false;
-    }
-  }
 
   /**
    * Group commit (as PostgresStorage.runBatch): the transactions queued while the previous batch

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { expiresAtFor } from '../canonicalJson.js';
+import { GroupCommit, type BatchJob } from '../GroupCommit.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
 import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
@@ -41,13 +42,6 @@ const BATCH_RETRIES = 1;
  */
 const CONTENDED_MS = 1_000;
 
-type BatchOutcome = { committed: true; result: unknown } | { committed: false };
-interface BatchJob {
-  keys: string[];
-  plan: (read: TxRead) => TxPlan<unknown>;
-  resolve(outcome: BatchOutcome): void;
-  reject(err: unknown): void;
-}
 
 /** Clients given an 'error' listener (once per client, as the pool reuses them). */
 const listening = new WeakSet<PoolClient>();
@@ -84,9 +78,8 @@ export class PostgresStorage implements Storage {
   private readonly cache = new TxValueCache();
   /** Keys a batch's check last failed on (another instance wrote them), with when (CONTENDED_MS). */
   private readonly contended = new Map<string, number>();
-  /** Transactions waiting for the next batch (see runBatch), and whether a batch is being sent. */
-  private readonly queue: BatchJob[] = [];
-  private flushing = false;
+  /** Transactions waiting for the next batch (see runBatch). */
+  private readonly batches = new GroupCommit(MAX_BATCH, (jobs) => this.runBatch(jobs));
   /** Single-key reads of one tick, sent as one query. */
   private readonly reads = new ReadBatcher((keys) => this.fetchTexts(keys));
 
@@ -250,13 +243,7 @@ export class PostgresStorage implements Storage {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
     // Byte order, as PostgreSQL orders `COLLATE "C"` keys: every process locks in the same order.
     const sorted = byteOrder(keys);
-    const batched = await new Promise<BatchOutcome>((resolve, reject) => {
-      this.queue.push({ keys: sorted, plan, resolve, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        process.nextTick(() => void this.flush());
-      }
-    });
+    const batched = await this.batches.submit(sorted, plan);
     if (batched.committed) return batched.result as R;
     const unlock = await this.mutex.lock(sorted);
     try {
@@ -288,18 +275,6 @@ export class PostgresStorage implements Storage {
     }
   }
 
-  /** Send the queued transactions, one batch at a time, until none are left. */
-  private async flush(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        const jobs = this.queue.splice(0, MAX_BATCH);
-        // Never leave a caller waiting: an unexpected failure fails the batch's transactions.
-        await this.runBatch(jobs).catch((err: unknown) => jobs.forEach((j) => j.reject(err)));
-      }
-    } finally {
-      this.flushing = false;
-    }
-  }
 
   /**
    * Group commit: the transactions queued while the previous batch was in flight are planned one
