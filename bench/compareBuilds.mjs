@@ -3,20 +3,14 @@
 // then `pnpm install && pnpm build` there). Both servers run side by side; each scenario is loaded
 // A B A B, and the server's own CPU time per request (user + system, from /proc) is reported next
 // to req/s: on a shared machine req/s follows the neighbours' load, CPU per request much less.
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { load, startServer } from './lib.mjs';
+import { abRow, startServer } from './lib.mjs';
 
 const [dirA, dirB, secs = '6'] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: node bench/compareBuilds.mjs <dirA> <dirB> [seconds]');
 const duration = Number(secs);
 const config = { storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } } };
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
-
-async function cpuSeconds(pid) {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 async function mcpSession(url) {
   const init = await fetch(url + '/mcp', {
@@ -52,21 +46,7 @@ const lines = [
   '|---|---|---|---|---|---|---|',
 ];
 for (const sc of scenarios) {
-  const acc = { A: { cpu: 0, n: 0, rps: [] }, B: { cpu: 0, n: 0, rps: [] } };
-  let errors = 0;
-  for (const name of ['A', 'B', 'A', 'B']) {
-    const s = servers[name];
-    await load({ ...sc.req(s), connections: 20, duration: 1, warmup: 0 });
-    const c0 = await cpuSeconds(s.pid);
-    const r = await load({ ...sc.req(s), connections: 20, duration, warmup: 0 });
-    acc[name].cpu += (await cpuSeconds(s.pid)) - c0;
-    acc[name].n += r.total;
-    acc[name].rps.push(r.rps);
-    errors += r.errors;
-  }
-  const us = (x) => (x.cpu / x.n) * 1e6;
-  const rps = (x) => Math.round(x.rps.reduce((a, b) => a + b, 0) / x.rps.length);
-  lines.push(`| ${sc.name} | ${rps(acc.A)} | ${rps(acc.B)} | ${Math.round(us(acc.A))} | ${Math.round(us(acc.B))} | ${(us(acc.B) / us(acc.A)).toFixed(2)} | ${errors} |`);
+  lines.push(await abRow(sc.name, ['A', 'B', 'A', 'B'], (name) => ({ ...sc.req(servers[name]), pid: servers[name].pid }), { duration, connections: 20 }));
 }
 await Promise.all(Object.values(servers).map((s) => s.stop()));
 console.log(lines.join('\n'));

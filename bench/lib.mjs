@@ -55,6 +55,30 @@ export async function cpuSeconds(pid) {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
+/**
+ * Two servers measured in one run: each loaded in `order` (e.g. A B B A), after a 1 s warm-up of
+ * its own, summing the server's CPU (from /proc) and the requests answered. `reqOf(name)` gives the
+ * load options and the server's `pid`. Answers one markdown row: req/s and CPU µs per request of
+ * A and B, B's CPU per request over A's, and the errors of both.
+ */
+export async function abRow(label, order, reqOf, { duration, connections = 50 }) {
+  const acc = { A: { cpu: 0, n: 0, rps: [] }, B: { cpu: 0, n: 0, rps: [] } };
+  let errors = 0;
+  for (const name of order) {
+    const { pid, ...req } = reqOf(name);
+    await load({ ...req, connections, duration: 1, warmup: 0 });
+    const c0 = await cpuSeconds(pid);
+    const x = await load({ ...req, connections, duration, warmup: 0 });
+    acc[name].cpu += (await cpuSeconds(pid)) - c0;
+    acc[name].n += x.total;
+    acc[name].rps.push(x.rps);
+    errors += x.errors;
+  }
+  const us = (x) => (x.cpu / x.n) * 1e6;
+  const rps = (x) => Math.round(x.rps.reduce((a, b) => a + b, 0) / x.rps.length);
+  return `| ${label} | ${rps(acc.A)} | ${rps(acc.B)} | ${Math.round(us(acc.A))} | ${Math.round(us(acc.B))} | ${(us(acc.B) / us(acc.A)).toFixed(2)} | ${errors} |`;
+}
+
 /** The 1-minute load average, to print beside a run. */
 export async function loadAverage() {
   return (await readFile('/proc/loadavg', 'utf8')).split(' ')[0];

@@ -4,7 +4,7 @@
 // with JSON answers (`mcp.responseMode: 'json'`). Every round loads A B B A per mode; the server's
 // own CPU time per request (/proc) is the figure to read on a shared machine, req/s is beside it.
 import path from 'node:path';
-import { cpuSeconds, load, loadAverage, startServer } from './lib.mjs';
+import { abRow, loadAverage, startServer } from './lib.mjs';
 
 const [dirA, dirB, secs = '5', rnds = '2'] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: node bench/mcpAB.mjs <dirA> <dirB> [seconds] [rounds]');
@@ -50,23 +50,8 @@ for (const m of modes) {
     const text = await res.text();
     if (res.status !== 200 || !text.includes('Hallo, Ada!')) throw new Error(`${name} ${m.name}: unexpected answer ${res.status} ${text.slice(0, 200)}`);
   }
-  const acc = { A: { cpu: 0, n: 0, rps: [] }, B: { cpu: 0, n: 0, rps: [] } };
-  let errors = 0;
-  for (let r = 0; r < rounds; r++) {
-    for (const name of ['A', 'B', 'B', 'A']) {
-      const { pid, ...req } = reqs[name];
-      await load({ ...req, duration: 1, warmup: 0 });
-      const c0 = await cpuSeconds(pid);
-      const x = await load({ ...req, duration, warmup: 0 });
-      acc[name].cpu += (await cpuSeconds(pid)) - c0;
-      acc[name].n += x.total;
-      acc[name].rps.push(x.rps);
-      errors += x.errors;
-    }
-  }
-  const us = (x) => (x.cpu / x.n) * 1e6;
-  const rps = (x) => Math.round(x.rps.reduce((a, b) => a + b, 0) / x.rps.length);
-  lines.push(`| ${m.name} | ${rps(acc.A)} | ${rps(acc.B)} | ${Math.round(us(acc.A))} | ${Math.round(us(acc.B))} | ${(us(acc.B) / us(acc.A)).toFixed(2)} | ${errors} |`);
+  const order = Array.from({ length: rounds }, () => ['A', 'B', 'B', 'A']).flat();
+  lines.push(await abRow(m.name, order, (name) => reqs[name], { duration }));
 }
 for (const s of Object.values(servers)) await Promise.all([s.sse.stop(), s.json.stop()]);
 console.log(`\n## MCP A/B: ${dirA} (A) vs ${dirB} (B), ${rounds} x A B B A, ${duration}s each, 50 connections, node ${process.version}, load average ${loadBefore} → ${await loadAverage()}\n`);
