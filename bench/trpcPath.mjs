@@ -1,6 +1,6 @@
 // Our tRPC path against a hand-written tRPC v11 server on Hono (bench/servers/bare-trpc.mjs),
-// everything in ONE run (issue 21): req/s and server CPU per request for GET /trpc/mcp.echo
-// (default server, memory storage, no auth), cold start (spawn → first 200 from /health) and
+// everything in ONE run (issue 21): req/s and server CPU per request for GET /trpc/mcp.echo (a
+// query) and POST /trpc/bench.echo (a mutation with a JSON body) (default server, memory storage, no auth), cold start (spawn → first 200 from /health) and
 // idle RSS after start, for both.
 //
 // Usage: node bench/trpcPath.mjs [seconds per load, default 5] [rounds, default 3] [cold starts, default 7]
@@ -34,17 +34,32 @@ for (const [name, s] of Object.entries(servers)) {
   if (body.result?.data?.json?.message !== 'hi') throw new Error(`${name}: unexpected answer ${JSON.stringify(body)}`);
 }
 const names = Object.keys(servers);
-const tot = Object.fromEntries(names.map((n) => [n, { n: 0, cpu: 0, s: 0, bad: 0 }]));
-const measure = async (name) => {
+const routes = {
+  'GET query': (url) => ({ url: echo(url) }),
+  'POST mutation': (url) => ({ url: url + '/trpc/bench.echo', method: 'POST', body: JSON.stringify({ json: { message: 'hi' } }) }),
+};
+// A BASE build from before the bench server had its custom mutation is measured on the query only.
+const serves = Object.fromEntries(names.map((n) => [n, new Set(['GET query'])]));
+for (const [name, s] of Object.entries(servers)) {
+  const r = routes['POST mutation'](s.url);
+  const body = await (await fetch(r.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: r.body })).json();
+  if (body.result?.data?.json?.message === 'hi') serves[name].add('POST mutation');
+  else if (name === 'hand-written' || name === 'ours') {
+    for (const x of Object.values(servers)) await x.stop();
+    throw new Error(`${name}: unexpected mutation answer ${JSON.stringify(body)}`);
+  }
+}
+const tot = Object.fromEntries(Object.keys(routes).flatMap((route) => names.map((n) => [`${route} ${n}`, { n: 0, cpu: 0, s: 0, bad: 0 }])));
+const measure = async (route, name) => {
   const s = servers[name];
   const c0 = await cpuSeconds(s.pid);
-  const r = await load({ url: echo(s.url), duration, warmup: 0 });
+  const r = await load({ ...routes[route](s.url), duration, warmup: 0 });
   const c1 = await cpuSeconds(s.pid);
-  const t = tot[name];
+  const t = tot[`${route} ${name}`];
   Object.assign(t, { n: t.n + r.total, cpu: t.cpu + (c1 - c0), s: t.s + duration, bad: t.bad + r.errors });
 };
-for (const s of Object.values(servers)) await load({ url: echo(s.url), duration: 2, warmup: 0 });
-for (let r = 0; r < rounds; r++) for (const name of [...names, ...[...names].reverse()]) await measure(name);
+for (const [name, s] of Object.entries(servers)) for (const route of serves[name]) await load({ ...routes[route](s.url), duration: 2, warmup: 0 });
+for (let r = 0; r < rounds; r++) for (const route of Object.keys(routes)) for (const name of [...names, ...[...names].reverse()]) if (serves[name].has(route)) await measure(route, name);
 for (const s of Object.values(servers)) await s.stop();
 
 // Cold start, alternating: the hand-written server; ours from the bench script (memory storage);
@@ -74,14 +89,16 @@ for (let i = 0; i < starts; i++) {
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const per = (name) => ({ rps: tot[name].n / tot[name].s, cpu: (tot[name].cpu * 1e6) / tot[name].n });
-const hw = per('hand-written');
-console.log(`\n## tRPC path (GET /trpc/mcp.echo, 50 connections, ${rounds} rounds of ${duration}s per server, node ${process.version}, load average ${loadBefore} → ${await loadAverage()})\n`);
-console.log('| server | req/s | server CPU µs/req | req/s vs hand-written | CPU/req vs hand-written | idle RSS MB (before any request) | errors |');
-console.log('|---|---|---|---|---|---|---|');
-for (const name of names) {
-  const x = per(name);
-  console.log(`| ${name} | ${Math.round(x.rps)} | ${Math.round(x.cpu)} | ${(x.rps / hw.rps).toFixed(2)}x | ${(x.cpu / hw.cpu).toFixed(2)}x | ${idle[name]} | ${tot[name].bad} |`);
+const per = (key) => ({ rps: tot[key].n / tot[key].s, cpu: (tot[key].cpu * 1e6) / tot[key].n });
+console.log(`\n## tRPC path (GET /trpc/mcp.echo and POST /trpc/bench.echo, 50 connections, ${rounds} rounds of ${duration}s per server and route, node ${process.version}, load average ${loadBefore} → ${await loadAverage()})\n`);
+console.log('| route | server | req/s | server CPU µs/req | req/s vs hand-written | CPU/req vs hand-written | idle RSS MB (before any request) | errors |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const route of Object.keys(routes)) {
+  const hw = per(`${route} hand-written`);
+  for (const name of names.filter((n) => serves[n].has(route))) {
+    const x = per(`${route} ${name}`);
+    console.log(`| ${route} | ${name} | ${Math.round(x.rps)} | ${Math.round(x.cpu)} | ${(x.rps / hw.rps).toFixed(2)}x | ${(x.cpu / hw.cpu).toFixed(2)}x | ${idle[name]} | ${tot[`${route} ${name}`].bad} |`);
+  }
 }
 console.log(`\n| cold start (median of ${starts}) | spawn → first 200 from /health, ms | CPU used by then, ms | RSS 1 s after that /health, MB |`);
 console.log('|---|---|---|---|');

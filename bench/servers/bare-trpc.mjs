@@ -1,5 +1,6 @@
 // The tRPC baseline: a hand-written tRPC v11 server on Hono and the same Node adapter, with
-// superjson and the shapes of our `mcp.echo` (query) and `system.test` (mutation). What a user
+// superjson and the shapes of our `mcp.echo` (query) and of the bench server's custom `bench.echo`
+// (mutation). What a user
 // would write without ai-backend; bench/trpcPath.mjs measures our tRPC path against it.
 import { Hono } from 'hono';
 import { serve } from '@hono/node-server';
@@ -13,10 +14,8 @@ const router = t.router({
   mcp: t.router({
     echo: t.procedure.input(z.object({ message: z.string().max(100_000) })).query(({ input }) => ({ message: input.message })),
   }),
-  system: t.router({
-    test: t.procedure
-      .input(z.object({ message: z.string().max(10_000).default('test') }).default({ message: 'test' }))
-      .mutation(({ input }) => ({ message: input.message })),
+  bench: t.router({
+    echo: t.procedure.input(z.object({ message: z.string().max(100_000) })).mutation(({ input }) => ({ message: input.message })),
   }),
 });
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
-import { bodyLimit, type BodyLimitOptions } from './bodyLimit.js';
+import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import { bodyLimit, withBufferedBody, type BodyLimitOptions } from './bodyLimit.js';
 import { MAX_META_ENTRIES } from './superjsonMeta.js';
 
 /** A route behind bodyLimit that echoes what the handler received. */
@@ -96,6 +98,37 @@ describe('bodyLimit', () => {
     it('leaves malformed JSON to tRPC (it answers it itself)', async () => {
       const res = await trpc().request('/trpc/x', { method: 'POST', body: '{"meta": ' });
       expect(res.status).toBe(200);
+    });
+  });
+
+  describe('tRPC routes over a socket (the Node adapter\'s direct read)', () => {
+    async function listening(): Promise<{ url: string; close: () => void }> {
+      const a = new Hono();
+      a.use('*', bodyLimit({ family: 'trpc', trpcDepth: 5, limit: 1000, idleMs: 1000 }));
+      // What the tRPC handler does: the text from Hono's body cache, and the request rebuilt for tRPC's adapter.
+      a.all('*', async (c) => {
+        const text = await c.req.text();
+        const again = await (await withBufferedBody(c)).text();
+        return c.json({ text, again });
+      });
+      return new Promise((resolve) => {
+        const server = serve({ fetch: a.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => resolve({ url: `http://127.0.0.1:${info.port}`, close: () => server.close() }));
+      });
+    }
+
+    it('hands the declared body to the handler and to a rebuilt request, and still checks depth and size', async () => {
+      const s = await listening();
+      try {
+        const body = JSON.stringify({ json: { message: 'héllo' } });
+        const ok = await fetch(`${s.url}/trpc/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        expect(await ok.json()).toEqual({ text: body, again: body });
+        const deep = await fetch(`${s.url}/trpc/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: [[[[[[1]]]]]] }) });
+        expect(deep.status).toBe(400);
+        const big = await fetch(`${s.url}/trpc/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: 'x'.repeat(2000) }) });
+        expect(big.status).toBe(413);
+      } finally {
+        s.close();
+      }
     });
   });
 });

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { edgeError, type EdgeFamily } from './edgeError.js';
 import { exceedsDepth } from './readJsonBody.js';
 import { superjsonMetaProblem } from './superjsonMeta.js';
@@ -65,18 +65,31 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     }
     const declared = req.headers.get('content-length');
     if (declared !== null && Number(declared) > o.limit) return tooLarge(o);
+    const overSocket = (c.env as { incoming?: unknown } | undefined)?.incoming !== undefined;
+    if (o.trpcDepth !== undefined && declared !== null && overSocket) {
+      // Over a socket node holds the body to its declared length and enforces the idle timeout
+      // (nodeTimeouts.ts), so the Node adapter's direct read serves: no web stream, no second
+      // Request. The text lands in Hono's body cache, where the tRPC handler reads it.
+      const problem = trpcProblem(await c.req.text(), o.trpcDepth);
+      if (problem) return edgeError(o.family, 400, problem);
+      return next();
+    }
     if (declared === null || o.trpcDepth !== undefined) {
       if (!req.body) return next();
       const reader = req.body.getReader();
       const read = await readLimited(reader, o.limit, o.idleMs);
       if (read === 'too-large') {
-        discardRest(reader, (c.env as { incoming?: unknown } | undefined)?.incoming !== undefined);
+        discardRest(reader, overSocket);
         return tooLarge(o);
       }
       if (read === 'idle') return edgeError(o.family, 408, `request body stalled for more than ${o.idleMs} ms`, { connection: 'close' });
       if (o.trpcDepth !== undefined) {
-        const problem = trpcProblem(new TextDecoder().decode(read), o.trpcDepth);
+        const text = new TextDecoder().decode(read);
+        const problem = trpcProblem(text, o.trpcDepth);
         if (problem) return edgeError(o.family, 400, problem);
+        // As above: the tRPC handler reads the text from Hono's body cache.
+        (c.req.bodyCache as Record<string, Promise<unknown>>).text = Promise.resolve(text);
+        return next();
       }
       const headers = new Headers(req.headers);
       headers.delete('transfer-encoding');
@@ -85,6 +98,20 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     }
     await next();
   };
+}
+
+/**
+ * The request for tRPC's own adapter on a route whose body bodyLimit read (into Hono's body
+ * cache): the same request with that body again.
+ */
+export async function withBufferedBody(c: Context): Promise<Request> {
+  const req = c.req.raw;
+  if (c.req.bodyCache.text === undefined) return req;
+  const body = await c.req.text();
+  const headers = new Headers(req.headers);
+  headers.delete('transfer-encoding');
+  headers.set('content-length', String(Buffer.byteLength(body)));
+  return new Request(req.url, { method: req.method, headers, body, signal: req.signal });
 }
 
 /** JSON depth and superjson meta bounds of a tRPC input (one call or a batch). */

@@ -2,6 +2,7 @@ import type { Context as HonoContext, Handler } from 'hono';
 import type { TRPCError } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { logWireError, toWireError, type Runtime } from '@ai-backend/core/internal';
+import { withBufferedBody } from '../http/bodyLimit.js';
 import { withCorsHeaders } from '../http/cors.js';
 import { openScope } from '../http/requestContext.js';
 import { answerSingleCall, singleCallOf } from './singleCall.js';
@@ -33,7 +34,8 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
       return answerSingleCall({
         router: runtime.router,
         call,
-        inputText: async () => (call.type === 'query' ? (call.params?.get('input') ?? null) : await req.text()),
+        // A POST body was read by bodyLimit into Hono's body cache.
+        inputText: async () => (call.type === 'query' ? (call.params?.get('input') ?? null) : await c.req.text()),
         createContext: async () => (await openScope(c, runtime, 'trpc')).context(),
         signal: req.signal,
         headersFor: (error) => answerHeaders(c, error ? [error] : []),
@@ -42,7 +44,7 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
     }
     return fetchRequestHandler({
       endpoint: mount,
-      req,
+      req: await withBufferedBody(c),
       router: runtime.router,
       maxBatchSize: runtime.config.limits.maxBatchSize,
       createContext: async () => (await openScope(c, runtime, 'trpc')).context(),
