@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
-import { BillingService, createLogger, KeyVault, SqliteStorage } from '@ai-backend/core/internal';
+import { BillingService, createLogger, createStorage, KeyVault, resolveConfig } from '@ai-backend/core/internal';
 import { rssMb, startServer } from './lib.mjs';
 
 const BIG = Number(process.argv[2] ?? 200_000);
@@ -22,7 +22,7 @@ const empty = join(root, 'empty');
 // Fill the store through the billing service itself: every entry is a real transaction.
 const t0 = performance.now();
 {
-  const storage = await SqliteStorage.open({ file: join(full, 'ai-backend.db') });
+  const storage = await createStorage(resolveConfig({ storage: { type: 'sqlite', dir: full } }).storage);
   const logger = createLogger('silent');
   const billing = new BillingService(storage, new KeyVault(storage, { masterKey: 'bench-growth-vault-key-0123456789abcd' }, logger), { platformFeeRate: 0.1, allowAnonymousServerPaid: false, anonymousTokensPerWindow: 0, anonymousWindowMs: 60_000, reservationTtlMs: 900_000 }, logger);
   const big = { sub: 'big-user', scopes: [], isAdmin: false, via: 'jwt' };

@@ -12,11 +12,14 @@
 // the entries). Source maps chain through tsc's to the shipped src/*.ts.
 //
 // Usage (from a package folder): node ../../scripts/bundleDist.mjs dist/index.js dist/internal.js
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { build } from 'esbuild';
+import { asciiComments } from './asciiComments.mjs';
 
 const entryPoints = process.argv.slice(2);
 if (entryPoints.length === 0) throw new Error('usage: bundleDist.mjs <dist entry>...');
-await build({
+const { outputFiles } = await build({
   entryPoints,
   outdir: 'dist',
   allowOverwrite: true,
@@ -30,4 +33,11 @@ await build({
   chunkNames: 'chunks/[name]-[hash]',
   sourcemap: true,
   logLevel: 'warning',
+  write: false,
 });
+// Written here rather than by esbuild: comments made ASCII (asciiComments.mjs) so V8 keeps each
+// file's source as a one-byte string. Comment lines carry no mappings, so the source maps hold.
+for (const file of outputFiles) {
+  await mkdir(path.dirname(file.path), { recursive: true });
+  await writeFile(file.path, file.path.endsWith('.js') ? asciiComments(file.text, path.relative(process.cwd(), file.path)) : file.contents);
+}

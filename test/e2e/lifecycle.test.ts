@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { SqliteStorage, publicProcedure, router } from '@ai-backend/core/internal';
+import { createStorage, publicProcedure, resolveConfig, router } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 
 /** A procedure that takes a while, so a request is in flight when stop() is called. */
@@ -43,7 +43,7 @@ describe('server lifecycle', () => {
 
       await expect(fetch(addr.url + '/health')).rejects.toThrow();
       // The SQLite file's lock was released: another process (or server) may open it.
-      const reopened = await SqliteStorage.open({ file: path.join(dir, 'ai-backend.db') });
+      const reopened = await createStorage(resolveConfig({ storage: { type: 'sqlite', dir } }).storage);
       await reopened.close();
     } finally {
       await rm(dir, { recursive: true, force: true });

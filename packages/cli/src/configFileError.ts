@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import type * as ChildProcess from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -7,6 +7,8 @@ import type { ParseError } from 'jsonc-parser';
 
 /** jsonc-parser loads only to parse a JSON config or place a config error: `serve` without a file never needs it. */
 export const jsonc = (): typeof JsoncParser => createRequire(import.meta.url)('jsonc-parser') as typeof JsoncParser;
+/** node:child_process likewise, only to locate a JavaScript config's syntax error. */
+const childProcess = (): typeof ChildProcess => createRequire(import.meta.url)('node:child_process') as typeof ChildProcess;
 
 /** A config file that cannot be parsed, with where: `file:line:column: message`. */
 export class ConfigFileError extends Error {
@@ -50,7 +52,7 @@ export function locateSyntaxError(file: string, err: unknown): ConfigFileError |
   if (!(err instanceof SyntaxError)) return undefined;
   let out = '';
   try {
-    execFileSync(process.execPath, ['--check', file], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 10_000 });
+    childProcess().execFileSync(process.execPath, ['--check', file], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 10_000 });
     return undefined; // parses on its own: the syntax error came from something it imports
   } catch (checkErr) {
     out = String((checkErr as { stderr?: string }).stderr ?? '');

@@ -2,7 +2,8 @@ import type { Loader } from 'cosmiconfig';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parse as parseDotenv } from 'dotenv';
+import { createRequire } from 'node:module';
+import type * as Dotenv from 'dotenv';
 import { ConfigFileError, loadJson, locateSyntaxError } from './configFileError.js';
 import { configFromEnv, mergeConfig, type ConfigInput } from '@ai-backend/core';
 
@@ -66,7 +67,9 @@ export interface LoadedConfig {
  */
 export function readDotEnv(cwd: string): Record<string, string> {
   const file = path.join(cwd, '.env');
-  return existsSync(file) ? parseDotenv(readFileSync(file)) : {};
+  // dotenv (CommonJS) loads only when there is a file to parse: importing ai-backend as a
+  // library, or serving from a folder without .env, loads no CommonJS module for it.
+  return existsSync(file) ? (createRequire(import.meta.url)('dotenv') as typeof Dotenv).parse(readFileSync(file)) : {};
 }
 
 /** Load `--config FILE` or search from `cwd`, then let `.env` and environment variables override. */

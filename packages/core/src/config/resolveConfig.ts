@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigSchema, type ConfigInput, type ResolvedConfig } from './schema.js';
 import { ConfigError, type ConfigProblem } from './ConfigError.js';
+import { PARSE_ONCE } from './parseOnce.js';
 
 export { ConfigError, type ConfigProblem } from './ConfigError.js';
 
@@ -26,7 +27,7 @@ export function isResolvedConfig(value: unknown): value is ResolvedConfig {
 /** Validate and resolve defaults once. Throws ConfigError listing every problem. */
 export function resolveConfig(input: ConfigInput | ResolvedConfig | undefined): ResolvedConfig {
   if (isResolvedConfig(input)) return input;
-  const result = ConfigSchema.safeParse(input ?? {});
+  const result = ConfigSchema.safeParse(input ?? {}, PARSE_ONCE);
   if (!result.success) throw new ConfigError(toProblems(result.error));
   resolved.add(result.data);
   return result.data;
@@ -34,7 +35,7 @@ export function resolveConfig(input: ConfigInput | ResolvedConfig | undefined): 
 
 /** Like resolveConfig but returns problems instead of throwing (for `config check`). */
 export function checkConfig(input: unknown): { ok: true; config: ResolvedConfig } | { ok: false; problems: ConfigProblem[] } {
-  const result = ConfigSchema.safeParse(input ?? {});
+  const result = ConfigSchema.safeParse(input ?? {}, PARSE_ONCE);
   if (!result.success) return { ok: false, problems: toProblems(result.error) };
   resolved.add(result.data);
   return { ok: true, config: result.data };

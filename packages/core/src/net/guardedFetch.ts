@@ -1,9 +1,12 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type * as Dns from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import type Ipaddr from 'ipaddr.js';
 import { lazyRequire } from '../lib/lazyRequire.js';
 
 const ipaddr = lazyRequire<typeof Ipaddr>('ipaddr.js');
+// node:dns too: only a guarded fetch resolves names, and a default server makes none at start.
+const dns = lazyRequire<typeof Dns>('node:dns');
 import type { Agent } from 'undici';
 import { CoreError } from '../kernel/CoreError.js';
 
@@ -51,7 +54,7 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 
 /** dns.lookup that only answers with public addresses; the connection uses what it returns. */
 function publicLookup(hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true } as { all: true }, (err, addresses) => {
+  dns().lookup(hostname, { ...options, all: true } as { all: true }, (err, addresses) => {
     if (err) return callback(err, []);
     const allowed = addresses.filter((a) => isPublicAddress(a.address));
     if (allowed.length === 0) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PARSE_ONCE } from '../parseOnce.js';
 
 /** The four built-in providers (the spec's provider_a..provider_d, in that order). */
 export const PROVIDER_IDS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
@@ -128,7 +129,7 @@ const providersSchema = z
         continue;
       }
       const schema = builtin ? BuiltinProviderSchema : NamedProviderSchema;
-      const parsed = schema.safeParse(value);
+      const parsed = schema.safeParse(value, PARSE_ONCE);
       if (!parsed.success) {
         for (const issue of parsed.error.issues) ctx.issues.push({ ...issue, path: [id, ...issue.path] } as never);
         if (builtin && typeof value === 'object' && value !== null && 'type' in value) {

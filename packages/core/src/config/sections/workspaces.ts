@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PARSE_ONCE } from '../parseOnce.js';
 
 export const WorkspaceConfigSchema = z.strictObject({
   path: z.string().min(1),
@@ -33,7 +34,7 @@ export const ServerWorkspacesSchema = z
     const workspaces: Record<string, WorkspaceConfig> = { ...value.additionalWorkspaces };
     for (const [id, raw] of Object.entries(value)) {
       if (RESERVED.has(id)) continue;
-      const parsed = WorkspaceConfigSchema.safeParse(raw);
+      const parsed = WorkspaceConfigSchema.safeParse(raw, PARSE_ONCE);
       if (!parsed.success) {
         for (const issue of parsed.error.issues) {
           ctx.issues.push({ ...issue, path: [id, ...issue.path], input: raw } as never);

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AnyRouter } from '@trpc/server';
 import { invoke, procedureIndex } from '../../pipeline/invoke.js';
 import type { PromptArgumentDefinition, PromptDefinition, PromptMessage, PromptResult } from '../../services/prompts/PromptRegistry.js';
+import { BUILT_IN_NAMESPACES } from '../../kernel/namespaces.js';
 
 type JsonProp = { type?: string | string[]; description?: string; enum?: unknown[]; examples?: unknown[]; default?: unknown };
 
@@ -51,29 +52,42 @@ export function promptsFromRouter(router: AnyRouter): PromptDefinition[] {
     if (!meta?.prompt || info.type === 'subscription') continue;
     const opts = meta.prompt === true ? {} : meta.prompt;
     const name = opts.name ?? meta.name ?? info.path.split('.').pop()!;
-    const { props, required } = inputProperties((info.procedure._def as { inputs?: unknown[] }).inputs?.[0]);
-    const args: PromptArgumentDefinition[] = Object.entries(props).map(([argName, p]) => ({
-      name: argName,
-      ...(p.description ? { description: p.description } : {}),
-      required: required.has(argName) && p.default === undefined,
-      ...(Array.isArray(p.enum) && p.enum.every((v) => typeof v === 'string') ? { values: p.enum as string[] } : {}),
-      // `.meta({ examples: [...] })` on a field: suggestions for completion, not a restriction.
-      ...(Array.isArray(p.examples) && p.examples.every((v) => typeof v === 'string') ? { suggestions: p.examples as string[] } : {}),
-    }));
+    // The arguments come from the input's JSON Schema. A built-in prompt's is computed on first
+    // use (prompts/list, prompts/get, completion) instead of at start-up: our schemas are known
+    // to convert. A custom router's is computed now, so one zod cannot convert (two schemas
+    // sharing a meta id, say) still fails start-up, not the first prompts/list.
+    const schema = (info.procedure._def as { inputs?: unknown[] }).inputs?.[0];
+    let converted: { props: Record<string, JsonProp>; args: PromptArgumentDefinition[] } | undefined;
+    const fromInput = () => {
+      if (converted) return converted;
+      const { props, required } = inputProperties(schema);
+      const args: PromptArgumentDefinition[] = Object.entries(props).map(([argName, p]) => ({
+        name: argName,
+        ...(p.description ? { description: p.description } : {}),
+        required: required.has(argName) && p.default === undefined,
+        ...(Array.isArray(p.enum) && p.enum.every((v) => typeof v === 'string') ? { values: p.enum as string[] } : {}),
+        // `.meta({ examples: [...] })` on a field: suggestions for completion, not a restriction.
+        ...(Array.isArray(p.examples) && p.examples.every((v) => typeof v === 'string') ? { suggestions: p.examples as string[] } : {}),
+      }));
+      return (converted = { props, args });
+    };
+    if (!(BUILT_IN_NAMESPACES as readonly string[]).includes(info.path.split('.')[0]!)) fromInput();
     const description = opts.description ?? info.meta?.description;
     const path = info.path;
     prompts.push({
       name,
       ...(opts.title ? { title: opts.title } : {}),
       ...(description ? { description } : {}),
-      arguments: args,
+      get arguments() {
+        return fromInput().args;
+      },
       ...(info.meta?.access ? { requiresIdentity: true } : {}),
       procedure: path,
       async get(values, callCtx) {
         // The registry hands back, untyped, the Context the pipeline gave it.
         const ctx = callCtx as Context;
         const input: Record<string, unknown> = {};
-        for (const [k, v] of Object.entries(values)) input[k] = coerce(v, props[k]);
+        for (const [k, v] of Object.entries(values)) input[k] = coerce(v, fromInput().props[k]);
         const result = await invoke(ctx.runtime.router, path, input, ctx);
         // The MCP layer maps the tRPC error code to a JSON-RPC error (BAD_REQUEST → -32602).
         if (!result.ok) throw result.error;

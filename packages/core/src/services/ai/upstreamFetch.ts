@@ -1,6 +1,10 @@
 import { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type * as Zlib from 'node:zlib';
 import type { Dispatcher } from 'undici';
+import { lazyRequire } from '../../lib/lazyRequire.js';
+
+// Loaded with the first compressed body: a default server decodes none at start.
+const zlib = lazyRequire<typeof Zlib>('node:zlib');
 
 /**
  * The `fetch` the AI SDK providers call the upstream with: `undici.request` on one keep-alive
@@ -44,11 +48,11 @@ function decoder(encoding: string | undefined) {
   switch (encoding?.trim().toLowerCase()) {
     case 'gzip':
     case 'x-gzip':
-      return createGunzip();
+      return zlib().createGunzip();
     case 'deflate':
-      return createInflate();
+      return zlib().createInflate();
     case 'br':
-      return createBrotliDecompress();
+      return zlib().createBrotliDecompress();
     default:
       return undefined;
   }
