@@ -47,9 +47,9 @@ const CASES: Case[] = [
   { name: 'a mutation', path: 'custom.add', type: 'mutation', input: { a: 2, b: 3 }, status: 200 },
   { name: 'invalid input (zod issues)', path: 'custom.add', type: 'mutation', input: { a: 'two', b: 3 }, status: 400 },
   { name: 'malformed JSON', path: 'custom.when', type: 'query', raw: '{"json":', status: 400 },
-  { name: 'an anonymous caller on a protected procedure (401)', path: 'custom.mine', type: 'query', status: 401 },
+  { name: 'an anonymous caller on a protected procedure (401 + challenge)', path: 'custom.mine', type: 'query', status: 401, header: 'www-authenticate' },
   { name: 'a signed-in caller', path: 'custom.mine', type: 'query', token: 'user', status: 200 },
-  { name: 'a bad token (401)', path: 'system.test', type: 'query', input: { message: 'hi' }, token: 'bad', status: 401 },
+  { name: 'a bad token (401 + invalid_token challenge)', path: 'system.test', type: 'query', input: { message: 'hi' }, token: 'bad', status: 401, header: 'www-authenticate' },
   { name: 'an administrator procedure for a user (403)', path: 'admin.status', type: 'query', input: { detailed: false }, token: 'user', status: 403 },
   { name: 'a CoreError with Retry-After', path: 'custom.busy', type: 'mutation', status: 429, header: 'retry-after' },
   { name: 'an unexpected error (no message, no stack)', path: 'custom.broken', type: 'query', status: 500 },
@@ -96,6 +96,10 @@ describeMatrix('one /trpc call: the short way and tRPC\'s adapter agree', (mode)
     expect(one.status).toBe(c.status);
     expect(many.status).toBe(c.status);
     if (c.header) expect(one.headers.get(c.header)).toBeTruthy();
+    // A 401 names our resource metadata (RFC 9728), as /v1 and /mcp do; a refused token says why.
+    if (c.status === 401) expect(one.headers.get('www-authenticate')).toMatch(/^Bearer .*resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp"/);
+    if (c.token === 'bad') expect(one.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    if (c.status !== 401) expect(one.headers.get('www-authenticate')).toBeNull();
     expect(pick(one)).toEqual(pick(many));
     expect(JSON.stringify(oneBody)).not.toMatch(/disk on fire|\/var\/lib|at .*\.[jt]s:\d+/);
   });
@@ -106,6 +110,27 @@ describeMatrix('one /trpc call: the short way and tRPC\'s adapter agree', (mode)
     const data = superjson.deserialize<{ later: Date; tags: Set<string> }>(body.result.data);
     expect(data.later).toEqual(new Date('2026-01-02T03:05:05Z'));
     expect(data.tags).toEqual(new Set(['a', 'b']));
+  });
+});
+
+describe('one /trpc call short of a required scope', () => {
+  it('gets the 403 insufficient_scope challenge naming the scope, alone and in a batch', async () => {
+    const server = await startTestServer({ jwt: { secret: SECRET }, mcp: { auth: { authType: 'jwt', jwt: { requiredScopes: ['weather:read'] } } } }, 'listening');
+    try {
+      const token = await mintDevToken({ secret: SECRET, sub: 'ada', scopes: ['mcp'] });
+      const headers = { authorization: `Bearer ${token}` };
+      const input = encodeURIComponent(JSON.stringify({ json: { message: 'hi' } }));
+      const one = await fetch(`${server.url}/trpc/system.test?input=${input}`, { headers });
+      const many = await fetch(`${server.url}/trpc/system.test?batch=1&input=${encodeURIComponent(`{"0":${decodeURIComponent(input)}}`)}`, { headers });
+      for (const res of [one, many]) {
+        expect(res.status).toBe(403);
+        const challenge = res.headers.get('www-authenticate') ?? '';
+        expect(challenge).toContain('error="insufficient_scope"');
+        expect(challenge).toContain('scope="weather:read"');
+      }
+    } finally {
+      await server.stop();
+    }
   });
 });
 

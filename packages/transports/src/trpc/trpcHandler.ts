@@ -1,18 +1,26 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import type { TRPCError } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
-import { logWireError, toWireError, type Runtime } from '@ai-backend/core/internal';
+import { coreErrorOf, logWireError, toWireError, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { withBufferedBody } from '../http/bodyLimit.js';
 import { withCorsHeaders } from '../http/cors.js';
 import { openScope } from '../http/requestContext.js';
 import { answerSingleCall, singleCallOf } from './singleCall.js';
 
-/** The answer's headers: CORS, and those the errors ask for (Retry-After, WWW-Authenticate). */
-function answerHeaders(c: HonoContext, errors: readonly TRPCError[]): Record<string, string> {
+/** A refusal that asks the client to sign in (again, or with more scope). */
+const needsChallenge = (e: TRPCError) => e.code === 'UNAUTHORIZED' || coreErrorOf(e)?.appCode === 'INSUFFICIENT_SCOPE';
+
+/**
+ * The answer's headers: CORS, those the errors ask for (Retry-After), and on a 401 (or a 403 for
+ * a missing scope) the request scope's `WWW-Authenticate` challenge, as /v1 and /mcp send it
+ * (RFC 9110 §15.5.2: a 401 carries a challenge; RFC 9728: it names our resource metadata).
+ */
+function answerHeaders(c: HonoContext, errors: readonly TRPCError[], scope: RequestScope | undefined, paths: readonly string[]): Record<string, string> {
   // Into the Response tRPC builds: setting them on it afterwards (the cors middleware's fallback)
   // cost about a sixth of this route's CPU in bench/trpcPath.mjs.
   const record: Record<string, string> = withCorsHeaders(c, {});
   for (const e of errors) Object.assign(record, toWireError(e).headers);
+  if (scope && errors.some(needsChallenge)) Object.assign(record, scope.challenge(paths.map((path) => ({ kind: 'procedure' as const, path })))?.headers);
   return record;
 }
 
@@ -29,6 +37,8 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
     const mount = c.req.routePath.endsWith('/*') ? c.req.routePath.slice(0, -2) : endpoint;
     const req = c.req.raw;
     const onError = (error: TRPCError, path: string | undefined) => logWireError(runtime.logger, toWireError(error), { transport: 'trpc', path });
+    let scope: RequestScope | undefined;
+    const createContext = async () => (scope = await openScope(c, runtime, 'trpc')).context();
     const call = singleCallOf(req, req.url, mount, runtime.router);
     if (call) {
       return answerSingleCall({
@@ -36,9 +46,9 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
         call,
         // A POST body was read by bodyLimit into Hono's body cache.
         inputText: async () => (call.type === 'query' ? (call.params?.get('input') ?? null) : await c.req.text()),
-        createContext: async () => (await openScope(c, runtime, 'trpc')).context(),
+        createContext,
         signal: req.signal,
-        headersFor: (error) => answerHeaders(c, error ? [error] : []),
+        headersFor: (error) => answerHeaders(c, error ? [error] : [], scope, [call.path]),
         onError,
       });
     }
@@ -47,9 +57,9 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
       req: await withBufferedBody(c),
       router: runtime.router,
       maxBatchSize: runtime.config.limits.maxBatchSize,
-      createContext: async () => (await openScope(c, runtime, 'trpc')).context(),
-      responseMeta({ errors }) {
-        const record = answerHeaders(c, errors);
+      createContext,
+      responseMeta({ errors, paths }) {
+        const record = answerHeaders(c, errors, scope, paths ?? []);
         // A plain record: tRPC v11 sets its entries on the response's Headers, and building a
         // Headers object of our own only to have it copied cost a few µs per request
         // (bench/trpcPath.mjs). tRPC marks the record form for removal in v12.
