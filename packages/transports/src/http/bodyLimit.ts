@@ -91,10 +91,7 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
         (c.req.bodyCache as Record<string, Promise<unknown>>).text = Promise.resolve(text);
         return next();
       }
-      const headers = new Headers(req.headers);
-      headers.delete('transfer-encoding');
-      headers.set('content-length', String(read.byteLength));
-      c.req.raw = new Request(req.url, { method: req.method, headers, body: read, signal: req.signal });
+      c.req.raw = withBody(req, read);
     }
     await next();
   };
@@ -107,10 +104,14 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
 export async function withBufferedBody(c: Context): Promise<Request> {
   const req = c.req.raw;
   if (c.req.bodyCache.text === undefined) return req;
-  const body = await c.req.text();
+  return withBody(req, new TextEncoder().encode(await c.req.text()));
+}
+
+/** `req` again with a body already read whole: a declared length, no chunked framing. */
+function withBody(req: Request, body: Uint8Array<ArrayBuffer>): Request {
   const headers = new Headers(req.headers);
   headers.delete('transfer-encoding');
-  headers.set('content-length', String(Buffer.byteLength(body)));
+  headers.set('content-length', String(body.byteLength));
   return new Request(req.url, { method: req.method, headers, body, signal: req.signal });
 }
 
