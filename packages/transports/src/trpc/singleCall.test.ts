@@ -51,7 +51,7 @@ async function viaShortWay(req: Request, ctx: () => Promise<Ctx>): Promise<Respo
   return answerSingleCall({
     router,
     call,
-    inputText: async () => (call.type === 'query' ? (call.params?.get('input') ?? null) : await req.text()),
+    body: () => req.text(),
     createContext: ctx,
     signal: req.signal,
     headersFor: () => ({ 'x-extra': 'yes' }),
@@ -134,7 +134,7 @@ describe('the short way for one tRPC call', () => {
     const controller = new AbortController();
     const req = new Request(`${ORIGIN}/trpc/q`, { signal: controller.signal });
     const call = singleCallOf(req, req.url, '/trpc', r)!;
-    await answerSingleCall({ router: r, call, inputText: async () => null, createContext: anonymous, signal: req.signal, headersFor: () => ({}), onError: () => undefined });
+    await answerSingleCall({ router: r, call, body: async () => '', createContext: anonymous, signal: req.signal, headersFor: () => ({}), onError: () => undefined });
     controller.abort();
     expect(seen?.aborted).toBe(true);
   });
@@ -143,7 +143,7 @@ describe('the short way for one tRPC call', () => {
     const reported: TRPCError[] = [];
     const req = new Request(url('broken'));
     const call = singleCallOf(req, req.url, '/trpc', router)!;
-    await answerSingleCall({ router, call, inputText: async () => null, createContext: anonymous, signal: req.signal, headersFor: () => ({}), onError: (e) => reported.push(e) });
+    await answerSingleCall({ router, call, body: async () => '', createContext: anonymous, signal: req.signal, headersFor: () => ({}), onError: (e) => reported.push(e) });
     expect(reported).toHaveLength(1);
     expect(reported[0]).toMatchObject({ code: 'INTERNAL_SERVER_ERROR' });
     expect(reported[0]!.cause?.message).toContain('database exploded');

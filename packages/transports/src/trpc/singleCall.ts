@@ -10,8 +10,8 @@ export interface SingleCall {
   path: string;
   procedure: AnyTRPCProcedure;
   type: 'query' | 'mutation';
-  /** The query string's parameters (GET), parsed once. */
-  params: URLSearchParams | null;
+  /** A query's `input` parameter, the JSON text of its input (null: none); a mutation's input is its body. */
+  queryInput: string | null;
 }
 
 const trimSlashes = (p: string) => p.slice(p.startsWith('/') ? 1 : 0, p.endsWith('/') ? -1 : undefined);
@@ -43,12 +43,12 @@ export function singleCallOf(req: Request, url: string, endpoint: string, router
     if (type !== 'query' || media === 'multipart/form-data' || media === 'application/octet-stream') return undefined;
     const params = q < 0 ? null : new URLSearchParams(url.slice(q + 1));
     if (params && (params.has('batch') || params.has('connectionParams'))) return undefined;
-    return { path, procedure, type, params };
+    return { path, procedure, type, queryInput: params?.get('input') ?? null };
   }
   if (req.method === 'POST') {
     if (type !== 'mutation' || mediaType(headers.get('content-type')) !== 'application/json') return undefined;
     if (q >= 0 && new URLSearchParams(url.slice(q + 1)).has('batch')) return undefined;
-    return { path, procedure, type, params: null };
+    return { path, procedure, type, queryInput: null };
   }
   return undefined;
 }
@@ -64,8 +64,8 @@ function isDataStream(v: unknown): boolean {
 export interface SingleCallOptions<TCtx> {
   router: AnyTRPCRouter;
   call: SingleCall;
-  /** The input's JSON text: the GET `input` parameter or the POST body (null: none). */
-  inputText: () => Promise<string | null>;
+  /** A mutation's body (its input's JSON text); read only when the procedure asks for its input. */
+  body: () => Promise<string>;
   createContext: () => Promise<TCtx>;
   signal: AbortSignal;
   /** Headers for the answer (CORS, and what the error asks for); called once the outcome is known. */
@@ -91,7 +91,7 @@ export async function answerSingleCall<TCtx>(o: SingleCallOptions<TCtx>): Promis
   const getRawInput = async () => {
     if (parsed) return input;
     try {
-      const text = await o.inputText();
+      const text = call.type === 'query' ? call.queryInput : await o.body();
       const json = text ? JSON.parse(text) : undefined;
       input = json === undefined ? undefined : config.transformer.input.deserialize(json);
     } catch (cause) {

@@ -44,8 +44,8 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
       return answerSingleCall({
         router: runtime.router,
         call,
-        // A POST body was read by bodyLimit into Hono's body cache.
-        inputText: async () => (call.type === 'query' ? (call.params?.get('input') ?? null) : await c.req.text()),
+        // bodyLimit read it into Hono's body cache.
+        body: () => c.req.text(),
         createContext,
         signal: req.signal,
         headersFor: (error) => answerHeaders(c, error ? [error] : [], scope, [call.path]),
