@@ -47,7 +47,6 @@ const LOCK_WAIT_MS = 5_000;
 /** Most guessed transactions sent in one commit script. */
 const MAX_BATCH = 32;
 
-
 const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE', 'storage unavailable', { cause });
 
 /**
@@ -253,7 +252,6 @@ export class RedisStorage implements Storage {
       unlock();
     }
   }
-
 
   /**
    * Group commit (as PostgresStorage.runBatch): the transactions queued while the previous batch

@@ -42,7 +42,6 @@ const BATCH_RETRIES = 1;
  */
 const CONTENDED_MS = 1_000;
 
-
 /** Clients given an 'error' listener (once per client, as the pool reuses them). */
 const listening = new WeakSet<PoolClient>();
 
@@ -274,7 +273,6 @@ export class PostgresStorage implements Storage {
       unlock();
     }
   }
-
 
   /**
    * Group commit: the transactions queued while the previous batch was in flight are planned one
