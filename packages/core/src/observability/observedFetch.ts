@@ -1,6 +1,7 @@
 import type { Metrics } from './Metrics.js';
 import type { UpstreamStats } from './UpstreamStats.js';
 import { injectTraceContext, otel, SpanKind, SpanStatusCode, tracer, tracingActive } from './tracing.js';
+import { plainHeaders } from '../lib/plainHeaders.js';
 
 type FetchFunction = typeof globalThis.fetch;
 
@@ -18,14 +19,6 @@ function sample(sinks: Sinks, provider: string, model: string, outcome: string, 
 function outcomeOf(status: number): string {
   if (status === 429) return '429';
   return `${Math.floor(status / 100)}xx`;
-}
-
-function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
-  if (!h) return {};
-  if (h instanceof Headers || Array.isArray(h)) return Object.fromEntries(new Headers(h));
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
-  return out;
 }
 
 /**

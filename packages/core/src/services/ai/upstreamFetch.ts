@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type * as Zlib from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { lazyRequire } from '../../lib/lazyRequire.js';
+import { plainHeaders } from '../../lib/plainHeaders.js';
 
 // Loaded with the first compressed body: a default server decodes none at start.
 const zlib = lazyRequire<typeof Zlib>('node:zlib');
@@ -34,15 +35,6 @@ function dispatcher(): Promise<{ request: Undici['request']; agent: Dispatcher }
 
 /** Load undici now (callers do it before starting an upstream timeout). */
 export const loadUpstreamFetch = (): Promise<void> => dispatcher().then(() => undefined);
-
-function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
-  if (!h) return {};
-  if (h instanceof Headers || Array.isArray(h)) return Object.fromEntries(new Headers(h));
-  const out: Record<string, string> = {};
-  // The SDK leaves optional headers as undefined; fetch drops them too.
-  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
-  return out;
-}
 
 function decoder(encoding: string | undefined) {
   switch (encoding?.trim().toLowerCase()) {
