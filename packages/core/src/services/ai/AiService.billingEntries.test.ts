@@ -21,6 +21,7 @@ function counted(inner: Metering) {
       const closes: Hold = {
         mode: h.mode,
         apiKey: h.apiKey,
+        confirmed: h.confirmed,
         settle: (usage) => (n.settle++, h.settle(usage)),
         release: (reason) => (n.release++, h.release(reason)),
       };

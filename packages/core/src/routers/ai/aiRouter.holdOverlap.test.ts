@@ -1,0 +1,79 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadAiSdk } from '../../services/ai/aiSdk.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import type { Storage } from '../../kernel/Storage.js';
+import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
+
+// Loading the AI SDK takes seconds on a busy machine: keep it out of the test timeouts.
+beforeAll(() => loadAiSdk(), 60_000);
+
+/**
+ * A metered ai.generateText builds its upstream request while the reservation is on its way to
+ * the store (Hold.confirmed gates the provider's fetch). These pin the money side of that: the
+ * upstream never sees a request before its hold is stored, and a reservation that fails or a
+ * client that leaves meanwhile sends nothing and holds nothing.
+ */
+
+/** A store whose reservations (transactions that create a hold) take `delayMs` and report when they are stored. */
+function slowReservations(delayMs: number, onStored: () => void): Storage {
+  const inner = new MemoryStorage();
+  return new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop !== 'transact') return Reflect.get(target, prop, receiver);
+      return async (keys: readonly string[], plan: Parameters<Storage['transact']>[1], opts?: unknown) => {
+        const reserving = keys.some((k) => k.startsWith('hold:')) && !keys.some((k) => k.startsWith('usageday:'));
+        if (!reserving) return (target.transact as (...a: unknown[]) => Promise<unknown>)(keys, plan, opts);
+        await new Promise((r) => setTimeout(r, delayMs));
+        const result = await (target.transact as (...a: unknown[]) => Promise<unknown>)(keys, plan, opts);
+        onStored();
+        return result;
+      };
+    },
+  }) as Storage;
+}
+
+let h: AiHarness;
+afterEach(() => h.close());
+
+const ask = (signal?: AbortSignal) =>
+  h.caller(alice, signal).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-mini', maxTokens: 100 } });
+
+describe('ai.generateText: the upstream request waits for the hold', () => {
+  it('the upstream receives nothing before the reservation is stored, then exactly the one request, charged once', async () => {
+    const seenWhenStored: number[] = [];
+    h = await createAiHarness({}, {}, { storage: slowReservations(150, () => seenWhenStored.push(h.upstream.requests.length)) });
+    await h.credit(alice.sub, 10_000);
+    const out = await ask();
+    expect(seenWhenStored).toEqual([0]);
+    expect(h.upstream.requests).toHaveLength(1);
+    expect(out.tokenUsage?.tokensCharged).toBeGreaterThan(0);
+    expect(await h.balance(alice.sub)).toBe(10_000 - out.tokenUsage!.tokensCharged);
+    expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+  });
+
+  it('a reservation the budget refuses sends nothing upstream and holds nothing', async () => {
+    h = await createAiHarness({}, {}, { storage: slowReservations(50, () => undefined) });
+    await h.credit(alice.sub, 10_000);
+    // The payer decision does not check the budget; the reservation's transaction does.
+    await h.runtime.billing.budgets.set(alice.sub, 'daily', { tokens: 10 }, 'test');
+    expect(await rejection(ask())).toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'budget_exceeded', period: 'daily' } });
+    expect(h.upstream.requests).toHaveLength(0);
+    expect(await h.balance(alice.sub)).toBe(10_000);
+    const view = await h.runtime.billing.budgets.view(alice.sub);
+    expect(view.periods[0]!.reserved.tokens).toBe(0);
+  });
+
+  it('a client that leaves while the reservation is on its way: nothing sent, the hold given back', async () => {
+    const ac = new AbortController();
+    h = await createAiHarness({}, {}, { storage: slowReservations(200, () => undefined) });
+    await h.credit(alice.sub, 10_000);
+    const call = rejection(ask(ac.signal));
+    setTimeout(() => ac.abort(), 50);
+    expect(await call).toMatchObject({ appCode: 'CANCELLED' });
+    // The reservation lands after the client left; the failed call releases it.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.upstream.requests).toHaveLength(0);
+    expect(await h.balance(alice.sub)).toBe(10_000);
+    expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+  });
+});
