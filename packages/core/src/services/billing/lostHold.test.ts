@@ -4,7 +4,7 @@ import { postgresBinDir, startPrivatePostgres } from '@ai-backend/test-utils/ser
 import type { Runtime } from '../../runtime/Runtime.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
-import { alice, backends, makeRuntime, type OpenStore } from './__tests__/kit.js';
+import { alice, backends, call, makeRuntime, type OpenStore } from './__tests__/kit.js';
 import { budgetKeys } from './Budgets.js';
 import type { LedgerEntry } from './types.js';
 import { ledgerKeys } from './Ledger.js';
@@ -60,6 +60,19 @@ describe.each(backends)('a settle whose hold the store lost, on $name', (backend
     expect(await rt.billing.settle(r, usage)).toEqual(settled);
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(835);
     expect(await ledgerOf(rt)).toHaveLength(3);
+  });
+
+  it("an API key's reserved figures are not taken off either; its spend counts the call", async () => {
+    const { key, apiKey } = await call<{ key: string; apiKey: { id: string } }>(rt, 'keys.create', { name: 'k', budget: { total: { tokens: 10_000 } } }, alice);
+    const auth = await rt.authenticate(key);
+    if (!auth.ok) throw auth.error;
+    const open = await rt.billing.reserve({ identity: auth.identity, tokens: 100, requestId: 'open-k', costUsd: 0.001 });
+    // What a reserve through the same key returned before the crash took its transaction away.
+    const r = { ...open, requestId: 'lost-k' };
+    expect(await rt.billing.settle(r, usage)).toMatchObject({ tokensCharged: 55, remainingBalance: 835 });
+    const total = (await rt.keys.usage(apiKey.id)).periods.find((p) => p.period === 'total');
+    expect(total).toMatchObject({ reserved: { tokens: 100 }, spent: { tokens: 50 } });
+    expect((await rt.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 
   it('a release of a lost hold changes nothing (nothing was held), and does not fail', async () => {
