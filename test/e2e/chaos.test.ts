@@ -7,7 +7,9 @@
  *
  * Afterwards: every acknowledged call is charged exactly once (one settle per requestId, the
  * amount the client was told); every reservation is closed by exactly one settle or release; the
- * balance equals the ledger for every account; no hold outlives its TTL; no call is free.
+ * balance equals the ledger for every account; no hold outlives its TTL; no call is free. A hold
+ * is not durable: PostgreSQL's restart may lose the last ones, whole, and their calls' settles
+ * then charge in full (`note.holdLost`, no reserve in the ledger).
  * During the faults every call to a live instance answers within 1 s (a clear 503 where the store
  * is down).
  */
@@ -161,6 +163,7 @@ interface LedgerRecord {
   kind: string;
   requestId?: string;
   usage?: { tokensCharged: number };
+  note?: { holdLost?: boolean };
 }
 
 describe.skipIf(!redisServer.ok || !pgBin)('chaos: three instances on PostgreSQL + Redis', () => {
@@ -302,9 +305,11 @@ describe.skipIf(!redisServer.ok || !pgBin)('chaos: three instances on PostgreSQL
       const b = await runtime.billing.balances(user);
       expect(b.subscription + b.one_time).toBe(CREDIT - charged);
     }
-    // No call the upstream served went unaccounted: each upstream request belongs to a closed reservation.
-    const allReserves = (await Promise.all(USERS.map((u) => storage.readLog<LedgerRecord>(`ledger:${encodeURIComponent(u)}`)))).flat().filter((e) => e.record.kind === 'reserve').length;
-    expect(upstream.requests.length).toBeLessThanOrEqual(allReserves);
+    // No call the upstream served went unaccounted: each upstream request belongs to a closed
+    // reservation, or to a settle whose hold PostgreSQL's restart lost.
+    const ledgers = (await Promise.all(USERS.map((u) => storage.readLog<LedgerRecord>(`ledger:${encodeURIComponent(u)}`)))).flat().map((e) => e.record);
+    const accounted = ledgers.filter((e) => e.kind === 'reserve' || (e.kind === 'settle' && e.note?.holdLost === true)).length;
+    expect(upstream.requests.length).toBeLessThanOrEqual(accounted);
     expect([...ackById.keys()].length).toBe(acknowledged.length); // request ids are unique
   });
 });

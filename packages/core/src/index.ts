@@ -28,7 +28,7 @@ export type { AppRouter, AppRouterWith, CustomRouters } from './routers/appRoute
 export type { Runtime } from './runtime/Runtime.js';
 
 // Storage (docs/storage.md): the interface a custom store implements, and the built-in ones.
-export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TxRead, TxWrite, TxPlan } from './kernel/Storage.js';
+export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TransactOptions, TxRead, TxWrite, TxPlan } from './kernel/Storage.js';
 export { MemoryStorage } from './storage/MemoryStorage.js';
 export { createStorage, type StorageConfig } from './storage/createStorage.js';
 

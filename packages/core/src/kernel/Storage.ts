@@ -46,7 +46,7 @@ export interface Storage {
    * optimistic backend may run it again after a conflict. An error thrown by `plan` aborts the
    * transaction (nothing is written) and is rethrown.
    */
-  transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R>;
+  transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, opts?: TransactOptions): Promise<R>;
   /** Keys under `prefix` whose `dueAt` (set in a transaction) is at or before `now`, oldest due first. */
   dueKeys(prefix: string, now: number, limit: number): Promise<string[]>;
   /** Reachability of the backend, for /health and admin.healthCheck. */
@@ -58,6 +58,18 @@ export interface Storage {
 export interface SetOptions {
   /** Time to live in milliseconds. Default: no expiry. */
   ttlMs?: number;
+}
+
+export interface TransactOptions {
+  /**
+   * true (default): the transaction is acknowledged once it is durable, as every other write.
+   * false: the store may acknowledge before the write is durable; a crash can lose it (whole,
+   * never in part). Only for writes whose loss the caller makes good itself: a call's hold, whose
+   * settle charges the whole call when it finds no hold (services/billing/Reservations.ts).
+   * PostgreSQL commits such a transaction with `synchronous_commit = off`; a store that cannot
+   * weaken one transaction's durability ignores it (it says why in its `transact`).
+   */
+  durable?: boolean;
 }
 
 export interface IncrementOptions extends SetOptions {

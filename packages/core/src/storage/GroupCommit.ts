@@ -6,6 +6,8 @@ export type BatchOutcome = { committed: true; result: unknown } | { committed: f
 export interface BatchJob {
   keys: string[];
   plan: (read: TxRead) => TxPlan<unknown>;
+  /** False: the caller accepts that a crash loses this transaction (TransactOptions.durable). */
+  durable: boolean;
   resolve(outcome: BatchOutcome): void;
   reject(err: unknown): void;
 }
@@ -26,9 +28,9 @@ export class GroupCommit {
   ) {}
 
   /** Queue a transaction for the next batch (sent on the next tick when none is in flight). */
-  submit(keys: string[], plan: (read: TxRead) => TxPlan<unknown>): Promise<BatchOutcome> {
+  submit(keys: string[], plan: (read: TxRead) => TxPlan<unknown>, durable = true): Promise<BatchOutcome> {
     return new Promise<BatchOutcome>((resolve, reject) => {
-      this.queue.push({ keys, plan, resolve, reject });
+      this.queue.push({ keys, plan, durable, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
         process.nextTick(() => void this.flush());

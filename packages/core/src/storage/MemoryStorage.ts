@@ -94,6 +94,7 @@ export class MemoryStorage implements Storage {
     return sliceLog(entries.length, opts).map((seq) => ({ seq, record: structuredClone(entries[seq - 1]) as T }));
   }
 
+  /** `durable: false` (TransactOptions) changes nothing here: nothing this store holds outlives its process. */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     const snapshot = new Map(keys.map((k) => [k, this.live(k)?.value]));
     const read: TxRead = <T>(key: string) => {

@@ -212,6 +212,10 @@ export class RedisStorage implements Storage {
    * A lock held by another instance is waited for (at most its lease, LOCK_LEASE_MS, when that
    * instance died). Starting over happens only when another transaction took over an expired
    * lease or a key was written outside transactions meanwhile.
+   *
+   * `durable: false` (TransactOptions) is ignored: Redis makes every write as durable as the
+   * server's own `appendonly`/`appendfsync` setting (none without AOF), and a command cannot ask
+   * for less, so there is nothing to save on one transaction.
    */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');

@@ -257,7 +257,8 @@ export class BillingService implements Metering {
   }
 
   /**
-   * Give the whole hold back (failed or aborted call). No-op when already settled or released.
+   * Give the whole hold back (failed or aborted call). No-op when already settled or released, or
+   * when the store lost the hold (Reservations.reserve is not durable): nothing is held then.
    * A storage outage does not fail it: the release is queued and retried (PendingCloses).
    */
   async release(reservation: Reservation, reason: string): Promise<void> {
@@ -360,9 +361,7 @@ export class BillingService implements Metering {
     this.open.clear();
     await Promise.all(
       open.map((r) =>
-        this.reservations.release(r, 'server stopping').catch((err) => {
-          if (!(err instanceof CoreError && err.appCode === 'NOT_FOUND')) this.logger.warn('billing: could not release a hold at stop', { requestId: r.requestId, error: String(err) });
-        }),
+        this.reservations.release(r, 'server stopping').catch((err) => this.logger.warn('billing: could not release a hold at stop', { requestId: r.requestId, error: String(err) })),
       ),
     );
   }

@@ -20,13 +20,21 @@ import { keySpendTxKeys, releaseKeySpend, reserveKeySpend, settleKeySpend } from
 export interface HoldRecord {
   reservation: Reservation;
 }
-export type FinishedRecord = { state: 'released'; reservation: Reservation; reason?: string } | { state: 'settled'; reservation: Reservation; result: SettleResult; late?: true };
+/** `late`: settled after its hold expired and was released; `lost`: settled after a crash of the store lost its hold (see `settle`). */
+export type FinishedRecord = { state: 'released'; reservation: Reservation; reason?: string } | { state: 'settled'; reservation: Reservation; result: SettleResult; late?: true; lost?: true };
 
 const enc = encodeURIComponent;
 export const HOLD_PREFIX = 'hold:';
 export const holdKey = (userId: string, requestId: string) => `${HOLD_PREFIX}${enc(userId)}:${enc(requestId)}`;
 export const finishedKey = (userId: string, requestId: string) => `holddone:${enc(userId)}:${enc(requestId)}`;
 const FINISHED_TTL_MS = 7 * 24 * 3600_000;
+/**
+ * A reservation younger than this, with neither a hold nor a finished record, was never closed:
+ * its hold was lost (a finished record, kept FINISHED_TTL_MS, would still be there). Older ones
+ * cannot be told from a settled call whose record expired, so they stay unknown. One hour short
+ * of the record's life, for clocks that differ between instances.
+ */
+const LOST_HOLD_MAX_AGE_MS = FINISHED_TTL_MS - 3600_000;
 /** Holds released per sweep query. */
 const SWEEP_BATCH = 200;
 
@@ -87,6 +95,12 @@ export class Reservations {
    * fee, cost) to the budget's reserved figures, in one transaction that also reads the budget:
    * a call the budget cannot cover is refused, so concurrent calls can never overspend it.
    * Replaying a requestId returns the same reservation.
+   *
+   * Not durable (`durable: false`): on PostgreSQL the hold is acknowledged before its WAL flush,
+   * about half of a reservation's time. A crash of the store may lose it, whole (the draws, the
+   * hold, the reserved budget figures, the ledger line together); `settle` then charges the whole
+   * call, so money stays exact. What is lost meanwhile is only the holds' protection: the calls in
+   * flight at the crash can spend past the balance and the budgets by at most what they held.
    * `apiKeyId`: the call came through an API key, whose budget is checked and spend held in the
    * same transaction (services/apiKeys/keySpend.ts).
    */
@@ -133,7 +147,7 @@ export class Reservations {
         ...(byKey?.writes ?? []),
       ];
       return { writes, result: { held: reservation } };
-    });
+    }, { durable: false });
   }
 
   /**
@@ -144,6 +158,12 @@ export class Reservations {
    * call ended, and another instance's sweep got there first) still charges the call: the hold
    * was already given back, so the whole charge is drawn now, as an overrun would be. A call
    * whose upstream answered is never free.
+   *
+   * A settle that finds neither its hold nor a finished record, for a reservation younger than
+   * the finished records live, is charged the same way: the store lost the hold (reserve is not
+   * durable), and with it everything the reserve wrote (draws, reserved budget and API key
+   * figures, ledger line), so nothing is given back or taken off those figures; `holddone:` says
+   * `lost: true` and the ledger entry `note.holdLost`. Older unknown reservations are NOT_FOUND.
    */
   settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<SettleOutcome> {
     const userId = reservation.userId!;
@@ -163,11 +183,13 @@ export class Reservations {
       const late = done?.state === 'released' && done.reason === 'expired';
       if (done && !late) throw new CoreError('CONFLICT', 'this reservation was already released');
       const open = late ? undefined : read<HoldRecord>(key);
-      if (!late && !open) throw new CoreError('NOT_FOUND', 'unknown reservation');
-      const held = late ? done!.reservation : open!.reservation;
-      // What the hold still holds: nothing for a late settle (its release gave it all back).
-      const heldTokens = late ? 0 : held.tokens;
-      const heldDraws = late ? [] : held.draws;
+      const lost = !done && !open;
+      if (lost && !(at.getTime() - Date.parse(reservation.createdAt) < LOST_HOLD_MAX_AGE_MS)) throw new CoreError('NOT_FOUND', 'unknown reservation');
+      const held = late ? done!.reservation : open ? open.reservation : reservation;
+      // What the hold still holds: nothing for a late settle (its release gave it all back), nor for a lost one (never held).
+      const gone = late || lost;
+      const heldTokens = gone ? 0 : held.tokens;
+      const heldDraws = gone ? [] : held.draws;
       const account = accountOf(read<Partial<Account>>(accountKey));
       const used = Math.max(0, Math.ceil(usage.tokensUsed));
       const fee = platformFee(used, feeRate);
@@ -202,6 +224,7 @@ export class Reservations {
         idempotencyKey: `settle:${held.requestId}`,
         requestId: held.requestId,
         lines,
+        ...(lost ? { note: { holdLost: true } } : {}),
         usage: {
           tokensUsed: used,
           tokensCharged: charged,
@@ -230,28 +253,30 @@ export class Reservations {
       };
       const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: account.subscription + account.one_time };
       const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
-      // A late settle's reserved budget figures were removed by its release: take nothing off them again.
-      const budgetHold = late && held.budget ? { ...held.budget, tokens: 0, usdNanos: 0 } : held.budget;
+      // A late settle's reserved budget figures were removed by its release, a lost one's never added: take nothing off them.
+      const budgetHold = gone && held.budget ? { ...held.budget, tokens: 0, usdNanos: 0 } : held.budget;
       const { spend, crossings } = settleSpend(read<SpendRecord>(spendKey), budget, budgetHold, { tokens: used, usdNanos: toNanos(costUsd) }, at);
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'delete', key },
-        { op: 'set', key: doneKey, value: { state: 'settled', reservation: held, result, ...(late ? { late: true as const } : {}) } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
+        { op: 'set', key: doneKey, value: { state: 'settled', reservation: held, result, ...(late ? { late: true as const } : {}), ...(lost ? { lost: true as const } : {}) } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
         { op: 'append', log: ledgerKeys.usage(userId), record: item },
         ...usageWrites(read, userId, day, item),
         { op: 'set', key: spendKey, value: spend, ttlMs: SPEND_TTL_MS },
         ...thresholdAlertWrites(this.budgets.alerts, userId, crossings),
-        ...(keyHold && held.apiKey ? settleKeySpend(read, late ? { ...held.apiKey, tokens: 0, usdNanos: 0 } : held.apiKey, { tokens: used, usdNanos: toNanos(costUsd) }, at) : []),
+        ...(keyHold && held.apiKey ? settleKeySpend(read, gone ? { ...held.apiKey, tokens: 0, usdNanos: 0 } : held.apiKey, { tokens: used, usdNanos: toNanos(costUsd) }, at) : []),
       ];
       if (uncollected > 0) this.logger.warn('billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected });
+      if (lost) this.logger.warn('billing: settled a call whose hold the store lost; charged in full', { userId, requestId: held.requestId });
       return { writes, result: { result, reservation: held, replay: false, crossings } };
     });
   }
 
   /**
    * Give the whole hold back. False (nothing changed) when it is already settled or released,
-   * or, with `expiredBy`, when it has not expired by then.
+   * when there is no such hold (a store crash lost it, whole: nothing was held), or, with
+   * `expiredBy`, when it has not expired by then.
    */
   async release(reservation: Reservation, reason: string, expiredBy?: number): Promise<boolean> {
     const userId = reservation.userId!;
@@ -264,10 +289,7 @@ export class Reservations {
     return this.storage.transact([accountKey, key, doneKey, spendKey, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
       if (read(doneKey)) return { writes: [], result: false };
       const open = read<HoldRecord>(key);
-      if (!open) {
-        if (expiredBy !== undefined) return { writes: [], result: false };
-        throw new CoreError('NOT_FOUND', 'unknown reservation');
-      }
+      if (!open) return { writes: [], result: false };
       const held = open.reservation;
       if (expiredBy !== undefined && Date.parse(held.expiresAt) > expiredBy) return { writes: [], result: false };
       const account = accountOf(read<Partial<Account>>(accountKey));

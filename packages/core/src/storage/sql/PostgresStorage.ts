@@ -2,7 +2,7 @@ import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { expiresAtFor } from '../canonicalJson.js';
 import { GroupCommit, type BatchJob } from '../GroupCommit.js';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
+import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TransactOptions, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
 import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
@@ -237,12 +237,18 @@ export class PostgresStorage implements Storage {
    * changed key (another instance wrote it) fails the check: the transaction then reads first;
    * after a few lost races the locked path always makes progress. On those paths, transactions of
    * this process on the same keys queue (KeyedMutex) instead of racing each other.
+   *
+   * `durable: false`: committed with `synchronous_commit = off` (for that transaction only, on
+   * every path), so PostgreSQL answers before the WAL flush, the largest part of a short
+   * transaction's time; a crash of PostgreSQL may then lose it, whole. A batch goes out that way
+   * only when all of its transactions may: one durable member makes the whole batch durable.
    */
-  async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
+  async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, opts?: TransactOptions): Promise<R> {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    const durable = opts?.durable ?? true;
     // Byte order, as PostgreSQL orders `COLLATE "C"` keys: every process locks in the same order.
     const sorted = byteOrder(keys);
-    const batched = await this.batches.submit(sorted, plan);
+    const batched = await this.batches.submit(sorted, plan, durable);
     if (batched.committed) return batched.result as R;
     const unlock = await this.mutex.lock(sorted);
     try {
@@ -257,7 +263,8 @@ export class PostgresStorage implements Storage {
         const params = [sorted, sorted.map((k) => rows.get(k)!.version ?? null), now, writes.setKeys, writes.setValues, writes.setExpires, writes.setDue, writes.deleteKeys, writes.logs, writes.records];
         let version: string | null;
         try {
-          version = (await this.q<{ v: string | null }>(TX_CALL, params, 'aib_tx'))[0]!.v;
+          const call = txCall(durable);
+          version = (await this.q<{ v: string | null }>(call.text, params, call.name))[0]!.v;
         } catch (err) {
           for (const k of sorted) this.cache.forget(k); // outcome unknown
           throw err;
@@ -268,7 +275,7 @@ export class PostgresStorage implements Storage {
         }
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
       }
-      return await this.transactLocked(sorted, plan);
+      return await this.transactLocked(sorted, plan, durable);
     } finally {
       unlock();
     }
@@ -337,7 +344,8 @@ export class PostgresStorage implements Storage {
     const params = [keys, keys.map((k) => expected.get(k) ?? null), now, collapsed.setKeys, collapsed.setValues, collapsed.setExpires, collapsed.setDue, collapsed.deleteKeys, collapsed.logs, collapsed.records];
     let version: string | null;
     try {
-      version = (await this.q<{ v: string | null }>(TX_CALL, params, 'aib_tx'))[0]!.v;
+      const call = txCall(accepted.some((a) => a.job.durable));
+      version = (await this.q<{ v: string | null }>(call.text, params, call.name))[0]!.v;
     } catch (err) {
       for (const k of keys) this.cache.forget(k); // outcome unknown
       for (const a of accepted) a.job.reject(err);
@@ -377,7 +385,7 @@ export class PostgresStorage implements Storage {
     try {
       const locks = keys.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
       const select = keys.length ? `SELECT key, value FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
-      const results = await sql(client, `BEGIN;${locks}${select}`).catch((err: Error) => {
+      const results = await sql(client, `BEGIN;${commitMode(jobs.some((j) => j.durable))}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
@@ -477,7 +485,7 @@ export class PostgresStorage implements Storage {
    * The locked path: lock and read in one round trip, write and commit in a second. Rare (after
    * lost races), so the written rows' versions are not fetched: they are forgotten instead.
    */
-  private async transactLocked<R>(sorted: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
+  private async transactLocked<R>(sorted: readonly string[], plan: (read: TxRead) => TxPlan<R>, durable: boolean): Promise<R> {
     const client = await this.connect();
     let broken: Error | undefined;
     try {
@@ -485,7 +493,7 @@ export class PostgresStorage implements Storage {
       // Round trip 1: begin, lock the keys (in order), read them.
       const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
       const select = sorted.length ? `SELECT key, value FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
-      const results = await sql(client, `BEGIN;${locks}${select}`).catch((err: Error) => {
+      const results = await sql(client, `BEGIN;${commitMode(durable)}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
@@ -551,6 +559,22 @@ const APPEND = `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES ($1, 1) 
  */
 const DEEP_EQUAL = "CASE WHEN value = $4 THEN true WHEN strpos(value, '\\u0000') > 0 OR strpos($4, '\\u0000') > 0 THEN false ELSE value::jsonb = $4::jsonb END";
 const TX_CALL = 'SELECT aib_tx($1::text[], $2::text[], $3, $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS v';
+/**
+ * The same call committed with `synchronous_commit = off` (TransactOptions.durable false). The
+ * statement is its own transaction and `set_config(…, true)` lasts until its end; PostgreSQL
+ * reads the setting at commit, so where it stands in the statement does not matter.
+ */
+const TX_CALL_ASYNC = `${TX_CALL}, set_config('synchronous_commit', 'off', true) AS async`;
+
+/** The `aib_tx` statement and its name for a durable or a non-durable transaction (see TX_CALL_ASYNC). */
+function txCall(durable: boolean): { text: string; name: string } {
+  return durable ? { text: TX_CALL, name: 'aib_tx' } : { text: TX_CALL_ASYNC, name: 'aib_tx_async' };
+}
+
+/** What the locked paths send after BEGIN: nothing for a durable transaction, else `synchronous_commit = off` until its COMMIT. */
+function commitMode(durable: boolean): string {
+  return durable ? '' : 'SET LOCAL synchronous_commit = off;';
+}
 
 /** Distinct keys in byte order (UTF-8), each encoded once rather than once per comparison. */
 function byteOrder(keys: readonly string[]): string[] {

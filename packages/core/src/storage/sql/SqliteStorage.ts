@@ -196,6 +196,11 @@ export class SqliteStorage implements Storage {
     });
   }
 
+  /**
+   * `durable: false` (TransactOptions) is ignored: in WAL mode with the default `synchronous:
+   * 'normal'` no commit waits for an fsync anyway (each survives a crash of the process, the last
+   * ones may be lost on power failure), so there is nothing to save on one transaction.
+   */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     return this.run(() =>
       this.db.transaction(() => {

@@ -193,7 +193,7 @@ export class OutageStorage implements Storage {
   append: Storage['append'] = async (l, r) => (this.check('append'), this.inner.append(l, r));
   readLog: Storage['readLog'] = (l, o) => this.inner.readLog(l, o);
   getMany: Storage['getMany'] = (k) => this.inner.getMany(k);
-  transact: Storage['transact'] = async (k, p) => (this.check('transact'), this.inner.transact(k, p));
+  transact: Storage['transact'] = async (k, p, o) => (this.check('transact'), this.inner.transact(k, p, o));
   dueKeys: Storage['dueKeys'] = (p, n, l) => this.inner.dueKeys(p, n, l);
   health: Storage['health'] = () => this.inner.health();
   close: Storage['close'] = () => this.inner.close();
