@@ -21,7 +21,6 @@ function counted(inner: Metering) {
       const closes: Hold = {
         mode: h.mode,
         apiKey: h.apiKey,
-        confirmed: h.confirmed,
         settle: (usage) => (n.settle++, h.settle(usage)),
         release: (reason) => (n.release++, h.release(reason)),
       };

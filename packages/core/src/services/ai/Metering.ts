@@ -40,12 +40,6 @@ export interface HoldRequest {
   serverPays: boolean;
   /** The call's own rule on a payer (a server prompt never goes to an own key): throws to refuse it. */
   mayPay?: (mode: 'platform' | 'byok') => void;
-  /**
-   * The caller sends nothing upstream before `hold.confirmed` resolves. Then `hold` may return
-   * once the payer is decided, with the platform's reservation still on its way to the store,
-   * so the caller builds its upstream request meanwhile (docs/ai.md, "One metered call").
-   */
-  awaitsConfirmation?: boolean;
 }
 
 /** What a hold decided, and the one way to close it. */
@@ -53,12 +47,6 @@ export interface Hold {
   readonly mode: 'platform' | 'byok';
   /** The caller's key (the request's or a stored one) for a BYOK call; undefined when the platform pays. */
   readonly apiKey: string | undefined;
-  /**
-   * Resolves once the hold exists; rejects with the reason it could not be made (PAYMENT_REQUIRED,
-   * a budget refusal, an API key's concurrency limit). Already resolved unless the request set
-   * `awaitsConfirmation`. Nothing may reach the upstream before it resolves.
-   */
-  readonly confirmed: Promise<void>;
   /**
    * Charge the real usage (plus fee) and give the rest back (platform), or record the usage
    * (BYOK; a lost record is logged, never thrown: the caller paid its provider).

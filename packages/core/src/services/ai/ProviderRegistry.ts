@@ -7,7 +7,7 @@ import { isBuiltinProvider, type NamedProviderConfig, type NamedProviderType, ty
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
-import { canonicalModelId, fetchAfter, pinnedFetch, type ModelIdSyntax } from './modelId.js';
+import { canonicalModelId, pinnedFetch, type ModelIdSyntax } from './modelId.js';
 import { createNamedEmbeddingModel, createNamedLanguageModel, NAMED_DEFAULT_BASE_URLS, usesCredentialChain } from './namedProviders.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
@@ -215,11 +215,11 @@ export class ProviderRegistry {
    * keep-alive `upstreamFetch`. Creating one costs about 1 µs, so models are not cached (a cache
    * keyed by API key would also keep callers' keys in memory).
    */
-  async languageModel(provider: ProviderId, modelId: string, apiKey: string, opts: { strictJsonSchema?: boolean; sendAfter?: Promise<void> } = {}): Promise<LanguageModel> {
+  async languageModel(provider: ProviderId, modelId: string, apiKey: string, opts: { strictJsonSchema?: boolean } = {}): Promise<LanguageModel> {
     // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
     const model = canonicalModelId(provider, modelId, this.syntax(provider));
     const baseURL = this.baseUrl(provider);
-    const fetch = this.fetchFor(provider, model, baseURL, opts.sendAfter);
+    const fetch = this.fetchFor(provider, model, baseURL);
     const named = this.named[provider];
     if (named) return createNamedLanguageModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
     const sdk = await loadAiSdk();
@@ -243,9 +243,8 @@ export class ProviderRegistry {
    * Pinned to the base URL (no input can change host, path prefix or query); spans, trace
    * propagation and upstream metrics per HTTP attempt (observability/observedFetch).
    */
-  private fetchFor(provider: ProviderId, model: string, baseURL: string, sendAfter?: Promise<void>) {
-    const fetch = pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics, this.upstreamStats), this.namedType(provider) === 'azure' ? ['api-version'] : []);
-    return sendAfter ? fetchAfter(sendAfter, fetch) : fetch;
+  private fetchFor(provider: ProviderId, model: string, baseURL: string) {
+    return pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics, this.upstreamStats), this.namedType(provider) === 'azure' ? ['api-version'] : []);
   }
 
   /**

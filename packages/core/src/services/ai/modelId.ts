@@ -71,15 +71,6 @@ export function pinnedFetch(baseUrl: string, inner: FetchFunction, extraQueryKey
 }
 
 /**
- * A fetch that sends nothing before `gate` resolves, and fails with its error when it rejects:
- * the SDK builds the request meanwhile (a metered call's reservation is on its way to the store,
- * Hold.confirmed). Outermost, so the wait is not counted as the upstream's time.
- */
-export function fetchAfter(gate: Promise<void>, inner: FetchFunction): FetchFunction {
-  return (input, init) => gate.then(() => inner(input, init));
-}
-
-/**
  * The base's query, plus at most the SDKs' own `alt=sse` (Google streaming) and the keys a
  * vendor SDK adds itself (Azure's `api-version`); nothing else.
  */

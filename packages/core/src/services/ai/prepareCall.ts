@@ -185,9 +185,6 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
     mayPay: (mode) => {
       for (const r of prompt.resolved) assertPromptMayUse(r, mode);
     },
-    // sdkCallArgs gates the provider's fetch on hold.confirmed: the AI SDK builds the request
-    // while the reservation is on its way to the store.
-    awaitsConfirmation: true,
   });
   const apiKey = hold.apiKey ?? providers.serverKey(provider)!;
   return { requestId, provider, model, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold };
@@ -230,8 +227,7 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
     : undefined;
   const strictJsonSchema = input.output ? isStrictSchema(objectRoot(input.output.schema)) : undefined;
   return {
-    // Nothing reaches the upstream before the hold exists (Hold.confirmed).
-    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey, { sendAfter: p.hold.confirmed, ...(strictJsonSchema === undefined ? {} : { strictJsonSchema }) }),
+    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey, strictJsonSchema === undefined ? {} : { strictJsonSchema }),
     ...(strictJsonSchema === undefined ? {} : { providerOptions: { openai: { strictJsonSchema } } }),
     ...(p.prompt.system ? { system: p.prompt.system } : {}),
     ...(p.prompt.messages ? { messages: p.prompt.messages } : { prompt: p.prompt.prompt ?? '' }),

@@ -51,9 +51,6 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
   await assertValidCallSchemas(input);
   const p = await prepareCall(deps, input, call);
   const { requestId, hold } = p;
-  // A stream is answered before its first event is read: a refused payment must be that answer
-  // (a 402, not an error inside a started stream), so the stream waits for its hold here.
-  await hold.confirmed;
   const targets = callTargets(deps, p, input, call);
   const pricing = textPricing(deps, p);
   /** The target being tried; the one that served the stream is the one charged. */

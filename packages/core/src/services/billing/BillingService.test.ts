@@ -156,7 +156,7 @@ describe.each(backends)('BillingService on $name', (backend) => {
 
     it('platform when the balances cover estimate plus fee', async () => {
       await credit(alice.sub, 1100);
-      expect(await decide(1000)).toEqual({ mode: 'platform', storedKey: false });
+      expect(await decide(1000)).toEqual({ mode: 'platform' });
       await expect(decide(1001)).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
     });
 
@@ -182,8 +182,7 @@ describe.each(backends)('BillingService on $name', (backend) => {
       await credit(alice.sub, 100_000);
       await rt.vault.store(alice.sub, 'openai', 'sk-alice-openai-key-123456');
       await rt.billing.preferences.update(alice.sub, { byokEnabled: true });
-      // The stored key could still take over if the reservation's budget check refused the platform.
-      expect(await decide()).toEqual({ mode: 'platform', storedKey: true });
+      expect(await decide()).toEqual({ mode: 'platform' });
       await rt.billing.preferences.update(alice.sub, { consumptionOrder: ['byok', 'subscription', 'one_time'] });
       expect(await decide()).toEqual({ mode: 'byok', apiKey: 'sk-alice-openai-key-123456' });
     });
@@ -203,7 +202,7 @@ describe.each(backends)('BillingService on $name', (backend) => {
     const anonRt = await makeRuntime(await store.another(), { billing: { platformFeeRate: 0.1, allowAnonymousServerPaid: true, anonymousTokensPerWindow: 1000 } });
     try {
       const b = anonRt.billing;
-      expect(await b.decide({ identity: null, provider: 'openai', estimatedTokens: 500, apiKeyProvided: false, ip: '10.0.0.1' })).toEqual({ mode: 'platform', storedKey: false });
+      expect(await b.decide({ identity: null, provider: 'openai', estimatedTokens: 500, apiKeyProvided: false, ip: '10.0.0.1' })).toEqual({ mode: 'platform' });
       const r1 = await b.reserve({ identity: null, tokens: 500, requestId: 'a-1', ip: '10.0.0.1' }); // holds 550
       await expect(b.reserve({ identity: null, tokens: 500, requestId: 'a-2', ip: '10.0.0.1' })).rejects.toMatchObject({ appCode: 'RATE_LIMITED' });
       // Another address has its own window.
@@ -331,7 +330,7 @@ describe.each(backends)('BillingService on $name', (backend) => {
       for (const outcome of ['settle', 'release'] as const) {
         reads.length = 0;
         const decision = await rt2.billing.decide({ identity: alice, provider: 'openai', estimatedTokens: 100, apiKeyProvided: false });
-        expect(decision).toEqual({ mode: 'platform', storedKey: false });
+        expect(decision).toEqual({ mode: 'platform' });
         const r = await rt2.billing.reserve({ identity: alice, tokens: 100, requestId: `once-${outcome}`, decision });
         if (outcome === 'settle') expect(await rt2.billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'm' })).toMatchObject({ tokensUsed: 50 });
         else await rt2.billing.release(r, 'failed');

@@ -117,15 +117,6 @@ export class BillingService implements Metering {
     estimatedTokens: number,
     opts: { hasApiKey: boolean; provider?: string | undefined; budget?: { worstCostUsd: number | null } | { refused: BudgetRefusal } },
   ): Promise<ConsumptionPlan> {
-    return (await this.planWithKeys(userId, estimatedTokens, opts)).plan;
-  }
-
-  /** `plan`, and the providers the user has a stored key for (all, or only `opts.provider`). */
-  private async planWithKeys(
-    userId: string,
-    estimatedTokens: number,
-    opts: { hasApiKey: boolean; provider?: string | undefined; budget?: { worstCostUsd: number | null } | { refused: BudgetRefusal } },
-  ): Promise<{ plan: ConsumptionPlan; byokKeys: string[] }> {
     // One round trip: all reads in parallel (this runs before every metered call).
     const wanted = opts.budget;
     const [prefs, balances, byokKeys, budget] = await Promise.all([
@@ -138,7 +129,7 @@ export class BillingService implements Metering {
           ? wanted.refused
           : this.previewBudget(userId, { tokens: estimatedTokens, usdNanos: wanted.worstCostUsd === null ? null : toNanos(wanted.worstCostUsd) }),
     ]);
-    return { plan: planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider, budget }), byokKeys };
+    return planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider, budget });
   }
 
   /** What the reservation's budget check would answer now (the same pure rule, nothing held). */
@@ -162,13 +153,13 @@ export class BillingService implements Metering {
       if ((await this.anonymous.remaining(p.ip ?? 'unknown')) < this.withFee(p.estimatedTokens)) {
         throw new CoreError('PAYMENT_REQUIRED', 'anonymous token budget for this window is used up: sign in or provide an API key');
       }
-      return { mode: 'platform', storedKey: false };
+      return { mode: 'platform' };
     }
     const userId = p.identity.sub;
     const refused = p.budgetRefusal as BudgetRefusal | undefined;
-    const { plan, byokKeys } = await this.planWithKeys(userId, p.estimatedTokens, { hasApiKey: false, provider: p.provider, ...(refused ? { budget: { refused } } : {}) });
+    const plan = await this.plan(userId, p.estimatedTokens, { hasApiKey: false, provider: p.provider, ...(refused ? { budget: { refused } } : {}) });
     if (plan.payer === 'platform') {
-      const decision: Decision = { mode: 'platform', storedKey: byokKeys.length > 0 };
+      const decision: Decision = { mode: 'platform' };
       this.prefsRead.set(decision, { userId, prefs: plan.prefs });
       return decision;
     }

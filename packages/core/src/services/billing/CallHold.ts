@@ -28,8 +28,6 @@ const NO_SLOT: KeySlot = { release: async () => undefined, count: async () => un
  */
 export class CallHold implements Hold {
   private closed = false;
-  /** A CallHold is made once its reservation exists. */
-  readonly confirmed: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly ledger: HoldLedger,
@@ -77,31 +75,5 @@ export class CallHold implements Hold {
     } finally {
       await this.slot.release();
     }
-  }
-}
-
-/**
- * A platform hold whose reservation is still on its way to the store (`awaitsConfirmation`):
- * `confirmed` settles with it. Closing waits for it; a reservation that failed holds nothing,
- * so releasing it does nothing.
- */
-export class PendingHold implements Hold {
-  readonly mode = 'platform' as const;
-  readonly apiKey = undefined;
-  readonly confirmed: Promise<void>;
-
-  constructor(private readonly held: Promise<CallHold>) {
-    this.confirmed = held.then(() => undefined);
-    // Whoever awaits `confirmed` sees the failure; unobserved, it must not end the process.
-    this.confirmed.catch(() => undefined);
-  }
-
-  async settle(usage: MeteredUsage): Promise<Charge> {
-    return (await this.held).settle(usage);
-  }
-
-  async release(reason: string): Promise<void> {
-    const hold = await this.held.catch(() => undefined);
-    await hold?.release(reason);
   }
 }

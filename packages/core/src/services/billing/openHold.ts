@@ -2,7 +2,7 @@ import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { KeyLimits } from '../apiKeys/KeyLimits.js';
 import type { Hold, HoldRequest } from '../ai/Metering.js';
-import { CallHold, PendingHold, type HoldLedger, type KeySlot } from './CallHold.js';
+import { CallHold, type HoldLedger, type KeySlot } from './CallHold.js';
 import type { Decision, DecideParams, Reservation, ReserveParams } from './types.js';
 
 /** Billing's steps a hold is made of. */
@@ -56,32 +56,21 @@ export async function openHold(billing: HoldBilling, limits: KeyLimits | undefin
   }
   // Before anything is held: a server prompt never goes to a caller's own account (and vice versa).
   req.mayPay?.('platform');
-  const reserve = async (): Promise<CallHold> => {
-    let slot: KeySlot | undefined;
-    try {
-      if (grant && limits) {
-        const release = await limits.acquire(grant);
-        slot = { release, count: (t) => limits.countTokens(grant, t) };
-      }
-      const reservation = await billing.reserve({ identity, tokens: estimatedTokens, requestId, decision, ...ip, ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}) });
-      return new CallHold(billing, logger, 'platform', undefined, { identity, requestId, reservation }, slot);
-    } catch (err) {
-      await slot?.release();
-      throw err;
-    }
-  };
-  // A budget refusal of the reservation can still move the call to the user's stored key (below);
-  // where it cannot, a caller that waits for `confirmed` gets the hold while it is being made.
-  const mayMoveToStoredKey = decision.storedKey && req.byokAllowed && allows(req, 'byok');
-  if (req.awaitsConfirmation && !mayMoveToStoredKey) return new PendingHold(reserve());
+  let slot: KeySlot | undefined;
   try {
-    return await reserve();
+    if (grant && limits) {
+      const release = await limits.acquire(grant);
+      slot = { release, count: (t) => limits.countTokens(grant, t) };
+    }
+    const reservation = await billing.reserve({ identity, tokens: estimatedTokens, requestId, decision, ...ip, ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}) });
+    return new CallHold(billing, logger, 'platform', undefined, { identity, requestId, reservation }, slot);
   } catch (err) {
+    await slot?.release();
     // The budget is enforced in the reservation's transaction (so concurrent calls cannot
     // overspend it); when it refuses, decide once more with the platform refused: the caller's
     // stored key where their order allows it (not platform spend), else the refusal.
     const budgetRefusal = budgetRefusalOf(err);
-    if (!budgetRefusal || !mayMoveToStoredKey) throw err;
+    if (!budgetRefusal || !req.byokAllowed || !allows(req, 'byok')) throw err;
     const again = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: false, budgetRefusal, ...ip });
     if (again.mode !== 'byok' || !again.apiKey) throw err;
     return byok(again.apiKey);

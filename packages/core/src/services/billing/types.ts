@@ -100,11 +100,7 @@ export interface DecideParams {
   budgetRefusal?: object;
 }
 
-/**
- * Who pays. For the platform, `storedKey` says whether the user has a key for the provider in
- * the vault: only then can a budget refusal of the reservation still move the call to that key.
- */
-export type Decision = { mode: 'byok'; apiKey?: string } | { mode: 'platform'; storedKey: boolean };
+export type Decision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
 
 export interface ReserveParams {
   identity: Identity | null;

@@ -8,10 +8,11 @@ import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/a
 beforeAll(() => loadAiSdk(), 60_000);
 
 /**
- * A metered ai.generateText builds its upstream request while the reservation is on its way to
- * the store (Hold.confirmed gates the provider's fetch). These pin the money side of that: the
- * upstream never sees a request before its hold is stored, and a reservation that fails or a
- * client that leaves meanwhile sends nothing and holds nothing.
+ * The money side of a reservation that takes a while (a networked store): the upstream never
+ * sees a request before the call's hold is stored, and a reservation the budget refuses or a
+ * client that leaves meanwhile sends nothing and holds nothing. They pin the order of hold and
+ * upstream request for any change that moves work around the reservation (docs/performance.md,
+ * sixth session: building the request during the reservation was tried and reverted).
  */
 
 /** A store whose reservations (transactions that create a hold) take `delayMs` and report when they are stored. */
@@ -38,7 +39,7 @@ afterEach(() => h.close());
 const ask = (signal?: AbortSignal) =>
   h.caller(alice, signal).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-mini', maxTokens: 100 } });
 
-describe('ai.generateText: the upstream request waits for the hold', () => {
+describe('ai.generateText: the upstream request waits for the stored hold', () => {
   it('the upstream receives nothing before the reservation is stored, then exactly the one request, charged once', async () => {
     const seenWhenStored: number[] = [];
     h = await createAiHarness({}, {}, { storage: slowReservations(150, () => seenWhenStored.push(h.upstream.requests.length)) });
