@@ -1,5 +1,6 @@
 // Gateway CPU per metered / BYOK ai.generateText call, two builds side by side (issue 10/13 perf work).
 // Usage: WARM=1500 node bench/gatewayCpuAB.mjs <treeA> <treeB> <rounds> <requests per round> [modes=metered,byok] [conns=10]
+//   AB_STORAGE='{"type":"postgres","postgres":{"connectionString":"postgres://127.0.0.1:5432/test"}}' … (default: memory)
 // treeA/treeB are built checkouts (e.g. git worktrees of two commits). Both gateways are loaded at the same
 // time so both see the same machine; CPU per request is read from /proc/<pid>/stat (robust to shared load).
 import { spawn } from 'node:child_process';
@@ -28,8 +29,18 @@ const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: [
 const INPUT = { content: 'Summarise the benchmark in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } };
 const modes = modesArg.split(',');
 const gws = {};
+// AB_STORAGE (a storage config as JSON, e.g. PostgreSQL) instead of memory; each gateway gets its
+// own PostgreSQL schema or Redis key prefix, so neither sees the other's rows.
+const storageFor = (name) => {
+  if (!process.env.AB_STORAGE) return config.storage;
+  const s = JSON.parse(process.env.AB_STORAGE);
+  const tag = `ab_${process.pid}_${name.toLowerCase()}`;
+  if (s.postgres) s.postgres.schema = tag;
+  if (s.redis) s.redis.keyPrefix = tag + ':';
+  return s;
+};
 for (const [name, wt] of [['A', wtA], ['B', wtB]]) {
-  const gw = await start(wt, wt + '/bench/servers/ai-backend.mjs', [JSON.stringify(config)]);
+  const gw = await start(wt, wt + '/bench/servers/ai-backend.mjs', [JSON.stringify({ ...config, storage: storageFor(name) })]);
   const rpc = async (token, method, params) => { const r = await (await fetch(gw.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })).json(); if (r.error) throw new Error(JSON.stringify(r.error)); return r.result; };
   await rpc(admin, 'billing.creditTokens', { userId: 'bench-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'c' });
   if (!(await rpc(user, 'ai.generateText', INPUT)).tokenUsage) throw new Error('not metered');
