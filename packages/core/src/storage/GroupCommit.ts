@@ -1,4 +1,4 @@
-import type { TxPlan, TxRead } from '../kernel/Storage.js';
+import type { TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
 
 /** What became of a queued transaction: committed with its plan's result, or left to the caller's own path. */
 export type BatchOutcome = { committed: true; result: unknown } | { committed: false };
@@ -49,4 +49,77 @@ export class GroupCommit {
       this.flushing = false;
     }
   }
+}
+
+/** How a store plans a group-commit batch: its rows as plans read them, its writes as it sends them. */
+export interface BatchPlanner<Row, Encoded> {
+  /** What this process last knew of `key`: a guess the batch's commit must check. */
+  guess(key: string): Row;
+  /** A plan's reader over the rows it declared. */
+  reader(rows: Map<string, Row>): TxRead;
+  /** A plan's writes as the store sends them (never empty). Throws when a value cannot be encoded. */
+  encode(writes: readonly TxWrite[]): Encoded;
+  /** The keys an encoded plan writes, each with its row as the next plan of the batch sees it. */
+  written(encoded: Encoded): Iterable<readonly [string, Row]>;
+}
+
+/** A planned batch: what goes out in the one commit. */
+export interface PlannedBatch<Row, Encoded> {
+  /** The transactions whose plans go out, in order, with their results. */
+  accepted: Array<{ job: BatchJob; result: unknown }>;
+  /** Every key the accepted plans read before the batch wrote it, with the row they assumed. */
+  expected: Map<string, Row>;
+  /** The accepted plans' encoded writes, in order. */
+  encoded: Encoded[];
+}
+
+/**
+ * Plan a batch (PostgresStorage.runBatch, RedisStorage.runBatch): each transaction in turn,
+ * against what this process last knew of its keys plus the writes of the plans before it. If the
+ * store's commit finds every `expected` row unchanged, each plan saw exactly the state the ones
+ * before it left: the same outcome as running them in order. A plan that throws or writes nothing
+ * on a guess is resolved `committed: false` at once (its caller takes the store's normal path), and
+ * its guesses leave the check, so they cannot fail the others.
+ */
+export function planBatch<Row, Encoded>(jobs: readonly BatchJob[], planner: BatchPlanner<Row, Encoded>): PlannedBatch<Row, Encoded> {
+  /** Each key as the next plan sees it (guessed, or written by an earlier plan of the batch). */
+  const overlay = new Map<string, Row>();
+  const expected = new Map<string, Row>();
+  const accepted: PlannedBatch<Row, Encoded>['accepted'] = [];
+  const encoded: Encoded[] = [];
+  for (const job of jobs) {
+    const introduced: string[] = [];
+    const rows = new Map<string, Row>();
+    for (const k of job.keys) {
+      let row = overlay.get(k);
+      if (row === undefined) {
+        row = planner.guess(k);
+        overlay.set(k, row);
+        expected.set(k, row);
+        introduced.push(k);
+      }
+      rows.set(k, row);
+    }
+    let planned: TxPlan<unknown> | undefined;
+    let out: Encoded | undefined;
+    try {
+      planned = job.plan(planner.reader(rows));
+      if (planned.writes.length > 0) out = planner.encode(planned.writes);
+    } catch {
+      planned = undefined; // decided on a guess (or unencodable): decided again on the normal path
+    }
+    if (!planned || out === undefined) {
+      // Nothing of this plan goes out: neither may its guesses fail the others' check.
+      for (const k of introduced) {
+        overlay.delete(k);
+        expected.delete(k);
+      }
+      job.resolve({ committed: false });
+      continue;
+    }
+    for (const [key, row] of planner.written(out)) overlay.set(key, row);
+    encoded.push(out);
+    accepted.push({ job, result: planned.result });
+  }
+  return { accepted, expected, encoded };
 }

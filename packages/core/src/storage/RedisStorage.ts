@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { KeyedMutex } from './KeyedMutex.js';
 import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
 import { TxValueCache } from './sql/TxValueCache.js';
-import { GroupCommit, type BatchJob } from './GroupCommit.js';
+import { GroupCommit, planBatch, type BatchJob } from './GroupCommit.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
@@ -270,47 +270,14 @@ export class RedisStorage implements Storage {
    */
   private async runBatch(jobs: BatchJob[]): Promise<void> {
     const now = Date.now();
-    /** Each key's raw value ('' = absent) as the next plan sees it (guessed, or written by an earlier plan). */
-    const overlay = new Map<string, string>();
-    /** Keys whose guess the batch relies on, with the value the check must still find. */
-    const expected = new Map<string, string>();
-    const accepted: Array<{ job: BatchJob; result: unknown }> = [];
-    const writes: EncodedWrites = { args: [], rows: [] };
-    for (const job of jobs) {
-      const introduced: string[] = [];
-      const rows = new Map<string, string>();
-      for (const k of job.keys) {
-        let v = overlay.get(k);
-        if (v === undefined) {
-          v = this.cache.guess(k, now).value ?? '';
-          overlay.set(k, v);
-          expected.set(k, v);
-          introduced.push(k);
-        }
-        rows.set(k, v);
-      }
-      let planned: TxPlan<unknown> | undefined;
-      let encoded: EncodedWrites | undefined;
-      try {
-        planned = job.plan(readerOf(rows));
-        if (planned.writes.length > 0) encoded = encodeWrites(planned.writes);
-      } catch {
-        planned = undefined; // decided on a guess (or unencodable): decided again the locked way
-      }
-      if (!planned || !encoded) {
-        // Nothing of this plan goes out: neither may its guesses fail the others' check.
-        for (const k of introduced) {
-          overlay.delete(k);
-          expected.delete(k);
-        }
-        job.resolve({ committed: false });
-        continue;
-      }
-      for (const [key, text] of encoded.rows) overlay.set(key, text ?? '');
-      writes.args.push(...encoded.args);
-      writes.rows.push(...encoded.rows);
-      accepted.push({ job, result: planned.result });
-    }
+    // Rows are raw values ('' = absent), as the commit script compares them.
+    const { accepted, expected, encoded } = planBatch<string, EncodedWrites>(jobs, {
+      guess: (k) => this.cache.guess(k, now).value ?? '',
+      reader: readerOf,
+      encode: encodeWrites,
+      written: (out) => out.rows.map(([key, text]) => [key, text ?? ''] as const),
+    });
+    const writes: EncodedWrites = { args: encoded.flatMap((e) => e.args), rows: encoded.flatMap((e) => e.rows) };
     if (accepted.length === 0) return;
     const keys = [...expected.keys()].sort();
     const redisKeys = [...keys.map((k) => this.lockPrefix + k), ...keys.map((k) => this.kvPrefix + k)];

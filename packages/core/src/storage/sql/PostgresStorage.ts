@@ -1,7 +1,7 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { expiresAtFor } from '../canonicalJson.js';
-import { GroupCommit, type BatchJob } from '../GroupCommit.js';
+import { GroupCommit, planBatch, type BatchJob } from '../GroupCommit.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TransactOptions, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
 import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
@@ -295,53 +295,16 @@ export class PostgresStorage implements Storage {
   private async runBatch(jobs: BatchJob[], attempt = 0): Promise<void> {
     const now = Date.now();
     if (attempt === 0 && this.contended.size > 0 && jobs.some((j) => j.keys.some((k) => now - (this.contended.get(k) ?? -Infinity) < CONTENDED_MS))) return this.runBatchLocked(jobs);
-    /** Each key as the next plan sees it (guessed, or written by an earlier plan of the batch). */
-    const overlay = new Map<string, CachedRow>();
-    /** Keys whose guess the batch relies on, with the row version it must still have. */
-    const expected = new Map<string, string | null>();
-    const accepted: Array<{ job: BatchJob; result: unknown }> = [];
-    const writes: EncodedWrite[] = [];
-    for (const job of jobs) {
-      const introduced: string[] = [];
-      const rows = new Map<string, CachedRow>();
-      for (const k of job.keys) {
-        let row = overlay.get(k);
-        if (!row) {
-          row = this.cache.guess(k, now);
-          overlay.set(k, row);
-          expected.set(k, row.version ?? null);
-          introduced.push(k);
-        }
-        rows.set(k, row);
-      }
-      let planned: TxPlan<unknown> | undefined;
-      let encoded: EncodedWrite[] | undefined;
-      try {
-        planned = job.plan(readerOf(rows));
-        if (planned.writes.length > 0) encoded = planned.writes.map((w) => encodeWrite(w, now));
-      } catch {
-        planned = undefined; // decided on a guess (or unencodable): decided again on the normal path
-      }
-      if (!planned || !encoded) {
-        // Nothing of this plan goes out: neither may its guesses fail the others' check.
-        for (const k of introduced) {
-          overlay.delete(k);
-          expected.delete(k);
-        }
-        job.resolve({ committed: false });
-        continue;
-      }
-      for (const w of encoded) {
-        if (w.op === 'set') overlay.set(w.key, { value: w.text, version: undefined });
-        else if (w.op === 'delete') overlay.set(w.key, { value: undefined, version: undefined });
-      }
-      writes.push(...encoded);
-      accepted.push({ job, result: planned.result });
-    }
+    const { accepted, expected, encoded } = planBatch<CachedRow, EncodedWrite[]>(jobs, {
+      guess: (k) => this.cache.guess(k, now),
+      reader: readerOf,
+      encode: (planned) => planned.map((w) => encodeWrite(w, now)),
+      written: (out) => writtenRows(out),
+    });
     if (accepted.length === 0) return;
     const keys = byteOrder(accepted.flatMap((a) => a.job.keys));
-    const collapsed = collapseWrites(writes);
-    const params = [keys, keys.map((k) => expected.get(k) ?? null), now, collapsed.setKeys, collapsed.setValues, collapsed.setExpires, collapsed.setDue, collapsed.deleteKeys, collapsed.logs, collapsed.records];
+    const collapsed = collapseWrites(encoded.flat());
+    const params = [keys, keys.map((k) => expected.get(k)?.version ?? null), now, collapsed.setKeys, collapsed.setValues, collapsed.setExpires, collapsed.setDue, collapsed.deleteKeys, collapsed.logs, collapsed.records];
     let version: string | null;
     try {
       const call = txCall(accepted.some((a) => a.job.durable));
@@ -658,6 +621,14 @@ function writeSql(w: TxWrite, now: number): string {
 }
 
 /** The read function a plan gets over the raw values of its declared keys. */
+/** The rows a plan's encoded writes leave, as the next plan of a batch reads them (not yet versioned). */
+function* writtenRows(writes: readonly EncodedWrite[]): Iterable<readonly [string, CachedRow]> {
+  for (const w of writes) {
+    if (w.op === 'set') yield [w.key, { value: w.text, version: undefined }];
+    else if (w.op === 'delete') yield [w.key, { value: undefined, version: undefined }];
+  }
+}
+
 function readerOf(rows: Map<string, CachedRow>): TxRead {
   return <T>(key: string) => {
     const row = rows.get(key);
