@@ -39,10 +39,6 @@ function toOutputSchema(schema: unknown): Record<string, unknown> | undefined {
 }
 
 /**
- * Every procedure with `meta.mcp` becomes a tool. Schemas are computed here, once at start,
- * never per request. Tool names default to the last path segment; a clash is a start-up error.
- */
-/**
  * Tool name → procedure, without schemas: cheap enough to run at start-up, so a name clash
  * stops the server before it listens even though the MCP layer itself loads on first use.
  */
@@ -58,6 +54,10 @@ export function toolProcedures(router: AnyRouter): Map<string, ProcedureInfo> {
   return byName;
 }
 
+/**
+ * Every procedure with `meta.mcp` becomes a tool. Schemas are computed here, once when the MCP
+ * layer loads, never per request. Tool names default to the last path segment (toolProcedures).
+ */
 export function buildToolCatalog(router: AnyRouter): ToolCatalog {
   const byName = new Map<string, CatalogTool>();
   for (const [name, info] of toolProcedures(router)) {
