@@ -129,7 +129,7 @@ describe('hostile input against a real server process', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('50 MiB POSTs, declared and chunked, to every route: 413 each, RSS within 20 MB, /health answering', async () => {
+  it('50 MiB POSTs, declared and chunked, to every route: 413 each, RSS within 45 MB (less than one body), /health answering', async () => {
     // Warm every route (lazy modules such as the MCP SDK load on first use) before the baseline.
     for (const r of ROUTES) for (let i = 0; i < 3; i++) await bigPost(r, 2 * MIB, i % 2 === 0);
     const before = await rssMb();
@@ -143,9 +143,11 @@ describe('hostile input against a real server process', () => {
     }
     const after = await rssMb();
     const h = await health();
-    // 20 MB: each body is 50 MiB, so buffering even one would show; below that, RSS drift differs by
-    // Node major (Node 24 kept 13.6 MB where Node 20 kept under 10 for the same run).
-    expect(after - before, `RSS ${before.toFixed(1)} → ${after.toFixed(1)} MB`).toBeLessThan(20);
+    // 45 MB: each body is 50 MiB (52 MB), so buffering even one would show. Below that, RSS drift
+    // differs by Node major: the chunked bodies are read up to the body limit before the 413, and
+    // the allocator keeps some of those pages. Node 20 kept under 10 MB; Node 24 kept 13.6 MB in
+    // one CI run and 36 MB in another (first attempts; the retry passed on the grown baseline).
+    expect(after - before, `RSS ${before.toFixed(1)} → ${after.toFixed(1)} MB`).toBeLessThan(45);
     expect(h.failures).toBe(0);
     expect(h.answered).toBeGreaterThan(0);
     expect(h.slowest).toBeLessThan(1000);
