@@ -299,7 +299,7 @@ export class PostgresStorage implements Storage {
       guess: (k) => this.cache.guess(k, now),
       reader: readerOf,
       encode: (planned) => planned.map((w) => encodeWrite(w, now)),
-      written: (out) => writtenRows(out),
+      written: writtenRows,
     });
     if (accepted.length === 0) return;
     const keys = byteOrder(accepted.flatMap((a) => a.job.keys));
@@ -620,7 +620,6 @@ function writeSql(w: TxWrite, now: number): string {
   return `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${log}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${log}, last_seq, ${lit(jsonText(w.record))} FROM h;`;
 }
 
-/** The read function a plan gets over the raw values of its declared keys. */
 /** The rows a plan's encoded writes leave, as the next plan of a batch reads them (not yet versioned). */
 function* writtenRows(writes: readonly EncodedWrite[]): Iterable<readonly [string, CachedRow]> {
   for (const w of writes) {
@@ -629,6 +628,7 @@ function* writtenRows(writes: readonly EncodedWrite[]): Iterable<readonly [strin
   }
 }
 
+/** The read function a plan gets over the raw values of its declared keys. */
 function readerOf(rows: Map<string, CachedRow>): TxRead {
   return <T>(key: string) => {
     const row = rows.get(key);
