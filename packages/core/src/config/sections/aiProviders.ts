@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PARSE_ONCE } from '../parseOnce.js';
+import { once } from '../../lib/once.js';
 
 /** The four built-in providers (the spec's provider_a..provider_d, in that order). */
 export const PROVIDER_IDS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
@@ -22,144 +23,152 @@ export const NAMED_PROVIDER_ID = /^[a-z][a-z0-9_-]{0,39}$/;
 export const isBuiltinProvider = (id: string): id is BuiltinProviderId => (PROVIDER_IDS as readonly string[]).includes(id);
 
 /** One model's registry entry; in `ai.models` every field overrides the bundled value. */
-export const ModelInfoSchema = z.strictObject({
-  /** Context window in tokens. */
-  contextWindow: z.number().int().min(1).optional(),
-  /** Largest output the model produces, in tokens. */
-  maxOutputTokens: z.number().int().min(1).optional(),
-  /** USD per million input tokens (embedding models: the only price). */
-  inputUsdPerMTok: z.number().min(0).optional(),
-  /** USD per million output tokens. */
-  outputUsdPerMTok: z.number().min(0).optional(),
-  /** Input the model accepts besides text: 'image' and 'file' parts (chat `messages`). */
-  input: z.array(z.enum(['text', 'image', 'file'])).optional(),
-  /** 'language' (default) or 'embedding' (served by ai.embed and /v1/embeddings only). */
-  kind: z.enum(['language', 'embedding']).optional(),
-});
-export type ModelInfoOverride = z.infer<typeof ModelInfoSchema>;
+export const modelInfoSchema = once(() =>
+  z.strictObject({
+    /** Context window in tokens. */
+    contextWindow: z.number().int().min(1).optional(),
+    /** Largest output the model produces, in tokens. */
+    maxOutputTokens: z.number().int().min(1).optional(),
+    /** USD per million input tokens (embedding models: the only price). */
+    inputUsdPerMTok: z.number().min(0).optional(),
+    /** USD per million output tokens. */
+    outputUsdPerMTok: z.number().min(0).optional(),
+    /** Input the model accepts besides text: 'image' and 'file' parts (chat `messages`). */
+    input: z.array(z.enum(['text', 'image', 'file'])).optional(),
+    /** 'language' (default) or 'embedding' (served by ai.embed and /v1/embeddings only). */
+    kind: z.enum(['language', 'embedding']).optional(),
+  }),
+);
+export type ModelInfoOverride = z.infer<ReturnType<typeof modelInfoSchema>>;
 
-const restrictions = {
+const restrictions = () => ({
   defaultModel: z.string().optional(),
   /** micromatch patterns; when set, only matching models are allowed. */
   allowedModels: z.array(z.string()).optional(),
   /** micromatch patterns that are never allowed. */
   blockedModels: z.array(z.string()).optional(),
-};
-
-/** A built-in provider's settings (`ai.providers.anthropic` …). */
-export const BuiltinProviderSchema = z.strictObject({
-  /** Server key; defaults to the provider's usual environment variable. */
-  apiKey: z.string().optional(),
-  /** Base URL (OpenAI-compatible local servers, test upstreams). */
-  baseUrl: z.url().optional(),
-  ...restrictions,
-  /** OpenAI only: 'responses' (default, the Responses API) or 'chat' (Chat Completions, for compatible servers). */
-  api: z.enum(['responses', 'chat']).optional(),
 });
 
-const namedCommon = {
+/** A built-in provider's settings (`ai.providers.anthropic` …). */
+export const builtinProviderSchema = once(() =>
+  z.strictObject({
+    /** Server key; defaults to the provider's usual environment variable. */
+    apiKey: z.string().optional(),
+    /** Base URL (OpenAI-compatible local servers, test upstreams). */
+    baseUrl: z.url().optional(),
+    ...restrictions(),
+    /** OpenAI only: 'responses' (default, the Responses API) or 'chat' (Chat Completions, for compatible servers). */
+    api: z.enum(['responses', 'chat']).optional(),
+  }),
+);
+
+const namedCommon = () => ({
   /** Display name in listings. Default: the id. */
   name: z.string().min(1).max(100).optional(),
   /** Server key. Bedrock and Vertex without a key use the vendor's credential chain (AWS / Google ADC). */
   apiKey: z.string().optional(),
   /** API base, version path included. Required for openai-compatible; the vendor's public API otherwise. */
   baseUrl: z.url().optional(),
-  ...restrictions,
+  ...restrictions(),
   /** The provider's models with prices and capabilities; the first language model is the default model. */
-  models: z.record(z.string().min(1).max(200), ModelInfoSchema).default({}),
+  models: z.record(z.string().min(1).max(200), modelInfoSchema()).default({}),
   /** Whether callers may use their own key with this provider. Default false. */
   byok: z.boolean().default(false),
   /** Extra headers sent with every request (never shown in any answer). */
   headers: z.record(z.string(), z.string()).optional(),
-};
+});
 
 /** A named provider (`ai.providers.<id>` with a `type`): one variant per type. */
-export const NamedProviderSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('openai-compatible'), ...namedCommon, baseUrl: z.url() }),
-  z.strictObject({
-    type: z.literal('azure'),
-    ...namedCommon,
-    /** Azure resource name (`https://<resourceName>.openai.azure.com/openai`); or give `baseUrl`. */
-    resourceName: z.string().regex(/^[a-zA-Z0-9-]{1,64}$/).optional(),
-    /** Default 'v1'. */
-    apiVersion: z.string().regex(/^[A-Za-z0-9.-]{1,40}$/).optional(),
-    /** 'responses' (default) or 'chat'. */
-    api: z.enum(['responses', 'chat']).optional(),
-  }),
-  z.strictObject({
-    type: z.literal('bedrock'),
-    ...namedCommon,
-    /** AWS region, e.g. us-east-1 (default: the AWS SDK's AWS_REGION). */
-    region: z.string().regex(/^[a-z0-9-]{1,30}$/).optional(),
-    accessKeyId: z.string().optional(),
-    secretAccessKey: z.string().optional(),
-    sessionToken: z.string().optional(),
-  }),
-  z.strictObject({
-    type: z.literal('vertex'),
-    ...namedCommon,
-    /** Google Cloud project and location (default: the SDK's GOOGLE_VERTEX_PROJECT / _LOCATION). */
-    project: z.string().regex(/^[a-z0-9-]{1,63}$/).optional(),
-    location: z.string().regex(/^[a-z0-9-]{1,30}$/).optional(),
-    /** Service-account JSON; without it (and without apiKey) Google's application default credentials. */
-    credentials: z.record(z.string(), z.string()).optional(),
-  }),
-  z.strictObject({ type: z.literal('mistral'), ...namedCommon }),
-  z.strictObject({ type: z.literal('groq'), ...namedCommon }),
-  z.strictObject({ type: z.literal('xai'), ...namedCommon }),
-  z.strictObject({ type: z.literal('deepseek'), ...namedCommon }),
-]);
-export type NamedProviderConfig = z.output<typeof NamedProviderSchema>;
-export type BuiltinProviderConfig = z.output<typeof BuiltinProviderSchema>;
+export const namedProviderSchema = once(() => {
+  const common = namedCommon();
+  return z.discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('openai-compatible'), ...common, baseUrl: z.url() }),
+    z.strictObject({
+      type: z.literal('azure'),
+      ...common,
+      /** Azure resource name (`https://<resourceName>.openai.azure.com/openai`); or give `baseUrl`. */
+      resourceName: z.string().regex(/^[a-zA-Z0-9-]{1,64}$/).optional(),
+      /** Default 'v1'. */
+      apiVersion: z.string().regex(/^[A-Za-z0-9.-]{1,40}$/).optional(),
+      /** 'responses' (default) or 'chat'. */
+      api: z.enum(['responses', 'chat']).optional(),
+    }),
+    z.strictObject({
+      type: z.literal('bedrock'),
+      ...common,
+      /** AWS region, e.g. us-east-1 (default: the AWS SDK's AWS_REGION). */
+      region: z.string().regex(/^[a-z0-9-]{1,30}$/).optional(),
+      accessKeyId: z.string().optional(),
+      secretAccessKey: z.string().optional(),
+      sessionToken: z.string().optional(),
+    }),
+    z.strictObject({
+      type: z.literal('vertex'),
+      ...common,
+      /** Google Cloud project and location (default: the SDK's GOOGLE_VERTEX_PROJECT / _LOCATION). */
+      project: z.string().regex(/^[a-z0-9-]{1,63}$/).optional(),
+      location: z.string().regex(/^[a-z0-9-]{1,30}$/).optional(),
+      /** Service-account JSON; without it (and without apiKey) Google's application default credentials. */
+      credentials: z.record(z.string(), z.string()).optional(),
+    }),
+    z.strictObject({ type: z.literal('mistral'), ...common }),
+    z.strictObject({ type: z.literal('groq'), ...common }),
+    z.strictObject({ type: z.literal('xai'), ...common }),
+    z.strictObject({ type: z.literal('deepseek'), ...common }),
+  ]);
+});
+export type NamedProviderConfig = z.output<ReturnType<typeof namedProviderSchema>>;
+export type BuiltinProviderConfig = z.output<ReturnType<typeof builtinProviderSchema>>;
 export type ProviderConfig = BuiltinProviderConfig | NamedProviderConfig;
 
 /**
  * `ai.providers`: the four built-ins by their ids (no `type`), and any number of named providers
  * (any other id, with a `type`).
  */
-const providersSchema = z
-  .record(z.string(), z.unknown())
-  .default({})
-  .transform((raw, ctx) => {
-    const out: Record<string, ProviderConfig> = {};
-    for (const [id, value] of Object.entries(raw)) {
-      const builtin = isBuiltinProvider(id);
-      if (!builtin && (!NAMED_PROVIDER_ID.test(id) || /^provider_/.test(id))) {
-        ctx.issues.push({ code: 'custom', input: id, path: [id], message: `provider ids use a-z, 0-9, _ and - (at most 40, starting with a letter), and "provider_*" names are the spec's aliases` });
-        continue;
-      }
-      const schema = builtin ? BuiltinProviderSchema : NamedProviderSchema;
-      const parsed = schema.safeParse(value, PARSE_ONCE);
-      if (!parsed.success) {
-        for (const issue of parsed.error.issues) ctx.issues.push({ ...issue, path: [id, ...issue.path] } as never);
-        if (builtin && typeof value === 'object' && value !== null && 'type' in value) {
-          ctx.issues.push({ code: 'custom', input: value, path: [id, 'type'], message: `"${id}" is a built-in provider; named providers use another id` });
+const buildProvidersSchema = () =>
+  z
+    .record(z.string(), z.unknown())
+    .default({})
+    .transform((raw, ctx) => {
+      const out: Record<string, ProviderConfig> = {};
+      for (const [id, value] of Object.entries(raw)) {
+        const builtin = isBuiltinProvider(id);
+        if (!builtin && (!NAMED_PROVIDER_ID.test(id) || /^provider_/.test(id))) {
+          ctx.issues.push({ code: 'custom', input: id, path: [id], message: `provider ids use a-z, 0-9, _ and - (at most 40, starting with a letter), and "provider_*" names are the spec's aliases` });
+          continue;
         }
-        continue;
-      }
-      const p = parsed.data as ProviderConfig;
-      if ('type' in p) {
-        const hasLanguage = Object.values(p.models).some((m) => (m.kind ?? 'language') === 'language');
-        if (!p.defaultModel && !hasLanguage && Object.keys(p.models).length === 0) {
-          ctx.issues.push({ code: 'custom', input: value, path: [id, 'models'], message: 'a named provider needs defaultModel or at least one model' });
+        const schema = builtin ? builtinProviderSchema() : namedProviderSchema();
+        const parsed = schema.safeParse(value, PARSE_ONCE);
+        if (!parsed.success) {
+          for (const issue of parsed.error.issues) ctx.issues.push({ ...issue, path: [id, ...issue.path] } as never);
+          if (builtin && typeof value === 'object' && value !== null && 'type' in value) {
+            ctx.issues.push({ code: 'custom', input: value, path: [id, 'type'], message: `"${id}" is a built-in provider; named providers use another id` });
+          }
+          continue;
         }
-        if (p.type === 'azure' && !p.resourceName && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'resourceName'], message: 'azure needs resourceName or baseUrl' });
-        // Without an API key (express mode) Vertex calls a project's endpoint: it must be named.
-        if (p.type === 'vertex' && !p.apiKey && !p.baseUrl && !p.project) ctx.issues.push({ code: 'custom', input: value, path: [id, 'project'], message: 'vertex needs project (or apiKey for express mode, or baseUrl)' });
-        if (p.type === 'bedrock' && !p.region && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'region'], message: 'bedrock needs region (or baseUrl)' });
+        const p = parsed.data as ProviderConfig;
+        if ('type' in p) {
+          const hasLanguage = Object.values(p.models).some((m) => (m.kind ?? 'language') === 'language');
+          if (!p.defaultModel && !hasLanguage && Object.keys(p.models).length === 0) {
+            ctx.issues.push({ code: 'custom', input: value, path: [id, 'models'], message: 'a named provider needs defaultModel or at least one model' });
+          }
+          if (p.type === 'azure' && !p.resourceName && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'resourceName'], message: 'azure needs resourceName or baseUrl' });
+          // Without an API key (express mode) Vertex calls a project's endpoint: it must be named.
+          if (p.type === 'vertex' && !p.apiKey && !p.baseUrl && !p.project) ctx.issues.push({ code: 'custom', input: value, path: [id, 'project'], message: 'vertex needs project (or apiKey for express mode, or baseUrl)' });
+          if (p.type === 'bedrock' && !p.region && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'region'], message: 'bedrock needs region (or baseUrl)' });
+        }
+        out[id] = p;
       }
-      out[id] = p;
-    }
-    return out;
-  });
+      return out;
+    });
 
 /** What users write under `ai.providers`: typed, though parsing goes by id (built-in or named). */
-export type ProvidersInput = Record<string, z.input<typeof BuiltinProviderSchema> | z.input<typeof NamedProviderSchema>>;
+export type ProvidersInput = Record<string, z.input<ReturnType<typeof builtinProviderSchema>> | z.input<ReturnType<typeof namedProviderSchema>>>;
 /**
  * The parse checks each entry against the schema its id calls for, so an error names the exact
  * field; typed here as what it accepts and returns, so a TypeScript config is checked too.
  */
-export const ProvidersSchema = providersSchema as unknown as z.ZodDefault<z.ZodType<Record<string, ProviderConfig>, ProvidersInput>>;
+export const providersSchema = once(() => buildProvidersSchema() as unknown as z.ZodDefault<z.ZodType<Record<string, ProviderConfig>, ProvidersInput>>);
 
 /**
  * The spec's neutral provider names, accepted as input aliases of the real ids

@@ -1,71 +1,77 @@
 import { z } from 'zod';
+import { lazySection } from '../lazySection.js';
 
-const originList = z
-  .union([z.string(), z.array(z.string())])
-  // Rule 2: a comma-separated string (e.g. CORS_ORIGIN) is split into a list.
-  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean));
+const originList = () =>
+  z
+    .union([z.string(), z.array(z.string())])
+    // Rule 2: a comma-separated string (e.g. CORS_ORIGIN) is split into a list.
+    .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean));
 
-export const CorsSchema = z
-  .strictObject({
-    /** Allowed origins: '*' or a list. Default '*'. Functions are not supported (rule 8). */
-    origin: originList.default(['*']),
-    /** Send Access-Control-Allow-Credentials. Default false; refused together with '*'. */
-    credentials: z.boolean().default(false),
-  })
-  .prefault({})
-  .check((ctx) => {
-    if (ctx.value.credentials && ctx.value.origin.includes('*')) {
-      ctx.issues.push({
-        code: 'custom',
-        input: ctx.value,
-        path: ['credentials'],
-        message: "credentials true cannot be combined with origin '*' (browsers forbid it); list the origins",
-      });
-    }
-  });
+export const CorsSchema = lazySection('cors', () =>
+  z
+    .strictObject({
+      /** Allowed origins: '*' or a list. Default '*'. Functions are not supported (rule 8). */
+      origin: originList().default(['*']),
+      /** Send Access-Control-Allow-Credentials. Default false; refused together with '*'. */
+      credentials: z.boolean().default(false),
+    })
+    .check((ctx) => {
+      if (ctx.value.credentials && ctx.value.origin.includes('*')) {
+        ctx.issues.push({
+          code: 'custom',
+          input: ctx.value,
+          path: ['credentials'],
+          message: "credentials true cannot be combined with origin '*' (browsers forbid it); list the origins",
+        });
+      }
+    }),
+);
 
-export const ProtocolsSchema = z
-  .strictObject({
-    tRpc: z.boolean().default(true),
-    jsonRpc: z.boolean().default(true),
-    /** The OpenAI-compatible endpoint: POST /v1/chat/completions and GET /v1/models. Default true. */
-    openAi: z.boolean().default(true),
-  })
-  .prefault({});
+export const ProtocolsSchema = lazySection('protocols', () =>
+  z
+    .strictObject({
+      tRpc: z.boolean().default(true),
+      jsonRpc: z.boolean().default(true),
+      /** The OpenAI-compatible endpoint: POST /v1/chat/completions and GET /v1/models. Default true. */
+      openAi: z.boolean().default(true),
+    }),
+);
 
 export const TransportsSchema = z.strictObject({ http: z.boolean().default(true) }).prefault({});
 
-export const MonitoringSchema = z
-  .strictObject({
-    logging: z
-      .strictObject({
-        level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'),
-      })
-      .prefault({}),
-  })
-  .prefault({});
+export const MonitoringSchema = lazySection('monitoring', () =>
+  z
+    .strictObject({
+      logging: z
+        .strictObject({
+          level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'),
+        })
+        .prefault({}),
+    }),
+);
 
-export const LimitsSchema = z
-  .strictObject({
-    /** Maximum request body in bytes on /trpc, /typedrpc, /rpc and /mcp (OAuth and webhook routes: at most 64 KiB). Default 1 MiB; larger bodies get 413. */
-    bodyLimit: z.number().int().min(1024).default(1024 * 1024),
-    /** Maximum JSON nesting depth accepted in a request body. Default 64. */
-    maxJsonDepth: z.number().int().min(4).default(64),
-    /** Maximum entries in a JSON-RPC batch. Default 100. */
-    maxBatchSize: z.number().int().min(1).default(100),
-    /** Time a client has to send the request headers, in ms (node `headersTimeout`). Default 20000. */
-    headersTimeoutMs: z.number().int().min(1000).default(20_000),
-    /** Time a client has to send the whole request, headers and body, in ms (node `requestTimeout`). Default 60000. */
-    requestTimeoutMs: z.number().int().min(1000).default(60_000),
-    /** Longest pause between two pieces of a request body, in ms; the connection is closed after it. Default 10000. */
-    bodyIdleTimeoutMs: z.number().int().min(100).default(10_000),
-    /** Concurrent SSE streams (MCP GET streams) one client address may hold open; more get 429. Default 16. */
-    maxSseStreamsPerClient: z.number().int().min(1).default(16),
-  })
-  .prefault({})
-  .check((ctx) => {
-    // node refuses a headers timeout longer than the whole-request timeout.
-    if (ctx.value.headersTimeoutMs > ctx.value.requestTimeoutMs) {
-      ctx.issues.push({ code: 'custom', input: ctx.value.headersTimeoutMs, path: ['headersTimeoutMs'], message: 'must not exceed limits.requestTimeoutMs' });
-    }
-  });
+export const LimitsSchema = lazySection('limits', () =>
+  z
+    .strictObject({
+      /** Maximum request body in bytes on /trpc, /typedrpc, /rpc and /mcp (OAuth and webhook routes: at most 64 KiB). Default 1 MiB; larger bodies get 413. */
+      bodyLimit: z.number().int().min(1024).default(1024 * 1024),
+      /** Maximum JSON nesting depth accepted in a request body. Default 64. */
+      maxJsonDepth: z.number().int().min(4).default(64),
+      /** Maximum entries in a JSON-RPC batch. Default 100. */
+      maxBatchSize: z.number().int().min(1).default(100),
+      /** Time a client has to send the request headers, in ms (node `headersTimeout`). Default 20000. */
+      headersTimeoutMs: z.number().int().min(1000).default(20_000),
+      /** Time a client has to send the whole request, headers and body, in ms (node `requestTimeout`). Default 60000. */
+      requestTimeoutMs: z.number().int().min(1000).default(60_000),
+      /** Longest pause between two pieces of a request body, in ms; the connection is closed after it. Default 10000. */
+      bodyIdleTimeoutMs: z.number().int().min(100).default(10_000),
+      /** Concurrent SSE streams (MCP GET streams) one client address may hold open; more get 429. Default 16. */
+      maxSseStreamsPerClient: z.number().int().min(1).default(16),
+    })
+    .check((ctx) => {
+      // node refuses a headers timeout longer than the whole-request timeout.
+      if (ctx.value.headersTimeoutMs > ctx.value.requestTimeoutMs) {
+        ctx.issues.push({ code: 'custom', input: ctx.value.headersTimeoutMs, path: ['headersTimeoutMs'], message: 'must not exceed limits.requestTimeoutMs' });
+      }
+    }),
+);

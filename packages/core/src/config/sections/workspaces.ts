@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { lazySection } from '../lazySection.js';
 import { PARSE_ONCE } from '../parseOnce.js';
 
 export const WorkspaceConfigSchema = z.strictObject({
@@ -24,28 +25,29 @@ const RESERVED = new Set(['enabled', 'additionalWorkspaces']);
  * examples, ids placed directly under `serverWorkspaces`. Both forms are merged into
  * `workspaces`; the same id in both places is a config error.
  */
-export const ServerWorkspacesSchema = z
-  .looseObject({
-    enabled: z.boolean().default(true),
-    additionalWorkspaces: z.record(z.string(), WorkspaceConfigSchema).default({}),
-  })
-  .prefault({})
-  .transform((value, ctx) => {
-    const workspaces: Record<string, WorkspaceConfig> = { ...value.additionalWorkspaces };
-    for (const [id, raw] of Object.entries(value)) {
-      if (RESERVED.has(id)) continue;
-      const parsed = WorkspaceConfigSchema.safeParse(raw, PARSE_ONCE);
-      if (!parsed.success) {
-        for (const issue of parsed.error.issues) {
-          ctx.issues.push({ ...issue, path: [id, ...issue.path], input: raw } as never);
+export const ServerWorkspacesSchema = lazySection('serverWorkspaces', () =>
+  z
+    .looseObject({
+      enabled: z.boolean().default(true),
+      additionalWorkspaces: z.record(z.string(), WorkspaceConfigSchema).default({}),
+    })
+    .transform((value, ctx) => {
+      const workspaces: Record<string, WorkspaceConfig> = { ...value.additionalWorkspaces };
+      for (const [id, raw] of Object.entries(value)) {
+        if (RESERVED.has(id)) continue;
+        const parsed = WorkspaceConfigSchema.safeParse(raw, PARSE_ONCE);
+        if (!parsed.success) {
+          for (const issue of parsed.error.issues) {
+            ctx.issues.push({ ...issue, path: [id, ...issue.path], input: raw } as never);
+          }
+          continue;
         }
-        continue;
+        if (workspaces[id]) {
+          ctx.issues.push({ code: 'custom', path: [id], input: raw, message: `workspace id "${id}" is defined twice` });
+          continue;
+        }
+        workspaces[id] = parsed.data;
       }
-      if (workspaces[id]) {
-        ctx.issues.push({ code: 'custom', path: [id], input: raw, message: `workspace id "${id}" is defined twice` });
-        continue;
-      }
-      workspaces[id] = parsed.data;
-    }
-    return { enabled: value.enabled, workspaces };
-  });
+      return { enabled: value.enabled, workspaces };
+    }),
+);
