@@ -16,7 +16,7 @@ import { governanceProcedures } from './governanceProcedures.js';
 export const adminRouter = router({
   status: adminProcedure
     .meta({ description: 'Server status: uptime, memory, platform' })
-    .input(z.object({ detailed: z.boolean().default(false) }).default({ detailed: false }))
+    .input(z.lazy(() => z.object({ detailed: z.boolean().default(false) }).default({ detailed: false })))
     .query(({ input }) => {
       const mem = process.memoryUsage();
       const total = os.totalmem();
@@ -41,7 +41,7 @@ export const adminRouter = router({
 
   getConfig: adminProcedure
     .meta({ description: 'Current configuration, secrets redacted' })
-    .input(z.object({ section: z.enum(['all', 'server', 'auth', 'ai', 'billing']).default('all') }).default({ section: 'all' }))
+    .input(z.lazy(() => z.object({ section: z.enum(['all', 'server', 'auth', 'ai', 'billing']).default('all') }).default({ section: 'all' })))
     .query(({ ctx, input }) => {
       const c = redactConfig(ctx.runtime.config);
       const sections = {
@@ -55,12 +55,12 @@ export const adminRouter = router({
 
   statistics: adminProcedure
     .meta({ description: 'Request counts, errors and latency per procedure over the last `days` UTC days, from the store (the same on every instance)' })
-    .input(z.object({ days: z.number().int().min(1).max(365).default(7) }).default({ days: 7 }))
+    .input(z.lazy(() => z.object({ days: z.number().int().min(1).max(365).default(7) }).default({ days: 7 })))
     .query(({ ctx, input }) => ctx.runtime.stats.snapshot(input.days)),
 
   clearCache: adminProcedure
     .meta({ description: "Clear caches: 'tokens' (verified-token cache), 'usage' (stored statistics, cluster-wide), 'memory' (every in-process cache), 'all'" })
-    .input(z.object({ target: z.enum(['all', 'memory', 'tokens', 'usage']).default('all') }).default({ target: 'all' }))
+    .input(z.lazy(() => z.object({ target: z.enum(['all', 'memory', 'tokens', 'usage']).default('all') }).default({ target: 'all' })))
     .mutation(async ({ ctx, input }) => {
       const cleared: string[] = [];
       const { target } = input;
@@ -83,7 +83,7 @@ export const adminRouter = router({
 
   getUserInfo: adminProcedure
     .meta({ description: 'What the server knows about a user, by id (sub) or e-mail (admin only)' })
-    .input(z.object({ userId: z.string().min(1).max(320), includePermissions: z.boolean().default(true), includeUsage: z.boolean().default(false) }))
+    .input(z.lazy(() => z.object({ userId: z.string().min(1).max(320), includePermissions: z.boolean().default(true), includeUsage: z.boolean().default(false) })))
     .query(async ({ ctx, input }) => {
       const { sub, profile } = await ctx.runtime.users.find(input.userId);
       const email = profile?.email ?? (input.userId.includes('@') ? input.userId : undefined);

@@ -33,7 +33,7 @@ const dayString = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 export const consoleProcedures = {
   overview: adminProcedure
     .meta({ description: 'The console overview in one call: requests and errors per day and entry point; calls, failures, upstream latency p50/p99, tokens and money per day by provider and by model (cluster-wide); MCP sessions and streams, alert backlog' })
-    .input(z.strictObject({ days: z.number().int().min(1).max(90).default(14) }).default({ days: 14 }))
+    .input(z.lazy(() => z.strictObject({ days: z.number().int().min(1).max(90).default(14) }).default({ days: 14 })))
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
       const to = dayString(Date.now());
@@ -63,13 +63,13 @@ export const consoleProcedures = {
 
   findUsers: adminProcedure
     .meta({ description: 'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; pass nextCursor for more' })
-    .input(
+    .input(z.lazy(() =>
       z.strictObject({
         query: z.string().trim().min(1).max(320),
         limit: z.number().int().min(1).max(MAX_FOUND).default(MAX_FOUND),
         cursor: z.number().int().min(1).optional().describe('nextCursor of the previous page'),
       }),
-    )
+    ))
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
       const first = input.cursor === undefined;
@@ -93,7 +93,7 @@ export const consoleProcedures = {
 
   userActivity: adminProcedure
     .meta({ description: "One page of a user's ledger: AI calls (usage), credits and purchases, or which balance paid each call (consumption), newest first" })
-    .input(z.strictObject({ userId: UserRef, kind: z.enum(['usage', 'purchases', 'consumption']), limit: limitInput, cursor: cursorInput }))
+    .input(z.lazy(() => z.strictObject({ userId: UserRef, kind: z.enum(['usage', 'purchases', 'consumption']), limit: limitInput, cursor: cursorInput })))
     .query(async ({ ctx, input }) => {
       const sub = await userId(ctx.runtime, input.userId);
       const page = { limit: input.limit, ...(input.cursor !== undefined ? { cursor: input.cursor } : {}) };
@@ -105,7 +105,7 @@ export const consoleProcedures = {
 
   userUsage: adminProcedure
     .meta({ description: "A user's usage per day, provider and model over the last days (from the maintained day rows)" })
-    .input(z.strictObject({ userId: UserRef, days: z.number().int().min(1).max(365).default(30) }))
+    .input(z.lazy(() => z.strictObject({ userId: UserRef, days: z.number().int().min(1).max(365).default(30) })))
     .query(async ({ ctx, input }) => {
       const sub = await userId(ctx.runtime, input.userId);
       const [analytics, byApiKey] = await Promise.all([ctx.runtime.billing.usageAnalytics(sub, { days: input.days, includeHistory: false, historyLimit: 1 }), ctx.runtime.keys.spendByKey(sub)]);
@@ -114,12 +114,12 @@ export const consoleProcedures = {
 
   alertDeliveries: adminProcedure
     .meta({ description: 'Alert webhook deliveries waiting (attempts, next attempt, last error) and dead letters, newest first; receivers by origin only' })
-    .input(z.strictObject({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 }))
+    .input(z.lazy(() => z.strictObject({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 })))
     .query(async ({ ctx, input }) => ({ enabled: ctx.runtime.alerts.enabled, ...(await ctx.runtime.alerts.deliveries(input.limit)) })),
 
   retryAlert: adminProcedure
     .meta({ description: 'Send a dead-lettered alert delivery again (attempts reset), or make a waiting one due now' })
-    .input(z.strictObject({ deliveryId: z.string().min(3).max(200).describe('deliveryId from admin.alertDeliveries') }))
+    .input(z.lazy(() => z.strictObject({ deliveryId: z.string().min(3).max(200).describe('deliveryId from admin.alertDeliveries') })))
     .mutation(async ({ ctx, input }) => {
       const result = await ctx.runtime.alerts.retry(input.deliveryId);
       if (!result.retried) throw new CoreError('NOT_FOUND', 'no dead or waiting delivery with this id (it may have been retried or delivered already)');
@@ -129,6 +129,6 @@ export const consoleProcedures = {
 
   recentCalls: adminProcedure
     .meta({ description: "The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens; a streamed call shows its tokens once its stream ended); never input, prompt or answer text" })
-    .input(z.strictObject({ limit: z.number().int().min(1).max(500).default(100), after: z.number().int().min(0).optional().describe('only calls recorded or updated after this lastSeq of a previous answer (polling); merge them by seq') }).default({ limit: 100 }))
+    .input(z.lazy(() => z.strictObject({ limit: z.number().int().min(1).max(500).default(100), after: z.number().int().min(0).optional().describe('only calls recorded or updated after this lastSeq of a previous answer (polling); merge them by seq') }).default({ limit: 100 })))
     .query(({ ctx, input }) => ({ calls: ctx.runtime.recentCalls.list(input.limit, input.after), lastSeq: ctx.runtime.recentCalls.lastSeq })),
 };

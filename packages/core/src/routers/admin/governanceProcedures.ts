@@ -25,7 +25,7 @@ async function resolveUser(runtime: Runtime, ref: string): Promise<string> {
 export const governanceProcedures = {
   setBudget: adminProcedure
     .meta({ description: "Set a user's budget for one period (daily or monthly, UTC): hard limits in tokens and/or USD and soft alert thresholds" })
-    .input(
+    .input(z.lazy(() =>
       z.strictObject({
         userId: UserRef,
         period: z.enum(BUDGET_PERIODS),
@@ -33,7 +33,7 @@ export const governanceProcedures = {
         usd: z.number().min(0).max(MAX_BUDGET_USD).optional().describe('USD the platform may pay the providers in the period'),
         thresholds: z.array(z.number().gt(0).max(1)).max(10).optional().describe('fractions of each limit that send a budgetThreshold alert; default [0.8]'),
       }),
-    )
+    ))
     .mutation(async ({ ctx, input }) => {
       const { userId: ref, period, ...limits } = input;
       const userId = await resolveUser(ctx.runtime, ref);
@@ -44,12 +44,12 @@ export const governanceProcedures = {
 
   getBudget: adminProcedure
     .meta({ description: "A user's budget per period with spend, reserved and remaining figures and the reset time" })
-    .input(z.strictObject({ userId: UserRef }))
+    .input(z.lazy(() => z.strictObject({ userId: UserRef })))
     .query(async ({ ctx, input }) => ctx.runtime.billing.budgets.view(await resolveUser(ctx.runtime, input.userId))),
 
   removeBudget: adminProcedure
     .meta({ description: "Remove a user's own budget for one period or both (the default budget applies again)" })
-    .input(z.strictObject({ userId: UserRef, period: z.enum(BUDGET_PERIODS).optional() }))
+    .input(z.lazy(() => z.strictObject({ userId: UserRef, period: z.enum(BUDGET_PERIODS).optional() })))
     .mutation(async ({ ctx, input }) => {
       const userId = await resolveUser(ctx.runtime, input.userId);
       const removed = await ctx.runtime.billing.budgets.remove(userId, input.period, ctx.identity.sub);
@@ -59,7 +59,7 @@ export const governanceProcedures = {
 
   usageAnalytics: adminProcedure
     .meta({ description: 'Usage across users: totals, per day, top providers, models and users by cost or tokens (from maintained day rows, the same on every instance)' })
-    .input(
+    .input(z.lazy(() =>
       z
         .strictObject({
           days: z.number().int().min(1).max(MAX_ANALYTICS_DAYS).default(30).describe('the last N UTC days, today included (ignored with from)'),
@@ -70,7 +70,7 @@ export const governanceProcedures = {
           limit: z.number().int().min(1).max(100).default(10).describe('rows per grouping (days are never cut)'),
         })
         .default({ days: 30, sortBy: 'cost', limit: 10 }),
-    )
+    ))
     .query(({ ctx, input }) => {
       const to = input.to ?? new Date().toISOString().slice(0, 10);
       const from = input.from ?? new Date(Date.parse(`${to}T00:00:00Z`) - (input.days - 1) * 86_400_000).toISOString().slice(0, 10);

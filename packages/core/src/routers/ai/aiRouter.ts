@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkContentOrMessages, TextInputFields } from '../../services/ai/chatInput.js';
+import { checkContentOrMessages, textInputFields } from '../../services/ai/chatInput.js';
 import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
 import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
@@ -12,24 +12,26 @@ import { MAX_EMBED_INPUTS, type EmbedInput } from '../../services/ai/runEmbed.js
  * ai.generateText / ai.streamText input: the spec's fields (`content`, `systemPrompt` may be
  * `@name` of a server prompt) or chat `messages`, plus tools and structured output.
  */
-export const GenerateTextInputSchema = z
-  .object({
-    ...TextInputFields,
-    provider: ProviderInput.optional(),
-    /** Instead of provider + options.model: `provider/model`, a bare provider or an alias; names named providers too. */
-    model: z.string().min(1).max(300).optional(),
-    apiKey: z.string().min(1).max(1000).optional(),
-    metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
-    options: z
-      .object({
-        model: z.string().min(1).max(200).optional(),
-        /** Default config.ai.defaultMaxTokens; at most config.ai.maxTokensLimit. */
-        maxTokens: z.number().int().min(1).optional(),
-        temperature: z.number().min(0).max(2).optional(),
-      })
-      .optional(),
-  })
-  .superRefine(checkContentOrMessages);
+export const GenerateTextInputSchema = z.lazy(() =>
+  z
+    .object({
+      ...textInputFields(),
+      provider: ProviderInput.optional(),
+      /** Instead of provider + options.model: `provider/model`, a bare provider or an alias; names named providers too. */
+      model: z.string().min(1).max(300).optional(),
+      apiKey: z.string().min(1).max(1000).optional(),
+      metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
+      options: z
+        .object({
+          model: z.string().min(1).max(200).optional(),
+          /** Default config.ai.defaultMaxTokens; at most config.ai.maxTokensLimit. */
+          maxTokens: z.number().int().min(1).optional(),
+          temperature: z.number().min(0).max(2).optional(),
+        })
+        .optional(),
+    })
+    .superRefine(checkContentOrMessages),
+);
 
 /** Drop absent fields (exactOptionalPropertyTypes). */
 function callInput(input: z.infer<typeof GenerateTextInputSchema>): GenerateTextInput {
@@ -66,7 +68,7 @@ export const aiRouter = router({
 
   embed: publicProcedure
     .meta({ description: 'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText', countsAsToolCall: true })
-    .input(
+    .input(z.lazy(() =>
       z.object({
         model: z.string().min(1).max(300),
         input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_EMBED_INPUTS)]),
@@ -74,7 +76,7 @@ export const aiRouter = router({
         apiKey: z.string().min(1).max(1000).optional(),
         metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
       }),
-    )
+    ))
     .mutation(({ ctx, input }) => ctx.runtime.ai.embed(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as unknown as EmbedInput, { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
 
   listProviders: publicProcedure
@@ -87,7 +89,7 @@ export const aiRouter = router({
 
   listAllowedModels: publicProcedure
     .meta({ description: 'Model ids usable with each provider (or one provider), after the server\'s model restrictions', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
-    .input(z.object({ provider: ProviderInput.optional() }).optional())
+    .input(z.lazy(() => z.object({ provider: ProviderInput.optional() }).optional()))
     // Called with an API key: only the models the key may use.
     .query(({ ctx, input }) => modelsForKey(ctx.identity?.apiKey, ctx.runtime.ai.listAllowedModels(input?.provider))),
 
@@ -97,7 +99,7 @@ export const aiRouter = router({
 
   validateProvider: publicProcedure
     .meta({ description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider' })
-    .input(z.object({ provider: KeyProviderInput, apiKey: z.string().min(1).max(1000) }))
+    .input(z.lazy(() => z.object({ provider: KeyProviderInput, apiKey: z.string().min(1).max(1000) })))
     .mutation(async ({ ctx, input }) => {
       await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);
       return ctx.runtime.ai.validateProvider(input.provider, input.apiKey, ctx.req.signal);

@@ -36,7 +36,7 @@ function assertNamedByok(runtime: { ai: { providers: { namedType(id: string): un
 export const authRouter = router({
   storeUserKey: keyProcedure
     .meta({ description: 'Store your API key for a provider (encrypted at rest; never returned)' })
-    .input(OwnerProvider.extend({ apiKey: ApiKeyInput }))
+    .input(z.lazy(() => OwnerProvider.extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
       const status = await ctx.runtime.vault.store(owner, input.provider, input.apiKey);
@@ -56,7 +56,7 @@ export const authRouter = router({
 
   rotateUserKey: keyProcedure
     .meta({ description: 'Replace your stored key for a provider' })
-    .input(OwnerProvider.extend({ newApiKey: ApiKeyInput }))
+    .input(z.lazy(() => OwnerProvider.extend({ newApiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
       const status = await ctx.runtime.vault.rotate(owner, input.provider, input.newApiKey);
@@ -76,7 +76,7 @@ export const authRouter = router({
 
   storeProviderKey: keyProcedure
     .meta({ description: 'Store your API key for a named provider of this server that accepts own keys (encrypted at rest; never returned)' })
-    .input(OwnerNamedProvider.extend({ apiKey: ApiKeyInput }))
+    .input(z.lazy(() => OwnerNamedProvider.extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       assertNamedByok(ctx.runtime, input.provider);
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);

@@ -40,7 +40,7 @@ export const billingRouter = router({
 
   getPurchaseHistory: protectedProcedure
     .meta({ description: 'Token purchases and credits, newest first' })
-    .input(z.object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all'), cursor: cursorInput }).default({ limit: 20, type: 'all' }))
+    .input(z.lazy(() => z.object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all'), cursor: cursorInput }).default({ limit: 20, type: 'all' })))
     .query(async ({ ctx, input }) => {
       const { items: purchases, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, input);
       return {
@@ -57,7 +57,7 @@ export const billingRouter = router({
 
   getTopupHistory: protectedProcedure
     .meta({ description: 'One-time token top-ups, newest first' })
-    .input(z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 }))
+    .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
       const { items: topups, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, { ...input, type: 'one_time' });
       return { topups, ...(nextCursor !== undefined ? { nextCursor } : {}) };
@@ -65,7 +65,7 @@ export const billingRouter = router({
 
   getUsageHistory: protectedProcedure
     .meta({ description: 'Your AI calls (platform-paid and BYOK), newest first' })
-    .input(z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 }))
+    .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
       const { items: usage, nextCursor } = await ctx.runtime.billing.usageHistory(ctx.identity.sub, input);
       return { usage, ...(nextCursor !== undefined ? { nextCursor } : {}) };
@@ -73,7 +73,7 @@ export const billingRouter = router({
 
   getConsumptionHistory: protectedProcedure
     .meta({ description: 'Which balance (or your own key) paid for each call, newest first' })
-    .input(z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 }))
+    .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
       const { items: consumption, nextCursor } = await ctx.runtime.billing.consumptionHistory(ctx.identity.sub, input);
       return { consumption, ...(nextCursor !== undefined ? { nextCursor } : {}) };
@@ -81,11 +81,11 @@ export const billingRouter = router({
 
   getUsageAnalytics: protectedProcedure
     .meta({ description: 'Usage totals per day, provider and model over the last days, and spend per API key', mcp: { annotations: readOnly } })
-    .input(
+    .input(z.lazy(() =>
       z
         .object({ days: daysInput, includeHistory: z.boolean().default(false), historyLimit: historyLimitInput })
         .default({ days: 30, includeHistory: false, historyLimit: 20 }),
-    )
+    ))
     .query(async ({ ctx, input }) => {
       const [analytics, byApiKey] = await Promise.all([ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input), ctx.runtime.keys.spendByKey(ctx.identity.sub)]);
       return { ...analytics, byApiKey };
@@ -96,7 +96,7 @@ export const billingRouter = router({
       description: 'Preview which balance or key would pay for a call and what would remain; a call your budget would refuse is not viable (budget: the refusal)',
       mcp: { annotations: readOnly },
     })
-    .input(z.object({ estimatedTokens: estimatedTokensInput, hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional(), model: previewModelInput }))
+    .input(z.lazy(() => z.object({ estimatedTokens: estimatedTokensInput, hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional(), model: previewModelInput })))
     .query(async ({ ctx, input }) => {
       const { prefs: _prefs, ...plan } = await previewPlan(ctx.runtime, ctx.identity.sub, input);
       return { estimatedTokens: input.estimatedTokens, ...plan };
@@ -108,14 +108,14 @@ export const billingRouter = router({
 
   creditTokens: adminProcedure
     .meta({ description: 'Credit tokens to a user (administrators; idempotent per idempotencyKey)' })
-    .input(
+    .input(z.lazy(() =>
       z.strictObject({
         userId: z.string().min(1).max(320),
         tokens: z.number().int('tokens must be a whole number').min(1, 'tokens must be at least 1').max(Number.MAX_SAFE_INTEGER),
         type: z.enum(BALANCE_TYPES),
         idempotencyKey: z.string().min(1).max(200),
       }),
-    )
+    ))
     .mutation(async ({ ctx, input }) => {
       const result = await ctx.runtime.billing.credit({ ...input, source: 'admin', note: { by: ctx.identity.sub } });
       ctx.runtime.logger.info('billing: admin credit', { by: ctx.identity.sub, userId: input.userId, tokens: input.tokens, type: input.type, applied: result.applied });

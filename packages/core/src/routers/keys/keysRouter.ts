@@ -33,7 +33,7 @@ export const keysRouter = router({
 
   get: protectedProcedure
     .meta({ description: 'One of your API keys, with its spend' })
-    .input(z.object({ id: KeyId }))
+    .input(z.lazy(() => z.object({ id: KeyId })))
     .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(self(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
 
   update: protectedProcedure
@@ -43,17 +43,17 @@ export const keysRouter = router({
 
   revoke: protectedProcedure
     .meta({ description: 'Revoke one of your API keys (refused on every instance within a second)' })
-    .input(z.object({ id: KeyId }))
+    .input(z.lazy(() => z.object({ id: KeyId })))
     .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(self(ctx.identity), input.id) })),
 
   rotate: protectedProcedure
     .meta({ description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec' })
-    .input(z.object({ id: KeyId, graceSec: GraceSec }))
+    .input(z.lazy(() => z.object({ id: KeyId, graceSec: GraceSec })))
     .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(self(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
 
   adminCreate: adminProcedure
     .meta({ description: 'Create an API key for any user (administrators)' })
-    .input(KeyRulesSchema.extend({ userId: UserId }))
+    .input(z.lazy(() => KeyRulesSchema.extend({ userId: UserId })))
     .mutation(async ({ ctx, input: { userId, ...rules } }) => {
       const { sub } = await ctx.runtime.users.find(userId);
       return { ...(await ctx.runtime.keys.create(admin(ctx.identity), sub, rules)), notice: ONCE };
@@ -61,7 +61,7 @@ export const keysRouter = router({
 
   adminList: adminProcedure
     .meta({ description: "Any user's API keys (administrators)" })
-    .input(z.object({ userId: UserId, includeRevoked: z.boolean().default(false) }))
+    .input(z.lazy(() => z.object({ userId: UserId, includeRevoked: z.boolean().default(false) })))
     .query(async ({ ctx, input }) => {
       const { sub } = await ctx.runtime.users.find(input.userId);
       return { userId: sub, keys: await ctx.runtime.keys.list(admin(ctx.identity), sub, input) };
@@ -69,7 +69,7 @@ export const keysRouter = router({
 
   adminGet: adminProcedure
     .meta({ description: 'Any API key, with its spend (administrators)' })
-    .input(z.object({ id: KeyId }))
+    .input(z.lazy(() => z.object({ id: KeyId })))
     .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(admin(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
 
   adminUpdate: adminProcedure
@@ -79,11 +79,11 @@ export const keysRouter = router({
 
   adminRevoke: adminProcedure
     .meta({ description: 'Revoke any API key (administrators)' })
-    .input(z.object({ id: KeyId }))
+    .input(z.lazy(() => z.object({ id: KeyId })))
     .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(admin(ctx.identity), input.id) })),
 
   adminRotate: adminProcedure
     .meta({ description: 'Rotate any API key (administrators)' })
-    .input(z.object({ id: KeyId, graceSec: GraceSec }))
+    .input(z.lazy(() => z.object({ id: KeyId, graceSec: GraceSec })))
     .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(admin(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
 });

@@ -8,7 +8,7 @@ const GREETINGS = { en: 'Hello', es: 'Hola', fr: 'Bonjour', de: 'Hallo' } as con
 export const mcpRouter = router({
   greeting: publicProcedure
     .meta({ description: 'Greet someone in English, Spanish, French or German', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
-    .input(z.object({ name: z.string().min(1).max(200), language: z.enum(['en', 'es', 'fr', 'de']).default('en') }))
+    .input(z.lazy(() => z.object({ name: z.string().min(1).max(200), language: z.enum(['en', 'es', 'fr', 'de']).default('en') })))
     .query(({ input }) => ({ greeting: `${GREETINGS[input.language]}, ${input.name}!`, language: input.language })),
 
   ping: publicProcedure
@@ -17,12 +17,12 @@ export const mcpRouter = router({
 
   echo: publicProcedure
     .meta({ description: 'Echo a message back', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
-    .input(z.object({ message: z.string().max(100_000) }))
+    .input(z.lazy(() => z.object({ message: z.string().max(100_000) })))
     .query(({ input }) => ({ message: input.message })),
 
   currentSystemTime: publicProcedure
     .meta({ description: 'Current server time', mcp: { annotations: { readOnlyHint: true } } })
-    .input(z.object({ format: z.enum(['iso', 'timestamp', 'locale']).default('iso') }).default({ format: 'iso' }))
+    .input(z.lazy(() => z.object({ format: z.enum(['iso', 'timestamp', 'locale']).default('iso') }).default({ format: 'iso' })))
     .query(({ input }) => {
       const now = new Date();
       const time = input.format === 'timestamp' ? now.getTime() : input.format === 'locale' ? now.toLocaleString('en-US', { timeZoneName: 'short' }) : now.toISOString();
@@ -31,7 +31,7 @@ export const mcpRouter = router({
 
   getResources: publicProcedure
     .meta({ description: 'List registered resources, optionally filtered', mcp: { annotations: { readOnlyHint: true } } })
-    .input(z.object({ category: z.string().max(200).optional(), search: z.string().max(200).optional() }).default({}))
+    .input(z.lazy(() => z.object({ category: z.string().max(200).optional(), search: z.string().max(200).optional() }).default({})))
     .query(({ ctx, input }) => {
       const resources = ctx.runtime.resources.list(input).map((r) => r.uri);
       return { resources, total: resources.length };
@@ -39,7 +39,7 @@ export const mcpRouter = router({
 
   readResource: publicProcedure
     .meta({ description: 'Read a registered resource by URI', mcp: { annotations: { readOnlyHint: true } } })
-    .input(z.object({ uri: z.string().min(1).max(2048) }))
+    .input(z.lazy(() => z.object({ uri: z.string().min(1).max(2048) })))
     .query(async ({ ctx, input }) => {
       const r = await ctx.runtime.resources.read(input.uri, ctx.req.signal, ctx);
       return { content: r.content, mimeType: r.mimeType, uri: r.uri };

@@ -9,7 +9,7 @@ const code = z.string().min(1).max(200_000);
 
 export const apiDocumentationPrompt = publicProcedure
   .meta({ description: 'Prompt for generating API documentation from code', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
-  .input(z.object({ code, format: z.enum(['markdown', 'openapi', 'json']).default('markdown') }))
+  .input(z.lazy(() => z.object({ code, format: z.enum(['markdown', 'openapi', 'json']).default('markdown') })))
   .query(({ input }) => ({
     prompt: [
       `Generate complete API documentation in ${input.format} format for the following code.`,
@@ -26,7 +26,7 @@ export const apiDocumentationPrompt = publicProcedure
 
 export const codeReviewPrompt = publicProcedure
   .meta({ description: 'Code review prompt covering security, performance and maintainability', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
-  .input(z.object({ code, language: z.string().min(1).max(100), focusArea: z.string().max(500).optional() }))
+  .input(z.lazy(() => z.object({ code, language: z.string().min(1).max(100), focusArea: z.string().max(500).optional() })))
   .query(({ input }) => ({
     prompt: [
       `Review the following ${input.language} code.`,
@@ -48,13 +48,13 @@ const LEVEL_HINT = {
 
 export const explainConceptPrompt = publicProcedure
   .meta({ description: 'Explanation prompt for a concept at a chosen level', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
-  .input(
+  .input(z.lazy(() =>
     z.object({
       concept: z.string().min(1).max(1000),
       level: z.enum(['beginner', 'intermediate', 'advanced']),
       includeExamples: z.enum(['yes', 'no']).default('yes'),
     }),
-  )
+  ))
   .query(({ input }) => ({
     prompt: [
       `Explain the concept "${input.concept}" for a ${input.level} audience.`,
@@ -72,13 +72,13 @@ const SEVERITY_HINT = {
 
 export const incidentResponsePrompt = publicProcedure
   .meta({ description: 'Incident response guidance for a described incident', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
-  .input(
+  .input(z.lazy(() =>
     z.object({
       description: z.string().min(1).max(20_000),
       severity: z.enum(['critical', 'high', 'medium', 'low']),
       status: z.string().max(200).optional(),
     }),
-  )
+  ))
   .query(({ input }) => ({
     prompt: [
       `Incident (severity ${input.severity}${input.status ? `, status: ${input.status}` : ''}):`,

@@ -24,14 +24,14 @@ export const clientWorkspaceProcedures = {
       writes: true,
       mcp: { name: 'registerClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true } },
     })
-    .input(
+    .input(z.lazy(() =>
       z.object({
         id,
         uri: z.string().max(MAX_URI_LENGTH).describe('file:// URI of the folder'),
         name: z.string().max(200).optional(),
         description: z.string().max(1000).optional(),
       }),
-    )
+    ))
     .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.register(clientWorkspaceOwner(ctx), input)),
 
   unregisterClientWorkspace: publicProcedure
@@ -40,7 +40,7 @@ export const clientWorkspaceProcedures = {
       writes: true,
       mcp: { name: 'unregisterClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
-    .input(z.object({ id: z.string().max(64) }))
+    .input(z.lazy(() => z.object({ id: z.string().max(64) })))
     .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.unregister(clientWorkspaceOwner(ctx), input.id)),
 
   // The spec's output is an array of strings: the ids (what unregisterClientWorkspace takes).
@@ -51,7 +51,7 @@ export const clientWorkspaceProcedures = {
         'List the ids of your client workspaces: registered ones and the roots your MCP session reported (detailed: true for id, uri, name, description, source)',
       mcp: { name: 'listClientWorkspaces', roots: true, annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .input(z.object({ detailed: z.boolean().default(false).describe('Return records instead of ids') }).optional())
+    .input(z.lazy(() => z.object({ detailed: z.boolean().default(false).describe('Return records instead of ids') }).optional()))
     .query(async ({ ctx, input }): Promise<string[] | ClientWorkspace[]> => {
       const all = await ctx.runtime.clientWorkspaces.list(clientWorkspaceOwner(ctx), ctx.mcp?.sessionId);
       return input?.detailed ? all : all.map((w) => w.id);

@@ -12,7 +12,7 @@ export const systemRouter = router({
 
   test: publicProcedure
     .meta({ description: 'Echo a message (connectivity test)', mcp: { name: 'test', public: true, annotations: { readOnlyHint: true } } })
-    .input(z.object({ message: z.string().max(10_000).default('test') }).default({ message: 'test' }))
+    .input(z.lazy(() => z.object({ message: z.string().max(10_000).default('test') }).default({ message: 'test' })))
     .query(({ input }) => ({ message: input.message })),
 
   ...workspaceProcedures,

@@ -33,7 +33,7 @@ export const workspaceProcedures = {
       description: 'List files (and folders, ending with "/") of a server workspace folder; paths are relative to the workspace root',
       mcp: { name: 'listFiles', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .input(
+    .input(z.lazy(() =>
       z
         .object({
           workspaceId,
@@ -42,7 +42,7 @@ export const workspaceProcedures = {
           includeDirectories: z.boolean().default(true).describe('Include folders (with a trailing "/")'),
         })
         .default({ workspaceId: 'default', path: '', recursive: false, includeDirectories: true }),
-    )
+    ))
     .query(({ ctx, input }) =>
       ctx.runtime.workspaces.listFiles(input.workspaceId, input.path, {
         recursive: input.recursive,
@@ -56,7 +56,7 @@ export const workspaceProcedures = {
       description: 'Read a file of a server workspace',
       mcp: { name: 'readFile', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .input(z.object({ workspaceId, path: relPath, encoding }))
+    .input(z.lazy(() => z.object({ workspaceId, path: relPath, encoding })))
     .query(({ ctx, input }) => ctx.runtime.workspaces.readFile(input.workspaceId, input.path, input.encoding)),
 
   writeFile: publicProcedure
@@ -65,8 +65,8 @@ export const workspaceProcedures = {
       writes: true,
       mcp: { name: 'writeFile', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
-    .input(z.object({ workspaceId, path: relPath, content: z.string().describe('File content in the given encoding'), encoding }))
-    .output(z.object({ success: z.boolean(), path: z.string(), size: z.number() }))
+    .input(z.lazy(() => z.object({ workspaceId, path: relPath, content: z.string().describe('File content in the given encoding'), encoding })))
+    .output(z.lazy(() => z.object({ success: z.boolean(), path: z.string(), size: z.number() })))
     .mutation(({ ctx, input }) => ctx.runtime.workspaces.writeFile(input.workspaceId, input.path, input.content, input.encoding)),
 
   pathExists: publicProcedure
@@ -74,7 +74,7 @@ export const workspaceProcedures = {
       description: 'Whether a file or folder exists in a server workspace (and is reachable under its rules)',
       mcp: { name: 'pathExists', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .input(z.object({ workspaceId, path: relPath }))
+    .input(z.lazy(() => z.object({ workspaceId, path: relPath })))
     .query(({ ctx, input }) => ctx.runtime.workspaces.pathExists(input.workspaceId, input.path)),
 
   addServerWorkspace: adminProcedure
@@ -82,8 +82,8 @@ export const workspaceProcedures = {
       description: 'Add a server workspace at run time (administrators only; persisted in storage)',
       mcp: { name: 'addServerWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false } },
     })
-    .input(z.object({ id: z.string().regex(WORKSPACE_ID, 'letters, digits, "_", "." and "-", at most 64'), config: WorkspaceConfigSchema }))
-    .output(z.object(mutationResult))
+    .input(z.lazy(() => z.object({ id: z.string().regex(WORKSPACE_ID, 'letters, digits, "_", "." and "-", at most 64'), config: WorkspaceConfigSchema })))
+    .output(z.lazy(() => z.object(mutationResult)))
     .mutation(({ ctx, input }) => ctx.runtime.workspaces.add(input.id, input.config, ctx.identity.sub)),
 
   removeServerWorkspace: adminProcedure
@@ -91,7 +91,7 @@ export const workspaceProcedures = {
       description: 'Remove a server workspace added at run time (administrators only)',
       mcp: { name: 'removeServerWorkspace', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
-    .input(z.object({ id: z.string().max(64) }))
-    .output(z.object(mutationResult))
+    .input(z.lazy(() => z.object({ id: z.string().max(64) })))
+    .output(z.lazy(() => z.object(mutationResult)))
     .mutation(({ ctx, input }) => ctx.runtime.workspaces.remove(input.id, ctx.identity.sub)),
 };

@@ -59,11 +59,11 @@ export const userRouter = router({
       description: 'Whether you can make an AI request now: tokens for server-paid calls within your budget, or an API key',
       mcp: { annotations: { readOnlyHint: true } },
     })
-    .input(
+    .input(z.lazy(() =>
       z
         .object({ estimatedTokens: estimatedTokensInput.default(1000), hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional(), model: previewModelInput })
         .default({ estimatedTokens: 1000, hasApiKey: false }),
-    )
+    ))
     .query(async ({ ctx, input }) => {
       const plan = await previewPlan(ctx.runtime, ctx.identity.sub, input);
       const reason =
@@ -88,7 +88,7 @@ export const userRouter = router({
 
   configureBYOK: userProcedure
     .meta({ description: 'Enable BYOK and store provider keys server-side (encrypted); keys are never returned' })
-    .input(z.object({ providers: ByokProvidersInput, enabled: z.boolean().default(true) }))
+    .input(z.lazy(() => z.object({ providers: ByokProvidersInput, enabled: z.boolean().default(true) })))
     .mutation(async ({ ctx, input }) => {
       const { switches, keysStored } = await applyProviders(ctx, input.providers);
       const prefs = await ctx.runtime.billing.preferences.update(ctx.identity.sub, { byokEnabled: input.enabled, byokProviders: switches });
@@ -152,7 +152,7 @@ export const userRouter = router({
 
   updateUserPreferences: userProcedure
     .meta({ description: 'Update consumption order, BYOK switches and notification preferences' })
-    .input(
+    .input(z.lazy(() =>
       z.object({
         consumptionOrder: ConsumptionOrderInput.optional(),
         byokEnabled: z.boolean().optional(),
@@ -161,7 +161,7 @@ export const userRouter = router({
         notifyFallbackToByok: z.boolean().optional(),
         notifyOneTimeConsumed: z.boolean().optional(),
       }),
-    )
+    ))
     .mutation(async ({ ctx, input }) => {
       const { byokProviders, ...rest } = input;
       const update: Parameters<typeof ctx.runtime.billing.preferences.update>[1] = {};
