@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { once } from '../../lib/once.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
 import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';
@@ -20,10 +21,10 @@ const keyProcedure = protectedProcedure.use(async ({ ctx, next }) => {
 });
 
 const Email = z.string().trim().min(1, 'email is required').max(320);
-const Owner = z.object({ email: Email });
-const OwnerProvider = z.object({ email: Email, provider: KeyProviderInput });
+const Owner = z.lazy(() => z.object({ email: Email }));
+const ownerProvider = once(() => z.object({ email: Email, provider: KeyProviderInput }));
 /** A named provider of this server (`ai.providers.<id>` with a `type`); the spec's procedures keep their enum of three. */
-const OwnerNamedProvider = z.object({ email: Email, provider: z.string().regex(NAMED_PROVIDER_ID, 'a provider id') });
+const ownerNamedProvider = once(() => z.object({ email: Email, provider: z.string().regex(NAMED_PROVIDER_ID, 'a provider id') }));
 
 /** The named provider must exist and accept callers' own keys (`byok: true`). */
 function assertNamedByok(runtime: { ai: { providers: { namedType(id: string): unknown; isByokProvider(id: string): boolean } } }, provider: string): void {
@@ -36,7 +37,7 @@ function assertNamedByok(runtime: { ai: { providers: { namedType(id: string): un
 export const authRouter = router({
   storeUserKey: keyProcedure
     .meta({ description: 'Store your API key for a provider (encrypted at rest; never returned)' })
-    .input(z.lazy(() => OwnerProvider.extend({ apiKey: ApiKeyInput })))
+    .input(z.lazy(() => ownerProvider().extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
       const status = await ctx.runtime.vault.store(owner, input.provider, input.apiKey);
@@ -46,7 +47,7 @@ export const authRouter = router({
 
   getUserKey: keyProcedure
     .meta({ description: 'Status of your stored key for a provider (never the key)' })
-    .input(OwnerProvider)
+    .input(z.lazy(ownerProvider))
     .query(async ({ ctx, input }) => ctx.runtime.vault.get(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email), input.provider)),
 
   getUserProviders: keyProcedure
@@ -56,7 +57,7 @@ export const authRouter = router({
 
   rotateUserKey: keyProcedure
     .meta({ description: 'Replace your stored key for a provider' })
-    .input(z.lazy(() => OwnerProvider.extend({ newApiKey: ApiKeyInput })))
+    .input(z.lazy(() => ownerProvider().extend({ newApiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
       const status = await ctx.runtime.vault.rotate(owner, input.provider, input.newApiKey);
@@ -66,7 +67,7 @@ export const authRouter = router({
 
   deleteUserKey: keyProcedure
     .meta({ description: 'Delete your stored key for a provider' })
-    .input(OwnerProvider)
+    .input(z.lazy(ownerProvider))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
       const deleted = await ctx.runtime.vault.remove(owner, input.provider);
@@ -76,7 +77,7 @@ export const authRouter = router({
 
   storeProviderKey: keyProcedure
     .meta({ description: 'Store your API key for a named provider of this server that accepts own keys (encrypted at rest; never returned)' })
-    .input(z.lazy(() => OwnerNamedProvider.extend({ apiKey: ApiKeyInput })))
+    .input(z.lazy(() => ownerNamedProvider().extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       assertNamedByok(ctx.runtime, input.provider);
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
@@ -87,7 +88,7 @@ export const authRouter = router({
 
   deleteProviderKey: keyProcedure
     .meta({ description: 'Delete your stored key for a named provider' })
-    .input(OwnerNamedProvider)
+    .input(z.lazy(ownerNamedProvider))
     .mutation(async ({ ctx, input }) => {
       if (ctx.runtime.ai.providers.namedType(input.provider) === undefined) assertNamedByok(ctx.runtime, input.provider);
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
@@ -98,7 +99,7 @@ export const authRouter = router({
 
   validateUserKey: keyProcedure
     .meta({ description: 'Check your stored key with a real, token-free request to the provider' })
-    .input(OwnerProvider)
+    .input(z.lazy(ownerProvider))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
       await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KeyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
+import { keyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
 import { toView, type KeyActor } from '../../services/apiKeys/ApiKeyService.js';
 import type { Identity } from '../../kernel/identity.js';
 import { router } from '../../pipeline/init.js';
@@ -8,8 +8,8 @@ import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js
 const KeyId = z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12 characters after aib_)');
 const UserId = z.string().min(1).max(512);
 const GraceSec = z.number().int().min(0).max(7 * 86_400).optional();
-const ListInput = z.object({ includeRevoked: z.boolean().default(false) }).default({ includeRevoked: false });
-const UpdateInput = KeyRulesSchema.partial().extend({ id: KeyId });
+const ListInput = z.lazy(() => z.object({ includeRevoked: z.boolean().default(false) }).default({ includeRevoked: false }));
+const UpdateInput = z.lazy(() => keyRulesSchema().partial().extend({ id: KeyId }));
 const ONCE = 'store this key now: it is shown only once and cannot be recovered';
 
 const self = (identity: Identity): KeyActor => ({ identity, asAdmin: false });
@@ -23,7 +23,7 @@ const admin = (identity: Identity): KeyActor => ({ identity, asAdmin: true });
 export const keysRouter = router({
   create: protectedProcedure
     .meta({ description: 'Create an API key for your account (the key is in the answer only this once)' })
-    .input(KeyRulesSchema)
+    .input(z.lazy(keyRulesSchema))
     .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.create(self(ctx.identity), ctx.identity.sub, input)), notice: ONCE })),
 
   list: protectedProcedure
@@ -53,7 +53,7 @@ export const keysRouter = router({
 
   adminCreate: adminProcedure
     .meta({ description: 'Create an API key for any user (administrators)' })
-    .input(z.lazy(() => KeyRulesSchema.extend({ userId: UserId })))
+    .input(z.lazy(() => keyRulesSchema().extend({ userId: UserId })))
     .mutation(async ({ ctx, input: { userId, ...rules } }) => {
       const { sub } = await ctx.runtime.users.find(userId);
       return { ...(await ctx.runtime.keys.create(admin(ctx.identity), sub, rules)), notice: ONCE };

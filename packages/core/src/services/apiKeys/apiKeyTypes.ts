@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { once } from '../../lib/once.js';
 import { MAX_BUDGET_USD } from '../../config/sections/budget.js';
 import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';
 
@@ -16,59 +17,66 @@ export const apiKeyKeys = {
 export const KEY_BUDGET_PERIODS = ['day', 'month', 'total'] as const;
 export type KeyBudgetPeriod = (typeof KEY_BUDGET_PERIODS)[number];
 
-const Limit = z.strictObject({
-  /** Tokens (input plus output, platform-paid calls, fee not counted) in the period. */
-  tokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  /** Provider cost in USD at the pricing table's prices in the period. */
-  usd: z.number().min(0).max(MAX_BUDGET_USD).optional(),
-});
-export const KeyBudgetSchema = z.strictObject({ day: Limit.optional(), month: Limit.optional(), total: Limit.optional() });
-export type KeyBudget = z.output<typeof KeyBudgetSchema>;
+const limit = once(() =>
+  z.strictObject({
+    /** Tokens (input plus output, platform-paid calls, fee not counted) in the period. */
+    tokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    /** Provider cost in USD at the pricing table's prices in the period. */
+    usd: z.number().min(0).max(MAX_BUDGET_USD).optional(),
+  }),
+);
+const keyBudgetSchema = once(() => z.strictObject({ day: limit().optional(), month: limit().optional(), total: limit().optional() }));
+export type KeyBudget = z.output<ReturnType<typeof keyBudgetSchema>>;
 
-export const KeyLimitsSchema = z.strictObject({
-  /** Procedure calls per minute through this key (every entry point, every instance). */
-  requestsPerMinute: z.number().int().min(1).max(1_000_000).optional(),
-  /** Tokens per minute used by AI calls through this key (counted when a call ends). */
-  tokensPerMinute: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
-  /** AI calls running at once through this key. */
-  concurrent: z.number().int().min(1).max(10_000).optional(),
-});
-export type KeyLimits = z.output<typeof KeyLimitsSchema>;
+const keyLimitsSchema = once(() =>
+  z.strictObject({
+    /** Procedure calls per minute through this key (every entry point, every instance). */
+    requestsPerMinute: z.number().int().min(1).max(1_000_000).optional(),
+    /** Tokens per minute used by AI calls through this key (counted when a call ends). */
+    tokensPerMinute: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+    /** AI calls running at once through this key. */
+    concurrent: z.number().int().min(1).max(10_000).optional(),
+  }),
+);
+export type KeyLimits = z.output<ReturnType<typeof keyLimitsSchema>>;
 
-const Pattern = z.string().min(1).max(200);
-const Address = z
-  .string()
-  .max(64)
-  .refine((s) => {
-    const [ip, bits, ...rest] = s.split('/');
-    if (rest.length || !ip || !isIP(ip)) return false;
-    if (bits === undefined) return true;
-    const max = isIP(ip) === 4 ? 32 : 128;
-    return /^\d{1,3}$/.test(bits) && Number(bits) <= max;
-  }, 'an IP address or CIDR range (203.0.113.0/24, 2001:db8::/32)');
+const pattern = () => z.string().min(1).max(200);
+const address = () =>
+  z
+    .string()
+    .max(64)
+    .refine((s) => {
+      const [ip, bits, ...rest] = s.split('/');
+      if (rest.length || !ip || !isIP(ip)) return false;
+      if (bits === undefined) return true;
+      const max = isIP(ip) === 4 ? 32 : 128;
+      return /^\d{1,3}$/.test(bits) && Number(bits) <= max;
+    }, 'an IP address or CIDR range (203.0.113.0/24, 2001:db8::/32)');
 
 /** What a key may do, set at creation and changed by keys.update. */
-export const KeyRulesSchema = z.strictObject({
-  name: z.string().trim().min(1).max(100),
-  /** A subset of the owner's scopes. Default none. */
-  scopes: z.array(z.string().min(1).max(100)).max(50).optional(),
-  /** Providers the key may call. Absent: any the server allows. */
-  providers: z.array(z.string().regex(NAMED_PROVIDER_ID, 'a provider id')).max(20).optional(),
-  /** micromatch globs over `model` or `provider/model`. Absent: any the server allows. */
-  models: z.array(Pattern).max(50).optional(),
-  budget: KeyBudgetSchema.optional(),
-  limits: KeyLimitsSchema.optional(),
-  /** ISO time after which the key is refused; null: never. */
-  expiresAt: z.iso.datetime({ offset: true }).nullable().optional(),
-  /** Client addresses (IPs or CIDR ranges) the key may be used from. Absent: any. */
-  allowedIps: z.array(Address).max(50).optional(),
-  /** Free-form labels for your own bookkeeping (string values, at most 20). */
-  metadata: z
-    .record(z.string().min(1).max(64), z.string().max(500))
-    .refine((m) => Object.keys(m).length <= 20, 'at most 20 entries')
-    .optional(),
-});
-export type KeyRules = z.output<typeof KeyRulesSchema>;
+export const keyRulesSchema = once(() =>
+  z.strictObject({
+    name: z.string().trim().min(1).max(100),
+    /** A subset of the owner's scopes. Default none. */
+    scopes: z.array(z.string().min(1).max(100)).max(50).optional(),
+    /** Providers the key may call. Absent: any the server allows. */
+    providers: z.array(z.string().regex(NAMED_PROVIDER_ID, 'a provider id')).max(20).optional(),
+    /** micromatch globs over `model` or `provider/model`. Absent: any the server allows. */
+    models: z.array(pattern()).max(50).optional(),
+    budget: keyBudgetSchema().optional(),
+    limits: keyLimitsSchema().optional(),
+    /** ISO time after which the key is refused; null: never. */
+    expiresAt: z.iso.datetime({ offset: true }).nullable().optional(),
+    /** Client addresses (IPs or CIDR ranges) the key may be used from. Absent: any. */
+    allowedIps: z.array(address()).max(50).optional(),
+    /** Free-form labels for your own bookkeeping (string values, at most 20). */
+    metadata: z
+      .record(z.string().min(1).max(64), z.string().max(500))
+      .refine((m) => Object.keys(m).length <= 20, 'at most 20 entries')
+      .optional(),
+  }),
+);
+export type KeyRules = z.output<ReturnType<typeof keyRulesSchema>>;
 
 /** `apikey:<id>`: a key as stored. `hash` never leaves the service. */
 export interface ApiKeyRecord extends Omit<KeyRules, 'expiresAt'> {
