@@ -94,6 +94,25 @@ describe('RegistryProbe', () => {
     expect(await breaker.state('google')).toBe('closed');
   });
 
+  it('a failure that lost to a newer round leaves the breaker and the events alone', async () => {
+    const s = await setup();
+    await nextSlot(s);
+    expect((await s.a.results()).google?.ok).toBe(true);
+    // While this round's google probe is out, another instance's newer round stores its own
+    // (healthy) result: the get this probe's compare-and-set is based on happens before it.
+    const get = s.storage.get.bind(s.storage);
+    s.storage.get = (async (key: string) => {
+      const prev = await get(key);
+      if (key === 'aiprobe:result:google') await s.storage.set(key, { ok: true, latencyMs: 1, checkedAt: new Date(Date.now() + 1000).toISOString() });
+      return prev;
+    }) as typeof s.storage.get;
+    upstream!.failProvider('google', { kind: 'status', status: 503 });
+    await nextSlot(s);
+    expect((await s.a.results()).google?.ok).toBe(true);
+    expect(await s.breaker.state('google')).toBe('closed');
+    expect(s.degraded).toEqual([]);
+  });
+
   it('disabled: start() does nothing', async () => {
     const s = await setup();
     const off = new RegistryProbe({ enabled: false, intervalMs: 50, timeoutMs: 50 }, { storage: s.storage, providers: new ProviderRegistry(resolveConfig({})), logger: createLogger('silent') });

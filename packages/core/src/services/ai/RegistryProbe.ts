@@ -119,12 +119,15 @@ export class RegistryProbe {
     const prev = await storage.get<ProbeResult>(resultKey(provider));
     // Kept a few rounds: when nobody probes any more (every instance stopped), old results expire.
     const written = await storage.compareAndSet(resultKey(provider), prev, result, { ttlMs: 3 * this.opts.intervalMs + this.opts.timeoutMs });
+    // Another round replaced the value meanwhile: the verdict is that round's, breaker included.
+    // A probe that hung until its timeout can finish after a newer round saw the provider
+    // recover; opening the breaker for it would keep a healthy provider skipped for the whole
+    // cooldown, since no later round sees a transition that closes it.
+    if (!written) return;
     // Open until the next round has decided: rounds are up to two intervals apart (the lease
     // goes to the first tick in a slot, wherever it falls) plus the probe's timeout, so a
     // cooldown shorter than that would let calls try a provider the probe still sees down.
     if (!result.ok) await breaker?.open(provider, `probe: ${result.reason}`, 2 * this.opts.intervalMs + this.opts.timeoutMs);
-    // Another round replaced the value meanwhile: the transition, if any, is that round's.
-    if (!written) return;
     if (!result.ok && (prev === undefined || prev.ok)) {
       logger.warn('ai: registry probe: provider degraded', { provider, reason: result.reason, status: result.status });
       this.deps.onDegraded?.(provider, result.reason ?? 'probe_failed');
