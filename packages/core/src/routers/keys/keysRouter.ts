@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { keyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
+import { keyRulesPatchSchema, keyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
 import { toView, type KeyActor } from '../../services/apiKeys/ApiKeyService.js';
 import type { Identity } from '../../kernel/identity.js';
 import { router } from '../../pipeline/init.js';
@@ -9,7 +9,7 @@ const KeyId = z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12 characters
 const UserId = z.string().min(1).max(512);
 const GraceSec = z.number().int().min(0).max(7 * 86_400).optional();
 const ListInput = z.lazy(() => z.object({ includeRevoked: z.boolean().default(false) }).default({ includeRevoked: false }));
-const UpdateInput = z.lazy(() => keyRulesSchema().partial().extend({ id: KeyId }));
+const UpdateInput = z.lazy(() => keyRulesPatchSchema().extend({ id: KeyId }));
 const ONCE = 'store this key now: it is shown only once and cannot be recovered';
 
 const self = (identity: Identity): KeyActor => ({ identity, asAdmin: false });

@@ -7,9 +7,8 @@ import type { Signals } from '../../kernel/Signals.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
 import { ApiKeyHasher, displayPrefix } from './apiKeyFormat.js';
-import { apiKeyKeys, keyRulesSchema, type ApiKeyRecord, type ApiKeyView, type KeyRules } from './apiKeyTypes.js';
+import { apiKeyKeys, keyRulesPatchSchema, keyRulesSchema, type ApiKeyRecord, type ApiKeyView, type KeyRules } from './apiKeyTypes.js';
 import { ApiKeyVerifier, type AuthOutcome } from './ApiKeyVerifier.js';
-import { once } from '../../lib/once.js';
 import { keySpendKey, keyUsageView, type KeySpendRecord, type KeyUsageView } from './keySpend.js';
 import type { UserDirectory } from '../directory/UserDirectory.js';
 import type { KeyLimits } from './KeyLimits.js';
@@ -27,9 +26,6 @@ export interface KeyActor {
 export type KeyUpdate = Partial<KeyRules>;
 
 /** The HMAC secret: `apiKeys.secret`, else derived from another server secret (domain-separated). */
-/** keys.update's patch: every rule optional. Built on the first update, as the rules themselves. */
-const keyRulesPatch = once(() => keyRulesSchema().partial());
-
 function resolveSecret(config: ResolvedConfig): Buffer | undefined {
   if (config.apiKeys.secret) return Buffer.from(config.apiKeys.secret);
   const base = config.jwt.secret ?? config.oauth.encryptionKey ?? config.billing.vaultKey;
@@ -211,7 +207,7 @@ export class ApiKeyService {
   async update(actor: KeyActor, id: string, patch: KeyUpdate): Promise<ApiKeyView> {
     const current = await this.get(actor, id);
     this.assertMayActOn(actor, current.userId);
-    const parsed = keyRulesPatch().parse(patch);
+    const parsed = keyRulesPatchSchema().parse(patch);
     if (parsed.scopes) await this.checkScopes(actor, current.userId, parsed.scopes);
     const next = await this.change(id, (r) => {
       if (r.revokedAt) throw new CoreError('CONFLICT', 'this API key is revoked');

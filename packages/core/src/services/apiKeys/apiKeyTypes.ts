@@ -78,6 +78,9 @@ export const keyRulesSchema = once(() =>
 );
 export type KeyRules = z.output<ReturnType<typeof keyRulesSchema>>;
 
+/** keys.update's patch: every rule optional (the router adds the key id). */
+export const keyRulesPatchSchema = once(() => keyRulesSchema().partial());
+
 /** `apikey:<id>`: a key as stored. `hash` never leaves the service. */
 export interface ApiKeyRecord extends Omit<KeyRules, 'expiresAt'> {
   id: string;
