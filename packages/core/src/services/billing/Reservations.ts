@@ -165,7 +165,7 @@ export class Reservations {
    * figures, ledger line), so nothing is given back or taken off those figures; `holddone:` says
    * `lost: true` and the ledger entry `note.holdLost`. Older unknown reservations are NOT_FOUND.
    */
-  settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<SettleOutcome> {
+  async settle(reservation: Reservation, usage: SettleUsage, feeRate: number, order: readonly BalanceType[]): Promise<SettleOutcome> {
     const userId = reservation.userId!;
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, reservation.requestId);
@@ -177,7 +177,11 @@ export class Reservations {
     const dayKeys = usageKeys(userId, day);
     const costUsd = usage.costUsd ?? 0;
     const keyHold = reservation.apiKey;
-    return this.storage.transact<SettleOutcome>([accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
+    // A store may run the plan more than once (an optimistic transaction that lost a race runs it
+    // again): its warnings are kept per run and logged once, for the run that committed.
+    let warnings: [string, Record<string, unknown>][] = [];
+    const outcome = await this.storage.transact<SettleOutcome>([accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
+      warnings = [];
       const done = read<FinishedRecord>(doneKey);
       if (done?.state === 'settled') return { writes: [], result: { result: done.result, reservation: done.reservation, replay: true, crossings: [] } };
       const late = done?.state === 'released' && done.reason === 'expired';
@@ -267,10 +271,12 @@ export class Reservations {
         ...thresholdAlertWrites(this.budgets.alerts, userId, crossings),
         ...(keyHold && held.apiKey ? settleKeySpend(read, gone ? { ...held.apiKey, tokens: 0, usdNanos: 0 } : held.apiKey, { tokens: used, usdNanos: toNanos(costUsd) }, at) : []),
       ];
-      if (uncollected > 0) this.logger.warn('billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected });
-      if (lost) this.logger.warn('billing: settled a call whose hold the store lost; charged in full', { userId, requestId: held.requestId });
+      if (uncollected > 0) warnings.push(['billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected }]);
+      if (lost) warnings.push(['billing: settled a call whose hold the store lost; charged in full', { userId, requestId: held.requestId }]);
       return { writes, result: { result, reservation: held, replay: false, crossings } };
     });
+    for (const [message, fields] of warnings) this.logger.warn(message, fields);
+    return outcome;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import { postgresBinDir, startPrivatePostgres } from '@ai-backend/test-utils/services';
+import type { TxPlan, TxRead } from '../../kernel/Storage.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
@@ -87,6 +88,33 @@ describe.each(backends)('a settle whose hold the store lost, on $name', (backend
     const old = { ...r, createdAt: new Date(Date.now() - 8 * 24 * 3600_000).toISOString() };
     await expect(rt.billing.settle(old, usage)).rejects.toMatchObject({ appCode: 'NOT_FOUND' });
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(1000);
+  });
+});
+
+/** A store whose every transaction plan runs twice, as an optimistic store's does after a lost race. */
+class PlanTwiceStorage extends MemoryStorage {
+  override transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
+    return super.transact(keys, (read) => (plan(read), plan(read)));
+  }
+}
+
+describe('the warning of a settle whose hold the store lost', () => {
+  it('is logged once, for the run of the plan that committed', async () => {
+    const logs: string[] = [];
+    const rt = await makeRuntime(new PlanTwiceStorage(), { billing: { platformFeeRate: 0.1 } }, logs);
+    const lost = await makeRuntime(new MemoryStorage(), { billing: { platformFeeRate: 0.1 } });
+    try {
+      await seed(rt);
+      await seed(lost);
+      const r = await lost.billing.reserve({ identity: alice, tokens: 100, requestId: 'lost-twice' });
+      expect(await rt.billing.settle(r, usage)).toMatchObject({ tokensCharged: 55, remainingBalance: 945 });
+      const warned = logs.filter((l) => l.includes('whose hold the store lost'));
+      expect(warned).toHaveLength(1);
+      expect(JSON.parse(warned[0]!)).toMatchObject({ level: 'warn', requestId: 'lost-twice', userId: alice.sub });
+    } finally {
+      await lost.close();
+      await rt.close();
+    }
   });
 });
 
