@@ -2,14 +2,17 @@ import { z } from 'zod';
 import { keyRulesPatchSchema, keyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
 import { toView, type KeyActor } from '../../services/apiKeys/ApiKeyService.js';
 import type { Identity } from '../../kernel/identity.js';
+import { once } from '../../lib/once.js';
 import { router } from '../../pipeline/init.js';
 import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js';
 
-const KeyId = z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12 characters after aib_)');
-const UserId = z.string().min(1).max(512);
-const GraceSec = z.number().int().min(0).max(7 * 86_400).optional();
+// Inputs shared by the user and admin variants; like every built-in schema, built on first use.
+const keyId = once(() => z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12 characters after aib_)'));
+const userId = once(() => z.string().min(1).max(512));
 const ListInput = z.lazy(() => z.object({ includeRevoked: z.boolean().default(false) }).default({ includeRevoked: false }));
-const UpdateInput = z.lazy(() => keyRulesPatchSchema().extend({ id: KeyId }));
+const KeyInput = z.lazy(() => z.object({ id: keyId() }));
+const RotateInput = z.lazy(() => z.object({ id: keyId(), graceSec: z.number().int().min(0).max(7 * 86_400).optional() }));
+const UpdateInput = z.lazy(() => keyRulesPatchSchema().extend({ id: keyId() }));
 const ONCE = 'store this key now: it is shown only once and cannot be recovered';
 
 const self = (identity: Identity): KeyActor => ({ identity, asAdmin: false });
@@ -33,7 +36,7 @@ export const keysRouter = router({
 
   get: protectedProcedure
     .meta({ description: 'One of your API keys, with its spend' })
-    .input(z.lazy(() => z.object({ id: KeyId })))
+    .input(KeyInput)
     .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(self(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
 
   update: protectedProcedure
@@ -43,17 +46,17 @@ export const keysRouter = router({
 
   revoke: protectedProcedure
     .meta({ description: 'Revoke one of your API keys (refused on every instance within a second)' })
-    .input(z.lazy(() => z.object({ id: KeyId })))
+    .input(KeyInput)
     .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(self(ctx.identity), input.id) })),
 
   rotate: protectedProcedure
     .meta({ description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec' })
-    .input(z.lazy(() => z.object({ id: KeyId, graceSec: GraceSec })))
+    .input(RotateInput)
     .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(self(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
 
   adminCreate: adminProcedure
     .meta({ description: 'Create an API key for any user (administrators)' })
-    .input(z.lazy(() => keyRulesSchema().extend({ userId: UserId })))
+    .input(z.lazy(() => keyRulesSchema().extend({ userId: userId() })))
     .mutation(async ({ ctx, input: { userId, ...rules } }) => {
       const { sub } = await ctx.runtime.users.find(userId);
       return { ...(await ctx.runtime.keys.create(admin(ctx.identity), sub, rules)), notice: ONCE };
@@ -61,7 +64,7 @@ export const keysRouter = router({
 
   adminList: adminProcedure
     .meta({ description: "Any user's API keys (administrators)" })
-    .input(z.lazy(() => z.object({ userId: UserId, includeRevoked: z.boolean().default(false) })))
+    .input(z.lazy(() => z.object({ userId: userId(), includeRevoked: z.boolean().default(false) })))
     .query(async ({ ctx, input }) => {
       const { sub } = await ctx.runtime.users.find(input.userId);
       return { userId: sub, keys: await ctx.runtime.keys.list(admin(ctx.identity), sub, input) };
@@ -69,7 +72,7 @@ export const keysRouter = router({
 
   adminGet: adminProcedure
     .meta({ description: 'Any API key, with its spend (administrators)' })
-    .input(z.lazy(() => z.object({ id: KeyId })))
+    .input(KeyInput)
     .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(admin(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
 
   adminUpdate: adminProcedure
@@ -79,11 +82,11 @@ export const keysRouter = router({
 
   adminRevoke: adminProcedure
     .meta({ description: 'Revoke any API key (administrators)' })
-    .input(z.lazy(() => z.object({ id: KeyId })))
+    .input(KeyInput)
     .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(admin(ctx.identity), input.id) })),
 
   adminRotate: adminProcedure
     .meta({ description: 'Rotate any API key (administrators)' })
-    .input(z.lazy(() => z.object({ id: KeyId, graceSec: GraceSec })))
+    .input(RotateInput)
     .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(admin(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
 });
