@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { edgeError, type EdgeFamily } from './edgeError.js';
 import { exceedsDepth } from './readJsonBody.js';
@@ -21,14 +22,20 @@ const DRAIN_LIMIT = 4 * 1024 * 1024;
 
 const tooLarge = (o: BodyLimitOptions) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`);
 
+/** What @hono/node-server puts in `c.env`: the request and response of node's HTTP server. */
+interface NodeEnv {
+  incoming: IncomingMessage;
+  outgoing: ServerResponse;
+}
+
 /**
  * The rest of a refused chunked body. Over a socket it is read and dropped (as node does for a
  * refused declared body): closing instead would make the client's next write reset the
  * connection, and the client would lose the 413 before reading it. node's requestTimeout bounds
  * how long this lasts. Elsewhere (in-process) the stream is simply cancelled.
  */
-function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, overSocket: boolean): void {
-  if (!overSocket) {
+function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, node: NodeEnv | undefined): void {
+  if (!node) {
     void reader.cancel().catch(() => undefined);
     return;
   }
@@ -41,9 +48,24 @@ function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, overSocket
       const { done, value } = await reader.read();
       if (done) return;
       drained += value?.byteLength ?? 0;
-      if (drained > DRAIN_LIMIT) return void reader.cancel().catch(() => undefined);
+      if (drained > DRAIN_LIMIT) return closeAfterAnswer(node);
     }
   })().catch(() => undefined);
+}
+
+/**
+ * Close the connection once the answer is out. Not by cancelling the body stream: that destroys
+ * the socket at once, and on a fast client the drain ends before the 413 is written, so the
+ * client saw the connection close with no answer at all. `destroySoon` closes after the answer
+ * is flushed, lingering (lingeringClose.ts) so the client can read it.
+ */
+function closeAfterAnswer({ incoming, outgoing }: NodeEnv): void {
+  const close = () => incoming.socket?.destroySoon();
+  if (outgoing.writableFinished || outgoing.destroyed) close();
+  else {
+    outgoing.once('finish', close);
+    outgoing.once('close', close);
+  }
 }
 
 /**
@@ -65,7 +87,8 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     }
     const declared = req.headers.get('content-length');
     if (declared !== null && Number(declared) > o.limit) return tooLarge(o);
-    const overSocket = (c.env as { incoming?: unknown } | undefined)?.incoming !== undefined;
+    const node = (c.env as Partial<NodeEnv> | undefined)?.incoming ? (c.env as NodeEnv) : undefined;
+    const overSocket = node !== undefined;
     if (o.trpcDepth !== undefined && declared !== null && overSocket) {
       // Over a socket node holds the body to its declared length and enforces the idle timeout
       // (nodeTimeouts.ts), so the Node adapter's direct read serves: no web stream, no second
@@ -79,7 +102,7 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
       const reader = req.body.getReader();
       const read = await readLimited(reader, o.limit, o.idleMs);
       if (read === 'too-large') {
-        discardRest(reader, overSocket);
+        discardRest(reader, node);
         return tooLarge(o);
       }
       if (read === 'idle') return edgeError(o.family, 408, `request body stalled for more than ${o.idleMs} ms`, { connection: 'close' });
