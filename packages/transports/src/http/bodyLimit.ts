@@ -60,12 +60,10 @@ function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, node: Node
  * is flushed, lingering (lingeringClose.ts) so the client can read it.
  */
 function closeAfterAnswer({ incoming, outgoing }: NodeEnv): void {
+  // A response emits 'close' once, after 'finish' (or alone when the client went away).
   const close = () => incoming.socket?.destroySoon();
-  if (outgoing.writableFinished || outgoing.destroyed) close();
-  else {
-    outgoing.once('finish', close);
-    outgoing.once('close', close);
-  }
+  if (outgoing.closed) close();
+  else outgoing.once('close', close);
 }
 
 /**
@@ -87,9 +85,9 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     }
     const declared = req.headers.get('content-length');
     if (declared !== null && Number(declared) > o.limit) return tooLarge(o);
+    // Over a socket: @hono/node-server's request and response (undefined in-process).
     const node = (c.env as Partial<NodeEnv> | undefined)?.incoming ? (c.env as NodeEnv) : undefined;
-    const overSocket = node !== undefined;
-    if (o.trpcDepth !== undefined && declared !== null && overSocket) {
+    if (o.trpcDepth !== undefined && declared !== null && node) {
       // Over a socket node holds the body to its declared length and enforces the idle timeout
       // (nodeTimeouts.ts), so the Node adapter's direct read serves: no web stream, no second
       // Request. The text lands in Hono's body cache, where the tRPC handler reads it.
