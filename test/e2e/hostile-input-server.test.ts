@@ -147,10 +147,11 @@ describe('hostile input against a real server process', () => {
       }
     };
     // Warm every route (lazy modules such as the MCP SDK load on first use), then one whole round
-    // unmeasured and unasserted: what a refused upload's client still sends is read and dropped (up to the body
-    // limit, then the lingering close), and those dropped buffers are garbage that the allocator
-    // keeps pages for until a GC, by an amount that differs by Node major (Node 24 kept up to
-    // 36 MB after one round, and more in one CI run). The measured round then reuses those pages.
+    // unmeasured and unasserted: what a refused upload's client still sends is read and dropped
+    // (up to the body limit, then the lingering close), and those dropped buffers are garbage that
+    // the allocator keeps pages for until a GC, by an amount that differs by Node major (Node 24
+    // kept up to 36 MB after one round, and more in one CI run). The measured round then reuses
+    // those pages.
     for (const r of ROUTES) for (let i = 0; i < 3; i++) await bigPost(r, 2 * MIB, i % 2 === 0);
     for (const r of ROUTES) for (const chunked of [false, true]) await bigPost(r, 50 * MIB, chunked).catch(() => undefined);
     await resetPeakRss();
