@@ -67,12 +67,21 @@ module.exports = {
       from: { path: CORE },
       to: { path: ['node_modules/(hono|@hono/[^/]+|@modelcontextprotocol/[^/]+|@trpc/client)/'] },
     },
+    {
+      name: 'core-zod-through-lib',
+      comment: 'core takes zod from lib/zod.ts, whose zod 4 check must run before any schema is built (the bundler does not keep the order of side effects across chunks)',
+      severity: 'error',
+      from: { path: CORE, pathNot: `${CORE}lib/zod\\.ts$` },
+      to: { path: 'node_modules/zod/' },
+    },
   ],
   options: {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    // Sources only: tests may reach across layers to set things up.
-    exclude: { path: ['\\.test\\.ts$', '/__tests__/', '/dist/', 'node_modules'] },
+    // Sources only: tests may reach across layers to set things up. node_modules is not excluded
+    // (only not followed): the rules about packages (core-no-transport, core-zod-through-lib) need
+    // its modules as the targets of our imports.
+    exclude: { path: ['\\.test\\.ts$', '/__tests__/', '/dist/'] },
     doNotFollow: { path: 'node_modules' },
     enhancedResolveOptions: { conditionNames: ['ai-backend-source', 'import', 'types', 'default'], exportsFields: ['exports'] },
   },

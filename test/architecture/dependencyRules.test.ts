@@ -4,7 +4,7 @@
  * The second test shows the rules bite: a tree with a circle and an upward import is refused.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +39,7 @@ describe('dependency rules', () => {
     expect(violations.map(describeViolation)).toEqual([]);
   }, 120_000);
 
-  it('a circle, an upward layer import and an upward package import are each refused', async () => {
+  it('a circle, an upward layer import, an upward package import and zod not taken from lib/zod.ts are each refused', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'ai-backend-deprules-'));
     try {
       const files: Record<string, string> = {
@@ -48,16 +48,23 @@ describe('dependency rules', () => {
         'packages/core/src/services/billing.ts': "import { e } from '../kernel/CoreError.js';\nexport const charge = () => e;\n",
         'packages/auth/src/verify.ts': "import { serve } from '../../transports/src/serve.js';\nexport const verify = serve;\n",
         'packages/transports/src/serve.ts': 'export const serve = 1;\n',
+        // zod straight from the package instead of lib/zod.ts (which checks it is zod 4 first).
+        'packages/core/src/config/raw.ts': "import { z } from 'zod';\nexport const s = z.string();\n",
+        'packages/core/src/lib/zod.ts': "import { z } from 'zod';\nexport { z };\n",
       };
       for (const [name, text] of Object.entries(files)) {
         await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
         await writeFile(path.join(dir, name), text);
       }
+      // The real zod: node_modules is not followed, but its modules are what the rule names.
+      await mkdir(path.join(dir, 'node_modules'), { recursive: true });
+      await symlink(path.join(ROOT, 'node_modules/zod'), path.join(dir, 'node_modules/zod'), 'dir');
       const { violations } = await cruise(dir, ['packages']);
       const rules = new Set(violations.map((v) => v.rule.name));
       expect(rules).toContain('no-circular');
       expect(rules).toContain('core-layer-kernel-lib');
       expect(rules).toContain('package-auth-no-upward');
+      expect(violations.filter((v) => v.rule.name === 'core-zod-through-lib').map((v) => v.from)).toEqual(['packages/core/src/config/raw.ts']);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -4,9 +4,6 @@
  * lives in `@ai-backend/core/internal`; src/publicSurface.test.ts keeps this list deliberate.
  * @module
  */
-// First: a clear error when the app's zod is zod 3, before any schema module uses zod 4 APIs.
-import './config/requireZod4.js';
-
 // Configuration (docs/configuration.md).
 export { ConfigSchema, defineConfig, type ConfigInput, type ResolvedConfig } from './config/schema.js';
 export { resolveConfig, checkConfig, ConfigError, type ConfigProblem } from './config/resolveConfig.js';

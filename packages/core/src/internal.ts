@@ -4,8 +4,6 @@
  * (`@ai-backend/core`, documented) or, better, `ai-backend`.
  * @module
  */
-// First: a clear error when the app's zod is zod 3, before any schema module uses zod 4 APIs.
-import './config/requireZod4.js';
 export * from './config/index.js';
 export { CoreError, isCoreError, coreErrorOf } from './kernel/CoreError.js';
 export { CORE_ERROR_TABLE, JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from './pipeline/errorTable.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../lib/zod.js';
 import type { AnyRouter } from '@trpc/server';
 import { procedureIndex } from '../pipeline/invoke.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../lib/zod.js';
 import { SECTION_DEFAULTS } from './sectionDefaults.js';
 
 const builders = new Map<string, () => z.ZodType>();

@@ -1,5 +1,5 @@
 import type { AnyRouter } from '@trpc/server';
-import { z } from 'zod';
+import { z } from '../lib/zod.js';
 import { AdminSchema, JwtSchema, McpSchema, OAuthSchema } from './sections/auth.js';
 import { AiSchema, BillingSchema } from './sections/ai.js';
 import { isBuiltinProvider } from './sections/aiProviders.js';

@@ -1,6 +1,6 @@
 import { getTRPCErrorFromUnknown, TRPCError, type TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
-import { ZodError } from 'zod';
+import { ZodError } from '../lib/zod.js';
 import { coreErrorOf, type CoreErrorCode } from '../kernel/CoreError.js';
 import { CORE_ERROR_TABLE, JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from './errorTable.js';
 import type { Logger } from '../kernel/Logger.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { PARSE_ONCE } from '../parseOnce.js';
 import { once } from '../../lib/once.js';
 

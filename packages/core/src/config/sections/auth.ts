@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { lazySection } from '../lazySection.js';
 import { once } from '../../lib/once.js';
 import { RedisOptionsSchema } from './storage.js';

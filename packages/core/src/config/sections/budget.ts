@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 
 /** Budget periods: UTC calendar days and UTC calendar months. */
 export const BUDGET_PERIODS = ['daily', 'monthly'] as const;

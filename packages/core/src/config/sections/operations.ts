@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { lazySection } from '../lazySection.js';
 
 /** `apiDescription`: the OpenRPC (/openrpc.json, rpc.discover) and OpenAPI (/openapi.json) documents. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 
 /** Redis connection options (spec: oauth.sessionStorage.redis). */
 const RedisFieldsSchema = z.strictObject({

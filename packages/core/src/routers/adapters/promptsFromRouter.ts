@@ -1,5 +1,5 @@
 import type { Context } from '../../pipeline/context.js';
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import type { AnyRouter } from '@trpc/server';
 import { invoke, procedureIndex } from '../../pipeline/invoke.js';
 import type { PromptArgumentDefinition, PromptDefinition, PromptMessage, PromptResult } from '../../services/prompts/PromptRegistry.js';

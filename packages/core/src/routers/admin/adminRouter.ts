@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { redactConfig } from '../../config/redact.js';
 import { router } from '../../pipeline/init.js';
 import { adminProcedure } from '../../pipeline/procedures.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { adminUsageAnalytics, daysBetween } from '../../services/billing/adminUsageAnalytics.js';

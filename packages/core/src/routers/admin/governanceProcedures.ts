@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { BUDGET_PERIODS, MAX_BUDGET_USD } from '../../config/sections/budget.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';

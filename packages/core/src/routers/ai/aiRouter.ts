@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { checkContentOrMessages, textInputFields } from '../../services/ai/chatInput.js';
 import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
 import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { once } from '../../lib/once.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { BALANCE_TYPES } from '../../services/billing/types.js';
 import { router } from '../../pipeline/init.js';
 import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 
 /** Bounds of list and estimate inputs (the spec leaves them open; see docs/billing.md). */
 export const BOUNDS = {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import type { ConsumptionPlan } from '../../services/billing/planConsumption.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { keyRulesPatchSchema, keyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
 import { toView, type KeyActor } from '../../services/apiKeys/ApiKeyService.js';
 import type { Identity } from '../../kernel/identity.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
 import { apiDocumentationPrompt, codeReviewPrompt, explainConceptPrompt, incidentResponsePrompt } from './prompts.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { MAX_URI_LENGTH, type ClientWorkspace } from '../../services/workspaces/ClientWorkspaceService.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
 import type { Context } from '../../pipeline/context.js';

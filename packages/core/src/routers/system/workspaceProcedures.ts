@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { WorkspaceConfigSchema } from '../../config/sections/workspaces.js';
 import { MAX_PATH_LENGTH } from '../../services/workspaces/pathSyntax.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { KEY_PROVIDER_IDS, KeyProviderInput, type KeyProviderId } from '../../services/ai/providerIds.js';
 
 /**

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { KEY_PROVIDER_IDS, KeyProviderInput } from '../../services/ai/providerIds.js';
 import type { UserPreferences } from '../../services/billing/PreferencesStore.js';
 import { rememberUser } from '../../services/billing/userIndex.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 
 /**
  * The chat inputs of ai.generateText and ai.streamText, beside the spec's `content` /

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { PROVIDER_IDS, type ProviderId } from '../../config/sections/ai.js';
 import { PROVIDER_ALIASES } from '../../config/sections/aiProviders.js';
 

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { once } from '../../lib/once.js';
 import { MAX_BUDGET_USD } from '../../config/sections/budget.js';
 import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import { z } from '../../lib/zod.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../kernel/Logger.js';
