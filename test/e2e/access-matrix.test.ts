@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintDevToken } from '@ai-backend/auth';
 import { z } from 'zod';
-import { adminProcedure, createAppRouter, procedureIndex, protectedProcedure, publicProcedure, router, type ConfigInput, type ProcedureMeta } from '@ai-backend/core/internal';
+import { adminProcedure, createAppRouter, loadRouter, procedureIndex, protectedProcedure, publicProcedure, router, type ConfigInput, type ProcedureMeta } from '@ai-backend/core/internal';
 import { describeMatrix } from './helpers/describeMatrix.js';
 import { MODES, serverFor, startTestServer, type TestServer } from './helpers/testServer.js';
 import { RawMcp, type McpReply } from './helpers/rawMcp.js';
@@ -68,7 +68,9 @@ interface Proc {
   type: 'query' | 'mutation';
   meta: ProcedureMeta | undefined;
 }
-const PROCEDURES: Proc[] = [...procedureIndex(createAppRouter({ weather })).values()]
+const matrixRouter = createAppRouter({ weather });
+await loadRouter(matrixRouter);
+const PROCEDURES: Proc[] = [...procedureIndex(matrixRouter).values()]
   .filter((i) => i.type !== 'subscription')
   .map((i) => ({ path: i.path, type: i.type as Proc['type'], meta: i.meta }));
 const onMcp = (p: Proc) => p.meta?.mcp !== undefined;

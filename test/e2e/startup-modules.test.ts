@@ -35,18 +35,33 @@ export async function resolve(specifier, context, next) {
   const register = join(dir, 'register.mjs');
   writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
   const script = `
+import { appendFileSync } from 'node:fs';
 import { createServer } from 'ai-backend';
 const server = createServer({ port: 0, storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } } });
 const { url } = await server.start();
 const health = await fetch(url + '/health');
+const lazyAtHealth = Object.keys(server.router._def.lazy).sort();
+appendFileSync(${JSON.stringify(log)}, '--first-call--\\n');
+const rpc = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.listProviders' }) }).then((r) => r.json());
+const lazyAfterCall = Object.keys(server.router._def.lazy);
 await server.stop();
-console.log(JSON.stringify({ health: health.status }));
+console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall, providers: Array.isArray(rpc.result?.providers) }));
 `;
   const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 60_000 });
   expect(out.status, out.stderr).toBe(0);
-  expect(JSON.parse(out.stdout.trim().split('\n').at(-1)!).health).toBe(200);
-  const resolved = new Set(readFileSync(log, 'utf8').split('\n').filter(Boolean));
+  const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
+  expect(result.health).toBe(200);
+  const [beforeCall, afterCall] = readFileSync(log, 'utf8').split('--first-call--\n');
+  const resolved = new Set(beforeCall!.split('\n').filter(Boolean));
   expect(resolved.has('zod'), 'the hook records bare specifiers').toBe(true);
   const loaded = [...resolved].filter((s) => LAZY.some((l) => (l.endsWith('/') ? s.startsWith(l) : s === l || s.startsWith(l + '/'))));
   expect(loaded).toEqual([]);
+  // The lazy built-in namespaces (docs/architecture.md#lazy-namespaces): neither their chunk nor
+  // their procedures before the first API call; all of them after it, which the call itself used.
+  expect(result.lazyAtHealth).toEqual(['admin', 'ai', 'auth', 'billing', 'keys', 'system', 'user']);
+  expect([...resolved].filter((s) => s.includes('lazyNamespaces'))).toEqual([]);
+  expect(afterCall!.split('\n').some((s) => s.includes('lazyNamespaces'))).toBe(true);
+  expect(result.lazyAfterCall).toEqual([]);
+  expect(result.providers).toBe(true);
 });
+

@@ -2,6 +2,7 @@ import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from './config/schema.js';
 import { CoreError } from './kernel/CoreError.js';
 import { createAppRouter } from './routers/appRouter.js';
+import { loadRouter } from './pipeline/invoke.js';
 import { createResourceRegistry } from './routers/adapters/createResourceRegistry.js';
 import { createPromptRegistry } from './routers/adapters/createPromptRegistry.js';
 import { BillingService } from './services/billing/BillingService.js';
@@ -41,6 +42,12 @@ export interface CreateRuntimeOptions {
   /** The app router, when the caller built it already (createServer does, to type its clients). */
   router?: AnyRouter;
   /**
+   * Leave the router's lazy built-in namespaces unbuilt until an entry point first needs them
+   * (createServer does: its API routes await loadRouter). Default false: the runtime's router is
+   * loaded when this resolves, so code holding it can read its procedures synchronously.
+   */
+  lazyRouter?: boolean;
+  /**
    * The bearer-token verifier (createServer passes the auth package's). A factory, because the
    * verifier of our own OAuth server needs the store and services this function builds; it is
    * called once, before the runtime is handed out. Without it, bearer tokens other than API keys
@@ -77,6 +84,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     for (const [name, clear] of caches) if (target === 'all' || target === 'memory' || target === name) void Promise.resolve(clear()).catch(() => undefined);
   });
   const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
+  if (!opts.lazyRouter) await loadRouter(router);
   const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
   const alerts = new AlertOutbox(storage, config, logger, metrics);
   // Budget alerts are written by billing inside the transaction that causes them (exactly once).

@@ -21,8 +21,9 @@ export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js
 export { type Identity, type TransportName, type ApiKeyGrant } from './kernel/identity.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
-export { invoke, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
+export { invoke, isRouterLoaded, loadRouter, loadedProcedureIndex, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
 export { isAsyncIterable } from './pipeline/drainStream.js';
+export { BUILT_IN_NAMESPACES, type BuiltInNamespace } from './kernel/namespaces.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
 export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';
 export { createRuntime, type CreateRuntimeOptions } from './createRuntime.js';

@@ -3,7 +3,7 @@ import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import { createAppRouter, createLogger, isLoopbackHost, createRuntime, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core/internal';
+import { createAppRouter, createLogger, isLoopbackHost, createRuntime, loadRouter, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './http/bodyLimit.js';
@@ -22,11 +22,11 @@ import { clientIp, requestOrigin } from './http/requestFacts.js';
 import { sseStreamCap } from './http/sseStreamCap.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
-import { toolProcedures } from './mcp/toolCatalog.js';
 import { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
 import { countTokensHandler, messagesHandler } from './anthropic/messagesHandler.js';
 import { responsesHandler } from './openai/responsesHandler.js';
 import { embeddingsHandler } from './openai/embeddingsHandler.js';
+import { checkToolNames } from './mcp/toolCatalog.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 export interface CreateServerOptions {
@@ -133,7 +133,7 @@ export function createServer<C extends CustomRouters = {}>(
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
   let mcpLoading: Promise<McpHandler> | undefined;
   const getMcp = () =>
-    (mcpLoading ??= Promise.all([runtimePromise, import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => {
+    (mcpLoading ??= Promise.all([getApiRuntime(), import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => {
       const mcp = new McpHandler(runtime, mcpOptions(config));
       runtime.metrics?.setMcpSources(() => mcp.sessionCount, () => mcp.streamCount);
       return mcp;
@@ -158,14 +158,25 @@ export function createServer<C extends CustomRouters = {}>(
     runtime.caches.set('tokens', () => verifier.clearCache());
     return verifier;
   };
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter, authenticator }).then((runtime) => {
-    if (mcpOn) toolProcedures(runtime.router); // a tool-name clash fails start-up
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter, authenticator, lazyRouter: true }).then((runtime) => {
+    if (mcpOn) checkToolNames(runtime.router); // a tool-name clash fails start-up
     readyRuntime = runtime;
     return runtime;
   });
   // Surface start-up failures through ready()/start(), not as an unhandled rejection.
   runtimePromise.catch(() => undefined);
+  /** The runtime, for routes that call no procedure (health, OAuth, metrics). */
   const getRuntime = () => runtimePromise;
+  /**
+   * The runtime with every namespace built: for the entry points, which read the procedures. The
+   * lazy built-in namespaces load on the first API request, not at start-up
+   * (docs/architecture.md#lazy-namespaces); a load that fails is tried again by the next request.
+   */
+  const getApiRuntime = async () => {
+    const runtime = await runtimePromise;
+    await loadRouter(runtime.router);
+    return runtime;
+  };
 
   const app = new Hono();
   app.use('*', observeRequests(() => readyRuntime));
@@ -202,7 +213,7 @@ export function createServer<C extends CustomRouters = {}>(
     });
     app.route('/', consoleRoutes(config, exchange ? { devSignIn: exchange } : {}));
   }
-  if (config.apiDescription.enabled) app.route('/', apiDescriptionRoutes(getRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
+  if (config.apiDescription.enabled) app.route('/', apiDescriptionRoutes(getApiRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
 
   if (withOAuth) {
     for (const path of OAUTH_PATHS) {
@@ -218,22 +229,22 @@ export function createServer<C extends CustomRouters = {}>(
   }
   if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getRuntime));
   if (config.protocols.tRpc) {
-    app.all('/trpc/*', trpcHandler(getRuntime, '/trpc'));
-    app.all('/typedrpc/*', trpcHandler(getRuntime, '/typedrpc'));
+    app.all('/trpc/*', trpcHandler(getApiRuntime, '/trpc'));
+    app.all('/typedrpc/*', trpcHandler(getApiRuntime, '/typedrpc'));
   }
-  if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getRuntime));
+  if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getApiRuntime));
   if (config.protocols.openAi) {
-    app.post('/v1/chat/completions', chatCompletionsHandler(getRuntime));
+    app.post('/v1/chat/completions', chatCompletionsHandler(getApiRuntime));
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).
-    app.post('/v1/messages', messagesHandler(getRuntime));
-    app.post('/v1/messages/count_tokens', countTokensHandler(getRuntime));
-    app.post('/v1/responses', responsesHandler(getRuntime));
-    app.post('/v1/embeddings', embeddingsHandler(getRuntime));
-    app.get('/v1/models', modelsHandler(getRuntime));
-    app.get('/v1/models/*', modelHandler(getRuntime));
+    app.post('/v1/messages', messagesHandler(getApiRuntime));
+    app.post('/v1/messages/count_tokens', countTokensHandler(getApiRuntime));
+    app.post('/v1/responses', responsesHandler(getApiRuntime));
+    app.post('/v1/embeddings', embeddingsHandler(getApiRuntime));
+    app.get('/v1/models', modelsHandler(getApiRuntime));
+    app.get('/v1/models/*', modelHandler(getApiRuntime));
     app.all('/v1/*', openAiNotFound());
   }
-  if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getRuntime));
+  if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getApiRuntime));
   if (mcpOn) {
     app.all('/mcp', async (c, next) => {
       const mcp = await getMcp();
@@ -264,7 +275,7 @@ export function createServer<C extends CustomRouters = {}>(
     router: appRouter,
     fetch: (req) => Promise.resolve(app.fetch(req)),
     config,
-    ready: getRuntime,
+    ready: getApiRuntime,
     async start() {
       await getRuntime();
       if (config.metrics.enabled && config.metrics.port !== undefined) {

@@ -11,19 +11,64 @@ export interface ProcedureInfo {
   procedure: AnyProcedure;
 }
 
-/** Flat map of procedure path → info, computed once per router. */
+/** Flat map of procedure path → info, computed once per router (once it is loaded). */
 const indexCache = new WeakMap<AnyRouter, Map<string, ProcedureInfo>>();
+const loading = new WeakMap<AnyRouter, Promise<void>>();
 
+/** Whether some namespace of this router is still a tRPC `lazy()` loader that has not run. */
+export function isRouterLoaded(router: AnyRouter): boolean {
+  for (const _ in router._def.lazy) return false;
+  return true;
+}
+
+/**
+ * Build every lazily loaded namespace of a router (routers/appRouter.ts), once. Every entry point
+ * awaits this before its first call, so the synchronous readers below see the whole router.
+ * A namespace that fails to load fails this promise, and the next call tries again.
+ */
+export function loadRouter(router: AnyRouter): Promise<void> {
+  if (isRouterLoaded(router)) return Promise.resolve();
+  let p = loading.get(router);
+  if (!p) {
+    p = (async () => {
+      // A loaded namespace may itself hold lazy routers: load until none is left.
+      while (!isRouterLoaded(router)) await Promise.all(Object.values(router._def.lazy).map((l) => l.load()));
+    })();
+    p.catch(() => loading.delete(router));
+    loading.set(router, p);
+  }
+  return p;
+}
+
+function indexOf(router: AnyRouter): Map<string, ProcedureInfo> {
+  const index = new Map<string, ProcedureInfo>();
+  for (const [path, procedure] of Object.entries(router._def.procedures as Record<string, AnyProcedure>)) {
+    index.set(path, { path, type: procedure._def.type, meta: procedure._def.meta as ProcedureMeta | undefined, procedure });
+  }
+  return index;
+}
+
+/**
+ * Every procedure of a loaded router. Throws for a router with namespaces not loaded yet: a reader
+ * that saw only part of the router would answer NOT_FOUND or decide access without the meta.
+ */
 export function procedureIndex(router: AnyRouter): Map<string, ProcedureInfo> {
   let index = indexCache.get(router);
   if (!index) {
-    index = new Map();
-    for (const [path, procedure] of Object.entries(router._def.procedures as Record<string, AnyProcedure>)) {
-      index.set(path, { path, type: procedure._def.type, meta: procedure._def.meta as ProcedureMeta | undefined, procedure });
-    }
+    if (!isRouterLoaded(router)) throw new Error(`the router has namespaces not loaded yet (${Object.keys(router._def.lazy).join(', ')}): await loadRouter(router) first`);
+    index = indexOf(router);
     indexCache.set(router, index);
   }
   return index;
+}
+
+/**
+ * The procedures built so far (the eager namespaces and customRouters, before loadRouter): for the
+ * start-up readers that must not force the lazy namespaces (prompt and resource registries, the
+ * tool-name check). Not cached.
+ */
+export function loadedProcedureIndex(router: AnyRouter): Map<string, ProcedureInfo> {
+  return isRouterLoaded(router) ? procedureIndex(router) : indexOf(router);
 }
 
 export type InvokeResult = { ok: true; data: unknown } | { ok: false; error: TRPCError };
@@ -43,6 +88,13 @@ export interface InvokeOptions {
  * procedures through tRPC's own fetch handler. Value-returning: never throws.
  */
 export async function invoke(router: AnyRouter, path: string, input: unknown, ctx: Context, opts: InvokeOptions = {}): Promise<InvokeResult> {
+  if (!isRouterLoaded(router)) {
+    try {
+      await loadRouter(router);
+    } catch (cause) {
+      return { ok: false, error: toTRPCError(cause) };
+    }
+  }
   const info = procedureIndex(router).get(path);
   if (!info || info.type === 'subscription') {
     return { ok: false, error: new TRPCError({ code: 'NOT_FOUND', message: `unknown procedure "${path.slice(0, 200)}"` }) };

@@ -1,26 +1,27 @@
-import type { AnyRouter } from '@trpc/server';
+import { lazy, type AnyRouter } from '@trpc/server';
 import { mergeRouters, router } from '../pipeline/init.js';
-import { adminRouter } from './admin/adminRouter.js';
-import { aiRouter } from './ai/aiRouter.js';
-import { authRouter } from './auth/authRouter.js';
-import { billingRouter } from './billing/billingRouter.js';
 import { mcpRouter } from './mcp/mcpRouter.js';
-import { systemRouter } from './system/systemRouter.js';
-import { userRouter } from './user/userRouter.js';
-import { keysRouter } from './keys/keysRouter.js';
 import type { BuiltInNamespace } from '../kernel/namespaces.js';
 
-/** The built-in namespaces. */
+const namespaces = () => import('./lazyNamespaces.js');
+
+/**
+ * The built-in namespaces. All but `mcp` are built on first use (tRPC's `lazy()`, together in one
+ * chunk), so a server that has not answered an API call yet holds none of their procedures,
+ * schemas or code (docs/architecture.md#lazy-namespaces). `mcp` stays eager: it carries the
+ * built-in prompts, which the prompt registry reads at start-up. `loadRouter` (pipeline/invoke.ts)
+ * builds them all; every entry point awaits it before its first call.
+ */
 export const builtinRouter = router({
-  ai: aiRouter,
+  ai: lazy(() => namespaces().then((m) => m.aiRouter)),
   mcp: mcpRouter,
-  admin: adminRouter,
-  system: systemRouter,
-  auth: authRouter,
-  billing: billingRouter,
-  user: userRouter,
-  keys: keysRouter,
-} satisfies Record<BuiltInNamespace, AnyRouter>);
+  admin: lazy(() => namespaces().then((m) => m.adminRouter)),
+  system: lazy(() => namespaces().then((m) => m.systemRouter)),
+  auth: lazy(() => namespaces().then((m) => m.authRouter)),
+  billing: lazy(() => namespaces().then((m) => m.billingRouter)),
+  user: lazy(() => namespaces().then((m) => m.userRouter)),
+  keys: lazy(() => namespaces().then((m) => m.keysRouter)),
+} satisfies Record<BuiltInNamespace, AnyRouter | (() => Promise<AnyRouter>)>);
 
 export type AppRouter = typeof builtinRouter;
 
@@ -31,6 +32,7 @@ export type CustomRouters = Record<string, AnyRouter>;
  * Built-in namespaces plus the operator's customRouters (each under its own namespace), merged
  * with tRPC's public `mergeRouters`, so the result's type carries the custom namespaces: a
  * `@trpc/client` typed with `AppRouterWith<typeof customRouters>` sees `weather.forecast`.
+ * The lazy namespaces stay lazy in the merged router (each merged router loads its own).
  */
 export function createAppRouter<C extends CustomRouters = {}>(customRouters: C = {} as C) {
   return mergeRouters(builtinRouter, router(customRouters));

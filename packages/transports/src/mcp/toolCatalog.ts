@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core/internal';
+import { BUILT_IN_NAMESPACES, isRouterLoaded, loadedProcedureIndex, procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core/internal';
 import type { AnyRouter } from '@trpc/server';
+import { LAZY_BUILTIN_TOOLS } from './lazyBuiltinTools.js';
 
 export interface CatalogTool {
   name: string;
@@ -38,20 +39,51 @@ function toOutputSchema(schema: unknown): Record<string, unknown> | undefined {
   return json.type === 'object' ? json : undefined;
 }
 
-/**
- * Tool name → procedure, without schemas: cheap enough to run at start-up, so a name clash
- * stops the server before it listens even though the MCP layer itself loads on first use.
- */
+/** The tool name a procedure publishes under, or undefined when it is not a tool. */
+function toolNameOf(info: ProcedureInfo): string | undefined {
+  if (!info.meta?.mcp || info.meta.mcp.tool === false || info.type === 'subscription') return undefined;
+  return info.meta.mcp.name ?? info.path.split('.').pop()!;
+}
+
+const isBuiltIn = (path: string) => (BUILT_IN_NAMESPACES as readonly string[]).includes(path.split('.', 1)[0]!);
+
+/** The clash names a built-in procedure first, whichever namespace was built first. */
+function clashError(name: string, a: string, b: string): Error {
+  const [first, second] = isBuiltIn(b) && !isBuiltIn(a) ? [b, a] : [a, b];
+  return new Error(`MCP tool name "${name}" is used by both ${first} and ${second}; set meta.mcp.name`);
+}
+
+/** Tool name → procedure, without schemas, for a loaded router. */
 export function toolProcedures(router: AnyRouter): Map<string, ProcedureInfo> {
   const byName = new Map<string, ProcedureInfo>();
   for (const info of procedureIndex(router).values()) {
-    if (!info.meta?.mcp || info.meta.mcp.tool === false || info.type === 'subscription') continue;
-    const name = info.meta.mcp.name ?? info.path.split('.').pop()!;
+    const name = toolNameOf(info);
+    if (name === undefined) continue;
     const clash = byName.get(name);
-    if (clash) throw new Error(`MCP tool name "${name}" is used by both ${clash.path} and ${info.path}; set meta.mcp.name`);
+    if (clash) throw clashError(name, clash.path, info.path);
     byName.set(name, info);
   }
   return byName;
+}
+
+/**
+ * The start-up check that no two procedures publish one tool name, so a clash stops the server
+ * before it listens even though the MCP layer and the lazy built-in namespaces load on first use.
+ * The lazy namespaces' tool names come from LAZY_BUILTIN_TOOLS instead of building them.
+ */
+export function checkToolNames(router: AnyRouter): void {
+  if (isRouterLoaded(router)) {
+    toolProcedures(router);
+    return;
+  }
+  const byName = new Map<string, string>(Object.entries(LAZY_BUILTIN_TOOLS));
+  for (const info of loadedProcedureIndex(router).values()) {
+    const name = toolNameOf(info);
+    if (name === undefined) continue;
+    const clash = byName.get(name);
+    if (clash !== undefined) throw clashError(name, clash, info.path);
+    byName.set(name, info.path);
+  }
 }
 
 /**

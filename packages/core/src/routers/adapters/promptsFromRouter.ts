@@ -1,7 +1,7 @@
 import type { Context } from '../../pipeline/context.js';
 import { z } from '../../lib/zod.js';
 import type { AnyRouter } from '@trpc/server';
-import { invoke, procedureIndex } from '../../pipeline/invoke.js';
+import { invoke, loadedProcedureIndex } from '../../pipeline/invoke.js';
 import type { PromptArgumentDefinition, PromptDefinition, PromptMessage, PromptResult } from '../../services/prompts/PromptRegistry.js';
 import { BUILT_IN_NAMESPACES } from '../../kernel/namespaces.js';
 
@@ -44,10 +44,12 @@ export function toPromptResult(data: unknown, description?: string): PromptResul
  * Every procedure with `meta.mcp.prompt` becomes a prompt: its input fields are the arguments
  * (required unless optional or defaulted; enums offered by completion), and prompts/get runs
  * the procedure through the invoke seam with the caller's context, so auth and rate limits apply.
+ * It reads the procedures built so far: a server builds its registry before the lazy built-in
+ * namespaces load, and those carry no prompts (routers/appRouter.test.ts checks).
  */
 export function promptsFromRouter(router: AnyRouter): PromptDefinition[] {
   const prompts: PromptDefinition[] = [];
-  for (const info of procedureIndex(router).values()) {
+  for (const info of loadedProcedureIndex(router).values()) {
     const meta = info.meta?.mcp;
     if (!meta?.prompt || info.type === 'subscription') continue;
     const opts = meta.prompt === true ? {} : meta.prompt;

@@ -1,7 +1,7 @@
 import type { AnyRouter } from '@trpc/server';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Context } from '../../pipeline/context.js';
-import { invoke, procedureIndex } from '../../pipeline/invoke.js';
+import { invoke, loadedProcedureIndex } from '../../pipeline/invoke.js';
 import type { ResourceContent, ResourceRegistry } from '../../services/resources/ResourceRegistry.js';
 
 /**
@@ -31,9 +31,11 @@ async function run(path: string, input: unknown, mimeType: string | undefined, c
 /**
  * Register every query procedure with `meta.mcp.resource`: `uri` makes a fixed resource (the
  * procedure takes no input), `uriTemplate` a template whose variables are the input fields.
+ * Like promptsFromRouter, it reads the procedures built so far (the lazy built-in namespaces
+ * carry no resources).
  */
 export function registerRouterResources(router: AnyRouter, registry: ResourceRegistry): void {
-  for (const info of procedureIndex(router).values()) {
+  for (const info of loadedProcedureIndex(router).values()) {
     const r = info.meta?.mcp?.resource;
     if (!r || info.type !== 'query') continue;
     const name = r.name ?? info.path.split('.').pop()!;

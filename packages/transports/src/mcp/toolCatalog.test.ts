@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { createAppRouter, isRouterLoaded, loadRouter, publicProcedure, router } from '@ai-backend/core/internal';
+import { checkToolNames, toolProcedures } from './toolCatalog.js';
+import { LAZY_BUILTIN_TOOLS } from './lazyBuiltinTools.js';
+
+const tool = (name?: string) => publicProcedure.meta({ description: 'a custom tool', mcp: name ? { name } : {} }).query(() => 'ok');
+
+describe('the tool-name check at start-up', () => {
+  it('knows the tool names of the lazy built-in namespaces without building them', async () => {
+    const unloaded = createAppRouter();
+    checkToolNames(unloaded);
+    expect(isRouterLoaded(unloaded)).toBe(false);
+    // The list matches what the lazy namespaces publish once built: every tool outside the eager
+    // `mcp` namespace, under the same name and path.
+    const loaded = createAppRouter();
+    await loadRouter(loaded);
+    const published = Object.fromEntries([...toolProcedures(loaded)].filter(([, info]) => !info.path.startsWith('mcp.')).map(([name, info]) => [name, info.path]));
+    expect(published).toEqual(LAZY_BUILTIN_TOOLS);
+  });
+
+  it('refuses a custom tool named like a lazy built-in one, naming both paths', () => {
+    const r = createAppRouter({ weather: router({ generateText: tool() }) });
+    expect(() => checkToolNames(r)).toThrow('MCP tool name "generateText" is used by both ai.generateText and weather.generateText; set meta.mcp.name');
+    const renamed = createAppRouter({ weather: router({ forecast: tool('listFiles') }) });
+    expect(() => checkToolNames(renamed)).toThrow('"listFiles" is used by both system.listFiles and weather.forecast');
+    expect(isRouterLoaded(r)).toBe(false);
+  });
+
+  it('refuses a custom tool named like an eager built-in one, and two custom tools of one name', () => {
+    expect(() => checkToolNames(createAppRouter({ weather: router({ echo: tool() }) }))).toThrow('"echo" is used by both mcp.echo and weather.echo');
+    expect(() => checkToolNames(createAppRouter({ a: router({ one: tool('same') }), b: router({ two: tool('same') }) }))).toThrow('"same" is used by both a.one and b.two');
+  });
+
+  it('gives the same answers on a loaded router', async () => {
+    const clash = createAppRouter({ weather: router({ generateText: tool() }) });
+    await loadRouter(clash);
+    expect(() => checkToolNames(clash)).toThrow('"generateText" is used by both ai.generateText and weather.generateText');
+    const fine = createAppRouter({ weather: router({ forecast: tool(), quiet: publicProcedure.query(() => 1) }) });
+    checkToolNames(fine);
+    await loadRouter(fine);
+    checkToolNames(fine);
+    expect(toolProcedures(fine).get('forecast')?.path).toBe('weather.forecast');
+    expect(toolProcedures(fine).has('quiet')).toBe(false);
+  });
+});
