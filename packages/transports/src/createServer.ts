@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { Hono, type Handler } from 'hono';
 import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
@@ -22,12 +22,11 @@ import { clientIp, requestOrigin } from './http/requestFacts.js';
 import { sseStreamCap } from './http/sseStreamCap.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
-import { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
-import { countTokensHandler, messagesHandler } from './anthropic/messagesHandler.js';
-import { responsesHandler } from './openai/responsesHandler.js';
-import { embeddingsHandler } from './openai/embeddingsHandler.js';
 import { checkToolNames } from './mcp/toolCatalog.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
+
+/** The /v1 handlers, imported on the first /v1 request. */
+type V1Handlers = typeof import('./v1Handlers.js');
 
 export interface CreateServerOptions {
   /** Use this storage instead of opening the configured backend. */
@@ -234,15 +233,28 @@ export function createServer<C extends CustomRouters = {}>(
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getApiRuntime));
   if (config.protocols.openAi) {
-    app.post('/v1/chat/completions', chatCompletionsHandler(getApiRuntime));
+    // The wire formats' code loads on the first /v1 request (v1Handlers.ts); an import that
+    // fails is tried again by the next request.
+    let v1: Promise<V1Handlers> | undefined;
+    const v1Route = (pick: (m: V1Handlers) => Handler): Handler => {
+      let handler: Promise<Handler> | undefined;
+      return async (c, next) => {
+        handler ??= (v1 ??= import('./v1Handlers.js')).then(pick).catch((err: unknown) => {
+          v1 = handler = undefined;
+          throw err;
+        });
+        return (await handler)(c, next);
+      };
+    };
+    app.post('/v1/chat/completions', v1Route((m) => m.chatCompletionsHandler(getApiRuntime)));
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).
-    app.post('/v1/messages', messagesHandler(getApiRuntime));
-    app.post('/v1/messages/count_tokens', countTokensHandler(getApiRuntime));
-    app.post('/v1/responses', responsesHandler(getApiRuntime));
-    app.post('/v1/embeddings', embeddingsHandler(getApiRuntime));
-    app.get('/v1/models', modelsHandler(getApiRuntime));
-    app.get('/v1/models/*', modelHandler(getApiRuntime));
-    app.all('/v1/*', openAiNotFound());
+    app.post('/v1/messages', v1Route((m) => m.messagesHandler(getApiRuntime)));
+    app.post('/v1/messages/count_tokens', v1Route((m) => m.countTokensHandler(getApiRuntime)));
+    app.post('/v1/responses', v1Route((m) => m.responsesHandler(getApiRuntime)));
+    app.post('/v1/embeddings', v1Route((m) => m.embeddingsHandler(getApiRuntime)));
+    app.get('/v1/models', v1Route((m) => m.modelsHandler(getApiRuntime)));
+    app.get('/v1/models/*', v1Route((m) => m.modelHandler(getApiRuntime)));
+    app.all('/v1/*', v1Route((m) => m.openAiNotFound()));
   }
   if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getApiRuntime));
   if (mcpOn) {

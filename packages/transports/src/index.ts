@@ -2,5 +2,3 @@ export { createServer, oauthEnabled, type AiBackendServer, type BoundAddress, ty
 export { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 export { trpcHandler } from './trpc/trpcHandler.js';
 export { cors } from './http/cors.js';
-export { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
-export { PROVIDER_KEY_HEADER } from './openai/toChatInput.js';

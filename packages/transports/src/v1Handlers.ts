@@ -1,0 +1,10 @@
+/**
+ * The handlers of the /v1 wire formats (OpenAI chat completions, responses, embeddings and models;
+ * Anthropic messages), in one module that createServer imports on the first /v1 request, so a
+ * server that is never asked in these formats does not load their code (docs/architecture.md,
+ * "Heavy dependencies load on first use").
+ */
+export { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
+export { countTokensHandler, messagesHandler } from './anthropic/messagesHandler.js';
+export { responsesHandler } from './openai/responsesHandler.js';
+export { embeddingsHandler } from './openai/embeddingsHandler.js';
