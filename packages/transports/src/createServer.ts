@@ -171,11 +171,17 @@ export function createServer<C extends CustomRouters = {}>(
    * lazy built-in namespaces load on the first API request, not at start-up
    * (docs/architecture.md#lazy-namespaces); a load that fails is tried again by the next request.
    */
-  const getApiRuntime = async () => {
-    const runtime = await runtimePromise;
-    await loadRouter(runtime.router);
-    return runtime;
-  };
+  let apiRuntime: Promise<Runtime> | undefined;
+  const getApiRuntime = () =>
+    (apiRuntime ??= runtimePromise.then(async (runtime) => {
+      try {
+        await loadRouter(runtime.router);
+      } catch (err) {
+        apiRuntime = undefined;
+        throw err;
+      }
+      return runtime;
+    }));
 
   const app = new Hono();
   app.use('*', observeRequests(() => readyRuntime));
