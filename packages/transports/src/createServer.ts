@@ -169,19 +169,10 @@ export function createServer<C extends CustomRouters = {}>(
   /**
    * The runtime with every namespace built: for the entry points, which read the procedures. The
    * lazy built-in namespaces load on the first API request, not at start-up
-   * (docs/architecture.md#lazy-namespaces); a load that fails is tried again by the next request.
+   * (docs/architecture.md#lazy-namespaces). One promise, so a request awaits it once.
    */
   let apiRuntime: Promise<Runtime> | undefined;
-  const getApiRuntime = () =>
-    (apiRuntime ??= runtimePromise.then(async (runtime) => {
-      try {
-        await loadRouter(runtime.router);
-      } catch (err) {
-        apiRuntime = undefined;
-        throw err;
-      }
-      return runtime;
-    }));
+  const getApiRuntime = () => (apiRuntime ??= runtimePromise.then((runtime) => loadRouter(runtime.router).then(() => runtime)));
 
   const app = new Hono();
   app.use('*', observeRequests(() => readyRuntime));
@@ -239,18 +230,11 @@ export function createServer<C extends CustomRouters = {}>(
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getApiRuntime));
   if (config.protocols.openAi) {
-    // The wire formats' code loads on the first /v1 request (v1Handlers.ts); an import that
-    // fails is tried again by the next request.
+    // The wire formats' code loads on the first /v1 request (v1Handlers.ts).
     let v1: Promise<V1Handlers> | undefined;
     const v1Route = (pick: (m: V1Handlers) => Handler): Handler => {
       let handler: Promise<Handler> | undefined;
-      return async (c, next) => {
-        handler ??= (v1 ??= import('./v1Handlers.js')).then(pick).catch((err: unknown) => {
-          v1 = handler = undefined;
-          throw err;
-        });
-        return (await handler)(c, next);
-      };
+      return async (c, next) => (await (handler ??= (v1 ??= import('./v1Handlers.js')).then(pick)))(c, next);
     };
     app.post('/v1/chat/completions', v1Route((m) => m.chatCompletionsHandler(getApiRuntime)));
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).

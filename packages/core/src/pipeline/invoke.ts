@@ -24,7 +24,8 @@ export function isRouterLoaded(router: AnyRouter): boolean {
 /**
  * Build every lazily loaded namespace of a router (routers/appRouter.ts), once. Every entry point
  * awaits this before its first call, so the synchronous readers below see the whole router.
- * A namespace that fails to load fails this promise, and the next call tries again.
+ * A namespace that cannot load (its chunk missing from an install, say) fails this promise for
+ * good: tRPC memoises each loader's outcome, and so does the module loader.
  */
 export function loadRouter(router: AnyRouter): Promise<void> {
   if (isRouterLoaded(router)) return Promise.resolve();
@@ -34,7 +35,6 @@ export function loadRouter(router: AnyRouter): Promise<void> {
       // A loaded namespace may itself hold lazy routers: load until none is left.
       while (!isRouterLoaded(router)) await Promise.all(Object.values(router._def.lazy).map((l) => l.load()));
     })();
-    p.catch(() => loading.delete(router));
     loading.set(router, p);
   }
   return p;

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { AnyProcedure } from '@trpc/server';
+import { lazy, type AnyProcedure } from '@trpc/server';
+import { router } from '../pipeline/init.js';
 import { builtinRouter, createAppRouter } from './appRouter.js';
 import { invoke, isRouterLoaded, loadRouter, loadedProcedureIndex, procedureIndex } from '../pipeline/invoke.js';
 import { BUILT_IN_NAMESPACES } from '../kernel/namespaces.js';
@@ -64,6 +65,16 @@ describe('lazy namespaces', () => {
     await loadRouter(router);
     const published = [...procedureIndex(router).values()].filter((info) => !eager.has(info.path) && (info.meta?.mcp?.prompt || info.meta?.mcp?.resource));
     expect(published.map((info) => info.path)).toEqual([]);
+  });
+
+  it('that cannot load fail loadRouter, and invoke answers with an error instead of throwing', async () => {
+    const broken = router({ gone: lazy(() => Promise.reject(new Error('chunk missing'))) });
+    await expect(loadRouter(broken)).rejects.toThrow('chunk missing');
+    expect(isRouterLoaded(broken)).toBe(false);
+    const ctx = { identity: null, credentialError: null, req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() } };
+    const result = await invoke(broken, 'gone.anything', undefined, ctx as never);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error.code).toBe('INTERNAL_SERVER_ERROR');
   });
 
   it('load on the first invoke of a runtime created with lazyRouter (createServer), and only then', async () => {
