@@ -23,7 +23,7 @@ export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './k
 export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
 export { invoke, isRouterLoaded, loadRouter, loadedProcedureIndex, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
 export { isAsyncIterable } from './pipeline/drainStream.js';
-export { BUILT_IN_NAMESPACES, type BuiltInNamespace } from './kernel/namespaces.js';
+export { isBuiltInPath } from './kernel/namespaces.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
 export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';
 export { createRuntime, type CreateRuntimeOptions } from './createRuntime.js';

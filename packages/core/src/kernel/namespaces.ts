@@ -6,3 +6,8 @@
 export const BUILT_IN_NAMESPACES = ['ai', 'mcp', 'system', 'admin', 'auth', 'billing', 'user', 'keys'] as const;
 
 export type BuiltInNamespace = (typeof BUILT_IN_NAMESPACES)[number];
+
+/** Whether a procedure path (`ai.generateText`) lies in a built-in namespace. */
+export function isBuiltInPath(path: string): boolean {
+  return (BUILT_IN_NAMESPACES as readonly string[]).includes(path.split('.', 1)[0]!);
+}

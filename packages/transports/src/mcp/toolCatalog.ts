@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BUILT_IN_NAMESPACES, isRouterLoaded, loadedProcedureIndex, procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core/internal';
+import { isBuiltInPath, isRouterLoaded, loadedProcedureIndex, procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core/internal';
 import type { AnyRouter } from '@trpc/server';
 import { LAZY_BUILTIN_TOOLS } from './lazyBuiltinTools.js';
 
@@ -45,11 +45,9 @@ function toolNameOf(info: ProcedureInfo): string | undefined {
   return info.meta.mcp.name ?? info.path.split('.').pop()!;
 }
 
-const isBuiltIn = (path: string) => (BUILT_IN_NAMESPACES as readonly string[]).includes(path.split('.', 1)[0]!);
-
 /** The clash names a built-in procedure first, whichever namespace was built first. */
 function clashError(name: string, a: string, b: string): Error {
-  const [first, second] = isBuiltIn(b) && !isBuiltIn(a) ? [b, a] : [a, b];
+  const [first, second] = isBuiltInPath(b) && !isBuiltInPath(a) ? [b, a] : [a, b];
   return new Error(`MCP tool name "${name}" is used by both ${first} and ${second}; set meta.mcp.name`);
 }
 

@@ -3,7 +3,7 @@ import { z } from '../../lib/zod.js';
 import type { AnyRouter } from '@trpc/server';
 import { invoke, loadedProcedureIndex } from '../../pipeline/invoke.js';
 import type { PromptArgumentDefinition, PromptDefinition, PromptMessage, PromptResult } from '../../services/prompts/PromptRegistry.js';
-import { BUILT_IN_NAMESPACES } from '../../kernel/namespaces.js';
+import { isBuiltInPath } from '../../kernel/namespaces.js';
 
 type JsonProp = { type?: string | string[]; description?: string; enum?: unknown[]; examples?: unknown[]; default?: unknown };
 
@@ -73,7 +73,7 @@ export function promptsFromRouter(router: AnyRouter): PromptDefinition[] {
       }));
       return (converted = { props, args });
     };
-    if (!(BUILT_IN_NAMESPACES as readonly string[]).includes(info.path.split('.')[0]!)) fromInput();
+    if (!isBuiltInPath(info.path)) fromInput();
     const description = opts.description ?? info.meta?.description;
     const path = info.path;
     prompts.push({
