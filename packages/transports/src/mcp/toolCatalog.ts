@@ -51,17 +51,27 @@ function clashError(name: string, a: string, b: string): Error {
   return new Error(`MCP tool name "${name}" is used by both ${first} and ${second}; set meta.mcp.name`);
 }
 
-/** Tool name → procedure, without schemas, for a loaded router. */
-export function toolProcedures(router: AnyRouter): Map<string, ProcedureInfo> {
+/**
+ * Tool name → procedure, refusing two procedures of one name. `known` are names taken by
+ * procedures not among `infos` (name → path).
+ */
+function toolsByName(infos: Iterable<ProcedureInfo>, known: Readonly<Record<string, string>> = {}): Map<string, ProcedureInfo> {
+  const paths = new Map(Object.entries(known));
   const byName = new Map<string, ProcedureInfo>();
-  for (const info of procedureIndex(router).values()) {
+  for (const info of infos) {
     const name = toolNameOf(info);
     if (name === undefined) continue;
-    const clash = byName.get(name);
-    if (clash) throw clashError(name, clash.path, info.path);
+    const clash = paths.get(name);
+    if (clash !== undefined) throw clashError(name, clash, info.path);
+    paths.set(name, info.path);
     byName.set(name, info);
   }
   return byName;
+}
+
+/** Tool name → procedure, without schemas, for a loaded router. */
+export function toolProcedures(router: AnyRouter): Map<string, ProcedureInfo> {
+  return toolsByName(procedureIndex(router).values());
 }
 
 /**
@@ -70,18 +80,7 @@ export function toolProcedures(router: AnyRouter): Map<string, ProcedureInfo> {
  * The lazy namespaces' tool names come from LAZY_BUILTIN_TOOLS instead of building them.
  */
 export function checkToolNames(router: AnyRouter): void {
-  if (isRouterLoaded(router)) {
-    toolProcedures(router);
-    return;
-  }
-  const byName = new Map<string, string>(Object.entries(LAZY_BUILTIN_TOOLS));
-  for (const info of loadedProcedureIndex(router).values()) {
-    const name = toolNameOf(info);
-    if (name === undefined) continue;
-    const clash = byName.get(name);
-    if (clash !== undefined) throw clashError(name, clash, info.path);
-    byName.set(name, info.path);
-  }
+  toolsByName(loadedProcedureIndex(router).values(), isRouterLoaded(router) ? {} : LAZY_BUILTIN_TOOLS);
 }
 
 /**
