@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import { edgeError, type EdgeFamily } from './edgeError.js';
 import { exceedsDepth } from './readJsonBody.js';
@@ -22,19 +22,13 @@ const DRAIN_LIMIT = 4 * 1024 * 1024;
 
 const tooLarge = (o: BodyLimitOptions) => edgeError(o.family, 413, `request body exceeds ${o.limit} bytes`);
 
-/** What @hono/node-server puts in `c.env`: the request and response of node's HTTP server. */
-interface NodeEnv {
-  incoming: IncomingMessage;
-  outgoing: ServerResponse;
-}
-
 /**
  * The rest of a refused chunked body. Over a socket it is read and dropped (as node does for a
  * refused declared body): closing instead would make the client's next write reset the
  * connection, and the client would lose the 413 before reading it. node's requestTimeout bounds
  * how long this lasts. Elsewhere (in-process) the stream is simply cancelled.
  */
-function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, node: NodeEnv | undefined): void {
+function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, node: HttpBindings | undefined): void {
   if (!node) {
     void reader.cancel().catch(() => undefined);
     return;
@@ -59,7 +53,7 @@ function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, node: Node
  * client saw the connection close with no answer at all. `destroySoon` closes after the answer
  * is flushed, lingering (lingeringClose.ts) so the client can read it.
  */
-function closeAfterAnswer({ incoming, outgoing }: NodeEnv): void {
+function closeAfterAnswer({ incoming, outgoing }: HttpBindings): void {
   // A response emits 'close' once, after 'finish' (or alone when the client went away).
   const close = () => incoming.socket?.destroySoon();
   if (outgoing.closed) close();
@@ -86,7 +80,7 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     const declared = req.headers.get('content-length');
     if (declared !== null && Number(declared) > o.limit) return tooLarge(o);
     // Over a socket: @hono/node-server's request and response (undefined in-process).
-    const node = (c.env as Partial<NodeEnv> | undefined)?.incoming ? (c.env as NodeEnv) : undefined;
+    const node = (c.env as Partial<HttpBindings> | undefined)?.incoming ? (c.env as HttpBindings) : undefined;
     if (o.trpcDepth !== undefined && declared !== null && node) {
       // Over a socket node holds the body to its declared length and enforces the idle timeout
       // (nodeTimeouts.ts), so the Node adapter's direct read serves: no web stream, no second

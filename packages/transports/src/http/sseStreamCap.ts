@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { ServerResponse } from 'node:http';
+import type { HttpBindings } from '@hono/node-server';
 import { edgeError } from './edgeError.js';
 
 /**
@@ -17,7 +17,7 @@ export function sseStreamCap(max: number, clientIp: (c: Context) => string): Mid
     else open.delete(ip);
   };
   return async (c, next) => {
-    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     if (c.req.method !== 'GET' || !outgoing) return next();
     const ip = clientIp(c);
     const held = open.get(ip) ?? 0;
