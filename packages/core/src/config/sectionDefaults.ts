@@ -96,6 +96,20 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "bodyIdleTimeoutMs": 10000,
     "maxSseStreamsPerClient": 16
   },
+  "mcp.auth": {
+    "authType": "oauth",
+    "oauth": {
+      "enabled": true
+    },
+    "jwt": {
+      "requiredScopes": [],
+      "allowExpiredTokens": false,
+      "enabled": false
+    },
+    "requireAuthForToolsList": false,
+    "requireAuthForToolsCall": true,
+    "publicTools": []
+  },
   "mcp.authEnforcement": {
     "enabled": true,
     "requireAuth": true
@@ -200,5 +214,16 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "enabled": true,
     "flushIntervalMs": 5000,
     "retentionDays": 90
+  },
+  "storage": {
+    "type": "sqlite",
+    "dir": ".ai-backend-data",
+    "shared": "store",
+    "sqlite": {
+      "synchronous": "normal"
+    }
+  },
+  "transports": {
+    "http": true
   }
 };

@@ -164,44 +164,44 @@ function without<T extends object, K extends keyof T>(value: T, key: K): Omit<T,
   return rest;
 }
 
-const AuthTypeSchema = z.enum(['oauth', 'jwt', 'both', 'none']);
-
-const McpAuthSchema = z
-  .strictObject({
-    authType: AuthTypeSchema.default('oauth'),
-    oauth: z
-      .strictObject({
-        /** Accept our OAuth access tokens. Default: on unless authType is 'jwt' (resolved to a boolean). */
-        enabled: z.boolean().optional(),
-        /** Directory of a file-backed OAuth session store: the same as `oauth.sessionStorage: { type: 'file', filePath }`. */
-        sessionStorePath: z.string().min(1).optional(),
-        requireValidSession: alwaysOn(
-          'an OAuth access token is accepted only while its session exists; to bound how long a revoked session keeps working use oauth.sessionCacheMs',
-        ),
-      })
-      .prefault({})
-      .transform((o) => without(o, 'requireValidSession')),
-    jwt: z
-      .strictObject({
-        /** Accept HS256 tokens signed with `jwt.secret`. Default: on unless authType is 'oauth' (resolved to a boolean). */
-        enabled: z.boolean().optional(),
-        requireValidSignature: alwaysOn('JWT signatures are always verified (allowExpiredTokens relaxes expiry only)'),
-        requiredScopes: z.array(z.string()).default([]),
-        allowExpiredTokens: z.boolean().default(false),
-      })
-      .prefault({})
-      .transform((j) => without(j, 'requireValidSignature')),
-    requireAuthForToolsList: z.boolean().default(false),
-    requireAuthForToolsCall: z.boolean().default(true),
-    publicTools: z.array(z.string()).default([]),
-  })
-  .prefault({})
-  // The tri-state `enabled` flags become booleans here, once: their default follows authType.
-  .transform((auth) => ({
-    ...auth,
-    oauth: { ...auth.oauth, enabled: auth.oauth.enabled ?? auth.authType !== 'jwt' },
-    jwt: { ...auth.jwt, enabled: auth.jwt.enabled ?? auth.authType !== 'oauth' },
-  }));
+/** `mcp.auth`: which credentials /mcp and the other entry points accept. */
+const McpAuthSchema = lazySection('mcp.auth', () =>
+  z
+    .strictObject({
+      authType: z.enum(['oauth', 'jwt', 'both', 'none']).default('oauth'),
+      oauth: z
+        .strictObject({
+          /** Accept our OAuth access tokens. Default: on unless authType is 'jwt' (resolved to a boolean). */
+          enabled: z.boolean().optional(),
+          /** Directory of a file-backed OAuth session store: the same as `oauth.sessionStorage: { type: 'file', filePath }`. */
+          sessionStorePath: z.string().min(1).optional(),
+          requireValidSession: alwaysOn(
+            'an OAuth access token is accepted only while its session exists; to bound how long a revoked session keeps working use oauth.sessionCacheMs',
+          ),
+        })
+        .prefault({})
+        .transform((o) => without(o, 'requireValidSession')),
+      jwt: z
+        .strictObject({
+          /** Accept HS256 tokens signed with `jwt.secret`. Default: on unless authType is 'oauth' (resolved to a boolean). */
+          enabled: z.boolean().optional(),
+          requireValidSignature: alwaysOn('JWT signatures are always verified (allowExpiredTokens relaxes expiry only)'),
+          requiredScopes: z.array(z.string()).default([]),
+          allowExpiredTokens: z.boolean().default(false),
+        })
+        .prefault({})
+        .transform((j) => without(j, 'requireValidSignature')),
+      requireAuthForToolsList: z.boolean().default(false),
+      requireAuthForToolsCall: z.boolean().default(true),
+      publicTools: z.array(z.string()).default([]),
+    })
+    // The tri-state `enabled` flags become booleans here, once: their default follows authType.
+    .transform((auth) => ({
+      ...auth,
+      oauth: { ...auth.oauth, enabled: auth.oauth.enabled ?? auth.authType !== 'jwt' },
+      jwt: { ...auth.jwt, enabled: auth.jwt.enabled ?? auth.authType !== 'oauth' },
+    })),
+);
 
 export const McpSchema = z
   .strictObject({

@@ -37,7 +37,7 @@ export const ProtocolsSchema = lazySection('protocols', () =>
     }),
 );
 
-export const TransportsSchema = z.strictObject({ http: z.boolean().default(true) }).prefault({});
+export const TransportsSchema = lazySection('transports', () => z.strictObject({ http: z.boolean().default(true) }));
 
 export const MonitoringSchema = lazySection('monitoring', () =>
   z

@@ -1,19 +1,23 @@
 import { z } from '../../lib/zod.js';
+import { lazySection } from '../lazySection.js';
+
+// Each backend's options are built on first use (z.lazy): a config names one backend, and a
+// start-up then builds only that one's schema (docs/performance.md, "Tenth session").
 
 /** Redis connection options (spec: oauth.sessionStorage.redis). */
-const RedisFieldsSchema = z.strictObject({
+const RedisFieldsSchema = z.lazy(() => z.strictObject({
   host: z.string().default('127.0.0.1'),
   port: z.number().int().min(1).max(65535).default(6379),
   password: z.string().optional(),
   db: z.number().int().min(0).default(0),
   keyPrefix: z.string().default('ai-backend:'),
   tls: z.boolean().default(false),
-});
+}));
 export const RedisOptionsSchema = RedisFieldsSchema.prefault({});
 
 /** PostgreSQL connection options (`storage.postgres`). */
 export const PostgresOptionsSchema = z
-  .strictObject({
+  .lazy(() => z.strictObject({
     /** `postgres://user:password@host:port/database?sslmode=require`; the fields below override its parts. */
     connectionString: z.string().optional(),
     host: z.string().optional(),
@@ -39,12 +43,12 @@ export const PostgresOptionsSchema = z
     connectTimeoutMs: z.number().int().min(50).max(60_000).default(800),
     /** Fail with 503 when a query gets no answer within this many ms. Default 800. */
     queryTimeoutMs: z.number().int().min(50).max(600_000).default(800),
-  })
+  }))
   .prefault({});
 
 /** The embedded SQLite database (`storage.sqlite`). */
 export const SqliteOptionsSchema = z
-  .strictObject({
+  .lazy(() => z.strictObject({
     /** Database file. Default `<storage.dir>/ai-backend.db`. */
     file: z.string().optional(),
     /**
@@ -52,13 +56,13 @@ export const SqliteOptionsSchema = z
      * power failure may be lost. 'full': every commit is fsynced (slower).
      */
     synchronous: z.enum(['normal', 'full']).default('normal'),
-  })
+  }))
   .prefault({});
 
 const BACKENDS = ['sqlite', 'postgres', 'memory', 'redis'] as const;
 
 /** What every backend shares: the data directory and where hot shared state lives. */
-const common = {
+const commonFields = () => ({
   /** Data directory (the SQLite file, `oauth.db` and `security.log` live here). Relative paths resolve from the working directory. */
   dir: z.string().default('.ai-backend-data'),
   /**
@@ -67,36 +71,29 @@ const common = {
    * Redis of `storage.redis`, for several instances on PostgreSQL.
    */
   shared: z.enum(['store', 'redis']).default('store'),
-};
-
-/** With `shared: 'redis'` a store other than Redis also carries the Redis it shares state through. */
-const sharedRedis = RedisFieldsSchema.optional();
-
-const SqliteStorageSchema = z.strictObject({ type: z.literal('sqlite'), ...common, sqlite: SqliteOptionsSchema, redis: sharedRedis });
-const PostgresStorageSchema = z.strictObject({ type: z.literal('postgres'), ...common, postgres: PostgresOptionsSchema, redis: sharedRedis });
-const MemoryStorageSchema = z.strictObject({ type: z.literal('memory'), ...common, redis: sharedRedis });
-const RedisStorageSchema = z.strictObject({ type: z.literal('redis'), ...common, redis: RedisOptionsSchema });
+});
 
 /**
  * Today's input shape, accepted as it always was: `type` (default 'sqlite'; 'file' is the former
  * name of 'sqlite') beside every backend's sub-object. The sub-objects are checked by the union
  * below, after normaliseStorage.
  */
-const StorageInputSchema = z.strictObject({
-  type: z.enum([...BACKENDS, 'file']).default('sqlite'),
-  dir: z.string().optional(),
-  shared: z.enum(['store', 'redis']).optional(),
-  sqlite: z.custom<z.input<typeof SqliteOptionsSchema>>().optional(),
-  postgres: z.custom<z.input<typeof PostgresOptionsSchema>>().optional(),
-  redis: z.custom<z.input<typeof RedisOptionsSchema>>().optional(),
-});
+const storageInputSchema = () =>
+  z.strictObject({
+    type: z.enum([...BACKENDS, 'file']).default('sqlite'),
+    dir: z.string().optional(),
+    shared: z.enum(['store', 'redis']).optional(),
+    sqlite: z.custom<z.input<typeof SqliteOptionsSchema>>().optional(),
+    postgres: z.custom<z.input<typeof PostgresOptionsSchema>>().optional(),
+    redis: z.custom<z.input<typeof RedisOptionsSchema>>().optional(),
+  });
 
 /**
  * 'file' becomes 'sqlite', and sub-objects of backends that were not chosen are dropped (configs
  * used to carry them all; they were never read). `redis` stays when the backend is Redis or
  * shared state goes to Redis.
  */
-function normaliseStorage(input: z.output<typeof StorageInputSchema>) {
+function normaliseStorage(input: z.output<ReturnType<typeof storageInputSchema>>) {
   const type = input.type === 'file' ? 'sqlite' : input.type;
   const { sqlite, postgres, redis, ...rest } = input;
   const keepRedis = type === 'redis' || input.shared === 'redis';
@@ -116,9 +113,22 @@ function normaliseStorage(input: z.output<typeof StorageInputSchema>) {
  * resolved config carries only the chosen backend's sub-object (plus `redis` with
  * `shared: 'redis'`).
  */
-export const StorageSchema = StorageInputSchema.prefault({})
-  .transform(normaliseStorage)
-  .pipe(z.discriminatedUnion('type', [SqliteStorageSchema, PostgresStorageSchema, MemoryStorageSchema, RedisStorageSchema]));
+export const StorageSchema = lazySection('storage', () => {
+  /** With `shared: 'redis'` a store other than Redis also carries the Redis it shares state through. */
+  const sharedRedis = RedisFieldsSchema.optional();
+  const common = commonFields();
+  return storageInputSchema()
+    .prefault({})
+    .transform(normaliseStorage)
+    .pipe(
+      z.discriminatedUnion('type', [
+        z.strictObject({ type: z.literal('sqlite'), ...common, sqlite: SqliteOptionsSchema, redis: sharedRedis }),
+        z.strictObject({ type: z.literal('postgres'), ...common, postgres: PostgresOptionsSchema, redis: sharedRedis }),
+        z.strictObject({ type: z.literal('memory'), ...common, redis: sharedRedis }),
+        z.strictObject({ type: z.literal('redis'), ...common, redis: RedisOptionsSchema }),
+      ]),
+    );
+});
 
 /** The resolved `storage` section: one backend's options, chosen by `type`. */
 export type StorageConfig = z.output<typeof StorageSchema>;

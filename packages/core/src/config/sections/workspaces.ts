@@ -2,19 +2,22 @@ import { z } from '../../lib/zod.js';
 import { lazySection } from '../lazySection.js';
 import { PARSE_ONCE } from '../parseOnce.js';
 
-export const WorkspaceConfigSchema = z.strictObject({
-  path: z.string().min(1),
-  name: z.string().optional(),
-  description: z.string().optional(),
-  readOnly: z.boolean().default(false),
-  allowedPaths: z.array(z.string()).optional(),
-  blockedPaths: z.array(z.string()).optional(),
-  maxFileSize: z.number().int().min(0).optional(),
-  allowedExtensions: z.array(z.string().regex(/^\./, 'extensions are written with a leading dot')).optional(),
-  blockedExtensions: z.array(z.string().regex(/^\./, 'extensions are written with a leading dot')).optional(),
-  followSymlinks: z.boolean().default(false),
-  enableWatching: z.boolean().default(false),
-});
+/** One server workspace; built on first use (z.lazy): a config without workspaces never builds it. */
+export const WorkspaceConfigSchema = z.lazy(() =>
+  z.strictObject({
+    path: z.string().min(1),
+    name: z.string().optional(),
+    description: z.string().optional(),
+    readOnly: z.boolean().default(false),
+    allowedPaths: z.array(z.string()).optional(),
+    blockedPaths: z.array(z.string()).optional(),
+    maxFileSize: z.number().int().min(0).optional(),
+    allowedExtensions: z.array(z.string().regex(/^\./, 'extensions are written with a leading dot')).optional(),
+    blockedExtensions: z.array(z.string().regex(/^\./, 'extensions are written with a leading dot')).optional(),
+    followSymlinks: z.boolean().default(false),
+    enableWatching: z.boolean().default(false),
+  }),
+);
 export type WorkspaceConfig = z.infer<typeof WorkspaceConfigSchema>;
 export type WorkspaceConfigInput = z.input<typeof WorkspaceConfigSchema>;
 

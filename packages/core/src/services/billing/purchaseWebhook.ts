@@ -48,21 +48,23 @@ export function verifyPurchaseWebhook(o: VerifyPurchaseWebhookOptions): { timest
   return { timestamp };
 }
 
-/** The purchase event body. Unknown event types are acknowledged and ignored. */
-export const PurchaseEventSchema = z.object({
-  id: z.string().min(1).max(200),
-  type: z.string().min(1).max(100),
-  data: z
-    .object({
-      userId: z.string().min(1).max(320),
-      tokens: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-      tokenType: z.enum(BALANCE_TYPES),
-      reference: z.string().max(200).optional(),
-      amountCents: z.number().int().min(0).optional(),
-      currency: z.string().max(10).optional(),
-    })
-    .optional(),
-});
+/** The purchase event body. Unknown event types are acknowledged and ignored. Built on the first webhook (z.lazy). */
+export const PurchaseEventSchema = z.lazy(() =>
+  z.object({
+    id: z.string().min(1).max(200),
+    type: z.string().min(1).max(100),
+    data: z
+      .object({
+        userId: z.string().min(1).max(320),
+        tokens: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+        tokenType: z.enum(BALANCE_TYPES),
+        reference: z.string().max(200).optional(),
+        amountCents: z.number().int().min(0).optional(),
+        currency: z.string().max(10).optional(),
+      })
+      .optional(),
+  }),
+);
 export type PurchaseEvent = z.infer<typeof PurchaseEventSchema>;
 
 export const PURCHASE_EVENT_TYPE = 'purchase.completed';
