@@ -44,14 +44,18 @@ const lazyAtHealth = Object.keys(server.router._def.lazy).sort();
 appendFileSync(${JSON.stringify(log)}, '--first-call--\\n');
 const rpc = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.listProviders' }) }).then((r) => r.json());
 const lazyAfterCall = Object.keys(server.router._def.lazy);
+appendFileSync(${JSON.stringify(log)}, '--first-ai-call--\\n');
+// No provider key is configured: the call fails, after the engine that runs it has loaded.
+const generate = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ai.generateText', params: { content: 'hi', systemPrompt: 'Answer briefly.' } }) }).then((r) => r.json());
 await server.stop();
-console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall, providers: Array.isArray(rpc.result?.providers) }));
+console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall, providers: Array.isArray(rpc.result?.providers), generateFailed: generate.error !== undefined }));
 `;
   const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 60_000 });
   expect(out.status, out.stderr).toBe(0);
   const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
   expect(result.health).toBe(200);
-  const [beforeCall, afterCall] = readFileSync(log, 'utf8').split('--first-call--\n');
+  const [beforeCall, rest] = readFileSync(log, 'utf8').split('--first-call--\n');
+  const [afterCall, afterAiCall] = rest!.split('--first-ai-call--\n');
   const resolved = new Set(beforeCall!.split('\n').filter(Boolean));
   expect(resolved.has('zod'), 'the hook records bare specifiers').toBe(true);
   const loaded = [...resolved].filter((s) => LAZY.some((l) => (l.endsWith('/') ? s.startsWith(l) : s === l || s.startsWith(l + '/'))));
@@ -64,5 +68,11 @@ console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall,
   expect(afterCall!.split('\n').some((s) => s.includes('lazyNamespaces'))).toBe(true);
   expect(result.lazyAfterCall).toEqual([]);
   expect(result.providers).toBe(true);
+  // The AI call engine (prepareCall, the attempt loop, streaming, embeddings) loads on the first
+  // generate, stream or embed call: not at start, not with the namespaces.
+  const engine = (lines: string) => lines.split('\n').some((s) => s.includes('callEngine'));
+  expect(engine(beforeCall!) || engine(afterCall!)).toBe(false);
+  expect(result.generateFailed).toBe(true);
+  expect(engine(afterAiCall!)).toBe(true);
 });
 

@@ -1,12 +1,12 @@
 import { z } from '../../lib/zod.js';
-import { checkContentOrMessages, textInputFields } from '../../services/ai/chatInput.js';
+import { MAX_EMBED_INPUTS, checkContentOrMessages, textInputFields } from '../../services/ai/chatInput.js';
 import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
 import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
 import { modelsForKey } from '../../services/apiKeys/keyRules.js';
-import { MAX_EMBED_INPUTS, type EmbedInput } from '../../services/ai/runEmbed.js';
+import type { EmbedInput } from '../../services/ai/runEmbed.js';
 
 /**
  * ai.generateText / ai.streamText input: the spec's fields (`content`, `systemPrompt` may be

@@ -1,5 +1,5 @@
 import type { BuiltinProviderId, ProviderId } from '../../config/sections/ai.js';
-import { runEmbed, type EmbedInput, type EmbedOutput } from './runEmbed.js';
+import type { EmbedInput, EmbedOutput } from './runEmbed.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
@@ -9,12 +9,17 @@ import type { UpstreamStats } from '../../observability/UpstreamStats.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
-import { resolveCallModel, worstCostUsd, type CallDeps } from './prepareCall.js';
-import { runGenerateText, type GenerateTextCall, type GenerateTextInput, type GenerateTextOutput } from './runGenerateText.js';
+import { resolveCallModel, worstCostUsd } from './callModel.js';
+import type { CallDeps } from './prepareCall.js';
+import type { GenerateTextCall, GenerateTextInput, GenerateTextOutput } from './runGenerateText.js';
 import { RegistryProbe, type ProbeResult } from './RegistryProbe.js';
-import { runStreamText, type StreamEvent } from './runStreamText.js';
+import type { StreamEvent } from './runStreamText.js';
 import { SystemPromptStore } from './SystemPromptStore.js';
 import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
+import { once } from '../../lib/once.js';
+
+/** The call engine, loaded by the first AI call (callEngine.ts); one promise for every caller. */
+const loadEngine = once(() => import('./callEngine.js'));
 
 export interface AiServiceOptions {
   config: ResolvedConfig;
@@ -145,8 +150,8 @@ export class AiService {
     return asInput === undefined || asOutput === undefined ? null : Math.max(asInput, asOutput);
   }
 
-  generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
-    return runGenerateText(this.deps(), input, call);
+  async generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
+    return (await loadEngine()).runGenerateText(this.deps(), input, call);
   }
 
   /**
@@ -158,13 +163,13 @@ export class AiService {
   }
 
   /** Embeddings, metered by input tokens (see runEmbed). */
-  embed(input: EmbedInput, call: GenerateTextCall): Promise<EmbedOutput> {
-    return runEmbed(this.deps(), input, call);
+  async embed(input: EmbedInput, call: GenerateTextCall): Promise<EmbedOutput> {
+    return (await loadEngine()).runEmbed(this.deps(), input, call);
   }
 
   /** Checks, payer and reservation now; the returned stream calls the upstream when first read. */
-  streamText(input: GenerateTextInput, call: GenerateTextCall): Promise<AsyncGenerator<StreamEvent, void, undefined>> {
-    return runStreamText(this.deps(), input, call);
+  async streamText(input: GenerateTextInput, call: GenerateTextCall): Promise<AsyncGenerator<StreamEvent, void, undefined>> {
+    return (await loadEngine()).runStreamText(this.deps(), input, call);
   }
 
   listProviders(): { providers: ProviderSummary[]; defaultProvider: ProviderId; source: RegistrySource } {

@@ -7,6 +7,9 @@ import { z } from '../../lib/zod.js';
  * Each schema is built on its first use (z.lazy): a start-up builds none of them.
  */
 
+/** Most texts one ai.embed call takes. */
+export const MAX_EMBED_INPUTS = 2048;
+
 export const ChatMessage = z.lazy(() => {
   const TextPart = z.object({ type: z.literal('text'), text: z.string().max(10_000_000) });
   /** `image`: an https URL, a `data:` URL, or base64. */

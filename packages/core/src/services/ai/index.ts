@@ -6,12 +6,13 @@ export { ProviderRegistry, DEFAULT_BASE_URLS, type ProviderSummary } from './Pro
 export { ModelRegistry, type ModelInfo, type RegistrySource } from './ModelRegistry.js';
 export { SystemPromptStore, assertPromptMayUse, type ResolvedSystemPrompt, type SystemPromptOptions } from './SystemPromptStore.js';
 export { canonicalModelId, pinnedFetch, MAX_MODEL_ID_LENGTH } from './modelId.js';
-export { mapUpstreamError, type UpstreamFailureReason, type UpstreamErrorContext } from './mapUpstreamError.js';
+export type { UpstreamFailureReason, UpstreamErrorContext } from './mapUpstreamError.js';
 export { validateProviderKey, type KeyValidation, type ValidateKeyOptions } from './validateProviderKey.js';
-export { estimateTokens, type GenerateTextInput, type GenerateTextCall, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
-export { type StreamEvent } from './runStreamText.js';
+export { estimateTokens } from './callModel.js';
+export type { GenerateTextInput, GenerateTextCall, GenerateTextOutput, ToolCallOut } from './runGenerateText.js';
+export type { StreamEvent } from './runStreamText.js';
 export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput.js';
 export { resolveModelRef, type ModelRef } from './resolveModelRef.js';
 export { PROVIDER_ALIASES, ProviderInput, KeyProviderInput, KEY_PROVIDER_IDS, type KeyProviderId } from './providerIds.js';
 export type { Metering, Hold, HoldRequest, Charge, MeteredUsage, SettledUsage, UsageMetadata } from './Metering.js';
-export { MAX_EMBED_INPUTS, type EmbedInput, type EmbedOutput } from './runEmbed.js';
+export type { EmbedInput, EmbedOutput } from './runEmbed.js';

@@ -15,7 +15,7 @@ import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
-import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
+import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, resolveCallModel, utf8, worstCostUsd } from './callModel.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
 export interface TextCallInput {
@@ -65,31 +65,8 @@ export interface CallDeps {
   storedKey?: (userId: string, provider: ProviderId) => Promise<string | undefined>;
 }
 
-/**
- * Tokens a provider adds around the messages (role markers, turn separators, reply priming):
- * a few per message on every provider we support; 64 per call plus 16 per message leaves a wide margin.
- */
-export const MESSAGE_OVERHEAD_TOKENS = 64;
-export const PER_MESSAGE_OVERHEAD_TOKENS = 16;
 
-/**
- * Tokens a provider adds when tools are offered (or structured output goes through a forced
- * tool): a tool-use system prompt of its own that no text of the request accounts for.
- * Anthropic publishes it per model, at most 530 tokens (Claude 3 Opus; 346 for Claude 4.x);
- * OpenAI and Google add less. Twice the largest leaves a margin.
- */
-export const TOOL_USE_OVERHEAD_TOKENS = 1024;
 
-const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
-
-/**
- * Worst-case tokens of a call, a true upper bound so a hold always covers the charge: every
- * token of a byte-level tokenizer encodes at least one byte, so input tokens cannot exceed the
- * UTF-8 bytes of system prompt and content plus the message overhead; output cannot exceed maxTokens.
- */
-export function estimateTokens(content: string, system: string, maxTokens: number): number {
-  return utf8(content) + utf8(system) + MESSAGE_OVERHEAD_TOKENS + maxTokens;
-}
 
 /** UTF-8 bytes of every text a built prompt sends (tool calls and results as their JSON). */
 function promptBytes(prompt: BuiltPrompt): number {
@@ -126,22 +103,6 @@ export interface PreparedCall {
   hold: Hold;
 }
 
-/**
- * The provider and canonical model a call goes to (`model` reference, or `provider` and
- * `options.model`, or the defaults), after every model rule: syntax, allow and block lists, the
- * API key's own rules (403 before anything is held or sent).
- */
-export function resolveCallModel(deps: Pick<CallDeps, 'config' | 'providers'>, input: Pick<TextCallInput, 'model' | 'provider' | 'options'>, identity: Identity | null): { provider: ProviderId; model: string } {
-  const { config, providers } = deps;
-  const ref = input.model === undefined ? undefined : resolveModelRef(config, input.model);
-  if (ref && (input.provider !== undefined || input.options?.model !== undefined)) {
-    throw new CoreError('INVALID_PARAMS', 'send either model (a provider/model reference) or provider and options.model', { details: { field: 'model' } });
-  }
-  const provider = providers.assertKnown(ref?.provider ?? input.provider ?? config.ai.defaultProvider);
-  const model = providers.assertModelAllowed(provider, (ref?.model || undefined) ?? input.options?.model ?? providers.defaultModel(provider));
-  assertKeyAllowsModel(identity?.apiKey, provider, model);
-  return { provider, model };
-}
 
 /**
  * Everything before the upstream call, shared by generateText and streamText: limits, model
@@ -190,34 +151,6 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   return { requestId, provider, model, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold };
 }
 
-/**
- * The most a call can cost at the pricing table's prices: its input bound and maxTokens at the
- * dearest of its model and the fallbacks it may move to (a fallback answers on the same hold).
- * Undefined when its own model has no price; an unpriced fallback is left out.
- */
-export function worstCostUsd(
-  deps: Pick<CallDeps, 'config' | 'providers'>,
-  fallbacks: TextCallInput['fallbacks'],
-  provider: ProviderId,
-  model: string,
-  inputTokens: number,
-  maxTokens: number,
-): number | undefined {
-  const own = deps.providers.models.estimateCostUsd(provider, model, inputTokens, maxTokens);
-  if (own === undefined) return undefined;
-  let worst = own;
-  for (const ref of fallbacks ?? deps.config.ai.fallbacks) {
-    let cost: number | undefined;
-    try {
-      const r = resolveModelRef(deps.config, ref);
-      cost = deps.providers.models.estimateCostUsd(r.provider, r.model || deps.providers.defaultModel(r.provider), inputTokens, maxTokens);
-    } catch {
-      continue; // refused in prepareCall before this runs
-    }
-    if (cost !== undefined && cost > worst) worst = cost;
-  }
-  return worst;
-}
 
 /** The AI SDK arguments both calls share: model, prompt, tools, structured output, limits. */
 export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCallInput, abortSignal: AbortSignal) {

@@ -29,7 +29,6 @@ export interface EmbedOutput {
   usageInfo?: { tokensUsed: number; estimatedCostUsd: number };
 }
 
-export const MAX_EMBED_INPUTS = 2048;
 
 /**
  * One embedding call: the same payer rules, reservation and settlement as ai.generateText,

@@ -10,7 +10,7 @@ import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { callTargets, type Attempt, type Target } from './callTargets.js';
 
-export { estimateTokens } from './prepareCall.js';
+export { estimateTokens } from './callModel.js';
 
 /** ai.generateText input, as in the spec plus the chat inputs (provider already un-aliased). */
 export type GenerateTextInput = TextCallInput;
