@@ -103,6 +103,42 @@ function countingListings(storage: MemoryStorage): { storage: MemoryStorage; lis
 }
 
 describe('Stats reads records by key, never by listing keys', () => {
+  it('an idle flush (nothing counted since the last) does not touch the store', async () => {
+    const storage = new MemoryStorage();
+    let operations = 0;
+    for (const op of ['get', 'getMany', 'set', 'keys', 'transact', 'compareAndSet'] as const) {
+      const real = (storage[op] as (...a: unknown[]) => unknown).bind(storage);
+      (storage as unknown as Record<string, unknown>)[op] = (...a: unknown[]) => (operations++, real(...a));
+    }
+    const stats = new Stats(storage);
+    await stats.flush();
+    await stats.flush();
+    expect(operations).toBe(0);
+    stats.record('rpc', 'mcp.echo', 3, false);
+    await stats.flush();
+    expect(operations).toBeGreaterThan(0);
+    const after = operations;
+    await stats.flush();
+    expect(operations).toBe(after);
+  });
+
+  it('an instance that has written nothing reads by key too: one listing in all (the index marker), none on later reads', async () => {
+    const { storage, listings } = countingListings(new MemoryStorage());
+    const writer = new Stats(storage);
+    writer.record('rpc', 'mcp.echo', 3, false);
+    await writer.flush();
+    const reader = new Stats(countingListings(storage).storage);
+    const before = listings();
+    expect((await reader.snapshot(7)).total).toBe(1);
+    expect(listings()).toBe(before);
+    const fresh = countingListings(new MemoryStorage());
+    const idle = new Stats(fresh.storage);
+    expect((await idle.snapshot(7)).total).toBe(0);
+    expect(fresh.listings()).toBe(1);
+    await idle.snapshot(7);
+    expect(fresh.listings()).toBe(1);
+  });
+
   it('a read after the first flush lists no keys, whatever else the store holds; two instances\' records are all found', async () => {
     const { storage, listings } = countingListings(new MemoryStorage());
     const a = new Stats(storage);

@@ -162,6 +162,8 @@ export class Stats {
   }
 
   private async writePending(): Promise<void> {
+    // Nothing counted since the last write: an idle server does not touch the store every tick.
+    if (this.pending.size === 0 && !this.opts.upstream?.hasPending) return;
     const storage = this.storage!;
     const batch = this.pending;
     this.pending = new Map();
@@ -214,6 +216,9 @@ export class Stats {
     const wanted = new Set(Array.from({ length: days }, (_, i) => dayString(today - i)));
     const entries: Array<[string, DayRecord]> = [];
     if (this.storage) {
+      // The first write ensures the index marker; an instance that has written nothing yet does
+      // it here, so a read finds records by key, never by listing the store.
+      await this.index!.ensureMarker();
       const keys = await this.index!.recordKeys([...wanted], this.opts.retentionDays ?? 90);
       const values = await this.storage.getMany<DayRecord>(keys.map((k) => PREFIX + k));
       keys.forEach((k, i) => values[i] && entries.push([k, values[i]!]));
