@@ -1,7 +1,5 @@
 import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../config/schema.js';
-import { openApiDocument } from './openApiDocument.js';
-import { openRpcDocument } from './openRpcDocument.js';
 
 type Json = Record<string, unknown>;
 export type ApiDocumentKind = 'openrpc' | 'openapi';
@@ -11,13 +9,15 @@ const cache = new WeakMap<AnyRouter, Partial<Record<ApiDocumentKind, Json>>>();
 
 /**
  * The OpenRPC or OpenAPI document of a server's router, with `servers` pointing at `baseUrl`
- * (the address the caller used, see publicBaseUrl).
+ * (the address the caller used, see publicBaseUrl). The builders and the schema conversion they
+ * run load on the first request for a document: a server nobody asks for one never loads them.
  */
-export function apiDocument(kind: ApiDocumentKind, router: AnyRouter, config: ResolvedConfig, baseUrl: string): Json {
+export async function apiDocument(kind: ApiDocumentKind, router: AnyRouter, config: ResolvedConfig, baseUrl: string): Promise<Json> {
   let docs = cache.get(router);
   if (!docs) cache.set(router, (docs = {}));
   const opts = { baseUrl: '', title: config.apiDescription.title, version: config.apiDescription.version };
-  const doc = (docs[kind] ??= kind === 'openrpc' ? openRpcDocument(router, opts) : openApiDocument(router, opts));
+  const doc = (docs[kind] ??=
+    kind === 'openrpc' ? (await import('./openRpcDocument.js')).openRpcDocument(router, opts) : (await import('./openApiDocument.js')).openApiDocument(router, opts));
   const servers = kind === 'openrpc' ? [{ name: 'json-rpc', url: `${baseUrl}/rpc` }] : [{ url: baseUrl }];
   return { ...doc, servers };
 }

@@ -1,4 +1,4 @@
-export { openRpcDocument, OPENRPC_VERSION, type ApiDescriptionOptions } from './openRpcDocument.js';
-export { openApiDocument } from './openApiDocument.js';
-export { describeProcedures, type DescribedProcedure, type SchemaTarget } from './procedureSchemas.js';
+// Only the entry that builds a document on request: the builders load with the first one (apiDocuments.ts).
+export type { ApiDescriptionOptions } from './openRpcDocument.js';
+export type { DescribedProcedure, SchemaTarget } from './procedureSchemas.js';
 export { apiDocument, type ApiDocumentKind } from './apiDocuments.js';

@@ -40,7 +40,7 @@ async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: 
   const input = Array.isArray(m.params) ? m.params[0] : m.params;
   // OpenRPC service discovery: the same document as GET /openrpc.json.
   if (m.method === 'rpc.discover' && runtime.config.apiDescription.enabled) {
-    return hasId ? { jsonrpc: '2.0', id, result: apiDocument('openrpc', runtime.router, runtime.config, baseUrl()) } : null;
+    return hasId ? { jsonrpc: '2.0', id, result: await apiDocument('openrpc', runtime.router, runtime.config, baseUrl()) } : null;
   }
   const info = procedureIndex(runtime.router).get(m.method);
   if (!info || info.type === 'subscription') {

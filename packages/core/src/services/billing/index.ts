@@ -31,4 +31,4 @@ export {
 } from './types.js';
 export { Budgets, budgetKeys, type BudgetRecord, type BudgetView, type BudgetPeriodView } from './Budgets.js';
 export type { BudgetCrossing, BudgetRefusal, BudgetMetric, PeriodSpend } from './periodSpend.js';
-export { adminUsageAnalytics, type AdminAnalytics, type AdminAnalyticsOptions, type UsageGroup } from './adminUsageAnalytics.js';
+export type { AdminAnalytics, AdminAnalyticsOptions, UsageGroup } from './adminUsageAnalytics.js';
