@@ -2,12 +2,18 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Identity } from '../../kernel/identity.js';
 import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
-import type { CallDeps, TextCallInput } from './prepareCall.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 
 // What a call is checked and priced by before anything runs: its model and its worst case. Apart
 // from the call engine (prepareCall and what it drives), which loads on the first AI call
 // (AiService), while budget previews and model checks answer without it.
+
+/** What the model rules need: the config and the provider registry (a subset of CallDeps). */
+type ModelDeps = { config: ResolvedConfig; providers: ProviderRegistry };
+/** The fields of a call's input (TextCallInput) that name its model. */
+type ModelChoice = { model?: string; provider?: ProviderId; options?: { model?: string } };
 
 /**
  * Tokens a provider adds around the messages (role markers, turn separators, reply priming):
@@ -41,7 +47,7 @@ export function estimateTokens(content: string, system: string, maxTokens: numbe
  * `options.model`, or the defaults), after every model rule: syntax, allow and block lists, the
  * API key's own rules (403 before anything is held or sent).
  */
-export function resolveCallModel(deps: Pick<CallDeps, 'config' | 'providers'>, input: Pick<TextCallInput, 'model' | 'provider' | 'options'>, identity: Identity | null): { provider: ProviderId; model: string } {
+export function resolveCallModel(deps: ModelDeps, input: ModelChoice, identity: Identity | null): { provider: ProviderId; model: string } {
   const { config, providers } = deps;
   const ref = input.model === undefined ? undefined : resolveModelRef(config, input.model);
   if (ref && (input.provider !== undefined || input.options?.model !== undefined)) {
@@ -59,8 +65,8 @@ export function resolveCallModel(deps: Pick<CallDeps, 'config' | 'providers'>, i
  * Undefined when its own model has no price; an unpriced fallback is left out.
  */
 export function worstCostUsd(
-  deps: Pick<CallDeps, 'config' | 'providers'>,
-  fallbacks: TextCallInput['fallbacks'],
+  deps: ModelDeps,
+  fallbacks: string[] | undefined,
   provider: ProviderId,
   model: string,
   inputTokens: number,
