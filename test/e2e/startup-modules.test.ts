@@ -78,3 +78,27 @@ console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall,
   expect(readFileSync(log, 'utf8').split('\n').filter((s) => /openRpcDocument|openApiDocument/.test(s))).toEqual([]);
 });
 
+
+it('health checks do not load prom-client; the first read of the metrics does, and counts every request before it', () => {
+  const script = `
+import { createRequire } from 'node:module';
+import { createServer } from 'ai-backend';
+const cache = createRequire(import.meta.url).cache;
+const promLoaded = () => Object.keys(cache).some((k) => k.includes('/prom-client/'));
+const server = createServer({ port: 0, storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } }, metrics: { port: 0 } });
+const { url } = await server.start();
+for (let i = 0; i < 3; i++) await fetch(url + '/health').then((r) => r.text());
+await new Promise((r) => setTimeout(r, 50));
+const afterHealth = promLoaded();
+const body = await fetch(server.metricsAddress().url + '/metrics').then((r) => r.text());
+const health = body.split('\\n').find((l) => l.startsWith('ai_backend_http_requests_total{') && l.includes('entry="health"'));
+console.log(JSON.stringify({ afterHealth, afterRead: promLoaded(), health }));
+await server.stop();
+`;
+  const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 60_000 });
+  expect(out.status, out.stderr).toBe(0);
+  const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
+  expect(result.afterHealth).toBe(false);
+  expect(result.afterRead).toBe(true);
+  expect(result.health).toMatch(/ 3$/);
+});

@@ -95,9 +95,9 @@ export class Metrics {
   constructor(private readonly opts: { processMetrics: boolean }) {}
 
   /**
-   * prom-client (and its process metrics) load on the first call that records or reads a metric,
-   * not at start: a server that has not answered anything yet has not paid for them. CommonJS,
-   * so it loads synchronously. Idempotent.
+   * prom-client (and its process metrics) load on the first read of the metrics, or once
+   * MAX_PENDING calls are kept (see `later`), not at start. CommonJS, so it loads synchronously.
+   * Idempotent.
    */
   private load(): void {
     if (this.ready) return;
@@ -110,15 +110,17 @@ export class Metrics {
   }
 
   /**
-   * A call before prom-client is loaded: kept, and prom-client loaded right after the current
-   * request (setImmediate), so the request that first records a metric does not wait for it.
-   * Storage operations at start-up (`soon` false) only wait in the queue: a server that has
-   * answered nothing has not loaded prom-client; past MAX_PENDING kept calls it loads anyway.
-   * Nothing is lost: `/metrics` and the console load it (and replay) before reading.
+   * A call before prom-client is loaded: kept, and replayed when it loads, which is when the
+   * metrics are read (`/metrics`, the console) or MAX_PENDING calls are kept (then right after the
+   * current request, so no request waits for it). A server answering health checks only does not
+   * load it: prom-client is CommonJS, and loading it with its process metrics (the first
+   * CommonJS module, so Node's CommonJS loader too) made a default server's first request cost
+   * 2 MB (docs/performance.md, "Tenth session"). Nothing recorded is lost; the process metrics
+   * (event-loop lag, GC) count from the load on.
    */
-  private later(call: () => void, soon = true): void {
+  private later(call: () => void): void {
     (this.pending ??= []).push(call);
-    if (this.scheduled || (!soon && this.pending.length < MAX_PENDING)) return;
+    if (this.scheduled || this.pending.length < MAX_PENDING) return;
     this.scheduled = true;
     setImmediate(() => this.load());
   }
@@ -189,7 +191,7 @@ export class Metrics {
   }
 
   storage(backend: string, operation: string, seconds: number, failed: boolean): void {
-    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed), false);
+    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed));
     this.observe(this.storageSeconds, `st ${backend} ${operation}`, [backend, operation]).observe(seconds);
     if (failed) this.storageErrors.labels(backend, operation).inc();
   }
