@@ -6,9 +6,9 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 
-// What a call is checked and priced by before anything runs: its model and its worst case. Apart
-// from the call engine (prepareCall and what it drives), which loads on the first AI call
-// (AiService), while budget previews and model checks answer without it.
+// What a call is checked and priced by before anything runs: its model and its worst case. Kept
+// apart from the call engine (prepareCall and what it drives), which AiService loads on the first
+// AI call, so budget previews and model checks answer without loading it.
 
 /** What the model rules need: the config and the provider registry (a subset of CallDeps). */
 type ModelDeps = { config: ResolvedConfig; providers: ProviderRegistry };
