@@ -79,7 +79,7 @@ console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall,
 });
 
 
-it('health checks do not load prom-client; the first read of the metrics does, and counts every request before it', () => {
+it('health checks alone do not load prom-client; the first other request does, and every request before it is counted', () => {
   const script = `
 import { createRequire } from 'node:module';
 import { createServer } from 'ai-backend';
@@ -90,15 +90,19 @@ const { url } = await server.start();
 for (let i = 0; i < 3; i++) await fetch(url + '/health').then((r) => r.text());
 await new Promise((r) => setTimeout(r, 50));
 const afterHealth = promLoaded();
+await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.ping' }) }).then((r) => r.text());
+await new Promise((r) => setTimeout(r, 50));
+const afterCall = promLoaded();
 const body = await fetch(server.metricsAddress().url + '/metrics').then((r) => r.text());
-const health = body.split('\\n').find((l) => l.startsWith('ai_backend_http_requests_total{') && l.includes('entry="health"'));
-console.log(JSON.stringify({ afterHealth, afterRead: promLoaded(), health }));
+const line = (entry) => body.split('\\n').find((l) => l.startsWith('ai_backend_http_requests_total{') && l.includes('entry="' + entry + '"'));
+console.log(JSON.stringify({ afterHealth, afterCall, health: line('health'), rpc: line('rpc') }));
 await server.stop();
 `;
   const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 60_000 });
   expect(out.status, out.stderr).toBe(0);
   const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
   expect(result.afterHealth).toBe(false);
-  expect(result.afterRead).toBe(true);
+  expect(result.afterCall).toBe(true);
   expect(result.health).toMatch(/ 3$/);
+  expect(result.rpc).toMatch(/ 1$/);
 });

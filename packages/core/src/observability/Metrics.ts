@@ -95,9 +95,9 @@ export class Metrics {
   constructor(private readonly opts: { processMetrics: boolean }) {}
 
   /**
-   * prom-client (and its process metrics) load on the first read of the metrics, or once
-   * MAX_PENDING calls are kept (see `later`), not at start. CommonJS, so it loads synchronously.
-   * Idempotent.
+   * prom-client (and its process metrics) load right after the first request other than a health
+   * check, or on the first read of the metrics (see `later`), not at start. CommonJS, so it loads
+   * synchronously. Idempotent.
    */
   private load(): void {
     if (this.ready) return;
@@ -110,17 +110,17 @@ export class Metrics {
   }
 
   /**
-   * A call before prom-client is loaded: kept, and replayed when it loads, which is when the
-   * metrics are read (`/metrics`, the console) or MAX_PENDING calls are kept (then right after the
-   * current request, so no request waits for it). A server answering health checks only does not
-   * load it: prom-client is CommonJS, and loading it with its process metrics (the first
-   * CommonJS module, so Node's CommonJS loader too) made a default server's first request cost
-   * 2 MB (docs/performance.md, "Tenth session"). Nothing recorded is lost; the process metrics
-   * (event-loop lag, GC) count from the load on.
+   * A call before prom-client is loaded: kept, and prom-client loaded right after the current
+   * request (setImmediate), so the request that first records a metric does not wait for it.
+   * Calls that only wait in the queue (`soon` false: health checks and storage operations) do not
+   * load it: a server that has answered nothing but health checks has not loaded prom-client, the
+   * first CommonJS module it would load, which made a first `/health` cost 2 MB
+   * (docs/performance.md, "Tenth session"). Past MAX_PENDING kept calls it loads anyway. Nothing
+   * is lost: `/metrics` and the console load it (and replay) before reading.
    */
-  private later(call: () => void): void {
+  private later(call: () => void, soon = true): void {
     (this.pending ??= []).push(call);
-    if (this.scheduled || this.pending.length < MAX_PENDING) return;
+    if (this.scheduled || (!soon && this.pending.length < MAX_PENDING)) return;
     this.scheduled = true;
     setImmediate(() => this.load());
   }
@@ -164,7 +164,8 @@ export class Metrics {
   }
 
   http(entry: string, status: number): void {
-    if (!this.ready) return this.later(() => this.http(entry, status));
+    // A health check alone does not load prom-client (see `later`); any other request does.
+    if (!this.ready) return this.later(() => this.http(entry, status), entry !== 'health');
     const key = entry + Math.floor(status / 100);
     let child = this.httpChildren.get(key);
     if (!child) this.httpChildren.set(key, (child = this.httpRequests.labels(entry, `${Math.floor(status / 100)}xx`)));
@@ -191,7 +192,7 @@ export class Metrics {
   }
 
   storage(backend: string, operation: string, seconds: number, failed: boolean): void {
-    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed));
+    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed), false);
     this.observe(this.storageSeconds, `st ${backend} ${operation}`, [backend, operation]).observe(seconds);
     if (failed) this.storageErrors.labels(backend, operation).inc();
   }
