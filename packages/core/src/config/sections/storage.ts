@@ -1,8 +1,9 @@
 import { z } from '../../lib/zod.js';
 import { lazySection } from '../lazySection.js';
 
-// Each backend's options are built on first use (z.lazy): a config names one backend, and a
-// start-up then builds only that one's schema (docs/performance.md, "Tenth session").
+// Each backend's options are built on first use (z.lazy): the union below builds the four small
+// variant objects, and parsing a config builds only the chosen backend's options
+// (docs/performance.md, "Tenth session").
 
 /** Redis connection options (spec: oauth.sessionStorage.redis). */
 const RedisFieldsSchema = z.lazy(() => z.strictObject({
