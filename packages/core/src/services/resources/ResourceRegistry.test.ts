@@ -20,6 +20,21 @@ describe('compileUriTemplate', () => {
     expect(plus.expand({ owner: 'a b', path: 'x/y z' })).toBe('repo://a%20b/x/y%20z');
   });
 
+  it('refuses values that would step out of the template once resolved: dot segments, encoded slashes and backslashes', () => {
+    const one = compileUriTemplate('https://host/items/{id}');
+    for (const id of ['..', '.', '%2e%2e', '%2E%2E', '.%2e', '%2e.', '%2e', '..%2F', '%2F', '%2f', 'a%2Fb', '%5C', '%5c..', 'a%5cb', '\\', '%252e%252e', '%252F', '%255C', '%00', 'a%00b']) {
+      expect(one.match(`https://host/items/${id}`), id).toBeNull();
+    }
+    // Dots inside a value are fine; only whole dot segments move the path.
+    expect(one.match('https://host/items/v1.2')).toEqual({ id: 'v1.2' });
+    expect(one.match('https://host/items/...')).toEqual({ id: '...' });
+    const many = compileUriTemplate('https://host/files/{+path}');
+    for (const path of ['..', 'a/..', 'a/../../b', './a', 'a/./b', 'a/%2e%2e/b', '%2e%2e/x', 'a%2F..%2Fb', 'a%2fb', 'a%5C..%5Cb', 'a\\..\\b', 'a/%252e%252e/b']) {
+      expect(many.match(`https://host/files/${path}`), path).toBeNull();
+    }
+    expect(many.match('https://host/files/src/a.b/c.ts')).toEqual({ path: 'src/a.b/c.ts' });
+  });
+
   it('escapes regex characters in the literal parts', () => {
     expect(compileUriTemplate('a.b://{x}').match('aXb://1')).toBeNull();
   });
@@ -101,6 +116,20 @@ describe('http(s) scheme handler', () => {
     const p = http().read(new URL(`${base}/slow`), ac.signal);
     ac.abort();
     await expect(p).rejects.toMatchObject({ appCode: 'CANCELLED' });
+  });
+
+  it('a template read never reaches a URI outside the template (`{id}` = `..` would read the host root)', async () => {
+    const reg = new ResourceRegistry();
+    reg.registerScheme(http());
+    reg.registerTemplate({ uriTemplate: `${base}/items/{id}`, name: 'item', read: (uri) => reg.readThroughScheme(uri) });
+    for (const id of ['..', '%2e%2e', '.%2E', '%2F..', '..%5Ctext']) {
+      await expect(reg.read(`${base}/items/${id}`), id).rejects.toMatchObject({ appCode: 'NOT_FOUND' });
+    }
+    const files = new ResourceRegistry();
+    files.registerScheme(http());
+    files.registerTemplate({ uriTemplate: `${base}/items/{+path}`, name: 'files', read: (uri) => files.readThroughScheme(uri) });
+    await expect(files.read(`${base}/items/../text`)).rejects.toMatchObject({ appCode: 'NOT_FOUND' });
+    await expect(files.read(`${base}/items/x/%2e%2e/%2e%2e/text`)).rejects.toMatchObject({ appCode: 'NOT_FOUND' });
   });
 
   it('refuses loopback and private addresses by default (SSRF), by literal and by name', async () => {
