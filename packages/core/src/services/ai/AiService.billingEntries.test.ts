@@ -19,6 +19,7 @@ function counted(inner: Metering) {
       n.hold++;
       const h = await inner.hold(req);
       const closes: Hold = {
+        usdLimited: false,
         mode: h.mode,
         apiKey: h.apiKey,
         settle: (usage) => (n.settle++, h.settle(usage)),

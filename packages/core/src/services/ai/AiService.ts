@@ -9,7 +9,7 @@ import type { UpstreamStats } from '../../observability/UpstreamStats.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';
 import { ProviderRegistry, type ProviderSummary } from './ProviderRegistry.js';
-import { resolveCallModel, worstCostUsd } from './callModel.js';
+import { reachableModels, resolveCallModel, worstCostUsd } from './callModel.js';
 import type { CallDeps } from './prepareCall.js';
 import type { GenerateTextCall, GenerateTextInput, GenerateTextOutput } from './runGenerateText.js';
 import { RegistryProbe, type ProbeResult } from './RegistryProbe.js';
@@ -145,8 +145,9 @@ export class AiService {
   previewCostUsd(provider: ProviderId | undefined, model: string | undefined, estimatedTokens: number): number | null {
     const p = this.providers.assertKnown(provider ?? this.opts.config.ai.defaultProvider);
     const m = model ?? this.providers.defaultModel(p);
-    const asInput = worstCostUsd(this.deps(), undefined, p, m, estimatedTokens, 0);
-    const asOutput = worstCostUsd(this.deps(), undefined, p, m, 0, estimatedTokens);
+    const reachable = reachableModels(this.deps(), { provider: p, model: m }, undefined);
+    const asInput = worstCostUsd(this.deps(), reachable, estimatedTokens, 0);
+    const asOutput = worstCostUsd(this.deps(), reachable, 0, estimatedTokens);
     return asInput === undefined || asOutput === undefined ? null : Math.max(asInput, asOutput);
   }
 

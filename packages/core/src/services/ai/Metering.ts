@@ -48,6 +48,11 @@ export interface Hold {
   /** The caller's key (the request's or a stored one) for a BYOK call; undefined when the platform pays. */
   readonly apiKey: string | undefined;
   /**
+   * A money (USD) limit applies to this call: the user's budget or the API key's. Only a priced
+   * model can be bounded by one, so the call may reach no unpriced target (callTargets).
+   */
+  readonly usdLimited: boolean;
+  /**
    * Charge the real usage (plus fee) and give the rest back (platform), or record the usage
    * (BYOK; a lost record is logged, never thrown: the caller paid its provider).
    */

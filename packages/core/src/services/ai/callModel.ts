@@ -1,7 +1,7 @@
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Identity } from '../../kernel/identity.js';
-import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
+import { assertKeyAllowsModel, keyAllowsModel } from '../apiKeys/keyRules.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
@@ -59,30 +59,71 @@ export function resolveCallModel(deps: ModelDeps, input: ModelChoice, identity: 
   return { provider, model };
 }
 
+/** A provider and model a call may be served by. */
+export interface ModelTarget {
+  provider: ProviderId;
+  model: string;
+}
+
+/** What the model rules of a fallback look at in a call (undefined fields: not checked, as in the previews). */
+export interface ReachFilter {
+  identity?: Identity | null;
+  /** Attachment parts sent: a fallback must accept images. */
+  attachments?: number;
+  /** The call's maxTokens: a fallback must allow as many. */
+  maxTokens?: number;
+}
+
+/**
+ * The models a call may reach, in order: its own, then each fallback (the request's, else
+ * `ai.fallbacks`) that the model rules allow for it: allowed model, the API key's own model rules,
+ * attachments accepted, maxTokens within its limit. The one list that both the worst-case price
+ * (worstCostUsd) and the targets tried (callTargets) are made from, so any way a call comes to
+ * reach another model (fallbacks today) is priced and money-checked as the call itself is.
+ * Fallback references are assumed valid (prepareCall refuses a bad one first).
+ */
+export function reachableModels(deps: ModelDeps, own: ModelTarget, fallbacks: string[] | undefined, f: ReachFilter = {}): ModelTarget[] {
+  const { providers } = deps;
+  const out: ModelTarget[] = [own];
+  for (const ref of fallbacks ?? deps.config.ai.fallbacks) {
+    let r: ReturnType<typeof resolveModelRef>;
+    try {
+      r = resolveModelRef(deps.config, ref);
+    } catch {
+      continue; // refused in prepareCall before this runs; the previews skip it
+    }
+    const model = r.model || providers.defaultModel(r.provider);
+    if (out.some((t) => t.provider === r.provider && t.model === model)) continue;
+    if (!providers.isModelAllowed(r.provider, model)) continue;
+    // An API key's own model rules narrow the fallbacks too.
+    if (!keyAllowsModel(f.identity?.apiKey, r.provider, model)) continue;
+    const info = providers.models.get(r.provider, model);
+    if ((f.attachments ?? 0) > 0 && !info?.input?.includes('image')) continue;
+    if (f.maxTokens !== undefined && info?.maxOutputTokens !== undefined && f.maxTokens > info.maxOutputTokens) continue;
+    out.push({ provider: r.provider, model });
+  }
+  return out;
+}
+
+/** Whether the pricing table has a price for `t` (a money limit can bound only a priced call). */
+export function isPriced(deps: ModelDeps, t: ModelTarget): boolean {
+  return deps.providers.models.estimateCostUsd(t.provider, t.model, 0, 0) !== undefined;
+}
+
 /**
  * The most a call can cost at the pricing table's prices: its input bound and maxTokens at the
- * dearest of its model and the fallbacks it may move to (a fallback answers on the same hold).
- * Undefined when its own model has no price; an unpriced fallback is left out.
+ * dearest of the models it may reach (`reachable`, own model first; a fallback answers on the
+ * same hold). Undefined when its own model has no price (a money limit then refuses the call).
+ * An unpriced fallback is left out because it is never reached under a money limit: callTargets
+ * skips it when the hold says one applies, and without one the price bounds nothing.
  */
-export function worstCostUsd(
-  deps: ModelDeps,
-  fallbacks: string[] | undefined,
-  provider: ProviderId,
-  model: string,
-  inputTokens: number,
-  maxTokens: number,
-): number | undefined {
-  const own = deps.providers.models.estimateCostUsd(provider, model, inputTokens, maxTokens);
-  if (own === undefined) return undefined;
-  let worst = own;
-  for (const ref of fallbacks ?? deps.config.ai.fallbacks) {
-    let cost: number | undefined;
-    try {
-      const r = resolveModelRef(deps.config, ref);
-      cost = deps.providers.models.estimateCostUsd(r.provider, r.model || deps.providers.defaultModel(r.provider), inputTokens, maxTokens);
-    } catch {
-      continue; // refused in prepareCall before this runs
-    }
+export function worstCostUsd(deps: ModelDeps, reachable: ModelTarget[], inputTokens: number, maxTokens: number): number | undefined {
+  const [own, ...rest] = reachable;
+  const ownCost = deps.providers.models.estimateCostUsd(own!.provider, own!.model, inputTokens, maxTokens);
+  if (ownCost === undefined) return undefined;
+  let worst = ownCost;
+  for (const t of rest) {
+    const cost = deps.providers.models.estimateCostUsd(t.provider, t.model, inputTokens, maxTokens);
     if (cost !== undefined && cost > worst) worst = cost;
   }
   return worst;

@@ -1,8 +1,7 @@
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import type { CallDeps, PreparedCall, TextCall, TextCallInput } from './prepareCall.js';
-import { resolveModelRef } from './resolveModelRef.js';
-import { keyAllowsModel } from '../apiKeys/keyRules.js';
+import type { CallDeps, PreparedCall, TextCall } from './prepareCall.js';
+import { isPriced } from './callModel.js';
 
 /**
  * One provider/model to try, with the key that pays for it. `storedKey`: a BYOK fallback on
@@ -36,35 +35,27 @@ export function isRetryable(err: unknown): err is CoreError {
 }
 
 /**
- * The targets of a call: the requested one, then `fallbacks` (the request's, else
- * `ai.fallbacks`). A fallback is kept only when it can serve this call with the same payer and
- * the same guarantees: allowed model, attachments accepted, maxTokens within its limit, and a
- * key of the same kind (a platform call needs a server key for the fallback's provider; a BYOK
- * call uses its own key within its provider, and on another provider the signed-in caller's
- * stored key for it, when that provider accepts own keys).
+ * The targets of a call: the requested one, then the fallbacks it may reach (reachableModels:
+ * the model rules, decided with its price in prepareCall). A fallback is kept only when it can
+ * serve this call with the same payer and the same guarantees: a key of the same kind (a platform
+ * call needs a server key for the fallback's provider; a BYOK call uses its own key within its
+ * provider, and on another provider the signed-in caller's stored key for it, when that provider
+ * accepts own keys), and, when a money limit applies to the call (the hold says so), a price: an
+ * unpriced model has no bound a money limit could check, so it is skipped here as it is refused
+ * when asked for directly.
  */
-export function callTargets(deps: CallDeps, p: PreparedCall, input: TextCallInput, call: TextCall): Target[] {
-  const refs = input.fallbacks ?? deps.config.ai.fallbacks;
-  if (refs.length === 0) return [p];
+export function callTargets(deps: CallDeps, p: PreparedCall, call: TextCall): Target[] {
   const { providers } = deps;
   const out: Target[] = [p];
-  for (const ref of refs) {
-    const r = resolveModelRef(deps.config, ref);
-    const model = r.model || providers.defaultModel(r.provider);
-    if (out.some((t) => t.provider === r.provider && t.model === model)) continue;
-    if (!providers.isModelAllowed(r.provider, model)) continue;
-    // An API key's own model rules narrow the fallbacks too.
-    if (!keyAllowsModel(call.identity?.apiKey, r.provider, model)) continue;
-    const info = providers.models.get(r.provider, model);
-    if (p.prompt.attachments > 0 && !info?.input?.includes('image')) continue;
-    if (info?.maxOutputTokens !== undefined && p.maxTokens > info.maxOutputTokens) continue;
+  for (const { provider, model } of p.reachable.slice(1)) {
+    if (p.hold.usdLimited && !isPriced(deps, { provider, model })) continue;
     if (p.mode === 'platform') {
-      const apiKey = providers.serverKey(r.provider);
-      if (apiKey) out.push({ ...p, provider: r.provider, model, apiKey });
-    } else if (r.provider === p.provider) {
-      out.push({ ...p, provider: r.provider, model });
-    } else if (deps.storedKey && call.identity && providers.isByokProvider(r.provider)) {
-      out.push({ ...p, provider: r.provider, model, apiKey: '', storedKey: true });
+      const apiKey = providers.serverKey(provider);
+      if (apiKey) out.push({ ...p, provider, model, apiKey });
+    } else if (provider === p.provider) {
+      out.push({ ...p, provider, model });
+    } else if (deps.storedKey && call.identity && providers.isByokProvider(provider)) {
+      out.push({ ...p, provider, model, apiKey: '', storedKey: true });
     }
   }
   return out;

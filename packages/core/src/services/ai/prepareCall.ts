@@ -15,7 +15,7 @@ import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
-import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, resolveCallModel, utf8, worstCostUsd } from './callModel.js';
+import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, reachableModels, resolveCallModel, utf8, worstCostUsd, type ModelTarget } from './callModel.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
 export interface TextCallInput {
@@ -101,6 +101,8 @@ export interface PreparedCall {
   prompt: BuiltPrompt;
   /** Billing's hold: closed once, by the accounting step (settle) or on failure (release). */
   hold: Hold;
+  /** The models this call may reach, its own first (reachableModels): what its worst case was priced over. */
+  reachable: ModelTarget[];
 }
 
 
@@ -130,7 +132,8 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const toolUse = input.tools?.length || input.output ? TOOL_USE_OVERHEAD_TOKENS : 0;
   const inputEstimate = promptBytes(prompt) + extraBytes + toolUse + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
   const estimatedTokens = inputEstimate + maxTokens;
-  const costUsd = worstCostUsd(deps, input.fallbacks, provider, model, inputEstimate, maxTokens);
+  const reachable = reachableModels(deps, { provider, model }, input.fallbacks, { identity: call.identity, attachments: prompt.attachments, maxTokens });
+  const costUsd = worstCostUsd(deps, reachable, inputEstimate, maxTokens);
   // One entry into billing before the call: who pays (and, for the platform, the reservation).
   const hold = await metering.hold({
     identity: call.identity,
@@ -148,7 +151,7 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
     },
   });
   const apiKey = hold.apiKey ?? providers.serverKey(provider)!;
-  return { requestId, provider, model, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold };
+  return { requestId, provider, model, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold, reachable };
 }
 
 

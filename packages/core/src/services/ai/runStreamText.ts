@@ -51,7 +51,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
   await assertValidCallSchemas(input);
   const p = await prepareCall(deps, input, call);
   const { requestId, hold } = p;
-  const targets = callTargets(deps, p, input, call);
+  const targets = callTargets(deps, p, call);
   const pricing = textPricing(deps, p);
   /** The target being tried; the one that served the stream is the one charged. */
   let cur: Target = p;

@@ -76,7 +76,7 @@ export const keySpendTxKeys = (keyId: string) => [apiKeyKeys.record(keyId), keyS
  * or throw the key's PAYMENT_REQUIRED (the transaction then writes nothing). A key revoked or
  * expired since the request was authenticated is refused here too.
  */
-export function reserveKeySpend(read: TxRead, keyId: string, worst: Worst, at: Date): { writes: TxWrite[]; hold: KeyHold } {
+export function reserveKeySpend(read: TxRead, keyId: string, worst: Worst, at: Date): { writes: TxWrite[]; hold: KeyHold; usdLimited: boolean } {
   const record = read<ApiKeyRecord>(apiKeyKeys.record(keyId));
   if (!record || record.revokedAt || (record.expiresAt && Date.parse(record.expiresAt) <= at.getTime())) throw new CoreError('INVALID_TOKEN', 'API key revoked or expired');
   const spend = current(read<KeySpendRecord>(keySpendKey(keyId)), at);
@@ -87,7 +87,9 @@ export function reserveKeySpend(read: TxRead, keyId: string, worst: Worst, at: D
     spend[p].reservedTokens += worst.tokens;
     spend[p].reservedUsdNanos += usd;
   }
-  return { writes: [{ op: 'set', key: keySpendKey(keyId), value: spend, ttlMs: SPEND_TTL_MS }], hold: { keyId, day: spend.day.id, month: spend.month.id, tokens: worst.tokens, usdNanos: usd } };
+  const budget = record.budget ?? {};
+  const usdLimited = KEY_BUDGET_PERIODS.some((p) => budget[p]?.usd !== undefined);
+  return { writes: [{ op: 'set', key: keySpendKey(keyId), value: spend, ttlMs: SPEND_TTL_MS }], hold: { keyId, day: spend.day.id, month: spend.month.id, tokens: worst.tokens, usdNanos: usd }, usdLimited };
 }
 
 function unhold(spend: Record<KeyBudgetPeriod, KeyPeriod>, hold: KeyHold): void {

@@ -38,6 +38,10 @@ export class CallHold implements Hold {
     private readonly slot: KeySlot = NO_SLOT,
   ) {}
 
+  get usdLimited(): boolean {
+    return this.call.reservation?.usdLimited === true;
+  }
+
   async settle(usage: MeteredUsage): Promise<Charge> {
     const estimatedCostUsd = usage.costUsd ?? 0;
     if (this.closed) throw new CoreError('INTERNAL', 'this hold is already closed');

@@ -8,7 +8,7 @@ import { platformFee } from './fee.js';
 import { usageKeys, usageWrites } from './globalUsage.js';
 import type { UsageRecordItem } from './history.js';
 import { accountOf, ledgerKeys, type Account, type Ledger } from './Ledger.js';
-import { releaseSpend, reserveSpend, settleSpend, toNanos, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from './periodSpend.js';
+import { hasUsdLimit, releaseSpend, reserveSpend, settleSpend, toNanos, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from './periodSpend.js';
 import type { BalanceType, BudgetAlertSink, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
 import { keySpendTxKeys, releaseKeySpend, reserveKeySpend, settleKeySpend } from '../apiKeys/keySpend.js';
 
@@ -137,7 +137,9 @@ export class Reservations {
       }
       // Throws the key's PAYMENT_REQUIRED when its budget cannot cover the call: nothing is written.
       const byKey = apiKeyId ? reserveKeySpend(read, apiKeyId, worst, at) : undefined;
-      const reservation: Reservation = { requestId, userId, tokens, draws, budget: checked.hold, ...(byKey ? { apiKey: byKey.hold } : {}), createdAt: at.toISOString(), expiresAt: new Date(now + this.ttlMs).toISOString() };
+      // Read in the same transaction as the limits it reports, so it is exactly what was checked.
+      const usdLimited = hasUsdLimit(budget) || byKey?.usdLimited === true;
+      const reservation: Reservation = { requestId, userId, tokens, draws, budget: checked.hold, ...(byKey ? { apiKey: byKey.hold } : {}), ...(usdLimited ? { usdLimited: true as const } : {}), createdAt: at.toISOString(), expiresAt: new Date(now + this.ttlMs).toISOString() };
       const entry = this.ledger.newEntry({ kind: 'reserve', idempotencyKey: `reserve:${requestId}`, requestId, lines: draws.map((d) => ({ type: d.type, delta: -d.amount })) });
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },

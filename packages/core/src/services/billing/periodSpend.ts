@@ -100,6 +100,11 @@ export interface BudgetRefusal {
   reason: 'budget_exceeded' | 'model_not_priced';
 }
 
+/** Whether any period of `budget` has a money (USD) limit. */
+export function hasUsdLimit(budget: EffectiveBudget): boolean {
+  return BUDGET_PERIODS.some((p) => budget[p]?.usd !== undefined);
+}
+
 /**
  * The first limit a call's worst case would break in the periods `spend` holds, or null:
  * `spent + reserved + worst > limit` refuses. The one rule both the reservation (reserveSpend,

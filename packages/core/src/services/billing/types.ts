@@ -80,6 +80,8 @@ export interface Reservation {
   budget?: BudgetHold;
   /** A call made with an API key: what it added to the key's reserved figures (docs/api-keys.md). */
   apiKey?: KeyHold;
+  /** A money limit (the user's budget or the API key's) applied when this was reserved: the call may reach only priced models. */
+  usdLimited?: true;
   createdAt: string;
   expiresAt: string;
 }
