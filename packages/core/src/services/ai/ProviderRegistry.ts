@@ -87,6 +87,19 @@ export class ProviderRegistry {
     return provider;
   }
 
+  /**
+   * The setting that chooses the OpenAI wire for `provider` when it is on the Responses API (the
+   * default of `openai` and Azure), else undefined: an upstream that 404s that API is most likely
+   * a Chat Completions server, and the error names the setting (mapUpstreamError).
+   */
+  responsesApiSetting(provider: ProviderId): string | undefined {
+    const named = this.named[provider];
+    if (named) return named.type === 'azure' && named.api !== 'chat' ? `ai.providers.${provider}.api` : undefined;
+    if (provider !== 'openai') return undefined;
+    const own = this.ai.providers.openai;
+    return own && 'api' in own && own.api === 'chat' ? undefined : 'ai.providers.openai.api';
+  }
+
   /** A named provider's type, or undefined for a built-in. */
   namedType(provider: ProviderId): NamedProviderType | undefined {
     return this.named[provider]?.type;

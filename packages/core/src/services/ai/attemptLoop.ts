@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreError } from '../../kernel/CoreError.js';
 import { isRetryable, readyTarget, type Attempt, type CallTarget } from './callTargets.js';
-import { mapUpstreamError } from './mapUpstreamError.js';
+import { failedUpstreamUrl, mapUpstreamError } from './mapUpstreamError.js';
 import type { CallDeps, TextCall } from './prepareCall.js';
 
 /** What one attempt gets from the loop. */
@@ -127,11 +127,12 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     } catch (err) {
       finished = true;
       const own = ownError(err);
-      const error = own ?? (await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs, cancelled: call.signal.aborted }));
+      const error = own ?? (await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs, cancelled: call.signal.aborted, responsesApiSetting: deps.providers.responsesApiSetting(t.provider) }));
       const reason = String(error.details?.reason ?? error.appCode);
       if (!own) {
         deps.record(t.provider, false, performance.now() - began, reason);
-        logger.warn('ai: upstream call failed', { requestId: t.requestId, provider: t.provider, model: t.model, reason, status: error.details?.status });
+        const url = await failedUpstreamUrl(err);
+        logger.warn('ai: upstream call failed', { requestId: t.requestId, provider: t.provider, model: t.model, reason, status: error.details?.status, ...(url ? { url } : {}), message: error.message });
       }
       if (!isRetryable(error) || call.signal.aborted) throw error;
       // Counted on every call, not only on calls with fallbacks: only skipping needs them.

@@ -22,6 +22,24 @@ export interface UpstreamErrorContext {
   timeoutMs: number;
   /** The client went away (ctx.req.signal). */
   cancelled: boolean;
+  /** The setting that would move this provider off the Responses API (ProviderRegistry.responsesApiSetting), when it is on it. */
+  responsesApiSetting?: string | undefined;
+}
+
+/**
+ * The URL a failed upstream call went to, for logs and hints: origin and path only. Credentials in
+ * the URL and the query (Google's `?key=`) are dropped; undefined when the error has no URL.
+ */
+export async function failedUpstreamUrl(err: unknown): Promise<string | undefined> {
+  const { APICallError, RetryError } = (await loadAiSdk()).ai;
+  const e = RetryError.isInstance(err) ? err.lastError : err;
+  if (!APICallError.isInstance(e) || !e.url) return undefined;
+  try {
+    const u = new URL(e.url);
+    return u.origin + u.pathname;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Retry-After in whole seconds from the upstream headers (seconds, HTTP date, or retry-after-ms). */
@@ -82,7 +100,21 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
       });
     }
     if (status >= 500) return make('UPSTREAM_ERROR', 'upstream_5xx', `${ctx.provider} failed (HTTP ${status})`, { status });
-    if (status >= 400) return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status})`, { status });
+    if (status >= 400) {
+      // Only the path goes to the caller (the host is the operator's business; the log has it).
+      let path: string | undefined;
+      try {
+        path = e.url ? new URL(e.url).pathname : undefined;
+      } catch {
+        path = undefined;
+      }
+      // The default OpenAI wire is the Responses API; most OpenAI-compatible servers (llama.cpp,
+      // vLLM, Ollama, LM Studio) serve only Chat Completions and answer 404 there.
+      if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses')) {
+        return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} answered HTTP 404 for POST ${path}: the server does not serve the OpenAI Responses API (the default wire); for a Chat Completions server set ${ctx.responsesApiSetting}: 'chat'`, { status });
+      }
+      return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status}${path ? ` for ${path}` : ''})`, { status });
+    }
     // A 2xx the SDK could not use: either the socket died mid-body (a network error code in
     // the cause chain; newer SDKs also mark it retryable) or the body did not parse or validate.
     if (e.isRetryable || hasNetworkCause(e)) return make('UPSTREAM_ERROR', 'connection_lost', `the connection to ${ctx.provider} was lost mid-reply`, { status });

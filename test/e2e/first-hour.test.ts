@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { createTestUpstream, creditTokens, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * What a new user meets in the first hour (issue 36), each over a real server and real clients.
+ */
+let upstream: TestUpstream;
+beforeAll(async () => {
+  upstream = await createTestUpstream({ outputTokens: 8 });
+});
+afterAll(async () => {
+  await upstream.close();
+});
+
+describe('the openai provider pointed at a Chat Completions server', () => {
+  let servers: AiServer[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+  });
+  async function gateway(api?: 'chat'): Promise<{ gw: AiServer; token: string }> {
+    const providers = upstream.aiConfig({ apiKey: SERVER_KEY }).providers;
+    // A server that speaks only /v1/chat/completions (404 elsewhere), as llama.cpp, vLLM and Ollama do.
+    const gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { providers: { ...providers, openai: { baseUrl: upstream.namedBaseUrl('local', 'openai-chat'), apiKey: SERVER_KEY, ...(api ? { api } : {}) } } } });
+    servers.push(gw);
+    const admin = await tokenFor('fh-admin', { admin: true });
+    await creditTokens(gw.url, admin, 'fh-user', 100_000, 'fh-credit');
+    return { gw, token: await tokenFor('fh-user') };
+  }
+
+  it("on the default Responses wire: the 502 names the path called and the api: 'chat' setting; the log names the URL, without the key", async () => {
+    const { gw, token } = await gateway();
+    const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
+    const err = await client.chat.completions.create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+    const message = (err as Error).message;
+    expect(message).toContain('POST /named/openai-chat/local/v1/responses');
+    expect(message).toContain("set ai.providers.openai.api: 'chat'");
+    expect(message).not.toContain('127.0.0.1');
+    const line = gw.logs.find((l) => l.includes('ai: upstream call failed'));
+    expect(line).toContain(`${upstream.url}/named/openai-chat/local/v1/responses`);
+    expect(line).toContain("ai.providers.openai.api: 'chat'");
+    expect(gw.logs.join('\n')).not.toContain(SERVER_KEY);
+  });
+
+  it("with api: 'chat' the same server answers", async () => {
+    const { gw, token } = await gateway('chat');
+    const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
+    const r = await client.chat.completions.create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.choices[0]!.message.content).toMatch(/^Test reply/);
+  });
+});
