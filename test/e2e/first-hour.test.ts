@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
 import OpenAI from 'openai';
-import { createTestUpstream, creditTokens, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * What a new user meets in the first hour (issue 36), each over a real server and real clients.
@@ -49,5 +50,33 @@ describe('the openai provider pointed at a Chat Completions server', () => {
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
     const r = await client.chat.completions.create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.choices[0]!.message.content).toMatch(/^Test reply/);
+  });
+});
+
+describe('402 when nothing can pay names the kind of key it means', () => {
+  let gw: AiServer;
+  beforeAll(async () => {
+    gw = await startAiServer(upstream, { storage: { type: 'memory' } });
+  });
+  afterAll(async () => {
+    await gw.stop();
+  });
+
+  it("to a caller with an aib_ key: the key spends its owner's tokens, the owner needs credit or a provider key (docs/api-keys.md)", async () => {
+    const owner = await tokenFor('fh-broke-owner');
+    const made = await rpcCall<{ key: string }>(gw.url, owner, 'keys.create', { name: 'ci' });
+    const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: made.result!.key, maxRetries: 0 });
+    const err = (await client.chat.completions.create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(err.status).toBe(402);
+    expect(err.message).toContain("insufficient platform tokens and no provider API key: this ai-backend key (aib_...) spends its owner's platform tokens, so the owner needs credit, or a stored provider key (BYOK)");
+    const doc = await readFile(new URL('../../docs/api-keys.md', import.meta.url), 'utf8');
+    expect(doc.replace(/\s+/g, ' ')).toContain(err.message.replace(/^402 /, '').replace(/\s+/g, ' '));
+  });
+
+  it('to a signed-in user: get credit, or store or send a provider key', async () => {
+    upstream.reset();
+    const r = await rpcCall(gw.url, await tokenFor('fh-broke-user'), 'ai.generateText', { content: 'hi', systemPrompt: 's' });
+    expect(r.error?.message).toBe('insufficient platform tokens and no provider API key: get credit, or store or send your own provider key (BYOK)');
+    expect(upstream.requests).toHaveLength(0);
   });
 });

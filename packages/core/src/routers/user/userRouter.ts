@@ -73,7 +73,7 @@ export const userRouter = router({
             ? plan.plan[0]!.reason
             : plan.platformRefusedBy === 'budget'
               ? plan.notifications[0]!
-              : 'insufficient tokens and no API key';
+              : 'insufficient platform tokens and no provider API key';
       return {
         canMakeRequest: plan.viable,
         reason,

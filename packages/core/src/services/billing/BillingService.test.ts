@@ -151,7 +151,7 @@ describe.each(backends)('BillingService on $name', (backend) => {
 
     it('a request key means BYOK; no tokens and no key means payment required', async () => {
       expect(await decide(1000, { apiKeyProvided: true })).toEqual({ mode: 'byok' });
-      await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED', message: 'insufficient tokens and no API key' });
+      await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED', message: expect.stringMatching(/^insufficient platform tokens and no provider API key: get credit/) });
     });
 
     it('platform when the balances cover estimate plus fee', async () => {

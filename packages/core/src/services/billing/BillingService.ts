@@ -19,6 +19,7 @@ import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
 import { previewSpend, toNanos, type BudgetRefusal, type SpendRecord } from './periodSpend.js';
 import { Reservations } from './Reservations.js';
+import type { Identity } from '../../kernel/identity.js';
 import {
   BALANCE_TYPES,
   type BalanceType,
@@ -44,6 +45,20 @@ export interface BillingOptions {
   reservationTtlMs: number;
   /** Budget of users without their own (config billing.defaultBudget). Default none. */
   defaultBudget?: ResolvedConfig['billing']['defaultBudget'];
+}
+
+/**
+ * The refusal when nothing can pay for a call. It names both kinds of key: "API key" alone reads
+ * as this server's `aib_` keys to a caller who sent one, while it means a provider's key (BYOK);
+ * an `aib_` key spends its owner's platform tokens and never pays by itself.
+ */
+export function nothingPays(identity: Identity | null, details?: Record<string, unknown>): CoreError {
+  const message = !identity
+    ? 'no platform tokens for anonymous calls and no provider API key: sign in, or send your own provider key (BYOK)'
+    : identity.apiKey
+      ? "insufficient platform tokens and no provider API key: this ai-backend key (aib_...) spends its owner's platform tokens, so the owner needs credit, or a stored provider key (BYOK)"
+      : 'insufficient platform tokens and no provider API key: get credit, or store or send your own provider key (BYOK)';
+  return new CoreError('PAYMENT_REQUIRED', message, details ? { details } : {});
 }
 
 /**
@@ -148,7 +163,7 @@ export class BillingService implements Metering {
     if (p.apiKeyProvided) return { mode: 'byok' };
     if (!p.identity) {
       if (!this.options.allowAnonymousServerPaid) {
-        throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key: sign in or provide an API key');
+        throw nothingPays(null);
       }
       if ((await this.anonymous.remaining(p.ip ?? 'unknown')) < this.withFee(p.estimatedTokens)) {
         throw new CoreError('PAYMENT_REQUIRED', 'anonymous token budget for this window is used up: sign in or provide an API key');
@@ -167,7 +182,7 @@ export class BillingService implements Metering {
       const apiKey = await this.vault.reveal(userId, p.provider);
       if (apiKey === undefined) {
         if (refused) this.refuseForBudget(userId, refused, false);
-        throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key');
+        throw nothingPays(p.identity);
       }
       if (plan.fallback && plan.prefs.notifyFallbackToByok) {
         this.emit('fallbackToByok', { userId, provider: p.provider, estimatedTokens: p.estimatedTokens, reason: plan.platformRefusedBy ?? 'balance' });
@@ -175,9 +190,7 @@ export class BillingService implements Metering {
       return { mode: 'byok', apiKey };
     }
     if (refused && plan.platformRefusedBy === 'budget') this.refuseForBudget(userId, refused, false);
-    throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key', {
-      details: { required: plan.totalTokensNeeded, available: plan.balances.subscription + plan.balances.one_time },
-    });
+    throw nothingPays(p.identity, { required: plan.totalTokensNeeded, available: plan.balances.subscription + plan.balances.one_time });
   }
 
   /**
@@ -194,7 +207,7 @@ export class BillingService implements Metering {
     if (!Number.isSafeInteger(p.tokens) || p.tokens < 0) throw new CoreError('INVALID_PARAMS', 'tokens must be a non-negative integer');
     const tokens = this.withFee(p.tokens);
     if (!p.identity) {
-      if (!this.options.allowAnonymousServerPaid) throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens and no API key: sign in or provide an API key');
+      if (!this.options.allowAnonymousServerPaid) throw nothingPays(null);
       return this.anonymous.reserve(p.ip ?? 'unknown', tokens, p.requestId);
     }
     const userId = p.identity.sub;

@@ -121,6 +121,6 @@ export function planConsumption(i: PlanInput): ConsumptionPlan {
     plan: steps,
     viable: false,
     remainingAfter: { ...i.balances },
-    notifications: ['insufficient tokens and no usable API key'],
+    notifications: ['insufficient platform tokens and no usable provider API key'],
   };
 }
