@@ -2,14 +2,15 @@
  * Claims the docs make about what a client sees, checked against a real server (each was once
  * false): docs/workspaces.md (unknown workspaceId), docs/ai.md (base URLs in admin.getConfig),
  * docs/auth-jwt.md (a token in the query string on each entry point) and the start-up warning
- * for an auth mode nobody can use (docs/getting-started.md, README). Config-file checks are in
+ * for an auth mode nobody can use (docs/getting-started.md, README), the rate-limiting default
+ * (docs/configuration.md, docs/security.md, README) and the README's storage list. Config-file checks are in
  * getting-started.test.ts and config-parity.test.ts.
  */
 import { mintDevToken } from '@ai-backend/auth';
-import { createLogger } from '@ai-backend/core/internal';
+import { createLogger, resolveConfig, STORAGE_BACKENDS } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
@@ -105,5 +106,27 @@ describe('a start-up warning when nobody can sign in', () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe('docs/configuration.md, docs/security.md, README: rate limiting ships on', () => {
+  it('the default config has it on, and every document that states the default says on', async () => {
+    const defaults = resolveConfig({});
+    expect(defaults.mcp.rateLimiting).toMatchObject({ enabled: true, windowMs: 60000, maxRequests: 300, maxToolCalls: 120 });
+    const read = (f: string) => readFile(new URL(`../../${f}`, import.meta.url), 'utf8');
+    const [configuration, security, readme] = await Promise.all([read('docs/configuration.md'), read('docs/security.md'), read('README.md')]);
+    expect(configuration).toContain('we ship rate limiting **on**');
+    expect(configuration).toContain('| `rateLimiting` | `enabled: true, windowMs: 60000, maxRequests: 300, maxToolCalls: 120` |');
+    expect(security).toContain('Rate limiting is **on by default**');
+    expect(readme).toContain('gets 300 `/mcp` requests and 120 tool calls a minute');
+    for (const doc of [configuration, security, readme]) expect(doc).not.toMatch(/rate limiting \*\*off\*\*|rate limiting (is )?off by default/i);
+  });
+});
+
+describe("README's repository layout", () => {
+  it('names the storage backends there are', async () => {
+    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+    const listed = /^packages\/core .*storage \(([^)]*)\)/m.exec(readme)?.[1]?.split('|').map((s) => s.trim());
+    expect(listed).toEqual([...STORAGE_BACKENDS]);
   });
 });

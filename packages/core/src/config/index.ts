@@ -5,6 +5,7 @@ export { ENV_VARIABLES, type EnvVariable } from './envVariables.js';
 export { redactConfig } from './redact.js';
 export { PROVIDER_IDS, NAMED_PROVIDER_TYPES, type ProviderId, type BuiltinProviderId, type ProviderConfig, type NamedProviderConfig, type NamedProviderType } from './sections/ai.js';
 export type { ProvidersInput } from './sections/aiProviders.js';
+export { STORAGE_BACKENDS } from './sections/storage.js';
 export { WorkspaceConfigSchema, type WorkspaceConfig, type WorkspaceConfigInput } from './sections/workspaces.js';
 export { isLoopbackHost, oauthConfigProblems, oauthSessionFile } from './authMode.js';
 export type { AuthMode, ResolvedAuth } from './resolveAuth.js';

@@ -60,7 +60,9 @@ export const SqliteOptionsSchema = z
   }))
   .prefault({});
 
-const BACKENDS = ['sqlite', 'postgres', 'memory', 'redis'] as const;
+/** The storage backends (`storage.type`), the default first. */
+export const STORAGE_BACKENDS = ['sqlite', 'postgres', 'memory', 'redis'] as const;
+const BACKENDS = STORAGE_BACKENDS;
 
 /** What every backend shares: the data directory and where hot shared state lives. */
 const commonFields = () => ({
