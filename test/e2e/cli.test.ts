@@ -89,6 +89,8 @@ describe('ai-backend CLI', () => {
     const dir = await tempDir();
     const init = await run(['init'], dir);
     expect(init.code).toBe(0);
+    // The starter's choices (the embedded store, the built-in providers) need no optional package.
+    expect(init.stdout).toContain('its choices need no package beyond ai-backend');
     expect(await readFile(path.join(dir, 'ai-backend.config.mjs'), 'utf8')).toContain('export default');
     expect((await run(['init'], dir)).code).toBe(1); // never overwrites
     const ok = await run(['config', 'check'], dir);

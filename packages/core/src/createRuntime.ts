@@ -14,6 +14,8 @@ import { unusableAuthWarning } from './config/authWarnings.js';
 import { ClientWorkspaceService } from './services/workspaces/ClientWorkspaceService.js';
 import { WorkspaceService } from './services/workspaces/WorkspaceService.js';
 import { createStorage } from './storage/createStorage.js';
+import { ConfigError } from './config/ConfigError.js';
+import { missingPackages } from './config/optionalPackages.js';
 import type { Storage } from './kernel/Storage.js';
 import { createLogger, type Logger } from './kernel/Logger.js';
 import type { Authenticator } from './kernel/identity.js';
@@ -63,6 +65,10 @@ const noAuthenticator: Authenticator = async () => ({
 
 /** Open storage and build the services for one server. */
 export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeOptions = {}): Promise<Runtime> {
+  // Optional packages (drivers, provider packages) the config needs: all named now, before
+  // anything is opened, rather than one at a time at the first call that loads it.
+  const missing = missingPackages(config, { storage: !opts.storage, shared: !opts.shared, signals: !opts.signals });
+  if (missing.length) throw new ConfigError(missing);
   const logger = opts.logger ?? createLogger(config.monitoring.logging.level);
   let alertOnDegraded: ((provider: string, reason: string) => void) | undefined;
   const metrics = config.metrics.enabled ? await createMetrics({ processMetrics: config.metrics.processMetrics }) : undefined;

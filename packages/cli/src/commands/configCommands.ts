@@ -1,6 +1,7 @@
 import { writeFile, access } from 'node:fs/promises';
 import path from 'node:path';
 import { checkConfig, redactConfig } from '@ai-backend/core';
+import { installCommand, missingPackages, neededPackages } from '@ai-backend/core/internal';
 import { configProblemLines } from '../configProblemLines.js';
 import { loadConfig } from '../loadConfig.js';
 import { STARTER_CONFIG } from '../starterConfig.js';
@@ -9,6 +10,12 @@ import { STARTER_CONFIG } from '../starterConfig.js';
 export async function configCheck(opts: { config?: string }): Promise<number> {
   const loaded = await loadConfig({ file: opts.config });
   const result = checkConfig(loaded.input);
+  // A driver or provider package the config needs and that is not installed fails `serve` at start: say so here too.
+  const missing = result.ok ? missingPackages(result.config) : [];
+  if (result.ok && missing.length) {
+    for (const line of configProblemLines(missing, loaded.filepath)) process.stderr.write(`${line}\n`);
+    return 1;
+  }
   if (result.ok) {
     process.stdout.write(`config ok${loaded.filepath ? ` (${loaded.filepath})` : ' (defaults; no config file found)'}\n`);
     return 0;
@@ -41,6 +48,20 @@ export async function init(opts: { file?: string }): Promise<number> {
     return 1;
   }
   await writeFile(file, STARTER_CONFIG, { flag: 'wx' });
-  process.stdout.write(`wrote ${file}\nnext: npx ai-backend config check && npx ai-backend serve\n`);
+  const packages = await packagesLine(file);
+  process.stdout.write(`wrote ${file}\n${packages ? `${packages}\n` : ''}next: npx ai-backend config check && npx ai-backend serve\n`);
   return 0;
+}
+
+/**
+ * Which optional packages (drivers, provider packages) the config at `file` needs, from its
+ * choices as resolved; a starter that does not resolve (it reads the environment) says nothing.
+ */
+async function packagesLine(file: string): Promise<string> {
+  const loaded = await loadConfig({ file }).catch(() => undefined);
+  const result = loaded ? checkConfig(loaded.input) : undefined;
+  if (!result?.ok) return '';
+  const needed = [...new Map(neededPackages(result.config).map((n) => [n.pkg.name, n])).values()];
+  if (!needed.length) return 'its choices need no package beyond ai-backend';
+  return `its choices need: ${needed.map((n) => `${n.pkg.name} (${n.path}: ${n.need})`).join(', ')}; install with ${needed.map((n) => installCommand(n.pkg)).join(' && ')}`;
 }

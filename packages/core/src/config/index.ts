@@ -10,3 +10,4 @@ export { WorkspaceConfigSchema, type WorkspaceConfig, type WorkspaceConfigInput 
 export { isLoopbackHost, oauthConfigProblems, oauthSessionFile } from './authMode.js';
 export type { AuthMode, ResolvedAuth } from './resolveAuth.js';
 export { unusableAuthWarning } from './authWarnings.js';
+export { importOptional, installCommand, isInstalled, missingPackages, neededPackages, OPTIONAL_PACKAGES, type NeededPackage, type OptionalPackage } from './optionalPackages.js';

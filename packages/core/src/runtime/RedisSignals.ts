@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { redisClientOptions, type RedisConnectOptions } from '../storage/redisClientOptions.js';
 import type { Logger } from '../kernel/Logger.js';
+import { importOptional, OPTIONAL_PACKAGES } from '../config/optionalPackages.js';
 import { LocalSignals } from '../kernel/Signals.js';
 
 export interface RedisSignalsOptions extends RedisConnectOptions {
@@ -36,7 +37,7 @@ export class RedisSignals extends LocalSignals {
   }
 
   static async connect(opts: RedisSignalsOptions, logger: Logger): Promise<RedisSignals> {
-    const { Redis: RedisClient } = await import('ioredis');
+    const { Redis: RedisClient } = await importOptional(OPTIONAL_PACKAGES.ioredis, 'cross-instance signals over Redis', () => import('ioredis'));
     const make = () => {
       const client = new RedisClient(redisClientOptions(opts));
       client.on('error', () => undefined); // reported through publish failures; reconnects by itself

@@ -8,6 +8,7 @@ import { KeyedMutex } from './KeyedMutex.js';
 import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
 import { TxValueCache } from './sql/TxValueCache.js';
 import { GroupCommit, planBatch, type BatchJob } from './GroupCommit.js';
+import { importOptional, OPTIONAL_PACKAGES } from '../config/optionalPackages.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
@@ -113,7 +114,7 @@ export class RedisStorage implements Storage {
    */
   static async connect(opts: RedisStorageOptions): Promise<RedisStorage> {
     // ioredis loads only when a redis store is used: servers on the file store start faster.
-    const { Redis: RedisClient } = await import('ioredis');
+    const { Redis: RedisClient } = await importOptional(OPTIONAL_PACKAGES.ioredis, 'a Redis store', () => import('ioredis'));
     const storage = new RedisStorage(RedisClient, opts);
     await storage.redis.connect().catch(() => undefined);
     return storage;

@@ -1,6 +1,7 @@
 import type { EmbeddingModel, LanguageModel } from 'ai';
 import type { NamedProviderConfig } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
+import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
 import type { FetchFunction } from './upstreamFetch.js';
 
 /**
@@ -48,6 +49,11 @@ export function usesCredentialChain(p: NamedProviderConfig): boolean {
   return p.type === 'bedrock' || p.type === 'vertex' || p.type === 'openai-compatible';
 }
 
+/** A provider package, or the error naming it when it is not installed (a server checks at start: createRuntime). */
+function providerPackage<T>(type: NamedProviderConfig['type'], id: string, load: () => Promise<T>): Promise<T> {
+  return importOptional(OPTIONAL_PACKAGES[type], `ai.providers.${id} (type '${type}')`, load);
+}
+
 interface ModelArgs {
   model: string;
   /** Undefined: no key (credential chain or a keyless server). */
@@ -63,36 +69,36 @@ export async function createNamedLanguageModel(p: NamedProviderConfig, id: strin
   const headers = p.headers;
   switch (p.type) {
     case 'openai-compatible': {
-      const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
+      const { createOpenAICompatible } = await providerPackage('openai-compatible', id, () => import('@ai-sdk/openai-compatible'));
       return createOpenAICompatible({ name: id, baseURL: a.baseURL, ...(a.apiKey ? { apiKey: a.apiKey } : {}), headers, fetch: a.fetch, includeUsage: true, supportsStructuredOutputs: true }).chatModel(a.model);
     }
     case 'mistral': {
-      const { createMistral } = await import('@ai-sdk/mistral');
+      const { createMistral } = await providerPackage('mistral', id, () => import('@ai-sdk/mistral'));
       return createMistral({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers, fetch: a.fetch })(a.model);
     }
     case 'groq': {
-      const { createGroq } = await import('@ai-sdk/groq');
+      const { createGroq } = await providerPackage('groq', id, () => import('@ai-sdk/groq'));
       return createGroq({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers, fetch: a.fetch })(a.model);
     }
     case 'xai': {
-      const { createXai } = await import('@ai-sdk/xai');
+      const { createXai } = await providerPackage('xai', id, () => import('@ai-sdk/xai'));
       return createXai({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers, fetch: a.fetch }).chat(a.model);
     }
     case 'deepseek': {
-      const { createDeepSeek } = await import('@ai-sdk/deepseek');
+      const { createDeepSeek } = await providerPackage('deepseek', id, () => import('@ai-sdk/deepseek'));
       return createDeepSeek({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers, fetch: a.fetch })(a.model);
     }
     case 'azure': {
-      const { createAzure } = await import('@ai-sdk/azure');
+      const { createAzure } = await providerPackage('azure', id, () => import('@ai-sdk/azure'));
       const azure = createAzure({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers, fetch: a.fetch, ...(p.apiVersion ? { apiVersion: p.apiVersion } : {}) });
       return p.api === 'chat' ? azure.chat(a.model) : azure(a.model);
     }
     case 'bedrock': {
-      const { createAmazonBedrock } = await import('@ai-sdk/amazon-bedrock');
+      const { createAmazonBedrock } = await providerPackage('bedrock', id, () => import('@ai-sdk/amazon-bedrock'));
       return createAmazonBedrock(await bedrockSettings(p, a))(a.model);
     }
     case 'vertex': {
-      const { createVertex } = await import('@ai-sdk/google-vertex');
+      const { createVertex } = await providerPackage('vertex', id, () => import('@ai-sdk/google-vertex'));
       return createVertex(vertexSettings(p, a))(a.model);
     }
   }
@@ -101,23 +107,23 @@ export async function createNamedLanguageModel(p: NamedProviderConfig, id: strin
 export async function createNamedEmbeddingModel(p: NamedProviderConfig, id: string, a: ModelArgs): Promise<EmbeddingModel> {
   switch (p.type) {
     case 'openai-compatible': {
-      const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
+      const { createOpenAICompatible } = await providerPackage('openai-compatible', id, () => import('@ai-sdk/openai-compatible'));
       return createOpenAICompatible({ name: id, baseURL: a.baseURL, ...(a.apiKey ? { apiKey: a.apiKey } : {}), headers: p.headers, fetch: a.fetch }).embeddingModel(a.model);
     }
     case 'mistral': {
-      const { createMistral } = await import('@ai-sdk/mistral');
+      const { createMistral } = await providerPackage('mistral', id, () => import('@ai-sdk/mistral'));
       return createMistral({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers: p.headers, fetch: a.fetch }).embedding(a.model);
     }
     case 'azure': {
-      const { createAzure } = await import('@ai-sdk/azure');
+      const { createAzure } = await providerPackage('azure', id, () => import('@ai-sdk/azure'));
       return createAzure({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers: p.headers, fetch: a.fetch, ...(p.apiVersion ? { apiVersion: p.apiVersion } : {}) }).embedding(a.model);
     }
     case 'bedrock': {
-      const { createAmazonBedrock } = await import('@ai-sdk/amazon-bedrock');
+      const { createAmazonBedrock } = await providerPackage('bedrock', id, () => import('@ai-sdk/amazon-bedrock'));
       return createAmazonBedrock(await bedrockSettings(p, a)).embedding(a.model);
     }
     case 'vertex': {
-      const { createVertex } = await import('@ai-sdk/google-vertex');
+      const { createVertex } = await providerPackage('vertex', id, () => import('@ai-sdk/google-vertex'));
       return createVertex(vertexSettings(p, a)).textEmbeddingModel(a.model);
     }
     default:
@@ -147,7 +153,7 @@ async function bedrockSettings(p: BedrockP, a: ModelArgs) {
 
 let chain: Promise<() => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken?: string }>> | undefined;
 function awsChain() {
-  chain ??= import('@aws-sdk/credential-providers').then(({ fromNodeProviderChain }) => {
+  chain ??= importOptional(OPTIONAL_PACKAGES.awsCredentials, 'a bedrock provider without apiKey or accessKeyId/secretAccessKey (the AWS credential chain)', () => import('@aws-sdk/credential-providers')).then(({ fromNodeProviderChain }) => {
     const provider = fromNodeProviderChain();
     return async () => {
       const c = await provider();

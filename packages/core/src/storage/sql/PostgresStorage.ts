@@ -6,6 +6,7 @@ import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, T
 import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
+import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
 
 /** Connection options (the `storage.postgres` config section). */
@@ -89,7 +90,7 @@ export class PostgresStorage implements Storage {
   }
 
   static async connect(opts: PostgresStorageOptions): Promise<PostgresStorage> {
-    const { default: pg } = await import('pg');
+    const { default: pg } = await importOptional(OPTIONAL_PACKAGES.pg, "storage.type 'postgres'", () => import('pg'));
     const schema = opts.schema ?? 'public';
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) throw new CoreError('INVALID_PARAMS', 'storage.postgres.schema must be a plain identifier');
     const config: PoolConfig = {
