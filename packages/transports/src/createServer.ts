@@ -18,8 +18,8 @@ import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
 import { enforceBodyIdleTimeout, timeoutServerOptions } from './http/nodeTimeouts.js';
 import { lingerOnClose } from './http/lingeringClose.js';
-import { clientIp, requestOrigin } from './http/requestFacts.js';
-import { sseStreamCap } from './http/sseStreamCap.js';
+import { requestOrigin } from './http/requestFacts.js';
+import { StreamAdmission, streamCapsOf } from './http/StreamAdmission.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
 import { checkToolNames } from './mcp/toolCatalog.js';
@@ -94,9 +94,10 @@ function timingSafeEqualText(a: string, b: string): boolean {
 const SMALL_BODY_LIMIT = 64 * 1024;
 
 /** The MCP handler's session options, from config (`mcp.responseMode`, `mcp.sessions`). */
-function mcpOptions(config: ResolvedConfig): McpHandlerOptions {
+function mcpOptions(config: ResolvedConfig, streams: StreamAdmission): McpHandlerOptions {
   const s = config.mcp.sessions;
   return {
+    streams,
     ...(config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {}),
     ...(s.eventStore ? { eventStore: s.eventStore } : {}),
     sessionIdleMs: s.idleTimeoutMs,
@@ -129,11 +130,13 @@ export function createServer<C extends CustomRouters = {}>(
   }
 
   const mcpOn = config.mcp.enabled && config.transports.http;
+  // One admission for every long-lived response of this server, whatever its entry point.
+  const streams = new StreamAdmission(streamCapsOf(config.limits));
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
   let mcpLoading: Promise<McpHandler> | undefined;
   const getMcp = () =>
     (mcpLoading ??= Promise.all([getApiRuntime(), import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => {
-      const mcp = new McpHandler(runtime, mcpOptions(config));
+      const mcp = new McpHandler(runtime, mcpOptions(config, streams));
       runtime.metrics?.setMcpSources(() => mcp.sessionCount, () => mcp.streamCount);
       return mcp;
     }));
@@ -188,7 +191,6 @@ export function createServer<C extends CustomRouters = {}>(
   if (config.protocols.jsonRpc) edge('/rpc', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
   if (config.protocols.openAi) edge('/v1/*', { family: 'openai', api: true, jsonOnly: true }, limits.bodyLimit);
   if (mcpOn) {
-    app.use('/mcp', sseStreamCap(limits.maxSseStreamsPerClient, (c) => clientIp(c, config.trustProxy)));
     edge('/mcp', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
   }
   if (withOAuth) for (const path of ['/register', '/oauth/*']) edge(path, { family: 'oauth', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
@@ -225,8 +227,8 @@ export function createServer<C extends CustomRouters = {}>(
   }
   if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getRuntime));
   if (config.protocols.tRpc) {
-    app.all('/trpc/*', trpcHandler(getApiRuntime, '/trpc'));
-    app.all('/typedrpc/*', trpcHandler(getApiRuntime, '/typedrpc'));
+    app.all('/trpc/*', trpcHandler(getApiRuntime, '/trpc', streams));
+    app.all('/typedrpc/*', trpcHandler(getApiRuntime, '/typedrpc', streams));
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getApiRuntime));
   if (config.protocols.openAi) {
@@ -236,11 +238,11 @@ export function createServer<C extends CustomRouters = {}>(
       let handler: Promise<Handler> | undefined;
       return async (c, next) => (await (handler ??= (v1 ??= import('./v1Handlers.js')).then(pick)))(c, next);
     };
-    app.post('/v1/chat/completions', v1Route((m) => m.chatCompletionsHandler(getApiRuntime)));
+    app.post('/v1/chat/completions', v1Route((m) => m.chatCompletionsHandler(getApiRuntime, streams)));
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).
-    app.post('/v1/messages', v1Route((m) => m.messagesHandler(getApiRuntime)));
+    app.post('/v1/messages', v1Route((m) => m.messagesHandler(getApiRuntime, streams)));
     app.post('/v1/messages/count_tokens', v1Route((m) => m.countTokensHandler(getApiRuntime)));
-    app.post('/v1/responses', v1Route((m) => m.responsesHandler(getApiRuntime)));
+    app.post('/v1/responses', v1Route((m) => m.responsesHandler(getApiRuntime, streams)));
     app.post('/v1/embeddings', v1Route((m) => m.embeddingsHandler(getApiRuntime)));
     app.get('/v1/models', v1Route((m) => m.modelsHandler(getApiRuntime)));
     app.get('/v1/models/*', v1Route((m) => m.modelHandler(getApiRuntime)));

@@ -94,7 +94,8 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "headersTimeoutMs": 20000,
     "requestTimeoutMs": 60000,
     "bodyIdleTimeoutMs": 10000,
-    "maxSseStreamsPerClient": 16
+    "maxSseStreamsPerClient": 16,
+    "maxSseStreamsPerIdentity": 32
   },
   "mcp.auth": {
     "authType": "oauth",

@@ -4,14 +4,15 @@ import { errorResponse, jsonResponse, readBody, wireFormatHandler } from '../htt
 import { openScope } from '../http/requestContext.js';
 import { anthropicError, messageBody, MessageStreamWriter } from './anthropicFormat.js';
 import { countTokens, toMessagesInput } from './toMessagesInput.js';
+import type { StreamAdmission } from '../http/StreamAdmission.js';
 
 /**
  * POST /v1/messages: Anthropic's Messages wire format over ai.generateText (`stream` absent or
  * false) and ai.streamText (`stream: true`, Anthropic's event stream). Identity comes from
  * `Authorization: Bearer` or `x-api-key` (requestFacts); everything else is the procedures'.
  */
-export function messagesHandler(getRuntime: () => Promise<Runtime>): Handler {
-  return wireFormatHandler(getRuntime, {
+export function messagesHandler(getRuntime: () => Promise<Runtime>, streams: StreamAdmission): Handler {
+  return wireFormatHandler(getRuntime, streams, {
     transport: 'anthropic',
     parse: toMessagesInput,
     error: anthropicError,

@@ -2,6 +2,7 @@ import type { Context as HonoContext, Handler } from 'hono';
 import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 import { withCorsHeaders } from './cors.js';
 import { readJsonBody } from './readJsonBody.js';
+import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from './StreamAdmission.js';
 import { openScope } from './requestContext.js';
 
 /** An error in a wire format's own shape. */
@@ -90,14 +91,31 @@ export async function admitRequest<R>(
   return { scope, req, path };
 }
 
-/** POST handler of one wire format (see WireFormatSpec). */
-export function wireFormatHandler<R extends WireRequest, W extends { frames(e: StreamEvent): string }>(getRuntime: () => Promise<Runtime>, spec: WireFormatSpec<R, W>): Handler {
+/**
+ * POST handler of one wire format (see WireFormatSpec). A streamed answer takes a place in the
+ * server's stream admission before the call starts (a refused stream costs no upstream call) and
+ * keeps it until the response ends.
+ */
+export function wireFormatHandler<R extends WireRequest, W extends { frames(e: StreamEvent): string }>(getRuntime: () => Promise<Runtime>, streams: StreamAdmission, spec: WireFormatSpec<R, W>): Handler {
   const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
   return async (c) => {
     const runtime = await getRuntime();
     const admitted = await admitRequest(c, runtime, spec.parse, (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'), fail);
     if (admitted instanceof Response) return admitted;
-    const { scope, req, path } = admitted;
+    if (!admitted.req.stream) return answer(c, runtime, admitted);
+    const place = streams.take(admitted.scope.facts.ip, admitted.scope.identity?.sub);
+    if (isRefusal(place)) return fail(c, refusalError(place), runtime);
+    let res: Response;
+    try {
+      res = await answer(c, runtime, admitted);
+    } catch (err) {
+      place();
+      throw err;
+    }
+    return streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing);
+  };
+
+  async function answer(c: HonoContext, runtime: Runtime, { scope, req, path }: { scope: RequestScope; req: R; path: string }): Promise<Response> {
     const result = await invoke(runtime.router, path, req.input, scope.context(), { stream: true });
     if (!result.ok) {
       const anon = anonymousChallenge(scope, runtime, result.error);
@@ -146,5 +164,5 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
       status: 200,
       headers: withCorsHeaders(c, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }),
     });
-  };
+  }
 }

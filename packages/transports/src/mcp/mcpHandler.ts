@@ -21,6 +21,7 @@ import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
+import { isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../http/StreamAdmission.js';
 
 interface Session extends BudgetedSession {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -58,7 +59,23 @@ export interface McpHandlerOptions {
    * on when eventStore is 'storage'.
    */
   sessionRecords?: boolean;
+  /**
+   * The server's admission of long-lived streams (limits.maxSseStreams*), shared with its other
+   * entry points. Default: one of this handler's own, from the runtime's config.
+   */
+  streams?: StreamAdmission;
 }
+
+/** The place a request took in the stream admission, if it took one (see McpHandler.admit). */
+interface PlaceHolder {
+  place?: StreamPlace;
+}
+
+/** A JSON-RPC request (a method and an id), as opposed to a notification or a response. */
+const isRequest = (m: unknown): boolean => {
+  const msg = m as { method?: unknown; id?: unknown } | null;
+  return typeof msg?.method === 'string' && msg.id !== undefined && msg.id !== null;
+};
 
 const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), {
@@ -89,8 +106,11 @@ export class McpHandler {
   /** 2026-07-28 requests: stateless, served by the SDK's per-request handler. */
   private readonly modern: ModernEndpoint;
   private readonly seal: RequestStateCodec<unknown>;
+  /** Every long-lived answer (GET streams, POST answers streamed as SSE, subscriptions/listen) takes a place here first. */
+  private readonly admission: StreamAdmission;
 
   constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
+    this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(runtime.config.limits));
     this.catalog = buildToolCatalog(runtime.router);
     this.seal = createRequestStateSeal(runtime);
     this.modern = new ModernEndpoint(runtime, this.catalog, this.seal, opts.responseMode);
@@ -193,17 +213,45 @@ export class McpHandler {
     const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
     // A POST carries calls (tool calls, prompts, reads): it is in flight until its answer is
     // written, so stop() can let it finish (drain) before it ends the sessions.
-    if (c.req.method !== 'POST') return limits.stamp(this.streams.track(await this.serve(c, limits), 'other', outgoing));
+    const holder: PlaceHolder = {};
+    const held = (res: Response) => (holder.place ? this.admission.hold(res, holder.place, outgoing) : res);
+    if (c.req.method !== 'POST') {
+      let res: Response;
+      try {
+        res = await this.serve(c, limits, holder);
+      } catch (err) {
+        holder.place?.();
+        throw err;
+      }
+      return limits.stamp(this.streams.track(held(res), 'other', outgoing));
+    }
     this.streams.postStarted();
     let res: Response;
     try {
-      res = await this.serve(c, limits);
+      res = await this.serve(c, limits, holder);
     } catch (err) {
+      holder.place?.();
       this.streams.postEnded();
       throw err;
     }
-    return limits.stamp(this.streams.track(res, 'post', outgoing));
+    return limits.stamp(this.streams.track(held(res), 'post', outgoing));
   };
+
+  /**
+   * Take a place in the stream admission for an answer that may be a long-lived stream (a GET
+   * stream, a POST carrying requests: its answer may be streamed as SSE, and subscriptions/listen
+   * always is), before it is dispatched, so a refused stream never starts. The place is given
+   * back when the answer ends, at once when it is not a stream. A JSON-RPC error when refused.
+   */
+  private admit(holder: PlaceHolder, scope: RequestScope): Response | undefined {
+    const taken = this.admission.take(scope.facts.ip, scope.identity?.sub);
+    if (isRefusal(taken)) {
+      this.runtime.security.record({ type: 'rate_limited', reason: 'RATE_LIMITED', message: taken.message, transport: 'mcp', ip: scope.facts.ip, sub: scope.identity?.sub, path: 'mcp stream', detail: { kind: 'streams', cap: taken.cap, limit: taken.limit } });
+      return refusalResponse('jsonrpc', taken);
+    }
+    holder.place = taken;
+    return undefined;
+  }
 
   /**
    * Wait (at most `timeoutMs`) for the POSTs in flight to be answered: graceful stop drains
@@ -219,7 +267,7 @@ export class McpHandler {
     await tasks;
   }
 
-  private async serve(c: HonoContext, limits: McpLimits): Promise<Response> {
+  private async serve(c: HonoContext, limits: McpLimits, holder: PlaceHolder): Promise<Response> {
     const runtime = this.runtime;
     // Origin, Host, content type and body size were checked at the HTTP edge (createServer).
     // Core's request seam: the credential verified once (query-string tokens refused), access
@@ -252,6 +300,11 @@ export class McpHandler {
       if (ch) return this.challenge(scope, ch);
       const overToolLimit = await limits.toolCalls(messages, identity);
       if (overToolLimit) return overToolLimit;
+      // Notifications and responses alone are answered 202 at once; anything asked may stream.
+      if (messages.some(isRequest)) {
+        const refused = this.admit(holder, scope);
+        if (refused) return refused;
+      }
 
       // The revision is negotiated per request (the SDK's own classification): a request with
       // the 2026-07-28 `_meta` envelope (or a modern MCP-Protocol-Version header) is served
@@ -280,6 +333,10 @@ export class McpHandler {
       if (!sessionId) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
       const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
       if (session instanceof Response) return session;
+      if (c.req.method === 'GET') {
+        const refused = this.admit(holder, scope);
+        if (refused) return refused;
+      }
       const res = await session.transport.handleRequest(c.req.raw, { authInfo });
       if (c.req.method === 'DELETE') {
         this.forget(sessionId);

@@ -5,6 +5,7 @@ import { withCorsHeaders } from '../http/cors.js';
 import { openScope } from '../http/requestContext.js';
 import { ChunkWriter, completionBody, openAiError } from './openAiFormat.js';
 import { toChatInput } from './toChatInput.js';
+import type { StreamAdmission } from '../http/StreamAdmission.js';
 
 function errorResponse(c: HonoContext, err: unknown, runtime?: Runtime, extraHeaders: Record<string, string> = {}): Response {
   return wireError(c, openAiError(err), runtime, 'openai', extraHeaders);
@@ -26,8 +27,8 @@ function challengeResponse(c: HonoContext, runtime: Runtime, ch: Challenge): Res
  * is only translated; identity, rate limits, input validation, prompts and metering are the
  * procedures' own, reached through core's invoke seam like /rpc and /mcp.
  */
-export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>): Handler {
-  return wireFormatHandler(getRuntime, {
+export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>, streams: StreamAdmission): Handler {
+  return wireFormatHandler(getRuntime, streams, {
     transport: 'openai',
     parse: toChatInput,
     error: openAiError,

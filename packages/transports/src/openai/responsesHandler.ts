@@ -4,14 +4,15 @@ import { wireFormatHandler } from '../http/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { responseBody, ResponseStreamWriter } from './responsesFormat.js';
 import { toResponsesInput } from './toResponsesInput.js';
+import type { StreamAdmission } from '../http/StreamAdmission.js';
 
 /**
  * POST /v1/responses: OpenAI's Responses API (text, function tools, structured output through
  * `text.format`, streaming events, usage) over ai.generateText / ai.streamText, with OpenAI-shaped
  * errors. Stateless: no stored responses, no previous_response_id.
  */
-export function responsesHandler(getRuntime: () => Promise<Runtime>): Handler {
-  return wireFormatHandler(getRuntime, {
+export function responsesHandler(getRuntime: () => Promise<Runtime>, streams: StreamAdmission): Handler {
+  return wireFormatHandler(getRuntime, streams, {
     transport: 'openai',
     parse: toResponsesInput,
     error: openAiError,

@@ -5,6 +5,7 @@ import { coreErrorOf, logWireError, toWireError, type RequestScope, type Runtime
 import { withBufferedBody } from '../http/bodyLimit.js';
 import { withCorsHeaders } from '../http/cors.js';
 import { openScope } from '../http/requestContext.js';
+import { isRefusal, refusalResponse, type ClosableResponse, type StreamAdmission } from '../http/StreamAdmission.js';
 import { answerSingleCall, singleCallOf } from './singleCall.js';
 
 /** A refusal that asks the client to sign in (again, or with more scope). */
@@ -29,8 +30,10 @@ function answerHeaders(c: HonoContext, errors: readonly TRPCError[], scope: Requ
  * (batching, superjson, GET queries, streaming). A single query or mutation is answered by
  * `answerSingleCall` (tRPC's own procedure call, error shape and serializer, without the
  * per-request machinery a batch or a stream needs); everything else by tRPC's fetch adapter.
+ * A streamed batch (httpBatchStreamLink: JSON lines for as long as its calls run) is a long-lived
+ * response: it takes a place in the server's stream admission first and keeps it until it ends.
  */
-export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string): Handler {
+export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string, streams: StreamAdmission): Handler {
   return async (c) => {
     const runtime = await getRuntime();
     // When mounted under a prefix (app.route('/api', server.app)), the endpoint is the matched route.
@@ -52,21 +55,37 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
         onError,
       });
     }
-    return fetchRequestHandler({
-      endpoint: mount,
-      req: await withBufferedBody(c),
-      router: runtime.router,
-      maxBatchSize: runtime.config.limits.maxBatchSize,
-      createContext,
-      responseMeta({ errors, paths }) {
-        const record = answerHeaders(c, errors, scope, paths ?? []);
-        // A plain record: tRPC v11 sets its entries on the response's Headers, and building a
-        // Headers object of our own only to have it copied cost a few µs per request
-        // (bench/trpcPath.mjs). tRPC marks the record form for removal in v12.
-        for (const _ in record) return { headers: record };
-        return {};
-      },
-      onError: ({ error, path }) => onError(error, path),
-    });
+    const streamed = req.headers.get('trpc-accept')?.includes('jsonl') || req.headers.get('accept')?.includes('jsonl');
+    let place: (() => void) | undefined;
+    if (streamed) {
+      scope = await openScope(c, runtime, 'trpc');
+      const taken = streams.take(scope.facts.ip, scope.identity?.sub);
+      if (isRefusal(taken)) return refusalResponse('trpc', taken);
+      place = taken;
+    }
+    const opened = scope;
+    let res: Response;
+    try {
+      res = await fetchRequestHandler({
+        endpoint: mount,
+        req: await withBufferedBody(c),
+        router: runtime.router,
+        maxBatchSize: runtime.config.limits.maxBatchSize,
+        createContext: opened ? async () => opened.context() : createContext,
+        responseMeta({ errors, paths }) {
+          const record = answerHeaders(c, errors, scope, paths ?? []);
+          // A plain record: tRPC v11 sets its entries on the response's Headers, and building a
+          // Headers object of our own only to have it copied cost a few µs per request
+          // (bench/trpcPath.mjs). tRPC marks the record form for removal in v12.
+          for (const _ in record) return { headers: record };
+          return {};
+        },
+        onError: ({ error, path }) => onError(error, path),
+      });
+    } catch (err) {
+      place?.();
+      throw err;
+    }
+    return place ? streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing, true) : res;
   };
 }

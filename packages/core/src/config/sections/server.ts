@@ -65,8 +65,21 @@ export const LimitsSchema = lazySection('limits', () =>
       requestTimeoutMs: z.number().int().min(1000).default(60_000),
       /** Longest pause between two pieces of a request body, in ms; the connection is closed after it. Default 10000. */
       bodyIdleTimeoutMs: z.number().int().min(100).default(10_000),
-      /** Concurrent SSE streams (MCP GET streams) one client address may hold open; more get 429. Default 16. */
+      /**
+       * Long-lived streams one client address may hold open, every kind counted together (MCP GET
+       * streams, MCP POST answers streamed as SSE, MCP 2026 subscriptions/listen, /v1 streams, tRPC
+       * streamed batches); more get 429 with Retry-After. Default 16.
+       */
       maxSseStreamsPerClient: z.number().int().min(1).default(16),
+      /** Long-lived streams one identity (subject) may hold open from any number of addresses; more get 429. Default 32. */
+      maxSseStreamsPerIdentity: z.number().int().min(1).default(32),
+      /**
+       * Long-lived streams this server instance holds in all; more get 503 with Retry-After.
+       * Default: half the process's open-file limit, read when the server is built (between 64
+       * and 4096; 1024 where the limit cannot be read), so streams never take the descriptors
+       * /health, storage and other clients need.
+       */
+      maxSseStreams: z.number().int().min(1).optional(),
     })
     .check((ctx) => {
       // node refuses a headers timeout longer than the whole-request timeout.
