@@ -85,7 +85,7 @@ describe('ai-backend CLI', () => {
     expect(r.stderr).toMatch(/refusing to serve without authentication/);
   });
 
-  it('init writes a starter config that passes config check; check reports problems with paths', async () => {
+  it('init writes a starter config and says to set JWT_SECRET first; check warns when nobody can sign in, reports problems with paths', async () => {
     const dir = await tempDir();
     const init = await run(['init'], dir);
     expect(init.code).toBe(0);
@@ -93,8 +93,21 @@ describe('ai-backend CLI', () => {
     expect(init.stdout).toContain('its choices need no package beyond ai-backend');
     expect(await readFile(path.join(dir, 'ai-backend.config.mjs'), 'utf8')).toContain('export default');
     expect((await run(['init'], dir)).code).toBe(1); // never overwrites
+    // The starter config signs callers in with JWTs: the next steps set the secret before checking.
+    const steps = init.stdout.indexOf('echo "JWT_SECRET=$(openssl rand -hex 32)" >> .env');
+    expect(steps).toBeGreaterThan(0);
+    expect(steps).toBeLessThan(init.stdout.indexOf('npx ai-backend config check'));
+    // Without it the config is valid but nobody could sign in: check says so, as serve does.
+    const unset = await run(['config', 'check'], dir);
+    expect(unset.code).toBe(0);
+    expect(unset.stdout).toContain('config ok (1 warning)');
+    expect(unset.stderr).toMatch(/^warning: mcp\.auth\.authType is 'jwt' but jwt\.secret is not set .*nobody can sign in/m);
+    // The .env line the printed command writes (64 hex characters) passes without a warning.
+    await writeFile(path.join(dir, '.env'), `JWT_SECRET=${'a1'.repeat(32)}\n`);
     const ok = await run(['config', 'check'], dir);
     expect(ok.stdout).toContain('config ok');
+    expect(ok.stdout).not.toContain('warning');
+    expect(ok.stderr).toBe('');
     expect(ok.code).toBe(0);
 
     await writeFile(path.join(dir, 'bad.json'), JSON.stringify({ oauth: { encryptionKey: 'short' }, bogus: true }));

@@ -1,7 +1,7 @@
 /** The commented starter config `ai-backend init` writes. */
 export const STARTER_CONFIG = `// ai-backend configuration. Reference: docs/configuration.md
 // Secrets belong in the environment: JWT_SECRET, OAUTH_ENCRYPTION_KEY, ANTHROPIC_API_KEY, ...
-// Check it with: npx ai-backend config check
+// First put JWT_SECRET (32+ random characters) in .env (authType 'jwt' below). Then: npx ai-backend config check
 /** @type {import('ai-backend').ConfigInput} */
 export default {
   // Where to listen. 127.0.0.1 keeps the server local; a public address needs authentication.

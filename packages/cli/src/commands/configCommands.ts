@@ -1,12 +1,16 @@
 import { writeFile, access } from 'node:fs/promises';
 import path from 'node:path';
 import { checkConfig, redactConfig } from '@ai-backend/core';
-import { installCommand, missingPackages, neededPackages } from '@ai-backend/core/internal';
+import { installCommand, missingPackages, neededPackages, unusableAuthWarning } from '@ai-backend/core/internal';
 import { configProblemLines } from '../configProblemLines.js';
 import { loadConfig } from '../loadConfig.js';
 import { STARTER_CONFIG } from '../starterConfig.js';
 
-/** `config check`: print every problem with its path; exit code 1 when there is one. */
+/**
+ * `config check`: print every problem with its path; exit code 1 when there is one. A valid config
+ * that `serve` would warn about (nobody can sign in) gets the same warning here, on stderr, with
+ * exit code 0: the server starts with it, but a user checking before the first run should know.
+ */
 export async function configCheck(opts: { config?: string }): Promise<number> {
   const loaded = await loadConfig({ file: opts.config });
   const result = checkConfig(loaded.input);
@@ -17,7 +21,9 @@ export async function configCheck(opts: { config?: string }): Promise<number> {
     return 1;
   }
   if (result.ok) {
-    process.stdout.write(`config ok${loaded.filepath ? ` (${loaded.filepath})` : ' (defaults; no config file found)'}\n`);
+    const warning = unusableAuthWarning(result.config);
+    process.stdout.write(`config ok${warning ? ' (1 warning)' : ''}${loaded.filepath ? ` (${loaded.filepath})` : ' (defaults; no config file found)'}\n`);
+    if (warning) process.stderr.write(`warning: ${warning} (see docs/auth-jwt.md, docs/oauth.md)\n`);
     return 0;
   }
   for (const line of configProblemLines(result.problems, loaded.filepath)) process.stderr.write(`${line}\n`);
@@ -36,6 +42,19 @@ export async function configPrint(opts: { config?: string }): Promise<number> {
   return 0;
 }
 
+/**
+ * What to do after `init`. The starter config signs callers in with JWTs, which need a secret from
+ * the environment first: without it the server starts but nobody can sign in.
+ */
+export const INIT_NEXT_STEPS = `next:
+  1. the JWT secret (the starter config signs callers in with JWTs), in .env, which every
+     ai-backend command reads (keep .env out of version control):
+       echo "JWT_SECRET=$(openssl rand -hex 32)" >> .env
+  2. npx ai-backend config check
+  3. npx ai-backend serve
+  4. a token to call it with: npx ai-backend token --sub me --scope mcp
+`;
+
 /** `init`: write a commented starter config; never overwrites. */
 export async function init(opts: { file?: string }): Promise<number> {
   const file = path.resolve(opts.file ?? 'ai-backend.config.mjs');
@@ -49,7 +68,7 @@ export async function init(opts: { file?: string }): Promise<number> {
   }
   await writeFile(file, STARTER_CONFIG, { flag: 'wx' });
   const packages = await packagesLine(file);
-  process.stdout.write(`wrote ${file}\n${packages ? `${packages}\n` : ''}next: npx ai-backend config check && npx ai-backend serve\n`);
+  process.stdout.write(`wrote ${file}\n${packages ? `${packages}\n` : ''}${INIT_NEXT_STEPS}`);
   return 0;
 }
 
