@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
@@ -79,4 +84,39 @@ describe('402 when nothing can pay names the kind of key it means', () => {
     expect(r.error?.message).toBe('insufficient platform tokens and no provider API key: get credit, or store or send your own provider key (BYOK)');
     expect(upstream.requests).toHaveLength(0);
   });
+});
+
+describe("the README's library example says where it listens", () => {
+  it('createServer().start() logs "ai-backend listening on <url>" through the default logger (stderr), as serve prints it', async () => {
+    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+    const snippet = /```ts\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf('## In your own app')))![1]!;
+    expect(snippet).toContain('port: 8000');
+    // An app folder whose node_modules has ai-backend (the built package of this repository) and zod.
+    const app = await mkdtemp(path.join(tmpdir(), 'ai-backend-readme-'));
+    try {
+      await mkdir(path.join(app, 'node_modules'));
+      await symlink(fileURLToPath(new URL('../../packages/cli', import.meta.url)), path.join(app, 'node_modules/ai-backend'), 'dir');
+      const cliRequire = createRequire(fileURLToPath(new URL('../../packages/cli/package.json', import.meta.url)));
+      await symlink(path.dirname(cliRequire.resolve('zod/package.json')), path.join(app, 'node_modules/zod'), 'dir');
+      await writeFile(path.join(app, 'server.mjs'), snippet.replace('port: 8000', 'port: 0'));
+      const child = spawn(process.execPath, ['server.mjs'], { cwd: app, env: { PATH: process.env.PATH! } });
+      let err = '';
+      try {
+        const url = await new Promise<string>((resolve, reject) => {
+          child.stderr.on('data', (d: Buffer) => {
+            err += d.toString();
+            const m = /"msg":"ai-backend listening on (http:\/\/127\.0\.0\.1:\d+)"/.exec(err);
+            if (m) resolve(m[1]!);
+          });
+          child.once('exit', (code) => reject(new Error(`server.mjs exited ${code}: ${err}`)));
+          setTimeout(() => reject(new Error(`no "listening on" line: ${err}`)), 30_000).unref();
+        });
+        expect((await fetch(url + '/health')).status).toBe(200);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    } finally {
+      await rm(app, { recursive: true, force: true });
+    }
+  }, 40_000);
 });

@@ -284,8 +284,12 @@ export function createServer<C extends CustomRouters = {}>(
       await getRuntime();
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         metricsBound = await listen(metricsListenerApp(getRuntime).fetch, config.metrics.port, config.metrics.host, (s) => (metricsHttp = s));
+        logger.info(`metrics listening on ${metricsBound.url}/metrics`, { url: metricsBound.url });
       }
-      return listen(app.fetch, config.port, config.host, (s) => (http = s));
+      const bound = await listen(app.fetch, config.port, config.host, (s) => (http = s));
+      // A library user gets no banner (the CLI prints one): this line says where the server is.
+      logger.info(`ai-backend listening on ${bound.url}`, { url: bound.url, host: bound.host, port: bound.port });
+      return bound;
     },
     metricsAddress: () => metricsBound,
     stop() {
