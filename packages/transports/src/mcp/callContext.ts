@@ -1,6 +1,7 @@
 import type { AuthInfo, Server, ServerContext } from '@modelcontextprotocol/server';
 import { CoreError, RequestScope, type Context, type McpCallContext } from '@ai-backend/core/internal';
 import { levelEnabled, type McpServerDeps, type McpSessionState } from './sessionState.js';
+import type { StateUse } from './requestStateSeal.js';
 
 /** What the HTTP layer learned about a request, carried to handlers in `authInfo.extra`: core's request scope. */
 export interface McpRequestFacts {
@@ -60,18 +61,25 @@ export function clientCapabilitiesOf(server: Server): Record<string, unknown> | 
   return server.getClientCapabilities() as Record<string, unknown> | undefined;
 }
 
+/** What is being run (the use a sealed state is bound to), and the state the request carried, already claimed for it. */
+export interface McpCall {
+  use: StateUse;
+  requestState: unknown;
+}
+
 /**
  * The tRPC context for a procedure run from an MCP request (tool call, prompt, resource):
  * the caller's identity from the HTTP layer, the request's AbortSignal (aborted by
  * notifications/cancelled), and `ctx.mcp` with progress, logging and server-to-client requests.
  */
-export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: Server, ctx: ServerContext, name: string, progressToken?: string | number): Context {
+export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: Server, ctx: ServerContext, call: McpCall, progressToken?: string | number): Context {
   const scope = scopeOf(ctx.http?.authInfo);
-  const requestState = ctx.mcpReq.requestState();
+  const { requestState, use } = call;
+  const name = use.name;
   const mcp: McpCallContext = {
     ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
     ...(requestState !== undefined ? { requestState } : {}),
-    sealState: (payload) => deps.seal.mint(payload, ctx),
+    sealState: (payload) => deps.seal.mint(payload, ctx, use),
     sessionId: deps.sessionId(),
     toolName: name,
     clientCapabilities: clientCapabilitiesOf(server),
@@ -125,16 +133,17 @@ export function taskCallContext(
   deps: McpServerDeps,
   server: Server,
   ctx: ServerContext,
-  name: string,
+  use: StateUse,
   signal: AbortSignal,
   round: { taskId: string; inputResponses?: Record<string, unknown>; requestState?: unknown },
   onStatus: (message: string) => void,
 ): Context {
   const scope = scopeOf(ctx.http?.authInfo);
+  const name = use.name;
   const mcp: McpCallContext = {
     ...(round.inputResponses && Object.keys(round.inputResponses).length > 0 ? { inputResponses: round.inputResponses } : {}),
     ...(round.requestState !== undefined ? { requestState: round.requestState } : {}),
-    sealState: (payload) => deps.seal.mint(payload, ctx),
+    sealState: (payload) => deps.seal.mint(payload, ctx, use),
     toolName: name,
     taskId: round.taskId,
     clientCapabilities: clientCapabilitiesOf(server),

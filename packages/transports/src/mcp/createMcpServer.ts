@@ -1,4 +1,5 @@
-import { McpServer, type CacheHint, type RequestStateCodec, type Server } from '@modelcontextprotocol/server';
+import { McpServer, type CacheHint, type Server } from '@modelcontextprotocol/server';
+import type { RequestStateSeal } from './requestStateSeal.js';
 import type { Runtime } from '@ai-backend/core';
 import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
@@ -63,15 +64,16 @@ class CatalogMcpServer extends McpServer {
  * capability lives in its own register* file; the SDK does version negotiation, envelope and
  * header validation and the 2026 wire encoding (cache fields, resultType).
  */
-export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateCodec<unknown>, sessionId: () => string | undefined, mode: McpServeMode = 'stateful', tasks?: McpTasks): McpServerHandle {
+export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateSeal, sessionId: () => string | undefined, mode: McpServeMode = 'stateful', tasks?: McpTasks): McpServerHandle {
   const stateful = mode === 'stateful';
   // Capabilities are registered on the protocol server, not given to McpServer, which would
   // install its own registerTool-based handlers for them.
   const mcp = new CatalogMcpServer(catalog, SERVER_INFO, {
     instructions: 'ai-backend: AI text generation, server workspaces and helper tools. Call tools/list to see what is available.',
     cacheHints: LIST_CACHE_HINTS,
-    // Tampered, expired or another caller's state is refused (-32602) before any handler runs.
-    requestState: { verify: seal.verify },
+    // Tampered, expired or another caller's state is refused (-32602) before any handler runs;
+    // the handlers then claim it for their own use (tool and arguments), once (requestStateSeal).
+    requestState: { verify: seal.codec.verify },
   });
   const server = mcp.server;
   server.registerCapabilities({

@@ -1,8 +1,8 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
-import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type RequestStateCodec, type Server } from '@modelcontextprotocol/server';
-import { createRequestStateSeal } from './requestStateSeal.js';
+import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type Server } from '@modelcontextprotocol/server';
+import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
 import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { openScope } from '../http/requestContext.js';
@@ -105,7 +105,7 @@ export class McpHandler {
   readonly catalog: ToolCatalog;
   /** 2026-07-28 requests: stateless, served by the SDK's per-request handler. */
   private readonly modern: ModernEndpoint;
-  private readonly seal: RequestStateCodec<unknown>;
+  private readonly seal: RequestStateSeal;
   /** Every long-lived answer (GET streams, POST answers streamed as SSE, subscriptions/listen) takes a place here first. */
   private readonly admission: StreamAdmission;
 

@@ -1,4 +1,5 @@
-import { createMcpHandler, type AuthInfo, type McpHttpHandler, type RequestStateCodec } from '@modelcontextprotocol/server';
+import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcontextprotocol/server';
+import type { RequestStateSeal } from './requestStateSeal.js';
 import type { Runtime } from '@ai-backend/core';
 import { createMcpServer } from './createMcpServer.js';
 import { McpTasks } from './tasks/McpTasks.js';
@@ -20,7 +21,7 @@ export class ModernEndpoint {
   /** The Tasks extension's state and runs, shared by every request of this instance. */
   readonly tasks: McpTasks;
 
-  constructor(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateCodec<unknown>, responseMode?: 'sse' | 'json') {
+  constructor(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateSeal, responseMode?: 'sse' | 'json') {
     this.tasks = new McpTasks(runtime);
     const tasks = this.tasks;
     this.handler = createMcpHandler(() => createMcpServer(runtime, catalog, seal, () => undefined, 'modern', tasks).mcp, {

@@ -18,7 +18,8 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
   server.setRequestHandler('prompts/get', async (request, ctx) => {
     const { name, arguments: args = {} } = request.params;
     try {
-      const callCtx = mcpContext(deps, state, server, ctx, name, request.params._meta?.progressToken as string | number | undefined);
+      const use = { kind: 'prompt', name, args } as const;
+      const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
       const result = await registry.render(name, args, callCtx);
       return result as GetPromptResult;
     } catch (err) {

@@ -36,7 +36,8 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
   server.setRequestHandler('resources/read', async (request, ctx) => {
     const { uri } = request.params;
     try {
-      const callCtx = mcpContext(deps, state, server, ctx, uri, request.params._meta?.progressToken as string | number | undefined);
+      const use = { kind: 'resource', name: uri } as const;
+      const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
       const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
       return { contents: [r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content }] } as never;
     } catch (err) {

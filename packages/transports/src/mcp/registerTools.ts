@@ -41,19 +41,23 @@ async function runOnce(deps: McpServerDeps, tool: CatalogTool, args: unknown, ca
   return { kind: 'result', result: toMcpToolError(wire, { structuredContent: !tool.outputSchema }) as CallToolResult };
 }
 
-/** A task's tool run: the caller of `ctx`, the task's signal, the round's answers (a sealed requestState is verified for `ctx`'s caller first). */
+/**
+ * A task's tool run: the caller of `ctx`, the task's signal, the round's answers (a sealed
+ * requestState is verified for `ctx`'s caller and claimed for this tool and these arguments first).
+ */
 export function taskRunner(deps: McpServerDeps, server: Server, ctx: ServerContext, tool: CatalogTool, args: unknown): RunTool {
+  const use = { kind: 'tool', name: tool.name, args } as const;
   return async (signal, round) => {
     let requestState = round.verifiedState;
     if (round.sealedState !== undefined) {
       try {
-        requestState = await deps.seal.verify(round.sealedState, ctx);
+        requestState = await deps.seal.open(round.sealedState, ctx, use);
       } catch {
-        return { kind: 'failed', error: { code: ProtocolErrorCode.InvalidParams, message: 'the task\'s requestState expired or belongs to another caller' } };
+        return { kind: 'failed', error: { code: ProtocolErrorCode.InvalidParams, message: 'the task\'s requestState expired, was used already or belongs to another caller or call' } };
       }
     }
     const report = deps.tasks!.statusReporter(round.taskId);
-    const callCtx = taskCallContext(deps, server, ctx, tool.name, signal, { taskId: round.taskId, inputResponses: round.inputResponses, requestState }, report);
+    const callCtx = taskCallContext(deps, server, ctx, use, signal, { taskId: round.taskId, inputResponses: round.inputResponses, requestState }, report);
     return runOnce(deps, tool, args, callCtx);
   };
 }
@@ -73,9 +77,11 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);
     // A long-running procedure is a task for a 2026-07-28 client that speaks the Tasks extension.
     const longRunning = deps.mode === 'modern' && deps.tasks ? longRunningOf(tool.meta) : undefined;
+    // A sealed state the request carries is good for this tool with these arguments, once.
+    const use = { kind: 'tool', name: tool.name, args: request.params.arguments } as const;
+    const requestState = await deps.seal.claim(ctx, use);
     if (longRunning) {
       if (declaresTasks(clientCapabilitiesOf(server))) {
-        const requestState = ctx.mcpReq.requestState();
         return (await deps.tasks!.start({
           owner: callerOf(ctx),
           tool: tool.name,
@@ -90,7 +96,7 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
     }
     const progressToken = request.params._meta?.progressToken as string | number | undefined;
     const call = async (callDeps: McpServerDeps) => {
-      const callCtx = mcpContext(callDeps, state, server, ctx, tool.name, progressToken);
+      const callCtx = mcpContext(callDeps, state, server, ctx, { use, requestState }, progressToken);
       const result = await invoke(runtime.router, tool.path, request.params.arguments ?? {}, callCtx);
       if (result.ok) return toToolResult(tool, result.data);
       if (callCtx.req.signal.aborted) runtime.logger.debug('tool call cancelled', { tool: tool.name });

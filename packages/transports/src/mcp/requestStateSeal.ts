@@ -1,23 +1,115 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createRequestStateCodec, type RequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
+import { createRequestStateCodec, ProtocolError, ProtocolErrorCode, type RequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
 import type { Runtime } from '@ai-backend/core';
-import type { McpRequestFacts } from './callContext.js';
+import type { RequestScope } from '@ai-backend/core/internal';
 
 /** The caller a sealed state belongs to: another caller replaying it is refused. */
 export function callerOf(ctx: ServerContext): string {
-  const scope = (ctx.http?.authInfo?.extra?.facts as McpRequestFacts | undefined)?.scope;
+  // `facts` is callContext's McpRequestFacts (not imported: callContext imports this file).
+  const scope = (ctx.http?.authInfo?.extra?.facts as { scope?: RequestScope } | undefined)?.scope;
   return scope?.identity ? `sub:${scope.identity.sub}` : `ip:${scope?.facts.ip ?? ''}`;
 }
+
+/** What a sealed state was minted for: one tool (or prompt, or resource) called with the same arguments. */
+export interface StateUse {
+  kind: 'tool' | 'prompt' | 'resource';
+  /** The tool or prompt name, or the resource URI. */
+  name: string;
+  /** The call's arguments (absent counts as `{}`). */
+  args?: unknown;
+}
+
+/** The seal of multi round-trip requests: see createRequestStateSeal. */
+export interface RequestStateSeal {
+  /** The SDK's hook (McpServer `requestState.verify`): integrity, expiry and caller, before any handler runs. */
+  readonly codec: RequestStateCodec<unknown>;
+  /** Seal `payload` for the next round of `use`, by the caller of `ctx`. */
+  mint(payload: unknown, ctx: ServerContext, use: StateUse): Promise<string>;
+  /**
+   * The payload of the state this request carries (the hook verified it), if `use` is what it was
+   * minted for and it was not used before; else -32602. Undefined when the request carries none.
+   */
+  claim(ctx: ServerContext, use: StateUse): Promise<unknown>;
+  /** Verify a sealed state kept elsewhere (a task's record) for the caller of `ctx`, then claim it for `use`. */
+  open(sealed: string, ctx: ServerContext, use: StateUse): Promise<unknown>;
+}
+
+/** Inside the HMAC envelope: the payload, a single-use id and the use it is bound to. */
+interface Sealed {
+  v: unknown;
+  /** Random id: its first claim is recorded, a second is refused. */
+  n: string;
+  /** Hash of the use (kind, name, arguments). */
+  u: string;
+}
+
+const TTL_SECONDS = 15 * 60;
+/** Used ids are remembered a little longer than a state lives, for clocks that differ between instances. */
+const USED_TTL_MS = (TTL_SECONDS + 60) * 1000;
+
+/** JSON with object keys sorted, so the same arguments hash the same whatever their order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+const useTag = (use: StateUse) => createHash('sha256').update(`${use.kind}\n${use.name}\n${canonicalJson(use.args ?? {})}`).digest('base64url');
+
+const isSealed = (s: unknown): s is Sealed => !!s && typeof s === 'object' && typeof (s as Sealed).n === 'string' && typeof (s as Sealed).u === 'string';
+
+/** The SDK's own answer to a bad state, so a client cannot tell which check failed. */
+const refused = () => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', { reason: 'invalid_request_state' });
 
 /**
  * The `requestState` seal of multi round-trip requests (MCP 2026-07-28): the client carries the
  * state between rounds and must not be able to alter it, so it is sealed with the SDK's HMAC
- * codec, bound to the caller and short-lived. The key is derived from jwt.secret when one is
+ * codec, bound to the caller and short-lived (15 minutes). It is also bound to its use (the tool,
+ * prompt or resource, and a hash of the arguments: another tool or other arguments are refused)
+ * and single use: its id is recorded in the runtime's shared store on first claim (Redis or
+ * PostgreSQL when instances share one, so a state used on one instance is refused on every
+ * other), each record expiring shortly after the state could have, so the set holds at most the
+ * states minted in the last 16 minutes. The key is derived from jwt.secret when one is
  * configured, so every instance sharing the config accepts every other's state (no sticky
  * routing); without it, a per-process key (one instance, or sticky routing).
  */
-export function createRequestStateSeal(runtime: Runtime): RequestStateCodec<unknown> {
+export function createRequestStateSeal(runtime: Runtime): RequestStateSeal {
   const secret = runtime.config.jwt.secret;
   const key = secret ? createHash('sha256').update('ai-backend mcp requestState\n').update(secret).digest() : randomBytes(32);
-  return createRequestStateCodec<unknown>({ key, ttlSeconds: 15 * 60, bind: callerOf });
+  const codec = createRequestStateCodec<unknown>({ key, ttlSeconds: TTL_SECONDS, bind: callerOf });
+
+  const consume = async (state: unknown, use: StateUse): Promise<unknown> => {
+    if (!isSealed(state) || state.u !== useTag(use)) {
+      runtime.logger.debug('MCP requestState refused: minted for another use', { kind: use.kind });
+      throw refused();
+    }
+    // Storage down: the state is refused (the client starts the call again), never accepted twice.
+    const first = await runtime.shared.compareAndSet(`mcp:rs:used:${state.n}`, undefined, 1, { ttlMs: USED_TTL_MS });
+    if (!first) {
+      runtime.logger.debug('MCP requestState refused: already used', { kind: use.kind });
+      throw refused();
+    }
+    return state.v;
+  };
+
+  return {
+    codec,
+    mint: (payload, ctx, use) => codec.mint({ v: payload, n: randomBytes(16).toString('base64url'), u: useTag(use) } satisfies Sealed, ctx),
+    async claim(ctx, use) {
+      const state = ctx.mcpReq.requestState();
+      return state === undefined ? undefined : consume(state, use);
+    },
+    async open(sealed, ctx, use) {
+      let state: unknown;
+      try {
+        state = await codec.verify(sealed, ctx);
+      } catch {
+        throw refused();
+      }
+      return consume(state, use);
+    },
+  };
 }

@@ -1,4 +1,5 @@
-import type { LoggingLevel, RequestStateCodec } from '@modelcontextprotocol/server';
+import type { LoggingLevel } from '@modelcontextprotocol/server';
+import type { RequestStateSeal } from './requestStateSeal.js';
 import type { Runtime } from '@ai-backend/core';
 import type { McpTasks } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
@@ -19,7 +20,7 @@ export interface McpServerDeps {
   /** The session id once initialize completed (stateful mode). */
   sessionId: () => string | undefined;
   /** Seals and verifies the `requestState` of multi round-trip requests. */
-  seal: RequestStateCodec<unknown>;
+  seal: RequestStateSeal;
   /** The Tasks extension (2026-07-28 requests only). */
   tasks?: McpTasks;
 }

@@ -1,4 +1,5 @@
-import { WebStandardStreamableHTTPServerTransport, type RequestStateCodec } from '@modelcontextprotocol/server';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
+import type { RequestStateSeal } from './requestStateSeal.js';
 import type { Runtime } from '@ai-backend/core';
 import { createMcpServer } from './createMcpServer.js';
 import type { ToolCatalog } from './toolCatalog.js';
@@ -22,7 +23,7 @@ const callKey = (caller: string, id: unknown) => `${caller}\n${JSON.stringify(id
 export async function handleStatelessRequest(
   runtime: Runtime,
   catalog: ToolCatalog,
-  seal: RequestStateCodec<unknown>,
+  seal: RequestStateSeal,
   req: Request,
   body: unknown,
   authInfo: object,
