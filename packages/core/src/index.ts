@@ -20,7 +20,8 @@ export { router, middleware, mergeRouters } from './pipeline/init.js';
 export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
 export type { Context } from './pipeline/context.js';
 export type { Identity } from './kernel/identity.js';
-export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './pipeline/meta.js';
+export type { KeyAccess, ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './pipeline/meta.js';
+export { KEY_SCOPES, type KeyScope } from './services/apiKeys/keyScopes.js';
 export type { AppRouter, AppRouterWith, CustomRouters } from './routers/appRouter.js';
 export type { Runtime } from './runtime/Runtime.js';
 

@@ -11,7 +11,7 @@ export { type CoreErrorCode } from './kernel/CoreError.js';
 export * from './storage/index.js';
 export { t, router, middleware, mergeRouters, createCallerFactory } from './pipeline/init.js';
 export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
-export { accessDecision, authConfigured, callScopeOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
+export { accessDecision, authConfigured, callScopeOf, keyAccessOf, keyScopesOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
 export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';
 export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChallenge.js';
 export { toWireError, wireErrorData, toJsonRpcError, toMcpToolError, logWireError, MCP_ERROR_META_KEY, type WireError } from './pipeline/wireError.js';
@@ -20,7 +20,8 @@ export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.
 export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
 export { type Identity, type TransportName, type ApiKeyGrant } from './kernel/identity.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
-export type { ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
+export type { KeyAccess, ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
+export { KEY_SCOPES, BUILT_IN_KEY_SCOPES, type KeyScope } from './services/apiKeys/keyScopes.js';
 export { invoke, isRouterLoaded, loadRouter, loadedProcedureIndex, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
 export { isAsyncIterable } from './pipeline/drainStream.js';
 export { isBuiltInPath } from './kernel/namespaces.js';

@@ -1,7 +1,11 @@
+import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../config/schema.js';
+import { BUILT_IN_KEY_SCOPES } from '../services/apiKeys/keyScopes.js';
+import { procedureIndex } from './invoke.js';
 import { mcpAccessRulesActive } from '../services/security/accessRules.js';
 import type { Identity } from '../kernel/identity.js';
-import type { ProcedureMeta } from './meta.js';
+import { isBuiltInPath } from '../kernel/namespaces.js';
+import type { KeyAccess, ProcedureMeta } from './meta.js';
 
 /** How a call reached a procedure. Recorded for logs; it never changes the decision. */
 export type CallKind = 'procedure' | 'tool' | 'prompt' | 'resource';
@@ -17,8 +21,10 @@ export type AccessDecision =
        */
       code: 'UNAUTHORIZED' | 'FORBIDDEN' | 'INSUFFICIENT_SCOPE';
       /** Which rule refused, for the message and the security log. */
-      rule: 'admin' | 'user' | 'writes' | 'toolsCall' | 'scope';
+      rule: 'admin' | 'user' | 'writes' | 'toolsCall' | 'scope' | 'key';
       message: string;
+      /** With rule 'key': `reason` (`key_not_allowed` or `key_scope_required`) and the `scope` it needs. */
+      details?: Record<string, unknown>;
       /** With INSUFFICIENT_SCOPE: every scope the call needs, for the challenge's `scope`. */
       requiredScopes?: string[];
     };
@@ -53,6 +59,46 @@ function scopeDecision(config: ResolvedConfig, identity: Identity): AccessDecisi
 }
 
 /**
+ * Who among API keys may call a procedure (`meta.keyAccess`). A built-in procedure that does not
+ * say is refused to keys: a procedure added without a decision must not open the owner's account
+ * to every key (the key access test fails on it too). A custom procedure that does not say is
+ * open to keys unless it writes: keys exist to call the operator's procedures, and the operator
+ * marks the ones that change an account.
+ */
+export function keyAccessOf(path: string, meta: ProcedureMeta | undefined): KeyAccess {
+  if (meta?.keyAccess) return meta.keyAccess;
+  return isBuiltInPath(path) || meta?.writes ? 'none' : 'any';
+}
+
+const keyScopeCache = new WeakMap<AnyRouter, ReadonlySet<string>>();
+
+/** Every key scope of a loaded router: the built-in ones and any a custom procedure's `keyAccess` names. */
+export function keyScopesOf(router: AnyRouter): ReadonlySet<string> {
+  let scopes = keyScopeCache.get(router);
+  if (!scopes) {
+    const all = new Set(BUILT_IN_KEY_SCOPES);
+    for (const { path, meta } of procedureIndex(router).values()) {
+      const access = keyAccessOf(path, meta);
+      if (typeof access === 'object') all.add(access.scope);
+    }
+    scopes = all;
+    keyScopeCache.set(router, scopes);
+  }
+  return scopes;
+}
+
+/** The key rule: an identity established by an API key calls only what `keyAccess` grants it. */
+function keyDecision(path: string, meta: ProcedureMeta | undefined, identity: Identity): AccessDecision {
+  const access = keyAccessOf(path, meta);
+  if (access === 'any') return ALLOWED;
+  if (access === 'none') {
+    return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `API keys cannot call ${path}; sign in as the key's owner`, details: { reason: 'key_not_allowed' } };
+  }
+  if (identity.scopes.includes(access.scope)) return ALLOWED;
+  return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `this API key needs the "${access.scope}" scope to call ${path}`, details: { reason: 'key_scope_required', scope: access.scope } };
+}
+
+/**
  * Is authentication configured at all? `authType: 'none'` means the operator chose an open
  * server; every other type means anonymous callers are the exception, not the rule.
  */
@@ -76,10 +122,17 @@ export function authConfigured(config: ResolvedConfig): boolean {
  * 5. Anything else is open.
  *
  * An identified caller holding one of our OAuth tokens also needs the call scope (scopeDecision).
+ * A caller using an API key calls only what the procedure's `keyAccess` grants keys (keyDecision),
+ * before any other rule; its administrator flag was derived from its owner's standing at this
+ * request (ApiKeyVerifier), not from when it was made.
  *
  * A credential that failed verification never gets here: it is refused before any rule.
  */
 export function accessDecision(config: ResolvedConfig, path: string, meta: ProcedureMeta | undefined, identity: Identity | null): AccessDecision {
+  if (identity?.via === 'apiKey') {
+    const key = keyDecision(path, meta, identity);
+    if (!key.allowed) return key;
+  }
   const access = meta?.access;
   if (access === 'admin') {
     if (!identity) return { allowed: false, code: 'UNAUTHORIZED', rule: 'admin', message: 'authentication required' };

@@ -1,3 +1,6 @@
+/** Who among API keys may call a procedure; see `ProcedureMeta.keyAccess`. */
+export type KeyAccess = 'any' | 'none' | { scope: string };
+
 /** MCP tool behaviour hints (MCP 2025-06-18 ToolAnnotations). */
 export interface ToolAnnotations {
   title?: string;
@@ -60,6 +63,15 @@ export interface ProcedureMeta {
    * challenge that starts a client's sign-in, instead of a tool error.
    */
   access?: 'user' | 'admin';
+  /**
+   * May an API key call it (docs/security.md "What an API key may call")? `'any'`: every key,
+   * one without scopes included; `{ scope }`: a key holding that scope; `'none'`: never a key,
+   * only its owner signed in with a token. Decided by the one access policy on every entry point.
+   * Every built-in procedure states it. Without it, a custom procedure is `'any'` unless it is
+   * `writes` (then `'none'`): mark the ones that change a user's account or settings `'none'` or
+   * give them a scope. Administrator procedures also need an administrator key (rule 1).
+   */
+  keyAccess?: KeyAccess;
   /**
    * The procedure writes files or changes workspaces: once authentication is configured
    * (authType other than 'none') it is never callable anonymously, on any entry point, whatever

@@ -95,7 +95,7 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   if (ctx.credentialError) return refuse(ctx, path, call, ctx.credentialError, getRawInput);
   const decision = accessDecision(runtime.config, path, meta, ctx.identity);
   if (!decision.allowed) {
-    const details = decision.requiredScopes ? { details: { requiredScopes: decision.requiredScopes } } : {};
+    const details = decision.requiredScopes ? { details: { requiredScopes: decision.requiredScopes } } : decision.details ? { details: decision.details } : {};
     return refuse(ctx, path, call, new CoreError(decision.code, decision.message, details), getRawInput);
   }
   // An API key's own requests-per-minute, on every entry point and shared by every instance.
@@ -133,5 +133,9 @@ export const publicProcedure = base;
  */
 export const protectedProcedure = base.meta({ access: 'user' }).use(({ ctx, next }) => next({ ctx: { ...ctx, identity: ctx.identity! } }));
 
-/** Needs an administrator identity on every entry point, whatever the auth mode (meta.access 'admin'). */
-export const adminProcedure = protectedProcedure.meta({ access: 'admin' });
+/**
+ * Needs an administrator identity on every entry point, whatever the auth mode (meta.access
+ * 'admin'). A key may call it only as an administrator key (rule 1: the admin scope, with an owner
+ * who is an administrator at that call), so the key rule adds nothing here.
+ */
+export const adminProcedure = protectedProcedure.meta({ access: 'admin', keyAccess: 'any' });

@@ -46,6 +46,7 @@ function callInput(input: z.infer<typeof GenerateTextInputSchema>): GenerateText
 export const aiRouter = router({
   generateText: publicProcedure
     .meta({
+      keyAccess: 'any',
       description: 'Generate text with an upstream model; platform tokens or your own apiKey (BYOK). systemPrompt may name a server prompt as "@name".',
       // An upstream call can take minutes: a task for 2026-07-28 clients that speak the Tasks extension.
       longRunning: true,
@@ -56,6 +57,7 @@ export const aiRouter = router({
 
   streamText: publicProcedure
     .meta({
+      keyAccess: 'any',
       description:
         'Stream text from an upstream model: events start, text (deltas), tool-call, finish (usage and charge). Same input and billing as generateText. On MCP the text arrives as progress notifications and the result carries the usage.',
       // An upstream call can take minutes: a task for 2026-07-28 clients that speak the Tasks extension.
@@ -67,7 +69,7 @@ export const aiRouter = router({
     .mutation(({ ctx, input }) => ctx.runtime.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
 
   embed: publicProcedure
-    .meta({ description: 'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText', countsAsToolCall: true })
+    .meta({ keyAccess: 'any', description: 'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText', countsAsToolCall: true })
     .input(z.lazy(() =>
       z.object({
         model: z.string().min(1).max(300),
@@ -80,25 +82,25 @@ export const aiRouter = router({
     .mutation(({ ctx, input }) => ctx.runtime.ai.embed(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as unknown as EmbedInput, { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
 
   listProviders: publicProcedure
-    .meta({ description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({ keyAccess: 'any', description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .query(({ ctx }) => ctx.runtime.ai.listProviders()),
 
   listProvidersBYOK: publicProcedure
-    .meta({ description: 'Providers for which you may use your own API key' })
+    .meta({ keyAccess: 'any', description: 'Providers for which you may use your own API key' })
     .query(({ ctx }) => ctx.runtime.ai.listProvidersBYOK()),
 
   listAllowedModels: publicProcedure
-    .meta({ description: 'Model ids usable with each provider (or one provider), after the server\'s model restrictions', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({ keyAccess: 'any', description: 'Model ids usable with each provider (or one provider), after the server\'s model restrictions', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .input(z.lazy(() => z.object({ provider: ProviderInput.optional() }).optional()))
     // Called with an API key: only the models the key may use.
     .query(({ ctx, input }) => modelsForKey(ctx.identity?.apiKey, ctx.runtime.ai.listAllowedModels(input?.provider))),
 
   getRegistryHealth: publicProcedure
-    .meta({ description: 'Registry availability and per-provider call metrics; error details when the check fails' })
+    .meta({ keyAccess: 'any', description: 'Registry availability and per-provider call metrics; error details when the check fails' })
     .query(({ ctx }) => ctx.runtime.ai.registryHealth()),
 
   validateProvider: publicProcedure
-    .meta({ description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider' })
+    .meta({ keyAccess: 'any', description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider' })
     .input(z.lazy(() => z.object({ provider: KeyProviderInput, apiKey: z.string().min(1).max(1000) })))
     .mutation(async ({ ctx, input }) => {
       await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);

@@ -1,3 +1,4 @@
+import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
 import { once } from '../../lib/once.js';
 import { CoreError } from '../../kernel/CoreError.js';
@@ -36,7 +37,7 @@ function assertNamedByok(runtime: { ai: { providers: { namedType(id: string): un
 
 export const authRouter = router({
   storeUserKey: keyProcedure
-    .meta({ description: 'Store your API key for a provider (encrypted at rest; never returned)' })
+    .meta({ keyAccess: 'none', description: 'Store your API key for a provider (encrypted at rest; never returned)' })
     .input(z.lazy(() => ownerProvider().extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
@@ -46,17 +47,17 @@ export const authRouter = router({
     }),
 
   getUserKey: keyProcedure
-    .meta({ description: 'Status of your stored key for a provider (never the key)' })
+    .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Status of your stored key for a provider (never the key)' })
     .input(z.lazy(ownerProvider))
     .query(async ({ ctx, input }) => ctx.runtime.vault.get(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email), input.provider)),
 
   getUserProviders: keyProcedure
-    .meta({ description: 'Providers you have stored keys for' })
+    .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Providers you have stored keys for' })
     .input(Owner)
     .query(async ({ ctx, input }) => ({ providers: await ctx.runtime.vault.providers(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email)) })),
 
   rotateUserKey: keyProcedure
-    .meta({ description: 'Replace your stored key for a provider' })
+    .meta({ keyAccess: 'none', description: 'Replace your stored key for a provider' })
     .input(z.lazy(() => ownerProvider().extend({ newApiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
@@ -66,7 +67,7 @@ export const authRouter = router({
     }),
 
   deleteUserKey: keyProcedure
-    .meta({ description: 'Delete your stored key for a provider' })
+    .meta({ keyAccess: 'none', description: 'Delete your stored key for a provider' })
     .input(z.lazy(ownerProvider))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
@@ -76,7 +77,7 @@ export const authRouter = router({
     }),
 
   storeProviderKey: keyProcedure
-    .meta({ description: 'Store your API key for a named provider of this server that accepts own keys (encrypted at rest; never returned)' })
+    .meta({ keyAccess: 'none', description: 'Store your API key for a named provider of this server that accepts own keys (encrypted at rest; never returned)' })
     .input(z.lazy(() => ownerNamedProvider().extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       assertNamedByok(ctx.runtime, input.provider);
@@ -87,7 +88,7 @@ export const authRouter = router({
     }),
 
   deleteProviderKey: keyProcedure
-    .meta({ description: 'Delete your stored key for a named provider' })
+    .meta({ keyAccess: 'none', description: 'Delete your stored key for a named provider' })
     .input(z.lazy(ownerNamedProvider))
     .mutation(async ({ ctx, input }) => {
       if (ctx.runtime.ai.providers.namedType(input.provider) === undefined) assertNamedByok(ctx.runtime, input.provider);
@@ -98,7 +99,7 @@ export const authRouter = router({
     }),
 
   validateUserKey: keyProcedure
-    .meta({ description: 'Check your stored key with a real, token-free request to the provider' })
+    .meta({ keyAccess: 'none', description: 'Check your stored key with a real, token-free request to the provider' })
     .input(z.lazy(ownerProvider))
     .mutation(async ({ ctx, input }) => {
       const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);

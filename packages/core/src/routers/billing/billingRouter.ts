@@ -1,3 +1,4 @@
+import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
 import { BALANCE_TYPES } from '../../services/billing/types.js';
 import { router } from '../../pipeline/init.js';
@@ -15,7 +16,7 @@ const readOnly = { readOnlyHint: true } as const;
  */
 export const billingRouter = router({
   getTokenBalance: protectedProcedure
-    .meta({ description: 'Your platform token balance (all types) and lifetime totals', mcp: { annotations: readOnly } })
+    .meta({ keyAccess: 'any', description: 'Your platform token balance (all types) and lifetime totals', mcp: { annotations: readOnly } })
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
       const a = await ctx.runtime.billing.account(userId);
@@ -29,7 +30,7 @@ export const billingRouter = router({
     }),
 
   getUserTokenBalances: protectedProcedure
-    .meta({ description: 'Your token balances per type (subscription, one-time)', mcp: { annotations: readOnly } })
+    .meta({ keyAccess: 'any', description: 'Your token balances per type (subscription, one-time)', mcp: { annotations: readOnly } })
     .query(async ({ ctx }) => {
       const b = await ctx.runtime.billing.balances(ctx.identity.sub);
       return {
@@ -39,7 +40,7 @@ export const billingRouter = router({
     }),
 
   getPurchaseHistory: protectedProcedure
-    .meta({ description: 'Token purchases and credits, newest first' })
+    .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Token purchases and credits, newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all'), cursor: cursorInput }).default({ limit: 20, type: 'all' })))
     .query(async ({ ctx, input }) => {
       const { items: purchases, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, input);
@@ -56,7 +57,7 @@ export const billingRouter = router({
     }),
 
   getTopupHistory: protectedProcedure
-    .meta({ description: 'One-time token top-ups, newest first' })
+    .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'One-time token top-ups, newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
       const { items: topups, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, { ...input, type: 'one_time' });
@@ -64,7 +65,7 @@ export const billingRouter = router({
     }),
 
   getUsageHistory: protectedProcedure
-    .meta({ description: 'Your AI calls (platform-paid and BYOK), newest first' })
+    .meta({ keyAccess: 'any', description: 'Your AI calls (platform-paid and BYOK), newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
       const { items: usage, nextCursor } = await ctx.runtime.billing.usageHistory(ctx.identity.sub, input);
@@ -72,7 +73,7 @@ export const billingRouter = router({
     }),
 
   getConsumptionHistory: protectedProcedure
-    .meta({ description: 'Which balance (or your own key) paid for each call, newest first' })
+    .meta({ keyAccess: 'any', description: 'Which balance (or your own key) paid for each call, newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
       const { items: consumption, nextCursor } = await ctx.runtime.billing.consumptionHistory(ctx.identity.sub, input);
@@ -80,7 +81,7 @@ export const billingRouter = router({
     }),
 
   getUsageAnalytics: protectedProcedure
-    .meta({ description: 'Usage totals per day, provider and model over the last days, and spend per API key', mcp: { annotations: readOnly } })
+    .meta({ keyAccess: 'any', description: 'Usage totals per day, provider and model over the last days, and spend per API key', mcp: { annotations: readOnly } })
     .input(z.lazy(() =>
       z
         .object({ days: daysInput, includeHistory: z.boolean().default(false), historyLimit: historyLimitInput })
@@ -93,6 +94,7 @@ export const billingRouter = router({
 
   planConsumption: protectedProcedure
     .meta({
+      keyAccess: 'any',
       description: 'Preview which balance or key would pay for a call and what would remain; a call your budget would refuse is not viable (budget: the refusal)',
       mcp: { annotations: readOnly },
     })
@@ -103,7 +105,7 @@ export const billingRouter = router({
     }),
 
   getBudget: protectedProcedure
-    .meta({ description: 'Your budget per period (daily, monthly): limits, spend, reserved, remaining and when it resets', mcp: { annotations: readOnly } })
+    .meta({ keyAccess: 'any', description: 'Your budget per period (daily, monthly): limits, spend, reserved, remaining and when it resets', mcp: { annotations: readOnly } })
     .query(({ ctx }) => ctx.runtime.billing.budgets.view(ctx.identity.sub)),
 
   creditTokens: adminProcedure

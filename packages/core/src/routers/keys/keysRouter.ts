@@ -2,7 +2,9 @@ import { z } from '../../lib/zod.js';
 import { keyRulesPatchSchema, keyRulesSchema } from '../../services/apiKeys/apiKeyTypes.js';
 import { toView, type KeyActor } from '../../services/apiKeys/ApiKeyService.js';
 import type { Identity } from '../../kernel/identity.js';
+import type { AnyRouter } from '@trpc/server';
 import { once } from '../../lib/once.js';
+import { keyScopesOf } from '../../pipeline/accessPolicy.js';
 import { router } from '../../pipeline/init.js';
 import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js';
 
@@ -15,8 +17,9 @@ const RotateInput = z.lazy(() => z.object({ id: keyId(), graceSec: z.number().in
 const UpdateInput = z.lazy(() => keyRulesPatchSchema().extend({ id: keyId() }));
 const ONCE = 'store this key now: it is shown only once and cannot be recovered';
 
-const self = (identity: Identity): KeyActor => ({ identity, asAdmin: false });
-const admin = (identity: Identity): KeyActor => ({ identity, asAdmin: true });
+const actor = (ctx: { identity: Identity; runtime: { router: AnyRouter } }, asAdmin: boolean): KeyActor => ({ identity: ctx.identity, asAdmin, keyScopes: keyScopesOf(ctx.runtime.router) });
+const self = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, false);
+const admin = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, true);
 
 /**
  * API keys (docs/api-keys.md). A user manages their own keys; the admin variants act on any
@@ -25,41 +28,41 @@ const admin = (identity: Identity): KeyActor => ({ identity, asAdmin: true });
  */
 export const keysRouter = router({
   create: protectedProcedure
-    .meta({ description: 'Create an API key for your account (the key is in the answer only this once)' })
+    .meta({ keyAccess: 'none', description: 'Create an API key for your account (the key is in the answer only this once)' })
     .input(z.lazy(keyRulesSchema))
-    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.create(self(ctx.identity), ctx.identity.sub, input)), notice: ONCE })),
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.create(self(ctx), ctx.identity.sub, input)), notice: ONCE })),
 
   list: protectedProcedure
-    .meta({ description: 'Your API keys (never the keys themselves)' })
+    .meta({ keyAccess: 'any', description: 'Your API keys (never the keys themselves)' })
     .input(ListInput)
-    .query(async ({ ctx, input }) => ({ keys: await ctx.runtime.keys.list(self(ctx.identity), ctx.identity.sub, input) })),
+    .query(async ({ ctx, input }) => ({ keys: await ctx.runtime.keys.list(self(ctx), ctx.identity.sub, input) })),
 
   get: protectedProcedure
-    .meta({ description: 'One of your API keys, with its spend' })
+    .meta({ keyAccess: 'any', description: 'One of your API keys, with its spend' })
     .input(KeyInput)
-    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(self(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
+    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(self(ctx), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
 
   update: protectedProcedure
-    .meta({ description: "Change one of your API keys' rules (name, scopes, models, budget, limits, expiry, addresses, metadata)" })
+    .meta({ keyAccess: 'none', description: "Change one of your API keys' rules (name, scopes, models, budget, limits, expiry, addresses, metadata)" })
     .input(UpdateInput)
-    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(self(ctx.identity), id, patch) })),
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(self(ctx), id, patch) })),
 
   revoke: protectedProcedure
-    .meta({ description: 'Revoke one of your API keys (refused on every instance within a second)' })
+    .meta({ keyAccess: 'none', description: 'Revoke one of your API keys (refused on every instance within a second)' })
     .input(KeyInput)
-    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(self(ctx.identity), input.id) })),
+    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(self(ctx), input.id) })),
 
   rotate: protectedProcedure
-    .meta({ description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec' })
+    .meta({ keyAccess: 'none', description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec' })
     .input(RotateInput)
-    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(self(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(self(ctx), input.id, input.graceSec)), notice: ONCE })),
 
   adminCreate: adminProcedure
     .meta({ description: 'Create an API key for any user (administrators)' })
     .input(z.lazy(() => keyRulesSchema().extend({ userId: userId() })))
     .mutation(async ({ ctx, input: { userId, ...rules } }) => {
       const { sub } = await ctx.runtime.users.find(userId);
-      return { ...(await ctx.runtime.keys.create(admin(ctx.identity), sub, rules)), notice: ONCE };
+      return { ...(await ctx.runtime.keys.create(admin(ctx), sub, rules)), notice: ONCE };
     }),
 
   adminList: adminProcedure
@@ -67,26 +70,26 @@ export const keysRouter = router({
     .input(z.lazy(() => z.object({ userId: userId(), includeRevoked: z.boolean().default(false) })))
     .query(async ({ ctx, input }) => {
       const { sub } = await ctx.runtime.users.find(input.userId);
-      return { userId: sub, keys: await ctx.runtime.keys.list(admin(ctx.identity), sub, input) };
+      return { userId: sub, keys: await ctx.runtime.keys.list(admin(ctx), sub, input) };
     }),
 
   adminGet: adminProcedure
     .meta({ description: 'Any API key, with its spend (administrators)' })
     .input(KeyInput)
-    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(admin(ctx.identity), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
+    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(admin(ctx), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
 
   adminUpdate: adminProcedure
     .meta({ description: "Change any API key's rules (administrators)" })
     .input(UpdateInput)
-    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(admin(ctx.identity), id, patch) })),
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(admin(ctx), id, patch) })),
 
   adminRevoke: adminProcedure
     .meta({ description: 'Revoke any API key (administrators)' })
     .input(KeyInput)
-    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(admin(ctx.identity), input.id) })),
+    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(admin(ctx), input.id) })),
 
   adminRotate: adminProcedure
     .meta({ description: 'Rotate any API key (administrators)' })
     .input(RotateInput)
-    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(admin(ctx.identity), input.id, input.graceSec)), notice: ONCE })),
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(admin(ctx), input.id, input.graceSec)), notice: ONCE })),
 });

@@ -7,21 +7,21 @@ const GREETINGS = { en: 'Hello', es: 'Hola', fr: 'Bonjour', de: 'Hallo' } as con
 
 export const mcpRouter = router({
   greeting: publicProcedure
-    .meta({ description: 'Greet someone in English, Spanish, French or German', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({ keyAccess: 'any', description: 'Greet someone in English, Spanish, French or German', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .input(z.lazy(() => z.object({ name: z.string().min(1).max(200), language: z.enum(['en', 'es', 'fr', 'de']).default('en') })))
     .query(({ input }) => ({ greeting: `${GREETINGS[input.language]}, ${input.name}!`, language: input.language })),
 
   ping: publicProcedure
-    .meta({ description: 'Liveness check: answers pong with the server time', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({ keyAccess: 'any', description: 'Liveness check: answers pong with the server time', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .query(() => ({ pong: true, timestamp: new Date().toISOString() })),
 
   echo: publicProcedure
-    .meta({ description: 'Echo a message back', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({ keyAccess: 'any', description: 'Echo a message back', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .input(z.lazy(() => z.object({ message: z.string().max(100_000) })))
     .query(({ input }) => ({ message: input.message })),
 
   currentSystemTime: publicProcedure
-    .meta({ description: 'Current server time', mcp: { annotations: { readOnlyHint: true } } })
+    .meta({ keyAccess: 'any', description: 'Current server time', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ format: z.enum(['iso', 'timestamp', 'locale']).default('iso') }).default({ format: 'iso' })))
     .query(({ input }) => {
       const now = new Date();
@@ -30,7 +30,7 @@ export const mcpRouter = router({
     }),
 
   getResources: publicProcedure
-    .meta({ description: 'List registered resources, optionally filtered', mcp: { annotations: { readOnlyHint: true } } })
+    .meta({ keyAccess: 'any', description: 'List registered resources, optionally filtered', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ category: z.string().max(200).optional(), search: z.string().max(200).optional() }).default({})))
     .query(({ ctx, input }) => {
       const resources = ctx.runtime.resources.list(input).map((r) => r.uri);
@@ -38,7 +38,7 @@ export const mcpRouter = router({
     }),
 
   readResource: publicProcedure
-    .meta({ description: 'Read a registered resource by URI', mcp: { annotations: { readOnlyHint: true } } })
+    .meta({ keyAccess: 'any', description: 'Read a registered resource by URI', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ uri: z.string().min(1).max(2048) })))
     .query(async ({ ctx, input }) => {
       const r = await ctx.runtime.resources.read(input.uri, ctx.req.signal, ctx);

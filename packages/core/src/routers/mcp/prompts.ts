@@ -8,7 +8,7 @@ import { publicProcedure } from '../../pipeline/procedures.js';
 const code = z.string().min(1).max(200_000);
 
 export const apiDocumentationPrompt = publicProcedure
-  .meta({ description: 'Prompt for generating API documentation from code', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
+  .meta({ keyAccess: 'any', description: 'Prompt for generating API documentation from code', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
   .input(z.lazy(() => z.object({ code, format: z.enum(['markdown', 'openapi', 'json']).default('markdown') })))
   .query(({ input }) => ({
     prompt: [
@@ -25,7 +25,7 @@ export const apiDocumentationPrompt = publicProcedure
   }));
 
 export const codeReviewPrompt = publicProcedure
-  .meta({ description: 'Code review prompt covering security, performance and maintainability', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
+  .meta({ keyAccess: 'any', description: 'Code review prompt covering security, performance and maintainability', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
   .input(z.lazy(() => z.object({ code, language: z.string().min(1).max(100), focusArea: z.string().max(500).optional() })))
   .query(({ input }) => ({
     prompt: [
@@ -47,7 +47,7 @@ const LEVEL_HINT = {
 } as const;
 
 export const explainConceptPrompt = publicProcedure
-  .meta({ description: 'Explanation prompt for a concept at a chosen level', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
+  .meta({ keyAccess: 'any', description: 'Explanation prompt for a concept at a chosen level', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
   .input(z.lazy(() =>
     z.object({
       concept: z.string().min(1).max(1000),
@@ -71,7 +71,7 @@ const SEVERITY_HINT = {
 } as const;
 
 export const incidentResponsePrompt = publicProcedure
-  .meta({ description: 'Incident response guidance for a described incident', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
+  .meta({ keyAccess: 'any', description: 'Incident response guidance for a described incident', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
   .input(z.lazy(() =>
     z.object({
       description: z.string().min(1).max(20_000),

@@ -1,3 +1,4 @@
+import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
 import { MAX_URI_LENGTH, type ClientWorkspace } from '../../services/workspaces/ClientWorkspaceService.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
@@ -20,6 +21,7 @@ const id = z.string().regex(WORKSPACE_ID, 'letters, digits, "_", "." and "-", at
 export const clientWorkspaceProcedures = {
   registerClientWorkspace: publicProcedure
     .meta({
+      keyAccess: { scope: KEY_SCOPES.workspacesWrite },
       description: 'Register a folder of the client (file:// URI) as a client workspace; replaces one with the same id',
       writes: true,
       mcp: { name: 'registerClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true } },
@@ -36,6 +38,7 @@ export const clientWorkspaceProcedures = {
 
   unregisterClientWorkspace: publicProcedure
     .meta({
+      keyAccess: { scope: KEY_SCOPES.workspacesWrite },
       description: 'Unregister one of your client workspaces',
       writes: true,
       mcp: { name: 'unregisterClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
@@ -47,6 +50,7 @@ export const clientWorkspaceProcedures = {
   // `detailed: true` returns the records (uri, name, source...) instead.
   listClientWorkspaces: publicProcedure
     .meta({
+      keyAccess: 'any',
       description:
         'List the ids of your client workspaces: registered ones and the roots your MCP session reported (detailed: true for id, uri, name, description, source)',
       mcp: { name: 'listClientWorkspaces', roots: true, annotations: { readOnlyHint: true, idempotentHint: true } },

@@ -1,3 +1,4 @@
+import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
 import { WorkspaceConfigSchema } from '../../config/sections/workspaces.js';
 import { MAX_PATH_LENGTH } from '../../services/workspaces/pathSyntax.js';
@@ -23,6 +24,7 @@ const mutationResult = { success: z.boolean(), id: z.string(), message: z.string
 export const workspaceProcedures = {
   getServerWorkspaces: publicProcedure
     .meta({
+      keyAccess: 'any',
       description: 'List the server workspaces with their accessibility (folder paths only for administrators)',
       mcp: { name: 'getServerWorkspaces', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
@@ -30,6 +32,7 @@ export const workspaceProcedures = {
 
   listFiles: publicProcedure
     .meta({
+      keyAccess: 'any',
       description: 'List files (and folders, ending with "/") of a server workspace folder; paths are relative to the workspace root',
       mcp: { name: 'listFiles', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
@@ -53,6 +56,7 @@ export const workspaceProcedures = {
 
   readFile: publicProcedure
     .meta({
+      keyAccess: 'any',
       description: 'Read a file of a server workspace',
       mcp: { name: 'readFile', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
@@ -61,6 +65,7 @@ export const workspaceProcedures = {
 
   writeFile: publicProcedure
     .meta({
+      keyAccess: { scope: KEY_SCOPES.filesWrite },
       description: 'Write a file of a server workspace atomically, creating missing folders',
       writes: true,
       mcp: { name: 'writeFile', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
@@ -71,6 +76,7 @@ export const workspaceProcedures = {
 
   pathExists: publicProcedure
     .meta({
+      keyAccess: 'any',
       description: 'Whether a file or folder exists in a server workspace (and is reachable under its rules)',
       mcp: { name: 'pathExists', annotations: { readOnlyHint: true, idempotentHint: true } },
     })

@@ -1,3 +1,4 @@
+import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
 import { KEY_PROVIDER_IDS, KeyProviderInput } from '../../services/ai/providerIds.js';
 import type { UserPreferences } from '../../services/billing/PreferencesStore.js';
@@ -56,6 +57,7 @@ async function byokStatus(ctx: UserCtx, prefs: UserPreferences) {
 export const userRouter = router({
   checkRequestEligibility: userProcedure
     .meta({
+      keyAccess: 'any',
       description: 'Whether you can make an AI request now: tokens for server-paid calls within your budget, or an API key',
       mcp: { annotations: { readOnlyHint: true } },
     })
@@ -87,7 +89,7 @@ export const userRouter = router({
     }),
 
   configureBYOK: userProcedure
-    .meta({ description: 'Enable BYOK and store provider keys server-side (encrypted); keys are never returned' })
+    .meta({ keyAccess: 'none', description: 'Enable BYOK and store provider keys server-side (encrypted); keys are never returned' })
     .input(z.lazy(() => z.object({ providers: ByokProvidersInput, enabled: z.boolean().default(true) })))
     .mutation(async ({ ctx, input }) => {
       const { switches, keysStored } = await applyProviders(ctx, input.providers);
@@ -101,11 +103,11 @@ export const userRouter = router({
     }),
 
   getBYOKStatus: userProcedure
-    .meta({ description: 'BYOK status per provider, without the keys' })
+    .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'BYOK status per provider, without the keys' })
     .query(async ({ ctx }) => byokStatus(ctx, await ctx.runtime.billing.preferences.get(ctx.identity.sub))),
 
   getUserProfile: userProcedure
-    .meta({ description: 'Your profile: capabilities and consumption preferences' })
+    .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Your profile: capabilities and consumption preferences' })
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
       const [prefs, balances] = await Promise.all([ctx.runtime.billing.preferences.get(userId), ctx.runtime.billing.balances(userId)]);
@@ -125,7 +127,7 @@ export const userRouter = router({
     }),
 
   getUserStatus: userProcedure
-    .meta({ description: 'Subscription vs BYOK status and purchase history' })
+    .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Subscription vs BYOK status and purchase history' })
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
       const [prefs, account, recent] = await Promise.all([
@@ -151,7 +153,7 @@ export const userRouter = router({
     }),
 
   updateUserPreferences: userProcedure
-    .meta({ description: 'Update consumption order, BYOK switches and notification preferences' })
+    .meta({ keyAccess: 'none', description: 'Update consumption order, BYOK switches and notification preferences' })
     .input(z.lazy(() =>
       z.object({
         consumptionOrder: ConsumptionOrderInput.optional(),

@@ -12,6 +12,8 @@ import { ApiKeyVerifier, type AuthOutcome } from './ApiKeyVerifier.js';
 import { keySpendKey, keyUsageView, type KeySpendRecord, type KeyUsageView } from './keySpend.js';
 import type { UserDirectory } from '../directory/UserDirectory.js';
 import type { KeyLimits } from './KeyLimits.js';
+import { KEY_SCOPES } from './keyScopes.js';
+import { ownerListedAdmin } from './ownerAuthority.js';
 
 /** Signal topic: a key changed (revoked, rotated, updated); the message is its id. */
 export const KEY_CHANGED = 'apikeys:changed';
@@ -21,6 +23,11 @@ export interface KeyActor {
   identity: Identity;
   /** The administrator variants: any owner. */
   asAdmin: boolean;
+  /**
+   * The key scopes of this server (every scope a procedure's `keyAccess` names): an owner may give
+   * them to a key without holding them, since they only let the key do what its owner can.
+   */
+  keyScopes?: ReadonlySet<string>;
 }
 
 export type KeyUpdate = Partial<KeyRules>;
@@ -96,23 +103,25 @@ export class ApiKeyService {
     return this.hasher;
   }
 
-  /** The scopes `owner` may give a key: a subset of their own (the admin scope only to an administrator). */
+  /**
+   * The scopes `owner` may give a key: key scopes (`actor.keyScopes`) freely; the admin scope only
+   * when the owner is listed in `admin.users` now (never because a token carries the scope: a
+   * demoted administrator's token may still hold it); any other scope only when the owner holds it.
+   */
   private async checkScopes(actor: KeyActor, ownerId: string, scopes: readonly string[]): Promise<void> {
     if (scopes.length === 0) return;
     const self = actor.identity.sub === ownerId;
-    let own: readonly string[];
-    let ownerAdmin: boolean;
-    if (self) {
-      own = actor.identity.scopes;
-      ownerAdmin = actor.identity.isAdmin;
-    } else {
-      const { profile } = await this.users.find(ownerId);
-      own = profile?.scopes ?? [];
-      ownerAdmin = profile?.isAdmin ?? false;
-    }
+    const owner = self ? { profile: actor.identity } : await this.users.find(ownerId);
+    const own = owner.profile?.scopes ?? [];
     const adminScope = this.config.admin.scope;
-    const outside = scopes.filter((s) => !(own.includes(s) || (s === adminScope && ownerAdmin)));
-    if (outside.length) throw new CoreError('FORBIDDEN', `a key's scopes must be a subset of its owner's; not held: ${outside.join(', ')}`, { details: { reason: 'scope_not_held', scopes: outside } });
+    const outside = scopes.filter((s) => {
+      if (s === adminScope) return !ownerListedAdmin(this.config, ownerId, owner.profile);
+      return !(actor.keyScopes?.has(s) || own.includes(s));
+    });
+    if (outside.length) {
+      const admin = outside.includes(adminScope) ? ` (${adminScope} only for a user listed in admin.users)` : '';
+      throw new CoreError('FORBIDDEN', `a key's scopes must be key scopes or held by its owner; not held: ${outside.join(', ')}${admin}`, { details: { reason: 'scope_not_held', scopes: outside } });
+    }
   }
 
   /** Create a key for `ownerId`. The key itself is in the answer only this once. */
@@ -169,8 +178,9 @@ export class ApiKeyService {
   async list(actor: KeyActor, ownerId: string, opts: { includeRevoked?: boolean } = {}): Promise<ApiKeyView[]> {
     if (actor.identity.sub !== ownerId && !(actor.asAdmin && actor.identity.isAdmin)) throw new CoreError('NOT_FOUND', 'no such user');
     const now = this.now();
+    const only = this.onlySelf(actor);
     return (await this.listRecords(ownerId))
-      .filter((r) => opts.includeRevoked || !r.revokedAt)
+      .filter((r) => (opts.includeRevoked || !r.revokedAt) && (only === undefined || r.id === only))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
       .map((r) => toView(r, now));
   }
@@ -179,7 +189,20 @@ export class ApiKeyService {
   async get(actor: KeyActor, id: string): Promise<ApiKeyRecord> {
     const record = /^[0-9A-Za-z]{12}$/.test(id) ? await this.storage.get<ApiKeyRecord>(apiKeyKeys.record(id)) : undefined;
     if (!record || (record.userId !== actor.identity.sub && !(actor.asAdmin && actor.identity.isAdmin))) throw new CoreError('NOT_FOUND', 'no such API key');
+    const only = this.onlySelf(actor);
+    if (only !== undefined && record.id !== only) throw new CoreError('NOT_FOUND', 'no such API key');
     return record;
+  }
+
+  /**
+   * A key sees only itself among its owner's keys unless it holds `keys:read` (or acts as an
+   * administrator on the admin variants): the id of the one key it may see, else undefined.
+   */
+  private onlySelf(actor: KeyActor): string | undefined {
+    const grant = actor.identity.apiKey;
+    if (actor.identity.via !== 'apiKey' || !grant) return undefined;
+    if (actor.identity.scopes.includes(KEY_SCOPES.keysRead) || (actor.asAdmin && actor.identity.isAdmin)) return undefined;
+    return grant.id;
   }
 
   /** A key's calls and spend per period against its budget (the caller already got the key through `get`). */
@@ -211,6 +234,11 @@ export class ApiKeyService {
     if (parsed.scopes) await this.checkScopes(actor, current.userId, parsed.scopes);
     const next = await this.change(id, (r) => {
       if (r.revokedAt) throw new CoreError('CONFLICT', 'this API key is revoked');
+      // A rotated key's expiry is the end of its grace period: it may be brought forward, never
+      // moved later or removed, or the old key would outlive its rotation.
+      if (r.rotatedTo && parsed.expiresAt !== undefined && (parsed.expiresAt === null || !r.expiresAt || Date.parse(parsed.expiresAt) > Date.parse(r.expiresAt))) {
+        throw new CoreError('CONFLICT', 'this API key was rotated: its expiry can be brought forward, not extended', { details: { reason: 'rotated_key_expiry' } });
+      }
       const out: ApiKeyRecord = { ...r, updatedAt: new Date(this.now()).toISOString() };
       for (const [k, v] of Object.entries(parsed) as Array<[keyof KeyRules, unknown]>) {
         if (v === undefined) continue;

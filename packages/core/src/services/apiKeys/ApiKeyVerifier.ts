@@ -7,6 +7,8 @@ import type { ApiKeyGrant, Identity } from '../../kernel/identity.js';
 import type { ApiKeyHasher } from './apiKeyFormat.js';
 import { apiKeyKeys, type ApiKeyRecord } from './apiKeyTypes.js';
 import { ipAllowed } from './keyRules.js';
+import { listsAdminsByEmail, ownerListedAdmin, type OwnerFacts } from './ownerAuthority.js';
+import { profileKey } from '../directory/UserDirectory.js';
 
 /** A verified key is re-read at least this often, so a change reaches every instance within it even if its signal is lost. */
 const CACHE_MS = 1_000;
@@ -27,6 +29,8 @@ const INVALID = () => new CoreError('INVALID_TOKEN', 'invalid API key');
 export class ApiKeyVerifier {
   private readonly cache = new Map<string, { record: ApiKeyRecord; at: number }>();
   private readonly touched = new Map<string, number>();
+  /** Owner profiles read for the administrator check (e-mail listings), cached like records. */
+  private readonly owners = new Map<string, { facts: OwnerFacts | undefined; at: number }>();
 
   constructor(
     private readonly storage: Storage,
@@ -63,9 +67,34 @@ export class ApiKeyVerifier {
     if (record.allowedIps?.length && !ipAllowed(record.allowedIps, ip)) {
       return this.refused('address', new CoreError('FORBIDDEN', 'this API key may not be used from this address', { details: { reason: 'address_not_allowed' } }));
     }
+    let ownerAdmin: boolean;
+    try {
+      ownerAdmin = await this.ownerIsAdmin(record);
+    } catch (err) {
+      return this.refused('unavailable', err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable'));
+    }
     this.onAuth('ok');
     this.touch(record, now);
-    return { ok: true, identity: identityOf(record, this.config) };
+    return { ok: true, identity: identityOf(record, this.config, ownerAdmin) };
+  }
+
+  /**
+   * Is the owner of a key holding the admin scope an administrator now, by this instance's
+   * `admin.users`? Asked on every request (never remembered from when the key was made), so
+   * removing a user from the listing demotes their keys on the next call. Their profile is read
+   * only when administrators are listed by e-mail (for the e-mail and whether it was verified).
+   */
+  private async ownerIsAdmin(record: ApiKeyRecord): Promise<boolean> {
+    if (!record.scopes.includes(this.config.admin.scope)) return false;
+    if (ownerListedAdmin(this.config, record.userId, undefined)) return true;
+    if (!listsAdminsByEmail(this.config)) return false;
+    const now = this.now();
+    const hit = this.owners.get(record.userId);
+    if (hit && now - hit.at < CACHE_MS) return ownerListedAdmin(this.config, record.userId, hit.facts);
+    const profile = await this.storage.get<OwnerFacts>(profileKey(record.userId));
+    if (this.owners.size >= MAX_CACHED) this.owners.clear();
+    this.owners.set(record.userId, { facts: profile, at: now });
+    return ownerListedAdmin(this.config, record.userId, profile);
   }
 
   private refused(outcome: AuthOutcome, error: CoreError): AuthResult {
@@ -103,8 +132,12 @@ export class ApiKeyVerifier {
   }
 }
 
-/** The identity a key acts with: its owner, its own scopes (the admin scope makes it an administrator) and rules. */
-export function identityOf(record: ApiKeyRecord, config: ResolvedConfig): Identity {
+/**
+ * The identity a key acts with: its owner, its own scopes and rules. The admin scope makes it an
+ * administrator only while `ownerAdmin` (its owner is listed now); otherwise the scope is dropped,
+ * so nothing downstream reads it as a role.
+ */
+export function identityOf(record: ApiKeyRecord, config: ResolvedConfig, ownerAdmin: boolean): Identity {
   const l = record.limits ?? {};
   const grant: ApiKeyGrant = {
     id: record.id,
@@ -114,5 +147,8 @@ export function identityOf(record: ApiKeyRecord, config: ResolvedConfig): Identi
     ...(l.tokensPerMinute ? { tokensPerMinute: l.tokensPerMinute } : {}),
     ...(l.concurrent ? { concurrent: l.concurrent } : {}),
   };
-  return { sub: record.userId, scopes: [...record.scopes], isAdmin: record.scopes.includes(config.admin.scope), via: 'apiKey', apiKey: grant };
+  const adminScope = config.admin.scope;
+  const isAdmin = ownerAdmin && record.scopes.includes(adminScope);
+  const scopes = isAdmin ? [...record.scopes] : record.scopes.filter((s) => s !== adminScope);
+  return { sub: record.userId, scopes, isAdmin, via: 'apiKey', apiKey: grant };
 }

@@ -8,6 +8,8 @@ import { indexUser, searchIndex, type SearchPage } from './userSearchIndex.js';
 export interface UserProfile {
   sub: string;
   email?: string;
+  /** The issuer vouched for `email`: only then may `admin.users` name this user by it (an API key's administrator check reads it). */
+  emailVerified?: boolean;
   scopes: string[];
   /** As computed by the auth layer at that time: the same value the access rules used. */
   isAdmin: boolean;
@@ -20,7 +22,7 @@ const REFRESH_MS = 10 * 60_000;
 /** Bound on the in-memory "recently written" map. */
 const MAX_TRACKED = 10_000;
 
-const profileKey = (sub: string) => `user:profile:${sub}`;
+export const profileKey = (sub: string) => `user:profile:${sub}`;
 
 /**
  * Who has called this server, for admin.getUserInfo: each authenticated caller's sub, e-mail,
@@ -39,13 +41,13 @@ export class UserDirectory {
   seen(identity: Identity): void {
     // An API key carries its own narrower scopes: the owner's profile comes from their own sign-ins.
     if (identity.via === 'apiKey') return;
-    const fingerprint = `${identity.email ?? ''}|${identity.isAdmin}|${identity.scopes.join(' ')}`;
+    const fingerprint = `${identity.email ?? ''}|${identity.emailVerified === true}|${identity.isAdmin}|${identity.scopes.join(' ')}`;
     const last = this.written.get(identity.sub);
     const now = Date.now();
     if (last && last.fingerprint === fingerprint && now - last.at < REFRESH_MS) return;
     if (this.written.size >= MAX_TRACKED) this.written.clear();
     this.written.set(identity.sub, { at: now, fingerprint });
-    const profile: UserProfile = { sub: identity.sub, scopes: [...identity.scopes], isAdmin: identity.isAdmin, via: identity.via, lastSeenAt: new Date(now).toISOString(), ...(identity.email ? { email: identity.email } : {}) };
+    const profile: UserProfile = { sub: identity.sub, scopes: [...identity.scopes], isAdmin: identity.isAdmin, via: identity.via, lastSeenAt: new Date(now).toISOString(), ...(identity.email ? { email: identity.email } : {}), ...(identity.emailVerified ? { emailVerified: true } : {}) };
     void Promise.all([this.storage.set(profileKey(identity.sub), profile), rememberUser(this.storage, identity), indexUser(this.storage, identity.sub, identity.email)]).catch(() =>
       this.written.delete(identity.sub),
     );

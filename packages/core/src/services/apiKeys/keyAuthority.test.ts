@@ -1,0 +1,118 @@
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../runtime/Runtime.js';
+import type { Identity } from '../../kernel/identity.js';
+import { alice, backends, call, makeRuntime, type OpenStore } from '../billing/__tests__/kit.js';
+import { waitFor } from '@ai-backend/test-utils';
+
+/**
+ * Authority is checked when a key is used, not when it was made (docs/security.md "When
+ * authority is checked"): a key's administrator power follows its owner's listing in
+ * `admin.users` on the instance serving the call, on every backend and across two runtimes
+ * sharing one store; the admin scope is given only to a listed owner, whatever scopes the
+ * owner's token carries. A key sees only itself among its owner's keys unless it holds
+ * `keys:read`, and a rotated key's grace period cannot be extended.
+ */
+const listedAlice: Identity = { ...alice, isAdmin: true };
+/** Alice after her removal from admin.users, still holding an OAuth token minted with mcp:admin. */
+const demotedAlice: Identity = { ...alice, via: 'oauth', scopes: ['mcp', 'mcp:admin'], isAdmin: false };
+
+async function asKey(runtime: Runtime, key: string): Promise<Identity> {
+  const r = await runtime.authenticate(key);
+  if (!r.ok) throw r.error;
+  return r.identity;
+}
+
+describe.each(backends)('API key authority on $name', (backend) => {
+  let store: OpenStore;
+  let runtime: Runtime;
+  const extra: Runtime[] = [];
+  beforeAll(async () => backend.setup?.());
+  beforeEach(async () => {
+    store = await backend.open('keyauthority');
+    runtime = await makeRuntime(store.storage, { admin: { users: [alice.sub] } });
+  });
+  afterEach(async () => {
+    // memory and sqlite: the second runtime shares the first one's store object; closing it twice fails.
+    if (backend.name !== 'memory' && backend.name !== 'sqlite') for (const r of extra) await r.close();
+    extra.length = 0;
+    await runtime.close();
+    await store.cleanup();
+  });
+
+  async function instance(config: Parameters<typeof makeRuntime>[1]): Promise<Runtime> {
+    const r = await makeRuntime(await store.another(), config);
+    extra.push(r);
+    return r;
+  }
+
+  it('an administrator key acts as one only while its owner is listed, on each instance at each call', async () => {
+    const made = await call(runtime, 'keys.create', { name: 'ops', scopes: ['mcp:admin'] }, listedAlice);
+    const onListing = await asKey(runtime, made.key);
+    expect(onListing).toMatchObject({ isAdmin: true, scopes: ['mcp:admin'] });
+    await expect(call(runtime, 'admin.status', undefined, onListing)).resolves.toBeDefined();
+
+    // A second instance on the same store whose admin.users no longer lists alice.
+    const demoted = await instance({});
+    const onDemoted = await asKey(demoted, made.key);
+    expect(onDemoted).toMatchObject({ isAdmin: false, scopes: [] });
+    await expect(call(demoted, 'admin.status', undefined, onDemoted)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(call(demoted, 'billing.creditTokens', { userId: alice.sub, amount: 1_000_000, reason: 'x', idempotencyKey: 'k1' }, onDemoted)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(call(demoted, 'keys.adminList', { userId: 'someone' }, onDemoted)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+  });
+
+  it('the admin scope is given only to a listed owner, not to one whose token still carries it', async () => {
+    const demoted = await instance({});
+    await expect(call(demoted, 'keys.create', { name: 'again', scopes: ['mcp:admin'] }, demotedAlice)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    const plain = await call(demoted, 'keys.create', { name: 'plain' }, demotedAlice);
+    await expect(call(demoted, 'keys.update', { id: plain.apiKey.id, scopes: ['mcp:admin'] }, demotedAlice)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    // Key scopes widen only what a key may call of its owner's: any owner may give them.
+    const reader = await call(demoted, 'keys.update', { id: plain.apiKey.id, scopes: ['keys:read', 'account:read'] }, demotedAlice);
+    expect(reader.apiKey.scopes).toEqual(['keys:read', 'account:read']);
+    // An administrator making a key for someone not listed cannot give it either.
+    const root: Identity = { ...alice, sub: 'user-root', isAdmin: true };
+    const byAdmin = await instance({ admin: { users: ['user-root'] } });
+    await expect(call(byAdmin, 'keys.adminCreate', { userId: 'user-carol', name: 'c', scopes: ['mcp:admin'] }, root)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+  });
+
+  it('an owner listed by verified e-mail: the key follows the stored profile', async () => {
+    const byEmail = await instance({ admin: { users: [alice.email!] } });
+    byEmail.users.seen(alice);
+    await waitFor(async () => (await byEmail.users.find(alice.sub)).profile?.emailVerified === true);
+    const made = await call(byEmail, 'keys.create', { name: 'mail', scopes: ['mcp:admin'] }, listedAlice);
+    expect((await asKey(byEmail, made.key)).isAdmin).toBe(true);
+    // Alice now signs in with an e-mail her issuer no longer vouches for: the listing stops matching.
+    byEmail.users.seen({ ...alice, emailVerified: false });
+    await waitFor(async () => (await byEmail.users.find(alice.sub)).profile?.emailVerified === undefined);
+    const later = await instance({ admin: { users: [alice.email!] } });
+    expect((await asKey(later, made.key)).isAdmin).toBe(false);
+  });
+
+  it('a key sees only itself among its owner\'s keys; keys:read sees them all', async () => {
+    const one = await call(runtime, 'keys.create', { name: 'one' }, alice);
+    const two = await call(runtime, 'keys.create', { name: 'two' }, alice);
+    const reader = await call(runtime, 'keys.create', { name: 'reader', scopes: ['keys:read'] }, alice);
+    const oneKey = await asKey(runtime, one.key);
+    expect((await call(runtime, 'keys.list', {}, oneKey)).keys.map((k: { id: string }) => k.id)).toEqual([one.apiKey.id]);
+    expect((await call(runtime, 'keys.get', { id: one.apiKey.id }, oneKey)).apiKey.id).toBe(one.apiKey.id);
+    await expect(call(runtime, 'keys.get', { id: two.apiKey.id }, oneKey)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const readerKey = await asKey(runtime, reader.key);
+    expect((await call(runtime, 'keys.list', {}, readerKey)).keys).toHaveLength(3);
+    expect((await call(runtime, 'keys.get', { id: two.apiKey.id }, readerKey)).apiKey.name).toBe('two');
+    // The owner, signed in, sees every key as before.
+    expect((await call(runtime, 'keys.list', {}, alice)).keys).toHaveLength(3);
+  });
+
+  it("a rotated key's expiry can be brought forward, never extended or removed", async () => {
+    const k = await call(runtime, 'keys.create', { name: 'r' }, alice);
+    const rotated = await call(runtime, 'keys.rotate', { id: k.apiKey.id, graceSec: 600 }, alice);
+    const end = Date.parse(rotated.previous.expiresAt);
+    for (const expiresAt of [null, new Date(end + 60_000).toISOString(), '2099-01-01T00:00:00Z']) {
+      await expect(call(runtime, 'keys.update', { id: k.apiKey.id, expiresAt }, alice)).rejects.toMatchObject({ code: 'CONFLICT' });
+    }
+    const sooner = new Date(end - 300_000).toISOString();
+    expect((await call(runtime, 'keys.update', { id: k.apiKey.id, expiresAt: sooner }, alice)).apiKey.expiresAt).toBe(sooner);
+    // An administrator cannot extend it either.
+    const admin = await instance({ admin: { users: ['user-root'] } });
+    await expect(call(admin, 'keys.adminUpdate', { id: k.apiKey.id, expiresAt: null }, { ...alice, sub: 'user-root', isAdmin: true })).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+});
