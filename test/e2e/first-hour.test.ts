@@ -6,6 +6,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
+import { createTRPCClient, httpBatchStreamLink, TRPCClientError } from '@trpc/client';
+import superjson from 'superjson';
+import type { AppRouter } from '@ai-backend/core';
 import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
@@ -119,4 +122,59 @@ describe("the README's library example says where it listens", () => {
       await rm(app, { recursive: true, force: true });
     }
   }, 40_000);
+});
+
+describe('a stream whose upstream answered plain JSON', () => {
+  let gw: AiServer;
+  let admin: string;
+  beforeAll(async () => {
+    gw = await startAiServer(upstream, { storage: { type: 'memory' } });
+    admin = await tokenFor('fh-json-admin', { admin: true });
+  });
+  afterAll(async () => {
+    await gw.stop();
+  });
+
+  /** Nothing charged: the hold was released, the balance is whole, no settle. */
+  async function nothingCharged(sub: string) {
+    const entries = await gw.runtime.billing.ledger.entries(sub);
+    expect(entries.filter((e) => e.kind === 'settle')).toHaveLength(0);
+    expect(entries.filter((e) => e.kind === 'release')).toHaveLength(1);
+    const b = await gw.runtime.billing.balances(sub);
+    expect(b.subscription + b.one_time).toBe(100_000);
+  }
+
+  for (const model of ['openai/gpt-5-mini', 'google/gemini-2.5-flash', 'openrouter/openai/gpt-5-mini']) {
+    it(`/v1 stream (openai client), ${model}: fails saying so, nothing charged`, async () => {
+      const sub = `fh-json-${model.replaceAll('/', '-')}`;
+      await creditTokens(gw.url, admin, sub, 100_000, `c-${sub}`);
+      upstream.failNext({ kind: 'json' });
+      const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: await tokenFor(sub), maxRetries: 0 });
+      let text = '';
+      const err = await (async () => {
+        const stream = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+        for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+      })().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toContain('with plain JSON (content-type application/json), not an event stream');
+      expect(text).toBe('');
+      await nothingCharged(sub);
+    });
+  }
+
+  it('tRPC ai.streamText: fails with malformed_response, nothing charged', async () => {
+    const sub = 'fh-json-trpc';
+    await creditTokens(gw.url, admin, sub, 100_000, `c-${sub}`);
+    upstream.failNext({ kind: 'json' });
+    const token = await tokenFor(sub);
+    const client = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${token}` }) })] });
+    const stream = await client.ai.streamText.mutate({ content: 'hi', systemPrompt: 's', provider: 'openai' });
+    const err = await (async () => {
+      for await (const e of stream) expect(e.type).not.toBe('finish');
+    })().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TRPCClientError);
+    expect((err as TRPCClientError<AppRouter>).message).toContain('not an event stream');
+    expect((err as TRPCClientError<AppRouter>).data).toMatchObject({ appCode: 'UPSTREAM_ERROR' });
+    await nothingCharged(sub);
+  });
 });

@@ -260,6 +260,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
           res.end('{"id": "broken", "choices": [ this is not json');
           return;
         case 'noUsage':
+        case 'json':
           break;
       }
     }
@@ -282,7 +283,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
       omitUsage: fault?.kind === 'noUsage',
     };
-    if (!rec.extras!.stream) return send(200, replyBody(r.format, parts));
+    if (!rec.extras!.stream || fault?.kind === 'json') return send(200, replyBody(r.format, parts));
 
     const frames = streamFrames(r.format, parts);
     const stopAfter = fault?.kind === 'stall' ? 1 : fault?.kind === 'drop' ? 3 : Infinity;

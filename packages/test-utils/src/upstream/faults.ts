@@ -16,7 +16,9 @@ export type UpstreamFault =
   /** 200 with a body that is not valid JSON. */
   | { kind: 'malformed' }
   /** A valid reply without usage numbers (where the format allows leaving them out). */
-  | { kind: 'noUsage' };
+  | { kind: 'noUsage' }
+  /** Streams: answer with the plain JSON reply instead (a server that ignores the stream flag). Otherwise no fault. */
+  | { kind: 'json' };
 
 export interface MarkerDirectives {
   fault?: UpstreamFault;
@@ -32,7 +34,7 @@ const MARKER = /\[\[upstream:([a-z0-9=:.-]+)\]\]/gi;
 /**
  * Read the `[[upstream:...]]` markers of a prompt. Recognised:
  * `401`, `403`, `429`, `429:retry=<s>`, `500`, `<any status>`, `hang`, `drop`, `reset`,
- * `malformed`, `no-usage`, `stall`, `latency=<ms>`, `chunk-delay=<ms>`, `output=<tokens>`.
+ * `malformed`, `no-usage`, `json`, `stall`, `latency=<ms>`, `chunk-delay=<ms>`, `output=<tokens>`.
  */
 export function parseMarkers(text: string): MarkerDirectives {
   const out: MarkerDirectives = {};
@@ -42,7 +44,7 @@ export function parseMarkers(text: string): MarkerDirectives {
     if (/^\d{3}$/.test(head!)) {
       const retry = opts.retry !== undefined ? Number(opts.retry) : undefined;
       out.fault = { kind: 'status', status: Number(head), ...(retry !== undefined && Number.isFinite(retry) ? { retryAfter: retry } : {}) };
-    } else if (head === 'hang' || head === 'stall' || head === 'drop' || head === 'reset' || head === 'malformed') {
+    } else if (head === 'hang' || head === 'stall' || head === 'drop' || head === 'reset' || head === 'malformed' || head === 'json') {
       out.fault = { kind: head };
     } else if (head === 'no-usage') {
       out.fault = { kind: 'noUsage' };

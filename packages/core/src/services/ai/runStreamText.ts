@@ -22,6 +22,15 @@ export type StreamEvent =
   /** The same result ai.generateText returns (usage, charge, tool calls, object). */
   | { type: 'finish'; result: GenerateTextOutput };
 
+/** The failure of a stream whose upstream sent no event the SDK could read: no output, no usage. */
+function streamNotRead(provider: ProviderId, contentType: string | undefined): CoreError {
+  const json = contentType?.toLowerCase().startsWith('application/json');
+  const message = json
+    ? `${provider} answered the streamed request with plain JSON (content-type ${contentType}), not an event stream: the server ignores the stream flag. Nothing was charged; call without streaming, or fix the server`
+    : `${provider}'s stream ended without any output or usage${contentType ? ` (content-type ${contentType})` : ''}. Nothing was charged`;
+  return new CoreError('UPSTREAM_ERROR', message, { details: { reason: 'malformed_response', provider } });
+}
+
 /** UTF-8 bytes of a string: the documented upper bound of the tokens it took to produce it. */
 function utf8Bytes(s: string): number {
   return Buffer.byteLength(s, 'utf8');
@@ -34,7 +43,7 @@ function utf8Bytes(s: string): number {
  *
  * Charging rule (docs/ai.md, "Streaming and metering"), settled exactly once:
  * - the stream completes: the provider's reported usage (the reserved worst case when it
- *   reports none);
+ *   reports none but sent output; with neither output nor usage the stream fails, released);
  * - the client stops reading, disconnects, cancels, or the upstream fails or times out after
  *   output began: the provider's usage when the upstream had already reported it, otherwise the
  *   estimated input plus the UTF-8 byte count of all output received so far (every token is at
@@ -116,6 +125,8 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
       });
       ctx.start();
       upstreamStarted = true;
+      /** The upstream answer's content type (from the step's response metadata), to say what came instead of a stream. */
+      let contentType: string | undefined;
       for await (const part of res.fullStream) {
         ctx.touch();
         if (part.type === 'text-delta') {
@@ -139,10 +150,17 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           ctx.commit();
           responded = true;
           produced += part.delta;
+        } else if (part.type === 'finish-step') {
+          contentType = part.response.headers?.['content-type'];
         } else if (part.type === 'finish') {
           finishReason = part.finishReason;
           const u = part.totalUsage;
           const reported = u.inputTokens ? (u.totalTokens ?? u.inputTokens + (u.outputTokens ?? 0)) : undefined;
+          // Nothing came and nothing was reported: not an answer but a reply the SDK could not
+          // read as a stream (a server that ignores the stream flag answers plain JSON, which
+          // parses as zero events). Failing it releases the hold; ending "successfully" would
+          // charge the worst case for an empty answer.
+          if (!responded && reported === undefined) throw streamNotRead(t.provider, contentType);
           usage = { tokensUsed: reported ?? t.estimatedTokens, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
           if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider: t.provider, model: t.model });
         } else if (part.type === 'error') {
