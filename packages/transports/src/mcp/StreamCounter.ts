@@ -55,16 +55,24 @@ export class StreamCounter {
 
   /**
    * Count `res` until it is over. `kind` 'post' also ends a POST started with `postStarted()`.
-   * `outgoing`: the Node response it will be written to, when there is one.
+   * `outgoing`: the Node response it will be written to, when there is one. `onEnd`: also told
+   * once when the answer is over (a session's count of open answers).
    */
-  track(res: Response, kind: 'post' | 'other', outgoing?: ClosableResponse): Response {
+  track(res: Response, kind: 'post' | 'other', outgoing?: ClosableResponse, onEnd?: () => void): Response {
     // Only the content type is read: reading `res.body` would turn the Node adapter's
     // lightweight Response into a full one (and its body into a transferable stream) for nothing.
     if (!res.headers.get('content-type')?.includes('text/event-stream')) {
       if (kind === 'post') this.postEnded();
+      onEnd?.();
       return res;
     }
-    const ended = kind === 'post' ? this.postStreamEnded : this.streamEnded;
+    const counted = kind === 'post' ? this.postStreamEnded : this.streamEnded;
+    const ended = onEnd
+      ? () => {
+          counted();
+          onEnd();
+        }
+      : counted;
     if (outgoing) {
       this.open++;
       if (outgoing.closed) ended();
@@ -73,6 +81,7 @@ export class StreamCounter {
     }
     if (!res.body) {
       if (kind === 'post') this.postEnded();
+      onEnd?.();
       return res;
     }
     this.open++;

@@ -36,6 +36,8 @@ export interface McpServerHandle {
   /** The protocol server, with our handlers; 2025 sessions connect it to their transport. */
   server: Server;
   roots: RootsSync;
+  /** The session's mutable state (log level, subscriptions, calls running). */
+  state: McpSessionState;
 }
 
 /**
@@ -86,7 +88,7 @@ export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: Re
   // Tasks (SEP-2663) are a 2026-07-28 extension: 2025 clients call long-running tools as before.
   const deps: McpServerDeps = { runtime, catalog, mode, sessionId, seal, ...(mode === 'modern' && tasks ? { tasks } : {}) };
   // Until the client sets a level, debug chatter stays off.
-  const state: McpSessionState = { logLevel: 'info' };
+  const state: McpSessionState = { logLevel: 'info', running: 0 };
 
   registerLogging(server, state);
   registerTools(server, deps, state);
@@ -102,5 +104,5 @@ export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: Re
     stopPrompts();
     roots.close();
   };
-  return { mcp, server, roots };
+  return { mcp, server, roots, state };
 }

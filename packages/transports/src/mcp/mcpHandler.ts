@@ -1,7 +1,7 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
-import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type Server } from '@modelcontextprotocol/server';
+import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type LoggingLevel, type Server } from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
 import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { readJsonBody } from '../http/readJsonBody.js';
@@ -16,6 +16,8 @@ import { handleStatelessRequest, type StatelessCalls } from './statelessRequest.
 import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { EventLedger } from './eventStores/EventLedger.js';
 import { failSafeEventStore } from './eventStores/failSafeEventStore.js';
+import { formatEventId } from './eventStores/eventId.js';
+import type { McpSessionState } from './sessionState.js';
 import { SessionBudget, type BudgetedSession } from './sessionBudget.js';
 import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
@@ -23,16 +25,37 @@ import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
 import { isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../http/StreamAdmission.js';
 
-interface Session extends BudgetedSession {
+/** What a 2025 session holds while it is used: the SDK transport and server with our handlers (about 17 KB). */
+interface LiveSession {
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   roots: RootsSync;
+  state: McpSessionState;
+  /** A rebuild is replaying initialize: its answer goes to nobody and is not kept for replay. */
+  replaying: boolean;
+}
+
+/**
+ * One 2025 session. While used it is live; once idle it is parked: the transport and server
+ * are closed and only what rebuilding them takes is kept (owner, the client's initialize params,
+ * the log level, and the event store while it still holds events), about 1 KB. The next request
+ * rebuilds it by replaying initialize, as another instance does from a session record.
+ */
+interface Session extends BudgetedSession {
+  id: string;
   /** The identity that opened the session; later requests must come from the same one. */
   owner: string | null;
-  /** The client's initialize params, kept so another instance can recreate the session. */
+  /** The client's initialize params (protocol version, capabilities, client info): what a rebuild replays. */
   init: Record<string, unknown>;
-  /** Its event store, whose bytes go back to the shared budget when the session ends. */
-  events: { dispose?: () => void } | undefined;
+  /** logging/setLevel, carried over a park. */
+  logLevel: LoggingLevel;
+  /** Its in-memory event store (resumability), kept over a park while it holds events; its bytes go back to the shared budget when the session ends. */
+  store: MemoryEventStore | undefined;
+  live: LiveSession | undefined;
+  /** A rebuild in progress, shared by requests that arrive together. */
+  waking: Promise<LiveSession> | undefined;
+  /** Answers to this session not finished yet (POST streams, the GET stream). */
+  open: number;
 }
 
 export interface McpHandlerOptions {
@@ -40,6 +63,10 @@ export interface McpHandlerOptions {
   sessionIdleMs?: number;
   /** Upper bound on concurrent sessions. Default 10000. */
   maxSessions?: number;
+  /** A session with nothing running and no open stream is parked after this many ms without a request. Default 60000. */
+  parkIdleMs?: number;
+  /** Live sessions kept at most; beyond it the least recently used idle ones are parked at once. Default 256. */
+  maxLiveSessions?: number;
   /**
    * How POST requests are answered: 'sse' streams (progress, logs and server-to-client requests
    * can travel on them) or single 'json' bodies. Default: 'sse' when stateful, 'json' stateless.
@@ -66,9 +93,11 @@ export interface McpHandlerOptions {
   streams?: StreamAdmission;
 }
 
-/** The place a request took in the stream admission, if it took one (see McpHandler.admit). */
+/** What a request took: its place in the stream admission (see McpHandler.admit) and its session. */
 interface PlaceHolder {
   place?: StreamPlace;
+  /** The session the request was handed to, so its answer's end is counted against it. */
+  session?: Session;
 }
 
 /** A JSON-RPC request (a method and an id), as opposed to a notification or a response. */
@@ -90,7 +119,12 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
  * Tool calls themselves go through core's invoke seam and tRPC middleware.
  */
 export class McpHandler {
+  /** Every session, live or parked. */
   private readonly sessions = new Map<string, Session>();
+  /** Live sessions, least recently used first. */
+  private readonly live = new Set<Session>();
+  private readonly parkIdleMs: number;
+  private readonly maxLive: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly records: SessionRecords | undefined;
   private readonly eventStoreKind: 'memory' | 'storage' | 'none';
@@ -123,15 +157,30 @@ export class McpHandler {
         ? new ClusterSessionCounts(runtime.shared, () => this.budget.own(), (err) => runtime.logger.debug('MCP session counts not shared this beat', { error: String(err) }))
         : undefined;
     this.ledger = new EventLedger(runtime.config.mcp.budgets.eventStore.totalBytes);
+    this.parkIdleMs = opts.parkIdleMs ?? 60_000;
+    this.maxLive = opts.maxLiveSessions ?? 256;
+    const eventTtlMs = runtime.config.mcp.budgets.eventStore.ttlMs;
     this.sweeper = setInterval(() => {
       const now = Date.now();
-      for (const [id, s] of this.sessions) if (s.lastSeen < now - idle || this.budget.expired(s, now)) void this.closeSession(id);
-    }, Math.min(idle, 60_000, this.budget.sweepEveryMs));
+      // Events past the resumability window go, also those of sessions nobody comes back to.
+      this.ledger.expire(now - eventTtlMs);
+      for (const [id, s] of this.sessions) {
+        if (s.lastSeen < now - idle || this.budget.expired(s, now)) void this.closeSession(id);
+        else if (s.live && this.idle(s) && now - s.lastSeen >= this.parkIdleMs) this.park(s);
+        else if (!s.live && s.store?.size === 0) s.store = undefined;
+      }
+    }, Math.min(idle, 60_000, this.budget.sweepEveryMs, this.parkIdleMs));
     this.sweeper.unref();
   }
 
+  /** Open sessions, live and parked. */
   get sessionCount(): number {
     return this.sessions.size;
+  }
+
+  /** Sessions holding an SDK transport and server now (the rest are parked). */
+  get liveSessionCount(): number {
+    return this.live.size;
   }
 
   /** Open SSE streams (metrics). */
@@ -147,17 +196,54 @@ export class McpHandler {
     const s = this.forget(id);
     if (!s) return;
     this.records?.forget(id);
-    await s.transport.close().catch(() => undefined);
+    await s.live?.transport.close().catch(() => undefined);
   }
 
-  /** Take a session out of the map and give back its budget (idempotent). */
+  /** Take a session out of the map and give back its budget, its events and its roots (idempotent). */
   private forget(id: string): Session | undefined {
     const s = this.sessions.get(id);
     if (!s) return undefined;
     this.sessions.delete(id);
+    this.live.delete(s);
     this.budget.remove(s);
-    s.events?.dispose?.();
+    s.store?.dispose();
+    this.runtime.clientWorkspaces.clearSession(id);
     return s;
+  }
+
+  /** Nothing of the session is running or open, so closing its transport loses nothing. */
+  private idle(s: Session): boolean {
+    const live = s.live;
+    // A session subscribed to resources waits for updates: it stays live.
+    return live !== undefined && s.waking === undefined && s.open === 0 && s.initialized && live.state.running === 0 && !live.state.subscriptions?.size;
+  }
+
+  /** Close an idle session's transport and server, keeping what a rebuild needs. */
+  private park(s: Session): void {
+    const live = s.live!;
+    s.live = undefined;
+    this.live.delete(s);
+    s.logLevel = live.state.logLevel;
+    // An empty store has nothing to resume: a rebuild starts a new one.
+    if (s.store && s.store.size === 0) s.store = undefined;
+    // The server's cleanup (server.onclose) removes its registry listeners; the roots stay with the session.
+    void live.transport.close().catch(() => undefined);
+  }
+
+  /** Over the live cap: park the least recently used idle sessions. */
+  private parkOverCap(): void {
+    if (this.live.size <= this.maxLive) return;
+    for (const s of this.live) {
+      if (this.live.size <= this.maxLive) break;
+      if (this.idle(s)) this.park(s);
+    }
+  }
+
+  /** A request of `s` was answered: it may be idle now. */
+  private answered(s: Session): void {
+    s.open--;
+    s.lastSeen = Date.now();
+    this.parkOverCap();
   }
 
   async close(): Promise<void> {
@@ -211,30 +297,23 @@ export class McpHandler {
     const limits = new McpLimits(this.runtime, () => clientIp(c, this.runtime.config.trustProxy));
     // The Node response the answer is written to (absent under in-process fetch): its 'close' ends a stream.
     const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
-    // A POST carries calls (tool calls, prompts, reads): it is in flight until its answer is
-    // written, so stop() can let it finish (drain) before it ends the sessions.
+    const kind = c.req.method === 'POST' ? 'post' : 'other';
     const holder: PlaceHolder = {};
     const held = (res: Response) => (holder.place ? this.admission.hold(res, holder.place, outgoing) : res);
-    if (c.req.method !== 'POST') {
-      let res: Response;
-      try {
-        res = await this.serve(c, limits, holder);
-      } catch (err) {
-        holder.place?.();
-        throw err;
-      }
-      return limits.stamp(this.streams.track(held(res), 'other', outgoing));
-    }
-    this.streams.postStarted();
+    // A POST carries calls (tool calls, prompts, reads): it is in flight until its answer is
+    // written, so stop() can let it finish (drain) before it ends the sessions.
+    if (kind === 'post') this.streams.postStarted();
     let res: Response;
     try {
       res = await this.serve(c, limits, holder);
     } catch (err) {
       holder.place?.();
-      this.streams.postEnded();
+      if (kind === 'post') this.streams.postEnded();
+      if (holder.session) this.answered(holder.session);
       throw err;
     }
-    return limits.stamp(this.streams.track(held(res), 'post', outgoing));
+    const session = holder.session;
+    return limits.stamp(this.streams.track(held(res), kind, outgoing, session && (() => this.answered(session))));
   };
 
   /**
@@ -320,12 +399,14 @@ export class McpHandler {
         if (!messages.some((m) => isInitializeRequest(m))) {
           return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
         }
-        return this.openSession(c.req.raw, body.value, authInfo, identity, scope.facts.ip);
+        return this.openSession(c.req.raw, body.value, authInfo, identity, scope.facts.ip, holder);
       }
       const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
       if (session instanceof Response) return session;
       if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
-      return session.transport.handleRequest(c.req.raw, { parsedBody: body.value, authInfo });
+      const live = await this.wake(session, authInfo, holder);
+      if (!live) return jsonRpcError(404, -32001, 'Session not found');
+      return live.transport.handleRequest(c.req.raw, { parsedBody: body.value, authInfo });
     }
 
     if (c.req.method === 'GET' || c.req.method === 'DELETE') {
@@ -337,13 +418,15 @@ export class McpHandler {
         const refused = this.admit(holder, scope);
         if (refused) return refused;
       }
-      const res = await session.transport.handleRequest(c.req.raw, { authInfo });
+      const live = await this.wake(session, authInfo, holder);
+      if (!live) return jsonRpcError(404, -32001, 'Session not found');
+      const res = await live.transport.handleRequest(c.req.raw, { authInfo });
       if (c.req.method === 'DELETE') {
         this.forget(sessionId);
         if (res.ok) await this.records?.remove(sessionId);
       }
       // The GET stream is the channel for server-initiated requests such as roots/list.
-      else if (res.ok && res.headers.get('content-type')?.includes('text/event-stream')) session.roots.streamOpened();
+      else if (res.ok && res.headers.get('content-type')?.includes('text/event-stream')) live.roots.streamOpened();
       return res;
     }
     return jsonRpcError(405, -32000, 'Method not allowed', { Allow: 'GET, POST, DELETE' });
@@ -362,8 +445,57 @@ export class McpHandler {
       void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
     }
     session.lastSeen = Date.now();
+    // Least recently used first: the order parking and eviction walk.
+    if (session.live) {
+      this.live.delete(session);
+      this.live.add(session);
+    }
     this.records?.touch(sessionId, () => ({ owner: session.owner, init: session.init }));
     return session;
+  }
+
+  /**
+   * The live transport of `s`, rebuilt if it was parked; counted as open against `s` from here
+   * until `answered`. Undefined when the rebuild failed (the client starts a new session).
+   */
+  private async wake(s: Session, authInfo: object, holder: PlaceHolder): Promise<LiveSession | undefined> {
+    s.open++;
+    holder.session = s;
+    if (s.live) return s.live;
+    s.waking ??= (async () => {
+      const live = await this.startLive(s);
+      await this.replayInitialize(live, s, authInfo);
+      return live;
+    })().finally(() => (s.waking = undefined));
+    try {
+      const live = await s.waking;
+      this.live.add(s);
+      this.parkOverCap();
+      return live;
+    } catch (err) {
+      this.runtime.logger.warn('MCP session could not be rebuilt', { error: err instanceof Error ? err.message : String(err) });
+      void this.closeSession(s.id);
+      return undefined;
+    }
+  }
+
+  /**
+   * Bring a fresh transport and server to where the session was: its initialize handshake,
+   * replayed with the client's own params (the negotiated version and capabilities follow).
+   */
+  private async replayInitialize(live: LiveSession, s: Session, authInfo: object): Promise<void> {
+    const url = 'http://localhost/mcp';
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const initialize = { jsonrpc: '2.0', id: `rehydrate-${s.id}`, method: 'initialize', params: s.init };
+    live.replaying = true;
+    try {
+      await (await live.transport.handleRequest(new Request(url, { method: 'POST', headers }), { parsedBody: initialize, authInfo: authInfo as never })).text();
+      const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+      await live.transport.handleRequest(new Request(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': s.id } }), { parsedBody: initialized, authInfo: authInfo as never });
+    } finally {
+      live.replaying = false;
+    }
+    if (!s.live) throw new Error('the replayed initialize did not open the session');
   }
 
   /**
@@ -380,15 +512,11 @@ export class McpHandler {
         if (!record || (record.owner !== null && record.owner !== identity?.sub)) return undefined;
         await this.cluster?.ready;
         if (this.budget.admit(ip, record.owner, this.sessions.size)) return undefined;
-        const { transport } = await this.startSession(sessionId, record.owner, record.init, ip);
-        const url = 'http://localhost/mcp';
-        const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-        const initialize = { jsonrpc: '2.0', id: `rehydrate-${sessionId}`, method: 'initialize', params: record.init };
-        await (await transport.handleRequest(new Request(url, { method: 'POST', headers }), { parsedBody: initialize, authInfo: authInfo as never })).text();
-        const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
-        await transport.handleRequest(new Request(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': sessionId } }), { parsedBody: initialized, authInfo: authInfo as never });
-        const taken = this.sessions.get(sessionId);
-        if (taken) taken.initialized = true;
+        const s = this.newSession(sessionId, record.owner, record.init, ip);
+        // Registered (and counted) by the replayed initialize, live; the request that asked wakes it.
+        const live = await this.startLive(s);
+        await this.replayInitialize(live, s, authInfo);
+        s.initialized = true;
         this.runtime.logger.debug('MCP session taken over from shared storage', { sessionId });
         return this.sessions.get(sessionId);
       })().finally(() => this.rehydrating.delete(sessionId));
@@ -397,26 +525,37 @@ export class McpHandler {
     return pending;
   }
 
-  /** The session's event store, bounded (mcp.budgets.eventStore) and never able to hold back an answer. */
-  private createEventStore(sessionId: string): (EventStore & { dispose?: () => void }) | undefined {
+  /**
+   * The event store a live transport of `s` writes to, bounded (mcp.budgets.eventStore) and never
+   * able to hold back an answer. An in-memory store stays with the session (`s.store`) across parks.
+   */
+  private eventStoreFor(s: Session, live: LiveSession): EventStore | undefined {
     const kind = this.eventStoreKind;
     if (kind === 'none') return undefined;
     const b = this.runtime.config.mcp.budgets.eventStore;
     const limits = { ttlMs: b.ttlMs, maxEventsPerStream: b.maxEventsPerStream, maxEventBytes: b.maxEventBytes };
     const store =
       kind === 'storage'
-        ? new StorageEventStore(this.runtime.shared, sessionId, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
-        : new MemoryEventStore({ ...limits, maxBytes: b.sessionBytes, ledger: this.ledger });
+        ? new StorageEventStore(this.runtime.shared, s.id, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
+        : (s.store ??= new MemoryEventStore({ ...limits, maxBytes: b.sessionBytes, ledger: this.ledger }));
     // The memory store answers at once: errors are caught, but no timer races it.
     const safe = failSafeEventStore(store, kind === 'storage' ? b.timeoutMs : undefined, (op, err) => {
       if (Date.now() - this.lastStoreWarning < 10_000) return;
       this.lastStoreWarning = Date.now();
       this.runtime.logger.warn('MCP event store unavailable; messages are sent without resumability', { op, error: err instanceof Error ? err.message : String(err) });
     });
-    return store instanceof MemoryEventStore ? Object.assign(safe, { dispose: () => store.dispose() }) : safe;
+    const storeEvent = safe.storeEvent.bind(safe);
+    // A rebuild's replayed initialize is answered to nobody: nothing of it is kept for replay.
+    safe.storeEvent = (streamId, message) => (live.replaying ? Promise.resolve(formatEventId(streamId, 0)) : storeEvent(streamId, message));
+    return safe;
   }
 
-  private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null, ip: string): Promise<Response> {
+  private newSession(id: string, owner: string | null, init: Record<string, unknown>, ip: string): Session {
+    const now = Date.now();
+    return { id, owner, init, ip, logLevel: 'info', store: undefined, live: undefined, waking: undefined, open: 0, initialized: false, createdAt: now, lastSeen: now };
+  }
+
+  private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null, ip: string, holder: PlaceHolder): Promise<Response> {
     const owner = identity?.sub ?? null;
     await this.cluster?.ready;
     const refused = this.budget.admit(ip, owner, this.sessions.size);
@@ -424,34 +563,44 @@ export class McpHandler {
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     const init = (messages.find((m) => isInitializeRequest(m)) as { params?: Record<string, unknown> } | undefined)?.params ?? {};
     // The id is drawn up front so a storage-backed event store can be keyed by it.
-    const sid = randomUUID();
-    const { transport } = await this.startSession(sid, owner, init, ip);
-    return transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
+    const s = this.newSession(randomUUID(), owner, init, ip);
+    const live = await this.startLive(s);
+    s.open++;
+    holder.session = s;
+    return live.transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
   }
 
-  /** A transport and server for one session id, registered (and counted) once its initialize completes. */
-  private async startSession(sid: string, owner: string | null, init: Record<string, unknown>, ip: string): Promise<{ transport: WebStandardStreamableHTTPServerTransport }> {
-    const events = this.createEventStore(sid);
+  /**
+   * A transport and server for session `s`. Its initialize (the client's, or a replay) makes it
+   * the session's live pair, and registers (and counts) a session not registered yet.
+   */
+  private async startLive(s: Session): Promise<LiveSession> {
+    const live = { replaying: false } as LiveSession;
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => sid,
+      sessionIdGenerator: () => s.id,
       enableJsonResponse: (this.opts.responseMode ?? 'sse') === 'json',
-      eventStore: events,
+      eventStore: this.eventStoreFor(s, live),
       retryInterval: this.opts.retryIntervalMs ?? 1000,
       onsessioninitialized: (id) => {
-        const now = Date.now();
-        this.sessions.set(id, { transport, server, roots, owner, init, events, ip, initialized: false, createdAt: now, lastSeen: now });
-        this.budget.add({ ip, owner });
+        s.live = live;
+        this.live.add(s);
+        if (this.sessions.has(id)) return;
+        this.sessions.set(id, s);
+        this.budget.add(s);
         // Not awaited: the initialize answer must not wait on storage (Redis down or slow).
-        void this.records?.save(id, { owner, init }).catch((err: unknown) => {
+        void this.records?.save(id, { owner: s.owner, init: s.init }).catch((err: unknown) => {
           this.runtime.logger.warn('MCP session record not saved', { error: err instanceof Error ? err.message : String(err) });
         });
       },
+      // DELETE: the session ends (a parked pair closing is not a session closing).
       onsessionclosed: (id) => {
-        this.forget(id);
+        if (s.live === live) this.forget(id);
       },
     });
-    const { server, roots } = createMcpServer(this.runtime, this.catalog, this.seal, () => transport.sessionId, 'stateful');
+    const { server, roots, state } = createMcpServer(this.runtime, this.catalog, this.seal, () => transport.sessionId, 'stateful');
+    state.logLevel = s.logLevel;
+    Object.assign(live, { transport, server, roots, state });
     await server.connect(transport);
-    return { transport };
+    return live;
   }
 }

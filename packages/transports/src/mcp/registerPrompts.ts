@@ -1,7 +1,7 @@
 import type { GetPromptResult, Server } from '@modelcontextprotocol/server';
 import { mcpContext } from './callContext.js';
 import { toMcpError } from './mcpErrors.js';
-import type { McpServerDeps, McpSessionState } from './sessionState.js';
+import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
 
 /** prompts/list and prompts/get from the runtime's prompt registry. */
 export function registerPrompts(server: Server, deps: McpServerDeps, state: McpSessionState): void {
@@ -15,15 +15,17 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
     })),
   }) as never);
 
-  server.setRequestHandler('prompts/get', async (request, ctx) => {
-    const { name, arguments: args = {} } = request.params;
-    try {
-      const use = { kind: 'prompt', name, args } as const;
-      const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
-      const result = await registry.render(name, args, callCtx);
-      return result as GetPromptResult;
-    } catch (err) {
-      throw toMcpError(deps.runtime, err, 'prompts/get');
-    }
-  });
+  server.setRequestHandler('prompts/get', (request, ctx) =>
+    counted(state, async () => {
+      const { name, arguments: args = {} } = request.params;
+      try {
+        const use = { kind: 'prompt', name, args } as const;
+        const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
+        const result = await registry.render(name, args, callCtx);
+        return result as GetPromptResult;
+      } catch (err) {
+        throw toMcpError(deps.runtime, err, 'prompts/get');
+      }
+    }),
+  );
 }

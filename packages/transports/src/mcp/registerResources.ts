@@ -1,7 +1,7 @@
 import type { Server } from '@modelcontextprotocol/server';
 import { mcpContext } from './callContext.js';
 import { resourceNotFound, toMcpError } from './mcpErrors.js';
-import type { McpServerDeps, McpSessionState } from './sessionState.js';
+import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
 
 /**
  * resources/list, resources/read, resources/templates/list and, for 2025 sessions,
@@ -33,33 +33,34 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
     })),
   }) as never);
 
-  server.setRequestHandler('resources/read', async (request, ctx) => {
-    const { uri } = request.params;
-    try {
-      const use = { kind: 'resource', name: uri } as const;
-      const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
-      const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
-      return { contents: [r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content }] } as never;
-    } catch (err) {
-      throw toMcpError(deps.runtime, err, 'resources/read', uri);
-    }
-  });
+  server.setRequestHandler('resources/read', (request, ctx) =>
+    counted(state, async () => {
+      const { uri } = request.params;
+      try {
+        const use = { kind: 'resource', name: uri } as const;
+        const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
+        const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
+        return { contents: [r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content }] } as never;
+      } catch (err) {
+        throw toMcpError(deps.runtime, err, 'resources/read', uri);
+      }
+    }) as never,
+  );
 
   if (deps.mode !== 'stateful') return () => undefined;
 
-  const subscriptions = new Set<string>();
   server.setRequestHandler('resources/subscribe', (request) => {
     if (!registry.has(request.params.uri)) throw resourceNotFound(request.params.uri);
-    subscriptions.add(request.params.uri);
+    (state.subscriptions ??= new Set()).add(request.params.uri);
     return {};
   });
   server.setRequestHandler('resources/unsubscribe', (request) => {
-    subscriptions.delete(request.params.uri);
+    state.subscriptions?.delete(request.params.uri);
     return {};
   });
 
   const offUpdated = registry.onUpdated((uri) => {
-    if (!subscriptions.has(uri)) return;
+    if (!state.subscriptions?.has(uri)) return;
     server.sendResourceUpdated({ uri }).catch((err: unknown) => {
       deps.runtime.logger.debug('resource update not delivered', { error: err instanceof Error ? err.message : String(err) });
     });
@@ -70,6 +71,5 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
   return () => {
     offUpdated();
     offList();
-    subscriptions.clear();
   };
 }

@@ -5,7 +5,7 @@ import { callerOf } from './requestStateSeal.js';
 import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, type ToolOutcome } from './tasks/McpTasks.js';
 import { withRequestRoots } from './requestRoots.js';
 import type { CatalogTool } from './toolCatalog.js';
-import type { McpServerDeps, McpSessionState } from './sessionState.js';
+import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
 
 /**
  * Tool results: text for every client, structuredContent when the tool declares an output schema.
@@ -107,6 +107,6 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
     };
     // 2025 sessions keep their roots (rootsSync); a 2026 request is asked for them in-band.
     if (deps.mode === 'modern' && tool.meta?.mcp?.roots) return (await withRequestRoots(deps, server, ctx, call)) as never;
-    return (await call(deps)) as never;
+    return (await counted(state, () => call(deps))) as never;
   });
 }

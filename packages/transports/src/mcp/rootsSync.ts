@@ -4,6 +4,10 @@ import type { McpServerDeps } from './sessionState.js';
 export interface RootsSync {
   /** The session's GET stream is open: a pending roots/list can go out now. */
   streamOpened(): void;
+  /**
+   * This server is done. The roots it received stay with the session (a parked session keeps
+   * them); McpHandler clears them when the session itself ends.
+   */
   close(): void;
 }
 
@@ -66,8 +70,6 @@ export function startRootsSync(server: Server, deps: McpServerDeps): RootsSync {
     },
     close() {
       closed = true;
-      const sessionId = deps.sessionId();
-      if (sessionId) runtime.clientWorkspaces.clearSession(sessionId);
     },
   };
 }

@@ -25,10 +25,28 @@ export interface McpServerDeps {
   tasks?: McpTasks;
 }
 
-/** Mutable per-session state. */
+/** Mutable per-session state (what a parked 2025 session must keep is read from here). */
 export interface McpSessionState {
   /** Minimum level of notifications/message sent to this client (logging/setLevel). */
   logLevel: LoggingLevel;
+  /** Resource URIs this session subscribed to (2025 sessions; created on the first subscribe). */
+  subscriptions?: Set<string>;
+  /**
+   * Calls (tools/call, prompts/get, resources/read) still running. A call outlives its HTTP
+   * stream when the server closes the stream for polling (SEP-1699), so the stream count alone
+   * cannot tell that a session is idle.
+   */
+  running: number;
+}
+
+/** Run one call of a session, counted in `state.running` while it runs. */
+export async function counted<T>(state: McpSessionState, call: () => Promise<T>): Promise<T> {
+  state.running++;
+  try {
+    return await call();
+  } finally {
+    state.running--;
+  }
 }
 
 export const LOG_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];

@@ -9,6 +9,8 @@ interface Entry {
   store: EvictableStore;
   streamId: string;
   seq: number;
+  /** When it was stored (ms since epoch). */
+  at: number;
 }
 
 /**
@@ -34,11 +36,24 @@ export class EventLedger {
   }
 
   /** Account one stored event, then evict oldest-first until the total fits again. */
-  add(store: EvictableStore, streamId: string, seq: number, bytes: number): void {
-    this.queue.push({ store, streamId, seq });
+  add(store: EvictableStore, streamId: string, seq: number, bytes: number, at = Date.now()): void {
+    this.queue.push({ store, streamId, seq, at });
     this.held += bytes;
     this.events++;
     while (this.held > this.maxBytes && this.head < this.queue.length) {
+      const e = this.queue[this.head++]!;
+      e.store.evict(e.streamId, e.seq);
+    }
+    this.compact();
+  }
+
+  /**
+   * Drop every event stored before `before`, whichever session holds it. Stores only expire
+   * their own events when they are written or read again, so without this a session nobody
+   * comes back to would keep its last answers until it is closed.
+   */
+  expire(before: number): void {
+    while (this.head < this.queue.length && this.queue[this.head]!.at < before) {
       const e = this.queue[this.head++]!;
       e.store.evict(e.streamId, e.seq);
     }

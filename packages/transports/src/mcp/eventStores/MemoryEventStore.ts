@@ -20,7 +20,13 @@ export interface MemoryEventStoreOptions {
 }
 
 interface Stream {
+  /** The stream id as one flat string (see storeEvent). */
+  id: string;
   seq: number;
+  /**
+   * The message object itself, not its JSON text: lists are shared objects (the tool catalog's
+   * tools/list answer is ~20 KB of JSON but one object every session's answer points to).
+   */
   events: Array<{ seq: number; message: JSONRPCMessage; bytes: number; at: number }>;
 }
 
@@ -57,10 +63,12 @@ export class MemoryEventStore implements EventStore, EvictableStore {
     if (stream) {
       this.streams.delete(streamId); // re-insert: Map order is our LRU order
     } else {
-      stream = { seq: 0, events: [] };
+      // The SDK's stream ids are rope strings (about 1 KB of string pieces each); a copy that is
+      // one flat string is what the map and the ledger keep for the stream's lifetime.
+      stream = { id: flatten(streamId), seq: 0, events: [] };
       if (this.streams.size >= this.maxStreams) this.dropStream(this.streams.keys().next().value!);
     }
-    this.streams.set(streamId, stream);
+    this.streams.set(stream.id, stream);
     const seq = ++stream.seq;
     // The priming event of a stream is never replayed: its id is all a client resumes from.
     if (isPriming(message)) return formatEventId(streamId, seq);
@@ -80,7 +88,7 @@ export class MemoryEventStore implements EventStore, EvictableStore {
     }
     if (this.bytes > this.maxBytes) this.dropOldest(stream, stream.events.length - 1);
     if (this.bytes > this.maxBytes) this.dropOldest(stream, 1);
-    if (stream.events.at(-1)?.seq === seq) this.ledger.add(this, streamId, seq, bytes);
+    if (stream.events.at(-1)?.seq === seq) this.ledger.add(this, stream.id, seq, bytes, now);
     return formatEventId(streamId, seq);
   }
 
@@ -142,7 +150,7 @@ export class MemoryEventStore implements EventStore, EvictableStore {
     const stream = parsed && this.streams.get(parsed.streamId);
     if (!parsed || !stream) return '';
     for (const e of stream.events) {
-      if (e.seq > parsed.seq && !isPriming(e.message)) await send(formatEventId(parsed.streamId, e.seq), e.message);
+      if (e.seq > parsed.seq) await send(formatEventId(parsed.streamId, e.seq), e.message);
     }
     return parsed.streamId;
   }
@@ -158,4 +166,9 @@ export class MemoryEventStore implements EventStore, EvictableStore {
     for (const s of this.streams.values()) n += s.events.length;
     return n;
   }
+}
+
+/** A copy of `s` as one sequential string (V8 keeps a concatenation as a tree of its pieces). */
+function flatten(s: string): string {
+  return JSON.parse(JSON.stringify(s)) as string;
 }

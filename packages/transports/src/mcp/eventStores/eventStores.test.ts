@@ -110,6 +110,23 @@ describe('MemoryEventStore bounds', () => {
     expect(store.size).toBe(0);
   });
 
+  it('drops events past ttlMs through the shared ledger, also in stores nobody writes to or reads again', async () => {
+    let now = 1_000_000;
+    const ledger = new EventLedger(1024 * 1024);
+    const abandoned = new MemoryEventStore({ ttlMs: 60_000, ledger, now: () => now });
+    const active = new MemoryEventStore({ ttlMs: 60_000, ledger, now: () => now });
+    await abandoned.storeEvent('a', msg(1));
+    await abandoned.storeEvent('a', msg(2));
+    now += 30_000;
+    const recent = await active.storeEvent('b', msg(3));
+    now += 31_000;
+    ledger.expire(now - 60_000);
+    expect(abandoned.size).toBe(0);
+    expect(active.size).toBe(1);
+    expect(await active.getStreamIdForEventId(recent)).toBe('b');
+    expect(ledger.count).toBe(1);
+  });
+
   it('keeps at most maxEventsPerStream per stream and maxStreams streams', async () => {
     const store = new MemoryEventStore({ maxEventsPerStream: 3, maxStreams: 2 });
     const ids: string[] = [];

@@ -1,0 +1,84 @@
+/**
+ * What MCP 2025 sessions that walk away (no DELETE, as most clients do) keep in memory: each one
+ * opens, lists tools, calls one and never comes back. Past the live-session cap they are parked
+ * (transport and server closed, a small record kept), so the heap grows by a few KB per session
+ * instead of the ~17 KB a live SDK transport and server hold; and a parked session still works
+ * when its client returns. Heap is read after forced full GCs in this process, which also runs
+ * the server: the client's own requests are garbage by then.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './helpers/testServer.js';
+import { call, messagesOf, openWireSession, readSse, type WireSession } from './helpers/mcpWire.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Used heap after full collections, in bytes. */
+function heapAfterGc(): number {
+  for (let i = 0; i < 4; i++) gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Heap kept per abandoned session must stay under this (today's live sessions keep ~17 KB; parked ones ~3 KB). */
+const MAX_BYTES_PER_SESSION = 8 * 1024;
+
+let server: TestServer;
+let url: string;
+
+/** A client that initializes, lists the tools, calls one, and walks away without DELETE. */
+async function abandonedSession(): Promise<WireSession> {
+  const s = await openWireSession(url);
+  await (await s.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).text();
+  const res = await s.post(call(2, 'greeting', { name: 'Ada', language: 'de' }));
+  const [answer] = messagesOf(await readSse(res, (ev) => messagesOf(ev).some((m) => m.id === 2)));
+  if (!answer?.result) throw new Error(`tools/call: ${JSON.stringify(answer)}`);
+  return s;
+}
+
+async function open(n: number): Promise<WireSession[]> {
+  const out: WireSession[] = [];
+  for (let i = 0; i < n; i += 10) out.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, abandonedSession))));
+  return out;
+}
+
+beforeAll(async () => {
+  // Anonymous sessions from one address: the per-address and anonymous budgets are raised so
+  // that only what a session keeps is measured.
+  server = await startTestServer({
+    mcp: { auth: { authType: 'none' }, rateLimiting: { enabled: false }, budgets: { sessionsPerAddress: 10_000, maxAnonymousSessions: 10_000 } },
+  });
+  url = server.url + '/mcp';
+});
+afterAll(() => server?.stop());
+
+describe('MCP sessions that walk away', () => {
+  it('keep a few KB each past the live cap, and still answer when their client returns', async () => {
+    // Past the live-session cap (256 by default), so the second batch is what every further abandoned session costs.
+    const first = await open(300);
+    const before = heapAfterGc();
+    const batch = 500;
+    await open(batch);
+    const perSession = (heapAfterGc() - before) / batch;
+    expect(perSession, `heap kept per abandoned session: ${(perSession / 1024).toFixed(1)} KB`).toBeLessThan(MAX_BYTES_PER_SESSION);
+
+    // None of them was closed: 800 sessions are open, and the oldest one answers with its negotiated version.
+    const oldest = first[0]!;
+    const res = await oldest.post(call(3, 'greeting', { name: 'Grace', language: 'en' }));
+    expect(res.status).toBe(200);
+    const [answer] = messagesOf(await readSse(res, (ev) => messagesOf(ev).some((m) => m.id === 3)));
+    expect(JSON.stringify(answer?.result)).toContain('Grace');
+    const wrongVersion = await oldest.post({ jsonrpc: '2.0', id: 4, method: 'tools/list' }, { 'mcp-protocol-version': '1999-01-01' });
+    expect(wrongVersion.status).toBe(400);
+    await wrongVersion.text();
+
+    // DELETE ends a parked session like a live one: afterwards it is unknown.
+    const second = first[1]!;
+    const del = await fetch(url, { method: 'DELETE', headers: second.headers() });
+    expect(del.status).toBe(200);
+    const gone = await second.post({ jsonrpc: '2.0', id: 5, method: 'tools/list' });
+    expect(gone.status).toBe(404);
+    await gone.text();
+  }, 120_000);
+});
