@@ -41,10 +41,9 @@ diagnostics.subscribe('http.server.request.start', () => {
   trace = [];
 });
 diagnostics.subscribe('http.server.response.finish', () => mark('response finished'));
-diagnostics.subscribe('undici:request:create', () => mark('upstream request created'));
-diagnostics.subscribe('undici:client:sendHeaders', () => mark('upstream headers sent'));
-diagnostics.subscribe('undici:request:headers', () => mark('upstream answered (headers)'));
-diagnostics.subscribe('undici:request:trailers', () => mark('upstream body read'));
+// The upstream call goes through node:http (services/ai/upstreamFetch.ts), whose client channels these are.
+diagnostics.subscribe('http.client.request.start', () => mark('upstream request created'));
+diagnostics.subscribe('http.client.response.finish', () => mark('upstream answered'));
 
 const keyKind = (k) => (typeof k === 'string' ? k.split(':').slice(0, 2).join(':').replace(/[0-9a-f-]{16,}/g, '…') : Array.isArray(k) ? k.map(keyKind).join(',') : '');
 /** The storage, every operation timestamped at its start and end. */

@@ -17,8 +17,8 @@ const dir = mkdtempSync(join(tmpdir(), 'ai-backend-startup-modules-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const LAZY = [
-  'ai', '@ai-sdk/', '@openrouter/', 'undici', 'ioredis', 'pg', 'better-sqlite3', 'jose', '@modelcontextprotocol/sdk', 'prom-client',
-  '@opentelemetry/api', 'micromatch', 'ipaddr.js', 'mime-types', 'cosmiconfig', 'jiti', 'jsonc-parser', 'dotenv', 'node:zlib', 'node:dns', 'node:child_process',
+  'ai', '@ai-sdk/', '@openrouter/', 'ioredis', 'pg', 'better-sqlite3', 'jose', '@modelcontextprotocol/sdk', 'prom-client',
+  '@opentelemetry/api', 'micromatch', 'ipaddr.js', 'mime-types', 'cosmiconfig', 'jiti', 'jsonc-parser', 'dotenv', 'node:zlib', 'node:dns', 'node:https', 'node:child_process',
 ];
 
 it('a default server answers /health without loading the dependencies it loads on first use', () => {

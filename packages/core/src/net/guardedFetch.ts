@@ -1,5 +1,7 @@
 import type * as Dns from 'node:dns';
 import type { LookupAddress } from 'node:dns';
+import type * as Http from 'node:http';
+import type * as Https from 'node:https';
 import { isIP } from 'node:net';
 import type Ipaddr from 'ipaddr.js';
 import { lazyRequire } from '../lib/lazyRequire.js';
@@ -7,7 +9,8 @@ import { lazyRequire } from '../lib/lazyRequire.js';
 const ipaddr = lazyRequire<typeof Ipaddr>('ipaddr.js');
 // node:dns too: only a guarded fetch resolves names, and a default server makes none at start.
 const dns = lazyRequire<typeof Dns>('node:dns');
-import type { Agent } from 'undici';
+const http = lazyRequire<typeof Http>('node:http');
+const https = lazyRequire<typeof Https>('node:https');
 import { CoreError } from '../kernel/CoreError.js';
 
 /**
@@ -66,16 +69,29 @@ function publicLookup(hostname: string, options: { all?: boolean; family?: numbe
   });
 }
 
-let agents: Promise<{ guarded: Agent; open: Agent; fetch: typeof import('undici').fetch }> | undefined;
+/**
+ * Node's own client, `node:http` / `node:https`, with the lookup above on the guarded agents
+ * (agent options reach every socket they create, so each connection uses a checked address).
+ * Guarded and open requests never share an agent: a kept-alive socket opened without the guard
+ * must not serve a guarded request. Created on first use: servers that never fetch such URLs
+ * never load node:https.
+ */
+let agents: { guarded: Record<'http:' | 'https:', Http.Agent>; open: Record<'http:' | 'https:', Http.Agent> } | undefined;
+function agentFor(protocol: 'http:' | 'https:', guarded: boolean): Http.Agent {
+  agents ??= {
+    guarded: { 'http:': new (http().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }), 'https:': new (https().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }) },
+    open: { 'http:': new (http().Agent)({ keepAlive: true, timeout: 5000 }), 'https:': new (https().Agent)({ keepAlive: true, timeout: 5000 }) },
+  };
+  return (guarded ? agents.guarded : agents.open)[protocol];
+}
 
-/** Loaded on first use: servers that never fetch such URLs never load undici's fetch. */
-function loadAgents(): Promise<{ guarded: Agent; open: Agent; fetch: typeof import('undici').fetch }> {
-  agents ??= import('undici').then((u) => ({
-    guarded: new u.Agent({ connect: { lookup: publicLookup as never }, keepAliveTimeout: 5000 }),
-    open: new u.Agent({ keepAliveTimeout: 5000 }),
-    fetch: u.fetch,
-  }));
-  return agents;
+/** One GET; resolves with the response head (the body is still to be read). */
+function get(url: URL, headers: Record<string, string> | undefined, agent: Http.Agent, signal: AbortSignal): Promise<Http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? https() : http()).request(url, { method: 'GET', headers, agent, signal }, resolve);
+    req.once('error', reject);
+    req.end();
+  });
 }
 
 /** Why this URL may not be fetched, or null. */
@@ -94,7 +110,6 @@ function refused(message: string): CoreError {
 
 /** GET `url` with the guards above. Throws CoreError: FORBIDDEN (refused address), UPSTREAM_TIMEOUT, UPSTREAM_ERROR, PAYLOAD_TOO_LARGE. */
 export async function guardedFetch(input: string | URL, opts: GuardedFetchOptions): Promise<GuardedResponse> {
-  const { guarded, open, fetch } = await loadAgents();
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
   let url = new URL(input);
@@ -102,45 +117,48 @@ export async function guardedFetch(input: string | URL, opts: GuardedFetchOption
   for (let hop = 0; ; hop++) {
     const problem = guardedUrlProblem(url, opts);
     if (problem) throw refused(problem);
-    let res: Awaited<ReturnType<typeof fetch>>;
+    let res: Http.IncomingMessage;
     try {
-      res = await fetch(url, { redirect: 'manual', signal, headers: opts.headers, dispatcher: opts.allowPrivateNetwork ? open : guarded });
+      res = await get(url, opts.headers, agentFor(url.protocol as 'http:' | 'https:', !opts.allowPrivateNetwork), signal);
     } catch (err) {
       if (timeout.aborted) throw new CoreError('UPSTREAM_TIMEOUT', `fetching ${url.origin} timed out`);
       if (opts.signal?.aborted) throw new CoreError('CANCELLED', 'request cancelled');
       if (causeCode(err) === 'ESSRFBLOCKED') throw refused(`${url.hostname} resolves to a non-public address`);
       throw new CoreError('UPSTREAM_ERROR', `fetching ${url.origin} failed`, { cause: err });
     }
-    if (res.status >= 300 && res.status < 400 && res.headers.has('location')) {
-      await res.body?.cancel();
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400 && res.headers.location) {
+      res.destroy();
       if (hop >= maxRedirects) throw new CoreError('UPSTREAM_ERROR', `${url.origin} answered with a redirect, which is not followed here`);
-      url = new URL(res.headers.get('location')!, url);
+      url = new URL(res.headers.location, url);
       continue;
     }
-    const declared = Number(res.headers.get('content-length') ?? '0');
+    const declared = Number(res.headers['content-length'] ?? '0');
     if (declared > opts.maxBytes) {
-      await res.body?.cancel();
+      res.destroy();
       throw tooLarge(opts.maxBytes);
     }
-    const chunks: Uint8Array[] = [];
+    const chunks: Buffer[] = [];
     let size = 0;
     try {
-      if (res.body) {
-        for await (const chunk of res.body) {
-          size += chunk.byteLength;
-          if (size > opts.maxBytes) {
-            await res.body.cancel().catch(() => undefined);
-            throw tooLarge(opts.maxBytes);
-          }
-          chunks.push(chunk);
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        size += chunk.byteLength;
+        if (size > opts.maxBytes) {
+          res.destroy();
+          throw tooLarge(opts.maxBytes);
         }
+        chunks.push(chunk);
       }
     } catch (err) {
       if (err instanceof CoreError) throw err;
       if (timeout.aborted) throw new CoreError('UPSTREAM_TIMEOUT', `fetching ${url.origin} timed out`);
+      if (opts.signal?.aborted) throw new CoreError('CANCELLED', 'request cancelled');
       throw new CoreError('UPSTREAM_ERROR', `reading ${url.origin} failed`, { cause: err });
     }
-    return { status: res.status, headers: res.headers as unknown as Headers, body: Buffer.concat(chunks), url: url.href };
+    // rawHeaders keeps repeated headers apart (res.headers joins some and drops others).
+    const headers = new Headers();
+    for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+    return { status, headers, body: Buffer.concat(chunks), url: url.href };
   }
 }
 

@@ -72,6 +72,21 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     expect(last.method).toBe('POST');
     expect(last.headers['x-key']).toBe('k');
     expect('x-none' in last.headers).toBe(false);
+    // Sent with its length, as fetch sends a string body, not chunked.
+    expect(last.headers['content-length']).toBe('7');
+    expect(last.headers['transfer-encoding']).toBeUndefined();
+  });
+
+  it('keeps the connection open between calls (one socket for calls one after another)', async () => {
+    let opened = 0;
+    const count = () => void opened++;
+    server.on('connection', count);
+    try {
+      for (let i = 0; i < 3; i++) expect(await (await upstreamFetch(`${base}/json`, { method: 'POST', body: String(i) })).json()).toEqual({ echo: String(i) });
+    } finally {
+      server.off('connection', count);
+    }
+    expect(opened).toBeLessThanOrEqual(1);
   });
 
   it('decodes a gzip body', async () => {

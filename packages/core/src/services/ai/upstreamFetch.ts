@@ -1,21 +1,26 @@
+import type * as Http from 'node:http';
+import type * as Https from 'node:https';
 import { Readable } from 'node:stream';
 import type * as Zlib from 'node:zlib';
-import type { Dispatcher } from 'undici';
 import { lazyRequire } from '../../lib/lazyRequire.js';
 import { plainHeaders } from '../../lib/plainHeaders.js';
 
 // Loaded with the first compressed body: a default server decodes none at start.
 const zlib = lazyRequire<typeof Zlib>('node:zlib');
+// Loaded with the first upstream call (node:https brings TLS): a server that calls no provider never loads them.
+const http = lazyRequire<typeof Http>('node:http');
+const https = lazyRequire<typeof Https>('node:https');
 
 /**
- * The `fetch` the AI SDK providers call the upstream with: `undici.request` on one keep-alive
- * `Agent`, wrapped in a WHATWG `Response`. Node's global `fetch` is the same undici underneath,
- * but its spec machinery cost about 0.4 ms of CPU per call, the largest single cost of a
- * gateway call (docs/performance.md, "AI gateway overhead").
+ * The `fetch` the AI SDK providers call the upstream with: Node's own `node:http` / `node:https`
+ * client on one keep-alive agent per protocol, wrapped in a WHATWG `Response`. The global `fetch`
+ * cost about 0.4 ms more CPU per call, the largest single cost of a gateway call
+ * (docs/performance.md, "AI gateway overhead"); `node:http` keeps most of that saving without a
+ * second HTTP client in node_modules (the `undici` package this used before).
  *
  * What it keeps from `fetch`, because the AI SDK and mapUpstreamError rely on it:
  * - a connection failure rejects with `TypeError('fetch failed', { cause })`, the cause carrying
- *   undici's or the socket's `code` (the SDK turns it into a retryable APICallError);
+ *   the socket's `code` (the SDK turns it into a retryable APICallError);
  * - an abort rejects with the signal's reason (an `AbortError`), also once the body is streaming;
  * - the body streams (server-sent events work), and gzip / deflate / br bodies are decoded.
  * What it does not do: follow redirects (a provider base URL must be the final address, and a
@@ -24,17 +29,21 @@ const zlib = lazyRequire<typeof Zlib>('node:zlib');
  */
 export type FetchFunction = typeof globalThis.fetch;
 
-type Undici = Pick<typeof import('undici'), 'Agent' | 'request'>;
-let loaded: Promise<{ request: Undici['request']; agent: Dispatcher }> | undefined;
-
-/** Loaded on first call, like the AI SDK. Sockets stay open between calls (keep-alive), one request per socket at a time. */
-function dispatcher(): Promise<{ request: Undici['request']; agent: Dispatcher }> {
-  loaded ??= import('undici').then((u: Undici) => ({ request: u.request, agent: new u.Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000 }) }));
-  return loaded;
+/**
+ * Sockets stay open between calls (keep-alive), one request per socket at a time; an idle
+ * socket is closed after 10 s (the agent destroys a free socket when its timeout fires).
+ */
+let agents: { http: Http.Agent; https: Https.Agent } | undefined;
+function agentFor(protocol: string): Http.Agent {
+  agents ??= { http: new (http().Agent)({ keepAlive: true, timeout: 10_000 }), https: new (https().Agent)({ keepAlive: true, timeout: 10_000 }) };
+  return protocol === 'https:' ? agents.https : agents.http;
 }
 
-/** Load undici now (callers do it before starting an upstream timeout). */
-export const loadUpstreamFetch = (): Promise<void> => dispatcher().then(() => undefined);
+/** Load the client now (callers do it before starting an upstream timeout). */
+export const loadUpstreamFetch = (): Promise<void> => {
+  agentFor('https:');
+  return Promise.resolve();
+};
 
 function decoder(encoding: string | undefined) {
   switch (encoding?.trim().toLowerCase()) {
@@ -60,45 +69,49 @@ export const upstreamFetch: FetchFunction = async (input, init = {}) => {
   if (!sendable || input instanceof Request) return globalThis.fetch(input, init);
   const signal = init.signal ?? undefined;
   if (signal?.aborted) throw abortReason(signal);
-  const { request, agent: d } = await dispatcher();
-  let res: Dispatcher.ResponseData;
-  try {
-    res = await request(String(input), {
-      method: (init.method ?? 'GET').toUpperCase() as Dispatcher.HttpMethod,
-      headers: plainHeaders(init.headers),
-      body: body ?? null,
-      dispatcher: d,
-      ...(signal ? { signal } : {}),
+  const url = new URL(String(input));
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return globalThis.fetch(input, init);
+  const headers = plainHeaders(init.headers);
+  // As fetch does: a body of known size goes with its length, not chunked.
+  if (body !== undefined && body !== null && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length')) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+  const res = await new Promise<Http.IncomingMessage>((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? https() : http()).request(url, { method: (init.method ?? 'GET').toUpperCase(), headers, agent: agentFor(url.protocol) }, resolve);
+    const onAbort = () => {
+      req.destroy();
+      reject(abortReason(signal!));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const settled = () => signal?.removeEventListener('abort', onAbort);
+    req.once('response', settled);
+    req.once('error', (err) => {
+      settled();
+      reject(signal?.aborted ? abortReason(signal) : new TypeError('fetch failed', { cause: err }));
     });
-  } catch (err) {
-    if (signal?.aborted) throw abortReason(signal);
-    throw new TypeError('fetch failed', { cause: err });
-  }
-  const headers = new Headers();
-  for (const [k, v] of Object.entries(res.headers)) {
-    if (Array.isArray(v)) for (const x of v) headers.append(k, x);
-    else if (v !== undefined) headers.set(k, v);
-  }
-  const status = res.statusCode;
+    req.end(body ?? undefined);
+  });
+  // rawHeaders keeps repeated headers apart (res.headers joins some and drops others).
+  const responseHeaders = new Headers();
+  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+  const status = res.statusCode ?? 502;
   if (status === 204 || status === 205 || status === 304 || init.method?.toUpperCase() === 'HEAD') {
-    res.body.resume();
-    return new Response(null, { status, headers });
+    res.resume();
+    return new Response(null, { status, headers: responseHeaders });
   }
-  const decode = decoder(headers.get('content-encoding') ?? undefined);
-  let stream: Readable = res.body;
+  const decode = decoder(responseHeaders.get('content-encoding') ?? undefined);
+  let stream: Readable = res;
   if (decode) {
     // pipe() does not forward errors: a socket that dies mid-body must still fail the read.
-    res.body.once('error', (err) => decode.destroy(err));
-    stream = res.body.pipe(decode);
+    res.once('error', (err) => decode.destroy(err));
+    stream = res.pipe(decode);
   }
-  // An abort after the headers destroys the body with undici's error; fetch reports the reason.
+  // An abort after the headers: fetch reports the signal's reason, not the socket's error.
   if (signal) {
     const onAbort = () => {
-      res.body.destroy();
       stream.destroy(abortReason(signal) as Error);
+      if (stream !== res) res.destroy();
     };
     signal.addEventListener('abort', onAbort, { once: true });
     stream.once('close', () => signal.removeEventListener('abort', onAbort));
   }
-  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { status, headers });
+  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { status, headers: responseHeaders });
 };
