@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
 import { clientCapabilitiesOf } from './callContext.js';
-import { callerOf } from './requestStateSeal.js';
+import { callerOf, taskOwnerOf } from './requestStateSeal.js';
 import { taskRunner } from './registerTools.js';
 import { declaresTasks, missingTasksCapability } from './tasks/McpTasks.js';
 import { detailedTask, TASKS_EXTENSION } from './tasks/TaskStore.js';
@@ -27,12 +27,12 @@ export function registerTasks(server: Server, deps: McpServerDeps): void {
 
   server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
     negotiated('tasks/get');
-    return detailedTask(await tasks.get(params.taskId, callerOf(ctx))) as never;
+    return detailedTask(await tasks.get(params.taskId, taskOwnerOf(ctx))) as never;
   });
 
   server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
     negotiated('tasks/cancel');
-    await tasks.cancel(params.taskId, callerOf(ctx));
+    await tasks.cancel(params.taskId, taskOwnerOf(ctx));
     return {} as never;
   });
 
@@ -41,11 +41,11 @@ export function registerTasks(server: Server, deps: McpServerDeps): void {
     // The SDK lifts `inputResponses` off the params of every 2026-07-28 request (and validates it).
     const responses = ctx.mcpReq.inputResponses;
     if (!responses) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'tasks/update needs inputResponses');
-    await tasks.update(params.taskId, callerOf(ctx), responses, (rec) => {
+    await tasks.update(params.taskId, taskOwnerOf(ctx), responses, (rec) => {
       const tool = deps.catalog.byName.get(rec.tool);
       if (!tool) throw new Error(`task tool ${rec.tool} is no longer served`);
       return taskRunner(deps, server, ctx, tool, rec.arguments ?? {});
-    });
+    }, callerOf(ctx));
     return {} as never;
   });
 }

@@ -1,7 +1,7 @@
 import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server, type ServerContext } from '@modelcontextprotocol/server';
 import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core/internal';
 import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext.js';
-import { callerOf } from './requestStateSeal.js';
+import { callerOf, taskOwnerOf } from './requestStateSeal.js';
 import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, type ToolOutcome } from './tasks/McpTasks.js';
 import { withRequestRoots } from './requestRoots.js';
 import type { CatalogTool } from './toolCatalog.js';
@@ -83,7 +83,8 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
     if (longRunning) {
       if (declaresTasks(clientCapabilitiesOf(server))) {
         return (await deps.tasks!.start({
-          owner: callerOf(ctx),
+          owner: taskOwnerOf(ctx),
+          runningKey: callerOf(ctx),
           tool: tool.name,
           arguments: (request.params.arguments ?? {}) as Record<string, unknown>,
           meta: longRunning,

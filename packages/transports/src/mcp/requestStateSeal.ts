@@ -10,6 +10,20 @@ export function callerOf(ctx: ServerContext): string {
   return scope?.identity ? `sub:${scope.identity.sub}` : `ip:${scope?.facts.ip ?? ''}`;
 }
 
+/**
+ * Who owns a task (MCP Tasks) started or asked about in this request: a signed-in caller's
+ * subject; for an anonymous caller, nobody but the holder of the task's id (ANONYMOUS_TASK_OWNER:
+ * the id is then a 256-bit random handle). Not the client address: behind a proxy without
+ * trustProxy every anonymous client has the same one, and would have owned every anonymous task.
+ */
+export function taskOwnerOf(ctx: ServerContext): string {
+  const scope = (ctx.http?.authInfo?.extra?.facts as { scope?: RequestScope } | undefined)?.scope;
+  return scope?.identity ? `sub:${scope.identity.sub}` : ANONYMOUS_TASK_OWNER;
+}
+
+/** The owner of anonymous tasks: whoever holds the task's id (see taskOwnerOf). */
+export const ANONYMOUS_TASK_OWNER = 'anonymous';
+
 /** What a sealed state was minted for: one tool (or prompt, or resource) called with the same arguments. */
 export interface StateUse {
   kind: 'tool' | 'prompt' | 'resource';

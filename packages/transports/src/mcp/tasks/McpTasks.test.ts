@@ -46,7 +46,7 @@ describe('McpTasks', () => {
   });
 
   const start = (tasks: McpTasks, run: RunTool, owner = 'sub:u1', meta = {}) =>
-    tasks.start({ owner, tool: 't', arguments: { x: 1 }, meta, run }) as Promise<{ taskId: string; status: string }>;
+    tasks.start({ owner, runningKey: owner, tool: 't', arguments: { x: 1 }, meta, run }) as Promise<{ taskId: string; status: string }>;
 
   it('a run that ends after the task was cancelled does not overwrite "cancelled"', async () => {
     const g = gate();
@@ -105,7 +105,7 @@ describe('McpTasks', () => {
   it('inputBeforeTask: a first round asking for input is answered synchronously, no task stored', async () => {
     const asked = { resultType: 'input_required', inputRequests: { n: { method: 'elicitation/create' } } };
     const before = (await runtime.shared.keys('mcp:task:')).length;
-    const answer = await a.start({ owner: 'sub:u1', tool: 't', arguments: {}, meta: { inputBeforeTask: true }, run: async () => ({ kind: 'result', result: asked as never }) });
+    const answer = await a.start({ owner: 'sub:u1', runningKey: 'sub:u1', tool: 't', arguments: {}, meta: { inputBeforeTask: true }, run: async () => ({ kind: 'result', result: asked as never }) });
     expect(answer).toEqual(asked);
     expect((await runtime.shared.keys('mcp:task:')).length).toBe(before);
   });

@@ -1,7 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { isInputRequiredResult, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { LongRunningMeta, ProcedureMeta, Runtime } from '@ai-backend/core/internal';
 import { createTaskResult, TASKS_EXTENSION, TaskStore, TERMINAL, type TaskRecord } from './TaskStore.js';
+import { ANONYMOUS_TASK_OWNER } from '../requestStateSeal.js';
 
 /** What one run of a tool comes to, as a task sees it. */
 export type ToolOutcome =
@@ -78,8 +79,8 @@ export class McpTasks {
   private readonly cancelPollMs: number;
   private readonly maxRunningPerCaller: number;
   private readonly maxResultBytes: number;
-  /** Runs on this instance: taskId → its abort controller and owner. */
-  private readonly local = new Map<string, { abort: AbortController; owner: string }>();
+  /** Runs on this instance: taskId → its abort controller and the caller it counts against (maxRunningPerCaller). */
+  private readonly local = new Map<string, { abort: AbortController; caller: string }>();
   /** The last statusMessage write of each running task. */
   private readonly statusWrites = new Map<string, Promise<unknown>>();
   /** Runs of this instance still going, so close() can let aborted ones release their holds first. */
@@ -115,9 +116,9 @@ export class McpTasks {
     }
   }
 
-  private runningFor(owner: string): number {
+  private runningFor(caller: string): number {
     let n = 0;
-    for (const r of this.local.values()) if (r.owner === owner) n++;
+    for (const r of this.local.values()) if (r.caller === caller) n++;
     return n;
   }
 
@@ -127,14 +128,26 @@ export class McpTasks {
    * answer with the CreateTaskResult. With `inputBeforeTask`, a first round that asks for input
    * within a short window is answered synchronously instead, and no task is created.
    */
-  async start(opts: { owner: string; tool: string; arguments: Record<string, unknown>; meta: LongRunningMeta; run: RunTool; inputResponses?: Record<string, unknown>; requestState?: unknown }): Promise<Record<string, unknown>> {
+  async start(opts: {
+    /** Who may read, answer and cancel the task (taskOwnerOf): a subject, or ANONYMOUS_TASK_OWNER (whoever holds its id). */
+    owner: string;
+    /** Whom the run counts against for maxRunningPerCaller: the subject, or the client address when anonymous. */
+    runningKey: string;
+    tool: string;
+    arguments: Record<string, unknown>;
+    meta: LongRunningMeta;
+    run: RunTool;
+    inputResponses?: Record<string, unknown>;
+    requestState?: unknown;
+  }): Promise<Record<string, unknown>> {
     if (this.closed) throw new ProtocolError(ProtocolErrorCode.InternalError, 'this server instance is shutting down: retry (another instance will take the task)');
-    if (this.runningFor(opts.owner) >= this.maxRunningPerCaller) {
+    if (this.runningFor(opts.runningKey) >= this.maxRunningPerCaller) {
       throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `too many running tasks (at most ${this.maxRunningPerCaller} per caller): wait for one to finish or cancel one`);
     }
-    const taskId = randomUUID();
+    // An anonymous task belongs to whoever holds its id: a 256-bit handle, not a UUID.
+    const taskId = opts.owner === ANONYMOUS_TASK_OWNER ? `anon-${randomBytes(32).toString('base64url')}` : randomUUID();
     const abort = new AbortController();
-    this.local.set(taskId, { abort, owner: opts.owner });
+    this.local.set(taskId, { abort, caller: opts.runningKey });
     const first = opts.run(abort.signal, { inputResponses: opts.inputResponses, verifiedState: opts.requestState, taskId }).catch((err: unknown): ToolOutcome => this.crashed(err));
 
     if (opts.meta.inputBeforeTask) {
@@ -253,7 +266,7 @@ export class McpTasks {
    * for are ignored; once every pending request is answered, the tool runs again here with all
    * of them (and its sealed requestState), on whichever instance got the last answer.
    */
-  async update(taskId: string, owner: string, responses: Record<string, unknown>, runTool: (rec: TaskRecord) => RunTool): Promise<void> {
+  async update(taskId: string, owner: string, responses: Record<string, unknown>, runTool: (rec: TaskRecord) => RunTool, runningKey = owner): Promise<void> {
     await this.get(taskId, owner);
     const { rec, changed } = await this.store.update(taskId, (cur) => {
       if (cur.status !== 'input_required' || !cur.inputRequests) return undefined;
@@ -273,7 +286,7 @@ export class McpTasks {
     });
     if (!changed || !rec || rec.status !== 'working') return;
     const abort = new AbortController();
-    this.local.set(taskId, { abort, owner });
+    this.local.set(taskId, { abort, caller: runningKey });
     this.track(
       runTool(rec)(abort.signal, { inputResponses: rec.answered, sealedState: rec.requestState, taskId })
         .catch((err: unknown): ToolOutcome => this.crashed(err))
