@@ -25,7 +25,9 @@ let admin: string;
 beforeAll(async () => {
   // Input counted as the server's worst case and output = maxTokens: every stream uses exactly its hold.
   upstream = await createTestUpstream({ outputTokens: 1000, latencyMs: 20, chunkDelayMs: 2, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
-  gw = await startAiServer(upstream, { storage: { type: 'memory' } });
+  // One client opens 60 streams at once to race the balance: above the default stream caps (16
+  // per address, 32 per identity; test/e2e/stream-caps.test.ts covers those), so raised here.
+  gw = await startAiServer(upstream, { storage: { type: 'memory' }, limits: { maxSseStreamsPerClient: 100, maxSseStreamsPerIdentity: 100 } });
   admin = await tokenFor('sm-admin', { admin: true });
 });
 afterAll(async () => {
