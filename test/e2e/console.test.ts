@@ -434,7 +434,7 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
 
     // The procedure's rows: one per stream, completed with the tokens each client was told.
     const rows = ((await rpcCall(base, adminJwt, 'admin.recentCalls', { limit: 100, after: seqBefore })).result.calls as Array<{ seq: number; entry: string; procedure: string; tokens: number | null; streaming?: boolean }>).filter((c) => c.procedure === 'ai.streamText');
-    expect(rows.map((r) => r.entry).sort()).toEqual(['openai', 'openai', 'trpc']);
+    expect(rows.map((r) => r.entry).sort()).toEqual(['anthropic', 'openai', 'trpc']);
     expect(rows.every((r) => r.streaming === undefined && r.tokens !== null && r.tokens > 0)).toBe(true);
     expect(rows.find((r) => r.entry === 'trpc')!.tokens).toBe(trpcTokens);
     expect(rows.map((r) => r.tokens)).toContain(openaiTokens);

@@ -39,7 +39,8 @@ export interface ApiKeyGrant {
   concurrent?: number;
 }
 
-export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'internal';
+/** The entry point a call came through: labels statistics, logs and recent calls (never a rule). `openai` and `anthropic`: the /v1 wire formats. */
+export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'anthropic' | 'internal';
 
 export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
 

@@ -128,9 +128,9 @@ export class Metrics {
   private build(prom: PromClient, opts: { processMetrics: boolean }): void {
     const registry = (this.registry = new prom.Registry());
     const registers = [registry];
-    this.requests = new prom.Counter({ name: 'ai_backend_requests_total', help: 'Procedure calls by entry point (trpc, rpc, mcp, openai, internal), procedure path and outcome (ok or the tRPC error code)', labelNames: ['entry', 'procedure', 'outcome'], registers });
+    this.requests = new prom.Counter({ name: 'ai_backend_requests_total', help: 'Procedure calls by entry point (trpc, rpc, mcp, openai, anthropic, internal), procedure path and outcome (ok or the tRPC error code)', labelNames: ['entry', 'procedure', 'outcome'], registers });
     this.requestSeconds = new prom.Histogram({ name: 'ai_backend_request_duration_seconds', help: 'Procedure call latency, including middleware (auth, rate limit, validation)', labelNames: ['entry', 'procedure'], buckets: REQUEST_BUCKETS, registers });
-    this.httpRequests = new prom.Counter({ name: 'ai_backend_http_requests_total', help: 'HTTP requests by entry point (trpc, rpc, mcp, openai, oauth, api_description, health, metrics, webhook, other) and status class', labelNames: ['entry', 'status'], registers });
+    this.httpRequests = new prom.Counter({ name: 'ai_backend_http_requests_total', help: 'HTTP requests by entry point (trpc, rpc, mcp, openai, anthropic, oauth, api_description, health, metrics, webhook, other) and status class', labelNames: ['entry', 'status'], registers });
     this.upstreamRequests = new prom.Counter({ name: 'ai_backend_upstream_requests_total', help: 'HTTP calls to model providers by provider, model and outcome (2xx, 4xx, 429, 5xx, network, aborted)', labelNames: ['provider', 'model', 'outcome'], registers });
     this.upstreamSeconds = new prom.Histogram({ name: 'ai_backend_upstream_duration_seconds', help: 'Time to the response headers of a provider call', labelNames: ['provider', 'model'], buckets: UPSTREAM_BUCKETS, registers });
     this.upstreamFallbacks = new prom.Counter({ name: 'ai_backend_upstream_fallbacks_total', help: 'Calls that left a provider/model for a fallback, by the provider and model left', labelNames: ['provider', 'model'], registers });

@@ -10,7 +10,7 @@ export interface RecentCall {
   rev: number;
   /** ISO time the call ended. */
   at: string;
-  /** Entry point: trpc, rpc, mcp, openai, internal. */
+  /** Entry point: trpc, rpc, mcp, openai, anthropic (the /v1 wire formats), internal. */
   entry: string;
   procedure: string;
   /** The caller's stored id, or null when anonymous (never a token or key). */

@@ -107,7 +107,9 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
       return refuse(ctx, path, call, err as CoreError, getRawInput);
     }
   }
-  if (runtime.rateLimit.enabled && (ctx.req.transport === 'trpc' || ctx.req.transport === 'rpc' || ctx.req.transport === 'openai') && isTool(meta)) {
+  // Tool calls count on every client entry point (a new one included) but /mcp, whose handler
+  // counts them before the call, and server code's own calls (internal).
+  if (runtime.rateLimit.enabled && ctx.req.transport !== 'mcp' && ctx.req.transport !== 'internal' && isTool(meta)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }

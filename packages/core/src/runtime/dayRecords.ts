@@ -33,7 +33,7 @@ export interface StatisticsSnapshot {
   errors: number;
   procedures: ProcedureStatistics[];
   byDay: Array<{ day: string; total: number; errors: number }>;
-  /** Per day and entry point (trpc, rpc, mcp, openai, internal), days ascending. */
+  /** Per day and entry point (trpc, rpc, mcp, openai, anthropic, internal), days ascending. */
   byDayEntry: Array<{ day: string; transport: string; total: number; errors: number }>;
 }
 

@@ -9,6 +9,22 @@ import { h } from './dom.js';
  */
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
 
+/**
+ * Each series keeps one colour in every chart of the console: a colour is given to a label the
+ * first time any chart shows it (the next one no label has yet, while there are), never by its
+ * position in one chart, where `openai` would be blue beside `anthropic` and red after it.
+ */
+const colours = new Map<string, string>();
+export function seriesColour(label: string): string {
+  let c = colours.get(label);
+  if (!c) {
+    const used = new Set(colours.values());
+    c = PALETTE.find((p) => !used.has(p)) ?? PALETTE[colours.size % PALETTE.length]!;
+    colours.set(label, c);
+  }
+  return c;
+}
+
 export interface Series {
   label: string;
   values: Array<number | null>;
@@ -68,7 +84,7 @@ export function timeChart(host: HTMLElement, id: string, title: string, days: st
       height: 220,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: { x: { time: true }, y: { range: yRange } },
-      series: [{ label: 'day' }, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: true, size: 6 }, value }))],
+      series: [{ label: 'day' }, ...series.map((s) => ({ label: s.label, stroke: seriesColour(s.label), width: 2, points: { show: true, size: 6 }, value }))],
       axes: [{}, { values: (_u, ticks) => ticks.map((t) => (opts.money ? `$${+t.toPrecision(3)}` : t.toLocaleString('en-US'))), size: opts.money ? 80 : 60 }],
     },
     [xs, ...series.map((s) => s.values)] as uPlot.AlignedData,
@@ -116,8 +132,8 @@ export function barChart(host: HTMLElement, id: string, title: string, categorie
         { label: 'name', value: (_u, v) => (v === null ? '' : (categories[v] ?? '')) },
         ...series.map((s, i) => ({
           label: s.label,
-          fill: PALETTE[i % PALETTE.length],
-          stroke: PALETTE[i % PALETTE.length],
+          fill: seriesColour(s.label),
+          stroke: seriesColour(s.label),
           paths: barPath(i),
           points: { show: false },
           value: (_u: uPlot, v: number | null) => (v === null ? '–' : label(v)),

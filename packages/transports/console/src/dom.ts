@@ -66,3 +66,6 @@ export function errorBox(err: unknown): HTMLElement {
 export function jsonBlock(value: unknown): HTMLElement {
   return h('pre', { class: 'json' }, JSON.stringify(value, null, 2));
 }
+
+/** How a figure counted by this process alone (since it started) is labelled, everywhere in the console. */
+export const THIS_PROCESS = 'this instance, since it started';

@@ -29,7 +29,7 @@ export function messagesHandler(getRuntime: () => Promise<Runtime>, streams: Str
 export function countTokensHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {
     const runtime = await getRuntime();
-    const scope = await openScope(c, runtime, 'openai');
+    const scope = await openScope(c, runtime, 'anthropic');
     const ch = scope.challenge([{ kind: 'procedure', path: 'ai.generateText' }]);
     if (ch) return errorResponse(c, anthropicError(ch.error), runtime, 'anthropic', ch.headers);
     const body = await readBody(c, runtime);

@@ -6,7 +6,8 @@ export function entryOf(path: string): string {
   if (path.startsWith('/trpc/') || path.startsWith('/typedrpc/')) return 'trpc';
   if (path === '/rpc') return 'rpc';
   if (path === '/mcp') return 'mcp';
-  // The OpenAI-compatible API (/v1/chat/completions, /v1/models): the name its procedure calls carry.
+  // The /v1 wire formats, by the names their procedure calls carry: Anthropic's Messages API, else OpenAI's.
+  if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
   if (path.startsWith('/v1/')) return 'openai';
   if (path.startsWith('/oauth/') || path === '/register' || path.startsWith('/.well-known/')) return 'oauth';
   if (path === '/openrpc.json' || path === '/openapi.json') return 'api_description';
@@ -26,9 +27,9 @@ export function observeRequests(getReady: () => Runtime | undefined): Middleware
     const entry = entryOf(c.req.path);
     // Without a tracer (the default) no span and no closure: one async layer less per request.
     if (!tracingActive()) await next();
-    // The /v1 request span is `POST v1`: `POST openai` is the name of a call to the provider openai.
+    // The /v1 request span is `POST v1`: `POST openai` (or `anthropic`) is the name of a call to that provider.
     else
-      await inRequestSpan(c.req.raw.headers, c.req.method, entry === 'openai' ? 'v1' : entry, async () => {
+      await inRequestSpan(c.req.raw.headers, c.req.method, entry === 'openai' || entry === 'anthropic' ? 'v1' : entry, async () => {
         await next();
         return c.res.status;
       });

@@ -1,5 +1,5 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type WireError } from '@ai-backend/core/internal';
+import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type TransportName, type WireError } from '@ai-backend/core/internal';
 import { withCorsHeaders } from './cors.js';
 import { readJsonBody } from './readJsonBody.js';
 import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from './StreamAdmission.js';
@@ -26,8 +26,8 @@ export interface WireRequest {
  * policy, rate limits, validation, prompts, metering) is the procedures', through core's invoke.
  */
 export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: StreamEvent): string } = { frames(e: StreamEvent): string }> {
-  /** For logs: the transport name and the path. */
-  transport: string;
+  /** The entry point's name: the calls' scope is opened with it (statistics, recent calls) and logs carry it. */
+  transport: TransportName;
   parse(body: unknown, headers: Headers, config: ResolvedConfig): R;
   error(thrown: unknown): FormattedError;
   body(result: GenerateTextOutput, req: R): unknown;
@@ -72,8 +72,9 @@ export async function admitRequest<R>(
   parse: (body: unknown, headers: Headers, config: ResolvedConfig) => R,
   procedure: (req: R) => string,
   fail: (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => Response,
+  transport: TransportName,
 ): Promise<Response | { scope: RequestScope; req: R; path: string }> {
-  const scope = await openScope(c, runtime, 'openai');
+  const scope = await openScope(c, runtime, transport);
   const refused = scope.challenge();
   if (refused) return fail(c, refused.error, runtime, refused.headers);
   const body = await readBody(c, runtime);
@@ -100,7 +101,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
   const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
   return async (c) => {
     const runtime = await getRuntime();
-    const admitted = await admitRequest(c, runtime, spec.parse, (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'), fail);
+    const admitted = await admitRequest(c, runtime, spec.parse, (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'), fail, spec.transport);
     if (admitted instanceof Response) return admitted;
     if (!admitted.req.stream) return answer(c, runtime, admitted);
     const place = streams.take(admitted.scope.facts.ip, admitted.scope.identity?.sub);

@@ -37,7 +37,7 @@ export function embeddingsHandler(getRuntime: () => Promise<Runtime>): Handler {
   const fail = (c: Parameters<Handler>[0], err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, openAiError(err), runtime, 'openai', headers);
   return async (c) => {
     const runtime = await getRuntime();
-    const admitted = await admitRequest(c, runtime, (body, headers) => toEmbedInput(body, headers), () => 'ai.embed', fail);
+    const admitted = await admitRequest(c, runtime, (body, headers) => toEmbedInput(body, headers), () => 'ai.embed', fail, 'openai');
     if (admitted instanceof Response) return admitted;
     const { scope, req } = admitted;
     const result = await invoke(runtime.router, 'ai.embed', req.input, scope.context());

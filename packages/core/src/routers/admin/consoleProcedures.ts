@@ -62,10 +62,11 @@ export const consoleProcedures = {
     }),
 
   findUsers: adminProcedure
-    .meta({ description: 'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; pass nextCursor for more' })
+    .meta({ description: 'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; an empty query lists every user, most recent first; pass nextCursor for more' })
     .input(z.lazy(() =>
       z.strictObject({
-        query: z.string().trim().min(1).max(320),
+        // Empty: every user matches (the console's first page, before any search).
+        query: z.string().trim().max(320).default(''),
         limit: z.number().int().min(1).max(MAX_FOUND).default(MAX_FOUND),
         cursor: z.number().int().min(1).optional().describe('nextCursor of the previous page'),
       }),
@@ -73,7 +74,7 @@ export const consoleProcedures = {
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
       const first = input.cursor === undefined;
-      const [exact, page] = await Promise.all([first ? runtime.users.find(input.query) : undefined, runtime.users.search(input.query, { limit: input.limit, cursor: input.cursor, maxScanned: MAX_SCANNED })]);
+      const [exact, page] = await Promise.all([first && input.query ? runtime.users.find(input.query) : undefined, runtime.users.search(input.query, { limit: input.limit, cursor: input.cursor, maxScanned: MAX_SCANNED })]);
       const subs: string[] = [];
       // An exact id or e-mail leads the first page (also a user credited but never seen, who has no profile).
       if (exact && (exact.profile || !input.query.includes('@'))) subs.push(exact.sub);

@@ -1,6 +1,6 @@
 import { call } from '../api.js';
 import { barChart, timeChart, type Series } from '../charts.js';
-import { clear, fmt, h, section, stat, table } from '../dom.js';
+import { clear, fmt, h, section, stat, table, THIS_PROCESS } from '../dom.js';
 import type { View } from '../main.js';
 import type { KeySeries, Overview } from '../types.js';
 
@@ -97,13 +97,15 @@ export const overviewView: View = async (main, _me, arg) => {
     h(
       'div',
       { class: 'stats' },
-      stat('Requests', fmt.int(o.requests.total), 'stat-requests'),
-      stat('Errors', fmt.int(o.requests.errors), 'stat-errors'),
+      // Counts of this process only are labelled so: with statistics off the request counts are
+      // this instance's since it started, and MCP sessions and streams are always per instance.
+      stat(`Requests${o.series ? '' : ` (${THIS_PROCESS})`}`, fmt.int(o.requests.total), 'stat-requests'),
+      stat(`Errors${o.series ? '' : ` (${THIS_PROCESS})`}`, fmt.int(o.requests.errors), 'stat-errors'),
       stat('AI calls', fmt.int(u.totals.requests), 'stat-ai-calls'),
       stat('Tokens', fmt.int(u.totals.tokensUsed), 'stat-tokens'),
       stat('Cost (platform)', fmt.usd(u.totals.platformCostUsd), 'stat-cost'),
-      stat('MCP sessions', o.mcp ? fmt.int(o.mcp.sessions) : '–', 'stat-mcp-sessions'),
-      stat('MCP streams', o.mcp ? fmt.int(o.mcp.streams) : '–', 'stat-mcp-streams'),
+      stat('MCP sessions (this instance)', o.mcp ? fmt.int(o.mcp.sessions) : '–', 'stat-mcp-sessions'),
+      stat('MCP streams (this instance)', o.mcp ? fmt.int(o.mcp.streams) : '–', 'stat-mcp-streams'),
       stat('Alerts waiting / dead', `${o.alerts.outbox} / ${o.alerts.dead}`, 'stat-alerts'),
     ),
   );
@@ -126,7 +128,7 @@ export const overviewView: View = async (main, _me, arg) => {
   barChart(cell(), 'cost-by-model', 'Money by model (USD)', models.map((m) => m.model), [{ label: 'USD', values: models.map((m) => m.estimatedCostUsd) }], { money: true });
   // Cluster-wide from the statistics; this instance's counters only when statistics are off.
   const up = o.series?.upstreamByProvider ?? o.upstream ?? [];
-  const where = o.series ? 'all instances' : 'this instance';
+  const where = o.series ? 'all instances' : THIS_PROCESS;
   barChart(cell(), 'upstream-latency', `Upstream latency p50 / p99 by provider (${where})`, up.map((p) => p.provider), [{ label: 'p50', values: up.map((p) => p.p50Ms) }, { label: 'p99', values: up.map((p) => p.p99Ms) }], { unit: ' ms' });
   barChart(cell(), 'upstream-calls', `Upstream calls and failures (${where})`, up.map((p) => p.provider), [{ label: 'calls', values: up.map((p) => p.calls) }, { label: 'failures', values: up.map((p) => p.failures) }]);
 

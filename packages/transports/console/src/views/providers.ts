@@ -1,6 +1,6 @@
 import { call, rpc } from '../api.js';
 import { barChart } from '../charts.js';
-import { fmt, h, section, table } from '../dom.js';
+import { fmt, h, section, table, THIS_PROCESS } from '../dom.js';
 import type { View } from '../main.js';
 import type { Output } from '../types.js';
 
@@ -19,13 +19,14 @@ export const providersView: View = async (main) => {
   main.appendChild(h('p', { id: 'registry-status', class: `badge ${health.status}` }, `Registry: ${health.status}${'error' in health ? ` (${health.error.message})` : ''} · checked ${fmt.time(health.checkedAt)}`));
   const grid = h('div', { class: 'grid' });
   main.appendChild(grid);
-  barChart(grid.appendChild(h('div', { class: 'card' })), 'provider-calls', 'Calls and failures by provider', list.map(([id]) => id), [{ label: 'calls', values: list.map(([, p]) => p.calls) }, { label: 'failures', values: list.map(([, p]) => p.failures) }]);
-  barChart(grid.appendChild(h('div', { class: 'card' })), 'provider-latency', 'Average latency by provider', list.map(([id]) => id), [{ label: 'avg', values: list.map(([, p]) => p.avgLatencyMs) }], { unit: ' ms' });
+  // ai.getRegistryHealth counts in this process since it started (the cluster-wide upstream figures are on the overview).
+  barChart(grid.appendChild(h('div', { class: 'card' })), 'provider-calls', `Calls and failures by provider (${THIS_PROCESS})`, list.map(([id]) => id), [{ label: 'calls', values: list.map(([, p]) => p.calls) }, { label: 'failures', values: list.map(([, p]) => p.failures) }]);
+  barChart(grid.appendChild(h('div', { class: 'card' })), 'provider-latency', `Average latency by provider (${THIS_PROCESS})`, list.map(([id]) => id), [{ label: 'avg', values: list.map(([, p]) => p.avgLatencyMs) }], { unit: ' ms' });
   main.appendChild(
     section(
       'Health',
       table(
-        ['provider', 'usable', 'pays', 'breaker', 'last probe', 'calls', 'failures', 'last failure'],
+        ['provider', 'usable', 'pays', 'breaker', 'last probe', `calls (${THIS_PROCESS})`, `failures (${THIS_PROCESS})`, 'last failure'],
         list.map(([id, p]) => [
           id,
           p.available ? 'yes' : 'no',

@@ -3,8 +3,9 @@ import { clear, errorBox, fmt, h, section } from '../dom.js';
 import type { View } from '../main.js';
 
 /**
- * Users: search by any part of an id or e-mail, ignoring case (admin.findUsers); a result opens
- * the user's view. A search examines a bounded slice of the user index: "More" goes on.
+ * Users: the most recent users first (an empty search), then search by any part of an id or
+ * e-mail, ignoring case (admin.findUsers); a result opens the user's view. A search examines a
+ * bounded slice of the user index: "More" goes on.
  */
 export const usersView: View = async (main, _me, arg) => {
   main.appendChild(h('h1', {}, 'Users'));
@@ -28,7 +29,8 @@ export const usersView: View = async (main, _me, arg) => {
       }
       cursor = r.nextCursor;
       more.hidden = cursor === undefined;
-      status.textContent = shown.size === 0 ? (cursor === undefined ? 'No user found.' : 'None yet in the most recent users: More searches older ones.') : `${shown.size} user${shown.size === 1 ? '' : 's'} found${cursor === undefined ? '.' : ' so far.'}`;
+      const found = query ? `${shown.size} user${shown.size === 1 ? '' : 's'} found` : `the ${shown.size} most recent user${shown.size === 1 ? '' : 's'}`;
+      status.textContent = shown.size === 0 ? (cursor === undefined ? (query ? 'No user found.' : 'No user yet.') : 'None yet in the most recent users: More searches older ones.') : `${found}${cursor === undefined ? '.' : ' so far.'}`;
     } catch (e) {
       results.appendChild(errorBox(e));
     }
@@ -42,7 +44,7 @@ export const usersView: View = async (main, _me, arg) => {
     clear(rows);
     more.hidden = true;
     status.textContent = '';
-    if (!query) return;
+    // An empty search lists the most recent users: the page is never blank.
     results.append(h('table', {}, h('thead', {}, h('tr', {}, ['user', 'e-mail', 'subscription', 'one-time', 'admin', 'last seen'].map((x) => h('th', { scope: 'col' }, x)))), rows), status, more);
     await page();
   };
@@ -51,5 +53,5 @@ export const usersView: View = async (main, _me, arg) => {
     section('Search', h('form', { class: 'row', role: 'search', onsubmit: search }, h('label', { for: 'user-search', class: 'sr-only' }, 'Search users'), input, h('button', { type: 'submit', class: 'primary' }, 'Search')), results),
   );
   input.focus();
-  if (arg) await search();
+  await search();
 };
