@@ -48,6 +48,17 @@ const hold = publicProcedure
     const timer = setTimeout(() => resolve('done'), input.ms);
     ctx.req?.signal?.addEventListener('abort', () => { clearTimeout(timer); resolve('cancelled'); });
   }));
+// Reports progress first, so a 2026-07-28 answer (responseMode 'auto') turns into an event stream.
+const progressHold = publicProcedure
+  .meta({ description: 'Reports progress, then holds the call open', mcp: { name: 'progressHold', public: true } })
+  .input(z.object({ ms: z.number().int().max(120000).default(60000) }))
+  .mutation(async ({ ctx, input }) => {
+    await ctx.mcp?.progress(1, 2, 'started');
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve('done'), input.ms);
+      ctx.req?.signal?.addEventListener('abort', () => { clearTimeout(timer); resolve('cancelled'); });
+    });
+  });
 export default {
   port: 0,
   host: '127.0.0.1',
@@ -58,7 +69,7 @@ export default {
   serverProviders: ['openai', 'anthropic'],
   ai: ${JSON.stringify(ai)},
   limits: { maxSseStreamsPerClient: ${PER_ADDRESS}, maxSseStreamsPerIdentity: ${PER_IDENTITY} },
-  customRouters: { slow: router({ hold }) },
+  customRouters: { slow: router({ hold, progressHold }) },
 };
 `;
 }
@@ -195,6 +206,13 @@ const listen = (addr: string, id: number) =>
     body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications: { promptsListChanged: true, resourcesListChanged: true }, _meta: META_2026 } }),
   });
 
+const progressCall = (addr: string, id: number) =>
+  attempt(`${base}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'progressHold', ...from(addr) },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'progressHold', arguments: { ms: 60_000 }, _meta: { ...META_2026, progressToken: `p${id}` } } }),
+  });
+
 // ---- tRPC streamed batches --------------------------------------------------------------------
 
 const trpcStream = (addr: string) =>
@@ -258,6 +276,13 @@ describe('every long-lived stream under the same caps, server under ulimit -n 25
     expectCapped(attempts, PER_ADDRESS, 429, ADDRESS_REFUSAL);
     await othersStillServed(() => listen('10.3.0.2', 1));
     await closeAndRecover(attempts, () => listen('10.3.0.1', 999));
+  }, 60_000);
+
+  it('MCP 2026-07-28 tools/call answered as SSE (progress before the result): 16 per address, then 429', async () => {
+    const attempts = await many(ATTEMPTS, (i) => progressCall('10.3.1.1', i + 1));
+    expectCapped(attempts, PER_ADDRESS, 429, ADDRESS_REFUSAL);
+    await othersStillServed(() => progressCall('10.3.1.2', 1));
+    await closeAndRecover(attempts, () => progressCall('10.3.1.1', 999));
   }, 60_000);
 
   it('tRPC streamed batches (httpBatchStreamLink): 16 per address, then 429 in tRPC’s error shape', async () => {
