@@ -164,6 +164,9 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           usage = { tokensUsed: reported ?? t.estimatedTokens, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
           if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider: t.provider, model: t.model });
         } else if (part.type === 'error') {
+          // The same reply as above on wires whose SDK reports an event-less body as an error
+          // (Anthropic's: "no output generated"): said the same way.
+          if (!responded && sdk.NoOutputGeneratedError.isInstance(part.error)) throw streamNotRead(t.provider, contentType);
           throw part.error;
         } else if (part.type === 'abort') {
           throw new Error('aborted');
