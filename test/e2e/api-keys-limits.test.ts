@@ -85,16 +85,30 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     expect(v1.headers.get('retry-after')).toBeTruthy();
   });
 
-  it('tokens per minute hold across both instances', async () => {
-    // Each call uses WORST tokens (+1 counted at admission). A call is admitted while the minute's
-    // count is within the limit: the second call crosses it and finishes; the third is refused.
-    const { key } = await newKey({ limits: { tokensPerMinute: 2 * WORST - 1 } });
+  it('tokens per minute hold across both instances, admitted by each call\'s worst case', async () => {
+    // Each call holds WORST tokens at admission (input bound plus maxTokens) and, with this
+    // upstream, uses exactly that: two calls fit in 2 × WORST, the third is refused.
+    const { key } = await newKey({ limits: { tokensPerMinute: 2 * WORST } });
     await awayFromMinuteEdge(15_000);
     expect((await generate(a, key, 1)).result).toBeDefined();
     expect((await generate(b, key, 2)).result).toBeDefined();
     const third = await generate(a, key, 3);
     expect(third.error?.data).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });
     expect((await generate(b, key, 4)).error?.data).toMatchObject({ appCode: 'RATE_LIMITED' });
+  });
+
+  it('a concurrent burst over both instances cannot exceed tokens per minute', async () => {
+    // Before reservations, a call was admitted while the minute's count was within the limit and
+    // counted when it ended: a burst of N concurrent calls all got in (N × WORST tokens).
+    const slow = ' [[upstream:latency=300]]';
+    const worst = estimateTokens(content(100) + slow, SYSTEM, MAX_TOKENS);
+    const { key, id } = await newKey({ limits: { tokensPerMinute: 3 * worst } });
+    await awayFromMinuteEdge(20_000);
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => generate(i % 2 ? b : a, key, 100 + i, slow)));
+    expect(results.filter((r) => r.result)).toHaveLength(3);
+    for (const r of results.filter((r) => r.error)) expect(r.error!.data).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });
+    const got = await rpcCall(b.url, user, 'keys.get', { id });
+    expect(got.result.usage.calls).toBe(3);
   });
 
   it('concurrent calls hold across both instances', async () => {

@@ -1,9 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CoreError } from '../../kernel/CoreError.js';
 import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Storage } from '../../kernel/Storage.js';
-import { KeyLimits } from './KeyLimits.js';
+import { KeyLimits, type TokenReservation } from './KeyLimits.js';
+import { backends, type OpenStore } from '../billing/__tests__/kit.js';
 
 const logger = createLogger('silent');
 
@@ -48,5 +49,49 @@ describe('KeyLimits', () => {
     await expect(limits.request({ id: 'x', requestsPerMinute: 1 })).resolves.toBeUndefined();
     const release = await limits.acquire({ id: 'x', concurrent: 1 });
     await release();
+  });
+});
+
+/** Start well inside a minute so a test's reservations share one fixed window. */
+async function awayFromMinuteEdge(needMs: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
+}
+
+describe.each(backends)('KeyLimits tokens per minute on $name', (backend) => {
+  let store: OpenStore;
+  beforeAll(async () => backend.setup?.());
+  beforeEach(async () => {
+    store = await backend.open('keytpm');
+  });
+  afterEach(async () => store.cleanup());
+
+  it('a concurrent burst is admitted by its worst case: never more than the limit', async () => {
+    await awayFromMinuteEdge(5_000);
+    const refusals: string[] = [];
+    // Two instances: two KeyLimits on two connections to the same store.
+    const one = new KeyLimits(store.storage, logger, (k) => refusals.push(k));
+    const two = new KeyLimits(await store.another(), logger, (k) => refusals.push(k));
+    const grant = { id: `tpm${backend.name}`, tokensPerMinute: 1_000 };
+    const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => (i % 2 ? one : two).reserveTokens(grant, 100)));
+    const admitted = outcomes.filter((o): o is PromiseFulfilledResult<TokenReservation> => o.status === 'fulfilled').map((o) => o.value);
+    expect(admitted).toHaveLength(10);
+    for (const o of outcomes.filter((o) => o.status === 'rejected')) expect((o as PromiseRejectedResult).reason).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });
+    expect(refusals).toHaveLength(30);
+    // Settling to what the calls used frees the rest; a release frees all; a second close does nothing.
+    for (const r of admitted.slice(0, 5)) await r.settle(40);
+    await admitted[5]!.release();
+    await admitted[5]!.settle(100);
+    const next = await Promise.allSettled(Array.from({ length: 10 }, () => one.reserveTokens(grant, 100)));
+    // Held now: 5 × 40 + 4 × 100 = 600 of 1,000: four more calls of 100 fit.
+    expect(next.filter((o) => o.status === 'fulfilled')).toHaveLength(4);
+  });
+
+  it('a call whose worst case alone exceeds the limit is refused outright, nothing held', async () => {
+    await awayFromMinuteEdge(5_000);
+    const limits = new KeyLimits(store.storage, logger);
+    const grant = { id: `big${backend.name}`, tokensPerMinute: 500 };
+    await expect(limits.reserveTokens(grant, 501)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS', details: { reason: 'key_tokens_limit', requested: 501, limit: 500 } });
+    await expect(limits.reserveTokens(grant, 500)).resolves.toBeDefined();
   });
 });

@@ -10,10 +10,20 @@ const CONCURRENCY_TTL_MS = 10 * 60_000;
 
 export type KeyLimitKind = 'requests' | 'tokens' | 'concurrent';
 
+/** A call's tokens held against its key's tokens per minute (KeyLimits.reserveTokens). */
+export interface TokenReservation {
+  /** Replace the held worst case with what the call used (the first of settle and release wins). */
+  settle(used: number): Promise<void>;
+  /** Give the held tokens back: the call ended without an answer. */
+  release(): Promise<void>;
+}
+
+const NO_RESERVATION: TokenReservation = { settle: async () => undefined, release: async () => undefined };
+
 /**
  * A key's rate limits, counted in the shared store (Redis when configured), so every instance
- * enforces one limit: requests per minute and tokens per minute through the existing
- * RateLimiter (fixed one-minute windows; its `toolCalls` counter counts tokens here), and
+ * enforces one limit: requests per minute through the existing RateLimiter (fixed one-minute
+ * windows), tokens per minute as a reservation in the same kind of window (reserveTokens), and
  * concurrent AI calls as one counter per key.
  */
 export class KeyLimits {
@@ -51,21 +61,48 @@ export class KeyLimits {
   }
 
   /**
-   * Admit an AI call while the minute's tokens are not used up. Tokens are counted when a call
-   * ends (what it really used), so the call that crosses the limit finishes and the next is refused.
+   * Hold an AI call's worst case (`worst` tokens: its input bound plus maxTokens) against the key's
+   * tokens per minute before the call starts, in the fixed minute it starts in. The hold is one
+   * atomic add in the shared store, so concurrent calls on any instance can never together be
+   * admitted past the limit; a call whose worst case alone exceeds it is refused outright. The
+   * returned reservation replaces the worst case with what the call used (settle) or gives it back
+   * (release), once, in the same minute's counter.
    */
-  async admitTokens(grant: ApiKeyGrant): Promise<void> {
-    if (!grant.tokensPerMinute) return;
-    const limiter = this.limiter(grant);
-    // One token for the admission itself: the limiter counts by adding.
-    const d = await limiter.hit('toolCalls', grant.id, 1);
-    if (d && !d.allowed) this.refuse('tokens', `this API key's limit of ${d.limit} tokens per minute is used up; retry in ${d.resetSec} s`, limiter, d, d.resetSec);
-  }
-
-  /** Count what a finished call used against the key's tokens per minute. */
-  async countTokens(grant: ApiKeyGrant, tokens: number): Promise<void> {
-    if (!grant.tokensPerMinute || tokens <= 0) return;
-    await this.limiter(grant).hit('toolCalls', grant.id, Math.ceil(tokens));
+  async reserveTokens(grant: ApiKeyGrant, worst: number): Promise<TokenReservation> {
+    const limit = grant.tokensPerMinute;
+    if (!limit) return NO_RESERVATION;
+    const held = Math.max(1, Math.ceil(worst));
+    if (held > limit) {
+      this.onRefusal('tokens');
+      throw new CoreError('INVALID_PARAMS', `this call may use up to ${held} tokens, more than this API key's limit of ${limit} tokens per minute; lower maxTokens or the input`, {
+        details: { reason: 'key_tokens_limit', requested: held, limit },
+      });
+    }
+    const now = Date.now();
+    const window = Math.floor(now / MINUTE_MS);
+    const key = `rl:apikey:toolCalls:${grant.id}:${window}`;
+    let count: number | null;
+    try {
+      count = await this.shared.increment(key, held, { ttlMs: MINUTE_MS });
+    } catch (err) {
+      // Same policy as the rate limiter: an unreachable counter store does not take calls down.
+      this.logger.warn('api keys: token counter store unavailable; not limiting', { error: err instanceof Error ? err.message : String(err) });
+      return NO_RESERVATION;
+    }
+    if (count !== null && count > limit) {
+      await this.shared.increment(key, -held, { min: 0 }).catch(() => undefined);
+      const resetSec = Math.max(1, Math.ceil(((window + 1) * MINUTE_MS - now) / 1000));
+      this.refuse('tokens', `this API key's limit of ${limit} tokens per minute is used up; retry in ${resetSec} s`, undefined, undefined, resetSec);
+    }
+    let open = true;
+    const adjust = async (delta: number): Promise<void> => {
+      if (!open) return;
+      open = false;
+      if (delta === 0) return;
+      // min 0: a counter that expired meanwhile is not driven below zero by the give-back.
+      await this.shared.increment(key, delta, delta < 0 ? { min: 0 } : { ttlMs: MINUTE_MS }).catch(() => undefined);
+    };
+    return { settle: (used) => adjust(Math.ceil(Math.max(0, used)) - held), release: () => adjust(-held) };
   }
 
   /** Take one of the key's concurrent-call slots; the returned function gives it back (once). 429 when none is free. */

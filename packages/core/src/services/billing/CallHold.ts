@@ -13,9 +13,9 @@ export interface HoldLedger {
 
 /** An API key's concurrency slot and token counter, held with a call (KeyLimits). */
 export interface KeySlot {
-  /** Give the concurrent-call slot back (no-op without one). */
+  /** Give the concurrent-call slot and any tokens still held back (no-op without them). */
   release(): Promise<void>;
-  /** Count tokens against the key's tokens per minute. */
+  /** Settle the key's tokens per minute to what the call used. */
   count(tokens: number): Promise<void>;
 }
 
@@ -70,7 +70,11 @@ export class CallHold implements Hold {
     if (this.closed) return;
     this.closed = true;
     const { reservation, requestId } = this.call;
-    if (!reservation) return;
+    if (!reservation) {
+      // A BYOK call: nothing held in billing, but the key's tokens per minute are.
+      await this.slot.release();
+      return;
+    }
     try {
       await this.ledger.release(reservation, reason);
     } catch (err) {

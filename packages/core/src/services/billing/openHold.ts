@@ -1,6 +1,6 @@
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
-import type { KeyLimits } from '../apiKeys/KeyLimits.js';
+import type { KeyLimits, TokenReservation } from '../apiKeys/KeyLimits.js';
 import type { Hold, HoldRequest } from '../ai/Metering.js';
 import { CallHold, type HoldLedger, type KeySlot } from './CallHold.js';
 import type { Decision, DecideParams, Reservation, ReserveParams } from './types.js';
@@ -34,16 +34,28 @@ function allows(req: HoldRequest, mode: 'platform' | 'byok'): boolean {
  * API key's limits, the reservation, and the one re-decision when the budget refuses it.
  */
 export async function openHold(billing: HoldBilling, limits: KeyLimits | undefined, logger: Logger, req: HoldRequest): Promise<Hold> {
+  if (req.ownKey !== undefined && !req.byokAllowed) throw byokNotAllowed(req.provider);
+  const grant = req.identity?.apiKey;
+  // An API key's tokens per minute hold the call's worst case before anything is read; the hold
+  // settles to what the call used, or is given back when the call ends without an answer.
+  const tokens = grant && limits ? await limits.reserveTokens(grant, req.estimatedTokens) : undefined;
+  try {
+    return await openPaid(billing, limits, logger, req, tokens);
+  } catch (err) {
+    await tokens?.release();
+    throw err;
+  }
+}
+
+/** Who pays, the key's concurrency slot and the reservation, with the key's tokens already held. */
+async function openPaid(billing: HoldBilling, limits: KeyLimits | undefined, logger: Logger, req: HoldRequest, tokens: TokenReservation | undefined): Promise<Hold> {
   const { identity, provider, estimatedTokens, requestId } = req;
-  if (req.ownKey !== undefined && !req.byokAllowed) throw byokNotAllowed(provider);
   const grant = identity?.apiKey;
-  // An API key's tokens per minute admit the call before anything is read.
-  if (grant && limits) await limits.admitTokens(grant);
   const ip = req.ip ? { ip: req.ip } : {};
   const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: req.ownKey !== undefined, ...ip });
   const byok = (apiKey: string): Hold => {
     req.mayPay?.('byok');
-    return new CallHold(billing, logger, 'byok', apiKey, { identity, requestId }, grant && limits ? { release: async () => undefined, count: (t) => limits.countTokens(grant, t) } : undefined);
+    return new CallHold(billing, logger, 'byok', apiKey, { identity, requestId }, tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined);
   };
   if (req.ownKey !== undefined) return byok(req.ownKey);
   if (decision.mode === 'byok') {
@@ -56,16 +68,17 @@ export async function openHold(billing: HoldBilling, limits: KeyLimits | undefin
   }
   // Before anything is held: a server prompt never goes to a caller's own account (and vice versa).
   req.mayPay?.('platform');
-  let slot: KeySlot | undefined;
+  let giveBack: (() => Promise<void>) | undefined;
   try {
-    if (grant && limits) {
-      const release = await limits.acquire(grant);
-      slot = { release, count: (t) => limits.countTokens(grant, t) };
-    }
+    if (grant && limits) giveBack = await limits.acquire(grant);
     const reservation = await billing.reserve({ identity, tokens: estimatedTokens, requestId, decision, ...ip, ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}) });
+    // CallHold settles (counts) before it releases, so the tokens are given back only by a call
+    // that ended without settling.
+    const slot: KeySlot | undefined = giveBack || tokens ? { release: async () => (await giveBack?.(), await tokens?.release()), count: (t) => tokens?.settle(t) ?? Promise.resolve() } : undefined;
     return new CallHold(billing, logger, 'platform', undefined, { identity, requestId, reservation }, slot);
   } catch (err) {
-    await slot?.release();
+    // The concurrency slot only: the tokens stay held if the caller's stored key takes the call below.
+    await giveBack?.();
     // The budget is enforced in the reservation's transaction (so concurrent calls cannot
     // overspend it); when it refuses, decide once more with the platform refused: the caller's
     // stored key where their order allows it (not platform spend), else the refusal.
