@@ -31,7 +31,13 @@ function readmeSnippet(): string {
 }
 
 /**
- * better-sqlite3 (the default store's driver) installs a prebuilt binary, downloaded by
+ * Node 22.13+ ships node:sqlite, the default store's driver there; older Node needs the optional
+ * better-sqlite3 package, which a user on Node 20 adds to the app (docs/node-versions.md).
+ */
+const nodeSqlite = Boolean(process.getBuiltinModule?.('node:sqlite'));
+
+/**
+ * better-sqlite3 (the default store's driver before Node 22.13) installs a prebuilt binary, downloaded by
  * prebuild-install; offline that download fails and npm compiles SQLite from source, minutes of
  * CPU. The binary this repository's install already has is offered as a local prebuild (the name
  * prebuild-install looks for), so the app gets what a user online would: a prebuilt binary. When
@@ -76,11 +82,12 @@ beforeAll(async () => {
         '@trpc/client': '^11.25.2',
         superjson: '^2.2.6',
         '@modelcontextprotocol/sdk': '^1.32.2',
+        ...(nodeSqlite ? {} : { 'better-sqlite3': '^12.11.1' }),
       },
       devDependencies: { typescript: '~5.9.3', '@types/node': '^20.19.0' },
     }),
   );
-  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], localPrebuilds());
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], nodeSqlite ? {} : localPrebuilds());
 
   // The snippet as the README has it; only the port (8000 may be taken) and a line saying where it listens.
   const snippet = readmeSnippet();
@@ -123,6 +130,11 @@ it('is ESM only as the README says: require() works where Node can require ES mo
     expect(now.stdout.trim(), now.stderr).toBe('function');
     expect(run(['--no-experimental-require-module']).stderr).toContain('ERR_REQUIRE_ESM');
   } else expect(run([]).stderr).toContain('ERR_REQUIRE_ESM');
+});
+
+it.runIf(nodeSqlite)('on Node 22.13+ no native module is installed: better-sqlite3 is an optional peer, and the default store runs on node:sqlite', () => {
+  expect(existsSync(path.join(app, 'node_modules', 'better-sqlite3'))).toBe(false);
+  expect(existsSync(path.join(app, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
 });
 
 it("does what the README says createServer does with no other options: SQLite in ./.ai-backend-data, oauth with nobody able to sign in, and a warning", async () => {

@@ -27,7 +27,8 @@ export function resolveOAuthSettings(config: ResolvedConfig): OAuthSettings {
   const s = o.sessionStorage;
   // 'file' keeps its spec meaning: the embedded database, at filePath (with the main store's durability).
   const base = { dir: config.storage.dir, shared: 'store' as const };
-  const synchronous = config.storage.type === 'sqlite' ? config.storage.sqlite.synchronous : 'normal';
+  // The OAuth file is opened like the main store when that is SQLite (same durability, same driver).
+  const { synchronous, driver } = config.storage.type === 'sqlite' ? config.storage.sqlite : ({ synchronous: 'normal', driver: 'auto' } as const);
   const storage: StorageConfig | undefined =
     s === undefined
       ? undefined
@@ -35,7 +36,7 @@ export function resolveOAuthSettings(config: ResolvedConfig): OAuthSettings {
         ? { ...base, type: 'memory' }
         : s.type === 'redis'
           ? { ...base, type: 'redis', redis: s.redis }
-          : { ...base, type: 'sqlite', sqlite: { synchronous, file: oauthSessionFile(config.storage.dir, s.filePath) } };
+          : { ...base, type: 'sqlite', sqlite: { synchronous, driver, file: oauthSessionFile(config.storage.dir, s.filePath) } };
   return {
     ...o,
     encryptionKey: o.encryptionKey!,

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from './ConfigError.js';
 import { importOptional, installCommand, isInstalled, missingPackages, neededPackages, OPTIONAL_PACKAGES } from './optionalPackages.js';
 import { resolveConfig } from './resolveConfig.js';
+import { nodeShipsSqlite } from '../lib/nodeShipsSqlite.js';
 
 const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   peerDependencies: Record<string, string>;
@@ -29,8 +30,14 @@ describe('OPTIONAL_PACKAGES', () => {
 });
 
 describe('neededPackages', () => {
-  it('a default config needs none', () => {
-    expect(neededPackages(resolveConfig({}))).toEqual([]);
+  it('a default config needs none on Node 22.13+ (node:sqlite), and better-sqlite3 before', () => {
+    const needs = neededPackages(resolveConfig({})).map((n) => `${n.path}: ${n.pkg.name}`);
+    expect(needs).toEqual(nodeShipsSqlite() ? [] : ['storage.type: better-sqlite3']);
+  });
+
+  it('a forced better-sqlite3 driver needs it on every Node', () => {
+    expect(neededPackages(resolveConfig({ storage: { sqlite: { driver: 'better-sqlite3' } } })).map((n) => `${n.path}: ${n.pkg.name}`)).toEqual(['storage.sqlite.driver: better-sqlite3']);
+    expect(neededPackages(resolveConfig({ storage: { sqlite: { driver: 'node:sqlite' } } }))).toEqual([]);
   });
 
   it('names the driver of the store, and ioredis for shared state', () => {
@@ -46,6 +53,8 @@ describe('neededPackages', () => {
 
   it('names the provider package of each named provider, and the AWS credential chain for Bedrock without credentials', () => {
     const config = resolveConfig({
+      // A store that needs no package on any Node (the default SQLite one needs better-sqlite3 on Node 20).
+      storage: { type: 'memory' },
       ai: {
         providers: {
           local: { type: 'openai-compatible', baseUrl: 'http://127.0.0.1:11434/v1', defaultModel: 'm' },

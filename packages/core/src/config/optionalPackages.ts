@@ -9,6 +9,7 @@
 import type { NamedProviderType } from './sections/aiProviders.js';
 import { ConfigError, type ConfigProblem } from './ConfigError.js';
 import type { ResolvedConfig } from './schema.js';
+import { NODE_SQLITE_SINCE, nodeShipsSqlite } from '../lib/nodeShipsSqlite.js';
 
 /** One optional package and the major version our peer range allows (what `npm i` should pick). */
 export interface OptionalPackage {
@@ -29,7 +30,9 @@ export const OPTIONAL_PACKAGES = {
   xai: { name: '@ai-sdk/xai', major: 3 },
   deepseek: { name: '@ai-sdk/deepseek', major: 2 },
   awsCredentials: { name: '@aws-sdk/credential-providers', major: 3 },
-} as const satisfies Record<'pg' | 'ioredis' | 'awsCredentials' | NamedProviderType, OptionalPackage>;
+  // The SQLite driver before Node 22.13 (node:sqlite after). 12 is the line that builds on Node 20.
+  betterSqlite3: { name: 'better-sqlite3', major: 12 },
+} as const satisfies Record<'pg' | 'ioredis' | 'awsCredentials' | 'betterSqlite3' | NamedProviderType, OptionalPackage>;
 
 /** The command that installs one, as the messages print it. */
 export function installCommand(pkg: OptionalPackage): string {
@@ -57,6 +60,12 @@ export function neededPackages(config: ResolvedConfig, opens: NeededPackagesOpti
   const { storage = true, shared = true, signals = true } = opens;
   const out: NeededPackage[] = [];
   const s = config.storage;
+  if (storage && s.type === 'sqlite') {
+    if (s.sqlite.driver === 'better-sqlite3') out.push({ pkg: OPTIONAL_PACKAGES.betterSqlite3, path: 'storage.sqlite.driver', need: "'better-sqlite3'" });
+    else if (s.sqlite.driver === 'auto' && !nodeShipsSqlite()) {
+      out.push({ pkg: OPTIONAL_PACKAGES.betterSqlite3, path: 'storage.type', need: `'sqlite' on Node ${process.version} (node:sqlite needs Node ${NODE_SQLITE_SINCE}+)` });
+    }
+  }
   if (storage && s.type === 'postgres') out.push({ pkg: OPTIONAL_PACKAGES.pg, path: 'storage.type', need: "'postgres'" });
   if (storage && s.type === 'redis') out.push({ pkg: OPTIONAL_PACKAGES.ioredis, path: 'storage.type', need: "'redis'" });
   // Shared state and cross-instance signals go through storage.redis (createRuntime, createSignals).

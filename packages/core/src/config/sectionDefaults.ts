@@ -221,7 +221,8 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "dir": ".ai-backend-data",
     "shared": "store",
     "sqlite": {
-      "synchronous": "normal"
+      "synchronous": "normal",
+      "driver": "auto"
     }
   },
   "transports": {

@@ -17,7 +17,7 @@ export async function createStorage(config: StorageConfig): Promise<Storage> {
       return new MemoryStorage();
     case 'sqlite': {
       const { SqliteStorage } = await import('./sql/SqliteStorage.js');
-      return SqliteStorage.open({ file: sqliteFile(config), synchronous: config.sqlite.synchronous });
+      return SqliteStorage.open({ file: sqliteFile(config), synchronous: config.sqlite.synchronous, driver: config.sqlite.driver });
     }
     case 'postgres': {
       const { PostgresStorage } = await import('./sql/PostgresStorage.js');

@@ -11,10 +11,13 @@ import { SqliteStorage } from './sql/SqliteStorage.js';
 import type { Storage } from '../kernel/Storage.js';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions, testService } from '@ai-backend/test-utils/services';
 import { waitFor } from '@ai-backend/test-utils';
+import { SQLITE_DRIVERS } from './sql/__tests__/sqliteDrivers.js';
 
 /** One backend under test: how to open a fresh, empty store and clean up after it. */
 interface Backend {
   name: Storage['kind'];
+  /** The name plus, for SQLite, the driver. */
+  label?: string;
   open(): Promise<{ store: Storage; cleanup(): Promise<void> }>;
 }
 
@@ -25,13 +28,14 @@ const postgres = await testPostgres();
 
 const backends: Backend[] = ([
   { name: 'memory', open: async () => ({ store: new MemoryStorage(), cleanup: async () => undefined }) },
-  {
-    name: 'sqlite',
+  ...SQLITE_DRIVERS.map((driver) => ({
+    name: 'sqlite' as const,
+    label: `sqlite (${driver})`,
     open: async () => {
       const dir = await mkdtemp(join(tmpdir(), 'storage-conf-'));
-      return { store: await SqliteStorage.open({ file: join(dir, 'data.db') }), cleanup: () => rm(dir, { recursive: true, force: true }) };
+      return { store: await SqliteStorage.open({ file: join(dir, 'data.db'), driver }), cleanup: () => rm(dir, { recursive: true, force: true }) };
     },
-  },
+  })),
   {
     name: 'postgres',
     open: async () => {
@@ -46,7 +50,9 @@ const backends: Backend[] = ([
       return { store: await RedisStorage.connect(opts), cleanup: async () => void (await dropTestKeys(redis, opts.keyPrefix)) };
     },
   },
-] satisfies Backend[]).filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok));
+] satisfies Backend[])
+  .filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok))
+  .map((b: Backend) => ({ ...b, label: b.label ?? b.name }));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A key with a short ttl is gone within a few seconds (each backend expires on its own clock). */
@@ -56,7 +62,7 @@ async function expectAppCode(p: Promise<unknown>, appCode: string): Promise<void
   await expect(p).rejects.toMatchObject({ appCode });
 }
 
-describe.each(backends)('storage conformance: $name', (backend) => {
+describe.each(backends)('storage conformance: $label', (backend) => {
   let store: Storage;
   let cleanup: () => Promise<void>;
   beforeEach(async () => {
@@ -587,7 +593,7 @@ describe.skipIf(!redis.ok)('redis backend', () => {
   });
 });
 
-describe('sqlite backend', () => {
+describe.each(SQLITE_DRIVERS)('sqlite backend on %s', (driver) => {
   let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'storage-sqlite-'));
@@ -598,7 +604,7 @@ describe('sqlite backend', () => {
 
   it('persists everything across close and reopen', async () => {
     const file = join(dir, 'data.db');
-    const a = await SqliteStorage.open({ file });
+    const a = await SqliteStorage.open({ file, driver });
     await a.set('plain', { deep: [1, { two: 2 }] });
     await a.set('gone', 1);
     await a.delete('gone');
@@ -610,7 +616,7 @@ describe('sqlite backend', () => {
     await a.transact(['tx'], () => ({ writes: [{ op: 'set', key: 'tx', value: 1, dueAt: 5 }, { op: 'append', log: 'ledger', record: { amount: -2 } }], result: null }));
     await a.close();
 
-    const b = await SqliteStorage.open({ file });
+    const b = await SqliteStorage.open({ file, driver });
     try {
       expect(await b.get('plain')).toEqual({ deep: [1, { two: 2 }] });
       expect(await b.get('gone')).toBeUndefined();
@@ -632,27 +638,27 @@ describe('sqlite backend', () => {
   it('a file that is not a database, or a data folder that is a file, is refused naming the path', async () => {
     const garbage = join(dir, 'garbage.db');
     await writeFile(garbage, 'not a database '.repeat(20));
-    await expect(SqliteStorage.open({ file: garbage })).rejects.toThrow(`storage: cannot use the database file ${garbage}: file is not a database`);
+    await expect(SqliteStorage.open({ file: garbage, driver })).rejects.toThrow(`storage: cannot use the database file ${garbage}: file is not a database`);
     const notDir = join(dir, 'a-file');
     await writeFile(notDir, '');
-    await expect(SqliteStorage.open({ file: join(notDir, 'data.db') })).rejects.toThrow(`storage: cannot create the folder ${notDir} for the database file`);
+    await expect(SqliteStorage.open({ file: join(notDir, 'data.db'), driver })).rejects.toThrow(`storage: cannot create the folder ${notDir} for the database file`);
   });
 
   it('refuses a second open of the same file while the first is open, with a clear message', async () => {
     const file = join(dir, 'data.db');
-    const a = await SqliteStorage.open({ file });
+    const a = await SqliteStorage.open({ file, driver });
     try {
-      await expectAppCode(SqliteStorage.open({ file }), 'CONFLICT');
-      await expect(SqliteStorage.open({ file })).rejects.toThrow(/locked by another process/);
+      await expectAppCode(SqliteStorage.open({ file, driver }), 'CONFLICT');
+      await expect(SqliteStorage.open({ file, driver })).rejects.toThrow(/locked by another process/);
     } finally {
       await a.close();
     }
-    const b = await SqliteStorage.open({ file });
+    const b = await SqliteStorage.open({ file, driver });
     await b.close();
   });
 
   it('refuses calls after close', async () => {
-    const store = await SqliteStorage.open({ file: join(dir, 'data.db') });
+    const store = await SqliteStorage.open({ file: join(dir, 'data.db'), driver });
     await store.close();
     await expectAppCode(store.get('k'), 'UNAVAILABLE');
     await expectAppCode(store.set('k', 1), 'UNAVAILABLE');

@@ -3,11 +3,15 @@ import { checkConfig, resolveConfig } from '../resolveConfig.js';
 import type { ConfigInput } from '../schema.js';
 
 const storage = (input: NonNullable<ConfigInput>['storage']) => resolveConfig({ storage: input }).storage;
+const problems = (input: unknown) => {
+  const r = checkConfig({ storage: input });
+  return r.ok ? [] : r.problems;
+};
 const REDIS_DEFAULTS = { host: '127.0.0.1', port: 6379, db: 0, keyPrefix: 'ai-backend:', tls: false };
 
 describe('storage: a union by type, carrying only the chosen backend', () => {
   it('defaults to sqlite with only its own sub-object', () => {
-    expect(storage(undefined)).toEqual({ type: 'sqlite', dir: '.ai-backend-data', shared: 'store', sqlite: { synchronous: 'normal' } });
+    expect(storage(undefined)).toEqual({ type: 'sqlite', dir: '.ai-backend-data', shared: 'store', sqlite: { synchronous: 'normal', driver: 'auto' } });
   });
 
   it.each([
@@ -19,12 +23,19 @@ describe('storage: a union by type, carrying only the chosen backend', () => {
   });
 
   it("accepts 'file', the former name of the embedded store, as sqlite", () => {
-    expect(storage({ type: 'file', dir: 'data', sqlite: { file: 'x.db' } })).toEqual({ type: 'sqlite', dir: 'data', shared: 'store', sqlite: { file: 'x.db', synchronous: 'normal' } });
+    expect(storage({ type: 'file', dir: 'data', sqlite: { file: 'x.db' } })).toEqual({ type: 'sqlite', dir: 'data', shared: 'store', sqlite: { file: 'x.db', synchronous: 'normal', driver: 'auto' } });
   });
 
   it("keeps today's shape with every backend's sub-object, dropping the ones not chosen", () => {
     const s = storage({ type: 'sqlite', sqlite: { synchronous: 'full' }, postgres: { host: 'db' }, redis: { port: 6380 } });
-    expect(s).toEqual({ type: 'sqlite', dir: '.ai-backend-data', shared: 'store', sqlite: { synchronous: 'full' } });
+    expect(s).toEqual({ type: 'sqlite', dir: '.ai-backend-data', shared: 'store', sqlite: { synchronous: 'full', driver: 'auto' } });
+  });
+
+  it("takes a forced SQLite driver and refuses one it does not know", () => {
+    expect(storage({ sqlite: { driver: 'better-sqlite3' } })).toMatchObject({ type: 'sqlite', sqlite: { driver: 'better-sqlite3' } });
+    expect(problems({ sqlite: { driver: 'sqlite3' } })).toEqual([
+      { path: 'storage.sqlite.driver', message: 'Invalid option: expected one of "auto"|"node:sqlite"|"better-sqlite3"' },
+    ]);
   });
 
   it("keeps redis beside postgres when shared state goes to Redis (what DATABASE_URL + REDIS_URL give)", () => {
@@ -35,10 +46,6 @@ describe('storage: a union by type, carrying only the chosen backend', () => {
   });
 
   it('still validates the kept sub-object and refuses unknown types and keys with their paths', () => {
-    const problems = (input: unknown) => {
-      const r = checkConfig({ storage: input });
-      return r.ok ? [] : r.problems;
-    };
     expect(problems({ type: 'postgres', postgres: { port: 'x' } })[0]?.path).toBe('storage.postgres.port');
     expect(problems({ type: 'redis', redis: { bogus: 1 } })[0]?.path).toBe('storage.redis');
     expect(problems({ type: 'mysql' })).toEqual([{ path: 'storage.type', message: 'Invalid option: expected one of "sqlite"|"postgres"|"memory"|"redis"|"file"' }]);

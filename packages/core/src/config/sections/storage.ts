@@ -57,6 +57,12 @@ export const SqliteOptionsSchema = z
      * power failure may be lost. 'full': every commit is fsynced (slower).
      */
     synchronous: z.enum(['normal', 'full']).default('normal'),
+    /**
+     * The SQLite binding: 'auto' (default) = node:sqlite, built into Node 22.13 and later, else
+     * the optional better-sqlite3 package. Force one with 'node:sqlite' or 'better-sqlite3'; both
+     * read and write the same file.
+     */
+    driver: z.enum(['auto', 'node:sqlite', 'better-sqlite3']).default('auto'),
   }))
   .prefault({});
 

@@ -1,11 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type BetterSqlite3 from 'better-sqlite3';
 import { CoreError } from '../../kernel/CoreError.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
+import { loadSqliteDriver } from './loadSqliteDriver.js';
+import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName } from './SqliteDriver.js';
 
 /** Options of the embedded SQLite store (the `storage.sqlite` config section). */
 export interface SqliteStorageOptions {
@@ -16,31 +17,19 @@ export interface SqliteStorageOptions {
    * may be lost on power failure; 'full': every commit is fsynced (survives power loss, slower).
    */
   synchronous?: 'normal' | 'full';
+  /**
+   * Which binding opens the file: 'auto' (default) = node:sqlite on Node 22.13+, else
+   * better-sqlite3. Both read and write the same file format.
+   */
+  driver?: SqliteDriverChoice;
 }
 
-type Db = BetterSqlite3.Database;
 type Row = { key: string; value: string; expires_at: number | null };
-
-/** SQLite's "busy" family: another process holds the database. */
-/**
- * Every better-sqlite3 handle (database, statement) this process opened, kept until it exits.
- * On Node 24, better-sqlite3 12's native destructor — run when V8 collects a handle — calls
- * node::RemoveEnvironmentCleanupHook outside any context and aborts the whole process
- * (`Assertion failed: (env) != nullptr`, WiseLibs/better-sqlite3#1515, closed without a fix for
- * 12.x; 13.x moved to Node-API but needs Node 22, and we support Node 20). A handle that is never
- * collected never runs that destructor, and a closed one is only a small JS wrapper. Statements
- * better-sqlite3 would prepare behind our back are avoided (`exec` instead of `pragma`) or live on
- * the retained database (transaction()'s BEGIN/COMMIT are cached per database).
- */
-const retained = new Set<object>();
-const retain = <T extends object>(handle: T): T => (retained.add(handle), handle);
-
-const isBusy = (err: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string })?.code ?? '');
 
 /**
  * The embedded store: one SQLite database file in WAL mode, opened by one server at a time
  * (exclusive locking: a second process gets a clear error instead of two servers sharing the
- * file). better-sqlite3 is synchronous, so a transaction is one uninterrupted call: nothing can
+ * file). Both drivers are synchronous, so a transaction is one uninterrupted call: nothing can
  * interleave with it, in this process or another.
  */
 export class SqliteStorage implements Storage {
@@ -51,15 +40,21 @@ export class SqliteStorage implements Storage {
   private readonly st: ReturnType<typeof prepare>;
 
   private constructor(
-    private readonly db: Db,
+    private readonly db: SqliteDatabase,
+    private readonly sqlite: SqliteDriver,
     readonly file: string,
   ) {
     this.st = prepare(db);
   }
 
+  /** The binding this store runs on. */
+  get driver(): SqliteDriverName {
+    return this.sqlite.name;
+  }
+
   static async open(opts: SqliteStorageOptions): Promise<SqliteStorage> {
-    // Loaded only when used: memory and redis users never load the native module.
-    const { default: Database } = await import('better-sqlite3');
+    // Loaded only when used: memory, redis and postgres users load neither binding.
+    const driver = await loadSqliteDriver(opts.driver);
     const file = resolve(opts.file);
     refuseRetiredJournalStore(file);
     try {
@@ -67,9 +62,9 @@ export class SqliteStorage implements Storage {
     } catch (err) {
       throw new CoreError('UNAVAILABLE', `storage: cannot create the folder ${dirname(file)} for the database file: ${(err as Error).message}`, { cause: err });
     }
-    let db: Db;
+    let db: SqliteDatabase;
     try {
-      db = retain(new Database(file, { timeout: 0 }));
+      db = driver.open(file);
     } catch (err) {
       throw new CoreError('UNAVAILABLE', `storage: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
     }
@@ -83,7 +78,7 @@ export class SqliteStorage implements Storage {
       migrate(db);
     } catch (err) {
       db.close();
-      if (isBusy(err)) {
+      if (driver.isBusy(err)) {
         throw new CoreError(
           'CONFLICT',
           `storage: the database file ${file} is locked by another process (is another ai-backend server using this data directory?). ` +
@@ -94,7 +89,7 @@ export class SqliteStorage implements Storage {
       // Say which file: "file is not a database" alone does not tell an operator where to look.
       throw new CoreError('UNAVAILABLE', `storage: cannot use the database file ${file}: ${(err as Error).message}`, { cause: err });
     }
-    return new SqliteStorage(db, file);
+    return new SqliteStorage(db, driver, file);
   }
 
   private run<T>(fn: () => T): T {
@@ -102,7 +97,7 @@ export class SqliteStorage implements Storage {
     try {
       return fn();
     } catch (err) {
-      if (err instanceof CoreError || !(err as { code?: string })?.code?.startsWith?.('SQLITE_')) throw err;
+      if (err instanceof CoreError || !this.sqlite.isSqliteError(err)) throw err;
       throw new CoreError('UNAVAILABLE', `storage unavailable: ${(err as Error).message}`, { cause: err });
     }
   }
@@ -146,17 +141,17 @@ export class SqliteStorage implements Storage {
     const json = canonicalJson(value);
     const exp = expected === undefined ? undefined : canonicalJson(expected);
     return this.run(() =>
-      this.db.transaction(() => {
+      this.db.immediate(() => {
         if (this.row(key)?.value !== exp) return false;
         this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null);
         return true;
-      }).immediate(),
+      }),
     );
   }
 
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
     return this.run(() =>
-      this.db.transaction(() => {
+      this.db.immediate(() => {
         const row = this.row(key);
         const current = row ? Number(JSON.parse(row.value)) || 0 : 0;
         const next = current + delta;
@@ -164,7 +159,7 @@ export class SqliteStorage implements Storage {
         if (row) this.st.setValue.run(String(next), key);
         else this.st.put.run(key, String(next), expiresAtFor(opts?.ttlMs) ?? null, null);
         return next;
-      }).immediate(),
+      }),
     );
   }
 
@@ -174,7 +169,7 @@ export class SqliteStorage implements Storage {
 
   async append<T>(log: string, record: T): Promise<number> {
     const json = canonicalJson(record);
-    return this.run(() => this.db.transaction(() => this.push(log, json)).immediate());
+    return this.run(() => this.db.immediate(() => this.push(log, json)));
   }
 
   private push(log: string, json: string): number {
@@ -203,7 +198,7 @@ export class SqliteStorage implements Storage {
    */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     return this.run(() =>
-      this.db.transaction(() => {
+      this.db.immediate(() => {
         const now = Date.now();
         const values = new Map(keys.map((k) => [k, this.row(k, now)?.value]));
         const read: TxRead = <T>(key: string) => {
@@ -214,7 +209,7 @@ export class SqliteStorage implements Storage {
         const { writes, result } = plan(read);
         for (const w of writes) this.apply(w, now);
         return result;
-      }).immediate(),
+      }),
     );
   }
 
@@ -230,7 +225,7 @@ export class SqliteStorage implements Storage {
 
   /** Delete rows past their expiry (runs at open and from `purgeExpired` callers). */
   async purgeExpired(now = Date.now()): Promise<number> {
-    return this.run(() => this.st.purge.run(now).changes);
+    return this.run(() => Number(this.st.purge.run(now).changes));
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
@@ -251,8 +246,8 @@ export class SqliteStorage implements Storage {
   }
 }
 
-function prepare(db: Db) {
-  const p = (sql: string) => retain(db.prepare(sql));
+function prepare(db: SqliteDatabase) {
+  const p = (sql: string) => db.prepare(sql);
   return {
     ping: p('SELECT 1'),
     get: p('SELECT key, value, expires_at FROM kv WHERE key = ?'),
@@ -272,14 +267,14 @@ function prepare(db: Db) {
 }
 
 /** Apply the migrations this file has not seen yet, each in its own transaction. */
-function migrate(db: Db): void {
+function migrate(db: SqliteDatabase): void {
   db.exec(MIGRATIONS_TABLE);
-  const applied = new Set((retain(db.prepare('SELECT version FROM schema_migrations')).all() as Array<{ version: number }>).map((r) => r.version));
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
   for (const m of MIGRATIONS) {
     if (applied.has(m.version)) continue;
-    db.transaction(() => {
+    db.immediate(() => {
       db.exec(m.sqlite);
-      retain(db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')).run(m.version, m.name, new Date().toISOString());
-    }).immediate();
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+    });
   }
 }

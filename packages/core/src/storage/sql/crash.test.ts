@@ -15,6 +15,8 @@ import type { Storage } from '../../kernel/Storage.js';
 import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/test-utils/services';
 import { PostgresStorage, type PostgresStorageOptions } from './PostgresStorage.js';
 import { SqliteStorage } from './SqliteStorage.js';
+import type { SqliteDriverName } from './SqliteDriver.js';
+import { SQLITE_DRIVERS } from './__tests__/sqliteDrivers.js';
 
 /**
  * Billing against real crashes: a child process runs credits, purchase webhooks, metered calls
@@ -39,10 +41,10 @@ import { createRuntime } from ${src('../../createRuntime.ts')};
 import { createLogger } from ${src('../../kernel/Logger.ts')};
 import { handlePurchaseWebhook } from ${src('../../services/billing/purchaseWebhook.ts')};
 import { createHmac } from 'node:crypto';
-const [kind, target, roundArg] = process.argv.slice(2);
+const [kind, target, roundArg, driver] = process.argv.slice(2);
 const round = Number(roundArg);
 const out = (line) => process.stdout.write(line + '\\n');
-const storage = kind === 'sqlite' ? await SqliteStorage.open({ file: target }) : await PostgresStorage.connect(JSON.parse(target));
+const storage = kind === 'sqlite' ? await SqliteStorage.open({ file: target, driver }) : await PostgresStorage.connect(JSON.parse(target));
 const config = resolveConfig({ storage: { type: 'memory' }, billing: { vaultKey: ${JSON.stringify(VAULT_KEY)}, webhookSecret: ${JSON.stringify(SECRET)}, platformFeeRate: 0.1 } });
 const rt = await createRuntime(config, { storage, logger: createLogger('silent') });
 out('READY ' + process.pid);
@@ -101,8 +103,8 @@ interface Child {
   waitFor(count: number): Promise<void>;
 }
 
-function startChild(kind: string, target: string, round: number): Child {
-  const proc = spawn(process.execPath, ['--import', tsxLoader, childScript, kind, target, String(round)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startChild(kind: string, target: string, round: number, driver = ''): Child {
+  const proc = spawn(process.execPath, ['--import', tsxLoader, childScript, kind, target, String(round), driver], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(proc);
   const lines: string[] = [];
   let partial = '';
@@ -141,20 +143,27 @@ async function runtimeOn(storage: Storage): Promise<Runtime> {
 
 interface Backend {
   kind: 'sqlite' | 'postgres';
+  /** The name in the test title: the kind, plus the driver for SQLite. */
+  label: string;
+  /** The SQLite driver the child opens the file with (ignored by PostgreSQL). */
+  driver?: SqliteDriverName;
   target(): Promise<{ target: string; open(): Promise<Storage>; cleanup(): Promise<void> }>;
 }
 
 const pg = await testPostgres();
 const backends: Backend[] = ([
-  {
-    kind: 'sqlite',
+  ...SQLITE_DRIVERS.map((driver) => ({
+    kind: 'sqlite' as const,
+    label: `sqlite (${driver})`,
+    driver,
     target: async () => {
-      const file = join(workDir, 'crash.db');
-      return { target: file, open: () => SqliteStorage.open({ file }), cleanup: async () => undefined };
+      const file = join(workDir, `crash-${driver.replace(/\W/g, '-')}.db`);
+      return { target: file, open: () => SqliteStorage.open({ file, driver }), cleanup: async () => undefined };
     },
-  },
+  })),
   {
     kind: 'postgres',
+    label: 'postgres',
     target: async () => {
       const opts: PostgresStorageOptions & { schema: string } = testPostgresOptions(pg, 'crash');
       return { target: JSON.stringify(opts), open: () => PostgresStorage.connect(opts), cleanup: () => dropTestSchema(pg, opts.schema) };
@@ -162,7 +171,7 @@ const backends: Backend[] = ([
   },
 ] satisfies Backend[]).filter((b) => b.kind !== 'postgres' || pg.ok);
 
-describe.each(backends)('billing on $kind survives kill -9', (backend) => {
+describe.each(backends)('billing on $label survives kill -9', (backend) => {
   it('10 rounds: acknowledged writes kept, webhooks applied once, balance = ledger, no hold left after expiry', async () => {
     const { target, open, cleanup } = await backend.target();
     const credits = new Map<string, { user: string; entryId: string }>();
@@ -172,7 +181,7 @@ describe.each(backends)('billing on $kind survives kill -9', (backend) => {
     let errors: string[] = [];
     try {
       for (let round = 1; round <= 10; round++) {
-        const child = startChild(backend.kind, target, round);
+        const child = startChild(backend.kind, target, round, backend.driver);
         await child.waitFor(0);
         // A random moment: between 30 and 400 acknowledged operations into the round.
         await child.waitFor(30 + Math.floor(Math.random() * 370));
