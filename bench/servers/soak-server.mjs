@@ -1,0 +1,18 @@
+// ai-backend from the built package for bench/soak.mjs: configured by the JSON in argv[2], started
+// with --expose-gc so the soak can ask, over IPC, for the heap after a full collection (what the
+// server keeps, not what it has not collected yet). Answers { heapUsed, rss, sessions } to 'heap'.
+import { createServer } from 'ai-backend';
+
+const config = JSON.parse(process.argv[2] ?? '{}');
+const server = createServer({ port: 0, host: '127.0.0.1', monitoring: { logging: { level: 'error' } }, ...config });
+const addr = await server.start();
+process.stdout.write(JSON.stringify({ url: addr.url }) + '\n');
+process.on('message', (m) => {
+  if (m !== 'heap') return;
+  // Two passes: the first can leave weak-referenced and finalizable objects for the second.
+  globalThis.gc();
+  globalThis.gc();
+  const { heapUsed, rss } = process.memoryUsage();
+  process.send({ heapUsed, rss });
+});
+process.on('SIGTERM', () => server.stop().then(() => process.exit(0)));

@@ -1,0 +1,230 @@
+#!/usr/bin/env node
+// Soak: one server (built package, default store) in a child process with its old space capped
+// (--max-old-space-size=192, so garbage is collected and what is kept shows), under mixed traffic
+// at a steady rate, reporting RSS and heap after a full GC over time and their least-squares
+// slope over the second half of the run. Traffic, per step (weights below): metered
+// ai.generateText on /rpc and /trpc, /v1/chat/completions plain and streamed, /v1/messages, BYOK
+// calls, upstream faults ([[upstream:500]] and friends), MCP 2025 sessions that call a tool and
+// walk away (9 in 10) or DELETE, MCP 2026-07-28 stateless calls, API keys created, used and
+// revoked, the console polling admin.overview; a new user every 20 steps.
+//
+//   node bench/soak.mjs --minutes 2            (smoke)
+//   node bench/soak.mjs --minutes 60 --rate 60 (by hand)
+// Options: --minutes (default 2), --rate steps/s (default 40), --sample seconds (default 10),
+// --heap MB for --max-old-space-size (default 192), --root <built checkout> (another build, e.g. main
+// before a change, started from its bench/servers/soak-server.mjs or, without one, this one's copy).
+// Target (issue 37): RSS slope over the second half of a one-hour run <= 1 MB per 10 minutes.
+import { spawn } from 'node:child_process';
+import { copyFile, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { mintDevToken } from '@ai-backend/auth';
+import { startServer } from './lib.mjs';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
+const minutes = Number(args.minutes ?? 2);
+const rate = Number(args.rate ?? 40);
+const sampleSec = Number(args.sample ?? 10);
+const heapMb = Number(args.heap ?? 192);
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const SECRET = 'soak-jwt-secret-0123456789abcdef0123456789';
+const MODEL = 'openai/gpt-5-mini';
+
+const children = [];
+process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
+const upstream = await startServer(here('./servers/test-upstream.mjs'), [JSON.stringify({ outputTokens: 16 })]);
+children.push(upstream.child);
+
+let script = here('./servers/soak-server.mjs');
+if (args.root) {
+  script = join(args.root, 'bench/servers/soak-server.mjs');
+  if (!existsSync(script)) await copyFile(here('./servers/soak-server.mjs'), script);
+}
+const config = {
+  mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
+  jwt: { secret: SECRET },
+  serverProviders: ['openai'],
+  ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-soak-server-key' } } },
+};
+const server = await new Promise((resolve, reject) => {
+  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, '--expose-gc', script, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  children.push(child);
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+    const line = out.split('\n').find((l) => l.startsWith('{'));
+    if (line) resolve({ ...JSON.parse(line), child, pid: child.pid });
+  });
+  child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
+});
+let serverGone = false;
+server.child.on('exit', (code, signal) => {
+  serverGone = true;
+  console.error(`server exited (${code ?? signal}) at ${((Date.now() - started) / 60_000).toFixed(1)} min`);
+});
+const url = server.url;
+
+const heap = () =>
+  new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), 10_000);
+    server.child.once('message', (m) => {
+      clearTimeout(timer);
+      resolve(m);
+    });
+    server.child.send('heap');
+  });
+const rssMb = async () => Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${server.pid}/status`, 'utf8'))[1]) / 1024;
+
+const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'soak-admin', scopes: ['mcp:admin'], expiresIn: '24h' })}`;
+const json = { 'content-type': 'application/json' };
+async function post(path, body, auth, extra = {}) {
+  const res = await fetch(url + path, { method: 'POST', headers: { ...json, ...(auth ? { authorization: auth } : {}), ...extra }, body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, text, headers: res.headers };
+}
+/** A JSON-RPC call; an error answer counts as failed (status 400) even though HTTP said 200. */
+const rpc = (method, params, auth) =>
+  post('/rpc', { jsonrpc: '2.0', id: 1, method, params }, auth).then((r) => ({ ...r, status: r.text.startsWith('{"jsonrpc":"2.0","id":1,"error"') || r.text.includes('"error":{') ? Math.max(r.status, 400) : r.status }));
+
+let user;
+let userN = 0;
+async function newUser() {
+  const sub = `soak-user-${++userN}`;
+  const token = `Bearer ${await mintDevToken({ secret: SECRET, sub, expiresIn: '24h' })}`;
+  await rpc('billing.creditTokens', { userId: sub, tokens: 1e9, type: 'subscription', idempotencyKey: `soak-credit-${sub}` }, admin);
+  user = { sub, token };
+}
+
+const INPUT = { content: 'Summarise the soak in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 32 } };
+const CHAT = { model: MODEL, messages: [{ role: 'user', content: 'One line, please.' }], max_tokens: 32 };
+const ACCEPT = 'application/json, text/event-stream';
+const LEGACY = '2025-11-25';
+
+/** An MCP 2025 session: initialize, list, call; 9 in 10 walk away without DELETE. */
+async function mcpSession(u) {
+  const h = { accept: ACCEPT };
+  const init = await post('/mcp', { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'soak', version: '1' } } }, u.token, h);
+  const sid = init.headers.get('mcp-session-id');
+  if (!sid) return init.status;
+  const s = { ...h, 'mcp-session-id': sid, 'mcp-protocol-version': LEGACY };
+  await post('/mcp', { jsonrpc: '2.0', method: 'notifications/initialized' }, u.token, s);
+  await post('/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, u.token, s);
+  const r = await post('/mcp', { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' } } }, u.token, s);
+  if (Math.random() < 0.1) await fetch(url + '/mcp', { method: 'DELETE', headers: { ...s, authorization: u.token } }).then((x) => x.text());
+  return r.status;
+}
+
+/** One 2026-07-28 request: no session. */
+const mcpModern = (u) =>
+  post(
+    '/mcp',
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'soak', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} } } },
+    u.token,
+    { accept: ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'greeting' },
+  ).then((r) => r.status);
+
+/** An API key created, used on /v1 and revoked. */
+async function keyLifecycle(u) {
+  const made = await rpc('keys.create', { name: `soak-${Date.now()}` }, u.token);
+  const created = JSON.parse(made.text).result;
+  if (!created?.key) return made.status;
+  await post('/v1/chat/completions', CHAT, `Bearer ${created.key}`);
+  return (await rpc('keys.revoke', { id: created.apiKey.id }, u.token)).status;
+}
+
+const FAULTS = ['500', '429', 'drop'];
+const STEPS = [
+  [8, 'rpc generate', (u) => rpc('ai.generateText', INPUT, u.token)],
+  [4, 'trpc generate', (u) => post('/trpc/ai.generateText', { json: INPUT }, u.token)],
+  [6, 'v1 chat', (u) => post('/v1/chat/completions', CHAT, u.token)],
+  [4, 'v1 chat stream', (u) => post('/v1/chat/completions', { ...CHAT, stream: true }, u.token)],
+  [3, 'v1 messages', (u) => post('/v1/messages', { model: MODEL, max_tokens: 32, messages: [{ role: 'user', content: 'One line.' }] }, u.token, { 'anthropic-version': '2023-06-01' })],
+  [4, 'byok', (u) => rpc('ai.generateText', { ...INPUT, apiKey: 'sk-soak-byok-key' }, u.token)],
+  [2, 'upstream fault', (u) => rpc('ai.generateText', { ...INPUT, content: `[[upstream:${FAULTS[Math.floor(Math.random() * FAULTS.length)]}]]` }, u.token)],
+  [8, 'mcp 2025 session', mcpSession],
+  [4, 'mcp 2026 call', mcpModern],
+  [2, 'api key lifecycle', keyLifecycle],
+  [2, 'console poll', () => rpc('admin.overview', { days: 7 }, admin)],
+];
+const total = STEPS.reduce((n, [w]) => n + w, 0);
+const pick = () => {
+  let r = Math.random() * total;
+  for (const step of STEPS) if ((r -= step[0]) < 0) return step;
+  return STEPS[0];
+};
+
+const counts = Object.fromEntries(STEPS.map(([, name]) => [name, { ok: 0, failed: 0 }]));
+let inFlight = 0;
+let skipped = 0;
+let steps = 0;
+await newUser();
+const started = Date.now();
+const end = started + minutes * 60_000;
+const samples = [];
+
+async function sample() {
+  const h = await heap();
+  if (!h || serverGone) return;
+  const s = { min: +((Date.now() - started) / 60_000).toFixed(2), rssMb: +(await rssMb()).toFixed(1), heapMb: +(h.heapUsed / 2 ** 20).toFixed(1), steps };
+  samples.push(s);
+  console.log(JSON.stringify(s));
+}
+
+const tick = setInterval(() => {
+  if (serverGone) return;
+  // A steady rate, not a closed loop: a step that cannot start (too many still running) is skipped and counted.
+  if (inFlight >= 64) return void skipped++;
+  const [, name, run] = pick();
+  steps++;
+  inFlight++;
+  const u = user;
+  if (steps % 20 === 0) void newUser().catch(() => undefined);
+  Promise.resolve()
+    .then(() => run(u))
+    .then((r) => {
+      const status = typeof r === 'number' ? r : r.status;
+      const failed = status >= 400 && name !== 'upstream fault';
+      counts[name][failed ? 'failed' : 'ok']++;
+      if (failed && process.env.SOAK_DEBUG) console.error(name, status, typeof r === 'object' ? r.text?.slice(0, 200) : '');
+    })
+    .catch((err) => {
+      counts[name].failed++;
+      if (process.env.SOAK_DEBUG) console.error(name, String(err));
+    })
+    .finally(() => inFlight--);
+}, 1000 / rate);
+
+await sample();
+while (Date.now() < end && !serverGone) {
+  await new Promise((r) => setTimeout(r, sampleSec * 1000));
+  await sample();
+}
+clearInterval(tick);
+
+/** Least-squares slope of `key` over the second half, in MB per 10 minutes. */
+function slope(key) {
+  const half = samples.filter((s) => s.min >= minutes / 2);
+  if (half.length < 2) return NaN;
+  const mx = half.reduce((a, s) => a + s.min, 0) / half.length;
+  const my = half.reduce((a, s) => a + s[key], 0) / half.length;
+  const num = half.reduce((a, s) => a + (s.min - mx) * (s[key] - my), 0);
+  const den = half.reduce((a, s) => a + (s.min - mx) ** 2, 0);
+  return +((num / den) * 10).toFixed(1);
+}
+const first = samples[0];
+const last = samples.at(-1);
+console.log(
+  JSON.stringify({
+    minutes,
+    rate,
+    steps,
+    skipped,
+    serverSurvived: !serverGone,
+    rssMb: { first: first?.rssMb, last: last?.rssMb, max: Math.max(...samples.map((s) => s.rssMb)) },
+    heapAfterGcMb: { first: first?.heapMb, last: last?.heapMb, max: Math.max(...samples.map((s) => s.heapMb)) },
+    slopeSecondHalfMbPer10Min: { rss: slope('rssMb'), heap: slope('heapMb') },
+    counts,
+  }),
+);
+process.exit(0);
