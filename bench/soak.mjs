@@ -15,8 +15,9 @@
 // before a change, started from its bench/servers/soak-server.mjs or, without one, this one's copy).
 // Target (issue 37): RSS slope over the second half of a one-hour run <= 1 MB per 10 minutes.
 import { spawn } from 'node:child_process';
-import { copyFile, readFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
@@ -41,7 +42,11 @@ if (args.root) {
   script = join(args.root, 'bench/servers/soak-server.mjs');
   if (!existsSync(script)) await copyFile(here('./servers/soak-server.mjs'), script);
 }
+// The default store (SQLite), in a directory of this run: every run starts from an empty store.
+const dataDir = await mkdtemp(join(tmpdir(), 'ai-backend-soak-'));
+process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
 const config = {
+  storage: { type: 'sqlite', dir: dataDir },
   mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
   jwt: { secret: SECRET },
   serverProviders: ['openai'],

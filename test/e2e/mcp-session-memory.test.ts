@@ -4,10 +4,16 @@
  * (transport and server closed, a small record kept), so the heap grows by a few KB per session
  * instead of the ~17 KB a live SDK transport and server hold; and a parked session still works
  * when its client returns. Heap is read after forced full GCs in this process, which also runs
- * the server: the client's own requests are garbage by then.
+ * the server: the client's own requests are garbage by then. At the session cap, the least
+ * recently used idle session makes room for a new client instead of a 503.
  */
+import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core/internal';
+import { McpHandler } from '@ai-backend/transports/mcp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { call, messagesOf, openWireSession, readSse, type WireSession } from './helpers/mcpWire.js';
@@ -81,4 +87,36 @@ describe('MCP sessions that walk away', () => {
     expect(gone.status).toBe(404);
     await gone.text();
   }, 120_000);
+});
+
+describe('the session cap', () => {
+  it('closes the least recently used idle session for a new client instead of answering 503', async () => {
+    const runtime = await createRuntime(resolveConfig({ mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } } }), { storage: new MemoryStorage() });
+    const handler = new McpHandler(runtime, { maxSessions: 3, maxLiveSessions: 1, parkIdleMs: 2000 });
+    const app = new Hono();
+    app.all('/mcp', handler.handle);
+    const http: ServerType = await new Promise((resolve) => {
+      const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    });
+    try {
+      const mcp = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+      const [a, b, c] = [await openWireSession(mcp), await openWireSession(mcp), await openWireSession(mcp)];
+      // Beyond one live session the idle ones are parked at once; all three stay open.
+      expect(handler.sessionCount).toBe(3);
+      expect(handler.liveSessionCount).toBeLessThanOrEqual(1);
+      // Everyone was active within parkIdleMs: nobody is evicted, the cap answers 503.
+      await expect(openWireSession(mcp)).rejects.toThrow(/initialize: 503/);
+      // b and c are used again; a, idle past parkIdleMs, is the least recently used.
+      await new Promise((r) => setTimeout(r, 2500));
+      for (const s of [b, c]) expect((await s.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).status).toBe(200);
+      const d = await openWireSession(mcp);
+      expect(handler.sessionCount).toBe(3);
+      expect((await a.post({ jsonrpc: '2.0', id: 2, method: 'tools/list' })).status).toBe(404);
+      for (const s of [b, c, d]) expect((await s.post({ jsonrpc: '2.0', id: 3, method: 'tools/list' })).status).toBe(200);
+    } finally {
+      await handler.close();
+      await new Promise<void>((r) => http.close(() => r()));
+      await runtime.close();
+    }
+  });
 });

@@ -119,7 +119,7 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
  * Tool calls themselves go through core's invoke seam and tRPC middleware.
  */
 export class McpHandler {
-  /** Every session, live or parked. */
+  /** Every session, live or parked, least recently used first (the order eviction walks). */
   private readonly sessions = new Map<string, Session>();
   /** Live sessions, least recently used first. */
   private readonly live = new Set<Session>();
@@ -228,6 +228,23 @@ export class McpHandler {
     if (s.store && s.store.size === 0) s.store = undefined;
     // The server's cleanup (server.onclose) removes its registry listeners; the roots stay with the session.
     void live.transport.close().catch(() => undefined);
+  }
+
+  /**
+   * At the session cap, a new client would get 503 for as long as sessions nobody comes back to
+   * stay (30 minutes): the least recently used one that has been idle for `parkIdleMs` is closed
+   * instead (its client, if it ever returns, gets 404 and starts a new session, as after a restart).
+   */
+  private evictOldestIdle(): void {
+    const now = Date.now();
+    for (const [id, s] of this.sessions) {
+      if (now - s.lastSeen < this.parkIdleMs) return;
+      if (s.live ? this.idle(s) : s.waking === undefined && s.open === 0) {
+        this.runtime.logger.debug('MCP session evicted at the session cap', { sessionId: id });
+        void this.closeSession(id);
+        return;
+      }
+    }
   }
 
   /** Over the live cap: park the least recently used idle sessions. */
@@ -446,6 +463,8 @@ export class McpHandler {
     }
     session.lastSeen = Date.now();
     // Least recently used first: the order parking and eviction walk.
+    this.sessions.delete(sessionId);
+    this.sessions.set(sessionId, session);
     if (session.live) {
       this.live.delete(session);
       this.live.add(session);
@@ -558,6 +577,7 @@ export class McpHandler {
   private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null, ip: string, holder: PlaceHolder): Promise<Response> {
     const owner = identity?.sub ?? null;
     await this.cluster?.ready;
+    if (this.sessions.size >= this.budget.maxSessions) this.evictOldestIdle();
     const refused = this.budget.admit(ip, owner, this.sessions.size);
     if (refused) return jsonRpcError(refused.status, -32000, refused.message, { 'Retry-After': String(refused.retryAfterSec) });
     const messages: unknown[] = Array.isArray(body) ? body : [body];
