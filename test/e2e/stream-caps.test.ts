@@ -240,6 +240,11 @@ async function openAiStream(sub: string, addr: string): Promise<Attempt> {
   return sdkAttempt((signal) => client.chat.completions.create({ model: 'openai/gpt-4.1-mini', max_tokens: 100, stream: true, messages: [{ role: 'user', content: SLOW }] }, { signal }));
 }
 
+async function responsesStream(sub: string, addr: string): Promise<Attempt> {
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: await token(sub), maxRetries: 0, defaultHeaders: from(addr) });
+  return sdkAttempt((signal) => client.responses.create({ model: 'openai/gpt-4.1-mini', max_output_tokens: 100, stream: true, input: SLOW }, { signal }));
+}
+
 async function anthropicStream(sub: string, addr: string): Promise<Attempt> {
   const client = new Anthropic({ baseURL: base, apiKey: await token(sub), maxRetries: 0, defaultHeaders: from(addr) });
   return sdkAttempt((signal) => client.messages.create({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 100, stream: true, messages: [{ role: 'user', content: SLOW }] }, { signal }));
@@ -298,6 +303,13 @@ describe('every long-lived stream under the same caps, server under ulimit -n 25
     expectCapped(attempts, PER_ADDRESS, 429, ADDRESS_REFUSAL);
     await othersStillServed(() => openAiStream('victim', '10.5.0.2'));
     await closeAndRecover(attempts, () => openAiStream('attacker', '10.5.0.1'));
+  }, 60_000);
+
+  it('/v1/responses stream: true (openai client): 16 per address, then 429', async () => {
+    const attempts = await many(ATTEMPTS, () => responsesStream('attacker', '10.5.1.1'));
+    expectCapped(attempts, PER_ADDRESS, 429, ADDRESS_REFUSAL);
+    await othersStillServed(() => responsesStream('victim', '10.5.1.2'));
+    await closeAndRecover(attempts, () => responsesStream('attacker', '10.5.1.1'));
   }, 60_000);
 
   it('/v1/messages stream: true (Anthropic client): 16 per address, then 429', async () => {
