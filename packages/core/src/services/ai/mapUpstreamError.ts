@@ -101,7 +101,8 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
     }
     if (status >= 500) return make('UPSTREAM_ERROR', 'upstream_5xx', `${ctx.provider} failed (HTTP ${status})`, { status });
     if (status >= 400) {
-      // Only the path goes to the caller (the host is the operator's business; the log has it).
+      // The log line has the whole URL; a caller gets the path only in the hint below (the host,
+      // and on other wires a project or deployment in the path, are the operator's business).
       let path: string | undefined;
       try {
         path = e.url ? new URL(e.url).pathname : undefined;
@@ -113,7 +114,7 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
       if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses')) {
         return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} answered HTTP 404 for POST ${path}: the server does not serve the OpenAI Responses API (the default wire); for a Chat Completions server set ${ctx.responsesApiSetting}: 'chat'`, { status });
       }
-      return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status}${path ? ` for ${path}` : ''})`, { status });
+      return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status})`, { status });
     }
     // A 2xx the SDK could not use: either the socket died mid-body (a network error code in
     // the cause chain; newer SDKs also mark it retryable) or the body did not parse or validate.
