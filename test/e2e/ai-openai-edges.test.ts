@@ -85,7 +85,7 @@ describeMatrix('/v1 edges', (mode) => {
       const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer /);
-      expect(((await res.json()) as { error: { message: string } }).error.message).toContain('sign in or provide an API key');
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/sign in, or send your own provider key \(BYOK\)/);
       // Anonymous with its own provider key is still served.
       const own = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }, { 'x-provider-api-key': 'sk-own' });
       expect(own.status).toBe(200);
