@@ -12,7 +12,8 @@
 //   node bench/soak.mjs --minutes 60 --rate 60 (by hand)
 // Options: --minutes (default 2), --rate steps/s (default 40), --sample seconds (default 10),
 // --heap MB for --max-old-space-size (default 192), --root <built checkout> (another build, e.g. main
-// before a change, started from its bench/servers/soak-server.mjs or, without one, this one's copy).
+// before a change, started from its bench/servers/soak-server.mjs or, without one, this one's copy),
+// --snapshots (heap snapshots of the server at the middle and the end, to diff what it kept).
 // Target (issue 37): RSS slope over the second half of a one-hour run <= 1 MB per 10 minutes.
 import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
@@ -70,15 +71,16 @@ server.child.on('exit', (code, signal) => {
 });
 const url = server.url;
 
-const heap = () =>
+const ask = (what, timeoutMs = 10_000) =>
   new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(undefined), 10_000);
+    const timer = setTimeout(() => resolve(undefined), timeoutMs);
     server.child.once('message', (m) => {
       clearTimeout(timer);
       resolve(m);
     });
-    server.child.send('heap');
+    server.child.send(what);
   });
+const heap = () => ask('heap');
 const rssMb = async () => Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${server.pid}/status`, 'utf8'))[1]) / 1024;
 
 const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'soak-admin', scopes: ['mcp:admin'], expiresIn: '24h' })}`;
@@ -201,10 +203,16 @@ const tick = setInterval(() => {
 }, 1000 / rate);
 
 await sample();
+let snapped = false;
 while (Date.now() < end && !serverGone) {
   await new Promise((r) => setTimeout(r, sampleSec * 1000));
   await sample();
+  if ('snapshots' in args && !snapped && Date.now() >= started + minutes * 30_000) {
+    snapped = true;
+    console.log(JSON.stringify(await ask('snapshot', 120_000)));
+  }
 }
+if ('snapshots' in args && !serverGone) console.log(JSON.stringify(await ask('snapshot', 120_000)));
 clearInterval(tick);
 
 /** Least-squares slope of `key` over the second half, in MB per 10 minutes. */

@@ -1,6 +1,8 @@
 // ai-backend from the built package for bench/soak.mjs: configured by the JSON in argv[2], started
 // with --expose-gc so the soak can ask, over IPC, for the heap after a full collection (what the
-// server keeps, not what it has not collected yet). Answers { heapUsed, rss, sessions } to 'heap'.
+// server keeps, not what it has not collected yet). Answers { heapUsed, rss } to 'heap' and
+// { snapshot: file } to 'snapshot'.
+import { writeHeapSnapshot } from 'node:v8';
 import { createServer } from 'ai-backend';
 
 const config = JSON.parse(process.argv[2] ?? '{}');
@@ -8,6 +10,8 @@ const server = createServer({ port: 0, host: '127.0.0.1', monitoring: { logging:
 const addr = await server.start();
 process.stdout.write(JSON.stringify({ url: addr.url }) + '\n');
 process.on('message', (m) => {
+  // A heap snapshot (in the working directory) to diff: what the server keeps between two points.
+  if (m === 'snapshot') return void process.send({ snapshot: writeHeapSnapshot() });
   if (m !== 'heap') return;
   // Two passes: the first can leave weak-referenced and finalizable objects for the second.
   globalThis.gc();
