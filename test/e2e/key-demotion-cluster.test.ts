@@ -22,7 +22,7 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('a demoted administrator\'s keys, two s
   const pg = testPostgresOptions(pgAt, label);
   const keyPrefix = `e2e-${label}-${randomUUID()}:`;
   const owner = `ops-${randomUUID().slice(0, 8)}`;
-  const storage: ConfigInput['storage'] = { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } };
+  const storage: NonNullable<ConfigInput>['storage'] = { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } };
   let upstream: TestUpstream;
   let listed: AiServer;
   let demoted: AiServer;
