@@ -73,7 +73,7 @@ describe.skipIf(!chromiumService.ok)('the console in Chromium', () => {
     await browser?.close();
   });
 
-  it('asks for nothing that is missing: the favicon is the console\'s own SVG', async () => {
+  it('asks for nothing that is missing: the favicon is the console\'s own SVG, and /favicon.ico is served', async () => {
     // The favicon is fetched in the background: give it time to be asked for.
     await waitFor(async () => (await page.evaluate(() => document.querySelector('link[rel="icon"]')?.getAttribute('href'))) !== undefined, { timeoutMs: 2_000, what: 'the icon link' });
     const icon = await page.evaluate(() => document.querySelector('link[rel="icon"]')?.getAttribute('href'));
@@ -81,6 +81,11 @@ describe.skipIf(!chromiumService.ok)('the console in Chromium', () => {
     const res = await fetch(gw.url + icon);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('image/svg+xml');
+    // Pages without an icon link make browsers ask the origin for /favicon.ico: a real icon is there.
+    const ico = await fetch(gw.url + '/favicon.ico');
+    expect(ico.status).toBe(200);
+    expect(ico.headers.get('content-type')).toBe('image/x-icon');
+    expect([...new Uint8Array(await ico.arrayBuffer()).slice(0, 4)]).toEqual([0, 0, 1, 0]);
     await page.reload();
     await page.waitForSelector('#stat-tokens');
     await new Promise((r) => setTimeout(r, 500));

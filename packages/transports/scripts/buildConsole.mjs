@@ -31,8 +31,8 @@ await build({
 const uplotCss = readFileSync(path.join(path.dirname(createRequire(import.meta.url).resolve('uplot')), 'uPlot.min.css'), 'utf8');
 writeFileSync(path.join(out, 'app.css'), readFileSync(path.join(src, 'app.css'), 'utf8') + '\n' + uplotCss);
 copyFileSync(path.join(src, 'index.html'), path.join(out, 'index.html'));
-// Named in index.html, so browsers ask for it instead of a /favicon.ico the server does not have.
-copyFileSync(path.join(src, 'favicon.svg'), path.join(out, 'favicon.svg'));
+// favicon.svg is named in index.html; favicon.ico is what browsers ask any other page's origin for (GET /favicon.ico).
+for (const icon of ['favicon.svg', 'favicon.ico']) copyFileSync(path.join(src, icon), path.join(out, icon));
 
 const sizes = Object.fromEntries(['index.html', 'app.js', 'app.css'].map((f) => [f, gzipSync(readFileSync(path.join(out, f))).length]));
 const total = Object.values(sizes).reduce((a, b) => a + b, 0);

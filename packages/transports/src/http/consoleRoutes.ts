@@ -27,6 +27,7 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
   '.png': 'image/png',
+  '.ico': 'image/x-icon',
   '.json': 'application/json',
 };
 
@@ -119,6 +120,9 @@ export function consoleRoutes(config: ResolvedConfig, opts: ConsoleRoutesOptions
     return new Response(asset.body as Uint8Array<ArrayBuffer>, { headers: securityHeaders(new Headers({ 'content-type': asset.type })) });
   };
   app.get('/console', (c) => c.redirect('/console/', 302));
+  // Browsers ask every origin for /favicon.ico (pages without an icon link: the OAuth consent page,
+  // a JSON answer opened in a tab); the console's own pages name favicon.svg.
+  app.get('/favicon.ico', () => serveAsset('favicon.ico'));
   app.get('/console/', () => serveAsset('index.html'));
   if (opts.devSignIn) {
     const exchange = opts.devSignIn;
