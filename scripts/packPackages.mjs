@@ -24,3 +24,11 @@ export function packPackages(dest) {
   }
   return out;
 }
+
+// `node scripts/packPackages.mjs [dest]` (or `pnpm pack-packages [dest]`): the four published
+// packages only. `pnpm -r pack` packs every workspace package, the private ones too (test-utils,
+// tools/*): pnpm has no setting that skips them in recursive pack, unlike `pnpm -r publish`.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const dest = path.resolve(process.argv[2] ?? '.');
+  for (const tgz of Object.values(packPackages(dest))) console.log(tgz);
+}
