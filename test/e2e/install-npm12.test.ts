@@ -1,0 +1,178 @@
+/**
+ * A new user's install on today's toolchain (issue 36): the four published packages, packed with
+ * pnpm as they would be published, installed into fresh folders by npm 12 (from the registry,
+ * `npx npm@12`; since 12.0 it runs no dependency's install script unless the app allows it) and by
+ * pnpm 10 (which does not either). Then, with the network cut (a fresh network namespace with only
+ * loopback, where the machine allows it), `createServer()` on the default store answers /health and
+ * `npx ai-backend serve` starts; and each optional package (database drivers, a named provider's
+ * package) gives its message naming the package and the install command while it is absent, and is
+ * used once it is added.
+ *
+ * The registry is reached only by the installs (npm's and pnpm's caches make a warm run quick;
+ * a cache never stands in for a check: every assertion runs on the installed folder).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error -- a plain .mjs script shared with scripts/check-packages.mjs (no types)
+import { packPackages } from '../../scripts/packPackages.mjs';
+
+/** npm 12's engines: ^22.22.2 || ^24.15.0 || >=26.0.0. */
+function npm12Runs(version: string): boolean {
+  const [major = 0, minor = 0, patch = 0] = version.replace(/^v/, '').split('.').map(Number);
+  if (major === 22) return minor > 22 || (minor === 22 && patch >= 2);
+  if (major === 24) return minor >= 15;
+  return major >= 26;
+}
+const NPM12 = npm12Runs(process.version);
+const NOT_HERE = `skipped: npm 12 needs Node ^22.22.2, ^24.15.0 or >=26 and this is ${process.version} (CI runs this file on 22, 24 and 26)`;
+
+/** A network namespace with only loopback: root and util-linux `unshare` (as scripts/check-service-skips.mjs). */
+const ISOLATED = process.getuid?.() === 0 && spawnSync('unshare', ['-n', 'true']).status === 0;
+
+const root = mkdtempSync(path.join(tmpdir(), 'ai-backend-install-npm12-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const quiet = { npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' };
+const NPM = ['npx', '-y', 'npm@12'];
+const PNPM = ['npx', '-y', 'pnpm@10.34.9'];
+
+function run(cmd: string[], cwd: string, timeout = 300_000): { code: number | null; out: string } {
+  const r = spawnSync(cmd[0]!, cmd.slice(1), { cwd, encoding: 'utf8', timeout, env: { ...process.env, ...quiet } });
+  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+/**
+ * Start `cmd` in `cwd` without network, wait for its "ai-backend listening on <url>" line, GET
+ * <url>/health from inside the same namespace, stop it. A command that exits first reports its
+ * exit code and output instead.
+ */
+function probe(cwd: string, cmd: string[]): { health?: number; body?: string; code?: number | null; out: string } {
+  const script = `
+import { spawn } from 'node:child_process';
+const child = spawn(process.argv[2], process.argv.slice(3), { stdio: ['ignore', 'pipe', 'pipe'] });
+let out = '';
+const done = (r) => { child.kill(); console.log('PROBE ' + JSON.stringify({ ...r, out })); process.exit(0); };
+const timer = setTimeout(() => done({ code: 'timeout' }), 60000);
+const seen = async (d) => {
+  out += d;
+  const m = /ai-backend listening on (http:\\/\\/[^\\s"]+)/.exec(out);
+  if (!m || child.listened) return;
+  child.listened = true;
+  clearTimeout(timer);
+  const res = await fetch(m[1] + '/health').catch((e) => ({ status: -1, text: async () => String(e) }));
+  done({ health: res.status, body: await res.text() });
+};
+child.stdout.on('data', seen);
+child.stderr.on('data', seen);
+child.on('exit', (code) => { if (!child.listened) { clearTimeout(timer); setTimeout(() => done({ code }), 50); } });
+`;
+  writeFileSync(path.join(cwd, 'probe.mjs'), script);
+  const args = ['probe.mjs', ...cmd];
+  const [c, a] = ISOLATED ? ['unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', process.execPath, ...args]] : [process.execPath, args];
+  const r = spawnSync(c, a as string[], { cwd, encoding: 'utf8', timeout: 90_000, env: { ...process.env, NO_COLOR: '1' } });
+  const line = /^PROBE (.*)$/m.exec(r.stdout ?? '');
+  if (!line) throw new Error(`probe gave no answer (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+  return JSON.parse(line[1]!) as { health?: number; body?: string; code?: number | null; out: string };
+}
+
+/** A fresh app folder whose dependencies are the packed packages (the internal ones via overrides, never the registry). */
+function app(name: string, tarballs: Record<string, string>, manager: 'npm' | 'pnpm'): string {
+  const dir = path.join(root, name);
+  mkdirSync(dir);
+  const file = (d: string) => `file:${tarballs[d]}`;
+  const internal = { '@ai-backend/core': file('core'), '@ai-backend/auth': file('auth'), '@ai-backend/transports': file('transports') };
+  writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({
+      name: `install-check-${name}`,
+      private: true,
+      type: 'module',
+      // The README's `npm i ai-backend zod`.
+      dependencies: { 'ai-backend': file('cli'), zod: '^4.1.0' },
+      ...(manager === 'npm' ? { overrides: internal } : { pnpm: { overrides: internal } }),
+    }),
+  );
+  // The README's library example, with a free port.
+  writeFileSync(path.join(dir, 'server.mjs'), "import { createServer } from 'ai-backend';\nconst server = createServer({ port: 0 });\nawait server.start();\n");
+  return dir;
+}
+
+let tarballs: Record<string, string> = {};
+beforeAll(() => {
+  if (!NPM12) return;
+  const dest = path.join(root, 'tarballs');
+  mkdirSync(dest);
+  tarballs = packPackages(dest);
+}, 300_000);
+
+describe.skipIf(!NPM12)(`npm 12 and pnpm, network cut after install${ISOLATED ? '' : ' (not isolated here: run as root with unshare for a network namespace)'}`, () => {
+  let npmApp = '';
+
+  it('npm 12 installs the README example with no install script to run or block', () => {
+    npmApp = app('npm', tarballs, 'npm');
+    const r = run([...NPM, 'install', '--no-audit', '--no-fund'], npmApp);
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).not.toMatch(/install-scripts|install scripts blocked/);
+    expect(run([...NPM, 'install-scripts', 'ls'], npmApp).out).not.toMatch(/better-sqlite3|node-gyp|prebuild/);
+  }, 300_000);
+
+  it('createServer() on the default store answers /health with no network', () => {
+    const r = probe(npmApp, [process.execPath, 'server.mjs']);
+    expect(r.health, r.out).toBe(200);
+  }, 120_000);
+
+  it('npx ai-backend serve starts with no network', () => {
+    const r = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0']);
+    expect(r.health, r.out).toBe(200);
+  }, 120_000);
+
+  // Each optional package: absent, the start fails naming it and the command; added, it is used.
+  const cases = [
+    { pkg: 'pg', install: 'pg@8', config: { storage: { type: 'postgres', postgres: { connectionString: 'postgres://u:p@127.0.0.1:9/db' } } } },
+    { pkg: 'ioredis', install: 'ioredis@6', config: { storage: { type: 'redis', redis: { host: '127.0.0.1', port: 9 } } } },
+    { pkg: '@ai-sdk/mistral', install: '@ai-sdk/mistral@3', config: { storage: { type: 'memory' }, ai: { providers: { mist: { type: 'mistral', apiKey: 'k', defaultModel: 'mistral-small-latest' } } } } },
+  ];
+  for (const c of cases) {
+    it(`${c.pkg}: absent, config check and serve name it and \`npm i ${c.install}\`; added, the server uses it`, () => {
+      const cfg = `${c.pkg.replace(/\W/g, '-')}.json`;
+      writeFileSync(path.join(npmApp, cfg), JSON.stringify({ ...c.config, mcp: { auth: { authType: 'none' } } }));
+      const message = `needs the package ${c.pkg}, which is not installed. Install it: npm i ${c.install}`;
+      const check = run(['npx', '--no-install', 'ai-backend', 'config', 'check', '-c', cfg], npmApp);
+      expect(check.code, check.out).toBe(1);
+      expect(check.out).toContain(message);
+      const refused = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0', '-c', cfg]);
+      expect(refused.health, refused.out).toBeUndefined();
+      expect(refused.out).toContain(message);
+
+      const added = run([...NPM, 'install', '--no-audit', '--no-fund', c.install], npmApp);
+      expect(added.code, added.out).toBe(0);
+      expect(run(['npx', '--no-install', 'ai-backend', 'config', 'check', '-c', cfg], npmApp).out).toContain('config ok');
+      const started = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0', '-c', cfg]);
+      expect(started.out).not.toContain('needs the package');
+      if (c.pkg === 'pg') {
+        // The driver is loaded and dials the (closed) port: a connection error, not a missing package.
+        expect(started.out).toMatch(/ECONNREFUSED|connect/);
+      } else {
+        // Redis: the store reconnects in the background and /health reports it; a named provider needs nothing more.
+        expect(started.health, started.out).toBeGreaterThanOrEqual(200);
+      }
+    }, 300_000);
+  }
+
+  it('pnpm installs the README example without build scripts and the server answers with no network', () => {
+    const dir = app('pnpm', tarballs, 'pnpm');
+    const r = run([...PNPM, 'install'], dir);
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).not.toMatch(/Ignored build scripts/);
+    expect(probe(dir, [process.execPath, 'server.mjs']).health).toBe(200);
+    const served = probe(dir, [path.join(dir, 'node_modules/.bin/ai-backend'), 'serve', '--port', '0']);
+    expect(served.health, served.out).toBe(200);
+  }, 300_000);
+});
+
+it.skipIf(NPM12)(NOT_HERE, () => {
+  expect(NPM12).toBe(false);
+});
