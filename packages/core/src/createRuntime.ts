@@ -14,6 +14,7 @@ import { unusableAuthWarning } from './config/authWarnings.js';
 import { ClientWorkspaceService } from './services/workspaces/ClientWorkspaceService.js';
 import { WorkspaceService } from './services/workspaces/WorkspaceService.js';
 import { createStorage } from './storage/createStorage.js';
+import { privateDataWarnings } from './storage/privateDataWarnings.js';
 import { ConfigError } from './config/ConfigError.js';
 import { missingPackages } from './config/optionalPackages.js';
 import type { Storage } from './kernel/Storage.js';
@@ -74,6 +75,13 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const metrics = config.metrics.enabled ? await createMetrics({ processMetrics: config.metrics.processMetrics }) : undefined;
   // Every service sees the instrumented store: spans and latency per storage operation.
   const storage = instrumentStorage(opts.storage ?? (await createStorage(config.storage)), metrics);
+  if (!opts.storage) {
+    for (const w of privateDataWarnings(config.storage)) {
+      logger.warn(`the ${w.kind === 'directory' ? 'data directory' : 'data file'} ${w.path} is open to other users (mode ${w.mode}); it holds the vault, ledger, key hashes and OAuth records`, {
+        fix: `chmod ${w.kind === 'directory' ? '700' : '600'} ${w.path}`,
+      });
+    }
+  }
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
   const health = new Map<string, HealthProbe>([['storage', () => storage.health()]]);
   let shared = opts.shared ?? storage;

@@ -1,6 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { CoreError } from '../../kernel/CoreError.js';
+import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
@@ -10,7 +10,7 @@ import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName
 
 /** Options of the embedded SQLite store (the `storage.sqlite` config section). */
 export interface SqliteStorageOptions {
-  /** The database file. Its directory is created when missing. */
+  /** The database file, created 0600 (its WAL takes the same mode). Missing folders are created 0700. */
   file: string;
   /**
    * 'normal' (default): a commit survives a crash of the process (kill -9) but the last commits
@@ -58,12 +58,14 @@ export class SqliteStorage implements Storage {
     const file = resolve(opts.file);
     refuseRetiredJournalStore(file);
     try {
-      mkdirSync(dirname(file), { recursive: true });
+      makePrivateDir(dirname(file));
     } catch (err) {
       throw new CoreError('UNAVAILABLE', `storage: cannot create the folder ${dirname(file)} for the database file: ${(err as Error).message}`, { cause: err });
     }
     let db: SqliteDatabase;
     try {
+      // 0600 before SQLite sees it: SQLite would create it 0644, and gives the WAL the file's mode.
+      createPrivateFile(file);
       db = driver.open(file);
     } catch (err) {
       throw new CoreError('UNAVAILABLE', `storage: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
