@@ -13,7 +13,8 @@
 // Options: --minutes (default 2), --rate steps/s (default 40), --sample seconds (default 10),
 // --heap MB for --max-old-space-size (default 192), --root <built checkout> (another build, e.g. main
 // before a change, started from its bench/servers/soak-server.mjs or, without one, this one's copy),
-// --snapshots (heap snapshots of the server at the middle and the end, to diff what it kept).
+// --snapshots (heap snapshots of the server at the middle and the end, to diff what it kept),
+// --only <step names, comma-separated> (one kind of traffic at a time, e.g. --only 'v1 chat,byok').
 // Target (issue 37): RSS slope over the second half of a one-hour run <= 1 MB per 10 minutes.
 import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
@@ -154,6 +155,11 @@ const STEPS = [
   [2, 'api key lifecycle', keyLifecycle],
   [2, 'console poll', () => rpc('admin.overview', { days: 7 }, admin)],
 ];
+if (args.only) {
+  const only = new Set(args.only.split(','));
+  for (let i = STEPS.length - 1; i >= 0; i--) if (!only.has(STEPS[i][1])) STEPS.splice(i, 1);
+  if (STEPS.length === 0) throw new Error(`--only matches no step`);
+}
 const total = STEPS.reduce((n, [w]) => n + w, 0);
 const pick = () => {
   let r = Math.random() * total;

@@ -85,7 +85,7 @@ describe('config check and serve agree', () => {
     ['a public bind with a JWT secret', { host: '0.0.0.0', mcp: { auth: { authType: 'jwt' } } }, { JWT_SECRET: SECRET }],
     ['a public bind without auth, risk accepted', { host: '0.0.0.0', allowUnauthenticatedRemote: true }, {}],
     ['sessionStorePath alone (mapped to a file session store)', { mcp: { auth: { oauth: { sessionStorePath: 'oauth-sessions' } } } }, {}],
-    ['the MCP session options and edge limits', { mcp: { sessions: { idleTimeoutMs: 60_000, maxSessions: 10, eventStore: 'none', retryIntervalMs: 500 } }, limits: { maxSseStreamsPerClient: 4, bodyIdleTimeoutMs: 2000 } }, {}],
+    ['the MCP session options and edge limits', { mcp: { sessions: { idleTimeoutMs: 60_000, maxSessions: 10, parkIdleMs: 5000, maxLiveSessions: 2, eventStore: 'none', retryIntervalMs: 500 } }, limits: { maxSseStreamsPerClient: 4, bodyIdleTimeoutMs: 2000 } }, {}],
   ];
 
   it.each(accepted)('both accept %s', async (name, config, env) => {

@@ -102,6 +102,8 @@ function mcpOptions(config: ResolvedConfig, streams: StreamAdmission): McpHandle
     ...(s.eventStore ? { eventStore: s.eventStore } : {}),
     sessionIdleMs: s.idleTimeoutMs,
     maxSessions: s.maxSessions,
+    parkIdleMs: s.parkIdleMs,
+    maxLiveSessions: s.maxLiveSessions,
     retryIntervalMs: s.retryIntervalMs,
   };
 }

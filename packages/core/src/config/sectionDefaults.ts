@@ -144,6 +144,8 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
   "mcp.sessions": {
     "idleTimeoutMs": 1800000,
     "maxSessions": 10000,
+    "parkIdleMs": 60000,
+    "maxLiveSessions": 256,
     "retryIntervalMs": 1000
   },
   "metrics": {

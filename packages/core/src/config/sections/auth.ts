@@ -299,8 +299,12 @@ export const McpSchema = z
         .strictObject({
           /** Idle sessions are closed after this many ms. Default 30 minutes. */
           idleTimeoutMs: z.number().int().min(1000).default(30 * 60_000),
-          /** Upper bound on concurrent sessions; more get 503. Default 10000. */
+          /** Upper bound on concurrent sessions; at the cap the least recently used idle one is closed, else more get 503. Default 10000. */
           maxSessions: z.number().int().min(1).default(10_000),
+          /** A session with nothing running or open is parked (transport and server closed, rebuilt on its next request) after this many ms without a request. Default 60000. */
+          parkIdleMs: z.number().int().min(1000).default(60_000),
+          /** Live (unparked) sessions kept at most; beyond it the least recently used idle ones are parked at once. Default 256. */
+          maxLiveSessions: z.number().int().min(0).default(256),
           /**
            * Resumability (Last-Event-ID) of SSE streams: 'memory' (per session, bounded), 'storage'
            * (core storage, so events outlive the process and other instances can replay them) or
