@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgresBinDir, startPrivatePostgres, type PrivateServer } from '@ai-backend/test-utils/services';
+import { callVia, createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+
+/**
+ * PostgreSQL itself stops (immediate shutdown, as a crash) and starts again, on a private cluster
+ * this test owns. Every way of presenting a credential that reads the store (an `aib_` API key is
+ * looked up in it) must answer 503, never 401: a client told 401 drops its key or signs the user
+ * out (LiteLLM #38121). No call is served for free, `/health/ready` names the store, and the same
+ * server serves again once PostgreSQL is back, with a balance equal to its ledger.
+ */
+const pgBin = postgresBinDir();
+
+describe.skipIf(!pgBin)('PostgreSQL stops and restarts', () => {
+  let pg: PrivateServer & { user: string; database: string };
+  let upstream: TestUpstream;
+  let gw: AiServer;
+  let userToken: string;
+  let apiKey: string;
+  const sub = 'pg-restart-user';
+
+  beforeAll(async () => {
+    pg = await startPrivatePostgres();
+    upstream = await createTestUpstream();
+    gw = await startAiServer(upstream, { storage: { type: 'postgres', postgres: { host: pg.host, port: pg.port, user: pg.user, database: pg.database } } });
+    userToken = await tokenFor(sub);
+    await creditTokens(gw.url, await tokenFor('pg-restart-admin', { admin: true }), sub, 5000, 'pg-restart-1');
+    const made = await rpcCall<{ key: string }>(gw.url, userToken, 'keys.create', { name: 'outage' });
+    apiKey = made.result!.key;
+  }, 60_000);
+  afterAll(async () => {
+    await gw?.stop();
+    await upstream?.close();
+    await pg?.close();
+  });
+
+  const chat = (credential: string) =>
+    fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 }),
+    });
+
+  it('API keys and tokens answer 503 within 1 s while it is down, never 401 or a free call; it serves again after the restart', async () => {
+    // A key's first use is past its verifier's cache (≤ 1 s): this call reads the key record.
+    expect((await chat(apiKey)).status).toBe(200);
+    const paidBefore = upstream.requests.length;
+
+    await pg.stop();
+    // The verified-key cache holds a record for at most 1 s: past it, the key must be read again.
+    await new Promise((r) => setTimeout(r, 1100)); // deliberate: let the key verifier's 1 s cache lapse
+    for (const [label, credential] of [['api key', apiKey], ['jwt', userToken]] as const) {
+      const started = performance.now();
+      const res = await chat(credential);
+      const ms = performance.now() - started;
+      expect(res.status, `${label} on /v1`).toBe(503);
+      expect(ms, `${label} answered in ${Math.round(ms)} ms`).toBeLessThan(1000);
+      const rpc = await rpcCall(gw.url, credential, 'billing.getTokenBalance');
+      expect(rpc.error?.code, `${label} on /rpc`).toBe(-32053);
+    }
+    const viaTrpc = await callVia(gw, 'trpc', apiKey, 'billing.getTokenBalance');
+    expect(viaTrpc.ok ? 'ok' : viaTrpc.code).toBe('SERVICE_UNAVAILABLE');
+    expect(upstream.requests.length, 'no call went upstream while the store was down').toBe(paidBefore);
+    const ready = await fetch(`${gw.url}/health/ready`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: Record<string, { ok: boolean }> }).checks.storage).toEqual({ ok: false });
+
+    await pg.start();
+    const back = await fetch(`${gw.url}/health/ready`);
+    expect(back.status).toBe(200);
+    for (const credential of [apiKey, userToken]) expect((await chat(credential)).status).toBe(200);
+    const balance = await rpcCall<{ virtualTokenBalance: number }>(gw.url, userToken, 'billing.getTokenBalance');
+    const audit = await gw.runtime.billing.ledger.audit(sub);
+    expect(audit.consistent).toBe(true);
+    expect(balance.result!.virtualTokenBalance).toBeLessThan(5000);
+  }, 60_000);
+});
