@@ -1,3 +1,4 @@
+import { statfsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { CoreError } from '../../kernel/CoreError.js';
 import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
@@ -24,6 +25,9 @@ export interface SqliteStorageOptions {
   driver?: SqliteDriverChoice;
 }
 
+/** Free space below which a store whose last write failed still reports itself down. */
+const MIN_FREE_BYTES = 1024 * 1024;
+
 type Row = { key: string; value: string; expires_at: number | null };
 
 /**
@@ -35,6 +39,12 @@ type Row = { key: string; value: string; expires_at: number | null };
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite' as const;
   private closed = false;
+  /**
+   * What the last failed statement said (a full disk, an I/O error), until a write succeeds
+   * again: `SELECT 1` still answers on a full disk, so health alone would say ok while every
+   * billing write fails.
+   */
+  private failure: string | undefined;
   /** Deletes rows past their expiry every few minutes (reads already skip them). */
   private readonly purger = setInterval(() => void this.purgeExpired().catch(() => undefined), 5 * 60_000).unref();
   private readonly st: ReturnType<typeof prepare>;
@@ -100,6 +110,7 @@ export class SqliteStorage implements Storage {
       return fn();
     } catch (err) {
       if (err instanceof CoreError || !this.sqlite.isSqliteError(err)) throw err;
+      if (!this.sqlite.isBusy(err)) this.failure = (err as Error).message;
       throw new CoreError('UNAVAILABLE', `storage unavailable: ${(err as Error).message}`, { cause: err });
     }
   }
@@ -234,6 +245,15 @@ export class SqliteStorage implements Storage {
     if (this.closed) return { ok: false, detail: 'closed' };
     try {
       this.st.ping.get();
+      if (this.failure !== undefined) {
+        // After a failure, writes work again once the filesystem has room (a one-page write can
+        // still fit in the slack of the WAL file's last block while a billing transaction does
+        // not) and a real write commits.
+        const { bavail, bsize } = statfsSync(dirname(this.file));
+        if (bavail * bsize < MIN_FREE_BYTES) return { ok: false, detail: `${this.failure} (${bavail * bsize} bytes free)` };
+        this.db.immediate(() => this.st.touch.run());
+        this.failure = undefined;
+      }
       return { ok: true };
     } catch (err) {
       return { ok: false, detail: (err as Error).message };
@@ -252,6 +272,8 @@ function prepare(db: SqliteDatabase) {
   const p = (sql: string) => db.prepare(sql);
   return {
     ping: p('SELECT 1'),
+    // Rewrites the newest migration row as it is: a committed write that changes nothing.
+    touch: p('UPDATE schema_migrations SET name = name WHERE version = (SELECT max(version) FROM schema_migrations)'),
     get: p('SELECT key, value, expires_at FROM kv WHERE key = ?'),
     put: p(
       'INSERT INTO kv (key, value, expires_at, due_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at',
