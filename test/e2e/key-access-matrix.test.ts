@@ -211,6 +211,28 @@ describe('key access on every entry point', () => {
     expect(observed[1]![1].size).toBe(PROCEDURES.length);
   });
 
+  it('a key\'s tools rule narrows what it may call, by procedure path or MCP tool name, on every entry point', async () => {
+    const made = await rpcAs(creds.jwtUser, 'keys.create', { name: 'tools', tools: ['ai.*', 'forecast'], scopes: [KEY_SCOPES.filesWrite] });
+    const key = made.result.key as string;
+    const outcome = async (method: string, params: unknown) => {
+      const r = await rpcAs(key, method, params);
+      return r.error?.data?.details?.reason ?? 'PASSED';
+    };
+    expect(await outcome('ai.listProviders', {})).toBe('PASSED');
+    expect(await outcome('weather.forecast', INPUT)).toBe('PASSED');
+    expect(await outcome('mcp.ping', {})).toBe('key_tool_not_allowed');
+    expect(await outcome('billing.getTokenBalance', undefined)).toBe('key_tool_not_allowed');
+    // It never widens: a scope the key holds does not reach a procedure outside its tools.
+    expect(await outcome('system.writeFile', INPUT)).toBe('key_tool_not_allowed');
+    expect(await outcome('user.configureBYOK', INPUT)).toBe('key_not_allowed');
+    const mcp = new RawMcp(s.url, key);
+    expect((await mcp.initialize()).status).toBe(200);
+    const ping = await mcp.callTool('ping', {});
+    expect(ping.message?.result?._meta?.['ai-backend/error']).toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'key_tool_not_allowed' } });
+    const forecast = await mcp.callTool('forecast', { city: 'Oslo' });
+    expect(forecast.message?.result?.isError ?? false).toBe(false);
+  });
+
   it('the attack: a narrow key cannot rewrite its owner\'s account', async () => {
     const narrow = (await rpcAs(creds.jwtUser, 'keys.create', { name: 'narrow', models: ['gpt-4.1-mini'], budget: { total: { tokens: 100 } } })).result.key as string;
     const attempts: Array<[string, unknown]> = [

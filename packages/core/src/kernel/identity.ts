@@ -34,6 +34,8 @@ export interface ApiKeyGrant {
   providers?: readonly string[];
   /** micromatch globs over `model` or `provider/model`; undefined: any. */
   models?: readonly string[];
+  /** micromatch globs over procedure paths or MCP tool names the key may call; undefined: what keyAccess allows. */
+  tools?: readonly string[];
   requestsPerMinute?: number;
   tokensPerMinute?: number;
   concurrent?: number;

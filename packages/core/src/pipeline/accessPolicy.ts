@@ -1,6 +1,7 @@
 import type { AnyRouter } from '@trpc/server';
 import type { ResolvedConfig } from '../config/schema.js';
 import { BUILT_IN_KEY_SCOPES } from '../services/apiKeys/keyScopes.js';
+import { keyAllowsProcedure } from '../services/apiKeys/keyRules.js';
 import { procedureIndex } from './invoke.js';
 import { mcpAccessRulesActive } from '../services/security/accessRules.js';
 import type { Identity } from '../kernel/identity.js';
@@ -87,9 +88,15 @@ export function keyScopesOf(router: AnyRouter): ReadonlySet<string> {
   return scopes;
 }
 
-/** The key rule: an identity established by an API key calls only what `keyAccess` grants it. */
+/**
+ * The key rule: an identity established by an API key calls only what `keyAccess` grants it, and
+ * of that only what the key's own `tools` rule names, when it has one.
+ */
 function keyDecision(path: string, meta: ProcedureMeta | undefined, identity: Identity): AccessDecision {
   const access = keyAccessOf(path, meta);
+  if (access !== 'none' && !keyAllowsProcedure(identity.apiKey, path, toolNameOf(path, meta))) {
+    return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `this API key may not call ${path} (its tools rule)`, details: { reason: 'key_tool_not_allowed' } };
+  }
   if (access === 'any') return ALLOWED;
   if (access === 'none') {
     return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `API keys cannot call ${path}; sign in as the key's owner`, details: { reason: 'key_not_allowed' } };

@@ -143,6 +143,7 @@ export function identityOf(record: ApiKeyRecord, config: ResolvedConfig, ownerAd
     id: record.id,
     ...(record.providers ? { providers: record.providers } : {}),
     ...(record.models ? { models: record.models } : {}),
+    ...(record.tools ? { tools: record.tools } : {}),
     ...(l.requestsPerMinute ? { requestsPerMinute: l.requestsPerMinute } : {}),
     ...(l.tokensPerMinute ? { tokensPerMinute: l.tokensPerMinute } : {}),
     ...(l.concurrent ? { concurrent: l.concurrent } : {}),

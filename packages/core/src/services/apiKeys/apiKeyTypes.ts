@@ -63,6 +63,12 @@ export const keyRulesSchema = once(() =>
     providers: z.array(z.string().regex(NAMED_PROVIDER_ID, 'a provider id')).max(20).optional(),
     /** micromatch globs over `model` or `provider/model`. Absent: any the server allows. */
     models: z.array(pattern()).max(50).optional(),
+    /**
+     * micromatch globs over procedure paths (`ai.generateText`, `weather.*`) or MCP tool names the
+     * key may call. It only narrows: a procedure must also be open to the key (`keyAccess`).
+     * Absent: whatever `keyAccess` opens to it.
+     */
+    tools: z.array(pattern()).max(50).optional(),
     budget: keyBudgetSchema().optional(),
     limits: keyLimitsSchema().optional(),
     /** ISO time after which the key is refused; null: never. */

@@ -42,6 +42,13 @@ export function keyAllowsModel(grant: ApiKeyGrant | undefined, provider: string,
   return micromatch().isMatch(model, globs, { nocase: true }) || micromatch().isMatch(`${provider}/${model}`, globs, { nocase: true });
 }
 
+/** Does the key's `tools` rule admit this procedure, by its path or its MCP tool name? No rule: yes. */
+export function keyAllowsProcedure(grant: ApiKeyGrant | undefined, path: string, toolName: string): boolean {
+  if (!grant?.tools) return true;
+  const globs = [...grant.tools];
+  return micromatch().isMatch(path, globs) || micromatch().isMatch(toolName, globs);
+}
+
 /**
  * May a call through this key use `provider`/`model`? Refused with FORBIDDEN (HTTP 403) naming
  * the rule. Model globs match `model` or `provider/model`, case-insensitively, as the server's own
