@@ -89,8 +89,12 @@ describe('ai-backend CLI', () => {
     const dir = await tempDir();
     const init = await run(['init'], dir);
     expect(init.code).toBe(0);
-    // The starter's choices (the embedded store, the built-in providers) need no optional package.
-    expect(init.stdout).toContain('its choices need no package beyond ai-backend');
+    // The starter's choices (the embedded store, the built-in providers) need no optional package
+    // where Node ships node:sqlite (22.13+, 23.4+, 24+); on an older Node the store needs better-sqlite3.
+    const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+    const shipsSqlite = major >= 24 || (major === 23 && minor >= 4) || (major === 22 && minor >= 13);
+    if (shipsSqlite) expect(init.stdout).toContain('its choices need no package beyond ai-backend');
+    else expect(init.stdout).toContain("its choices need: better-sqlite3 (storage.type: 'sqlite' on Node");
     expect(await readFile(path.join(dir, 'ai-backend.config.mjs'), 'utf8')).toContain('export default');
     expect((await run(['init'], dir)).code).toBe(1); // never overwrites
     // The starter config signs callers in with JWTs: the next steps set the secret before checking.
