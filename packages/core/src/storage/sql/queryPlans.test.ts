@@ -1,0 +1,244 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Pool, PoolClient } from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/test-utils/services';
+import type { TxWrite } from '../../kernel/Storage.js';
+import { PostgresStorage } from './PostgresStorage.js';
+import { SqliteStorage } from './SqliteStorage.js';
+import type { SqliteDatabase, SqliteDriver } from './SqliteDriver.js';
+import { SQLITE_DRIVERS } from './__tests__/sqliteDrivers.js';
+
+/**
+ * Every statement the SQL stores run is served by an index: the tables below grow with use
+ * (balances, holds, keys, statistics day rows and every other record are `kv` rows; ledgers and
+ * histories are `logs`), so a full scan of one of them is a query that slows down month after
+ * month (issue 37). The statements are collected from the stores' own code paths, not from a list
+ * kept by hand, so a statement added later is checked without touching this file:
+ * - SQLite: every statement the store prepares, recorded by wrapping the driver's `prepare`
+ *   (whichever driver loads), then `EXPLAIN QUERY PLAN`.
+ * - PostgreSQL: auto_explain on every connection of the store's pool logs the plan of every
+ *   statement executed, including those inside `aib_tx` (log_nested_statements) and the
+ *   multi-statement texts of the locked paths; `enable_seqscan = off` makes the planner take an
+ *   index wherever one can serve the query, so a sequential scan left in a plan means none can.
+ */
+const GROWING = new Set(['kv', 'logs', 'log_heads']);
+
+/** SQL texts every SQLite database opened in this file prepared (hoisted: the mock below fills it). */
+const prepared = vi.hoisted(() => new Set<string>());
+
+vi.mock('./loadSqliteDriver.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('./loadSqliteDriver.js')>();
+  const recordingDb = (db: SqliteDatabase): SqliteDatabase =>
+    new Proxy(db, {
+      get(target, prop) {
+        if (prop === 'prepare') {
+          return (sql: string) => {
+            prepared.add(sql);
+            return target.prepare(sql);
+          };
+        }
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  return {
+    ...actual,
+    loadSqliteDriver: async (...args: Parameters<typeof actual.loadSqliteDriver>) => {
+      const driver = await actual.loadSqliteDriver(...args);
+      return new Proxy(driver, {
+        get(target, prop) {
+          if (prop === 'open') return (file: string) => recordingDb(target.open(file));
+          const value = Reflect.get(target, prop) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      }) satisfies SqliteDriver;
+    },
+  };
+});
+
+/** The full scans of growing tables in one statement's EXPLAIN QUERY PLAN rows ("SCAN kv", "SCAN logs USING INDEX …"). */
+function sqliteFullScans(db: SqliteDatabase, sql: string): string[] {
+  // Unbound parameters are refused; NULLs plan the same (SQLite plans without the values).
+  const params = new Array<null>((sql.match(/\?/g) ?? []).length).fill(null);
+  const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>;
+  // "SCAN t" reads every row; "SCAN t USING INDEX i" reads every entry of an index, just as much.
+  // "SEARCH t USING …" is a lookup or a range; SCAN of a CTE, a constant row or a subquery is not a table.
+  return rows.map((r) => r.detail).filter((d) => GROWING.has(/^SCAN (\w+)/.exec(d)?.[1] ?? ''));
+}
+
+describe.each(SQLITE_DRIVERS)('query plans: sqlite (%s)', (driver) => {
+  let dir: string;
+  let store: SqliteStorage;
+  let db: SqliteDatabase;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'query-plans-'));
+    prepared.clear();
+    store = await SqliteStorage.open({ file: join(dir, 'data.db'), driver });
+    db = (store as unknown as { db: SqliteDatabase }).db;
+  });
+  afterAll(async () => {
+    await store?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the store prepared its statements through the recording driver', () => {
+    // Without this the check below could pass on an empty list (a driver the mock missed).
+    const texts = [...prepared].join('\n');
+    for (const table of GROWING) expect(texts).toContain(table);
+    expect(prepared.size).toBeGreaterThanOrEqual(10);
+  });
+
+  it('no statement it prepares scans a whole growing table', () => {
+    const scans = [...prepared].flatMap((sql) => sqliteFullScans(db, sql).map((d) => `${d}  <-  ${sql}`));
+    expect(scans).toEqual([]);
+  });
+
+  it('the check sees a full scan when there is one', () => {
+    expect(sqliteFullScans(db, 'SELECT key FROM kv WHERE value = ?')).toEqual(['SCAN kv']);
+    expect(sqliteFullScans(db, 'SELECT seq FROM logs WHERE record = ?')).toEqual(['SCAN logs']);
+  });
+});
+
+const postgres = await testPostgres();
+
+/** One node of a plan in auto_explain's / EXPLAIN's JSON format. */
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Plans?: PlanNode[];
+}
+
+/**
+ * The full scans of growing tables in a plan: a sequential scan, or an index scan without an
+ * index condition (it reads every entry of the index: what `enable_seqscan = off` turns a
+ * sequential scan into when a partial index's predicate follows from the query's).
+ */
+function pgFullScans(node: PlanNode): string[] {
+  const type = node['Node Type'];
+  const table = node['Relation Name'] ?? '';
+  const own =
+    type === 'Seq Scan' && GROWING.has(table)
+      ? [`Seq Scan on ${table}`]
+      : /^(Index Scan|Index Only Scan|Bitmap Index Scan)$/.test(type) && node['Index Cond'] === undefined && (GROWING.has(table) || type === 'Bitmap Index Scan')
+        ? [`${type} without a condition on ${node['Index Name']}`]
+        : [];
+  return [...own, ...(node.Plans ?? []).flatMap(pgFullScans)];
+}
+
+/** Per-session settings of every connection under observation (see the file comment). */
+const OBSERVE = [
+  "LOAD 'auto_explain'",
+  'SET auto_explain.log_min_duration = 0',
+  'SET auto_explain.log_nested_statements = on',
+  "SET auto_explain.log_format = 'json'",
+  "SET auto_explain.log_level = 'notice'",
+  "SET client_min_messages = 'notice'",
+  'SET enable_seqscan = off',
+].join(';');
+
+describe.skipIf(!postgres.ok)('query plans: postgres', () => {
+  const plans: Array<{ query: string; plan: PlanNode }> = [];
+  const stores: PostgresStorage[] = [];
+  const schemaOpts = testPostgresOptions(postgres, 'plans');
+
+  /** A store whose every connection logs each statement's plan into `plans`. */
+  async function observedStore(): Promise<PostgresStorage> {
+    const store = await PostgresStorage.connect(schemaOpts);
+    stores.push(store);
+    const pool = (store as unknown as { pool: Pool }).pool;
+    const ready = new WeakSet<PoolClient>();
+    // 'acquire' fires before the pool hands a client out (idle ones from the migration included),
+    // and a client runs its queries in order: the settings go out before the store's statement.
+    pool.on('acquire', (client: PoolClient) => {
+      if (ready.has(client)) return;
+      ready.add(client);
+      client.on('notice', (msg) => {
+        const at = msg.message?.indexOf('plan:') ?? -1;
+        if (at < 0) return;
+        const parsed = JSON.parse(msg.message!.slice(at + 'plan:'.length)) as { 'Query Text': string; Plan: PlanNode };
+        plans.push({ query: parsed['Query Text'], plan: parsed.Plan });
+      });
+      void client.query(OBSERVE).catch((err: Error) => plans.push({ query: `settings failed: ${err.message}`, plan: { 'Node Type': 'error' } }));
+    });
+    return store;
+  }
+
+  beforeAll(async () => {
+    const a = await observedStore();
+    const b = await observedStore();
+    const now = Date.now();
+    // Every operation of the Storage interface, each branch that sends different SQL.
+    await a.set('acct:u1', { balance: 10 });
+    await a.set('tmp:x', 1, { ttlMs: 60_000 });
+    await a.get('acct:u1'); // single read
+    await Promise.all([a.get('acct:u1'), a.get('prefs:u1')]); // same tick: one multi-key read
+    await a.getMany(['acct:u1', 'tmp:x']);
+    await a.compareAndSet('cas:1', undefined, 1); // set-if-absent
+    await a.compareAndSet('cas:1', 1, 2); // compare then write
+    await a.increment('ctr:1', 1); // upsert
+    await a.increment('ctr:1', -5, { min: 0 }); // floor only an existing row can pass
+    await a.keys('acct:');
+    await a.append('ledger:u1', { delta: 1 });
+    await a.readLog('ledger:u1');
+    await a.readLog('ledger:u1', { newestFirst: true, limit: 5 });
+    await a.readLog('ledger:u1', { after: 1, limit: 5 });
+    const writes: TxWrite[] = [
+      { op: 'set', key: 'hold:h1', value: { n: 1 }, dueAt: now + 1000 },
+      { op: 'set', key: 'acct:u1', value: { balance: 9 } },
+      { op: 'delete', key: 'tmp:x' },
+      { op: 'append', log: 'ledger:u1', record: { delta: -1 } },
+    ];
+    await a.transact(['acct:u1', 'hold:h1', 'tmp:x'], () => ({ writes, result: undefined })); // optimistic aib_tx
+    await a.transact(['acct:u1'], () => ({ writes: [{ op: 'set', key: 'acct:u1', value: { balance: 8 } }], result: undefined }), { durable: false }); // aib_tx_async
+    // Another instance writes the key: the next transaction's check fails, it reads afresh and
+    // retries, and the key counts as contended, so the one after takes the batch's locked path.
+    await b.set('acct:u1', { balance: 7 });
+    await a.transact(['acct:u1'], (read) => ({ writes: [{ op: 'set', key: 'acct:u1', value: { balance: (read<{ balance: number }>('acct:u1')?.balance ?? 0) - 1 } }], result: undefined }));
+    await a.transact(['acct:u1', 'tmp:y'], () => ({ writes: [...writes, { op: 'delete', key: 'tmp:y' }], result: undefined }));
+    // A plan that writes nothing on a guess reads first (aib_tx_read); the single-transaction
+    // locked path runs only after repeated lost races, so it is called directly.
+    await a.transact(['acct:u1', 'nothing:here'], (read) => ({ writes: read('nothing:here') === undefined ? [] : writes, result: undefined }));
+    await (a as unknown as { transactLocked(k: string[], p: () => { writes: TxWrite[]; result: undefined }, d: boolean): Promise<void> }).transactLocked(['acct:u1', 'hold:h1'], () => ({ writes, result: undefined }), false);
+    await a.dueKeys('hold:', now + 5000, 10);
+    await a.purgeExpired();
+    await a.delete('cas:1');
+    await a.health();
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const s of stores) await s.close();
+    await dropTestSchema(postgres, schemaOpts.schema);
+  });
+
+  it('the plans of the store\'s statements were logged, inside aib_tx and on the locked paths too', () => {
+    expect(plans.filter((p) => p.query.startsWith('settings failed'))).toEqual([]);
+    const texts = plans.map((p) => p.query).join('\n');
+    // The workload reached each path (a path missed here would be checked by nothing).
+    for (const fragment of ['aib_tx(', 'FROM unnest(p_keys, p_seen)', 'DELETE FROM kv WHERE key = ANY(p_delete_keys)', 'INSERT INTO logs (log, seq, record) VALUES (p_logs[i]', 'pg_advisory_xact_lock(hashtextextended(', 'xmin::text AS v FROM kv WHERE key = ANY', 'ORDER BY due_at', 'ORDER BY seq DESC', 'expires_at <=', 'value::jsonb']) {
+      expect(texts, fragment).toContain(fragment);
+    }
+  });
+
+  it('no statement the store runs scans a whole growing table', () => {
+    const scans = plans.flatMap((p) => pgFullScans(p.plan).map((s) => `${s}  <-  ${p.query.replace(/\s+/g, ' ').slice(0, 300)}`));
+    expect([...new Set(scans)]).toEqual([]);
+  });
+
+  it('the check sees a sequential scan when there is one', async () => {
+    const pool = (stores[0] as unknown as { pool: Pool }).pool;
+    const client = await pool.connect();
+    try {
+      await client.query('SET enable_seqscan = off');
+      const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>("EXPLAIN (FORMAT JSON) SELECT key FROM kv WHERE value = 'x'");
+      expect(pgFullScans(rows[0]!['QUERY PLAN'][0]!.Plan)).toEqual(['Seq Scan on kv']);
+      const viaIndex = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>('EXPLAIN (FORMAT JSON) SELECT key FROM kv WHERE expires_at + 0 <= 5');
+      expect(pgFullScans(viaIndex.rows[0]!['QUERY PLAN'][0]!.Plan)).toEqual([expect.stringMatching(/Index Scan without a condition on kv_expires_at$/)]);
+    } finally {
+      client.release();
+    }
+  });
+});
