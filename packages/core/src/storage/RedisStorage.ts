@@ -58,6 +58,9 @@ const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE',
  * call rejects at once with CoreError('UNAVAILABLE') (HTTP 503) instead of piling up; the client
  * keeps reconnecting in the background and calls work again as soon as Redis is back.
  */
+/** The version of the key layout below; raise it (and convert at start) when the layout changes. */
+export const REDIS_FORMAT_VERSION = 1;
+
 export class RedisStorage implements Storage {
   readonly kind = 'redis' as const;
   private readonly redis: Redis & ScriptCommands;
@@ -117,7 +120,26 @@ export class RedisStorage implements Storage {
     const { Redis: RedisClient } = await importOptional(OPTIONAL_PACKAGES.ioredis, 'a Redis store', () => import('ioredis'));
     const storage = new RedisStorage(RedisClient, opts);
     await storage.redis.connect().catch(() => undefined);
+    if (storage.redis.status === 'ready') await storage.claimFormat(opts.keyPrefix ?? '');
     return storage;
+  }
+
+  /**
+   * Record the key layout's version under `<keyPrefix>format` (kept when already there: stores
+   * written before it existed are version 1), and refuse a store a newer release wrote: its keys
+   * may mean something this release would misread or overwrite. Atomic (one script), so instances
+   * starting together agree. Checked when Redis answers at start; a Redis down then is checked at
+   * the next start.
+   */
+  private async claimFormat(prefix: string): Promise<void> {
+    const found = Number(await this.redis.eval("local v = redis.call('GET', KEYS[1]) if v then return v end redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]", 1, `${prefix}format`, String(REDIS_FORMAT_VERSION)));
+    if (found > REDIS_FORMAT_VERSION) {
+      this.redis.disconnect();
+      throw new CoreError(
+        'CONFLICT',
+        `storage: the Redis keys under the prefix "${prefix}" were written by a newer release of ai-backend (format version ${found}; this release knows up to ${REDIS_FORMAT_VERSION}). Run that release or a later one; to go back to this one, restore a backup taken before the upgrade.`,
+      );
+    }
   }
 
   async get<T>(key: string): Promise<T | undefined> {

@@ -63,3 +63,22 @@ export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: strin
     await client.end().catch(() => undefined);
   }
 }
+
+/**
+ * Run SQL text (several statements allowed: the simple query protocol) on the test database, on
+ * a connection of its own; returns the rows of the last statement. For loading dumps and
+ * reading tables a test set up itself.
+ */
+export async function runTestSql(pg: Omit<TestPostgres, 'ok'>, sql: string): Promise<Array<Record<string, unknown>>> {
+  const { default: pgLib } = await import('pg');
+  const client = new pgLib.Client({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 3000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const result = await client.query(sql);
+    const last = Array.isArray(result) ? result[result.length - 1] : result;
+    return (last?.rows ?? []) as Array<Record<string, unknown>>;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

@@ -7,7 +7,7 @@ import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
-import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
+import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd, refuseNewerSchema } from './migrations.js';
 
 /** Connection options (the `storage.postgres` config section). */
 export interface PostgresStorageOptions {
@@ -113,6 +113,7 @@ export class PostgresStorage implements Storage {
       await migrate(pool, schema);
     } catch (err) {
       await pool.end().catch(() => undefined);
+      if (err instanceof CoreError) throw err; // a store from a newer release: its own message
       throw new CoreError('UNAVAILABLE', `storage: cannot prepare the PostgreSQL database: ${(err as Error).message}`, { cause: err });
     }
     return store;
@@ -658,6 +659,7 @@ async function migrate(pool: Pool, schema: string): Promise<void> {
       await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
       await client.query(MIGRATIONS_TABLE);
       const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+      refuseNewerSchema(applied, `the PostgreSQL schema "${schema}"`);
       for (const m of MIGRATIONS) {
         if (applied.has(m.version)) continue;
         await client.query('BEGIN');

@@ -5,7 +5,7 @@ import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
 import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
-import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd } from './migrations.js';
+import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd, refuseNewerSchema } from './migrations.js';
 import { loadSqliteDriver } from './loadSqliteDriver.js';
 import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName } from './SqliteDriver.js';
 
@@ -87,9 +87,10 @@ export class SqliteStorage implements Storage {
       db.exec('PRAGMA journal_mode = WAL');
       db.exec(`PRAGMA synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       db.exec('BEGIN EXCLUSIVE; COMMIT');
-      migrate(db);
+      migrate(db, file);
     } catch (err) {
       db.close();
+      if (err instanceof CoreError) throw err;
       if (driver.isBusy(err)) {
         throw new CoreError(
           'CONFLICT',
@@ -291,9 +292,10 @@ function prepare(db: SqliteDatabase) {
 }
 
 /** Apply the migrations this file has not seen yet, each in its own transaction. */
-function migrate(db: SqliteDatabase): void {
+function migrate(db: SqliteDatabase, file: string): void {
   db.exec(MIGRATIONS_TABLE);
   const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
+  refuseNewerSchema(applied, `the database file ${file}`);
   for (const m of MIGRATIONS) {
     if (applied.has(m.version)) continue;
     db.immediate(() => {

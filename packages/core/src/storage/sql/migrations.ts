@@ -10,6 +10,8 @@
  * - `log_heads` + `logs`: append-only logs (ledgers, usage and purchase histories), paged by
  *   (log, seq) on the primary key; `log_heads` hands out sequence numbers under a row lock.
  */
+import { CoreError } from '../../kernel/CoreError.js';
+
 export interface Migration {
   version: number;
   name: string;
@@ -89,6 +91,23 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
 ];
+
+/** The newest schema version this release knows. */
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+/**
+ * A store migrated by a newer release may hold rows this one would misread or overwrite, and
+ * migrations never run backwards: refuse to start, saying what to do.
+ */
+export function refuseNewerSchema(applied: Iterable<number>, store: string): void {
+  const newest = Math.max(0, ...applied);
+  if (newest > SCHEMA_VERSION) {
+    throw new CoreError(
+      'CONFLICT',
+      `storage: ${store} was written by a newer release of ai-backend (schema version ${newest}; this release knows up to ${SCHEMA_VERSION}). Run that release or a later one; to go back to this one, restore a backup taken before the upgrade (a store is never migrated down).`,
+    );
+  }
+}
 
 /** The table that records applied versions (same text for both engines). */
 export const MIGRATIONS_TABLE = 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)';
