@@ -58,6 +58,22 @@ describe.skipIf(!pgBin)('PostgreSQL stops and restarts', () => {
       const rpc = await rpcCall(gw.url, credential, 'billing.getTokenBalance');
       expect(rpc.error?.code, `${label} on /rpc`).toBe(-32053);
     }
+    // /mcp decides on the credential before any call: a key it could not look up is not a bad key.
+    const mcp = await fetch(`${gw.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'outage', version: '1' } } }),
+    });
+    expect(mcp.status, 'api key on /mcp').toBe(503);
+    expect(mcp.headers.get('www-authenticate')).toBeNull();
+    const models = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } });
+    expect(models.status, 'api key on /v1/models').toBe(503);
+    const messages = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(messages.status, 'api key on /v1/messages').toBe(503);
     const viaTrpc = await callVia(gw, 'trpc', apiKey, 'billing.getTokenBalance');
     expect(viaTrpc.ok ? 'ok' : viaTrpc.code).toBe('SERVICE_UNAVAILABLE');
     expect(upstream.requests.length, 'no call went upstream while the store was down').toBe(paidBefore);

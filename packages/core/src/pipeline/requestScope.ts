@@ -100,6 +100,9 @@ export class RequestScope {
    * Null when the request may proceed to its calls.
    */
   challenge(calls: ParsedCall[] = []): Challenge | null {
+    // A credential that could not be checked is not a bad one: a 401 would make clients drop a
+    // valid key or sign the user out (LiteLLM #38121). Its calls are refused with the error itself.
+    if (this.credentialUnchecked()) return null;
     if (this.credentialError) return this.challengeFor(this.credentialError);
     if (this.identity) {
       // A token short of a scope gets the 403 that makes clients step up (MCP scope challenge),
@@ -120,6 +123,15 @@ export class RequestScope {
       if (!d.allowed && d.code === 'UNAUTHORIZED') return this.challengeFor(null, d.message);
     }
     return null;
+  }
+
+  /**
+   * The error when the presented credential could be neither accepted nor refused (the store
+   * that holds API keys or OAuth sessions is down): answered as that error (503), never as a
+   * challenge. Null otherwise.
+   */
+  credentialUnchecked(): CoreError | null {
+    return this.credentialError?.appCode === 'UNAVAILABLE' ? this.credentialError : null;
   }
 
   /** Build the WWW-Authenticate challenge naming our protected-resource metadata. */

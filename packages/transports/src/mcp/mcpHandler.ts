@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
 import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type LoggingLevel, type Server } from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
-import { toolsListNeedsAuth, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
+import { toolsListNeedsAuth, toWireError, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { openScope } from '../http/requestContext.js';
 import { clientIp } from '../http/requestFacts.js';
@@ -373,6 +373,12 @@ export class McpHandler {
     // Counted before a bad credential is refused, so floods of bad tokens are limited too.
     const overLimit = await limits.request(identity);
     if (overLimit) return overLimit;
+    // A credential the store could not check: the request waits for the store, not a sign-in.
+    const unchecked = scope.credentialUnchecked();
+    if (unchecked) {
+      const w = toWireError(unchecked);
+      return jsonRpcError(w.httpStatus, w.jsonRpcCode, w.message);
+    }
     // A presented credential is always verified; a bad one is refused, never ignored.
     const refusedCredential = scope.challenge();
     if (refusedCredential) return this.challenge(scope, refusedCredential);
