@@ -24,6 +24,9 @@ try {
     if (manifest.includes('catalog:')) problems.push('a catalog: range in package.json');
     if (manifest.includes('ai-backend-source')) problems.push('the ai-backend-source condition in package.json');
     if (files.some((f) => /\.test\.|__tests__/.test(f))) problems.push('test files in the tarball');
+    // npm provenance (docs/publishing.md, "Supply chain"): a publish outside a CI that can sign
+    // it fails instead of uploading an unattested package.
+    if (JSON.parse(manifest).publishConfig?.provenance !== true) problems.push('publishConfig.provenance is not true');
     if (!files.includes('package/LICENSE')) problems.push('no LICENSE');
     // What npm shows on the package page; `ai-backend`'s is the repository README (copied by prepack).
     if (!files.includes('package/README.md')) problems.push('no README.md');
@@ -42,7 +45,7 @@ try {
     if (problems.length) {
       failed = true;
       console.error(`packages/${dir}: ${problems.join('; ')}`);
-    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, LICENSE, README, files, source maps, no fixtures in the API)`);
+    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, provenance, LICENSE, README, files, source maps, no fixtures in the API)`);
   }
 } finally {
   rmSync(dest, { recursive: true, force: true });
