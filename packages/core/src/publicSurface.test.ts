@@ -14,6 +14,7 @@ const PUBLIC_VALUES = [
   'ConfigSchema',
   'CoreError',
   'ENV_VARIABLES',
+  'KEY_SCOPES',
   'MemoryStorage',
   'adminProcedure',
   'checkConfig',
