@@ -1,8 +1,6 @@
-/** The part of Node's ServerResponse the counter needs: its end, however it comes. */
-export interface ClosableResponse {
-  readonly closed?: boolean;
-  once(event: 'close', listener: () => void): unknown;
-}
+import { withEnd, type ClosableResponse } from '../http/StreamAdmission.js';
+
+export type { ClosableResponse };
 
 /**
  * Counts open server-sent-event streams of /mcp (the ai_backend_mcp_streams gauge) and POST
@@ -85,35 +83,6 @@ export class StreamCounter {
       return res;
     }
     this.open++;
-    return wrapped(res, ended);
+    return withEnd(res, ended);
   }
-}
-
-/** `res` with a body that calls `onEnd` once when it ends, fails or is cancelled. */
-function wrapped(res: Response, onEnd: () => void): Response {
-  let counted = true;
-  const done = () => {
-    if (counted) onEnd();
-    counted = false;
-  };
-  const reader = res.body!.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done: end, value } = await reader.read();
-        if (end) {
-          done();
-          controller.close();
-        } else controller.enqueue(value);
-      } catch (err) {
-        done();
-        controller.error(err);
-      }
-    },
-    cancel(reason) {
-      done();
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
