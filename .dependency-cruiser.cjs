@@ -36,6 +36,34 @@ const layerRules = layers.slice(0, -1).map((names, i) => ({
   to: { path: [folders(layers.slice(i + 1).flat()), `${CORE}(createRuntime|index|internal)\\.ts$`] },
 }));
 
+/**
+ * Inside core/services, bottom to top: each folder imports only the folders of the floors below
+ * it (never one beside it on its floor, never one above).
+ *   the leaves      vault, rate limits, security log, alerts, prompts, resources, workspaces;
+ *                   spend (the budgets' period arithmetic), metering (the AI engine's contract
+ *                   with billing), directory (who called: profiles, the e-mail and search indexes)
+ *   apiKeys         keys, their rules, limits and spend (directory, rateLimit, spend)
+ *   billing, ai     billing implements metering; the AI engine uses it (apiKeys, metering)
+ */
+const SERVICES = `${CORE}services/`;
+const serviceFloors = [
+  ['vault', 'rateLimit', 'security', 'governance', 'prompts', 'resources', 'workspaces', 'spend', 'metering', 'directory'],
+  ['apiKeys'],
+  ['billing', 'ai'],
+];
+const serviceRules = serviceFloors.flatMap((floor, i) =>
+  floor.map((name) => {
+    const notBelow = serviceFloors.slice(i).flat().filter((other) => other !== name);
+    return {
+      name: `core-services-${name}`,
+      comment: `core/services/${name} imports only the service floors below it`,
+      severity: 'error',
+      from: { path: `${SERVICES}${name}/` },
+      to: { path: `${SERVICES}(${notBelow.join('|')})/` },
+    };
+  }),
+);
+
 /** Packages may import only those below them: core < auth < transports < cli. */
 const packageRules = [
   ['core', ['auth', 'transports', 'cli']],
@@ -59,6 +87,7 @@ module.exports = {
       to: { circular: true },
     },
     ...layerRules,
+    ...serviceRules,
     ...packageRules,
     {
       name: 'core-no-transport',

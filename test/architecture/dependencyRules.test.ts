@@ -39,7 +39,7 @@ describe('dependency rules', () => {
     expect(violations.map(describeViolation)).toEqual([]);
   }, 120_000);
 
-  it('a circle, an upward layer import, an upward package import and zod not taken from lib/zod.ts are each refused', async () => {
+  it('a circle, an upward layer import, a service floor importing one above it, an upward package import and zod not taken from lib/zod.ts are each refused', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'ai-backend-deprules-'));
     try {
       const files: Record<string, string> = {
@@ -48,6 +48,9 @@ describe('dependency rules', () => {
         'packages/core/src/services/billing.ts': "import { e } from '../kernel/CoreError.js';\nexport const charge = () => e;\n",
         'packages/auth/src/verify.ts': "import { serve } from '../../transports/src/serve.js';\nexport const verify = serve;\n",
         'packages/transports/src/serve.ts': 'export const serve = 1;\n',
+        // A service floor importing one above it: spend is below apiKeys.
+        'packages/core/src/services/spend/periodSpend.ts': "import { keySpend } from '../apiKeys/keySpend.js';\nexport const spend = keySpend;\n",
+        'packages/core/src/services/apiKeys/keySpend.ts': 'export const keySpend = 1;\n',
         // zod straight from the package instead of lib/zod.ts (which checks it is zod 4 first).
         'packages/core/src/config/raw.ts': "import { z } from 'zod';\nexport const s = z.string();\n",
         'packages/core/src/lib/zod.ts': "import { z } from 'zod';\nexport { z };\n",
@@ -64,6 +67,9 @@ describe('dependency rules', () => {
       expect(rules).toContain('no-circular');
       expect(rules).toContain('core-layer-kernel-lib');
       expect(rules).toContain('package-auth-no-upward');
+      expect(violations.filter((v) => v.rule.name.startsWith('core-services-')).map(describeViolation)).toEqual([
+        'core-services-spend: packages/core/src/services/spend/periodSpend.ts → packages/core/src/services/apiKeys/keySpend.ts',
+      ]);
       expect(violations.filter((v) => v.rule.name === 'core-zod-through-lib').map((v) => v.from)).toEqual(['packages/core/src/config/raw.ts']);
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -46,6 +46,8 @@ export * from './services/workspaces/index.js';
 export { PromptRegistry, completeFrom, type PromptDefinition, type PromptArgumentDefinition, type PromptMessage, type PromptContent, type PromptResult, type CompletionResult } from './services/prompts/PromptRegistry.js';
 export * from './services/ai/index.js';
 export * from './services/billing/index.js';
+export type { BudgetCrossing, BudgetRefusal, BudgetMetric, PeriodSpend } from './services/spend/periodSpend.js';
+export type { Metering, Hold, HoldRequest, Charge, MeteredUsage, SettledUsage, UsageMetadata } from './services/metering/Metering.js';
 export * from './services/vault/index.js';
 export { RateLimiter, rateLimitCaller, type RateLimitDecision, type RateLimitKind, type RateLimitSettings, type RateLimiterOptions } from './services/rateLimit/RateLimiter.js';
 export { SecurityLog, type SecurityEvent, type SecurityEventType, type SecuritySeverity, type SecurityLogSettings } from './services/security/SecurityLog.js';

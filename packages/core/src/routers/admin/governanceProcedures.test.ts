@@ -4,7 +4,7 @@ import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Storage } from '../../kernel/Storage.js';
 import { adminUsageAnalytics } from '../../services/billing/adminUsageAnalytics.js';
 import { admin, alice, bob, call, makeRuntime } from '../../services/billing/__tests__/kit.js';
-import { rememberUser } from '../../services/billing/userIndex.js';
+import { rememberUser } from '../../services/directory/userIndex.js';
 import type { Identity } from '../../kernel/identity.js';
 
 const carol: Identity = { ...bob, sub: 'user-carol', email: 'carol@example.com' };

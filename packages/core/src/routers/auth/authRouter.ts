@@ -5,7 +5,7 @@ import { CoreError } from '../../kernel/CoreError.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
 import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
-import { rememberUser } from '../../services/billing/userIndex.js';
+import { rememberUser } from '../../services/directory/userIndex.js';
 import { router } from '../../pipeline/init.js';
 import { protectedProcedure } from '../../pipeline/procedures.js';
 import { ApiKeyInput } from '../user/providerRecord.js';

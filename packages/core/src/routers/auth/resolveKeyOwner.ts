@@ -1,6 +1,6 @@
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Runtime } from '../../runtime/Runtime.js';
-import { userByEmail } from '../../services/billing/userIndex.js';
+import { userByEmail } from '../../services/directory/userIndex.js';
 import type { Identity } from '../../kernel/identity.js';
 
 /**

@@ -2,7 +2,7 @@ import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
 import { KEY_PROVIDER_IDS, KeyProviderInput } from '../../services/ai/providerIds.js';
 import type { UserPreferences } from '../../services/billing/PreferencesStore.js';
-import { rememberUser } from '../../services/billing/userIndex.js';
+import { rememberUser } from '../../services/directory/userIndex.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { router } from '../../pipeline/init.js';
 import { protectedProcedure } from '../../pipeline/procedures.js';

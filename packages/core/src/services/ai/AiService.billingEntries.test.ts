@@ -4,7 +4,7 @@ import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { loadAiSdk } from './aiSdk.js';
 import { AiService } from './AiService.js';
-import type { Hold, Metering } from './Metering.js';
+import type { Hold, Metering } from '../metering/Metering.js';
 
 /**
  * One metered call enters billing twice: once for the hold (who pays, key limits, reservation,

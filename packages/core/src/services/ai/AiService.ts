@@ -4,7 +4,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
 import { CircuitBreaker, type BreakerState } from './CircuitBreaker.js';
-import type { Metering } from './Metering.js';
+import type { Metering } from '../metering/Metering.js';
 import type { UpstreamStats } from '../../observability/UpstreamStats.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { RegistrySource } from './ModelRegistry.js';

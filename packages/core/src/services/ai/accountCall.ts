@@ -1,6 +1,6 @@
 import type { ProviderId } from '../../config/sections/ai.js';
 import { otel, tracingActive } from '../../observability/tracing.js';
-import type { Charge, Hold, UsageMetadata } from './Metering.js';
+import type { Charge, Hold, UsageMetadata } from '../metering/Metering.js';
 import type { CallDeps, PreparedCall, TextCall } from './prepareCall.js';
 
 /** What the served target reported (or what the engine counted for it). */

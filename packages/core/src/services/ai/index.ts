@@ -14,5 +14,4 @@ export type { StreamEvent } from './runStreamText.js';
 export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput.js';
 export { resolveModelRef, type ModelRef } from './resolveModelRef.js';
 export { PROVIDER_ALIASES, ProviderInput, KeyProviderInput, KEY_PROVIDER_IDS, type KeyProviderId } from './providerIds.js';
-export type { Metering, Hold, HoldRequest, Charge, MeteredUsage, SettledUsage, UsageMetadata } from './Metering.js';
 export type { EmbedInput, EmbedOutput } from './runEmbed.js';

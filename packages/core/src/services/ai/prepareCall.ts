@@ -10,7 +10,7 @@ import { loadAiSdk } from './aiSdk.js';
 import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
 import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
-import type { Hold, Metering, UsageMetadata } from './Metering.js';
+import type { Hold, Metering, UsageMetadata } from '../metering/Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';

@@ -3,7 +3,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
 import { loadAiSdk } from './aiSdk.js';
-import type { SettledUsage, UsageMetadata } from './Metering.js';
+import type { SettledUsage, UsageMetadata } from '../metering/Metering.js';
 import type { CallDeps, TextCall } from './prepareCall.js';
 import { resolveModelRef } from './resolveModelRef.js';
 import { accountCall, type Pricing } from './accountCall.js';

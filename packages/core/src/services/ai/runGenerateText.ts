@@ -2,7 +2,7 @@ import type { GenerateTextResult, ToolSet } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import type { SettledUsage } from './Metering.js';
+import type { SettledUsage } from '../metering/Metering.js';
 import { prepareCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
 import { accountCall, textPricing } from './accountCall.js';
 import { attemptLoop, settleLoop, type Served } from './attemptLoop.js';

@@ -1,6 +1,6 @@
 import { CoreError } from '../../kernel/CoreError.js';
 import type { TxRead, TxWrite } from '../../kernel/Storage.js';
-import { fromNanos, periodIds, resetsAt, toNanos, type PeriodSpend, type Worst } from '../billing/periodSpend.js';
+import { fromNanos, periodIds, resetsAt, toNanos, type PeriodSpend, type Worst } from '../spend/periodSpend.js';
 import { apiKeyKeys, KEY_BUDGET_PERIODS, type ApiKeyRecord, type KeyBudget, type KeyBudgetPeriod } from './apiKeyTypes.js';
 
 /**

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
-import type { Hold, HoldRequest, Metering } from '../ai/Metering.js';
+import type { Hold, HoldRequest, Metering } from '../metering/Metering.js';
 import type { KeyLimits } from '../apiKeys/KeyLimits.js';
 import { openHold } from './openHold.js';
 import type { KeyVault } from '../vault/KeyVault.js';
@@ -17,7 +17,7 @@ import { isStoreOutage, PendingCloses } from './PendingCloses.js';
 import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
-import { previewSpend, toNanos, type BudgetRefusal, type SpendRecord } from './periodSpend.js';
+import { previewSpend, toNanos, type BudgetRefusal, type SpendRecord } from '../spend/periodSpend.js';
 import { Reservations } from './Reservations.js';
 import type { Identity } from '../../kernel/identity.js';
 import {

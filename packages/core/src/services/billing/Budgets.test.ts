@@ -3,7 +3,7 @@ import type { ConfigInput } from '../../config/schema.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { alice, backends, bob, makeRuntime, type OpenStore } from './__tests__/kit.js';
 import { budgetKeys } from './Budgets.js';
-import type { SpendRecord } from './periodSpend.js';
+import type { SpendRecord } from '../spend/periodSpend.js';
 import type { BillingEventMap, Reservation } from './types.js';
 
 const CALLS = 60;

@@ -1,7 +1,7 @@
 import { BUDGET_PERIODS, BudgetLimitsSchema, type BudgetLimits, type BudgetPeriod } from '../../config/sections/budget.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../kernel/Storage.js';
-import { currentSpend, fromNanos, periodIds, resetsAt, USD_NANOS, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
+import { currentSpend, fromNanos, periodIds, resetsAt, USD_NANOS, type EffectiveBudget, type SpendRecord } from '../spend/periodSpend.js';
 
 const enc = encodeURIComponent;
 

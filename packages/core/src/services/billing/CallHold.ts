@@ -1,5 +1,5 @@
 import { CoreError } from '../../kernel/CoreError.js';
-import type { Charge, Hold, MeteredUsage } from '../ai/Metering.js';
+import type { Charge, Hold, MeteredUsage } from '../metering/Metering.js';
 import type { Identity } from '../../kernel/identity.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Reservation, SettleResult, SettleUsage, ByokUsageParams } from './types.js';

@@ -8,7 +8,7 @@ import { platformFee } from './fee.js';
 import { usageKeys, usageWrites } from './globalUsage.js';
 import type { UsageRecordItem } from './history.js';
 import { accountOf, ledgerKeys, type Account, type Ledger } from './Ledger.js';
-import { hasUsdLimit, releaseSpend, reserveSpend, settleSpend, toNanos, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from './periodSpend.js';
+import { hasUsdLimit, releaseSpend, reserveSpend, settleSpend, toNanos, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from '../spend/periodSpend.js';
 import type { BalanceType, BudgetAlertSink, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
 import { keySpendTxKeys, releaseKeySpend, reserveKeySpend, settleKeySpend } from '../apiKeys/keySpend.js';
 

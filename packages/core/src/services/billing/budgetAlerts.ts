@@ -1,5 +1,5 @@
 import type { TxWrite } from '../../kernel/Storage.js';
-import type { BudgetCrossing, BudgetRefusal } from './periodSpend.js';
+import type { BudgetCrossing, BudgetRefusal } from '../spend/periodSpend.js';
 import type { BudgetAlertSink } from './types.js';
 
 const enc = encodeURIComponent;

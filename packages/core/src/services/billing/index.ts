@@ -30,5 +30,4 @@ export {
   type BudgetAlertSink,
 } from './types.js';
 export { Budgets, budgetKeys, type BudgetRecord, type BudgetView, type BudgetPeriodView } from './Budgets.js';
-export type { BudgetCrossing, BudgetRefusal, BudgetMetric, PeriodSpend } from './periodSpend.js';
 export type { AdminAnalytics, AdminAnalyticsOptions, UsageGroup } from './adminUsageAnalytics.js';

@@ -9,7 +9,7 @@ import { alice, backends, call, makeRuntime, type OpenStore } from './__tests__/
 import { budgetKeys } from './Budgets.js';
 import type { LedgerEntry } from './types.js';
 import { ledgerKeys } from './Ledger.js';
-import type { SpendRecord } from './periodSpend.js';
+import type { SpendRecord } from '../spend/periodSpend.js';
 import { finishedKey, type FinishedRecord } from './Reservations.js';
 
 /**

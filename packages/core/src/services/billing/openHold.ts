@@ -1,7 +1,7 @@
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { KeyLimits, TokenReservation } from '../apiKeys/KeyLimits.js';
-import type { Hold, HoldRequest } from '../ai/Metering.js';
+import type { Hold, HoldRequest } from '../metering/Metering.js';
 import { CallHold, type HoldLedger, type KeySlot } from './CallHold.js';
 import type { Decision, DecideParams, Reservation, ReserveParams } from './types.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BudgetRefusal } from './periodSpend.js';
+import type { BudgetRefusal } from '../spend/periodSpend.js';
 import { planConsumption, type PlanInput } from './planConsumption.js';
 import { DEFAULT_PREFERENCES } from './PreferencesStore.js';
 

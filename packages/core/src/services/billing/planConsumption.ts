@@ -1,5 +1,5 @@
 import type { Balances } from './Ledger.js';
-import type { BudgetRefusal } from './periodSpend.js';
+import type { BudgetRefusal } from '../spend/periodSpend.js';
 import type { UserPreferences } from './PreferencesStore.js';
 import { BALANCE_TYPES, type BalanceType, type ConsumptionSource } from './types.js';
 

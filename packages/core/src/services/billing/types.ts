@@ -1,7 +1,7 @@
 import type { KeyHold } from '../apiKeys/keySpend.js';
 import type { TxWrite } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
-import type { BudgetCrossing, BudgetHold, BudgetRefusal } from './periodSpend.js';
+import type { BudgetCrossing, BudgetHold, BudgetRefusal } from '../spend/periodSpend.js';
 
 /** Platform token balances. BYOK is not a balance: it is the user's own key. */
 export const BALANCE_TYPES = ['subscription', 'one_time'] as const;

@@ -1,7 +1,7 @@
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
-import { rememberUser, userByEmail } from '../billing/userIndex.js';
+import { rememberUser, userByEmail } from './userIndex.js';
 import { indexUser, searchIndex, type SearchPage } from './userSearchIndex.js';
 
 /** What the server last saw of a user's identity, as stored. */
