@@ -23,7 +23,7 @@ export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './k
 export type { KeyAccess, ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
 export { KEY_SCOPES, BUILT_IN_KEY_SCOPES, type KeyScope } from './services/apiKeys/keyScopes.js';
 export { invoke, isRouterLoaded, loadRouter, loadedProcedureIndex, procedureIndex, type InvokeResult, type InvokeOptions, type ProcedureInfo } from './pipeline/invoke.js';
-export { isAsyncIterable } from './pipeline/drainStream.js';
+export { isAsyncIterable, isFinishEvent, isTextEvent, type TextEvent, type FinishEvent } from './kernel/streamEvents.js';
 export { isBuiltInPath } from './kernel/namespaces.js';
 export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, type CustomRouters } from './routers/appRouter.js';
 export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';

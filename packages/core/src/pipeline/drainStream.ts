@@ -1,13 +1,9 @@
+import { isFinishEvent, isTextEvent } from '../kernel/streamEvents.js';
 import type { Context } from './context.js';
-
-/** Does a procedure's result stream (an async iterable: an `async function*` or a ReadableStream)? */
-export function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
-  return typeof v === 'object' && v !== null && typeof (v as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
-}
 
 /**
  * Entry points that answer once (/rpc, /mcp) read a streamed result to its end here. Event
- * protocol of streamed procedures (ai.streamText): `{ type: 'text', delta }` events become MCP
+ * contract of streamed procedures (kernel/streamEvents.ts): `{ type: 'text', delta }` events become MCP
  * progress notifications (progress = characters so far, message = the delta) when the client
  * asked for progress; the result is the `result` of the last `{ type: 'finish', result }`
  * event, or the list of all events when there is none. An error thrown mid-stream is the
@@ -19,13 +15,12 @@ export async function drainStream(stream: AsyncIterable<unknown>, ctx: Context):
   let finish: { result: unknown } | undefined;
   let chars = 0;
   for await (const ev of stream) {
-    const e = ev as { type?: unknown; delta?: unknown; result?: unknown };
-    if (e?.type === 'finish') finish = { result: e.result };
-    else if (e?.type === 'text' && typeof e.delta === 'string') {
-      chars += e.delta.length;
+    if (isFinishEvent(ev)) finish = { result: ev.result };
+    else if (isTextEvent(ev)) {
+      chars += ev.delta.length;
       // Progress is best effort: a client that cannot take it must not fail the call.
       // Inside an MCP task there is no stream for the deltas: the task's status says how far it got.
-      if (ctx.mcp) await ctx.mcp.progress(chars, undefined, ctx.mcp.taskId ? `${chars} characters generated` : e.delta).catch(() => undefined);
+      if (ctx.mcp) await ctx.mcp.progress(chars, undefined, ctx.mcp.taskId ? `${chars} characters generated` : ev.delta).catch(() => undefined);
     }
     if (!finish) events.push(ev);
   }

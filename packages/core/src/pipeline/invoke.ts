@@ -1,7 +1,8 @@
 import { TRPCError, type AnyRouter, type AnyProcedure } from '@trpc/server';
 import type { Context } from './context.js';
 import { toTRPCError } from './wireError.js';
-import { drainStream, isAsyncIterable } from './drainStream.js';
+import { isAsyncIterable } from '../kernel/streamEvents.js';
+import { drainStream } from './drainStream.js';
 import type { ProcedureMeta } from './meta.js';
 
 export interface ProcedureInfo {

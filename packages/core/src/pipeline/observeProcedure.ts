@@ -1,6 +1,7 @@
 import type { TRPCError } from '@trpc/server';
 import { toTRPCError } from './wireError.js';
 import type { Context as OtelContext, Span } from '@opentelemetry/api';
+import { isFinishEvent } from '../kernel/streamEvents.js';
 import type { Context } from './context.js';
 import { otel, SpanKind, SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
 import { reportedTokens, type RecentCalls } from '../observability/RecentCalls.js';
@@ -83,8 +84,7 @@ export class CallObservation {
       started = true;
       try {
         const r = await (active ? otel().context.with(active, pull) : pull());
-        const ev = r.value as { type?: unknown; result?: unknown } | undefined;
-        if (!r.done && ev?.type === 'finish') finish = ev.result;
+        if (!r.done && isFinishEvent(r.value)) finish = r.value.result;
         // Stopped before its end: cancelled, unless the answer was complete already.
         if (r.done) end(stopping && finish === undefined ? STOPPED_READING : undefined);
         return r;

@@ -1,5 +1,6 @@
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
+import type { FinishEvent, TextEvent } from '../../kernel/streamEvents.js';
 import { loadAiSdk } from './aiSdk.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
@@ -12,15 +13,16 @@ import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 
 /**
  * What ai.streamText yields, in order: one `start`, text and tool calls as they come, one
- * `finish`. `start` names the target that serves the stream (after fallbacks, with the
+ * `finish`; `text` and `finish` are the streamed-procedure contract (kernel/streamEvents.ts) the
+ * pipeline reads. `start` names the target that serves the stream (after fallbacks, with the
  * `attempts` that did not), so it comes with the first output, not before the upstream answers.
  */
 export type StreamEvent =
   | { type: 'start'; requestId: string; provider: ProviderId; model: string; attempts?: Attempt[] }
-  | { type: 'text'; delta: string }
+  | TextEvent
   | ({ type: 'tool-call' } & ToolCallOut)
   /** The same result ai.generateText returns (usage, charge, tool calls, object). */
-  | { type: 'finish'; result: GenerateTextOutput };
+  | FinishEvent<GenerateTextOutput>;
 
 /** The failure of a stream whose upstream sent no event the SDK could read: no output, no usage. */
 function streamNotRead(provider: ProviderId, contentType: string | undefined): CoreError {
