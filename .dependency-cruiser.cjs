@@ -64,18 +64,64 @@ const serviceRules = serviceFloors.flatMap((floor, i) =>
   }),
 );
 
-/** Packages may import only those below them: core < auth < transports < cli. */
-const packageRules = [
-  ['core', ['auth', 'transports', 'cli']],
-  ['auth', ['transports', 'cli']],
-  ['transports', ['cli']],
-].map(([pkg, above]) => ({
-  name: `package-${pkg}-no-upward`,
-  comment: `@ai-backend/${pkg} never imports a package built on it`,
-  severity: 'error',
-  from: { path: `^packages/${pkg}/src/` },
-  to: { path: [`^packages/(${above.join('|')})/`, `node_modules/(@ai-backend/(${above.join('|')})|ai-backend)/`] },
-}));
+/**
+ * Packages, bottom to top: core < auth < transports (its browser console included) < cli; each
+ * imports only those below it. test-utils stands apart: the tests use it, no package's source
+ * does, and it imports no package.
+ */
+const PACKAGE_ORDER = ['core', 'auth', 'transports', 'cli'];
+const NPM_NAMES = { core: '@ai-backend/core', auth: '@ai-backend/auth', transports: '@ai-backend/transports', cli: 'ai-backend', 'test-utils': '@ai-backend/test-utils' };
+const packageRules = [...PACKAGE_ORDER, 'test-utils'].map((pkg) => {
+  const others = pkg === 'test-utils' ? PACKAGE_ORDER : [...PACKAGE_ORDER.slice(PACKAGE_ORDER.indexOf(pkg) + 1), 'test-utils'];
+  return {
+    name: `package-${pkg}`,
+    comment: pkg === 'test-utils' ? 'test-utils imports no package of ours' : `${NPM_NAMES[pkg]} imports only the packages below it, and never test-utils`,
+    severity: 'error',
+    from: { path: `^packages/${pkg}/` },
+    to: { path: [`^packages/(${others.join('|')})/`, `node_modules/(${others.map((o) => NPM_NAMES[o]).join('|')})/`] },
+  };
+});
+
+/**
+ * The browser console (packages/transports/console), bottom to top:
+ *   the parts      types (the server's answer types), dom, charts, schemaForm, auth (the session),
+ *                  api and mcpClient (calls with its token), userParts (shared sections), view (the
+ *                  View type)
+ *   views/         one page each, none importing another
+ *   main.ts        the shell: sign-in, navigation, picks a view by the address
+ * From the server's packages it takes types only: anything else would be bundled into the page.
+ */
+const CONSOLE = '^packages/transports/console/src/';
+const consoleRules = [
+  {
+    name: 'console-main-on-top',
+    comment: 'nothing in the console imports main.ts, the shell (a view gets what it needs from view.ts and the parts)',
+    severity: 'error',
+    from: { path: CONSOLE },
+    to: { path: `${CONSOLE}main\\.ts$` },
+  },
+  {
+    name: 'console-views-apart',
+    comment: 'a view imports no other view; what two views share is a part (userParts.ts)',
+    severity: 'error',
+    from: { path: `${CONSOLE}views/` },
+    to: { path: `${CONSOLE}views/` },
+  },
+  {
+    name: 'console-parts-below-views',
+    comment: 'the parts (console/src/*.ts but main.ts) import no view',
+    severity: 'error',
+    from: { path: `${CONSOLE}[^/]+\\.ts$`, pathNot: `${CONSOLE}main\\.ts$` },
+    to: { path: `${CONSOLE}views/` },
+  },
+  {
+    name: 'console-server-types-only',
+    comment: 'the console takes only types from the server packages: a value import would bundle server code into the page',
+    severity: 'error',
+    from: { path: CONSOLE },
+    to: { path: ['^packages/(core|auth|transports/src|cli|test-utils)/', 'node_modules/(@ai-backend/[^/]+|ai-backend)/'], dependencyTypesNot: ['type-only'] },
+  },
+];
 
 module.exports = {
   forbidden: [
@@ -89,6 +135,7 @@ module.exports = {
     ...layerRules,
     ...serviceRules,
     ...packageRules,
+    ...consoleRules,
     {
       name: 'core-no-transport',
       comment: 'core knows no HTTP framework, no MCP SDK and no tRPC client: every entry point is a thin layer over it',
@@ -110,7 +157,7 @@ module.exports = {
     // Sources only: tests may reach across layers to set things up. node_modules is not excluded
     // (only not followed): the rules about packages (core-no-transport, core-zod-through-lib) need
     // its modules as the targets of our imports.
-    exclude: { path: ['\\.test\\.ts$', '/__tests__/', '/dist/'] },
+    exclude: { path: ['\\.test\\.ts$', '/__tests__/', '^packages/[^/]+/dist/'] },
     doNotFollow: { path: 'node_modules' },
     enhancedResolveOptions: { conditionNames: ['ai-backend-source', 'import', 'types', 'default'], exportsFields: ['exports'] },
   },

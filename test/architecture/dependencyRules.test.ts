@@ -1,10 +1,14 @@
 /**
  * The floors (.dependency-cruiser.cjs, docs/architecture.md) hold: dependency-cruiser finds no
- * import circle, no upward import between packages and no core layer importing one above it.
- * The second test shows the rules bite: a tree with a circle and an upward import is refused.
+ * import circle, no upward import between packages, no core layer importing one above it, no
+ * service folder importing one beside or above it, and the console's floors in order. The second
+ * test shows the rules reach every package, every folder of core and of its services, and every
+ * file of the console, so a new one cannot slip past them; the third shows each rule biting.
  */
 import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,24 +26,77 @@ interface Violation {
   to: string;
   cycle?: Array<{ name: string }>;
 }
+type PathSpec = string | string[] | undefined;
+interface Rule {
+  name: string;
+  from: { path?: PathSpec; pathNot?: PathSpec };
+  to: { path?: PathSpec; circular?: boolean };
+}
 
-async function cruise(cwd: string, dirs: string[]): Promise<{ violations: Violation[]; modules: number }> {
+const rules = (createRequire(import.meta.url)(CONFIG) as { forbidden: Rule[] }).forbidden;
+const subdirs = (dir: string) =>
+  readdirSync(path.join(ROOT, dir), { withFileTypes: true })
+    .filter((d) => d.isDirectory() && d.name !== '__tests__')
+    .map((d) => d.name);
+/** Source files under `dir`, relative to the repository, tests left out (as the rules leave them). */
+const sources = (dir: string): string[] =>
+  readdirSync(path.join(ROOT, dir), { withFileTypes: true, recursive: true })
+    .filter((d) => d.isFile() && d.name.endsWith('.ts') && !d.name.endsWith('.test.ts'))
+    .map((d) => path.relative(ROOT, path.join(d.parentPath, d.name)).split(path.sep).join('/'))
+    .filter((f) => !f.includes('/__tests__/'));
+
+const PACKAGES = subdirs('packages');
+const CONSOLE = 'packages/transports/console/src';
+/** What the first test cruises: every package's sources and the browser console. */
+const SOURCE_DIRS = [...PACKAGES.map((p) => `packages/${p}/src`), CONSOLE];
+
+const anyMatch = (spec: PathSpec, file: string) => [spec ?? []].flat().some((p) => new RegExp(p).test(file));
+const fromMatches = (r: Rule, file: string) => anyMatch(r.from.path, file) && !anyMatch(r.from.pathNot, file);
+const rulesFrom = (file: string, prefix: string) => rules.filter((r) => r.name.startsWith(prefix) && fromMatches(r, file)).map((r) => r.name);
+
+async function cruise(cwd: string, dirs: string[]): Promise<{ violations: Violation[]; modules: string[] }> {
   // dependency-cruiser exits non-zero when it finds violations; the JSON is on stdout either way.
   const out = await run(process.execPath, [BIN, ...dirs, '--config', CONFIG, '--output-type', 'json'], { cwd, maxBuffer: 64 * 1024 * 1024 }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
-  const json = JSON.parse(out.stdout) as { summary: { violations: Violation[]; totalCruised: number } };
-  return { violations: json.summary.violations, modules: json.summary.totalCruised };
+  const json = JSON.parse(out.stdout) as { modules: Array<{ source: string }>; summary: { violations: Violation[] } };
+  return { violations: json.summary.violations, modules: json.modules.map((m) => m.source) };
 }
 
 const describeViolation = (v: Violation) => `${v.rule.name}: ${v.from} → ${v.to}${v.cycle ? ` (${v.cycle.map((c) => c.name).join(' → ')})` : ''}`;
 
 describe('dependency rules', () => {
-  it('every package: no circle, no upward import, core layers in order', async () => {
-    const { violations, modules } = await cruise(ROOT, ['packages/core/src', 'packages/auth/src', 'packages/transports/src', 'packages/cli/src', 'packages/test-utils/src']);
-    expect(modules).toBeGreaterThan(250);
+  it('every package and the console: no circle, no upward import, core layers and service floors in order', async () => {
+    const { violations, modules } = await cruise(ROOT, SOURCE_DIRS);
+    // Each source folder was read, not silently skipped.
+    for (const dir of SOURCE_DIRS) expect(modules.filter((m) => m.startsWith(`${dir}/`)).length, dir).toBeGreaterThan(3);
+    expect(modules.length).toBeGreaterThan(300);
     expect(violations.map(describeViolation)).toEqual([]);
   }, 120_000);
 
-  it('a circle, an upward layer import, a service floor importing one above it, an upward package import and zod not taken from lib/zod.ts are each refused', async () => {
+  it('the rules reach every package, every core folder, every service folder and every console file', () => {
+    const uncovered: string[] = [];
+    for (const pkg of PACKAGES) {
+      if (!rulesFrom(`packages/${pkg}/src/index.ts`, `package-${pkg}`).length) uncovered.push(`package ${pkg}: no package-${pkg} rule`);
+    }
+    // A core folder is on a layer when a layer rule starts from it, or names it as above another (the top layer).
+    for (const folder of subdirs('packages/core/src')) {
+      const file = `packages/core/src/${folder}/x.ts`;
+      const layered = rules.some((r) => r.name.startsWith('core-layer-') && (fromMatches(r, file) || anyMatch(r.to.path, file)));
+      if (!layered) uncovered.push(`core/${folder}: on no layer of .dependency-cruiser.cjs`);
+    }
+    for (const folder of subdirs('packages/core/src/services')) {
+      if (!rulesFrom(`packages/core/src/services/${folder}/x.ts`, `core-services-${folder}`).length) uncovered.push(`core/services/${folder}: on no service floor`);
+    }
+    // Every console file but the shell is on a floor below it (views, or the parts below the views).
+    for (const file of sources(CONSOLE)) {
+      if (file === `${CONSOLE}/main.ts`) continue;
+      const floors = rulesFrom(file, 'console-').filter((n) => n === 'console-views-apart' || n === 'console-parts-below-views');
+      if (floors.length !== 1) uncovered.push(`${file}: on ${floors.length} console floors`);
+    }
+    expect(uncovered).toEqual([]);
+    expect(rules.find((r) => r.name === 'no-circular')).toMatchObject({ from: {}, to: { circular: true } });
+  });
+
+  it('a circle, an upward import (layer, service floor, package, console), a value import of server code in the console, zod not from lib/zod.ts and hono in core are each refused', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'ai-backend-deprules-'));
     try {
       const files: Record<string, string> = {
@@ -48,29 +105,45 @@ describe('dependency rules', () => {
         'packages/core/src/services/billing.ts': "import { e } from '../kernel/CoreError.js';\nexport const charge = () => e;\n",
         'packages/auth/src/verify.ts': "import { serve } from '../../transports/src/serve.js';\nexport const verify = serve;\n",
         'packages/transports/src/serve.ts': 'export const serve = 1;\n',
+        // test-utils stands apart from the packages.
+        'packages/test-utils/src/kit.ts': "import { serve } from '../../transports/src/serve.js';\nexport const kit = serve;\n",
         // A service floor importing one above it: spend is below apiKeys.
         'packages/core/src/services/spend/periodSpend.ts': "import { keySpend } from '../apiKeys/keySpend.js';\nexport const spend = keySpend;\n",
         'packages/core/src/services/apiKeys/keySpend.ts': 'export const keySpend = 1;\n',
         // zod straight from the package instead of lib/zod.ts (which checks it is zod 4 first).
         'packages/core/src/config/raw.ts': "import { z } from 'zod';\nexport const s = z.string();\n",
         'packages/core/src/lib/zod.ts': "import { z } from 'zod';\nexport { z };\n",
+        // An HTTP framework in core.
+        'packages/core/src/net/serveHttp.ts': "import { Hono } from 'hono';\nexport const app = new Hono();\n",
+        // The console: a view importing the shell (a circle, as the console had), another view and a
+        // part importing a view, the shell taking a value (not a type) from core.
+        'packages/transports/console/src/main.ts':
+          "import { meView } from './views/me.js';\nimport { e } from '../../../core/src/kernel/CoreError.js';\nimport type { charge } from '../../../core/src/services/billing.js';\nexport type View = () => void;\nexport const views: Array<typeof charge | unknown> = [meView, e];\n",
+        'packages/transports/console/src/views/me.ts': "import type { View } from '../main.js';\nimport { usersView } from './users.js';\nexport const meView: View = usersView;\n",
+        'packages/transports/console/src/views/users.ts': 'export const usersView = () => undefined;\n',
+        'packages/transports/console/src/dom.ts': "import { usersView } from './views/users.js';\nexport const h = usersView;\n",
       };
       for (const [name, text] of Object.entries(files)) {
         await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
         await writeFile(path.join(dir, name), text);
       }
-      // The real zod: node_modules is not followed, but its modules are what the rule names.
+      // The real zod and hono: node_modules is not followed, but their modules are what the rules name.
       await mkdir(path.join(dir, 'node_modules'), { recursive: true });
-      await symlink(path.join(ROOT, 'node_modules/zod'), path.join(dir, 'node_modules/zod'), 'dir');
+      for (const pkg of ['zod', 'hono']) await symlink(path.join(ROOT, 'node_modules', pkg), path.join(dir, 'node_modules', pkg), 'dir');
       const { violations } = await cruise(dir, ['packages']);
-      const rules = new Set(violations.map((v) => v.rule.name));
-      expect(rules).toContain('no-circular');
-      expect(rules).toContain('core-layer-kernel-lib');
-      expect(rules).toContain('package-auth-no-upward');
+      const found = new Set(violations.map((v) => v.rule.name));
+      for (const rule of ['no-circular', 'core-layer-kernel-lib', 'package-auth', 'package-test-utils', 'core-no-transport', 'console-main-on-top', 'console-views-apart', 'console-parts-below-views']) {
+        expect(found, rule).toContain(rule);
+      }
       expect(violations.filter((v) => v.rule.name.startsWith('core-services-')).map(describeViolation)).toEqual([
         'core-services-spend: packages/core/src/services/spend/periodSpend.ts → packages/core/src/services/apiKeys/keySpend.ts',
       ]);
+      // The value import is refused, the type-only one beside it is not.
+      expect(violations.filter((v) => v.rule.name === 'console-server-types-only').map((v) => v.to)).toEqual(['packages/core/src/kernel/CoreError.ts']);
       expect(violations.filter((v) => v.rule.name === 'core-zod-through-lib').map((v) => v.from)).toEqual(['packages/core/src/config/raw.ts']);
+      // Every rule but those about the packages' own floors was shown to bite.
+      const shown = new Set([...found, ...rules.filter((r) => /^(core-layer-|core-services-|package-)/.test(r.name)).map((r) => r.name)]);
+      expect(rules.map((r) => r.name).filter((n) => !shown.has(n))).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -10,13 +10,7 @@ import { overviewView } from './views/overview.js';
 import { providersView } from './views/providers.js';
 import { userView } from './views/user.js';
 import { usersView } from './views/users.js';
-import type { Output } from './types.js';
-
-/** Who is signed in, as the server says (user.getUserProfile). */
-export type Me = Pick<Output<'user.getUserProfile'>, 'userId' | 'email' | 'isAdmin'>;
-
-/** A view draws into `main` and may return a function that stops it (timers, sessions). */
-export type View = (main: HTMLElement, me: Me, arg: string | undefined) => Promise<(() => void) | void>;
+import type { Me, View } from './view.js';
 
 const ADMIN_VIEWS: Array<[string, string, View]> = [
   ['overview', 'Overview', overviewView],

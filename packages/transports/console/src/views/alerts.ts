@@ -1,7 +1,7 @@
 import { call } from '../api.js';
 import { barChart } from '../charts.js';
 import { clear, errorBox, fmt, h, section, stat, table } from '../dom.js';
-import type { View } from '../main.js';
+import type { View } from '../view.js';
 import type { AlertDelivery as Delivery } from '../types.js';
 
 /** Alerts: outbound webhook deliveries waiting and dead, with a retry button per delivery. */

@@ -1,6 +1,6 @@
 import { rpc } from '../api.js';
 import { clear, errorBox, h, jsonBlock, section } from '../dom.js';
-import type { View } from '../main.js';
+import type { View } from '../view.js';
 import { schemaForm, type JsonSchema } from '../schemaForm.js';
 
 interface Method {

@@ -1,6 +1,6 @@
 import { call } from '../api.js';
 import { clear, fmt, h, section } from '../dom.js';
-import type { View } from '../main.js';
+import type { View } from '../view.js';
 import type { RecentCall } from '../types.js';
 
 const KEEP = 200;

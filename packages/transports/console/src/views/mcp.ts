@@ -1,5 +1,5 @@
 import { clear, errorBox, h, jsonBlock, section, table } from '../dom.js';
-import type { View } from '../main.js';
+import type { View } from '../view.js';
 import { McpClient } from '../mcpClient.js';
 import { schemaForm, type JsonSchema } from '../schemaForm.js';
 

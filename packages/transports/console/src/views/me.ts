@@ -1,7 +1,7 @@
 import { call, rpc } from '../api.js';
 import { clear, errorBox, fmt, h, section, stat, table } from '../dom.js';
-import type { View } from '../main.js';
-import { budgetSection, keysTable, ledgerSection, usageCharts } from './userParts.js';
+import type { View } from '../view.js';
+import { budgetSection, keysTable, ledgerSection, usageCharts } from '../userParts.js';
 
 /** The spec's three providers have their own key procedures; named providers use storeProviderKey. */
 const SPEC_PROVIDERS = new Set(['anthropic', 'openai', 'google']);

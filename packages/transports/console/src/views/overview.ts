@@ -1,7 +1,7 @@
 import { call } from '../api.js';
 import { barChart, timeChart, type Series } from '../charts.js';
 import { clear, fmt, h, section, stat, table, THIS_PROCESS } from '../dom.js';
-import type { View } from '../main.js';
+import type { View } from '../view.js';
 import type { KeySeries, Overview } from '../types.js';
 
 /** What the "over time" chart can show per group; entry points have requests and errors only. */

@@ -1,7 +1,7 @@
 import { call, rpc } from '../api.js';
 import { barChart } from '../charts.js';
 import { fmt, h, section, table, THIS_PROCESS } from '../dom.js';
-import type { View } from '../main.js';
+import type { View } from '../view.js';
 import type { Output } from '../types.js';
 
 /** One provider's line of ai.getRegistryHealth, as core types it. */

@@ -1,7 +1,7 @@
 import { call } from '../api.js';
 import { clear, errorBox, fmt, h, section, stat } from '../dom.js';
-import type { View } from '../main.js';
-import { budgetSection, keysTable, ledgerSection, usageCharts } from './userParts.js';
+import type { View } from '../view.js';
+import { budgetSection, keysTable, ledgerSection, usageCharts } from '../userParts.js';
 
 /**
  * One user, for administrators: balances, usage per day, ledger pages, budgets, BYOK status

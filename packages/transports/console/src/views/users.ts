@@ -1,6 +1,6 @@
 import { call } from '../api.js';
 import { clear, errorBox, fmt, h, section } from '../dom.js';
-import type { View } from '../main.js';
+import type { View } from '../view.js';
 
 /**
  * Users: the most recent users first (an empty search), then search by any part of an id or

@@ -1,6 +1,6 @@
-import { barChart, timeChart } from '../charts.js';
-import { clear, errorBox, fmt, h, section, table } from '../dom.js';
-import type { Output } from '../types.js';
+import { barChart, timeChart } from './charts.js';
+import { clear, errorBox, fmt, h, section, table } from './dom.js';
+import type { Output } from './types.js';
 
 /** The pieces the administrator's user view and the user's own view share. */
 
