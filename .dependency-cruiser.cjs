@@ -1,14 +1,17 @@
 /**
  * The floors of the house (docs/architecture.md), checked by dependency-cruiser in `test`
  * (test/architecture/dependencyRules.test.ts): no circular imports anywhere, no package importing
- * one above it, and inside core each layer importing only the layers below it.
+ * one above it, inside core each layer importing only the layers below it, inside core/services
+ * each folder importing only the service floors below it, and the browser console's floors.
  *
  * Core, bottom to top:
- *   kernel, lib     errors, identity, logging, the storage and signals interfaces; pure helpers
+ *   kernel, lib     errors, identity, logging, the storage and signals interfaces, the streamed
+ *                   procedures' event contract; pure helpers
  *   config          the one zod schema and what is derived from it
  *   storage, net    store implementations; guarded outbound fetch
  *   observability   metrics, tracing, recent calls
- *   services        billing, ai, vault, keys, workspaces, registries … (never Runtime, never tRPC)
+ *   services        billing, ai, vault, keys, workspaces, registries … (never Runtime, never tRPC;
+ *                   their own floors below)
  *   runtime         the Runtime type, statistics, signals, health
  *   pipeline        tRPC init, context, procedures, invoke, request scope, access policy, wire errors
  *   routers, apiDescription   the procedures, their MCP adapters, the API documents
