@@ -11,14 +11,42 @@
 // as they are (types and deep imports in benches keep working; the exports map only reaches
 // the entries). Source maps chain through tsc's to the shipped src/*.ts.
 //
-// Usage (from a package folder): node ../../scripts/bundleDist.mjs dist/index.js dist/internal.js
-import { mkdir, writeFile } from 'node:fs/promises';
+//
+// `--inline <package>` bundles that dependency into the output instead (core inlines
+// @trpc/server: its manifest requires `typescript` as a peer, 31 MiB that npm installs for every
+// user; inlined, @trpc/server is an optional peer needed only for types. docs/publishing.md,
+// "Install size and time"). Its code goes where our modules use it, its license to
+// dist/licenses/, and its own source maps are not followed (they name its src/*.ts, which is not
+// shipped): the bundle's map points at its dist file, with the content embedded.
+//
+// Usage (from a package folder): node ../../scripts/bundleDist.mjs [--inline <package>]... dist/index.js dist/internal.js
+import { readFileSync } from 'node:fs';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { build } from 'esbuild';
 import { asciiComments } from './asciiComments.mjs';
 
-const entryPoints = process.argv.slice(2);
-if (entryPoints.length === 0) throw new Error('usage: bundleDist.mjs <dist entry>...');
+const args = process.argv.slice(2);
+const inline = [];
+const entryPoints = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--inline') inline.push(args[++i]);
+  else entryPoints.push(args[i]);
+}
+if (entryPoints.length === 0 || inline.some((p) => !p)) throw new Error('usage: bundleDist.mjs [--inline <package>]... <dist entry>...');
+const isInlined = (spec) => inline.some((p) => spec === p || spec.startsWith(`${p}/`));
+const inlinedFile = (file) => inline.some((p) => file.includes(`/node_modules/${p}/`));
+
+/** Everything imported by name stays an import, except the --inline packages. */
+const externals = {
+  name: 'externals',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (a) => (isInlined(a.path) ? undefined : { path: a.path, external: true }));
+    // An inlined package's own source maps name files it does not ship in our tarball: drop the link.
+    b.onLoad({ filter: /\.m?js$/ }, async (a) => (inlinedFile(a.path) ? { contents: (await readFile(a.path, 'utf8')).replace(/^\/\/# sourceMappingURL=.*$/m, ''), loader: 'js' } : undefined));
+  },
+};
 const { outputFiles } = await build({
   entryPoints,
   outdir: 'dist',
@@ -28,8 +56,8 @@ const { outputFiles } = await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  // Only relative imports are ours; everything imported by name is a dependency.
-  packages: 'external',
+  // Only relative imports are ours; everything imported by name is a dependency (but --inline).
+  plugins: [externals],
   chunkNames: 'chunks/[name]-[hash]',
   sourcemap: true,
   // Whitespace and syntax only: V8 keeps every loaded module's source text for as long as the
@@ -45,5 +73,26 @@ const { outputFiles } = await build({
 // file's source as a one-byte string. Comment lines carry no mappings, so the source maps hold.
 for (const file of outputFiles) {
   await mkdir(path.dirname(file.path), { recursive: true });
-  await writeFile(file.path, file.path.endsWith('.js') ? asciiComments(file.text, path.relative(process.cwd(), file.path)) : file.contents);
+  await writeFile(file.path, file.path.endsWith('.js') ? asciiComments(file.text, path.relative(process.cwd(), file.path)) : file.path.endsWith('.map') && inline.length ? inlinedSources(file.text) : file.contents);
+}
+
+/**
+ * A map's sources in an inlined package are paths into this checkout's node_modules/.pnpm (not
+ * shipped, different on every machine): name them `inlined:<package>/<file>` instead. Their
+ * content is embedded (sourcesContent); check-packages.mjs accepts such a source only with it.
+ */
+function inlinedSources(text) {
+  const map = JSON.parse(text);
+  map.sources = map.sources.map((src) => (inlinedFile(`/${src}`) ? `inlined:${src.slice(src.lastIndexOf('/node_modules/') + '/node_modules/'.length)}` : src));
+  return JSON.stringify(map);
+}
+
+// An inlined package's license travels with its code (MIT and the like ask for the notice).
+const require = createRequire(path.resolve('package.json'));
+for (const pkg of inline) {
+  const dir = path.dirname(require.resolve(`${pkg}/package.json`));
+  const { version, license } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  await mkdir('dist/licenses', { recursive: true });
+  await copyFile(path.join(dir, 'LICENSE'), `dist/licenses/${pkg.replace('/', '__')}.LICENSE`);
+  console.log(`bundleDist: inlined ${pkg}@${version} (${license})`);
 }

@@ -64,7 +64,9 @@ function inspectContents(tgz, dir) {
   const shipped = new Set(all);
   for (const file of all.filter((f) => f.endsWith('.map'))) {
     const map = JSON.parse(readFileSync(file, 'utf8'));
-    const missing = map.sources.filter((src) => !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src)));
+    // `inlined:<package>/<file>`: a dependency bundled into ours (scripts/bundleDist.mjs --inline),
+    // whose file is not part of this package; its content must be embedded instead.
+    const missing = map.sources.filter((src, i) => (src.startsWith('inlined:') ? typeof map.sourcesContent?.[i] !== 'string' : !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src))));
     if (missing.length) problems.push(`${path.relative(root, file)} points at ${missing.join(', ')}, not shipped`);
   }
   // Test fixtures live in the private @ai-backend/test-utils, never in a published package's API.

@@ -1,21 +1,53 @@
 // Pack every published package with pnpm (npm would leave `workspace:*` ranges and the
 // source-only `ai-backend-source` export condition in the manifests; pnpm rewrites both,
-// the latter from publishConfig.exports). Used by check-packages.mjs and the install smoke test.
+// the latter from publishConfig.exports). Used by check-packages.mjs, the SBOM and the install tests.
+//
+// Published = every workspace package whose manifest is not `"private": true`, as `pnpm -r publish`
+// and `changeset publish` decide; the private ones (test-utils, tools/*) are skipped. `pnpm -r pack`
+// cannot skip them (pnpm has no such setting for recursive pack), so each private package's
+// `prepack` runs refusePack.mjs, which stops it with a message pointing here (scripts/packPackages.test.ts).
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const PUBLISHED = ['core', 'auth', 'transports', 'cli'];
 // Under `pnpm test` reuse the running pnpm (npx would resolve it again for every package).
 const viaPnpm = process.env.npm_execpath?.includes('pnpm');
 const PNPM = viaPnpm ? [process.execPath, [process.env.npm_execpath]] : ['npx', ['-y', 'pnpm@10.34.9']];
 
-/** Pack each published package into `dest` (built dist must exist); returns name → tarball path. */
-export function packPackages(dest) {
+/** The workspace's packages (pnpm-workspace.yaml's `packages:` globs, `<dir>/*` form): folder → manifest. */
+export function workspacePackages() {
+  const yaml = readFileSync(path.join(ROOT, 'pnpm-workspace.yaml'), 'utf8');
+  const globs = [...(/^packages:\n((?:\s+-.*\n)+)/m.exec(yaml)?.[1] ?? '').matchAll(/-\s*['"]?([^'"\s]+)/g)].map((m) => m[1]);
   const out = {};
-  for (const dir of PUBLISHED) {
+  for (const glob of globs) {
+    if (!glob.endsWith('/*')) throw new Error(`pnpm-workspace.yaml: packPackages.mjs reads only <dir>/* globs, not ${glob}`);
+    const parent = path.join(ROOT, glob.slice(0, -2));
+    if (!existsSync(parent)) continue;
+    for (const e of readdirSync(parent, { withFileTypes: true })) {
+      const file = path.join(parent, e.name, 'package.json');
+      if (e.isDirectory() && existsSync(file)) out[path.relative(ROOT, path.dirname(file))] = JSON.parse(readFileSync(file, 'utf8'));
+    }
+  }
+  return out;
+}
+
+/** The published packages' folders under packages/ (`core`, `auth`, `transports`, `cli`): the non-private ones. */
+export function publishedPackages() {
+  return Object.entries(workspacePackages())
+    .filter(([, manifest]) => manifest.private !== true)
+    .map(([dir]) => {
+      if (!dir.startsWith('packages/')) throw new Error(`${dir} is published (no "private": true) but is not under packages/`);
+      return dir.slice('packages/'.length);
+    });
+}
+
+/** Pack each published package into `dest` (created if missing; built dist must exist); returns folder name → tarball path. */
+export function packPackages(dest) {
+  mkdirSync(dest, { recursive: true });
+  const out = {};
+  for (const dir of publishedPackages()) {
     const before = new Set(readdirSync(dest));
     execFileSync(PNPM[0], [...PNPM[1], 'pack', '--pack-destination', dest], { cwd: path.join(ROOT, 'packages', dir), stdio: ['ignore', 'ignore', 'pipe'] });
     const made = readdirSync(dest).find((f) => f.endsWith('.tgz') && !before.has(f));
@@ -25,9 +57,7 @@ export function packPackages(dest) {
   return out;
 }
 
-// `node scripts/packPackages.mjs [dest]` (or `pnpm pack-packages [dest]`): the four published
-// packages only. `pnpm -r pack` packs every workspace package, the private ones too (test-utils,
-// tools/*): pnpm has no setting that skips them in recursive pack, unlike `pnpm -r publish`.
+// `node scripts/packPackages.mjs [dest]` (or `pnpm pack-packages [dest]`): the published packages only.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const dest = path.resolve(process.argv[2] ?? '.');
   for (const tgz of Object.values(packPackages(dest))) console.log(tgz);

@@ -12,7 +12,7 @@
  * a cache never stands in for a check: every assertion runs on the installed folder).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,8 @@ function npm12Runs(version: string): boolean {
   return major >= 26;
 }
 const NPM12 = npm12Runs(process.version);
+/** `du -sm node_modules` of the same install at a060d4f, before issue 36 (docs/publishing.md). */
+const BEFORE_MIB = 194;
 const NOT_HERE = `skipped: npm 12 needs Node ^22.22.2, ^24.15.0 or >=26 and this is ${process.version} (CI runs this file on 22, 24 and 26)`;
 
 /** A network namespace with only loopback: root and util-linux `unshare` (as scripts/check-service-skips.mjs). */
@@ -118,6 +120,18 @@ describe.skipIf(!NPM12)(`npm 12 and pnpm, network cut after install${ISOLATED ? 
     expect(r.out).not.toMatch(/install-scripts|install scripts blocked/);
     expect(run([...NPM, 'install-scripts', 'ls'], npmApp).out).not.toMatch(/better-sqlite3|node-gyp|prebuild/);
   }, 300_000);
+
+  it('installs at most 40% of the 194 MiB it did before issue 36: no typescript, no @trpc/server (inlined in core)', () => {
+    // docs/publishing.md, "Install size and time": `du` of node_modules (what a user's disk holds),
+    // measured before on the same install; the budget fails a change that brings a large package back.
+    const installed = (name: string) => existsSync(path.join(npmApp, 'node_modules', name, 'package.json'));
+    expect(installed('ai-backend')).toBe(true);
+    expect(installed('typescript'), 'typescript is installed: some package requires it as a peer').toBe(false);
+    expect(installed('@trpc/server'), '@trpc/server is installed: it is an optional peer (core inlines its runtime)').toBe(false);
+    const kib = Number(execFileSync('du', ['-sk', 'node_modules'], { cwd: npmApp, encoding: 'utf8' }).split('\t')[0]);
+    const sizes = execFileSync('sh', ['-c', 'du -sk node_modules/* node_modules/@*/* | sort -rn | head -8'], { cwd: npmApp, encoding: 'utf8' });
+    expect(kib / 1024, `node_modules is ${(kib / 1024).toFixed(1)} MiB, over ${BEFORE_MIB} MiB × 0.4; largest:\n${sizes}`).toBeLessThanOrEqual(BEFORE_MIB * 0.4);
+  });
 
   it('createServer() on the default store answers /health with no network', () => {
     const r = probe(npmApp, [process.execPath, 'server.mjs']);

@@ -10,6 +10,7 @@ export { CORE_ERROR_TABLE, JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from './pipe
 export { type CoreErrorCode } from './kernel/CoreError.js';
 export * from './storage/index.js';
 export { t, router, middleware, mergeRouters, createCallerFactory } from './pipeline/init.js';
+export { fetchRequestHandler, getHTTPStatusCode, getTRPCErrorFromUnknown, getTRPCErrorShape, transformTRPCResponse, TRPCError } from './pipeline/trpcRuntime.js';
 export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
 export { accessDecision, authConfigured, callScopeOf, keyAccessOf, keyScopesOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
 export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';

@@ -1,5 +1,5 @@
-import { getTRPCErrorFromUnknown, getTRPCErrorShape, transformTRPCResponse, TRPCError, type AnyTRPCProcedure, type AnyTRPCRouter } from '@trpc/server';
-import { getHTTPStatusCode } from '@trpc/server/http';
+import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
+import { getHTTPStatusCode, getTRPCErrorFromUnknown, getTRPCErrorShape, transformTRPCResponse, TRPCError } from '@ai-backend/core/internal';
 
 /**
  * One tRPC call that takes the short way: a GET query or a JSON POST mutation, not batched, not

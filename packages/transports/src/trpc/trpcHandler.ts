@@ -1,7 +1,6 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import type { TRPCError } from '@trpc/server';
-import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
-import { coreErrorOf, logWireError, toWireError, type RequestScope, type Runtime } from '@ai-backend/core/internal';
+import { coreErrorOf, fetchRequestHandler, logWireError, toWireError, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { withBufferedBody } from '../http/bodyLimit.js';
 import { withCorsHeaders } from '../http/cors.js';
 import { openScope } from '../http/requestContext.js';
