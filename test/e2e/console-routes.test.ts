@@ -1,6 +1,6 @@
 /**
  * /console as served (in-process fetch and a real Node server): the strict headers on every asset,
- * `console.enabled: false`, and the developer sign-in of `serve --dev` (createServer's
+ * `console.enabled: false` (nothing served, /favicon.ico included), and the developer sign-in of `serve --dev` (createServer's
  * consoleDevSignIn, and the link the built CLI prints).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -60,13 +60,27 @@ describe('/console assets', () => {
     expect(redirect!.headers.get('location')).toBe('/console/');
   });
 
-  it('console.enabled: false serves nothing under /console', async () => {
+  it('/favicon.ico is the console\'s icon while the console is on', async () => {
+    for (const res of await both('/favicon.ico')) {
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('image/x-icon');
+      expect([...new Uint8Array(await res.arrayBuffer()).slice(0, 4)]).toEqual([0, 0, 1, 0]);
+    }
+  });
+
+  it('console.enabled: false serves nothing under /console, nor /favicon.ico', async () => {
     const off = createServer({ ...base, console: { enabled: false } });
-    for (const p of ['/console/', '/console/app.js', '/console/settings.json']) {
+    for (const p of ['/console/', '/console/app.js', '/console/settings.json', '/favicon.ico']) {
       const res = await off.fetch(new Request(`http://127.0.0.1${p}`));
       expect(res.status, p).toBe(404);
       expect(await res.json()).toEqual({ error: 'not found' });
     }
+    await off.stop();
+  });
+
+  it('without the JSON-RPC entry point the console is off (it calls /rpc): no /console, no /favicon.ico', async () => {
+    const off = createServer({ ...base, protocols: { jsonRpc: false } });
+    for (const p of ['/console/', '/favicon.ico']) expect((await off.fetch(new Request(`http://127.0.0.1${p}`))).status, p).toBe(404);
     await off.stop();
   });
 });
