@@ -62,6 +62,17 @@ export class SqliteStorage implements Storage {
     return this.sqlite.name;
   }
 
+  /**
+   * `PRAGMA synchronous` as SQLite reports it on this store's connection now: what
+   * `storage.sqlite.synchronous` asked for, read back (a setting is per connection, not in the file).
+   */
+  synchronousMode(): 'off' | 'normal' | 'full' | 'extra' {
+    return this.run(() => {
+      const { synchronous } = this.db.prepare('PRAGMA synchronous').get() as { synchronous: number };
+      return (['off', 'normal', 'full', 'extra'] as const)[Number(synchronous)] ?? 'off';
+    });
+  }
+
   static async open(opts: SqliteStorageOptions): Promise<SqliteStorage> {
     // Loaded only when used: memory, redis and postgres users load neither binding.
     const driver = await loadSqliteDriver(opts.driver);
