@@ -7,6 +7,8 @@ import { createResourceRegistry } from './routers/adapters/createResourceRegistr
 import { createPromptRegistry } from './routers/adapters/createPromptRegistry.js';
 import { BillingService } from './services/billing/BillingService.js';
 import { KeyVault } from './services/vault/KeyVault.js';
+import { UpstreamCredentials } from './services/gateway/credentials/UpstreamCredentials.js';
+import { perUserServersFromConfig } from './services/gateway/credentials/perUserServers.js';
 import { AiService } from './services/ai/AiService.js';
 import { RateLimiter } from './services/rateLimit/RateLimiter.js';
 import { SecurityLog } from './services/security/SecurityLog.js';
@@ -99,7 +101,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   });
   const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
   if (!opts.lazyRouter) await loadRouter(router);
-  const vault = new KeyVault(storage, { masterKey: config.billing.vaultKey ?? config.oauth.encryptionKey, previousKeys: config.billing.previousVaultKeys }, logger);
+  const vaultKey = config.billing.vaultKey ?? config.oauth.encryptionKey;
+  const vault = new KeyVault(storage, { masterKey: vaultKey, previousKeys: config.billing.previousVaultKeys }, logger);
   const alerts = new AlertOutbox(storage, config, logger, metrics);
   // Budget alerts are written by billing inside the transaction that causes them (exactly once).
   const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind));
@@ -177,6 +180,13 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     prompts: createPromptRegistry(router),
     billing,
     vault,
+    upstreamCredentials: new UpstreamCredentials({
+      storage,
+      logger,
+      servers: perUserServersFromConfig(config),
+      ...(vaultKey ? { masterKey: vaultKey } : {}),
+      ...(config.billing.previousVaultKeys ? { previousKeys: config.billing.previousVaultKeys } : {}),
+    }),
     ai,
     rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
     security,

@@ -30,6 +30,8 @@ export { builtinRouter, createAppRouter, type AppRouter, type AppRouterWith, typ
 export type { KeySeries, OverviewSeries } from './routers/admin/overviewSeries.js';
 export { createRuntime, type CreateRuntimeOptions } from './createRuntime.js';
 export type { Runtime, HealthProbe } from './runtime/Runtime.js';
+export { GATEWAY_OAUTH_CALLBACK_PATH, GATEWAY_OAUTH_CLIENT_METADATA_PATH, gatewayClientMetadata } from './services/gateway/credentials/callbackPaths.js';
+export { UpstreamCredentials, type ResolvedCredentials } from './services/gateway/credentials/index.js';
 export type { Authenticator, AuthResult, AuthFacts } from './kernel/identity.js';
 export { ApiKeyService, type KeyActor } from './services/apiKeys/ApiKeyService.js';
 export { API_KEY_PATTERN, API_KEY_PREFIX, isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';

@@ -16,6 +16,7 @@ import { observeRequests } from './http/observeRequests.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
+import { gatewayOAuthRoutes } from './http/gatewayOAuthRoutes.js';
 import { enforceBodyIdleTimeout, timeoutServerOptions } from './http/nodeTimeouts.js';
 import { lingerOnClose } from './http/lingeringClose.js';
 import { requestOrigin } from './http/requestFacts.js';
@@ -251,6 +252,8 @@ export function createServer<C extends CustomRouters = {}>(
     app.all('/v1/*', v1Route((m) => m.openAiNotFound()));
   }
   if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getApiRuntime));
+  // The OAuth client side of the MCP gateway: only with upstream servers configured.
+  if (Object.keys(config.mcpServers).length) app.route('/', gatewayOAuthRoutes(getRuntime));
   if (mcpOn) {
     app.all('/mcp', async (c, next) => {
       const mcp = await getMcp();

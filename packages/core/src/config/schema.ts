@@ -11,6 +11,7 @@ import { crossFieldProblems } from './authMode.js';
 import { resolveAuth } from './resolveAuth.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
 import { ResourcesSchema } from './sections/resources.js';
+import { McpServersSchema } from './sections/mcpServers.js';
 import { BUILT_IN_NAMESPACES } from '../kernel/namespaces.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
@@ -70,6 +71,7 @@ export const ConfigSchema = z
     alerts: AlertsSchema,
     apiKeys: ApiKeysSchema,
     resources: ResourcesSchema,
+    mcpServers: McpServersSchema,
   })
   // A workspace:// resource must name a configured server workspace (clear error at start, not a 404 later).
   .check((ctx) => {

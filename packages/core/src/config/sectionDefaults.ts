@@ -148,6 +148,7 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "maxLiveSessions": 256,
     "retryIntervalMs": 1000
   },
+  "mcpServers": {},
   "metrics": {
     "enabled": true,
     "adminRoute": true,

@@ -3,7 +3,7 @@
  * (routers/appRouter.ts checks it at compile time), and a custom router may not take one of them
  * (config/schema.ts).
  */
-export const BUILT_IN_NAMESPACES = ['ai', 'mcp', 'system', 'admin', 'auth', 'billing', 'user', 'keys'] as const;
+export const BUILT_IN_NAMESPACES = ['ai', 'mcp', 'system', 'admin', 'auth', 'billing', 'user', 'keys', 'gateway'] as const;
 
 export type BuiltInNamespace = (typeof BUILT_IN_NAMESPACES)[number];
 

@@ -35,6 +35,10 @@ export interface GuardedFetchOptions {
    */
   allowPrivateNetwork?: boolean;
   headers?: Record<string, string>;
+  /** Default GET. A POST (an OAuth token or registration request) never follows a redirect. */
+  method?: 'GET' | 'POST';
+  /** The POST body. */
+  body?: string;
   signal?: AbortSignal;
 }
 
@@ -85,12 +89,12 @@ function agentFor(protocol: 'http:' | 'https:', guarded: boolean): Http.Agent {
   return (guarded ? agents.guarded : agents.open)[protocol];
 }
 
-/** One GET; resolves with the response head (the body is still to be read). */
-function get(url: URL, headers: Record<string, string> | undefined, agent: Http.Agent, signal: AbortSignal): Promise<Http.IncomingMessage> {
+/** One request; resolves with the response head (the body is still to be read). */
+function send(url: URL, opts: Pick<GuardedFetchOptions, 'headers' | 'method' | 'body'>, agent: Http.Agent, signal: AbortSignal): Promise<Http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https() : http()).request(url, { method: 'GET', headers, agent, signal }, resolve);
+    const req = (url.protocol === 'https:' ? https() : http()).request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent, signal }, resolve);
     req.once('error', reject);
-    req.end();
+    req.end(opts.body);
   });
 }
 
@@ -108,18 +112,18 @@ function refused(message: string): CoreError {
   return new CoreError('FORBIDDEN', message, { details: { reason: 'ssrf_blocked' } });
 }
 
-/** GET `url` with the guards above. Throws CoreError: FORBIDDEN (refused address), UPSTREAM_TIMEOUT, UPSTREAM_ERROR, PAYLOAD_TOO_LARGE. */
+/** GET (or POST) `url` with the guards above. Throws CoreError: FORBIDDEN (refused address), UPSTREAM_TIMEOUT, UPSTREAM_ERROR, PAYLOAD_TOO_LARGE. */
 export async function guardedFetch(input: string | URL, opts: GuardedFetchOptions): Promise<GuardedResponse> {
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
   let url = new URL(input);
-  const maxRedirects = opts.maxRedirects ?? 0;
+  const maxRedirects = opts.method === 'POST' ? 0 : (opts.maxRedirects ?? 0);
   for (let hop = 0; ; hop++) {
     const problem = guardedUrlProblem(url, opts);
     if (problem) throw refused(problem);
     let res: Http.IncomingMessage;
     try {
-      res = await get(url, opts.headers, agentFor(url.protocol as 'http:' | 'https:', !opts.allowPrivateNetwork), signal);
+      res = await send(url, opts, agentFor(url.protocol as 'http:' | 'https:', !opts.allowPrivateNetwork), signal);
     } catch (err) {
       if (timeout.aborted) throw new CoreError('UPSTREAM_TIMEOUT', `fetching ${url.origin} timed out`);
       if (opts.signal?.aborted) throw new CoreError('CANCELLED', 'request cancelled');

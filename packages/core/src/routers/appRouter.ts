@@ -21,6 +21,7 @@ export const builtinRouter = router({
   billing: lazy(() => namespaces().then((m) => m.billingRouter)),
   user: lazy(() => namespaces().then((m) => m.userRouter)),
   keys: lazy(() => namespaces().then((m) => m.keysRouter)),
+  gateway: lazy(() => namespaces().then((m) => m.gatewayRouter)),
 } satisfies Record<BuiltInNamespace, AnyRouter | (() => Promise<AnyRouter>)>);
 
 export type AppRouter = typeof builtinRouter;

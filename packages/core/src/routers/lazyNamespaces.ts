@@ -7,6 +7,7 @@ export { adminRouter } from './admin/adminRouter.js';
 export { aiRouter } from './ai/aiRouter.js';
 export { authRouter } from './auth/authRouter.js';
 export { billingRouter } from './billing/billingRouter.js';
+export { gatewayRouter } from './gateway/gatewayRouter.js';
 export { keysRouter } from './keys/keysRouter.js';
 export { systemRouter } from './system/systemRouter.js';
 export { userRouter } from './user/userRouter.js';

@@ -15,6 +15,7 @@ import type { ClientWorkspaceService } from '../services/workspaces/ClientWorksp
 import type { PromptRegistry } from '../services/prompts/PromptRegistry.js';
 import type { BillingService } from '../services/billing/BillingService.js';
 import type { KeyVault } from '../services/vault/KeyVault.js';
+import type { UpstreamCredentials } from '../services/gateway/credentials/UpstreamCredentials.js';
 import type { AiService } from '../services/ai/AiService.js';
 import type { RateLimiter } from '../services/rateLimit/RateLimiter.js';
 import type { SecurityLog } from '../services/security/SecurityLog.js';
@@ -60,6 +61,8 @@ export interface Runtime {
   readonly billing: BillingService;
   /** Encrypted BYOK keys. */
   readonly vault: KeyVault;
+  /** Per-user credentials for upstream MCP servers marked perUser (headers, OAuth grants), encrypted. */
+  readonly upstreamCredentials: UpstreamCredentials;
   /** Provider/model registry, server system prompts and text generation (the ai namespace). */
   readonly ai: AiService;
   /** `mcp.rateLimiting`: per-caller request and tool-call counters in storage. */
