@@ -214,7 +214,7 @@ export async function authorizeAtUpstream(authorizationUrl: string, login: strin
     const html = await res.text();
     const uid = /\/interaction\/([^/?#]+)/.exec(url)?.[1];
     if (res.status !== 200 || !uid) throw new Error(`unexpected page ${url}: HTTP ${res.status} ${html.slice(0, 300)}`);
-    const form = html.includes('name="login"') ? { prompt: 'login', login, password: 'any' } : { prompt: 'consent' };
+    const form: Record<string, string> = html.includes('name="login"') ? { prompt: 'login', login, password: 'any' } : { prompt: 'consent' };
     url = new URL(`/interaction/${uid}`, url).href;
     res = await jar.fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
   }
