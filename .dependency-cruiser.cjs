@@ -47,12 +47,14 @@ const layerRules = layers.slice(0, -1).map((names, i) => ({
  *                   with billing), directory (who called: profiles, the e-mail and search indexes)
  *   apiKeys         keys, their rules, limits and spend (directory, rateLimit, spend)
  *   billing, ai     billing implements metering; the AI engine uses it (apiKeys, metering)
+ *   gateway         the MCP gateway: upstream servers and users' credentials for them (vault, metering, ...)
  */
 const SERVICES = `${CORE}services/`;
 const serviceFloors = [
   ['vault', 'rateLimit', 'security', 'governance', 'prompts', 'resources', 'workspaces', 'spend', 'metering', 'directory'],
   ['apiKeys'],
   ['billing', 'ai'],
+  ['gateway'],
 ];
 const serviceRules = serviceFloors.flatMap((floor, i) =>
   floor.map((name) => {
