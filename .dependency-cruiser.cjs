@@ -149,6 +149,13 @@ module.exports = {
       to: { path: ['node_modules/(hono|@hono/[^/]+|@modelcontextprotocol/[^/]+|@trpc/client)/'] },
     },
     {
+      name: 'trpc-runtime-from-core',
+      comment: "only core's code may use @trpc/server at run time: core's build inlines it and it is an optional peer of the published packages (docs/publishing.md), so the others take its runtime from @ai-backend/core/internal (pipeline/trpcRuntime.ts) and only its types from the package",
+      severity: 'error',
+      from: { path: '^packages/(?!core/)[^/]+/src/' },
+      to: { path: 'node_modules/@trpc/server/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'core-zod-through-lib',
       comment: 'core takes zod from lib/zod.ts, whose zod 4 check must run before any schema is built (the bundler does not keep the order of side effects across chunks)',
       severity: 'error',

@@ -123,7 +123,7 @@ describe('dependency rules', () => {
     expect(rules.find((r) => r.name === 'no-circular')).toMatchObject({ from: {}, to: { circular: true } });
   });
 
-  it('a circle, an upward import (layer, service floor, package, console), a value import of server code in the console, zod not from lib/zod.ts and hono in core are each refused', async () => {
+  it('a circle, an upward import (layer, service floor, package, console), a value import of server code in the console, zod not from lib/zod.ts, hono in core and the tRPC runtime outside core are each refused', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'ai-backend-deprules-'));
     try {
       const files: Record<string, string> = {
@@ -142,6 +142,10 @@ describe('dependency rules', () => {
         'packages/core/src/lib/zod.ts': "import { z } from 'zod';\nexport { z };\n",
         // An HTTP framework in core.
         'packages/core/src/net/serveHttp.ts': "import { Hono } from 'hono';\nexport const app = new Hono();\n",
+        // tRPC's runtime outside core (core inlines it; for the others it is an optional peer): the
+        // value import is refused, the type-only one beside it and core's own are not.
+        'packages/transports/src/trpc/answer.ts': "import { TRPCError } from '@trpc/server';\nimport type { AnyRouter } from '@trpc/server';\nexport const E: unknown = TRPCError;\nexport type R = AnyRouter;\n",
+        'packages/core/src/pipeline/init.ts': "import { initTRPC } from '@trpc/server';\nexport const t = initTRPC.create();\n",
         // The console: a view importing the shell (a circle, as the console had), another view and a
         // part importing a view, the shell taking a value (not a type) from core.
         'packages/transports/console/src/main.ts':
@@ -157,6 +161,8 @@ describe('dependency rules', () => {
       // The real zod and hono: node_modules is not followed, but their modules are what the rules name.
       await mkdir(path.join(dir, 'node_modules'), { recursive: true });
       for (const pkg of ['zod', 'hono']) await symlink(path.join(ROOT, 'node_modules', pkg), path.join(dir, 'node_modules', pkg), 'dir');
+      await mkdir(path.join(dir, 'node_modules/@trpc'), { recursive: true });
+      await symlink(path.join(ROOT, 'node_modules/@trpc/server'), path.join(dir, 'node_modules/@trpc/server'), 'dir');
       const { violations } = await cruise(dir, ['packages']);
       const found = new Set(violations.map((v) => v.rule.name));
       for (const rule of ['no-circular', 'core-layer-kernel-lib', 'package-auth', 'package-test-utils', 'core-no-transport', 'console-main-on-top', 'console-views-apart', 'console-parts-below-views']) {
@@ -168,6 +174,7 @@ describe('dependency rules', () => {
       // The value import is refused, the type-only one beside it is not.
       expect(violations.filter((v) => v.rule.name === 'console-server-types-only').map((v) => v.to)).toEqual(['packages/core/src/kernel/CoreError.ts']);
       expect(violations.filter((v) => v.rule.name === 'core-zod-through-lib').map((v) => v.from)).toEqual(['packages/core/src/config/raw.ts']);
+      expect(violations.filter((v) => v.rule.name === 'trpc-runtime-from-core').map((v) => v.from)).toEqual(['packages/transports/src/trpc/answer.ts']);
       // Every rule but those about the packages' own floors was shown to bite.
       const shown = new Set([...found, ...rules.filter((r) => /^(core-layer-|core-services-|package-)/.test(r.name)).map((r) => r.name)]);
       expect(rules.map((r) => r.name).filter((n) => !shown.has(n))).toEqual([]);
