@@ -216,6 +216,22 @@ describe('OAuth 2.1 to the upstream', () => {
     expect(await whoami(oauthMcp.url, again.headers)).toBe('oauth:erin-at-upstream');
   }, 30_000);
 
+  it('instances sharing the store refresh a rotating refresh token once: every one gets the same new token', async () => {
+    await connectAs('hank', 'hank-at-upstream');
+    // Two more instances over the same store (their own in-process state, so only the stored lock serialises them).
+    const other = () => new UpstreamCredentials({ storage: runtime.storage, logger: runtime.logger, servers: () => ({ name: 'secure', url: oauthMcp.url, allowPrivateNetwork: true, timeoutMs: 10_000 }), masterKey: VAULT_KEY });
+    const instances = [runtime.upstreamCredentials, other(), other()];
+    await new Promise((r) => setTimeout(r, ACCESS_TTL_SEC * 1000 + 500));
+    const results = await Promise.all(instances.flatMap((c) => [c, c].map((x) => x.resolve({ server: { name: 'secure', url: oauthMcp.url }, userId: 'hank' }))));
+    // oidc-provider revokes the whole grant when a rotated refresh token is used twice: one
+    // refresh too many would show here as 'expired'.
+    expect(results.map((r) => r.kind)).toEqual(Array(6).fill('headers'));
+    const tokens = new Set(results.map((r) => (r as { headers: Record<string, string> }).headers.authorization));
+    expect(tokens.size).toBe(1);
+    for (const t of tokens) accessTokens.push(t!.slice(7));
+    expect(await whoami(oauthMcp.url, (results[0] as { headers: Record<string, string> }).headers)).toBe('oauth:hank-at-upstream');
+  }, 30_000);
+
   it('tokens are never sent to another URL: after the server URL changes, resolve says expired', async () => {
     const moved = await runtime.upstreamCredentials.resolve({ server: { name: 'secure', url: keyMcp.url }, userId: 'alice' });
     expect(moved.kind).toBe('expired');
