@@ -12,7 +12,7 @@ export * from './storage/index.js';
 export { t, router, middleware, mergeRouters, createCallerFactory } from './pipeline/init.js';
 export { fetchRequestHandler, getHTTPStatusCode, getTRPCErrorFromUnknown, getTRPCErrorShape, transformTRPCResponse, TRPCError } from './pipeline/trpcRuntime.js';
 export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
-export { accessDecision, authConfigured, callScopeOf, keyAccessOf, keyScopesOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
+export { accessDecision, accessDecisionsMade, authConfigured, callScopeOf, keyAccessOf, keyScopesOf, toolCallNeedsAuth, toolNameOf, type AccessDecision, type CallKind } from './pipeline/accessPolicy.js';
 export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';
 export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChallenge.js';
 export { toWireError, wireErrorData, toJsonRpcError, toMcpToolError, logWireError, MCP_ERROR_META_KEY, type WireError } from './pipeline/wireError.js';

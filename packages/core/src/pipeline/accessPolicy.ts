@@ -135,7 +135,18 @@ export function authConfigured(config: ResolvedConfig): boolean {
  *
  * A credential that failed verification never gets here: it is refused before any rule.
  */
+let decisionsMade = 0;
+
+/**
+ * How many access decisions this process has made: the tests that pin "one decision per call" on
+ * every entry point read it before and after a call (test/e2e/entrySequence.test.ts).
+ */
+export function accessDecisionsMade(): number {
+  return decisionsMade;
+}
+
 export function accessDecision(config: ResolvedConfig, path: string, meta: ProcedureMeta | undefined, identity: Identity | null): AccessDecision {
+  decisionsMade++;
   if (identity?.via === 'apiKey') {
     const key = keyDecision(path, meta, identity);
     if (!key.allowed) return key;

@@ -1,6 +1,8 @@
 import type { Runtime } from '../runtime/Runtime.js';
 import type { CoreError } from '../kernel/CoreError.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
+import type { AccessDecision } from './accessPolicy.js';
+import type { ProcedureMeta } from './meta.js';
 
 /** Facts about the HTTP request, filled by the transport. */
 export interface RequestInfo {
@@ -51,6 +53,17 @@ export interface McpCallContext {
   sealState?(payload: unknown): Promise<string>;
 }
 
+/**
+ * What the request's entry sequence did for its calls already (RequestScope): the one access
+ * decision per call, and the tool calls it counted against the limits before dispatch. The base
+ * middleware reuses both instead of doing them again.
+ */
+export interface CallAdmission {
+  decide(path: string, meta: ProcedureMeta | undefined): AccessDecision;
+  /** The entry counted the tool calls of this procedure in this request already. */
+  counted(path: string): boolean;
+}
+
 export interface Context {
   runtime: Runtime;
   identity: Identity | null;
@@ -58,4 +71,6 @@ export interface Context {
   credentialError: CoreError | null;
   req: RequestInfo;
   mcp?: McpCallContext;
+  /** Set by the request scope of an entry point; absent for server code's own calls. */
+  admission?: CallAdmission;
 }

@@ -6,7 +6,7 @@ import type { Context } from './context.js';
 import { t } from './init.js';
 import { CallObservation } from './observeProcedure.js';
 import { toTRPCError } from './wireError.js';
-import type { ProcedureMeta } from './meta.js';
+import { countsAsToolCall, type ProcedureMeta } from './meta.js';
 
 /** Outcomes worth a security event, by error code. */
 const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
@@ -19,8 +19,6 @@ const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
   RATE_LIMITED: 'rate_limited',
 };
 
-/** A procedure published as an MCP tool (or marked countsAsToolCall): its calls count against `maxToolCalls` on every entry point. */
-const isTool = (meta: ProcedureMeta | undefined) => (meta?.mcp !== undefined && meta.mcp.tool !== false) || meta?.countsAsToolCall === true;
 
 /** The workspace and path a denied file call asked for (strings only, clipped by the log). */
 async function deniedTarget(getRawInput: () => Promise<unknown>): Promise<Record<string, string> | undefined> {
@@ -76,8 +74,8 @@ function countKeyRefusal(runtime: Context['runtime'], err: unknown): void {
  * - asks the one access policy (`accessDecision`: admin, user, writes, the MCP tool-call rules)
  *   whichever entry point the call came through, so a custom router's procedures follow the
  *   same rules as the built-in ones and /trpc, /rpc and /mcp agree;
- * - counts tool calls made over /trpc and /rpc against `mcp.rateLimiting.maxToolCalls` (the MCP
- *   transport counts tools/call itself, at HTTP level, so it can answer 429 before dispatch);
+ * - counts tool calls against `mcp.rateLimiting.maxToolCalls` that the entry sequence did not
+ *   count before dispatch (it does when it parsed the calls itself, so it can answer 429 first);
  * - records refusals (auth, admin, workspace rules, rate limits) as security events;
  * - counts the call and its latency.
  */
@@ -93,7 +91,9 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   const call = new CallObservation(ctx, path);
   const { runtime } = ctx;
   if (ctx.credentialError) return refuse(ctx, path, call, ctx.credentialError, getRawInput);
-  const decision = accessDecision(runtime.config, path, meta, ctx.identity);
+  // The entry sequence decided access for this call already (RequestScope): the decision is
+  // reused, so each call is decided exactly once; a call without one (createCaller) is decided here.
+  const decision = ctx.admission ? ctx.admission.decide(path, meta) : accessDecision(runtime.config, path, meta, ctx.identity);
   if (!decision.allowed) {
     const details = decision.requiredScopes ? { details: { requiredScopes: decision.requiredScopes } } : decision.details ? { details: decision.details } : {};
     return refuse(ctx, path, call, new CoreError(decision.code, decision.message, details), getRawInput);
@@ -107,9 +107,10 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
       return refuse(ctx, path, call, err as CoreError, getRawInput);
     }
   }
-  // Tool calls count on every client entry point (a new one included) but /mcp, whose handler
-  // counts them before the call, and server code's own calls (internal).
-  if (runtime.rateLimit.enabled && ctx.req.transport !== 'mcp' && ctx.req.transport !== 'internal' && isTool(meta)) {
+  // Tool calls count on every entry point, once: in the entry sequence's limits step when the
+  // entry parsed its calls before dispatch (RequestScope.limitToolCalls), here otherwise (/trpc,
+  // whose calls tRPC parses). Server code's own calls (internal) do not count.
+  if (runtime.rateLimit.enabled && ctx.req.transport !== 'internal' && countsAsToolCall(meta) && !ctx.admission?.counted(path)) {
     const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }

@@ -2,9 +2,11 @@ import type { AnyRouter } from '@trpc/server';
 import { CoreError } from '../kernel/CoreError.js';
 import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
-import type { Context, McpCallContext } from './context.js';
+import type { CallAdmission, Context, McpCallContext } from './context.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
 import { procedureIndex } from './invoke.js';
+import { countsAsToolCall, type ProcedureMeta } from './meta.js';
+import { rateLimitCaller, type RateLimitDecision } from '../services/rateLimit/RateLimiter.js';
 import { bearerChallenge } from './bearerChallenge.js';
 import { accessDecision, authConfigured, callScopeOf, type AccessDecision, type CallKind } from './accessPolicy.js';
 
@@ -45,6 +47,14 @@ export interface Challenge {
  * the context every call runs with. Transports keep only parsing and formatting.
  */
 export class RequestScope {
+  /** The one access decision of each procedure this request calls (by path: the identity is the request's). */
+  private readonly decisions = new Map<string, AccessDecision>();
+  /** Procedures whose tool calls the limits step counted (limitToolCalls). */
+  private readonly countedTools = new Set<string>();
+  private admission: CallAdmission | undefined;
+  /** The rate-limit decisions of the limits step, for the RateLimit headers of an allowed answer. */
+  readonly limitDecisions: RateLimitDecision[] = [];
+
   private constructor(
     readonly runtime: Runtime,
     readonly facts: RequestFacts,
@@ -83,14 +93,44 @@ export class RequestScope {
         headers: facts.headers,
       },
       ...(opts.mcp ? { mcp: opts.mcp } : {}),
+      admission: (this.admission ??= { decide: (path, meta) => this.decideFor(path, meta), counted: (path) => this.countedTools.has(path) }),
     };
   }
 
   /** The access decision for one parsed call (the one policy; same answer on every entry point). */
   decide(call: ParsedCall): AccessDecision {
     if (call.path === undefined) return { allowed: true };
-    const info = procedureIndex(this.runtime.router as AnyRouter).get(call.path);
-    return accessDecision(this.runtime.config, call.path, info?.meta, this.identity);
+    const known = this.decisions.get(call.path);
+    if (known) return known;
+    return this.decideFor(call.path, procedureIndex(this.runtime.router as AnyRouter).get(call.path)?.meta);
+  }
+
+  /** The decision for a procedure whose meta the caller holds (the base middleware): made once per request. */
+  private decideFor(path: string, meta: ProcedureMeta | undefined): AccessDecision {
+    let decision = this.decisions.get(path);
+    if (!decision) {
+      decision = accessDecision(this.runtime.config, path, meta, this.identity);
+      this.decisions.set(path, decision);
+    }
+    return decision;
+  }
+
+  /**
+   * The limits step of the entry sequence: count the request's tool calls against
+   * `mcp.rateLimiting.maxToolCalls` (per caller) before any is dispatched, so an entry point can
+   * answer 429 first; the base middleware then does not count them again. The rate-limit
+   * decision (null: limiting off or nothing counted) and the refusal when over the limit.
+   */
+  async limitToolCalls(calls: readonly ParsedCall[]): Promise<{ decision: RateLimitDecision | null; refused: CoreError | null }> {
+    const limiter = this.runtime.rateLimit;
+    if (!limiter.enabled) return { decision: null, refused: null };
+    const index = procedureIndex(this.runtime.router as AnyRouter);
+    const tools = calls.filter((call) => call.path !== undefined && countsAsToolCall(index.get(call.path)?.meta));
+    if (tools.length === 0) return { decision: null, refused: null };
+    for (const call of tools) this.countedTools.add(call.path!);
+    const decision = await limiter.hit('toolCalls', rateLimitCaller(this.identity, this.facts.ip), tools.length);
+    if (decision) this.limitDecisions.push(decision);
+    return { decision, refused: decision && !decision.allowed ? limiter.refusal(decision) : null };
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { Handler } from 'hono';
 import type { Runtime } from '@ai-backend/core';
 import { errorResponse, jsonResponse, readBody, wireFormatHandler } from '../http/wireFormatHandler.js';
-import { openScope } from '../http/requestContext.js';
+import { serveEntry } from '../serveEntry.js';
 import { anthropicError, messageBody, MessageStreamWriter } from './anthropicFormat.js';
 import { countTokens, toMessagesInput } from './toMessagesInput.js';
 import type { StreamAdmission } from '../http/StreamAdmission.js';
@@ -29,20 +29,29 @@ export function messagesHandler(getRuntime: () => Promise<Runtime>, streams: Str
 export function countTokensHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {
     const runtime = await getRuntime();
-    const scope = await openScope(c, runtime, 'anthropic');
-    const ch = scope.challenge([{ kind: 'procedure', path: 'ai.generateText' }]);
-    if (ch) return errorResponse(c, anthropicError(ch.error), runtime, 'anthropic', ch.headers);
-    const body = await readBody(c, runtime);
-    if (!body.ok) return errorResponse(c, anthropicError(body.error), undefined, 'anthropic');
-    // count_tokens takes no max_tokens; the translation needs one.
-    const value = typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value) ? { max_tokens: 1, ...body.value } : body.value;
-    try {
-      // The model is checked as a call would check it (syntax, allow and block lists, the key's rules).
-      const { input } = toMessagesInput(value, c.req.raw.headers, runtime.config);
-      runtime.ai.checkCallModel(input as Parameters<Runtime['ai']['checkCallModel']>[0], scope.identity);
-      return jsonResponse(c, { input_tokens: countTokens(value, runtime.config) });
-    } catch (err) {
-      return errorResponse(c, anthropicError(err), undefined, 'anthropic');
-    }
+    return serveEntry<unknown>(c, runtime, {
+      transport: 'anthropic',
+      refusals: 'http',
+      // Nothing is called: no tool call to count.
+      toolCalls: 'per-call',
+      async readCalls(c) {
+        const body = await readBody(c, runtime);
+        if (!body.ok) return errorResponse(c, anthropicError(body.error), undefined, 'anthropic');
+        // count_tokens takes no max_tokens; the translation needs one.
+        const value = typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value) ? { max_tokens: 1, ...body.value } : body.value;
+        return { calls: [{ kind: 'procedure', path: 'ai.generateText' }], parsed: value };
+      },
+      refuse: (c, _scope, error, _status, headers) => errorResponse(c, anthropicError(error), runtime, 'anthropic', headers),
+      async run(c, scope, value) {
+        try {
+          // The model is checked as a call would check it (syntax, allow and block lists, the key's rules).
+          const { input } = toMessagesInput(value, c.req.raw.headers, runtime.config);
+          runtime.ai.checkCallModel(input as Parameters<Runtime['ai']['checkCallModel']>[0], scope.identity);
+          return jsonResponse(c, { input_tokens: countTokens(value, runtime.config) });
+        } catch (err) {
+          return errorResponse(c, anthropicError(err), undefined, 'anthropic');
+        }
+      },
+    });
   };
 }

@@ -3,7 +3,7 @@ import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWir
 import { withCorsHeaders } from './cors.js';
 import { readJsonBody } from './readJsonBody.js';
 import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from './StreamAdmission.js';
-import { openScope } from './requestContext.js';
+import { serveEntry } from '../serveEntry.js';
 
 /** An error in a wire format's own shape. */
 export interface FormattedError {
@@ -61,35 +61,43 @@ export function anonymousChallenge(scope: RequestScope, runtime: Runtime, error:
   return w.code === 'PAYMENT_REQUIRED' || w.appCode === 'PAYMENT_REQUIRED' ? scope.challengeFor(null, w.message) : null;
 }
 
+/** How one /v1 route reads its call and answers it (see serveV1). */
+export interface V1Route<R> {
+  transport: TransportName;
+  parse: (body: unknown, headers: Headers, config: ResolvedConfig) => R;
+  /** The procedure the translated request calls. */
+  procedure: (req: R) => string;
+  fail: (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => Response;
+  run: (c: HonoContext, scope: RequestScope, req: R, path: string) => Promise<Response>;
+}
+
 /**
- * Everything before a /v1 call: the credential (a refused one is answered before the body is
- * looked at, as the vendors do: a 401, not a 400), the body within the limits, its translation,
- * and the access policy's challenge for the procedure it goes to. A Response when refused.
+ * A /v1 call through the one entry sequence (serveEntry): a refused credential is answered before
+ * the body is looked at (a 401, not a 400, as the vendors do), then the body within the limits,
+ * its translation, the access decision's challenge for the procedure it goes to, the tool-call
+ * limit (a 429 in the vendor's shape before anything runs), and the call.
  */
-export async function admitRequest<R>(
-  c: HonoContext,
-  runtime: Runtime,
-  parse: (body: unknown, headers: Headers, config: ResolvedConfig) => R,
-  procedure: (req: R) => string,
-  fail: (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => Response,
-  transport: TransportName,
-): Promise<Response | { scope: RequestScope; req: R; path: string }> {
-  const scope = await openScope(c, runtime, transport);
-  const refused = scope.challenge();
-  if (refused) return fail(c, refused.error, runtime, refused.headers);
-  const body = await readBody(c, runtime);
-  if (!body.ok) return fail(c, body.error);
-  let req: R;
-  try {
-    req = parse(body.value, c.req.raw.headers, runtime.config);
-  } catch (err) {
-    if (err instanceof CoreError) return fail(c, err);
-    throw err;
-  }
-  const path = procedure(req);
-  const ch = scope.challenge([{ kind: 'procedure', path }]);
-  if (ch) return fail(c, ch.error, runtime, ch.headers);
-  return { scope, req, path };
+export function serveV1<R>(c: HonoContext, runtime: Runtime, route: V1Route<R>): Promise<Response> {
+  return serveEntry<{ req: R; path: string }>(c, runtime, {
+    transport: route.transport,
+    refusals: 'http',
+    toolCalls: 'before-dispatch',
+    async readCalls(c) {
+      const body = await readBody(c, runtime);
+      if (!body.ok) return route.fail(c, body.error);
+      let req: R;
+      try {
+        req = route.parse(body.value, c.req.raw.headers, runtime.config);
+      } catch (err) {
+        if (err instanceof CoreError) return route.fail(c, err);
+        throw err;
+      }
+      const path = route.procedure(req);
+      return { calls: [{ kind: 'procedure', path }], parsed: { req, path } };
+    },
+    refuse: (c, _scope, error, _status, headers) => route.fail(c, error, runtime, headers),
+    run: (c, scope, { req, path }) => route.run(c, scope, req, path),
+  });
 }
 
 /**
@@ -101,19 +109,25 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
   const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
   return async (c) => {
     const runtime = await getRuntime();
-    const admitted = await admitRequest(c, runtime, spec.parse, (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'), fail, spec.transport);
-    if (admitted instanceof Response) return admitted;
-    if (!admitted.req.stream) return answer(c, runtime, admitted);
-    const place = streams.take(admitted.scope.facts.ip, admitted.scope.identity?.sub);
-    if (isRefusal(place)) return fail(c, refusalError(place), runtime);
-    let res: Response;
-    try {
-      res = await answer(c, runtime, admitted);
-    } catch (err) {
-      place();
-      throw err;
-    }
-    return streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing);
+    return serveV1(c, runtime, {
+      transport: spec.transport,
+      parse: spec.parse,
+      procedure: (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'),
+      fail,
+      async run(c, scope, req, path) {
+        if (!req.stream) return answer(c, runtime, { scope, req, path });
+        const place = streams.take(scope.facts.ip, scope.identity?.sub);
+        if (isRefusal(place)) return fail(c, refusalError(place), runtime);
+        let res: Response;
+        try {
+          res = await answer(c, runtime, { scope, req, path });
+        } catch (err) {
+          place();
+          throw err;
+        }
+        return streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing);
+      },
+    });
   };
 
   async function answer(c: HonoContext, runtime: Runtime, { scope, req, path }: { scope: RequestScope; req: R; path: string }): Promise<Response> {

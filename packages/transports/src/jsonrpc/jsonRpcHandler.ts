@@ -1,8 +1,8 @@
 import type { Handler } from 'hono';
-import { apiDocument, JSONRPC_STANDARD, invoke, logWireError, procedureIndex, publicBaseUrl, toJsonRpcError, toWireError, type Context, type Runtime } from '@ai-backend/core/internal';
+import { apiDocument, JSONRPC_STANDARD, invoke, logWireError, procedureIndex, publicBaseUrl, toJsonRpcError, toWireError, type Context, type ParsedCall, type Runtime } from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../http/cors.js';
 import { readJsonBody } from '../http/readJsonBody.js';
-import { openScope } from '../http/requestContext.js';
+import { serveEntry } from '../serveEntry.js';
 
 type Id = string | number | null;
 interface JsonRpcError {
@@ -64,26 +64,39 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {
     const runtime = await getRuntime();
     const { bodyLimit, maxJsonDepth, maxBatchSize } = runtime.config.limits;
-    const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
-    if (!body.ok) {
-      if (body.status === 413) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, body.message), 413);
-      // A body that is not JSON never reached JSON-RPC: an HTTP 400, like every refusal at the edge.
-      return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`), 400);
-    }
-    const ctx = (await openScope(c, runtime, 'rpc')).context();
-    const baseUrl = () => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config);
-    // A plain header record keeps the Node adapter on its fast response path.
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) }));
-
-    if (Array.isArray(body.value)) {
-      if (body.value.length === 0) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'empty batch'));
-      if (body.value.length > maxBatchSize) {
-        return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, `batch larger than ${maxBatchSize}`));
-      }
-      const results = (await Promise.all(body.value.map((m) => handleOne(m, runtime, ctx, headers, baseUrl)))).filter((r) => r !== null);
-      return reply(results.length ? results : null);
-    }
-    return reply(await handleOne(body.value, runtime, ctx, headers, baseUrl));
+    return serveEntry<{ messages: unknown[]; batch: boolean }>(c, runtime, {
+      transport: 'rpc',
+      refusals: 'per-call',
+      toolCalls: 'per-call',
+      async readCalls(c) {
+        const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
+        if (!body.ok) {
+          if (body.status === 413) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, body.message), 413);
+          // A body that is not JSON never reached JSON-RPC: an HTTP 400, like every refusal at the edge.
+          return c.json(fail(null, JSONRPC_STANDARD.PARSE_ERROR, `parse error: ${body.message}`), 400);
+        }
+        const batch = Array.isArray(body.value);
+        const messages = batch ? (body.value as unknown[]) : [body.value];
+        if (batch && messages.length === 0) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'empty batch'));
+        if (messages.length > maxBatchSize) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, `batch larger than ${maxBatchSize}`));
+        const index = procedureIndex(runtime.router);
+        const calls: ParsedCall[] = [];
+        for (const m of messages) {
+          const method = (m as { method?: unknown } | null)?.method;
+          if (typeof method === 'string' && index.has(method)) calls.push({ kind: 'procedure', path: method });
+        }
+        return { calls, parsed: { messages, batch } };
+      },
+      async run(c, scope, { messages, batch }) {
+        const ctx = scope.context();
+        const baseUrl = () => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config);
+        // A plain header record keeps the Node adapter on its fast response path.
+        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) }));
+        if (!batch) return reply(await handleOne(messages[0], runtime, ctx, headers, baseUrl));
+        const results = (await Promise.all(messages.map((m) => handleOne(m, runtime, ctx, headers, baseUrl)))).filter((r) => r !== null);
+        return reply(results.length ? results : null);
+      },
+    });
   };
 }

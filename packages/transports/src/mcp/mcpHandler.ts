@@ -5,7 +5,6 @@ import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type Aut
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
 import { toolsListNeedsAuth, toWireError, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { readJsonBody } from '../http/readJsonBody.js';
-import { openScope } from '../http/requestContext.js';
 import { clientIp } from '../http/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
 import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
@@ -24,6 +23,13 @@ import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
 import { isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../http/StreamAdmission.js';
+import { serveEntry } from '../serveEntry.js';
+
+/** The messages of an admitted POST (one, or a batch), and its body as parsed. */
+interface McpMessages {
+  body: unknown;
+  messages: unknown[];
+}
 
 /** What a 2025 session holds while it is used: the SDK transport and server with our handlers (about 17 KB). */
 interface LiveSession {
@@ -363,75 +369,95 @@ export class McpHandler {
     await tasks;
   }
 
-  private async serve(c: HonoContext, limits: McpLimits, holder: PlaceHolder): Promise<Response> {
+  /**
+   * One /mcp request through the one entry sequence (serveEntry): scope and credential, the
+   * request limit (counted before a bad credential is refused, so floods of bad tokens are
+   * limited too), the challenge for a refused credential, then for a POST its messages, the
+   * access decision per call with the challenge MCP clients start OAuth on, the tool-call limit
+   * (429 before dispatch), and the dispatch to the revision and session mode.
+   */
+  private serve(c: HonoContext, limits: McpLimits, holder: PlaceHolder): Promise<Response> {
     const runtime = this.runtime;
-    // Origin, Host, content type and body size were checked at the HTTP edge (createServer).
-    // Core's request seam: the credential verified once (query-string tokens refused), access
-    // decided per call by the one policy, the challenge built there.
-    const scope = await openScope(c, runtime, 'mcp');
-    const { identity } = scope;
-    // Counted before a bad credential is refused, so floods of bad tokens are limited too.
-    const overLimit = await limits.request(identity);
-    if (overLimit) return overLimit;
-    // A credential the store could not check: the request waits for the store, not a sign-in.
-    const unchecked = scope.credentialUnchecked();
-    if (unchecked) {
-      const w = toWireError(unchecked);
-      return jsonRpcError(w.httpStatus, w.jsonRpcCode, w.message);
-    }
-    // A presented credential is always verified; a bad one is refused, never ignored.
-    const refusedCredential = scope.challenge();
-    if (refusedCredential) return this.challenge(scope, refusedCredential);
-    // An MCP client that only initializes and lists is a caller too (admin.getUserInfo): procedure
-    // calls note theirs in core, but initialize, tools/list and streams are not procedure calls.
-    if (identity) runtime.users.seen(identity);
-
-    const facts: McpRequestFacts = { scope };
-    const authInfo: AuthInfo = { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
-    const sessionId = c.req.header('mcp-session-id');
-
-    if (c.req.method === 'POST') {
-      const body = await readJsonBody(c.req.raw, runtime.config.limits.bodyLimit, runtime.config.limits.maxJsonDepth);
-      if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
-      const messages = Array.isArray(body.value) ? body.value : [body.value];
-      // Anonymous calls that need an identity get the challenge that starts sign-in (401), a token
-      // short of a scope the one that makes clients step up (403 insufficient_scope), for tools,
-      // prompts and resources alike (MCP clients only start OAuth on these HTTP answers).
-      const { calls, listsTools } = this.parseCalls(messages);
-      const ch = !identity && listsTools && toolsListNeedsAuth(runtime.config) ? scope.challengeFor(null) : scope.challenge(calls);
-      if (ch) return this.challenge(scope, ch);
-      const overToolLimit = await limits.toolCalls(messages, identity);
-      if (overToolLimit) return overToolLimit;
-      // Notifications and responses alone are answered 202 at once; anything asked may stream.
-      if (messages.some(isRequest)) {
-        const refused = this.admit(holder, scope);
-        if (refused) return refused;
-      }
-
-      // The revision is negotiated per request (the SDK's own classification): a request with
-      // the 2026-07-28 `_meta` envelope (or a modern MCP-Protocol-Version header) is served
-      // statelessly, whatever the session mode; anything else is a 2025 client.
-      if (!(await isLegacyMcpRequest(c.req.raw, body.value))) return this.modern.fetch(c.req.raw, body.value, authInfo);
-
-      if (runtime.config.mcp.sessionMode === 'stateless') {
-        const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
-        return handleStatelessRequest(runtime, this.catalog, this.seal, c.req.raw, body.value, authInfo, (this.opts.responseMode ?? 'json') === 'json', this.statelessCalls, caller);
-      }
-
-      if (!sessionId) {
-        if (!messages.some((m) => isInitializeRequest(m))) {
-          return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+    return serveEntry<McpMessages | undefined>(c, runtime, {
+      transport: 'mcp',
+      refusals: 'http',
+      toolCalls: 'before-dispatch',
+      limitRequest: (scope) => limits.request(scope),
+      readCalls: async (c, scope) => {
+        // An MCP client that only initializes and lists is a caller too (admin.getUserInfo): procedure
+        // calls note theirs in core, but initialize, tools/list and streams are not procedure calls.
+        if (scope.identity) runtime.users.seen(scope.identity);
+        if (c.req.method !== 'POST') return { calls: [], parsed: undefined };
+        const body = await readJsonBody(c.req.raw, runtime.config.limits.bodyLimit, runtime.config.limits.maxJsonDepth);
+        if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
+        const messages = Array.isArray(body.value) ? body.value : [body.value];
+        const { calls, listsTools } = this.parseCalls(messages);
+        // tools/list is not a procedure: its own rule, the same sign-in challenge.
+        if (!scope.identity && listsTools && toolsListNeedsAuth(runtime.config)) return this.challenge(scope, scope.challengeFor(null));
+        return { calls, parsed: { body: body.value, messages } };
+      },
+      refuse: (_c, scope, error, status, headers) => {
+        if (status === 401 || status === 403) {
+          recordChallenge(runtime, scope.facts.ip, status, scope.credentialError);
+          return jsonRpcError(status, -32001, error.message, headers);
         }
-        return this.openSession(c.req.raw, body.value, authInfo, identity, scope.facts.ip, holder);
-      }
-      const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
-      if (session instanceof Response) return session;
-      if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
-      const live = await this.wake(session, authInfo, holder);
-      if (!live) return jsonRpcError(404, -32001, 'Session not found');
-      return live.transport.handleRequest(c.req.raw, { parsedBody: body.value, authInfo });
+        if (status === 429) return limits.refusedToolCalls(error, scope);
+        const w = toWireError(error);
+        return jsonRpcError(w.httpStatus, w.jsonRpcCode, w.message);
+      },
+      run: (c, scope, parsed) => (parsed ? this.dispatchPost(c, scope, parsed, holder) : this.dispatchOther(c, scope, holder)),
+    });
+  }
+
+  /** A POST admitted by the entry sequence: to the 2026-07-28 endpoint, the stateless 2025 mode or a session. */
+  private async dispatchPost(c: HonoContext, scope: RequestScope, { body, messages }: McpMessages, holder: PlaceHolder): Promise<Response> {
+    const runtime = this.runtime;
+    const { identity } = scope;
+    const authInfo = this.authInfoOf(scope);
+    const sessionId = c.req.header('mcp-session-id');
+    // Notifications and responses alone are answered 202 at once; anything asked may stream.
+    if (messages.some(isRequest)) {
+      const refused = this.admit(holder, scope);
+      if (refused) return refused;
     }
 
+    // The revision is negotiated per request (the SDK's own classification): a request with
+    // the 2026-07-28 `_meta` envelope (or a modern MCP-Protocol-Version header) is served
+    // statelessly, whatever the session mode; anything else is a 2025 client.
+    if (!(await isLegacyMcpRequest(c.req.raw, body))) return this.modern.fetch(c.req.raw, body, authInfo);
+
+    if (runtime.config.mcp.sessionMode === 'stateless') {
+      const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
+      return handleStatelessRequest(runtime, this.catalog, this.seal, c.req.raw, body, authInfo, (this.opts.responseMode ?? 'json') === 'json', this.statelessCalls, caller);
+    }
+
+    if (!sessionId) {
+      if (!messages.some((m) => isInitializeRequest(m))) {
+        return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+      }
+      return this.openSession(c.req.raw, body, authInfo, identity, scope.facts.ip, holder);
+    }
+    const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
+    if (session instanceof Response) return session;
+    if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
+    const live = await this.wake(session, authInfo, holder);
+    if (!live) return jsonRpcError(404, -32001, 'Session not found');
+    return live.transport.handleRequest(c.req.raw, { parsedBody: body, authInfo });
+  }
+
+  /** What the SDK hands our handlers: core's request scope, in `authInfo.extra`. */
+  private authInfoOf(scope: RequestScope): AuthInfo {
+    const { identity } = scope;
+    const facts: McpRequestFacts = { scope };
+    return { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
+  }
+
+  /** GET (the session's stream) and DELETE (its end); anything else is not allowed. */
+  private async dispatchOther(c: HonoContext, scope: RequestScope, holder: PlaceHolder): Promise<Response> {
+    const runtime = this.runtime;
+    const { identity } = scope;
+    const authInfo = this.authInfoOf(scope);
+    const sessionId = c.req.header('mcp-session-id');
     if (c.req.method === 'GET' || c.req.method === 'DELETE') {
       if (runtime.config.mcp.sessionMode === 'stateless') return jsonRpcError(405, -32000, 'Method not allowed in stateless mode', { Allow: 'POST' });
       if (!sessionId) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');

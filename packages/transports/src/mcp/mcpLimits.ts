@@ -1,15 +1,17 @@
-import { JSONRPC_CODE_BY_TRPC, rateLimitCaller, type CoreError, type Identity, type RateLimitDecision, type Runtime } from '@ai-backend/core/internal';
+import { JSONRPC_CODE_BY_TRPC, rateLimitCaller, type CoreError, type Identity, type RateLimitDecision, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 
 /**
  * Rate limits of one /mcp request (`mcp.rateLimiting`): the request itself counts toward
- * `maxRequests`, each tools/call message toward `maxToolCalls`, both per caller (subject, else
- * client address) in core Storage. Over a limit the answer is HTTP 429 with Retry-After and the
- * IETF RateLimit headers, before anything is dispatched; allowed answers carry the same
- * RateLimit headers. Tool calls over /trpc and /rpc are counted by core's base middleware.
+ * `maxRequests` per caller (subject, else client address) in core Storage; its tool calls are
+ * counted by the entry sequence's limits step (RequestScope.limitToolCalls), as on /v1. Over a
+ * limit the answer is HTTP 429 with Retry-After and the IETF RateLimit headers, before anything
+ * is dispatched; allowed answers carry the same RateLimit headers.
  */
 export class McpLimits {
   private readonly decisions: Array<RateLimitDecision | null> = [];
   private caller = '';
+  /** The request's scope, whose limits step counts the tool calls (RequestScope.limitToolCalls). */
+  private scope: RequestScope | undefined;
   private address: string | undefined;
 
   constructor(
@@ -23,25 +25,30 @@ export class McpLimits {
   }
 
   /** Count this request; a 429 Response when the caller is over `maxRequests`. */
-  async request(identity: Identity | null): Promise<Response | null> {
+  async request(scope: RequestScope): Promise<Response | null> {
+    this.scope = scope;
     if (!this.runtime.rateLimit.enabled) return null;
+    const identity = scope.identity;
     this.caller = rateLimitCaller(identity, this.ip);
-    return this.count('requests', 1, identity, 'request');
+    const decision = await this.runtime.rateLimit.hit('requests', this.caller);
+    this.decisions.push(decision);
+    if (!decision || decision.allowed) return null;
+    return this.refused(this.runtime.rateLimit.refusal(decision, this.decisions), identity, 'request', 'requests', decision.limit);
   }
 
-  /** Count the tools/call messages of a POST body; a 429 Response when over `maxToolCalls`. */
-  async toolCalls(messages: unknown[], identity: Identity | null): Promise<Response | null> {
-    if (!this.runtime.rateLimit.enabled) return null;
-    const calls = messages.filter((m) => (m as { method?: unknown } | null)?.method === 'tools/call');
-    if (calls.length === 0) return null;
-    const name = (calls[0] as { params?: { name?: unknown } }).params?.name;
-    return this.count('toolCalls', calls.length, identity, typeof name === 'string' ? name : 'tools/call');
+  /** The 429 for tool calls the entry sequence's limits step refused (RequestScope.limitToolCalls). */
+  refusedToolCalls(err: CoreError, scope: RequestScope): Response {
+    const decisions = [...this.decisions, ...scope.limitDecisions];
+    const last = scope.limitDecisions.at(-1);
+    const error = last ? this.runtime.rateLimit.refusal(last, decisions) : err;
+    return this.refused(error, scope.identity, 'tools/call', 'toolCalls', last?.limit);
   }
 
   /** Put the RateLimit headers on an allowed answer. */
   stamp(res: Response): Response {
-    if (this.decisions.length === 0) return res;
-    const headers = this.runtime.rateLimit.headers(this.decisions);
+    const decisions = this.scope?.limitDecisions.length ? [...this.decisions, ...this.scope.limitDecisions] : this.decisions;
+    if (decisions.length === 0) return res;
+    const headers = this.runtime.rateLimit.headers(decisions);
     const entries = Object.entries(headers);
     if (entries.length === 0) return res;
     try {
@@ -55,12 +62,7 @@ export class McpLimits {
     }
   }
 
-  private async count(kind: 'requests' | 'toolCalls', units: number, identity: Identity | null, path: string): Promise<Response | null> {
-    const limiter = this.runtime.rateLimit;
-    const decision = await limiter.hit(kind, this.caller || rateLimitCaller(identity, this.ip), units);
-    this.decisions.push(decision);
-    if (!decision || decision.allowed) return null;
-    const err: CoreError = limiter.refusal(decision, this.decisions);
+  private refused(err: CoreError, identity: Identity | null, path: string, kind: 'requests' | 'toolCalls', limit: number | undefined): Response {
     this.runtime.security.record({
       type: 'rate_limited',
       reason: 'RATE_LIMITED',
@@ -69,7 +71,7 @@ export class McpLimits {
       ip: this.ip,
       sub: identity?.sub,
       path,
-      detail: { kind, limit: decision.limit },
+      detail: limit === undefined ? { kind } : { kind, limit },
     });
     const body = { jsonrpc: '2.0', id: null, error: { code: JSONRPC_CODE_BY_TRPC.TOO_MANY_REQUESTS, message: err.message, data: err.details } };
     return new Response(JSON.stringify(body), { status: 429, headers: { 'content-type': 'application/json', ...err.headers } });

@@ -1,6 +1,6 @@
 import type { Handler } from 'hono';
 import { CoreError, invoke, type EmbedOutput, type Runtime } from '@ai-backend/core/internal';
-import { admitRequest, anonymousChallenge, errorResponse, jsonResponse } from '../http/wireFormatHandler.js';
+import { anonymousChallenge, errorResponse, jsonResponse, serveV1 } from '../http/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { PROVIDER_KEY_HEADER } from './toChatInput.js';
 
@@ -37,22 +37,31 @@ export function embeddingsHandler(getRuntime: () => Promise<Runtime>): Handler {
   const fail = (c: Parameters<Handler>[0], err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, openAiError(err), runtime, 'openai', headers);
   return async (c) => {
     const runtime = await getRuntime();
-    const admitted = await admitRequest(c, runtime, (body, headers) => toEmbedInput(body, headers), () => 'ai.embed', fail, 'openai');
-    if (admitted instanceof Response) return admitted;
-    const { scope, req } = admitted;
-    const result = await invoke(runtime.router, 'ai.embed', req.input, scope.context());
-    if (!result.ok) {
-      const anon = anonymousChallenge(scope, runtime, result.error);
-      return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
-    }
-    const r = result.data as EmbedOutput;
-    const tokens = r.data.usage.inputTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? 0;
-    return jsonResponse(c, {
-      object: 'list',
-      data: r.data.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: req.base64 ? base64Vector(e) : e })),
-      model: req.model,
-      usage: { prompt_tokens: tokens, total_tokens: tokens },
-      ai_backend: { provider: r.data.provider, model: r.data.model, request_id: r.data.requestId, ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}), ...(r.usageInfo ? { usage_info: r.usageInfo } : {}) },
+    return serveV1(c, runtime, {
+      transport: 'openai',
+      parse: (body, headers) => toEmbedInput(body, headers),
+      procedure: () => 'ai.embed',
+      fail,
+      run: async (c, scope, req) => {
+        const result = await invoke(runtime.router, 'ai.embed', req.input, scope.context());
+        if (!result.ok) {
+          const anon = anonymousChallenge(scope, runtime, result.error);
+          return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
+        }
+        return embeddingsBody(c, result.data as EmbedOutput, req);
+      },
     });
   };
+}
+
+/** ai.embed's result in OpenAI's shape. */
+function embeddingsBody(c: Parameters<Handler>[0], r: EmbedOutput, req: { base64: boolean; model: string }): Response {
+  const tokens = r.data.usage.inputTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? 0;
+  return jsonResponse(c, {
+    object: 'list',
+    data: r.data.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: req.base64 ? base64Vector(e) : e })),
+    model: req.model,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+    ai_backend: { provider: r.data.provider, model: r.data.model, request_id: r.data.requestId, ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}), ...(r.usageInfo ? { usage_info: r.usageInfo } : {}) },
+  });
 }

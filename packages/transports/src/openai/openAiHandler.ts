@@ -1,24 +1,14 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { CoreError, invoke, type Challenge, type Runtime } from '@ai-backend/core/internal';
+import { CoreError, invoke, type Runtime } from '@ai-backend/core/internal';
 import { errorResponse as wireError, wireFormatHandler } from '../http/wireFormatHandler.js';
 import { withCorsHeaders } from '../http/cors.js';
-import { openScope } from '../http/requestContext.js';
+import { serveEntry } from '../serveEntry.js';
 import { ChunkWriter, completionBody, openAiError } from './openAiFormat.js';
 import { toChatInput } from './toChatInput.js';
 import type { StreamAdmission } from '../http/StreamAdmission.js';
 
 function errorResponse(c: HonoContext, err: unknown, runtime?: Runtime, extraHeaders: Record<string, string> = {}): Response {
   return wireError(c, openAiError(err), runtime, 'openai', extraHeaders);
-}
-
-/**
- * The 401 that tells an OpenAI client to present a credential, with RFC 6750's
- * `WWW-Authenticate` (core's challenge): a refused token, an anonymous call the access policy
- * refuses, and an anonymous call that nothing could pay for (no provider key header, no
- * anonymous server-paid calls), where signing in is the way on.
- */
-function challengeResponse(c: HonoContext, runtime: Runtime, ch: Challenge): Response {
-  return errorResponse(c, ch.error, runtime, ch.headers);
 }
 
 /**
@@ -40,18 +30,24 @@ export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>, strea
 
 type ModelEntry = { id: string; object: 'model'; created: number; owned_by: string };
 
-/** The models the caller may use: `provider/model` ids the server allows, plus the configured aliases. */
-async function allowedModels(c: HonoContext, runtime: Runtime): Promise<ModelEntry[] | Response> {
-  const scope = await openScope(c, runtime, 'openai');
-  const ch = scope.challenge([{ kind: 'procedure', path: 'ai.listAllowedModels' }]);
-  if (ch) return challengeResponse(c, runtime, ch);
-  const result = await invoke(runtime.router, 'ai.listAllowedModels', undefined, scope.context());
-  if (!result.ok) return errorResponse(c, result.error, runtime);
-  const created = Math.floor(Date.now() / 1000);
-  const byProvider = (result.data as { models: Record<string, string[]> }).models;
-  const data = Object.entries(byProvider).flatMap(([provider, models]) => models.map((m): ModelEntry => ({ id: `${provider}/${m}`, object: 'model', created, owned_by: provider })));
-  for (const [alias, target] of Object.entries(runtime.config.ai.aliases)) data.push({ id: alias, object: 'model', created, owned_by: target.split('/')[0]! });
-  return data;
+/** The models the caller may use: `provider/model` ids the server allows, plus the configured aliases (through the entry sequence). */
+function serveModels(c: HonoContext, runtime: Runtime, answer: (data: ModelEntry[]) => Response): Promise<Response> {
+  return serveEntry(c, runtime, {
+    transport: 'openai',
+    refusals: 'http',
+    toolCalls: 'before-dispatch',
+    readCalls: async () => ({ calls: [{ kind: 'procedure', path: 'ai.listAllowedModels' }], parsed: undefined }),
+    refuse: (c, _scope, error, _status, headers) => errorResponse(c, error, runtime, headers),
+    async run(c, scope) {
+      const result = await invoke(runtime.router, 'ai.listAllowedModels', undefined, scope.context());
+      if (!result.ok) return errorResponse(c, result.error, runtime);
+      const created = Math.floor(Date.now() / 1000);
+      const byProvider = (result.data as { models: Record<string, string[]> }).models;
+      const data = Object.entries(byProvider).flatMap(([provider, models]) => models.map((m): ModelEntry => ({ id: `${provider}/${m}`, object: 'model', created, owned_by: provider })));
+      for (const [alias, target] of Object.entries(runtime.config.ai.aliases)) data.push({ id: alias, object: 'model', created, owned_by: target.split('/')[0]! });
+      return answer(data);
+    },
+  });
 }
 
 const json = (c: HonoContext, body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json' }) });
@@ -65,12 +61,11 @@ const anthropicModel = (m: ModelEntry) => ({ type: 'model', id: m.id, display_na
  * Anthropic's shape (`data`, `has_more`, `first_id`, `last_id`) for Anthropic clients.
  */
 export function modelsHandler(getRuntime: () => Promise<Runtime>): Handler {
-  return async (c) => {
-    const data = await allowedModels(c, await getRuntime());
-    if (data instanceof Response) return data;
-    if (wantsAnthropic(c)) return json(c, { data: data.map(anthropicModel), has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
-    return json(c, { object: 'list', data });
-  };
+  return async (c) =>
+    serveModels(c, await getRuntime(), (data) => {
+      if (wantsAnthropic(c)) return json(c, { data: data.map(anthropicModel), has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+      return json(c, { object: 'list', data });
+    });
 }
 
 /**
@@ -78,15 +73,13 @@ export function modelsHandler(getRuntime: () => Promise<Runtime>): Handler {
  * keeps its slashes (`openai/gpt-4.1-mini`, `openrouter/openai/gpt-5-mini`).
  */
 export function modelHandler(getRuntime: () => Promise<Runtime>): Handler {
-  return async (c) => {
-    const runtime = await getRuntime();
-    const data = await allowedModels(c, runtime);
-    if (data instanceof Response) return data;
-    const id = decodeURIComponent(c.req.path.slice('/v1/models/'.length));
-    const entry = data.find((m) => m.id === id);
-    if (entry) return json(c, wantsAnthropic(c) ? anthropicModel(entry) : entry);
-    return errorResponse(c, new CoreError('NOT_FOUND', `the model '${id.slice(0, 300)}' does not exist or is not allowed`, { details: { param: 'model' } }));
-  };
+  return async (c) =>
+    serveModels(c, await getRuntime(), (data) => {
+      const id = decodeURIComponent(c.req.path.slice('/v1/models/'.length));
+      const entry = data.find((m) => m.id === id);
+      if (entry) return json(c, wantsAnthropic(c) ? anthropicModel(entry) : entry);
+      return errorResponse(c, new CoreError('NOT_FOUND', `the model '${id.slice(0, 300)}' does not exist or is not allowed`, { details: { param: 'model' } }));
+    });
 }
 
 /** Any other path under /v1: OpenAI's error shape, so OpenAI clients report it as such. */

@@ -3,9 +3,9 @@ import type { TRPCError } from '@trpc/server';
 import { coreErrorOf, fetchRequestHandler, logWireError, toWireError, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { withBufferedBody } from '../http/bodyLimit.js';
 import { withCorsHeaders } from '../http/cors.js';
-import { openScope } from '../http/requestContext.js';
+import { serveEntry } from '../serveEntry.js';
 import { isRefusal, refusalResponse, type ClosableResponse, type StreamAdmission } from '../http/StreamAdmission.js';
-import { answerSingleCall, singleCallOf } from './singleCall.js';
+import { answerSingleCall, singleCallOf, type SingleCall } from './singleCall.js';
 
 /** A refusal that asks the client to sign in (again, or with more scope). */
 const needsChallenge = (e: TRPCError) => e.code === 'UNAUTHORIZED' || coreErrorOf(e)?.appCode === 'INSUFFICIENT_SCOPE';
@@ -15,12 +15,12 @@ const needsChallenge = (e: TRPCError) => e.code === 'UNAUTHORIZED' || coreErrorO
  * a missing scope) the request scope's `WWW-Authenticate` challenge, as /v1 and /mcp send it
  * (RFC 9110 §15.5.2: a 401 carries a challenge; RFC 9728: it names our resource metadata).
  */
-function answerHeaders(c: HonoContext, errors: readonly TRPCError[], scope: RequestScope | undefined, paths: readonly string[]): Record<string, string> {
+function answerHeaders(c: HonoContext, errors: readonly TRPCError[], scope: RequestScope, paths: readonly string[]): Record<string, string> {
   // Into the Response tRPC builds: setting them on it afterwards (the cors middleware's fallback)
   // cost about a sixth of this route's CPU in bench/trpcPath.mjs.
   const record: Record<string, string> = withCorsHeaders(c, {});
   for (const e of errors) Object.assign(record, toWireError(e).headers);
-  if (scope && errors.some(needsChallenge)) Object.assign(record, scope.challenge(paths.map((path) => ({ kind: 'procedure' as const, path })))?.headers);
+  if (errors.some(needsChallenge)) Object.assign(record, scope.challenge(paths.map((path) => ({ kind: 'procedure' as const, path })))?.headers);
   return record;
 }
 
@@ -38,53 +38,68 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
     // When mounted under a prefix (app.route('/api', server.app)), the endpoint is the matched route.
     const mount = c.req.routePath.endsWith('/*') ? c.req.routePath.slice(0, -2) : endpoint;
     const req = c.req.raw;
-    const onError = (error: TRPCError, path: string | undefined) => logWireError(runtime.logger, toWireError(error), { transport: 'trpc', path });
-    let scope: RequestScope | undefined;
-    const createContext = async () => (scope = await openScope(c, runtime, 'trpc')).context();
-    const call = singleCallOf(req, req.url, mount, runtime.router);
-    if (call) {
-      return answerSingleCall({
-        router: runtime.router,
-        call,
-        // bodyLimit read it into Hono's body cache.
-        body: () => c.req.text(),
-        createContext,
-        signal: req.signal,
-        headersFor: (error) => answerHeaders(c, error ? [error] : [], scope, [call.path]),
-        onError,
-      });
-    }
-    const streamed = req.headers.get('trpc-accept')?.includes('jsonl') || req.headers.get('accept')?.includes('jsonl');
-    let place: (() => void) | undefined;
-    if (streamed) {
-      scope = await openScope(c, runtime, 'trpc');
-      const taken = streams.take(scope.facts.ip, scope.identity?.sub);
-      if (isRefusal(taken)) return refusalResponse('trpc', taken);
-      place = taken;
-    }
-    const opened = scope;
-    let res: Response;
-    try {
-      res = await fetchRequestHandler({
-        endpoint: mount,
-        req: await withBufferedBody(c),
-        router: runtime.router,
-        maxBatchSize: runtime.config.limits.maxBatchSize,
-        createContext: opened ? async () => opened.context() : createContext,
-        responseMeta({ errors, paths }) {
-          const record = answerHeaders(c, errors, scope, paths ?? []);
-          // A plain record: tRPC v11 sets its entries on the response's Headers, and building a
-          // Headers object of our own only to have it copied cost a few µs per request
-          // (bench/trpcPath.mjs). tRPC marks the record form for removal in v12.
-          for (const _ in record) return { headers: record };
-          return {};
-        },
-        onError: ({ error, path }) => onError(error, path),
-      });
-    } catch (err) {
-      place?.();
-      throw err;
-    }
-    return place ? streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing, true) : res;
+    return serveEntry<SingleCall | undefined>(c, runtime, {
+      transport: 'trpc',
+      // tRPC answers each call of a batch with its own error (a lone call's 401 gets the challenge below).
+      refusals: 'per-call',
+      // tRPC parses batches and streams itself: tool calls are counted as its calls run.
+      toolCalls: 'per-call',
+      async readCalls() {
+        const call = singleCallOf(req, req.url, mount, runtime.router);
+        return { calls: call ? [{ kind: 'procedure', path: call.path }] : [], parsed: call };
+      },
+      run: (c, scope, call) => (call ? answerOne(c, runtime, scope, call) : answerByAdapter(c, runtime, scope, mount, streams)),
+    });
   };
+}
+
+const onError = (runtime: Runtime) => (error: TRPCError, path: string | undefined) => logWireError(runtime.logger, toWireError(error), { transport: 'trpc', path });
+
+/** The common one-call shape, on the short way (singleCall.ts). */
+function answerOne(c: HonoContext, runtime: Runtime, scope: RequestScope, call: SingleCall): Promise<Response> {
+  return answerSingleCall({
+    router: runtime.router,
+    call,
+    // bodyLimit read it into Hono's body cache.
+    body: () => c.req.text(),
+    createContext: async () => scope.context(),
+    signal: c.req.raw.signal,
+    headersFor: (error) => answerHeaders(c, error ? [error] : [], scope, [call.path]),
+    onError: onError(runtime),
+  });
+}
+
+/** Everything else (batches, streams, subscriptions, malformed requests): tRPC's own fetch adapter. */
+async function answerByAdapter(c: HonoContext, runtime: Runtime, scope: RequestScope, mount: string, streams: StreamAdmission): Promise<Response> {
+  const req = c.req.raw;
+  const streamed = req.headers.get('trpc-accept')?.includes('jsonl') || req.headers.get('accept')?.includes('jsonl');
+  let place: (() => void) | undefined;
+  if (streamed) {
+    const taken = streams.take(scope.facts.ip, scope.identity?.sub);
+    if (isRefusal(taken)) return refusalResponse('trpc', taken);
+    place = taken;
+  }
+  let res: Response;
+  try {
+    res = await fetchRequestHandler({
+      endpoint: mount,
+      req: await withBufferedBody(c),
+      router: runtime.router,
+      maxBatchSize: runtime.config.limits.maxBatchSize,
+      createContext: async () => scope.context(),
+      responseMeta({ errors, paths }) {
+        const record = answerHeaders(c, errors, scope, paths ?? []);
+        // A plain record: tRPC v11 sets its entries on the response's Headers, and building a
+        // Headers object of our own only to have it copied cost a few µs per request
+        // (bench/trpcPath.mjs). tRPC marks the record form for removal in v12.
+        for (const _ in record) return { headers: record };
+        return {};
+      },
+      onError: ({ error, path }) => onError(runtime)(error, path),
+    });
+  } catch (err) {
+    place?.();
+    throw err;
+  }
+  return place ? streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing, true) : res;
 }

@@ -1,0 +1,106 @@
+import type { Context as HonoContext } from 'hono';
+import { toWireError, type CoreError, type ParsedCall, type RequestScope, type Runtime, type TransportName } from '@ai-backend/core/internal';
+import { openScope } from './http/requestContext.js';
+
+/** What an entry point's reading of a request gave: the calls core decides on, and what its `run` needs. */
+export interface ReadCalls<P> {
+  calls: ParsedCall[];
+  parsed: P;
+}
+
+/**
+ * Where an entry point's access refusals go:
+ * - 'http': the request is refused as a whole, with the 401/403 and `WWW-Authenticate` that make
+ *   a client sign in or step up (/v1, /mcp: their clients only start OAuth on these);
+ * - 'per-call': each refused call is answered in the body, beside the others of its batch
+ *   (JSON-RPC 2.0 §6 answers a batch call by call; tRPC does the same).
+ */
+export type RefusalPlacement = 'http' | 'per-call';
+
+/**
+ * Where an entry point counts its tool calls against `maxToolCalls`:
+ * - 'before-dispatch': in the sequence's limits step, for the calls it read (a 429 before any runs);
+ * - 'per-call': in core's base middleware, one call at a time (a batch's calls over the limit are
+ *   refused one by one, the others run).
+ */
+export type ToolCallCounting = 'before-dispatch' | 'per-call';
+
+/**
+ * How an entry point refuses (see RefusalPlacement, ToolCallCounting): an entry point that
+ * refuses requests at HTTP level formats those refusals (`refuse`); one that answers refusals per
+ * call leaves every refusal to its calls.
+ */
+export type EntryAdmission =
+  | {
+      refusals: 'http';
+      toolCalls: ToolCallCounting;
+      /** A refusal of the sequence (credential, access, limits) in this entry point's format; `status` is the HTTP status it calls for. */
+      refuse(c: HonoContext, scope: RequestScope, error: CoreError, status: number, headers?: Record<string, string>): Response;
+    }
+  | { refusals: 'per-call'; toolCalls: 'per-call' };
+
+/** One entry point (/trpc, /rpc, /mcp, a /v1 wire format): only how it reads calls and answers. */
+export type EntrySpec<P> = EntryAdmission & {
+  /** Labels the calls' statistics and logs; never changes a rule. */
+  transport: TransportName;
+  /**
+   * A limit on requests as such (MCP's `maxRequests`), counted right after authentication and
+   * before a refused credential is answered, so floods of bad tokens are limited too. A Response
+   * when over it.
+   */
+  limitRequest?(scope: RequestScope): Promise<Response | null>;
+  /** Read and parse the request: its calls, or a Response (an unreadable body, in this entry point's format). */
+  readCalls(c: HonoContext, scope: RequestScope): Promise<ReadCalls<P> | Response>;
+  /** Invoke the admitted calls and format the answer. */
+  run(c: HonoContext, scope: RequestScope, parsed: P): Promise<Response>;
+};
+
+/**
+ * The one entry sequence (the way tRPC's `resolveResponse` fixes the order for every adapter).
+ * The edge guards (origin, host, content type, body size) ran before, as middleware of the route
+ * (createServer). Then, in this order, for every entry point:
+ * 1. request scope: the credential verified once (query-string tokens refused);
+ * 2. request limit (if the entry point has one), then the credential: a refused one ends the
+ *    request ('http') or fails each call ('per-call');
+ * 3. read and parse the calls;
+ * 4. the access decision, once per call (RequestScope keeps it; the base middleware reuses it);
+ * 5. tool-call limits ('before-dispatch');
+ * 6. invoke and format (`run`).
+ * `observe` (tests) is told each step as it starts.
+ */
+export async function serveEntry<P>(c: HonoContext, runtime: Runtime, spec: EntrySpec<P>, observe?: (step: EntryStep) => void): Promise<Response> {
+  observe?.('scope');
+  const scope = await openScope(c, runtime, spec.transport);
+  if (spec.limitRequest) {
+    observe?.('request limit');
+    const over = await spec.limitRequest(scope);
+    if (over) return over;
+  }
+  if (spec.refusals === 'http') {
+    observe?.('credential');
+    // A credential the store could not check waits for the store (503), never for a sign-in.
+    const unchecked = scope.credentialUnchecked();
+    if (unchecked) return spec.refuse(c, scope, unchecked, toWireError(unchecked).httpStatus);
+    const refused = scope.challenge();
+    if (refused) return spec.refuse(c, scope, refused.error, refused.status, refused.headers);
+  }
+  observe?.('read calls');
+  const read = await spec.readCalls(c, scope);
+  if (read instanceof Response) return read;
+  observe?.('access decision');
+  for (const call of read.calls) scope.decide(call);
+  if (spec.refusals === 'http') {
+    // Built from the decisions just made (the scope keeps them), not decided again.
+    const ch = scope.challenge(read.calls);
+    if (ch) return spec.refuse(c, scope, ch.error, ch.status, ch.headers);
+    if (spec.toolCalls === 'before-dispatch') {
+      observe?.('limits');
+      const { refused } = await scope.limitToolCalls(read.calls);
+      if (refused) return spec.refuse(c, scope, refused, 429, refused.headers);
+    }
+  }
+  observe?.('invoke');
+  return spec.run(c, scope, read.parsed);
+}
+
+export type EntryStep = 'scope' | 'request limit' | 'credential' | 'read calls' | 'access decision' | 'limits' | 'invoke';
