@@ -11,24 +11,9 @@ import type { KeyAccess, ProcedureMeta } from './meta.js';
 /** How a call reached a procedure. Recorded for logs; it never changes the decision. */
 export type CallKind = 'procedure' | 'tool' | 'prompt' | 'resource';
 
-/** The outcome of the one access policy for one call. */
-export type AccessDecision =
-  | { allowed: true }
-  | {
-      allowed: false;
-      /**
-       * UNAUTHORIZED: sign in (an anonymous caller gets the 401 challenge); FORBIDDEN: signed in
-       * but not enough; INSUFFICIENT_SCOPE: the token lacks `requiredScopes` (403 challenge, step up).
-       */
-      code: 'UNAUTHORIZED' | 'FORBIDDEN' | 'INSUFFICIENT_SCOPE';
-      /** Which rule refused, for the message and the security log. */
-      rule: 'admin' | 'user' | 'writes' | 'toolsCall' | 'scope' | 'key';
-      message: string;
-      /** With rule 'key': `reason` (`key_not_allowed` or `key_scope_required`) and the `scope` it needs. */
-      details?: Record<string, unknown>;
-      /** With INSUFFICIENT_SCOPE: every scope the call needs, for the challenge's `scope`. */
-      requiredScopes?: string[];
-    };
+import type { AccessDecision } from './AccessDecision.js';
+
+export type { AccessDecision };
 
 const ALLOWED: AccessDecision = { allowed: true };
 

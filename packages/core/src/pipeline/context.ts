@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime/Runtime.js';
 import type { CoreError } from '../kernel/CoreError.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
-import type { AccessDecision } from './accessPolicy.js';
+import type { AccessDecision } from './AccessDecision.js';
 import type { ProcedureMeta } from './meta.js';
 
 /** Facts about the HTTP request, filled by the transport. */
