@@ -1,7 +1,7 @@
 import type { Handler } from 'hono';
 import type { Runtime } from '@ai-backend/core';
 import { errorResponse, jsonResponse, readBody, wireFormatHandler } from '../http/wireFormatHandler.js';
-import { serveEntry } from '../serveEntry.js';
+import { serveEntry } from '../http/serveEntry.js';
 import { anthropicError, messageBody, MessageStreamWriter } from './anthropicFormat.js';
 import { countTokens, toMessagesInput } from './toMessagesInput.js';
 import type { StreamAdmission } from '../http/StreamAdmission.js';

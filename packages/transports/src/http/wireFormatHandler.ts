@@ -3,7 +3,7 @@ import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWir
 import { withCorsHeaders } from './cors.js';
 import { readJsonBody } from './readJsonBody.js';
 import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from './StreamAdmission.js';
-import { serveEntry } from '../serveEntry.js';
+import { serveEntry } from './serveEntry.js';
 
 /** An error in a wire format's own shape. */
 export interface FormattedError {

@@ -23,7 +23,7 @@ import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
 import { isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../http/StreamAdmission.js';
-import { serveEntry } from '../serveEntry.js';
+import { serveEntry } from '../http/serveEntry.js';
 
 /** The messages of an admitted POST (one, or a batch), and its body as parsed. */
 interface McpMessages {

@@ -2,7 +2,7 @@ import type { Context as HonoContext, Handler } from 'hono';
 import { CoreError, invoke, type Runtime } from '@ai-backend/core/internal';
 import { errorResponse as wireError, wireFormatHandler } from '../http/wireFormatHandler.js';
 import { withCorsHeaders } from '../http/cors.js';
-import { serveEntry } from '../serveEntry.js';
+import { serveEntry } from '../http/serveEntry.js';
 import { ChunkWriter, completionBody, openAiError } from './openAiFormat.js';
 import { toChatInput } from './toChatInput.js';
 import type { StreamAdmission } from '../http/StreamAdmission.js';

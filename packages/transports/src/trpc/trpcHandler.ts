@@ -3,7 +3,7 @@ import type { TRPCError } from '@trpc/server';
 import { coreErrorOf, fetchRequestHandler, logWireError, toWireError, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { withBufferedBody } from '../http/bodyLimit.js';
 import { withCorsHeaders } from '../http/cors.js';
-import { serveEntry } from '../serveEntry.js';
+import { serveEntry } from '../http/serveEntry.js';
 import { isRefusal, refusalResponse, type ClosableResponse, type StreamAdmission } from '../http/StreamAdmission.js';
 import { answerSingleCall, singleCallOf, type SingleCall } from './singleCall.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { mintDevToken } from '@ai-backend/auth';
 import { accessDecisionsMade, invoke, type Runtime } from '@ai-backend/core/internal';
-import { createServer } from './createServer.js';
+import { createServer } from '../createServer.js';
 import { serveEntry, type EntryStep } from './serveEntry.js';
 
 const SECRET = 'serve-entry-test-secret-0123456789abcdef01';

@@ -1,6 +1,6 @@
 import type { Context as HonoContext } from 'hono';
 import { toWireError, type CoreError, type ParsedCall, type RequestScope, type Runtime, type TransportName } from '@ai-backend/core/internal';
-import { openScope } from './http/requestContext.js';
+import { openScope } from './requestContext.js';
 
 /** What an entry point's reading of a request gave: the calls core decides on, and what its `run` needs. */
 export interface ReadCalls<P> {
