@@ -205,6 +205,10 @@ describe('OAuth 2.1 to the upstream', () => {
     expect(as.revokeAccount('erin-at-upstream')).toBeGreaterThan(0);
     // Revoked at once at the upstream (introspection) ...
     await expect(whoami(oauthMcp.url, before.headers)).rejects.toThrow();
+    // ... so a gateway told of that 401 learns it now, before the token is due.
+    const told = await runtime.upstreamCredentials.rejected({ server: { name: 'secure', url: oauthMcp.url }, userId: 'erin', headers: before.headers });
+    expect(told.kind).toBe('expired');
+    expect((told as { message: string }).message).toContain('gateway.connect({ server: "secure" })');
     // ... and once the access token is due, the refresh is refused: expired.
     await new Promise((r) => setTimeout(r, ACCESS_TTL_SEC * 1000 + 500));
     const after = await resolved('erin', 'secure');
@@ -230,6 +234,23 @@ describe('OAuth 2.1 to the upstream', () => {
     expect(tokens.size).toBe(1);
     for (const t of tokens) accessTokens.push(t!.slice(7));
     expect(await whoami(oauthMcp.url, (results[0] as { headers: Record<string, string> }).headers)).toBe('oauth:hank-at-upstream');
+  }, 30_000);
+
+  it('a 401 to a token someone already replaced gives the current one; a 401 to stored headers says to store new ones', async () => {
+    const current = (await resolved('alice', 'secure')) as { headers: Record<string, string> };
+    const stale = await runtime.upstreamCredentials.rejected({ server: { name: 'secure', url: oauthMcp.url }, userId: 'alice', headers: { authorization: 'Bearer some-older-token' } });
+    expect(stale).toEqual(current);
+    // The current token refused (as after a revocation at the server that did not reach us): refreshed.
+    const fresh = (await runtime.upstreamCredentials.rejected({ server: { name: 'secure', url: oauthMcp.url }, userId: 'alice', headers: current.headers })) as { kind: string; headers: Record<string, string> };
+    expect(fresh.kind).toBe('headers');
+    expect(fresh.headers.authorization).not.toBe(current.headers.authorization);
+    accessTokens.push(fresh.headers.authorization!.slice(7));
+    expect(await whoami(oauthMcp.url, fresh.headers)).toBe('oauth:alice-at-upstream');
+
+    const keyed = (await resolved('bob', 'keyed')) as { headers: Record<string, string> };
+    const refusedHeaders = await runtime.upstreamCredentials.rejected({ server: { name: 'keyed', url: keyMcp.url }, userId: 'bob', headers: keyed.headers });
+    expect(refusedHeaders.kind).toBe('expired');
+    expect((refusedHeaders as { message: string }).message).toContain('gateway.setCredentials({ server: "keyed", headers })');
   }, 30_000);
 
   it('tokens are never sent to another URL: after the server URL changes, resolve says expired', async () => {

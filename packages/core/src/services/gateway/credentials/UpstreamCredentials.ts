@@ -116,16 +116,41 @@ export class UpstreamCredentials {
     // Tokens are for the resource they were issued for: never sent elsewhere, even after the URL changes.
     if (!resourceCovers(secret.resource, server.url)) return expired(server.name, 'was given for another URL of it');
     if (!this.needsRefresh(secret)) return bearer(secret);
-    const key = `${userId}\0${server.name}`;
+    return this.refreshOnce(userId, server.name);
+  }
+
+  /**
+   * The upstream answered 401 to `headers` (what `resolve` gave) before their time was up: a
+   * revoked or otherwise dropped access token. Returns what to try next: a refreshed token (or
+   * the one another caller got meanwhile), `expired` when the grant is gone, or for stored static
+   * headers `expired` saying to store new ones.
+   */
+  async rejected({ server, userId, headers }: { server: { name: string; url: string }; userId: string; headers: Record<string, string> }): Promise<ResolvedCredentials> {
+    const secret = await this.store.reveal(userId, server.name);
+    if (secret?.kind === 'headers') {
+      if (!sameHeaders(secret.headers, headers)) return { kind: 'headers', headers: { ...secret.headers } };
+      return { kind: 'expired', message: `MCP server "${server.name}" refused the headers you stored: store new ones with gateway.setCredentials({ server: "${server.name}", headers }), or call gateway.connect({ server: "${server.name}" }) to sign in there` };
+    }
+    if (secret?.kind !== 'oauth' || !resourceCovers(secret.resource, server.url)) return this.resolve({ server, userId });
+    const refused = headers.authorization?.replace(/^Bearer\s+/i, '');
+    if (!refused || secret.accessToken !== refused) return this.resolve({ server, userId });
+    return this.refreshOnce(userId, server.name, refused);
+  }
+
+  /** One refresh per user and server in this process; callers meanwhile share its result. */
+  private refreshOnce(userId: string, serverName: string, refused?: string): Promise<ResolvedCredentials> {
+    const key = `${userId}\0${serverName}`;
     let running = this.refreshing.get(key);
     if (!running) {
-      running = this.refresh(userId, server.name).finally(() => this.refreshing.delete(key));
+      running = this.refresh(userId, serverName, refused).finally(() => this.refreshing.delete(key));
       this.refreshing.set(key, running);
     }
     return running;
   }
 
-  private needsRefresh(grant: OAuthGrant): boolean {
+  /** Due for a refresh: expiring soon, or the very token an upstream refused. */
+  private needsRefresh(grant: OAuthGrant, refused?: string): boolean {
+    if (refused !== undefined && grant.accessToken === refused) return true;
     if (grant.expiresAt === undefined) return false;
     // Early by the skew, but never by more than half the token's lifetime (short-lived tokens).
     const early = Math.min(this.skewMs, (grant.expiresAt - grant.obtainedAt) / 2);
@@ -133,7 +158,7 @@ export class UpstreamCredentials {
   }
 
   /** Refresh under a stored lock, so that instances do not spend one rotating refresh token twice. */
-  private async refresh(userId: string, serverName: string): Promise<ResolvedCredentials> {
+  private async refresh(userId: string, serverName: string, refused?: string): Promise<ResolvedCredentials> {
     const lock = `gwlock:${encodeURIComponent(userId)}:${serverName}`;
     const owner = `${process.pid}:${Math.random()}`;
     const server = this.servers(serverName);
@@ -144,15 +169,15 @@ export class UpstreamCredentials {
       await new Promise((r) => setTimeout(r, WAIT_STEP_MS));
       const now = await this.store.reveal(userId, serverName);
       if (now?.kind !== 'oauth') return this.resolve({ server: { name: serverName, url: server.url }, userId });
-      if (!this.needsRefresh(now)) return bearer(now);
+      if (!this.needsRefresh(now, refused)) return bearer(now);
       if (this.now() > deadline) break;
     }
     try {
       // Re-read under the lock: the grant may have been refreshed (or deleted) meanwhile.
       const grant = await this.store.reveal(userId, serverName);
       if (grant?.kind !== 'oauth') return this.resolve({ server: { name: serverName, url: server.url }, userId });
-      if (!this.needsRefresh(grant)) return bearer(grant);
-      if (!grant.refreshToken) return expired(serverName, 'has expired');
+      if (!this.needsRefresh(grant, refused)) return bearer(grant);
+      if (!grant.refreshToken) return expired(serverName, refused ? 'was refused by the server' : 'has expired');
       const answer = await tokenRequest(grant.tokenEndpoint, grant, { grant_type: 'refresh_token', refresh_token: grant.refreshToken, resource: grant.resource }, net, this.now());
       if (!answer.ok) {
         this.logger.info('gateway: upstream grant refused on refresh', { userId, server: serverName });
@@ -167,6 +192,11 @@ export class UpstreamCredentials {
       if ((await this.storage.get(lock)) === owner) await this.storage.delete(lock);
     }
   }
+}
+
+function sameHeaders(a: Record<string, string>, b: Record<string, string>): boolean {
+  const lower = (h: Record<string, string>) => JSON.stringify(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]).sort(([x], [y]) => (x! < y! ? -1 : 1)));
+  return lower(a) === lower(b);
 }
 
 function bearer(grant: OAuthGrant): ResolvedCredentials {
