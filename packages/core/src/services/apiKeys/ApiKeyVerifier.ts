@@ -9,6 +9,7 @@ import { apiKeyKeys, type ApiKeyRecord } from './apiKeyTypes.js';
 import { ipAllowed } from './keyRules.js';
 import { listsAdminsByEmail, ownerListedAdmin, type OwnerFacts } from './ownerAuthority.js';
 import { profileKey } from '../directory/UserDirectory.js';
+import { AgedMap } from '../../lib/AgedMap.js';
 
 /** A verified key is re-read at least this often, so a change reaches every instance within it even if its signal is lost. */
 const CACHE_MS = 1_000;
@@ -27,10 +28,12 @@ const INVALID = () => new CoreError('INVALID_TOKEN', 'invalid API key');
  * once (a change signalled by any instance). `lastUsedAt` is written behind, at most once a minute.
  */
 export class ApiKeyVerifier {
-  private readonly cache = new Map<string, { record: ApiKeyRecord; at: number }>();
-  private readonly touched = new Map<string, number>();
+  // Each holds only what is still used (records and owners for CACHE_MS, last-use marks for
+  // TOUCH_MS), so a steady stream of new keys does not pile up towards the ceiling.
+  private readonly cache = new AgedMap<string, ApiKeyRecord>(CACHE_MS, MAX_CACHED);
+  private readonly touched = new AgedMap<string, number>(TOUCH_MS, MAX_CACHED);
   /** Owner profiles read for the administrator check (e-mail listings), cached like records. */
-  private readonly owners = new Map<string, { facts: OwnerFacts | undefined; at: number }>();
+  private readonly owners = new AgedMap<string, { facts: OwnerFacts | undefined }>(CACHE_MS, MAX_CACHED);
 
   constructor(
     private readonly storage: Storage,
@@ -89,11 +92,10 @@ export class ApiKeyVerifier {
     if (ownerListedAdmin(this.config, record.userId, undefined)) return true;
     if (!listsAdminsByEmail(this.config)) return false;
     const now = this.now();
-    const hit = this.owners.get(record.userId);
-    if (hit && now - hit.at < CACHE_MS) return ownerListedAdmin(this.config, record.userId, hit.facts);
+    const hit = this.owners.get(record.userId, now);
+    if (hit) return ownerListedAdmin(this.config, record.userId, hit.facts);
     const profile = await this.storage.get<OwnerFacts>(profileKey(record.userId));
-    if (this.owners.size >= MAX_CACHED) this.owners.clear();
-    this.owners.set(record.userId, { facts: profile, at: now });
+    this.owners.set(record.userId, { facts: profile }, now);
     return ownerListedAdmin(this.config, record.userId, profile);
   }
 
@@ -103,23 +105,20 @@ export class ApiKeyVerifier {
   }
 
   private async lookup(id: string): Promise<ApiKeyRecord | undefined> {
-    const hit = this.cache.get(id);
     const now = this.now();
-    if (hit && now - hit.at < CACHE_MS) return hit.record;
+    const hit = this.cache.get(id, now);
+    if (hit) return hit;
     const record = await this.storage.get<ApiKeyRecord>(apiKeyKeys.record(id));
-    if (record) {
-      if (this.cache.size >= MAX_CACHED) this.cache.clear();
-      this.cache.set(id, { record, at: now });
-    } else this.cache.delete(id);
+    if (record) this.cache.set(id, record, now);
+    else this.cache.delete(id);
     return record;
   }
 
   /** Record the last use, off the request path and at most once a minute per key on this instance. */
   private touch(record: ApiKeyRecord, now: number): void {
-    const last = this.touched.get(record.id) ?? (record.lastUsedAt ? Date.parse(record.lastUsedAt) : 0);
+    const last = this.touched.get(record.id, now) ?? (record.lastUsedAt ? Date.parse(record.lastUsedAt) : 0);
     if (now - last < TOUCH_MS) return;
-    if (this.touched.size >= MAX_CACHED) this.touched.clear();
-    this.touched.set(record.id, now);
+    this.touched.set(record.id, now, now);
     const key = apiKeyKeys.record(record.id);
     const stamp = new Date(now).toISOString();
     void this.storage

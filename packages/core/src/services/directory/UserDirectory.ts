@@ -2,6 +2,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
 import { rememberUser, userByEmail } from './userIndex.js';
+import { AgedMap } from '../../lib/AgedMap.js';
 import { indexUser, searchIndex, type SearchPage } from './userSearchIndex.js';
 
 /** What the server last saw of a user's identity, as stored. */
@@ -30,7 +31,8 @@ export const profileKey = (sub: string) => `user:profile:${sub}`;
  * instance answers alike) and written off the request path at most every 10 minutes per user.
  */
 export class UserDirectory {
-  private readonly written = new Map<string, { at: number; fingerprint: string }>();
+  // Only the last REFRESH_MS count: older marks are dropped instead of waiting for the ceiling.
+  private readonly written = new AgedMap<string, string>(REFRESH_MS, MAX_TRACKED);
 
   constructor(
     private readonly storage: Storage,
@@ -42,11 +44,9 @@ export class UserDirectory {
     // An API key carries its own narrower scopes: the owner's profile comes from their own sign-ins.
     if (identity.via === 'apiKey') return;
     const fingerprint = `${identity.email ?? ''}|${identity.emailVerified === true}|${identity.isAdmin}|${identity.scopes.join(' ')}`;
-    const last = this.written.get(identity.sub);
     const now = Date.now();
-    if (last && last.fingerprint === fingerprint && now - last.at < REFRESH_MS) return;
-    if (this.written.size >= MAX_TRACKED) this.written.clear();
-    this.written.set(identity.sub, { at: now, fingerprint });
+    if (this.written.get(identity.sub, now) === fingerprint) return;
+    this.written.set(identity.sub, fingerprint, now);
     const profile: UserProfile = { sub: identity.sub, scopes: [...identity.scopes], isAdmin: identity.isAdmin, via: identity.via, lastSeenAt: new Date(now).toISOString(), ...(identity.email ? { email: identity.email } : {}), ...(identity.emailVerified ? { emailVerified: true } : {}) };
     void Promise.all([this.storage.set(profileKey(identity.sub), profile), rememberUser(this.storage, identity), indexUser(this.storage, identity.sub, identity.email)]).catch(() =>
       this.written.delete(identity.sub),
