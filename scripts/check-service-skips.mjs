@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs the whole vitest suite as a newcomer's machine would see it: no Redis, no PostgreSQL, no
-// redis-server binary, no Chromium. Every suite that needs one of them must skip through the shared
+// redis-server or PostgreSQL server binaries, no Chromium. Every suite that needs one of them must skip through the shared
 // detection (packages/test-utils/src/services) and the run must end green with the one summary line.
 // A suite that reaches a service on its own (a default host:port, a hard-coded URL) fails here.
 //
@@ -17,6 +17,7 @@ const env = {
   AI_BACKEND_TEST_REDIS: '127.0.0.1:1',
   AI_BACKEND_TEST_REDIS_SERVER: '/nonexistent/redis-server',
   AI_BACKEND_TEST_POSTGRES_URL: 'postgres://postgres@127.0.0.1:1/test',
+  AI_BACKEND_TEST_POSTGRES_BIN: '/nonexistent/postgresql/bin',
   AI_BACKEND_TEST_CHROMIUM: '/nonexistent/chromium',
 };
 delete env.AI_BACKEND_REQUIRE_SERVICES;
@@ -46,7 +47,7 @@ const summary = /Skipped for missing services: .*/.exec(run.stdout ?? '')?.[0];
 const problems = [];
 if (run.status !== 0) problems.push(`vitest exited with ${run.status ?? run.signal}: a suite needs a service without going through the detection`);
 if (!summary) problems.push('no "Skipped for missing services" line: the skip summary is missing');
-else for (const name of ['redis', 'postgres', 'chromium']) if (!summary.includes(`${name} (`)) problems.push(`the summary does not name ${name}`);
+else for (const name of ['redis', 'postgres', 'postgres-server', 'chromium']) if (!summary.includes(`${name} (`)) problems.push(`the summary does not name ${name}`);
 if (problems.length > 0) {
   console.error(`check-service-skips FAILED:\n- ${problems.join('\n- ')}`);
   process.exit(1);

@@ -19,11 +19,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { estimateTokens, type ConfigInput } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
-import { postgresBinDir, startPrivatePostgres, startPrivateRedis, testService } from '@ai-backend/test-utils/services';
+import { startPrivatePostgres, startPrivateRedis, testService } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, gatewayConfig, mcpClient, tokenFor, waitFor, type TestUpstream } from './helpers/aiGateway.js';
 
 const redisServer = await testService('redis-server');
-const pgBin = postgresBinDir();
+// Through the shared detection: under AI_BACKEND_REQUIRE_SERVICES=1 a missing binary fails the run.
+const pgServer = await testService('postgres-server');
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const SERVER_SCRIPT = fileURLToPath(new URL('./helpers/chaosServer.ts', import.meta.url));
 
@@ -166,7 +167,7 @@ interface LedgerRecord {
   note?: { holdLost?: boolean };
 }
 
-describe.skipIf(!redisServer.ok || !pgBin)('chaos: three instances on PostgreSQL + Redis', () => {
+describe.skipIf(!redisServer.ok || !pgServer.ok)('chaos: three instances on PostgreSQL + Redis', () => {
   it('kill -9 of an instance, Redis and PostgreSQL restarts under mixed metered load: money exact, answers within 1 s', { timeout: 240_000 }, async () => {
     const [pg, redis] = await Promise.all([startPrivatePostgres(), startPrivateRedis()]);
     cleanups.push(() => pg.close(), () => redis.close());

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
-import { postgresBinDir, startPrivatePostgres, type PrivateServer } from '@ai-backend/test-utils/services';
+import { startPrivatePostgres, testService, type PrivateServer } from '@ai-backend/test-utils/services';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, startIdp, type TestIdp } from './oauthHelpers.js';
 
 /**
@@ -11,9 +11,10 @@ import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, 
  * entry point answers 503, never the 401 that makes an MCP client start a new sign-in
  * (LiteLLM #38121). Once PostgreSQL is back the same token works without a new sign-in.
  */
-const pgBin = postgresBinDir();
+// Through the shared detection: under AI_BACKEND_REQUIRE_SERVICES=1 a missing binary fails the run.
+const pgServer = await testService('postgres-server');
 
-describe.skipIf(!pgBin)('OAuth tokens while the store is down', () => {
+describe.skipIf(!pgServer.ok)('OAuth tokens while the store is down', () => {
   let pg: PrivateServer & { user: string; database: string };
   let idp: TestIdp;
   let server: AiBackendServer;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postgresBinDir, startPrivatePostgres, type PrivateServer } from '@ai-backend/test-utils/services';
+import { startPrivatePostgres, testService, type PrivateServer } from '@ai-backend/test-utils/services';
 import { callVia, createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
@@ -9,9 +9,10 @@ import { callVia, createTestUpstream, creditTokens, rpcCall, startAiServer, toke
  * out (LiteLLM #38121). No call is served for free, `/health/ready` names the store, and the same
  * server serves again once PostgreSQL is back, with a balance equal to its ledger.
  */
-const pgBin = postgresBinDir();
+// Through the shared detection: under AI_BACKEND_REQUIRE_SERVICES=1 a missing binary fails the run.
+const pgServer = await testService('postgres-server');
 
-describe.skipIf(!pgBin)('PostgreSQL stops and restarts', () => {
+describe.skipIf(!pgServer.ok)('PostgreSQL stops and restarts', () => {
   let pg: PrivateServer & { user: string; database: string };
   let upstream: TestUpstream;
   let gw: AiServer;

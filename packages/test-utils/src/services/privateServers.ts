@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, readdirSync } from 'node:fs';
+import { chownSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findExecutable } from './probeServices.js';
+import { findExecutable, postgresBinDir } from './probeServices.js';
+
+export { postgresBinDir };
 
 /**
  * Private Redis and PostgreSQL servers a test starts, stops and restarts itself (outage and
@@ -76,14 +78,6 @@ export async function startPrivateRedis(): Promise<PrivateServer> {
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** The newest PostgreSQL server binaries on this machine. */
-export function postgresBinDir(): string | undefined {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
-  return versions[0] ? join(root, versions[0], 'bin') : undefined;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -6,7 +6,7 @@ import path from 'node:path';
  * The outside services some suites need. Probed once per run by the vitest globalSetup
  * (`servicesGlobalSetup.ts`), which hands the result to every test file through `inject`.
  */
-export type ServiceName = 'redis' | 'redis-server' | 'postgres' | 'chromium';
+export type ServiceName = 'redis' | 'redis-server' | 'postgres' | 'postgres-server' | 'chromium';
 
 export interface ServiceStatus {
   name: ServiceName;
@@ -32,6 +32,7 @@ export const SERVICE_ENV = {
   redis: 'AI_BACKEND_TEST_REDIS', // host:port, default 127.0.0.1:6379
   redisServer: 'AI_BACKEND_TEST_REDIS_SERVER', // command name or path, default redis-server
   postgres: 'AI_BACKEND_TEST_POSTGRES_URL', // default postgres://postgres@127.0.0.1:5432/test
+  postgresServer: 'AI_BACKEND_TEST_POSTGRES_BIN', // a directory holding initdb and postgres, default the newest /usr/lib/postgresql/*/bin
   chromium: 'AI_BACKEND_TEST_CHROMIUM', // default /usr/bin/chromium
   require: 'AI_BACKEND_REQUIRE_SERVICES', // 1: a missing service fails the run instead of skipping
 } as const;
@@ -129,6 +130,27 @@ export async function probePostgres(env = process.env): Promise<ServiceStatus> {
   };
 }
 
+/** The newest PostgreSQL server binaries on this machine (for a private cluster a test starts and stops). */
+export function postgresBinDir(env = process.env): string | undefined {
+  const chosen = env[SERVICE_ENV.postgresServer];
+  if (chosen) return existsSync(path.join(chosen, 'initdb')) ? chosen : undefined;
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  return versions[0] ? path.join(root, versions[0], 'bin') : undefined;
+}
+
+export function probePostgresServer(env = process.env): ServiceStatus {
+  const bin = postgresBinDir(env);
+  return {
+    name: 'postgres-server',
+    ok: bin !== undefined,
+    ...(bin ? { path: bin } : {}),
+    detail: bin ?? `no initdb under ${env[SERVICE_ENV.postgresServer] ?? '/usr/lib/postgresql/*/bin'}`,
+    hint: 'apt-get install postgresql (the binaries are enough; the tests start their own cluster)',
+  };
+}
+
 export function probeChromium(env = process.env): ServiceStatus {
   const file = env[SERVICE_ENV.chromium] ?? '/usr/bin/chromium';
   const ok = existsSync(file) && findExecutable(file, env) !== undefined;
@@ -138,5 +160,5 @@ export function probeChromium(env = process.env): ServiceStatus {
 /** Probe every service (about a millisecond each when they answer; 1 s at most when one hangs). */
 export async function probeServices(env = process.env): Promise<ServiceMap> {
   const [redis, postgres] = await Promise.all([probeRedis(env), probePostgres(env)]);
-  return { redis, 'redis-server': probeRedisServer(env), postgres, chromium: probeChromium(env) };
+  return { redis, 'redis-server': probeRedisServer(env), postgres, 'postgres-server': probePostgresServer(env), chromium: probeChromium(env) };
 }

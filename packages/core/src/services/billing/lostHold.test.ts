@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
-import { postgresBinDir, startPrivatePostgres } from '@ai-backend/test-utils/services';
+import { startPrivatePostgres, testService } from '@ai-backend/test-utils/services';
 import type { TxPlan, TxRead } from '../../kernel/Storage.js';
 import type { Runtime } from '../../runtime/Runtime.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
@@ -118,7 +118,8 @@ describe('the warning of a settle whose hold the store lost', () => {
   });
 });
 
-const pgBin = postgresBinDir();
+// Through the shared detection: under AI_BACKEND_REQUIRE_SERVICES=1 a missing binary fails the run.
+const pgServer = await testService('postgres-server');
 
 /**
  * The real thing: a private PostgreSQL cluster stopped in immediate mode (no shutdown checkpoint,
@@ -126,7 +127,7 @@ const pgBin = postgresBinDir();
  * reserve's commit record is still in PostgreSQL's memory when it dies: it is lost only because
  * it was committed with synchronous_commit = off (a durable commit flushes its WAL first).
  */
-describe.skipIf(!pgBin)('PostgreSQL crashes right after a reserve', () => {
+describe.skipIf(!pgServer.ok)('PostgreSQL crashes right after a reserve', () => {
   let server: Awaited<ReturnType<typeof startPrivatePostgres>>;
   let storage: PostgresStorage | undefined;
   let rt: Runtime | undefined;
