@@ -28,6 +28,8 @@ import { UpstreamStats } from './observability/UpstreamStats.js';
 import { CLEAR_CACHES, createSignals } from './runtime/createSignals.js';
 import type { Signals } from './kernel/Signals.js';
 import { UserDirectory } from './services/directory/UserDirectory.js';
+import { Retention } from './services/retention/Retention.js';
+import { join } from 'node:path';
 import { AlertOutbox } from './services/governance/AlertOutbox.js';
 import { createMetrics } from './observability/Metrics.js';
 import { instrumentStorage } from './observability/instrumentStorage.js';
@@ -110,6 +112,14 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   // Sweep at least twice per hold lifetime, so a hold a dead instance left is released within 1.5x its TTL.
   billing.start(Math.min(60_000, Math.max(500, Math.floor(config.billing.reservationTtlMs / 2))));
   closers.push(() => billing.stop());
+  const r = config.storage.retention;
+  const retention = new Retention(
+    storage,
+    { days: { ledger: r.ledgerDays, usage: r.usageDays, purchases: r.purchasesDays }, exportDir: r.exportDir ?? join(config.storage.dir, 'archive'), format: r.format, batchSize: r.batchSize },
+    logger,
+  );
+  retention.start(r.everyMinutes * 60_000);
+  closers.push(() => retention.stop());
   if (alerts.enabled) {
     // Billing's operator events become signed webhooks; enqueue failures are logged, never thrown into billing.
     const send = (event: 'tokenLow' | 'fallbackToByok' | 'oneTimeConsumed' | 'providerDegraded', data: Record<string, unknown>) =>
@@ -179,6 +189,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     clientWorkspaces: new ClientWorkspaceService(storage, logger),
     prompts: createPromptRegistry(router),
     billing,
+    retention,
     vault,
     upstreamCredentials: new UpstreamCredentials({
       storage,

@@ -50,7 +50,7 @@ describe('redactConfig', () => {
     const printed = JSON.stringify(redactConfig(config));
     for (const secret of ['PG-SECRET', 'PW-SECRET', 'REDIS-SECRET', 'JWT-SECRET']) expect(printed).not.toContain(secret);
     const out = redactConfig(config) as typeof config;
-    expect(Object.keys(out.storage).sort()).toEqual(['dir', 'postgres', 'redis', 'shared', 'type']);
+    expect(Object.keys(out.storage).sort()).toEqual(['dir', 'postgres', 'redis', 'retention', 'shared', 'type']);
     expect(out.auth).toEqual(config.auth);
     expect(out.auth).toMatchObject({ mode: 'jwt', jwtEnabled: true, servesWithoutAuth: false });
   });

@@ -223,6 +223,11 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "type": "sqlite",
     "dir": ".ai-backend-data",
     "shared": "store",
+    "retention": {
+      "format": "jsonl",
+      "everyMinutes": 1440,
+      "batchSize": 500
+    },
     "sqlite": {
       "synchronous": "normal",
       "driver": "auto"

@@ -38,6 +38,19 @@ export interface Storage {
    * last seq you got). Backed by an index: the cost does not grow with the log's length.
    */
   readLog<T = unknown>(log: string, opts?: ReadLogOptions): Promise<LogEntry<T>[]>;
+  /**
+   * Drop a log's records up to and including `throughSeq` (retention, after they were exported).
+   * The records after it keep their sequence numbers, reads skip the dropped ones and appends go
+   * on from the head. Returns how many it dropped. The caller bounds `throughSeq` to a batch past
+   * the oldest record, so one call is one short write.
+   */
+  trimLog(log: string, throughSeq: number): Promise<number>;
+  /**
+   * Names of the logs starting with `prefix`, at most `limit` a page (pass the returned `cursor`
+   * back for the next page; none on the last). Backed by an index or a cursor scan: the cost of a
+   * page does not grow with the number of logs. A page may repeat a name already seen (Redis).
+   */
+  listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage>;
   /** Several values in one round trip (absent keys are undefined). */
   getMany<T = unknown>(keys: readonly string[]): Promise<Array<T | undefined>>;
   /**
@@ -80,6 +93,11 @@ export interface IncrementOptions extends SetOptions {
 export interface LogEntry<T> {
   seq: number;
   record: T;
+}
+
+export interface LogPage {
+  logs: string[];
+  cursor?: string;
 }
 
 export interface ReadLogOptions {

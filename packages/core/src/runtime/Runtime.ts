@@ -14,6 +14,7 @@ import type { WorkspaceService } from '../services/workspaces/WorkspaceService.j
 import type { ClientWorkspaceService } from '../services/workspaces/ClientWorkspaceService.js';
 import type { PromptRegistry } from '../services/prompts/PromptRegistry.js';
 import type { BillingService } from '../services/billing/BillingService.js';
+import type { Retention } from '../services/retention/Retention.js';
 import type { KeyVault } from '../services/vault/KeyVault.js';
 import type { UpstreamCredentials } from '../services/gateway/credentials/UpstreamCredentials.js';
 import type { AiService } from '../services/ai/AiService.js';
@@ -59,6 +60,8 @@ export interface Runtime {
   readonly prompts: PromptRegistry;
   /** Token ledger, metering of ai calls, preferences; `billing.events` for notifications. */
   readonly billing: BillingService;
+  /** `storage.retention`: archiving of old ledger, usage and credit history (admin.runRetention). */
+  readonly retention: Retention;
   /** Encrypted BYOK keys. */
   readonly vault: KeyVault;
   /** Per-user credentials for upstream MCP servers marked perUser (headers, OAuth grants), encrypted. */

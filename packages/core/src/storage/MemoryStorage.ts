@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from '../kernel/Storage.js';
+import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from '../kernel/Storage.js';
 import { sliceLog } from './sliceLog.js';
 
 interface Slot {
@@ -15,6 +15,8 @@ export class MemoryStorage implements Storage {
   readonly kind = 'memory' as const;
   private readonly data = new Map<string, Slot>();
   private readonly logs = new Map<string, unknown[]>();
+  /** Per log, the sequence number up to which trimLog dropped its records. */
+  private readonly trimmed = new Map<string, number>();
   /** Keys listed for dueKeys, with their due time. */
   private readonly due = new Map<string, number>();
 
@@ -91,7 +93,28 @@ export class MemoryStorage implements Storage {
 
   async readLog<T>(log: string, opts?: ReadLogOptions): Promise<LogEntry<T>[]> {
     const entries = this.logs.get(log) ?? [];
-    return sliceLog(entries.length, opts).map((seq) => ({ seq, record: structuredClone(entries[seq - 1]) as T }));
+    // Records up to `trimmed` were dropped: reads start past them, as an index range would.
+    const trimmed = this.trimmed.get(log) ?? 0;
+    const from = opts?.newestFirst ? opts : { ...opts, after: Math.max(trimmed, opts?.after ?? 0) };
+    return sliceLog(entries.length, from)
+      .filter((seq) => seq > trimmed)
+      .map((seq) => ({ seq, record: structuredClone(entries[seq - 1]) as T }));
+  }
+
+  async trimLog(log: string, throughSeq: number): Promise<number> {
+    const entries = this.logs.get(log);
+    const trimmed = this.trimmed.get(log) ?? 0;
+    const through = Math.min(throughSeq, entries?.length ?? 0);
+    if (!entries || through <= trimmed) return 0;
+    entries.fill(undefined, trimmed, through);
+    this.trimmed.set(log, through);
+    return through - trimmed;
+  }
+
+  async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
+    const after = opts.cursor ?? '';
+    const logs = [...this.logs.keys()].filter((l) => l.startsWith(prefix) && l > after).sort().slice(0, opts.limit);
+    return { logs, ...(logs.length === opts.limit ? { cursor: logs.at(-1)! } : {}) };
   }
 
   /** `durable: false` (TransactOptions) changes nothing here: nothing this store holds outlives its process. */

@@ -9,7 +9,7 @@ import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_S
 import { TxValueCache } from './sql/TxValueCache.js';
 import { GroupCommit, planBatch, type BatchJob } from './GroupCommit.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../config/optionalPackages.js';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
+import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
 export interface RedisStorageOptions {
@@ -58,6 +58,17 @@ const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE',
  * call rejects at once with CoreError('UNAVAILABLE') (HTTP 503) instead of piling up; the client
  * keeps reconnecting in the background and calls work again as soon as Redis is back.
  */
+/** What a trimmed log record becomes (no JSON text is empty). */
+const TRIMMED = '';
+/** KEYS: the list, its trim mark; ARGV: through seq, the placeholder. Returns how many records it trimmed. */
+const TRIM_SCRIPT = `
+local from = tonumber(redis.call('GET', KEYS[2]) or '0')
+local through = math.min(tonumber(ARGV[1]), redis.call('LLEN', KEYS[1]))
+if through <= from then return 0 end
+for i = from, through - 1 do redis.call('LSET', KEYS[1], i, ARGV[2]) end
+redis.call('SET', KEYS[2], through)
+return through - from`;
+
 /** The version of the key layout below; raise it (and convert at start) when the layout changes. */
 export const REDIS_FORMAT_VERSION = 1;
 
@@ -66,6 +77,7 @@ export class RedisStorage implements Storage {
   private readonly redis: Redis & ScriptCommands;
   private readonly kvPrefix: string;
   private readonly logPrefix: string;
+  private readonly trimPrefix: string;
   private readonly dueKey: string;
   private readonly lockPrefix: string;
   /** Transactions of this process on the same keys run one after another. */
@@ -88,6 +100,7 @@ export class RedisStorage implements Storage {
     const prefix = opts.keyPrefix ?? '';
     this.kvPrefix = `${prefix}kv:`;
     this.logPrefix = `${prefix}log:`;
+    this.trimPrefix = `${prefix}logtrim:`;
     this.dueKey = `${prefix}due`;
     this.lockPrefix = `${prefix}lock:`;
     this.redis = new RedisClient({
@@ -208,12 +221,31 @@ export class RedisStorage implements Storage {
       if (top <= 0) return [];
       const bottom = opts.limit === undefined ? 1 : Math.max(1, top - opts.limit + 1);
       const rows = await this.run(() => this.redis.lrange(key, bottom - 1, top - 1));
-      return rows.map((row, i) => ({ seq: bottom + i, record: JSON.parse(row) as T })).reverse();
+      // Trimmed records (TRIMMED) are the oldest: dropping them from a page ends the log there.
+      return rows.flatMap((row, i) => (row === TRIMMED ? [] : [{ seq: bottom + i, record: JSON.parse(row) as T }])).reverse();
     }
-    const after = Math.max(0, opts?.after ?? 0);
+    // Oldest first starts past the trimmed records (read once; audits and retention, not hot paths).
+    const trimmed = Number((await this.run(() => this.redis.get(this.trimPrefix + log))) ?? 0);
+    const after = Math.max(trimmed, opts?.after ?? 0);
     const stop = opts?.limit === undefined ? -1 : after + opts.limit - 1;
     const rows = await this.run(() => this.redis.lrange(key, after, stop));
-    return rows.map((row, i) => ({ seq: after + i + 1, record: JSON.parse(row) as T }));
+    return rows.flatMap((row, i) => (row === TRIMMED ? [] : [{ seq: after + i + 1, record: JSON.parse(row) as T }]));
+  }
+
+  /**
+   * A list's index is its records' sequence numbers (RPUSH's length), so trimmed records cannot
+   * leave the list (LTRIM would renumber the rest): each becomes an empty string (a couple of
+   * bytes instead of the record) and `<keyPrefix>logtrim:<name>` says how far that went. One
+   * script, at most one batch of LSETs near the head of the list.
+   */
+  async trimLog(log: string, throughSeq: number): Promise<number> {
+    return this.run(async () => Number(await this.redis.eval(TRIM_SCRIPT, 2, this.logPrefix + log, this.trimPrefix + log, String(throughSeq), TRIMMED)));
+  }
+
+  async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
+    const match = `${(this.logPrefix + prefix).replace(/[*?[\]\\]/g, '\\$&')}*`;
+    const [next, keys] = await this.run(() => this.redis.scan(opts.cursor ?? '0', 'MATCH', match, 'COUNT', opts.limit));
+    return { logs: keys.map((k) => k.slice(this.logPrefix.length)), ...(next !== '0' ? { cursor: next } : {}) };
   }
 
   async getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>> {

@@ -1,9 +1,12 @@
 import { join } from 'node:path';
-import type { StorageConfig } from '../config/sections/storage.js';
+import type { StorageConfig as ResolvedStorageSection } from '../config/sections/storage.js';
 import { MemoryStorage } from './MemoryStorage.js';
 import type { Storage } from '../kernel/Storage.js';
 
-export type { StorageConfig };
+/** `retention` is optional here: it is the server's business (services/retention), not the store's. */
+type RetentionOptional<S> = S extends { retention: infer R } ? Omit<S, 'retention'> & { retention?: R } : S;
+/** What createStorage takes: one backend's options of a resolved `storage` section. */
+export type StorageConfig = RetentionOptional<ResolvedStorageSection>;
 
 /** The SQLite file of a storage config: `sqlite.file`, or `ai-backend.db` in `dir`. */
 export function sqliteFile(config: { dir: string; sqlite: { file?: string | undefined } }): string {

@@ -236,6 +236,43 @@ describe.each(backends)('storage conformance: $label', (backend) => {
     expect(await store.readLog('nothing', { newestFirst: true, limit: 3 })).toEqual([]);
   });
 
+  it('trims a log head: later records keep their seq, reads skip the dropped ones, appends go on', async () => {
+    for (let i = 1; i <= 6; i++) await store.append('trim', { i });
+    expect(await store.trimLog('trim', 3)).toBe(3);
+    // Idempotent, and never past the head.
+    expect(await store.trimLog('trim', 2)).toBe(0);
+    expect((await store.readLog<{ i: number }>('trim')).map((e) => [e.seq, e.record.i])).toEqual([[4, 4], [5, 5], [6, 6]]);
+    expect((await store.readLog('trim', { limit: 2 })).map((e) => e.seq)).toEqual([4, 5]);
+    expect((await store.readLog('trim', { after: 1, limit: 1 })).map((e) => e.seq)).toEqual([4]);
+    expect((await store.readLog('trim', { newestFirst: true, limit: 5 })).map((e) => e.seq)).toEqual([6, 5, 4]);
+    expect((await store.readLog('trim', { newestFirst: true, limit: 2, before: 5 })).map((e) => e.seq)).toEqual([4]);
+    expect(await store.append('trim', { i: 7 })).toBe(7);
+    await store.transact([], () => ({ writes: [{ op: 'append', log: 'trim', record: { i: 8 } }], result: null }));
+    expect((await store.readLog<{ i: number }>('trim', { after: 6 })).map((e) => [e.seq, e.record.i])).toEqual([[7, 7], [8, 8]]);
+    // The whole log trimmed: empty reads, and the next append still gets the next number.
+    expect(await store.trimLog('trim', 100)).toBe(5);
+    expect(await store.readLog('trim')).toEqual([]);
+    expect(await store.readLog('trim', { newestFirst: true, limit: 3 })).toEqual([]);
+    expect(await store.append('trim', { i: 9 })).toBe(9);
+    expect(await store.trimLog('never-written', 5)).toBe(0);
+  });
+
+  it('lists logs by prefix a page at a time', async () => {
+    const names = ['ll:a', 'll:b%2Fc', 'll:d', 'll:e', 'll:f', 'llx:other', 'other:ll:a'];
+    for (const n of names) await store.append(n, { n });
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await store.listLogs('ll:', { cursor, limit: 2 });
+      for (const l of page.logs) seen.add(l);
+      cursor = page.cursor;
+      expect(++pages).toBeLessThan(50);
+    } while (cursor !== undefined);
+    expect([...seen].sort()).toEqual(['ll:a', 'll:b%2Fc', 'll:d', 'll:e', 'll:f']);
+    expect((await store.listLogs('nothing:', { limit: 10 })).logs).toEqual([]);
+  });
+
   it('gets many keys at once', async () => {
     await store.set('m1', 1);
     await store.set('m3', { three: 3 });

@@ -66,6 +66,30 @@ export const SqliteOptionsSchema = z
   }))
   .prefault({});
 
+/**
+ * Retention and archiving of the append-only histories (`storage.retention`, docs/operations.md):
+ * records older than a kind's age are exported to a file, then deleted; balances never change.
+ * Off while no kind has an age.
+ */
+export const RetentionSchema = z
+  .lazy(() => z.strictObject({
+    /** Ledger lines (balance movements) older than this many days are archived. Default: kept forever. */
+    ledgerDays: z.number().int().min(1).max(36_500).optional(),
+    /** Usage history (finished calls) older than this many days is archived. Default: kept forever. */
+    usageDays: z.number().int().min(1).max(36_500).optional(),
+    /** Credit history older than this many days is archived. Default: kept forever. */
+    purchasesDays: z.number().int().min(1).max(36_500).optional(),
+    /** Directory of the export files (one per kind and run). Default `<storage.dir>/archive`. */
+    exportDir: z.string().optional(),
+    /** Export format: 'jsonl' (default, one `{"log","seq","record"}` object a line) or 'csv' (log, seq, at, record as JSON). */
+    format: z.enum(['jsonl', 'csv']).default('jsonl'),
+    /** Minutes between two scheduled runs (the first one this long after start). 0: only on demand (admin.runRetention, `ai-backend retention`). Default 1440 (daily). */
+    everyMinutes: z.number().int().min(0).max(525_600).default(1440),
+    /** Records per batch: one export write, one checkpoint, one delete, each a short write. Default 500. */
+    batchSize: z.number().int().min(1).max(10_000).default(500),
+  }))
+  .prefault({});
+
 /** The storage backends (`storage.type`), the default first. */
 export const STORAGE_BACKENDS = ['sqlite', 'postgres', 'memory', 'redis'] as const;
 const BACKENDS = STORAGE_BACKENDS;
@@ -80,6 +104,7 @@ const commonFields = () => ({
    * Redis of `storage.redis`, for several instances on PostgreSQL.
    */
   shared: z.enum(['store', 'redis']).default('store'),
+  retention: RetentionSchema,
 });
 
 /**
@@ -92,6 +117,7 @@ const storageInputSchema = () =>
     type: z.enum([...BACKENDS, 'file']).default('sqlite'),
     dir: z.string().optional(),
     shared: z.enum(['store', 'redis']).optional(),
+    retention: z.custom<z.input<typeof RetentionSchema>>().optional(),
     sqlite: z.custom<z.input<typeof SqliteOptionsSchema>>().optional(),
     postgres: z.custom<z.input<typeof PostgresOptionsSchema>>().optional(),
     redis: z.custom<z.input<typeof RedisOptionsSchema>>().optional(),

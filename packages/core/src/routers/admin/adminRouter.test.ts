@@ -1,3 +1,6 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRuntime } from '../../createRuntime.js';
 import { resolveConfig } from '../../config/resolveConfig.js';
@@ -44,6 +47,21 @@ describe('admin namespace', () => {
     expect(Date.parse(s.timestamp)).not.toBeNaN();
     const d = await caller.admin.status({ detailed: true });
     expect(d).toHaveProperty('system.nodeVersion', process.version);
+  });
+
+  it('runRetention: refused while retention is off; on, it archives what is old and reports it', async () => {
+    const off = await callerAs(admin);
+    await expect(off.caller.admin.runRetention()).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/retention is off/) });
+    await off.runtime.close();
+    const dir = await mkdtemp(join(tmpdir(), 'admin-retention-'));
+    const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory', retention: { ledgerDays: 1, exportDir: dir, everyMinutes: 0 } } }), { storage: new MemoryStorage() });
+    const caller = createCallerFactory(builtinRouter)({ runtime, identity: admin, credentialError: null, req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() } });
+    await runtime.billing.credit({ userId: 'u1', tokens: 50, type: 'one_time', idempotencyKey: 'k', source: 'test' });
+    // Nothing is a day old yet: examined, nothing archived, no file.
+    expect(await caller.admin.runRetention()).toMatchObject({ kinds: { ledger: { archived: 0, logs: 1 } } });
+    expect(await readdir(dir)).toEqual([]);
+    await runtime.close();
+    await rm(dir, { recursive: true, force: true });
   });
 
   it('getConfig never shows secrets', async () => {

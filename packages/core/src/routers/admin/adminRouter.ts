@@ -81,6 +81,13 @@ export const adminRouter = router({
       return { success: true, target, cleared, instances: ctx.runtime.signals.kind === 'redis' ? 'all' : 'this' };
     }),
 
+  runRetention: adminProcedure
+    .meta({ description: 'Archive now what storage.retention says is old: ledger, usage and credit records past their age are exported to a file, then deleted (balances never change)' })
+    .mutation(async ({ ctx }) => {
+      if (!ctx.runtime.retention.enabled) throw new CoreError('INVALID_PARAMS', 'retention is off: set storage.retention.ledgerDays, usageDays or purchasesDays');
+      return ctx.runtime.retention.run();
+    }),
+
   getUserInfo: adminProcedure
     .meta({ description: 'What the server knows about a user, by id (sub) or e-mail (admin only)' })
     .input(z.lazy(() => z.object({ userId: z.string().min(1).max(320), includePermissions: z.boolean().default(true), includeUsage: z.boolean().default(false) })))

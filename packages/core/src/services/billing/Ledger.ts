@@ -17,6 +17,11 @@ export const ledgerKeys = {
   purchases: (userId: string, type?: BalanceType) => (type ? `purchases:${enc(userId)}:${type}` : `purchases:${enc(userId)}`),
   /** Idempotency claim of an operation. */
   claim: (userId: string, key: string) => `idem:${enc(userId)}:${key}`,
+  /**
+   * What retention archived of the ledger (services/retention): the sums per type of the lines
+   * up to `throughSeq`, so an audit starts from it instead of from the dropped lines.
+   */
+  checkpoint: (userId: string) => `ledgercp:${enc(userId)}`,
   /** Usage totals of one UTC day, for analytics. */
   usageDay: (userId: string, day: string) => `usageday:${enc(userId)}:${day}`,
 };
@@ -45,6 +50,13 @@ interface CreditClaim {
 }
 
 export type Balances = Record<BalanceType, number>;
+
+/** The archived start of a user's ledger (ledgerKeys.checkpoint). */
+export interface LedgerCheckpoint {
+  /** Lines up to and including this sequence number are summed in `sums` (and may be gone). */
+  throughSeq: number;
+  sums: Balances;
+}
 
 export interface AuditReport {
   balances: Balances;
@@ -139,11 +151,16 @@ export class Ledger {
     });
   }
 
-  /** Compare balances with the ledger sums (reads the whole ledger: for audits, not hot paths). */
+  /**
+   * Compare balances with the ledger sums (reads the whole ledger: for audits, not hot paths).
+   * Archived lines count through the retention checkpoint's sums; lines at or below its
+   * `throughSeq` still in the log (archived, not yet dropped) are not counted twice.
+   */
   async audit(userId: string): Promise<AuditReport> {
-    const [balances, entries] = await Promise.all([this.balances(userId), this.entries(userId)]);
-    const sums: Balances = { subscription: 0, one_time: 0 };
-    for (const e of entries) for (const l of e.lines) sums[l.type] += l.delta;
+    const cp = await this.storage.get<LedgerCheckpoint>(ledgerKeys.checkpoint(userId));
+    const [balances, entries] = await Promise.all([this.balances(userId), this.storage.readLog<LedgerEntry>(ledgerKeys.log(userId), { after: cp?.throughSeq ?? 0 })]);
+    const sums: Balances = { subscription: cp?.sums.subscription ?? 0, one_time: cp?.sums.one_time ?? 0 };
+    for (const { record } of entries) for (const l of record.lines) sums[l.type] += l.delta;
     return { balances, sums, consistent: BALANCE_TYPES.every((t) => balances[t] === sums[t]) };
   }
 }

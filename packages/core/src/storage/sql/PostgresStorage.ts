@@ -2,7 +2,7 @@ import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { expiresAtFor } from '../canonicalJson.js';
 import { GroupCommit, planBatch, type BatchJob } from '../GroupCommit.js';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TransactOptions, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
+import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TransactOptions, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
 import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
@@ -228,6 +228,18 @@ export class PostgresStorage implements Storage {
       ? await this.q<{ seq: string; record: string }>('SELECT seq, record FROM logs WHERE log = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [log, opts.before ?? Number.MAX_SAFE_INTEGER, limit])
       : await this.q<{ seq: string; record: string }>('SELECT seq, record FROM logs WHERE log = $1 AND seq > $2 ORDER BY seq LIMIT $3', [log, Math.max(0, opts?.after ?? 0), limit]);
     return rows.map((r) => ({ seq: Number(r.seq), record: JSON.parse(r.record) as T }));
+  }
+
+  async trimLog(log: string, throughSeq: number): Promise<number> {
+    // One short statement on the (log, seq) primary key: never a lock on another log's rows.
+    const rows = await this.q<{ n: string }>('WITH d AS (DELETE FROM logs WHERE log = $1 AND seq <= $2 RETURNING 1) SELECT count(*) AS n FROM d', [log, throughSeq]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
+    const rows = await this.q<{ log: string }>('SELECT log FROM log_heads WHERE log >= $1 AND log < $2 AND log > $3 ORDER BY log LIMIT $4', [prefix, prefixEnd(prefix), opts.cursor ?? '', opts.limit]);
+    const logs = rows.map((r) => r.log);
+    return { logs, ...(logs.length === opts.limit ? { cursor: logs.at(-1)! } : {}) };
   }
 
   /**

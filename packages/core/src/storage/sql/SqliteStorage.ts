@@ -4,7 +4,7 @@ import { CoreError } from '../../kernel/CoreError.js';
 import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
-import type { IncrementOptions, LogEntry, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
+import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd, refuseNewerSchema } from './migrations.js';
 import { loadSqliteDriver } from './loadSqliteDriver.js';
 import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName } from './SqliteDriver.js';
@@ -216,6 +216,17 @@ export class SqliteStorage implements Storage {
     });
   }
 
+  async trimLog(log: string, throughSeq: number): Promise<number> {
+    return this.run(() => this.db.immediate(() => Number(this.st.trimLog.run(log, throughSeq).changes)));
+  }
+
+  async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
+    return this.run(() => {
+      const logs = (this.st.listLogs.all(prefix, prefixEnd(prefix), opts.cursor ?? '', opts.limit) as Array<{ log: string }>).map((r) => r.log);
+      return { logs, ...(logs.length === opts.limit ? { cursor: logs.at(-1)! } : {}) };
+    });
+  }
+
   /**
    * `durable: false` (TransactOptions) is ignored: in WAL mode with the default `synchronous:
    * 'normal'` no commit waits for an fsync anyway (each survives a crash of the process, the last
@@ -299,6 +310,8 @@ function prepare(db: SqliteDatabase) {
     appendLog: p('INSERT INTO logs (log, seq, record) VALUES (?, ?, ?)'),
     logAsc: p('SELECT seq, record FROM logs WHERE log = ? AND seq > ? ORDER BY seq LIMIT ?'),
     logDesc: p('SELECT seq, record FROM logs WHERE log = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
+    trimLog: p('DELETE FROM logs WHERE log = ? AND seq <= ?'),
+    listLogs: p('SELECT log FROM log_heads WHERE log >= ? AND log < ? AND log > ? ORDER BY log LIMIT ?'),
   };
 }
 

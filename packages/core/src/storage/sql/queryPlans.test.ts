@@ -186,6 +186,8 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     await a.readLog('ledger:u1');
     await a.readLog('ledger:u1', { newestFirst: true, limit: 5 });
     await a.readLog('ledger:u1', { after: 1, limit: 5 });
+    await a.listLogs('ledger:', { limit: 10 }); // retention: logs by prefix, a page at a time
+    await a.listLogs('ledger:', { cursor: 'ledger:u0', limit: 10 });
     const writes: TxWrite[] = [
       { op: 'set', key: 'hold:h1', value: { n: 1 }, dueAt: now + 1000 },
       { op: 'set', key: 'acct:u1', value: { balance: 9 } },
@@ -204,6 +206,7 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     await a.transact(['acct:u1', 'nothing:here'], (read) => ({ writes: read('nothing:here') === undefined ? [] : writes, result: undefined }));
     await (a as unknown as { transactLocked(k: string[], p: () => { writes: TxWrite[]; result: undefined }, d: boolean): Promise<void> }).transactLocked(['acct:u1', 'hold:h1'], () => ({ writes, result: undefined }), false);
     await a.dueKeys('hold:', now + 5000, 10);
+    await a.trimLog('ledger:u1', 1); // retention: a log's archived head
     await a.purgeExpired();
     await a.delete('cas:1');
     await a.health();
@@ -218,7 +221,7 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     expect(plans.filter((p) => p.query.startsWith('settings failed'))).toEqual([]);
     const texts = plans.map((p) => p.query).join('\n');
     // The workload reached each path (a path missed here would be checked by nothing).
-    for (const fragment of ['aib_tx(', 'FROM unnest(p_keys, p_seen)', 'DELETE FROM kv WHERE key = ANY(p_delete_keys)', 'INSERT INTO logs (log, seq, record) VALUES (p_logs[i]', 'pg_advisory_xact_lock(hashtextextended(', 'xmin::text AS v FROM kv WHERE key = ANY', 'ORDER BY due_at', 'ORDER BY seq DESC', 'expires_at <=', 'value::jsonb']) {
+    for (const fragment of ['aib_tx(', 'FROM unnest(p_keys, p_seen)', 'DELETE FROM kv WHERE key = ANY(p_delete_keys)', 'INSERT INTO logs (log, seq, record) VALUES (p_logs[i]', 'pg_advisory_xact_lock(hashtextextended(', 'xmin::text AS v FROM kv WHERE key = ANY', 'ORDER BY due_at', 'ORDER BY seq DESC', 'expires_at <=', 'value::jsonb', 'FROM log_heads WHERE log >=', 'DELETE FROM logs WHERE log = $1 AND seq <=']) {
       expect(texts, fragment).toContain(fragment);
     }
   });
