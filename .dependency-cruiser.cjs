@@ -48,13 +48,14 @@ const layerRules = layers.slice(0, -1).map((names, i) => ({
  *   apiKeys         keys, their rules, limits and spend (directory, rateLimit, spend)
  *   billing, ai     billing implements metering; the AI engine uses it (apiKeys, metering)
  *   gateway         the MCP gateway: upstream servers and users' credentials for them (vault, metering, ...)
+ *   retention       archives billing's histories under its ledger checkpoint (billing)
  */
 const SERVICES = `${CORE}services/`;
 const serviceFloors = [
   ['vault', 'rateLimit', 'security', 'governance', 'prompts', 'resources', 'workspaces', 'spend', 'metering', 'directory'],
   ['apiKeys'],
   ['billing', 'ai'],
-  ['gateway'],
+  ['gateway', 'retention'],
 ];
 const serviceRules = serviceFloors.flatMap((floor, i) =>
   floor.map((name) => {
