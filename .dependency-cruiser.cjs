@@ -147,7 +147,14 @@ module.exports = {
       comment: 'core knows no HTTP framework, no MCP SDK and no tRPC client: every entry point is a thin layer over it',
       severity: 'error',
       from: { path: CORE },
-      to: { path: ['node_modules/(hono|@hono/[^/]+|@modelcontextprotocol/[^/]+|@trpc/client)/'] },
+      to: { path: ['node_modules/(hono|@hono/[^/]+|@modelcontextprotocol/[^/]+|@trpc/client)/'], pathNot: ['node_modules/@modelcontextprotocol/client/'] },
+    },
+    {
+      name: 'core-mcp-client-in-gateway',
+      comment: 'the MCP client (an optional peer) is the gateway\'s connection to upstream servers, not an entry point: only services/gateway imports it',
+      severity: 'error',
+      from: { path: CORE, pathNot: `${CORE}services/gateway/` },
+      to: { path: 'node_modules/@modelcontextprotocol/client/' },
     },
     {
       name: 'trpc-runtime-from-core',

@@ -146,6 +146,9 @@ describe('dependency rules', () => {
         // value import is refused, the type-only one beside it and core's own are not.
         'packages/transports/src/trpc/answer.ts': "import { TRPCError } from '@trpc/server';\nimport type { AnyRouter } from '@trpc/server';\nexport const E: unknown = TRPCError;\nexport type R = AnyRouter;\n",
         'packages/core/src/pipeline/init.ts': "import { initTRPC } from '@trpc/server';\nexport const t = initTRPC.create();\n",
+        // The MCP client outside the gateway (allowed there only: its upstream connections).
+        'packages/core/src/services/gateway/openUpstream.ts': "import { Client } from '@modelcontextprotocol/client';\nexport const C = Client;\n",
+        'packages/core/src/services/ai/mcpCall.ts': "import { Client } from '@modelcontextprotocol/client';\nexport const C = Client;\n",
         // The console: a view importing the shell (a circle, as the console had), another view and a
         // part importing a view, the shell taking a value (not a type) from core.
         'packages/transports/console/src/main.ts':
@@ -163,6 +166,8 @@ describe('dependency rules', () => {
       for (const pkg of ['zod', 'hono']) await symlink(path.join(ROOT, 'node_modules', pkg), path.join(dir, 'node_modules', pkg), 'dir');
       await mkdir(path.join(dir, 'node_modules/@trpc'), { recursive: true });
       await symlink(path.join(ROOT, 'node_modules/@trpc/server'), path.join(dir, 'node_modules/@trpc/server'), 'dir');
+      await mkdir(path.join(dir, 'node_modules', '@modelcontextprotocol'), { recursive: true });
+      await symlink(path.join(ROOT, 'node_modules', '@modelcontextprotocol', 'client'), path.join(dir, 'node_modules', '@modelcontextprotocol', 'client'), 'dir');
       const { violations } = await cruise(dir, ['packages']);
       const found = new Set(violations.map((v) => v.rule.name));
       for (const rule of ['no-circular', 'core-layer-kernel-lib', 'package-auth', 'package-test-utils', 'core-no-transport', 'console-main-on-top', 'console-views-apart', 'console-parts-below-views']) {
@@ -175,6 +180,8 @@ describe('dependency rules', () => {
       expect(violations.filter((v) => v.rule.name === 'console-server-types-only').map((v) => v.to)).toEqual(['packages/core/src/kernel/CoreError.ts']);
       expect(violations.filter((v) => v.rule.name === 'core-zod-through-lib').map((v) => v.from)).toEqual(['packages/core/src/config/raw.ts']);
       expect(violations.filter((v) => v.rule.name === 'trpc-runtime-from-core').map((v) => v.from)).toEqual(['packages/transports/src/trpc/answer.ts']);
+      expect(violations.filter((v) => v.rule.name === 'core-mcp-client-in-gateway').map((v) => v.from)).toEqual(['packages/core/src/services/ai/mcpCall.ts']);
+      expect(violations.filter((v) => v.rule.name === 'core-no-transport').map((v) => v.from)).toEqual(['packages/core/src/net/serveHttp.ts']);
       // Every rule but those about the packages' own floors was shown to bite.
       const shown = new Set([...found, ...rules.filter((r) => /^(core-layer-|core-services-|package-)/.test(r.name)).map((r) => r.name)]);
       expect(rules.map((r) => r.name).filter((n) => !shown.has(n))).toEqual([]);

@@ -47,6 +47,8 @@ const KEY_ACCESS: Record<string, KeyAccess> = {
   'user.getUserStatus': S(KEY_SCOPES.accountRead),
   'keys.list': A,
   'keys.get': A,
+  // The MCP gateway: the key's tools rule applies to the upstream tool named in the input (docs/mcp-gateway.md).
+  ...Object.fromEntries(['listServers', 'listTools', 'callTool'].map((p) => [`gateway.${p}`, A])),
   ...Object.fromEntries(['create', 'update', 'revoke', 'rotate'].map((p) => [`keys.${p}`, N])),
 };
 

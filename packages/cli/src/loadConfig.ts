@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import type * as Dotenv from 'dotenv';
 import { ConfigFileError, loadJson, locateSyntaxError } from './configFileError.js';
 import { configFromEnv, mergeConfig, type ConfigInput } from '@ai-backend/core';
+import { ConfigError, expandMcpServerVariables } from '@ai-backend/core/internal';
 
 const MODULE = 'ai-backend';
 
@@ -79,7 +80,10 @@ export async function loadConfig(opts: { file?: string; cwd?: string; env?: Reco
   const result = opts.file ? await found.load(path.resolve(cwd, opts.file)) : await found.search(cwd);
   const fileConfig = (result?.config ?? {}) as ConfigInput;
   const env = opts.env ?? { ...readDotEnv(cwd), ...process.env };
-  return { input: mergeConfig(fileConfig, configFromEnv(env)), filepath: result?.filepath ?? null };
+  // `${VAR}` in a pasted .mcp.json's servers is expanded from the same environment.
+  const expanded = expandMcpServerVariables(fileConfig, env);
+  if (expanded.problems.length > 0) throw new ConfigError(expanded.problems);
+  return { input: mergeConfig(expanded.config, configFromEnv(env)), filepath: result?.filepath ?? null };
 }
 
 export { ConfigFileError };

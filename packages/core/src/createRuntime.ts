@@ -37,6 +37,7 @@ import { ApiKeyService } from './services/apiKeys/ApiKeyService.js';
 import { isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';
 import { KeyLimits } from './services/apiKeys/KeyLimits.js';
 import { RecentCalls } from './observability/RecentCalls.js';
+import { McpGateway } from './services/gateway/McpGateway.js';
 
 export interface CreateRuntimeOptions {
   /** Use this storage instead of opening the configured one (tests, embedding). */
@@ -172,6 +173,32 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const users = new UserDirectory(storage, config);
   const keys = new ApiKeyService(storage, config, signals, users, logger, { limits: keyLimits, onAuth: (outcome) => metrics?.apiKeyAuth(outcome) });
 
+  const upstreamCredentials = new UpstreamCredentials({
+    storage,
+    logger,
+    servers: perUserServersFromConfig(config),
+    ...(vaultKey ? { masterKey: vaultKey } : {}),
+    ...(config.billing.previousVaultKeys ? { previousKeys: config.billing.previousVaultKeys } : {}),
+  });
+  // Upstream MCP servers: shared connections start now (in the background), calls are metered like AI calls,
+  // and each call is counted per configured server name in the provider statistics and metrics (`mcp:<server>`).
+  const gateway = new McpGateway({
+    config,
+    logger,
+    storage,
+    signals,
+    // PostgreSQL shared by instances without a Redis: no shared signals, so servers added at run time are polled for.
+    ...(config.storage.type === 'postgres' && !config.storage.redis ? { pollMs: config.gateway.syncIntervalMs } : {}),
+    metering: billing,
+    credentials: upstreamCredentials,
+    onCall: (server, outcome, seconds) => {
+      upstreamStats?.record(`mcp:${server}`, 'tools/call', outcome, seconds);
+      metrics?.upstream(`mcp:${server}`, 'tools/call', outcome, seconds);
+    },
+  });
+  gateway.start();
+  closers.push(() => gateway.close());
+
   const runtime: Runtime = {
     config,
     storage,
@@ -191,17 +218,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     billing,
     retention,
     vault,
-    upstreamCredentials: new UpstreamCredentials({
-      storage,
-      logger,
-      servers: perUserServersFromConfig(config),
-      ...(vaultKey ? { masterKey: vaultKey } : {}),
-      ...(config.billing.previousVaultKeys ? { previousKeys: config.billing.previousVaultKeys } : {}),
-    }),
+    upstreamCredentials,
     ai,
     rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
     security,
     keys,
+    gateway,
     router,
     health,
     // The one point where every entry point's credential is recognised: API keys never reach the

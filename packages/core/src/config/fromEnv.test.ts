@@ -42,3 +42,21 @@ describe('the environment-variable table', () => {
     expect(rows).toEqual(ENV_VARIABLES.map((v) => `| \`${v.name}\` | ${v.description} |`));
   });
 });
+
+describe('expandMcpServerVariables', () => {
+  it('expands ${VAR} and ${VAR:-default} in a pasted .mcp.json, and names an unset variable', async () => {
+    const { expandMcpServerVariables } = await import('./fromEnv.js');
+    const config = {
+      mcpServers: {
+        docs: { type: 'http', url: 'https://${HOST}/mcp', headers: { Authorization: 'Bearer ${TOKEN}' } },
+        fs: { command: 'npx', args: ['-y', 'server', '${ROOT:-/srv}'], env: { LOG: '${LEVEL}' } },
+      },
+    } as never;
+    const ok = expandMcpServerVariables(config, { HOST: 'mcp.example.com', TOKEN: 't0k', LEVEL: 'debug' });
+    expect(ok.problems).toEqual([]);
+    expect(ok.config).toMatchObject({ mcpServers: { docs: { url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer t0k' } }, fs: { args: ['-y', 'server', '/srv'], env: { LOG: 'debug' } } } });
+    const missing = expandMcpServerVariables(config, { HOST: 'h' });
+    expect(missing.problems.map((p) => p.path)).toEqual(['mcpServers.docs.headers.Authorization', 'mcpServers.fs.env.LOG']);
+    expect(missing.problems[0]!.message).toMatch(/\$\{TOKEN\} is not set/);
+  });
+});

@@ -1,5 +1,6 @@
 import { ENV_VARIABLES } from './envVariables.js';
-import type { ConfigProblem } from './resolveConfig.js';
+import { expandVars } from './sections/mcpServers.js';
+import type { ConfigProblem } from './ConfigError.js';
 import type { ConfigInput } from './schema.js';
 
 type Env = Record<string, string | undefined>;
@@ -47,4 +48,37 @@ export function attributeToEnv(problems: ConfigProblem[], env: Env): ConfigProbl
     const from = set.find((v) => v.keys.some((key) => p.path === key || p.path.startsWith(key + '.')));
     return from ? { ...p, path: from.name } : p;
   });
+}
+
+/**
+ * `${VAR}` and `${VAR:-default}` in the config file's `mcpServers` (command, args, env, cwd, url,
+ * headers), as Claude Code expands a `.mcp.json`. Only the config file's servers: a server added
+ * through `gateway.addServer` is taken literally, or an administrator's API call could copy the
+ * server's environment into headers sent to a URL of their choosing. An unset variable without a
+ * default is a problem naming it (a silently empty credential would fail later and obscurely).
+ */
+export function expandMcpServerVariables(config: ConfigInput, env: Env): { config: ConfigInput; problems: ConfigProblem[] } {
+  const servers = (config as { mcpServers?: Record<string, Record<string, unknown>> }).mcpServers;
+  if (!servers || typeof servers !== 'object') return { config, problems: [] };
+  const problems: ConfigProblem[] = [];
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [name, server] of Object.entries(servers)) {
+    if (!server || typeof server !== 'object') {
+      out[name] = server;
+      continue;
+    }
+    const copy: Record<string, unknown> = { ...server };
+    const expand = (value: unknown, path: string): unknown =>
+      typeof value === 'string'
+        ? expandVars(value, env, (v) => problems.push({ path: `mcpServers.${name}.${path}`, message: `\${${v}} is not set (write \${${v}:-default} for a default)` }))
+        : value;
+    for (const key of ['command', 'cwd', 'url'] as const) if (key in copy) copy[key] = expand(copy[key], key);
+    if (Array.isArray(copy.args)) copy.args = copy.args.map((a, i) => expand(a, `args.${i}`));
+    for (const key of ['env', 'headers'] as const) {
+      const rec = copy[key];
+      if (rec && typeof rec === 'object') copy[key] = Object.fromEntries(Object.entries(rec).map(([k, v]) => [k, expand(v, `${key}.${k}`)]));
+    }
+    out[name] = copy;
+  }
+  return { config: { ...config, mcpServers: out } as ConfigInput, problems };
 }

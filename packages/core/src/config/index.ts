@@ -1,6 +1,6 @@
 export { ConfigSchema, defineConfig, type ConfigInput, type ResolvedConfig } from './schema.js';
 export { resolveConfig, checkConfig, isResolvedConfig, ConfigError, type ConfigProblem } from './resolveConfig.js';
-export { attributeToEnv, configFromEnv, mergeConfig } from './fromEnv.js';
+export { attributeToEnv, configFromEnv, expandMcpServerVariables, mergeConfig } from './fromEnv.js';
 export { ENV_VARIABLES, type EnvVariable } from './envVariables.js';
 export { redactConfig } from './redact.js';
 export { PROVIDER_IDS, NAMED_PROVIDER_TYPES, type ProviderId, type BuiltinProviderId, type ProviderConfig, type NamedProviderConfig, type NamedProviderType } from './sections/ai.js';

@@ -11,7 +11,7 @@ import { crossFieldProblems } from './authMode.js';
 import { resolveAuth } from './resolveAuth.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
 import { ResourcesSchema } from './sections/resources.js';
-import { McpServersSchema } from './sections/mcpServers.js';
+import { GatewaySchema, McpServersSchema } from './sections/mcpServers.js';
 import { BUILT_IN_NAMESPACES } from '../kernel/namespaces.js';
 
 /** A tRPC router; checked structurally so core does not depend on a router instance here. */
@@ -71,7 +71,9 @@ export const ConfigSchema = z
     alerts: AlertsSchema,
     apiKeys: ApiKeysSchema,
     resources: ResourcesSchema,
+    /** Upstream MCP servers the gateway fronts on /mcp, /trpc and /rpc (docs/mcp-gateway.md). */
     mcpServers: McpServersSchema,
+    gateway: GatewaySchema,
   })
   // A workspace:// resource must name a configured server workspace (clear error at start, not a 404 later).
   .check((ctx) => {

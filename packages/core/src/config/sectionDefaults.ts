@@ -84,6 +84,14 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     ],
     "credentials": false
   },
+  "gateway": {
+    "allowPrivateNetwork": false,
+    "allowHttp": false,
+    "maxResultBytes": 4194304,
+    "maxUserConnections": 200,
+    "userConnectionIdleMs": 300000,
+    "syncIntervalMs": 1000
+  },
   "jwt": {
     "clockToleranceSec": 30
   },

@@ -79,7 +79,7 @@ export function keyScopesOf(router: AnyRouter): ReadonlySet<string> {
  */
 function keyDecision(path: string, meta: ProcedureMeta | undefined, identity: Identity): AccessDecision {
   const access = keyAccessOf(path, meta);
-  if (access !== 'none' && !keyAllowsProcedure(identity.apiKey, path, toolNameOf(path, meta))) {
+  if (access !== 'none' && meta?.keyToolsRule !== 'byTool' && !keyAllowsProcedure(identity.apiKey, path, toolNameOf(path, meta))) {
     return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `this API key may not call ${path} (its tools rule)`, details: { reason: 'key_tool_not_allowed' } };
   }
   if (access === 'any') return ALLOWED;

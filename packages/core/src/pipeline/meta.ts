@@ -80,6 +80,12 @@ export interface ProcedureMeta {
    */
   writes?: true;
   /**
+   * `'byTool'`: an API key's `tools` rule names the tools this procedure reaches, not the
+   * procedure itself (the gateway's procedures: the rule is over `<server>__<tool>`), so the
+   * access policy leaves the rule to the procedure, which applies it to the tool its input names.
+   */
+  keyToolsRule?: 'byTool';
+  /**
    * Calls count against `mcp.rateLimiting.maxToolCalls` like tool calls, though the procedure is
    * not an MCP tool (ai.embed: an upstream call that costs like generateText).
    */

@@ -21,6 +21,7 @@ import type { AiService } from '../services/ai/AiService.js';
 import type { RateLimiter } from '../services/rateLimit/RateLimiter.js';
 import type { SecurityLog } from '../services/security/SecurityLog.js';
 import type { ApiKeyService } from '../services/apiKeys/ApiKeyService.js';
+import type { McpGateway } from '../services/gateway/McpGateway.js';
 
 /** A health probe of one dependency, for /health/ready and admin.healthCheck. */
 export type HealthProbe = () => Promise<{ ok: boolean; detail?: string }>;
@@ -74,6 +75,8 @@ export interface Runtime {
   readonly security: SecurityLog;
   /** API keys (`aib_…`): records, rules, and their verification (docs/api-keys.md). */
   readonly keys: ApiKeyService;
+  /** The MCP gateway: upstream MCP servers (mcpServers), their connections, permissions and calls (docs/mcp-gateway.md). */
+  readonly gateway: McpGateway;
   /** The application router (built-in namespaces plus customRouters). */
   readonly router: AnyRouter;
   /**

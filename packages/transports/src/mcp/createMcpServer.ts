@@ -79,7 +79,8 @@ export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: Re
   });
   const server = mcp.server;
   server.registerCapabilities({
-    tools: { listChanged: false },
+    // Upstream servers (the MCP gateway) can change their tools at run time.
+    tools: { listChanged: stateful && runtime.gateway.active },
     prompts: { listChanged: mode !== 'stateless' },
     resources: { subscribe: mode !== 'stateless', listChanged: mode !== 'stateless' },
     logging: {},
@@ -98,10 +99,12 @@ export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: Re
   const stopResources = registerResources(server, deps, state);
   const roots = startRootsSync(server, deps);
   const stopPrompts = stateful ? runtime.prompts.onListChanged(() => void server.sendPromptListChanged().catch(() => undefined)) : () => undefined;
+  const stopGateway = stateful && runtime.gateway.active ? runtime.gateway.onChange(() => void server.sendToolListChanged().catch(() => undefined)) : () => undefined;
 
   server.onclose = () => {
     stopResources();
     stopPrompts();
+    stopGateway();
     roots.close();
   };
   return { mcp, server, roots, state };

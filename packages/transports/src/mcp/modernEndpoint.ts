@@ -37,6 +37,7 @@ export class ModernEndpoint {
       runtime.prompts.onListChanged(() => notify.promptsChanged()),
       runtime.resources.onListChanged(() => notify.resourcesChanged()),
       runtime.resources.onUpdated((uri) => notify.resourceUpdated(uri)),
+      runtime.gateway.onChange(() => notify.toolsChanged()),
     ];
   }
 

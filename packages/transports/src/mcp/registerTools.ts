@@ -6,6 +6,7 @@ import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, typ
 import { withRequestRoots } from './requestRoots.js';
 import type { CatalogTool } from './toolCatalog.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
+import { callGatewayTool, isGatewayTool, listWithGateway } from './gatewayTools.js';
 
 /**
  * Tool results: text for every client, structuredContent when the tool declares an output schema.
@@ -70,10 +71,15 @@ export function taskRunner(deps: McpServerDeps, server: Server, ctx: ServerConte
  */
 export function registerTools(server: Server, deps: McpServerDeps, state: McpSessionState): void {
   const { runtime, catalog } = deps;
-  server.setRequestHandler('tools/list', () => catalog.listResult as never);
+  server.setRequestHandler('tools/list', (_request, ctx) => (runtime.gateway.active ? listWithGateway(deps, ctx) : catalog.listResult) as never);
 
   server.setRequestHandler('tools/call', async (request, ctx): Promise<never> => {
     const tool = catalog.byName.get(request.params.name);
+    if (!tool && isGatewayTool(deps, ctx, request.params.name)) {
+      const use = { kind: 'tool', name: request.params.name, args: request.params.arguments } as const;
+      const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
+      return (await counted(state, () => callGatewayTool(deps, request.params.name, request.params.arguments, callCtx))) as never;
+    }
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);
     // A long-running procedure is a task for a 2026-07-28 client that speaks the Tasks extension.
     const longRunning = deps.mode === 'modern' && deps.tasks ? longRunningOf(tool.meta) : undefined;

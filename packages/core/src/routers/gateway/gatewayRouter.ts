@@ -1,7 +1,82 @@
+import { z } from '../../lib/zod.js';
+import { once } from '../../lib/once.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import { MCP_SERVER_NAME, mcpServerSchema } from '../../config/sections/mcpServers.js';
+import { toolCallNeedsAuth } from '../../pipeline/accessPolicy.js';
 import { router } from '../../pipeline/init.js';
+import { adminProcedure, publicProcedure } from '../../pipeline/procedures.js';
+import { exposedName } from '../../services/gateway/gatewayAccess.js';
 import { credentialProcedures } from './credentialProcedures.js';
 
-/** The `gateway` namespace: upstream MCP servers behind our endpoint (docs/mcp-gateway.md). */
+const serverName = once(() => z.string().regex(MCP_SERVER_NAME, 'a server name: letters, digits, - and _ (no "__"), at most 40'));
+const ListToolsInput = z.lazy(() => z.object({ server: serverName().optional() }).default({}));
+const CallToolInput = z.lazy(() =>
+  z.object({
+    server: serverName(),
+    tool: z.string().min(1).max(200),
+    arguments: z.record(z.string(), z.unknown()).default({}),
+  }),
+);
+const AddServerInput = z.lazy(() => z.object({ name: serverName(), server: mcpServerSchema() }));
+const NameInput = z.lazy(() => z.object({ name: serverName() }));
+
+/**
+ * The MCP gateway on /trpc and /rpc (docs/mcp-gateway.md): the upstream servers' tools for apps
+ * and scripts without an MCP client. A caller sees and calls exactly what /mcp would show it:
+ * the same gateway service decides (server allowScopes/allowUsers, the server's tool rules, the
+ * API key's `tools` rule over `<server>__<tool>`). `keyToolsRule: 'byTool'`: the key's tools rule
+ * names upstream tools, so the gateway applies it to the tool named in the input.
+ */
 export const gatewayRouter = router({
+  // setCredentials, deleteCredentials, connect: each user's own credentials for perUser servers.
   ...credentialProcedures,
+
+  listServers: publicProcedure
+    .meta({ keyAccess: 'any', keyToolsRule: 'byTool', description: 'The upstream MCP servers you may use, with their health' })
+    .query(({ ctx }) => ({ servers: ctx.runtime.gateway.listServers(ctx.identity) })),
+
+  listTools: publicProcedure
+    .meta({ keyAccess: 'any', keyToolsRule: 'byTool', description: 'The upstream MCP tools you may call, named <server>__<tool>' })
+    .input(ListToolsInput)
+    .query(async ({ ctx, input }) => {
+      const tools = await ctx.runtime.gateway.listTools(ctx.identity);
+      return { tools: input.server ? tools.filter((t) => t.server === input.server) : tools };
+    }),
+
+  callTool: publicProcedure
+    .meta({ keyAccess: 'any', keyToolsRule: 'byTool', countsAsToolCall: true, description: 'Call an upstream MCP tool; the answer is its MCP tool result (content, structuredContent, isError)' })
+    .input(CallToolInput)
+    .mutation(async ({ ctx, input }) => {
+      const name = exposedName(input.server, input.tool);
+      // The same rule as our own MCP tools: requireAuthForToolsCall (unless the name is in publicTools).
+      if (!ctx.identity && toolCallNeedsAuth(ctx.runtime.config, undefined, name)) throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
+      const progress = ctx.mcp?.progress;
+      return ctx.runtime.gateway.callTool(
+        {
+          identity: ctx.identity,
+          ip: ctx.req.ip,
+          signal: ctx.req.signal,
+          ...(progress ? { onProgress: (p: number, total: number | undefined, message: string | undefined) => void progress(p, total, message).catch(() => undefined) } : {}),
+        },
+        name,
+        input.arguments,
+      );
+    }),
+
+  addServer: adminProcedure
+    .meta({ writes: true, description: 'Add (or replace) a remote MCP server (http or sse) on every instance; stdio servers come only from the config file' })
+    .input(AddServerInput)
+    .mutation(async ({ ctx, input }) => {
+      await ctx.runtime.gateway.addServer(input.name, input.server);
+      return { added: input.name };
+    }),
+
+  removeServer: adminProcedure
+    .meta({ writes: true, description: 'Remove a server added with addServer, on every instance' })
+    .input(NameInput)
+    .mutation(async ({ ctx, input }) => ({ removed: await ctx.runtime.gateway.removeServer(input.name) })),
+
+  serverStatus: adminProcedure
+    .meta({ description: 'Every upstream MCP server: connection state, last error, tools, calls, per-user connections, its stderr tail (untrusted text)' })
+    .query(({ ctx }) => ({ servers: ctx.runtime.gateway.status() })),
 });

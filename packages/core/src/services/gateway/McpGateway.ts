@@ -1,0 +1,370 @@
+import { randomUUID } from 'node:crypto';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/client';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Identity } from '../../kernel/identity.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { Storage } from '../../kernel/Storage.js';
+import type { Signals } from '../../kernel/Signals.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+import type { Metering } from '../metering/Metering.js';
+import { exposedName, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
+import { searchTools } from './toolSearch.js';
+import { UpstreamConnection, type CallOptions, type ConnectionState } from './UpstreamConnection.js';
+import { UserConnections } from './UserConnections.js';
+import { StoredServers } from './StoredServers.js';
+import { guardedUpstreamFetch, upstreamUrlProblem } from './guardUpstream.js';
+import { SEARCH_TOOLS, searchToolDefinitions, type GatewayTool } from './gatewayTools.js';
+
+/**
+ * Per-user credentials of `perUser` servers (the credentials part of the gateway: static headers
+ * in the vault, or OAuth tokens to the upstream). 'missing' and 'expired' reach the caller as a
+ * tool error with `message`, which says how to (re)connect.
+ */
+export interface GatewayCredentials {
+  resolve(req: { server: { name: string; url: string }; userId: string }): Promise<{ kind: 'headers'; headers: Record<string, string> } | { kind: 'missing' | 'expired'; message: string }>;
+}
+
+export interface McpGatewayOptions {
+  config: ResolvedConfig;
+  logger: Logger;
+  /** Where servers added at run time live (every instance reads them). */
+  storage: Storage;
+  /** Announces servers added or removed to the other instances. */
+  signals: Signals;
+  /** Read the stored servers this often as well (a shared store without shared signals); undefined: signals only. */
+  pollMs?: number;
+  metering: Metering;
+  credentials?: GatewayCredentials;
+  /** A call finished: statistics and metrics per configured server name. */
+  onCall?: (server: string, outcome: 'ok' | 'tool_error' | 'error', seconds: number) => void;
+}
+
+export interface ServerEntry {
+  name: string;
+  config: McpServerConfig;
+  source: 'config' | 'api';
+  /** The shared connection (servers that are not perUser). */
+  shared: UpstreamConnection | undefined;
+}
+
+/** What a server looks like on a status page (administrators) or a listing (callers). */
+export interface ServerStatus {
+  name: string;
+  type: McpServerConfig['type'];
+  source: 'config' | 'api';
+  enabled: boolean;
+  perUser: boolean;
+  expose: 'tools' | 'search';
+  state: ConnectionState['kind'];
+  error?: string;
+  tools: number;
+}
+
+/** A caller's call of an upstream tool, as every entry point gives it. */
+export interface GatewayCall extends CallOptions {
+  identity: Identity | null;
+  ip?: string;
+}
+
+/**
+ * The MCP gateway (docs/mcp-gateway.md): the upstream MCP servers of `mcpServers` and those
+ * added at run time, their connections (shared, or one per user for `perUser` servers), what
+ * each caller may see of them, and their calls, metered like AI calls when priced. Entry points
+ * (/mcp, gateway.* on /trpc and /rpc) only ask it; it never knows which one did.
+ */
+export class McpGateway {
+  private readonly servers = new Map<string, ServerEntry>();
+  private readonly users: UserConnections;
+  private readonly stored: StoredServers;
+  private readonly listeners = new Set<() => void>();
+  private readonly fetch: typeof fetch | undefined;
+
+  constructor(private readonly opts: McpGatewayOptions) {
+    const g = opts.config.gateway;
+    this.users = new UserConnections(g.maxUserConnections, g.userConnectionIdleMs);
+    this.stored = new StoredServers(opts.storage, opts.signals, opts.pollMs, (servers) => this.applyStored(servers), opts.logger);
+    this.fetch = guardedUpstreamFetch(g);
+    for (const [name, server] of Object.entries(opts.config.mcpServers)) this.add(name, server, 'config');
+  }
+
+  /** Any upstream server configured or added: the entry points consult the gateway only then. */
+  get active(): boolean {
+    return this.servers.size > 0;
+  }
+
+  /** Start shared connections and the sync of servers added at run time. */
+  start(): void {
+    for (const entry of this.servers.values()) void entry.shared?.ready().catch(() => undefined);
+    this.stored.start();
+  }
+
+  async close(): Promise<void> {
+    clearTimeout(this.changeTimer);
+    this.stored.stop();
+    await Promise.all([...this.servers.values()].map((e) => e.shared?.close()));
+    await this.users.closeAll();
+  }
+
+  /** Called when any server's tools, prompts or resources may have changed (list_changed, connect, loss, add/remove). */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private changeTimer: NodeJS.Timeout | undefined;
+
+  /** Listeners hear of changes at most every 50 ms (a reconnect and its relisting are one change to a client). */
+  private changed(): void {
+    if (this.changeTimer) return;
+    this.changeTimer = setTimeout(() => {
+      this.changeTimer = undefined;
+      for (const fn of this.listeners) fn();
+    }, 50);
+    this.changeTimer.unref();
+  }
+
+  private add(name: string, config: McpServerConfig, source: 'config' | 'api'): void {
+    const shared = config.enabled && !config.perUser ? this.connection(name, config, config.type === 'stdio' ? {} : config.headers, 'eager') : undefined;
+    this.servers.set(name, { name, config, source, shared });
+  }
+
+  private connection(name: string, server: McpServerConfig, headers: Record<string, string>, reconnect: 'eager' | 'onUse'): UpstreamConnection {
+    return new UpstreamConnection({
+      name,
+      server,
+      headers,
+      logger: this.opts.logger,
+      maxResultBytes: this.opts.config.gateway.maxResultBytes,
+      // A server's own allowPrivateNetwork (config file only) lifts the guard for it alone.
+      ...(this.fetch && !(server.type !== 'stdio' && server.allowPrivateNetwork) ? { fetch: this.fetch } : {}),
+      onChange: () => this.changed(),
+      reconnect,
+    });
+  }
+
+  /** Servers added through gateway.addServer, as the store has them now (every instance). */
+  private applyStored(stored: ReadonlyMap<string, McpServerConfig>): void {
+    let changed = false;
+    for (const [name, entry] of this.servers) {
+      if (entry.source !== 'api') continue;
+      const now = stored.get(name);
+      if (now && JSON.stringify(now) === JSON.stringify(entry.config)) continue;
+      this.servers.delete(name);
+      void entry.shared?.close();
+      void this.users.closeServer(name);
+      changed = true;
+    }
+    for (const [name, config] of stored) {
+      if (this.servers.has(name)) continue;
+      this.add(name, config, 'api');
+      void this.servers.get(name)!.shared?.ready().catch(() => undefined);
+      changed = true;
+    }
+    if (changed) this.changed();
+  }
+
+  /** gateway.addServer: a remote server, stored for every instance. Stdio never comes from an API (it would run a command). */
+  async addServer(name: string, config: McpServerConfig): Promise<void> {
+    if (config.type === 'stdio') throw new CoreError('FORBIDDEN', 'stdio servers come only from the config file: adding one through an API would let a caller run a command');
+    const configured = this.servers.get(name);
+    if (configured?.source === 'config') throw new CoreError('CONFLICT', `MCP server "${name}" is in the config file; change it there`);
+    if (config.allowPrivateNetwork && !this.opts.config.gateway.allowPrivateNetwork) {
+      throw new CoreError('FORBIDDEN', `MCP server "${name}": allowPrivateNetwork can be set in the config file only (or gateway.allowPrivateNetwork for every upstream)`, { details: { reason: 'ssrf_blocked' } });
+    }
+    const problem = upstreamUrlProblem(config.url, this.opts.config.gateway);
+    if (problem) throw new CoreError('BAD_REQUEST', `MCP server "${name}": ${problem}`, { details: { reason: 'ssrf_blocked' } });
+    await this.stored.put(name, config);
+  }
+
+  async removeServer(name: string): Promise<boolean> {
+    if (this.servers.get(name)?.source === 'config') throw new CoreError('CONFLICT', `MCP server "${name}" is in the config file; remove it there`);
+    return this.stored.remove(name);
+  }
+
+  /** Every server with its health (administrators: gateway.serverStatus, the console). */
+  status(): Array<ServerStatus & { stderr?: string; pid?: number | null; calls: number; errors: number; userConnections: number; description?: string }> {
+    return [...this.servers.values()].map((e) => ({
+      ...this.summary(e),
+      ...(e.shared ? { pid: e.shared.pid, calls: e.shared.counts.calls, errors: e.shared.counts.errors, ...(e.shared.stderrTail ? { stderr: e.shared.stderrTail } : {}) } : { calls: 0, errors: 0 }),
+      userConnections: this.users.countFor(e.name),
+      ...(e.config.description ? { description: e.config.description } : {}),
+    }));
+  }
+
+  private summary(e: ServerEntry): ServerStatus {
+    const state = e.shared?.state ?? { kind: e.config.enabled ? ('idle' as const) : ('idle' as const) };
+    return {
+      name: e.name,
+      type: e.config.type,
+      source: e.source,
+      enabled: e.config.enabled,
+      perUser: e.config.perUser,
+      expose: e.config.expose,
+      state: state.kind,
+      ...(state.kind === 'failed' ? { error: state.error } : {}),
+      tools: e.shared?.lists.tools.length ?? 0,
+    };
+  }
+
+  /** The servers this caller may use (gateway.listServers). */
+  listServers(identity: Identity | null): ServerStatus[] {
+    return [...this.servers.values()].filter((e) => serverAllows(e.config, identity)).map((e) => this.summary(e));
+  }
+
+  /** The connection serving `identity` on `entry`: the shared one, or the user's own (perUser), opened with their credentials. */
+  private async connectionFor(entry: ServerEntry, identity: Identity | null): Promise<UpstreamConnection> {
+    if (entry.shared) return entry.shared;
+    const config = entry.config;
+    if (config.type === 'stdio') throw new CoreError('INTERNAL', 'a perUser stdio server');
+    if (!identity) throw new CoreError('UNAUTHORIZED', `MCP server "${entry.name}" needs each user's own credentials: sign in first`);
+    if (!this.opts.credentials) {
+      throw new CoreError('FORBIDDEN', `MCP server "${entry.name}" needs your own credentials, and this server stores none yet (gateway.setCredentials is not available)`, { details: { reason: 'credentials_missing', server: entry.name } });
+    }
+    const creds = await this.opts.credentials.resolve({ server: { name: entry.name, url: config.url }, userId: identity.sub });
+    if (creds.kind !== 'headers') throw new CoreError('FORBIDDEN', creds.message, { details: { reason: `credentials_${creds.kind}`, server: entry.name } });
+    // Shared headers first, the user's over them; a change of credentials opens a new connection.
+    const headers = { ...config.headers, ...creds.headers };
+    return this.users.get(entry.name, identity.sub, headers, () => this.connection(entry.name, config, headers, 'onUse'));
+  }
+
+  /**
+   * The tools this caller sees: each allowed server's tools under `<server>__<tool>`, minus the
+   * server's deny rules and what the caller's API key does not name; servers exposed as 'search'
+   * contribute search_tools and call_tool instead. Per-user servers are listed once the user's
+   * connection is open (their lists depend on the credentials).
+   */
+  async listTools(identity: Identity | null): Promise<GatewayTool[]> {
+    const out: GatewayTool[] = [];
+    let searchable = false;
+    for (const entry of this.servers.values()) {
+      if (!serverAllows(entry.config, identity)) continue;
+      const conn = entry.shared ?? (await this.connectionFor(entry, identity).then((c) => c.ready().then(() => c)).catch(() => undefined));
+      if (!conn) continue;
+      const tools = this.toolsOf(entry, conn, identity);
+      if (entry.config.expose === 'search') searchable ||= tools.length > 0;
+      else out.push(...tools);
+    }
+    if (searchable) out.push(...searchToolDefinitions().filter((t) => keyAllowsTool(identity, t.name)));
+    return out;
+  }
+
+  private toolsOf(entry: ServerEntry, conn: UpstreamConnection, identity: Identity | null): GatewayTool[] {
+    const out: GatewayTool[] = [];
+    for (const t of conn.lists.tools) {
+      const name = exposedName(entry.name, t.name);
+      if (!serverExposesTool(entry.config, t.name) || !keyAllowsTool(identity, name)) continue;
+      out.push({ ...t, name, server: entry.name, upstreamName: t.name } as GatewayTool);
+    }
+    return out;
+  }
+
+  /** search_tools: the best matches among the tools of 'search' servers this caller may use. */
+  async search(identity: Identity | null, query: string, limit: number): Promise<GatewayTool[]> {
+    const pool: GatewayTool[] = [];
+    for (const entry of this.servers.values()) {
+      if (entry.config.expose !== 'search' || !serverAllows(entry.config, identity)) continue;
+      const conn = await this.connectionFor(entry, identity).catch(() => undefined);
+      if (!conn) continue;
+      await conn.ready().catch(() => undefined);
+      pool.push(...this.toolsOf(entry, conn, identity));
+    }
+    return searchTools(pool, query, limit);
+  }
+
+  /** Is `name` an upstream tool (or search_tools / call_tool) this caller may call? Anything else is answered like an unknown tool. */
+  resolveTool(identity: Identity | null, name: string): { server: ServerEntry; tool: string } | 'search' | undefined {
+    if (SEARCH_TOOLS.has(name)) return [...this.servers.values()].some((e) => e.config.expose === 'search' && serverAllows(e.config, identity)) && keyAllowsTool(identity, name) ? 'search' : undefined;
+    const parts = splitExposedName(name);
+    const entry = parts && this.servers.get(parts.server);
+    if (!parts || !entry || !serverAllows(entry.config, identity)) return undefined;
+    if (!serverExposesTool(entry.config, parts.name) || !keyAllowsTool(identity, name)) return undefined;
+    return { server: entry, tool: parts.name };
+  }
+
+  /**
+   * Call an upstream tool by the name clients see. Unknown and forbidden tools fail alike
+   * (NOT_FOUND "unknown tool"), so a caller learns nothing of tools it may not use. A priced tool
+   * is held before the call and settled after a successful one (a failed call, or a tool error,
+   * costs nothing), through the same billing entry as AI calls.
+   */
+  async callTool(call: GatewayCall, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    const target = this.resolveTool(call.identity, name);
+    if (target === 'search') return this.callSearchTool(call, name, args);
+    if (!target) throw unknownTool(name);
+    const { server, tool } = target;
+    // An upstream that lists the tool no more (or never did) is not asked.
+    const conn = await this.connectionFor(server, call.identity);
+    await conn.ready();
+    if (!conn.lists.tools.some((t) => t.name === tool)) throw unknownTool(name);
+    const price = server.config.pricing.tools[tool] ?? server.config.pricing.tokensPerCall;
+    const started = performance.now();
+    const hold = price > 0 ? await this.opts.metering.hold({ identity: call.identity, ...(call.ip ? { ip: call.ip } : {}), requestId: randomUUID(), provider: `mcp:${server.name}`, estimatedTokens: price, byokAllowed: false, serverPays: true }) : undefined;
+    let result: CallToolResult;
+    try {
+      result = await conn.callTool(tool, args, call);
+    } catch (err) {
+      await hold?.release('mcp tool call failed');
+      this.opts.onCall?.(server.name, 'error', (performance.now() - started) / 1000);
+      throw err;
+    }
+    if (result.isError) await hold?.release('mcp tool answered an error');
+    else await hold?.settle({ tokensUsed: price, provider: `mcp:${server.name}`, model: tool, metadata: { type: 'mcp_tool', name } });
+    this.opts.onCall?.(server.name, result.isError ? 'tool_error' : 'ok', (performance.now() - started) / 1000);
+    return result;
+  }
+
+  private async callSearchTool(call: GatewayCall, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    if (name === 'search_tools') {
+      const query = typeof args.query === 'string' ? args.query : '';
+      const limit = typeof args.limit === 'number' && args.limit > 0 ? Math.min(Math.floor(args.limit), 50) : 10;
+      const found = await this.search(call.identity, query, limit);
+      const tools = found.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
+      return { content: [{ type: 'text', text: JSON.stringify({ tools }) }], structuredContent: { tools } };
+    }
+    const target = typeof args.name === 'string' ? this.resolveTool(call.identity, args.name) : undefined;
+    // call_tool reaches only the tools search_tools can find: those of 'search' servers.
+    if (!target || target === 'search' || target.server.config.expose !== 'search') throw unknownTool(typeof args.name === 'string' ? args.name : '');
+    const inner = args.arguments;
+    return this.callTool(call, args.name as string, inner && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {});
+  }
+
+  /** Upstream prompts under `<server>__<prompt>`, for the servers this caller may use (shared connections only). */
+  listPrompts(identity: Identity | null): Array<{ name: string; description?: string; arguments?: unknown[] }> {
+    const out: Array<{ name: string; description?: string; arguments?: unknown[] }> = [];
+    for (const e of this.servers.values()) {
+      if (!e.shared || !serverAllows(e.config, identity)) continue;
+      for (const p of e.shared.lists.prompts) out.push({ ...p, name: exposedName(e.name, p.name) });
+    }
+    return out;
+  }
+
+  async getPrompt(identity: Identity | null, name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult | undefined> {
+    const parts = splitExposedName(name);
+    const e = parts && this.servers.get(parts.server);
+    if (!parts || !e?.shared || !serverAllows(e.config, identity) || !e.shared.lists.prompts.some((p) => p.name === parts.name)) return undefined;
+    return e.shared.getPrompt(parts.name, args, signal);
+  }
+
+  /** Upstream resources keep their own URIs (they are the upstream's names); the server they came from is remembered for reads. */
+  listResources(identity: Identity | null): Array<{ uri: string; name: string; server: string; [k: string]: unknown }> {
+    const out: Array<{ uri: string; name: string; server: string }> = [];
+    for (const e of this.servers.values()) {
+      if (!e.shared || !serverAllows(e.config, identity)) continue;
+      for (const r of e.shared.lists.resources) out.push({ ...r, server: e.name });
+    }
+    return out;
+  }
+
+  async readResource(identity: Identity | null, uri: string, signal?: AbortSignal): Promise<ReadResourceResult | undefined> {
+    for (const e of this.servers.values()) {
+      if (!e.shared || !serverAllows(e.config, identity) || !e.shared.lists.resources.some((r) => r.uri === uri)) continue;
+      return e.shared.readResource(uri, signal);
+    }
+    return undefined;
+  }
+}
+
+export function unknownTool(name: string): CoreError {
+  return new CoreError('NOT_FOUND', `unknown tool: ${name.slice(0, 200)}`, { details: { reason: 'unknown_tool' } });
+}

@@ -1,0 +1,226 @@
+import type { CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool } from '@modelcontextprotocol/client';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Logger } from '../../kernel/Logger.js';
+import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+import { openUpstream, type OpenedUpstream } from './openUpstream.js';
+
+/** What an upstream offers, as last listed (refreshed on its list_changed notifications). */
+export interface UpstreamLists {
+  tools: Tool[];
+  prompts: Prompt[];
+  resources: Resource[];
+}
+
+export type ConnectionState =
+  | { kind: 'idle' }
+  | { kind: 'connecting' }
+  | { kind: 'ready'; since: number }
+  | { kind: 'failed'; error: string; retryAt: number; failures: number };
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  onProgress?: (progress: number, total: number | undefined, message: string | undefined) => void;
+}
+
+export interface UpstreamConnectionOptions {
+  name: string;
+  server: McpServerConfig;
+  headers: Record<string, string>;
+  logger: Logger;
+  maxResultBytes: number;
+  fetch?: typeof fetch;
+  /** Anything this connection offers changed (connected, lost, list_changed). */
+  onChange: () => void;
+  /** Reconnect by itself after a loss (shared connections); per-user ones reconnect on their next use. */
+  reconnect: 'eager' | 'onUse';
+}
+
+const BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000, 30_000];
+const EMPTY: UpstreamLists = { tools: [], prompts: [], resources: [] };
+
+/** An SDK error code for a timed-out request (SdkErrorCode.RequestTimeout). */
+const isTimeout = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'REQUEST_TIMEOUT' || /timed? ?out/i.test((err as Error | null)?.message ?? '');
+
+/**
+ * One client connection to one upstream (shared, or one user's). Connects on first use or at
+ * start, keeps the upstream's lists, and recovers: when the process dies or the HTTP session is
+ * lost, calls fail at once with a clear error while it waits out a backoff (250 ms doubling to
+ * 30 s), then it connects again (a new stdio process, a new HTTP session). Calls are bounded by
+ * the server's `timeoutMs` and results by `gateway.maxResultBytes`.
+ */
+export class UpstreamConnection {
+  private opened: OpenedUpstream | undefined;
+  private connecting: Promise<OpenedUpstream> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  state: ConnectionState = { kind: 'idle' };
+  lists: UpstreamLists = EMPTY;
+  lastUsed = Date.now();
+  /** Calls answered and failed since start, for status pages. */
+  readonly counts = { calls: 0, errors: 0 };
+
+  constructor(private readonly opts: UpstreamConnectionOptions) {}
+
+  get pid(): number | null {
+    return this.opened?.pid ?? null;
+  }
+
+  get stderrTail(): string {
+    return this.opened?.stderrTail() ?? '';
+  }
+
+  private get timeoutMs(): number {
+    return this.opts.server.timeoutMs;
+  }
+
+  /** The open client, connecting first if needed; fails fast while a failed connection waits out its backoff. */
+  async ready(): Promise<OpenedUpstream> {
+    this.lastUsed = Date.now();
+    if (this.opened) return this.opened;
+    if (this.closed) throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" was removed`);
+    const s = this.state;
+    if (s.kind === 'failed' && Date.now() < s.retryAt && !this.connecting) {
+      throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" is unavailable (${s.error}); retrying in ${Math.ceil((s.retryAt - Date.now()) / 1000)} s`, { details: { reason: 'upstream_unavailable', server: this.opts.name } });
+    }
+    this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async connect(): Promise<OpenedUpstream> {
+    const failures = this.state.kind === 'failed' ? this.state.failures : 0;
+    this.state = { kind: 'connecting' };
+    let opened: OpenedUpstream | undefined;
+    try {
+      opened = await openUpstream(this.opts.server, {
+        headers: this.opts.headers,
+        timeoutMs: this.timeoutMs,
+        maxResultBytes: this.opts.maxResultBytes,
+        ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
+        onClose: () => this.lost(opened, 'the connection closed'),
+        onListChanged: (kind) => void this.refresh(kind),
+      });
+      if (this.closed) {
+        await opened.client.close().catch(() => undefined);
+        throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" was removed`);
+      }
+      this.opened = opened;
+      this.lists = await this.listAll(opened);
+      this.state = { kind: 'ready', since: Date.now() };
+      this.opts.logger.info('MCP upstream connected', { server: this.opts.name, tools: this.lists.tools.length });
+      this.opts.onChange();
+      return opened;
+    } catch (err) {
+      if (opened && this.opened === opened) this.opened = undefined;
+      await opened?.client.close().catch(() => undefined);
+      const message = describe(err, this.timeoutMs);
+      this.fail(message, failures + 1);
+      throw new CoreError(isTimeout(err) ? 'UPSTREAM_TIMEOUT' : 'UNAVAILABLE', `MCP server "${this.opts.name}" is unavailable (${message})`, { details: { reason: 'upstream_unavailable', server: this.opts.name } });
+    }
+  }
+
+  private fail(error: string, failures: number): void {
+    const wait = BACKOFF_MS[Math.min(failures - 1, BACKOFF_MS.length - 1)]!;
+    this.state = { kind: 'failed', error, retryAt: Date.now() + wait, failures };
+    this.opts.logger.warn('MCP upstream unavailable', { server: this.opts.name, error, retryInMs: wait });
+    if (this.opts.reconnect === 'eager' && !this.closed) {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => void this.ready().catch(() => undefined), wait);
+      this.timer.unref();
+    }
+  }
+
+  /** The connection `opened` went away (process exit, session lost): forget it and recover. */
+  private lost(opened: OpenedUpstream | undefined, why: string): void {
+    if (!opened || this.opened !== opened || this.closed) return;
+    this.opened = undefined;
+    // Its tools stay listed (calls fail fast until it is back): the lists did not change.
+    this.fail(why, 1);
+  }
+
+  private async listAll(opened: OpenedUpstream): Promise<UpstreamLists> {
+    const caps = opened.client.getServerCapabilities() ?? {};
+    const opts = { timeout: this.timeoutMs };
+    const [tools, prompts, resources] = await Promise.all([
+      caps.tools ? opened.client.listTools(undefined, opts).then((r) => r.tools) : [],
+      caps.prompts ? opened.client.listPrompts(undefined, opts).then((r) => r.prompts).catch(() => []) : [],
+      caps.resources ? opened.client.listResources(undefined, opts).then((r) => r.resources).catch(() => []) : [],
+    ]);
+    return { tools, prompts, resources };
+  }
+
+  private async refresh(kind: 'tools' | 'prompts' | 'resources'): Promise<void> {
+    const opened = this.opened;
+    if (!opened) return;
+    try {
+      const opts = { timeout: this.timeoutMs, cacheMode: 'refresh' as const };
+      if (kind === 'tools') this.lists = { ...this.lists, tools: (await opened.client.listTools(undefined, opts)).tools };
+      if (kind === 'prompts') this.lists = { ...this.lists, prompts: (await opened.client.listPrompts(undefined, opts)).prompts };
+      if (kind === 'resources') this.lists = { ...this.lists, resources: (await opened.client.listResources(undefined, opts)).resources };
+      this.opts.onChange();
+    } catch (err) {
+      this.opts.logger.debug('MCP upstream list refresh failed', { server: this.opts.name, kind, error: describe(err, this.timeoutMs) });
+    }
+  }
+
+  /** Run `fn` on the open client, bounded by timeoutMs; failures become CoreErrors naming the server (never its answer's text when it is garbage). */
+  private async run<T>(what: string, fn: (o: OpenedUpstream) => Promise<T>): Promise<T> {
+    const opened = await this.ready();
+    this.counts.calls++;
+    try {
+      const result = await fn(opened);
+      const size = JSON.stringify(result ?? null).length;
+      if (size > this.opts.maxResultBytes) {
+        throw new CoreError('PAYLOAD_TOO_LARGE', `MCP server "${this.opts.name}" answered ${what} with ${size} bytes, more than gateway.maxResultBytes (${this.opts.maxResultBytes})`, { details: { reason: 'upstream_result_too_large', server: this.opts.name } });
+      }
+      return result;
+    } catch (err) {
+      this.counts.errors++;
+      if (err instanceof CoreError) throw err;
+      if ((err as { name?: string } | null)?.name === 'AbortError') throw new CoreError('CANCELLED', 'request cancelled');
+      if (isTimeout(err)) throw new CoreError('UPSTREAM_TIMEOUT', `MCP server "${this.opts.name}" did not answer ${what} within ${this.timeoutMs} ms`, { details: { reason: 'upstream_timeout', server: this.opts.name } });
+      // A protocol error the upstream sent (its message is its own, about its own tool): passed on, bounded.
+      const code = (err as { code?: unknown }).code;
+      const message = err instanceof Error ? err.message.slice(0, 500) : 'failed';
+      if (typeof code === 'number') throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused ${what}: ${message}`, { details: { reason: 'upstream_error', server: this.opts.name, upstreamCode: code } });
+      throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" failed on ${what}: ${message}`, { details: { reason: 'upstream_error', server: this.opts.name } });
+    }
+  }
+
+  callTool(name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallToolResult> {
+    return this.run(`tools/call ${name}`, async (o) => {
+      const result = await o.client.callTool(
+        { name, arguments: args },
+        {
+          timeout: this.timeoutMs,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.onProgress ? { onprogress: (p: { progress: number; total?: number; message?: string }) => opts.onProgress!(p.progress, p.total, p.message) } : {}),
+        },
+      );
+      return result as CallToolResult;
+    });
+  }
+
+  getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult> {
+    return this.run(`prompts/get ${name}`, (o) => o.client.getPrompt({ name, arguments: args }, { timeout: this.timeoutMs, ...(signal ? { signal } : {}) }));
+  }
+
+  readResource(uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+    return this.run('resources/read', (o) => o.client.readResource({ uri }, { timeout: this.timeoutMs, ...(signal ? { signal } : {}) }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    const opened = this.opened;
+    this.opened = undefined;
+    this.state = { kind: 'idle' };
+    await opened?.client.close().catch(() => undefined);
+  }
+}
+
+function describe(err: unknown, timeoutMs: number): string {
+  if (isTimeout(err)) return `no answer within ${timeoutMs} ms`;
+  if (err instanceof CoreError) return err.message;
+  const msg = err instanceof Error ? err.message : String(err);
+  return msg.replace(/\s+/g, ' ').slice(0, 300);
+}

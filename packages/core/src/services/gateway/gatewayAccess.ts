@@ -1,0 +1,57 @@
+import type Micromatch from 'micromatch';
+import { lazyRequire } from '../../lib/lazyRequire.js';
+import type { Identity } from '../../kernel/identity.js';
+import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+import { keyAllowsProcedure } from '../apiKeys/keyRules.js';
+
+const micromatch = lazyRequire<typeof Micromatch>('micromatch');
+
+/**
+ * How upstream names appear to clients: `<server>__<tool>` (and the same for prompts). Server
+ * names cannot contain `__` (config), so the first `__` splits a name unambiguously, and our own
+ * tool names never contain it, so nothing of ours is renamed or shadowed.
+ */
+export const NAME_SEPARATOR = '__';
+
+export function exposedName(server: string, name: string): string {
+  return `${server}${NAME_SEPARATOR}${name}`;
+}
+
+/** `<server>__<name>` → its parts, or undefined for a name that is not an upstream's. */
+export function splitExposedName(exposed: string): { server: string; name: string } | undefined {
+  const at = exposed.indexOf(NAME_SEPARATOR);
+  if (at <= 0) return undefined;
+  return { server: exposed.slice(0, at), name: exposed.slice(at + NAME_SEPARATOR.length) };
+}
+
+/**
+ * May this caller see and use this server at all? Per server `allowUsers` (subject ids, or
+ * e-mails the issuer verified) and `allowScopes` (any one of them); administrators always may.
+ * A server that restricts either is never visible to anonymous callers.
+ */
+export function serverAllows(server: McpServerConfig, identity: Identity | null): boolean {
+  if (!server.enabled) return false;
+  if (identity?.isAdmin) return true;
+  if (server.allowUsers) {
+    if (!identity) return false;
+    const email = identity.emailVerified ? identity.email?.toLowerCase() : undefined;
+    if (!server.allowUsers.some((u) => u === identity.sub || (email !== undefined && u.toLowerCase() === email))) return false;
+  }
+  if (server.allowScopes) {
+    if (!identity) return false;
+    if (!server.allowScopes.some((s) => identity.scopes.includes(s))) return false;
+  }
+  return true;
+}
+
+/** The server's own `tools: { allow, deny }` over the upstream's tool names. */
+export function serverExposesTool(server: McpServerConfig, tool: string): boolean {
+  const { allow, deny } = server.tools;
+  if (allow && !micromatch().isMatch(tool, [...allow])) return false;
+  return deny.length === 0 || !micromatch().isMatch(tool, [...deny]);
+}
+
+/** The caller's API key `tools` rule over the name as clients see it (`<server>__<tool>`). */
+export function keyAllowsTool(identity: Identity | null, exposed: string): boolean {
+  return keyAllowsProcedure(identity?.apiKey, exposed, exposed);
+}

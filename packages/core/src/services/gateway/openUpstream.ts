@@ -1,0 +1,121 @@
+import type { Client } from '@modelcontextprotocol/client';
+import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+
+/**
+ * The MCP SDK's v2 client (`@modelcontextprotocol/client`): the one client library with all three
+ * transports an `.mcp.json` names (stdio, Streamable HTTP in either revision, legacy SSE) and the
+ * same major version as the server /mcp runs on. It is an optional peer of core: loaded here, on
+ * the first connection to an upstream, so a server without `mcpServers` never loads it
+ * (docs/mcp-gateway.md "Installing").
+ */
+type ClientModule = typeof import('@modelcontextprotocol/client');
+type StdioModule = typeof import('@modelcontextprotocol/client/stdio');
+
+let clientModule: Promise<ClientModule> | undefined;
+let stdioModule: Promise<StdioModule> | undefined;
+
+const missing = (err: unknown): Error =>
+  new Error(`the MCP gateway needs @modelcontextprotocol/client (npm i @modelcontextprotocol/client@2): ${err instanceof Error ? err.message : String(err)}`);
+
+export function loadClientModule(): Promise<ClientModule> {
+  clientModule ??= import('@modelcontextprotocol/client').catch((err: unknown) => {
+    clientModule = undefined;
+    throw missing(err);
+  });
+  return clientModule;
+}
+
+function loadStdioModule(): Promise<StdioModule> {
+  stdioModule ??= import('@modelcontextprotocol/client/stdio').catch((err: unknown) => {
+    stdioModule = undefined;
+    throw missing(err);
+  });
+  return stdioModule;
+}
+
+/** What an open upstream connection gives its owner besides the client. */
+export interface OpenedUpstream {
+  client: Client;
+  /** The child's pid (stdio), for status pages and tests. */
+  pid: number | null;
+  /** The last bytes the child wrote to stderr (stdio): shown to administrators only. */
+  stderrTail: () => string;
+}
+
+export interface OpenOptions {
+  /** Headers of this connection (shared config headers, or a user's credentials merged over them). */
+  headers: Record<string, string>;
+  /** Called once when the connection closes for any reason (process exit, HTTP session gone). */
+  onClose: () => void;
+  /** list_changed from the upstream (tools, prompts or resources). */
+  onListChanged: (kind: 'tools' | 'prompts' | 'resources') => void;
+  timeoutMs: number;
+  maxResultBytes: number;
+  /** A fetch that refuses non-public addresses (remote servers), see guardUpstreamUrl. */
+  fetch?: typeof fetch;
+}
+
+const STDERR_TAIL = 2048;
+
+/**
+ * Open one client connection to `server`. The client declares no sampling, elicitation or roots
+ * capability: an upstream connection is shared by many callers (or by one user's many calls), so
+ * a server-to-client request could not be routed to the one caller it concerns; upstreams that
+ * need them answer their own "client does not support ..." tool error (docs/mcp-gateway.md).
+ */
+export async function openUpstream(server: McpServerConfig, opts: OpenOptions): Promise<OpenedUpstream> {
+  const { Client, StreamableHTTPClientTransport, SSEClientTransport } = await loadClientModule();
+  const client = new Client(
+    { name: 'ai-backend-gateway', version: '0.1.0' },
+    {
+      capabilities: {},
+      // A 2026-07-28 upstream is spoken to in its own revision; on stdio the probe would spawn a
+      // second process per connect, so stdio servers get the 2025 handshake every server accepts.
+      versionNegotiation: { mode: server.type === 'http' ? 'auto' : 'legacy', probe: { timeoutMs: opts.timeoutMs } },
+      listChanged: {
+        tools: { autoRefresh: false, onChanged: () => opts.onListChanged('tools') },
+        prompts: { autoRefresh: false, onChanged: () => opts.onListChanged('prompts') },
+        resources: { autoRefresh: false, onChanged: () => opts.onListChanged('resources') },
+      },
+    },
+  );
+  let tail = '';
+  let pid: () => number | null = () => null;
+  let transport;
+  if (server.type === 'stdio') {
+    const { StdioClientTransport, getDefaultEnvironment } = await loadStdioModule();
+    const stdio = new StdioClientTransport({
+      command: server.command,
+      args: server.args,
+      // The SDK's safe default set (PATH, HOME, ...) plus the configured variables: the gateway's own secrets are not inherited.
+      env: { ...getDefaultEnvironment(), ...server.env },
+      ...(server.cwd ? { cwd: server.cwd } : {}),
+      stderr: 'pipe',
+      maxBufferSize: opts.maxResultBytes + 64 * 1024,
+    });
+    stdio.stderr?.on('data', (chunk: Buffer) => {
+      tail = (tail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    pid = () => stdio.pid;
+    transport = stdio;
+  } else {
+    const url = new URL(server.url);
+    const init = { requestInit: { headers: opts.headers }, ...(opts.fetch ? { fetch: opts.fetch } : {}) };
+    transport = server.type === 'http' ? new StreamableHTTPClientTransport(url, init) : new SSEClientTransport(url, init);
+  }
+  let closed = false;
+  client.onclose = () => {
+    if (closed) return;
+    closed = true;
+    opts.onClose();
+  };
+  client.onerror = () => undefined;
+  try {
+    await client.connect(transport, { timeout: opts.timeoutMs });
+  } catch (err) {
+    closed = true;
+    await client.close().catch(() => undefined);
+    throw err;
+  }
+  return { client, pid: pid(), stderrTail: () => tail };
+}

@@ -1,0 +1,59 @@
+import { ProtocolError, ProtocolErrorCode, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
+import { invoke, logWireError, splitExposedName, toMcpToolError, toWireError, type Context, type Identity } from '@ai-backend/core/internal';
+import type { McpRequestFacts } from './callContext.js';
+import type { McpServerDeps } from './sessionState.js';
+
+/**
+ * The MCP gateway's one hook into /mcp (docs/mcp-gateway.md): upstream tools appear after ours in
+ * tools/list, and a tools/call of one runs the `gateway.callTool` procedure through core's invoke
+ * seam, with the call's own context (its signal: notifications/cancelled reaches the upstream;
+ * its progress: the upstream's progress reaches the client). A tool the caller may not use is
+ * absent from its list and its call is refused exactly like an unknown tool.
+ */
+export function identityOf(ctx: ServerContext): Identity | null {
+  return (ctx.http?.authInfo?.extra?.facts as McpRequestFacts | undefined)?.scope.identity ?? null;
+}
+
+/** Our tools, then the upstream tools this caller may use. */
+export async function listWithGateway(deps: McpServerDeps, ctx: ServerContext): Promise<{ tools: Array<Record<string, unknown>> }> {
+  const own = deps.catalog.listResult;
+  const gateway = deps.runtime.gateway;
+  if (!gateway.active) return own;
+  const upstream = await gateway.listTools(identityOf(ctx));
+  // Only what MCP defines goes out: never our bookkeeping fields (server, upstreamName).
+  const tools = upstream.map(({ server: _s, upstreamName: _u, ...t }) => t as Record<string, unknown>);
+  return { tools: [...own.tools, ...tools] };
+}
+
+/** Is `name` an upstream tool this caller may call? */
+export function isGatewayTool(deps: McpServerDeps, ctx: ServerContext, name: string): boolean {
+  const gateway = deps.runtime.gateway;
+  return gateway.active && gateway.resolveTool(identityOf(ctx), name) !== undefined;
+}
+
+/** tools/call of an upstream tool through the gateway.callTool procedure; its failures are tool errors the model can read. */
+export async function callGatewayTool(deps: McpServerDeps, name: string, args: Record<string, unknown> | undefined, callCtx: Context): Promise<CallToolResult> {
+  const parts = splitExposedName(name);
+  // search_tools / call_tool have no server prefix: they are the gateway's own.
+  const input = parts ? { server: parts.server, tool: parts.name, arguments: args ?? {} } : undefined;
+  if (!input) {
+    const r = await callCtx.runtime.gateway.callTool({ identity: callCtx.identity, ip: callCtx.req.ip, signal: callCtx.req.signal }, name, args ?? {}).then(
+      (data) => ({ ok: true as const, data }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    return r.ok ? r.data : failed(deps, r.error, name);
+  }
+  const result = await invoke(deps.runtime.router, 'gateway.callTool', input, callCtx);
+  if (result.ok) return result.data as CallToolResult;
+  return failed(deps, result.error, name);
+}
+
+function failed(deps: McpServerDeps, error: unknown, name: string): CallToolResult {
+  const wire = toWireError(error);
+  // An upstream tool that vanished between the check and the call is still an unknown tool.
+  if (wire.appCode === 'NOT_FOUND' && (wire.details as { reason?: string } | undefined)?.reason === 'unknown_tool') {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${name.slice(0, 200)}`);
+  }
+  logWireError(deps.runtime.logger, wire, { transport: 'mcp', path: 'gateway.callTool' });
+  return toMcpToolError(wire, { structuredContent: true }) as CallToolResult;
+}
