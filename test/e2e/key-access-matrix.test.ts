@@ -49,6 +49,8 @@ const KEY_ACCESS: Record<string, KeyAccess> = {
   'keys.get': A,
   // The MCP gateway: the key's tools rule applies to the upstream tool named in the input (docs/mcp-gateway.md).
   ...Object.fromEntries(['listServers', 'listTools', 'callTool'].map((p) => [`gateway.${p}`, A])),
+  // Each user's upstream credentials change the account: never through a key.
+  ...Object.fromEntries(['setCredentials', 'deleteCredentials', 'connect'].map((p) => [`gateway.${p}`, N])),
   ...Object.fromEntries(['create', 'update', 'revoke', 'rotate'].map((p) => [`keys.${p}`, N])),
 };
 
