@@ -253,6 +253,17 @@ describe('OAuth 2.1 to the upstream', () => {
     expect((refusedHeaders as { message: string }).message).toContain('gateway.setCredentials({ server: "keyed", headers })');
   }, 30_000);
 
+  it('deleteCredentials deletes an OAuth grant and revokes it at the authorization server', async () => {
+    await connectAs('ivy', 'ivy-at-upstream');
+    const before = (await resolved('ivy', 'secure')) as { headers: Record<string, string> };
+    expect(await whoami(oauthMcp.url, before.headers)).toBe('oauth:ivy-at-upstream');
+    const del = await rpc('ivy', 'gateway.deleteCredentials', { server: 'secure' });
+    expect(del.result).toEqual({ server: 'secure', deleted: true, revoked: true });
+    expect((await resolved('ivy', 'secure')).kind).toBe('missing');
+    // Revoking the refresh token ends the grant, so its access token is refused at once too.
+    await expect(whoami(oauthMcp.url, before.headers)).rejects.toThrow();
+  }, 30_000);
+
   it('tokens are never sent to another URL: after the server URL changes, resolve says expired', async () => {
     const moved = await runtime.upstreamCredentials.resolve({ server: { name: 'secure', url: keyMcp.url }, userId: 'alice' });
     expect(moved.kind).toBe('expired');
