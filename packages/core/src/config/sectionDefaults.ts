@@ -29,6 +29,7 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "validateTimeoutMs": 5000,
     "maxRetries": 0,
     "aliases": {},
+    "routes": {},
     "fallbacks": [],
     "retry": {
       "backoffMs": 100,

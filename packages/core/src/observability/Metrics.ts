@@ -66,6 +66,8 @@ export class Metrics {
   private upstreamRequests!: Counter<'provider' | 'model' | 'outcome'>;
   private upstreamSeconds!: Histogram<'provider' | 'model'>;
   private upstreamFallbacks!: Counter<'provider' | 'model'>;
+  private routeAttempts!: Counter<'route' | 'target' | 'outcome'>;
+  private cacheLookups!: Counter<'outcome'>;
   private tokens!: Counter<'provider' | 'model' | 'payer'>;
   private costUsd!: Counter<'provider' | 'model' | 'payer'>;
   private storageSeconds!: Histogram<'backend' | 'operation'>;
@@ -134,6 +136,9 @@ export class Metrics {
     this.upstreamRequests = new prom.Counter({ name: 'ai_backend_upstream_requests_total', help: 'HTTP calls to model providers by provider, model and outcome (2xx, 4xx, 429, 5xx, network, aborted)', labelNames: ['provider', 'model', 'outcome'], registers });
     this.upstreamSeconds = new prom.Histogram({ name: 'ai_backend_upstream_duration_seconds', help: 'Time to the response headers of a provider call', labelNames: ['provider', 'model'], buckets: UPSTREAM_BUCKETS, registers });
     this.upstreamFallbacks = new prom.Counter({ name: 'ai_backend_upstream_fallbacks_total', help: 'Calls that left a provider/model for a fallback, by the provider and model left', labelNames: ['provider', 'model'], registers });
+    // Route and target labels come from the config (ai.routes), never from a request.
+    this.routeAttempts = new prom.Counter({ name: 'ai_backend_route_attempts_total', help: 'Attempts on the targets of configured routes, by route, target (provider/model as configured) and outcome (ok, rate_limited, upstream_5xx, timeout, ...)', labelNames: ['route', 'target', 'outcome'], registers });
+    this.cacheLookups = new prom.Counter({ name: 'ai_backend_response_cache_total', help: 'Response cache lookups by outcome (hit, miss)', labelNames: ['outcome'], registers });
     this.tokens = new prom.Counter({ name: 'ai_backend_tokens_total', help: 'Tokens metered by provider, model and payer (platform: the server paid; byok: the caller\'s own key)', labelNames: ['provider', 'model', 'payer'], registers });
     this.costUsd = new prom.Counter({ name: 'ai_backend_cost_usd_total', help: 'Money cost of metered calls in USD from the pricing table, by provider, model and payer', labelNames: ['provider', 'model', 'payer'], registers });
     this.storageSeconds = new prom.Histogram({ name: 'ai_backend_storage_operation_duration_seconds', help: 'Storage operation latency by backend and operation', labelNames: ['backend', 'operation'], buckets: STORAGE_BUCKETS, registers });
@@ -182,6 +187,17 @@ export class Metrics {
   fallback(provider: string, model: string): void {
     if (!this.ready) return this.later(() => this.fallback(provider, model));
     this.upstreamFallbacks.labels(provider, this.models.value(model)).inc();
+  }
+
+  /** An attempt on a route target ended (labels from the config only: bounded). */
+  routeAttempt(route: string, target: string, outcome: string): void {
+    if (!this.ready) return this.later(() => this.routeAttempt(route, target, outcome));
+    this.inc(this.routeAttempts, `rt ${route} ${target} ${outcome}`, [route, target, outcome]).inc();
+  }
+
+  cacheLookup(outcome: 'hit' | 'miss'): void {
+    if (!this.ready) return this.later(() => this.cacheLookup(outcome));
+    this.inc(this.cacheLookups, `cache ${outcome}`, [outcome]).inc();
   }
 
   metered(provider: string, model: string, payer: Payer, tokens: number, costUsd: number | undefined): void {

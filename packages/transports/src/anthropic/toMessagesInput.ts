@@ -1,10 +1,9 @@
-import { CoreError, resolveModelRef, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
+import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
 import { PROVIDER_KEY_HEADER } from '../openai/toChatInput.js';
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
 const bad = (message: string, param?: string) => new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
-const BUILTINS = ['anthropic', 'openai', 'google', 'openrouter'];
 
 /** What /v1/messages hands to ai.generateText / ai.streamText, plus how to answer. */
 export interface MessagesRequest {
@@ -16,14 +15,12 @@ export interface MessagesRequest {
 
 /**
  * The `model` field → the procedures' provider + options.model, or a model reference for a named
- * provider. `bareProvider`: the provider of a bare model id that is neither a provider nor an
- * alias (on /v1/messages, `claude-sonnet-4-5` is Anthropic's, so Claude Code works unchanged).
+ * provider or a route (core's modelInputFields). `bareProvider`: the provider of a bare model id
+ * that no configured provider lists (on /v1/messages, `claude-…` is Anthropic's, so Claude Code
+ * works unchanged with ids newer than the registry).
  */
 export function modelFields(config: ResolvedConfig, ref: string, bareProvider?: string): { input: Record<string, unknown>; options: Record<string, unknown> } {
-  const bare = bareProvider !== undefined && !ref.includes('/') && !Object.hasOwn(config.ai.aliases, ref) && !BUILTINS.includes(ref) && !/^provider_[a-d]$/.test(ref) && !Object.hasOwn(config.ai.providers, ref);
-  const { provider, model } = resolveModelRef(config, bare ? `${bareProvider}/${ref}` : ref);
-  if (BUILTINS.includes(provider)) return { input: { provider }, options: model ? { model } : {} };
-  return { input: { model: model ? `${provider}/${model}` : provider }, options: {} };
+  return modelInputFields(config, ref, bareProvider === undefined ? {} : { bareProvider });
 }
 
 function blocks(content: unknown, param: string): Json[] {

@@ -30,7 +30,7 @@ export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>, strea
 
 type ModelEntry = { id: string; object: 'model'; created: number; owned_by: string };
 
-/** The models the caller may use: `provider/model` ids the server allows, plus the configured aliases (through the entry sequence). */
+/** The models the caller may use: `provider/model` ids the server allows, plus the configured aliases and routes (through the entry sequence). */
 function serveModels(c: HonoContext, runtime: Runtime, answer: (data: ModelEntry[]) => Response): Promise<Response> {
   return serveEntry(c, runtime, {
     transport: 'openai',
@@ -44,7 +44,8 @@ function serveModels(c: HonoContext, runtime: Runtime, answer: (data: ModelEntry
       const created = Math.floor(Date.now() / 1000);
       const byProvider = (result.data as { models: Record<string, string[]> }).models;
       const data = Object.entries(byProvider).flatMap(([provider, models]) => models.map((m): ModelEntry => ({ id: `${provider}/${m}`, object: 'model', created, owned_by: provider })));
-      for (const [alias, target] of Object.entries(runtime.config.ai.aliases)) data.push({ id: alias, object: 'model', created, owned_by: target.split('/')[0]! });
+      for (const [alias, target] of Object.entries(runtime.config.ai.aliases)) data.push({ id: alias, object: 'model', created, owned_by: target.includes('/') ? target.split('/')[0]! : 'route' });
+      for (const name of Object.keys(runtime.config.ai.routes)) data.push({ id: name, object: 'model', created, owned_by: 'route' });
       return answer(data);
     },
   });

@@ -1,4 +1,4 @@
-import { CoreError, resolveModelRef, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
+import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
 
 /** The BYOK header of the OpenAI-compatible endpoint: the caller's own provider key. */
 export const PROVIDER_KEY_HEADER = 'x-provider-api-key';
@@ -66,7 +66,7 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   if (rfIn !== undefined && rfIn !== null && !['text', 'json_object', 'json_schema'].includes(obj(rfIn)?.type as string)) {
     throw bad("response_format.type must be 'text', 'json_object' or 'json_schema'", 'response_format');
   }
-  const { provider, model } = resolveModelRef(config, b.model);
+  const fields = modelInputFields(config, b.model);
 
   // OpenAI tool messages name only the call id; the tool name comes from the assistant's call.
   const toolNames = new Map<string, string>();
@@ -113,11 +113,9 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
     }
   });
 
-  // The procedures' `provider` is the spec's enum of four; a named provider goes as a model reference.
-  const builtin = (['anthropic', 'openai', 'google', 'openrouter'] as string[]).includes(provider);
-  const input: Record<string, unknown> = builtin ? { provider, messages } : { model: model ? `${provider}/${model}` : provider, messages };
-  const options: Record<string, unknown> = {};
-  if (model && builtin) options.model = model;
+  // The procedures' `provider` is the spec's enum of four; a named provider or a route goes as a model reference.
+  const input: Record<string, unknown> = { ...fields.input, messages };
+  const options: Record<string, unknown> = { ...fields.options };
   const maxTokens = b.max_completion_tokens ?? b.max_tokens;
   if (maxTokens !== undefined && maxTokens !== null) options.maxTokens = maxTokens;
   if (b.temperature !== undefined && b.temperature !== null) options.temperature = b.temperature;

@@ -2,6 +2,7 @@ import { z } from '../../lib/zod.js';
 import { lazySection } from '../lazySection.js';
 import { DefaultBudgetSchema } from './budget.js';
 import { modelInfoSchema, PROVIDER_IDS, providersSchema, splitModelRef } from './aiProviders.js';
+import { MODEL_NAME, routesSchema } from './aiRoutes.js';
 
 export {
   PROVIDER_IDS,
@@ -74,7 +75,13 @@ export const AiSchema = lazySection('ai', () =>
        * Model aliases for the OpenAI-compatible endpoint's `model` field (and `options.model`
        * refs): alias → `provider/model`, e.g. `{ fast: 'openai/gpt-4.1-mini' }`.
        */
-      aliases: z.record(z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'alias names use letters, digits, _ . : -'), z.string().regex(/^[a-z][a-z0-9_-]*\/.+$/, 'an alias points at provider/model')).default({}),
+      aliases: z.record(z.string().regex(MODEL_NAME, 'alias names use letters, digits, _ . : -'), z.string().regex(/^(?:[a-z][a-z0-9_-]*\/.+|[A-Za-z0-9_.:-]{1,100})$/, 'an alias points at provider/model or a route')).default({}),
+      /**
+       * Routes: one public model name served by several deployments (`provider/model` targets),
+       * spread by a strategy, with cooldowns, retries and per-target rpm/tpm (docs/ai.md#routes).
+       */
+      routes: routesSchema(),
+
       /**
        * Targets tried in order when the requested one fails with 429, 5xx, a timeout or a
        * connection error (requests may send their own `fallbacks`): `provider/model` or an alias.
@@ -123,11 +130,17 @@ export const AiSchema = lazySection('ai', () =>
       for (const id of Object.keys(ai.models)) {
         if (!isId(id)) ctx.addIssue({ code: 'custom', path: ['models', id], message: `unknown provider "${id}"; configured: ${listed}` });
       }
+      const route = (ref: string) => Object.hasOwn(ai.routes, ref);
       for (const [alias, target] of Object.entries(ai.aliases)) {
-        if (!known(target)) ctx.addIssue({ code: 'custom', path: ['aliases', alias], message: `"${target}" must be provider/model with a provider among ${listed}` });
+        if (!known(target) && !route(target)) ctx.addIssue({ code: 'custom', path: ['aliases', alias], message: `"${target}" must be provider/model with a provider among ${listed}, or a route of ai.routes` });
+      }
+      for (const [name, r] of Object.entries(ai.routes)) {
+        r.targets.forEach((t, i) => {
+          if (!known(t.model)) ctx.addIssue({ code: 'custom', path: ['routes', name, 'targets', i, 'model'], message: `"${t.model}" must be provider/model with a provider among ${listed}` });
+        });
       }
       ai.fallbacks.forEach((ref, i) => {
-        if (!known(ref) && !Object.hasOwn(ai.aliases, ref)) ctx.addIssue({ code: 'custom', path: ['fallbacks', i], message: `"${ref}" must be provider/model, a provider (${listed}) or an alias from ai.aliases` });
+        if (!known(ref) && !Object.hasOwn(ai.aliases, ref) && !route(ref)) ctx.addIssue({ code: 'custom', path: ['fallbacks', i], message: `"${ref}" must be provider/model, a provider (${listed}), an alias from ai.aliases or a route of ai.routes` });
       });
     })
     // Resolved once: named providers that allow callers' own keys join byokProviders.

@@ -17,6 +17,8 @@ import type { StreamEvent } from './runStreamText.js';
 import { SystemPromptStore } from './SystemPromptStore.js';
 import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
 import { once } from '../../lib/once.js';
+import { Routing } from './routing/Routing.js';
+import type { RouteReport } from './routing/RouteStats.js';
 
 /** The call engine, loaded by the first AI call (callEngine.ts); one promise for every caller. */
 const loadEngine = once(() => import('./callEngine.js'));
@@ -93,6 +95,7 @@ export class AiService {
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
     this.breaker = opts.storage ? new CircuitBreaker(opts.storage, { ...opts.config.ai.circuitBreaker, trialMs: opts.config.ai.timeoutMs }, opts.logger) : undefined;
     const probeStorage = opts.shared ?? opts.storage;
+    this.routing = Object.keys(opts.config.ai.routes).length > 0 ? new Routing(opts.config, probeStorage, opts.logger, opts.metrics) : undefined;
     this.probe = probeStorage
       ? new RegistryProbe(opts.config.ai.healthProbe, {
           storage: probeStorage,
@@ -111,6 +114,8 @@ export class AiService {
   }
 
   private readonly breaker: CircuitBreaker | undefined;
+  /** Routes at call time (ai.routes); undefined without routes. */
+  private readonly routing: Routing | undefined;
   /** Active registry health (ai.healthProbe); undefined without storage. */
   readonly probe: RegistryProbe | undefined;
 
@@ -134,7 +139,13 @@ export class AiService {
       ...(this.breaker ? { breaker: this.breaker } : {}),
       ...(this.opts.metrics ? { metrics: this.opts.metrics } : {}),
       ...(this.opts.storedKey ? { storedKey: this.opts.storedKey } : {}),
+      ...(this.routing ? { routing: this.routing } : {}),
     };
+  }
+
+  /** Each route with its targets' share of calls, latency, errors, cooldown and rpm/tpm headroom (the console's Routes). */
+  async routes(): Promise<RouteReport[]> {
+    return this.routing ? this.routing.report() : [];
   }
 
   /**

@@ -2,6 +2,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { otel, tracingActive } from '../../observability/tracing.js';
 import type { Charge, Hold, UsageMetadata } from '../metering/Metering.js';
 import type { CallDeps, PreparedCall, TextCall } from './prepareCall.js';
+import type { RouteSlot } from './routing/RouteSlot.js';
 
 /** What the served target reported (or what the engine counted for it). */
 export interface CallUsage {
@@ -19,17 +20,19 @@ export type Pricing = (provider: ProviderId, model: string, usage: CallUsage) =>
  * (`ai_backend_tokens_total`, `ai_backend_cost_usd_total`, an API key's tokens).
  */
 export async function accountCall(
-  deps: Pick<CallDeps, 'metrics'>,
+  deps: Pick<CallDeps, 'metrics' | 'routing'>,
   hold: Hold,
   price: Pricing,
   call: Pick<TextCall, 'identity'>,
-  served: { provider: ProviderId; model: string; metadata?: UsageMetadata | undefined },
+  served: { provider: ProviderId; model: string; metadata?: UsageMetadata | undefined; route?: RouteSlot | undefined },
   usage: CallUsage,
 ): Promise<Charge> {
   const costUsd = price(served.provider, served.model, usage);
   const charge = await hold.settle({ tokensUsed: usage.tokensUsed, provider: served.provider, model: served.model, metadata: served.metadata ?? {}, ...(costUsd !== undefined ? { costUsd } : {}) });
   const [payer, tokens, cost] = 'tokenUsage' in charge ? (['platform', charge.tokenUsage.tokensUsed, costUsd] as const) : (['byok', charge.usageInfo.tokensUsed, charge.usageInfo.estimatedCostUsd] as const);
   const { metrics } = deps;
+  // A route target's tokens per minute, counted across instances (what the upstream reported).
+  if (served.route) void deps.routing?.used(served.route, usage.tokensUsed);
   if (metrics) {
     metrics.metered(served.provider, served.model, payer, tokens, cost);
     if (call.identity?.apiKey) metrics.apiKeyTokens(payer, tokens);

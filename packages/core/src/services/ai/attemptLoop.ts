@@ -3,6 +3,8 @@ import { CoreError } from '../../kernel/CoreError.js';
 import { isRetryable, readyTarget, type Attempt, type CallTarget } from './callTargets.js';
 import { failedUpstreamUrl, mapUpstreamError } from './mapUpstreamError.js';
 import type { CallDeps, TextCall } from './prepareCall.js';
+import { routeExhausted } from './routing/Routing.js';
+import type { RouteOutcome } from './routing/RouteSlot.js';
 
 /** What one attempt gets from the loop. */
 export interface AttemptContext {
@@ -74,8 +76,17 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
   let last: CoreError | undefined;
   for (const [i, planned] of targets.entries()) {
     const hasNext = i < targets.length - 1;
+    // A route target: skipped while it cools down or its rpm is used up; else counted in flight.
+    const routing = planned.route ? deps.routing : undefined;
+    const admitted = routing ? await routing.admit(planned) : 'pass';
+    if (admitted !== 'pass') {
+      attempts.push({ provider: planned.provider, model: planned.model, reason: admitted });
+      if (hasNext) metrics?.fallback(planned.provider, planned.model);
+      continue;
+    }
     const gate = many && breaker ? await breaker.admit(planned.provider) : 'pass';
     if (gate === 'skip') {
+      await routing?.release(planned);
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'circuit_open' });
       if (hasNext) metrics?.fallback(planned.provider, planned.model);
       continue;
@@ -85,9 +96,11 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     const t = await readyTarget(deps, planned, call);
     if (!t) {
       if (!verdict) await breaker?.endTrial(planned.provider);
+      await routing?.release(planned);
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
       continue;
     }
+    let outcome: RouteOutcome = { ok: false, reason: 'cancelled' };
     const ac = new AbortController();
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
@@ -120,6 +133,7 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     try {
       const value = yield* run(t, ctx);
       finished = true;
+      outcome = { ok: true };
       deps.record(t.provider, true, performance.now() - began);
       if (many) await breaker?.success(t.provider);
       verdict = true;
@@ -129,6 +143,7 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       const own = ownError(err);
       const error = own ?? (await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs, cancelled: call.signal.aborted, responsesApiSetting: deps.providers.responsesApiSetting(t.provider) }));
       const reason = String(error.details?.reason ?? error.appCode);
+      outcome = { ok: false, reason, retryAfterSeconds: typeof error.details?.retryAfterSeconds === 'number' ? error.details.retryAfterSeconds : undefined };
       if (!own) {
         deps.record(t.provider, false, performance.now() - began, reason);
         const url = await failedUpstreamUrl(err);
@@ -143,7 +158,8 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       last = error;
       if (hasNext) {
         metrics?.fallback(t.provider, t.model);
-        await sleep(backoff(deps, attempts.length), undefined, { signal: call.signal }).catch(() => undefined);
+        // Another deployment of the same route is tried at once: the one that failed is cooling down.
+        if (!(t.route && targets[i + 1]!.route)) await sleep(backoff(deps, attempts.length), undefined, { signal: call.signal }).catch(() => undefined);
         if (call.signal.aborted) throw error;
       }
     } finally {
@@ -152,12 +168,15 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       // The consumer stopped reading mid-attempt (return()): stop the upstream.
       if (!finished) ac.abort();
       if (!verdict) await breaker?.endTrial(t.provider);
+      await routing?.finished(t, outcome, performance.now() - began);
     }
   }
   if (last) {
     if (attempts.length > 1) throw new CoreError(last.appCode, last.message, { details: { ...last.details, attempts }, ...(last.headers ? { headers: last.headers } : {}) });
     throw last;
   }
+  const exhausted = routeExhausted(attempts);
+  if (exhausted) throw exhausted;
   const reason = attempts.at(-1)?.reason ?? 'circuit_open';
   throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason, attempts } });
 }

@@ -4,7 +4,9 @@ import type { Identity } from '../../kernel/identity.js';
 import { assertKeyAllowsModel, keyAllowsModel } from '../apiKeys/keyRules.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
-import { resolveModelRef } from './resolveModelRef.js';
+import { resolveModelName } from './routing/resolveModelName.js';
+import { routeTargets, type RouteTarget } from './routing/routeTargets.js';
+import type { RouteSlot } from './routing/RouteSlot.js';
 
 // What a call is checked and priced by before anything runs: its model and its worst case. Kept
 // apart from the call engine (prepareCall and what it drives), which AiService loads on the first
@@ -42,16 +44,28 @@ export function estimateTokens(content: string, system: string, maxTokens: numbe
   return utf8(content) + utf8(system) + MESSAGE_OVERHEAD_TOKENS + maxTokens;
 }
 
+/** What a call asked for, after the model rules: a model, or a route with the targets it may use (the first standing in for checks). */
+export interface CallModel {
+  provider: ProviderId;
+  model: string;
+  route?: { name: string; targets: RouteTarget[] };
+}
+
 /**
  * The provider and canonical model a call goes to (`model` reference, or `provider` and
  * `options.model`, or the defaults), after every model rule: syntax, allow and block lists, the
- * API key's own rules (403 before anything is held or sent).
+ * API key's own rules (403 before anything is held or sent). A route (`ai.routes`) gives the
+ * targets the rules allow, its first in config order standing in for the checks.
  */
-export function resolveCallModel(deps: ModelDeps, input: ModelChoice, identity: Identity | null): { provider: ProviderId; model: string } {
+export function resolveCallModel(deps: ModelDeps, input: ModelChoice, identity: Identity | null): CallModel {
   const { config, providers } = deps;
-  const ref = input.model === undefined ? undefined : resolveModelRef(config, input.model);
+  const ref = input.model === undefined ? undefined : resolveModelName(deps, input.model);
   if (ref && (input.provider !== undefined || input.options?.model !== undefined)) {
     throw new CoreError('INVALID_PARAMS', 'send either model (a provider/model reference) or provider and options.model', { details: { field: 'model' } });
+  }
+  if (ref?.kind === 'route') {
+    const targets = routeTargets(providers, ref.name, ref.route, identity?.apiKey, 'throw');
+    return { provider: targets[0]!.provider, model: targets[0]!.model, route: { name: ref.name, targets } };
   }
   const provider = providers.assertKnown(ref?.provider ?? input.provider ?? config.ai.defaultProvider);
   const model = providers.assertModelAllowed(provider, (ref?.model || undefined) ?? input.options?.model ?? providers.defaultModel(provider));
@@ -63,6 +77,8 @@ export function resolveCallModel(deps: ModelDeps, input: ModelChoice, identity: 
 export interface ModelTarget {
   provider: ProviderId;
   model: string;
+  /** The route (and target) it belongs to, when it is a route's. */
+  route?: RouteSlot | undefined;
 }
 
 /** What the model rules of a fallback look at in a call (undefined fields: not checked, as in the previews). */
@@ -75,32 +91,41 @@ export interface ReachFilter {
 }
 
 /**
- * The models a call may reach, in order: its own, then each fallback (the request's, else
- * `ai.fallbacks`) that the model rules allow for it: allowed model, the API key's own model rules,
- * attachments accepted, maxTokens within its limit. The one list that both the worst-case price
- * (worstCostUsd) and the targets tried (callTargets) are made from, so any way a call comes to
- * reach another model (fallbacks today) is priced and money-checked as the call itself is.
- * Fallback references are assumed valid (prepareCall refuses a bad one first).
+ * The models a call may reach, in order: its own, the other targets of its route (`also`: the
+ * retries its route planned), then each fallback (the request's, else `ai.fallbacks`; a route
+ * among them gives its targets, at most its retries + 1) that the model rules allow for it:
+ * allowed model, the API key's own model rules, attachments accepted, maxTokens within its limit.
+ * The one list that both the worst-case price (worstCostUsd) and the targets tried (callTargets)
+ * are made from, so any way a call comes to reach another model (route targets, fallbacks) is
+ * priced and money-checked as the call itself is. Fallback references are assumed valid
+ * (prepareCall refuses a bad one first).
  */
-export function reachableModels(deps: ModelDeps, own: ModelTarget, fallbacks: string[] | undefined, f: ReachFilter = {}): ModelTarget[] {
+export function reachableModels(deps: ModelDeps, own: ModelTarget, fallbacks: string[] | undefined, f: ReachFilter = {}, also: ModelTarget[] = []): ModelTarget[] {
   const { providers } = deps;
   const out: ModelTarget[] = [own];
+  const consider = (t: ModelTarget) => {
+    if (out.some((o) => o.provider === t.provider && o.model === t.model)) return;
+    if (!providers.isModelAllowed(t.provider, t.model)) return;
+    // An API key's own model rules narrow the fallbacks too (a route's targets are admitted by routeTargets).
+    if (!t.route && !keyAllowsModel(f.identity?.apiKey, t.provider, t.model)) return;
+    const info = providers.models.get(t.provider, t.model);
+    if ((f.attachments ?? 0) > 0 && !info?.input?.includes('image')) return;
+    if (f.maxTokens !== undefined && info?.maxOutputTokens !== undefined && f.maxTokens > info.maxOutputTokens) return;
+    out.push(t);
+  };
+  for (const t of also) consider(t);
   for (const ref of fallbacks ?? deps.config.ai.fallbacks) {
-    let r: ReturnType<typeof resolveModelRef>;
+    let r: ReturnType<typeof resolveModelName>;
     try {
-      r = resolveModelRef(deps.config, ref);
+      r = resolveModelName(deps, ref);
     } catch {
       continue; // refused in prepareCall before this runs; the previews skip it
     }
-    const model = r.model || providers.defaultModel(r.provider);
-    if (out.some((t) => t.provider === r.provider && t.model === model)) continue;
-    if (!providers.isModelAllowed(r.provider, model)) continue;
-    // An API key's own model rules narrow the fallbacks too.
-    if (!keyAllowsModel(f.identity?.apiKey, r.provider, model)) continue;
-    const info = providers.models.get(r.provider, model);
-    if ((f.attachments ?? 0) > 0 && !info?.input?.includes('image')) continue;
-    if (f.maxTokens !== undefined && info?.maxOutputTokens !== undefined && f.maxTokens > info.maxOutputTokens) continue;
-    out.push({ provider: r.provider, model });
+    if (r.kind === 'route') {
+      for (const t of routeTargets(providers, r.name, r.route, f.identity?.apiKey, 'none').slice(0, r.route.retries + 1)) consider(t);
+      continue;
+    }
+    consider({ provider: r.provider, model: r.model || providers.defaultModel(r.provider) });
   }
   return out;
 }

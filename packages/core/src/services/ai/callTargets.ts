@@ -2,6 +2,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { CallDeps, PreparedCall, TextCall } from './prepareCall.js';
 import { isPriced } from './callModel.js';
+import type { RouteSlot } from './routing/RouteSlot.js';
 
 /**
  * One provider/model to try, with the key that pays for it. `storedKey`: a BYOK fallback on
@@ -17,13 +18,15 @@ export interface CallTarget {
   requestId: string;
   apiKey: string;
   storedKey?: true;
+  /** The route target it is (ai.routes): admitted, counted and cooled down by the routing. */
+  route?: RouteSlot | undefined;
 }
 
 /** A target that did not serve the call, and why (reported in `data.attempts`). */
 export interface Attempt {
   provider: ProviderId;
   model: string;
-  /** The upstream failure (rate_limited, upstream_5xx, timeout, ...), `circuit_open`, or `no_stored_key`. */
+  /** The upstream failure (rate_limited, upstream_5xx, timeout, ...), `circuit_open`, `no_stored_key`, or a route target's `cooling_down` / `rate_limited` (its rpm). */
   reason: string;
 }
 
@@ -47,15 +50,15 @@ export function isRetryable(err: unknown): err is CoreError {
 export function callTargets(deps: CallDeps, p: PreparedCall, call: TextCall): Target[] {
   const { providers } = deps;
   const out: Target[] = [p];
-  for (const { provider, model } of p.reachable.slice(1)) {
+  for (const { provider, model, route } of p.reachable.slice(1)) {
     if (p.hold.usdLimited && !isPriced(deps, { provider, model })) continue;
     if (p.mode === 'platform') {
       const apiKey = providers.serverKey(provider);
-      if (apiKey) out.push({ ...p, provider, model, apiKey });
+      if (apiKey) out.push({ ...p, provider, model, route, apiKey });
     } else if (provider === p.provider) {
-      out.push({ ...p, provider, model });
+      out.push({ ...p, provider, model, route });
     } else if (deps.storedKey && call.identity && providers.isByokProvider(provider)) {
-      out.push({ ...p, provider, model, apiKey: '', storedKey: true });
+      out.push({ ...p, provider, model, route, apiKey: '', storedKey: true });
     }
   }
   return out;

@@ -12,7 +12,8 @@ import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
 import type { Hold, Metering, UsageMetadata } from '../metering/Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
-import { resolveModelRef } from './resolveModelRef.js';
+import { resolveModelName } from './routing/resolveModelName.js';
+import type { Routing } from './routing/Routing.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, reachableModels, resolveCallModel, utf8, worstCostUsd, type ModelTarget } from './callModel.js';
@@ -63,6 +64,8 @@ export interface CallDeps {
   metrics?: Metrics;
   /** A signed-in caller's stored key (BYOK vault), for BYOK fallbacks to other providers. */
   storedKey?: (userId: string, provider: ProviderId) => Promise<string | undefined>;
+  /** Routes (ai.routes) at call time: target order, cooldowns, rpm/tpm; absent without routes. */
+  routing?: Routing;
 }
 
 
@@ -103,6 +106,8 @@ export interface PreparedCall {
   hold: Hold;
   /** The models this call may reach, its own first (reachableModels): what its worst case was priced over. */
   reachable: ModelTarget[];
+  /** The route (and target) `provider`/`model` belongs to, when it is a route's. */
+  route?: ModelTarget['route'];
 }
 
 
@@ -114,14 +119,19 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const { config, providers, metering } = deps;
   const ai = config.ai;
   const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
-  const { provider, model } = resolveCallModel(deps, input, call.identity);
+  const choice = resolveCallModel(deps, input, call.identity);
+  // A route: the order its strategy gives this call (cooling and full targets left out), its
+  // first standing for the call; with fallbacks, a route with nothing available gives way to them.
+  const planned = choice.route && deps.routing ? await deps.routing.plan(choice.route.name, choice.route.targets, (input.fallbacks ?? ai.fallbacks).length > 0 ? 'none' : 'throw') : [];
+  const own = planned[0] ?? (choice.route ? firstFallback(deps, input, call) : { provider: choice.provider, model: choice.model });
+  const { provider, model } = own;
   if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
   const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
   // A bad fallback reference is refused here, before the payer decision and the hold: the
   // targets are built after the reservation, and failing there would leave it held.
-  for (const ref of input.fallbacks ?? ai.fallbacks) resolveModelRef(config, ref);
+  for (const ref of input.fallbacks ?? ai.fallbacks) resolveModelName(deps, ref);
   if (call.signal.aborted) throw new CoreError('CANCELLED', 'the request was cancelled by the client');
 
   const requestId = randomUUID();
@@ -132,7 +142,8 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const toolUse = input.tools?.length || input.output ? TOOL_USE_OVERHEAD_TOKENS : 0;
   const inputEstimate = promptBytes(prompt) + extraBytes + toolUse + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
   const estimatedTokens = inputEstimate + maxTokens;
-  const reachable = reachableModels(deps, { provider, model }, input.fallbacks, { identity: call.identity, attachments: prompt.attachments, maxTokens });
+  const reach = { identity: call.identity, attachments: prompt.attachments, maxTokens };
+  const reachable = reachableModels(deps, own, input.fallbacks, reach, planned.slice(1));
   const costUsd = worstCostUsd(deps, reachable, inputEstimate, maxTokens);
   // One entry into billing before the call: who pays (and, for the platform, the reservation).
   const hold = await metering.hold({
@@ -151,7 +162,18 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
     },
   });
   const apiKey = hold.apiKey ?? providers.serverKey(provider)!;
-  return { requestId, provider, model, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold, reachable };
+  return { requestId, provider, model, route: own.route, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold, reachable };
+}
+
+/**
+ * A route with no target available now, on a call with fallbacks: the first fallback the call
+ * may reach stands for it (the route's own refusal when none is).
+ */
+function firstFallback(deps: CallDeps, input: TextCallInput, call: TextCall): ModelTarget {
+  const reach = reachableModels(deps, { provider: '', model: '' }, input.fallbacks, { identity: call.identity });
+  const next = reach[1];
+  if (!next) throw new CoreError('UNAVAILABLE', 'every target of this route is cooling down or at its limit, and no fallback is allowed for this call', { details: { reason: 'route_unavailable' } });
+  return next;
 }
 
 

@@ -1,7 +1,7 @@
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import { isBuiltinProvider, splitModelRef } from '../../config/sections/aiProviders.js';
-import { PROVIDER_IDS, type ProviderId } from './providerIds.js';
+import type { ProviderId } from './providerIds.js';
+import { namesOf, resolveModelName } from './routing/resolveModelName.js';
 
 export interface ModelRef {
   provider: ProviderId;
@@ -9,19 +9,13 @@ export interface ModelRef {
 }
 
 /**
- * `provider/model` (e.g. `openai/gpt-4.1-mini`, `openrouter/anthropic/claude-sonnet-4.5`) or an
- * alias from `ai.aliases`, as the OpenAI-compatible endpoint's `model` field names it.
- * A bare provider name means its default model.
+ * `provider/model` (e.g. `openai/gpt-4.1-mini`, `openrouter/anthropic/claude-sonnet-4.5`), an
+ * alias from `ai.aliases`, or a bare model id one configured provider serves, where one
+ * provider's model is wanted (resolveModelName says what a name means, routes included).
+ * A bare provider name means its default model. A route is refused here.
  */
 export function resolveModelRef(config: ResolvedConfig, ref: string): ModelRef {
-  const target = Object.hasOwn(config.ai.aliases, ref) ? config.ai.aliases[ref]! : ref;
-  const parts = splitModelRef(target);
-  const provider = parts.provider as ProviderId;
-  if (!isBuiltinProvider(provider) && !Object.hasOwn(config.ai.providers, provider)) {
-    const ids = [...PROVIDER_IDS, ...Object.keys(config.ai.providers).filter((id) => !isBuiltinProvider(id))];
-    throw new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" must be provider/model (providers: ${ids.join(', ')}) or a configured alias`, {
-      details: { reason: 'unknown_model' },
-    });
-  }
-  return { provider, model: parts.model };
+  const r = resolveModelName(namesOf(config), ref);
+  if (r.kind === 'route') throw new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" is a route; name one provider's model here`, { details: { reason: 'route_not_allowed', field: 'model' } });
+  return { provider: r.provider, model: r.model };
 }

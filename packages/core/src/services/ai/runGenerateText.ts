@@ -107,7 +107,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   if (served.attempts.length > 0) data.attempts = served.attempts;
   if (result.toolCalls.length > 0) data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
   // The upstream did the work: it is paid for even when the answer fails the schema below.
-  const charged = await accountCall(deps, hold, textPricing(deps, p), call, { provider, model, metadata: input.metadata }, { tokensUsed, inputTokens, outputTokens });
+  const charged = await accountCall(deps, hold, textPricing(deps, p), call, { provider, model, metadata: input.metadata, route: p.route }, { tokensUsed, inputTokens, outputTokens });
   logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed });
   if (input.output && !data.toolCalls) {
     const parsed = await parseOutput(result.text, input.output.schema);

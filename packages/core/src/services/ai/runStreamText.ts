@@ -72,7 +72,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
   const account = async (how: { usage?: CallUsage; produced?: string; reason: string }) => {
     if (accounted) return undefined;
     accounted = true;
-    const served = { provider: cur.provider, model: cur.model, metadata: input.metadata };
+    const served = { provider: cur.provider, model: cur.model, metadata: input.metadata, route: cur.route };
     if (how.usage) return accountCall(deps, hold, pricing, call, served, how.usage);
     if (how.produced === undefined) {
       await hold.release(how.reason);

@@ -42,6 +42,19 @@ export function keyAllowsModel(grant: ApiKeyGrant | undefined, provider: string,
   return micromatch().isMatch(model, globs, { nocase: true }) || micromatch().isMatch(`${provider}/${model}`, globs, { nocase: true });
 }
 
+/**
+ * Does the key admit a target of route `route` (ai.routes) on `provider`? Its model rule admits
+ * the target itself or names the route (globs over the route name), and its provider rule admits
+ * the target's provider: a key limited to `fast` may use every deployment of `fast`, and nothing
+ * else. No key: yes.
+ */
+export function keyAllowsRouteTarget(grant: ApiKeyGrant | undefined, route: string, provider: string, model: string): boolean {
+  if (!grant) return true;
+  if (keyAllowsModel(grant, provider, model)) return true;
+  if (grant.providers && !grant.providers.includes(provider)) return false;
+  return grant.models !== undefined && micromatch().isMatch(route, [...grant.models], { nocase: true });
+}
+
 /** Does the key's `tools` rule admit this procedure, by its path or its MCP tool name? No rule: yes. */
 export function keyAllowsProcedure(grant: ApiKeyGrant | undefined, path: string, toolName: string): boolean {
   if (!grant?.tools) return true;

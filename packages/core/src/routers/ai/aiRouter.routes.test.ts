@@ -1,0 +1,235 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
+import type { ConfigInput } from '../../config/schema.js';
+import type { Identity } from '../../kernel/identity.js';
+import { alice, createAiHarness, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
+
+/**
+ * Routes over deployments, each deployment a named provider with a test upstream of its own, so
+ * every deployment's calls are counted where they arrive.
+ */
+const MODEL = 'deploy-model';
+const PRICE = { inputUsdPerMTok: 1, outputUsdPerMTok: 2 };
+
+let upstreams: TestUpstream[] = [];
+let h: AiHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+  await Promise.all(upstreams.map((u) => u.close()));
+  upstreams = [];
+});
+
+/** `ids.length` deployments, each a named openai-compatible provider on its own upstream. */
+async function deployments(ids: string[], latencies: number[] = []): Promise<{ ups: Record<string, TestUpstream>; providers: Record<string, unknown> }> {
+  const ups: Record<string, TestUpstream> = {};
+  const providers: Record<string, unknown> = {};
+  for (const [i, id] of ids.entries()) {
+    const up = await createTestUpstream({ latencyMs: latencies[i] ?? 0 });
+    upstreams.push(up);
+    ups[id] = up;
+    providers[id] = { type: 'openai-compatible', baseUrl: up.namedBaseUrl(id), apiKey: SERVER_KEY, models: { [MODEL]: PRICE } };
+  }
+  return { ups, providers };
+}
+
+async function harness(providers: Record<string, unknown>, routes: Record<string, unknown>, over: ConfigInput = {}): Promise<AiHarness> {
+  const { ai, ...rest } = over;
+  h = await createAiHarness({
+    serverProviders: ['anthropic', 'openai', 'google', 'openrouter', ...Object.keys(providers)],
+    ai: { providers: providers as never, routes: routes as never, retry: { backoffMs: 1, maxBackoffMs: 2 }, circuitBreaker: { failureThreshold: 1000 }, ...ai },
+    ...rest,
+  });
+  await h.credit(alice.sub, 100_000_000);
+  return h;
+}
+
+/** An identity presenting a real API key of alice's with this `models` rule. */
+async function keyWith(models: string[]): Promise<Identity> {
+  const { key } = await h!.runtime.keys.create({ identity: alice, asAdmin: false }, alice.sub, { name: `k-${models.join(',')}`, models });
+  const r = await h!.runtime.keys.authenticate(key);
+  if (!r.ok) throw r.error;
+  return r.identity;
+}
+
+/** What a refused call throws (a TRPCError with our CoreError as its cause). */
+type Failure = { code: string; message: string; cause?: { headers?: Record<string, string>; details?: Record<string, unknown> } };
+const failure = (p: Promise<unknown>): Promise<Failure> =>
+  p.then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (e: unknown) => e as Failure,
+  );
+
+const ask = (who: Identity, model: string, content = 'hi') => h!.caller(who).ai.generateText({ content, systemPrompt: 's', model, options: { maxTokens: 20 } });
+
+/** Run `total` calls with `concurrency` callers. */
+async function run(total: number, concurrency: number, call: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < total) await call(next++);
+  }));
+}
+
+describe('routes: strategies over deployments', () => {
+  it('weighted 3:1 splits 400 calls within ±10 points of 75 %', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, { fast: { targets: [{ model: `dep-a/${MODEL}`, weight: 3 }, { model: `dep-b/${MODEL}`, weight: 1 }] } });
+    await run(400, 8, () => ask(alice, 'fast'));
+    const a = ups['dep-a']!.requests.length;
+    const b = ups['dep-b']!.requests.length;
+    expect(a + b).toBe(400);
+    expect(a / 400).toBeGreaterThan(0.65);
+    expect(a / 400).toBeLessThan(0.85);
+  });
+
+  it('least-busy sends ≥ 80 % of 16 concurrent callers\' calls to a 5 ms deployment over a 300 ms one', async () => {
+    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [5, 300]);
+    await harness(providers, { busy: { strategy: 'least-busy', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] } });
+    await run(160, 16, () => ask(alice, 'busy'));
+    const fast = ups['dep-fast']!.requests.length;
+    const slow = ups['dep-slow']!.requests.length;
+    expect(fast + slow).toBe(160);
+    expect(fast / 160).toBeGreaterThanOrEqual(0.8);
+  });
+
+  it('latency prefers the deployment that answers sooner once both are measured', async () => {
+    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [2, 80]);
+    await harness(providers, { quick: { strategy: 'latency', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] } });
+    await run(60, 1, () => ask(alice, 'quick'));
+    // Both were tried (never-measured targets first, and exploration), the fast one took most.
+    expect(ups['dep-slow']!.requests.length).toBeGreaterThanOrEqual(1);
+    expect(ups['dep-fast']!.requests.length).toBeGreaterThanOrEqual(45);
+  });
+
+  it('priority uses the first group while it has capacity (its rpm), then the next; all full → 429 with Retry-After', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, { tiered: { strategy: 'priority', targets: [{ model: `dep-a/${MODEL}`, priority: 0, rpm: 3 }, { model: `dep-b/${MODEL}`, priority: 1, rpm: 2 }] } });
+    // Not across a minute boundary: the counts are per minute.
+    if (Date.now() % 60_000 > 55_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    const served: string[] = [];
+    for (let i = 0; i < 5; i++) served.push((await ask(alice, 'tiered')).data.provider);
+    expect(served).toEqual(['dep-a', 'dep-a', 'dep-a', 'dep-b', 'dep-b']);
+    const err = await failure(ask(alice, 'tiered'));
+    expect(err).toMatchObject({ code: 'TOO_MANY_REQUESTS' });
+    expect(Number(err.cause?.headers?.['Retry-After'])).toBeGreaterThan(0);
+    expect(err.cause?.details).toMatchObject({ reason: 'route_at_capacity' });
+    expect(ups['dep-a']!.requests.length + ups['dep-b']!.requests.length).toBe(5);
+  });
+
+  it('usage spreads calls by the share of each target\'s rpm used this minute', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, { shared: { strategy: 'usage', targets: [{ model: `dep-a/${MODEL}`, rpm: 100 }, { model: `dep-b/${MODEL}`, rpm: 300 }] } });
+    if (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    await run(40, 1, () => ask(alice, 'shared'));
+    // Equal shares: b (3x the rpm) takes about three calls for each of a's.
+    expect(ups['dep-b']!.requests.length).toBeGreaterThanOrEqual(28);
+    expect(ups['dep-a']!.requests.length).toBeGreaterThanOrEqual(8);
+  });
+});
+
+describe('routes: cooldowns, retries and charging', () => {
+  it('a deployment answering 429 with Retry-After is cooled down: the call is retried on another target, charged once for it, the next calls skip it', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, { fast: { strategy: 'priority', targets: [{ model: `dep-a/${MODEL}`, priority: 0 }, { model: `dep-b/${MODEL}`, priority: 1 }] } });
+    ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 30 });
+    const before = await h!.balance(alice.sub);
+    const first = await ask(alice, 'fast');
+    expect(first.data).toMatchObject({ provider: 'dep-b', attempts: [{ provider: 'dep-a', reason: 'rate_limited' }] });
+    expect(await h!.balance(alice.sub)).toBe(before - first.tokenUsage!.tokensCharged);
+    for (let i = 0; i < 10; i++) expect((await ask(alice, 'fast')).data.provider).toBe('dep-b');
+    expect(ups['dep-a']!.requests.filter((r) => r.format !== 'models')).toHaveLength(1);
+    const report = await h!.runtime.ai.routes();
+    expect(report[0]!.targets[0]).toMatchObject({ model: `dep-a/${MODEL}`, errors: 1 });
+    expect(report[0]!.targets[0]!.coolingDownUntil).not.toBeNull();
+    expect(report[0]!.targets[1]).toMatchObject({ calls: 11, errors: 0, coolingDownUntil: null });
+  });
+
+  it('every target cooling down and no fallback: 503 with Retry-After; with a fallback, the fallback serves', async () => {
+    const { ups, providers } = await deployments(['dep-a']);
+    await harness(providers, { solo: { targets: [{ model: `dep-a/${MODEL}` }], cooldownSec: 60 } });
+    ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 500 });
+    await expect(ask(alice, 'solo')).rejects.toMatchObject({ cause: { details: { reason: 'upstream_5xx' } } });
+    const err = await failure(ask(alice, 'solo'));
+    expect(err).toMatchObject({ code: 'SERVICE_UNAVAILABLE', cause: { details: { reason: 'route_unavailable' } } });
+    expect(Number(err.cause?.headers?.['Retry-After'])).toBeGreaterThan(50);
+    const viaFallback = await h!.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', model: 'solo', fallbacks: ['openai/gpt-4.1-nano'], options: { maxTokens: 20 } });
+    expect(viaFallback.data).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
+    expect(ups['dep-a']!.requests).toHaveLength(1);
+  });
+
+  it('retries stop after `retries` other targets', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b', 'dep-c']);
+    await harness(providers, { r1: { strategy: 'priority', retries: 1, targets: [{ model: `dep-a/${MODEL}`, priority: 0 }, { model: `dep-b/${MODEL}`, priority: 1 }, { model: `dep-c/${MODEL}`, priority: 2 }] } });
+    for (const id of ['dep-a', 'dep-b']) ups[id]!.failProvider(id, { kind: 'status', status: 503 });
+    const err = await failure(ask(alice, 'r1'));
+    expect(err.cause?.details?.attempts).toHaveLength(2);
+    expect(ups['dep-c']!.requests).toHaveLength(0);
+  });
+
+  it('a stream fails over before its first token, and is charged once for the target that answered', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, { s: { strategy: 'priority', targets: [{ model: `dep-a/${MODEL}`, priority: 0 }, { model: `dep-b/${MODEL}`, priority: 1 }] } });
+    ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 502 });
+    const before = await h!.balance(alice.sub);
+    const stream = await h!.caller(alice).ai.streamText({ content: 'stream it', systemPrompt: 's', model: 's', options: { maxTokens: 20 } });
+    const events: Array<{ type: string; provider?: string; result?: { tokenUsage?: { tokensCharged: number } } }> = [];
+    for await (const e of stream) events.push(e as never);
+    expect(events[0]).toMatchObject({ type: 'start', provider: 'dep-b' });
+    const charged = events.at(-1)!.result!.tokenUsage!.tokensCharged;
+    expect(await h!.balance(alice.sub)).toBe(before - charged);
+    const settles = (await h!.runtime.billing.ledger.entries(alice.sub)).filter((e) => e.kind === 'settle');
+    expect(settles).toHaveLength(1);
+    expect(settles[0]!.usage).toMatchObject({ provider: 'dep-b' });
+  });
+});
+
+describe('routes: names, key rules and money', () => {
+  it('a route name works as an alias target and a fallback; an API key limited to the route uses its targets, one limited to a target only that one', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, { fast: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }] } }, { ai: { aliases: { quick: 'fast' } } });
+    expect((await ask(alice, 'quick')).data.provider).toMatch(/^dep-[ab]$/);
+    h!.upstream.failNext({ kind: 'status', status: 500 });
+    const viaFallback = await h!.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', fallbacks: ['fast'], options: { maxTokens: 20 } });
+    expect(viaFallback.data.provider).toMatch(/^dep-[ab]$/);
+
+    const byRoute = await keyWith(['fast']);
+    const seen = new Set<string>();
+    for (let i = 0; i < 20; i++) seen.add((await ask(byRoute, 'fast')).data.provider);
+    expect([...seen].sort()).toEqual(['dep-a', 'dep-b']);
+    await expect(ask(byRoute, 'openai/gpt-4.1-nano')).rejects.toMatchObject({ cause: { details: { reason: 'key_model_not_allowed' } } });
+
+    const byTarget = await keyWith(['dep-b/*']);
+    ups['dep-a']!.reset();
+    for (let i = 0; i < 10; i++) expect((await ask(byTarget, 'fast')).data.provider).toBe('dep-b');
+    expect(ups['dep-a']!.requests).toHaveLength(0);
+    const none = await keyWith(['openai/*']);
+    await expect(ask(none, 'fast')).rejects.toMatchObject({ code: 'FORBIDDEN', cause: { details: { reason: 'key_model_not_allowed' } } });
+  });
+
+  it('the hold prices the dearest target a call may reach: a money limit that fits the cheap target but not the dear one refuses the call', async () => {
+    const { providers } = await deployments(['dep-a', 'dep-b']);
+    (providers['dep-b'] as { models: Record<string, unknown> }).models = { [MODEL]: { inputUsdPerMTok: 1000, outputUsdPerMTok: 1000 } };
+    await harness(providers, { mixed: { targets: [{ model: `dep-a/${MODEL}`, weight: 1000 }, { model: `dep-b/${MODEL}`, weight: 0.001 }] } });
+    await h!.runtime.billing.budgets.set(alice.sub, 'daily', { usd: 0.01 }, 'test');
+    await expect(ask(alice, 'mixed', 'x'.repeat(200))).rejects.toMatchObject({ cause: { details: { reason: 'budget_exceeded', metric: 'usd' } } });
+    // The cheap target alone fits the limit.
+    await expect(ask(alice, `dep-a/${MODEL}`, 'x'.repeat(200))).resolves.toMatchObject({ data: { provider: 'dep-a' } });
+  });
+});
+
+describe('model names that just work', () => {
+  it('a bare id one configured provider serves resolves to it; one two serve is refused naming both', async () => {
+    const { providers } = await deployments(['dep-a']);
+    (providers['dep-a'] as { models: Record<string, unknown> }).models = { [MODEL]: PRICE, 'gpt-4.1-nano': PRICE };
+    await harness(providers, {});
+    expect((await ask(alice, 'claude-sonnet-4-5')).data).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+    expect((await ask(alice, MODEL)).data).toMatchObject({ provider: 'dep-a', model: MODEL });
+    const err = await failure(ask(alice, 'gpt-4.1-nano'));
+    expect(err.message).toContain('openai/gpt-4.1-nano');
+    expect(err.message).toContain('dep-a/gpt-4.1-nano');
+    expect(err.cause?.details).toMatchObject({ reason: 'ambiguous_model', candidates: ['openai/gpt-4.1-nano', 'dep-a/gpt-4.1-nano'] });
+    await expect(ask(alice, 'no-such-model-anywhere')).rejects.toMatchObject({ cause: { details: { reason: 'unknown_model' } } });
+  });
+});
