@@ -87,7 +87,11 @@ describe('routes: strategies over deployments', () => {
   it('least-busy sends ≥ 80 % of 16 concurrent callers\' calls to a 5 ms deployment over a 300 ms one', async () => {
     const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [5, 300]);
     await harness(providers, { busy: { strategy: 'least-busy', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] } });
-    await run(160, 16, () => ask(alice, 'busy'));
+    // 16 callers, each arriving 10 ms after the previous one and calling ten times in a row.
+    await Promise.all(Array.from({ length: 16 }, async (_, c) => {
+      await new Promise((r) => setTimeout(r, c * 10));
+      for (let i = 0; i < 10; i++) await ask(alice, 'busy');
+    }));
     const fast = ups['dep-fast']!.requests.length;
     const slow = ups['dep-slow']!.requests.length;
     expect(fast + slow).toBe(160);
