@@ -287,6 +287,44 @@ describe('OAuth 2.1 to the upstream', () => {
   });
 });
 
+/** A tool call through our own /mcp, as an MCP client of the gateway sees it. */
+async function viaGateway(sub: string, tool: string): Promise<{ isError: boolean; text: string }> {
+  const client = new Client({ name: 'creds-gateway-e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${await token(sub)}` } } }));
+  try {
+    const r = await client.callTool({ name: tool, arguments: {} });
+    const text = (r.content as Array<{ text: string }>)[0]!.text;
+    answers.push(JSON.stringify(r));
+    return { isError: r.isError === true, text };
+  } finally {
+    await client.close();
+  }
+}
+
+describe('through the gateway (/mcp and gateway.callTool)', () => {
+  it('two users with their own static headers get their own answers', async () => {
+    expect(await viaGateway('alice', 'keyed__whoami')).toEqual({ isError: false, text: 'key:alice' });
+    expect(await viaGateway('bob', 'keyed__whoami')).toEqual({ isError: false, text: 'key:bob' });
+  });
+
+  it('without credentials, after connecting, and after the grant is revoked: the tool error says what to call', async () => {
+    const none = await viaGateway('judy', 'secure__whoami');
+    expect(none.isError).toBe(true);
+    expect(none.text).toContain('gateway.connect({ server: "secure" })');
+
+    await connectAs('judy', 'judy-at-upstream');
+    expect(await viaGateway('judy', 'secure__whoami')).toEqual({ isError: false, text: 'oauth:judy-at-upstream' });
+    const rpcCall = await rpc('judy', 'gateway.callTool', { server: 'secure', tool: 'whoami', arguments: {} });
+    expect(rpcCall.result?.content?.[0]?.text).toBe('oauth:judy-at-upstream');
+
+    as.revokeAccount('judy-at-upstream');
+    await new Promise((r) => setTimeout(r, ACCESS_TTL_SEC * 1000 + 500));
+    const revoked = await viaGateway('judy', 'secure__whoami');
+    expect(revoked.isError).toBe(true);
+    expect(revoked.text).toContain('has expired or was revoked: call gateway.connect({ server: "secure" })');
+  }, 30_000);
+});
+
 describe('secrets stay secret', () => {
   it('no header value, access token or refresh token is in an answer, a log line or the store\'s files', async () => {
     const files: string[] = [];
