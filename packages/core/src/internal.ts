@@ -61,3 +61,4 @@ export * from './services/governance/index.js';
 export { McpGateway, type GatewayCredentials, type GatewayCall, type ServerStatus } from './services/gateway/McpGateway.js';
 export { exposedName, splitExposedName, NAME_SEPARATOR } from './services/gateway/gatewayAccess.js';
 export type { GatewayTool } from './services/gateway/gatewayTools.js';
+export { mcpResponseModes, type McpResponseModes } from './config/mcpResponseModes.js';

@@ -94,12 +94,11 @@ function timingSafeEqualText(a: string, b: string): boolean {
 /** Body limit of the OAuth and webhook routes (their bodies are small forms and events). */
 const SMALL_BODY_LIMIT = 64 * 1024;
 
-/** The MCP handler's session options, from config (`mcp.responseMode`, `mcp.sessions`). */
+/** The MCP handler's session options, from config (`mcp.sessions`; the answer modes it reads from `mcp.responseModes`). */
 function mcpOptions(config: ResolvedConfig, streams: StreamAdmission): McpHandlerOptions {
   const s = config.mcp.sessions;
   return {
     streams,
-    ...(config.mcp.responseMode ? { responseMode: config.mcp.responseMode } : {}),
     ...(s.eventStore ? { eventStore: s.eventStore } : {}),
     sessionIdleMs: s.idleTimeoutMs,
     maxSessions: s.maxSessions,

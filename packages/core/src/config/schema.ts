@@ -9,6 +9,7 @@ import { AlertsSchema, ApiDescriptionSchema, ConsoleSchema, MetricsSchema, Stati
 import { ServerWorkspacesSchema } from './sections/workspaces.js';
 import { crossFieldProblems } from './authMode.js';
 import { resolveAuth } from './resolveAuth.js';
+import { mcpResponseModes } from './mcpResponseModes.js';
 import { ApiKeysSchema } from './sections/apiKeys.js';
 import { ResourcesSchema } from './sections/resources.js';
 import { GatewaySchema, McpServersSchema } from './sections/mcpServers.js';
@@ -113,10 +114,12 @@ export const ConfigSchema = z
     });
   })
   // The auth rules, derived once: `oauth.enabled` becomes a boolean (whether the authorization
-  // server runs) and `auth` holds every rule the rest of the code reads (see resolveAuth).
+  // server runs) and `auth` holds every rule the rest of the code reads (see resolveAuth); the
+  // MCP answer modes likewise (`mcp.responseModes`, see mcpResponseModes).
   .transform((config) => {
     const auth = resolveAuth(config);
-    return { ...config, oauth: { ...config.oauth, enabled: auth.oauthServerEnabled }, auth };
+    const mcp = { ...config.mcp, responseModes: mcpResponseModes(config.mcp.responseMode, config.mcp.sessionMode) };
+    return { ...config, mcp, oauth: { ...config.oauth, enabled: auth.oauthServerEnabled }, auth };
   })
   // Rules across sections (OAuth completeness, no unauthenticated public bind): `serve` and
   // `config check` both get them from here.

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
 import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type LoggingLevel, type Server } from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
-import { toolsListNeedsAuth, toWireError, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
+import { mcpResponseModes, toolsListNeedsAuth, toWireError, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
 import { readJsonBody } from '../http/readJsonBody.js';
 import { clientIp } from '../http/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
@@ -75,7 +75,8 @@ export interface McpHandlerOptions {
   maxLiveSessions?: number;
   /**
    * How POST requests are answered: 'sse' streams (progress, logs and server-to-client requests
-   * can travel on them) or single 'json' bodies. Default: 'sse' when stateful, 'json' stateless.
+   * can travel on them) or single 'json' bodies. Default: the config's `mcp.responseModes`
+   * ('sse' when stateful, 'json' stateless; 2026-07-28 requests 'auto').
    */
   responseMode?: 'sse' | 'json';
   /**
@@ -98,6 +99,15 @@ export interface McpHandlerOptions {
    */
   streams?: StreamAdmission;
 }
+
+/**
+ * How this handler serves 2025 requests, chosen once at construction from `mcp.sessionMode`
+ * (2026-07-28 requests always go to the ModernEndpoint): sessions, or one server per POST.
+ */
+type LegacyEndpoint =
+  | { kind: 'stateful'; responseMode: 'sse' | 'json' }
+  /** `calls`: the stateless calls running here, so a later notifications/cancelled can reach them. */
+  | { kind: 'stateless'; responseMode: 'sse' | 'json'; calls: StatelessCalls };
 
 /** What a request took: its place in the stream admission (see McpHandler.admit) and its session. */
 interface PlaceHolder {
@@ -143,6 +153,8 @@ export class McpHandler {
   private readonly ledger: EventLedger;
   private lastStoreWarning = 0;
   readonly catalog: ToolCatalog;
+  /** 2025 requests: sessions, or stateless (chosen once). */
+  private readonly legacy: LegacyEndpoint;
   /** 2026-07-28 requests: stateless, served by the SDK's per-request handler. */
   private readonly modern: ModernEndpoint;
   private readonly seal: RequestStateSeal;
@@ -153,7 +165,9 @@ export class McpHandler {
     this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(runtime.config.limits));
     this.catalog = buildToolCatalog(runtime.router);
     this.seal = createRequestStateSeal(runtime);
-    this.modern = new ModernEndpoint(runtime, this.catalog, this.seal, opts.responseMode);
+    const modes = opts.responseMode ? mcpResponseModes(opts.responseMode, runtime.config.mcp.sessionMode) : runtime.config.mcp.responseModes;
+    this.legacy = runtime.config.mcp.sessionMode === 'stateless' ? { kind: 'stateless', responseMode: modes.legacy, calls: new Map() } : { kind: 'stateful', responseMode: modes.legacy };
+    this.modern = new ModernEndpoint(runtime, this.catalog, this.seal, modes.modern);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
@@ -195,8 +209,6 @@ export class McpHandler {
   }
 
   private readonly streams = new StreamCounter();
-  /** Stateless calls running here, so a later notifications/cancelled can reach them. */
-  private readonly statelessCalls: StatelessCalls = new Map();
 
   private async closeSession(id: string): Promise<void> {
     const s = this.forget(id);
@@ -426,9 +438,10 @@ export class McpHandler {
     // statelessly, whatever the session mode; anything else is a 2025 client.
     if (!(await isLegacyMcpRequest(c.req.raw, body))) return this.modern.fetch(c.req.raw, body, authInfo);
 
-    if (runtime.config.mcp.sessionMode === 'stateless') {
+    const legacy = this.legacy;
+    if (legacy.kind === 'stateless') {
       const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
-      return handleStatelessRequest(runtime, this.catalog, this.seal, c.req.raw, body, authInfo, (this.opts.responseMode ?? 'json') === 'json', this.statelessCalls, caller);
+      return handleStatelessRequest({ runtime, catalog: this.catalog, seal: this.seal, req: c.req.raw, body, authInfo, responseMode: legacy.responseMode, calls: legacy.calls, caller });
     }
 
     if (!sessionId) {
@@ -459,7 +472,7 @@ export class McpHandler {
     const authInfo = this.authInfoOf(scope);
     const sessionId = c.req.header('mcp-session-id');
     if (c.req.method === 'GET' || c.req.method === 'DELETE') {
-      if (runtime.config.mcp.sessionMode === 'stateless') return jsonRpcError(405, -32000, 'Method not allowed in stateless mode', { Allow: 'POST' });
+      if (this.legacy.kind === 'stateless') return jsonRpcError(405, -32000, 'Method not allowed in stateless mode', { Allow: 'POST' });
       if (!sessionId) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
       const session = await this.lookup(sessionId, identity, authInfo, scope.facts.ip);
       if (session instanceof Response) return session;
@@ -630,7 +643,7 @@ export class McpHandler {
     const live = { replaying: false } as LiveSession;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => s.id,
-      enableJsonResponse: (this.opts.responseMode ?? 'sse') === 'json',
+      enableJsonResponse: this.legacy.responseMode === 'json',
       eventStore: this.eventStoreFor(s, live),
       retryInterval: this.opts.retryIntervalMs ?? 1000,
       onsessioninitialized: (id) => {

@@ -21,13 +21,13 @@ export class ModernEndpoint {
   /** The Tasks extension's state and runs, shared by every request of this instance. */
   readonly tasks: McpTasks;
 
-  constructor(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateSeal, responseMode?: 'sse' | 'json') {
+  constructor(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateSeal, responseMode: 'sse' | 'json' | 'auto') {
     this.tasks = new McpTasks(runtime);
     const tasks = this.tasks;
     this.handler = createMcpHandler(() => createMcpServer(runtime, catalog, seal, () => undefined, 'modern', tasks).mcp, {
       legacy: 'reject',
-      // 'auto': a single JSON body unless the call emits progress or logs first, then SSE.
-      responseMode: responseMode ?? 'auto',
+      // 'auto' (the default): a single JSON body unless the call emits progress or logs first, then SSE.
+      responseMode,
       maxRequestBodySize: runtime.config.limits.bodyLimit,
       onerror: (err) => runtime.logger.debug('MCP 2026-07-28 request refused or failed', { error: err.message }),
     });

@@ -15,22 +15,27 @@ export type StatelessCalls = Map<string, Set<WebStandardStreamableHTTPServerTran
 
 const callKey = (caller: string, id: unknown) => `${caller}\n${JSON.stringify(id)}`;
 
+/** One stateless POST: what it is, who sent it, and what serves it. */
+export interface StatelessRequest {
+  runtime: Runtime;
+  catalog: ToolCatalog;
+  seal: RequestStateSeal;
+  req: Request;
+  /** The body, parsed. */
+  body: unknown;
+  authInfo: object;
+  /** 'json': one JSON body; 'sse': an SSE stream (mcp.responseModes.legacy). */
+  responseMode: 'sse' | 'json';
+  calls: StatelessCalls;
+  /** Who sent it (a caller can cancel only its own calls). */
+  caller: string;
+}
+
 /**
  * Stateless mode: one MCP server and transport for this one POST, closed when the answer is
  * complete: at once for a JSON answer, when the stream ends (or the client leaves) for SSE.
- * `caller` identifies who sent it (a caller can cancel only its own calls).
  */
-export async function handleStatelessRequest(
-  runtime: Runtime,
-  catalog: ToolCatalog,
-  seal: RequestStateSeal,
-  req: Request,
-  body: unknown,
-  authInfo: object,
-  json: boolean,
-  calls: StatelessCalls,
-  caller: string,
-): Promise<Response> {
+export async function handleStatelessRequest({ runtime, catalog, seal, req, body, authInfo, responseMode, calls, caller }: StatelessRequest): Promise<Response> {
   const messages = (Array.isArray(body) ? body : [body]) as Message[];
   for (const m of messages) {
     if (m?.method !== 'notifications/cancelled' || m.params?.requestId === undefined) continue;
@@ -39,7 +44,7 @@ export async function handleStatelessRequest(
     const running = calls.get(callKey(caller, m.params.requestId));
     if (running?.size === 1) for (const t of running) t.onmessage?.(m as never, { authInfo: authInfo as never });
   }
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: responseMode === 'json' });
   const { server } = createMcpServer(runtime, catalog, seal, () => undefined, 'stateless');
   await server.connect(transport);
   const keys = messages.filter((m) => m?.id !== undefined && typeof m.method === 'string').map((m) => callKey(caller, m!.id));
