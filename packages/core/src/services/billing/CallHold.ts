@@ -22,6 +22,12 @@ export interface KeySlot {
 const NO_SLOT: KeySlot = { release: async () => undefined, count: async () => undefined };
 
 /**
+ * Who pays one call: the platform, against a reservation in the ledger; or the caller's own key
+ * (BYOK: the request's or a stored one), with nothing reserved. Chosen once by openHold.
+ */
+export type HoldPayer = { mode: 'platform'; reservation: Reservation } | { mode: 'byok'; apiKey: string | undefined };
+
+/**
  * One call's hold, closed exactly once: `settle` charges (platform) or records (BYOK) the real
  * usage, `release` gives a platform hold back. Whichever comes first wins; later closes do nothing
  * (a stream may end in several ways at once: the client leaves while the upstream fails).
@@ -32,22 +38,30 @@ export class CallHold implements Hold {
   constructor(
     private readonly ledger: HoldLedger,
     private readonly logger: Logger,
-    readonly mode: 'platform' | 'byok',
-    readonly apiKey: string | undefined,
-    private readonly call: { identity: Identity | null; requestId: string; reservation?: Reservation },
+    private readonly payer: HoldPayer,
+    private readonly call: { identity: Identity | null; requestId: string },
     private readonly slot: KeySlot = NO_SLOT,
   ) {}
 
+  get mode(): HoldPayer['mode'] {
+    return this.payer.mode;
+  }
+
+  get apiKey(): string | undefined {
+    return this.payer.mode === 'byok' ? this.payer.apiKey : undefined;
+  }
+
   get usdLimited(): boolean {
-    return this.call.reservation?.usdLimited === true;
+    return this.payer.mode === 'platform' && this.payer.reservation.usdLimited === true;
   }
 
   async settle(usage: MeteredUsage): Promise<Charge> {
     const estimatedCostUsd = usage.costUsd ?? 0;
     if (this.closed) throw new CoreError('INTERNAL', 'this hold is already closed');
     this.closed = true;
-    const { reservation, identity, requestId } = this.call;
-    if (reservation) {
+    const { identity, requestId } = this.call;
+    if (this.payer.mode === 'platform') {
+      const { reservation } = this.payer;
       try {
         const tokenUsage = await this.ledger.settle(reservation, { tokensUsed: usage.tokensUsed, provider: usage.provider, model: usage.model, metadata: usage.metadata ?? {}, ...(usage.costUsd !== undefined ? { costUsd: usage.costUsd } : {}) });
         await this.slot.count(tokenUsage.tokensUsed).catch(() => undefined);
@@ -69,14 +83,14 @@ export class CallHold implements Hold {
   async release(reason: string): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const { reservation, requestId } = this.call;
-    if (!reservation) {
+    const { requestId } = this.call;
+    if (this.payer.mode === 'byok') {
       // A BYOK call: nothing held in billing, but the key's tokens per minute are.
       await this.slot.release();
       return;
     }
     try {
-      await this.ledger.release(reservation, reason);
+      await this.ledger.release(this.payer.reservation, reason);
     } catch (err) {
       // Billing sweeps holds that are never closed; the call's own outcome stands.
       this.logger.error('billing: releasing a reservation failed', { requestId, reason, error: err instanceof Error ? err.message : String(err) });

@@ -55,7 +55,7 @@ async function openPaid(billing: HoldBilling, limits: KeyLimits | undefined, log
   const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: req.ownKey !== undefined, ...ip });
   const byok = (apiKey: string): Hold => {
     req.mayPay?.('byok');
-    return new CallHold(billing, logger, 'byok', apiKey, { identity, requestId }, tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined);
+    return new CallHold(billing, logger, { mode: 'byok', apiKey }, { identity, requestId }, tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined);
   };
   if (req.ownKey !== undefined) return byok(req.ownKey);
   if (decision.mode === 'byok') {
@@ -75,7 +75,7 @@ async function openPaid(billing: HoldBilling, limits: KeyLimits | undefined, log
     // CallHold settles (counts) before it releases, so the tokens are given back only by a call
     // that ended without settling.
     const slot: KeySlot | undefined = giveBack || tokens ? { release: async () => (await giveBack?.(), await tokens?.release()), count: (t) => tokens?.settle(t) ?? Promise.resolve() } : undefined;
-    return new CallHold(billing, logger, 'platform', undefined, { identity, requestId, reservation }, slot);
+    return new CallHold(billing, logger, { mode: 'platform', reservation }, { identity, requestId }, slot);
   } catch (err) {
     // The concurrency slot only: the tokens stay held if the caller's stored key takes the call below.
     await giveBack?.();
