@@ -41,17 +41,18 @@ export async function callGatewayTool(deps: McpServerDeps, name: string, args: R
       (data) => ({ ok: true as const, data }),
       (error: unknown) => ({ ok: false as const, error }),
     );
-    return r.ok ? r.data : failed(deps, r.error, name);
+    // call_tool naming a tool the caller may not use is that call's own error (the model can correct it), not an unknown tool.
+    return r.ok ? r.data : failed(deps, r.error, undefined);
   }
   const result = await invoke(deps.runtime.router, 'gateway.callTool', input, callCtx);
   if (result.ok) return result.data as CallToolResult;
   return failed(deps, result.error, name);
 }
 
-function failed(deps: McpServerDeps, error: unknown, name: string): CallToolResult {
+function failed(deps: McpServerDeps, error: unknown, name: string | undefined): CallToolResult {
   const wire = toWireError(error);
   // An upstream tool that vanished between the check and the call is still an unknown tool.
-  if (wire.appCode === 'NOT_FOUND' && (wire.details as { reason?: string } | undefined)?.reason === 'unknown_tool') {
+  if (name !== undefined && wire.appCode === 'NOT_FOUND' && (wire.details as { reason?: string } | undefined)?.reason === 'unknown_tool') {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${name.slice(0, 200)}`);
   }
   logWireError(deps.runtime.logger, wire, { transport: 'mcp', path: 'gateway.callTool' });
