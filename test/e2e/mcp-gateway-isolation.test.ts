@@ -63,10 +63,10 @@ describe('tool search (expose: search)', () => {
 
   it('search_tools ranks matching tools with their schemas; call_tool calls one; a listed server\'s tool is not reachable through call_tool', async () => {
     const c = await client(searching);
-    const found = (await c.callTool({ name: 'search_tools', arguments: { query: 'list directory', limit: 3 } })) as { structuredContent: { tools: Array<{ name: string; inputSchema: Record<string, unknown> }> } };
+    const found = (await c.callTool({ name: 'search_tools', arguments: { query: 'list directory', limit: 3 } })) as unknown as { structuredContent: { tools: Array<{ name: string; inputSchema: Record<string, unknown> }> } };
     expect(found.structuredContent.tools[0]!.name).toBe('files__list_directory');
     expect(found.structuredContent.tools[0]!.inputSchema).toMatchObject({ type: 'object', properties: { path: expect.any(Object) } });
-    const echo = (await c.callTool({ name: 'search_tools', arguments: { query: 'echo' } })) as { structuredContent: { tools: Array<{ name: string }> } };
+    const echo = (await c.callTool({ name: 'search_tools', arguments: { query: 'echo' } })) as unknown as { structuredContent: { tools: Array<{ name: string }> } };
     expect(echo.structuredContent.tools.map((t) => t.name)).toContain('big__echo');
     expect(echo.structuredContent.tools.map((t) => t.name)).not.toContain('slow__echo');
     expect(textOf(await c.callTool({ name: 'call_tool', arguments: { name: 'big__echo', arguments: { message: 'found' } } }))).toBe('Echo: found');
