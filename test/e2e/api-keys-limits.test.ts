@@ -20,14 +20,10 @@ const content = (i: number) => `key budget call ${String(i).padStart(3, '0')}`;
 /** Tokens each call holds against the key's budget and, with this upstream, uses. */
 const WORST = estimateTokens(content(0), SYSTEM, MAX_TOKENS);
 
-/** Fixed one-minute windows: start a window test well inside a minute so its calls share one. */
-async function awayFromMinuteEdge(needMs: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await sleep(left + 50);
-}
-
 describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two instances', () => {
   let cluster: KeyCluster;
+  /** Fixed one-minute windows: both instances read the cluster's clock, moved to a fresh minute's start so a test's calls share one. */
+  const freshMinute = () => cluster.clock.startWindow();
   let a: AiServer;
   let b: AiServer;
   let user: string;
@@ -71,7 +67,7 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
 
   it('requests per minute hold across both instances: 429 with Retry-After', async () => {
     const { key } = await newKey({ limits: { requestsPerMinute: 6 } });
-    await awayFromMinuteEdge(10_000);
+    freshMinute();
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => rpcCall(i % 2 ? b.url : a.url, key, 'billing.getTokenBalance')));
     expect(results.filter((r) => r.result)).toHaveLength(6);
     const refused = results.filter((r) => r.error);
@@ -89,7 +85,7 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     // Each call holds WORST tokens at admission (input bound plus maxTokens) and, with this
     // upstream, uses exactly that: two calls fit in 2 × WORST, the third is refused.
     const { key } = await newKey({ limits: { tokensPerMinute: 2 * WORST } });
-    await awayFromMinuteEdge(15_000);
+    freshMinute();
     expect((await generate(a, key, 1)).result).toBeDefined();
     expect((await generate(b, key, 2)).result).toBeDefined();
     const third = await generate(a, key, 3);
@@ -103,7 +99,7 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     const slow = ' [[upstream:latency=300]]';
     const worst = estimateTokens(content(100) + slow, SYSTEM, MAX_TOKENS);
     const { key, id } = await newKey({ limits: { tokensPerMinute: 3 * worst } });
-    await awayFromMinuteEdge(20_000);
+    freshMinute();
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => generate(i % 2 ? b : a, key, 100 + i, slow)));
     expect(results.filter((r) => r.result)).toHaveLength(3);
     for (const r of results.filter((r) => r.error)) expect(r.error!.data).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
+import { windowClock } from '@ai-backend/test-utils';
 import { dropTestSchema, rawTestClient, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { mintDevToken } from '@ai-backend/auth';
 import type { ConfigInput } from '@ai-backend/core';
@@ -12,8 +13,8 @@ const SECRET = 'rate-limit-secret-0123456789-abcdefghij';
 const WINDOW_MS = 3_600_000;
 
 const started: TestServer[] = [];
-async function server(config: ConfigInput): Promise<TestServer> {
-  const s = await startTestServer({ jwt: { secret: SECRET }, ...config });
+async function server(config: ConfigInput, clock?: () => number): Promise<TestServer> {
+  const s = await startTestServer({ jwt: { secret: SECRET }, ...config }, 'listening', clock ? { clock } : {});
   started.push(s);
   return s;
 }
@@ -100,22 +101,18 @@ describe('mcp.rateLimiting on one server', () => {
   });
 
   it('is on by default: 300 /mcp requests and 120 tool calls per caller and minute, then 429', async () => {
-    const s = await server({ mcp: { auth: { authType: 'none' } } });
+    // Fixed one-minute windows aligned to the clock: the server reads a clock that starts at a
+    // window's beginning, so all calls land in one without waiting for the next minute.
+    const s = await server({ mcp: { auth: { authType: 'none' } } }, windowClock(60_000).now);
     const mcp = new RawMcp(s.url);
     await mcp.initialize();
-    // Fixed one-minute windows aligned to the clock: start early in a window so all calls land in one.
     const first = await mcp.callTool('echo', { message: 'first' });
     expect(first.headers.get('ratelimit-policy')).toBe('"requests";q=300;w=60, "tool-calls";q=120;w=60');
     const secondsLeft = Number(/"tool-calls";r=\d+;t=(\d+)/.exec(first.headers.get('ratelimit') ?? '')?.[1]);
-    expect(secondsLeft).toBeGreaterThanOrEqual(1);
-    let used = 1;
-    if (secondsLeft < 30) {
-      await new Promise((r) => setTimeout(r, (secondsLeft + 1) * 1000));
-      used = 0;
-    }
-    for (; used < 120; used++) expect((await mcp.callTool('echo', { message: String(used) })).status).toBe(200);
+    expect(secondsLeft).toBeGreaterThanOrEqual(45); // the injected clock, not the wall clock, decides the window
+    for (let used = 1; used < 120; used++) expect((await mcp.callTool('echo', { message: String(used) })).status).toBe(200);
     expect429(await mcp.callTool('echo', { message: 'over' }), 'tool-calls', 60);
-  }, 90_000);
+  });
 
   it('leaves everything unlimited and without RateLimit headers when switched off', async () => {
     const s = await server({ mcp: { auth: { authType: 'none' }, rateLimiting: { enabled: false } } });

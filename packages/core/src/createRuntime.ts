@@ -62,6 +62,12 @@ export interface CreateRuntimeOptions {
    * are refused.
    */
   authenticator?: (runtime: Runtime) => Authenticator | Promise<Authenticator>;
+  /**
+   * The clock the rate limits' fixed windows are read from (`mcp.rateLimiting`, API keys' per-minute
+   * limits). Default Date.now. Tests pass one that starts at a window's beginning, so their calls
+   * share one window without waiting for the wall clock's next minute.
+   */
+  clock?: () => number;
 }
 
 const noAuthenticator: Authenticator = async () => ({
@@ -108,7 +114,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const vault = new KeyVault(storage, { masterKey: vaultKey, previousKeys: config.billing.previousVaultKeys }, logger);
   const alerts = new AlertOutbox(storage, config, logger, metrics);
   // Budget alerts are written by billing inside the transaction that causes them (exactly once).
-  const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind));
+  const clock = opts.clock ?? Date.now;
+  const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind), clock);
   const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts, keyLimits);
   // Sweep at least twice per hold lifetime, so a hold a dead instance left is released within 1.5x its TTL.
   billing.start(Math.min(60_000, Math.max(500, Math.floor(config.billing.reservationTtlMs / 2))));
@@ -220,7 +227,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     vault,
     upstreamCredentials,
     ai,
-    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
+    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, now: clock, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
     security,
     keys,
     gateway,

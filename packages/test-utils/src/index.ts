@@ -6,3 +6,4 @@ export type { WireFormat } from './upstream/wireFormats.js';
 export { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalVector, type TraversalFixture, type TraversalWorkspaceConfig } from './workspaces/traversalCorpus.js';
 export { createBenchTree, type BenchTree, type BenchTreeOptions } from './workspaces/benchTree.js';
 export { waitFor, type WaitForOptions, type Truthy } from './waitFor.js';
+export { windowClock, type WindowClock } from './windowClock.js';

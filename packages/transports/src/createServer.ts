@@ -35,6 +35,8 @@ export interface CreateServerOptions {
   logger?: Logger;
   /** Time stop() waits for in-flight requests before closing connections. Default 10000 ms. */
   shutdownTimeoutMs?: number;
+  /** The clock the rate limits' fixed windows are read from (tests). Default Date.now. */
+  clock?: () => number;
   /**
    * `serve --dev`: a console link that signs the developer in as an administrator. The code is
    * exchanged (from loopback only, and only on a loopback-bound server) for a short-lived admin
@@ -162,7 +164,7 @@ export function createServer<C extends CustomRouters = {}>(
     runtime.caches.set('tokens', () => verifier.clearCache());
     return verifier;
   };
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter, authenticator, lazyRouter: true }).then((runtime) => {
+  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter, authenticator, lazyRouter: true, clock: opts.clock }).then((runtime) => {
     if (mcpOn) checkToolNames(runtime.router); // a tool-name clash fails start-up
     readyRuntime = runtime;
     return runtime;

@@ -50,9 +50,13 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
 }
 
 /** `mode` 'in-process' serves through `server.fetch` behind a routed origin (helpers/testServer.ts `startIn`). */
-export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage; mode?: Mode } = {}): Promise<AiServer> {
+export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage; mode?: Mode; clock?: () => number } = {}): Promise<AiServer> {
   const logs: string[] = [];
-  const server = createServer(gatewayConfig(upstream, over), { logger: createLogger('debug', (l) => logs.push(l)), ...(opts.storage ? { storage: opts.storage } : {}) });
+  const server = createServer(gatewayConfig(upstream, over), {
+    logger: createLogger('debug', (l) => logs.push(l)),
+    ...(opts.storage ? { storage: opts.storage } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
   const { url, stop } = await startIn(opts.mode ?? 'listening', server);
   const runtime = await server.ready();
   return { server, runtime, url, logs, stop };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConfigInput } from '@ai-backend/core';
 import { dropTestKeys, dropTestSchema, testPostgresOptions, type TestPostgres, type TestRedis } from '@ai-backend/test-utils/services';
+import { windowClock, type WindowClock } from '@ai-backend/test-utils';
 import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './aiGateway.js';
 
 /** Two gateways on one PostgreSQL schema and one Redis prefix, a funded user, and a way to give them keys. */
@@ -11,6 +12,8 @@ export interface KeyCluster {
   sub: string;
   /** The owner's JWT. */
   user: string;
+  /** The clock both instances' rate-limit windows read: `startWindow()` before a test that must stay inside one minute. */
+  clock: WindowClock;
   /** keys.create as the owner through instance a (rules merged over `{ name }`); throws on refusal. */
   newKey(rules?: Record<string, unknown>): Promise<{ key: string; id: string }>;
   stop(): Promise<void>;
@@ -22,8 +25,9 @@ export async function startKeyCluster(label: string, pgAt: TestPostgres, redisAt
   const sub = `${label}-owner-${randomUUID().slice(0, 8)}`;
   const upstream = await createTestUpstream(upstreamOptions);
   const config: ConfigInput = { storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } } };
-  const a = await startAiServer(upstream, config);
-  const b = await startAiServer(upstream, config);
+  const clock = windowClock(60_000);
+  const a = await startAiServer(upstream, config, { clock: clock.now });
+  const b = await startAiServer(upstream, config, { clock: clock.now });
   const user = await tokenFor(sub);
   await creditTokens(a.url, await tokenFor(`${label}-admin`, { admin: true }), sub, 10_000_000, `seed-${sub}`);
   return {
@@ -32,6 +36,7 @@ export async function startKeyCluster(label: string, pgAt: TestPostgres, redisAt
     b,
     sub,
     user,
+    clock,
     async newKey(rules = {}) {
       const r = await rpcCall<{ key: string; apiKey: { id: string } }>(a.url, user, 'keys.create', { name: 'app', ...rules });
       if (!r.result) throw new Error(r.text);

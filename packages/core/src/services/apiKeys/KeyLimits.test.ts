@@ -3,6 +3,7 @@ import { CoreError } from '../../kernel/CoreError.js';
 import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Storage } from '../../kernel/Storage.js';
+import { windowClock } from '@ai-backend/test-utils';
 import { KeyLimits, type TokenReservation } from './KeyLimits.js';
 import { backends, type OpenStore } from '../billing/__tests__/kit.js';
 
@@ -11,10 +12,9 @@ const logger = createLogger('silent');
 describe('KeyLimits', () => {
   it('requests per minute: refused past the limit with 429 headers, per key', async () => {
     const refusals: string[] = [];
-    const limits = new KeyLimits(new MemoryStorage(), logger, (k) => refusals.push(k));
+    // A clock one second into a minute, so the calls share one window whatever the wall clock says.
+    const limits = new KeyLimits(new MemoryStorage(), logger, (k) => refusals.push(k), () => 1_000 * 60_000 + 1_000);
     const grant = { id: 'k1', requestsPerMinute: 3 };
-    // Start well inside a minute so the calls share one window.
-    if (60_000 - (Date.now() % 60_000) < 2_000) await new Promise((r) => setTimeout(r, 2_100));
     for (let i = 0; i < 3; i++) await limits.request(grant);
     const err = await limits.request(grant).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreError);
@@ -52,12 +52,6 @@ describe('KeyLimits', () => {
   });
 });
 
-/** Start well inside a minute so a test's reservations share one fixed window. */
-async function awayFromMinuteEdge(needMs: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
-}
-
 describe.each(backends)('KeyLimits tokens per minute on $name', (backend) => {
   let store: OpenStore;
   beforeAll(async () => backend.setup?.());
@@ -67,11 +61,12 @@ describe.each(backends)('KeyLimits tokens per minute on $name', (backend) => {
   afterEach(async () => store.cleanup());
 
   it('a concurrent burst is admitted by its worst case: never more than the limit', async () => {
-    await awayFromMinuteEdge(5_000);
     const refusals: string[] = [];
-    // Two instances: two KeyLimits on two connections to the same store.
-    const one = new KeyLimits(store.storage, logger, (k) => refusals.push(k));
-    const two = new KeyLimits(await store.another(), logger, (k) => refusals.push(k));
+    // Two instances: two KeyLimits on two connections to the same store, reading one clock that
+    // starts at a minute's beginning, so the reservations share one fixed window.
+    const clock = windowClock(60_000).now;
+    const one = new KeyLimits(store.storage, logger, (k) => refusals.push(k), clock);
+    const two = new KeyLimits(await store.another(), logger, (k) => refusals.push(k), clock);
     const grant = { id: `tpm${backend.name}`, tokensPerMinute: 1_000 };
     const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => (i % 2 ? one : two).reserveTokens(grant, 100)));
     const admitted = outcomes.filter((o): o is PromiseFulfilledResult<TokenReservation> => o.status === 'fulfilled').map((o) => o.value);
@@ -88,8 +83,7 @@ describe.each(backends)('KeyLimits tokens per minute on $name', (backend) => {
   });
 
   it('a call whose worst case alone exceeds the limit is refused outright, nothing held', async () => {
-    await awayFromMinuteEdge(5_000);
-    const limits = new KeyLimits(store.storage, logger);
+    const limits = new KeyLimits(store.storage, logger, undefined, windowClock(60_000).now);
     const grant = { id: `big${backend.name}`, tokensPerMinute: 500 };
     await expect(limits.reserveTokens(grant, 501)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS', details: { reason: 'key_tokens_limit', requested: 501, limit: 500 } });
     await expect(limits.reserveTokens(grant, 500)).resolves.toBeDefined();

@@ -31,6 +31,8 @@ export class KeyLimits {
     private readonly shared: Storage,
     private readonly logger: Logger,
     private readonly onRefusal: (kind: KeyLimitKind) => void = () => undefined,
+    /** The clock the one-minute windows are read from (CreateRuntimeOptions.clock). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   private limiter(grant: ApiKeyGrant): RateLimiter {
@@ -39,6 +41,7 @@ export class KeyLimits {
       { enabled: true, windowMs: MINUTE_MS, maxRequests: grant.requestsPerMinute ?? Number.MAX_SAFE_INTEGER, maxToolCalls: grant.tokensPerMinute ?? Number.MAX_SAFE_INTEGER },
       {
         logger: this.logger,
+        now: this.now,
         prefix: 'rl:apikey:',
         names: { requests: 'key-requests', toolCalls: 'key-tokens' },
         kinds: [...(grant.requestsPerMinute ? (['requests'] as const) : []), ...(grant.tokensPerMinute ? (['toolCalls'] as const) : [])],
@@ -78,7 +81,7 @@ export class KeyLimits {
         details: { reason: 'key_tokens_limit', requested: held, limit },
       });
     }
-    const now = Date.now();
+    const now = this.now();
     const window = Math.floor(now / MINUTE_MS);
     const key = `rl:apikey:toolCalls:${grant.id}:${window}`;
     let count: number | null;
