@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
 import { startServer } from './lib.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
+const args = Object.fromEntries(process.argv.slice(2).flatMap((a, i, all) => (a.startsWith('--') ? [[a.slice(2), all[i + 1]]] : [])));
 const minutes = Number(args.minutes ?? 2);
 const rate = Number(args.rate ?? 40);
 const sampleSec = Number(args.sample ?? 10);

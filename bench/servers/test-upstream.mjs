@@ -13,7 +13,7 @@ setInterval(() => {
   upstream.reset();
 }, 200).unref();
 
-const control = http.createServer((req, res) => {
+const control = http.createServer((_req, res) => {
   const rec = upstream.requests.at(-1) ?? last;
   res.writeHead(rec ? 200 : 404, { 'content-type': 'application/json' });
   res.end(JSON.stringify(rec ? { method: rec.method, path: rec.path, headers: rec.headers, body: rec.body } : { error: 'no request yet' }));

@@ -225,6 +225,7 @@ export const conformanceRouter = router({
         .meta({
           allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
           if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+          // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else keyword, not a thenable
           then: { required: ['phone'] },
           else: { required: ['email'] },
         })

@@ -7,7 +7,7 @@ import { mintDevToken } from '@ai-backend/auth';
 import { z } from 'zod';
 import { adminProcedure, createAppRouter, loadRouter, procedureIndex, protectedProcedure, publicProcedure, router, type ConfigInput, type ProcedureMeta } from '@ai-backend/core/internal';
 import { describeMatrix } from './helpers/describeMatrix.js';
-import { MODES, serverFor, startTestServer, type TestServer } from './helpers/testServer.js';
+import { serverFor, startTestServer, type TestServer } from './helpers/testServer.js';
 import { RawMcp, type McpReply } from './helpers/rawMcp.js';
 
 /**
@@ -283,8 +283,7 @@ it('the matrix covers every kind of procedure and every MCP surface', () => {
 });
 
 for (const cell of CELLS) {
-  // Every cell in-process; the cells with authentication also against a listening server.
-  const modes = cell.authType === 'jwt' || (cell.authType === 'none' && cell.toolsCall) ? MODES : (['in-process'] as const);
+  // Every cell in-process and against a listening server (describeMatrix's default modes).
   describeMatrix(cellLabel(cell), (mode) => {
     let s: Awaited<ReturnType<typeof serverFor>>;
     beforeAll(async () => {

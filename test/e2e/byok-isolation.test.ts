@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { rawTestClient, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '@ai-backend/core';
-import { callVia, createTestUpstream, mcpClient, rpcCall, tokenFor, startAiServer, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
+import { callVia, createTestUpstream, mcpClient, tokenFor, startAiServer, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
 
 /**
  * BYOK isolation over /trpc, /rpc and MCP, on a file store and on a Redis store: user B can

@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 describe('the openai provider pointed at a Chat Completions server', () => {
-  let servers: AiServer[] = [];
+  const servers: AiServer[] = [];
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
   });

@@ -150,7 +150,7 @@ it('the banner sample in getting-started.md is what `serve --dev` prints', async
   const sample = /```\n(ai-backend listening[\s\S]*?)```/.exec(doc)![1]!.trim();
   const port = /127\.0\.0\.1:(\d+)/.exec(banner)![1]!;
   // The console link's sign-in code is random per process.
-  expect(banner).toMatch(/\/console\/#dev=[\w-]{43}  /);
+  expect(banner).toMatch(/\/console\/#dev=[\w-]{43} {2}/);
   const printed = banner.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder').replace(/#dev=[\w-]+/, '#dev=<one-time code>');
   expect(printed).toBe(sample);
 });

@@ -93,7 +93,7 @@ function expected(p: Proc, who: Who): Outcome {
 }
 
 function classify(err: { appCode?: unknown; details?: { reason?: unknown } } | undefined): Outcome {
-  if (!err || err.appCode !== 'FORBIDDEN') return 'PASSED';
+  if (err?.appCode !== 'FORBIDDEN') return 'PASSED';
   return typeof err.details?.reason === 'string' && err.details.reason.startsWith('key_') ? 'KEY_REFUSED' : 'FORBIDDEN';
 }
 

@@ -117,6 +117,7 @@ describe.skipIf(!chromiumService.ok)('OAuth sign-in in Chromium', () => {
       await page.goto(`http://127.0.0.1:${(framer.address() as AddressInfo).port}/`);
       const frame = await (await page.waitForSelector('#f')).contentFrame();
       await frame?.waitForLoadState().catch(() => undefined);
+      // biome-ignore lint/performance/useDomNodeTextContent: the text as rendered (what the user sees), not the DOM's raw text
       const framedText = frame ? await frame.evaluate(() => document.body?.innerText ?? '').catch(() => '') : '';
       expect(framedText).not.toContain('Unknown application');
       expect(frame?.url()).not.toBe(`${base}/oauth/authorize?client_id=unknown`);

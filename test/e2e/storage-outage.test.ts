@@ -11,7 +11,7 @@ import { callVia, createTestUpstream, creditTokens, startAiServer, tokenFor, typ
  */
 const target = await testPostgres();
 
-class Proxy {
+class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
   port = 0;
@@ -42,14 +42,14 @@ const ENTRIES: Entry[] = ['rpc', 'trpc', 'mcp'];
 describe.skipIf(!target.ok)('PostgreSQL outage', () => {
   let upstream: TestUpstream;
   let gw: AiServer;
-  let proxy: Proxy;
+  let proxy: TcpProxy;
   let token: string;
   const pg = testPostgresOptions(target, 'outage');
   const sub = 'outage-pg-user';
 
   beforeAll(async () => {
     upstream = await createTestUpstream();
-    proxy = new Proxy();
+    proxy = new TcpProxy();
     await proxy.start();
     gw = await startAiServer(upstream, { storage: { type: 'postgres', postgres: { host: '127.0.0.1', port: proxy.port, user: pg.user, database: pg.database, schema: pg.schema, ...(target.password ? { password: target.password } : {}) } } });
     token = await tokenFor(sub);

@@ -57,13 +57,13 @@ export function locateSyntaxError(file: string, err: unknown): ConfigFileError |
   } catch (checkErr) {
     out = String((checkErr as { stderr?: string }).stderr ?? '');
   }
-  const m = new RegExp(`^(?:file://)?${escape(file)}:(\\d+)\\n(.*)\\n( *)\\^`, 'm').exec(out);
+  const m = new RegExp(`^(?:file://)?${escapeRegExp(file)}:(\\d+)\\n(.*)\\n( *)\\^`, 'm').exec(out);
   const reason = /^SyntaxError: .*$/m.exec(out)?.[0] ?? `SyntaxError: ${err.message}`;
   if (!m) return new ConfigFileError(file, 1, 1, reason);
   return new ConfigFileError(file, Number(m[1]), m[3]!.length + 1, reason);
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** cosmiconfig loader for JSON configs (its own JSON errors have no line or column). */
 export const loadJson = (file: string, content?: string): unknown => parseJsonConfig(path.resolve(file), content ?? readFileSync(file, 'utf8'));

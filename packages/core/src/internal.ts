@@ -7,7 +7,7 @@
 export * from './config/index.js';
 export { CoreError, isCoreError, coreErrorOf } from './kernel/CoreError.js';
 export { CORE_ERROR_TABLE, JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from './pipeline/errorTable.js';
-export { type CoreErrorCode } from './kernel/CoreError.js';
+export type { CoreErrorCode } from './kernel/CoreError.js';
 export * from './storage/index.js';
 export { t, router, middleware, mergeRouters, createCallerFactory } from './pipeline/init.js';
 export { fetchRequestHandler, getHTTPStatusCode, getTRPCErrorFromUnknown, getTRPCErrorShape, transformTRPCResponse, TRPCError } from './pipeline/trpcRuntime.js';
@@ -19,7 +19,7 @@ export { toWireError, wireErrorData, toJsonRpcError, toMcpToolError, logWireErro
 export { publicBaseUrl } from './runtime/publicBaseUrl.js';
 export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.js';
 export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
-export { type Identity, type TransportName, type ApiKeyGrant } from './kernel/identity.js';
+export type { Identity, TransportName, ApiKeyGrant } from './kernel/identity.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
 export type { KeyAccess, ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
 export { KEY_SCOPES, BUILT_IN_KEY_SCOPES, type KeyScope } from './services/apiKeys/keyScopes.js';

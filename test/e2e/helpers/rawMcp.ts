@@ -47,7 +47,7 @@ export class RawMcp {
   private nextId = 1;
 
   constructor(
-    private readonly url: string,
+    url: string,
     /** Bearer token sent on every request, if any. */
     public token?: string,
     /** How to reach the server: in-process `app.fetch` for example; default global fetch on `url`. */

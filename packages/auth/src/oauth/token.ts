@@ -81,7 +81,7 @@ async function refreshToken(c: Context, s: OAuthServices, form: URLSearchParams,
   const resource = form.get('resource');
   if (resource !== null && !sameResource(resource, session.resource)) return err(400, 'invalid_target', `resource must be ${session.resource}`);
   const asked = form.get('scope')?.split(' ').filter(Boolean);
-  if (asked && asked.some((x) => !peek.scopes.includes(x))) return err(400, 'invalid_scope', 'scope exceeds the original grant');
+  if (asked?.some((x) => !peek.scopes.includes(x))) return err(400, 'invalid_scope', 'scope exceeds the original grant');
 
   const used = await s.store.consume<RefreshRecord>('refresh', id);
   if (used.status === 'missing') return err(400, 'invalid_grant', 'invalid or expired refresh token');

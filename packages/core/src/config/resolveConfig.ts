@@ -1,4 +1,4 @@
-import { z } from '../lib/zod.js';
+import type { z } from '../lib/zod.js';
 import { ConfigSchema, type ConfigInput, type ResolvedConfig } from './schema.js';
 import { ConfigError, type ConfigProblem } from './ConfigError.js';
 import { PARSE_ONCE } from './parseOnce.js';

@@ -39,13 +39,13 @@ export function compileUriTemplate(template: string): UriTemplate {
   let pattern = '';
   let last = 0;
   for (const m of template.matchAll(VAR)) {
-    pattern += escape(template.slice(last, m.index));
+    pattern += escapeRegExp(template.slice(last, m.index));
     variables.push(m[2]!);
     if (m[1]) reserved.add(m[2]!);
     pattern += m[1] ? '([^?#]+)' : '([^/?#]+)';
     last = m.index! + m[0].length;
   }
-  pattern += escape(template.slice(last));
+  pattern += escapeRegExp(template.slice(last));
   const re = new RegExp(`^${pattern}$`);
   return {
     variables,
@@ -75,6 +75,6 @@ export function compileUriTemplate(template: string): UriTemplate {
   };
 }
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -1,4 +1,4 @@
-import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
 import { lazyRequire } from '../lib/lazyRequire.js';
 
 type PromClient = typeof import('prom-client');
@@ -77,8 +77,6 @@ export class Metrics {
   private keyAuth!: Counter<'outcome'>;
   private keyRefused!: Counter<'limit'>;
   private keyTokens!: Counter<'payer'>;
-  private mcpSessions!: Gauge;
-  private mcpStreams!: Gauge;
   private readonly models = new BoundedLabel();
   /** Children by label key: prom-client hashes the label object on every call otherwise. */
   private readonly requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
@@ -150,8 +148,9 @@ export class Metrics {
     this.keyRefused = new prom.Counter({ name: 'ai_backend_api_key_refusals_total', help: "Calls refused by an API key's own rules, by limit (requests, tokens, concurrent, budget, model)", labelNames: ['limit'], registers });
     this.keyTokens = new prom.Counter({ name: 'ai_backend_api_key_tokens_total', help: 'Tokens used by calls made with API keys, by payer', labelNames: ['payer'], registers });
     const self = this;
-    this.mcpSessions = new prom.Gauge({ name: 'ai_backend_mcp_sessions', help: 'Open MCP sessions on this instance', registers, collect() { this.set(self.sessionsSource()); } });
-    this.mcpStreams = new prom.Gauge({ name: 'ai_backend_mcp_streams', help: 'Open MCP server-sent-event streams on this instance', registers, collect() { this.set(self.streamsSource()); } });
+    // The two gauges live in the registry and are read through their collect(): no field holds them.
+    new prom.Gauge({ name: 'ai_backend_mcp_sessions', help: 'Open MCP sessions on this instance', registers, collect() { this.set(self.sessionsSource()); } });
+    new prom.Gauge({ name: 'ai_backend_mcp_streams', help: 'Open MCP server-sent-event streams on this instance', registers, collect() { this.set(self.streamsSource()); } });
     if (opts.processMetrics) prom.collectDefaultMetrics({ register: registry, prefix: 'ai_backend_' });
   }
 

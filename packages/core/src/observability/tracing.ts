@@ -1,5 +1,5 @@
 import type * as OtelApi from '@opentelemetry/api';
-import type { Attributes, Span, TextMapGetter } from '@opentelemetry/api';
+import type { Span, TextMapGetter } from '@opentelemetry/api';
 import { lazyRequire } from '../lib/lazyRequire.js';
 
 /**

@@ -49,7 +49,7 @@ export function cors(config: ResolvedConfig['cors'], originOf: (req: Request) =>
     if (wildcard) headers['Access-Control-Allow-Origin'] = '*';
     else if (origin && allowed.has(origin)) {
       headers['Access-Control-Allow-Origin'] = origin;
-      headers['Vary'] = 'Origin';
+      headers.Vary = 'Origin';
     }
     if (config.credentials && headers['Access-Control-Allow-Origin']) headers['Access-Control-Allow-Credentials'] = 'true';
 

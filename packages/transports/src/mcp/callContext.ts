@@ -1,5 +1,5 @@
 import type { AuthInfo, Server, ServerContext } from '@modelcontextprotocol/server';
-import { CoreError, RequestScope, type Context, type McpCallContext } from '@ai-backend/core/internal';
+import { CoreError, type RequestScope, type Context, type McpCallContext } from '@ai-backend/core/internal';
 import { levelEnabled, type McpServerDeps, type McpSessionState } from './sessionState.js';
 import type { StateUse } from './requestStateSeal.js';
 

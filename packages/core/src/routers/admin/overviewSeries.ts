@@ -75,13 +75,13 @@ export function overviewSeries(
   const usageModel = new Map((usage.seriesByModel ?? []).map((s) => [s.model, s.byDay]));
   const build = (key: string, up: UpstreamRecord[] | undefined, use: Totals[] | undefined): KeySeries => ({
     key,
-    calls: days.map((_, i) => up?.[i]!.calls ?? 0),
-    failures: days.map((_, i) => up?.[i]!.failures ?? 0),
+    calls: days.map((_, i) => up?.[i]?.calls ?? 0),
+    failures: days.map((_, i) => up?.[i]?.failures ?? 0),
     p50Ms: days.map((_, i) => (up ? upstreamPercentile(up[i]!.buckets, 50) : null)),
     p99Ms: days.map((_, i) => (up ? upstreamPercentile(up[i]!.buckets, 99) : null)),
-    aiCalls: days.map((_, i) => use?.[i]!.requests ?? 0),
-    tokens: days.map((_, i) => use?.[i]!.tokensUsed ?? 0),
-    costUsd: days.map((_, i) => use?.[i]!.estimatedCostUsd ?? 0),
+    aiCalls: days.map((_, i) => use?.[i]?.requests ?? 0),
+    tokens: days.map((_, i) => use?.[i]?.tokensUsed ?? 0),
+    costUsd: days.map((_, i) => use?.[i]?.estimatedCostUsd ?? 0),
   });
   // Providers are few (the configured ones); models are bounded: the usage ranking's plus the
   // upstream's busiest (failing models have no usage but belong on an errors plot).

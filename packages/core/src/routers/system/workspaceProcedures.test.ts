@@ -1,10 +1,9 @@
-import { mkdir, mkdtemp, readFile as fsRead, rm, writeFile as fsWrite } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile as fsRead, rm, writeFile as fsWrite } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import type { ConfigInput } from '../../config/schema.js';
-import { CoreError, coreErrorOf } from '../../kernel/CoreError.js';
+import { coreErrorOf } from '../../kernel/CoreError.js';
 import { createRuntime } from '../../createRuntime.js';
 import { createLogger } from '../../kernel/Logger.js';
 import type { Runtime } from '../../runtime/Runtime.js';

@@ -73,6 +73,7 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   try {
     // One target: another model's vectors live in another space, so there is no fallback.
     const served = await settleLoop(
+      // biome-ignore lint/correctness/useYield: attemptLoop takes a generator; a non-streamed attempt yields nothing, it returns its result
       attemptLoop(deps, [target], call, async function* (t, ctx) {
         const [{ ai: sdk }, embeddingModel] = await Promise.all([loadAiSdk(), providers.embeddingModel(provider, model, t.apiKey), loadUpstreamFetch()]);
         ctx.start();

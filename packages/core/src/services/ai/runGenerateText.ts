@@ -63,6 +63,7 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
   let served: Served<Target, GenerateTextResult<ToolSet, any>>;
   try {
     served = await settleLoop(
+      // biome-ignore lint/correctness/useYield: attemptLoop takes a generator; a non-streamed attempt yields nothing, it returns its result
       attemptLoop(deps, callTargets(deps, prepared, call), call, async function* (t, ctx) {
         // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server
         // the imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.

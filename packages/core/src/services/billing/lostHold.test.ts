@@ -142,7 +142,9 @@ describe.skipIf(!pgServer.ok)('PostgreSQL crashes right after a reserve', () => 
 
   it('the hold is gone after recovery; the settle charges the whole call; balance == ledger', { timeout: 60_000 }, async () => {
     storage = await PostgresStorage.connect({ host: server.host, port: server.port, user: server.user, database: server.database, schema: 'lost', connectTimeoutMs: 5000, queryTimeoutMs: 10_000 });
+    // biome-ignore lint/complexity/useLiteralKeys: the store's private pool, reached on purpose by this test
     await storage['pool'].query("ALTER SYSTEM SET wal_writer_delay = '10s'");
+    // biome-ignore lint/complexity/useLiteralKeys: as above
     await storage['pool'].query('SELECT pg_reload_conf()');
     rt = await makeRuntime(storage, { billing: { platformFeeRate: 0.1 } });
     await seed(rt); // durable: survives the crash
