@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // One run over every package's unit tests (beside the code) and the end-to-end tests in test/.
@@ -11,9 +12,14 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // CI (CI=1) runs three whole suites back to back on a shared two-core machine: a test whose
-    // timing bound a loaded moment breaks gets one more try there. A retried test is listed in the
-    // report, and a test that is really broken fails both tries. Locally nothing is retried.
+    // vitest's default is one worker less than the CPUs: one test file at a time on a two-core CI
+    // machine. Most files here spend their time waiting on sockets, child processes, PostgreSQL and
+    // timers, not on the CPU, so four run at once (docs/testing.md, "CI: phases and times").
+    maxWorkers: Math.max(4, availableParallelism() - 1),
+    // CI (CI=1) runs the whole suite and then most of it again on three more Node versions, on a
+    // shared two-core machine: a test whose timing bound a loaded moment breaks gets one more try
+    // there. A retried test is listed in the report, and a test that is really broken fails both
+    // tries. Locally nothing is retried.
     retry: process.env.CI ? 1 : 0,
     // Probes Redis, PostgreSQL, redis-server and Chromium once; suites that need a missing one skip,
     // and the run ends with one line naming it (AI_BACKEND_REQUIRE_SERVICES=1 turns skips into failures).

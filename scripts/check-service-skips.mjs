@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // Runs the suites that use the shared service detection (packages/test-utils/src/services) as a
-// newcomer's machine would see them: no Redis, no PostgreSQL, no redis-server binary, no Chromium.
-// Every one of them must skip through the detection and the run must end green with the one summary
-// line. Which files: scripts/serviceSuites.mjs, from their imports (a file that never asks for a
-// service has nothing to skip); test/scripts/serviceSuites.test.ts fails when a test file names a service
-// (a port, a driver, a storage type) without going through the detection, so none is left out.
-// `--all` runs the whole suite instead.
+// newcomer's machine would see them: no Redis, no PostgreSQL, no redis-server or PostgreSQL server
+// binaries, no Chromium. Every one of them must skip through the detection and the run must end
+// green with the one summary line. Which files: scripts/serviceSuites.mjs, from their imports (a
+// file that never asks for a service has nothing to skip); test/scripts/serviceSuites.test.ts
+// fails when a test file names a service (a port, a driver, a storage type) without going through
+// the detection, so none is left out. `--all` runs the whole suite instead.
 //
 // Where it can (root, util-linux `unshare`), the run goes into a fresh network namespace with only
 // loopback up, so even the machine's own services on 127.0.0.1 are out of reach: pointing the
@@ -21,13 +21,14 @@ const env = {
   AI_BACKEND_TEST_REDIS: '127.0.0.1:1',
   AI_BACKEND_TEST_REDIS_SERVER: '/nonexistent/redis-server',
   AI_BACKEND_TEST_POSTGRES_URL: 'postgres://postgres@127.0.0.1:1/test',
+  AI_BACKEND_TEST_POSTGRES_BIN: '/nonexistent/postgresql/bin',
   AI_BACKEND_TEST_CHROMIUM: '/nonexistent/chromium',
 };
 delete env.AI_BACKEND_REQUIRE_SERVICES;
 
 // The install tests install the packed tarballs and npm 12 itself from the npm registry, the SBOM
-// test resolves the packed packages against it, and the audit and pack tests' `npx -y pnpm@…` ask it
-// for pnpm: a newcomer's machine reaches it but the network namespace below does not. They run in
+// test resolves the packed packages against it, and the audit and pack tests' `npx -y pnpm@…` ask it for
+// pnpm: a newcomer's machine reaches it but the network namespace below does not. They run in
 // every other suite run (install-npm12 cuts the network itself, after its installs).
 const NEEDS_REGISTRY = [
   'test/e2e/install-smoke.test.ts',
@@ -51,7 +52,7 @@ const summary = /Skipped for missing services: .*/.exec(run.stdout ?? '')?.[0];
 const problems = [];
 if (run.status !== 0) problems.push(`vitest exited with ${run.status ?? run.signal}: a suite needs a service without going through the detection`);
 if (!summary) problems.push('no "Skipped for missing services" line: the skip summary is missing');
-else for (const name of ['redis', 'postgres', 'chromium']) if (!summary.includes(`${name} (`)) problems.push(`the summary does not name ${name}`);
+else for (const name of ['redis', 'postgres', 'postgres-server', 'chromium']) if (!summary.includes(`${name} (`)) problems.push(`the summary does not name ${name}`);
 if (problems.length > 0) {
   console.error(`check-service-skips FAILED:\n- ${problems.join('\n- ')}`);
   process.exit(1);

@@ -177,7 +177,9 @@ describe('circuit breaker', () => {
   });
 
   it('half-open: of concurrent calls (generateText and streamText) only one is the trial, the others skip the provider', async () => {
-    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 300, windowMs: 10_000 } });
+    // The cooldown must outlast the six concurrent calls and the check after them even when other
+    // test files run beside this one on a loaded machine (the breaker's clock is its store's TTL).
+    const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 1500, windowMs: 10_000 } });
     h.upstream.failProvider('openai', { kind: 'status', status: 500 });
     const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     const stream = async () => {
