@@ -6,7 +6,7 @@ import type { Context } from './context.js';
 import { t } from './init.js';
 import { CallObservation } from './observeProcedure.js';
 import { toTRPCError } from './wireError.js';
-import { countsAsToolCall, type ProcedureMeta } from './meta.js';
+import { countsAsToolCall } from './meta.js';
 
 /** Outcomes worth a security event, by error code. */
 const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {

@@ -17,7 +17,7 @@ export type PerUserServerLookup = (name: string) => PerUserServer;
 export function perUserServersFromConfig(config: Pick<ResolvedConfig, 'mcpServers'>): PerUserServerLookup {
   return (name) => {
     const s = Object.hasOwn(config.mcpServers, name) ? config.mcpServers[name] : undefined;
-    if (!s || !s.enabled) throw new CoreError('NOT_FOUND', `no MCP server "${name}" is configured`);
+    if (!s?.enabled) throw new CoreError('NOT_FOUND', `no MCP server "${name}" is configured`);
     if (!('url' in s) || !s.perUser) {
       throw new CoreError('BAD_REQUEST', `MCP server "${name}" does not take per-user credentials (it is not perUser: its credentials, if any, are the shared ones of the config)`);
     }
