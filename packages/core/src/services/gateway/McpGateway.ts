@@ -21,8 +21,11 @@ import { SEARCH_TOOLS, searchToolDefinitions, type GatewayTool } from './gateway
  * in the vault, or OAuth tokens to the upstream). 'missing' and 'expired' reach the caller as a
  * tool error with `message`, which says how to (re)connect.
  */
+type Resolved = { kind: 'headers'; headers: Record<string, string> } | { kind: 'missing' | 'expired'; message: string };
 export interface GatewayCredentials {
-  resolve(req: { server: { name: string; url: string }; userId: string }): Promise<{ kind: 'headers'; headers: Record<string, string> } | { kind: 'missing' | 'expired'; message: string }>;
+  resolve(req: { server: { name: string; url: string }; userId: string }): Promise<Resolved>;
+  /** The upstream answered 401 to `headers`: fresh ones (a refreshed token), or why there are none. */
+  rejected(req: { server: { name: string; url: string }; userId: string; headers: Record<string, string> }): Promise<Resolved>;
 }
 
 export interface McpGatewayOptions {
@@ -289,6 +292,35 @@ export class McpGateway {
    * costs nothing), through the same billing entry as AI calls.
    */
   async callTool(call: GatewayCall, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    try {
+      return await this.callToolOnce(call, name, args);
+    } catch (err) {
+      // A per-user upstream refused the user's credentials: once more with fresh ones, or the reason why there are none.
+      if (!(await this.freshCredentialsAfter(err, call.identity, name))) throw err;
+      return this.callToolOnce(call, name, args);
+    }
+  }
+
+  /**
+   * After an upstream's 401 on a perUser server: ask the credentials service (a refreshed OAuth
+   * token; a revoked grant or refused static headers become a FORBIDDEN saying what to call).
+   * True when there are fresh credentials to try once more.
+   */
+  private async freshCredentialsAfter(err: unknown, identity: Identity | null, name: string): Promise<boolean> {
+    if (!(err instanceof CoreError) || err.details?.reason !== 'upstream_unauthorized' || !identity || !this.opts.credentials) return false;
+    const target = this.resolveTool(identity, name);
+    if (!target || target === 'search' || target.server.shared || target.server.config.type === 'stdio') return false;
+    const server = { name: target.server.name, url: target.server.config.url };
+    const refused = (c: { kind: 'missing' | 'expired'; message: string }) => new CoreError('FORBIDDEN', c.message, { details: { reason: `credentials_${c.kind}`, server: server.name } });
+    // What was sent is what is stored, unless a refresh replaced it meanwhile (then that one is tried).
+    const sent = await this.opts.credentials.resolve({ server, userId: identity.sub });
+    if (sent.kind !== 'headers') throw refused(sent);
+    const next = await this.opts.credentials.rejected({ server, userId: identity.sub, headers: sent.headers });
+    if (next.kind !== 'headers') throw refused(next);
+    return true;
+  }
+
+  private async callToolOnce(call: GatewayCall, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
     const target = this.resolveTool(call.identity, name);
     if (target === 'search') return this.callSearchTool(call, name, args);
     if (!target) throw unknownTool(name);

@@ -177,6 +177,8 @@ export class UpstreamConnection {
       this.counts.errors++;
       if (err instanceof CoreError) throw err;
       if ((err as { name?: string } | null)?.name === 'AbortError') throw new CoreError('CANCELLED', 'request cancelled');
+      // The credentials were refused (a per-user token revoked at its server): the gateway asks for fresh ones.
+      if (httpStatusOf(err) === 401) throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused the credentials on ${what}`, { details: { reason: 'upstream_unauthorized', server: this.opts.name } });
       if (isTimeout(err)) throw new CoreError('UPSTREAM_TIMEOUT', `MCP server "${this.opts.name}" did not answer ${what} within ${this.timeoutMs} ms`, { details: { reason: 'upstream_timeout', server: this.opts.name } });
       // A protocol error the upstream sent (its message is its own, about its own tool): passed on, bounded.
       const code = (err as { code?: unknown }).code;
@@ -216,6 +218,12 @@ export class UpstreamConnection {
     this.state = { kind: 'idle' };
     await opened?.client.close().catch(() => undefined);
   }
+}
+
+/** The HTTP status of an SDK transport error (SdkHttpError carries it as `status`). */
+function httpStatusOf(err: unknown): number | undefined {
+  const status = (err as { status?: unknown } | null)?.status;
+  return typeof status === 'number' ? status : undefined;
 }
 
 function describe(err: unknown, timeoutMs: number): string {
