@@ -6,28 +6,28 @@ import { timingSafeEqual } from 'node:crypto';
 import { createAppRouter, createLogger, isLoopbackHost, createRuntime, loadRouter, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core/internal';
 import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
-import { bodyLimit } from './http/bodyLimit.js';
-import { createBrowserGuard, type GuardedRoute } from './http/browserGuard.js';
-import { apiDescriptionRoutes } from './http/apiDescriptionRoutes.js';
-import { consoleRoutes } from './http/consoleRoutes.js';
-import { cors } from './http/cors.js';
-import { adminMetricsHandler, metricsListenerApp } from './http/metricsRoute.js';
-import { observeRequests } from './http/observeRequests.js';
-import { healthRoutes } from './http/healthRoutes.js';
-import { jwtResourceMetadataHandler } from './http/jwtResourceMetadata.js';
-import { purchaseWebhookHandler } from './http/purchaseWebhookRoute.js';
-import { gatewayOAuthRoutes } from './http/gatewayOAuthRoutes.js';
-import { enforceBodyIdleTimeout, timeoutServerOptions } from './http/nodeTimeouts.js';
-import { lingerOnClose } from './http/lingeringClose.js';
-import { requestOrigin } from './http/requestFacts.js';
-import { StreamAdmission, streamCapsOf } from './http/StreamAdmission.js';
+import { bodyLimit } from './edge/bodyLimit.js';
+import { createBrowserGuard, type GuardedRoute } from './edge/browserGuard.js';
+import { apiDescriptionRoutes } from './routes/apiDescriptionRoutes.js';
+import { consoleRoutes } from './routes/consoleRoutes.js';
+import { cors } from './edge/cors.js';
+import { adminMetricsHandler, metricsListenerApp } from './routes/metricsRoute.js';
+import { observeRequests } from './edge/observeRequests.js';
+import { healthRoutes } from './routes/healthRoutes.js';
+import { jwtResourceMetadataHandler } from './routes/jwtResourceMetadata.js';
+import { purchaseWebhookHandler } from './routes/purchaseWebhookRoute.js';
+import { gatewayOAuthRoutes } from './routes/gatewayOAuthRoutes.js';
+import { enforceBodyIdleTimeout, timeoutServerOptions } from './edge/nodeTimeouts.js';
+import { lingerOnClose } from './edge/lingeringClose.js';
+import { requestOrigin } from './edge/requestFacts.js';
+import { StreamAdmission, streamCapsOf } from './edge/StreamAdmission.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
 import { checkToolNames } from './mcp/toolCatalog.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
 /** The /v1 handlers, imported on the first /v1 request. */
-type V1Handlers = typeof import('./v1Handlers.js');
+type V1Handlers = typeof import('./v1/v1Handlers.js');
 
 export interface CreateServerOptions {
   /** Use this storage instead of opening the configured backend. */
@@ -240,7 +240,7 @@ export function createServer<C extends CustomRouters = {}>(
     let v1: Promise<V1Handlers> | undefined;
     const v1Route = (pick: (m: V1Handlers) => Handler): Handler => {
       let handler: Promise<Handler> | undefined;
-      return async (c, next) => (await (handler ??= (v1 ??= import('./v1Handlers.js')).then(pick)))(c, next);
+      return async (c, next) => (await (handler ??= (v1 ??= import('./v1/v1Handlers.js')).then(pick)))(c, next);
     };
     app.post('/v1/chat/completions', v1Route((m) => m.chatCompletionsHandler(getApiRuntime, streams)));
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).

@@ -1,4 +1,4 @@
 export { createServer, oauthEnabled, type AiBackendServer, type BoundAddress, type CreateServerOptions } from './createServer.js';
 export { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 export { trpcHandler } from './trpc/trpcHandler.js';
-export { cors } from './http/cors.js';
+export { cors } from './edge/cors.js';

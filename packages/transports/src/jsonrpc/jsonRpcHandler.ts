@@ -1,8 +1,8 @@
 import type { Handler } from 'hono';
 import { apiDocument, JSONRPC_STANDARD, invoke, logWireError, procedureIndex, publicBaseUrl, toJsonRpcError, toWireError, type Context, type ParsedCall, type Runtime } from '@ai-backend/core/internal';
-import { withCorsHeaders } from '../http/cors.js';
-import { readJsonBody } from '../http/readJsonBody.js';
-import { serveEntry } from '../http/serveEntry.js';
+import { withCorsHeaders } from '../edge/cors.js';
+import { readJsonBody } from '../edge/readJsonBody.js';
+import { serveEntry } from '../edge/serveEntry.js';
 
 type Id = string | number | null;
 interface JsonRpcError {

@@ -1,4 +1,4 @@
-import { withEnd, type ClosableResponse } from '../http/StreamAdmission.js';
+import { withEnd, type ClosableResponse } from '../edge/StreamAdmission.js';
 
 export type { ClosableResponse };
 

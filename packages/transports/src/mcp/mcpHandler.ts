@@ -4,8 +4,8 @@ import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
 import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type LoggingLevel, type Server } from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
 import { mcpResponseModes, toolsListNeedsAuth, toWireError, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
-import { readJsonBody } from '../http/readJsonBody.js';
-import { clientIp } from '../http/requestFacts.js';
+import { readJsonBody } from '../edge/readJsonBody.js';
+import { clientIp } from '../edge/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
 import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
@@ -22,8 +22,8 @@ import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
-import { isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../http/StreamAdmission.js';
-import { serveEntry } from '../http/serveEntry.js';
+import { isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../edge/StreamAdmission.js';
+import { serveEntry } from '../edge/serveEntry.js';
 
 /** The messages of an admitted POST (one, or a batch), and its body as parsed. */
 interface McpMessages {

@@ -1,10 +1,10 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import type { TRPCError } from '@trpc/server';
 import { coreErrorOf, fetchRequestHandler, logWireError, toWireError, type RequestScope, type Runtime } from '@ai-backend/core/internal';
-import { withBufferedBody } from '../http/bodyLimit.js';
-import { withCorsHeaders } from '../http/cors.js';
-import { serveEntry } from '../http/serveEntry.js';
-import { isRefusal, refusalResponse, type ClosableResponse, type StreamAdmission } from '../http/StreamAdmission.js';
+import { withBufferedBody } from '../edge/bodyLimit.js';
+import { withCorsHeaders } from '../edge/cors.js';
+import { serveEntry } from '../edge/serveEntry.js';
+import { isRefusal, refusalResponse, type ClosableResponse, type StreamAdmission } from '../edge/StreamAdmission.js';
 import { answerSingleCall, singleCallOf, type SingleCall } from './singleCall.js';
 
 /** A refusal that asks the client to sign in (again, or with more scope). */

@@ -1,10 +1,10 @@
 import type { Handler } from 'hono';
 import type { Runtime } from '@ai-backend/core';
-import { wireFormatHandler } from '../http/wireFormatHandler.js';
+import { wireFormatHandler } from '../shared/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { responseBody, ResponseStreamWriter } from './responsesFormat.js';
 import { toResponsesInput } from './toResponsesInput.js';
-import type { StreamAdmission } from '../http/StreamAdmission.js';
+import type { StreamAdmission } from '../../edge/StreamAdmission.js';
 
 /**
  * POST /v1/responses: OpenAI's Responses API (text, function tools, structured output through

@@ -1,5 +1,4 @@
-import { CoreError, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
-import { modelFields } from '../anthropic/toMessagesInput.js';
+import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
 import { PROVIDER_KEY_HEADER } from './toChatInput.js';
 
 type Json = Record<string, unknown>;
@@ -98,7 +97,7 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
     }
   });
 
-  const { input, options } = modelFields(config, b.model);
+  const { input, options } = modelInputFields(config, b.model, {});
   input.messages = messages;
   const instructions = [...(typeof b.instructions === 'string' ? [b.instructions] : []), ...system];
   if (instructions.length) input.systemPrompt = instructions.join('\n\n');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CoreError } from '@ai-backend/core';
-import { generateResult } from '../__tests__/generateResult.js';
-import { sseEvents } from '../__tests__/sseEvents.js';
+import { generateResult } from '../../__tests__/generateResult.js';
+import { sseEvents } from '../../__tests__/sseEvents.js';
 import { anthropicError, messageBody, MessageStreamWriter, stopReason } from './anthropicFormat.js';
 
 describe('Anthropic answer bodies', () => {

@@ -1,9 +1,9 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type TransportName, type WireError } from '@ai-backend/core/internal';
-import { withCorsHeaders } from './cors.js';
-import { readJsonBody } from './readJsonBody.js';
-import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from './StreamAdmission.js';
-import { serveEntry } from './serveEntry.js';
+import { withCorsHeaders } from '../../edge/cors.js';
+import { readJsonBody } from '../../edge/readJsonBody.js';
+import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from '../../edge/StreamAdmission.js';
+import { serveEntry } from '../../edge/serveEntry.js';
 
 /** An error in a wire format's own shape. */
 export interface FormattedError {

@@ -1,6 +1,6 @@
 import type { Handler } from 'hono';
 import { CoreError, invoke, type EmbedOutput, type Runtime } from '@ai-backend/core/internal';
-import { anonymousChallenge, errorResponse, jsonResponse, serveV1 } from '../http/wireFormatHandler.js';
+import { anonymousChallenge, errorResponse, jsonResponse, serveV1 } from '../shared/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { PROVIDER_KEY_HEADER } from './toChatInput.js';
 

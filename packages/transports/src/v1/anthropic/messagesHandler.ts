@@ -1,10 +1,10 @@
 import type { Handler } from 'hono';
 import type { Runtime } from '@ai-backend/core';
-import { errorResponse, jsonResponse, readBody, wireFormatHandler } from '../http/wireFormatHandler.js';
-import { serveEntry } from '../http/serveEntry.js';
+import { errorResponse, jsonResponse, readBody, wireFormatHandler } from '../shared/wireFormatHandler.js';
+import { serveEntry } from '../../edge/serveEntry.js';
 import { anthropicError, messageBody, MessageStreamWriter } from './anthropicFormat.js';
 import { countTokens, toMessagesInput } from './toMessagesInput.js';
-import type { StreamAdmission } from '../http/StreamAdmission.js';
+import type { StreamAdmission } from '../../edge/StreamAdmission.js';
 
 /**
  * POST /v1/messages: Anthropic's Messages wire format over ai.generateText (`stream` absent or

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { generateResult } from '../__tests__/generateResult.js';
-import { sseEvents } from '../__tests__/sseEvents.js';
+import { generateResult } from '../../__tests__/generateResult.js';
+import { sseEvents } from '../../__tests__/sseEvents.js';
 import { responseBody, ResponseStreamWriter } from './responsesFormat.js';
 
 describe('responseBody', () => {

@@ -1,11 +1,11 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { CoreError, invoke, type Runtime } from '@ai-backend/core/internal';
-import { errorResponse as wireError, wireFormatHandler } from '../http/wireFormatHandler.js';
-import { withCorsHeaders } from '../http/cors.js';
-import { serveEntry } from '../http/serveEntry.js';
+import { errorResponse as wireError, wireFormatHandler } from '../shared/wireFormatHandler.js';
+import { withCorsHeaders } from '../../edge/cors.js';
+import { serveEntry } from '../../edge/serveEntry.js';
 import { ChunkWriter, completionBody, openAiError } from './openAiFormat.js';
 import { toChatInput } from './toChatInput.js';
-import type { StreamAdmission } from '../http/StreamAdmission.js';
+import type { StreamAdmission } from '../../edge/StreamAdmission.js';
 
 function errorResponse(c: HonoContext, err: unknown, runtime?: Runtime, extraHeaders: Record<string, string> = {}): Response {
   return wireError(c, openAiError(err), runtime, 'openai', extraHeaders);

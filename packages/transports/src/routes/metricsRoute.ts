@@ -1,6 +1,6 @@
 import { Hono, type Handler } from 'hono';
 import type { Runtime } from '@ai-backend/core';
-import { bearerToken } from './requestFacts.js';
+import { bearerToken } from '../edge/requestFacts.js';
 
 async function exposition(runtime: Runtime): Promise<Response> {
   if (!runtime.metrics) return new Response('metrics are disabled\n', { status: 404, headers: { 'content-type': 'text/plain' } });

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { checkHealth, healthFor, type Runtime } from '@ai-backend/core/internal';
-import { bearerToken } from './requestFacts.js';
+import { bearerToken } from '../edge/requestFacts.js';
 
 /**
  * GET /health: liveness (cheap, no dependency calls, always 200 while the process serves).

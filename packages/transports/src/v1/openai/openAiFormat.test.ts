@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CoreError } from '@ai-backend/core';
-import { generateResult as result } from '../__tests__/generateResult.js';
+import { generateResult as result } from '../../__tests__/generateResult.js';
 import { ChunkWriter, completionBody, finishReason, openAiError, openAiParam, servedModel } from './openAiFormat.js';
 
 /** The JSON of each `data:` frame, and whether the stream ended with [DONE]. */
