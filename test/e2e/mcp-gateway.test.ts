@@ -104,6 +104,20 @@ describe('MCP gateway: upstream tools on /mcp', () => {
       expect(unknown).toMatch(/unknown tool: nope__echo/);
     });
 
+    it(`${revision}: upstream prompts (<server>__<prompt>) and resources (their own URIs) beside ours`, async () => {
+      const client = revision === '2026-07-28' ? await modern() : await legacy();
+      const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+      expect(prompts).toEqual(expect.arrayContaining(['every__simple-prompt', 'web__simple-prompt']));
+      const got = await client.getPrompt({ name: 'every__simple-prompt', arguments: {} });
+      expect(JSON.stringify(got.messages)).toContain('simple prompt');
+      const resources = (await client.listResources()).resources;
+      const doc = resources.find((r) => r.uri.startsWith('demo://resource/static/document/'));
+      expect(doc).toBeDefined();
+      const read = await client.readResource({ uri: doc!.uri });
+      expect(read.contents[0]!.uri).toBe(doc!.uri);
+      expect(JSON.stringify(read.contents[0])).not.toBe('{}');
+    });
+
     it(`${revision}: progress from the upstream reaches the client`, async () => {
       const client = revision === '2026-07-28' ? await modern() : await legacy();
       const seen: number[] = [];

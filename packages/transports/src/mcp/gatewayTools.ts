@@ -58,3 +58,14 @@ function failed(deps: McpServerDeps, error: unknown, name: string | undefined): 
   logWireError(deps.runtime.logger, wire, { transport: 'mcp', path: 'gateway.callTool' });
   return toMcpToolError(wire, { structuredContent: true }) as CallToolResult;
 }
+
+/** Upstream prompts (`<server>__<prompt>`) after ours, for the servers this caller may use. */
+export function gatewayPrompts(deps: McpServerDeps, ctx: ServerContext): Array<Record<string, unknown>> {
+  return deps.runtime.gateway.active ? deps.runtime.gateway.listPrompts(identityOf(ctx)) : [];
+}
+
+/** Upstream resources (their own URIs) after ours; the bookkeeping field `server` stays here. */
+export function gatewayResources(deps: McpServerDeps, ctx: ServerContext): Array<Record<string, unknown>> {
+  if (!deps.runtime.gateway.active) return [];
+  return deps.runtime.gateway.listResources(identityOf(ctx)).map(({ server: _s, ...r }) => r);
+}

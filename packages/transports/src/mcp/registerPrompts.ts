@@ -2,23 +2,29 @@ import type { GetPromptResult, Server } from '@modelcontextprotocol/server';
 import { mcpContext } from './callContext.js';
 import { toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
+import { gatewayPrompts, identityOf } from './gatewayTools.js';
 
 /** prompts/list and prompts/get from the runtime's prompt registry. */
 export function registerPrompts(server: Server, deps: McpServerDeps, state: McpSessionState): void {
   const registry = deps.runtime.prompts;
-  server.setRequestHandler('prompts/list', () => ({
-    prompts: registry.list().map((p) => ({
+  server.setRequestHandler('prompts/list', (_request, ctx) => ({
+    prompts: [...registry.list().map((p) => ({
       name: p.name,
       ...(p.title ? { title: p.title } : {}),
       ...(p.description ? { description: p.description } : {}),
       arguments: (p.arguments ?? []).map((a) => ({ name: a.name, ...(a.description ? { description: a.description } : {}), required: a.required ?? false })),
-    })),
+    })), ...gatewayPrompts(deps, ctx)],
   }) as never);
 
   server.setRequestHandler('prompts/get', (request, ctx) =>
     counted(state, async () => {
       const { name, arguments: args = {} } = request.params;
       try {
+        // An upstream's prompt (the MCP gateway): `<server>__<prompt>`, never one of ours.
+        if (deps.runtime.gateway.active && !registry.get(name)) {
+          const upstream = await deps.runtime.gateway.getPrompt(identityOf(ctx), name, args, ctx.mcpReq.signal);
+          if (upstream) return upstream as GetPromptResult;
+        }
         const use = { kind: 'prompt', name, args } as const;
         const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
         const result = await registry.render(name, args, callCtx);

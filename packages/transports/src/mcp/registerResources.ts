@@ -2,6 +2,7 @@ import type { Server } from '@modelcontextprotocol/server';
 import { mcpContext } from './callContext.js';
 import { resourceNotFound, toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
+import { gatewayResources, identityOf } from './gatewayTools.js';
 
 /**
  * resources/list, resources/read, resources/templates/list and, for 2025 sessions,
@@ -13,14 +14,14 @@ import { counted, type McpServerDeps, type McpSessionState } from './sessionStat
 export function registerResources(server: Server, deps: McpServerDeps, state: McpSessionState): () => void {
   const registry = deps.runtime.resources;
 
-  server.setRequestHandler('resources/list', () => ({
-    resources: registry.list().map((r) => ({
+  server.setRequestHandler('resources/list', (_request, ctx) => ({
+    resources: [...registry.list().map((r) => ({
       uri: r.uri,
       name: r.name,
       ...(r.title ? { title: r.title } : {}),
       ...(r.description ? { description: r.description } : {}),
       ...(r.mimeType ? { mimeType: r.mimeType } : {}),
-    })),
+    })), ...gatewayResources(deps, ctx)],
   }) as never);
 
   server.setRequestHandler('resources/templates/list', () => ({
@@ -37,6 +38,11 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
     counted(state, async () => {
       const { uri } = request.params;
       try {
+        // An upstream's resource (the MCP gateway), read from the server that listed it.
+        if (deps.runtime.gateway.active && !registry.has(uri)) {
+          const upstream = await deps.runtime.gateway.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
+          if (upstream) return upstream as never;
+        }
         const use = { kind: 'resource', name: uri } as const;
         const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
         const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
