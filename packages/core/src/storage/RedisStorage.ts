@@ -26,6 +26,8 @@ export interface RedisStorageOptions {
   commandTimeoutMs?: number;
   /** Give up a connection attempt after this many ms (and retry in the background). Default 2000. */
   connectTimeoutMs?: number;
+  /** How often a running store re-reads the key layout's format mark (a newer writer). Default 60000. */
+  formatCheckMs?: number;
 }
 
 interface ScriptCommands {
@@ -60,6 +62,8 @@ const unavailable = (cause?: unknown): CoreError => new CoreError('UNAVAILABLE',
  */
 /** What a trimmed log record becomes (no JSON text is empty). */
 const TRIMMED = '';
+/** How often a running store re-reads the format mark (watchFormat). */
+const FORMAT_CHECK_MS = 60_000;
 /** KEYS: the list, its trim mark; ARGV: through seq, the placeholder. Returns how many records it trimmed. */
 const TRIM_SCRIPT = `
 local from = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -87,6 +91,10 @@ export class RedisStorage implements Storage {
   /** Guessed transactions waiting for the batch in flight to finish (runBatch). */
   private readonly batches = new GroupCommit(MAX_BATCH, (jobs) => this.runBatch(jobs));
   private lastError: string | undefined;
+  /** Set when a newer release's format mark appeared while running: every call refuses from then on. */
+  private newerWriter: CoreError | undefined;
+  /** Re-reads the format mark every FORMAT_CHECK_MS (one GET). */
+  private formatCheck: ReturnType<typeof setInterval> | undefined;
   private closing: Promise<void> | undefined;
   /** Single-key reads of one tick, sent as one MGET (a metered call reads account, preferences and vault at once). */
   private readonly reads = new ReadBatcher((keys) =>
@@ -133,8 +141,28 @@ export class RedisStorage implements Storage {
     const { Redis: RedisClient } = await importOptional(OPTIONAL_PACKAGES.ioredis, 'a Redis store', () => import('ioredis'));
     const storage = new RedisStorage(RedisClient, opts);
     await storage.redis.connect().catch(() => undefined);
-    if (storage.redis.status === 'ready') await storage.claimFormat(opts.keyPrefix ?? '');
+    const prefix = opts.keyPrefix ?? '';
+    if (storage.redis.status === 'ready') await storage.claimFormat(prefix);
+    storage.watchFormat(prefix, opts.formatCheckMs ?? FORMAT_CHECK_MS);
     return storage;
+  }
+
+  /**
+   * A newer release started on the same Redis while this one runs (a rolling upgrade that was
+   * not meant to share keys, or a second cluster on the same prefix): it raises the format mark,
+   * and from then on its writes may mean something this release would misread or overwrite. So
+   * the mark is read again on every reconnect (a Redis that was down at start is checked when it
+   * comes up) and every FORMAT_CHECK_MS, and once it is newer every call of this store refuses
+   * with the message (503: health says storage is down and why) until the process is replaced.
+   * Not checked per call: one GET a minute costs nothing, one per call would cost a round trip
+   * per write; a writer that starts between two checks has at most FORMAT_CHECK_MS of overlap.
+   */
+  private watchFormat(prefix: string, everyMs: number): void {
+    const check = () => void this.claimFormat(prefix).catch(() => undefined);
+    this.redis.on('ready', check);
+    this.formatCheck = setInterval(() => {
+      if (this.redis.status === 'ready') check();
+    }, everyMs).unref();
   }
 
   /**
@@ -147,11 +175,13 @@ export class RedisStorage implements Storage {
   private async claimFormat(prefix: string): Promise<void> {
     const found = Number(await this.redis.eval("local v = redis.call('GET', KEYS[1]) if v then return v end redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]", 1, `${prefix}format`, String(REDIS_FORMAT_VERSION)));
     if (found > REDIS_FORMAT_VERSION) {
-      this.redis.disconnect();
-      throw new CoreError(
-        'CONFLICT',
-        `storage: the Redis keys under the prefix "${prefix}" were written by a newer release of ai-backend (format version ${found}; this release knows up to ${REDIS_FORMAT_VERSION}). Run that release or a later one; to go back to this one, restore a backup taken before the upgrade.`,
-      );
+      const message = `storage: the Redis keys under the prefix "${prefix}" were written by a newer release of ai-backend (format version ${found}; this release knows up to ${REDIS_FORMAT_VERSION}). Run that release or a later one; to go back to this one, restore a backup taken before the upgrade.`;
+      if (this.formatCheck === undefined) {
+        // At start: refuse to start at all.
+        this.redis.disconnect();
+        throw new CoreError('CONFLICT', message);
+      }
+      this.newerWriter ??= new CoreError('UNAVAILABLE', message);
     }
   }
 
@@ -384,6 +414,7 @@ export class RedisStorage implements Storage {
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closing) return { ok: false, detail: 'closed' };
+    if (this.newerWriter) return { ok: false, detail: this.newerWriter.message };
     if (this.redis.status !== 'ready') {
       return { ok: false, detail: `redis ${this.redis.status}${this.lastError ? `: ${this.lastError}` : ''}` };
     }
@@ -396,6 +427,7 @@ export class RedisStorage implements Storage {
   }
 
   close(): Promise<void> {
+    clearInterval(this.formatCheck);
     this.closing ??= (async () => {
       if (this.redis.status === 'ready') {
         try {
@@ -412,6 +444,7 @@ export class RedisStorage implements Storage {
 
   private async run<T>(op: () => Promise<T>): Promise<T> {
     if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    if (this.newerWriter) throw this.newerWriter;
     // Checked here too so a down Redis costs no round trip and no ioredis error allocation.
     if (this.redis.status !== 'ready') throw unavailable(this.lastError);
     try {
