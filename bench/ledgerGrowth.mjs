@@ -1,0 +1,195 @@
+#!/usr/bin/env node
+// Growth of the durable stores (issue 37), in ONE run per store: a store filled with `--rows`
+// ledger rows spread over `--users` users (and the usage, credit and day rows the same calls write)
+// against an empty store of the same kind, both served by a server of the built package at once.
+// Every row is written through the project's own code: BillingService.credit, reserve and settle
+// (each a real transaction with its invariants: balance row, ledger lines, usage record, day rows),
+// `--concurrency` calls in flight, so PostgreSQL's group commit batches them as in production.
+// Then, alternating empty/full per sample, the p50 latency of: a metered call (ai.generateText,
+// reserve → upstream → settle), balance and history reads, usage analytics, the console's views
+// (admin.overview, admin.usageAnalytics, admin.userActivity, admin.userUsage), and the hold
+// sweeper (BillingService.sweepExpiredReservations, in process). Target: full / empty <= 1.2.
+//
+//   node bench/ledgerGrowth.mjs --stores sqlite,postgres --rows 10000000 --users 100000   (by hand: hours)
+//   node bench/ledgerGrowth.mjs --stores sqlite,postgres --fill-seconds 300                (what fits)
+// Options: --rows (target ledger rows, default 10,000,000), --fill-seconds (stop filling after this,
+// default unlimited: whichever comes first), --users (default 10,000), --concurrency (default 16),
+// --samples per measured call (default 200), --pg postgres URL (default postgres://postgres@127.0.0.1:5432/test).
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { mintDevToken } from '@ai-backend/auth';
+import { BillingService, createLogger, createStorage, KeyVault, resolveConfig } from '@ai-backend/core/internal';
+import { startServer } from './lib.mjs';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
+const STORES = (args.stores ?? 'sqlite,postgres').split(',');
+const ROWS = Number(args.rows ?? 10_000_000);
+const FILL_S = Number(args['fill-seconds'] ?? Infinity);
+const USERS = Number(args.users ?? 10_000);
+const CONCURRENCY = Number(args.concurrency ?? 16);
+const SAMPLES = Number(args.samples ?? 200);
+const PG = args.pg ?? 'postgres://postgres@127.0.0.1:5432/test';
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const SECRET = 'bench-ledger-growth-jwt-secret-0123456789';
+const VAULT = 'bench-ledger-growth-vault-key-0123456789';
+const BILLING = { platformFeeRate: 0.1, allowAnonymousServerPaid: false, anonymousTokensPerWindow: 0, anonymousWindowMs: 60_000, reservationTtlMs: 900_000 };
+const tag = `${process.pid}`;
+const root = await mkdtemp(join(tmpdir(), 'bench-ledger-growth-'));
+const schemas = [];
+
+function storageConfig(kind, name) {
+  if (kind === 'sqlite') return { type: 'sqlite', dir: join(root, name) };
+  const schema = `bench_growth_${name}_${tag}`;
+  schemas.push(schema);
+  return { type: 'postgres', postgres: { connectionString: PG, schema, poolSize: 10, queryTimeoutMs: 60_000, connectTimeoutMs: 5_000 } };
+}
+
+function billingOn(storage) {
+  const logger = createLogger('silent');
+  return new BillingService(storage, new KeyVault(storage, { masterKey: VAULT }, logger), BILLING, logger);
+}
+
+/** Ledger rows through BillingService: a credit per user (1 row), then calls (reserve + settle: 2 rows). */
+async function fill(cfg) {
+  const storage = await createStorage(resolveConfig({ storage: cfg }).storage);
+  const billing = billingOn(storage);
+  const started = performance.now();
+  const deadline = started + FILL_S * 1000;
+  let rows = 0;
+  let next = 0;
+  const user = (u) => ({ sub: `user-${u}`, scopes: [], isAdmin: false, via: 'jwt' });
+  const worker = async (w) => {
+    for (let u = w; u < USERS; u += CONCURRENCY) {
+      await billing.credit({ userId: `user-${u}`, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
+      rows++;
+    }
+    while (rows < ROWS && performance.now() < deadline) {
+      const i = next++;
+      const r = await billing.reserve({ identity: user(i % USERS), tokens: 100, requestId: `fill-${i}` });
+      await billing.settle(r, { tokensUsed: 50 + (i % 50), provider: 'openai', model: `gpt-4o-mini` });
+      rows += 2;
+      if (i % 50_000 === 0 && w === 0) process.stderr.write(`  ${cfg.type}: ${rows.toLocaleString('en')} ledger rows, ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, (_, w) => worker(w)));
+  await billing.stop();
+  await storage.close();
+  return { rows, seconds: (performance.now() - started) / 1000 };
+}
+
+/** The sweeper on a store: p50 of `n` sweeps (nothing due: what every instance pays each interval). */
+async function sweeps(cfg, n) {
+  const storage = await createStorage(resolveConfig({ storage: cfg }).storage);
+  const billing = billingOn(storage);
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await billing.sweepExpiredReservations();
+    times.push(performance.now() - t);
+  }
+  await billing.stop();
+  await storage.close();
+  return times;
+}
+
+async function dbSize(kind, cfg) {
+  if (kind === 'sqlite') return (await stat(join(cfg.dir, 'ai-backend.db'))).size / 1048576;
+  const client = new pg.Client({ connectionString: PG });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`SELECT sum(pg_total_relation_size(c.oid))::bigint AS b FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, [cfg.postgres.schema]);
+    return Number(rows[0].b) / 1048576;
+  } finally {
+    await client.end();
+  }
+}
+
+const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const upstream = await startServer(here('./servers/test-upstream.mjs'), [JSON.stringify({ outputTokens: 16 })]);
+const results = [];
+
+for (const kind of STORES) {
+  const full = storageConfig(kind, 'full');
+  const empty = storageConfig(kind, 'empty');
+  process.stderr.write(`${kind}: filling\n`);
+  const filled = await fill(full);
+  // The empty store: the same start (a credit for the measured user), nothing else.
+  {
+    const storage = await createStorage(resolveConfig({ storage: empty }).storage);
+    const billing = billingOn(storage);
+    await billing.credit({ userId: 'user-0', tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
+    await billing.stop();
+    await storage.close();
+  }
+  const sizeMb = await dbSize(kind, full);
+  const sweep = { full: await sweeps(full, 50), empty: await sweeps(empty, 50) };
+
+  const serverConfig = (storage) => ({
+    storage,
+    mcp: { auth: { authType: 'jwt' } },
+    jwt: { secret: SECRET },
+    admin: { users: ['bench-admin'] },
+    billing: { vaultKey: VAULT, platformFeeRate: 0.1 },
+    serverProviders: ['openai'],
+    ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench' } } },
+    statistics: { enabled: true },
+  });
+  const servers = { full: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(full))]), empty: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(empty))]) };
+  const user = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'user-0', expiresIn: '2h' })}`;
+  const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' })}`;
+  const rpc = async (url, auth, method, params) => {
+    const started = performance.now();
+    const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const body = await res.json();
+    if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error).slice(0, 300)}`);
+    return performance.now() - started;
+  };
+  const measured = [
+    ['ai.generateText (metered call)', user, { content: 'hello', systemPrompt: 'be brief', provider: 'openai', options: { maxTokens: 16 } }],
+    ['billing.getTokenBalance', user, undefined],
+    ['billing.getUsageHistory', user, { limit: 20 }],
+    ['billing.getPurchaseHistory', user, { limit: 20 }],
+    ['billing.getConsumptionHistory', user, { limit: 20 }],
+    ['billing.getUsageAnalytics', user, { days: 30 }],
+    ['admin.overview', admin, { days: 14 }],
+    ['admin.usageAnalytics', admin, {}],
+    ['admin.userActivity', admin, { userId: 'user-0', kind: 'usage', limit: 20 }],
+    ['admin.userUsage', admin, { userId: 'user-0', days: 30 }],
+  ];
+  const rows = [];
+  for (const [label, auth, params] of measured) {
+    const method = label.split(' ')[0];
+    // Warm both (lazy modules, caches), then alternate so machine noise hits both alike.
+    for (let i = 0; i < 10; i++) for (const s of Object.values(servers)) await rpc(s.url, auth, method, params);
+    const t = { full: [], empty: [] };
+    for (let i = 0; i < SAMPLES; i++) {
+      t.empty.push(await rpc(servers.empty.url, auth, method, params));
+      t.full.push(await rpc(servers.full.url, auth, method, params));
+    }
+    rows.push({ label, full: p50(t.full), empty: p50(t.empty) });
+  }
+  rows.push({ label: 'sweeper (sweepExpiredReservations, in process)', full: p50(sweep.full), empty: p50(sweep.empty) });
+  for (const s of Object.values(servers)) await s.stop();
+  results.push({ kind, filled, sizeMb, rows });
+}
+await upstream.stop();
+await rm(root, { recursive: true, force: true });
+if (schemas.length) {
+  const client = new pg.Client({ connectionString: PG });
+  await client.connect();
+  for (const s of schemas) await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+  await client.end();
+}
+
+const f = (n) => n.toFixed(2);
+for (const r of results) {
+  console.log(`\n### ${r.kind}: ${r.filled.rows.toLocaleString('en')} ledger rows over ${USERS.toLocaleString('en')} users vs an empty store (node ${process.version})\n`);
+  console.log(`filled in ${r.filled.seconds.toFixed(0)} s through BillingService (${Math.round(r.filled.rows / r.filled.seconds).toLocaleString('en')} ledger rows/s, ${CONCURRENCY} calls in flight); store ${r.sizeMb.toFixed(0)} MiB\n`);
+  console.log(`| measured (p50 of ${SAMPLES}, alternating) | empty ms | full ms | full / empty |`);
+  console.log('|---|---|---|---|');
+  for (const x of r.rows) console.log(`| ${x.label} | ${f(x.empty)} | ${f(x.full)} | ${(x.full / x.empty).toFixed(2)} |`);
+}
+console.log(`\nload average at the end: ${(await import('node:fs/promises').then((m) => m.readFile('/proc/loadavg', 'utf8'))).split(' ').slice(0, 3).join(' ')}`);
