@@ -37,9 +37,10 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
   return async (c) => {
     const s = await services();
     const reg = s.settings.registration;
-    // Expired clients vanish with their storage TTL (redis, file sweeps); listing the prefix also
+    // Expired clients vanish with their storage TTL (redis, SQL sweeps); listing the prefix also
     // drops them from the memory backend, which only forgets keys when they are touched.
-    if (Date.now() - lastPrune > 3_600_000) {
+    // The listing walks every client: only the memory backend needs it (the others expire by themselves).
+    if (s.store.storage.kind === 'memory' && Date.now() - lastPrune > 3_600_000) {
       lastPrune = Date.now();
       void s.store.storage.keys('oauth:client:').catch(() => undefined);
     }

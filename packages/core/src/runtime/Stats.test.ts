@@ -170,6 +170,24 @@ describe('Stats reads records by key, never by listing keys', () => {
     expect(listings()).toBe(0);
   });
 
+  it('days the index does not cover are listed one day at a time (a range per day), never the whole stats prefix', async () => {
+    const storage = new MemoryStorage();
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const legacy = { count: 5, errors: 0, totalMs: 5, buckets: [5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] };
+    await storage.set(`stats:${day(-2)}:rpc:mcp.echo`, legacy);
+    // Records of days outside the window: a listing of the whole prefix would walk them all.
+    for (let i = 10; i < 40; i++) await storage.set(`stats:${day(-i)}:rpc:mcp.echo`, legacy);
+    const first = new Stats(storage);
+    await first.snapshot(7); // writes the index marker (its one whole-prefix listing, once per store)
+    const prefixes: string[] = [];
+    const keys = storage.keys.bind(storage);
+    storage.keys = async (prefix: string) => (prefixes.push(prefix), keys(prefix));
+    expect((await new Stats(storage).snapshot(7)).total).toBe(5);
+    expect(prefixes.length).toBeGreaterThan(0);
+    expect(prefixes.every((p) => /^stats:\d{4}-\d\d-\d\d:$/.test(p))).toBe(true);
+    expect(prefixes.length).toBeLessThanOrEqual(7);
+  });
+
   it('a clear on another instance: this instance puts its next records back in the day lists (at once when told, else within a minute)', async () => {
     let now = Date.now();
     const storage = new MemoryStorage();

@@ -93,11 +93,10 @@ export class StatsIndex {
     const legacyUntil = m ? new Date(Date.parse(`${m.since}T00:00:00Z`) + retentionDays * DAY_MS).toISOString().slice(0, 10) : '';
     const today = new Date(this.now()).toISOString().slice(0, 10);
     const unindexed = new Set(days.filter((d) => !m || (m.legacy && d <= m.since && today <= legacyUntil)));
-    if (unindexed.size > 0) {
-      for (const k of await this.storage.keys(PREFIX)) {
-        const rest = k.slice(PREFIX.length);
-        if (rest[10] === ':' && unindexed.has(rest.slice(0, 10))) keys.add(rest);
-      }
+    // One range of the key index per day not covered (`stats:<day>:`), never the whole `stats:`
+    // prefix: its cost is that day's records, not every record of the retention period.
+    for (const listed of await Promise.all([...unindexed].map((day) => this.storage.keys(`${PREFIX}${day}:`)))) {
+      for (const k of listed) keys.add(k.slice(PREFIX.length));
     }
     return [...keys];
   }
