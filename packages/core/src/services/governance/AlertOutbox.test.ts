@@ -42,4 +42,23 @@ describe('AlertOutbox deliveries and retry', () => {
     expect(await alerts.retry('00000000-0000-0000-0000-000000000000:0')).toEqual({ retried: false, state: 'unknown' });
     expect(await alerts.retry('../../x')).toEqual({ retried: false, state: 'unknown' });
   });
+
+  it('scans read the due index, not a listing of the outbox: one listing per instance (records of older releases), then none', async () => {
+    const storage = new MemoryStorage();
+    // A record an older release wrote without a due time, and one written now: both delivered (and dead).
+    await storage.set('alerts:outbox:legacy-id:0', { id: 'legacy-id', event: 'tokenLow', url: 'http://127.0.0.1:9/hook', receiver: 0, body: '{}', attempts: 0, nextAt: 0, leaseUntil: 0 });
+    const { alerts } = outbox(storage);
+    const prefixes: string[] = [];
+    const keys = storage.keys.bind(storage);
+    storage.keys = async (prefix: string) => (prefixes.push(prefix), keys(prefix));
+    await alerts.enqueue('tokenLow', { userId: 'u3' });
+    await alerts.scan();
+    expect((await alerts.pending()).dead).toBe(2);
+    prefixes.length = 0;
+    for (let i = 0; i < 20; i++) await alerts.enqueue('tokenLow', { userId: `u-${i}` });
+    await alerts.scan();
+    await alerts.scan();
+    expect(prefixes).toEqual([]);
+    expect((await alerts.pending()).dead).toBe(22);
+  });
 });

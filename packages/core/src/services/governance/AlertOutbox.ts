@@ -61,6 +61,8 @@ function deliveryView(deliveryId: string, r: OutboxRecord, state: AlertDelivery[
 const RETRY_MARGIN_MS = 5;
 const OUTBOX = 'alerts:outbox:';
 const DEAD = 'alerts:dead:';
+/** Due records one scan delivers at most (the next poll takes the rest). */
+const SCAN_BATCH = 256;
 
 /**
  * Signed outbound webhooks for operator events (token low, fallback to BYOK, one-time balance
@@ -74,6 +76,8 @@ const DEAD = 'alerts:dead:';
 export class AlertOutbox {
   private timer: ReturnType<typeof setInterval> | undefined;
   private scanning: Promise<void> | undefined;
+  /** Whether this instance's first scan listed the outbox (records written without a due time). */
+  private listedOnce = false;
   private readonly settings: ResolvedConfig['alerts'];
 
   constructor(
@@ -93,7 +97,8 @@ export class AlertOutbox {
   async enqueue(event: AlertEvent, data: Record<string, unknown>): Promise<string | undefined> {
     if (!this.enabled) return undefined;
     const id = randomUUID();
-    await Promise.all(this.writesFor(event, data, id).map((w) => w.op === 'set' && this.storage.set(w.key, w.value)));
+    const writes = this.writesFor(event, data, id);
+    await this.storage.transact([], () => ({ writes, result: undefined }));
     void this.scan();
     return id;
   }
@@ -108,7 +113,7 @@ export class AlertOutbox {
     const now = Date.now();
     const body = JSON.stringify({ id, event, createdAt: new Date(now).toISOString(), data });
     return this.settings.webhooks.flatMap((w, i) =>
-      !w.events || w.events.includes(event) ? [{ op: 'set' as const, key: `${OUTBOX}${id}:${i}`, value: { id, event, url: w.url, receiver: i, body, attempts: 0, nextAt: now, leaseUntil: 0 } satisfies OutboxRecord }] : [],
+      !w.events || w.events.includes(event) ? [{ op: 'set' as const, key: `${OUTBOX}${id}:${i}`, value: { id, event, url: w.url, receiver: i, body, attempts: 0, nextAt: now, leaseUntil: 0 } satisfies OutboxRecord, dueAt: now }] : [],
     );
   }
 
@@ -138,16 +143,36 @@ export class AlertOutbox {
     return this.scanning;
   }
 
+  /**
+   * Every record is written with its due time (`dueAt`: when it is next due, or when a claim's
+   * lease ends), so a scan reads the due ones from the store's due index (`dueKeys`), never a
+   * listing of the outbox: its cost does not grow with what waits or died. Only the first scan of
+   * an instance also lists the outbox once, for records an older release wrote without a due time.
+   */
   private async deliverDue(): Promise<void> {
     const now = Date.now();
-    for (const key of await this.storage.keys(OUTBOX)) {
+    const due = await this.storage.dueKeys(OUTBOX, now, SCAN_BATCH);
+    if (!this.listedOnce) {
+      this.listedOnce = true;
+      due.push(...(await this.storage.keys(OUTBOX)).filter((k) => !due.includes(k)));
+    }
+    for (const key of due) {
       const rec = await this.storage.get<OutboxRecord>(key);
       if (!rec || rec.nextAt > now || rec.leaseUntil > now) continue;
-      // The lease outlives one attempt; if this instance dies mid-attempt, another takes over after it.
+      // The lease outlives one attempt; if this instance dies mid-attempt, another takes over after it (due again then).
       const claimed: OutboxRecord = { ...rec, leaseUntil: now + 2 * this.settings.timeoutMs };
-      if (!(await this.storage.compareAndSet(key, rec, claimed))) continue; // another instance has it
+      if (!(await this.writeIf(key, rec, claimed, claimed.leaseUntil))) continue; // another instance has it
       await this.attempt(key, claimed);
     }
+  }
+
+  /** Replace `key`'s record when it is still `expected` (same attempt, due time and lease), listing it due at `dueAt`. */
+  private writeIf(key: string, expected: OutboxRecord, next: OutboxRecord, dueAt: number): Promise<boolean> {
+    return this.storage.transact([key], (read) => {
+      const cur = read<OutboxRecord>(key);
+      const same = cur !== undefined && cur.attempts === expected.attempts && cur.nextAt === expected.nextAt && cur.leaseUntil === expected.leaseUntil;
+      return { writes: same ? [{ op: 'set', key, value: next, dueAt }] : [], result: same };
+    });
   }
 
   private async attempt(key: string, rec: OutboxRecord): Promise<void> {
@@ -193,7 +218,8 @@ export class AlertOutbox {
     const backoff = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** (attempts - 1));
     const delay = Math.round(backoff * (0.8 + Math.random() * 0.4));
     const nextAt = Date.now() + delay;
-    await this.storage.set<OutboxRecord>(key, { ...rec, attempts, nextAt, leaseUntil: 0, lastError: error });
+    const waiting: OutboxRecord = { ...rec, attempts, nextAt, leaseUntil: 0, lastError: error };
+    await this.storage.transact([], () => ({ writes: [{ op: 'set', key, value: waiting, dueAt: nextAt }], result: undefined }));
     this.metrics?.alert(rec.event, 'retry');
     // Retry when it is due, not at the next poll: with the default 1 s poll a 100 ms backoff
     // would otherwise become 1 s, and every early retry the same 1 s (no backoff at all).
@@ -235,7 +261,7 @@ export class AlertOutbox {
       const dead = read<OutboxRecord>(DEAD + deliveryId);
       if (!dead || read(OUTBOX + deliveryId)) return { writes: [], result: undefined };
       const revived: OutboxRecord = { ...dead, attempts: 0, nextAt: now, leaseUntil: 0 };
-      return { writes: [{ op: 'delete', key: DEAD + deliveryId }, { op: 'set', key: OUTBOX + deliveryId, value: revived }], result: dead.event };
+      return { writes: [{ op: 'delete', key: DEAD + deliveryId }, { op: 'set', key: OUTBOX + deliveryId, value: revived, dueAt: now }], result: dead.event };
     });
     if (requeued) {
       this.metrics?.alert(requeued, 'retry');
@@ -244,7 +270,8 @@ export class AlertOutbox {
     }
     const waiting = await this.storage.get<OutboxRecord>(OUTBOX + deliveryId);
     if (waiting && waiting.leaseUntil <= Date.now()) {
-      if (await this.storage.compareAndSet(OUTBOX + deliveryId, waiting, { ...waiting, nextAt: Date.now() })) {
+      const dueNow = Date.now();
+      if (await this.writeIf(OUTBOX + deliveryId, waiting, { ...waiting, nextAt: dueNow }, dueNow)) {
         this.kick();
         return { retried: true, state: 'due-now' };
       }
