@@ -267,7 +267,9 @@ describe.each(backends)('storage conformance: $label', (backend) => {
       const page = await store.listLogs('ll:', { cursor, limit: 2 });
       for (const l of page.logs) seen.add(l);
       cursor = page.cursor;
-      expect(++pages).toBeLessThan(50);
+      // Redis walks its whole keyspace with SCAN (COUNT is the page's hint, the shared test Redis
+      // holds other suites' keys): many pages; the indexed stores need three.
+      expect(++pages).toBeLessThan(store.kind === 'redis' ? 10_000_000 : 4);
     } while (cursor !== undefined);
     expect([...seen].sort()).toEqual(['ll:a', 'll:b%2Fc', 'll:d', 'll:e', 'll:f']);
     expect((await store.listLogs('nothing:', { limit: 10 })).logs).toEqual([]);
