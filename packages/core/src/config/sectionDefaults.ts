@@ -30,6 +30,15 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "maxRetries": 0,
     "aliases": {},
     "routes": {},
+    "cache": {
+      "enabled": false,
+      "perRequest": "opt-out",
+      "scope": "user",
+      "ttlSec": 300,
+      "chargeRatio": 0,
+      "maxEntryBytes": 262144,
+      "maxTotalBytes": 67108864
+    },
     "fallbacks": [],
     "retry": {
       "backoffMs": 100,

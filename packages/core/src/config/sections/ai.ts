@@ -2,7 +2,7 @@ import { z } from '../../lib/zod.js';
 import { lazySection } from '../lazySection.js';
 import { DefaultBudgetSchema } from './budget.js';
 import { modelInfoSchema, PROVIDER_IDS, providersSchema, splitModelRef } from './aiProviders.js';
-import { MODEL_NAME, routesSchema } from './aiRoutes.js';
+import { MODEL_NAME, responseCacheSchema, routesSchema } from './aiRoutes.js';
 
 export {
   PROVIDER_IDS,
@@ -81,6 +81,8 @@ export const AiSchema = lazySection('ai', () =>
        * spread by a strategy, with cooldowns, retries and per-target rpm/tpm (docs/ai.md#routes).
        */
       routes: routesSchema(),
+      /** Exact-match response cache in the shared store; off by default (docs/ai.md#response-cache). */
+      cache: responseCacheSchema(),
 
       /**
        * Targets tried in order when the requested one fails with 429, 5xx, a timeout or a

@@ -46,6 +46,8 @@ export const responseCacheSchema = once(() =>
   z
     .strictObject({
       enabled: z.boolean().default(false),
+      /** 'opt-out' (default): every call is cached unless it says `off`; 'opt-in': only calls that say `on`. */
+      perRequest: z.enum(['opt-out', 'opt-in']).default('opt-out'),
       /** Who may be served an entry: 'user' (default: the same signed-in user), 'key' (the same API key), 'global' (anyone). */
       scope: z.enum(['user', 'key', 'global']).default('user'),
       /** Lifetime of an entry in seconds. Default 300. */

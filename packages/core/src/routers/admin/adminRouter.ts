@@ -59,8 +59,8 @@ export const adminRouter = router({
     .query(({ ctx, input }) => ctx.runtime.stats.snapshot(input.days)),
 
   clearCache: adminProcedure
-    .meta({ description: "Clear caches: 'tokens' (verified-token cache), 'usage' (stored statistics, cluster-wide), 'memory' (every in-process cache), 'all'" })
-    .input(z.lazy(() => z.object({ target: z.enum(['all', 'memory', 'tokens', 'usage']).default('all') }).default({ target: 'all' })))
+    .meta({ description: "Clear caches: 'tokens' (verified-token cache), 'usage' (stored statistics, cluster-wide), 'responses' (the response cache, ai.cache, cluster-wide), 'memory' (every in-process cache), 'all'" })
+    .input(z.lazy(() => z.object({ target: z.enum(['all', 'memory', 'tokens', 'usage', 'responses']).default('all') }).default({ target: 'all' })))
     .mutation(async ({ ctx, input }) => {
       const cleared: string[] = [];
       const { target } = input;
@@ -74,6 +74,10 @@ export const adminRouter = router({
       // Every other instance empties the same in-process caches (Redis pub/sub; see docs/storage.md),
       // and for 'usage' / 'all' drops the counts it has not written yet, which predate the clear.
       await ctx.runtime.signals.publish(CLEAR_CACHES, target);
+      if (target === 'all' || target === 'responses') {
+        await ctx.runtime.ai.clearResponses();
+        cleared.push('responses');
+      }
       if (target === 'all' || target === 'usage') {
         await ctx.runtime.stats.reset();
         cleared.push('statistics');

@@ -20,6 +20,8 @@ export const GenerateTextInputSchema = z.lazy(() =>
       /** Instead of provider + options.model: `provider/model`, a bare provider or an alias; names named providers too. */
       model: z.string().min(1).max(300).optional(),
       apiKey: z.string().min(1).max(1000).optional(),
+      /** The response cache (ai.cache) for this call: 'on', 'off', or 'refresh' (no lookup; the fresh answer is stored). */
+      cache: z.enum(['on', 'off', 'refresh']).optional(),
       metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
       options: z
         .object({

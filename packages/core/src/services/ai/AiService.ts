@@ -18,6 +18,7 @@ import { SystemPromptStore } from './SystemPromptStore.js';
 import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
 import { once } from '../../lib/once.js';
 import { Routing } from './routing/Routing.js';
+import { ResponseCache } from './cache/ResponseCache.js';
 import type { RouteReport } from './routing/RouteStats.js';
 
 /** The call engine, loaded by the first AI call (callEngine.ts); one promise for every caller. */
@@ -96,6 +97,7 @@ export class AiService {
     this.breaker = opts.storage ? new CircuitBreaker(opts.storage, { ...opts.config.ai.circuitBreaker, trialMs: opts.config.ai.timeoutMs }, opts.logger) : undefined;
     const probeStorage = opts.shared ?? opts.storage;
     this.routing = Object.keys(opts.config.ai.routes).length > 0 ? new Routing(opts.config, probeStorage, opts.logger, opts.metrics) : undefined;
+    this.cache = opts.config.ai.cache.enabled && probeStorage ? new ResponseCache(opts.config.ai.cache, probeStorage, opts.logger, opts.metrics) : undefined;
     this.probe = probeStorage
       ? new RegistryProbe(opts.config.ai.healthProbe, {
           storage: probeStorage,
@@ -116,6 +118,8 @@ export class AiService {
   private readonly breaker: CircuitBreaker | undefined;
   /** Routes at call time (ai.routes); undefined without routes. */
   private readonly routing: Routing | undefined;
+  /** The response cache (ai.cache); undefined when it is off. */
+  private readonly cache: ResponseCache | undefined;
   /** Active registry health (ai.healthProbe); undefined without storage. */
   readonly probe: RegistryProbe | undefined;
 
@@ -140,7 +144,13 @@ export class AiService {
       ...(this.opts.metrics ? { metrics: this.opts.metrics } : {}),
       ...(this.opts.storedKey ? { storedKey: this.opts.storedKey } : {}),
       ...(this.routing ? { routing: this.routing } : {}),
+      ...(this.cache ? { cache: this.cache } : {}),
     };
+  }
+
+  /** Empty the response cache (admin.clearCache 'responses'): entries removed, 0 when it is off. */
+  async clearResponses(): Promise<number> {
+    return this.cache ? this.cache.clear() : 0;
   }
 
   /** Each route with its targets' share of calls, latency, errors, cooldown and rpm/tpm headroom (the console's Routes). */

@@ -14,6 +14,7 @@ import type { Hold, Metering, UsageMetadata } from '../metering/Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelName } from './routing/resolveModelName.js';
 import type { Routing } from './routing/Routing.js';
+import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, reachableModels, resolveCallModel, utf8, worstCostUsd, type ModelTarget } from './callModel.js';
@@ -40,6 +41,8 @@ export interface TextCallInput {
   apiKey?: string;
   metadata?: UsageMetadata;
   options?: { model?: string; maxTokens?: number; temperature?: number };
+  /** The response cache for this call (`ai.cache`): `on`, `off`, or `refresh` (no lookup, the answer stored). */
+  cache?: CacheDirective;
 }
 
 /** Who calls and how to stop: filled from the tRPC context. */
@@ -66,6 +69,8 @@ export interface CallDeps {
   storedKey?: (userId: string, provider: ProviderId) => Promise<string | undefined>;
   /** Routes (ai.routes) at call time: target order, cooldowns, rpm/tpm; absent without routes. */
   routing?: Routing;
+  /** The response cache (ai.cache); absent when it is off. */
+  cache?: ResponseCache;
 }
 
 

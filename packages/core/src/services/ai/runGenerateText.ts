@@ -9,6 +9,10 @@ import { attemptLoop, settleLoop, type Served } from './attemptLoop.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { callTargets, type Attempt, type Target } from './callTargets.js';
+import { lookUpCall } from './lookUpCall.js';
+import type { CachedAnswer } from './cache/ResponseCache.js';
+import { assertPromptMayUse } from './SystemPromptStore.js';
+import { randomUUID } from 'node:crypto';
 
 export { estimateTokens } from './callModel.js';
 
@@ -39,6 +43,8 @@ export interface GenerateTextOutput {
     object?: unknown;
     /** Targets tried before the one that served (`provider`/`model` above), with why they did not. */
     attempts?: Attempt[];
+    /** Whether the response cache served the answer (present when the cache was consulted: `ai.cache`). */
+    cache?: 'hit' | 'miss';
   };
   /** Platform-paid calls. */
   tokenUsage?: SettledUsage;
@@ -57,6 +63,8 @@ export interface GenerateTextOutput {
 export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
   const { logger } = deps;
   await assertValidCallSchemas(input);
+  const cached = await lookUpCall(deps, input, call);
+  if (cached?.hit) return serveHit(deps, cached.hit, input, call);
   const prepared = await prepareCall(deps, input, call);
   const { hold } = prepared;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
@@ -115,7 +123,12 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     if (!parsed.ok) throw invalidOutput(parsed.reason, p, charged);
     data.object = parsed.value;
   }
-  return { success: true, data, ...charged };
+  const out: GenerateTextOutput = { success: true, data, ...charged };
+  if (cached) {
+    data.cache = 'miss';
+    void deps.cache!.put(cached.key, answerOf(deps, out));
+  }
+  return out;
 }
 
 export { ownError } from './attemptLoop.js';
@@ -125,4 +138,54 @@ export function invalidOutput(reason: string, p: PreparedCall, charged: object):
   return new CoreError('UPSTREAM_ERROR', `${p.provider} answered with output that fails the schema: ${reason}`, {
     details: { reason: 'invalid_output', provider: p.provider, requestId: p.requestId, ...charged },
   });
+}
+
+/**
+ * Serve a cached answer: one hold and one settle for `ai.cache.chargeRatio` of the original call's
+ * tokens and price (0 by default), recorded in the ledger as a cache hit (`metadata.cache: 'hit'`,
+ * with the original `cachedTokensUsed`), then the answer as the call would have given it.
+ */
+export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCallInput, call: TextCall): Promise<GenerateTextOutput> {
+  const ratio = deps.cache!.config.chargeRatio;
+  const tokensUsed = Math.ceil(hit.tokensUsed * ratio);
+  const costUsd = hit.costUsd === undefined ? undefined : hit.costUsd * ratio;
+  const requestId = randomUUID();
+  const system = input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt, deps.config.ai.allowInlineSystemPrompts);
+  const hold = await deps.metering.hold({
+    identity: call.identity,
+    ...(call.ip ? { ip: call.ip } : {}),
+    requestId,
+    provider: hit.provider,
+    estimatedTokens: tokensUsed,
+    ...(costUsd !== undefined ? { costUsd } : {}),
+    byokAllowed: deps.providers.isByokProvider(hit.provider),
+    serverPays: deps.providers.serverKey(hit.provider) !== undefined,
+    mayPay: (mode) => {
+      if (system) assertPromptMayUse(system, mode);
+    },
+  });
+  const charged = await accountCall(deps, hold, () => costUsd, call, { provider: hit.provider, model: hit.model, metadata: { ...input.metadata, cache: 'hit', cachedTokensUsed: hit.tokensUsed } }, { tokensUsed });
+  const data: GenerateTextOutput['data'] = { text: hit.text, provider: hit.provider, model: hit.model, finishReason: hit.finishReason, usage: hit.usage, requestId, cache: 'hit' };
+  if (hit.toolCalls) data.toolCalls = hit.toolCalls;
+  if (hit.object !== undefined) data.object = hit.object;
+  return { success: true, data, ...charged };
+}
+
+/** What a served call leaves in the cache: the answer and what it cost, nothing of the request. */
+export function answerOf(deps: CallDeps, out: GenerateTextOutput): CachedAnswer {
+  const d = out.data;
+  const tokensUsed = out.tokenUsage?.tokensUsed ?? out.usageInfo?.tokensUsed ?? d.usage.totalTokens ?? 0;
+  const costUsd = d.usage.inputTokens !== null && d.usage.outputTokens !== null ? deps.providers.models.estimateCostUsd(d.provider, d.model, d.usage.inputTokens, d.usage.outputTokens) : undefined;
+  return {
+    text: d.text,
+    finishReason: d.finishReason,
+    provider: d.provider,
+    model: d.model,
+    usage: d.usage,
+    tokensUsed,
+    ...(costUsd !== undefined ? { costUsd } : {}),
+    ...(d.toolCalls ? { toolCalls: d.toolCalls } : {}),
+    ...(d.object !== undefined ? { object: d.object } : {}),
+    storedAt: Date.now(),
+  };
 }

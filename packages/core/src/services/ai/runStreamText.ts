@@ -5,11 +5,12 @@ import { loadAiSdk } from './aiSdk.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { prepareCall, sdkCallArgs, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
-import { invalidOutput, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
+import { answerOf, invalidOutput, serveHit, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
 import { callTargets, type Attempt, type Target } from './callTargets.js';
 import { attemptLoop, ownError, type AttemptContext } from './attemptLoop.js';
 import { accountCall, textPricing, type CallUsage } from './accountCall.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
+import { lookUpCall } from './lookUpCall.js';
 
 /**
  * What ai.streamText yields, in order: one `start`, text and tool calls as they come, one
@@ -18,7 +19,7 @@ import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
  * `attempts` that did not), so it comes with the first output, not before the upstream answers.
  */
 export type StreamEvent =
-  | { type: 'start'; requestId: string; provider: ProviderId; model: string; attempts?: Attempt[] }
+  | { type: 'start'; requestId: string; provider: ProviderId; model: string; attempts?: Attempt[]; cache?: 'hit' | 'miss' }
   | TextEvent
   | ({ type: 'tool-call' } & ToolCallOut)
   /** The same result ai.generateText returns (usage, charge, tool calls, object). */
@@ -60,6 +61,9 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
   const { config, logger } = deps;
   const ai = config.ai;
   await assertValidCallSchemas(input);
+  // A cached answer is replayed as a stream (charged ai.cache.chargeRatio of the original, now).
+  const cached = await lookUpCall(deps, input, call);
+  if (cached?.hit) return replayStream(await serveHit(deps, cached.hit, input, call));
   const p = await prepareCall(deps, input, call);
   const { requestId, hold } = p;
   const targets = callTargets(deps, p, call);
@@ -115,7 +119,7 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     /** `start`, naming the target that serves: sent with its first output (or before `finish`). */
     const startEvent = (t: Target, attempts: readonly Attempt[]): StreamEvent => {
       startSent = true;
-      return { type: 'start', requestId, provider: t.provider, model: t.model, ...(attempts.length > 0 ? { attempts: [...attempts] } : {}) };
+      return { type: 'start', requestId, provider: t.provider, model: t.model, ...(attempts.length > 0 ? { attempts: [...attempts] } : {}), ...(cached ? { cache: 'miss' as const } : {}) };
     };
     /** One target's stream: its events as they come; "may still fall back" ends with the first output (ctx.commit). */
     async function* attempt(t: Target, ctx: AttemptContext): AsyncGenerator<StreamEvent, void, undefined> {
@@ -197,7 +201,12 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
         if (!parsed.ok) throw invalidOutput(parsed.reason, t, charged);
         data.object = parsed.value;
       }
-      yield { type: 'finish', result: { success: true, data, ...charged } };
+      const result: GenerateTextOutput = { success: true, data, ...charged };
+      if (cached) {
+        data.cache = 'miss';
+        void deps.cache!.put(cached.key, answerOf(deps, result));
+      }
+      yield { type: 'finish', result };
     } catch (err) {
       if (err instanceof CoreError && err.details?.reason === 'invalid_output') throw err;
       // The loop's failures are mapped already; anything else (a settle that failed) is mapped here.
@@ -217,4 +226,16 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     }
   }
   return events();
+}
+
+/** Characters per replayed text event: a cached answer streams as a stream would, in pieces. */
+const REPLAY_CHUNK = 64;
+
+/** A cached answer as ai.streamText's events: start, the text in pieces, tool calls, finish. */
+export async function* replayStream(out: GenerateTextOutput): AsyncGenerator<StreamEvent, void, undefined> {
+  const d = out.data;
+  yield { type: 'start', requestId: d.requestId, provider: d.provider, model: d.model, cache: 'hit' };
+  for (let i = 0; i < d.text.length; i += REPLAY_CHUNK) yield { type: 'text', delta: d.text.slice(i, i + REPLAY_CHUNK) };
+  for (const tc of d.toolCalls ?? []) yield { type: 'tool-call', ...tc };
+  yield { type: 'finish', result: out };
 }

@@ -84,4 +84,7 @@ export interface SettledUsage {
 export type UsageMetadata = {
   name?: string;
   type?: string;
+  /** Set by the response cache on a call it served (`ai.cache`), with the original call's tokens. */
+  cache?: 'hit';
+  cachedTokensUsed?: number;
 };

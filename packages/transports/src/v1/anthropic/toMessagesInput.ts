@@ -1,5 +1,5 @@
 import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
-import { PROVIDER_KEY_HEADER } from '../openai/toChatInput.js';
+import { cacheDirective, PROVIDER_KEY_HEADER } from '../openai/toChatInput.js';
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
@@ -130,6 +130,8 @@ export function toMessagesInput(body: unknown, headers: Headers, config: Resolve
   if (tc?.type === 'auto' || tc?.type === 'none') input.toolChoice = tc.type;
   else if (tc?.type === 'any') input.toolChoice = 'required';
   else if (tc?.type === 'tool') input.toolChoice = { type: 'tool', toolName: tc.name };
+  const cache = cacheDirective(headers);
+  if (cache) input.cache = cache;
   const key = headers.get(PROVIDER_KEY_HEADER);
   if (key) input.apiKey = key;
   const user = obj(b.metadata)?.user_id;

@@ -40,6 +40,7 @@ export function gatewayField(r: GenerateTextOutput) {
       ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}),
       ...(r.usageInfo ? { usage_info: r.usageInfo } : {}),
       ...(r.data.object !== undefined ? { object: r.data.object } : {}),
+      ...(r.data.cache ? { cache: r.data.cache } : {}),
     },
   };
 }

@@ -2,6 +2,22 @@ import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } fr
 
 /** The BYOK header of the OpenAI-compatible endpoint: the caller's own provider key. */
 export const PROVIDER_KEY_HEADER = 'x-provider-api-key';
+/** The response cache per request (`ai.cache`): `on` or `off`; answers say `hit` or `miss` in it. */
+export const CACHE_HEADER = 'x-ai-backend-cache';
+
+/**
+ * What a /v1 request says of the response cache: `x-ai-backend-cache: on|off`, or HTTP's own
+ * `cache-control`: `no-store` neither reads nor stores, `no-cache` skips the lookup and stores
+ * the fresh answer (`refresh`). Undefined: the server's default (ai.cache.perRequest).
+ */
+export function cacheDirective(headers: Headers): 'on' | 'off' | 'refresh' | undefined {
+  const own = headers.get(CACHE_HEADER)?.trim().toLowerCase();
+  if (own === 'on' || own === 'off') return own;
+  const cc = headers.get('cache-control')?.toLowerCase() ?? '';
+  if (/(^|,)\s*no-store\s*(,|$)/.test(cc)) return 'off';
+  if (/(^|,)\s*no-cache\s*(,|$)/.test(cc)) return 'refresh';
+  return undefined;
+}
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
@@ -147,6 +163,8 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   }
   const key = headers.get(PROVIDER_KEY_HEADER);
   if (key) input.apiKey = key;
+  const cache = cacheDirective(headers);
+  if (cache) input.cache = cache;
   if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-compatible' };
 
   return { input, model: b.model, stream: b.stream === true, includeUsage: obj(b.stream_options)?.include_usage === true };

@@ -1,5 +1,5 @@
 import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
-import { PROVIDER_KEY_HEADER } from './toChatInput.js';
+import { cacheDirective, PROVIDER_KEY_HEADER } from './toChatInput.js';
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
@@ -125,6 +125,8 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   }
   const key = headers.get(PROVIDER_KEY_HEADER);
   if (key) input.apiKey = key;
+  const cache = cacheDirective(headers);
+  if (cache) input.cache = cache;
   if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-responses' };
   return { input, model: b.model, stream: b.stream === true, instructions: typeof b.instructions === 'string' ? b.instructions : null, json: input.output !== undefined };
 }

@@ -42,7 +42,9 @@ export function errorResponse(c: HonoContext, e: FormattedError, runtime: Runtim
   return new Response(JSON.stringify(e.body), { status: e.status, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...(e.headers ?? {}), ...extraHeaders }) });
 }
 
-export const jsonResponse = (c: HonoContext, body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json' }) });
+export const jsonResponse = (c: HonoContext, body: unknown, headers: Record<string, string> = {}) => new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...headers }) });
+/** `x-ai-backend-cache: hit|miss` when the response cache was consulted (ai.cache). */
+const cacheHeader = (cache: 'hit' | 'miss' | undefined): Record<string, string> => (cache ? { 'x-ai-backend-cache': cache } : {});
 
 /** Read a JSON body within the configured limits, or the error to answer. */
 export async function readBody(c: HonoContext, runtime: Runtime): Promise<{ ok: true; value: unknown } | { ok: false; error: CoreError }> {
@@ -136,7 +138,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
       const anon = anonymousChallenge(scope, runtime, result.error);
       return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
     }
-    if (!req.stream) return jsonResponse(c, spec.body(result.data as GenerateTextOutput, req));
+    if (!req.stream) return jsonResponse(c, spec.body(result.data as GenerateTextOutput, req), cacheHeader((result.data as GenerateTextOutput).data.cache));
     if (!isAsyncIterable(result.data)) throw new Error('ai.streamText returned no stream');
 
     const events = (result.data as AsyncIterable<StreamEvent>)[Symbol.asyncIterator]();
@@ -177,7 +179,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     });
     return new Response(stream, {
       status: 200,
-      headers: withCorsHeaders(c, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }),
+      headers: withCorsHeaders(c, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...cacheHeader(!first.done && first.value.type === 'start' ? first.value.cache : undefined) }),
     });
   }
 }

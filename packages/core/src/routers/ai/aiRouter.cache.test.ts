@@ -1,0 +1,117 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ConfigInput } from '../../config/schema.js';
+import { alice, bob, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
+
+/** The response cache (ai.cache) over the real engine, billing and a test upstream. */
+let h: AiHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function harness(cache: Record<string, unknown>, over: ConfigInput = {}, reply?: (req: { content: string }) => string): Promise<AiHarness> {
+  h = await createAiHarness({ ai: { cache: { enabled: true, ...cache } as never }, ...over }, reply ? { reply } : {});
+  await h.credit(alice.sub, 1_000_000);
+  await h.credit(bob.sub, 1_000_000);
+  return h;
+}
+const input = (content = 'what is 2+2?', extra: Record<string, unknown> = {}) => ({ content, systemPrompt: 'be brief', provider: 'openai' as const, options: { model: 'gpt-4.1-nano', maxTokens: 30 }, ...extra });
+const chatCalls = () => h!.upstream.requests.filter((r) => r.format !== 'models').length;
+
+describe('response cache', () => {
+  it('a repeat is a hit: no upstream call, same answer, charged chargeRatio of the original, recorded as a cache hit', async () => {
+    await harness({ chargeRatio: 0.5 });
+    const b0 = await h!.balance(alice.sub);
+    const miss = await h!.caller(alice).ai.generateText(input());
+    expect(miss.data.cache).toBe('miss');
+    const b1 = await h!.balance(alice.sub);
+    expect(b0 - b1).toBe(miss.tokenUsage!.tokensCharged);
+    // The entry is written after the answer; give it its turn.
+    await new Promise((r) => setTimeout(r, 20));
+    const hit = await h!.caller(alice).ai.generateText(input());
+    expect(hit.data).toMatchObject({ cache: 'hit', text: miss.data.text, provider: 'openai', model: 'gpt-4.1-nano', usage: miss.data.usage });
+    expect(chatCalls()).toBe(1);
+    const used = Math.ceil(miss.tokenUsage!.tokensUsed * 0.5);
+    expect(hit.tokenUsage!.tokensUsed).toBe(used);
+    expect(b1 - (await h!.balance(alice.sub))).toBe(hit.tokenUsage!.tokensCharged);
+    const settles = (await h!.runtime.billing.ledger.entries(alice.sub)).filter((e) => e.kind === 'settle');
+    expect(settles).toHaveLength(2);
+    expect(JSON.stringify(settles)).toContain('"cache":"hit"');
+    expect(JSON.stringify(settles)).toContain(`"cachedTokensUsed":${miss.tokenUsage!.tokensUsed}`);
+    // Entries hold the answer only: no prompt, no system prompt.
+    const stored = await Promise.all((await h!.runtime.shared.keys('aicache:')).filter((k) => !k.includes('bytes')).map((k) => h!.runtime.shared.get(k)));
+    expect(stored).toHaveLength(1);
+    expect(JSON.stringify(stored)).not.toContain('what is 2+2');
+    expect(JSON.stringify(stored)).not.toContain('be brief');
+  });
+
+  it('default ratio 0: a hit is free; another user is never served a user\'s entry (scope user); per-request off and refresh', async () => {
+    await harness({});
+    const first = await h!.caller(alice).ai.generateText(input());
+    await new Promise((r) => setTimeout(r, 20));
+    const b = await h!.balance(alice.sub);
+    const hit = await h!.caller(alice).ai.generateText(input());
+    expect(hit.data.cache).toBe('hit');
+    expect(hit.tokenUsage!.tokensCharged).toBe(0);
+    expect(await h!.balance(alice.sub)).toBe(b);
+    const other = await h!.caller(bob).ai.generateText(input());
+    expect(other.data.cache).toBe('miss');
+    expect(chatCalls()).toBe(2);
+    const off = await h!.caller(alice).ai.generateText(input(undefined, { cache: 'off' }));
+    expect(off.data.cache).toBeUndefined();
+    const refresh = await h!.caller(alice).ai.generateText(input(undefined, { cache: 'refresh' }));
+    expect(refresh.data.cache).toBe('miss');
+    expect(chatCalls()).toBe(4);
+    expect(first.data.text).toBe(hit.data.text);
+  });
+
+  it('scope global serves every caller; admin.clearCache responses empties it', async () => {
+    await harness({ scope: 'global' });
+    await h!.caller(alice).ai.generateText(input());
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await h!.caller(bob).ai.generateText(input())).data.cache).toBe('hit');
+    const admin = { ...alice, sub: 'admin', isAdmin: true };
+    const cleared = await h!.caller(admin).admin.clearCache({ target: 'responses' });
+    expect(cleared.cleared).toContain('responses');
+    expect((await h!.caller(bob).ai.generateText(input())).data.cache).toBe('miss');
+  });
+
+  it('a streamed request is replayed as a stream; a different request is a miss', async () => {
+    await harness({});
+    const collect = async (extra: Record<string, unknown> = {}) => {
+      const events: Array<{ type: string; cache?: string; delta?: string; result?: { data: { text: string; cache?: string } } }> = [];
+      for await (const e of await h!.caller(alice).ai.streamText(input('tell me a story', extra))) events.push(e as never);
+      return events;
+    };
+    const miss = await collect();
+    expect(miss[0]).toMatchObject({ type: 'start', cache: 'miss' });
+    await new Promise((r) => setTimeout(r, 20));
+    const hit = await collect();
+    expect(hit[0]).toMatchObject({ type: 'start', cache: 'hit' });
+    expect(hit.filter((e) => e.type === 'text').map((e) => e.delta).join('')).toBe(miss.at(-1)!.result!.data.text);
+    expect(hit.at(-1)!.result!.data.cache).toBe('hit');
+    expect(chatCalls()).toBe(1);
+    // A generateText of the same request is served by the entry the stream left.
+    expect((await h!.caller(alice).ai.generateText(input('tell me a story'))).data.cache).toBe('hit');
+    expect((await h!.caller(alice).ai.generateText(input('tell me a story', { options: { model: 'gpt-4.1-nano', maxTokens: 31 } }))).data.cache).toBe('miss');
+  });
+
+  it('entries expire after ttlSec', async () => {
+    await harness({ ttlSec: 1 });
+    await h!.caller(alice).ai.generateText(input());
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await h!.caller(alice).ai.generateText(input())).data.cache).toBe('hit');
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await h!.caller(alice).ai.generateText(input())).data.cache).toBe('miss');
+    expect(chatCalls()).toBe(2);
+  });
+
+  it('an answer larger than maxEntryBytes is not stored', async () => {
+    await harness({ maxEntryBytes: 512 }, {}, (req) => (req.content.includes('long') ? 'y'.repeat(600) : 'short'));
+    await h!.caller(alice).ai.generateText(input('long one'));
+    await h!.caller(alice).ai.generateText(input('small one'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await h!.caller(alice).ai.generateText(input('long one'))).data.cache).toBe('miss');
+    expect((await h!.caller(alice).ai.generateText(input('small one'))).data.cache).toBe('hit');
+  });
+});

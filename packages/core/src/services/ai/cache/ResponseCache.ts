@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import type { ResponseCacheConfig } from '../../../config/sections/aiRoutes.js';
+import type { Identity } from '../../../kernel/identity.js';
+import type { Logger } from '../../../kernel/Logger.js';
+import type { Storage } from '../../../kernel/Storage.js';
+import type { Metrics } from '../../../observability/Metrics.js';
+
+/** What a request says of the cache: use it (`on`), leave it (`off`: neither read nor stored), or skip the lookup and store the fresh answer (`refresh`). */
+export type CacheDirective = 'on' | 'off' | 'refresh';
+
+/** A cached answer: what the model said and what it cost, never the prompt, a key or the caller. */
+export interface CachedAnswer {
+  text: string;
+  finishReason: string;
+  provider: string;
+  model: string;
+  usage: { inputTokens: number | null; outputTokens: number | null; totalTokens: number | null };
+  /** Tokens the original call was charged for (before the fee), and its price at the pricing table. */
+  tokensUsed: number;
+  costUsd?: number;
+  toolCalls?: Array<{ toolCallId: string; toolName: string; input: unknown }>;
+  object?: unknown;
+  storedAt: number;
+}
+
+/** What makes two requests the same: the model after name resolution and everything that shapes the answer. */
+export interface CacheRequest {
+  /** `route:<name>` or `provider/model` (aliases and bare ids resolved, so their spellings share entries). */
+  model: string;
+  content?: string | undefined;
+  systemPrompt?: string | undefined;
+  /** The server prompt a `@name` stands for (hashed into the key, never stored). */
+  systemPromptText?: string | undefined;
+  messages?: unknown;
+  tools?: unknown;
+  toolChoice?: unknown;
+  output?: unknown;
+  maxTokens: number;
+  temperature?: number | undefined;
+}
+
+const PREFIX = 'aicache:';
+
+/**
+ * The exact-match response cache (`ai.cache`, docs/ai.md#response-cache) in the shared store.
+ * Entries are keyed by a SHA-256 of the scope and the normalised request, so a key never shows
+ * a prompt; the entry holds the answer and its usage only. Scope: `user` serves an entry only to
+ * the same signed-in user, `key` only through the same API key (the same user without one),
+ * `global` to anyone; a call with nothing to scope by (anonymous under `user`) is not cached.
+ * Bounded per entry (`maxEntryBytes`) and in total (`maxTotalBytes`: bytes written per TTL-long
+ * bucket, the current and the previous one counted, an upper bound of what is alive). A store
+ * failure never fails a call: it is then a miss, and nothing is stored.
+ */
+export class ResponseCache {
+  constructor(
+    readonly config: ResponseCacheConfig,
+    private readonly store: Storage,
+    private readonly logger: Logger,
+    private readonly metrics?: Metrics,
+  ) {}
+
+  /** The entry key of a request for this caller, or undefined when it is not to be cached. */
+  keyFor(req: CacheRequest, identity: Identity | null, directive: CacheDirective | undefined): string | undefined {
+    if (!this.config.enabled || directive === 'off') return undefined;
+    if (directive === undefined && this.config.perRequest === 'opt-in') return undefined;
+    const scope = this.config.scope === 'global' ? 'global' : this.config.scope === 'key' && identity?.apiKey ? `key:${identity.apiKey.id}` : identity ? `user:${identity.sub}` : undefined;
+    if (!scope) return undefined;
+    const hash = createHash('sha256').update(JSON.stringify([scope, req.model, req.content ?? null, req.systemPrompt ?? null, req.systemPromptText ?? null, req.messages ?? null, req.tools ?? null, req.toolChoice ?? null, req.output ?? null, req.maxTokens, req.temperature ?? null])).digest('hex');
+    return PREFIX + hash;
+  }
+
+  async get(key: string): Promise<CachedAnswer | undefined> {
+    let hit: CachedAnswer | undefined;
+    try {
+      hit = await this.store.get<CachedAnswer>(key);
+    } catch (err) {
+      this.logger.warn('ai: response cache unreadable; answering from the upstream', { error: err instanceof Error ? err.message : String(err) });
+    }
+    this.metrics?.cacheLookup(hit ? 'hit' : 'miss');
+    return hit;
+  }
+
+  /** Store an answer (best effort): refused past the entry or total size. */
+  async put(key: string, answer: CachedAnswer): Promise<void> {
+    const bytes = Buffer.byteLength(JSON.stringify(answer), 'utf8');
+    if (bytes > this.config.maxEntryBytes) return;
+    const ttlMs = this.config.ttlSec * 1000;
+    const bucket = Math.floor(Date.now() / ttlMs);
+    try {
+      const [prev] = await this.store.getMany<number>([`${PREFIX}bytes:${bucket - 1}`]);
+      const now = await this.store.increment(`${PREFIX}bytes:${bucket}`, bytes, { ttlMs: 2 * ttlMs });
+      if ((now ?? 0) + (prev ?? 0) > this.config.maxTotalBytes) {
+        await this.store.increment(`${PREFIX}bytes:${bucket}`, -bytes, { min: 0 });
+        return;
+      }
+      await this.store.set(key, answer, { ttlMs });
+    } catch (err) {
+      this.logger.warn('ai: response not cached (store unavailable)', { error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /** Empty the cache (admin.clearCache 'responses'); the number of entries removed. */
+  async clear(): Promise<number> {
+    const keys = await this.store.keys(PREFIX);
+    let removed = 0;
+    for (const k of keys) if ((await this.store.delete(k)) && !k.startsWith(`${PREFIX}bytes:`)) removed++;
+    return removed;
+  }
+}
