@@ -13,7 +13,7 @@ let admin: string;
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });
-  gw = await startAiServer(upstream, { ai: { cache: { enabled: true } } });
+  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { cache: { enabled: true } } });
   admin = await tokenFor('cache-admin', { admin: true });
 });
 afterAll(async () => {
