@@ -47,10 +47,11 @@ export interface Challenge {
  * the context every call runs with. Transports keep only parsing and formatting.
  */
 export class RequestScope {
+  // Made on first use: most requests make one call, and this object is built on every request.
   /** The one access decision of each procedure this request calls (by path: the identity is the request's). */
-  private readonly decisions = new Map<string, AccessDecision>();
+  private decisions: Map<string, AccessDecision> | undefined;
   /** Procedures whose tool calls the limits step counted (limitToolCalls). */
-  private readonly countedTools = new Set<string>();
+  private countedTools: Set<string> | undefined;
   private admission: CallAdmission | undefined;
   /** The rate-limit decisions of the limits step, for the RateLimit headers of an allowed answer. */
   readonly limitDecisions: RateLimitDecision[] = [];
@@ -93,24 +94,24 @@ export class RequestScope {
         headers: facts.headers,
       },
       ...(opts.mcp ? { mcp: opts.mcp } : {}),
-      admission: (this.admission ??= { decide: (path, meta) => this.decideFor(path, meta), counted: (path) => this.countedTools.has(path) }),
+      admission: (this.admission ??= { decide: (path, meta) => this.decideFor(path, meta), counted: (path) => this.countedTools?.has(path) === true }),
     };
   }
 
   /** The access decision for one parsed call (the one policy; same answer on every entry point). */
   decide(call: ParsedCall): AccessDecision {
     if (call.path === undefined) return { allowed: true };
-    const known = this.decisions.get(call.path);
+    const known = this.decisions?.get(call.path);
     if (known) return known;
     return this.decideFor(call.path, procedureIndex(this.runtime.router as AnyRouter).get(call.path)?.meta);
   }
 
   /** The decision for a procedure whose meta the caller holds (the base middleware): made once per request. */
   private decideFor(path: string, meta: ProcedureMeta | undefined): AccessDecision {
-    let decision = this.decisions.get(path);
+    let decision = this.decisions?.get(path);
     if (!decision) {
       decision = accessDecision(this.runtime.config, path, meta, this.identity);
-      this.decisions.set(path, decision);
+      (this.decisions ??= new Map()).set(path, decision);
     }
     return decision;
   }
@@ -127,7 +128,8 @@ export class RequestScope {
     const index = procedureIndex(this.runtime.router as AnyRouter);
     const tools = calls.filter((call) => call.path !== undefined && countsAsToolCall(index.get(call.path)?.meta));
     if (tools.length === 0) return { decision: null, refused: null };
-    for (const call of tools) this.countedTools.add(call.path!);
+    const counted = (this.countedTools ??= new Set());
+    for (const call of tools) counted.add(call.path!);
     const decision = await limiter.hit('toolCalls', rateLimitCaller(this.identity, this.facts.ip), tools.length);
     if (decision) this.limitDecisions.push(decision);
     return { decision, refused: decision && !decision.allowed ? limiter.refusal(decision) : null };
