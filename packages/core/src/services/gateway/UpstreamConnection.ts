@@ -189,11 +189,15 @@ export class UpstreamConnection {
   }
 
   callTool(name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallToolResult> {
+    const definition = this.lists.tools.find((t) => t.name === name);
     return this.run(`tools/call ${name}`, async (o) => {
       const result = await o.client.callTool(
         { name, arguments: args },
         {
           timeout: this.timeoutMs,
+          // The definition we listed: without it the client relists the upstream's tools before a
+          // call whose list carried no cache hint (for output validation and header mirroring).
+          ...(definition ? { toolDefinition: definition } : {}),
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.onProgress ? { onprogress: (p: { progress: number; total?: number; message?: string }) => opts.onProgress!(p.progress, p.total, p.message) } : {}),
         },
