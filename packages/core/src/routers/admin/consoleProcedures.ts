@@ -61,6 +61,10 @@ export const consoleProcedures = {
       };
     }),
 
+  routes: adminProcedure
+    .meta({ description: "Routes (ai.routes) with each target's share of calls, latency, errors, in-flight calls (this instance), cooldown state and rpm/tpm headroom this minute (shared); the response cache's hit rate and tokens and USD saved (this instance)" })
+    .query(async ({ ctx }) => ({ routes: await ctx.runtime.ai.routes(), cache: ctx.runtime.ai.cacheFigures() })),
+
   findUsers: adminProcedure
     .meta({ description: 'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; an empty query lists every user, most recent first; pass nextCursor for more' })
     .input(z.lazy(() =>

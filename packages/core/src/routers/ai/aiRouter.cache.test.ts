@@ -71,6 +71,11 @@ describe('response cache', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect((await h!.caller(bob).ai.generateText(input())).data.cache).toBe('hit');
     const admin = { ...alice, sub: 'admin', isAdmin: true };
+    // The console's figures: one hit of two lookups, the original call's tokens saved (ratio 0).
+    const figures = await h!.caller(admin).admin.routes();
+    expect(figures.routes).toEqual([]);
+    expect(figures.cache).toMatchObject({ hits: 1, misses: 1, hitRate: 0.5 });
+    expect(figures.cache!.tokensSaved).toBeGreaterThan(0);
     const cleared = await h!.caller(admin).admin.clearCache({ target: 'responses' });
     expect(cleared.cleared).toContain('responses');
     expect((await h!.caller(bob).ai.generateText(input())).data.cache).toBe('miss');

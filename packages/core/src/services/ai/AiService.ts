@@ -148,6 +148,11 @@ export class AiService {
     };
   }
 
+  /** The response cache's figures on this instance (console); null when it is off. */
+  cacheFigures(): ReturnType<ResponseCache['figures']> | null {
+    return this.cache ? this.cache.figures() : null;
+  }
+
   /** Empty the response cache (admin.clearCache 'responses'): entries removed, 0 when it is off. */
   async clearResponses(): Promise<number> {
     return this.cache ? this.cache.clear() : 0;

@@ -10,10 +10,11 @@ type ProviderHealth = NonNullable<Extract<Output<'ai.getRegistryHealth'>, { prov
 /** Providers: health, breaker, probe, call figures, models (with prices where known), aliases and fallbacks. */
 export const providersView: View = async (main) => {
   main.appendChild(h('h1', {}, 'Providers'));
-  const [health, models, config] = await Promise.all([
+  const [health, models, config, routing] = await Promise.all([
     call('ai.getRegistryHealth'),
     call('ai.listAllowedModels'),
     rpc<{ ai: { ai: { aliases?: Record<string, unknown>; fallbacks?: unknown; providers?: Record<string, { fallbacks?: unknown; aliases?: unknown; pricing?: unknown }> } } }>('admin.getConfig', { section: 'ai' }),
+    call('admin.routes'),
   ]);
   const list = 'providers' in health ? (Object.entries(health.providers) as Array<[string, ProviderHealth]>) : [];
   main.appendChild(h('p', { id: 'registry-status', class: `badge ${health.status}` }, `Registry: ${health.status}${'error' in health ? ` (${health.error.message})` : ''} · checked ${fmt.time(health.checkedAt)}`));
@@ -40,6 +41,33 @@ export const providersView: View = async (main) => {
       ),
     ),
   );
+  // Routes: this instance's counts beside the shared cooldowns and rpm/tpm used this minute.
+  for (const r of routing.routes) {
+    main.appendChild(
+      section(
+        `Route ${r.name} (${r.strategy}, retries ${r.retries}, cooldown ${r.cooldownSec} s)`,
+        table(
+          ['target', 'weight / priority', `calls (${THIS_PROCESS})`, 'share', 'avg latency', 'errors', 'in flight', 'cooling down until', 'rpm headroom', 'tpm headroom'],
+          r.targets.map((t) => [
+            t.model,
+            `${t.weight} / ${t.priority}`,
+            fmt.int(t.calls),
+            `${Math.round(t.share * 100)} %`,
+            t.avgLatencyMs === null ? '–' : `${t.avgLatencyMs} ms`,
+            fmt.int(t.errors),
+            fmt.int(t.inFlight),
+            h('span', { 'data-cooldown': t.model }, t.coolingDownUntil ? fmt.time(t.coolingDownUntil) : '–'),
+            t.rpmHeadroom === null ? '–' : `${t.rpmHeadroom} of ${t.rpm}`,
+            t.tpmHeadroom === null ? '–' : `${t.tpmHeadroom} of ${t.tpm}`,
+          ]),
+        ),
+      ),
+    );
+  }
+  if (routing.cache) {
+    const c = routing.cache;
+    main.appendChild(section(`Response cache (${THIS_PROCESS})`, table(['hits', 'misses', 'hit rate', 'tokens saved', 'USD saved'], [[fmt.int(c.hits), fmt.int(c.misses), c.hitRate === null ? '–' : `${Math.round(c.hitRate * 100)} %`, fmt.int(c.tokensSaved), `$${c.usdSaved}`]])));
+  }
   const ai = config.ai.ai;
   main.appendChild(section('Models', table(['provider', 'models'], Object.entries(models.models).map(([p, ms]) => [p, ms.length ? ms.join(', ') : '(none allowed)']))));
   main.appendChild(

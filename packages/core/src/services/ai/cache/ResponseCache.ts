@@ -52,6 +52,9 @@ const PREFIX = 'aicache:';
  * failure never fails a call: it is then a miss, and nothing is stored.
  */
 export class ResponseCache {
+  /** This instance's lookups since start, and what the hits saved (console). */
+  private readonly counts = { hits: 0, misses: 0, tokensSaved: 0, usdSaved: 0 };
+
   constructor(
     readonly config: ResponseCacheConfig,
     private readonly store: Storage,
@@ -77,7 +80,18 @@ export class ResponseCache {
       this.logger.warn('ai: response cache unreadable; answering from the upstream', { error: err instanceof Error ? err.message : String(err) });
     }
     this.metrics?.cacheLookup(hit ? 'hit' : 'miss');
+    if (hit) {
+      this.counts.hits++;
+      this.counts.tokensSaved += Math.max(0, hit.tokensUsed - Math.ceil(hit.tokensUsed * this.config.chargeRatio));
+      this.counts.usdSaved += (hit.costUsd ?? 0) * (1 - this.config.chargeRatio);
+    } else this.counts.misses++;
     return hit;
+  }
+
+  /** Hit rate and what hits saved on this instance since start (tokens and USD not charged). */
+  figures(): { hits: number; misses: number; hitRate: number | null; tokensSaved: number; usdSaved: number } {
+    const { hits, misses, tokensSaved, usdSaved } = this.counts;
+    return { hits, misses, hitRate: hits + misses ? hits / (hits + misses) : null, tokensSaved, usdSaved: Math.round(usdSaved * 1e6) / 1e6 };
   }
 
   /** Store an answer (best effort): refused past the entry or total size. */
