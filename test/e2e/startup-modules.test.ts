@@ -17,7 +17,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ai-backend-startup-modules-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const LAZY = [
-  'ai', '@ai-sdk/', '@openrouter/', 'ioredis', 'pg', 'better-sqlite3', 'jose', '@modelcontextprotocol/sdk', 'prom-client',
+  'ai', '@ai-sdk/', '@openrouter/', 'ioredis', 'pg', 'better-sqlite3', 'jose', '@modelcontextprotocol/sdk', '@modelcontextprotocol/client', 'prom-client',
   '@opentelemetry/api', 'micromatch', 'ipaddr.js', 'mime-types', 'cosmiconfig', 'jiti', 'jsonc-parser', 'dotenv', 'node:zlib', 'node:dns', 'node:https', 'node:child_process',
 ];
 
@@ -63,7 +63,7 @@ console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall,
   // The lazy built-in namespaces (docs/architecture.md#lazy-namespaces): neither their chunk nor
   // their procedures before the first API call; all of them after it, which the call itself used.
   // Nor the /v1 wire formats' handlers, which load on the first /v1 request.
-  expect(result.lazyAtHealth).toEqual(['admin', 'ai', 'auth', 'billing', 'keys', 'system', 'user']);
+  expect(result.lazyAtHealth).toEqual(['admin', 'ai', 'auth', 'billing', 'gateway', 'keys', 'system', 'user']);
   expect([...resolved].filter((s) => s.includes('lazyNamespaces') || s.includes('v1Handlers'))).toEqual([]);
   expect(afterCall!.split('\n').some((s) => s.includes('lazyNamespaces'))).toBe(true);
   expect(result.lazyAfterCall).toEqual([]);

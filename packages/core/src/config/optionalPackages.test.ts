@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './ConfigError.js';
-import { importOptional, installCommand, isInstalled, missingPackages, neededPackages, OPTIONAL_PACKAGES } from './optionalPackages.js';
+import { importOptional, installCommand, isInstalled, missingPackages, neededPackages, OPTIONAL_PACKAGES, TYPES_ONLY_PEERS } from './optionalPackages.js';
 import { resolveConfig } from './resolveConfig.js';
 import { nodeShipsSqlite } from '../lib/nodeShipsSqlite.js';
 
@@ -22,8 +22,9 @@ const range = (name: string): string => {
 describe('OPTIONAL_PACKAGES', () => {
   it('are exactly the optional peers of @ai-backend/core, and each install command picks the major the peer range allows', () => {
     const optional = Object.entries(manifest.peerDependenciesMeta)
-      .filter(([, m]) => m.optional)
+      .filter(([name, m]) => m.optional && !(TYPES_ONLY_PEERS as readonly string[]).includes(name))
       .map(([name]) => name);
+    for (const name of TYPES_ONLY_PEERS) expect(manifest.peerDependenciesMeta[name]?.optional, name).toBe(true);
     expect(Object.values(OPTIONAL_PACKAGES).map((p) => p.name).sort()).toEqual(optional.sort());
     for (const p of Object.values(OPTIONAL_PACKAGES)) expect(range(p.name), p.name).toMatch(new RegExp(`^\\^${p.major}\\.`));
   });
@@ -49,6 +50,16 @@ describe('neededPackages', () => {
     expect(names({ storage: { type: 'postgres', shared: 'redis' } }, { storage: false, shared: false, signals: false })).toEqual([]);
     // Signals still go through Redis when only the store is handed in.
     expect(names({ storage: { type: 'redis' } }, { storage: false })).toEqual(['storage.type: ioredis']);
+  });
+
+  it('names the MCP client once for gateway servers, and not for disabled ones', () => {
+    const names = (mcpServers: Record<string, unknown>) =>
+      neededPackages(resolveConfig({ storage: { type: 'memory' }, mcpServers } as Parameters<typeof resolveConfig>[0])).map((n) => `${n.path}: ${n.pkg.name}`);
+    expect(names({})).toEqual([]);
+    expect(names({ off: { command: 'node', enabled: false } })).toEqual([]);
+    expect(names({ off: { command: 'node', enabled: false }, a: { command: 'node' }, b: { type: 'http', url: 'http://127.0.0.1:1/mcp' } })).toEqual([
+      'mcpServers.a: @modelcontextprotocol/client',
+    ]);
   });
 
   it('names the provider package of each named provider, and the AWS credential chain for Bedrock without credentials', () => {

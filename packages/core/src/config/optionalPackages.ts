@@ -17,7 +17,10 @@ export interface OptionalPackage {
   major: number;
 }
 
-/** Every optional peer of @ai-backend/core (its package.json's peerDependenciesMeta; a test keeps them equal). */
+/**
+ * Every optional peer of @ai-backend/core that code loads at run time (its package.json's
+ * peerDependenciesMeta, less TYPES_ONLY_PEERS; a test keeps them equal).
+ */
 export const OPTIONAL_PACKAGES = {
   pg: { name: 'pg', major: 8 },
   ioredis: { name: 'ioredis', major: 6 },
@@ -32,7 +35,15 @@ export const OPTIONAL_PACKAGES = {
   awsCredentials: { name: '@aws-sdk/credential-providers', major: 3 },
   // The SQLite driver before Node 22.13 (node:sqlite after). 12 is the line that builds on Node 20.
   betterSqlite3: { name: 'better-sqlite3', major: 12 },
-} as const satisfies Record<'pg' | 'ioredis' | 'awsCredentials' | 'betterSqlite3' | NamedProviderType, OptionalPackage>;
+  // The MCP gateway's upstream client (services/gateway/openUpstream.ts): only with mcpServers.
+  mcpClient: { name: '@modelcontextprotocol/client', major: 2 },
+} as const satisfies Record<'pg' | 'ioredis' | 'awsCredentials' | 'betterSqlite3' | 'mcpClient' | NamedProviderType, OptionalPackage>;
+
+/**
+ * Optional peers no code loads at run time: core's build inlines tRPC's server runtime, and apps
+ * that write custom routers in TypeScript install @trpc/server for its types (docs/procedures.md).
+ */
+export const TYPES_ONLY_PEERS = ['@trpc/server'] as const;
 
 /** The command that installs one, as the messages print it. */
 export function installCommand(pkg: OptionalPackage): string {
@@ -77,6 +88,9 @@ export function neededPackages(config: ResolvedConfig, opens: NeededPackagesOpti
     // Without an API key or explicit credentials Bedrock signs with the AWS credential chain (namedProviders.ts).
     if (p.type === 'bedrock' && !p.apiKey && !(p.accessKeyId && p.secretAccessKey)) out.push({ pkg: OPTIONAL_PACKAGES.awsCredentials, path, need: "type 'bedrock' without apiKey or accessKeyId/secretAccessKey (the AWS credential chain)" });
   }
+  // Gateway servers added at run time are remote and checked when added; the config's decide here.
+  const gatewayServer = Object.entries(config.mcpServers).find(([, server]) => server.enabled !== false);
+  if (gatewayServer) out.push({ pkg: OPTIONAL_PACKAGES.mcpClient, path: `mcpServers.${gatewayServer[0]}`, need: 'an MCP gateway server' });
   return out;
 }
 
