@@ -24,7 +24,8 @@ import { mintDevToken } from '@ai-backend/auth';
 import { BillingService, createLogger, createStorage, KeyVault, resolveConfig } from '@ai-backend/core/internal';
 import { startServer } from './lib.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
+const args = {};
+for (const [i, a] of process.argv.slice(2).entries()) if (a.startsWith('--')) args[a.slice(2)] = process.argv[i + 3];
 const STORES = (args.stores ?? 'sqlite,postgres').split(',');
 const ROWS = Number(args.rows ?? 10_000_000);
 const FILL_S = Number(args['fill-seconds'] ?? Infinity);

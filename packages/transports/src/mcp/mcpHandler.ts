@@ -467,7 +467,6 @@ export class McpHandler {
 
   /** GET (the session's stream) and DELETE (its end); anything else is not allowed. */
   private async dispatchOther(c: HonoContext, scope: RequestScope, holder: PlaceHolder): Promise<Response> {
-    const runtime = this.runtime;
     const { identity } = scope;
     const authInfo = this.authInfoOf(scope);
     const sessionId = c.req.header('mcp-session-id');
