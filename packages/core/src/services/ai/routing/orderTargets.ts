@@ -19,7 +19,7 @@ export const LATENCY_EXPLORATION = 0.1;
 /** Random order by weight, without replacement (Efraimidis–Spirakis: key u^(1/w), largest first). */
 function weightedOrder<T>(views: TargetView<T>[], random: () => number): TargetView<T>[] {
   return views
-    .map((v) => ({ v, key: Math.pow(random(), 1 / v.weight) }))
+    .map((v) => ({ v, key: random() ** (1 / v.weight) }))
     .sort((a, b) => b.key - a.key)
     .map((e) => e.v);
 }
