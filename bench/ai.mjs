@@ -43,12 +43,28 @@ const CONNECTIONS = 50;
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-ai-jwt-secret-0123456789abcdef0123';
 const USER = 'bench-user';
-const INPUT = { content: 'Summarise the benchmark in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } };
+const INPUT = {
+  content: 'Summarise the benchmark in one line.',
+  systemPrompt: 'You are terse.',
+  provider: 'openai',
+  options: { maxTokens: 64 },
+};
 // The same call in the OpenAI wire format (the default OpenAI model, as INPUT uses).
-const CHAT = { model: 'openai/gpt-5-mini', messages: [{ role: 'system', content: INPUT.systemPrompt }, { role: 'user', content: INPUT.content }], max_tokens: 64 };
+const CHAT = {
+  model: 'openai/gpt-5-mini',
+  messages: [
+    { role: 'system', content: INPUT.systemPrompt },
+    { role: 'user', content: INPUT.content },
+  ],
+  max_tokens: 64,
+};
 
 const rpc = async (url, token, method, params) => {
-  const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url + '/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = await res.json();
   if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
   return body.result;
@@ -80,7 +96,12 @@ async function gateway(name, storage, { instances = 1, root } = {}) {
     children.push(s.child);
     servers.push(s);
   }
-  await rpc(servers[0].url, admin, 'billing.creditTokens', { userId: USER, tokens: 1e12, type: 'subscription', idempotencyKey: 'bench-credit' });
+  await rpc(servers[0].url, admin, 'billing.creditTokens', {
+    userId: USER,
+    tokens: 1e12,
+    type: 'subscription',
+    idempotencyKey: 'bench-credit',
+  });
   for (const s of servers) {
     const first = await rpc(s.url, user, 'ai.generateText', INPUT);
     if (!first.success || !first.tokenUsage) throw new Error('warm-up call was not platform-paid');
@@ -93,7 +114,10 @@ async function gateway(name, storage, { instances = 1, root } = {}) {
 // PostgreSQL tables go to schemas of this run, the Redis keys under a prefix of this run.
 const schema = `bench_${process.pid}`;
 const pgConn = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'root', database: 'test' };
-const pgStore = (suffix) => ({ type: 'postgres', postgres: { ...pgConn, schema: `${schema}${suffix}`, connectTimeoutMs: 5000, queryTimeoutMs: 5000 } });
+const pgStore = (suffix) => ({
+  type: 'postgres',
+  postgres: { ...pgConn, schema: `${schema}${suffix}`, connectTimeoutMs: 5000, queryTimeoutMs: 5000 },
+});
 const redisConn = (suffix) => ({ host: '127.0.0.1', port: 6379, keyPrefix: `${keyPrefix}${suffix}:` });
 const base = process.env.AI_BENCH_BASE;
 const stores = new Set((process.env.AI_BENCH_STORES ?? 'memory,sqlite,postgres,pgRedis,redis').split(','));
@@ -110,9 +134,18 @@ const plan = [
 for (const [key, name, storage, opts] of plan) if (want(key)) gateways[key] = await gateway(name, storage, opts);
 if (base) {
   // "Before" rows: the same stores on the other build, its own data (another SQLite dir, schema, prefix).
-  const before = { memory: { type: 'memory' }, sqlite: { type: 'sqlite', dir: join(dir, 'base') }, postgres: pgStore('_base'), redis: { type: 'redis', redis: redisConn('base') } };
+  const before = {
+    memory: { type: 'memory' },
+    sqlite: { type: 'sqlite', dir: join(dir, 'base') },
+    postgres: pgStore('_base'),
+    redis: { type: 'redis', redis: redisConn('base') },
+  };
   const names = { memory: 'memory store', sqlite: 'SQLite store', postgres: 'PostgreSQL', redis: 'Redis store' };
-  for (const [key, storage] of Object.entries(before)) if (want(key)) gateways[`base${key[0].toUpperCase()}${key.slice(1)}`] = await gateway(`before (AI_BENCH_BASE): gateway, ${names[key]}`, storage, { root: base });
+  for (const [key, storage] of Object.entries(before))
+    if (want(key))
+      gateways[`base${key[0].toUpperCase()}${key.slice(1)}`] = await gateway(`before (AI_BENCH_BASE): gateway, ${names[key]}`, storage, {
+        root: base,
+      });
 }
 const { memory, postgres } = gateways;
 
@@ -120,29 +153,61 @@ const { memory, postgres } = gateways;
 const wire = await (await fetch(upstream.control)).json();
 const HOP = new Set(['host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
 const targets = {
-  direct: { name: 'direct to test upstream', pid: upstream.pid, url: upstream.url + wire.path, headers: Object.fromEntries(Object.entries(wire.headers).filter(([k]) => !HOP.has(k))), body: JSON.stringify(wire.body), ok: (b) => b.includes('"output"') },
+  direct: {
+    name: 'direct to test upstream',
+    pid: upstream.pid,
+    url: upstream.url + wire.path,
+    headers: Object.fromEntries(Object.entries(wire.headers).filter(([k]) => !HOP.has(k))),
+    body: JSON.stringify(wire.body),
+    ok: (b) => b.includes('"output"'),
+  },
 };
 for (const [key, g] of Object.entries(gateways)) {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: INPUT });
   // Several instances: the load is split evenly between them and their CPU is added up.
-  targets[key] = { name: g.name, pid: g.pid, pids: g.servers.map((s) => s.pid), url: g.url + '/rpc', urls: g.servers.map((s) => s.url + '/rpc'), headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body, ok: (b) => b.includes('"tokenUsage"') };
+  targets[key] = {
+    name: g.name,
+    pid: g.pid,
+    pids: g.servers.map((s) => s.pid),
+    url: g.url + '/rpc',
+    urls: g.servers.map((s) => s.url + '/rpc'),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+    body,
+    ok: (b) => b.includes('"tokenUsage"'),
+  };
 }
 // The same calls from 50 users (one per connection) on PostgreSQL: one user's billing transactions
 // queue on that user's account row, so a single hot user is the worst case, not the usual one.
-const manyUsers = !postgres ? [] : await Promise.all(
-  Array.from({ length: CONNECTIONS }, async (_, i) => {
-    const sub = `${USER}-${i}`;
-    await rpc(postgres.url, admin, 'billing.creditTokens', { userId: sub, tokens: 1e12, type: 'subscription', idempotencyKey: `bench-credit-${i}` });
-    return `Bearer ${await mintDevToken({ secret: SECRET, sub, expiresIn: '2h' })}`;
-  }),
-);
+const manyUsers = !postgres
+  ? []
+  : await Promise.all(
+      Array.from({ length: CONNECTIONS }, async (_, i) => {
+        const sub = `${USER}-${i}`;
+        await rpc(postgres.url, admin, 'billing.creditTokens', {
+          userId: sub,
+          tokens: 1e12,
+          type: 'subscription',
+          idempotencyKey: `bench-credit-${i}`,
+        });
+        return `Bearer ${await mintDevToken({ secret: SECRET, sub, expiresIn: '2h' })}`;
+      }),
+    );
 if (postgres) targets.postgresUsers = { ...targets.postgres, name: `gateway, PostgreSQL, ${CONNECTIONS} users`, authorizations: manyUsers };
 const auth = { 'content-type': 'application/json', authorization: `Bearer ${user}` };
-targets.openaiCompat = { name: 'gateway, memory store, POST /v1/chat/completions', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify(CHAT), ok: (b) => b.includes('"token_usage"') };
+targets.openaiCompat = {
+  name: 'gateway, memory store, POST /v1/chat/completions',
+  pid: memory.pid,
+  url: memory.url + '/v1/chat/completions',
+  headers: auth,
+  body: JSON.stringify(CHAT),
+  ok: (b) => b.includes('"token_usage"'),
+};
 
 // Streaming: one streamed call through the gateway, then its exact wire request replayed directly.
 // Time to first token = until the first chunk that carries text (not the gateway's empty role chunk).
-await (await fetch(memory.url + '/v1/chat/completions', { method: 'POST', headers: auth, body: JSON.stringify({ ...CHAT, stream: true }) })).text();
+await (
+  await fetch(memory.url + '/v1/chat/completions', { method: 'POST', headers: auth, body: JSON.stringify({ ...CHAT, stream: true }) })
+).text();
 const streamWire = await (await fetch(upstream.control)).json();
 targets.directStream = {
   name: 'direct to test upstream, streamed',
@@ -153,7 +218,15 @@ targets.directStream = {
   ok: (b) => b.includes('response.completed'),
   first: /output_text\.delta/,
 };
-targets.openaiStream = { name: 'gateway, memory store, /v1 stream: true', pid: memory.pid, url: memory.url + '/v1/chat/completions', headers: auth, body: JSON.stringify({ ...CHAT, stream: true }), ok: (b) => b.includes('[DONE]') && b.includes('"token_usage"'), first: /"content":"[^"]/ };
+targets.openaiStream = {
+  name: 'gateway, memory store, /v1 stream: true',
+  pid: memory.pid,
+  url: memory.url + '/v1/chat/completions',
+  headers: auth,
+  body: JSON.stringify({ ...CHAT, stream: true }),
+  ok: (b) => b.includes('[DONE]') && b.includes('"token_usage"'),
+  first: /"content":"[^"]/,
+};
 // The same call with the request's own key (BYOK): no reserve or settle, one usage record.
 targets.byok = {
   name: 'gateway, memory store, BYOK (no metering)',
@@ -178,7 +251,11 @@ async function saturated(t) {
     const opts = { url, method: 'POST', headers: t.headers, body: t.body, connections: CONNECTIONS / urls.length, verifyBody: t.ok };
     if (t.authorizations) {
       let i = 0;
-      opts.requests = [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: t.authorizations[i++ % t.authorizations.length] } }) }];
+      opts.requests = [
+        {
+          setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: t.authorizations[i++ % t.authorizations.length] } }),
+        },
+      ];
     }
     return opts;
   };
@@ -186,7 +263,14 @@ async function saturated(t) {
   const rs = await Promise.all(urls.map((u) => autocannon({ ...optsFor(u), duration })));
   const sum = (f) => rs.reduce((s, r) => s + f(r), 0);
   const mean = (f) => sum(f) / rs.length;
-  return { rps: Math.round(sum((r) => r.requests.average)), p50: mean((r) => r.latency.p50), p99: mean((r) => r.latency.p99), errors: sum((r) => r.non2xx + r.errors + r.timeouts + r.mismatches), n: sum((r) => r.requests.total), warmupN: w.reduce((s, r) => s + r.requests.total, 0) };
+  return {
+    rps: Math.round(sum((r) => r.requests.average)),
+    p50: mean((r) => r.latency.p50),
+    p99: mean((r) => r.latency.p99),
+    errors: sum((r) => r.non2xx + r.errors + r.timeouts + r.mismatches),
+    n: sum((r) => r.requests.total),
+    warmupN: w.reduce((s, r) => s + r.requests.total, 0),
+  };
 }
 
 /** Open loop at `rate` req/s over 50 keep-alive sockets; per-request hrtime latency, exact percentiles. */
@@ -212,7 +296,12 @@ async function paced(t, rate = pacedRate, seconds = duration) {
         });
         res.on('end', () => {
           const ok = res.statusCode === 200 && t.ok(body);
-          resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, ttft, ok, ...(ok ? {} : { why: `HTTP ${res.statusCode}: ${body.slice(0, 300)}` }) });
+          resolve({
+            ms: Number(process.hrtime.bigint() - started) / 1e6,
+            ttft,
+            ok,
+            ...(ok ? {} : { why: `HTTP ${res.statusCode}: ${body.slice(0, 300)}` }),
+          });
         });
       });
       req.on('error', (err) => resolve({ ms: 0, ok: false, why: String(err) }));
@@ -239,7 +328,15 @@ async function paced(t, rate = pacedRate, seconds = duration) {
   const ms = okRes.map((r) => (t.first ? r.ttft : r.ms)).sort((a, b) => a - b);
   const total = okRes.map((r) => r.ms).sort((a, b) => a - b);
   const pct = (arr, p) => arr[Math.min(arr.length - 1, Math.floor(arr.length * p))];
-  return { rps: rate, p50: pct(ms, 0.5), p99: pct(ms, 0.99), totalP50: pct(total, 0.5), errors: results.length - ms.length, n: results.length, why: results.find((r) => !r.ok)?.why };
+  return {
+    rps: rate,
+    p50: pct(ms, 0.5),
+    p99: pct(ms, 0.99),
+    totalP50: pct(total, 0.5),
+    errors: results.length - ms.length,
+    n: results.length,
+    why: results.find((r) => !r.ok)?.why,
+  };
 }
 
 const rows = [];
@@ -252,12 +349,15 @@ async function measure(mode, key) {
   if (mode === 'ttft') r.note = `total p50 ${r.totalP50.toFixed(2)} ms`;
   // Server CPU per request, from saturated runs only (warm-up included in both CPU and count):
   // at a low fixed rate the per-request figure is mostly idle-loop and timer cost.
-  if (mode === 'saturated') r.cpuUs = ((await cpuAll()) - cpu0) * 1e6 / (r.n + r.warmupN);
+  if (mode === 'saturated') r.cpuUs = (((await cpuAll()) - cpu0) * 1e6) / (r.n + r.warmupN);
   // A failed call is counted and shown (the "failed" column), not fatal: a store that refuses calls
   // under load is a finding. Its latency is left out of the percentiles.
-  if (r.errors) console.error(`${targets[key].name} (${mode}): ${r.errors} failed or unexpected answers${r.why ? `, first: ${r.why}` : ''}`);
+  if (r.errors)
+    console.error(`${targets[key].name} (${mode}): ${r.errors} failed or unexpected answers${r.why ? `, first: ${r.why}` : ''}`);
   const row = { mode, key, name: targets[key].name, ...r };
-  console.error(`${mode.padEnd(9)} ${row.name}: ${r.rps} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.cpuUs ? `${Math.round(r.cpuUs)} µs CPU/request ` : ''}(${r.n} requests)`);
+  console.error(
+    `${mode.padEnd(9)} ${row.name}: ${r.rps} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.cpuUs ? `${Math.round(r.cpuUs)} µs CPU/request ` : ''}(${r.n} requests)`,
+  );
   rows.push(row);
 }
 
@@ -269,7 +369,17 @@ try {
       // Each "before" row right after its "after" row, so the pair sees the same machine load.
       // AI_BENCH_BEFORE_FIRST=1 swaps each pair: a second run in the other order shows what the order costs.
       const pair = (after, before) => (process.env.AI_BENCH_BEFORE_FIRST ? [before, after] : [after, before]);
-      for (const key of [...pair('memory', 'baseMemory'), ...pair('sqlite', 'baseSqlite'), ...pair('postgres', 'basePostgres'), 'postgresUsers', 'pgRedis', ...pair('redis', 'baseRedis'), 'byok', 'openaiCompat']) if (targets[key]) await measure(mode, key);
+      for (const key of [
+        ...pair('memory', 'baseMemory'),
+        ...pair('sqlite', 'baseSqlite'),
+        ...pair('postgres', 'basePostgres'),
+        'postgresUsers',
+        'pgRedis',
+        ...pair('redis', 'baseRedis'),
+        'byok',
+        'openaiCompat',
+      ])
+        if (targets[key]) await measure(mode, key);
       await measure(mode, 'direct');
     }
   }
@@ -294,7 +404,9 @@ try {
 }
 
 const f = (n) => (Math.round(n * 100) / 100).toFixed(2);
-console.log(`\n### AI gateway overhead: ${duration}s per scenario, ${CONNECTIONS} connections, node ${process.version}, upstream request ${wire.method} ${wire.path}\n`);
+console.log(
+  `\n### AI gateway overhead: ${duration}s per scenario, ${CONNECTIONS} connections, node ${process.version}, upstream request ${wire.method} ${wire.path}\n`,
+);
 console.log('| mode | scenario | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | server CPU µs/request | failed |');
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const mode of ['paced', 'saturated', 'ttft']) {
@@ -303,14 +415,20 @@ for (const mode of ['paced', 'saturated', 'ttft']) {
   const base = { p50: (direct[0].p50 + direct[1].p50) / 2, p99: (direct[0].p99 + direct[1].p99) / 2 };
   for (const r of rows.filter((x) => x.mode === mode)) {
     const gw = r.key !== 'direct' && r.key !== 'directStream';
-    const label = mode === 'paced' ? `paced ${pacedRate} req/s` : mode === 'ttft' ? `time to first token, paced ${pacedRate} req/s` : 'saturated';
-    console.log(`| ${label} | ${r.name} | ${r.rps} | ${f(r.p50)} | ${f(r.p99)} | ${gw ? f(r.p50 - base.p50) : '-'} | ${gw ? f(r.p99 - base.p99) : '-'} | ${r.cpuUs ? Math.round(r.cpuUs) : '-'} | ${r.errors} of ${r.n} |`);
+    const label =
+      mode === 'paced' ? `paced ${pacedRate} req/s` : mode === 'ttft' ? `time to first token, paced ${pacedRate} req/s` : 'saturated';
+    console.log(
+      `| ${label} | ${r.name} | ${r.rps} | ${f(r.p50)} | ${f(r.p99)} | ${gw ? f(r.p50 - base.p50) : '-'} | ${gw ? f(r.p99 - base.p99) : '-'} | ${r.cpuUs ? Math.round(r.cpuUs) : '-'} | ${r.errors} of ${r.n} |`,
+    );
   }
 }
 const rpcRow = (mode) => rows.find((r) => r.mode === mode && r.key === 'memory');
 const v1Row = (mode) => rows.find((r) => r.mode === mode && r.key === 'openaiCompat');
 for (const mode of ['paced', 'saturated']) {
-  if (rpcRow(mode) && v1Row(mode)) console.log(`\n/v1/chat/completions vs ai.generateText on /rpc (memory store, ${mode}): p50 ${f(v1Row(mode).p50)} vs ${f(rpcRow(mode).p50)} ms, req/s ${v1Row(mode).rps} vs ${rpcRow(mode).rps}${v1Row(mode).cpuUs ? `, CPU µs/request ${Math.round(v1Row(mode).cpuUs)} vs ${Math.round(rpcRow(mode).cpuUs)}` : ''}`);
+  if (rpcRow(mode) && v1Row(mode))
+    console.log(
+      `\n/v1/chat/completions vs ai.generateText on /rpc (memory store, ${mode}): p50 ${f(v1Row(mode).p50)} vs ${f(rpcRow(mode).p50)} ms, req/s ${v1Row(mode).rps} vs ${rpcRow(mode).rps}${v1Row(mode).cpuUs ? `, CPU µs/request ${Math.round(v1Row(mode).cpuUs)} vs ${Math.round(rpcRow(mode).cpuUs)}` : ''}`,
+    );
 }
 for (const r of rows.filter((x) => x.note)) console.log(`${r.name}: ${r.note}`);
 // The targets of issue 20: PostgreSQL and Redis metered, at most 2 ms p50 added (paced) and at most
@@ -324,16 +442,35 @@ if (pacedDirect.length === 2 && row('saturated', 'memory')) {
   // The upstream's own CPU per request when called directly: the unit the gateway's CPU is counted in.
   const satDirect = rows.filter((r) => r.mode === 'saturated' && r.key === 'direct');
   const directCpu = satDirect.reduce((a, r) => a + r.cpuUs, 0) / satDirect.length;
-  console.log('\n| store (metered ai.generateText) | added p50 ms (paced) | CPU µs/call (saturated) | CPU / direct upstream | CPU / memory store | calls/s (saturated) | calls/s / before | CPU / before |');
+  console.log(
+    '\n| store (metered ai.generateText) | added p50 ms (paced) | CPU µs/call (saturated) | CPU / direct upstream | CPU / memory store | calls/s (saturated) | calls/s / before | CPU / before |',
+  );
   console.log('|---|---|---|---|---|---|---|---|');
-  for (const [key, before] of [['memory', 'baseMemory'], ['sqlite', 'baseSqlite'], ['postgres', 'basePostgres'], ['postgresUsers'], ['pgRedis'], ['redis', 'baseRedis'], ['baseMemory'], ['baseSqlite'], ['basePostgres'], ['baseRedis']]) {
+  for (const [key, before] of [
+    ['memory', 'baseMemory'],
+    ['sqlite', 'baseSqlite'],
+    ['postgres', 'basePostgres'],
+    ['postgresUsers'],
+    ['pgRedis'],
+    ['redis', 'baseRedis'],
+    ['baseMemory'],
+    ['baseSqlite'],
+    ['basePostgres'],
+    ['baseRedis'],
+  ]) {
     const p = row('paced', key);
     const sat = row('saturated', key);
     if (!p || !sat) continue;
     const b = before && row('saturated', before);
-    console.log(`| ${sat.name} | ${f(p.p50 - baseP50)} | ${Math.round(sat.cpuUs)} | ${(sat.cpuUs / directCpu).toFixed(2)} | ${(sat.cpuUs / memCpu).toFixed(2)} | ${sat.rps} | ${b ? (sat.rps / b.rps).toFixed(2) : '-'} | ${b ? (sat.cpuUs / b.cpuUs).toFixed(2) : '-'} |`);
+    console.log(
+      `| ${sat.name} | ${f(p.p50 - baseP50)} | ${Math.round(sat.cpuUs)} | ${(sat.cpuUs / directCpu).toFixed(2)} | ${(sat.cpuUs / memCpu).toFixed(2)} | ${sat.rps} | ${b ? (sat.rps / b.rps).toFixed(2) : '-'} | ${b ? (sat.cpuUs / b.cpuUs).toFixed(2) : '-'} |`,
+    );
   }
 }
-console.log('\nadded = gateway minus the mean of the two direct runs of the same mode. Saturated latencies are whole milliseconds (autocannon).');
-console.log('server CPU = user + system CPU of the process answering (gateway, or the upstream for direct runs) per request, saturated runs.');
+console.log(
+  '\nadded = gateway minus the mean of the two direct runs of the same mode. Saturated latencies are whole milliseconds (autocannon).',
+);
+console.log(
+  'server CPU = user + system CPU of the process answering (gateway, or the upstream for direct runs) per request, saturated runs.',
+);
 console.log(`load average at the end: ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);

@@ -28,20 +28,47 @@ export async function apiKeyOverhead(duration) {
   const jwt = await mintDevToken({ secret: SECRET, sub: 'bench-user', scopes: ['mcp'], expiresIn: '2h' });
   const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' });
   const rpc = async (token, method, params) => {
-    const r = await fetch(app.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) }).then((x) => x.json());
+    const r = await fetch(app.url + '/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    }).then((x) => x.json());
     if (!r.result) throw new Error(`${method} failed: ${JSON.stringify(r.error)}`);
     return r.result;
   };
   await rpc(admin, 'billing.creditTokens', { userId: 'bench-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'seed' });
   const plain = await rpc(jwt, 'keys.create', { name: 'bench' });
   // A key with every rule that costs something per call: budget rows in the reservation, three limit counters.
-  const governed = await rpc(jwt, 'keys.create', { name: 'governed', budget: { day: { tokens: 1e15 }, total: { usd: 1e8 } }, limits: { requestsPerMinute: 1e6, tokensPerMinute: 1e12, concurrent: 10_000 }, models: ['gpt-*'] });
-  const auth = { jwt: { authorization: `Bearer ${jwt}` }, key: { authorization: `Bearer ${plain.key}` }, governed: { authorization: `Bearer ${governed.key}` } };
+  const governed = await rpc(jwt, 'keys.create', {
+    name: 'governed',
+    budget: { day: { tokens: 1e15 }, total: { usd: 1e8 } },
+    limits: { requestsPerMinute: 1e6, tokensPerMinute: 1e12, concurrent: 10_000 },
+    models: ['gpt-*'],
+  });
+  const auth = {
+    jwt: { authorization: `Bearer ${jwt}` },
+    key: { authorization: `Bearer ${plain.key}` },
+    governed: { authorization: `Bearer ${governed.key}` },
+  };
   const sessions = { jwt: await mcpSession(app.url, auth.jwt), key: await mcpSession(app.url, auth.key) };
   const metered = {
     name: 'metered ai.generateText (key with budget, limits, models)',
     governed: true,
-    req: () => ({ url: app.url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: { content: 'Summarise in one line.', systemPrompt: 'Be terse.', provider: 'openai', options: { model: 'gpt-4.1-mini', maxTokens: 64 } } }) }),
+    req: () => ({
+      url: app.url + '/rpc',
+      method: 'POST',
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'ai.generateText',
+        params: {
+          content: 'Summarise in one line.',
+          systemPrompt: 'Be terse.',
+          provider: 'openai',
+          options: { model: 'gpt-4.1-mini', maxTokens: 64 },
+        },
+      }),
+    }),
   };
   const scenarios = [...authScenarios(app.url, sessions), metered];
   const half = Math.max(1, duration / 2);

@@ -17,7 +17,12 @@ export async function mcpSession(url, auth) {
   const init = await fetch(url + '/mcp', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...MCP_HEADERS, ...auth },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
   });
   const sessionId = init.headers.get('mcp-session-id');
   await init.text();
@@ -42,8 +47,18 @@ export async function cpuSeconds(pid) {
 /** The transport scenarios with a credential variant; `sessions[variant]` is an MCP session opened with it. */
 export function authScenarios(url, sessions) {
   return [
-    { name: 'POST /rpc system.test', req: () => ({ url: url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) }) },
-    { name: 'GET /trpc/mcp.echo', req: () => ({ url: url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }) },
+    {
+      name: 'POST /rpc system.test',
+      req: () => ({
+        url: url + '/rpc',
+        method: 'POST',
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }),
+      }),
+    },
+    {
+      name: 'GET /trpc/mcp.echo',
+      req: () => ({ url: url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }),
+    },
     {
       name: 'MCP tools/call greeting',
       req: (variant) => ({
@@ -108,6 +123,8 @@ export async function authOverhead(duration) {
   } finally {
     await app.stop();
   }
-  lines.push('\nThe same token is sent on every request, as clients do: after the first verification it is served from the verified-token cache (hash-keyed, bounded by exp).');
+  lines.push(
+    '\nThe same token is sent on every request, as clients do: after the first verification it is served from the verified-token cache (hash-keyed, bounded by exp).',
+  );
   return lines.join('\n');
 }

@@ -31,30 +31,89 @@ const { url } = await server.start();
 const user = await mintDevToken({ secret: SECRET, sub: 'callpath-user', expiresIn: '1h' });
 const admin = await mintDevToken({ secret: SECRET, sub: 'callpath-admin', scopes: ['mcp:admin'], expiresIn: '1h' });
 const post = async (p, token, body, headers = {}) => {
-  const res = await fetch(url + p, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(url + p, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${p}: ${res.status} ${text}`);
   return text;
 };
-await post('/rpc', admin, { jsonrpc: '2.0', id: 1, method: 'billing.creditTokens', params: { userId: 'callpath-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'callpath-credit' } });
+await post('/rpc', admin, {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'billing.creditTokens',
+  params: { userId: 'callpath-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'callpath-credit' },
+});
 
 const MCP = { accept: 'application/json, text/event-stream' };
 const init = await fetch(url + '/mcp', {
   method: 'POST',
   headers: { 'content-type': 'application/json', authorization: `Bearer ${user}`, ...MCP },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'callpath', version: '1' } } }),
+  body: JSON.stringify({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'callpath', version: '1' } },
+  }),
 });
 const sessionId = init.headers.get('mcp-session-id');
 await init.text();
-await post('/mcp', user, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...MCP, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+await post(
+  '/mcp',
+  user,
+  { jsonrpc: '2.0', method: 'notifications/initialized' },
+  { ...MCP, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+);
 const mcpHeaders = { ...MCP, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
 
 const calls = {
-  'metered POST /v1/chat/completions': () => post('/v1/chat/completions', user, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Summarise.' }], max_tokens: 64 }),
-  'metered POST /v1/messages': () => post('/v1/messages', user, { model: 'openai/gpt-4.1-mini', system: 'You are terse.', messages: [{ role: 'user', content: 'Summarise.' }], max_tokens: 64 }, { 'anthropic-version': '2023-06-01' }),
-  'MCP tools/call greeting (2025 session)': () => post('/mcp', user, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada' } } }, mcpHeaders),
-  'metered MCP tools/call generateText (2025 session)': () => post('/mcp', user, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'generateText', arguments: { content: 'Summarise.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } } } }, mcpHeaders),
-  'metered POST /rpc ai.generateText': () => post('/rpc', user, { jsonrpc: '2.0', id: 4, method: 'ai.generateText', params: { content: 'Summarise.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } } }),
+  'metered POST /v1/chat/completions': () =>
+    post('/v1/chat/completions', user, {
+      model: 'openai/gpt-4.1-mini',
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'user', content: 'Summarise.' },
+      ],
+      max_tokens: 64,
+    }),
+  'metered POST /v1/messages': () =>
+    post(
+      '/v1/messages',
+      user,
+      { model: 'openai/gpt-4.1-mini', system: 'You are terse.', messages: [{ role: 'user', content: 'Summarise.' }], max_tokens: 64 },
+      { 'anthropic-version': '2023-06-01' },
+    ),
+  'MCP tools/call greeting (2025 session)': () =>
+    post(
+      '/mcp',
+      user,
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada' } } },
+      mcpHeaders,
+    ),
+  'metered MCP tools/call generateText (2025 session)': () =>
+    post(
+      '/mcp',
+      user,
+      {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: {
+          name: 'generateText',
+          arguments: { content: 'Summarise.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } },
+        },
+      },
+      mcpHeaders,
+    ),
+  'metered POST /rpc ai.generateText': () =>
+    post('/rpc', user, {
+      jsonrpc: '2.0',
+      id: 4,
+      method: 'ai.generateText',
+      params: { content: 'Summarise.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } },
+    }),
 };
 
 const session = new Session();

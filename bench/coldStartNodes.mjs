@@ -59,7 +59,8 @@ for (const node of nodes) {
   const hasCache = Number(version.slice(1).split('.')[0]) >= 22;
   for (const [name, args] of Object.entries(servers)) {
     kinds.push({ label: `${version} ${name}`, node, args, env: {} });
-    if (hasCache) kinds.push({ label: `${version} ${name}, compile cache`, node, args, env: { NODE_COMPILE_CACHE: path.join(cacheDir, version) } });
+    if (hasCache)
+      kinds.push({ label: `${version} ${name}, compile cache`, node, args, env: { NODE_COMPILE_CACHE: path.join(cacheDir, version) } });
   }
 }
 // One start each first: fills the compile caches (their first start writes them), not counted.
@@ -70,7 +71,9 @@ await rm(cacheDir, { recursive: true, force: true });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`\nload average ${loadBefore} → ${await loadAverage()}, ${starts} alternating starts of each\n`);
-console.log('| Node, server | spawn → first 200 from /health, ms | CPU by then, ms | idle RSS 1 s later, MB | ms vs hand-written (same Node, same cache) | RSS vs hand-written |');
+console.log(
+  '| Node, server | spawn → first 200 from /health, ms | CPU by then, ms | idle RSS 1 s later, MB | ms vs hand-written (same Node, same cache) | RSS vs hand-written |',
+);
 console.log('|---|---|---|---|---|---|');
 for (const k of kinds) {
   const r = runs[k.label];
@@ -78,5 +81,7 @@ for (const k of kinds) {
   const ms = median(r.map((x) => x.ms));
   const rss = median(r.map((x) => x.rss));
   const vs = (a, b) => (b ? (a / b).toFixed(2) + 'x' : '-');
-  console.log(`| ${k.label} | ${Math.round(ms)} | ${Math.round(median(r.map((x) => x.cpuMs)))} | ${rss} | ${vs(ms, median(twin.map((x) => x.ms)))} | ${vs(rss, median(twin.map((x) => x.rss)))} |`);
+  console.log(
+    `| ${k.label} | ${Math.round(ms)} | ${Math.round(median(r.map((x) => x.cpuMs)))} | ${rss} | ${vs(ms, median(twin.map((x) => x.ms)))} | ${vs(rss, median(twin.map((x) => x.rss)))} |`,
+  );
 }

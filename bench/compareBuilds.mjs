@@ -16,26 +16,56 @@ async function mcpSession(url) {
   const init = await fetch(url + '/mcp', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...MCP_HEADERS },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
   });
   const id = init.headers.get('mcp-session-id');
   await init.text();
-  await (await fetch(url + '/mcp', { method: 'POST', headers: { 'content-type': 'application/json', ...MCP_HEADERS, 'mcp-session-id': id }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  await (
+    await fetch(url + '/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...MCP_HEADERS, 'mcp-session-id': id },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    })
+  ).text();
   return id;
 }
 
 const servers = {};
-for (const [name, dir] of [['A', dirA], ['B', dirB]]) {
+for (const [name, dir] of [
+  ['A', dirA],
+  ['B', dirB],
+]) {
   const s = await startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), [JSON.stringify(config)]);
   servers[name] = { ...s, session: await mcpSession(s.url) };
 }
 
 const scenarios = [
-  { name: 'POST /rpc system.test', req: (s) => ({ url: s.url + '/rpc', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) }) },
-  { name: 'GET /trpc/mcp.echo', req: (s) => ({ url: s.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }) },
+  {
+    name: 'POST /rpc system.test',
+    req: (s) => ({
+      url: s.url + '/rpc',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }),
+    }),
+  },
+  {
+    name: 'GET /trpc/mcp.echo',
+    req: (s) => ({ url: s.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }),
+  },
   {
     name: 'MCP tools/call greeting',
-    req: (s) => ({ url: s.url + '/mcp', method: 'POST', headers: { 'content-type': 'application/json', ...MCP_HEADERS, 'mcp-session-id': s.session }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }) }),
+    req: (s) => ({
+      url: s.url + '/mcp',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...MCP_HEADERS, 'mcp-session-id': s.session },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
+    }),
   },
 ];
 
@@ -46,7 +76,12 @@ const lines = [
   '|---|---|---|---|---|---|---|',
 ];
 for (const sc of scenarios) {
-  lines.push(await abRow(sc.name, ['A', 'B', 'A', 'B'], (name) => ({ ...sc.req(servers[name]), pid: servers[name].pid }), { duration, connections: 20 }));
+  lines.push(
+    await abRow(sc.name, ['A', 'B', 'A', 'B'], (name) => ({ ...sc.req(servers[name]), pid: servers[name].pid }), {
+      duration,
+      connections: 20,
+    }),
+  );
 }
 await Promise.all(Object.values(servers).map((s) => s.stop()));
 console.log(lines.join('\n'));

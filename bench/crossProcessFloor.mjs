@@ -80,7 +80,9 @@ rows.push(['echo server in another process (Unix socket)', await measure({ path:
 unix.stop();
 await rm(dir, { recursive: true, force: true });
 
-console.log(`\n## One message and its answer, both sides idle before it (${messages} messages, ${pauseMs} ms apart, node ${process.version})\n`);
-console.log('| peer | round trip p50 ms | p99 ms | this process\'s CPU per round trip, p50 ms |');
+console.log(
+  `\n## One message and its answer, both sides idle before it (${messages} messages, ${pauseMs} ms apart, node ${process.version})\n`,
+);
+console.log("| peer | round trip p50 ms | p99 ms | this process's CPU per round trip, p50 ms |");
 console.log('|---|---|---|---|');
 for (const [name, r] of rows) console.log(`| ${name} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} | ${r.cpu.toFixed(3)} |`);

@@ -39,11 +39,26 @@ const rpc = (method, params) => JSON.stringify({ jsonrpc: '2.0', id: 1, method, 
 const scenarios = [
   { name: 'POST /rpc system.test (baseline)', url: app.url + '/rpc', body: rpc('system.test', { message: 'test' }) },
   { name: 'bare Node fs: readdir walk → JSON', url: bare.url + '/list', body: '{}', bare: true },
-  { name: 'POST /rpc system.listFiles recursive (10,000 files)', url: app.url + '/rpc', body: rpc('system.listFiles', { workspaceId: 'tree', recursive: true }), vs: 1 },
+  {
+    name: 'POST /rpc system.listFiles recursive (10,000 files)',
+    url: app.url + '/rpc',
+    body: rpc('system.listFiles', { workspaceId: 'tree', recursive: true }),
+    vs: 1,
+  },
   { name: 'bare Node fs: readFile 1 MiB utf8 → JSON', url: bare.url + '/read', body: JSON.stringify({ encoding: 'utf8' }), bare: true },
-  { name: 'POST /rpc system.readFile 1 MiB utf8', url: app.url + '/rpc', body: rpc('system.readFile', { workspaceId: 'files', path: 'big.txt' }), vs: 3 },
+  {
+    name: 'POST /rpc system.readFile 1 MiB utf8',
+    url: app.url + '/rpc',
+    body: rpc('system.readFile', { workspaceId: 'files', path: 'big.txt' }),
+    vs: 3,
+  },
   { name: 'bare Node fs: readFile 1 MiB base64 → JSON', url: bare.url + '/read', body: JSON.stringify({ encoding: 'base64' }), bare: true },
-  { name: 'POST /rpc system.readFile 1 MiB base64', url: app.url + '/rpc', body: rpc('system.readFile', { workspaceId: 'files', path: 'big.txt', encoding: 'base64' }), vs: 5 },
+  {
+    name: 'POST /rpc system.readFile 1 MiB base64',
+    url: app.url + '/rpc',
+    body: rpc('system.readFile', { workspaceId: 'files', path: 'big.txt', encoding: 'base64' }),
+    vs: 5,
+  },
 ];
 
 // JSON-RPC errors are HTTP 200: check every scenario's answer before and after the load, so a
@@ -54,7 +69,8 @@ async function check(s) {
   if (res.status !== 200 || !body.result) throw new Error(`${s.name}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
   const r = body.result;
   if (Array.isArray(r) && r.filter((p) => !p.endsWith('/')).length !== tree.files) throw new Error(`${s.name}: ${r.length} entries`);
-  if (r.size !== undefined && (r.size !== MIB || Buffer.from(r.content, r.encoding === 'base64' ? 'base64' : 'utf8').length !== MIB)) throw new Error(`${s.name}: wrong content`);
+  if (r.size !== undefined && (r.size !== MIB || Buffer.from(r.content, r.encoding === 'base64' ? 'base64' : 'utf8').length !== MIB))
+    throw new Error(`${s.name}: wrong content`);
 }
 
 const results = {};
@@ -80,7 +96,9 @@ console.log(`Tree: ${tree.files} files in ${tree.dirs} folders (${tree.files + t
 for (const [connections, rows] of Object.entries(results)) {
   console.log(`### ${connections} connections\n`);
   console.log(table(rows, rows[0]));
-  console.log('\n| /rpc scenario | ratio to bare Node fs doing the same work (req/s) | cost in `system.test` calls (baseline req/s ÷ req/s) |\n|---|---|---|');
+  console.log(
+    '\n| /rpc scenario | ratio to bare Node fs doing the same work (req/s) | cost in `system.test` calls (baseline req/s ÷ req/s) |\n|---|---|---|',
+  );
   scenarios.forEach((s, i) => {
     if (s.vs !== undefined) console.log(`| ${s.name} | ${fmt(rows[i].rps / rows[s.vs].rps)} | ${Math.round(rows[0].rps / rows[i].rps)} |`);
   });

@@ -36,7 +36,13 @@ const PG = args.pg ?? 'postgres://postgres@127.0.0.1:5432/test';
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-ledger-growth-jwt-secret-0123456789';
 const VAULT = 'bench-ledger-growth-vault-key-0123456789';
-const BILLING = { platformFeeRate: 0.1, allowAnonymousServerPaid: false, anonymousTokensPerWindow: 0, anonymousWindowMs: 60_000, reservationTtlMs: 900_000 };
+const BILLING = {
+  platformFeeRate: 0.1,
+  allowAnonymousServerPaid: false,
+  anonymousTokensPerWindow: 0,
+  anonymousWindowMs: 60_000,
+  reservationTtlMs: 900_000,
+};
 const tag = `${process.pid}`;
 const root = await mkdtemp(join(tmpdir(), 'bench-ledger-growth-'));
 const schemas = [];
@@ -72,7 +78,10 @@ async function fill(cfg) {
       const r = await billing.reserve({ identity: user(i % USERS), tokens: 100, requestId: `fill-${i}` });
       await billing.settle(r, { tokensUsed: 50 + (i % 50), provider: 'openai', model: `gpt-4o-mini` });
       rows += 2;
-      if (i % 50_000 === 0 && w === 0) process.stderr.write(`  ${cfg.type}: ${rows.toLocaleString('en')} ledger rows, ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+      if (i % 50_000 === 0 && w === 0)
+        process.stderr.write(
+          `  ${cfg.type}: ${rows.toLocaleString('en')} ledger rows, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+        );
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, (_, w) => worker(w)));
@@ -101,7 +110,10 @@ async function dbSize(kind, cfg) {
   const client = new pg.Client({ connectionString: PG });
   await client.connect();
   try {
-    const { rows } = await client.query(`SELECT sum(pg_total_relation_size(c.oid))::bigint AS b FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, [cfg.postgres.schema]);
+    const { rows } = await client.query(
+      `SELECT sum(pg_total_relation_size(c.oid))::bigint AS b FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+      [cfg.postgres.schema],
+    );
     return Number(rows[0].b) / 1048576;
   } finally {
     await client.end();
@@ -138,18 +150,29 @@ for (const kind of STORES) {
     ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench' } } },
     statistics: { enabled: true },
   });
-  const servers = { full: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(full))]), empty: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(empty))]) };
+  const servers = {
+    full: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(full))]),
+    empty: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(empty))]),
+  };
   const user = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'user-0', expiresIn: '2h' })}`;
   const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' })}`;
   const rpc = async (url, auth, method, params) => {
     const started = performance.now();
-    const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const res = await fetch(url + '/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: auth },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
     const body = await res.json();
     if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error).slice(0, 300)}`);
     return performance.now() - started;
   };
   const measured = [
-    ['ai.generateText (metered call)', user, { content: 'hello', systemPrompt: 'be brief', provider: 'openai', options: { maxTokens: 16 } }],
+    [
+      'ai.generateText (metered call)',
+      user,
+      { content: 'hello', systemPrompt: 'be brief', provider: 'openai', options: { maxTokens: 16 } },
+    ],
     ['billing.getTokenBalance', user, undefined],
     ['billing.getUsageHistory', user, { limit: 20 }],
     ['billing.getPurchaseHistory', user, { limit: 20 }],
@@ -187,10 +210,16 @@ if (schemas.length) {
 
 const f = (n) => n.toFixed(2);
 for (const r of results) {
-  console.log(`\n### ${r.kind}: ${r.filled.rows.toLocaleString('en')} ledger rows over ${USERS.toLocaleString('en')} users vs an empty store (node ${process.version})\n`);
-  console.log(`filled in ${r.filled.seconds.toFixed(0)} s through BillingService (${Math.round(r.filled.rows / r.filled.seconds).toLocaleString('en')} ledger rows/s, ${CONCURRENCY} calls in flight); store ${r.sizeMb.toFixed(0)} MiB\n`);
+  console.log(
+    `\n### ${r.kind}: ${r.filled.rows.toLocaleString('en')} ledger rows over ${USERS.toLocaleString('en')} users vs an empty store (node ${process.version})\n`,
+  );
+  console.log(
+    `filled in ${r.filled.seconds.toFixed(0)} s through BillingService (${Math.round(r.filled.rows / r.filled.seconds).toLocaleString('en')} ledger rows/s, ${CONCURRENCY} calls in flight); store ${r.sizeMb.toFixed(0)} MiB\n`,
+  );
   console.log(`| measured (p50 of ${SAMPLES}, alternating) | empty ms | full ms | full / empty |`);
   console.log('|---|---|---|---|');
   for (const x of r.rows) console.log(`| ${x.label} | ${f(x.empty)} | ${f(x.full)} | ${(x.full / x.empty).toFixed(2)} |`);
 }
-console.log(`\nload average at the end: ${(await import('node:fs/promises').then((m) => m.readFile('/proc/loadavg', 'utf8'))).split(' ').slice(0, 3).join(' ')}`);
+console.log(
+  `\nload average at the end: ${(await import('node:fs/promises').then((m) => m.readFile('/proc/loadavg', 'utf8'))).split(' ').slice(0, 3).join(' ')}`,
+);

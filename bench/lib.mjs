@@ -6,7 +6,10 @@ import autocannon from 'autocannon';
 export function startServer(script, args = [], env = {}) {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...(env.NODE_FLAGS ? env.NODE_FLAGS.split(' ') : []), script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...(env.NODE_FLAGS ? env.NODE_FLAGS.split(' ') : []), script, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
@@ -92,7 +95,11 @@ export async function loadAverage() {
 export function coldStart(args, { cwd, env = {}, urlOf = (out) => /https?:\/\/127\.0\.0\.1:\d+/.exec(out)?.[0] } = {}) {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...(env.NODE_FLAGS ? env.NODE_FLAGS.split(' ') : []), ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...(env.NODE_FLAGS ? env.NODE_FLAGS.split(' ') : []), ...args], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     let found = false;
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));

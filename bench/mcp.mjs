@@ -34,7 +34,12 @@ const CALL = { jsonrpc: '2.0', id: 1, method: 'tools/call' };
 const modern = (url) => ({
   url: url + '/mcp',
   method: 'POST',
-  headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'greeting' },
+  headers: {
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': 'tools/call',
+    'mcp-name': 'greeting',
+  },
   body: JSON.stringify({
     ...CALL,
     params: {
@@ -55,12 +60,21 @@ async function session(url) {
   const init = await fetch(url + '/mcp', {
     method: 'POST',
     headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
   });
   const id = init.headers.get('mcp-session-id');
   await init.text();
   if (!id) throw new Error(`no session from ${url}: ${init.status}`);
-  const note = await fetch(url + '/mcp', { method: 'POST', headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  const note = await fetch(url + '/mcp', {
+    method: 'POST',
+    headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  });
   await note.text();
   return id;
 }
@@ -82,7 +96,8 @@ const stateless = (url) => ({
 async function check(name, req) {
   const res = await fetch(req.url, { method: 'POST', headers: { 'content-type': 'application/json', ...req.headers }, body: req.body });
   const text = await res.text();
-  if (res.status !== 200 || !text.includes('Hallo, Ada!') || text.includes('"isError":true')) throw new Error(`${name}: unexpected answer ${res.status} ${text.slice(0, 300)}`);
+  if (res.status !== 200 || !text.includes('Hallo, Ada!') || text.includes('"isError":true'))
+    throw new Error(`${name}: unexpected answer ${res.status} ${text.slice(0, 300)}`);
 }
 
 const servers = {
@@ -91,13 +106,27 @@ const servers = {
   oursStateless: await ours({ sessionMode: 'stateless' }),
   sdkSse: await sdk('sse'),
   sdkJson: await sdk('json'),
-  ...(base ? { baseStateless: await startServer(path.join(base, 'bench/servers/ai-backend.mjs'), ourConfig({ sessionMode: 'stateless' })) } : {}),
+  ...(base
+    ? { baseStateless: await startServer(path.join(base, 'bench/servers/ai-backend.mjs'), ourConfig({ sessionMode: 'stateless' })) }
+    : {}),
 };
 const at = (server, req) => ({ ...req, pid: server.pid });
 const modes = [
-  { name: '2026-07-28 stateless request', ours: at(servers.ours, modern(servers.ours.url)), sdk: at(servers.sdkSse, modern(servers.sdkSse.url)) },
-  { name: '2025-11-25 session, SSE answers', ours: at(servers.ours, await legacy(servers.ours.url)), sdk: at(servers.sdkSse, await legacy(servers.sdkSse.url)) },
-  { name: '2025-11-25 session, JSON answers', ours: at(servers.oursJson, await legacy(servers.oursJson.url)), sdk: at(servers.sdkJson, await legacy(servers.sdkJson.url)) },
+  {
+    name: '2026-07-28 stateless request',
+    ours: at(servers.ours, modern(servers.ours.url)),
+    sdk: at(servers.sdkSse, modern(servers.sdkSse.url)),
+  },
+  {
+    name: '2025-11-25 session, SSE answers',
+    ours: at(servers.ours, await legacy(servers.ours.url)),
+    sdk: at(servers.sdkSse, await legacy(servers.sdkSse.url)),
+  },
+  {
+    name: '2025-11-25 session, JSON answers',
+    ours: at(servers.oursJson, await legacy(servers.oursJson.url)),
+    sdk: at(servers.sdkJson, await legacy(servers.sdkJson.url)),
+  },
 ];
 const old = at(servers.oursStateless, stateless(servers.oursStateless.url));
 for (const m of modes) {
@@ -115,7 +144,13 @@ async function run({ pid, ...req }) {
   const r = await load({ ...req, duration: seconds, warmup: 0 });
   return { ...r, cpuUs: (((await cpuSeconds(pid)) - cpu0) * 1e6) / Math.max(1, r.total) };
 }
-const avg = (a, b) => ({ rps: Math.round((a.rps + b.rps) / 2), p50: (a.p50 + b.p50) / 2, p99: (a.p99 + b.p99) / 2, errors: a.errors + b.errors, cpuUs: Math.round((a.cpuUs + b.cpuUs) / 2) });
+const avg = (a, b) => ({
+  rps: Math.round((a.rps + b.rps) / 2),
+  p50: (a.p50 + b.p50) / 2,
+  p99: (a.p99 + b.p99) / 2,
+  errors: a.errors + b.errors,
+  cpuUs: Math.round((a.cpuUs + b.cpuUs) / 2),
+});
 
 const rows = [];
 for (const m of modes) {
@@ -143,7 +178,9 @@ if (baseline) {
 }
 
 console.log(`\nMCP tools/call greeting, ${seconds} s per run, 50 connections, A B B A (Node ${process.version})\n`);
-console.log('| mode | ours req/s | SDK req/s | ours / SDK req/s | ours / SDK CPU µs/req | SDK CPU / ours CPU | ours p50 / p99 ms | SDK p50 / p99 ms | errors |');
+console.log(
+  '| mode | ours req/s | SDK req/s | ours / SDK req/s | ours / SDK CPU µs/req | SDK CPU / ours CPU | ours p50 / p99 ms | SDK p50 / p99 ms | errors |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(
@@ -151,15 +188,32 @@ for (const r of rows) {
   );
 }
 console.log(`\n| ours | req/s | CPU µs/req | p50 / p99 ms | errors |\n|---|---|---|---|---|`);
-console.log(`| 2026-07-28 stateless request | ${modernOurs.rps} | ${modernOurs.cpuUs} | ${modernOurs.p50} / ${modernOurs.p99} | ${modernOurs.errors} |`);
-console.log(`| 2025 stateless mode (mcp.sessionMode 'stateless') | ${oldOurs.rps} | ${oldOurs.cpuUs} | ${oldOurs.p50} / ${oldOurs.p99} | ${oldOurs.errors} |`);
-console.log(`\n2026 stateless / 2025 stateless mode: ${(modernOurs.rps / oldOurs.rps).toFixed(2)}x req/s, ${(oldOurs.cpuUs / modernOurs.cpuUs).toFixed(2)}x less CPU per request`);
+console.log(
+  `| 2026-07-28 stateless request | ${modernOurs.rps} | ${modernOurs.cpuUs} | ${modernOurs.p50} / ${modernOurs.p99} | ${modernOurs.errors} |`,
+);
+console.log(
+  `| 2025 stateless mode (mcp.sessionMode 'stateless') | ${oldOurs.rps} | ${oldOurs.cpuUs} | ${oldOurs.p50} / ${oldOurs.p99} | ${oldOurs.errors} |`,
+);
+console.log(
+  `\n2026 stateless / 2025 stateless mode: ${(modernOurs.rps / oldOurs.rps).toFixed(2)}x req/s, ${(oldOurs.cpuUs / modernOurs.cpuUs).toFixed(2)}x less CPU per request`,
+);
 if (baseOld) {
-  console.log(`\n| 2026-07-28 stateless request (ours) vs BASE's 2025 stateless mode (${base}) | req/s | CPU µs/req | p50 / p99 ms | errors |\n|---|---|---|---|---|`);
-  console.log(`| ours, 2026-07-28 stateless request | ${modernVsBase.rps} | ${modernVsBase.cpuUs} | ${modernVsBase.p50} / ${modernVsBase.p99} | ${modernVsBase.errors} |`);
+  console.log(
+    `\n| 2026-07-28 stateless request (ours) vs BASE's 2025 stateless mode (${base}) | req/s | CPU µs/req | p50 / p99 ms | errors |\n|---|---|---|---|---|`,
+  );
+  console.log(
+    `| ours, 2026-07-28 stateless request | ${modernVsBase.rps} | ${modernVsBase.cpuUs} | ${modernVsBase.p50} / ${modernVsBase.p99} | ${modernVsBase.errors} |`,
+  );
   console.log(`| BASE, 2025 stateless mode | ${baseOld.rps} | ${baseOld.cpuUs} | ${baseOld.p50} / ${baseOld.p99} | ${baseOld.errors} |`);
-  console.log(`\n2026 stateless (ours) / BASE 2025 stateless mode: ${(modernVsBase.rps / baseOld.rps).toFixed(2)}x req/s, ${(baseOld.cpuUs / modernVsBase.cpuUs).toFixed(2)}x less CPU per request`);
+  console.log(
+    `\n2026 stateless (ours) / BASE 2025 stateless mode: ${(modernVsBase.rps / baseOld.rps).toFixed(2)}x req/s, ${(baseOld.cpuUs / modernVsBase.cpuUs).toFixed(2)}x less CPU per request`,
+  );
 }
-console.log(`load average at the end: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+console.log(
+  `load average at the end: ${(await import('node:os'))
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
 
 for (const s of Object.values(servers)) await s.stop();

@@ -17,7 +17,11 @@ const LEGACY = '2025-11-25';
 const ACCEPT = { accept: 'application/json, text/event-stream' };
 const CALL = { jsonrpc: '2.0', id: 1, method: 'tools/call' };
 const ARGS = { name: 'Ada', language: 'de' };
-const ENVELOPE = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+const ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
 const modern = (url) => ({
   url: url + '/mcp',
   method: 'POST',
@@ -26,17 +30,41 @@ const modern = (url) => ({
 });
 async function session(url) {
   const headers = { 'content-type': 'application/json', ...ACCEPT };
-  const init = await fetch(url + '/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) });
+  const init = await fetch(url + '/mcp', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
+  });
   const id = init.headers.get('mcp-session-id');
   await init.text();
   if (!id) throw new Error(`no session from ${url}: ${init.status}`);
-  await (await fetch(url + '/mcp', { method: 'POST', headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
-  return { url: url + '/mcp', method: 'POST', headers: { ...ACCEPT, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY }, body: JSON.stringify({ ...CALL, params: { name: 'greeting', arguments: ARGS } }) };
+  await (
+    await fetch(url + '/mcp', {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    })
+  ).text();
+  return {
+    url: url + '/mcp',
+    method: 'POST',
+    headers: { ...ACCEPT, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY },
+    body: JSON.stringify({ ...CALL, params: { name: 'greeting', arguments: ARGS } }),
+  };
 }
 
 const loadBefore = await loadAverage();
 const servers = {};
-for (const [name, dir] of [['A', dirA], ['B', dirB]]) servers[name] = { sse: await start(dir, {}), json: await start(dir, { responseMode: 'json' }) };
+for (const [name, dir] of [
+  ['A', dirA],
+  ['B', dirB],
+])
+  servers[name] = { sse: await start(dir, {}), json: await start(dir, { responseMode: 'json' }) };
 const modes = [
   { name: '2026-07-28 stateless request', req: async (s) => ({ ...modern(s.sse.url), pid: s.sse.pid }) },
   { name: '2025-11-25 session, SSE answers', req: async (s) => ({ ...(await session(s.sse.url)), pid: s.sse.pid }) },
@@ -48,13 +76,16 @@ for (const m of modes) {
   for (const [name, { pid, ...req }] of Object.entries(reqs)) {
     const res = await fetch(req.url, { method: 'POST', headers: { 'content-type': 'application/json', ...req.headers }, body: req.body });
     const text = await res.text();
-    if (res.status !== 200 || !text.includes('Hallo, Ada!')) throw new Error(`${name} ${m.name}: unexpected answer ${res.status} ${text.slice(0, 200)}`);
+    if (res.status !== 200 || !text.includes('Hallo, Ada!'))
+      throw new Error(`${name} ${m.name}: unexpected answer ${res.status} ${text.slice(0, 200)}`);
   }
   const order = Array.from({ length: rounds }, () => ['A', 'B', 'B', 'A']).flat();
   lines.push(await abRow(m.name, order, (name) => reqs[name], { duration }));
 }
 for (const s of Object.values(servers)) await Promise.all([s.sse.stop(), s.json.stop()]);
-console.log(`\n## MCP A/B: ${dirA} (A) vs ${dirB} (B), ${rounds} x A B B A, ${duration}s each, 50 connections, node ${process.version}, load average ${loadBefore} → ${await loadAverage()}\n`);
+console.log(
+  `\n## MCP A/B: ${dirA} (A) vs ${dirB} (B), ${rounds} x A B B A, ${duration}s each, 50 connections, node ${process.version}, load average ${loadBefore} → ${await loadAverage()}\n`,
+);
 console.log('| mode | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A CPU per request | errors |');
 console.log('|---|---|---|---|---|---|---|');
 console.log(lines.join('\n'));

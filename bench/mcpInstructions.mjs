@@ -8,29 +8,100 @@ import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 const [tree, who, mode, warmS = '1500', nS = '500'] = process.argv.slice(2);
-const warm = Number(warmS), n = Number(nS);
+const warm = Number(warmS),
+  n = Number(nS);
 const dir = `${tmpdir()}/mcp-callgrind-${who}-${mode}-${path.basename(tree)}`;
-rmSync(dir, { recursive: true, force: true }); mkdirSync(dir);
+rmSync(dir, { recursive: true, force: true });
+mkdirSync(dir);
 const script = who === 'ours' ? path.join(tree, 'bench/servers/ai-backend.mjs') : path.join(tree, 'bench/servers/sdk-mcp.mjs');
-const args = who === 'ours' ? [JSON.stringify({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' }, ...(mode === 'json' ? { responseMode: 'json' } : {}) } })] : [mode === 'json' ? 'json' : 'sse'];
-const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-let err = ''; child.stderr.on('data', (d) => (err += d));
-const url = await new Promise((res, rej) => { let out = ''; child.stdout.on('data', (d) => { out += d; const l = out.split('\n').find((x) => x.startsWith('{')); if (l) res(JSON.parse(l).url); }); child.on('exit', (c) => rej(new Error('exit ' + c + err.slice(-2000)))); });
+const args =
+  who === 'ours'
+    ? [
+        JSON.stringify({
+          storage: { type: 'memory' },
+          mcp: { auth: { authType: 'none' }, ...(mode === 'json' ? { responseMode: 'json' } : {}) },
+        }),
+      ]
+    : [mode === 'json' ? 'json' : 'sse'];
+const child = spawn(
+  'valgrind',
+  ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath, script, ...args],
+  { stdio: ['ignore', 'pipe', 'pipe'] },
+);
+let err = '';
+child.stderr.on('data', (d) => (err += d));
+const url = await new Promise((res, rej) => {
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+    const l = out.split('\n').find((x) => x.startsWith('{'));
+    if (l) res(JSON.parse(l).url);
+  });
+  child.on('exit', (c) => rej(new Error('exit ' + c + err.slice(-2000))));
+});
 const LEGACY = '2025-11-25';
 const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 let req;
 if (mode === 'modern') {
-  req = { headers: { ...headers, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'greeting' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'b', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} } } }) };
+  req = {
+    headers: { ...headers, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'greeting' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name: 'greeting',
+        arguments: { name: 'Ada', language: 'de' },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientInfo': { name: 'b', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  };
 } else {
-  const init = await fetch(url + '/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'b', version: '1' } } }) });
-  const id = init.headers.get('mcp-session-id'); await init.text();
-  await (await fetch(url + '/mcp', { method: 'POST', headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
-  req = { headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' } } }) };
+  const init = await fetch(url + '/mcp', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'b', version: '1' } },
+    }),
+  });
+  const id = init.headers.get('mcp-session-id');
+  await init.text();
+  await (
+    await fetch(url + '/mcp', {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    })
+  ).text();
+  req = {
+    headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' } },
+    }),
+  };
 }
 // 4 concurrent clients, sequential requests each
 async function burst(count) {
   let left = count;
-  await Promise.all(Array.from({ length: 4 }, async () => { while (left-- > 0) { const r = await fetch(url + '/mcp', { method: 'POST', ...req }); const t = await r.text(); if (!t.includes('Hallo, Ada!')) throw new Error(t.slice(0, 300)); } }));
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (left-- > 0) {
+        const r = await fetch(url + '/mcp', { method: 'POST', ...req });
+        const t = await r.text();
+        if (!t.includes('Hallo, Ada!')) throw new Error(t.slice(0, 300));
+      }
+    }),
+  );
 }
 await burst(warm);
 execFileSync('callgrind_control', ['-i', 'on', String(child.pid)]);
@@ -40,5 +111,9 @@ execFileSync('callgrind_control', ['-d', String(child.pid)]);
 child.kill('SIGTERM');
 await new Promise((r) => child.on('exit', r));
 let ir = 0;
-for (const f of readdirSync(dir)) { const txt = readFileSync(path.join(dir, f), 'utf8'); const m = /^totals:\s+(\d+)/m.exec(txt); if (m) ir += Number(m[1]); }
+for (const f of readdirSync(dir)) {
+  const txt = readFileSync(path.join(dir, f), 'utf8');
+  const m = /^totals:\s+(\d+)/m.exec(txt);
+  if (m) ir += Number(m[1]);
+}
 console.log(JSON.stringify({ tree: path.basename(tree), who, mode, n, irPerReq: Math.round(ir / n) }));

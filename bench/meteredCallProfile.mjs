@@ -19,7 +19,12 @@ import { mintDevToken } from '@ai-backend/auth';
 const calls = Number(process.argv[2] ?? 300);
 const stores = (process.argv[3] ?? 'memory,sqlite,postgres,postgres+redis,redis').split(',');
 const SECRET = 'bench-profile-jwt-secret-0123456789abcdef';
-const INPUT = { content: 'Summarise the benchmark in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } };
+const INPUT = {
+  content: 'Summarise the benchmark in one line.',
+  systemPrompt: 'You are terse.',
+  provider: 'openai',
+  options: { maxTokens: 64 },
+};
 
 // The drivers the server loads (same module instances: resolved from the core package).
 const requireCore = createRequire(createRequire(import.meta.url).resolve('@ai-backend/core'));
@@ -31,13 +36,25 @@ const count = (what) => {
 };
 /** A statement's kind: its first words, literals and parameters dropped. */
 const kind = (text) => {
-  const statements = text.split(';').map((s) => s.trim()).filter(Boolean);
-  const head = (s) => s.replace(/'(?:[^']|'')*'/g, '?').replace(/\s+/g, ' ').slice(0, 70);
-  return statements.length > 1 ? `batch of ${statements.length}: ${statements.map((s) => head(s).split(' ').slice(0, 3).join(' ')).join(' | ').slice(0, 160)}` : head(statements[0] ?? '');
+  const statements = text
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const head = (s) =>
+    s
+      .replace(/'(?:[^']|'')*'/g, '?')
+      .replace(/\s+/g, ' ')
+      .slice(0, 70);
+  return statements.length > 1
+    ? `batch of ${statements.length}: ${statements
+        .map((s) => head(s).split(' ').slice(0, 3).join(' '))
+        .join(' | ')
+        .slice(0, 160)}`
+    : head(statements[0] ?? '');
 };
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (config, ...rest) {
-  const text = typeof config === 'string' ? config : config?.text ?? '';
+  const text = typeof config === 'string' ? config : (config?.text ?? '');
   count(`pg round trip: ${kind(text)}`);
   count('pg round trips (total)');
   return query.call(this, config, ...rest);
@@ -69,7 +86,11 @@ const storageFor = {
 const user = await mintDevToken({ secret: SECRET, sub: 'profile-user', expiresIn: '1h' });
 const admin = await mintDevToken({ secret: SECRET, sub: 'profile-admin', scopes: ['mcp:admin'], expiresIn: '1h' });
 const rpc = async (url, token, method, params) => {
-  const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url + '/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = await res.json();
   if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
   return body.result;
@@ -89,7 +110,12 @@ try {
       ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } },
     });
     const { url } = await server.start();
-    await rpc(url, admin, 'billing.creditTokens', { userId: 'profile-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'profile-credit' });
+    await rpc(url, admin, 'billing.creditTokens', {
+      userId: 'profile-user',
+      tokens: 1e12,
+      type: 'subscription',
+      idempotencyKey: 'profile-credit',
+    });
     for (let i = 0; i < 50; i++) await rpc(url, user, 'ai.generateText', INPUT); // warm-up
     counts.clear();
     counting = true;
@@ -124,7 +150,9 @@ try {
 
 console.log(`\n### Storage work per metered ai.generateText (${calls} sequential calls of one user, node ${process.version})\n`);
 for (const r of report) {
-  console.log(`#### ${r.name}: ${r.ms.toFixed(2)} ms per call, ${Math.round(r.cpuUs)} µs CPU per call (server + client + upstream in one process)\n`);
+  console.log(
+    `#### ${r.name}: ${r.ms.toFixed(2)} ms per call, ${Math.round(r.cpuUs)} µs CPU per call (server + client + upstream in one process)\n`,
+  );
   if (!r.perCall.length) console.log('(no driver traffic)\n');
   else {
     console.log('| per call | what |\n|---|---|');

@@ -22,7 +22,12 @@ const calls = Number(process.argv[2] ?? 300);
 const stores = (process.argv[3] ?? 'memory,sqlite,redis,postgres').split(',');
 const withByok = process.argv[4] === 'byok';
 const SECRET = 'bench-trace-jwt-secret-0123456789abcdef0';
-const INPUT = { content: 'Summarise the benchmark in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 64 } };
+const INPUT = {
+  content: 'Summarise the benchmark in one line.',
+  systemPrompt: 'You are terse.',
+  provider: 'openai',
+  options: { maxTokens: 64 },
+};
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 
 /** The steps of the call being traced (one at a time), as [label, ms since it arrived]. */
@@ -45,7 +50,16 @@ diagnostics.subscribe('http.server.response.finish', () => mark('response finish
 diagnostics.subscribe('http.client.request.start', () => mark('upstream request created'));
 diagnostics.subscribe('http.client.response.finish', () => mark('upstream answered'));
 
-const keyKind = (k) => (typeof k === 'string' ? k.split(':').slice(0, 2).join(':').replace(/[0-9a-f-]{16,}/g, '…') : Array.isArray(k) ? k.map(keyKind).join(',') : '');
+const keyKind = (k) =>
+  typeof k === 'string'
+    ? k
+        .split(':')
+        .slice(0, 2)
+        .join(':')
+        .replace(/[0-9a-f-]{16,}/g, '…')
+    : Array.isArray(k)
+      ? k.map(keyKind).join(',')
+      : '';
 /** The storage, every operation timestamped at its start and end. */
 function traced(storage) {
   return new Proxy(storage, {
@@ -79,12 +93,22 @@ const post = (url, token, body) =>
   new Promise((resolve, reject) => {
     const u = new URL(url);
     const text = JSON.stringify(body);
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), authorization: `Bearer ${token}` } }, (res) => {
-      let b = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (b += c));
-      res.on('end', () => resolve(JSON.parse(b)));
-    });
+    const req = http.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        let b = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (b += c));
+        res.on('end', () => resolve(JSON.parse(b)));
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -98,12 +122,25 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
   for (const name of stores) {
     for (const byok of withByok ? [false, true] : [false]) {
-      const config = resolveConfig({ port: 0, monitoring: { logging: { level: 'error' } }, storage: storageFor[name], mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } }, jwt: { secret: SECRET }, serverProviders: ['openai'], ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } } });
+      const config = resolveConfig({
+        port: 0,
+        monitoring: { logging: { level: 'error' } },
+        storage: storageFor[name],
+        mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
+        jwt: { secret: SECRET },
+        serverProviders: ['openai'],
+        ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } },
+      });
       const storage = await createStorage(config.storage);
       const server = createServer(config, { storage: traced(storage) });
       const { url } = await server.start();
       const input = byok ? { ...INPUT, apiKey: 'sk-trace-user-key' } : INPUT;
-      await rpc(url, admin, 'billing.creditTokens', { userId: 'trace-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'trace-credit' });
+      await rpc(url, admin, 'billing.creditTokens', {
+        userId: 'trace-user',
+        tokens: 1e12,
+        type: 'subscription',
+        idempotencyKey: 'trace-credit',
+      });
       for (let i = 0; i < 50; i++) await rpc(url, user, 'ai.generateText', input);
       const traces = [];
       const totals = [];
@@ -126,7 +163,9 @@ try {
       }
       const [shape, same] = [...shapes].sort((a, b) => b[1].length - a[1].length)[0];
       const labels = shape.split('|');
-      console.log(`\n#### ${name}${byok ? ', BYOK' : ', metered'}: client-side p50 ${median(totals).toFixed(2)} ms (${same.length} of ${traces.length} calls in this order)\n`);
+      console.log(
+        `\n#### ${name}${byok ? ', BYOK' : ', metered'}: client-side p50 ${median(totals).toFixed(2)} ms (${same.length} of ${traces.length} calls in this order)\n`,
+      );
       console.log('| step | ms since arrival (p50) | gap before it, ms (p50) | CPU µs in the gap (p50) |\n|---|---|---|---|');
       labels.forEach((l, i) => {
         const at = median(same.map((t) => t[i][1]));
@@ -134,7 +173,9 @@ try {
         const cpu = median(same.map((t) => t[i][2] - (i ? t[i - 1][2] : 0)));
         console.log(`| ${l} | ${at.toFixed(3)} | ${gap.toFixed(3)} | ${Math.round(cpu)} |`);
       });
-      console.log(`| (whole call, server side) | | ${median(same.map((t) => t.at(-1)[1])).toFixed(3)} | ${Math.round(median(same.map((t) => t.at(-1)[2])))} |`);
+      console.log(
+        `| (whole call, server side) | | ${median(same.map((t) => t.at(-1)[1])).toFixed(3)} | ${Math.round(median(same.map((t) => t.at(-1)[2])))} |`,
+      );
     }
   }
 } finally {

@@ -39,7 +39,12 @@ async function build(root, label) {
   };
   const runtimes = {};
   for (const [name, storage] of Object.entries(stores).filter(([n]) => !process.env.STORES || process.env.STORES.split(',').includes(n))) {
-    const config = resolveConfig({ storage, monitoring: { logging: { level: 'error' } }, metrics: { enabled: false }, statistics: { enabled: false } });
+    const config = resolveConfig({
+      storage,
+      monitoring: { logging: { level: 'error' } },
+      metrics: { enabled: false },
+      statistics: { enabled: false },
+    });
     const rt = await core.createRuntime(config);
     await rt.billing.credit({ userId: 'ab-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'ab-credit', source: 'admin' });
     runtimes[name] = rt;
@@ -47,12 +52,20 @@ async function build(root, label) {
   // Two instances on one PostgreSQL (one user's calls alternate between them): each instance's
   // group commits meet the other's writes of the same account row.
   if (process.env.STORES?.split(',').includes('postgresX2')) {
-    const config = resolveConfig({ storage: { type: 'postgres', postgres: { ...pgConn, schema: `${tag}_${label}_2` } }, monitoring: { logging: { level: 'error' } }, metrics: { enabled: false }, statistics: { enabled: false } });
+    const config = resolveConfig({
+      storage: { type: 'postgres', postgres: { ...pgConn, schema: `${tag}_${label}_2` } },
+      monitoring: { logging: { level: 'error' } },
+      metrics: { enabled: false },
+      statistics: { enabled: false },
+    });
     const one = await core.createRuntime(config);
     const two = await core.createRuntime(config);
     await one.billing.credit({ userId: 'ab-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'ab-credit', source: 'admin' });
     let flip = false;
-    runtimes.postgresX2 = { billing: { hold: (req) => ((flip = !flip) ? one : two).billing.hold(req) }, close: () => Promise.all([one.close(), two.close()]) };
+    runtimes.postgresX2 = {
+      billing: { hold: (req) => ((flip = !flip) ? one : two).billing.hold(req) },
+      close: () => Promise.all([one.close(), two.close()]),
+    };
   }
   return { label, runtimes };
 }
@@ -107,7 +120,9 @@ try {
         t.n++;
       }
     }
-    console.error(`${store}: A ${Math.round(totals[`${store} a`].cpu / rounds)} µs, B ${Math.round(totals[`${store} b`].cpu / rounds)} µs CPU per call`);
+    console.error(
+      `${store}: A ${Math.round(totals[`${store} a`].cpu / rounds)} µs, B ${Math.round(totals[`${store} b`].cpu / rounds)} µs CPU per call`,
+    );
   }
 } finally {
   for (const side of [A, B]) for (const rt of Object.values(side.runtimes)) await rt.close();
@@ -123,7 +138,9 @@ try {
 }
 
 const f = (n) => Math.round(n);
-console.log(`\n### Billing + storage CPU per metered call (decide, reserve, settle), ${rounds} rounds x ${calls} calls, ${concurrency} at a time, A B B A\n`);
+console.log(
+  `\n### Billing + storage CPU per metered call (decide, reserve, settle), ${rounds} rounds x ${calls} calls, ${concurrency} at a time, A B B A\n`,
+);
 console.log(`A = ${rootA}, B = ${rootB}\n`);
 console.log('| store | A µs CPU/call | B µs CPU/call | B / A | A calls/s | B calls/s | A / memory A | B / memory B | failed A / B |');
 console.log('|---|---|---|---|---|---|---|---|---|');
@@ -132,7 +149,11 @@ const rate = (k) => (calls * totals[k].n) / (totals[k].ms / 1000);
 for (const store of Object.keys(A.runtimes)) {
   const a = per(`${store} a`);
   const b = per(`${store} b`);
-  console.log(`| ${store} | ${f(a)} | ${f(b)} | ${(b / a).toFixed(2)} | ${f(rate(`${store} a`))} | ${f(rate(`${store} b`))} | ${totals['memory a'] ? (a / per('memory a')).toFixed(2) : '-'} | ${totals['memory b'] ? (b / per('memory b')).toFixed(2) : '-'} | ${failed[`${store} a`] ?? 0} / ${failed[`${store} b`] ?? 0} |`);
+  console.log(
+    `| ${store} | ${f(a)} | ${f(b)} | ${(b / a).toFixed(2)} | ${f(rate(`${store} a`))} | ${f(rate(`${store} b`))} | ${totals['memory a'] ? (a / per('memory a')).toFixed(2) : '-'} | ${totals['memory b'] ? (b / per('memory b')).toFixed(2) : '-'} | ${failed[`${store} a`] ?? 0} / ${failed[`${store} b`] ?? 0} |`,
+  );
 }
-console.log(`\nload average at the end: ${(await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+console.log(
+  `\nload average at the end: ${(await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+);
 process.exit(0);

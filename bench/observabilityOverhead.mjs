@@ -14,11 +14,22 @@ async function mcpSession(url) {
   const init = await fetch(url + '/mcp', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...MCP_HEADERS },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
   });
   const sessionId = init.headers.get('mcp-session-id');
   await init.text();
-  await (await fetch(url + '/mcp', { method: 'POST', headers: { 'content-type': 'application/json', ...MCP_HEADERS, 'mcp-session-id': sessionId }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  await (
+    await fetch(url + '/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...MCP_HEADERS, 'mcp-session-id': sessionId },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    })
+  ).text();
   return sessionId;
 }
 
@@ -31,18 +42,35 @@ export async function observabilityOverhead(duration) {
   const here = (p) => fileURLToPath(new URL(p, import.meta.url));
   const base = { storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } } };
   const servers = {
-    off: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify({ ...base, metrics: { enabled: false }, statistics: { enabled: false } })]),
+    off: await startServer(here('./servers/ai-backend.mjs'), [
+      JSON.stringify({ ...base, metrics: { enabled: false }, statistics: { enabled: false } }),
+    ]),
     on: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(base)]),
     sdk: await startServer(here('./servers/ai-backend-otel.mjs'), [JSON.stringify(base)]),
   };
   const sessions = {};
   for (const [k, s] of Object.entries(servers)) sessions[k] = await mcpSession(s.url);
   const scenarios = [
-    { name: 'POST /rpc system.test', req: (k) => ({ url: servers[k].url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) }) },
-    { name: 'GET /trpc/mcp.echo', req: (k) => ({ url: servers[k].url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }) },
+    {
+      name: 'POST /rpc system.test',
+      req: (k) => ({
+        url: servers[k].url + '/rpc',
+        method: 'POST',
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }),
+      }),
+    },
+    {
+      name: 'GET /trpc/mcp.echo',
+      req: (k) => ({ url: servers[k].url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) }),
+    },
     {
       name: 'MCP tools/call greeting',
-      req: (k) => ({ url: servers[k].url + '/mcp', method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': sessions[k] }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }) }),
+      req: (k) => ({
+        url: servers[k].url + '/mcp',
+        method: 'POST',
+        headers: { ...MCP_HEADERS, 'mcp-session-id': sessions[k] },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'bench' } } }),
+      }),
     },
   ];
   const half = Math.max(1, duration / 2);
@@ -51,7 +79,7 @@ export async function observabilityOverhead(duration) {
     await load({ ...opts, duration: 1, warmup: 0 });
     const cpu0 = await cpuSeconds(servers[k].pid);
     const r = await load({ ...opts, duration: half, warmup: 0 });
-    return { ...r, cpuUs: ((await cpuSeconds(servers[k].pid)) - cpu0) * 1e6 / Math.max(1, r.total) };
+    return { ...r, cpuUs: (((await cpuSeconds(servers[k].pid)) - cpu0) * 1e6) / Math.max(1, r.total) };
   };
   const avg = (a, b, key) => (a[key] + b[key]) / 2;
   const lines = [

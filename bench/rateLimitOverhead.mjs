@@ -16,7 +16,9 @@ export async function rateLimitOverhead(duration) {
   const config = (rateLimiting) => ({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' }, rateLimiting } });
   const servers = {
     off: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config({ enabled: false }))]),
-    on: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config({ enabled: true, maxRequests: 1e9, maxToolCalls: 1e9 }))]),
+    on: await startServer(here('./servers/ai-backend.mjs'), [
+      JSON.stringify(config({ enabled: true, maxRequests: 1e9, maxToolCalls: 1e9 })),
+    ]),
   };
   const half = Math.max(1, duration / 2);
   const run = async (s, variant) => {
@@ -49,7 +51,9 @@ export async function rateLimitOverhead(duration) {
       const a2 = await run(s, 'off');
       const off = { rps: mean(a1, a2, 'rps'), cpu: mean(a1, a2, 'cpuUs') };
       const on = { rps: mean(b1, b2, 'rps'), cpu: mean(b1, b2, 'cpuUs') };
-      lines.push(`| ${s.name} | ${Math.round(off.rps)} | ${Math.round(on.rps)} | ${(on.rps / off.rps).toFixed(2)} | ${Math.round(off.cpu)} | ${Math.round(on.cpu)} | ${(on.cpu / off.cpu).toFixed(2)} | ${a1.errors + a2.errors + b1.errors + b2.errors} |`);
+      lines.push(
+        `| ${s.name} | ${Math.round(off.rps)} | ${Math.round(on.rps)} | ${(on.rps / off.rps).toFixed(2)} | ${Math.round(off.cpu)} | ${Math.round(on.cpu)} | ${(on.cpu / off.cpu).toFixed(2)} | ${a1.errors + a2.errors + b1.errors + b2.errors} |`,
+      );
     }
   } finally {
     await servers.off.stop();

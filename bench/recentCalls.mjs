@@ -22,7 +22,17 @@ function round(kind) {
     const path = PATHS[i & 3];
     if (kind === 'stats') stats.record('rpc', path, 1.5, false);
     else if (kind === 'upstream') upstream.record('openai', MODELS[i & 3], '2xx', 0.35);
-    else recent.push({ atMs: Date.now(), entry: 'rpc', procedure: path, identity: 'user-1', via: 'jwt', status: 'ok', latencyMs: 1.5, tokens: null });
+    else
+      recent.push({
+        atMs: Date.now(),
+        entry: 'rpc',
+        procedure: path,
+        identity: 'user-1',
+        via: 'jwt',
+        status: 'ok',
+        latencyMs: 1.5,
+        tokens: null,
+      });
   }
   return ((performance.now() - start) * 1e6) / N; // ns per call
 }
@@ -31,11 +41,32 @@ round('stats');
 round('recent');
 round('upstream'); // warm every path
 const out = { stats: [], recent: [], upstream: [] };
-for (const kind of ['stats', 'recent', 'upstream', 'upstream', 'recent', 'stats', 'stats', 'recent', 'upstream', 'upstream', 'recent', 'stats']) out[kind].push(round(kind));
+for (const kind of [
+  'stats',
+  'recent',
+  'upstream',
+  'upstream',
+  'recent',
+  'stats',
+  'stats',
+  'recent',
+  'upstream',
+  'upstream',
+  'recent',
+  'stats',
+])
+  out[kind].push(round(kind));
 const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const s = median(out.stats);
 const r = median(out.recent);
 const u = median(out.upstream);
 console.log(
-  JSON.stringify({ calls: N, statsRecordNsPerCall: +s.toFixed(1), recentCallsPushNsPerCall: +r.toFixed(1), ratio: +(r / s).toFixed(2), upstreamStatsRecordNsPerCall: +u.toFixed(1), upstreamRatio: +(u / s).toFixed(2) }),
+  JSON.stringify({
+    calls: N,
+    statsRecordNsPerCall: +s.toFixed(1),
+    recentCallsPushNsPerCall: +r.toFixed(1),
+    ratio: +(r / s).toFixed(2),
+    upstreamStatsRecordNsPerCall: +u.toFixed(1),
+    upstreamRatio: +(u / s).toFixed(2),
+  }),
 );

@@ -12,7 +12,13 @@ const N = Number(process.argv[2] ?? 400);
 const KEY = 'sk-bench';
 const up = await createTestUpstream({ outputTokens: 16 });
 const providers = { ...up.aiConfig({ apiKey: KEY }).providers };
-for (const id of ['dep-a', 'dep-b']) providers[id] = { type: 'openai-compatible', baseUrl: up.namedBaseUrl(id), apiKey: KEY, models: { m: { inputUsdPerMTok: 1, outputUsdPerMTok: 2 } } };
+for (const id of ['dep-a', 'dep-b'])
+  providers[id] = {
+    type: 'openai-compatible',
+    baseUrl: up.namedBaseUrl(id),
+    apiKey: KEY,
+    models: { m: { inputUsdPerMTok: 1, outputUsdPerMTok: 2 } },
+  };
 const config = resolveConfig({
   serverProviders: ['openai', 'dep-a', 'dep-b'],
   mcp: { auth: { authType: 'none' } },
@@ -22,10 +28,16 @@ const config = resolveConfig({
 const runtime = await createRuntime(config, { storage: new MemoryStorage(), logger: createLogger('error') });
 const user = { sub: 'bench', scopes: [], isAdmin: false, via: 'jwt' };
 await runtime.billing.credit({ userId: 'bench', tokens: 1e12, type: 'subscription', idempotencyKey: 'b', source: 'bench' });
-const caller = createCallerFactory(builtinRouter)({ runtime, identity: user, credentialError: null, req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() } });
+const caller = createCallerFactory(builtinRouter)({
+  runtime,
+  identity: user,
+  credentialError: null,
+  req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+});
 
 let n = 0;
-const call = (model) => caller.ai.generateText({ content: `bench ${n++}`, systemPrompt: 's', model, cache: 'off', options: { maxTokens: 20 } });
+const call = (model) =>
+  caller.ai.generateText({ content: `bench ${n++}`, systemPrompt: 's', model, cache: 'off', options: { maxTokens: 20 } });
 async function cpuPerCall(model, calls) {
   const t0 = process.cpuUsage();
   for (let i = 0; i < calls; i++) await call(model);

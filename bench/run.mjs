@@ -16,13 +16,23 @@ async function mcpSession(url) {
   const init = await fetch(url + '/mcp', {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
   });
   const id = init.headers.get('mcp-session-id');
   await init.text();
   await fetch(url + '/mcp', {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': id,
+      'mcp-protocol-version': '2025-06-18',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   });
   return id;
@@ -39,14 +49,22 @@ const rows = [];
 const run = async (name, opts) => rows.push({ name, ...(await load({ duration, ...opts })) });
 
 await run('bare Hono POST /json (ceiling)', { url: bare.url + '/json', method: 'POST', body: JSON.stringify({ message: 'test' }) });
-await run('POST /rpc system.test', { url: app.url + '/rpc', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }) });
-await run('GET /trpc/mcp.echo', { url: app.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })) });
+await run('POST /rpc system.test', {
+  url: app.url + '/rpc',
+  method: 'POST',
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'test' } }),
+});
+await run('GET /trpc/mcp.echo', {
+  url: app.url + '/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'hi' } })),
+});
 await run('MCP tools/call greeting', mcpCall(app.url, sessionId));
 const loadedRss = await rssMb(app.pid);
 await app.stop();
 
 // The same tool call on a server answering MCP POSTs as single JSON bodies (mcp.responseMode).
-const jsonMode = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify({ ...config, mcp: { ...config.mcp, responseMode: 'json' } })]);
+const jsonMode = await startServer(here('./servers/ai-backend.mjs'), [
+  JSON.stringify({ ...config, mcp: { ...config.mcp, responseMode: 'json' } }),
+]);
 await run('MCP tools/call greeting (responseMode json)', mcpCall(jsonMode.url, await mcpSession(jsonMode.url)));
 await jsonMode.stop();
 

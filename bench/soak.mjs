@@ -55,7 +55,9 @@ const config = {
   ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-soak-server-key' } } },
 };
 const server = await new Promise((resolve, reject) => {
-  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, '--expose-gc', script, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, '--expose-gc', script, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   children.push(child);
   let out = '';
   child.stdout.on('data', (d) => {
@@ -87,13 +89,20 @@ const rssMb = async () => Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${s
 const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'soak-admin', scopes: ['mcp:admin'], expiresIn: '24h' })}`;
 const json = { 'content-type': 'application/json' };
 async function post(path, body, auth, extra = {}) {
-  const res = await fetch(url + path, { method: 'POST', headers: { ...json, ...(auth ? { authorization: auth } : {}), ...extra }, body: JSON.stringify(body) });
+  const res = await fetch(url + path, {
+    method: 'POST',
+    headers: { ...json, ...(auth ? { authorization: auth } : {}), ...extra },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, text, headers: res.headers };
 }
 /** A JSON-RPC call; an error answer counts as failed (status 400) even though HTTP said 200. */
 const rpc = (method, params, auth) =>
-  post('/rpc', { jsonrpc: '2.0', id: 1, method, params }, auth).then((r) => ({ ...r, status: r.text.startsWith('{"jsonrpc":"2.0","id":1,"error"') || r.text.includes('"error":{') ? Math.max(r.status, 400) : r.status }));
+  post('/rpc', { jsonrpc: '2.0', id: 1, method, params }, auth).then((r) => ({
+    ...r,
+    status: r.text.startsWith('{"jsonrpc":"2.0","id":1,"error"') || r.text.includes('"error":{') ? Math.max(r.status, 400) : r.status,
+  }));
 
 let user;
 let userN = 0;
@@ -104,7 +113,12 @@ async function newUser() {
   user = { sub, token };
 }
 
-const INPUT = { content: 'Summarise the soak in one line.', systemPrompt: 'You are terse.', provider: 'openai', options: { maxTokens: 32 } };
+const INPUT = {
+  content: 'Summarise the soak in one line.',
+  systemPrompt: 'You are terse.',
+  provider: 'openai',
+  options: { maxTokens: 32 },
+};
 const CHAT = { model: MODEL, messages: [{ role: 'user', content: 'One line, please.' }], max_tokens: 32 };
 const ACCEPT = 'application/json, text/event-stream';
 const LEGACY = '2025-11-25';
@@ -112,13 +126,28 @@ const LEGACY = '2025-11-25';
 /** An MCP 2025 session: initialize, list, call; 9 in 10 walk away without DELETE. */
 async function mcpSession(u) {
   const h = { accept: ACCEPT };
-  const init = await post('/mcp', { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'soak', version: '1' } } }, u.token, h);
+  const init = await post(
+    '/mcp',
+    {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'soak', version: '1' } },
+    },
+    u.token,
+    h,
+  );
   const sid = init.headers.get('mcp-session-id');
   if (!sid) return init.status;
   const s = { ...h, 'mcp-session-id': sid, 'mcp-protocol-version': LEGACY };
   await post('/mcp', { jsonrpc: '2.0', method: 'notifications/initialized' }, u.token, s);
   await post('/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, u.token, s);
-  const r = await post('/mcp', { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' } } }, u.token, s);
+  const r = await post(
+    '/mcp',
+    { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' } } },
+    u.token,
+    s,
+  );
   if (Math.random() < 0.1) await fetch(url + '/mcp', { method: 'DELETE', headers: { ...s, authorization: u.token } }).then((x) => x.text());
   return r.status;
 }
@@ -127,7 +156,20 @@ async function mcpSession(u) {
 const mcpModern = (u) =>
   post(
     '/mcp',
-    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada', language: 'de' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'soak', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} } } },
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name: 'greeting',
+        arguments: { name: 'Ada', language: 'de' },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientInfo': { name: 'soak', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    },
     u.token,
     { accept: ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'greeting' },
   ).then((r) => r.status);
@@ -147,9 +189,20 @@ const STEPS = [
   [4, 'trpc generate', (u) => post('/trpc/ai.generateText', { json: INPUT }, u.token)],
   [6, 'v1 chat', (u) => post('/v1/chat/completions', CHAT, u.token)],
   [4, 'v1 chat stream', (u) => post('/v1/chat/completions', { ...CHAT, stream: true }, u.token)],
-  [3, 'v1 messages', (u) => post('/v1/messages', { model: MODEL, max_tokens: 32, messages: [{ role: 'user', content: 'One line.' }] }, u.token, { 'anthropic-version': '2023-06-01' })],
+  [
+    3,
+    'v1 messages',
+    (u) =>
+      post('/v1/messages', { model: MODEL, max_tokens: 32, messages: [{ role: 'user', content: 'One line.' }] }, u.token, {
+        'anthropic-version': '2023-06-01',
+      }),
+  ],
   [4, 'byok', (u) => rpc('ai.generateText', { ...INPUT, apiKey: 'sk-soak-byok-key' }, u.token)],
-  [2, 'upstream fault', (u) => rpc('ai.generateText', { ...INPUT, content: `[[upstream:${FAULTS[Math.floor(Math.random() * FAULTS.length)]}]]` }, u.token)],
+  [
+    2,
+    'upstream fault',
+    (u) => rpc('ai.generateText', { ...INPUT, content: `[[upstream:${FAULTS[Math.floor(Math.random() * FAULTS.length)]}]]` }, u.token),
+  ],
   [8, 'mcp 2025 session', mcpSession],
   [4, 'mcp 2026 call', mcpModern],
   [2, 'api key lifecycle', keyLifecycle],
@@ -179,7 +232,12 @@ const samples = [];
 async function sample() {
   const h = await heap();
   if (!h || serverGone) return;
-  const s = { min: +((Date.now() - started) / 60_000).toFixed(2), rssMb: +(await rssMb()).toFixed(1), heapMb: +(h.heapUsed / 2 ** 20).toFixed(1), steps };
+  const s = {
+    min: +((Date.now() - started) / 60_000).toFixed(2),
+    rssMb: +(await rssMb()).toFixed(1),
+    heapMb: +(h.heapUsed / 2 ** 20).toFixed(1),
+    steps,
+  };
   samples.push(s);
   console.log(JSON.stringify(s));
 }

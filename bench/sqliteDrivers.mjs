@@ -25,10 +25,23 @@ const root = await mkdtemp(join(tmpdir(), 'bench-sqlite-drivers-'));
 const logger = createLogger('silent');
 
 async function open(driver) {
-  const storage = await createStorage(resolveConfig({ storage: { type: 'sqlite', dir: join(root, driver.replace(/\W/g, '-')), sqlite: { driver } } }).storage);
+  const storage = await createStorage(
+    resolveConfig({ storage: { type: 'sqlite', dir: join(root, driver.replace(/\W/g, '-')), sqlite: { driver } } }).storage,
+  );
   if (storage.driver !== driver) throw new Error(`asked for ${driver}, opened ${storage.driver}`);
   const vault = new KeyVault(storage, { masterKey: 'bench-sqlite-drivers-vault-key-012345' }, logger);
-  const billing = new BillingService(storage, vault, { platformFeeRate: 0.1, allowAnonymousServerPaid: false, anonymousTokensPerWindow: 0, anonymousWindowMs: 60_000, reservationTtlMs: 900_000 }, logger);
+  const billing = new BillingService(
+    storage,
+    vault,
+    {
+      platformFeeRate: 0.1,
+      allowAnonymousServerPaid: false,
+      anonymousTokensPerWindow: 0,
+      anonymousWindowMs: 60_000,
+      reservationTtlMs: 900_000,
+    },
+    logger,
+  );
   await billing.credit({ userId: 'bench', tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
   await storage.set('hot', { userId: 'bench', scopes: ['mcp:call'], budget: { tokens: 1000 } });
   return { storage, billing };
@@ -69,10 +82,14 @@ try {
 }
 
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
-console.log(`\nNode ${process.version}, ${BATCHES} timed batches of ${OPS} operations per kind and driver (metered calls: ${Math.ceil(OPS / 4)}), medians\n`);
+console.log(
+  `\nNode ${process.version}, ${BATCHES} timed batches of ${OPS} operations per kind and driver (metered calls: ${Math.ceil(OPS / 4)}), medians\n`,
+);
 console.log('| operation | better-sqlite3 ops/s | node:sqlite ops/s | node:sqlite / better-sqlite3 (p25–p75 of the batch pairs) |');
 console.log('|---|---|---|---|');
 for (const [kind, t] of Object.entries(timings)) {
   const r = (p) => pct(t.ratio, p).toFixed(2);
-  console.log(`| ${kind} | ${Math.round(pct(t['better-sqlite3'], 0.5))} | ${Math.round(pct(t['node:sqlite'], 0.5))} | ${r(0.5)}x (${r(0.25)}–${r(0.75)}) |`);
+  console.log(
+    `| ${kind} | ${Math.round(pct(t['better-sqlite3'], 0.5))} | ${Math.round(pct(t['node:sqlite'], 0.5))} | ${r(0.5)}x (${r(0.25)}–${r(0.75)}) |`,
+  );
 }

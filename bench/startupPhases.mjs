@@ -15,8 +15,12 @@ import { loadAverage } from './lib.mjs';
 const starts = Number(process.argv[2] ?? 15);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const script = 'bench/servers/startupPhases.mjs';
-const trees = { ours: root, ...(process.env.BASE ? { [`ours (${path.basename(process.env.BASE)})`]: path.resolve(process.env.BASE) } : {}) };
-for (const tree of Object.values(trees)) await access(path.join(tree, script)).catch(() => copyFile(path.join(root, script), path.join(tree, script)));
+const trees = {
+  ours: root,
+  ...(process.env.BASE ? { [`ours (${path.basename(process.env.BASE)})`]: path.resolve(process.env.BASE) } : {}),
+};
+for (const tree of Object.values(trees))
+  await access(path.join(tree, script)).catch(() => copyFile(path.join(root, script), path.join(tree, script)));
 
 const loadBefore = await loadAverage();
 const runs = Object.fromEntries(Object.keys(trees).map((n) => [n, []]));
@@ -29,7 +33,9 @@ for (let i = 0; i < starts; i++) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const phases = Object.keys(runs.ours[0]);
 const ours = phases.slice(phases.indexOf('core'));
-console.log(`\n## Start-up phases (median of ${starts}, ms; node ${process.version}, load average ${loadBefore} → ${await loadAverage()})\n`);
+console.log(
+  `\n## Start-up phases (median of ${starts}, ms; node ${process.version}, load average ${loadBefore} → ${await loadAverage()})\n`,
+);
 console.log(`| tree | ${phases.join(' | ')} | ours in all (core → listen) |`);
 console.log(`|---|${phases.map(() => '---|').join('')}---|`);
 for (const [name, rs] of Object.entries(runs)) {

@@ -24,7 +24,18 @@ const t0 = performance.now();
 {
   const storage = await createStorage(resolveConfig({ storage: { type: 'sqlite', dir: full } }).storage);
   const logger = createLogger('silent');
-  const billing = new BillingService(storage, new KeyVault(storage, { masterKey: 'bench-growth-vault-key-0123456789abcd' }, logger), { platformFeeRate: 0.1, allowAnonymousServerPaid: false, anonymousTokensPerWindow: 0, anonymousWindowMs: 60_000, reservationTtlMs: 900_000 }, logger);
+  const billing = new BillingService(
+    storage,
+    new KeyVault(storage, { masterKey: 'bench-growth-vault-key-0123456789abcd' }, logger),
+    {
+      platformFeeRate: 0.1,
+      allowAnonymousServerPaid: false,
+      anonymousTokensPerWindow: 0,
+      anonymousWindowMs: 60_000,
+      reservationTtlMs: 900_000,
+    },
+    logger,
+  );
   const big = { sub: 'big-user', scopes: [], isAdmin: false, via: 'jwt' };
   await billing.credit({ userId: big.sub, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
   // Each metered call writes 2 ledger entries (reserve, settle); a credit writes 1.
@@ -55,7 +66,11 @@ const config = (dir) => ({
 const token = (sub) => mintDevToken({ secret: SECRET, sub, expiresIn: '2h' });
 const rpc = async (url, tok, method, params) => {
   const started = performance.now();
-  const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${tok}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url + '/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${tok}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = await res.json();
   if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
   return performance.now() - started;
@@ -63,7 +78,10 @@ const rpc = async (url, tok, method, params) => {
 const p50 = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const servers = {};
-for (const [name, dir] of [['empty', empty], ['full', full]]) {
+for (const [name, dir] of [
+  ['empty', empty],
+  ['full', full],
+]) {
   const s = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config(dir))]);
   // Let the first requests load lazily imported modules on both, then read RSS.
   const tok = await token('small-1');
@@ -91,7 +109,8 @@ for (const [method, params] of reads) {
   rows.push({ method, big: p50(times.big), small: p50(times.small) });
 }
 
-const call = (tok) => rpc(url, tok, 'ai.generateText', { content: 'hello', systemPrompt: 'be brief', provider: 'openai', options: { maxTokens: 16 } });
+const call = (tok) =>
+  rpc(url, tok, 'ai.generateText', { content: 'hello', systemPrompt: 'be brief', provider: 'openai', options: { maxTokens: 16 } });
 const alone = [];
 for (let i = 0; i < 100; i++) alone.push(await call(small));
 // The same poll loop by another small user is the control: a tight loop of requests costs the
@@ -100,7 +119,12 @@ const small2 = await token('small-4242');
 async function whilePolling(poller, calls) {
   let polling = true;
   const loop = (async () => {
-    while (polling) await Promise.all([rpc(url, poller, 'billing.getUsageHistory', { limit: 100 }), rpc(url, poller, 'billing.getTokenBalance'), rpc(url, poller, 'billing.getUsageAnalytics', { days: 365 })]);
+    while (polling)
+      await Promise.all([
+        rpc(url, poller, 'billing.getUsageHistory', { limit: 100 }),
+        rpc(url, poller, 'billing.getTokenBalance'),
+        rpc(url, poller, 'billing.getUsageAnalytics', { days: 365 }),
+      ]);
   })();
   const times = [];
   for (let i = 0; i < calls; i++) times.push(await call(small));
@@ -120,7 +144,9 @@ await upstream.stop();
 await rm(root, { recursive: true, force: true });
 
 const f = (n) => n.toFixed(2);
-console.log(`\n### SQLite store growth: 1 user with ${BIG.toLocaleString('en')} ledger entries + ${USERS.toLocaleString('en')} users (node ${process.version})\n`);
+console.log(
+  `\n### SQLite store growth: 1 user with ${BIG.toLocaleString('en')} ledger entries + ${USERS.toLocaleString('en')} users (node ${process.version})\n`,
+);
 console.log(`filled in ${fillS.toFixed(1)} s through BillingService; database file ${dbMb.toFixed(0)} MiB\n`);
 console.log('| server on | start to listening (ms) | RSS after 20 requests (MB) |');
 console.log('|---|---|---|');
@@ -128,5 +154,9 @@ for (const [name, s] of Object.entries(servers)) console.log(`| ${name} store | 
 console.log('\n| procedure (sequential, p50 of 200) | big user ms | small user ms | ratio |');
 console.log('|---|---|---|---|');
 for (const r of rows) console.log(`| ${r.method} | ${f(r.big)} | ${f(r.small)} | ${(r.big / r.small).toFixed(2)} |`);
-console.log(`\nsmall user's ai.generateText p50: ${f(p50(alone))} ms alone, ${f(p50(duringControl))} ms while another small user polls (history 100, balance, 365-day analytics) in a loop, ${f(p50(during))} ms while the big user polls the same loop (ratio big/small poller ${(p50(during) / p50(duringControl)).toFixed(2)})`);
-console.log(`load average at the end: ${(await import('node:fs/promises').then((m) => m.readFile('/proc/loadavg', 'utf8'))).split(' ').slice(0, 3).join(' ')}`);
+console.log(
+  `\nsmall user's ai.generateText p50: ${f(p50(alone))} ms alone, ${f(p50(duringControl))} ms while another small user polls (history 100, balance, 365-day analytics) in a loop, ${f(p50(during))} ms while the big user polls the same loop (ratio big/small poller ${(p50(during) / p50(duringControl)).toFixed(2)})`,
+);
+console.log(
+  `load average at the end: ${(await import('node:fs/promises').then((m) => m.readFile('/proc/loadavg', 'utf8'))).split(' ').slice(0, 3).join(' ')}`,
+);

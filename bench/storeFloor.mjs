@@ -25,7 +25,12 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT ?? 6379), lazyConnect: true });
 await redis.connect();
 const redisKey = `aib:floor:${process.pid}`;
-const client = new pg.Client({ host: process.env.PGHOST ?? '127.0.0.1', port: Number(process.env.PGPORT ?? 5432), user: process.env.PGUSER ?? 'root', database: process.env.PGDATABASE ?? 'test' });
+const client = new pg.Client({
+  host: process.env.PGHOST ?? '127.0.0.1',
+  port: Number(process.env.PGPORT ?? 5432),
+  user: process.env.PGUSER ?? 'root',
+  database: process.env.PGDATABASE ?? 'test',
+});
 await client.connect();
 await client.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v bigint NOT NULL)`);
 await client.query(`INSERT INTO ${table} VALUES (1, 0)`);
@@ -33,7 +38,8 @@ await client.query(`INSERT INTO ${table} VALUES (1, 0)`);
 const SCRIPT = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
 const kinds = {
   'PostgreSQL: round trip (SELECT 1), the read': () => client.query('SELECT 1'),
-  'PostgreSQL: UPDATE, synchronous_commit = off, the hold': () => client.query(`BEGIN; SET LOCAL synchronous_commit = off; UPDATE ${table} SET v = v + 1 WHERE id = 1; COMMIT`),
+  'PostgreSQL: UPDATE, synchronous_commit = off, the hold': () =>
+    client.query(`BEGIN; SET LOCAL synchronous_commit = off; UPDATE ${table} SET v = v + 1 WHERE id = 1; COMMIT`),
   'PostgreSQL: UPDATE, durable commit, the settlement': () => client.query(`UPDATE ${table} SET v = v + 1 WHERE id = 1`),
   'Redis: GET, the read': () => redis.get(redisKey),
   'Redis: EVAL of a one-key script, the hold': () => redis.eval(SCRIPT, 1, redisKey, 1),
@@ -70,4 +76,5 @@ for (const [k, xs] of Object.entries(results)) {
   floor[k.split(':')[0]] += pct(xs, 0.5);
   console.log(`| ${k} | ${pct(xs, 0.5).toFixed(3)} | ${pct(xs, 0.9).toFixed(3)} |`);
 }
-for (const [store, ms] of Object.entries(floor)) console.log(`| ${store}, sum of the p50s: what it adds to one exact metered call at least | ${ms.toFixed(3)} | |`);
+for (const [store, ms] of Object.entries(floor))
+  console.log(`| ${store}, sum of the p50s: what it adds to one exact metered call at least | ${ms.toFixed(3)} | |`);

@@ -22,11 +22,17 @@ async function run(f, n) {
   let i = 0;
   await Promise.all(
     Array.from({ length: 50 }, async () => {
-      while (i++ < n) await (await f(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' }, body })).json();
+      while (i++ < n)
+        await (await f(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' }, body })).json();
     }),
   );
 }
-for (const [name, f] of [['global fetch', fetch], ['upstreamFetch (node:http)', upstreamFetch], ['global fetch', fetch], ['upstreamFetch (node:http)', upstreamFetch]]) {
+for (const [name, f] of [
+  ['global fetch', fetch],
+  ['upstreamFetch (node:http)', upstreamFetch],
+  ['global fetch', fetch],
+  ['upstreamFetch (node:http)', upstreamFetch],
+]) {
   await run(f, 500);
   const c0 = process.cpuUsage();
   await run(f, 4000);

@@ -21,18 +21,42 @@ process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('
 
 const upstream = await startServer(here('./servers/test-upstream.mjs'), [JSON.stringify({ outputTokens: 16 })]);
 children.push(upstream.child);
-const config = { storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' } }, jwt: { secret: SECRET }, serverProviders: ['openai'], ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } } };
+const config = {
+  storage: { type: 'memory' },
+  mcp: { auth: { authType: 'jwt' } },
+  jwt: { secret: SECRET },
+  serverProviders: ['openai'],
+  ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench-server-key' } } },
+};
 const gw = await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(config)]);
 children.push(gw.child);
 const user = await mintDevToken({ secret: SECRET, sub: 'bench-user', expiresIn: '2h' });
 const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' });
-await fetch(gw.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.creditTokens', params: { userId: 'bench-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'c' } }) });
+await fetch(gw.url + '/rpc', {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+  body: JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'billing.creditTokens',
+    params: { userId: 'bench-user', tokens: 1e12, type: 'subscription', idempotencyKey: 'c' },
+  }),
+});
 
 const SYSTEM = 'You are terse.';
 const TEXT = 'Summarise the benchmark in one line.';
 const MODEL = 'openai/gpt-5-mini';
 const bodies = {
-  'chat/completions': (stream) => ({ model: MODEL, max_tokens: 64, stream, ...(stream ? { stream_options: { include_usage: true } } : {}), messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: TEXT }] }),
+  'chat/completions': (stream) => ({
+    model: MODEL,
+    max_tokens: 64,
+    stream,
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
+    messages: [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: TEXT },
+    ],
+  }),
   messages: (stream) => ({ model: MODEL, max_tokens: 64, stream, system: SYSTEM, messages: [{ role: 'user', content: TEXT }] }),
   responses: (stream) => ({ model: MODEL, max_output_tokens: 64, stream, instructions: SYSTEM, input: TEXT }),
 };
@@ -53,7 +77,9 @@ const run = (path, stream, n) =>
     verifyBody: (b) => b.includes(ok[path]),
   });
 
-const cases = Object.keys(bodies).flatMap((path) => [false, true].map((stream) => ({ path, stream, key: `${path}${stream ? ' stream' : ''}` })));
+const cases = Object.keys(bodies).flatMap((path) =>
+  [false, true].map((stream) => ({ path, stream, key: `${path}${stream ? ' stream' : ''}` })),
+);
 for (const c of cases) await run(c.path, c.stream, 300); // warm-up
 const tot = Object.fromEntries(cases.map((c) => [c.key, { n: 0, cpu: 0, bad: 0 }]));
 for (let r = 0; r < rounds; r++) {

@@ -5,7 +5,11 @@ import { ConfigError, createServer, loadConfig } from 'ai-backend';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const rpc = (method: string, params: unknown, headers: Record<string, string> = {}) =>
-  new Request('http://127.0.0.1:8000/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  new Request('http://127.0.0.1:8000/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
 
 describe('examples', () => {
   it('custom-router: the TypeScript config loads through the CLI loader and its namespace is served', async () => {
@@ -54,7 +58,11 @@ describe('examples', () => {
     await backend.ready();
     const app = new Hono();
     app.route('/api', backend.app);
-    const res = await app.request('/api/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: 'mounted' } }) });
+    const res = await app.request('/api/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: 'mounted' } }),
+    });
     expect(((await res.json()) as any).result).toEqual({ message: 'mounted' });
     expect((await app.request('/api/health')).status).toBe(200);
     const trpc = await app.request('/api/trpc/mcp.echo?input=' + encodeURIComponent(JSON.stringify({ json: { message: 'typed' } })));

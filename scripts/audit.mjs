@@ -24,12 +24,24 @@ const problems = [];
 const today = new Date().toISOString().slice(0, 10);
 const accepted = new Map();
 for (const [i, e] of allowlist.entries()) {
-  if (!e?.id || !e.reason || !/^\d{4}-\d{2}-\d{2}$/.test(e.expires ?? '')) problems.push(`${path.basename(allowFile)} entry ${i}: needs id, reason and expires (YYYY-MM-DD)`);
-  else if (e.expires < today) problems.push(`${path.basename(allowFile)}: the acceptance of ${e.id} expired on ${e.expires} (${e.reason}): fix it or decide again`);
+  if (!e?.id || !e.reason || !/^\d{4}-\d{2}-\d{2}$/.test(e.expires ?? ''))
+    problems.push(`${path.basename(allowFile)} entry ${i}: needs id, reason and expires (YYYY-MM-DD)`);
+  else if (e.expires < today)
+    problems.push(`${path.basename(allowFile)}: the acceptance of ${e.id} expired on ${e.expires} (${e.reason}): fix it or decide again`);
   else accepted.set(e.id, e);
 }
 
-const r = spawnSync(PNPM[0], [...PNPM[1], 'audit', '--prod', '--json', ...(process.env.AI_BACKEND_AUDIT_REGISTRY ? ['--registry', process.env.AI_BACKEND_AUDIT_REGISTRY] : [])], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+const r = spawnSync(
+  PNPM[0],
+  [
+    ...PNPM[1],
+    'audit',
+    '--prod',
+    '--json',
+    ...(process.env.AI_BACKEND_AUDIT_REGISTRY ? ['--registry', process.env.AI_BACKEND_AUDIT_REGISTRY] : []),
+  ],
+  { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+);
 let report;
 try {
   report = JSON.parse(r.stdout);
@@ -51,4 +63,6 @@ for (const a of Object.values(report.advisories)) {
 }
 for (const p of problems) console.error(`audit: ${p}`);
 if (problems.length) process.exit(1);
-console.log(`audit: passed (${Object.keys(report.advisories).length} advisories in production dependencies, none high or critical unaccepted)`);
+console.log(
+  `audit: passed (${Object.keys(report.advisories).length} advisories in production dependencies, none high or critical unaccepted)`,
+);

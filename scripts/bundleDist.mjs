@@ -44,7 +44,11 @@ const externals = {
   setup(b) {
     b.onResolve({ filter: /^[^./]/ }, (a) => (isInlined(a.path) ? undefined : { path: a.path, external: true }));
     // An inlined package's own source maps name files it does not ship in our tarball: drop the link.
-    b.onLoad({ filter: /\.m?js$/ }, async (a) => (inlinedFile(a.path) ? { contents: (await readFile(a.path, 'utf8')).replace(/^\/\/# sourceMappingURL=.*$/m, ''), loader: 'js' } : undefined));
+    b.onLoad({ filter: /\.m?js$/ }, async (a) =>
+      inlinedFile(a.path)
+        ? { contents: (await readFile(a.path, 'utf8')).replace(/^\/\/# sourceMappingURL=.*$/m, ''), loader: 'js' }
+        : undefined,
+    );
   },
 };
 const { outputFiles } = await build({
@@ -73,7 +77,14 @@ const { outputFiles } = await build({
 // file's source as a one-byte string. Comment lines carry no mappings, so the source maps hold.
 for (const file of outputFiles) {
   await mkdir(path.dirname(file.path), { recursive: true });
-  await writeFile(file.path, file.path.endsWith('.js') ? asciiComments(file.text, path.relative(process.cwd(), file.path)) : file.path.endsWith('.map') && inline.length ? inlinedSources(file.text) : file.contents);
+  await writeFile(
+    file.path,
+    file.path.endsWith('.js')
+      ? asciiComments(file.text, path.relative(process.cwd(), file.path))
+      : file.path.endsWith('.map') && inline.length
+        ? inlinedSources(file.text)
+        : file.contents,
+  );
 }
 
 /**
@@ -83,7 +94,9 @@ for (const file of outputFiles) {
  */
 function inlinedSources(text) {
   const map = JSON.parse(text);
-  map.sources = map.sources.map((src) => (inlinedFile(`/${src}`) ? `inlined:${src.slice(src.lastIndexOf('/node_modules/') + '/node_modules/'.length)}` : src));
+  map.sources = map.sources.map((src) =>
+    inlinedFile(`/${src}`) ? `inlined:${src.slice(src.lastIndexOf('/node_modules/') + '/node_modules/'.length)}` : src,
+  );
   return JSON.stringify(map);
 }
 

@@ -30,7 +30,11 @@ try {
     if (!files.includes('package/LICENSE')) problems.push('no LICENSE');
     // What npm shows on the package page; `ai-backend`'s is the repository README (copied by prepack).
     if (!files.includes('package/README.md')) problems.push('no README.md');
-    else if (dir === 'cli' && execFileSync('tar', ['-xOzf', tgz, 'package/README.md'], { encoding: 'utf8' }) !== readFileSync(path.join(ROOT, 'README.md'), 'utf8')) problems.push('README.md is not the repository README');
+    else if (
+      dir === 'cli' &&
+      execFileSync('tar', ['-xOzf', tgz, 'package/README.md'], { encoding: 'utf8' }) !== readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+    )
+      problems.push('README.md is not the repository README');
     problems.push(...inspectContents(tgz, dir));
     for (const [tool, args] of [
       ['publint', ['run', tgz, '--strict']],
@@ -45,7 +49,10 @@ try {
     if (problems.length) {
       failed = true;
       console.error(`packages/${dir}: ${problems.join('; ')}`);
-    } else console.log(`packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, provenance, LICENSE, README, files, source maps, no fixtures in the API)`);
+    } else
+      console.log(
+        `packages/${dir}: ${path.basename(tgz)} ok (publint --strict, attw esm-only, manifest, provenance, LICENSE, README, files, source maps, no fixtures in the API)`,
+      );
   }
 } finally {
   rmSync(dest, { recursive: true, force: true });
@@ -59,18 +66,24 @@ function inspectContents(tgz, dir) {
   execFileSync('tar', ['-xzf', tgz, '-C', out]);
   const root = path.join(out, 'package');
   const problems = [];
-  const walk = (d) => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+  const walk = (d) =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
   const all = walk(root);
   const shipped = new Set(all);
   for (const file of all.filter((f) => f.endsWith('.map'))) {
     const map = JSON.parse(readFileSync(file, 'utf8'));
     // `inlined:<package>/<file>`: a dependency bundled into ours (scripts/bundleDist.mjs --inline),
     // whose file is not part of this package; its content must be embedded instead.
-    const missing = map.sources.filter((src, i) => (src.startsWith('inlined:') ? typeof map.sourcesContent?.[i] !== 'string' : !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src))));
+    const missing = map.sources.filter((src, i) =>
+      src.startsWith('inlined:')
+        ? typeof map.sourcesContent?.[i] !== 'string'
+        : !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src)),
+    );
     if (missing.length) problems.push(`${path.relative(root, file)} points at ${missing.join(', ')}, not shipped`);
   }
   // Test fixtures live in the private @ai-backend/test-utils, never in a published package's API.
-  const fixtures = /\b(TRAVERSAL_CORPUS|TRAVERSAL_SECRET|createTraversalFixture|expandCorpus|createBenchTree|createTestUpstream|testRedis|testPostgres|testService|dropTestKeys|waitFor)\b/;
+  const fixtures =
+    /\b(TRAVERSAL_CORPUS|TRAVERSAL_SECRET|createTraversalFixture|expandCorpus|createBenchTree|createTestUpstream|testRedis|testPostgres|testService|dropTestKeys|waitFor)\b/;
   for (const file of all.filter((f) => f.endsWith('.d.ts'))) {
     const hit = fixtures.exec(readFileSync(file, 'utf8'));
     if (hit) problems.push(`${path.relative(root, file)} mentions the test fixture ${hit[1]}`);

@@ -39,20 +39,29 @@ const NEEDS_REGISTRY = [
 ];
 const all = process.argv.includes('--all');
 const files = all ? [] : serviceSuites().filter((f) => !NEEDS_REGISTRY.includes(f));
-const vitest = ['vitest', 'run', ...NEEDS_REGISTRY.flatMap((f) => ['--exclude', f]), ...process.argv.slice(2).filter((a) => a !== '--all'), ...files];
+const vitest = [
+  'vitest',
+  'run',
+  ...NEEDS_REGISTRY.flatMap((f) => ['--exclude', f]),
+  ...process.argv.slice(2).filter((a) => a !== '--all'),
+  ...files,
+];
 const isolated = process.getuid?.() === 0 && spawnSync('unshare', ['-n', 'true']).status === 0;
-const [cmd, args] = isolated
-  ? ['unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec npx "$@"', 'sh', ...vitest]]
-  : ['npx', vitest];
-console.log(`check-service-skips: ${all ? 'the whole suite' : `${files.length} suites that use the service detection`}, every service unreachable (${isolated ? 'own network namespace + dead ports' : 'dead ports only; run as root for a network namespace'})`);
+const [cmd, args] = isolated ? ['unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec npx "$@"', 'sh', ...vitest]] : ['npx', vitest];
+console.log(
+  `check-service-skips: ${all ? 'the whole suite' : `${files.length} suites that use the service detection`}, every service unreachable (${isolated ? 'own network namespace + dead ports' : 'dead ports only; run as root for a network namespace'})`,
+);
 
 const run = spawnSync(cmd, args, { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 * 1024 * 1024 });
 process.stdout.write(run.stdout ?? '');
 const summary = /Skipped for missing services: .*/.exec(run.stdout ?? '')?.[0];
 const problems = [];
-if (run.status !== 0) problems.push(`vitest exited with ${run.status ?? run.signal}: a suite needs a service without going through the detection`);
+if (run.status !== 0)
+  problems.push(`vitest exited with ${run.status ?? run.signal}: a suite needs a service without going through the detection`);
 if (!summary) problems.push('no "Skipped for missing services" line: the skip summary is missing');
-else for (const name of ['redis', 'postgres', 'postgres-server', 'chromium']) if (!summary.includes(`${name} (`)) problems.push(`the summary does not name ${name}`);
+else
+  for (const name of ['redis', 'postgres', 'postgres-server', 'chromium'])
+    if (!summary.includes(`${name} (`)) problems.push(`the summary does not name ${name}`);
 if (problems.length > 0) {
   console.error(`check-service-skips FAILED:\n- ${problems.join('\n- ')}`);
   process.exit(1);

@@ -49,7 +49,10 @@ export function packPackages(dest) {
   const out = {};
   for (const dir of publishedPackages()) {
     const before = new Set(readdirSync(dest));
-    execFileSync(PNPM[0], [...PNPM[1], 'pack', '--pack-destination', dest], { cwd: path.join(ROOT, 'packages', dir), stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(PNPM[0], [...PNPM[1], 'pack', '--pack-destination', dest], {
+      cwd: path.join(ROOT, 'packages', dir),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const made = readdirSync(dest).find((f) => f.endsWith('.tgz') && !before.has(f));
     if (!made) throw new Error(`pnpm pack produced no tarball for packages/${dir}`);
     out[dir] = path.join(dest, made);

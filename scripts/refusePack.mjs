@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 
 const { name, private: isPrivate } = JSON.parse(readFileSync('package.json', 'utf8'));
 if (isPrivate === true) {
-  console.error(`${name} is private and never published: not packed. To pack the published packages: npx -y pnpm@10.34.9 pack-packages <dir> (docs/publishing.md)`);
+  console.error(
+    `${name} is private and never published: not packed. To pack the published packages: npx -y pnpm@10.34.9 pack-packages <dir> (docs/publishing.md)`,
+  );
   process.exit(1);
 }

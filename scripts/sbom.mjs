@@ -32,7 +32,8 @@ export function writeSbom(out) {
     };
     execFileSync('mkdir', ['-p', app]);
     writeFileSync(path.join(app, 'package.json'), JSON.stringify(manifest, null, 2));
-    const npm = (args) => execFileSync('npm', args, { cwd: app, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
+    const npm = (args) =>
+      execFileSync('npm', args, { cwd: app, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
     npm(['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error']);
     const sbom = JSON.parse(npm(['sbom', '--sbom-format', 'cyclonedx', '--package-lock-only', '--omit', 'dev']));
     writeFileSync(out, `${JSON.stringify(sbom, null, 2)}\n`);

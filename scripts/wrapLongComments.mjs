@@ -73,7 +73,9 @@ function main() {
     }
     if (changed && !check) writeFileSync(abs, out.join('\n'));
   }
-  console.log(`wrapLongComments: ${comments} comment line(s) over ${WIDTH} characters${check ? '' : ' wrapped'}; ${code} line(s) of code over ${WIDTH} that the formatter cannot wrap (strings, templates, regular expressions)`);
+  console.log(
+    `wrapLongComments: ${comments} comment line(s) over ${WIDTH} characters${check ? '' : ' wrapped'}; ${code} line(s) of code over ${WIDTH} that the formatter cannot wrap (strings, templates, regular expressions)`,
+  );
   if (check && comments > 0) process.exit(1);
 }
 

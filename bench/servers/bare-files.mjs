@@ -29,7 +29,11 @@ app.post('/list', async (c) => c.json({ jsonrpc: '2.0', id: 1, result: await wal
 app.post('/read', async (c) => {
   const { encoding = 'utf8' } = await c.req.json();
   const data = await readFile(file);
-  return c.json({ jsonrpc: '2.0', id: 1, result: { content: data.toString(encoding), size: data.length, encoding, mimeType: 'text/plain' } });
+  return c.json({
+    jsonrpc: '2.0',
+    id: 1,
+    result: { content: data.toString(encoding), size: data.length, encoding, mimeType: 'text/plain' },
+  });
 });
 
 serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {

@@ -21,7 +21,9 @@ function createServer() {
       inputSchema: z.object({ name: z.string().min(1).max(200), language: z.enum(['en', 'es', 'fr', 'de']).default('en') }),
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
-    async ({ name, language }) => ({ content: [{ type: 'text', text: JSON.stringify({ greeting: `${GREETINGS[language]}, ${name}!`, language }) }] }),
+    async ({ name, language }) => ({
+      content: [{ type: 'text', text: JSON.stringify({ greeting: `${GREETINGS[language]}, ${name}!`, language }) }],
+    }),
   );
   return server;
 }

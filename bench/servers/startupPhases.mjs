@@ -19,7 +19,12 @@ await import('@ai-backend/transports');
 mark('auth+transports');
 const { createServer } = await import('ai-backend');
 mark('cli');
-const server = createServer({ port: 0, storage: { type: 'memory' }, monitoring: { logging: { level: 'error' } }, mcp: { auth: { authType: 'none' }, rateLimiting: { enabled: false } } });
+const server = createServer({
+  port: 0,
+  storage: { type: 'memory' },
+  monitoring: { logging: { level: 'error' } },
+  mcp: { auth: { authType: 'none' }, rateLimiting: { enabled: false } },
+});
 mark('createServer');
 await server.ready();
 mark('runtime');

@@ -19,6 +19,8 @@ const control = http.createServer((_req, res) => {
   res.end(JSON.stringify(rec ? { method: rec.method, path: rec.path, headers: rec.headers, body: rec.body } : { error: 'no request yet' }));
 });
 control.listen(0, '127.0.0.1', () => {
-  process.stdout.write(JSON.stringify({ url: upstream.url, baseUrls: upstream.baseUrls, control: `http://127.0.0.1:${control.address().port}` }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ url: upstream.url, baseUrls: upstream.baseUrls, control: `http://127.0.0.1:${control.address().port}` }) + '\n',
+  );
 });
 process.on('SIGTERM', () => upstream.close().then(() => process.exit(0)));

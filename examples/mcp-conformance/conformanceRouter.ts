@@ -30,7 +30,6 @@ const noInput = z.object({}).default({});
 const content = { result: 'content' as const };
 let watchedVersion = 1;
 
-
 /**
  * MCP multi round-trip requests (2026-07-28 input-required results): a tool returns
  * `{ resultType: 'input_required', inputRequests }` and is called again with the answers in
@@ -80,7 +79,12 @@ export const conformanceRouter = router({
     .meta({ description: 'Returns an embedded text resource', mcp: content })
     .input(noInput)
     .query(() => ({
-      content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
+      content: [
+        {
+          type: 'resource',
+          resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
+        },
+      ],
     })),
 
   test_multiple_content_types: publicProcedure
@@ -90,7 +94,10 @@ export const conformanceRouter = router({
       content: [
         text('Multiple content types test:'),
         { type: 'image', data: RED_PIXEL_PNG, mimeType: 'image/png' },
-        { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' } },
+        {
+          type: 'resource',
+          resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' },
+        },
       ],
     })),
 
@@ -229,7 +236,9 @@ export const conformanceRouter = router({
           then: { required: ['phone'] },
           else: { required: ['email'] },
         })
-        .refine((v) => (v.contactMethod === 'phone' ? v.phone !== undefined : v.email !== undefined), { message: 'phone (contactMethod phone) or email is required' }),
+        .refine((v) => (v.contactMethod === 'phone' ? v.phone !== undefined : v.email !== undefined), {
+          message: 'phone (contactMethod phone) or email is required',
+        }),
     )
     .query(({ input }) => `Received ${JSON.stringify(input)}`),
 
@@ -277,7 +286,12 @@ export const conformanceRouter = router({
   // SEP-2243: an argument mirrored into the Mcp-Param-Region header, validated by the SDK.
   test_x_mcp_header: publicProcedure
     .meta({ description: 'Tests SEP-2243 Mcp-Param-* server-side validation', mcp: content })
-    .input(z.object({ region: z.string().describe('mirrored into Mcp-Param-Region').meta({ 'x-mcp-header': 'Region' }).optional(), level: z.number().int().optional() }))
+    .input(
+      z.object({
+        region: z.string().describe('mirrored into Mcp-Param-Region').meta({ 'x-mcp-header': 'Region' }).optional(),
+        level: z.number().int().optional(),
+      }),
+    )
     .mutation(({ input }) => ({ content: [text(`region=${input.region ?? '<none>'}`)] })),
 
   // MCP 2026-07-28 multi round-trip requests (SEP-2322).
@@ -313,7 +327,10 @@ export const conformanceRouter = router({
     .input(noInput)
     .mutation(async ({ ctx }) => {
       if (accepted(ctx, 'confirm') === undefined) {
-        return askInput({ confirm: elicit('Please confirm', { ok: { type: 'boolean' } }, ['ok']) }, await sealed(ctx, { tool: 'request_state' }));
+        return askInput(
+          { confirm: elicit('Please confirm', { ok: { type: 'boolean' } }, ['ok']) },
+          await sealed(ctx, { tool: 'request_state' }),
+        );
       }
       if (ctx.mcp?.requestState === undefined) throw new CoreError('INVALID_PARAMS', 'requestState missing');
       return { content: [text('state-ok: requestState verified and confirmation received')] };
@@ -346,11 +363,17 @@ export const conformanceRouter = router({
       const state = ctx.mcp?.requestState as { tool?: unknown; round?: unknown; name?: unknown } | undefined;
       const round = state?.tool === 'multi_round' && typeof state.round === 'number' ? state.round : 0;
       if (round === 0) {
-        return askInput({ step1: elicit('Step 1: What is your name?', { name: { type: 'string' } }, ['name']) }, await sealed(ctx, { tool: 'multi_round', round: 1 }));
+        return askInput(
+          { step1: elicit('Step 1: What is your name?', { name: { type: 'string' } }, ['name']) },
+          await sealed(ctx, { tool: 'multi_round', round: 1 }),
+        );
       }
       if (round === 1) {
         const name = accepted<{ name?: unknown }>(ctx, 'step1')?.name ?? 'unknown';
-        return askInput({ step2: elicit('Step 2: What is your favorite color?', { color: { type: 'string' } }, ['color']) }, await sealed(ctx, { tool: 'multi_round', round: 2, name }));
+        return askInput(
+          { step2: elicit('Step 2: What is your favorite color?', { color: { type: 'string' } }, ['color']) },
+          await sealed(ctx, { tool: 'multi_round', round: 2, name }),
+        );
       }
       const color = accepted<{ color?: unknown }>(ctx, 'step2')?.color ?? 'unknown';
       return { content: [text(`Multi-round complete: ${String(state?.name ?? 'unknown')} likes ${String(color)}`)] };
@@ -360,8 +383,12 @@ export const conformanceRouter = router({
     .meta({ description: 'Refuses a retry whose requestState fails verification', mcp: content })
     .input(noInput)
     .mutation(async ({ ctx }) => {
-      if (ctx.mcp?.requestState !== undefined && accepted(ctx, 'confirm') !== undefined) return { content: [text('integrity-ok: requestState verified')] };
-      return askInput({ confirm: elicit('Please confirm', { ok: { type: 'boolean' } }, ['ok']) }, await sealed(ctx, { tool: 'tampered_state' }));
+      if (ctx.mcp?.requestState !== undefined && accepted(ctx, 'confirm') !== undefined)
+        return { content: [text('integrity-ok: requestState verified')] };
+      return askInput(
+        { confirm: elicit('Please confirm', { ok: { type: 'boolean' } }, ['ok']) },
+        await sealed(ctx, { tool: 'tampered_state' }),
+      );
     }),
 
   test_input_required_result_capabilities: publicProcedure
@@ -383,7 +410,8 @@ export const conformanceRouter = router({
     .input(noInput)
     .query(({ ctx }) => {
       const context = accepted<{ context?: unknown }>(ctx, 'user_context')?.context;
-      if (typeof context !== 'string') return askInput({ user_context: elicit('What context should the prompt use?', { context: { type: 'string' } }, ['context']) });
+      if (typeof context !== 'string')
+        return askInput({ user_context: elicit('What context should the prompt use?', { context: { type: 'string' } }, ['context']) });
       return `Use the following context: ${context}`;
     }),
 
@@ -404,7 +432,11 @@ export const conformanceRouter = router({
     }),
 
   failing_job: publicProcedure
-    .meta({ description: 'Reports a tool error after about a second (task required)', longRunning: { taskSupport: 'required' }, mcp: content })
+    .meta({
+      description: 'Reports a tool error after about a second (task required)',
+      longRunning: { taskSupport: 'required' },
+      mcp: content,
+    })
     .input(noInput)
     .mutation(async ({ ctx }) => {
       await sleep(1000, ctx.req.signal);
@@ -424,7 +456,8 @@ export const conformanceRouter = router({
     .input(z.object({ filename: z.string().max(500) }))
     .mutation(({ ctx, input }) => {
       const answer = accepted<{ confirm?: unknown }>(ctx, 'confirm');
-      if (answer === undefined) return askInput({ confirm: elicit(`Delete ${input.filename}?`, { confirm: { type: 'boolean' } }, ['confirm']) });
+      if (answer === undefined)
+        return askInput({ confirm: elicit(`Delete ${input.filename}?`, { confirm: { type: 'boolean' } }, ['confirm']) });
       return { content: [text(answer.confirm === true ? `Deleted ${input.filename}` : `Kept ${input.filename}`)] };
     }),
 
@@ -467,7 +500,10 @@ export const conformanceRouter = router({
     .meta({ description: 'A prompt with two required arguments', mcp: { tool: false, prompt: true } })
     .input(
       z.object({
-        arg1: z.string().describe('First test argument').meta({ examples: ['paris', 'park', 'party'] }),
+        arg1: z
+          .string()
+          .describe('First test argument')
+          .meta({ examples: ['paris', 'park', 'party'] }),
         arg2: z.string().describe('Second test argument'),
       }),
     )
@@ -478,7 +514,13 @@ export const conformanceRouter = router({
     .input(z.object({ resourceUri: z.string().describe('URI of the resource to embed') }))
     .query(({ input }) => ({
       messages: [
-        { role: 'user', content: { type: 'resource', resource: { uri: input.resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } } },
+        {
+          role: 'user',
+          content: {
+            type: 'resource',
+            resource: { uri: input.resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' },
+          },
+        },
         { role: 'user', content: text('Please process the embedded resource above.') },
       ],
     })),
@@ -495,19 +537,34 @@ export const conformanceRouter = router({
 
   // Resources.
   staticText: publicProcedure
-    .meta({ description: 'A static text resource', mcp: { tool: false, resource: { uri: 'test://static-text', name: 'static-text', mimeType: 'text/plain' } } })
+    .meta({
+      description: 'A static text resource',
+      mcp: { tool: false, resource: { uri: 'test://static-text', name: 'static-text', mimeType: 'text/plain' } },
+    })
     .query(() => 'This is the content of the static text resource.'),
 
   staticBinary: publicProcedure
-    .meta({ description: 'A static binary resource (PNG)', mcp: { tool: false, resource: { uri: 'test://static-binary', name: 'static-binary', mimeType: 'image/png' } } })
+    .meta({
+      description: 'A static binary resource (PNG)',
+      mcp: { tool: false, resource: { uri: 'test://static-binary', name: 'static-binary', mimeType: 'image/png' } },
+    })
     .query(() => ({ blob: RED_PIXEL_PNG })),
 
   watched: publicProcedure
-    .meta({ description: 'A resource that changes; subscribe to it', mcp: { tool: false, resource: { uri: 'test://watched-resource', name: 'watched-resource', mimeType: 'text/plain' } } })
+    .meta({
+      description: 'A resource that changes; subscribe to it',
+      mcp: { tool: false, resource: { uri: 'test://watched-resource', name: 'watched-resource', mimeType: 'text/plain' } },
+    })
     .query(() => `Watched resource, version ${watchedVersion}`),
 
   templateData: publicProcedure
-    .meta({ description: 'Data for an id', mcp: { tool: false, resource: { uriTemplate: 'test://template/{id}/data', name: 'template-data', mimeType: 'application/json' } } })
+    .meta({
+      description: 'Data for an id',
+      mcp: { tool: false, resource: { uriTemplate: 'test://template/{id}/data', name: 'template-data', mimeType: 'application/json' } },
+    })
     .input(z.object({ id: z.string() }))
-    .query(({ input }) => ({ text: JSON.stringify({ id: input.id, templateTest: true, data: `Data for ID: ${input.id}` }), mimeType: 'application/json' })),
+    .query(({ input }) => ({
+      text: JSON.stringify({ id: input.id, templateTest: true, data: `Data for ID: ${input.id}` }),
+      mimeType: 'application/json',
+    })),
 });

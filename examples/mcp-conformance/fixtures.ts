@@ -1,8 +1,7 @@
 /** Small media fixtures, built in code so the example ships no binary files. */
 
 /** A 1×1 red PNG. */
-export const RED_PIXEL_PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+export const RED_PIXEL_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 
 /** 0.01 s of a 440 Hz tone as a 16-bit mono 8 kHz WAV, base64. */
 export function toneWav(): string {

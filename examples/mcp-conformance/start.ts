@@ -5,7 +5,9 @@
 import { createServer, type AiBackendServer, type BoundAddress, type ConfigInput } from 'ai-backend';
 import config from './ai-backend.config.js';
 
-export async function startConformanceServer(overrides: Partial<ConfigInput> = {}): Promise<{ server: AiBackendServer; address: BoundAddress; mcpUrl: string }> {
+export async function startConformanceServer(
+  overrides: Partial<ConfigInput> = {},
+): Promise<{ server: AiBackendServer; address: BoundAddress; mcpUrl: string }> {
   const server = createServer({ ...config, ...overrides });
   const address = await server.start();
   return { server, address, mcpUrl: `${address.url}/mcp` };

@@ -55,7 +55,8 @@ const OTHER_DIRS = ['bench', 'scripts', 'examples', 'test'];
 
 const anyMatch = (spec: PathSpec, file: string) => [spec ?? []].flat().some((p) => new RegExp(p).test(file));
 const fromMatches = (r: Rule, file: string) => anyMatch(r.from.path, file) && !anyMatch(r.from.pathNot, file);
-const rulesFrom = (file: string, prefix: string) => rules.filter((r) => r.name.startsWith(prefix) && fromMatches(r, file)).map((r) => r.name);
+const rulesFrom = (file: string, prefix: string) =>
+  rules.filter((r) => r.name.startsWith(prefix) && fromMatches(r, file)).map((r) => r.name);
 
 interface Cruise {
   violations: Violation[];
@@ -66,10 +67,20 @@ interface Cruise {
 
 async function cruise(cwd: string, dirs: string[]): Promise<Cruise> {
   // dependency-cruiser exits non-zero when it finds violations; the JSON is on stdout either way.
-  const out = await run(process.execPath, [BIN, ...dirs, '--config', CONFIG, '--output-type', 'json'], { cwd, maxBuffer: 64 * 1024 * 1024 }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
-  const json = JSON.parse(out.stdout) as { modules: Array<{ source: string; dependencies: Array<{ resolved: string; coreModule: boolean }> }>; summary: { violations: Violation[] } };
+  const out = await run(process.execPath, [BIN, ...dirs, '--config', CONFIG, '--output-type', 'json'], {
+    cwd,
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+  const json = JSON.parse(out.stdout) as {
+    modules: Array<{ source: string; dependencies: Array<{ resolved: string; coreModule: boolean }> }>;
+    summary: { violations: Violation[] };
+  };
   const ours = (f: string) => !f.includes('node_modules/') && f.includes('/');
-  const imports = json.modules.flatMap((m) => (ours(m.source) ? m.dependencies.filter((d) => !d.coreModule && ours(d.resolved)).map((d): [string, string] => [m.source, d.resolved]) : []));
+  const imports = json.modules.flatMap((m) =>
+    ours(m.source)
+      ? m.dependencies.filter((d) => !d.coreModule && ours(d.resolved)).map((d): [string, string] => [m.source, d.resolved])
+      : [],
+  );
   return { violations: json.summary.violations, modules: json.modules.map((m) => m.source), imports };
 }
 /** The tree, cruised once for the tests that read it. */
@@ -82,13 +93,15 @@ const cruiseTree = () => (tree ??= cruise(ROOT, [...SOURCE_DIRS, ...OTHER_DIRS])
  */
 const KNOWN_FOLDER_LOOPS: string[] = [];
 
-const describeViolation = (v: Violation) => `${v.rule.name}: ${v.from} → ${v.to}${v.cycle ? ` (${v.cycle.map((c) => c.name).join(' → ')})` : ''}`;
+const describeViolation = (v: Violation) =>
+  `${v.rule.name}: ${v.from} → ${v.to}${v.cycle ? ` (${v.cycle.map((c) => c.name).join(' → ')})` : ''}`;
 
 describe('dependency rules', () => {
   it('every package and the console: no circle, no upward import, core layers and service floors in order; no circle in bench, scripts, examples and the test helpers', async () => {
     const { violations, modules } = await cruiseTree();
     // Each folder was read, not silently skipped.
-    for (const dir of [...SOURCE_DIRS, ...OTHER_DIRS]) expect(modules.filter((m) => m.startsWith(`${dir}/`)).length, dir).toBeGreaterThan(0);
+    for (const dir of [...SOURCE_DIRS, ...OTHER_DIRS])
+      expect(modules.filter((m) => m.startsWith(`${dir}/`)).length, dir).toBeGreaterThan(0);
     expect(modules.length).toBeGreaterThan(300);
     expect(violations.map(describeViolation)).toEqual([]);
   }, 120_000);
@@ -111,7 +124,8 @@ describe('dependency rules', () => {
       if (!layered) uncovered.push(`core/${folder}: on no layer of .dependency-cruiser.cjs`);
     }
     for (const folder of subdirs('packages/core/src/services')) {
-      if (!rulesFrom(`packages/core/src/services/${folder}/x.ts`, `core-services-${folder}`).length) uncovered.push(`core/services/${folder}: on no service floor`);
+      if (!rulesFrom(`packages/core/src/services/${folder}/x.ts`, `core-services-${folder}`).length)
+        uncovered.push(`core/services/${folder}: on no service floor`);
     }
     // Every console file but the shell is on a floor below it (views, or the parts below the views).
     for (const file of sources(CONSOLE)) {
@@ -135,7 +149,8 @@ describe('dependency rules', () => {
         // test-utils stands apart from the packages.
         'packages/test-utils/src/kit.ts': "import { serve } from '../../transports/src/serve.js';\nexport const kit = serve;\n",
         // A service floor importing one above it: spend is below apiKeys.
-        'packages/core/src/services/spend/periodSpend.ts': "import { keySpend } from '../apiKeys/keySpend.js';\nexport const spend = keySpend;\n",
+        'packages/core/src/services/spend/periodSpend.ts':
+          "import { keySpend } from '../apiKeys/keySpend.js';\nexport const spend = keySpend;\n",
         'packages/core/src/services/apiKeys/keySpend.ts': 'export const keySpend = 1;\n',
         // zod straight from the package instead of lib/zod.ts (which checks it is zod 4 first).
         'packages/core/src/config/raw.ts': "import { z } from 'zod';\nexport const s = z.string();\n",
@@ -144,16 +159,19 @@ describe('dependency rules', () => {
         'packages/core/src/net/serveHttp.ts': "import { Hono } from 'hono';\nexport const app = new Hono();\n",
         // tRPC's runtime outside core (core inlines it; for the others it is an optional peer): the
         // value import is refused, the type-only one beside it and core's own are not.
-        'packages/transports/src/trpc/answer.ts': "import { TRPCError } from '@trpc/server';\nimport type { AnyRouter } from '@trpc/server';\nexport const E: unknown = TRPCError;\nexport type R = AnyRouter;\n",
+        'packages/transports/src/trpc/answer.ts':
+          "import { TRPCError } from '@trpc/server';\nimport type { AnyRouter } from '@trpc/server';\nexport const E: unknown = TRPCError;\nexport type R = AnyRouter;\n",
         'packages/core/src/pipeline/init.ts': "import { initTRPC } from '@trpc/server';\nexport const t = initTRPC.create();\n",
         // The MCP client outside the gateway (allowed there only: its upstream connections).
-        'packages/core/src/services/gateway/openUpstream.ts': "import { Client } from '@modelcontextprotocol/client';\nexport const C = Client;\n",
+        'packages/core/src/services/gateway/openUpstream.ts':
+          "import { Client } from '@modelcontextprotocol/client';\nexport const C = Client;\n",
         'packages/core/src/services/ai/mcpCall.ts': "import { Client } from '@modelcontextprotocol/client';\nexport const C = Client;\n",
         // The console: a view importing the shell (a circle, as the console had), another view and a
         // part importing a view, the shell taking a value (not a type) from core.
         'packages/transports/console/src/main.ts':
           "import { meView } from './views/me.js';\nimport { e } from '../../../core/src/kernel/CoreError.js';\nimport type { charge } from '../../../core/src/services/billing.js';\nexport type View = () => void;\nexport const views: Array<typeof charge | unknown> = [meView, e];\n",
-        'packages/transports/console/src/views/me.ts': "import type { View } from '../main.js';\nimport { usersView } from './users.js';\nexport const meView: View = usersView;\n",
+        'packages/transports/console/src/views/me.ts':
+          "import type { View } from '../main.js';\nimport { usersView } from './users.js';\nexport const meView: View = usersView;\n",
         'packages/transports/console/src/views/users.ts': 'export const usersView = () => undefined;\n',
         'packages/transports/console/src/dom.ts': "import { usersView } from './views/users.js';\nexport const h = usersView;\n",
       };
@@ -167,21 +185,44 @@ describe('dependency rules', () => {
       await mkdir(path.join(dir, 'node_modules/@trpc'), { recursive: true });
       await symlink(path.join(ROOT, 'node_modules/@trpc/server'), path.join(dir, 'node_modules/@trpc/server'), 'dir');
       await mkdir(path.join(dir, 'node_modules', '@modelcontextprotocol'), { recursive: true });
-      await symlink(path.join(ROOT, 'node_modules', '@modelcontextprotocol', 'client'), path.join(dir, 'node_modules', '@modelcontextprotocol', 'client'), 'dir');
+      await symlink(
+        path.join(ROOT, 'node_modules', '@modelcontextprotocol', 'client'),
+        path.join(dir, 'node_modules', '@modelcontextprotocol', 'client'),
+        'dir',
+      );
       const { violations } = await cruise(dir, ['packages']);
       const found = new Set(violations.map((v) => v.rule.name));
-      for (const rule of ['no-circular', 'core-layer-kernel-lib', 'package-auth', 'package-test-utils', 'core-no-transport', 'console-main-on-top', 'console-views-apart', 'console-parts-below-views']) {
+      for (const rule of [
+        'no-circular',
+        'core-layer-kernel-lib',
+        'package-auth',
+        'package-test-utils',
+        'core-no-transport',
+        'console-main-on-top',
+        'console-views-apart',
+        'console-parts-below-views',
+      ]) {
         expect(found, rule).toContain(rule);
       }
       expect(violations.filter((v) => v.rule.name.startsWith('core-services-')).map(describeViolation)).toEqual([
         'core-services-spend: packages/core/src/services/spend/periodSpend.ts → packages/core/src/services/apiKeys/keySpend.ts',
       ]);
       // The value import is refused, the type-only one beside it is not.
-      expect(violations.filter((v) => v.rule.name === 'console-server-types-only').map((v) => v.to)).toEqual(['packages/core/src/kernel/CoreError.ts']);
-      expect(violations.filter((v) => v.rule.name === 'core-zod-through-lib').map((v) => v.from)).toEqual(['packages/core/src/config/raw.ts']);
-      expect(violations.filter((v) => v.rule.name === 'trpc-runtime-from-core').map((v) => v.from)).toEqual(['packages/transports/src/trpc/answer.ts']);
-      expect(violations.filter((v) => v.rule.name === 'core-mcp-client-in-gateway').map((v) => v.from)).toEqual(['packages/core/src/services/ai/mcpCall.ts']);
-      expect(violations.filter((v) => v.rule.name === 'core-no-transport').map((v) => v.from)).toEqual(['packages/core/src/net/serveHttp.ts']);
+      expect(violations.filter((v) => v.rule.name === 'console-server-types-only').map((v) => v.to)).toEqual([
+        'packages/core/src/kernel/CoreError.ts',
+      ]);
+      expect(violations.filter((v) => v.rule.name === 'core-zod-through-lib').map((v) => v.from)).toEqual([
+        'packages/core/src/config/raw.ts',
+      ]);
+      expect(violations.filter((v) => v.rule.name === 'trpc-runtime-from-core').map((v) => v.from)).toEqual([
+        'packages/transports/src/trpc/answer.ts',
+      ]);
+      expect(violations.filter((v) => v.rule.name === 'core-mcp-client-in-gateway').map((v) => v.from)).toEqual([
+        'packages/core/src/services/ai/mcpCall.ts',
+      ]);
+      expect(violations.filter((v) => v.rule.name === 'core-no-transport').map((v) => v.from)).toEqual([
+        'packages/core/src/net/serveHttp.ts',
+      ]);
       // Every rule but those about the packages' own floors was shown to bite.
       const shown = new Set([...found, ...rules.filter((r) => /^(core-layer-|core-services-|package-)/.test(r.name)).map((r) => r.name)]);
       expect(rules.map((r) => r.name).filter((n) => !shown.has(n))).toEqual([]);

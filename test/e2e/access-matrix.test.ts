@@ -5,7 +5,17 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintDevToken } from '@ai-backend/auth';
 import { z } from 'zod';
-import { adminProcedure, createAppRouter, loadRouter, procedureIndex, protectedProcedure, publicProcedure, router, type ConfigInput, type ProcedureMeta } from '@ai-backend/core/internal';
+import {
+  adminProcedure,
+  createAppRouter,
+  loadRouter,
+  procedureIndex,
+  protectedProcedure,
+  publicProcedure,
+  router,
+  type ConfigInput,
+  type ProcedureMeta,
+} from '@ai-backend/core/internal';
 import { describeMatrix } from './helpers/describeMatrix.js';
 import { serverFor, startTestServer, type TestServer } from './helpers/testServer.js';
 import { RawMcp, type McpReply } from './helpers/rawMcp.js';
@@ -49,7 +59,10 @@ const weather = router({
     .input(z.object({ city: z.string() }))
     .mutation(() => ({ saved: true })),
   history: protectedProcedure
-    .meta({ description: 'Your forecast history', mcp: { tool: false, resource: { uri: 'weather://history', mimeType: 'application/json' } } })
+    .meta({
+      description: 'Your forecast history',
+      mcp: { tool: false, resource: { uri: 'weather://history', mimeType: 'application/json' } },
+    })
     .query(({ ctx }) => ({ sub: ctx.identity.sub, days: [] })),
   station: publicProcedure
     .meta({ description: 'A weather station', mcp: { tool: false, resource: { uriTemplate: 'weather://stations/{id}' } } })
@@ -59,8 +72,14 @@ const weather = router({
     .meta({ description: 'Weather briefing prompt', mcp: { tool: false, prompt: { name: 'weatherBrief' } } })
     .input(z.object({ city: z.string().optional() }))
     .query(({ input }) => `Brief me on ${input.city ?? 'the weather'}`),
-  internal: publicProcedure.meta({ description: 'Not on MCP' }).input(z.object({ n: z.number() })).query(({ input }) => input.n),
-  adminOnly: adminProcedure.meta({ description: 'Administrators', mcp: { name: 'weatherAdmin' } }).input(z.object({ n: z.number() })).query(({ input }) => input.n),
+  internal: publicProcedure
+    .meta({ description: 'Not on MCP' })
+    .input(z.object({ n: z.number() }))
+    .query(({ input }) => input.n),
+  adminOnly: adminProcedure
+    .meta({ description: 'Administrators', mcp: { name: 'weatherAdmin' } })
+    .input(z.object({ n: z.number() }))
+    .query(({ input }) => input.n),
 });
 
 interface Proc {
@@ -144,7 +163,11 @@ const OAUTH: NonNullable<ConfigInput>['oauth'] = {
   encryptionKey: 'access-matrix-encryption-key-0123456789',
   providerClientId: 'client-at-idp',
   providerClientSecret: 'idp-secret',
-  provider: { authorizationUrl: 'http://127.0.0.1:9/authorize', tokenUrl: 'http://127.0.0.1:9/token', userinfoUrl: 'http://127.0.0.1:9/userinfo' },
+  provider: {
+    authorizationUrl: 'http://127.0.0.1:9/authorize',
+    tokenUrl: 'http://127.0.0.1:9/token',
+    userinfoUrl: 'http://127.0.0.1:9/userinfo',
+  },
 };
 
 const configFor = (cell: Cell): ConfigInput => ({
@@ -191,7 +214,11 @@ async function viaTrpc(call: Call, prefix: string, who: Who): Promise<Map<string
 /** /rpc: one JSON-RPC batch. */
 async function viaRpc(call: Call, who: Who): Promise<Map<string, Outcome>> {
   const batch = PROCEDURES.map((p, i) => ({ jsonrpc: '2.0', id: i, method: p.path, params: INPUT }));
-  const res = await call('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...authHeader(who) }, body: JSON.stringify(batch) });
+  const res = await call('/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...authHeader(who) },
+    body: JSON.stringify(batch),
+  });
   expect(res.status).toBe(200);
   const replies = (await res.json()) as Array<{ id: number; error?: { data: { appCode?: string } } }>;
   return new Map(PROCEDURES.map((p, i) => [p.path, classify(replies.find((r) => r.id === i)!.error?.data.appCode)]));
@@ -211,7 +238,11 @@ function mcpOutcome(reply: McpReply, challengeExpected = false): Outcome | 'UNAU
   }
   expect(reply.status).toBe(200);
   const m = reply.message!;
-  const outcome = m.error ? classify(m.error.data?.appCode) : m.result?.isError ? classify(m.result._meta?.['ai-backend/error']?.appCode) : 'PASSED';
+  const outcome = m.error
+    ? classify(m.error.data?.appCode)
+    : m.result?.isError
+      ? classify(m.result._meta?.['ai-backend/error']?.appCode)
+      : 'PASSED';
   return outcome === 'UNAUTHORIZED' && challengeExpected ? 'UNAUTHORIZED without the HTTP challenge' : outcome;
 }
 
@@ -230,7 +261,8 @@ async function viaMcp(call: Call, who: Who, authType: AuthType): Promise<Map<str
   for (const p of PROCEDURES) {
     if (isTool(p)) out.get('mcp tools/call')!.set(p.path, mcpOutcome(await client.callTool(toolName(p), INPUT), challenge));
     const prompt = promptName(p);
-    if (prompt) out.get('mcp prompts/get')!.set(p.path, mcpOutcome(await client.send('prompts/get', { name: prompt, arguments: {} }), challenge));
+    if (prompt)
+      out.get('mcp prompts/get')!.set(p.path, mcpOutcome(await client.send('prompts/get', { name: prompt, arguments: {} }), challenge));
     const uri = resourceUri(p);
     if (uri) out.get('mcp resources/read')!.set(p.path, mcpOutcome(await client.send('resources/read', { uri }), challenge));
   }
@@ -243,9 +275,24 @@ async function viaMcp(call: Call, who: Who, authType: AuthType): Promise<Map<str
  * else (an upstream or payment error, a model list) means the policy let the call through.
  */
 const V1: Array<{ entry: string; path: string; method: 'GET' | 'POST'; body?: unknown }> = [
-  { entry: 'POST /v1/chat/completions', path: 'ai.generateText', method: 'POST', body: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } },
-  { entry: 'POST /v1/chat/completions stream', path: 'ai.streamText', method: 'POST', body: { model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] } },
-  { entry: 'POST /v1/messages', path: 'ai.generateText', method: 'POST', body: { model: 'anthropic/claude-3-5-haiku-latest', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] } },
+  {
+    entry: 'POST /v1/chat/completions',
+    path: 'ai.generateText',
+    method: 'POST',
+    body: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+  },
+  {
+    entry: 'POST /v1/chat/completions stream',
+    path: 'ai.streamText',
+    method: 'POST',
+    body: { model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+  },
+  {
+    entry: 'POST /v1/messages',
+    path: 'ai.generateText',
+    method: 'POST',
+    body: { model: 'anthropic/claude-3-5-haiku-latest', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+  },
   { entry: 'POST /v1/responses', path: 'ai.generateText', method: 'POST', body: { model: 'openai/gpt-4o-mini', input: 'hi' } },
   { entry: 'POST /v1/embeddings', path: 'ai.embed', method: 'POST', body: { model: 'openai/text-embedding-3-small', input: 'hi' } },
   { entry: 'GET /v1/models', path: 'ai.listAllowedModels', method: 'GET' },
@@ -255,7 +302,11 @@ async function viaV1(call: Call, who: Who): Promise<Array<[string, Map<string, O
   const out: Array<[string, Map<string, Outcome>]> = [];
   for (const v of V1) {
     const url = v.entry.startsWith('GET') ? '/v1/models' : v.entry.split(' ')[1]!;
-    const res = await call(url, { method: v.method, headers: { 'content-type': 'application/json', ...authHeader(who) }, ...(v.body ? { body: JSON.stringify(v.body) } : {}) });
+    const res = await call(url, {
+      method: v.method,
+      headers: { 'content-type': 'application/json', ...authHeader(who) },
+      ...(v.body ? { body: JSON.stringify(v.body) } : {}),
+    });
     const text = await res.text();
     let outcome: Outcome = 'PASSED';
     if (res.status === 401 || res.status === 403) {
@@ -273,7 +324,8 @@ async function viaV1(call: Call, who: Who): Promise<Array<[string, Map<string, O
   return out;
 }
 
-const cellLabel = (c: Cell) => `authType=${c.authType} toolsCall=${c.toolsCall} publicTools=[${c.publicTools}]${c.enforcementOff ? ' authEnforcement.requireAuth=false' : ''}`;
+const cellLabel = (c: Cell) =>
+  `authType=${c.authType} toolsCall=${c.toolsCall} publicTools=[${c.publicTools}]${c.enforcementOff ? ' authEnforcement.requireAuth=false' : ''}`;
 
 it('the matrix covers every kind of procedure and every MCP surface', () => {
   expect(PROCEDURES.length).toBeGreaterThan(50);
@@ -319,42 +371,58 @@ for (const cell of CELLS) {
 }
 
 describe('anonymous writes behind authentication', () => {
-  it.each(['jwt', 'both', 'oauth'] as const)('authType %s: no anonymous write on any entry point, whatever the tool rules', async (authType) => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'anon-write-'));
-    const s = await serverFor('listening', {
-      ...configFor({ authType, toolsCall: false, publicTools: ['writeFile', 'registerClientWorkspace'] }),
-      serverWorkspaces: { ws: { path: dir, name: 'ws', readOnly: false } },
-    });
-    try {
-      const input = { workspaceId: 'ws', path: 'pwned.txt', content: 'x' };
-      const trpc = await s.call('/trpc/system.writeFile', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: input }) });
-      expect(trpc.status).toBe(401);
-      const typed = await s.call('/typedrpc/system.writeFile', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: input }) });
-      expect(typed.status).toBe(401);
-      const rpc = (await (await s.call('/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.writeFile', params: input }) })).json()) as any;
-      expect(rpc.error.data.appCode).toBe('UNAUTHORIZED');
-      const mcp = new RawMcp('', undefined, s.call);
-      expect((await mcp.initialize()).status).toBe(200);
-      expect(mcpOutcome(await mcp.callTool('writeFile', input), true)).toBe('UNAUTHORIZED');
-      expect(mcpOutcome(await mcp.callTool('registerClientWorkspace', { id: 'c', uri: 'file:///tmp' }), true)).toBe('UNAUTHORIZED');
-      await expect(stat(path.join(dir, 'pwned.txt'))).rejects.toThrow();
-      // A signed-in user writes.
-      const ok = await s.call('/rpc', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${authType === 'oauth' ? '' : tokens.user}` },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: input }),
+  it.each(['jwt', 'both', 'oauth'] as const)(
+    'authType %s: no anonymous write on any entry point, whatever the tool rules',
+    async (authType) => {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'anon-write-'));
+      const s = await serverFor('listening', {
+        ...configFor({ authType, toolsCall: false, publicTools: ['writeFile', 'registerClientWorkspace'] }),
+        serverWorkspaces: { ws: { path: dir, name: 'ws', readOnly: false } },
       });
-      if (authType !== 'oauth') {
-        expect(((await ok.json()) as any).result.success).toBe(true);
-        expect(await readFile(path.join(dir, 'pwned.txt'), 'utf8')).toBe('x');
-      } else await ok.text();
-    } finally {
-      await s.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+      try {
+        const input = { workspaceId: 'ws', path: 'pwned.txt', content: 'x' };
+        const trpc = await s.call('/trpc/system.writeFile', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ json: input }),
+        });
+        expect(trpc.status).toBe(401);
+        const typed = await s.call('/typedrpc/system.writeFile', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ json: input }),
+        });
+        expect(typed.status).toBe(401);
+        const rpc = (await (
+          await s.call('/rpc', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.writeFile', params: input }),
+          })
+        ).json()) as any;
+        expect(rpc.error.data.appCode).toBe('UNAUTHORIZED');
+        const mcp = new RawMcp('', undefined, s.call);
+        expect((await mcp.initialize()).status).toBe(200);
+        expect(mcpOutcome(await mcp.callTool('writeFile', input), true)).toBe('UNAUTHORIZED');
+        expect(mcpOutcome(await mcp.callTool('registerClientWorkspace', { id: 'c', uri: 'file:///tmp' }), true)).toBe('UNAUTHORIZED');
+        await expect(stat(path.join(dir, 'pwned.txt'))).rejects.toThrow();
+        // A signed-in user writes.
+        const ok = await s.call('/rpc', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${authType === 'oauth' ? '' : tokens.user}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: input }),
+        });
+        if (authType !== 'oauth') {
+          expect(((await ok.json()) as any).result.success).toBe(true);
+          expect(await readFile(path.join(dir, 'pwned.txt'), 'utf8')).toBe('x');
+        } else await ok.text();
+      } finally {
+        await s.stop();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
-
 
 // ---- Challenges and the security log --------------------------------------------------------
 
@@ -449,8 +517,20 @@ describe('security log', () => {
     // A tRPC batch of three calls with one bad token: one event for the request.
     const batch = await s.fetch(`/trpc/mcp.ping,mcp.ping,mcp.ping?batch=1&input=${encodeURIComponent('{}')}`, { headers: bad });
     expect(batch.status).toBe(401);
-    await (await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...bad }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.ping' }) })).text();
-    await (await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${otherTokens.valid}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'admin.status', params: {} }) })).text();
+    await (
+      await s.fetch('/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bad },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.ping' }),
+      })
+    ).text();
+    await (
+      await s.fetch('/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${otherTokens.valid}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'admin.status', params: {} }),
+      })
+    ).text();
     const denied = await s.fetch('/rpc', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${otherTokens.valid}` },
@@ -468,14 +548,29 @@ describe('security log', () => {
       expect(text).not.toContain(t);
       expect(text).not.toContain(t.split('.')[2]!);
     }
-    const events = text.trim().split('\n').map((l) => JSON.parse(l));
+    const events = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const failures = events.filter((e) => e.type === 'auth_failed');
     expect(failures.map((e) => e.transport).sort()).toEqual(['mcp', 'rpc', 'trpc']);
     expect(failures.every((e) => e.reason === 'INVALID_TOKEN' && e.message === 'invalid signature' && e.ip === '127.0.0.1')).toBe(true);
-    expect(events).toContainEqual(expect.objectContaining({ type: 'forbidden', reason: 'FORBIDDEN', transport: 'rpc', sub: 'alice', path: 'admin.status' }));
     expect(events).toContainEqual(
-      expect.objectContaining({ type: 'access_denied', reason: 'ACCESS_DENIED', transport: 'rpc', sub: 'alice', path: 'system.readFile', workspaceId: 'ws', requestedPath: '../secret.txt' }),
+      expect.objectContaining({ type: 'forbidden', reason: 'FORBIDDEN', transport: 'rpc', sub: 'alice', path: 'admin.status' }),
     );
-    expect(events).toContainEqual(expect.objectContaining({ type: 'auth_required', reason: 'UNAUTHORIZED', transport: 'mcp', status: 401 }));
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: 'access_denied',
+        reason: 'ACCESS_DENIED',
+        transport: 'rpc',
+        sub: 'alice',
+        path: 'system.readFile',
+        workspaceId: 'ws',
+        requestedPath: '../secret.txt',
+      }),
+    );
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'auth_required', reason: 'UNAUTHORIZED', transport: 'mcp', status: 401 }),
+    );
   });
 });

@@ -2,7 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import type { ConfigInput } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, mcpClient, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  mcpClient,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * admin.statistics, admin.clearCache and admin.getUserInfo over real servers. Statistics live in
@@ -26,13 +36,21 @@ afterAll(async () => {
   if (redisAt.ok) await dropTestKeys(redisAt, keyPrefix);
 });
 
-type Snapshot = { days: number; total: number; errors: number; since: string; procedures: Array<{ transport: string; path: string; count: number; errors: number; latencyMs: { p50: number | null } }>; byDay: Array<{ day: string; total: number }> };
+type Snapshot = {
+  days: number;
+  total: number;
+  errors: number;
+  since: string;
+  procedures: Array<{ transport: string; path: string; count: number; errors: number; latencyMs: { p50: number | null } }>;
+  byDay: Array<{ day: string; total: number }>;
+};
 const stats = async (s: AiServer, token: string, days?: number) => {
   const r = await rpcCall<Snapshot>(s.url, token, 'admin.statistics', days === undefined ? {} : { days });
   if (!r.result) throw new Error(r.text);
   return r.result;
 };
-const echoCount = (snap: Snapshot, transport = 'rpc') => snap.procedures.find((p) => p.path === 'mcp.echo' && p.transport === transport)?.count ?? 0;
+const echoCount = (snap: Snapshot, transport = 'rpc') =>
+  snap.procedures.find((p) => p.path === 'mcp.echo' && p.transport === transport)?.count ?? 0;
 
 describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
   let a: AiServer;
@@ -56,10 +74,13 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     await rpcCall(b.url, user, 'admin.status', {}); // refused: counted as an error
     // Both instances flush their counters to Redis every 100 ms: wait until each sees all of them.
     const flushed = (inst: AiServer) =>
-      waitFor(async () => {
-        const snap = await stats(inst, admin);
-        return echoCount(snap) >= 5 && (snap.procedures.find((p) => p.path === 'admin.status')?.errors ?? 0) >= 1 && snap;
-      }, { what: 'both instances flushed their counters' });
+      waitFor(
+        async () => {
+          const snap = await stats(inst, admin);
+          return echoCount(snap) >= 5 && (snap.procedures.find((p) => p.path === 'admin.status')?.errors ?? 0) >= 1 && snap;
+        },
+        { what: 'both instances flushed their counters' },
+      );
     const fromA = await flushed(a);
     const fromB = await flushed(b);
     expect(echoCount(fromA)).toBe(5);
@@ -73,7 +94,12 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
   it('honours days: a record from 10 days ago counts for days=30, not for days=7', async () => {
     const old = new Date(Date.now() - 10 * 86_400_000).toISOString().slice(0, 10);
     const runtime = await a.server.ready();
-    await runtime.storage.set(`stats:${old}:rpc:mcp.echo`, { count: 40, errors: 2, totalMs: 400, buckets: [40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] });
+    await runtime.storage.set(`stats:${old}:rpc:mcp.echo`, {
+      count: 40,
+      errors: 2,
+      totalMs: 400,
+      buckets: [40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    });
     // As a flush that day would have left it: the record and its name in the day's list (reads go by the list).
     await runtime.storage.set(`stats:names:${old}`, ['rpc:mcp.echo']);
     const week = await stats(b, admin, 7);
@@ -130,13 +156,24 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     await rpcCall(a.url, scopeAdmin, 'mcp.echo', { message: 'hi' });
     await rpcCall(a.url, user, 'mcp.echo', { message: 'hi' });
     // Profiles are written off the request path: wait until both are there.
-    const profile = (userId: string) => waitFor(async () => {
-      const r = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId });
-      return r.result?.known === true && r;
-    }, { what: `the profile of ${userId}` });
+    const profile = (userId: string) =>
+      waitFor(
+        async () => {
+          const r = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId });
+          return r.result?.known === true && r;
+        },
+        { what: `the profile of ${userId}` },
+      );
     await profile('scope-admin');
     const byEmail = await profile('stats.user@example.com');
-    expect(byEmail.result).toMatchObject({ userId: 'stats-user', email: 'Stats.User@Example.com', known: true, isAdmin: false, permissions: ['user'], scopes: ['mcp'] });
+    expect(byEmail.result).toMatchObject({
+      userId: 'stats-user',
+      email: 'Stats.User@Example.com',
+      known: true,
+      isAdmin: false,
+      permissions: ['user'],
+      scopes: ['mcp'],
+    });
     const scoped = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'scope-admin' });
     expect(scoped.result).toMatchObject({ isAdmin: true, permissions: ['admin', 'user'], adminVia: 'token' });
     // Listed in admin.users but never seen: an administrator by configuration.
@@ -153,10 +190,13 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     const client = await mcpClient(a.url, mcpAdmin);
     await client.listTools();
     await client.close();
-    const info = await waitFor(async () => {
-      const r = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'mcp.only@example.com' });
-      return r.result?.known === true && r.result;
-    }, { what: 'the profile of the MCP-only caller' });
+    const info = await waitFor(
+      async () => {
+        const r = await rpcCall(b.url, admin, 'admin.getUserInfo', { userId: 'mcp.only@example.com' });
+        return r.result?.known === true && r.result;
+      },
+      { what: 'the profile of the MCP-only caller' },
+    );
     expect(info).toMatchObject({ userId: 'mcp-only-admin', isAdmin: true, permissions: ['admin', 'user'], adminVia: 'token' });
   });
 });
@@ -202,12 +242,26 @@ describe.skipIf(!redisAt.ok || !pgAt.ok)('two instances on PostgreSQL + Redis th
   });
   it("admin.overview's series over time by provider and model are cluster-wide: calls on both instances, read at once on either", async () => {
     await creditTokens(a.url, admin, 'rare-user', 100_000, 'rare-seed');
-    const call = (inst: AiServer, provider: string, content = 'hello') => rpcCall(inst.url, user, 'ai.generateText', { content, systemPrompt: 's', provider, options: { maxTokens: 20 } });
+    const call = (inst: AiServer, provider: string, content = 'hello') =>
+      rpcCall(inst.url, user, 'ai.generateText', { content, systemPrompt: 's', provider, options: { maxTokens: 20 } });
     for (let i = 0; i < 2; i++) expect((await call(a, 'openai')).result).toBeDefined();
     expect((await call(b, 'anthropic')).result).toBeDefined();
     expect((await call(b, 'google', 'fails [[upstream:500]]')).error).toBeDefined();
-    type Series = { days: string[]; byProvider: Array<{ key: string; calls: number[]; failures: number[]; tokens: number[]; p50Ms: Array<number | null> }>; byModel: Array<{ key: string; calls: number[] }>; upstreamByProvider: Array<{ provider: string; calls: number; failures: number }> };
-    const overview = async (inst: AiServer) => (await rpcCall<{ series: Series; usage: { byProvider: Array<{ provider: string; tokensUsed: number }> } }>(inst.url, admin, 'admin.overview', {})).result!;
+    type Series = {
+      days: string[];
+      byProvider: Array<{ key: string; calls: number[]; failures: number[]; tokens: number[]; p50Ms: Array<number | null> }>;
+      byModel: Array<{ key: string; calls: number[] }>;
+      upstreamByProvider: Array<{ provider: string; calls: number; failures: number }>;
+    };
+    const overview = async (inst: AiServer) =>
+      (
+        await rpcCall<{ series: Series; usage: { byProvider: Array<{ provider: string; tokensUsed: number }> } }>(
+          inst.url,
+          admin,
+          'admin.overview',
+          {},
+        )
+      ).result!;
     const fromA = await overview(a);
     const today = fromA.series.days.length - 1;
     const row = (key: string) => fromA.series.byProvider.find((p) => p.key === key)!;

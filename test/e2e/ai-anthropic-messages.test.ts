@@ -24,7 +24,12 @@ describeMatrix('/v1/messages', (mode) => {
     for (const provider of Object.keys(MODELS)) {
       it(`${provider}: messages.create with system blocks, metered exactly`, async () => {
         const u = await funded(10_000);
-        const r = await u.client.messages.create({ model: MODELS[provider]!, max_tokens: 64, system: [{ type: 'text', text: '@support' }], messages: [{ role: 'user', content: 'Hello' }] });
+        const r = await u.client.messages.create({
+          model: MODELS[provider]!,
+          max_tokens: 64,
+          system: [{ type: 'text', text: '@support' }],
+          messages: [{ role: 'user', content: 'Hello' }],
+        });
         expect(r.type).toBe('message');
         expect(r.content[0]).toMatchObject({ type: 'text' });
         expect((r.content[0] as { text: string }).text).toMatch(/^Test reply from/);
@@ -40,7 +45,11 @@ describeMatrix('/v1/messages', (mode) => {
 
       it(`${provider}: stream, the SDK's MessageStream assembles text and usage`, async () => {
         const u = await funded(10_000);
-        const stream = u.client.messages.stream({ model: MODELS[provider]!, max_tokens: 64, messages: [{ role: 'user', content: 'Stream it' }] });
+        const stream = u.client.messages.stream({
+          model: MODELS[provider]!,
+          max_tokens: 64,
+          messages: [{ role: 'user', content: 'Stream it' }],
+        });
         let text = '';
         stream.on('text', (t) => (text += t));
         const final = await stream.finalMessage();
@@ -53,8 +62,19 @@ describeMatrix('/v1/messages', (mode) => {
 
     it('tools: tool_use answered, tool_result sent back', async () => {
       const u = await funded(10_000);
-      const tools = [{ name: 'get_weather', description: 'weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } }];
-      const r = await u.client.messages.create({ model: MODELS.mist!, max_tokens: 64, tools, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+      const tools = [
+        {
+          name: 'get_weather',
+          description: 'weather',
+          input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      ];
+      const r = await u.client.messages.create({
+        model: MODELS.mist!,
+        max_tokens: 64,
+        tools,
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      });
       expect(r.stop_reason).toBe('tool_use');
       const call = r.content.find((b) => b.type === 'tool_use')!;
       expect(call).toMatchObject({ name: 'get_weather', input: { city: 'test' } });
@@ -73,50 +93,92 @@ describeMatrix('/v1/messages', (mode) => {
 
     it('count_tokens answers input_tokens without charging', async () => {
       const u = await funded(1_000);
-      const r = await u.client.messages.countTokens({ model: MODELS.openai!, system: 'abcd', messages: [{ role: 'user', content: 'x'.repeat(40) }] });
+      const r = await u.client.messages.countTokens({
+        model: MODELS.openai!,
+        system: 'abcd',
+        messages: [{ role: 'user', content: 'x'.repeat(40) }],
+      });
       expect(r.input_tokens).toBe(Math.ceil(44 / 4));
       expect(await balanceOf(u.token)).toBe(1_000);
     });
 
-    it('errors arrive in Anthropic\'s shape: upstream 429, unknown model, missing max_tokens, no credit, bad credential', async () => {
+    it("errors arrive in Anthropic's shape: upstream 429, unknown model, missing max_tokens, no credit, bad credential", async () => {
       const u = await funded(10_000);
       const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof Anthropic.APIError>>(p);
-      const limited = await err(u.client.messages.create({ model: MODELS.mist!, max_tokens: 16, messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }] }));
+      const limited = await err(
+        u.client.messages.create({
+          model: MODELS.mist!,
+          max_tokens: 16,
+          messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }],
+        }),
+      );
       expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
       expect(limited.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
       const unknown = await err(u.client.messages.create({ model: 'nope/x', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
       expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
       expect(unknown.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
-      const noMax = await err(fetch(`${suite.gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: MODELS.openai, messages: [{ role: 'user', content: 'x' }] }) }).then(async (r) => { throw Object.assign(new Error(), { status: r.status, error: await r.json() }); }));
+      const noMax = await err(
+        fetch(`${suite.gw.url}/v1/messages`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: MODELS.openai, messages: [{ role: 'user', content: 'x' }] }),
+        }).then(async (r) => {
+          throw Object.assign(new Error(), { status: r.status, error: await r.json() });
+        }),
+      );
       expect(noMax).toMatchObject({ status: 400, error: { type: 'error', error: { type: 'invalid_request_error' } } });
       const poor = await funded(1);
-      const paid = await err(poor.client.messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+      const paid = await err(
+        poor.client.messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }),
+      );
       expect(paid.status).toBe(402);
       expect(paid.error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
-      const badKey = await err(new Anthropic({ baseURL: suite.gw.url, apiKey: 'aib_not-a-real-key', maxRetries: 0 }).messages.create({ model: MODELS.openai!, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+      const badKey = await err(
+        new Anthropic({ baseURL: suite.gw.url, apiKey: 'aib_not-a-real-key', maxRetries: 0 }).messages.create({
+          model: MODELS.openai!,
+          max_tokens: 16,
+          messages: [{ role: 'user', content: 'x' }],
+        }),
+      );
       expect(badKey).toBeInstanceOf(Anthropic.AuthenticationError);
       expect(badKey.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
     });
 
-    it('Claude Code style: a bare Claude model id, ?beta=true, anthropic-beta, models.list in Anthropic\'s shape', async () => {
+    it("Claude Code style: a bare Claude model id, ?beta=true, anthropic-beta, models.list in Anthropic's shape", async () => {
       const u = await funded(10_000);
       const res = await fetch(`${suite.gw.url}/v1/messages?beta=true`, {
         method: 'POST',
-        headers: { 'x-api-key': u.token, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'claude-code-20250219', 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 32, system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }),
+        headers: {
+          'x-api-key': u.token,
+          'anthropic-version': '2023-06-01',
+          'anthropic-beta': 'claude-code-20250219',
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({
+          model: 'claude-sonnet-4-5',
+          max_tokens: 32,
+          system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }],
+          messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+        }),
       });
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ type: 'message', model: 'claude-sonnet-4-5' });
       expect(suite.upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
       const page = await u.client.models.list();
-      expect(page.data.map((m) => m.id)).toEqual(expect.arrayContaining(['anthropic/claude-sonnet-4-5', 'local/org/llama-3-8b', 'mist/mistral-small-latest']));
+      expect(page.data.map((m) => m.id)).toEqual(
+        expect.arrayContaining(['anthropic/claude-sonnet-4-5', 'local/org/llama-3-8b', 'mist/mistral-small-latest']),
+      );
       expect(page.data[0]).toMatchObject({ type: 'model' });
     });
 
-    it('malformed bodies get a 400 in each format\'s own shape, never a 500, nothing charged', async () => {
+    it("malformed bodies get a 400 in each format's own shape, never a 500, nothing charged", async () => {
       const u = await funded(10_000);
       const post = async (path: string, body: unknown) => {
-        const res = await fetch(`${suite.gw.url}/v1/${path}`, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+        const res = await fetch(`${suite.gw.url}/v1/${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' },
+          body: typeof body === 'string' ? body : JSON.stringify(body),
+        });
         return { status: res.status, body: (await res.json()) as Record<string, unknown> };
       };
       const anthropicBad: unknown[] = [
@@ -126,10 +188,19 @@ describeMatrix('/v1/messages', (mode) => {
         { model: 'openai', max_tokens: '10', messages: [{ role: 'user', content: 'x' }] },
         { model: 'openai', max_tokens: 10, messages: 'x' },
         { model: 'openai', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] },
-        { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', path: '/etc/passwd' } }] }] },
+        {
+          model: 'openai',
+          max_tokens: 10,
+          messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', path: '/etc/passwd' } }] }],
+        },
         { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: [null] }] },
         { model: 'openai', max_tokens: 10, system: [{ type: 'image' }], messages: [{ role: 'user', content: 'x' }] },
-        { model: 'openai', max_tokens: 10, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [{ role: 'user', content: 'x' }] },
+        {
+          model: 'openai',
+          max_tokens: 10,
+          tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+          messages: [{ role: 'user', content: 'x' }],
+        },
         { model: 'openai', max_tokens: 10, stream: 'yes', messages: [{ role: 'user', content: 'x' }] },
         { model: '../../etc', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
         { model: 'openai/../../x', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] },
@@ -165,7 +236,11 @@ describeMatrix('/v1/messages', (mode) => {
       const u = await funded(10_000);
       suite.upstream.setChunkDelay(30);
       try {
-        const stream = u.client.messages.stream({ model: MODELS.openai!, max_tokens: 64, messages: [{ role: 'user', content: 'a long story' }] });
+        const stream = u.client.messages.stream({
+          model: MODELS.openai!,
+          max_tokens: 64,
+          messages: [{ role: 'user', content: 'a long story' }],
+        });
         let deltas = 0;
         await new Promise<void>((resolve) => {
           stream.on('text', () => {
@@ -195,7 +270,12 @@ describeMatrix('/v1/messages', (mode) => {
   describe('/v1/messages, /v1/responses and /v1/embeddings share the rate limits of the other entry points', () => {
     it('maxToolCalls counts them like ai.generateText on /rpc; each refusal is a 429 in its own shape', async () => {
       const up = await createTestUpstream();
-      const limited = await startSixProviderServer(up, {}, { mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } } }, mode);
+      const limited = await startSixProviderServer(
+        up,
+        {},
+        { mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } } },
+        mode,
+      );
       try {
         const t = await fundedUser(limited, await tokenFor('rl-admin', { admin: true }), 'rl-user', 100_000);
         const anthropic = new Anthropic({ baseURL: limited.url, authToken: t, apiKey: null, maxRetries: 0 });
@@ -203,9 +283,13 @@ describeMatrix('/v1/messages', (mode) => {
         await anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] });
         await openai.responses.create({ model: 'openai', input: 'x' });
         await openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' });
-        const e = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' }));
+        const e = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(
+          openai.embeddings.create({ model: 'openai/text-embedding-3-small', input: 'x' }),
+        );
         expect(e).toBeInstanceOf(OpenAI.RateLimitError);
-        const a = await rejectionOf<InstanceType<typeof Anthropic.APIError>>(anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }));
+        const a = await rejectionOf<InstanceType<typeof Anthropic.APIError>>(
+          anthropic.messages.create({ model: 'openai', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }),
+        );
         expect(a).toBeInstanceOf(Anthropic.RateLimitError);
         expect(a.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
         const o = await rejectionOf<InstanceType<typeof OpenAI.APIError>>(openai.responses.create({ model: 'openai', input: 'x' }));

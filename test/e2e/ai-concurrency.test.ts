@@ -7,7 +7,18 @@ import { randomUUID } from 'node:crypto';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, type ConfigInput } from '@ai-backend/core/internal';
-import { createTestUpstream, creditTokens, gatewayConfig, reservedFor, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  gatewayConfig,
+  reservedFor,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * 200 concurrent ai.generateText calls over HTTP for one user whose balance covers about 50:
@@ -31,7 +42,11 @@ const CHARGE = reservedFor(content(0), SYSTEM, MAX_TOKENS);
 let upstream: TestUpstream;
 beforeAll(async () => {
   // Input counted as the server's worst case: every call uses exactly what it holds.
-  upstream = await createTestUpstream({ outputTokens: 1000, latencyMs: 40, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
+  upstream = await createTestUpstream({
+    outputTokens: 1000,
+    latencyMs: 40,
+    countInputTokens: (system, text) => estimateTokens(text, system, 0),
+  });
 });
 afterAll(() => upstream.close());
 
@@ -55,7 +70,12 @@ async function burst(servers: AiServer[], sub: string, token: string): Promise<R
   })();
   const replies = await Promise.all(
     Array.from({ length: CALLS }, (_, i) =>
-      rpcCall(servers[i % servers.length]!.url, token, 'ai.generateText', { content: content(i), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } }),
+      rpcCall(servers[i % servers.length]!.url, token, 'ai.generateText', {
+        content: content(i),
+        systemPrompt: SYSTEM,
+        provider: 'openai',
+        options: { maxTokens: MAX_TOKENS },
+      }),
     ),
   );
   sampling = false;
@@ -90,7 +110,9 @@ async function check(servers: AiServer[], sub: string, token: string, initial: n
   }
   const audit = await servers[0]!.runtime.billing.ledger.audit(sub);
   expect(audit).toEqual({ balances: { subscription: final, one_time: 0 }, sums: { subscription: final, one_time: 0 }, consistent: true });
-  const usage = (await rpcCall(servers[1 % servers.length]!.url, token, 'billing.getUsageHistory', { limit: 1000 })).result.usage as Array<{ tokensCharged: number }>;
+  const usage = (await rpcCall(servers[1 % servers.length]!.url, token, 'billing.getUsageHistory', { limit: 1000 })).result.usage as Array<{
+    tokensCharged: number;
+  }>;
   expect(usage).toHaveLength(AFFORDABLE);
   expect(initial - usage.reduce((s, u) => s + u.tokensCharged, 0)).toBe(final);
   // Refused calls never reached the upstream.
@@ -175,75 +197,92 @@ describe('200 concurrent calls, balance for about 50', () => {
     });
   }
 
-  it.skipIf(!testPg.ok || !testRedisAt.ok)('3 servers on PostgreSQL plus Redis, one killed (kill -9) mid-race: only the number of failures changes', async () => {
-    upstream.reset();
-    const pg = testPostgresOptions(testPg, 'conckill');
-    const keyPrefix = `e2e-ai-conc-kill-${randomUUID()}:`;
-    // Holds of the killed server expire after a second, so the test can watch them come back.
-    const config: ConfigInput = {
-      storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
-      billing: { reservationTtlMs: 1000 },
-    };
-    const script = fileURLToPath(new URL('../../bench/servers/ai-backend.mjs', import.meta.url));
-    const child = spawn(process.execPath, [script, JSON.stringify({ ...gatewayConfig(upstream, config), monitoring: { logging: { level: 'error' } } })], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const servers: AiServer[] = [];
-    try {
-      const childUrl = await new Promise<string>((resolve, reject) => {
-        child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).url));
-        child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
-      });
-      for (let i = 0; i < 2; i++) servers.push(await startAiServer(upstream, config));
-      const urls = [servers[0]!.url, servers[1]!.url, childUrl];
-      const sub = 'conc-kill-user';
-      const token = await tokenFor(sub);
-      const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
-      await creditTokens(servers[0]!.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-kill-1');
-      const replies = Array.from({ length: CALLS }, (_, i) =>
-        rpcCall(urls[i % 3]!, token, 'ai.generateText', { content: content(i), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } }).then(
-          (r) => ({ i, r }),
-          () => ({ i, r: undefined }), // the killed server's connections drop
-        ),
+  it.skipIf(!testPg.ok || !testRedisAt.ok)(
+    '3 servers on PostgreSQL plus Redis, one killed (kill -9) mid-race: only the number of failures changes',
+    async () => {
+      upstream.reset();
+      const pg = testPostgresOptions(testPg, 'conckill');
+      const keyPrefix = `e2e-ai-conc-kill-${randomUUID()}:`;
+      // Holds of the killed server expire after a second, so the test can watch them come back.
+      const config: ConfigInput = {
+        storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
+        billing: { reservationTtlMs: 1000 },
+      };
+      const script = fileURLToPath(new URL('../../bench/servers/ai-backend.mjs', import.meta.url));
+      const child = spawn(
+        process.execPath,
+        [script, JSON.stringify({ ...gatewayConfig(upstream, config), monitoring: { logging: { level: 'error' } } })],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
       );
-      // Kill the third server while calls are in flight upstream.
-      await upstream.waitForRequests(12, 10_000);
-      child.kill('SIGKILL');
-      const done = await Promise.all(replies);
-      let ok = 0;
-      for (const { i, r } of done) {
-        if (r?.result) {
-          ok++;
-          expect(r.result.tokenUsage.tokensCharged).toBe(CHARGE); // each success charged in full
-        } else if (i % 3 !== 2) {
-          expect(r?.error?.data?.code).toBe('PAYMENT_REQUIRED'); // survivors only ever refuse for money
+      const servers: AiServer[] = [];
+      try {
+        const childUrl = await new Promise<string>((resolve, reject) => {
+          child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).url));
+          child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+        });
+        for (let i = 0; i < 2; i++) servers.push(await startAiServer(upstream, config));
+        const urls = [servers[0]!.url, servers[1]!.url, childUrl];
+        const sub = 'conc-kill-user';
+        const token = await tokenFor(sub);
+        const initial = AFFORDABLE * CHARGE + Math.floor(CHARGE / 2);
+        await creditTokens(servers[0]!.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-kill-1');
+        const replies = Array.from({ length: CALLS }, (_, i) =>
+          rpcCall(urls[i % 3]!, token, 'ai.generateText', {
+            content: content(i),
+            systemPrompt: SYSTEM,
+            provider: 'openai',
+            options: { maxTokens: MAX_TOKENS },
+          }).then(
+            (r) => ({ i, r }),
+            () => ({ i, r: undefined }), // the killed server's connections drop
+          ),
+        );
+        // Kill the third server while calls are in flight upstream.
+        await upstream.waitForRequests(12, 10_000);
+        child.kill('SIGKILL');
+        const done = await Promise.all(replies);
+        let ok = 0;
+        for (const { i, r } of done) {
+          if (r?.result) {
+            ok++;
+            expect(r.result.tokenUsage.tokensCharged).toBe(CHARGE); // each success charged in full
+          } else if (i % 3 !== 2) {
+            expect(r?.error?.data?.code).toBe('PAYMENT_REQUIRED'); // survivors only ever refuse for money
+          }
         }
+        const dropped = done.filter(({ i, r }) => i % 3 === 2 && r === undefined).length;
+        expect(dropped).toBeGreaterThan(0); // the kill did cut calls
+        expect(ok).toBeGreaterThan(0);
+        // The dead server's holds come back at expiry; then no hold is left and the ledger sums.
+        // Sweep until the one-second reservation TTL has passed and nothing is held any more.
+        await waitFor(
+          async () => {
+            await servers[0]!.runtime.billing.sweepExpiredReservations();
+            return (await servers[0]!.runtime.storage.keys('hold:')).length === 0;
+          },
+          { timeoutMs: 5000, intervalMs: 100, what: "the dead server's holds swept" },
+        );
+        const audit = await servers[1]!.runtime.billing.ledger.audit(sub);
+        expect(audit.consistent).toBe(true);
+        // Settled calls: those answered, plus any the dead server settled before its answer got out.
+        const usage = (await rpcCall(servers[1]!.url, token, 'billing.getUsageHistory', { limit: 1000 })).result.usage as Array<{
+          tokensCharged: number;
+        }>;
+        expect(usage.length).toBeGreaterThanOrEqual(ok);
+        expect(usage.length).toBeLessThanOrEqual(AFFORDABLE);
+        for (const u of usage) expect(u.tokensCharged).toBe(CHARGE);
+        const final = initial - usage.length * CHARGE;
+        expect(audit.balances).toEqual({ subscription: final, one_time: 0 });
+        // Nothing reached the upstream that was not held for: at most the affordable number of calls.
+        expect(upstream.requests.filter((q) => q.content.startsWith('concurrent call')).length).toBeLessThanOrEqual(AFFORDABLE);
+      } finally {
+        if (child.exitCode === null) child.kill('SIGKILL');
+        for (const s of servers) await s.stop();
+        await dropTestSchema(testPg, pg.schema);
+        await dropTestKeys(testRedisAt, keyPrefix);
       }
-      const dropped = done.filter(({ i, r }) => i % 3 === 2 && r === undefined).length;
-      expect(dropped).toBeGreaterThan(0); // the kill did cut calls
-      expect(ok).toBeGreaterThan(0);
-      // The dead server's holds come back at expiry; then no hold is left and the ledger sums.
-      // Sweep until the one-second reservation TTL has passed and nothing is held any more.
-      await waitFor(async () => {
-        await servers[0]!.runtime.billing.sweepExpiredReservations();
-        return (await servers[0]!.runtime.storage.keys('hold:')).length === 0;
-      }, { timeoutMs: 5000, intervalMs: 100, what: "the dead server's holds swept" });
-      const audit = await servers[1]!.runtime.billing.ledger.audit(sub);
-      expect(audit.consistent).toBe(true);
-      // Settled calls: those answered, plus any the dead server settled before its answer got out.
-      const usage = (await rpcCall(servers[1]!.url, token, 'billing.getUsageHistory', { limit: 1000 })).result.usage as Array<{ tokensCharged: number }>;
-      expect(usage.length).toBeGreaterThanOrEqual(ok);
-      expect(usage.length).toBeLessThanOrEqual(AFFORDABLE);
-      for (const u of usage) expect(u.tokensCharged).toBe(CHARGE);
-      const final = initial - usage.length * CHARGE;
-      expect(audit.balances).toEqual({ subscription: final, one_time: 0 });
-      // Nothing reached the upstream that was not held for: at most the affordable number of calls.
-      expect(upstream.requests.filter((q) => q.content.startsWith('concurrent call')).length).toBeLessThanOrEqual(AFFORDABLE);
-    } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      for (const s of servers) await s.stop();
-      await dropTestSchema(testPg, pg.schema);
-      await dropTestKeys(testRedisAt, keyPrefix);
-    }
-  });
+    },
+  );
 
   it('with refunds (calls use less than they hold): never below zero, never more than the balance, ledger sums', async () => {
     upstream.reset();
@@ -258,7 +297,14 @@ describe('200 concurrent calls, balance for about 50', () => {
       const initial = AFFORDABLE * hold;
       await creditTokens(gw.url, await tokenFor('conc-admin', { admin: true }), sub, initial, 'conc-refund-1');
       const replies = await Promise.all(
-        Array.from({ length: CALLS }, (_, i) => rpcCall(gw.url, token, 'ai.generateText', { content: text(i), systemPrompt: SYSTEM, provider: 'anthropic', options: { maxTokens: MAX_TOKENS } })),
+        Array.from({ length: CALLS }, (_, i) =>
+          rpcCall(gw.url, token, 'ai.generateText', {
+            content: text(i),
+            systemPrompt: SYSTEM,
+            provider: 'anthropic',
+            options: { maxTokens: MAX_TOKENS },
+          }),
+        ),
       );
       const ok = replies.filter((r) => r.result);
       expect(ok.every((r) => r.result.tokenUsage.tokensCharged === charge)).toBe(true);

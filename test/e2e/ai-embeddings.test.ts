@@ -38,7 +38,10 @@ describeMatrix('/v1/embeddings', (mode) => {
         expect(r.data[0]!.embedding).not.toEqual(r.data[1]!.embedding);
         const rec = suite.upstream.requests.at(-1)!;
         expect(rec.provider).toBe(provider);
-        const used = provider === 'google' ? texts.reduce((n, t) => n + Buffer.byteLength(t) + 1, 0) : texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
+        const used =
+          provider === 'google'
+            ? texts.reduce((n, t) => n + Buffer.byteLength(t) + 1, 0)
+            : texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
         // Google's embeddings report no usage: charged the reserved bound (UTF-8 bytes + 1 per input).
         expect(r.usage.prompt_tokens).toBe(used);
         expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
@@ -55,10 +58,19 @@ describeMatrix('/v1/embeddings', (mode) => {
 
     it('ai.embed over JSON-RPC: platform-paid and BYOK (cost from the registry price)', async () => {
       const u = await funded(10_000);
-      const r = await rpcCall<{ data: { provider: string; model: string; embeddings: number[][] }; tokenUsage: { tokensCharged: number } }>(suite.gw.url, u.token, 'ai.embed', { model: 'mist/mistral-embed', input: 'hello embeddings' });
+      const r = await rpcCall<{ data: { provider: string; model: string; embeddings: number[][] }; tokenUsage: { tokensCharged: number } }>(
+        suite.gw.url,
+        u.token,
+        'ai.embed',
+        { model: 'mist/mistral-embed', input: 'hello embeddings' },
+      );
       expect(r.result!.data).toMatchObject({ provider: 'mist', model: 'mistral-embed' });
       expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
-      const byok = await rpcCall<{ usageInfo: { tokensUsed: number; estimatedCostUsd: number } }>(suite.gw.url, u.token, 'ai.embed', { model: 'mist', input: 'x'.repeat(400), apiKey: 'caller-key' });
+      const byok = await rpcCall<{ usageInfo: { tokensUsed: number; estimatedCostUsd: number } }>(suite.gw.url, u.token, 'ai.embed', {
+        model: 'mist',
+        input: 'x'.repeat(400),
+        apiKey: 'caller-key',
+      });
       expect(byok.result!.usageInfo).toEqual({ tokensUsed: 100, estimatedCostUsd: (100 * 0.1) / 1e6 });
       expect(suite.upstream.requests.at(-1)!.apiKey).toBe('caller-key');
       expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);

@@ -43,8 +43,18 @@ describeMatrix('AI procedures on every entry point', (mode) => {
 
   type Entry = 'trpc' | 'rpc' | 'mcp';
   const ENTRIES: Entry[] = ['trpc', 'rpc', 'mcp'];
-  const PATH: Record<Provider, string> = { anthropic: '/v1/messages', openai: '/v1/responses', google: '/v1beta/models/gemini-2.5-flash:generateContent', openrouter: '/api/v1/chat/completions' };
-  const MODEL: Record<Provider, string> = { anthropic: 'claude-sonnet-4-5', openai: 'gpt-5-mini', google: 'gemini-2.5-flash', openrouter: 'openai/gpt-5-mini' };
+  const PATH: Record<Provider, string> = {
+    anthropic: '/v1/messages',
+    openai: '/v1/responses',
+    google: '/v1beta/models/gemini-2.5-flash:generateContent',
+    openrouter: '/api/v1/chat/completions',
+  };
+  const MODEL: Record<Provider, string> = {
+    anthropic: 'claude-sonnet-4-5',
+    openai: 'gpt-5-mini',
+    google: 'gemini-2.5-flash',
+    openrouter: 'openai/gpt-5-mini',
+  };
   const registry = JSON.parse(readFileSync(new URL('../../packages/core/src/services/ai/models.json', import.meta.url), 'utf8')) as {
     providers: Record<Provider, { models: Record<string, { inputUsdPerMTok: number; outputUsdPerMTok: number }> }>;
   };
@@ -68,7 +78,10 @@ describeMatrix('AI procedures on every entry point', (mode) => {
     }
     const client = await mcpClient(gw.url, token);
     try {
-      const r = (await client.callTool({ name: 'generateText', arguments: input })) as { isError?: boolean; content: Array<{ type: string; text: string }> };
+      const r = (await client.callTool({ name: 'generateText', arguments: input })) as {
+        isError?: boolean;
+        content: Array<{ type: string; text: string }>;
+      };
       const text = r.content[0]!.text;
       seen.push(text);
       if (r.isError) throw { code: text.split(':')[0], message: text };
@@ -95,7 +108,13 @@ describeMatrix('AI procedures on every entry point', (mode) => {
         it(`${provider} over /${entry}: server key upstream, tokenUsage exact, balance charged`, async () => {
           const before = await balanceOf(user);
           const content = `Say hello over ${entry} to ${provider}.`;
-          const r = await generate(entry, user, { content, systemPrompt: '@support', provider, metadata: { name: `${entry}-${provider}`, type: 'e2e' }, options: { maxTokens: 64 } });
+          const r = await generate(entry, user, {
+            content,
+            systemPrompt: '@support',
+            provider,
+            metadata: { name: `${entry}-${provider}`, type: 'e2e' },
+            options: { maxTokens: 64 },
+          });
 
           const rec = upstream.requests.at(-1)!;
           expect(rec.path).toBe(PATH[provider]);
@@ -117,7 +136,12 @@ describeMatrix('AI procedures on every entry point', (mode) => {
             usage: { inputTokens, outputTokens: 16, totalTokens: used },
             requestId: expect.any(String),
           });
-          expect(r.tokenUsage).toEqual({ tokensUsed: used, tokensCharged: used + fee(used), platformFee: fee(used), remainingBalance: before - used - fee(used) });
+          expect(r.tokenUsage).toEqual({
+            tokensUsed: used,
+            tokensCharged: used + fee(used),
+            platformFee: fee(used),
+            remainingBalance: before - used - fee(used),
+          });
           expect(Object.keys(r.tokenUsage).sort()).toEqual(['platformFee', 'remainingBalance', 'tokensCharged', 'tokensUsed']);
           expect(await balanceOf(user)).toBe(before - used - fee(used));
         });
@@ -133,7 +157,11 @@ describeMatrix('AI procedures on every entry point', (mode) => {
       const charged = usage.reduce((s, u) => s + u.tokensCharged, 0);
       expect(await balanceOf(user)).toBe(100_000 - charged);
       const audit = await gw.runtime.billing.ledger.audit(sub);
-      expect(audit).toEqual({ balances: { subscription: 100_000 - charged, one_time: 0 }, sums: { subscription: 100_000 - charged, one_time: 0 }, consistent: true });
+      expect(audit).toEqual({
+        balances: { subscription: 100_000 - charged, one_time: 0 },
+        sums: { subscription: 100_000 - charged, one_time: 0 },
+        consistent: true,
+      });
     });
   });
 
@@ -172,10 +200,16 @@ describeMatrix('AI procedures on every entry point', (mode) => {
         const token = await tokenFor(sub, { email });
         const key = `sk-stored-${entry}-ABCDEFGHIJ-7777`;
         const trpc = trpcClient(gw.url, token, seen);
-        expect(await trpc.auth.storeUserKey.mutate({ email, provider: 'anthropic', apiKey: key })).toMatchObject({ success: true, exists: true, last4: '7777' });
+        expect(await trpc.auth.storeUserKey.mutate({ email, provider: 'anthropic', apiKey: key })).toMatchObject({
+          success: true,
+          exists: true,
+          last4: '7777',
+        });
 
         // Stored but not enabled: no tokens and no permission to spend the key → payment required.
-        await expect(generate(entry, token, { content: 'hi', systemPrompt: 's', provider: 'anthropic' })).rejects.toMatchObject({ code: 'PAYMENT_REQUIRED' });
+        await expect(generate(entry, token, { content: 'hi', systemPrompt: 's', provider: 'anthropic' })).rejects.toMatchObject({
+          code: 'PAYMENT_REQUIRED',
+        });
         const calls = upstream.requests.length;
 
         await trpc.user.updateUserPreferences.mutate({ byokEnabled: true });
@@ -227,14 +261,23 @@ describeMatrix('AI procedures on every entry point', (mode) => {
     });
 
     it('an upstream 429 carries Retry-After on /rpc, with details.retryAfterSeconds', async () => {
-      const r = await rpcCall(gw.url, user, 'ai.generateText', { content: 'busy? [[upstream:429:retry=9]]', systemPrompt: 's', provider: 'google' });
+      const r = await rpcCall(gw.url, user, 'ai.generateText', {
+        content: 'busy? [[upstream:429:retry=9]]',
+        systemPrompt: 's',
+        provider: 'google',
+      });
       expect(r.headers.get('retry-after')).toBe('9');
-      expect(r.error).toMatchObject({ code: -32029, data: { code: 'TOO_MANY_REQUESTS', appCode: 'RATE_LIMITED', details: { reason: 'rate_limited', retryAfterSeconds: 9 } } });
+      expect(r.error).toMatchObject({
+        code: -32029,
+        data: { code: 'TOO_MANY_REQUESTS', appCode: 'RATE_LIMITED', details: { reason: 'rate_limited', retryAfterSeconds: 9 } },
+      });
       expect(await balanceOf(user)).toBe(50_000);
     });
 
     it('an upstream 429 over MCP is a tool error the model can read', async () => {
-      await expect(generate('mcp', user, { content: '[[upstream:429:retry=3]]', systemPrompt: 's', provider: 'anthropic' })).rejects.toMatchObject({ code: 'TOO_MANY_REQUESTS' });
+      await expect(
+        generate('mcp', user, { content: '[[upstream:429:retry=3]]', systemPrompt: 's', provider: 'anthropic' }),
+      ).rejects.toMatchObject({ code: 'TOO_MANY_REQUESTS' });
       expect(await balanceOf(user)).toBe(50_000);
     });
 
@@ -244,13 +287,22 @@ describeMatrix('AI procedures on every entry point', (mode) => {
       for (const entry of ENTRIES) {
         await expect(generate(entry, broke, { content: 'x', systemPrompt: 's' })).rejects.toMatchObject({ code: 'PAYMENT_REQUIRED' });
       }
-      const r = await fetch(gw.url + '/trpc/ai.generateText', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${broke}` }, body: JSON.stringify({ json: { content: 'x', systemPrompt: 's' } }) });
+      const r = await fetch(gw.url + '/trpc/ai.generateText', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${broke}` },
+        body: JSON.stringify({ json: { content: 'x', systemPrompt: 's' } }),
+      });
       expect(r.status).toBe(402);
       expect(upstream.requests).toHaveLength(calls);
     });
 
     it('anonymous callers may bring a key; server-paid anonymous use is refused by default', async () => {
-      const own = await rpcCall(gw.url, null, 'ai.generateText', { content: 'x', systemPrompt: 's', provider: 'openrouter', apiKey: 'sk-anon-key-123456' });
+      const own = await rpcCall(gw.url, null, 'ai.generateText', {
+        content: 'x',
+        systemPrompt: 's',
+        provider: 'openrouter',
+        apiKey: 'sk-anon-key-123456',
+      });
       expect(own.result.usageInfo.tokensUsed).toBeGreaterThan(0);
       const paid = await rpcCall(gw.url, null, 'ai.generateText', { content: 'x', systemPrompt: 's' });
       expect(paid.error?.data?.code).toBe('PAYMENT_REQUIRED');
@@ -281,7 +333,15 @@ describeMatrix('AI procedures on every entry point', (mode) => {
     }
 
     it('/rpc: fetch aborted while the upstream is slow', async () => {
-      await abandon((signal) => rpcCall(gw.url, user, 'ai.generateText', { content: 'slow [[upstream:latency=1500]]', systemPrompt: 's', provider: 'openai' }, { signal }));
+      await abandon((signal) =>
+        rpcCall(
+          gw.url,
+          user,
+          'ai.generateText',
+          { content: 'slow [[upstream:latency=1500]]', systemPrompt: 's', provider: 'openai' },
+          { signal },
+        ),
+      );
     });
 
     it('/trpc: fetch aborted while the upstream is slow', async () => {

@@ -4,7 +4,16 @@ import superjson from 'superjson';
 import OpenAI from 'openai';
 import type { AppRouter } from '@ai-backend/core';
 import { waitFor, type UpstreamFault } from '@ai-backend/test-utils';
-import { createTestUpstream, creditTokens, mcpClient, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  mcpClient,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Fallbacks over the real entry points with the real clients: the first target fails (429, 500,
@@ -21,7 +30,10 @@ beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });
   // A short idle timeout so a stalled stream falls back within the test's time; a breaker that
   // never opens here, so one test's failures do not skip a provider in the next (it has its own test).
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { timeoutMs: 800, retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 1000 } } });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    ai: { timeoutMs: 800, retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 1000 } },
+  });
   admin = await tokenFor('fb-admin', { admin: true });
 });
 afterAll(async () => {
@@ -42,7 +54,8 @@ async function fallbacksCounted(provider: string): Promise<number> {
   expect(res.status).toBe(200);
   let sum = 0;
   for (const line of (await res.text()).split('\n')) {
-    if (line.startsWith('ai_backend_upstream_fallbacks_total{') && line.includes(`provider="${provider}"`)) sum += Number(line.split(' ').at(-1));
+    if (line.startsWith('ai_backend_upstream_fallbacks_total{') && line.includes(`provider="${provider}"`))
+      sum += Number(line.split(' ').at(-1));
   }
   return sum;
 }
@@ -73,8 +86,17 @@ describe('the first target fails, the second serves, one charge, the answer name
       const before = await fallbacksCounted(FIRST);
       upstream.reset();
       upstream.failNext(fault);
-      const client = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${u.token}` }) })] });
-      const stream = await client.ai.streamText.mutate({ content: 'fall back please', systemPrompt: 's', provider: FIRST, fallbacks: [SECOND] });
+      const client = createTRPCClient<AppRouter>({
+        links: [
+          httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${u.token}` }) }),
+        ],
+      });
+      const stream = await client.ai.streamText.mutate({
+        content: 'fall back please',
+        systemPrompt: 's',
+        provider: FIRST,
+        fallbacks: [SECOND],
+      });
       const events: Array<{ type: string; provider?: string; attempts?: unknown[]; result?: any }> = [];
       for await (const e of stream) events.push(e as never);
       expect(events[0]).toMatchObject({ type: 'start', provider: SECOND, attempts: [{ provider: FIRST, reason }] });
@@ -92,9 +114,13 @@ describe('the first target fails, the second serves, one charge, the answer name
       const client = await mcpClient(gw.url, u.token);
       try {
         const progress: Array<{ message?: string }> = [];
-        const r = (await client.callTool({ name: 'streamText', arguments: { content: 'fall back please', systemPrompt: 's', provider: FIRST, fallbacks: [SECOND] } }, undefined, {
-          onprogress: (p) => progress.push(p),
-        })) as { isError?: boolean; content: Array<{ text: string }> };
+        const r = (await client.callTool(
+          { name: 'streamText', arguments: { content: 'fall back please', systemPrompt: 's', provider: FIRST, fallbacks: [SECOND] } },
+          undefined,
+          {
+            onprogress: (p) => progress.push(p),
+          },
+        )) as { isError?: boolean; content: Array<{ text: string }> };
         expect(r.isError).toBeFalsy();
         const result = JSON.parse(r.content[0]!.text);
         expect(result.data).toMatchObject({ provider: SECOND, attempts: [{ provider: FIRST, reason }] });
@@ -140,9 +166,17 @@ describe('the first target fails, the second serves, one charge, the answer name
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 500 });
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: u.token });
-    const r = await client.chat.completions.create({ model: `${FIRST}/claude-sonnet-4-5`, messages: [{ role: 'user', content: 'hi' }], ...({ models: [`${SECOND}/gemini-2.5-flash`] } as object) });
+    const r = await client.chat.completions.create({
+      model: `${FIRST}/claude-sonnet-4-5`,
+      messages: [{ role: 'user', content: 'hi' }],
+      ...({ models: [`${SECOND}/gemini-2.5-flash`] } as object),
+    });
     expect(r.model).toBe(`${SECOND}/gemini-2.5-flash`);
-    const ok = await client.chat.completions.create({ model: `${FIRST}/claude-sonnet-4-5`, messages: [{ role: 'user', content: 'hi' }], ...({ models: [`${SECOND}/gemini-2.5-flash`] } as object) });
+    const ok = await client.chat.completions.create({
+      model: `${FIRST}/claude-sonnet-4-5`,
+      messages: [{ role: 'user', content: 'hi' }],
+      ...({ models: [`${SECOND}/gemini-2.5-flash`] } as object),
+    });
     expect(ok.model).toBe(`${FIRST}/claude-sonnet-4-5`);
   });
 
@@ -151,7 +185,12 @@ describe('the first target fails, the second serves, one charge, the answer name
     const before = await fallbacksCounted('openai');
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 429 });
-    const r = await rpcCall(gw.url, u.token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', fallbacks: ['openrouter'] });
+    const r = await rpcCall(gw.url, u.token, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      provider: 'openai',
+      fallbacks: ['openrouter'],
+    });
     expect(r.result.data).toMatchObject({ provider: 'openrouter', attempts: [{ provider: 'openai', reason: 'rate_limited' }] });
     await chargedOnce(u.sub, 'openrouter', r.result.tokenUsage.tokensCharged);
     expect(await fallbacksCounted('openai')).toBe(before + 1);
@@ -175,7 +214,11 @@ describe('every provider falls back to the next over all three clients', () => {
       const u = await funded();
       const next = NEXT[provider];
       const input = { content: 'fall back please', systemPrompt: 's', provider, fallbacks: [next] };
-      const trpc = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${u.token}` }) })] });
+      const trpc = createTRPCClient<AppRouter>({
+        links: [
+          httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${u.token}` }) }),
+        ],
+      });
       upstream.reset();
       upstream.failNext({ kind: 'status', status: 429 });
       const events: Array<{ type: string; provider?: string }> = [];
@@ -194,7 +237,13 @@ describe('every provider falls back to the next over all three clients', () => {
       upstream.failNext({ kind: 'status', status: 429 });
       const openai = new OpenAI({ baseURL: gw.url + '/v1', apiKey: u.token });
       const models = new Set<string>();
-      for await (const chunk of await openai.chat.completions.create({ model: provider, messages: [{ role: 'user', content: 'fall back please' }], stream: true, ...({ models: [next] } as object) })) models.add(chunk.model);
+      for await (const chunk of await openai.chat.completions.create({
+        model: provider,
+        messages: [{ role: 'user', content: 'fall back please' }],
+        stream: true,
+        ...({ models: [next] } as object),
+      }))
+        models.add(chunk.model);
       expect([...models]).toEqual([`${next}/${gw.runtime.ai.providers.defaultModel(next)}`]);
 
       expect(upstream.requests.map((q) => q.provider)).toEqual([provider, next, provider, next, provider, next]);
@@ -205,26 +254,48 @@ describe('every provider falls back to the next over all three clients', () => {
   }
 });
 
-describe('BYOK fallbacks to another provider use the caller\'s stored key for it', () => {
+describe("BYOK fallbacks to another provider use the caller's stored key for it", () => {
   const OWN = 'sk-own-openai-request-key-0001';
   const STORED = 'sk-stored-anthropic-key-0002';
 
   it('with a stored key: the fallback is paid by it, recorded once for the provider that answered, no tokens charged', async () => {
     const u = await funded();
-    const stored = await rpcCall(gw.url, u.token, 'auth.storeUserKey', { email: `${u.sub}@example.com`, provider: 'anthropic', apiKey: STORED });
+    const stored = await rpcCall(gw.url, u.token, 'auth.storeUserKey', {
+      email: `${u.sub}@example.com`,
+      provider: 'anthropic',
+      apiKey: STORED,
+    });
     expect(stored.result).toMatchObject({ success: true });
     // Stored but not allowed to be spent (BYOK off): skipped, as for billing's own choice.
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 429 });
-    const off = await rpcCall(gw.url, u.token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: OWN, fallbacks: ['anthropic'] });
-    expect(off.error?.data?.details?.attempts).toEqual([{ provider: 'openai', model: 'gpt-5-mini', reason: 'rate_limited' }, { provider: 'anthropic', model: 'claude-sonnet-4-5', reason: 'no_stored_key' }]);
+    const off = await rpcCall(gw.url, u.token, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      provider: 'openai',
+      apiKey: OWN,
+      fallbacks: ['anthropic'],
+    });
+    expect(off.error?.data?.details?.attempts).toEqual([
+      { provider: 'openai', model: 'gpt-5-mini', reason: 'rate_limited' },
+      { provider: 'anthropic', model: 'claude-sonnet-4-5', reason: 'no_stored_key' },
+    ]);
     expect((await rpcCall(gw.url, u.token, 'user.updateUserPreferences', { byokEnabled: true })).result).toBeDefined();
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 429 });
-    const r = await rpcCall(gw.url, u.token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: OWN, fallbacks: ['anthropic'] });
+    const r = await rpcCall(gw.url, u.token, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      provider: 'openai',
+      apiKey: OWN,
+      fallbacks: ['anthropic'],
+    });
     expect(r.result.data).toMatchObject({ provider: 'anthropic', attempts: [{ provider: 'openai', reason: 'rate_limited' }] });
     expect(r.result.usageInfo).toBeDefined();
-    expect(upstream.requests.map((q) => [q.provider, q.apiKey])).toEqual([['openai', OWN], ['anthropic', STORED]]);
+    expect(upstream.requests.map((q) => [q.provider, q.apiKey])).toEqual([
+      ['openai', OWN],
+      ['anthropic', STORED],
+    ]);
     const entries = await gw.runtime.billing.ledger.entries(u.sub);
     const byok = entries.filter((e) => e.kind === 'byok_usage');
     expect(byok).toHaveLength(1);
@@ -240,21 +311,46 @@ describe('BYOK fallbacks to another provider use the caller\'s stored key for it
     await rpcCall(gw.url, u.token, 'user.updateUserPreferences', { byokEnabled: true });
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 503 });
-    const client = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${u.token}` }) })] });
+    const client = createTRPCClient<AppRouter>({
+      links: [
+        httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${u.token}` }) }),
+      ],
+    });
     const events: Array<{ type: string; provider?: string; result?: any }> = [];
-    for await (const e of await client.ai.streamText.mutate({ content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: OWN, fallbacks: ['anthropic'] })) events.push(e as never);
+    for await (const e of await client.ai.streamText.mutate({
+      content: 'hi',
+      systemPrompt: 's',
+      provider: 'openai',
+      apiKey: OWN,
+      fallbacks: ['anthropic'],
+    }))
+      events.push(e as never);
     expect(events[0]).toMatchObject({ type: 'start', provider: 'anthropic' });
     expect(events.at(-1)!.result.usageInfo).toBeDefined();
     expect(upstream.requests.map((q) => q.apiKey)).toEqual([OWN, STORED]);
-    expect((await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'byok_usage').map((e) => e.usage?.provider)).toEqual(['anthropic']);
+    expect((await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'byok_usage').map((e) => e.usage?.provider)).toEqual([
+      'anthropic',
+    ]);
   });
 
   it('without a stored key: the fallback is skipped (no_stored_key), the first failure is the answer, nothing recorded', async () => {
     const u = await funded();
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 429 });
-    const r = await rpcCall(gw.url, u.token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: OWN, fallbacks: ['anthropic'] });
-    expect(r.error?.data?.details).toMatchObject({ reason: 'rate_limited', attempts: [{ provider: 'openai', reason: 'rate_limited' }, { provider: 'anthropic', reason: 'no_stored_key' }] });
+    const r = await rpcCall(gw.url, u.token, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      provider: 'openai',
+      apiKey: OWN,
+      fallbacks: ['anthropic'],
+    });
+    expect(r.error?.data?.details).toMatchObject({
+      reason: 'rate_limited',
+      attempts: [
+        { provider: 'openai', reason: 'rate_limited' },
+        { provider: 'anthropic', reason: 'no_stored_key' },
+      ],
+    });
     expect(upstream.requests.map((q) => q.provider)).toEqual(['openai']);
     expect((await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'byok_usage')).toHaveLength(0);
   });
@@ -262,25 +358,46 @@ describe('BYOK fallbacks to another provider use the caller\'s stored key for it
   it('anonymous BYOK calls fall back only within their own provider', async () => {
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 429 });
-    const r = await rpcCall(gw.url, null, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: OWN, fallbacks: ['anthropic', 'openai/gpt-4.1'] });
-    expect(r.result.data).toMatchObject({ provider: 'openai', model: 'gpt-4.1', attempts: [{ provider: 'openai', reason: 'rate_limited' }] });
-    expect(upstream.requests.map((q) => [q.provider, q.apiKey])).toEqual([['openai', OWN], ['openai', OWN]]);
+    const r = await rpcCall(gw.url, null, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      provider: 'openai',
+      apiKey: OWN,
+      fallbacks: ['anthropic', 'openai/gpt-4.1'],
+    });
+    expect(r.result.data).toMatchObject({
+      provider: 'openai',
+      model: 'gpt-4.1',
+      attempts: [{ provider: 'openai', reason: 'rate_limited' }],
+    });
+    expect(upstream.requests.map((q) => [q.provider, q.apiKey])).toEqual([
+      ['openai', OWN],
+      ['openai', OWN],
+    ]);
   });
 });
 
 describe('circuit breaker over a real server', () => {
   it('opens after the threshold (the provider is skipped without a request), closes after a successful trial', async () => {
-    const s = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 2, cooldownMs: 1500, windowMs: 10_000 } } });
+    const s = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      ai: { retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 2, cooldownMs: 1500, windowMs: 10_000 } },
+    });
     try {
       const sub = 'fb-breaker-user';
       await creditTokens(s.url, admin, sub, 100_000, 'fb-breaker');
       const token = await tokenFor(sub);
       let calls = 0;
-      const call = () => (calls++, rpcCall(s.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', fallbacks: ['openai'] }));
+      const call = () => (
+        calls++, rpcCall(s.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', fallbacks: ['openai'] })
+      );
       upstream.reset();
       for (let i = 0; i < 2; i++) {
         upstream.failNext({ kind: 'status', status: 500 });
-        expect((await call()).result.data).toMatchObject({ provider: 'openai', attempts: [{ provider: 'google', reason: 'upstream_5xx' }] });
+        expect((await call()).result.data).toMatchObject({
+          provider: 'openai',
+          attempts: [{ provider: 'google', reason: 'upstream_5xx' }],
+        });
       }
       upstream.reset();
       const skipped = await call();
@@ -290,10 +407,13 @@ describe('circuit breaker over a real server', () => {
       expect(health.providers.google.breaker).toBe('open');
       // After the cooldown one trial call goes to google; its success closes the breaker.
       // While the breaker is open each call skips google, so polling with calls spends no trial.
-      const trial = await waitFor(async () => {
-        const r = (await call()).result;
-        return r.data.provider === 'google' && r;
-      }, { timeoutMs: 5000, intervalMs: 50, what: 'the trial call after the cooldown' });
+      const trial = await waitFor(
+        async () => {
+          const r = (await call()).result;
+          return r.data.provider === 'google' && r;
+        },
+        { timeoutMs: 5000, intervalMs: 50, what: 'the trial call after the cooldown' },
+      );
       expect(trial.data.provider).toBe('google');
       expect((await rpcCall(s.url, null, 'ai.getRegistryHealth')).result.providers.google.breaker).toBe('closed');
       // Every call was served (by one target or the other) and charged once.

@@ -1,7 +1,17 @@
 import { testService } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrivateRedis } from './helpers/privateRedis.js';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, waitFor, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  waitFor,
+  SYSTEM_PROMPT,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Faults over HTTP: an upstream that fails, hangs or drops the connection mid-reply refunds the
@@ -36,7 +46,11 @@ describe('upstream faults refund the reservation (over /rpc and /trpc)', () => {
   for (const [name, marker, code, reason] of cases) {
     it(`${name}: ${code} (${reason}) on /rpc, nothing charged, prompt not echoed`, async () => {
       const before = upstream.requests.length;
-      const r = await rpcCall(gw.url, user, 'ai.generateText', { content: `please ${marker}`, systemPrompt: '@support', provider: 'openai' });
+      const r = await rpcCall(gw.url, user, 'ai.generateText', {
+        content: `please ${marker}`,
+        systemPrompt: '@support',
+        provider: 'openai',
+      });
       expect(upstream.requests.length).toBe(before + 1);
       expect(r.error?.data).toMatchObject({ code, details: { reason, provider: 'openai' } });
       expect(r.text).not.toContain(SYSTEM_PROMPT);
@@ -46,7 +60,11 @@ describe('upstream faults refund the reservation (over /rpc and /trpc)', () => {
   }
 
   it('the same over /trpc: HTTP 502 / 504, nothing charged', async () => {
-    for (const [marker, status] of [['[[upstream:503]]', 502], ['[[upstream:hang]]', 504], ['[[upstream:drop]]', 502]] as const) {
+    for (const [marker, status] of [
+      ['[[upstream:503]]', 502],
+      ['[[upstream:hang]]', 504],
+      ['[[upstream:drop]]', 502],
+    ] as const) {
       const res = await fetch(gw.url + '/trpc/ai.generateText', {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
@@ -81,7 +99,9 @@ describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
   beforeAll(async () => {
     redis = await PrivateRedis.create(redisServer.path!, { durable: true });
     await redis.start();
-    gw = await startAiServer(upstream, { storage: { type: 'redis', redis: { host: '127.0.0.1', port: redis.port, keyPrefix: 'outage:' } } });
+    gw = await startAiServer(upstream, {
+      storage: { type: 'redis', redis: { host: '127.0.0.1', port: redis.port, keyPrefix: 'outage:' } },
+    });
     user = await tokenFor(sub);
     await creditTokens(gw.url, await tokenFor('outage-admin', { admin: true }), sub, 20_000, 'outage-1');
   });
@@ -90,7 +110,8 @@ describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
     await redis?.dispose();
   });
 
-  const generate = (content: string) => rpcCall(gw.url, user, 'ai.generateText', { content, systemPrompt: 's', provider: 'anthropic', options: { maxTokens: 50 } });
+  const generate = (content: string) =>
+    rpcCall(gw.url, user, 'ai.generateText', { content, systemPrompt: 's', provider: 'anthropic', options: { maxTokens: 50 } });
   const charges: number[] = [];
 
   it('calls work while Redis is up', async () => {
@@ -127,7 +148,11 @@ describe.skipIf(!redisServer.ok)('Redis stopped mid-run', () => {
 
   it('after Redis returns on the same port, the queued settles land, calls work again and the ledger is consistent', async () => {
     await redis.start();
-    await waitFor(async () => (await fetch(gw.url + '/health/ready')).status === 200, { timeoutMs: 6000, intervalMs: 100, what: '/health/ready after Redis returned' });
+    await waitFor(async () => (await fetch(gw.url + '/health/ready')).status === 200, {
+      timeoutMs: 6000,
+      intervalMs: 100,
+      what: '/health/ready after Redis returned',
+    });
 
     const r = await generate('after outage');
     expect(r.result?.success).toBe(true);

@@ -4,7 +4,15 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * The active registry probe (ai.healthProbe) on two real servers sharing Redis: one instance
@@ -34,7 +42,11 @@ async function webhookReceiver(): Promise<Hook> {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    got,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 let upstream: TestUpstream;
@@ -56,7 +68,10 @@ beforeAll(async () => {
     storage: { type: 'redis' as const, redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
     // timeoutMs well above a healthy probe's time on a loaded two-core machine (150 ms timed out
     // healthy providers there); the hanging upstream below still times out, only later.
-    ai: { healthProbe: { enabled: true, intervalMs: INTERVAL, timeoutMs: 1000 }, circuitBreaker: { failureThreshold: 5, cooldownMs: 60_000, windowMs: 60_000 } },
+    ai: {
+      healthProbe: { enabled: true, intervalMs: INTERVAL, timeoutMs: 1000 },
+      circuitBreaker: { failureThreshold: 5, cooldownMs: 60_000, windowMs: 60_000 },
+    },
     alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded' as const] }], pollIntervalMs: 20 },
   };
   a = await startAiServer(upstream, config);
@@ -75,19 +90,30 @@ afterAll(async () => {
 describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', () => {
   it('both report every provider healthy from the shared probe results', async () => {
     for (const s of [a, b]) {
-      await waitFor(async () => {
-        const h = await health(s);
-        return h.probing && h.status === 'healthy' && Object.values(h.providers).every((p: any) => p.probe?.ok === true);
-      }, { what: 'a healthy probe of every provider' });
+      await waitFor(
+        async () => {
+          const h = await health(s);
+          return h.probing && h.status === 'healthy' && Object.values(h.providers).every((p: any) => p.probe?.ok === true);
+        },
+        { what: 'a healthy probe of every provider' },
+      );
     }
     // The same stored result, not two probes of their own.
     expect((await health(a)).providers.openai.probe).toEqual((await health(b)).providers.openai.probe);
   });
 
   it('one instance probes per interval: the upstream sees one probe per provider per lease slot', async () => {
-    const start = { probes: probes('anthropic'), rounds: a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds, ticksA: a.runtime.ai.probe!.ticks, ticksB: b.runtime.ai.probe!.ticks, at: Date.now() };
+    const start = {
+      probes: probes('anthropic'),
+      rounds: a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds,
+      ticksA: a.runtime.ai.probe!.ticks,
+      ticksB: b.runtime.ai.probe!.ticks,
+      at: Date.now(),
+    };
     // Both instances keep ticking...
-    await waitFor(() => a.runtime.ai.probe!.ticks >= start.ticksA + 6 && b.runtime.ai.probe!.ticks >= start.ticksB + 6, { what: 'six more ticks on each instance' });
+    await waitFor(() => a.runtime.ai.probe!.ticks >= start.ticksA + 6 && b.runtime.ai.probe!.ticks >= start.ticksB + 6, {
+      what: 'six more ticks on each instance',
+    });
     const elapsed = Date.now() - start.at;
     const rounds = a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds - start.rounds;
     const seen = probes('anthropic') - start.probes;
@@ -104,10 +130,13 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     expect(hook.got.filter((g) => g.event === 'providerDegraded')).toEqual([]);
     upstream.failProvider('google', { kind: 'status', status: 503 });
     for (const s of [a, b]) {
-      await waitFor(async () => {
-        const h = await health(s);
-        return h.status === 'degraded' && h.providers.google.probe?.ok === false && h.providers.google.breaker === 'open';
-      }, { what: 'google degraded' });
+      await waitFor(
+        async () => {
+          const h = await health(s);
+          return h.status === 'degraded' && h.providers.google.probe?.ok === false && h.providers.google.breaker === 'open';
+        },
+        { what: 'google degraded' },
+      );
     }
     expect((await health(a)).providers.google.probe).toMatchObject({ ok: false, reason: 'unexpected_status', status: 503 });
     expect((await health(b)).providers.openai.probe.ok).toBe(true);
@@ -121,7 +150,12 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     await creditTokens(a.url, admin, sub, 100_000, 'probe-credit');
     const token = await tokenFor(sub);
     for (const s of [a, b]) {
-      const r = await rpcCall(s.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', fallbacks: ['openai'] });
+      const r = await rpcCall(s.url, token, 'ai.generateText', {
+        content: 'hi',
+        systemPrompt: 's',
+        provider: 'google',
+        fallbacks: ['openai'],
+      });
       expect(r.result.data).toMatchObject({ provider: 'openai', attempts: [{ provider: 'google', reason: 'circuit_open' }] });
     }
 
@@ -129,16 +163,26 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     const failing = probes('google');
     await waitFor(() => probes('google') >= failing + 3, { what: 'three more google probes' });
     await waitFor(() => hook.got.length >= 1, { what: 'the alert' });
-    expect(hook.got.filter((g) => g.event === 'providerDegraded')).toEqual([expect.objectContaining({ data: expect.objectContaining({ provider: 'google', reason: 'unexpected_status' }) })]);
+    expect(hook.got.filter((g) => g.event === 'providerDegraded')).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ provider: 'google', reason: 'unexpected_status' }) }),
+    ]);
 
     upstream.failProvider('google', undefined);
     for (const s of [a, b]) {
-      await waitFor(async () => {
-        const h = await health(s);
-        return h.status === 'healthy' && h.providers.google.probe?.ok === true && h.providers.google.breaker === 'closed';
-      }, { what: 'google healthy again' });
+      await waitFor(
+        async () => {
+          const h = await health(s);
+          return h.status === 'healthy' && h.providers.google.probe?.ok === true && h.providers.google.breaker === 'closed';
+        },
+        { what: 'google healthy again' },
+      );
     }
-    const r = await rpcCall(b.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', fallbacks: ['openai'] });
+    const r = await rpcCall(b.url, token, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      provider: 'google',
+      fallbacks: ['openai'],
+    });
     expect(r.result.data.provider).toBe('google');
     expect(r.result.data.attempts).toBeUndefined();
     expect(hook.got).toHaveLength(1);

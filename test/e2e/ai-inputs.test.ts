@@ -4,7 +4,17 @@
  * own key. Real server, real test upstream, real clients.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callVia, createTestUpstream, creditTokens, SERVER_KEY, startAiServer, tokenFor, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  callVia,
+  createTestUpstream,
+  creditTokens,
+  SERVER_KEY,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type Entry,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 let upstream: TestUpstream;
 let gw: AiServer;
@@ -14,7 +24,10 @@ const ENTRIES: Entry[] = ['trpc', 'rpc', 'mcp'];
 beforeAll(async () => {
   upstream = await createTestUpstream();
   const { providers } = upstream.aiConfig({ apiKey: SERVER_KEY });
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { providers: { ...providers, google: { ...providers.google, blockedModels: ['gemini-2.5-pro'] } } } });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    ai: { providers: { ...providers, google: { ...providers.google, blockedModels: ['gemini-2.5-pro'] } } },
+  });
   user = await tokenFor('ai-inputs-user');
   await creditTokens(gw.url, await tokenFor('ai-inputs-admin', { admin: true }), 'ai-inputs-user', 100_000, 'ai-inputs-1');
 });
@@ -28,10 +41,20 @@ describe('AI inputs on every entry point', () => {
     const before = upstream.requests.length;
     for (const entry of ENTRIES) {
       for (const model of ['../../../../internal/admin/export?', 'x/../models/gemini-2.5-pro']) {
-        const out = await callVia(gw, entry, user, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', options: { model } });
+        const out = await callVia(gw, entry, user, 'ai.generateText', {
+          content: 'hi',
+          systemPrompt: 's',
+          provider: 'google',
+          options: { model },
+        });
         expect(out, `${entry} ${model}`).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
       }
-      const respelled = await callVia(gw, entry, user, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', options: { model: 'models/gemini-2.5-pro' } });
+      const respelled = await callVia(gw, entry, user, 'ai.generateText', {
+        content: 'hi',
+        systemPrompt: 's',
+        provider: 'google',
+        options: { model: 'models/gemini-2.5-pro' },
+      });
       expect(respelled).toMatchObject({ ok: false, code: 'FORBIDDEN' });
     }
     expect(upstream.requests.length).toBe(before);
@@ -41,11 +64,21 @@ describe('AI inputs on every entry point', () => {
     const before = upstream.requests.length;
     for (const entry of ['trpc', 'rpc'] as const) {
       for (const token of [null, user]) {
-        const out = await callVia(gw, entry, token, 'ai.generateText', { content: 'hi', systemPrompt: '@support', provider: 'openai', apiKey: 'sk-caller-own-key-0001' });
+        const out = await callVia(gw, entry, token, 'ai.generateText', {
+          content: 'hi',
+          systemPrompt: '@support',
+          provider: 'openai',
+          apiKey: 'sk-caller-own-key-0001',
+        });
         expect(out, `${entry} ${token ? 'user' : 'anonymous'}`).toMatchObject({ ok: false, code: 'FORBIDDEN' });
       }
     }
-    const viaMcp = await callVia(gw, 'mcp', user, 'ai.generateText', { content: 'hi', systemPrompt: '@support', provider: 'openai', apiKey: 'sk-caller-own-key-0001' });
+    const viaMcp = await callVia(gw, 'mcp', user, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: '@support',
+      provider: 'openai',
+      apiKey: 'sk-caller-own-key-0001',
+    });
     expect(viaMcp).toMatchObject({ ok: false, code: 'FORBIDDEN' });
     expect(upstream.requests.length).toBe(before);
   });

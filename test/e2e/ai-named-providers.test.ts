@@ -18,7 +18,12 @@ beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 16 });
   gw = await startSixProviderServer(
     upstream,
-    { aliases: { cheap: 'local/org/llama-3-8b' }, fallbacks: ['cheap', 'google'], circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000, windowMs: 60_000 }, retry: { backoffMs: 0, maxBackoffMs: 0 } },
+    {
+      aliases: { cheap: 'local/org/llama-3-8b' },
+      fallbacks: ['cheap', 'google'],
+      circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000, windowMs: 60_000 },
+      retry: { backoffMs: 0, maxBackoffMs: 0 },
+    },
     { metrics: { enabled: true } },
   );
   admin = await tokenFor('np-admin', { admin: true });
@@ -41,7 +46,8 @@ async function fallbacksCounted(provider: string): Promise<number> {
 describe('six providers, one named provider down', () => {
   it('lists all six everywhere: ai.listProviders, ai.listAllowedModels, GET /v1/models', async () => {
     const token = await funded('np-list', 10);
-    const list = (await rpcCall<{ providers: Array<{ id: string; name: string; serverPaid: boolean }> }>(gw.url, token, 'ai.listProviders')).result!;
+    const list = (await rpcCall<{ providers: Array<{ id: string; name: string; serverPaid: boolean }> }>(gw.url, token, 'ai.listProviders'))
+      .result!;
     expect(list.providers.map((p) => p.id)).toEqual(['anthropic', 'openai', 'google', 'openrouter', 'local', 'mist']);
     expect(list.providers.find((p) => p.id === 'local')).toMatchObject({ name: 'Local vLLM', serverPaid: true });
     const models = (await rpcCall<{ models: Record<string, string[]> }>(gw.url, token, 'ai.listAllowedModels')).result!.models;
@@ -65,14 +71,37 @@ describe('six providers, one named provider down', () => {
         const sent = upstream.requests.length;
         let charged: number;
         if (i % 2 === 0) {
-          const r = await openai.chat.completions.create({ model: 'mist/mistral-small-latest', messages: [{ role: 'user', content: `call ${i}` }] });
-          const ab = (r as unknown as { ai_backend: { provider: string; token_usage: { tokensCharged: number }; attempts: Array<{ provider: string; reason: string }> } }).ai_backend;
+          const r = await openai.chat.completions.create({
+            model: 'mist/mistral-small-latest',
+            messages: [{ role: 'user', content: `call ${i}` }],
+          });
+          const ab = (
+            r as unknown as {
+              ai_backend: {
+                provider: string;
+                token_usage: { tokensCharged: number };
+                attempts: Array<{ provider: string; reason: string }>;
+              };
+            }
+          ).ai_backend;
           served.push(`${ab.provider}:${ab.attempts[0]!.reason}`);
           charged = ab.token_usage.tokensCharged;
           expect(r.model).toBe('local/org/llama-3-8b');
         } else {
-          const r = await anthropic.messages.create({ model: 'mist/mistral-small-latest', max_tokens: 64, messages: [{ role: 'user', content: `call ${i}` }] });
-          const ab = (r as unknown as { ai_backend: { provider: string; token_usage: { tokensCharged: number }; attempts: Array<{ provider: string; reason: string }> } }).ai_backend;
+          const r = await anthropic.messages.create({
+            model: 'mist/mistral-small-latest',
+            max_tokens: 64,
+            messages: [{ role: 'user', content: `call ${i}` }],
+          });
+          const ab = (
+            r as unknown as {
+              ai_backend: {
+                provider: string;
+                token_usage: { tokensCharged: number };
+                attempts: Array<{ provider: string; reason: string }>;
+              };
+            }
+          ).ai_backend;
           served.push(`${ab.provider}:${ab.attempts[0]!.reason}`);
           charged = ab.token_usage.tokensCharged;
         }

@@ -2,7 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText } from 'ai';
-import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, waitFor, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  PROVIDERS,
+  rpcCall,
+  SERVER_KEY,
+  startAiServer,
+  waitFor,
+  SYSTEM_PROMPT,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { describeMatrix } from './helpers/describeMatrix.js';
 
 /**
@@ -49,7 +61,13 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
     for (const provider of PROVIDERS) {
       it(`${provider}: chat.completions.create, metered like ai.generateText`, async () => {
         const u = await funded(10_000);
-        const r = await u.client.chat.completions.create({ model: MODELS[provider], messages: [{ role: 'system', content: '@support' }, { role: 'user', content: 'Hello' }] });
+        const r = await u.client.chat.completions.create({
+          model: MODELS[provider],
+          messages: [
+            { role: 'system', content: '@support' },
+            { role: 'user', content: 'Hello' },
+          ],
+        });
         expect(r.object).toBe('chat.completion');
         expect(r.choices[0]!.message.content).toMatch(/^Test reply from/);
         expect(r.choices[0]!.finish_reason).toBe('stop');
@@ -65,7 +83,12 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
 
       it(`${provider}: stream: true with include_usage`, async () => {
         const u = await funded(10_000);
-        const stream = await u.client.chat.completions.create({ model: MODELS[provider], messages: [{ role: 'user', content: 'Stream it' }], stream: true, stream_options: { include_usage: true } });
+        const stream = await u.client.chat.completions.create({
+          model: MODELS[provider],
+          messages: [{ role: 'user', content: 'Stream it' }],
+          stream: true,
+          stream_options: { include_usage: true },
+        });
         let text = '';
         let usage: OpenAI.CompletionUsage | null | undefined;
         let finish: string | null = null;
@@ -82,8 +105,21 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
 
       it(`${provider}: tools: the tool call comes back, the tool result continues the chat`, async () => {
         const u = await funded(20_000);
-        const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
-        const first = await u.client.chat.completions.create({ model: MODELS[provider], messages: [{ role: 'user', content: 'Weather in Paris?' }], tools });
+        const tools: OpenAI.ChatCompletionTool[] = [
+          {
+            type: 'function',
+            function: {
+              name: 'get_weather',
+              description: 'Weather',
+              parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+            },
+          },
+        ];
+        const first = await u.client.chat.completions.create({
+          model: MODELS[provider],
+          messages: [{ role: 'user', content: 'Weather in Paris?' }],
+          tools,
+        });
         const call = first.choices[0]!.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall;
         expect(first.choices[0]!.finish_reason).toBe('tool_calls');
         expect(call.function.name).toBe('get_weather');
@@ -91,15 +127,28 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
         const second = await u.client.chat.completions.create({
           model: MODELS[provider],
           tools,
-          messages: [{ role: 'user', content: 'Weather in Paris?' }, first.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: '{"temp":21}' }],
+          messages: [
+            { role: 'user', content: 'Weather in Paris?' },
+            first.choices[0]!.message,
+            { role: 'tool', tool_call_id: call.id, content: '{"temp":21}' },
+          ],
         });
         expect(second.choices[0]!.message.content).toContain('[tool result received]');
       });
 
       it(`${provider}: response_format json_schema gives a validated object`, async () => {
         const u = await funded(10_000);
-        const schema = { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' } }, required: ['name', 'age'], additionalProperties: false };
-        const r = await u.client.chat.completions.create({ model: MODELS[provider], messages: [{ role: 'user', content: 'A person' }], response_format: { type: 'json_schema', json_schema: { name: 'person', schema } } });
+        const schema = {
+          type: 'object',
+          properties: { name: { type: 'string' }, age: { type: 'integer' } },
+          required: ['name', 'age'],
+          additionalProperties: false,
+        };
+        const r = await u.client.chat.completions.create({
+          model: MODELS[provider],
+          messages: [{ role: 'user', content: 'A person' }],
+          response_format: { type: 'json_schema', json_schema: { name: 'person', schema } },
+        });
         expect(JSON.parse(r.choices[0]!.message.content!)).toEqual({ name: 'test', age: 1 });
         expect((r as unknown as { ai_backend: { object: unknown } }).ai_backend.object).toEqual({ name: 'test', age: 1 });
       });
@@ -107,7 +156,18 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
       it(`${provider}: an image part (base64 data URL) reaches the upstream`, async () => {
         const u = await funded(20_000);
         const before = upstream.requests.length;
-        await u.client.chat.completions.create({ model: MODELS[provider], messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_1PX}` } }] }] });
+        await u.client.chat.completions.create({
+          model: MODELS[provider],
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'What is this?' },
+                { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_1PX}` } },
+              ],
+            },
+          ],
+        });
         expect(upstream.requests[before]!.extras?.attachments).toBe(1);
       });
     }
@@ -115,7 +175,10 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
     it('an image for a text-only model is a clear 400', async () => {
       const u = await funded(10_000);
       const err = await u.client.chat.completions
-        .create({ model: 'anthropic/claude-3-5-haiku-latest', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_1PX}` } }] }] })
+        .create({
+          model: 'anthropic/claude-3-5-haiku-latest',
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_1PX}` } }] }],
+        })
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
       expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('does not accept image parts');
@@ -137,18 +200,26 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
       expect(upstream.requests.at(-1)!.model).toBe('gpt-4.1-mini');
       const ids = [];
       for await (const m of u.client.models.list()) ids.push(m.id);
-      expect(ids).toEqual(expect.arrayContaining(['openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5', 'openrouter/openai/gpt-5-mini', 'fast']));
+      expect(ids).toEqual(
+        expect.arrayContaining(['openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5', 'openrouter/openai/gpt-5-mini', 'fast']),
+      );
     });
 
     it('OpenAI-style errors: bad token 401, no balance 402, unknown provider 400', async () => {
       const bad = new OpenAI({ baseURL: gw.url + '/v1', apiKey: 'not-a-jwt', maxRetries: 0 });
-      const e1 = await bad.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+      const e1 = await bad.chat.completions
+        .create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] })
+        .catch((e: unknown) => e);
       expect(e1).toBeInstanceOf(OpenAI.AuthenticationError);
       const broke = new OpenAI({ baseURL: gw.url + '/v1', apiKey: await tokenFor('oa-broke'), maxRetries: 0 });
-      const e2 = (await broke.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+      const e2 = (await broke.chat.completions
+        .create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] })
+        .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
       expect(e2.status).toBe(402);
       expect(e2.code).toBe('payment_required');
-      const e3 = (await broke.chat.completions.create({ model: 'nope/x', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+      const e3 = (await broke.chat.completions
+        .create({ model: 'nope/x', messages: [{ role: 'user', content: 'x' }] })
+        .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
       expect(e3).toBeInstanceOf(OpenAI.BadRequestError);
       expect(e3.message).toContain('provider/model');
     });
@@ -156,7 +227,12 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
     it('a client that aborts a stream is charged what was produced, the rest released', async () => {
       const u = await funded(10_000);
       const content = 'slowly [[upstream:chunk-delay=40]]';
-      const stream = await u.client.chat.completions.create({ model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content }], stream: true, max_tokens: 300 });
+      const stream = await u.client.chat.completions.create({
+        model: 'anthropic/claude-sonnet-4-5',
+        messages: [{ role: 'user', content }],
+        stream: true,
+        max_tokens: 300,
+      });
       let text = '';
       for await (const chunk of stream) {
         text += chunk.choices[0]?.delta.content ?? '';
@@ -164,7 +240,9 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
       }
       // The server settles once it notices the closed connection. The hold is taken when the stream
       // starts, so the balance moves before the settle: wait for the settle itself in the ledger.
-      await waitFor(async () => (await gw.runtime.billing.ledger.entries(u.sub)).some((e) => e.kind === 'settle'), { what: 'the aborted stream settled' });
+      await waitFor(async () => (await gw.runtime.billing.ledger.entries(u.sub)).some((e) => e.kind === 'settle'), {
+        what: 'the aborted stream settled',
+      });
       const balance = await balanceOf(u.token);
       const charged = 10_000 - balance;
       expect(charged).toBeGreaterThanOrEqual(Math.ceil(content.length / 4) + Buffer.byteLength(text));
@@ -194,7 +272,14 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
   describe('/v1 shares the rate limits of the other entry points', () => {
     it('maxToolCalls counts /v1 calls like ai.generateText on /rpc; the refusal is an OpenAI 429', async () => {
       const up = await createTestUpstream();
-      const limited = await startAiServer(up, { storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } } }, { mode });
+      const limited = await startAiServer(
+        up,
+        {
+          storage: { type: 'memory' },
+          mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 3 } },
+        },
+        { mode },
+      );
       try {
         const adminToken = await tokenFor('rl-admin', { admin: true });
         await creditTokens(limited.url, adminToken, 'rl-user', 100_000, 'k-rl');
@@ -203,7 +288,9 @@ describeMatrix('/v1/chat/completions and /v1/models', (mode) => {
         await rpcCall(limited.url, t, 'ai.generateText', { content: 'x', systemPrompt: 's' });
         await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] });
         await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
-        const err = (await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+        const err = (await client.chat.completions
+          .create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] })
+          .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
         expect(err).toBeInstanceOf(OpenAI.RateLimitError);
         expect(err.code).toBe('rate_limited');
         expect(err.headers?.get('retry-after')).toBeTruthy();

@@ -29,30 +29,53 @@ describeMatrix('/v1 edges', (mode) => {
   });
 
   const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    fetch(url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
 
   describe('stream: true, upstream fails before the first token', () => {
     it('a 429 is an HTTP 429 with Retry-After, which the openai client raises as RateLimitError', async () => {
-      const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', stream: true, messages: [{ role: 'user', content: 'x [[upstream:429:retry=7]]' }] }, { authorization: `Bearer ${token}` });
+      const res = await post(
+        gw.url,
+        { model: 'openai/gpt-4.1-mini', stream: true, messages: [{ role: 'user', content: 'x [[upstream:429:retry=7]]' }] },
+        { authorization: `Bearer ${token}` },
+      );
       expect(res.status).toBe(429);
       expect(res.headers.get('retry-after')).toBe('7');
       expect(((await res.json()) as { error: { type: string } }).error.type).toBe('rate_limit_error');
 
       const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
-      const err = await client.chat.completions.create({ model: 'anthropic/claude-sonnet-4-5', stream: true, messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }] }).catch((e: unknown) => e);
+      const err = await client.chat.completions
+        .create({ model: 'anthropic/claude-sonnet-4-5', stream: true, messages: [{ role: 'user', content: 'x [[upstream:429:retry=3]]' }] })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.RateLimitError);
     });
 
     it('a 5xx is an HTTP 502 api_error, not a 200 stream holding only an error', async () => {
       for (const model of ['google/gemini-2.5-flash', 'openrouter/openai/gpt-5-mini']) {
-        const res = await post(gw.url, { model, stream: true, messages: [{ role: 'user', content: 'x [[upstream:500]]' }] }, { authorization: `Bearer ${token}` });
+        const res = await post(
+          gw.url,
+          { model, stream: true, messages: [{ role: 'user', content: 'x [[upstream:500]]' }] },
+          { authorization: `Bearer ${token}` },
+        );
         expect(res.status).toBe(502);
         expect(((await res.json()) as { error: { type: string } }).error.type).toBe('api_error');
       }
     });
 
     it('a stream that began still ends with [DONE] and usage', async () => {
-      const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${token}` });
+      const res = await post(
+        gw.url,
+        {
+          model: 'openai/gpt-4.1-mini',
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [{ role: 'user', content: 'hi' }],
+        },
+        { authorization: `Bearer ${token}` },
+      );
       expect(res.status).toBe(200);
       const frames = (await res.text()).split('\n\n').filter(Boolean);
       expect(frames.at(-1)).toBe('data: [DONE]');
@@ -63,12 +86,20 @@ describeMatrix('/v1 edges', (mode) => {
 
   describe('401 carries WWW-Authenticate', () => {
     it('an invalid bearer token', async () => {
-      const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }, { authorization: 'Bearer not-a-jwt' });
+      const res = await post(
+        gw.url,
+        { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] },
+        { authorization: 'Bearer not-a-jwt' },
+      );
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token"/);
       expect(((await res.json()) as { error: { type: string } }).error.type).toBe('authentication_error');
       // Before the body is looked at: a bad token with a malformed body is still a 401.
-      const early = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-jwt' }, body: '{nope' });
+      const early = await fetch(gw.url + '/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-jwt' },
+        body: '{nope',
+      });
       expect(early.status).toBe(401);
       const models = await fetch(gw.url + '/v1/models', { headers: { authorization: 'Bearer not-a-jwt' } });
       expect(models.status).toBe(401);
@@ -85,9 +116,15 @@ describeMatrix('/v1 edges', (mode) => {
       const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer /);
-      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/sign in, or send your own provider key \(BYOK\)/);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
+        /sign in, or send your own provider key \(BYOK\)/,
+      );
       // Anonymous with its own provider key is still served.
-      const own = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }, { 'x-provider-api-key': 'sk-own' });
+      const own = await post(
+        gw.url,
+        { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] },
+        { 'x-provider-api-key': 'sk-own' },
+      );
       expect(own.status).toBe(200);
     });
   });
@@ -101,11 +138,21 @@ describeMatrix('/v1 edges', (mode) => {
         [{ max_tokens: 10_000_000 }, 'max_tokens'],
         [{ tools: [{ type: 'function', function: { name: 'has space', parameters: { type: 'object' } } }] }, 'tools[0].function.name'],
         [{ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'bogus' } } }] }, 'tools[0].function.parameters'],
-        [{ tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } }, 'tool_choice'],
-        [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'bogus' } } } }, 'response_format.json_schema.schema'],
+        [
+          { tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } },
+          'tool_choice',
+        ],
+        [
+          { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'bogus' } } } },
+          'response_format.json_schema.schema',
+        ],
       ];
       for (const [extra, param] of cases) {
-        const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], ...extra }, { authorization: `Bearer ${token}` });
+        const res = await post(
+          gw.url,
+          { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], ...extra },
+          { authorization: `Bearer ${token}` },
+        );
         expect(res.status).toBe(400);
         const { error } = (await res.json()) as { error: { type: string; param: string | null; message: string } };
         expect(error).toMatchObject({ type: 'invalid_request_error', param });
@@ -125,12 +172,29 @@ describeMatrix('/v1 edges', (mode) => {
         [{ n: 3 }, 'n'],
       ];
       for (const [extra, param] of cases) {
-        const res = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], ...extra }, { authorization: `Bearer ${token}` });
+        const res = await post(
+          gw.url,
+          { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], ...extra },
+          { authorization: `Bearer ${token}` },
+        );
         expect(res.status, param).toBe(400);
         expect(((await res.json()) as { error: { param: string } }).error.param).toBe(param);
       }
       // Explicit nulls are "not set", as in OpenAI's API.
-      const ok = await post(gw.url, { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], stream: null, n: null, tools: null, tool_choice: null, response_format: null, stream_options: null }, { authorization: `Bearer ${token}` });
+      const ok = await post(
+        gw.url,
+        {
+          model: 'openai/gpt-4.1-mini',
+          messages: [{ role: 'user', content: 'x' }],
+          stream: null,
+          n: null,
+          tools: null,
+          tool_choice: null,
+          response_format: null,
+          stream_options: null,
+        },
+        { authorization: `Bearer ${token}` },
+      );
       expect(ok.status).toBe(200);
     });
   });
@@ -138,15 +202,26 @@ describeMatrix('/v1 edges', (mode) => {
   describe('/v1 routes', () => {
     it('models.retrieve finds provider/model ids and aliases; an unknown id is an OpenAI 404', async () => {
       const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
-      expect(await client.models.retrieve('openai/gpt-4.1-mini')).toMatchObject({ id: 'openai/gpt-4.1-mini', object: 'model', owned_by: 'openai' });
-      expect(await client.models.retrieve('openrouter/openai/gpt-5-mini')).toMatchObject({ id: 'openrouter/openai/gpt-5-mini', owned_by: 'openrouter' });
+      expect(await client.models.retrieve('openai/gpt-4.1-mini')).toMatchObject({
+        id: 'openai/gpt-4.1-mini',
+        object: 'model',
+        owned_by: 'openai',
+      });
+      expect(await client.models.retrieve('openrouter/openai/gpt-5-mini')).toMatchObject({
+        id: 'openrouter/openai/gpt-5-mini',
+        owned_by: 'openrouter',
+      });
       expect(await client.models.retrieve('fast')).toMatchObject({ id: 'fast', owned_by: 'openai' });
       const err = await client.models.retrieve('openai/nope').catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     });
 
     it('an unknown /v1 path answers in the OpenAI error shape', async () => {
-      const res = await fetch(gw.url + '/v1/audio/speech', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' });
+      const res = await fetch(gw.url + '/v1/audio/speech', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: '{}',
+      });
       expect(res.status).toBe(404);
       expect(((await res.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
     });

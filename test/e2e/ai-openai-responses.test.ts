@@ -23,7 +23,12 @@ describeMatrix('/v1/responses', (mode) => {
     for (const provider of Object.keys(MODELS)) {
       it(`${provider}: text with instructions, metered exactly`, async () => {
         const u = await funded(10_000);
-        const r = await u.client.responses.create({ model: MODELS[provider]!, instructions: '@support', input: 'Hello', max_output_tokens: 64 });
+        const r = await u.client.responses.create({
+          model: MODELS[provider]!,
+          instructions: '@support',
+          input: 'Hello',
+          max_output_tokens: 64,
+        });
         expect(r.object).toBe('response');
         expect(r.status).toBe('completed');
         expect(r.output_text).toMatch(/^Test reply from/);
@@ -37,7 +42,11 @@ describeMatrix('/v1/responses', (mode) => {
 
       it(`${provider}: responses.stream assembles the events, usage on response.completed`, async () => {
         const u = await funded(10_000);
-        const stream = u.client.responses.stream({ model: MODELS[provider]!, input: [{ role: 'user', content: 'Stream it' }], max_output_tokens: 64 });
+        const stream = u.client.responses.stream({
+          model: MODELS[provider]!,
+          input: [{ role: 'user', content: 'Stream it' }],
+          max_output_tokens: 64,
+        });
         let text = '';
         stream.on('response.output_text.delta', (e) => (text += e.delta));
         const final = await stream.finalResponse();
@@ -51,19 +60,39 @@ describeMatrix('/v1/responses', (mode) => {
 
     it('function tools: a function_call, then function_call_output sent back', async () => {
       const u = await funded(10_000);
-      const tools = [{ type: 'function' as const, name: 'get_weather', description: 'weather', strict: false, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+      const tools = [
+        {
+          type: 'function' as const,
+          name: 'get_weather',
+          description: 'weather',
+          strict: false,
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      ];
       const r = await u.client.responses.create({ model: MODELS.local!, tools, input: 'Weather in Paris?' });
       const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
       expect(call).toMatchObject({ name: 'get_weather' });
       expect(JSON.parse(call.arguments)).toEqual({ city: 'test' });
-      const r2 = await u.client.responses.create({ model: MODELS.mist!, tools, input: [{ role: 'user', content: 'Weather in Paris?' }, call, { type: 'function_call_output', call_id: call.call_id, output: '21C' }] });
+      const r2 = await u.client.responses.create({
+        model: MODELS.mist!,
+        tools,
+        input: [
+          { role: 'user', content: 'Weather in Paris?' },
+          call,
+          { type: 'function_call_output', call_id: call.call_id, output: '21C' },
+        ],
+      });
       expect(r2.output_text).toContain('[tool result received]');
     });
 
     it('structured output through text.format', async () => {
       const u = await funded(10_000);
       const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false };
-      const r = await u.client.responses.create({ model: MODELS.openai!, input: 'A person', text: { format: { type: 'json_schema', name: 'person', schema, strict: true } } });
+      const r = await u.client.responses.create({
+        model: MODELS.openai!,
+        input: 'A person',
+        text: { format: { type: 'json_schema', name: 'person', schema, strict: true } },
+      });
       expect(JSON.parse(r.output_text)).toEqual({ name: 'test' });
     });
 
@@ -86,7 +115,12 @@ describeMatrix('/v1/responses', (mode) => {
 
     it('an upstream that fails mid-stream ends the stream with an error event in sequence; charged at most the hold', async () => {
       const u = await funded(10_000);
-      const stream = await u.client.responses.create({ model: MODELS.openai!, input: 'x [[upstream:drop]]', stream: true, max_output_tokens: 64 });
+      const stream = await u.client.responses.create({
+        model: MODELS.openai!,
+        input: 'x [[upstream:drop]]',
+        stream: true,
+        max_output_tokens: 64,
+      });
       const events: OpenAI.Responses.ResponseStreamEvent[] = [];
       for await (const e of stream) events.push(e);
       expect(events[0]!.type).toBe('response.created');

@@ -40,7 +40,10 @@ const ok = (o: Outcome) => {
 beforeAll(async () => {
   upstream = await createTestUpstream();
   const { providers } = upstream.aiConfig({ apiKey: SERVER_KEY });
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { providers: { ...providers, openai: { ...providers.openai, blockedModels: ['*-nano'] } } } });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    ai: { providers: { ...providers, openai: { ...providers.openai, blockedModels: ['*-nano'] } } },
+  });
   user = await tokenFor('ai-procs-user');
   await creditTokens(gw.url, await tokenFor('ai-procs-admin', { admin: true }), 'ai-procs-user', 50_000, 'ai-procs-1');
 });
@@ -54,7 +57,10 @@ describe('ai.listProviders', () => {
     const r = ok(await call('trpc', null, 'ai.listProviders'));
     expect(r.providers.map((p: { id: string }) => p.id)).toEqual(['anthropic', 'openai', 'google', 'openrouter']);
     expect(r.providers.every((p: { serverPaid: boolean; byok: boolean }) => p.serverPaid && p.byok)).toBe(true);
-    expect(r.source).toMatchObject({ retrievedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), urls: { anthropic: expect.stringMatching(/^https:/) } });
+    expect(r.source).toMatchObject({
+      retrievedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+      urls: { anthropic: expect.stringMatching(/^https:/) },
+    });
     expect(JSON.stringify(r)).not.toContain(upstream.url);
     expect(JSON.stringify(r)).not.toContain('SECRET');
   });
@@ -85,7 +91,10 @@ describe('ai.listAllowedModels', () => {
     expect(Object.keys(all.models)).toEqual(['anthropic', 'openai', 'google', 'openrouter']);
     expect(all.models.openai).toContain('gpt-5-mini');
     expect(all.models.openai.some((m: string) => m.endsWith('-nano'))).toBe(false);
-    expect(ok(await call('mcp', user, 'ai.listAllowedModels', { provider: 'provider_c' }))).toEqual({ provider: 'google', models: all.models.google });
+    expect(ok(await call('mcp', user, 'ai.listAllowedModels', { provider: 'provider_c' }))).toEqual({
+      provider: 'google',
+      models: all.models.google,
+    });
   });
   it('an unknown provider is BAD_REQUEST on /rpc and a tool error on MCP', async () => {
     expect(await call('rpc', null, 'ai.listAllowedModels', { provider: 'provider_e' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
@@ -104,8 +113,14 @@ describe('ai.validateProvider', () => {
   });
   it('openrouter is outside its three-value enum; an empty key is refused; neither reaches the upstream', async () => {
     const before = upstream.requests.length;
-    expect(await call('rpc', null, 'ai.validateProvider', { provider: 'openrouter', apiKey: 'sk-x-12345678' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
-    expect(await call('trpc', null, 'ai.validateProvider', { provider: 'openai', apiKey: '' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    expect(await call('rpc', null, 'ai.validateProvider', { provider: 'openrouter', apiKey: 'sk-x-12345678' })).toMatchObject({
+      ok: false,
+      code: 'BAD_REQUEST',
+    });
+    expect(await call('trpc', null, 'ai.validateProvider', { provider: 'openai', apiKey: '' })).toMatchObject({
+      ok: false,
+      code: 'BAD_REQUEST',
+    });
     expect(upstream.requests).toHaveLength(before);
   });
   it('is not an MCP tool (its input is a key)', async () => {
@@ -123,18 +138,36 @@ describe('ai.validateProvider', () => {
 describe('ai.generateText refusals before any upstream request', () => {
   it('invalid input, unknown prompt name, too many tokens, blocked model, oversized content', async () => {
     const before = upstream.requests.length;
-    expect(await call('rpc', user, 'ai.generateText', { content: '', systemPrompt: 's' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    expect(await call('rpc', user, 'ai.generateText', { content: '', systemPrompt: 's' })).toMatchObject({
+      ok: false,
+      code: 'BAD_REQUEST',
+    });
     expect(await call('rpc', user, 'ai.generateText', { content: 'x' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
-    expect(await call('trpc', user, 'ai.generateText', { content: 'x', systemPrompt: '@no-such-prompt' })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
-    expect(await call('rpc', user, 'ai.generateText', { content: 'x', systemPrompt: 's', options: { maxTokens: 10_000_000 } })).toMatchObject({ ok: false, appCode: 'INVALID_PARAMS' });
-    expect(await call('rpc', user, 'ai.generateText', { content: 'x', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-nano' } })).toMatchObject({ ok: false, code: 'FORBIDDEN', details: { reason: 'model_not_allowed' } });
-    expect(await call('mcp', user, 'ai.generateText', { content: 'x', systemPrompt: 's', provider: 'provider_z' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
-    expect(await call('rpc', user, 'ai.generateText', { content: 'x'.repeat(200_001), systemPrompt: 's' })).toMatchObject({ ok: false, code: 'PAYLOAD_TOO_LARGE' });
+    expect(await call('trpc', user, 'ai.generateText', { content: 'x', systemPrompt: '@no-such-prompt' })).toMatchObject({
+      ok: false,
+      code: 'NOT_FOUND',
+    });
+    expect(
+      await call('rpc', user, 'ai.generateText', { content: 'x', systemPrompt: 's', options: { maxTokens: 10_000_000 } }),
+    ).toMatchObject({ ok: false, appCode: 'INVALID_PARAMS' });
+    expect(
+      await call('rpc', user, 'ai.generateText', { content: 'x', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-nano' } }),
+    ).toMatchObject({ ok: false, code: 'FORBIDDEN', details: { reason: 'model_not_allowed' } });
+    expect(await call('mcp', user, 'ai.generateText', { content: 'x', systemPrompt: 's', provider: 'provider_z' })).toMatchObject({
+      ok: false,
+      code: 'BAD_REQUEST',
+    });
+    expect(await call('rpc', user, 'ai.generateText', { content: 'x'.repeat(200_001), systemPrompt: 's' })).toMatchObject({
+      ok: false,
+      code: 'PAYLOAD_TOO_LARGE',
+    });
     expect(upstream.requests).toHaveLength(before);
   });
   it('succeeds on every entry point with an aliased provider', async () => {
     for (const entry of ['trpc', 'rpc', 'mcp'] as const) {
-      expect(ok(await call(entry, user, 'ai.generateText', { content: 'x', systemPrompt: '@support', provider: 'provider_d' })).data.provider).toBe('openrouter');
+      expect(
+        ok(await call(entry, user, 'ai.generateText', { content: 'x', systemPrompt: '@support', provider: 'provider_d' })).data.provider,
+      ).toBe('openrouter');
     }
   });
 });
@@ -145,7 +178,9 @@ describe('ai.getRegistryHealth', () => {
     expect(h).toMatchObject({ status: 'healthy', summary: { providers: 4, serverPaidProviders: 4, byokProviders: 4 } });
     expect(h.providers.openrouter).toMatchObject({ available: true, calls: 3, failures: 0 });
 
-    expect(await call('rpc', user, 'ai.generateText', { content: '[[upstream:500]]', systemPrompt: 's', provider: 'google' })).toMatchObject({ ok: false, code: 'BAD_GATEWAY' });
+    expect(
+      await call('rpc', user, 'ai.generateText', { content: '[[upstream:500]]', systemPrompt: 's', provider: 'google' }),
+    ).toMatchObject({ ok: false, code: 'BAD_GATEWAY' });
     const d = ok(await call('trpc', null, 'ai.getRegistryHealth'));
     expect(d.status).toBe('degraded');
     expect(d.providers.google).toMatchObject({ calls: 1, failures: 1, lastFailure: { reason: 'upstream_5xx' } });
@@ -158,7 +193,10 @@ describe('ai.getRegistryHealth', () => {
     const dead = await startAiServer(upstream, { storage: { type: 'memory' }, serverProviders: [], ai: { byokProviders: [] } });
     try {
       const r = await callVia(dead, 'rpc', null, 'ai.getRegistryHealth');
-      expect(r).toMatchObject({ ok: true, data: { status: 'unhealthy', error: { message: expect.stringMatching(/no provider is usable/) } } });
+      expect(r).toMatchObject({
+        ok: true,
+        data: { status: 'unhealthy', error: { message: expect.stringMatching(/no provider is usable/) } },
+      });
       const c = covered.get('ai.getRegistryHealth')!;
       c.refused++;
       expect((await fetch(dead.url + '/health/ready')).status).toBe(503);
@@ -187,7 +225,10 @@ describe('ai.embed (the openai client in ai-embeddings.test.ts)', () => {
       expect(r.data.embeddings).toHaveLength(2);
       expect(r.tokenUsage.tokensUsed).toBe(r.data.usage.inputTokens);
     }
-    expect(await call('rpc', user, 'ai.embed', { model: 'openai/gpt-5-mini', input: 'x' })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    expect(await call('rpc', user, 'ai.embed', { model: 'openai/gpt-5-mini', input: 'x' })).toMatchObject({
+      ok: false,
+      code: 'BAD_REQUEST',
+    });
     const broke = await call('rpc', await tokenFor('ai-procs-broke'), 'ai.embed', { model: 'openai/text-embedding-3-small', input: 'hi' });
     expect(broke.ok === false && broke.appCode).toBe('PAYMENT_REQUIRED');
   });

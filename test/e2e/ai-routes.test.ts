@@ -4,7 +4,16 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import type { ConfigInput } from '@ai-backend/core/internal';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, SERVER_KEY, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  SERVER_KEY,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Routes over two real servers sharing Redis, each deployment a named provider with a test
@@ -33,7 +42,12 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
     const providers: Record<string, unknown> = {};
     for (const id of DEPLOYMENTS) {
       deps[id] = await createTestUpstream({ outputTokens: 16 });
-      providers[id] = { type: 'openai-compatible', baseUrl: deps[id].namedBaseUrl(id), apiKey: SERVER_KEY, models: { [MODEL]: PRICE, [SHARED_MODEL]: PRICE } };
+      providers[id] = {
+        type: 'openai-compatible',
+        baseUrl: deps[id].namedBaseUrl(id),
+        apiKey: SERVER_KEY,
+        models: { [MODEL]: PRICE, [SHARED_MODEL]: PRICE },
+      };
     }
     const config: ConfigInput = {
       storage: { type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
@@ -43,7 +57,13 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
         providers: { ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers, ...providers } as never,
         routes: {
           fast: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }], cooldownSec: 5 },
-          capped: { strategy: 'priority', targets: [{ model: `dep-c/${MODEL}`, rpm: 5, priority: 0 }, { model: `dep-b/${MODEL}`, priority: 1 }] },
+          capped: {
+            strategy: 'priority',
+            targets: [
+              { model: `dep-c/${MODEL}`, rpm: 5, priority: 0 },
+              { model: `dep-b/${MODEL}`, priority: 1 },
+            ],
+          },
         },
         circuitBreaker: { failureThreshold: 1000 },
       },
@@ -64,7 +84,8 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
     await creditTokens(a.url, admin, sub, tokens, `routes-${sub}`);
     return tokenFor(sub);
   }
-  const balance = async (token: string) => (await rpcCall<{ virtualTokenBalance: number }>(a.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+  const balance = async (token: string) =>
+    (await rpcCall<{ virtualTokenBalance: number }>(a.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
   const chatCalls = (u: TestUpstream) => u.requests.filter((r) => r.format !== 'models').length;
 
   it('a deployment answering 429 with Retry-After gets at most a few of the next 100 calls over both instances; every call succeeds, charged what it reports', async () => {
@@ -75,14 +96,20 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
     let charged = 0;
     let next = 0;
     const served: string[] = [];
-    await Promise.all(Array.from({ length: 4 }, async (_, worker) => {
-      while (next < 100) {
-        const i = next++;
-        const r = (await clients[(i + worker) % 2]!.chat.completions.create({ model: 'fast', messages: [{ role: 'user', content: `call ${i}` }], max_tokens: 20 })) as unknown as { ai_backend: { provider: string; token_usage: { tokensCharged: number } } };
-        served.push(r.ai_backend.provider);
-        charged += r.ai_backend.token_usage.tokensCharged;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, worker) => {
+        while (next < 100) {
+          const i = next++;
+          const r = (await clients[(i + worker) % 2]!.chat.completions.create({
+            model: 'fast',
+            messages: [{ role: 'user', content: `call ${i}` }],
+            max_tokens: 20,
+          })) as unknown as { ai_backend: { provider: string; token_usage: { tokensCharged: number } } };
+          served.push(r.ai_backend.provider);
+          charged += r.ai_backend.token_usage.tokensCharged;
+        }
+      }),
+    );
     expect(served).toHaveLength(100);
     expect(served.every((p) => p === 'dep-b')).toBe(true);
     expect(chatCalls(deps['dep-a']!)).toBeGreaterThanOrEqual(1);
@@ -90,16 +117,26 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
     expect(chatCalls(deps['dep-b']!)).toBe(100);
     expect(await balance(token)).toBe(before - charged);
     // Both instances see the cooldown in their console figures.
-    for (const s of [a, b]) expect((await s.runtime.ai.routes()).find((r) => r.name === 'fast')!.targets[0]!.coolingDownUntil).not.toBeNull();
+    for (const s of [a, b])
+      expect((await s.runtime.ai.routes()).find((r) => r.name === 'fast')!.targets[0]!.coolingDownUntil).not.toBeNull();
     deps['dep-a']!.failProvider('dep-a', undefined);
   });
 
-  it('a target\'s rpm holds across both instances: the next calls go to the next group', async () => {
+  it("a target's rpm holds across both instances: the next calls go to the next group", async () => {
     // The counts are per minute: not across a minute boundary.
     if (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     const token = await funded('routes-rpm', 10_000_000);
     deps['dep-b']!.reset();
-    const replies = await Promise.all(Array.from({ length: 16 }, (_, i) => rpcCall(i % 2 ? b.url : a.url, token, 'ai.generateText', { content: `rpm ${i}`, systemPrompt: 's', model: 'capped', options: { maxTokens: 20 } })));
+    const replies = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        rpcCall(i % 2 ? b.url : a.url, token, 'ai.generateText', {
+          content: `rpm ${i}`,
+          systemPrompt: 's',
+          model: 'capped',
+          options: { maxTokens: 20 },
+        }),
+      ),
+    );
     expect(replies.every((r) => r.result)).toBe(true);
     expect(chatCalls(deps['dep-c']!)).toBe(5);
     expect(chatCalls(deps['dep-b']!)).toBe(11);
@@ -117,12 +154,19 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
     const anthropic = new Anthropic({ baseURL: b.url, authToken: token, apiKey: null, maxRetries: 0 });
     upstream.reset();
     const o = await openai.chat.completions.create({ model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 });
-    expect((o as unknown as { ai_backend: { provider: string; model: string } }).ai_backend).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
+    expect((o as unknown as { ai_backend: { provider: string; model: string } }).ai_backend).toMatchObject({
+      provider: 'openai',
+      model: 'gpt-4.1-nano',
+    });
     expect(upstream.requests.at(-1)).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
     const m = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
     expect(m.content[0]).toMatchObject({ type: 'text' });
     expect(upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
-    const failed = (p: Promise<unknown>) => p.then(() => ({ status: 200, message: '' }), (e: unknown) => e as { status: number; message: string });
+    const failed = (p: Promise<unknown>) =>
+      p.then(
+        () => ({ status: 200, message: '' }),
+        (e: unknown) => e as { status: number; message: string },
+      );
     for (const err of [
       await failed(openai.chat.completions.create({ model: SHARED_MODEL, messages: [{ role: 'user', content: 'hi' }] })),
       await failed(anthropic.messages.create({ model: SHARED_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] })),

@@ -4,7 +4,15 @@ import superjson from 'superjson';
 import OpenAI from 'openai';
 import { estimateTokens, type AppRouter } from '@ai-backend/core/internal';
 import { waitFor } from '@ai-backend/test-utils';
-import { createTestUpstream, creditTokens, reservedFor, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  reservedFor,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Streaming metering over a real server and real clients (the router tests do the same
@@ -24,10 +32,18 @@ let admin: string;
 
 beforeAll(async () => {
   // Input counted as the server's worst case and output = maxTokens: every stream uses exactly its hold.
-  upstream = await createTestUpstream({ outputTokens: 1000, latencyMs: 20, chunkDelayMs: 2, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
+  upstream = await createTestUpstream({
+    outputTokens: 1000,
+    latencyMs: 20,
+    chunkDelayMs: 2,
+    countInputTokens: (system, text) => estimateTokens(text, system, 0),
+  });
   // One client opens 60 streams at once to race the balance: above the default stream caps (16
   // per address, 32 per identity; test/e2e/stream-caps.test.ts covers those), so raised here.
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, limits: { maxSseStreamsPerClient: 100, maxSseStreamsPerIdentity: 100 } });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    limits: { maxSseStreamsPerClient: 100, maxSseStreamsPerIdentity: 100 },
+  });
   admin = await tokenFor('sm-admin', { admin: true });
 });
 afterAll(async () => {
@@ -41,12 +57,27 @@ describe(`${CALLS} concurrent streams over tRPC against a balance for ${AFFORDAB
     const perCall = reservedFor(content(0), SYSTEM, MAX_TOKENS);
     await creditTokens(gw.url, admin, sub, AFFORDABLE * perCall, 'sm-burst-credit');
     const token = await tokenFor(sub);
-    const client = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${token}` }), maxItems: 1 })] });
+    const client = createTRPCClient<AppRouter>({
+      links: [
+        httpBatchStreamLink({
+          url: gw.url + '/trpc',
+          transformer: superjson,
+          headers: () => ({ authorization: `Bearer ${token}` }),
+          maxItems: 1,
+        }),
+      ],
+    });
     upstream.reset();
     const results = await Promise.allSettled(
       Array.from({ length: CALLS }, async (_, i) => {
         const events: Array<{ type: string; result?: any }> = [];
-        for await (const e of await client.ai.streamText.mutate({ content: content(i), systemPrompt: SYSTEM, provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4], options: { maxTokens: MAX_TOKENS } })) events.push(e as never);
+        for await (const e of await client.ai.streamText.mutate({
+          content: content(i),
+          systemPrompt: SYSTEM,
+          provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4],
+          options: { maxTokens: MAX_TOKENS },
+        }))
+          events.push(e as never);
         return events;
       }),
     );
@@ -101,10 +132,13 @@ describe('streams read with the openai client and cancelled at different points'
     );
     expect(outcomes.some((o) => !o.completed)).toBe(true);
     // The server notices each closed connection and settles it.
-    const entries = await waitFor(async () => {
-      const all = await gw.runtime.billing.ledger.entries(sub);
-      return all.filter((e) => e.kind === 'settle').length >= N ? all : undefined;
-    }, { what: `${N} settlements` });
+    const entries = await waitFor(
+      async () => {
+        const all = await gw.runtime.billing.ledger.entries(sub);
+        return all.filter((e) => e.kind === 'settle').length >= N ? all : undefined;
+      },
+      { what: `${N} settlements` },
+    );
     let charged = 0;
     for (const o of outcomes) {
       const mine = entries.filter((e) => e.requestId === o.requestId && e.kind === 'settle');
@@ -112,7 +146,10 @@ describe('streams read with the openai client and cancelled at different points'
       const used = mine[0]!.usage!.tokensUsed;
       expect(used).toBeGreaterThanOrEqual(Buffer.byteLength(o.text));
       // Never more than was held for it.
-      const held = -entries.filter((e) => e.requestId === o.requestId && e.kind === 'reserve').flatMap((e) => e.lines).reduce((sum, l) => sum + l.delta, 0);
+      const held = -entries
+        .filter((e) => e.requestId === o.requestId && e.kind === 'reserve')
+        .flatMap((e) => e.lines)
+        .reduce((sum, l) => sum + l.delta, 0);
       expect(held).toBeGreaterThan(0);
       expect(mine[0]!.usage!.tokensCharged).toBeLessThanOrEqual(held);
       if (!o.completed) expect(mine[0]!.usage!.tokensCharged).toBeLessThan(held);

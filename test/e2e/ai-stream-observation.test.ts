@@ -6,7 +6,15 @@ import { createTRPCClient, httpBatchStreamLink, TRPCClientError } from '@trpc/cl
 import superjson from 'superjson';
 import OpenAI from 'openai';
 import type { AppRouter } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * A streamed call is observed until its stream ends (issue 21): its statistics, its metrics
@@ -56,14 +64,22 @@ const outcomes = (text: string, entry: string) => ({
   failed: sample(text, 'ai_backend_requests_total', { entry, procedure: 'ai.streamText', outcome: 'BAD_GATEWAY' }),
 });
 const tokensTotal = (text: string) => sample(text, 'ai_backend_tokens_total', { provider: 'openai', payer: 'platform' });
-const statsOf = async (transport: string) => (await gw.runtime.stats.snapshot(1)).procedures.find((p) => p.transport === transport && p.path === 'ai.streamText') ?? { count: 0, errors: 0 };
+const statsOf = async (transport: string) =>
+  (await gw.runtime.stats.snapshot(1)).procedures.find((p) => p.transport === transport && p.path === 'ai.streamText') ?? {
+    count: 0,
+    errors: 0,
+  };
 const lastCall = (entry: string) => gw.runtime.recentCalls.list(500).find((c) => c.entry === entry && c.procedure === 'ai.streamText');
 const spanMs = (s: ReadableSpan) => s.duration[0] * 1000 + s.duration[1] / 1e6;
 const streamSpans = () => exporter.getFinishedSpans().filter((s) => s.name === 'procedure ai.streamText');
 /** What the ledger settled for the user's last call (the partial charge of a cut stream). */
-const lastSettledTokens = async () => (await gw.runtime.billing.ledger.entries('so-user')).filter((e) => e.kind === 'settle').at(-1)?.usage?.tokensUsed;
+const lastSettledTokens = async () =>
+  (await gw.runtime.billing.ledger.entries('so-user')).filter((e) => e.kind === 'settle').at(-1)?.usage?.tokensUsed;
 
-const trpc = () => createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${user}` }) })] });
+const trpc = () =>
+  createTRPCClient<AppRouter>({
+    links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${user}` }) })],
+  });
 
 describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
   it('a stream the upstream drops mid-way is one failed call in statistics, metrics, recent calls and its span, ended with the stream', async () => {
@@ -72,7 +88,12 @@ describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
     const received: string[] = [];
     let failure: unknown;
     try {
-      for await (const e of await trpc().ai.streamText.mutate({ content: `tell me [[upstream:drop]] [[upstream:chunk-delay=${CHUNK_DELAY_MS}]]`, provider: 'openai', systemPrompt: 'be brief', options: { maxTokens: 40 } })) {
+      for await (const e of await trpc().ai.streamText.mutate({
+        content: `tell me [[upstream:drop]] [[upstream:chunk-delay=${CHUNK_DELAY_MS}]]`,
+        provider: 'openai',
+        systemPrompt: 'be brief',
+        options: { maxTokens: 40 },
+      })) {
         if (e.type === 'text') received.push(e.delta);
       }
     } catch (err) {
@@ -107,7 +128,12 @@ describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
     const before = await scrape();
     exporter.reset();
     let finish: { data: { usage: { totalTokens: number | null } } } | undefined;
-    for await (const e of await trpc().ai.streamText.mutate({ content: `count [[upstream:chunk-delay=5]]`, provider: 'openai', systemPrompt: 'be brief', options: { maxTokens: 40 } })) {
+    for await (const e of await trpc().ai.streamText.mutate({
+      content: `count [[upstream:chunk-delay=5]]`,
+      provider: 'openai',
+      systemPrompt: 'be brief',
+      options: { maxTokens: 40 },
+    })) {
       if (e.type === 'finish') finish = e.result as never;
     }
     expect(finish?.data.usage.totalTokens).toBeGreaterThan(0);

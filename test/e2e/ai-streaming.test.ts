@@ -2,7 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTRPCClient, httpBatchStreamLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import type { AppRouter } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, mcpClient, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, waitFor, SYSTEM_PROMPT, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  mcpClient,
+  PROVIDERS,
+  rpcCall,
+  SERVER_KEY,
+  startAiServer,
+  waitFor,
+  SYSTEM_PROMPT,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * ai.streamText end to end over the real clients: @trpc/client with httpBatchStreamLink (the
@@ -51,7 +64,10 @@ describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
       const events: Array<{ type: string; delta?: string; result?: any }> = [];
       for await (const e of stream) events.push(e as never);
       expect(events[0]!.type).toBe('start');
-      const text = events.filter((e) => e.type === 'text').map((e) => e.delta).join('');
+      const text = events
+        .filter((e) => e.type === 'text')
+        .map((e) => e.delta)
+        .join('');
       const finish = events.at(-1)!;
       expect(finish.type).toBe('finish');
       expect(text).toBe(finish.result.data.text);
@@ -78,7 +94,10 @@ describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
     const u = await funded(10_000);
     const ac = new AbortController();
     const content = 'slow please [[upstream:chunk-delay=40]]';
-    const stream = await streamClient(u.token).ai.streamText.mutate({ content, systemPrompt: '', provider: 'anthropic', options: { maxTokens: 200 } }, { signal: ac.signal });
+    const stream = await streamClient(u.token).ai.streamText.mutate(
+      { content, systemPrompt: '', provider: 'anthropic', options: { maxTokens: 200 } },
+      { signal: ac.signal },
+    );
     let text = '';
     try {
       for await (const e of stream as AsyncIterable<{ type: string; delta?: string }>) {
@@ -90,7 +109,9 @@ describe('ai.streamText over tRPC (httpBatchStreamLink)', () => {
     }
     // The server notices the closed connection and settles. The hold is taken when the stream
     // starts, so the balance moves before the settle: wait for the settle itself in the ledger.
-    await waitFor(async () => (await gw.runtime.billing.ledger.entries(u.sub)).some((e) => e.kind === 'settle'), { what: 'the aborted stream settled' });
+    await waitFor(async () => (await gw.runtime.billing.ledger.entries(u.sub)).some((e) => e.kind === 'settle'), {
+      what: 'the aborted stream settled',
+    });
     const balance = await balanceOf(u.token);
     const reserved = Math.ceil(content.length / 4) + 200;
     const charged = 10_000 - balance;
@@ -107,9 +128,13 @@ describe('ai.streamText over MCP and JSON-RPC', () => {
       const client = await mcpClient(gw.url, u.token);
       try {
         const progress: Array<{ progress: number; message?: string }> = [];
-        const r = (await client.callTool({ name: 'streamText', arguments: { content: 'hello mcp', systemPrompt: 'be brief', provider } }, undefined, {
-          onprogress: (p) => progress.push(p),
-        })) as { isError?: boolean; content: Array<{ text: string }> };
+        const r = (await client.callTool(
+          { name: 'streamText', arguments: { content: 'hello mcp', systemPrompt: 'be brief', provider } },
+          undefined,
+          {
+            onprogress: (p) => progress.push(p),
+          },
+        )) as { isError?: boolean; content: Array<{ text: string }> };
         expect(r.isError).toBeFalsy();
         const result = JSON.parse(r.content[0]!.text);
         expect(progress.length).toBeGreaterThan(1);

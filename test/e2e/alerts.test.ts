@@ -4,7 +4,16 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAlertSignature, type ConfigInput } from '@ai-backend/core';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, waitFor, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  gatewayConfig,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { webhookReceiver } from './helpers/webhookReceiver.js';
 
 /**
@@ -19,7 +28,12 @@ const until = (cond: () => boolean | Promise<boolean>) => waitFor(cond, { timeou
 /** Make `sub`'s balance cross the default tokenLow threshold (1000) with one small platform call. */
 async function crossTokenLow(url: string, sub: string) {
   await creditTokens(url, await tokenFor('alerts-admin', { admin: true }), sub, 1010, `alerts-${randomUUID()}`);
-  const r = await rpcCall(url, await tokenFor(sub), 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } });
+  const r = await rpcCall(url, await tokenFor(sub), 'ai.generateText', {
+    content: 'hi',
+    systemPrompt: 's',
+    provider: 'openai',
+    options: { maxTokens: 20 },
+  });
   if (!r.result) throw new Error(r.text);
 }
 
@@ -32,7 +46,10 @@ afterAll(() => upstream.close());
 describe('signed alert webhooks', () => {
   it('retries a failing receiver with backoff and delivers once it recovers: same idempotency key, valid signature', async () => {
     const hook = await webhookReceiver((n) => (n < 2 ? 500 : 204));
-    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100, pollIntervalMs: 20 } });
+    const s = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100, pollIntervalMs: 20 },
+    });
     try {
       await crossTokenLow(s.url, 'alerts-user-1');
       await until(() => hook.got.some((g) => g.answered === 204));
@@ -43,15 +60,21 @@ describe('signed alert webhooks', () => {
       for (const g of hook.got) {
         expect(g.headers['x-ai-backend-event']).toBe('tokenLow');
         expect(verifyAlertSignature(SECRET, g.body, g.headers['x-ai-backend-signature'] as string)).toBe(true);
-        expect(verifyAlertSignature('another-secret-0123456789abcdefghijkl', g.body, g.headers['x-ai-backend-signature'] as string)).toBe(false);
-        expect(verifyAlertSignature(SECRET, g.body.replace('alerts-user-1', 'someone-else'), g.headers['x-ai-backend-signature'] as string)).toBe(false);
+        expect(verifyAlertSignature('another-secret-0123456789abcdefghijkl', g.body, g.headers['x-ai-backend-signature'] as string)).toBe(
+          false,
+        );
+        expect(
+          verifyAlertSignature(SECRET, g.body.replace('alerts-user-1', 'someone-else'), g.headers['x-ai-backend-signature'] as string),
+        ).toBe(false);
       }
       const body = JSON.parse(hook.got[2]!.body);
       expect(body).toMatchObject({ event: 'tokenLow', id: [...keys][0], data: { userId: 'alerts-user-1', threshold: 1000 } });
       // The record leaves the outbox once the 2xx is in (the receiver answers before the server deletes it).
       await until(async () => (await s.runtime.alerts.pending()).outbox === 0);
       expect(await s.runtime.alerts.pending()).toEqual({ outbox: 0, dead: 0 });
-      const metrics = await (await fetch(s.url + '/metrics', { headers: { authorization: `Bearer ${await tokenFor('alerts-admin', { admin: true })}` } })).text();
+      const metrics = await (
+        await fetch(s.url + '/metrics', { headers: { authorization: `Bearer ${await tokenFor('alerts-admin', { admin: true })}` } })
+      ).text();
       expect(metrics).toContain('ai_backend_alerts_total{event="tokenLow",outcome="retry"} 2');
       expect(metrics).toContain('ai_backend_alerts_total{event="tokenLow",outcome="delivered"} 1');
     } finally {
@@ -64,7 +87,10 @@ describe('signed alert webhooks', () => {
     const arrived: number[] = [];
     const hook = await webhookReceiver((n) => (arrived.push(performance.now()), n < 3 ? 503 : 204));
     // pollIntervalMs left at its default (1 s): far longer than the first retries' backoff.
-    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100 } });
+    const s = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 100 },
+    });
     try {
       await crossTokenLow(s.url, 'alerts-user-backoff');
       await until(() => hook.got.some((g) => g.answered === 204));
@@ -80,10 +106,19 @@ describe('signed alert webhooks', () => {
     }
   });
 
-  it('two receivers on one URL with different secrets: each delivery is signed with its own receiver\'s secret', async () => {
+  it("two receivers on one URL with different secrets: each delivery is signed with its own receiver's secret", async () => {
     const OTHER = 'alert-webhook-other-secret-0123456789abc';
     const hook = await webhookReceiver(() => 204);
-    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded'] }, { url: hook.url, secret: OTHER, events: ['tokenLow'] }], pollIntervalMs: 20 } });
+    const s = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      alerts: {
+        webhooks: [
+          { url: hook.url, secret: SECRET, events: ['providerDegraded'] },
+          { url: hook.url, secret: OTHER, events: ['tokenLow'] },
+        ],
+        pollIntervalMs: 20,
+      },
+    });
     try {
       await crossTokenLow(s.url, 'alerts-user-shared-url');
       await until(() => hook.got.length >= 1);
@@ -98,7 +133,10 @@ describe('signed alert webhooks', () => {
 
   it('gives up after maxAttempts and keeps the alert in the dead-letter list', async () => {
     const hook = await webhookReceiver(() => 503);
-    const s = await startAiServer(upstream, { storage: { type: 'memory' }, alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 20, pollIntervalMs: 20, maxAttempts: 3 } });
+    const s = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      alerts: { webhooks: [{ url: hook.url, secret: SECRET }], retryBaseMs: 20, pollIntervalMs: 20, maxAttempts: 3 },
+    });
     try {
       await crossTokenLow(s.url, 'alerts-user-2');
       await until(async () => (await s.runtime.alerts.pending()).dead === 1);
@@ -111,7 +149,11 @@ describe('signed alert webhooks', () => {
 
   it('sends providerDegraded when a healthy provider starts failing', async () => {
     const hook = await webhookReceiver(() => 200);
-    const s = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { maxRetries: 0 }, alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded'] }], pollIntervalMs: 20 } });
+    const s = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      ai: { maxRetries: 0 },
+      alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['providerDegraded'] }], pollIntervalMs: 20 },
+    });
     try {
       await creditTokens(s.url, await tokenFor('alerts-admin', { admin: true }), 'alerts-user-3', 50_000, 'alerts-3');
       upstream.failNext({ kind: 'status', status: 500 }, 1);
@@ -160,10 +202,13 @@ describe.skipIf(!redisAt.ok)('an alert pending when its server is killed', () =>
       try {
         const keys = await after.runtime.storage.keys('alerts:outbox:');
         const rec = (await after.runtime.storage.get<Record<string, unknown>>(keys[0]!))!;
-        expect(rec.nextAt as number > Date.now() || (rec.leaseUntil as number) > Date.now()).toBe(true);
+        expect((rec.nextAt as number) > Date.now() || (rec.leaseUntil as number) > Date.now()).toBe(true);
         // Due now in the outbox's due index too (the scans read that, not a listing).
         const dueNow = Date.now();
-        await after.runtime.storage.transact([], () => ({ writes: [{ op: 'set', key: keys[0]!, value: { ...rec, nextAt: dueNow, leaseUntil: 0 }, dueAt: dueNow }], result: undefined }));
+        await after.runtime.storage.transact([], () => ({
+          writes: [{ op: 'set', key: keys[0]!, value: { ...rec, nextAt: dueNow, leaseUntil: 0 }, dueAt: dueNow }],
+          result: undefined,
+        }));
         await until(() => hook.got.length === 2);
         expect(hook.got[1]!.answered).toBe(200);
         expect(hook.got[1]!.headers['idempotency-key']).toBe(hook.got[0]!.headers['idempotency-key']);

@@ -51,7 +51,11 @@ const shop = router({
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer({ mcp: { auth: { authType: 'none' } }, customRouters: { shop }, apiDescription: { title: 'Shop API', version: '2.1.0' } });
+  s = await startTestServer({
+    mcp: { auth: { authType: 'none' } },
+    customRouters: { shop },
+    apiDescription: { title: 'Shop API', version: '2.1.0' },
+  });
 });
 afterAll(() => s.stop());
 
@@ -70,7 +74,9 @@ describe('OpenRPC (/openrpc.json and rpc.discover)', () => {
     expect(doc.info).toMatchObject({ title: 'Shop API', version: '2.1.0' });
     expect(doc.servers[0].url).toBe(`${s.url}/rpc`);
     const names = doc.methods.map((m: Json) => m.name);
-    expect(names).toEqual(expect.arrayContaining(['shop.find', 'shop.order', 'shop.refund', 'ai.generateText', 'admin.statistics', 'mcp.greeting']));
+    expect(names).toEqual(
+      expect.arrayContaining(['shop.find', 'shop.order', 'shop.refund', 'ai.generateText', 'admin.statistics', 'mcp.greeting']),
+    );
     const find = doc.methods.find((m: Json) => m.name === 'shop.find');
     expect(find.params).toEqual([
       { name: 'q', schema: { type: 'string', minLength: 1, description: 'search text' }, required: true, description: 'search text' },
@@ -110,7 +116,9 @@ describe('inputs that are not objects, and optional inputs', () => {
     expect(((await (await s.fetch('/rpc', rpc('shop.double', [21]))).json()) as Json).result).toBe(42);
     expect(((await (await s.fetch('/rpc', rpc('shop.count', [['a', 'b']]))).json()) as Json).result).toBe(2);
     // An object input may be sent by position too; more than one element is refused.
-    expect(((await (await s.fetch('/rpc', rpc('shop.find', [{ q: 'tea' }]))).json()) as Json).result).toEqual({ items: [{ id: '1', name: 'tea x10' }] });
+    expect(((await (await s.fetch('/rpc', rpc('shop.find', [{ q: 'tea' }]))).json()) as Json).result).toEqual({
+      items: [{ id: '1', name: 'tea x10' }],
+    });
     expect(((await (await s.fetch('/rpc', rpc('shop.double', [1, 2]))).json()) as Json).error.code).toBe(-32602);
     // rpc.discover as OpenRPC clients send it: "params": [].
     expect(((await (await s.fetch('/rpc', rpc('rpc.discover', []))).json()) as Json).result.openrpc).toBe('1.3.2');
@@ -133,8 +141,16 @@ describe('inputs that are not objects, and optional inputs', () => {
 
 describe('recursive schemas', () => {
   /** Every $ref of a document, which must point inside that document's components. */
-  const refs = (doc: unknown): string[] => JSON.stringify(doc).match(/"\$ref":"[^"]*"/g)?.map((m) => m.slice(8, -1)) ?? [];
-  const resolves = (doc: Json, ref: string) => ref.startsWith('#/components/') && ref.slice(2).split('/').reduce<any>((node, key) => node?.[key], doc) !== undefined;
+  const refs = (doc: unknown): string[] =>
+    JSON.stringify(doc)
+      .match(/"\$ref":"[^"]*"/g)
+      ?.map((m) => m.slice(8, -1)) ?? [];
+  const resolves = (doc: Json, ref: string) =>
+    ref.startsWith('#/components/') &&
+    ref
+      .slice(2)
+      .split('/')
+      .reduce<any>((node, key) => node?.[key], doc) !== undefined;
 
   it('an unnamed recursive input refers to a component, never to "#" (the document root)', async () => {
     for (const doc of [await getJson('/openrpc.json'), await getJson('/openapi.json')]) {
@@ -148,7 +164,14 @@ describe('recursive schemas', () => {
     expect(rpcDoc.components.schemas['shop.category.input'].required).toEqual(['name', 'children']);
     expect(validateOpenRPCDocument(rpcDoc as never)).toBe(true);
     // Two procedures' z.lazy definitions each keep their own component.
-    const target = (method: string, param: string) => rpcDoc.components.schemas[rpcDoc.methods.find((m: Json) => m.name === method).params.find((p: Json) => p.name === param).schema.$ref.split('/').pop()];
+    const target = (method: string, param: string) =>
+      rpcDoc.components.schemas[
+        rpcDoc.methods
+          .find((m: Json) => m.name === method)
+          .params.find((p: Json) => p.name === param)
+          .schema.$ref.split('/')
+          .pop()
+      ];
     expect(Object.keys(target('shop.folder', 'root').properties)).toEqual(['path', 'sub']);
     expect(Object.keys(target('shop.comment', 'thread').properties)).toEqual(['text', 'replies', 'score']);
     await expect(SwaggerParser.validate(structuredClone(await getJson('/openapi.json')) as never)).resolves.toBeTruthy();
@@ -161,9 +184,13 @@ describe('OpenAPI 3.1 (/openapi.json)', () => {
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.servers).toEqual([{ url: s.url }]);
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/trpc/shop.find', '/trpc/shop.order', '/trpc/ai.generateText', '/trpc/admin.statistics']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/trpc/shop.find', '/trpc/shop.order', '/trpc/ai.generateText', '/trpc/admin.statistics']),
+    );
     expect(doc.paths['/trpc/shop.find'].get.parameters[0]).toMatchObject({ name: 'input', in: 'query', required: true });
-    expect(doc.paths['/trpc/shop.order'].post.requestBody.content['application/json'].schema.properties.json.properties.shipTo).toEqual({ $ref: '#/components/schemas/Address' });
+    expect(doc.paths['/trpc/shop.order'].post.requestBody.content['application/json'].schema.properties.json.properties.shipTo).toEqual({
+      $ref: '#/components/schemas/Address',
+    });
     expect(doc.paths['/trpc/shop.order'].post.security).toEqual([{ bearerAuth: [] }]);
     expect(doc.paths['/trpc/shop.find'].get.security).toEqual([{}, { bearerAuth: [] }]);
     expect(doc.paths['/trpc/shop.ping'].get.parameters).toBeUndefined();
@@ -182,7 +209,11 @@ describe('OpenAPI 3.1 (/openapi.json)', () => {
     expect(op.parameters[0].content['application/json'].schema.required).toEqual(['json']);
     const res = await s.fetch('/trpc/shop.find?input=' + encodeURIComponent(JSON.stringify({ json: { q: 'tea', limit: 2 } })));
     expect(((await res.json()) as Json).result.data.json).toEqual({ items: [{ id: '1', name: 'tea x2' }] });
-    const post = await s.fetch('/trpc/shop.order', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: { sku: 'a', shipTo: { street: 's', city: 'c' } } }) });
+    const post = await s.fetch('/trpc/shop.order', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { sku: 'a', shipTo: { street: 's', city: 'c' } } }),
+    });
     // Described as needing a bearer token, and it does.
     expect(post.status).toBe(401);
     expect(((await post.json()) as Json).error.json.data.code).toBe('UNAUTHORIZED');

@@ -30,11 +30,19 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
   let sub: string;
   const newKey = (rules: Record<string, unknown>) => cluster.newKey({ name: 'limited', ...rules });
   const generate = (gw: AiServer, key: string, i: number, extra = '') =>
-    rpcCall(gw.url, key, 'ai.generateText', { content: content(i) + extra, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } });
+    rpcCall(gw.url, key, 'ai.generateText', {
+      content: content(i) + extra,
+      systemPrompt: SYSTEM,
+      provider: 'openai',
+      options: { maxTokens: MAX_TOKENS },
+    });
 
   beforeAll(async () => {
     // Input counted as the server's worst case and output = maxTokens: each call uses exactly what it holds.
-    cluster = await startKeyCluster('apikeylimits', pgAt, redisAt, { outputTokens: 1000, countInputTokens: (system, text) => estimateTokens(text, system, 0) });
+    cluster = await startKeyCluster('apikeylimits', pgAt, redisAt, {
+      outputTokens: 1000,
+      countInputTokens: (system, text) => estimateTokens(text, system, 0),
+    });
     ({ a, b, user, sub } = cluster);
   });
   afterAll(() => cluster?.stop());
@@ -47,7 +55,11 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     const refused = results.filter((r) => r.error);
     expect(ok).toHaveLength(AFFORDABLE);
     expect(refused).toHaveLength(CALLS - AFFORDABLE);
-    for (const r of refused) expect(r.error!.data).toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'key_budget_exceeded', period: 'total', metric: 'tokens' } });
+    for (const r of refused)
+      expect(r.error!.data).toMatchObject({
+        appCode: 'PAYMENT_REQUIRED',
+        details: { reason: 'key_budget_exceeded', period: 'total', metric: 'tokens' },
+      });
     // Charged to the owner's balance (fee included), the ledger consistent, the spend recorded per key.
     const after = (await rpcCall(b.url, user, 'billing.getTokenBalance')).result.virtualTokenBalance as number;
     expect(before - after).toBe(AFFORDABLE * (WORST + Math.ceil(WORST * 0.1)));
@@ -57,11 +69,20 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     expect(got.result.usage.calls).toBe(AFFORDABLE);
     expect(total).toMatchObject({ spent: { tokens: AFFORDABLE * WORST }, reserved: { tokens: 0 } });
     const analytics = await rpcCall(a.url, user, 'billing.getUsageAnalytics', { days: 1 });
-    expect(analytics.result.byApiKey.find((k: { id: string }) => k.id === id)).toMatchObject({ calls: AFFORDABLE, status: 'active', total: { tokens: AFFORDABLE * WORST }, day: { tokens: AFFORDABLE * WORST } });
+    expect(analytics.result.byApiKey.find((k: { id: string }) => k.id === id)).toMatchObject({
+      calls: AFFORDABLE,
+      status: 'active',
+      total: { tokens: AFFORDABLE * WORST },
+      day: { tokens: AFFORDABLE * WORST },
+    });
     const history = await rpcCall(a.url, user, 'billing.getUsageHistory', { limit: 100 });
     expect(JSON.stringify(history.result)).toContain(`"apiKeyId":"${id}"`);
     // The HTTP answer on /trpc is 402.
-    const t = await fetch(`${a.url}/trpc/ai.generateText`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ json: { content: content(1), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } } }) });
+    const t = await fetch(`${a.url}/trpc/ai.generateText`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ json: { content: content(1), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } } }),
+    });
     expect(t.status).toBe(402);
   });
 
@@ -76,12 +97,16 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     const t = await fetch(`${b.url}/trpc/billing.getTokenBalance`, { headers: { authorization: `Bearer ${key}` } });
     expect(t.status).toBe(429);
     expect(Number(t.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    const v1 = await fetch(`${a.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }) });
+    const v1 = await fetch(`${a.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }),
+    });
     expect(v1.status).toBe(429);
     expect(v1.headers.get('retry-after')).toBeTruthy();
   });
 
-  it('tokens per minute hold across both instances, admitted by each call\'s worst case', async () => {
+  it("tokens per minute hold across both instances, admitted by each call's worst case", async () => {
     // Each call holds WORST tokens at admission (input bound plus maxTokens) and, with this
     // upstream, uses exactly that: two calls fit in 2 × WORST, the third is refused.
     const { key } = await newKey({ limits: { tokensPerMinute: 2 * WORST } });
@@ -102,7 +127,8 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     freshMinute();
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => generate(i % 2 ? b : a, key, 100 + i, slow)));
     expect(results.filter((r) => r.result)).toHaveLength(3);
-    for (const r of results.filter((r) => r.error)) expect(r.error!.data).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });
+    for (const r of results.filter((r) => r.error))
+      expect(r.error!.data).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });
     const got = await rpcCall(b.url, user, 'keys.get', { id });
     expect(got.result.usage.calls).toBe(3);
   });
@@ -110,15 +136,23 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
   it('concurrent calls hold across both instances', async () => {
     const { key } = await newKey({ limits: { concurrent: 2 } });
     const slow = (gw: AiServer, i: number) => generate(gw, key, i, ' [[upstream:latency=1500]]');
-    const results = await Promise.all([slow(a, 1), slow(b, 2), (async () => (await sleep(400), slow(a, 3)))(), (async () => (await sleep(400), slow(b, 4)))()]);
+    const results = await Promise.all([
+      slow(a, 1),
+      slow(b, 2),
+      (async () => (await sleep(400), slow(a, 3)))(),
+      (async () => (await sleep(400), slow(b, 4)))(),
+    ]);
     expect(results.filter((r) => r.result)).toHaveLength(2);
-    for (const r of results.filter((r) => r.error)) expect(r.error!.data).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_concurrent_limit' } });
+    for (const r of results.filter((r) => r.error))
+      expect(r.error!.data).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_concurrent_limit' } });
     // The slots come back when the calls end.
     expect((await generate(b, key, 5)).result).toBeDefined();
   });
 
   it('metrics count per limit, never per key', async () => {
-    const res = await fetch(a.url + '/metrics', { headers: { authorization: `Bearer ${await tokenFor('limits-admin', { admin: true })}` } });
+    const res = await fetch(a.url + '/metrics', {
+      headers: { authorization: `Bearer ${await tokenFor('limits-admin', { admin: true })}` },
+    });
     const text = await res.text();
     expect(text).toMatch(/ai_backend_api_key_refusals_total\{limit="budget"\} \d+/);
     expect(text).toMatch(/ai_backend_api_key_authentications_total\{outcome="ok"\} \d+/);

@@ -17,7 +17,8 @@ const ENTRIES: Entry[] = ['trpc', 'rpc', 'mcp'];
 const OK_INPUT = { content: 'hello key', systemPrompt: 'Be brief.', provider: 'openai', options: { model: 'gpt-4.1-mini', maxTokens: 20 } };
 const OFF_MODEL = { content: 'hello key', systemPrompt: 'Be brief.', provider: 'openai', options: { model: 'gpt-5-mini', maxTokens: 20 } };
 /** callVia, where an MCP client refused at connect counts as a refusal. */
-const attempt = (gw: AiServer, entry: Entry, key: string, input: unknown) => callVia(gw, entry, key, 'ai.generateText', input).catch((e: unknown) => ({ ok: false as const, message: String(e) }));
+const attempt = (gw: AiServer, entry: Entry, key: string, input: unknown) =>
+  callVia(gw, entry, key, 'ai.generateText', input).catch((e: unknown) => ({ ok: false as const, message: String(e) }));
 const OFF_PROVIDER = { content: 'hello key', systemPrompt: 'Be brief.', provider: 'anthropic', options: { maxTokens: 20 } };
 
 describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two instances', () => {
@@ -50,7 +51,9 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
         for (const input of [OFF_MODEL, OFF_PROVIDER]) {
           const refused = await callVia(gw, entry, key, 'ai.generateText', input, seen);
           expect(refused.ok, `${entry} refused`).toBe(false);
-          expect(refused).toMatchObject(entry === 'mcp' ? { message: expect.stringContaining('this API key may not use') } : { code: 'FORBIDDEN' });
+          expect(refused).toMatchObject(
+            entry === 'mcp' ? { message: expect.stringContaining('this API key may not use') } : { code: 'FORBIDDEN' },
+          );
         }
       }
       const balance = await callVia(gw, 'rpc', key, 'billing.getTokenBalance', undefined, seen);
@@ -58,7 +61,11 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
     }
     const r = await rpcCall(a.url, key, 'ai.generateText', OFF_MODEL);
     expect(r.error?.data).toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'key_model_not_allowed' } });
-    const t = await fetch(`${a.url}/trpc/ai.generateText`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ json: OFF_PROVIDER }) });
+    const t = await fetch(`${a.url}/trpc/ai.generateText`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ json: OFF_PROVIDER }),
+    });
     expect(t.status).toBe(403);
     seen.push(await t.text());
   });
@@ -66,13 +73,19 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
   it('works from the openai client on /v1 and with x-api-key; 403 outside its rules', async () => {
     const { key } = await newKey();
     const client = new OpenAI({ baseURL: b.url + '/v1', apiKey: key, maxRetries: 0 });
-    const done = await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 });
+    const done = await client.chat.completions.create({
+      model: 'openai/gpt-4.1-mini',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 20,
+    });
     expect(done.choices[0]!.message.content).toMatch(/^Test reply from/);
     // /v1/models lists only what the key may use.
     const listed = (await client.models.list()).data.map((m) => m.id).filter((id) => id.includes('/'));
     expect(listed.length).toBeGreaterThan(0);
     expect(listed.every((id) => id.startsWith('openai/gpt-4.1-'))).toBe(true);
-    const err = await client.chat.completions.create({ model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 }).catch((e: unknown) => e);
+    const err = await client.chat.completions
+      .create({ model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(403);
     // curl -H "x-api-key: aib_…" (the Anthropic wire format's header)
@@ -83,7 +96,11 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
     });
     expect(viaHeader.status).toBe(200);
     seen.push(await viaHeader.text());
-    const rpc = await fetch(a.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance' }) });
+    const rpc = await fetch(a.url + '/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance' }),
+    });
     expect(rpc.status).toBe(200);
     seen.push(await rpc.text());
   });
@@ -94,10 +111,16 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
     try {
       const tools = await client.listTools();
       expect(tools.tools.map((t) => t.name)).toContain('generateText');
-      const r = (await client.callTool({ name: 'generateText', arguments: OK_INPUT })) as { isError?: boolean; content: Array<{ text: string }> };
+      const r = (await client.callTool({ name: 'generateText', arguments: OK_INPUT })) as {
+        isError?: boolean;
+        content: Array<{ text: string }>;
+      };
       expect(r.isError).toBeFalsy();
       seen.push(r.content[0]!.text);
-      const off = (await client.callTool({ name: 'generateText', arguments: OFF_MODEL })) as { isError?: boolean; content: Array<{ text: string }> };
+      const off = (await client.callTool({ name: 'generateText', arguments: OFF_MODEL })) as {
+        isError?: boolean;
+        content: Array<{ text: string }>;
+      };
       expect(off.isError).toBe(true);
     } finally {
       await client.close();
@@ -136,7 +159,12 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
       const mcp = await fetch(gw.url + '/mcp', {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
       });
       expect(mcp.status).toBe(401);
       expect(await mcp.text()).not.toContain(key);
@@ -155,14 +183,24 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API keys on every entry point, two ins
       }
       const r = await rpcCall(gw.url, key, 'billing.getTokenBalance');
       expect(r.error).toMatchObject({ message: 'API key expired', data: { appCode: 'INVALID_TOKEN' } });
-      const v1 = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }) });
+      const v1 = await fetch(gw.url + '/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': key },
+        body: JSON.stringify({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }),
+      });
       expect(v1.status).toBe(401);
     }
   });
 
   it('hostile keys are refused with 401 on every entry point', async () => {
     const { key } = await newKey();
-    const bad = [key.slice(0, -3), key.slice(0, 20) + (key[20] === 'a' ? 'b' : 'a') + key.slice(21), `aib_${'A'.repeat(50)}`, 'aib_%00;DROP TABLE', `aib_${'x'.repeat(5000)}`];
+    const bad = [
+      key.slice(0, -3),
+      key.slice(0, 20) + (key[20] === 'a' ? 'b' : 'a') + key.slice(21),
+      `aib_${'A'.repeat(50)}`,
+      'aib_%00;DROP TABLE',
+      `aib_${'x'.repeat(5000)}`,
+    ];
     for (const token of bad) {
       const r = await rpcCall(a.url, token, 'billing.getTokenBalance');
       expect(r.error).toMatchObject({ message: 'invalid API key', data: { appCode: 'INVALID_TOKEN' } });

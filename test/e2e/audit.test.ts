@@ -49,8 +49,11 @@ function audit(allow: unknown[]): Promise<{ code: number; out: string }> {
   const file = join(dir, `allow-${Math.random()}.json`);
   writeFileSync(file, JSON.stringify(allow));
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(ROOT, 'scripts/audit.mjs')], { cwd: ROOT, env: { ...process.env, AI_BACKEND_AUDIT_REGISTRY: registry, AI_BACKEND_AUDIT_ALLOWLIST: file } }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+    execFile(
+      process.execPath,
+      [join(ROOT, 'scripts/audit.mjs')],
+      { cwd: ROOT, env: { ...process.env, AI_BACKEND_AUDIT_REGISTRY: registry, AI_BACKEND_AUDIT_ALLOWLIST: file } },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
     );
   });
 }
@@ -61,7 +64,9 @@ const report = (...advisories: Array<ReturnType<typeof advisory>>) => ({
     advisories: Object.fromEntries(advisories.map((a, i) => [String(i + 1), a])),
     muted: [],
     metadata: {
-      vulnerabilities: Object.fromEntries(['info', 'low', 'moderate', 'high', 'critical'].map((s) => [s, advisories.filter((a) => a.severity === s).length])),
+      vulnerabilities: Object.fromEntries(
+        ['info', 'low', 'moderate', 'high', 'critical'].map((s) => [s, advisories.filter((a) => a.severity === s).length]),
+      ),
       dependencies: 1,
       devDependencies: 0,
       optionalDependencies: 0,

@@ -42,7 +42,9 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 const trpc = (who: keyof typeof tokens) =>
-  createTRPCClient<AppRouter>({ links: [httpLink({ url: url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${tokens[who]}` }) })] });
+  createTRPCClient<AppRouter>({
+    links: [httpLink({ url: url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${tokens[who]}` }) })],
+  });
 
 async function rpc(who: keyof typeof tokens | null, method: string, params: unknown) {
   const res = await fetch(url + '/rpc', {
@@ -76,7 +78,10 @@ describe('BYOK keys over /trpc and /rpc', () => {
       for (const email of ['alice@example.com', 'alice-sub']) {
         const viaRpc = await rpc('bob', `auth.${name}`, { email, provider: 'openai', ...extra });
         expect(viaRpc.error?.data, `${name} via /rpc`).toMatchObject({ code: 'FORBIDDEN' });
-        const client = trpc('bob').auth as Record<string, { query?: (i: unknown) => Promise<unknown>; mutate?: (i: unknown) => Promise<unknown> }>;
+        const client = trpc('bob').auth as Record<
+          string,
+          { query?: (i: unknown) => Promise<unknown>; mutate?: (i: unknown) => Promise<unknown> }
+        >;
         const proc = client[name]!;
         const input = { email, provider: 'openai', ...extra };
         const pending = name === 'getUserKey' || name === 'getUserProviders' ? proc.query!(input) : proc.mutate!(input);
@@ -91,7 +96,9 @@ describe('BYOK keys over /trpc and /rpc', () => {
   });
 
   it('anonymous callers are refused', async () => {
-    expect((await rpc(null, 'auth.getUserKey', { email: 'alice@example.com', provider: 'openai' })).error?.data).toMatchObject({ code: 'UNAUTHORIZED' });
+    expect((await rpc(null, 'auth.getUserKey', { email: 'alice@example.com', provider: 'openai' })).error?.data).toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
     expect((await rpc(null, 'billing.getTokenBalance', undefined)).error?.data).toMatchObject({ code: 'UNAUTHORIZED' });
   });
 
@@ -111,10 +118,21 @@ describe('BYOK keys over /trpc and /rpc', () => {
 describe('BYOK keys over /mcp', () => {
   it('key procedures are not MCP tools; billing reads are, and they need a token', async () => {
     const client = new Client({ name: 'e2e', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${tokens.bob}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${tokens.bob}` } } }),
+    );
     try {
       const names = (await client.listTools()).tools.map((t) => t.name);
-      for (const n of ['storeUserKey', 'getUserKey', 'rotateUserKey', 'deleteUserKey', 'validateUserKey', 'getUserProviders', 'creditTokens', 'configureBYOK']) {
+      for (const n of [
+        'storeUserKey',
+        'getUserKey',
+        'rotateUserKey',
+        'deleteUserKey',
+        'validateUserKey',
+        'getUserProviders',
+        'creditTokens',
+        'configureBYOK',
+      ]) {
         expect(names).not.toContain(n);
       }
       expect(names).toContain('getTokenBalance');

@@ -32,7 +32,8 @@ let attackerPort: number;
 let browser: Browser;
 
 /** Every write the page tries names its file after the vector, so a success shows which one. */
-const rpcWrite = (name: string) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.writeFile', params: { path: `${name}.txt`, content: 'pwned' } });
+const rpcWrite = (name: string) =>
+  JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.writeFile', params: { path: `${name}.txt`, content: 'pwned' } });
 
 /**
  * The attack, as page-side source (installed with addInitScript as `window.__attack`). Returns
@@ -107,7 +108,10 @@ window.__attack = async (target, tag) => {
 `;
 
 const evaluateAttack = (page: Page, target: string, tag: string): Promise<string[]> =>
-  page.evaluate(([t, g]) => (window as unknown as { __attack: (t: string, g: string) => Promise<string[]> }).__attack(t!, g!), [target, tag]);
+  page.evaluate(
+    ([t, g]) => (window as unknown as { __attack: (t: string, g: string) => Promise<string[]> }).__attack(t!, g!),
+    [target, tag],
+  );
 
 async function workspaceFiles(): Promise<string[]> {
   return (await readdir(dir)).filter((f) => f !== 'secret.txt' && f !== '.ai-backend-data').sort();
@@ -120,18 +124,33 @@ describe.skipIf(!chromiumService.ok)('a page on another origin gets nothing from
     // serve --dev, with the workspace writable so a write that slipped through would show.
     const dev = devOverrides(dir) as { serverWorkspaces: { default: Record<string, unknown> } };
     dev.serverWorkspaces.default.readOnly = false;
-    const config: ConfigInput = mergeConfig(dev as ConfigInput, { port: 0, storage: { type: 'memory' }, monitoring: { logging: { level: 'silent' } } });
+    const config: ConfigInput = mergeConfig(dev as ConfigInput, {
+      port: 0,
+      storage: { type: 'memory' },
+      monitoring: { logging: { level: 'silent' } },
+    });
     server = createServer(config);
     port = (await server.start()).port;
 
     // The attacker's site: a blank page on another port; the attack runs in it.
-    attacker = createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>totally harmless</title><body></body>'));
+    attacker = createHttpServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>totally harmless</title><body></body>'),
+    );
     await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
     attackerPort = (attacker.address() as AddressInfo).port;
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic', '--host-resolver-rules=MAP attacker.test 127.0.0.1'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+        '--host-resolver-rules=MAP attacker.test 127.0.0.1',
+      ],
     });
   }, 60_000);
 
@@ -154,13 +173,17 @@ describe.skipIf(!chromiumService.ok)('a page on another origin gets nothing from
     ['127.0.0.1 on another port → 127.0.0.1', () => `http://127.0.0.1:${attackerPort}/`, () => `http://127.0.0.1:${port}`],
     ['localhost on another port → 127.0.0.1', () => `http://localhost:${attackerPort}/`, () => `http://127.0.0.1:${port}`],
     ['127.0.0.1 on another port → localhost', () => `http://127.0.0.1:${attackerPort}/`, () => `http://localhost:${port}`],
-  ])('%s: nothing readable, nothing written', async (_name, pageUrl, target) => {
-    const page = await pageAt(pageUrl());
-    const seen = await evaluateAttack(page, target(), 'x');
-    await page.close();
-    expect(seen).toEqual([]);
-    expect(await workspaceFiles()).toEqual([]);
-  }, 60_000);
+  ])(
+    '%s: nothing readable, nothing written',
+    async (_name, pageUrl, target) => {
+      const page = await pageAt(pageUrl());
+      const seen = await evaluateAttack(page, target(), 'x');
+      await page.close();
+      expect(seen).toEqual([]);
+      expect(await workspaceFiles()).toEqual([]);
+    },
+    60_000,
+  );
 
   it('DNS rebinding (Host: attacker.test, same-origin to the page): nothing readable, nothing written', async () => {
     // The attacker's page is served as http://attacker.test:<server port>/, then "rebound" to our server.
@@ -173,13 +196,27 @@ describe.skipIf(!chromiumService.ok)('a page on another origin gets nothing from
   }, 60_000);
 
   it('control: the same write from a non-browser client (no Origin) works, so the checks above can fail', async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: rpcWrite('control') });
+    const res = await fetch(`http://127.0.0.1:${port}/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: rpcWrite('control'),
+    });
     expect(((await res.json()) as { result?: { success: boolean } }).result?.success).toBe(true);
     expect(await workspaceFiles()).toEqual(['control.txt']);
     // And a same-origin page (the server's own origin) may read: the rules are not "refuse every browser".
     const page = await browser.newPage();
     await page.goto(`http://127.0.0.1:${port}/health`);
-    const text = await page.evaluate(async (t) => (await fetch(`${t}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { path: 'secret.txt' } }) })).text(), `http://127.0.0.1:${port}`);
+    const text = await page.evaluate(
+      async (t) =>
+        (
+          await fetch(`${t}/rpc`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { path: 'secret.txt' } }),
+          })
+        ).text(),
+      `http://127.0.0.1:${port}`,
+    );
     await page.close();
     expect(text).toContain(SECRET);
   }, 60_000);

@@ -4,7 +4,18 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core/internal';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, sleep, startAiServer, tokenFor, trpcClient, waitFor, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  gatewayConfig,
+  rpcCall,
+  sleep,
+  startAiServer,
+  tokenFor,
+  trpcClient,
+  waitFor,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { webhookReceiver, type ReceivedHook } from './helpers/webhookReceiver.js';
 
 /**
@@ -41,7 +52,12 @@ describe.skipIf(!redisAt.ok)('a budget alert pending when its server is killed',
         child!.kill('SIGKILL');
       },
     );
-    const alerts = { webhooks: [{ url: hook.url, secret: SECRET, events: ['budgetThreshold' as const] }], pollIntervalMs: 20, retryBaseMs: 100, timeoutMs: 1000 };
+    const alerts = {
+      webhooks: [{ url: hook.url, secret: SECRET, events: ['budgetThreshold' as const] }],
+      pollIntervalMs: 20,
+      retryBaseMs: 100,
+      timeoutMs: 1000,
+    };
     const config: ConfigInput = {
       ...gatewayConfig(upstream),
       monitoring: { logging: { level: 'silent' } },
@@ -59,7 +75,12 @@ describe.skipIf(!redisAt.ok)('a budget alert pending when its server is killed',
       const admin = await tokenFor('budget-kill-admin', { admin: true });
       await rpcCall(url, admin, 'admin.setBudget', { userId: sub, period: 'daily', tokens: 2 * WORST, thresholds: [0.5] });
       await creditTokens(url, admin, sub, 100_000, `budget-kill-${sub}`);
-      const call = await rpcCall(url, await tokenFor(sub), 'ai.generateText', { content: CONTENT, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } });
+      const call = await rpcCall(url, await tokenFor(sub), 'ai.generateText', {
+        content: CONTENT,
+        systemPrompt: SYSTEM,
+        provider: 'openai',
+        options: { maxTokens: MAX_TOKENS },
+      });
       expect(call.result?.tokenUsage.tokensUsed).toBe(WORST); // charged: half the budget, the 0.5 threshold
 
       await until(() => hook.got.length === 1);

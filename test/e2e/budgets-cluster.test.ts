@@ -2,7 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens, verifyAlertSignature, type ConfigInput } from '@ai-backend/core/internal';
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, rpcCall, sleep, startAiServer, tokenFor, trpcClient, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  sleep,
+  startAiServer,
+  tokenFor,
+  trpcClient,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { webhookReceiver } from './helpers/webhookReceiver.js';
 
 /**
@@ -23,7 +34,6 @@ const content = (i: number) => `budget call ${String(i).padStart(3, '0')}`;
 const WORST = estimateTokens(content(0), SYSTEM, MAX_TOKENS);
 const LIMIT = AFFORDABLE * WORST + Math.floor(WORST / 2);
 
-
 describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing PostgreSQL and Redis', () => {
   let upstream: TestUpstream;
   let hook: Awaited<ReturnType<typeof webhookReceiver>>;
@@ -42,7 +52,11 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
     const config: ConfigInput = {
       storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
       statistics: { flushIntervalMs: 100 },
-      alerts: { webhooks: [{ url: hook.url, secret: SECRET, events: ['budgetThreshold', 'budgetExceeded'] }], pollIntervalMs: 50, retryBaseMs: 100 },
+      alerts: {
+        webhooks: [{ url: hook.url, secret: SECRET, events: ['budgetThreshold', 'budgetExceeded'] }],
+        pollIntervalMs: 50,
+        retryBaseMs: 100,
+      },
     };
     a = await startAiServer(upstream, config);
     b = await startAiServer(upstream, config);
@@ -59,12 +73,24 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
   });
 
   it(`a token budget set on one instance holds for ${CALLS} concurrent calls over both: exactly ${AFFORDABLE} run`, async () => {
-    const set = await trpcClient(a.url, admin).admin.setBudget.mutate({ userId: sub, period: 'daily', tokens: LIMIT, thresholds: [0.5, 0.8] });
+    const set = await trpcClient(a.url, admin).admin.setBudget.mutate({
+      userId: sub,
+      period: 'daily',
+      tokens: LIMIT,
+      thresholds: [0.5, 0.8],
+    });
     expect(set.periods[0]).toMatchObject({ source: 'user', limits: { tokens: LIMIT }, spent: { tokens: 0 } });
     await creditTokens(b.url, admin, sub, 10_000_000, `budget-seed-${sub}`);
 
     const replies = await Promise.all(
-      Array.from({ length: CALLS }, (_, i) => rpcCall(i % 2 ? b.url : a.url, user, 'ai.generateText', { content: content(i), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } })),
+      Array.from({ length: CALLS }, (_, i) =>
+        rpcCall(i % 2 ? b.url : a.url, user, 'ai.generateText', {
+          content: content(i),
+          systemPrompt: SYSTEM,
+          provider: 'openai',
+          options: { maxTokens: MAX_TOKENS },
+        }),
+      ),
     );
     const ok = replies.filter((r) => r.result);
     const refused = replies.filter((r) => r.error);
@@ -72,7 +98,10 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
     for (const r of ok) expect(r.result.tokenUsage.tokensUsed).toBe(WORST);
     expect(refused).toHaveLength(CALLS - AFFORDABLE);
     for (const r of refused) {
-      expect(r.error!.data).toMatchObject({ code: 'PAYMENT_REQUIRED', details: { reason: 'budget_exceeded', period: 'daily', metric: 'tokens', limit: LIMIT, requested: WORST } });
+      expect(r.error!.data).toMatchObject({
+        code: 'PAYMENT_REQUIRED',
+        details: { reason: 'budget_exceeded', period: 'daily', metric: 'tokens', limit: LIMIT, requested: WORST },
+      });
       expect(Date.parse(String(r.error!.data!.details!.resetsAt))).toBeGreaterThan(Date.now());
     }
     // Refused calls never reached the upstream.
@@ -83,10 +112,21 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
     const viaRpc = (await rpcCall(a.url, user, 'billing.getBudget')).result;
     const viaTrpc = await trpcClient(b.url, user).billing.getBudget.query();
     expect(viaTrpc).toEqual(viaRpc);
-    expect(viaRpc.periods[0]).toMatchObject({ period: 'daily', spent: { tokens: AFFORDABLE * WORST }, reserved: { tokens: 0 }, remaining: { tokens: LIMIT - AFFORDABLE * WORST } });
+    expect(viaRpc.periods[0]).toMatchObject({
+      period: 'daily',
+      spent: { tokens: AFFORDABLE * WORST },
+      reserved: { tokens: 0 },
+      remaining: { tokens: LIMIT - AFFORDABLE * WORST },
+    });
     expect((await rpcCall(b.url, admin, 'admin.getBudget', { userId: sub })).result).toEqual(viaRpc);
     // BYOK calls are the user's own spend: the exhausted budget does not stop them.
-    const own = await rpcCall(b.url, user, 'ai.generateText', { content: 'with my own key', systemPrompt: SYSTEM, provider: 'openai', apiKey: 'sk-user-own-key-0001', options: { maxTokens: 10 } });
+    const own = await rpcCall(b.url, user, 'ai.generateText', {
+      content: 'with my own key',
+      systemPrompt: SYSTEM,
+      provider: 'openai',
+      apiKey: 'sk-user-own-key-0001',
+      options: { maxTokens: 10 },
+    });
     if (!own.result) throw new Error(own.text);
     expect(own.result.usageInfo).toMatchObject({ tokensUsed: expect.any(Number) });
   });
@@ -99,7 +139,12 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
     expect(thresholds.map((g) => g.json.data.threshold).sort()).toEqual([0.5, 0.8]);
     const day = new Date().toISOString().slice(0, 10);
     expect(thresholds.map((g) => g.key).sort()).toEqual([0.5, 0.8].map((t) => `budgetThreshold:${sub}:daily:${day}:tokens:${t}`));
-    for (const g of thresholds) expect(g.json).toMatchObject({ id: g.key, event: 'budgetThreshold', data: { userId: sub, period: 'daily', metric: 'tokens', limit: LIMIT } });
+    for (const g of thresholds)
+      expect(g.json).toMatchObject({
+        id: g.key,
+        event: 'budgetThreshold',
+        data: { userId: sub, period: 'daily', metric: 'tokens', limit: LIMIT },
+      });
     const exceeded = hook.got.filter((g) => g.event === 'budgetExceeded');
     expect(exceeded).toHaveLength(1);
     expect(exceeded[0]!.json.data).toMatchObject({ userId: sub, period: 'daily', metric: 'tokens', limit: LIMIT });
@@ -114,19 +159,26 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('budgets on two instances sharing Postg
     const top = fromA.topUsers.find((u: { userId: string }) => u.userId === sub);
     expect(top).toMatchObject({ platformRequests: AFFORDABLE, requests: AFFORDABLE + 1 });
     // The money figure equals the sum over the user's own history (each settle recorded its cost).
-    const history = (await rpcCall(a.url, user, 'billing.getUsageHistory', { limit: 100 })).result.usage as Array<{ mode: string; estimatedCostUsd: number }>;
+    const history = (await rpcCall(a.url, user, 'billing.getUsageHistory', { limit: 100 })).result.usage as Array<{
+      mode: string;
+      estimatedCostUsd: number;
+    }>;
     const platformCost = history.filter((u) => u.mode === 'platform').reduce((s, u) => s + u.estimatedCostUsd, 0);
     expect(platformCost).toBeGreaterThan(0);
     expect(top.platformCostUsd).toBeCloseTo(platformCost, 9);
     expect(fromA.byModel.find((m: { model: string }) => m.model.startsWith('openai/'))).toMatchObject({ requests: AFFORDABLE + 1 });
 
-    const gen = (s: { procedures: Array<{ path: string; transport: string; count: number }> }) => s.procedures.find((p) => p.path === 'ai.generateText' && p.transport === 'rpc')?.count;
+    const gen = (s: { procedures: Array<{ path: string; transport: string; count: number }> }) =>
+      s.procedures.find((p) => p.path === 'ai.generateText' && p.transport === 'rpc')?.count;
     // Statistics flush every 100 ms: wait until each instance sees every call.
     const flushed = (url: string) =>
-      waitFor(async () => {
-        const s = (await rpcCall(url, admin, 'admin.statistics', { days: 1 })).result;
-        return (gen(s) ?? 0) >= CALLS + 1 && s;
-      }, { what: 'the statistics flushed' });
+      waitFor(
+        async () => {
+          const s = (await rpcCall(url, admin, 'admin.statistics', { days: 1 })).result;
+          return (gen(s) ?? 0) >= CALLS + 1 && s;
+        },
+        { what: 'the statistics flushed' },
+      );
     const sa = await flushed(a.url);
     const sb = await flushed(b.url);
     expect(gen(sa)).toBe(CALLS + 1);

@@ -1,6 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens } from '@ai-backend/core/internal';
-import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, sleep, startAiServer, tokenFor, trpcClient, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  SERVER_KEY,
+  sleep,
+  startAiServer,
+  tokenFor,
+  trpcClient,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { webhookReceiver } from './helpers/webhookReceiver.js';
 
 /**
@@ -15,8 +27,13 @@ const MAX_TOKENS = 50;
 const content = (tag: string, i: number) => `${tag.padEnd(20, '.').slice(0, 20)} call ${String(i).padStart(3, '0')}`;
 /** Tokens each call holds against the budget, and (with this upstream) uses. */
 const WORST = estimateTokens(content('x', 0), SYSTEM, MAX_TOKENS);
-const ask = (tag: string, i: number, over: Record<string, unknown> = {}) => ({ content: content(tag, i), systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS }, ...over });
-
+const ask = (tag: string, i: number, over: Record<string, unknown> = {}) => ({
+  content: content(tag, i),
+  systemPrompt: SYSTEM,
+  provider: 'openai',
+  options: { maxTokens: MAX_TOKENS },
+  ...over,
+});
 
 let upstream: TestUpstream;
 let hook: Awaited<ReturnType<typeof webhookReceiver>>;
@@ -28,7 +45,11 @@ beforeAll(async () => {
   hook = await webhookReceiver();
   s = await startAiServer(upstream, {
     storage: { type: 'memory' },
-    alerts: { webhooks: [{ url: hook.url, secret: 'budget-byok-secret-0123456789abcdefghij', events: ['fallbackToByok', 'budgetExceeded'] }], pollIntervalMs: 20, retryBaseMs: 100 },
+    alerts: {
+      webhooks: [{ url: hook.url, secret: 'budget-byok-secret-0123456789abcdefghij', events: ['fallbackToByok', 'budgetExceeded'] }],
+      pollIntervalMs: 20,
+      retryBaseMs: 100,
+    },
   });
   admin = await tokenFor('budget-preview-admin', { admin: true });
 });
@@ -48,12 +69,21 @@ describe('budget previews agree with the reservation', () => {
 
     const before = (await rpcCall(s.url, user, 'billing.planConsumption', { estimatedTokens: WORST, provider: 'openai' })).result;
     expect(before).toMatchObject({ payer: 'platform', viable: true, budget: null, platformRefusedBy: null });
-    for (const i of [0, 1]) expect((await rpcCall(s.url, user, 'ai.generateText', ask('preview', i))).result.tokenUsage.tokensUsed).toBe(WORST);
+    for (const i of [0, 1])
+      expect((await rpcCall(s.url, user, 'ai.generateText', ask('preview', i))).result.tokenUsage.tokensUsed).toBe(WORST);
 
     // Half a call is left: a call of WORST is refused, a smaller one is not.
     const plan = (await rpcCall(s.url, user, 'billing.planConsumption', { estimatedTokens: WORST, provider: 'openai' })).result;
     expect(plan).toMatchObject({ payer: 'none', viable: false, platformRefusedBy: 'budget', plan: [] });
-    expect(plan.budget).toMatchObject({ period: 'daily', metric: 'tokens', limit, spent: 2 * WORST, reserved: 0, requested: WORST, reason: 'budget_exceeded' });
+    expect(plan.budget).toMatchObject({
+      period: 'daily',
+      metric: 'tokens',
+      limit,
+      spent: 2 * WORST,
+      reserved: 0,
+      requested: WORST,
+      reason: 'budget_exceeded',
+    });
     expect(Date.parse(plan.budget.resetsAt)).toBe(Date.parse(new Date().toISOString().slice(0, 10)) + 86_400_000);
     expect(plan.notifications[0]).toContain(`daily budget of ${limit} tokens`);
 
@@ -61,7 +91,10 @@ describe('budget previews agree with the reservation', () => {
     expect(eligibility).toMatchObject({ canMakeRequest: false, mode: 'none', requiresApiKey: true });
     expect(eligibility.reason).toBe(plan.notifications[0]);
     expect(eligibility.budget).toEqual(plan.budget);
-    const small = await trpcClient(s.url, user).user.checkRequestEligibility.query({ estimatedTokens: Math.floor(WORST / 4), provider: 'openai' });
+    const small = await trpcClient(s.url, user).user.checkRequestEligibility.query({
+      estimatedTokens: Math.floor(WORST / 4),
+      provider: 'openai',
+    });
     expect(small).toMatchObject({ canMakeRequest: true, mode: 'platform', budget: null });
 
     const refused = await rpcCall(s.url, user, 'ai.generateText', ask('preview', 2));
@@ -75,19 +108,33 @@ describe('budget previews agree with the reservation', () => {
     await trpcClient(s.url, admin).admin.setBudget.mutate({ userId: sub, period: 'monthly', usd: 0.001 });
     await creditTokens(s.url, admin, sub, 1_000_000, `preview-${sub}`);
     // gpt-5-mini: at most 2 USD per million tokens, so 400 tokens fit 0.001 USD and 1000 do not.
-    const fits = (await rpcCall(s.url, user, 'billing.planConsumption', { estimatedTokens: 400, provider: 'openai', model: 'gpt-5-mini' })).result;
+    const fits = (await rpcCall(s.url, user, 'billing.planConsumption', { estimatedTokens: 400, provider: 'openai', model: 'gpt-5-mini' }))
+      .result;
     expect(fits).toMatchObject({ viable: true, payer: 'platform', budget: null });
-    const over = (await rpcCall(s.url, user, 'billing.planConsumption', { estimatedTokens: 1000, provider: 'openai', model: 'gpt-5-mini' })).result;
-    expect(over).toMatchObject({ viable: false, budget: { period: 'monthly', metric: 'usd', limit: 0.001, spent: 0, reserved: 0, requested: 0.002, reason: 'budget_exceeded' } });
-    const unpriced = await trpcClient(s.url, user).user.checkRequestEligibility.query({ estimatedTokens: 10, provider: 'openai', model: 'unlisted-local-model' });
+    const over = (await rpcCall(s.url, user, 'billing.planConsumption', { estimatedTokens: 1000, provider: 'openai', model: 'gpt-5-mini' }))
+      .result;
+    expect(over).toMatchObject({
+      viable: false,
+      budget: { period: 'monthly', metric: 'usd', limit: 0.001, spent: 0, reserved: 0, requested: 0.002, reason: 'budget_exceeded' },
+    });
+    const unpriced = await trpcClient(s.url, user).user.checkRequestEligibility.query({
+      estimatedTokens: 10,
+      provider: 'openai',
+      model: 'unlisted-local-model',
+    });
     expect(unpriced).toMatchObject({ canMakeRequest: false, budget: { metric: 'usd', reason: 'model_not_priced', requested: null } });
-    const call = await rpcCall(s.url, user, 'ai.generateText', ask('preview', 3, { options: { model: 'unlisted-local-model', maxTokens: 10 } }));
+    const call = await rpcCall(
+      s.url,
+      user,
+      'ai.generateText',
+      ask('preview', 3, { options: { model: 'unlisted-local-model', maxTokens: 10 } }),
+    );
     expect(call.error!.data!.details).toEqual({ ...unpriced.budget });
   });
 });
 
 describe('a money budget at its exact limit', () => {
-  it('a limit of exactly N calls\' cost admits N calls and refuses the next, though the cost is not a whole micro-dollar', async () => {
+  it("a limit of exactly N calls' cost admits N calls and refuses the next, though the cost is not a whole micro-dollar", async () => {
     const sub = 'exact-usd-user';
     const user = await tokenFor(sub);
     await creditTokens(s.url, admin, sub, 1_000_000, `exact-${sub}`);
@@ -125,7 +172,13 @@ describe('a platform budget refusal falls back to the stored key', () => {
 
     // The preview says what the call will do.
     const plan = (await rpcCall(s.url, user, 'billing.planConsumption', { estimatedTokens: WORST, provider: 'openai' })).result;
-    expect(plan).toMatchObject({ payer: 'byok', viable: true, fallback: true, platformRefusedBy: 'budget', budget: { metric: 'tokens', spent: WORST } });
+    expect(plan).toMatchObject({
+      payer: 'byok',
+      viable: true,
+      fallback: true,
+      platformRefusedBy: 'budget',
+      budget: { metric: 'tokens', spent: WORST },
+    });
 
     const second = await rpcCall(s.url, user, 'ai.generateText', ask('byokbudget', 1));
     if (!second.result) throw new Error(second.text);
@@ -152,7 +205,8 @@ describe('a platform budget refusal falls back to the stored key', () => {
     await sleep(200); // a deliberate pause: time for any extra alert to arrive (asserting none does)
     const fallbacks = mine().filter((g) => g.event === 'fallbackToByok');
     expect(fallbacks).toHaveLength(3);
-    for (const f of fallbacks) expect(f.json.data).toMatchObject({ userId: sub, provider: 'openai', estimatedTokens: WORST, reason: 'budget' });
+    for (const f of fallbacks)
+      expect(f.json.data).toMatchObject({ userId: sub, provider: 'openai', estimatedTokens: WORST, reason: 'budget' });
     // The platform budget was exceeded: its alert, once for the period.
     expect(mine().filter((g) => g.event === 'budgetExceeded')).toHaveLength(1);
   });
@@ -175,7 +229,10 @@ describe('a platform budget refusal falls back to the stored key', () => {
       await trpcClient(s.url, user).user.updateUserPreferences.mutate({ byokEnabled: true });
     });
     await refusedCall('byok-switched-off', async (user) => {
-      await trpcClient(s.url, user).user.configureBYOK.mutate({ providers: { openai: { enabled: true, apiKey: 'sk-switched-off-0001' } }, enabled: false });
+      await trpcClient(s.url, user).user.configureBYOK.mutate({
+        providers: { openai: { enabled: true, apiKey: 'sk-switched-off-0001' } },
+        enabled: false,
+      });
     });
     await refusedCall('byok-not-in-order', async (user) => {
       await trpcClient(s.url, user).user.configureBYOK.mutate({ providers: { openai: { enabled: true, apiKey: 'sk-not-in-order-0001' } } });

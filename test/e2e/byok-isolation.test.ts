@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import { rawTestClient, testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '@ai-backend/core';
-import { callVia, createTestUpstream, mcpClient, tokenFor, startAiServer, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  callVia,
+  createTestUpstream,
+  mcpClient,
+  tokenFor,
+  startAiServer,
+  type AiServer,
+  type Entry,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * BYOK isolation over /trpc, /rpc and MCP, on a file store and on a Redis store: user B can
@@ -50,7 +59,10 @@ function fileBackend(): Backend {
     name: 'file',
     async config() {
       dir = await mkdtemp(join(tmpdir(), 'byok-iso-'));
-      return { storage: { type: 'file', dir: join(dir, 'data') }, mcp: { securityLogging: { enabled: true, logLevel: 'debug', logToFile: true, logFilePath: join(dir, 'security.log') } } };
+      return {
+        storage: { type: 'file', dir: join(dir, 'data') },
+        mcp: { securityLogging: { enabled: true, logLevel: 'debug', logToFile: true, logFilePath: join(dir, 'security.log') } },
+      };
     },
     async dump() {
       const files = await filesUnder(join(dir, 'data'));
@@ -80,7 +92,14 @@ function redisBackend(): Backend {
       const parts: string[] = [];
       for (const k of keys) {
         const type = await client.type(k);
-        parts.push(k, type === 'list' ? (await client.lrange(k, 0, -1)).join('\n') : type === 'string' ? ((await client.get(k)) ?? '') : JSON.stringify(await client.hgetall(k)));
+        parts.push(
+          k,
+          type === 'list'
+            ? (await client.lrange(k, 0, -1)).join('\n')
+            : type === 'string'
+              ? ((await client.get(k)) ?? '')
+              : JSON.stringify(await client.hgetall(k)),
+        );
       }
       return parts.join('\n');
     },
@@ -94,10 +113,14 @@ function redisBackend(): Backend {
   };
 }
 
-describe.each(([
-  ['file', fileBackend],
-  ['redis', redisBackend],
-] as const).filter(([name]) => name !== 'redis' || testRedisAt.ok))('BYOK isolation on a %s store', (_name, make) => {
+describe.each(
+  (
+    [
+      ['file', fileBackend],
+      ['redis', redisBackend],
+    ] as const
+  ).filter(([name]) => name !== 'redis' || testRedisAt.ok),
+)('BYOK isolation on a %s store', (_name, make) => {
   const backend = make();
   let gw: AiServer;
   const T = { a: '', b: '', bClaimingA: '' };
@@ -117,9 +140,17 @@ describe.each(([
   });
 
   it('A and B store their own keys (A over /trpc, B over /rpc); A enables BYOK', async () => {
-    expect(await call('trpc', 'a', 'auth.storeUserKey', { email: A.email, provider: 'openai', apiKey: KEY_A })).toMatchObject({ ok: true, data: { last4: 'AAAA' } });
-    expect(await call('rpc', 'a', 'user.configureBYOK', { providers: { anthropic: { enabled: true, apiKey: KEY_A } } })).toMatchObject({ ok: true });
-    expect(await call('rpc', 'b', 'auth.storeUserKey', { email: B.email, provider: 'google', apiKey: KEY_B })).toMatchObject({ ok: true, data: { last4: 'BBBB' } });
+    expect(await call('trpc', 'a', 'auth.storeUserKey', { email: A.email, provider: 'openai', apiKey: KEY_A })).toMatchObject({
+      ok: true,
+      data: { last4: 'AAAA' },
+    });
+    expect(await call('rpc', 'a', 'user.configureBYOK', { providers: { anthropic: { enabled: true, apiKey: KEY_A } } })).toMatchObject({
+      ok: true,
+    });
+    expect(await call('rpc', 'b', 'auth.storeUserKey', { email: B.email, provider: 'google', apiKey: KEY_B })).toMatchObject({
+      ok: true,
+      data: { last4: 'BBBB' },
+    });
   });
 
   const attempts: Array<[string, Record<string, unknown>]> = [
@@ -157,18 +188,30 @@ describe.each(([
       await client.close();
     }
     const before = upstream.requests.length;
-    expect(await call('mcp', 'b', 'ai.generateText', { content: 'spend alice', systemPrompt: 's', provider: 'anthropic' })).toMatchObject({ ok: false, code: 'PAYMENT_REQUIRED' });
+    expect(await call('mcp', 'b', 'ai.generateText', { content: 'spend alice', systemPrompt: 's', provider: 'anthropic' })).toMatchObject({
+      ok: false,
+      code: 'PAYMENT_REQUIRED',
+    });
     // Even with BYOK switched on, B has no anthropic key of his own.
     expect(await call('rpc', 'b', 'user.updateUserPreferences', { byokEnabled: true })).toMatchObject({ ok: true });
-    expect(await call('mcp', 'b', 'ai.generateText', { content: 'spend alice', systemPrompt: 's', provider: 'anthropic' })).toMatchObject({ ok: false, code: 'PAYMENT_REQUIRED' });
-    expect(await call('trpc', 'b', 'ai.generateText', { content: 'spend alice', systemPrompt: 's', provider: 'openai' })).toMatchObject({ ok: false, code: 'PAYMENT_REQUIRED' });
+    expect(await call('mcp', 'b', 'ai.generateText', { content: 'spend alice', systemPrompt: 's', provider: 'anthropic' })).toMatchObject({
+      ok: false,
+      code: 'PAYMENT_REQUIRED',
+    });
+    expect(await call('trpc', 'b', 'ai.generateText', { content: 'spend alice', systemPrompt: 's', provider: 'openai' })).toMatchObject({
+      ok: false,
+      code: 'PAYMENT_REQUIRED',
+    });
     expect(upstream.requests).toHaveLength(before);
   });
 
   it("a token for B's subject that claims A's email reaches only B's own keys", async () => {
     const r = await call('rpc', 'bClaimingA', 'auth.getUserProviders', { email: A.email });
     expect(r).toMatchObject({ ok: true, data: { providers: ['google'] } });
-    expect(await call('trpc', 'bClaimingA', 'auth.getUserKey', { email: A.email, provider: 'openai' })).toMatchObject({ ok: true, data: { exists: false } });
+    expect(await call('trpc', 'bClaimingA', 'auth.getUserKey', { email: A.email, provider: 'openai' })).toMatchObject({
+      ok: true,
+      data: { exists: false },
+    });
   });
 
   it("A's keys are intact; A spends its stored key over MCP; A rotates and deletes its own", async () => {
@@ -178,12 +221,27 @@ describe.each(([
     const gen = await call('mcp', 'a', 'ai.generateText', { content: 'mine', systemPrompt: 's', provider: 'anthropic' });
     expect(gen).toMatchObject({ ok: true, data: { usageInfo: { tokensUsed: expect.any(Number) } } });
     expect(upstream.requests.at(-1)!.apiKey).toBe(KEY_A);
-    expect(await call('trpc', 'a', 'auth.validateUserKey', { email: A.email, provider: 'openai' })).toMatchObject({ ok: true, data: { valid: true } });
+    expect(await call('trpc', 'a', 'auth.validateUserKey', { email: A.email, provider: 'openai' })).toMatchObject({
+      ok: true,
+      data: { valid: true },
+    });
     expect(upstream.requests.at(-1)!.apiKey).toBe(KEY_A);
-    expect(await call('rpc', 'a', 'auth.rotateUserKey', { email: A.email, provider: 'openai', newApiKey: KEY_A2 })).toMatchObject({ ok: true, data: { last4: 'ZZZZ' } });
-    expect(await call('trpc', 'a', 'user.getBYOKStatus')).toMatchObject({ ok: true, data: { providers: { openai: { hasApiKey: true, last4: 'ZZZZ' }, anthropic: { hasApiKey: true, last4: 'AAAA' } } } });
-    expect(await call('rpc', 'a', 'auth.deleteUserKey', { email: A.email, provider: 'anthropic' })).toMatchObject({ ok: true, data: { deleted: true } });
-    expect(await call('rpc', 'b', 'auth.getUserKey', { email: B.email, provider: 'google' })).toMatchObject({ ok: true, data: { exists: true, last4: 'BBBB' } });
+    expect(await call('rpc', 'a', 'auth.rotateUserKey', { email: A.email, provider: 'openai', newApiKey: KEY_A2 })).toMatchObject({
+      ok: true,
+      data: { last4: 'ZZZZ' },
+    });
+    expect(await call('trpc', 'a', 'user.getBYOKStatus')).toMatchObject({
+      ok: true,
+      data: { providers: { openai: { hasApiKey: true, last4: 'ZZZZ' }, anthropic: { hasApiKey: true, last4: 'AAAA' } } },
+    });
+    expect(await call('rpc', 'a', 'auth.deleteUserKey', { email: A.email, provider: 'anthropic' })).toMatchObject({
+      ok: true,
+      data: { deleted: true },
+    });
+    expect(await call('rpc', 'b', 'auth.getUserKey', { email: B.email, provider: 'google' })).toMatchObject({
+      ok: true,
+      data: { exists: true, last4: 'BBBB' },
+    });
   });
 
   it('no key in any response, in the server log or security log, or in the raw store', async () => {

@@ -69,7 +69,9 @@ afterAll(async () => {
 });
 
 async function startInstance(config: ConfigInput): Promise<Instance> {
-  const proc = spawn(process.execPath, ['--conditions=ai-backend-source', '--import', tsxLoader, SERVER_SCRIPT, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--conditions=ai-backend-source', '--import', tsxLoader, SERVER_SCRIPT, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   cleanups.push(async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
       proc.kill('SIGKILL');
@@ -106,38 +108,77 @@ async function meteredCall(entry: Entry, inst: Instance, index: number, user: st
         method: 'POST',
         headers: auth,
         signal,
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: { content: CONTENT, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'ai.generateText',
+          params: { content: CONTENT, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } },
+        }),
       });
-      const body = (await res.json()) as { result?: { data: { requestId: string }; tokenUsage: { tokensCharged: number } }; error?: { code: number; message: string; data?: { appCode?: string } } };
-      if (body.result) Object.assign(rec, { ok: true, requestId: body.result.data.requestId, charged: body.result.tokenUsage.tokensCharged });
-      else Object.assign(rec, { error: `${res.status} ${body.error?.data?.appCode} ${body.error?.message}`, unavailable: body.error?.data?.appCode === 'UNAVAILABLE' });
+      const body = (await res.json()) as {
+        result?: { data: { requestId: string }; tokenUsage: { tokensCharged: number } };
+        error?: { code: number; message: string; data?: { appCode?: string } };
+      };
+      if (body.result)
+        Object.assign(rec, { ok: true, requestId: body.result.data.requestId, charged: body.result.tokenUsage.tokensCharged });
+      else
+        Object.assign(rec, {
+          error: `${res.status} ${body.error?.data?.appCode} ${body.error?.message}`,
+          unavailable: body.error?.data?.appCode === 'UNAVAILABLE',
+        });
     } else if (entry === 'v1' || entry === 'v1-stream') {
       const stream = entry === 'v1-stream';
       const res = await fetch(`${inst.url}/v1/chat/completions`, {
         method: 'POST',
         headers: auth,
         signal,
-        body: JSON.stringify({ model: 'openai/gpt-4.1-mini', max_tokens: MAX_TOKENS, stream, messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: CONTENT }] }),
+        body: JSON.stringify({
+          model: 'openai/gpt-4.1-mini',
+          max_tokens: MAX_TOKENS,
+          stream,
+          messages: [
+            { role: 'system', content: SYSTEM },
+            { role: 'user', content: CONTENT },
+          ],
+        }),
       });
       const text = await res.text();
       if (res.status !== 200) {
         Object.assign(rec, { error: `${res.status} ${text.slice(0, 200)}`, unavailable: res.status === 503 });
       } else if (!stream) {
         const body = JSON.parse(text) as { id: string; ai_backend?: { token_usage?: { tokensCharged: number } } };
-        Object.assign(rec, { ok: true, requestId: body.id.replace(/^chatcmpl-/, ''), charged: body.ai_backend?.token_usage?.tokensCharged });
+        Object.assign(rec, {
+          ok: true,
+          requestId: body.id.replace(/^chatcmpl-/, ''),
+          charged: body.ai_backend?.token_usage?.tokensCharged,
+        });
       } else {
         // Acknowledged only when the stream ended properly; an error event or a cut stream is not.
-        const frames = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+        const frames = text
+          .split('\n')
+          .filter((l) => l.startsWith('data: '))
+          .map((l) => l.slice(6));
         const done = frames.at(-1) === '[DONE]' && !frames.some((f) => f.includes('"error"'));
         const first = frames.find((f) => f.startsWith('{'));
         const id = first ? (JSON.parse(first) as { id: string }).id.replace(/^chatcmpl-/, '') : undefined;
         if (done && id) Object.assign(rec, { ok: true, requestId: id });
-        else Object.assign(rec, { error: `stream not completed: ${text.slice(-200)}`, unavailable: text.includes('UNAVAILABLE') || text.includes('unavailable') });
+        else
+          Object.assign(rec, {
+            error: `stream not completed: ${text.slice(-200)}`,
+            unavailable: text.includes('UNAVAILABLE') || text.includes('unavailable'),
+          });
       }
     } else {
       const client = await mcpClient(inst.url, token);
       try {
-        const r = (await client.callTool({ name: 'generateText', arguments: { content: CONTENT, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } } }, undefined, { signal })) as {
+        const r = (await client.callTool(
+          {
+            name: 'generateText',
+            arguments: { content: CONTENT, systemPrompt: SYSTEM, provider: 'openai', options: { maxTokens: MAX_TOKENS } },
+          },
+          undefined,
+          { signal },
+        )) as {
           isError?: boolean;
           content: Array<{ text: string }>;
         };
@@ -168,9 +209,14 @@ interface LedgerRecord {
 }
 
 describe.skipIf(!redisServer.ok || !pgServer.ok)('chaos: three instances on PostgreSQL + Redis', () => {
-  it('kill -9 of an instance, Redis and PostgreSQL restarts under mixed metered load: money exact, answers within 1 s', { timeout: 240_000 }, async () => {
+  it('kill -9 of an instance, Redis and PostgreSQL restarts under mixed metered load: money exact, answers within 1 s', {
+    timeout: 240_000,
+  }, async () => {
     const [pg, redis] = await Promise.all([startPrivatePostgres(), startPrivateRedis()]);
-    cleanups.push(() => pg.close(), () => redis.close());
+    cleanups.push(
+      () => pg.close(),
+      () => redis.close(),
+    );
     const upstream: TestUpstream = await createTestUpstream({ latencyMs: 10, outputTokens: MAX_TOKENS, countInputTokens });
     cleanups.push(() => upstream.close());
 
@@ -200,7 +246,11 @@ describe.skipIf(!redisServer.ok || !pgServer.ok)('chaos: three instances on Post
     // the providers, seconds on a busy machine), so the load measures the faults, not cold starts.
     for (const [i, inst] of instances.entries()) {
       for (const entry of ['rpc', 'v1', 'v1-stream', 'mcp'] as const) {
-        await waitFor(async () => (await meteredCall(entry, inst, i, USERS[0]!, tokens.get(USERS[0]!)!)).ok, { timeoutMs: 60_000, intervalMs: 200, what: `warm-up ${entry} on instance ${i}` });
+        await waitFor(async () => (await meteredCall(entry, inst, i, USERS[0]!, tokens.get(USERS[0]!)!)).ok, {
+          timeoutMs: 60_000,
+          intervalMs: 200,
+          what: `warm-up ${entry} on instance ${i}`,
+        });
       }
     }
 
@@ -256,10 +306,18 @@ describe.skipIf(!redisServer.ok || !pgServer.ok)('chaos: three instances on Post
       for (const e of entries) {
         const out = toLive.filter((r) => r.entry === e && !inFault(r)).map((r) => r.ms);
         const inn = toLive.filter((r) => r.entry === e && inFault(r)).map((r) => r.ms);
-        process.stderr.write(`[latency] ${e}: outside n=${out.length} p50=${pct(out, 0.5)} p95=${pct(out, 0.95)} max=${pct(out, 1)}; in faults n=${inn.length} p50=${pct(inn, 0.5)} p95=${pct(inn, 0.95)} max=${pct(inn, 1)}\n`);
+        process.stderr.write(
+          `[latency] ${e}: outside n=${out.length} p50=${pct(out, 0.5)} p95=${pct(out, 0.95)} max=${pct(out, 1)}; in faults n=${inn.length} p50=${pct(inn, 0.5)} p95=${pct(inn, 0.95)} max=${pct(inn, 1)}\n`,
+        );
       }
     }
-    expect(slow.map((r) => `${r.entry}@${r.instance} at +${r.startedAt - loadStart}ms took ${r.ms}ms (baseline p95 ${baseline.get(r.entry)}ms) ${r.error ?? 'ok'}`), JSON.stringify(faults.map((f) => ({ ...f, from: f.from - loadStart, to: f.to - loadStart })))).toEqual([]);
+    expect(
+      slow.map(
+        (r) =>
+          `${r.entry}@${r.instance} at +${r.startedAt - loadStart}ms took ${r.ms}ms (baseline p95 ${baseline.get(r.entry)}ms) ${r.error ?? 'ok'}`,
+      ),
+      JSON.stringify(faults.map((f) => ({ ...f, from: f.from - loadStart, to: f.to - loadStart }))),
+    ).toEqual([]);
     const unclear = toLive.filter((r) => !r.ok && !r.unavailable);
     expect(unclear.map((r) => `${r.entry}@${r.instance}: ${r.error}`)).toEqual([]);
     const acknowledged = records.filter((r) => r.ok);
@@ -276,7 +334,11 @@ describe.skipIf(!redisServer.ok || !pgServer.ok)('chaos: three instances on Post
 
     // Settles queued during the PostgreSQL outage land, and holds of the killed instance and of
     // calls cut by the faults are released by the live instances' sweeps within 1.5x the TTL.
-    await waitFor(async () => (await storage.dueKeys('hold:', Number.MAX_SAFE_INTEGER, 1)).length === 0, { timeoutMs: 4 * TTL_MS + 10_000, intervalMs: 200, what: 'every hold closed' });
+    await waitFor(async () => (await storage.dueKeys('hold:', Number.MAX_SAFE_INTEGER, 1)).length === 0, {
+      timeoutMs: 4 * TTL_MS + 10_000,
+      intervalMs: 200,
+      what: 'every hold closed',
+    });
 
     const ackById = new Map(acknowledged.map((r) => [r.requestId!, r]));
     for (const user of USERS) {
@@ -308,10 +370,11 @@ describe.skipIf(!redisServer.ok || !pgServer.ok)('chaos: three instances on Post
     }
     // No call the upstream served went unaccounted: each upstream request belongs to a closed
     // reservation, or to a settle whose hold PostgreSQL's restart lost.
-    const ledgers = (await Promise.all(USERS.map((u) => storage.readLog<LedgerRecord>(`ledger:${encodeURIComponent(u)}`)))).flat().map((e) => e.record);
+    const ledgers = (await Promise.all(USERS.map((u) => storage.readLog<LedgerRecord>(`ledger:${encodeURIComponent(u)}`))))
+      .flat()
+      .map((e) => e.record);
     const accounted = ledgers.filter((e) => e.kind === 'reserve' || (e.kind === 'settle' && e.note?.holdLost === true)).length;
     expect(upstream.requests.length).toBeLessThanOrEqual(accounted);
     expect([...ackById.keys()].length).toBe(acknowledged.length); // request ids are unique
   });
 });
-

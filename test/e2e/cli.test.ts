@@ -56,9 +56,17 @@ describe('ai-backend CLI', () => {
     const { url, banner } = await serve(['--config', 'ai-backend.config.json', '--port', '0'], dir);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // authType 'oauth' (the default) governs the MCP tools on /rpc as on /mcp: a public tool answers, greeting needs a sign-in.
-    const res = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'cli' } }) });
+    const res = await fetch(url + '/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: { message: 'cli' } }),
+    });
     expect(((await res.json()) as any).result.message).toBe('cli');
-    const greeting = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'mcp.greeting', params: { name: 'cli' } }) });
+    const greeting = await fetch(url + '/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'mcp.greeting', params: { name: 'cli' } }),
+    });
     expect(((await greeting.json()) as any).error.data.appCode).toBe('UNAUTHORIZED');
     expect(banner()).toContain('/trpc');
     expect(banner()).toContain('/mcp');
@@ -72,9 +80,22 @@ describe('ai-backend CLI', () => {
     expect(banner()).toContain(`${url}/health`);
     const health = await fetch(url + '/health');
     expect(health.status).toBe(200);
-    const call = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }) });
+    const call = await fetch(url + '/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.readFile', params: { workspaceId: 'default', path: 'hello.txt' } }),
+    });
     expect(((await call.json()) as any).result.content).toBe('hi from the workspace');
-    const write = await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'system.writeFile', params: { workspaceId: 'default', path: 'new.txt', content: 'x' } }) });
+    const write = await fetch(url + '/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'system.writeFile',
+        params: { workspaceId: 'default', path: 'new.txt', content: 'x' },
+      }),
+    });
     expect(((await write.json()) as any).error.data.code).toBe('FORBIDDEN');
   });
 
@@ -125,7 +146,10 @@ describe('ai-backend CLI', () => {
     const dir = await tempDir();
     await writeFile(path.join(dir, 'bad.json'), '{\n  "port": 0,\n  "storage": {\n    "type": "sqlit"\n  }\n}\n');
     await writeFile(path.join(dir, 'bad.yaml'), 'port: 0\nmcp:\n  auth:\n    authType: nope\n');
-    for (const args of [['config', 'check', '--config'], ['serve', '--config']]) {
+    for (const args of [
+      ['config', 'check', '--config'],
+      ['serve', '--config'],
+    ]) {
       const json = await run([...args, 'bad.json'], dir);
       expect(json.code).toBe(1);
       expect(json.stderr).toMatch(/^storage\.type: Invalid option.*\n {2}at .*bad\.json:4:5$/m);
@@ -142,7 +166,10 @@ describe('ai-backend CLI', () => {
   it('config print redacts secrets; token mints a JWT from the configured secret', async () => {
     const dir = await tempDir();
     const secret = 'q'.repeat(40);
-    await writeFile(path.join(dir, '.ai-backendrc.json'), JSON.stringify({ ai: { providers: { openai: { baseUrl: 'https://u:URLPASS-SECRET@proxy.example/v1?key=URLKEY-SECRET' } } } }));
+    await writeFile(
+      path.join(dir, '.ai-backendrc.json'),
+      JSON.stringify({ ai: { providers: { openai: { baseUrl: 'https://u:URLPASS-SECRET@proxy.example/v1?key=URLKEY-SECRET' } } } }),
+    );
     const printed = await run(['config', 'print'], dir, { JWT_SECRET: secret });
     expect(printed.code).toBe(0);
     expect(printed.stdout).not.toContain(secret);

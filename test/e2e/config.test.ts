@@ -26,13 +26,18 @@ describe('config', () => {
   });
 
   it('accepts workspace ids directly under serverWorkspaces and in additionalWorkspaces', () => {
-    const c = resolveConfig({ serverWorkspaces: { docs: { path: '/srv/docs' }, additionalWorkspaces: { src: { path: '/srv/src', readOnly: true } } } });
+    const c = resolveConfig({
+      serverWorkspaces: { docs: { path: '/srv/docs' }, additionalWorkspaces: { src: { path: '/srv/src', readOnly: true } } },
+    });
     expect(Object.keys(c.serverWorkspaces.workspaces).sort()).toEqual(['docs', 'src']);
     expect(c.serverWorkspaces.workspaces.src!.readOnly).toBe(true);
   });
 
   it('lets the environment override the file', () => {
-    const merged = mergeConfig({ port: 1, jwt: { issuer: 'file' } }, configFromEnv({ PORT: '9', JWT_SECRET: 's'.repeat(32), LOG_LEVEL: 'debug' }));
+    const merged = mergeConfig(
+      { port: 1, jwt: { issuer: 'file' } },
+      configFromEnv({ PORT: '9', JWT_SECRET: 's'.repeat(32), LOG_LEVEL: 'debug' }),
+    );
     const c = resolveConfig(merged);
     expect(c.port).toBe(9);
     expect(c.jwt.issuer).toBe('file');
@@ -51,9 +56,19 @@ describe('config', () => {
   it('refuses an unauthenticated server on a non-loopback address unless opted in', () => {
     expect(() => createServer({ host: '0.0.0.0', mcp: { auth: { authType: 'none' } } })).toThrow(ConfigError);
     expect(() => createServer({ host: '0.0.0.0' })).toThrow(/refusing to serve without authentication/);
-    const ok = createServer({ host: '0.0.0.0', mcp: { auth: { authType: 'none' } }, allowUnauthenticatedRemote: true, storage: { type: 'memory' } });
+    const ok = createServer({
+      host: '0.0.0.0',
+      mcp: { auth: { authType: 'none' } },
+      allowUnauthenticatedRemote: true,
+      storage: { type: 'memory' },
+    });
     expect(ok.config.host).toBe('0.0.0.0');
-    const jwt = createServer({ host: '0.0.0.0', mcp: { auth: { authType: 'jwt' } }, jwt: { secret: 'z'.repeat(32) }, storage: { type: 'memory' } });
+    const jwt = createServer({
+      host: '0.0.0.0',
+      mcp: { auth: { authType: 'jwt' } },
+      jwt: { secret: 'z'.repeat(32) },
+      storage: { type: 'memory' },
+    });
     expect(jwt.config.mcp.auth.authType).toBe('jwt');
     return Promise.all([ok.stop(), jwt.stop()]);
   });

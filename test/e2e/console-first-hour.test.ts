@@ -10,7 +10,16 @@ import OpenAI from 'openai';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { testService } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 const chromiumService = await testService('chromium');
 const CHROMIUM = chromiumService.path ?? '/usr/bin/chromium';
@@ -21,7 +30,11 @@ let admin: string;
 
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 8 });
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, admin: { users: ['fhc-admin'] }, statistics: { flushIntervalMs: 100 } });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    admin: { users: ['fhc-admin'] },
+    statistics: { flushIntervalMs: 100 },
+  });
   admin = await tokenFor('fhc-admin', { admin: true });
   // Users with calls through three entry points and two providers, the Anthropic wire among them.
   for (const sub of ['fhc-alice', 'fhc-bob']) {
@@ -31,7 +44,16 @@ beforeAll(async () => {
     await claude.messages.create({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
     const gpt = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
     await gpt.chat.completions.create({ model: 'openai/gpt-5-mini', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
-    expect((await rpcCall(gw.url, token, 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'google', options: { maxTokens: 16 } })).result).toBeDefined();
+    expect(
+      (
+        await rpcCall(gw.url, token, 'ai.generateText', {
+          content: 'hi',
+          systemPrompt: 's',
+          provider: 'google',
+          options: { maxTokens: 16 },
+        })
+      ).result,
+    ).toBeDefined();
   }
 }, 60_000);
 afterAll(async () => {
@@ -41,12 +63,24 @@ afterAll(async () => {
 
 describe('calls are labelled with the entry point they came through', () => {
   it('/v1/messages calls are `anthropic` in the statistics, the recent calls and the HTTP metrics; /v1/chat/completions `openai`', async () => {
-    await waitFor(async () => ((await rpcCall(gw.url, admin, 'admin.statistics', { days: 1 })).result?.total ?? 0) >= 6, { timeoutMs: 5_000, what: 'the calls in the statistics' });
-    const stats = (await rpcCall(gw.url, admin, 'admin.statistics', { days: 1 })).result as { procedures: Array<{ transport: string; path: string; count: number }> };
+    await waitFor(async () => ((await rpcCall(gw.url, admin, 'admin.statistics', { days: 1 })).result?.total ?? 0) >= 6, {
+      timeoutMs: 5_000,
+      what: 'the calls in the statistics',
+    });
+    const stats = (await rpcCall(gw.url, admin, 'admin.statistics', { days: 1 })).result as {
+      procedures: Array<{ transport: string; path: string; count: number }>;
+    };
     const generate = stats.procedures.filter((p) => p.path === 'ai.generateText');
     expect(Object.fromEntries(generate.map((p) => [p.transport, p.count]))).toEqual({ anthropic: 2, openai: 2, rpc: 2 });
-    const recent = (await rpcCall(gw.url, admin, 'admin.recentCalls', { limit: 100 })).result as { calls: Array<{ entry: string; procedure: string }> };
-    expect(recent.calls.filter((c) => c.procedure === 'ai.generateText').map((c) => c.entry).sort()).toEqual(['anthropic', 'anthropic', 'openai', 'openai', 'rpc', 'rpc']);
+    const recent = (await rpcCall(gw.url, admin, 'admin.recentCalls', { limit: 100 })).result as {
+      calls: Array<{ entry: string; procedure: string }>;
+    };
+    expect(
+      recent.calls
+        .filter((c) => c.procedure === 'ai.generateText')
+        .map((c) => c.entry)
+        .sort(),
+    ).toEqual(['anthropic', 'anthropic', 'openai', 'openai', 'rpc', 'rpc']);
     // The HTTP requests count under the same name (GET /metrics).
     const metrics = await (await fetch(gw.url + '/metrics', { headers: { authorization: `Bearer ${admin}` } })).text();
     expect(metrics).toMatch(/^ai_backend_http_requests_total\{entry="anthropic",status="2xx"\} 2$/m);
@@ -60,7 +94,18 @@ describe.skipIf(!chromiumService.ok)('the console in Chromium', () => {
   const failed: string[] = [];
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
     page.on('response', (r) => void (r.status() >= 400 && failed.push(`${r.status()} ${new URL(r.url()).pathname}`)));
@@ -73,9 +118,12 @@ describe.skipIf(!chromiumService.ok)('the console in Chromium', () => {
     await browser?.close();
   });
 
-  it('asks for nothing that is missing: the favicon is the console\'s own SVG, and /favicon.ico is served', async () => {
+  it("asks for nothing that is missing: the favicon is the console's own SVG, and /favicon.ico is served", async () => {
     // The favicon is fetched in the background: give it time to be asked for.
-    await waitFor(async () => (await page.evaluate(() => document.querySelector('link[rel="icon"]')?.getAttribute('href'))) !== undefined, { timeoutMs: 2_000, what: 'the icon link' });
+    await waitFor(async () => (await page.evaluate(() => document.querySelector('link[rel="icon"]')?.getAttribute('href'))) !== undefined, {
+      timeoutMs: 2_000,
+      what: 'the icon link',
+    });
     const icon = await page.evaluate(() => document.querySelector('link[rel="icon"]')?.getAttribute('href'));
     expect(icon).toBe('/console/favicon.svg');
     const res = await fetch(gw.url + icon);
@@ -98,7 +146,10 @@ describe.skipIf(!chromiumService.ok)('the console in Chromium', () => {
       figs.map((fig) => ({
         chart: fig.getAttribute('data-chart')!,
         series: [...fig.querySelectorAll('.u-legend .u-series')]
-          .map((row) => ({ label: row.querySelector('.u-label')?.textContent ?? '', colour: getComputedStyle(row.querySelector('.u-marker')!).borderColor }))
+          .map((row) => ({
+            label: row.querySelector('.u-label')?.textContent ?? '',
+            colour: getComputedStyle(row.querySelector('.u-marker')!).borderColor,
+          }))
           .filter((s) => s.label && s.label !== 'day' && s.label !== 'name'),
       })),
     );
@@ -128,8 +179,12 @@ describe.skipIf(!chromiumService.ok)('the console in Chromium', () => {
     expect(await label('stat-requests')).toBe('Requests');
     await page.goto(`${gw.url}/console/#/providers`);
     await page.waitForSelector('[data-chart="provider-calls"]');
-    expect(await page.textContent('[data-chart="provider-calls"] figcaption')).toBe('Calls and failures by provider (this instance, since it started)');
-    expect(await page.textContent('[data-chart="provider-latency"] figcaption')).toBe('Average latency by provider (this instance, since it started)');
+    expect(await page.textContent('[data-chart="provider-calls"] figcaption')).toBe(
+      'Calls and failures by provider (this instance, since it started)',
+    );
+    expect(await page.textContent('[data-chart="provider-latency"] figcaption')).toBe(
+      'Average latency by provider (this instance, since it started)',
+    );
   });
 
   it('the Users page lists the most recent users before any search', async () => {

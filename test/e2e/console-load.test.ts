@@ -6,7 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerKeys, MemoryStorage, type Storage } from '@ai-backend/core/internal';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 const HEAVY = 'heavy-user';
 const ENTRIES = 200_000;
@@ -32,8 +40,7 @@ class CountingStorage {
           else if (prop === 'keys') {
             reads.keys += (out as unknown[]).length;
             listings.push(args[0] as string);
-          }
-          else if (prop === 'readLog') reads.readLog += (out as unknown[]).length;
+          } else if (prop === 'readLog') reads.readLog += (out as unknown[]).length;
           else if (prop === 'transact') reads.transactKeys += (args[0] as unknown[]).length;
           return out;
         };
@@ -59,11 +66,25 @@ beforeAll(async () => {
   const inner = new MemoryStorage();
   counting = new CountingStorage(inner);
   // Statistics flush on their own timer: off here, so only the measured calls read the store.
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, admin: { users: ['console-load-admin'] }, statistics: { flushIntervalMs: 600_000 } }, { storage: counting.storage });
+  gw = await startAiServer(
+    upstream,
+    { storage: { type: 'memory' }, admin: { users: ['console-load-admin'] }, statistics: { flushIntervalMs: 600_000 } },
+    { storage: counting.storage },
+  );
   admin = await tokenFor('console-load-admin', { admin: true });
   await creditTokens(gw.url, admin, HEAVY, 1_000_000, 'load-seed');
   const user = await tokenFor(HEAVY);
-  for (let i = 0; i < 3; i++) expect((await rpcCall(gw.url, user, 'ai.generateText', { content: `call ${i}`, systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } })).result).toBeDefined();
+  for (let i = 0; i < 3; i++)
+    expect(
+      (
+        await rpcCall(gw.url, user, 'ai.generateText', {
+          content: `call ${i}`,
+          systemPrompt: 's',
+          provider: 'openai',
+          options: { maxTokens: 20 },
+        })
+      ).result,
+    ).toBeDefined();
   // The upstream statistics of those calls in the store (the timer is off here).
   await gw.runtime.stats.flush();
 }, 60_000);
@@ -74,7 +95,12 @@ afterAll(async () => {
 });
 
 /** Store reads of the overview, of the heavy user's view and of a user search, one fresh measurement each. */
-async function measure(): Promise<{ overview: number; userView: number; search: number; listings: { overview: string[]; userView: string[]; search: string[] } }> {
+async function measure(): Promise<{
+  overview: number;
+  userView: number;
+  search: number;
+  listings: { overview: string[]; userView: string[]; search: string[] };
+}> {
   // The statistics of the calls before this one are written now, not by the overview's own read
   // (what a flush writes depends on those calls, not on the console).
   await gw.runtime.stats.flush();
@@ -87,7 +113,10 @@ async function measure(): Promise<{ overview: number; userView: number; search: 
   const overviewListings = [...counting.listings];
   counting.reset();
   const found = await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'HEAVY' });
-  expect(found.result.users.map((u: { userId: string }) => u.userId), found.text).toContain(HEAVY);
+  expect(
+    found.result.users.map((u: { userId: string }) => u.userId),
+    found.text,
+  ).toContain(HEAVY);
   const search = counting.total();
   const searchListings = [...counting.listings];
   counting.reset();
@@ -112,7 +141,17 @@ describe('the console reads no more with a 200k-entry ledger', () => {
     const at = new Date().toISOString();
     const grow = async (from: number, to: number) => {
       for (let i = from; i < to; i++) {
-        await inner.append(usage, { id: `u${i}`, at, mode: 'platform', provider: 'openai', model: 'gpt-4.1-mini', tokensUsed: 10, tokensCharged: 11, platformFee: 1, estimatedCostUsd: 0.00001 });
+        await inner.append(usage, {
+          id: `u${i}`,
+          at,
+          mode: 'platform',
+          provider: 'openai',
+          model: 'gpt-4.1-mini',
+          tokensUsed: 10,
+          tokensCharged: 11,
+          platformFee: 1,
+          estimatedCostUsd: 0.00001,
+        });
         await inner.append(purchases, { id: `p${i}`, at, type: 'one_time', tokens: 1, source: 'admin' });
       }
     };
@@ -142,9 +181,14 @@ describe('the console reads no more with a 200k-entry ledger', () => {
 
   it('a user search examines at most 5,000 index entries however many users there are, and pages on with a cursor', async () => {
     // 12,000 more users in the search index (as the directory appends them when it first sees a user).
-    for (let i = 0; i < 12_000; i++) await counting.storage.append('user:directory', { sub: `crowd-${i}`, email: `crowd-${i}@load.example` });
+    for (let i = 0; i < 12_000; i++)
+      await counting.storage.append('user:directory', { sub: `crowd-${i}`, email: `crowd-${i}@load.example` });
     counting.reset();
-    const first = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy' })).result as { users: Array<{ userId: string }>; scanned: number; nextCursor?: number };
+    const first = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy' })).result as {
+      users: Array<{ userId: string }>;
+      scanned: number;
+      nextCursor?: number;
+    };
     expect(counting.reads.readLog).toBeLessThanOrEqual(5000);
     expect(first.scanned).toBe(5000);
     expect(first.users).toEqual([]);
@@ -155,7 +199,10 @@ describe('the console reads no more with a 200k-entry ledger', () => {
     let found: string[] = [];
     while (cursor !== undefined && found.length === 0) {
       counting.reset();
-      const page = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy', cursor })).result as { users: Array<{ userId: string }>; nextCursor?: number };
+      const page = (await rpcCall(gw.url, admin, 'admin.findUsers', { query: 'heavy', cursor })).result as {
+        users: Array<{ userId: string }>;
+        nextCursor?: number;
+      };
       expect(counting.reads.readLog).toBeLessThanOrEqual(5000);
       found = page.users.map((u) => u.userId);
       cursor = page.nextCursor;

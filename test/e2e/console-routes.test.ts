@@ -15,7 +15,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const SECRET = 'console-routes-secret-0123456789abcdef';
 const CODE = 'a'.repeat(20) + 'B'.repeat(23);
 const BIN = fileURLToPath(new URL('../../packages/cli/bin/ai-backend.js', import.meta.url));
-const base = { host: '127.0.0.1', port: 0, storage: { type: 'memory' as const }, jwt: { secret: SECRET }, mcp: { auth: { authType: 'jwt' as const } }, monitoring: { logging: { level: 'silent' as const } } };
+const base = {
+  host: '127.0.0.1',
+  port: 0,
+  storage: { type: 'memory' as const },
+  jwt: { secret: SECRET },
+  mcp: { auth: { authType: 'jwt' as const } },
+  monitoring: { logging: { level: 'silent' as const } },
+};
 
 let server: AiBackendServer;
 let url: string;
@@ -26,7 +33,8 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 /** The same request in-process and over the real server. */
-const both = (p: string, init?: RequestInit) => Promise.all([server.fetch(new Request(`http://127.0.0.1${p}`, init)), fetch(url + p, init)]);
+const both = (p: string, init?: RequestInit) =>
+  Promise.all([server.fetch(new Request(`http://127.0.0.1${p}`, init)), fetch(url + p, init)]);
 
 describe('/console assets', () => {
   it('every answer carries the strict CSP and anti-framing headers', async () => {
@@ -51,7 +59,7 @@ describe('/console assets', () => {
     expect(await res!.json()).toEqual({ oauth: false, adminScope: 'mcp:admin', scopes: ['mcp', 'mcp:call'], devSignIn: true });
   });
 
-  it('only the build\'s flat file names are served', async () => {
+  it("only the build's flat file names are served", async () => {
     for (const p of ['/console/nope.js', '/console/..%2Fpackage.json', '/console/%2e%2e/index.html', '/console/app.js/x']) {
       for (const res of await both(p)) expect(res.status, p).toBe(404);
     }
@@ -60,7 +68,7 @@ describe('/console assets', () => {
     expect(redirect!.headers.get('location')).toBe('/console/');
   });
 
-  it('/favicon.ico is the console\'s icon while the console is on', async () => {
+  it("/favicon.ico is the console's icon while the console is on", async () => {
     for (const res of await both('/favicon.ico')) {
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('image/x-icon');
@@ -87,7 +95,11 @@ describe('/console assets', () => {
 
 describe('developer sign-in (serve --dev)', () => {
   const exchange = (code: string, headers: Record<string, string> = {}) =>
-    fetch(`${url}/console/dev-session`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ code }) });
+    fetch(`${url}/console/dev-session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ code }),
+    });
 
   it('the code gives an administrator token; a wrong code gives nothing', async () => {
     const bad = await exchange('x'.repeat(43));
@@ -97,7 +109,11 @@ describe('developer sign-in (serve --dev)', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('cache-control')).toBe('no-store');
     const { token } = (await ok.json()) as { token: string };
-    const r = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'admin.overview', params: {} }) });
+    const r = await fetch(`${url}/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'admin.overview', params: {} }),
+    });
     expect(((await r.json()) as { result?: unknown }).result).toBeDefined();
   });
 
@@ -115,7 +131,13 @@ describe('developer sign-in (serve --dev)', () => {
 
   it('without it there is no developer sign-in route', async () => {
     const plain = createServer(base);
-    const res = await plain.fetch(new Request('http://127.0.0.1/console/dev-session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: CODE }) }));
+    const res = await plain.fetch(
+      new Request('http://127.0.0.1/console/dev-session', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code: CODE }),
+      }),
+    );
     expect(res.status).toBe(404);
     expect(await (await plain.fetch(new Request('http://127.0.0.1/console/settings.json'))).json()).toMatchObject({ devSignIn: false });
     await plain.stop();
@@ -125,7 +147,10 @@ describe('developer sign-in (serve --dev)', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'ai-backend-console-dev-'));
     let child: ChildProcess | undefined;
     try {
-      child = spawn(process.execPath, [BIN, 'serve', '--dev', '--port', '0'], { cwd: dir, env: { PATH: process.env.PATH!, LOG_LEVEL: 'warn' } });
+      child = spawn(process.execPath, [BIN, 'serve', '--dev', '--port', '0'], {
+        cwd: dir,
+        env: { PATH: process.env.PATH!, LOG_LEVEL: 'warn' },
+      });
       const link = await new Promise<string>((resolve, reject) => {
         let out = '';
         child!.stdout!.on('data', (d: Buffer) => {
@@ -137,9 +162,20 @@ describe('developer sign-in (serve --dev)', () => {
       });
       const devUrl = new URL(link);
       const code = devUrl.hash.slice('#dev='.length);
-      const res = await fetch(new URL('/console/dev-session', devUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+      const res = await fetch(new URL('/console/dev-session', devUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code }),
+      });
       const { token } = (await res.json()) as { token: string };
-      const call = async (t: string) => (await (await fetch(new URL('/rpc', devUrl), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'admin.status', params: {} }) })).json()) as { result?: unknown; error?: unknown };
+      const call = async (t: string) =>
+        (await (
+          await fetch(new URL('/rpc', devUrl), {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${t}` },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'admin.status', params: {} }),
+          })
+        ).json()) as { result?: unknown; error?: unknown };
       expect((await call(token)).result).toBeDefined();
       // The secret lives in that process only: a token minted with any other secret is refused.
       expect((await call(await mintDevToken({ secret: SECRET, sub: 'x', scopes: ['mcp:admin'] }))).error).toBeDefined();

@@ -21,7 +21,16 @@ import superjson from 'superjson';
 import type { AppRouter } from '@ai-backend/core';
 import { testService } from '@ai-backend/test-utils/services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { IDP_CLIENT_ID, IDP_CLIENT_SECRET, startIdp, type TestIdp } from './oauthHelpers.js';
 import { webhookReceiver } from './helpers/webhookReceiver.js';
 
@@ -81,7 +90,8 @@ const drawnPixels = (page: Page, chart: string) =>
       return n;
     }),
   );
-const seriesOf = (page: Page, chart: string) => page.$eval(`[data-chart="${chart}"]`, (fig) => JSON.parse(fig.getAttribute('data-series') ?? '{}') as Record<string, number>);
+const seriesOf = (page: Page, chart: string) =>
+  page.$eval(`[data-chart="${chart}"]`, (fig) => JSON.parse(fig.getAttribute('data-series') ?? '{}') as Record<string, number>);
 const num = (text: string | null) => Number((text ?? '').replace(/[^0-9.-]/g, ''));
 
 describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
@@ -95,7 +105,12 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     gw = await startAiServer(upstream, {
       storage: { type: 'memory' },
       mcp: { auth: { authType: 'both', publicTools: ['generateText'] } },
-      oauth: { encryptionKey: 'console-e2e-encryption-key-0123456789', providerClientId: IDP_CLIENT_ID, providerClientSecret: IDP_CLIENT_SECRET, provider: { issuer: idp.issuer } },
+      oauth: {
+        encryptionKey: 'console-e2e-encryption-key-0123456789',
+        providerClientId: IDP_CLIENT_ID,
+        providerClientSecret: IDP_CLIENT_SECRET,
+        provider: { issuer: idp.issuer },
+      },
       admin: { users: ['admin-user@example.com', 'console-admin'] },
       alerts: { webhooks: [{ url: hook.url, secret: ALERT_SECRET }], maxAttempts: 1, pollIntervalMs: 50 },
       statistics: { flushIntervalMs: 100 },
@@ -112,27 +127,68 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     const alice = await tokenFor('alice-sub');
     const bob = await tokenFor('bob-sub');
     const carol = await tokenFor('carol-sub');
-    for (const [token, provider] of [[alice, 'openai'], [alice, 'anthropic'], [bob, 'openai']] as const) {
-      const r = await rpcCall(base, token, 'ai.generateText', { content: 'PROMPT-TEXT-never-shown', systemPrompt: 's', provider, options: { maxTokens: 20 } });
+    for (const [token, provider] of [
+      [alice, 'openai'],
+      [alice, 'anthropic'],
+      [bob, 'openai'],
+    ] as const) {
+      const r = await rpcCall(base, token, 'ai.generateText', {
+        content: 'PROMPT-TEXT-never-shown',
+        systemPrompt: 's',
+        provider,
+        options: { maxTokens: 20 },
+      });
       expect(r.result, r.text).toBeDefined();
     }
     // carol pays with her own key (BYOK): recorded in her usage, nothing charged.
-    const byok = await rpcCall(base, carol, 'ai.generateText', { content: 'byok call', systemPrompt: 's', provider: 'openai', apiKey: CAROL_BYOK, options: { maxTokens: 20 } });
+    const byok = await rpcCall(base, carol, 'ai.generateText', {
+      content: 'byok call',
+      systemPrompt: 's',
+      provider: 'openai',
+      apiKey: CAROL_BYOK,
+      options: { maxTokens: 20 },
+    });
     expect(byok.result, byok.text).toBeDefined();
     for (let i = 0; i < 2; i++) {
-      const failed = await rpcCall(base, bob, 'ai.generateText', { content: 'fails [[upstream:500]]', systemPrompt: 's', provider: 'google', options: { maxTokens: 20 } });
+      const failed = await rpcCall(base, bob, 'ai.generateText', {
+        content: 'fails [[upstream:500]]',
+        systemPrompt: 's',
+        provider: 'google',
+        options: { maxTokens: 20 },
+      });
       expect(failed.error, failed.text).toBeDefined();
     }
-    expect((await rpcCall(base, await tokenFor('dave-sub'), 'ai.generateText', { content: 'hi', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } })).result).toBeDefined();
+    expect(
+      (
+        await rpcCall(base, await tokenFor('dave-sub'), 'ai.generateText', {
+          content: 'hi',
+          systemPrompt: 's',
+          provider: 'openai',
+          options: { maxTokens: 20 },
+        })
+      ).result,
+    ).toBeDefined();
     const created = await rpcCall(base, alice, 'keys.create', { name: 'alice-ci-key' });
     expect(created.result, created.text).toBeDefined();
     aliceKey = { id: created.result.apiKey?.id ?? created.result.id, key: created.result.key };
     expect(aliceKey.key).toMatch(/^aib_/);
-    await waitFor(async () => (await gw.runtime.alerts.pending()).dead >= 1, { timeoutMs: 10_000, what: 'the tokenLow alert in the dead-letter list' });
+    await waitFor(async () => (await gw.runtime.alerts.pending()).dead >= 1, {
+      timeoutMs: 10_000,
+      what: 'the tokenLow alert in the dead-letter list',
+    });
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
     });
     await mkdir(ARTEFACTS, { recursive: true });
     if (UPDATE_DOCS) await mkdir(DOCS_IMAGES, { recursive: true });
@@ -191,7 +247,7 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     }
   });
 
-  it('overview: the plots are drawn and their numbers are the procedures\'', async () => {
+  it("overview: the plots are drawn and their numbers are the procedures'", async () => {
     const token = await admin.evaluate(() => sessionStorage.getItem('ai-backend-console.token'));
     const o = (await rpcCall(base, token, 'admin.overview', { days: 14 })).result;
     expect(num(await admin.textContent('#stat-tokens'))).toBe(o.usage.totals.tokensUsed);
@@ -203,13 +259,21 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(perDay.tokens).toBe(o.usage.totals.tokensUsed);
     const upstreamCalls = await seriesOf(admin, 'upstream-calls');
     expect(upstreamCalls.failures).toBeGreaterThanOrEqual(2);
-    for (const chart of ['requests-by-entry', 'tokens-by-day', 'cost-by-day', 'tokens-by-provider', 'cost-by-model', 'upstream-latency', 'upstream-calls']) {
+    for (const chart of [
+      'requests-by-entry',
+      'tokens-by-day',
+      'cost-by-day',
+      'tokens-by-provider',
+      'cost-by-model',
+      'upstream-latency',
+      'upstream-calls',
+    ]) {
       expect(Math.max(...(await drawnPixels(admin, chart))), chart).toBeGreaterThan(200);
     }
     await shot(admin, 'overview');
   });
 
-  it('overview over time: by entry point, provider and model, each plotted figure the procedure\'s (cluster-wide statistics)', async () => {
+  it("overview over time: by entry point, provider and model, each plotted figure the procedure's (cluster-wide statistics)", async () => {
     const token = await admin.evaluate(() => sessionStorage.getItem('ai-backend-console.token'));
     const o = (await rpcCall(base, token, 'admin.overview', { days: 14 })).result;
     const s = o.series as {
@@ -224,7 +288,9 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     // The procedure's own figures agree with the seeded traffic: google failed twice, every other provider answered.
     const google = s.byProvider.find((p) => p.key === 'google')!;
     expect(sum(google.failures)).toBeGreaterThanOrEqual(2);
-    expect(sum(s.byProvider.find((p) => p.key === 'openai')!.tokens)).toBe(o.usage.byProvider.find((p: { provider: string }) => p.provider === 'openai').tokensUsed);
+    expect(sum(s.byProvider.find((p) => p.key === 'openai')!.tokens)).toBe(
+      o.usage.byProvider.find((p: { provider: string }) => p.provider === 'openai').tokensUsed,
+    );
     expect(s.upstreamByProvider.find((p) => p.provider === 'google')!.failures).toBe(sum(google.failures));
     expect(s.upstreamByProvider.find((p) => p.provider === 'openai')!.p50Ms).toBeGreaterThan(0);
     // The bars are the cluster-wide figures.
@@ -237,7 +303,10 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     const pick = async (group: string, metric: string) => {
       await admin.selectOption('#series-group', group);
       await admin.selectOption('#series-metric', metric);
-      await admin.waitForFunction(([g]) => document.querySelector('[data-chart="series-over-time"] figcaption')?.textContent?.toLowerCase().endsWith(g!), [group === 'entry' ? 'entry point' : group]);
+      await admin.waitForFunction(
+        ([g]) => document.querySelector('[data-chart="series-over-time"] figcaption')?.textContent?.toLowerCase().endsWith(g!),
+        [group === 'entry' ? 'entry point' : group],
+      );
       return seriesOf(admin, 'series-over-time');
     };
     const failures = await pick('provider', 'failures');
@@ -264,7 +333,9 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await admin.waitForFunction(() => document.querySelectorAll('[data-chart-table="series-over-time"] tbody tr').length === 30);
     const month = (await rpcCall(base, token, 'admin.overview', { days: 30 })).result;
     expect(month.series.days).toHaveLength(30);
-    expect(Object.keys(await seriesOf(admin, 'series-over-time')).sort()).toEqual(month.series.byEntry.map((e: { key: string }) => e.key).sort());
+    expect(Object.keys(await seriesOf(admin, 'series-over-time')).sort()).toEqual(
+      month.series.byEntry.map((e: { key: string }) => e.key).sort(),
+    );
     await admin.reload();
     await admin.waitForSelector('[data-chart="series-over-time"] canvas');
     expect(await admin.$eval('#overview-period', (e) => (e as HTMLSelectElement).value)).toBe('30');
@@ -281,14 +352,16 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(requests.filter((u) => u.endsWith('/rpc')).length).toBeLessThanOrEqual(3);
   });
 
-  it('users: search, a user\'s balance and ledger; crediting changes both', async () => {
+  it("users: search, a user's balance and ledger; crediting changes both", async () => {
     await admin.goto(`${base}/console/#/users`);
     // Any part of an id or e-mail, ignoring case.
     await admin.fill('#user-search', 'SUB@EXAMPLE');
     await admin.press('#user-search', 'Enter');
     await admin.waitForSelector('#user-results a[href="#/users/bob-sub"]');
     const listed = await admin.$$eval('#user-results tbody a', (a) => a.map((x) => x.textContent));
-    const found = (await rpcCall(base, adminJwt, 'admin.findUsers', { query: 'sub@example' })).result as { users: Array<{ userId: string }> };
+    const found = (await rpcCall(base, adminJwt, 'admin.findUsers', { query: 'sub@example' })).result as {
+      users: Array<{ userId: string }>;
+    };
     expect(listed.sort()).toEqual(found.users.map((u) => u.userId).sort());
     expect(listed).toEqual(expect.arrayContaining(['alice-sub', 'bob-sub', 'carol-sub', 'dave-sub']));
     await shot(admin, 'users');
@@ -298,7 +371,8 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await admin.waitForSelector('#user-results a[href="#/users/bob-sub"]');
     await admin.click('#user-results a[href="#/users/bob-sub"]');
     await admin.waitForSelector('#balance-one-time');
-    const before = (await rpcCall(base, adminJwt, 'admin.getUserInfo', { userId: 'bob-sub', includeUsage: true })).result.usage.balances.one_time;
+    const before = (await rpcCall(base, adminJwt, 'admin.getUserInfo', { userId: 'bob-sub', includeUsage: true })).result.usage.balances
+      .one_time;
     expect(num(await admin.textContent('#balance-one-time'))).toBe(before);
     expect(Math.max(...(await drawnPixels(admin, 'user-tokens-by-day')))).toBeGreaterThan(200);
     await admin.waitForSelector('#ledger table tbody tr');
@@ -310,19 +384,28 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await admin.waitForSelector('#credit-confirm:not([hidden])');
     expect(await admin.textContent('#credit-confirm')).toContain('1,234');
     // Nothing is credited before the confirmation.
-    expect((await rpcCall(base, adminJwt, 'admin.getUserInfo', { userId: 'bob-sub', includeUsage: true })).result.usage.balances.one_time).toBe(before);
+    expect(
+      (await rpcCall(base, adminJwt, 'admin.getUserInfo', { userId: 'bob-sub', includeUsage: true })).result.usage.balances.one_time,
+    ).toBe(before);
     await admin.click('#credit-confirm-yes');
-    await admin.waitForFunction((n) => document.querySelector('#balance-one-time')?.textContent?.replace(/\D/g, '') === String(n), before + 1234);
-    expect((await rpcCall(base, adminJwt, 'admin.getUserInfo', { userId: 'bob-sub', includeUsage: true })).result.usage.balances.one_time).toBe(before + 1234);
+    await admin.waitForFunction(
+      (n) => document.querySelector('#balance-one-time')?.textContent?.replace(/\D/g, '') === String(n),
+      before + 1234,
+    );
+    expect(
+      (await rpcCall(base, adminJwt, 'admin.getUserInfo', { userId: 'bob-sub', includeUsage: true })).result.usage.balances.one_time,
+    ).toBe(before + 1234);
     await admin.click('button[data-ledger="purchases"]');
     await admin.waitForFunction(() => document.querySelector('#ledger tbody tr')?.textContent?.includes('1,234'));
     expect(await admin.textContent('#ledger tbody tr')).toContain('admin');
   });
 
-  it('user view: the user\'s API keys by name and id, never the key', async () => {
+  it("user view: the user's API keys by name and id, never the key", async () => {
     await admin.goto(`${base}/console/#/users/alice-sub`);
     await admin.waitForSelector('#user-api-keys table');
-    const listed = (await rpcCall(base, adminJwt, 'keys.adminList', { userId: 'alice-sub' })).result as { keys: Array<{ id: string; name: string }> };
+    const listed = (await rpcCall(base, adminJwt, 'keys.adminList', { userId: 'alice-sub' })).result as {
+      keys: Array<{ id: string; name: string }>;
+    };
     expect(listed.keys.map((k) => k.name)).toEqual(['alice-ci-key']);
     const text = await admin.textContent('#user-api-keys');
     expect(text).toContain('alice-ci-key');
@@ -350,7 +433,9 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
   it('alerts: the dead letters are listed and a retry delivers one', async () => {
     await admin.goto(`${base}/console/#/alerts`);
     await admin.waitForSelector('button[data-retry]');
-    const listed = (await rpcCall(base, adminJwt, 'admin.alertDeliveries', {})).result as { dead: Array<{ deliveryId: string; eventId: string; event: string }> };
+    const listed = (await rpcCall(base, adminJwt, 'admin.alertDeliveries', {})).result as {
+      dead: Array<{ deliveryId: string; eventId: string; event: string }>;
+    };
     expect(listed.dead.length).toBeGreaterThanOrEqual(1);
     expect(listed.dead.some((d) => d.event === 'tokenLow')).toBe(true);
     expect(num(await admin.textContent('#alerts-dead'))).toBe(listed.dead.length);
@@ -359,18 +444,30 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     const target = listed.dead[0]!;
     receiverUp = true;
     await admin.click(`button[data-retry="${target.deliveryId}"]`);
-    await waitFor(() => hook.got.some((g) => g.answered === 204 && g.headers['idempotency-key'] === target.eventId), { timeoutMs: 10_000, what: 'the retried alert delivered' });
+    await waitFor(() => hook.got.some((g) => g.answered === 204 && g.headers['idempotency-key'] === target.eventId), {
+      timeoutMs: 10_000,
+      what: 'the retried alert delivered',
+    });
     // The view redraws right after the retry call; the delivery itself is asynchronous and may land
     // after that redraw (then the row still shows as waiting). Once delivered, a fresh view has no row.
     const listedIds = async () => {
-      const r = (await rpcCall(base, adminJwt, 'admin.alertDeliveries', {})).result as { dead: Array<{ deliveryId: string }>; pending: Array<{ deliveryId: string }> };
+      const r = (await rpcCall(base, adminJwt, 'admin.alertDeliveries', {})).result as {
+        dead: Array<{ deliveryId: string }>;
+        pending: Array<{ deliveryId: string }>;
+      };
       return [...r.dead, ...r.pending].map((d) => d.deliveryId);
     };
-    await waitFor(async () => !(await listedIds()).includes(target.deliveryId), { timeoutMs: 10_000, what: 'the delivered alert gone from the outbox' });
+    await waitFor(async () => !(await listedIds()).includes(target.deliveryId), {
+      timeoutMs: 10_000,
+      what: 'the delivered alert gone from the outbox',
+    });
     await admin.reload();
     await admin.waitForSelector('#alerts-dead');
     expect(await admin.$(`button[data-retry="${target.deliveryId}"]`)).toBeNull();
-    const after = (await rpcCall(base, adminJwt, 'admin.alertDeliveries', {})).result as { dead: Array<{ deliveryId: string }>; pending: Array<{ deliveryId: string }> };
+    const after = (await rpcCall(base, adminJwt, 'admin.alertDeliveries', {})).result as {
+      dead: Array<{ deliveryId: string }>;
+      pending: Array<{ deliveryId: string }>;
+    };
     expect([...after.dead, ...after.pending].map((d) => d.deliveryId)).not.toContain(target.deliveryId);
     // The same idempotency key on the failed attempt and the retried one: the receiver can tell.
     expect(hook.got.filter((g) => g.headers['idempotency-key'] === target.eventId).map((g) => g.answered)).toEqual([500, 204]);
@@ -404,7 +501,14 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await admin.goto(`${base}/console/#/live`);
     await admin.waitForSelector('#live-calls tr');
     await rpcCall(base, await tokenFor('alice-sub'), 'mcp.echo', { message: 'LIVE-MARKER-never-shown' });
-    await admin.waitForFunction(() => [...document.querySelectorAll('#live-calls tr')].some((tr) => tr.textContent?.includes('mcp.echo') && tr.textContent.includes('alice-sub')), undefined, { timeout: 10_000 });
+    await admin.waitForFunction(
+      () =>
+        [...document.querySelectorAll('#live-calls tr')].some(
+          (tr) => tr.textContent?.includes('mcp.echo') && tr.textContent.includes('alice-sub'),
+        ),
+      undefined,
+      { timeout: 10_000 },
+    );
     const text = await admin.textContent('body');
     expect(text).toContain('ai.generateText');
     expect(text).not.toContain('LIVE-MARKER');
@@ -418,22 +522,47 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     const token = await tokenFor('alice-sub');
     const seqBefore = (await rpcCall(base, adminJwt, 'admin.recentCalls', { limit: 1 })).result.lastSeq as number;
     // tRPC over its streaming link: the finish event carries the usage.
-    const trpc = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: `${base}/trpc`, transformer: superjson, headers: () => ({ authorization: `Bearer ${token}` }) })] });
+    const trpc = createTRPCClient<AppRouter>({
+      links: [httpBatchStreamLink({ url: `${base}/trpc`, transformer: superjson, headers: () => ({ authorization: `Bearer ${token}` }) })],
+    });
     let trpcTokens = 0;
-    for await (const e of await trpc.ai.streamText.mutate({ content: 'PROMPT-TEXT-stream', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } })) if (e.type === 'finish') trpcTokens = e.result.data.usage.totalTokens ?? 0;
+    for await (const e of await trpc.ai.streamText.mutate({
+      content: 'PROMPT-TEXT-stream',
+      systemPrompt: 's',
+      provider: 'openai',
+      options: { maxTokens: 20 },
+    }))
+      if (e.type === 'finish') trpcTokens = e.result.data.usage.totalTokens ?? 0;
     // The official OpenAI client, stream: true with the usage chunk.
     const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: token, maxRetries: 0 });
     let openaiTokens = 0;
-    for await (const chunk of await openai.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'PROMPT-TEXT-openai' }], stream: true, stream_options: { include_usage: true }, max_tokens: 20 })) openaiTokens = chunk.usage?.total_tokens ?? openaiTokens;
+    for await (const chunk of await openai.chat.completions.create({
+      model: 'openai/gpt-4.1-mini',
+      messages: [{ role: 'user', content: 'PROMPT-TEXT-openai' }],
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 20,
+    }))
+      openaiTokens = chunk.usage?.total_tokens ?? openaiTokens;
     // The official Anthropic client's message stream.
     const anthropic = new Anthropic({ baseURL: base, authToken: token, apiKey: null, maxRetries: 0 });
-    const message = await anthropic.messages.stream({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'PROMPT-TEXT-anthropic' }] }).finalMessage();
+    const message = await anthropic.messages
+      .stream({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'PROMPT-TEXT-anthropic' }] })
+      .finalMessage();
     expect(trpcTokens).toBeGreaterThan(0);
     expect(openaiTokens).toBeGreaterThan(0);
     expect(message.usage.output_tokens).toBeGreaterThan(0);
 
     // The procedure's rows: one per stream, completed with the tokens each client was told.
-    const rows = ((await rpcCall(base, adminJwt, 'admin.recentCalls', { limit: 100, after: seqBefore })).result.calls as Array<{ seq: number; entry: string; procedure: string; tokens: number | null; streaming?: boolean }>).filter((c) => c.procedure === 'ai.streamText');
+    const rows = (
+      (await rpcCall(base, adminJwt, 'admin.recentCalls', { limit: 100, after: seqBefore })).result.calls as Array<{
+        seq: number;
+        entry: string;
+        procedure: string;
+        tokens: number | null;
+        streaming?: boolean;
+      }>
+    ).filter((c) => c.procedure === 'ai.streamText');
     expect(rows.map((r) => r.entry).sort()).toEqual(['anthropic', 'openai', 'trpc']);
     expect(rows.every((r) => r.streaming === undefined && r.tokens !== null && r.tokens > 0)).toBe(true);
     expect(rows.find((r) => r.entry === 'trpc')!.tokens).toBe(trpcTokens);
@@ -441,7 +570,12 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(rows.map((r) => r.tokens)).toContain(message.usage.input_tokens + message.usage.output_tokens);
     // The page shows the same numbers in those rows (it polls every 2 s and merges updated calls by seq).
     for (const r of rows) {
-      await admin.waitForFunction(([seq, n]) => document.querySelector(`#live-calls tr[data-seq="${seq}"] td:last-child`)?.textContent?.replace(/\D/g, '') === String(n), [r.seq, r.tokens] as const, { timeout: 10_000 });
+      await admin.waitForFunction(
+        ([seq, n]) =>
+          document.querySelector(`#live-calls tr[data-seq="${seq}"] td:last-child`)?.textContent?.replace(/\D/g, '') === String(n),
+        [r.seq, r.tokens] as const,
+        { timeout: 10_000 },
+      );
     }
     expect(await admin.textContent('#live-calls')).not.toContain('streaming…');
     expect(await admin.textContent('body')).not.toContain('PROMPT-TEXT');
@@ -465,7 +599,14 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     await page.waitForSelector('#user-search');
     await shot(page, 'overview-phone');
     // Every administrator view fits the phone's width (wide tables scroll inside their card).
-    for (const [view, ready] of [['users/bob-sub', '#balance-total'], ['providers', '[data-chart="provider-calls"] canvas'], ['alerts', '#alerts-dead'], ['live', '#live-calls tr'], ['explorer', '#method-select'], ['overview', '[data-chart="series-over-time"] canvas']] as const) {
+    for (const [view, ready] of [
+      ['users/bob-sub', '#balance-total'],
+      ['providers', '[data-chart="provider-calls"] canvas'],
+      ['alerts', '#alerts-dead'],
+      ['live', '#live-calls tr'],
+      ['explorer', '#method-select'],
+      ['overview', '[data-chart="series-over-time"] canvas'],
+    ] as const) {
       await page.goto(`${base}/console/#/${view}`);
       await page.waitForSelector(ready);
       expect(await page.evaluate(() => document.documentElement.scrollWidth), view).toBeLessThanOrEqual(390);
@@ -482,7 +623,16 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(page.url()).toContain('#/me');
     // One platform-paid call with her own token, then her view shows it.
     const call = await page.evaluate(async () => {
-      const res = await fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${sessionStorage.getItem('ai-backend-console.token')}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: { content: 'PROMPT-TEXT-carol', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } } }) });
+      const res = await fetch('/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${sessionStorage.getItem('ai-backend-console.token')}` },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'ai.generateText',
+          params: { content: 'PROMPT-TEXT-carol', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } },
+        }),
+      });
       return (await res.json()) as { result?: unknown };
     });
     expect(call.result).toBeDefined();
@@ -491,7 +641,9 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     const carolToken = await page.evaluate(() => sessionStorage.getItem('ai-backend-console.token'));
     const balance = (await rpcCall(base, carolToken, 'billing.getTokenBalance')).result as { virtualTokenBalance: number };
     expect(num(await page.textContent('#balance-total'))).toBe(balance.virtualTokenBalance);
-    const analytics = (await rpcCall(base, carolToken, 'billing.getUsageAnalytics', { days: 30 })).result as { totals: { tokensUsed: number } };
+    const analytics = (await rpcCall(base, carolToken, 'billing.getUsageAnalytics', { days: 30 })).result as {
+      totals: { tokensUsed: number };
+    };
     expect(analytics.totals.tokensUsed).toBeGreaterThan(0);
     expect((await seriesOf(page, 'user-tokens-by-day')).tokens).toBe(analytics.totals.tokensUsed);
     expect(Math.max(...(await drawnPixels(page, 'user-tokens-by-day')))).toBeGreaterThan(200);
@@ -522,14 +674,18 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(await page.$('[data-chart]')).toBeNull();
     const refused = await page.evaluate(async () => {
       const token = sessionStorage.getItem('ai-backend-console.token');
-      const res = await fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'admin.overview', params: {} }) });
+      const res = await fetch('/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'admin.overview', params: {} }),
+      });
       return (await res.json()) as { error?: { data?: { code?: string } } };
     });
     expect(refused.error?.data?.code).toBe('FORBIDDEN');
     await context.close();
   });
 
-  it('a page from another origin can neither frame the console nor call its API with the console\'s token', async () => {
+  it("a page from another origin can neither frame the console nor call its API with the console's token", async () => {
     const token = await admin.evaluate(() => sessionStorage.getItem('ai-backend-console.token'));
     const other = createHttpServer((_req, out) => {
       out.writeHead(200, { 'content-type': 'text/html' });
@@ -547,7 +703,16 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
       const outcome = await page.evaluate(
         async ([url, t]) => {
           try {
-            const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.creditTokens', params: { userId: 'bob-sub', tokens: 1, type: 'one_time', idempotencyKey: 'x-origin' } }) });
+            const res = await fetch(`${url}/rpc`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', authorization: `Bearer ${t}` },
+              body: JSON.stringify({
+                jsonrpc: '2.0',
+                id: 1,
+                method: 'billing.creditTokens',
+                params: { userId: 'bob-sub', tokens: 1, type: 'one_time', idempotencyKey: 'x-origin' },
+              }),
+            });
             return `status ${res.status}`;
           } catch {
             return 'blocked';
@@ -556,7 +721,8 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
         [base, token] as const,
       );
       expect(outcome).toBe('blocked');
-      const purchases = (await rpcCall(base, adminJwt, 'admin.userActivity', { userId: 'bob-sub', kind: 'purchases' })).result.items as Array<{ tokens: number }>;
+      const purchases = (await rpcCall(base, adminJwt, 'admin.userActivity', { userId: 'bob-sub', kind: 'purchases' })).result
+        .items as Array<{ tokens: number }>;
       expect(purchases.some((p) => p.tokens === 1)).toBe(false);
     } finally {
       other.close();

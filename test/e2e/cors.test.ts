@@ -31,7 +31,18 @@ describe.each(MODES)('CORS (%s)', (mode) => {
     const methods = res.headers.get('access-control-allow-methods')!;
     for (const m of ['GET', 'POST', 'OPTIONS', 'HEAD', 'DELETE']) expect(methods).toContain(m);
     const headers = res.headers.get('access-control-allow-headers')!.toLowerCase();
-    for (const h of ['content-type', 'authorization', 'x-requested-with', 'mcp-protocol-version', 'accept', 'accept-language', 'content-language', 'origin', 'mcp-session-id', 'last-event-id']) {
+    for (const h of [
+      'content-type',
+      'authorization',
+      'x-requested-with',
+      'mcp-protocol-version',
+      'accept',
+      'accept-language',
+      'content-language',
+      'origin',
+      'mcp-session-id',
+      'last-event-id',
+    ]) {
       expect(headers).toContain(h);
     }
   });
@@ -51,11 +62,19 @@ describe.each(MODES)('CORS (%s)', (mode) => {
     expect(actual.headers.get('access-control-expose-headers')).toContain('Mcp-Session-Id');
     expect(actual.headers.get('access-control-expose-headers')).toContain('WWW-Authenticate');
     // A JSON-RPC answer carries them too (that handler adds them while building its response).
-    const rpcAnswer = await s.call('/rpc', { method: 'POST', headers: { origin: 'https://b.example', 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+    const rpcAnswer = await s.call('/rpc', {
+      method: 'POST',
+      headers: { origin: 'https://b.example', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }),
+    });
     expect(rpcAnswer.headers.get('access-control-allow-origin')).toBe('https://b.example');
     expect(rpcAnswer.headers.get('access-control-allow-credentials')).toBe('true');
     expect(rpcAnswer.headers.get('access-control-expose-headers')).toContain('Mcp-Session-Id');
-    const denied = await s.call('/rpc', { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+    const denied = await s.call('/rpc', {
+      method: 'POST',
+      headers: { origin: 'https://evil.example', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }),
+    });
     expect(denied.status).toBe(403);
     expect(denied.headers.get('access-control-allow-origin')).toBeNull();
   });

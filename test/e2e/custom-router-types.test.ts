@@ -18,7 +18,13 @@ const weather = router({
 });
 
 const server = createServer(
-  { port: 0, host: '127.0.0.1', customRouters: { weather }, mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } } },
+  {
+    port: 0,
+    host: '127.0.0.1',
+    customRouters: { weather },
+    mcp: { auth: { authType: 'none' } },
+    monitoring: { logging: { level: 'silent' } },
+  },
   { storage: new MemoryStorage() },
 );
 type ServerRouter = typeof server.router;

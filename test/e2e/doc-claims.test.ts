@@ -50,7 +50,10 @@ describe('docs/workspaces.md: errors', () => {
   it('an unknown workspaceId is NOT_FOUND: -32004 on /rpc, 404 on /trpc, "workspace not found"', async () => {
     const r = await rpc('system.listFiles', { workspaceId: 'no-such-workspace', path: '' }, user);
     expect(r.body.error).toMatchObject({ code: -32004, message: 'workspace not found', data: { code: 'NOT_FOUND' } });
-    const t = await s.fetch('/trpc/system.listFiles?input=' + encodeURIComponent(JSON.stringify({ json: { workspaceId: 'no-such-workspace', path: '' } })), { headers: { authorization: `Bearer ${user}` } });
+    const t = await s.fetch(
+      '/trpc/system.listFiles?input=' + encodeURIComponent(JSON.stringify({ json: { workspaceId: 'no-such-workspace', path: '' } })),
+      { headers: { authorization: `Bearer ${user}` } },
+    );
     expect(t.status).toBe(404);
   });
 });
@@ -77,7 +80,12 @@ describe('docs/auth-jwt.md: a token in the query string', () => {
     const m = await s.fetch(`/mcp?id_token=${user}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'doc', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'doc', version: '1' } },
+      }),
     });
     expect(m.status).toBe(401);
     // The same token in the Authorization header is accepted: only where it was sent differs.
@@ -88,7 +96,10 @@ describe('docs/auth-jwt.md: a token in the query string', () => {
 describe('a start-up warning when nobody can sign in', () => {
   it("authType 'jwt' without a secret starts, and logs a warning saying nobody can sign in", async () => {
     const lines: string[] = [];
-    const server = createServer({ port: 0, host: '127.0.0.1', storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' } } }, { logger: createLogger('info', (l) => lines.push(l)) });
+    const server = createServer(
+      { port: 0, host: '127.0.0.1', storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' } } },
+      { logger: createLogger('info', (l) => lines.push(l)) },
+    );
     try {
       await server.start();
       expect(lines.join('\n')).toMatch(/nobody can sign in/i);
@@ -99,7 +110,10 @@ describe('a start-up warning when nobody can sign in', () => {
 
   it('a server where sign-in works logs no such warning', async () => {
     const lines: string[] = [];
-    const server = createServer({ port: 0, host: '127.0.0.1', storage: { type: 'memory' }, jwt: { secret: SECRET }, mcp: { auth: { authType: 'jwt' } } }, { logger: createLogger('info', (l) => lines.push(l)) });
+    const server = createServer(
+      { port: 0, host: '127.0.0.1', storage: { type: 'memory' }, jwt: { secret: SECRET }, mcp: { auth: { authType: 'jwt' } } },
+      { logger: createLogger('info', (l) => lines.push(l)) },
+    );
     try {
       await server.start();
       expect(lines.join('\n')).not.toMatch(/nobody can sign in/i);
@@ -114,19 +128,27 @@ describe('docs/configuration.md, docs/security.md, README: rate limiting ships o
     const defaults = resolveConfig({});
     expect(defaults.mcp.rateLimiting).toMatchObject({ enabled: true, windowMs: 60000, maxRequests: 300, maxToolCalls: 120 });
     const read = (f: string) => readFile(new URL(`../../${f}`, import.meta.url), 'utf8');
-    const [configuration, security, readme] = await Promise.all([read('docs/configuration.md'), read('docs/security.md'), read('README.md')]);
+    const [configuration, security, readme] = await Promise.all([
+      read('docs/configuration.md'),
+      read('docs/security.md'),
+      read('README.md'),
+    ]);
     expect(configuration).toContain('we ship rate limiting **on**');
     expect(configuration).toContain('| `rateLimiting` | `enabled: true, windowMs: 60000, maxRequests: 300, maxToolCalls: 120` |');
     expect(security).toContain('Rate limiting is **on by default**');
     expect(readme).toContain('gets 300 `/mcp` requests and 120 tool calls a minute');
-    for (const doc of [configuration, security, readme]) expect(doc).not.toMatch(/rate limiting \*\*off\*\*|rate limiting (is )?off by default/i);
+    for (const doc of [configuration, security, readme])
+      expect(doc).not.toMatch(/rate limiting \*\*off\*\*|rate limiting (is )?off by default/i);
   });
 });
 
 describe("README's repository layout", () => {
   it('names the storage backends there are', async () => {
     const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-    const listed = /^packages\/core .*storage \(([^)]*)\)/m.exec(readme)?.[1]?.split('|').map((s) => s.trim());
+    const listed = /^packages\/core .*storage \(([^)]*)\)/m
+      .exec(readme)?.[1]
+      ?.split('|')
+      .map((s) => s.trim());
     expect(listed).toEqual([...STORAGE_BACKENDS]);
   });
 });

@@ -2,7 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { accessDecisionsMade } from '@ai-backend/core/internal';
-import { createTestUpstream, creditTokens, mcpClient, rpcCall, startAiServer, tokenFor, trpcClient, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  mcpClient,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  trpcClient,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Issue 38: every entry point (/trpc, /rpc, /mcp, /v1) runs one entry sequence (transports'
@@ -24,7 +34,12 @@ async function decisionsDuring(fn: () => Promise<unknown>): Promise<number> {
 beforeAll(async () => {
   upstream = await createTestUpstream({ outputTokens: 8 });
   // Rate limiting on: the tool-call limit runs in the same sequence (and must not decide again).
-  gw = await startAiServer(upstream, { mcp: { auth: { authType: 'jwt', publicTools: ['generateText'] }, rateLimiting: { enabled: true, maxRequests: 10_000, maxToolCalls: 10_000 } } });
+  gw = await startAiServer(upstream, {
+    mcp: {
+      auth: { authType: 'jwt', publicTools: ['generateText'] },
+      rateLimiting: { enabled: true, maxRequests: 10_000, maxToolCalls: 10_000 },
+    },
+  });
   const admin = await tokenFor('seq-admin', { admin: true });
   user = await tokenFor('seq-user');
   await creditTokens(gw.url, admin, 'seq-user', 1_000_000, 'k-seq-user');
@@ -47,7 +62,11 @@ describe('one access decision per call, on every entry point', () => {
     expect(await decisionsDuring(() => rpcCall(gw.url, user, 'ai.generateText', INPUT))).toBe(1);
     const batch = [0, 1, 2].map((id) => ({ jsonrpc: '2.0', id, method: 'mcp.echo', params: { message: String(id) } }));
     const n = await decisionsDuring(async () => {
-      const res = await fetch(gw.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body: JSON.stringify(batch) });
+      const res = await fetch(gw.url + '/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+        body: JSON.stringify(batch),
+      });
       expect(((await res.json()) as unknown[]).length).toBe(3);
     });
     // One decision per procedure of the request (the three calls share it: same identity, same procedure).
@@ -56,21 +75,37 @@ describe('one access decision per call, on every entry point', () => {
 
   it('/v1: a metered chat completion, a streamed one, an Anthropic message, the model list', async () => {
     const openai = new OpenAI({ baseURL: gw.url + '/v1', apiKey: user, maxRetries: 0 });
-    expect(await decisionsDuring(() => openai.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }))).toBe(1);
+    expect(
+      await decisionsDuring(() =>
+        openai.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }),
+      ),
+    ).toBe(1);
     expect(
       await decisionsDuring(async () => {
-        const stream = await openai.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+        const stream = await openai.chat.completions.create({
+          model: 'openai/gpt-4.1-mini',
+          messages: [{ role: 'user', content: 'x' }],
+          stream: true,
+        });
         for await (const _ of stream);
       }),
     ).toBe(1);
     const anthropic = new Anthropic({ baseURL: gw.url, authToken: user, maxRetries: 0 });
-    expect(await decisionsDuring(() => anthropic.messages.create({ model: 'openai/gpt-4.1-mini', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }))).toBe(1);
+    expect(
+      await decisionsDuring(() =>
+        anthropic.messages.create({ model: 'openai/gpt-4.1-mini', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }),
+      ),
+    ).toBe(1);
     expect(await decisionsDuring(() => openai.models.list())).toBe(1);
   });
 
   it('/v1: an anonymous call refused by the access policy is decided once too (the challenge reuses the decision)', async () => {
     const anon = await decisionsDuring(async () => {
-      const res = await fetch(gw.url + '/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'openai/text-embedding-3-small', input: 'x' }) });
+      const res = await fetch(gw.url + '/v1/embeddings', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openai/text-embedding-3-small', input: 'x' }),
+      });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer /);
     });

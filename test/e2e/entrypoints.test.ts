@@ -66,7 +66,11 @@ describeMatrix('entry points', (mode) => {
 
   describe('JSON-RPC 2.0 (/rpc)', () => {
     const post = (body: unknown) =>
-      s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+      s.fetch('/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
 
     it('answers a single request', async () => {
       const res = await post({ jsonrpc: '2.0', id: 7, method: 'system.test', params: { message: 'ping' } });
@@ -122,7 +126,9 @@ describeMatrix('entry points', (mode) => {
     });
 
     it('refuses an oversized body with 413', async () => {
-      const res = await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: 'x'.repeat(2 * 1024 * 1024) } }));
+      const res = await post(
+        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: 'x'.repeat(2 * 1024 * 1024) } }),
+      );
       expect(res.status).toBe(413);
     });
   });
@@ -133,7 +139,8 @@ describeMatrix('entry points', (mode) => {
       await client.connect(new StreamableHTTPClientTransport(new URL(s.url + '/mcp')));
       const { tools } = await client.listTools();
       const names = tools.map((t) => t.name);
-      for (const n of ['greeting', 'ping', 'echo', 'currentSystemTime', 'getResources', 'readResource', 'forecast']) expect(names).toContain(n);
+      for (const n of ['greeting', 'ping', 'echo', 'currentSystemTime', 'getResources', 'readResource', 'forecast'])
+        expect(names).toContain(n);
       const greeting = tools.find((t) => t.name === 'greeting')!;
       expect(greeting.inputSchema.properties).toHaveProperty('language');
       const r = await client.callTool({ name: 'greeting', arguments: { name: 'Bob', language: 'es' } });
@@ -156,7 +163,12 @@ describeMatrix('entry points', (mode) => {
       const res = await s.fetch('/mcp', {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin: 'https://evil.example' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
       });
       expect(res.status).toBe(403);
     });
@@ -175,17 +187,29 @@ describeMatrix('entry points', (mode) => {
 
   describe('protected-resource metadata without OAuth', () => {
     it('a JWT-only server still serves the document its 401 challenges name', async () => {
-      const jwt = await startTestServer({ mcp: { auth: { authType: 'jwt' } }, jwt: { secret: 'j'.repeat(32), issuer: 'https://issuer.example' } }, mode);
+      const jwt = await startTestServer(
+        { mcp: { auth: { authType: 'jwt' } }, jwt: { secret: 'j'.repeat(32), issuer: 'https://issuer.example' } },
+        mode,
+      );
       try {
         const res = await jwt.fetch('/mcp', {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+          }),
         });
         expect(res.status).toBe(200);
         const call = await jwt.fetch('/mcp', {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': res.headers.get('mcp-session-id')! },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': res.headers.get('mcp-session-id')!,
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { message: 'x' } } }),
         });
         expect(call.status).toBe(401);
@@ -210,7 +234,12 @@ describeMatrix('entry points', (mode) => {
         const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
         const raw = await j.fetch('/mcp', {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': sessionId,
+            'mcp-protocol-version': '2025-06-18',
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'ping', arguments: {} } }),
         });
         expect(raw.headers.get('content-type')).toContain('application/json');
@@ -226,9 +255,17 @@ describeMatrix('entry points', (mode) => {
     it('are refused on /trpc and /rpc like any bad credential', async () => {
       const trpc = await s.fetch('/trpc/mcp.echo?access_token=abc&input=' + encodeURIComponent(JSON.stringify({ json: { message: 'x' } })));
       expect(trpc.status).toBe(401);
-      const rpcRes = await s.fetch('/rpc?token=abc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+      const rpcRes = await s.fetch('/rpc?token=abc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }),
+      });
       expect(((await rpcRes.json()) as any).error.data.code).toBe('UNAUTHORIZED');
-      const plain = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }) });
+      const plain = await s.fetch('/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }),
+      });
       expect(((await plain.json()) as any).result).toEqual({ message: 'test' });
     });
   });

@@ -38,7 +38,11 @@ try { await server.start(); } catch (err) { start = String(err.message); }
 await server.stop();
 console.log(JSON.stringify({ health: health.status, rpc: await rpc.json(), start }));
 `;
-  const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 60_000 });
+  const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], {
+    cwd: process.cwd(),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   expect(out.status, out.stderr).toBe(0);
   const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
   expect(result.health).toBe(200);
@@ -46,11 +50,21 @@ console.log(JSON.stringify({ health: health.status, rpc: await rpc.json(), start
   expect(result.start).toContain('blocked @hono/node-server');
 });
 
-it("through server.fetch a public Host is refused (403) unless it is in mcp.allowedHosts, as the README says", async () => {
+it('through server.fetch a public Host is refused (403) unless it is in mcp.allowedHosts, as the README says', async () => {
   const call = async (config: Parameters<typeof createServer>[0]) => {
-    const server = createServer({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' }, ...config?.mcp }, monitoring: { logging: { level: 'silent' } } });
+    const server = createServer({
+      storage: { type: 'memory' },
+      mcp: { auth: { authType: 'none' }, ...config?.mcp },
+      monitoring: { logging: { level: 'silent' } },
+    });
     try {
-      const res = await server.fetch(new Request('https://api.example.com/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'Ada' } }) }));
+      const res = await server.fetch(
+        new Request('https://api.example.com/rpc', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.greeting', params: { name: 'Ada' } }),
+        }),
+      );
       return { status: res.status, body: await res.text() };
     } finally {
       await server.stop();

@@ -9,7 +9,16 @@ import OpenAI from 'openai';
 import { createTRPCClient, httpBatchStreamLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import type { AppRouter } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  SERVER_KEY,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * What a new user meets in the first hour (issue 36), each over a real server and real clients.
@@ -30,7 +39,15 @@ describe('the openai provider pointed at a Chat Completions server', () => {
   async function gateway(api?: 'chat'): Promise<{ gw: AiServer; token: string }> {
     const providers = upstream.aiConfig({ apiKey: SERVER_KEY }).providers;
     // A server that speaks only /v1/chat/completions (404 elsewhere), as llama.cpp, vLLM and Ollama do.
-    const gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { providers: { ...providers, openai: { baseUrl: upstream.namedBaseUrl('local', 'openai-chat'), apiKey: SERVER_KEY, ...(api ? { api } : {}) } } } });
+    const gw = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      ai: {
+        providers: {
+          ...providers,
+          openai: { baseUrl: upstream.namedBaseUrl('local', 'openai-chat'), apiKey: SERVER_KEY, ...(api ? { api } : {}) },
+        },
+      },
+    });
     servers.push(gw);
     const admin = await tokenFor('fh-admin', { admin: true });
     await creditTokens(gw.url, admin, 'fh-user', 100_000, 'fh-credit');
@@ -40,7 +57,9 @@ describe('the openai provider pointed at a Chat Completions server', () => {
   it("on the default Responses wire: the 502 names the path called and the api: 'chat' setting; the log names the URL, without the key", async () => {
     const { gw, token } = await gateway();
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
-    const err = await client.chat.completions.create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    const err = await client.chat.completions
+      .create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     const message = (err as Error).message;
@@ -74,9 +93,13 @@ describe('402 when nothing can pay names the kind of key it means', () => {
     const owner = await tokenFor('fh-broke-owner');
     const made = await rpcCall<{ key: string }>(gw.url, owner, 'keys.create', { name: 'ci' });
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: made.result!.key, maxRetries: 0 });
-    const err = (await client.chat.completions.create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    const err = (await client.chat.completions
+      .create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(err.status).toBe(402);
-    expect(err.message).toContain("insufficient platform tokens and no provider API key: this ai-backend key (aib_...) spends its owner's platform tokens, so the owner needs credit, or a stored provider key (BYOK)");
+    expect(err.message).toContain(
+      "insufficient platform tokens and no provider API key: this ai-backend key (aib_...) spends its owner's platform tokens, so the owner needs credit, or a stored provider key (BYOK)",
+    );
     const doc = await readFile(new URL('../../docs/api-keys.md', import.meta.url), 'utf8');
     expect(doc.replace(/\s+/g, ' ')).toContain(err.message.replace(/^402 /, '').replace(/\s+/g, ' '));
   });
@@ -84,7 +107,9 @@ describe('402 when nothing can pay names the kind of key it means', () => {
   it('to a signed-in user: get credit, or store or send a provider key', async () => {
     upstream.reset();
     const r = await rpcCall(gw.url, await tokenFor('fh-broke-user'), 'ai.generateText', { content: 'hi', systemPrompt: 's' });
-    expect(r.error?.message).toBe('insufficient platform tokens and no provider API key: get credit, or store or send your own provider key (BYOK)');
+    expect(r.error?.message).toBe(
+      'insufficient platform tokens and no provider API key: get credit, or store or send your own provider key (BYOK)',
+    );
     expect(upstream.requests).toHaveLength(0);
   });
 });
@@ -152,12 +177,21 @@ describe('a stream whose upstream answered plain JSON', () => {
       const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: await tokenFor(sub), maxRetries: 0 });
       let text = '';
       const err = await (async () => {
-        const stream = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+        const stream = await client.chat.completions.create({
+          model,
+          messages: [{ role: 'user', content: 'hi' }],
+          stream: true,
+          stream_options: { include_usage: true },
+        });
         for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
       })().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Error);
       // Anthropic's SDK gives no response headers for a body without events: the message says what it can.
-      expect((err as Error).message).toContain(model.startsWith('anthropic/') ? "anthropic's stream ended without any output or usage. Nothing was charged" : 'with plain JSON (content-type application/json), not an event stream');
+      expect((err as Error).message).toContain(
+        model.startsWith('anthropic/')
+          ? "anthropic's stream ended without any output or usage. Nothing was charged"
+          : 'with plain JSON (content-type application/json), not an event stream',
+      );
       expect(text).toBe('');
       await nothingCharged(sub);
     });
@@ -168,7 +202,11 @@ describe('a stream whose upstream answered plain JSON', () => {
     await creditTokens(gw.url, admin, sub, 100_000, `c-${sub}`);
     upstream.failNext({ kind: 'json' });
     const token = await tokenFor(sub);
-    const client = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${token}` }) })] });
+    const client = createTRPCClient<AppRouter>({
+      links: [
+        httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${token}` }) }),
+      ],
+    });
     const stream = await client.ai.streamText.mutate({ content: 'hi', systemPrompt: 's', provider: 'openai' });
     const err = await (async () => {
       for await (const e of stream) expect(e.type).not.toBe('finish');

@@ -16,7 +16,9 @@ const JWT_SECRET = 'e2e-gateway-ours-jwt-secret-0123456789abcdef';
 const VAULT_KEY = 'e2e-gateway-ours-vault-master-key-0123456789';
 
 const whoami = router({
-  whoami: protectedProcedure.meta({ description: 'Who is calling', mcp: {} }).query(({ ctx }) => ({ sub: ctx.identity.sub, clientId: ctx.identity.clientId ?? null })),
+  whoami: protectedProcedure
+    .meta({ description: 'Who is calling', mcp: {} })
+    .query(({ ctx }) => ({ sub: ctx.identity.sub, clientId: ctx.identity.clientId ?? null })),
 });
 
 let idp: TestIdp;
@@ -36,7 +38,12 @@ beforeAll(async () => {
     monitoring: { logging: { level: 'silent' } },
     mcp: { auth: { authType: 'oauth' } },
     customRouters: { e2e: whoami },
-    oauth: { encryptionKey: 'e2e-gateway-ours-upstream-encryption-key-01', providerClientId: IDP_CLIENT_ID, providerClientSecret: IDP_CLIENT_SECRET, provider: { issuer: idp.issuer } },
+    oauth: {
+      encryptionKey: 'e2e-gateway-ours-upstream-encryption-key-01',
+      providerClientId: IDP_CLIENT_ID,
+      providerClientSecret: IDP_CLIENT_SECRET,
+      provider: { issuer: idp.issuer },
+    },
   });
   upstreamBase = (await upstream.start()).url.replace(/\/$/, '');
   idp.configure(`${upstreamBase}/oauth/callback`);
@@ -82,7 +89,11 @@ it('connect → our consent page → provider sign-in → callback → the upstr
   const r = await runtime.upstreamCredentials.resolve({ server: { name: 'ours', url: `${upstreamBase}/mcp` }, userId: 'gina' });
   expect(r.kind).toBe('headers');
   const client = new Client({ name: 'creds-ours-e2e', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${upstreamBase}/mcp`), { requestInit: { headers: (r as { headers: Record<string, string> }).headers } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${upstreamBase}/mcp`), {
+      requestInit: { headers: (r as { headers: Record<string, string> }).headers },
+    }),
+  );
   try {
     const result = await client.callTool({ name: 'whoami', arguments: {} });
     expect(result.isError ?? false).toBe(false);

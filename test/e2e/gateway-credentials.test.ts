@@ -6,7 +6,14 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createLogger, UpstreamCredentials, type ConfigInput, type Runtime } from '@ai-backend/core/internal';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
-import { authorizeAtUpstream, startApiKeyMcp, startOAuthMcp, startUpstreamAuthServer, type UpstreamAuthServer, type UpstreamMcp } from './helpers/oauthUpstream.js';
+import {
+  authorizeAtUpstream,
+  startApiKeyMcp,
+  startOAuthMcp,
+  startUpstreamAuthServer,
+  type UpstreamAuthServer,
+  type UpstreamMcp,
+} from './helpers/oauthUpstream.js';
 import { trpcClient } from './helpers/aiGateway.js';
 
 /**
@@ -110,7 +117,11 @@ afterAll(async () => {
 
 describe('static per-user headers', () => {
   it('two users with different headers get their own answers from the upstream', async () => {
-    expect((await rpc('alice', 'gateway.setCredentials', { server: 'keyed', headers: { 'X-Api-Key': KEYS.alice } })).result).toMatchObject({ server: 'keyed', stored: true, headerNames: ['x-api-key'] });
+    expect((await rpc('alice', 'gateway.setCredentials', { server: 'keyed', headers: { 'X-Api-Key': KEYS.alice } })).result).toMatchObject({
+      server: 'keyed',
+      stored: true,
+      headerNames: ['x-api-key'],
+    });
     // Bob over /trpc with the real tRPC client.
     const seen: string[] = [];
     const bob = trpcClient(base, await token('bob'), seen);
@@ -156,7 +167,7 @@ describe('static per-user headers', () => {
 });
 
 describe('OAuth 2.1 to the upstream', () => {
-  it('connect → sign-in at the upstream\'s server → callback → resolve gives a token the upstream accepts', async () => {
+  it("connect → sign-in at the upstream's server → callback → resolve gives a token the upstream accepts", async () => {
     const flow = await connectAs('alice', 'alice-at-upstream');
     const auth = new URL(flow.authorizationUrl);
     expect(auth.origin).toBe(as.issuer);
@@ -206,7 +217,11 @@ describe('OAuth 2.1 to the upstream', () => {
     // Revoked at once at the upstream (introspection) ...
     await expect(whoami(oauthMcp.url, before.headers)).rejects.toThrow();
     // ... so a gateway told of that 401 learns it now, before the token is due.
-    const told = await runtime.upstreamCredentials.rejected({ server: { name: 'secure', url: oauthMcp.url }, userId: 'erin', headers: before.headers });
+    const told = await runtime.upstreamCredentials.rejected({
+      server: { name: 'secure', url: oauthMcp.url },
+      userId: 'erin',
+      headers: before.headers,
+    });
     expect(told.kind).toBe('expired');
     expect((told as { message: string }).message).toContain('gateway.connect({ server: "secure" })');
     // ... and once the access token is due, the refresh is refused: expired.
@@ -223,10 +238,18 @@ describe('OAuth 2.1 to the upstream', () => {
   it('instances sharing the store refresh a rotating refresh token once: every one gets the same new token', async () => {
     await connectAs('hank', 'hank-at-upstream');
     // Two more instances over the same store (their own in-process state, so only the stored lock serialises them).
-    const other = () => new UpstreamCredentials({ storage: runtime.storage, logger: runtime.logger, servers: () => ({ name: 'secure', url: oauthMcp.url, allowPrivateNetwork: true, timeoutMs: 10_000 }), masterKey: VAULT_KEY });
+    const other = () =>
+      new UpstreamCredentials({
+        storage: runtime.storage,
+        logger: runtime.logger,
+        servers: () => ({ name: 'secure', url: oauthMcp.url, allowPrivateNetwork: true, timeoutMs: 10_000 }),
+        masterKey: VAULT_KEY,
+      });
     const instances = [runtime.upstreamCredentials, other(), other()];
     await new Promise((r) => setTimeout(r, ACCESS_TTL_SEC * 1000 + 500));
-    const results = await Promise.all(instances.flatMap((c) => [c, c].map((x) => x.resolve({ server: { name: 'secure', url: oauthMcp.url }, userId: 'hank' }))));
+    const results = await Promise.all(
+      instances.flatMap((c) => [c, c].map((x) => x.resolve({ server: { name: 'secure', url: oauthMcp.url }, userId: 'hank' }))),
+    );
     // oidc-provider revokes the whole grant when a rotated refresh token is used twice: one
     // refresh too many would show here as 'expired'.
     expect(results.map((r) => r.kind)).toEqual(Array(6).fill('headers'));
@@ -238,17 +261,29 @@ describe('OAuth 2.1 to the upstream', () => {
 
   it('a 401 to a token someone already replaced gives the current one; a 401 to stored headers says to store new ones', async () => {
     const current = (await resolved('alice', 'secure')) as { headers: Record<string, string> };
-    const stale = await runtime.upstreamCredentials.rejected({ server: { name: 'secure', url: oauthMcp.url }, userId: 'alice', headers: { authorization: 'Bearer some-older-token' } });
+    const stale = await runtime.upstreamCredentials.rejected({
+      server: { name: 'secure', url: oauthMcp.url },
+      userId: 'alice',
+      headers: { authorization: 'Bearer some-older-token' },
+    });
     expect(stale).toEqual(current);
     // The current token refused (as after a revocation at the server that did not reach us): refreshed.
-    const fresh = (await runtime.upstreamCredentials.rejected({ server: { name: 'secure', url: oauthMcp.url }, userId: 'alice', headers: current.headers })) as { kind: string; headers: Record<string, string> };
+    const fresh = (await runtime.upstreamCredentials.rejected({
+      server: { name: 'secure', url: oauthMcp.url },
+      userId: 'alice',
+      headers: current.headers,
+    })) as { kind: string; headers: Record<string, string> };
     expect(fresh.kind).toBe('headers');
     expect(fresh.headers.authorization).not.toBe(current.headers.authorization);
     accessTokens.push(fresh.headers.authorization!.slice(7));
     expect(await whoami(oauthMcp.url, fresh.headers)).toBe('oauth:alice-at-upstream');
 
     const keyed = (await resolved('bob', 'keyed')) as { headers: Record<string, string> };
-    const refusedHeaders = await runtime.upstreamCredentials.rejected({ server: { name: 'keyed', url: keyMcp.url }, userId: 'bob', headers: keyed.headers });
+    const refusedHeaders = await runtime.upstreamCredentials.rejected({
+      server: { name: 'keyed', url: keyMcp.url },
+      userId: 'bob',
+      headers: keyed.headers,
+    });
     expect(refusedHeaders.kind).toBe('expired');
     expect((refusedHeaders as { message: string }).message).toContain('gateway.setCredentials({ server: "keyed", headers })');
   }, 30_000);
@@ -271,8 +306,17 @@ describe('OAuth 2.1 to the upstream', () => {
 
   it('an authorization URL expires, and a state of ours is needed', async () => {
     let now = Date.now();
-    const creds = new UpstreamCredentials({ storage: runtime.storage, logger: runtime.logger, servers: () => ({ name: 'secure', url: oauthMcp.url, allowPrivateNetwork: true, timeoutMs: 10_000 }), masterKey: VAULT_KEY, now: () => now });
-    const { authorizationUrl } = await creds.connect('frank', 'secure', { redirectUri: `${base}/gateway/oauth/callback`, clientMetadataUrl: `${base}/gateway/oauth/client-metadata.json` });
+    const creds = new UpstreamCredentials({
+      storage: runtime.storage,
+      logger: runtime.logger,
+      servers: () => ({ name: 'secure', url: oauthMcp.url, allowPrivateNetwork: true, timeoutMs: 10_000 }),
+      masterKey: VAULT_KEY,
+      now: () => now,
+    });
+    const { authorizationUrl } = await creds.connect('frank', 'secure', {
+      redirectUri: `${base}/gateway/oauth/callback`,
+      clientMetadataUrl: `${base}/gateway/oauth/client-metadata.json`,
+    });
     const callback = new URL(await authorizeAtUpstream(authorizationUrl, 'frank-at-upstream', `${base}/gateway/oauth/callback`));
     now += 11 * 60_000;
     await expect(creds.completeAuthorization(Object.fromEntries(callback.searchParams))).rejects.toThrow(/expired/);
@@ -283,14 +327,22 @@ describe('OAuth 2.1 to the upstream', () => {
 
   it('serves our client ID metadata document', async () => {
     const doc = (await (await fetch(`${base}/gateway/oauth/client-metadata.json`)).json()) as Record<string, unknown>;
-    expect(doc).toMatchObject({ client_id: `${base}/gateway/oauth/client-metadata.json`, redirect_uris: [`${base}/gateway/oauth/callback`], token_endpoint_auth_method: 'none' });
+    expect(doc).toMatchObject({
+      client_id: `${base}/gateway/oauth/client-metadata.json`,
+      redirect_uris: [`${base}/gateway/oauth/callback`],
+      token_endpoint_auth_method: 'none',
+    });
   });
 });
 
 /** A tool call through our own /mcp, as an MCP client of the gateway sees it. */
 async function viaGateway(sub: string, tool: string): Promise<{ isError: boolean; text: string }> {
   const client = new Client({ name: 'creds-gateway-e2e', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${await token(sub)}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${await token(sub)}` } },
+    }),
+  );
   try {
     const r = await client.callTool({ name: tool, arguments: {} });
     const text = (r.content as Array<{ text: string }>)[0]!.text;
@@ -327,9 +379,10 @@ describe('through the gateway (/mcp and gateway.callTool)', () => {
 });
 
 describe('secrets stay secret', () => {
-  it('no header value, access token or refresh token is in an answer, a log line or the store\'s files', async () => {
+  it("no header value, access token or refresh token is in an answer, a log line or the store's files", async () => {
     const files: string[] = [];
-    for (const e of await readdir(dataDir, { withFileTypes: true, recursive: true })) if (e.isFile()) files.push(await readFile(join(e.parentPath, e.name), 'utf8').catch(() => ''));
+    for (const e of await readdir(dataDir, { withFileTypes: true, recursive: true }))
+      if (e.isFile()) files.push(await readFile(join(e.parentPath, e.name), 'utf8').catch(() => ''));
     const secrets = [KEYS.alice, KEYS.bob, 'SECRETHEADER', ...accessTokens, ...as.refreshTokens()];
     expect(accessTokens.length).toBeGreaterThan(3);
     expect(as.refreshTokens().length).toBeGreaterThan(0);

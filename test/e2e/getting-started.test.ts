@@ -35,7 +35,11 @@ async function docBlock(): Promise<string[]> {
 }
 
 async function rpc(url: string, method: string, params: unknown, token?: string) {
-  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(`${url}/rpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   return (await res.json()) as { result?: any; error?: { code: number; message: string } };
 }
 
@@ -92,7 +96,9 @@ describe('getting started, as written', () => {
   });
 
   it("the starter workspace does not expose .env files or the server's data folder", async () => {
-    const listed = JSON.stringify((await rpc(url, 'system.listFiles', { workspaceId: 'project', path: '', recursive: true }, token)).result);
+    const listed = JSON.stringify(
+      (await rpc(url, 'system.listFiles', { workspaceId: 'project', path: '', recursive: true }, token)).result,
+    );
     expect(listed).not.toContain('.env');
     expect(listed).not.toContain('.ai-backend-data');
     for (const p of ['.env', '.env.local', '.ai-backend-data']) {
@@ -151,6 +157,10 @@ it('the banner sample in getting-started.md is what `serve --dev` prints', async
   const port = /127\.0\.0\.1:(\d+)/.exec(banner)![1]!;
   // The console link's sign-in code is random per process.
   expect(banner).toMatch(/\/console\/#dev=[\w-]{43} {2}/);
-  const printed = banner.trim().replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000').replace(dir, '/path/to/your/folder').replace(/#dev=[\w-]+/, '#dev=<one-time code>');
+  const printed = banner
+    .trim()
+    .replaceAll(`127.0.0.1:${port}`, '127.0.0.1:8000')
+    .replace(dir, '/path/to/your/folder')
+    .replace(/#dev=[\w-]+/, '#dev=<one-time code>');
   expect(printed).toBe(sample);
 });

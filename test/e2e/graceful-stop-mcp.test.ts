@@ -4,7 +4,16 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
-import { createTestUpstream, creditTokens, gatewayConfig, mcpClient, rpcCall, startAiServer, tokenFor, waitFor } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  gatewayConfig,
+  mcpClient,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+} from './helpers/aiGateway.js';
 
 /**
  * Graceful stop drains /mcp calls like /rpc ones: a tools/call in flight when server.stop()
@@ -23,7 +32,8 @@ describe('graceful stop with MCP calls in flight', () => {
     const client = await mcpClient(gw.url, token);
     const slow = { content: 'please [[upstream:latency=800]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } };
     const streamed = { content: 'please [[upstream:chunk-delay=100]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } };
-    const answer = (p: Promise<unknown>) => Promise.race([p.catch((e: unknown) => `failed: ${String(e)}`), new Promise((r) => setTimeout(() => r('no answer'), 5000))]);
+    const answer = (p: Promise<unknown>) =>
+      Promise.race([p.catch((e: unknown) => `failed: ${String(e)}`), new Promise((r) => setTimeout(() => r('no answer'), 5000))]);
     const before = upstream.requests.length;
     const calls = [
       answer(client.callTool({ name: 'generateText', arguments: slow })),
@@ -59,7 +69,10 @@ describe('graceful stop with MCP calls in flight', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'graceful-stop-'));
     const storage = { type: 'sqlite' as const, dir };
     const logs: string[] = [];
-    const server = createServer(gatewayConfig(upstream, { storage }), { logger: createLogger('debug', (l) => logs.push(l)), shutdownTimeoutMs: 300 });
+    const server = createServer(gatewayConfig(upstream, { storage }), {
+      logger: createLogger('debug', (l) => logs.push(l)),
+      shutdownTimeoutMs: 300,
+    });
     const { url } = await server.start();
     const sub = 'gs-cut';
     await creditTokens(url, await tokenFor('gs-admin', { admin: true }), sub, 10_000, 'gs-cut-1');
@@ -67,7 +80,10 @@ describe('graceful stop with MCP calls in flight', () => {
     const client = await mcpClient(url, token);
     const hang = { content: 'please [[upstream:hang]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } };
     const before = upstream.requests.length;
-    const calls = [client.callTool({ name: 'generateText', arguments: hang }).catch(() => 'cut'), rpcCall(url, token, 'ai.generateText', hang).catch(() => 'cut')];
+    const calls = [
+      client.callTool({ name: 'generateText', arguments: hang }).catch(() => 'cut'),
+      rpcCall(url, token, 'ai.generateText', hang).catch(() => 'cut'),
+    ];
     await waitFor(() => upstream.requests.length === before + 2, { timeoutMs: 5000 });
     await server.stop();
     await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 2000))]);

@@ -48,7 +48,9 @@ describe.skipIf(!redisServer.ok)('health details are for administrators', () => 
       expect(body.status).toBe('degraded');
       expect(body.checks.storage).toEqual({ ok: false });
     }
-    const admin = (await (await s.fetch('/health/ready', { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { checks: Record<string, { detail?: string }> };
+    const admin = (await (await s.fetch('/health/ready', { headers: { authorization: `Bearer ${adminToken}` } })).json()) as {
+      checks: Record<string, { detail?: string }>;
+    };
     expect(admin.checks.storage!.detail).toBeTruthy();
   });
 

@@ -45,13 +45,24 @@ function bigPost(r: RouteCase, total: number, chunked: boolean): Promise<{ statu
     let answer = '';
     let settled = false;
     const socket = connect(Number(base.port), base.hostname, () => {
-      const headers: Record<string, string> = { host: base.host, 'content-type': r.contentType, ...r.headers, ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(total) }) };
-      socket.write(`POST ${r.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+      const headers: Record<string, string> = {
+        host: base.host,
+        'content-type': r.contentType,
+        ...r.headers,
+        ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(total) }),
+      };
+      socket.write(
+        `POST ${r.path} HTTP/1.1\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n`,
+      );
       let sent = 0;
       const pump = () => {
         while (sent < total && !socket.destroyed && !settled) {
           sent += piece.length;
-          const ok = chunked ? socket.write(`${piece.length.toString(16)}\r\n`) && socket.write(piece) && socket.write('\r\n') : socket.write(piece);
+          const ok = chunked
+            ? socket.write(`${piece.length.toString(16)}\r\n`) && socket.write(piece) && socket.write('\r\n')
+            : socket.write(piece);
           if (!ok) return void socket.once('drain', pump);
         }
         if (chunked && !socket.destroyed && !settled) socket.write('0\r\n\r\n');
@@ -98,7 +109,10 @@ function watchHealth() {
   const done = (async () => {
     while (!stop) {
       const t0 = performance.now();
-      const ok = await fetch(new URL('/health', base)).then((r) => r.status === 200, () => false);
+      const ok = await fetch(new URL('/health', base)).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       slowest = Math.max(slowest, performance.now() - t0);
       if (ok) answered++;
       else failures++;
@@ -117,7 +131,10 @@ describe('hostile input against a real server process', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'ai-backend-hostile-'));
     const config = { ...HOSTILE_CONFIG, port: 0, host: '127.0.0.1', storage: { type: 'memory' }, limits: LIMITS };
     await writeFile(path.join(dir, 'ai-backend.config.json'), JSON.stringify(config));
-    child = spawn(process.execPath, [BIN, 'serve', '--config', 'ai-backend.config.json'], { cwd: dir, env: { PATH: process.env.PATH!, LOG_LEVEL: 'warn' } });
+    child = spawn(process.execPath, [BIN, 'serve', '--config', 'ai-backend.config.json'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH!, LOG_LEVEL: 'warn' },
+    });
     base = await new Promise<URL>((resolve, reject) => {
       let out = '';
       let err = '';
@@ -184,38 +201,65 @@ describe('hostile input against a real server process', () => {
   it.each([
     ['declared', 'Content-Length: 1000\r\n'],
     ['chunked', 'Transfer-Encoding: chunked\r\n'],
-  ])('a %s body that stalls is cut after limits.bodyIdleTimeoutMs', async (_name, framing) => {
-    const t0 = performance.now();
-    const { closed, answer } = await new Promise<{ closed: number; answer: string }>((resolve) => {
-      let answer = '';
-      const socket = connect(Number(base.port), base.hostname, () => {
-        socket.write(`POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${framing}\r\n`);
-        socket.write(framing.startsWith('Transfer') ? '5\r\n{"a":\r\n' : '{"a":');
+  ])(
+    'a %s body that stalls is cut after limits.bodyIdleTimeoutMs',
+    async (_name, framing) => {
+      const t0 = performance.now();
+      const { closed, answer } = await new Promise<{ closed: number; answer: string }>((resolve) => {
+        let answer = '';
+        const socket = connect(Number(base.port), base.hostname, () => {
+          socket.write(`POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${framing}\r\n`);
+          socket.write(framing.startsWith('Transfer') ? '5\r\n{"a":\r\n' : '{"a":');
+        });
+        socket.on('data', (d) => (answer += d));
+        socket.on('close', () => resolve({ closed: performance.now() - t0, answer }));
+        socket.on('error', () => undefined);
       });
-      socket.on('data', (d) => (answer += d));
-      socket.on('close', () => resolve({ closed: performance.now() - t0, answer }));
-      socket.on('error', () => undefined);
-    });
-    expect(closed).toBeLessThan(LIMITS.bodyIdleTimeoutMs + 2500);
-    // Either a 408 (our chunked reader noticed first) or a closed socket, never a hang.
-    if (answer) expect(answer).toMatch(/^HTTP\/1\.1 408/);
-    const health = await fetch(new URL('/health', base));
-    expect(health.status).toBe(200);
-  }, 20_000);
+      expect(closed).toBeLessThan(LIMITS.bodyIdleTimeoutMs + 2500);
+      // Either a 408 (our chunked reader noticed first) or a closed socket, never a hang.
+      if (answer) expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      const health = await fetch(new URL('/health', base));
+      expect(health.status).toBe(200);
+    },
+    20_000,
+  );
 
   it('the per-address SSE stream cap answers 429 with a clear message, and frees a slot when a stream closes', async () => {
     const mcp = new URL('/mcp', base);
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+    };
     const openSession = async () => {
-      const init = await fetch(mcp, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cap', version: '1' } } }) });
+      const init = await fetch(mcp, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cap', version: '1' } },
+        }),
+      });
       const id = init.headers.get('mcp-session-id')!;
       await init.text();
-      await (await fetch(mcp, { method: 'POST', headers: { ...headers, 'mcp-session-id': id }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+      await (
+        await fetch(mcp, {
+          method: 'POST',
+          headers: { ...headers, 'mcp-session-id': id },
+          body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+        })
+      ).text();
       return id;
     };
     const ids = [await openSession(), await openSession(), await openSession()];
     const controllers = ids.map(() => new AbortController());
-    const stream = (i: number) => fetch(mcp, { headers: { accept: 'text/event-stream', 'mcp-session-id': ids[i]!, 'mcp-protocol-version': '2025-06-18' }, signal: controllers[i]!.signal });
+    const stream = (i: number) =>
+      fetch(mcp, {
+        headers: { accept: 'text/event-stream', 'mcp-session-id': ids[i]!, 'mcp-protocol-version': '2025-06-18' },
+        signal: controllers[i]!.signal,
+      });
     const first = await stream(0);
     const second = await stream(1);
     for (const res of [first, second]) {
@@ -230,12 +274,15 @@ describe('hostile input against a real server process', () => {
     // Close one: the slot is free again.
     controllers[0]!.abort();
     // The server frees the slot when it sees the stream closed; a refused try takes no slot.
-    const again = await waitFor(async () => {
-      const res = await stream(2);
-      if (res.status === 200) return res;
-      await res.body?.cancel();
-      return undefined;
-    }, { what: 'a free SSE slot after one stream closed' });
+    const again = await waitFor(
+      async () => {
+        const res = await stream(2);
+        if (res.status === 200) return res;
+        await res.body?.cancel();
+        return undefined;
+      },
+      { what: 'a free SSE slot after one stream closed' },
+    );
     expect(again.status).toBe(200);
     controllers[1]!.abort();
     controllers[2]!.abort();

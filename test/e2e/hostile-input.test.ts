@@ -20,7 +20,12 @@ describe.each(MODES)('hostile input on every route (%s)', (mode) => {
   afterAll(async () => s?.stop());
 
   const post = (r: RouteCase, init: { body?: BodyInit; headers?: Record<string, string> } = {}) =>
-    s.call(r.path, { method: 'POST', body: init.body ?? r.body, headers: { 'content-type': r.contentType, ...r.headers, ...init.headers }, ...(init.body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
+    s.call(r.path, {
+      method: 'POST',
+      body: init.body ?? r.body,
+      headers: { 'content-type': r.contentType, ...r.headers, ...init.headers },
+      ...(init.body instanceof ReadableStream ? { duplex: 'half' } : {}),
+    } as RequestInit);
 
   /** A clear 4xx: the expected status, JSON, no leaked text; and /health still answers. */
   async function expectRefused(res: Response, status: number, mentions?: RegExp): Promise<void> {
@@ -46,23 +51,33 @@ describe.each(MODES)('hostile input on every route (%s)', (mode) => {
 
   it.each(ROUTES)('$path: a rebinding Host is refused with 403', async (r) => {
     if (mode === 'in-process') {
-      const res = await s.call(r.path, { method: 'POST', body: r.body, headers: { 'content-type': r.contentType, host: 'attacker.example:8000' } });
+      const res = await s.call(r.path, {
+        method: 'POST',
+        body: r.body,
+        headers: { 'content-type': r.contentType, host: 'attacker.example:8000' },
+      });
       // fetch Requests keep their URL's host; the guard reads the Host header first.
       await expectRefused(res, 403, /host not allowed/);
       return;
     }
-    const { status, body } = await rawPost(s.url, r.path, { host: 'attacker.example', 'content-type': r.contentType, ...r.headers }, r.body);
+    const { status, body } = await rawPost(
+      s.url,
+      r.path,
+      { host: 'attacker.example', 'content-type': r.contentType, ...r.headers },
+      r.body,
+    );
     expect(status).toBe(403);
     expect(body).toMatch(/host not allowed/);
     expect(body).not.toMatch(LEAK);
   });
 
-  it.each(JSON_ROUTES.flatMap((r) => ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ''].map((type) => ({ ...r, type }))))(
-    '$path: POST as "$type" is refused with 415',
-    async (r) => {
-      await expectRefused(await post(r, { headers: { 'content-type': r.type } }), 415, /application\/json/);
-    },
-  );
+  it.each(
+    JSON_ROUTES.flatMap((r) =>
+      ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ''].map((type) => ({ ...r, type })),
+    ),
+  )('$path: POST as "$type" is refused with 415', async (r) => {
+    await expectRefused(await post(r, { headers: { 'content-type': r.type } }), 415, /application\/json/);
+  });
 
   it.each(JSON_ROUTES)('$path: application/json with a charset is accepted', async (r) => {
     const res = await post(r, { headers: { 'content-type': 'application/json; charset=utf-8' } });
@@ -106,10 +121,13 @@ describe.each(MODES)('hostile input on every route (%s)', (mode) => {
     ['a malformed root', { referentialEqualities: ['a', { a: [['b']] }] }],
     ['deep nesting inside meta', { values: JSON.parse('{"a":' + '["map",{"b":'.repeat(200) + '["Date"]' + '}]'.repeat(200) + '}') }],
   ];
-  it.each(TRPC_ROUTES.flatMap((r) => metas.map(([name, meta]) => ({ ...r, name, meta }))))('$path: superjson meta with $name is refused with 400, quickly', async (r) => {
-    const t0 = performance.now();
-    const res = await post(r, { body: JSON.stringify({ json: { path: 'x.txt', content: 'x' }, meta: r.meta }) });
-    await expectRefused(res, 400, /meta|nesting/);
-    expect(performance.now() - t0).toBeLessThan(1000);
-  });
+  it.each(TRPC_ROUTES.flatMap((r) => metas.map(([name, meta]) => ({ ...r, name, meta }))))(
+    '$path: superjson meta with $name is refused with 400, quickly',
+    async (r) => {
+      const t0 = performance.now();
+      const res = await post(r, { body: JSON.stringify({ json: { path: 'x.txt', content: 'x' }, meta: r.meta }) });
+      await expectRefused(res, 400, /meta|nesting/);
+      expect(performance.now() - t0).toBeLessThan(1000);
+    },
+  );
 });

@@ -16,7 +16,9 @@ const SECRET = 'identity-namespaces-secret-0123456789abcdef';
 const KEY = 'sk-jwt-user-77-SECRET-0001';
 
 const whoami = router({
-  whoami: protectedProcedure.meta({ description: 'Who is calling', mcp: {} }).query(({ ctx }) => ({ sub: ctx.identity.sub, via: ctx.identity.via })),
+  whoami: protectedProcedure
+    .meta({ description: 'Who is calling', mcp: {} })
+    .query(({ ctx }) => ({ sub: ctx.identity.sub, via: ctx.identity.via })),
 });
 
 let idp: TestIdp;
@@ -46,7 +48,12 @@ beforeAll(async () => {
     jwt: { secret: SECRET },
     mcp: { auth: { authType: 'both' } },
     customRouters: { e2e: whoami },
-    oauth: { encryptionKey: 'identity-namespaces-encryption-key-0123', providerClientId: IDP_CLIENT_ID, providerClientSecret: IDP_CLIENT_SECRET, provider: { issuer: idp.issuer } },
+    oauth: {
+      encryptionKey: 'identity-namespaces-encryption-key-0123',
+      providerClientId: IDP_CLIENT_ID,
+      providerClientSecret: IDP_CLIENT_SECRET,
+      provider: { issuer: idp.issuer },
+    },
   });
   base = (await server.start()).url;
   idp.configure(`${base}/oauth/callback`);
@@ -70,12 +77,17 @@ afterAll(async () => {
 describe("authType 'both': identities qualified by issuer", () => {
   it('the JWT user-77 and the identity provider user-77 have different stored ids', async () => {
     const viaMcp = await client.callTool({ name: 'whoami', arguments: {} });
-    expect(viaMcp.structuredContent ?? JSON.parse((viaMcp.content as Array<{ text: string }>)[0]!.text)).toMatchObject({ sub: `idp:${idp.issuer}#user-77`, via: 'oauth' });
+    expect(viaMcp.structuredContent ?? JSON.parse((viaMcp.content as Array<{ text: string }>)[0]!.text)).toMatchObject({
+      sub: `idp:${idp.issuer}#user-77`,
+      via: 'oauth',
+    });
     expect((await rpc(jwtToken, 'e2e.whoami', {})).result).toEqual({ sub: 'user-77', via: 'jwt' });
   });
 
   it("one does not see the other's stored key", async () => {
-    expect((await rpc(jwtToken, 'auth.storeUserKey', { email: 'user-77', provider: 'openai', apiKey: KEY })).result).toMatchObject({ success: true });
+    expect((await rpc(jwtToken, 'auth.storeUserKey', { email: 'user-77', provider: 'openai', apiKey: KEY })).result).toMatchObject({
+      success: true,
+    });
     expect((await rpc(jwtToken, 'auth.getUserProviders', { email: 'user-77' })).result).toEqual({ providers: ['openai'] });
     // The IdP user naming 'user-77' (the bare subject) is naming someone else: refused.
     expect((await rpc(oauthToken, 'auth.getUserProviders', { email: 'user-77' })).error?.data).toMatchObject({ code: 'FORBIDDEN' });
@@ -87,7 +99,13 @@ describe("authType 'both': identities qualified by issuer", () => {
     expect(sessionId).toBeTruthy();
     const res = await fetch(`${base}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${jwtToken}`, 'mcp-session-id': sessionId, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        authorization: `Bearer ${jwtToken}`,
+        'mcp-session-id': sessionId,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'whoami', arguments: {} } }),
     });
     expect(res.status).toBe(404);

@@ -73,7 +73,9 @@ child.on('exit', (code) => { if (!child.listened) { clearTimeout(timer); setTime
 `;
   writeFileSync(path.join(cwd, 'probe.mjs'), script);
   const args = ['probe.mjs', ...cmd];
-  const [c, a] = ISOLATED ? ['unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', process.execPath, ...args]] : [process.execPath, args];
+  const [c, a] = ISOLATED
+    ? ['unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', process.execPath, ...args]]
+    : [process.execPath, args];
   const r = spawnSync(c, a as string[], { cwd, encoding: 'utf8', timeout: 90_000, env: { ...process.env, NO_COLOR: '1' } });
   const line = /^PROBE (.*)$/m.exec(r.stdout ?? '');
   if (!line) throw new Error(`probe gave no answer (exit ${r.status}):\n${r.stdout}${r.stderr}`);
@@ -98,7 +100,10 @@ function app(name: string, tarballs: Record<string, string>, manager: 'npm' | 'p
     }),
   );
   // The README's library example, with a free port.
-  writeFileSync(path.join(dir, 'server.mjs'), "import { createServer } from 'ai-backend';\nconst server = createServer({ port: 0 });\nawait server.start();\n");
+  writeFileSync(
+    path.join(dir, 'server.mjs'),
+    "import { createServer } from 'ai-backend';\nconst server = createServer({ port: 0 });\nawait server.start();\n",
+  );
   return dir;
 }
 
@@ -110,82 +115,102 @@ beforeAll(() => {
   tarballs = packPackages(dest);
 }, 300_000);
 
-describe.skipIf(!NPM12)(`npm 12 and pnpm, network cut after install${ISOLATED ? '' : ' (not isolated here: run as root with unshare for a network namespace)'}`, () => {
-  let npmApp = '';
+describe.skipIf(!NPM12)(
+  `npm 12 and pnpm, network cut after install${ISOLATED ? '' : ' (not isolated here: run as root with unshare for a network namespace)'}`,
+  () => {
+    let npmApp = '';
 
-  it('npm 12 installs the README example with no install script to run or block', () => {
-    npmApp = app('npm', tarballs, 'npm');
-    const r = run([...NPM, 'install', '--no-audit', '--no-fund'], npmApp);
-    expect(r.code, r.out).toBe(0);
-    expect(r.out).not.toMatch(/install-scripts|install scripts blocked/);
-    expect(run([...NPM, 'install-scripts', 'ls'], npmApp).out).not.toMatch(/better-sqlite3|node-gyp|prebuild/);
-  }, 300_000);
-
-  it('installs at most 40% of the 194 MiB it did before issue 36: no typescript, no @trpc/server (inlined in core)', () => {
-    // docs/publishing.md, "Install size and time": `du` of node_modules (what a user's disk holds),
-    // measured before on the same install; the budget fails a change that brings a large package back.
-    const installed = (name: string) => existsSync(path.join(npmApp, 'node_modules', name, 'package.json'));
-    expect(installed('ai-backend')).toBe(true);
-    expect(installed('typescript'), 'typescript is installed: some package requires it as a peer').toBe(false);
-    expect(installed('@trpc/server'), '@trpc/server is installed: it is an optional peer (core inlines its runtime)').toBe(false);
-    const kib = Number(execFileSync('du', ['-sk', 'node_modules'], { cwd: npmApp, encoding: 'utf8' }).split('\t')[0]);
-    const sizes = execFileSync('sh', ['-c', 'du -sk node_modules/* node_modules/@*/* | sort -rn | head -8'], { cwd: npmApp, encoding: 'utf8' });
-    expect(kib / 1024, `node_modules is ${(kib / 1024).toFixed(1)} MiB, over ${BEFORE_MIB} MiB × 0.4; largest:\n${sizes}`).toBeLessThanOrEqual(BEFORE_MIB * 0.4);
-  });
-
-  it('createServer() on the default store answers /health with no network', () => {
-    const r = probe(npmApp, [process.execPath, 'server.mjs']);
-    expect(r.health, r.out).toBe(200);
-  }, 120_000);
-
-  it('npx ai-backend serve starts with no network', () => {
-    const r = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0']);
-    expect(r.health, r.out).toBe(200);
-  }, 120_000);
-
-  // Each optional package: absent, the start fails naming it and the command; added, it is used.
-  const cases = [
-    { pkg: 'pg', install: 'pg@8', config: { storage: { type: 'postgres', postgres: { connectionString: 'postgres://u:p@127.0.0.1:9/db' } } } },
-    { pkg: 'ioredis', install: 'ioredis@6', config: { storage: { type: 'redis', redis: { host: '127.0.0.1', port: 9 } } } },
-    { pkg: '@ai-sdk/mistral', install: '@ai-sdk/mistral@3', config: { storage: { type: 'memory' }, ai: { providers: { mist: { type: 'mistral', apiKey: 'k', defaultModel: 'mistral-small-latest' } } } } },
-  ];
-  for (const c of cases) {
-    it(`${c.pkg}: absent, config check and serve name it and \`npm i ${c.install}\`; added, the server uses it`, () => {
-      const cfg = `${c.pkg.replace(/\W/g, '-')}.json`;
-      writeFileSync(path.join(npmApp, cfg), JSON.stringify({ ...c.config, mcp: { auth: { authType: 'none' } } }));
-      const message = `needs the package ${c.pkg}, which is not installed. Install it: npm i ${c.install}`;
-      const check = run(['npx', '--no-install', 'ai-backend', 'config', 'check', '-c', cfg], npmApp);
-      expect(check.code, check.out).toBe(1);
-      expect(check.out).toContain(message);
-      const refused = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0', '-c', cfg]);
-      expect(refused.health, refused.out).toBeUndefined();
-      expect(refused.out).toContain(message);
-
-      const added = run([...NPM, 'install', '--no-audit', '--no-fund', c.install], npmApp);
-      expect(added.code, added.out).toBe(0);
-      expect(run(['npx', '--no-install', 'ai-backend', 'config', 'check', '-c', cfg], npmApp).out).toContain('config ok');
-      const started = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0', '-c', cfg]);
-      expect(started.out).not.toContain('needs the package');
-      if (c.pkg === 'pg') {
-        // The driver is loaded and dials the (closed) port: a connection error, not a missing package.
-        expect(started.out).toMatch(/ECONNREFUSED|connect/);
-      } else {
-        // Redis: the store reconnects in the background and /health reports it; a named provider needs nothing more.
-        expect(started.health, started.out).toBeGreaterThanOrEqual(200);
-      }
+    it('npm 12 installs the README example with no install script to run or block', () => {
+      npmApp = app('npm', tarballs, 'npm');
+      const r = run([...NPM, 'install', '--no-audit', '--no-fund'], npmApp);
+      expect(r.code, r.out).toBe(0);
+      expect(r.out).not.toMatch(/install-scripts|install scripts blocked/);
+      expect(run([...NPM, 'install-scripts', 'ls'], npmApp).out).not.toMatch(/better-sqlite3|node-gyp|prebuild/);
     }, 300_000);
-  }
 
-  it('pnpm installs the README example without build scripts and the server answers with no network', () => {
-    const dir = app('pnpm', tarballs, 'pnpm');
-    const r = run([...PNPM, 'install'], dir);
-    expect(r.code, r.out).toBe(0);
-    expect(r.out).not.toMatch(/Ignored build scripts/);
-    expect(probe(dir, [process.execPath, 'server.mjs']).health).toBe(200);
-    const served = probe(dir, [path.join(dir, 'node_modules/.bin/ai-backend'), 'serve', '--port', '0']);
-    expect(served.health, served.out).toBe(200);
-  }, 300_000);
-});
+    it('installs at most 40% of the 194 MiB it did before issue 36: no typescript, no @trpc/server (inlined in core)', () => {
+      // docs/publishing.md, "Install size and time": `du` of node_modules (what a user's disk holds),
+      // measured before on the same install; the budget fails a change that brings a large package back.
+      const installed = (name: string) => existsSync(path.join(npmApp, 'node_modules', name, 'package.json'));
+      expect(installed('ai-backend')).toBe(true);
+      expect(installed('typescript'), 'typescript is installed: some package requires it as a peer').toBe(false);
+      expect(installed('@trpc/server'), '@trpc/server is installed: it is an optional peer (core inlines its runtime)').toBe(false);
+      const kib = Number(execFileSync('du', ['-sk', 'node_modules'], { cwd: npmApp, encoding: 'utf8' }).split('\t')[0]);
+      const sizes = execFileSync('sh', ['-c', 'du -sk node_modules/* node_modules/@*/* | sort -rn | head -8'], {
+        cwd: npmApp,
+        encoding: 'utf8',
+      });
+      expect(
+        kib / 1024,
+        `node_modules is ${(kib / 1024).toFixed(1)} MiB, over ${BEFORE_MIB} MiB × 0.4; largest:\n${sizes}`,
+      ).toBeLessThanOrEqual(BEFORE_MIB * 0.4);
+    });
+
+    it('createServer() on the default store answers /health with no network', () => {
+      const r = probe(npmApp, [process.execPath, 'server.mjs']);
+      expect(r.health, r.out).toBe(200);
+    }, 120_000);
+
+    it('npx ai-backend serve starts with no network', () => {
+      const r = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0']);
+      expect(r.health, r.out).toBe(200);
+    }, 120_000);
+
+    // Each optional package: absent, the start fails naming it and the command; added, it is used.
+    const cases = [
+      {
+        pkg: 'pg',
+        install: 'pg@8',
+        config: { storage: { type: 'postgres', postgres: { connectionString: 'postgres://u:p@127.0.0.1:9/db' } } },
+      },
+      { pkg: 'ioredis', install: 'ioredis@6', config: { storage: { type: 'redis', redis: { host: '127.0.0.1', port: 9 } } } },
+      {
+        pkg: '@ai-sdk/mistral',
+        install: '@ai-sdk/mistral@3',
+        config: {
+          storage: { type: 'memory' },
+          ai: { providers: { mist: { type: 'mistral', apiKey: 'k', defaultModel: 'mistral-small-latest' } } },
+        },
+      },
+    ];
+    for (const c of cases) {
+      it(`${c.pkg}: absent, config check and serve name it and \`npm i ${c.install}\`; added, the server uses it`, () => {
+        const cfg = `${c.pkg.replace(/\W/g, '-')}.json`;
+        writeFileSync(path.join(npmApp, cfg), JSON.stringify({ ...c.config, mcp: { auth: { authType: 'none' } } }));
+        const message = `needs the package ${c.pkg}, which is not installed. Install it: npm i ${c.install}`;
+        const check = run(['npx', '--no-install', 'ai-backend', 'config', 'check', '-c', cfg], npmApp);
+        expect(check.code, check.out).toBe(1);
+        expect(check.out).toContain(message);
+        const refused = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0', '-c', cfg]);
+        expect(refused.health, refused.out).toBeUndefined();
+        expect(refused.out).toContain(message);
+
+        const added = run([...NPM, 'install', '--no-audit', '--no-fund', c.install], npmApp);
+        expect(added.code, added.out).toBe(0);
+        expect(run(['npx', '--no-install', 'ai-backend', 'config', 'check', '-c', cfg], npmApp).out).toContain('config ok');
+        const started = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0', '-c', cfg]);
+        expect(started.out).not.toContain('needs the package');
+        if (c.pkg === 'pg') {
+          // The driver is loaded and dials the (closed) port: a connection error, not a missing package.
+          expect(started.out).toMatch(/ECONNREFUSED|connect/);
+        } else {
+          // Redis: the store reconnects in the background and /health reports it; a named provider needs nothing more.
+          expect(started.health, started.out).toBeGreaterThanOrEqual(200);
+        }
+      }, 300_000);
+    }
+
+    it('pnpm installs the README example without build scripts and the server answers with no network', () => {
+      const dir = app('pnpm', tarballs, 'pnpm');
+      const r = run([...PNPM, 'install'], dir);
+      expect(r.code, r.out).toBe(0);
+      expect(r.out).not.toMatch(/Ignored build scripts/);
+      expect(probe(dir, [process.execPath, 'server.mjs']).health).toBe(200);
+      const served = probe(dir, [path.join(dir, 'node_modules/.bin/ai-backend'), 'serve', '--port', '0']);
+      expect(served.health, served.out).toBe(200);
+    }, 300_000);
+  },
+);
 
 it.skipIf(NPM12)(NOT_HERE, () => {
   expect(NPM12).toBe(false);

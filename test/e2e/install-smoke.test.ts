@@ -60,7 +60,12 @@ function localPrebuilds(): Record<string, string> {
 }
 
 function npm(args: string[], env: Record<string, string> = {}): void {
-  execFileSync('npm', args, { cwd: app, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false', ...env } });
+  execFileSync('npm', args, {
+    cwd: app,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false', ...env },
+  });
 }
 
 beforeAll(async () => {
@@ -93,7 +98,12 @@ beforeAll(async () => {
   const snippet = readmeSnippet();
   expect(snippet).toContain('port: 8000');
   expect(snippet).toContain('await server.start();');
-  writeFileSync(path.join(app, 'server.mjs'), snippet.replace('port: 8000', 'port: 0').replace('await server.start();', "const bound = await server.start(); console.log('LISTENING ' + bound.url);"));
+  writeFileSync(
+    path.join(app, 'server.mjs'),
+    snippet
+      .replace('port: 8000', 'port: 0')
+      .replace('await server.start();', "const bound = await server.start(); console.log('LISTENING ' + bound.url);"),
+  );
 
   server = spawn(process.execPath, ['server.mjs'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
   url = await new Promise<string>((resolve, reject) => {
@@ -118,12 +128,16 @@ it('the installed manifests carry no workspace: ranges and the app resolves ai-b
     expect(manifest).not.toContain('workspace:');
     expect(manifest).not.toContain('ai-backend-source');
   }
-  const resolved = execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('ai-backend'))"], { cwd: app, encoding: 'utf8' });
+  const resolved = execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('ai-backend'))"], {
+    cwd: app,
+    encoding: 'utf8',
+  });
   expect(resolved.trim()).toMatch(/node_modules\/ai-backend\/dist\/index\.js$/);
 });
 
 it('is ESM only as the README says: require() works where Node can require ES modules, else ERR_REQUIRE_ESM', () => {
-  const run = (flags: string[]) => spawnSync(process.execPath, [...flags, '-e', "console.log(typeof require('ai-backend').createServer)"], { cwd: app, encoding: 'utf8' });
+  const run = (flags: string[]) =>
+    spawnSync(process.execPath, [...flags, '-e', "console.log(typeof require('ai-backend').createServer)"], { cwd: app, encoding: 'utf8' });
   // Node 20.19+ / 22.12+ (process.features.require_module); a top-level await anywhere in the graph would break it.
   if ((process.features as { require_module?: boolean }).require_module) {
     const now = run([]);
@@ -132,27 +146,46 @@ it('is ESM only as the README says: require() works where Node can require ES mo
   } else expect(run([]).stderr).toContain('ERR_REQUIRE_ESM');
 });
 
-it.runIf(nodeSqlite)('on Node 22.13+ no native module is installed: better-sqlite3 is an optional peer, and the default store runs on node:sqlite', () => {
-  expect(existsSync(path.join(app, 'node_modules', 'better-sqlite3'))).toBe(false);
-  expect(existsSync(path.join(app, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
-});
+it.runIf(nodeSqlite)(
+  'on Node 22.13+ no native module is installed: better-sqlite3 is an optional peer, and the default store runs on node:sqlite',
+  () => {
+    expect(existsSync(path.join(app, 'node_modules', 'better-sqlite3'))).toBe(false);
+    expect(existsSync(path.join(app, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
+  },
+);
 
-it("does what the README says createServer does with no other options: SQLite in ./.ai-backend-data, oauth with nobody able to sign in, and a warning", async () => {
+it('does what the README says createServer does with no other options: SQLite in ./.ai-backend-data, oauth with nobody able to sign in, and a warning', async () => {
   expect(existsSync(path.join(app, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
   expect(out).toMatch(/authType is 'oauth' but OAuth is not configured.*nobody can sign in/);
   // A protected procedure is refused; the public one answers (next test).
-  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance', params: {} }) });
+  const res = await fetch(`${url}/rpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance', params: {} }),
+  });
   expect(((await res.json()) as { error?: { data?: { httpStatus?: number } } }).error?.data?.httpStatus).toBe(401);
   // "created as soon as createServer is called ... started or not": a server never started, in a fresh directory.
   const fresh = path.join(app, 'never-started');
   mkdirSync(fresh);
-  const created = spawnSync(process.execPath, ['--input-type=module', '-e', "import { createServer } from 'ai-backend'; const s = createServer({ monitoring: { logging: { level: 'silent' } } }); await s.ready(); await s.stop();"], { cwd: fresh, encoding: 'utf8' });
+  const created = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      "import { createServer } from 'ai-backend'; const s = createServer({ monitoring: { logging: { level: 'silent' } } }); await s.ready(); await s.stop();",
+    ],
+    { cwd: fresh, encoding: 'utf8' },
+  );
   expect(created.status, created.stderr).toBe(0);
   expect(existsSync(path.join(fresh, '.ai-backend-data', 'ai-backend.db'))).toBe(true);
 });
 
 it('answers over /rpc', async () => {
-  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'weather.forecast', params: { city: 'Oslo' } }) });
+  const res = await fetch(`${url}/rpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'weather.forecast', params: { city: 'Oslo' } }),
+  });
   expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { city: 'Oslo', sky: 'sunny' } });
 });
 
@@ -212,12 +245,25 @@ console.log(JSON.stringify({ forecast, sky, tools, called }));
   writeFileSync(
     path.join(app, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, types: ['node'], outDir: 'out', rootDir: '.' },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        skipLibCheck: false,
+        types: ['node'],
+        outDir: 'out',
+        rootDir: '.',
+      },
       files: ['router.ts', 'client.ts'],
     }),
   );
   try {
-    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8', stdio: 'pipe' });
+    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+      cwd: app,
+      encoding: 'utf8',
+      stdio: 'pipe',
+    });
   } catch (err) {
     throw new Error(`tsc failed in the installed app:\n${(err as { stdout: string }).stdout}`);
   }
@@ -226,12 +272,24 @@ console.log(JSON.stringify({ forecast, sky, tools, called }));
   writeFileSync(
     path.join(app, 'tsconfig.bundler.json'),
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'Bundler', strict: true, skipLibCheck: false, types: ['node'], noEmit: true },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'ESNext',
+        moduleResolution: 'Bundler',
+        strict: true,
+        skipLibCheck: false,
+        types: ['node'],
+        noEmit: true,
+      },
       files: ['router.ts', 'client.ts'],
     }),
   );
   try {
-    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.bundler.json'], { cwd: app, encoding: 'utf8', stdio: 'pipe' });
+    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.bundler.json'], {
+      cwd: app,
+      encoding: 'utf8',
+      stdio: 'pipe',
+    });
   } catch (err) {
     throw new Error(`tsc (moduleResolution: bundler) failed in the installed app:\n${(err as { stdout: string }).stdout}`);
   }

@@ -1,7 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintDevToken } from '@ai-backend/auth';
 import { z } from 'zod';
-import { accessDecision, createAppRouter, isBuiltInPath, KEY_SCOPES, loadRouter, procedureIndex, publicProcedure, resolveConfig, router, type Identity, type KeyAccess, type ProcedureMeta } from '@ai-backend/core/internal';
+import {
+  accessDecision,
+  createAppRouter,
+  isBuiltInPath,
+  KEY_SCOPES,
+  loadRouter,
+  procedureIndex,
+  publicProcedure,
+  resolveConfig,
+  router,
+  type Identity,
+  type KeyAccess,
+  type ProcedureMeta,
+} from '@ai-backend/core/internal';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { RawMcp, type McpReply } from './helpers/rawMcp.js';
 
@@ -26,17 +39,58 @@ const S = (scope: string) => ({ scope });
 
 /** The decision for every built-in procedure, written out (administrator procedures: 'any' plus rule 1). */
 const KEY_ACCESS: Record<string, KeyAccess> = {
-  ...Object.fromEntries(['greeting', 'ping', 'echo', 'currentSystemTime', 'getResources', 'readResource', 'apiDocumentationPrompt', 'codeReviewPrompt', 'explainConceptPrompt', 'incidentResponsePrompt'].map((p) => [`mcp.${p}`, A])),
-  ...Object.fromEntries(['generateText', 'streamText', 'embed', 'listProviders', 'listProvidersBYOK', 'listAllowedModels', 'getRegistryHealth', 'validateProvider'].map((p) => [`ai.${p}`, A])),
-  ...Object.fromEntries(['health', 'test', 'getServerWorkspaces', 'listFiles', 'readFile', 'pathExists', 'listClientWorkspaces'].map((p) => [`system.${p}`, A])),
+  ...Object.fromEntries(
+    [
+      'greeting',
+      'ping',
+      'echo',
+      'currentSystemTime',
+      'getResources',
+      'readResource',
+      'apiDocumentationPrompt',
+      'codeReviewPrompt',
+      'explainConceptPrompt',
+      'incidentResponsePrompt',
+    ].map((p) => [`mcp.${p}`, A]),
+  ),
+  ...Object.fromEntries(
+    [
+      'generateText',
+      'streamText',
+      'embed',
+      'listProviders',
+      'listProvidersBYOK',
+      'listAllowedModels',
+      'getRegistryHealth',
+      'validateProvider',
+    ].map((p) => [`ai.${p}`, A]),
+  ),
+  ...Object.fromEntries(
+    ['health', 'test', 'getServerWorkspaces', 'listFiles', 'readFile', 'pathExists', 'listClientWorkspaces'].map((p) => [`system.${p}`, A]),
+  ),
   'system.writeFile': S(KEY_SCOPES.filesWrite),
   'system.registerClientWorkspace': S(KEY_SCOPES.workspacesWrite),
   'system.unregisterClientWorkspace': S(KEY_SCOPES.workspacesWrite),
   // Credentials: never through a key (a key must not redirect its owner's calls or read their keys' state without a grant).
-  ...Object.fromEntries(['storeUserKey', 'rotateUserKey', 'deleteUserKey', 'storeProviderKey', 'deleteProviderKey', 'validateUserKey'].map((p) => [`auth.${p}`, N])),
+  ...Object.fromEntries(
+    ['storeUserKey', 'rotateUserKey', 'deleteUserKey', 'storeProviderKey', 'deleteProviderKey', 'validateUserKey'].map((p) => [
+      `auth.${p}`,
+      N,
+    ]),
+  ),
   'auth.getUserKey': S(KEY_SCOPES.accountRead),
   'auth.getUserProviders': S(KEY_SCOPES.accountRead),
-  ...Object.fromEntries(['getTokenBalance', 'getUserTokenBalances', 'getUsageHistory', 'getConsumptionHistory', 'getUsageAnalytics', 'planConsumption', 'getBudget'].map((p) => [`billing.${p}`, A])),
+  ...Object.fromEntries(
+    [
+      'getTokenBalance',
+      'getUserTokenBalances',
+      'getUsageHistory',
+      'getConsumptionHistory',
+      'getUsageAnalytics',
+      'planConsumption',
+      'getBudget',
+    ].map((p) => [`billing.${p}`, A]),
+  ),
   'billing.getPurchaseHistory': S(KEY_SCOPES.accountRead),
   'billing.getTopupHistory': S(KEY_SCOPES.accountRead),
   'user.checkRequestEligibility': A,
@@ -56,12 +110,29 @@ const KEY_ACCESS: Record<string, KeyAccess> = {
 
 /** A custom router: the default for a procedure that does not say, for one that writes, and both explicit forms. */
 const weather = router({
-  forecast: publicProcedure.meta({ description: 'Forecast', mcp: {} }).input(z.object({ city: z.string() })).query(({ input }) => input.city),
-  save: publicProcedure.meta({ description: 'Save', writes: true, mcp: { name: 'saveForecast' } }).input(z.object({ city: z.string() })).mutation(() => true),
-  station: publicProcedure.meta({ description: 'Add a station', keyAccess: { scope: 'weather:write' }, mcp: { name: 'addStation' } }).input(z.object({ id: z.string() })).mutation(() => true),
-  settings: publicProcedure.meta({ description: 'Account settings', keyAccess: 'none' }).input(z.object({ units: z.string() })).mutation(() => true),
+  forecast: publicProcedure
+    .meta({ description: 'Forecast', mcp: {} })
+    .input(z.object({ city: z.string() }))
+    .query(({ input }) => input.city),
+  save: publicProcedure
+    .meta({ description: 'Save', writes: true, mcp: { name: 'saveForecast' } })
+    .input(z.object({ city: z.string() }))
+    .mutation(() => true),
+  station: publicProcedure
+    .meta({ description: 'Add a station', keyAccess: { scope: 'weather:write' }, mcp: { name: 'addStation' } })
+    .input(z.object({ id: z.string() }))
+    .mutation(() => true),
+  settings: publicProcedure
+    .meta({ description: 'Account settings', keyAccess: 'none' })
+    .input(z.object({ units: z.string() }))
+    .mutation(() => true),
 });
-const CUSTOM: Record<string, KeyAccess> = { 'weather.forecast': A, 'weather.save': N, 'weather.station': S('weather:write'), 'weather.settings': N };
+const CUSTOM: Record<string, KeyAccess> = {
+  'weather.forecast': A,
+  'weather.save': N,
+  'weather.station': S('weather:write'),
+  'weather.settings': N,
+};
 
 const appRouter = createAppRouter({ weather });
 await loadRouter(appRouter);
@@ -70,7 +141,9 @@ interface Proc {
   type: 'query' | 'mutation';
   meta: ProcedureMeta | undefined;
 }
-const PROCEDURES: Proc[] = [...procedureIndex(appRouter).values()].filter((i) => i.type !== 'subscription').map((i) => ({ path: i.path, type: i.type as Proc['type'], meta: i.meta }));
+const PROCEDURES: Proc[] = [...procedureIndex(appRouter).values()]
+  .filter((i) => i.type !== 'subscription')
+  .map((i) => ({ path: i.path, type: i.type as Proc['type'], meta: i.meta }));
 const isTool = (p: Proc) => p.meta?.mcp !== undefined && p.meta.mcp.tool !== false;
 const toolName = (p: Proc) => p.meta?.mcp?.name ?? p.path.split('.').pop()!;
 
@@ -127,12 +200,22 @@ describe('key access on every entry point', () => {
   const creds = {} as Record<Who, string>;
 
   async function rpcAs(token: string, method: string, params: unknown): Promise<any> {
-    const res = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const res = await s.fetch('/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
     return res.json();
   }
 
   beforeAll(async () => {
-    s = await startTestServer({ jwt: { secret: SECRET }, admin: { users: ['root'] }, customRouters: { weather }, limits: { maxBatchSize: 200 }, mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } } });
+    s = await startTestServer({
+      jwt: { secret: SECRET },
+      admin: { users: ['root'] },
+      customRouters: { weather },
+      limits: { maxBatchSize: 200 },
+      mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
+    });
     creds.jwtUser = await mintDevToken({ secret: SECRET, sub: 'alice', scopes: ['mcp'] });
     creds.jwtAdmin = await mintDevToken({ secret: SECRET, sub: 'root', scopes: ['mcp'] });
     const make = async (token: string, scopes: string[]) => {
@@ -148,7 +231,11 @@ describe('key access on every entry point', () => {
 
   async function viaRpc(who: Who): Promise<Map<string, Outcome>> {
     const batch = PROCEDURES.map((p, i) => ({ jsonrpc: '2.0', id: i, method: p.path, params: INPUT }));
-    const res = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${creds[who]}` }, body: JSON.stringify(batch) });
+    const res = await s.fetch('/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${creds[who]}` },
+      body: JSON.stringify(batch),
+    });
     const replies = (await res.json()) as Array<{ id: number; error?: { data: { appCode?: string; details?: { reason?: string } } } }>;
     return new Map(PROCEDURES.map((p, i) => [p.path, classify(replies.find((r) => r.id === i)!.error?.data)]));
   }
@@ -160,7 +247,10 @@ describe('key access on every entry point', () => {
       const procs = PROCEDURES.filter((p) => p.type === type);
       const input = JSON.stringify(Object.fromEntries(procs.map((_, i) => [i, { json: INPUT }])));
       const url = `/trpc/${procs.map((p) => p.path).join(',')}?batch=1`;
-      const res = type === 'query' ? await s.fetch(`${url}&input=${encodeURIComponent(input)}`, { headers: auth }) : await s.fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: input });
+      const res =
+        type === 'query'
+          ? await s.fetch(`${url}&input=${encodeURIComponent(input)}`, { headers: auth })
+          : await s.fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: input });
       const items = (await res.json()) as Array<{ error?: { json: { data: { appCode?: string; details?: { reason?: string } } } } }>;
       procs.forEach((p, i) => out.set(p.path, classify(items[i]!.error?.json.data)));
     }
@@ -188,14 +278,18 @@ describe('key access on every entry point', () => {
       ['ai.embed', '/v1/embeddings', { model: 'openai/text-embedding-3-small', input: 'hi' }],
     ];
     for (const [path, url, body] of calls) {
-      const res = await s.fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${creds[who]}` }, body: JSON.stringify(body) });
+      const res = await s.fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${creds[who]}` },
+        body: JSON.stringify(body),
+      });
       const text = await res.text();
       out.set(path, res.status === 403 ? (/API key/.test(text) ? 'KEY_REFUSED' : 'FORBIDDEN') : 'PASSED');
     }
     return out;
   }
 
-  it.each(WHO)('%s: every entry point gives the table\'s outcome for every procedure', async (who) => {
+  it.each(WHO)("%s: every entry point gives the table's outcome for every procedure", async (who) => {
     const observed: Array<[string, Map<string, Outcome>]> = [
       ['/rpc', await viaRpc(who)],
       ['/trpc', await viaTrpc(who)],
@@ -215,7 +309,7 @@ describe('key access on every entry point', () => {
     expect(observed[1]![1].size).toBe(PROCEDURES.length);
   });
 
-  it('a key\'s tools rule narrows what it may call, by procedure path or MCP tool name, on every entry point', async () => {
+  it("a key's tools rule narrows what it may call, by procedure path or MCP tool name, on every entry point", async () => {
     const made = await rpcAs(creds.jwtUser, 'keys.create', { name: 'tools', tools: ['ai.*', 'forecast'], scopes: [KEY_SCOPES.filesWrite] });
     const key = made.result.key as string;
     const outcome = async (method: string, params: unknown) => {
@@ -232,13 +326,18 @@ describe('key access on every entry point', () => {
     const mcp = new RawMcp(s.url, key);
     expect((await mcp.initialize()).status).toBe(200);
     const ping = await mcp.callTool('ping', {});
-    expect(ping.message?.result?._meta?.['ai-backend/error']).toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'key_tool_not_allowed' } });
+    expect(ping.message?.result?._meta?.['ai-backend/error']).toMatchObject({
+      appCode: 'FORBIDDEN',
+      details: { reason: 'key_tool_not_allowed' },
+    });
     const forecast = await mcp.callTool('forecast', { city: 'Oslo' });
     expect(forecast.message?.result?.isError ?? false).toBe(false);
   });
 
-  it('the attack: a narrow key cannot rewrite its owner\'s account', async () => {
-    const narrow = (await rpcAs(creds.jwtUser, 'keys.create', { name: 'narrow', models: ['gpt-4.1-mini'], budget: { total: { tokens: 100 } } })).result.key as string;
+  it("the attack: a narrow key cannot rewrite its owner's account", async () => {
+    const narrow = (
+      await rpcAs(creds.jwtUser, 'keys.create', { name: 'narrow', models: ['gpt-4.1-mini'], budget: { total: { tokens: 100 } } })
+    ).result.key as string;
     const attempts: Array<[string, unknown]> = [
       ['user.configureBYOK', { enabled: true, providers: ['openai'], apiKeys: { openai: 'sk-attacker-0123456789abcdef' } }],
       ['user.updateUserPreferences', { consumptionOrder: ['byok', 'platform'] }],

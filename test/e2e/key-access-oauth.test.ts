@@ -33,7 +33,13 @@ function configFor(admins: string[], publicUrl?: string): ConfigInput {
     admin: { users: admins },
     limits: { maxBatchSize: 200 },
     mcp: { auth: { authType: 'oauth' }, sessionMode: 'stateless', rateLimiting: { enabled: false } },
-    oauth: { encryptionKey: 'key-access-oauth-encryption-key-0123456789', providerClientId: IDP_CLIENT_ID, providerClientSecret: IDP_CLIENT_SECRET, provider: { issuer: idp.issuer }, ...(publicUrl ? { publicUrl } : {}) },
+    oauth: {
+      encryptionKey: 'key-access-oauth-encryption-key-0123456789',
+      providerClientId: IDP_CLIENT_ID,
+      providerClientSecret: IDP_CLIENT_SECRET,
+      provider: { issuer: idp.issuer },
+      ...(publicUrl ? { publicUrl } : {}),
+    },
   };
 }
 
@@ -47,10 +53,15 @@ async function signIn(login: string, scope: string): Promise<string> {
 }
 
 async function rpc(url: string, token: string, body: unknown): Promise<any> {
-  const res = await fetch(`${url}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/rpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
   return res.json();
 }
-const call = (url: string, token: string, method: string, params?: unknown) => rpc(url, token, { jsonrpc: '2.0', id: 1, method, ...(params === undefined ? {} : { params }) });
+const call = (url: string, token: string, method: string, params?: unknown) =>
+  rpc(url, token, { jsonrpc: '2.0', id: 1, method, ...(params === undefined ? {} : { params }) });
 
 beforeAll(async () => {
   idp = await startIdp();
@@ -96,12 +107,15 @@ describe('OAuth access tokens and API keys', () => {
       ['user.updateUserPreferences', { consumptionOrder: ['byok', 'platform'] }],
       ['auth.storeUserKey', { email: 'bob@example.com', provider: 'openai', apiKey: 'sk-attacker-0123456789abcdef' }],
     ] as const) {
-      expect((await call(base, key, method, params)).error?.data, method).toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'key_not_allowed' } });
+      expect((await call(base, key, method, params)).error?.data, method).toMatchObject({
+        appCode: 'FORBIDDEN',
+        details: { reason: 'key_not_allowed' },
+      });
     }
     expect((await call(base, key, 'billing.getTokenBalance')).result).toBeDefined();
   });
 
-  it('a demoted administrator\'s token still carrying mcp:admin neither administers nor gives the admin scope', async () => {
+  it("a demoted administrator's token still carrying mcp:admin neither administers nor gives the admin scope", async () => {
     expect((await call(base, tokens.alice, 'admin.status')).result).toBeDefined();
     const adminKey = (await call(base, tokens.alice, 'keys.create', { name: 'ops', scopes: ['mcp:admin'] })).result.key as string;
     expect((await call(base, adminKey, 'admin.status')).result).toBeDefined();
@@ -110,7 +124,12 @@ describe('OAuth access tokens and API keys', () => {
     expect((await call(demotedUrl(), adminKey, 'admin.status')).error?.data).toMatchObject({ appCode: 'FORBIDDEN' });
     const again = await call(demotedUrl(), tokens.alice, 'keys.create', { name: 'again', scopes: ['mcp:admin'] });
     expect(again.error?.data).toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'scope_not_held' } });
-    const credit = await call(demotedUrl(), tokens.alice, 'billing.creditTokens', { userId: 'x', tokens: 1_000_000, type: 'subscription', idempotencyKey: 'k' });
+    const credit = await call(demotedUrl(), tokens.alice, 'billing.creditTokens', {
+      userId: 'x',
+      tokens: 1_000_000,
+      type: 'subscription',
+      idempotencyKey: 'k',
+    });
     expect(credit.error?.data).toMatchObject({ appCode: 'FORBIDDEN' });
   });
 });

@@ -26,7 +26,11 @@ describe('key checks are rate limited', () => {
     expect(await callVia(gw, 'rpc', user, 'ai.validateProvider', check)).toMatchObject({ ok: true });
     const before = upstream.requests.length;
     // Third check by the same identity: its budget of 2 is spent, on either entry point.
-    expect(await callVia(gw, 'rpc', user, 'ai.validateProvider', check)).toMatchObject({ ok: false, code: 'TOO_MANY_REQUESTS', details: { kind: 'keyChecks', limit: 2 } });
+    expect(await callVia(gw, 'rpc', user, 'ai.validateProvider', check)).toMatchObject({
+      ok: false,
+      code: 'TOO_MANY_REQUESTS',
+      details: { kind: 'keyChecks', limit: 2 },
+    });
     expect(await callVia(gw, 'trpc', user, 'ai.validateProvider', check)).toMatchObject({ ok: false, code: 'TOO_MANY_REQUESTS' });
     // Every check above also counted against the address (4 of 4): without a token it is refused too.
     const anon: Array<{ ok: boolean }> = [];
@@ -35,6 +39,9 @@ describe('key checks are rate limited', () => {
     expect(upstream.requests.length).toBe(before);
     // auth.validateUserKey counts against the same budgets.
     const other = await tokenFor('key-owner');
-    expect(await callVia(gw, 'rpc', other, 'auth.validateUserKey', { email: 'key-owner', provider: 'openai' })).toMatchObject({ ok: false, code: 'TOO_MANY_REQUESTS' });
+    expect(await callVia(gw, 'rpc', other, 'auth.validateUserKey', { email: 'key-owner', provider: 'openai' })).toMatchObject({
+      ok: false,
+      code: 'TOO_MANY_REQUESTS',
+    });
   });
 });

@@ -17,12 +17,17 @@ import { RawMcp } from './helpers/rawMcp.js';
 const pgAt = await testPostgres();
 const redisAt = await testRedis();
 
-describe.skipIf(!pgAt.ok || !redisAt.ok)('a demoted administrator\'s keys, two servers on one store', () => {
+describe.skipIf(!pgAt.ok || !redisAt.ok)("a demoted administrator's keys, two servers on one store", () => {
   const label = 'keydemotion';
   const pg = testPostgresOptions(pgAt, label);
   const keyPrefix = `e2e-${label}-${randomUUID()}:`;
   const owner = `ops-${randomUUID().slice(0, 8)}`;
-  const storage: NonNullable<ConfigInput>['storage'] = { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } };
+  const storage: NonNullable<ConfigInput>['storage'] = {
+    type: 'postgres',
+    postgres: pg,
+    shared: 'redis',
+    redis: { host: redisAt.host, port: redisAt.port, keyPrefix },
+  };
   let upstream: TestUpstream;
   let listed: AiServer;
   let demoted: AiServer;
@@ -47,7 +52,8 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('a demoted administrator\'s keys, two s
     await dropTestKeys(redisAt, keyPrefix);
   });
 
-  const balance = async (gw: AiServer) => (await rpcCall(gw.url, await tokenFor(owner), 'billing.getTokenBalance')).result.virtualTokenBalance as number;
+  const balance = async (gw: AiServer) =>
+    (await rpcCall(gw.url, await tokenFor(owner), 'billing.getTokenBalance')).result.virtualTokenBalance as number;
 
   it('acts as an administrator where its owner is listed, and nowhere else, on every entry point', async () => {
     expect((await rpcCall(listed.url, adminKey, 'admin.status')).result).toBeDefined();
@@ -65,7 +71,12 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('a demoted administrator\'s keys, two s
 
   it('cannot credit its owner on the demoted server', async () => {
     const before = await balance(demoted);
-    const credit = await rpcCall(demoted.url, adminKey, 'billing.creditTokens', { userId: owner, tokens: 1_000_000, type: 'subscription', idempotencyKey: `k-${randomUUID()}` });
+    const credit = await rpcCall(demoted.url, adminKey, 'billing.creditTokens', {
+      userId: owner,
+      tokens: 1_000_000,
+      type: 'subscription',
+      idempotencyKey: `k-${randomUUID()}`,
+    });
     expect(credit.error?.data).toMatchObject({ appCode: 'FORBIDDEN' });
     expect(await balance(demoted)).toBe(before);
   });

@@ -33,7 +33,11 @@ describe('server lifecycle', () => {
       expect(addr.url).toBe(`http://127.0.0.1:${addr.port}`);
 
       const started = new Promise<void>((resolve) => (waitStarted = resolve));
-      const inFlight = fetch(addr.url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slow.wait', params: { ms: 400 } }) });
+      const inFlight = fetch(addr.url + '/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slow.wait', params: { ms: 400 } }),
+      });
       await started; // the request is in flight
       const stopped = server.stop();
       const res = await inFlight;

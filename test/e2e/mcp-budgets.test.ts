@@ -26,14 +26,20 @@ const allClosed = (what: string) => waitFor(async () => (await openSessions()) =
 beforeAll(async () => {
   s = await startTestServer({
     jwt: { secret: SECRET },
-    mcp: { auth: { authType: 'jwt' }, budgets: { sessionsPerAddress: 5, sessionsPerIdentity: 3, maxAnonymousSessions: 8, uninitializedTtlMs: 1000, anonymousIdleMs: 1500 } },
+    mcp: {
+      auth: { authType: 'jwt' },
+      budgets: { sessionsPerAddress: 5, sessionsPerIdentity: 3, maxAnonymousSessions: 8, uninitializedTtlMs: 1000, anonymousIdleMs: 1500 },
+    },
   });
   token = await mintDevToken({ secret: SECRET, sub: 'budget-user', scopes: ['mcp'] });
 });
 afterAll(() => s.stop());
 
 async function sdkClient(bearer?: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), bearer ? { requestInit: { headers: { authorization: `Bearer ${bearer}` } } } : {});
+  const transport = new StreamableHTTPClientTransport(
+    new URL(`${s.url}/mcp`),
+    bearer ? { requestInit: { headers: { authorization: `Bearer ${bearer}` } } } : {},
+  );
   const client = new Client({ name: 'budget-e2e', version: '1' });
   await client.connect(transport);
   return client;
@@ -72,7 +78,11 @@ describe('MCP session budgets', () => {
   it('sessions that never send notifications/initialized, and idle anonymous ones, are closed soon; the budget comes back', async () => {
     await allClosed("the flood's anonymous idle sessions closed"); // after anonymousIdleMs
     const half = new RawMcp(s.url);
-    const reply = await half.send('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'half', version: '1' } });
+    const reply = await half.send('initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 'half', version: '1' },
+    });
     expect(reply.status).toBe(200);
     half.sessionId = reply.headers.get('mcp-session-id')!;
     const idle = new RawMcp(s.url);

@@ -91,21 +91,37 @@ describe('config resources over MCP and mcp.getResources', () => {
       ]),
     );
     const { resourceTemplates } = await client.listResourceTemplates();
-    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(expect.arrayContaining([`${web}/items/{id}`, 'workspace://docs/guides/{name}', 'workspace://docs/{+path}']));
+    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(
+      expect.arrayContaining([`${web}/items/{id}`, 'workspace://docs/guides/{name}', 'workspace://docs/{+path}']),
+    );
   });
 
   it('reads workspace files (text and binary) and web resources, fixed and from templates', async () => {
-    expect((await client.readResource({ uri: 'workspace://docs/README.md' })).contents[0]).toMatchObject({ text: '# Project', mimeType: 'text/markdown' });
+    expect((await client.readResource({ uri: 'workspace://docs/README.md' })).contents[0]).toMatchObject({
+      text: '# Project',
+      mimeType: 'text/markdown',
+    });
     expect((await client.readResource({ uri: 'workspace://docs/guides/setup.md' })).contents[0]).toMatchObject({ text: 'setup steps' });
     const png = (await client.readResource({ uri: 'workspace://docs/logo.png' })).contents[0] as { blob?: string; mimeType?: string };
     expect(png.mimeType).toBe('image/png');
     expect(Buffer.from(png.blob!, 'base64')).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47]));
-    expect((await client.readResource({ uri: `${web}/doc.md` })).contents[0]).toMatchObject({ text: '# Remote doc', mimeType: 'text/markdown' });
-    expect(JSON.parse(((await client.readResource({ uri: `${web}/items/42` })).contents[0] as { text: string }).text)).toEqual({ id: '42' });
+    expect((await client.readResource({ uri: `${web}/doc.md` })).contents[0]).toMatchObject({
+      text: '# Remote doc',
+      mimeType: 'text/markdown',
+    });
+    expect(JSON.parse(((await client.readResource({ uri: `${web}/items/42` })).contents[0] as { text: string }).text)).toEqual({
+      id: '42',
+    });
   });
 
   it('the workspace guard refuses blocked files, symlinks out and traversal; web reads are bounded in size', async () => {
-    for (const uri of ['workspace://docs/.env', 'workspace://docs/link.txt', 'workspace://docs/%2e%2e/secret.txt', 'workspace://docs/guides/..%2F.env', 'workspace://docs/../etc/passwd']) {
+    for (const uri of [
+      'workspace://docs/.env',
+      'workspace://docs/link.txt',
+      'workspace://docs/%2e%2e/secret.txt',
+      'workspace://docs/guides/..%2F.env',
+      'workspace://docs/../etc/passwd',
+    ]) {
       await expect(client.readResource({ uri }), uri).rejects.toThrow();
     }
     await expect(client.readResource({ uri: `${web}/big` })).rejects.toThrow(/larger than 2048 bytes/);
@@ -114,11 +130,17 @@ describe('config resources over MCP and mcp.getResources', () => {
   });
 
   it('mcp.getResources and mcp.readResource (JSON-RPC) see the same registry', async () => {
-    const list = (await (await srv.fetch('/rpc', rpc('mcp.getResources', {}))).json()) as { result: { resources: string[]; total: number } };
+    const list = (await (await srv.fetch('/rpc', rpc('mcp.getResources', {}))).json()) as {
+      result: { resources: string[]; total: number };
+    };
     expect(list.result.resources).toEqual(expect.arrayContaining(['workspace://docs/README.md', `${web}/doc.md`]));
-    const docs = (await (await srv.fetch('/rpc', rpc('mcp.getResources', { category: 'docs' }))).json()) as { result: { resources: string[] } };
+    const docs = (await (await srv.fetch('/rpc', rpc('mcp.getResources', { category: 'docs' }))).json()) as {
+      result: { resources: string[] };
+    };
     expect(docs.result.resources).toEqual(['workspace://docs/README.md']);
-    const read = (await (await srv.fetch('/rpc', rpc('mcp.readResource', { uri: 'workspace://docs/guides/setup.md' }))).json()) as { result: { content: string; mimeType: string } };
+    const read = (await (await srv.fetch('/rpc', rpc('mcp.readResource', { uri: 'workspace://docs/guides/setup.md' }))).json()) as {
+      result: { content: string; mimeType: string };
+    };
     expect(read.result).toMatchObject({ content: 'setup steps', mimeType: 'text/markdown' });
   });
 });
@@ -128,14 +150,32 @@ describe('config resources: access rules and secure defaults', () => {
     const srv = await startTestServer(configFor({ mcp: { auth: { authType: 'jwt' } }, jwt: { secret: 's'.repeat(40) } }));
     try {
       const post = (body: unknown) =>
-        srv.fetch('/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' }, body: JSON.stringify(body) });
-      const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+        srv.fetch('/mcp', {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-06-18',
+          },
+          body: JSON.stringify(body),
+        });
+      const init = await post({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      });
       expect(init.status).toBe(200);
       const session = init.headers.get('mcp-session-id');
       const read = (uri: string) =>
         srv.fetch('/mcp', {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...(session ? { 'mcp-session-id': session } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-06-18',
+            ...(session ? { 'mcp-session-id': session } : {}),
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri } }),
         });
       const ws = await read('workspace://docs/README.md');
@@ -162,7 +202,10 @@ describe('config resources: access rules and secure defaults', () => {
 
   it('bad entries are config errors naming the key', () => {
     const bad: Array<[ConfigInput, RegExp]> = [
-      [{ serverWorkspaces: { docs: { path: dir } }, resources: { list: [{ uri: 'workspace://nope/README.md', name: 'x' }] } }, /resources\.list\.0\.uri.*no server workspace "nope"/s],
+      [
+        { serverWorkspaces: { docs: { path: dir } }, resources: { list: [{ uri: 'workspace://nope/README.md', name: 'x' }] } },
+        /resources\.list\.0\.uri.*no server workspace "nope"/s,
+      ],
       [{ resources: { list: [{ uri: 'ftp://example.com/a', name: 'x' }] } }, /scheme "ftp" has no handler/],
       [{ resources: { list: [{ uri: 'https://user:pass@example.com/a', name: 'x' }] } }, /must not contain credentials/],
       [{ resources: { list: [{ uri: 'https://example.com/a', name: '' }] } }, /resources\.list\.0\.name/],
@@ -178,7 +221,10 @@ describe('config resources: access rules and secure defaults', () => {
         err = e;
       }
       expect(err, String(message)).toBeInstanceOf(ConfigError);
-      expect(String((err as Error).message) + JSON.stringify((err as ConfigError & { problems?: unknown }).problems ?? ''), String(message)).toMatch(message);
+      expect(
+        String((err as Error).message) + JSON.stringify((err as ConfigError & { problems?: unknown }).problems ?? ''),
+        String(message),
+      ).toMatch(message);
     }
   });
 });

@@ -51,7 +51,10 @@ describe('MCP conformance suite (0.2.0-alpha.12, Node 22) against examples/mcp-c
     expect(existsSync(NODE22), 'tools/mcp-conformance is installed (pnpm install)').toBe(true);
     // With upstream servers behind the gateway (docs/mcp-gateway.md): their tools join the list, and
     // every scenario must still pass on both revisions.
-    const started = await startConformanceServer({ port: 0, mcpServers: { upstream: { command: process.execPath, args: [EVERYTHING, 'stdio'] } } });
+    const started = await startConformanceServer({
+      port: 0,
+      mcpServers: { upstream: { command: process.execPath, args: [EVERYTHING, 'stdio'] } },
+    });
     const runtime = await started.server.ready();
     await waitFor(() => runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
     stop = () => started.server.stop();
@@ -65,7 +68,10 @@ describe('MCP conformance suite (0.2.0-alpha.12, Node 22) against examples/mcp-c
     expect(run.out).toMatch(/Running requirements 2025-11-25 \((\d+) scenarios\)/);
     const planned = Number(/Running requirements 2025-11-25 \((\d+) scenarios\)/.exec(run.out)![1]);
     expect(byScenario.size, run.out.slice(-3000)).toBe(planned);
-    expect([...byScenario].filter(([, ok]) => !ok).map(([s]) => s), run.out.slice(-4000)).toEqual([]);
+    expect(
+      [...byScenario].filter(([, ok]) => !ok).map(([s]) => s),
+      run.out.slice(-4000),
+    ).toEqual([]);
     expect(run.code).toBe(0);
   }, 300_000);
 
@@ -77,7 +83,10 @@ describe('MCP conformance suite (0.2.0-alpha.12, Node 22) against examples/mcp-c
     expect(byScenario.size, run.out.slice(-3000)).toBe(planned);
     // The nine tasks-* scenarios are part of the set: they must run, and pass like every other.
     expect([...byScenario.keys()].filter((s) => s.startsWith('tasks-')).length).toBeGreaterThanOrEqual(9);
-    expect([...byScenario].filter(([, ok]) => !ok).map(([s]) => s), run.out.slice(-4000)).toEqual([]);
+    expect(
+      [...byScenario].filter(([, ok]) => !ok).map(([s]) => s),
+      run.out.slice(-4000),
+    ).toEqual([]);
     expect(run.code).toBe(0);
   }, 300_000);
 });

@@ -12,7 +12,16 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
 import type { ConfigInput } from '@ai-backend/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { EVERYTHING, startEverythingHttp } from './helpers/mcpUpstreams.js';
 
 const pgAt = await testPostgres();
@@ -39,7 +48,12 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('MCP gateway on two instances', () => {
       mcp: { auth: { authType: 'jwt', requireAuthForToolsCall: true } },
       gateway: { allowPrivateNetwork: true },
       mcpServers: {
-        every: { command: process.execPath, args: [EVERYTHING, 'stdio'], timeoutMs: 5000, pricing: { tokensPerCall: 0, tools: { 'get-sum': PRICE } } },
+        every: {
+          command: process.execPath,
+          args: [EVERYTHING, 'stdio'],
+          timeoutMs: 5000,
+          pricing: { tokensPerCall: 0, tools: { 'get-sum': PRICE } },
+        },
       },
     };
     [a, b] = await Promise.all([startAiServer(upstream, config), startAiServer(upstream, config)]);
@@ -59,13 +73,17 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('MCP gateway on two instances', () => {
     await dropTestKeys(redisAt, keyPrefix);
   });
 
-  const textOf = (r: unknown) => ((r as { content?: Array<{ text?: string }> } | undefined)?.content?.[0]?.text ?? '');
+  const textOf = (r: unknown) => (r as { content?: Array<{ text?: string }> } | undefined)?.content?.[0]?.text ?? '';
 
   it('a priced tool: concurrent calls on both instances are each charged once, failures are free, the ledger audit is clean', async () => {
     const before = (await a.runtime.billing.balances(sub)).subscription;
-    const calls = Array.from({ length: 12 }, (_, i) => rpcCall((i % 2 ? a : b).url, user, 'gateway.callTool', { server: 'every', tool: 'get-sum', arguments: { a: i, b: 1 } }));
+    const calls = Array.from({ length: 12 }, (_, i) =>
+      rpcCall((i % 2 ? a : b).url, user, 'gateway.callTool', { server: 'every', tool: 'get-sum', arguments: { a: i, b: 1 } }),
+    );
     // Invalid arguments: the upstream refuses the call, which costs nothing.
-    const failing = Array.from({ length: 4 }, (_, i) => rpcCall((i % 2 ? a : b).url, user, 'gateway.callTool', { server: 'every', tool: 'get-sum', arguments: { a: 'x' } }));
+    const failing = Array.from({ length: 4 }, (_, i) =>
+      rpcCall((i % 2 ? a : b).url, user, 'gateway.callTool', { server: 'every', tool: 'get-sum', arguments: { a: 'x' } }),
+    );
     const results = await Promise.all(calls);
     const failed = await Promise.all(failing);
     results.forEach((r, i) => expect(textOf(r.result)).toContain(String(i + 1)));
@@ -77,7 +95,9 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('MCP gateway on two instances', () => {
     expect(audit.consistent).toBe(true);
     expect(audit.balances.subscription).toBe(after);
     // An unpriced tool costs nothing.
-    expect(textOf((await rpcCall(a.url, user, 'gateway.callTool', { server: 'every', tool: 'echo', arguments: { message: 'free' } })).result)).toBe('Echo: free');
+    expect(
+      textOf((await rpcCall(a.url, user, 'gateway.callTool', { server: 'every', tool: 'echo', arguments: { message: 'free' } })).result),
+    ).toBe('Echo: free');
     expect((await a.runtime.billing.balances(sub)).subscription).toBe(after);
   });
 
@@ -92,7 +112,10 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('MCP gateway on two instances', () => {
     expect(names).toContain('greeting');
     expect(names.filter((n) => n.startsWith('every__') && n !== 'every__echo')).toEqual([]);
     expect(textOf(await client.callTool({ name: 'every__echo', arguments: { message: 'key' } }))).toBe('Echo: key');
-    const refused = await client.callTool({ name: 'every__get-sum', arguments: { a: 1, b: 2 } }).then(() => 'answered', (e: Error) => e.message);
+    const refused = await client.callTool({ name: 'every__get-sum', arguments: { a: 1, b: 2 } }).then(
+      () => 'answered',
+      (e: Error) => e.message,
+    );
     expect(refused).toMatch(/unknown tool: every__get-sum/);
     const listed = await rpcCall<{ tools: Array<{ name: string }> }>(a.url, key, 'gateway.listTools');
     expect(listed.result!.tools.map((t) => t.name)).toEqual(['every__echo']);
@@ -113,11 +136,15 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('MCP gateway on two instances', () => {
     const message = during.error?.message ?? textOf(during.result);
     expect(message).toMatch(/MCP server "every" is unavailable/);
     // Instance b's own upstream process was never touched.
-    expect(textOf((await rpcCall(b.url, user, 'gateway.callTool', { server: 'every', tool: 'echo', arguments: { message: 'b' } })).result)).toBe('Echo: b');
+    expect(
+      textOf((await rpcCall(b.url, user, 'gateway.callTool', { server: 'every', tool: 'echo', arguments: { message: 'b' } })).result),
+    ).toBe('Echo: b');
     await waitFor(() => a.runtime.gateway.status().find((s) => s.name === 'every')!.state === 'ready', { timeoutMs: 10_000 });
     const newPid = a.runtime.gateway.status().find((s) => s.name === 'every')!.pid;
     expect(newPid).not.toBe(pid);
-    expect(textOf((await rpcCall(a.url, user, 'gateway.callTool', { server: 'every', tool: 'echo', arguments: { message: 'back' } })).result)).toBe('Echo: back');
+    expect(
+      textOf((await rpcCall(a.url, user, 'gateway.callTool', { server: 'every', tool: 'echo', arguments: { message: 'back' } })).result),
+    ).toBe('Echo: back');
   });
 
   it('a remote server an administrator adds on one instance serves on the other within a second; stdio is refused', async () => {
@@ -126,7 +153,9 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('MCP gateway on two instances', () => {
     const t0 = Date.now();
     await waitFor(() => b.runtime.gateway.status().some((s) => s.name === 'web' && s.state === 'ready'), { timeoutMs: 5000 });
     expect(Date.now() - t0).toBeLessThan(3000);
-    expect(textOf((await rpcCall(b.url, user, 'gateway.callTool', { server: 'web', tool: 'echo', arguments: { message: 'added' } })).result)).toBe('Echo: added');
+    expect(
+      textOf((await rpcCall(b.url, user, 'gateway.callTool', { server: 'web', tool: 'echo', arguments: { message: 'added' } })).result),
+    ).toBe('Echo: added');
     const stdio = await rpcCall(a.url, admin, 'gateway.addServer', { name: 'evil', server: { command: 'sh', args: ['-c', 'id'] } });
     expect(stdio.error?.message).toMatch(/stdio servers come only from the config file/);
     const byUser = await rpcCall(a.url, user, 'gateway.addServer', { name: 'web2', server: { type: 'http', url: http.url } });

@@ -30,7 +30,15 @@ beforeAll(async () => {
     startTestServer({
       mcp: { auth: { authType: 'none' } },
       gateway: { maxResultBytes: 4096 },
-      mcpServers: { ...upstreams('search'), slow: { command: process.execPath, args: [EVERYTHING, 'stdio'], timeoutMs: 1000, tools: { allow: ['trigger-long-running-operation', 'get-tiny-image', 'echo'] } } },
+      mcpServers: {
+        ...upstreams('search'),
+        slow: {
+          command: process.execPath,
+          args: [EVERYTHING, 'stdio'],
+          timeoutMs: 1000,
+          tools: { allow: ['trigger-long-running-operation', 'get-tiny-image', 'echo'] },
+        },
+      },
     }),
     startTestServer({ mcp: { auth: { authType: 'none' } }, mcpServers: upstreams('tools') }),
   ]);
@@ -52,25 +60,33 @@ async function client(server: TestServer): Promise<LegacyClient> {
   return c;
 }
 
-const textOf = (r: unknown) => ((r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '');
+const textOf = (r: unknown) => (r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '';
 
 describe('tool search (expose: search)', () => {
-  it('lists search_tools and call_tool instead of the servers\' tools; other servers stay listed', async () => {
+  it("lists search_tools and call_tool instead of the servers' tools; other servers stay listed", async () => {
     const names = (await (await client(searching)).listTools()).tools.map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['search_tools', 'call_tool', 'slow__echo']));
     expect(names.filter((n) => n.startsWith('big__') || n.startsWith('files__'))).toEqual([]);
   });
 
-  it('search_tools ranks matching tools with their schemas; call_tool calls one; a listed server\'s tool is not reachable through call_tool', async () => {
+  it("search_tools ranks matching tools with their schemas; call_tool calls one; a listed server's tool is not reachable through call_tool", async () => {
     const c = await client(searching);
-    const found = (await c.callTool({ name: 'search_tools', arguments: { query: 'list directory', limit: 3 } })) as unknown as { structuredContent: { tools: Array<{ name: string; inputSchema: Record<string, unknown> }> } };
+    const found = (await c.callTool({ name: 'search_tools', arguments: { query: 'list directory', limit: 3 } })) as unknown as {
+      structuredContent: { tools: Array<{ name: string; inputSchema: Record<string, unknown> }> };
+    };
     expect(found.structuredContent.tools[0]!.name).toBe('files__list_directory');
     expect(found.structuredContent.tools[0]!.inputSchema).toMatchObject({ type: 'object', properties: { path: expect.any(Object) } });
-    const echo = (await c.callTool({ name: 'search_tools', arguments: { query: 'echo' } })) as unknown as { structuredContent: { tools: Array<{ name: string }> } };
+    const echo = (await c.callTool({ name: 'search_tools', arguments: { query: 'echo' } })) as unknown as {
+      structuredContent: { tools: Array<{ name: string }> };
+    };
     expect(echo.structuredContent.tools.map((t) => t.name)).toContain('big__echo');
     expect(echo.structuredContent.tools.map((t) => t.name)).not.toContain('slow__echo');
-    expect(textOf(await c.callTool({ name: 'call_tool', arguments: { name: 'big__echo', arguments: { message: 'found' } } }))).toBe('Echo: found');
-    const listed = (await c.callTool({ name: 'call_tool', arguments: { name: 'slow__echo', arguments: { message: 'x' } } })) as { isError?: boolean };
+    expect(textOf(await c.callTool({ name: 'call_tool', arguments: { name: 'big__echo', arguments: { message: 'found' } } }))).toBe(
+      'Echo: found',
+    );
+    const listed = (await c.callTool({ name: 'call_tool', arguments: { name: 'slow__echo', arguments: { message: 'x' } } })) as {
+      isError?: boolean;
+    };
     expect(listed.isError).toBe(true);
     expect(textOf(listed)).toMatch(/unknown tool: slow__echo/);
   });
@@ -83,7 +99,9 @@ describe('tool search (expose: search)', () => {
     const search = (await (await client(searching)).listTools()).tools.filter((t) => t.name === 'search_tools' || t.name === 'call_tool');
     const withTools = tokens(all);
     const withSearch = tokens(search);
-    console.log(`tools/list upstream part: ${all.length} tools ≈ ${withTools} tokens listed; search_tools + call_tool ≈ ${withSearch} tokens (our own ${ownTools.length} tools ≈ ${tokens(ownTools)} tokens either way)`);
+    console.log(
+      `tools/list upstream part: ${all.length} tools ≈ ${withTools} tokens listed; search_tools + call_tool ≈ ${withSearch} tokens (our own ${ownTools.length} tools ≈ ${tokens(ownTools)} tokens either way)`,
+    );
     expect(all.length).toBeGreaterThan(20);
     expect(withSearch * 5).toBeLessThan(withTools);
   });
@@ -93,7 +111,9 @@ describe('isolation', () => {
   it('a call past timeoutMs is a clear tool error within about that time; the upstream keeps serving', async () => {
     const c = await client(searching);
     const started = Date.now();
-    const r = (await c.callTool({ name: 'slow__trigger-long-running-operation', arguments: { duration: 5, steps: 5 } })) as { isError?: boolean };
+    const r = (await c.callTool({ name: 'slow__trigger-long-running-operation', arguments: { duration: 5, steps: 5 } })) as {
+      isError?: boolean;
+    };
     expect(Date.now() - started).toBeLessThan(2500);
     expect(r.isError).toBe(true);
     expect(textOf(r)).toMatch(/MCP server "slow" did not answer tools\/call trigger-long-running-operation within 1000 ms/);
@@ -110,11 +130,22 @@ describe('isolation', () => {
   it('a cancelled call is given up at once and the upstream serves the next call', async () => {
     const c = await client(searching);
     const ac = new AbortController();
-    const pending = c.callTool({ name: 'call_tool', arguments: { name: 'big__trigger-long-running-operation', arguments: { duration: 5, steps: 5 } } }, undefined, { signal: ac.signal }).then(() => 'answered', (e: Error) => e.name);
+    const pending = c
+      .callTool(
+        { name: 'call_tool', arguments: { name: 'big__trigger-long-running-operation', arguments: { duration: 5, steps: 5 } } },
+        undefined,
+        { signal: ac.signal },
+      )
+      .then(
+        () => 'answered',
+        (e: Error) => e.name,
+      );
     setTimeout(() => ac.abort(), 300);
     const started = Date.now();
     expect(await pending).not.toBe('answered');
     expect(Date.now() - started).toBeLessThan(1500);
-    expect(textOf(await c.callTool({ name: 'call_tool', arguments: { name: 'big__echo', arguments: { message: 'after' } } }))).toBe('Echo: after');
+    expect(textOf(await c.callTool({ name: 'call_tool', arguments: { name: 'big__echo', arguments: { message: 'after' } } }))).toBe(
+      'Echo: after',
+    );
   });
 });

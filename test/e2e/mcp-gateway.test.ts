@@ -66,7 +66,7 @@ async function legacy(): Promise<LegacyClient> {
   return client;
 }
 
-const textOf = (r: unknown) => ((r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '');
+const textOf = (r: unknown) => (r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '';
 
 describe('MCP gateway: upstream tools on /mcp', () => {
   for (const revision of ['2026-07-28', '2025-11-25'] as const) {
@@ -92,14 +92,22 @@ describe('MCP gateway: upstream tools on /mcp', () => {
       expect(textOf(await client.callTool({ name: 'web__echo', arguments: { message: 'over http' } }))).toBe('Echo: over http');
       const fileText = textOf(await client.callTool({ name: 'fs__read_text_file', arguments: { path: path.join(dir, 'hello.txt') } }));
       expect(fileText).toContain('hello from the filesystem server');
-      const s = (await client.callTool({ name: 'every__get-structured-content', arguments: { location: 'New York' } })) as { structuredContent?: Record<string, unknown> };
+      const s = (await client.callTool({ name: 'every__get-structured-content', arguments: { location: 'New York' } })) as {
+        structuredContent?: Record<string, unknown>;
+      };
       expect(s.structuredContent).toMatchObject({ temperature: expect.any(Number) });
     });
 
     it(`${revision}: a denied or unknown upstream tool is refused like an unknown tool`, async () => {
       const client = revision === '2026-07-28' ? await modern() : await legacy();
-      const denied = await client.callTool({ name: 'web__trigger-long-running-operation', arguments: {} }).then(() => 'answered', (e: Error) => e.message);
-      const unknown = await client.callTool({ name: 'nope__echo', arguments: {} }).then(() => 'answered', (e: Error) => e.message);
+      const denied = await client.callTool({ name: 'web__trigger-long-running-operation', arguments: {} }).then(
+        () => 'answered',
+        (e: Error) => e.message,
+      );
+      const unknown = await client.callTool({ name: 'nope__echo', arguments: {} }).then(
+        () => 'answered',
+        (e: Error) => e.message,
+      );
       expect(denied).toMatch(/unknown tool: web__trigger-long-running-operation/);
       expect(unknown).toMatch(/unknown tool: nope__echo/);
     });
@@ -123,7 +131,10 @@ describe('MCP gateway: upstream tools on /mcp', () => {
       const seen: number[] = [];
       const onprogress = (p: { progress: number }) => void seen.push(p.progress);
       const params = { name: 'every__trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } };
-      const r = client instanceof ModernClient ? await client.callTool(params, { onprogress }) : await client.callTool(params, undefined, { onprogress });
+      const r =
+        client instanceof ModernClient
+          ? await client.callTool(params, { onprogress })
+          : await client.callTool(params, undefined, { onprogress });
       expect(textOf(r)).toMatch(/completed/i);
       expect(seen.length).toBeGreaterThanOrEqual(2);
     });
@@ -133,7 +144,11 @@ describe('MCP gateway: upstream tools on /mcp', () => {
 describe('MCP gateway: /rpc and /trpc', () => {
   it('gateway.listServers, listTools and callTool over JSON-RPC', async () => {
     const call = async (method: string, params?: unknown) => {
-      const res = await server.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+      const res = await server.fetch('/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
       return (await res.json()) as { result?: any; error?: any };
     };
     const servers = await call('gateway.listServers');
@@ -142,7 +157,11 @@ describe('MCP gateway: /rpc and /trpc', () => {
     expect(tools.result.tools.map((t: { name: string }) => t.name).sort()).toEqual(['fs__list_directory', 'fs__read_text_file']);
     const r = await call('gateway.callTool', { server: 'web', tool: 'get-sum', arguments: { a: 2, b: 3 } });
     expect(textOf(r.result)).toContain('5');
-    const denied = await call('gateway.callTool', { server: 'fs', tool: 'write_file', arguments: { path: path.join(dir, 'x'), content: 'x' } });
+    const denied = await call('gateway.callTool', {
+      server: 'fs',
+      tool: 'write_file',
+      arguments: { path: path.join(dir, 'x'), content: 'x' },
+    });
     expect(denied.error?.message).toMatch(/unknown tool: fs__write_file/);
   });
 

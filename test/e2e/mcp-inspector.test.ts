@@ -52,7 +52,16 @@ describe('MCP Inspector CLI', () => {
   });
 
   it('tools/call, prompts/list and prompts/get with authType none', async () => {
-    const call = await inspector(`${open.url}/mcp`, ['--method', 'tools/call', '--tool-name', 'greeting', '--tool-arg', 'name=Ada', '--tool-arg', 'language=de']);
+    const call = await inspector(`${open.url}/mcp`, [
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'greeting',
+      '--tool-arg',
+      'name=Ada',
+      '--tool-arg',
+      'language=de',
+    ]);
     expect(call.code, call.err).toBe(0);
     expect(JSON.parse(JSON.parse(call.out).content[0].text)).toEqual({ greeting: 'Hallo, Ada!', language: 'de' });
 
@@ -60,7 +69,15 @@ describe('MCP Inspector CLI', () => {
     expect(prompts.code, prompts.err).toBe(0);
     expect(JSON.parse(prompts.out).prompts.map((p: { name: string }) => p.name)).toContain('codeReviewPrompt');
 
-    const get = await inspector(`${open.url}/mcp`, ['--method', 'prompts/get', '--prompt-name', 'codeReviewPrompt', '--prompt-args', 'code=x=1', 'language=python']);
+    const get = await inspector(`${open.url}/mcp`, [
+      '--method',
+      'prompts/get',
+      '--prompt-name',
+      'codeReviewPrompt',
+      '--prompt-args',
+      'code=x=1',
+      'language=python',
+    ]);
     expect(get.code, get.err).toBe(0);
     expect(JSON.parse(get.out).messages[0].content.text).toMatch(/Review the following python code/);
   });

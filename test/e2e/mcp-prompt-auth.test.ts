@@ -20,8 +20,21 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 async function session(token?: string) {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) };
-  const init = await s.fetch('/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) });
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+  };
+  const init = await s.fetch('/mcp', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    }),
+  });
   expect(init.status).toBe(200);
   await init.text();
   const h = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
@@ -37,7 +50,12 @@ describe('MCP prompts backed by protected procedures', () => {
 
     const token = await mintDevToken({ secret: SECRET, sub: 'ada' });
     const signedIn = await session(token);
-    const ok = await signedIn({ jsonrpc: '2.0', id: 2, method: 'prompts/get', params: { name: 'briefing', arguments: { topic: 'launch' } } });
+    const ok = await signedIn({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'prompts/get',
+      params: { name: 'briefing', arguments: { topic: 'launch' } },
+    });
     expect(ok.status).toBe(200);
     expect(await ok.text()).toContain('Brief ada on launch');
   });
@@ -46,13 +64,27 @@ describe('MCP prompts backed by protected procedures', () => {
 describe('MCP session binding', () => {
   it('an anonymous session is claimed by the first identity that uses it; others get 404', async () => {
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const init = await s.fetch('/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) });
+    const init = await s.fetch('/mcp', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
     await init.text();
     const sid = init.headers.get('mcp-session-id')!;
     const as = (token?: string) =>
       s.fetch('/mcp', {
         method: 'POST',
-        headers: { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        headers: {
+          ...headers,
+          'mcp-session-id': sid,
+          'mcp-protocol-version': '2025-06-18',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       });
     const ada = await mintDevToken({ secret: SECRET, sub: 'ada' });

@@ -24,7 +24,9 @@ let token: string;
 const clients: Client[] = [];
 
 async function connect(): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
   const client = new Client({ name: 'outage-e2e', version: '1' });
   await client.connect(transport);
   clients.push(client);
@@ -46,7 +48,8 @@ async function storedEvents(): Promise<number> {
   r.on('error', () => undefined);
   try {
     await r.connect();
-    return (await r.keys('outage:kv:mcp:ev:*')).filter((k) => !k.endsWith(':seq') && !k.endsWith(':bytes') && !k.includes(':total:')).length;
+    return (await r.keys('outage:kv:mcp:ev:*')).filter((k) => !k.endsWith(':seq') && !k.endsWith(':bytes') && !k.includes(':total:'))
+      .length;
   } finally {
     r.disconnect();
   }
@@ -102,7 +105,11 @@ describe.skipIf(!redisServer.ok)('/mcp during a Redis outage', () => {
 
   it('recovers without a restart: answers and stored events once Redis is back', async () => {
     await redis.start();
-    await waitFor(async () => (await s.fetch('/health/ready')).status === 200, { timeoutMs: 6000, intervalMs: 100, what: '/health/ready after Redis returned' });
+    await waitFor(async () => (await s.fetch('/health/ready')).status === 200, {
+      timeoutMs: 6000,
+      intervalMs: 100,
+      what: '/health/ready after Redis returned',
+    });
     const before = await storedEvents();
     const client = await connect();
     expect(JSON.stringify(await client.callTool({ name: 'echo', arguments: { message: 'after' } }))).toContain('after');

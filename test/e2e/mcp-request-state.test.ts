@@ -30,7 +30,11 @@ const config = {
   jwt: { secret: 'request-state-e2e-secret-0123456789abcdef' },
   customRouters: { rs: router({ approve: twoRounds('approve'), wipe: twoRounds('wipe') }) },
 };
-const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'rs', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'rs', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
 
 let a: { url: string; stop(): Promise<void> };
 let b: { url: string; stop(): Promise<void> };
@@ -48,14 +52,32 @@ afterAll(async () => {
 });
 
 let ids = 0;
-async function toolsCall(url: string, name: string, args: Record<string, unknown>, requestState?: string): Promise<{ result?: any; error?: { code: number; message: string } }> {
+async function toolsCall(
+  url: string,
+  name: string,
+  args: Record<string, unknown>,
+  requestState?: string,
+): Promise<{ result?: any; error?: { code: number; message: string } }> {
   const res = await fetch(`${url}/mcp`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name, arguments: args, ...(requestState ? { requestState } : {}), _meta: META } }),
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': name,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: ++ids,
+      method: 'tools/call',
+      params: { name, arguments: args, ...(requestState ? { requestState } : {}), _meta: META },
+    }),
   });
   const text = await res.text();
-  const json = res.headers.get('content-type')?.includes('text/event-stream') ? JSON.parse(/^data: (.*)$/m.exec(text)![1]!) : JSON.parse(text);
+  const json = res.headers.get('content-type')?.includes('text/event-stream')
+    ? JSON.parse(/^data: (.*)$/m.exec(text)![1]!)
+    : JSON.parse(text);
   return json;
 }
 
@@ -70,7 +92,9 @@ const REFUSED = { code: -32602, message: 'Invalid or expired requestState' };
 describe('MCP 2026-07-28 requestState bound to caller, tool, arguments, and single use', () => {
   it('the same tool with the same arguments takes it once; a replay is refused', async () => {
     const state = await firstRound(a.url, 'approve', { job: 'deploy' });
-    expect((await toolsCall(a.url, 'approve', { job: 'deploy' }, state)).result?.content?.[0]?.text).toBe('approve ran deploy (sealed by approve)');
+    expect((await toolsCall(a.url, 'approve', { job: 'deploy' }, state)).result?.content?.[0]?.text).toBe(
+      'approve ran deploy (sealed by approve)',
+    );
     expect((await toolsCall(a.url, 'approve', { job: 'deploy' }, state)).error).toMatchObject(REFUSED);
   });
 
@@ -78,7 +102,9 @@ describe('MCP 2026-07-28 requestState bound to caller, tool, arguments, and sing
     const state = await firstRound(a.url, 'approve', { job: 'deploy' });
     expect((await toolsCall(a.url, 'wipe', { job: 'deploy' }, state)).error).toMatchObject(REFUSED);
     expect((await toolsCall(a.url, 'approve', { job: 'deploy-everything' }, state)).error).toMatchObject(REFUSED);
-    expect((await toolsCall(a.url, 'approve', { job: 'deploy' }, state)).result?.content?.[0]?.text).toBe('approve ran deploy (sealed by approve)');
+    expect((await toolsCall(a.url, 'approve', { job: 'deploy' }, state)).result?.content?.[0]?.text).toBe(
+      'approve ran deploy (sealed by approve)',
+    );
   });
 
   it('used on one instance, refused on another sharing the store', async () => {
@@ -90,7 +116,9 @@ describe('MCP 2026-07-28 requestState bound to caller, tool, arguments, and sing
 
   it('instances that share the key but not a store each accept it once (the store bounds replays: share one across instances)', async () => {
     const state = await firstRound(a.url, 'approve', { job: 'y' });
-    expect((await toolsCall(separate.url, 'approve', { job: 'y' }, state)).result?.content?.[0]?.text).toBe('approve ran y (sealed by approve)');
+    expect((await toolsCall(separate.url, 'approve', { job: 'y' }, state)).result?.content?.[0]?.text).toBe(
+      'approve ran y (sealed by approve)',
+    );
     expect((await toolsCall(separate.url, 'approve', { job: 'y' }, state)).error).toMatchObject(REFUSED);
   });
 });

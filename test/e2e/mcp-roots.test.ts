@@ -41,7 +41,9 @@ describe('MCP roots', () => {
     clients.push(client);
 
     await expect.poll(() => asked, { timeout: 3000 }).toBe(1);
-    await expect.poll(async () => (await listWorkspaces(client)).filter((w) => w.source === 'mcp-roots').map((w) => w.uri)).toEqual(['file:///home/ann/project']);
+    await expect
+      .poll(async () => (await listWorkspaces(client)).filter((w) => w.source === 'mcp-roots').map((w) => w.uri))
+      .toEqual(['file:///home/ann/project']);
 
     roots = [
       { uri: 'file:///home/ann/project', name: 'project' },

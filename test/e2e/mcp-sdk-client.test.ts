@@ -24,16 +24,17 @@ const testRouter = router({
   slow: publicProcedure
     .meta({ description: 'Waits until cancelled', mcp: {} })
     .input(z.object({}).default({}))
-    .mutation(({ ctx }) =>
-      new Promise((_, reject) => {
-        slowStarted();
-        const timer = setTimeout(() => reject(new CoreError('INTERNAL', 'not cancelled')), 10_000);
-        ctx.req.signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          cancelObserved('aborted');
-          reject(new CoreError('CANCELLED', 'cancelled'));
-        });
-      }),
+    .mutation(
+      ({ ctx }) =>
+        new Promise((_, reject) => {
+          slowStarted();
+          const timer = setTimeout(() => reject(new CoreError('INTERNAL', 'not cancelled')), 10_000);
+          ctx.req.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            cancelObserved('aborted');
+            reject(new CoreError('CANCELLED', 'cancelled'));
+          });
+        }),
     ),
   logAll: publicProcedure
     .meta({ description: 'Logs at every level', mcp: {} })
@@ -87,11 +88,18 @@ async function connect(capabilities: Record<string, unknown> = {}, onStream?: ()
   return client;
 }
 
-const textOf = (r: unknown) => ((r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '');
+const textOf = (r: unknown) => (r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '';
 
 beforeAll(async () => {
   srv = await startTestServer({ mcp: { auth: { authType: 'none' } }, customRouters: { t: testRouter } });
-  srv.server.ready().then((rt) => rt.resources.register({ uri: 'memo://today', name: 'today', mimeType: 'text/plain', read: () => ({ content: 'memo', mimeType: 'text/plain' }) }));
+  srv.server.ready().then((rt) =>
+    rt.resources.register({
+      uri: 'memo://today',
+      name: 'today',
+      mimeType: 'text/plain',
+      read: () => ({ content: 'memo', mimeType: 'text/plain' }),
+    }),
+  );
   await srv.server.ready();
 });
 afterAll(async () => {
@@ -104,7 +112,9 @@ describe('prompts', () => {
     const client = await connect();
     const { prompts } = await client.listPrompts();
     const names = prompts.map((p) => p.name);
-    expect(names).toEqual(expect.arrayContaining(['apiDocumentationPrompt', 'codeReviewPrompt', 'explainConceptPrompt', 'incidentResponsePrompt']));
+    expect(names).toEqual(
+      expect.arrayContaining(['apiDocumentationPrompt', 'codeReviewPrompt', 'explainConceptPrompt', 'incidentResponsePrompt']),
+    );
     const explain = prompts.find((p) => p.name === 'explainConceptPrompt')!;
     expect(explain.arguments).toEqual(
       expect.arrayContaining([
@@ -117,29 +127,48 @@ describe('prompts', () => {
 
   it('prompts/get renders with arguments; missing or invalid ones are -32602', async () => {
     const client = await connect();
-    const r = await client.getPrompt({ name: 'explainConceptPrompt', arguments: { concept: 'monads', level: 'beginner', includeExamples: 'no' } });
+    const r = await client.getPrompt({
+      name: 'explainConceptPrompt',
+      arguments: { concept: 'monads', level: 'beginner', includeExamples: 'no' },
+    });
     expect(r.messages[0]).toMatchObject({ role: 'user', content: { type: 'text' } });
     expect(JSON.stringify(r.messages)).toContain('monads');
     expect(JSON.stringify(r.messages)).toContain('Do not include examples');
     await expect(client.getPrompt({ name: 'explainConceptPrompt', arguments: { concept: 'x' } })).rejects.toMatchObject({ code: -32602 });
-    await expect(client.getPrompt({ name: 'explainConceptPrompt', arguments: { concept: 'x', level: 'guru' } })).rejects.toMatchObject({ code: -32602 });
+    await expect(client.getPrompt({ name: 'explainConceptPrompt', arguments: { concept: 'x', level: 'guru' } })).rejects.toMatchObject({
+      code: -32602,
+    });
     await expect(client.getPrompt({ name: 'nope' })).rejects.toMatchObject({ code: -32602 });
   });
 
   it('completion/complete offers enum values by prefix', async () => {
     const client = await connect();
-    const r = await client.complete({ ref: { type: 'ref/prompt', name: 'incidentResponsePrompt' }, argument: { name: 'severity', value: 'h' } });
+    const r = await client.complete({
+      ref: { type: 'ref/prompt', name: 'incidentResponsePrompt' },
+      argument: { name: 'severity', value: 'h' },
+    });
     expect(r.completion.values).toEqual(['high']);
-    const all = await client.complete({ ref: { type: 'ref/prompt', name: 'explainConceptPrompt' }, argument: { name: 'level', value: '' } });
+    const all = await client.complete({
+      ref: { type: 'ref/prompt', name: 'explainConceptPrompt' },
+      argument: { name: 'level', value: '' },
+    });
     expect(all.completion).toMatchObject({ values: ['beginner', 'intermediate', 'advanced'], total: 3, hasMore: false });
   });
 
   it('a prompt registered at run time appears and is rendered', async () => {
     const rt = await srv.server.ready();
-    rt.prompts.register({ name: 'ops-greeting', description: 'greets', arguments: [{ name: 'who', required: true }], get: (a) => ({ messages: [{ role: 'user', content: { type: 'text', text: `hi ${a.who}` } }] }) });
+    rt.prompts.register({
+      name: 'ops-greeting',
+      description: 'greets',
+      arguments: [{ name: 'who', required: true }],
+      get: (a) => ({ messages: [{ role: 'user', content: { type: 'text', text: `hi ${a.who}` } }] }),
+    });
     const client = await connect();
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toContain('ops-greeting');
-    expect((await client.getPrompt({ name: 'ops-greeting', arguments: { who: 'ann' } })).messages[0]!.content).toEqual({ type: 'text', text: 'hi ann' });
+    expect((await client.getPrompt({ name: 'ops-greeting', arguments: { who: 'ann' } })).messages[0]!.content).toEqual({
+      type: 'text',
+      text: 'hi ann',
+    });
   });
 });
 
@@ -148,12 +177,19 @@ describe('resources', () => {
     const client = await connect();
     const { resources } = await client.listResources();
     expect(resources).toContainEqual(expect.objectContaining({ uri: 'memo://today', name: 'today' }));
-    expect((await client.readResource({ uri: 'memo://today' })).contents[0]).toEqual({ uri: 'memo://today', mimeType: 'text/plain', text: 'memo' });
+    expect((await client.readResource({ uri: 'memo://today' })).contents[0]).toEqual({
+      uri: 'memo://today',
+      mimeType: 'text/plain',
+      text: 'memo',
+    });
     const { resourceTemplates } = await client.listResourceTemplates();
     expect(resourceTemplates).toContainEqual(expect.objectContaining({ uriTemplate: 'notes://{id}', name: 'notes' }));
     expect((await client.readResource({ uri: 'notes://42' })).contents[0]).toMatchObject({ text: 'note 42' });
     // SEP-2164: resource not found is -32602 with the URI in data.
-    await expect(client.readResource({ uri: 'file:///etc/passwd' })).rejects.toMatchObject({ code: -32602, data: { uri: 'file:///etc/passwd' } });
+    await expect(client.readResource({ uri: 'file:///etc/passwd' })).rejects.toMatchObject({
+      code: -32602,
+      data: { uri: 'file:///etc/passwd' },
+    });
   });
 
   it('subscribe delivers notifications/resources/updated; unsubscribe stops them', async () => {
@@ -172,12 +208,20 @@ describe('resources', () => {
     rt.resources.notifyUpdated('memo://today');
     // A barrier instead of a pause: an update sent after the one that must not arrive, on the same
     // stream. Once it is here, the earlier one would have been too.
-    rt.resources.register({ uri: 'memo://barrier', name: 'barrier', mimeType: 'text/plain', read: () => ({ content: 'b', mimeType: 'text/plain' }) });
+    rt.resources.register({
+      uri: 'memo://barrier',
+      name: 'barrier',
+      mimeType: 'text/plain',
+      read: () => ({ content: 'b', mimeType: 'text/plain' }),
+    });
     await client.subscribeResource({ uri: 'memo://barrier' });
     rt.resources.notifyUpdated('memo://barrier');
     await expect.poll(() => updates.at(-1)).toBe('memo://barrier');
     expect(updates).toEqual(['memo://today', 'memo://barrier']);
-    await expect(client.subscribeResource({ uri: 'memo://missing' })).rejects.toMatchObject({ code: -32602, data: { uri: 'memo://missing' } });
+    await expect(client.subscribeResource({ uri: 'memo://missing' })).rejects.toMatchObject({
+      code: -32602,
+      data: { uri: 'memo://missing' },
+    });
   });
 });
 
@@ -233,7 +277,11 @@ describe('tools', () => {
 
   it('sampling and elicitation reach a client that declared them', async () => {
     const client = await connect({ sampling: {}, elicitation: {} });
-    client.setRequestHandler(CreateMessageRequestSchema, () => ({ role: 'assistant', content: { type: 'text', text: 'hi!' }, model: 'm1' }));
+    client.setRequestHandler(CreateMessageRequestSchema, () => ({
+      role: 'assistant',
+      content: { type: 'text', text: 'hi!' },
+      model: 'm1',
+    }));
     client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { ok: true } }));
     expect(textOf(await client.callTool({ name: 'ask', arguments: { kind: 'sampling' } }))).toBe('m1: hi!');
     expect(textOf(await client.callTool({ name: 'ask', arguments: { kind: 'elicitation' } }))).toBe('accept:true');

@@ -53,7 +53,11 @@ beforeAll(async () => {
   // Anonymous sessions from one address: the per-address and anonymous budgets are raised so
   // that only what a session keeps is measured.
   server = await startTestServer({
-    mcp: { auth: { authType: 'none' }, rateLimiting: { enabled: false }, budgets: { sessionsPerAddress: 10_000, maxAnonymousSessions: 10_000 } },
+    mcp: {
+      auth: { authType: 'none' },
+      rateLimiting: { enabled: false },
+      budgets: { sessionsPerAddress: 10_000, maxAnonymousSessions: 10_000 },
+    },
   });
   url = server.url + '/mcp';
 });
@@ -91,7 +95,10 @@ describe('MCP sessions that walk away', () => {
 
 describe('the session cap', () => {
   it('closes the least recently used idle session for a new client instead of answering 503', async () => {
-    const runtime = await createRuntime(resolveConfig({ mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } } }), { storage: new MemoryStorage() });
+    const runtime = await createRuntime(
+      resolveConfig({ mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } } }),
+      { storage: new MemoryStorage() },
+    );
     const handler = new McpHandler(runtime, { maxSessions: 3, maxLiveSessions: 1, parkIdleMs: 2000 });
     const app = new Hono();
     app.all('/mcp', handler.handle);

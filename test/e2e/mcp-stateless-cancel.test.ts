@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStorage } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, mcpClient, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  mcpClient,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Stateless MCP (mcp.sessionMode 'stateless'): a client cancels a call with
@@ -27,7 +37,12 @@ describe('stateless MCP: notifications/cancelled reaches the running call', () =
   const rawPost = (token: string, body: unknown) =>
     fetch(gw.url + '/mcp', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify(body),
     });
 
@@ -58,10 +73,14 @@ describe('stateless MCP: notifications/cancelled reaches the running call', () =
     await creditTokens(gw.url, admin, sub, 10_000, `${sub}-credit`);
     const owner = await tokenFor(sub);
     const slow = { ...hang, content: 'please [[upstream:latency=600]]' };
-    const call = rawPost(owner, { jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'generateText', arguments: slow } }).then((r) => r.json());
+    const call = rawPost(owner, { jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'generateText', arguments: slow } }).then(
+      (r) => r.json(),
+    );
     await waitFor(async () => (await holds()) === 1, { timeoutMs: 5000 });
     const other = await tokenFor('sc-other');
-    expect((await rawPost(other, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 77, reason: 'not yours' } })).status).toBe(202);
+    expect(
+      (await rawPost(other, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 77, reason: 'not yours' } })).status,
+    ).toBe(202);
     const answer = (await call) as { result?: { isError?: boolean; content: Array<{ text: string }> } };
     expect(answer.result?.isError).toBeFalsy();
     expect(JSON.parse(answer.result!.content[0]!.text)).toMatchObject({ success: true });
@@ -72,7 +91,10 @@ describe('stateless MCP: notifications/cancelled reaches the running call', () =
     await creditTokens(gw.url, admin, sub, 10_000, `${sub}-credit`);
     const token = await tokenFor(sub);
     const slow = { ...hang, content: 'please [[upstream:latency=600]]' };
-    const call = () => rawPost(token, { jsonrpc: '2.0', id: 88, method: 'tools/call', params: { name: 'generateText', arguments: slow } }).then((r) => r.json());
+    const call = () =>
+      rawPost(token, { jsonrpc: '2.0', id: 88, method: 'tools/call', params: { name: 'generateText', arguments: slow } }).then((r) =>
+        r.json(),
+      );
     const calls = [call(), call()];
     await waitFor(async () => (await holds()) === 2, { timeoutMs: 5000 });
     await rawPost(token, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 88 } });

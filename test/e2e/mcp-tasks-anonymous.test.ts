@@ -19,14 +19,15 @@ const waitRouter = router({
   wait: publicProcedure
     .meta({ description: 'Waits', longRunning: true, mcp: { public: true } })
     .input(z.object({ ms: z.number().int().max(30_000).default(30_000) }))
-    .mutation(({ ctx, input }) =>
-      new Promise((resolve) => {
-        const timer = setTimeout(() => resolve('done'), input.ms);
-        ctx.req.signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve('cancelled');
-        });
-      }),
+    .mutation(
+      ({ ctx, input }) =>
+        new Promise((resolve) => {
+          const timer = setTimeout(() => resolve('done'), input.ms);
+          ctx.req.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve('cancelled');
+          });
+        }),
     ),
 });
 
@@ -50,11 +51,20 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'anon-tasks', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } } };
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'anon-tasks', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
+};
 let ids = 0;
 
 /** One 2026-07-28 request from `addr` (and `token` when signed in). */
-async function mcp(addr: string, method: string, params: Record<string, unknown>, token?: string): Promise<{ result?: any; error?: { code: number; message: string } }> {
+async function mcp(
+  addr: string,
+  method: string,
+  params: Record<string, unknown>,
+  token?: string,
+): Promise<{ result?: any; error?: { code: number; message: string } }> {
   const res = await fetch(`${server.url}/mcp`, {
     method: 'POST',
     headers: {
@@ -63,7 +73,11 @@ async function mcp(addr: string, method: string, params: Record<string, unknown>
       'mcp-protocol-version': '2026-07-28',
       'mcp-method': method,
       // The 2026 header that mirrors the request's target (a tool's name, a task's id).
-      ...(method === 'tools/call' ? { 'mcp-name': String(params.name) } : method.startsWith('tasks/') ? { 'mcp-name': String(params.taskId) } : {}),
+      ...(method === 'tools/call'
+        ? { 'mcp-name': String(params.name) }
+        : method.startsWith('tasks/')
+          ? { 'mcp-name': String(params.taskId) }
+          : {}),
       'x-forwarded-for': addr,
       ...(token ? { authorization: `Bearer ${token}` } : {}),
     },

@@ -14,10 +14,27 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+} from '@ai-backend/test-utils/services';
 import { publicProcedure, router, type Runtime } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
-import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  gatewayConfig,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const redis = await testRedis();
@@ -38,15 +55,33 @@ const tasksRouter = router({
       if (answer?.action !== 'accept') {
         return {
           resultType: 'input_required',
-          inputRequests: { approve: { method: 'elicitation/create', params: { mode: 'form', message: `Run ${input.job}?`, requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } } } },
+          inputRequests: {
+            approve: {
+              method: 'elicitation/create',
+              params: {
+                mode: 'form',
+                message: `Run ${input.job}?`,
+                requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+              },
+            },
+          },
           requestState: await ctx.mcp!.sealState!({ job: input.job }),
         };
       }
       const state = ctx.mcp?.requestState as { job?: string } | undefined;
-      return { content: [{ type: 'text', text: `ran ${state?.job} (approved: ${answer.content?.ok}, task ${ctx.mcp?.taskId ? 'yes' : 'no'})` }] };
+      return {
+        content: [{ type: 'text', text: `ran ${state?.job} (approved: ${answer.content?.ok}, task ${ctx.mcp?.taskId ? 'yes' : 'no'})` }],
+      };
     }),
 });
-type Task = { taskId: string; status: string; resultType?: string; ttlMs?: number; result?: { content: Array<{ text: string }>; isError?: boolean }; error?: unknown };
+type Task = {
+  taskId: string;
+  status: string;
+  resultType?: string;
+  ttlMs?: number;
+  result?: { content: Array<{ text: string }>; isError?: boolean };
+  error?: unknown;
+};
 
 /**
  * A 2026-07-28 client that speaks Tasks; `target()` picks the instance each HTTP request goes to.
@@ -56,7 +91,10 @@ type Task = { taskId: string; status: string; resultType?: string; ttlMs?: numbe
  * the client with result schemas.
  */
 async function tasksClient(target: () => string, token: string): Promise<TasksClient> {
-  const client = new Client({ name: 'e2e-tasks', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { extensions: { [TASKS]: {} } } });
+  const client = new Client(
+    { name: 'e2e-tasks', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { extensions: { [TASKS]: {} } } },
+  );
   const answers = new Map<unknown, Task>();
   const routed: typeof fetch = async (input, init) => {
     const res = await fetch(String(input instanceof Request ? input.url : input).replace(/^http:\/\/[^/]+/, target()), init);
@@ -67,7 +105,12 @@ async function tasksClient(target: () => string, token: string): Promise<TasksCl
     }
     return res;
   };
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${target()}/mcp`), { fetch: routed, requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${target()}/mcp`), {
+      fetch: routed,
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
   return Object.assign(client, { taskAnswers: answers });
 }
 type TasksClient = Client & { taskAnswers: Map<unknown, Task> };
@@ -91,7 +134,10 @@ async function cancel(c: Client, taskId: string): Promise<Record<string, unknown
 
 async function settled(c: Client, taskId: string): Promise<Task> {
   let last: Task | undefined;
-  await waitFor(async () => ['completed', 'failed', 'cancelled'].includes((last = await get(c, taskId)).status), { timeoutMs: 10_000, what: `task ${taskId} finished` });
+  await waitFor(async () => ['completed', 'failed', 'cancelled'].includes((last = await get(c, taskId)).status), {
+    timeoutMs: 10_000,
+    what: `task ${taskId} finished`,
+  });
   return last!;
 }
 
@@ -126,11 +172,19 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       const onB = await tasksClient(() => b.url, token);
       const before = upstream.requests.length;
 
-      const created = await call(onA, 'generateText', { content: 'please [[upstream:hang]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
+      const created = await call(onA, 'generateText', {
+        content: 'please [[upstream:hang]]',
+        systemPrompt: 's',
+        provider: 'openai',
+        options: { maxTokens: 50 },
+      });
       expect(created).toMatchObject({ resultType: 'task', status: 'working' });
       expect(created.ttlMs).toBeGreaterThan(0);
       // Half-way: the upstream request is out and the caller's tokens are held.
-      await waitFor(async () => upstream.requests.length > before && (await holds()) === 1, { timeoutMs: 5000, what: 'the upstream call started' });
+      await waitFor(async () => upstream.requests.length > before && (await holds()) === 1, {
+        timeoutMs: 5000,
+        what: 'the upstream call started',
+      });
       expect((await get(onB, created.taskId)).status).toBe('working');
 
       expect(await cancel(onB, created.taskId)).toEqual({});
@@ -155,7 +209,12 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       const onA = await tasksClient(() => a.url, token);
       const onB = await tasksClient(() => b.url, token);
 
-      const created = await call(onA, 'generateText', { content: 'hello [[upstream:latency=300]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
+      const created = await call(onA, 'generateText', {
+        content: 'hello [[upstream:latency=300]]',
+        systemPrompt: 's',
+        provider: 'openai',
+        options: { maxTokens: 50 },
+      });
       expect(created).toMatchObject({ resultType: 'task', status: 'working' });
       // What the task keeps in storage: never the arguments (they can carry a BYOK apiKey).
       const stored = (await a.runtime.shared.get(`mcp:task:${created.taskId}`)) as Record<string, unknown>;
@@ -187,7 +246,12 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       await creditTokens(a.url, admin, sub, 10_000, `${sub}-credit`);
       const token = await tokenFor(sub);
       const onA = await tasksClient(() => a.url, token);
-      const created = await call(onA, 'streamText', { content: 'stream please [[upstream:latency=200]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
+      const created = await call(onA, 'streamText', {
+        content: 'stream please [[upstream:latency=200]]',
+        systemPrompt: 's',
+        provider: 'openai',
+        options: { maxTokens: 50 },
+      });
       // Its progress becomes the statusMessage (how far, never text fragments).
       expect(created).toMatchObject({ resultType: 'task', status: 'working' });
       const done = (await settled(onA, created.taskId)) as Task & { statusMessage?: string };
@@ -208,10 +272,19 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       const created = await call(onA, 'approveJob', { job: 'nightly' });
       expect(created).toMatchObject({ resultType: 'task' });
       let parked: Task & { inputRequests?: Record<string, { method: string }> } = created;
-      await waitFor(async () => (parked = await get(onB, created.taskId)).status === 'input_required', { timeoutMs: 5000, what: 'the task asks for input' });
+      await waitFor(async () => (parked = await get(onB, created.taskId)).status === 'input_required', {
+        timeoutMs: 5000,
+        what: 'the task asks for input',
+      });
       expect(parked.inputRequests?.approve?.method).toBe('elicitation/create');
       expect(parked).not.toHaveProperty('requestState');
-      const { _meta, ...ack } = (await onB.request({ method: 'tasks/update', params: { taskId: created.taskId, inputResponses: { approve: { action: 'accept', content: { ok: true } } } } }, Loose)) as Record<string, unknown>;
+      const { _meta, ...ack } = (await onB.request(
+        {
+          method: 'tasks/update',
+          params: { taskId: created.taskId, inputResponses: { approve: { action: 'accept', content: { ok: true } } } },
+        },
+        Loose,
+      )) as Record<string, unknown>;
       expect(ack).toEqual({});
       const done = await settled(onA, created.taskId);
       expect(done.status).toBe('completed');
@@ -221,12 +294,17 @@ function describeCluster(name: string, storage: () => Record<string, unknown> | 
       await onB.close();
     });
 
-    it("another caller cannot read or cancel a task: -32602, as for an unknown id", async () => {
+    it('another caller cannot read or cancel a task: -32602, as for an unknown id', async () => {
       const owner = `tasks-owner-${name.length}`;
       await creditTokens(a.url, admin, owner, 10_000, `${owner}-credit`);
       const mine = await tasksClient(() => a.url, await tokenFor(owner));
       const theirs = await tasksClient(() => b.url, await tokenFor(`tasks-other-${name.length}`));
-      const created = await call(mine, 'generateText', { content: 'hi [[upstream:latency=400]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } });
+      const created = await call(mine, 'generateText', {
+        content: 'hi [[upstream:latency=400]]',
+        systemPrompt: 's',
+        provider: 'openai',
+        options: { maxTokens: 20 },
+      });
       await expect(get(theirs, created.taskId)).rejects.toMatchObject({ code: -32602 });
       await expect(cancel(theirs, created.taskId)).rejects.toMatchObject({ code: -32602 });
       const done = await settled(mine, created.taskId);
@@ -277,8 +355,16 @@ describe.skipIf(!redis.ok)('MCP Tasks: an instance that stops while a task runs'
       const token = await tokenFor('tasks-stop');
       const onStopping = await tasksClient(() => url, token);
       const onOther = await tasksClient(() => other.url, token);
-      const created = await call(onStopping, 'generateText', { content: 'please [[upstream:hang]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 50 } });
-      await waitFor(async () => (await other.runtime.storage.keys('hold:')).length === 1, { timeoutMs: 5000, what: 'the upstream call started' });
+      const created = await call(onStopping, 'generateText', {
+        content: 'please [[upstream:hang]]',
+        systemPrompt: 's',
+        provider: 'openai',
+        options: { maxTokens: 50 },
+      });
+      await waitFor(async () => (await other.runtime.storage.keys('hold:')).length === 1, {
+        timeoutMs: 5000,
+        what: 'the upstream call started',
+      });
       await onStopping.close();
       await stopping.stop();
 

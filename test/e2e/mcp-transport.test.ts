@@ -9,7 +9,16 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { createRuntime, createStorage, MemoryStorage, publicProcedure, resolveConfig, router, type ConfigInput, type Runtime } from '@ai-backend/core/internal';
+import {
+  createRuntime,
+  createStorage,
+  MemoryStorage,
+  publicProcedure,
+  resolveConfig,
+  router,
+  type ConfigInput,
+  type Runtime,
+} from '@ai-backend/core/internal';
 import { McpHandler, type McpHandlerOptions } from '@ai-backend/transports/mcp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Mode } from './helpers/testServer.js';
@@ -46,7 +55,11 @@ const wireRouter = router({
     .mutation(async ({ ctx }) => ctx.mcp?.request('sampling/createMessage', { messages: [], maxTokens: 1 })),
 });
 
-const baseConfig: ConfigInput = { mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } }, customRouters: { wire: wireRouter } };
+const baseConfig: ConfigInput = {
+  mcp: { auth: { authType: 'none' } },
+  monitoring: { logging: { level: 'silent' } },
+  customRouters: { wire: wireRouter },
+};
 
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
@@ -54,7 +67,11 @@ afterAll(async () => {
 });
 
 /** A bare Hono app around an McpHandler with explicit options (what createServer does by default). */
-async function handlerServer(opts: McpHandlerOptions, runtime: Runtime | undefined, mode: Mode): Promise<{ url: string; runtime: Runtime }> {
+async function handlerServer(
+  opts: McpHandlerOptions,
+  runtime: Runtime | undefined,
+  mode: Mode,
+): Promise<{ url: string; runtime: Runtime }> {
   const rt = runtime ?? (await createRuntime(resolveConfig(baseConfig), { storage: new MemoryStorage() }));
   const handler = new McpHandler(rt, opts);
   const app = new Hono();
@@ -135,7 +152,9 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
       cleanups.push(() => srv.stop());
       const s = await openWireSession(`${srv.url}/mcp`);
       const tags = ['a', 'b', 'c', 'd'];
-      const responses = await Promise.all(tags.map((tag, i) => s.post(call(10 + i, 'wait', { ms: 200 - i * 40, tag }, { progressToken: `p${i}` }))));
+      const responses = await Promise.all(
+        tags.map((tag, i) => s.post(call(10 + i, 'wait', { ms: 200 - i * 40, tag }, { progressToken: `p${i}` }))),
+      );
       for (const r of responses) expect(r.headers.get('content-type')).toMatch(/text\/event-stream/);
       const results = await Promise.all(responses.map((r) => readSse(r).then(messagesOf)));
       results.forEach((msgs, i) => {
@@ -167,7 +186,6 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
     expect(JSON.parse(answer.result.content[0].text)).toEqual({ closable: true, answer: 'after reconnect' });
   }
 
-
   describe('resumability (Last-Event-ID)', () => {
     it('memory event store: a call whose stream was closed is answered on the resumed stream', async () => {
       const srv = await startTestServer(baseConfig, mode);
@@ -177,7 +195,9 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
 
     it.skipIf(!testRedisAt.ok)('storage event store on redis: events are written to and replayed from storage', async () => {
       const keyPrefix = `ai-backend-test:mcp-wire:${process.pid}:${randomUUID().slice(0, 8)}:`;
-      const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } }).storage);
+      const storage = await createStorage(
+        resolveConfig({ storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } }).storage,
+      );
       const runtime = await createRuntime(resolveConfig(baseConfig), { storage });
       cleanups.push(async () => {
         for (const key of await storage.keys('')) await storage.delete(key);
@@ -188,42 +208,60 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
       expect((await storage.keys('mcp:ev:')).length).toBeGreaterThan(0);
     });
 
-    it.skipIf(!testRedisAt.ok)('two instances sharing redis: a session opened on one is served, and its stream resumed, by the other', async () => {
-      const keyPrefix = `ai-backend-test:mcp-multi:${process.pid}:${randomUUID().slice(0, 8)}:`;
-      const instance = async () => {
-        const storage = await createStorage(resolveConfig({ storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } }).storage);
-        const runtime = await createRuntime(resolveConfig(baseConfig), { storage });
-        cleanups.push(async () => {
-          for (const key of await storage.keys('')) await storage.delete(key);
-          await runtime.close();
-        });
-        return (await handlerServer({ eventStore: 'storage' }, runtime, mode)).url;
-      };
-      const [a, b] = [await instance(), await instance()];
-      const onA = await openWireSession(a);
-      const onB = { ...onA, url: b, post: (m: unknown, extra?: Record<string, string>) => fetch(b, { method: 'POST', headers: onA.headers(extra), body: JSON.stringify(m) }) };
+    it.skipIf(!testRedisAt.ok)(
+      'two instances sharing redis: a session opened on one is served, and its stream resumed, by the other',
+      async () => {
+        const keyPrefix = `ai-backend-test:mcp-multi:${process.pid}:${randomUUID().slice(0, 8)}:`;
+        const instance = async () => {
+          const storage = await createStorage(
+            resolveConfig({ storage: { type: 'redis', redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } } }).storage,
+          );
+          const runtime = await createRuntime(resolveConfig(baseConfig), { storage });
+          cleanups.push(async () => {
+            for (const key of await storage.keys('')) await storage.delete(key);
+            await runtime.close();
+          });
+          return (await handlerServer({ eventStore: 'storage' }, runtime, mode)).url;
+        };
+        const [a, b] = [await instance(), await instance()];
+        const onA = await openWireSession(a);
+        const onB = {
+          ...onA,
+          url: b,
+          post: (m: unknown, extra?: Record<string, string>) =>
+            fetch(b, { method: 'POST', headers: onA.headers(extra), body: JSON.stringify(m) }),
+        };
 
-      // A call on B with A's session id: B takes the session over from its record.
-      const greet = messagesOf(await readSse(await onB.post(call(1, 'greeting', { name: 'Lb' }))));
-      expect(JSON.parse(greet.find((m) => m.id === 1)!.result.content[0].text).greeting).toBe('Hello, Lb!');
+        // A call on B with A's session id: B takes the session over from its record.
+        const greet = messagesOf(await readSse(await onB.post(call(1, 'greeting', { name: 'Lb' }))));
+        expect(JSON.parse(greet.find((m) => m.id === 1)!.result.content[0].text).greeting).toBe('Hello, Lb!');
 
-      // A stream closed on A is resumed on B from the shared event store.
-      const first = await readSse(await onA.post(call(2, 'poll', { ms: 150 })));
-      await sleep(300); // deliberate, as above: the answer is stored while no stream is open
-      const resumed = await fetch(b, { headers: onA.headers({ accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id! }) });
-      expect(resumed.status).toBe(200);
-      const replay = messagesOf(await readSse(resumed, (ev) => messagesOf(ev).some((m) => m.id === 2)));
-      expect(JSON.parse(replay.find((m) => m.id === 2)!.result.content[0].text).answer).toBe('after reconnect');
+        // A stream closed on A is resumed on B from the shared event store.
+        const first = await readSse(await onA.post(call(2, 'poll', { ms: 150 })));
+        await sleep(300); // deliberate, as above: the answer is stored while no stream is open
+        const resumed = await fetch(b, { headers: onA.headers({ accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id! }) });
+        expect(resumed.status).toBe(200);
+        const replay = messagesOf(await readSse(resumed, (ev) => messagesOf(ev).some((m) => m.id === 2)));
+        expect(JSON.parse(replay.find((m) => m.id === 2)!.result.content[0].text).answer).toBe('after reconnect');
 
-      // An unknown session id is still 404 everywhere.
-      expect((await fetch(b, { method: 'POST', headers: onA.headers({ 'mcp-session-id': randomUUID() }), body: JSON.stringify(call(3, 'ping')) })).status).toBe(404);
-      // DELETE on B ends the session for every instance that has not loaded it yet.
-      expect((await fetch(b, { method: 'DELETE', headers: onA.headers() })).status).toBe(200);
-      const c = await instance();
-      expect((await fetch(c, { method: 'POST', headers: onA.headers(), body: JSON.stringify(call(4, 'ping')) })).status).toBe(404);
-    });
+        // An unknown session id is still 404 everywhere.
+        expect(
+          (
+            await fetch(b, {
+              method: 'POST',
+              headers: onA.headers({ 'mcp-session-id': randomUUID() }),
+              body: JSON.stringify(call(3, 'ping')),
+            })
+          ).status,
+        ).toBe(404);
+        // DELETE on B ends the session for every instance that has not loaded it yet.
+        expect((await fetch(b, { method: 'DELETE', headers: onA.headers() })).status).toBe(200);
+        const c = await instance();
+        expect((await fetch(c, { method: 'POST', headers: onA.headers(), body: JSON.stringify(call(4, 'ping')) })).status).toBe(404);
+      },
+    );
 
-    it("clients older than 2025-11-25 get no priming event and the answer on the POST stream", async () => {
+    it('clients older than 2025-11-25 get no priming event and the answer on the POST stream', async () => {
       const srv = await startTestServer(baseConfig, mode);
       cleanups.push(() => srv.stop());
       const s = await openWireSession(`${srv.url}/mcp`, {}, '2025-06-18');
@@ -272,7 +310,9 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
     });
 
     it("stateless with responseMode 'sse' streams progress and closes the per-request server", async () => {
-      const rt = await createRuntime(resolveConfig({ ...baseConfig, mcp: { auth: { authType: 'none' }, sessionMode: 'stateless' } }), { storage: new MemoryStorage() });
+      const rt = await createRuntime(resolveConfig({ ...baseConfig, mcp: { auth: { authType: 'none' }, sessionMode: 'stateless' } }), {
+        storage: new MemoryStorage(),
+      });
       cleanups.push(() => rt.close());
       const stateless = await handlerServer({ responseMode: 'sse' }, rt, mode);
       const s = await openWireSession(stateless.url);

@@ -32,29 +32,35 @@ const testRouter = router({
   slow: publicProcedure
     .meta({ description: 'Waits until cancelled', mcp: {} })
     .input(z.object({ tag: z.string() }))
-    .mutation(({ ctx, input }) =>
-      new Promise((_, reject) => {
-        slowStarted();
-        const timer = setTimeout(() => reject(new CoreError('INTERNAL', 'not cancelled')), 10_000);
-        ctx.req.signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          cancelled.push(input.tag);
-          reject(new CoreError('CANCELLED', 'cancelled'));
-        });
-      }),
+    .mutation(
+      ({ ctx, input }) =>
+        new Promise((_, reject) => {
+          slowStarted();
+          const timer = setTimeout(() => reject(new CoreError('INTERNAL', 'not cancelled')), 10_000);
+          ctx.req.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            cancelled.push(input.tag);
+            reject(new CoreError('CANCELLED', 'cancelled'));
+          });
+        }),
     ),
   whoAreYou: publicProcedure
     .meta({ description: 'Asks the user their name (elicitation) and greets them', mcp: { result: 'content' } })
     .input(z.object({}).default({}))
     .mutation(({ ctx }) => {
       const answer = ctx.mcp?.inputResponses?.name as { action?: string; content?: { name?: unknown } } | undefined;
-      if (answer?.action === 'accept' && typeof answer.content?.name === 'string') return { content: [{ type: 'text', text: `Hi ${answer.content.name}` }] };
+      if (answer?.action === 'accept' && typeof answer.content?.name === 'string')
+        return { content: [{ type: 'text', text: `Hi ${answer.content.name}` }] };
       return {
         resultType: 'input_required',
         inputRequests: {
           name: {
             method: 'elicitation/create',
-            params: { mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+            params: {
+              mode: 'form',
+              message: 'Your name?',
+              requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+            },
           },
         },
       };
@@ -72,7 +78,12 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
     [a, b] = await Promise.all([startTestServer(config, mode), startTestServer(config, mode)]);
     for (const s of [a, b]) {
       const rt = await s.server.ready();
-      rt.resources.register({ uri: 'memo://today', name: 'today', mimeType: 'text/plain', read: () => ({ content: 'memo', mimeType: 'text/plain' }) });
+      rt.resources.register({
+        uri: 'memo://today',
+        name: 'today',
+        mimeType: 'text/plain',
+        read: () => ({ content: 'memo', mimeType: 'text/plain' }),
+      });
     }
   });
   afterAll(async () => {
@@ -89,7 +100,10 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
       const url = String(input instanceof Request ? input.url : input).replace(/^http:\/\/[^/]+/, target);
       return fetch(url, init);
     };
-    const client = new ModernClient({ name: 'e2e-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } });
+    const client = new ModernClient(
+      { name: 'e2e-2026', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
+    );
     client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Ada' } }));
     await client.connect(new ModernTransport(new URL(`${urls[0]}/mcp`), { fetch: roundRobin }));
     closers.push(() => client.close());
@@ -106,11 +120,15 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
   }
 
   /** tools/call with request options: the v2 client takes them second, the 1.x client third (after a result schema). */
-  function callWith(client: ModernClient | LegacyClient, params: { name: string; arguments: Record<string, unknown> }, options: { onprogress?: (p: { progress: number }) => void; signal?: AbortSignal }) {
+  function callWith(
+    client: ModernClient | LegacyClient,
+    params: { name: string; arguments: Record<string, unknown> },
+    options: { onprogress?: (p: { progress: number }) => void; signal?: AbortSignal },
+  ) {
     return client instanceof ModernClient ? client.callTool(params, options) : client.callTool(params, undefined, options);
   }
 
-  const textOf = (r: unknown) => ((r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '');
+  const textOf = (r: unknown) => (r as { content: Array<{ type: string; text?: string }> }).content[0]?.text ?? '';
 
   describe('one endpoint, both revisions', () => {
     it('the 2026 client negotiates 2026-07-28 without a session; the 2025 client gets a session', async () => {
@@ -122,12 +140,23 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
       // The 2026 exchange never carried a session id.
       const res = await a.fetch('/mcp', {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/list',
+        },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 1,
           method: 'tools/list',
-          params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} } },
+          params: {
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
         }),
       });
       expect(res.status).toBe(200);
@@ -139,12 +168,25 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
     it('a 2026 request with a header that disagrees with its body is refused, naming the header', async () => {
       const res = await a.fetch('/mcp', {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/list',
+        },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 2,
           method: 'tools/call',
-          params: { name: 'greeting', arguments: { name: 'x' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} } },
+          params: {
+            name: 'greeting',
+            arguments: { name: 'x' },
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
         }),
       });
       expect(res.status).toBe(400);
@@ -159,7 +201,9 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
       for (const client of [m, l] as Array<ModernClient | LegacyClient>) {
         const { tools } = await client.listTools();
         expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['greeting', 'countdown', 'slow', 'whoAreYou']));
-        expect(JSON.parse(textOf(await client.callTool({ name: 'greeting', arguments: { name: 'Ann', language: 'fr' } })))).toMatchObject({ greeting: 'Bonjour, Ann!' });
+        expect(JSON.parse(textOf(await client.callTool({ name: 'greeting', arguments: { name: 'Ann', language: 'fr' } })))).toMatchObject({
+          greeting: 'Bonjour, Ann!',
+        });
         const { prompts } = await client.listPrompts();
         expect(prompts.map((p) => p.name)).toContain('explainConceptPrompt');
         const prompt = await client.getPrompt({ name: 'explainConceptPrompt', arguments: { concept: 'caching', level: 'beginner' } });
@@ -175,7 +219,11 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
     it('progress reaches both clients', async () => {
       for (const client of [await modern([a.url]), await legacy(a.url)] as Array<ModernClient | LegacyClient>) {
         const steps: number[] = [];
-        const r = await callWith(client, { name: 'countdown', arguments: { steps: 3 } }, { onprogress: (p) => void steps.push(p.progress) });
+        const r = await callWith(
+          client,
+          { name: 'countdown', arguments: { steps: 3 } },
+          { onprogress: (p) => void steps.push(p.progress) },
+        );
         expect(textOf(r)).toBe('counted 3');
         expect(steps).toEqual([1, 2, 3]);
       }
@@ -207,12 +255,18 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
         { uri: 'file:///home/ada/project', name: 'project' },
         { uri: 'https://example.com/not-a-folder', name: 'web' },
       ];
-      const m = new ModernClient({ name: 'e2e-2026-roots', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } });
+      const m = new ModernClient(
+        { name: 'e2e-2026-roots', version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { roots: {} } },
+      );
       let asked = 0;
       m.setRequestHandler('roots/list', async () => (asked++, { roots }));
       await m.connect(new ModernTransport(new URL(`${a.url}/mcp`)));
       closers.push(() => m.close());
-      const listed = JSON.parse(textOf(await m.callTool({ name: 'listClientWorkspaces', arguments: { detailed: true } }))) as Array<{ uri: string; source: string }>;
+      const listed = JSON.parse(textOf(await m.callTool({ name: 'listClientWorkspaces', arguments: { detailed: true } }))) as Array<{
+        uri: string;
+        source: string;
+      }>;
       expect(asked).toBe(1);
       // Only file:// roots are kept, as for 2025 sessions.
       expect(listed).toEqual([expect.objectContaining({ uri: 'file:///home/ada/project', source: 'mcp-roots' })]);
@@ -229,7 +283,10 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
       // The session asks roots/list once its GET stream is open (a server-to-client request needs it).
       await expect.poll(() => legacyAsked, { timeout: 5000 }).toBe(1);
       await expect
-        .poll(async () => JSON.parse(textOf(await l.callTool({ name: 'listClientWorkspaces', arguments: { detailed: true } }))) as unknown[], { timeout: 5000 })
+        .poll(
+          async () => JSON.parse(textOf(await l.callTool({ name: 'listClientWorkspaces', arguments: { detailed: true } }))) as unknown[],
+          { timeout: 5000 },
+        )
         .toEqual([expect.objectContaining({ uri: 'file:///home/ada/project', source: 'mcp-roots' })]);
     });
 
@@ -237,7 +294,9 @@ describeMatrix('MCP, both revisions on one endpoint', (mode) => {
       const seen: string[] = [];
       const m = await modern([a.url, b.url], seen);
       for (let i = 0; i < 4; i++) {
-        expect(JSON.parse(textOf(await m.callTool({ name: 'greeting', arguments: { name: `n${i}` } })))).toMatchObject({ greeting: `Hello, n${i}!` });
+        expect(JSON.parse(textOf(await m.callTool({ name: 'greeting', arguments: { name: `n${i}` } })))).toMatchObject({
+          greeting: `Hello, n${i}!`,
+        });
       }
       // The input-required retry lands on the other instance than the first round.
       expect(textOf(await m.callTool({ name: 'whoAreYou', arguments: {} }))).toBe('Hi Ada');

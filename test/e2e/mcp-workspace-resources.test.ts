@@ -35,7 +35,8 @@ beforeAll(async () => {
     ['workspace://docs/pixel.png', 'pixel'],
     ['workspace://docs/link.txt', 'symlink out'],
     ['workspace://docs/%2e%2e/' + encodeURIComponent(outside.split('/').pop()!) + '/secret.txt', 'traversal'],
-  ]) rt.resources.register({ uri: uri!, name: name! });
+  ])
+    rt.resources.register({ uri: uri!, name: name! });
   client = new Client({ name: 'ws', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`)));
 });
@@ -74,10 +75,13 @@ describe('workspace:// resources', () => {
     await client.subscribeResource({ uri: 'workspace://docs/notes.md' });
     // The watcher and the GET stream come up a moment after the subscription: write again until a
     // change is reported (every write is the same change).
-    await waitFor(async () => {
-      await writeFile(join(dir, 'notes.md'), '# v2');
-      return updates.includes('workspace://docs/notes.md');
-    }, { intervalMs: 100, what: 'an update notification for notes.md' });
+    await waitFor(
+      async () => {
+        await writeFile(join(dir, 'notes.md'), '# v2');
+        return updates.includes('workspace://docs/notes.md');
+      },
+      { intervalMs: 100, what: 'an update notification for notes.md' },
+    );
     expect((await client.readResource({ uri: 'workspace://docs/notes.md' })).contents[0]).toMatchObject({ text: '# v2' });
   });
 });

@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, trpcClient, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  trpcClient,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /** One sample's value from a Prometheus text exposition (undefined when the series is absent). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -22,7 +31,11 @@ let user: string;
 let payer: string;
 beforeAll(async () => {
   upstream = await createTestUpstream();
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, metrics: { port: 0 }, mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 1000 } } });
+  gw = await startAiServer(upstream, {
+    storage: { type: 'memory' },
+    metrics: { port: 0 },
+    mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 1000 } },
+  });
   admin = await tokenFor('metrics-admin', { admin: true });
   user = await tokenFor('metrics-user');
   payer = await tokenFor('metrics-payer');
@@ -59,9 +72,13 @@ describe('GET /metrics on the main listener', () => {
     const text = await scrape();
     expect(sample(text, 'ai_backend_requests_total', { entry: 'rpc', procedure: 'mcp.echo', outcome: 'ok' })).toBe(okBefore + 2);
     expect(sample(text, 'ai_backend_requests_total', { entry: 'trpc', procedure: 'mcp.echo', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
-    expect(sample(text, 'ai_backend_requests_total', { entry: 'rpc', procedure: 'admin.status', outcome: 'UNAUTHORIZED' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(text, 'ai_backend_requests_total', { entry: 'rpc', procedure: 'admin.status', outcome: 'UNAUTHORIZED' }),
+    ).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'ai_backend_request_duration_seconds_count', { entry: 'rpc', procedure: 'mcp.echo' })).toBe(okBefore + 2);
-    expect(sample(text, 'ai_backend_request_duration_seconds_bucket', { entry: 'rpc', procedure: 'mcp.echo', le: '+Inf' })).toBe(okBefore + 2);
+    expect(sample(text, 'ai_backend_request_duration_seconds_bucket', { entry: 'rpc', procedure: 'mcp.echo', le: '+Inf' })).toBe(
+      okBefore + 2,
+    );
     expect(sample(text, 'ai_backend_http_requests_total', { entry: 'rpc', status: '2xx' })).toBeGreaterThanOrEqual(3);
     expect(sample(text, 'ai_backend_process_resident_memory_bytes')).toBeGreaterThan(0);
   });
@@ -71,12 +88,18 @@ describe('GET /metrics on the main listener', () => {
     const httpBefore = sample(before, 'ai_backend_http_requests_total', { entry: 'openai', status: '2xx' }) ?? 0;
     const res = await fetch(gw.url + '/v1/models', { headers: { authorization: `Bearer ${user}` } });
     expect(res.status).toBe(200);
-    const bad = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` }, body: '{}' });
+    const bad = await fetch(gw.url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${user}` },
+      body: '{}',
+    });
     expect(bad.status).toBe(400);
     const text = await scrape();
     expect(sample(text, 'ai_backend_http_requests_total', { entry: 'openai', status: '2xx' })).toBe(httpBefore + 1);
     expect(sample(text, 'ai_backend_http_requests_total', { entry: 'openai', status: '4xx' })).toBeGreaterThanOrEqual(1);
-    expect(sample(text, 'ai_backend_requests_total', { entry: 'openai', procedure: 'ai.listAllowedModels', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(text, 'ai_backend_requests_total', { entry: 'openai', procedure: 'ai.listAllowedModels', outcome: 'ok' }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps cardinality bounded: no user ids, unknown paths never become labels', async () => {
@@ -100,7 +123,9 @@ describe('GET /metrics on the main listener', () => {
     expect(sample(text, 'ai_backend_upstream_duration_seconds_count', { provider: 'openai', model })).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'ai_backend_tokens_total', { provider: 'openai', model, payer: 'platform' })).toBe(r.result.tokenUsage.tokensUsed);
     expect(sample(text, 'ai_backend_cost_usd_total', { provider: 'openai', model, payer: 'platform' })).toBeGreaterThan(0);
-    expect(sample(text, 'ai_backend_storage_operation_duration_seconds_count', { backend: 'memory', operation: 'increment' })).toBeGreaterThan(0);
+    expect(
+      sample(text, 'ai_backend_storage_operation_duration_seconds_count', { backend: 'memory', operation: 'increment' }),
+    ).toBeGreaterThan(0);
   });
 
   it('counts upstream failures by outcome', async () => {
@@ -113,7 +138,9 @@ describe('GET /metrics on the main listener', () => {
 
   it('counts MCP sessions', async () => {
     const client = new Client({ name: 'metrics', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${admin}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gw.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${admin}` } } }),
+    );
     try {
       await client.listTools();
       const text = await scrape();
@@ -128,7 +155,10 @@ describe('GET /metrics on the main listener', () => {
   });
 
   it('counts rate-limit refusals', async () => {
-    const limitedServer = await startAiServer(upstream, { storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 2 } } });
+    const limitedServer = await startAiServer(upstream, {
+      storage: { type: 'memory' },
+      mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 2 } },
+    });
     try {
       for (let i = 0; i < 4; i++) await rpcCall(limitedServer.url, user, 'mcp.echo', { message: String(i) });
       const text = await (await fetch(limitedServer.url + '/metrics', { headers: { authorization: `Bearer ${admin}` } })).text();

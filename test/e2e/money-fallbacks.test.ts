@@ -3,7 +3,15 @@ import { createTRPCClient, httpBatchStreamLink } from '@trpc/client';
 import superjson from 'superjson';
 import OpenAI from 'openai';
 import type { AppRouter } from '@ai-backend/core';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Money limits cover every target a call may reach (issue 35): a USD budget, the user's or the
@@ -59,7 +67,12 @@ type Entry = 'v1 chat' | 'v1 chat stream' | 'rpc ai.generateText' | 'trpc ai.str
 /** One call over `entry`; resolves with the text served, or 'failed' when the call failed. */
 async function callOnce(entry: Entry, bearer: string): Promise<string> {
   if (entry === 'rpc ai.generateText') {
-    const r = await rpcCall(gw.url, bearer, 'ai.generateText', { content: 'hi', systemPrompt: 's', model: `openai/${PRIMARY}`, options: { maxTokens: 16 } });
+    const r = await rpcCall(gw.url, bearer, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      model: `openai/${PRIMARY}`,
+      options: { maxTokens: 16 },
+    });
     if (r.error) {
       expect(r.error.data?.details).toMatchObject({ reason: 'upstream_5xx' });
       return 'failed';
@@ -67,10 +80,19 @@ async function callOnce(entry: Entry, bearer: string): Promise<string> {
     return r.result.data.text;
   }
   if (entry === 'trpc ai.streamText') {
-    const client = createTRPCClient<AppRouter>({ links: [httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${bearer}` }) })] });
+    const client = createTRPCClient<AppRouter>({
+      links: [
+        httpBatchStreamLink({ url: gw.url + '/trpc', transformer: superjson, headers: () => ({ authorization: `Bearer ${bearer}` }) }),
+      ],
+    });
     let text = '';
     try {
-      const stream = await client.ai.streamText.mutate({ content: 'hi', systemPrompt: 's', model: `openai/${PRIMARY}`, options: { maxTokens: 16 } });
+      const stream = await client.ai.streamText.mutate({
+        content: 'hi',
+        systemPrompt: 's',
+        model: `openai/${PRIMARY}`,
+        options: { maxTokens: 16 },
+      });
       for await (const e of stream as AsyncIterable<{ type: string; text?: string; delta?: string; error?: unknown }>) {
         if (e.type === 'error') return 'failed';
         text += e.delta ?? e.text ?? '';
@@ -83,10 +105,19 @@ async function callOnce(entry: Entry, bearer: string): Promise<string> {
   const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: bearer, maxRetries: 0 });
   try {
     if (entry === 'v1 chat') {
-      const r = await client.chat.completions.create({ model: `openai/${PRIMARY}`, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+      const r = await client.chat.completions.create({
+        model: `openai/${PRIMARY}`,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       return r.choices[0]!.message.content ?? '';
     }
-    const stream = await client.chat.completions.create({ model: `openai/${PRIMARY}`, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: `openai/${PRIMARY}`,
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
     return text;
@@ -129,7 +160,17 @@ describe('an unpriced fallback is never reached under a money limit', () => {
     const c = await caller('user budget');
     upstream.reset();
     upstream.failNext({ kind: 'status', status: 500 });
-    const r = await rpcCall(gw.url, c.bearer, 'ai.generateText', { content: 'hi', systemPrompt: 's', model: `openai/${PRIMARY}`, fallbacks: ['openai/gpt-4.1'], options: { maxTokens: 16 } });
-    expect(r.result?.data).toMatchObject({ provider: 'openai', model: 'gpt-4.1', attempts: [{ provider: 'openai', reason: 'upstream_5xx' }] });
+    const r = await rpcCall(gw.url, c.bearer, 'ai.generateText', {
+      content: 'hi',
+      systemPrompt: 's',
+      model: `openai/${PRIMARY}`,
+      fallbacks: ['openai/gpt-4.1'],
+      options: { maxTokens: 16 },
+    });
+    expect(r.result?.data).toMatchObject({
+      provider: 'openai',
+      model: 'gpt-4.1',
+      attempts: [{ provider: 'openai', reason: 'upstream_5xx' }],
+    });
   });
 });

@@ -45,12 +45,43 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'aib-cimd-sdk-'));
   const key = path.join(dir, 'key.pem');
   const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   docs = createHttpsServer({ key: await readFile(key), cert: await readFile(cert) }, (req, res) => {
     if (req.url !== '/oauth/client.json') return void res.writeHead(404).end();
     docHits++;
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' });
-    res.end(JSON.stringify({ client_id: docUrl, client_name: 'SDK CIMD client', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }));
+    res.end(
+      JSON.stringify({
+        client_id: docUrl,
+        client_name: 'SDK CIMD client',
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      }),
+    );
   });
   await new Promise<void>((r) => docs.listen(0, '127.0.0.1', r));
   docUrl = `https://127.0.0.1:${(docs.address() as AddressInfo).port}/oauth/client.json`;
@@ -122,7 +153,10 @@ describe('Client ID Metadata Documents with the MCP SDK client against ai-backen
       const result = await client.callTool({ name: 'greeting', arguments: { name: 'Ada' } });
       expect(result.isError ?? false).toBe(false);
       expect(JSON.stringify(result.content)).toContain('Hello, Ada!');
-      const claims = JSON.parse(Buffer.from(provider.saved!.access_token.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+      const claims = JSON.parse(Buffer.from(provider.saved!.access_token.split('.')[1]!, 'base64url').toString()) as Record<
+        string,
+        unknown
+      >;
       expect(claims).toMatchObject({ client_id: docUrl, aud: `${base}/mcp`, iss: meta.issuer });
       expect(provider.saved!.refresh_token).toBeTruthy();
       // Cached per its Cache-Control: the token request did not fetch the document again.

@@ -52,7 +52,20 @@ async function freePort(): Promise<number> {
  */
 async function runAuthorization(clientId: string, port: number): Promise<{ checks: Check[]; out: string; code: number | null }> {
   const outDir = await mkdtemp(join(tmpdir(), 'aib-authz-conf-'));
-  const args = [CLI, 'authorization', '--url', base, '--client-id', clientId, '--port', String(port), '--resource', `${base}/mcp`, '-o', outDir];
+  const args = [
+    CLI,
+    'authorization',
+    '--url',
+    base,
+    '--client-id',
+    clientId,
+    '--port',
+    String(port),
+    '--resource',
+    `${base}/mcp`,
+    '-o',
+    outDir,
+  ];
   const child: ChildProcess = spawn(NODE22, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
   let out = '';
   let browser: Promise<void> | undefined;
@@ -136,7 +149,12 @@ describe('MCP conformance suite: authorization, against our authorization server
     const reg = await fetch(`${base}/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'conformance', redirect_uris: [`http://127.0.0.1:${port}/callback`], token_endpoint_auth_method: 'none', application_type: 'native' }),
+      body: JSON.stringify({
+        client_name: 'conformance',
+        redirect_uris: [`http://127.0.0.1:${port}/callback`],
+        token_endpoint_auth_method: 'none',
+        application_type: 'native',
+      }),
     });
     expect(reg.status).toBe(201);
     const { client_id: clientId } = (await reg.json()) as { client_id: string };
@@ -147,7 +165,15 @@ describe('MCP conformance suite: authorization, against our authorization server
   it('passes with a Client ID Metadata Document URL as client_id (no registration)', async () => {
     const port = await freePort();
     const clientId = `${docsOrigin}/conformance/client.json`;
-    documents.set('/conformance/client.json', JSON.stringify({ client_id: clientId, client_name: 'conformance (CIMD)', redirect_uris: [`http://127.0.0.1:${port}/callback`], token_endpoint_auth_method: 'none' }));
+    documents.set(
+      '/conformance/client.json',
+      JSON.stringify({
+        client_id: clientId,
+        client_name: 'conformance (CIMD)',
+        redirect_uris: [`http://127.0.0.1:${port}/callback`],
+        token_endpoint_auth_method: 'none',
+      }),
+    );
     const run = await runAuthorization(clientId, port);
     expectAllPassed(run, ['authorization-server-metadata', 'authorization-server-metadata-cimd', 'authorization-code-grant']);
   }, 120_000);

@@ -16,7 +16,9 @@ import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, 
 const CLIENT_REDIRECT = 'http://127.0.0.1:8977/callback';
 
 const whoami = router({
-  whoami: protectedProcedure.meta({ description: 'Who is calling', mcp: {} }).query(({ ctx }) => ({ sub: ctx.identity.sub, scopes: ctx.identity.scopes })),
+  whoami: protectedProcedure
+    .meta({ description: 'Who is calling', mcp: {} })
+    .query(({ ctx }) => ({ sub: ctx.identity.sub, scopes: ctx.identity.scopes })),
 });
 
 /**
@@ -55,7 +57,12 @@ beforeAll(async () => {
     monitoring: { logging: { level: 'silent' } },
     mcp: { auth: { authType: 'oauth' }, sessionMode: 'stateless' },
     customRouters: { e2e: whoami },
-    oauth: { encryptionKey: 'scope-challenge-encryption-key-0123456789', providerClientId: IDP_CLIENT_ID, providerClientSecret: IDP_CLIENT_SECRET, provider: { issuer: idp.issuer } },
+    oauth: {
+      encryptionKey: 'scope-challenge-encryption-key-0123456789',
+      providerClientId: IDP_CLIENT_ID,
+      providerClientSecret: IDP_CLIENT_SECRET,
+      provider: { issuer: idp.issuer },
+    },
   };
   server = createServer(config);
   base = (await server.start()).url.replace(/\/$/, '');
@@ -86,7 +93,10 @@ describe('scope challenges and issuer checks (MCP 2026-07-28 authorization)', ()
     expect(provider.authorizationUrl!.searchParams.get('scope')).toBe('mcp');
     const first = await completeSignIn(provider.authorizationUrl!.href, 'alice');
     // RFC 9207: the authorization response names our issuer, exactly as the metadata does.
-    const meta = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string; authorization_response_iss_parameter_supported: boolean };
+    const meta = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as {
+      issuer: string;
+      authorization_response_iss_parameter_supported: boolean;
+    };
     expect(meta.authorization_response_iss_parameter_supported).toBe(true);
     expect(first.redirect.searchParams.get('iss')).toBe(meta.issuer);
     expect(await auth(provider, { serverUrl, authorizationCode: first.redirect.searchParams.get('code')! })).toBe('AUTHORIZED');
@@ -128,13 +138,25 @@ describe('scope challenges and issuer checks (MCP 2026-07-28 authorization)', ()
     const reg = await fetch(`${base}/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'iss check', redirect_uris: [CLIENT_REDIRECT], token_endpoint_auth_method: 'none', application_type: 'native' }),
+      body: JSON.stringify({
+        client_name: 'iss check',
+        redirect_uris: [CLIENT_REDIRECT],
+        token_endpoint_auth_method: 'none',
+        application_type: 'native',
+      }),
     });
     expect(reg.status).toBe(201);
     const registered = (await reg.json()) as { client_id: string; application_type?: string };
     expect(registered.application_type).toBe('native');
     const authorize = new URL(`${base}/oauth/authorize`);
-    const params = { response_type: 'code', client_id: registered.client_id, redirect_uri: CLIENT_REDIRECT, code_challenge: 'x'.repeat(43), code_challenge_method: 'plain', state: 's1' };
+    const params = {
+      response_type: 'code',
+      client_id: registered.client_id,
+      redirect_uri: CLIENT_REDIRECT,
+      code_challenge: 'x'.repeat(43),
+      code_challenge_method: 'plain',
+      state: 's1',
+    };
     for (const [k, v] of Object.entries(params)) authorize.searchParams.set(k, v);
     const refused = await fetch(authorize, { redirect: 'manual' });
     const back = new URL(refused.headers.get('location')!);

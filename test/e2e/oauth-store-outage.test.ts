@@ -31,7 +31,13 @@ describe.skipIf(!pgServer.ok)('OAuth tokens while the store is down', () => {
       storage: { type: 'postgres', postgres: { host: pg.host, port: pg.port, user: pg.user, database: pg.database } },
       mcp: { auth: { authType: 'oauth' }, sessionMode: 'stateless' },
       // Every request reads the session: no cached session hides the outage.
-      oauth: { encryptionKey: 'oauth-store-outage-encryption-key-0123456789', providerClientId: IDP_CLIENT_ID, providerClientSecret: IDP_CLIENT_SECRET, provider: { issuer: idp.issuer }, sessionCacheMs: 0 },
+      oauth: {
+        encryptionKey: 'oauth-store-outage-encryption-key-0123456789',
+        providerClientId: IDP_CLIENT_ID,
+        providerClientSecret: IDP_CLIENT_SECRET,
+        provider: { issuer: idp.issuer },
+        sessionCacheMs: 0,
+      },
     });
     base = (await server.start()).url.replace(/\/$/, '');
     idp.configure(`${base}/oauth/callback`);
@@ -48,11 +54,21 @@ describe.skipIf(!pgServer.ok)('OAuth tokens while the store is down', () => {
     await pg?.close();
   });
 
-  const rpc = () => fetch(`${base}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance' }) });
+  const rpc = () =>
+    fetch(`${base}/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.getTokenBalance' }),
+    });
   const mcpList = () =>
     fetch(`${base}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
 

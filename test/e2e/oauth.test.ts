@@ -20,9 +20,13 @@ const CLIENT_REDIRECT = 'http://127.0.0.1:8976/callback';
 const testRedisAt = await testRedis();
 
 const whoami = router({
-  whoami: protectedProcedure
-    .meta({ description: 'Who is calling', mcp: {} })
-    .query(({ ctx }) => ({ sub: ctx.identity.sub, email: ctx.identity.email ?? null, via: ctx.identity.via, clientId: ctx.identity.clientId ?? null, scopes: ctx.identity.scopes })),
+  whoami: protectedProcedure.meta({ description: 'Who is calling', mcp: {} }).query(({ ctx }) => ({
+    sub: ctx.identity.sub,
+    email: ctx.identity.email ?? null,
+    via: ctx.identity.via,
+    clientId: ctx.identity.clientId ?? null,
+    scopes: ctx.identity.scopes,
+  })),
 });
 
 let idp: TestIdp;
@@ -33,7 +37,11 @@ const clients: Client[] = [];
 
 type OAuthInput = NonNullable<NonNullable<ConfigInput>['oauth']>;
 
-function configFor(port: number, extra: Partial<OAuthInput> = {}, storage: NonNullable<ConfigInput>['storage'] = { type: 'memory' }): ConfigInput {
+function configFor(
+  port: number,
+  extra: Partial<OAuthInput> = {},
+  storage: NonNullable<ConfigInput>['storage'] = { type: 'memory' },
+): ConfigInput {
   return {
     host: '127.0.0.1',
     port,
@@ -66,7 +74,9 @@ async function connect(base: string, provider: MemoryOAuthProvider): Promise<{ c
   return { client, transport };
 }
 
-async function callWhoami(client: Client): Promise<{ sub: string; email: string | null; via: string; clientId: string | null; scopes: string[] }> {
+async function callWhoami(
+  client: Client,
+): Promise<{ sub: string; email: string | null; via: string; clientId: string | null; scopes: string[] }> {
   const result = await client.callTool({ name: 'whoami', arguments: {} });
   expect(result.isError ?? false).toBe(false);
   const structured = result.structuredContent as Record<string, unknown> | undefined;
@@ -89,7 +99,12 @@ async function signInWithSdk(base: string, provider: MemoryOAuthProvider, login 
 async function rawToolCall(base: string, token: string): Promise<Response> {
   return fetch(`${base}/mcp`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } }),
   });
 }
@@ -161,7 +176,10 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     servers.push(server);
     const { url } = await server.start();
     for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/mcp']) {
-      const pre = await fetch(`${url}${path}`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' } });
+      const pre = await fetch(`${url}${path}`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' },
+      });
       expect(pre.status).toBe(200);
       expect(pre.headers.get('access-control-allow-origin')).toBe('*');
       expect(pre.headers.get('access-control-allow-methods')).toBe('GET, POST, OPTIONS');
@@ -217,7 +235,13 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
       const b = await start(configFor(0, { sessionCacheMs: 60_000 }, storage));
       const token = provider.saved!.access_token;
       const whoamiOn = async (base: string) =>
-        (await fetch(`${base}/rpc`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'e2e.whoami' }) })).json();
+        (
+          await fetch(`${base}/rpc`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'e2e.whoami' }),
+          })
+        ).json();
       expect((await whoamiOn(b.base)).result?.sub).toBe(aliceId()); // B now has the session cached
       const revoked = await fetch(`${a.base}/oauth/revoke`, {
         method: 'POST',
@@ -227,10 +251,13 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
       expect(revoked.status).toBe(200);
       expect((await whoamiOn(a.base)).error?.message).toBe('session not found');
       // The signal travels through Redis pub/sub: allow it a moment, far below the 60 s cache.
-      const reply = await waitFor(async () => {
-        const r = await whoamiOn(b.base);
-        return !r.result && r;
-      }, { timeoutMs: 2000, intervalMs: 20, what: 'the revocation reached instance b' });
+      const reply = await waitFor(
+        async () => {
+          const r = await whoamiOn(b.base);
+          return !r.result && r;
+        },
+        { timeoutMs: 2000, intervalMs: 20, what: 'the revocation reached instance b' },
+      );
       expect(reply.result).toBeUndefined();
       expect(reply.error?.message).toBe('session not found');
     } finally {
@@ -238,19 +265,29 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
     }
   });
 
-  describe.each(([
-    ['file', async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'oauth-e2e-'));
-      return { sessionStorage: { type: 'file' as const, filePath: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
-    }],
-    ['redis', async () => {
-      const keyPrefix = `oauth-e2e-${process.pid}-${Date.now()}:`;
-      return {
-        sessionStorage: { type: 'redis' as const, redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
-        cleanup: async () => void (await dropTestKeys(testRedisAt, keyPrefix)),
-      };
-    }],
-  ] as const).filter(([kind]) => kind !== 'redis' || testRedisAt.ok))('%s session storage', (_kind, setup) => {
+  describe.each(
+    (
+      [
+        [
+          'file',
+          async () => {
+            const dir = await mkdtemp(join(tmpdir(), 'oauth-e2e-'));
+            return { sessionStorage: { type: 'file' as const, filePath: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
+          },
+        ],
+        [
+          'redis',
+          async () => {
+            const keyPrefix = `oauth-e2e-${process.pid}-${Date.now()}:`;
+            return {
+              sessionStorage: { type: 'redis' as const, redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } },
+              cleanup: async () => void (await dropTestKeys(testRedisAt, keyPrefix)),
+            };
+          },
+        ],
+      ] as const
+    ).filter(([kind]) => kind !== 'redis' || testRedisAt.ok),
+  )('%s session storage', (_kind, setup) => {
     it('sessions, refresh tokens and signing keys survive a restart', async () => {
       const { sessionStorage, cleanup } = await setup();
       try {
@@ -287,7 +324,11 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
         const refresh = await fetch(`${second.base}/oauth/token`, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: provider.saved!.refresh_token!, client_id: provider.info!.client_id }),
+          body: new URLSearchParams({
+            grant_type: 'refresh_token',
+            refresh_token: provider.saved!.refresh_token!,
+            client_id: provider.info!.client_id,
+          }),
         });
         // The client registration is sealed under the old key too: the client must register again.
         expect(refresh.status).toBe(401);

@@ -26,7 +26,9 @@ const ARTEFACTS = join(process.cwd(), 'test-results', 'oauth-browser');
 const CLIENT_REDIRECT = 'http://127.0.0.1:8977/callback';
 
 const whoami = router({
-  whoami: protectedProcedure.meta({ description: 'Who is calling', mcp: {} }).query(({ ctx }) => ({ sub: ctx.identity.sub, email: ctx.identity.email ?? null })),
+  whoami: protectedProcedure
+    .meta({ description: 'Who is calling', mcp: {} })
+    .query(({ ctx }) => ({ sub: ctx.identity.sub, email: ctx.identity.email ?? null })),
 });
 
 let idp: TestIdp;
@@ -43,13 +45,26 @@ describe.skipIf(!chromiumService.ok)('OAuth sign-in in Chromium', () => {
       storage: { type: 'memory' },
       monitoring: { logging: { level: 'silent' } },
       customRouters: { e2e: whoami },
-      oauth: { encryptionKey: 'browser-e2e-encryption-key-0123456789', providerClientId: IDP_CLIENT_ID, providerClientSecret: IDP_CLIENT_SECRET, provider: { issuer: idp.issuer } },
+      oauth: {
+        encryptionKey: 'browser-e2e-encryption-key-0123456789',
+        providerClientId: IDP_CLIENT_ID,
+        providerClientSecret: IDP_CLIENT_SECRET,
+        provider: { issuer: idp.issuer },
+      },
     });
     base = (await server.start()).url;
     idp.configure(`${base}/oauth/callback`);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
     });
     await mkdir(ARTEFACTS, { recursive: true });
   });

@@ -114,7 +114,11 @@ const formPost = (body: Record<string, string>): RequestInit => ({
  * consent page, sign in at the provider as `login`, grant its consent. Returns the final
  * redirect to the client (with our code, state and iss) and what the consent page showed.
  */
-export async function completeSignIn(authorizationUrl: string, login: string, jar = new CookieJar()): Promise<{ redirect: URL; consentHtml: string }> {
+export async function completeSignIn(
+  authorizationUrl: string,
+  login: string,
+  jar = new CookieJar(),
+): Promise<{ redirect: URL; consentHtml: string }> {
   const consentRes = await jar.fetch(authorizationUrl);
   if (consentRes.status !== 200) throw new Error(`consent page: HTTP ${consentRes.status} ${await consentRes.text()}`);
   const consentHtml = await consentRes.text();
@@ -129,7 +133,11 @@ export async function completeSignIn(authorizationUrl: string, login: string, ja
     if (res.status >= 300 && res.status < 400) {
       const next = new URL(res.headers.get('location')!, url);
       // Back at the client: done.
-      if (next.searchParams.has('iss') && (next.searchParams.has('code') || next.searchParams.has('error')) && !next.pathname.startsWith('/oauth/callback')) {
+      if (
+        next.searchParams.has('iss') &&
+        (next.searchParams.has('code') || next.searchParams.has('error')) &&
+        !next.pathname.startsWith('/oauth/callback')
+      ) {
         return { redirect: next, consentHtml };
       }
       url = next.href;

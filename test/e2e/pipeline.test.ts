@@ -27,11 +27,9 @@ const probe = router({
     .query(() => {
       throw new CoreError('PAYMENT_REQUIRED', 'not enough tokens', { details: { needed: 5, balance: 1 }, headers: { 'Retry-After': '7' } });
     }),
-  crash: publicProcedure
-    .meta({ description: 'Fails unexpectedly', mcp: { name: 'crash', public: true } })
-    .query(() => {
-      throw new Error('db down at postgres://admin:hunter2@10.0.0.5/prod');
-    }),
+  crash: publicProcedure.meta({ description: 'Fails unexpectedly', mcp: { name: 'crash', public: true } }).query(() => {
+    throw new Error('db down at postgres://admin:hunter2@10.0.0.5/prod');
+  }),
   slow: publicProcedure
     .meta({ description: 'Waits until cancelled', mcp: { name: 'slow', public: true } })
     .input(z.object({ key: z.string() }))
@@ -82,7 +80,9 @@ const rpcBody = (method: string, params: unknown = {}) => JSON.stringify({ jsonr
 
 /** Text no answer may contain: library messages, stacks, file paths, our secrets. */
 function expectClean(text: string) {
-  expect(text).not.toMatch(/Maximum call stack|stack|node_modules|at \w+ \(|https?:\/\/(?!127\.0\.0\.1)|hunter2|postgres:|Unexpected token|superjson/i);
+  expect(text).not.toMatch(
+    /Maximum call stack|stack|node_modules|at \w+ \(|https?:\/\/(?!127\.0\.0\.1)|hunter2|postgres:|Unexpected token|superjson/i,
+  );
 }
 
 describeMatrix('one error shape on every entry point', (mode) => {
@@ -180,7 +180,9 @@ describe('AbortSignal: /rpc disconnect, MCP cancel and disconnect', () => {
   it('/rpc: the client going away aborts the procedure signal', async () => {
     const running = whenStarted('rpc');
     const ac = new AbortController();
-    const pending = h.call('/rpc', { method: 'POST', headers: json, body: rpcBody('probe.slow', { key: 'rpc' }), signal: ac.signal }).catch(() => 'aborted');
+    const pending = h
+      .call('/rpc', { method: 'POST', headers: json, body: rpcBody('probe.slow', { key: 'rpc' }), signal: ac.signal })
+      .catch(() => 'aborted');
     await running;
     ac.abort();
     expect(await pending).toBe('aborted');
@@ -204,7 +206,9 @@ describe('AbortSignal: /rpc disconnect, MCP cancel and disconnect', () => {
     try {
       const running = whenStarted('mcp-cancel');
       const ac = new AbortController();
-      const call = client.callTool({ name: 'slow', arguments: { key: 'mcp-cancel' } }, undefined, { signal: ac.signal }).catch(() => 'cancelled');
+      const call = client
+        .callTool({ name: 'slow', arguments: { key: 'mcp-cancel' } }, undefined, { signal: ac.signal })
+        .catch(() => 'cancelled');
       await running;
       ac.abort('user cancelled');
       expect(await call).toBe('cancelled');

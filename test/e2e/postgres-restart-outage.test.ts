@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPrivatePostgres, testService, type PrivateServer } from '@ai-backend/test-utils/services';
-import { callVia, createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  callVia,
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * PostgreSQL itself stops (immediate shutdown, as a crash) and starts again, on a private cluster
@@ -23,7 +32,9 @@ describe.skipIf(!pgServer.ok)('PostgreSQL stops and restarts', () => {
   beforeAll(async () => {
     pg = await startPrivatePostgres();
     upstream = await createTestUpstream();
-    gw = await startAiServer(upstream, { storage: { type: 'postgres', postgres: { host: pg.host, port: pg.port, user: pg.user, database: pg.database } } });
+    gw = await startAiServer(upstream, {
+      storage: { type: 'postgres', postgres: { host: pg.host, port: pg.port, user: pg.user, database: pg.database } },
+    });
     userToken = await tokenFor(sub);
     await creditTokens(gw.url, await tokenFor('pg-restart-admin', { admin: true }), sub, 5000, 'pg-restart-1');
     const made = await rpcCall<{ key: string }>(gw.url, userToken, 'keys.create', { name: 'outage' });
@@ -50,7 +61,10 @@ describe.skipIf(!pgServer.ok)('PostgreSQL stops and restarts', () => {
     await pg.stop();
     // The verified-key cache holds a record for at most 1 s: past it, the key must be read again.
     await new Promise((r) => setTimeout(r, 1100)); // deliberate: let the key verifier's 1 s cache lapse
-    for (const [label, credential] of [['api key', apiKey], ['jwt', userToken]] as const) {
+    for (const [label, credential] of [
+      ['api key', apiKey],
+      ['jwt', userToken],
+    ] as const) {
       const started = performance.now();
       const res = await chat(credential);
       const ms = performance.now() - started;
@@ -62,8 +76,18 @@ describe.skipIf(!pgServer.ok)('PostgreSQL stops and restarts', () => {
     // /mcp decides on the credential before any call: a key it could not look up is not a bad key.
     const mcp = await fetch(`${gw.url}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'outage', version: '1' } } }),
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'outage', version: '1' } },
+      }),
     });
     expect(mcp.status, 'api key on /mcp').toBe(503);
     expect(mcp.headers.get('www-authenticate')).toBeNull();

@@ -31,7 +31,9 @@ function expect429(reply: McpReply | Response, policy: 'requests' | 'tool-calls'
   expect(retry).toBeGreaterThanOrEqual(1);
   expect(retry).toBeLessThanOrEqual(windowSec);
   expect(reply.headers.get('ratelimit')).toContain(`"${policy}";r=0;t=${retry}`);
-  expect(reply.headers.get('ratelimit-policy')).toMatch(new RegExp(`^"requests";q=\\d+;w=${windowSec}, "tool-calls";q=\\d+;w=${windowSec}$`));
+  expect(reply.headers.get('ratelimit-policy')).toMatch(
+    new RegExp(`^"requests";q=\\d+;w=${windowSec}, "tool-calls";q=\\d+;w=${windowSec}$`),
+  );
 }
 
 describe('mcp.rateLimiting on one server', () => {
@@ -74,26 +76,40 @@ describe('mcp.rateLimiting on one server', () => {
     expect((await mcp.callTool('echo', { message: '2' })).status).toBe(200);
     // tools/list is not a tool call.
     expect((await mcp.listTools()).status).toBe(200);
-    const rpc = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: '3' } }) });
+    const rpc = await s.fetch('/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.echo', params: { message: '3' } }),
+    });
     expect(((await rpc.json()) as any).result).toEqual({ message: '3' });
 
     const over = await mcp.callTool('echo', { message: '4' });
     expect429(over, 'tool-calls');
     expect(over.message?.error?.data).toMatchObject({ kind: 'toolCalls', limit: 3 });
 
-    const rpcOver = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'mcp.echo', params: { message: '5' } }) });
+    const rpcOver = await s.fetch('/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'mcp.echo', params: { message: '5' } }),
+    });
     expect(Number(rpcOver.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const rpcBody = (await rpcOver.json()) as any;
     expect(rpcBody.error.code).toBe(-32029);
     expect(rpcBody.error.data.appCode).toBe('RATE_LIMITED');
 
-    const trpcOver = await s.fetch(`/trpc/mcp.echo?input=${encodeURIComponent(JSON.stringify({ json: { message: '6' } }))}`, { headers: auth });
+    const trpcOver = await s.fetch(`/trpc/mcp.echo?input=${encodeURIComponent(JSON.stringify({ json: { message: '6' } }))}`, {
+      headers: auth,
+    });
     expect429(trpcOver, 'tool-calls');
     expect(((await trpcOver.json()) as any).error.json.data.code).toBe('TOO_MANY_REQUESTS');
 
     // Procedures that are not tools (admin.status) are not counted on /rpc; other callers are unaffected.
     const bobAdmin = { authorization: `Bearer ${await mintDevToken({ secret: SECRET, sub: 'bob', scopes: ['mcp:admin'] })}` };
-    const status = await s.fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json', ...bobAdmin }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'admin.status', params: {} }) });
+    const status = await s.fetch('/rpc', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bobAdmin },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'admin.status', params: {} }),
+    });
     expect(((await status.json()) as any).result).toBeDefined();
     const carol = new RawMcp(s.url, await mintDevToken({ secret: SECRET, sub: 'carol' }));
     await carol.initialize();

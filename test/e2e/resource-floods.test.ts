@@ -57,7 +57,11 @@ beforeAll(async () => {
     oauth: {
       encryptionKey: 'resource-floods-encryption-key-0123456',
       providerClientId: 'unused',
-      provider: { authorizationUrl: 'http://127.0.0.1:9/authorize', tokenUrl: 'http://127.0.0.1:9/token', userinfoUrl: 'http://127.0.0.1:9/userinfo' },
+      provider: {
+        authorizationUrl: 'http://127.0.0.1:9/authorize',
+        tokenUrl: 'http://127.0.0.1:9/token',
+        userinfoUrl: 'http://127.0.0.1:9/userinfo',
+      },
       rateLimit: { maxRequests: 1000 },
     },
   });
@@ -78,7 +82,12 @@ describe('floods stay within budgets', () => {
       const res = await fetch(`${s.url}/mcp`, {
         method: 'POST',
         headers: raw.headers({ 'x-forwarded-for': `10.0.${i >> 8}.${i & 255}` }),
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'flood', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'flood', version: '1' } },
+        }),
       });
       await res.arrayBuffer();
       count('sessions', res.status);

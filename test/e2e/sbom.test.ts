@@ -21,10 +21,18 @@ describe('SBOM', () => {
   it('is CycloneDX JSON listing the published packages and every runtime dependency, no dev tools', () => {
     const out = join(dir, 'sbom.cdx.json');
     writeSbom(out);
-    const sbom = JSON.parse(readFileSync(out, 'utf8')) as { bomFormat: string; specVersion: string; components: Array<{ name: string; version: string; purl?: string }> };
+    const sbom = JSON.parse(readFileSync(out, 'utf8')) as {
+      bomFormat: string;
+      specVersion: string;
+      components: Array<{ name: string; version: string; purl?: string }>;
+    };
     expect(sbom.bomFormat).toBe('CycloneDX');
     const names = new Set(sbom.components.map((c) => c.name));
-    const runtime = Object.keys(PUBLISHED).flatMap((d) => Object.keys((JSON.parse(readFileSync(join(ROOT, 'packages', d, 'package.json'), 'utf8')) as { dependencies?: object }).dependencies ?? {}));
+    const runtime = Object.keys(PUBLISHED).flatMap((d) =>
+      Object.keys(
+        (JSON.parse(readFileSync(join(ROOT, 'packages', d, 'package.json'), 'utf8')) as { dependencies?: object }).dependencies ?? {},
+      ),
+    );
     expect(runtime.length).toBeGreaterThan(10);
     expect(runtime.filter((n) => !names.has(n))).toEqual([]);
     for (const name of Object.values(PUBLISHED)) expect(names, name).toContain(name);

@@ -3,7 +3,15 @@ import { mkdtemp, open, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestUpstream, creditTokens, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * The embedded store on a filesystem that fills up: a tmpfs of 8 MiB this test mounts (root
@@ -56,11 +64,13 @@ describe.skipIf(!isRoot)('SQLite on a full filesystem', () => {
     }
   });
 
-  const generate = (content: string) => rpcCall(gw.url, token, 'ai.generateText', { content, systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
+  const generate = (content: string) =>
+    rpcCall(gw.url, token, 'ai.generateText', { content, systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
 
   it('writes answer 503 within 1 s while the disk is full, health says the store is down, and service resumes when space returns', async () => {
     expect((await generate('before')).result).toBeTruthy();
-    const balanceBefore = (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+    const balanceBefore = (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!
+      .virtualTokenBalance;
 
     const filler = join(mount, 'filler');
     await fillDisk(filler);
@@ -87,7 +97,8 @@ describe.skipIf(!isRoot)('SQLite on a full filesystem', () => {
     expect((await generate('after')).result).toBeTruthy();
     const audit = await gw.runtime.billing.ledger.audit(sub);
     expect(audit.consistent).toBe(true);
-    const balanceAfter = (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+    const balanceAfter = (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!
+      .virtualTokenBalance;
     // Every call that was served (during and after) was charged: none was free.
     expect(balanceBefore - balanceAfter).toBeGreaterThan(0);
     // The upstream saw exactly the calls answered ok: nothing refused reached it.

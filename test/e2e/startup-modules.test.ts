@@ -17,8 +17,28 @@ const dir = mkdtempSync(join(tmpdir(), 'ai-backend-startup-modules-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const LAZY = [
-  'ai', '@ai-sdk/', '@openrouter/', 'ioredis', 'pg', 'better-sqlite3', 'jose', '@modelcontextprotocol/sdk', '@modelcontextprotocol/client', 'prom-client',
-  '@opentelemetry/api', 'micromatch', 'ipaddr.js', 'mime-types', 'cosmiconfig', 'jiti', 'jsonc-parser', 'dotenv', 'node:zlib', 'node:dns', 'node:https', 'node:child_process',
+  'ai',
+  '@ai-sdk/',
+  '@openrouter/',
+  'ioredis',
+  'pg',
+  'better-sqlite3',
+  'jose',
+  '@modelcontextprotocol/sdk',
+  '@modelcontextprotocol/client',
+  'prom-client',
+  '@opentelemetry/api',
+  'micromatch',
+  'ipaddr.js',
+  'mime-types',
+  'cosmiconfig',
+  'jiti',
+  'jsonc-parser',
+  'dotenv',
+  'node:zlib',
+  'node:dns',
+  'node:https',
+  'node:child_process',
 ];
 
 it('a default server answers /health without loading the dependencies it loads on first use', () => {
@@ -50,7 +70,11 @@ const generate = await fetch(url + '/rpc', { method: 'POST', headers: { 'content
 await server.stop();
 console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall, providers: Array.isArray(rpc.result?.providers), generateFailed: generate.error !== undefined }));
 `;
-  const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 60_000 });
+  const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], {
+    cwd: process.cwd(),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   expect(out.status, out.stderr).toBe(0);
   const result = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
   expect(result.health).toBe(200);
@@ -75,9 +99,12 @@ console.log(JSON.stringify({ health: health.status, lazyAtHealth, lazyAfterCall,
   expect(result.generateFailed).toBe(true);
   expect(engine(afterAiCall!)).toBe(true);
   // The API documents' builders load on the first request for a document, which nothing here made.
-  expect(readFileSync(log, 'utf8').split('\n').filter((s) => /openRpcDocument|openApiDocument/.test(s))).toEqual([]);
+  expect(
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((s) => /openRpcDocument|openApiDocument/.test(s)),
+  ).toEqual([]);
 });
-
 
 it('health checks alone do not load prom-client; the first other request does, and every request before it is counted', () => {
   const script = `

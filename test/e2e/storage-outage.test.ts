@@ -1,7 +1,16 @@
 import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/test-utils/services';
-import { callVia, createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type Entry, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  callVia,
+  createTestUpstream,
+  creditTokens,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type Entry,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * A PostgreSQL outage seen from every entry point: the server reaches PostgreSQL through a TCP
@@ -51,7 +60,19 @@ describe.skipIf(!target.ok)('PostgreSQL outage', () => {
     upstream = await createTestUpstream();
     proxy = new TcpProxy();
     await proxy.start();
-    gw = await startAiServer(upstream, { storage: { type: 'postgres', postgres: { host: '127.0.0.1', port: proxy.port, user: pg.user, database: pg.database, schema: pg.schema, ...(target.password ? { password: target.password } : {}) } } });
+    gw = await startAiServer(upstream, {
+      storage: {
+        type: 'postgres',
+        postgres: {
+          host: '127.0.0.1',
+          port: proxy.port,
+          user: pg.user,
+          database: pg.database,
+          schema: pg.schema,
+          ...(target.password ? { password: target.password } : {}),
+        },
+      },
+    });
     token = await tokenFor(sub);
     await creditTokens(gw.url, await tokenFor('outage-admin', { admin: true }), sub, 5000, 'outage-pg-1');
   });
@@ -77,7 +98,12 @@ describe.skipIf(!target.ok)('PostgreSQL outage', () => {
     expect(ready.status).toBe(503);
     // A metered call is refused before any upstream request.
     const before = upstream.requests.length;
-    const call = await callVia(gw, 'rpc', token, 'ai.generateText', { content: 'during the outage', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
+    const call = await callVia(gw, 'rpc', token, 'ai.generateText', {
+      content: 'during the outage',
+      systemPrompt: 's',
+      provider: 'openai',
+      options: { maxTokens: 10 },
+    });
     expect(call.ok).toBe(false);
     expect(upstream.requests.length).toBe(before);
 
@@ -88,7 +114,12 @@ describe.skipIf(!target.ok)('PostgreSQL outage', () => {
       if (r.ok) expect(r.data.virtualTokenBalance).toBe(5000);
     }
     expect((await fetch(`${gw.url}/health/ready`)).status).toBe(200);
-    const after = await callVia(gw, 'rpc', token, 'ai.generateText', { content: 'after the outage', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
+    const after = await callVia(gw, 'rpc', token, 'ai.generateText', {
+      content: 'after the outage',
+      systemPrompt: 's',
+      provider: 'openai',
+      options: { maxTokens: 10 },
+    });
     expect(after.ok).toBe(true);
     expect((await gw.runtime.billing.ledger.audit(sub)).consistent).toBe(true);
   }, 60_000);

@@ -4,8 +4,25 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '@ai-backend/transports';
-import { dropTestKeys, dropTestSchema, rawTestClient, runTestSql, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
-import { createTestUpstream, creditTokens, gatewayConfig, rpcCall, startAiServer, tokenFor, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  rawTestClient,
+  runTestSql,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+} from '@ai-backend/test-utils/services';
+import {
+  createTestUpstream,
+  creditTokens,
+  gatewayConfig,
+  rpcCall,
+  startAiServer,
+  tokenFor,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * Stores written by an earlier release open after an upgrade and keep working. The fixtures in
@@ -40,10 +57,16 @@ async function keepsWorking(storage: StorageInput, expectedBalance: number): Pro
   const gw = await startAiServer(upstream, { storage });
   try {
     const token = await tokenFor(manifest.user);
-    const balance = async () => (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+    const balance = async () =>
+      (await rpcCall<{ virtualTokenBalance: number }>(gw.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
     expect(await balance()).toBe(expectedBalance);
     expect((await gw.runtime.billing.ledger.audit(manifest.user)).consistent).toBe(true);
-    const call = await rpcCall(gw.url, token, 'ai.generateText', { content: 'after the upgrade', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
+    const call = await rpcCall(gw.url, token, 'ai.generateText', {
+      content: 'after the upgrade',
+      systemPrompt: 's',
+      provider: 'openai',
+      options: { maxTokens: 10 },
+    });
     expect(call.error).toBeUndefined();
     const afterCall = await balance();
     expect(afterCall).toBeLessThan(expectedBalance);
@@ -58,7 +81,11 @@ async function keepsWorking(storage: StorageInput, expectedBalance: number): Pro
 /** Run SQL on a closed SQLite file with whichever binding this Node has (as the store does). */
 async function execSql(file: string, sql: string): Promise<void> {
   const nodeSqlite = await import('node:sqlite' as string).catch(() => undefined);
-  const Db = nodeSqlite ? (nodeSqlite as { DatabaseSync: new (f: string) => { exec(s: string): void; close(): void } }).DatabaseSync : (createRequire(new URL('../../packages/core/package.json', import.meta.url))('better-sqlite3') as new (f: string) => { exec(s: string): void; close(): void });
+  const Db = nodeSqlite
+    ? (nodeSqlite as { DatabaseSync: new (f: string) => { exec(s: string): void; close(): void } }).DatabaseSync
+    : (createRequire(new URL('../../packages/core/package.json', import.meta.url))('better-sqlite3') as new (
+        f: string,
+      ) => { exec(s: string): void; close(): void });
   const db = new Db(file);
   db.exec(sql);
   db.close();
@@ -103,16 +130,35 @@ describe.skipIf(!pgTarget.ok)('PostgreSQL dump of d92dec1', () => {
   async function restore(label: string) {
     const opts = testPostgresOptions(pgTarget, label);
     schemas.push(opts.schema);
-    const dump = (await readFile(new URL('postgres.sql', FIXTURES), 'utf8')).split('\n').filter((l) => !l.startsWith('\\')).join('\n').replaceAll('aib_fixture_old', opts.schema);
+    const dump = (await readFile(new URL('postgres.sql', FIXTURES), 'utf8'))
+      .split('\n')
+      .filter((l) => !l.startsWith('\\'))
+      .join('\n')
+      .replaceAll('aib_fixture_old', opts.schema);
     await runTestSql(pgTarget, dump);
-    return { opts, storage: { type: 'postgres' as const, postgres: { host: pgTarget.host, port: pgTarget.port, user: opts.user, database: opts.database, schema: opts.schema, ...(pgTarget.password ? { password: pgTarget.password } : {}) } } };
+    return {
+      opts,
+      storage: {
+        type: 'postgres' as const,
+        postgres: {
+          host: pgTarget.host,
+          port: pgTarget.port,
+          user: opts.user,
+          database: opts.database,
+          schema: opts.schema,
+          ...(pgTarget.password ? { password: pgTarget.password } : {}),
+        },
+      },
+    };
   }
 
   it('two instances starting together migrate it once (version 1 → today), then it keeps working', async () => {
     const { opts, storage } = await restore('upgrade');
     const [a, b] = await Promise.all([startAiServer(upstream, { storage }), startAiServer(upstream, { storage })]);
     await Promise.all([a.stop(), b.stop()]);
-    const rows = (await runTestSql(pgTarget, `SELECT version FROM "${opts.schema}".schema_migrations ORDER BY version`)).map((r) => r.version);
+    const rows = (await runTestSql(pgTarget, `SELECT version FROM "${opts.schema}".schema_migrations ORDER BY version`)).map(
+      (r) => r.version,
+    );
     expect(rows).toEqual([1, 2]);
     await keepsWorking(storage, manifest.postgres.balance.virtualTokenBalance);
   }, 60_000);
@@ -133,7 +179,12 @@ describe.skipIf(!redisTarget.ok)('Redis keys of d92dec1', () => {
   async function restore(label: string) {
     const opts = testRedisOptions(redisTarget, label);
     prefixes.push(opts.keyPrefix);
-    const dump = JSON.parse(await readFile(new URL('redis.json', FIXTURES), 'utf8')) as Array<{ key: string; type: string; value: unknown; pttl: number }>;
+    const dump = JSON.parse(await readFile(new URL('redis.json', FIXTURES), 'utf8')) as Array<{
+      key: string;
+      type: string;
+      value: unknown;
+      pttl: number;
+    }>;
     const client = rawTestClient(redisTarget);
     await client.connect();
     try {

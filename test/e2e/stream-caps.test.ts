@@ -81,7 +81,10 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'ai-backend-streams-'));
   await writeFile(path.join(dir, 'ai-backend.config.mjs'), configModule(upstream.aiConfig({ apiKey: 'sk-server-STREAMS' })));
   // The descriptor limit is the point: the caps must refuse streams long before it is reached.
-  child = spawn('bash', ['-c', `ulimit -n 256; exec "${process.execPath}" "${BIN}" serve --config ai-backend.config.mjs`], { cwd: dir, env: { PATH: process.env.PATH!, LOG_LEVEL: 'warn' } });
+  child = spawn('bash', ['-c', `ulimit -n 256; exec "${process.execPath}" "${BIN}" serve --config ai-backend.config.mjs`], {
+    cwd: dir,
+    env: { PATH: process.env.PATH!, LOG_LEVEL: 'warn' },
+  });
   base = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
@@ -98,7 +101,12 @@ beforeAll(async () => {
     const res = await fetch(`${base}/rpc`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'billing.creditTokens', params: { userId: sub, tokens: 10_000_000, type: 'one_time', idempotencyKey: `fund-${sub}` } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'billing.creditTokens',
+        params: { userId: sub, tokens: 10_000_000, type: 'one_time', idempotencyKey: `fund-${sub}` },
+      }),
     });
     expect(res.status, await res.clone().text()).toBe(200);
     await res.text();
@@ -147,7 +155,13 @@ async function othersStillServed(victim: () => Promise<Attempt>): Promise<void> 
 function expectCapped(attempts: Attempt[], cap: number, status: number, message: RegExp): void {
   const open = attempts.filter((a) => a.status === 200);
   const refused = attempts.filter((a) => a.status !== 200);
-  expect(open.length, refused.map((r) => `${r.status} ${r.body}`).slice(0, 3).join('\n')).toBe(cap);
+  expect(
+    open.length,
+    refused
+      .map((r) => `${r.status} ${r.body}`)
+      .slice(0, 3)
+      .join('\n'),
+  ).toBe(cap);
   for (const r of refused) {
     expect(r.status, r.body).toBe(status);
     expect(r.retryAfter).toBe('5');
@@ -159,11 +173,14 @@ function expectCapped(attempts: Attempt[], cap: number, status: number, message:
 /** Close every stream, then wait until the address may open one again (its places came back). */
 async function closeAndRecover(attempts: Attempt[], again: () => Promise<Attempt>): Promise<void> {
   for (const a of attempts) a.close();
-  const ok = await waitFor(async () => {
-    const a = await again();
-    if (a.status === 200) return a;
-    return undefined;
-  }, { timeoutMs: 10_000, intervalMs: 100, what: 'a place after the streams closed' });
+  const ok = await waitFor(
+    async () => {
+      const a = await again();
+      if (a.status === 200) return a;
+      return undefined;
+    },
+    { timeoutMs: 10_000, intervalMs: 100, what: 'a place after the streams closed' },
+  );
   ok.close();
 }
 
@@ -177,16 +194,30 @@ async function openSession(addr: string): Promise<string> {
   const init = await fetch(`${base}/mcp`, {
     method: 'POST',
     headers: { ...mcpHeaders, ...from(addr) },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: MCP_2025, capabilities: {}, clientInfo: { name: 'caps', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: MCP_2025, capabilities: {}, clientInfo: { name: 'caps', version: '1' } },
+    }),
   });
   const id = init.headers.get('mcp-session-id');
   const text = await init.text();
   if (!id) throw new Error(`no session: ${init.status} ${text}`);
-  await (await fetch(`${base}/mcp`, { method: 'POST', headers: { ...mcpHeaders, ...from(addr), 'mcp-session-id': id }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  await (
+    await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { ...mcpHeaders, ...from(addr), 'mcp-session-id': id },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    })
+  ).text();
   return id;
 }
 
-const getStream = (addr: string, session: string) => attempt(`${base}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': MCP_2025, ...from(addr) } });
+const getStream = (addr: string, session: string) =>
+  attempt(`${base}/mcp`, {
+    headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': MCP_2025, ...from(addr) },
+  });
 
 const holdCall = (addr: string, session: string, id: number) =>
   attempt(`${base}/mcp`, {
@@ -197,26 +228,55 @@ const holdCall = (addr: string, session: string, id: number) =>
 
 // ---- MCP 2026-07-28 ---------------------------------------------------------------------------
 
-const META_2026 = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'caps', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+const META_2026 = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'caps', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
 
 const listen = (addr: string, id: number) =>
   attempt(`${base}/mcp`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen', ...from(addr) },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications: { promptsListChanged: true, resourcesListChanged: true }, _meta: META_2026 } }),
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+      ...from(addr),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: { notifications: { promptsListChanged: true, resourcesListChanged: true }, _meta: META_2026 },
+    }),
   });
 
 const progressCall = (addr: string, id: number) =>
   attempt(`${base}/mcp`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'progressHold', ...from(addr) },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'progressHold', arguments: { ms: 60_000 }, _meta: { ...META_2026, progressToken: `p${id}` } } }),
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 'progressHold',
+      ...from(addr),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'progressHold', arguments: { ms: 60_000 }, _meta: { ...META_2026, progressToken: `p${id}` } },
+    }),
   });
 
 // ---- tRPC streamed batches --------------------------------------------------------------------
 
 const trpcStream = (addr: string) =>
-  attempt(`${base}/trpc/slow.hold?batch=1&input=${encodeURIComponent(JSON.stringify({ 0: { json: { ms: 60_000 } } }))}`, { headers: { 'trpc-accept': 'application/jsonl', ...from(addr) } });
+  attempt(`${base}/trpc/slow.hold?batch=1&input=${encodeURIComponent(JSON.stringify({ 0: { json: { ms: 60_000 } } }))}`, {
+    headers: { 'trpc-accept': 'application/jsonl', ...from(addr) },
+  });
 
 // ---- /v1 with the vendors' clients ------------------------------------------------------------
 
@@ -231,23 +291,40 @@ async function sdkAttempt(open: (signal: AbortSignal) => Promise<unknown>): Prom
   } catch (err) {
     const e = err as { status?: number; headers?: Headers | Record<string, string>; error?: unknown; message?: string };
     const headers = e.headers instanceof Headers ? Object.fromEntries(e.headers) : (e.headers ?? {});
-    return { status: e.status ?? 0, retryAfter: headers['retry-after'] ?? null, body: JSON.stringify(e.error ?? e.message), close: () => undefined };
+    return {
+      status: e.status ?? 0,
+      retryAfter: headers['retry-after'] ?? null,
+      body: JSON.stringify(e.error ?? e.message),
+      close: () => undefined,
+    };
   }
 }
 
 async function openAiStream(sub: string, addr: string): Promise<Attempt> {
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: await token(sub), maxRetries: 0, defaultHeaders: from(addr) });
-  return sdkAttempt((signal) => client.chat.completions.create({ model: 'openai/gpt-4.1-mini', max_tokens: 100, stream: true, messages: [{ role: 'user', content: SLOW }] }, { signal }));
+  return sdkAttempt((signal) =>
+    client.chat.completions.create(
+      { model: 'openai/gpt-4.1-mini', max_tokens: 100, stream: true, messages: [{ role: 'user', content: SLOW }] },
+      { signal },
+    ),
+  );
 }
 
 async function responsesStream(sub: string, addr: string): Promise<Attempt> {
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: await token(sub), maxRetries: 0, defaultHeaders: from(addr) });
-  return sdkAttempt((signal) => client.responses.create({ model: 'openai/gpt-4.1-mini', max_output_tokens: 100, stream: true, input: SLOW }, { signal }));
+  return sdkAttempt((signal) =>
+    client.responses.create({ model: 'openai/gpt-4.1-mini', max_output_tokens: 100, stream: true, input: SLOW }, { signal }),
+  );
 }
 
 async function anthropicStream(sub: string, addr: string): Promise<Attempt> {
   const client = new Anthropic({ baseURL: base, apiKey: await token(sub), maxRetries: 0, defaultHeaders: from(addr) });
-  return sdkAttempt((signal) => client.messages.create({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 100, stream: true, messages: [{ role: 'user', content: SLOW }] }, { signal }));
+  return sdkAttempt((signal) =>
+    client.messages.create(
+      { model: 'anthropic/claude-sonnet-4-5', max_tokens: 100, stream: true, messages: [{ role: 'user', content: SLOW }] },
+      { signal },
+    ),
+  );
 }
 
 const many = <T>(n: number, f: (i: number) => Promise<T>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)));
@@ -263,7 +340,15 @@ describe('every long-lived stream under the same caps, server under ulimit -n 25
     expect(JSON.parse(attempts.find((a) => a.status === 429)!.body)).toMatchObject({ jsonrpc: '2.0', error: { code: expect.any(Number) } });
     const victimSession = await openSession('10.1.0.2');
     await othersStillServed(() => getStream('10.1.0.2', victimSession));
-    expect((await attempt(`${base}/mcp`, { method: 'POST', headers: { ...mcpHeaders, ...from('10.1.0.1'), 'mcp-session-id': spare }, body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }) })).status).toBe(429);
+    expect(
+      (
+        await attempt(`${base}/mcp`, {
+          method: 'POST',
+          headers: { ...mcpHeaders, ...from('10.1.0.1'), 'mcp-session-id': spare },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
+        })
+      ).status,
+    ).toBe(429);
     await closeAndRecover(attempts, () => getStream('10.1.0.1', spare));
   }, 60_000);
 
@@ -293,7 +378,9 @@ describe('every long-lived stream under the same caps, server under ulimit -n 25
   it('tRPC streamed batches (httpBatchStreamLink): 16 per address, then 429 in tRPC’s error shape', async () => {
     const attempts = await many(ATTEMPTS, () => trpcStream('10.4.0.1'));
     expectCapped(attempts, PER_ADDRESS, 429, ADDRESS_REFUSAL);
-    expect(JSON.parse(attempts.find((a) => a.status === 429)!.body)).toMatchObject({ error: { json: { data: { code: 'TOO_MANY_REQUESTS', httpStatus: 429 } } } });
+    expect(JSON.parse(attempts.find((a) => a.status === 429)!.body)).toMatchObject({
+      error: { json: { data: { code: 'TOO_MANY_REQUESTS', httpStatus: 429 } } },
+    });
     await othersStillServed(() => trpcStream('10.4.0.2'));
     await closeAndRecover(attempts, () => trpcStream('10.4.0.1'));
   }, 60_000);
@@ -333,7 +420,11 @@ describe('every long-lived stream under the same caps, server under ulimit -n 25
     expect(health.status).toBe(200);
     await health.text();
     // A plain call still works (it is not a stream), from anyone.
-    const rpc = await fetch(`${base}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', ...from('10.8.250.1') }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slow.hold', params: { ms: 1 } }) });
+    const rpc = await fetch(`${base}/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...from('10.8.250.1') },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slow.hold', params: { ms: 1 } }),
+    });
     expect(rpc.status).toBe(200);
     expect(((await rpc.json()) as { result: unknown }).result).toBe('done');
     await closeAndRecover(attempts, () => trpcStream('10.8.251.1'));

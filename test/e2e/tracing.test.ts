@@ -3,7 +3,15 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { createTestUpstream, creditTokens, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 
 /**
  * What an operator does to get traces: register an SDK (here with the in-memory exporter and the
@@ -45,7 +53,12 @@ describe('tracing through @opentelemetry/api', () => {
     const res = await fetch(gw.url + '/rpc', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${user}`, traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ai.generateText', params: { content: 'hi', systemPrompt: 'be brief', provider: 'openai' } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'ai.generateText',
+        params: { content: 'hi', systemPrompt: 'be brief', provider: 'openai' },
+      }),
     });
     expect(((await res.json()) as { result?: { success: boolean } }).result?.success).toBe(true);
     const spans = exporter.getFinishedSpans();
@@ -90,7 +103,9 @@ describe('tracing through @opentelemetry/api', () => {
       });
       expect(res.status).toBe(200);
       await res.text();
-      const procedure = await waitFor(() => exporter.getFinishedSpans().find((s) => s.name.startsWith('procedure ai.')), { what: 'the procedure span' });
+      const procedure = await waitFor(() => exporter.getFinishedSpans().find((s) => s.name.startsWith('procedure ai.')), {
+        what: 'the procedure span',
+      });
       const spans = exporter.getFinishedSpans();
       const request = spans.find((s) => s.name === 'POST v1')!;
       expect(parentOf(request)).toBe(CALLER_SPAN);

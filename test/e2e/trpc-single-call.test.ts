@@ -13,7 +13,9 @@ import { describeMatrix } from './helpers/describeMatrix.js';
  */
 const SECRET = 'trpc-single-call-secret-0123456789abcdef';
 const custom = router({
-  when: publicProcedure.input(z.object({ at: z.date() })).query(({ input }) => ({ later: new Date(input.at.getTime() + 60_000), tags: new Set(['a', 'b']) })),
+  when: publicProcedure
+    .input(z.object({ at: z.date() }))
+    .query(({ input }) => ({ later: new Date(input.at.getTime() + 60_000), tags: new Set(['a', 'b']) })),
   add: publicProcedure.input(z.object({ a: z.number(), b: z.number() })).mutation(({ input }) => ({ sum: input.a + input.b })),
   mine: protectedProcedure.query(({ ctx }) => ({ sub: ctx.identity.sub })),
   busy: publicProcedure.mutation(() => {
@@ -47,10 +49,31 @@ const CASES: Case[] = [
   { name: 'a mutation', path: 'custom.add', type: 'mutation', input: { a: 2, b: 3 }, status: 200 },
   { name: 'invalid input (zod issues)', path: 'custom.add', type: 'mutation', input: { a: 'two', b: 3 }, status: 400 },
   { name: 'malformed JSON', path: 'custom.when', type: 'query', raw: '{"json":', status: 400 },
-  { name: 'an anonymous caller on a protected procedure (401 + challenge)', path: 'custom.mine', type: 'query', status: 401, header: 'www-authenticate' },
+  {
+    name: 'an anonymous caller on a protected procedure (401 + challenge)',
+    path: 'custom.mine',
+    type: 'query',
+    status: 401,
+    header: 'www-authenticate',
+  },
   { name: 'a signed-in caller', path: 'custom.mine', type: 'query', token: 'user', status: 200 },
-  { name: 'a bad token (401 + invalid_token challenge)', path: 'system.test', type: 'query', input: { message: 'hi' }, token: 'bad', status: 401, header: 'www-authenticate' },
-  { name: 'an administrator procedure for a user (403)', path: 'admin.status', type: 'query', input: { detailed: false }, token: 'user', status: 403 },
+  {
+    name: 'a bad token (401 + invalid_token challenge)',
+    path: 'system.test',
+    type: 'query',
+    input: { message: 'hi' },
+    token: 'bad',
+    status: 401,
+    header: 'www-authenticate',
+  },
+  {
+    name: 'an administrator procedure for a user (403)',
+    path: 'admin.status',
+    type: 'query',
+    input: { detailed: false },
+    token: 'user',
+    status: 403,
+  },
   { name: 'a CoreError with Retry-After', path: 'custom.busy', type: 'mutation', status: 429, header: 'retry-after' },
   { name: 'an unexpected error (no message, no stack)', path: 'custom.broken', type: 'query', status: 500 },
 ];
@@ -60,7 +83,8 @@ let userToken: string;
 
 function requests(c: Case): { single: [string, RequestInit]; batch: [string, RequestInit] } {
   const text = c.raw ?? (c.input === undefined ? undefined : JSON.stringify(superjson.serialize(c.input)));
-  const auth: Record<string, string> = c.token === 'user' ? { authorization: `Bearer ${userToken}` } : c.token === 'bad' ? { authorization: 'Bearer not.a.token' } : {};
+  const auth: Record<string, string> =
+    c.token === 'user' ? { authorization: `Bearer ${userToken}` } : c.token === 'bad' ? { authorization: 'Bearer not.a.token' } : {};
   const headers = { ...auth, 'content-type': 'application/json', origin: new URL(s.url).origin };
   if (c.type === 'query') {
     const batchInput = encodeURIComponent(`{"0":${text ?? 'null'}}`);
@@ -78,7 +102,7 @@ function requests(c: Case): { single: [string, RequestInit]; batch: [string, Req
 const HEADERS = ['content-type', 'www-authenticate', 'retry-after', 'access-control-allow-origin', 'access-control-expose-headers'];
 const pick = (res: Response) => Object.fromEntries(HEADERS.map((h) => [h, res.headers.get(h)]));
 
-describeMatrix('one /trpc call: the short way and tRPC\'s adapter agree', (mode) => {
+describeMatrix("one /trpc call: the short way and tRPC's adapter agree", (mode) => {
   beforeAll(async () => {
     s = await startTestServer({ jwt: { secret: SECRET }, mcp: { auth: { authType: 'jwt' } }, customRouters: { custom } }, mode);
     userToken = await mintDevToken({ secret: SECRET, sub: 'ada', scopes: ['mcp'] });
@@ -97,7 +121,10 @@ describeMatrix('one /trpc call: the short way and tRPC\'s adapter agree', (mode)
     expect(many.status).toBe(c.status);
     if (c.header) expect(one.headers.get(c.header)).toBeTruthy();
     // A 401 names our resource metadata (RFC 9728), as /v1 and /mcp do; a refused token says why.
-    if (c.status === 401) expect(one.headers.get('www-authenticate')).toMatch(/^Bearer .*resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp"/);
+    if (c.status === 401)
+      expect(one.headers.get('www-authenticate')).toMatch(
+        /^Bearer .*resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp"/,
+      );
     if (c.token === 'bad') expect(one.headers.get('www-authenticate')).toContain('error="invalid_token"');
     if (c.status !== 401) expect(one.headers.get('www-authenticate')).toBeNull();
     expect(pick(one)).toEqual(pick(many));
@@ -115,13 +142,18 @@ describeMatrix('one /trpc call: the short way and tRPC\'s adapter agree', (mode)
 
 describe('one /trpc call short of a required scope', () => {
   it('gets the 403 insufficient_scope challenge naming the scope, alone and in a batch', async () => {
-    const server = await startTestServer({ jwt: { secret: SECRET }, mcp: { auth: { authType: 'jwt', jwt: { requiredScopes: ['weather:read'] } } } }, 'listening');
+    const server = await startTestServer(
+      { jwt: { secret: SECRET }, mcp: { auth: { authType: 'jwt', jwt: { requiredScopes: ['weather:read'] } } } },
+      'listening',
+    );
     try {
       const token = await mintDevToken({ secret: SECRET, sub: 'ada', scopes: ['mcp'] });
       const headers = { authorization: `Bearer ${token}` };
       const input = encodeURIComponent(JSON.stringify({ json: { message: 'hi' } }));
       const one = await fetch(`${server.url}/trpc/system.test?input=${input}`, { headers });
-      const many = await fetch(`${server.url}/trpc/system.test?batch=1&input=${encodeURIComponent(`{"0":${decodeURIComponent(input)}}`)}`, { headers });
+      const many = await fetch(`${server.url}/trpc/system.test?batch=1&input=${encodeURIComponent(`{"0":${decodeURIComponent(input)}}`)}`, {
+        headers,
+      });
       for (const res of [one, many]) {
         expect(res.status).toBe(403);
         const challenge = res.headers.get('www-authenticate') ?? '';
@@ -139,9 +171,18 @@ describe('one /trpc call over a socket', () => {
     const server = await startTestServer({ mcp: { auth: { authType: 'none' } }, customRouters: { custom } }, 'listening');
     try {
       const body = JSON.stringify(superjson.serialize({ a: 20, b: 22 }));
-      const declared = await fetch(`${server.url}/trpc/custom.add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const declared = await fetch(`${server.url}/trpc/custom.add`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
       const stream = new ReadableStream({ start: (ctl) => (ctl.enqueue(new TextEncoder().encode(body)), ctl.close()) });
-      const chunked = await fetch(`${server.url}/trpc/custom.add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+      const chunked = await fetch(`${server.url}/trpc/custom.add`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit);
       expect(await declared.json()).toEqual({ result: { data: { json: { sum: 42 } } } });
       expect(await chunked.json()).toEqual({ result: { data: { json: { sum: 42 } } } });
     } finally {

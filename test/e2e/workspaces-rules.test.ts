@@ -22,10 +22,11 @@ const user = {} as Record<EntryPoint, EntryPointClient>;
 const admin = {} as Record<EntryPoint, EntryPointClient>;
 
 const label = (o: Outcome) => (o.ok ? 'ok' : `${o.code}: ${o.message}`);
-const exists = (p: string) => access(p).then(
-  () => true,
-  () => false,
-);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 beforeAll(async () => {
   base = await mkdtemp(path.join(os.tmpdir(), 'aib-rules-'));
@@ -35,7 +36,7 @@ beforeAll(async () => {
     'NOTES.MD': 'upper-case extension',
     'small.txt': 'small',
     'big.txt': 'b'.repeat(2000),
-    'Makefile': 'all:',
+    Makefile: 'all:',
     'x.env.txt': 'DOUBLE=1',
     '.env': 'TOKEN=inside-blocked',
     'src/app.ts': 'export {}',
@@ -80,7 +81,8 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-const read = (c: EntryPointClient, workspaceId: string, p: string, encoding = 'utf8') => c.call('system.readFile', { workspaceId, path: p, encoding });
+const read = (c: EntryPointClient, workspaceId: string, p: string, encoding = 'utf8') =>
+  c.call('system.readFile', { workspaceId, path: p, encoding });
 const write = (c: EntryPointClient, workspaceId: string, p: string, content: string, encoding = 'utf8') =>
   c.call('system.writeFile', { workspaceId, path: p, content, encoding });
 const list = async (c: EntryPointClient, workspaceId: string) => {
@@ -93,10 +95,20 @@ describe.each(ENTRY_POINTS)('the six rules over %s', (via) => {
   const c = () => user[via];
 
   it('1. paths stay inside the root (separator boundary, no prefix match)', async () => {
-    expect(await read(c(), 'plain', 'docs/guide.md')).toMatchObject({ ok: true, data: { content: 'the guide', size: 9, encoding: 'utf8', mimeType: 'text/markdown' } });
+    expect(await read(c(), 'plain', 'docs/guide.md')).toMatchObject({
+      ok: true,
+      data: { content: 'the guide', size: 9, encoding: 'utf8', mimeType: 'text/markdown' },
+    });
     expect(await read(c(), 'plain', './docs//guide.md')).toMatchObject({ ok: true, data: { content: 'the guide' } });
     expect(await c().call('system.pathExists', { workspaceId: 'plain', path: 'src' })).toMatchObject({ ok: true, data: { exists: true } });
-    for (const p of ['../outside.md', '../root_evil/x.md', `${root}_evil/x.md`, `${root}/README.md`, 'docs/../../outside.md', '%2e%2e/outside.md']) {
+    for (const p of [
+      '../outside.md',
+      '../root_evil/x.md',
+      `${root}_evil/x.md`,
+      `${root}/README.md`,
+      'docs/../../outside.md',
+      '%2e%2e/outside.md',
+    ]) {
       expect(label(await read(c(), 'plain', p)), p).toBe(DENIED);
     }
   });
@@ -108,7 +120,9 @@ describe.each(ENTRY_POINTS)('the six rules over %s', (via) => {
     if (via !== 'mcp') expect((denied as { details?: unknown }).details).toEqual({ reason: 'workspace is read-only' });
     expect(await exists(path.join(root, `out-${via}`))).toBe(false);
     expect(await read(c(), 'ro', 'README.md')).toMatchObject({ ok: true, data: { content: '# readme' } });
-    expect(await write(c(), 'plain', rel, 'written')).toEqual(expect.objectContaining({ ok: true, data: { success: true, path: rel, size: 7 } }));
+    expect(await write(c(), 'plain', rel, 'written')).toEqual(
+      expect.objectContaining({ ok: true, data: { success: true, path: rel, size: 7 } }),
+    );
     expect(await readFile(path.join(root, rel), 'utf8')).toBe('written');
     // Overwriting an existing file through a read-only workspace is refused too.
     expect(label(await write(c(), 'ro', rel, 'changed'))).toBe(DENIED);
@@ -125,7 +139,10 @@ describe.each(ENTRY_POINTS)('the six rules over %s', (via) => {
     for (const p of ['small.txt', 'missing.txt', '.env', 'nothing/.env']) {
       expect(label(await c().call('system.pathExists', { workspaceId: 'paths', path: p })), p).toBe(DENIED);
     }
-    expect(await c().call('system.pathExists', { workspaceId: 'paths', path: 'src/app.ts' })).toMatchObject({ ok: true, data: { exists: true } });
+    expect(await c().call('system.pathExists', { workspaceId: 'paths', path: 'src/app.ts' })).toMatchObject({
+      ok: true,
+      data: { exists: true },
+    });
     const listed = await list(c(), 'paths');
     expect(listed).toEqual(expect.arrayContaining(['README.md', 'docs/', 'docs/guide.md', 'src/', 'src/app.ts']));
     for (const hidden of ['small.txt', '.env', 'src/.env', 'secrets/', 'secrets/key.txt', 'NOTES.MD']) expect(listed).not.toContain(hidden);
@@ -135,7 +152,8 @@ describe.each(ENTRY_POINTS)('the six rules over %s', (via) => {
     for (const p of ['README.md', 'NOTES.MD', 'small.txt', 'docs/guide.md']) expect(label(await read(c(), 'ext', p)), p).toBe('ok');
     for (const p of ['src/app.ts', 'Makefile', 'x.env.txt', '.env']) expect(label(await read(c(), 'ext', p)), p).toBe(DENIED);
     // A hidden file "does not exist", exactly like a missing one (a folder of that name could be reachable).
-    for (const p of ['src/app.ts', 'src/missing.ts']) expect(await c().call('system.pathExists', { workspaceId: 'ext', path: p }), p).toMatchObject({ ok: true, data: { exists: false } });
+    for (const p of ['src/app.ts', 'src/missing.ts'])
+      expect(await c().call('system.pathExists', { workspaceId: 'ext', path: p }), p).toMatchObject({ ok: true, data: { exists: false } });
     expect(label(await write(c(), 'ext', `new-${via}.ts`, 'x'))).toBe(DENIED);
     expect(label(await write(c(), 'ext', `new-${via}.md`, 'x'))).toBe('ok');
     const listed = await list(c(), 'ext');
@@ -150,7 +168,10 @@ describe.each(ENTRY_POINTS)('the six rules over %s', (via) => {
     if (via !== 'mcp') expect((big as { details?: unknown }).details).toEqual({ reason: 'file too large', maxFileSize: 1000 });
     expect(label(await read(c(), 'plain', 'big.txt'))).toBe('ok');
     // 1000 bytes as base64 is 1336 characters: the decoded size counts.
-    expect(await write(c(), 'size', `max-${via}.bin`, Buffer.alloc(1000, 1).toString('base64'), 'base64')).toMatchObject({ ok: true, data: { size: 1000 } });
+    expect(await write(c(), 'size', `max-${via}.bin`, Buffer.alloc(1000, 1).toString('base64'), 'base64')).toMatchObject({
+      ok: true,
+      data: { size: 1000 },
+    });
     expect(label(await write(c(), 'size', `over-${via}.bin`, Buffer.alloc(1001, 1).toString('base64'), 'base64'))).toBe(DENIED);
     expect(label(await write(c(), 'size', `over-${via}.txt`, 'x'.repeat(1001)))).toBe(DENIED);
     expect(await exists(path.join(root, `over-${via}.txt`))).toBe(false);
@@ -176,13 +197,18 @@ describe('workspaces added at run time', () => {
     expect(label(await user.rpc.call('system.addServerWorkspace', input))).toMatch(/^FORBIDDEN: /);
     expect(await admin.rpc.call('system.addServerWorkspace', input)).toMatchObject({ ok: true, data: { success: true, id: 'Added' } });
     for (const via of ENTRY_POINTS) {
-      expect(await read(user[via], 'Added', 'hello.txt'), via).toMatchObject({ ok: true, data: { content: 'from a workspace added at run time' } });
+      expect(await read(user[via], 'Added', 'hello.txt'), via).toMatchObject({
+        ok: true,
+        data: { content: 'from a workspace added at run time' },
+      });
       expect(label(await write(user[via], 'Added', 'x.txt', 'x')), via).toBe(DENIED); // readOnly as configured
     }
     const seen = (await user.mcp.call('system.getServerWorkspaces')) as { data: Record<string, { source: string; path?: string }> };
     expect(seen.data.Added).toMatchObject({ source: 'runtime', accessible: true, writable: false });
     expect(seen.data.Added!.path).toBeUndefined(); // folder paths only for administrators
-    expect(((await admin.mcp.call('system.getServerWorkspaces')) as { data: Record<string, { path?: string }> }).data.Added!.path).toBe(path.join(base, 'added'));
+    expect(((await admin.mcp.call('system.getServerWorkspaces')) as { data: Record<string, { path?: string }> }).data.Added!.path).toBe(
+      path.join(base, 'added'),
+    );
 
     expect(label(await user.mcp.call('system.removeServerWorkspace', { id: 'Added' }))).toMatch(/^FORBIDDEN: /);
     expect(await admin.rpc.call('system.removeServerWorkspace', { id: 'Added' })).toMatchObject({ ok: true, data: { success: true } });
@@ -193,20 +219,29 @@ describe('workspaces added at run time', () => {
     const input = { id: 'viaMcp', config: { path: path.join(base, 'added') } };
     expect(label(await user.mcp.call('system.addServerWorkspace', input))).toMatch(/^FORBIDDEN: /);
     expect(await admin.mcp.call('system.addServerWorkspace', input)).toMatchObject({ ok: true, data: { success: true, id: 'viaMcp' } });
-    expect(await read(user.rpc, 'viaMcp', 'hello.txt')).toMatchObject({ ok: true, data: { content: 'from a workspace added at run time' } });
+    expect(await read(user.rpc, 'viaMcp', 'hello.txt')).toMatchObject({
+      ok: true,
+      data: { content: 'from a workspace added at run time' },
+    });
     expect(await write(user.rpc, 'viaMcp', 'made-over-rpc.txt', 'hi')).toMatchObject({ ok: true });
     expect(await readFile(path.join(base, 'added', 'made-over-rpc.txt'), 'utf8')).toBe('hi');
     expect(label(await admin.mcp.call('system.addServerWorkspace', input))).toMatch(/^CONFLICT: /);
     expect(await admin.trpc.call('system.removeServerWorkspace', { id: 'viaMcp' })).toMatchObject({ ok: true });
-    expect(label(await user.mcp.call('system.readFile', { workspaceId: 'viaMcp', path: 'hello.txt' }))).toBe('NOT_FOUND: workspace not found');
+    expect(label(await user.mcp.call('system.readFile', { workspaceId: 'viaMcp', path: 'hello.txt' }))).toBe(
+      'NOT_FOUND: workspace not found',
+    );
   });
 });
 
 describe('listClientWorkspaces', () => {
   it('answers the ids (array of strings) by default and records with detailed: true, on every entry point', async () => {
     // The same identity on all three entry points shares one registry.
-    expect(await user.rpc.call('system.registerClientWorkspace', { id: 'proj', uri: 'file:///home/alice/proj', name: 'Project' })).toMatchObject({ ok: true });
-    expect(await user.trpc.call('system.registerClientWorkspace', { id: 'docs', uri: 'file:///home/alice/docs' })).toMatchObject({ ok: true });
+    expect(
+      await user.rpc.call('system.registerClientWorkspace', { id: 'proj', uri: 'file:///home/alice/proj', name: 'Project' }),
+    ).toMatchObject({ ok: true });
+    expect(await user.trpc.call('system.registerClientWorkspace', { id: 'docs', uri: 'file:///home/alice/docs' })).toMatchObject({
+      ok: true,
+    });
     for (const via of ENTRY_POINTS) {
       expect(await user[via].call('system.listClientWorkspaces'), via).toMatchObject({ ok: true, data: ['docs', 'proj'] });
       const detailed = await user[via].call('system.listClientWorkspaces', { detailed: true });

@@ -9,13 +9,26 @@ import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintDevToken } from '@ai-backend/auth';
-import { TRAVERSAL_CORPUS, TRAVERSAL_SECRET, createTraversalFixture, expandCorpus, type TraversalFixture, type TraversalVector } from '@ai-backend/test-utils';
+import {
+  TRAVERSAL_CORPUS,
+  TRAVERSAL_SECRET,
+  createTraversalFixture,
+  expandCorpus,
+  type TraversalFixture,
+  type TraversalVector,
+} from '@ai-backend/test-utils';
 import { connectAll, ENTRY_POINTS, type EntryPoint, type EntryPointClient, type Outcome } from './helpers/entryPoints.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 const JWT_SECRET = 'workspaces-traversal-secret-0123456789abcdef';
 // Secrets inside the root that the rules hide (.env, private/**, *.key) must not leak either.
-const FORBIDDEN_TEXT = [TRAVERSAL_SECRET, Buffer.from(TRAVERSAL_SECRET).toString('base64'), 'INSIDE_BLOCKED', 'private key', 'private data'];
+const FORBIDDEN_TEXT = [
+  TRAVERSAL_SECRET,
+  Buffer.from(TRAVERSAL_SECRET).toString('base64'),
+  'INSIDE_BLOCKED',
+  'private key',
+  'private data',
+];
 
 /** Everything under `dir`: path → file content (base64) and mtime, link target, or folder mtime. */
 async function snapshot(dir: string): Promise<Record<string, string>> {
@@ -106,8 +119,14 @@ describe.each([
     }
     expect(refusals).toBe(TRAVERSAL_CORPUS.length);
     // The same client reaches what it may: refusals above are the rules, not a broken setup.
-    expect(await client.call('system.readFile', { workspaceId, path: 'notes.txt' })).toMatchObject({ ok: true, data: { content: 'inside notes' } });
-    expect(await client.call('system.listFiles', { workspaceId, recursive: true })).toMatchObject({ ok: true, data: ['notes.txt', 'sub/'] });
+    expect(await client.call('system.readFile', { workspaceId, path: 'notes.txt' })).toMatchObject({
+      ok: true,
+      data: { content: 'inside notes' },
+    });
+    expect(await client.call('system.listFiles', { workspaceId, recursive: true })).toMatchObject({
+      ok: true,
+      data: ['notes.txt', 'sub/'],
+    });
   });
 });
 
@@ -120,7 +139,9 @@ describe('adding a workspace needs an administrator', () => {
       await expect(anonymous.mcp.call('system.addServerWorkspace', input)).rejects.toThrow(/authentication required/);
     } else {
       expect(label(await anonymous[via].call('system.addServerWorkspace', input))).toBe('UNAUTHORIZED: authentication required');
-      expect(label(await anonymous[via].call('system.removeServerWorkspace', { id: 'default' }))).toBe('UNAUTHORIZED: authentication required');
+      expect(label(await anonymous[via].call('system.removeServerWorkspace', { id: 'default' }))).toBe(
+        'UNAUTHORIZED: authentication required',
+      );
     }
     expect(label(await clients[via].call('system.addServerWorkspace', input))).toMatch(/^FORBIDDEN: /);
     expect(label(await clients[via].call('system.removeServerWorkspace', { id: 'default' }))).toMatch(/^FORBIDDEN: /);

@@ -32,7 +32,11 @@ it.runIf(zod3)('importing ai-backend with the app resolving zod 3 says zod 4 is 
   const register = join(dir, 'register.mjs');
   writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
   const script = `import('zod').then((z) => console.log('zod ' + ('_zod' in z.z.string() ? 4 : 3))).then(() => import('ai-backend')).then(() => console.log('loaded'));`;
-  const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 60_000 });
+  const out = spawnSync(process.execPath, ['--import', pathToFileURL(register).href, '--input-type=module', '-e', script], {
+    cwd: process.cwd(),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   expect(out.stdout).toContain('zod 3'); // the redirect works: this is zod 3
   expect(out.status).not.toBe(0);
   expect(out.stderr).toContain("ai-backend needs zod 4, but the 'zod' your app resolves is zod 3: install zod@^4");

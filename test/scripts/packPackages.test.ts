@@ -33,15 +33,26 @@ it('pnpm pack-packages writes the four published tarballs and none of a private 
   const out = path.join(dest, 'documented');
   const r = spawnSync(process.execPath, ['scripts/packPackages.mjs', out], { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
   expect(r.status, r.stderr).toBe(0);
-  expect(readdirSync(out).sort()).toEqual(['ai-backend-0.1.0.tgz', 'ai-backend-auth-0.1.0.tgz', 'ai-backend-core-0.1.0.tgz', 'ai-backend-transports-0.1.0.tgz']);
+  expect(readdirSync(out).sort()).toEqual([
+    'ai-backend-0.1.0.tgz',
+    'ai-backend-auth-0.1.0.tgz',
+    'ai-backend-core-0.1.0.tgz',
+    'ai-backend-transports-0.1.0.tgz',
+  ]);
 }, 240_000);
 
 it('pnpm -r pack writes no tarball of a private package and names the documented command', () => {
   const out = path.join(dest, 'recursive');
-  const r = spawnSync(PNPM[0]!, [...PNPM.slice(1), '-r', 'pack', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync(PNPM[0]!, [...PNPM.slice(1), '-r', 'pack', '--pack-destination', out], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
   const text = `${r.stdout}${r.stderr}`;
   expect(r.status, text).not.toBe(0);
-  expect(text).toMatch(/@ai-backend\/(test-utils|tool-mcp-conformance) is private and never published: not packed\. To pack the published packages: npx -y pnpm@10\.34\.9 pack-packages/);
+  expect(text).toMatch(
+    /@ai-backend\/(test-utils|tool-mcp-conformance) is private and never published: not packed\. To pack the published packages: npx -y pnpm@10\.34\.9 pack-packages/,
+  );
   let made: string[] = [];
   try {
     made = readdirSync(out);
@@ -53,7 +64,11 @@ it('pnpm -r pack writes no tarball of a private package and names the documented
 
 it('pnpm pack inside a private package is refused', () => {
   const [dir] = privateOnes[0]!;
-  const r = spawnSync(PNPM[0]!, [...PNPM.slice(1), 'pack', '--pack-destination', path.join(dest, 'single')], { cwd: path.join(ROOT, dir), encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(PNPM[0]!, [...PNPM.slice(1), 'pack', '--pack-destination', path.join(dest, 'single')], {
+    cwd: path.join(ROOT, dir),
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   expect(r.status).not.toBe(0);
   expect(`${r.stdout}${r.stderr}`).toContain(`${workspace[dir]!.name} is private and never published: not packed`);
 }, 120_000);

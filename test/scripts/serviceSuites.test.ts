@@ -11,7 +11,10 @@ import { describe, expect, it } from 'vitest';
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 // A plain .mjs script (no types): imported by URL.
-const { serviceSuites, testFiles } = (await import(new URL('../../scripts/serviceSuites.mjs', import.meta.url).href)) as { serviceSuites: () => string[]; testFiles: () => string[] };
+const { serviceSuites, testFiles } = (await import(new URL('../../scripts/serviceSuites.mjs', import.meta.url).href)) as {
+  serviceSuites: () => string[];
+  testFiles: () => string[];
+};
 const SERVICE_MARKERS = /\b6379\b|\b5432\b|ioredis|from 'pg'|redis-server|chromium|playwright|type: '(?:redis|postgres)'|shared: 'redis'/g;
 
 /** Files that name a service without reaching one, and why. Checked both ways below, so it cannot go stale. */
@@ -44,8 +47,13 @@ describe('the offline check covers every suite that names a service', () => {
   });
 
   it('no other test file names a service port, driver or storage type', () => {
-    const unlisted = files.filter((f) => !suites.has(f) && !(f in NAMES_ONLY) && markersIn(f).length > 0).map((f) => `${f}: ${markersIn(f).join(', ')}`);
-    expect(unlisted, 'use the shared detection (@ai-backend/test-utils/services) in these files, or add them to NAMES_ONLY with the reason').toEqual([]);
+    const unlisted = files
+      .filter((f) => !suites.has(f) && !(f in NAMES_ONLY) && markersIn(f).length > 0)
+      .map((f) => `${f}: ${markersIn(f).join(', ')}`);
+    expect(
+      unlisted,
+      'use the shared detection (@ai-backend/test-utils/services) in these files, or add them to NAMES_ONLY with the reason',
+    ).toEqual([]);
   });
 
   it('every NAMES_ONLY entry still names a service and still does not use the detection', () => {

@@ -32,7 +32,10 @@ beforeEach(() => {
   pkg = path.join(dir, 'better-sqlite3');
   cache = path.join(dir, 'cache');
   mkdirSync(pkg, { recursive: true });
-  writeFileSync(path.join(pkg, 'package.json'), JSON.stringify({ name: 'better-sqlite3', version: VERSION, main: 'index.js', scripts: { install: 'node build.js' } }));
+  writeFileSync(
+    path.join(pkg, 'package.json'),
+    JSON.stringify({ name: 'better-sqlite3', version: VERSION, main: 'index.js', scripts: { install: 'node build.js' } }),
+  );
   writeFileSync(
     path.join(pkg, 'index.js'),
     `const { readFileSync } = require('node:fs');
@@ -54,7 +57,12 @@ require('node:fs').writeFileSync(__dirname + '/build/Release/better_sqlite3.node
 });
 
 function switchTo(build: 'builds' | 'fails'): { code: number | null; out: string; err: string } {
-  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`, AI_BACKEND_CI_CACHE: cache, AI_BACKEND_CI_BETTER_SQLITE3: pkg };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`,
+    AI_BACKEND_CI_CACHE: cache,
+    AI_BACKEND_CI_BETTER_SQLITE3: pkg,
+  };
   if (build === 'builds') env.STAND_IN_BUILD = 'ok';
   else delete env.STAND_IN_BUILD;
   const r = spawnSync('bash', ['.ci/sqlite-binary.sh'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
@@ -83,7 +91,9 @@ describe(`.ci/sqlite-binary.sh on Node ${process.version} (${NODE_SQLITE ? 'has'
     const first = switchTo('fails');
     expect(first.code, first.err).toBe(0);
     expect(first.out).toContain(`better-sqlite3: compiling for Node ${process.version}`);
-    expect(first.out).toContain(`better-sqlite3 ${VERSION}: does not load on Node ${process.version}; it is optional here (the SQLite store runs on node:sqlite)`);
+    expect(first.out).toContain(
+      `better-sqlite3 ${VERSION}: does not load on Node ${process.version}; it is optional here (the SQLite store runs on node:sqlite)`,
+    );
     expect(existsSync(failedMarker())).toBe(true);
     const again = switchTo('fails');
     expect(again.code, again.err).toBe(0);
@@ -91,15 +101,18 @@ describe(`.ci/sqlite-binary.sh on Node ${process.version} (${NODE_SQLITE ? 'has'
     expect(again.out).toContain('it is optional here');
   });
 
-  it.runIf(!NODE_SQLITE)('a build that fails on a Node without node:sqlite: the switch fails, saying so, and the next one tries again', () => {
-    const first = switchTo('fails');
-    expect(first.code).toBe(1);
-    expect(first.out).toContain(`better-sqlite3: compiling for Node ${process.version}`);
-    expect(first.err).toContain(`better-sqlite3 ${VERSION} does not load on Node ${process.version}, which has no node:sqlite`);
-    // Remembered, but here it is the only driver: the next switch compiles again.
-    expect(existsSync(failedMarker())).toBe(true);
-    const again = switchTo('fails');
-    expect(again.code).toBe(1);
-    expect(again.out).toContain('compiling');
-  });
+  it.runIf(!NODE_SQLITE)(
+    'a build that fails on a Node without node:sqlite: the switch fails, saying so, and the next one tries again',
+    () => {
+      const first = switchTo('fails');
+      expect(first.code).toBe(1);
+      expect(first.out).toContain(`better-sqlite3: compiling for Node ${process.version}`);
+      expect(first.err).toContain(`better-sqlite3 ${VERSION} does not load on Node ${process.version}, which has no node:sqlite`);
+      // Remembered, but here it is the only driver: the next switch compiles again.
+      expect(existsSync(failedMarker())).toBe(true);
+      const again = switchTo('fails');
+      expect(again.code).toBe(1);
+      expect(again.out).toContain('compiling');
+    },
+  );
 });

@@ -15,7 +15,8 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
   if (config.mcp.enabled && config.transports.http) lines.push(`  MCP       ${base}/mcp`);
   lines.push(`  health    ${base}/health`);
   // The fragment is never sent to a server; the console exchanges it for a token (loopback only).
-  if (config.console.enabled && config.protocols.jsonRpc) lines.push(`  console   ${base}/console/${opts.devCode ? `#dev=${opts.devCode}  (signs you in as administrator)` : ''}`);
+  if (config.console.enabled && config.protocols.jsonRpc)
+    lines.push(`  console   ${base}/console/${opts.devCode ? `#dev=${opts.devCode}  (signs you in as administrator)` : ''}`);
   lines.push(`  storage   ${config.storage.type}${config.storage.type === 'sqlite' ? ` (${sqliteFile(config.storage)})` : ''}`);
   const auth = config.auth.mode;
   lines.push(`  auth      ${auth}`);

@@ -4,9 +4,7 @@ import { configCheck, configPrint, init } from './commands/configCommands.js';
 import { serve } from './commands/serve.js';
 import { token } from './commands/token.js';
 
-const program = new Command('ai-backend')
-  .description('AI backend: one set of procedures over tRPC, JSON-RPC and MCP')
-  .version('0.1.0');
+const program = new Command('ai-backend').description('AI backend: one set of procedures over tRPC, JSON-RPC and MCP').version('0.1.0');
 
 const exit = (code: number) => {
   process.exitCode = code;

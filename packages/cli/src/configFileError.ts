@@ -40,7 +40,12 @@ export function parseJsonConfig(file: string, text: string): unknown {
     jsonc().parse(text, errors, { disallowComments: true, allowTrailingComma: false });
     const first = errors[0];
     const at = lineColumn(text, first?.offset ?? 0);
-    throw new ConfigFileError(file, at.line, at.column, first ? `invalid JSON: ${jsonc().printParseErrorCode(first.error)}` : (err as Error).message);
+    throw new ConfigFileError(
+      file,
+      at.line,
+      at.column,
+      first ? `invalid JSON: ${jsonc().printParseErrorCode(first.error)}` : (err as Error).message,
+    );
   }
 }
 
@@ -52,7 +57,11 @@ export function locateSyntaxError(file: string, err: unknown): ConfigFileError |
   if (!(err instanceof SyntaxError)) return undefined;
   let out = '';
   try {
-    childProcess().execFileSync(process.execPath, ['--check', file], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 10_000 });
+    childProcess().execFileSync(process.execPath, ['--check', file], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
     return undefined; // parses on its own: the syntax error came from something it imports
   } catch (checkErr) {
     out = String((checkErr as { stderr?: string }).stderr ?? '');
@@ -66,4 +75,5 @@ export function locateSyntaxError(file: string, err: unknown): ConfigFileError |
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** cosmiconfig loader for JSON configs (its own JSON errors have no line or column). */
-export const loadJson = (file: string, content?: string): unknown => parseJsonConfig(path.resolve(file), content ?? readFileSync(file, 'utf8'));
+export const loadJson = (file: string, content?: string): unknown =>
+  parseJsonConfig(path.resolve(file), content ?? readFileSync(file, 'utf8'));

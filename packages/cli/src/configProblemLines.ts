@@ -9,7 +9,11 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
   return { line: before.length, column: before.at(-1)!.length + 1 };
 }
 
-const segments = (p: string) => p.split('.').filter(Boolean).map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+const segments = (p: string) =>
+  p
+    .split('.')
+    .filter(Boolean)
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 
 /** JSON: the deepest node on the path that the file has (a missing key points at its parent). */
 function locateJson(text: string, problemPath: string): { line: number; column: number } | undefined {

@@ -74,7 +74,9 @@ export function readDotEnv(cwd: string): Record<string, string> {
 }
 
 /** Load `--config FILE` or search from `cwd`, then let `.env` and environment variables override. */
-export async function loadConfig(opts: { file?: string; cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<LoadedConfig> {
+export async function loadConfig(
+  opts: { file?: string; cwd?: string; env?: Record<string, string | undefined> } = {},
+): Promise<LoadedConfig> {
   const cwd = opts.cwd ?? process.cwd();
   const found = await explorer();
   const result = opts.file ? await found.load(path.resolve(cwd, opts.file)) : await found.search(cwd);

@@ -88,9 +88,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const storage = instrumentStorage(opts.storage ?? (await createStorage(config.storage)), metrics);
   if (!opts.storage) {
     for (const w of privateDataWarnings(config.storage)) {
-      logger.warn(`the ${w.kind === 'directory' ? 'data directory' : 'data file'} ${w.path} is open to other users (mode ${w.mode}); it holds the vault, ledger, key hashes and OAuth records`, {
-        fix: `chmod ${w.kind === 'directory' ? '700' : '600'} ${w.path}`,
-      });
+      logger.warn(
+        `the ${w.kind === 'directory' ? 'data directory' : 'data file'} ${w.path} is open to other users (mode ${w.mode}); it holds the vault, ledger, key hashes and OAuth records`,
+        {
+          fix: `chmod ${w.kind === 'directory' ? '700' : '600'} ${w.path}`,
+        },
+      );
     }
   }
   const closers: Array<() => Promise<void> | void> = [() => storage.close()];
@@ -106,7 +109,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const caches = new Map<string, () => void | Promise<void>>();
   // Another instance's admin.clearCache empties this one's in-process caches too.
   signals.subscribe(CLEAR_CACHES, (target) => {
-    for (const [name, clear] of caches) if (target === 'all' || target === 'memory' || target === name) void Promise.resolve(clear()).catch(() => undefined);
+    for (const [name, clear] of caches)
+      if (target === 'all' || target === 'memory' || target === name) void Promise.resolve(clear()).catch(() => undefined);
   });
   const router: AnyRouter = opts.router ?? createAppRouter(config.customRouters);
   if (!opts.lazyRouter) await loadRouter(router);
@@ -123,7 +127,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const r = config.storage.retention;
   const retention = new Retention(
     storage,
-    { days: { ledger: r.ledgerDays, usage: r.usageDays, purchases: r.purchasesDays }, exportDir: r.exportDir ?? join(config.storage.dir, 'archive'), format: r.format, batchSize: r.batchSize },
+    {
+      days: { ledger: r.ledgerDays, usage: r.usageDays, purchases: r.purchasesDays },
+      exportDir: r.exportDir ?? join(config.storage.dir, 'archive'),
+      format: r.format,
+      batchSize: r.batchSize,
+    },
     logger,
   );
   retention.start(r.everyMinutes * 60_000);
@@ -131,7 +140,11 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   if (alerts.enabled) {
     // Billing's operator events become signed webhooks; enqueue failures are logged, never thrown into billing.
     const send = (event: 'tokenLow' | 'fallbackToByok' | 'oneTimeConsumed' | 'providerDegraded', data: Record<string, unknown>) =>
-      void alerts.enqueue(event, data).catch((err) => logger.warn('alerts: could not record an event', { event, error: err instanceof Error ? err.message : String(err) }));
+      void alerts
+        .enqueue(event, data)
+        .catch((err) =>
+          logger.warn('alerts: could not record an event', { event, error: err instanceof Error ? err.message : String(err) }),
+        );
     billing.events.on('tokenLow', (e) => send('tokenLow', e));
     billing.events.on('fallbackToByok', (e) => send('fallbackToByok', e));
     billing.events.on('oneTimeConsumed', (e) => send('oneTimeConsumed', e));
@@ -162,13 +175,22 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   closers.push(() => ai.stop());
   health.set('ai', () => ai.healthProbe());
   const workspaces = new WorkspaceService(config.serverWorkspaces, storage, logger);
-  await workspaces.start().catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));
+  await workspaces
+    .start()
+    .catch((err) => logger.warn('workspace watchers not started', { error: err instanceof Error ? err.message : String(err) }));
   closers.push(() => workspaces.close());
   const security = SecurityLog.fromConfig(config, logger);
   closers.push(() => security.close());
   const authWarning = unusableAuthWarning(config);
   if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
-  const stats = config.statistics.enabled ? new Stats(storage, { flushIntervalMs: config.statistics.flushIntervalMs, retentionDays: config.statistics.retentionDays, signals, ...(upstreamStats ? { upstream: upstreamStats } : {}) }) : new Stats();
+  const stats = config.statistics.enabled
+    ? new Stats(storage, {
+        flushIntervalMs: config.statistics.flushIntervalMs,
+        retentionDays: config.statistics.retentionDays,
+        signals,
+        ...(upstreamStats ? { upstream: upstreamStats } : {}),
+      })
+    : new Stats();
   stats.start();
   // admin.clearCache 'usage' / 'all' on any instance: counts pending here predate the clear.
   signals.subscribe(CLEAR_CACHES, (target) => {
@@ -178,7 +200,10 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
   const users = new UserDirectory(storage, config);
-  const keys = new ApiKeyService(storage, config, signals, users, logger, { limits: keyLimits, onAuth: (outcome) => metrics?.apiKeyAuth(outcome) });
+  const keys = new ApiKeyService(storage, config, signals, users, logger, {
+    limits: keyLimits,
+    onAuth: (outcome) => metrics?.apiKeyAuth(outcome),
+  });
 
   const upstreamCredentials = new UpstreamCredentials({
     storage,
@@ -227,7 +252,11 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     vault,
     upstreamCredentials,
     ai,
-    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, { logger, now: clock, onRefusal: (kind) => metrics?.rateLimitRefused(kind) }),
+    rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, {
+      logger,
+      now: clock,
+      onRefusal: (kind) => metrics?.rateLimitRefused(kind),
+    }),
     security,
     keys,
     gateway,

@@ -26,14 +26,35 @@ export type { AppRouter, AppRouterWith, CustomRouters } from './routers/appRoute
 export type { Runtime } from './runtime/Runtime.js';
 
 // Storage (docs/storage.md): the interface a custom store implements, and the built-in ones.
-export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TransactOptions, TxRead, TxWrite, TxPlan } from './kernel/Storage.js';
+export type {
+  Storage,
+  SetOptions,
+  IncrementOptions,
+  LogEntry,
+  ReadLogOptions,
+  TransactOptions,
+  TxRead,
+  TxWrite,
+  TxPlan,
+} from './kernel/Storage.js';
 export { MemoryStorage } from './storage/MemoryStorage.js';
 export { createStorage, type StorageConfig } from './storage/createStorage.js';
 
 // MCP resources (docs/mcp.md).
-export type { ResourceDefinition, ResourceTemplateDefinition, ResourceContent, SchemeHandler } from './services/resources/ResourceRegistry.js';
+export type {
+  ResourceDefinition,
+  ResourceTemplateDefinition,
+  ResourceContent,
+  SchemeHandler,
+} from './services/resources/ResourceRegistry.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
 
 // Webhooks (docs/billing.md, docs/operations.md).
-export { verifyPurchaseWebhook, handlePurchaseWebhook, type VerifyPurchaseWebhookOptions, type PurchaseEvent, type PurchaseWebhookResult } from './services/billing/purchaseWebhook.js';
+export {
+  verifyPurchaseWebhook,
+  handlePurchaseWebhook,
+  type VerifyPurchaseWebhookOptions,
+  type PurchaseEvent,
+  type PurchaseWebhookResult,
+} from './services/billing/purchaseWebhook.js';
 export { signAlert, verifyAlertSignature, ALERT_SIGNATURE_HEADER } from './services/governance/signAlert.js';

@@ -43,7 +43,8 @@ describe('the public surface of @ai-backend/core', () => {
   });
 
   it('is a subset of the internal entry, with the same objects (one CoreError class, one router builder)', () => {
-    for (const name of PUBLIC_VALUES) expect((internal as Record<string, unknown>)[name], name).toBe((publicEntry as Record<string, unknown>)[name]);
+    for (const name of PUBLIC_VALUES)
+      expect((internal as Record<string, unknown>)[name], name).toBe((publicEntry as Record<string, unknown>)[name]);
     expect(Object.keys(internal).length).toBeGreaterThan(PUBLIC_VALUES.length * 4);
   });
 

@@ -30,8 +30,14 @@ export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitForOptio
       lastError = err;
     }
     if (performance.now() >= deadline) {
-      const seen = lastError !== undefined ? `last error: ${lastError instanceof Error ? lastError.message : String(lastError)}` : `last value: ${safeString(last)}`;
-      throw new Error(`waitFor: ${what} did not hold within ${timeoutMs} ms (${seen})`, lastError !== undefined ? { cause: lastError } : undefined);
+      const seen =
+        lastError !== undefined
+          ? `last error: ${lastError instanceof Error ? lastError.message : String(lastError)}`
+          : `last value: ${safeString(last)}`;
+      throw new Error(
+        `waitFor: ${what} did not hold within ${timeoutMs} ms (${seen})`,
+        lastError !== undefined ? { cause: lastError } : undefined,
+      );
     }
     await new Promise((r) => setTimeout(r, Math.min(intervalMs, Math.max(0, deadline - performance.now()))));
   }

@@ -3,7 +3,21 @@ import type { ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import { createAppRouter, createLogger, isLoopbackHost, createRuntime, loadRouter, resolveConfig, type AppRouterWith, type ConfigInput, type CustomRouters, type Logger, type ResolvedConfig, type Runtime, type Storage } from '@ai-backend/core/internal';
+import {
+  createAppRouter,
+  createLogger,
+  isLoopbackHost,
+  createRuntime,
+  loadRouter,
+  resolveConfig,
+  type AppRouterWith,
+  type ConfigInput,
+  type CustomRouters,
+  type Logger,
+  type ResolvedConfig,
+  type Runtime,
+  type Storage,
+} from '@ai-backend/core/internal';
 import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './edge/bodyLimit.js';
@@ -111,7 +125,15 @@ function mcpOptions(config: ResolvedConfig, streams: StreamAdmission): McpHandle
 }
 
 /** Paths served by the OAuth authorization server. */
-const OAUTH_PATHS = ['/.well-known/oauth-authorization-server', '/.well-known/oauth-authorization-server/*', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/*', '/.well-known/jwks.json', '/register', '/oauth/*'];
+const OAUTH_PATHS = [
+  '/.well-known/oauth-authorization-server',
+  '/.well-known/oauth-authorization-server/*',
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-protected-resource/*',
+  '/.well-known/jwks.json',
+  '/register',
+  '/oauth/*',
+];
 
 /**
  * Build the HTTP server for a config. Validation happens here, synchronously: an invalid
@@ -141,7 +163,10 @@ export function createServer<C extends CustomRouters = {}>(
   const getMcp = () =>
     (mcpLoading ??= Promise.all([getApiRuntime(), import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => {
       const mcp = new McpHandler(runtime, mcpOptions(config, streams));
-      runtime.metrics?.setMcpSources(() => mcp.sessionCount, () => mcp.streamCount);
+      runtime.metrics?.setMcpSources(
+        () => mcp.sessionCount,
+        () => mcp.streamCount,
+      );
       return mcp;
     }));
   const closeMcp = async () => (mcpLoading ? (await mcpLoading.catch(() => undefined))?.close() : undefined);
@@ -164,7 +189,14 @@ export function createServer<C extends CustomRouters = {}>(
     runtime.caches.set('tokens', () => verifier.clearCache());
     return verifier;
   };
-  const runtimePromise = createRuntime(config, { storage: opts.storage, logger, router: appRouter, authenticator, lazyRouter: true, clock: opts.clock }).then((runtime) => {
+  const runtimePromise = createRuntime(config, {
+    storage: opts.storage,
+    logger,
+    router: appRouter,
+    authenticator,
+    lazyRouter: true,
+    clock: opts.clock,
+  }).then((runtime) => {
     if (mcpOn) checkToolNames(runtime.router); // a tool-name clash fails start-up
     readyRuntime = runtime;
     return runtime;
@@ -182,7 +214,10 @@ export function createServer<C extends CustomRouters = {}>(
   const getApiRuntime = () => (apiRuntime ??= runtimePromise.then((runtime) => loadRouter(runtime.router).then(() => runtime)));
 
   const app = new Hono();
-  app.use('*', observeRequests(() => readyRuntime));
+  app.use(
+    '*',
+    observeRequests(() => readyRuntime),
+  );
   // The HTTP edge, before CORS (a refused preflight must not be answered): origin, host and
   // content type, then body limits, on every route that acts.
   const guard = createBrowserGuard(config);
@@ -190,17 +225,25 @@ export function createServer<C extends CustomRouters = {}>(
   const edge = (path: string, route: GuardedRoute, limit: number, trpcDepth?: number) =>
     app.use(path, guard(route, bodyLimit({ family: route.family, limit, idleMs: limits.bodyIdleTimeoutMs, trpcDepth })));
   if (config.protocols.tRpc) {
-    for (const path of ['/trpc/*', '/typedrpc/*']) edge(path, { family: 'trpc', api: true, jsonOnly: true }, limits.bodyLimit, limits.maxJsonDepth);
+    for (const path of ['/trpc/*', '/typedrpc/*'])
+      edge(path, { family: 'trpc', api: true, jsonOnly: true }, limits.bodyLimit, limits.maxJsonDepth);
   }
   if (config.protocols.jsonRpc) edge('/rpc', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
   if (config.protocols.openAi) edge('/v1/*', { family: 'openai', api: true, jsonOnly: true }, limits.bodyLimit);
   if (mcpOn) {
     edge('/mcp', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
   }
-  if (withOAuth) for (const path of ['/register', '/oauth/*']) edge(path, { family: 'oauth', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
-  if (config.console.enabled && config.protocols.jsonRpc && devSignIn) edge('/console/dev-session', { family: 'plain', api: true, jsonOnly: true }, SMALL_BODY_LIMIT);
-  if (config.billing.webhookSecret) edge('/webhooks/purchase', { family: 'plain', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
-  app.use('*', cors(config.cors, (req) => requestOrigin(req, config.trustProxy)));
+  if (withOAuth)
+    for (const path of ['/register', '/oauth/*'])
+      edge(path, { family: 'oauth', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
+  if (config.console.enabled && config.protocols.jsonRpc && devSignIn)
+    edge('/console/dev-session', { family: 'plain', api: true, jsonOnly: true }, SMALL_BODY_LIMIT);
+  if (config.billing.webhookSecret)
+    edge('/webhooks/purchase', { family: 'plain', api: false, jsonOnly: false }, Math.min(limits.bodyLimit, SMALL_BODY_LIMIT));
+  app.use(
+    '*',
+    cors(config.cors, (req) => requestOrigin(req, config.trustProxy)),
+  );
   app.onError((err, c) => {
     logger.error('unhandled error', { path: c.req.path, error: err.message });
     return c.json({ error: 'internal error' }, 500);
@@ -209,13 +252,23 @@ export function createServer<C extends CustomRouters = {}>(
   app.route('/', healthRoutes(getRuntime));
   // The console calls procedures over /rpc: without the JSON-RPC entry point it has nothing to call.
   if (config.console.enabled && config.protocols.jsonRpc) {
-    const exchange = devSignIn && (async (code: string) => {
-      if (!timingSafeEqualText(code, devSignIn.code)) return undefined;
-      return mintDevToken({ secret: config.jwt.secret!, sub: devSignIn.sub ?? 'developer', scopes: [config.admin.scope], expiresIn: '8h', issuer: config.jwt.issuer, audience: config.jwt.audience });
-    });
+    const exchange =
+      devSignIn &&
+      (async (code: string) => {
+        if (!timingSafeEqualText(code, devSignIn.code)) return undefined;
+        return mintDevToken({
+          secret: config.jwt.secret!,
+          sub: devSignIn.sub ?? 'developer',
+          scopes: [config.admin.scope],
+          expiresIn: '8h',
+          issuer: config.jwt.issuer,
+          audience: config.jwt.audience,
+        });
+      });
     app.route('/', consoleRoutes(config, exchange ? { devSignIn: exchange } : {}));
   }
-  if (config.apiDescription.enabled) app.route('/', apiDescriptionRoutes(getApiRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
+  if (config.apiDescription.enabled)
+    app.route('/', apiDescriptionRoutes(getApiRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
 
   if (withOAuth) {
     for (const path of OAUTH_PATHS) {
@@ -242,15 +295,39 @@ export function createServer<C extends CustomRouters = {}>(
       let handler: Promise<Handler> | undefined;
       return async (c, next) => (await (handler ??= (v1 ??= import('./v1/v1Handlers.js')).then(pick)))(c, next);
     };
-    app.post('/v1/chat/completions', v1Route((m) => m.chatCompletionsHandler(getApiRuntime, streams)));
+    app.post(
+      '/v1/chat/completions',
+      v1Route((m) => m.chatCompletionsHandler(getApiRuntime, streams)),
+    );
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).
-    app.post('/v1/messages', v1Route((m) => m.messagesHandler(getApiRuntime, streams)));
-    app.post('/v1/messages/count_tokens', v1Route((m) => m.countTokensHandler(getApiRuntime)));
-    app.post('/v1/responses', v1Route((m) => m.responsesHandler(getApiRuntime, streams)));
-    app.post('/v1/embeddings', v1Route((m) => m.embeddingsHandler(getApiRuntime)));
-    app.get('/v1/models', v1Route((m) => m.modelsHandler(getApiRuntime)));
-    app.get('/v1/models/*', v1Route((m) => m.modelHandler(getApiRuntime)));
-    app.all('/v1/*', v1Route((m) => m.openAiNotFound()));
+    app.post(
+      '/v1/messages',
+      v1Route((m) => m.messagesHandler(getApiRuntime, streams)),
+    );
+    app.post(
+      '/v1/messages/count_tokens',
+      v1Route((m) => m.countTokensHandler(getApiRuntime)),
+    );
+    app.post(
+      '/v1/responses',
+      v1Route((m) => m.responsesHandler(getApiRuntime, streams)),
+    );
+    app.post(
+      '/v1/embeddings',
+      v1Route((m) => m.embeddingsHandler(getApiRuntime)),
+    );
+    app.get(
+      '/v1/models',
+      v1Route((m) => m.modelsHandler(getApiRuntime)),
+    );
+    app.get(
+      '/v1/models/*',
+      v1Route((m) => m.modelHandler(getApiRuntime)),
+    );
+    app.all(
+      '/v1/*',
+      v1Route((m) => m.openAiNotFound()),
+    );
   }
   if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getApiRuntime));
   // The OAuth client side of the MCP gateway: only with upstream servers configured.
@@ -267,18 +344,26 @@ export function createServer<C extends CustomRouters = {}>(
   let metricsBound: BoundAddress | undefined;
   let stopping: Promise<void> | undefined;
   const lingerings = new Map<ServerType, { closeLingering(): void }>();
-  const listen = (fetch: (req: Request) => Response | Promise<Response>, port: number, hostname: string, onServer: (s: ServerType) => void) =>
+  const listen = (
+    fetch: (req: Request) => Response | Promise<Response>,
+    port: number,
+    hostname: string,
+    onServer: (s: ServerType) => void,
+  ) =>
     // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
-    import('@hono/node-server').then(({ serve }) => new Promise<BoundAddress>((resolve, reject) => {
-      const server = serve({ fetch, port, hostname, serverOptions: timeoutServerOptions(limits) }, (info: AddressInfo) => {
-        const host = info.address.includes(':') ? `[${info.address}]` : info.address;
-        resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
-      });
-      server.once('error', reject);
-      enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
-      lingerings.set(server, lingerOnClose(server as HttpServer));
-      onServer(server);
-    }));
+    import('@hono/node-server').then(
+      ({ serve }) =>
+        new Promise<BoundAddress>((resolve, reject) => {
+          const server = serve({ fetch, port, hostname, serverOptions: timeoutServerOptions(limits) }, (info: AddressInfo) => {
+            const host = info.address.includes(':') ? `[${info.address}]` : info.address;
+            resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
+          });
+          server.once('error', reject);
+          enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
+          lingerings.set(server, lingerOnClose(server as HttpServer));
+          onServer(server);
+        }),
+    );
 
   return {
     app,
@@ -289,7 +374,12 @@ export function createServer<C extends CustomRouters = {}>(
     async start() {
       await getRuntime();
       if (config.metrics.enabled && config.metrics.port !== undefined) {
-        metricsBound = await listen(metricsListenerApp(getRuntime).fetch, config.metrics.port, config.metrics.host, (s) => (metricsHttp = s));
+        metricsBound = await listen(
+          metricsListenerApp(getRuntime).fetch,
+          config.metrics.port,
+          config.metrics.host,
+          (s) => (metricsHttp = s),
+        );
         logger.info(`metrics listening on ${metricsBound.url}/metrics`, { url: metricsBound.url });
       }
       const bound = await listen(app.fetch, config.port, config.host, (s) => (http = s));

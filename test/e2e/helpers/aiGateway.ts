@@ -2,7 +2,15 @@ import { createTRPCClient, httpLink, TRPCClientError, type TRPCClient } from '@t
 import superjson from 'superjson';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, estimateTokens, procedureIndex, type AppRouter, type ConfigInput, type Runtime, type Storage } from '@ai-backend/core/internal';
+import {
+  createLogger,
+  estimateTokens,
+  procedureIndex,
+  type AppRouter,
+  type ConfigInput,
+  type Runtime,
+  type Storage,
+} from '@ai-backend/core/internal';
 import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
@@ -40,7 +48,11 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
     // These suites drive one gateway from one or two callers through dozens of cases: explicitly
     // past the default per-caller limits (on by default; rate-limit.test.ts and the tests that
     // pass their own `mcp.rateLimiting` cover them).
-    mcp: { auth: { authType: 'jwt', publicTools: ['generateText', 'listProviders', 'listAllowedModels'] }, rateLimiting: { enabled: false }, ...mcp },
+    mcp: {
+      auth: { authType: 'jwt', publicTools: ['generateText', 'listProviders', 'listAllowedModels'] },
+      rateLimiting: { enabled: false },
+      ...mcp,
+    },
     jwt: { secret: JWT_SECRET },
     serverProviders: [...PROVIDERS],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT }, ...ai },
@@ -50,7 +62,11 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
 }
 
 /** `mode` 'in-process' serves through `server.fetch` behind a routed origin (helpers/testServer.ts `startIn`). */
-export async function startAiServer(upstream: TestUpstream, over: ConfigInput = {}, opts: { storage?: Storage; mode?: Mode; clock?: () => number } = {}): Promise<AiServer> {
+export async function startAiServer(
+  upstream: TestUpstream,
+  over: ConfigInput = {},
+  opts: { storage?: Storage; mode?: Mode; clock?: () => number } = {},
+): Promise<AiServer> {
   const logs: string[] = [];
   const server = createServer(gatewayConfig(upstream, over), {
     logger: createLogger('debug', (l) => logs.push(l)),
@@ -66,7 +82,12 @@ export { createTestUpstream, waitFor, type TestUpstream };
 
 /** A JWT for a user; `admin` adds the administrator scope (config default `mcp:admin`). */
 export function tokenFor(sub: string, opts: { email?: string; admin?: boolean } = {}): Promise<string> {
-  return mintDevToken({ secret: JWT_SECRET, sub, email: opts.email ?? `${sub}@example.com`, scopes: opts.admin ? ['mcp', 'mcp:admin'] : ['mcp'] });
+  return mintDevToken({
+    secret: JWT_SECRET,
+    sub,
+    email: opts.email ?? `${sub}@example.com`,
+    scopes: opts.admin ? ['mcp', 'mcp:admin'] : ['mcp'],
+  });
 }
 
 export type Trpc = TRPCClient<AppRouter>;
@@ -105,7 +126,13 @@ export interface RpcReply<T = any> {
 }
 
 /** One JSON-RPC call on POST /rpc. */
-export async function rpcCall<T = any>(url: string, token: string | null, method: string, params?: unknown, init: { signal?: AbortSignal; seen?: string[] } = {}): Promise<RpcReply<T>> {
+export async function rpcCall<T = any>(
+  url: string,
+  token: string | null,
+  method: string,
+  params?: unknown,
+  init: { signal?: AbortSignal; seen?: string[] } = {},
+): Promise<RpcReply<T>> {
   const res = await fetch(url + '/rpc', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -121,7 +148,9 @@ export async function rpcCall<T = any>(url: string, token: string | null, method
 /** A connected MCP SDK client with a bearer token. */
 export async function mcpClient(url: string, token?: string): Promise<Client> {
   const client = new Client({ name: 'ai-e2e', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} } });
+  const transport = new StreamableHTTPClientTransport(new URL(url + '/mcp'), {
+    requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} },
+  });
   await client.connect(transport);
   // End the session on the server too (DELETE), as a well-behaved client does: the server budgets
   // open sessions per identity (mcp.budgets), and a suite opens many.
@@ -134,8 +163,20 @@ export async function mcpClient(url: string, token?: string): Promise<Client> {
 }
 
 /** Credit platform tokens through the admin-only procedure, over /rpc. */
-export async function creditTokens(url: string, adminToken: string, userId: string, tokens: number, idempotencyKey: string, type: 'subscription' | 'one_time' = 'subscription'): Promise<number> {
-  const r = await rpcCall<{ applied: boolean; balance: number }>(url, adminToken, 'billing.creditTokens', { userId, tokens, type, idempotencyKey });
+export async function creditTokens(
+  url: string,
+  adminToken: string,
+  userId: string,
+  tokens: number,
+  idempotencyKey: string,
+  type: 'subscription' | 'one_time' = 'subscription',
+): Promise<number> {
+  const r = await rpcCall<{ applied: boolean; balance: number }>(url, adminToken, 'billing.creditTokens', {
+    userId,
+    tokens,
+    type,
+    idempotencyKey,
+  });
   if (!r.result) throw new Error(`creditTokens failed: ${r.text}`);
   return r.result.balance;
 }
@@ -150,21 +191,36 @@ export function reservedFor(content: string, system: string, maxTokens: number, 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export type Entry = 'trpc' | 'rpc' | 'mcp';
-export type Outcome<T = any> = { ok: true; data: T } | { ok: false; code: string; appCode?: string; message: string; details?: Record<string, unknown> };
+export type Outcome<T = any> =
+  | { ok: true; data: T }
+  | { ok: false; code: string; appCode?: string; message: string; details?: Record<string, unknown> };
 
 /**
  * Call any procedure over one real entry point and normalise the outcome: the tRPC client
  * (query or mutation, as the router says), JSON-RPC on /rpc, or an MCP tools/call (tool name =
  * last path segment). `seen` collects the raw bodies received.
  */
-export async function callVia<T = any>(gw: AiServer, entry: Entry, token: string | null, path: string, input?: unknown, seen?: string[]): Promise<Outcome<T>> {
+export async function callVia<T = any>(
+  gw: AiServer,
+  entry: Entry,
+  token: string | null,
+  path: string,
+  input?: unknown,
+  seen?: string[],
+): Promise<Outcome<T>> {
   if (entry === 'rpc') {
     const r = await rpcCall<T>(gw.url, token, path, input, seen ? { seen } : {});
     if (r.error) {
       // Input errors carry zod issues in data.issues: their messages are what a client reads.
       const issues = (r.error.data?.issues ?? []) as Array<{ message?: string }>;
       const message = [r.error.message, ...issues.map((i) => i.message)].join('; ');
-      return { ok: false, code: r.error.data?.code ?? String(r.error.code), appCode: r.error.data?.appCode, message, details: r.error.data?.details };
+      return {
+        ok: false,
+        code: r.error.data?.code ?? String(r.error.code),
+        appCode: r.error.data?.appCode,
+        message,
+        details: r.error.data?.details,
+      };
     }
     return { ok: true, data: r.result as T };
   }
@@ -172,7 +228,10 @@ export async function callVia<T = any>(gw: AiServer, entry: Entry, token: string
     const info = procedureIndex(gw.runtime.router).get(path);
     if (!info) throw new Error(`no procedure ${path}`);
     const [ns, proc] = path.split('.') as [string, string];
-    const client = trpcClient(gw.url, token ?? undefined, seen) as unknown as Record<string, Record<string, { query(i: unknown): Promise<T>; mutate(i: unknown): Promise<T> }>>;
+    const client = trpcClient(gw.url, token ?? undefined, seen) as unknown as Record<
+      string,
+      Record<string, { query(i: unknown): Promise<T>; mutate(i: unknown): Promise<T> }>
+    >;
     try {
       const p = client[ns]![proc]!;
       return { ok: true, data: await (info.type === 'query' ? p.query(input) : p.mutate(input)) };
@@ -183,7 +242,10 @@ export async function callVia<T = any>(gw: AiServer, entry: Entry, token: string
   }
   const client = await mcpClient(gw.url, token ?? undefined);
   try {
-    const r = (await client.callTool({ name: path.split('.').pop()!, arguments: (input ?? {}) as Record<string, unknown> })) as { isError?: boolean; content: Array<{ text: string }> };
+    const r = (await client.callTool({ name: path.split('.').pop()!, arguments: (input ?? {}) as Record<string, unknown> })) as {
+      isError?: boolean;
+      content: Array<{ text: string }>;
+    };
     const text = r.content[0]!.text;
     seen?.push(text);
     if (r.isError) return { ok: false, code: text.split(':')[0]!, message: text };

@@ -19,12 +19,19 @@ export interface KeyCluster {
   stop(): Promise<void>;
 }
 
-export async function startKeyCluster(label: string, pgAt: TestPostgres, redisAt: TestRedis, upstreamOptions: Parameters<typeof createTestUpstream>[0]): Promise<KeyCluster> {
+export async function startKeyCluster(
+  label: string,
+  pgAt: TestPostgres,
+  redisAt: TestRedis,
+  upstreamOptions: Parameters<typeof createTestUpstream>[0],
+): Promise<KeyCluster> {
   const pg = testPostgresOptions(pgAt, label);
   const keyPrefix = `e2e-${label}-${randomUUID()}:`;
   const sub = `${label}-owner-${randomUUID().slice(0, 8)}`;
   const upstream = await createTestUpstream(upstreamOptions);
-  const config: ConfigInput = { storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } } };
+  const config: ConfigInput = {
+    storage: { type: 'postgres', postgres: pg, shared: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
+  };
   const clock = windowClock(60_000);
   const a = await startAiServer(upstream, config, { clock: clock.now });
   const b = await startAiServer(upstream, config, { clock: clock.now });

@@ -24,7 +24,13 @@ export interface EntryPointClient {
   close(): Promise<void>;
 }
 
-const MUTATIONS = new Set(['writeFile', 'addServerWorkspace', 'removeServerWorkspace', 'registerClientWorkspace', 'unregisterClientWorkspace']);
+const MUTATIONS = new Set([
+  'writeFile',
+  'addServerWorkspace',
+  'removeServerWorkspace',
+  'registerClientWorkspace',
+  'unregisterClientWorkspace',
+]);
 const authHeaders = (token?: string): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {});
 
 export function rpcClient(url: string, token?: string): EntryPointClient {
@@ -38,7 +44,10 @@ export function rpcClient(url: string, token?: string): EntryPointClient {
         body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method: procedure, ...(input === undefined ? {} : { params: input }) }),
       });
       const raw = await res.text();
-      const body = JSON.parse(raw) as { result?: unknown; error?: { code: number; message: string; data?: { code?: string; details?: unknown } } };
+      const body = JSON.parse(raw) as {
+        result?: unknown;
+        error?: { code: number; message: string; data?: { code?: string; details?: unknown } };
+      };
       const e = body.error;
       if (e) return { ok: false, code: e.data?.code ?? String(e.code), message: e.message, details: e.data?.details, raw };
       return { ok: true, data: body.result, raw };
@@ -48,7 +57,9 @@ export function rpcClient(url: string, token?: string): EntryPointClient {
 }
 
 export function trpcClient(url: string, token?: string): EntryPointClient {
-  const client = getUntypedClient(createTRPCClient<AppRouter>({ links: [httpLink({ url: `${url}/trpc`, transformer: superjson, headers: () => authHeaders(token) })] }));
+  const client = getUntypedClient(
+    createTRPCClient<AppRouter>({ links: [httpLink({ url: `${url}/trpc`, transformer: superjson, headers: () => authHeaders(token) })] }),
+  );
   return {
     via: 'trpc',
     async call(procedure, input) {
@@ -59,7 +70,13 @@ export function trpcClient(url: string, token?: string): EntryPointClient {
       } catch (err) {
         if (!(err instanceof TRPCClientError)) throw err;
         const data = err.data as { code?: string; details?: unknown } | undefined;
-        return { ok: false, code: data?.code ?? 'CLIENT', message: err.message, details: data?.details, raw: JSON.stringify({ message: err.message, shape: err.shape }) };
+        return {
+          ok: false,
+          code: data?.code ?? 'CLIENT',
+          message: err.message,
+          details: data?.details,
+          raw: JSON.stringify({ message: err.message, shape: err.shape }),
+        };
       }
     },
     close: async () => undefined,

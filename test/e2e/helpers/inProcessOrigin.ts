@@ -34,35 +34,41 @@ function abortable(signal: AbortSignal, pending: Promise<Response>): Promise<Res
   return new Promise<Response>((resolve, reject) => {
     const early = () => reject(signal.reason);
     signal.addEventListener('abort', early, { once: true });
-    pending.then((res) => {
-      signal.removeEventListener('abort', early);
-      if (!res.body) return resolve(res);
-      const reader = res.body.getReader();
-      let controller!: ReadableStreamDefaultController<Uint8Array>;
-      const late = () => {
-        controller.error(signal.reason);
-        void reader.cancel(signal.reason).catch(() => undefined);
-      };
-      const body = new ReadableStream<Uint8Array>({
-        start: (c) => void (controller = c),
-        async pull(c) {
-          const { done, value } = await reader.read();
-          if (done) {
-            signal.removeEventListener('abort', late);
-            c.close();
-          } else c.enqueue(value);
-        },
-        cancel: (reason) => {
-          signal.removeEventListener('abort', late);
-          return reader.cancel(reason);
-        },
-      }, { highWaterMark: 0 });
-      signal.addEventListener('abort', late, { once: true });
-      resolve(new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers }));
-    }, (err) => {
-      signal.removeEventListener('abort', early);
-      reject(err);
-    });
+    pending.then(
+      (res) => {
+        signal.removeEventListener('abort', early);
+        if (!res.body) return resolve(res);
+        const reader = res.body.getReader();
+        let controller!: ReadableStreamDefaultController<Uint8Array>;
+        const late = () => {
+          controller.error(signal.reason);
+          void reader.cancel(signal.reason).catch(() => undefined);
+        };
+        const body = new ReadableStream<Uint8Array>(
+          {
+            start: (c) => void (controller = c),
+            async pull(c) {
+              const { done, value } = await reader.read();
+              if (done) {
+                signal.removeEventListener('abort', late);
+                c.close();
+              } else c.enqueue(value);
+            },
+            cancel: (reason) => {
+              signal.removeEventListener('abort', late);
+              return reader.cancel(reason);
+            },
+          },
+          { highWaterMark: 0 },
+        );
+        signal.addEventListener('abort', late, { once: true });
+        resolve(new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers }));
+      },
+      (err) => {
+        signal.removeEventListener('abort', early);
+        reject(err);
+      },
+    );
   });
 }
 

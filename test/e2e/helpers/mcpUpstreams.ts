@@ -20,9 +20,14 @@ export async function freePort(): Promise<number> {
 }
 
 /** server-everything in its Streamable HTTP mode (`node dist/index.js streamableHttp`, PORT from the environment). */
-export async function startEverythingHttp(port?: number): Promise<{ url: string; port: number; child: ChildProcess; stop(): Promise<void> }> {
+export async function startEverythingHttp(
+  port?: number,
+): Promise<{ url: string; port: number; child: ChildProcess; stop(): Promise<void> }> {
   const p = port ?? (await freePort());
-  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(p) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(p) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('server-everything did not start')), 15_000);
     let err = '';

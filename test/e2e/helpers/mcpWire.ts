@@ -67,11 +67,20 @@ export interface WireSession {
 const ACCEPT = 'application/json, text/event-stream';
 
 /** initialize + notifications/initialized over raw HTTP; returns a session to post to. */
-export async function openWireSession(url: string, capabilities: Record<string, unknown> = {}, protocolVersion = LATEST): Promise<WireSession> {
+export async function openWireSession(
+  url: string,
+  capabilities: Record<string, unknown> = {},
+  protocolVersion = LATEST,
+): Promise<WireSession> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: ACCEPT },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion, capabilities, clientInfo: { name: 'wire', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion, capabilities, clientInfo: { name: 'wire', version: '1' } },
+    }),
   });
   if (res.status !== 200) throw new Error(`initialize: ${res.status} ${await res.text()}`);
   const sessionId = res.headers.get('mcp-session-id') ?? '';
@@ -83,7 +92,8 @@ export async function openWireSession(url: string, capabilities: Record<string, 
     ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
     ...extra,
   });
-  const post = (message: unknown, extra?: Record<string, string>) => fetch(url, { method: 'POST', headers: headers(extra), body: JSON.stringify(message) });
+  const post = (message: unknown, extra?: Record<string, string>) =>
+    fetch(url, { method: 'POST', headers: headers(extra), body: JSON.stringify(message) });
   const initialized = await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
   if (initialized.status !== 202) throw new Error(`initialized: ${initialized.status}`);
   return { url, sessionId, headers, post };

@@ -9,11 +9,24 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
-import { createMcpHandler, getOAuthProtectedResourceMetadataUrl, McpServer, oauthMetadataResponse, requireBearerAuth, OAuthError, OAuthErrorCode, type AuthInfo, type OAuthMetadata } from '@modelcontextprotocol/server';
+import {
+  createMcpHandler,
+  getOAuthProtectedResourceMetadataUrl,
+  McpServer,
+  oauthMetadataResponse,
+  requireBearerAuth,
+  OAuthError,
+  OAuthErrorCode,
+  type AuthInfo,
+  type OAuthMetadata,
+} from '@modelcontextprotocol/server';
 import ProviderModule from 'oidc-provider';
 import { CookieJar } from '../oauthHelpers.js';
 
-type ProviderCtor = new (issuer: string, config: Record<string, unknown>) => { callback(): (req: IncomingMessage, res: ServerResponse) => void };
+type ProviderCtor = new (
+  issuer: string,
+  config: Record<string, unknown>,
+) => { callback(): (req: IncomingMessage, res: ServerResponse) => void };
 const Provider = ProviderModule as unknown as ProviderCtor;
 
 const RS_CLIENT = 'upstream-resource-server';
@@ -86,14 +99,27 @@ export async function startUpstreamAuthServer(opts: { resource: () => string; ac
         enabled: true,
         defaultResource: () => opts.resource(),
         useGrantedResource: () => true,
-        getResourceServerInfo: () => ({ scope: 'tools', audience: opts.resource(), accessTokenTTL: opts.accessTokenTtlSec, accessTokenFormat: 'opaque' }),
+        getResourceServerInfo: () => ({
+          scope: 'tools',
+          audience: opts.resource(),
+          accessTokenTTL: opts.accessTokenTtlSec,
+          accessTokenFormat: 'opaque',
+        }),
       },
     },
     scopes: ['openid', 'offline_access', 'tools'],
     issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) => client.grantTypeAllowed('refresh_token'),
     pkce: { required: () => true },
     cookies: { keys: [randomBytes(16).toString('hex')] },
-    ttl: { Interaction: 600, Session: 3600, Grant: 3600, AccessToken: opts.accessTokenTtlSec, IdToken: 600, AuthorizationCode: 60, RefreshToken: 3600 },
+    ttl: {
+      Interaction: 600,
+      Session: 3600,
+      Grant: 3600,
+      AccessToken: opts.accessTokenTtlSec,
+      IdToken: 600,
+      AuthorizationCode: 60,
+      RefreshToken: 3600,
+    },
     findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id }) }),
   });
   handler = provider.callback();
@@ -101,8 +127,10 @@ export async function startUpstreamAuthServer(opts: { resource: () => string; ac
     issuer,
     revokeAccount(accountId) {
       const grants = new Set<string>();
-      for (const s of all.values()) if (s.payload.accountId === accountId && typeof s.payload.grantId === 'string') grants.add(s.payload.grantId);
-      for (const [k, s] of all) if (grants.has(s.payload.grantId as string) || (k.startsWith('Grant:') && grants.has(k.slice(6)))) all.delete(k);
+      for (const s of all.values())
+        if (s.payload.accountId === accountId && typeof s.payload.grantId === 'string') grants.add(s.payload.grantId);
+      for (const [k, s] of all)
+        if (grants.has(s.payload.grantId as string) || (k.startsWith('Grant:') && grants.has(k.slice(6)))) all.delete(k);
       return grants.size;
     },
     refreshTokens: () => [...all.keys()].filter((k) => k.startsWith('RefreshToken:')).map((k) => k.slice('RefreshToken:'.length)),
@@ -121,7 +149,9 @@ export interface UpstreamMcp {
 function whoamiServer(who: (authInfo: AuthInfo | undefined, req: Request | undefined) => string) {
   return createMcpHandler((ctx) => {
     const server = new McpServer({ name: 'whoami-upstream', version: '1.0.0' });
-    server.registerTool('whoami', { description: 'Who the upstream sees' }, async () => ({ content: [{ type: 'text', text: who(ctx.authInfo, ctx.requestInfo) }] }));
+    server.registerTool('whoami', { description: 'Who the upstream sees' }, async () => ({
+      content: [{ type: 'text', text: who(ctx.authInfo, ctx.requestInfo) }],
+    }));
     return server;
   });
 }
@@ -142,23 +172,49 @@ export async function startOAuthMcp(as: () => UpstreamAuthServer): Promise<Upstr
     async verifyAccessToken(token: string): Promise<AuthInfo> {
       const res = await fetch(`${as().issuer}/token/introspection`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${RS_CLIENT}:${RS_SECRET}`).toString('base64')}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${RS_CLIENT}:${RS_SECRET}`).toString('base64')}`,
+        },
         body: new URLSearchParams({ token }).toString(),
       });
-      const info = (await res.json()) as { active?: boolean; sub?: string; aud?: string | string[]; exp?: number; scope?: string; client_id?: string };
+      const info = (await res.json()) as {
+        active?: boolean;
+        sub?: string;
+        aud?: string | string[];
+        exp?: number;
+        scope?: string;
+        client_id?: string;
+      };
       if (!info.active) throw new OAuthError(OAuthErrorCode.InvalidToken, 'token is not active');
       const aud = Array.isArray(info.aud) ? info.aud[0] : info.aud;
-      return { token, clientId: info.client_id ?? '', scopes: (info.scope ?? '').split(' ').filter(Boolean), ...(info.exp ? { expiresAt: info.exp } : {}), ...(aud ? { resource: new URL(aud) } : {}), extra: { sub: info.sub } };
+      return {
+        token,
+        clientId: info.client_id ?? '',
+        scopes: (info.scope ?? '').split(' ').filter(Boolean),
+        ...(info.exp ? { expiresAt: info.exp } : {}),
+        ...(aud ? { resource: new URL(aud) } : {}),
+        extra: { sub: info.sub },
+      };
     },
   };
   const mcp = whoamiServer((authInfo) => `oauth:${String(authInfo?.extra?.sub)}`);
   const state = { refused: 0 };
   const { base, server } = await listen(async (req) => {
     asMetadata ??= (await (await fetch(`${as().issuer}/.well-known/openid-configuration`)).json()) as OAuthMetadata;
-    const meta = oauthMetadataResponse(req, { oauthMetadata: asMetadata, resourceServerUrl: new URL(url), scopesSupported: ['tools'], dangerouslyAllowInsecureIssuerUrl: true });
+    const meta = oauthMetadataResponse(req, {
+      oauthMetadata: asMetadata,
+      resourceServerUrl: new URL(url),
+      scopesSupported: ['tools'],
+      dangerouslyAllowInsecureIssuerUrl: true,
+    });
     if (meta) return meta;
     if (new URL(req.url).pathname !== '/mcp') return new Response('not found', { status: 404 });
-    const auth = await requireBearerAuth({ verifier, expectedResource: new URL(url), resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(new URL(url)) })(req);
+    const auth = await requireBearerAuth({
+      verifier,
+      expectedResource: new URL(url),
+      resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(new URL(url)),
+    })(req);
     if (auth instanceof Response) {
       state.refused++;
       return auth;
@@ -200,7 +256,12 @@ export async function startApiKeyMcp(users: Record<string, string>): Promise<Ups
  * as `login` and consent on oidc-provider's screens, and return where it sends the browser
  * back (our callback URL with code, state and iss), without following that last redirect.
  */
-export async function authorizeAtUpstream(authorizationUrl: string, login: string, callbackPrefix: string, jar = new CookieJar()): Promise<string> {
+export async function authorizeAtUpstream(
+  authorizationUrl: string,
+  login: string,
+  callbackPrefix: string,
+  jar = new CookieJar(),
+): Promise<string> {
   let url = authorizationUrl;
   let res = await jar.fetch(url);
   for (let hops = 0; hops < 20; hops++) {
@@ -214,9 +275,15 @@ export async function authorizeAtUpstream(authorizationUrl: string, login: strin
     const html = await res.text();
     const uid = /\/interaction\/([^/?#]+)/.exec(url)?.[1];
     if (res.status !== 200 || !uid) throw new Error(`unexpected page ${url}: HTTP ${res.status} ${html.slice(0, 300)}`);
-    const form: Record<string, string> = html.includes('name="login"') ? { prompt: 'login', login, password: 'any' } : { prompt: 'consent' };
+    const form: Record<string, string> = html.includes('name="login"')
+      ? { prompt: 'login', login, password: 'any' }
+      : { prompt: 'consent' };
     url = new URL(`/interaction/${uid}`, url).href;
-    res = await jar.fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+    res = await jar.fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(form).toString(),
+    });
   }
   throw new Error('too many redirects');
 }

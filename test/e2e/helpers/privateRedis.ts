@@ -38,13 +38,35 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
-    this.child = spawn(this.bin, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...(this.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']), '--dir', this.dir, '--daemonize', 'no'], { stdio: 'ignore' });
+    this.child = spawn(
+      this.bin,
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        ...(this.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+        '--dir',
+        this.dir,
+        '--daemonize',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
     const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
     probe.on('error', () => undefined);
     try {
       await waitFor(
         async () => {
-          if ((await probe.connect().then(() => probe.ping()).catch(() => null)) === 'PONG') return true;
+          if (
+            (await probe
+              .connect()
+              .then(() => probe.ping())
+              .catch(() => null)) === 'PONG'
+          )
+            return true;
           probe.disconnect();
           return false;
         },

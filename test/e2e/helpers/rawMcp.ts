@@ -76,11 +76,19 @@ export class RawMcp {
 
   /** initialize + notifications/initialized; keeps the session id when it succeeds. */
   async initialize(): Promise<McpReply> {
-    const reply = await this.send('initialize', { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'raw-test', version: '1' } });
+    const reply = await this.send('initialize', {
+      protocolVersion: PROTOCOL,
+      capabilities: {},
+      clientInfo: { name: 'raw-test', version: '1' },
+    });
     const sid = reply.headers.get('mcp-session-id');
     if (reply.status === 200 && sid) {
       this.sessionId = sid;
-      const ack = await this.call('/mcp', { method: 'POST', headers: this.headers(), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+      const ack = await this.call('/mcp', {
+        method: 'POST',
+        headers: this.headers(),
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      });
       await ack.text();
     }
     return reply;

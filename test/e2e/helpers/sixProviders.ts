@@ -1,5 +1,15 @@
 import { afterAll, beforeAll } from 'vitest';
-import { createTestUpstream, creditTokens, PROVIDERS, rpcCall, SERVER_KEY, startAiServer, tokenFor, type AiServer, type TestUpstream } from './aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  PROVIDERS,
+  rpcCall,
+  SERVER_KEY,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './aiGateway.js';
 import type { ConfigInput } from '@ai-backend/core';
 import type { Mode } from './testServer.js';
 
@@ -19,32 +29,47 @@ export const CHAT_MODELS: Record<string, string> = {
  * keyless, as a local vLLM) and `mist` (the AI SDK's Mistral package), all server-paid. `ai` is
  * merged over the providers (aliases, fallbacks, breaker settings); `mode` as in startAiServer.
  */
-export function startSixProviderServer(upstream: TestUpstream, ai: Record<string, unknown> = {}, over: ConfigInput = {}, mode: Mode = 'listening'): Promise<AiServer> {
-  return startAiServer(upstream, {
-    storage: { type: 'memory' },
-    serverProviders: [...PROVIDERS, 'local', 'mist'],
-    ...over,
-    ai: {
-      providers: {
-        ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
-        local: {
-          type: 'openai-compatible',
-          name: 'Local vLLM',
-          baseUrl: upstream.namedBaseUrl('local'),
-          models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 }, 'bge-small': { kind: 'embedding', inputUsdPerMTok: 0.02 } },
+export function startSixProviderServer(
+  upstream: TestUpstream,
+  ai: Record<string, unknown> = {},
+  over: ConfigInput = {},
+  mode: Mode = 'listening',
+): Promise<AiServer> {
+  return startAiServer(
+    upstream,
+    {
+      storage: { type: 'memory' },
+      serverProviders: [...PROVIDERS, 'local', 'mist'],
+      ...over,
+      ai: {
+        providers: {
+          ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
+          local: {
+            type: 'openai-compatible',
+            name: 'Local vLLM',
+            baseUrl: upstream.namedBaseUrl('local'),
+            models: {
+              'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2 },
+              'bge-small': { kind: 'embedding', inputUsdPerMTok: 0.02 },
+            },
+          },
+          mist: {
+            type: 'mistral',
+            baseUrl: upstream.namedBaseUrl('mist', 'mistral'),
+            apiKey: 'mistral-server-key',
+            byok: true,
+            defaultModel: 'mistral-small-latest',
+            models: {
+              'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 },
+              'mistral-embed': { kind: 'embedding', inputUsdPerMTok: 0.1 },
+            },
+          },
         },
-        mist: {
-          type: 'mistral',
-          baseUrl: upstream.namedBaseUrl('mist', 'mistral'),
-          apiKey: 'mistral-server-key',
-          byok: true,
-          defaultModel: 'mistral-small-latest',
-          models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 }, 'mistral-embed': { kind: 'embedding', inputUsdPerMTok: 0.1 } },
-        },
+        ...ai,
       },
-      ...ai,
-    },
-  } as ConfigInput, { mode });
+    } as ConfigInput,
+    { mode },
+  );
 }
 
 /** A signed-in user credited with `tokens`, and their balance afterwards. */

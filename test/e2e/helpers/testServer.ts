@@ -14,7 +14,11 @@ export interface TestServer {
  * A server on 127.0.0.1 with memory storage (unless the config says otherwise): a real listening
  * one by default, or (mode 'in-process') served through `server.fetch` behind a routed origin.
  */
-export async function startTestServer(config: ConfigInput = {}, mode: Mode = 'listening', opts: { clock?: () => number } = {}): Promise<TestServer> {
+export async function startTestServer(
+  config: ConfigInput = {},
+  mode: Mode = 'listening',
+  opts: { clock?: () => number } = {},
+): Promise<TestServer> {
   const server = createServer(
     { port: 0, host: '127.0.0.1', monitoring: { logging: { level: 'silent' } }, ...config },
     { ...(config.storage ? {} : { storage: new MemoryStorage() }), ...opts },

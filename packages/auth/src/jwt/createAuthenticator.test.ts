@@ -25,7 +25,14 @@ describe('createAuthenticator: valid JWTs', () => {
 
   it('returns the identity from the claims', async () => {
     const id = await identityOf(auth(signRaw(HS256, goodClaims())));
-    expect(id).toEqual({ sub: 'user-1', email: 'user1@example.com', emailVerified: false, scopes: ['mcp', 'mcp:call'], isAdmin: false, via: 'jwt' });
+    expect(id).toEqual({
+      sub: 'user-1',
+      email: 'user1@example.com',
+      emailVerified: false,
+      scopes: ['mcp', 'mcp:call'],
+      isAdmin: false,
+      via: 'jwt',
+    });
   });
 
   it('reads the scopes array and the space-separated scope string, merged', async () => {
@@ -52,7 +59,13 @@ describe('createAuthenticator: valid JWTs', () => {
     const byEmailString = await identityOf(auth(signRaw(HS256, goodClaims({ email: 'boss@example.com', email_verified: 'true' }))));
     const byScope = await identityOf(auth(signRaw(HS256, goodClaims({ scopes: ['mcp:admin'] }))));
     const plain = await identityOf(auth(signRaw(HS256, goodClaims({ scopes: ['mcp:administrator', 'admin'] }))));
-    expect([bySub.isAdmin, byEmail.isAdmin, byEmailString.isAdmin, byScope.isAdmin, plain.isAdmin]).toEqual([true, true, true, true, false]);
+    expect([bySub.isAdmin, byEmail.isAdmin, byEmailString.isAdmin, byScope.isAdmin, plain.isAdmin]).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+    ]);
   });
 
   it('an unverified e-mail (claim missing, false or "false") never names an administrator', async () => {
@@ -64,7 +77,9 @@ describe('createAuthenticator: valid JWTs', () => {
 
   it('keeps plain subjects as they are but escapes ones that could pass for an identity-provider id', async () => {
     expect((await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'user-77' }))))).sub).toBe('user-77');
-    expect((await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'idp:https://idp.example#user-77' }))))).sub).toBe('jwt:idp:https://idp.example#user-77');
+    expect((await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'idp:https://idp.example#user-77' }))))).sub).toBe(
+      'jwt:idp:https://idp.example#user-77',
+    );
     expect((await identityOf(auth(signRaw(HS256, goodClaims({ sub: 'jwt:x' }))))).sub).toBe('jwt:jwt:x');
   });
 
@@ -126,7 +141,9 @@ describe('createAuthenticator: which verifiers apply', () => {
   });
 
   it('requireValidSignature is removed: false is a config error, true is accepted and signatures are verified', async () => {
-    expect(() => cfg({ mcp: { auth: { authType: 'jwt', jwt: { requireValidSignature: false } } }, jwt: jwtBase })).toThrow(/requireValidSignature: false is no longer accepted.*always verified/);
+    expect(() => cfg({ mcp: { auth: { authType: 'jwt', jwt: { requireValidSignature: false } } }, jwt: jwtBase })).toThrow(
+      /requireValidSignature: false is no longer accepted.*always verified/,
+    );
     const auth = createAuthenticator(cfg({ mcp: { auth: { authType: 'jwt', jwt: { requireValidSignature: true } } }, jwt: jwtBase }));
     expect((await errorOf(auth(signRaw(HS256, goodClaims(), 'z'.repeat(40))))).message).toBe('invalid signature');
     expect((await errorOf(auth(signRaw({ alg: 'none' }, goodClaims()).replace(/[^.]+$/, '')))).message).toBe('algorithm not allowed');
@@ -151,7 +168,14 @@ describe('createAuthenticator: OAuth access tokens', async () => {
     if (payload.sub === 'revoked') return null;
     if (payload.sub === 'core-error') throw new CoreError('SESSION_NOT_FOUND', 'session not found');
     // A verifier that claims admin rights on its own must not decide them.
-    return { sub: payload.sub!, scopes: String(payload.scope ?? '').split(' ').filter(Boolean), isAdmin: true, via: 'oauth' };
+    return {
+      sub: payload.sub!,
+      scopes: String(payload.scope ?? '')
+        .split(' ')
+        .filter(Boolean),
+      isAdmin: true,
+      via: 'oauth',
+    };
   };
   const es256 = (claims: Record<string, unknown>, key = privateKey, header: Record<string, unknown> = {}) =>
     new SignJWT({ scope: 'mcp', ...claims })
@@ -202,7 +226,7 @@ describe('createAuthenticator: OAuth access tokens', async () => {
     // HS256 keyed with our public key goes to the shared-secret verifier, never to the public key.
     expect((await errorOf(auth(signRaw(HS256, goodClaims(), pem)))).message).toBe('invalid signature');
     // An ES256 header over an HMAC made with the public key fails the ECDSA check.
-    expect((await errorOf(auth(signRaw({ alg: 'ES256', kid: 'k1' }, goodClaims(), pem))))).toBeInstanceOf(CoreError);
+    expect(await errorOf(auth(signRaw({ alg: 'ES256', kid: 'k1' }, goodClaims(), pem)))).toBeInstanceOf(CoreError);
     expect((await errorOf(auth(signRaw({ alg: 'ES256', kid: 'k1' }, goodClaims(), pem)))).message).toBe('invalid signature');
   });
 });

@@ -78,8 +78,7 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   let key: Promise<CryptoKey> | undefined;
   const cacheSize = options.cacheSize ?? 1000;
   const cache = cacheSize > 0 ? new VerifiedTokenCache(cacheSize) : undefined;
-  const getKey = () =>
-    (key ??= globalThis.crypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']));
+  const getKey = () => (key ??= globalThis.crypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']));
 
   // Hash only what the length cap lets through; a hit is a token that passed every check.
   const keyOf = (token: string) => (cache && token.length <= MAX_TOKEN_LENGTH ? VerifiedTokenCache.keyOf(token) : undefined);

@@ -36,12 +36,22 @@ const corpus: Case[] = [
   ['alg missing', signRaw({ typ: 'JWT' }, goodClaims()), 'INVALID_TOKEN', 'token header has no algorithm'],
   // algorithm confusion
   ['HS256 signed with the published RSA public key PEM', signRaw(HS256, goodClaims(), PUBLIC_PEM), 'INVALID_TOKEN', 'invalid signature'],
-  ['RS256 header, HMAC signature keyed with the public PEM', signRaw({ alg: 'RS256' }, goodClaims(), PUBLIC_PEM), 'INVALID_TOKEN', 'algorithm not allowed'],
+  [
+    'RS256 header, HMAC signature keyed with the public PEM',
+    signRaw({ alg: 'RS256' }, goodClaims(), PUBLIC_PEM),
+    'INVALID_TOKEN',
+    'algorithm not allowed',
+  ],
   ['RS256 validly signed with an attacker key', rs256({ alg: 'RS256' }, goodClaims()), 'INVALID_TOKEN', 'algorithm not allowed'],
   // signature
   ['wrong secret', signRaw(HS256, goodClaims(), 'another-secret-0123456789-abcdefghijkl'), 'INVALID_TOKEN', 'invalid signature'],
   ['tampered payload (sub changed)', `${vh}.${b64(goodClaims({ sub: 'admin' }))}.${vs}`, 'INVALID_TOKEN', 'invalid signature'],
-  ['tampered payload (scope added)', `${vh}.${b64(goodClaims({ scopes: ['mcp', 'mcp:call', 'mcp:admin'] }))}.${vs}`, 'INVALID_TOKEN', 'invalid signature'],
+  [
+    'tampered payload (scope added)',
+    `${vh}.${b64(goodClaims({ scopes: ['mcp', 'mcp:call', 'mcp:admin'] }))}.${vs}`,
+    'INVALID_TOKEN',
+    'invalid signature',
+  ],
   ['signature stripped', `${vh}.${vp}.`, 'INVALID_TOKEN', 'invalid signature'],
   ['signed with an empty key', signRaw(HS256, goodClaims(), ''), 'INVALID_TOKEN', 'invalid signature'],
   // time
@@ -55,12 +65,22 @@ const corpus: Case[] = [
   ['wrong iss', signRaw(HS256, goodClaims({ iss: 'https://evil.test' })), 'INVALID_TOKEN', 'issuer mismatch'],
   ['missing iss', signRaw(HS256, goodClaims({ iss: undefined })), 'INVALID_TOKEN', 'missing iss claim'],
   ['wrong aud', signRaw(HS256, goodClaims({ aud: 'https://other.test/mcp' })), 'INVALID_TOKEN', 'audience mismatch'],
-  ['aud array without ours', signRaw(HS256, goodClaims({ aud: ['https://a.test', 'https://b.test'] })), 'INVALID_TOKEN', 'audience mismatch'],
+  [
+    'aud array without ours',
+    signRaw(HS256, goodClaims({ aud: ['https://a.test', 'https://b.test'] })),
+    'INVALID_TOKEN',
+    'audience mismatch',
+  ],
   ['missing aud', signRaw(HS256, goodClaims({ aud: undefined })), 'INVALID_TOKEN', 'missing aud claim'],
   // scopes
   ['no scopes at all', signRaw(HS256, goodClaims({ scopes: undefined })), 'INSUFFICIENT_SCOPE', 'insufficient scope'],
   ['one required scope missing', signRaw(HS256, goodClaims({ scopes: ['mcp'] })), 'INSUFFICIENT_SCOPE', 'insufficient scope'],
-  ['scope string missing one', signRaw(HS256, goodClaims({ scopes: undefined, scope: 'mcp mcp:list' })), 'INSUFFICIENT_SCOPE', 'insufficient scope'],
+  [
+    'scope string missing one',
+    signRaw(HS256, goodClaims({ scopes: undefined, scope: 'mcp mcp:list' })),
+    'INSUFFICIENT_SCOPE',
+    'insufficient scope',
+  ],
   ['scopes claim of the wrong type', signRaw(HS256, goodClaims({ scopes: 'mcp mcp:call' })), 'INVALID_TOKEN', 'invalid scopes claim'],
   // subject and other claims
   ['numeric sub', signRaw(HS256, goodClaims({ sub: 12345 })), 'INVALID_TOKEN', 'invalid sub claim'],
@@ -72,7 +92,12 @@ const corpus: Case[] = [
   ['kid path traversal, empty key', signRaw({ ...HS256, kid: '../../dev/null' }, goodClaims(), ''), 'INVALID_TOKEN', 'invalid key id'],
   ['kid SQL injection', signRaw({ ...HS256, kid: "' OR 1=1 --" }, goodClaims()), 'INVALID_TOKEN', 'invalid key id'],
   ['kid not a string', signRaw({ ...HS256, kid: 7 }, goodClaims()), 'INVALID_TOKEN', 'invalid key id'],
-  ['embedded jwk (attacker oct key)', signRaw({ ...HS256, jwk: { kty: 'oct', k: b64('attacker-key') } }, goodClaims(), 'attacker-key'), 'INVALID_TOKEN', /"jwk"/],
+  [
+    'embedded jwk (attacker oct key)',
+    signRaw({ ...HS256, jwk: { kty: 'oct', k: b64('attacker-key') } }, goodClaims(), 'attacker-key'),
+    'INVALID_TOKEN',
+    /"jwk"/,
+  ],
   ['jku', signRaw({ ...HS256, jku: 'https://evil.test/jwks.json' }, goodClaims()), 'INVALID_TOKEN', /"jku"/],
   ['x5u', signRaw({ ...HS256, x5u: 'https://evil.test/cert.pem' }, goodClaims()), 'INVALID_TOKEN', /"x5u"/],
   ['x5c', signRaw({ ...HS256, x5c: ['MIIB'] }, goodClaims()), 'INVALID_TOKEN', /"x5c"/],
@@ -86,7 +111,12 @@ const corpus: Case[] = [
   ['five-part (JWE shaped) token', `${vh}.${vp}.${vs}.aaaa.bbbb`, 'INVALID_TOKEN', 'malformed token'],
   ['whitespace inside', `${vh}. ${vp}.${vs}`, 'INVALID_TOKEN', 'malformed token'],
   ['huge token', signRaw(HS256, goodClaims({ pad: 'x'.repeat(MAX_TOKEN_LENGTH) })), 'INVALID_TOKEN', 'token too large'],
-  ['non-JSON header', `${b64('{alg:HS256')}.${vp}.${hmac(SECRET, `${b64('{alg:HS256')}.${vp}`)}`, 'INVALID_TOKEN', 'malformed token header'],
+  [
+    'non-JSON header',
+    `${b64('{alg:HS256')}.${vp}.${hmac(SECRET, `${b64('{alg:HS256')}.${vp}`)}`,
+    'INVALID_TOKEN',
+    'malformed token header',
+  ],
   ['header is a JSON array', signRaw(['HS256'], goodClaims()), 'INVALID_TOKEN', 'malformed token header'],
   ['header is JSON null', signRaw(null, goodClaims()), 'INVALID_TOKEN', 'malformed token header'],
   ['non-JSON payload', signRaw(HS256, 'sub=admin'), 'INVALID_TOKEN', 'malformed token'],

@@ -30,7 +30,10 @@ export function isListedAdmin(rule: AdminRule, who: { sub: string; email?: strin
  * server grants it only to listed administrators, and the listing is checked again on every
  * request, so removing a user from `admin.users` takes effect at once.
  */
-export function isAdminIdentity(rule: AdminRule, who: { sub: string; email?: string; emailVerified?: boolean; scopes: readonly string[]; via?: Identity['via'] }): boolean {
+export function isAdminIdentity(
+  rule: AdminRule,
+  who: { sub: string; email?: string; emailVerified?: boolean; scopes: readonly string[]; via?: Identity['via'] },
+): boolean {
   if (isListedAdmin(rule, who)) return true;
   return who.via !== 'oauth' && who.scopes.includes(rule.scope);
 }

@@ -14,7 +14,14 @@ describe('mintDevToken', () => {
   const authenticate = createAuthenticator(config);
 
   it('mints a token the configured server accepts, with the identity asked for', async () => {
-    const token = await mintDevToken({ secret: SECRET, sub: 'dev', email: 'dev@example.com', scopes: ['mcp', 'mcp:call'], issuer: ISSUER, audience: AUDIENCE });
+    const token = await mintDevToken({
+      secret: SECRET,
+      sub: 'dev',
+      email: 'dev@example.com',
+      scopes: ['mcp', 'mcp:call'],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+    });
     expect(decodeProtectedHeader(token)).toEqual({ alg: 'HS256', typ: 'JWT' });
     const result = await authenticate(token);
     expect(result).toEqual({

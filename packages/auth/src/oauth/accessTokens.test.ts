@@ -42,7 +42,9 @@ describe('verifyAccessToken', () => {
     h = await startHarness();
     const client = await register(h);
     const { access_token } = await obtainTokens(h, client.client_id);
-    await expect(h.oauth.verifyAccessToken(access_token, { resource: 'http://other.test/mcp' })).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
+    await expect(h.oauth.verifyAccessToken(access_token, { resource: 'http://other.test/mcp' })).rejects.toMatchObject({
+      appCode: 'INVALID_TOKEN',
+    });
     expect(await h.oauth.verifyAccessToken(access_token, { resource: 'http://auth.test/mcp' })).toMatchObject({ sub: h.userId });
   });
 
@@ -50,7 +52,10 @@ describe('verifyAccessToken', () => {
     h = await startHarness();
     const client = await register(h);
     const { access_token } = await obtainTokens(h, client.client_id); // iss http://auth.test
-    const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth: { ...h.runtime.config.oauth, publicUrl: 'https://api.example.com' } }), { storage: h.storage, logger: memoryLogger() });
+    const runtime = await createRuntime(
+      resolveConfig({ storage: { type: 'memory' }, oauth: { ...h.runtime.config.oauth, publicUrl: 'https://api.example.com' } }),
+      { storage: h.storage, logger: memoryLogger() },
+    );
     const strict = createOAuthRoutes(runtime);
     await expect(strict.verifyAccessToken(access_token)).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
     await strict.close();
@@ -64,9 +69,17 @@ describe('verifyAccessToken', () => {
     const oauth = { ...h.runtime.config.oauth, encryptionKey: 'z'.repeat(40) };
     const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth }), { storage, logger: memoryLogger() });
     const rekeyed = createOAuthRoutes(runtime);
-    await expect(rekeyed.verifyAccessToken(access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND', message: 'session not found' });
+    await expect(rekeyed.verifyAccessToken(access_token)).rejects.toMatchObject({
+      appCode: 'SESSION_NOT_FOUND',
+      message: 'session not found',
+    });
     // Same key again: still fine.
-    const same = createOAuthRoutes(await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth: { ...oauth, encryptionKey: ENCRYPTION_KEY } }), { storage, logger: memoryLogger() }));
+    const same = createOAuthRoutes(
+      await createRuntime(resolveConfig({ storage: { type: 'memory' }, oauth: { ...oauth, encryptionKey: ENCRYPTION_KEY } }), {
+        storage,
+        logger: memoryLogger(),
+      }),
+    );
     expect(await same.verifyAccessToken(access_token)).toMatchObject({ sub: h.userId });
     await rekeyed.close();
     await same.close();
@@ -77,7 +90,9 @@ describe('verifyAccessToken', () => {
     const client = await register(h);
     const t = await obtainTokens(h, client.client_id);
     expect(await h.oauth.verifyAccessToken(t.access_token)).toMatchObject({ sub: h.userId });
-    const next = await (await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: client.client_id }))).json();
+    const next = await (
+      await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: client.client_id }))
+    ).json();
     expect(await h.oauth.verifyAccessToken(next.access_token)).toMatchObject({ sub: h.userId });
     await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: client.client_id }));
     await expect(h.oauth.verifyAccessToken(next.access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND' });

@@ -117,7 +117,13 @@ export class AccessTokens {
       throw new CoreError('INVALID_TOKEN', 'audience mismatch');
     }
     const { sub, sid, client_id: clientId, scope, exp } = payload;
-    if (typeof sub !== 'string' || typeof sid !== 'string' || typeof clientId !== 'string' || typeof scope !== 'string' || typeof exp !== 'number') {
+    if (
+      typeof sub !== 'string' ||
+      typeof sid !== 'string' ||
+      typeof clientId !== 'string' ||
+      typeof scope !== 'string' ||
+      typeof exp !== 'number'
+    ) {
       throw new CoreError('INVALID_TOKEN', 'malformed token');
     }
     const claims: Claims = { sub, sid, clientId, scope, exp, aud: payload.aud };

@@ -29,7 +29,10 @@ describe('GET /oauth/authorize', () => {
   it('accepts any port on a loopback redirect URI', async () => {
     h = await startHarness();
     const client = await register(h, { redirect_uris: ['http://127.0.0.1/callback'] });
-    const { res } = await openConsent(h, authorizeUrl(client.client_id, pkce().challenge, { redirect_uri: 'http://127.0.0.1:49152/callback' }));
+    const { res } = await openConsent(
+      h,
+      authorizeUrl(client.client_id, pkce().challenge, { redirect_uri: 'http://127.0.0.1:49152/callback' }),
+    );
     expect(res.status).toBe(200);
   });
 
@@ -106,13 +109,20 @@ describe('POST /oauth/authorize (consent)', () => {
     expect((await postConsent(h, consentBody(c.requestId, 'x'.repeat(43)), { cookie: c.cookie })).status).toBe(403);
     const other = await openConsent(h, authorizeUrl(client.client_id, pkce().challenge));
     // Someone else's valid token and cookie do not approve this request.
-    expect((await postConsent(h, consentBody(c.requestId, other.csrf), { cookie: `${c.cookie.split('=')[0]}=${other.csrf}` })).status).toBe(403);
+    expect((await postConsent(h, consentBody(c.requestId, other.csrf), { cookie: `${c.cookie.split('=')[0]}=${other.csrf}` })).status).toBe(
+      403,
+    );
     expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'https://evil.example' })).status).toBe(403);
     // A sandboxed iframe or data: page sends `Origin: null`: refused too, even with cookie and token.
     expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null' })).status).toBe(403);
-    expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null', 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect(
+      (await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null', 'sec-fetch-site': 'cross-site' })).status,
+    ).toBe(403);
     // Even with Sec-Fetch-Site claiming same-origin, null stays refused.
-    expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null', 'sec-fetch-site': 'same-origin' })).status).toBe(403);
+    expect(
+      (await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: 'null', 'sec-fetch-site': 'same-origin' }))
+        .status,
+    ).toBe(403);
     // The request is still usable by its rightful owner.
     expect((await postConsent(h, consentBody(c.requestId, c.csrf), { cookie: c.cookie, origin: BASE })).status).toBe(303);
   });

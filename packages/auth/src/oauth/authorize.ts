@@ -56,7 +56,8 @@ export function authorizeHandler(services: () => Promise<OAuthServices>): Handle
       redirectToClient(redirectUri, { error, error_description: description, state: state ?? undefined, iss: base });
     if (state === null || (state && state.length > 2048)) return fail('invalid_request', 'invalid state');
     if (q('response_type') !== 'code') return fail('unsupported_response_type', "response_type must be 'code'");
-    if (!client.grant_types.includes('authorization_code')) return fail('unauthorized_client', 'client may not use the authorization code grant');
+    if (!client.grant_types.includes('authorization_code'))
+      return fail('unauthorized_client', 'client may not use the authorization code grant');
     const challenge = q('code_challenge');
     if (q('code_challenge_method') !== 'S256' || !challenge || !PKCE_CHALLENGE.test(challenge)) {
       return fail('invalid_request', 'PKCE with code_challenge_method S256 is required');
@@ -72,7 +73,14 @@ export function authorizeHandler(services: () => Promise<OAuthServices>): Handle
     const asked = (q('scope') ?? '').split(' ').filter((x) => known.has(x));
     const scopes = asked.length > 0 ? [...new Set(asked)] : s.settings.scopesSupported;
 
-    const request: AuthorizationRequest = { clientId: client.client_id, redirectUri, codeChallenge: challenge, scopes, resource, issuer: base };
+    const request: AuthorizationRequest = {
+      clientId: client.client_id,
+      redirectUri,
+      codeChallenge: challenge,
+      scopes,
+      resource,
+      issuer: base,
+    };
     if (state) request.state = state;
     const requestId = randomToken(24);
     const csrfToken = randomToken(32);
@@ -87,7 +95,10 @@ export function authorizeHandler(services: () => Promise<OAuthServices>): Handle
       secure: base.startsWith('https:'),
       maxAge: FLOW_TTL_MS / 1000,
     });
-    const providerHost = await s.upstream.endpoints().then((e) => new URL(e.authorizationUrl).host, () => undefined);
+    const providerHost = await s.upstream.endpoints().then(
+      (e) => new URL(e.authorizationUrl).host,
+      () => undefined,
+    );
     const html = consentPage({ client, request, action: `${basePath(base)}/oauth/authorize`, requestId, csrfToken, providerHost });
     return c.html(html, 200, PAGE_HEADERS);
   };
@@ -122,7 +133,11 @@ export function consentHandler(services: () => Promise<OAuthServices>): Handler 
 
     if (form?.get('decision') !== 'approve') {
       s.logger.info('oauth consent denied', { event: 'consent_denied', clientId: request.clientId });
-      const res = redirectToClient(request.redirectUri, { error: 'access_denied', error_description: 'the user denied access', state: request.state, iss: request.issuer }, 303);
+      const res = redirectToClient(
+        request.redirectUri,
+        { error: 'access_denied', error_description: 'the user denied access', state: request.state, iss: request.issuer },
+        303,
+      );
       return withCookies(c, res);
     }
 

@@ -70,7 +70,9 @@ describe('GET /oauth/callback', () => {
   it('passes a provider refusal to the client as access_denied', async () => {
     h = await startHarness();
     const client = await register(h);
-    const consent = await import('./__tests__/harness.js').then((m) => m.openConsent(h, m.authorizeUrl(client.client_id, pkce().challenge)));
+    const consent = await import('./__tests__/harness.js').then((m) =>
+      m.openConsent(h, m.authorizeUrl(client.client_id, pkce().challenge)),
+    );
     const approved = await h.request('/oauth/authorize', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: consent.cookie },
@@ -97,7 +99,11 @@ describe('GET /oauth/callback', () => {
 
   // email_verified false, the string "false" (some userinfo endpoints), or no claim at all:
   // none of them may make the holder of the address an administrator.
-  for (const [label, verified] of [['false', false], ['"false"', 'false'], ['missing', undefined]] as const) {
+  for (const [label, verified] of [
+    ['false', false],
+    ['"false"', 'false'],
+    ['missing', undefined],
+  ] as const) {
     it(`an unverified e-mail (email_verified ${label}) cannot match admin.users`, async () => {
       const user = { sub: 'u2', email: 'boss@example.com', ...(verified === undefined ? {} : { email_verified: verified as boolean }) };
       h = await startHarness({ admin: { users: ['boss@example.com'] } }, user);

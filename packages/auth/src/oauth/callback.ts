@@ -53,7 +53,10 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
       }
       user = await s.upstream.signIn({ code, callbackUrl: flow.callbackUrl, verifier: flow.verifier, nonce: flow.nonce });
     } catch (err) {
-      s.logger.warn('sign-in with the identity provider failed', { event: 'upstream_failed', error: err instanceof Error ? err.message : String(err) });
+      s.logger.warn('sign-in with the identity provider failed', {
+        event: 'upstream_failed',
+        error: err instanceof Error ? err.message : String(err),
+      });
       return back({ error: 'server_error', error_description: 'sign-in with the identity provider failed' });
     }
 

@@ -4,11 +4,22 @@ import { bearerChallenge, mcpResourceUrl, resourceMetadataUrl, sameResource } fr
 describe('bearerChallenge', () => {
   it('names the resource metadata first, then error, description and scope', () => {
     expect(
-      bearerChallenge({ resourceMetadata: 'https://h/.well-known/oauth-protected-resource/mcp', error: 'insufficient_scope', errorDescription: 'needs mcp:call', scope: 'mcp mcp:call' }),
-    ).toBe('Bearer resource_metadata="https://h/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", error_description="needs mcp:call", scope="mcp mcp:call"');
+      bearerChallenge({
+        resourceMetadata: 'https://h/.well-known/oauth-protected-resource/mcp',
+        error: 'insufficient_scope',
+        errorDescription: 'needs mcp:call',
+        scope: 'mcp mcp:call',
+      }),
+    ).toBe(
+      'Bearer resource_metadata="https://h/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", error_description="needs mcp:call", scope="mcp mcp:call"',
+    );
   });
   it('keeps quotes, backslashes and control characters out of quoted values', () => {
-    const h = bearerChallenge({ resourceMetadata: 'https://h/x', error: 'invalid_token', errorDescription: 'bad "token"\\\r\nSet-Cookie: x=1' });
+    const h = bearerChallenge({
+      resourceMetadata: 'https://h/x',
+      error: 'invalid_token',
+      errorDescription: 'bad "token"\\\r\nSet-Cookie: x=1',
+    });
     expect(h).toBe('Bearer resource_metadata="https://h/x", error="invalid_token", error_description="bad tokenSet-Cookie: x=1"');
   });
 });

@@ -3,9 +3,7 @@ import { safeEqual, sha256 } from './crypto.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { ClientRecord } from './records.js';
 
-export type ClientAuthResult =
-  | { ok: true; client: ClientRecord }
-  | { ok: false; usedBasic: boolean; description: string };
+export type ClientAuthResult = { ok: true; client: ClientRecord } | { ok: false; usedBasic: boolean; description: string };
 
 /** Read `client_id:client_secret` from HTTP Basic (RFC 6749 §2.3.1: both form-encoded first). */
 function basicCredentials(header: string | undefined): { id: string; secret: string } | undefined {
@@ -33,7 +31,8 @@ export async function authenticateClient(c: Context, form: URLSearchParams, s: O
   const basic = basicCredentials(c.req.header('authorization'));
   const usedBasic = basic !== undefined;
   const bodyId = form.get('client_id') ?? undefined;
-  if (basic && bodyId && bodyId !== basic.id) return { ok: false, usedBasic, description: 'client_id differs from the authenticated client' };
+  if (basic && bodyId && bodyId !== basic.id)
+    return { ok: false, usedBasic, description: 'client_id differs from the authenticated client' };
   const clientId = basic?.id ?? bodyId;
   if (!clientId) return { ok: false, usedBasic, description: 'client authentication required' };
   const secret = basic?.secret ?? form.get('client_secret') ?? undefined;

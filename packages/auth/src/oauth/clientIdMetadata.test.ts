@@ -26,7 +26,16 @@ afterAll(() => new Promise<void>((r) => docs.close(() => r())));
 /** Publish a document at `path` whose client_id is its own URL unless overridden. */
 function publish(path: string, doc: Record<string, unknown> = {}, headers?: Record<string, string>): string {
   const url = `${origin}${path}`;
-  served.set(path, { body: JSON.stringify({ client_id: url, client_name: 'Doc Client', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], ...doc }), headers });
+  served.set(path, {
+    body: JSON.stringify({
+      client_id: url,
+      client_name: 'Doc Client',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+      ...doc,
+    }),
+    headers,
+  });
   return url;
 }
 
@@ -58,7 +67,10 @@ describe('Client ID Metadata Documents', () => {
 
     const { code, location } = await signIn(h, clientId, challenge);
     expect(location.searchParams.get('iss')).toBe('http://auth.test');
-    const res = await h.request('/oauth/token', form({ grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, code_verifier: verifier, client_id: clientId }));
+    const res = await h.request(
+      '/oauth/token',
+      form({ grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, code_verifier: verifier, client_id: clientId }),
+    );
     expect(res.status).toBe(200);
     const tokens = (await res.json()) as { access_token: string; refresh_token?: string };
     expect(decodeJwt(tokens.access_token).client_id).toBe(clientId);
@@ -69,7 +81,10 @@ describe('Client ID Metadata Documents', () => {
     expect(await h.storage.keys('oauth:client:')).toEqual([]);
 
     // Refresh works for a document client that lists refresh_token.
-    const refreshed = await h.request('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: clientId }));
+    const refreshed = await h.request(
+      '/oauth/token',
+      form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: clientId }),
+    );
     expect(refreshed.status).toBe(200);
   });
 
@@ -124,7 +139,16 @@ describe('Client ID Metadata Documents', () => {
   });
 
   it('at the token endpoint an unusable document is invalid_client', async () => {
-    const res = await h.request('/oauth/token', form({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, code_verifier: 'v'.repeat(43), client_id: `${origin}/missing-too.json` }));
+    const res = await h.request(
+      '/oauth/token',
+      form({
+        grant_type: 'authorization_code',
+        code: 'x',
+        redirect_uri: REDIRECT,
+        code_verifier: 'v'.repeat(43),
+        client_id: `${origin}/missing-too.json`,
+      }),
+    );
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ error: 'invalid_client' });
   });
@@ -154,11 +178,22 @@ describe('Client ID Metadata Documents: secure defaults', () => {
     try {
       const meta = (await (await off.request('/.well-known/oauth-authorization-server')).json()) as Record<string, unknown>;
       expect(meta.client_id_metadata_document_supported).toBe(false);
-      expect(await (await off.request(authorizeUrl('https://app.example/client.json', pkce().challenge))).text()).toMatch(/not accepted here/);
+      expect(await (await off.request(authorizeUrl('https://app.example/client.json', pkce().challenge))).text()).toMatch(
+        /not accepted here/,
+      );
     } finally {
       await off.close();
     }
-    const settings = { enabled: true, maxBytes: 5120, timeoutMs: 5000, cacheTtlSec: 300, maxCacheTtlSec: 86400, allowPrivateNetwork: false, allowHttp: false, allowedHosts: ['*.trusted.example', 'app.example'] };
+    const settings = {
+      enabled: true,
+      maxBytes: 5120,
+      timeoutMs: 5000,
+      cacheTtlSec: 300,
+      maxCacheTtlSec: 86400,
+      allowPrivateNetwork: false,
+      allowHttp: false,
+      allowedHosts: ['*.trusted.example', 'app.example'],
+    };
     expect(clientIdUrlProblem('https://a.trusted.example/c.json', settings)).toBeNull();
     expect(clientIdUrlProblem('https://app.example/c.json', settings)).toBeNull();
     expect(clientIdUrlProblem('https://evil.example/c.json', settings)).toMatch(/not trusted/);
@@ -166,7 +201,15 @@ describe('Client ID Metadata Documents: secure defaults', () => {
   });
 
   it('accepts only https URLs with a path and no fragment, credentials or dot segments', () => {
-    const s = { enabled: true, maxBytes: 5120, timeoutMs: 5000, cacheTtlSec: 300, maxCacheTtlSec: 86400, allowPrivateNetwork: false, allowHttp: false };
+    const s = {
+      enabled: true,
+      maxBytes: 5120,
+      timeoutMs: 5000,
+      cacheTtlSec: 300,
+      maxCacheTtlSec: 86400,
+      allowPrivateNetwork: false,
+      allowHttp: false,
+    };
     expect(clientIdUrlProblem('https://app.example/client.json', s)).toBeNull();
     expect(clientIdUrlProblem('https://app.example/', s)).toMatch(/path/);
     expect(clientIdUrlProblem('https://app.example', s)).toMatch(/path/);

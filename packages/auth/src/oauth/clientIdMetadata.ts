@@ -21,7 +21,12 @@ const DocumentSchema = z.object({
   client_id: z.string(),
   client_name: z.string().min(1).max(200),
   redirect_uris: z.array(z.string().max(2000)).min(1).max(20),
-  token_endpoint_auth_method: z.literal('none', { error: "token_endpoint_auth_method must be 'none' (shared secrets are not allowed in a metadata document; private_key_jwt is not supported)" }).default('none'),
+  token_endpoint_auth_method: z
+    .literal('none', {
+      error:
+        "token_endpoint_auth_method must be 'none' (shared secrets are not allowed in a metadata document; private_key_jwt is not supported)",
+    })
+    .default('none'),
   // RFC 7591 §2: the default is authorization_code alone; clients that want refresh tokens say so.
   grant_types: z.array(z.string()).min(1).default(['authorization_code']),
   response_types: z.array(z.literal('code')).min(1).default(['code']),
@@ -56,7 +61,8 @@ export function clientIdUrlProblem(clientId: string, settings: CimdSettings): st
   // new URL() removes dot segments: a URL that changes when normalized had them.
   const rawPath = clientId.replace(/[?].*$/, '');
   if (/\/(\.|%2e){1,2}(\/|$)/i.test(rawPath)) return 'a client_id URL must not contain dot segments';
-  if (settings.allowedHosts && !settings.allowedHosts.some((h) => hostMatches(h, u.hostname))) return `client_id host ${u.hostname} is not trusted here`;
+  if (settings.allowedHosts && !settings.allowedHosts.some((h) => hostMatches(h, u.hostname)))
+    return `client_id host ${u.hostname} is not trusted here`;
   return null;
 }
 

@@ -26,7 +26,9 @@ const SCOPE_TEXT: Record<string, string> = {
 export function consentPage(p: ConsentPageInput): string {
   const name = p.client.client_name ?? 'An unnamed application';
   const redirect = new URL(p.request.redirectUri);
-  const scopes = p.request.scopes.map((s) => `<li><code>${escapeHtml(s)}</code>${SCOPE_TEXT[s] ? ` — ${escapeHtml(SCOPE_TEXT[s])}` : ''}</li>`).join('');
+  const scopes = p.request.scopes
+    .map((s) => `<li><code>${escapeHtml(s)}</code>${SCOPE_TEXT[s] ? ` — ${escapeHtml(SCOPE_TEXT[s])}` : ''}</li>`)
+    .join('');
   const site = p.client.client_uri ? `<p class="muted">Says it is from: ${escapeHtml(p.client.client_uri)}</p>` : '';
   // Client ID Metadata Documents: the client is known by the URL of its document, so its host is
   // the one fact about it that is verified. Loopback redirects cannot be attributed to anyone

@@ -19,7 +19,12 @@ describe('createOAuthRoutes', () => {
   it("refuses policy 'token' without a strong initial access token", async () => {
     const config = resolveConfig({
       storage: { type: 'memory' },
-      oauth: { encryptionKey: 'k'.repeat(32), providerClientId: 'x', provider: { preset: 'google' }, registration: { policy: 'token', initialAccessToken: 'short' } },
+      oauth: {
+        encryptionKey: 'k'.repeat(32),
+        providerClientId: 'x',
+        provider: { preset: 'google' },
+        registration: { policy: 'token', initialAccessToken: 'short' },
+      },
     });
     const runtime = await createRuntime(config, { storage: new MemoryStorage(), logger: memoryLogger() });
     expect(() => createOAuthRoutes(runtime)).toThrow(/initialAccessToken/);
@@ -28,7 +33,10 @@ describe('createOAuthRoutes', () => {
 
   it('answers 503 temporarily_unavailable when session storage fails, and builds challenges', async () => {
     const storage = new MemoryStorage();
-    const config = resolveConfig({ storage: { type: 'memory' }, oauth: { encryptionKey: 'k'.repeat(32), providerClientId: 'x', provider: { preset: 'github' } } });
+    const config = resolveConfig({
+      storage: { type: 'memory' },
+      oauth: { encryptionKey: 'k'.repeat(32), providerClientId: 'x', provider: { preset: 'github' } },
+    });
     const runtime = await createRuntime(config, { storage, logger: memoryLogger() });
     const oauth = createOAuthRoutes(runtime);
     await oauth.ready();

@@ -65,7 +65,9 @@ export function createOAuthRoutes(runtime: Runtime, opts: CreateOAuthRoutesOptio
   app.onError((err, c) => {
     if (isCoreError(err) && CORE_ERROR_TABLE[err.appCode].http >= 500) {
       runtime.logger.error('oauth endpoint failed', { code: err.appCode, error: err.message });
-      return oauthError(c, 503, 'temporarily_unavailable', 'the authorization server cannot serve this request right now', { 'Retry-After': '5' });
+      return oauthError(c, 503, 'temporarily_unavailable', 'the authorization server cannot serve this request right now', {
+        'Retry-After': '5',
+      });
     }
     runtime.logger.error('oauth endpoint failed', { error: err instanceof Error ? err.message : String(err) });
     return oauthError(c, 500, 'server_error', 'internal error');

@@ -29,7 +29,10 @@ describe('GET /.well-known/oauth-authorization-server', () => {
 
   it('answers OPTIONS with 200 and the fixed CORS headers whatever cors says', async () => {
     h = await startHarness({ cors: { origin: ['https://only.example.com'] } });
-    const res = await h.request('/.well-known/oauth-authorization-server', { method: 'OPTIONS', headers: { origin: 'https://other.example' } });
+    const res = await h.request('/.well-known/oauth-authorization-server', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://other.example' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-allow-methods')).toBe('GET, POST, OPTIONS');
@@ -41,7 +44,9 @@ describe('GET /.well-known/oauth-authorization-server', () => {
     expect((await (await h.request('/.well-known/oauth-authorization-server', { headers })).json()).issuer).toBe(BASE);
     await h.close();
     h = await startHarness({ trustProxy: true });
-    expect((await (await h.request('/.well-known/oauth-authorization-server', { headers })).json()).issuer).toBe('https://public.example.com');
+    expect((await (await h.request('/.well-known/oauth-authorization-server', { headers })).json()).issuer).toBe(
+      'https://public.example.com',
+    );
   });
 
   it('uses oauth.publicUrl when set', async () => {
@@ -53,13 +58,21 @@ describe('GET /.well-known/oauth-authorization-server', () => {
 });
 
 describe('protected resource metadata (RFC 9728)', () => {
-  it.each(['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'])('%s names /mcp and this server', async (path) => {
-    h = await startHarness();
-    const res = await h.request(path);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ resource: `${BASE}/mcp`, authorization_servers: [BASE], scopes_supported: ['mcp', 'mcp:call'], bearer_methods_supported: ['header'] });
-    expect(res.headers.get('access-control-allow-origin')).toBe('*');
-  });
+  it.each(['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'])(
+    '%s names /mcp and this server',
+    async (path) => {
+      h = await startHarness();
+      const res = await h.request(path);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({
+        resource: `${BASE}/mcp`,
+        authorization_servers: [BASE],
+        scopes_supported: ['mcp', 'mcp:call'],
+        bearer_methods_supported: ['header'],
+      });
+      expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    },
+  );
 });
 
 describe('GET /.well-known/jwks.json', () => {

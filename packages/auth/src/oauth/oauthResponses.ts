@@ -18,11 +18,7 @@ export function oauthError(
  * Send the browser back to the client with an error (RFC 6749 §4.1.2.1) plus `state` and our
  * `iss` (RFC 9207). Only ever called once the redirect URI has been checked against the client.
  */
-export function redirectToClient(
-  redirectUri: string,
-  params: Record<string, string | undefined>,
-  status: 302 | 303 = 302,
-): Response {
+export function redirectToClient(redirectUri: string, params: Record<string, string | undefined>, status: 302 | 303 = 302): Response {
   const url = new URL(redirectUri);
   for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
   return new Response(null, { status, headers: { Location: url.href, ...NO_STORE } });

@@ -1,4 +1,12 @@
-import { createStorage, requestClientIp, isCoreError, publicBaseUrl, type Logger, type Runtime, type Storage } from '@ai-backend/core/internal';
+import {
+  createStorage,
+  requestClientIp,
+  isCoreError,
+  publicBaseUrl,
+  type Logger,
+  type Runtime,
+  type Storage,
+} from '@ai-backend/core/internal';
 import type { Context } from 'hono';
 import { AccessTokens } from './accessTokens.js';
 import { ClientIdMetadataDocuments, isUrlClientId } from './clientIdMetadata.js';
@@ -68,7 +76,11 @@ export async function openOAuthServices(
             return { client: await metadataDocuments.resolve(clientId) };
           } catch (err) {
             if (isCoreError(err) && err.appCode === 'BAD_REQUEST') {
-              runtime.logger.info('client metadata document refused', { event: 'cimd_refused', clientId: clientId.slice(0, 200), error: err.message });
+              runtime.logger.info('client metadata document refused', {
+                event: 'cimd_refused',
+                clientId: clientId.slice(0, 200),
+                error: err.message,
+              });
               return { problem: err.message };
             }
             throw err;

@@ -1,4 +1,11 @@
-import { ConfigError, oauthConfigProblems, oauthSessionFile, type ConfigProblem, type ResolvedConfig, type StorageConfig } from '@ai-backend/core/internal';
+import {
+  ConfigError,
+  oauthConfigProblems,
+  oauthSessionFile,
+  type ConfigProblem,
+  type ResolvedConfig,
+  type StorageConfig,
+} from '@ai-backend/core/internal';
 
 type OAuthConfig = ResolvedConfig['oauth'];
 export type UpstreamConfig = NonNullable<OAuthConfig['provider']>;
@@ -28,7 +35,8 @@ export function resolveOAuthSettings(config: ResolvedConfig): OAuthSettings {
   // 'file' keeps its spec meaning: the embedded database, at filePath (with the main store's durability).
   const base = { dir: config.storage.dir, shared: 'store' as const };
   // The OAuth file is opened like the main store when that is SQLite (same durability, same driver).
-  const { synchronous, driver } = config.storage.type === 'sqlite' ? config.storage.sqlite : ({ synchronous: 'normal', driver: 'auto' } as const);
+  const { synchronous, driver } =
+    config.storage.type === 'sqlite' ? config.storage.sqlite : ({ synchronous: 'normal', driver: 'auto' } as const);
   const storage: StorageConfig | undefined =
     s === undefined
       ? undefined

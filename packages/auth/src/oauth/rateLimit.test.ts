@@ -20,7 +20,9 @@ describe('OAuth endpoint rate limits', () => {
     expect(last!.headers.get('ratelimit-policy')).toBe('"oauth-token";q=3;w=60');
     expect((await last!.json()).error).toBe('rate_limited');
     // Other endpoints count separately; discovery is not limited.
-    expect((await h.request('/register', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(400);
+    expect((await h.request('/register', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(
+      400,
+    );
     for (let i = 0; i < 5; i++) expect((await h.request('/.well-known/oauth-authorization-server')).status).toBe(200);
   });
 

@@ -2,10 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { matchRedirectUri, redirectUriProblem } from './redirectUris.js';
 
 describe('redirectUriProblem', () => {
-  it.each(['https://app.example.com/cb', 'http://127.0.0.1/callback', 'http://127.0.0.1:33418/', 'http://localhost:8080/cb', 'http://[::1]:9/cb'])(
-    'accepts %s',
-    (uri) => expect(redirectUriProblem(uri, [])).toBeNull(),
-  );
+  it.each([
+    'https://app.example.com/cb',
+    'http://127.0.0.1/callback',
+    'http://127.0.0.1:33418/',
+    'http://localhost:8080/cb',
+    'http://[::1]:9/cb',
+  ])('accepts %s', (uri) => expect(redirectUriProblem(uri, [])).toBeNull());
   it.each([
     ['http://example.com/cb', /loopback/],
     ['https://app.example.com/cb#frag', /fragment/],

@@ -20,7 +20,8 @@ export function redirectUriProblem(uri: string, allowedCustomSchemes: readonly s
   if (u.hash || uri.includes('#')) return 'redirect URIs must not contain a fragment';
   if (u.username || u.password) return 'redirect URIs must not contain credentials';
   if (u.protocol === 'https:') return null;
-  if (u.protocol === 'http:') return isLoopbackHttp(u) ? null : 'http redirect URIs are allowed only on loopback (127.0.0.1, [::1], localhost)';
+  if (u.protocol === 'http:')
+    return isLoopbackHttp(u) ? null : 'http redirect URIs are allowed only on loopback (127.0.0.1, [::1], localhost)';
   const scheme = u.protocol.slice(0, -1);
   if (allowedCustomSchemes.includes(scheme)) return null;
   return `scheme "${scheme}" is not allowed (https, or http on loopback)`;

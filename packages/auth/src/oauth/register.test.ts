@@ -13,11 +13,19 @@ const post = (body: unknown, headers: Record<string, string> = {}) => ({
 describe('POST /register', () => {
   it('registers a public client (open policy) and never stores a secret in clear', async () => {
     h = await startHarness();
-    const res = await h.request('/register', post({ redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none', client_name: 'VS Code' }));
+    const res = await h.request(
+      '/register',
+      post({ redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none', client_name: 'VS Code' }),
+    );
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
     const c = await res.json();
-    expect(c).toMatchObject({ redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none', client_name: 'VS Code', grant_types: ['authorization_code', 'refresh_token'] });
+    expect(c).toMatchObject({
+      redirect_uris: ['http://127.0.0.1/callback'],
+      token_endpoint_auth_method: 'none',
+      client_name: 'VS Code',
+      grant_types: ['authorization_code', 'refresh_token'],
+    });
     expect(c.client_id).toMatch(/^[\w-]{20,}$/);
     expect(c).not.toHaveProperty('client_secret');
     expect(c).not.toHaveProperty('client_secret_hash');
@@ -76,7 +84,9 @@ describe('POST /register', () => {
     h = await startHarness();
     const long = `https://app.example.com/${'a'.repeat(2100)}`;
     expect((await h.request('/register', post({ redirect_uris: [long] }))).status).toBe(400);
-    expect((await h.request('/register', post({ redirect_uris: ['https://app.example.com/cb'], junk: 'x'.repeat(40_000) }))).status).toBe(400);
+    expect((await h.request('/register', post({ redirect_uris: ['https://app.example.com/cb'], junk: 'x'.repeat(40_000) }))).status).toBe(
+      400,
+    );
     const many = Array.from({ length: 10 }, (_, i) => `https://app.example.com/${i}/${'b'.repeat(1900)}`);
     const res = await h.request('/register', post({ redirect_uris: many }));
     expect(res.status).toBe(400);
@@ -86,7 +96,8 @@ describe('POST /register', () => {
   it('caps registrations per address and day', async () => {
     h = await startHarness({ oauth: { registration: { maxPerAddressPerDay: 3 } } });
     const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) statuses.push((await h.request('/register', post({ redirect_uris: ['https://app.example.com/cb'] }))).status);
+    for (let i = 0; i < 5; i++)
+      statuses.push((await h.request('/register', post({ redirect_uris: ['https://app.example.com/cb'] }))).status);
     expect(statuses).toEqual([201, 201, 201, 429, 429]);
   });
 

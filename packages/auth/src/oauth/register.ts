@@ -15,7 +15,10 @@ const ClientMetadataSchema = z.object({
   redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
   token_endpoint_auth_method: z.enum(['none', 'client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
   // Both by default: clients that omit grant_types still expect to refresh (RFC 7591 lets the server choose).
-  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).min(1).default(['authorization_code', 'refresh_token']),
+  grant_types: z
+    .array(z.enum(['authorization_code', 'refresh_token']))
+    .min(1)
+    .default(['authorization_code', 'refresh_token']),
   response_types: z.array(z.literal('code')).min(1).default(['code']),
   client_name: text(200).optional(),
   client_uri: z.url().max(2000).optional(),
@@ -54,7 +57,8 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
     }
     const raw = await c.req.text().catch(() => '');
     // Field caps bound each value; this bounds the whole document (unknown fields included).
-    if (raw.length > 4 * reg.maxClientBytes) return oauthError(c, 400, 'invalid_client_metadata', `registration body larger than ${4 * reg.maxClientBytes} bytes`);
+    if (raw.length > 4 * reg.maxClientBytes)
+      return oauthError(c, 400, 'invalid_client_metadata', `registration body larger than ${4 * reg.maxClientBytes} bytes`);
     let body: unknown;
     try {
       body = JSON.parse(raw);
@@ -80,7 +84,9 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
     if (count > reg.maxPerAddressPerDay) {
       s.logger.warn('oauth registration budget spent', { event: 'rate_limited', endpoint: 'register', ip });
       const retry = Math.max(1, Math.ceil(((day + 1) * DAY_MS - Date.now()) / 1000));
-      return oauthError(c, 429, 'rate_limited', `at most ${reg.maxPerAddressPerDay} registrations per address and day`, { 'Retry-After': String(retry) });
+      return oauthError(c, 429, 'rate_limited', `at most ${reg.maxPerAddressPerDay} registrations per address and day`, {
+        'Retry-After': String(retry),
+      });
     }
 
     const clientId = randomToken(16);
@@ -102,10 +108,6 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
     s.logger.info('oauth client registered', { event: 'client_registered', clientId, clientName: meta.client_name });
 
     const { client_secret_hash: _hash, exp: _exp, ...publicFields } = record;
-    return c.json(
-      { ...publicFields, ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}) },
-      201,
-      NO_STORE,
-    );
+    return c.json({ ...publicFields, ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}) }, 201, NO_STORE);
   };
 }

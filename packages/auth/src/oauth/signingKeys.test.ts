@@ -15,7 +15,10 @@ async function verifies(keys: SigningKeys, token: string): Promise<boolean> {
   const kid = JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid as string;
   const found = await keys.verificationKey(kid);
   if (!found) return false;
-  return jwtVerify(token, found.key).then(() => true, () => false);
+  return jwtVerify(token, found.key).then(
+    () => true,
+    () => false,
+  );
 }
 
 describe('SigningKeys', () => {

@@ -32,14 +32,25 @@ describe('POST /oauth/token: authorization_code', () => {
     expect(claims).toMatchObject({ iss: BASE, aud: `${BASE}/mcp`, sub: h.userId, client_id: client.client_id, scope: 'mcp mcp:call' });
     expect(claims.exp! - claims.iat!).toBe(3600);
     const identity = await h.oauth.verifyAccessToken(t.access_token);
-    expect(identity).toMatchObject({ sub: h.userId, email: 'alice@example.com', scopes: ['mcp', 'mcp:call'], via: 'oauth', clientId: client.client_id, isAdmin: false });
+    expect(identity).toMatchObject({
+      sub: h.userId,
+      email: 'alice@example.com',
+      scopes: ['mcp', 'mcp:call'],
+      via: 'oauth',
+      clientId: client.client_id,
+      isAdmin: false,
+    });
   });
 
   it('refuses a wrong PKCE verifier, a different redirect_uri, another client or a missing verifier', async () => {
     h = await startHarness();
     const client = await register(h);
     const other = await register(h);
-    const bads: Array<Record<string, string>> = [{ code_verifier: pkce().verifier }, { redirect_uri: 'http://127.0.0.1:9999/callback' }, { client_id: other.client_id }];
+    const bads: Array<Record<string, string>> = [
+      { code_verifier: pkce().verifier },
+      { redirect_uri: 'http://127.0.0.1:9999/callback' },
+      { client_id: other.client_id },
+    ];
     for (const bad of bads) {
       const { code, verifier } = await codeFor(h, client.client_id);
       const res = await exchange(h, { code, code_verifier: verifier, client_id: client.client_id, ...bad });
@@ -68,7 +79,9 @@ describe('POST /oauth/token: authorization_code', () => {
     const realNow = Date.now;
     Date.now = () => realNow() + 11_000;
     try {
-      expect((await (await exchange(h, { code, code_verifier: verifier, client_id: client.client_id })).json()).error).toBe('invalid_grant');
+      expect((await (await exchange(h, { code, code_verifier: verifier, client_id: client.client_id })).json()).error).toBe(
+        'invalid_grant',
+      );
     } finally {
       Date.now = realNow;
     }
@@ -81,9 +94,15 @@ describe('POST /oauth/token: authorization_code', () => {
     let { code, verifier } = await codeFor(h, client.client_id);
     expect((await exchange(h, { code, code_verifier: verifier }, { authorization: basic })).status).toBe(200);
     ({ code, verifier } = await codeFor(h, client.client_id));
-    expect((await exchange(h, { code, code_verifier: verifier, client_id: client.client_id, client_secret: client.client_secret! })).status).toBe(200);
+    expect(
+      (await exchange(h, { code, code_verifier: verifier, client_id: client.client_id, client_secret: client.client_secret! })).status,
+    ).toBe(200);
     ({ code, verifier } = await codeFor(h, client.client_id));
-    const wrong = await exchange(h, { code, code_verifier: verifier }, { authorization: `Basic ${Buffer.from(`${client.client_id}:nope`).toString('base64')}` });
+    const wrong = await exchange(
+      h,
+      { code, code_verifier: verifier },
+      { authorization: `Basic ${Buffer.from(`${client.client_id}:nope`).toString('base64')}` },
+    );
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get('www-authenticate')).toMatch(/^Basic/);
     expect((await exchange(h, { code, code_verifier: verifier, client_id: client.client_id })).status).toBe(401);
@@ -94,9 +113,15 @@ describe('POST /oauth/token: authorization_code', () => {
     const client = await register(h);
     const json = await h.request('/oauth/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect((await json.json()).error).toBe('invalid_request');
-    const repeated = await h.request('/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `client_id=${client.client_id}&code=a&code=b` });
+    const repeated = await h.request('/oauth/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `client_id=${client.client_id}&code=a&code=b`,
+    });
     expect((await repeated.json()).error).toBe('invalid_request');
-    expect((await (await h.request('/oauth/token', form({ grant_type: 'password', client_id: client.client_id }))).json()).error).toBe('unsupported_grant_type');
+    expect((await (await h.request('/oauth/token', form({ grant_type: 'password', client_id: client.client_id }))).json()).error).toBe(
+      'unsupported_grant_type',
+    );
   });
 });
 

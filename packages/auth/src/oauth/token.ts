@@ -59,7 +59,8 @@ async function authorizationCode(c: Context, s: OAuthServices, form: URLSearchPa
   const session = await s.store.get<SessionRecord>('session', rec.sid);
   if (!session) return err(400, 'invalid_grant', 'session not found');
   const resource = form.get('resource');
-  if (resource !== null && !sameResource(resource, session.resource)) return err(400, 'invalid_target', `resource must be ${session.resource}`);
+  if (resource !== null && !sameResource(resource, session.resource))
+    return err(400, 'invalid_target', `resource must be ${session.resource}`);
   return issue(c, s, session, session.scopes, client);
 }
 
@@ -79,7 +80,8 @@ async function refreshToken(c: Context, s: OAuthServices, form: URLSearchParams,
   const session = await s.store.get<SessionRecord>('session', peek.sid);
   if (!session) return err(400, 'invalid_grant', 'session not found');
   const resource = form.get('resource');
-  if (resource !== null && !sameResource(resource, session.resource)) return err(400, 'invalid_target', `resource must be ${session.resource}`);
+  if (resource !== null && !sameResource(resource, session.resource))
+    return err(400, 'invalid_target', `resource must be ${session.resource}`);
   const asked = form.get('scope')?.split(' ').filter(Boolean);
   if (asked?.some((x) => !peek.scopes.includes(x))) return err(400, 'invalid_scope', 'scope exceeds the original grant');
 
@@ -121,11 +123,17 @@ async function issue(
   // A client that obtains tokens is in use: keep it for clientTtlSec after its last token (sliding,
   // written at most once a day); unused registrations expire after unusedClientTtlSec.
   const keepUntil = now + s.settings.registration.clientTtlSec * 1000;
-  if (!client.metadata_document && client.exp < keepUntil - 86_400_000) await s.store.put('client', client.client_id, { ...client, exp: keepUntil });
+  if (!client.metadata_document && client.exp < keepUntil - 86_400_000)
+    await s.store.put('client', client.client_id, { ...client, exp: keepUntil });
   let refresh: string | undefined;
   if (canRefresh) {
     refresh = randomToken(32);
-    await s.store.put<RefreshRecord>('refresh', sha256(refresh), { sid: session.sid, clientId: client.client_id, scopes: grantScopes, exp: now + refreshTtlMs });
+    await s.store.put<RefreshRecord>('refresh', sha256(refresh), {
+      sid: session.sid,
+      clientId: client.client_id,
+      scopes: grantScopes,
+      exp: now + refreshTtlMs,
+    });
   }
   return c.json(
     {
@@ -139,7 +147,6 @@ async function issue(
     NO_STORE,
   );
 }
-
 
 /** Remove a session: its access tokens fail as 'session not found', its refresh tokens stop working. */
 export async function revokeSession(s: OAuthServices, sid: string, reason: string): Promise<void> {

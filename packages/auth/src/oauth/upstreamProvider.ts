@@ -92,7 +92,12 @@ export class UpstreamProvider {
   /** Exchange the provider's code and read who signed in. */
   async signIn(p: { code: string; callbackUrl: string; verifier: string; nonce: string }): Promise<UpstreamUser> {
     const ep = await this.endpoints();
-    const body = new URLSearchParams({ grant_type: 'authorization_code', code: p.code, redirect_uri: p.callbackUrl, code_verifier: p.verifier });
+    const body = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: p.code,
+      redirect_uri: p.callbackUrl,
+      code_verifier: p.verifier,
+    });
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     const secret = this.opts.clientSecret ?? '';
     if (ep.tokenAuthMethod === 'client_secret_basic') {
@@ -105,14 +110,21 @@ export class UpstreamProvider {
     }
     const tokens = await this.json(ep.tokenUrl, { method: 'POST', headers, body }, 'token exchange');
     if (typeof tokens.error === 'string' || typeof tokens.access_token !== 'string') {
-      throw new CoreError('UPSTREAM_ERROR', `identity provider refused the code${typeof tokens.error === 'string' ? ` (${tokens.error})` : ''}`);
+      throw new CoreError(
+        'UPSTREAM_ERROR',
+        `identity provider refused the code${typeof tokens.error === 'string' ? ` (${tokens.error})` : ''}`,
+      );
     }
 
     let claims: JWTPayload = {};
     if (ep.issuer && ep.jwksUri && typeof tokens.id_token === 'string') {
       this.jwks ??= createRemoteJWKSet(new URL(ep.jwksUri));
       try {
-        ({ payload: claims } = await jwtVerify(tokens.id_token, this.jwks, { issuer: ep.issuer, audience: this.opts.clientId, algorithms: ID_TOKEN_ALGS }));
+        ({ payload: claims } = await jwtVerify(tokens.id_token, this.jwks, {
+          issuer: ep.issuer,
+          audience: this.opts.clientId,
+          algorithms: ID_TOKEN_ALGS,
+        }));
       } catch (err) {
         throw new CoreError('UPSTREAM_ERROR', 'identity provider returned an invalid id_token', { cause: err });
       }

@@ -18,7 +18,9 @@ describe('GET /oauth/userinfo', () => {
     h = await startHarness();
     const none = await h.request('/oauth/userinfo');
     expect(none.status).toBe(401);
-    expect(none.headers.get('www-authenticate')).toBe('Bearer resource_metadata="http://auth.test/.well-known/oauth-protected-resource/mcp"');
+    expect(none.headers.get('www-authenticate')).toBe(
+      'Bearer resource_metadata="http://auth.test/.well-known/oauth-protected-resource/mcp"',
+    );
     const bad = await h.request('/oauth/userinfo', { headers: { authorization: 'Bearer abc.def.ghi' } });
     expect(bad.status).toBe(401);
     expect(bad.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);

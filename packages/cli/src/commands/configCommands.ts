@@ -22,7 +22,9 @@ export async function configCheck(opts: { config?: string }): Promise<number> {
   }
   if (result.ok) {
     const warning = unusableAuthWarning(result.config);
-    process.stdout.write(`config ok${warning ? ' (1 warning)' : ''}${loaded.filepath ? ` (${loaded.filepath})` : ' (defaults; no config file found)'}\n`);
+    process.stdout.write(
+      `config ok${warning ? ' (1 warning)' : ''}${loaded.filepath ? ` (${loaded.filepath})` : ' (defaults; no config file found)'}\n`,
+    );
     if (warning) process.stderr.write(`warning: ${warning} (see docs/auth-jwt.md, docs/oauth.md)\n`);
     return 0;
   }

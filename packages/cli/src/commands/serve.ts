@@ -19,7 +19,14 @@ export function devOverrides(cwd: string): ConfigInput {
     host: '127.0.0.1',
     mcp: { auth: { authType: 'none' } },
     storage: { type: 'sqlite', dir: path.join(cwd, '.ai-backend-data') },
-    serverWorkspaces: { default: { path: cwd, name: 'Current folder', readOnly: true, blockedPaths: ['**/.env', '**/.env.*', '**/.git/**', '**/.ai-backend-data/**'] } },
+    serverWorkspaces: {
+      default: {
+        path: cwd,
+        name: 'Current folder',
+        readOnly: true,
+        blockedPaths: ['**/.env', '**/.env.*', '**/.git/**', '**/.ai-backend-data/**'],
+      },
+    },
   };
 }
 
@@ -45,8 +52,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // `--dev`: the console link signs the developer in as an administrator, from this machine only.
   // Its code lives only in this process; without a configured jwt.secret the minted token is signed
   // with a random secret of this process (nobody else can mint or verify such tokens).
-  const devConsole = opts.dev && config.console.enabled && config.protocols.jsonRpc ? { code: randomBytes(32).toString('base64url') } : undefined;
-  const serverConfig = devConsole && !config.jwt.secret ? resolveConfig(mergeConfig(input, { jwt: { secret: randomBytes(32).toString('base64url') } })) : config;
+  const devConsole =
+    opts.dev && config.console.enabled && config.protocols.jsonRpc ? { code: randomBytes(32).toString('base64url') } : undefined;
+  const serverConfig =
+    devConsole && !config.jwt.secret
+      ? resolveConfig(mergeConfig(input, { jwt: { secret: randomBytes(32).toString('base64url') } }))
+      : config;
   const server = createServer(serverConfig, devConsole ? { consoleDevSignIn: devConsole } : {});
   const addr = await server.start();
   process.stdout.write(banner(addr, config, loaded.filepath, devConsole ? { devCode: devConsole.code } : {}) + '\n');

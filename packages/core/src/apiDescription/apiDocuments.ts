@@ -17,7 +17,9 @@ export async function apiDocument(kind: ApiDocumentKind, router: AnyRouter, conf
   if (!docs) cache.set(router, (docs = {}));
   const opts = { baseUrl: '', title: config.apiDescription.title, version: config.apiDescription.version };
   const doc = (docs[kind] ??=
-    kind === 'openrpc' ? (await import('./openRpcDocument.js')).openRpcDocument(router, opts) : (await import('./openApiDocument.js')).openApiDocument(router, opts));
+    kind === 'openrpc'
+      ? (await import('./openRpcDocument.js')).openRpcDocument(router, opts)
+      : (await import('./openApiDocument.js')).openApiDocument(router, opts));
   const servers = kind === 'openrpc' ? [{ name: 'json-rpc', url: `${baseUrl}/rpc` }] : [{ url: baseUrl }];
   return { ...doc, servers };
 }

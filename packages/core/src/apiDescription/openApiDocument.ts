@@ -7,7 +7,10 @@ type Json = Record<string, unknown>;
 /** superjson's wire envelope: the value under `json`, type hints (Date, Map...) under `meta`. */
 const envelope = (value: Json | undefined, required: boolean): Json => ({
   type: 'object',
-  properties: { json: value ?? {}, meta: { type: 'object', description: 'superjson type annotations (only for Date, Map, Set, BigInt... values)' } },
+  properties: {
+    json: value ?? {},
+    meta: { type: 'object', description: 'superjson type annotations (only for Date, Map, Set, BigInt... values)' },
+  },
   ...(required ? { required: ['json'] } : {}),
 });
 
@@ -28,9 +31,20 @@ function operation(p: DescribedProcedure): Json {
     responses: {
       '200': {
         description: 'The procedure result, in the superjson envelope',
-        content: { 'application/json': { schema: { type: 'object', required: ['result'], properties: { result: { type: 'object', properties: { data: envelope(p.output, false) } } } } } },
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['result'],
+              properties: { result: { type: 'object', properties: { data: envelope(p.output, false) } } },
+            },
+          },
+        },
       },
-      default: { description: 'An error (HTTP status from the error code)', content: { 'application/json': { schema: { $ref: '#/components/schemas/TrpcError' } } } },
+      default: {
+        description: 'An error (HTTP status from the error code)',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/TrpcError' } } },
+      },
     },
   };
   if (p.type === 'query') {
@@ -67,7 +81,8 @@ export function openApiDocument(router: AnyRouter, opts: ApiDescriptionOptions):
     info: {
       title: opts.title ?? 'ai-backend',
       version: opts.version ?? '1.0.0',
-      description: 'tRPC over HTTP (superjson transformer). Each operation says who may call it (x-access: public | user | admin). The same procedures are on /rpc (see /openrpc.json) and, when published, on /mcp.',
+      description:
+        'tRPC over HTTP (superjson transformer). Each operation says who may call it (x-access: public | user | admin). The same procedures are on /rpc (see /openrpc.json) and, when published, on /mcp.',
     },
     servers: [{ url: opts.baseUrl }],
     paths,

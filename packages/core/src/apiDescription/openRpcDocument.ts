@@ -34,7 +34,12 @@ function method(p: DescribedProcedure): Json {
     input === undefined
       ? []
       : input.type === 'object'
-        ? Object.entries(props).map(([name, schema]) => ({ name, schema, required: required.has(name), ...(typeof schema.description === 'string' ? { description: schema.description } : {}) }))
+        ? Object.entries(props).map(([name, schema]) => ({
+            name,
+            schema,
+            required: required.has(name),
+            ...(typeof schema.description === 'string' ? { description: schema.description } : {}),
+          }))
         : [{ name: 'input', schema: input, required: p.inputRequired }];
   return {
     name: p.path,
@@ -65,7 +70,8 @@ export function openRpcDocument(router: AnyRouter, opts: ApiDescriptionOptions):
     info: {
       title: opts.title ?? 'ai-backend',
       version: opts.version ?? '1.0.0',
-      description: 'JSON-RPC 2.0 over HTTP POST. Authentication: Authorization: Bearer <token>; each method says who may call it (x-access: public | user | admin).',
+      description:
+        'JSON-RPC 2.0 over HTTP POST. Authentication: Authorization: Bearer <token>; each method says who may call it (x-access: public | user | admin).',
     },
     servers: [{ name: 'json-rpc', url: `${opts.baseUrl}/rpc` }],
     methods: procedures.map(method),

@@ -57,7 +57,13 @@ function liftDefs(schema: JsonSchema, components: Record<string, JsonSchema>, se
   return root;
 }
 
-function toSchema(schema: unknown, io: 'input' | 'output', target: SchemaTarget, components: Record<string, JsonSchema>, path: string): JsonSchema | undefined {
+function toSchema(
+  schema: unknown,
+  io: 'input' | 'output',
+  target: SchemaTarget,
+  components: Record<string, JsonSchema>,
+  path: string,
+): JsonSchema | undefined {
   if (!(schema instanceof z.ZodType)) return undefined;
   const json = z.toJSONSchema(schema, { io, target, unrepresentable: 'any' }) as JsonSchema;
   return liftDefs(json, components, `${path}.${io}`);
@@ -81,7 +87,10 @@ function inputRequired(schema: unknown): boolean {
  * described, whatever the caller may call: the schemas are not secrets and a client needs to
  * know what exists before it signs in; `access` says who may call each one.
  */
-export function describeProcedures(router: AnyRouter, target: SchemaTarget): { procedures: DescribedProcedure[]; components: Record<string, JsonSchema> } {
+export function describeProcedures(
+  router: AnyRouter,
+  target: SchemaTarget,
+): { procedures: DescribedProcedure[]; components: Record<string, JsonSchema> } {
   const components: Record<string, JsonSchema> = {};
   const procedures: DescribedProcedure[] = [];
   for (const info of procedureIndex(router).values()) {

@@ -44,15 +44,30 @@ export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
   const o = config.oauth;
   const problems: ConfigProblem[] = [];
   if (!o.encryptionKey) problems.push({ path: 'oauth.encryptionKey', message: 'required to enable OAuth (at least 32 characters)' });
-  if (!o.providerClientId) problems.push({ path: 'oauth.providerClientId', message: 'required: the client id issued by the identity provider' });
-  if (!o.provider) problems.push({ path: 'oauth.provider', message: "required: { issuer } , { authorizationUrl, tokenUrl, userinfoUrl } or { preset: 'google' | 'github' }" });
+  if (!o.providerClientId)
+    problems.push({ path: 'oauth.providerClientId', message: 'required: the client id issued by the identity provider' });
+  if (!o.provider)
+    problems.push({
+      path: 'oauth.provider',
+      message: "required: { issuer } , { authorizationUrl, tokenUrl, userinfoUrl } or { preset: 'google' | 'github' }",
+    });
   if (o.registration.policy === 'token' && (o.registration.initialAccessToken?.length ?? 0) < 32) {
-    problems.push({ path: 'oauth.registration.initialAccessToken', message: "policy 'token' needs an initial access token of at least 32 characters" });
+    problems.push({
+      path: 'oauth.registration.initialAccessToken',
+      message: "policy 'token' needs an initial access token of at least 32 characters",
+    });
   }
   const embedded = config.storage.type === 'sqlite';
   const mainFile = config.storage.sqlite?.file ?? join(config.storage.dir, 'ai-backend.db');
-  if (o.sessionStorage?.type === 'file' && embedded && resolve(oauthSessionFile(config.storage.dir, o.sessionStorage.filePath)) === resolve(mainFile)) {
-    problems.push({ path: 'oauth.sessionStorage.filePath', message: 'must differ from the main SQLite file (or leave sessionStorage unset to share the main storage)' });
+  if (
+    o.sessionStorage?.type === 'file' &&
+    embedded &&
+    resolve(oauthSessionFile(config.storage.dir, o.sessionStorage.filePath)) === resolve(mainFile)
+  ) {
+    problems.push({
+      path: 'oauth.sessionStorage.filePath',
+      message: 'must differ from the main SQLite file (or leave sessionStorage unset to share the main storage)',
+    });
   }
   return problems;
 }
@@ -61,7 +76,9 @@ export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
  * The cross-field rules `serve` enforces, as config problems with their key paths. They run
  * inside ConfigSchema, so `config check` refuses exactly what `serve` refuses.
  */
-export function crossFieldProblems(config: AuthFacts & { allowUnauthenticatedRemote: boolean; auth: { servesWithoutAuth: boolean } }): ConfigProblem[] {
+export function crossFieldProblems(
+  config: AuthFacts & { allowUnauthenticatedRemote: boolean; auth: { servesWithoutAuth: boolean } },
+): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   if (config.oauth.enabled === true) problems.push(...oauthConfigProblems(config));
   if (!isLoopbackHost(config.host) && config.auth.servesWithoutAuth && !config.allowUnauthenticatedRemote) {

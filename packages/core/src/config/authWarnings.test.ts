@@ -9,7 +9,10 @@ const SECRET = 's'.repeat(32);
 
 it('warns at start-up when the configured auth mode cannot sign anybody in', async () => {
   const lines: string[] = [];
-  const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' } } }), { storage: new MemoryStorage(), logger: createLogger('warn', (l) => lines.push(l)) });
+  const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' } } }), {
+    storage: new MemoryStorage(),
+    logger: createLogger('warn', (l) => lines.push(l)),
+  });
   await runtime.close();
   const warning = lines.map((l) => JSON.parse(l) as { level: string; msg: string }).find((l) => l.msg.includes('nobody can sign in'));
   expect(warning?.level).toBe('warn');
@@ -17,8 +20,11 @@ it('warns at start-up when the configured auth mode cannot sign anybody in', asy
 });
 
 it('names the missing pieces per auth type, and is silent when the mode is usable', () => {
-  const warn = (input: Parameters<typeof resolveConfig>[0]) => unusableAuthWarning(resolveConfig({ storage: { type: 'memory' }, ...input }));
-  expect(warn({ mcp: { auth: { authType: 'oauth' } } })).toMatch(/'oauth' but OAuth is not configured \(missing: oauth\.encryptionKey, oauth\.providerClientId, oauth\.provider\)/);
+  const warn = (input: Parameters<typeof resolveConfig>[0]) =>
+    unusableAuthWarning(resolveConfig({ storage: { type: 'memory' }, ...input }));
+  expect(warn({ mcp: { auth: { authType: 'oauth' } } })).toMatch(
+    /'oauth' but OAuth is not configured \(missing: oauth\.encryptionKey, oauth\.providerClientId, oauth\.provider\)/,
+  );
   expect(warn({ mcp: { auth: { authType: 'both' } } })).toMatch(/neither jwt\.secret nor OAuth/);
   expect(warn({ mcp: { auth: { authType: 'jwt' } }, jwt: { secret: SECRET } })).toBeUndefined();
   expect(warn({ mcp: { auth: { authType: 'both' } }, jwt: { secret: SECRET } })).toBeUndefined();

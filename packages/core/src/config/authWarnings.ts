@@ -10,7 +10,10 @@ import type { ResolvedConfig } from './schema.js';
 export function unusableAuthWarning(config: Pick<ResolvedConfig, 'host' | 'storage' | 'jwt' | 'oauth' | 'auth'>): string | undefined {
   const { mode, jwtEnabled, oauthServerEnabled } = config.auth;
   if (mode === 'none') return undefined;
-  const missingOAuth = () => oauthConfigProblems(config).map((p) => p.path).join(', ');
+  const missingOAuth = () =>
+    oauthConfigProblems(config)
+      .map((p) => p.path)
+      .join(', ');
   if (mode === 'jwt' && !jwtEnabled) {
     const why = config.jwt.secret ? 'mcp.auth.jwt.enabled is false' : 'jwt.secret is not set (JWT_SECRET, 32+ characters)';
     return `mcp.auth.authType is 'jwt' but ${why}: no token can be verified, so nobody can sign in and protected procedures refuse every caller`;

@@ -26,7 +26,12 @@ const PROVIDER_KEYS = [
 ] as const;
 
 /** A variable that sets one key to its text as is. */
-const text = (name: string, key: string, description: string): EnvVariable => ({ name, keys: [key], description, apply: (v, set) => set(key, v) });
+const text = (name: string, key: string, description: string): EnvVariable => ({
+  name,
+  keys: [key],
+  description,
+  apply: (v, set) => set(key, v),
+});
 
 /**
  * Every environment variable ai-backend reads, in one table: configFromEnv reads them from it,

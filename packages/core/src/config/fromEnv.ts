@@ -70,13 +70,16 @@ export function expandMcpServerVariables(config: ConfigInput, env: Env): { confi
     const copy: Record<string, unknown> = { ...server };
     const expand = (value: unknown, path: string): unknown =>
       typeof value === 'string'
-        ? expandVars(value, env, (v) => problems.push({ path: `mcpServers.${name}.${path}`, message: `\${${v}} is not set (write \${${v}:-default} for a default)` }))
+        ? expandVars(value, env, (v) =>
+            problems.push({ path: `mcpServers.${name}.${path}`, message: `\${${v}} is not set (write \${${v}:-default} for a default)` }),
+          )
         : value;
     for (const key of ['command', 'cwd', 'url'] as const) if (key in copy) copy[key] = expand(copy[key], key);
     if (Array.isArray(copy.args)) copy.args = copy.args.map((a, i) => expand(a, `args.${i}`));
     for (const key of ['env', 'headers'] as const) {
       const rec = copy[key];
-      if (rec && typeof rec === 'object') copy[key] = Object.fromEntries(Object.entries(rec).map(([k, v]) => [k, expand(v, `${key}.${k}`)]));
+      if (rec && typeof rec === 'object')
+        copy[key] = Object.fromEntries(Object.entries(rec).map(([k, v]) => [k, expand(v, `${key}.${k}`)]));
     }
     out[name] = copy;
   }

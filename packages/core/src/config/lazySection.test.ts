@@ -60,7 +60,10 @@ describe('lazy config sections', () => {
 function lazyInner(schema: unknown, key: string): unknown {
   // ConfigSchema is a chain of checks and transforms around the strict object; find the object.
   let at = schema as { _zod: { def: Record<string, unknown> } };
-  for (let i = 0; i < 20 && !('shape' in at._zod.def); i++) at = (at._zod.def.in ?? at._zod.def.innerType ?? at._zod.def.schema) as typeof at;
-  const section = (at._zod.def.shape as Record<string, { _zod: { def: { innerType: { _zod: { def: { _cachedInner?: unknown } } } } } }>)[key]!;
+  for (let i = 0; i < 20 && !('shape' in at._zod.def); i++)
+    at = (at._zod.def.in ?? at._zod.def.innerType ?? at._zod.def.schema) as typeof at;
+  const section = (at._zod.def.shape as Record<string, { _zod: { def: { innerType: { _zod: { def: { _cachedInner?: unknown } } } } } }>)[
+    key
+  ]!;
   return section._zod.def.innerType._zod.def._cachedInner;
 }

@@ -6,7 +6,9 @@
 export interface McpResponseModes {
   /** 2025 requests: `mcp.responseMode`, else 'sse' in stateful mode and 'json' in stateless mode. */
   legacy: 'sse' | 'json';
-  /** 2026-07-28 requests: `mcp.responseMode`, else the SDK's 'auto' (one JSON body unless the call emits progress or logs first, then SSE). */
+  /**
+   * 2026-07-28 requests: `mcp.responseMode`, else the SDK's 'auto' (one JSON body unless the call emits progress or logs first, then SSE).
+   */
   modern: 'sse' | 'json' | 'auto';
 }
 

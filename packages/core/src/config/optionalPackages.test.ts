@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './ConfigError.js';
-import { importOptional, installCommand, isInstalled, missingPackages, neededPackages, OPTIONAL_PACKAGES, TYPES_ONLY_PEERS } from './optionalPackages.js';
+import {
+  importOptional,
+  installCommand,
+  isInstalled,
+  missingPackages,
+  neededPackages,
+  OPTIONAL_PACKAGES,
+  TYPES_ONLY_PEERS,
+} from './optionalPackages.js';
 import { resolveConfig } from './resolveConfig.js';
 import { nodeShipsSqlite } from '../lib/nodeShipsSqlite.js';
 
@@ -25,7 +33,11 @@ describe('OPTIONAL_PACKAGES', () => {
       .filter(([name, m]) => m.optional && !(TYPES_ONLY_PEERS as readonly string[]).includes(name))
       .map(([name]) => name);
     for (const name of TYPES_ONLY_PEERS) expect(manifest.peerDependenciesMeta[name]?.optional, name).toBe(true);
-    expect(Object.values(OPTIONAL_PACKAGES).map((p) => p.name).sort()).toEqual(optional.sort());
+    expect(
+      Object.values(OPTIONAL_PACKAGES)
+        .map((p) => p.name)
+        .sort(),
+    ).toEqual(optional.sort());
     for (const p of Object.values(OPTIONAL_PACKAGES)) expect(range(p.name), p.name).toMatch(new RegExp(`^\\^${p.major}\\.`));
   });
 });
@@ -37,12 +49,15 @@ describe('neededPackages', () => {
   });
 
   it('a forced better-sqlite3 driver needs it on every Node', () => {
-    expect(neededPackages(resolveConfig({ storage: { sqlite: { driver: 'better-sqlite3' } } })).map((n) => `${n.path}: ${n.pkg.name}`)).toEqual(['storage.sqlite.driver: better-sqlite3']);
+    expect(
+      neededPackages(resolveConfig({ storage: { sqlite: { driver: 'better-sqlite3' } } })).map((n) => `${n.path}: ${n.pkg.name}`),
+    ).toEqual(['storage.sqlite.driver: better-sqlite3']);
     expect(neededPackages(resolveConfig({ storage: { sqlite: { driver: 'node:sqlite' } } }))).toEqual([]);
   });
 
   it('names the driver of the store, and ioredis for shared state', () => {
-    const names = (input: Parameters<typeof resolveConfig>[0], opens?: Parameters<typeof neededPackages>[1]) => neededPackages(resolveConfig(input), opens).map((n) => `${n.path}: ${n.pkg.name}`);
+    const names = (input: Parameters<typeof resolveConfig>[0], opens?: Parameters<typeof neededPackages>[1]) =>
+      neededPackages(resolveConfig(input), opens).map((n) => `${n.path}: ${n.pkg.name}`);
     expect(names({ storage: { type: 'postgres' } })).toEqual(['storage.type: pg']);
     expect(names({ storage: { type: 'redis' } })).toEqual(['storage.type: ioredis']);
     expect(names({ storage: { type: 'postgres', shared: 'redis' } })).toEqual(['storage.type: pg', 'storage.shared: ioredis']);
@@ -54,12 +69,14 @@ describe('neededPackages', () => {
 
   it('names the MCP client once for gateway servers, and not for disabled ones', () => {
     const names = (mcpServers: Record<string, unknown>) =>
-      neededPackages(resolveConfig({ storage: { type: 'memory' }, mcpServers } as Parameters<typeof resolveConfig>[0])).map((n) => `${n.path}: ${n.pkg.name}`);
+      neededPackages(resolveConfig({ storage: { type: 'memory' }, mcpServers } as Parameters<typeof resolveConfig>[0])).map(
+        (n) => `${n.path}: ${n.pkg.name}`,
+      );
     expect(names({})).toEqual([]);
     expect(names({ off: { command: 'node', enabled: false } })).toEqual([]);
-    expect(names({ off: { command: 'node', enabled: false }, a: { command: 'node' }, b: { type: 'http', url: 'http://127.0.0.1:1/mcp' } })).toEqual([
-      'mcpServers.a: @modelcontextprotocol/client',
-    ]);
+    expect(
+      names({ off: { command: 'node', enabled: false }, a: { command: 'node' }, b: { type: 'http', url: 'http://127.0.0.1:1/mcp' } }),
+    ).toEqual(['mcpServers.a: @modelcontextprotocol/client']);
   });
 
   it('names the provider package of each named provider, and the AWS credential chain for Bedrock without credentials', () => {
@@ -92,7 +109,10 @@ describe('missingPackages and importOptional', () => {
   });
 
   it('says what at each path needs the package', () => {
-    const config = resolveConfig({ storage: { type: 'postgres' }, ai: { providers: { aws: { type: 'bedrock', region: 'us-east-1', defaultModel: 'm' } } } });
+    const config = resolveConfig({
+      storage: { type: 'postgres' },
+      ai: { providers: { aws: { type: 'bedrock', region: 'us-east-1', defaultModel: 'm' } } },
+    });
     expect(neededPackages(config).map((n) => `${n.path}: ${n.need}`)).toEqual([
       "storage.type: 'postgres'",
       "ai.providers.aws: type 'bedrock'",
@@ -105,9 +125,13 @@ describe('missingPackages and importOptional', () => {
     expect(isInstalled(absent.name)).toBe(false);
     expect(installCommand(absent)).toBe('npm i ai-backend-no-such-package@1');
     // @ts-expect-error -- a package that does not exist, on purpose
-    const err = await importOptional(absent, "storage.type 'postgres'", () => import('ai-backend-no-such-package')).catch((e: unknown) => e);
+    const err = await importOptional(absent, "storage.type 'postgres'", () => import('ai-backend-no-such-package')).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as ConfigError).message).toContain("storage.type 'postgres': needs the package ai-backend-no-such-package, which is not installed. Install it: npm i ai-backend-no-such-package@1");
+    expect((err as ConfigError).message).toContain(
+      "storage.type 'postgres': needs the package ai-backend-no-such-package, which is not installed. Install it: npm i ai-backend-no-such-package@1",
+    );
   });
 
   it('a package that is installed but fails to load keeps its own error', async () => {

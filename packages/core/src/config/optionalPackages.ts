@@ -72,21 +72,36 @@ export function neededPackages(config: ResolvedConfig, opens: NeededPackagesOpti
   const out: NeededPackage[] = [];
   const s = config.storage;
   if (storage && s.type === 'sqlite') {
-    if (s.sqlite.driver === 'better-sqlite3') out.push({ pkg: OPTIONAL_PACKAGES.betterSqlite3, path: 'storage.sqlite.driver', need: "'better-sqlite3'" });
+    if (s.sqlite.driver === 'better-sqlite3')
+      out.push({ pkg: OPTIONAL_PACKAGES.betterSqlite3, path: 'storage.sqlite.driver', need: "'better-sqlite3'" });
     else if (s.sqlite.driver === 'auto' && !nodeShipsSqlite()) {
-      out.push({ pkg: OPTIONAL_PACKAGES.betterSqlite3, path: 'storage.type', need: `'sqlite' on Node ${process.version} (node:sqlite needs Node ${NODE_SQLITE_SINCE}+)` });
+      out.push({
+        pkg: OPTIONAL_PACKAGES.betterSqlite3,
+        path: 'storage.type',
+        need: `'sqlite' on Node ${process.version} (node:sqlite needs Node ${NODE_SQLITE_SINCE}+)`,
+      });
     }
   }
   if (storage && s.type === 'postgres') out.push({ pkg: OPTIONAL_PACKAGES.pg, path: 'storage.type', need: "'postgres'" });
   if (storage && s.type === 'redis') out.push({ pkg: OPTIONAL_PACKAGES.ioredis, path: 'storage.type', need: "'redis'" });
   // Shared state and cross-instance signals go through storage.redis (createRuntime, createSignals).
-  else if ((shared || signals) && s.redis) out.push(s.type === 'redis' ? { pkg: OPTIONAL_PACKAGES.ioredis, path: 'storage.type', need: "'redis'" } : { pkg: OPTIONAL_PACKAGES.ioredis, path: 'storage.shared', need: "'redis'" });
+  else if ((shared || signals) && s.redis)
+    out.push(
+      s.type === 'redis'
+        ? { pkg: OPTIONAL_PACKAGES.ioredis, path: 'storage.type', need: "'redis'" }
+        : { pkg: OPTIONAL_PACKAGES.ioredis, path: 'storage.shared', need: "'redis'" },
+    );
   for (const [id, p] of Object.entries(config.ai.providers)) {
     if (!('type' in p)) continue;
     const path = `ai.providers.${id}`;
     out.push({ pkg: OPTIONAL_PACKAGES[p.type], path, need: `type '${p.type}'` });
     // Without an API key or explicit credentials Bedrock signs with the AWS credential chain (namedProviders.ts).
-    if (p.type === 'bedrock' && !p.apiKey && !(p.accessKeyId && p.secretAccessKey)) out.push({ pkg: OPTIONAL_PACKAGES.awsCredentials, path, need: "type 'bedrock' without apiKey or accessKeyId/secretAccessKey (the AWS credential chain)" });
+    if (p.type === 'bedrock' && !p.apiKey && !(p.accessKeyId && p.secretAccessKey))
+      out.push({
+        pkg: OPTIONAL_PACKAGES.awsCredentials,
+        path,
+        need: "type 'bedrock' without apiKey or accessKeyId/secretAccessKey (the AWS credential chain)",
+      });
   }
   // Gateway servers added at run time are remote and checked when added; the config's decide here.
   const gatewayServer = Object.entries(config.mcpServers).find(([, server]) => server.enabled !== false);

@@ -4,7 +4,9 @@ import { resolveConfig } from './resolveConfig.js';
 
 describe('redactUrl', () => {
   it('hides userinfo and every query value, keeps scheme, host, port and path', () => {
-    expect(redactUrl('https://bob:hunter2@llm.example:8443/v1?key=AIzaSECRET&x=1')).toBe('https://[redacted]:[redacted]@llm.example:8443/v1?key=[redacted]&x=[redacted]');
+    expect(redactUrl('https://bob:hunter2@llm.example:8443/v1?key=AIzaSECRET&x=1')).toBe(
+      'https://[redacted]:[redacted]@llm.example:8443/v1?key=[redacted]&x=[redacted]',
+    );
     expect(redactUrl('redis://:pw-SECRET@10.0.0.5:6379/0')).toBe('redis://:[redacted]@10.0.0.5:6379/0');
     expect(redactUrl('https://token-SECRET@idp.example')).toBe('https://[redacted]@idp.example/');
     expect(redactUrl('https://api.example.com/v1')).toBe('https://api.example.com/v1');
@@ -31,19 +33,38 @@ describe('redactConfig', () => {
       ai: {
         providers: {
           mist: { type: 'mistral', apiKey: 'MIST-SECRET', defaultModel: 'm', headers: { 'x-gateway-auth': 'HDR-SECRET' } },
-          bed: { type: 'bedrock', region: 'us-east-1', accessKeyId: 'AKIA-SECRET', secretAccessKey: 'AWS-SECRET', sessionToken: 'TOK-SECRET', defaultModel: 'm' },
-          vx: { type: 'vertex', project: 'p', location: 'us-central1', credentials: { private_key: 'PK-SECRET', client_email: 'sa@p.iam' }, defaultModel: 'm' },
+          bed: {
+            type: 'bedrock',
+            region: 'us-east-1',
+            accessKeyId: 'AKIA-SECRET',
+            secretAccessKey: 'AWS-SECRET',
+            sessionToken: 'TOK-SECRET',
+            defaultModel: 'm',
+          },
+          vx: {
+            type: 'vertex',
+            project: 'p',
+            location: 'us-central1',
+            credentials: { private_key: 'PK-SECRET', client_email: 'sa@p.iam' },
+            defaultModel: 'm',
+          },
         },
       },
     });
     const text = JSON.stringify(redactConfig(config));
-    for (const secret of ['MIST-SECRET', 'HDR-SECRET', 'AKIA-SECRET', 'AWS-SECRET', 'TOK-SECRET', 'PK-SECRET', 'sa@p.iam']) expect(text).not.toContain(secret);
+    for (const secret of ['MIST-SECRET', 'HDR-SECRET', 'AKIA-SECRET', 'AWS-SECRET', 'TOK-SECRET', 'PK-SECRET', 'sa@p.iam'])
+      expect(text).not.toContain(secret);
     expect(text).toContain('"region":"us-east-1"');
   });
 
   it('redacts the chosen backend and the shared Redis, and shows the derived auth rules (booleans, nothing secret)', () => {
     const config = resolveConfig({
-      storage: { type: 'postgres', shared: 'redis', postgres: { connectionString: 'postgres://app:PG-SECRET@db/x', password: 'PW-SECRET' }, redis: { password: 'REDIS-SECRET' } },
+      storage: {
+        type: 'postgres',
+        shared: 'redis',
+        postgres: { connectionString: 'postgres://app:PG-SECRET@db/x', password: 'PW-SECRET' },
+        redis: { password: 'REDIS-SECRET' },
+      },
       mcp: { auth: { authType: 'jwt' } },
       jwt: { secret: 'JWT-SECRET-'.padEnd(40, 'x') },
     });

@@ -1,5 +1,6 @@
 // `credentials` (Vertex service-account JSON), `accessKeyId` and `headers` (named providers may carry auth headers) too.
-const SECRET_KEY = /secret|password|apikey|api_key|encryptionkey|token|vaultkey|privatekey|systemprompts|credentials|accesskeyid|^headers$/i;
+const SECRET_KEY =
+  /secret|password|apikey|api_key|encryptionkey|token|vaultkey|privatekey|systemprompts|credentials|accesskeyid|^headers$/i;
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
 const REDACTED = '[redacted]';
 

@@ -5,9 +5,15 @@ export type AuthMode = 'oauth' | 'jwt' | 'both' | 'none';
 
 /** What every mode decides. */
 interface AuthRules {
-  /** HS256 tokens signed with `jwt.secret` are verified: `mcp.auth.jwt.enabled` (default on unless the mode is 'oauth') and `jwt.secret` set. */
+  /**
+   * HS256 tokens signed with `jwt.secret` are verified: `mcp.auth.jwt.enabled` (default on unless the mode is 'oauth') and `jwt.secret`
+   * set.
+   */
   jwtEnabled: boolean;
-  /** The OAuth authorization server runs: `oauth.enabled: true` demands it, `false` forbids it, unset runs it when the mode uses OAuth and every piece is configured. */
+  /**
+   * The OAuth authorization server runs: `oauth.enabled: true` demands it, `false` forbids it, unset runs it when the mode uses OAuth and
+   * every piece is configured.
+   */
   oauthServerEnabled: boolean;
   /** Our OAuth access tokens are accepted: the server runs and `mcp.auth.oauth.enabled` (default on unless the mode is 'jwt'). */
   oauthTokensAccepted: boolean;
@@ -29,7 +35,10 @@ export type ResolvedAuth =
       mode: 'oauth' | 'jwt' | 'both';
       /** No verifier can accept any token (the mode's pieces are missing): the server is open in effect. */
       servesWithoutAuth: boolean;
-      /** MCP access rules (requireAuthForToolsList, requireAuthForToolsCall) in force: not lifted by `mcp.authEnforcement: { enabled: true, requireAuth: false }`. */
+      /**
+       * MCP access rules (requireAuthForToolsList, requireAuthForToolsCall) in force: not lifted by `mcp.authEnforcement: { enabled: true,
+       * requireAuth: false }`.
+       */
       mcpAccessRulesActive: boolean;
       /** MCP access rule 1: tools/list needs an authenticated caller. */
       toolsListNeedsAuth: boolean;

@@ -10,7 +10,12 @@ const configs: unknown[] = [
   { port: 0, storage: { type: 'sqlite', dir: '/tmp/x' }, mcp: { auth: { authType: 'none' } } },
   {
     storage: { type: 'memory' },
-    ai: { providers: { openai: { apiKey: 'sk-test' }, local: { type: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', defaultModel: 'm' } } },
+    ai: {
+      providers: {
+        openai: { apiKey: 'sk-test' },
+        local: { type: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', defaultModel: 'm' },
+      },
+    },
     serverWorkspaces: { docs: { path: '/tmp/docs', readOnly: true } },
   },
 ];

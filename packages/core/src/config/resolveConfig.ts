@@ -11,7 +11,8 @@ function toProblems(error: z.ZodError): ConfigProblem[] {
     if (issue.code === 'unrecognized_keys') {
       message = `unknown key(s): ${issue.keys.join(', ')}`;
       // `auth` is in the resolved config (config print shows it) but derived, never written.
-      if (issue.path.length === 0 && issue.keys.includes('auth')) message += ' (auth is derived from mcp.auth, jwt and oauth: set those instead)';
+      if (issue.path.length === 0 && issue.keys.includes('auth'))
+        message += ' (auth is derived from mcp.auth, jwt and oauth: set those instead)';
     }
     return { path: issue.path.map(String).join('.'), message };
   });

@@ -21,7 +21,6 @@ const RouterLike = z.custom<AnyRouter>(
   'must be a tRPC router (created with router({...}))',
 );
 
-
 /**
  * The whole configuration: every entry of the spec plus our additions, with defaults resolved
  * once here. Unknown keys are errors (strict objects), so a typo never goes unnoticed.
@@ -44,10 +43,7 @@ export const ConfigSchema = z
     /** Providers the server pays for with its own key: built-in ids or named providers of ai.providers. */
     serverProviders: z.array(z.string()).default([]),
     customRouters: z
-      .record(
-        z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, 'namespace names are identifiers'),
-        RouterLike,
-      )
+      .record(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, 'namespace names are identifiers'), RouterLike)
       .default({})
       .check((ctx) => {
         for (const ns of Object.keys(ctx.value)) {
@@ -88,7 +84,13 @@ export const ConfigSchema = z
       } catch {
         id = m[1]!;
       }
-      if (!ids.has(id) && !(id === 'default' && ids.size > 0)) ctx.issues.push({ code: 'custom', input: value, path, message: `no server workspace "${id}" (serverWorkspaces has: ${[...ids].join(', ') || 'none'})` });
+      if (!ids.has(id) && !(id === 'default' && ids.size > 0))
+        ctx.issues.push({
+          code: 'custom',
+          input: value,
+          path,
+          message: `no server workspace "${id}" (serverWorkspaces has: ${[...ids].join(', ') || 'none'})`,
+        });
     };
     ctx.value.resources.list.forEach((r, i) => check(r.uri, ['resources', 'list', i, 'uri']));
     ctx.value.resources.templates.forEach((t, i) => check(t.uriTemplate, ['resources', 'templates', i, 'uriTemplate']));
@@ -98,7 +100,12 @@ export const ConfigSchema = z
     const path = ctx.value.mcp.auth.oauth.sessionStorePath;
     const storage = ctx.value.oauth.sessionStorage;
     if (path !== undefined && storage && (storage.type !== 'file' || storage.filePath !== path)) {
-      ctx.issues.push({ code: 'custom', input: path, path: ['mcp', 'auth', 'oauth', 'sessionStorePath'], message: 'conflicts with oauth.sessionStorage; set only one of them' });
+      ctx.issues.push({
+        code: 'custom',
+        input: path,
+        path: ['mcp', 'auth', 'oauth', 'sessionStorePath'],
+        message: 'conflicts with oauth.sessionStorage; set only one of them',
+      });
     }
   })
   .overwrite((config) => {
@@ -109,7 +116,12 @@ export const ConfigSchema = z
   .check((ctx) => {
     ctx.value.serverProviders.forEach((id, i) => {
       if (!isBuiltinProvider(id) && !Object.hasOwn(ctx.value.ai.providers, id)) {
-        ctx.issues.push({ code: 'custom', input: id, path: ['serverProviders', i], message: `unknown provider "${id}": a built-in (anthropic, openai, google, openrouter) or a named provider of ai.providers` });
+        ctx.issues.push({
+          code: 'custom',
+          input: id,
+          path: ['serverProviders', i],
+          message: `unknown provider "${id}": a built-in (anthropic, openai, google, openrouter) or a named provider of ai.providers`,
+        });
       }
     });
   })
@@ -124,7 +136,8 @@ export const ConfigSchema = z
   // Rules across sections (OAuth completeness, no unauthenticated public bind): `serve` and
   // `config check` both get them from here.
   .check((ctx) => {
-    for (const p of crossFieldProblems(ctx.value)) ctx.issues.push({ code: 'custom', input: undefined, path: p.path.split('.'), message: p.message });
+    for (const p of crossFieldProblems(ctx.value))
+      ctx.issues.push({ code: 'custom', input: undefined, path: p.path.split('.'), message: p.message });
   })
   .prefault({});
 

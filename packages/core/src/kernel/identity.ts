@@ -41,7 +41,10 @@ export interface ApiKeyGrant {
   concurrent?: number;
 }
 
-/** The entry point a call came through: labels statistics, logs and recent calls (never a rule). `openai` and `anthropic`: the /v1 wire formats. */
+/**
+ * The entry point a call came through: labels statistics, logs and recent calls (never a rule). `openai` and `anthropic`: the /v1 wire
+ * formats.
+ */
 export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'anthropic' | 'internal';
 
 export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
@@ -53,4 +56,3 @@ export type Authenticator = (token: string) => Promise<AuthResult>;
 export interface AuthFacts {
   ip?: string;
 }
-

@@ -26,7 +26,12 @@ export function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
 }
 
 export function isTextEvent(ev: unknown): ev is TextEvent {
-  return typeof ev === 'object' && ev !== null && (ev as { type?: unknown }).type === 'text' && typeof (ev as { delta?: unknown }).delta === 'string';
+  return (
+    typeof ev === 'object' &&
+    ev !== null &&
+    (ev as { type?: unknown }).type === 'text' &&
+    typeof (ev as { delta?: unknown }).delta === 'string'
+  );
 }
 
 export function isFinishEvent(ev: unknown): ev is FinishEvent {

@@ -48,16 +48,24 @@ describe('isPublicAddress', () => {
 
 describe('guardedFetch', () => {
   it('refuses loopback by address literal and by name (DNS answer checked at connect)', async () => {
-    await expect(guardedFetch(`http://127.0.0.1:${port}/doc`, opts)).rejects.toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'ssrf_blocked' } });
+    await expect(guardedFetch(`http://127.0.0.1:${port}/doc`, opts)).rejects.toMatchObject({
+      appCode: 'FORBIDDEN',
+      details: { reason: 'ssrf_blocked' },
+    });
     await expect(guardedFetch(`http://[::1]:${port}/doc`, opts)).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
-    await expect(guardedFetch(`http://localhost:${port}/doc`, opts)).rejects.toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'ssrf_blocked' } });
+    await expect(guardedFetch(`http://localhost:${port}/doc`, opts)).rejects.toMatchObject({
+      appCode: 'FORBIDDEN',
+      details: { reason: 'ssrf_blocked' },
+    });
   });
 
   it('refuses http unless allowed, and URLs with credentials', async () => {
     expect(guardedUrlProblem(new URL('http://example.com/x'), {})).toMatch(/only https/);
     expect(guardedUrlProblem(new URL('https://u:p@example.com/x'), {})).toMatch(/credentials/);
     expect(guardedUrlProblem(new URL('https://example.com/x'), {})).toBeNull();
-    await expect(guardedFetch(`http://127.0.0.1:${port}/doc`, { ...opts, allowHttp: false, allowPrivateNetwork: true })).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
+    await expect(
+      guardedFetch(`http://127.0.0.1:${port}/doc`, { ...opts, allowHttp: false, allowPrivateNetwork: true }),
+    ).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
   });
 
   it('fetches with allowPrivateNetwork (development and tests)', async () => {
@@ -73,7 +81,9 @@ describe('guardedFetch', () => {
   });
 
   it('bounds the time', async () => {
-    await expect(guardedFetch(`http://127.0.0.1:${port}/slow`, { ...opts, allowPrivateNetwork: true, timeoutMs: 200 })).rejects.toMatchObject({ appCode: 'UPSTREAM_TIMEOUT' });
+    await expect(
+      guardedFetch(`http://127.0.0.1:${port}/slow`, { ...opts, allowPrivateNetwork: true, timeoutMs: 200 }),
+    ).rejects.toMatchObject({ appCode: 'UPSTREAM_TIMEOUT' });
   });
 
   it('does not follow redirects by default; followed ones are checked again', async () => {

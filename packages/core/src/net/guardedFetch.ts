@@ -83,16 +83,31 @@ function publicLookup(hostname: string, options: { all?: boolean; family?: numbe
 let agents: { guarded: Record<'http:' | 'https:', Http.Agent>; open: Record<'http:' | 'https:', Http.Agent> } | undefined;
 function agentFor(protocol: 'http:' | 'https:', guarded: boolean): Http.Agent {
   agents ??= {
-    guarded: { 'http:': new (http().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }), 'https:': new (https().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }) },
-    open: { 'http:': new (http().Agent)({ keepAlive: true, timeout: 5000 }), 'https:': new (https().Agent)({ keepAlive: true, timeout: 5000 }) },
+    guarded: {
+      'http:': new (http().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }),
+      'https:': new (https().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }),
+    },
+    open: {
+      'http:': new (http().Agent)({ keepAlive: true, timeout: 5000 }),
+      'https:': new (https().Agent)({ keepAlive: true, timeout: 5000 }),
+    },
   };
   return (guarded ? agents.guarded : agents.open)[protocol];
 }
 
 /** One request; resolves with the response head (the body is still to be read). */
-function send(url: URL, opts: Pick<GuardedFetchOptions, 'headers' | 'method' | 'body'>, agent: Http.Agent, signal: AbortSignal): Promise<Http.IncomingMessage> {
+function send(
+  url: URL,
+  opts: Pick<GuardedFetchOptions, 'headers' | 'method' | 'body'>,
+  agent: Http.Agent,
+  signal: AbortSignal,
+): Promise<Http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https() : http()).request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent, signal }, resolve);
+    const req = (url.protocol === 'https:' ? https() : http()).request(
+      url,
+      { method: opts.method ?? 'GET', headers: opts.headers, agent, signal },
+      resolve,
+    );
     req.once('error', reject);
     req.end(opts.body);
   });
@@ -100,7 +115,8 @@ function send(url: URL, opts: Pick<GuardedFetchOptions, 'headers' | 'method' | '
 
 /** Why this URL may not be fetched, or null. */
 export function guardedUrlProblem(url: URL, opts: Pick<GuardedFetchOptions, 'allowHttp' | 'allowPrivateNetwork'>): string | null {
-  if (url.protocol !== 'https:' && !(opts.allowHttp && url.protocol === 'http:')) return `only ${opts.allowHttp ? 'http and https' : 'https'} URLs may be fetched`;
+  if (url.protocol !== 'https:' && !(opts.allowHttp && url.protocol === 'http:'))
+    return `only ${opts.allowHttp ? 'http and https' : 'https'} URLs may be fetched`;
   if (url.username || url.password) return 'URLs with credentials may not be fetched';
   const host = url.hostname.replace(/^\[|\]$/g, '');
   // Address literals skip DNS (and so the lookup guard): check them here.
@@ -112,7 +128,10 @@ function refused(message: string): CoreError {
   return new CoreError('FORBIDDEN', message, { details: { reason: 'ssrf_blocked' } });
 }
 
-/** GET (or POST) `url` with the guards above. Throws CoreError: FORBIDDEN (refused address), UPSTREAM_TIMEOUT, UPSTREAM_ERROR, PAYLOAD_TOO_LARGE. */
+/**
+ * GET (or POST) `url` with the guards above. Throws CoreError: FORBIDDEN (refused address), UPSTREAM_TIMEOUT, UPSTREAM_ERROR,
+ * PAYLOAD_TOO_LARGE.
+ */
 export async function guardedFetch(input: string | URL, opts: GuardedFetchOptions): Promise<GuardedResponse> {
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;

@@ -10,7 +10,10 @@ describe('Metrics.consoleFigures', () => {
     m.upstream('google', 'g', '2xx', 0.3); // bucket 0.5 s
     m.metered('openai', 'gpt-x', 'platform', 120, 0.002);
     m.metered('openai', 'gpt-x', 'byok', 30, 0.001);
-    m.setMcpSources(() => 3, () => 2);
+    m.setMcpSources(
+      () => 3,
+      () => 2,
+    );
     const f = await m.consoleFigures();
     expect(f.mcp).toEqual({ sessions: 3, streams: 2 });
     const openai = f.providers.find((p) => p.provider === 'openai')!;
@@ -22,6 +25,16 @@ describe('Metrics.consoleFigures', () => {
   it('a provider without calls has no latency', async () => {
     const m = await createMetrics({ processMetrics: false });
     m.metered('anthropic', 'c', 'platform', 5, undefined);
-    expect((await m.consoleFigures()).providers).toEqual([{ provider: 'anthropic', calls: 0, failures: 0, p50Ms: null, p99Ms: null, tokens: { platform: 5, byok: 0 }, costUsd: { platform: 0, byok: 0 } }]);
+    expect((await m.consoleFigures()).providers).toEqual([
+      {
+        provider: 'anthropic',
+        calls: 0,
+        failures: 0,
+        p50Ms: null,
+        p99Ms: null,
+        tokens: { platform: 5, byok: 0 },
+        costUsd: { platform: 0, byok: 0 },
+      },
+    ]);
   });
 });

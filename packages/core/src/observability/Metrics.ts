@@ -81,7 +81,10 @@ export class Metrics {
   /** Children by label key: prom-client hashes the label object on every call otherwise. */
   private readonly requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
   private readonly httpChildren = new Map<string, { inc(): void }>();
-  /** The same for the per-call counters and histograms below (upstream, metered, storage): several per AI call. Keys are bounded like the labels. */
+  /**
+   * The same for the per-call counters and histograms below (upstream, metered, storage): several per AI call. Keys are bounded like the
+   * labels.
+   */
   private readonly incChildren = new Map<string, { inc(v?: number): void }>();
   private readonly observeChildren = new Map<string, { observe(v: number): void }>();
   private sessionsSource: () => number = () => 0;
@@ -128,29 +131,131 @@ export class Metrics {
   private build(prom: PromClient, opts: { processMetrics: boolean }): void {
     const registry = (this.registry = new prom.Registry());
     const registers = [registry];
-    this.requests = new prom.Counter({ name: 'ai_backend_requests_total', help: 'Procedure calls by entry point (trpc, rpc, mcp, openai, anthropic, internal), procedure path and outcome (ok or the tRPC error code)', labelNames: ['entry', 'procedure', 'outcome'], registers });
-    this.requestSeconds = new prom.Histogram({ name: 'ai_backend_request_duration_seconds', help: 'Procedure call latency, including middleware (auth, rate limit, validation)', labelNames: ['entry', 'procedure'], buckets: REQUEST_BUCKETS, registers });
-    this.httpRequests = new prom.Counter({ name: 'ai_backend_http_requests_total', help: 'HTTP requests by entry point (trpc, rpc, mcp, openai, anthropic, oauth, api_description, health, metrics, webhook, other) and status class', labelNames: ['entry', 'status'], registers });
-    this.upstreamRequests = new prom.Counter({ name: 'ai_backend_upstream_requests_total', help: 'HTTP calls to model providers by provider, model and outcome (2xx, 4xx, 429, 5xx, network, aborted)', labelNames: ['provider', 'model', 'outcome'], registers });
-    this.upstreamSeconds = new prom.Histogram({ name: 'ai_backend_upstream_duration_seconds', help: 'Time to the response headers of a provider call', labelNames: ['provider', 'model'], buckets: UPSTREAM_BUCKETS, registers });
-    this.upstreamFallbacks = new prom.Counter({ name: 'ai_backend_upstream_fallbacks_total', help: 'Calls that left a provider/model for a fallback, by the provider and model left', labelNames: ['provider', 'model'], registers });
+    this.requests = new prom.Counter({
+      name: 'ai_backend_requests_total',
+      help: 'Procedure calls by entry point (trpc, rpc, mcp, openai, anthropic, internal), procedure path and outcome (ok or the tRPC error code)',
+      labelNames: ['entry', 'procedure', 'outcome'],
+      registers,
+    });
+    this.requestSeconds = new prom.Histogram({
+      name: 'ai_backend_request_duration_seconds',
+      help: 'Procedure call latency, including middleware (auth, rate limit, validation)',
+      labelNames: ['entry', 'procedure'],
+      buckets: REQUEST_BUCKETS,
+      registers,
+    });
+    this.httpRequests = new prom.Counter({
+      name: 'ai_backend_http_requests_total',
+      help: 'HTTP requests by entry point (trpc, rpc, mcp, openai, anthropic, oauth, api_description, health, metrics, webhook, other) and status class',
+      labelNames: ['entry', 'status'],
+      registers,
+    });
+    this.upstreamRequests = new prom.Counter({
+      name: 'ai_backend_upstream_requests_total',
+      help: 'HTTP calls to model providers by provider, model and outcome (2xx, 4xx, 429, 5xx, network, aborted)',
+      labelNames: ['provider', 'model', 'outcome'],
+      registers,
+    });
+    this.upstreamSeconds = new prom.Histogram({
+      name: 'ai_backend_upstream_duration_seconds',
+      help: 'Time to the response headers of a provider call',
+      labelNames: ['provider', 'model'],
+      buckets: UPSTREAM_BUCKETS,
+      registers,
+    });
+    this.upstreamFallbacks = new prom.Counter({
+      name: 'ai_backend_upstream_fallbacks_total',
+      help: 'Calls that left a provider/model for a fallback, by the provider and model left',
+      labelNames: ['provider', 'model'],
+      registers,
+    });
     // Route and target labels come from the config (ai.routes), never from a request.
-    this.routeAttempts = new prom.Counter({ name: 'ai_backend_route_attempts_total', help: 'Attempts on the targets of configured routes, by route, target (provider/model as configured) and outcome (ok, rate_limited, upstream_5xx, timeout, ...)', labelNames: ['route', 'target', 'outcome'], registers });
-    this.cacheLookups = new prom.Counter({ name: 'ai_backend_response_cache_total', help: 'Response cache lookups by outcome (hit, miss)', labelNames: ['outcome'], registers });
-    this.tokens = new prom.Counter({ name: 'ai_backend_tokens_total', help: 'Tokens metered by provider, model and payer (platform: the server paid; byok: the caller\'s own key)', labelNames: ['provider', 'model', 'payer'], registers });
-    this.costUsd = new prom.Counter({ name: 'ai_backend_cost_usd_total', help: 'Money cost of metered calls in USD from the pricing table, by provider, model and payer', labelNames: ['provider', 'model', 'payer'], registers });
-    this.storageSeconds = new prom.Histogram({ name: 'ai_backend_storage_operation_duration_seconds', help: 'Storage operation latency by backend and operation', labelNames: ['backend', 'operation'], buckets: STORAGE_BUCKETS, registers });
-    this.storageErrors = new prom.Counter({ name: 'ai_backend_storage_errors_total', help: 'Storage operations that failed, by backend and operation', labelNames: ['backend', 'operation'], registers });
-    this.rateLimited = new prom.Counter({ name: 'ai_backend_rate_limited_total', help: 'Requests refused by the rate limiter, by kind (requests, toolCalls)', labelNames: ['kind'], registers });
-    this.alerts = new prom.Counter({ name: 'ai_backend_alerts_total', help: 'Alert webhook deliveries by event and outcome (delivered, retry, dead)', labelNames: ['event', 'outcome'], registers });
+    this.routeAttempts = new prom.Counter({
+      name: 'ai_backend_route_attempts_total',
+      help: 'Attempts on the targets of configured routes, by route, target (provider/model as configured) and outcome (ok, rate_limited, upstream_5xx, timeout, ...)',
+      labelNames: ['route', 'target', 'outcome'],
+      registers,
+    });
+    this.cacheLookups = new prom.Counter({
+      name: 'ai_backend_response_cache_total',
+      help: 'Response cache lookups by outcome (hit, miss)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.tokens = new prom.Counter({
+      name: 'ai_backend_tokens_total',
+      help: "Tokens metered by provider, model and payer (platform: the server paid; byok: the caller's own key)",
+      labelNames: ['provider', 'model', 'payer'],
+      registers,
+    });
+    this.costUsd = new prom.Counter({
+      name: 'ai_backend_cost_usd_total',
+      help: 'Money cost of metered calls in USD from the pricing table, by provider, model and payer',
+      labelNames: ['provider', 'model', 'payer'],
+      registers,
+    });
+    this.storageSeconds = new prom.Histogram({
+      name: 'ai_backend_storage_operation_duration_seconds',
+      help: 'Storage operation latency by backend and operation',
+      labelNames: ['backend', 'operation'],
+      buckets: STORAGE_BUCKETS,
+      registers,
+    });
+    this.storageErrors = new prom.Counter({
+      name: 'ai_backend_storage_errors_total',
+      help: 'Storage operations that failed, by backend and operation',
+      labelNames: ['backend', 'operation'],
+      registers,
+    });
+    this.rateLimited = new prom.Counter({
+      name: 'ai_backend_rate_limited_total',
+      help: 'Requests refused by the rate limiter, by kind (requests, toolCalls)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.alerts = new prom.Counter({
+      name: 'ai_backend_alerts_total',
+      help: 'Alert webhook deliveries by event and outcome (delivered, retry, dead)',
+      labelNames: ['event', 'outcome'],
+      registers,
+    });
     // API keys: outcomes and limits only, never a key id or name as a label (bounded cardinality).
-    this.keyAuth = new prom.Counter({ name: 'ai_backend_api_key_authentications_total', help: 'API keys presented, by outcome (ok, invalid, revoked, expired, address, unavailable)', labelNames: ['outcome'], registers });
-    this.keyRefused = new prom.Counter({ name: 'ai_backend_api_key_refusals_total', help: "Calls refused by an API key's own rules, by limit (requests, tokens, concurrent, budget, model)", labelNames: ['limit'], registers });
-    this.keyTokens = new prom.Counter({ name: 'ai_backend_api_key_tokens_total', help: 'Tokens used by calls made with API keys, by payer', labelNames: ['payer'], registers });
+    this.keyAuth = new prom.Counter({
+      name: 'ai_backend_api_key_authentications_total',
+      help: 'API keys presented, by outcome (ok, invalid, revoked, expired, address, unavailable)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.keyRefused = new prom.Counter({
+      name: 'ai_backend_api_key_refusals_total',
+      help: "Calls refused by an API key's own rules, by limit (requests, tokens, concurrent, budget, model)",
+      labelNames: ['limit'],
+      registers,
+    });
+    this.keyTokens = new prom.Counter({
+      name: 'ai_backend_api_key_tokens_total',
+      help: 'Tokens used by calls made with API keys, by payer',
+      labelNames: ['payer'],
+      registers,
+    });
     const self = this;
     // The two gauges live in the registry and are read through their collect(): no field holds them.
-    new prom.Gauge({ name: 'ai_backend_mcp_sessions', help: 'Open MCP sessions on this instance', registers, collect() { this.set(self.sessionsSource()); } });
-    new prom.Gauge({ name: 'ai_backend_mcp_streams', help: 'Open MCP server-sent-event streams on this instance', registers, collect() { this.set(self.streamsSource()); } });
+    new prom.Gauge({
+      name: 'ai_backend_mcp_sessions',
+      help: 'Open MCP sessions on this instance',
+      registers,
+      collect() {
+        this.set(self.sessionsSource());
+      },
+    });
+    new prom.Gauge({
+      name: 'ai_backend_mcp_streams',
+      help: 'Open MCP server-sent-event streams on this instance',
+      registers,
+      collect() {
+        this.set(self.streamsSource());
+      },
+    });
     if (opts.processMetrics) prom.collectDefaultMetrics({ register: registry, prefix: 'ai_backend_' });
   }
 
@@ -213,14 +318,22 @@ export class Metrics {
   }
 
   /** The labelled child of a counter, cached under `key` (which must identify metric and label values). */
-  private inc(metric: { labels(...values: string[]): { inc(v?: number): void } }, key: string, values: string[]): { inc(v?: number): void } {
+  private inc(
+    metric: { labels(...values: string[]): { inc(v?: number): void } },
+    key: string,
+    values: string[],
+  ): { inc(v?: number): void } {
     let child = this.incChildren.get(key);
     if (!child) this.incChildren.set(key, (child = metric.labels(...values)));
     return child;
   }
 
   /** The labelled child of a histogram, cached under `key` (which must identify metric and label values). */
-  private observe(metric: { labels(...values: string[]): { observe(v: number): void } }, key: string, values: string[]): { observe(v: number): void } {
+  private observe(
+    metric: { labels(...values: string[]): { observe(v: number): void } },
+    key: string,
+    values: string[],
+  ): { observe(v: number): void } {
     let child = this.observeChildren.get(key);
     if (!child) this.observeChildren.set(key, (child = metric.labels(...values)));
     return child;
@@ -264,12 +377,28 @@ export class Metrics {
    */
   async consoleFigures(): Promise<ConsoleFigures> {
     this.load();
-    const json = (await this.registry.getMetricsAsJSON()) as Array<{ name: string; values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }> }>;
+    const json = (await this.registry.getMetricsAsJSON()) as Array<{
+      name: string;
+      values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }>;
+    }>;
     const metric = (name: string) => json.find((m) => m.name === name)?.values ?? [];
     const providers = new Map<string, ProviderFigures & { buckets: Map<number, number> }>();
     const of = (p: string) => {
       let f = providers.get(p);
-      if (!f) providers.set(p, (f = { provider: p, calls: 0, failures: 0, p50Ms: null, p99Ms: null, tokens: { platform: 0, byok: 0 }, costUsd: { platform: 0, byok: 0 }, buckets: new Map() }));
+      if (!f)
+        providers.set(
+          p,
+          (f = {
+            provider: p,
+            calls: 0,
+            failures: 0,
+            p50Ms: null,
+            p99Ms: null,
+            tokens: { platform: 0, byok: 0 },
+            costUsd: { platform: 0, byok: 0 },
+            buckets: new Map(),
+          }),
+        );
       return f;
     };
     for (const v of metric('ai_backend_upstream_requests_total')) {
@@ -283,7 +412,10 @@ export class Metrics {
       const le = v.labels.le === '+Inf' ? Infinity : Number(v.labels.le);
       f.buckets.set(le, (f.buckets.get(le) ?? 0) + v.value);
     }
-    for (const [name, key] of [['ai_backend_tokens_total', 'tokens'], ['ai_backend_cost_usd_total', 'costUsd']] as const) {
+    for (const [name, key] of [
+      ['ai_backend_tokens_total', 'tokens'],
+      ['ai_backend_cost_usd_total', 'costUsd'],
+    ] as const) {
       for (const v of metric(name)) {
         const payer = v.labels.payer === 'byok' ? 'byok' : 'platform';
         of(String(v.labels.provider))[key][payer] += v.value;
@@ -301,7 +433,10 @@ export class Metrics {
       };
       out.push({ ...f, p50Ms: at(0.5), p99Ms: at(0.99) });
     }
-    return { providers: out.sort((a, b) => a.provider.localeCompare(b.provider)), mcp: { sessions: this.sessionsSource(), streams: this.streamsSource() } };
+    return {
+      providers: out.sort((a, b) => a.provider.localeCompare(b.provider)),
+      mcp: { sessions: this.sessionsSource(), streams: this.streamsSource() },
+    };
   }
 
   /** The Prometheus text exposition and its content type. */

@@ -6,10 +6,12 @@ afterEach(() => h?.close());
 
 /** The Live view's row of a streamed call: recorded when the stream starts, completed when it ends. */
 describe('recent calls: a streamed call shows its tokens once its stream ends', () => {
-  it('ai.streamText: first without tokens (streaming), then with the finish event\'s total and its whole duration', async () => {
+  it("ai.streamText: first without tokens (streaming), then with the finish event's total and its whole duration", async () => {
     h = await createAiHarness();
     await h.credit(alice.sub, 10_000);
-    const stream = await h.caller(alice).ai.streamText({ content: 'Tell me a story please', systemPrompt: SYSTEM_PROMPT, provider: 'openai' });
+    const stream = await h
+      .caller(alice)
+      .ai.streamText({ content: 'Tell me a story please', systemPrompt: SYSTEM_PROMPT, provider: 'openai' });
     const seen = h.runtime.recentCalls.lastSeq;
     const [started] = h.runtime.recentCalls.list(1);
     expect(started).toMatchObject({ procedure: 'ai.streamText', status: 'ok', tokens: null, streaming: true });

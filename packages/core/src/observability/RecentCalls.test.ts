@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { RecentCalls, reportedTokens } from './RecentCalls.js';
 
-const call = (procedure: string) => ({ atMs: Date.now(), entry: 'rpc', procedure, identity: null, via: null, status: 'ok', latencyMs: 1, tokens: null });
+const call = (procedure: string) => ({
+  atMs: Date.now(),
+  entry: 'rpc',
+  procedure,
+  identity: null,
+  via: null,
+  status: 'ok',
+  latencyMs: 1,
+  tokens: null,
+});
 
 describe('RecentCalls', () => {
   it('keeps the newest calls, newest first, bounded by its size', () => {

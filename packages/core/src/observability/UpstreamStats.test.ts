@@ -2,7 +2,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+} from '@ai-backend/test-utils/services';
 import { Stats } from '../runtime/Stats.js';
 import { MemoryStorage } from '../storage/MemoryStorage.js';
 import { RedisStorage } from '../storage/RedisStorage.js';
@@ -16,14 +23,27 @@ const postgres = await testPostgres();
 
 /** Two instances' stores on one backend (memory and SQLite: one store object shared, as one process would). */
 const backends: Array<{ name: string; ok: boolean; open(): Promise<{ stores: [Storage, Storage]; cleanup(): Promise<void> }> }> = [
-  { name: 'memory', ok: true, open: async () => { const s = new MemoryStorage(); return { stores: [s, s], cleanup: async () => undefined }; } },
+  {
+    name: 'memory',
+    ok: true,
+    open: async () => {
+      const s = new MemoryStorage();
+      return { stores: [s, s], cleanup: async () => undefined };
+    },
+  },
   {
     name: 'sqlite',
     ok: true,
     open: async () => {
       const dir = await mkdtemp(join(tmpdir(), 'upstream-stats-'));
       const s = await SqliteStorage.open({ file: join(dir, 'data.db') });
-      return { stores: [s, s], cleanup: async () => { await s.close(); await rm(dir, { recursive: true, force: true }); } };
+      return {
+        stores: [s, s],
+        cleanup: async () => {
+          await s.close();
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
     },
   },
   {
@@ -33,7 +53,14 @@ const backends: Array<{ name: string; ok: boolean; open(): Promise<{ stores: [St
       const opts = testPostgresOptions(postgres, 'upstreamstats');
       const a = await PostgresStorage.connect(opts);
       const b = await PostgresStorage.connect(opts);
-      return { stores: [a, b], cleanup: async () => { await a.close(); await b.close(); await dropTestSchema(postgres, opts.schema); } };
+      return {
+        stores: [a, b],
+        cleanup: async () => {
+          await a.close();
+          await b.close();
+          await dropTestSchema(postgres, opts.schema);
+        },
+      };
     },
   },
   {
@@ -43,7 +70,14 @@ const backends: Array<{ name: string; ok: boolean; open(): Promise<{ stores: [St
       const opts = testRedisOptions(redis, 'upstreamstats');
       const a = await RedisStorage.connect(opts);
       const b = await RedisStorage.connect(opts);
-      return { stores: [a, b], cleanup: async () => { await a.close(); await b.close(); await dropTestKeys(redis, opts.keyPrefix); } };
+      return {
+        stores: [a, b],
+        cleanup: async () => {
+          await a.close();
+          await b.close();
+          await dropTestKeys(redis, opts.keyPrefix);
+        },
+      };
     },
   },
 ];

@@ -101,7 +101,10 @@ export class UpstreamStats {
     for (const [day, add] of batch) {
       const key = upstreamDayKey(day);
       try {
-        await storage.transact([key], (read) => ({ writes: [{ op: 'set', key, value: mergeDay(structuredClone(read<UpstreamDay>(key) ?? {}), add), ttlMs }], result: null }));
+        await storage.transact([key], (read) => ({
+          writes: [{ op: 'set', key, value: mergeDay(structuredClone(read<UpstreamDay>(key) ?? {}), add), ttlMs }],
+          result: null,
+        }));
       } catch (err) {
         this.pending.set(day, mergeDay(this.pending.get(day) ?? {}, add));
         throw err;

@@ -26,12 +26,18 @@ export function instrumentStorage<S extends Storage>(storage: S, metrics: Metric
         fn = function (this: unknown, ...args: unknown[]) {
           // Tracing off (no SDK registered): the API's span would record nothing and only carry its
           // parent's context, so it and the context copy are skipped (several storage calls per AI call).
-          const span = tracingActive() ? tracer().startSpan(`storage.${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': backend, 'db.operation.name': operation } }) : undefined;
+          const span = tracingActive()
+            ? tracer().startSpan(`storage.${operation}`, {
+                kind: SpanKind.CLIENT,
+                attributes: { 'db.system': backend, 'db.operation.name': operation },
+              })
+            : undefined;
           const started = performance.now();
           const done = (failed: boolean, err?: unknown) => {
             metrics?.storage(backend, operation, (performance.now() - started) / 1000, failed);
             if (!span) return;
-            if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message.slice(0, 200) : 'failed' });
+            if (failed)
+              span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message.slice(0, 200) : 'failed' });
             span.end();
           };
           let out: unknown;

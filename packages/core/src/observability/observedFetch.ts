@@ -27,7 +27,13 @@ function outcomeOf(status: number): string {
  * `ai_backend_upstream_*` by provider, model and outcome, and of the durable upstream statistics
  * (the console's series). Latency is time to the response headers.
  */
-export function observedFetch(inner: FetchFunction, provider: string, model: string, metrics: Metrics | undefined, stats?: UpstreamStats): FetchFunction {
+export function observedFetch(
+  inner: FetchFunction,
+  provider: string,
+  model: string,
+  metrics: Metrics | undefined,
+  stats?: UpstreamStats,
+): FetchFunction {
   const sinks: Sinks = { metrics, stats };
   return async (input, init = {}) => {
     // Tracing off (no SDK registered): the API's span would record nothing and only carry its
@@ -37,7 +43,12 @@ export function observedFetch(inner: FetchFunction, provider: string, model: str
     const { context, trace } = otel();
     const span = tracer().startSpan(`${method} ${provider}`, {
       kind: SpanKind.CLIENT,
-      attributes: { 'http.request.method': method, 'gen_ai.system': provider, 'gen_ai.request.model': model, 'server.address': safeHost(input) },
+      attributes: {
+        'http.request.method': method,
+        'gen_ai.system': provider,
+        'gen_ai.request.model': model,
+        'server.address': safeHost(input),
+      },
     });
     const started = performance.now();
     const headers = plainHeaders(init.headers);
@@ -62,7 +73,14 @@ export function observedFetch(inner: FetchFunction, provider: string, model: str
 }
 
 /** observedFetch without a span: the same headers (trace context injected) and metrics. */
-async function unspanned(inner: FetchFunction, provider: string, model: string, sinks: Sinks, input: Parameters<FetchFunction>[0], init: RequestInit): Promise<Response> {
+async function unspanned(
+  inner: FetchFunction,
+  provider: string,
+  model: string,
+  sinks: Sinks,
+  input: Parameters<FetchFunction>[0],
+  init: RequestInit,
+): Promise<Response> {
   const started = performance.now();
   const headers = plainHeaders(init.headers);
   injectTraceContext(headers);

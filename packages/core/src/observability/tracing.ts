@@ -52,8 +52,16 @@ export function tracingActive(): boolean {
 }
 
 /** SpanKind and SpanStatusCode of the API (numeric enums, copied so that using them loads nothing). */
-export const SpanKind = { INTERNAL: 0 as OtelApi.SpanKind.INTERNAL, SERVER: 1 as OtelApi.SpanKind.SERVER, CLIENT: 2 as OtelApi.SpanKind.CLIENT };
-export const SpanStatusCode = { UNSET: 0 as OtelApi.SpanStatusCode.UNSET, OK: 1 as OtelApi.SpanStatusCode.OK, ERROR: 2 as OtelApi.SpanStatusCode.ERROR };
+export const SpanKind = {
+  INTERNAL: 0 as OtelApi.SpanKind.INTERNAL,
+  SERVER: 1 as OtelApi.SpanKind.SERVER,
+  CLIENT: 2 as OtelApi.SpanKind.CLIENT,
+};
+export const SpanStatusCode = {
+  UNSET: 0 as OtelApi.SpanStatusCode.UNSET,
+  OK: 1 as OtelApi.SpanStatusCode.OK,
+  ERROR: 2 as OtelApi.SpanStatusCode.ERROR,
+};
 
 const headersGetter: TextMapGetter<Headers> = {
   keys: (h) => [...h.keys()],
@@ -62,7 +70,10 @@ const headersGetter: TextMapGetter<Headers> = {
 
 function endWith(span: Span, error: unknown): void {
   if (error !== undefined) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200) });
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200),
+    });
   }
   span.end();
 }
@@ -78,7 +89,11 @@ export async function inRequestSpan(headers: Headers, method: string, route: str
   }
   const { context, propagation, ROOT_CONTEXT, trace } = otel();
   const parent = propagation.extract(ROOT_CONTEXT, headers, headersGetter);
-  const span = tracer().startSpan(`${method} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route } }, parent);
+  const span = tracer().startSpan(
+    `${method} ${route}`,
+    { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route } },
+    parent,
+  );
   let error: unknown;
   try {
     const status = await context.with(trace.setSpan(parent, span), fn);
@@ -99,4 +114,3 @@ export function injectTraceContext(headers: Record<string, string>): void {
   const { context, propagation } = otel();
   propagation.inject(context.active(), headers);
 }
-

@@ -19,13 +19,20 @@ describe('accessDecision', () => {
   it('admin and user procedures whatever the auth type', () => {
     for (const authType of ['none', 'jwt'] as const) {
       const c = cfg({ authType });
-      expect([decide(c, { access: 'admin' }, null), decide(c, { access: 'admin' }, user), decide(c, { access: 'admin' }, admin)]).toEqual(['UNAUTHORIZED', 'FORBIDDEN', 'allowed']);
+      expect([decide(c, { access: 'admin' }, null), decide(c, { access: 'admin' }, user), decide(c, { access: 'admin' }, admin)]).toEqual([
+        'UNAUTHORIZED',
+        'FORBIDDEN',
+        'allowed',
+      ]);
       expect([decide(c, { access: 'user' }, null), decide(c, { access: 'user' }, user)]).toEqual(['UNAUTHORIZED', 'allowed']);
     }
   });
 
   it('writes are never anonymous with authentication, whatever the tool rules and enforcement say', () => {
-    const lifted = cfg({ authType: 'jwt', requireAuthForToolsCall: false, publicTools: ['w'] }, { mcp: { authEnforcement: { enabled: true, requireAuth: false } } });
+    const lifted = cfg(
+      { authType: 'jwt', requireAuthForToolsCall: false, publicTools: ['w'] },
+      { mcp: { authEnforcement: { enabled: true, requireAuth: false } } },
+    );
     expect(decide(lifted, { writes: true, mcp: { name: 'w', public: true } }, null)).toBe('UNAUTHORIZED');
     expect(decide(lifted, { writes: true }, user)).toBe('allowed');
     expect(decide(cfg({ authType: 'none' }), { writes: true }, null)).toBe('allowed');
@@ -54,7 +61,15 @@ describe('accessDecision', () => {
     expect(decide(c, { mcp: {} }, { sub: 'k', scopes: [], isAdmin: false, via: 'apiKey' })).toBe('allowed');
     // Off when set to null, or when clients cannot get the scope at all.
     expect(decide(cfg({ authType: 'oauth' }, { oauth: { callScope: null } }), { mcp: {} }, oauthUser([]))).toBe('allowed');
-    expect(decide(cfg({ authType: 'oauth' }, { oauth: { scopesSupported: ['files:read'] } }), { mcp: {} }, oauthUser(['files:read']))).toBe('allowed');
-    expect(decide(cfg({ authType: 'oauth' }, { oauth: { scopesSupported: ['files:read', 'files:run'], callScope: 'files:run' } }), { mcp: {} }, oauthUser(['files:read']))).toBe('INSUFFICIENT_SCOPE');
+    expect(decide(cfg({ authType: 'oauth' }, { oauth: { scopesSupported: ['files:read'] } }), { mcp: {} }, oauthUser(['files:read']))).toBe(
+      'allowed',
+    );
+    expect(
+      decide(
+        cfg({ authType: 'oauth' }, { oauth: { scopesSupported: ['files:read', 'files:run'], callScope: 'files:run' } }),
+        { mcp: {} },
+        oauthUser(['files:read']),
+      ),
+    ).toBe('INSUFFICIENT_SCOPE');
   });
 });

@@ -41,7 +41,13 @@ function scopeDecision(config: ResolvedConfig, identity: Identity): AccessDecisi
   if (identity.via !== 'oauth') return ALLOWED;
   const need = callScopeOf(config);
   if (!need || identity.scopes.includes(need) || identity.scopes.includes(config.admin.scope)) return ALLOWED;
-  return { allowed: false, code: 'INSUFFICIENT_SCOPE', rule: 'scope', message: `this call needs the "${need}" scope`, requiredScopes: [need] };
+  return {
+    allowed: false,
+    code: 'INSUFFICIENT_SCOPE',
+    rule: 'scope',
+    message: `this call needs the "${need}" scope`,
+    requiredScopes: [need],
+  };
 }
 
 /**
@@ -80,14 +86,32 @@ export function keyScopesOf(router: AnyRouter): ReadonlySet<string> {
 function keyDecision(path: string, meta: ProcedureMeta | undefined, identity: Identity): AccessDecision {
   const access = keyAccessOf(path, meta);
   if (access !== 'none' && meta?.keyToolsRule !== 'byTool' && !keyAllowsProcedure(identity.apiKey, path, toolNameOf(path, meta))) {
-    return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `this API key may not call ${path} (its tools rule)`, details: { reason: 'key_tool_not_allowed' } };
+    return {
+      allowed: false,
+      code: 'FORBIDDEN',
+      rule: 'key',
+      message: `this API key may not call ${path} (its tools rule)`,
+      details: { reason: 'key_tool_not_allowed' },
+    };
   }
   if (access === 'any') return ALLOWED;
   if (access === 'none') {
-    return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `API keys cannot call ${path}; sign in as the key's owner`, details: { reason: 'key_not_allowed' } };
+    return {
+      allowed: false,
+      code: 'FORBIDDEN',
+      rule: 'key',
+      message: `API keys cannot call ${path}; sign in as the key's owner`,
+      details: { reason: 'key_not_allowed' },
+    };
   }
   if (identity.scopes.includes(access.scope)) return ALLOWED;
-  return { allowed: false, code: 'FORBIDDEN', rule: 'key', message: `this API key needs the "${access.scope}" scope to call ${path}`, details: { reason: 'key_scope_required', scope: access.scope } };
+  return {
+    allowed: false,
+    code: 'FORBIDDEN',
+    rule: 'key',
+    message: `this API key needs the "${access.scope}" scope to call ${path}`,
+    details: { reason: 'key_scope_required', scope: access.scope },
+  };
 }
 
 /**
@@ -130,7 +154,12 @@ export function accessDecisionsMade(): number {
   return decisionsMade;
 }
 
-export function accessDecision(config: ResolvedConfig, path: string, meta: ProcedureMeta | undefined, identity: Identity | null): AccessDecision {
+export function accessDecision(
+  config: ResolvedConfig,
+  path: string,
+  meta: ProcedureMeta | undefined,
+  identity: Identity | null,
+): AccessDecision {
   decisionsMade++;
   if (identity?.via === 'apiKey') {
     const key = keyDecision(path, meta, identity);
@@ -139,12 +168,15 @@ export function accessDecision(config: ResolvedConfig, path: string, meta: Proce
   const access = meta?.access;
   if (access === 'admin') {
     if (!identity) return { allowed: false, code: 'UNAUTHORIZED', rule: 'admin', message: 'authentication required' };
-    return identity.isAdmin ? scopeDecision(config, identity) : { allowed: false, code: 'FORBIDDEN', rule: 'admin', message: 'administrator access required' };
+    return identity.isAdmin
+      ? scopeDecision(config, identity)
+      : { allowed: false, code: 'FORBIDDEN', rule: 'admin', message: 'administrator access required' };
   }
   if (identity) return scopeDecision(config, identity);
   if (access === 'user') return { allowed: false, code: 'UNAUTHORIZED', rule: 'user', message: 'authentication required' };
   if (!authConfigured(config)) return ALLOWED;
-  if (meta?.writes) return { allowed: false, code: 'UNAUTHORIZED', rule: 'writes', message: 'authentication required to change files or workspaces' };
+  if (meta?.writes)
+    return { allowed: false, code: 'UNAUTHORIZED', rule: 'writes', message: 'authentication required to change files or workspaces' };
   if (meta?.mcp && toolCallNeedsAuth(config, meta, toolNameOf(path, meta))) {
     return { allowed: false, code: 'UNAUTHORIZED', rule: 'toolsCall', message: 'authentication required for this tool' };
   }

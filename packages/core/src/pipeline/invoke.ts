@@ -56,7 +56,10 @@ function indexOf(router: AnyRouter): Map<string, ProcedureInfo> {
 export function procedureIndex(router: AnyRouter): Map<string, ProcedureInfo> {
   let index = indexCache.get(router);
   if (!index) {
-    if (!isRouterLoaded(router)) throw new Error(`the router has namespaces not loaded yet (${Object.keys(router._def.lazy).join(', ')}): await loadRouter(router) first`);
+    if (!isRouterLoaded(router))
+      throw new Error(
+        `the router has namespaces not loaded yet (${Object.keys(router._def.lazy).join(', ')}): await loadRouter(router) first`,
+      );
     index = indexOf(router);
     indexCache.set(router, index);
   }
@@ -88,7 +91,13 @@ export interface InvokeOptions {
  * path through its full middleware chain (auth, rate limits, validation). /trpc reaches the same
  * procedures through tRPC's own fetch handler. Value-returning: never throws.
  */
-export async function invoke(router: AnyRouter, path: string, input: unknown, ctx: Context, opts: InvokeOptions = {}): Promise<InvokeResult> {
+export async function invoke(
+  router: AnyRouter,
+  path: string,
+  input: unknown,
+  ctx: Context,
+  opts: InvokeOptions = {},
+): Promise<InvokeResult> {
   if (!isRouterLoaded(router)) {
     try {
       await loadRouter(router);

@@ -126,4 +126,5 @@ export interface ProcedureMeta {
 }
 
 /** A procedure published as an MCP tool (or marked countsAsToolCall): its calls count against `maxToolCalls` on every entry point. */
-export const countsAsToolCall = (meta: ProcedureMeta | undefined): boolean => (meta?.mcp !== undefined && meta.mcp.tool !== false) || meta?.countsAsToolCall === true;
+export const countsAsToolCall = (meta: ProcedureMeta | undefined): boolean =>
+  (meta?.mcp !== undefined && meta.mcp.tool !== false) || meta?.countsAsToolCall === true;

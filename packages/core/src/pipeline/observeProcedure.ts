@@ -33,7 +33,10 @@ export class CallObservation {
     private readonly path: string,
   ) {
     this.span = tracingActive()
-      ? tracer().startSpan(`procedure ${path}`, { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport } })
+      ? tracer().startSpan(`procedure ${path}`, {
+          kind: SpanKind.INTERNAL,
+          attributes: { 'rpc.system': 'ai-backend', 'rpc.method': path, 'ai_backend.entry': ctx.req.transport },
+        })
       : undefined;
   }
 
@@ -127,7 +130,13 @@ export class CallObservation {
     const tokens = error ? null : reportedTokens(data);
     // A stream's row, shown while it ran, is completed; any other call gets its row now. The Live
     // view polls admin.recentCalls: its own reads would push every other call out.
-    if (this.liveSeq !== undefined) runtime.recentCalls.update(this.liveSeq, { streaming: false, status: error ? error.code : 'ok', tokens, latencyMs: Math.round(ms * 10) / 10 });
+    if (this.liveSeq !== undefined)
+      runtime.recentCalls.update(this.liveSeq, {
+        streaming: false,
+        status: error ? error.code : 'ok',
+        tokens,
+        latencyMs: Math.round(ms * 10) / 10,
+      });
     else if (this.path !== 'admin.recentCalls') runtime.recentCalls.push(this.liveRow(error, tokens));
     if (this.ctx.identity) runtime.users.seen(this.ctx.identity);
     runtime.metrics?.procedure(req.transport, this.path, ms / 1000, error ? error.code : 'ok');

@@ -19,7 +19,6 @@ const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
   RATE_LIMITED: 'rate_limited',
 };
 
-
 /** The workspace and path a denied file call asked for (strings only, clipped by the log). */
 async function deniedTarget(getRawInput: () => Promise<unknown>): Promise<Record<string, string> | undefined> {
   const raw = await getRawInput().catch(() => undefined);
@@ -52,7 +51,12 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
     ip: ctx.req.ip,
     sub: ctx.identity?.sub,
     path: ctx.mcp?.toolName ?? path,
-    detail: type === 'access_denied' ? await deniedTarget(getRawInput) : type === 'upstream_rate_limited' ? { provider: String(err.details?.provider) } : undefined,
+    detail:
+      type === 'access_denied'
+        ? await deniedTarget(getRawInput)
+        : type === 'upstream_rate_limited'
+          ? { provider: String(err.details?.provider) }
+          : undefined,
   };
   // A bad credential fails every call of a batch: one event per request is enough.
   if (type === 'auth_failed') security.recordOnce(ctx.req, event);
@@ -80,7 +84,13 @@ function countKeyRefusal(runtime: Context['runtime'], err: unknown): void {
  * - counts the call and its latency.
  */
 /** Refuse before the procedure runs: count the failure, record the event, throw. */
-async function refuse(ctx: Context, path: string, call: CallObservation, err: CoreError, getRawInput: () => Promise<unknown>): Promise<never> {
+async function refuse(
+  ctx: Context,
+  path: string,
+  call: CallObservation,
+  err: CoreError,
+  getRawInput: () => Promise<unknown>,
+): Promise<never> {
   const error = toTRPCError(err);
   call.done(error);
   await logRefusal(ctx, path, err, getRawInput);
@@ -95,7 +105,11 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   // reused, so each call is decided exactly once; a call without one (createCaller) is decided here.
   const decision = ctx.admission ? ctx.admission.decide(path, meta) : accessDecision(runtime.config, path, meta, ctx.identity);
   if (!decision.allowed) {
-    const details = decision.requiredScopes ? { details: { requiredScopes: decision.requiredScopes } } : decision.details ? { details: decision.details } : {};
+    const details = decision.requiredScopes
+      ? { details: { requiredScopes: decision.requiredScopes } }
+      : decision.details
+        ? { details: decision.details }
+        : {};
     return refuse(ctx, path, call, new CoreError(decision.code, decision.message, details), getRawInput);
   }
   // An API key's own requests-per-minute, on every entry point and shared by every instance.

@@ -94,7 +94,10 @@ export class RequestScope {
         headers: facts.headers,
       },
       ...(opts.mcp ? { mcp: opts.mcp } : {}),
-      admission: (this.admission ??= { decide: (path, meta) => this.decideFor(path, meta), counted: (path) => this.countedTools?.has(path) === true }),
+      admission: (this.admission ??= {
+        decide: (path, meta) => this.decideFor(path, meta),
+        counted: (path) => this.countedTools?.has(path) === true,
+      }),
     };
   }
 
@@ -156,7 +159,13 @@ export class RequestScope {
       }
       if (needed.size === 0) return null;
       const requiredScopes = [...needed];
-      return this.challengeFor(new CoreError('INSUFFICIENT_SCOPE', `this request needs the scope${requiredScopes.length > 1 ? 's' : ''} ${requiredScopes.join(' ')}`, { details: { requiredScopes } }));
+      return this.challengeFor(
+        new CoreError(
+          'INSUFFICIENT_SCOPE',
+          `this request needs the scope${requiredScopes.length > 1 ? 's' : ''} ${requiredScopes.join(' ')}`,
+          { details: { requiredScopes } },
+        ),
+      );
     }
     // With authType 'none' there is no sign-in to start: refusals stay per-call errors.
     if (!authConfigured(this.runtime.config)) return null;

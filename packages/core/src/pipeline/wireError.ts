@@ -69,8 +69,13 @@ function inputMessage(zod: ZodError): string {
   let issue: { path: PropertyKey[]; message: string; code?: string; errors?: unknown } = first;
   let path = [...first.path];
   while (issue.code === 'invalid_union' && Array.isArray(issue.errors) && issue.errors.length > 0) {
-    const branches = (issue.errors as Array<Array<{ path: PropertyKey[]; message: string }>>).map((b) => b[0]).filter((b) => b !== undefined);
-    const deepest = branches.reduce<(typeof branches)[number] | undefined>((a, b) => (!a || b.path.length > a.path.length ? b : a), undefined);
+    const branches = (issue.errors as Array<Array<{ path: PropertyKey[]; message: string }>>)
+      .map((b) => b[0])
+      .filter((b) => b !== undefined);
+    const deepest = branches.reduce<(typeof branches)[number] | undefined>(
+      (a, b) => (!a || b.path.length > a.path.length ? b : a),
+      undefined,
+    );
     if (!deepest || deepest.path.length === 0) break;
     path = [...path, ...deepest.path];
     issue = deepest;
@@ -129,7 +134,10 @@ export function wireErrorData(w: WireError, path?: string): Record<string, unkno
 }
 
 /** A JSON-RPC 2.0 error object (/rpc, and MCP protocol errors of prompts and resources). */
-export function toJsonRpcError(w: WireError, opts: { notFoundCode?: number } = {}): { code: number; message: string; data: Record<string, unknown> } {
+export function toJsonRpcError(
+  w: WireError,
+  opts: { notFoundCode?: number } = {},
+): { code: number; message: string; data: Record<string, unknown> } {
   const code = w.code === 'NOT_FOUND' && opts.notFoundCode !== undefined ? opts.notFoundCode : w.jsonRpcCode;
   return { code, message: w.message, data: wireErrorData(w) };
 }
@@ -143,7 +151,10 @@ export const MCP_ERROR_META_KEY = 'ai-backend/error';
  * `_meta["ai-backend/error"]`, and in `structuredContent.error` when the tool declares no output
  * schema (a declared schema would make clients validate the error against it).
  */
-export function toMcpToolError(w: WireError, opts: { structuredContent: boolean }): {
+export function toMcpToolError(
+  w: WireError,
+  opts: { structuredContent: boolean },
+): {
   isError: true;
   content: Array<{ type: 'text'; text: string }>;
   structuredContent?: Record<string, unknown>;

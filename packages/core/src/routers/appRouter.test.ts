@@ -63,7 +63,9 @@ describe('lazy namespaces', () => {
     const router = createAppRouter();
     const eager = new Set(loadedProcedureIndex(router).keys());
     await loadRouter(router);
-    const published = [...procedureIndex(router).values()].filter((info) => !eager.has(info.path) && (info.meta?.mcp?.prompt || info.meta?.mcp?.resource));
+    const published = [...procedureIndex(router).values()].filter(
+      (info) => !eager.has(info.path) && (info.meta?.mcp?.prompt || info.meta?.mcp?.resource),
+    );
     expect(published.map((info) => info.path)).toEqual([]);
   });
 
@@ -71,7 +73,11 @@ describe('lazy namespaces', () => {
     const broken = router({ gone: lazy(() => Promise.reject(new Error('chunk missing'))) });
     await expect(loadRouter(broken)).rejects.toThrow('chunk missing');
     expect(isRouterLoaded(broken)).toBe(false);
-    const ctx = { identity: null, credentialError: null, req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() } };
+    const ctx = {
+      identity: null,
+      credentialError: null,
+      req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+    };
     const result = await invoke(broken, 'gone.anything', undefined, ctx as never);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error.code).toBe('INTERNAL_SERVER_ERROR');
@@ -84,7 +90,12 @@ describe('lazy namespaces', () => {
       expect(isRouterLoaded(runtime.router)).toBe(false);
       // The prompt registry was filled at start-up without loading anything.
       expect(runtime.prompts.list().map((p) => p.name)).toContain('codeReviewPrompt');
-      const ctx = { runtime, identity: null, credentialError: null, req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() } };
+      const ctx = {
+        runtime,
+        identity: null,
+        credentialError: null,
+        req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+      };
       const result = await invoke(runtime.router, 'mcp.ping', undefined, ctx);
       expect(result.ok).toBe(true);
       expect(isRouterLoaded(runtime.router)).toBe(true);

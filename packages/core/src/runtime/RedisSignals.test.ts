@@ -22,7 +22,11 @@ describe.skipIf(!redis.ok)('RedisSignals', () => {
 
   it('reaches every instance on the same prefix exactly once, the publisher included, and no other prefix', async () => {
     const opts = testRedisOptions(redis, 'signals');
-    const [a, b, other] = await Promise.all([RedisSignals.connect(opts, quiet), RedisSignals.connect(opts, quiet), RedisSignals.connect({ ...opts, keyPrefix: `${opts.keyPrefix}x:` }, quiet)]);
+    const [a, b, other] = await Promise.all([
+      RedisSignals.connect(opts, quiet),
+      RedisSignals.connect(opts, quiet),
+      RedisSignals.connect({ ...opts, keyPrefix: `${opts.keyPrefix}x:` }, quiet),
+    ]);
     open.push(a, b, other);
     const got = { a: [] as string[], b: [] as string[], other: [] as string[] };
     a.subscribe('t', (m) => got.a.push(m));

@@ -37,7 +37,11 @@ export class RedisSignals extends LocalSignals {
   }
 
   static async connect(opts: RedisSignalsOptions, logger: Logger): Promise<RedisSignals> {
-    const { Redis: RedisClient } = await importOptional(OPTIONAL_PACKAGES.ioredis, 'cross-instance signals over Redis', () => import('ioredis'));
+    const { Redis: RedisClient } = await importOptional(
+      OPTIONAL_PACKAGES.ioredis,
+      'cross-instance signals over Redis',
+      () => import('ioredis'),
+    );
     const make = () => {
       const client = new RedisClient(redisClientOptions(opts));
       client.on('error', () => undefined); // reported through publish failures; reconnects by itself
@@ -46,7 +50,9 @@ export class RedisSignals extends LocalSignals {
     const signals = new RedisSignals(make(), make(), opts.keyPrefix ?? '', logger);
     await Promise.all([signals.pub.connect().catch(() => undefined), signals.sub.connect().catch(() => undefined)]);
     // ioredis re-subscribes after a reconnect on its own (autoResubscribe).
-    await signals.sub.subscribe(signals.channel).catch((err: Error) => logger.warn('signals: could not subscribe yet', { error: err.message }));
+    await signals.sub
+      .subscribe(signals.channel)
+      .catch((err: Error) => logger.warn('signals: could not subscribe yet', { error: err.message }));
     if (signals.sub.status !== 'ready') signals.sub.once('ready', () => void signals.sub.subscribe(signals.channel).catch(() => undefined));
     return signals;
   }

@@ -139,7 +139,7 @@ describe('Stats reads records by key, never by listing keys', () => {
     expect(fresh.listings()).toBe(1);
   });
 
-  it('a read after the first flush lists no keys, whatever else the store holds; two instances\' records are all found', async () => {
+  it("a read after the first flush lists no keys, whatever else the store holds; two instances' records are all found", async () => {
     const { storage, listings } = countingListings(new MemoryStorage());
     const a = new Stats(storage);
     const b = new Stats(storage);

@@ -170,7 +170,12 @@ export class Stats {
     const ttlMs = (this.opts.retentionDays ?? 90) * DAY_MS;
     // Its failure is caught at once: during a store outage it can fail while the records below are
     // still being written, and a rejection with no handler yet ended the process (chaos test).
-    const upstream = this.opts.upstream?.hasPending ? this.opts.upstream.write(storage, ttlMs).then(() => undefined, (err: unknown) => ({ err })) : undefined;
+    const upstream = this.opts.upstream?.hasPending
+      ? this.opts.upstream.write(storage, ttlMs).then(
+          () => undefined,
+          (err: unknown) => ({ err }),
+        )
+      : undefined;
     try {
       await this.index!.ensureMarker();
       await this.writeRecords(storage, batch, ttlMs);
@@ -199,7 +204,9 @@ export class Stats {
       // record's name joins its day's list in it, so a read finds every record by key.
       await storage.transact(list ? [PREFIX + key, list] : [PREFIX + key], (read) => {
         const current = read<DayRecord>(PREFIX + key);
-        const writes: TxWrite[] = [{ op: 'set', key: PREFIX + key, value: merge(current ? structuredClone(current) : emptyRecord(), add), ttlMs }];
+        const writes: TxWrite[] = [
+          { op: 'set', key: PREFIX + key, value: merge(current ? structuredClone(current) : emptyRecord(), add), ttlMs },
+        ];
         const names = list ? StatsIndex.added(read<string[]>(list), name) : undefined;
         if (list && names) writes.push({ op: 'set', key: list, value: names, ttlMs });
         return { writes, result: null };

@@ -83,7 +83,11 @@ export function summarize(entries: Array<[string, DayRecord]>, days: number, sin
         count: r.count,
         errors: r.errors,
         avgMs: r.count ? Number((r.totalMs / r.count).toFixed(3)) : 0,
-        latencyMs: { p50: percentile(r.buckets, r.count, 50), p90: percentile(r.buckets, r.count, 90), p99: percentile(r.buckets, r.count, 99) },
+        latencyMs: {
+          p50: percentile(r.buckets, r.count, 50),
+          p90: percentile(r.buckets, r.count, 90),
+          p99: percentile(r.buckets, r.count, 99),
+        },
       };
     })
     .sort((a, b) => b.count - a.count || a.path.localeCompare(b.path));

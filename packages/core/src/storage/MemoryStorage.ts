@@ -113,7 +113,10 @@ export class MemoryStorage implements Storage {
 
   async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
     const after = opts.cursor ?? '';
-    const logs = [...this.logs.keys()].filter((l) => l.startsWith(prefix) && l > after).sort().slice(0, opts.limit);
+    const logs = [...this.logs.keys()]
+      .filter((l) => l.startsWith(prefix) && l > after)
+      .sort()
+      .slice(0, opts.limit);
     return { logs, ...(logs.length === opts.limit ? { cursor: logs.at(-1)! } : {}) };
   }
 

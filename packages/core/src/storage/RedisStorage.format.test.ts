@@ -37,8 +37,15 @@ describe.skipIf(!redis.ok)('Redis format mark while running', () => {
     expect(await store.get('k')).toBe(1);
     await setMark(prefix, String(REDIS_FORMAT_VERSION + 1));
     await waitFor(async () => !(await store.health()).ok, { timeoutMs: 3000, intervalMs: 20, what: 'health down after the newer mark' });
-    expect((await store.health()).detail).toMatch(/written by a newer release of ai-backend \(format version 2; this release knows up to 1\)/);
-    for (const call of [store.get('k'), store.set('k', 2), store.append('log', { a: 1 }), store.transact(['k'], () => ({ writes: [{ op: 'set', key: 'k', value: 3 }], result: null }))]) {
+    expect((await store.health()).detail).toMatch(
+      /written by a newer release of ai-backend \(format version 2; this release knows up to 1\)/,
+    );
+    for (const call of [
+      store.get('k'),
+      store.set('k', 2),
+      store.append('log', { a: 1 }),
+      store.transact(['k'], () => ({ writes: [{ op: 'set', key: 'k', value: 3 }], result: null })),
+    ]) {
       await expect(call).rejects.toMatchObject({ appCode: 'UNAVAILABLE', message: expect.stringMatching(/newer release/) });
     }
     // Nothing this release wrote after the mark changed.

@@ -9,7 +9,17 @@ import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_S
 import { TxValueCache } from './sql/TxValueCache.js';
 import { GroupCommit, planBatch, type BatchJob } from './GroupCommit.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../config/optionalPackages.js';
-import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
+import type {
+  IncrementOptions,
+  LogEntry,
+  LogPage,
+  ReadLogOptions,
+  SetOptions,
+  Storage,
+  TxPlan,
+  TxRead,
+  TxWrite,
+} from '../kernel/Storage.js';
 
 /** Connection options (the `storage.redis` config section, plus two timeouts). */
 export interface RedisStorageOptions {
@@ -173,7 +183,14 @@ export class RedisStorage implements Storage {
    * the next start.
    */
   private async claimFormat(prefix: string): Promise<void> {
-    const found = Number(await this.redis.eval("local v = redis.call('GET', KEYS[1]) if v then return v end redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]", 1, `${prefix}format`, String(REDIS_FORMAT_VERSION)));
+    const found = Number(
+      await this.redis.eval(
+        "local v = redis.call('GET', KEYS[1]) if v then return v end redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]",
+        1,
+        `${prefix}format`,
+        String(REDIS_FORMAT_VERSION),
+      ),
+    );
     if (found > REDIS_FORMAT_VERSION) {
       const message = `storage: the Redis keys under the prefix "${prefix}" were written by a newer release of ai-backend (format version ${found}; this release knows up to ${REDIS_FORMAT_VERSION}). Run that release or a later one; to go back to this one, restore a backup taken before the upgrade.`;
       if (this.formatCheck === undefined) {
@@ -195,9 +212,7 @@ export class RedisStorage implements Storage {
     this.cache.forget(key);
     const json = canonicalJson(value);
     const px = pxFor(opts?.ttlMs);
-    await this.run(() =>
-      px === '' ? this.redis.set(this.kvPrefix + key, json) : this.redis.set(this.kvPrefix + key, json, 'PX', px),
-    );
+    await this.run(() => (px === '' ? this.redis.set(this.kvPrefix + key, json) : this.redis.set(this.kvPrefix + key, json, 'PX', px)));
   }
 
   async delete(key: string): Promise<boolean> {
@@ -216,9 +231,7 @@ export class RedisStorage implements Storage {
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
     this.cache.forget(key);
     const min = opts?.min === undefined ? '' : String(opts.min);
-    const result = await this.run(() =>
-      this.redis.storageIncrement(this.kvPrefix + key, String(delta), min, pxFor(opts?.ttlMs)),
-    );
+    const result = await this.run(() => this.redis.storageIncrement(this.kvPrefix + key, String(delta), min, pxFor(opts?.ttlMs)));
     return result === null ? null : Number(result);
   }
 
@@ -269,7 +282,9 @@ export class RedisStorage implements Storage {
    * script, at most one batch of LSETs near the head of the list.
    */
   async trimLog(log: string, throughSeq: number): Promise<number> {
-    return this.run(async () => Number(await this.redis.eval(TRIM_SCRIPT, 2, this.logPrefix + log, this.trimPrefix + log, String(throughSeq), TRIMMED)));
+    return this.run(async () =>
+      Number(await this.redis.eval(TRIM_SCRIPT, 2, this.logPrefix + log, this.trimPrefix + log, String(throughSeq), TRIMMED)),
+    );
   }
 
   async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
@@ -325,7 +340,10 @@ export class RedisStorage implements Storage {
         try {
           planned = plan(readerOf(values));
         } catch (err) {
-          if (unique.length) await this.run(() => this.redis.storageUnlock(unique.length, ...redisKeys.slice(0, unique.length), token)).catch(() => undefined);
+          if (unique.length)
+            await this.run(() => this.redis.storageUnlock(unique.length, ...redisKeys.slice(0, unique.length), token)).catch(
+              () => undefined,
+            );
           throw err;
         }
         if (planned.writes.length === 0 && unique.length) {
@@ -377,7 +395,14 @@ export class RedisStorage implements Storage {
   }
 
   /** The commit script (see COMMIT_SCRIPT); true when the writes were applied. Remembers what it wrote. */
-  private async commit(redisKeys: string[], token: string, unique: string[], values: Map<string, string>, writes: EncodedWrites, now = Date.now()): Promise<boolean> {
+  private async commit(
+    redisKeys: string[],
+    token: string,
+    unique: string[],
+    values: Map<string, string>,
+    writes: EncodedWrites,
+    now = Date.now(),
+  ): Promise<boolean> {
     const args = [...redisKeys, token, ...unique.map((k) => values.get(k)!), this.kvPrefix, this.logPrefix, this.dueKey, ...writes.args];
     let applied: boolean;
     try {
@@ -391,7 +416,8 @@ export class RedisStorage implements Storage {
       return false;
     }
     // In write order: the last write of a key is what it holds.
-    for (const [key, text, ttlMs] of writes.rows) this.cache.remember(key, { value: text, version: undefined }, expiresAtFor(ttlMs, now), now);
+    for (const [key, text, ttlMs] of writes.rows)
+      this.cache.remember(key, { value: text, version: undefined }, expiresAtFor(ttlMs, now), now);
     return true;
   }
 

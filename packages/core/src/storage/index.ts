@@ -1,4 +1,14 @@
-export type { Storage, SetOptions, IncrementOptions, LogEntry, ReadLogOptions, TransactOptions, TxRead, TxWrite, TxPlan } from '../kernel/Storage.js';
+export type {
+  Storage,
+  SetOptions,
+  IncrementOptions,
+  LogEntry,
+  ReadLogOptions,
+  TransactOptions,
+  TxRead,
+  TxWrite,
+  TxPlan,
+} from '../kernel/Storage.js';
 export { MemoryStorage } from './MemoryStorage.js';
 export { createStorage, sqliteFile, type StorageConfig } from './createStorage.js';
 // The SQLite, PostgreSQL and Redis stores are not exported as values: createStorage imports the

@@ -30,7 +30,12 @@ describe.each(SQLITE_DRIVERS)('private data files on %s', (driver) => {
     const store = await SqliteStorage.open({ file, driver });
     try {
       await store.set('k', { secret: true });
-      expect({ a: modeOf(join(dir, 'a')), b: modeOf(join(dir, 'a', 'b')), db: modeOf(file), wal: modeOf(`${file}-wal`) }).toEqual({ a: '700', b: '700', db: '600', wal: '600' });
+      expect({ a: modeOf(join(dir, 'a')), b: modeOf(join(dir, 'a', 'b')), db: modeOf(file), wal: modeOf(`${file}-wal`) }).toEqual({
+        a: '700',
+        b: '700',
+        db: '600',
+        wal: '600',
+      });
     } finally {
       await store.close();
     }
@@ -40,16 +45,25 @@ describe.each(SQLITE_DRIVERS)('private data files on %s', (driver) => {
 describe('the start checks the data directory', () => {
   const startWith = async (dataDir: string) => {
     const lines: string[] = [];
-    const rt = await createRuntime(resolveConfig({ storage: { type: 'sqlite', dir: dataDir } }), { logger: createLogger('warn', (l) => lines.push(l)) });
+    const rt = await createRuntime(resolveConfig({ storage: { type: 'sqlite', dir: dataDir } }), {
+      logger: createLogger('warn', (l) => lines.push(l)),
+    });
     await rt.close();
-    return lines.map((l) => JSON.parse(l) as { level: string; msg: string; fix?: string }).filter((l) => l.msg.includes('open to other users'));
+    return lines
+      .map((l) => JSON.parse(l) as { level: string; msg: string; fix?: string })
+      .filter((l) => l.msg.includes('open to other users'));
   };
 
   it('warns, naming the path and the chmod, when an existing data directory or database is wider than private', async () => {
     const data = join(dir, 'data');
     mkdirSync(data, { mode: 0o755 });
     expect(await startWith(data)).toEqual([
-      { time: expect.any(String), level: 'warn', msg: expect.stringContaining(`the data directory ${data} is open to other users (mode 755)`), fix: `chmod 700 ${data}` },
+      {
+        time: expect.any(String),
+        level: 'warn',
+        msg: expect.stringContaining(`the data directory ${data} is open to other users (mode 755)`),
+        fix: `chmod 700 ${data}`,
+      },
     ]);
     chmodSync(data, 0o700);
     chmodSync(join(data, 'ai-backend.db'), 0o644);

@@ -9,7 +9,15 @@ import { RedisStorage } from './RedisStorage.js';
 import { PostgresStorage } from './sql/PostgresStorage.js';
 import { SqliteStorage } from './sql/SqliteStorage.js';
 import type { Storage } from '../kernel/Storage.js';
-import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions, testService } from '@ai-backend/test-utils/services';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+  testService,
+} from '@ai-backend/test-utils/services';
 import { waitFor } from '@ai-backend/test-utils';
 import { SQLITE_DRIVERS } from './sql/__tests__/sqliteDrivers.js';
 
@@ -26,37 +34,43 @@ const redis = await testRedis();
 const redisServer = await testService('redis-server');
 const postgres = await testPostgres();
 
-const backends: Backend[] = ([
-  { name: 'memory', open: async () => ({ store: new MemoryStorage(), cleanup: async () => undefined }) },
-  ...SQLITE_DRIVERS.map((driver) => ({
-    name: 'sqlite' as const,
-    label: `sqlite (${driver})`,
-    open: async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'storage-conf-'));
-      return { store: await SqliteStorage.open({ file: join(dir, 'data.db'), driver }), cleanup: () => rm(dir, { recursive: true, force: true }) };
+const backends: Backend[] = (
+  [
+    { name: 'memory', open: async () => ({ store: new MemoryStorage(), cleanup: async () => undefined }) },
+    ...SQLITE_DRIVERS.map((driver) => ({
+      name: 'sqlite' as const,
+      label: `sqlite (${driver})`,
+      open: async () => {
+        const dir = await mkdtemp(join(tmpdir(), 'storage-conf-'));
+        return {
+          store: await SqliteStorage.open({ file: join(dir, 'data.db'), driver }),
+          cleanup: () => rm(dir, { recursive: true, force: true }),
+        };
+      },
+    })),
+    {
+      name: 'postgres',
+      open: async () => {
+        const opts = testPostgresOptions(postgres, 'conformance');
+        return { store: await PostgresStorage.connect(opts), cleanup: () => dropTestSchema(postgres, opts.schema) };
+      },
     },
-  })),
-  {
-    name: 'postgres',
-    open: async () => {
-      const opts = testPostgresOptions(postgres, 'conformance');
-      return { store: await PostgresStorage.connect(opts), cleanup: () => dropTestSchema(postgres, opts.schema) };
+    {
+      name: 'redis',
+      open: async () => {
+        const opts = testRedisOptions(redis, 'conformance');
+        return { store: await RedisStorage.connect(opts), cleanup: async () => void (await dropTestKeys(redis, opts.keyPrefix)) };
+      },
     },
-  },
-  {
-    name: 'redis',
-    open: async () => {
-      const opts = testRedisOptions(redis, 'conformance');
-      return { store: await RedisStorage.connect(opts), cleanup: async () => void (await dropTestKeys(redis, opts.keyPrefix)) };
-    },
-  },
-] satisfies Backend[])
+  ] satisfies Backend[]
+)
   .filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok))
   .map((b: Backend) => ({ ...b, label: b.label ?? b.name }));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A key with a short ttl is gone within a few seconds (each backend expires on its own clock). */
-const expired = (store: Storage, key: string) => waitFor(async () => (await store.get(key)) === undefined, { timeoutMs: 3000, what: `${key} expired` });
+const expired = (store: Storage, key: string) =>
+  waitFor(async () => (await store.get(key)) === undefined, { timeoutMs: 3000, what: `${key} expired` });
 
 async function expectAppCode(p: Promise<unknown>, appCode: string): Promise<void> {
   await expect(p).rejects.toMatchObject({ appCode });
@@ -241,14 +255,21 @@ describe.each(backends)('storage conformance: $label', (backend) => {
     expect(await store.trimLog('trim', 3)).toBe(3);
     // Idempotent, and never past the head.
     expect(await store.trimLog('trim', 2)).toBe(0);
-    expect((await store.readLog<{ i: number }>('trim')).map((e) => [e.seq, e.record.i])).toEqual([[4, 4], [5, 5], [6, 6]]);
+    expect((await store.readLog<{ i: number }>('trim')).map((e) => [e.seq, e.record.i])).toEqual([
+      [4, 4],
+      [5, 5],
+      [6, 6],
+    ]);
     expect((await store.readLog('trim', { limit: 2 })).map((e) => e.seq)).toEqual([4, 5]);
     expect((await store.readLog('trim', { after: 1, limit: 1 })).map((e) => e.seq)).toEqual([4]);
     expect((await store.readLog('trim', { newestFirst: true, limit: 5 })).map((e) => e.seq)).toEqual([6, 5, 4]);
     expect((await store.readLog('trim', { newestFirst: true, limit: 2, before: 5 })).map((e) => e.seq)).toEqual([4]);
     expect(await store.append('trim', { i: 7 })).toBe(7);
     await store.transact([], () => ({ writes: [{ op: 'append', log: 'trim', record: { i: 8 } }], result: null }));
-    expect((await store.readLog<{ i: number }>('trim', { after: 6 })).map((e) => [e.seq, e.record.i])).toEqual([[7, 7], [8, 8]]);
+    expect((await store.readLog<{ i: number }>('trim', { after: 6 })).map((e) => [e.seq, e.record.i])).toEqual([
+      [7, 7],
+      [8, 8],
+    ]);
     // The whole log trimmed: empty reads, and the next append still gets the next number.
     expect(await store.trimLog('trim', 100)).toBe(5);
     expect(await store.readLog('trim')).toEqual([]);
@@ -284,7 +305,13 @@ describe.each(backends)('storage conformance: $label', (backend) => {
   it('concurrent single reads of one tick each get their own key (duplicates included)', async () => {
     await store.set('b1', { one: 1 });
     await store.set('b2', [2]);
-    const reads = await Promise.all([store.get('b1'), store.get('b2'), store.get('b-absent'), store.get('b1'), store.getMany(['b2', 'b1'])]);
+    const reads = await Promise.all([
+      store.get('b1'),
+      store.get('b2'),
+      store.get('b-absent'),
+      store.get('b1'),
+      store.getMany(['b2', 'b1']),
+    ]);
     expect(reads).toEqual([{ one: 1 }, [2], undefined, { one: 1 }, [[2], { one: 1 }]]);
     // Each caller gets its own copy, even of a key read twice in the same batch.
     (reads[0] as { one: number }).one = 99;
@@ -299,7 +326,13 @@ describe.each(backends)('storage conformance: $label', (backend) => {
 
   it('values with a NUL character or backslashes go through transactions, logs and compare-and-set', async () => {
     const odd = { s: 'nul\u0000here \\u0000 "quoted" \\ é', n: [1.5, 0.1, 1e21] };
-    await store.transact(['odd'], () => ({ writes: [{ op: 'set', key: 'odd', value: odd }, { op: 'append', log: 'odd-log', record: odd }], result: null }));
+    await store.transact(['odd'], () => ({
+      writes: [
+        { op: 'set', key: 'odd', value: odd },
+        { op: 'append', log: 'odd-log', record: odd },
+      ],
+      result: null,
+    }));
     expect(await store.get('odd')).toEqual(JSON.parse(JSON.stringify(odd)));
     expect((await store.readLog('odd-log')).map((e) => e.record)).toEqual([JSON.parse(JSON.stringify(odd))]);
     expect(await store.compareAndSet('odd', await store.get('odd'), { ok: 1 })).toBe(true);
@@ -345,9 +378,11 @@ describe.each(backends)('storage conformance: $label', (backend) => {
   it('a transaction whose plan throws writes nothing and rethrows', async () => {
     await store.set('acct', 1);
     const boom = new Error('refused');
-    await expect(store.transact(['acct'], () => {
-      throw boom;
-    })).rejects.toBe(boom);
+    await expect(
+      store.transact(['acct'], () => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
     await expect(store.transact(['acct'], () => ({ writes: [], result: 'ok' }))).resolves.toBe('ok');
     expect(await store.get('acct')).toBe(1);
     expect(await store.readLog('txlog')).toEqual([]);
@@ -359,7 +394,13 @@ describe.each(backends)('storage conformance: $label', (backend) => {
       store.transact(['bal'], (read) => {
         const bal = read<number>('bal')!;
         if (bal < 1) return { writes: [], result: false };
-        return { writes: [{ op: 'set', key: 'bal', value: bal - 1 }, { op: 'append', log: 'draws', record: { bal } }], result: true };
+        return {
+          writes: [
+            { op: 'set', key: 'bal', value: bal - 1 },
+            { op: 'append', log: 'draws', record: { bal } },
+          ],
+          result: true,
+        };
       });
     const results = await Promise.all(Array.from({ length: 200 }, take));
     expect(results.filter(Boolean)).toHaveLength(100);
@@ -385,12 +426,13 @@ describe.each(backends)('storage conformance: $label', (backend) => {
     expect(await store.dueKeys('hold:', 10_000, 10)).toEqual(['hold:c']);
   });
 
-  it('API key rows: the owner index lists exactly one owner\'s keys, and a record with its spend row moves in one transaction', async () => {
+  it("API key rows: the owner index lists exactly one owner's keys, and a record with its spend row moves in one transaction", async () => {
     // What services/apiKeys relies on: encoded owner ids never bleed into each other's prefix
     // (`a:b` vs `a`), and the reservation's transaction reads and writes several rows at once.
     const owners = ['a', 'a:b', 'a%3Ab', 'idp:https://x#1'];
     for (const [i, o] of owners.entries()) await store.set(`apikeyowner:${encodeURIComponent(o)}:K${i}`, 1);
-    for (const [i, o] of owners.entries()) expect(await store.keys(`apikeyowner:${encodeURIComponent(o)}:`)).toEqual([`apikeyowner:${encodeURIComponent(o)}:K${i}`]);
+    for (const [i, o] of owners.entries())
+      expect(await store.keys(`apikeyowner:${encodeURIComponent(o)}:`)).toEqual([`apikeyowner:${encodeURIComponent(o)}:K${i}`]);
     await store.set('apikey:K0', { id: 'K0', revokedAt: null });
     const spend = await store.transact(['apikey:K0', 'apikeyspend:K0'], (read) => {
       const rec = read<{ revokedAt: string | null }>('apikey:K0');
@@ -446,7 +488,13 @@ describe.skipIf(!redis.ok)('redis backend', () => {
     try {
       await a.set('hot', 0);
       const bump = (s: RedisStorage) =>
-        s.transact(['hot', 'other'], (read) => ({ writes: [{ op: 'set', key: 'hot', value: read<number>('hot')! + 1 }, { op: 'append', log: 'bumps', record: read<number>('hot') }], result: read<number>('hot')! }));
+        s.transact(['hot', 'other'], (read) => ({
+          writes: [
+            { op: 'set', key: 'hot', value: read<number>('hot')! + 1 },
+            { op: 'append', log: 'bumps', record: read<number>('hot') },
+          ],
+          result: read<number>('hot')!,
+        }));
       const seen = await Promise.all(Array.from({ length: 600 }, (_, i) => bump([a, b, c][i % 3]!)));
       expect(await b.get('hot')).toBe(600);
       expect(new Set(seen).size).toBe(600);
@@ -477,7 +525,13 @@ describe.skipIf(!redis.ok)('redis backend', () => {
       s.transact<number | 'replay'>(['acct', `hold:${id}`], (read) => {
         const balance = read<number>('acct')!;
         if (read(`hold:${id}`) !== undefined) return { writes: [], result: 'replay' };
-        return { writes: [{ op: 'set', key: 'acct', value: balance - 1 }, { op: 'set', key: `hold:${id}`, value: 1 }], result: balance };
+        return {
+          writes: [
+            { op: 'set', key: 'acct', value: balance - 1 },
+            { op: 'set', key: `hold:${id}`, value: 1 },
+          ],
+          result: balance,
+        };
       });
     try {
       await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 100 }], result: null }));
@@ -508,7 +562,14 @@ describe.skipIf(!redis.ok)('redis backend', () => {
       a.transact(['acct', `hold:${id}`], (read) => {
         const balance = read<number>('acct')!;
         if (balance < 1) throw new Error('insufficient');
-        return { writes: [{ op: 'set', key: 'acct', value: balance - 1 }, { op: 'set', key: `hold:${id}`, value: balance }, { op: 'append', log: 'spends', record: id }], result: balance };
+        return {
+          writes: [
+            { op: 'set', key: 'acct', value: balance - 1 },
+            { op: 'set', key: `hold:${id}`, value: balance },
+            { op: 'append', log: 'spends', record: id },
+          ],
+          result: balance,
+        };
       });
     try {
       await a.transact(['acct'], () => ({ writes: [{ op: 'set', key: 'acct', value: 1000 }], result: null }));
@@ -543,7 +604,12 @@ describe.skipIf(!redis.ok)('redis backend', () => {
       // As if an instance died between its two round trips (kill -9): its lock stays until the lease ends.
       await raw.set(`${prefix}lock:k`, 'dead-instance', 'PX', 300);
       const started = Date.now();
-      expect(await a.transact(['k'], (read) => ({ writes: [{ op: 'set', key: 'k', value: read<number>('k')! + 1 }], result: read<number>('k') }))).toBe(1);
+      expect(
+        await a.transact(['k'], (read) => ({
+          writes: [{ op: 'set', key: 'k', value: read<number>('k')! + 1 }],
+          result: read<number>('k'),
+        })),
+      ).toBe(1);
       expect(Date.now() - started).toBeGreaterThanOrEqual(250);
       expect(Date.now() - started).toBeLessThan(1000);
       // A plain set between the read and the commit: the commit refuses, the plan runs again on the new value.
@@ -652,7 +718,13 @@ describe.each(SQLITE_DRIVERS)('sqlite backend on %s', (driver) => {
     await a.increment('ctr', 1);
     expect(await a.compareAndSet('cas', undefined, 'x')).toBe(true);
     await a.append('ledger', { amount: 5 });
-    await a.transact(['tx'], () => ({ writes: [{ op: 'set', key: 'tx', value: 1, dueAt: 5 }, { op: 'append', log: 'ledger', record: { amount: -2 } }], result: null }));
+    await a.transact(['tx'], () => ({
+      writes: [
+        { op: 'set', key: 'tx', value: 1, dueAt: 5 },
+        { op: 'append', log: 'ledger', record: { amount: -2 } },
+      ],
+      result: null,
+    }));
     await a.close();
 
     const b = await SqliteStorage.open({ file, driver });
@@ -677,10 +749,14 @@ describe.each(SQLITE_DRIVERS)('sqlite backend on %s', (driver) => {
   it('a file that is not a database, or a data folder that is a file, is refused naming the path', async () => {
     const garbage = join(dir, 'garbage.db');
     await writeFile(garbage, 'not a database '.repeat(20));
-    await expect(SqliteStorage.open({ file: garbage, driver })).rejects.toThrow(`storage: cannot use the database file ${garbage}: file is not a database`);
+    await expect(SqliteStorage.open({ file: garbage, driver })).rejects.toThrow(
+      `storage: cannot use the database file ${garbage}: file is not a database`,
+    );
     const notDir = join(dir, 'a-file');
     await writeFile(notDir, '');
-    await expect(SqliteStorage.open({ file: join(notDir, 'data.db'), driver })).rejects.toThrow(`storage: cannot create the folder ${notDir} for the database file`);
+    await expect(SqliteStorage.open({ file: join(notDir, 'data.db'), driver })).rejects.toThrow(
+      `storage: cannot create the folder ${notDir} for the database file`,
+    );
   });
 
   it('refuses a second open of the same file while the first is open, with a clear message', async () => {

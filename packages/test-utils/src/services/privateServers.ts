@@ -61,7 +61,11 @@ export async function startPrivateRedis(): Promise<PrivateServer> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = await spawnUntil(bin, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'], 'Ready to accept connections');
+    child = await spawnUntil(
+      bin,
+      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'],
+      'Ready to accept connections',
+    );
   };
   const stop = async () => {
     child?.kill('SIGKILL');
@@ -92,7 +96,10 @@ export async function startPrivatePostgres(): Promise<PrivateServer & { user: st
   const ids = process.getuid?.() === 0 ? await postgresUser() : {};
   if (ids.uid !== undefined) chownSync(dir, ids.uid, ids.gid!);
   await new Promise<void>((resolve, reject) => {
-    const init = spawn(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { stdio: ['ignore', 'pipe', 'pipe'], ...ids });
+    const init = spawn(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...ids,
+    });
     let out = '';
     init.stdout.on('data', (d: Buffer) => (out += d.toString()));
     init.stderr.on('data', (d: Buffer) => (out += d.toString()));

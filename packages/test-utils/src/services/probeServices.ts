@@ -49,7 +49,12 @@ export function hostPort(value: string | undefined, fallback: { host: string; po
 
 /** Resolve a command on PATH (or an absolute path) to an executable file, or undefined. */
 export function findExecutable(command: string, env = process.env): string | undefined {
-  const candidates = command.includes('/') ? [command] : (env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, command));
+  const candidates = command.includes('/')
+    ? [command]
+    : (env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((dir) => path.join(dir, command));
   for (const file of candidates) {
     try {
       accessSync(file, constants.X_OK);
@@ -96,7 +101,8 @@ export async function postgresAnswers(host: string, port: number): Promise<boole
 
 export async function probeRedis(env = process.env): Promise<ServiceStatus> {
   const { host, port } = hostPort(env[SERVICE_ENV.redis], { host: '127.0.0.1', port: 6379 });
-  const hint = 'start one (redis-server --daemonize yes --port 6379 --save "" --appendonly no), install redis-server (apt-get install redis-server) so the tests start their own, or run .ci/redis.sh';
+  const hint =
+    'start one (redis-server --daemonize yes --port 6379 --save "" --appendonly no), install redis-server (apt-get install redis-server) so the tests start their own, or run .ci/redis.sh';
   const ok = await redisAnswers(host, port);
   return { name: 'redis', ok, host, port, hint, detail: ok ? `${host}:${port} answers PING` : `nothing answers PING on ${host}:${port}` };
 }
@@ -136,7 +142,9 @@ export function postgresBinDir(env = process.env): string | undefined {
   if (chosen) return existsSync(path.join(chosen, 'initdb')) ? chosen : undefined;
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(path.join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? path.join(root, versions[0], 'bin') : undefined;
 }
 
@@ -160,5 +168,11 @@ export function probeChromium(env = process.env): ServiceStatus {
 /** Probe every service (about a millisecond each when they answer; 1 s at most when one hangs). */
 export async function probeServices(env = process.env): Promise<ServiceMap> {
   const [redis, postgres] = await Promise.all([probeRedis(env), probePostgres(env)]);
-  return { redis, 'redis-server': probeRedisServer(env), postgres, 'postgres-server': probePostgresServer(env), chromium: probeChromium(env) };
+  return {
+    redis,
+    'redis-server': probeRedisServer(env),
+    postgres,
+    'postgres-server': probePostgresServer(env),
+    chromium: probeChromium(env),
+  };
 }

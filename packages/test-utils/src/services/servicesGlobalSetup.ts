@@ -35,13 +35,19 @@ function freePort(): Promise<number> {
 /** Start a throwaway redis-server (no persistence) and wait until it answers PING. */
 async function startPrivateRedis(bin: string, dir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: 'ignore',
+  });
   const failed = new Promise<never>((_, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)));
   });
   // Polling the child's port: no event says "listening".
-  const ready = waitFor(() => redisAnswers('127.0.0.1', port), { timeoutMs: 5000, intervalMs: 50, what: 'the private redis-server answering PING' });
+  const ready = waitFor(() => redisAnswers('127.0.0.1', port), {
+    timeoutMs: 5000,
+    intervalMs: 50,
+    what: 'the private redis-server answering PING',
+  });
   await Promise.race([ready, failed]);
   return { child, port };
 }
@@ -59,7 +65,14 @@ export async function setup(project: TestProject): Promise<void> {
     try {
       const started = await startPrivateRedis(bin, skipDir);
       privateRedis = started.child;
-      services.redis = { ...services.redis, ok: true, host: '127.0.0.1', port: started.port, started: true, detail: `started ${bin} on 127.0.0.1:${started.port}` };
+      services.redis = {
+        ...services.redis,
+        ok: true,
+        host: '127.0.0.1',
+        port: started.port,
+        started: true,
+        detail: `started ${bin} on 127.0.0.1:${started.port}`,
+      };
     } catch (err) {
       services.redis = { ...services.redis, detail: `${services.redis.detail}; starting ${bin} failed: ${(err as Error).message}` };
     }
@@ -99,7 +112,10 @@ export async function teardown(): Promise<void> {
   } catch {
     // nothing was skipped
   }
-  const summary = skipSummary(lines.map((l) => JSON.parse(l) as { service: ServiceName; file?: string }), lastServices);
+  const summary = skipSummary(
+    lines.map((l) => JSON.parse(l) as { service: ServiceName; file?: string }),
+    lastServices,
+  );
   rmSync(skipDir, { recursive: true, force: true });
   if (summary) process.stdout.write(`\n${summary}\n`);
 }

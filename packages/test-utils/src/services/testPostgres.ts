@@ -54,7 +54,14 @@ export function testPostgresOptions(pg: Omit<TestPostgres, 'ok'>, label = 'stora
 export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: string): Promise<void> {
   if (!/^t_[a-z0-9_]+$/.test(schema)) throw new Error(`refusing to drop ${schema}: not a test schema`);
   const { default: pgLib } = await import('pg');
-  const client = new pgLib.Client({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 3000 });
+  const client = new pgLib.Client({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.database,
+    connectionTimeoutMillis: 3000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -71,7 +78,14 @@ export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: strin
  */
 export async function runTestSql(pg: Omit<TestPostgres, 'ok'>, sql: string): Promise<Array<Record<string, unknown>>> {
   const { default: pgLib } = await import('pg');
-  const client = new pgLib.Client({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 3000 });
+  const client = new pgLib.Client({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.database,
+    connectionTimeoutMillis: 3000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();

@@ -21,7 +21,13 @@ export async function testRedis(): Promise<TestRedis> {
 
 /** Connect options with a key prefix unique to this test run, so parallel runs never collide. */
 export function testRedisOptions(redis: Pick<TestRedis, 'host' | 'port'>, label = 'storage') {
-  return { host: redis.host, port: redis.port, db: 0, tls: false as const, keyPrefix: `ai-backend-test:${label}:${process.pid}:${randomUUID().slice(0, 8)}:` };
+  return {
+    host: redis.host,
+    port: redis.port,
+    db: 0,
+    tls: false as const,
+    keyPrefix: `ai-backend-test:${label}:${process.pid}:${randomUUID().slice(0, 8)}:`,
+  };
 }
 
 /** A plain ioredis client that never retries and never prints "[ioredis] Unhandled error event". */

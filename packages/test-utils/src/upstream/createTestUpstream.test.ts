@@ -18,8 +18,16 @@ const formats: Array<[string, (key: string) => LanguageModel, string]> = [
   ['openai responses', (key) => createOpenAI({ apiKey: key, baseURL: upstream.baseUrls.openai })('gpt-x'), '/v1/responses'],
   ['openai chat', (key) => createOpenAI({ apiKey: key, baseURL: upstream.baseUrls.openai }).chat('gpt-x'), '/v1/chat/completions'],
   ['anthropic', (key) => createAnthropic({ apiKey: key, baseURL: upstream.baseUrls.anthropic })('claude-x'), '/v1/messages'],
-  ['google', (key) => createGoogleGenerativeAI({ apiKey: key, baseURL: upstream.baseUrls.google })('gemini-x'), '/v1beta/models/gemini-x:generateContent'],
-  ['openrouter', (key) => createOpenRouter({ apiKey: key, baseURL: upstream.baseUrls.openrouter })('openai/gpt-x'), '/api/v1/chat/completions'],
+  [
+    'google',
+    (key) => createGoogleGenerativeAI({ apiKey: key, baseURL: upstream.baseUrls.google })('gemini-x'),
+    '/v1beta/models/gemini-x:generateContent',
+  ],
+  [
+    'openrouter',
+    (key) => createOpenRouter({ apiKey: key, baseURL: upstream.baseUrls.openrouter })('openai/gpt-x'),
+    '/api/v1/chat/completions',
+  ],
 ];
 
 describe('createTestUpstream wire formats', () => {
@@ -86,7 +94,9 @@ describe('createTestUpstream faults', () => {
 
   it('hang is ended by the client abort, which the upstream records', async () => {
     const ac = new AbortController();
-    const call = generateText({ model: chat(), prompt: '[[upstream:hang]]', maxRetries: 0, abortSignal: ac.signal }).catch((e: unknown) => e);
+    const call = generateText({ model: chat(), prompt: '[[upstream:hang]]', maxRetries: 0, abortSignal: ac.signal }).catch(
+      (e: unknown) => e,
+    );
     await upstream.waitForRequests();
     ac.abort();
     expect(await call).toBeInstanceOf(Error);

@@ -123,7 +123,14 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
     if (path === '/v1/embeddings') return { provider: 'openai', format: 'embeddings', wire: 'openai', batch: true };
     if (path === '/api/v1/embeddings') return { provider: 'openrouter', format: 'embeddings', wire: 'openai', batch: true };
     const e = /^\/v1beta\/models\/([^/:]+):(embedContent|batchEmbedContents)$/.exec(path);
-    if (e) return { provider: 'google', format: 'embeddings', wire: 'google', model: decodeURIComponent(e[1]!), batch: e[2] === 'batchEmbedContents' };
+    if (e)
+      return {
+        provider: 'google',
+        format: 'embeddings',
+        wire: 'google',
+        model: decodeURIComponent(e[1]!),
+        batch: e[2] === 'batchEmbedContents',
+      };
     const g = /^\/v1beta\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/.exec(path);
     if (g) return { provider: 'google', format: 'google', model: decodeURIComponent(g[1]!) };
   }
@@ -143,13 +150,28 @@ function presentedKey(req: http.IncomingMessage, url: URL): string | undefined {
   if (sigv4) return sigv4[1];
   const single = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
   // `api-key`: Azure OpenAI's header.
-  return single(req.headers['x-api-key']) ?? single(req.headers['x-goog-api-key']) ?? single(req.headers['api-key']) ?? url.searchParams.get('key') ?? undefined;
+  return (
+    single(req.headers['x-api-key']) ??
+    single(req.headers['x-goog-api-key']) ??
+    single(req.headers['api-key']) ??
+    url.searchParams.get('key') ??
+    undefined
+  );
 }
 
 function modelsBody(provider: ProviderId, path: string): Record<string, unknown> {
   if (provider === 'google') return { models: [{ name: 'models/gemini-test', displayName: 'Gemini test' }] };
-  if (provider === 'anthropic') return { data: [{ type: 'model', id: 'claude-test', display_name: 'Claude test', created_at: '2025-01-01T00:00:00Z' }], has_more: false, first_id: 'claude-test', last_id: 'claude-test' };
-  if (provider === 'openrouter') return path.endsWith('/key') ? { data: { label: 'test', usage: 0, limit: null, is_free_tier: false } } : { data: [{ id: 'openai/gpt-test' }] };
+  if (provider === 'anthropic')
+    return {
+      data: [{ type: 'model', id: 'claude-test', display_name: 'Claude test', created_at: '2025-01-01T00:00:00Z' }],
+      has_more: false,
+      first_id: 'claude-test',
+      last_id: 'claude-test',
+    };
+  if (provider === 'openrouter')
+    return path.endsWith('/key')
+      ? { data: { label: 'test', usage: 0, limit: null, is_free_tier: false } }
+      : { data: [{ id: 'openai/gpt-test' }] };
   return { object: 'list', data: [{ id: 'gpt-test', object: 'model', created: 1700000000, owned_by: 'test' }] };
 }
 
@@ -193,7 +215,12 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       return send(400, { error: { message: 'request body is not JSON' } });
     }
     const embed = r.format === 'embeddings' ? parseEmbeddingRequest(r.wire, body ?? {}) : undefined;
-    const prompt = r.format === 'models' ? undefined : r.format === 'embeddings' ? { model: r.model ?? embed!.model, system: '', content: embed!.texts.join('\n'), maxTokens: undefined } : parsePrompt(r.format, body ?? {}, 'model' in r ? r.model : undefined);
+    const prompt =
+      r.format === 'models'
+        ? undefined
+        : r.format === 'embeddings'
+          ? { model: r.model ?? embed!.model, system: '', content: embed!.texts.join('\n'), maxTokens: undefined }
+          : parsePrompt(r.format, body ?? {}, 'model' in r ? r.model : undefined);
     const rec: RecordedRequest = {
       method: req.method ?? 'GET',
       path: url.pathname,
@@ -225,7 +252,25 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const fault = directives.fault ?? down.get(r.provider) ?? (r.format !== 'models' ? queued.shift() : undefined);
     const delay = directives.latencyMs ?? latencyMs;
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay)); // the configured latency (a simulated slow upstream, on purpose)
-    const format: WireFormat = r.format === 'embeddings' ? (r.wire === 'google' ? 'google' : r.provider === 'openrouter' ? 'openrouter' : url.pathname.startsWith('/named/mistral/') ? 'mistral' : 'openai-chat') : r.format === 'models' ? r.wire ?? (r.provider === 'openrouter' ? 'openrouter' : r.provider === 'anthropic' ? 'anthropic' : r.provider === 'google' ? 'google' : 'openai-chat') : r.format;
+    const format: WireFormat =
+      r.format === 'embeddings'
+        ? r.wire === 'google'
+          ? 'google'
+          : r.provider === 'openrouter'
+            ? 'openrouter'
+            : url.pathname.startsWith('/named/mistral/')
+              ? 'mistral'
+              : 'openai-chat'
+        : r.format === 'models'
+          ? (r.wire ??
+            (r.provider === 'openrouter'
+              ? 'openrouter'
+              : r.provider === 'anthropic'
+                ? 'anthropic'
+                : r.provider === 'google'
+                  ? 'google'
+                  : 'openai-chat'))
+          : r.format;
 
     // A named OpenAI-compatible server may run without keys (a local vLLM or Ollama): none sent is fine there.
     const keylessOk = url.pathname.startsWith('/named/openai-chat/') && rec.apiKey === undefined && !options.validKeys;
@@ -278,7 +323,9 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       model: p.model,
       text: plan.kind === 'text' ? plan.text : '',
       ...(plan.kind === 'tool' ? { toolCall: { id: plan.id, name: plan.name, input: plan.input } } : {}),
-      inputTokens: options.countInputTokens ? options.countInputTokens(p.system, p.content) : Math.ceil((p.system.length + p.content.length) / 4),
+      inputTokens: options.countInputTokens
+        ? options.countInputTokens(p.system, p.content)
+        : Math.ceil((p.system.length + p.content.length) / 4),
       outputTokens: out,
       truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
       omitUsage: fault?.kind === 'noUsage',
@@ -311,7 +358,12 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
   });
   const { port } = server.address() as AddressInfo;
   const base = `http://127.0.0.1:${port}`;
-  const baseUrls: Record<ProviderId, string> = { openai: `${base}/v1`, anthropic: `${base}/v1`, google: `${base}/v1beta`, openrouter: `${base}/api/v1` };
+  const baseUrls: Record<ProviderId, string> = {
+    openai: `${base}/v1`,
+    anthropic: `${base}/v1`,
+    google: `${base}/v1beta`,
+    openrouter: `${base}/api/v1`,
+  };
 
   return {
     url: base,
@@ -323,7 +375,9 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     },
     aiConfig(opts = {}) {
       const entry = (id: ProviderId) => ({ baseUrl: baseUrls[id], ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}) });
-      return { providers: { anthropic: entry('anthropic'), openai: entry('openai'), google: entry('google'), openrouter: entry('openrouter') } };
+      return {
+        providers: { anthropic: entry('anthropic'), openai: entry('openai'), google: entry('google'), openrouter: entry('openrouter') },
+      };
     },
     failNext(fault, times = 1) {
       for (let i = 0; i < times; i++) queued.push(fault);
@@ -344,7 +398,10 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     waitForRequests(count = requests.length + 1, timeoutMs = 5000) {
       if (requests.length >= count) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`test upstream: ${requests.length}/${count} requests after ${timeoutMs} ms`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`test upstream: ${requests.length}/${count} requests after ${timeoutMs} ms`)),
+          timeoutMs,
+        );
         waiters.push({ count, resolve: () => (clearTimeout(timer), resolve()) });
       });
     },

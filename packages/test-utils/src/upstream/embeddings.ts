@@ -9,10 +9,15 @@ type Json = Record<string, unknown>;
 export type EmbeddingFormat = 'openai' | 'google';
 
 /** The texts of an embeddings request and the dimensions asked for. */
-export function parseEmbeddingRequest(format: EmbeddingFormat, body: Json): { texts: string[]; dimensions: number | undefined; model: string } {
+export function parseEmbeddingRequest(
+  format: EmbeddingFormat,
+  body: Json,
+): { texts: string[]; dimensions: number | undefined; model: string } {
   if (format === 'google') {
     const requests = Array.isArray(body.requests) ? (body.requests as Json[]) : [body];
-    const texts = requests.map((r) => ((((r.content as Json | undefined)?.parts as Json[] | undefined) ?? []).map((p) => String(p.text ?? '')).join('')));
+    const texts = requests.map((r) =>
+      (((r.content as Json | undefined)?.parts as Json[] | undefined) ?? []).map((p) => String(p.text ?? '')).join(''),
+    );
     const dims = (requests[0]?.outputDimensionality as number | undefined) ?? undefined;
     return { texts, dimensions: dims, model: String((requests[0]?.model as string | undefined) ?? '').replace(/^models\//, '') };
   }
@@ -32,7 +37,14 @@ export function vectorFor(text: string, dims: number): number[] {
 
 export const embeddingTokens = (texts: string[]) => texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
 
-export function embeddingReply(format: EmbeddingFormat, texts: string[], model: string, dims: number, batch: boolean, omitUsage: boolean): Json {
+export function embeddingReply(
+  format: EmbeddingFormat,
+  texts: string[],
+  model: string,
+  dims: number,
+  batch: boolean,
+  omitUsage: boolean,
+): Json {
   const vectors = texts.map((t) => vectorFor(t, dims));
   if (format === 'google') return batch ? { embeddings: vectors.map((values) => ({ values })) } : { embedding: { values: vectors[0] } };
   const tokens = embeddingTokens(texts);

@@ -60,7 +60,8 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       }
       out.hasToolResult = messages.some((m) => m.role === 'tool');
       if (body.tool_choice === 'none') out.toolChoice = 'none';
-      else if (typeof obj(obj(body.tool_choice)?.function)?.name === 'string') out.toolChoice = { name: obj(obj(body.tool_choice)!.function)!.name as string };
+      else if (typeof obj(obj(body.tool_choice)?.function)?.name === 'string')
+        out.toolChoice = { name: obj(obj(body.tool_choice)!.function)!.name as string };
       const rf = obj(body.response_format);
       if (rf?.type === 'json_schema') out.jsonSchema = obj(obj(rf.json_schema)?.schema) ?? {};
       else if (rf?.type === 'json_object') out.jsonSchema = {};
@@ -69,10 +70,12 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
     }
     case 'openai-responses': {
       const input = arr(body.input);
-      for (const t of arr(body.tools)) if (t.type === 'function' && typeof t.name === 'string') out.tools.push({ name: t.name, schema: obj(t.parameters) ?? {} });
+      for (const t of arr(body.tools))
+        if (t.type === 'function' && typeof t.name === 'string') out.tools.push({ name: t.name, schema: obj(t.parameters) ?? {} });
       out.hasToolResult = input.some((i) => i.type === 'function_call_output');
       if (body.tool_choice === 'none') out.toolChoice = 'none';
-      else if (obj(body.tool_choice)?.type === 'function' && typeof obj(body.tool_choice)!.name === 'string') out.toolChoice = { name: obj(body.tool_choice)!.name as string };
+      else if (obj(body.tool_choice)?.type === 'function' && typeof obj(body.tool_choice)!.name === 'string')
+        out.toolChoice = { name: obj(body.tool_choice)!.name as string };
       const f = obj(obj(body.text)?.format);
       if (f?.type === 'json_schema') out.jsonSchema = obj(f.schema) ?? {};
       else if (f?.type === 'json_object') out.jsonSchema = {};
@@ -110,7 +113,8 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
     case 'google': {
       out.stream = path.endsWith(':streamGenerateContent');
       for (const t of arr(body.tools)) {
-        for (const d of arr(t.functionDeclarations)) if (typeof d.name === 'string') out.tools.push({ name: d.name, schema: obj(d.parameters) ?? obj(d.parametersJsonSchema) ?? {} });
+        for (const d of arr(t.functionDeclarations))
+          if (typeof d.name === 'string') out.tools.push({ name: d.name, schema: obj(d.parameters) ?? obj(d.parametersJsonSchema) ?? {} });
       }
       const calling = obj(obj(body.toolConfig)?.functionCallingConfig);
       const allowed = Array.isArray(calling?.allowedFunctionNames) ? (calling.allowedFunctionNames as unknown[]) : [];
@@ -162,11 +166,17 @@ export function planReply(extras: RequestExtras, text: string): ReplyContent {
   if (extras.tools.length > 0 && !extras.hasToolResult && extras.toolChoice !== 'none') {
     const named = typeof extras.toolChoice === 'object' ? extras.toolChoice.name : undefined;
     const tool = extras.tools.find((t) => t.name === named) ?? extras.tools[0]!;
-    return { kind: 'tool', id: `call_test${(++calls).toString(36)}`, name: tool.name, input: sampleFromSchema(tool.schema) as Record<string, unknown> };
+    return {
+      kind: 'tool',
+      id: `call_test${(++calls).toString(36)}`,
+      name: tool.name,
+      input: sampleFromSchema(tool.schema) as Record<string, unknown>,
+    };
   }
   if (extras.jsonSchema) {
     const value = JSON.stringify(sampleFromSchema(extras.jsonSchema));
-    if (extras.jsonTool) return { kind: 'tool', id: `call_test${(++calls).toString(36)}`, name: 'json', input: JSON.parse(value) as Record<string, unknown> };
+    if (extras.jsonTool)
+      return { kind: 'tool', id: `call_test${(++calls).toString(36)}`, name: 'json', input: JSON.parse(value) as Record<string, unknown> };
     return { kind: 'text', text: value };
   }
   return { kind: 'text', text: extras.hasToolResult ? `${text} [tool result received]` : text };

@@ -30,7 +30,8 @@ const bedrockEvent = (type: string, body: Record<string, unknown>): Uint8Array =
   });
 
 /** The content type a streamed reply of this format is sent with. */
-export const streamContentType = (format: WireFormat): string => (format === 'bedrock' ? 'application/vnd.amazon.eventstream' : 'text/event-stream');
+export const streamContentType = (format: WireFormat): string =>
+  format === 'bedrock' ? 'application/vnd.amazon.eventstream' : 'text/event-stream';
 
 let seq = 0;
 const id = (prefix: string) => `${prefix}_stream${(++seq).toString(36)}`;
@@ -52,16 +53,31 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
     case 'openai-chat':
     case 'openrouter': {
       const cid = id('chatcmpl');
-      const chunk = (delta: Record<string, unknown>, finish: string | null) => data({ id: cid, object: 'chat.completion.chunk', created, model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] });
+      const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+        data({ id: cid, object: 'chat.completion.chunk', created, model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] });
       const frames = [chunk({ role: 'assistant', content: '' }, null)];
       if (r.toolCall) {
-        frames.push(chunk({ tool_calls: [{ index: 0, id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: '' } }] }, null));
+        frames.push(
+          chunk(
+            { tool_calls: [{ index: 0, id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: '' } }] },
+            null,
+          ),
+        );
         frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: args } }] }, null));
       }
       for (const c of chunks) frames.push(chunk({ content: c }, null));
       frames.push(chunk({}, r.toolCall ? 'tool_calls' : r.truncated ? 'length' : 'stop'));
       if (!r.omitUsage) {
-        frames.push(data({ id: cid, object: 'chat.completion.chunk', created, model: r.model, choices: [], usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens } }));
+        frames.push(
+          data({
+            id: cid,
+            object: 'chat.completion.chunk',
+            created,
+            model: r.model,
+            choices: [],
+            usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens },
+          }),
+        );
       }
       frames.push('data: [DONE]\n\n');
       return frames;
@@ -70,11 +86,21 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
       // Mistral sends a tool call whole in one delta, and usage on the chunk that finishes.
       const cid = id('cmpl');
       const chunk = (delta: Record<string, unknown>, finish: string | null, usage?: Record<string, number>) =>
-        data({ id: cid, object: 'chat.completion.chunk', created, model: r.model, choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) });
+        data({
+          id: cid,
+          object: 'chat.completion.chunk',
+          created,
+          model: r.model,
+          choices: [{ index: 0, delta, finish_reason: finish }],
+          ...(usage ? { usage } : {}),
+        });
       const frames = [chunk({ role: 'assistant', content: '' }, null)];
-      if (r.toolCall) frames.push(chunk({ tool_calls: [{ id: r.toolCall.id, function: { name: r.toolCall.name, arguments: args } }] }, null));
+      if (r.toolCall)
+        frames.push(chunk({ tool_calls: [{ id: r.toolCall.id, function: { name: r.toolCall.name, arguments: args } }] }, null));
       for (const c of chunks) frames.push(chunk({ content: c }, null));
-      const usage = r.omitUsage ? undefined : { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens };
+      const usage = r.omitUsage
+        ? undefined
+        : { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens };
       frames.push(chunk({ content: '' }, r.toolCall ? 'tool_calls' : r.truncated ? 'length' : 'stop', usage));
       frames.push('data: [DONE]\n\n');
       return frames;
@@ -82,42 +108,107 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
     case 'openai-responses': {
       const rid = id('resp');
       const itemId = id(r.toolCall ? 'fc' : 'msg');
-      const frames = [named('response.created', { response: { id: rid, object: 'response', created_at: created, model: r.model, status: 'in_progress' } })];
+      const frames = [
+        named('response.created', {
+          response: { id: rid, object: 'response', created_at: created, model: r.model, status: 'in_progress' },
+        }),
+      ];
       if (r.toolCall) {
         const item = { type: 'function_call', id: itemId, call_id: r.toolCall.id, name: r.toolCall.name, arguments: '' };
         frames.push(named('response.output_item.added', { output_index: 0, item }));
         frames.push(named('response.function_call_arguments.delta', { item_id: itemId, output_index: 0, delta: args }));
         frames.push(named('response.output_item.done', { output_index: 0, item: { ...item, arguments: args, status: 'completed' } }));
       } else {
-        frames.push(named('response.output_item.added', { output_index: 0, item: { type: 'message', id: itemId, role: 'assistant', status: 'in_progress', content: [] } }));
-        for (const c of chunks) frames.push(named('response.output_text.delta', { item_id: itemId, output_index: 0, content_index: 0, delta: c }));
-        frames.push(named('response.output_item.done', { output_index: 0, item: { type: 'message', id: itemId, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: r.text, annotations: [] }] } }));
+        frames.push(
+          named('response.output_item.added', {
+            output_index: 0,
+            item: { type: 'message', id: itemId, role: 'assistant', status: 'in_progress', content: [] },
+          }),
+        );
+        for (const c of chunks)
+          frames.push(named('response.output_text.delta', { item_id: itemId, output_index: 0, content_index: 0, delta: c }));
+        frames.push(
+          named('response.output_item.done', {
+            output_index: 0,
+            item: {
+              type: 'message',
+              id: itemId,
+              role: 'assistant',
+              status: 'completed',
+              content: [{ type: 'output_text', text: r.text, annotations: [] }],
+            },
+          }),
+        );
       }
-      const usage = r.omitUsage ? null : { input_tokens: r.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: r.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: r.inputTokens + r.outputTokens };
+      const usage = r.omitUsage
+        ? null
+        : {
+            input_tokens: r.inputTokens,
+            input_tokens_details: { cached_tokens: 0 },
+            output_tokens: r.outputTokens,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: r.inputTokens + r.outputTokens,
+          };
       const done = r.truncated ? 'response.incomplete' : 'response.completed';
-      frames.push(named(done, { response: { id: rid, status: r.truncated ? 'incomplete' : 'completed', incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null, usage } }));
+      frames.push(
+        named(done, {
+          response: {
+            id: rid,
+            status: r.truncated ? 'incomplete' : 'completed',
+            incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null,
+            usage,
+          },
+        }),
+      );
       return frames;
     }
     case 'anthropic': {
       const frames = [
-        named('message_start', { message: { id: id('msg'), type: 'message', role: 'assistant', model: r.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: r.inputTokens, output_tokens: 1 } } }),
+        named('message_start', {
+          message: {
+            id: id('msg'),
+            type: 'message',
+            role: 'assistant',
+            model: r.model,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: r.inputTokens, output_tokens: 1 },
+          },
+        }),
       ];
       if (r.toolCall) {
-        frames.push(named('content_block_start', { index: 0, content_block: { type: 'tool_use', id: r.toolCall.id, name: r.toolCall.name, input: {} } }));
+        frames.push(
+          named('content_block_start', {
+            index: 0,
+            content_block: { type: 'tool_use', id: r.toolCall.id, name: r.toolCall.name, input: {} },
+          }),
+        );
         frames.push(named('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: args } }));
       } else {
         frames.push(named('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
         for (const c of chunks) frames.push(named('content_block_delta', { index: 0, delta: { type: 'text_delta', text: c } }));
       }
       frames.push(named('content_block_stop', { index: 0 }));
-      frames.push(named('message_delta', { delta: { stop_reason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn', stop_sequence: null }, usage: { output_tokens: r.outputTokens } }));
+      frames.push(
+        named('message_delta', {
+          delta: { stop_reason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn', stop_sequence: null },
+          usage: { output_tokens: r.outputTokens },
+        }),
+      );
       frames.push(named('message_stop', {}));
       return frames;
     }
     case 'bedrock': {
       const frames = [bedrockEvent('messageStart', { role: 'assistant', p: 'abcd' })];
       if (r.toolCall) {
-        frames.push(bedrockEvent('contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId: r.toolCall.id, name: r.toolCall.name } }, p: 'ab' }));
+        frames.push(
+          bedrockEvent('contentBlockStart', {
+            contentBlockIndex: 0,
+            start: { toolUse: { toolUseId: r.toolCall.id, name: r.toolCall.name } },
+            p: 'ab',
+          }),
+        );
         frames.push(bedrockEvent('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: args } }, p: 'ab' }));
       } else {
         for (const c of chunks) frames.push(bedrockEvent('contentBlockDelta', { contentBlockIndex: 0, delta: { text: c }, p: 'ab' }));
@@ -125,7 +216,13 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
       frames.push(bedrockEvent('contentBlockStop', { contentBlockIndex: 0, p: 'ab' }));
       frames.push(bedrockEvent('messageStop', { stopReason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn', p: 'ab' }));
       if (!r.omitUsage) {
-        frames.push(bedrockEvent('metadata', { usage: { inputTokens: r.inputTokens, outputTokens: r.outputTokens, totalTokens: r.inputTokens + r.outputTokens }, metrics: { latencyMs: 1 }, p: 'ab' }));
+        frames.push(
+          bedrockEvent('metadata', {
+            usage: { inputTokens: r.inputTokens, outputTokens: r.outputTokens, totalTokens: r.inputTokens + r.outputTokens },
+            metrics: { latencyMs: 1 },
+            p: 'ab',
+          }),
+        );
       }
       return frames;
     }
@@ -136,8 +233,18 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
         const last = i === parts.length - 1;
         frames.push(
           data({
-            candidates: [{ content: { parts: p, role: 'model' }, index: 0, ...(last ? { finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP' } : {}) }],
-            ...(last && !r.omitUsage ? { usageMetadata: { promptTokenCount: r.inputTokens, candidatesTokenCount: r.outputTokens, totalTokenCount: r.inputTokens + r.outputTokens } } : {}),
+            candidates: [
+              { content: { parts: p, role: 'model' }, index: 0, ...(last ? { finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP' } : {}) },
+            ],
+            ...(last && !r.omitUsage
+              ? {
+                  usageMetadata: {
+                    promptTokenCount: r.inputTokens,
+                    candidatesTokenCount: r.outputTokens,
+                    totalTokenCount: r.inputTokens + r.outputTokens,
+                  },
+                }
+              : {}),
             modelVersion: r.model,
           }),
         );

@@ -30,7 +30,9 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content
-      .map((part) => (typeof part === 'object' && part !== null && typeof (part as Json).text === 'string' ? ((part as Json).text as string) : ''))
+      .map((part) =>
+        typeof part === 'object' && part !== null && typeof (part as Json).text === 'string' ? ((part as Json).text as string) : '',
+      )
       .join('');
   }
   return '';
@@ -49,27 +51,51 @@ export function parsePrompt(format: WireFormat, body: Json, modelFromPath?: stri
       const input = Array.isArray(body.input) ? (body.input as Json[]) : [];
       if (typeof body.instructions === 'string') system.push(body.instructions);
       for (const m of input) (m.role === 'system' || m.role === 'developer' ? system : content).push(textOf(m.content));
-      return { model: String(body.model ?? ''), system: system.join('\n'), content: content.join('\n'), maxTokens: num(body.max_output_tokens), temperature: num(body.temperature) };
+      return {
+        model: String(body.model ?? ''),
+        system: system.join('\n'),
+        content: content.join('\n'),
+        maxTokens: num(body.max_output_tokens),
+        temperature: num(body.temperature),
+      };
     }
     case 'openai-chat':
     case 'openrouter':
     case 'mistral': {
       const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : [];
       for (const m of messages) (m.role === 'system' || m.role === 'developer' ? system : content).push(textOf(m.content));
-      return { model: String(body.model ?? ''), system: system.join('\n'), content: content.join('\n'), maxTokens: num(body.max_completion_tokens) ?? num(body.max_tokens), temperature: num(body.temperature) };
+      return {
+        model: String(body.model ?? ''),
+        system: system.join('\n'),
+        content: content.join('\n'),
+        maxTokens: num(body.max_completion_tokens) ?? num(body.max_tokens),
+        temperature: num(body.temperature),
+      };
     }
     case 'anthropic': {
       const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : [];
       system.push(textOf(body.system));
       for (const m of messages) content.push(textOf(m.content));
-      return { model: String(body.model ?? ''), system: system.join(''), content: content.join('\n'), maxTokens: num(body.max_tokens), temperature: num(body.temperature) };
+      return {
+        model: String(body.model ?? ''),
+        system: system.join(''),
+        content: content.join('\n'),
+        maxTokens: num(body.max_tokens),
+        temperature: num(body.temperature),
+      };
     }
     case 'bedrock': {
       const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : [];
       system.push(textOf(body.system));
       for (const m of messages) content.push(textOf(m.content));
       const ic = (body.inferenceConfig ?? {}) as Json;
-      return { model: modelFromPath ?? '', system: system.join(''), content: content.join('\n'), maxTokens: num(ic.maxTokens), temperature: num(ic.temperature) };
+      return {
+        model: modelFromPath ?? '',
+        system: system.join(''),
+        content: content.join('\n'),
+        maxTokens: num(ic.maxTokens),
+        temperature: num(ic.temperature),
+      };
     }
     case 'google': {
       const contents = Array.isArray(body.contents) ? (body.contents as Json[]) : [];
@@ -77,7 +103,13 @@ export function parsePrompt(format: WireFormat, body: Json, modelFromPath?: stri
       if (si) system.push(textOf(si.parts));
       for (const c of contents) content.push(textOf(c.parts));
       const gc = (body.generationConfig ?? {}) as Json;
-      return { model: modelFromPath ?? '', system: system.join(''), content: content.join('\n'), maxTokens: num(gc.maxOutputTokens), temperature: num(gc.temperature) };
+      return {
+        model: modelFromPath ?? '',
+        system: system.join(''),
+        content: content.join('\n'),
+        maxTokens: num(gc.maxOutputTokens),
+        temperature: num(gc.temperature),
+      };
     }
   }
 }
@@ -112,9 +144,36 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null,
         model: r.model,
         output: r.toolCall
-          ? [{ type: 'function_call', id: nextId('fc'), call_id: r.toolCall.id, name: r.toolCall.name, arguments: JSON.stringify(r.toolCall.input), status: 'completed' }]
-          : [{ type: 'message', id: nextId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.text, annotations: [] }] }],
-        ...(r.omitUsage ? {} : { usage: { input_tokens: r.inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: r.outputTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: total } }),
+          ? [
+              {
+                type: 'function_call',
+                id: nextId('fc'),
+                call_id: r.toolCall.id,
+                name: r.toolCall.name,
+                arguments: JSON.stringify(r.toolCall.input),
+                status: 'completed',
+              },
+            ]
+          : [
+              {
+                type: 'message',
+                id: nextId('msg'),
+                status: 'completed',
+                role: 'assistant',
+                content: [{ type: 'output_text', text: r.text, annotations: [] }],
+              },
+            ],
+        ...(r.omitUsage
+          ? {}
+          : {
+              usage: {
+                input_tokens: r.inputTokens,
+                input_tokens_details: { cached_tokens: 0 },
+                output_tokens: r.outputTokens,
+                output_tokens_details: { reasoning_tokens: 0 },
+                total_tokens: total,
+              },
+            }),
       };
     case 'openai-chat':
     case 'openrouter':
@@ -126,7 +185,21 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         model: r.model,
         choices: [
           r.toolCall
-            ? { index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: JSON.stringify(r.toolCall.input) } }] }, finish_reason: 'tool_calls' }
+            ? {
+                index: 0,
+                message: {
+                  role: 'assistant',
+                  content: null,
+                  tool_calls: [
+                    {
+                      id: r.toolCall.id,
+                      type: 'function',
+                      function: { name: r.toolCall.name, arguments: JSON.stringify(r.toolCall.input) },
+                    },
+                  ],
+                },
+                finish_reason: 'tool_calls',
+              }
             : { index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.truncated ? 'length' : 'stop' },
         ],
         ...(r.omitUsage ? {} : { usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: total } }),
@@ -137,7 +210,9 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         type: 'message',
         role: 'assistant',
         model: r.model,
-        content: r.toolCall ? [{ type: 'tool_use', id: r.toolCall.id, name: r.toolCall.name, input: r.toolCall.input }] : [{ type: 'text', text: r.text }],
+        content: r.toolCall
+          ? [{ type: 'tool_use', id: r.toolCall.id, name: r.toolCall.name, input: r.toolCall.input }]
+          : [{ type: 'text', text: r.text }],
         stop_reason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn',
         stop_sequence: null,
         // The Messages API always reports usage (the SDK's schema requires it), so omitUsage does not apply.
@@ -145,7 +220,14 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
       };
     case 'bedrock':
       return {
-        output: { message: { role: 'assistant', content: r.toolCall ? [{ toolUse: { toolUseId: r.toolCall.id, name: r.toolCall.name, input: r.toolCall.input } }] : [{ text: r.text }] } },
+        output: {
+          message: {
+            role: 'assistant',
+            content: r.toolCall
+              ? [{ toolUse: { toolUseId: r.toolCall.id, name: r.toolCall.name, input: r.toolCall.input } }]
+              : [{ text: r.text }],
+          },
+        },
         stopReason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn',
         ...(r.omitUsage ? {} : { usage: { inputTokens: r.inputTokens, outputTokens: r.outputTokens, totalTokens: total } }),
         metrics: { latencyMs: 1 },
@@ -153,9 +235,18 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
     case 'google':
       return {
         candidates: [
-          { content: { parts: [r.toolCall ? { functionCall: { name: r.toolCall.name, args: r.toolCall.input } } : { text: r.text }], role: 'model' }, finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP', index: 0 },
+          {
+            content: {
+              parts: [r.toolCall ? { functionCall: { name: r.toolCall.name, args: r.toolCall.input } } : { text: r.text }],
+              role: 'model',
+            },
+            finishReason: r.truncated ? 'MAX_TOKENS' : 'STOP',
+            index: 0,
+          },
         ],
-        ...(r.omitUsage ? {} : { usageMetadata: { promptTokenCount: r.inputTokens, candidatesTokenCount: r.outputTokens, totalTokenCount: total } }),
+        ...(r.omitUsage
+          ? {}
+          : { usageMetadata: { promptTokenCount: r.inputTokens, candidatesTokenCount: r.outputTokens, totalTokenCount: total } }),
         modelVersion: r.model,
       };
   }
@@ -164,7 +255,15 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
 /** An error body in the provider's own error format. */
 export function errorBody(format: WireFormat, status: number, message: string): Json {
   const type =
-    status === 401 ? 'authentication_error' : status === 403 ? 'permission_error' : status === 429 ? 'rate_limit_error' : status >= 500 ? 'api_error' : 'invalid_request_error';
+    status === 401
+      ? 'authentication_error'
+      : status === 403
+        ? 'permission_error'
+        : status === 429
+          ? 'rate_limit_error'
+          : status >= 500
+            ? 'api_error'
+            : 'invalid_request_error';
   switch (format) {
     case 'anthropic':
       return { type: 'error', error: { type, message } };
@@ -173,7 +272,16 @@ export function errorBody(format: WireFormat, status: number, message: string): 
     case 'bedrock':
       return { message };
     case 'google': {
-      const gStatus = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+      const gStatus =
+        status === 401
+          ? 'UNAUTHENTICATED'
+          : status === 403
+            ? 'PERMISSION_DENIED'
+            : status === 429
+              ? 'RESOURCE_EXHAUSTED'
+              : status >= 500
+                ? 'INTERNAL'
+                : 'INVALID_ARGUMENT';
       return { error: { code: status, message, status: gStatus } };
     }
     default:

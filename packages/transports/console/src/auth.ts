@@ -39,12 +39,20 @@ export function signOut(message?: string): void {
   sessionStorage.removeItem(TOKEN);
   if (had) {
     // Revoking ends the whole grant (a no-op for a pasted JWT, which the server cannot revoke).
-    void fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: had, client_id: storedClient()?.clientId ?? '' }) }).catch(() => undefined);
+    void fetch('/oauth/revoke', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: had, client_id: storedClient()?.clientId ?? '' }),
+    }).catch(() => undefined);
   }
   onSignOut(message);
 }
 
-const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const b64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 const random = (n = 32) => b64url(crypto.getRandomValues(new Uint8Array(n)));
 
 interface StoredClient {
@@ -65,9 +73,13 @@ interface AsMetadata {
   token_endpoint: string;
   registration_endpoint: string;
 }
-const metadata = (): Promise<AsMetadata> => fetch('/.well-known/oauth-authorization-server').then((r) => (r.ok ? r.json() : Promise.reject(new Error('no OAuth metadata'))));
+const metadata = (): Promise<AsMetadata> =>
+  fetch('/.well-known/oauth-authorization-server').then((r) => (r.ok ? r.json() : Promise.reject(new Error('no OAuth metadata'))));
 /** The resource our tokens are for (RFC 8707): the /mcp URL, as the protected-resource metadata says. */
-const resource = (): Promise<string> => fetch('/.well-known/oauth-protected-resource/mcp').then((r) => r.json()).then((m: { resource: string }) => m.resource);
+const resource = (): Promise<string> =>
+  fetch('/.well-known/oauth-protected-resource/mcp')
+    .then((r) => r.json())
+    .then((m: { resource: string }) => m.resource);
 
 async function registeredClient(meta: AsMetadata, redirectUri: string, fresh = false): Promise<string> {
   const known = storedClient();
@@ -75,7 +87,13 @@ async function registeredClient(meta: AsMetadata, redirectUri: string, fresh = f
   const res = await fetch(meta.registration_endpoint, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'ai-backend console', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] }),
+    body: JSON.stringify({
+      client_name: 'ai-backend console',
+      redirect_uris: [redirectUri],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+    }),
   });
   const body = (await res.json()) as { client_id?: string; error_description?: string };
   if (!res.ok || !body.client_id) throw new Error(`registration refused: ${body.error_description ?? res.status}`);
@@ -91,7 +109,10 @@ export async function startOAuth(settings: Settings): Promise<void> {
   const verifier = random(48);
   const challenge = b64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
   const state = random();
-  sessionStorage.setItem(FLOW, JSON.stringify({ verifier, state, clientId, redirectUri, resource: aud, issuer: meta.issuer, tokenEndpoint: meta.token_endpoint }));
+  sessionStorage.setItem(
+    FLOW,
+    JSON.stringify({ verifier, state, clientId, redirectUri, resource: aud, issuer: meta.issuer, tokenEndpoint: meta.token_endpoint }),
+  );
   const url = new URL(meta.authorization_endpoint);
   url.search = new URLSearchParams({
     response_type: 'code',
@@ -117,7 +138,15 @@ export async function finishOAuth(): Promise<string | null> {
   const error = params.get('error');
   if (!code && !error) return null;
   history.replaceState(null, '', `/console/${location.hash}`);
-  const flow = JSON.parse(sessionStorage.getItem(FLOW) ?? 'null') as { verifier: string; state: string; clientId: string; redirectUri: string; resource: string; issuer: string; tokenEndpoint: string } | null;
+  const flow = JSON.parse(sessionStorage.getItem(FLOW) ?? 'null') as {
+    verifier: string;
+    state: string;
+    clientId: string;
+    redirectUri: string;
+    resource: string;
+    issuer: string;
+    tokenEndpoint: string;
+  } | null;
   sessionStorage.removeItem(FLOW);
   if (error) throw new Error(`sign-in refused: ${params.get('error_description') ?? error}`);
   if (!flow || params.get('state') !== flow.state) throw new Error('sign-in answer does not match a sign-in started here (state)');
@@ -125,7 +154,14 @@ export async function finishOAuth(): Promise<string | null> {
   const res = await fetch(flow.tokenEndpoint, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code: code!, redirect_uri: flow.redirectUri, client_id: flow.clientId, code_verifier: flow.verifier, resource: flow.resource }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: code!,
+      redirect_uri: flow.redirectUri,
+      client_id: flow.clientId,
+      code_verifier: flow.verifier,
+      resource: flow.resource,
+    }),
   });
   const body = (await res.json()) as { access_token?: string; error?: string; error_description?: string };
   if (!res.ok || !body.access_token) {
@@ -142,7 +178,11 @@ export async function finishDevSignIn(): Promise<string | null> {
   const m = /^#dev=([\w-]+)/.exec(location.hash);
   if (!m) return null;
   history.replaceState(null, '', '/console/#/overview');
-  const res = await fetch('/console/dev-session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: m[1] }) });
+  const res = await fetch('/console/dev-session', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ code: m[1] }),
+  });
   const body = (await res.json()) as { token?: string; error?: string };
   if (!res.ok || !body.token) throw new Error(body.error ?? `developer sign-in refused (${res.status})`);
   useToken(body.token);

@@ -45,8 +45,28 @@ function dataTable(id: string, categories: string[], series: Series[]): HTMLTabl
   return h(
     'table',
     { class: 'sr-only', 'data-chart-table': id },
-    h('thead', {}, h('tr', {}, h('th', {}, ''), series.map((s) => h('th', {}, s.label)))),
-    h('tbody', {}, categories.map((c, i) => h('tr', {}, h('th', {}, c), series.map((s) => h('td', {}, String(s.values[i] ?? '')))))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, ''),
+        series.map((s) => h('th', {}, s.label)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      categories.map((c, i) =>
+        h(
+          'tr',
+          {},
+          h('th', {}, c),
+          series.map((s) => h('td', {}, String(s.values[i] ?? ''))),
+        ),
+      ),
+    ),
   );
 }
 
@@ -69,7 +89,14 @@ function fitWidth(chart: uPlot, plot: HTMLElement, height: number): void {
 const empty = (series: Series[]) => series.every((s) => s.values.every((v) => !v));
 
 /** Lines over UTC days (`days` as YYYY-MM-DD). */
-export function timeChart(host: HTMLElement, id: string, title: string, days: string[], series: Series[], opts: { money?: boolean } = {}): HTMLElement {
+export function timeChart(
+  host: HTMLElement,
+  id: string,
+  title: string,
+  days: string[],
+  series: Series[],
+  opts: { money?: boolean } = {},
+): HTMLElement {
   const { wrap, plot } = frame(id, title, series);
   host.appendChild(wrap);
   if (days.length === 0) {
@@ -77,15 +104,25 @@ export function timeChart(host: HTMLElement, id: string, title: string, days: st
     return wrap;
   }
   const xs = days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
-  const value = (_u: uPlot, v: number | null) => (v === null ? '–' : opts.money ? `$${v.toFixed(4)}` : Math.round(v).toLocaleString('en-US'));
+  const value = (_u: uPlot, v: number | null) =>
+    v === null ? '–' : opts.money ? `$${v.toFixed(4)}` : Math.round(v).toLocaleString('en-US');
   const chart = new uPlot(
     {
       width: chartWidth(plot),
       height: 220,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: { x: { time: true }, y: { range: yRange } },
-      series: [{ label: 'day' }, ...series.map((s) => ({ label: s.label, stroke: seriesColour(s.label), width: 2, points: { show: true, size: 6 }, value }))],
-      axes: [{}, { values: (_u, ticks) => ticks.map((t) => (opts.money ? `$${+t.toPrecision(3)}` : t.toLocaleString('en-US'))), size: opts.money ? 80 : 60 }],
+      series: [
+        { label: 'day' },
+        ...series.map((s) => ({ label: s.label, stroke: seriesColour(s.label), width: 2, points: { show: true, size: 6 }, value })),
+      ],
+      axes: [
+        {},
+        {
+          values: (_u, ticks) => ticks.map((t) => (opts.money ? `$${+t.toPrecision(3)}` : t.toLocaleString('en-US'))),
+          size: opts.money ? 80 : 60,
+        },
+      ],
     },
     [xs, ...series.map((s) => s.values)] as uPlot.AlignedData,
     plot,
@@ -97,7 +134,14 @@ export function timeChart(host: HTMLElement, id: string, title: string, days: st
 }
 
 /** Bars over named categories (providers, models, events); several series are drawn side by side. */
-export function barChart(host: HTMLElement, id: string, title: string, categories: string[], series: Series[], opts: { money?: boolean; unit?: string } = {}): HTMLElement {
+export function barChart(
+  host: HTMLElement,
+  id: string,
+  title: string,
+  categories: string[],
+  series: Series[],
+  opts: { money?: boolean; unit?: string } = {},
+): HTMLElement {
   const { wrap, plot } = frame(id, title, series);
   host.appendChild(wrap);
   if (categories.length === 0) {
@@ -109,20 +153,22 @@ export function barChart(host: HTMLElement, id: string, title: string, categorie
   const xs = categories.map((_, i) => i);
   const label = (t: number) => (opts.money ? `$${+t.toPrecision(3)}` : `${t.toLocaleString('en-US')}${opts.unit ?? ''}`);
   const slot = 0.8 / n;
-  const barPath = (i: number): uPlot.Series.PathBuilder => (u, seriesIdx) => {
-    const path = new Path2D();
-    const values = u.data[seriesIdx]!;
-    const y0 = u.valToPos(0, 'y', true);
-    for (let k = 0; k < values.length; k++) {
-      const v = values[k];
-      if (v === null || v === undefined) continue;
-      const left = u.valToPos(k - 0.4 + i * slot, 'x', true);
-      const right = u.valToPos(k - 0.4 + (i + 1) * slot, 'x', true);
-      const y = u.valToPos(v, 'y', true);
-      path.rect(left, Math.min(y, y0), Math.max(1, right - left - 1), Math.abs(y0 - y));
-    }
-    return { stroke: path, fill: path };
-  };
+  const barPath =
+    (i: number): uPlot.Series.PathBuilder =>
+    (u, seriesIdx) => {
+      const path = new Path2D();
+      const values = u.data[seriesIdx]!;
+      const y0 = u.valToPos(0, 'y', true);
+      for (let k = 0; k < values.length; k++) {
+        const v = values[k];
+        if (v === null || v === undefined) continue;
+        const left = u.valToPos(k - 0.4 + i * slot, 'x', true);
+        const right = u.valToPos(k - 0.4 + (i + 1) * slot, 'x', true);
+        const y = u.valToPos(v, 'y', true);
+        path.rect(left, Math.min(y, y0), Math.max(1, right - left - 1), Math.abs(y0 - y));
+      }
+      return { stroke: path, fill: path };
+    };
   const chart = new uPlot(
     {
       width: chartWidth(plot),

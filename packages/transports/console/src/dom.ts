@@ -39,7 +39,12 @@ export const fmt = {
 
 /** A figure with a label: the console's key numbers. `id` lets tests and links find it. */
 export function stat(label: string, value: string, id?: string): HTMLElement {
-  return h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, label), h('span', { class: 'stat-value', id, 'data-stat': label }, value));
+  return h(
+    'div',
+    { class: 'stat' },
+    h('span', { class: 'stat-label' }, label),
+    h('span', { class: 'stat-value', id, 'data-stat': label }, value),
+  );
 }
 
 /** A plain table from rows; cells are text. */
@@ -48,8 +53,26 @@ export function table(headers: string[], rows: Array<Array<string | number | Nod
     'table',
     {},
     caption ? h('caption', {}, caption) : null,
-    h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
-    h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c) => h('td', {}, c))))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        headers.map((x) => h('th', { scope: 'col' }, x)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      rows.map((r) =>
+        h(
+          'tr',
+          {},
+          r.map((c) => h('td', {}, c)),
+        ),
+      ),
+    ),
   );
 }
 

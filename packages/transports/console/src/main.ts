@@ -29,7 +29,13 @@ let me: Me | undefined;
 
 function signInPage(settings: Settings, message?: string): void {
   clear(root);
-  const tokenBox = h('textarea', { id: 'token-input', rows: 4, placeholder: 'eyJ… (an administrator or user token)', autocomplete: 'off', spellcheck: 'false' });
+  const tokenBox = h('textarea', {
+    id: 'token-input',
+    rows: 4,
+    placeholder: 'eyJ… (an administrator or user token)',
+    autocomplete: 'off',
+    spellcheck: 'false',
+  });
   const status = h('p', { role: 'status' }, message ?? '');
   root.appendChild(
     h(
@@ -38,22 +44,49 @@ function signInPage(settings: Settings, message?: string): void {
       h('h1', {}, 'ai-backend console'),
       status,
       settings.oauth
-        ? h('section', { class: 'card' }, h('h2', {}, 'Sign in'), h('p', {}, 'Through this server\'s sign-in (your identity provider).'), h('button', { id: 'oauth-signin', class: 'primary', onclick: () => void startOAuth(settings).catch((e: Error) => (status.textContent = e.message)) }, 'Sign in'))
+        ? h(
+            'section',
+            { class: 'card' },
+            h('h2', {}, 'Sign in'),
+            h('p', {}, "Through this server's sign-in (your identity provider)."),
+            h(
+              'button',
+              {
+                id: 'oauth-signin',
+                class: 'primary',
+                onclick: () => void startOAuth(settings).catch((e: Error) => (status.textContent = e.message)),
+              },
+              'Sign in',
+            ),
+          )
         : null,
       h(
         'section',
         { class: 'card' },
         h('h2', {}, settings.oauth ? 'Or use a token' : 'Sign in with a token'),
-        h('p', {}, 'Paste a token (e.g. from ', h('code', {}, 'npx ai-backend token --sub you --scope ' + settings.adminScope), '). It is kept in this tab only.'),
+        h(
+          'p',
+          {},
+          'Paste a token (e.g. from ',
+          h('code', {}, 'npx ai-backend token --sub you --scope ' + settings.adminScope),
+          '). It is kept in this tab only.',
+        ),
         h('label', { for: 'token-input' }, 'Token'),
         tokenBox,
-        h('button', { id: 'token-signin', onclick: () => {
-          const t = tokenBox.value.trim();
-          if (!t) return;
-          tokenBox.value = '';
-          useToken(t);
-          void boot(settings);
-        } }, 'Use token'),
+        h(
+          'button',
+          {
+            id: 'token-signin',
+            onclick: () => {
+              const t = tokenBox.value.trim();
+              if (!t) return;
+              tokenBox.value = '';
+              useToken(t);
+              void boot(settings);
+            },
+          },
+          'Use token',
+        ),
       ),
     ),
   );
@@ -62,9 +95,24 @@ function signInPage(settings: Settings, message?: string): void {
 function shell(views: Array<[string, string, View]>): HTMLElement {
   clear(root);
   const main = h('main', { id: 'view', tabindex: -1 });
-  const nav = h('nav', { 'aria-label': 'Console' }, h('ul', {}, views.map(([id, label]) => h('li', {}, h('a', { href: `#/${id}`, 'data-view': id }, label)))));
+  const nav = h(
+    'nav',
+    { 'aria-label': 'Console' },
+    h(
+      'ul',
+      {},
+      views.map(([id, label]) => h('li', {}, h('a', { href: `#/${id}`, 'data-view': id }, label))),
+    ),
+  );
   root.appendChild(
-    h('header', {}, h('span', { class: 'brand' }, 'ai-backend'), nav, h('span', { class: 'who', id: 'who' }, me ? `${me.email ?? me.userId}${me.isAdmin ? ' (admin)' : ''}` : ''), h('button', { id: 'signout', onclick: () => signOut() }, 'Sign out')),
+    h(
+      'header',
+      {},
+      h('span', { class: 'brand' }, 'ai-backend'),
+      nav,
+      h('span', { class: 'who', id: 'who' }, me ? `${me.email ?? me.userId}${me.isAdmin ? ' (admin)' : ''}` : ''),
+      h('button', { id: 'signout', onclick: () => signOut() }, 'Sign out'),
+    ),
   );
   root.appendChild(main);
   return main;
@@ -77,7 +125,14 @@ async function route(): Promise<void> {
   const [, name = '', arg] = /^#\/([\w-]*)(?:\/(.+))?$/.exec(location.hash) ?? [];
   const views = me.isAdmin ? [...ADMIN_VIEWS, ...USER_VIEWS] : USER_VIEWS;
   const main = shell(views);
-  document.querySelectorAll('nav a').forEach((a) => a.toggleAttribute('aria-current', a.getAttribute('data-view') === name || (name === 'users' && a.getAttribute('data-view') === 'users')));
+  document
+    .querySelectorAll('nav a')
+    .forEach((a) =>
+      a.toggleAttribute(
+        'aria-current',
+        a.getAttribute('data-view') === name || (name === 'users' && a.getAttribute('data-view') === 'users'),
+      ),
+    );
   if (name === 'users' && arg) {
     if (!me.isAdmin) return refuseAdmin(main);
     stopView = await userView(main, me, decodeURIComponent(arg)).catch((e: unknown) => void main.appendChild(errorBox(e)));
@@ -95,7 +150,15 @@ async function route(): Promise<void> {
 
 /** A non-administrator asked for an administrator view: say so (the server refuses its calls anyway). */
 function refuseAdmin(main: HTMLElement): void {
-  main.appendChild(h('section', { class: 'card', id: 'forbidden' }, h('h1', {}, 'Administrators only'), h('p', {}, 'This view needs an administrator. '), h('a', { href: '#/me' }, 'Go to your account')));
+  main.appendChild(
+    h(
+      'section',
+      { class: 'card', id: 'forbidden' },
+      h('h1', {}, 'Administrators only'),
+      h('p', {}, 'This view needs an administrator. '),
+      h('a', { href: '#/me' }, 'Go to your account'),
+    ),
+  );
 }
 
 async function boot(settings: Settings): Promise<void> {

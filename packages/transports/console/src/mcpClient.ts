@@ -21,7 +21,12 @@ export class McpClient {
         ...(this.session ? { 'mcp-session-id': this.session } : {}),
         ...(token ? { authorization: `Bearer ${token}` } : {}),
       },
-      body: JSON.stringify({ jsonrpc: '2.0', method, ...(notification ? {} : { id: this.id++ }), ...(params === undefined ? {} : { params }) }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        method,
+        ...(notification ? {} : { id: this.id++ }),
+        ...(params === undefined ? {} : { params }),
+      }),
     });
     this.session = res.headers.get('mcp-session-id') ?? this.session;
     if (notification) return undefined;
@@ -41,7 +46,11 @@ export class McpClient {
   }
 
   async connect(): Promise<{ serverInfo?: { name: string; version: string }; capabilities?: Record<string, unknown> }> {
-    const init = (await this.send('initialize', { protocolVersion: this.protocol, capabilities: {}, clientInfo: { name: 'ai-backend-console', version: '1' } })) as { protocolVersion: string; serverInfo?: { name: string; version: string }; capabilities?: Record<string, unknown> };
+    const init = (await this.send('initialize', {
+      protocolVersion: this.protocol,
+      capabilities: {},
+      clientInfo: { name: 'ai-backend-console', version: '1' },
+    })) as { protocolVersion: string; serverInfo?: { name: string; version: string }; capabilities?: Record<string, unknown> };
     this.protocol = init.protocolVersion;
     await this.send('notifications/initialized', undefined, true);
     return init;
@@ -55,7 +64,10 @@ export class McpClient {
   async close(): Promise<void> {
     if (!this.session) return;
     const token = currentToken();
-    await fetch('/mcp', { method: 'DELETE', headers: { 'mcp-session-id': this.session, ...(token ? { authorization: `Bearer ${token}` } : {}) } }).catch(() => undefined);
+    await fetch('/mcp', {
+      method: 'DELETE',
+      headers: { 'mcp-session-id': this.session, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    }).catch(() => undefined);
     this.session = null;
   }
 }

@@ -38,15 +38,32 @@ export function schemaForm(schema: JsonSchema | undefined, idPrefix: string): Sc
     const label = h('label', { for: id }, name, required.has(name) ? ' *' : '', s.description ? h('small', {}, ` ${s.description}`) : null);
     let input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
     if (s.enum) {
-      input = h('select', { id, name }, required.has(name) ? null : h('option', { value: '' }, '(default)'), s.enum.map((v) => h('option', { value: JSON.stringify(v) }, String(v))));
+      input = h(
+        'select',
+        { id, name },
+        required.has(name) ? null : h('option', { value: '' }, '(default)'),
+        s.enum.map((v) => h('option', { value: JSON.stringify(v) }, String(v))),
+      );
       const sel = input;
       readers.push(() => (sel.value === '' ? undefined : [name, JSON.parse(sel.value)]));
     } else if (type === 'boolean') {
-      input = h('select', { id, name }, h('option', { value: '' }, '(default)'), h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'));
+      input = h(
+        'select',
+        { id, name },
+        h('option', { value: '' }, '(default)'),
+        h('option', { value: 'true' }, 'true'),
+        h('option', { value: 'false' }, 'false'),
+      );
       const sel = input;
       readers.push(() => (sel.value === '' ? undefined : [name, sel.value === 'true']));
     } else if (type === 'number' || type === 'integer') {
-      input = h('input', { id, name, type: 'number', step: type === 'integer' ? '1' : 'any', placeholder: s.default !== undefined ? String(s.default) : '' });
+      input = h('input', {
+        id,
+        name,
+        type: 'number',
+        step: type === 'integer' ? '1' : 'any',
+        placeholder: s.default !== undefined ? String(s.default) : '',
+      });
       const inp = input;
       readers.push(() => (inp.value === '' ? undefined : [name, Number(inp.value)]));
     } else if (type === 'string') {

@@ -13,7 +13,9 @@ export type Overview = Outputs['admin']['overview'];
 export type { AlertDelivery, KeySeries, RecentCall } from '@ai-backend/core/internal';
 
 /** Every procedure as `namespace.procedure` with its answer: `[name, output]` pairs. */
-type Pairs = { [N in keyof Outputs & string]: { [P in keyof Outputs[N] & string]: [`${N}.${P}`, Outputs[N][P]] }[keyof Outputs[N] & string] }[keyof Outputs & string];
+type Pairs = {
+  [N in keyof Outputs & string]: { [P in keyof Outputs[N] & string]: [`${N}.${P}`, Outputs[N][P]] }[keyof Outputs[N] & string];
+}[keyof Outputs & string];
 /** A procedure name the server's router has. */
 export type Method = Pairs[0];
 /** The answer of procedure `M`. */

@@ -50,7 +50,11 @@ describe('StreamAdmission', () => {
     const res = refusalResponse('jsonrpc', refused);
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('5');
-    expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32053, message: expect.stringContaining('limit 1') } });
+    expect(await res.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32053, message: expect.stringContaining('limit 1') },
+    });
   });
 
   it('holds a place until a Node response closes; a non-stream answer gives it back at once', async () => {
@@ -61,7 +65,9 @@ describe('StreamAdmission', () => {
       if (isRefusal(p)) return refusalResponse('plain', p);
       const res =
         c.req.param('kind') === 'sse'
-          ? new Response(new ReadableStream({ start: (ctl) => ctl.enqueue(new TextEncoder().encode(': open\n\n')) }), { headers: { 'content-type': 'text/event-stream' } })
+          ? new Response(new ReadableStream({ start: (ctl) => ctl.enqueue(new TextEncoder().encode(': open\n\n')) }), {
+              headers: { 'content-type': 'text/event-stream' },
+            })
           : Response.json({ ok: true });
       return admission.hold(res, p, c.env.outgoing);
     });
@@ -83,9 +89,15 @@ describe('StreamAdmission', () => {
 
   it('in process (no Node response), holds until the body ends or is cancelled', async () => {
     const admission = new StreamAdmission({ perAddress: 5, perIdentity: 5, total: 5 });
-    const sse = () => new Response(new ReadableStream({ start: (ctl) => (ctl.enqueue(new TextEncoder().encode('data: 1\n\n')), ctl.close()) }), { headers: { 'content-type': 'text/event-stream' } });
+    const sse = () =>
+      new Response(new ReadableStream({ start: (ctl) => (ctl.enqueue(new TextEncoder().encode('data: 1\n\n')), ctl.close()) }), {
+        headers: { 'content-type': 'text/event-stream' },
+      });
     const read = admission.hold(sse(), place(admission.take('a')));
-    const cancelled = admission.hold(new Response(new ReadableStream(), { headers: { 'content-type': 'text/event-stream' } }), place(admission.take('a')));
+    const cancelled = admission.hold(
+      new Response(new ReadableStream(), { headers: { 'content-type': 'text/event-stream' } }),
+      place(admission.take('a')),
+    );
     expect(admission.open).toBe(2);
     expect(await read.text()).toBe('data: 1\n\n');
     await cancelled.body!.cancel();

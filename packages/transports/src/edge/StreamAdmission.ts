@@ -62,9 +62,22 @@ export class StreamAdmission {
   /** A place for one stream from `ip` (and `sub` when signed in), or why not. */
   take(ip: string, sub?: string | null): StreamPlace | StreamRefusal {
     const { perAddress, perIdentity, total } = this.caps;
-    if (this.held >= total) return this.refusal(503, 'server', total, `this server holds as many event streams as it may (limit ${total}); retry later`);
-    if ((this.byAddress.get(ip) ?? 0) >= perAddress) return this.refusal(429, 'address', perAddress, `too many open event streams from this address (limit ${perAddress}); close one before opening another`);
-    if (sub && (this.byIdentity.get(sub) ?? 0) >= perIdentity) return this.refusal(429, 'identity', perIdentity, `too many open event streams for this identity (limit ${perIdentity}); close one before opening another`);
+    if (this.held >= total)
+      return this.refusal(503, 'server', total, `this server holds as many event streams as it may (limit ${total}); retry later`);
+    if ((this.byAddress.get(ip) ?? 0) >= perAddress)
+      return this.refusal(
+        429,
+        'address',
+        perAddress,
+        `too many open event streams from this address (limit ${perAddress}); close one before opening another`,
+      );
+    if (sub && (this.byIdentity.get(sub) ?? 0) >= perIdentity)
+      return this.refusal(
+        429,
+        'identity',
+        perIdentity,
+        `too many open event streams for this identity (limit ${perIdentity}); close one before opening another`,
+      );
     this.held++;
     bump(this.byAddress, ip, 1);
     if (sub) bump(this.byIdentity, sub, 1);
@@ -173,6 +186,14 @@ export function defaultStreamTotal(): number {
 }
 
 /** The caps of `limits` (defaults resolved here, once per server). */
-export function streamCapsOf(limits: { maxSseStreamsPerClient: number; maxSseStreamsPerIdentity: number; maxSseStreams?: number | undefined }): StreamCapsOptions {
-  return { perAddress: limits.maxSseStreamsPerClient, perIdentity: limits.maxSseStreamsPerIdentity, total: limits.maxSseStreams ?? defaultStreamTotal() };
+export function streamCapsOf(limits: {
+  maxSseStreamsPerClient: number;
+  maxSseStreamsPerIdentity: number;
+  maxSseStreams?: number | undefined;
+}): StreamCapsOptions {
+  return {
+    perAddress: limits.maxSseStreamsPerClient,
+    perIdentity: limits.maxSseStreamsPerIdentity,
+    total: limits.maxSseStreams ?? defaultStreamTotal(),
+  };
 }

@@ -9,21 +9,26 @@ import { MAX_META_ENTRIES } from './superjsonMeta.js';
 function app(o: Partial<BodyLimitOptions> = {}) {
   const a = new Hono();
   a.use('*', bodyLimit({ family: 'jsonrpc', limit: 100, idleMs: 1000, ...o }));
-  a.all('*', async (c) => c.json({ length: c.req.header('content-length') ?? null, te: c.req.header('transfer-encoding') ?? null, body: await c.req.text() }));
+  a.all('*', async (c) =>
+    c.json({ length: c.req.header('content-length') ?? null, te: c.req.header('transfer-encoding') ?? null, body: await c.req.text() }),
+  );
   return a;
 }
 
 function stream(chunks: string[], pauseBeforeLastMs = 0): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();
   let i = 0;
-  return new ReadableStream({
-    async pull(controller) {
-      // A client that pauses mid-body (the idle rule's subject), not a test wait.
-      if (i === chunks.length - 1 && pauseBeforeLastMs) await new Promise((r) => setTimeout(r, pauseBeforeLastMs));
-      if (i < chunks.length) controller.enqueue(enc.encode(chunks[i++]!));
-      else controller.close();
+  return new ReadableStream(
+    {
+      async pull(controller) {
+        // A client that pauses mid-body (the idle rule's subject), not a test wait.
+        if (i === chunks.length - 1 && pauseBeforeLastMs) await new Promise((r) => setTimeout(r, pauseBeforeLastMs));
+        if (i < chunks.length) controller.enqueue(enc.encode(chunks[i++]!));
+        else controller.close();
+      },
     },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
 }
 const postStream = (body: ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
   ({ method: 'POST', body, headers, duplex: 'half' }) as RequestInit;
@@ -69,7 +74,10 @@ describe('bodyLimit', () => {
       const body = JSON.stringify({ json: [[[[[[1]]]]]] });
       const res = await trpc().request('/trpc/x', { method: 'POST', body, headers: { 'content-length': String(body.length) } });
       expect(res.status).toBe(400);
-      expect(((await res.json()) as any).error.json).toMatchObject({ message: 'JSON nesting deeper than 5', data: { code: 'BAD_REQUEST', httpStatus: 400 } });
+      expect(((await res.json()) as any).error.json).toMatchObject({
+        message: 'JSON nesting deeper than 5',
+        data: { code: 'BAD_REQUEST', httpStatus: 400 },
+      });
     });
 
     it('refuses a GET input nested deeper than trpcDepth', async () => {
@@ -87,7 +95,10 @@ describe('bodyLimit', () => {
       const r1 = await trpc().request('/trpc/x', { method: 'POST', body: huge });
       expect(r1.status).toBe(400);
       expect(((await r1.json()) as any).error.json.message).toBe(`input meta has more than ${MAX_META_ENTRIES} entries`);
-      const r2 = await trpc().request('/trpc/x', { method: 'POST', body: JSON.stringify({ json: {}, meta: { values: { a: ['class'] } } }) });
+      const r2 = await trpc().request('/trpc/x', {
+        method: 'POST',
+        body: JSON.stringify({ json: {}, meta: { values: { a: ['class'] } } }),
+      });
       expect(((await r2.json()) as any).error.json.message).toBe('malformed input meta');
       const good = JSON.stringify({ json: { at: '2026-01-01T00:00:00.000Z' }, meta: { values: { at: ['Date'] } } });
       const r3 = await trpc().request('/trpc/x', { method: 'POST', body: good });
@@ -101,7 +112,7 @@ describe('bodyLimit', () => {
     });
   });
 
-  describe('tRPC routes over a socket (the Node adapter\'s direct read)', () => {
+  describe("tRPC routes over a socket (the Node adapter's direct read)", () => {
     async function listening(): Promise<{ url: string; close: () => void }> {
       const a = new Hono();
       a.use('*', bodyLimit({ family: 'trpc', trpcDepth: 5, limit: 1000, idleMs: 1000 }));
@@ -112,7 +123,9 @@ describe('bodyLimit', () => {
         return c.json({ text, again });
       });
       return new Promise((resolve) => {
-        const server = serve({ fetch: a.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => resolve({ url: `http://127.0.0.1:${info.port}`, close: () => server.close() }));
+        const server = serve({ fetch: a.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) =>
+          resolve({ url: `http://127.0.0.1:${info.port}`, close: () => server.close() }),
+        );
       });
     }
 
@@ -122,9 +135,17 @@ describe('bodyLimit', () => {
         const body = JSON.stringify({ json: { message: 'héllo' } });
         const ok = await fetch(`${s.url}/trpc/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
         expect(await ok.json()).toEqual({ text: body, again: body });
-        const deep = await fetch(`${s.url}/trpc/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: [[[[[[1]]]]]] }) });
+        const deep = await fetch(`${s.url}/trpc/x`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ json: [[[[[[1]]]]]] }),
+        });
         expect(deep.status).toBe(400);
-        const big = await fetch(`${s.url}/trpc/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ json: 'x'.repeat(2000) }) });
+        const big = await fetch(`${s.url}/trpc/x`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ json: 'x'.repeat(2000) }),
+        });
         expect(big.status).toBe(413);
       } finally {
         s.close();

@@ -144,7 +144,11 @@ function trpcProblem(text: string, maxDepth: number): string | null {
 }
 
 /** Read a stream up to `limit` bytes; stops reading as soon as it is exceeded or stalls. */
-async function readLimited(reader: ReadableStreamDefaultReader<Uint8Array>, limit: number, idleMs: number): Promise<Uint8Array<ArrayBuffer> | 'too-large' | 'idle'> {
+async function readLimited(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  limit: number,
+  idleMs: number,
+): Promise<Uint8Array<ArrayBuffer> | 'too-large' | 'idle'> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {

@@ -15,7 +15,8 @@ function app(config: ConfigInput) {
   a.all('*', (c) => c.text('ok'));
   return a;
 }
-const get = (a: Hono, path: string, headers: Record<string, string> = {}, base = 'http://127.0.0.1:8000') => a.request(new Request(base + path, { headers }));
+const get = (a: Hono, path: string, headers: Record<string, string> = {}, base = 'http://127.0.0.1:8000') =>
+  a.request(new Request(base + path, { headers }));
 const post = (a: Hono, headers: Record<string, string>, base = 'http://127.0.0.1:8000') =>
   a.request(new Request(base + '/api', { method: 'POST', headers, body: '{}' }));
 const why = async (res: Response) => ((await res.json()) as { error: { message: string } }).error.message;
@@ -24,7 +25,8 @@ describe('browserGuard on a loopback server without auth (the default)', () => {
   const a = app({ mcp: { auth: { authType: 'none' } } });
 
   it('accepts loopback Host names (any port) and the URL host of an in-process request', async () => {
-    for (const host of ['127.0.0.1:8000', 'localhost:3000', '[::1]:8000', '127.0.0.2']) expect((await get(a, '/api', { host })).status).toBe(200);
+    for (const host of ['127.0.0.1:8000', 'localhost:3000', '[::1]:8000', '127.0.0.2'])
+      expect((await get(a, '/api', { host })).status).toBe(200);
     expect((await get(a, '/api')).status).toBe(200);
   });
 
@@ -32,7 +34,11 @@ describe('browserGuard on a loopback server without auth (the default)', () => {
     const res = await get(a, '/api', { host: 'evil.example' });
     expect(res.status).toBe(403);
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
-    expect(await res.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: expect.any(Number), message: 'forbidden: host not allowed' } });
+    expect(await res.json()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: expect.any(Number), message: 'forbidden: host not allowed' },
+    });
     expect((await get(a, '/api', {}, 'http://evil.example')).status).toBe(403);
   });
 
@@ -65,7 +71,17 @@ describe('browserGuard on a loopback server without auth (the default)', () => {
     expect((await post(a, {})).status).toBe(415);
     expect((await post(a, { 'content-type': 'Application/JSON; charset=utf-8' })).status).toBe(200);
     // Not a JSON-only route: any type.
-    expect((await a.request(new Request('http://127.0.0.1:8000/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=b' }))).status).toBe(200);
+    expect(
+      (
+        await a.request(
+          new Request('http://127.0.0.1:8000/oauth/token', {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: 'a=b',
+          }),
+        )
+      ).status,
+    ).toBe(200);
   });
 });
 
@@ -77,7 +93,12 @@ describe('browserGuard on a public server with auth', () => {
   });
 
   it('with cors.origin or mcp.allowedOrigins, accepts those and its own origin, refuses the rest', async () => {
-    const a = app({ host: '0.0.0.0', ...JWT, cors: { origin: ['https://App.example'] }, mcp: { auth: { authType: 'jwt' }, allowedOrigins: ['https://ide.example'] } });
+    const a = app({
+      host: '0.0.0.0',
+      ...JWT,
+      cors: { origin: ['https://App.example'] },
+      mcp: { auth: { authType: 'jwt' }, allowedOrigins: ['https://ide.example'] },
+    });
     const from = (origin: string) => get(a, '/api', { host: 'api.example.com', origin });
     expect((await from('https://app.example')).status).toBe(200);
     expect((await from('https://ide.example')).status).toBe(200);
@@ -94,14 +115,24 @@ describe('browserGuard on a public server with auth', () => {
   });
 
   it('oauth.publicUrl counts as its own origin', async () => {
-    const a = app({ host: '0.0.0.0', ...JWT, cors: { origin: ['https://app.example'] }, oauth: { publicUrl: 'https://auth.example.com/base' } });
+    const a = app({
+      host: '0.0.0.0',
+      ...JWT,
+      cors: { origin: ['https://app.example'] },
+      oauth: { publicUrl: 'https://auth.example.com/base' },
+    });
     expect((await get(a, '/api', { host: 'internal:8000', origin: 'https://auth.example.com' })).status).toBe(200);
   });
 });
 
 describe('browserGuard behind a proxy', () => {
   it('reads forwarded origin, host and proto only with trustProxy', async () => {
-    const headers = { host: '127.0.0.1:8000', 'x-forwarded-host': 'app.example', 'x-forwarded-proto': 'https', origin: 'https://app.example' };
+    const headers = {
+      host: '127.0.0.1:8000',
+      'x-forwarded-host': 'app.example',
+      'x-forwarded-proto': 'https',
+      origin: 'https://app.example',
+    };
     expect((await get(app({ mcp: { auth: { authType: 'none' } } }), '/api', headers)).status).toBe(403);
     expect((await get(app({ mcp: { auth: { authType: 'none' } }, trustProxy: true }), '/api', headers)).status).toBe(200);
     const spoofed = { host: '127.0.0.1:8000', 'x-forwarded-origin': 'http://127.0.0.1:8000', origin: 'https://evil.example' };

@@ -65,7 +65,9 @@ export function createBrowserGuard(config: ResolvedConfig): (route: GuardedRoute
   const loopback = isLoopbackHost(config.host);
   const unauthenticated = config.auth.servesWithoutAuth;
   const allowedHosts = config.mcp.allowedHosts ? new Set(config.mcp.allowedHosts.map((h) => h.toLowerCase())) : null;
-  const explicit = new Set([...(config.cors.origin.includes('*') ? [] : config.cors.origin), ...(config.mcp.allowedOrigins ?? [])].map((o) => o.toLowerCase()));
+  const explicit = new Set(
+    [...(config.cors.origin.includes('*') ? [] : config.cors.origin), ...(config.mcp.allowedOrigins ?? [])].map((o) => o.toLowerCase()),
+  );
   const strictBrowser = loopback || unauthenticated;
   const checkOrigins = strictBrowser || explicit.size > 0;
 
@@ -73,7 +75,8 @@ export function createBrowserGuard(config: ResolvedConfig): (route: GuardedRoute
     // Requests built in-process (app.request, another fetch runtime) carry their host in the URL only.
     const host = req.headers.get('host') ?? urlHost(req.url);
     const name = hostName(host);
-    if (allowedHosts ? !allowedHosts.has(name) && !allowedHosts.has(host.toLowerCase()) : loopback && !isLoopbackHost(name)) return 'host not allowed';
+    if (allowedHosts ? !allowedHosts.has(name) && !allowedHosts.has(host.toLowerCase()) : loopback && !isLoopbackHost(name))
+      return 'host not allowed';
     const origin = requestOrigin(req, config.trustProxy)?.toLowerCase();
     if (origin !== undefined) {
       // 'null' (sandboxed frames, data: pages) is never allowed.
@@ -94,7 +97,8 @@ export function createBrowserGuard(config: ResolvedConfig): (route: GuardedRoute
     if (route.jsonOnly && req.method === 'POST') {
       const type = req.headers.get('content-type');
       const media = type ? type.split(';', 1)[0]!.trim().toLowerCase() : '';
-      if (media !== 'application/json') return Promise.resolve(edgeError(route.family, 415, 'unsupported media type: send the body as application/json'));
+      if (media !== 'application/json')
+        return Promise.resolve(edgeError(route.family, 415, 'unsupported media type: send the body as application/json'));
     }
     return then ? then(c, next) : next();
   };

@@ -7,7 +7,10 @@ import { requestOrigin } from './requestFacts.js';
 function app(corsConfig: NonNullable<ConfigInput>['cors']) {
   const config = resolveConfig({ cors: corsConfig, monitoring: { logging: { level: 'silent' } } });
   const a = new Hono();
-  a.use('*', cors(config.cors, (req) => requestOrigin(req, false)));
+  a.use(
+    '*',
+    cors(config.cors, (req) => requestOrigin(req, false)),
+  );
   // A handler that builds its own Response (as /rpc does) and one that leaves it to the middleware.
   a.post('/own', (c) => new Response('{}', { headers: withCorsHeaders(c, { 'content-type': 'application/json' }) }));
   a.all('*', (c) => c.text('ok'));
@@ -30,16 +33,21 @@ describe('cors with an origin list', () => {
   it('gives an unlisted origin no CORS headers at all', async () => {
     const res = await req(a, '/rpc', { headers: { origin: 'https://evil.example' } });
     expect(res.status).toBe(200);
-    for (const h of ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-expose-headers']) expect(res.headers.get(h)).toBeNull();
+    for (const h of ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-expose-headers'])
+      expect(res.headers.get(h)).toBeNull();
   });
 
   it('answers a preflight with methods (DELETE for MCP), the MCP and x-api-key headers, and max-age 600', async () => {
-    const res = await req(a, '/mcp', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'DELETE' } });
+    const res = await req(a, '/mcp', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'DELETE' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(res.headers.get('access-control-allow-methods')).toContain('DELETE');
     const allowed = res.headers.get('access-control-allow-headers')!.toLowerCase();
-    for (const h of ['authorization', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'x-api-key']) expect(allowed).toContain(h);
+    for (const h of ['authorization', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'x-api-key'])
+      expect(allowed).toContain(h);
     expect(res.headers.get('access-control-max-age')).toBe('600');
   });
 

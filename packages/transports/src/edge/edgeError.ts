@@ -23,13 +23,25 @@ const TRPC_CODE: Record<EdgeStatus, keyof typeof JSONRPC_CODE_BY_TRPC> = {
 export function edgeError(family: EdgeFamily, status: EdgeStatus, message: string, headers: Record<string, string> = {}): Response {
   let body: unknown;
   if (family === 'jsonrpc') {
-    const code = status === 400 ? JSONRPC_STANDARD.PARSE_ERROR : status === 403 || status === 429 || status === 503 ? JSONRPC_CODE_BY_TRPC[TRPC_CODE[status]] : JSONRPC_STANDARD.INVALID_REQUEST;
+    const code =
+      status === 400
+        ? JSONRPC_STANDARD.PARSE_ERROR
+        : status === 403 || status === 429 || status === 503
+          ? JSONRPC_CODE_BY_TRPC[TRPC_CODE[status]]
+          : JSONRPC_STANDARD.INVALID_REQUEST;
     body = { jsonrpc: '2.0', id: null, error: { code, message } };
   } else if (family === 'trpc') {
     const code = TRPC_CODE[status];
     body = { error: { json: { message, code: JSONRPC_CODE_BY_TRPC[code], data: { code, httpStatus: status } } } };
   } else if (family === 'openai') {
-    const type = status === 403 ? 'permission_error' : status === 429 ? 'rate_limit_error' : status === 503 ? 'overloaded_error' : 'invalid_request_error';
+    const type =
+      status === 403
+        ? 'permission_error'
+        : status === 429
+          ? 'rate_limit_error'
+          : status === 503
+            ? 'overloaded_error'
+            : 'invalid_request_error';
     body = { error: { message, type, param: null, code: TRPC_CODE[status].toLowerCase() } };
   } else if (family === 'oauth') {
     body = { error: status === 403 ? 'access_denied' : 'invalid_request', error_description: message };

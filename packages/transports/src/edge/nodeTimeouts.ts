@@ -20,7 +20,8 @@ export function timeoutServerOptions(limits: ResolvedConfig['limits']): ServerOp
 export function enforceBodyIdleTimeout(server: Server, idleMs: number): void {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     if (req.complete) return;
-    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    const hasBody =
+      req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) return;
     const socket = req.socket as Socket;
     socket.setTimeout(idleMs);

@@ -26,14 +26,18 @@ describe('entryOf: the closed set of entry-point labels', () => {
   });
 
   it('collapses everything else to other (a path never becomes a label)', () => {
-    for (const path of ['/', '/trpc', '/rpc/x', '/mcp/x', '/v1', '/healthz', '/metrics/x', '/' + 'a'.repeat(500)]) expect(entryOf(path), path).toBe('other');
+    for (const path of ['/', '/trpc', '/rpc/x', '/mcp/x', '/v1', '/healthz', '/metrics/x', '/' + 'a'.repeat(500)])
+      expect(entryOf(path), path).toBe('other');
   });
 });
 
 describe('observeRequests', () => {
   it('passes the answer through unchanged, before and after the runtime is ready, and on errors', async () => {
     const app = new Hono();
-    app.use('*', observeRequests(() => undefined));
+    app.use(
+      '*',
+      observeRequests(() => undefined),
+    );
     app.get('/rpc', (c) => c.text('ok', 201));
     app.get('/boom', () => {
       throw new Error('boom');
@@ -46,11 +50,16 @@ describe('observeRequests', () => {
   });
 
   it('counts each request by entry point and status class once the runtime is ready', async () => {
-    const runtime = await createRuntime(resolveConfig({ metrics: { enabled: true }, monitoring: { logging: { level: 'silent' } } }), { storage: new MemoryStorage() });
+    const runtime = await createRuntime(resolveConfig({ metrics: { enabled: true }, monitoring: { logging: { level: 'silent' } } }), {
+      storage: new MemoryStorage(),
+    });
     try {
       let ready = false;
       const app = new Hono();
-      app.use('*', observeRequests(() => (ready ? runtime : undefined)));
+      app.use(
+        '*',
+        observeRequests(() => (ready ? runtime : undefined)),
+      );
       app.all('*', (c) => c.text('', c.req.path === '/rpc' ? 200 : 404));
       await app.request('/rpc'); // before ready: served, not counted
       ready = true;
@@ -58,7 +67,8 @@ describe('observeRequests', () => {
       await app.request('/rpc');
       await app.request('/nowhere/secret-token-in-path');
       const { body } = await runtime.metrics!.exposition();
-      const line = (entry: string, cls: string) => body.split('\n').find((l) => !l.startsWith('#') && l.includes(`entry="${entry}"`) && l.includes(`"${cls}"`));
+      const line = (entry: string, cls: string) =>
+        body.split('\n').find((l) => !l.startsWith('#') && l.includes(`entry="${entry}"`) && l.includes(`"${cls}"`));
       expect(line('rpc', '2xx')).toMatch(/ 2$/);
       expect(line('other', '4xx')).toMatch(/ 1$/);
       expect(body).not.toContain('secret-token');

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { exceedsDepth, readJsonBody } from './readJsonBody.js';
 
-const post = (body: BodyInit | null, headers: Record<string, string> = {}) => new Request('http://127.0.0.1/rpc', { method: 'POST', body, headers, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
+const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
+  new Request('http://127.0.0.1/rpc', {
+    method: 'POST',
+    body,
+    headers,
+    ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+  } as RequestInit);
 
 /** A chunked body (no Content-Length): `chunks` strings, then the end. */
 function chunked(chunks: string[]): ReadableStream<Uint8Array> {
@@ -65,7 +71,7 @@ describe('exceedsDepth', () => {
   it('ignores brackets inside strings, including after escaped quotes and backslashes', () => {
     expect(exceedsDepth(JSON.stringify({ s: '[[[[[[[[{{{{' }), 1)).toBe(false);
     expect(exceedsDepth(JSON.stringify({ s: 'say \\"[[[[[' }), 1)).toBe(false);
-    expect(exceedsDepth(JSON.stringify({ s: 'end\\' , t: [[[]]] }), 3)).toBe(true);
+    expect(exceedsDepth(JSON.stringify({ s: 'end\\', t: [[[]]] }), 3)).toBe(true);
   });
 
   it('depth is the maximum reached, not the count of brackets', () => {

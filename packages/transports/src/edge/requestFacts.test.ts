@@ -55,14 +55,16 @@ describe('bearerToken', () => {
   });
 
   it('counts a malformed or empty credential as presented and invalid (never as absent)', () => {
-    for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer    ', 'Token abc']) expect(bearerToken(r({ authorization })), authorization).toBe('\u0000');
+    for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer    ', 'Token abc'])
+      expect(bearerToken(r({ authorization })), authorization).toBe('\u0000');
     expect(bearerToken(r({ 'x-api-key': '  ' }))).toBe('\u0000');
   });
 });
 
 describe('tokenInQuery', () => {
   it('finds access_token, token and id_token (RFC 6750 §2.3 is refused), not other parameters', () => {
-    for (const q of ['access_token=a', 'token=a', 'id_token=a', 'x=1&access_token=']) expect(tokenInQuery(new URL(`http://h/p?${q}`)), q).toBe(true);
+    for (const q of ['access_token=a', 'token=a', 'id_token=a', 'x=1&access_token='])
+      expect(tokenInQuery(new URL(`http://h/p?${q}`)), q).toBe(true);
     for (const q of ['', 'tokens=a', 'input=%7B%22token%22%3A1%7D']) expect(tokenInQuery(new URL(`http://h/p?${q}`)), q).toBe(false);
   });
 });

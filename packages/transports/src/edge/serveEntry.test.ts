@@ -11,7 +11,12 @@ let runtime: Runtime;
 let user: string;
 
 beforeAll(async () => {
-  server = createServer({ storage: { type: 'memory' }, monitoring: { logging: { level: 'error' } }, mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, maxToolCalls: 2 } }, jwt: { secret: SECRET } });
+  server = createServer({
+    storage: { type: 'memory' },
+    monitoring: { logging: { level: 'error' } },
+    mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, maxToolCalls: 2 } },
+    jwt: { secret: SECRET },
+  });
   runtime = await server.ready();
   user = await mintDevToken({ secret: SECRET, sub: 'serve-entry-user', expiresIn: '1h' });
 });
@@ -45,7 +50,12 @@ function entry(steps: string[]) {
       (step: EntryStep) => steps.push(step),
     ),
   );
-  return (token: string | null, path: string) => app.request('/x', { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify({ path }) });
+  return (token: string | null, path: string) =>
+    app.request('/x', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ path }),
+    });
 }
 
 describe('serveEntry: one order for every entry point', () => {

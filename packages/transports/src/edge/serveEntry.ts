@@ -1,5 +1,12 @@
 import type { Context as HonoContext } from 'hono';
-import { toWireError, type CoreError, type ParsedCall, type RequestScope, type Runtime, type TransportName } from '@ai-backend/core/internal';
+import {
+  toWireError,
+  type CoreError,
+  type ParsedCall,
+  type RequestScope,
+  type Runtime,
+  type TransportName,
+} from '@ai-backend/core/internal';
 import { openScope } from './requestContext.js';
 
 /** What an entry point's reading of a request gave: the calls core decides on, and what its `run` needs. */
@@ -68,7 +75,12 @@ export type EntrySpec<P> = EntryAdmission & {
  * 6. invoke and format (`run`).
  * `observe` (tests) is told each step as it starts.
  */
-export async function serveEntry<P>(c: HonoContext, runtime: Runtime, spec: EntrySpec<P>, observe?: (step: EntryStep) => void): Promise<Response> {
+export async function serveEntry<P>(
+  c: HonoContext,
+  runtime: Runtime,
+  spec: EntrySpec<P>,
+  observe?: (step: EntryStep) => void,
+): Promise<Response> {
   observe?.('scope');
   const scope = await openScope(c, runtime, spec.transport);
   if (spec.limitRequest) {

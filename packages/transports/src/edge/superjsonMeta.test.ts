@@ -5,7 +5,15 @@ import { MAX_META_ENTRIES, superjsonMetaProblem } from './superjsonMeta.js';
 describe('superjsonMetaProblem', () => {
   it('accepts what superjson itself produces (Date, Map, Set, bigint, undefined, referential equalities)', () => {
     const shared = { n: 1 };
-    const one = superjson.serialize({ at: new Date(0), m: new Map([['k', 1]]), s: new Set([1]), b: 10n, u: undefined, x: shared, y: shared });
+    const one = superjson.serialize({
+      at: new Date(0),
+      m: new Map([['k', 1]]),
+      s: new Set([1]),
+      b: 10n,
+      u: undefined,
+      x: shared,
+      y: shared,
+    });
     expect(one.meta).toBeDefined();
     expect(superjsonMetaProblem(one)).toBeNull();
     // A batch: { "0": call, "1": call }.

@@ -22,7 +22,8 @@ export function superjsonMetaProblem(input: unknown): string | null {
   for (const call of calls) {
     if (!isRecord(call) || call.meta === undefined) continue;
     const budget = { left: MAX_META_ENTRIES };
-    if (!metaOk(call.meta, budget)) return budget.left < 0 ? `input meta has more than ${MAX_META_ENTRIES} entries` : 'malformed input meta';
+    if (!metaOk(call.meta, budget))
+      return budget.left < 0 ? `input meta has more than ${MAX_META_ENTRIES} entries` : 'malformed input meta';
   }
   return null;
 }
@@ -33,7 +34,9 @@ function metaOk(meta: unknown, budget: { left: number }): boolean {
   if (meta.v !== undefined && typeof meta.v !== 'number') return false;
   if (meta.values !== undefined) {
     const values = meta.values;
-    const ok = Array.isArray(values) ? treeOk(values, budget) : isRecord(values) && Object.entries(values).every(([k, t]) => pathOk(k) && treeOk(t, budget));
+    const ok = Array.isArray(values)
+      ? treeOk(values, budget)
+      : isRecord(values) && Object.entries(values).every(([k, t]) => pathOk(k) && treeOk(t, budget));
     if (!ok) return false;
   }
   const eq = meta.referentialEqualities;
@@ -53,7 +56,10 @@ function treeOk(node: unknown, budget: { left: number }): boolean {
   const annotationOk =
     typeof annotation === 'string'
       ? SIMPLE_TYPES.has(annotation)
-      : Array.isArray(annotation) && annotation.length === 2 && COMPOSITE_TYPES.has(annotation[0] as string) && typeof annotation[1] === 'string';
+      : Array.isArray(annotation) &&
+        annotation.length === 2 &&
+        COMPOSITE_TYPES.has(annotation[0] as string) &&
+        typeof annotation[1] === 'string';
   if (!annotationOk) return false;
   if (children === undefined) return true;
   return isRecord(children) && Object.entries(children).every(([k, t]) => pathOk(k) && treeOk(t, budget));

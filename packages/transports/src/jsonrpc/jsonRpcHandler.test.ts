@@ -21,23 +21,42 @@ const probe = router({
 let runtime: Runtime;
 let app: Hono;
 beforeAll(async () => {
-  const config = resolveConfig({ mcp: { auth: { authType: 'none' } }, customRouters: { probe }, limits: { maxBatchSize: 3, bodyLimit: 2048, maxJsonDepth: 8 }, monitoring: { logging: { level: 'silent' } } });
+  const config = resolveConfig({
+    mcp: { auth: { authType: 'none' } },
+    customRouters: { probe },
+    limits: { maxBatchSize: 3, bodyLimit: 2048, maxJsonDepth: 8 },
+    monitoring: { logging: { level: 'silent' } },
+  });
   runtime = await createRuntime(config, { storage: new MemoryStorage() });
   app = new Hono();
-  app.post('/rpc', jsonRpcHandler(async () => runtime));
+  app.post(
+    '/rpc',
+    jsonRpcHandler(async () => runtime),
+  );
 });
 afterAll(() => runtime.close());
 
-const post = (body: unknown) => app.request('/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const post = (body: unknown) =>
+  app.request('/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 const call = async (body: unknown) => {
   const res = await post(body);
   return { status: res.status, headers: res.headers, body: res.status === 204 ? null : ((await res.json()) as any) };
 };
-const req = (id: unknown, method: string, params?: unknown) => ({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+const req = (id: unknown, method: string, params?: unknown) => ({
+  jsonrpc: '2.0',
+  id,
+  method,
+  ...(params === undefined ? {} : { params }),
+});
 
 describe('jsonRpcHandler', () => {
   it('answers with the id as sent: number, string, null', async () => {
-    for (const id of [7, 'abc', 1.5, null]) expect((await call(req(id, 'probe.add', { a: 1, b: 2 }))).body).toEqual({ jsonrpc: '2.0', id, result: 3 });
+    for (const id of [7, 'abc', 1.5, null])
+      expect((await call(req(id, 'probe.add', { a: 1, b: 2 }))).body).toEqual({ jsonrpc: '2.0', id, result: 3 });
   });
 
   it('takes positional params holding the input as their one element; [] is no input', async () => {
@@ -72,7 +91,11 @@ describe('jsonRpcHandler', () => {
   });
 
   it('answers a batch in one array without the notifications, and 204 for a batch of notifications only', async () => {
-    const r = await call([req(1, 'probe.add', { a: 1, b: 1 }), { jsonrpc: '2.0', method: 'probe.add', params: { a: 0, b: 0 } }, req('x', 'nope')]);
+    const r = await call([
+      req(1, 'probe.add', { a: 1, b: 1 }),
+      { jsonrpc: '2.0', method: 'probe.add', params: { a: 0, b: 0 } },
+      req('x', 'nope'),
+    ]);
     expect(r.body).toHaveLength(2);
     expect(r.body.find((m: any) => m.id === 1).result).toBe(2);
     expect(r.body.find((m: any) => m.id === 'x').error.code).toBe(-32601);
@@ -99,7 +122,7 @@ describe('jsonRpcHandler', () => {
     const big = await call(JSON.stringify(req(1, 'probe.add', { a: 1, b: 2, pad: 'x'.repeat(3000) })));
     expect(big.status).toBe(413);
     expect(big.body.error.code).toBe(-32600);
-    const deep = await call('[' .repeat(9) + ']'.repeat(9));
+    const deep = await call('['.repeat(9) + ']'.repeat(9));
     expect(deep.status).toBe(400);
   });
 

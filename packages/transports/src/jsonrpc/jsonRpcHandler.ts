@@ -1,5 +1,17 @@
 import type { Handler } from 'hono';
-import { apiDocument, JSONRPC_STANDARD, invoke, logWireError, procedureIndex, publicBaseUrl, toJsonRpcError, toWireError, type Context, type ParsedCall, type Runtime } from '@ai-backend/core/internal';
+import {
+  apiDocument,
+  JSONRPC_STANDARD,
+  invoke,
+  logWireError,
+  procedureIndex,
+  publicBaseUrl,
+  toJsonRpcError,
+  toWireError,
+  type Context,
+  type ParsedCall,
+  type Runtime,
+} from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../edge/cors.js';
 import { readJsonBody } from '../edge/readJsonBody.js';
 import { serveEntry } from '../edge/serveEntry.js';
@@ -22,7 +34,13 @@ function isId(v: unknown): v is string | number {
   return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 }
 
-async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: Record<string, string>, baseUrl: () => string): Promise<JsonRpcResponse | null> {
+async function handleOne(
+  msg: unknown,
+  runtime: Runtime,
+  ctx: Context,
+  headers: Record<string, string>,
+  baseUrl: () => string,
+): Promise<JsonRpcResponse | null> {
   if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
     return fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'invalid request');
   }
@@ -33,7 +51,13 @@ async function handleOne(msg: unknown, runtime: Runtime, ctx: Context, headers: 
     return fail(id, JSONRPC_STANDARD.INVALID_REQUEST, 'invalid request');
   }
   if (m.params !== undefined && (typeof m.params !== 'object' || m.params === null || (Array.isArray(m.params) && m.params.length > 1))) {
-    return hasId ? fail(id, JSONRPC_STANDARD.INVALID_PARAMS, 'params must be an object (the procedure input) or an array holding the input as its one element') : null;
+    return hasId
+      ? fail(
+          id,
+          JSONRPC_STANDARD.INVALID_PARAMS,
+          'params must be an object (the procedure input) or an array holding the input as its one element',
+        )
+      : null;
   }
   // By position (the OpenRPC document's form for a procedure whose input is not an object, e.g.
   // z.number()): the one element is the input; [] is no input, as rpc.discover clients send.
@@ -78,7 +102,8 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
         const batch = Array.isArray(body.value);
         const messages = batch ? (body.value as unknown[]) : [body.value];
         if (batch && messages.length === 0) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'empty batch'));
-        if (messages.length > maxBatchSize) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, `batch larger than ${maxBatchSize}`));
+        if (messages.length > maxBatchSize)
+          return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, `batch larger than ${maxBatchSize}`));
         const index = procedureIndex(runtime.router);
         const calls: ParsedCall[] = [];
         for (const m of messages) {
@@ -92,7 +117,10 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
         const baseUrl = () => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config);
         // A plain header record keeps the Node adapter on its fast response path.
         const headers: Record<string, string> = { 'content-type': 'application/json' };
-        const reply = (payload: unknown) => (payload === null ? c.body(null, 204) : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) }));
+        const reply = (payload: unknown) =>
+          payload === null
+            ? c.body(null, 204)
+            : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) });
         if (!batch) return reply(await handleOne(messages[0], runtime, ctx, headers, baseUrl));
         const results = (await Promise.all(messages.map((m) => handleOne(m, runtime, ctx, headers, baseUrl)))).filter((r) => r !== null);
         return reply(results.length ? results : null);

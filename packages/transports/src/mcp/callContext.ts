@@ -72,7 +72,14 @@ export interface McpCall {
  * the caller's identity from the HTTP layer, the request's AbortSignal (aborted by
  * notifications/cancelled), and `ctx.mcp` with progress, logging and server-to-client requests.
  */
-export function mcpContext(deps: McpServerDeps, state: McpSessionState, server: Server, ctx: ServerContext, call: McpCall, progressToken?: string | number): Context {
+export function mcpContext(
+  deps: McpServerDeps,
+  state: McpSessionState,
+  server: Server,
+  ctx: ServerContext,
+  call: McpCall,
+  progressToken?: string | number,
+): Context {
   const scope = scopeOf(ctx.http?.authInfo);
   const { requestState, use } = call;
   const name = use.name;
@@ -151,10 +158,18 @@ export function taskCallContext(
       onStatus(message ?? (total !== undefined ? `${progress}/${total}` : String(progress)));
     },
     async log(level, data) {
-      deps.runtime.logger.debug('MCP task log', { task: round.taskId, tool: name, level, data: typeof data === 'string' ? data.slice(0, 500) : undefined });
+      deps.runtime.logger.debug('MCP task log', {
+        task: round.taskId,
+        tool: name,
+        level,
+        data: typeof data === 'string' ? data.slice(0, 500) : undefined,
+      });
     },
     async request(method) {
-      throw new CoreError('NOT_CONFIGURED', `${method} is a server-to-client request; inside an MCP task ask for input with an input-required result instead`);
+      throw new CoreError(
+        'NOT_CONFIGURED',
+        `${method} is a server-to-client request; inside an MCP task ask for input with an input-required result instead`,
+      );
     },
   };
   return scope.context({ mcp, signal });

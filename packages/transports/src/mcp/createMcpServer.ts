@@ -66,7 +66,14 @@ class CatalogMcpServer extends McpServer {
  * capability lives in its own register* file; the SDK does version negotiation, envelope and
  * header validation and the 2026 wire encoding (cache fields, resultType).
  */
-export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateSeal, sessionId: () => string | undefined, mode: McpServeMode = 'stateful', tasks?: McpTasks): McpServerHandle {
+export function createMcpServer(
+  runtime: Runtime,
+  catalog: ToolCatalog,
+  seal: RequestStateSeal,
+  sessionId: () => string | undefined,
+  mode: McpServeMode = 'stateful',
+  tasks?: McpTasks,
+): McpServerHandle {
   const stateful = mode === 'stateful';
   // Capabilities are registered on the protocol server, not given to McpServer, which would
   // install its own registerTool-based handlers for them.
@@ -98,8 +105,13 @@ export function createMcpServer(runtime: Runtime, catalog: ToolCatalog, seal: Re
   registerCompletion(server, deps);
   const stopResources = registerResources(server, deps, state);
   const roots = startRootsSync(server, deps);
-  const stopPrompts = stateful ? runtime.prompts.onListChanged(() => void server.sendPromptListChanged().catch(() => undefined)) : () => undefined;
-  const stopGateway = stateful && runtime.gateway.active ? runtime.gateway.onChange(() => void server.sendToolListChanged().catch(() => undefined)) : () => undefined;
+  const stopPrompts = stateful
+    ? runtime.prompts.onListChanged(() => void server.sendPromptListChanged().catch(() => undefined))
+    : () => undefined;
+  const stopGateway =
+    stateful && runtime.gateway.active
+      ? runtime.gateway.onChange(() => void server.sendToolListChanged().catch(() => undefined))
+      : () => undefined;
 
   server.onclose = () => {
     stopResources();

@@ -1,5 +1,13 @@
 import { ProtocolError, ProtocolErrorCode, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
-import { invoke, logWireError, splitExposedName, toMcpToolError, toWireError, type Context, type Identity } from '@ai-backend/core/internal';
+import {
+  invoke,
+  logWireError,
+  splitExposedName,
+  toMcpToolError,
+  toWireError,
+  type Context,
+  type Identity,
+} from '@ai-backend/core/internal';
 import type { McpRequestFacts } from './callContext.js';
 import type { McpServerDeps } from './sessionState.js';
 
@@ -32,15 +40,22 @@ export function isGatewayTool(deps: McpServerDeps, ctx: ServerContext, name: str
 }
 
 /** tools/call of an upstream tool through the gateway.callTool procedure; its failures are tool errors the model can read. */
-export async function callGatewayTool(deps: McpServerDeps, name: string, args: Record<string, unknown> | undefined, callCtx: Context): Promise<CallToolResult> {
+export async function callGatewayTool(
+  deps: McpServerDeps,
+  name: string,
+  args: Record<string, unknown> | undefined,
+  callCtx: Context,
+): Promise<CallToolResult> {
   const parts = splitExposedName(name);
   // search_tools / call_tool have no server prefix: they are the gateway's own.
   const input = parts ? { server: parts.server, tool: parts.name, arguments: args ?? {} } : undefined;
   if (!input) {
-    const r = await callCtx.runtime.gateway.callTool({ identity: callCtx.identity, ip: callCtx.req.ip, signal: callCtx.req.signal }, name, args ?? {}).then(
-      (data) => ({ ok: true as const, data }),
-      (error: unknown) => ({ ok: false as const, error }),
-    );
+    const r = await callCtx.runtime.gateway
+      .callTool({ identity: callCtx.identity, ip: callCtx.req.ip, signal: callCtx.req.signal }, name, args ?? {})
+      .then(
+        (data) => ({ ok: true as const, data }),
+        (error: unknown) => ({ ok: false as const, error }),
+      );
     // call_tool naming a tool the caller may not use is that call's own error (the model can correct it), not an unknown tool.
     return r.ok ? r.data : failed(deps, r.error, undefined);
   }

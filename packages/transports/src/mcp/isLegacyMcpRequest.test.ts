@@ -7,7 +7,13 @@ const ENVELOPE = {
   'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' },
   'io.modelcontextprotocol/clientCapabilities': {},
 };
-const call = (extra: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'greeting', arguments: { name: 'Ada' } }, ...extra });
+const call = (extra: Record<string, unknown> = {}) => ({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'greeting', arguments: { name: 'Ada' } },
+  ...extra,
+});
 
 /** [case, MCP-Protocol-Version header or null, body] */
 const CASES: Array<[string, string | null, unknown]> = [
@@ -17,11 +23,24 @@ const CASES: Array<[string, string | null, unknown]> = [
   ['string id', '2025-11-25', call({ id: 'a' })],
   ['negative id', null, call({ id: -3 })],
   ['no params', null, { jsonrpc: '2.0', id: 2, method: 'tools/list' }],
-  ['initialize', null, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }],
+  [
+    'initialize',
+    null,
+    {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    },
+  ],
   ['_meta with a progress token', '2025-11-25', call({ params: { name: 'greeting', arguments: {}, _meta: { progressToken: 7 } } })],
   ['_meta with a bad progress token', '2025-11-25', call({ params: { name: 'greeting', _meta: { progressToken: { a: 1 } } } })],
   ['extra top-level key', null, call({ extra: true })],
-  ['related-task _meta', '2025-11-25', call({ params: { name: 'greeting', _meta: { 'io.modelcontextprotocol/related-task': { taskId: 5 } } } })],
+  [
+    'related-task _meta',
+    '2025-11-25',
+    call({ params: { name: 'greeting', _meta: { 'io.modelcontextprotocol/related-task': { taskId: 5 } } } }),
+  ],
   ['string progress token', '2025-11-25', call({ params: { name: 'greeting', _meta: { progressToken: 'p' } } })],
   ['fractional progress token', '2025-11-25', call({ params: { name: 'greeting', _meta: { progressToken: 1.5 } } })],
   ['2026 envelope', '2026-07-28', call({ params: { name: 'greeting', arguments: {}, _meta: ENVELOPE } })],
@@ -44,7 +63,10 @@ const CASES: Array<[string, string | null, unknown]> = [
 ];
 
 const request = (header: string | null) =>
-  new Request('http://localhost/mcp', { method: 'POST', headers: { 'content-type': 'application/json', ...(header !== null ? { 'mcp-protocol-version': header } : {}) } });
+  new Request('http://localhost/mcp', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(header !== null ? { 'mcp-protocol-version': header } : {}) },
+  });
 
 describe('isLegacyMcpRequest', () => {
   it.each(CASES)('%s: the same answer as the SDK, and the fast path never claims what the SDK would not', async (_name, header, body) => {

@@ -6,7 +6,10 @@ import { resourceNotFound, toMcpError } from './mcpErrors.js';
 const logs: string[] = [];
 let runtime: Runtime;
 beforeAll(async () => {
-  runtime = await createRuntime(resolveConfig({ monitoring: { logging: { level: 'warn' } } }), { storage: new MemoryStorage(), logger: createLogger('warn', (l) => logs.push(l)) });
+  runtime = await createRuntime(resolveConfig({ monitoring: { logging: { level: 'warn' } } }), {
+    storage: new MemoryStorage(),
+    logger: createLogger('warn', (l) => logs.push(l)),
+  });
 });
 afterAll(() => runtime.close());
 
@@ -21,7 +24,11 @@ describe('mcpErrors', () => {
   });
 
   it('a CoreError keeps its table code, message, appCode, details and Retry-After', () => {
-    const e = toMcpError(runtime, new CoreError('PAYMENT_REQUIRED', 'not enough tokens', { details: { needed: 5 }, headers: { 'Retry-After': '7' } }), 'prompts/get') as Wire;
+    const e = toMcpError(
+      runtime,
+      new CoreError('PAYMENT_REQUIRED', 'not enough tokens', { details: { needed: 5 }, headers: { 'Retry-After': '7' } }),
+      'prompts/get',
+    ) as Wire;
     expect(e.message).toBe('not enough tokens');
     expect(e.code).toBe(-32002);
     expect(e.data).toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { needed: 5 } });

@@ -1,9 +1,25 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
-import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo, type EventStore, type LoggingLevel, type Server } from '@modelcontextprotocol/server';
+import {
+  isInitializeRequest,
+  WebStandardStreamableHTTPServerTransport,
+  type AuthInfo,
+  type EventStore,
+  type LoggingLevel,
+  type Server,
+} from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
-import { mcpResponseModes, toolsListNeedsAuth, toWireError, type Challenge, type Identity, type ParsedCall, type RequestScope, type Runtime } from '@ai-backend/core/internal';
+import {
+  mcpResponseModes,
+  toolsListNeedsAuth,
+  toWireError,
+  type Challenge,
+  type Identity,
+  type ParsedCall,
+  type RequestScope,
+  type Runtime,
+} from '@ai-backend/core/internal';
 import { readJsonBody } from '../edge/readJsonBody.js';
 import { clientIp } from '../edge/requestFacts.js';
 import { createMcpServer, type McpRequestFacts } from './createMcpServer.js';
@@ -55,7 +71,10 @@ interface Session extends BudgetedSession {
   init: Record<string, unknown>;
   /** logging/setLevel, carried over a park. */
   logLevel: LoggingLevel;
-  /** Its in-memory event store (resumability), kept over a park while it holds events; its bytes go back to the shared budget when the session ends. */
+  /**
+   * Its in-memory event store (resumability), kept over a park while it holds events; its bytes go back to the shared budget when the
+   * session ends.
+   */
   store: MemoryEventStore | undefined;
   live: LiveSession | undefined;
   /** A rebuild in progress, shared by requests that arrive together. */
@@ -161,35 +180,55 @@ export class McpHandler {
   /** Every long-lived answer (GET streams, POST answers streamed as SSE, subscriptions/listen) takes a place here first. */
   private readonly admission: StreamAdmission;
 
-  constructor(private readonly runtime: Runtime, private readonly opts: McpHandlerOptions = {}) {
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly opts: McpHandlerOptions = {},
+  ) {
     this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(runtime.config.limits));
     this.catalog = buildToolCatalog(runtime.router);
     this.seal = createRequestStateSeal(runtime);
-    const modes = opts.responseMode ? mcpResponseModes(opts.responseMode, runtime.config.mcp.sessionMode) : runtime.config.mcp.responseModes;
-    this.legacy = runtime.config.mcp.sessionMode === 'stateless' ? { kind: 'stateless', responseMode: modes.legacy, calls: new Map() } : { kind: 'stateful', responseMode: modes.legacy };
+    const modes = opts.responseMode
+      ? mcpResponseModes(opts.responseMode, runtime.config.mcp.sessionMode)
+      : runtime.config.mcp.responseModes;
+    this.legacy =
+      runtime.config.mcp.sessionMode === 'stateless'
+        ? { kind: 'stateless', responseMode: modes.legacy, calls: new Map() }
+        : { kind: 'stateful', responseMode: modes.legacy };
     this.modern = new ModernEndpoint(runtime, this.catalog, this.seal, modes.modern);
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
-    this.budget = new SessionBudget(runtime.config.mcp.budgets, opts.maxSessions ?? 10_000, () => this.cluster?.elsewhere, () => void this.cluster?.sync());
+    this.budget = new SessionBudget(
+      runtime.config.mcp.budgets,
+      opts.maxSessions ?? 10_000,
+      () => this.cluster?.elsewhere,
+      () => void this.cluster?.sync(),
+    );
     this.cluster =
       runtime.shared.kind === 'redis' || runtime.shared.kind === 'postgres'
-        ? new ClusterSessionCounts(runtime.shared, () => this.budget.own(), (err) => runtime.logger.debug('MCP session counts not shared this beat', { error: String(err) }))
+        ? new ClusterSessionCounts(
+            runtime.shared,
+            () => this.budget.own(),
+            (err) => runtime.logger.debug('MCP session counts not shared this beat', { error: String(err) }),
+          )
         : undefined;
     this.ledger = new EventLedger(runtime.config.mcp.budgets.eventStore.totalBytes);
     this.parkIdleMs = opts.parkIdleMs ?? 60_000;
     this.maxLive = opts.maxLiveSessions ?? 256;
     const eventTtlMs = runtime.config.mcp.budgets.eventStore.ttlMs;
-    this.sweeper = setInterval(() => {
-      const now = Date.now();
-      // Events past the resumability window go, also those of sessions nobody comes back to.
-      this.ledger.expire(now - eventTtlMs);
-      for (const [id, s] of this.sessions) {
-        if (s.lastSeen < now - idle || this.budget.expired(s, now)) void this.closeSession(id);
-        else if (s.live && this.idle(s) && now - s.lastSeen >= this.parkIdleMs) this.park(s);
-        else if (!s.live && s.store?.size === 0) s.store = undefined;
-      }
-    }, Math.min(idle, 60_000, this.budget.sweepEveryMs, this.parkIdleMs));
+    this.sweeper = setInterval(
+      () => {
+        const now = Date.now();
+        // Events past the resumability window go, also those of sessions nobody comes back to.
+        this.ledger.expire(now - eventTtlMs);
+        for (const [id, s] of this.sessions) {
+          if (s.lastSeen < now - idle || this.budget.expired(s, now)) void this.closeSession(id);
+          else if (s.live && this.idle(s) && now - s.lastSeen >= this.parkIdleMs) this.park(s);
+          else if (!s.live && s.store?.size === 0) s.store = undefined;
+        }
+      },
+      Math.min(idle, 60_000, this.budget.sweepEveryMs, this.parkIdleMs),
+    );
     this.sweeper.unref();
   }
 
@@ -233,7 +272,14 @@ export class McpHandler {
   private idle(s: Session): boolean {
     const live = s.live;
     // A session subscribed to resources waits for updates: it stays live.
-    return live !== undefined && s.waking === undefined && s.open === 0 && s.initialized && live.state.running === 0 && !live.state.subscriptions?.size;
+    return (
+      live !== undefined &&
+      s.waking === undefined &&
+      s.open === 0 &&
+      s.initialized &&
+      live.state.running === 0 &&
+      !live.state.subscriptions?.size
+    );
   }
 
   /** Close an idle session's transport and server, keeping what a rebuild needs. */
@@ -360,7 +406,16 @@ export class McpHandler {
   private admit(holder: PlaceHolder, scope: RequestScope): Response | undefined {
     const taken = this.admission.take(scope.facts.ip, scope.identity?.sub);
     if (isRefusal(taken)) {
-      this.runtime.security.record({ type: 'rate_limited', reason: 'RATE_LIMITED', message: taken.message, transport: 'mcp', ip: scope.facts.ip, sub: scope.identity?.sub, path: 'mcp stream', detail: { kind: 'streams', cap: taken.cap, limit: taken.limit } });
+      this.runtime.security.record({
+        type: 'rate_limited',
+        reason: 'RATE_LIMITED',
+        message: taken.message,
+        transport: 'mcp',
+        ip: scope.facts.ip,
+        sub: scope.identity?.sub,
+        path: 'mcp stream',
+        detail: { kind: 'streams', cap: taken.cap, limit: taken.limit },
+      });
       return refusalResponse('jsonrpc', taken);
     }
     holder.place = taken;
@@ -441,7 +496,17 @@ export class McpHandler {
     const legacy = this.legacy;
     if (legacy.kind === 'stateless') {
       const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
-      return handleStatelessRequest({ runtime, catalog: this.catalog, seal: this.seal, req: c.req.raw, body, authInfo, responseMode: legacy.responseMode, calls: legacy.calls, caller });
+      return handleStatelessRequest({
+        runtime,
+        catalog: this.catalog,
+        seal: this.seal,
+        req: c.req.raw,
+        body,
+        authInfo,
+        responseMode: legacy.responseMode,
+        calls: legacy.calls,
+        caller,
+      });
     }
 
     if (!sessionId) {
@@ -462,7 +527,12 @@ export class McpHandler {
   private authInfoOf(scope: RequestScope): AuthInfo {
     const { identity } = scope;
     const facts: McpRequestFacts = { scope };
-    return { token: scope.facts.bearer ?? '', clientId: identity?.clientId ?? identity?.sub ?? 'anonymous', scopes: identity?.scopes ?? [], extra: { facts } };
+    return {
+      token: scope.facts.bearer ?? '',
+      clientId: identity?.clientId ?? identity?.sub ?? 'anonymous',
+      scopes: identity?.scopes ?? [],
+      extra: { facts },
+    };
   }
 
   /** GET (the session's stream) and DELETE (its end); anything else is not allowed. */
@@ -552,9 +622,17 @@ export class McpHandler {
     const initialize = { jsonrpc: '2.0', id: `rehydrate-${s.id}`, method: 'initialize', params: s.init };
     live.replaying = true;
     try {
-      await (await live.transport.handleRequest(new Request(url, { method: 'POST', headers }), { parsedBody: initialize, authInfo: authInfo as never })).text();
+      await (
+        await live.transport.handleRequest(new Request(url, { method: 'POST', headers }), {
+          parsedBody: initialize,
+          authInfo: authInfo as never,
+        })
+      ).text();
       const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
-      await live.transport.handleRequest(new Request(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': s.id } }), { parsedBody: initialized, authInfo: authInfo as never });
+      await live.transport.handleRequest(new Request(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': s.id } }), {
+        parsedBody: initialized,
+        authInfo: authInfo as never,
+      });
     } finally {
       live.replaying = false;
     }
@@ -605,7 +683,10 @@ export class McpHandler {
     const safe = failSafeEventStore(store, kind === 'storage' ? b.timeoutMs : undefined, (op, err) => {
       if (Date.now() - this.lastStoreWarning < 10_000) return;
       this.lastStoreWarning = Date.now();
-      this.runtime.logger.warn('MCP event store unavailable; messages are sent without resumability', { op, error: err instanceof Error ? err.message : String(err) });
+      this.runtime.logger.warn('MCP event store unavailable; messages are sent without resumability', {
+        op,
+        error: err instanceof Error ? err.message : String(err),
+      });
     });
     const storeEvent = safe.storeEvent.bind(safe);
     // A rebuild's replayed initialize is answered to nobody: nothing of it is kept for replay.
@@ -615,10 +696,30 @@ export class McpHandler {
 
   private newSession(id: string, owner: string | null, init: Record<string, unknown>, ip: string): Session {
     const now = Date.now();
-    return { id, owner, init, ip, logLevel: 'info', store: undefined, live: undefined, waking: undefined, open: 0, initialized: false, createdAt: now, lastSeen: now };
+    return {
+      id,
+      owner,
+      init,
+      ip,
+      logLevel: 'info',
+      store: undefined,
+      live: undefined,
+      waking: undefined,
+      open: 0,
+      initialized: false,
+      createdAt: now,
+      lastSeen: now,
+    };
   }
 
-  private async openSession(req: Request, body: unknown, authInfo: object, identity: Identity | null, ip: string, holder: PlaceHolder): Promise<Response> {
+  private async openSession(
+    req: Request,
+    body: unknown,
+    authInfo: object,
+    identity: Identity | null,
+    ip: string,
+    holder: PlaceHolder,
+  ): Promise<Response> {
     const owner = identity?.sub ?? null;
     await this.cluster?.ready;
     if (this.sessions.size >= this.budget.maxSessions) this.evictOldestIdle();

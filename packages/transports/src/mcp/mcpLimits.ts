@@ -1,4 +1,12 @@
-import { JSONRPC_CODE_BY_TRPC, rateLimitCaller, type CoreError, type Identity, type RateLimitDecision, type RequestScope, type Runtime } from '@ai-backend/core/internal';
+import {
+  JSONRPC_CODE_BY_TRPC,
+  rateLimitCaller,
+  type CoreError,
+  type Identity,
+  type RateLimitDecision,
+  type RequestScope,
+  type Runtime,
+} from '@ai-backend/core/internal';
 
 /**
  * Rate limits of one /mcp request (`mcp.rateLimiting`): the request itself counts toward
@@ -62,7 +70,13 @@ export class McpLimits {
     }
   }
 
-  private refused(err: CoreError, identity: Identity | null, path: string, kind: 'requests' | 'toolCalls', limit: number | undefined): Response {
+  private refused(
+    err: CoreError,
+    identity: Identity | null,
+    path: string,
+    kind: 'requests' | 'toolCalls',
+    limit: number | undefined,
+  ): Response {
     this.runtime.security.record({
       type: 'rate_limited',
       reason: 'RATE_LIMITED',
@@ -73,7 +87,11 @@ export class McpLimits {
       path,
       detail: limit === undefined ? { kind } : { kind, limit },
     });
-    const body = { jsonrpc: '2.0', id: null, error: { code: JSONRPC_CODE_BY_TRPC.TOO_MANY_REQUESTS, message: err.message, data: err.details } };
+    const body = {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: JSONRPC_CODE_BY_TRPC.TOO_MANY_REQUESTS, message: err.message, data: err.details },
+    };
     return new Response(JSON.stringify(body), { status: 429, headers: { 'content-type': 'application/json', ...err.headers } });
   }
 }

@@ -7,14 +7,25 @@ import { gatewayPrompts, identityOf } from './gatewayTools.js';
 /** prompts/list and prompts/get from the runtime's prompt registry. */
 export function registerPrompts(server: Server, deps: McpServerDeps, state: McpSessionState): void {
   const registry = deps.runtime.prompts;
-  server.setRequestHandler('prompts/list', (_request, ctx) => ({
-    prompts: [...registry.list().map((p) => ({
-      name: p.name,
-      ...(p.title ? { title: p.title } : {}),
-      ...(p.description ? { description: p.description } : {}),
-      arguments: (p.arguments ?? []).map((a) => ({ name: a.name, ...(a.description ? { description: a.description } : {}), required: a.required ?? false })),
-    })), ...gatewayPrompts(deps, ctx)],
-  }) as never);
+  server.setRequestHandler(
+    'prompts/list',
+    (_request, ctx) =>
+      ({
+        prompts: [
+          ...registry.list().map((p) => ({
+            name: p.name,
+            ...(p.title ? { title: p.title } : {}),
+            ...(p.description ? { description: p.description } : {}),
+            arguments: (p.arguments ?? []).map((a) => ({
+              name: a.name,
+              ...(a.description ? { description: a.description } : {}),
+              required: a.required ?? false,
+            })),
+          })),
+          ...gatewayPrompts(deps, ctx),
+        ],
+      }) as never,
+  );
 
   server.setRequestHandler('prompts/get', (request, ctx) =>
     counted(state, async () => {
@@ -26,7 +37,14 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
           if (upstream) return upstream as GetPromptResult;
         }
         const use = { kind: 'prompt', name, args } as const;
-        const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
+        const callCtx = mcpContext(
+          deps,
+          state,
+          server,
+          ctx,
+          { use, requestState: await deps.seal.claim(ctx, use) },
+          request.params._meta?.progressToken as string | number | undefined,
+        );
         const result = await registry.render(name, args, callCtx);
         return result as GetPromptResult;
       } catch (err) {

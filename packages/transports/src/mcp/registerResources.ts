@@ -14,43 +14,67 @@ import { gatewayResources, identityOf } from './gatewayTools.js';
 export function registerResources(server: Server, deps: McpServerDeps, state: McpSessionState): () => void {
   const registry = deps.runtime.resources;
 
-  server.setRequestHandler('resources/list', (_request, ctx) => ({
-    resources: [...registry.list().map((r) => ({
-      uri: r.uri,
-      name: r.name,
-      ...(r.title ? { title: r.title } : {}),
-      ...(r.description ? { description: r.description } : {}),
-      ...(r.mimeType ? { mimeType: r.mimeType } : {}),
-    })), ...gatewayResources(deps, ctx)],
-  }) as never);
+  server.setRequestHandler(
+    'resources/list',
+    (_request, ctx) =>
+      ({
+        resources: [
+          ...registry.list().map((r) => ({
+            uri: r.uri,
+            name: r.name,
+            ...(r.title ? { title: r.title } : {}),
+            ...(r.description ? { description: r.description } : {}),
+            ...(r.mimeType ? { mimeType: r.mimeType } : {}),
+          })),
+          ...gatewayResources(deps, ctx),
+        ],
+      }) as never,
+  );
 
-  server.setRequestHandler('resources/templates/list', () => ({
-    resourceTemplates: registry.listTemplates().map((t) => ({
-      uriTemplate: t.uriTemplate,
-      name: t.name,
-      ...(t.title ? { title: t.title } : {}),
-      ...(t.description ? { description: t.description } : {}),
-      ...(t.mimeType ? { mimeType: t.mimeType } : {}),
-    })),
-  }) as never);
+  server.setRequestHandler(
+    'resources/templates/list',
+    () =>
+      ({
+        resourceTemplates: registry.listTemplates().map((t) => ({
+          uriTemplate: t.uriTemplate,
+          name: t.name,
+          ...(t.title ? { title: t.title } : {}),
+          ...(t.description ? { description: t.description } : {}),
+          ...(t.mimeType ? { mimeType: t.mimeType } : {}),
+        })),
+      }) as never,
+  );
 
-  server.setRequestHandler('resources/read', (request, ctx) =>
-    counted(state, async () => {
-      const { uri } = request.params;
-      try {
-        // An upstream's resource (the MCP gateway), read from the server that listed it.
-        if (deps.runtime.gateway.active && !registry.has(uri)) {
-          const upstream = await deps.runtime.gateway.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
-          if (upstream) return upstream as never;
+  server.setRequestHandler(
+    'resources/read',
+    (request, ctx) =>
+      counted(state, async () => {
+        const { uri } = request.params;
+        try {
+          // An upstream's resource (the MCP gateway), read from the server that listed it.
+          if (deps.runtime.gateway.active && !registry.has(uri)) {
+            const upstream = await deps.runtime.gateway.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
+            if (upstream) return upstream as never;
+          }
+          const use = { kind: 'resource', name: uri } as const;
+          const callCtx = mcpContext(
+            deps,
+            state,
+            server,
+            ctx,
+            { use, requestState: await deps.seal.claim(ctx, use) },
+            request.params._meta?.progressToken as string | number | undefined,
+          );
+          const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
+          return {
+            contents: [
+              r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content },
+            ],
+          } as never;
+        } catch (err) {
+          throw toMcpError(deps.runtime, err, 'resources/read', uri);
         }
-        const use = { kind: 'resource', name: uri } as const;
-        const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
-        const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
-        return { contents: [r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content }] } as never;
-      } catch (err) {
-        throw toMcpError(deps.runtime, err, 'resources/read', uri);
-      }
-    }) as never,
+      }) as never,
   );
 
   if (deps.mode !== 'stateful') return () => undefined;

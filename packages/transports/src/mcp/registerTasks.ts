@@ -41,11 +41,17 @@ export function registerTasks(server: Server, deps: McpServerDeps): void {
     // The SDK lifts `inputResponses` off the params of every 2026-07-28 request (and validates it).
     const responses = ctx.mcpReq.inputResponses;
     if (!responses) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'tasks/update needs inputResponses');
-    await tasks.update(params.taskId, taskOwnerOf(ctx), responses, (rec) => {
-      const tool = deps.catalog.byName.get(rec.tool);
-      if (!tool) throw new Error(`task tool ${rec.tool} is no longer served`);
-      return taskRunner(deps, server, ctx, tool, rec.arguments ?? {});
-    }, callerOf(ctx));
+    await tasks.update(
+      params.taskId,
+      taskOwnerOf(ctx),
+      responses,
+      (rec) => {
+        const tool = deps.catalog.byName.get(rec.tool);
+        if (!tool) throw new Error(`task tool ${rec.tool} is no longer served`);
+        return taskRunner(deps, server, ctx, tool, rec.arguments ?? {});
+      },
+      callerOf(ctx),
+    );
     return {} as never;
   });
 }

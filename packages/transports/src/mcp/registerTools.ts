@@ -1,4 +1,12 @@
-import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type Server, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  isInputRequiredResult,
+  ProtocolError,
+  ProtocolErrorCode,
+  type CallToolResult,
+  type InputRequiredResult,
+  type Server,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core/internal';
 import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext.js';
 import { callerOf, taskOwnerOf } from './requestStateSeal.js';
@@ -23,7 +31,9 @@ function toToolResult(tool: CatalogTool, data: unknown): CallToolResult | InputR
   const text = typeof data === 'string' ? data : JSON.stringify(data ?? null);
   return {
     content: [{ type: 'text', text }],
-    ...(tool.outputSchema && typeof data === 'object' && data !== null && !Array.isArray(data) ? { structuredContent: data as Record<string, unknown> } : {}),
+    ...(tool.outputSchema && typeof data === 'object' && data !== null && !Array.isArray(data)
+      ? { structuredContent: data as Record<string, unknown> }
+      : {}),
   };
 }
 
@@ -54,11 +64,25 @@ export function taskRunner(deps: McpServerDeps, server: Server, ctx: ServerConte
       try {
         requestState = await deps.seal.open(round.sealedState, ctx, use);
       } catch {
-        return { kind: 'failed', error: { code: ProtocolErrorCode.InvalidParams, message: 'the task\'s requestState expired, was used already or belongs to another caller or call' } };
+        return {
+          kind: 'failed',
+          error: {
+            code: ProtocolErrorCode.InvalidParams,
+            message: "the task's requestState expired, was used already or belongs to another caller or call",
+          },
+        };
       }
     }
     const report = deps.tasks!.statusReporter(round.taskId);
-    const callCtx = taskCallContext(deps, server, ctx, use, signal, { taskId: round.taskId, inputResponses: round.inputResponses, requestState }, report);
+    const callCtx = taskCallContext(
+      deps,
+      server,
+      ctx,
+      use,
+      signal,
+      { taskId: round.taskId, inputResponses: round.inputResponses, requestState },
+      report,
+    );
     return runOnce(deps, tool, args, callCtx);
   };
 }
@@ -71,13 +95,23 @@ export function taskRunner(deps: McpServerDeps, server: Server, ctx: ServerConte
  */
 export function registerTools(server: Server, deps: McpServerDeps, state: McpSessionState): void {
   const { runtime, catalog } = deps;
-  server.setRequestHandler('tools/list', (_request, ctx) => (runtime.gateway.active ? listWithGateway(deps, ctx) : catalog.listResult) as never);
+  server.setRequestHandler(
+    'tools/list',
+    (_request, ctx) => (runtime.gateway.active ? listWithGateway(deps, ctx) : catalog.listResult) as never,
+  );
 
   server.setRequestHandler('tools/call', async (request, ctx): Promise<never> => {
     const tool = catalog.byName.get(request.params.name);
     if (!tool && isGatewayTool(deps, ctx, request.params.name)) {
       const use = { kind: 'tool', name: request.params.name, args: request.params.arguments } as const;
-      const callCtx = mcpContext(deps, state, server, ctx, { use, requestState: await deps.seal.claim(ctx, use) }, request.params._meta?.progressToken as string | number | undefined);
+      const callCtx = mcpContext(
+        deps,
+        state,
+        server,
+        ctx,
+        { use, requestState: await deps.seal.claim(ctx, use) },
+        request.params._meta?.progressToken as string | number | undefined,
+      );
       return (await counted(state, () => callGatewayTool(deps, request.params.name, request.params.arguments, callCtx))) as never;
     }
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);

@@ -8,7 +8,10 @@ const redis = await testRedis();
 const REDIS = redis.ok ? testRedisOptions(redis, 'rs-seal') : undefined;
 const runtimes: Runtime[] = [];
 async function runtimeWith(secret?: string, opts: { storage?: Storage; config?: ConfigInput } = {}): Promise<Runtime> {
-  const rt = await createRuntime(resolveConfig({ monitoring: { logging: { level: 'silent' } }, ...(secret ? { jwt: { secret } } : {}), ...opts.config }), { storage: opts.storage ?? new MemoryStorage() });
+  const rt = await createRuntime(
+    resolveConfig({ monitoring: { logging: { level: 'silent' } }, ...(secret ? { jwt: { secret } } : {}), ...opts.config }),
+    { storage: opts.storage ?? new MemoryStorage() },
+  );
   runtimes.push(rt);
   return rt;
 }
@@ -19,7 +22,9 @@ afterAll(async () => {
 
 /** The handler context the seal binds to: the caller's identity, else its address. */
 const ctxOf = (who: { sub?: string; ip?: string }) =>
-  ({ http: { authInfo: { extra: { facts: { scope: { identity: who.sub ? { sub: who.sub } : undefined, facts: { ip: who.ip ?? '' } } } } } } }) as unknown as ServerContext;
+  ({
+    http: { authInfo: { extra: { facts: { scope: { identity: who.sub ? { sub: who.sub } : undefined, facts: { ip: who.ip ?? '' } } } } } },
+  }) as unknown as ServerContext;
 
 const TOOL: StateUse = { kind: 'tool', name: 'approveJob', args: { job: 'deploy', env: 'prod' } };
 const REFUSED = { code: -32602, message: 'Invalid or expired requestState' };
@@ -38,7 +43,9 @@ describe('requestStateSeal', () => {
   it('refuses another caller replaying it (identity, or address when anonymous)', async () => {
     const seal = createRequestStateSeal(await runtimeWith(SECRET));
     await expect(seal.open(await seal.mint(1, ctxOf({ sub: 'alice' }), TOOL), ctxOf({ sub: 'bob' }), TOOL)).rejects.toMatchObject(REFUSED);
-    await expect(seal.open(await seal.mint(1, ctxOf({ ip: '10.0.0.1' }), TOOL), ctxOf({ ip: '10.0.0.2' }), TOOL)).rejects.toMatchObject(REFUSED);
+    await expect(seal.open(await seal.mint(1, ctxOf({ ip: '10.0.0.1' }), TOOL), ctxOf({ ip: '10.0.0.2' }), TOOL)).rejects.toMatchObject(
+      REFUSED,
+    );
   });
 
   it('is bound to its use: another tool, other arguments or another kind are refused; the same arguments in another key order are not', async () => {
@@ -74,7 +81,10 @@ describe('requestStateSeal', () => {
 
   it('instances sharing jwt.secret accept each other’s state; without a secret each keeps its own key', async () => {
     const shared = new MemoryStorage();
-    const [a, b] = [createRequestStateSeal(await runtimeWith(SECRET, { storage: shared })), createRequestStateSeal(await runtimeWith(SECRET, { storage: shared }))];
+    const [a, b] = [
+      createRequestStateSeal(await runtimeWith(SECRET, { storage: shared })),
+      createRequestStateSeal(await runtimeWith(SECRET, { storage: shared })),
+    ];
     const ctx = ctxOf({ sub: 'a' });
     expect(await b.open(await a.mint('x', ctx, TOOL), ctx, TOOL)).toBe('x');
     const [c, d] = [createRequestStateSeal(await runtimeWith()), createRequestStateSeal(await runtimeWith())];
@@ -85,7 +95,10 @@ describe('requestStateSeal', () => {
 
   it('a state used on one instance is refused on another sharing the store (memory store shared in process)', async () => {
     const shared = new MemoryStorage();
-    const [a, b] = [createRequestStateSeal(await runtimeWith(SECRET, { storage: shared })), createRequestStateSeal(await runtimeWith(SECRET, { storage: shared }))];
+    const [a, b] = [
+      createRequestStateSeal(await runtimeWith(SECRET, { storage: shared })),
+      createRequestStateSeal(await runtimeWith(SECRET, { storage: shared })),
+    ];
     const ctx = ctxOf({ sub: 'a' });
     const token = await a.mint('x', ctx, TOOL);
     expect(await a.open(token, ctx, TOOL)).toBe('x');
@@ -94,7 +107,10 @@ describe('requestStateSeal', () => {
 
   it.skipIf(!redis.ok)('a state used on one instance is refused on another sharing Redis (two runtimes, their own stores)', async () => {
     const config: ConfigInput = { storage: { type: 'memory', shared: 'redis', redis: REDIS! } };
-    const [a, b] = [createRequestStateSeal(await runtimeWith(SECRET, { config })), createRequestStateSeal(await runtimeWith(SECRET, { config }))];
+    const [a, b] = [
+      createRequestStateSeal(await runtimeWith(SECRET, { config })),
+      createRequestStateSeal(await runtimeWith(SECRET, { config })),
+    ];
     const ctx = ctxOf({ ip: '10.1.2.3' });
     const token = await a.mint({ k: 1 }, ctx, TOOL);
     // Both runs race for it: exactly one gets it.

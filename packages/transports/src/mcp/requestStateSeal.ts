@@ -1,5 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createRequestStateCodec, ProtocolError, ProtocolErrorCode, type RequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  createRequestStateCodec,
+  ProtocolError,
+  ProtocolErrorCode,
+  type RequestStateCodec,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import type { Runtime } from '@ai-backend/core';
 import type { RequestScope } from '@ai-backend/core/internal';
 
@@ -65,18 +71,25 @@ const USED_TTL_MS = (TTL_SECONDS + 60) * 1000;
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);
 }
 
-const useTag = (use: StateUse) => createHash('sha256').update(`${use.kind}\n${use.name}\n${canonicalJson(use.args ?? {})}`).digest('base64url');
+const useTag = (use: StateUse) =>
+  createHash('sha256')
+    .update(`${use.kind}\n${use.name}\n${canonicalJson(use.args ?? {})}`)
+    .digest('base64url');
 
-const isSealed = (s: unknown): s is Sealed => !!s && typeof s === 'object' && typeof (s as Sealed).n === 'string' && typeof (s as Sealed).u === 'string';
+const isSealed = (s: unknown): s is Sealed =>
+  !!s && typeof s === 'object' && typeof (s as Sealed).n === 'string' && typeof (s as Sealed).u === 'string';
 
 /** The SDK's own answer to a bad state, so a client cannot tell which check failed. */
-const refused = () => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', { reason: 'invalid_request_state' });
+const refused = () =>
+  new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', { reason: 'invalid_request_state' });
 
 /**
  * The `requestState` seal of multi round-trip requests (MCP 2026-07-28): the client carries the

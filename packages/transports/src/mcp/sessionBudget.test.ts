@@ -2,8 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { SessionBudget } from './sessionBudget.js';
 import type { SessionCounts } from './clusterSessionCounts.js';
 
-const budgets = { sessionsPerAddress: 2, sessionsPerIdentity: 3, maxAnonymousSessions: 4, uninitializedTtlMs: 10_000, anonymousIdleMs: 60_000 };
-const make = (over: Partial<typeof budgets> = {}, maxSessions = 10, elsewhere?: () => SessionCounts | undefined) => new SessionBudget({ ...budgets, ...over } as never, maxSessions, elsewhere);
+const budgets = {
+  sessionsPerAddress: 2,
+  sessionsPerIdentity: 3,
+  maxAnonymousSessions: 4,
+  uninitializedTtlMs: 10_000,
+  anonymousIdleMs: 60_000,
+};
+const make = (over: Partial<typeof budgets> = {}, maxSessions = 10, elsewhere?: () => SessionCounts | undefined) =>
+  new SessionBudget({ ...budgets, ...over } as never, maxSessions, elsewhere);
 
 describe('SessionBudget', () => {
   it('anonymous sessions: per address (429), then the anonymous ceiling (503)', () => {
@@ -12,7 +19,11 @@ describe('SessionBudget', () => {
       expect(b.admit(ip, null, 0)).toBeNull();
       b.add({ ip, owner: null });
     }
-    expect(b.admit('a', null, 2)).toEqual({ status: 429, message: 'too many sessions from this address (2); close some or retry later', retryAfterSec: 30 });
+    expect(b.admit('a', null, 2)).toEqual({
+      status: 429,
+      message: 'too many sessions from this address (2); close some or retry later',
+      retryAfterSec: 30,
+    });
     b.add({ ip: 'b', owner: null });
     b.add({ ip: 'c', owner: null });
     expect(b.admit('d', null, 4)).toMatchObject({ status: 503, message: 'too many anonymous sessions; sign in or retry later' });

@@ -50,10 +50,18 @@ export class SessionBudget {
     // Per address counts anonymous sessions only: a signed-in client behind the same NAT as a
     // flooding one is budgeted by its identity instead, and keeps being served.
     if (owner === null && (this.byAddress.get(ip) ?? 0) + (other?.byAddress[ip] ?? 0) >= b.sessionsPerAddress) {
-      return { status: 429, message: `too many sessions from this address (${b.sessionsPerAddress}); close some or retry later`, retryAfterSec: 30 };
+      return {
+        status: 429,
+        message: `too many sessions from this address (${b.sessionsPerAddress}); close some or retry later`,
+        retryAfterSec: 30,
+      };
     }
     if (owner !== null && (this.byIdentity.get(owner) ?? 0) + (other?.byIdentity[owner] ?? 0) >= b.sessionsPerIdentity) {
-      return { status: 429, message: `too many sessions for this identity (${b.sessionsPerIdentity}); close some or retry later`, retryAfterSec: 30 };
+      return {
+        status: 429,
+        message: `too many sessions for this identity (${b.sessionsPerIdentity}); close some or retry later`,
+        retryAfterSec: 30,
+      };
     }
     if (owner === null && this.anonymous + (other?.anonymous ?? 0) >= Math.min(b.maxAnonymousSessions, this.maxSessions)) {
       return { status: 503, message: 'too many anonymous sessions; sign in or retry later', retryAfterSec: 30 };
@@ -95,7 +103,12 @@ export class SessionBudget {
 
   /** This instance's sessions, as other instances add them to theirs. */
   own(): SessionCounts {
-    return { total: this.anonymous + this.identified, anonymous: this.anonymous, byAddress: Object.fromEntries(this.byAddress), byIdentity: Object.fromEntries(this.byIdentity) };
+    return {
+      total: this.anonymous + this.identified,
+      anonymous: this.anonymous,
+      byAddress: Object.fromEntries(this.byAddress),
+      byIdentity: Object.fromEntries(this.byIdentity),
+    };
   }
 
   /** Should this session be closed now (never initialized in time, or anonymous and idle)? */

@@ -35,7 +35,17 @@ export interface StatelessRequest {
  * Stateless mode: one MCP server and transport for this one POST, closed when the answer is
  * complete: at once for a JSON answer, when the stream ends (or the client leaves) for SSE.
  */
-export async function handleStatelessRequest({ runtime, catalog, seal, req, body, authInfo, responseMode, calls, caller }: StatelessRequest): Promise<Response> {
+export async function handleStatelessRequest({
+  runtime,
+  catalog,
+  seal,
+  req,
+  body,
+  authInfo,
+  responseMode,
+  calls,
+  caller,
+}: StatelessRequest): Promise<Response> {
   const messages = (Array.isArray(body) ? body : [body]) as Message[];
   for (const m of messages) {
     if (m?.method !== 'notifications/cancelled' || m.params?.requestId === undefined) continue;
@@ -44,7 +54,10 @@ export async function handleStatelessRequest({ runtime, catalog, seal, req, body
     const running = calls.get(callKey(caller, m.params.requestId));
     if (running?.size === 1) for (const t of running) t.onmessage?.(m as never, { authInfo: authInfo as never });
   }
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: responseMode === 'json' });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: responseMode === 'json',
+  });
   const { server } = createMcpServer(runtime, catalog, seal, () => undefined, 'stateless');
   await server.connect(transport);
   const keys = messages.filter((m) => m?.id !== undefined && typeof m.method === 'string').map((m) => callKey(caller, m!.id));

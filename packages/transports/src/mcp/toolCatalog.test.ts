@@ -14,21 +14,29 @@ describe('the tool-name check at start-up', () => {
     // `mcp` namespace, under the same name and path.
     const loaded = createAppRouter();
     await loadRouter(loaded);
-    const published = Object.fromEntries([...toolProcedures(loaded)].filter(([, info]) => !info.path.startsWith('mcp.')).map(([name, info]) => [name, info.path]));
+    const published = Object.fromEntries(
+      [...toolProcedures(loaded)].filter(([, info]) => !info.path.startsWith('mcp.')).map(([name, info]) => [name, info.path]),
+    );
     expect(published).toEqual(LAZY_BUILTIN_TOOLS);
   });
 
   it('refuses a custom tool named like a lazy built-in one, naming both paths', () => {
     const r = createAppRouter({ weather: router({ generateText: tool() }) });
-    expect(() => checkToolNames(r)).toThrow('MCP tool name "generateText" is used by both ai.generateText and weather.generateText; set meta.mcp.name');
+    expect(() => checkToolNames(r)).toThrow(
+      'MCP tool name "generateText" is used by both ai.generateText and weather.generateText; set meta.mcp.name',
+    );
     const renamed = createAppRouter({ weather: router({ forecast: tool('listFiles') }) });
     expect(() => checkToolNames(renamed)).toThrow('"listFiles" is used by both system.listFiles and weather.forecast');
     expect(isRouterLoaded(r)).toBe(false);
   });
 
   it('refuses a custom tool named like an eager built-in one, and two custom tools of one name', () => {
-    expect(() => checkToolNames(createAppRouter({ weather: router({ echo: tool() }) }))).toThrow('"echo" is used by both mcp.echo and weather.echo');
-    expect(() => checkToolNames(createAppRouter({ a: router({ one: tool('same') }), b: router({ two: tool('same') }) }))).toThrow('"same" is used by both a.one and b.two');
+    expect(() => checkToolNames(createAppRouter({ weather: router({ echo: tool() }) }))).toThrow(
+      '"echo" is used by both mcp.echo and weather.echo',
+    );
+    expect(() => checkToolNames(createAppRouter({ a: router({ one: tool('same') }), b: router({ two: tool('same') }) }))).toThrow(
+      '"same" is used by both a.one and b.two',
+    );
   });
 
   it('gives the same answers on a loaded router', async () => {

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { isBuiltInPath, isRouterLoaded, loadedProcedureIndex, procedureIndex, type ProcedureInfo, type ProcedureMeta, type ToolAnnotations } from '@ai-backend/core/internal';
+import {
+  isBuiltInPath,
+  isRouterLoaded,
+  loadedProcedureIndex,
+  procedureIndex,
+  type ProcedureInfo,
+  type ProcedureMeta,
+  type ToolAnnotations,
+} from '@ai-backend/core/internal';
 import type { AnyRouter } from '@trpc/server';
 import { LAZY_BUILTIN_TOOLS } from './lazyBuiltinTools.js';
 

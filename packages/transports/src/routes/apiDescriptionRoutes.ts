@@ -11,13 +11,17 @@ export function apiDescriptionRoutes(getRuntime: () => Promise<Runtime>, opts: {
   if (opts.openrpc) {
     app.get('/openrpc.json', async (c) => {
       const runtime = await getRuntime();
-      return c.json(await apiDocument('openrpc', runtime.router, runtime.config, publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config)));
+      return c.json(
+        await apiDocument('openrpc', runtime.router, runtime.config, publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config)),
+      );
     });
   }
   if (opts.openapi) {
     app.get('/openapi.json', async (c) => {
       const runtime = await getRuntime();
-      return c.json(await apiDocument('openapi', runtime.router, runtime.config, publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config)));
+      return c.json(
+        await apiDocument('openapi', runtime.router, runtime.config, publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config)),
+      );
     });
   }
   return app;

@@ -115,7 +115,10 @@ export function consoleRoutes(config: ResolvedConfig, opts: ConsoleRoutesOptions
     const asset = loadAssets().get(name);
     if (!asset) {
       const body = name === 'index.html' ? 'console assets are not built (run the package build)' : 'not found';
-      return new Response(body, { status: name === 'index.html' ? 503 : 404, headers: securityHeaders(new Headers({ 'content-type': 'text/plain; charset=utf-8' })) });
+      return new Response(body, {
+        status: name === 'index.html' ? 503 : 404,
+        headers: securityHeaders(new Headers({ 'content-type': 'text/plain; charset=utf-8' })),
+      });
     }
     return new Response(asset.body as Uint8Array<ArrayBuffer>, { headers: securityHeaders(new Headers({ 'content-type': asset.type })) });
   };
@@ -140,7 +143,8 @@ export function consoleRoutes(config: ResolvedConfig, opts: ConsoleRoutesOptions
   // parameter route would keep Hono on its slower TrieRouter for every request of the server.
   app.get('/console/:file', (c) => {
     const file = c.req.param('file');
-    if (file === 'settings.json') return new Response(JSON.stringify(settings), { headers: securityHeaders(new Headers({ 'content-type': 'application/json' })) });
+    if (file === 'settings.json')
+      return new Response(JSON.stringify(settings), { headers: securityHeaders(new Headers({ 'content-type': 'application/json' })) });
     // Only the flat, known file names of the build (no path can be formed from the request).
     return /^[\w.-]+$/.test(file) && file !== 'index.html' ? serveAsset(file) : serveAsset('\0');
   });

@@ -1,5 +1,13 @@
 import { Hono } from 'hono';
-import { CORE_ERROR_TABLE, GATEWAY_OAUTH_CALLBACK_PATH, GATEWAY_OAUTH_CLIENT_METADATA_PATH, gatewayClientMetadata, isCoreError, publicBaseUrl, type Runtime } from '@ai-backend/core/internal';
+import {
+  CORE_ERROR_TABLE,
+  GATEWAY_OAUTH_CALLBACK_PATH,
+  GATEWAY_OAUTH_CLIENT_METADATA_PATH,
+  gatewayClientMetadata,
+  isCoreError,
+  publicBaseUrl,
+  type Runtime,
+} from '@ai-backend/core/internal';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
@@ -26,8 +34,17 @@ export function gatewayOAuthRoutes(getRuntime: () => Promise<Runtime>): Hono {
     const q = (name: string) => c.req.query(name);
     const params = { state: q('state'), code: q('code'), error: q('error'), iss: q('iss') };
     try {
-      const { server } = await runtime.upstreamCredentials.completeAuthorization(Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined)));
-      return c.html(page(`Connected to ${server}`, `Your account at ${server} is connected. You can close this window; its tools now work with your own authorization.`), 200, PAGE_HEADERS);
+      const { server } = await runtime.upstreamCredentials.completeAuthorization(
+        Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined)),
+      );
+      return c.html(
+        page(
+          `Connected to ${server}`,
+          `Your account at ${server} is connected. You can close this window; its tools now work with your own authorization.`,
+        ),
+        200,
+        PAGE_HEADERS,
+      );
     } catch (err) {
       if (!isCoreError(err)) throw err;
       runtime.logger.warn('gateway: upstream authorization not completed', { code: err.appCode, reason: err.message });
@@ -37,7 +54,9 @@ export function gatewayOAuthRoutes(getRuntime: () => Promise<Runtime>): Hono {
   });
   app.get(GATEWAY_OAUTH_CLIENT_METADATA_PATH, async (c) => {
     const runtime = await getRuntime();
-    return c.json(gatewayClientMetadata(publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config)), 200, { 'cache-control': 'public, max-age=3600' });
+    return c.json(gatewayClientMetadata(publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config)), 200, {
+      'cache-control': 'public, max-age=3600',
+    });
   });
   return app;
 }

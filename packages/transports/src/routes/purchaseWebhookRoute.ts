@@ -6,7 +6,8 @@ const MAX_WEBHOOK_BYTES = 64 * 1024;
 
 /**
  * POST /webhooks/purchase: the HMAC-signed purchase webhook (headers `x-webhook-signature` and
- * `x-webhook-timestamp`; the shorter `x-signature` / `x-timestamp` are accepted too). Verification and idempotency live in core; this only reads the raw body.
+ * `x-webhook-timestamp`; the shorter `x-signature` / `x-timestamp` are accepted too). Verification and idempotency live in core; this only
+ * reads the raw body.
  */
 export function purchaseWebhookHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) => {

@@ -39,10 +39,17 @@ const router = t.router({
 });
 
 const ORIGIN = 'http://127.0.0.1:3000';
-const url = (path: string, input?: unknown) => `${ORIGIN}/trpc/${path}${input === undefined ? '' : `?input=${encodeURIComponent(typeof input === 'string' ? input : JSON.stringify(superjson.serialize(input)))}`}`;
+const url = (path: string, input?: unknown) =>
+  `${ORIGIN}/trpc/${path}${input === undefined ? '' : `?input=${encodeURIComponent(typeof input === 'string' ? input : JSON.stringify(superjson.serialize(input)))}`}`;
 
 async function viaTrpc(req: Request, ctx: () => Promise<Ctx>): Promise<Response> {
-  return fetchRequestHandler({ endpoint: '/trpc', req, router, createContext: ctx, responseMeta: () => ({ headers: { 'x-extra': 'yes' } }) });
+  return fetchRequestHandler({
+    endpoint: '/trpc',
+    req,
+    router,
+    createContext: ctx,
+    responseMeta: () => ({ headers: { 'x-extra': 'yes' } }),
+  });
 }
 
 async function viaShortWay(req: Request, ctx: () => Promise<Ctx>): Promise<Response | undefined> {
@@ -59,7 +66,13 @@ async function viaShortWay(req: Request, ctx: () => Promise<Ctx>): Promise<Respo
   });
 }
 
-const answer = async (res: Response) => ({ status: res.status, body: await res.text(), type: res.headers.get('content-type'), vary: res.headers.get('vary'), extra: res.headers.get('x-extra') });
+const answer = async (res: Response) => ({
+  status: res.status,
+  body: await res.text(),
+  type: res.headers.get('content-type'),
+  vary: res.headers.get('vary'),
+  extra: res.headers.get('x-extra'),
+});
 
 const anonymous = async (): Promise<Ctx> => ({ user: null });
 const alice = async (): Promise<Ctx> => ({ user: 'alice' });
@@ -70,8 +83,16 @@ const failing = async (): Promise<Ctx> => {
 /** Requests the short way answers: every one must get tRPC's own answer, byte for byte. */
 const answered: Array<[string, () => Request, () => Promise<Ctx>]> = [
   ['a query', () => new Request(url('echo', { message: 'hi' })), anonymous],
-  ['a query with a JSON content type', () => new Request(url('echo', { message: 'hi' }), { headers: { 'content-type': 'application/json' } }), anonymous],
-  ['a query with another content type', () => new Request(url('echo', { message: 'hi' }), { headers: { 'content-type': 'text/plain' } }), anonymous],
+  [
+    'a query with a JSON content type',
+    () => new Request(url('echo', { message: 'hi' }), { headers: { 'content-type': 'application/json' } }),
+    anonymous,
+  ],
+  [
+    'a query with another content type',
+    () => new Request(url('echo', { message: 'hi' }), { headers: { 'content-type': 'text/plain' } }),
+    anonymous,
+  ],
   ['superjson values both ways', () => new Request(url('when', { at: new Date('2026-01-01T00:00:00Z') })), anonymous],
   ['no input', () => new Request(url('optional')), anonymous],
   ['an empty input', () => new Request(url('optional', '')), anonymous],
@@ -86,28 +107,70 @@ const answered: Array<[string, () => Request, () => Promise<Ctx>]> = [
   ['an async iterable answer', () => new Request(url('iterable')), anonymous],
   ['an object of promises', () => new Request(url('promises')), anonymous],
   ['a failing context', () => new Request(url('echo', { message: 'hi' })), failing],
-  ['a mutation', () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(superjson.serialize({ a: 1, b: 2 })) }), anonymous],
-  ['a mutation with a charset', () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'Application/JSON; charset=utf-8' }, body: JSON.stringify(superjson.serialize({ a: 1, b: 2 })) }), anonymous],
-  ['a mutation with malformed JSON', () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"json":{' }), anonymous],
-  ['a mutation without body', () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'application/json' } }), anonymous],
-  ['a mutation with a JSON array', () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[1,2]' }), anonymous],
+  [
+    'a mutation',
+    () =>
+      new Request(url('nested.add'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(superjson.serialize({ a: 1, b: 2 })),
+      }),
+    anonymous,
+  ],
+  [
+    'a mutation with a charset',
+    () =>
+      new Request(url('nested.add'), {
+        method: 'POST',
+        headers: { 'content-type': 'Application/JSON; charset=utf-8' },
+        body: JSON.stringify(superjson.serialize({ a: 1, b: 2 })),
+      }),
+    anonymous,
+  ],
+  [
+    'a mutation with malformed JSON',
+    () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"json":{' }),
+    anonymous,
+  ],
+  [
+    'a mutation without body',
+    () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'application/json' } }),
+    anonymous,
+  ],
+  [
+    'a mutation with a JSON array',
+    () => new Request(url('nested.add'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[1,2]' }),
+    anonymous,
+  ],
 ];
 
 /** Requests left to tRPC's adapter. */
 const leftToTrpc: Array<[string, () => Request]> = [
-  ['a batch', () => new Request(`${ORIGIN}/trpc/echo,echo?batch=1&input=${encodeURIComponent('{"0":{"json":{"message":"a"}},"1":{"json":{"message":"b"}}}')}`)],
+  [
+    'a batch',
+    () =>
+      new Request(
+        `${ORIGIN}/trpc/echo,echo?batch=1&input=${encodeURIComponent('{"0":{"json":{"message":"a"}},"1":{"json":{"message":"b"}}}')}`,
+      ),
+  ],
   ['batch=1 on one path', () => new Request(`${ORIGIN}/trpc/echo?batch=1&input=${encodeURIComponent('{"0":{"json":{"message":"a"}}}')}`)],
   ['a streamed batch', () => new Request(url('echo', { message: 'hi' }), { headers: { 'trpc-accept': 'application/jsonl' } })],
   ['an Accept of JSON lines', () => new Request(url('echo', { message: 'hi' }), { headers: { accept: 'application/jsonl' } })],
   ['HEAD', () => new Request(url('echo'), { method: 'HEAD' })],
   ['GET of a mutation', () => new Request(url('nested.add', { a: 1, b: 2 }))],
-  ['POST of a query', () => new Request(url('echo'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"json":{"message":"hi"}}' })],
+  [
+    'POST of a query',
+    () => new Request(url('echo'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"json":{"message":"hi"}}' }),
+  ],
   ['a subscription', () => new Request(url('ticks'))],
   ['an unknown procedure', () => new Request(url('nope'))],
   ['a percent-encoded path', () => new Request(`${ORIGIN}/trpc/ech%6F?input=${encodeURIComponent('{"json":{"message":"hi"}}')}`)],
   ['a form', () => new Request(url('nested.add'), { method: 'POST', body: new FormData() })],
   ['a POST without content type', () => new Request(url('nested.add'), { method: 'POST', body: '{}', headers: { 'content-type': '' } })],
-  ['a GET with an octet-stream content type', () => new Request(url('echo', { message: 'hi' }), { headers: { 'content-type': 'application/octet-stream' } })],
+  [
+    'a GET with an octet-stream content type',
+    () => new Request(url('echo', { message: 'hi' }), { headers: { 'content-type': 'application/octet-stream' } }),
+  ],
   ['connection parameters', () => new Request(`${url('echo', { message: 'hi' })}&connectionParams=${encodeURIComponent('{}')}`)],
 ];
 
@@ -124,7 +187,11 @@ describe('the short way for one tRPC call', () => {
   });
 
   it('finds the call under another mount point', () => {
-    const req = new Request(`${ORIGIN}/api/trpc/nested.add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const req = new Request(`${ORIGIN}/api/trpc/nested.add`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(singleCallOf(req, req.url, '/api/trpc', router)).toMatchObject({ path: 'nested.add', type: 'mutation' });
   });
 
@@ -134,7 +201,15 @@ describe('the short way for one tRPC call', () => {
     const controller = new AbortController();
     const req = new Request(`${ORIGIN}/trpc/q`, { signal: controller.signal });
     const call = singleCallOf(req, req.url, '/trpc', r)!;
-    await answerSingleCall({ router: r, call, body: async () => '', createContext: anonymous, signal: req.signal, headersFor: () => ({}), onError: () => undefined });
+    await answerSingleCall({
+      router: r,
+      call,
+      body: async () => '',
+      createContext: anonymous,
+      signal: req.signal,
+      headersFor: () => ({}),
+      onError: () => undefined,
+    });
     controller.abort();
     expect(seen?.aborted).toBe(true);
   });
@@ -143,7 +218,15 @@ describe('the short way for one tRPC call', () => {
     const reported: TRPCError[] = [];
     const req = new Request(url('broken'));
     const call = singleCallOf(req, req.url, '/trpc', router)!;
-    await answerSingleCall({ router, call, body: async () => '', createContext: anonymous, signal: req.signal, headersFor: () => ({}), onError: (e) => reported.push(e) });
+    await answerSingleCall({
+      router,
+      call,
+      body: async () => '',
+      createContext: anonymous,
+      signal: req.signal,
+      headersFor: () => ({}),
+      onError: (e) => reported.push(e),
+    });
     expect(reported).toHaveLength(1);
     expect(reported[0]).toMatchObject({ code: 'INTERNAL_SERVER_ERROR' });
     expect(reported[0]!.cause?.message).toContain('database exploded');

@@ -117,7 +117,10 @@ export async function answerSingleCall<TCtx>(o: SingleCallOptions<TCtx>): Promis
   }
   if (!error && isDataStream(data)) {
     // tRPC refuses this after the call, as a request-level error: without path or input.
-    error = new TRPCError({ code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Cannot use stream-like response in non-streaming request - use httpBatchStreamLink' });
+    error = new TRPCError({
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      message: 'Cannot use stream-like response in non-streaming request - use httpBatchStreamLink',
+    });
     o.onError(error, undefined);
     body = { error: getTRPCErrorShape({ config, ctx, error, input: undefined, path: undefined, type: call.type }) };
   }

@@ -15,12 +15,18 @@ const needsChallenge = (e: TRPCError) => e.code === 'UNAUTHORIZED' || coreErrorO
  * a missing scope) the request scope's `WWW-Authenticate` challenge, as /v1 and /mcp send it
  * (RFC 9110 §15.5.2: a 401 carries a challenge; RFC 9728: it names our resource metadata).
  */
-function answerHeaders(c: HonoContext, errors: readonly TRPCError[], scope: RequestScope, paths: readonly string[]): Record<string, string> {
+function answerHeaders(
+  c: HonoContext,
+  errors: readonly TRPCError[],
+  scope: RequestScope,
+  paths: readonly string[],
+): Record<string, string> {
   // Into the Response tRPC builds: setting them on it afterwards (the cors middleware's fallback)
   // cost about a sixth of this route's CPU in bench/trpcPath.mjs.
   const record: Record<string, string> = withCorsHeaders(c, {});
   for (const e of errors) Object.assign(record, toWireError(e).headers);
-  if (errors.some(needsChallenge)) Object.assign(record, scope.challenge(paths.map((path) => ({ kind: 'procedure' as const, path })))?.headers);
+  if (errors.some(needsChallenge))
+    Object.assign(record, scope.challenge(paths.map((path) => ({ kind: 'procedure' as const, path })))?.headers);
   return record;
 }
 
@@ -53,7 +59,8 @@ export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string
   };
 }
 
-const onError = (runtime: Runtime) => (error: TRPCError, path: string | undefined) => logWireError(runtime.logger, toWireError(error), { transport: 'trpc', path });
+const onError = (runtime: Runtime) => (error: TRPCError, path: string | undefined) =>
+  logWireError(runtime.logger, toWireError(error), { transport: 'trpc', path });
 
 /** The common one-call shape, on the short way (singleCall.ts). */
 function answerOne(c: HonoContext, runtime: Runtime, scope: RequestScope, call: SingleCall): Promise<Response> {
@@ -70,7 +77,13 @@ function answerOne(c: HonoContext, runtime: Runtime, scope: RequestScope, call: 
 }
 
 /** Everything else (batches, streams, subscriptions, malformed requests): tRPC's own fetch adapter. */
-async function answerByAdapter(c: HonoContext, runtime: Runtime, scope: RequestScope, mount: string, streams: StreamAdmission): Promise<Response> {
+async function answerByAdapter(
+  c: HonoContext,
+  runtime: Runtime,
+  scope: RequestScope,
+  mount: string,
+  streams: StreamAdmission,
+): Promise<Response> {
   const req = c.req.raw;
   const streamed = req.headers.get('trpc-accept')?.includes('jsonl') || req.headers.get('accept')?.includes('jsonl');
   let place: (() => void) | undefined;

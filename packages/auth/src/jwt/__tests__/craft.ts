@@ -8,8 +8,7 @@ export const AUDIENCE = 'https://api.test/mcp';
 
 export const now = () => Math.floor(Date.now() / 1000);
 
-export const b64 = (value: unknown) =>
-  Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+export const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
 export const hmac = (key: string | Buffer, input: string) => createHmac('sha256', key).update(input).digest('base64url');
 

@@ -84,7 +84,11 @@ export async function startFakeIdp(clientId: string, clientSecret: string, user:
       const entry = codes.get(form.get('code') ?? '');
       codes.delete(form.get('code') ?? '');
       const verifier = form.get('code_verifier') ?? '';
-      if (!entry || entry.redirectUri !== form.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== entry.challenge) {
+      if (
+        !entry ||
+        entry.redirectUri !== form.get('redirect_uri') ||
+        createHash('sha256').update(verifier).digest('base64url') !== entry.challenge
+      ) {
         return json(400, { error: 'invalid_grant' });
       }
       const accessToken = randomBytes(16).toString('hex');

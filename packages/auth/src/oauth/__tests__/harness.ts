@@ -1,5 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createRuntime, idpSubject, MemoryStorage, mergeConfig, resolveConfig, type ConfigInput, type Logger, type Runtime, type Storage } from '@ai-backend/core/internal';
+import {
+  createRuntime,
+  idpSubject,
+  MemoryStorage,
+  mergeConfig,
+  resolveConfig,
+  type ConfigInput,
+  type Logger,
+  type Runtime,
+  type Storage,
+} from '@ai-backend/core/internal';
 import { createOAuthRoutes, type OAuthRoutes } from '../createOAuthRoutes.js';
 import { startFakeIdp, type FakeIdp, type FakeIdpUser } from './fakeIdp.js';
 
@@ -28,12 +38,21 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(config: ConfigInput = {}, user: FakeIdpUser = { sub: 'user-1', email: 'alice@example.com', email_verified: true, name: 'Alice' }, storage: Storage = new MemoryStorage()): Promise<Harness> {
+export async function startHarness(
+  config: ConfigInput = {},
+  user: FakeIdpUser = { sub: 'user-1', email: 'alice@example.com', email_verified: true, name: 'Alice' },
+  storage: Storage = new MemoryStorage(),
+): Promise<Harness> {
   const idp = await startFakeIdp(PROVIDER_CLIENT_ID, PROVIDER_SECRET, user);
   const logger = memoryLogger();
   const base: ConfigInput = {
     storage: { type: 'memory' },
-    oauth: { encryptionKey: ENCRYPTION_KEY, providerClientId: PROVIDER_CLIENT_ID, providerClientSecret: PROVIDER_SECRET, provider: { issuer: idp.issuer } },
+    oauth: {
+      encryptionKey: ENCRYPTION_KEY,
+      providerClientId: PROVIDER_CLIENT_ID,
+      providerClientSecret: PROVIDER_SECRET,
+      provider: { issuer: idp.issuer },
+    },
   };
   const runtime = await createRuntime(resolveConfig(mergeConfig(base, config)), { storage, logger });
   const oauth = createOAuthRoutes(runtime);
@@ -61,7 +80,10 @@ export function pkce(): { verifier: string; challenge: string } {
 
 export const REDIRECT = 'http://127.0.0.1:7777/callback';
 
-export async function register(h: Harness, meta: Record<string, unknown> = {}): Promise<{ client_id: string; client_secret?: string } & Record<string, unknown>> {
+export async function register(
+  h: Harness,
+  meta: Record<string, unknown> = {},
+): Promise<{ client_id: string; client_secret?: string } & Record<string, unknown>> {
   const res = await h.request('/register', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -73,13 +95,26 @@ export async function register(h: Harness, meta: Record<string, unknown> = {}): 
 
 export function authorizeUrl(clientId: string, challenge: string, extra: Record<string, string> = {}): string {
   const u = new URL('/oauth/authorize', BASE);
-  const params = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'st-123', resource: `${BASE}/mcp`, scope: 'mcp mcp:call', ...extra };
+  const params = {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state: 'st-123',
+    resource: `${BASE}/mcp`,
+    scope: 'mcp mcp:call',
+    ...extra,
+  };
   for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
   return u.pathname + u.search;
 }
 
 /** The consent page's hidden fields and the CSRF cookie it set. */
-export async function openConsent(h: Harness, url: string): Promise<{ requestId: string; csrf: string; cookie: string; res: Response; html: string }> {
+export async function openConsent(
+  h: Harness,
+  url: string,
+): Promise<{ requestId: string; csrf: string; cookie: string; res: Response; html: string }> {
   const res = await h.request(url);
   const html = await res.text();
   const requestId = /name="request_id" value="([^"]+)"/.exec(html)?.[1] ?? '';
@@ -93,7 +128,12 @@ export function consentBody(requestId: string, csrf: string, decision = 'approve
 }
 
 /** Run authorize → consent → provider → callback; returns our code and the final redirect. */
-export async function signIn(h: Harness, clientId: string, challenge: string, extra: Record<string, string> = {}): Promise<{ code: string | null; location: URL }> {
+export async function signIn(
+  h: Harness,
+  clientId: string,
+  challenge: string,
+  extra: Record<string, string> = {},
+): Promise<{ code: string | null; location: URL }> {
   const consent = await openConsent(h, authorizeUrl(clientId, challenge, extra));
   const approved = await h.request('/oauth/authorize', {
     method: 'POST',
@@ -114,10 +154,16 @@ export function form(params: Record<string, string>): RequestInit {
 }
 
 /** A full sign-in and code exchange: returns the token response. */
-export async function obtainTokens(h: Harness, clientId: string): Promise<{ access_token: string; refresh_token: string; expires_in: number; scope: string }> {
+export async function obtainTokens(
+  h: Harness,
+  clientId: string,
+): Promise<{ access_token: string; refresh_token: string; expires_in: number; scope: string }> {
   const { verifier, challenge } = pkce();
   const { code } = await signIn(h, clientId, challenge);
-  const res = await h.request('/oauth/token', form({ grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, code_verifier: verifier, client_id: clientId }));
+  const res = await h.request(
+    '/oauth/token',
+    form({ grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, code_verifier: verifier, client_id: clientId }),
+  );
   if (res.status !== 200) throw new Error(`token failed: ${res.status} ${await res.text()}`);
   return res.json() as Promise<{ access_token: string; refresh_token: string; expires_in: number; scope: string }>;
 }

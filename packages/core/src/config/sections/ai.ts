@@ -75,7 +75,12 @@ export const AiSchema = lazySection('ai', () =>
        * Model aliases for the OpenAI-compatible endpoint's `model` field (and `options.model`
        * refs): alias → `provider/model`, e.g. `{ fast: 'openai/gpt-4.1-mini' }`.
        */
-      aliases: z.record(z.string().regex(MODEL_NAME, 'alias names use letters, digits, _ . : -'), z.string().regex(/^(?:[a-z][a-z0-9_-]*\/.+|[A-Za-z0-9_.:-]{1,100})$/, 'an alias points at provider/model or a route')).default({}),
+      aliases: z
+        .record(
+          z.string().regex(MODEL_NAME, 'alias names use letters, digits, _ . : -'),
+          z.string().regex(/^(?:[a-z][a-z0-9_-]*\/.+|[A-Za-z0-9_.:-]{1,100})$/, 'an alias points at provider/model or a route'),
+        )
+        .default({}),
       /**
        * Routes: one public model name served by several deployments (`provider/model` targets),
        * spread by a strategy, with cooldowns, retries and per-target rpm/tpm (docs/ai.md#routes).
@@ -90,7 +95,9 @@ export const AiSchema = lazySection('ai', () =>
        */
       fallbacks: z.array(z.string().min(1).max(300)).max(5).default([]),
       /** Backoff between fallback targets: `backoffMs` doubled per attempt, at most `maxBackoffMs`. */
-      retry: z.strictObject({ backoffMs: z.number().int().min(0).default(100), maxBackoffMs: z.number().int().min(0).default(2000) }).prefault({}),
+      retry: z
+        .strictObject({ backoffMs: z.number().int().min(0).default(100), maxBackoffMs: z.number().int().min(0).default(2000) })
+        .prefault({}),
       /** Per-provider circuit breaker of calls with fallbacks; shared through the storage (Redis). */
       circuitBreaker: z
         .strictObject({
@@ -115,7 +122,11 @@ export const AiSchema = lazySection('ai', () =>
         })
         .prefault({}),
       /** Largest image or file part of a chat message, in bytes (decoded). Default 5 MB. */
-      maxAttachmentBytes: z.number().int().min(1).default(5 * 1024 * 1024),
+      maxAttachmentBytes: z
+        .number()
+        .int()
+        .min(1)
+        .default(5 * 1024 * 1024),
       /** Most image and file parts in one request. Default 8. */
       maxAttachments: z.number().int().min(0).default(8),
     })
@@ -125,29 +136,52 @@ export const AiSchema = lazySection('ai', () =>
       const isId = (id: string) => ids.includes(id) || /^provider_[a-d]$/.test(id);
       const known = (ref: string) => isId(splitModelRef(ref).provider);
       const listed = ids.join(', ');
-      if (!isId(ai.defaultProvider)) ctx.addIssue({ code: 'custom', path: ['defaultProvider'], message: `unknown provider "${ai.defaultProvider}"; configured: ${listed}` });
+      if (!isId(ai.defaultProvider))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['defaultProvider'],
+          message: `unknown provider "${ai.defaultProvider}"; configured: ${listed}`,
+        });
       ai.byokProviders.forEach((id, i) => {
-        if (!isId(id)) ctx.addIssue({ code: 'custom', path: ['byokProviders', i], message: `unknown provider "${id}"; configured: ${listed}` });
+        if (!isId(id))
+          ctx.addIssue({ code: 'custom', path: ['byokProviders', i], message: `unknown provider "${id}"; configured: ${listed}` });
       });
       for (const id of Object.keys(ai.models)) {
         if (!isId(id)) ctx.addIssue({ code: 'custom', path: ['models', id], message: `unknown provider "${id}"; configured: ${listed}` });
       }
       const route = (ref: string) => Object.hasOwn(ai.routes, ref);
       for (const [alias, target] of Object.entries(ai.aliases)) {
-        if (!known(target) && !route(target)) ctx.addIssue({ code: 'custom', path: ['aliases', alias], message: `"${target}" must be provider/model with a provider among ${listed}, or a route of ai.routes` });
+        if (!known(target) && !route(target))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['aliases', alias],
+            message: `"${target}" must be provider/model with a provider among ${listed}, or a route of ai.routes`,
+          });
       }
       for (const [name, r] of Object.entries(ai.routes)) {
         r.targets.forEach((t, i) => {
-          if (!known(t.model)) ctx.addIssue({ code: 'custom', path: ['routes', name, 'targets', i, 'model'], message: `"${t.model}" must be provider/model with a provider among ${listed}` });
+          if (!known(t.model))
+            ctx.addIssue({
+              code: 'custom',
+              path: ['routes', name, 'targets', i, 'model'],
+              message: `"${t.model}" must be provider/model with a provider among ${listed}`,
+            });
         });
       }
       ai.fallbacks.forEach((ref, i) => {
-        if (!known(ref) && !Object.hasOwn(ai.aliases, ref) && !route(ref)) ctx.addIssue({ code: 'custom', path: ['fallbacks', i], message: `"${ref}" must be provider/model, a provider (${listed}), an alias from ai.aliases or a route of ai.routes` });
+        if (!known(ref) && !Object.hasOwn(ai.aliases, ref) && !route(ref))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['fallbacks', i],
+            message: `"${ref}" must be provider/model, a provider (${listed}), an alias from ai.aliases or a route of ai.routes`,
+          });
       });
     })
     // Resolved once: named providers that allow callers' own keys join byokProviders.
     .overwrite((ai) => {
-      const named = Object.entries(ai.providers).filter(([, p]) => 'type' in p && p.byok).map(([id]) => id);
+      const named = Object.entries(ai.providers)
+        .filter(([, p]) => 'type' in p && p.byok)
+        .map(([id]) => id);
       // The spec's neutral names are accepted here too; the resolved config holds real ids.
       const real = (id: string) => (/^provider_[a-d]$/.test(id) ? PROVIDER_IDS['abcd'.indexOf(id.slice(-1))]! : id);
       return { ...ai, defaultProvider: real(ai.defaultProvider), byokProviders: [...new Set([...ai.byokProviders.map(real), ...named])] };
@@ -155,29 +189,32 @@ export const AiSchema = lazySection('ai', () =>
 );
 
 export const BillingSchema = lazySection('billing', () =>
-  z
-    .strictObject({
-      /** Platform fee added to every server-paid call, as a fraction of tokens used. Default 0.1 (10%). */
-      platformFeeRate: z.number().min(0).max(10).default(0.1),
-      /** Whether anonymous callers may use the server's keys. Default false. */
-      allowAnonymousServerPaid: z.boolean().default(false),
-      /** Tokens an anonymous caller may use per window when allowed. */
-      anonymousTokensPerWindow: z.number().int().min(0).default(10_000),
-      anonymousWindowMs: z.number().int().min(1000).default(3_600_000),
-      /** HMAC secret of the purchase webhook; the webhook is off without it. */
-      webhookSecret: z.string().min(32).optional(),
-      /** Maximum age of a webhook timestamp in seconds. Default 300. */
-      webhookToleranceSec: z.number().int().min(1).default(300),
-      /** Master key for the BYOK vault; defaults to oauth.encryptionKey. */
-      vaultKey: z.string().min(32).optional(),
-      /** Earlier vault master keys, still read (and re-encrypted under the current one) after a rotation. */
-      previousVaultKeys: z.array(z.string().min(32)).default([]),
-      /** How long tokens stay held for a call that never settles (crashed server) before they are released. Default 15 min. */
-      reservationTtlMs: z.number().int().min(1000).default(15 * 60_000),
-      /**
-       * Budget of every user who has none of their own for a period (admin.setBudget sets one).
-       * Default: no budget. See docs/billing.md#budgets.
-       */
-      defaultBudget: DefaultBudgetSchema,
-    }),
+  z.strictObject({
+    /** Platform fee added to every server-paid call, as a fraction of tokens used. Default 0.1 (10%). */
+    platformFeeRate: z.number().min(0).max(10).default(0.1),
+    /** Whether anonymous callers may use the server's keys. Default false. */
+    allowAnonymousServerPaid: z.boolean().default(false),
+    /** Tokens an anonymous caller may use per window when allowed. */
+    anonymousTokensPerWindow: z.number().int().min(0).default(10_000),
+    anonymousWindowMs: z.number().int().min(1000).default(3_600_000),
+    /** HMAC secret of the purchase webhook; the webhook is off without it. */
+    webhookSecret: z.string().min(32).optional(),
+    /** Maximum age of a webhook timestamp in seconds. Default 300. */
+    webhookToleranceSec: z.number().int().min(1).default(300),
+    /** Master key for the BYOK vault; defaults to oauth.encryptionKey. */
+    vaultKey: z.string().min(32).optional(),
+    /** Earlier vault master keys, still read (and re-encrypted under the current one) after a rotation. */
+    previousVaultKeys: z.array(z.string().min(32)).default([]),
+    /** How long tokens stay held for a call that never settles (crashed server) before they are released. Default 15 min. */
+    reservationTtlMs: z
+      .number()
+      .int()
+      .min(1000)
+      .default(15 * 60_000),
+    /**
+     * Budget of every user who has none of their own for a period (admin.setBudget sets one).
+     * Default: no budget. See docs/billing.md#budgets.
+     */
+    defaultBudget: DefaultBudgetSchema,
+  }),
 );

@@ -87,9 +87,15 @@ export const namedProviderSchema = once(() => {
       type: z.literal('azure'),
       ...common,
       /** Azure resource name (`https://<resourceName>.openai.azure.com/openai`); or give `baseUrl`. */
-      resourceName: z.string().regex(/^[a-zA-Z0-9-]{1,64}$/).optional(),
+      resourceName: z
+        .string()
+        .regex(/^[a-zA-Z0-9-]{1,64}$/)
+        .optional(),
       /** Default 'v1'. */
-      apiVersion: z.string().regex(/^[A-Za-z0-9.-]{1,40}$/).optional(),
+      apiVersion: z
+        .string()
+        .regex(/^[A-Za-z0-9.-]{1,40}$/)
+        .optional(),
       /** 'responses' (default) or 'chat'. */
       api: z.enum(['responses', 'chat']).optional(),
     }),
@@ -97,7 +103,10 @@ export const namedProviderSchema = once(() => {
       type: z.literal('bedrock'),
       ...common,
       /** AWS region, e.g. us-east-1 (default: the AWS SDK's AWS_REGION). */
-      region: z.string().regex(/^[a-z0-9-]{1,30}$/).optional(),
+      region: z
+        .string()
+        .regex(/^[a-z0-9-]{1,30}$/)
+        .optional(),
       accessKeyId: z.string().optional(),
       secretAccessKey: z.string().optional(),
       sessionToken: z.string().optional(),
@@ -106,8 +115,14 @@ export const namedProviderSchema = once(() => {
       type: z.literal('vertex'),
       ...common,
       /** Google Cloud project and location (default: the SDK's GOOGLE_VERTEX_PROJECT / _LOCATION). */
-      project: z.string().regex(/^[a-z0-9-]{1,63}$/).optional(),
-      location: z.string().regex(/^[a-z0-9-]{1,30}$/).optional(),
+      project: z
+        .string()
+        .regex(/^[a-z0-9-]{1,63}$/)
+        .optional(),
+      location: z
+        .string()
+        .regex(/^[a-z0-9-]{1,30}$/)
+        .optional(),
       /** Service-account JSON; without it (and without apiKey) Google's application default credentials. */
       credentials: z.record(z.string(), z.string()).optional(),
     }),
@@ -134,7 +149,12 @@ const buildProvidersSchema = () =>
       for (const [id, value] of Object.entries(raw)) {
         const builtin = isBuiltinProvider(id);
         if (!builtin && (!NAMED_PROVIDER_ID.test(id) || /^provider_/.test(id))) {
-          ctx.issues.push({ code: 'custom', input: id, path: [id], message: `provider ids use a-z, 0-9, _ and - (at most 40, starting with a letter), and "provider_*" names are the spec's aliases` });
+          ctx.issues.push({
+            code: 'custom',
+            input: id,
+            path: [id],
+            message: `provider ids use a-z, 0-9, _ and - (at most 40, starting with a letter), and "provider_*" names are the spec's aliases`,
+          });
           continue;
         }
         const schema = builtin ? builtinProviderSchema() : namedProviderSchema();
@@ -142,7 +162,12 @@ const buildProvidersSchema = () =>
         if (!parsed.success) {
           for (const issue of parsed.error.issues) ctx.issues.push({ ...issue, path: [id, ...issue.path] } as never);
           if (builtin && typeof value === 'object' && value !== null && 'type' in value) {
-            ctx.issues.push({ code: 'custom', input: value, path: [id, 'type'], message: `"${id}" is a built-in provider; named providers use another id` });
+            ctx.issues.push({
+              code: 'custom',
+              input: value,
+              path: [id, 'type'],
+              message: `"${id}" is a built-in provider; named providers use another id`,
+            });
           }
           continue;
         }
@@ -150,12 +175,25 @@ const buildProvidersSchema = () =>
         if ('type' in p) {
           const hasLanguage = Object.values(p.models).some((m) => (m.kind ?? 'language') === 'language');
           if (!p.defaultModel && !hasLanguage && Object.keys(p.models).length === 0) {
-            ctx.issues.push({ code: 'custom', input: value, path: [id, 'models'], message: 'a named provider needs defaultModel or at least one model' });
+            ctx.issues.push({
+              code: 'custom',
+              input: value,
+              path: [id, 'models'],
+              message: 'a named provider needs defaultModel or at least one model',
+            });
           }
-          if (p.type === 'azure' && !p.resourceName && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'resourceName'], message: 'azure needs resourceName or baseUrl' });
+          if (p.type === 'azure' && !p.resourceName && !p.baseUrl)
+            ctx.issues.push({ code: 'custom', input: value, path: [id, 'resourceName'], message: 'azure needs resourceName or baseUrl' });
           // Without an API key (express mode) Vertex calls a project's endpoint: it must be named.
-          if (p.type === 'vertex' && !p.apiKey && !p.baseUrl && !p.project) ctx.issues.push({ code: 'custom', input: value, path: [id, 'project'], message: 'vertex needs project (or apiKey for express mode, or baseUrl)' });
-          if (p.type === 'bedrock' && !p.region && !p.baseUrl) ctx.issues.push({ code: 'custom', input: value, path: [id, 'region'], message: 'bedrock needs region (or baseUrl)' });
+          if (p.type === 'vertex' && !p.apiKey && !p.baseUrl && !p.project)
+            ctx.issues.push({
+              code: 'custom',
+              input: value,
+              path: [id, 'project'],
+              message: 'vertex needs project (or apiKey for express mode, or baseUrl)',
+            });
+          if (p.type === 'bedrock' && !p.region && !p.baseUrl)
+            ctx.issues.push({ code: 'custom', input: value, path: [id, 'region'], message: 'bedrock needs region (or baseUrl)' });
         }
         out[id] = p;
       }
@@ -163,12 +201,17 @@ const buildProvidersSchema = () =>
     });
 
 /** What users write under `ai.providers`: typed, though parsing goes by id (built-in or named). */
-export type ProvidersInput = Record<string, z.input<ReturnType<typeof builtinProviderSchema>> | z.input<ReturnType<typeof namedProviderSchema>>>;
+export type ProvidersInput = Record<
+  string,
+  z.input<ReturnType<typeof builtinProviderSchema>> | z.input<ReturnType<typeof namedProviderSchema>>
+>;
 /**
  * The parse checks each entry against the schema its id calls for, so an error names the exact
  * field; typed here as what it accepts and returns, so a TypeScript config is checked too.
  */
-export const providersSchema = once(() => buildProvidersSchema() as unknown as z.ZodDefault<z.ZodType<Record<string, ProviderConfig>, ProvidersInput>>);
+export const providersSchema = once(
+  () => buildProvidersSchema() as unknown as z.ZodDefault<z.ZodType<Record<string, ProviderConfig>, ProvidersInput>>,
+);
 
 /**
  * The spec's neutral provider names, accepted as input aliases of the real ids
@@ -192,4 +235,3 @@ export function splitModelRef(ref: string): { provider: string; model: string } 
   const head = slash < 0 ? ref : ref.slice(0, slash);
   return { provider: Object.hasOwn(PROVIDER_ALIASES, head) ? PROVIDER_ALIASES[head]! : head, model: slash < 0 ? '' : ref.slice(slash + 1) };
 }
-

@@ -12,7 +12,10 @@ export type RouteStrategy = (typeof ROUTE_STRATEGIES)[number];
 export const routeTargetSchema = once(() =>
   z.strictObject({
     /** `provider/model`: a built-in or named provider (one named provider per key, region or replica). */
-    model: z.string().regex(/^[a-z][a-z0-9_-]*\/.+$/, 'a route target is provider/model').max(300),
+    model: z
+      .string()
+      .regex(/^[a-z][a-z0-9_-]*\/.+$/, 'a route target is provider/model')
+      .max(300),
     /** Share of calls under `weighted` (and within a `priority` group). Default 1. */
     weight: z.number().positive().max(1_000_000).default(1),
     /** Requests per minute this target takes, counted across instances; at the limit it is skipped. */
@@ -39,7 +42,9 @@ export const routeSchema = once(() =>
 export type RouteConfig = z.output<ReturnType<typeof routeSchema>>;
 export type RouteTargetConfig = RouteConfig['targets'][number];
 
-export const routesSchema = once(() => z.record(z.string().regex(MODEL_NAME, 'route names use letters, digits, _ . : -'), routeSchema()).default({}));
+export const routesSchema = once(() =>
+  z.record(z.string().regex(MODEL_NAME, 'route names use letters, digits, _ . : -'), routeSchema()).default({}),
+);
 
 /** `ai.cache`: exact-match response cache (docs/ai.md#response-cache). Off by default. */
 export const responseCacheSchema = once(() =>
@@ -51,13 +56,26 @@ export const responseCacheSchema = once(() =>
       /** Who may be served an entry: 'user' (default: the same signed-in user), 'key' (the same API key), 'global' (anyone). */
       scope: z.enum(['user', 'key', 'global']).default('user'),
       /** Lifetime of an entry in seconds. Default 300. */
-      ttlSec: z.number().int().min(1).max(30 * 86_400).default(300),
+      ttlSec: z
+        .number()
+        .int()
+        .min(1)
+        .max(30 * 86_400)
+        .default(300),
       /** Share of the original call's tokens a hit is charged. Default 0 (free). */
       chargeRatio: z.number().min(0).max(1).default(0),
       /** Largest answer stored, in bytes of its JSON. Default 256 KiB. */
-      maxEntryBytes: z.number().int().min(256).default(256 * 1024),
+      maxEntryBytes: z
+        .number()
+        .int()
+        .min(256)
+        .default(256 * 1024),
       /** Bytes of entries alive at once (bounded from above); past it, answers are not stored. Default 64 MiB. */
-      maxTotalBytes: z.number().int().min(1024).default(64 * 1024 * 1024),
+      maxTotalBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(64 * 1024 * 1024),
     })
     .prefault({}),
 );

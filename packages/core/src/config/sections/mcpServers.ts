@@ -33,9 +33,7 @@ const common = {
   /** Each user brings their own credentials (gateway.setCredentials or OAuth via gateway.connect); the connection is per (server, user). */
   perUser: z.boolean().default(false),
   /** micromatch globs over the upstream's own tool names: `allow` (default all) minus `deny`. */
-  tools: z
-    .strictObject({ allow: z.array(glob()).max(100).optional(), deny: z.array(glob()).max(100).default([]) })
-    .prefault({}),
+  tools: z.strictObject({ allow: z.array(glob()).max(100).optional(), deny: z.array(glob()).max(100).default([]) }).prefault({}),
   /** 'tools': every tool listed; 'search': only search_tools and call_tool stand for this server's tools. */
   expose: z.enum(['tools', 'search']).default('tools'),
   /** Tokens charged per successful call (held before, settled after, like an AI call); `tools` overrides per upstream tool name. */
@@ -56,7 +54,11 @@ const common = {
 };
 
 /** Header names as HTTP defines them (RFC 9110 token). */
-const headerName = () => z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name').max(200);
+const headerName = () =>
+  z
+    .string()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name')
+    .max(200);
 const headers = () => z.record(headerName(), z.string().max(8192)).default({});
 const url = () =>
   z
@@ -77,7 +79,13 @@ const remote = () => ({
    * beforehand (else we register with its client ID metadata document support or dynamic
    * registration), and the scopes to ask for (default: what the upstream advertises).
    */
-  oauth: z.strictObject({ clientId: z.string().min(1).optional(), clientSecret: z.string().min(1).optional(), scopes: z.array(z.string().min(1)).optional() }).optional(),
+  oauth: z
+    .strictObject({
+      clientId: z.string().min(1).optional(),
+      clientSecret: z.string().min(1).optional(),
+      scopes: z.array(z.string().min(1)).optional(),
+    })
+    .optional(),
 });
 
 export const mcpServerSchema = () =>
@@ -105,7 +113,13 @@ export const McpServersSchema = lazySection('mcpServers', () =>
     .default({})
     .check((ctx) => {
       for (const [name, server] of Object.entries(ctx.value)) {
-        if (server.perUser && server.type === 'stdio') ctx.issues.push({ code: 'custom', input: name, path: [name, 'perUser'], message: 'perUser needs a remote server (type http or sse); a stdio process has no per-user credentials' });
+        if (server.perUser && server.type === 'stdio')
+          ctx.issues.push({
+            code: 'custom',
+            input: name,
+            path: [name, 'perUser'],
+            message: 'perUser needs a remote server (type http or sse); a stdio process has no per-user credentials',
+          });
       }
     }),
 );
@@ -118,7 +132,12 @@ export const GatewaySchema = lazySection('gateway', () =>
       /** Remote upstreams may use plain http:. Default false (https only), except on private addresses allowed above. */
       allowHttp: z.boolean().default(false),
       /** An upstream answer (a tool result, prompt or resource) larger than this many bytes of JSON is refused with a tool error. */
-      maxResultBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
+      maxResultBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(64 * 1024 * 1024)
+        .default(4 * 1024 * 1024),
       /** Per-user connections kept open at most (least recently used closed first). */
       maxUserConnections: z.number().int().min(1).max(100_000).default(200),
       /** A per-user connection unused this long is closed. */

@@ -12,8 +12,10 @@ const text = (max: number) => z.string().min(1).max(max);
 function schemeProblem(value: string): string | null {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase();
   if (!scheme) return 'must start with a scheme: workspace://, https:// or http://';
-  if (!(CONFIG_RESOURCE_SCHEMES as readonly string[]).includes(scheme)) return `scheme "${scheme}" has no handler here (use workspace://, https:// or http://)`;
-  if (scheme === 'workspace' && !/^workspace:\/\/[^/?#]+\/[^?#]+$/i.test(value)) return 'a workspace resource is workspace://<workspace id>/<path>';
+  if (!(CONFIG_RESOURCE_SCHEMES as readonly string[]).includes(scheme))
+    return `scheme "${scheme}" has no handler here (use workspace://, https:// or http://)`;
+  if (scheme === 'workspace' && !/^workspace:\/\/[^/?#]+\/[^?#]+$/i.test(value))
+    return 'a workspace resource is workspace://<workspace id>/<path>';
   // Credentials would be printed with the config and sent to whoever answers; they are refused.
   if (/^[a-z]+:\/\/[^/?#]*@/i.test(value)) return 'URIs must not contain credentials (user:password@)';
   return null;
@@ -52,9 +54,11 @@ export const configResourceTemplateSchema = once(() =>
       .superRefine((v, ctx) => {
         const p = schemeProblem(v.replace(/\{\+?[A-Za-z0-9_]+\}/g, 'x'));
         if (p) return void ctx.addIssue({ code: 'custom', message: p });
-        if (compileUriTemplate(v).variables.length === 0) ctx.addIssue({ code: 'custom', message: 'a template needs at least one {variable}; use resources.list for a single URI' });
+        if (compileUriTemplate(v).variables.length === 0)
+          ctx.addIssue({ code: 'custom', message: 'a template needs at least one {variable}; use resources.list for a single URI' });
         // The host (or workspace id) must be literal: a template never lets a client pick where we connect.
-        if (/^[a-z]+:\/\/[^/]*\{/i.test(v)) ctx.addIssue({ code: 'custom', message: 'the host / workspace id of a template must be literal' });
+        if (/^[a-z]+:\/\/[^/]*\{/i.test(v))
+          ctx.addIssue({ code: 'custom', message: 'the host / workspace id of a template must be literal' });
       }),
     name: text(200),
     title: text(200).optional(),
@@ -70,21 +74,25 @@ export const configResourceTemplateSchema = once(() =>
  * system.readFile; `https://` reads through the SSRF-guarded fetch, bounded by `fetch`.
  */
 export const ResourcesSchema = lazySection('resources', () =>
-  z
-    .strictObject({
-      list: z.array(configResourceSchema()).max(1000).default([]),
-      templates: z.array(configResourceTemplateSchema()).max(200).default([]),
-      /** Offer each configured server workspace's files as a template `workspace://<id>/{+path}`. Default true. */
-      workspaceFiles: z.boolean().default(true),
-      fetch: z
-        .strictObject({
-          /** Give up after this many ms. Default 10000. */
-          timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
-          /** Largest body read, in bytes. Default 5 MiB. */
-          maxBytes: z.number().int().min(1024).max(100 * 1024 * 1024).default(5 * 1024 * 1024),
-          /** Fetch loopback, private and link-local addresses. Development and tests only (SSRF). Default false. */
-          allowPrivateNetwork: z.boolean().default(false),
-        })
-        .prefault({}),
-    }),
+  z.strictObject({
+    list: z.array(configResourceSchema()).max(1000).default([]),
+    templates: z.array(configResourceTemplateSchema()).max(200).default([]),
+    /** Offer each configured server workspace's files as a template `workspace://<id>/{+path}`. Default true. */
+    workspaceFiles: z.boolean().default(true),
+    fetch: z
+      .strictObject({
+        /** Give up after this many ms. Default 10000. */
+        timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+        /** Largest body read, in bytes. Default 5 MiB. */
+        maxBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(100 * 1024 * 1024)
+          .default(5 * 1024 * 1024),
+        /** Fetch loopback, private and link-local addresses. Development and tests only (SSRF). Default false. */
+        allowPrivateNetwork: z.boolean().default(false),
+      })
+      .prefault({}),
+  }),
 );

@@ -28,33 +28,38 @@ export const CorsSchema = lazySection('cors', () =>
 );
 
 export const ProtocolsSchema = lazySection('protocols', () =>
-  z
-    .strictObject({
-      tRpc: z.boolean().default(true),
-      jsonRpc: z.boolean().default(true),
-      /** The OpenAI-compatible endpoint: POST /v1/chat/completions and GET /v1/models. Default true. */
-      openAi: z.boolean().default(true),
-    }),
+  z.strictObject({
+    tRpc: z.boolean().default(true),
+    jsonRpc: z.boolean().default(true),
+    /** The OpenAI-compatible endpoint: POST /v1/chat/completions and GET /v1/models. Default true. */
+    openAi: z.boolean().default(true),
+  }),
 );
 
 export const TransportsSchema = lazySection('transports', () => z.strictObject({ http: z.boolean().default(true) }));
 
 export const MonitoringSchema = lazySection('monitoring', () =>
-  z
-    .strictObject({
-      logging: z
-        .strictObject({
-          level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'),
-        })
-        .prefault({}),
-    }),
+  z.strictObject({
+    logging: z
+      .strictObject({
+        level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'),
+      })
+      .prefault({}),
+  }),
 );
 
 export const LimitsSchema = lazySection('limits', () =>
   z
     .strictObject({
-      /** Maximum request body in bytes on /trpc, /typedrpc, /rpc and /mcp (OAuth and webhook routes: at most 64 KiB). Default 1 MiB; larger bodies get 413. */
-      bodyLimit: z.number().int().min(1024).default(1024 * 1024),
+      /**
+       * Maximum request body in bytes on /trpc, /typedrpc, /rpc and /mcp (OAuth and webhook routes: at most 64 KiB). Default 1 MiB; larger
+       * bodies get 413.
+       */
+      bodyLimit: z
+        .number()
+        .int()
+        .min(1024)
+        .default(1024 * 1024),
       /** Maximum JSON nesting depth accepted in a request body. Default 64. */
       maxJsonDepth: z.number().int().min(4).default(64),
       /** Maximum entries in a JSON-RPC batch. Default 100. */
@@ -84,7 +89,12 @@ export const LimitsSchema = lazySection('limits', () =>
     .check((ctx) => {
       // node refuses a headers timeout longer than the whole-request timeout.
       if (ctx.value.headersTimeoutMs > ctx.value.requestTimeoutMs) {
-        ctx.issues.push({ code: 'custom', input: ctx.value.headersTimeoutMs, path: ['headersTimeoutMs'], message: 'must not exceed limits.requestTimeoutMs' });
+        ctx.issues.push({
+          code: 'custom',
+          input: ctx.value.headersTimeoutMs,
+          path: ['headersTimeoutMs'],
+          message: 'must not exceed limits.requestTimeoutMs',
+        });
       }
     }),
 );

@@ -6,64 +6,78 @@ import { lazySection } from '../lazySection.js';
 // (docs/performance.md, "Tenth session").
 
 /** Redis connection options (spec: oauth.sessionStorage.redis). */
-const RedisFieldsSchema = z.lazy(() => z.strictObject({
-  host: z.string().default('127.0.0.1'),
-  port: z.number().int().min(1).max(65535).default(6379),
-  password: z.string().optional(),
-  db: z.number().int().min(0).default(0),
-  keyPrefix: z.string().default('ai-backend:'),
-  tls: z.boolean().default(false),
-}));
+const RedisFieldsSchema = z.lazy(() =>
+  z.strictObject({
+    host: z.string().default('127.0.0.1'),
+    port: z.number().int().min(1).max(65535).default(6379),
+    password: z.string().optional(),
+    db: z.number().int().min(0).default(0),
+    keyPrefix: z.string().default('ai-backend:'),
+    tls: z.boolean().default(false),
+  }),
+);
 export const RedisOptionsSchema = RedisFieldsSchema.prefault({});
 
 /** PostgreSQL connection options (`storage.postgres`). */
 export const PostgresOptionsSchema = z
-  .lazy(() => z.strictObject({
-    /** `postgres://user:password@host:port/database?sslmode=require`; the fields below override its parts. */
-    connectionString: z.string().optional(),
-    host: z.string().optional(),
-    port: z.number().int().min(1).max(65535).optional(),
-    user: z.string().optional(),
-    password: z.string().optional(),
-    database: z.string().optional(),
-    /** Schema of the tables, created when missing. Default 'public'. */
-    schema: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain identifier').default('public'),
-    /** TLS: true verifies the server against the system CAs; an object sets ca/cert/key/rejectUnauthorized. Default false. */
-    ssl: z
-      .union([
-        z.boolean(),
-        z.strictObject({ rejectUnauthorized: z.boolean().default(true), ca: z.string().optional(), cert: z.string().optional(), key: z.string().optional() }),
-      ])
-      .default(false),
-    /** Connections per server instance. Default 10. */
-    poolSize: z.number().int().min(1).max(1000).default(10),
-    /**
-     * Fail with 503 when no connection is obtained within this many ms (database unreachable, or
-     * every pooled connection busy). Default 800: an outage answers within a second.
-     */
-    connectTimeoutMs: z.number().int().min(50).max(60_000).default(800),
-    /** Fail with 503 when a query gets no answer within this many ms. Default 800. */
-    queryTimeoutMs: z.number().int().min(50).max(600_000).default(800),
-  }))
+  .lazy(() =>
+    z.strictObject({
+      /** `postgres://user:password@host:port/database?sslmode=require`; the fields below override its parts. */
+      connectionString: z.string().optional(),
+      host: z.string().optional(),
+      port: z.number().int().min(1).max(65535).optional(),
+      user: z.string().optional(),
+      password: z.string().optional(),
+      database: z.string().optional(),
+      /** Schema of the tables, created when missing. Default 'public'. */
+      schema: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain identifier')
+        .default('public'),
+      /** TLS: true verifies the server against the system CAs; an object sets ca/cert/key/rejectUnauthorized. Default false. */
+      ssl: z
+        .union([
+          z.boolean(),
+          z.strictObject({
+            rejectUnauthorized: z.boolean().default(true),
+            ca: z.string().optional(),
+            cert: z.string().optional(),
+            key: z.string().optional(),
+          }),
+        ])
+        .default(false),
+      /** Connections per server instance. Default 10. */
+      poolSize: z.number().int().min(1).max(1000).default(10),
+      /**
+       * Fail with 503 when no connection is obtained within this many ms (database unreachable, or
+       * every pooled connection busy). Default 800: an outage answers within a second.
+       */
+      connectTimeoutMs: z.number().int().min(50).max(60_000).default(800),
+      /** Fail with 503 when a query gets no answer within this many ms. Default 800. */
+      queryTimeoutMs: z.number().int().min(50).max(600_000).default(800),
+    }),
+  )
   .prefault({});
 
 /** The embedded SQLite database (`storage.sqlite`). */
 export const SqliteOptionsSchema = z
-  .lazy(() => z.strictObject({
-    /** Database file. Default `<storage.dir>/ai-backend.db`. */
-    file: z.string().optional(),
-    /**
-     * 'normal' (default): a commit survives the process being killed; the last commits before a
-     * power failure may be lost. 'full': every commit is fsynced (slower).
-     */
-    synchronous: z.enum(['normal', 'full']).default('normal'),
-    /**
-     * The SQLite binding: 'auto' (default) = node:sqlite, built into Node 22.13 and later, else
-     * the optional better-sqlite3 package. Force one with 'node:sqlite' or 'better-sqlite3'; both
-     * read and write the same file.
-     */
-    driver: z.enum(['auto', 'node:sqlite', 'better-sqlite3']).default('auto'),
-  }))
+  .lazy(() =>
+    z.strictObject({
+      /** Database file. Default `<storage.dir>/ai-backend.db`. */
+      file: z.string().optional(),
+      /**
+       * 'normal' (default): a commit survives the process being killed; the last commits before a
+       * power failure may be lost. 'full': every commit is fsynced (slower).
+       */
+      synchronous: z.enum(['normal', 'full']).default('normal'),
+      /**
+       * The SQLite binding: 'auto' (default) = node:sqlite, built into Node 22.13 and later, else
+       * the optional better-sqlite3 package. Force one with 'node:sqlite' or 'better-sqlite3'; both
+       * read and write the same file.
+       */
+      driver: z.enum(['auto', 'node:sqlite', 'better-sqlite3']).default('auto'),
+    }),
+  )
   .prefault({});
 
 /**
@@ -72,22 +86,27 @@ export const SqliteOptionsSchema = z
  * Off while no kind has an age.
  */
 export const RetentionSchema = z
-  .lazy(() => z.strictObject({
-    /** Ledger lines (balance movements) older than this many days are archived. Default: kept forever. */
-    ledgerDays: z.number().int().min(1).max(36_500).optional(),
-    /** Usage history (finished calls) older than this many days is archived. Default: kept forever. */
-    usageDays: z.number().int().min(1).max(36_500).optional(),
-    /** Credit history older than this many days is archived. Default: kept forever. */
-    purchasesDays: z.number().int().min(1).max(36_500).optional(),
-    /** Directory of the export files (one per kind and run). Default `<storage.dir>/archive`. */
-    exportDir: z.string().optional(),
-    /** Export format: 'jsonl' (default, one `{"log","seq","record"}` object a line) or 'csv' (log, seq, at, record as JSON). */
-    format: z.enum(['jsonl', 'csv']).default('jsonl'),
-    /** Minutes between two scheduled runs (the first one this long after start). 0: only on demand (admin.runRetention, `ai-backend retention`). Default 1440 (daily). */
-    everyMinutes: z.number().int().min(0).max(525_600).default(1440),
-    /** Records per batch: one export write, one checkpoint, one delete, each a short write. Default 500. */
-    batchSize: z.number().int().min(1).max(10_000).default(500),
-  }))
+  .lazy(() =>
+    z.strictObject({
+      /** Ledger lines (balance movements) older than this many days are archived. Default: kept forever. */
+      ledgerDays: z.number().int().min(1).max(36_500).optional(),
+      /** Usage history (finished calls) older than this many days is archived. Default: kept forever. */
+      usageDays: z.number().int().min(1).max(36_500).optional(),
+      /** Credit history older than this many days is archived. Default: kept forever. */
+      purchasesDays: z.number().int().min(1).max(36_500).optional(),
+      /** Directory of the export files (one per kind and run). Default `<storage.dir>/archive`. */
+      exportDir: z.string().optional(),
+      /** Export format: 'jsonl' (default, one `{"log","seq","record"}` object a line) or 'csv' (log, seq, at, record as JSON). */
+      format: z.enum(['jsonl', 'csv']).default('jsonl'),
+      /**
+       * Minutes between two scheduled runs (the first one this long after start). 0: only on demand (admin.runRetention, `ai-backend
+       * retention`). Default 1440 (daily).
+       */
+      everyMinutes: z.number().int().min(0).max(525_600).default(1440),
+      /** Records per batch: one export write, one checkpoint, one delete, each a short write. Default 500. */
+      batchSize: z.number().int().min(1).max(10_000).default(500),
+    }),
+  )
   .prefault({});
 
 /** The storage backends (`storage.type`), the default first. */

@@ -14,7 +14,11 @@ import type { Identity } from '../../kernel/identity.js';
 import { WORKSPACE_READ_PROCEDURE } from './configResources.js';
 
 /** The application code a refused read failed with (procedure calls fail wrapped by tRPC). */
-const appCodeOf = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => coreErrorOf(e)?.appCode);
+const appCodeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => coreErrorOf(e)?.appCode,
+  );
 
 let dir: string;
 const runtimes: Runtime[] = [];
@@ -30,7 +34,10 @@ afterAll(async () => {
 });
 
 async function runtimeWith(input: ConfigInput): Promise<Runtime> {
-  const rt = await createRuntime(resolveConfig({ storage: { type: 'memory' }, ...input }), { storage: new MemoryStorage(), logger: createLogger('silent') });
+  const rt = await createRuntime(resolveConfig({ storage: { type: 'memory' }, ...input }), {
+    storage: new MemoryStorage(),
+    logger: createLogger('silent'),
+  });
   runtimes.push(rt);
   return rt;
 }
@@ -57,13 +64,20 @@ describe('config resources', () => {
         templates: [{ uriTemplate: 'https://example.com/items/{id}', name: 'item' }],
       },
     });
-    expect(rt.resources.list().map((r) => r.uri)).toEqual(expect.arrayContaining(['workspace://docs/a.md', 'https://example.com/status.json']));
+    expect(rt.resources.list().map((r) => r.uri)).toEqual(
+      expect.arrayContaining(['workspace://docs/a.md', 'https://example.com/status.json']),
+    );
     expect(rt.resources.list({ category: 'docs' }).map((r) => r.uri)).toEqual(['workspace://docs/a.md']);
-    expect(rt.resources.listTemplates().map((t) => t.uriTemplate)).toEqual(expect.arrayContaining(['https://example.com/items/{id}', 'workspace://docs/{+path}']));
+    expect(rt.resources.listTemplates().map((t) => t.uriTemplate)).toEqual(
+      expect.arrayContaining(['https://example.com/items/{id}', 'workspace://docs/{+path}']),
+    );
     expect(rt.resources.procedureFor('workspace://docs/a.md')).toBe(WORKSPACE_READ_PROCEDURE);
     expect(rt.resources.procedureFor('workspace://docs/any/file.txt')).toBe(WORKSPACE_READ_PROCEDURE);
     expect(rt.resources.procedureFor('https://example.com/status.json')).toBeUndefined();
-    expect(await rt.resources.read('workspace://docs/a.md', undefined, ctxFor(rt, null))).toMatchObject({ content: '# A', mimeType: 'text/markdown' });
+    expect(await rt.resources.read('workspace://docs/a.md', undefined, ctxFor(rt, null))).toMatchObject({
+      content: '# A',
+      mimeType: 'text/markdown',
+    });
   });
 
   it('workspace reads are system.readFile calls: its access rules and the guard apply', async () => {
@@ -82,7 +96,11 @@ describe('config resources', () => {
   });
 
   it('workspaceFiles: false offers no files template', async () => {
-    const rt = await runtimeWith({ mcp: { auth: { authType: 'none' } }, ...workspaces({ path: dir }), resources: { workspaceFiles: false } });
+    const rt = await runtimeWith({
+      mcp: { auth: { authType: 'none' } },
+      ...workspaces({ path: dir }),
+      resources: { workspaceFiles: false },
+    });
     expect(rt.resources.listTemplates().map((t) => t.uriTemplate)).not.toContain('workspace://docs/{+path}');
     expect(await appCodeOf(rt.resources.read('workspace://docs/a.md', undefined, ctxFor(rt, null)))).toBe('NOT_FOUND');
   });

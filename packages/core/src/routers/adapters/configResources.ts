@@ -39,14 +39,37 @@ function isWorkspaceUri(uri: string): boolean {
 export function registerConfigResources(config: ResolvedConfig, registry: ResourceRegistry): void {
   const rc = config.resources;
   for (const r of rc.list) {
-    const common = { uri: r.uri, name: r.name, ...(r.title ? { title: r.title } : {}), ...(r.description ? { description: r.description } : {}), ...(r.mimeType ? { mimeType: r.mimeType } : {}), ...(r.category ? { category: r.category } : {}) };
-    if (isWorkspaceUri(r.uri)) registry.register({ ...common, procedure: WORKSPACE_READ_PROCEDURE, read: (_signal, ctx) => readWorkspaceFile(r.uri, ctx as Context | undefined) });
+    const common = {
+      uri: r.uri,
+      name: r.name,
+      ...(r.title ? { title: r.title } : {}),
+      ...(r.description ? { description: r.description } : {}),
+      ...(r.mimeType ? { mimeType: r.mimeType } : {}),
+      ...(r.category ? { category: r.category } : {}),
+    };
+    if (isWorkspaceUri(r.uri))
+      registry.register({
+        ...common,
+        procedure: WORKSPACE_READ_PROCEDURE,
+        read: (_signal, ctx) => readWorkspaceFile(r.uri, ctx as Context | undefined),
+      });
     // No read: the registry's scheme handler (https/http, SSRF-guarded) loads it.
     else registry.register(common);
   }
   for (const t of rc.templates) {
-    const common = { uriTemplate: t.uriTemplate, name: t.name, ...(t.title ? { title: t.title } : {}), ...(t.description ? { description: t.description } : {}), ...(t.mimeType ? { mimeType: t.mimeType } : {}) };
-    if (isWorkspaceUri(t.uriTemplate)) registry.registerTemplate({ ...common, procedure: WORKSPACE_READ_PROCEDURE, read: (uri, _vars, _signal, ctx) => readWorkspaceFile(uri, ctx as Context | undefined) });
+    const common = {
+      uriTemplate: t.uriTemplate,
+      name: t.name,
+      ...(t.title ? { title: t.title } : {}),
+      ...(t.description ? { description: t.description } : {}),
+      ...(t.mimeType ? { mimeType: t.mimeType } : {}),
+    };
+    if (isWorkspaceUri(t.uriTemplate))
+      registry.registerTemplate({
+        ...common,
+        procedure: WORKSPACE_READ_PROCEDURE,
+        read: (uri, _vars, _signal, ctx) => readWorkspaceFile(uri, ctx as Context | undefined),
+      });
     else registry.registerTemplate({ ...common, read: (uri, _vars, signal) => registry.readThroughScheme(uri, signal) });
   }
   if (rc.workspaceFiles && config.serverWorkspaces.enabled) {

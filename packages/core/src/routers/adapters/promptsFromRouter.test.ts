@@ -4,13 +4,29 @@ import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
 import { promptsFromRouter } from './promptsFromRouter.js';
 
-const prompt = (input: z.ZodType) => publicProcedure.meta({ description: 'd', mcp: { prompt: true } }).input(input).query(() => 'text');
+const prompt = (input: z.ZodType) =>
+  publicProcedure
+    .meta({ description: 'd', mcp: { prompt: true } })
+    .input(input)
+    .query(() => 'text');
 // Two different schemas with one meta id: z.toJSONSchema refuses it ("Duplicate schema id").
 const clashing = () => z.object({ a: z.string().meta({ id: 'same' }), b: z.number().meta({ id: 'same' }) });
 
 describe('promptsFromRouter: arguments from the input schema', () => {
   it('lists the input fields as arguments (required unless optional or defaulted; enums as values)', () => {
-    const [p] = promptsFromRouter(router({ mcp: router({ explain: prompt(z.object({ topic: z.string().describe('what'), level: z.enum(['basic', 'expert']).default('basic'), note: z.string().optional() })) }) }));
+    const [p] = promptsFromRouter(
+      router({
+        mcp: router({
+          explain: prompt(
+            z.object({
+              topic: z.string().describe('what'),
+              level: z.enum(['basic', 'expert']).default('basic'),
+              note: z.string().optional(),
+            }),
+          ),
+        }),
+      }),
+    );
     expect(p!.arguments).toEqual([
       { name: 'topic', description: 'what', required: true },
       { name: 'level', required: false, values: ['basic', 'expert'] },

@@ -10,7 +10,10 @@ type JsonProp = { type?: string | string[]; description?: string; enum?: unknown
 /** The object properties of a procedure's zod input, as JSON Schema (computed once). */
 function inputProperties(schema: unknown): { props: Record<string, JsonProp>; required: Set<string> } {
   if (!(schema instanceof z.ZodType)) return { props: {}, required: new Set() };
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, JsonProp>; required?: string[] };
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as {
+    properties?: Record<string, JsonProp>;
+    required?: string[];
+  };
   return { props: json.properties ?? {}, required: new Set(json.required ?? []) };
 }
 
@@ -18,7 +21,8 @@ function inputProperties(schema: unknown): { props: Record<string, JsonProp>; re
 function coerce(value: string, prop: JsonProp | undefined): unknown {
   const types = Array.isArray(prop?.type) ? prop.type : [prop?.type];
   if (types.includes('string') || prop?.type === undefined) return value;
-  if ((types.includes('number') || types.includes('integer')) && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  if ((types.includes('number') || types.includes('integer')) && value.trim() !== '' && Number.isFinite(Number(value)))
+    return Number(value);
   if (types.includes('boolean') && (value === 'true' || value === 'false')) return value === 'true';
   return value;
 }

@@ -40,12 +40,27 @@ export function registerRouterResources(router: AnyRouter, registry: ResourceReg
     if (!r || info.type !== 'query') continue;
     const name = r.name ?? info.path.split('.').pop()!;
     const description = r.description ?? info.meta?.description;
-    const common = { name, ...(r.title ? { title: r.title } : {}), ...(description ? { description } : {}), ...(r.mimeType ? { mimeType: r.mimeType } : {}) };
+    const common = {
+      name,
+      ...(r.title ? { title: r.title } : {}),
+      ...(description ? { description } : {}),
+      ...(r.mimeType ? { mimeType: r.mimeType } : {}),
+    };
     const path = info.path;
     if (r.uri !== undefined) {
-      registry.register({ uri: r.uri, ...common, procedure: path, read: (_signal, ctx) => run(path, undefined, r.mimeType, ctx as Context | undefined) });
+      registry.register({
+        uri: r.uri,
+        ...common,
+        procedure: path,
+        read: (_signal, ctx) => run(path, undefined, r.mimeType, ctx as Context | undefined),
+      });
     } else {
-      registry.registerTemplate({ uriTemplate: r.uriTemplate, ...common, procedure: path, read: (_uri, vars, _signal, ctx) => run(path, vars, r.mimeType, ctx as Context | undefined) });
+      registry.registerTemplate({
+        uriTemplate: r.uriTemplate,
+        ...common,
+        procedure: path,
+        read: (_uri, vars, _signal, ctx) => run(path, vars, r.mimeType, ctx as Context | undefined),
+      });
     }
   }
 }

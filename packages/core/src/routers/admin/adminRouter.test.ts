@@ -42,7 +42,10 @@ describe('admin namespace', () => {
   it('status has the spec record; detailed adds system', async () => {
     const { caller } = await callerAs(admin);
     const s = await caller.admin.status({ detailed: false });
-    expect(s).toMatchObject({ status: 'running', memory: { used: expect.any(Number), total: expect.any(Number), percentage: expect.any(Number) } });
+    expect(s).toMatchObject({
+      status: 'running',
+      memory: { used: expect.any(Number), total: expect.any(Number), percentage: expect.any(Number) },
+    });
     expect(typeof s.uptime).toBe('number');
     expect(Date.parse(s.timestamp)).not.toBeNaN();
     const d = await caller.admin.status({ detailed: true });
@@ -51,11 +54,22 @@ describe('admin namespace', () => {
 
   it('runRetention: refused while retention is off; on, it archives what is old and reports it', async () => {
     const off = await callerAs(admin);
-    await expect(off.caller.admin.runRetention()).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/retention is off/) });
+    await expect(off.caller.admin.runRetention()).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+      message: expect.stringMatching(/retention is off/),
+    });
     await off.runtime.close();
     const dir = await mkdtemp(join(tmpdir(), 'admin-retention-'));
-    const runtime = await createRuntime(resolveConfig({ storage: { type: 'memory', retention: { ledgerDays: 1, exportDir: dir, everyMinutes: 0 } } }), { storage: new MemoryStorage() });
-    const caller = createCallerFactory(builtinRouter)({ runtime, identity: admin, credentialError: null, req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() } });
+    const runtime = await createRuntime(
+      resolveConfig({ storage: { type: 'memory', retention: { ledgerDays: 1, exportDir: dir, everyMinutes: 0 } } }),
+      { storage: new MemoryStorage() },
+    );
+    const caller = createCallerFactory(builtinRouter)({
+      runtime,
+      identity: admin,
+      credentialError: null,
+      req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+    });
     await runtime.billing.credit({ userId: 'u1', tokens: 50, type: 'one_time', idempotencyKey: 'k', source: 'test' });
     // Nothing is a day old yet: examined, nothing archived, no file.
     expect(await caller.admin.runRetention()).toMatchObject({ kinds: { ledger: { archived: 0, logs: 1 } } });
@@ -97,7 +111,16 @@ describe('admin namespace', () => {
     expect(JSON.stringify(info)).toContain('500');
     expect(JSON.stringify(info)).toContain('openai');
     expect(JSON.stringify(info)).not.toContain('sk-test-secret');
-    expect(info).toMatchObject({ usage: { budget: [{ period: 'daily', source: null }, { period: 'monthly', source: null }] } });
-    expect((await caller.admin.getUserInfo({ userId: 'boss@example.com', includePermissions: true, includeUsage: false })).isAdmin).toBe(true);
+    expect(info).toMatchObject({
+      usage: {
+        budget: [
+          { period: 'daily', source: null },
+          { period: 'monthly', source: null },
+        ],
+      },
+    });
+    expect((await caller.admin.getUserInfo({ userId: 'boss@example.com', includePermissions: true, includeUsage: false })).isAdmin).toBe(
+      true,
+    );
   });
 });

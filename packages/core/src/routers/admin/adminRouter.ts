@@ -35,17 +35,29 @@ export const adminRouter = router({
       };
     }),
 
-  healthCheck: adminProcedure
-    .meta({ description: 'Health checks on all services' })
-    .query(({ ctx }) => checkHealth(ctx.runtime)),
+  healthCheck: adminProcedure.meta({ description: 'Health checks on all services' }).query(({ ctx }) => checkHealth(ctx.runtime)),
 
   getConfig: adminProcedure
     .meta({ description: 'Current configuration, secrets redacted' })
-    .input(z.lazy(() => z.object({ section: z.enum(['all', 'server', 'auth', 'ai', 'billing']).default('all') }).default({ section: 'all' })))
+    .input(
+      z.lazy(() => z.object({ section: z.enum(['all', 'server', 'auth', 'ai', 'billing']).default('all') }).default({ section: 'all' })),
+    )
     .query(({ ctx, input }) => {
       const c = redactConfig(ctx.runtime.config);
       const sections = {
-        server: { port: c.port, host: c.host, trustProxy: c.trustProxy, cors: c.cors, protocols: c.protocols, transports: c.transports, limits: c.limits, storage: c.storage, monitoring: c.monitoring, serverWorkspaces: c.serverWorkspaces, customRouters: Object.keys(c.customRouters) },
+        server: {
+          port: c.port,
+          host: c.host,
+          trustProxy: c.trustProxy,
+          cors: c.cors,
+          protocols: c.protocols,
+          transports: c.transports,
+          limits: c.limits,
+          storage: c.storage,
+          monitoring: c.monitoring,
+          serverWorkspaces: c.serverWorkspaces,
+          customRouters: Object.keys(c.customRouters),
+        },
         auth: { mcp: c.mcp, oauth: c.oauth, jwt: c.jwt, admin: c.admin },
         ai: { ai: c.ai, serverProviders: c.serverProviders },
         billing: { billing: c.billing },
@@ -54,13 +66,23 @@ export const adminRouter = router({
     }),
 
   statistics: adminProcedure
-    .meta({ description: 'Request counts, errors and latency per procedure over the last `days` UTC days, from the store (the same on every instance)' })
+    .meta({
+      description:
+        'Request counts, errors and latency per procedure over the last `days` UTC days, from the store (the same on every instance)',
+    })
     .input(z.lazy(() => z.object({ days: z.number().int().min(1).max(365).default(7) }).default({ days: 7 })))
     .query(({ ctx, input }) => ctx.runtime.stats.snapshot(input.days)),
 
   clearCache: adminProcedure
-    .meta({ description: "Clear caches: 'tokens' (verified-token cache), 'usage' (stored statistics, cluster-wide), 'responses' (the response cache, ai.cache, cluster-wide), 'memory' (every in-process cache), 'all'" })
-    .input(z.lazy(() => z.object({ target: z.enum(['all', 'memory', 'tokens', 'usage', 'responses']).default('all') }).default({ target: 'all' })))
+    .meta({
+      description:
+        "Clear caches: 'tokens' (verified-token cache), 'usage' (stored statistics, cluster-wide), 'responses' (the response cache, ai.cache, cluster-wide), 'memory' (every in-process cache), 'all'",
+    })
+    .input(
+      z.lazy(() =>
+        z.object({ target: z.enum(['all', 'memory', 'tokens', 'usage', 'responses']).default('all') }).default({ target: 'all' }),
+      ),
+    )
     .mutation(async ({ ctx, input }) => {
       const cleared: string[] = [];
       const { target } = input;
@@ -86,15 +108,27 @@ export const adminRouter = router({
     }),
 
   runRetention: adminProcedure
-    .meta({ description: 'Archive now what storage.retention says is old: ledger, usage and credit records past their age are exported to a file, then deleted (balances never change)' })
+    .meta({
+      description:
+        'Archive now what storage.retention says is old: ledger, usage and credit records past their age are exported to a file, then deleted (balances never change)',
+    })
     .mutation(async ({ ctx }) => {
-      if (!ctx.runtime.retention.enabled) throw new CoreError('INVALID_PARAMS', 'retention is off: set storage.retention.ledgerDays, usageDays or purchasesDays');
+      if (!ctx.runtime.retention.enabled)
+        throw new CoreError('INVALID_PARAMS', 'retention is off: set storage.retention.ledgerDays, usageDays or purchasesDays');
       return ctx.runtime.retention.run();
     }),
 
   getUserInfo: adminProcedure
     .meta({ description: 'What the server knows about a user, by id (sub) or e-mail (admin only)' })
-    .input(z.lazy(() => z.object({ userId: z.string().min(1).max(320), includePermissions: z.boolean().default(true), includeUsage: z.boolean().default(false) })))
+    .input(
+      z.lazy(() =>
+        z.object({
+          userId: z.string().min(1).max(320),
+          includePermissions: z.boolean().default(true),
+          includeUsage: z.boolean().default(false),
+        }),
+      ),
+    )
     .query(async ({ ctx, input }) => {
       const { sub, profile } = await ctx.runtime.users.find(input.userId);
       const email = profile?.email ?? (input.userId.includes('@') ? input.userId : undefined);
@@ -102,7 +136,8 @@ export const adminRouter = router({
       const [balances, byokProviders] = await Promise.all([ctx.runtime.billing.balances(sub), ctx.runtime.vault.providers(sub)]);
       // Known: has called, is listed, or was given tokens or stored a key (an admin may credit first).
       const hasAccount = balances.subscription + balances.one_time > 0 || byokProviders.length > 0;
-      if (!profile && !listed && !hasAccount) throw new CoreError('NOT_FOUND', `no user "${input.userId.slice(0, 320)}" is known to this server`);
+      if (!profile && !listed && !hasAccount)
+        throw new CoreError('NOT_FOUND', `no user "${input.userId.slice(0, 320)}" is known to this server`);
       // The same rule the access policy applies: listed in admin.users, or the administrator flag
       // the auth layer computed from the user's token (admin.scope) when it last called.
       const isAdmin = listed || profile?.isAdmin === true;
@@ -113,10 +148,16 @@ export const adminRouter = router({
         lastSeenAt: profile?.lastSeenAt ?? null,
         isAdmin,
         ...(input.includePermissions
-          ? { permissions: isAdmin ? ['admin', 'user'] : ['user'], scopes: profile?.scopes ?? [], adminVia: listed ? 'admin.users' : profile?.isAdmin ? 'token' : null }
+          ? {
+              permissions: isAdmin ? ['admin', 'user'] : ['user'],
+              scopes: profile?.scopes ?? [],
+              adminVia: listed ? 'admin.users' : profile?.isAdmin ? 'token' : null,
+            }
           : {}),
         // Key status only: which providers have a stored key, never the keys.
-        ...(input.includeUsage ? { usage: { balances, byokProviders, budget: (await ctx.runtime.billing.budgets.view(sub)).periods } } : {}),
+        ...(input.includeUsage
+          ? { usage: { balances, byokProviders, budget: (await ctx.runtime.billing.budgets.view(sub)).periods } }
+          : {}),
       };
     }),
 

@@ -18,7 +18,8 @@ const MAX_SCANNED = 5000;
 /** The stored id of a user named by id or e-mail; NOT_FOUND for an e-mail the server never saw. */
 async function userId(runtime: Runtime, ref: string): Promise<string> {
   const { sub } = await runtime.users.find(ref);
-  if (sub === ref && ref.includes('@')) throw new CoreError('NOT_FOUND', `no user with e-mail "${ref.slice(0, 320)}" is known to this server; name them by id`);
+  if (sub === ref && ref.includes('@'))
+    throw new CoreError('NOT_FOUND', `no user with e-mail "${ref.slice(0, 320)}" is known to this server; name them by id`);
   return sub;
 }
 
@@ -32,7 +33,10 @@ const dayString = (ms: number) => new Date(ms).toISOString().slice(0, 10);
  */
 export const consoleProcedures = {
   overview: adminProcedure
-    .meta({ description: 'The console overview in one call: requests and errors per day and entry point; calls, failures, upstream latency p50/p99, tokens and money per day by provider and by model (cluster-wide); MCP sessions and streams, alert backlog' })
+    .meta({
+      description:
+        'The console overview in one call: requests and errors per day and entry point; calls, failures, upstream latency p50/p99, tokens and money per day by provider and by model (cluster-wide); MCP sessions and streams, alert backlog',
+    })
     .input(z.lazy(() => z.strictObject({ days: z.number().int().min(1).max(90).default(14) }).default({ days: 14 })))
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
@@ -50,10 +54,18 @@ export const consoleProcedures = {
       const { seriesByProvider, seriesByModel, ...usageTotals } = usage;
       return {
         period: { from, to, days: input.days },
-        requests: { total: statistics.total, errors: statistics.errors, byDay: statistics.byDay, byDayEntry: statistics.byDayEntry, procedures: statistics.procedures.slice(0, 15) },
+        requests: {
+          total: statistics.total,
+          errors: statistics.errors,
+          byDay: statistics.byDay,
+          byDayEntry: statistics.byDayEntry,
+          procedures: statistics.procedures.slice(0, 15),
+        },
         usage: usageTotals,
         // Cluster-wide, from the statistics and the usage day rows (null with statistics.enabled false).
-        series: runtime.config.statistics.enabled ? overviewSeries(days, statistics, { seriesByProvider, seriesByModel }, upstreamDays) : null,
+        series: runtime.config.statistics.enabled
+          ? overviewSeries(days, statistics, { seriesByProvider, seriesByModel }, upstreamDays)
+          : null,
         // This instance's upstream figures since it started (Prometheus counters), null with metrics off.
         upstream: figures?.providers ?? null,
         mcp: figures?.mcp ?? null,
@@ -62,23 +74,34 @@ export const consoleProcedures = {
     }),
 
   routes: adminProcedure
-    .meta({ description: "Routes (ai.routes) with each target's share of calls, latency, errors, in-flight calls (this instance), cooldown state and rpm/tpm headroom this minute (shared); the response cache's hit rate and tokens and USD saved (this instance)" })
+    .meta({
+      description:
+        "Routes (ai.routes) with each target's share of calls, latency, errors, in-flight calls (this instance), cooldown state and rpm/tpm headroom this minute (shared); the response cache's hit rate and tokens and USD saved (this instance)",
+    })
     .query(async ({ ctx }) => ({ routes: await ctx.runtime.ai.routes(), cache: ctx.runtime.ai.cacheFigures() })),
 
   findUsers: adminProcedure
-    .meta({ description: 'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; an empty query lists every user, most recent first; pass nextCursor for more' })
-    .input(z.lazy(() =>
-      z.strictObject({
-        // Empty: every user matches (the console's first page, before any search).
-        query: z.string().trim().max(320).default(''),
-        limit: z.number().int().min(1).max(MAX_FOUND).default(MAX_FOUND),
-        cursor: z.number().int().min(1).optional().describe('nextCursor of the previous page'),
-      }),
-    ))
+    .meta({
+      description:
+        'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; an empty query lists every user, most recent first; pass nextCursor for more',
+    })
+    .input(
+      z.lazy(() =>
+        z.strictObject({
+          // Empty: every user matches (the console's first page, before any search).
+          query: z.string().trim().max(320).default(''),
+          limit: z.number().int().min(1).max(MAX_FOUND).default(MAX_FOUND),
+          cursor: z.number().int().min(1).optional().describe('nextCursor of the previous page'),
+        }),
+      ),
+    )
     .query(async ({ ctx, input }) => {
       const { runtime } = ctx;
       const first = input.cursor === undefined;
-      const [exact, page] = await Promise.all([first && input.query ? runtime.users.find(input.query) : undefined, runtime.users.search(input.query, { limit: input.limit, cursor: input.cursor, maxScanned: MAX_SCANNED })]);
+      const [exact, page] = await Promise.all([
+        first && input.query ? runtime.users.find(input.query) : undefined,
+        runtime.users.search(input.query, { limit: input.limit, cursor: input.cursor, maxScanned: MAX_SCANNED }),
+      ]);
       const subs: string[] = [];
       // An exact id or e-mail leads the first page (also a user credited but never seen, who has no profile).
       if (exact && (exact.profile || !input.query.includes('@'))) subs.push(exact.sub);
@@ -90,21 +113,44 @@ export const consoleProcedures = {
           const profile = profiles.get(sub);
           const balances = await runtime.billing.balances(sub);
           const known = profile !== undefined || balances.subscription + balances.one_time > 0;
-          return known ? { userId: sub, email: profile?.email ?? null, lastSeenAt: profile?.lastSeenAt ?? null, isAdmin: runtime.users.listedAdmin(sub, profile?.email) || profile?.isAdmin === true, balances } : undefined;
+          return known
+            ? {
+                userId: sub,
+                email: profile?.email ?? null,
+                lastSeenAt: profile?.lastSeenAt ?? null,
+                isAdmin: runtime.users.listedAdmin(sub, profile?.email) || profile?.isAdmin === true,
+                balances,
+              }
+            : undefined;
         }),
       );
-      return { users: found.filter((u) => u !== undefined), scanned: page.scanned, ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
+      return {
+        users: found.filter((u) => u !== undefined),
+        scanned: page.scanned,
+        ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+      };
     }),
 
   userActivity: adminProcedure
-    .meta({ description: "One page of a user's ledger: AI calls (usage), credits and purchases, or which balance paid each call (consumption), newest first" })
-    .input(z.lazy(() => z.strictObject({ userId: UserRef, kind: z.enum(['usage', 'purchases', 'consumption']), limit: limitInput, cursor: cursorInput })))
+    .meta({
+      description:
+        "One page of a user's ledger: AI calls (usage), credits and purchases, or which balance paid each call (consumption), newest first",
+    })
+    .input(
+      z.lazy(() =>
+        z.strictObject({ userId: UserRef, kind: z.enum(['usage', 'purchases', 'consumption']), limit: limitInput, cursor: cursorInput }),
+      ),
+    )
     .query(async ({ ctx, input }) => {
       const sub = await userId(ctx.runtime, input.userId);
       const page = { limit: input.limit, ...(input.cursor !== undefined ? { cursor: input.cursor } : {}) };
       const billing = ctx.runtime.billing;
       const { items, nextCursor } =
-        input.kind === 'usage' ? await billing.usageHistory(sub, page) : input.kind === 'purchases' ? await billing.purchaseHistory(sub, { ...page, type: 'all' }) : await billing.consumptionHistory(sub, page);
+        input.kind === 'usage'
+          ? await billing.usageHistory(sub, page)
+          : input.kind === 'purchases'
+            ? await billing.purchaseHistory(sub, { ...page, type: 'all' })
+            : await billing.consumptionHistory(sub, page);
       return { userId: sub, kind: input.kind, items: items as unknown[], ...(nextCursor !== undefined ? { nextCursor } : {}) };
     }),
 
@@ -113,12 +159,18 @@ export const consoleProcedures = {
     .input(z.lazy(() => z.strictObject({ userId: UserRef, days: z.number().int().min(1).max(365).default(30) })))
     .query(async ({ ctx, input }) => {
       const sub = await userId(ctx.runtime, input.userId);
-      const [analytics, byApiKey] = await Promise.all([ctx.runtime.billing.usageAnalytics(sub, { days: input.days, includeHistory: false, historyLimit: 1 }), ctx.runtime.keys.spendByKey(sub)]);
+      const [analytics, byApiKey] = await Promise.all([
+        ctx.runtime.billing.usageAnalytics(sub, { days: input.days, includeHistory: false, historyLimit: 1 }),
+        ctx.runtime.keys.spendByKey(sub),
+      ]);
       return { userId: sub, ...analytics, byApiKey };
     }),
 
   alertDeliveries: adminProcedure
-    .meta({ description: 'Alert webhook deliveries waiting (attempts, next attempt, last error) and dead letters, newest first; receivers by origin only' })
+    .meta({
+      description:
+        'Alert webhook deliveries waiting (attempts, next attempt, last error) and dead letters, newest first; receivers by origin only',
+    })
     .input(z.lazy(() => z.strictObject({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 })))
     .query(async ({ ctx, input }) => ({ enabled: ctx.runtime.alerts.enabled, ...(await ctx.runtime.alerts.deliveries(input.limit)) })),
 
@@ -127,13 +179,38 @@ export const consoleProcedures = {
     .input(z.lazy(() => z.strictObject({ deliveryId: z.string().min(3).max(200).describe('deliveryId from admin.alertDeliveries') })))
     .mutation(async ({ ctx, input }) => {
       const result = await ctx.runtime.alerts.retry(input.deliveryId);
-      if (!result.retried) throw new CoreError('NOT_FOUND', 'no dead or waiting delivery with this id (it may have been retried or delivered already)');
-      ctx.runtime.logger.info('alerts: delivery retried by an administrator', { by: ctx.identity.sub, deliveryId: input.deliveryId, state: result.state });
+      if (!result.retried)
+        throw new CoreError('NOT_FOUND', 'no dead or waiting delivery with this id (it may have been retried or delivered already)');
+      ctx.runtime.logger.info('alerts: delivery retried by an administrator', {
+        by: ctx.identity.sub,
+        deliveryId: input.deliveryId,
+        state: result.state,
+      });
       return { deliveryId: input.deliveryId, state: result.state };
     }),
 
   recentCalls: adminProcedure
-    .meta({ description: "The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens; a streamed call shows its tokens once its stream ended); never input, prompt or answer text" })
-    .input(z.lazy(() => z.strictObject({ limit: z.number().int().min(1).max(500).default(100), after: z.number().int().min(0).optional().describe('only calls recorded or updated after this lastSeq of a previous answer (polling); merge them by seq') }).default({ limit: 100 })))
-    .query(({ ctx, input }) => ({ calls: ctx.runtime.recentCalls.list(input.limit, input.after), lastSeq: ctx.runtime.recentCalls.lastSeq })),
+    .meta({
+      description:
+        'The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens; a streamed call shows its tokens once its stream ended); never input, prompt or answer text',
+    })
+    .input(
+      z.lazy(() =>
+        z
+          .strictObject({
+            limit: z.number().int().min(1).max(500).default(100),
+            after: z
+              .number()
+              .int()
+              .min(0)
+              .optional()
+              .describe('only calls recorded or updated after this lastSeq of a previous answer (polling); merge them by seq'),
+          })
+          .default({ limit: 100 }),
+      ),
+    )
+    .query(({ ctx, input }) => ({
+      calls: ctx.runtime.recentCalls.list(input.limit, input.after),
+      lastSeq: ctx.runtime.recentCalls.lastSeq,
+    })),
 };

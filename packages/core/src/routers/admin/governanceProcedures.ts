@@ -9,12 +9,16 @@ import { adminProcedure } from '../../pipeline/procedures.js';
 export const MAX_ANALYTICS_DAYS = 366;
 
 const UserRef = z.string().min(1).max(320).describe('user id (sub) or e-mail');
-const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a UTC day as YYYY-MM-DD').refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)), 'not a calendar day');
+const Day = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'a UTC day as YYYY-MM-DD')
+  .refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)), 'not a calendar day');
 
 /** A user named by id or by the e-mail the server has seen them with (as admin.getUserInfo). */
 async function resolveUser(runtime: Runtime, ref: string): Promise<string> {
   const { sub } = await runtime.users.find(ref);
-  if (sub === ref && ref.includes('@')) throw new CoreError('NOT_FOUND', `no user with e-mail "${ref.slice(0, 320)}" is known to this server; name them by id`);
+  if (sub === ref && ref.includes('@'))
+    throw new CoreError('NOT_FOUND', `no user with e-mail "${ref.slice(0, 320)}" is known to this server; name them by id`);
   return sub;
 }
 
@@ -24,16 +28,30 @@ async function resolveUser(runtime: Runtime, ref: string): Promise<string> {
  */
 export const governanceProcedures = {
   setBudget: adminProcedure
-    .meta({ description: "Set a user's budget for one period (daily or monthly, UTC): hard limits in tokens and/or USD and soft alert thresholds" })
-    .input(z.lazy(() =>
-      z.strictObject({
-        userId: UserRef,
-        period: z.enum(BUDGET_PERIODS),
-        tokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('tokens the model may use in the period (platform-paid calls, fee excluded)'),
-        usd: z.number().min(0).max(MAX_BUDGET_USD).optional().describe('USD the platform may pay the providers in the period'),
-        thresholds: z.array(z.number().gt(0).max(1)).max(10).optional().describe('fractions of each limit that send a budgetThreshold alert; default [0.8]'),
-      }),
-    ))
+    .meta({
+      description: "Set a user's budget for one period (daily or monthly, UTC): hard limits in tokens and/or USD and soft alert thresholds",
+    })
+    .input(
+      z.lazy(() =>
+        z.strictObject({
+          userId: UserRef,
+          period: z.enum(BUDGET_PERIODS),
+          tokens: z
+            .number()
+            .int()
+            .min(0)
+            .max(Number.MAX_SAFE_INTEGER)
+            .optional()
+            .describe('tokens the model may use in the period (platform-paid calls, fee excluded)'),
+          usd: z.number().min(0).max(MAX_BUDGET_USD).optional().describe('USD the platform may pay the providers in the period'),
+          thresholds: z
+            .array(z.number().gt(0).max(1))
+            .max(10)
+            .optional()
+            .describe('fractions of each limit that send a budgetThreshold alert; default [0.8]'),
+        }),
+      ),
+    )
     .mutation(async ({ ctx, input }) => {
       const { userId: ref, period, ...limits } = input;
       const userId = await resolveUser(ctx.runtime, ref);
@@ -58,19 +76,30 @@ export const governanceProcedures = {
     }),
 
   usageAnalytics: adminProcedure
-    .meta({ description: 'Usage across users: totals, per day, top providers, models and users by cost or tokens (from maintained day rows, the same on every instance)' })
-    .input(z.lazy(() =>
-      z
-        .strictObject({
-          days: z.number().int().min(1).max(MAX_ANALYTICS_DAYS).default(30).describe('the last N UTC days, today included (ignored with from)'),
-          from: Day.optional().describe('first UTC day (inclusive)'),
-          to: Day.optional().describe('last UTC day (inclusive); default today'),
-          groupBy: z.enum(['user', 'provider', 'model', 'day']).optional().describe('only this grouping; default all'),
-          sortBy: z.enum(['cost', 'tokens']).default('cost').describe('rank by platform cost in USD or by tokens'),
-          limit: z.number().int().min(1).max(100).default(10).describe('rows per grouping (days are never cut)'),
-        })
-        .default({ days: 30, sortBy: 'cost', limit: 10 }),
-    ))
+    .meta({
+      description:
+        'Usage across users: totals, per day, top providers, models and users by cost or tokens (from maintained day rows, the same on every instance)',
+    })
+    .input(
+      z.lazy(() =>
+        z
+          .strictObject({
+            days: z
+              .number()
+              .int()
+              .min(1)
+              .max(MAX_ANALYTICS_DAYS)
+              .default(30)
+              .describe('the last N UTC days, today included (ignored with from)'),
+            from: Day.optional().describe('first UTC day (inclusive)'),
+            to: Day.optional().describe('last UTC day (inclusive); default today'),
+            groupBy: z.enum(['user', 'provider', 'model', 'day']).optional().describe('only this grouping; default all'),
+            sortBy: z.enum(['cost', 'tokens']).default('cost').describe('rank by platform cost in USD or by tokens'),
+            limit: z.number().int().min(1).max(100).default(10).describe('rows per grouping (days are never cut)'),
+          })
+          .default({ days: 30, sortBy: 'cost', limit: 10 }),
+      ),
+    )
     .query(({ ctx, input }) => {
       const to = input.to ?? new Date().toISOString().slice(0, 10);
       const from = input.from ?? new Date(Date.parse(`${to}T00:00:00Z`) - (input.days - 1) * 86_400_000).toISOString().slice(0, 10);

@@ -1,4 +1,10 @@
-import { mergeUpstream, upstreamPercentile, UPSTREAM_BOUNDS_MS, type UpstreamDay, type UpstreamRecord } from '../../observability/UpstreamStats.js';
+import {
+  mergeUpstream,
+  upstreamPercentile,
+  UPSTREAM_BOUNDS_MS,
+  type UpstreamDay,
+  type UpstreamRecord,
+} from '../../observability/UpstreamStats.js';
 import type { StatisticsSnapshot } from '../../runtime/dayRecords.js';
 import type { Totals } from '../../services/billing/history.js';
 
@@ -86,16 +92,27 @@ export function overviewSeries(
   // Providers are few (the configured ones); models are bounded: the usage ranking's plus the
   // upstream's busiest (failing models have no usage but belong on an errors plot).
   const providers = [...new Set([...usageProvider.keys(), ...upProvider.keys()])].sort();
-  const busiestUpstream = [...upModel].sort((a, b) => sum(b[1]).calls - sum(a[1]).calls || a[0].localeCompare(b[0])).slice(0, MAX_UPSTREAM_MODELS).map(([k]) => k);
+  const busiestUpstream = [...upModel]
+    .sort((a, b) => sum(b[1]).calls - sum(a[1]).calls || a[0].localeCompare(b[0]))
+    .slice(0, MAX_UPSTREAM_MODELS)
+    .map(([k]) => k);
   const models = [...new Set([...usageModel.keys(), ...busiestUpstream])].sort();
   return {
     days,
     byEntry: [...entries.values()].sort((a, b) => a.key.localeCompare(b.key)),
     byProvider: providers.map((p) => build(p, upProvider.get(p), usageProvider.get(p))),
     byModel: models.map((m) => build(m, upModel.get(m), usageModel.get(m))),
-    upstreamByProvider: [...upProvider].sort((a, b) => a[0].localeCompare(b[0])).map(([provider, rs]) => {
-      const total = sum(rs);
-      return { provider, calls: total.calls, failures: total.failures, p50Ms: upstreamPercentile(total.buckets, 50), p99Ms: upstreamPercentile(total.buckets, 99) };
-    }),
+    upstreamByProvider: [...upProvider]
+      .sort((a, b) => a[0].localeCompare(b[0]))
+      .map(([provider, rs]) => {
+        const total = sum(rs);
+        return {
+          provider,
+          calls: total.calls,
+          failures: total.failures,
+          p50Ms: upstreamPercentile(total.buckets, 50),
+          p99Ms: upstreamPercentile(total.buckets, 99),
+        };
+      }),
   };
 }

@@ -9,7 +9,10 @@ beforeAll(() => loadAiSdk(), 60_000);
 let h: AiHarness;
 afterEach(() => h.close());
 
-const ask = (over: Record<string, unknown> = {}) => h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-mini', maxTokens: 1000 }, ...over });
+const ask = (over: Record<string, unknown> = {}) =>
+  h
+    .caller(alice)
+    .ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-mini', maxTokens: 1000 }, ...over });
 
 describe('ai.generateText under a money budget', () => {
   it('records the call cost at the pricing table on the settle entry, the history and the budget', async () => {
@@ -38,11 +41,16 @@ describe('ai.generateText under a money budget', () => {
     await h.runtime.billing.budgets.set(alice.sub, 'monthly', { usd: 0.01 }, 'test');
     await expect(ask()).resolves.toHaveProperty('tokenUsage');
     const err = await rejection(ask({ fallbacks: ['anthropic/claude-opus-4-1'] }));
-    expect(err).toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'budget_exceeded', metric: 'usd', period: 'monthly', limit: 0.01 } });
+    expect(err).toMatchObject({
+      appCode: 'PAYMENT_REQUIRED',
+      details: { reason: 'budget_exceeded', metric: 'usd', period: 'monthly', limit: 0.01 },
+    });
     expect(err.details!.requested as number).toBeGreaterThan(0.07);
     // An unpriced model has no bound: refused under a money limit, not run.
     const before = h.upstream.requests.length;
-    expect(await rejection(ask({ options: { model: 'unlisted-local-model', maxTokens: 10 } }))).toMatchObject({ details: { reason: 'model_not_priced' } });
+    expect(await rejection(ask({ options: { model: 'unlisted-local-model', maxTokens: 10 } }))).toMatchObject({
+      details: { reason: 'model_not_priced' },
+    });
     expect(h.upstream.requests.length).toBe(before);
   });
 });

@@ -9,13 +9,23 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function harness(cache: Record<string, unknown>, over: ConfigInput = {}, reply?: (req: { content: string }) => string): Promise<AiHarness> {
+async function harness(
+  cache: Record<string, unknown>,
+  over: ConfigInput = {},
+  reply?: (req: { content: string }) => string,
+): Promise<AiHarness> {
   h = await createAiHarness({ ai: { cache: { enabled: true, ...cache } as never }, ...over }, reply ? { reply } : {});
   await h.credit(alice.sub, 1_000_000);
   await h.credit(bob.sub, 1_000_000);
   return h;
 }
-const input = (content = 'what is 2+2?', extra: Record<string, unknown> = {}) => ({ content, systemPrompt: 'be brief', provider: 'openai' as const, options: { model: 'gpt-4.1-nano', maxTokens: 30 }, ...extra });
+const input = (content = 'what is 2+2?', extra: Record<string, unknown> = {}) => ({
+  content,
+  systemPrompt: 'be brief',
+  provider: 'openai' as const,
+  options: { model: 'gpt-4.1-nano', maxTokens: 30 },
+  ...extra,
+});
 const chatCalls = () => h!.upstream.requests.filter((r) => r.format !== 'models').length;
 
 describe('response cache', () => {
@@ -29,7 +39,13 @@ describe('response cache', () => {
     // The entry is written after the answer; give it its turn.
     await new Promise((r) => setTimeout(r, 20));
     const hit = await h!.caller(alice).ai.generateText(input());
-    expect(hit.data).toMatchObject({ cache: 'hit', text: miss.data.text, provider: 'openai', model: 'gpt-4.1-nano', usage: miss.data.usage });
+    expect(hit.data).toMatchObject({
+      cache: 'hit',
+      text: miss.data.text,
+      provider: 'openai',
+      model: 'gpt-4.1-nano',
+      usage: miss.data.usage,
+    });
     expect(chatCalls()).toBe(1);
     const used = Math.ceil(miss.tokenUsage!.tokensUsed * 0.5);
     expect(hit.tokenUsage!.tokensUsed).toBe(used);
@@ -39,13 +55,15 @@ describe('response cache', () => {
     expect(JSON.stringify(settles)).toContain('"cache":"hit"');
     expect(JSON.stringify(settles)).toContain(`"cachedTokensUsed":${miss.tokenUsage!.tokensUsed}`);
     // Entries hold the answer only: no prompt, no system prompt.
-    const stored = await Promise.all((await h!.runtime.shared.keys('aicache:')).filter((k) => !k.includes('bytes')).map((k) => h!.runtime.shared.get(k)));
+    const stored = await Promise.all(
+      (await h!.runtime.shared.keys('aicache:')).filter((k) => !k.includes('bytes')).map((k) => h!.runtime.shared.get(k)),
+    );
     expect(stored).toHaveLength(1);
     expect(JSON.stringify(stored)).not.toContain('what is 2+2');
     expect(JSON.stringify(stored)).not.toContain('be brief');
   });
 
-  it('default ratio 0: a hit is free; another user is never served a user\'s entry (scope user); per-request off and refresh', async () => {
+  it("default ratio 0: a hit is free; another user is never served a user's entry (scope user); per-request off and refresh", async () => {
     await harness({});
     const first = await h!.caller(alice).ai.generateText(input());
     await new Promise((r) => setTimeout(r, 20));
@@ -93,12 +111,19 @@ describe('response cache', () => {
     await new Promise((r) => setTimeout(r, 20));
     const hit = await collect();
     expect(hit[0]).toMatchObject({ type: 'start', cache: 'hit' });
-    expect(hit.filter((e) => e.type === 'text').map((e) => e.delta).join('')).toBe(miss.at(-1)!.result!.data.text);
+    expect(
+      hit
+        .filter((e) => e.type === 'text')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe(miss.at(-1)!.result!.data.text);
     expect(hit.at(-1)!.result!.data.cache).toBe('hit');
     expect(chatCalls()).toBe(1);
     // A generateText of the same request is served by the entry the stream left.
     expect((await h!.caller(alice).ai.generateText(input('tell me a story'))).data.cache).toBe('hit');
-    expect((await h!.caller(alice).ai.generateText(input('tell me a story', { options: { model: 'gpt-4.1-nano', maxTokens: 31 } }))).data.cache).toBe('miss');
+    expect(
+      (await h!.caller(alice).ai.generateText(input('tell me a story', { options: { model: 'gpt-4.1-nano', maxTokens: 31 } }))).data.cache,
+    ).toBe('miss');
   });
 
   it('entries expire after ttlSec', async () => {

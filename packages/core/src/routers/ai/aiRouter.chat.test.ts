@@ -31,9 +31,15 @@ describe('chat input: schemas the providers would refuse are refused here', () =
   it('a tool schema without a root type is sent as an object schema (Anthropic requires input_schema.type)', async () => {
     h = await createAiHarness();
     await h.credit(alice.sub, 1_000_000);
-    const r = await h.caller(alice).ai.generateText({ provider: 'anthropic', messages: USER, tools: [{ name: 'f', parameters: { properties: { a: { type: 'string' } } } }] });
+    const r = await h.caller(alice).ai.generateText({
+      provider: 'anthropic',
+      messages: USER,
+      tools: [{ name: 'f', parameters: { properties: { a: { type: 'string' } } } }],
+    });
     expect(r.data.toolCalls).toEqual([{ toolCallId: expect.any(String), toolName: 'f', input: { a: 'test' } }]);
-    expect(h.upstream.requests.at(-1)!.extras!.tools).toEqual([{ name: 'f', schema: { type: 'object', properties: { a: { type: 'string' } } } }]);
+    expect(h.upstream.requests.at(-1)!.extras!.tools).toEqual([
+      { name: 'f', schema: { type: 'object', properties: { a: { type: 'string' } } } },
+    ]);
   });
 });
 
@@ -67,11 +73,32 @@ describe('chat input: structured output in strict mode only where OpenAI takes t
     await h.credit(alice.sub, 1_000_000);
     const loose = [
       { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-      { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' } }, required: ['name'], additionalProperties: false },
+      {
+        type: 'object',
+        properties: { name: { type: 'string' }, age: { type: 'integer' } },
+        required: ['name'],
+        additionalProperties: false,
+      },
       { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'], additionalProperties: false },
-      { type: 'object', properties: { tags: { type: 'array', items: { type: 'object', properties: { t: { type: 'string' } } } } }, required: ['tags'], additionalProperties: false },
+      {
+        type: 'object',
+        properties: { tags: { type: 'array', items: { type: 'object', properties: { t: { type: 'string' } } } } },
+        required: ['tags'],
+        additionalProperties: false,
+      },
     ];
-    const closed = { type: 'object', properties: { name: { type: 'string', enum: ['a', 'b'] }, tags: { type: 'array', items: { type: 'object', properties: { t: { type: 'string' } }, required: ['t'], additionalProperties: false } } }, required: ['name', 'tags'], additionalProperties: false };
+    const closed = {
+      type: 'object',
+      properties: {
+        name: { type: 'string', enum: ['a', 'b'] },
+        tags: {
+          type: 'array',
+          items: { type: 'object', properties: { t: { type: 'string' } }, required: ['t'], additionalProperties: false },
+        },
+      },
+      required: ['name', 'tags'],
+      additionalProperties: false,
+    };
     const strictOf = (body: Record<string, any>) => body.text?.format?.strict ?? body.response_format?.json_schema?.strict;
     for (const provider of ['openai', 'openrouter'] as const) {
       for (const [schema, strict] of [...loose.map((s) => [s, false] as const), [closed, true] as const]) {

@@ -18,7 +18,9 @@ it('a cold server answers its first call although loading the AI SDK takes longe
   h = await createAiHarness({ ai: { timeoutMs: 2000 } });
   await h.credit(alice.sub, 10_000);
   const started = performance.now();
-  const out = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 'support', provider: 'anthropic', options: { maxTokens: 10 } });
+  const out = await h
+    .caller(alice)
+    .ai.generateText({ content: 'hello', systemPrompt: 'support', provider: 'anthropic', options: { maxTokens: 10 } });
   expect(performance.now() - started).toBeGreaterThanOrEqual(LOAD_MS - 50); // the first call did pay for the load
   expect(out.data.text.length).toBeGreaterThan(0);
   expect(h.upstream.requests).toHaveLength(1);

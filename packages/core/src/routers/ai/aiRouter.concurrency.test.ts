@@ -30,11 +30,20 @@ afterEach(async () => {
 
 async function hammer(instances: AiHarness[]): Promise<{ ok: number; refused: number; other: unknown[] }> {
   const results = await Promise.allSettled(
-    Array.from({ length: CALLS }, (_, i) => instances[i % instances.length]!.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } })),
+    Array.from({ length: CALLS }, (_, i) =>
+      instances[i % instances.length]!.caller(alice).ai.generateText({
+        content: 'x',
+        systemPrompt: 's',
+        provider: 'openai',
+        options: { maxTokens: 10 },
+      }),
+    ),
   );
   const refused = results.filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'PAYMENT_REQUIRED').length;
   const ok = results.filter((r) => r.status === 'fulfilled').length;
-  const other = results.filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code !== 'PAYMENT_REQUIRED').map((r) => (r as PromiseRejectedResult).reason);
+  const other = results
+    .filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code !== 'PAYMENT_REQUIRED')
+    .map((r) => (r as PromiseRejectedResult).reason);
   return { ok, refused, other };
 }
 

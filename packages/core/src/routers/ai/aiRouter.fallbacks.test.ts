@@ -69,7 +69,9 @@ describe('fallbacks: the first target fails, the next answers, only it is charge
   it('a non-retryable failure (401, 400) does not fall back and costs nothing', async () => {
     const h = await harness();
     h.upstream.failNext({ kind: 'status', status: 400 });
-    const err = await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['google'] }));
+    const err = await rejection(
+      h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['google'] }),
+    );
     expect(err.details?.reason).toBe('upstream_rejected');
     expect(h.upstream.requests).toHaveLength(1);
     expect(await h.balance(alice.sub)).toBe(100_000);
@@ -78,7 +80,9 @@ describe('fallbacks: the first target fails, the next answers, only it is charge
   it('every target failing: the last error, with the attempts; the hold released', async () => {
     const h = await harness();
     h.upstream.failNext({ kind: 'status', status: 500 }, 2);
-    const err = await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] }));
+    const err = await rejection(
+      h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] }),
+    );
     expect(err.details?.attempts).toHaveLength(2);
     expect(await h.balance(alice.sub)).toBe(100_000);
   });
@@ -90,7 +94,10 @@ describe('ai.streamText fallbacks (before the first token)', () => {
       const h = await harness();
       h.upstream.failNext({ kind: 'status', status: 429 });
       const events = [];
-      for await (const e of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider, fallbacks: [NEXT[provider]] })) events.push(e);
+      for await (const e of await h
+        .caller(alice)
+        .ai.streamText({ content: 'hello', systemPrompt: 's', provider, fallbacks: [NEXT[provider]] }))
+        events.push(e);
       // `start` names the target that serves, with the attempts that did not.
       expect(events[0]).toMatchObject({ type: 'start', provider: NEXT[provider], attempts: [{ provider, reason: 'rate_limited' }] });
       const finish = events.at(-1)!;
@@ -105,9 +112,14 @@ describe('ai.streamText fallbacks (before the first token)', () => {
 
   it('a stream cut after output began does not fall back (the client already has part of an answer)', async () => {
     const h = await harness();
-    const err = await rejection((async () => {
-      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello [[upstream:drop]]', systemPrompt: 's', provider: 'openrouter', fallbacks: ['openai'] })) void _;
-    })());
+    const err = await rejection(
+      (async () => {
+        for await (const _ of await h
+          .caller(alice)
+          .ai.streamText({ content: 'hello [[upstream:drop]]', systemPrompt: 's', provider: 'openrouter', fallbacks: ['openai'] }))
+          void _;
+      })(),
+    );
     expect(err.appCode).toBe('UPSTREAM_ERROR');
     expect(h.upstream.requests.map((q) => q.provider)).toEqual(['openrouter']);
   });
@@ -116,11 +128,14 @@ describe('ai.streamText fallbacks (before the first token)', () => {
 describe('circuit breaker', () => {
   /** Wait out the cooldown: the breaker's open marker (a storage key with the cooldown as TTL) is gone. */
   const cooledDown = (h: AiHarness, provider: ProviderId) =>
-    waitFor(async () => (await h.runtime.storage.get(`aicb:${provider}:open`)) === undefined, { what: `the ${provider} breaker's cooldown` });
+    waitFor(async () => (await h.runtime.storage.get(`aicb:${provider}:open`)) === undefined, {
+      what: `the ${provider} breaker's cooldown`,
+    });
 
   it('opens after the threshold (the provider is skipped), closes after a successful trial', async () => {
     const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 1000, windowMs: 10_000 } });
-    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    const call = () =>
+      h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     h.upstream.failNext({ kind: 'status', status: 429 }, 1);
     await call();
     h.upstream.failNext({ kind: 'status', status: 429 }, 1);
@@ -145,18 +160,24 @@ describe('circuit breaker', () => {
   it('failures of calls without fallbacks count too, streamed or not', async () => {
     const h = await harness({ circuitBreaker: { failureThreshold: 2, cooldownMs: 10_000, windowMs: 10_000 } });
     h.upstream.failNext({ kind: 'status', status: 500 }, 2);
-    await rejection((async () => {
-      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'google' })) void _;
-    })());
+    await rejection(
+      (async () => {
+        for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'google' })) void _;
+      })(),
+    );
     await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google' }));
     expect(await h.runtime.storage.get('aicb:google:open')).toBeDefined();
     h.upstream.failNext({ kind: 'status', status: 500 }, 2);
-    await rejection((async () => {
-      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
-    })());
-    await rejection((async () => {
-      for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
-    })());
+    await rejection(
+      (async () => {
+        for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
+      })(),
+    );
+    await rejection(
+      (async () => {
+        for await (const _ of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai' })) void _;
+      })(),
+    );
     h.upstream.reset();
     const r = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     expect(r.data.attempts?.[0]).toMatchObject({ provider: 'openai', reason: 'circuit_open' });
@@ -166,7 +187,8 @@ describe('circuit breaker', () => {
     // The cooldown must outlast the two calls after the trial even on a loaded machine (the
     // breaker's clock is its store's TTL, so time has to pass for real).
     const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 1500, windowMs: 10_000 } });
-    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['openrouter'] });
+    const call = () =>
+      h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'google', fallbacks: ['openrouter'] });
     h.upstream.failNext({ kind: 'status', status: 500 }, 1);
     await call();
     await cooledDown(h, 'google');
@@ -181,10 +203,14 @@ describe('circuit breaker', () => {
     // test files run beside this one on a loaded machine (the breaker's clock is its store's TTL).
     const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 1500, windowMs: 10_000 } });
     h.upstream.failProvider('openai', { kind: 'status', status: 500 });
-    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    const call = () =>
+      h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     const stream = async () => {
       let start: StreamEvent | undefined;
-      for await (const e of await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] })) start ??= e;
+      for await (const e of await h
+        .caller(alice)
+        .ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] }))
+        start ??= e;
       return start as Extract<StreamEvent, { type: 'start' }>;
     };
     await call();
@@ -207,14 +233,17 @@ describe('circuit breaker', () => {
 
   it('half-open: a trial that ends without a verdict (a 400, a cancelled stream) lets the next call be the trial at once', async () => {
     const h = await harness({ circuitBreaker: { failureThreshold: 1, cooldownMs: 300, windowMs: 10_000 } });
-    const call = () => h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    const call = () =>
+      h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     h.upstream.failNext({ kind: 'status', status: 500 });
     await call();
     await cooledDown(h, 'openai');
     h.upstream.failNext({ kind: 'status', status: 400 });
     expect((await rejection(call())).details?.reason).toBe('upstream_rejected');
     // A streamed trial whose reader leaves at the first event.
-    const stream = await h.caller(alice).ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
+    const stream = await h
+      .caller(alice)
+      .ai.streamText({ content: 'hello', systemPrompt: 's', provider: 'openai', fallbacks: ['anthropic'] });
     for await (const e of stream) if (e.type === 'start') break;
     const r = await call();
     expect(r.data.provider).toBe('openai');
@@ -256,6 +285,8 @@ describe('a bad fallback reference', () => {
     const { resolveConfig } = await import('../../config/resolveConfig.js');
     expect(() => resolveConfig({ ai: { fallbacks: ['gogle/gemini-2.5-flash'] } })).toThrow(/ai\.fallbacks\.0/);
     expect(() => resolveConfig({ ai: { aliases: { fast: 'opnai/gpt-4.1-mini' } } })).toThrow(/ai\.aliases\.fast/);
-    expect(() => resolveConfig({ ai: { aliases: { fast: 'openai/gpt-4.1-mini' }, fallbacks: ['fast', 'google', 'provider_c/gemini-2.5-pro'] } })).not.toThrow();
+    expect(() =>
+      resolveConfig({ ai: { aliases: { fast: 'openai/gpt-4.1-mini' }, fallbacks: ['fast', 'google', 'provider_c/gemini-2.5-pro'] } }),
+    ).not.toThrow();
   });
 });

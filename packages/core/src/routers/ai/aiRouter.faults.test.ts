@@ -2,7 +2,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS } from '../../config/sections/ai.js';
 import { estimateTokens } from '../../services/ai/index.js';
 import { waitFor, type UpstreamFault } from '@ai-backend/test-utils';
-import { alice, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, visibleError, type AiHarness } from './__tests__/aiHarness.js';
+import {
+  alice,
+  createAiHarness,
+  rejection,
+  SERVER_KEY,
+  SYSTEM_PROMPT,
+  USER_KEY,
+  visibleError,
+  type AiHarness,
+} from './__tests__/aiHarness.js';
 
 // One harness for the file; every test starts from a fresh balance check.
 let h: AiHarness;
@@ -59,7 +68,9 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
   }
 
   it('429 becomes RATE_LIMITED with Retry-After', async () => {
-    const err = await rejection(h.caller(alice).ai.generateText({ content: 'hi [[upstream:429:retry=7]]', systemPrompt: SYSTEM_PROMPT, provider: 'anthropic' }));
+    const err = await rejection(
+      h.caller(alice).ai.generateText({ content: 'hi [[upstream:429:retry=7]]', systemPrompt: SYSTEM_PROMPT, provider: 'anthropic' }),
+    );
     expect(err.appCode).toBe('RATE_LIMITED');
     expect(err.headers).toEqual({ 'Retry-After': '7' });
     expect(err.details).toMatchObject({ reason: 'rate_limited', retryAfterSeconds: 7 });
@@ -87,7 +98,9 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
 
   it('an invalid BYOK key says the provider rejected the key, never echoing it', async () => {
     const badKey = 'invalid-' + USER_KEY;
-    const err = await rejection(h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: SYSTEM_PROMPT, provider: 'google', apiKey: badKey }));
+    const err = await rejection(
+      h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: SYSTEM_PROMPT, provider: 'google', apiKey: badKey }),
+    );
     expect(err.details).toMatchObject({ reason: 'invalid_key', status: 401 });
     expect(err.message).toBe('google rejected the API key');
     expect(visibleError(err) + h.logs.join('\n')).not.toContain(badKey);
@@ -96,7 +109,9 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
 
   it('a client disconnect aborts the upstream call and charges nothing', async () => {
     const ac = new AbortController();
-    const call = rejection(h.caller(alice, ac.signal).ai.generateText({ content: 'wait [[upstream:hang]]', systemPrompt: SYSTEM_PROMPT, provider: 'openai' }));
+    const call = rejection(
+      h.caller(alice, ac.signal).ai.generateText({ content: 'wait [[upstream:hang]]', systemPrompt: SYSTEM_PROMPT, provider: 'openai' }),
+    );
     await h.upstream.waitForRequests(1);
     // The hold is in place while the call runs.
     expect(await h.balance(alice.sub)).toBeLessThan(START);
@@ -110,7 +125,9 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
 
   it('a disconnect while the answer is on its way is not charged either', async () => {
     const ac = new AbortController();
-    const call = rejection(h.caller(alice, ac.signal).ai.generateText({ content: 'slow [[upstream:latency=150]]', systemPrompt: 's', provider: 'anthropic' }));
+    const call = rejection(
+      h.caller(alice, ac.signal).ai.generateText({ content: 'slow [[upstream:latency=150]]', systemPrompt: 's', provider: 'anthropic' }),
+    );
     await h.upstream.waitForRequests(1);
     ac.abort();
     expect(code(await call)).toBe('CLIENT_CLOSED_REQUEST');
@@ -128,7 +145,9 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
 
   it('a reply without usage numbers is charged the reserved worst case', async () => {
     const before = await h.balance(alice.sub);
-    const r = await h.caller(alice).ai.generateText({ content: 'abcd [[upstream:no-usage]]', systemPrompt: '', provider: 'openrouter', options: { maxTokens: 50 } });
+    const r = await h
+      .caller(alice)
+      .ai.generateText({ content: 'abcd [[upstream:no-usage]]', systemPrompt: '', provider: 'openrouter', options: { maxTokens: 50 } });
     const worst = estimateTokens('abcd [[upstream:no-usage]]', '', 50);
     expect(r.tokenUsage?.tokensUsed).toBe(worst);
     expect(r.data.usage.totalTokens).toBeNull();
@@ -136,7 +155,6 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
     // Put the balance back for the other tests.
     await h.credit(alice.sub, worst + Math.ceil(worst * 0.1));
   });
-
 });
 
 describe('ai.getRegistryHealth after upstream failures', () => {

@@ -1,14 +1,34 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROVIDER_IDS, type BuiltinProviderId as ProviderId } from '../../config/sections/ai.js';
 import { estimateTokens } from '../../services/ai/runGenerateText.js';
-import { alice, bob, createAiHarness, rejection, SERVER_KEY, SYSTEM_PROMPT, USER_KEY, visibleError, type AiHarness } from './__tests__/aiHarness.js';
+import {
+  alice,
+  bob,
+  createAiHarness,
+  rejection,
+  SERVER_KEY,
+  SYSTEM_PROMPT,
+  USER_KEY,
+  visibleError,
+  type AiHarness,
+} from './__tests__/aiHarness.js';
 
 let h: AiHarness;
 afterEach(() => h?.close());
 
 const fee = (n: number) => Math.ceil(n * 0.1);
-const ALIASES: Record<ProviderId, string> = { anthropic: 'provider_a', openai: 'provider_b', google: 'provider_c', openrouter: 'provider_d' };
-const PATHS: Record<ProviderId, string> = { anthropic: '/v1/messages', openai: '/v1/responses', google: ':generateContent', openrouter: '/api/v1/chat/completions' };
+const ALIASES: Record<ProviderId, string> = {
+  anthropic: 'provider_a',
+  openai: 'provider_b',
+  google: 'provider_c',
+  openrouter: 'provider_d',
+};
+const PATHS: Record<ProviderId, string> = {
+  anthropic: '/v1/messages',
+  openai: '/v1/responses',
+  google: ':generateContent',
+  openrouter: '/api/v1/chat/completions',
+};
 
 describe('ai.generateText, platform-paid', () => {
   for (const provider of PROVIDER_IDS) {
@@ -16,7 +36,9 @@ describe('ai.generateText, platform-paid', () => {
       h = await createAiHarness();
       await h.credit(alice.sub, 10_000);
       const content = 'Hello there, how are you?';
-      const r = await h.caller(alice).ai.generateText({ content, systemPrompt: SYSTEM_PROMPT, provider, metadata: { name: 'greet', type: 'chat' } });
+      const r = await h
+        .caller(alice)
+        .ai.generateText({ content, systemPrompt: SYSTEM_PROMPT, provider, metadata: { name: 'greet', type: 'chat' } });
 
       const rec = h.upstream.requests.at(-1)!;
       expect(rec.path.endsWith(PATHS[provider])).toBe(true);
@@ -29,7 +51,12 @@ describe('ai.generateText, platform-paid', () => {
       expect(r.success).toBe(true);
       expect(r.data.text).toMatch(/^Test reply from /);
       expect(r.data.provider).toBe(provider);
-      expect(r.tokenUsage).toEqual({ tokensUsed: used, tokensCharged: used + fee(used), platformFee: fee(used), remainingBalance: 10_000 - used - fee(used) });
+      expect(r.tokenUsage).toEqual({
+        tokensUsed: used,
+        tokensCharged: used + fee(used),
+        platformFee: fee(used),
+        remainingBalance: 10_000 - used - fee(used),
+      });
       expect(r.usageInfo).toBeUndefined();
       expect(await h.balance(alice.sub)).toBe(10_000 - used - fee(used));
       expect(JSON.stringify(r)).not.toContain(SYSTEM_PROMPT);
@@ -54,7 +81,9 @@ describe('ai.generateText, platform-paid', () => {
   it('uses the default provider, and options.model / maxTokens / temperature reach the upstream', async () => {
     h = await createAiHarness({ ai: { defaultProvider: 'google' } });
     await h.credit(alice.sub, 10_000);
-    const r = await h.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', options: { model: 'gemini-2.5-pro', maxTokens: 5, temperature: 0.3 } });
+    const r = await h
+      .caller(alice)
+      .ai.generateText({ content: 'x', systemPrompt: 's', options: { model: 'gemini-2.5-pro', maxTokens: 5, temperature: 0.3 } });
     const rec = h.upstream.requests.at(-1)!;
     expect(rec.provider).toBe('google');
     expect(rec.model).toBe('gemini-2.5-pro');
@@ -117,7 +146,13 @@ describe('ai.generateText, BYOK', () => {
   it('an apiKey in the input is used, nothing is charged, usageInfo has the registry cost', async () => {
     h = await createAiHarness();
     await h.credit(alice.sub, 10_000);
-    const r = await h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: SYSTEM_PROMPT, provider: 'openai', apiKey: USER_KEY, options: { model: 'gpt-4o' } });
+    const r = await h.caller(alice).ai.generateText({
+      content: 'hello',
+      systemPrompt: SYSTEM_PROMPT,
+      provider: 'openai',
+      apiKey: USER_KEY,
+      options: { model: 'gpt-4o' },
+    });
     expect(h.upstream.requests.at(-1)!.apiKey).toBe(USER_KEY);
     const input = Math.ceil(('hello'.length + SYSTEM_PROMPT.length) / 4);
     expect(r.tokenUsage).toBeUndefined();
@@ -147,13 +182,17 @@ describe('ai.generateText, BYOK', () => {
 
   it('a model without pricing reports estimatedCostUsd 0', async () => {
     h = await createAiHarness();
-    const r = await h.caller(null).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: USER_KEY, options: { model: 'my-local-model' } });
+    const r = await h
+      .caller(null)
+      .ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: USER_KEY, options: { model: 'my-local-model' } });
     expect(r.usageInfo?.estimatedCostUsd).toBe(0);
   });
 
   it('config ai.models overrides the bundled pricing', async () => {
     h = await createAiHarness({ ai: { models: { openai: { 'gpt-4o': { inputUsdPerMTok: 1000, outputUsdPerMTok: 0 } } } } });
-    const r = await h.caller(null).ai.generateText({ content: 'abcd', systemPrompt: '', provider: 'openai', apiKey: USER_KEY, options: { model: 'gpt-4o' } });
+    const r = await h
+      .caller(null)
+      .ai.generateText({ content: 'abcd', systemPrompt: '', provider: 'openai', apiKey: USER_KEY, options: { model: 'gpt-4o' } });
     expect(r.usageInfo?.estimatedCostUsd).toBe(0.001); // 1 input token at $1000 per million
   });
 
@@ -209,23 +248,40 @@ describe('ai.generateText, input limits and model restrictions', () => {
     h = await createAiHarness({ ai: { providers: { openai: { allowedModels: ['gpt-4*', 'gpt-5-mini'], blockedModels: ['gpt-4o'] } } } });
     await h.credit(alice.sub, 10_000);
     for (const model of ['gpt-4o', 'o3']) {
-      const err = await rejection(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { model } }));
+      const err = await rejection(
+        h.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { model } }),
+      );
       expect((err as { code?: string }).code).toBe('FORBIDDEN');
       expect(err.details).toMatchObject({ reason: 'model_not_allowed' });
     }
     expect(h.upstream.requests).toHaveLength(0);
-    await expect(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-4.1' } })).resolves.toMatchObject({ success: true });
+    await expect(
+      h.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-4.1' } }),
+    ).resolves.toMatchObject({ success: true });
   });
 
   it('maxTokens above the limit or the model maximum, and oversized content, are refused', async () => {
     h = await createAiHarness({ ai: { maxTokensLimit: 100_000, maxContentChars: 50 } });
     await h.credit(alice.sub, 1_000_000);
     const c = h.caller(alice).ai;
-    expect((await rejection(c.generateText({ content: 'x', systemPrompt: 's', options: { maxTokens: 100_001 } }))).message).toMatch(/at most 100000/);
-    expect((await rejection(c.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-4o', maxTokens: 20_000 } }))).message).toMatch(/at most 16384 for gpt-4o/);
-    expect(((await rejection(c.generateText({ content: 'y'.repeat(51), systemPrompt: 's' }))) as { code?: string }).code).toBe('PAYLOAD_TOO_LARGE');
+    expect((await rejection(c.generateText({ content: 'x', systemPrompt: 's', options: { maxTokens: 100_001 } }))).message).toMatch(
+      /at most 100000/,
+    );
+    expect(
+      (
+        await rejection(
+          c.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-4o', maxTokens: 20_000 } }),
+        )
+      ).message,
+    ).toMatch(/at most 16384 for gpt-4o/);
+    expect(((await rejection(c.generateText({ content: 'y'.repeat(51), systemPrompt: 's' }))) as { code?: string }).code).toBe(
+      'PAYLOAD_TOO_LARGE',
+    );
     expect(((await rejection(c.generateText({ content: '', systemPrompt: 's' }))) as { code?: string }).code).toBe('BAD_REQUEST');
-    expect(((await rejection(c.generateText({ content: 'x', systemPrompt: 's', provider: 'provider_e' as ProviderId }))) as { code?: string }).code).toBe('BAD_REQUEST');
+    expect(
+      ((await rejection(c.generateText({ content: 'x', systemPrompt: 's', provider: 'provider_e' as ProviderId }))) as { code?: string })
+        .code,
+    ).toBe('BAD_REQUEST');
     expect(h.upstream.requests).toHaveLength(0);
   });
 });

@@ -37,7 +37,9 @@ let h: AiHarness;
 afterEach(() => h.close());
 
 const ask = (signal?: AbortSignal) =>
-  h.caller(alice, signal).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-mini', maxTokens: 100 } });
+  h
+    .caller(alice, signal)
+    .ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', options: { model: 'gpt-5-mini', maxTokens: 100 } });
 
 describe('ai.generateText: the upstream request waits for the stored hold', () => {
   it('the upstream receives nothing before the reservation is stored, then exactly the one request, charged once', async () => {

@@ -32,7 +32,9 @@ describe('model ids: strict syntax before any request', () => {
         const err = await rejection(h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider, options: { model } }));
         expect((err as { code?: string }).code, `${provider} ${JSON.stringify(model)}`).toBe('BAD_REQUEST');
         // With the caller's own key too: the key must not travel to a crafted URL either.
-        const own = await rejection(h.caller(null).ai.generateText({ content: 'hi', systemPrompt: 's', provider, apiKey: USER_KEY, options: { model } }));
+        const own = await rejection(
+          h.caller(null).ai.generateText({ content: 'hi', systemPrompt: 's', provider, apiKey: USER_KEY, options: { model } }),
+        );
         expect((own as { code?: string }).code).toBe('BAD_REQUEST');
       }
     }
@@ -49,16 +51,24 @@ describe('model ids: strict syntax before any request', () => {
   });
 
   it('allow and block lists compare canonical ids: no spelling of a blocked model passes', async () => {
-    h = await createAiHarness({ ai: { providers: { google: { blockedModels: ['gemini-2.5-pro'] }, openai: { allowedModels: ['gpt-4o-mini'] } } } });
+    h = await createAiHarness({
+      ai: { providers: { google: { blockedModels: ['gemini-2.5-pro'] }, openai: { allowedModels: ['gpt-4o-mini'] } } },
+    });
     await h.credit(alice.sub, 100_000);
     const codeOf = async (provider: 'google' | 'openai', model: string) =>
-      ((await rejection(h!.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider, options: { model } }))) as { code?: string }).code;
+      (
+        (await rejection(h!.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider, options: { model } }))) as {
+          code?: string;
+        }
+      ).code;
     expect(await codeOf('google', 'x/../models/gemini-2.5-pro')).toBe('BAD_REQUEST');
     expect(await codeOf('google', 'models/gemini-2.5-pro')).toBe('FORBIDDEN');
     expect(await codeOf('google', 'Gemini-2.5-PRO')).toBe('FORBIDDEN');
     expect(await codeOf('openai', 'gpt-4o-mini/../gpt-4o')).toBe('BAD_REQUEST');
     expect(h.upstream.requests).toHaveLength(0);
-    const ok = await h.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'google', options: { model: 'models/gemini-2.5-flash' } });
+    const ok = await h
+      .caller(alice)
+      .ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'google', options: { model: 'models/gemini-2.5-flash' } });
     expect(ok.data.model).toBe('gemini-2.5-flash');
     expect(h.upstream.requests.at(-1)!.path).toMatch(/\/models\/gemini-2\.5-flash:generateContent$/);
   });
@@ -72,7 +82,14 @@ describe('model ids: strict syntax before any request', () => {
     const f = pinnedFetch('https://llm.example/v1beta', inner);
     await expect(f('https://llm.example/v1beta/models/x:generateContent')).resolves.toBeInstanceOf(Response);
     await expect(f('https://llm.example/v1beta/models/x:streamGenerateContent?alt=sse')).resolves.toBeInstanceOf(Response);
-    for (const bad of ['https://evil.example/v1beta/models/x', 'https://llm.example/internal/admin', 'https://llm.example/v1beta/../admin', 'https://llm.example/v1beta/models/x?key=1', 'https://llm.example/v1beta/models/%2e%2e%2fx', 'https://llm.example/v1betax/y']) {
+    for (const bad of [
+      'https://evil.example/v1beta/models/x',
+      'https://llm.example/internal/admin',
+      'https://llm.example/v1beta/../admin',
+      'https://llm.example/v1beta/models/x?key=1',
+      'https://llm.example/v1beta/models/%2e%2e%2fx',
+      'https://llm.example/v1betax/y',
+    ]) {
       await expect(f(bad), bad).rejects.toMatchObject({ appCode: 'INVALID_PARAMS' });
     }
     expect(seen).toHaveLength(2);
@@ -83,7 +100,9 @@ describe('named server prompts only on platform-paid calls', () => {
   it("never sent with the caller's own key (input apiKey, anonymous or not, or a stored key)", async () => {
     h = await createAiHarness({ billing: { vaultKey: 'v'.repeat(40) } });
     for (const who of [null, alice]) {
-      const err = await rejection(h.caller(who).ai.generateText({ content: 'hi', systemPrompt: '@support', provider: 'openai', apiKey: USER_KEY }));
+      const err = await rejection(
+        h.caller(who).ai.generateText({ content: 'hi', systemPrompt: '@support', provider: 'openai', apiKey: USER_KEY }),
+      );
       expect(err.details).toMatchObject({ reason: 'server_prompt_needs_platform', name: 'support' });
       expect((err as { code?: string }).code).toBe('FORBIDDEN');
     }
@@ -102,10 +121,14 @@ describe('named server prompts only on platform-paid calls', () => {
   });
 
   it('an operator may allow a prompt with caller keys, per prompt', async () => {
-    h = await createAiHarness({ ai: { systemPrompts: { shared: { text: 'SHAREABLE-PROMPT', allowWithCallerKeys: true }, secret: 'SECRET-PROMPT' } } });
+    h = await createAiHarness({
+      ai: { systemPrompts: { shared: { text: 'SHAREABLE-PROMPT', allowWithCallerKeys: true }, secret: 'SECRET-PROMPT' } },
+    });
     await h.caller(null).ai.generateText({ content: 'hi', systemPrompt: '@shared', provider: 'openai', apiKey: USER_KEY });
     expect(h.upstream.requests.at(-1)).toMatchObject({ system: 'SHAREABLE-PROMPT', apiKey: USER_KEY });
-    const err = await rejection(h.caller(null).ai.generateText({ content: 'hi', systemPrompt: '@secret', provider: 'openai', apiKey: USER_KEY }));
+    const err = await rejection(
+      h.caller(null).ai.generateText({ content: 'hi', systemPrompt: '@secret', provider: 'openai', apiKey: USER_KEY }),
+    );
     expect(err.details).toMatchObject({ reason: 'server_prompt_needs_platform' });
   });
 });

@@ -18,8 +18,22 @@ async function harness(extra: Record<string, unknown> = {}): Promise<AiHarness> 
         providers: {
           ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers,
           // Keyless, as a local vLLM would be.
-          local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2, contextWindow: 8192 } } },
-          mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mistral-key', defaultModel: 'mistral-small-latest', byok: true, models: { 'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 }, 'mistral-embed': { kind: 'embedding', inputUsdPerMTok: 0.1 } } },
+          local: {
+            type: 'openai-compatible',
+            baseUrl: upstream.namedBaseUrl('local'),
+            models: { 'org/llama-3-8b': { inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.2, contextWindow: 8192 } },
+          },
+          mist: {
+            type: 'mistral',
+            baseUrl: upstream.namedBaseUrl('mist', 'mistral'),
+            apiKey: 'mistral-key',
+            defaultModel: 'mistral-small-latest',
+            byok: true,
+            models: {
+              'mistral-small-latest': { inputUsdPerMTok: 0.2, outputUsdPerMTok: 0.6 },
+              'mistral-embed': { kind: 'embedding', inputUsdPerMTok: 0.1 },
+            },
+          },
         },
         ...extra,
       },
@@ -82,8 +96,12 @@ describe('named providers', () => {
     // The spec's enums stay exactly the spec's: four values for provider, three for validateProvider.
     expect((await rejection(c.listAllowedModels({ provider: 'local' as never }))).message).toMatch(/provider/);
     expect((await rejection(c.validateProvider({ provider: 'openrouter' as never, apiKey: 'k' }))).message).toMatch(/provider/);
-    expect((await rejection(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: '', model: 'nope/x' }))).details).toMatchObject({ reason: 'unknown_model' });
-    expect((await rejection(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: '', model: 'mist', provider: 'openai' }))).details).toMatchObject({ field: 'model' });
+    expect((await rejection(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: '', model: 'nope/x' }))).details).toMatchObject({
+      reason: 'unknown_model',
+    });
+    expect(
+      (await rejection(h.caller(alice).ai.generateText({ content: 'x', systemPrompt: '', model: 'mist', provider: 'openai' }))).details,
+    ).toMatchObject({ field: 'model' });
   });
 
   it('BYOK: a caller key goes to a provider that allows it, and is refused by one that does not', async () => {
@@ -91,13 +109,19 @@ describe('named providers', () => {
     const r = await h.caller(null).ai.generateText({ content: 'byok', systemPrompt: '', model: 'mist', apiKey: 'caller-mistral-key' });
     expect(r.usageInfo?.estimatedCostUsd).toBeGreaterThan(0);
     expect(h.upstream.requests.at(-1)!.apiKey).toBe('caller-mistral-key');
-    expect((await rejection(h.caller(null).ai.generateText({ content: 'byok', systemPrompt: '', model: 'local/org/llama-3-8b', apiKey: 'k' }))).details).toMatchObject({ reason: 'byok_not_allowed' });
+    expect(
+      (await rejection(h.caller(null).ai.generateText({ content: 'byok', systemPrompt: '', model: 'local/org/llama-3-8b', apiKey: 'k' })))
+        .details,
+    ).toMatchObject({ reason: 'byok_not_allowed' });
   });
 
-  it('BYOK vault: a key stored for a named provider pays for the caller\'s calls to it', async () => {
+  it("BYOK vault: a key stored for a named provider pays for the caller's calls to it", async () => {
     h = await harness();
     const c = h.caller(alice);
-    expect(await c.auth.storeProviderKey({ email: alice.email!, provider: 'mist', apiKey: 'sk-alice-mistral-0001' })).toMatchObject({ success: true, provider: 'mist' });
+    expect(await c.auth.storeProviderKey({ email: alice.email!, provider: 'mist', apiKey: 'sk-alice-mistral-0001' })).toMatchObject({
+      success: true,
+      provider: 'mist',
+    });
     expect((await c.auth.getUserProviders({ email: alice.email! })).providers).toEqual(['mist']);
     await c.user.configureBYOK({ enabled: true, providers: {} });
     expect((await c.user.getBYOKStatus()).providers.mist).toMatchObject({ enabled: true, hasApiKey: true, last4: '0001' });
@@ -106,9 +130,15 @@ describe('named providers', () => {
     expect(r.usageInfo).toBeDefined();
     expect(h.upstream.requests.at(-1)).toMatchObject({ provider: 'mist', apiKey: 'sk-alice-mistral-0001' });
     // Refused: a provider that takes no own keys, an unknown one, a built-in (storeUserKey's job).
-    expect((await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'local', apiKey: 'sk-alice-local-0001' }))).details).toMatchObject({ reason: 'byok_not_allowed' });
-    expect((await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'nope', apiKey: 'sk-alice-nope-00001' }))).details).toMatchObject({ reason: 'unknown_provider' });
-    expect((await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'openai', apiKey: 'sk-alice-openai-0001' }))).details).toMatchObject({ reason: 'unknown_provider' });
+    expect(
+      (await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'local', apiKey: 'sk-alice-local-0001' }))).details,
+    ).toMatchObject({ reason: 'byok_not_allowed' });
+    expect(
+      (await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'nope', apiKey: 'sk-alice-nope-00001' }))).details,
+    ).toMatchObject({ reason: 'unknown_provider' });
+    expect(
+      (await rejection(c.auth.storeProviderKey({ email: alice.email!, provider: 'openai', apiKey: 'sk-alice-openai-0001' }))).details,
+    ).toMatchObject({ reason: 'unknown_provider' });
     expect(await c.auth.deleteProviderKey({ email: alice.email!, provider: 'mist' })).toMatchObject({ deleted: true });
     expect(h.logs.join('\n')).not.toContain('sk-alice-mistral-0001');
   });
@@ -119,7 +149,9 @@ describe('named providers', () => {
     h.upstream.failProvider('mist', { kind: 'status', status: 503 });
     for (let i = 0; i < 3; i++) {
       const before = await h.balance(alice.sub);
-      const r = await h.caller(alice).ai.generateText({ content: `fallback ${i}`, systemPrompt: '', model: 'mist/mistral-small-latest', fallbacks: ['local'] });
+      const r = await h
+        .caller(alice)
+        .ai.generateText({ content: `fallback ${i}`, systemPrompt: '', model: 'mist/mistral-small-latest', fallbacks: ['local'] });
       expect(r.data.provider).toBe('local');
       expect(await h.balance(alice.sub)).toBe(before - r.tokenUsage!.tokensCharged);
       const reason = (r.data.attempts as Array<{ reason: string }>)[0]!.reason;
@@ -144,7 +176,21 @@ describe('the other vendor packages against OpenAI-wire upstreams', () => {
     it(`${c.type}: generateText and streamText, key sent, charged`, async () => {
       const upstream = await createTestUpstream();
       const h = await createAiHarness(
-        { serverProviders: [c.id], ai: { providers: { ...upstream.aiConfig().providers, [c.id]: { type: c.type, baseUrl: c.base(upstream), apiKey: `${c.id}-key`, defaultModel: 'm-1', ...('extra' in c ? c.extra : {}) } } } },
+        {
+          serverProviders: [c.id],
+          ai: {
+            providers: {
+              ...upstream.aiConfig().providers,
+              [c.id]: {
+                type: c.type,
+                baseUrl: c.base(upstream),
+                apiKey: `${c.id}-key`,
+                defaultModel: 'm-1',
+                ...('extra' in c ? c.extra : {}),
+              },
+            },
+          },
+        },
         {},
         { upstream },
       );
@@ -155,7 +201,8 @@ describe('the other vendor packages against OpenAI-wire upstreams', () => {
         expect(r.tokenUsage!.tokensUsed).toBe((r.data.usage as { totalTokens: number }).totalTokens);
         expect(h.upstream.requests.at(-1)).toMatchObject({ provider: c.id, apiKey: `${c.id}-key`, system: 'sys', content: 'hello' });
         let text = '';
-        for await (const e of await h.caller(alice).ai.streamText({ content: 'stream', systemPrompt: '', model: c.id })) if (e.type === 'text') text += e.delta;
+        for await (const e of await h.caller(alice).ai.streamText({ content: 'stream', systemPrompt: '', model: c.id }))
+          if (e.type === 'text') text += e.delta;
         expect(text).toContain('Test reply from openai-chat');
       } finally {
         await h.close();
@@ -170,7 +217,15 @@ describe('Amazon Bedrock through @ai-sdk/amazon-bedrock (Converse API, SigV4)', 
   async function bedrockHarness(extra: Record<string, unknown>) {
     const upstream = await createTestUpstream();
     const h = await createAiHarness(
-      { serverProviders: ['bed'], ai: { providers: { ...upstream.aiConfig().providers, bed: { type: 'bedrock', region: 'us-east-1', baseUrl: upstream.namedBaseUrl('bed', 'bedrock'), defaultModel: MODEL, ...extra } } } },
+      {
+        serverProviders: ['bed'],
+        ai: {
+          providers: {
+            ...upstream.aiConfig().providers,
+            bed: { type: 'bedrock', region: 'us-east-1', baseUrl: upstream.namedBaseUrl('bed', 'bedrock'), defaultModel: MODEL, ...extra },
+          },
+        },
+      },
       {},
       { upstream },
     );
@@ -185,7 +240,9 @@ describe('Amazon Bedrock through @ai-sdk/amazon-bedrock (Converse API, SigV4)', 
       expect(r.data).toMatchObject({ provider: 'bed', model: MODEL, text: expect.stringContaining('Test reply from bedrock') });
       const req = h.upstream.requests.at(-1)!;
       expect(req).toMatchObject({ provider: 'bed', apiKey: 'AKIAEXPLICIT0001', system: 'sys', content: 'hello bedrock', model: MODEL });
-      expect(String(req.headers.authorization)).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIAEXPLICIT0001\/\d{8}\/us-east-1\/bedrock\/aws4_request/);
+      expect(String(req.headers.authorization)).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=AKIAEXPLICIT0001\/\d{8}\/us-east-1\/bedrock\/aws4_request/,
+      );
       expect(r.tokenUsage!.tokensUsed).toBe((r.data.usage as { totalTokens: number }).totalTokens);
     } finally {
       await close();
@@ -240,7 +297,15 @@ describe('Google Vertex through @ai-sdk/google-vertex', () => {
   it('express mode (an API key): Gemini wire format, x-goog-api-key, charged', async () => {
     const upstream = await createTestUpstream();
     const h = await createAiHarness(
-      { serverProviders: ['vx'], ai: { providers: { ...upstream.aiConfig().providers, vx: { type: 'vertex', apiKey: 'vx-key', baseUrl: upstream.baseUrls.google, defaultModel: 'gemini-2.5-flash' } } } },
+      {
+        serverProviders: ['vx'],
+        ai: {
+          providers: {
+            ...upstream.aiConfig().providers,
+            vx: { type: 'vertex', apiKey: 'vx-key', baseUrl: upstream.baseUrls.google, defaultModel: 'gemini-2.5-flash' },
+          },
+        },
+      },
       {},
       { upstream },
     );
@@ -248,7 +313,11 @@ describe('Google Vertex through @ai-sdk/google-vertex', () => {
       await h.credit(alice.sub, 10_000);
       const r = await h.caller(alice).ai.generateText({ content: 'hello vertex', systemPrompt: 'sys', model: 'vx' });
       expect(r.data).toMatchObject({ provider: 'vx', model: 'gemini-2.5-flash' });
-      expect(h.upstream.requests.at(-1)).toMatchObject({ path: '/v1beta/models/gemini-2.5-flash:generateContent', apiKey: 'vx-key', system: 'sys' });
+      expect(h.upstream.requests.at(-1)).toMatchObject({
+        path: '/v1beta/models/gemini-2.5-flash:generateContent',
+        apiKey: 'vx-key',
+        system: 'sys',
+      });
       expect(r.tokenUsage!.tokensUsed).toBe((r.data.usage as { totalTokens: number }).totalTokens);
     } finally {
       await h.close();
@@ -266,7 +335,14 @@ describe('Google Vertex through @ai-sdk/google-vertex', () => {
       req.on('end', () => {
         exchanges.push(Object.fromEntries(new URLSearchParams(body)));
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ access_token: 'ya29.adc-token', issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 3600 }));
+        res.end(
+          JSON.stringify({
+            access_token: 'ya29.adc-token',
+            issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+            token_type: 'Bearer',
+            expires_in: 3600,
+          }),
+        );
       });
     });
     await new Promise<void>((resolve) => sts.listen(0, '127.0.0.1', resolve));
@@ -286,7 +362,21 @@ describe('Google Vertex through @ai-sdk/google-vertex', () => {
     process.env.GOOGLE_APPLICATION_CREDENTIALS = path.join(dir, 'adc.json');
     const upstream = await createTestUpstream();
     const h = await createAiHarness(
-      { serverProviders: ['vx'], ai: { providers: { ...upstream.aiConfig().providers, vx: { type: 'vertex', project: 'p1', location: 'us-central1', baseUrl: upstream.baseUrls.google, defaultModel: 'gemini-2.5-flash' } } } },
+      {
+        serverProviders: ['vx'],
+        ai: {
+          providers: {
+            ...upstream.aiConfig().providers,
+            vx: {
+              type: 'vertex',
+              project: 'p1',
+              location: 'us-central1',
+              baseUrl: upstream.baseUrls.google,
+              defaultModel: 'gemini-2.5-flash',
+            },
+          },
+        },
+      },
       {},
       { upstream },
     );
@@ -295,7 +385,10 @@ describe('Google Vertex through @ai-sdk/google-vertex', () => {
       const before = await h.balance(alice.sub);
       const r = await h.caller(alice).ai.generateText({ content: 'hello adc', systemPrompt: '', model: 'vx' });
       expect(r.data).toMatchObject({ provider: 'vx', model: 'gemini-2.5-flash' });
-      expect(exchanges[0]).toMatchObject({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: 'subject-token-from-the-platform' });
+      expect(exchanges[0]).toMatchObject({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token: 'subject-token-from-the-platform',
+      });
       expect(String(h.upstream.requests.at(-1)!.headers.authorization)).toBe('Bearer ya29.adc-token');
       expect(await h.balance(alice.sub)).toBe(before - r.tokenUsage!.tokensCharged);
     } finally {
@@ -324,7 +417,9 @@ describe('Google Vertex through @ai-sdk/google-vertex', () => {
       }),
     );
     expect(reg.baseUrl('ex')).toBe('https://aiplatform.googleapis.com/v1/publishers/google');
-    expect(reg.baseUrl('eu')).toBe('https://europe-west4-aiplatform.googleapis.com/v1beta1/projects/p1/locations/europe-west4/publishers/google');
+    expect(reg.baseUrl('eu')).toBe(
+      'https://europe-west4-aiplatform.googleapis.com/v1beta1/projects/p1/locations/europe-west4/publishers/google',
+    );
     expect(reg.baseUrl('gl')).toBe('https://aiplatform.googleapis.com/v1beta1/projects/p1/locations/global/publishers/google');
     expect(reg.baseUrl('us')).toBe('https://aiplatform.us.rep.googleapis.com/v1beta1/projects/p1/locations/us/publishers/google');
     expect(reg.baseUrl('br')).toBe('https://bedrock-runtime.eu-west-1.amazonaws.com');
@@ -352,7 +447,9 @@ describe('named provider config', () => {
     expect(bad({ providers: { az: { type: 'azure', apiKey: 'k', defaultModel: 'm' } } })).toMatch(/resourceName/);
     expect(bad({ providers: { oc: { type: 'openai-compatible', defaultModel: 'm' } } })).toMatch(/baseUrl/);
     expect(bad({ providers: { g: { type: 'groq', defaultModel: 'llama' } }, fallbacks: ['g/llama'], defaultProvider: 'g' })).toBe('');
-    const c = resolveConfig({ ai: { providers: { g: { type: 'groq', defaultModel: 'llama', byok: true } }, defaultProvider: 'provider_b' } });
+    const c = resolveConfig({
+      ai: { providers: { g: { type: 'groq', defaultModel: 'llama', byok: true } }, defaultProvider: 'provider_b' },
+    });
     expect(c.ai.byokProviders).toEqual(['anthropic', 'openai', 'google', 'openrouter', 'g']);
     expect(c.ai.defaultProvider).toBe('openai');
   });

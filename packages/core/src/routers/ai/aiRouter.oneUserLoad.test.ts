@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
-import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+} from '@ai-backend/test-utils/services';
 import { estimateTokens } from '../../services/ai/index.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
@@ -94,7 +101,9 @@ const stores: Array<{ name: string; make: Maker; skip?: boolean }> = [
       for (let i = 0; i < 3; i++) {
         const s = await RedisStorage.connect(rd);
         shared.push(s);
-        instances.push(await createAiHarness({}, {}, { upstream, storage: await PostgresStorage.connect({ ...pg, poolSize: 5 }), sharedStorage: s }));
+        instances.push(
+          await createAiHarness({}, {}, { upstream, storage: await PostgresStorage.connect({ ...pg, poolSize: 5 }), sharedStorage: s }),
+        );
       }
       return {
         instances,
@@ -118,7 +127,8 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-const generate = (h: AiHarness) => h.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
+const generate = (h: AiHarness) =>
+  h.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
 
 /** Every instance's view: no hold left open, the balance equals credited minus what was charged, the ledger agrees. */
 async function expectExact(instances: AiHarness[], credited: number, charged: number): Promise<void> {

@@ -34,7 +34,11 @@ describe('ai.listProviders', () => {
     h = await createAiHarness({ ai: { models: { openai: { 'gpt-4o': { inputUsdPerMTok: 1 }, 'my-model': { contextWindow: 8192 } } } } });
     const r = await h.caller(null).ai.listProviders();
     expect(r.source.overrides).toBe(2);
-    expect(h.runtime.ai.providers.models.get('openai', 'gpt-4o')).toMatchObject({ inputUsdPerMTok: 1, outputUsdPerMTok: 10, origin: 'bundled+config' });
+    expect(h.runtime.ai.providers.models.get('openai', 'gpt-4o')).toMatchObject({
+      inputUsdPerMTok: 1,
+      outputUsdPerMTok: 10,
+      origin: 'bundled+config',
+    });
     expect(h.runtime.ai.providers.models.get('openai', 'my-model')).toMatchObject({ contextWindow: 8192, origin: 'config' });
   });
 });
@@ -51,7 +55,9 @@ describe('ai.listProvidersBYOK', () => {
 
 describe('ai.listAllowedModels', () => {
   it('lists every provider, or one (aliases accepted), after allowed/blocked patterns', async () => {
-    h = await createAiHarness({ ai: { providers: { openai: { allowedModels: ['gpt-4*', 'my-finetune'], blockedModels: ['*-nano'], defaultModel: 'gpt-4o' } } } });
+    h = await createAiHarness({
+      ai: { providers: { openai: { allowedModels: ['gpt-4*', 'my-finetune'], blockedModels: ['*-nano'], defaultModel: 'gpt-4o' } } },
+    });
     const all = await h.caller(null).ai.listAllowedModels();
     if (!('models' in all) || Array.isArray(all.models)) throw new Error('expected the per-provider map');
     expect(Object.keys(all.models)).toEqual([...PROVIDER_IDS]);
@@ -121,7 +127,9 @@ describe('ai.validateProvider', () => {
 
   it('accepts only the three-value enum, and requires a key', async () => {
     h = await createAiHarness();
-    expect(code(await rejection(h.caller(null).ai.validateProvider({ provider: 'provider_d' as 'anthropic', apiKey: 'k' })))).toBe('BAD_REQUEST');
+    expect(code(await rejection(h.caller(null).ai.validateProvider({ provider: 'provider_d' as 'anthropic', apiKey: 'k' })))).toBe(
+      'BAD_REQUEST',
+    );
     expect(code(await rejection(h.caller(null).ai.validateProvider({ provider: 'openai', apiKey: '' })))).toBe('BAD_REQUEST');
     expect(h.upstream.requests).toHaveLength(0);
   });

@@ -21,7 +21,10 @@ afterEach(async () => {
 });
 
 /** `ids.length` deployments, each a named openai-compatible provider on its own upstream. */
-async function deployments(ids: string[], latencies: number[] = []): Promise<{ ups: Record<string, TestUpstream>; providers: Record<string, unknown> }> {
+async function deployments(
+  ids: string[],
+  latencies: number[] = [],
+): Promise<{ ups: Record<string, TestUpstream>; providers: Record<string, unknown> }> {
   const ups: Record<string, TestUpstream> = {};
   const providers: Record<string, unknown> = {};
   for (const [i, id] of ids.entries()) {
@@ -37,7 +40,13 @@ async function harness(providers: Record<string, unknown>, routes: Record<string
   const { ai, ...rest } = over;
   h = await createAiHarness({
     serverProviders: ['anthropic', 'openai', 'google', 'openrouter', ...Object.keys(providers)],
-    ai: { providers: providers as never, routes: routes as never, retry: { backoffMs: 1, maxBackoffMs: 2 }, circuitBreaker: { failureThreshold: 1000 }, ...ai },
+    ai: {
+      providers: providers as never,
+      routes: routes as never,
+      retry: { backoffMs: 1, maxBackoffMs: 2 },
+      circuitBreaker: { failureThreshold: 1000 },
+      ...ai,
+    },
     ...rest,
   });
   await h.credit(alice.sub, 100_000_000);
@@ -62,20 +71,30 @@ const failure = (p: Promise<unknown>): Promise<Failure> =>
     (e: unknown) => e as Failure,
   );
 
-const ask = (who: Identity, model: string, content = 'hi') => h!.caller(who).ai.generateText({ content, systemPrompt: 's', model, options: { maxTokens: 20 } });
+const ask = (who: Identity, model: string, content = 'hi') =>
+  h!.caller(who).ai.generateText({ content, systemPrompt: 's', model, options: { maxTokens: 20 } });
 
 /** Run `total` calls with `concurrency` callers. */
 async function run(total: number, concurrency: number, call: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < total) await call(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) await call(next++);
+    }),
+  );
 }
 
 describe('routes: strategies over deployments', () => {
   it('weighted 3:1 splits 400 calls within ±10 points of 75 %', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, { fast: { targets: [{ model: `dep-a/${MODEL}`, weight: 3 }, { model: `dep-b/${MODEL}`, weight: 1 }] } });
+    await harness(providers, {
+      fast: {
+        targets: [
+          { model: `dep-a/${MODEL}`, weight: 3 },
+          { model: `dep-b/${MODEL}`, weight: 1 },
+        ],
+      },
+    });
     await run(400, 8, () => ask(alice, 'fast'));
     const a = ups['dep-a']!.requests.length;
     const b = ups['dep-b']!.requests.length;
@@ -84,14 +103,18 @@ describe('routes: strategies over deployments', () => {
     expect(a / 400).toBeLessThan(0.85);
   });
 
-  it('least-busy sends ≥ 80 % of 16 concurrent callers\' calls to a 5 ms deployment over a 300 ms one', async () => {
+  it("least-busy sends ≥ 80 % of 16 concurrent callers' calls to a 5 ms deployment over a 300 ms one", async () => {
     const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [5, 300]);
-    await harness(providers, { busy: { strategy: 'least-busy', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] } });
+    await harness(providers, {
+      busy: { strategy: 'least-busy', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] },
+    });
     // 16 callers, each arriving 10 ms after the previous one and calling ten times in a row.
-    await Promise.all(Array.from({ length: 16 }, async (_, c) => {
-      await new Promise((r) => setTimeout(r, c * 10));
-      for (let i = 0; i < 10; i++) await ask(alice, 'busy');
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, c) => {
+        await new Promise((r) => setTimeout(r, c * 10));
+        for (let i = 0; i < 10; i++) await ask(alice, 'busy');
+      }),
+    );
     const fast = ups['dep-fast']!.requests.length;
     const slow = ups['dep-slow']!.requests.length;
     expect(fast + slow).toBe(160);
@@ -109,7 +132,15 @@ describe('routes: strategies over deployments', () => {
 
   it('priority uses the first group while it has capacity (its rpm), then the next; all full → 429 with Retry-After', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, { tiered: { strategy: 'priority', targets: [{ model: `dep-a/${MODEL}`, priority: 0, rpm: 3 }, { model: `dep-b/${MODEL}`, priority: 1, rpm: 2 }] } });
+    await harness(providers, {
+      tiered: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-a/${MODEL}`, priority: 0, rpm: 3 },
+          { model: `dep-b/${MODEL}`, priority: 1, rpm: 2 },
+        ],
+      },
+    });
     // Not across a minute boundary: the counts are per minute.
     if (Date.now() % 60_000 > 55_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     const served: string[] = [];
@@ -122,9 +153,17 @@ describe('routes: strategies over deployments', () => {
     expect(ups['dep-a']!.requests.length + ups['dep-b']!.requests.length).toBe(5);
   });
 
-  it('usage spreads calls by the share of each target\'s rpm used this minute', async () => {
+  it("usage spreads calls by the share of each target's rpm used this minute", async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, { shared: { strategy: 'usage', targets: [{ model: `dep-a/${MODEL}`, rpm: 100 }, { model: `dep-b/${MODEL}`, rpm: 300 }] } });
+    await harness(providers, {
+      shared: {
+        strategy: 'usage',
+        targets: [
+          { model: `dep-a/${MODEL}`, rpm: 100 },
+          { model: `dep-b/${MODEL}`, rpm: 300 },
+        ],
+      },
+    });
     if (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     await run(40, 1, () => ask(alice, 'shared'));
     // Equal shares: b (3x the rpm) takes about three calls for each of a's.
@@ -136,7 +175,15 @@ describe('routes: strategies over deployments', () => {
 describe('routes: cooldowns, retries and charging', () => {
   it('a deployment answering 429 with Retry-After is cooled down: the call is retried on another target, charged once for it, the next calls skip it', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, { fast: { strategy: 'priority', targets: [{ model: `dep-a/${MODEL}`, priority: 0 }, { model: `dep-b/${MODEL}`, priority: 1 }] } });
+    await harness(providers, {
+      fast: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-a/${MODEL}`, priority: 0 },
+          { model: `dep-b/${MODEL}`, priority: 1 },
+        ],
+      },
+    });
     ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 30 });
     const before = await h!.balance(alice.sub);
     const first = await ask(alice, 'fast');
@@ -158,14 +205,26 @@ describe('routes: cooldowns, retries and charging', () => {
     const err = await failure(ask(alice, 'solo'));
     expect(err).toMatchObject({ code: 'SERVICE_UNAVAILABLE', cause: { details: { reason: 'route_unavailable' } } });
     expect(Number(err.cause?.headers?.['Retry-After'])).toBeGreaterThan(50);
-    const viaFallback = await h!.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', model: 'solo', fallbacks: ['openai/gpt-4.1-nano'], options: { maxTokens: 20 } });
+    const viaFallback = await h!
+      .caller(alice)
+      .ai.generateText({ content: 'hi', systemPrompt: 's', model: 'solo', fallbacks: ['openai/gpt-4.1-nano'], options: { maxTokens: 20 } });
     expect(viaFallback.data).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
     expect(ups['dep-a']!.requests).toHaveLength(1);
   });
 
   it('retries stop after `retries` other targets', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b', 'dep-c']);
-    await harness(providers, { r1: { strategy: 'priority', retries: 1, targets: [{ model: `dep-a/${MODEL}`, priority: 0 }, { model: `dep-b/${MODEL}`, priority: 1 }, { model: `dep-c/${MODEL}`, priority: 2 }] } });
+    await harness(providers, {
+      r1: {
+        strategy: 'priority',
+        retries: 1,
+        targets: [
+          { model: `dep-a/${MODEL}`, priority: 0 },
+          { model: `dep-b/${MODEL}`, priority: 1 },
+          { model: `dep-c/${MODEL}`, priority: 2 },
+        ],
+      },
+    });
     for (const id of ['dep-a', 'dep-b']) ups[id]!.failProvider(id, { kind: 'status', status: 503 });
     const err = await failure(ask(alice, 'r1'));
     expect(err.cause?.details?.attempts).toHaveLength(2);
@@ -174,10 +233,20 @@ describe('routes: cooldowns, retries and charging', () => {
 
   it('a stream fails over before its first token, and is charged once for the target that answered', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, { s: { strategy: 'priority', targets: [{ model: `dep-a/${MODEL}`, priority: 0 }, { model: `dep-b/${MODEL}`, priority: 1 }] } });
+    await harness(providers, {
+      s: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-a/${MODEL}`, priority: 0 },
+          { model: `dep-b/${MODEL}`, priority: 1 },
+        ],
+      },
+    });
     ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 502 });
     const before = await h!.balance(alice.sub);
-    const stream = await h!.caller(alice).ai.streamText({ content: 'stream it', systemPrompt: 's', model: 's', options: { maxTokens: 20 } });
+    const stream = await h!
+      .caller(alice)
+      .ai.streamText({ content: 'stream it', systemPrompt: 's', model: 's', options: { maxTokens: 20 } });
     const events: Array<{ type: string; provider?: string; result?: { tokenUsage?: { tokensCharged: number } } }> = [];
     for await (const e of stream) events.push(e as never);
     expect(events[0]).toMatchObject({ type: 'start', provider: 'dep-b' });
@@ -192,10 +261,16 @@ describe('routes: cooldowns, retries and charging', () => {
 describe('routes: names, key rules and money', () => {
   it('a route name works as an alias target and a fallback; an API key limited to the route uses its targets, one limited to a target only that one', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, { fast: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }] } }, { ai: { aliases: { quick: 'fast' } } });
+    await harness(
+      providers,
+      { fast: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }] } },
+      { ai: { aliases: { quick: 'fast' } } },
+    );
     expect((await ask(alice, 'quick')).data.provider).toMatch(/^dep-[ab]$/);
     h!.upstream.failNext({ kind: 'status', status: 500 });
-    const viaFallback = await h!.caller(alice).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', fallbacks: ['fast'], options: { maxTokens: 20 } });
+    const viaFallback = await h!
+      .caller(alice)
+      .ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', fallbacks: ['fast'], options: { maxTokens: 20 } });
     expect(viaFallback.data.provider).toMatch(/^dep-[ab]$/);
 
     const byRoute = await keyWith(['fast']);
@@ -215,9 +290,18 @@ describe('routes: names, key rules and money', () => {
   it('the hold prices the dearest target a call may reach: a money limit that fits the cheap target but not the dear one refuses the call', async () => {
     const { providers } = await deployments(['dep-a', 'dep-b']);
     (providers['dep-b'] as { models: Record<string, unknown> }).models = { [MODEL]: { inputUsdPerMTok: 1000, outputUsdPerMTok: 1000 } };
-    await harness(providers, { mixed: { targets: [{ model: `dep-a/${MODEL}`, weight: 1000 }, { model: `dep-b/${MODEL}`, weight: 0.001 }] } });
+    await harness(providers, {
+      mixed: {
+        targets: [
+          { model: `dep-a/${MODEL}`, weight: 1000 },
+          { model: `dep-b/${MODEL}`, weight: 0.001 },
+        ],
+      },
+    });
     await h!.runtime.billing.budgets.set(alice.sub, 'daily', { usd: 0.01 }, 'test');
-    await expect(ask(alice, 'mixed', 'x'.repeat(200))).rejects.toMatchObject({ cause: { details: { reason: 'budget_exceeded', metric: 'usd' } } });
+    await expect(ask(alice, 'mixed', 'x'.repeat(200))).rejects.toMatchObject({
+      cause: { details: { reason: 'budget_exceeded', metric: 'usd' } },
+    });
     // The cheap target alone fits the limit.
     await expect(ask(alice, `dep-a/${MODEL}`, 'x'.repeat(200))).resolves.toMatchObject({ data: { provider: 'dep-a' } });
   });

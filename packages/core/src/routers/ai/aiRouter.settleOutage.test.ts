@@ -30,11 +30,17 @@ describe.skipIf(!redisServer.ok)('settle during a storage outage', () => {
   it('answered calls are charged once the store is back; the client got its answer; no hold stays open', { timeout: 60_000 }, async () => {
     server = await startPrivateRedis();
     upstream = await createTestUpstream({ latencyMs: 400, outputTokens: 10, countInputTokens });
-    h = await createAiHarness({}, {}, { upstream, storage: await RedisStorage.connect({ host: server.host, port: server.port, keyPrefix: 'outage:' }) });
+    h = await createAiHarness(
+      {},
+      {},
+      { upstream, storage: await RedisStorage.connect({ host: server.host, port: server.port, keyPrefix: 'outage:' }) },
+    );
     const credited = 100 * PER_CALL;
     await h.credit(alice.sub, credited);
 
-    const calls = Array.from({ length: 10 }, () => h!.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } }));
+    const calls = Array.from({ length: 10 }, () =>
+      h!.caller(alice).ai.generateText({ content: 'x', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } }),
+    );
     // Every call holds its tokens, then the store dies while the upstream is still working.
     await waitFor(() => upstream!.requests.length === 10, { timeoutMs: 5_000, what: 'ten upstream requests' });
     await server.stop();
@@ -60,10 +66,16 @@ describe.skipIf(!redisServer.ok)('settle during a storage outage', () => {
   it('a failed call whose release hits the outage is released once the store is back', { timeout: 60_000 }, async () => {
     server = await startPrivateRedis();
     upstream = await createTestUpstream({ latencyMs: 300, outputTokens: 10, countInputTokens });
-    h = await createAiHarness({ ai: { maxRetries: 0 } }, {}, { upstream, storage: await RedisStorage.connect({ host: server.host, port: server.port, keyPrefix: 'outage2:' }) });
+    h = await createAiHarness(
+      { ai: { maxRetries: 0 } },
+      {},
+      { upstream, storage: await RedisStorage.connect({ host: server.host, port: server.port, keyPrefix: 'outage2:' }) },
+    );
     const hold = estimateTokens('x [[upstream:500]]', 's', 10);
     await h.credit(alice.sub, 10 * hold);
-    const call = h.caller(alice).ai.generateText({ content: 'x [[upstream:500]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
+    const call = h
+      .caller(alice)
+      .ai.generateText({ content: 'x [[upstream:500]]', systemPrompt: 's', provider: 'openai', options: { maxTokens: 10 } });
     await waitFor(() => upstream!.requests.length === 1, { timeoutMs: 5_000, what: 'the upstream request' });
     await server.stop();
     await expect(call).rejects.toBeTruthy();

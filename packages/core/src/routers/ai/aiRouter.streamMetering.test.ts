@@ -37,11 +37,22 @@ async function drain(stream: AsyncIterable<StreamEvent>): Promise<StreamEvent[]>
 
 async function streams(instances: AiHarness[]) {
   const results = await Promise.allSettled(
-    Array.from({ length: CALLS }, async (_, i) => drain(await instances[i % instances.length]!.caller(alice).ai.streamText({ content: 'x', systemPrompt: 's', provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4], options: { maxTokens: 10 } }))),
+    Array.from({ length: CALLS }, async (_, i) =>
+      drain(
+        await instances[i % instances.length]!.caller(alice).ai.streamText({
+          content: 'x',
+          systemPrompt: 's',
+          provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4],
+          options: { maxTokens: 10 },
+        }),
+      ),
+    ),
   );
   const ok = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<StreamEvent[]>).value);
   const refused = results.filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'PAYMENT_REQUIRED').length;
-  const other = results.filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code !== 'PAYMENT_REQUIRED').map((r) => (r as PromiseRejectedResult).reason);
+  const other = results
+    .filter((r) => r.status === 'rejected' && (r.reason as { code?: string }).code !== 'PAYMENT_REQUIRED')
+    .map((r) => (r as PromiseRejectedResult).reason);
   return { ok, refused, other };
 }
 
@@ -82,7 +93,10 @@ describe(`ai.streamText: ${CALLS} concurrent streams against a balance for ${AFF
 
 describe('ai.streamText: streams cancelled at random points', () => {
   it('each is settled once for what it produced (never more than held, never zero), the rest released, ledger clean', async () => {
-    upstream = await createTestUpstream({ chunkDelayMs: 5, reply: () => 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu' });
+    upstream = await createTestUpstream({
+      chunkDelayMs: 5,
+      reply: () => 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu',
+    });
     const h = await createAiHarness({}, {}, { upstream });
     harnesses.push(h);
     const START = 100_000;
@@ -99,7 +113,12 @@ describe('ai.streamText: streams cancelled at random points', () => {
     const outcomes = await Promise.all(
       stops.map(async (stop, i) => {
         const controller = new AbortController();
-        const stream = await h.caller(alice, controller.signal).ai.streamText({ content, systemPrompt: '', provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4], options: { maxTokens } });
+        const stream = await h.caller(alice, controller.signal).ai.streamText({
+          content,
+          systemPrompt: '',
+          provider: (['anthropic', 'openai', 'google', 'openrouter'] as const)[i % 4],
+          options: { maxTokens },
+        });
         let seen = 0;
         let text = '';
         let requestId = '';
@@ -125,10 +144,13 @@ describe('ai.streamText: streams cancelled at random points', () => {
       }),
     );
     // A stream the client left settles off the request path: wait until every one has.
-    const entries = await waitFor(async () => {
-      const all = await h.runtime.billing.ledger.entries(alice.sub);
-      return outcomes.every((o) => all.some((e) => e.requestId === o.requestId && e.kind === 'settle')) && all;
-    }, { what: 'a settle entry for every stream' });
+    const entries = await waitFor(
+      async () => {
+        const all = await h.runtime.billing.ledger.entries(alice.sub);
+        return outcomes.every((o) => all.some((e) => e.requestId === o.requestId && e.kind === 'settle')) && all;
+      },
+      { what: 'a settle entry for every stream' },
+    );
     let charged = 0;
     for (const o of outcomes) {
       const settles = entries.filter((e) => e.requestId === o.requestId && e.kind === 'settle');

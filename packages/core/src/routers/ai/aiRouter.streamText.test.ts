@@ -69,7 +69,9 @@ describe('ai.streamText', () => {
 
   it('BYOK: the caller key goes upstream and nothing is charged', async () => {
     h = await createAiHarness();
-    const events = await collect(await h.caller(alice).ai.streamText({ content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: USER_KEY }));
+    const events = await collect(
+      await h.caller(alice).ai.streamText({ content: 'hi', systemPrompt: 's', provider: 'openai', apiKey: USER_KEY }),
+    );
     expect(h.upstream.requests.at(-1)!.apiKey).toBe(USER_KEY);
     const finish = events.at(-1)!;
     expect(finish.type === 'finish' && finish.result.usageInfo?.tokensUsed).toBeGreaterThan(0);
@@ -106,11 +108,19 @@ describe('ai.streamText', () => {
   it('an upstream that fails before any output releases the whole hold; a stream cut mid-reply charges what arrived', async () => {
     h = await createAiHarness();
     await h.credit(alice.sub, 10_000);
-    const err = await rejection(collect(await h.caller(alice).ai.streamText({ content: 'x [[upstream:500]]', systemPrompt: '', provider: 'anthropic' })));
+    const err = await rejection(
+      collect(await h.caller(alice).ai.streamText({ content: 'x [[upstream:500]]', systemPrompt: '', provider: 'anthropic' })),
+    );
     expect(err.appCode).toBe('UPSTREAM_ERROR');
     expect(await h.balance(alice.sub)).toBe(10_000);
 
-    const cut = await rejection(collect(await h.caller(alice).ai.streamText({ content: 'x [[upstream:drop]]', systemPrompt: '', provider: 'openai', options: { maxTokens: 50 } })));
+    const cut = await rejection(
+      collect(
+        await h
+          .caller(alice)
+          .ai.streamText({ content: 'x [[upstream:drop]]', systemPrompt: '', provider: 'openai', options: { maxTokens: 50 } }),
+      ),
+    );
     expect(cut.appCode).toBe('UPSTREAM_ERROR');
     const settles = (await h.runtime.billing.ledger.entries(alice.sub)).filter((e) => e.kind === 'settle');
     expect(settles).toHaveLength(1);
@@ -121,7 +131,9 @@ describe('ai.streamText', () => {
   it('a stalled upstream ends with UPSTREAM_TIMEOUT (idle timeout) and is charged only what arrived', async () => {
     h = await createAiHarness({ ai: { timeoutMs: 300 } });
     await h.credit(alice.sub, 10_000);
-    const err = await rejection(collect(await h.caller(alice).ai.streamText({ content: 'x [[upstream:stall]]', systemPrompt: '', provider: 'google' })));
+    const err = await rejection(
+      collect(await h.caller(alice).ai.streamText({ content: 'x [[upstream:stall]]', systemPrompt: '', provider: 'google' })),
+    );
     expect(err.appCode).toBe('UPSTREAM_TIMEOUT');
     expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });

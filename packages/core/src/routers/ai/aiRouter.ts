@@ -49,13 +49,16 @@ export const aiRouter = router({
   generateText: publicProcedure
     .meta({
       keyAccess: 'any',
-      description: 'Generate text with an upstream model; platform tokens or your own apiKey (BYOK). systemPrompt may name a server prompt as "@name".',
+      description:
+        'Generate text with an upstream model; platform tokens or your own apiKey (BYOK). systemPrompt may name a server prompt as "@name".',
       // An upstream call can take minutes: a task for 2026-07-28 clients that speak the Tasks extension.
       longRunning: true,
       mcp: { annotations: { openWorldHint: true } },
     })
     .input(GenerateTextInputSchema)
-    .mutation(({ ctx, input }) => ctx.runtime.ai.generateText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
+    .mutation(({ ctx, input }) =>
+      ctx.runtime.ai.generateText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip }),
+    ),
 
   streamText: publicProcedure
     .meta({
@@ -68,23 +71,42 @@ export const aiRouter = router({
     })
     .input(GenerateTextInputSchema)
     // Checks, payer and reservation run before the stream is returned, so refusals are ordinary errors.
-    .mutation(({ ctx, input }) => ctx.runtime.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
+    .mutation(({ ctx, input }) =>
+      ctx.runtime.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip }),
+    ),
 
   embed: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText', countsAsToolCall: true })
-    .input(z.lazy(() =>
-      z.object({
-        model: z.string().min(1).max(300),
-        input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_EMBED_INPUTS)]),
-        dimensions: z.number().int().min(1).max(16_384).optional(),
-        apiKey: z.string().min(1).max(1000).optional(),
-        metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
+    .meta({
+      keyAccess: 'any',
+      description:
+        'Embedding vectors for one text or a list (model: provider/model, a bare provider or an alias); metered by input tokens like generateText',
+      countsAsToolCall: true,
+    })
+    .input(
+      z.lazy(() =>
+        z.object({
+          model: z.string().min(1).max(300),
+          input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_EMBED_INPUTS)]),
+          dimensions: z.number().int().min(1).max(16_384).optional(),
+          apiKey: z.string().min(1).max(1000).optional(),
+          metadata: z.object({ name: z.string().max(200).optional(), type: z.string().max(100).optional() }).optional(),
+        }),
+      ),
+    )
+    .mutation(({ ctx, input }) =>
+      ctx.runtime.ai.embed(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as unknown as EmbedInput, {
+        identity: ctx.identity,
+        signal: ctx.req.signal,
+        ip: ctx.req.ip,
       }),
-    ))
-    .mutation(({ ctx, input }) => ctx.runtime.ai.embed(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as unknown as EmbedInput, { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
+    ),
 
   listProviders: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({
+      keyAccess: 'any',
+      description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from',
+      mcp: { annotations: { readOnlyHint: true, idempotentHint: true } },
+    })
     .query(({ ctx }) => ctx.runtime.ai.listProviders()),
 
   listProvidersBYOK: publicProcedure
@@ -92,7 +114,11 @@ export const aiRouter = router({
     .query(({ ctx }) => ctx.runtime.ai.listProvidersBYOK()),
 
   listAllowedModels: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Model ids usable with each provider (or one provider), after the server\'s model restrictions', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({
+      keyAccess: 'any',
+      description: "Model ids usable with each provider (or one provider), after the server's model restrictions",
+      mcp: { annotations: { readOnlyHint: true, idempotentHint: true } },
+    })
     .input(z.lazy(() => z.object({ provider: ProviderInput.optional() }).optional()))
     // Called with an API key: only the models the key may use.
     .query(({ ctx, input }) => modelsForKey(ctx.identity?.apiKey, ctx.runtime.ai.listAllowedModels(input?.provider))),
@@ -102,7 +128,10 @@ export const aiRouter = router({
     .query(({ ctx }) => ctx.runtime.ai.registryHealth()),
 
   validateProvider: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider' })
+    .meta({
+      keyAccess: 'any',
+      description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider',
+    })
     .input(z.lazy(() => z.object({ provider: KeyProviderInput, apiKey: z.string().min(1).max(1000) })))
     .mutation(async ({ ctx, input }) => {
       await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);

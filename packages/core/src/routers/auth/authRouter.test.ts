@@ -34,19 +34,40 @@ describe.each(backends)('auth router (BYOK keys) on $name', (backend) => {
     await store.cleanup();
   });
 
-  it.each(['storeUserKey', 'getUserKey', 'getUserProviders', 'rotateUserKey', 'deleteUserKey', 'validateUserKey'])('auth.%s needs an identity', async (name) => {
-    await expect(call(rt, `auth.${name}`, { email: alice.email, provider: 'openai', apiKey: ALICE_KEY, newApiKey: ALICE_KEY }, null)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
-  });
+  it.each(['storeUserKey', 'getUserKey', 'getUserProviders', 'rotateUserKey', 'deleteUserKey', 'validateUserKey'])(
+    'auth.%s needs an identity',
+    async (name) => {
+      await expect(
+        call(rt, `auth.${name}`, { email: alice.email, provider: 'openai', apiKey: ALICE_KEY, newApiKey: ALICE_KEY }, null),
+      ).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    },
+  );
 
   it('a user stores, reads status of, lists, rotates and deletes their own key (by email, any case, or by sub)', async () => {
-    expect(await as(alice, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: ALICE_KEY })).toMatchObject({ success: true, exists: true, provider: 'openai', last4: '0001' });
-    expect(await as(alice, 'auth.getUserKey', { email: 'ALICE@example.com', provider: 'provider_b' })).toMatchObject({ exists: true, provider: 'openai', last4: '0001' });
+    expect(await as(alice, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: ALICE_KEY })).toMatchObject({
+      success: true,
+      exists: true,
+      provider: 'openai',
+      last4: '0001',
+    });
+    expect(await as(alice, 'auth.getUserKey', { email: 'ALICE@example.com', provider: 'provider_b' })).toMatchObject({
+      exists: true,
+      provider: 'openai',
+      last4: '0001',
+    });
     expect(await as(alice, 'auth.getUserProviders', { email: alice.sub })).toEqual({ providers: ['openai'] });
-    expect(await as(alice, 'auth.rotateUserKey', { email: alice.email, provider: 'openai', newApiKey: 'sk-alice-SECRET-rotated-9999' })).toMatchObject({ success: true, last4: '9999', rotatedAt: expect.any(String) });
+    expect(
+      await as(alice, 'auth.rotateUserKey', { email: alice.email, provider: 'openai', newApiKey: 'sk-alice-SECRET-rotated-9999' }),
+    ).toMatchObject({ success: true, last4: '9999', rotatedAt: expect.any(String) });
     expect(await rt.vault.reveal(alice.sub, 'openai')).toBe('sk-alice-SECRET-rotated-9999');
-    expect(await as(alice, 'auth.deleteUserKey', { email: alice.email, provider: 'openai' })).toMatchObject({ success: true, deleted: true });
+    expect(await as(alice, 'auth.deleteUserKey', { email: alice.email, provider: 'openai' })).toMatchObject({
+      success: true,
+      deleted: true,
+    });
     expect(await as(alice, 'auth.getUserKey', { email: alice.email, provider: 'openai' })).toEqual({ exists: false, provider: 'openai' });
-    await expect(as(alice, 'auth.rotateUserKey', { email: alice.email, provider: 'openai', newApiKey: ALICE_KEY })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(as(alice, 'auth.rotateUserKey', { email: alice.email, provider: 'openai', newApiKey: ALICE_KEY })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
   });
 
   it("user B cannot read, list, replace, rotate, delete or validate user A's key", async () => {
@@ -61,7 +82,9 @@ describe.each(backends)('auth router (BYOK keys) on $name', (backend) => {
         ['auth.deleteUserKey', {}],
         ['auth.validateUserKey', {}],
       ] as const) {
-        await expect(call(rt, path, { email, provider: 'openai', ...extra }, bob), `${path} as bob on ${email}`).rejects.toMatchObject({ code: 'FORBIDDEN' });
+        await expect(call(rt, path, { email, provider: 'openai', ...extra }, bob), `${path} as bob on ${email}`).rejects.toMatchObject({
+          code: 'FORBIDDEN',
+        });
       }
     }
     expect(await rt.vault.reveal(alice.sub, 'openai')).toBe(ALICE_KEY);
@@ -91,7 +114,9 @@ describe.each(backends)('auth router (BYOK keys) on $name', (backend) => {
   });
 
   it('validateUserKey checks the stored key with the provider and records the time', async () => {
-    await expect(as(alice, 'auth.validateUserKey', { email: alice.email, provider: 'openai' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(as(alice, 'auth.validateUserKey', { email: alice.email, provider: 'openai' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
     await as(alice, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: ALICE_KEY });
     const ok = await as(alice, 'auth.validateUserKey', { email: alice.email, provider: 'openai' });
     expect(ok).toMatchObject({ provider: 'openai', valid: true, validatedAt: expect.any(String) });
@@ -105,10 +130,19 @@ describe.each(backends)('auth router (BYOK keys) on $name', (backend) => {
   });
 
   it('accepts the three key providers and their aliases only', async () => {
-    await expect(as(alice, 'auth.getUserKey', { email: alice.email, provider: 'openrouter' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-    await expect(as(alice, 'auth.getUserKey', { email: alice.email, provider: 'provider_d' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-    expect(await as(alice, 'auth.getUserKey', { email: alice.email, provider: 'provider_c' })).toEqual({ exists: false, provider: 'google' });
-    await expect(as(alice, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: 'abc' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(as(alice, 'auth.getUserKey', { email: alice.email, provider: 'openrouter' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
+    await expect(as(alice, 'auth.getUserKey', { email: alice.email, provider: 'provider_d' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
+    expect(await as(alice, 'auth.getUserKey', { email: alice.email, provider: 'provider_c' })).toEqual({
+      exists: false,
+      provider: 'google',
+    });
+    await expect(as(alice, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: 'abc' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
   });
 
   it('keys never appear in responses, logs or the store in plain text', async () => {
@@ -128,8 +162,13 @@ describe.each(backends)('auth router (BYOK keys) on $name', (backend) => {
   it('refuses to store keys when no vault key is configured', async () => {
     const bare = await makeRuntime(await store.another(), { billing: { vaultKey: undefined } });
     try {
-      const err = await call(bare, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: ALICE_KEY }, alice).catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 'PRECONDITION_FAILED', message: expect.stringContaining('billing.vaultKey or oauth.encryptionKey') });
+      const err = await call(bare, 'auth.storeUserKey', { email: alice.email, provider: 'openai', apiKey: ALICE_KEY }, alice).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({
+        code: 'PRECONDITION_FAILED',
+        message: expect.stringContaining('billing.vaultKey or oauth.encryptionKey'),
+      });
     } finally {
       if (backend.name === 'redis') await bare.close();
     }

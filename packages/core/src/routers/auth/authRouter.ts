@@ -28,11 +28,21 @@ const ownerProvider = once(() => z.object({ email: Email, provider: KeyProviderI
 const ownerNamedProvider = once(() => z.object({ email: Email, provider: z.string().regex(NAMED_PROVIDER_ID, 'a provider id') }));
 
 /** The named provider must exist and accept callers' own keys (`byok: true`). */
-function assertNamedByok(runtime: { ai: { providers: { namedType(id: string): unknown; isByokProvider(id: string): boolean } } }, provider: string): void {
+function assertNamedByok(
+  runtime: { ai: { providers: { namedType(id: string): unknown; isByokProvider(id: string): boolean } } },
+  provider: string,
+): void {
   if (runtime.ai.providers.namedType(provider) === undefined) {
-    throw new CoreError('BAD_REQUEST', `"${provider.slice(0, 50)}" is not a named provider of this server; keys for anthropic, openai and google go through storeUserKey`, { details: { reason: 'unknown_provider' } });
+    throw new CoreError(
+      'BAD_REQUEST',
+      `"${provider.slice(0, 50)}" is not a named provider of this server; keys for anthropic, openai and google go through storeUserKey`,
+      { details: { reason: 'unknown_provider' } },
+    );
   }
-  if (!runtime.ai.providers.isByokProvider(provider)) throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
+  if (!runtime.ai.providers.isByokProvider(provider))
+    throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, {
+      details: { reason: 'byok_not_allowed', provider },
+    });
 }
 
 export const authRouter = router({
@@ -54,7 +64,9 @@ export const authRouter = router({
   getUserProviders: keyProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Providers you have stored keys for' })
     .input(Owner)
-    .query(async ({ ctx, input }) => ({ providers: await ctx.runtime.vault.providers(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email)) })),
+    .query(async ({ ctx, input }) => ({
+      providers: await ctx.runtime.vault.providers(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email)),
+    })),
 
   rotateUserKey: keyProcedure
     .meta({ keyAccess: 'none', description: 'Replace your stored key for a provider' })
@@ -77,7 +89,10 @@ export const authRouter = router({
     }),
 
   storeProviderKey: keyProcedure
-    .meta({ keyAccess: 'none', description: 'Store your API key for a named provider of this server that accepts own keys (encrypted at rest; never returned)' })
+    .meta({
+      keyAccess: 'none',
+      description: 'Store your API key for a named provider of this server that accepts own keys (encrypted at rest; never returned)',
+    })
     .input(z.lazy(() => ownerNamedProvider().extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
       assertNamedByok(ctx.runtime, input.provider);

@@ -35,7 +35,14 @@ describe.each(backends)('billing router on $name', (backend) => {
     await creditAs(admin, { userId: alice.sub, tokens: 2000, type: 'one_time', idempotencyKey: 'pack-1' });
     const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'call-1' });
     await rt.billing.settle(r, { tokensUsed: 400, provider: 'openai', model: 'gpt-x', metadata: { name: 'summary' } });
-    await rt.billing.recordByokUsage({ identity: alice, provider: 'anthropic', model: 'claude-y', tokensUsed: 300, estimatedCostUsd: 0.01, requestId: 'call-2' });
+    await rt.billing.recordByokUsage({
+      identity: alice,
+      provider: 'anthropic',
+      model: 'claude-y',
+      tokensUsed: 300,
+      estimatedCostUsd: 0.01,
+      requestId: 'call-2',
+    });
   }
 
   it.each(PROCEDURES)('%s needs an identity', async (path, input) => {
@@ -43,14 +50,27 @@ describe.each(backends)('billing router on $name', (backend) => {
   });
 
   it('creditTokens is for administrators only, idempotent, and takes exactly the documented input', async () => {
-    await expect(creditAs(alice, { userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'k1' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(creditAs(alice, { userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'k1' })).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
     const first = await creditAs(admin, { userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'k1' });
     expect(first).toMatchObject({ userId: alice.sub, type: 'one_time', applied: true, balance: 1000 });
-    expect(await creditAs(admin, { userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'k1' })).toMatchObject({ applied: false, balance: 1000 });
-    await expect(creditAs(admin, { userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'k2', source: 'x' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-    await expect(creditAs(admin, { userId: alice.sub, tokens: 0, type: 'one_time', idempotencyKey: 'k3' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-    await expect(creditAs(admin, { userId: alice.sub, tokens: 2.5, type: 'one_time', idempotencyKey: 'k4' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-    await expect(creditAs(admin, { userId: alice.sub, tokens: 5, type: 'gold', idempotencyKey: 'k5' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(await creditAs(admin, { userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'k1' })).toMatchObject({
+      applied: false,
+      balance: 1000,
+    });
+    await expect(
+      creditAs(admin, { userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'k2', source: 'x' }),
+    ).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(creditAs(admin, { userId: alice.sub, tokens: 0, type: 'one_time', idempotencyKey: 'k3' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
+    await expect(creditAs(admin, { userId: alice.sub, tokens: 2.5, type: 'one_time', idempotencyKey: 'k4' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
+    await expect(creditAs(admin, { userId: alice.sub, tokens: 5, type: 'gold', idempotencyKey: 'k5' })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true, balances: { one_time: 1000 } });
   });
 
@@ -58,7 +78,13 @@ describe.each(backends)('billing router on $name', (backend) => {
     await seed();
     const bal = await call(rt, 'billing.getTokenBalance', undefined, alice);
     // 1000 + fee held (1100); 400 + 40 charged, from subscription.
-    expect(bal).toEqual({ virtualTokenBalance: 11_560, balances: { subscription: 9560, one_time: 2000 }, totalTokensPurchased: 12_000, totalTokensUsed: 400, platformFeeCollected: 40 });
+    expect(bal).toEqual({
+      virtualTokenBalance: 11_560,
+      balances: { subscription: 9560, one_time: 2000 },
+      totalTokensPurchased: 12_000,
+      totalTokensUsed: 400,
+      platformFeeCollected: 40,
+    });
     expect(await call(rt, 'billing.getUserTokenBalances', undefined, alice)).toEqual({
       balances: [
         { balanceType: 'subscription', virtualTokenBalance: 9560 },
@@ -76,18 +102,39 @@ describe.each(backends)('billing router on $name', (backend) => {
     const all = await call(rt, 'billing.getPurchaseHistory', { type: 'all' }, alice);
     expect(all.purchases.map((p: { tokens: number }) => p.tokens)).toEqual([500, 2000, 10_000]);
     expect(all.summary).toEqual({ totalPurchases: 3, totalTokens: 12_500, subscriptionPurchases: 1, oneTimePurchases: 2 });
-    expect((await call(rt, 'billing.getPurchaseHistory', { type: 'subscription' }, alice)).purchases).toMatchObject([{ type: 'subscription', tokens: 10_000, source: 'admin' }]);
+    expect((await call(rt, 'billing.getPurchaseHistory', { type: 'subscription' }, alice)).purchases).toMatchObject([
+      { type: 'subscription', tokens: 10_000, source: 'admin' },
+    ]);
     expect((await call(rt, 'billing.getPurchaseHistory', { limit: 1 }, alice)).purchases).toHaveLength(1);
     expect((await call(rt, 'billing.getPurchaseHistory', undefined, alice)).purchases).toHaveLength(3);
-    expect((await call(rt, 'billing.getTopupHistory', { limit: 10 }, alice)).topups.map((p: { tokens: number }) => p.tokens)).toEqual([500, 2000]);
+    expect((await call(rt, 'billing.getTopupHistory', { limit: 10 }, alice)).topups.map((p: { tokens: number }) => p.tokens)).toEqual([
+      500, 2000,
+    ]);
   });
 
   it('usage and consumption history show platform and BYOK calls and what paid for them', async () => {
     await seed();
     const { usage } = await call(rt, 'billing.getUsageHistory', { limit: 10 }, alice);
     expect(usage).toMatchObject([
-      { mode: 'byok', provider: 'anthropic', model: 'claude-y', tokensUsed: 300, tokensCharged: 0, estimatedCostUsd: 0.01, requestId: 'call-2' },
-      { mode: 'platform', provider: 'openai', model: 'gpt-x', tokensUsed: 400, tokensCharged: 440, platformFee: 40, metadata: { name: 'summary' }, requestId: 'call-1' },
+      {
+        mode: 'byok',
+        provider: 'anthropic',
+        model: 'claude-y',
+        tokensUsed: 300,
+        tokensCharged: 0,
+        estimatedCostUsd: 0.01,
+        requestId: 'call-2',
+      },
+      {
+        mode: 'platform',
+        provider: 'openai',
+        model: 'gpt-x',
+        tokensUsed: 400,
+        tokensCharged: 440,
+        platformFee: 40,
+        metadata: { name: 'summary' },
+        requestId: 'call-1',
+      },
     ]);
     const { consumption } = await call(rt, 'billing.getConsumptionHistory', {}, alice);
     expect(consumption).toMatchObject([
@@ -99,11 +146,27 @@ describe.each(backends)('billing router on $name', (backend) => {
   it('usage analytics: totals per day, provider and model, optional history', async () => {
     await seed();
     const a = await call(rt, 'billing.getUsageAnalytics', { days: 7, includeHistory: true, historyLimit: 1 }, alice);
-    expect(a.totals).toMatchObject({ requests: 2, platformRequests: 1, byokRequests: 1, tokensUsed: 700, tokensCharged: 440, platformFee: 40 });
+    expect(a.totals).toMatchObject({
+      requests: 2,
+      platformRequests: 1,
+      byokRequests: 1,
+      tokensUsed: 700,
+      tokensCharged: 440,
+      platformFee: 40,
+    });
     expect(a.byProvider.openai).toMatchObject({ requests: 1, tokensUsed: 400 });
     expect(a.byProvider.anthropic).toMatchObject({ requests: 1, tokensUsed: 300, estimatedCostUsd: 0.01 });
     expect(Object.keys(a.byModel).sort()).toEqual(['anthropic/claude-y', 'openai/gpt-x']);
-    expect(a.byDay).toEqual([{ date: new Date().toISOString().slice(0, 10), requests: 2, tokensUsed: 700, tokensCharged: 440, platformFee: 40, estimatedCostUsd: 0.01 }]);
+    expect(a.byDay).toEqual([
+      {
+        date: new Date().toISOString().slice(0, 10),
+        requests: 2,
+        tokensUsed: 700,
+        tokensCharged: 440,
+        platformFee: 40,
+        estimatedCostUsd: 0.01,
+      },
+    ]);
     expect(a.history).toHaveLength(1);
     expect(a.period.days).toBe(7);
     expect((await call(rt, 'billing.getUsageAnalytics', undefined, alice)).history).toBeUndefined();
@@ -126,7 +189,10 @@ describe.each(backends)('billing router on $name', (backend) => {
     expect(p.notifications).toContain('your balance would fall below 1000 tokens');
     expect(p.prefs).toBeUndefined();
     expect(await call(rt, 'billing.planConsumption', { estimatedTokens: 5000 }, alice)).toMatchObject({ payer: 'none', viable: false });
-    expect(await call(rt, 'billing.planConsumption', { estimatedTokens: 5000, hasApiKey: true }, alice)).toMatchObject({ payer: 'byok', viable: true });
+    expect(await call(rt, 'billing.planConsumption', { estimatedTokens: 5000, hasApiKey: true }, alice)).toMatchObject({
+      payer: 'byok',
+      viable: true,
+    });
     // Nothing was held by a preview.
     expect((await call(rt, 'billing.getTokenBalance', undefined, alice)).virtualTokenBalance).toBe(1500);
   });
@@ -151,8 +217,13 @@ describe.each(backends)('billing router on $name', (backend) => {
 
   it('accepts the bounds themselves', async () => {
     await expect(call(rt, 'billing.getUsageHistory', { limit: 1000 }, alice)).resolves.toBeTruthy();
-    await expect(call(rt, 'billing.getUsageAnalytics', { days: 365, historyLimit: 1000, includeHistory: true }, alice)).resolves.toBeTruthy();
+    await expect(
+      call(rt, 'billing.getUsageAnalytics', { days: 365, historyLimit: 1000, includeHistory: true }, alice),
+    ).resolves.toBeTruthy();
     await expect(call(rt, 'billing.planConsumption', { estimatedTokens: 10_000_000 }, alice)).resolves.toMatchObject({ payer: 'none' });
-    await expect(call(rt, 'billing.planConsumption', { estimatedTokens: 0 }, alice)).resolves.toMatchObject({ payer: 'platform', totalTokensNeeded: 0 });
+    await expect(call(rt, 'billing.planConsumption', { estimatedTokens: 0 }, alice)).resolves.toMatchObject({
+      payer: 'platform',
+      totalTokensNeeded: 0,
+    });
   });
 });

@@ -41,7 +41,13 @@ export const billingRouter = router({
 
   getPurchaseHistory: protectedProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Token purchases and credits, newest first' })
-    .input(z.lazy(() => z.object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all'), cursor: cursorInput }).default({ limit: 20, type: 'all' })))
+    .input(
+      z.lazy(() =>
+        z
+          .object({ limit: limitInput, type: z.enum(['all', ...BALANCE_TYPES]).default('all'), cursor: cursorInput })
+          .default({ limit: 20, type: 'all' }),
+      ),
+    )
     .query(async ({ ctx, input }) => {
       const { items: purchases, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, input);
       return {
@@ -81,46 +87,77 @@ export const billingRouter = router({
     }),
 
   getUsageAnalytics: protectedProcedure
-    .meta({ keyAccess: 'any', description: 'Usage totals per day, provider and model over the last days, and spend per API key', mcp: { annotations: readOnly } })
-    .input(z.lazy(() =>
-      z
-        .object({ days: daysInput, includeHistory: z.boolean().default(false), historyLimit: historyLimitInput })
-        .default({ days: 30, includeHistory: false, historyLimit: 20 }),
-    ))
+    .meta({
+      keyAccess: 'any',
+      description: 'Usage totals per day, provider and model over the last days, and spend per API key',
+      mcp: { annotations: readOnly },
+    })
+    .input(
+      z.lazy(() =>
+        z
+          .object({ days: daysInput, includeHistory: z.boolean().default(false), historyLimit: historyLimitInput })
+          .default({ days: 30, includeHistory: false, historyLimit: 20 }),
+      ),
+    )
     .query(async ({ ctx, input }) => {
-      const [analytics, byApiKey] = await Promise.all([ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input), ctx.runtime.keys.spendByKey(ctx.identity.sub)]);
+      const [analytics, byApiKey] = await Promise.all([
+        ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input),
+        ctx.runtime.keys.spendByKey(ctx.identity.sub),
+      ]);
       return { ...analytics, byApiKey };
     }),
 
   planConsumption: protectedProcedure
     .meta({
       keyAccess: 'any',
-      description: 'Preview which balance or key would pay for a call and what would remain; a call your budget would refuse is not viable (budget: the refusal)',
+      description:
+        'Preview which balance or key would pay for a call and what would remain; a call your budget would refuse is not viable (budget: the refusal)',
       mcp: { annotations: readOnly },
     })
-    .input(z.lazy(() => z.object({ estimatedTokens: estimatedTokensInput, hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional(), model: previewModelInput })))
+    .input(
+      z.lazy(() =>
+        z.object({
+          estimatedTokens: estimatedTokensInput,
+          hasApiKey: z.boolean().default(false),
+          provider: KeyProviderInput.optional(),
+          model: previewModelInput,
+        }),
+      ),
+    )
     .query(async ({ ctx, input }) => {
       const { prefs: _prefs, ...plan } = await previewPlan(ctx.runtime, ctx.identity.sub, input);
       return { estimatedTokens: input.estimatedTokens, ...plan };
     }),
 
   getBudget: protectedProcedure
-    .meta({ keyAccess: 'any', description: 'Your budget per period (daily, monthly): limits, spend, reserved, remaining and when it resets', mcp: { annotations: readOnly } })
+    .meta({
+      keyAccess: 'any',
+      description: 'Your budget per period (daily, monthly): limits, spend, reserved, remaining and when it resets',
+      mcp: { annotations: readOnly },
+    })
     .query(({ ctx }) => ctx.runtime.billing.budgets.view(ctx.identity.sub)),
 
   creditTokens: adminProcedure
     .meta({ description: 'Credit tokens to a user (administrators; idempotent per idempotencyKey)' })
-    .input(z.lazy(() =>
-      z.strictObject({
-        userId: z.string().min(1).max(320),
-        tokens: z.number().int('tokens must be a whole number').min(1, 'tokens must be at least 1').max(Number.MAX_SAFE_INTEGER),
-        type: z.enum(BALANCE_TYPES),
-        idempotencyKey: z.string().min(1).max(200),
-      }),
-    ))
+    .input(
+      z.lazy(() =>
+        z.strictObject({
+          userId: z.string().min(1).max(320),
+          tokens: z.number().int('tokens must be a whole number').min(1, 'tokens must be at least 1').max(Number.MAX_SAFE_INTEGER),
+          type: z.enum(BALANCE_TYPES),
+          idempotencyKey: z.string().min(1).max(200),
+        }),
+      ),
+    )
     .mutation(async ({ ctx, input }) => {
       const result = await ctx.runtime.billing.credit({ ...input, source: 'admin', note: { by: ctx.identity.sub } });
-      ctx.runtime.logger.info('billing: admin credit', { by: ctx.identity.sub, userId: input.userId, tokens: input.tokens, type: input.type, applied: result.applied });
+      ctx.runtime.logger.info('billing: admin credit', {
+        by: ctx.identity.sub,
+        userId: input.userId,
+        tokens: input.tokens,
+        type: input.type,
+        applied: result.applied,
+      });
       return { userId: input.userId, type: input.type, ...result };
     }),
 });

@@ -20,4 +20,9 @@ export const historyLimitInput = bounded('historyLimit').default(BOUNDS.historyL
 export const estimatedTokensInput = bounded('estimatedTokens');
 
 /** A paging cursor: the `nextCursor` of the previous page (newest-first lists). */
-export const cursorInput = z.number({ error: 'cursor must be a nextCursor from a previous page' }).int().min(1).max(Number.MAX_SAFE_INTEGER).optional();
+export const cursorInput = z
+  .number({ error: 'cursor must be a nextCursor from a previous page' })
+  .int()
+  .min(1)
+  .max(Number.MAX_SAFE_INTEGER)
+  .optional();

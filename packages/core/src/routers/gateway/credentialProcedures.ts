@@ -6,10 +6,12 @@ import { protectedProcedure } from '../../pipeline/procedures.js';
 import { MAX_HEADERS, MAX_HEADER_VALUE } from '../../services/gateway/credentials/headerRules.js';
 import { GATEWAY_OAUTH_CALLBACK_PATH, GATEWAY_OAUTH_CLIENT_METADATA_PATH } from '../../services/gateway/credentials/callbackPaths.js';
 
-
 const ServerName = z.string().min(1).max(64);
 
-/** This server's address as the user's browser reaches it: oauth.publicUrl, else the request's Host (the Node server speaks plain http; behind a proxy trustProxy gives X-Forwarded-*). */
+/**
+ * This server's address as the user's browser reaches it: oauth.publicUrl, else the request's Host (the Node server speaks plain http;
+ * behind a proxy trustProxy gives X-Forwarded-*).
+ */
 function callbackUrls(runtime: Runtime, req: RequestInfo) {
   const host = req.headers.get('host') ?? `${runtime.config.host}:${runtime.config.port}`;
   const base = publicBaseUrl(`http://${host}`, req.headers, runtime.config);
@@ -24,20 +26,52 @@ function callbackUrls(runtime: Runtime, req: RequestInfo) {
  */
 export const credentialProcedures = {
   setCredentials: protectedProcedure
-    .meta({ keyAccess: 'none', description: 'Store your own headers for a perUser upstream MCP server (encrypted at rest; never returned)' })
-    .input(z.lazy(() => z.object({ server: ServerName, headers: z.record(z.string().max(128), z.string().max(MAX_HEADER_VALUE)).refine((h) => Object.keys(h).length <= MAX_HEADERS, `at most ${MAX_HEADERS} headers`) })))
+    .meta({
+      keyAccess: 'none',
+      description: 'Store your own headers for a perUser upstream MCP server (encrypted at rest; never returned)',
+    })
+    .input(
+      z.lazy(() =>
+        z.object({
+          server: ServerName,
+          headers: z
+            .record(z.string().max(128), z.string().max(MAX_HEADER_VALUE))
+            .refine((h) => Object.keys(h).length <= MAX_HEADERS, `at most ${MAX_HEADERS} headers`),
+        }),
+      ),
+    )
     .mutation(async ({ ctx, input }) => {
       const status = await ctx.runtime.upstreamCredentials.setHeaders(ctx.identity.sub, input.server, input.headers);
-      return { server: input.server, stored: true as const, kind: 'headers' as const, headerNames: status.headerNames ?? [], updatedAt: status.updatedAt };
+      return {
+        server: input.server,
+        stored: true as const,
+        kind: 'headers' as const,
+        headerNames: status.headerNames ?? [],
+        updatedAt: status.updatedAt,
+      };
     }),
 
   deleteCredentials: protectedProcedure
-    .meta({ keyAccess: 'none', description: 'Delete your stored headers or OAuth grant for an upstream MCP server (an OAuth grant is also revoked there where possible)' })
+    .meta({
+      keyAccess: 'none',
+      description:
+        'Delete your stored headers or OAuth grant for an upstream MCP server (an OAuth grant is also revoked there where possible)',
+    })
     .input(z.lazy(() => z.object({ server: ServerName })))
-    .mutation(async ({ ctx, input }) => ({ server: input.server, ...(await ctx.runtime.upstreamCredentials.remove(ctx.identity.sub, input.server)) })),
+    .mutation(async ({ ctx, input }) => ({
+      server: input.server,
+      ...(await ctx.runtime.upstreamCredentials.remove(ctx.identity.sub, input.server)),
+    })),
 
   connect: protectedProcedure
-    .meta({ keyAccess: 'none', description: 'Start signing in to a perUser upstream MCP server with OAuth: returns the URL to open in a browser (single use, expires)' })
+    .meta({
+      keyAccess: 'none',
+      description:
+        'Start signing in to a perUser upstream MCP server with OAuth: returns the URL to open in a browser (single use, expires)',
+    })
     .input(z.lazy(() => z.object({ server: ServerName })))
-    .mutation(async ({ ctx, input }) => ({ server: input.server, ...(await ctx.runtime.upstreamCredentials.connect(ctx.identity.sub, input.server, callbackUrls(ctx.runtime, ctx.req))) })),
+    .mutation(async ({ ctx, input }) => ({
+      server: input.server,
+      ...(await ctx.runtime.upstreamCredentials.connect(ctx.identity.sub, input.server, callbackUrls(ctx.runtime, ctx.req))),
+    })),
 };

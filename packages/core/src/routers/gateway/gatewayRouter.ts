@@ -44,19 +44,30 @@ export const gatewayRouter = router({
     }),
 
   callTool: publicProcedure
-    .meta({ keyAccess: 'any', keyToolsRule: 'byTool', countsAsToolCall: true, description: 'Call an upstream MCP tool; the answer is its MCP tool result (content, structuredContent, isError)' })
+    .meta({
+      keyAccess: 'any',
+      keyToolsRule: 'byTool',
+      countsAsToolCall: true,
+      description: 'Call an upstream MCP tool; the answer is its MCP tool result (content, structuredContent, isError)',
+    })
     .input(CallToolInput)
     .mutation(async ({ ctx, input }) => {
       const name = exposedName(input.server, input.tool);
       // The same rule as our own MCP tools: requireAuthForToolsCall (unless the name is in publicTools).
-      if (!ctx.identity && toolCallNeedsAuth(ctx.runtime.config, undefined, name)) throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
+      if (!ctx.identity && toolCallNeedsAuth(ctx.runtime.config, undefined, name))
+        throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
       const progress = ctx.mcp?.progress;
       return ctx.runtime.gateway.callTool(
         {
           identity: ctx.identity,
           ip: ctx.req.ip,
           signal: ctx.req.signal,
-          ...(progress ? { onProgress: (p: number, total: number | undefined, message: string | undefined) => void progress(p, total, message).catch(() => undefined) } : {}),
+          ...(progress
+            ? {
+                onProgress: (p: number, total: number | undefined, message: string | undefined) =>
+                  void progress(p, total, message).catch(() => undefined),
+              }
+            : {}),
         },
         name,
         input.arguments,
@@ -64,7 +75,10 @@ export const gatewayRouter = router({
     }),
 
   addServer: adminProcedure
-    .meta({ writes: true, description: 'Add (or replace) a remote MCP server (http or sse) on every instance; stdio servers come only from the config file' })
+    .meta({
+      writes: true,
+      description: 'Add (or replace) a remote MCP server (http or sse) on every instance; stdio servers come only from the config file',
+    })
     .input(AddServerInput)
     .mutation(async ({ ctx, input }) => {
       await ctx.runtime.gateway.addServer(input.name, input.server);
@@ -77,6 +91,9 @@ export const gatewayRouter = router({
     .mutation(async ({ ctx, input }) => ({ removed: await ctx.runtime.gateway.removeServer(input.name) })),
 
   serverStatus: adminProcedure
-    .meta({ description: 'Every upstream MCP server: connection state, last error, tools, calls, per-user connections, its stderr tail (untrusted text)' })
+    .meta({
+      description:
+        'Every upstream MCP server: connection state, last error, tools, calls, per-user connections, its stderr tail (untrusted text)',
+    })
     .query(({ ctx }) => ({ servers: ctx.runtime.gateway.status() })),
 });

@@ -13,11 +13,25 @@ const keyId = once(() => z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12
 const userId = once(() => z.string().min(1).max(512));
 const ListInput = z.lazy(() => z.object({ includeRevoked: z.boolean().default(false) }).default({ includeRevoked: false }));
 const KeyInput = z.lazy(() => z.object({ id: keyId() }));
-const RotateInput = z.lazy(() => z.object({ id: keyId(), graceSec: z.number().int().min(0).max(7 * 86_400).optional() }));
+const RotateInput = z.lazy(() =>
+  z.object({
+    id: keyId(),
+    graceSec: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86_400)
+      .optional(),
+  }),
+);
 const UpdateInput = z.lazy(() => keyRulesPatchSchema().extend({ id: keyId() }));
 const ONCE = 'store this key now: it is shown only once and cannot be recovered';
 
-const actor = (ctx: { identity: Identity; runtime: { router: AnyRouter } }, asAdmin: boolean): KeyActor => ({ identity: ctx.identity, asAdmin, keyScopes: keyScopesOf(ctx.runtime.router) });
+const actor = (ctx: { identity: Identity; runtime: { router: AnyRouter } }, asAdmin: boolean): KeyActor => ({
+  identity: ctx.identity,
+  asAdmin,
+  keyScopes: keyScopesOf(ctx.runtime.router),
+});
 const self = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, false);
 const admin = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, true);
 
@@ -40,10 +54,16 @@ export const keysRouter = router({
   get: protectedProcedure
     .meta({ keyAccess: 'any', description: 'One of your API keys, with its spend' })
     .input(KeyInput)
-    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(self(ctx), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
+    .query(async ({ ctx, input }) => ({
+      apiKey: toView(await ctx.runtime.keys.get(self(ctx), input.id)),
+      usage: await ctx.runtime.keys.usage(input.id),
+    })),
 
   update: protectedProcedure
-    .meta({ keyAccess: 'none', description: "Change one of your API keys' rules (name, scopes, models, budget, limits, expiry, addresses, metadata)" })
+    .meta({
+      keyAccess: 'none',
+      description: "Change one of your API keys' rules (name, scopes, models, budget, limits, expiry, addresses, metadata)",
+    })
     .input(UpdateInput)
     .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(self(ctx), id, patch) })),
 
@@ -53,7 +73,10 @@ export const keysRouter = router({
     .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(self(ctx), input.id) })),
 
   rotate: protectedProcedure
-    .meta({ keyAccess: 'none', description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec' })
+    .meta({
+      keyAccess: 'none',
+      description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec',
+    })
     .input(RotateInput)
     .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(self(ctx), input.id, input.graceSec)), notice: ONCE })),
 
@@ -76,7 +99,10 @@ export const keysRouter = router({
   adminGet: adminProcedure
     .meta({ description: 'Any API key, with its spend (administrators)' })
     .input(KeyInput)
-    .query(async ({ ctx, input }) => ({ apiKey: toView(await ctx.runtime.keys.get(admin(ctx), input.id)), usage: await ctx.runtime.keys.usage(input.id) })),
+    .query(async ({ ctx, input }) => ({
+      apiKey: toView(await ctx.runtime.keys.get(admin(ctx), input.id)),
+      usage: await ctx.runtime.keys.usage(input.id),
+    })),
 
   adminUpdate: adminProcedure
     .meta({ description: "Change any API key's rules (administrators)" })

@@ -7,12 +7,20 @@ const GREETINGS = { en: 'Hello', es: 'Hola', fr: 'Bonjour', de: 'Hallo' } as con
 
 export const mcpRouter = router({
   greeting: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Greet someone in English, Spanish, French or German', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({
+      keyAccess: 'any',
+      description: 'Greet someone in English, Spanish, French or German',
+      mcp: { annotations: { readOnlyHint: true, idempotentHint: true } },
+    })
     .input(z.lazy(() => z.object({ name: z.string().min(1).max(200), language: z.enum(['en', 'es', 'fr', 'de']).default('en') })))
     .query(({ input }) => ({ greeting: `${GREETINGS[input.language]}, ${input.name}!`, language: input.language })),
 
   ping: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Liveness check: answers pong with the server time', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
+    .meta({
+      keyAccess: 'any',
+      description: 'Liveness check: answers pong with the server time',
+      mcp: { annotations: { readOnlyHint: true, idempotentHint: true } },
+    })
     .query(() => ({ pong: true, timestamp: new Date().toISOString() })),
 
   echo: publicProcedure
@@ -25,7 +33,12 @@ export const mcpRouter = router({
     .input(z.lazy(() => z.object({ format: z.enum(['iso', 'timestamp', 'locale']).default('iso') }).default({ format: 'iso' })))
     .query(({ input }) => {
       const now = new Date();
-      const time = input.format === 'timestamp' ? now.getTime() : input.format === 'locale' ? now.toLocaleString('en-US', { timeZoneName: 'short' }) : now.toISOString();
+      const time =
+        input.format === 'timestamp'
+          ? now.getTime()
+          : input.format === 'locale'
+            ? now.toLocaleString('en-US', { timeZoneName: 'short' })
+            : now.toISOString();
       return { time, format: input.format };
     }),
 

@@ -8,7 +8,11 @@ import { publicProcedure } from '../../pipeline/procedures.js';
 const code = z.string().min(1).max(200_000);
 
 export const apiDocumentationPrompt = publicProcedure
-  .meta({ keyAccess: 'any', description: 'Prompt for generating API documentation from code', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
+  .meta({
+    keyAccess: 'any',
+    description: 'Prompt for generating API documentation from code',
+    mcp: { annotations: { readOnlyHint: true }, prompt: true },
+  })
   .input(z.lazy(() => z.object({ code, format: z.enum(['markdown', 'openapi', 'json']).default('markdown') })))
   .query(({ input }) => ({
     prompt: [
@@ -25,7 +29,11 @@ export const apiDocumentationPrompt = publicProcedure
   }));
 
 export const codeReviewPrompt = publicProcedure
-  .meta({ keyAccess: 'any', description: 'Code review prompt covering security, performance and maintainability', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
+  .meta({
+    keyAccess: 'any',
+    description: 'Code review prompt covering security, performance and maintainability',
+    mcp: { annotations: { readOnlyHint: true }, prompt: true },
+  })
   .input(z.lazy(() => z.object({ code, language: z.string().min(1).max(100), focusArea: z.string().max(500).optional() })))
   .query(({ input }) => ({
     prompt: [
@@ -47,14 +55,20 @@ const LEVEL_HINT = {
 } as const;
 
 export const explainConceptPrompt = publicProcedure
-  .meta({ keyAccess: 'any', description: 'Explanation prompt for a concept at a chosen level', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
-  .input(z.lazy(() =>
-    z.object({
-      concept: z.string().min(1).max(1000),
-      level: z.enum(['beginner', 'intermediate', 'advanced']),
-      includeExamples: z.enum(['yes', 'no']).default('yes'),
-    }),
-  ))
+  .meta({
+    keyAccess: 'any',
+    description: 'Explanation prompt for a concept at a chosen level',
+    mcp: { annotations: { readOnlyHint: true }, prompt: true },
+  })
+  .input(
+    z.lazy(() =>
+      z.object({
+        concept: z.string().min(1).max(1000),
+        level: z.enum(['beginner', 'intermediate', 'advanced']),
+        includeExamples: z.enum(['yes', 'no']).default('yes'),
+      }),
+    ),
+  )
   .query(({ input }) => ({
     prompt: [
       `Explain the concept "${input.concept}" for a ${input.level} audience.`,
@@ -71,14 +85,20 @@ const SEVERITY_HINT = {
 } as const;
 
 export const incidentResponsePrompt = publicProcedure
-  .meta({ keyAccess: 'any', description: 'Incident response guidance for a described incident', mcp: { annotations: { readOnlyHint: true }, prompt: true } })
-  .input(z.lazy(() =>
-    z.object({
-      description: z.string().min(1).max(20_000),
-      severity: z.enum(['critical', 'high', 'medium', 'low']),
-      status: z.string().max(200).optional(),
-    }),
-  ))
+  .meta({
+    keyAccess: 'any',
+    description: 'Incident response guidance for a described incident',
+    mcp: { annotations: { readOnlyHint: true }, prompt: true },
+  })
+  .input(
+    z.lazy(() =>
+      z.object({
+        description: z.string().min(1).max(20_000),
+        severity: z.enum(['critical', 'high', 'medium', 'low']),
+        status: z.string().max(200).optional(),
+      }),
+    ),
+  )
   .query(({ input }) => ({
     prompt: [
       `Incident (severity ${input.severity}${input.status ? `, status: ${input.status}` : ''}):`,

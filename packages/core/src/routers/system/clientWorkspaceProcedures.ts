@@ -26,14 +26,16 @@ export const clientWorkspaceProcedures = {
       writes: true,
       mcp: { name: 'registerClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true } },
     })
-    .input(z.lazy(() =>
-      z.object({
-        id,
-        uri: z.string().max(MAX_URI_LENGTH).describe('file:// URI of the folder'),
-        name: z.string().max(200).optional(),
-        description: z.string().max(1000).optional(),
-      }),
-    ))
+    .input(
+      z.lazy(() =>
+        z.object({
+          id,
+          uri: z.string().max(MAX_URI_LENGTH).describe('file:// URI of the folder'),
+          name: z.string().max(200).optional(),
+          description: z.string().max(1000).optional(),
+        }),
+      ),
+    )
     .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.register(clientWorkspaceOwner(ctx), input)),
 
   unregisterClientWorkspace: publicProcedure

@@ -7,11 +7,19 @@ import { workspaceProcedures } from './workspaceProcedures.js';
 
 export const systemRouter = router({
   health: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Health of the server and its dependencies', mcp: { name: 'health', public: true, annotations: { readOnlyHint: true } } })
+    .meta({
+      keyAccess: 'any',
+      description: 'Health of the server and its dependencies',
+      mcp: { name: 'health', public: true, annotations: { readOnlyHint: true } },
+    })
     .query(async ({ ctx }) => healthFor(await checkHealth(ctx.runtime), ctx.identity?.isAdmin === true)),
 
   test: publicProcedure
-    .meta({ keyAccess: 'any', description: 'Echo a message (connectivity test)', mcp: { name: 'test', public: true, annotations: { readOnlyHint: true } } })
+    .meta({
+      keyAccess: 'any',
+      description: 'Echo a message (connectivity test)',
+      mcp: { name: 'test', public: true, annotations: { readOnlyHint: true } },
+    })
     .input(z.lazy(() => z.object({ message: z.string().max(10_000).default('test') }).default({ message: 'test' })))
     .query(({ input }) => ({ message: input.message })),
 

@@ -12,7 +12,11 @@ import { adminProcedure, publicProcedure } from '../../pipeline/procedures.js';
  */
 
 // A plain string checked at request time, so workspaces added at run time are usable at once.
-const workspaceId = z.string().max(64).default('default').describe('Server workspace id (getServerWorkspaces); "default" is the default workspace');
+const workspaceId = z
+  .string()
+  .max(64)
+  .default('default')
+  .describe('Server workspace id (getServerWorkspaces); "default" is the default workspace');
 const relPath = z.string().max(MAX_PATH_LENGTH).describe('Path relative to the workspace root (forward slashes, no "..")');
 const encoding = z
   .enum(['utf8', 'base64', 'binary'])
@@ -36,16 +40,18 @@ export const workspaceProcedures = {
       description: 'List files (and folders, ending with "/") of a server workspace folder; paths are relative to the workspace root',
       mcp: { name: 'listFiles', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .input(z.lazy(() =>
-      z
-        .object({
-          workspaceId,
-          path: relPath.default(''),
-          recursive: z.boolean().default(false).describe('Include subfolders recursively'),
-          includeDirectories: z.boolean().default(true).describe('Include folders (with a trailing "/")'),
-        })
-        .default({ workspaceId: 'default', path: '', recursive: false, includeDirectories: true }),
-    ))
+    .input(
+      z.lazy(() =>
+        z
+          .object({
+            workspaceId,
+            path: relPath.default(''),
+            recursive: z.boolean().default(false).describe('Include subfolders recursively'),
+            includeDirectories: z.boolean().default(true).describe('Include folders (with a trailing "/")'),
+          })
+          .default({ workspaceId: 'default', path: '', recursive: false, includeDirectories: true }),
+      ),
+    )
     .query(({ ctx, input }) =>
       ctx.runtime.workspaces.listFiles(input.workspaceId, input.path, {
         recursive: input.recursive,
@@ -70,7 +76,9 @@ export const workspaceProcedures = {
       writes: true,
       mcp: { name: 'writeFile', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
-    .input(z.lazy(() => z.object({ workspaceId, path: relPath, content: z.string().describe('File content in the given encoding'), encoding })))
+    .input(
+      z.lazy(() => z.object({ workspaceId, path: relPath, content: z.string().describe('File content in the given encoding'), encoding })),
+    )
     .output(z.lazy(() => z.object({ success: z.boolean(), path: z.string(), size: z.number() })))
     .mutation(({ ctx, input }) => ctx.runtime.workspaces.writeFile(input.workspaceId, input.path, input.content, input.encoding)),
 
@@ -88,7 +96,11 @@ export const workspaceProcedures = {
       description: 'Add a server workspace at run time (administrators only; persisted in storage)',
       mcp: { name: 'addServerWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false } },
     })
-    .input(z.lazy(() => z.object({ id: z.string().regex(WORKSPACE_ID, 'letters, digits, "_", "." and "-", at most 64'), config: WorkspaceConfigSchema })))
+    .input(
+      z.lazy(() =>
+        z.object({ id: z.string().regex(WORKSPACE_ID, 'letters, digits, "_", "." and "-", at most 64'), config: WorkspaceConfigSchema }),
+      ),
+    )
     .output(z.lazy(() => z.object(mutationResult)))
     .mutation(({ ctx, input }) => ctx.runtime.workspaces.add(input.id, input.config, ctx.identity.sub)),
 

@@ -11,7 +11,12 @@ export function providerRecord<T extends z.ZodType>(value: T) {
     for (const [k, v] of Object.entries(rec)) {
       const id = KeyProviderInput.safeParse(k);
       if (!id.success) {
-        ctx.issues.push({ code: 'custom', input: k, path: [k], message: `unknown provider "${k.slice(0, 50)}"; allowed: ${KEY_PROVIDER_IDS.join(', ')}` });
+        ctx.issues.push({
+          code: 'custom',
+          input: k,
+          path: [k],
+          message: `unknown provider "${k.slice(0, 50)}"; allowed: ${KEY_PROVIDER_IDS.join(', ')}`,
+        });
         continue;
       }
       out[id.data] = v as z.output<T>;

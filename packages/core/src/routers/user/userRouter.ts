@@ -43,15 +43,24 @@ async function applyProviders(ctx: UserCtx, providers: ProviderSettings) {
 }
 
 async function byokStatus(ctx: UserCtx, prefs: UserPreferences) {
-  const providers: Record<string, { enabled: boolean; hasApiKey: boolean; last4?: string | null; createdAt?: string; rotatedAt?: string; validatedAt?: string }> = {};
+  const providers: Record<
+    string,
+    { enabled: boolean; hasApiKey: boolean; last4?: string | null; createdAt?: string; rotatedAt?: string; validatedAt?: string }
+  > = {};
   // The spec's three, then the named providers that accept own keys (auth.storeProviderKey).
-  const named = ctx.runtime.ai.providers.ids().filter((id) => ctx.runtime.ai.providers.namedType(id) !== undefined && ctx.runtime.ai.providers.isByokProvider(id));
+  const named = ctx.runtime.ai.providers
+    .ids()
+    .filter((id) => ctx.runtime.ai.providers.namedType(id) !== undefined && ctx.runtime.ai.providers.isByokProvider(id));
   for (const provider of [...KEY_PROVIDER_IDS, ...named]) {
     const { exists, provider: _p, ...status } = await ctx.runtime.vault.get(ctx.identity.sub, provider);
     const enabled = prefs.byokProviders[provider]?.enabled ?? exists;
     if (exists || prefs.byokProviders[provider]) providers[provider] = { enabled, hasApiKey: exists, ...status };
   }
-  return { byokEnabled: prefs.byokEnabled, providers, hasConfiguredProviders: Object.values(providers).some((p) => p.enabled && p.hasApiKey) };
+  return {
+    byokEnabled: prefs.byokEnabled,
+    providers,
+    hasConfiguredProviders: Object.values(providers).some((p) => p.enabled && p.hasApiKey),
+  };
 }
 
 export const userRouter = router({
@@ -61,11 +70,18 @@ export const userRouter = router({
       description: 'Whether you can make an AI request now: tokens for server-paid calls within your budget, or an API key',
       mcp: { annotations: { readOnlyHint: true } },
     })
-    .input(z.lazy(() =>
-      z
-        .object({ estimatedTokens: estimatedTokensInput.default(1000), hasApiKey: z.boolean().default(false), provider: KeyProviderInput.optional(), model: previewModelInput })
-        .default({ estimatedTokens: 1000, hasApiKey: false }),
-    ))
+    .input(
+      z.lazy(() =>
+        z
+          .object({
+            estimatedTokens: estimatedTokensInput.default(1000),
+            hasApiKey: z.boolean().default(false),
+            provider: KeyProviderInput.optional(),
+            model: previewModelInput,
+          })
+          .default({ estimatedTokens: 1000, hasApiKey: false }),
+      ),
+    )
     .query(async ({ ctx, input }) => {
       const plan = await previewPlan(ctx.runtime, ctx.identity.sub, input);
       const reason =
@@ -97,7 +113,9 @@ export const userRouter = router({
       return {
         success: true,
         byokEnabled: prefs.byokEnabled,
-        providersConfigured: Object.entries(switches).filter(([, s]) => s.enabled).map(([p]) => p),
+        providersConfigured: Object.entries(switches)
+          .filter(([, s]) => s.enabled)
+          .map(([p]) => p),
         keysStored,
       };
     }),
@@ -119,7 +137,9 @@ export const userRouter = router({
         capabilities: {
           platformTokens: balances.subscription + balances.one_time > 0,
           byok: byok.byokEnabled && byok.hasConfiguredProviders,
-          byokProviders: Object.entries(byok.providers).filter(([, p]) => p.enabled && p.hasApiKey).map(([p]) => p),
+          byokProviders: Object.entries(byok.providers)
+            .filter(([, p]) => p.enabled && p.hasApiKey)
+            .map(([p]) => p),
         },
         balances,
         preferences: prefs,
@@ -141,7 +161,13 @@ export const userRouter = router({
       const platform = balances.subscription + balances.one_time > 0;
       return {
         userId,
-        userType: platform ? (hasSubscription ? 'subscription' : 'one_time') : byok.byokEnabled && byok.hasConfiguredProviders ? 'byok' : 'none',
+        userType: platform
+          ? hasSubscription
+            ? 'subscription'
+            : 'one_time'
+          : byok.byokEnabled && byok.hasConfiguredProviders
+            ? 'byok'
+            : 'none',
         hasSubscription,
         hasPurchases: account.purchases > 0,
         totalPurchases: account.purchases,
@@ -154,16 +180,18 @@ export const userRouter = router({
 
   updateUserPreferences: userProcedure
     .meta({ keyAccess: 'none', description: 'Update consumption order, BYOK switches and notification preferences' })
-    .input(z.lazy(() =>
-      z.object({
-        consumptionOrder: ConsumptionOrderInput.optional(),
-        byokEnabled: z.boolean().optional(),
-        byokProviders: ByokProvidersInput.optional(),
-        notifyTokenLowThreshold: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-        notifyFallbackToByok: z.boolean().optional(),
-        notifyOneTimeConsumed: z.boolean().optional(),
-      }),
-    ))
+    .input(
+      z.lazy(() =>
+        z.object({
+          consumptionOrder: ConsumptionOrderInput.optional(),
+          byokEnabled: z.boolean().optional(),
+          byokProviders: ByokProvidersInput.optional(),
+          notifyTokenLowThreshold: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+          notifyFallbackToByok: z.boolean().optional(),
+          notifyOneTimeConsumed: z.boolean().optional(),
+        }),
+      ),
+    )
     .mutation(async ({ ctx, input }) => {
       const { byokProviders, ...rest } = input;
       const update: Parameters<typeof ctx.runtime.billing.preferences.update>[1] = {};

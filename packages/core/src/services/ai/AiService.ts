@@ -89,15 +89,24 @@ export class AiService {
   readonly providers: ProviderRegistry;
   /** Named system prompts; register more from code with `systemPrompts.register(name, text)`. */
   readonly systemPrompts: SystemPromptStore;
-  private readonly stats = new Map<ProviderId, { calls: number; failures: number; totalMs: number; lastSuccessAt: string | null; lastFailure: { reason: string; at: string } | null }>();
+  private readonly stats = new Map<
+    ProviderId,
+    { calls: number; failures: number; totalMs: number; lastSuccessAt: string | null; lastFailure: { reason: string; at: string } | null }
+  >();
 
   constructor(private readonly opts: AiServiceOptions) {
     this.providers = new ProviderRegistry(opts.config, opts.metrics, opts.upstreamStats);
     this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
-    this.breaker = opts.storage ? new CircuitBreaker(opts.storage, { ...opts.config.ai.circuitBreaker, trialMs: opts.config.ai.timeoutMs }, opts.logger) : undefined;
+    this.breaker = opts.storage
+      ? new CircuitBreaker(opts.storage, { ...opts.config.ai.circuitBreaker, trialMs: opts.config.ai.timeoutMs }, opts.logger)
+      : undefined;
     const probeStorage = opts.shared ?? opts.storage;
-    this.routing = Object.keys(opts.config.ai.routes).length > 0 ? new Routing(opts.config, probeStorage, opts.logger, opts.metrics) : undefined;
-    this.cache = opts.config.ai.cache.enabled && probeStorage ? new ResponseCache(opts.config.ai.cache, probeStorage, opts.logger, opts.metrics) : undefined;
+    this.routing =
+      Object.keys(opts.config.ai.routes).length > 0 ? new Routing(opts.config, probeStorage, opts.logger, opts.metrics) : undefined;
+    this.cache =
+      opts.config.ai.cache.enabled && probeStorage
+        ? new ResponseCache(opts.config.ai.cache, probeStorage, opts.logger, opts.metrics)
+        : undefined;
     this.probe = probeStorage
       ? new RegistryProbe(opts.config.ai.healthProbe, {
           storage: probeStorage,
@@ -185,7 +194,10 @@ export class AiService {
    * The model a call would go to, after every model rule (count_tokens checks a request with it
    * without calling anything). Throws as generateText would.
    */
-  checkCallModel(input: Pick<GenerateTextInput, 'model' | 'provider' | 'options'>, identity: GenerateTextCall['identity']): { provider: ProviderId; model: string } {
+  checkCallModel(
+    input: Pick<GenerateTextInput, 'model' | 'provider' | 'options'>,
+    identity: GenerateTextCall['identity'],
+  ): { provider: ProviderId; model: string } {
     return resolveCallModel(this.deps(), input, identity);
   }
 
@@ -200,7 +212,11 @@ export class AiService {
   }
 
   listProviders(): { providers: ProviderSummary[]; defaultProvider: ProviderId; source: RegistrySource } {
-    return { providers: this.providers.ids().map((id) => this.providers.summary(id)), defaultProvider: this.opts.config.ai.defaultProvider, source: this.providers.models.source() };
+    return {
+      providers: this.providers.ids().map((id) => this.providers.summary(id)),
+      defaultProvider: this.opts.config.ai.defaultProvider,
+      source: this.providers.models.source(),
+    };
   }
 
   listProvidersBYOK(): { providers: Array<{ id: ProviderId; name: string }> } {
@@ -210,12 +226,21 @@ export class AiService {
 
   listAllowedModels(provider?: ProviderId): { models: Record<ProviderId, string[]> } | { provider: ProviderId; models: string[] } {
     if (provider) return { provider, models: this.providers.allowedModels(this.providers.assertKnown(provider)) };
-    const models = Object.fromEntries(this.providers.ids().map((id) => [id, this.providers.allowedModels(id)])) as Record<ProviderId, string[]>;
+    const models = Object.fromEntries(this.providers.ids().map((id) => [id, this.providers.allowedModels(id)])) as Record<
+      ProviderId,
+      string[]
+    >;
     return { models };
   }
 
   validateProvider(provider: ProviderId, apiKey: string, signal?: AbortSignal): Promise<KeyValidation> {
-    return validateProviderKey({ provider, apiKey, baseUrl: this.providers.baseUrl(provider), timeoutMs: this.opts.config.ai.validateTimeoutMs, ...(signal ? { signal } : {}) });
+    return validateProviderKey({
+      provider,
+      apiKey,
+      baseUrl: this.providers.baseUrl(provider),
+      timeoutMs: this.opts.config.ai.validateTimeoutMs,
+      ...(signal ? { signal } : {}),
+    });
   }
 
   /**
@@ -232,18 +257,31 @@ export class AiService {
       const ids = this.providers.ids();
       const [probes, breakers] = await Promise.all([
         // A storage failure leaves the shared view unknown; it does not fail the report.
-        probing ? this.probe!.results().catch(() => ({}) as Partial<Record<ProviderId, ProbeResult>>) : ({} as Partial<Record<ProviderId, ProbeResult>>),
+        probing
+          ? this.probe!.results().catch(() => ({}) as Partial<Record<ProviderId, ProbeResult>>)
+          : ({} as Partial<Record<ProviderId, ProbeResult>>),
         Promise.all(ids.map((id) => this.breaker?.state(id) ?? ('closed' as const))),
       ]);
       // Filled below for every id, the four built-ins included.
       const providers = {} as Record<BuiltinProviderId, ProviderHealth> & Record<ProviderId, ProviderHealth>;
       for (const [i, id] of ids.entries()) {
         const summary = this.providers.summary(id);
-        providers[id] = { ...summary, available: (summary.serverPaid || summary.byok) && summary.models > 0, ...this.callStats(id), probe: probes[id] ?? null, breaker: breakers[i]! };
+        providers[id] = {
+          ...summary,
+          available: (summary.serverPaid || summary.byok) && summary.models > 0,
+          ...this.callStats(id),
+          probe: probes[id] ?? null,
+          breaker: breakers[i]!,
+        };
       }
       const list = Object.values(providers);
       const available = list.filter((p) => p.available);
-      if (available.length === 0) return { status: 'unhealthy', checkedAt, error: { message: 'no provider is usable: none is server-paid or open to own keys with an allowed model' } };
+      if (available.length === 0)
+        return {
+          status: 'unhealthy',
+          checkedAt,
+          error: { message: 'no provider is usable: none is server-paid or open to own keys with an allowed model' },
+        };
       const failing = probing
         ? available.some((p) => (p.probe && !p.probe.ok) || p.breaker === 'open')
         : available.some((p) => p.lastFailure && (!p.lastSuccessAt || p.lastFailure.at > p.lastSuccessAt));
@@ -251,7 +289,11 @@ export class AiService {
         status: failing ? 'degraded' : 'healthy',
         checkedAt,
         source: this.providers.models.source(),
-        summary: { ...this.providers.models.summary(), serverPaidProviders: list.filter((p) => p.serverPaid).length, byokProviders: list.filter((p) => p.byok).length },
+        summary: {
+          ...this.providers.models.summary(),
+          serverPaidProviders: list.filter((p) => p.serverPaid).length,
+          byokProviders: list.filter((p) => p.byok).length,
+        },
         probing,
         providers,
       };
@@ -269,7 +311,13 @@ export class AiService {
   private callStats(provider: ProviderId): ProviderCallStats {
     const s = this.stats.get(provider);
     if (!s) return { calls: 0, failures: 0, avgLatencyMs: null, lastSuccessAt: null, lastFailure: null };
-    return { calls: s.calls, failures: s.failures, avgLatencyMs: s.calls ? Math.round(s.totalMs / s.calls) : null, lastSuccessAt: s.lastSuccessAt, lastFailure: s.lastFailure };
+    return {
+      calls: s.calls,
+      failures: s.failures,
+      avgLatencyMs: s.calls ? Math.round(s.totalMs / s.calls) : null,
+      lastSuccessAt: s.lastSuccessAt,
+      lastFailure: s.lastFailure,
+    };
   }
 
   private record(provider: ProviderId, ok: boolean, ms: number, reason?: string): void {

@@ -57,7 +57,11 @@ export class CircuitBreaker {
     const state = await this.state(provider);
     if (state !== 'half-open') return state === 'closed' ? 'pass' : 'skip';
     try {
-      return (await this.storage.compareAndSet(`aicb:${provider}:trying`, undefined, Date.now(), { ttlMs: this.opts.trialMs ?? this.opts.cooldownMs })) ? 'trial' : 'skip';
+      return (await this.storage.compareAndSet(`aicb:${provider}:trying`, undefined, Date.now(), {
+        ttlMs: this.opts.trialMs ?? this.opts.cooldownMs,
+      }))
+        ? 'trial'
+        : 'skip';
     } catch {
       return 'pass';
     }
@@ -76,7 +80,11 @@ export class CircuitBreaker {
     try {
       // Only touch storage when there is something to reset (the common case is a closed breaker).
       if ((await this.storage.get(`aicb:${provider}:trial`)) !== undefined) {
-        await Promise.all([this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
+        await Promise.all([
+          this.storage.delete(`aicb:${provider}:trial`),
+          this.storage.delete(`aicb:${provider}:fails`),
+          this.storage.delete(`aicb:${provider}:trying`),
+        ]);
         this.logger.info('ai: circuit closed', { provider });
       }
     } catch {
@@ -102,7 +110,12 @@ export class CircuitBreaker {
   /** Close now and forget counted failures (the registry probe saw the provider recover). */
   async reset(provider: ProviderId): Promise<void> {
     try {
-      const deleted = await Promise.all([this.storage.delete(`aicb:${provider}:open`), this.storage.delete(`aicb:${provider}:trial`), this.storage.delete(`aicb:${provider}:fails`), this.storage.delete(`aicb:${provider}:trying`)]);
+      const deleted = await Promise.all([
+        this.storage.delete(`aicb:${provider}:open`),
+        this.storage.delete(`aicb:${provider}:trial`),
+        this.storage.delete(`aicb:${provider}:fails`),
+        this.storage.delete(`aicb:${provider}:trying`),
+      ]);
       if (deleted[0] || deleted[1]) this.logger.info('ai: circuit closed', { provider, by: 'probe' });
     } catch {
       // best effort

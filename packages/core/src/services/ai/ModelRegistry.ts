@@ -44,7 +44,10 @@ export class ModelRegistry {
   private readonly names = new Map<ProviderId, { name: string; defaultModel: string }>();
 
   /** `named`: the named providers of `ai.providers` (their `models` are their registry). */
-  constructor(overrides: Partial<Record<ProviderId, Record<string, ModelInfoOverride>>> = {}, named: Record<ProviderId, NamedProviderConfig> = {}) {
+  constructor(
+    overrides: Partial<Record<ProviderId, Record<string, ModelInfoOverride>>> = {},
+    named: Record<ProviderId, NamedProviderConfig> = {},
+  ) {
     let count = 0;
     const data: Record<ProviderId, BundledProvider> = { ...(bundled.providers as Record<ProviderId, BundledProvider>) };
     for (const [id, p] of Object.entries(named)) {
@@ -55,7 +58,8 @@ export class ModelRegistry {
       if (!(PROVIDER_IDS as readonly string[]).includes(provider) && !Object.hasOwn(named, provider)) continue;
       this.names.set(provider, { name: entry.name, defaultModel: entry.defaultModel });
       const models = new Map<string, ModelInfo>();
-      for (const [id, info] of Object.entries(entry.models)) models.set(id, { provider, id, ...info, origin: Object.hasOwn(named, provider) ? 'config' : 'bundled' });
+      for (const [id, info] of Object.entries(entry.models))
+        models.set(id, { provider, id, ...info, origin: Object.hasOwn(named, provider) ? 'config' : 'bundled' });
       for (const [id, info] of Object.entries(overrides[provider] ?? {})) {
         const base = models.get(id);
         const defined = Object.fromEntries(Object.entries(info).filter(([, v]) => v !== undefined));

@@ -3,7 +3,13 @@ import type Micromatch from 'micromatch';
 import { lazyRequire } from '../../lib/lazyRequire.js';
 
 const micromatch = lazyRequire<typeof Micromatch>('micromatch');
-import { isBuiltinProvider, type NamedProviderConfig, type NamedProviderType, type ProviderConfig, type ProviderId } from '../../config/sections/ai.js';
+import {
+  isBuiltinProvider,
+  type NamedProviderConfig,
+  type NamedProviderType,
+  type ProviderConfig,
+  type ProviderId,
+} from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import { loadAiSdk } from './aiSdk.js';
@@ -82,7 +88,9 @@ export class ProviderRegistry {
   /** BAD_REQUEST for an id that is neither a built-in nor a configured named provider. */
   assertKnown(provider: string): ProviderId {
     if (!this.has(provider)) {
-      throw new CoreError('BAD_REQUEST', `unknown provider "${provider.slice(0, 50)}"; configured: ${this.all.join(', ')}`, { details: { reason: 'unknown_provider' } });
+      throw new CoreError('BAD_REQUEST', `unknown provider "${provider.slice(0, 50)}"; configured: ${this.all.join(', ')}`, {
+        details: { reason: 'unknown_provider' },
+      });
     }
     return provider;
   }
@@ -204,9 +212,16 @@ export class ProviderRegistry {
    * configured default model and any literal (non-glob) allowedModels entries.
    */
   allowedModels(provider: ProviderId, kind: 'language' | 'embedding' = 'language'): string[] {
-    const candidates = new Set(this.models.models(provider).filter((m) => (m.kind ?? 'language') === kind).map((m) => m.id));
+    const candidates = new Set(
+      this.models
+        .models(provider)
+        .filter((m) => (m.kind ?? 'language') === kind)
+        .map((m) => m.id),
+    );
     if (kind === 'language' && this.defaultModel(provider)) candidates.add(this.defaultModel(provider));
-    if (kind === 'language') for (const pattern of this.conf(provider).allowedModels ?? []) if (!micromatch().scan(pattern).isGlob && this.models.get(provider, pattern)?.kind !== 'embedding') candidates.add(pattern);
+    if (kind === 'language')
+      for (const pattern of this.conf(provider).allowedModels ?? [])
+        if (!micromatch().scan(pattern).isGlob && this.models.get(provider, pattern)?.kind !== 'embedding') candidates.add(pattern);
     return [...candidates].filter((m) => this.isModelAllowed(provider, m)).sort();
   }
 
@@ -228,26 +243,37 @@ export class ProviderRegistry {
    * keep-alive `upstreamFetch`. Creating one costs about 1 µs, so models are not cached (a cache
    * keyed by API key would also keep callers' keys in memory).
    */
-  async languageModel(provider: ProviderId, modelId: string, apiKey: string, opts: { strictJsonSchema?: boolean } = {}): Promise<LanguageModel> {
+  async languageModel(
+    provider: ProviderId,
+    modelId: string,
+    apiKey: string,
+    opts: { strictJsonSchema?: boolean } = {},
+  ): Promise<LanguageModel> {
     // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
     const model = canonicalModelId(provider, modelId, this.syntax(provider));
     const baseURL = this.baseUrl(provider);
     const fetch = this.fetchFor(provider, model, baseURL);
     const named = this.named[provider];
-    if (named) return createNamedLanguageModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
+    if (named)
+      return createNamedLanguageModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
     const sdk = await loadAiSdk();
     switch (provider) {
       case 'anthropic':
         return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);
       case 'openai': {
         const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch });
-        return this.ai.providers.openai && 'api' in this.ai.providers.openai && this.ai.providers.openai.api === 'chat' ? openai.chat(model) : openai(model);
+        return this.ai.providers.openai && 'api' in this.ai.providers.openai && this.ai.providers.openai.api === 'chat'
+          ? openai.chat(model)
+          : openai(model);
       }
       case 'google':
         return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);
       case 'openrouter':
         // OpenRouter takes the strictness of structured output per model, not per call.
-        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(model, opts.strictJsonSchema === undefined ? {} : { structuredOutputs: { strict: opts.strictJsonSchema } });
+        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(
+          model,
+          opts.strictJsonSchema === undefined ? {} : { structuredOutputs: { strict: opts.strictJsonSchema } },
+        );
     }
     throw new CoreError('BAD_REQUEST', `unknown provider "${provider.slice(0, 50)}"`, { details: { reason: 'unknown_provider' } });
   }
@@ -257,7 +283,11 @@ export class ProviderRegistry {
    * propagation and upstream metrics per HTTP attempt (observability/observedFetch).
    */
   private fetchFor(provider: ProviderId, model: string, baseURL: string) {
-    return pinnedFetch(baseURL, observedFetch(upstreamFetch, provider, model, this.metrics, this.upstreamStats), this.namedType(provider) === 'azure' ? ['api-version'] : []);
+    return pinnedFetch(
+      baseURL,
+      observedFetch(upstreamFetch, provider, model, this.metrics, this.upstreamStats),
+      this.namedType(provider) === 'azure' ? ['api-version'] : [],
+    );
   }
 
   /**
@@ -269,7 +299,8 @@ export class ProviderRegistry {
     const baseURL = this.baseUrl(provider);
     const fetch = this.fetchFor(provider, model, baseURL);
     const named = this.named[provider];
-    if (named) return createNamedEmbeddingModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
+    if (named)
+      return createNamedEmbeddingModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
     const sdk = await loadAiSdk();
     switch (provider) {
       case 'openai':

@@ -30,7 +30,10 @@ async function setup() {
   const breaker = new CircuitBreaker(storage, config.ai.circuitBreaker, logger);
   const degraded: Array<[ProviderId, string]> = [];
   const probe = () =>
-    new RegistryProbe({ enabled: true, intervalMs: INTERVAL, timeoutMs: 500 }, { storage, providers: new ProviderRegistry(config), logger, breaker, onDegraded: (p, r) => degraded.push([p, r]) });
+    new RegistryProbe(
+      { enabled: true, intervalMs: INTERVAL, timeoutMs: 500 },
+      { storage, providers: new ProviderRegistry(config), logger, breaker, onDegraded: (p, r) => degraded.push([p, r]) },
+    );
   return { storage, breaker, degraded, a: probe(), b: probe() };
 }
 
@@ -74,13 +77,24 @@ describe('RegistryProbe', () => {
     expect(await s.breaker.state('google')).toBe('closed');
     upstream!.failProvider('google', { kind: 'status', status: 401 });
     await nextSlot(s);
-    expect(s.degraded).toEqual([['google', 'unexpected_status'], ['google', 'invalid_key']]);
+    expect(s.degraded).toEqual([
+      ['google', 'unexpected_status'],
+      ['google', 'invalid_key'],
+    ]);
   });
 
   it('the breaker a failed probe opened stays open until the next round, however short the cooldown', async () => {
     const s = await setup();
     const breaker = new CircuitBreaker(s.storage, { failureThreshold: 5, cooldownMs: 100, windowMs: 1000 }, createLogger('silent'));
-    const probe = new RegistryProbe({ enabled: true, intervalMs: INTERVAL, timeoutMs: 500 }, { storage: s.storage, providers: new ProviderRegistry(resolveConfig({ serverProviders: ['google'], ai: upstream!.aiConfig({ apiKey: 'server-key' }) })), logger: createLogger('silent'), breaker });
+    const probe = new RegistryProbe(
+      { enabled: true, intervalMs: INTERVAL, timeoutMs: 500 },
+      {
+        storage: s.storage,
+        providers: new ProviderRegistry(resolveConfig({ serverProviders: ['google'], ai: upstream!.aiConfig({ apiKey: 'server-key' }) })),
+        logger: createLogger('silent'),
+        breaker,
+      },
+    );
     upstream!.failProvider('google', { kind: 'status', status: 503 });
     await probe.tick();
     expect(await breaker.state('google')).toBe('open');
@@ -103,7 +117,8 @@ describe('RegistryProbe', () => {
     const get = s.storage.get.bind(s.storage);
     s.storage.get = (async (key: string) => {
       const prev = await get(key);
-      if (key === 'aiprobe:result:google') await s.storage.set(key, { ok: true, latencyMs: 1, checkedAt: new Date(Date.now() + 1000).toISOString() });
+      if (key === 'aiprobe:result:google')
+        await s.storage.set(key, { ok: true, latencyMs: 1, checkedAt: new Date(Date.now() + 1000).toISOString() });
       return prev;
     }) as typeof s.storage.get;
     upstream!.failProvider('google', { kind: 'status', status: 503 });
@@ -115,7 +130,10 @@ describe('RegistryProbe', () => {
 
   it('disabled: start() does nothing', async () => {
     const s = await setup();
-    const off = new RegistryProbe({ enabled: false, intervalMs: 50, timeoutMs: 50 }, { storage: s.storage, providers: new ProviderRegistry(resolveConfig({})), logger: createLogger('silent') });
+    const off = new RegistryProbe(
+      { enabled: false, intervalMs: 50, timeoutMs: 50 },
+      { storage: s.storage, providers: new ProviderRegistry(resolveConfig({})), logger: createLogger('silent') },
+    );
     off.start(); // an enabled probe ticks at once, inside start()
     expect(off.ticks).toBe(0);
     await off.stop();
@@ -130,7 +148,12 @@ describe('RegistryProbe with named providers', () => {
       ai: {
         providers: {
           local: { type: 'openai-compatible', baseUrl: upstream.namedBaseUrl('local'), defaultModel: 'm' },
-          mist: { type: 'mistral', baseUrl: upstream.namedBaseUrl('mist', 'mistral'), apiKey: 'mist-key', defaultModel: 'mistral-small-latest' },
+          mist: {
+            type: 'mistral',
+            baseUrl: upstream.namedBaseUrl('mist', 'mistral'),
+            apiKey: 'mist-key',
+            defaultModel: 'mistral-small-latest',
+          },
           bed: { type: 'bedrock', region: 'us-east-1', defaultModel: 'anthropic.claude-3-haiku' },
         },
       },
@@ -139,7 +162,10 @@ describe('RegistryProbe with named providers', () => {
     const logger = createLogger('silent');
     const breaker = new CircuitBreaker(storage, config.ai.circuitBreaker, logger);
     const degraded: Array<[ProviderId, string]> = [];
-    const probe = new RegistryProbe({ enabled: true, intervalMs: INTERVAL, timeoutMs: 500 }, { storage, providers: new ProviderRegistry(config), logger, breaker, onDegraded: (p, r) => degraded.push([p, r]) });
+    const probe = new RegistryProbe(
+      { enabled: true, intervalMs: INTERVAL, timeoutMs: 500 },
+      { storage, providers: new ProviderRegistry(config), logger, breaker, onDegraded: (p, r) => degraded.push([p, r]) },
+    );
     expect(probe.targets()).toEqual(['local', 'mist']);
     upstream.failProvider('mist', { kind: 'status', status: 503 });
     await probe.tick();

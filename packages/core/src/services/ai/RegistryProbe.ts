@@ -57,7 +57,13 @@ export class RegistryProbe {
 
   constructor(
     private readonly opts: RegistryProbeOptions,
-    private readonly deps: { storage: Storage; providers: ProviderRegistry; logger: Logger; breaker?: CircuitBreaker; onDegraded?: (provider: ProviderId, reason: string) => void },
+    private readonly deps: {
+      storage: Storage;
+      providers: ProviderRegistry;
+      logger: Logger;
+      breaker?: CircuitBreaker;
+      onDegraded?: (provider: ProviderId, reason: string) => void;
+    },
   ) {}
 
   get enabled(): boolean {
@@ -113,12 +119,26 @@ export class RegistryProbe {
     const { storage, providers, logger, breaker } = this.deps;
     const check = providers.keyCheck(provider);
     if (!check) return;
-    const r = await validateProviderKey({ provider, ...check, baseUrl: providers.baseUrl(provider), timeoutMs: this.opts.timeoutMs, signal: this.stopping.signal });
+    const r = await validateProviderKey({
+      provider,
+      ...check,
+      baseUrl: providers.baseUrl(provider),
+      timeoutMs: this.opts.timeoutMs,
+      signal: this.stopping.signal,
+    });
     if (this.stopping.signal.aborted) return;
-    const result: ProbeResult = { ok: r.valid, ...(r.reason ? { reason: r.reason } : {}), ...(r.status !== undefined ? { status: r.status } : {}), latencyMs: r.latencyMs, checkedAt: new Date().toISOString() };
+    const result: ProbeResult = {
+      ok: r.valid,
+      ...(r.reason ? { reason: r.reason } : {}),
+      ...(r.status !== undefined ? { status: r.status } : {}),
+      latencyMs: r.latencyMs,
+      checkedAt: new Date().toISOString(),
+    };
     const prev = await storage.get<ProbeResult>(resultKey(provider));
     // Kept a few rounds: when nobody probes any more (every instance stopped), old results expire.
-    const written = await storage.compareAndSet(resultKey(provider), prev, result, { ttlMs: 3 * this.opts.intervalMs + this.opts.timeoutMs });
+    const written = await storage.compareAndSet(resultKey(provider), prev, result, {
+      ttlMs: 3 * this.opts.intervalMs + this.opts.timeoutMs,
+    });
     // Another round replaced the value meanwhile: the verdict is that round's, breaker included.
     // A probe that hung until its timeout can finish after a newer round saw the provider
     // recover; opening the breaker for it would keep a healthy provider skipped for the whole

@@ -39,7 +39,8 @@ export class SystemPromptStore {
 
   /** Add or replace a named prompt (custom code, e.g. loaded from a file or a database). */
   register(name: string, text: string, opts: SystemPromptOptions = {}): void {
-    if (!NAME.test(name)) throw new TypeError(`system prompt names use 1-100 letters, digits, "_", "." or "-": ${JSON.stringify(name.slice(0, 100))}`);
+    if (!NAME.test(name))
+      throw new TypeError(`system prompt names use 1-100 letters, digits, "_", "." or "-": ${JSON.stringify(name.slice(0, 100))}`);
     if (text.length === 0) throw new TypeError(`system prompt "${name}" is empty`);
     this.prompts.set(name, { text, allowWithCallerKeys: opts.allowWithCallerKeys === true });
   }
@@ -88,7 +89,11 @@ export class SystemPromptStore {
  */
 export function assertPromptMayUse(system: ResolvedSystemPrompt, mode: 'byok' | 'platform'): void {
   if (system.name === undefined || mode === 'platform' || system.allowWithCallerKeys) return;
-  throw new CoreError('FORBIDDEN', `the server prompt "@${system.name}" is only used on calls the server pays for; send your own system prompt with your own key`, {
-    details: { reason: 'server_prompt_needs_platform', name: system.name },
-  });
+  throw new CoreError(
+    'FORBIDDEN',
+    `the server prompt "@${system.name}" is only used on calls the server pays for; send your own system prompt with your own key`,
+    {
+      details: { reason: 'server_prompt_needs_platform', name: system.name },
+    },
+  );
 }

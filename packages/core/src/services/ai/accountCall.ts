@@ -28,8 +28,17 @@ export async function accountCall(
   usage: CallUsage,
 ): Promise<Charge> {
   const costUsd = price(served.provider, served.model, usage);
-  const charge = await hold.settle({ tokensUsed: usage.tokensUsed, provider: served.provider, model: served.model, metadata: served.metadata ?? {}, ...(costUsd !== undefined ? { costUsd } : {}) });
-  const [payer, tokens, cost] = 'tokenUsage' in charge ? (['platform', charge.tokenUsage.tokensUsed, costUsd] as const) : (['byok', charge.usageInfo.tokensUsed, charge.usageInfo.estimatedCostUsd] as const);
+  const charge = await hold.settle({
+    tokensUsed: usage.tokensUsed,
+    provider: served.provider,
+    model: served.model,
+    metadata: served.metadata ?? {},
+    ...(costUsd !== undefined ? { costUsd } : {}),
+  });
+  const [payer, tokens, cost] =
+    'tokenUsage' in charge
+      ? (['platform', charge.tokenUsage.tokensUsed, costUsd] as const)
+      : (['byok', charge.usageInfo.tokensUsed, charge.usageInfo.estimatedCostUsd] as const);
   const { metrics } = deps;
   // A route target's tokens per minute, counted across instances (what the upstream reported).
   if (served.route) void deps.routing?.used(served.route, usage.tokensUsed);
@@ -39,11 +48,15 @@ export async function accountCall(
   }
   // The procedure's span (active here, streams included) carries what the call was charged.
   // Without a registered SDK there is no span to annotate, and the tracing API stays unloaded.
-  if (tracingActive()) otel().trace.getActiveSpan()?.setAttributes({ 'ai_backend.payer': payer, 'ai_backend.tokens': tokens, 'gen_ai.request.model': served.model });
+  if (tracingActive())
+    otel()
+      .trace.getActiveSpan()
+      ?.setAttributes({ 'ai_backend.payer': payer, 'ai_backend.tokens': tokens, 'gen_ai.request.model': served.model });
   return charge;
 }
 
 /** The price of a text call's usage: reported tokens, else the call's bounds (never less than it may have cost). */
 export function textPricing(deps: Pick<CallDeps, 'providers'>, p: Pick<PreparedCall, 'inputEstimate' | 'maxTokens'>): Pricing {
-  return (provider, model, usage) => deps.providers.models.estimateCostUsd(provider, model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
+  return (provider, model, usage) =>
+    deps.providers.models.estimateCostUsd(provider, model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
 }

@@ -8,7 +8,12 @@ describe('loadAiSdk', () => {
     const { ai } = await loadAiSdk();
     const messages = z.array(ai.modelMessageSchema);
     expect(messages.safeParse([{ role: 'user', content: 'hello' }]).success).toBe(true);
-    expect(messages.safeParse([{ role: 'system', content: 'terse' }, { role: 'user', content: [{ type: 'text', text: 'hi' }], providerOptions: { openai: { a: [1, { b: null }] } } }]).success).toBe(true);
+    expect(
+      messages.safeParse([
+        { role: 'system', content: 'terse' },
+        { role: 'user', content: [{ type: 'text', text: 'hi' }], providerOptions: { openai: { a: [1, { b: null }] } } },
+      ]).success,
+    ).toBe(true);
     expect(messages.safeParse([{ role: 'user', content: 42 }]).success).toBe(false);
     expect(messages.safeParse([{ role: 'nobody', content: 'x' }]).success).toBe(false);
     // A providerOptions value that is not JSON (a function) is still refused.

@@ -17,11 +17,20 @@ describe('the attempt loop: a client that leaves during the backoff before a fal
       h = await createAiHarness({ ai: { retry: { backoffMs: BACKOFF_MS, maxBackoffMs: 2 * BACKOFF_MS } } });
       await h.credit(alice.sub, 100_000);
       const ac = new AbortController();
-      const input = { content: 'hi [[upstream:503]]', systemPrompt: 's', provider: 'openai' as const, fallbacks: ['anthropic'], options: { maxTokens: 50 } };
+      const input = {
+        content: 'hi [[upstream:503]]',
+        systemPrompt: 's',
+        provider: 'openai' as const,
+        fallbacks: ['anthropic'],
+        options: { maxTokens: 50 },
+      };
       const caller = h.caller(alice, ac.signal);
-      const run = kind === 'generateText' ? caller.ai.generateText(input) : (async () => {
-        for await (const _ of await caller.ai.streamText(input)) void _;
-      })();
+      const run =
+        kind === 'generateText'
+          ? caller.ai.generateText(input)
+          : (async () => {
+              for await (const _ of await caller.ai.streamText(input)) void _;
+            })();
       const outcome = rejection(run);
       // The first target failed: the loop is now waiting before the fallback.
       await waitFor(() => h.upstream.requests.length === 1);

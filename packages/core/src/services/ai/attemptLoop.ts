@@ -45,7 +45,10 @@ export function ownError(err: unknown): CoreError | undefined {
   return undefined;
 }
 
-/** The wait before the next target: `backoffMs` doubled per attempt, capped, with jitter (many clients that failed together do not retry together). */
+/**
+ * The wait before the next target: `backoffMs` doubled per attempt, capped, with jitter (many clients that failed together do not retry
+ * together).
+ */
 export function backoff(deps: Pick<CallDeps, 'config'>, attempt: number): number {
   const { backoffMs, maxBackoffMs } = deps.config.ai.retry;
   const wait = Math.min(maxBackoffMs, backoffMs * 2 ** attempt);
@@ -141,13 +144,33 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     } catch (err) {
       finished = true;
       const own = ownError(err);
-      const error = own ?? (await mapUpstreamError(err, { provider: t.provider, timedOut, timeoutMs, cancelled: call.signal.aborted, responsesApiSetting: deps.providers.responsesApiSetting(t.provider) }));
+      const error =
+        own ??
+        (await mapUpstreamError(err, {
+          provider: t.provider,
+          timedOut,
+          timeoutMs,
+          cancelled: call.signal.aborted,
+          responsesApiSetting: deps.providers.responsesApiSetting(t.provider),
+        }));
       const reason = String(error.details?.reason ?? error.appCode);
-      outcome = { ok: false, reason, retryAfterSeconds: typeof error.details?.retryAfterSeconds === 'number' ? error.details.retryAfterSeconds : undefined };
+      outcome = {
+        ok: false,
+        reason,
+        retryAfterSeconds: typeof error.details?.retryAfterSeconds === 'number' ? error.details.retryAfterSeconds : undefined,
+      };
       if (!own) {
         deps.record(t.provider, false, performance.now() - began, reason);
         const url = await failedUpstreamUrl(err);
-        logger.warn('ai: upstream call failed', { requestId: t.requestId, provider: t.provider, model: t.model, reason, status: error.details?.status, ...(url ? { url } : {}), message: error.message });
+        logger.warn('ai: upstream call failed', {
+          requestId: t.requestId,
+          provider: t.provider,
+          model: t.model,
+          reason,
+          status: error.details?.status,
+          ...(url ? { url } : {}),
+          message: error.message,
+        });
       }
       if (!isRetryable(error) || call.signal.aborted) throw error;
       // Counted on every call, not only on calls with fallbacks: only skipping needs them.
@@ -159,7 +182,8 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       if (hasNext) {
         metrics?.fallback(t.provider, t.model);
         // Another deployment of the same route is tried at once: the one that failed is cooling down.
-        if (!(t.route && targets[i + 1]!.route)) await sleep(backoff(deps, attempts.length), undefined, { signal: call.signal }).catch(() => undefined);
+        if (!(t.route && targets[i + 1]!.route))
+          await sleep(backoff(deps, attempts.length), undefined, { signal: call.signal }).catch(() => undefined);
         if (call.signal.aborted) throw error;
       }
     } finally {
@@ -172,7 +196,11 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     }
   }
   if (last) {
-    if (attempts.length > 1) throw new CoreError(last.appCode, last.message, { details: { ...last.details, attempts }, ...(last.headers ? { headers: last.headers } : {}) });
+    if (attempts.length > 1)
+      throw new CoreError(last.appCode, last.message, {
+        details: { ...last.details, attempts },
+        ...(last.headers ? { headers: last.headers } : {}),
+      });
     throw last;
   }
   const exhausted = routeExhausted(attempts);

@@ -33,22 +33,32 @@ function inlineBytes(value: string): number | undefined {
   if (/^https?:\/\//i.test(value)) return undefined;
   const payload = value.startsWith('data:') ? value.slice(value.indexOf(',') + 1) : value;
   const compact = payload.replace(/\s+/g, '');
-  if (!BASE64.test(compact)) throw new CoreError('INVALID_PARAMS', 'an image or file part must be an http(s) URL, a data: URL or base64', { details: { reason: 'invalid_attachment' } });
+  if (!BASE64.test(compact))
+    throw new CoreError('INVALID_PARAMS', 'an image or file part must be an http(s) URL, a data: URL or base64', {
+      details: { reason: 'invalid_attachment' },
+    });
   return Math.floor((compact.length * 3) / 4) - (compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0);
 }
 
-function attachment(value: string, kind: 'image' | 'file', ctx: { provider: ProviderId; model: string; registry: ModelRegistry; limits: ResolvedConfig['ai']; count: { n: number; bytes: number } }): string | URL {
+function attachment(
+  value: string,
+  kind: 'image' | 'file',
+  ctx: { provider: ProviderId; model: string; registry: ModelRegistry; limits: ResolvedConfig['ai']; count: { n: number; bytes: number } },
+): string | URL {
   const accepts = ctx.registry.get(ctx.provider, ctx.model)?.input ?? ['text'];
   if (!accepts.includes(kind)) {
     throw new CoreError('INVALID_PARAMS', `model ${ctx.model} of ${ctx.provider} does not accept ${kind} parts`, {
       details: { reason: 'unsupported_input', provider: ctx.provider, model: ctx.model, input: kind },
     });
   }
-  if (++ctx.count.n > ctx.limits.maxAttachments) throw new CoreError('PAYLOAD_TOO_LARGE', `at most ${ctx.limits.maxAttachments} image or file parts per request`);
-  if (/^http:\/\//i.test(value)) throw new CoreError('INVALID_PARAMS', 'attachment URLs must use https', { details: { reason: 'invalid_attachment' } });
+  if (++ctx.count.n > ctx.limits.maxAttachments)
+    throw new CoreError('PAYLOAD_TOO_LARGE', `at most ${ctx.limits.maxAttachments} image or file parts per request`);
+  if (/^http:\/\//i.test(value))
+    throw new CoreError('INVALID_PARAMS', 'attachment URLs must use https', { details: { reason: 'invalid_attachment' } });
   const bytes = inlineBytes(value);
   if (bytes !== undefined) {
-    if (bytes > ctx.limits.maxAttachmentBytes) throw new CoreError('PAYLOAD_TOO_LARGE', `an image or file part is larger than ${ctx.limits.maxAttachmentBytes} bytes`);
+    if (bytes > ctx.limits.maxAttachmentBytes)
+      throw new CoreError('PAYLOAD_TOO_LARGE', `an image or file part is larger than ${ctx.limits.maxAttachmentBytes} bytes`);
     ctx.count.bytes += bytes;
     return value;
   }
@@ -56,7 +66,8 @@ function attachment(value: string, kind: 'image' | 'file', ctx: { provider: Prov
 }
 
 function toolOutput(output: unknown, isError: boolean | undefined) {
-  if (typeof output === 'string') return isError ? { type: 'error-text' as const, value: output } : { type: 'text' as const, value: output };
+  if (typeof output === 'string')
+    return isError ? { type: 'error-text' as const, value: output } : { type: 'text' as const, value: output };
   const value = (output ?? null) as import('ai').JSONValue;
   return isError ? { type: 'error-json' as const, value } : { type: 'json' as const, value };
 }
@@ -81,7 +92,8 @@ export function buildPrompt(
   };
   if (input.systemPrompt !== undefined) resolve(input.systemPrompt);
   if (input.content !== undefined) {
-    if (input.content.length > ai.maxContentChars) throw new CoreError('PAYLOAD_TOO_LARGE', `content is longer than ${ai.maxContentChars} characters`);
+    if (input.content.length > ai.maxContentChars)
+      throw new CoreError('PAYLOAD_TOO_LARGE', `content is longer than ${ai.maxContentChars} characters`);
     const system = systems.join('\n\n');
     return { system, prompt: input.content, chars: system.length + input.content.length, attachments: 0, resolved };
   }
@@ -107,9 +119,19 @@ export function buildPrompt(
           messages.push({
             role: 'user',
             content: m.content.map((p) => {
-              if (p.type === 'text') return (chars += p.text.length), p;
-              if (p.type === 'image') return { type: 'image' as const, image: attachment(p.image, 'image', actx), ...(p.mediaType ? { mediaType: p.mediaType } : {}) };
-              return { type: 'file' as const, data: attachment(p.data, 'file', actx), mediaType: p.mediaType, ...(p.filename ? { filename: p.filename } : {}) };
+              if (p.type === 'text') return ((chars += p.text.length), p);
+              if (p.type === 'image')
+                return {
+                  type: 'image' as const,
+                  image: attachment(p.image, 'image', actx),
+                  ...(p.mediaType ? { mediaType: p.mediaType } : {}),
+                };
+              return {
+                type: 'file' as const,
+                data: attachment(p.data, 'file', actx),
+                mediaType: p.mediaType,
+                ...(p.filename ? { filename: p.filename } : {}),
+              };
             }),
           });
         }
@@ -122,7 +144,7 @@ export function buildPrompt(
           messages.push({
             role: 'assistant',
             content: m.content.map((p) => {
-              if (p.type === 'text') return (chars += p.text.length), p;
+              if (p.type === 'text') return ((chars += p.text.length), p);
               chars += JSON.stringify(p.input ?? null).length;
               calls.add(p.toolCallId);
               return { type: 'tool-call' as const, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input ?? {} };
@@ -135,10 +157,19 @@ export function buildPrompt(
           role: 'tool',
           content: m.content.map((p, j) => {
             if (!calls.has(p.toolCallId)) {
-              throw new CoreError('INVALID_PARAMS', `messages[${i}]: tool result "${p.toolCallId.slice(0, 200)}" answers no earlier assistant tool call`, { details: { reason: 'invalid_tools', field: `messages.${i}.content.${j}.toolCallId` } });
+              throw new CoreError(
+                'INVALID_PARAMS',
+                `messages[${i}]: tool result "${p.toolCallId.slice(0, 200)}" answers no earlier assistant tool call`,
+                { details: { reason: 'invalid_tools', field: `messages.${i}.content.${j}.toolCallId` } },
+              );
             }
             chars += typeof p.output === 'string' ? p.output.length : JSON.stringify(p.output ?? null).length;
-            return { type: 'tool-result' as const, toolCallId: p.toolCallId, toolName: p.toolName, output: toolOutput(p.output, p.isError) };
+            return {
+              type: 'tool-result' as const,
+              toolCallId: p.toolCallId,
+              toolName: p.toolName,
+              output: toolOutput(p.output, p.isError),
+            };
           }),
         });
         break;

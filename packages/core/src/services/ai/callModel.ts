@@ -61,14 +61,19 @@ export function resolveCallModel(deps: ModelDeps, input: ModelChoice, identity: 
   const { config, providers } = deps;
   const ref = input.model === undefined ? undefined : resolveModelName(deps, input.model);
   if (ref && (input.provider !== undefined || input.options?.model !== undefined)) {
-    throw new CoreError('INVALID_PARAMS', 'send either model (a provider/model reference) or provider and options.model', { details: { field: 'model' } });
+    throw new CoreError('INVALID_PARAMS', 'send either model (a provider/model reference) or provider and options.model', {
+      details: { field: 'model' },
+    });
   }
   if (ref?.kind === 'route') {
     const targets = routeTargets(providers, ref.name, ref.route, identity?.apiKey, 'throw');
     return { provider: targets[0]!.provider, model: targets[0]!.model, route: { name: ref.name, targets } };
   }
   const provider = providers.assertKnown(ref?.provider ?? input.provider ?? config.ai.defaultProvider);
-  const model = providers.assertModelAllowed(provider, (ref?.model || undefined) ?? input.options?.model ?? providers.defaultModel(provider));
+  const model = providers.assertModelAllowed(
+    provider,
+    (ref?.model || undefined) ?? input.options?.model ?? providers.defaultModel(provider),
+  );
   assertKeyAllowsModel(identity?.apiKey, provider, model);
   return { provider, model };
 }
@@ -100,7 +105,13 @@ export interface ReachFilter {
  * priced and money-checked as the call itself is. Fallback references are assumed valid
  * (prepareCall refuses a bad one first).
  */
-export function reachableModels(deps: ModelDeps, own: ModelTarget, fallbacks: string[] | undefined, f: ReachFilter = {}, also: ModelTarget[] = []): ModelTarget[] {
+export function reachableModels(
+  deps: ModelDeps,
+  own: ModelTarget,
+  fallbacks: string[] | undefined,
+  f: ReachFilter = {},
+  also: ModelTarget[] = [],
+): ModelTarget[] {
   const { providers } = deps;
   const out: ModelTarget[] = [own];
   const consider = (t: ModelTarget) => {

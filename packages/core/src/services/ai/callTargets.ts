@@ -26,7 +26,10 @@ export interface CallTarget {
 export interface Attempt {
   provider: ProviderId;
   model: string;
-  /** The upstream failure (rate_limited, upstream_5xx, timeout, ...), `circuit_open`, `no_stored_key`, or a route target's `cooling_down` / `rate_limited` (its rpm). */
+  /**
+   * The upstream failure (rate_limited, upstream_5xx, timeout, ...), `circuit_open`, `no_stored_key`, or a route target's `cooling_down` /
+   * `rate_limited` (its rpm).
+   */
   reason: string;
 }
 
@@ -65,10 +68,18 @@ export function callTargets(deps: CallDeps, p: PreparedCall, call: TextCall): Ta
 }
 
 /** A target with its key: a stored-key fallback reads the vault now; undefined when no key is stored. */
-export async function readyTarget<T extends CallTarget>(deps: Pick<CallDeps, 'storedKey' | 'logger'>, t: T, call: TextCall): Promise<T | undefined> {
+export async function readyTarget<T extends CallTarget>(
+  deps: Pick<CallDeps, 'storedKey' | 'logger'>,
+  t: T,
+  call: TextCall,
+): Promise<T | undefined> {
   if (!t.storedKey) return t;
   const apiKey = await deps.storedKey!(call.identity!.sub, t.provider).catch((err: unknown) => {
-    deps.logger.warn('ai: reading a stored key for a fallback failed', { requestId: t.requestId, provider: t.provider, error: err instanceof Error ? err.message : String(err) });
+    deps.logger.warn('ai: reading a stored key for a fallback failed', {
+      requestId: t.requestId,
+      provider: t.provider,
+      error: err instanceof Error ? err.message : String(err),
+    });
     return undefined;
   });
   if (!apiKey) return undefined;

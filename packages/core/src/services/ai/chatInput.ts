@@ -15,8 +15,18 @@ export const ChatMessage = z.lazy(() => {
   /** `image`: an https URL, a `data:` URL, or base64. */
   const ImagePart = z.object({ type: z.literal('image'), image: z.string().min(1), mediaType: z.string().max(100).optional() });
   /** `data`: an https URL, a `data:` URL, or base64; `mediaType` e.g. application/pdf. */
-  const FilePart = z.object({ type: z.literal('file'), data: z.string().min(1), mediaType: z.string().min(1).max(100), filename: z.string().max(255).optional() });
-  const ToolCallPart = z.object({ type: z.literal('tool-call'), toolCallId: z.string().min(1).max(200), toolName: z.string().min(1).max(128), input: z.unknown() });
+  const FilePart = z.object({
+    type: z.literal('file'),
+    data: z.string().min(1),
+    mediaType: z.string().min(1).max(100),
+    filename: z.string().max(255).optional(),
+  });
+  const ToolCallPart = z.object({
+    type: z.literal('tool-call'),
+    toolCallId: z.string().min(1).max(200),
+    toolName: z.string().min(1).max(128),
+    input: z.unknown(),
+  });
   const ToolResultPart = z.object({
     type: z.literal('tool-result'),
     toolCallId: z.string().min(1).max(200),
@@ -28,8 +38,20 @@ export const ChatMessage = z.lazy(() => {
   return z.discriminatedUnion('role', [
     /** `content` may be `@name` of a server prompt, like systemPrompt. */
     z.object({ role: z.literal('system'), content: z.string().max(1_000_000) }),
-    z.object({ role: z.literal('user'), content: z.union([z.string().max(10_000_000), z.array(z.discriminatedUnion('type', [TextPart, ImagePart, FilePart])).min(1).max(100)]) }),
-    z.object({ role: z.literal('assistant'), content: z.union([z.string().max(10_000_000), z.array(z.discriminatedUnion('type', [TextPart, ToolCallPart])).max(100)]) }),
+    z.object({
+      role: z.literal('user'),
+      content: z.union([
+        z.string().max(10_000_000),
+        z
+          .array(z.discriminatedUnion('type', [TextPart, ImagePart, FilePart]))
+          .min(1)
+          .max(100),
+      ]),
+    }),
+    z.object({
+      role: z.literal('assistant'),
+      content: z.union([z.string().max(10_000_000), z.array(z.discriminatedUnion('type', [TextPart, ToolCallPart])).max(100)]),
+    }),
     z.object({ role: z.literal('tool'), content: z.array(ToolResultPart).min(1).max(100) }),
   ]);
 });
@@ -45,7 +67,9 @@ export const ToolDefinition = z.lazy(() =>
 );
 export type ToolDefinition = z.infer<typeof ToolDefinition>;
 
-export const ToolChoice = z.lazy(() => z.union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('tool'), toolName: z.string().min(1).max(64) })]));
+export const ToolChoice = z.lazy(() =>
+  z.union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('tool'), toolName: z.string().min(1).max(64) })]),
+);
 export type ToolChoice = z.infer<typeof ToolChoice>;
 
 /** Structured output: the answer's `object` is validated against `schema`. */
@@ -74,7 +98,10 @@ export const textInputFields = () => ({
 });
 
 /** The refinement both procedures apply: exactly one of content / messages. */
-export function checkContentOrMessages(v: { content?: string | undefined; messages?: unknown[] | undefined; systemPrompt?: string | undefined }, ctx: z.RefinementCtx): void {
+export function checkContentOrMessages(
+  v: { content?: string | undefined; messages?: unknown[] | undefined; systemPrompt?: string | undefined },
+  ctx: z.RefinementCtx,
+): void {
   if ((v.content === undefined) === (v.messages === undefined)) {
     ctx.addIssue({ code: 'custom', message: 'send either content or messages', path: ['content'] });
   } else if (v.content !== undefined && v.systemPrompt === undefined) {

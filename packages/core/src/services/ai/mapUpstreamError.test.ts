@@ -3,8 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { mapUpstreamError } from './mapUpstreamError.js';
 
 const ctx = { provider: 'openai' as const, timedOut: false, timeoutMs: 1000, cancelled: false };
-const apiError = (statusCode: number | undefined, responseHeaders?: Record<string, string>, extra: Partial<ConstructorParameters<typeof APICallError>[0]> = {}) =>
-  new APICallError({ message: 'upstream said: sk-secret and the system prompt', url: 'http://x', requestBodyValues: { system: 'SECRET' }, statusCode, responseHeaders, responseBody: 'SECRET BODY', ...extra });
+const apiError = (
+  statusCode: number | undefined,
+  responseHeaders?: Record<string, string>,
+  extra: Partial<ConstructorParameters<typeof APICallError>[0]> = {},
+) =>
+  new APICallError({
+    message: 'upstream said: sk-secret and the system prompt',
+    url: 'http://x',
+    requestBodyValues: { system: 'SECRET' },
+    statusCode,
+    responseHeaders,
+    responseBody: 'SECRET BODY',
+    ...extra,
+  });
 
 describe('mapUpstreamError', () => {
   it('reads Retry-After as seconds, as an HTTP date, and retry-after-ms', async () => {
@@ -26,7 +38,11 @@ describe('mapUpstreamError', () => {
   });
 
   it('unwraps RetryError to the last attempt', async () => {
-    const err = new RetryError({ message: 'x', reason: 'maxRetriesExceeded', errors: [apiError(500), apiError(429, { 'retry-after': '3' })] });
+    const err = new RetryError({
+      message: 'x',
+      reason: 'maxRetriesExceeded',
+      errors: [apiError(500), apiError(429, { 'retry-after': '3' })],
+    });
     expect((await mapUpstreamError(err, ctx)).appCode).toBe('RATE_LIMITED');
   });
 

@@ -56,7 +56,17 @@ function retryAfterSeconds(headers: Record<string, string> | undefined): number 
 }
 
 /** Node/undici socket error codes: the connection itself failed, whatever the status line said. */
-const NETWORK_CODES = new Set(['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 
 function hasNetworkCause(err: unknown): boolean {
   const seen = new Set<unknown>();
@@ -74,8 +84,21 @@ function hasNetworkCause(err: unknown): boolean {
  * upstream's answer (which may quote the key or the prompt) and no cause is passed on.
  */
 export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext): Promise<CoreError> {
-  const { APICallError, EmptyResponseBodyError, InvalidResponseDataError, JSONParseError, NoContentGeneratedError, RetryError, TypeValidationError } = (await loadAiSdk()).ai;
-  const make = (code: ConstructorParameters<typeof CoreError>[0], reason: UpstreamFailureReason, message: string, extra: { status?: number; headers?: Record<string, string>; retryAfter?: number } = {}) => {
+  const {
+    APICallError,
+    EmptyResponseBodyError,
+    InvalidResponseDataError,
+    JSONParseError,
+    NoContentGeneratedError,
+    RetryError,
+    TypeValidationError,
+  } = (await loadAiSdk()).ai;
+  const make = (
+    code: ConstructorParameters<typeof CoreError>[0],
+    reason: UpstreamFailureReason,
+    message: string,
+    extra: { status?: number; headers?: Record<string, string>; retryAfter?: number } = {},
+  ) => {
     const details: Record<string, unknown> = { reason, provider: ctx.provider };
     if (extra.status !== undefined) details.status = extra.status;
     if (extra.retryAfter !== undefined) details.retryAfterSeconds = extra.retryAfter;
@@ -93,11 +116,16 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
     if (status === 401 || status === 403) return make('UPSTREAM_ERROR', 'invalid_key', `${ctx.provider} rejected the API key`, { status });
     if (status === 429) {
       const retryAfter = retryAfterSeconds(e.responseHeaders);
-      return make('RATE_LIMITED', 'rate_limited', `${ctx.provider} is rate limiting requests${retryAfter !== undefined ? `; retry after ${retryAfter} s` : ''}`, {
-        status,
-        retryAfter,
-        ...(retryAfter !== undefined ? { headers: { 'Retry-After': String(retryAfter) } } : {}),
-      });
+      return make(
+        'RATE_LIMITED',
+        'rate_limited',
+        `${ctx.provider} is rate limiting requests${retryAfter !== undefined ? `; retry after ${retryAfter} s` : ''}`,
+        {
+          status,
+          retryAfter,
+          ...(retryAfter !== undefined ? { headers: { 'Retry-After': String(retryAfter) } } : {}),
+        },
+      );
     }
     if (status >= 500) return make('UPSTREAM_ERROR', 'upstream_5xx', `${ctx.provider} failed (HTTP ${status})`, { status });
     if (status >= 400) {
@@ -112,13 +140,19 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
       // The default OpenAI wire is the Responses API; most OpenAI-compatible servers (llama.cpp,
       // vLLM, Ollama, LM Studio) serve only Chat Completions and answer 404 there.
       if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses')) {
-        return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} answered HTTP 404 for POST ${path}: the server does not serve the OpenAI Responses API (the default wire); for a Chat Completions server set ${ctx.responsesApiSetting}: 'chat'`, { status });
+        return make(
+          'UPSTREAM_ERROR',
+          'upstream_rejected',
+          `${ctx.provider} answered HTTP 404 for POST ${path}: the server does not serve the OpenAI Responses API (the default wire); for a Chat Completions server set ${ctx.responsesApiSetting}: 'chat'`,
+          { status },
+        );
       }
       return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status})`, { status });
     }
     // A 2xx the SDK could not use: either the socket died mid-body (a network error code in
     // the cause chain; newer SDKs also mark it retryable) or the body did not parse or validate.
-    if (e.isRetryable || hasNetworkCause(e)) return make('UPSTREAM_ERROR', 'connection_lost', `the connection to ${ctx.provider} was lost mid-reply`, { status });
+    if (e.isRetryable || hasNetworkCause(e))
+      return make('UPSTREAM_ERROR', 'connection_lost', `the connection to ${ctx.provider} was lost mid-reply`, { status });
     return make('UPSTREAM_ERROR', 'malformed_response', `${ctx.provider} sent a reply that could not be read`, { status });
   }
   const unreadable = [InvalidResponseDataError, TypeValidationError, JSONParseError, NoContentGeneratedError, EmptyResponseBodyError];

@@ -32,12 +32,20 @@ export const MAX_MODEL_ID_LENGTH = 200;
  * `models/` prefix is removed (the SDK adds it back), so `models/gemini-2.5-pro` and
  * `gemini-2.5-pro` are the same model for allow and block lists.
  */
-export function canonicalModelId(provider: ProviderId, model: string, syntax: ModelIdSyntax = provider === 'openrouter' ? 'vendor' : 'token'): string {
+export function canonicalModelId(
+  provider: ProviderId,
+  model: string,
+  syntax: ModelIdSyntax = provider === 'openrouter' ? 'vendor' : 'token',
+): string {
   const id = provider === 'google' && model.startsWith('models/') ? model.slice('models/'.length) : model;
   if (id.length === 0 || id.length > MAX_MODEL_ID_LENGTH || !SYNTAX[syntax].test(id)) {
-    throw new CoreError('INVALID_PARAMS', `invalid model id for ${provider}: use letters, digits, ".", "_", "-" and ":"${syntax === 'vendor' ? ' (and one "vendor/" prefix)' : syntax === 'body' ? ' (and up to three "/" parts)' : ''}`, {
-      details: { reason: 'invalid_model_id', provider },
-    });
+    throw new CoreError(
+      'INVALID_PARAMS',
+      `invalid model id for ${provider}: use letters, digits, ".", "_", "-" and ":"${syntax === 'vendor' ? ' (and one "vendor/" prefix)' : syntax === 'body' ? ' (and up to three "/" parts)' : ''}`,
+      {
+        details: { reason: 'invalid_model_id', provider },
+      },
+    );
   }
   return id;
 }
@@ -62,9 +70,17 @@ export function pinnedFetch(baseUrl: string, inner: FetchFunction, extraQueryKey
     }
     // Raw text checks too: `new URL` has already resolved `..` and `%2e%2e` segments by now, so
     // compare the normalised path, and refuse encoded separators the upstream might decode.
-    const inside = target.origin === base.origin && target.pathname.startsWith(base.pathname) && (target.search === '' ? !baseHasQuery : sameQuery(base, target, extraQueryKeys)) && !/%2f|%5c|%2e/i.test(target.pathname);
+    const inside =
+      target.origin === base.origin &&
+      target.pathname.startsWith(base.pathname) &&
+      (target.search === '' ? !baseHasQuery : sameQuery(base, target, extraQueryKeys)) &&
+      !/%2f|%5c|%2e/i.test(target.pathname);
     if (!inside) {
-      return Promise.reject(new CoreError('INVALID_PARAMS', 'the request would leave the configured provider endpoint', { details: { reason: 'invalid_model_id' } }));
+      return Promise.reject(
+        new CoreError('INVALID_PARAMS', 'the request would leave the configured provider endpoint', {
+          details: { reason: 'invalid_model_id' },
+        }),
+      );
     }
     return inner(input, init);
   };

@@ -34,7 +34,12 @@ export function NAMED_DEFAULT_BASE_URLS(p: NamedProviderConfig): string {
       // otherwise the project's regional (or global / multi-region) endpoint.
       if (p.apiKey && !p.project) return 'https://aiplatform.googleapis.com/v1/publishers/google';
       const region = p.location ?? 'us-central1';
-      const host = region === 'global' ? 'aiplatform.googleapis.com' : region === 'eu' || region === 'us' ? `aiplatform.${region}.rep.googleapis.com` : `${region}-aiplatform.googleapis.com`;
+      const host =
+        region === 'global'
+          ? 'aiplatform.googleapis.com'
+          : region === 'eu' || region === 'us'
+            ? `aiplatform.${region}.rep.googleapis.com`
+            : `${region}-aiplatform.googleapis.com`;
       return `https://${host}/v1beta1/projects/${p.project}/locations/${region}/publishers/google`;
     }
   }
@@ -70,7 +75,15 @@ export async function createNamedLanguageModel(p: NamedProviderConfig, id: strin
   switch (p.type) {
     case 'openai-compatible': {
       const { createOpenAICompatible } = await providerPackage('openai-compatible', id, () => import('@ai-sdk/openai-compatible'));
-      return createOpenAICompatible({ name: id, baseURL: a.baseURL, ...(a.apiKey ? { apiKey: a.apiKey } : {}), headers, fetch: a.fetch, includeUsage: true, supportsStructuredOutputs: true }).chatModel(a.model);
+      return createOpenAICompatible({
+        name: id,
+        baseURL: a.baseURL,
+        ...(a.apiKey ? { apiKey: a.apiKey } : {}),
+        headers,
+        fetch: a.fetch,
+        includeUsage: true,
+        supportsStructuredOutputs: true,
+      }).chatModel(a.model);
     }
     case 'mistral': {
       const { createMistral } = await providerPackage('mistral', id, () => import('@ai-sdk/mistral'));
@@ -90,7 +103,13 @@ export async function createNamedLanguageModel(p: NamedProviderConfig, id: strin
     }
     case 'azure': {
       const { createAzure } = await providerPackage('azure', id, () => import('@ai-sdk/azure'));
-      const azure = createAzure({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers, fetch: a.fetch, ...(p.apiVersion ? { apiVersion: p.apiVersion } : {}) });
+      const azure = createAzure({
+        apiKey: noEnvKey(a.apiKey),
+        baseURL: a.baseURL,
+        headers,
+        fetch: a.fetch,
+        ...(p.apiVersion ? { apiVersion: p.apiVersion } : {}),
+      });
       return p.api === 'chat' ? azure.chat(a.model) : azure(a.model);
     }
     case 'bedrock': {
@@ -108,7 +127,13 @@ export async function createNamedEmbeddingModel(p: NamedProviderConfig, id: stri
   switch (p.type) {
     case 'openai-compatible': {
       const { createOpenAICompatible } = await providerPackage('openai-compatible', id, () => import('@ai-sdk/openai-compatible'));
-      return createOpenAICompatible({ name: id, baseURL: a.baseURL, ...(a.apiKey ? { apiKey: a.apiKey } : {}), headers: p.headers, fetch: a.fetch }).embeddingModel(a.model);
+      return createOpenAICompatible({
+        name: id,
+        baseURL: a.baseURL,
+        ...(a.apiKey ? { apiKey: a.apiKey } : {}),
+        headers: p.headers,
+        fetch: a.fetch,
+      }).embeddingModel(a.model);
     }
     case 'mistral': {
       const { createMistral } = await providerPackage('mistral', id, () => import('@ai-sdk/mistral'));
@@ -116,7 +141,13 @@ export async function createNamedEmbeddingModel(p: NamedProviderConfig, id: stri
     }
     case 'azure': {
       const { createAzure } = await providerPackage('azure', id, () => import('@ai-sdk/azure'));
-      return createAzure({ apiKey: noEnvKey(a.apiKey), baseURL: a.baseURL, headers: p.headers, fetch: a.fetch, ...(p.apiVersion ? { apiVersion: p.apiVersion } : {}) }).embedding(a.model);
+      return createAzure({
+        apiKey: noEnvKey(a.apiKey),
+        baseURL: a.baseURL,
+        headers: p.headers,
+        fetch: a.fetch,
+        ...(p.apiVersion ? { apiVersion: p.apiVersion } : {}),
+      }).embedding(a.model);
     }
     case 'bedrock': {
       const { createAmazonBedrock } = await providerPackage('bedrock', id, () => import('@ai-sdk/amazon-bedrock'));
@@ -127,7 +158,9 @@ export async function createNamedEmbeddingModel(p: NamedProviderConfig, id: stri
       return createVertex(vertexSettings(p, a)).textEmbeddingModel(a.model);
     }
     default:
-      throw new CoreError('INVALID_PARAMS', `${id} (${p.type}) has no embedding models`, { details: { reason: 'no_embeddings', provider: id } });
+      throw new CoreError('INVALID_PARAMS', `${id} (${p.type}) has no embedding models`, {
+        details: { reason: 'no_embeddings', provider: id },
+      });
   }
 }
 
@@ -141,7 +174,10 @@ type VertexP = Extract<NamedProviderConfig, { type: 'vertex' }>;
  * and refreshes its credentials itself.
  */
 async function bedrockSettings(p: BedrockP, a: ModelArgs) {
-  const explicit = p.accessKeyId && p.secretAccessKey ? { accessKeyId: p.accessKeyId, secretAccessKey: p.secretAccessKey, ...(p.sessionToken ? { sessionToken: p.sessionToken } : {}) } : undefined;
+  const explicit =
+    p.accessKeyId && p.secretAccessKey
+      ? { accessKeyId: p.accessKeyId, secretAccessKey: p.secretAccessKey, ...(p.sessionToken ? { sessionToken: p.sessionToken } : {}) }
+      : undefined;
   return {
     baseURL: a.baseURL,
     fetch: a.fetch,
@@ -153,11 +189,19 @@ async function bedrockSettings(p: BedrockP, a: ModelArgs) {
 
 let chain: Promise<() => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken?: string }>> | undefined;
 function awsChain() {
-  chain ??= importOptional(OPTIONAL_PACKAGES.awsCredentials, 'a bedrock provider without apiKey or accessKeyId/secretAccessKey (the AWS credential chain)', () => import('@aws-sdk/credential-providers')).then(({ fromNodeProviderChain }) => {
+  chain ??= importOptional(
+    OPTIONAL_PACKAGES.awsCredentials,
+    'a bedrock provider without apiKey or accessKeyId/secretAccessKey (the AWS credential chain)',
+    () => import('@aws-sdk/credential-providers'),
+  ).then(({ fromNodeProviderChain }) => {
     const provider = fromNodeProviderChain();
     return async () => {
       const c = await provider();
-      return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken ? { sessionToken: c.sessionToken } : {}) };
+      return {
+        accessKeyId: c.accessKeyId,
+        secretAccessKey: c.secretAccessKey,
+        ...(c.sessionToken ? { sessionToken: c.sessionToken } : {}),
+      };
     };
   });
   return chain;

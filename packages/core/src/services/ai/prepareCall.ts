@@ -17,7 +17,16 @@ import type { Routing } from './routing/Routing.js';
 import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
-import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, reachableModels, resolveCallModel, utf8, worstCostUsd, type ModelTarget } from './callModel.js';
+import {
+  MESSAGE_OVERHEAD_TOKENS,
+  PER_MESSAGE_OVERHEAD_TOKENS,
+  TOOL_USE_OVERHEAD_TOKENS,
+  reachableModels,
+  resolveCallModel,
+  utf8,
+  worstCostUsd,
+  type ModelTarget,
+} from './callModel.js';
 
 /** ai.generateText / ai.streamText input (provider already un-aliased). */
 export interface TextCallInput {
@@ -73,9 +82,6 @@ export interface CallDeps {
   cache?: ResponseCache;
 }
 
-
-
-
 /** UTF-8 bytes of every text a built prompt sends (tool calls and results as their JSON). */
 function promptBytes(prompt: BuiltPrompt): number {
   let bytes = utf8(prompt.system) + (prompt.prompt !== undefined ? utf8(prompt.prompt) : 0);
@@ -115,7 +121,6 @@ export interface PreparedCall {
   route?: ModelTarget['route'];
 }
 
-
 /**
  * Everything before the upstream call, shared by generateText and streamText: limits, model
  * rules, system prompts, chat messages, who pays, and the reservation of platform tokens.
@@ -127,12 +132,17 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const choice = resolveCallModel(deps, input, call.identity);
   // A route: the order its strategy gives this call (cooling and full targets left out), its
   // first standing for the call; with fallbacks, a route with nothing available gives way to them.
-  const planned = choice.route && deps.routing ? await deps.routing.plan(choice.route.name, choice.route.targets, (input.fallbacks ?? ai.fallbacks).length > 0 ? 'none' : 'throw') : [];
+  const planned =
+    choice.route && deps.routing
+      ? await deps.routing.plan(choice.route.name, choice.route.targets, (input.fallbacks ?? ai.fallbacks).length > 0 ? 'none' : 'throw')
+      : [];
   const own = planned[0] ?? (choice.route ? firstFallback(deps, input, call) : { provider: choice.provider, model: choice.model });
   const { provider, model } = own;
-  if (maxTokens > ai.maxTokensLimit) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
+  if (maxTokens > ai.maxTokensLimit)
+    throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
   const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
-  if (modelMax !== undefined && maxTokens > modelMax) throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
+  if (modelMax !== undefined && maxTokens > modelMax)
+    throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
   const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
   // A bad fallback reference is refused here, before the payer decision and the hold: the
   // targets are built after the reservation, and failing there would leave it held.
@@ -167,7 +177,20 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
     },
   });
   const apiKey = hold.apiKey ?? providers.serverKey(provider)!;
-  return { requestId, provider, model, route: own.route, mode: hold.mode, apiKey, maxTokens, inputEstimate, estimatedTokens, prompt, hold, reachable };
+  return {
+    requestId,
+    provider,
+    model,
+    route: own.route,
+    mode: hold.mode,
+    apiKey,
+    maxTokens,
+    inputEstimate,
+    estimatedTokens,
+    prompt,
+    hold,
+    reachable,
+  };
 }
 
 /**
@@ -177,16 +200,28 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
 function firstFallback(deps: CallDeps, input: TextCallInput, call: TextCall): ModelTarget {
   const reach = reachableModels(deps, { provider: '', model: '' }, input.fallbacks, { identity: call.identity });
   const next = reach[1];
-  if (!next) throw new CoreError('UNAVAILABLE', 'every target of this route is cooling down or at its limit, and no fallback is allowed for this call', { details: { reason: 'route_unavailable' } });
+  if (!next)
+    throw new CoreError(
+      'UNAVAILABLE',
+      'every target of this route is cooling down or at its limit, and no fallback is allowed for this call',
+      { details: { reason: 'route_unavailable' } },
+    );
   return next;
 }
-
 
 /** The AI SDK arguments both calls share: model, prompt, tools, structured output, limits. */
 export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCallInput, abortSignal: AbortSignal) {
   const { ai: sdk } = await loadAiSdk();
   const tools = input.tools?.length
-    ? (Object.fromEntries(input.tools.map((t) => [t.name, sdk.tool({ ...(t.description ? { description: t.description } : {}), inputSchema: sdk.jsonSchema(objectRoot(t.parameters) as never) })])) as ToolSet)
+    ? (Object.fromEntries(
+        input.tools.map((t) => [
+          t.name,
+          sdk.tool({
+            ...(t.description ? { description: t.description } : {}),
+            inputSchema: sdk.jsonSchema(objectRoot(t.parameters) as never),
+          }),
+        ]),
+      ) as ToolSet)
     : undefined;
   const strictJsonSchema = input.output ? isStrictSchema(objectRoot(input.output.schema)) : undefined;
   return {
@@ -197,7 +232,13 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
     ...(tools ? { tools } : {}),
     ...(input.toolChoice ? { toolChoice: input.toolChoice } : {}),
     ...(input.output
-      ? { output: sdk.Output.object({ schema: sdk.jsonSchema(objectRoot(input.output.schema) as never), ...(input.output.name ? { name: input.output.name } : {}), ...(input.output.description ? { description: input.output.description } : {}) }) }
+      ? {
+          output: sdk.Output.object({
+            schema: sdk.jsonSchema(objectRoot(input.output.schema) as never),
+            ...(input.output.name ? { name: input.output.name } : {}),
+            ...(input.output.description ? { description: input.output.description } : {}),
+          }),
+        }
       : {}),
     maxOutputTokens: p.maxTokens,
     ...(input.options?.temperature !== undefined ? { temperature: input.options.temperature } : {}),
@@ -208,9 +249,13 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
     experimental_download: async (requests: Array<{ url: URL; isUrlSupportedByModel: boolean }>) =>
       requests.map((r) => {
         if (r.isUrlSupportedByModel) return null;
-        throw new CoreError('INVALID_PARAMS', `${p.provider} cannot fetch attachment URLs for ${p.model}; send the part inline (base64 or data: URL)`, {
-          details: { reason: 'unsupported_input', provider: p.provider },
-        });
+        throw new CoreError(
+          'INVALID_PARAMS',
+          `${p.provider} cannot fetch attachment URLs for ${p.model}; send the part inline (base64 or data: URL)`,
+          {
+            details: { reason: 'unsupported_input', provider: p.provider },
+          },
+        );
       }),
   };
 }

@@ -16,6 +16,9 @@ export interface ModelRef {
  */
 export function resolveModelRef(config: ResolvedConfig, ref: string): ModelRef {
   const r = resolveModelName(namesOf(config), ref);
-  if (r.kind === 'route') throw new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" is a route; name one provider's model here`, { details: { reason: 'route_not_allowed', field: 'model' } });
+  if (r.kind === 'route')
+    throw new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" is a route; name one provider's model here`, {
+      details: { reason: 'route_not_allowed', field: 'model' },
+    });
   return { provider: r.provider, model: r.model };
 }

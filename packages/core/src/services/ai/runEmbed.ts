@@ -29,7 +29,6 @@ export interface EmbedOutput {
   usageInfo?: { tokensUsed: number; estimatedCostUsd: number };
 }
 
-
 /**
  * One embedding call: the same payer rules, reservation and settlement as ai.generateText,
  * metered by input tokens (priced with the registry's inputUsdPerMTok). No fallbacks: another
@@ -41,16 +40,24 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   const ref = resolveModelRef(config, input.model);
   const provider = providers.assertKnown(ref.provider);
   const candidate = ref.model || providers.allowedModels(provider, 'embedding')[0];
-  if (!candidate) throw new CoreError('INVALID_PARAMS', `${provider} has no embedding model configured; name one as ${provider}/<model>`, { details: { reason: 'no_embeddings', provider, field: 'model' } });
+  if (!candidate)
+    throw new CoreError('INVALID_PARAMS', `${provider} has no embedding model configured; name one as ${provider}/<model>`, {
+      details: { reason: 'no_embeddings', provider, field: 'model' },
+    });
   const model = providers.assertModelAllowed(provider, candidate);
   const info = providers.models.get(provider, model);
   if (info && (info.kind ?? 'language') !== 'embedding') {
-    throw new CoreError('INVALID_PARAMS', `${provider}/${model} is not an embedding model`, { details: { reason: 'not_an_embedding_model', provider, field: 'model' } });
+    throw new CoreError('INVALID_PARAMS', `${provider}/${model} is not an embedding model`, {
+      details: { reason: 'not_an_embedding_model', provider, field: 'model' },
+    });
   }
   assertKeyAllowsModel(call.identity?.apiKey, provider, model);
   const values = typeof input.input === 'string' ? [input.input] : input.input;
   const chars = values.reduce((n, v) => n + v.length, 0);
-  if (chars > ai.maxContentChars) throw new CoreError('PAYLOAD_TOO_LARGE', `input may have at most ${ai.maxContentChars} characters in all`, { details: { field: 'input' } });
+  if (chars > ai.maxContentChars)
+    throw new CoreError('PAYLOAD_TOO_LARGE', `input may have at most ${ai.maxContentChars} characters in all`, {
+      details: { field: 'input' },
+    });
 
   // An upper bound: no tokenizer encodes fewer than one byte per token.
   const estimate = values.reduce((n, v) => n + Buffer.byteLength(v, 'utf8'), 0) + values.length;
@@ -75,11 +82,28 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
     const served = await settleLoop(
       // biome-ignore lint/correctness/useYield: attemptLoop takes a generator; a non-streamed attempt yields nothing, it returns its result
       attemptLoop(deps, [target], call, async function* (t, ctx) {
-        const [{ ai: sdk }, embeddingModel] = await Promise.all([loadAiSdk(), providers.embeddingModel(provider, model, t.apiKey), loadUpstreamFetch()]);
+        const [{ ai: sdk }, embeddingModel] = await Promise.all([
+          loadAiSdk(),
+          providers.embeddingModel(provider, model, t.apiKey),
+          loadUpstreamFetch(),
+        ]);
         ctx.start();
         if (ctx.signal.aborted) throw new Error('aborted before the upstream call');
-        const dims = input.dimensions === undefined ? undefined : { openai: { dimensions: input.dimensions }, google: { outputDimensionality: input.dimensions }, [provider]: { dimensions: input.dimensions } };
-        return await sdk.embedMany({ model: embeddingModel, values, maxRetries: ai.maxRetries, abortSignal: ctx.signal, ...(dims ? { providerOptions: dims } : {}) });
+        const dims =
+          input.dimensions === undefined
+            ? undefined
+            : {
+                openai: { dimensions: input.dimensions },
+                google: { outputDimensionality: input.dimensions },
+                [provider]: { dimensions: input.dimensions },
+              };
+        return await sdk.embedMany({
+          model: embeddingModel,
+          values,
+          maxRetries: ai.maxRetries,
+          abortSignal: ctx.signal,
+          ...(dims ? { providerOptions: dims } : {}),
+        });
       }),
     );
     result = served.value;
@@ -93,7 +117,8 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   }
   const reported = result.usage?.tokens ? result.usage.tokens : undefined;
   const tokensUsed = reported ?? estimate;
-  if (reported === undefined) logger.warn('ai: upstream reported no embedding usage; charging the estimate', { requestId, provider, model });
+  if (reported === undefined)
+    logger.warn('ai: upstream reported no embedding usage; charging the estimate', { requestId, provider, model });
   const data: EmbedOutput['data'] = { provider, model, embeddings: result.embeddings, usage: { inputTokens: reported ?? null }, requestId };
   const price: Pricing = (pr, m, usage) => providers.models.estimateEmbeddingCostUsd(pr, m, usage.tokensUsed);
   const charged = await accountCall(deps, hold, price, call, { provider, model, metadata: input.metadata }, { tokensUsed });

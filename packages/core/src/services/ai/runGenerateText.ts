@@ -60,7 +60,11 @@ export interface GenerateTextOutput {
  * is complete while the client is still connected. Any failure, timeout or client disconnect
  * before that releases the whole reservation.
  */
-export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {
+export async function runGenerateText(
+  deps: GenerateTextDeps,
+  input: GenerateTextInput,
+  call: GenerateTextCall,
+): Promise<GenerateTextOutput> {
   const { logger } = deps;
   await assertValidCallSchemas(input);
   const cached = await lookUpCall(deps, input, call);
@@ -110,13 +114,24 @@ export async function runGenerateText(deps: GenerateTextDeps, input: GenerateTex
     provider,
     model,
     finishReason: result.finishReason,
-    usage: reported === undefined ? { inputTokens: null, outputTokens: null, totalTokens: null } : { inputTokens: inputTokens ?? null, outputTokens: outputTokens ?? null, totalTokens: reported },
+    usage:
+      reported === undefined
+        ? { inputTokens: null, outputTokens: null, totalTokens: null }
+        : { inputTokens: inputTokens ?? null, outputTokens: outputTokens ?? null, totalTokens: reported },
     requestId,
   };
   if (served.attempts.length > 0) data.attempts = served.attempts;
-  if (result.toolCalls.length > 0) data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
+  if (result.toolCalls.length > 0)
+    data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
   // The upstream did the work: it is paid for even when the answer fails the schema below.
-  const charged = await accountCall(deps, hold, textPricing(deps, p), call, { provider, model, metadata: input.metadata, route: p.route }, { tokensUsed, inputTokens, outputTokens });
+  const charged = await accountCall(
+    deps,
+    hold,
+    textPricing(deps, p),
+    call,
+    { provider, model, metadata: input.metadata, route: p.route },
+    { tokensUsed, inputTokens, outputTokens },
+  );
   logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed });
   if (input.output && !data.toolCalls) {
     const parsed = await parseOutput(result.text, input.output.schema);
@@ -150,7 +165,8 @@ export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCal
   const tokensUsed = Math.ceil(hit.tokensUsed * ratio);
   const costUsd = hit.costUsd === undefined ? undefined : hit.costUsd * ratio;
   const requestId = randomUUID();
-  const system = input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt, deps.config.ai.allowInlineSystemPrompts);
+  const system =
+    input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt, deps.config.ai.allowInlineSystemPrompts);
   const hold = await deps.metering.hold({
     identity: call.identity,
     ...(call.ip ? { ip: call.ip } : {}),
@@ -164,8 +180,23 @@ export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCal
       if (system) assertPromptMayUse(system, mode);
     },
   });
-  const charged = await accountCall(deps, hold, () => costUsd, call, { provider: hit.provider, model: hit.model, metadata: { ...input.metadata, cache: 'hit', cachedTokensUsed: hit.tokensUsed } }, { tokensUsed });
-  const data: GenerateTextOutput['data'] = { text: hit.text, provider: hit.provider, model: hit.model, finishReason: hit.finishReason, usage: hit.usage, requestId, cache: 'hit' };
+  const charged = await accountCall(
+    deps,
+    hold,
+    () => costUsd,
+    call,
+    { provider: hit.provider, model: hit.model, metadata: { ...input.metadata, cache: 'hit', cachedTokensUsed: hit.tokensUsed } },
+    { tokensUsed },
+  );
+  const data: GenerateTextOutput['data'] = {
+    text: hit.text,
+    provider: hit.provider,
+    model: hit.model,
+    finishReason: hit.finishReason,
+    usage: hit.usage,
+    requestId,
+    cache: 'hit',
+  };
   if (hit.toolCalls) data.toolCalls = hit.toolCalls;
   if (hit.object !== undefined) data.object = hit.object;
   return { success: true, data, ...charged };
@@ -175,7 +206,10 @@ export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCal
 export function answerOf(deps: CallDeps, out: GenerateTextOutput): CachedAnswer {
   const d = out.data;
   const tokensUsed = out.tokenUsage?.tokensUsed ?? out.usageInfo?.tokensUsed ?? d.usage.totalTokens ?? 0;
-  const costUsd = d.usage.inputTokens !== null && d.usage.outputTokens !== null ? deps.providers.models.estimateCostUsd(d.provider, d.model, d.usage.inputTokens, d.usage.outputTokens) : undefined;
+  const costUsd =
+    d.usage.inputTokens !== null && d.usage.outputTokens !== null
+      ? deps.providers.models.estimateCostUsd(d.provider, d.model, d.usage.inputTokens, d.usage.outputTokens)
+      : undefined;
   return {
     text: d.text,
     finishReason: d.finishReason,

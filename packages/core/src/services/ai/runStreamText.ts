@@ -57,7 +57,11 @@ function utf8Bytes(s: string): number {
  * - the upstream failed before any output (refused, unreachable, timed out): the whole
  *   reservation is released, as for generateText.
  */
-export async function runStreamText(deps: CallDeps, input: TextCallInput, call: TextCall): Promise<AsyncGenerator<StreamEvent, void, undefined>> {
+export async function runStreamText(
+  deps: CallDeps,
+  input: TextCallInput,
+  call: TextCall,
+): Promise<AsyncGenerator<StreamEvent, void, undefined>> {
   const { config, logger } = deps;
   const ai = config.ai;
   await assertValidCallSchemas(input);
@@ -119,7 +123,14 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     /** `start`, naming the target that serves: sent with its first output (or before `finish`). */
     const startEvent = (t: Target, attempts: readonly Attempt[]): StreamEvent => {
       startSent = true;
-      return { type: 'start', requestId, provider: t.provider, model: t.model, ...(attempts.length > 0 ? { attempts: [...attempts] } : {}), ...(cached ? { cache: 'miss' as const } : {}) };
+      return {
+        type: 'start',
+        requestId,
+        provider: t.provider,
+        model: t.model,
+        ...(attempts.length > 0 ? { attempts: [...attempts] } : {}),
+        ...(cached ? { cache: 'miss' as const } : {}),
+      };
     };
     /** One target's stream: its events as they come; "may still fall back" ends with the first output (ctx.commit). */
     async function* attempt(t: Target, ctx: AttemptContext): AsyncGenerator<StreamEvent, void, undefined> {
@@ -168,7 +179,8 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
           // charge the worst case for an empty answer.
           if (!responded && reported === undefined) throw streamNotRead(t.provider, contentType);
           usage = { tokensUsed: reported ?? t.estimatedTokens, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
-          if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider: t.provider, model: t.model });
+          if (reported === undefined)
+            logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider: t.provider, model: t.model });
         } else if (part.type === 'error') {
           // The same reply as above on wires whose SDK reports an event-less body as an error
           // (Anthropic's: "no output generated"): said the same way.
@@ -191,7 +203,9 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
         provider: t.provider,
         model: t.model,
         finishReason,
-        usage: usage!.inputTokens ? { inputTokens: usage!.inputTokens, outputTokens: usage!.outputTokens ?? null, totalTokens: usage!.tokensUsed } : { inputTokens: null, outputTokens: null, totalTokens: null },
+        usage: usage!.inputTokens
+          ? { inputTokens: usage!.inputTokens, outputTokens: usage!.outputTokens ?? null, totalTokens: usage!.tokensUsed }
+          : { inputTokens: null, outputTokens: null, totalTokens: null },
         requestId,
       };
       if (served.attempts.length > 0) data.attempts = served.attempts;
@@ -210,7 +224,9 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     } catch (err) {
       if (err instanceof CoreError && err.details?.reason === 'invalid_output') throw err;
       // The loop's failures are mapped already; anything else (a settle that failed) is mapped here.
-      const error = ownError(err) ?? (await mapUpstreamError(err, { provider: cur.provider, timedOut: false, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted }));
+      const error =
+        ownError(err) ??
+        (await mapUpstreamError(err, { provider: cur.provider, timedOut: false, timeoutMs: ai.timeoutMs, cancelled: call.signal.aborted }));
       const reason = String(error.details?.reason ?? error.appCode);
       logger.warn('ai: stream failed', { requestId, provider: cur.provider, model: cur.model, reason });
       // A client that leaves after the request went out pays for what it caused; an upstream
@@ -221,7 +237,9 @@ export async function runStreamText(deps: CallDeps, input: TextCallInput, call: 
     } finally {
       if (!accounted) {
         // The consumer stopped reading (return()): the loop stopped the upstream; charge what was produced.
-        await account(usage ? { usage, reason: 'cancelled' } : upstreamStarted ? { produced, reason: 'cancelled' } : { reason: 'cancelled' });
+        await account(
+          usage ? { usage, reason: 'cancelled' } : upstreamStarted ? { produced, reason: 'cancelled' } : { reason: 'cancelled' },
+        );
       }
     }
   }

@@ -62,7 +62,11 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
   });
 
   it('posts a body with its headers (undefined ones dropped) and returns status, headers and body', async () => {
-    const res = await upstreamFetch(`${base}/json`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-key': 'k', 'x-none': undefined } as unknown as HeadersInit, body: '{"a":1}' });
+    const res = await upstreamFetch(`${base}/json`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-key': 'k', 'x-none': undefined } as unknown as HeadersInit,
+      body: '{"a":1}',
+    });
     expect(res.status).toBe(201);
     expect(res.ok).toBe(true);
     expect(res.headers.get('content-type')).toBe('application/json');
@@ -82,7 +86,8 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     const count = () => void opened++;
     server.on('connection', count);
     try {
-      for (let i = 0; i < 3; i++) expect(await (await upstreamFetch(`${base}/json`, { method: 'POST', body: String(i) })).json()).toEqual({ echo: String(i) });
+      for (let i = 0; i < 3; i++)
+        expect(await (await upstreamFetch(`${base}/json`, { method: 'POST', body: String(i) })).json()).toEqual({ echo: String(i) });
     } finally {
       server.off('connection', count);
     }

@@ -35,7 +35,10 @@ export type FetchFunction = typeof globalThis.fetch;
  */
 let agents: { http: Http.Agent; https: Https.Agent } | undefined;
 function agentFor(protocol: string): Http.Agent {
-  agents ??= { http: new (http().Agent)({ keepAlive: true, timeout: 10_000 }), https: new (https().Agent)({ keepAlive: true, timeout: 10_000 }) };
+  agents ??= {
+    http: new (http().Agent)({ keepAlive: true, timeout: 10_000 }),
+    https: new (https().Agent)({ keepAlive: true, timeout: 10_000 }),
+  };
   return protocol === 'https:' ? agents.https : agents.http;
 }
 
@@ -73,9 +76,14 @@ export const upstreamFetch: FetchFunction = async (input, init = {}) => {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return globalThis.fetch(input, init);
   const headers = plainHeaders(init.headers);
   // As fetch does: a body of known size goes with its length, not chunked.
-  if (body !== undefined && body !== null && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length')) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+  if (body !== undefined && body !== null && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length'))
+    headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
   const res = await new Promise<Http.IncomingMessage>((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https() : http()).request(url, { method: (init.method ?? 'GET').toUpperCase(), headers, agent: agentFor(url.protocol) }, resolve);
+    const req = (url.protocol === 'https:' ? https() : http()).request(
+      url,
+      { method: (init.method ?? 'GET').toUpperCase(), headers, agent: agentFor(url.protocol) },
+      resolve,
+    );
     const onAbort = () => {
       req.destroy();
       reject(abortReason(signal!));

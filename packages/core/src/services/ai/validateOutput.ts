@@ -37,7 +37,9 @@ export function safeRegExp(pattern: string, flags: string): RegExp {
     } else if (c === ')' && stack.length > 1) {
       const risky = stack.pop()!;
       if (risky && repeatAt(i + 1) > 0) {
-        throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))} repeats a group that itself repeats or alternates, which can take exponential time; the server does not run such patterns`);
+        throw new Error(
+          `pattern ${JSON.stringify(pattern.slice(0, 100))} repeats a group that itself repeats or alternates, which can take exponential time; the server does not run such patterns`,
+        );
       }
       if (risky) stack[stack.length - 1] = true;
     } else if (c === '|' || repeatAt(i) > 0) {
@@ -58,7 +60,11 @@ async function validator(schema: Record<string, unknown>, what = 'output.schema'
   try {
     v = (await ajv).compile(schema);
   } catch (err) {
-    throw new CoreError('INVALID_PARAMS', `${what} is not a valid JSON Schema: ${err instanceof Error ? err.message.slice(0, 200) : 'invalid'}`, { details: { reason: 'invalid_schema', field: what } });
+    throw new CoreError(
+      'INVALID_PARAMS',
+      `${what} is not a valid JSON Schema: ${err instanceof Error ? err.message.slice(0, 200) : 'invalid'}`,
+      { details: { reason: 'invalid_schema', field: what } },
+    );
   }
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
   cache.set(key, v);
@@ -73,7 +79,9 @@ async function validator(schema: Record<string, unknown>, what = 'output.schema'
  */
 function assertObjectRoot(schema: Record<string, unknown>, what: string): void {
   if (schema.type === undefined || schema.type === 'object') return;
-  throw new CoreError('INVALID_PARAMS', `${what} must describe an object (type: "object"); wrap other values in a property`, { details: { reason: 'invalid_schema', field: what } });
+  throw new CoreError('INVALID_PARAMS', `${what} must describe an object (type: "object"); wrap other values in a property`, {
+    details: { reason: 'invalid_schema', field: what },
+  });
 }
 
 /** The schema as sent upstream: a root without `type` gets `type: "object"` (Anthropic requires it). */
@@ -82,7 +90,21 @@ export function objectRoot(schema: Record<string, unknown>): Record<string, unkn
 }
 
 /** Keywords OpenAI's strict structured outputs refuse (its "supported schemas" page). */
-const NOT_STRICT = ['minLength', 'maxLength', 'minProperties', 'maxProperties', 'patternProperties', 'unevaluatedProperties', 'propertyNames', 'uniqueItems', 'contains', 'if', 'not', 'dependentRequired', 'dependentSchemas'];
+const NOT_STRICT = [
+  'minLength',
+  'maxLength',
+  'minProperties',
+  'maxProperties',
+  'patternProperties',
+  'unevaluatedProperties',
+  'propertyNames',
+  'uniqueItems',
+  'contains',
+  'if',
+  'not',
+  'dependentRequired',
+  'dependentSchemas',
+];
 
 /**
  * Whether OpenAI (and OpenRouter) may take `schema` in strict mode: every object closes with
@@ -101,7 +123,9 @@ export function isStrictSchema(schema: unknown): boolean {
     const required = Array.isArray(s.required) ? s.required : [];
     if (s.additionalProperties !== false || !keys.every((k) => required.includes(k))) return false;
   }
-  return Object.entries(s).every(([k, v]) => (k === 'enum' || k === 'const' || k === 'default' || k === 'examples' ? true : isStrictSchema(v)));
+  return Object.entries(s).every(([k, v]) =>
+    k === 'enum' || k === 'const' || k === 'default' || k === 'examples' ? true : isStrictSchema(v),
+  );
 }
 
 /**
@@ -122,7 +146,10 @@ export async function assertValidCallSchemas(input: {
   const tools = input.tools ?? [];
   const names = new Set<string>();
   for (const [i, t] of tools.entries()) {
-    if (names.has(t.name)) throw new CoreError('INVALID_PARAMS', `tool name "${t.name}" is declared twice`, { details: { reason: 'invalid_tools', field: `tools.${i}.name` } });
+    if (names.has(t.name))
+      throw new CoreError('INVALID_PARAMS', `tool name "${t.name}" is declared twice`, {
+        details: { reason: 'invalid_tools', field: `tools.${i}.name` },
+      });
     names.add(t.name);
     await validator(t.parameters, `tools.${i}.parameters`);
     assertObjectRoot(t.parameters, `tools.${i}.parameters`);
@@ -130,10 +157,14 @@ export async function assertValidCallSchemas(input: {
   const choice = input.toolChoice;
   // The AI SDK drops a tool choice when no tools are sent: "required" would quietly become a text answer.
   if (choice === 'required' && tools.length === 0) {
-    throw new CoreError('INVALID_PARAMS', 'toolChoice "required" needs at least one tool in tools', { details: { reason: 'invalid_tools', field: 'toolChoice' } });
+    throw new CoreError('INVALID_PARAMS', 'toolChoice "required" needs at least one tool in tools', {
+      details: { reason: 'invalid_tools', field: 'toolChoice' },
+    });
   }
   if (typeof choice === 'object' && !names.has(choice.toolName)) {
-    throw new CoreError('INVALID_PARAMS', `toolChoice names "${choice.toolName}", which is not among the declared tools`, { details: { reason: 'invalid_tools', field: 'toolChoice' } });
+    throw new CoreError('INVALID_PARAMS', `toolChoice names "${choice.toolName}", which is not among the declared tools`, {
+      details: { reason: 'invalid_tools', field: 'toolChoice' },
+    });
   }
 }
 
@@ -141,7 +172,10 @@ export async function assertValidCallSchemas(input: {
  * Parse the model's answer as JSON and validate it against the request's schema (the AI SDK's
  * `jsonSchema()` does not validate). Returns the object or a reason it is not one.
  */
-export async function parseOutput(text: string, schema: Record<string, unknown>): Promise<{ ok: true; value: unknown } | { ok: false; reason: string }> {
+export async function parseOutput(
+  text: string,
+  schema: Record<string, unknown>,
+): Promise<{ ok: true; value: unknown } | { ok: false; reason: string }> {
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -70,14 +70,28 @@ export async function validateProviderKey(opts: ValidateKeyOptions): Promise<Key
   }, opts.timeoutMs);
   const onAbort = () => ac.abort();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
-  const result = (valid: boolean, message: string, extra: Partial<KeyValidation> = {}): KeyValidation => ({ provider: opts.provider, valid, ...extra, message, latencyMs: elapsed() });
+  const result = (valid: boolean, message: string, extra: Partial<KeyValidation> = {}): KeyValidation => ({
+    provider: opts.provider,
+    valid,
+    ...extra,
+    message,
+    latencyMs: elapsed(),
+  });
   try {
     const res = await fetch(url, { headers, signal: ac.signal });
     await res.body?.cancel().catch(() => undefined);
     if (res.ok) return result(true, `${opts.provider} accepted the key`, { status: res.status });
-    if (res.status === 401 || res.status === 403) return result(false, `${opts.provider} rejected the key`, { reason: 'invalid_key', status: res.status });
-    if (res.status === 429) return result(false, `${opts.provider} is rate limiting; the key could not be checked`, { reason: 'rate_limited', status: res.status });
-    return result(false, `${opts.provider} answered HTTP ${res.status}; the key could not be checked`, { reason: 'unexpected_status', status: res.status });
+    if (res.status === 401 || res.status === 403)
+      return result(false, `${opts.provider} rejected the key`, { reason: 'invalid_key', status: res.status });
+    if (res.status === 429)
+      return result(false, `${opts.provider} is rate limiting; the key could not be checked`, {
+        reason: 'rate_limited',
+        status: res.status,
+      });
+    return result(false, `${opts.provider} answered HTTP ${res.status}; the key could not be checked`, {
+      reason: 'unexpected_status',
+      status: res.status,
+    });
   } catch {
     if (timedOut) return result(false, `${opts.provider} did not answer within ${opts.timeoutMs} ms`, { reason: 'timeout' });
     return result(false, `${opts.provider} could not be reached`, { reason: 'unreachable' });

@@ -11,7 +11,21 @@ import { MemoryStorage } from '../../storage/MemoryStorage.js';
 /** A store that counts every call, to prove hostile keys are refused without a lookup. */
 function counting(inner: Storage): Storage & { calls: number } {
   const out = { calls: 0 } as Storage & { calls: number };
-  for (const m of ['get', 'set', 'delete', 'compareAndSet', 'increment', 'keys', 'append', 'readLog', 'getMany', 'transact', 'dueKeys', 'health', 'close'] as const) {
+  for (const m of [
+    'get',
+    'set',
+    'delete',
+    'compareAndSet',
+    'increment',
+    'keys',
+    'append',
+    'readLog',
+    'getMany',
+    'transact',
+    'dueKeys',
+    'health',
+    'close',
+  ] as const) {
     (out as any)[m] = (...args: unknown[]) => {
       out.calls++;
       return (inner as any)[m](...args);
@@ -38,12 +52,27 @@ describe.each(backends)('API keys on $name', (backend) => {
   });
 
   it('creates a key shown once, stored only as a keyed hash, that acts as its owner with its own rules', async () => {
-    const created = await call(runtime, 'keys.create', { name: 'ci', scopes: ['mcp'], models: ['gpt-4o*'], metadata: { team: 'infra' } }, aliceScoped);
+    const created = await call(
+      runtime,
+      'keys.create',
+      { name: 'ci', scopes: ['mcp'], models: ['gpt-4o*'], metadata: { team: 'infra' } },
+      aliceScoped,
+    );
     expect(created.key).toMatch(/^aib_[0-9A-Za-z]{50}$/);
-    expect(created.apiKey).toMatchObject({ name: 'ci', userId: alice.sub, scopes: ['mcp'], status: 'active', prefix: `aib_${created.apiKey.id}`, metadata: { team: 'infra' } });
+    expect(created.apiKey).toMatchObject({
+      name: 'ci',
+      userId: alice.sub,
+      scopes: ['mcp'],
+      status: 'active',
+      prefix: `aib_${created.apiKey.id}`,
+      metadata: { team: 'infra' },
+    });
     expect(created.apiKey.hash).toBeUndefined();
     const auth = await runtime.authenticate(created.key);
-    expect(auth).toMatchObject({ ok: true, identity: { sub: alice.sub, scopes: ['mcp'], isAdmin: false, via: 'apiKey', apiKey: { id: created.apiKey.id, models: ['gpt-4o*'] } } });
+    expect(auth).toMatchObject({
+      ok: true,
+      identity: { sub: alice.sub, scopes: ['mcp'], isAdmin: false, via: 'apiKey', apiKey: { id: created.apiKey.id, models: ['gpt-4o*'] } },
+    });
     const listed = await call(runtime, 'keys.list', {}, alice);
     expect(listed.keys.map((k: any) => k.id)).toEqual([created.apiKey.id]);
     const got = await call(runtime, 'keys.get', { id: created.apiKey.id }, alice);
@@ -57,7 +86,9 @@ describe.each(backends)('API keys on $name', (backend) => {
   });
 
   it('refuses scopes the owner does not hold, and other users see no key of alice', async () => {
-    await expect(call(runtime, 'keys.create', { name: 'x', scopes: ['mcp:admin'] }, aliceScoped)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(call(runtime, 'keys.create', { name: 'x', scopes: ['mcp:admin'] }, aliceScoped)).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
     const { apiKey } = await call(runtime, 'keys.create', { name: 'x' }, alice);
     const bob: Identity = { ...alice, sub: 'user-bob' };
     await expect(call(runtime, 'keys.get', { id: apiKey.id }, bob)).rejects.toMatchObject({ code: 'NOT_FOUND' });
@@ -70,13 +101,21 @@ describe.each(backends)('API keys on $name', (backend) => {
     const made = await call(runtime, 'keys.adminCreate', { userId: alice.sub, name: 'for alice' }, admin);
     expect(made.apiKey).toMatchObject({ userId: alice.sub, createdBy: admin.sub });
     expect((await call(runtime, 'keys.adminList', { userId: alice.sub }, admin)).keys).toHaveLength(1);
-    const updated = await call(runtime, 'keys.adminUpdate', { id: made.apiKey.id, name: 'renamed', limits: { requestsPerMinute: 5 } }, admin);
+    const updated = await call(
+      runtime,
+      'keys.adminUpdate',
+      { id: made.apiKey.id, name: 'renamed', limits: { requestsPerMinute: 5 } },
+      admin,
+    );
     expect(updated.apiKey).toMatchObject({ name: 'renamed', limits: { requestsPerMinute: 5 } });
     const asKey = await runtime.authenticate(made.key);
     if (!asKey.ok) throw asKey.error;
     await expect(call(runtime, 'keys.create', { name: 'escape' }, asKey.identity)).rejects.toMatchObject({ code: 'FORBIDDEN' });
     await call(runtime, 'keys.adminRevoke', { id: made.apiKey.id }, admin);
-    expect(await runtime.authenticate(made.key)).toMatchObject({ ok: false, error: { appCode: 'INVALID_TOKEN', message: 'API key revoked' } });
+    expect(await runtime.authenticate(made.key)).toMatchObject({
+      ok: false,
+      error: { appCode: 'INVALID_TOKEN', message: 'API key revoked' },
+    });
   });
 
   it('revoke, expiry, client addresses and rotation with and without grace', async () => {
@@ -91,7 +130,9 @@ describe.each(backends)('API keys on $name', (backend) => {
     expect((await runtime.authenticate(e.key)).ok).toBe(true);
     await new Promise((r) => setTimeout(r, 700));
     expect(await runtime.authenticate(e.key)).toMatchObject({ ok: false, error: { message: 'API key expired' } });
-    await expect(call(runtime, 'keys.create', { name: 'past', expiresAt: '2020-01-01T00:00:00Z' }, alice)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(call(runtime, 'keys.create', { name: 'past', expiresAt: '2020-01-01T00:00:00Z' }, alice)).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
 
     const r = await call(runtime, 'keys.create', { name: 'r', models: ['x*'] }, alice);
     const rotated = await call(runtime, 'keys.rotate', { id: r.apiKey.id }, alice);
@@ -109,9 +150,12 @@ describe.each(backends)('API keys on $name', (backend) => {
     await expect(call(runtime, 'keys.rotate', { id: r.apiKey.id }, alice)).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 
-  it('two rotations racing: one wins, the loser\'s new key is revoked', async () => {
+  it("two rotations racing: one wins, the loser's new key is revoked", async () => {
     const k = await call(runtime, 'keys.create', { name: 'race' }, alice);
-    const outcomes = await Promise.allSettled([call(runtime, 'keys.rotate', { id: k.apiKey.id }, alice), call(runtime, 'keys.rotate', { id: k.apiKey.id }, alice)]);
+    const outcomes = await Promise.allSettled([
+      call(runtime, 'keys.rotate', { id: k.apiKey.id }, alice),
+      call(runtime, 'keys.rotate', { id: k.apiKey.id }, alice),
+    ]);
     const won = outcomes.filter((o) => o.status === 'fulfilled');
     expect(won).toHaveLength(1);
     const active = (await call(runtime, 'keys.list', {}, alice)).keys.map((x: any) => x.id);
@@ -142,7 +186,16 @@ describe.each(backends)('API keys on $name', (backend) => {
       const foreign = (await call(foreignRt, 'keys.create', { name: 'f' }, alice)).key;
       await foreignRt.close().catch(() => undefined);
       const after = probe.calls;
-      for (const bad of [key.slice(0, 40), `${key}x`, flipped, key.slice(0, -1) + (key.at(-1) === 'Z' ? 'Y' : 'Z'), 'aib_', `aib_${'0'.repeat(50)}`, foreign, 'aib_\u0000']) {
+      for (const bad of [
+        key.slice(0, 40),
+        `${key}x`,
+        flipped,
+        key.slice(0, -1) + (key.at(-1) === 'Z' ? 'Y' : 'Z'),
+        'aib_',
+        `aib_${'0'.repeat(50)}`,
+        foreign,
+        'aib_\u0000',
+      ]) {
         const r = await rt.authenticate(bad);
         expect(r).toMatchObject({ ok: false, error: { appCode: 'INVALID_TOKEN', message: 'invalid API key' } });
         if (bad.length > 12) expect(JSON.stringify(r)).not.toContain(bad.slice(8));

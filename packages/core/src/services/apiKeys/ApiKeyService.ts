@@ -98,7 +98,12 @@ export class ApiKeyService {
 
   private requireHasher(): ApiKeyHasher {
     if (!this.hasher) {
-      throw new CoreError('NOT_CONFIGURED', this.config.apiKeys.enabled ? 'API keys need a secret: set apiKeys.secret (or jwt.secret, oauth.encryptionKey or billing.vaultKey)' : 'API keys are disabled (apiKeys.enabled)');
+      throw new CoreError(
+        'NOT_CONFIGURED',
+        this.config.apiKeys.enabled
+          ? 'API keys need a secret: set apiKeys.secret (or jwt.secret, oauth.encryptionKey or billing.vaultKey)'
+          : 'API keys are disabled (apiKeys.enabled)',
+      );
     }
     return this.hasher;
   }
@@ -120,7 +125,9 @@ export class ApiKeyService {
     });
     if (outside.length) {
       const admin = outside.includes(adminScope) ? ` (${adminScope} only for a user listed in admin.users)` : '';
-      throw new CoreError('FORBIDDEN', `a key's scopes must be key scopes or held by its owner; not held: ${outside.join(', ')}${admin}`, { details: { reason: 'scope_not_held', scopes: outside } });
+      throw new CoreError('FORBIDDEN', `a key's scopes must be key scopes or held by its owner; not held: ${outside.join(', ')}${admin}`, {
+        details: { reason: 'scope_not_held', scopes: outside },
+      });
     }
   }
 
@@ -129,7 +136,8 @@ export class ApiKeyService {
     const hasher = this.requireHasher();
     const rules = keyRulesSchema().parse(input);
     this.assertMayActOn(actor, ownerId);
-    if (rules.expiresAt && Date.parse(rules.expiresAt) <= this.now()) throw new CoreError('INVALID_PARAMS', 'expiresAt is in the past', { details: { field: 'expiresAt' } });
+    if (rules.expiresAt && Date.parse(rules.expiresAt) <= this.now())
+      throw new CoreError('INVALID_PARAMS', 'expiresAt is in the past', { details: { field: 'expiresAt' } });
     await this.checkScopes(actor, ownerId, rules.scopes ?? []);
     return this.insert(hasher, ownerId, rules, actor.identity.sub);
   }
@@ -137,7 +145,10 @@ export class ApiKeyService {
   /** Write a new key record with rules already checked. */
   private async insert(hasher: ApiKeyHasher, ownerId: string, rules: KeyRules, by: string): Promise<{ key: string; apiKey: ApiKeyView }> {
     const held = (await this.listRecords(ownerId)).filter((r) => !r.revokedAt).length;
-    if (held >= this.config.apiKeys.maxPerUser) throw new CoreError('CONFLICT', `at most ${this.config.apiKeys.maxPerUser} keys per user; revoke one first`, { details: { reason: 'too_many_keys' } });
+    if (held >= this.config.apiKeys.maxPerUser)
+      throw new CoreError('CONFLICT', `at most ${this.config.apiKeys.maxPerUser} keys per user; revoke one first`, {
+        details: { reason: 'too_many_keys' },
+      });
     const { key, id } = hasher.mint();
     const at = new Date(this.now()).toISOString();
     const record: ApiKeyRecord = {
@@ -155,7 +166,13 @@ export class ApiKeyService {
     };
     await this.storage.transact([apiKeyKeys.record(id)], (read) => {
       if (read(apiKeyKeys.record(id))) throw new CoreError('CONFLICT', 'key id collision; try again');
-      return { writes: [{ op: 'set', key: apiKeyKeys.record(id), value: record }, { op: 'set', key: apiKeyKeys.owner(ownerId, id), value: 1 }], result: undefined };
+      return {
+        writes: [
+          { op: 'set', key: apiKeyKeys.record(id), value: record },
+          { op: 'set', key: apiKeyKeys.owner(ownerId, id), value: 1 },
+        ],
+        result: undefined,
+      };
     });
     this.logger.info('api key created', { keyId: id, userId: ownerId, by });
     return { key, apiKey: toView(record, this.now()) };
@@ -164,7 +181,10 @@ export class ApiKeyService {
   private assertMayActOn(actor: KeyActor, ownerId: string): void {
     if (actor.identity.sub !== ownerId && !(actor.asAdmin && actor.identity.isAdmin)) throw new CoreError('NOT_FOUND', 'no such API key');
     // A key cannot mint, change or rotate keys: that would let a narrow key escape its own rules.
-    if (actor.identity.via === 'apiKey') throw new CoreError('FORBIDDEN', 'API keys cannot manage API keys; sign in as the owner', { details: { reason: 'key_manages_keys' } });
+    if (actor.identity.via === 'apiKey')
+      throw new CoreError('FORBIDDEN', 'API keys cannot manage API keys; sign in as the owner', {
+        details: { reason: 'key_manages_keys' },
+      });
   }
 
   private async listRecords(ownerId: string): Promise<ApiKeyRecord[]> {
@@ -188,7 +208,8 @@ export class ApiKeyService {
   /** One key; NOT_FOUND when it is not the actor's (unless an administrator asks). */
   async get(actor: KeyActor, id: string): Promise<ApiKeyRecord> {
     const record = /^[0-9A-Za-z]{12}$/.test(id) ? await this.storage.get<ApiKeyRecord>(apiKeyKeys.record(id)) : undefined;
-    if (!record || (record.userId !== actor.identity.sub && !(actor.asAdmin && actor.identity.isAdmin))) throw new CoreError('NOT_FOUND', 'no such API key');
+    if (!record || (record.userId !== actor.identity.sub && !(actor.asAdmin && actor.identity.isAdmin)))
+      throw new CoreError('NOT_FOUND', 'no such API key');
     const only = this.onlySelf(actor);
     if (only !== undefined && record.id !== only) throw new CoreError('NOT_FOUND', 'no such API key');
     return record;
@@ -215,14 +236,31 @@ export class ApiKeyService {
    * Spend per key of one user (revoked keys included, newest first): calls, and tokens and money
    * today, this month and in total. For billing.getUsageAnalytics; one prefix scan and two reads.
    */
-  async spendByKey(userId: string): Promise<Array<{ id: string; name: string; status: ApiKeyView['status']; calls: number } & Record<'day' | 'month' | 'total', { tokens: number; usd: number }>>> {
+  async spendByKey(
+    userId: string,
+  ): Promise<
+    Array<
+      { id: string; name: string; status: ApiKeyView['status']; calls: number } & Record<
+        'day' | 'month' | 'total',
+        { tokens: number; usd: number }
+      >
+    >
+  > {
     const records = (await this.listRecords(userId)).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     const spends = await this.storage.getMany<KeySpendRecord>(records.map((r) => keySpendKey(r.id)));
     const now = this.now();
     return records.map((r, i) => {
       const u = keyUsageView(spends[i], r.budget, new Date(now));
       const of = (p: 'day' | 'month' | 'total') => u.periods.find((x) => x.period === p)!.spent;
-      return { id: r.id, name: r.name, status: toView(r, now).status, calls: u.calls, day: of('day'), month: of('month'), total: of('total') };
+      return {
+        id: r.id,
+        name: r.name,
+        status: toView(r, now).status,
+        calls: u.calls,
+        day: of('day'),
+        month: of('month'),
+        total: of('total'),
+      };
     });
   }
 
@@ -236,8 +274,14 @@ export class ApiKeyService {
       if (r.revokedAt) throw new CoreError('CONFLICT', 'this API key is revoked');
       // A rotated key's expiry is the end of its grace period: it may be brought forward, never
       // moved later or removed, or the old key would outlive its rotation.
-      if (r.rotatedTo && parsed.expiresAt !== undefined && (parsed.expiresAt === null || !r.expiresAt || Date.parse(parsed.expiresAt) > Date.parse(r.expiresAt))) {
-        throw new CoreError('CONFLICT', 'this API key was rotated: its expiry can be brought forward, not extended', { details: { reason: 'rotated_key_expiry' } });
+      if (
+        r.rotatedTo &&
+        parsed.expiresAt !== undefined &&
+        (parsed.expiresAt === null || !r.expiresAt || Date.parse(parsed.expiresAt) > Date.parse(r.expiresAt))
+      ) {
+        throw new CoreError('CONFLICT', 'this API key was rotated: its expiry can be brought forward, not extended', {
+          details: { reason: 'rotated_key_expiry' },
+        });
       }
       const out: ApiKeyRecord = { ...r, updatedAt: new Date(this.now()).toISOString() };
       for (const [k, v] of Object.entries(parsed) as Array<[keyof KeyRules, unknown]>) {
@@ -253,7 +297,9 @@ export class ApiKeyService {
   async revoke(actor: KeyActor, id: string): Promise<ApiKeyView> {
     const current = await this.get(actor, id);
     this.assertMayActOn(actor, current.userId);
-    const next = await this.change(id, (r) => (r.revokedAt ? r : { ...r, revokedAt: new Date(this.now()).toISOString(), updatedAt: new Date(this.now()).toISOString() }));
+    const next = await this.change(id, (r) =>
+      r.revokedAt ? r : { ...r, revokedAt: new Date(this.now()).toISOString(), updatedAt: new Date(this.now()).toISOString() },
+    );
     this.logger.info('api key revoked', { keyId: id, userId: next.userId, by: actor.identity.sub });
     return toView(next, this.now());
   }
@@ -262,14 +308,35 @@ export class ApiKeyService {
    * A new key with the same rules; the old one stops at once, or after `graceSec` (its expiry is
    * moved to the end of the grace period), so an app can switch without downtime.
    */
-  async rotate(actor: KeyActor, id: string, graceSec = this.config.apiKeys.defaultRotateGraceSec): Promise<{ key: string; apiKey: ApiKeyView; previous: ApiKeyView }> {
+  async rotate(
+    actor: KeyActor,
+    id: string,
+    graceSec = this.config.apiKeys.defaultRotateGraceSec,
+  ): Promise<{ key: string; apiKey: ApiKeyView; previous: ApiKeyView }> {
     const current = await this.get(actor, id);
     this.assertMayActOn(actor, current.userId);
     const refusal = (r: ApiKeyRecord) =>
-      r.revokedAt ? 'this API key is revoked' : r.rotatedTo ? 'this API key was already rotated; rotate its successor' : r.expiresAt && Date.parse(r.expiresAt) <= this.now() ? 'this API key has expired; create a new one' : null;
+      r.revokedAt
+        ? 'this API key is revoked'
+        : r.rotatedTo
+          ? 'this API key was already rotated; rotate its successor'
+          : r.expiresAt && Date.parse(r.expiresAt) <= this.now()
+            ? 'this API key has expired; create a new one'
+            : null;
     const early = refusal(current);
     if (early) throw new CoreError('CONFLICT', early);
-    const { hash: _h, id: _i, userId: _u, createdAt: _c, createdBy: _b, updatedAt: _d, lastUsedAt: _l, revokedAt: _r, rotatedTo: _t, ...rules } = current;
+    const {
+      hash: _h,
+      id: _i,
+      userId: _u,
+      createdAt: _c,
+      createdBy: _b,
+      updatedAt: _d,
+      lastUsedAt: _l,
+      revokedAt: _r,
+      rotatedTo: _t,
+      ...rules
+    } = current;
     // Same rules as the old key: they were checked when they were set.
     const created = await this.insert(this.requireHasher(), current.userId, rules, actor.identity.sub);
     const at = this.now();
@@ -303,5 +370,4 @@ export class ApiKeyService {
     await this.signals.publish(KEY_CHANGED, id);
     return next;
   }
-
 }

@@ -66,9 +66,13 @@ export class ApiKeyVerifier {
     if (!record || !this.hasher.matches(token, record.hash)) return this.refused('invalid', INVALID());
     const now = this.now();
     if (record.revokedAt) return this.refused('revoked', new CoreError('INVALID_TOKEN', 'API key revoked'));
-    if (record.expiresAt && Date.parse(record.expiresAt) <= now) return this.refused('expired', new CoreError('INVALID_TOKEN', 'API key expired'));
+    if (record.expiresAt && Date.parse(record.expiresAt) <= now)
+      return this.refused('expired', new CoreError('INVALID_TOKEN', 'API key expired'));
     if (record.allowedIps?.length && !ipAllowed(record.allowedIps, ip)) {
-      return this.refused('address', new CoreError('FORBIDDEN', 'this API key may not be used from this address', { details: { reason: 'address_not_allowed' } }));
+      return this.refused(
+        'address',
+        new CoreError('FORBIDDEN', 'this API key may not be used from this address', { details: { reason: 'address_not_allowed' } }),
+      );
     }
     let ownerAdmin: boolean;
     try {
@@ -127,7 +131,12 @@ export class ApiKeyVerifier {
         if (!r || (r.lastUsedAt && r.lastUsedAt >= stamp)) return { writes: [], result: undefined };
         return { writes: [{ op: 'set', key, value: { ...r, lastUsedAt: stamp } }], result: undefined };
       })
-      .catch((err) => this.logger.warn('api keys: could not record a last use', { keyId: record.id, error: err instanceof Error ? err.message : String(err) }));
+      .catch((err) =>
+        this.logger.warn('api keys: could not record a last use', {
+          keyId: record.id,
+          error: err instanceof Error ? err.message : String(err),
+        }),
+      );
   }
 }
 

@@ -13,13 +13,21 @@ describe('KeyLimits', () => {
   it('requests per minute: refused past the limit with 429 headers, per key', async () => {
     const refusals: string[] = [];
     // A clock one second into a minute, so the calls share one window whatever the wall clock says.
-    const limits = new KeyLimits(new MemoryStorage(), logger, (k) => refusals.push(k), () => 1_000 * 60_000 + 1_000);
+    const limits = new KeyLimits(
+      new MemoryStorage(),
+      logger,
+      (k) => refusals.push(k),
+      () => 1_000 * 60_000 + 1_000,
+    );
     const grant = { id: 'k1', requestsPerMinute: 3 };
     for (let i = 0; i < 3; i++) await limits.request(grant);
     const err = await limits.request(grant).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreError);
     expect(err).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_requests_limit' } });
-    expect((err as CoreError).headers).toMatchObject({ 'Retry-After': expect.any(String), RateLimit: expect.stringContaining('"key-requests";r=0') });
+    expect((err as CoreError).headers).toMatchObject({
+      'Retry-After': expect.any(String),
+      RateLimit: expect.stringContaining('"key-requests";r=0'),
+    });
     await limits.request({ id: 'k2', requestsPerMinute: 3 });
     await limits.request({ id: 'k3' }); // no limit: nothing counted
     expect(refusals).toEqual(['requests']);
@@ -30,7 +38,11 @@ describe('KeyLimits', () => {
     const grant = { id: 'c', concurrent: 2 };
     const one = await limits.acquire(grant);
     const two = await limits.acquire(grant);
-    await expect(limits.acquire(grant)).rejects.toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_concurrent_limit' }, headers: { 'Retry-After': '1' } });
+    await expect(limits.acquire(grant)).rejects.toMatchObject({
+      appCode: 'RATE_LIMITED',
+      details: { reason: 'key_concurrent_limit' },
+      headers: { 'Retry-After': '1' },
+    });
     await one();
     await one(); // a second give-back frees nothing more
     const three = await limits.acquire(grant);
@@ -71,7 +83,8 @@ describe.each(backends)('KeyLimits tokens per minute on $name', (backend) => {
     const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => (i % 2 ? one : two).reserveTokens(grant, 100)));
     const admitted = outcomes.filter((o): o is PromiseFulfilledResult<TokenReservation> => o.status === 'fulfilled').map((o) => o.value);
     expect(admitted).toHaveLength(10);
-    for (const o of outcomes.filter((o) => o.status === 'rejected')) expect((o as PromiseRejectedResult).reason).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });
+    for (const o of outcomes.filter((o) => o.status === 'rejected'))
+      expect((o as PromiseRejectedResult).reason).toMatchObject({ appCode: 'RATE_LIMITED', details: { reason: 'key_tokens_limit' } });
     expect(refusals).toHaveLength(30);
     // Settling to what the calls used frees the rest; a release frees all; a second close does nothing.
     for (const r of admitted.slice(0, 5)) await r.settle(40);
@@ -85,7 +98,10 @@ describe.each(backends)('KeyLimits tokens per minute on $name', (backend) => {
   it('a call whose worst case alone exceeds the limit is refused outright, nothing held', async () => {
     const limits = new KeyLimits(store.storage, logger, undefined, windowClock(60_000).now);
     const grant = { id: `big${backend.name}`, tokensPerMinute: 500 };
-    await expect(limits.reserveTokens(grant, 501)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS', details: { reason: 'key_tokens_limit', requested: 501, limit: 500 } });
+    await expect(limits.reserveTokens(grant, 501)).rejects.toMatchObject({
+      appCode: 'INVALID_PARAMS',
+      details: { reason: 'key_tokens_limit', requested: 501, limit: 500 },
+    });
     await expect(limits.reserveTokens(grant, 500)).resolves.toBeDefined();
   });
 });

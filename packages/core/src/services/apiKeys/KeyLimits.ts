@@ -38,7 +38,12 @@ export class KeyLimits {
   private limiter(grant: ApiKeyGrant): RateLimiter {
     return new RateLimiter(
       this.shared,
-      { enabled: true, windowMs: MINUTE_MS, maxRequests: grant.requestsPerMinute ?? Number.MAX_SAFE_INTEGER, maxToolCalls: grant.tokensPerMinute ?? Number.MAX_SAFE_INTEGER },
+      {
+        enabled: true,
+        windowMs: MINUTE_MS,
+        maxRequests: grant.requestsPerMinute ?? Number.MAX_SAFE_INTEGER,
+        maxToolCalls: grant.tokensPerMinute ?? Number.MAX_SAFE_INTEGER,
+      },
       {
         logger: this.logger,
         now: this.now,
@@ -49,7 +54,13 @@ export class KeyLimits {
     );
   }
 
-  private refuse(kind: KeyLimitKind, message: string, limiter: RateLimiter | undefined, decision: RateLimitDecision | undefined, retryAfterSec: number): never {
+  private refuse(
+    kind: KeyLimitKind,
+    message: string,
+    limiter: RateLimiter | undefined,
+    decision: RateLimitDecision | undefined,
+    retryAfterSec: number,
+  ): never {
     this.onRefusal(kind);
     const headers = limiter && decision ? limiter.headers([decision]) : { 'Retry-After': String(retryAfterSec) };
     throw new CoreError('RATE_LIMITED', message, { details: { reason: `key_${kind}_limit`, retryAfterSec }, headers });
@@ -60,7 +71,14 @@ export class KeyLimits {
     if (!grant.requestsPerMinute) return;
     const limiter = this.limiter(grant);
     const d = await limiter.hit('requests', grant.id);
-    if (d && !d.allowed) this.refuse('requests', `this API key's rate limit is ${d.limit} requests per minute; retry in ${d.resetSec} s`, limiter, d, d.resetSec);
+    if (d && !d.allowed)
+      this.refuse(
+        'requests',
+        `this API key's rate limit is ${d.limit} requests per minute; retry in ${d.resetSec} s`,
+        limiter,
+        d,
+        d.resetSec,
+      );
   }
 
   /**
@@ -77,9 +95,13 @@ export class KeyLimits {
     const held = Math.max(1, Math.ceil(worst));
     if (held > limit) {
       this.onRefusal('tokens');
-      throw new CoreError('INVALID_PARAMS', `this call may use up to ${held} tokens, more than this API key's limit of ${limit} tokens per minute; lower maxTokens or the input`, {
-        details: { reason: 'key_tokens_limit', requested: held, limit },
-      });
+      throw new CoreError(
+        'INVALID_PARAMS',
+        `this call may use up to ${held} tokens, more than this API key's limit of ${limit} tokens per minute; lower maxTokens or the input`,
+        {
+          details: { reason: 'key_tokens_limit', requested: held, limit },
+        },
+      );
     }
     const now = this.now();
     const window = Math.floor(now / MINUTE_MS);
@@ -89,13 +111,21 @@ export class KeyLimits {
       count = await this.shared.increment(key, held, { ttlMs: MINUTE_MS });
     } catch (err) {
       // Same policy as the rate limiter: an unreachable counter store does not take calls down.
-      this.logger.warn('api keys: token counter store unavailable; not limiting', { error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn('api keys: token counter store unavailable; not limiting', {
+        error: err instanceof Error ? err.message : String(err),
+      });
       return NO_RESERVATION;
     }
     if (count !== null && count > limit) {
       await this.shared.increment(key, -held, { min: 0 }).catch(() => undefined);
       const resetSec = Math.max(1, Math.ceil(((window + 1) * MINUTE_MS - now) / 1000));
-      this.refuse('tokens', `this API key's limit of ${limit} tokens per minute is used up; retry in ${resetSec} s`, undefined, undefined, resetSec);
+      this.refuse(
+        'tokens',
+        `this API key's limit of ${limit} tokens per minute is used up; retry in ${resetSec} s`,
+        undefined,
+        undefined,
+        resetSec,
+      );
     }
     let open = true;
     const adjust = async (delta: number): Promise<void> => {
@@ -118,10 +148,16 @@ export class KeyLimits {
       n = await this.shared.increment(key, 1, { ttlMs: CONCURRENCY_TTL_MS });
     } catch (err) {
       // Same policy as the rate limiter: an unreachable counter store does not take calls down.
-      this.logger.warn('api keys: concurrency store unavailable; not limiting', { error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn('api keys: concurrency store unavailable; not limiting', {
+        error: err instanceof Error ? err.message : String(err),
+      });
       return async () => undefined;
     }
-    const giveBack = () => this.shared.increment(key, -1, { min: 0 }).then(() => undefined, () => undefined);
+    const giveBack = () =>
+      this.shared.increment(key, -1, { min: 0 }).then(
+        () => undefined,
+        () => undefined,
+      );
     if (n !== null && n > max) {
       await giveBack();
       this.refuse('concurrent', `this API key may run ${max} calls at once; retry when one ends`, undefined, undefined, 1);

@@ -27,7 +27,8 @@ describe('API key format', () => {
     expect(hasher.parse(badSum)).toBeNull();
     // Another deployment's key: well-formed, valid checksum, but its id tag is not ours.
     expect(other.parse(key)).toBeNull();
-    for (const junk of ['', 'aib_', 'sk-abc', `aib_${'!'.repeat(50)}`, `AIB_${key.slice(4)}`, key.replace('aib_', 'aib-')]) expect(hasher.parse(junk)).toBeNull();
+    for (const junk of ['', 'aib_', 'sk-abc', `aib_${'!'.repeat(50)}`, `AIB_${key.slice(4)}`, key.replace('aib_', 'aib-')])
+      expect(hasher.parse(junk)).toBeNull();
   });
 
   it('stores only a keyed hash and compares it in full', () => {

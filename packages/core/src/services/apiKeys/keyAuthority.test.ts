@@ -56,22 +56,30 @@ describe.each(backends)('API key authority on $name', (backend) => {
     const onDemoted = await asKey(demoted, made.key);
     expect(onDemoted).toMatchObject({ isAdmin: false, scopes: [] });
     await expect(call(demoted, 'admin.status', undefined, onDemoted)).rejects.toMatchObject({ code: 'FORBIDDEN' });
-    await expect(call(demoted, 'billing.creditTokens', { userId: alice.sub, amount: 1_000_000, reason: 'x', idempotencyKey: 'k1' }, onDemoted)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(
+      call(demoted, 'billing.creditTokens', { userId: alice.sub, amount: 1_000_000, reason: 'x', idempotencyKey: 'k1' }, onDemoted),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN' });
     await expect(call(demoted, 'keys.adminList', { userId: 'someone' }, onDemoted)).rejects.toMatchObject({ code: 'FORBIDDEN' });
   });
 
   it('the admin scope is given only to a listed owner, not to one whose token still carries it', async () => {
     const demoted = await instance({});
-    await expect(call(demoted, 'keys.create', { name: 'again', scopes: ['mcp:admin'] }, demotedAlice)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(call(demoted, 'keys.create', { name: 'again', scopes: ['mcp:admin'] }, demotedAlice)).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
     const plain = await call(demoted, 'keys.create', { name: 'plain' }, demotedAlice);
-    await expect(call(demoted, 'keys.update', { id: plain.apiKey.id, scopes: ['mcp:admin'] }, demotedAlice)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(call(demoted, 'keys.update', { id: plain.apiKey.id, scopes: ['mcp:admin'] }, demotedAlice)).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
     // Key scopes widen only what a key may call of its owner's: any owner may give them.
     const reader = await call(demoted, 'keys.update', { id: plain.apiKey.id, scopes: ['keys:read', 'account:read'] }, demotedAlice);
     expect(reader.apiKey.scopes).toEqual(['keys:read', 'account:read']);
     // An administrator making a key for someone not listed cannot give it either.
     const root: Identity = { ...alice, sub: 'user-root', isAdmin: true };
     const byAdmin = await instance({ admin: { users: ['user-root'] } });
-    await expect(call(byAdmin, 'keys.adminCreate', { userId: 'user-carol', name: 'c', scopes: ['mcp:admin'] }, root)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(call(byAdmin, 'keys.adminCreate', { userId: 'user-carol', name: 'c', scopes: ['mcp:admin'] }, root)).rejects.toMatchObject(
+      { code: 'FORBIDDEN' },
+    );
   });
 
   it('an owner listed by verified e-mail: the key follows the stored profile', async () => {
@@ -87,7 +95,7 @@ describe.each(backends)('API key authority on $name', (backend) => {
     expect((await asKey(later, made.key)).isAdmin).toBe(false);
   });
 
-  it('a key sees only itself among its owner\'s keys; keys:read sees them all', async () => {
+  it("a key sees only itself among its owner's keys; keys:read sees them all", async () => {
     const one = await call(runtime, 'keys.create', { name: 'one' }, alice);
     const two = await call(runtime, 'keys.create', { name: 'two' }, alice);
     const reader = await call(runtime, 'keys.create', { name: 'reader', scopes: ['keys:read'] }, alice);
@@ -113,6 +121,8 @@ describe.each(backends)('API key authority on $name', (backend) => {
     expect((await call(runtime, 'keys.update', { id: k.apiKey.id, expiresAt: sooner }, alice)).apiKey.expiresAt).toBe(sooner);
     // An administrator cannot extend it either.
     const admin = await instance({ admin: { users: ['user-root'] } });
-    await expect(call(admin, 'keys.adminUpdate', { id: k.apiKey.id, expiresAt: null }, { ...alice, sub: 'user-root', isAdmin: true })).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(
+      call(admin, 'keys.adminUpdate', { id: k.apiKey.id, expiresAt: null }, { ...alice, sub: 'user-root', isAdmin: true }),
+    ).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 });

@@ -31,16 +31,27 @@ describe.each(backends)('an API key budget in the reservation on $name', (backen
 
   it(`${CALLS} concurrent reservations get exactly what the key's total budget affords; settle, release and the sweeper keep its figures exact`, async () => {
     const { identity, id } = await keyIdentity({ budget: { total: { tokens: AFFORDABLE * WORST + WORST / 2 } } });
-    const outcomes = await Promise.allSettled(Array.from({ length: CALLS }, (_, i) => runtime.billing.reserve({ identity, tokens: WORST, requestId: `r-${i}`, costUsd: 0.001 })));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: CALLS }, (_, i) => runtime.billing.reserve({ identity, tokens: WORST, requestId: `r-${i}`, costUsd: 0.001 })),
+    );
     const held = outcomes.filter((o): o is PromiseFulfilledResult<Reservation> => o.status === 'fulfilled').map((o) => o.value);
     expect(held).toHaveLength(AFFORDABLE);
-    for (const o of outcomes.filter((o) => o.status === 'rejected')) expect((o as PromiseRejectedResult).reason).toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'key_budget_exceeded', period: 'total' } });
+    for (const o of outcomes.filter((o) => o.status === 'rejected'))
+      expect((o as PromiseRejectedResult).reason).toMatchObject({
+        appCode: 'PAYMENT_REQUIRED',
+        details: { reason: 'key_budget_exceeded', period: 'total' },
+      });
     expect(held.every((r) => r.apiKey?.keyId === id)).toBe(true);
     let usage = await runtime.keys.usage(id);
-    expect(usage.periods.find((p) => p.period === 'total')).toMatchObject({ reserved: { tokens: AFFORDABLE * WORST }, spent: { tokens: 0 } });
+    expect(usage.periods.find((p) => p.period === 'total')).toMatchObject({
+      reserved: { tokens: AFFORDABLE * WORST },
+      spent: { tokens: 0 },
+    });
 
     const [settled, released] = [held.slice(0, 10), held.slice(10)];
-    await Promise.all(settled.map((r) => runtime.billing.settle(r, { tokensUsed: 40, provider: 'openai', model: 'gpt-4.1-mini', costUsd: 0.0004 })));
+    await Promise.all(
+      settled.map((r) => runtime.billing.settle(r, { tokensUsed: 40, provider: 'openai', model: 'gpt-4.1-mini', costUsd: 0.0004 })),
+    );
     await Promise.all(released.map((r) => runtime.billing.release(r, 'test')));
     usage = await runtime.keys.usage(id);
     expect(usage.calls).toBe(10);
@@ -59,11 +70,20 @@ describe.each(backends)('an API key budget in the reservation on $name', (backen
 
   it('a money budget per day refuses an unpriced model, and a key revoked after authentication is refused at the reservation', async () => {
     const { identity, id } = await keyIdentity({ budget: { day: { usd: 1 } } });
-    await expect(runtime.billing.reserve({ identity, tokens: WORST, requestId: 'unpriced' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'key_model_not_priced' } });
-    await expect(runtime.billing.reserve({ identity, tokens: WORST, requestId: 'dear', costUsd: 1.5 })).rejects.toMatchObject({ details: { reason: 'key_budget_exceeded', period: 'day', metric: 'usd' } });
-    expect(await runtime.billing.reserve({ identity, tokens: WORST, requestId: 'ok', costUsd: 0.5 })).toMatchObject({ apiKey: { keyId: id } });
+    await expect(runtime.billing.reserve({ identity, tokens: WORST, requestId: 'unpriced' })).rejects.toMatchObject({
+      appCode: 'PAYMENT_REQUIRED',
+      details: { reason: 'key_model_not_priced' },
+    });
+    await expect(runtime.billing.reserve({ identity, tokens: WORST, requestId: 'dear', costUsd: 1.5 })).rejects.toMatchObject({
+      details: { reason: 'key_budget_exceeded', period: 'day', metric: 'usd' },
+    });
+    expect(await runtime.billing.reserve({ identity, tokens: WORST, requestId: 'ok', costUsd: 0.5 })).toMatchObject({
+      apiKey: { keyId: id },
+    });
     await call(runtime, 'keys.revoke', { id }, alice);
-    await expect(runtime.billing.reserve({ identity, tokens: WORST, requestId: 'after', costUsd: 0.1 })).rejects.toMatchObject({ appCode: 'INVALID_TOKEN' });
+    await expect(runtime.billing.reserve({ identity, tokens: WORST, requestId: 'after', costUsd: 0.1 })).rejects.toMatchObject({
+      appCode: 'INVALID_TOKEN',
+    });
     expect(await runtime.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
   });
 });

@@ -13,7 +13,9 @@ describe('key rules', () => {
     expect(keyAllowsModel(g, 'openai', 'gpt-5')).toBe(false);
     expect(keyAllowsModel(grant({ providers: ['openai'] }), 'google', 'gemini-2.5-flash')).toBe(false);
     expect(keyAllowsModel(undefined, 'google', 'x')).toBe(true);
-    expect(() => assertKeyAllowsModel(g, 'openai', 'gpt-5')).toThrow(expect.objectContaining({ appCode: 'FORBIDDEN', details: expect.objectContaining({ reason: 'key_model_not_allowed' }) }));
+    expect(() => assertKeyAllowsModel(g, 'openai', 'gpt-5')).toThrow(
+      expect.objectContaining({ appCode: 'FORBIDDEN', details: expect.objectContaining({ reason: 'key_model_not_allowed' }) }),
+    );
   });
 
   it('client addresses: IPs and CIDRs, v4 and v6, mapped v4; unknown never matches', () => {
@@ -29,8 +31,13 @@ describe('key rules', () => {
 
   it('narrows model listings to the key, both shapes', () => {
     const g = grant({ models: ['gpt-4o*'], providers: ['openai', 'openrouter'] });
-    expect(modelsForKey(g, { models: { openai: ['gpt-4o', 'gpt-5'], anthropic: ['claude'] } })).toEqual({ models: { openai: ['gpt-4o'], anthropic: [] } });
-    expect(modelsForKey(g, { provider: 'openrouter', models: ['gpt-4o-mini', 'x'] })).toEqual({ provider: 'openrouter', models: ['gpt-4o-mini'] });
+    expect(modelsForKey(g, { models: { openai: ['gpt-4o', 'gpt-5'], anthropic: ['claude'] } })).toEqual({
+      models: { openai: ['gpt-4o'], anthropic: [] },
+    });
+    expect(modelsForKey(g, { provider: 'openrouter', models: ['gpt-4o-mini', 'x'] })).toEqual({
+      provider: 'openrouter',
+      models: ['gpt-4o-mini'],
+    });
     const listed = { models: { openai: ['a'] } };
     expect(modelsForKey(undefined, listed)).toBe(listed);
   });

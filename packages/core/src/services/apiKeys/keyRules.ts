@@ -70,15 +70,22 @@ export function keyAllowsProcedure(grant: ApiKeyGrant | undefined, path: string,
 export function assertKeyAllowsModel(grant: ApiKeyGrant | undefined, provider: string, model: string): void {
   if (!grant) return;
   if (grant.providers && !grant.providers.includes(provider)) {
-    throw new CoreError('FORBIDDEN', `this API key may not use provider ${provider}`, { details: { reason: 'key_provider_not_allowed', provider } });
+    throw new CoreError('FORBIDDEN', `this API key may not use provider ${provider}`, {
+      details: { reason: 'key_provider_not_allowed', provider },
+    });
   }
   if (!keyAllowsModel(grant, provider, model)) {
-    throw new CoreError('FORBIDDEN', `this API key may not use model ${provider}/${model}`, { details: { reason: 'key_model_not_allowed', provider, model } });
+    throw new CoreError('FORBIDDEN', `this API key may not use model ${provider}/${model}`, {
+      details: { reason: 'key_model_not_allowed', provider, model },
+    });
   }
 }
 
 /** ai.listAllowedModels narrowed to what a key may use (unchanged without a key). */
-export function modelsForKey<T extends { models: Record<string, string[]> } | { provider: string; models: string[] }>(grant: ApiKeyGrant | undefined, listed: T): T {
+export function modelsForKey<T extends { models: Record<string, string[]> } | { provider: string; models: string[] }>(
+  grant: ApiKeyGrant | undefined,
+  listed: T,
+): T {
   if (!grant) return listed;
   if ('provider' in listed) return { ...listed, models: listed.models.filter((m) => keyAllowsModel(grant, listed.provider, m)) };
   const models = Object.fromEntries(Object.entries(listed.models).map(([p, ms]) => [p, ms.filter((m) => keyAllowsModel(grant, p, m))]));

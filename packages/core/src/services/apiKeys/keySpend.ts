@@ -54,15 +54,40 @@ function refusal(spend: Record<KeyBudgetPeriod, KeyPeriod>, budget: KeyBudget, w
     const s = spend[period];
     const base = { reason: 'key_budget_exceeded', period, periodId: s.id, resetsAt: resetOf(period, s.id) };
     if (limits.tokens !== undefined && s.tokens + s.reservedTokens + worst.tokens > limits.tokens) {
-      return new CoreError('PAYMENT_REQUIRED', `this API key's ${period === 'total' ? 'total' : period + 'ly'} token budget (${limits.tokens}) does not cover this call`, {
-        details: { ...base, metric: 'tokens', limit: limits.tokens, spent: s.tokens, reserved: s.reservedTokens, requested: worst.tokens },
-      });
+      return new CoreError(
+        'PAYMENT_REQUIRED',
+        `this API key's ${period === 'total' ? 'total' : period + 'ly'} token budget (${limits.tokens}) does not cover this call`,
+        {
+          details: {
+            ...base,
+            metric: 'tokens',
+            limit: limits.tokens,
+            spent: s.tokens,
+            reserved: s.reservedTokens,
+            requested: worst.tokens,
+          },
+        },
+      );
     }
     if (limits.usd !== undefined && (worst.usdNanos === null || s.usdNanos + s.reservedUsdNanos + worst.usdNanos > toNanos(limits.usd))) {
       const unpriced = worst.usdNanos === null;
-      return new CoreError('PAYMENT_REQUIRED', unpriced ? "this API key has a money budget and the model has no price" : `this API key's ${period === 'total' ? 'total' : period + 'ly'} money budget ($${limits.usd}) does not cover this call`, {
-        details: { ...base, reason: unpriced ? 'key_model_not_priced' : 'key_budget_exceeded', metric: 'usd', limit: limits.usd, spent: fromNanos(s.usdNanos), reserved: fromNanos(s.reservedUsdNanos), requested: unpriced ? null : fromNanos(worst.usdNanos!) },
-      });
+      return new CoreError(
+        'PAYMENT_REQUIRED',
+        unpriced
+          ? 'this API key has a money budget and the model has no price'
+          : `this API key's ${period === 'total' ? 'total' : period + 'ly'} money budget ($${limits.usd}) does not cover this call`,
+        {
+          details: {
+            ...base,
+            reason: unpriced ? 'key_model_not_priced' : 'key_budget_exceeded',
+            metric: 'usd',
+            limit: limits.usd,
+            spent: fromNanos(s.usdNanos),
+            reserved: fromNanos(s.reservedUsdNanos),
+            requested: unpriced ? null : fromNanos(worst.usdNanos!),
+          },
+        },
+      );
     }
   }
   return null;
@@ -76,9 +101,15 @@ export const keySpendTxKeys = (keyId: string) => [apiKeyKeys.record(keyId), keyS
  * or throw the key's PAYMENT_REQUIRED (the transaction then writes nothing). A key revoked or
  * expired since the request was authenticated is refused here too.
  */
-export function reserveKeySpend(read: TxRead, keyId: string, worst: Worst, at: Date): { writes: TxWrite[]; hold: KeyHold; usdLimited: boolean } {
+export function reserveKeySpend(
+  read: TxRead,
+  keyId: string,
+  worst: Worst,
+  at: Date,
+): { writes: TxWrite[]; hold: KeyHold; usdLimited: boolean } {
   const record = read<ApiKeyRecord>(apiKeyKeys.record(keyId));
-  if (!record || record.revokedAt || (record.expiresAt && Date.parse(record.expiresAt) <= at.getTime())) throw new CoreError('INVALID_TOKEN', 'API key revoked or expired');
+  if (!record || record.revokedAt || (record.expiresAt && Date.parse(record.expiresAt) <= at.getTime()))
+    throw new CoreError('INVALID_TOKEN', 'API key revoked or expired');
   const spend = current(read<KeySpendRecord>(keySpendKey(keyId)), at);
   const refused = refusal(spend, record.budget ?? {}, worst);
   if (refused) throw refused;
@@ -89,7 +120,11 @@ export function reserveKeySpend(read: TxRead, keyId: string, worst: Worst, at: D
   }
   const budget = record.budget ?? {};
   const usdLimited = KEY_BUDGET_PERIODS.some((p) => budget[p]?.usd !== undefined);
-  return { writes: [{ op: 'set', key: keySpendKey(keyId), value: spend, ttlMs: SPEND_TTL_MS }], hold: { keyId, day: spend.day.id, month: spend.month.id, tokens: worst.tokens, usdNanos: usd }, usdLimited };
+  return {
+    writes: [{ op: 'set', key: keySpendKey(keyId), value: spend, ttlMs: SPEND_TTL_MS }],
+    hold: { keyId, day: spend.day.id, month: spend.month.id, tokens: worst.tokens, usdNanos: usd },
+    usdLimited,
+  };
 }
 
 function unhold(spend: Record<KeyBudgetPeriod, KeyPeriod>, hold: KeyHold): void {

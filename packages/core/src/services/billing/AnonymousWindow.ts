@@ -69,7 +69,9 @@ export class AnonymousWindow {
     if (held.state === 'closed') return held.result ?? null;
     const used = usage ? Math.max(0, Math.ceil(usage.tokensUsed)) : 0;
     const fee = platformFee(used, feeRate);
-    const result: SettleResult | undefined = usage ? { tokensUsed: used, tokensCharged: used + fee, platformFee: fee, remainingBalance: null } : undefined;
+    const result: SettleResult | undefined = usage
+      ? { tokensUsed: used, tokensCharged: used + fee, platformFee: fee, remainingBalance: null }
+      : undefined;
     const closed: AnonRecord = { state: 'closed', reservation: held.reservation, ...(result ? { result } : {}) };
     if (!(await this.storage.compareAndSet<AnonRecord>(rk, held, closed, { ttlMs: this.opts.windowMs * 2 }))) {
       throw new CoreError('CONFLICT', 'this reservation is being settled or released concurrently');

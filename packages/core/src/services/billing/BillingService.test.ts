@@ -121,7 +121,9 @@ describe.each(backends)('BillingService on $name', (backend) => {
   it('refuses a reservation that the balances cannot cover, leaving them untouched', async () => {
     await credit(alice.sub, 500);
     await credit(alice.sub, 500, 'one_time');
-    await expect(rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-5' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    await expect(rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'req-5' })).rejects.toMatchObject({
+      appCode: 'PAYMENT_REQUIRED',
+    });
     expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 500, one_time: 500 });
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
     // The same request id may be retried after a top-up.
@@ -133,7 +135,10 @@ describe.each(backends)('BillingService on $name', (backend) => {
     await credit(alice.sub, 500, 'subscription');
     await credit(alice.sub, 1000, 'one_time');
     const r = await rt.billing.reserve({ identity: alice, tokens: 1000, requestId: 'o-1' });
-    expect(r.draws).toEqual([{ type: 'subscription', amount: 500 }, { type: 'one_time', amount: 600 }]);
+    expect(r.draws).toEqual([
+      { type: 'subscription', amount: 500 },
+      { type: 'one_time', amount: 600 },
+    ]);
     await rt.billing.settle(r, { tokensUsed: 100, provider: 'openai', model: 'm' });
     expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 390, one_time: 1000 });
 
@@ -151,7 +156,10 @@ describe.each(backends)('BillingService on $name', (backend) => {
 
     it('a request key means BYOK; no tokens and no key means payment required', async () => {
       expect(await decide(1000, { apiKeyProvided: true })).toEqual({ mode: 'byok' });
-      await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED', message: expect.stringMatching(/^insufficient platform tokens and no provider API key: get credit/) });
+      await expect(decide()).rejects.toMatchObject({
+        appCode: 'PAYMENT_REQUIRED',
+        message: expect.stringMatching(/^insufficient platform tokens and no provider API key: get credit/),
+      });
     });
 
     it('platform when the balances cover estimate plus fee', async () => {
@@ -174,7 +182,10 @@ describe.each(backends)('BillingService on $name', (backend) => {
       await rt.billing.preferences.update(alice.sub, { byokProviders: { openai: { enabled: false } } });
       await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
       // Without 'byok' in the order there is no fallback.
-      await rt.billing.preferences.update(alice.sub, { byokProviders: { openai: { enabled: true } }, consumptionOrder: ['subscription', 'one_time'] });
+      await rt.billing.preferences.update(alice.sub, {
+        byokProviders: { openai: { enabled: true } },
+        consumptionOrder: ['subscription', 'one_time'],
+      });
       await expect(decide()).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
     });
 
@@ -195,25 +206,44 @@ describe.each(backends)('BillingService on $name', (backend) => {
   });
 
   it('anonymous callers: BYOK only, unless the operator allows server-paid use within a per-address window', async () => {
-    await expect(rt.billing.decide({ identity: null, provider: 'openai', estimatedTokens: 10, apiKeyProvided: false })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
-    expect(await rt.billing.decide({ identity: null, provider: 'openai', estimatedTokens: 10, apiKeyProvided: true })).toEqual({ mode: 'byok' });
-    await expect(rt.billing.reserve({ identity: null, tokens: 10, requestId: 'a-0', ip: '10.0.0.1' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    await expect(
+      rt.billing.decide({ identity: null, provider: 'openai', estimatedTokens: 10, apiKeyProvided: false }),
+    ).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+    expect(await rt.billing.decide({ identity: null, provider: 'openai', estimatedTokens: 10, apiKeyProvided: true })).toEqual({
+      mode: 'byok',
+    });
+    await expect(rt.billing.reserve({ identity: null, tokens: 10, requestId: 'a-0', ip: '10.0.0.1' })).rejects.toMatchObject({
+      appCode: 'PAYMENT_REQUIRED',
+    });
 
-    const anonRt = await makeRuntime(await store.another(), { billing: { platformFeeRate: 0.1, allowAnonymousServerPaid: true, anonymousTokensPerWindow: 1000 } });
+    const anonRt = await makeRuntime(await store.another(), {
+      billing: { platformFeeRate: 0.1, allowAnonymousServerPaid: true, anonymousTokensPerWindow: 1000 },
+    });
     try {
       const b = anonRt.billing;
-      expect(await b.decide({ identity: null, provider: 'openai', estimatedTokens: 500, apiKeyProvided: false, ip: '10.0.0.1' })).toEqual({ mode: 'platform' });
+      expect(await b.decide({ identity: null, provider: 'openai', estimatedTokens: 500, apiKeyProvided: false, ip: '10.0.0.1' })).toEqual({
+        mode: 'platform',
+      });
       const r1 = await b.reserve({ identity: null, tokens: 500, requestId: 'a-1', ip: '10.0.0.1' }); // holds 550
-      await expect(b.reserve({ identity: null, tokens: 500, requestId: 'a-2', ip: '10.0.0.1' })).rejects.toMatchObject({ appCode: 'RATE_LIMITED' });
+      await expect(b.reserve({ identity: null, tokens: 500, requestId: 'a-2', ip: '10.0.0.1' })).rejects.toMatchObject({
+        appCode: 'RATE_LIMITED',
+      });
       // Another address has its own window.
       const other = await b.reserve({ identity: null, tokens: 500, requestId: 'a-3', ip: '10.0.0.2' });
       await b.release(other, 'test');
-      expect(await b.settle(r1, { tokensUsed: 100, provider: 'openai', model: 'm' })).toEqual({ tokensUsed: 100, tokensCharged: 110, platformFee: 10, remainingBalance: null });
+      expect(await b.settle(r1, { tokensUsed: 100, provider: 'openai', model: 'm' })).toEqual({
+        tokensUsed: 100,
+        tokensCharged: 110,
+        platformFee: 10,
+        remainingBalance: null,
+      });
       // 110 of 1000 used: 500 + fee fits again.
       const r4 = await b.reserve({ identity: null, tokens: 500, requestId: 'a-4', ip: '10.0.0.1' });
       await b.release(r4, 'test');
       await b.release(r4, 'twice is a no-op');
-      await expect(b.decide({ identity: null, provider: 'openai', estimatedTokens: 900, apiKeyProvided: false, ip: '10.0.0.1' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
+      await expect(
+        b.decide({ identity: null, provider: 'openai', estimatedTokens: 900, apiKeyProvided: false, ip: '10.0.0.1' }),
+      ).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED' });
     } finally {
       // Same storage object on memory: do not close it twice.
       if (backend.name === 'redis') await anonRt.close();
@@ -248,10 +278,22 @@ describe.each(backends)('BillingService on $name', (backend) => {
 
   it('records BYOK usage without touching balances', async () => {
     await credit(alice.sub, 100);
-    await rt.billing.recordByokUsage({ identity: alice, provider: 'anthropic', model: 'claude-x', tokensUsed: 321, estimatedCostUsd: 0.0042, metadata: { name: 'doc' }, requestId: 'b-1' });
+    await rt.billing.recordByokUsage({
+      identity: alice,
+      provider: 'anthropic',
+      model: 'claude-x',
+      tokensUsed: 321,
+      estimatedCostUsd: 0.0042,
+      metadata: { name: 'doc' },
+      requestId: 'b-1',
+    });
     await rt.billing.recordByokUsage({ identity: null, provider: 'anthropic', model: 'claude-x', tokensUsed: 1, estimatedCostUsd: 0 });
     const last = (await rt.billing.ledger.entries(alice.sub)).at(-1)!;
-    expect(last).toMatchObject({ kind: 'byok_usage', lines: [], usage: { tokensUsed: 321, tokensCharged: 0, estimatedCostUsd: 0.0042, provider: 'anthropic' } });
+    expect(last).toMatchObject({
+      kind: 'byok_usage',
+      lines: [],
+      usage: { tokensUsed: 321, tokensCharged: 0, estimatedCostUsd: 0.0042, provider: 'anthropic' },
+    });
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true, balances: { subscription: 100 } });
   });
 
@@ -296,8 +338,22 @@ describe.each(backends)('BillingService on $name', (backend) => {
       const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: `page-${i}` });
       await rt.billing.settle(r, { tokensUsed: 10 + i, provider: 'openai', model: 'm' });
     }
-    await rt.billing.recordByokUsage({ identity: alice, provider: 'anthropic', model: 'c', tokensUsed: 7, estimatedCostUsd: 0.5, requestId: 'byok-1' });
-    await rt.billing.recordByokUsage({ identity: alice, provider: 'anthropic', model: 'c', tokensUsed: 7, estimatedCostUsd: 0.5, requestId: 'byok-1' }); // replay
+    await rt.billing.recordByokUsage({
+      identity: alice,
+      provider: 'anthropic',
+      model: 'c',
+      tokensUsed: 7,
+      estimatedCostUsd: 0.5,
+      requestId: 'byok-1',
+    });
+    await rt.billing.recordByokUsage({
+      identity: alice,
+      provider: 'anthropic',
+      model: 'c',
+      tokensUsed: 7,
+      estimatedCostUsd: 0.5,
+      requestId: 'byok-1',
+    }); // replay
     const first = await rt.billing.usageHistory(alice.sub, { limit: 4 });
     expect(first.items.map((u) => u.requestId)).toEqual(['byok-1', 'page-4', 'page-3', 'page-2']);
     const second = await rt.billing.usageHistory(alice.sub, { limit: 4, cursor: first.nextCursor });
@@ -332,7 +388,8 @@ describe.each(backends)('BillingService on $name', (backend) => {
         const decision = await rt2.billing.decide({ identity: alice, provider: 'openai', estimatedTokens: 100, apiKeyProvided: false });
         expect(decision).toEqual({ mode: 'platform' });
         const r = await rt2.billing.reserve({ identity: alice, tokens: 100, requestId: `once-${outcome}`, decision });
-        if (outcome === 'settle') expect(await rt2.billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'm' })).toMatchObject({ tokensUsed: 50 });
+        if (outcome === 'settle')
+          expect(await rt2.billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'm' })).toMatchObject({ tokensUsed: 50 });
         else await rt2.billing.release(r, 'failed');
         expect(reads.filter((k) => k.startsWith('prefs:'))).toHaveLength(1);
         // Hold records are read only inside the reserve, settle and release transactions.

@@ -106,7 +106,10 @@ export class BillingService implements Metering {
     const defaults = options.defaultBudget ?? {};
     this.budgets = new Budgets(storage, defaults);
     this.reservations = new Reservations(this.ledger, logger, options.reservationTtlMs, { defaults, alerts });
-    this.anonymous = new AnonymousWindow(shared, { tokensPerWindow: options.anonymousTokensPerWindow, windowMs: options.anonymousWindowMs });
+    this.anonymous = new AnonymousWindow(shared, {
+      tokensPerWindow: options.anonymousTokensPerWindow,
+      windowMs: options.anonymousWindowMs,
+    });
   }
 
   /** Tokens plus platform fee. */
@@ -142,9 +145,20 @@ export class BillingService implements Metering {
         ? null
         : 'refused' in wanted
           ? wanted.refused
-          : this.previewBudget(userId, { tokens: estimatedTokens, usdNanos: wanted.worstCostUsd === null ? null : toNanos(wanted.worstCostUsd) }),
+          : this.previewBudget(userId, {
+              tokens: estimatedTokens,
+              usdNanos: wanted.worstCostUsd === null ? null : toNanos(wanted.worstCostUsd),
+            }),
     ]);
-    return planConsumption({ prefs, balances, needed: this.withFee(estimatedTokens), hasApiKey: opts.hasApiKey, byokKeys, provider: opts.provider, budget });
+    return planConsumption({
+      prefs,
+      balances,
+      needed: this.withFee(estimatedTokens),
+      hasApiKey: opts.hasApiKey,
+      byokKeys,
+      provider: opts.provider,
+      budget,
+    });
   }
 
   /** What the reservation's budget check would answer now (the same pure rule, nothing held). */
@@ -172,7 +186,11 @@ export class BillingService implements Metering {
     }
     const userId = p.identity.sub;
     const refused = p.budgetRefusal as BudgetRefusal | undefined;
-    const plan = await this.plan(userId, p.estimatedTokens, { hasApiKey: false, provider: p.provider, ...(refused ? { budget: { refused } } : {}) });
+    const plan = await this.plan(userId, p.estimatedTokens, {
+      hasApiKey: false,
+      provider: p.provider,
+      ...(refused ? { budget: { refused } } : {}),
+    });
     if (plan.payer === 'platform') {
       const decision: Decision = { mode: 'platform' };
       this.prefsRead.set(decision, { userId, prefs: plan.prefs });
@@ -185,7 +203,12 @@ export class BillingService implements Metering {
         throw nothingPays(p.identity);
       }
       if (plan.fallback && plan.prefs.notifyFallbackToByok) {
-        this.emit('fallbackToByok', { userId, provider: p.provider, estimatedTokens: p.estimatedTokens, reason: plan.platformRefusedBy ?? 'balance' });
+        this.emit('fallbackToByok', {
+          userId,
+          provider: p.provider,
+          estimatedTokens: p.estimatedTokens,
+          reason: plan.platformRefusedBy ?? 'balance',
+        });
       }
       return { mode: 'byok', apiKey };
     }
@@ -248,7 +271,12 @@ export class BillingService implements Metering {
 
   private async settleWith(reservation: Reservation, usage: SettleUsage, prefs: UserPreferences): Promise<SettleResult> {
     const userId = reservation.userId!;
-    const { result, replay, reservation: held, crossings } = await this.reservations.settle(reservation, usage, this.options.platformFeeRate, this.platformOrder(prefs));
+    const {
+      result,
+      replay,
+      reservation: held,
+      crossings,
+    } = await this.reservations.settle(reservation, usage, this.options.platformFeeRate, this.platformOrder(prefs));
     this.prefsRead.delete(reservation);
     this.open.delete(`${userId}\n${reservation.requestId}`);
     if (crossings.length > 0) {
@@ -256,7 +284,10 @@ export class BillingService implements Metering {
       for (const c of crossings) this.emit('budgetThreshold', { userId, ...c });
     }
     // The charge is committed: a failed notification (it reads a balance) must not fail the call.
-    if (!replay) await this.notifyAfterCharge(userId, prefs, result, held).catch((err: unknown) => this.logger.warn('billing: notifying after a charge failed', { error: String(err) }));
+    if (!replay)
+      await this.notifyAfterCharge(userId, prefs, result, held).catch((err: unknown) =>
+        this.logger.warn('billing: notifying after a charge failed', { error: String(err) }),
+      );
     return result;
   }
 
@@ -365,7 +396,9 @@ export class BillingService implements Metering {
     this.open.clear();
     await Promise.all(
       open.map((r) =>
-        this.reservations.release(r, 'server stopping').catch((err) => this.logger.warn('billing: could not release a hold at stop', { requestId: r.requestId, error: String(err) })),
+        this.reservations
+          .release(r, 'server stopping')
+          .catch((err) => this.logger.warn('billing: could not release a hold at stop', { requestId: r.requestId, error: String(err) })),
       ),
     );
   }

@@ -12,7 +12,12 @@ const AFFORDABLE = 20;
 const today = () => new Date().toISOString().slice(0, 10);
 
 /** An alert receiver nobody listens on, with retries far away: outbox records stay put for counting. */
-const parkedAlerts: NonNullable<ConfigInput>['alerts'] = { webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(32) }], retryBaseMs: 3_600_000, retryMaxMs: 3_600_000, pollIntervalMs: 60_000 };
+const parkedAlerts: NonNullable<ConfigInput>['alerts'] = {
+  webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(32) }],
+  retryBaseMs: 3_600_000,
+  retryMaxMs: 3_600_000,
+  pollIntervalMs: 60_000,
+};
 
 describe.each(backends)('budgets on $name', (backend) => {
   let store: OpenStore;
@@ -50,22 +55,51 @@ describe.each(backends)('budgets on $name', (backend) => {
         await new Promise((r) => setImmediate(r));
       }
     })();
-    const results = await Promise.allSettled(Array.from({ length: CALLS }, (_, i) => (i % 2 ? b : a).billing.reserve({ identity: alice, tokens: TOKENS, requestId: `b-${i}`, costUsd: 0.001 })));
+    const results = await Promise.allSettled(
+      Array.from({ length: CALLS }, (_, i) =>
+        (i % 2 ? b : a).billing.reserve({ identity: alice, tokens: TOKENS, requestId: `b-${i}`, costUsd: 0.001 }),
+      ),
+    );
     const held = results.filter((r): r is PromiseFulfilledResult<Reservation> => r.status === 'fulfilled').map((r) => r.value);
-    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as { appCode: string; details: Record<string, unknown> });
+    const refused = results
+      .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+      .map((r) => r.reason as { appCode: string; details: Record<string, unknown> });
     expect(held).toHaveLength(AFFORDABLE);
     expect(refused).toHaveLength(CALLS - AFFORDABLE);
-    for (const e of refused) expect(e).toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'budget_exceeded', period: 'daily', metric: 'tokens', limit: 2050, requested: TOKENS } });
-    expect(await spendOf(a, alice.sub)).toMatchObject({ tokens: 0, reservedTokens: AFFORDABLE * TOKENS, reservedUsdNanos: AFFORDABLE * 1_000_000 });
+    for (const e of refused)
+      expect(e).toMatchObject({
+        appCode: 'PAYMENT_REQUIRED',
+        details: { reason: 'budget_exceeded', period: 'daily', metric: 'tokens', limit: 2050, requested: TOKENS },
+      });
+    expect(await spendOf(a, alice.sub)).toMatchObject({
+      tokens: 0,
+      reservedTokens: AFFORDABLE * TOKENS,
+      reservedUsdNanos: AFFORDABLE * 1_000_000,
+    });
 
     // Half settle with less than they held (on both instances), the other half are released.
-    await Promise.all(held.map((r, i) => (i % 2 ? a.billing.settle(r, { tokensUsed: 40, provider: 'openai', model: 'm', costUsd: 0.0004 }) : b.billing.release(r, 'failed'))));
+    await Promise.all(
+      held.map((r, i) =>
+        i % 2 ? a.billing.settle(r, { tokensUsed: 40, provider: 'openai', model: 'm', costUsd: 0.0004 }) : b.billing.release(r, 'failed'),
+      ),
+    );
     watching = false;
     await watcher;
     expect(maxSeen).toBeLessThanOrEqual(AFFORDABLE * TOKENS + TOKENS / 2);
-    expect(await spendOf(a, alice.sub)).toMatchObject({ tokens: (AFFORDABLE / 2) * 40, reservedTokens: 0, usdNanos: (AFFORDABLE / 2) * 400_000, reservedUsdNanos: 0 });
+    expect(await spendOf(a, alice.sub)).toMatchObject({
+      tokens: (AFFORDABLE / 2) * 40,
+      reservedTokens: 0,
+      usdNanos: (AFFORDABLE / 2) * 400_000,
+      reservedUsdNanos: 0,
+    });
     const view = await b.billing.budgets.view(alice.sub);
-    expect(view.periods[0]).toMatchObject({ period: 'daily', source: 'user', limits: { tokens: 2050, usd: null }, spent: { tokens: 400, usd: 0.004 }, remaining: { tokens: 1650, usd: null } });
+    expect(view.periods[0]).toMatchObject({
+      period: 'daily',
+      source: 'user',
+      limits: { tokens: 2050, usd: null },
+      spent: { tokens: 400, usd: 0.004 },
+      remaining: { tokens: 1650, usd: null },
+    });
     // The budget covers platform tokens only: bob has none and is not affected.
     expect((await a.billing.budgets.view(bob.sub)).periods[0]).toMatchObject({ source: null, spent: { tokens: 0 } });
   });
@@ -77,14 +111,21 @@ describe.each(backends)('budgets on $name', (backend) => {
     await a.billing.credit({ userId: alice.sub, tokens: 1_000_000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
     await a.billing.budgets.set(alice.sub, 'monthly', { usd: 0.01 }, 'admin');
     // 0.003 USD worst case each: 3 fit in 0.01, the 4th would not.
-    const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => (i % 2 ? b : a).billing.reserve({ identity: alice, tokens: 10, requestId: `m-${i}`, costUsd: 0.003 })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 12 }, (_, i) =>
+        (i % 2 ? b : a).billing.reserve({ identity: alice, tokens: 10, requestId: `m-${i}`, costUsd: 0.003 }),
+      ),
+    );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
     expect(exceeded).toHaveLength(1);
     expect(exceeded[0]).toMatchObject({ userId: alice.sub, period: 'monthly', metric: 'usd', limit: 0.01 });
     const outbox = (await a.storage.keys('alerts:outbox:')).filter((k) => k.includes('budgetExceeded'));
     expect(outbox).toEqual([`alerts:outbox:budgetExceeded:${alice.sub}:monthly:${today().slice(0, 7)}:usd:0`]);
     // An unpriced model cannot run under a money budget.
-    await expect(a.billing.reserve({ identity: alice, tokens: 10, requestId: 'unpriced' })).rejects.toMatchObject({ appCode: 'PAYMENT_REQUIRED', details: { reason: 'model_not_priced' } });
+    await expect(a.billing.reserve({ identity: alice, tokens: 10, requestId: 'unpriced' })).rejects.toMatchObject({
+      appCode: 'PAYMENT_REQUIRED',
+      details: { reason: 'model_not_priced' },
+    });
   });
 
   it('thresholds: each is alerted exactly once per period, from whichever instance settles the crossing call', async () => {
@@ -93,7 +134,9 @@ describe.each(backends)('budgets on $name', (backend) => {
     for (const rt of [a, b]) rt.billing.events.on('budgetThreshold', (e) => crossed.push(e.threshold));
     await a.billing.credit({ userId: alice.sub, tokens: 1_000_000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
     // 18 calls of 50 tokens settled concurrently: 900 tokens, past 0.5 and 0.8 of the default budget.
-    const held = await Promise.all(Array.from({ length: 18 }, (_, i) => (i % 2 ? b : a).billing.reserve({ identity: alice, tokens: 50, requestId: `t-${i}` })));
+    const held = await Promise.all(
+      Array.from({ length: 18 }, (_, i) => (i % 2 ? b : a).billing.reserve({ identity: alice, tokens: 50, requestId: `t-${i}` })),
+    );
     await Promise.all(held.map((r, i) => (i % 2 ? a : b).billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'm' })));
     expect(crossed.sort()).toEqual([0.5, 0.8]);
     const outbox = (await a.storage.keys('alerts:outbox:')).filter((k) => k.includes('budgetThreshold')).sort();
@@ -104,6 +147,8 @@ describe.each(backends)('budgets on $name', (backend) => {
     await a.billing.budgets.set(alice.sub, 'daily', {}, 'admin');
     await expect(b.billing.reserve({ identity: alice, tokens: 5000, requestId: 'big' })).resolves.toMatchObject({ userId: alice.sub });
     expect(await a.billing.budgets.remove(alice.sub, 'daily', 'admin')).toBe(true);
-    await expect(b.billing.reserve({ identity: alice, tokens: 50, requestId: 'after' })).rejects.toMatchObject({ details: { period: 'daily', spent: 900, reserved: 5000 } });
+    await expect(b.billing.reserve({ identity: alice, tokens: 50, requestId: 'after' })).rejects.toMatchObject({
+      details: { period: 'daily', spent: 900, reserved: 5000 },
+    });
   });
 });

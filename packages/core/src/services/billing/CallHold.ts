@@ -63,7 +63,13 @@ export class CallHold implements Hold {
     if (this.payer.mode === 'platform') {
       const { reservation } = this.payer;
       try {
-        const tokenUsage = await this.ledger.settle(reservation, { tokensUsed: usage.tokensUsed, provider: usage.provider, model: usage.model, metadata: usage.metadata ?? {}, ...(usage.costUsd !== undefined ? { costUsd: usage.costUsd } : {}) });
+        const tokenUsage = await this.ledger.settle(reservation, {
+          tokensUsed: usage.tokensUsed,
+          provider: usage.provider,
+          model: usage.model,
+          metadata: usage.metadata ?? {},
+          ...(usage.costUsd !== undefined ? { costUsd: usage.costUsd } : {}),
+        });
         await this.slot.count(tokenUsage.tokensUsed).catch(() => undefined);
         return { tokenUsage };
       } finally {
@@ -71,7 +77,15 @@ export class CallHold implements Hold {
       }
     }
     try {
-      await this.ledger.recordByokUsage({ identity, provider: usage.provider, model: usage.model, tokensUsed: usage.tokensUsed, estimatedCostUsd, metadata: usage.metadata ?? {}, requestId });
+      await this.ledger.recordByokUsage({
+        identity,
+        provider: usage.provider,
+        model: usage.model,
+        tokensUsed: usage.tokensUsed,
+        estimatedCostUsd,
+        metadata: usage.metadata ?? {},
+        requestId,
+      });
       await this.slot.count(usage.tokensUsed).catch(() => undefined);
     } catch (err) {
       // The caller paid its provider directly; a lost usage record must not cost it the answer.
@@ -93,7 +107,11 @@ export class CallHold implements Hold {
       await this.ledger.release(this.payer.reservation, reason);
     } catch (err) {
       // Billing sweeps holds that are never closed; the call's own outcome stands.
-      this.logger.error('billing: releasing a reservation failed', { requestId, reason, error: err instanceof Error ? err.message : String(err) });
+      this.logger.error('billing: releasing a reservation failed', {
+        requestId,
+        reason,
+        error: err instanceof Error ? err.message : String(err),
+      });
     } finally {
       await this.slot.release();
     }

@@ -39,7 +39,15 @@ export interface Account extends Record<BalanceType, number> {
   fee: number;
 }
 
-export const emptyAccount = (): Account => ({ subscription: 0, one_time: 0, purchased: 0, purchases: 0, subscriptionPurchases: 0, used: 0, fee: 0 });
+export const emptyAccount = (): Account => ({
+  subscription: 0,
+  one_time: 0,
+  purchased: 0,
+  purchases: 0,
+  subscriptionPurchases: 0,
+  used: 0,
+  fee: 0,
+});
 export const accountOf = (stored: Partial<Account> | undefined): Account => ({ ...emptyAccount(), ...stored });
 
 /** An applied credit's claim: replays compare `fp` and return the first entry. */
@@ -139,7 +147,14 @@ export class Ledger {
         purchases: account.purchases + 1,
         subscriptionPurchases: account.subscriptionPurchases + (p.type === 'subscription' ? 1 : 0),
       };
-      const item: PurchaseItem = { id: entry.id, at: entry.at, type: p.type, tokens: p.tokens, source: p.source, ...(p.note ? { note: p.note } : {}) };
+      const item: PurchaseItem = {
+        id: entry.id,
+        at: entry.at,
+        type: p.type,
+        tokens: p.tokens,
+        source: p.source,
+        ...(p.note ? { note: p.note } : {}),
+      };
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: next },
         { op: 'set', key: c.key, value: { fp: c.fingerprint, entryId: entry.id, at: entry.at } satisfies CreditClaim },
@@ -158,7 +173,10 @@ export class Ledger {
    */
   async audit(userId: string): Promise<AuditReport> {
     const cp = await this.storage.get<LedgerCheckpoint>(ledgerKeys.checkpoint(userId));
-    const [balances, entries] = await Promise.all([this.balances(userId), this.storage.readLog<LedgerEntry>(ledgerKeys.log(userId), { after: cp?.throughSeq ?? 0 })]);
+    const [balances, entries] = await Promise.all([
+      this.balances(userId),
+      this.storage.readLog<LedgerEntry>(ledgerKeys.log(userId), { after: cp?.throughSeq ?? 0 }),
+    ]);
     const sums: Balances = { subscription: cp?.sums.subscription ?? 0, one_time: cp?.sums.one_time ?? 0 };
     for (const { record } of entries) for (const l of record.lines) sums[l.type] += l.delta;
     return { balances, sums, consistent: BALANCE_TYPES.every((t) => balances[t] === sums[t]) };

@@ -62,7 +62,10 @@ export class PendingCloses {
   /** Stop retrying (the process is stopping; what is left is released at its expiry by any instance). */
   stop(): void {
     for (const job of this.jobs.values()) clearTimeout(job.timer);
-    if (this.jobs.size > 0) this.logger.error('billing: settles or releases still waiting for the store at stop', { requestIds: [...this.jobs.values()].map((j) => j.requestId) });
+    if (this.jobs.size > 0)
+      this.logger.error('billing: settles or releases still waiting for the store at stop', {
+        requestIds: [...this.jobs.values()].map((j) => j.requestId),
+      });
     this.jobs.clear();
   }
 

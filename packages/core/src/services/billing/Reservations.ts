@@ -8,7 +8,17 @@ import { platformFee } from './fee.js';
 import { usageKeys, usageWrites } from './globalUsage.js';
 import type { UsageRecordItem } from './history.js';
 import { accountOf, ledgerKeys, type Account, type Ledger } from './Ledger.js';
-import { hasUsdLimit, releaseSpend, reserveSpend, settleSpend, toNanos, type BudgetCrossing, type BudgetRefusal, type SpendRecord, type Worst } from '../spend/periodSpend.js';
+import {
+  hasUsdLimit,
+  releaseSpend,
+  reserveSpend,
+  settleSpend,
+  toNanos,
+  type BudgetCrossing,
+  type BudgetRefusal,
+  type SpendRecord,
+  type Worst,
+} from '../spend/periodSpend.js';
 import type { BalanceType, BudgetAlertSink, LedgerEntry, Reservation, SettleResult, SettleUsage } from './types.js';
 import { keySpendTxKeys, releaseKeySpend, reserveKeySpend, settleKeySpend } from '../apiKeys/keySpend.js';
 
@@ -21,7 +31,9 @@ export interface HoldRecord {
   reservation: Reservation;
 }
 /** `late`: settled after its hold expired and was released; `lost`: settled after a crash of the store lost its hold (see `settle`). */
-export type FinishedRecord = { state: 'released'; reservation: Reservation; reason?: string } | { state: 'settled'; reservation: Reservation; result: SettleResult; late?: true; lost?: true };
+export type FinishedRecord =
+  | { state: 'released'; reservation: Reservation; reason?: string }
+  | { state: 'settled'; reservation: Reservation; result: SettleResult; late?: true; lost?: true };
 
 const enc = encodeURIComponent;
 export const HOLD_PREFIX = 'hold:';
@@ -104,52 +116,81 @@ export class Reservations {
    * `apiKeyId`: the call came through an API key, whose budget is checked and spend held in the
    * same transaction (services/apiKeys/keySpend.ts).
    */
-  reserve(userId: string, tokens: number, requestId: string, order: readonly BalanceType[], worst: Worst, apiKeyId?: string): Promise<ReserveOutcome> {
+  reserve(
+    userId: string,
+    tokens: number,
+    requestId: string,
+    order: readonly BalanceType[],
+    worst: Worst,
+    apiKeyId?: string,
+  ): Promise<ReserveOutcome> {
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, requestId);
     const doneKey = finishedKey(userId, requestId);
     const budgetKey = budgetKeys.budget(userId);
     const spendKey = budgetKeys.spend(userId);
     const keyKeys = apiKeyId ? keySpendTxKeys(apiKeyId) : [];
-    return this.storage.transact<ReserveOutcome>([accountKey, key, doneKey, budgetKey, spendKey, ...keyKeys], (read) => {
-      const done = read<FinishedRecord>(doneKey);
-      if (done) return { writes: [], result: { held: done.reservation } }; // replay of a call that already ended
-      const open = read<HoldRecord>(key);
-      if (open) return { writes: [], result: { held: open.reservation } };
-      const account = accountOf(read<Partial<Account>>(accountKey));
-      const draws = drawFrom(account, tokens, order);
-      if (draws.reduce((s, d) => s + d.amount, 0) < tokens) {
-        throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens for this request', { details: { required: tokens } });
-      }
-      const at = new Date();
-      const now = at.getTime();
-      const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
-      const checked = reserveSpend(read<SpendRecord>(spendKey), budget, worst, at);
-      if (!checked.ok) {
-        // Refused: nothing is held. The period's first refusal per limit records its alert.
-        const r = checked.refusal;
-        const mark = `${r.metric}:exceeded`;
-        const period = checked.spend[r.period];
-        if (period.alerted.includes(mark)) return { writes: [], result: { refused: r, alerted: false } };
-        period.alerted.push(mark);
-        const writes: TxWrite[] = [{ op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS }, ...exceededAlertWrites(this.budgets.alerts, userId, r)];
-        return { writes, result: { refused: r, alerted: true } };
-      }
-      // Throws the key's PAYMENT_REQUIRED when its budget cannot cover the call: nothing is written.
-      const byKey = apiKeyId ? reserveKeySpend(read, apiKeyId, worst, at) : undefined;
-      // Read in the same transaction as the limits it reports, so it is exactly what was checked.
-      const usdLimited = hasUsdLimit(budget) || byKey?.usdLimited === true;
-      const reservation: Reservation = { requestId, userId, tokens, draws, budget: checked.hold, ...(byKey ? { apiKey: byKey.hold } : {}), ...(usdLimited ? { usdLimited: true as const } : {}), createdAt: at.toISOString(), expiresAt: new Date(now + this.ttlMs).toISOString() };
-      const entry = this.ledger.newEntry({ kind: 'reserve', idempotencyKey: `reserve:${requestId}`, requestId, lines: draws.map((d) => ({ type: d.type, delta: -d.amount })) });
-      const writes: TxWrite[] = [
-        { op: 'set', key: accountKey, value: account },
-        { op: 'set', key, value: { reservation } satisfies HoldRecord, dueAt: now + this.ttlMs },
-        { op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS },
-        { op: 'append', log: ledgerKeys.log(userId), record: entry },
-        ...(byKey?.writes ?? []),
-      ];
-      return { writes, result: { held: reservation } };
-    }, { durable: false });
+    return this.storage.transact<ReserveOutcome>(
+      [accountKey, key, doneKey, budgetKey, spendKey, ...keyKeys],
+      (read) => {
+        const done = read<FinishedRecord>(doneKey);
+        if (done) return { writes: [], result: { held: done.reservation } }; // replay of a call that already ended
+        const open = read<HoldRecord>(key);
+        if (open) return { writes: [], result: { held: open.reservation } };
+        const account = accountOf(read<Partial<Account>>(accountKey));
+        const draws = drawFrom(account, tokens, order);
+        if (draws.reduce((s, d) => s + d.amount, 0) < tokens) {
+          throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens for this request', { details: { required: tokens } });
+        }
+        const at = new Date();
+        const now = at.getTime();
+        const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
+        const checked = reserveSpend(read<SpendRecord>(spendKey), budget, worst, at);
+        if (!checked.ok) {
+          // Refused: nothing is held. The period's first refusal per limit records its alert.
+          const r = checked.refusal;
+          const mark = `${r.metric}:exceeded`;
+          const period = checked.spend[r.period];
+          if (period.alerted.includes(mark)) return { writes: [], result: { refused: r, alerted: false } };
+          period.alerted.push(mark);
+          const writes: TxWrite[] = [
+            { op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS },
+            ...exceededAlertWrites(this.budgets.alerts, userId, r),
+          ];
+          return { writes, result: { refused: r, alerted: true } };
+        }
+        // Throws the key's PAYMENT_REQUIRED when its budget cannot cover the call: nothing is written.
+        const byKey = apiKeyId ? reserveKeySpend(read, apiKeyId, worst, at) : undefined;
+        // Read in the same transaction as the limits it reports, so it is exactly what was checked.
+        const usdLimited = hasUsdLimit(budget) || byKey?.usdLimited === true;
+        const reservation: Reservation = {
+          requestId,
+          userId,
+          tokens,
+          draws,
+          budget: checked.hold,
+          ...(byKey ? { apiKey: byKey.hold } : {}),
+          ...(usdLimited ? { usdLimited: true as const } : {}),
+          createdAt: at.toISOString(),
+          expiresAt: new Date(now + this.ttlMs).toISOString(),
+        };
+        const entry = this.ledger.newEntry({
+          kind: 'reserve',
+          idempotencyKey: `reserve:${requestId}`,
+          requestId,
+          lines: draws.map((d) => ({ type: d.type, delta: -d.amount })),
+        });
+        const writes: TxWrite[] = [
+          { op: 'set', key: accountKey, value: account },
+          { op: 'set', key, value: { reservation } satisfies HoldRecord, dueAt: now + this.ttlMs },
+          { op: 'set', key: spendKey, value: checked.spend, ttlMs: SPEND_TTL_MS },
+          { op: 'append', log: ledgerKeys.log(userId), record: entry },
+          ...(byKey?.writes ?? []),
+        ];
+        return { writes, result: { held: reservation } };
+      },
+      { durable: false },
+    );
   }
 
   /**
@@ -182,101 +223,137 @@ export class Reservations {
     // A store may run the plan more than once (an optimistic transaction that lost a race runs it
     // again): its warnings are kept per run and logged once, for the run that committed.
     let warnings: [string, Record<string, unknown>][] = [];
-    const outcome = await this.storage.transact<SettleOutcome>([accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
-      warnings = [];
-      const done = read<FinishedRecord>(doneKey);
-      if (done?.state === 'settled') return { writes: [], result: { result: done.result, reservation: done.reservation, replay: true, crossings: [] } };
-      const late = done?.state === 'released' && done.reason === 'expired';
-      if (done && !late) throw new CoreError('CONFLICT', 'this reservation was already released');
-      const open = late ? undefined : read<HoldRecord>(key);
-      const lost = !done && !open;
-      if (lost && !(at.getTime() - Date.parse(reservation.createdAt) < LOST_HOLD_MAX_AGE_MS)) throw new CoreError('NOT_FOUND', 'unknown reservation');
-      const held = late ? done!.reservation : open ? open.reservation : reservation;
-      // What the hold still holds: nothing for a late settle (its release gave it all back), nor for a lost one (never held).
-      const gone = late || lost;
-      const heldTokens = gone ? 0 : held.tokens;
-      const heldDraws = gone ? [] : held.draws;
-      const account = accountOf(read<Partial<Account>>(accountKey));
-      const used = Math.max(0, Math.ceil(usage.tokensUsed));
-      const fee = platformFee(used, feeRate);
-      const charge = used + fee;
-      const lines: LedgerEntry['lines'] = [];
-      const paid: Partial<Record<BalanceType, number>> = {};
-      for (const d of heldDraws) paid[d.type] = (paid[d.type] ?? 0) + d.amount;
-      let charged = charge;
-      if (charge <= heldTokens) {
-        let refund = heldTokens - charge;
-        for (const d of [...heldDraws].reverse()) {
-          const back = Math.min(d.amount, refund);
-          if (back <= 0) continue;
-          lines.push({ type: d.type, delta: back });
-          account[d.type] += back;
-          paid[d.type]! -= back;
-          refund -= back;
+    const outcome = await this.storage.transact<SettleOutcome>(
+      [accountKey, key, doneKey, budgetKey, spendKey, dayKeys.userDay, dayKeys.global, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])],
+      (read) => {
+        warnings = [];
+        const done = read<FinishedRecord>(doneKey);
+        if (done?.state === 'settled')
+          return { writes: [], result: { result: done.result, reservation: done.reservation, replay: true, crossings: [] } };
+        const late = done?.state === 'released' && done.reason === 'expired';
+        if (done && !late) throw new CoreError('CONFLICT', 'this reservation was already released');
+        const open = late ? undefined : read<HoldRecord>(key);
+        const lost = !done && !open;
+        if (lost && !(at.getTime() - Date.parse(reservation.createdAt) < LOST_HOLD_MAX_AGE_MS))
+          throw new CoreError('NOT_FOUND', 'unknown reservation');
+        const held = late ? done!.reservation : open ? open.reservation : reservation;
+        // What the hold still holds: nothing for a late settle (its release gave it all back), nor for a lost one (never held).
+        const gone = late || lost;
+        const heldTokens = gone ? 0 : held.tokens;
+        const heldDraws = gone ? [] : held.draws;
+        const account = accountOf(read<Partial<Account>>(accountKey));
+        const used = Math.max(0, Math.ceil(usage.tokensUsed));
+        const fee = platformFee(used, feeRate);
+        const charge = used + fee;
+        const lines: LedgerEntry['lines'] = [];
+        const paid: Partial<Record<BalanceType, number>> = {};
+        for (const d of heldDraws) paid[d.type] = (paid[d.type] ?? 0) + d.amount;
+        let charged = charge;
+        if (charge <= heldTokens) {
+          let refund = heldTokens - charge;
+          for (const d of [...heldDraws].reverse()) {
+            const back = Math.min(d.amount, refund);
+            if (back <= 0) continue;
+            lines.push({ type: d.type, delta: back });
+            account[d.type] += back;
+            paid[d.type]! -= back;
+            refund -= back;
+          }
+        } else {
+          const extra = drawFrom(account, charge - heldTokens, order);
+          for (const d of extra) {
+            lines.push({ type: d.type, delta: -d.amount });
+            paid[d.type] = (paid[d.type] ?? 0) + d.amount;
+          }
+          charged = heldTokens + extra.reduce((s, d) => s + d.amount, 0);
         }
-      } else {
-        const extra = drawFrom(account, charge - heldTokens, order);
-        for (const d of extra) {
-          lines.push({ type: d.type, delta: -d.amount });
-          paid[d.type] = (paid[d.type] ?? 0) + d.amount;
-        }
-        charged = heldTokens + extra.reduce((s, d) => s + d.amount, 0);
-      }
-      const uncollected = charge - charged;
-      account.used += used;
-      account.fee += fee;
-      const entry = this.ledger.newEntry({
-        kind: 'settle',
-        idempotencyKey: `settle:${held.requestId}`,
-        requestId: held.requestId,
-        lines,
-        ...(lost ? { note: { holdLost: true } } : {}),
-        usage: {
+        const uncollected = charge - charged;
+        account.used += used;
+        account.fee += fee;
+        const entry = this.ledger.newEntry({
+          kind: 'settle',
+          idempotencyKey: `settle:${held.requestId}`,
+          requestId: held.requestId,
+          lines,
+          ...(lost ? { note: { holdLost: true } } : {}),
+          usage: {
+            tokensUsed: used,
+            tokensCharged: charged,
+            platformFee: fee,
+            ...(uncollected > 0 ? { uncollected } : {}),
+            estimatedCostUsd: costUsd,
+            provider: usage.provider,
+            model: usage.model,
+            ...(usage.metadata ? { metadata: usage.metadata } : {}),
+          },
+        });
+        const item: UsageRecordItem = {
+          id: entry.id,
+          at: entry.at,
+          requestId: held.requestId,
+          mode: 'platform',
+          provider: usage.provider,
+          model: usage.model,
           tokensUsed: used,
           tokensCharged: charged,
           platformFee: fee,
-          ...(uncollected > 0 ? { uncollected } : {}),
           estimatedCostUsd: costUsd,
-          provider: usage.provider,
-          model: usage.model,
           ...(usage.metadata ? { metadata: usage.metadata } : {}),
-        },
-      });
-      const item: UsageRecordItem = {
-        id: entry.id,
-        at: entry.at,
-        requestId: held.requestId,
-        mode: 'platform',
-        provider: usage.provider,
-        model: usage.model,
-        tokensUsed: used,
-        tokensCharged: charged,
-        platformFee: fee,
-        estimatedCostUsd: costUsd,
-        ...(usage.metadata ? { metadata: usage.metadata } : {}),
-        ...(held.apiKey ? { apiKeyId: held.apiKey.keyId } : {}),
-        paidBy: Object.fromEntries(Object.entries(paid).filter(([, v]) => v !== 0)),
-      };
-      const result: SettleResult = { tokensUsed: used, tokensCharged: charged, platformFee: fee, remainingBalance: account.subscription + account.one_time };
-      const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
-      // A late settle's reserved budget figures were removed by its release, a lost one's never added: take nothing off them.
-      const budgetHold = gone && held.budget ? { ...held.budget, tokens: 0, usdNanos: 0 } : held.budget;
-      const { spend, crossings } = settleSpend(read<SpendRecord>(spendKey), budget, budgetHold, { tokens: used, usdNanos: toNanos(costUsd) }, at);
-      const writes: TxWrite[] = [
-        { op: 'set', key: accountKey, value: account },
-        { op: 'delete', key },
-        { op: 'set', key: doneKey, value: { state: 'settled', reservation: held, result, ...(late ? { late: true as const } : {}), ...(lost ? { lost: true as const } : {}) } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
-        { op: 'append', log: ledgerKeys.log(userId), record: entry },
-        { op: 'append', log: ledgerKeys.usage(userId), record: item },
-        ...usageWrites(read, userId, day, item),
-        { op: 'set', key: spendKey, value: spend, ttlMs: SPEND_TTL_MS },
-        ...thresholdAlertWrites(this.budgets.alerts, userId, crossings),
-        ...(keyHold && held.apiKey ? settleKeySpend(read, gone ? { ...held.apiKey, tokens: 0, usdNanos: 0 } : held.apiKey, { tokens: used, usdNanos: toNanos(costUsd) }, at) : []),
-      ];
-      if (uncollected > 0) warnings.push(['billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected }]);
-      if (lost) warnings.push(['billing: settled a call whose hold the store lost; charged in full', { userId, requestId: held.requestId }]);
-      return { writes, result: { result, reservation: held, replay: false, crossings } };
-    });
+          ...(held.apiKey ? { apiKeyId: held.apiKey.keyId } : {}),
+          paidBy: Object.fromEntries(Object.entries(paid).filter(([, v]) => v !== 0)),
+        };
+        const result: SettleResult = {
+          tokensUsed: used,
+          tokensCharged: charged,
+          platformFee: fee,
+          remainingBalance: account.subscription + account.one_time,
+        };
+        const budget = effectiveBudget(read<BudgetRecord>(budgetKey), this.budgets.defaults);
+        // A late settle's reserved budget figures were removed by its release, a lost one's never added: take nothing off them.
+        const budgetHold = gone && held.budget ? { ...held.budget, tokens: 0, usdNanos: 0 } : held.budget;
+        const { spend, crossings } = settleSpend(
+          read<SpendRecord>(spendKey),
+          budget,
+          budgetHold,
+          { tokens: used, usdNanos: toNanos(costUsd) },
+          at,
+        );
+        const writes: TxWrite[] = [
+          { op: 'set', key: accountKey, value: account },
+          { op: 'delete', key },
+          {
+            op: 'set',
+            key: doneKey,
+            value: {
+              state: 'settled',
+              reservation: held,
+              result,
+              ...(late ? { late: true as const } : {}),
+              ...(lost ? { lost: true as const } : {}),
+            } satisfies FinishedRecord,
+            ttlMs: FINISHED_TTL_MS,
+          },
+          { op: 'append', log: ledgerKeys.log(userId), record: entry },
+          { op: 'append', log: ledgerKeys.usage(userId), record: item },
+          ...usageWrites(read, userId, day, item),
+          { op: 'set', key: spendKey, value: spend, ttlMs: SPEND_TTL_MS },
+          ...thresholdAlertWrites(this.budgets.alerts, userId, crossings),
+          ...(keyHold && held.apiKey
+            ? settleKeySpend(
+                read,
+                gone ? { ...held.apiKey, tokens: 0, usdNanos: 0 } : held.apiKey,
+                { tokens: used, usdNanos: toNanos(costUsd) },
+                at,
+              )
+            : []),
+        ];
+        if (uncollected > 0)
+          warnings.push(['billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected }]);
+        if (lost)
+          warnings.push(['billing: settled a call whose hold the store lost; charged in full', { userId, requestId: held.requestId }]);
+        return { writes, result: { result, reservation: held, replay: false, crossings } };
+      },
+    );
     for (const [message, fields] of warnings) this.logger.warn(message, fields);
     return outcome;
   }
@@ -289,7 +366,11 @@ export class Reservations {
   async release(reservation: Reservation, reason: string, expiredBy?: number): Promise<boolean> {
     const userId = reservation.userId!;
     // The sweeper knows only the hold's key: read which API key the hold has, to declare its spend row.
-    const keyHold = reservation.apiKey ?? (expiredBy !== undefined ? (await this.storage.get<HoldRecord>(holdKey(userId, reservation.requestId)))?.reservation.apiKey : undefined);
+    const keyHold =
+      reservation.apiKey ??
+      (expiredBy !== undefined
+        ? (await this.storage.get<HoldRecord>(holdKey(userId, reservation.requestId)))?.reservation.apiKey
+        : undefined);
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, reservation.requestId);
     const doneKey = finishedKey(userId, reservation.requestId);
@@ -312,7 +393,12 @@ export class Reservations {
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'delete', key },
-        { op: 'set', key: doneKey, value: { state: 'released', reservation: held, reason: reason.slice(0, 200) } satisfies FinishedRecord, ttlMs: FINISHED_TTL_MS },
+        {
+          op: 'set',
+          key: doneKey,
+          value: { state: 'released', reservation: held, reason: reason.slice(0, 200) } satisfies FinishedRecord,
+          ttlMs: FINISHED_TTL_MS,
+        },
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
         { op: 'set', key: spendKey, value: releaseSpend(read<SpendRecord>(spendKey), held.budget, new Date()), ttlMs: SPEND_TTL_MS },
         ...(keyHold && held.apiKey ? releaseKeySpend(read, held.apiKey, new Date()) : []),

@@ -55,7 +55,8 @@ const CHUNK = 1000;
 
 export function daysBetween(from: string, to: string): string[] {
   const out: string[] = [];
-  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) out.push(new Date(t).toISOString().slice(0, 10));
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS)
+    out.push(new Date(t).toISOString().slice(0, 10));
   return out;
 }
 
@@ -85,7 +86,8 @@ async function getChunked<T>(storage: Storage, keys: string[]): Promise<Array<T 
 }
 
 function top<T extends Totals>(rows: Array<[string, T]>, sortBy: 'cost' | 'tokens', limit: number): Array<[string, T]> {
-  const score = (t: T) => (sortBy === 'cost' ? ('platformCostUsd' in t ? (t as unknown as SplitTotals).platformCostUsd : t.estimatedCostUsd) : t.tokensUsed);
+  const score = (t: T) =>
+    sortBy === 'cost' ? ('platformCostUsd' in t ? (t as unknown as SplitTotals).platformCostUsd : t.estimatedCostUsd) : t.tokensUsed;
   return rows.sort((a, b) => score(b[1]) - score(a[1]) || b[1].tokensUsed - a[1].tokensUsed || a[0].localeCompare(b[0])).slice(0, limit);
 }
 
@@ -102,7 +104,11 @@ async function usersOf(storage: Storage, day: string, budget: number): Promise<s
   return users;
 }
 
-async function rankUsers(storage: Storage, days: string[], opts: AdminAnalyticsOptions): Promise<{ rows: Array<{ userId: string } & SplitTotals>; truncated: boolean }> {
+async function rankUsers(
+  storage: Storage,
+  days: string[],
+  opts: AdminAnalyticsOptions,
+): Promise<{ rows: Array<{ userId: string } & SplitTotals>; truncated: boolean }> {
   const max = opts.maxUserDays ?? 50_000;
   const perUser = new Map<string, SplitTotals>();
   let read = 0;
@@ -113,7 +119,10 @@ async function rankUsers(storage: Storage, days: string[], opts: AdminAnalyticsO
       truncated = true;
       users.length = max - read;
     }
-    const rows = await getChunked<UsageDay>(storage, users.map((u) => ledgerKeys.usageDay(u, day)));
+    const rows = await getChunked<UsageDay>(
+      storage,
+      users.map((u) => ledgerKeys.usageDay(u, day)),
+    );
     rows.forEach((row, i) => {
       if (!row) return;
       const id = users[i]!;
@@ -132,7 +141,10 @@ export async function adminUsageAnalytics(storage: Storage, opts: AdminAnalytics
   const days = daysBetween(opts.from, opts.to);
   const want = (g: UsageGroup) => opts.groupBy === undefined || opts.groupBy === g;
   const keys = days.flatMap((d) => Array.from({ length: GLOBAL_SHARDS }, (_, s) => globalKeys.day(d, s)));
-  const [shards, users] = await Promise.all([getChunked<GlobalDay>(storage, keys), want('user') ? rankUsers(storage, days, opts) : undefined]);
+  const [shards, users] = await Promise.all([
+    getChunked<GlobalDay>(storage, keys),
+    want('user') ? rankUsers(storage, days, opts) : undefined,
+  ]);
   const totals = { ...splitZero(), activeUserDays: 0 };
   const byDay: NonNullable<AdminAnalytics['byDay']> = [];
   const byProvider: Record<string, Totals> = {};

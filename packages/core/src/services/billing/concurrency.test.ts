@@ -39,7 +39,9 @@ describe.each(backends)('concurrent reservations on $name', (backend) => {
     })();
 
     const results = await Promise.allSettled(
-      Array.from({ length: CALLS }, (_, i) => runtimes[i % instances]!.billing.reserve({ identity: alice, tokens: TOKENS, requestId: `c-${i}` })),
+      Array.from({ length: CALLS }, (_, i) =>
+        runtimes[i % instances]!.billing.reserve({ identity: alice, tokens: TOKENS, requestId: `c-${i}` }),
+      ),
     );
     const held = results.filter((r): r is PromiseFulfilledResult<Reservation> => r.status === 'fulfilled').map((r) => r.value);
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -48,7 +50,9 @@ describe.each(backends)('concurrent reservations on $name', (backend) => {
     expect((await runtimes[0]!.billing.balances(alice.sub)).subscription).toBe(start - AFFORDABLE * HOLD);
 
     // Settle them all concurrently on alternating instances: each call used its estimate.
-    const settled = await Promise.all(held.map((r, i) => runtimes[i % instances]!.billing.settle(r, { tokensUsed: TOKENS, provider: 'openai', model: 'm' })));
+    const settled = await Promise.all(
+      held.map((r, i) => runtimes[i % instances]!.billing.settle(r, { tokensUsed: TOKENS, provider: 'openai', model: 'm' })),
+    );
     watching = false;
     await watcher;
     expect(settled.every((s) => s.tokensCharged === HOLD)).toBe(true);
@@ -73,7 +77,9 @@ describe.each(backends)('concurrent reservations on $name', (backend) => {
     runtimes.push(await makeRuntime(store.storage));
     const rt = runtimes[0]!;
     const results = await Promise.allSettled(
-      Array.from({ length: 50 }, () => rt.billing.credit({ userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'same', source: 'test' })),
+      Array.from({ length: 50 }, () =>
+        rt.billing.credit({ userId: alice.sub, tokens: 1000, type: 'one_time', idempotencyKey: 'same', source: 'test' }),
+      ),
     );
     const applied = results.filter((r) => r.status === 'fulfilled' && r.value.applied);
     expect(applied).toHaveLength(1);

@@ -10,7 +10,6 @@ export type { PurchaseItem };
  * user's history is; analytics read one maintained row per day.
  */
 
-
 export interface UsageItem {
   id: string;
   at: string;
@@ -45,12 +44,20 @@ export interface PageOptions {
 }
 
 async function page<T>(storage: Storage, log: string, opts: PageOptions): Promise<Page<T>> {
-  const rows = await storage.readLog<T>(log, { newestFirst: true, limit: opts.limit, ...(opts.cursor !== undefined ? { before: opts.cursor } : {}) });
+  const rows = await storage.readLog<T>(log, {
+    newestFirst: true,
+    limit: opts.limit,
+    ...(opts.cursor !== undefined ? { before: opts.cursor } : {}),
+  });
   const last = rows.at(-1);
   return { items: rows.map((r) => r.record), ...(rows.length === opts.limit && last && last.seq > 1 ? { nextCursor: last.seq } : {}) };
 }
 
-export function purchases(storage: Storage, userId: string, opts: PageOptions & { type: 'all' | BalanceType }): Promise<Page<PurchaseItem>> {
+export function purchases(
+  storage: Storage,
+  userId: string,
+  opts: PageOptions & { type: 'all' | BalanceType },
+): Promise<Page<PurchaseItem>> {
   return page(storage, ledgerKeys.purchases(userId, opts.type === 'all' ? undefined : opts.type), opts);
 }
 
@@ -76,7 +83,15 @@ export async function consumption(storage: Storage, userId: string, opts: PageOp
   const p = await page<UsageRecordItem>(storage, ledgerKeys.usage(userId), opts);
   return {
     ...p,
-    items: p.items.map((u) => ({ requestId: u.requestId ?? u.id, at: u.at, paidBy: u.paidBy, tokensCharged: u.tokensCharged, platformFee: u.platformFee, provider: u.provider, model: u.model })),
+    items: p.items.map((u) => ({
+      requestId: u.requestId ?? u.id,
+      at: u.at,
+      paidBy: u.paidBy,
+      tokensCharged: u.tokensCharged,
+      platformFee: u.platformFee,
+      provider: u.provider,
+      model: u.model,
+    })),
   };
 }
 
@@ -111,11 +126,19 @@ export function add(t: Totals, u: Totals): void {
   t.estimatedCostUsd = Math.round((t.estimatedCostUsd + u.estimatedCostUsd) * 1e10) / 1e10;
 }
 
-const one = (u: UsageItem): Totals => ({ requests: 1, tokensUsed: u.tokensUsed, tokensCharged: u.tokensCharged, platformFee: u.platformFee, estimatedCostUsd: u.estimatedCostUsd ?? 0 });
+const one = (u: UsageItem): Totals => ({
+  requests: 1,
+  tokensUsed: u.tokensUsed,
+  tokensCharged: u.tokensCharged,
+  platformFee: u.platformFee,
+  estimatedCostUsd: u.estimatedCostUsd ?? 0,
+});
 
 /** The day row after recording `u` (pure: used inside transactions). */
 export function addToDay(day: UsageDay | undefined, u: UsageItem): UsageDay {
-  const next: UsageDay = day ? structuredClone(day) : { totals: { ...zero(), platformRequests: 0, byokRequests: 0 }, byProvider: {}, byModel: {} };
+  const next: UsageDay = day
+    ? structuredClone(day)
+    : { totals: { ...zero(), platformRequests: 0, byokRequests: 0 }, byProvider: {}, byModel: {} };
   const t = one(u);
   add(next.totals, t);
   if (u.mode === 'platform') next.totals.platformRequests++;
@@ -137,11 +160,16 @@ export interface UsageAnalytics {
 }
 
 /** Totals over the last `days` UTC days (today included), per day, provider and model. */
-export async function analytics(storage: Storage, userId: string, opts: { days: number; includeHistory: boolean; historyLimit: number; now?: Date }): Promise<UsageAnalytics> {
+export async function analytics(
+  storage: Storage,
+  userId: string,
+  opts: { days: number; includeHistory: boolean; historyLimit: number; now?: Date },
+): Promise<UsageAnalytics> {
   const end = opts.now ?? new Date();
   const start = new Date(end.getTime() - (opts.days - 1) * 86_400_000);
   const dates: string[] = [];
-  for (let t = Date.parse(start.toISOString().slice(0, 10)); t <= end.getTime(); t += 86_400_000) dates.push(new Date(t).toISOString().slice(0, 10));
+  for (let t = Date.parse(start.toISOString().slice(0, 10)); t <= end.getTime(); t += 86_400_000)
+    dates.push(new Date(t).toISOString().slice(0, 10));
   const [rows, recent] = await Promise.all([
     storage.getMany<UsageDay>(dates.map((d) => ledgerKeys.usageDay(userId, d))),
     opts.includeHistory ? usage(storage, userId, { limit: opts.historyLimit }) : undefined,

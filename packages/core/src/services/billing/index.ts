@@ -1,6 +1,12 @@
 export { BillingService, type BillingOptions } from './BillingService.js';
 export { Ledger, ledgerKeys, type AuditReport, type Balances } from './Ledger.js';
-export { PreferencesStore, DEFAULT_PREFERENCES, type UserPreferences, type PreferencesUpdate, type ByokProviderPreference } from './PreferencesStore.js';
+export {
+  PreferencesStore,
+  DEFAULT_PREFERENCES,
+  type UserPreferences,
+  type PreferencesUpdate,
+  type ByokProviderPreference,
+} from './PreferencesStore.js';
 export { planConsumption, type ConsumptionPlan, type PlanStep } from './planConsumption.js';
 export { platformFee, withFee } from './fee.js';
 export type { ReconcileReport } from './reconcile.js';

@@ -38,7 +38,9 @@ describe.each(backends)('a settle after its hold expired, on $name', (backend) =
     await rt.billing.credit({ userId: alice.sub, tokens: 1000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
     const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'late-2' });
     await rt.billing.release(r, 'upstream failed');
-    await expect(rt.billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'gpt-4.1-mini' })).rejects.toMatchObject({ appCode: 'CONFLICT' });
+    await expect(rt.billing.settle(r, { tokensUsed: 50, provider: 'openai', model: 'gpt-4.1-mini' })).rejects.toMatchObject({
+      appCode: 'CONFLICT',
+    });
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(1000);
   });
 });

@@ -19,7 +19,8 @@ import { finishedKey, type FinishedRecord } from './Reservations.js';
  * stays exact and the call is not free.
  */
 const usage = { tokensUsed: 50, provider: 'openai', model: 'gpt-4.1-mini', costUsd: 0.0005 };
-const seed = (rt: Runtime) => rt.billing.credit({ userId: alice.sub, tokens: 1000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
+const seed = (rt: Runtime) =>
+  rt.billing.credit({ userId: alice.sub, tokens: 1000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
 const ledgerOf = async (rt: Runtime) => (await rt.storage.readLog<LedgerEntry>(ledgerKeys.log(alice.sub))).map((e) => e.record);
 
 describe.each(backends)('a settle whose hold the store lost, on $name', (backend) => {
@@ -54,9 +55,22 @@ describe.each(backends)('a settle whose hold the store lost, on $name', (backend
     expect((await rt.billing.ledger.audit(alice.sub)).consistent).toBe(true);
     const ledger = await ledgerOf(rt);
     expect(ledger.map((e) => `${e.kind}:${e.requestId ?? ''}`)).toEqual(['credit:', 'reserve:open-1', 'settle:lost-1']);
-    expect(ledger[2]).toMatchObject({ lines: [{ type: 'subscription', delta: -55 }], note: { holdLost: true }, usage: { tokensCharged: 55 } });
-    expect(await rt.storage.get<FinishedRecord>(finishedKey(alice.sub, 'lost-1'))).toMatchObject({ state: 'settled', lost: true, result: settled });
-    expect((await rt.storage.get<SpendRecord>(budgetKeys.spend(alice.sub)))?.daily).toMatchObject({ tokens: 50, usdNanos: 500_000, reservedTokens: 100, reservedUsdNanos: 1_000_000 });
+    expect(ledger[2]).toMatchObject({
+      lines: [{ type: 'subscription', delta: -55 }],
+      note: { holdLost: true },
+      usage: { tokensCharged: 55 },
+    });
+    expect(await rt.storage.get<FinishedRecord>(finishedKey(alice.sub, 'lost-1'))).toMatchObject({
+      state: 'settled',
+      lost: true,
+      result: settled,
+    });
+    expect((await rt.storage.get<SpendRecord>(budgetKeys.spend(alice.sub)))?.daily).toMatchObject({
+      tokens: 50,
+      usdNanos: 500_000,
+      reservedTokens: 100,
+      reservedUsdNanos: 1_000_000,
+    });
 
     expect(await rt.billing.settle(r, usage)).toEqual(settled);
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(835);
@@ -64,7 +78,12 @@ describe.each(backends)('a settle whose hold the store lost, on $name', (backend
   });
 
   it("an API key's reserved figures are not taken off either; its spend counts the call", async () => {
-    const { key, apiKey } = await call<{ key: string; apiKey: { id: string } }>(rt, 'keys.create', { name: 'k', budget: { total: { tokens: 10_000 } } }, alice);
+    const { key, apiKey } = await call<{ key: string; apiKey: { id: string } }>(
+      rt,
+      'keys.create',
+      { name: 'k', budget: { total: { tokens: 10_000 } } },
+      alice,
+    );
     const auth = await rt.authenticate(key);
     if (!auth.ok) throw auth.error;
     const open = await rt.billing.reserve({ identity: auth.identity, tokens: 100, requestId: 'open-k', costUsd: 0.001 });
@@ -141,7 +160,15 @@ describe.skipIf(!pgServer.ok)('PostgreSQL crashes right after a reserve', () => 
   });
 
   it('the hold is gone after recovery; the settle charges the whole call; balance == ledger', { timeout: 60_000 }, async () => {
-    storage = await PostgresStorage.connect({ host: server.host, port: server.port, user: server.user, database: server.database, schema: 'lost', connectTimeoutMs: 5000, queryTimeoutMs: 10_000 });
+    storage = await PostgresStorage.connect({
+      host: server.host,
+      port: server.port,
+      user: server.user,
+      database: server.database,
+      schema: 'lost',
+      connectTimeoutMs: 5000,
+      queryTimeoutMs: 10_000,
+    });
     // biome-ignore lint/complexity/useLiteralKeys: the store's private pool, reached on purpose by this test
     await storage['pool'].query("ALTER SYSTEM SET wal_writer_delay = '10s'");
     // biome-ignore lint/complexity/useLiteralKeys: as above
@@ -153,7 +180,10 @@ describe.skipIf(!pgServer.ok)('PostgreSQL crashes right after a reserve', () => 
     await server.stop();
     await server.start();
     // The pool's connections died with the server: wait until a fresh one answers.
-    await waitFor(async () => (await storage!.health()).ok && (await storage!.get('probe')) === undefined, { timeoutMs: 20_000, what: 'PostgreSQL back' });
+    await waitFor(async () => (await storage!.health()).ok && (await storage!.get('probe')) === undefined, {
+      timeoutMs: 20_000,
+      what: 'PostgreSQL back',
+    });
 
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(1000); // the hold's draw was lost with it
     const settled = await rt.billing.settle(r, usage);

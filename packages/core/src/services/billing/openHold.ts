@@ -18,7 +18,10 @@ export function budgetRefusalOf(err: unknown): object | undefined {
   return d && typeof d.period === 'string' && (d.reason === 'budget_exceeded' || d.reason === 'model_not_priced') ? d : undefined;
 }
 
-const byokNotAllowed = (provider: string) => new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, { details: { reason: 'byok_not_allowed', provider } });
+const byokNotAllowed = (provider: string) =>
+  new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, {
+    details: { reason: 'byok_not_allowed', provider },
+  });
 
 function allows(req: HoldRequest, mode: 'platform' | 'byok'): boolean {
   try {
@@ -48,14 +51,26 @@ export async function openHold(billing: HoldBilling, limits: KeyLimits | undefin
 }
 
 /** Who pays, the key's concurrency slot and the reservation, with the key's tokens already held. */
-async function openPaid(billing: HoldBilling, limits: KeyLimits | undefined, logger: Logger, req: HoldRequest, tokens: TokenReservation | undefined): Promise<Hold> {
+async function openPaid(
+  billing: HoldBilling,
+  limits: KeyLimits | undefined,
+  logger: Logger,
+  req: HoldRequest,
+  tokens: TokenReservation | undefined,
+): Promise<Hold> {
   const { identity, provider, estimatedTokens, requestId } = req;
   const grant = identity?.apiKey;
   const ip = req.ip ? { ip: req.ip } : {};
   const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: req.ownKey !== undefined, ...ip });
   const byok = (apiKey: string): Hold => {
     req.mayPay?.('byok');
-    return new CallHold(billing, logger, { mode: 'byok', apiKey }, { identity, requestId }, tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined);
+    return new CallHold(
+      billing,
+      logger,
+      { mode: 'byok', apiKey },
+      { identity, requestId },
+      tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined,
+    );
   };
   if (req.ownKey !== undefined) return byok(req.ownKey);
   if (decision.mode === 'byok') {
@@ -64,17 +79,29 @@ async function openPaid(billing: HoldBilling, limits: KeyLimits | undefined, log
     return byok(decision.apiKey);
   }
   if (!req.serverPays) {
-    throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${provider}; send your own apiKey`, { details: { reason: 'provider_not_served', provider } });
+    throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${provider}; send your own apiKey`, {
+      details: { reason: 'provider_not_served', provider },
+    });
   }
   // Before anything is held: a server prompt never goes to a caller's own account (and vice versa).
   req.mayPay?.('platform');
   let giveBack: (() => Promise<void>) | undefined;
   try {
     if (grant && limits) giveBack = await limits.acquire(grant);
-    const reservation = await billing.reserve({ identity, tokens: estimatedTokens, requestId, decision, ...ip, ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}) });
+    const reservation = await billing.reserve({
+      identity,
+      tokens: estimatedTokens,
+      requestId,
+      decision,
+      ...ip,
+      ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}),
+    });
     // CallHold settles (counts) before it releases, so the tokens are given back only by a call
     // that ended without settling.
-    const slot: KeySlot | undefined = giveBack || tokens ? { release: async () => (await giveBack?.(), await tokens?.release()), count: (t) => tokens?.settle(t) ?? Promise.resolve() } : undefined;
+    const slot: KeySlot | undefined =
+      giveBack || tokens
+        ? { release: async () => (await giveBack?.(), await tokens?.release()), count: (t) => tokens?.settle(t) ?? Promise.resolve() }
+        : undefined;
     return new CallHold(billing, logger, { mode: 'platform', reservation }, { identity, requestId }, slot);
   } catch (err) {
     // The concurrency slot only: the tokens stay held if the caller's stored key takes the call below.

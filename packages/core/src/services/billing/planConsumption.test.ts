@@ -26,12 +26,25 @@ const input = (over: Partial<PlanInput> = {}): PlanInput => ({
 
 describe('planConsumption under a budget', () => {
   it('within the budget: the platform pays, budget null', () => {
-    expect(planConsumption(input({ budget: null }))).toMatchObject({ payer: 'platform', viable: true, fallback: false, platformRefusedBy: null, budget: null });
+    expect(planConsumption(input({ budget: null }))).toMatchObject({
+      payer: 'platform',
+      viable: true,
+      fallback: false,
+      platformRefusedBy: null,
+      budget: null,
+    });
   });
 
   it('a refusing budget sends the call to a usable stored key (a fallback for the budget)', () => {
     const plan = planConsumption(input({ budget: refusal }));
-    expect(plan).toMatchObject({ payer: 'byok', viable: true, fallback: true, platformRefusedBy: 'budget', budget: refusal, remainingAfter: { subscription: 10_000 } });
+    expect(plan).toMatchObject({
+      payer: 'byok',
+      viable: true,
+      fallback: true,
+      platformRefusedBy: 'budget',
+      budget: refusal,
+      remainingAfter: { subscription: 10_000 },
+    });
     expect(plan.notifications[0]).toContain('daily budget of 1000 tokens');
   });
 
@@ -43,18 +56,37 @@ describe('planConsumption under a budget', () => {
       { prefs: { ...DEFAULT_PREFERENCES, byokEnabled: true, consumptionOrder: ['subscription', 'one_time'] } },
     ];
     for (const c of cases) {
-      expect(planConsumption(input({ ...c, budget: refusal }))).toMatchObject({ payer: 'none', viable: false, platformRefusedBy: 'budget', budget: refusal, plan: [] });
+      expect(planConsumption(input({ ...c, budget: refusal }))).toMatchObject({
+        payer: 'none',
+        viable: false,
+        platformRefusedBy: 'budget',
+        budget: refusal,
+        plan: [],
+      });
     }
   });
 
   it('the budget does not touch calls the platform does not pay: an own key in the request, or byok first in the order', () => {
-    expect(planConsumption(input({ hasApiKey: true, budget: refusal }))).toMatchObject({ payer: 'byok', fallback: false, platformRefusedBy: null });
-    const first = planConsumption(input({ prefs: { ...DEFAULT_PREFERENCES, byokEnabled: true, consumptionOrder: ['byok', 'subscription'] }, budget: refusal }));
+    expect(planConsumption(input({ hasApiKey: true, budget: refusal }))).toMatchObject({
+      payer: 'byok',
+      fallback: false,
+      platformRefusedBy: null,
+    });
+    const first = planConsumption(
+      input({ prefs: { ...DEFAULT_PREFERENCES, byokEnabled: true, consumptionOrder: ['byok', 'subscription'] }, budget: refusal }),
+    );
     expect(first).toMatchObject({ payer: 'byok', fallback: false, platformRefusedBy: null });
   });
 
   it('balances short: the balance rule applies first, as before', () => {
-    expect(planConsumption(input({ balances: { subscription: 10, one_time: 0 }, budget: refusal }))).toMatchObject({ payer: 'byok', fallback: true, platformRefusedBy: 'balance' });
-    expect(planConsumption(input({ balances: { subscription: 10, one_time: 0 }, byokKeys: [], budget: null }))).toMatchObject({ payer: 'none', platformRefusedBy: 'balance' });
+    expect(planConsumption(input({ balances: { subscription: 10, one_time: 0 }, budget: refusal }))).toMatchObject({
+      payer: 'byok',
+      fallback: true,
+      platformRefusedBy: 'balance',
+    });
+    expect(planConsumption(input({ balances: { subscription: 10, one_time: 0 }, byokKeys: [], budget: null }))).toMatchObject({
+      payer: 'none',
+      platformRefusedBy: 'balance',
+    });
   });
 });

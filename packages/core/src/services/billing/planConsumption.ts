@@ -91,7 +91,13 @@ export function planConsumption(i: PlanInput): ConsumptionPlan {
   let platformBefore = false;
   for (const source of order) {
     if (source === 'byok') {
-      if (byokUsable(i)) return byok(platformBefore ? 'balance' : null, platformBefore ? 'platform tokens are not enough; falling back to your stored key' : 'your stored key is first in your consumption order');
+      if (byokUsable(i))
+        return byok(
+          platformBefore ? 'balance' : null,
+          platformBefore
+            ? 'platform tokens are not enough; falling back to your stored key'
+            : 'your stored key is first in your consumption order',
+        );
       continue;
     }
     platformBefore = true;
@@ -103,14 +109,34 @@ export function planConsumption(i: PlanInput): ConsumptionPlan {
     }
     if (covered >= i.needed) {
       if (budget) {
-        if (listed.includes('byok') && byokUsable(i)) return byok('budget', 'your budget refuses platform-paid calls now; falling back to your stored key');
-        return { ...base, payer: 'none', fallback: false, platformRefusedBy: 'budget', plan: [], viable: false, remainingAfter: { ...i.balances }, notifications: [budgetMessage(budget)] };
+        if (listed.includes('byok') && byokUsable(i))
+          return byok('budget', 'your budget refuses platform-paid calls now; falling back to your stored key');
+        return {
+          ...base,
+          payer: 'none',
+          fallback: false,
+          platformRefusedBy: 'budget',
+          plan: [],
+          viable: false,
+          remainingAfter: { ...i.balances },
+          notifications: [budgetMessage(budget)],
+        };
       }
       const notifications: string[] = [];
       if (i.balances.one_time > 0 && remainingAfter.one_time === 0) notifications.push('your one-time tokens would be used up');
       const after = remainingAfter.subscription + remainingAfter.one_time;
-      if (after < i.prefs.notifyTokenLowThreshold) notifications.push(`your balance would fall below ${i.prefs.notifyTokenLowThreshold} tokens`);
-      return { ...base, payer: 'platform', fallback: false, platformRefusedBy: null, plan: steps, viable: true, remainingAfter, notifications };
+      if (after < i.prefs.notifyTokenLowThreshold)
+        notifications.push(`your balance would fall below ${i.prefs.notifyTokenLowThreshold} tokens`);
+      return {
+        ...base,
+        payer: 'platform',
+        fallback: false,
+        platformRefusedBy: null,
+        plan: steps,
+        viable: true,
+        remainingAfter,
+        notifications,
+      };
     }
   }
   return {

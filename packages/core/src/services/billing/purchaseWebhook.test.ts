@@ -7,11 +7,17 @@ import { handlePurchaseWebhook, verifyPurchaseWebhook } from './purchaseWebhook.
 const SECRET = 'whsec-test-0123456789abcdef0123456789';
 
 function sign(body: string, ts = Math.floor(Date.now() / 1000), secret = SECRET) {
-  return { rawBody: body, timestampHeader: String(ts), signatureHeader: 'sha256=' + createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex') };
+  return {
+    rawBody: body,
+    timestampHeader: String(ts),
+    signatureHeader: 'sha256=' + createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex'),
+  };
 }
 
-const event = (id: string, data: Record<string, unknown> = { userId: alice.sub, tokens: 5000, tokenType: 'one_time', reference: 'order-9' }) =>
-  JSON.stringify({ id, type: 'purchase.completed', data });
+const event = (
+  id: string,
+  data: Record<string, unknown> = { userId: alice.sub, tokens: 5000, tokenType: 'one_time', reference: 'order-9' },
+) => JSON.stringify({ id, type: 'purchase.completed', data });
 
 describe('verifyPurchaseWebhook', () => {
   const body = event('evt-1');
@@ -20,19 +26,45 @@ describe('verifyPurchaseWebhook', () => {
     expect(verifyPurchaseWebhook({ ...s, secret: SECRET, toleranceSec: 300 }).timestamp).toBe(Number(s.timestampHeader));
     const hex = s.signatureHeader.slice('sha256='.length);
     expect(() => verifyPurchaseWebhook({ ...s, signatureHeader: hex, secret: SECRET, toleranceSec: 300 })).not.toThrow();
-    expect(() => verifyPurchaseWebhook({ ...s, signatureHeader: `v1=${'0'.repeat(64)}, v1=${hex}`, secret: SECRET, toleranceSec: 300 })).not.toThrow();
+    expect(() =>
+      verifyPurchaseWebhook({ ...s, signatureHeader: `v1=${'0'.repeat(64)}, v1=${hex}`, secret: SECRET, toleranceSec: 300 }),
+    ).not.toThrow();
     expect(() => verifyPurchaseWebhook({ ...s, rawBody: new TextEncoder().encode(body), secret: SECRET, toleranceSec: 300 })).not.toThrow();
   });
 
   it.each([
-    ['a tampered body', (s: ReturnType<typeof sign>) => ({ ...s, rawBody: s.rawBody.replace('5000', '50000') }), 'invalid webhook signature'],
-    ['another secret', (s: ReturnType<typeof sign>) => ({ ...s, ...sign(s.rawBody, Number(s.timestampHeader), 'another-secret-0123456789abcdef0123') }), 'invalid webhook signature'],
+    [
+      'a tampered body',
+      (s: ReturnType<typeof sign>) => ({ ...s, rawBody: s.rawBody.replace('5000', '50000') }),
+      'invalid webhook signature',
+    ],
+    [
+      'another secret',
+      (s: ReturnType<typeof sign>) => ({ ...s, ...sign(s.rawBody, Number(s.timestampHeader), 'another-secret-0123456789abcdef0123') }),
+      'invalid webhook signature',
+    ],
     ['a missing signature', (s: ReturnType<typeof sign>) => ({ ...s, signatureHeader: null }), 'invalid webhook signature'],
     ['a short signature', (s: ReturnType<typeof sign>) => ({ ...s, signatureHeader: 'abcd' }), 'invalid webhook signature'],
-    ['a changed timestamp', (s: ReturnType<typeof sign>) => ({ ...s, timestampHeader: String(Number(s.timestampHeader) - 1) }), 'invalid webhook signature'],
-    ['a missing timestamp', (s: ReturnType<typeof sign>) => ({ ...s, timestampHeader: undefined }), 'webhook timestamp missing or malformed'],
-    ['an old timestamp (replay)', (s: ReturnType<typeof sign>) => sign(s.rawBody, Math.floor(Date.now() / 1000) - 301), 'webhook timestamp outside the accepted window'],
-    ['a future timestamp', (s: ReturnType<typeof sign>) => sign(s.rawBody, Math.floor(Date.now() / 1000) + 301), 'webhook timestamp outside the accepted window'],
+    [
+      'a changed timestamp',
+      (s: ReturnType<typeof sign>) => ({ ...s, timestampHeader: String(Number(s.timestampHeader) - 1) }),
+      'invalid webhook signature',
+    ],
+    [
+      'a missing timestamp',
+      (s: ReturnType<typeof sign>) => ({ ...s, timestampHeader: undefined }),
+      'webhook timestamp missing or malformed',
+    ],
+    [
+      'an old timestamp (replay)',
+      (s: ReturnType<typeof sign>) => sign(s.rawBody, Math.floor(Date.now() / 1000) - 301),
+      'webhook timestamp outside the accepted window',
+    ],
+    [
+      'a future timestamp',
+      (s: ReturnType<typeof sign>) => sign(s.rawBody, Math.floor(Date.now() / 1000) + 301),
+      'webhook timestamp outside the accepted window',
+    ],
   ])('refuses %s', (_name, mutate, message) => {
     expect(() => verifyPurchaseWebhook({ ...mutate(sign(body)), secret: SECRET, toleranceSec: 300 })).toThrow(message);
     try {
@@ -68,18 +100,31 @@ describe.each(backends)('handlePurchaseWebhook on $name', (backend) => {
 
   it('refuses an event id reused for another user or amount', async () => {
     await handlePurchaseWebhook(rt, sign(event('evt-2')));
-    await expect(handlePurchaseWebhook(rt, sign(event('evt-2', { userId: bob.sub, tokens: 5000, tokenType: 'one_time' })))).rejects.toMatchObject({ appCode: 'CONFLICT' });
-    await expect(handlePurchaseWebhook(rt, sign(event('evt-2', { userId: alice.sub, tokens: 9999, tokenType: 'one_time' })))).rejects.toMatchObject({ appCode: 'CONFLICT' });
+    await expect(
+      handlePurchaseWebhook(rt, sign(event('evt-2', { userId: bob.sub, tokens: 5000, tokenType: 'one_time' }))),
+    ).rejects.toMatchObject({ appCode: 'CONFLICT' });
+    await expect(
+      handlePurchaseWebhook(rt, sign(event('evt-2', { userId: alice.sub, tokens: 9999, tokenType: 'one_time' }))),
+    ).rejects.toMatchObject({ appCode: 'CONFLICT' });
     expect((await rt.billing.balances(bob.sub)).one_time).toBe(0);
     expect((await rt.billing.balances(alice.sub)).one_time).toBe(5000);
   });
 
   it('refuses bad signatures and malformed bodies; ignores other event types', async () => {
-    await expect(handlePurchaseWebhook(rt, { ...sign(event('evt-3')), signatureHeader: 'sha256=' + 'a'.repeat(64) })).rejects.toMatchObject({ appCode: 'UNAUTHORIZED' });
+    await expect(handlePurchaseWebhook(rt, { ...sign(event('evt-3')), signatureHeader: 'sha256=' + 'a'.repeat(64) })).rejects.toMatchObject(
+      { appCode: 'UNAUTHORIZED' },
+    );
     await expect(handlePurchaseWebhook(rt, sign('not json'))).rejects.toMatchObject({ appCode: 'BAD_REQUEST' });
-    await expect(handlePurchaseWebhook(rt, sign(event('evt-4', { userId: alice.sub, tokens: -5, tokenType: 'one_time' })))).rejects.toMatchObject({ appCode: 'BAD_REQUEST' });
-    await expect(handlePurchaseWebhook(rt, sign(event('evt-5', { userId: alice.sub, tokens: 5, tokenType: 'gold' })))).rejects.toMatchObject({ appCode: 'BAD_REQUEST' });
-    expect(await handlePurchaseWebhook(rt, sign(JSON.stringify({ id: 'evt-6', type: 'subscription.cancelled' })))).toEqual({ status: 200, body: { received: true, applied: false, ignored: true } });
+    await expect(
+      handlePurchaseWebhook(rt, sign(event('evt-4', { userId: alice.sub, tokens: -5, tokenType: 'one_time' }))),
+    ).rejects.toMatchObject({ appCode: 'BAD_REQUEST' });
+    await expect(
+      handlePurchaseWebhook(rt, sign(event('evt-5', { userId: alice.sub, tokens: 5, tokenType: 'gold' }))),
+    ).rejects.toMatchObject({ appCode: 'BAD_REQUEST' });
+    expect(await handlePurchaseWebhook(rt, sign(JSON.stringify({ id: 'evt-6', type: 'subscription.cancelled' })))).toEqual({
+      status: 200,
+      body: { received: true, applied: false, ignored: true },
+    });
     expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 0, one_time: 0 });
   });
 

@@ -96,7 +96,10 @@ export async function handlePurchaseWebhook(
     throw new CoreError('BAD_REQUEST', 'webhook body is not JSON');
   }
   const event = PurchaseEventSchema.safeParse(parsed);
-  if (!event.success) throw new CoreError('BAD_REQUEST', 'webhook body does not match the purchase event schema', { details: { issues: event.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) } });
+  if (!event.success)
+    throw new CoreError('BAD_REQUEST', 'webhook body does not match the purchase event schema', {
+      details: { issues: event.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) },
+    });
   const { id, type, data } = event.data;
   if (type !== PURCHASE_EVENT_TYPE || !data) return { status: 200, body: { received: true, applied: false, ignored: true } };
 
@@ -109,7 +112,12 @@ export async function handlePurchaseWebhook(
       type: data.tokenType,
       idempotencyKey: `webhook:${id}`,
       source: 'webhook',
-      note: { eventId: id, ...(data.reference ? { reference: data.reference } : {}), ...(data.amountCents !== undefined ? { amountCents: data.amountCents } : {}), ...(data.currency ? { currency: data.currency } : {}) },
+      note: {
+        eventId: id,
+        ...(data.reference ? { reference: data.reference } : {}),
+        ...(data.amountCents !== undefined ? { amountCents: data.amountCents } : {}),
+        ...(data.currency ? { currency: data.currency } : {}),
+      },
     },
     {
       key: `webhook:event:${encodeURIComponent(id)}`,

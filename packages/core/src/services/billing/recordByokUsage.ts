@@ -13,7 +13,11 @@ const CLAIM_TTL_MS = 7 * 24 * 3600_000;
  * the user's and the cluster's day analytics rows and the requestId claim, so a replay records
  * nothing twice. BYOK calls never count against a budget (docs/billing.md#budgets).
  */
-export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsageParams, 'identity'> & { apiKeyId?: string | undefined }): Promise<boolean> {
+export function recordByokUsage(
+  ledger: Ledger,
+  userId: string,
+  p: Omit<ByokUsageParams, 'identity'> & { apiKeyId?: string | undefined },
+): Promise<boolean> {
   const requestId = p.requestId ?? randomUUID();
   const claimKey = ledgerKeys.claim(userId, `byok:${requestId}`);
   const at = new Date();
@@ -27,7 +31,15 @@ export function recordByokUsage(ledger: Ledger, userId: string, p: Omit<ByokUsag
       idempotencyKey: `byok:${requestId}`,
       ...(p.requestId ? { requestId } : {}),
       lines: [],
-      usage: { tokensUsed, tokensCharged: 0, platformFee: 0, estimatedCostUsd: p.estimatedCostUsd, provider: p.provider, model: p.model, ...(p.metadata ? { metadata: p.metadata } : {}) },
+      usage: {
+        tokensUsed,
+        tokensCharged: 0,
+        platformFee: 0,
+        estimatedCostUsd: p.estimatedCostUsd,
+        provider: p.provider,
+        model: p.model,
+        ...(p.metadata ? { metadata: p.metadata } : {}),
+      },
     });
     const item: UsageRecordItem = {
       id: entry.id,

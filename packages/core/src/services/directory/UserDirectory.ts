@@ -47,10 +47,20 @@ export class UserDirectory {
     const now = Date.now();
     if (this.written.get(identity.sub, now) === fingerprint) return;
     this.written.set(identity.sub, fingerprint, now);
-    const profile: UserProfile = { sub: identity.sub, scopes: [...identity.scopes], isAdmin: identity.isAdmin, via: identity.via, lastSeenAt: new Date(now).toISOString(), ...(identity.email ? { email: identity.email } : {}), ...(identity.emailVerified ? { emailVerified: true } : {}) };
-    void Promise.all([this.storage.set(profileKey(identity.sub), profile), rememberUser(this.storage, identity), indexUser(this.storage, identity.sub, identity.email)]).catch(() =>
-      this.written.delete(identity.sub),
-    );
+    const profile: UserProfile = {
+      sub: identity.sub,
+      scopes: [...identity.scopes],
+      isAdmin: identity.isAdmin,
+      via: identity.via,
+      lastSeenAt: new Date(now).toISOString(),
+      ...(identity.email ? { email: identity.email } : {}),
+      ...(identity.emailVerified ? { emailVerified: true } : {}),
+    };
+    void Promise.all([
+      this.storage.set(profileKey(identity.sub), profile),
+      rememberUser(this.storage, identity),
+      indexUser(this.storage, identity.sub, identity.email),
+    ]).catch(() => this.written.delete(identity.sub));
   }
 
   /** A user by sub or e-mail (case-insensitive); undefined when the server never saw them. */
@@ -65,11 +75,16 @@ export class UserDirectory {
    * to go on). Each match is checked against the user's current profile, so an e-mail they no
    * longer use does not find them.
    */
-  async search(query: string, opts: { limit: number; cursor?: number | undefined; maxScanned: number }): Promise<SearchPage & { profiles: UserProfile[] }> {
+  async search(
+    query: string,
+    opts: { limit: number; cursor?: number | undefined; maxScanned: number },
+  ): Promise<SearchPage & { profiles: UserProfile[] }> {
     const page = await searchIndex(this.storage, query, opts);
     const q = query.trim().toLowerCase();
     const stored = await this.storage.getMany<UserProfile>(page.subs.map(profileKey));
-    const profiles = stored.filter((p): p is UserProfile => p !== undefined && (p.sub.toLowerCase().includes(q) || (p.email?.toLowerCase().includes(q) ?? false)));
+    const profiles = stored.filter(
+      (p): p is UserProfile => p !== undefined && (p.sub.toLowerCase().includes(q) || (p.email?.toLowerCase().includes(q) ?? false)),
+    );
     return { ...page, subs: profiles.map((p) => p.sub), profiles };
   }
 

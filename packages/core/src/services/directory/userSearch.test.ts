@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
-import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+} from '@ai-backend/test-utils/services';
 import type { Storage } from '../../kernel/Storage.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
@@ -29,7 +36,12 @@ async function directoryOf(users: Array<[string, string?]>): Promise<{ dir: User
 
 describe('user search', () => {
   it('finds any part of an id or e-mail, ignoring case, most recently indexed first', async () => {
-    const { dir } = await directoryOf([['auth0|Alice-1', 'Alice.Smith@Example.com'], ['bob', 'bob@corp.io'], ['carol', 'carol@example.com'], ['dave']]);
+    const { dir } = await directoryOf([
+      ['auth0|Alice-1', 'Alice.Smith@Example.com'],
+      ['bob', 'bob@corp.io'],
+      ['carol', 'carol@example.com'],
+      ['dave'],
+    ]);
     const subs = async (q: string) => (await dir.search(q, { limit: 20, maxScanned: 100 })).subs;
     expect(await subs('EXAMPLE.COM')).toEqual(['carol', 'auth0|Alice-1']);
     expect(await subs('alice-')).toEqual(['auth0|Alice-1']);
@@ -44,7 +56,14 @@ describe('user search', () => {
     await indexUser(storage, 'erin', 'ERIN@old.example'); // the same address: nothing appended
     expect(await storage.readLog('user:directory')).toHaveLength(1);
     await indexUser(storage, 'erin', 'erin@new.example');
-    await storage.set('user:profile:erin', { sub: 'erin', email: 'erin@new.example', scopes: [], isAdmin: false, via: 'jwt', lastSeenAt: new Date().toISOString() });
+    await storage.set('user:profile:erin', {
+      sub: 'erin',
+      email: 'erin@new.example',
+      scopes: [],
+      isAdmin: false,
+      via: 'jwt',
+      lastSeenAt: new Date().toISOString(),
+    });
     expect(await storage.readLog('user:directory')).toHaveLength(2);
     expect((await dir.search('new.example', { limit: 20, maxScanned: 100 })).subs).toEqual(['erin']);
     expect((await dir.search('old.example', { limit: 20, maxScanned: 100 })).subs).toEqual([]);
@@ -55,7 +74,14 @@ describe('user search', () => {
     const dir = new UserDirectory(storage, resolveConfig({}));
     for (let i = 0; i < 30; i++) {
       await indexUser(storage, `user-${i}`, i % 10 === 0 ? `match-${i}@x.io` : undefined);
-      await storage.set(`user:profile:user-${i}`, { sub: `user-${i}`, ...(i % 10 === 0 ? { email: `match-${i}@x.io` } : {}), scopes: [], isAdmin: false, via: 'jwt', lastSeenAt: '' });
+      await storage.set(`user:profile:user-${i}`, {
+        sub: `user-${i}`,
+        ...(i % 10 === 0 ? { email: `match-${i}@x.io` } : {}),
+        scopes: [],
+        isAdmin: false,
+        via: 'jwt',
+        lastSeenAt: '',
+      });
     }
     // Newest first: user-29 … user-0; matches at 20, 10, 0.
     const first = await dir.search('MATCH', { limit: 20, maxScanned: 12 });
@@ -83,7 +109,13 @@ const stores: Array<{ name: string; ok: boolean; open(): Promise<{ store: Storag
     open: async () => {
       const dir = await mkdtemp(join(tmpdir(), 'user-search-'));
       const store = await SqliteStorage.open({ file: join(dir, 'data.db') });
-      return { store, cleanup: async () => { await store.close(); await rm(dir, { recursive: true, force: true }); } };
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
     },
   },
   {
@@ -92,7 +124,13 @@ const stores: Array<{ name: string; ok: boolean; open(): Promise<{ store: Storag
     open: async () => {
       const opts = testPostgresOptions(postgres, 'usersearch');
       const store = await PostgresStorage.connect(opts);
-      return { store, cleanup: async () => { await store.close(); await dropTestSchema(postgres, opts.schema); } };
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          await dropTestSchema(postgres, opts.schema);
+        },
+      };
     },
   },
   {
@@ -101,7 +139,13 @@ const stores: Array<{ name: string; ok: boolean; open(): Promise<{ store: Storag
     open: async () => {
       const opts = testRedisOptions(redis, 'usersearch');
       const store = await RedisStorage.connect(opts);
-      return { store, cleanup: async () => { await store.close(); await dropTestKeys(redis, opts.keyPrefix); } };
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          await dropTestKeys(redis, opts.keyPrefix);
+        },
+      };
     },
   },
 ];

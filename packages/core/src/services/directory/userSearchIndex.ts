@@ -55,7 +55,11 @@ export async function searchIndex(storage: Storage, query: string, opts: SearchO
   let scanned = 0;
   let last: number | undefined;
   while (subs.length < opts.limit && scanned < opts.maxScanned) {
-    const page = await storage.readLog<IndexEntry>(LOG, { newestFirst: true, limit: Math.min(PAGE, opts.maxScanned - scanned), ...(before !== undefined ? { before } : {}) });
+    const page = await storage.readLog<IndexEntry>(LOG, {
+      newestFirst: true,
+      limit: Math.min(PAGE, opts.maxScanned - scanned),
+      ...(before !== undefined ? { before } : {}),
+    });
     if (page.length === 0) return { subs, scanned };
     for (const { seq, record } of page) {
       scanned++;

@@ -128,11 +128,17 @@ export class McpGateway {
   }
 
   private add(name: string, config: McpServerConfig, source: 'config' | 'api'): void {
-    const shared = config.enabled && !config.perUser ? this.connection(name, config, config.type === 'stdio' ? {} : config.headers, 'eager') : undefined;
+    const shared =
+      config.enabled && !config.perUser ? this.connection(name, config, config.type === 'stdio' ? {} : config.headers, 'eager') : undefined;
     this.servers.set(name, { name, config, source, shared });
   }
 
-  private connection(name: string, server: McpServerConfig, headers: Record<string, string>, reconnect: 'eager' | 'onUse'): UpstreamConnection {
+  private connection(
+    name: string,
+    server: McpServerConfig,
+    headers: Record<string, string>,
+    reconnect: 'eager' | 'onUse',
+  ): UpstreamConnection {
     return new UpstreamConnection({
       name,
       server,
@@ -161,7 +167,10 @@ export class McpGateway {
     for (const [name, config] of stored) {
       if (this.servers.has(name)) continue;
       this.add(name, config, 'api');
-      void this.servers.get(name)!.shared?.ready().catch(() => undefined);
+      void this.servers
+        .get(name)!
+        .shared?.ready()
+        .catch(() => undefined);
       changed = true;
     }
     if (changed) this.changed();
@@ -169,11 +178,19 @@ export class McpGateway {
 
   /** gateway.addServer: a remote server, stored for every instance. Stdio never comes from an API (it would run a command). */
   async addServer(name: string, config: McpServerConfig): Promise<void> {
-    if (config.type === 'stdio') throw new CoreError('FORBIDDEN', 'stdio servers come only from the config file: adding one through an API would let a caller run a command');
+    if (config.type === 'stdio')
+      throw new CoreError(
+        'FORBIDDEN',
+        'stdio servers come only from the config file: adding one through an API would let a caller run a command',
+      );
     const configured = this.servers.get(name);
     if (configured?.source === 'config') throw new CoreError('CONFLICT', `MCP server "${name}" is in the config file; change it there`);
     if (config.allowPrivateNetwork && !this.opts.config.gateway.allowPrivateNetwork) {
-      throw new CoreError('FORBIDDEN', `MCP server "${name}": allowPrivateNetwork can be set in the config file only (or gateway.allowPrivateNetwork for every upstream)`, { details: { reason: 'ssrf_blocked' } });
+      throw new CoreError(
+        'FORBIDDEN',
+        `MCP server "${name}": allowPrivateNetwork can be set in the config file only (or gateway.allowPrivateNetwork for every upstream)`,
+        { details: { reason: 'ssrf_blocked' } },
+      );
     }
     const problem = upstreamUrlProblem(config.url, this.opts.config.gateway);
     if (problem) throw new CoreError('BAD_REQUEST', `MCP server "${name}": ${problem}`, { details: { reason: 'ssrf_blocked' } });
@@ -181,15 +198,25 @@ export class McpGateway {
   }
 
   async removeServer(name: string): Promise<boolean> {
-    if (this.servers.get(name)?.source === 'config') throw new CoreError('CONFLICT', `MCP server "${name}" is in the config file; remove it there`);
+    if (this.servers.get(name)?.source === 'config')
+      throw new CoreError('CONFLICT', `MCP server "${name}" is in the config file; remove it there`);
     return this.stored.remove(name);
   }
 
   /** Every server with its health (administrators: gateway.serverStatus, the console). */
-  status(): Array<ServerStatus & { stderr?: string; pid?: number | null; calls: number; errors: number; userConnections: number; description?: string }> {
+  status(): Array<
+    ServerStatus & { stderr?: string; pid?: number | null; calls: number; errors: number; userConnections: number; description?: string }
+  > {
     return [...this.servers.values()].map((e) => ({
       ...this.summary(e),
-      ...(e.shared ? { pid: e.shared.pid, calls: e.shared.counts.calls, errors: e.shared.counts.errors, ...(e.shared.stderrTail ? { stderr: e.shared.stderrTail } : {}) } : { calls: 0, errors: 0 }),
+      ...(e.shared
+        ? {
+            pid: e.shared.pid,
+            calls: e.shared.counts.calls,
+            errors: e.shared.counts.errors,
+            ...(e.shared.stderrTail ? { stderr: e.shared.stderrTail } : {}),
+          }
+        : { calls: 0, errors: 0 }),
       userConnections: this.users.countFor(e.name),
       ...(e.config.description ? { description: e.config.description } : {}),
     }));
@@ -222,10 +249,15 @@ export class McpGateway {
     if (config.type === 'stdio') throw new CoreError('INTERNAL', 'a perUser stdio server');
     if (!identity) throw new CoreError('UNAUTHORIZED', `MCP server "${entry.name}" needs each user's own credentials: sign in first`);
     if (!this.opts.credentials) {
-      throw new CoreError('FORBIDDEN', `MCP server "${entry.name}" needs your own credentials, and this server stores none yet (gateway.setCredentials is not available)`, { details: { reason: 'credentials_missing', server: entry.name } });
+      throw new CoreError(
+        'FORBIDDEN',
+        `MCP server "${entry.name}" needs your own credentials, and this server stores none yet (gateway.setCredentials is not available)`,
+        { details: { reason: 'credentials_missing', server: entry.name } },
+      );
     }
     const creds = await this.opts.credentials.resolve({ server: { name: entry.name, url: config.url }, userId: identity.sub });
-    if (creds.kind !== 'headers') throw new CoreError('FORBIDDEN', creds.message, { details: { reason: `credentials_${creds.kind}`, server: entry.name } });
+    if (creds.kind !== 'headers')
+      throw new CoreError('FORBIDDEN', creds.message, { details: { reason: `credentials_${creds.kind}`, server: entry.name } });
     // Shared headers first, the user's over them; a change of credentials opens a new connection.
     const headers = { ...config.headers, ...creds.headers };
     return this.users.get(entry.name, identity.sub, headers, () => this.connection(entry.name, config, headers, 'onUse'));
@@ -242,7 +274,11 @@ export class McpGateway {
     let searchable = false;
     for (const entry of this.servers.values()) {
       if (!serverAllows(entry.config, identity)) continue;
-      const conn = entry.shared ?? (await this.connectionFor(entry, identity).then((c) => c.ready().then(() => c)).catch(() => undefined));
+      const conn =
+        entry.shared ??
+        (await this.connectionFor(entry, identity)
+          .then((c) => c.ready().then(() => c))
+          .catch(() => undefined));
       if (!conn) continue;
       const tools = this.toolsOf(entry, conn, identity);
       if (entry.config.expose === 'search') searchable ||= tools.length > 0;
@@ -277,7 +313,11 @@ export class McpGateway {
 
   /** Is `name` an upstream tool (or search_tools / call_tool) this caller may call? Anything else is answered like an unknown tool. */
   resolveTool(identity: Identity | null, name: string): { server: ServerEntry; tool: string } | 'search' | undefined {
-    if (SEARCH_TOOLS.has(name)) return [...this.servers.values()].some((e) => e.config.expose === 'search' && serverAllows(e.config, identity)) && keyAllowsTool(identity, name) ? 'search' : undefined;
+    if (SEARCH_TOOLS.has(name))
+      return [...this.servers.values()].some((e) => e.config.expose === 'search' && serverAllows(e.config, identity)) &&
+        keyAllowsTool(identity, name)
+        ? 'search'
+        : undefined;
     const parts = splitExposedName(name);
     const entry = parts && this.servers.get(parts.server);
     if (!parts || !entry || !serverAllows(entry.config, identity)) return undefined;
@@ -311,7 +351,8 @@ export class McpGateway {
     const target = this.resolveTool(identity, name);
     if (!target || target === 'search' || target.server.shared || target.server.config.type === 'stdio') return false;
     const server = { name: target.server.name, url: target.server.config.url };
-    const refused = (c: { kind: 'missing' | 'expired'; message: string }) => new CoreError('FORBIDDEN', c.message, { details: { reason: `credentials_${c.kind}`, server: server.name } });
+    const refused = (c: { kind: 'missing' | 'expired'; message: string }) =>
+      new CoreError('FORBIDDEN', c.message, { details: { reason: `credentials_${c.kind}`, server: server.name } });
     // What was sent is what is stored, unless a refresh replaced it meanwhile (then that one is tried).
     const sent = await this.opts.credentials.resolve({ server, userId: identity.sub });
     if (sent.kind !== 'headers') throw refused(sent);
@@ -331,7 +372,18 @@ export class McpGateway {
     if (!conn.lists.tools.some((t) => t.name === tool)) throw unknownTool(name);
     const price = server.config.pricing.tools[tool] ?? server.config.pricing.tokensPerCall;
     const started = performance.now();
-    const hold = price > 0 ? await this.opts.metering.hold({ identity: call.identity, ...(call.ip ? { ip: call.ip } : {}), requestId: randomUUID(), provider: `mcp:${server.name}`, estimatedTokens: price, byokAllowed: false, serverPays: true }) : undefined;
+    const hold =
+      price > 0
+        ? await this.opts.metering.hold({
+            identity: call.identity,
+            ...(call.ip ? { ip: call.ip } : {}),
+            requestId: randomUUID(),
+            provider: `mcp:${server.name}`,
+            estimatedTokens: price,
+            byokAllowed: false,
+            serverPays: true,
+          })
+        : undefined;
     let result: CallToolResult;
     try {
       result = await conn.callTool(tool, args, call);
@@ -356,9 +408,14 @@ export class McpGateway {
     }
     const target = typeof args.name === 'string' ? this.resolveTool(call.identity, args.name) : undefined;
     // call_tool reaches only the tools search_tools can find: those of 'search' servers.
-    if (!target || target === 'search' || target.server.config.expose !== 'search') throw unknownTool(typeof args.name === 'string' ? args.name : '');
+    if (!target || target === 'search' || target.server.config.expose !== 'search')
+      throw unknownTool(typeof args.name === 'string' ? args.name : '');
     const inner = args.arguments;
-    return this.callTool(call, args.name as string, inner && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {});
+    return this.callTool(
+      call,
+      args.name as string,
+      inner && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {},
+    );
   }
 
   /** Upstream prompts under `<server>__<prompt>`, for the servers this caller may use (shared connections only). */
@@ -371,10 +428,16 @@ export class McpGateway {
     return out;
   }
 
-  async getPrompt(identity: Identity | null, name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult | undefined> {
+  async getPrompt(
+    identity: Identity | null,
+    name: string,
+    args: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<GetPromptResult | undefined> {
     const parts = splitExposedName(name);
     const e = parts && this.servers.get(parts.server);
-    if (!parts || !e?.shared || !serverAllows(e.config, identity) || !e.shared.lists.prompts.some((p) => p.name === parts.name)) return undefined;
+    if (!parts || !e?.shared || !serverAllows(e.config, identity) || !e.shared.lists.prompts.some((p) => p.name === parts.name))
+      return undefined;
     return e.shared.getPrompt(parts.name, args, signal);
   }
 

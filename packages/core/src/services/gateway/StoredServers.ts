@@ -58,7 +58,9 @@ export class StoredServers {
     } catch (err) {
       if (Date.now() - this.lastWarning < 60_000) return;
       this.lastWarning = Date.now();
-      this.logger.warn('MCP gateway: servers added at run time could not be read', { error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn('MCP gateway: servers added at run time could not be read', {
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
   }
 

@@ -39,7 +39,8 @@ const BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000, 30_000];
 const EMPTY: UpstreamLists = { tools: [], prompts: [], resources: [] };
 
 /** An SDK error code for a timed-out request (SdkErrorCode.RequestTimeout). */
-const isTimeout = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'REQUEST_TIMEOUT' || /timed? ?out/i.test((err as Error | null)?.message ?? '');
+const isTimeout = (err: unknown): boolean =>
+  (err as { code?: unknown } | null)?.code === 'REQUEST_TIMEOUT' || /timed? ?out/i.test((err as Error | null)?.message ?? '');
 
 /**
  * One client connection to one upstream (shared, or one user's). Connects on first use or at
@@ -80,7 +81,11 @@ export class UpstreamConnection {
     if (this.closed) throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" was removed`);
     const s = this.state;
     if (s.kind === 'failed' && Date.now() < s.retryAt && !this.connecting) {
-      throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" is unavailable (${s.error}); retrying in ${Math.ceil((s.retryAt - Date.now()) / 1000)} s`, { details: { reason: 'upstream_unavailable', server: this.opts.name } });
+      throw new CoreError(
+        'UNAVAILABLE',
+        `MCP server "${this.opts.name}" is unavailable (${s.error}); retrying in ${Math.ceil((s.retryAt - Date.now()) / 1000)} s`,
+        { details: { reason: 'upstream_unavailable', server: this.opts.name } },
+      );
     }
     this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
     return this.connecting;
@@ -114,7 +119,11 @@ export class UpstreamConnection {
       await opened?.client.close().catch(() => undefined);
       const message = describe(err, this.timeoutMs);
       this.fail(message, failures + 1);
-      throw new CoreError(isTimeout(err) ? 'UPSTREAM_TIMEOUT' : 'UNAVAILABLE', `MCP server "${this.opts.name}" is unavailable (${message})`, { details: { reason: 'upstream_unavailable', server: this.opts.name } });
+      throw new CoreError(
+        isTimeout(err) ? 'UPSTREAM_TIMEOUT' : 'UNAVAILABLE',
+        `MCP server "${this.opts.name}" is unavailable (${message})`,
+        { details: { reason: 'upstream_unavailable', server: this.opts.name } },
+      );
     }
   }
 
@@ -142,8 +151,18 @@ export class UpstreamConnection {
     const opts = { timeout: this.timeoutMs };
     const [tools, prompts, resources] = await Promise.all([
       caps.tools ? opened.client.listTools(undefined, opts).then((r) => r.tools) : [],
-      caps.prompts ? opened.client.listPrompts(undefined, opts).then((r) => r.prompts).catch(() => []) : [],
-      caps.resources ? opened.client.listResources(undefined, opts).then((r) => r.resources).catch(() => []) : [],
+      caps.prompts
+        ? opened.client
+            .listPrompts(undefined, opts)
+            .then((r) => r.prompts)
+            .catch(() => [])
+        : [],
+      caps.resources
+        ? opened.client
+            .listResources(undefined, opts)
+            .then((r) => r.resources)
+            .catch(() => [])
+        : [],
     ]);
     return { tools, prompts, resources };
   }
@@ -162,7 +181,10 @@ export class UpstreamConnection {
     }
   }
 
-  /** Run `fn` on the open client, bounded by timeoutMs; failures become CoreErrors naming the server (never its answer's text when it is garbage). */
+  /**
+   * Run `fn` on the open client, bounded by timeoutMs; failures become CoreErrors naming the server (never its answer's text when it is
+   * garbage).
+   */
   private async run<T>(what: string, fn: (o: OpenedUpstream) => Promise<T>): Promise<T> {
     const opened = await this.ready();
     this.counts.calls++;
@@ -170,7 +192,11 @@ export class UpstreamConnection {
       const result = await fn(opened);
       const size = JSON.stringify(result ?? null).length;
       if (size > this.opts.maxResultBytes) {
-        throw new CoreError('PAYLOAD_TOO_LARGE', `MCP server "${this.opts.name}" answered ${what} with ${size} bytes, more than gateway.maxResultBytes (${this.opts.maxResultBytes})`, { details: { reason: 'upstream_result_too_large', server: this.opts.name } });
+        throw new CoreError(
+          'PAYLOAD_TOO_LARGE',
+          `MCP server "${this.opts.name}" answered ${what} with ${size} bytes, more than gateway.maxResultBytes (${this.opts.maxResultBytes})`,
+          { details: { reason: 'upstream_result_too_large', server: this.opts.name } },
+        );
       }
       return result;
     } catch (err) {
@@ -178,13 +204,24 @@ export class UpstreamConnection {
       if (err instanceof CoreError) throw err;
       if ((err as { name?: string } | null)?.name === 'AbortError') throw new CoreError('CANCELLED', 'request cancelled');
       // The credentials were refused (a per-user token revoked at its server): the gateway asks for fresh ones.
-      if (httpStatusOf(err) === 401) throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused the credentials on ${what}`, { details: { reason: 'upstream_unauthorized', server: this.opts.name } });
-      if (isTimeout(err)) throw new CoreError('UPSTREAM_TIMEOUT', `MCP server "${this.opts.name}" did not answer ${what} within ${this.timeoutMs} ms`, { details: { reason: 'upstream_timeout', server: this.opts.name } });
+      if (httpStatusOf(err) === 401)
+        throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused the credentials on ${what}`, {
+          details: { reason: 'upstream_unauthorized', server: this.opts.name },
+        });
+      if (isTimeout(err))
+        throw new CoreError('UPSTREAM_TIMEOUT', `MCP server "${this.opts.name}" did not answer ${what} within ${this.timeoutMs} ms`, {
+          details: { reason: 'upstream_timeout', server: this.opts.name },
+        });
       // A protocol error the upstream sent (its message is its own, about its own tool): passed on, bounded.
       const code = (err as { code?: unknown }).code;
       const message = err instanceof Error ? err.message.slice(0, 500) : 'failed';
-      if (typeof code === 'number') throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused ${what}: ${message}`, { details: { reason: 'upstream_error', server: this.opts.name, upstreamCode: code } });
-      throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" failed on ${what}: ${message}`, { details: { reason: 'upstream_error', server: this.opts.name } });
+      if (typeof code === 'number')
+        throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused ${what}: ${message}`, {
+          details: { reason: 'upstream_error', server: this.opts.name, upstreamCode: code },
+        });
+      throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" failed on ${what}: ${message}`, {
+        details: { reason: 'upstream_error', server: this.opts.name },
+      });
     }
   }
 
@@ -199,7 +236,11 @@ export class UpstreamConnection {
           // call whose list carried no cache hint (for output validation and header mirroring).
           ...(definition ? { toolDefinition: definition } : {}),
           ...(opts.signal ? { signal: opts.signal } : {}),
-          ...(opts.onProgress ? { onprogress: (p: { progress: number; total?: number; message?: string }) => opts.onProgress!(p.progress, p.total, p.message) } : {}),
+          ...(opts.onProgress
+            ? {
+                onprogress: (p: { progress: number; total?: number; message?: string }) => opts.onProgress!(p.progress, p.total, p.message),
+              }
+            : {}),
         },
       );
       return result as CallToolResult;
@@ -207,7 +248,9 @@ export class UpstreamConnection {
   }
 
   getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult> {
-    return this.run(`prompts/get ${name}`, (o) => o.client.getPrompt({ name, arguments: args }, { timeout: this.timeoutMs, ...(signal ? { signal } : {}) }));
+    return this.run(`prompts/get ${name}`, (o) =>
+      o.client.getPrompt({ name, arguments: args }, { timeout: this.timeoutMs, ...(signal ? { signal } : {}) }),
+    );
   }
 
   readResource(uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {

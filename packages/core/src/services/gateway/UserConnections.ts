@@ -46,18 +46,21 @@ export class UserConnections {
 
   private sweep(): void {
     if (this.sweeper) return;
-    this.sweeper = setInterval(() => {
-      const cutoff = Date.now() - this.idleMs;
-      for (const [key, h] of this.held) {
-        if (h.conn.lastUsed >= cutoff) continue;
-        this.held.delete(key);
-        void h.conn.close();
-      }
-      if (this.held.size === 0) {
-        clearInterval(this.sweeper);
-        this.sweeper = undefined;
-      }
-    }, Math.min(this.idleMs, 60_000));
+    this.sweeper = setInterval(
+      () => {
+        const cutoff = Date.now() - this.idleMs;
+        for (const [key, h] of this.held) {
+          if (h.conn.lastUsed >= cutoff) continue;
+          this.held.delete(key);
+          void h.conn.close();
+        }
+        if (this.held.size === 0) {
+          clearInterval(this.sweeper);
+          this.sweeper = undefined;
+        }
+      },
+      Math.min(this.idleMs, 60_000),
+    );
     this.sweeper.unref();
   }
 

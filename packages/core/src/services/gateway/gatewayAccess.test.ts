@@ -3,7 +3,8 @@ import { McpServersSchema, mcpServerSchema } from '../../config/sections/mcpServ
 import type { Identity } from '../../kernel/identity.js';
 import { exposedName, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
 
-const server = (extra: Record<string, unknown> = {}) => mcpServerSchema().parse({ type: 'http', url: 'https://mcp.example.com/mcp', ...extra });
+const server = (extra: Record<string, unknown> = {}) =>
+  mcpServerSchema().parse({ type: 'http', url: 'https://mcp.example.com/mcp', ...extra });
 const who = (over: Partial<Identity> = {}): Identity => ({ sub: 'u1', scopes: ['mcp'], isAdmin: false, via: 'jwt', ...over });
 
 describe('gateway names and permissions', () => {

@@ -11,10 +11,14 @@ export function searchToolDefinitions(): GatewayTool[] {
   return [
     {
       name: 'search_tools',
-      description: 'Search the tools of the MCP servers behind this gateway that are not listed one by one. Returns the best matching tools with their descriptions and input schemas; call one with call_tool.',
+      description:
+        'Search the tools of the MCP servers behind this gateway that are not listed one by one. Returns the best matching tools with their descriptions and input schemas; call one with call_tool.',
       inputSchema: {
         type: 'object',
-        properties: { query: { type: 'string', description: 'What the tool should do, in a few words' }, limit: { type: 'integer', minimum: 1, maximum: 50, description: 'At most this many tools (default 10)' } },
+        properties: {
+          query: { type: 'string', description: 'What the tool should do, in a few words' },
+          limit: { type: 'integer', minimum: 1, maximum: 50, description: 'At most this many tools (default 10)' },
+        },
         required: ['query'],
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -24,7 +28,10 @@ export function searchToolDefinitions(): GatewayTool[] {
       description: 'Call a tool found with search_tools, by its name, with arguments matching its input schema.',
       inputSchema: {
         type: 'object',
-        properties: { name: { type: 'string', description: 'The tool name search_tools returned' }, arguments: { type: 'object', description: 'The tool\'s arguments' } },
+        properties: {
+          name: { type: 'string', description: 'The tool name search_tools returned' },
+          arguments: { type: 'object', description: "The tool's arguments" },
+        },
         required: ['name'],
       },
     },

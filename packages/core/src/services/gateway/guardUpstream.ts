@@ -6,7 +6,10 @@ type GatewayLimits = Pick<ResolvedConfig['gateway'], 'allowHttp' | 'allowPrivate
 
 /** Why a remote upstream URL may not be used (scheme, credentials, a non-public address literal), or null. */
 export function upstreamUrlProblem(url: string, limits: GatewayLimits): string | null {
-  return guardedUrlProblem(new URL(url), { allowHttp: limits.allowHttp || limits.allowPrivateNetwork, allowPrivateNetwork: limits.allowPrivateNetwork });
+  return guardedUrlProblem(new URL(url), {
+    allowHttp: limits.allowHttp || limits.allowPrivateNetwork,
+    allowPrivateNetwork: limits.allowPrivateNetwork,
+  });
 }
 
 /**
@@ -28,7 +31,8 @@ export function guardedUpstreamFetch(limits: GatewayLimits): typeof fetch | unde
       // node:dns loads with the first remote upstream, not at start-up.
       const { lookup } = await import('node:dns/promises');
       const addresses = await lookup(host, { all: true });
-      if (addresses.length === 0 || addresses.some((a) => !isPublicAddress(a.address))) throw new Error(`refused by the SSRF guard: ${host} resolves to a non-public address`);
+      if (addresses.length === 0 || addresses.some((a) => !isPublicAddress(a.address)))
+        throw new Error(`refused by the SSRF guard: ${host} resolves to a non-public address`);
     }
     return fetch(input, init);
   };

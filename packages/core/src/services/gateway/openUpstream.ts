@@ -15,7 +15,9 @@ let clientModule: Promise<ClientModule> | undefined;
 let stdioModule: Promise<StdioModule> | undefined;
 
 const missing = (err: unknown): Error =>
-  new Error(`the MCP gateway needs @modelcontextprotocol/client (npm i @modelcontextprotocol/client@2): ${err instanceof Error ? err.message : String(err)}`);
+  new Error(
+    `the MCP gateway needs @modelcontextprotocol/client (npm i @modelcontextprotocol/client@2): ${err instanceof Error ? err.message : String(err)}`,
+  );
 
 export function loadClientModule(): Promise<ClientModule> {
   clientModule ??= import('@modelcontextprotocol/client').catch((err: unknown) => {

@@ -5,7 +5,11 @@ export interface SearchableTool {
   inputSchema: Record<string, unknown>;
 }
 
-const words = (text: string): string[] => text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 1);
+const words = (text: string): string[] =>
+  text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 1);
 
 /**
  * Rank tools for a query over their names and descriptions: each query word scores 3 when it is

@@ -8,7 +8,10 @@ const SECRET = 'outbox-unit-secret-0123456789abcdefghij';
 
 /** An outbox whose receiver refuses every connection (port 9 on loopback: nothing listens). */
 function outbox(storage = new MemoryStorage()) {
-  const config = resolveConfig({ storage: { type: 'memory' }, alerts: { webhooks: [{ url: 'http://127.0.0.1:9/hook/TOKEN-IN-PATH?k=SECRET-QUERY', secret: SECRET }], maxAttempts: 1, timeoutMs: 500 } });
+  const config = resolveConfig({
+    storage: { type: 'memory' },
+    alerts: { webhooks: [{ url: 'http://127.0.0.1:9/hook/TOKEN-IN-PATH?k=SECRET-QUERY', secret: SECRET }], maxAttempts: 1, timeoutMs: 500 },
+  });
   return { storage, alerts: new AlertOutbox(storage, config, createLogger('silent')) };
 }
 
@@ -20,7 +23,15 @@ describe('AlertOutbox deliveries and retry', () => {
     const { pending, dead } = await alerts.deliveries(10);
     expect(pending).toEqual([]);
     expect(dead).toHaveLength(1);
-    expect(dead[0]).toMatchObject({ deliveryId: `${id}:0`, eventId: id, event: 'tokenLow', state: 'dead', receiver: 'http://127.0.0.1:9', attempts: 1, nextAt: null });
+    expect(dead[0]).toMatchObject({
+      deliveryId: `${id}:0`,
+      eventId: id,
+      event: 'tokenLow',
+      state: 'dead',
+      receiver: 'http://127.0.0.1:9',
+      attempts: 1,
+      nextAt: null,
+    });
     expect(JSON.stringify(dead)).not.toMatch(/TOKEN-IN-PATH|SECRET-QUERY|BODY-FIELD/);
   });
 
@@ -46,7 +57,16 @@ describe('AlertOutbox deliveries and retry', () => {
   it('scans read the due index, not a listing of the outbox: one listing per instance (records of older releases), then none', async () => {
     const storage = new MemoryStorage();
     // A record an older release wrote without a due time, and one written now: both delivered (and dead).
-    await storage.set('alerts:outbox:legacy-id:0', { id: 'legacy-id', event: 'tokenLow', url: 'http://127.0.0.1:9/hook', receiver: 0, body: '{}', attempts: 0, nextAt: 0, leaseUntil: 0 });
+    await storage.set('alerts:outbox:legacy-id:0', {
+      id: 'legacy-id',
+      event: 'tokenLow',
+      url: 'http://127.0.0.1:9/hook',
+      receiver: 0,
+      body: '{}',
+      attempts: 0,
+      nextAt: 0,
+      leaseUntil: 0,
+    });
     const { alerts } = outbox(storage);
     const prefixes: string[] = [];
     const keys = storage.keys.bind(storage);

@@ -54,7 +54,17 @@ function deliveryView(deliveryId: string, r: OutboxRecord, state: AlertDelivery[
   } catch {
     receiver = '(invalid URL)';
   }
-  return { deliveryId, eventId: r.id, event: r.event, state, receiver, attempts: r.attempts, createdAt, nextAt: state === 'pending' ? new Date(r.nextAt).toISOString() : null, lastError: r.lastError ?? null };
+  return {
+    deliveryId,
+    eventId: r.id,
+    event: r.event,
+    state,
+    receiver,
+    attempts: r.attempts,
+    createdAt,
+    nextAt: state === 'pending' ? new Date(r.nextAt).toISOString() : null,
+    lastError: r.lastError ?? null,
+  };
 }
 
 /** How far past a retry's due time its timer fires (timers can fire slightly early by Date.now()). */
@@ -113,7 +123,16 @@ export class AlertOutbox {
     const now = Date.now();
     const body = JSON.stringify({ id, event, createdAt: new Date(now).toISOString(), data });
     return this.settings.webhooks.flatMap((w, i) =>
-      !w.events || w.events.includes(event) ? [{ op: 'set' as const, key: `${OUTBOX}${id}:${i}`, value: { id, event, url: w.url, receiver: i, body, attempts: 0, nextAt: now, leaseUntil: 0 } satisfies OutboxRecord, dueAt: now }] : [],
+      !w.events || w.events.includes(event)
+        ? [
+            {
+              op: 'set' as const,
+              key: `${OUTBOX}${id}:${i}`,
+              value: { id, event, url: w.url, receiver: i, body, attempts: 0, nextAt: now, leaseUntil: 0 } satisfies OutboxRecord,
+              dueAt: now,
+            },
+          ]
+        : [],
     );
   }
 
@@ -170,7 +189,8 @@ export class AlertOutbox {
   private writeIf(key: string, expected: OutboxRecord, next: OutboxRecord, dueAt: number): Promise<boolean> {
     return this.storage.transact([key], (read) => {
       const cur = read<OutboxRecord>(key);
-      const same = cur !== undefined && cur.attempts === expected.attempts && cur.nextAt === expected.nextAt && cur.leaseUntil === expected.leaseUntil;
+      const same =
+        cur !== undefined && cur.attempts === expected.attempts && cur.nextAt === expected.nextAt && cur.leaseUntil === expected.leaseUntil;
       return { writes: same ? [{ op: 'set', key, value: next, dueAt }] : [], result: same };
     });
   }
@@ -261,7 +281,13 @@ export class AlertOutbox {
       const dead = read<OutboxRecord>(DEAD + deliveryId);
       if (!dead || read(OUTBOX + deliveryId)) return { writes: [], result: undefined };
       const revived: OutboxRecord = { ...dead, attempts: 0, nextAt: now, leaseUntil: 0 };
-      return { writes: [{ op: 'delete', key: DEAD + deliveryId }, { op: 'set', key: OUTBOX + deliveryId, value: revived, dueAt: now }], result: dead.event };
+      return {
+        writes: [
+          { op: 'delete', key: DEAD + deliveryId },
+          { op: 'set', key: OUTBOX + deliveryId, value: revived, dueAt: now },
+        ],
+        result: dead.event,
+      };
     });
     if (requeued) {
       this.metrics?.alert(requeued, 'retry');

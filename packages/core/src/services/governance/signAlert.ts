@@ -13,7 +13,12 @@ export function signAlert(secret: string, body: string, timestampSec: number): s
  * What a receiver runs: true when `header` signs `body` with `secret` and its timestamp is within
  * `toleranceSec` of now (default 300 s).
  */
-export function verifyAlertSignature(secret: string, body: string, header: string | null, opts: { toleranceSec?: number; nowSec?: number } = {}): boolean {
+export function verifyAlertSignature(
+  secret: string,
+  body: string,
+  header: string | null,
+  opts: { toleranceSec?: number; nowSec?: number } = {},
+): boolean {
   if (!header) return false;
   const parts = Object.fromEntries(header.split(',').map((p) => p.trim().split('=', 2) as [string, string]));
   const t = Number(parts.t);

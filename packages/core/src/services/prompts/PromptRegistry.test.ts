@@ -28,7 +28,10 @@ describe('promptsFromRouter', () => {
           depth: z.number().int().default(1),
           strict: z.boolean().optional(),
           tone: z.enum(['kind', 'blunt']),
-          lang: z.string().meta({ examples: ['ts', 'py'] }).optional(),
+          lang: z
+            .string()
+            .meta({ examples: ['ts', 'py'] })
+            .optional(),
         }),
       )
       .query(({ input }) => ({ prompt: `${input.tone} review at depth ${input.depth}${input.strict ? ' strictly' : ''}: ${input.code}` })),
@@ -51,9 +54,16 @@ describe('promptsFromRouter', () => {
     const reg = new PromptRegistry();
     for (const p of promptsFromRouter(r)) reg.register(p);
     // A real runtime (the procedure middleware reads config, stats, limits), with our router.
-    const real = await createRuntime(resolveConfig({ mcp: { auth: { authType: 'none' } }, storage: { type: 'memory' } }), { storage: new MemoryStorage() });
+    const real = await createRuntime(resolveConfig({ mcp: { auth: { authType: 'none' } }, storage: { type: 'memory' } }), {
+      storage: new MemoryStorage(),
+    });
     const runtime = { ...real, router: r };
-    const ctx = { runtime, identity: null, credentialError: null, req: { transport: 'mcp', ip: '', signal: new AbortController().signal, headers: new Headers() } };
+    const ctx = {
+      runtime,
+      identity: null,
+      credentialError: null,
+      req: { transport: 'mcp', ip: '', signal: new AbortController().signal, headers: new Headers() },
+    };
     const out = await reg.render('review', { code: 'x', depth: '3', strict: 'true', tone: 'blunt' }, ctx as never);
     expect(out.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'blunt review at depth 3 strictly: x' } }]);
     await expect(reg.render('review', { code: 'x' }, ctx as never)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS' });
@@ -67,7 +77,10 @@ describe('promptsFromRouter', () => {
 
   it('toPromptResult accepts a string, { prompt }, or { messages }', () => {
     expect(toPromptResult('hi').messages[0]!.content).toEqual({ type: 'text', text: 'hi' });
-    expect(toPromptResult({ prompt: 'p' }, 'd')).toEqual({ description: 'd', messages: [{ role: 'user', content: { type: 'text', text: 'p' } }] });
+    expect(toPromptResult({ prompt: 'p' }, 'd')).toEqual({
+      description: 'd',
+      messages: [{ role: 'user', content: { type: 'text', text: 'p' } }],
+    });
     const messages = [{ role: 'assistant', content: { type: 'text', text: 'a' } }];
     expect(toPromptResult({ messages, description: 'x' })).toEqual({ description: 'x', messages });
   });

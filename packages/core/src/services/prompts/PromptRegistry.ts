@@ -106,7 +106,10 @@ export class PromptRegistry {
     if (!prompt) throw new CoreError('NOT_FOUND', `unknown prompt: ${name.slice(0, 200)}`);
     const missing = (prompt.arguments ?? []).filter((a) => a.required && (args[a.name] === undefined || args[a.name] === ''));
     if (missing.length > 0) {
-      throw new CoreError('INVALID_PARAMS', `missing required argument${missing.length > 1 ? 's' : ''}: ${missing.map((a) => a.name).join(', ')}`);
+      throw new CoreError(
+        'INVALID_PARAMS',
+        `missing required argument${missing.length > 1 ? 's' : ''}: ${missing.map((a) => a.name).join(', ')}`,
+      );
     }
     for (const a of prompt.arguments ?? []) {
       const v = args[a.name];

@@ -8,7 +8,13 @@ import { dropTestKeys, testRedis, testRedisOptions } from '@ai-backend/test-util
 const redis = await testRedis();
 import { RateLimiter, rateLimitCaller, type RateLimitSettings } from './RateLimiter.js';
 
-const settings = (over: Partial<RateLimitSettings> = {}): RateLimitSettings => ({ enabled: true, windowMs: 60_000, maxRequests: 3, maxToolCalls: 2, ...over });
+const settings = (over: Partial<RateLimitSettings> = {}): RateLimitSettings => ({
+  enabled: true,
+  windowMs: 60_000,
+  maxRequests: 3,
+  maxToolCalls: 2,
+  ...over,
+});
 
 describe('RateLimiter on memory storage', () => {
   it('allows maxRequests hits per window, refuses the next, and starts over in the next window', async () => {
@@ -44,7 +50,10 @@ describe('RateLimiter on memory storage', () => {
     const rl = new RateLimiter(new MemoryStorage(), settings({ windowMs: 10_000 }), { now: () => 4_000 });
     const req = await rl.hit('requests', 'ip:h');
     const call = await rl.hit('toolCalls', 'ip:h', 3);
-    expect(rl.headers([req])).toEqual({ RateLimit: '"requests";r=2;t=6', 'RateLimit-Policy': '"requests";q=3;w=10, "tool-calls";q=2;w=10' });
+    expect(rl.headers([req])).toEqual({
+      RateLimit: '"requests";r=2;t=6',
+      'RateLimit-Policy': '"requests";q=3;w=10, "tool-calls";q=2;w=10',
+    });
     const refused = rl.headers([req, call]);
     expect(refused.RateLimit).toBe('"requests";r=2;t=6, "tool-calls";r=0;t=6');
     expect(refused['Retry-After']).toBe('6');

@@ -57,7 +57,10 @@ const UNAVAILABLE_WARN_MS = 10_000;
  * subjects are hashed so keys stay short and printable.
  */
 export function rateLimitCaller(identity: { sub: string } | null | undefined, ip: string): string {
-  if (identity) return SAFE_SUB.test(identity.sub) ? `u:${identity.sub}` : `uh:${createHash('sha256').update(identity.sub).digest('base64url').slice(0, 32)}`;
+  if (identity)
+    return SAFE_SUB.test(identity.sub)
+      ? `u:${identity.sub}`
+      : `uh:${createHash('sha256').update(identity.sub).digest('base64url').slice(0, 32)}`;
   return `ip:${ip}`;
 }
 
@@ -109,7 +112,9 @@ export class RateLimiter {
     } catch (err) {
       if (now - this.lastWarn >= UNAVAILABLE_WARN_MS) {
         this.lastWarn = now;
-        this.opts.logger?.warn('rate limit store unavailable; requests are not being limited', { error: err instanceof Error ? err.message : String(err) });
+        this.opts.logger?.warn('rate limit store unavailable; requests are not being limited', {
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
       return null;
     }

@@ -6,7 +6,13 @@ import type { Storage } from '../../kernel/Storage.js';
  * creation, so it always outlives its window). The one counting rule of the rate limiter and of
  * the provider key-check budget. Throws what the store throws; callers decide fail-open or closed.
  */
-export async function countInWindow(storage: Pick<Storage, 'increment'>, key: string, windowMs: number, units = 1, now = Date.now()): Promise<{ count: number; resetSec: number }> {
+export async function countInWindow(
+  storage: Pick<Storage, 'increment'>,
+  key: string,
+  windowMs: number,
+  units = 1,
+  now = Date.now(),
+): Promise<{ count: number; resetSec: number }> {
   const window = Math.floor(now / windowMs);
   const resetSec = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
   const count = (await storage.increment(`${key}:${window}`, units, { ttlMs: windowMs })) ?? 0;

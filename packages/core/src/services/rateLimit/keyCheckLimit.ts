@@ -11,7 +11,11 @@ import { countInWindow } from './fixedWindow.js';
  * on, whatever `mcp.rateLimiting` says. Fails closed: when the counter store cannot be reached
  * no key is checked (UNAVAILABLE), since an uncounted check is exactly the relay this prevents.
  */
-export async function countKeyCheck(runtime: { config: Pick<ResolvedConfig, 'ai'>; storage: Pick<Storage, 'increment'> }, identity: Identity | null, ip: string): Promise<void> {
+export async function countKeyCheck(
+  runtime: { config: Pick<ResolvedConfig, 'ai'>; storage: Pick<Storage, 'increment'> },
+  identity: Identity | null,
+  ip: string,
+): Promise<void> {
   const { windowMs, maxPerIdentity, maxPerAddress } = runtime.config.ai.keyChecks;
   const budgets: Array<[string, number]> = [[rateLimitCaller(null, ip), maxPerAddress]];
   if (identity) budgets.push([rateLimitCaller(identity, ip), maxPerIdentity]);

@@ -22,14 +22,48 @@ describe('compileUriTemplate', () => {
 
   it('refuses values that would step out of the template once resolved: dot segments, encoded slashes and backslashes', () => {
     const one = compileUriTemplate('https://host/items/{id}');
-    for (const id of ['..', '.', '%2e%2e', '%2E%2E', '.%2e', '%2e.', '%2e', '..%2F', '%2F', '%2f', 'a%2Fb', '%5C', '%5c..', 'a%5cb', '\\', '%252e%252e', '%252F', '%255C', '%00', 'a%00b']) {
+    for (const id of [
+      '..',
+      '.',
+      '%2e%2e',
+      '%2E%2E',
+      '.%2e',
+      '%2e.',
+      '%2e',
+      '..%2F',
+      '%2F',
+      '%2f',
+      'a%2Fb',
+      '%5C',
+      '%5c..',
+      'a%5cb',
+      '\\',
+      '%252e%252e',
+      '%252F',
+      '%255C',
+      '%00',
+      'a%00b',
+    ]) {
       expect(one.match(`https://host/items/${id}`), id).toBeNull();
     }
     // Dots inside a value are fine; only whole dot segments move the path.
     expect(one.match('https://host/items/v1.2')).toEqual({ id: 'v1.2' });
     expect(one.match('https://host/items/...')).toEqual({ id: '...' });
     const many = compileUriTemplate('https://host/files/{+path}');
-    for (const path of ['..', 'a/..', 'a/../../b', './a', 'a/./b', 'a/%2e%2e/b', '%2e%2e/x', 'a%2F..%2Fb', 'a%2fb', 'a%5C..%5Cb', 'a\\..\\b', 'a/%252e%252e/b']) {
+    for (const path of [
+      '..',
+      'a/..',
+      'a/../../b',
+      './a',
+      'a/./b',
+      'a/%2e%2e/b',
+      '%2e%2e/x',
+      'a%2F..%2Fb',
+      'a%2fb',
+      'a%5C..%5Cb',
+      'a\\..\\b',
+      'a/%252e%252e/b',
+    ]) {
       expect(many.match(`https://host/files/${path}`), path).toBeNull();
     }
     expect(many.match('https://host/files/src/a.b/c.ts')).toEqual({ path: 'src/a.b/c.ts' });
@@ -46,7 +80,11 @@ describe('ResourceRegistry', () => {
     let listChanges = 0;
     reg.onListChanged(() => listChanges++);
     reg.register({ uri: 'memo://a', name: 'a', read: () => ({ content: 'A', mimeType: 'text/plain' }) });
-    reg.registerTemplate({ uriTemplate: 'item://{id}', name: 'item', read: (_uri, v) => ({ content: `item ${v.id}`, mimeType: 'text/plain' }) });
+    reg.registerTemplate({
+      uriTemplate: 'item://{id}',
+      name: 'item',
+      read: (_uri, v) => ({ content: `item ${v.id}`, mimeType: 'text/plain' }),
+    });
     expect(listChanges).toBe(2);
     expect(await reg.read('memo://a')).toEqual({ uri: 'memo://a', content: 'A', mimeType: 'text/plain' });
     expect((await reg.read('item://7')).content).toBe('item 7');
@@ -134,7 +172,10 @@ describe('http(s) scheme handler', () => {
 
   it('refuses loopback and private addresses by default (SSRF), by literal and by name', async () => {
     const guarded = createHttpSchemeHandlers()[0]!;
-    await expect(guarded.read(new URL(`${base}/text`))).rejects.toMatchObject({ appCode: 'FORBIDDEN', details: { reason: 'ssrf_blocked' } });
+    await expect(guarded.read(new URL(`${base}/text`))).rejects.toMatchObject({
+      appCode: 'FORBIDDEN',
+      details: { reason: 'ssrf_blocked' },
+    });
     await expect(guarded.read(new URL(base.replace('127.0.0.1', 'localhost') + '/text'))).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
     await expect(guarded.read(new URL('http://169.254.169.254/latest/meta-data/'))).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
   });

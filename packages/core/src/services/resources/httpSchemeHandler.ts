@@ -28,11 +28,20 @@ export function createHttpSchemeHandlers(opts: HttpSchemeHandlerOptions = {}): S
 
   async function read(uri: URL, signal?: AbortSignal): Promise<ResourceContent> {
     // The http handler serves http URLs the operator registered on purpose; https stays https.
-    const res = await guardedFetch(uri, { timeoutMs, maxBytes, allowHttp: uri.protocol === 'http:', allowPrivateNetwork: opts.allowPrivateNetwork ?? false, headers: { accept: '*/*' }, ...(signal ? { signal } : {}) });
+    const res = await guardedFetch(uri, {
+      timeoutMs,
+      maxBytes,
+      allowHttp: uri.protocol === 'http:',
+      allowPrivateNetwork: opts.allowPrivateNetwork ?? false,
+      headers: { accept: '*/*' },
+      ...(signal ? { signal } : {}),
+    });
     if (res.status === 404 || res.status === 410) throw new CoreError('NOT_FOUND', 'resource not found upstream');
     if (res.status < 200 || res.status >= 300) throw new CoreError('UPSTREAM_ERROR', `upstream answered ${res.status}`);
     const mimeType = (res.headers.get('content-type') ?? 'application/octet-stream').split(';')[0]!.trim();
-    return TEXTUAL.test(mimeType) ? { content: res.body.toString('utf8'), mimeType } : { content: res.body.toString('base64'), mimeType, blob: true };
+    return TEXTUAL.test(mimeType)
+      ? { content: res.body.toString('utf8'), mimeType }
+      : { content: res.body.toString('base64'), mimeType, blob: true };
   }
 
   return [

@@ -7,7 +7,12 @@ import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { WorkspaceService } from '../workspaces/WorkspaceService.js';
 import { ResourceRegistry } from './ResourceRegistry.js';
-import { connectWorkspaceResources, createWorkspaceSchemeHandler, parseWorkspaceUri, workspaceResourceUri } from './workspaceSchemeHandler.js';
+import {
+  connectWorkspaceResources,
+  createWorkspaceSchemeHandler,
+  parseWorkspaceUri,
+  workspaceResourceUri,
+} from './workspaceSchemeHandler.js';
 
 let base: string;
 let service: WorkspaceService;
@@ -24,7 +29,10 @@ beforeAll(async () => {
   await mkdir(other);
   await writeFile(path.join(other, 'notes.md'), 'in mydocs (lower case)');
   service = new WorkspaceService(
-    { enabled: true, workspaces: { MyDocs: WorkspaceConfigSchema.parse({ path: root }), mydocs: WorkspaceConfigSchema.parse({ path: other }) } },
+    {
+      enabled: true,
+      workspaces: { MyDocs: WorkspaceConfigSchema.parse({ path: root }), mydocs: WorkspaceConfigSchema.parse({ path: other }) },
+    },
     new MemoryStorage(),
     createLogger('silent'),
   );
@@ -54,7 +62,11 @@ describe('workspace:// URIs', () => {
 
   it('are read literally: dot segments, encoded or not, reach the guard and are refused', async () => {
     // new URL() would turn these into workspace://MyDocs/notes.md (or /outside.md) silently.
-    for (const uri of ['workspace://MyDocs/x/../notes.md', 'workspace://MyDocs/%2e%2e/outside.md', 'workspace://MyDocs/%2E%2E/%2e%2e/outside.md']) {
+    for (const uri of [
+      'workspace://MyDocs/x/../notes.md',
+      'workspace://MyDocs/%2e%2e/outside.md',
+      'workspace://MyDocs/%2E%2E/%2e%2e/outside.md',
+    ]) {
       expect(await read(uri), uri).toBe('error:ACCESS_DENIED');
     }
     expect(await read('workspace://MyDocs/%252e%252e/outside.md')).toBe('error:ACCESS_DENIED');
@@ -65,7 +77,14 @@ describe('workspace:// URIs', () => {
   it('parseWorkspaceUri splits id and path from the raw text', () => {
     expect(parseWorkspaceUri('workspace://MyDocs/sub%20dir/a%20b.txt')).toEqual({ workspaceId: 'MyDocs', rel: 'sub dir/a b.txt' });
     expect(parseWorkspaceUri('WORKSPACE://Ab.C-d_1/x/../y')).toEqual({ workspaceId: 'Ab.C-d_1', rel: 'x/../y' });
-    for (const bad of ['workspace://MyDocs', 'workspace://MyDocs/', 'workspace:///notes.md', 'workspace://MyDocs/a?x=1', 'workspace://MyDocs/a#f', 'file:///etc/passwd']) {
+    for (const bad of [
+      'workspace://MyDocs',
+      'workspace://MyDocs/',
+      'workspace:///notes.md',
+      'workspace://MyDocs/a?x=1',
+      'workspace://MyDocs/a#f',
+      'file:///etc/passwd',
+    ]) {
       expect(() => parseWorkspaceUri(bad), bad).toThrow(/not found/);
     }
   });

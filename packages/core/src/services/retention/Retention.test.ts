@@ -20,7 +20,11 @@ async function calls(rt: Runtime, who: typeof alice, n: number, tag: string): Pr
   }
 }
 
-const readJsonl = async (file: string) => (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { log: string; seq: number; record: LedgerEntry });
+const readJsonl = async (file: string) =>
+  (await readFile(file, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { log: string; seq: number; record: LedgerEntry });
 
 describe.each(backends)('retention on $name', (backend) => {
   let store: OpenStore;
@@ -39,7 +43,14 @@ describe.each(backends)('retention on $name', (backend) => {
   });
 
   it('exports records older than the cutoff, then deletes them; balances unchanged, audit clean, newer records kept', async () => {
-    for (const who of [alice, bob]) await rt.billing.credit({ userId: who.sub, tokens: 100_000, type: 'subscription', idempotencyKey: `seed-${who.sub}`, source: 'test' });
+    for (const who of [alice, bob])
+      await rt.billing.credit({
+        userId: who.sub,
+        tokens: 100_000,
+        type: 'subscription',
+        idempotencyKey: `seed-${who.sub}`,
+        source: 'test',
+      });
     await rt.billing.credit({ userId: alice.sub, tokens: 5_000, type: 'one_time', idempotencyKey: 'seed-one', source: 'test' });
     await calls(rt, alice, 7, 'old-a');
     await calls(rt, bob, 3, 'old-b');
@@ -52,7 +63,11 @@ describe.each(backends)('retention on $name', (backend) => {
     expect(oldAlice).toHaveLength(2 + 14); // two credits, 7 reserves and 7 settles
 
     // batchSize 4: several batches per log, the last one partly old.
-    const retention = new Retention(store.storage, { days: { ledger: 30, usage: 30, purchases: 30 }, exportDir: dir, format: 'jsonl', batchSize: 4 }, createLogger('silent'));
+    const retention = new Retention(
+      store.storage,
+      { days: { ledger: 30, usage: 30, purchases: 30 }, exportDir: dir, format: 'jsonl', batchSize: 4 },
+      createLogger('silent'),
+    );
     const report = await retention.run(cutoff + 30 * DAY);
     expect(report.kinds.ledger).toMatchObject({ archived: 16 + 1 + 6 }); // alice 16, bob's credit and 3 calls
     expect(report.kinds.usage).toMatchObject({ archived: 7 + 3 });
@@ -71,15 +86,18 @@ describe.each(backends)('retention on $name', (backend) => {
     expect(left.map((e) => e.record.requestId)).toEqual(['new-a-0', 'new-a-0', 'new-a-1', 'new-a-1']);
     expect(left[0]!.seq).toBe(17);
     expect(await store.storage.readLog(ledgerKeys.log(bob.sub))).toEqual([]);
-    expect((await rt.billing.ledger.account(alice.sub))).toEqual(before.alice);
-    expect((await rt.billing.ledger.account(bob.sub))).toEqual(before.bob);
+    expect(await rt.billing.ledger.account(alice.sub)).toEqual(before.alice);
+    expect(await rt.billing.ledger.account(bob.sub)).toEqual(before.bob);
     for (const who of [alice, bob]) expect(await rt.billing.ledger.audit(who.sub)).toMatchObject({ consistent: true });
 
     // A second run finds nothing more; calls after it still audit clean.
     const again = await retention.run(cutoff + 30 * DAY);
     expect(again.kinds.ledger).toMatchObject({ archived: 0 });
     await calls(rt, bob, 2, 'after');
-    expect(await rt.billing.ledger.audit(bob.sub)).toMatchObject({ consistent: true, balances: { subscription: (await rt.billing.balances(bob.sub)).subscription } });
+    expect(await rt.billing.ledger.audit(bob.sub)).toMatchObject({
+      consistent: true,
+      balances: { subscription: (await rt.billing.balances(bob.sub)).subscription },
+    });
   });
 
   it('a crash between the checkpoint and the delete is counted once (the audit skips what the checkpoint covers)', async () => {
@@ -95,13 +113,20 @@ describe.each(backends)('retention on $name', (backend) => {
       }
       return trim(log, seq);
     };
-    const retention = new Retention(store.storage, { days: { ledger: 1 }, exportDir: dir, format: 'jsonl', batchSize: 100 }, createLogger('silent'));
+    const retention = new Retention(
+      store.storage,
+      { days: { ledger: 1 }, exportDir: dir, format: 'jsonl', batchSize: 100 },
+      createLogger('silent'),
+    );
     await expect(retention.run(Date.now() + 2 * DAY)).rejects.toThrow(/simulated crash/);
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
     const report = await retention.run(Date.now() + 2 * DAY);
     expect(report.kinds.ledger).toMatchObject({ archived: 7 });
     expect(await store.storage.readLog(ledgerKeys.log(alice.sub))).toEqual([]);
-    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true, sums: { subscription: (await rt.billing.balances(alice.sub)).subscription } });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({
+      consistent: true,
+      sums: { subscription: (await rt.billing.balances(alice.sub)).subscription },
+    });
   });
 
   it('metered calls running during archiving all succeed, and the audit is clean after', async () => {
@@ -109,8 +134,15 @@ describe.each(backends)('retention on $name', (backend) => {
     await calls(rt, alice, 60, 'old');
     await sleep(5);
     const cutoff = Date.now();
-    const retention = new Retention(store.storage, { days: { ledger: 1, usage: 1 }, exportDir: dir, format: 'csv', batchSize: 10 }, createLogger('silent'));
-    const [report, during] = await Promise.all([retention.run(cutoff + DAY), Promise.allSettled(Array.from({ length: 40 }, (_, i) => calls(rt, alice, 1, `during-${i}`)))]);
+    const retention = new Retention(
+      store.storage,
+      { days: { ledger: 1, usage: 1 }, exportDir: dir, format: 'csv', batchSize: 10 },
+      createLogger('silent'),
+    );
+    const [report, during] = await Promise.all([
+      retention.run(cutoff + DAY),
+      Promise.allSettled(Array.from({ length: 40 }, (_, i) => calls(rt, alice, 1, `during-${i}`))),
+    ]);
     expect(during.filter((r) => r.status === 'rejected')).toEqual([]);
     expect(report.kinds.ledger!.archived).toBeGreaterThanOrEqual(121);
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });

@@ -72,7 +72,9 @@ export class Retention {
   start(everyMs: number): void {
     if (everyMs <= 0 || !this.enabled || this.timer) return;
     this.timer = setInterval(() => {
-      this.run().catch((err: unknown) => this.logger.warn('retention run failed', { error: err instanceof Error ? err.message : String(err) }));
+      this.run().catch((err: unknown) =>
+        this.logger.warn('retention run failed', { error: err instanceof Error ? err.message : String(err) }),
+      );
     }, everyMs).unref();
   }
 
@@ -103,7 +105,10 @@ export class Retention {
     } finally {
       // Only our own lease: after LEASE_MS another instance may hold a new one.
       await this.storage
-        .transact([LOCK_KEY], (read) => ({ writes: read<typeof lease>(LOCK_KEY)?.by === lease.by ? [{ op: 'delete', key: LOCK_KEY }] : [], result: undefined }))
+        .transact([LOCK_KEY], (read) => ({
+          writes: read<typeof lease>(LOCK_KEY)?.by === lease.by ? [{ op: 'delete', key: LOCK_KEY }] : [],
+          result: undefined,
+        }))
         .catch(() => undefined);
     }
   }

@@ -11,8 +11,20 @@ import { checkConfig } from '../../config/resolveConfig.js';
 let dir: string;
 let lines: string[];
 const logger = () => createLogger('debug', (l) => lines.push(l));
-const settings = (over: Partial<SecurityLogSettings> = {}): SecurityLogSettings => ({ enabled: true, logLevel: 'warn', logToFile: false, ...over });
-const failure: SecurityEvent = { type: 'auth_failed', reason: 'INVALID_TOKEN', message: 'invalid signature', transport: 'rpc', ip: '10.0.0.9', path: 'admin.status' };
+const settings = (over: Partial<SecurityLogSettings> = {}): SecurityLogSettings => ({
+  enabled: true,
+  logLevel: 'warn',
+  logToFile: false,
+  ...over,
+});
+const failure: SecurityEvent = {
+  type: 'auth_failed',
+  reason: 'INVALID_TOKEN',
+  message: 'invalid signature',
+  transport: 'rpc',
+  ip: '10.0.0.9',
+  path: 'admin.status',
+};
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'seclog-'));
@@ -27,7 +39,16 @@ describe('SecurityLog', () => {
     new SecurityLog(settings(), logger()).record(failure);
     expect(lines).toHaveLength(1);
     const e = JSON.parse(lines[0]!);
-    expect(e).toMatchObject({ level: 'warn', msg: 'security event', event: 'security', type: 'auth_failed', reason: 'INVALID_TOKEN', transport: 'rpc', ip: '10.0.0.9', path: 'admin.status' });
+    expect(e).toMatchObject({
+      level: 'warn',
+      msg: 'security event',
+      event: 'security',
+      type: 'auth_failed',
+      reason: 'INVALID_TOKEN',
+      transport: 'rpc',
+      ip: '10.0.0.9',
+      path: 'admin.status',
+    });
   });
 
   it('records only events at or above logLevel, and nothing when disabled', () => {
@@ -62,7 +83,10 @@ describe('SecurityLog', () => {
     await log.close();
     const mode = (await stat(file)).mode & 0o777;
     expect(mode).toBe(0o600);
-    const written = (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const written = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(written).toHaveLength(50);
     expect(written.map((e) => e.path)).toEqual(Array.from({ length: 50 }, (_, i) => `p${i}`));
     expect(written[0]).toMatchObject({ event: 'security', type: 'auth_failed', reason: 'INVALID_TOKEN', level: 'warn' });
@@ -107,10 +131,16 @@ describe('access rules and mcp.authEnforcement', () => {
   });
 
   it('refuses requireValidSession false (removed: OAuth tokens always need a live session) and accepts true', () => {
-    const r = checkConfig({ storage: { type: 'memory' }, mcp: { auth: { oauth: { requireValidSession: false } }, authEnforcement: { requireValidSession: false } } });
+    const r = checkConfig({
+      storage: { type: 'memory' },
+      mcp: { auth: { oauth: { requireValidSession: false } }, authEnforcement: { requireValidSession: false } },
+    });
     expect(r.ok).toBe(false);
     if (!r.ok) {
-      expect(r.problems.map((p) => p.path).sort()).toEqual(['mcp.auth.oauth.requireValidSession', 'mcp.authEnforcement.requireValidSession']);
+      expect(r.problems.map((p) => p.path).sort()).toEqual([
+        'mcp.auth.oauth.requireValidSession',
+        'mcp.authEnforcement.requireValidSession',
+      ]);
       for (const p of r.problems) expect(p.message).toMatch(/no longer accepted.*oauth\.sessionCacheMs/);
     }
     const ok = cfg({ auth: { oauth: { requireValidSession: true } }, authEnforcement: { requireValidSession: true } });

@@ -139,7 +139,9 @@ export class SecurityLog {
         if (this.dropped > 0) {
           const n = this.dropped;
           this.dropped = 0;
-          await fh.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', event: 'security', type: 'events_dropped', count: n }) + '\n');
+          await fh.write(
+            JSON.stringify({ time: new Date().toISOString(), level: 'error', event: 'security', type: 'events_dropped', count: n }) + '\n',
+          );
         }
         await fh.write(text);
       } catch (err) {

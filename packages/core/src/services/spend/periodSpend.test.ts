@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { previewSpend, releaseSpend, reserveSpend, resetsAt, settleSpend, toNanos, type EffectiveBudget, type SpendRecord } from './periodSpend.js';
+import {
+  previewSpend,
+  releaseSpend,
+  reserveSpend,
+  resetsAt,
+  settleSpend,
+  toNanos,
+  type EffectiveBudget,
+  type SpendRecord,
+} from './periodSpend.js';
 
 const day1 = new Date('2026-03-31T23:59:00Z');
 const day2 = new Date('2026-04-01T00:01:00Z');
@@ -28,7 +37,10 @@ describe('period spend arithmetic', () => {
   });
 
   it('the preview answers what the reservation would, for every worst case around the limit, and holds nothing', () => {
-    const money: EffectiveBudget = { daily: { tokens: 1000, thresholds: [0.8], source: 'user' }, monthly: { usd: 0.01, thresholds: [0.8], source: 'default' } };
+    const money: EffectiveBudget = {
+      daily: { tokens: 1000, thresholds: [0.8], source: 'user' },
+      monthly: { usd: 0.01, thresholds: [0.8], source: 'default' },
+    };
     const a = reserveSpend(undefined, money, { tokens: 600, usdNanos: 4_000_000 }, day1);
     if (!a.ok) throw new Error('refused');
     const stored = structuredClone(a.spend);
@@ -98,7 +110,14 @@ describe('period spend arithmetic', () => {
     expect(a.ok).toBe(true);
     if (!a.ok) return;
     const b = reserveSpend(a.spend, usd, { tokens: 10, usdNanos: 2000 }, day1);
-    expect(!b.ok && b.refusal).toMatchObject({ period: 'monthly', metric: 'usd', limit: 1, reserved: 0.999999, requested: 0.000002, resetsAt: '2026-04-01T00:00:00.000Z' });
+    expect(!b.ok && b.refusal).toMatchObject({
+      period: 'monthly',
+      metric: 'usd',
+      limit: 1,
+      reserved: 0.999999,
+      requested: 0.000002,
+      resetsAt: '2026-04-01T00:00:00.000Z',
+    });
     const unpriced = reserveSpend(undefined, usd, { tokens: 10, usdNanos: null }, day1);
     expect(!unpriced.ok && unpriced.refusal).toMatchObject({ reason: 'model_not_priced', requested: null });
     // Without a money limit an unpriced model is fine.
@@ -110,7 +129,7 @@ describe('period spend arithmetic', () => {
     expect(resetsAt('daily', '2028-02-28')).toBe('2028-02-29T00:00:00.000Z');
   });
 
-  it('a money limit of exactly N calls\' cost admits N calls, however the cost falls between micro-dollars', () => {
+  it("a money limit of exactly N calls' cost admits N calls, however the cost falls between micro-dollars", () => {
     const cost = 0.00012125; // 135 tokens of a real call: not a whole micro-dollar
     const usd: EffectiveBudget = { daily: { usd: 3 * cost, thresholds: [], source: 'user' } };
     let spend: SpendRecord | undefined;
@@ -123,7 +142,9 @@ describe('period spend arithmetic', () => {
   });
 
   it('reads a period written in micro-dollars (before nano-dollars) in nano-dollars', () => {
-    const legacy = { daily: { id: '2026-03-31', tokens: 10, usdMicros: 7, reservedTokens: 5, reservedUsdMicros: 3, alerted: [] } } as unknown as SpendRecord;
+    const legacy = {
+      daily: { id: '2026-03-31', tokens: 10, usdMicros: 7, reservedTokens: 5, reservedUsdMicros: 3, alerted: [] },
+    } as unknown as SpendRecord;
     const r = reserveSpend(legacy, { daily: { usd: 0.0001, thresholds: [], source: 'user' } }, { tokens: 1, usdNanos: 1 }, day1);
     if (!r.ok) throw new Error('refused');
     expect(r.spend.daily).toMatchObject({ usdNanos: 7000, reservedUsdNanos: 3001 });

@@ -119,7 +119,15 @@ export function budgetRefusal(spend: Record<BudgetPeriod, PeriodSpend>, budget: 
     const s = spend[period];
     const base = { period, periodId: s.id, resetsAt: resetsAt(period, s.id) };
     if (limits.tokens !== undefined && s.tokens + s.reservedTokens + worst.tokens > limits.tokens) {
-      return { ...base, metric: 'tokens', limit: limits.tokens, spent: s.tokens, reserved: s.reservedTokens, requested: worst.tokens, reason: 'budget_exceeded' };
+      return {
+        ...base,
+        metric: 'tokens',
+        limit: limits.tokens,
+        spent: s.tokens,
+        reserved: s.reservedTokens,
+        requested: worst.tokens,
+        reason: 'budget_exceeded',
+      };
     }
     if (limits.usd !== undefined) {
       const limit = toNanos(limits.usd);
@@ -222,7 +230,15 @@ export function settleSpend(
         const mark = `${metric}:${t}`;
         if (spent < t * limit || s.alerted.includes(mark)) continue;
         s.alerted.push(mark);
-        crossings.push({ period, periodId: s.id, metric, threshold: t, limit: shown, spent: metric === 'usd' ? fromNanos(spent) : spent, resetsAt: resetsAt(period, s.id) });
+        crossings.push({
+          period,
+          periodId: s.id,
+          metric,
+          threshold: t,
+          limit: shown,
+          spent: metric === 'usd' ? fromNanos(spent) : spent,
+          resetsAt: resetsAt(period, s.id),
+        });
       }
     }
   }

@@ -38,7 +38,7 @@ describe.each(backends)('KeyVault on $name', (backend) => {
     expect((await vault.store('alice', 'openai', 'short-k1')).last4).toBeNull();
   });
 
-  it("binds each ciphertext to its user and provider: a record copied to another slot does not decrypt", async () => {
+  it('binds each ciphertext to its user and provider: a record copied to another slot does not decrypt', async () => {
     const vault = new KeyVault(store.storage, { masterKey: MASTER });
     await vault.store('alice', 'openai', KEY);
     const record = await store.storage.get('vault:alice:openai');
@@ -65,7 +65,10 @@ describe.each(backends)('KeyVault on $name', (backend) => {
   it('refuses to store without a master key, with a clear error', async () => {
     const vault = new KeyVault(store.storage, {});
     expect(vault.configured).toBe(false);
-    await expect(vault.store('alice', 'openai', KEY)).rejects.toMatchObject({ appCode: 'NOT_CONFIGURED', message: expect.stringContaining('billing.vaultKey') });
+    await expect(vault.store('alice', 'openai', KEY)).rejects.toMatchObject({
+      appCode: 'NOT_CONFIGURED',
+      message: expect.stringContaining('billing.vaultKey'),
+    });
   });
 
   it('the master key can rotate: old records stay readable through previousKeys and are re-sealed', async () => {
@@ -94,7 +97,9 @@ describe.each(backends)('KeyVault on $name', (backend) => {
 
 describe('vault configuration', () => {
   it('redacts the master keys in printed config', () => {
-    const c = redactConfig(resolveConfig({ storage: { type: 'memory' }, billing: { vaultKey: MASTER2, previousVaultKeys: [MASTER], webhookSecret: MASTER } }));
+    const c = redactConfig(
+      resolveConfig({ storage: { type: 'memory' }, billing: { vaultKey: MASTER2, previousVaultKeys: [MASTER], webhookSecret: MASTER } }),
+    );
     expect(c.billing).toMatchObject({ vaultKey: '[redacted]', previousVaultKeys: ['[redacted]'], webhookSecret: '[redacted]' });
   });
 

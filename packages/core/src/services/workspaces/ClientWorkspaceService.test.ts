@@ -49,7 +49,9 @@ describe('ClientWorkspaceService', () => {
       message: "client workspace 'proj' registered",
     });
     await s.register('sub:bob', { id: 'proj', uri: 'file:///home/bob/proj' });
-    expect((await s.list('sub:alice')).map((w) => [w.id, w.uri, w.name, w.source])).toEqual([['proj', 'file:///home/alice/proj', 'Project', 'registered']]);
+    expect((await s.list('sub:alice')).map((w) => [w.id, w.uri, w.name, w.source])).toEqual([
+      ['proj', 'file:///home/alice/proj', 'Project', 'registered'],
+    ]);
     expect((await s.list('sub:bob'))[0]?.uri).toBe('file:///home/bob/proj');
     expect(await storage.get(CLIENT_WORKSPACE_KEY + 'sub%3Aalice:proj')).toMatchObject({ uri: 'file:///home/alice/proj' });
     // An owner whose name extends another's never sees its entries.

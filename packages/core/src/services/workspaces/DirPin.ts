@@ -31,7 +31,11 @@ let procFd: boolean | undefined;
 async function hasProcFd(fd: number, opened: BigIntStats): Promise<boolean> {
   if (procFd === undefined) {
     if (process.platform !== 'linux' || !existsSync('/proc/self/fd')) procFd = false;
-    else procFd = await fsStat(`/proc/self/fd/${fd}`, { bigint: true }).then((s) => sameFile(s, opened), () => false);
+    else
+      procFd = await fsStat(`/proc/self/fd/${fd}`, { bigint: true }).then(
+        (s) => sameFile(s, opened),
+        () => false,
+      );
   }
   return procFd;
 }

@@ -1,5 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readFile as fsRead, readdir, readlink, rename, rm, stat, symlink, writeFile as fsWrite } from 'node:fs/promises';
+import {
+  chmod,
+  mkdir,
+  mkdtemp,
+  readFile as fsRead,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile as fsWrite,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -88,7 +100,13 @@ describe('rule 3: paths', () => {
     await expectCode(readFile(g, 'notes.txt', 'utf8'), 'ACCESS_DENIED');
     await expectCode(writeFile(g, 'other.txt', 'x', 'utf8'), 'ACCESS_DENIED');
     expect((await writeFile(g, 'sub/new.txt', 'x', 'utf8')).success).toBe(true);
-    expect(await listFiles(g, '', { recursive: true, includeDirectories: true })).toEqual(['sub/', 'sub/a.md', 'sub/deep/', 'sub/deep/b.json', 'sub/new.txt']);
+    expect(await listFiles(g, '', { recursive: true, includeDirectories: true })).toEqual([
+      'sub/',
+      'sub/a.md',
+      'sub/deep/',
+      'sub/deep/b.json',
+      'sub/new.txt',
+    ]);
   });
 
   it('listFiles never lists blocked entries nor descends into blocked folders', async () => {
@@ -264,7 +282,8 @@ describe('file operations', () => {
   });
 
   it('listFiles leaves out names readFile would refuse', async () => {
-    for (const name of ['colon:name.txt', 'back\\slash.txt', 'new\nline.txt', 'trailing.', '%2e%2e']) await fsWrite(path.join(root, 'sub', name), 'x');
+    for (const name of ['colon:name.txt', 'back\\slash.txt', 'new\nline.txt', 'trailing.', '%2e%2e'])
+      await fsWrite(path.join(root, 'sub', name), 'x');
     const g = guardFor();
     expect(await listFiles(g, 'sub', { recursive: false, includeDirectories: true })).toEqual(['sub/a.md', 'sub/deep/']);
   });

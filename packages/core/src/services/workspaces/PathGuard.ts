@@ -119,7 +119,11 @@ export class PathGuard {
     }
     const inside = real === root || real.startsWith(root === '/' ? '/' : root + '/');
     if (!inside) throw denied();
-    return { real, realRel: real === root ? '' : real.slice(root.length + (root === '/' ? 0 : 1)), stat: await stat(real, { bigint: true }) };
+    return {
+      real,
+      realRel: real === root ? '' : real.slice(root.length + (root === '/' ? 0 : 1)),
+      stat: await stat(real, { bigint: true }),
+    };
   }
 
   /** Look up one name inside a pinned directory (lstat; links resolved per rule 6). */
@@ -153,7 +157,8 @@ export class PathGuard {
       return await openDirPin(c.path, c.real, c.realRel, c.stat);
     } catch (err) {
       // Checked as a directory a moment ago, now a symlink or gone: someone is racing us.
-      if (err instanceof ChangedUnderfootError || ['ELOOP', 'ENOTDIR', 'ENOENT'].includes(fsCode(err) ?? '')) throw new ChangedUnderfootError();
+      if (err instanceof ChangedUnderfootError || ['ELOOP', 'ENOTDIR', 'ENOENT'].includes(fsCode(err) ?? ''))
+        throw new ChangedUnderfootError();
       throw err;
     }
   }
@@ -348,7 +353,12 @@ export class PathGuard {
     if (kind === 'dir') return this.policy.dirAllowed(rel) && this.policy.dirAllowed(realRel) ? { rel, name, kind, link } : null;
     if (!this.policy.fileAllowed(rel) || !this.policy.fileAllowed(realRel)) return null;
     if (this.config.maxFileSize !== undefined) {
-      const size = link ? link.stat.size : await lstat(`${parent.base}/${name}`, { bigint: true }).then((s) => s.size, () => null);
+      const size = link
+        ? link.stat.size
+        : await lstat(`${parent.base}/${name}`, { bigint: true }).then(
+            (s) => s.size,
+            () => null,
+          );
       if (size === null || size > BigInt(this.config.maxFileSize)) return null;
     }
     return { rel, name, kind, link };

@@ -75,8 +75,15 @@ describe('run-time workspaces', () => {
     const storage = new MemoryStorage();
     const a = make({ one: { path: dirs.one! } }, storage);
     const b = make({ one: { path: dirs.one! } }, storage);
-    expect(await a.add('extra', { path: dirs.two!, readOnly: true }, 'admin-1')).toEqual({ success: true, id: 'extra', message: "server workspace 'extra' added" });
-    expect(await storage.get(SERVER_WORKSPACE_KEY + 'extra')).toMatchObject({ config: { path: dirs.two, readOnly: true }, addedBy: 'admin-1' });
+    expect(await a.add('extra', { path: dirs.two!, readOnly: true }, 'admin-1')).toEqual({
+      success: true,
+      id: 'extra',
+      message: "server workspace 'extra' added",
+    });
+    expect(await storage.get(SERVER_WORKSPACE_KEY + 'extra')).toMatchObject({
+      config: { path: dirs.two, readOnly: true },
+      addedBy: 'admin-1',
+    });
     expect(await who(a, 'extra')).toBe('two');
     expect(await who(b, 'extra')).toBe('two');
     await expectCode(b.writeFile('extra', 'x.txt', 'x', 'utf8'), 'ACCESS_DENIED');
@@ -109,11 +116,22 @@ describe('run-time workspaces', () => {
 
 describe('getServerWorkspaces', () => {
   it('reports accessibility and shows folder paths only when asked', async () => {
-    const s = make({ one: { path: dirs.one!, name: 'One', description: 'first', blockedPaths: ['x'] }, lost: { path: path.join(base, 'lost'), readOnly: true } });
+    const s = make({
+      one: { path: dirs.one!, name: 'One', description: 'first', blockedPaths: ['x'] },
+      lost: { path: path.join(base, 'lost'), readOnly: true },
+    });
     await s.add('added', { path: dirs.two! });
     const plain = await s.list({ includePaths: false });
     expect(Object.keys(plain)).toEqual(['one', 'lost', 'added']);
-    expect(plain.one).toMatchObject({ name: 'One', description: 'first', accessible: true, writable: true, hasPathRules: true, source: 'config', isDefault: true });
+    expect(plain.one).toMatchObject({
+      name: 'One',
+      description: 'first',
+      accessible: true,
+      writable: true,
+      hasPathRules: true,
+      source: 'config',
+      isDefault: true,
+    });
     expect(plain.lost).toMatchObject({ name: 'lost', accessible: false, writable: false, readOnly: true });
     expect(plain.added).toMatchObject({ source: 'runtime', accessible: true, isDefault: false });
     expect(JSON.stringify(plain)).not.toContain(base);
@@ -123,7 +141,8 @@ describe('getServerWorkspaces', () => {
 });
 
 describe('enableWatching', () => {
-  const seen = (events: WorkspaceChange[], pred: (e: WorkspaceChange) => boolean) => waitFor(() => events.some(pred), { what: 'a change event' });
+  const seen = (events: WorkspaceChange[], pred: (e: WorkspaceChange) => boolean) =>
+    waitFor(() => events.some(pred), { what: 'a change event' });
 
   it('reports changes to reachable files, not to blocked ones, and stops on close', async () => {
     const s = make({ one: { path: dirs.one!, enableWatching: true, blockedPaths: ['**/.env'] } });

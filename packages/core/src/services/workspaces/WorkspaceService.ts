@@ -230,7 +230,10 @@ async function probe(guard: PathGuard): Promise<{ accessible: boolean; writable:
   try {
     const root = await guard.root();
     await access(root, constants.R_OK | constants.X_OK);
-    const writable = await access(root, constants.W_OK).then(() => true, () => false);
+    const writable = await access(root, constants.W_OK).then(
+      () => true,
+      () => false,
+    );
     return { accessible: true, writable };
   } catch {
     return { accessible: false, writable: false };

@@ -21,7 +21,8 @@ const PERCENT_ESCAPE = /%(?:[0-9a-f]{2}|u[0-9a-f]{4})/i;
 const BROKEN_UNICODE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\uFFFD/;
 // Dots and slashes that look like "." or "/" (fullwidth, one-dot leader, division slash...)
 // and invisible or direction-changing characters used to disguise names.
-const LOOKALIKES = /[\u2024\u2025\u2026\u3002\uFE52\uFF0E\u2044\u2215\u2216\u29F5\u29F8\u29F9\uFE68\uFF0F\uFF3C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/;
+const LOOKALIKES =
+  /[\u2024\u2025\u2026\u3002\uFE52\uFF0E\u2044\u2215\u2216\u29F5\u29F8\u29F9\uFE68\uFF0F\uFF3C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/;
 
 /**
  * Whether one path component (a name inside a directory) is acceptable. Used for every

@@ -61,7 +61,10 @@ describe.skipIf(!postgres.ok)('PostgresStorage: non-durable transactions', () =>
     recorder = recordQueries();
     // Submitted in one tick: each pair goes out as one batch (one aib_tx call).
     await Promise.all([store.transact(['m:1'], put('m:1', 1), { durable: false }), store.transact(['m:2'], put('m:2', 2))]);
-    await Promise.all([store.transact(['n:1'], put('n:1', 1), { durable: false }), store.transact(['n:2'], put('n:2', 2), { durable: false })]);
+    await Promise.all([
+      store.transact(['n:1'], put('n:1', 1), { durable: false }),
+      store.transact(['n:2'], put('n:2', 2), { durable: false }),
+    ]);
     expect(txCalls(recorder.sent)).toEqual([false, true]);
     expect(await store.getMany(['m:1', 'm:2', 'n:1', 'n:2'])).toEqual([1, 2, 1, 2]);
   });
@@ -73,7 +76,9 @@ describe.skipIf(!postgres.ok)('PostgresStorage: non-durable transactions', () =>
       runBatchLocked(jobs: BatchJob[]): Promise<void>;
     };
     const job = (key: string, durable: boolean) =>
-      new Promise<unknown>((resolve, reject) => void locked.runBatchLocked([{ keys: [key], plan: put(key, key), durable, resolve, reject }]));
+      new Promise<unknown>(
+        (resolve, reject) => void locked.runBatchLocked([{ keys: [key], plan: put(key, key), durable, resolve, reject }]),
+      );
     recorder = recordQueries();
     await locked.transactLocked(['l:1'], put('l:1', 'l:1'), false);
     await locked.transactLocked(['l:2'], put('l:2', 'l:2'), true);

@@ -2,7 +2,18 @@ import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { expiresAtFor } from '../canonicalJson.js';
 import { GroupCommit, planBatch, type BatchJob } from '../GroupCommit.js';
-import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TransactOptions, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
+import type {
+  IncrementOptions,
+  LogEntry,
+  LogPage,
+  ReadLogOptions,
+  SetOptions,
+  Storage,
+  TransactOptions,
+  TxPlan,
+  TxRead,
+  TxWrite,
+} from '../../kernel/Storage.js';
 import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
@@ -92,7 +103,8 @@ export class PostgresStorage implements Storage {
   static async connect(opts: PostgresStorageOptions): Promise<PostgresStorage> {
     const { default: pg } = await importOptional(OPTIONAL_PACKAGES.pg, "storage.type 'postgres'", () => import('pg'));
     const schema = opts.schema ?? 'public';
-    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) throw new CoreError('INVALID_PARAMS', 'storage.postgres.schema must be a plain identifier');
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema))
+      throw new CoreError('INVALID_PARAMS', 'storage.postgres.schema must be a plain identifier');
     const config: PoolConfig = {
       ...(opts.connectionString ? { connectionString: opts.connectionString } : {}),
       ...(opts.host ? { host: opts.host } : {}),
@@ -144,10 +156,18 @@ export class PostgresStorage implements Storage {
   private async fetchTexts(keys: readonly string[]): Promise<Array<string | undefined>> {
     const now = Date.now();
     if (keys.length === 1) {
-      const rows = await this.q<{ value: string }>('SELECT value FROM kv WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)', [keys[0], now], 'aib_get');
+      const rows = await this.q<{ value: string }>(
+        'SELECT value FROM kv WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)',
+        [keys[0], now],
+        'aib_get',
+      );
       return [rows[0]?.value];
     }
-    const rows = await this.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)', [keys, now], 'aib_get_many');
+    const rows = await this.q<{ key: string; value: string }>(
+      'SELECT key, value FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)',
+      [keys, now],
+      'aib_get_many',
+    );
     const byKey = new Map(rows.map((r) => [r.key, r.value]));
     return keys.map((k) => byKey.get(k));
   }
@@ -159,7 +179,10 @@ export class PostgresStorage implements Storage {
 
   async delete(key: string): Promise<boolean> {
     this.cache.forget(key);
-    const rows = await this.q<{ live: boolean }>('DELETE FROM kv WHERE key = $1 RETURNING (expires_at IS NULL OR expires_at > $2) AS live', [key, Date.now()]);
+    const rows = await this.q<{ live: boolean }>(
+      'DELETE FROM kv WHERE key = $1 RETURNING (expires_at IS NULL OR expires_at > $2) AS live',
+      [key, Date.now()],
+    );
     return rows[0]?.live === true;
   }
 
@@ -175,13 +198,10 @@ export class PostgresStorage implements Storage {
             'INSERT INTO kv (key, value, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = NULL WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= $4 RETURNING 1',
             [key, json, exp, now],
           )
-        : await this.q(`UPDATE kv SET value = $2, expires_at = $3, due_at = NULL WHERE key = $1 AND ${DEEP_EQUAL} AND (expires_at IS NULL OR expires_at > $5) RETURNING 1`, [
-            key,
-            json,
-            exp,
-            jsonText(expected),
-            now,
-          ]);
+        : await this.q(
+            `UPDATE kv SET value = $2, expires_at = $3, due_at = NULL WHERE key = $1 AND ${DEEP_EQUAL} AND (expires_at IS NULL OR expires_at > $5) RETURNING 1`,
+            [key, json, exp, jsonText(expected), now],
+          );
     return rows.length === 1;
   }
 
@@ -212,7 +232,10 @@ export class PostgresStorage implements Storage {
   }
 
   async keys(prefix: string): Promise<string[]> {
-    const rows = await this.q<{ key: string }>('SELECT key FROM kv WHERE key >= $1 AND key < $2 AND (expires_at IS NULL OR expires_at > $3) ORDER BY key', [prefix, prefixEnd(prefix), Date.now()]);
+    const rows = await this.q<{ key: string }>(
+      'SELECT key FROM kv WHERE key >= $1 AND key < $2 AND (expires_at IS NULL OR expires_at > $3) ORDER BY key',
+      [prefix, prefixEnd(prefix), Date.now()],
+    );
     return rows.map((r) => r.key).filter((k) => k.startsWith(prefix));
   }
 
@@ -225,19 +248,32 @@ export class PostgresStorage implements Storage {
     if (opts?.limit !== undefined && opts.limit <= 0) return [];
     const limit = opts?.limit ?? null;
     const rows = opts?.newestFirst
-      ? await this.q<{ seq: string; record: string }>('SELECT seq, record FROM logs WHERE log = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [log, opts.before ?? Number.MAX_SAFE_INTEGER, limit])
-      : await this.q<{ seq: string; record: string }>('SELECT seq, record FROM logs WHERE log = $1 AND seq > $2 ORDER BY seq LIMIT $3', [log, Math.max(0, opts?.after ?? 0), limit]);
+      ? await this.q<{ seq: string; record: string }>(
+          'SELECT seq, record FROM logs WHERE log = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3',
+          [log, opts.before ?? Number.MAX_SAFE_INTEGER, limit],
+        )
+      : await this.q<{ seq: string; record: string }>('SELECT seq, record FROM logs WHERE log = $1 AND seq > $2 ORDER BY seq LIMIT $3', [
+          log,
+          Math.max(0, opts?.after ?? 0),
+          limit,
+        ]);
     return rows.map((r) => ({ seq: Number(r.seq), record: JSON.parse(r.record) as T }));
   }
 
   async trimLog(log: string, throughSeq: number): Promise<number> {
     // One short statement on the (log, seq) primary key: never a lock on another log's rows.
-    const rows = await this.q<{ n: string }>('WITH d AS (DELETE FROM logs WHERE log = $1 AND seq <= $2 RETURNING 1) SELECT count(*) AS n FROM d', [log, throughSeq]);
+    const rows = await this.q<{ n: string }>(
+      'WITH d AS (DELETE FROM logs WHERE log = $1 AND seq <= $2 RETURNING 1) SELECT count(*) AS n FROM d',
+      [log, throughSeq],
+    );
     return Number(rows[0]?.n ?? 0);
   }
 
   async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
-    const rows = await this.q<{ log: string }>('SELECT log FROM log_heads WHERE log >= $1 AND log < $2 AND log > $3 ORDER BY log LIMIT $4', [prefix, prefixEnd(prefix), opts.cursor ?? '', opts.limit]);
+    const rows = await this.q<{ log: string }>(
+      'SELECT log FROM log_heads WHERE log >= $1 AND log < $2 AND log > $3 ORDER BY log LIMIT $4',
+      [prefix, prefixEnd(prefix), opts.cursor ?? '', opts.limit],
+    );
     const logs = rows.map((r) => r.log);
     return { logs, ...(logs.length === opts.limit ? { cursor: logs.at(-1)! } : {}) };
   }
@@ -274,7 +310,18 @@ export class PostgresStorage implements Storage {
         const planned = plan(readerOf(rows));
         if (planned.writes.length === 0) return planned.result;
         const writes = collapseWrites(planned.writes.map((w) => encodeWrite(w, now)));
-        const params = [sorted, sorted.map((k) => rows.get(k)!.version ?? null), now, writes.setKeys, writes.setValues, writes.setExpires, writes.setDue, writes.deleteKeys, writes.logs, writes.records];
+        const params = [
+          sorted,
+          sorted.map((k) => rows.get(k)!.version ?? null),
+          now,
+          writes.setKeys,
+          writes.setValues,
+          writes.setExpires,
+          writes.setDue,
+          writes.deleteKeys,
+          writes.logs,
+          writes.records,
+        ];
         let version: string | null;
         try {
           const call = txCall(durable);
@@ -308,7 +355,12 @@ export class PostgresStorage implements Storage {
    */
   private async runBatch(jobs: BatchJob[], attempt = 0): Promise<void> {
     const now = Date.now();
-    if (attempt === 0 && this.contended.size > 0 && jobs.some((j) => j.keys.some((k) => now - (this.contended.get(k) ?? -Infinity) < CONTENDED_MS))) return this.runBatchLocked(jobs);
+    if (
+      attempt === 0 &&
+      this.contended.size > 0 &&
+      jobs.some((j) => j.keys.some((k) => now - (this.contended.get(k) ?? -Infinity) < CONTENDED_MS))
+    )
+      return this.runBatchLocked(jobs);
     const { accepted, expected, encoded } = planBatch<CachedRow, EncodedWrite[]>(jobs, {
       guess: (k) => this.cache.guess(k, now),
       reader: readerOf,
@@ -318,7 +370,18 @@ export class PostgresStorage implements Storage {
     if (accepted.length === 0) return;
     const keys = byteOrder(accepted.flatMap((a) => a.job.keys));
     const collapsed = collapseWrites(encoded.flat());
-    const params = [keys, keys.map((k) => expected.get(k)?.version ?? null), now, collapsed.setKeys, collapsed.setValues, collapsed.setExpires, collapsed.setDue, collapsed.deleteKeys, collapsed.logs, collapsed.records];
+    const params = [
+      keys,
+      keys.map((k) => expected.get(k)?.version ?? null),
+      now,
+      collapsed.setKeys,
+      collapsed.setValues,
+      collapsed.setExpires,
+      collapsed.setDue,
+      collapsed.deleteKeys,
+      collapsed.logs,
+      collapsed.records,
+    ];
     let version: string | null;
     try {
       const call = txCall(accepted.some((a) => a.job.durable));
@@ -341,7 +404,10 @@ export class PostgresStorage implements Storage {
         for (const a of accepted) a.job.reject(err);
         return;
       }
-      return this.runBatch(accepted.map((a) => a.job), attempt + 1);
+      return this.runBatch(
+        accepted.map((a) => a.job),
+        attempt + 1,
+      );
     }
     this.rememberWrites(collapsed, version, now);
     for (const a of accepted) a.job.resolve({ committed: true, result: a.result });
@@ -361,13 +427,16 @@ export class PostgresStorage implements Storage {
     const now = Date.now();
     try {
       const locks = keys.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
-      const select = keys.length ? `SELECT key, value FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
+      const select = keys.length
+        ? `SELECT key, value FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
+        : 'SELECT 1;';
       const results = await sql(client, `BEGIN;${commitMode(jobs.some((j) => j.durable))}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
       const overlay = new Map<string, CachedRow>(keys.map((k) => [k, { value: undefined, version: undefined }]));
-      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>) if (r.key !== undefined) overlay.set(r.key, { value: r.value, version: undefined });
+      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>)
+        if (r.key !== undefined) overlay.set(r.key, { value: r.value, version: undefined });
       const writes: EncodedWrite[] = [];
       const outcomes: Array<{ job: BatchJob; result?: unknown; error?: unknown }> = [];
       for (const job of jobs) {
@@ -387,8 +456,14 @@ export class PostgresStorage implements Storage {
       const c = collapseWrites(writes);
       const text = [
         ...c.deleteKeys.map((k) => `DELETE FROM kv WHERE key = ${lit(k)};`),
-        ...c.setKeys.map((k, i) => `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at RETURNING xmin::text AS v;`),
-        ...c.logs.map((log, i) => `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${lit(log)}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${lit(log)}, last_seq, ${lit(c.records[i]!)} FROM h;`),
+        ...c.setKeys.map(
+          (k, i) =>
+            `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at RETURNING xmin::text AS v;`,
+        ),
+        ...c.logs.map(
+          (log, i) =>
+            `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${lit(log)}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${lit(log)}, last_seq, ${lit(c.records[i]!)} FROM h;`,
+        ),
       ].join('');
       let written: Array<{ rows: unknown[] }>;
       try {
@@ -437,7 +512,9 @@ export class PostgresStorage implements Storage {
 
   /** After a commit: what this process now knows the store holds (every upserted row has the transaction's version). */
   private rememberWrites(writes: EncodedWrites, version: string, now: number): void {
-    writes.setKeys.forEach((key, i) => this.cache.remember(key, { value: writes.setValues[i], version }, writes.setExpires[i] ?? undefined, now));
+    writes.setKeys.forEach((key, i) =>
+      this.cache.remember(key, { value: writes.setValues[i], version }, writes.setExpires[i] ?? undefined, now),
+    );
     for (const key of writes.deleteKeys) this.cache.remember(key, { value: undefined, version: undefined }, undefined, now);
   }
 
@@ -469,13 +546,16 @@ export class PostgresStorage implements Storage {
       const now = Date.now();
       // Round trip 1: begin, lock the keys (in order), read them.
       const locks = sorted.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
-      const select = sorted.length ? `SELECT key, value FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});` : 'SELECT 1;';
+      const select = sorted.length
+        ? `SELECT key, value FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
+        : 'SELECT 1;';
       const results = await sql(client, `BEGIN;${commitMode(durable)}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
       const rows = new Map<string, CachedRow>(sorted.map((k) => [k, { value: undefined, version: undefined }]));
-      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>) if (r.key !== undefined) rows.set(r.key, { value: r.value, version: undefined });
+      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>)
+        if (r.key !== undefined) rows.set(r.key, { value: r.value, version: undefined });
       let planned: TxPlan<R>;
       try {
         planned = plan(readerOf(rows));
@@ -497,7 +577,10 @@ export class PostgresStorage implements Storage {
   }
 
   async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
-    const rows = await this.q<{ key: string }>('SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= $1 AND key >= $2 AND key < $3 ORDER BY due_at LIMIT $4', [now, prefix, prefixEnd(prefix), limit]);
+    const rows = await this.q<{ key: string }>(
+      'SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= $1 AND key >= $2 AND key < $3 ORDER BY due_at LIMIT $4',
+      [now, prefix, prefixEnd(prefix), limit],
+    );
     return rows.map((r) => r.key);
   }
 
@@ -525,7 +608,8 @@ export class PostgresStorage implements Storage {
   }
 }
 
-const UPSERT = 'INSERT INTO kv (key, value, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = NULL';
+const UPSERT =
+  'INSERT INTO kv (key, value, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = NULL';
 const APPEND = `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES ($1, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq)
   INSERT INTO logs (log, seq, record) SELECT $1, last_seq, $2 FROM h RETURNING seq`;
 /**
@@ -534,8 +618,10 @@ const APPEND = `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES ($1, 1) 
  * jsonb cannot hold the escape \u0000, so a text containing it never reaches the cast: such values
  * match only as identical text.
  */
-const DEEP_EQUAL = "CASE WHEN value = $4 THEN true WHEN strpos(value, '\\u0000') > 0 OR strpos($4, '\\u0000') > 0 THEN false ELSE value::jsonb = $4::jsonb END";
-const TX_CALL = 'SELECT aib_tx($1::text[], $2::text[], $3, $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS v';
+const DEEP_EQUAL =
+  "CASE WHEN value = $4 THEN true WHEN strpos(value, '\\u0000') > 0 OR strpos($4, '\\u0000') > 0 THEN false ELSE value::jsonb = $4::jsonb END";
+const TX_CALL =
+  'SELECT aib_tx($1::text[], $2::text[], $3, $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS v';
 /**
  * The same call committed with `synchronous_commit = off` (TransactOptions.durable false). The
  * statement is its own transaction and `set_config(…, true)` lasts until its end; PostgreSQL
@@ -590,7 +676,14 @@ type EncodedWrite =
   | { op: 'append'; log: string; text: string };
 
 function encodeWrite(w: TxWrite, now: number): EncodedWrite {
-  if (w.op === 'set') return { op: 'set', key: w.key, text: jsonText(w.value), expiresAt: expiresAtFor(w.ttlMs, now) ?? null, dueAt: w.dueAt === undefined ? null : Math.trunc(w.dueAt) };
+  if (w.op === 'set')
+    return {
+      op: 'set',
+      key: w.key,
+      text: jsonText(w.value),
+      expiresAt: expiresAtFor(w.ttlMs, now) ?? null,
+      dueAt: w.dueAt === undefined ? null : Math.trunc(w.dueAt),
+    };
   if (w.op === 'delete') return w;
   return { op: 'append', log: w.log, text: jsonText(w.record) };
 }
@@ -670,14 +763,20 @@ async function migrate(pool: Pool, schema: string): Promise<void> {
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
       await client.query(MIGRATIONS_TABLE);
-      const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+      const applied = new Set(
+        (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+      );
       refuseNewerSchema(applied, `the PostgreSQL schema "${schema}"`);
       for (const m of MIGRATIONS) {
         if (applied.has(m.version)) continue;
         await client.query('BEGIN');
         try {
           await client.query(m.postgres);
-          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, new Date().toISOString()]);
+          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+            m.version,
+            m.name,
+            new Date().toISOString(),
+          ]);
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK').catch(() => undefined);

@@ -103,7 +103,14 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
     let outcomes: boolean[];
     try {
       // 120 spends of 1 against 99 tokens: exactly 99 succeed, each decided on the state the ones before it left.
-      outcomes = await Promise.all(Array.from({ length: 120 }, (_, i) => spend(a, 'group', 1, `g${i}`).then(() => true, () => false)));
+      outcomes = await Promise.all(
+        Array.from({ length: 120 }, (_, i) =>
+          spend(a, 'group', 1, `g${i}`).then(
+            () => true,
+            () => false,
+          ),
+        ),
+      );
     } finally {
       counter.stop();
     }
@@ -120,7 +127,14 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
     await credit(a, 'inval', 30);
     await spend(a, 'inval', 1, 'i-warm'); // a believes 29
     await credit(b, 'inval', 10); // now 39 behind a's back
-    const outcomes = await Promise.all(Array.from({ length: 45 }, (_, i) => spend(a, 'inval', 1, `i${i}`).then(() => true, () => false)));
+    const outcomes = await Promise.all(
+      Array.from({ length: 45 }, (_, i) =>
+        spend(a, 'inval', 1, `i${i}`).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
     expect(outcomes.filter(Boolean)).toHaveLength(39);
     expect(await b.get<Account>('acct:inval')).toEqual({ tokens: 0 });
     expect(await b.readLog('ledger:inval')).toHaveLength(40);
@@ -128,7 +142,12 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
 
   it('two instances batching on one hot account lose no spend and double none', async () => {
     await credit(a, 'duel', 1000);
-    const attempts = Array.from({ length: 300 }, (_, i) => spend(i % 2 ? a : b, 'duel', 3, `d${i}`).then(() => true, () => false));
+    const attempts = Array.from({ length: 300 }, (_, i) =>
+      spend(i % 2 ? a : b, 'duel', 3, `d${i}`).then(
+        () => true,
+        () => false,
+      ),
+    );
     expect((await Promise.all(attempts)).every(Boolean)).toBe(true);
     expect(await a.get<Account>('acct:duel')).toEqual({ tokens: 100 });
     const ledger = await b.readLog<{ requestId: string; delta: number }>('ledger:duel');
@@ -148,7 +167,16 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
       // Waves of concurrent spends, as calls keep arriving at both instances.
       outcomes = [];
       for (let wave = 0; wave < 6; wave++) {
-        outcomes.push(...(await Promise.all(Array.from({ length: 50 }, (_, i) => spend(i % 2 ? a : b, 'pair', 1, `p${wave}-${i}`).then(() => true, () => false)))));
+        outcomes.push(
+          ...(await Promise.all(
+            Array.from({ length: 50 }, (_, i) =>
+              spend(i % 2 ? a : b, 'pair', 1, `p${wave}-${i}`).then(
+                () => true,
+                () => false,
+              ),
+            ),
+          )),
+        );
       }
     } finally {
       counter.stop();
@@ -172,7 +200,12 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
 
   it('concurrent spends from two instances on one hot account never overdraw it', async () => {
     await credit(a, 'race', 50);
-    const attempts = Array.from({ length: 200 }, (_, i) => spend(i % 2 ? a : b, 'race', 1, `q${i}`).then(() => true, () => false));
+    const attempts = Array.from({ length: 200 }, (_, i) =>
+      spend(i % 2 ? a : b, 'race', 1, `q${i}`).then(
+        () => true,
+        () => false,
+      ),
+    );
     const ok = (await Promise.all(attempts)).filter(Boolean).length;
     expect(ok).toBe(50);
     expect(await b.get<Account>('acct:race')).toEqual({ tokens: 0 });

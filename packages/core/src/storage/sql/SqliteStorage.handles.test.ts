@@ -46,15 +46,26 @@ describe.each(SQLITE_DRIVERS)('SqliteStorage handles on %s', (driver) => {
     try {
       const script = join(dir, 'child.mjs');
       await writeFile(script, CHILD);
-      const { code, signal, out, err } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>((resolve) => {
-        const proc = spawn(process.execPath, ['--max-semi-space-size=1', '--import', tsxLoader, script, dir, driver], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const { code, signal, out, err } = await new Promise<{
+        code: number | null;
+        signal: NodeJS.Signals | null;
+        out: string;
+        err: string;
+      }>((resolve) => {
+        const proc = spawn(process.execPath, ['--max-semi-space-size=1', '--import', tsxLoader, script, dir, driver], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let out = '';
         let err = '';
         proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
         proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
         proc.once('exit', (code, signal) => resolve({ code, signal, out, err }));
       });
-      expect({ code, signal, aborted: /Assertion failed/.test(err) }, err.slice(0, 2000)).toEqual({ code: 0, signal: null, aborted: false });
+      expect({ code, signal, aborted: /Assertion failed/.test(err) }, err.slice(0, 2000)).toEqual({
+        code: 0,
+        signal: null,
+        aborted: false,
+      });
       expect(out).toContain('done');
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -26,8 +26,17 @@ describe.each(SQLITE_DRIVERS)('SQLite on %s', (driver) => {
   const file = (name: string) => join(dir, `${driver.replace(/\W/g, '-')}-${name}.db`);
 
   it("storage.sqlite.synchronous: 'full' is applied; the default is 'normal'", async () => {
-    for (const [synchronous, expected] of [['full', 'full'], ['normal', 'normal'], [undefined, 'normal']] as const) {
-      const config = resolveConfig({ storage: { type: 'sqlite', sqlite: { file: file(`config-${synchronous ?? 'default'}`), driver, ...(synchronous ? { synchronous } : {}) } } });
+    for (const [synchronous, expected] of [
+      ['full', 'full'],
+      ['normal', 'normal'],
+      [undefined, 'normal'],
+    ] as const) {
+      const config = resolveConfig({
+        storage: {
+          type: 'sqlite',
+          sqlite: { file: file(`config-${synchronous ?? 'default'}`), driver, ...(synchronous ? { synchronous } : {}) },
+        },
+      });
       const store = await createStorage(config.storage);
       try {
         expect(store).toBeInstanceOf(SqliteStorage);
@@ -44,9 +53,14 @@ describe.each(SQLITE_DRIVERS)('SQLite on %s', (driver) => {
     const path = file('durable');
     const sqlite = await SqliteStorage.open({ file: path, synchronous: 'full', driver });
     const store: Storage = sqlite;
-    await store.transact(['hold'], () => ({ writes: [{ op: 'set', key: 'hold', value: { tokens: 7 } }], result: null }), { durable: false });
+    await store.transact(['hold'], () => ({ writes: [{ op: 'set', key: 'hold', value: { tokens: 7 } }], result: null }), {
+      durable: false,
+    });
     expect(sqlite.synchronousMode()).toBe('full');
-    await store.transact(['hold'], (read) => ({ writes: [{ op: 'set', key: 'hold', value: { tokens: (read<{ tokens: number }>('hold')?.tokens ?? 0) + 1 } }], result: null }));
+    await store.transact(['hold'], (read) => ({
+      writes: [{ op: 'set', key: 'hold', value: { tokens: (read<{ tokens: number }>('hold')?.tokens ?? 0) + 1 } }],
+      result: null,
+    }));
     expect(sqlite.synchronousMode()).toBe('full');
     await store.close();
     const again = await SqliteStorage.open({ file: path, driver });

@@ -4,7 +4,17 @@ import { CoreError } from '../../kernel/CoreError.js';
 import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
 import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
-import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead, TxWrite } from '../../kernel/Storage.js';
+import type {
+  IncrementOptions,
+  LogEntry,
+  LogPage,
+  ReadLogOptions,
+  SetOptions,
+  Storage,
+  TxPlan,
+  TxRead,
+  TxWrite,
+} from '../../kernel/Storage.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd, refuseNewerSchema } from './migrations.js';
 import { loadSqliteDriver } from './loadSqliteDriver.js';
 import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName } from './SqliteDriver.js';
@@ -81,7 +91,11 @@ export class SqliteStorage implements Storage {
     try {
       makePrivateDir(dirname(file));
     } catch (err) {
-      throw new CoreError('UNAVAILABLE', `storage: cannot create the folder ${dirname(file)} for the database file: ${(err as Error).message}`, { cause: err });
+      throw new CoreError(
+        'UNAVAILABLE',
+        `storage: cannot create the folder ${dirname(file)} for the database file: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     let db: SqliteDatabase;
     try {
@@ -189,7 +203,11 @@ export class SqliteStorage implements Storage {
   }
 
   async keys(prefix: string): Promise<string[]> {
-    return this.run(() => (this.st.keys.all(prefix, prefixEnd(prefix), Date.now()) as Array<{ key: string }>).map((r) => r.key).filter((k) => k.startsWith(prefix)));
+    return this.run(() =>
+      (this.st.keys.all(prefix, prefixEnd(prefix), Date.now()) as Array<{ key: string }>)
+        .map((r) => r.key)
+        .filter((k) => k.startsWith(prefix)),
+    );
   }
 
   async append<T>(log: string, record: T): Promise<number> {
@@ -222,7 +240,9 @@ export class SqliteStorage implements Storage {
 
   async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
     return this.run(() => {
-      const logs = (this.st.listLogs.all(prefix, prefixEnd(prefix), opts.cursor ?? '', opts.limit) as Array<{ log: string }>).map((r) => r.log);
+      const logs = (this.st.listLogs.all(prefix, prefixEnd(prefix), opts.cursor ?? '', opts.limit) as Array<{ log: string }>).map(
+        (r) => r.log,
+      );
       return { logs, ...(logs.length === opts.limit ? { cursor: logs.at(-1)! } : {}) };
     });
   }
@@ -306,7 +326,9 @@ function prepare(db: SqliteDatabase) {
     keys: p('SELECT key FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key'),
     due: p('SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= ? AND key >= ? AND key < ? ORDER BY due_at LIMIT ?'),
     purge: p('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?'),
-    bumpHead: p('INSERT INTO log_heads (log, last_seq) VALUES (?, 1) ON CONFLICT (log) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq'),
+    bumpHead: p(
+      'INSERT INTO log_heads (log, last_seq) VALUES (?, 1) ON CONFLICT (log) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq',
+    ),
     appendLog: p('INSERT INTO logs (log, seq, record) VALUES (?, ?, ?)'),
     logAsc: p('SELECT seq, record FROM logs WHERE log = ? AND seq > ? ORDER BY seq LIMIT ?'),
     logDesc: p('SELECT seq, record FROM logs WHERE log = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
@@ -324,7 +346,11 @@ function migrate(db: SqliteDatabase, file: string): void {
     if (applied.has(m.version)) continue;
     db.immediate(() => {
       db.exec(m.sqlite);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        new Date().toISOString(),
+      );
     });
   }
 }

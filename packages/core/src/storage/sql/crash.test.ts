@@ -104,7 +104,9 @@ interface Child {
 }
 
 function startChild(kind: string, target: string, round: number, driver = ''): Child {
-  const proc = spawn(process.execPath, ['--import', tsxLoader, childScript, kind, target, String(round), driver], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', tsxLoader, childScript, kind, target, String(round), driver], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(proc);
   const lines: string[] = [];
   let partial = '';
@@ -137,7 +139,10 @@ function signed(body: string) {
 }
 
 async function runtimeOn(storage: Storage): Promise<Runtime> {
-  const config = resolveConfig({ storage: { type: 'memory' }, billing: { vaultKey: VAULT_KEY, webhookSecret: SECRET, platformFeeRate: 0.1 } });
+  const config = resolveConfig({
+    storage: { type: 'memory' },
+    billing: { vaultKey: VAULT_KEY, webhookSecret: SECRET, platformFeeRate: 0.1 },
+  });
   return createRuntime(config, { storage, logger: createLogger('silent') });
 }
 
@@ -151,25 +156,27 @@ interface Backend {
 }
 
 const pg = await testPostgres();
-const backends: Backend[] = ([
-  ...SQLITE_DRIVERS.map((driver) => ({
-    kind: 'sqlite' as const,
-    label: `sqlite (${driver})`,
-    driver,
-    target: async () => {
-      const file = join(workDir, `crash-${driver.replace(/\W/g, '-')}.db`);
-      return { target: file, open: () => SqliteStorage.open({ file, driver }), cleanup: async () => undefined };
+const backends: Backend[] = (
+  [
+    ...SQLITE_DRIVERS.map((driver) => ({
+      kind: 'sqlite' as const,
+      label: `sqlite (${driver})`,
+      driver,
+      target: async () => {
+        const file = join(workDir, `crash-${driver.replace(/\W/g, '-')}.db`);
+        return { target: file, open: () => SqliteStorage.open({ file, driver }), cleanup: async () => undefined };
+      },
+    })),
+    {
+      kind: 'postgres',
+      label: 'postgres',
+      target: async () => {
+        const opts: PostgresStorageOptions & { schema: string } = testPostgresOptions(pg, 'crash');
+        return { target: JSON.stringify(opts), open: () => PostgresStorage.connect(opts), cleanup: () => dropTestSchema(pg, opts.schema) };
+      },
     },
-  })),
-  {
-    kind: 'postgres',
-    label: 'postgres',
-    target: async () => {
-      const opts: PostgresStorageOptions & { schema: string } = testPostgresOptions(pg, 'crash');
-      return { target: JSON.stringify(opts), open: () => PostgresStorage.connect(opts), cleanup: () => dropTestSchema(pg, opts.schema) };
-    },
-  },
-] satisfies Backend[]).filter((b) => b.kind !== 'postgres' || pg.ok);
+  ] satisfies Backend[]
+).filter((b) => b.kind !== 'postgres' || pg.ok);
 
 describe.each(backends)('billing on $label survives kill -9', (backend) => {
   it('10 rounds: acknowledged writes kept, webhooks applied once, balance = ledger, no hold left after expiry', async () => {
@@ -218,11 +225,13 @@ describe.each(backends)('billing on $label survives kill -9', (backend) => {
             const ids = new Set(entries.map((e) => e.id));
             for (const [, c] of credits) if (c.user === user) expect(ids.has(c.entryId)).toBe(true);
             const perEvent = new Map<string, number>();
-            for (const e of entries) if (e.source === 'webhook') perEvent.set(String(e.note?.eventId), (perEvent.get(String(e.note?.eventId)) ?? 0) + 1);
+            for (const e of entries)
+              if (e.source === 'webhook') perEvent.set(String(e.note?.eventId), (perEvent.get(String(e.note?.eventId)) ?? 0) + 1);
             for (const [id, owner] of webhooks) if (owner === user) expect(perEvent.get(id), `event ${id}`).toBe(1);
             // Every reserve is closed by exactly one settle or release.
             const closes = new Map<string, number>();
-            for (const e of entries) if (e.kind === 'settle' || e.kind === 'release') closes.set(e.requestId!, (closes.get(e.requestId!) ?? 0) + 1);
+            for (const e of entries)
+              if (e.kind === 'settle' || e.kind === 'release') closes.set(e.requestId!, (closes.get(e.requestId!) ?? 0) + 1);
             for (const e of entries) if (e.kind === 'reserve') expect(closes.get(e.requestId!), `hold ${e.requestId}`).toBe(1);
             for (const [req, owner] of finished) if (owner === user) expect(closes.get(req)).toBe(1);
             const a = await rt.billing.account(user);

@@ -14,7 +14,15 @@ const hasNodeSqlite = nodeShipsSqlite();
 
 describe('choosing the SQLite driver', () => {
   it('node:sqlite ships from 22.13 and 23.4 on, decided from the version alone', () => {
-    expect(['20.20.2', '22.12.0', '22.13.0', '23.3.0', '23.4.0', '24.0.0', '26.12.1'].map((v) => nodeShipsSqlite(v))).toEqual([false, false, true, false, true, true, true]);
+    expect(['20.20.2', '22.12.0', '22.13.0', '23.3.0', '23.4.0', '24.0.0', '26.12.1'].map((v) => nodeShipsSqlite(v))).toEqual([
+      false,
+      false,
+      true,
+      false,
+      true,
+      true,
+      true,
+    ]);
     // The version rule and Node itself agree.
     expect(Boolean(process.getBuiltinModule?.('node:sqlite'))).toBe(hasNodeSqlite);
   });
@@ -57,7 +65,10 @@ console.log(JSON.stringify({ forced: await outcome('better-sqlite3'), auto: awai
 `,
       );
       const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-      const out = spawnSync(process.execPath, ['--import', tsx, '--import', pathToFileURL(register).href, script], { encoding: 'utf8', timeout: 60_000 });
+      const out = spawnSync(process.execPath, ['--import', tsx, '--import', pathToFileURL(register).href, script], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(out.status, out.stderr).toBe(0);
       const { forced, auto } = JSON.parse(out.stdout.trim().split('\n').at(-1)!);
       const refused = { appCode: 'NOT_CONFIGURED', message: expect.stringContaining('needs the better-sqlite3 package here') };
@@ -91,7 +102,13 @@ describe.runIf(SQLITE_DRIVERS.length === 2)('one data file, both drivers', () =>
     await a.set('expired', 'gone', { ttlMs: 1 });
     await a.increment('ctr', 41.5);
     await a.append('ledger', { amount: 5 });
-    await a.transact(['tx'], () => ({ writes: [{ op: 'set', key: 'tx', value: 1, dueAt: 5 }, { op: 'append', log: 'ledger', record: { amount: -2 } }], result: null }));
+    await a.transact(['tx'], () => ({
+      writes: [
+        { op: 'set', key: 'tx', value: 1, dueAt: 5 },
+        { op: 'append', log: 'ledger', record: { amount: -2 } },
+      ],
+      result: null,
+    }));
     await a.close();
 
     const b = await SqliteStorage.open({ file, driver: reader });

@@ -34,7 +34,11 @@ export async function loadSqliteDriver(choice: SqliteDriverChoice = 'auto'): Pro
   const fix = loaded.installed
     ? `better-sqlite3 is installed but its native binary does not load (${loaded.reason}): rebuild it with \`npm rebuild better-sqlite3\` (npm 12 runs it only when the app's allowScripts lists better-sqlite3)`
     : `install it: ${INSTALL}`;
-  throw new CoreError('NOT_CONFIGURED', `storage: the embedded SQLite store needs the better-sqlite3 package here: ${why}. ${fix}; or run on Node ${NODE_SQLITE_SINCE}+.`, {
-    cause: loaded.cause,
-  });
+  throw new CoreError(
+    'NOT_CONFIGURED',
+    `storage: the embedded SQLite store needs the better-sqlite3 package here: ${why}. ${fix}; or run on Node ${NODE_SQLITE_SINCE}+.`,
+    {
+      cause: loaded.cause,
+    },
+  );
 }

@@ -110,7 +110,8 @@ export function refuseNewerSchema(applied: Iterable<number>, store: string): voi
 }
 
 /** The table that records applied versions (same text for both engines). */
-export const MIGRATIONS_TABLE = 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)';
+export const MIGRATIONS_TABLE =
+  'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)';
 
 /** Upper bound of keys starting with `prefix` in binary order (range scans on the primary key). */
 export function prefixEnd(prefix: string): string {

@@ -123,7 +123,9 @@ function pgFullScans(node: PlanNode): string[] {
   const own =
     type === 'Seq Scan' && GROWING.has(table)
       ? [`Seq Scan on ${table}`]
-      : /^(Index Scan|Index Only Scan|Bitmap Index Scan)$/.test(type) && node['Index Cond'] === undefined && (GROWING.has(table) || type === 'Bitmap Index Scan')
+      : /^(Index Scan|Index Only Scan|Bitmap Index Scan)$/.test(type) &&
+          node['Index Cond'] === undefined &&
+          (GROWING.has(table) || type === 'Bitmap Index Scan')
         ? [`${type} without a condition on ${node['Index Name']}`]
         : [];
   return [...own, ...(node.Plans ?? []).flatMap(pgFullScans)];
@@ -162,7 +164,9 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
         const parsed = JSON.parse(msg.message!.slice(at + 'plan:'.length)) as { 'Query Text': string; Plan: PlanNode };
         plans.push({ query: parsed['Query Text'], plan: parsed.Plan });
       });
-      void client.query(OBSERVE).catch((err: Error) => plans.push({ query: `settings failed: ${err.message}`, plan: { 'Node Type': 'error' } }));
+      void client
+        .query(OBSERVE)
+        .catch((err: Error) => plans.push({ query: `settings failed: ${err.message}`, plan: { 'Node Type': 'error' } }));
     });
     return store;
   }
@@ -195,16 +199,26 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
       { op: 'append', log: 'ledger:u1', record: { delta: -1 } },
     ];
     await a.transact(['acct:u1', 'hold:h1', 'tmp:x'], () => ({ writes, result: undefined })); // optimistic aib_tx
-    await a.transact(['acct:u1'], () => ({ writes: [{ op: 'set', key: 'acct:u1', value: { balance: 8 } }], result: undefined }), { durable: false }); // aib_tx_async
+    await a.transact(['acct:u1'], () => ({ writes: [{ op: 'set', key: 'acct:u1', value: { balance: 8 } }], result: undefined }), {
+      durable: false,
+    }); // aib_tx_async
     // Another instance writes the key: the next transaction's check fails, it reads afresh and
     // retries, and the key counts as contended, so the one after takes the batch's locked path.
     await b.set('acct:u1', { balance: 7 });
-    await a.transact(['acct:u1'], (read) => ({ writes: [{ op: 'set', key: 'acct:u1', value: { balance: (read<{ balance: number }>('acct:u1')?.balance ?? 0) - 1 } }], result: undefined }));
+    await a.transact(['acct:u1'], (read) => ({
+      writes: [{ op: 'set', key: 'acct:u1', value: { balance: (read<{ balance: number }>('acct:u1')?.balance ?? 0) - 1 } }],
+      result: undefined,
+    }));
     await a.transact(['acct:u1', 'tmp:y'], () => ({ writes: [...writes, { op: 'delete', key: 'tmp:y' }], result: undefined }));
     // A plan that writes nothing on a guess reads first (aib_tx_read); the single-transaction
     // locked path runs only after repeated lost races, so it is called directly.
-    await a.transact(['acct:u1', 'nothing:here'], (read) => ({ writes: read('nothing:here') === undefined ? [] : writes, result: undefined }));
-    await (a as unknown as { transactLocked(k: string[], p: () => { writes: TxWrite[]; result: undefined }, d: boolean): Promise<void> }).transactLocked(['acct:u1', 'hold:h1'], () => ({ writes, result: undefined }), false);
+    await a.transact(['acct:u1', 'nothing:here'], (read) => ({
+      writes: read('nothing:here') === undefined ? [] : writes,
+      result: undefined,
+    }));
+    await (
+      a as unknown as { transactLocked(k: string[], p: () => { writes: TxWrite[]; result: undefined }, d: boolean): Promise<void> }
+    ).transactLocked(['acct:u1', 'hold:h1'], () => ({ writes, result: undefined }), false);
     await a.dueKeys('hold:', now + 5000, 10);
     await a.trimLog('ledger:u1', 1); // retention: a log's archived head
     await a.purgeExpired();
@@ -217,11 +231,24 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     await dropTestSchema(postgres, schemaOpts.schema);
   });
 
-  it('the plans of the store\'s statements were logged, inside aib_tx and on the locked paths too', () => {
+  it("the plans of the store's statements were logged, inside aib_tx and on the locked paths too", () => {
     expect(plans.filter((p) => p.query.startsWith('settings failed'))).toEqual([]);
     const texts = plans.map((p) => p.query).join('\n');
     // The workload reached each path (a path missed here would be checked by nothing).
-    for (const fragment of ['aib_tx(', 'FROM unnest(p_keys, p_seen)', 'DELETE FROM kv WHERE key = ANY(p_delete_keys)', 'INSERT INTO logs (log, seq, record) VALUES (p_logs[i]', 'pg_advisory_xact_lock(hashtextextended(', 'xmin::text AS v FROM kv WHERE key = ANY', 'ORDER BY due_at', 'ORDER BY seq DESC', 'expires_at <=', 'value::jsonb', 'FROM log_heads WHERE log >=', 'DELETE FROM logs WHERE log = $1 AND seq <=']) {
+    for (const fragment of [
+      'aib_tx(',
+      'FROM unnest(p_keys, p_seen)',
+      'DELETE FROM kv WHERE key = ANY(p_delete_keys)',
+      'INSERT INTO logs (log, seq, record) VALUES (p_logs[i]',
+      'pg_advisory_xact_lock(hashtextextended(',
+      'xmin::text AS v FROM kv WHERE key = ANY',
+      'ORDER BY due_at',
+      'ORDER BY seq DESC',
+      'expires_at <=',
+      'value::jsonb',
+      'FROM log_heads WHERE log >=',
+      'DELETE FROM logs WHERE log = $1 AND seq <=',
+    ]) {
       expect(texts, fragment).toContain(fragment);
     }
   });
@@ -236,10 +263,16 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     const client = await pool.connect();
     try {
       await client.query('SET enable_seqscan = off');
-      const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>("EXPLAIN (FORMAT JSON) SELECT key FROM kv WHERE value = 'x'");
+      const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+        "EXPLAIN (FORMAT JSON) SELECT key FROM kv WHERE value = 'x'",
+      );
       expect(pgFullScans(rows[0]!['QUERY PLAN'][0]!.Plan)).toEqual(['Seq Scan on kv']);
-      const viaIndex = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>('EXPLAIN (FORMAT JSON) SELECT key FROM kv WHERE expires_at + 0 <= 5');
-      expect(pgFullScans(viaIndex.rows[0]!['QUERY PLAN'][0]!.Plan)).toEqual([expect.stringMatching(/Index Scan without a condition on kv_expires_at$/)]);
+      const viaIndex = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+        'EXPLAIN (FORMAT JSON) SELECT key FROM kv WHERE expires_at + 0 <= 5',
+      );
+      expect(pgFullScans(viaIndex.rows[0]!['QUERY PLAN'][0]!.Plan)).toEqual([
+        expect.stringMatching(/Index Scan without a condition on kv_expires_at$/),
+      ]);
     } finally {
       client.release();
     }

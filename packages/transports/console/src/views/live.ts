@@ -18,7 +18,20 @@ export const liveView: View = async (main) => {
     section(
       'Recent calls (this instance)',
       rate,
-      h('table', {}, h('thead', {}, h('tr', {}, ['time', 'entry', 'procedure', 'caller', 'status', 'latency', 'tokens'].map((x) => h('th', { scope: 'col' }, x)))), tbody),
+      h(
+        'table',
+        {},
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['time', 'entry', 'procedure', 'caller', 'status', 'latency', 'tokens'].map((x) => h('th', { scope: 'col' }, x)),
+          ),
+        ),
+        tbody,
+      ),
     ),
   );
   let calls: RecentCall[] = [];
@@ -34,7 +47,13 @@ export const liveView: View = async (main) => {
     for (const c of calls) {
       const tokens = c.streaming ? 'streaming…' : c.tokens === null ? '–' : fmt.int(c.tokens);
       tbody.appendChild(
-        h('tr', { class: c.status === 'ok' ? '' : 'failed', 'data-seq': c.seq }, [new Date(c.at).toLocaleTimeString(), c.entry, c.procedure, c.identity ?? 'anonymous', c.status, `${c.latencyMs} ms`, tokens].map((x) => h('td', {}, x))),
+        h(
+          'tr',
+          { class: c.status === 'ok' ? '' : 'failed', 'data-seq': c.seq },
+          [new Date(c.at).toLocaleTimeString(), c.entry, c.procedure, c.identity ?? 'anonymous', c.status, `${c.latencyMs} ms`, tokens].map(
+            (x) => h('td', {}, x),
+          ),
+        ),
       );
     }
     const minute = calls.filter((c) => Date.now() - Date.parse(c.at) < 60_000);

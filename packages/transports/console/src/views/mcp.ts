@@ -19,10 +19,18 @@ export const mcpView: View = async (main) => {
   const caps = init.capabilities ?? {};
   const [tools, prompts, resources] = await Promise.all([
     client.request<{ tools: Tool[] }>('tools/list', {}),
-    caps.prompts ? client.request<{ prompts: Array<{ name: string; description?: string }> }>('prompts/list', {}) : Promise.resolve({ prompts: [] }),
-    caps.resources ? client.request<{ resources: Array<{ uri: string; name: string; mimeType?: string }> }>('resources/list', {}) : Promise.resolve({ resources: [] }),
+    caps.prompts
+      ? client.request<{ prompts: Array<{ name: string; description?: string }> }>('prompts/list', {})
+      : Promise.resolve({ prompts: [] }),
+    caps.resources
+      ? client.request<{ resources: Array<{ uri: string; name: string; mimeType?: string }> }>('resources/list', {})
+      : Promise.resolve({ resources: [] }),
   ]);
-  const select = h('select', { id: 'tool-select' }, tools.tools.map((t) => h('option', { value: t.name }, t.name)));
+  const select = h(
+    'select',
+    { id: 'tool-select' },
+    tools.tools.map((t) => h('option', { value: t.name }, t.name)),
+  );
   const panel = h('div', {});
   const answer = h('div', { id: 'tool-answer', 'aria-live': 'polite' });
   const show = () => {
@@ -33,25 +41,55 @@ export const mcpView: View = async (main) => {
     const form = schemaForm(tool.inputSchema, 'tool');
     panel.append(
       h('p', {}, tool.description ?? ''),
-      h('form', { id: 'tool-form', onsubmit: async (ev: Event) => {
-        ev.preventDefault();
-        clear(answer);
-        const args = form.value();
-        if (args instanceof Error) return void answer.appendChild(errorBox(args));
-        try {
-          answer.appendChild(jsonBlock(await client.request('tools/call', { name: tool.name, arguments: args })));
-        } catch (e) {
-          answer.appendChild(errorBox(e));
-        }
-      } }, form.element, h('button', { type: 'submit', class: 'primary', id: 'tool-call' }, 'Call tool')),
+      h(
+        'form',
+        {
+          id: 'tool-form',
+          onsubmit: async (ev: Event) => {
+            ev.preventDefault();
+            clear(answer);
+            const args = form.value();
+            if (args instanceof Error) return void answer.appendChild(errorBox(args));
+            try {
+              answer.appendChild(jsonBlock(await client.request('tools/call', { name: tool.name, arguments: args })));
+            } catch (e) {
+              answer.appendChild(errorBox(e));
+            }
+          },
+        },
+        form.element,
+        h('button', { type: 'submit', class: 'primary', id: 'tool-call' }, 'Call tool'),
+      ),
     );
   };
   select.addEventListener('change', show);
   main.append(
     section(`Try a tool (${tools.tools.length} tools)`, h('label', { for: 'tool-select' }, 'Tool'), select, panel, answer),
-    section('Tools', table(['name', 'description'], tools.tools.map((t) => [t.name, t.description ?? '']))),
-    section('Prompts', prompts.prompts.length ? table(['name', 'description'], prompts.prompts.map((p) => [p.name, p.description ?? ''])) : h('p', { class: 'muted' }, 'None.')),
-    section('Resources', resources.resources.length ? table(['uri', 'name', 'type'], resources.resources.map((r) => [r.uri, r.name, r.mimeType ?? ''])) : h('p', { class: 'muted' }, 'None.')),
+    section(
+      'Tools',
+      table(
+        ['name', 'description'],
+        tools.tools.map((t) => [t.name, t.description ?? '']),
+      ),
+    ),
+    section(
+      'Prompts',
+      prompts.prompts.length
+        ? table(
+            ['name', 'description'],
+            prompts.prompts.map((p) => [p.name, p.description ?? '']),
+          )
+        : h('p', { class: 'muted' }, 'None.'),
+    ),
+    section(
+      'Resources',
+      resources.resources.length
+        ? table(
+            ['uri', 'name', 'type'],
+            resources.resources.map((r) => [r.uri, r.name, r.mimeType ?? '']),
+          )
+        : h('p', { class: 'muted' }, 'None.'),
+    ),
   );
   show();
   return () => void client.close();

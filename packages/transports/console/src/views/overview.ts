@@ -33,12 +33,18 @@ const total = (values: Array<number | null>) => values.reduce<number>((a, v) => 
 function seriesFor(s: NonNullable<Overview['series']>, group: Group, metric: Metric): Series[] {
   if (group === 'entry') {
     const m = metric === 'errors' ? 'errors' : 'requests';
-    return s.byEntry.map((e) => ({ label: e.key, values: e[m] })).sort((a, b) => total(b.values) - total(a.values)).slice(0, MAX_LINES);
+    return s.byEntry
+      .map((e) => ({ label: e.key, values: e[m] }))
+      .sort((a, b) => total(b.values) - total(a.values))
+      .slice(0, MAX_LINES);
   }
   const rows: KeySeries[] = group === 'provider' ? s.byProvider : s.byModel;
   const m = metric === 'requests' || metric === 'errors' ? 'calls' : metric;
   const weight = (k: KeySeries) => (m === 'p50Ms' || m === 'p99Ms' ? total(k.calls) : total(k[m]));
-  return [...rows].sort((a, b) => weight(b) - weight(a)).slice(0, MAX_LINES).map((k) => ({ label: k.key, values: k[m] }));
+  return [...rows]
+    .sort((a, b) => weight(b) - weight(a))
+    .slice(0, MAX_LINES)
+    .map((k) => ({ label: k.key, values: k[m] }));
 }
 
 /**
@@ -46,7 +52,13 @@ function seriesFor(s: NonNullable<Overview['series']>, group: Group, metric: Met
  * model: one chart, two selects (native, keyboard-usable); redrawn from the same answer.
  */
 function overTime(host: HTMLElement, s: NonNullable<Overview['series']>): void {
-  const groupSelect = h('select', { id: 'series-group' }, h('option', { value: 'entry' }, 'Entry point'), h('option', { value: 'provider' }, 'Provider'), h('option', { value: 'model' }, 'Model'));
+  const groupSelect = h(
+    'select',
+    { id: 'series-group' },
+    h('option', { value: 'entry' }, 'Entry point'),
+    h('option', { value: 'provider' }, 'Provider'),
+    h('option', { value: 'model' }, 'Model'),
+  );
   const metricSelect = h('select', { id: 'series-metric' });
   const plot = h('div', {});
   const fillMetrics = (group: Group, keep: string) => {
@@ -60,7 +72,9 @@ function overTime(host: HTMLElement, s: NonNullable<Overview['series']>): void {
     const label = metricSelect.selectedOptions[0]?.textContent ?? metric;
     const groupLabel = groupSelect.selectedOptions[0]?.textContent?.toLowerCase() ?? group;
     clear(plot);
-    timeChart(plot, 'series-over-time', `${label} per day by ${groupLabel}`, s.days, seriesFor(s, group, metric), { money: metric === 'costUsd' });
+    timeChart(plot, 'series-over-time', `${label} per day by ${groupLabel}`, s.days, seriesFor(s, group, metric), {
+      money: metric === 'costUsd',
+    });
   };
   groupSelect.addEventListener('change', () => {
     fillMetrics(groupSelect.value as Group, metricSelect.value);
@@ -70,7 +84,14 @@ function overTime(host: HTMLElement, s: NonNullable<Overview['series']>): void {
   fillMetrics('entry', 'requests');
   host.append(
     h('h2', {}, 'Over time'),
-    h('div', { class: 'row' }, h('label', { for: 'series-group' }, 'By'), groupSelect, h('label', { for: 'series-metric' }, 'Show'), metricSelect),
+    h(
+      'div',
+      { class: 'row' },
+      h('label', { for: 'series-group' }, 'By'),
+      groupSelect,
+      h('label', { for: 'series-metric' }, 'Show'),
+      metricSelect,
+    ),
     plot,
   );
   draw();
@@ -79,7 +100,8 @@ function overTime(host: HTMLElement, s: NonNullable<Overview['series']>): void {
 /** Every UTC day of the period, so series without traffic on a day show a zero, not a gap. */
 function daysOf(from: string, to: string): string[] {
   const out: string[] = [];
-  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000) out.push(new Date(t).toISOString().slice(0, 10));
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000)
+    out.push(new Date(t).toISOString().slice(0, 10));
   return out;
 }
 
@@ -87,9 +109,15 @@ function daysOf(from: string, to: string): string[] {
 export const overviewView: View = async (main, _me, arg) => {
   // The period is in the address (#/overview/30), so a link or a reload keeps it.
   const period = PERIODS.includes(Number(arg)) ? Number(arg) : 14;
-  const select = h('select', { id: 'overview-period' }, PERIODS.map((d) => h('option', { value: d, selected: d === period }, `last ${d} days`)));
+  const select = h(
+    'select',
+    { id: 'overview-period' },
+    PERIODS.map((d) => h('option', { value: d, selected: d === period }, `last ${d} days`)),
+  );
   select.addEventListener('change', () => (location.hash = `#/overview/${select.value}`));
-  main.append(h('div', { class: 'row' }, h('h1', {}, 'Overview'), h('label', { for: 'overview-period', class: 'sr-only' }, 'Period'), select));
+  main.append(
+    h('div', { class: 'row' }, h('h1', {}, 'Overview'), h('label', { for: 'overview-period', class: 'sr-only' }, 'Period'), select),
+  );
   const o = await call('admin.overview', { days: period });
   const days = daysOf(o.period.from, o.period.to);
   const u = o.usage;
@@ -116,30 +144,92 @@ export const overviewView: View = async (main, _me, arg) => {
 
   const entries = [...new Set(o.requests.byDayEntry.map((e) => e.transport))].sort();
   const perEntry = (field: 'total' | 'errors') =>
-    entries.map((t) => ({ label: t, values: days.map((d) => o.requests.byDayEntry.find((e) => e.day === d && e.transport === t)?.[field] ?? 0) }));
+    entries.map((t) => ({
+      label: t,
+      values: days.map((d) => o.requests.byDayEntry.find((e) => e.day === d && e.transport === t)?.[field] ?? 0),
+    }));
   timeChart(cell(), 'requests-by-entry', 'Requests per day by entry point', days, perEntry('total'));
   timeChart(cell(), 'errors-by-entry', 'Errors per day by entry point', days, perEntry('errors'));
   const byDate = new Map((u.byDay ?? []).map((d) => [d.date, d]));
-  timeChart(cell(), 'tokens-by-day', 'Tokens per day', days, [{ label: 'tokens', values: days.map((d) => byDate.get(d)?.tokensUsed ?? 0) }]);
-  timeChart(cell(), 'cost-by-day', 'Money per day (USD)', days, [{ label: 'USD', values: days.map((d) => byDate.get(d)?.estimatedCostUsd ?? 0) }], { money: true });
+  timeChart(cell(), 'tokens-by-day', 'Tokens per day', days, [
+    { label: 'tokens', values: days.map((d) => byDate.get(d)?.tokensUsed ?? 0) },
+  ]);
+  timeChart(
+    cell(),
+    'cost-by-day',
+    'Money per day (USD)',
+    days,
+    [{ label: 'USD', values: days.map((d) => byDate.get(d)?.estimatedCostUsd ?? 0) }],
+    { money: true },
+  );
   const providers = u.byProvider ?? [];
-  barChart(cell(), 'tokens-by-provider', 'Tokens by provider', providers.map((p) => p.provider), [{ label: 'tokens', values: providers.map((p) => p.tokensUsed) }]);
+  barChart(
+    cell(),
+    'tokens-by-provider',
+    'Tokens by provider',
+    providers.map((p) => p.provider),
+    [{ label: 'tokens', values: providers.map((p) => p.tokensUsed) }],
+  );
   const models = u.byModel ?? [];
-  barChart(cell(), 'cost-by-model', 'Money by model (USD)', models.map((m) => m.model), [{ label: 'USD', values: models.map((m) => m.estimatedCostUsd) }], { money: true });
+  barChart(
+    cell(),
+    'cost-by-model',
+    'Money by model (USD)',
+    models.map((m) => m.model),
+    [{ label: 'USD', values: models.map((m) => m.estimatedCostUsd) }],
+    { money: true },
+  );
   // Cluster-wide from the statistics; this instance's counters only when statistics are off.
   const up = o.series?.upstreamByProvider ?? o.upstream ?? [];
   const where = o.series ? 'all instances' : THIS_PROCESS;
-  barChart(cell(), 'upstream-latency', `Upstream latency p50 / p99 by provider (${where})`, up.map((p) => p.provider), [{ label: 'p50', values: up.map((p) => p.p50Ms) }, { label: 'p99', values: up.map((p) => p.p99Ms) }], { unit: ' ms' });
-  barChart(cell(), 'upstream-calls', `Upstream calls and failures (${where})`, up.map((p) => p.provider), [{ label: 'calls', values: up.map((p) => p.calls) }, { label: 'failures', values: up.map((p) => p.failures) }]);
+  barChart(
+    cell(),
+    'upstream-latency',
+    `Upstream latency p50 / p99 by provider (${where})`,
+    up.map((p) => p.provider),
+    [
+      { label: 'p50', values: up.map((p) => p.p50Ms) },
+      { label: 'p99', values: up.map((p) => p.p99Ms) },
+    ],
+    { unit: ' ms' },
+  );
+  barChart(
+    cell(),
+    'upstream-calls',
+    `Upstream calls and failures (${where})`,
+    up.map((p) => p.provider),
+    [
+      { label: 'calls', values: up.map((p) => p.calls) },
+      { label: 'failures', values: up.map((p) => p.failures) },
+    ],
+  );
 
   main.append(
     section(
       'Top users by cost',
-      table(['user', 'calls', 'tokens', 'USD'], (u.topUsers ?? []).map((x) => [h('a', { href: `#/users/${encodeURIComponent(x.userId)}` }, x.userId), fmt.int(x.requests), fmt.int(x.tokensUsed), fmt.usd(x.estimatedCostUsd)])),
+      table(
+        ['user', 'calls', 'tokens', 'USD'],
+        (u.topUsers ?? []).map((x) => [
+          h('a', { href: `#/users/${encodeURIComponent(x.userId)}` }, x.userId),
+          fmt.int(x.requests),
+          fmt.int(x.tokensUsed),
+          fmt.usd(x.estimatedCostUsd),
+        ]),
+      ),
     ),
     section(
       'Busiest procedures',
-      table(['entry', 'procedure', 'calls', 'errors', 'p50', 'p99'], o.requests.procedures.map((p) => [p.transport, p.path, fmt.int(p.count), fmt.int(p.errors), fmt.ms(p.latencyMs.p50), fmt.ms(p.latencyMs.p99)])),
+      table(
+        ['entry', 'procedure', 'calls', 'errors', 'p50', 'p99'],
+        o.requests.procedures.map((p) => [
+          p.transport,
+          p.path,
+          fmt.int(p.count),
+          fmt.int(p.errors),
+          fmt.ms(p.latencyMs.p50),
+          fmt.ms(p.latencyMs.p99),
+        ]),
+      ),
     ),
   );
 };

@@ -145,7 +145,10 @@ export class MemoryEventStore implements EventStore, EvictableStore {
     return parsed.streamId;
   }
 
-  async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> }): Promise<string> {
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
     const parsed = parseEventId(lastEventId);
     const stream = parsed && this.streams.get(parsed.streamId);
     if (!parsed || !stream) return '';

@@ -66,7 +66,8 @@ export class StorageEventStore implements EventStore {
     let used = (await this.storage.increment(`${this.prefix}bytes`, bytes, { ttlMs: this.ttlMs })) ?? 0;
     let oldest = Math.max(this.oldest.get(streamId) ?? 1, seq - this.maxEvents + 1);
     // Count bound: what fell out of the last maxEvents is deleted (oldest first).
-    for (let s = this.oldest.get(streamId) ?? Math.max(1, seq - this.maxEvents); s < oldest && s > 0; s++) used = await this.evict(base, s, used);
+    for (let s = this.oldest.get(streamId) ?? Math.max(1, seq - this.maxEvents); s < oldest && s > 0; s++)
+      used = await this.evict(base, s, used);
     // Byte bound: delete this stream's oldest events until the session fits (the newest included, if it must).
     for (let n = 0; used > this.sessionBytes && oldest <= seq && n < MAX_EVICTIONS; n++) used = await this.evict(base, oldest++, used);
     this.oldest.set(streamId, oldest);
@@ -90,7 +91,10 @@ export class StorageEventStore implements EventStore {
     return last !== undefined && parsed.seq <= last ? parsed.streamId : undefined;
   }
 
-  async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> }): Promise<string> {
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
     const parsed = parseEventId(lastEventId);
     if (!parsed) return '';
     const base = this.prefix + parsed.streamId;

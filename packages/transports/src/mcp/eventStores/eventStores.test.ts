@@ -8,7 +8,11 @@ import { MemoryEventStore } from './MemoryEventStore.js';
 import { StorageEventStore } from './StorageEventStore.js';
 import { parseEventId } from './eventId.js';
 
-const msg = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
+const msg = (n: number): JSONRPCMessage => ({
+  jsonrpc: '2.0',
+  method: 'notifications/progress',
+  params: { progressToken: 't', progress: n },
+});
 
 async function replay(store: EventStore, lastEventId: string) {
   const got: Array<[string, JSONRPCMessage]> = [];
@@ -25,19 +29,30 @@ afterAll(async () => {
   }
 });
 
-const backends: Array<[string, (session: string) => Promise<EventStore>]> = ([
-  ['memory', async () => new MemoryEventStore()],
-  ['storage (memory backend)', async (session) => new StorageEventStore(new MemoryStorage(), session)],
+const backends: Array<[string, (session: string) => Promise<EventStore>]> = (
   [
-    'storage (redis backend)',
-    async (session) => {
-      const config = resolveConfig({ storage: { type: 'redis', redis: { host: redis.host, port: redis.port, keyPrefix: `ai-backend-test:mcp-events:${process.pid}:${randomUUID().slice(0, 8)}:` } } });
-      const storage = await createStorage(config.storage);
-      redisStorages.push(storage);
-      return new StorageEventStore(storage, session);
-    },
-  ],
-] satisfies Array<[string, (session: string) => Promise<EventStore>]>).filter(([name]) => !name.includes('redis') || redis.ok);
+    ['memory', async () => new MemoryEventStore()],
+    ['storage (memory backend)', async (session) => new StorageEventStore(new MemoryStorage(), session)],
+    [
+      'storage (redis backend)',
+      async (session) => {
+        const config = resolveConfig({
+          storage: {
+            type: 'redis',
+            redis: {
+              host: redis.host,
+              port: redis.port,
+              keyPrefix: `ai-backend-test:mcp-events:${process.pid}:${randomUUID().slice(0, 8)}:`,
+            },
+          },
+        });
+        const storage = await createStorage(config.storage);
+        redisStorages.push(storage);
+        return new StorageEventStore(storage, session);
+      },
+    ],
+  ] satisfies Array<[string, (session: string) => Promise<EventStore>]>
+).filter(([name]) => !name.includes('redis') || redis.ok);
 
 describe.each(backends)('event store: %s', (_name, make) => {
   it('replays the events after the given one, on the same stream only, without priming events', async () => {
@@ -148,7 +163,16 @@ describe('StorageEventStore bounds (memory and redis storage)', () => {
     [
       'redis',
       async () => {
-        const config = resolveConfig({ storage: { type: 'redis', redis: { host: redis.host, port: redis.port, keyPrefix: `ai-backend-test:mcp-ev-bounds:${process.pid}:${randomUUID().slice(0, 8)}:` } } });
+        const config = resolveConfig({
+          storage: {
+            type: 'redis',
+            redis: {
+              host: redis.host,
+              port: redis.port,
+              keyPrefix: `ai-backend-test:mcp-ev-bounds:${process.pid}:${randomUUID().slice(0, 8)}:`,
+            },
+          },
+        });
         const storage = await createStorage(config.storage);
         redisStorages.push(storage);
         return storage;
@@ -156,8 +180,7 @@ describe('StorageEventStore bounds (memory and redis storage)', () => {
     ],
   ].filter(([name]) => name !== 'redis' || redis.ok) as Array<[string, () => Promise<Storage>]>;
   const big = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', id: n, result: { text: 'x'.repeat(3000) } });
-  const eventKeys = async (storage: Storage, session: string) =>
-    (await storage.keys(`mcp:ev:${session}:`)).filter((k) => /:\d+$/.test(k));
+  const eventKeys = async (storage: Storage, session: string) => (await storage.keys(`mcp:ev:${session}:`)).filter((k) => /:\d+$/.test(k));
 
   it.each(storages)('%s: per stream count, per session bytes, per event bytes, total bytes; oldest evicted first', async (_n, open) => {
     const storage = await open();

@@ -46,9 +46,25 @@ async function within<T>(ms: number | undefined, work: () => Promise<T>, fallbac
 export function failSafeEventStore(store: EventStore, timeoutMs: number | undefined, onFailure: EventStoreFailure): EventStore {
   return {
     storeEvent: (streamId: string, message: JSONRPCMessage) =>
-      within(timeoutMs, () => store.storeEvent(streamId, message), formatEventId(streamId, 0), (e) => onFailure('store', e)),
+      within(
+        timeoutMs,
+        () => store.storeEvent(streamId, message),
+        formatEventId(streamId, 0),
+        (e) => onFailure('store', e),
+      ),
     getStreamIdForEventId: (eventId: string) =>
-      within(timeoutMs, async () => store.getStreamIdForEventId?.(eventId), undefined, (e) => onFailure('lookup', e)),
-    replayEventsAfter: (lastEventId, opts) => within(timeoutMs === undefined ? undefined : timeoutMs * 4, () => store.replayEventsAfter(lastEventId, opts), '', (e) => onFailure('replay', e)),
+      within(
+        timeoutMs,
+        async () => store.getStreamIdForEventId?.(eventId),
+        undefined,
+        (e) => onFailure('lookup', e),
+      ),
+    replayEventsAfter: (lastEventId, opts) =>
+      within(
+        timeoutMs === undefined ? undefined : timeoutMs * 4,
+        () => store.replayEventsAfter(lastEventId, opts),
+        '',
+        (e) => onFailure('replay', e),
+      ),
   };
 }

@@ -16,7 +16,9 @@ function gate(answer: ToolOutcome = text('done')) {
   const released = new Promise<void>((r) => (release = r));
   const run: RunTool = (signal) =>
     new Promise((resolve) => {
-      signal.addEventListener('abort', () => ((aborted = true), resolve({ kind: 'failed', error: { code: -32800, message: 'aborted' } })), { once: true });
+      signal.addEventListener('abort', () => ((aborted = true), resolve({ kind: 'failed', error: { code: -32800, message: 'aborted' } })), {
+        once: true,
+      });
       void released.then(() => resolve(answer));
     });
   return { run, release: () => release(), aborted: () => aborted };
@@ -35,7 +37,9 @@ describe('McpTasks', () => {
   let a: McpTasks;
   let b: McpTasks;
   beforeAll(async () => {
-    runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, monitoring: { logging: { level: 'error' } } }), { storage: new MemoryStorage() });
+    runtime = await createRuntime(resolveConfig({ storage: { type: 'memory' }, monitoring: { logging: { level: 'error' } } }), {
+      storage: new MemoryStorage(),
+    });
     a = new McpTasks(runtime, { cancelPollMs: 20 });
     b = new McpTasks(runtime, { cancelPollMs: 20 });
   });
@@ -69,10 +73,14 @@ describe('McpTasks', () => {
     expect(rec.result).toEqual({ content: [{ type: 'text', text: 'the answer' }] });
   });
 
-  it("another owner gets -32602 for get, cancel and update, and the task is untouched", async () => {
+  it('another owner gets -32602 for get, cancel and update, and the task is untouched', async () => {
     const g = gate();
     const { taskId } = await start(a, g.run);
-    for (const attempt of [() => b.get(taskId, 'sub:u2'), () => b.cancel(taskId, 'sub:u2'), () => b.update(taskId, 'sub:u2', {}, () => g.run)]) {
+    for (const attempt of [
+      () => b.get(taskId, 'sub:u2'),
+      () => b.cancel(taskId, 'sub:u2'),
+      () => b.update(taskId, 'sub:u2', {}, () => g.run),
+    ]) {
       await expect(attempt()).rejects.toMatchObject({ code: -32602 });
     }
     expect((await a.get(taskId, 'sub:u1')).status).toBe('working');
@@ -81,10 +89,18 @@ describe('McpTasks', () => {
 
   it('input: unknown keys are ignored, a partial answer keeps the task waiting, the last answer resumes it exactly once', async () => {
     let calls = 0;
-    const asked: ToolOutcome = { kind: 'result', result: { resultType: 'input_required', inputRequests: { p: { method: 'elicitation/create' }, q: { method: 'elicitation/create' } } } as never };
+    const asked: ToolOutcome = {
+      kind: 'result',
+      result: {
+        resultType: 'input_required',
+        inputRequests: { p: { method: 'elicitation/create' }, q: { method: 'elicitation/create' } },
+      } as never,
+    };
     const run: RunTool = async (_signal, round) => {
       calls++;
-      return round.inputResponses && Object.keys(round.inputResponses).length === 2 ? text(`got ${JSON.stringify(round.inputResponses)}`) : asked;
+      return round.inputResponses && Object.keys(round.inputResponses).length === 2
+        ? text(`got ${JSON.stringify(round.inputResponses)}`)
+        : asked;
     };
     const { taskId } = await start(a, run);
     await until(async () => (await a.get(taskId, 'sub:u1')).status === 'input_required');
@@ -105,7 +121,14 @@ describe('McpTasks', () => {
   it('inputBeforeTask: a first round asking for input is answered synchronously, no task stored', async () => {
     const asked = { resultType: 'input_required', inputRequests: { n: { method: 'elicitation/create' } } };
     const before = (await runtime.shared.keys('mcp:task:')).length;
-    const answer = await a.start({ owner: 'sub:u1', runningKey: 'sub:u1', tool: 't', arguments: {}, meta: { inputBeforeTask: true }, run: async () => ({ kind: 'result', result: asked as never }) });
+    const answer = await a.start({
+      owner: 'sub:u1',
+      runningKey: 'sub:u1',
+      tool: 't',
+      arguments: {},
+      meta: { inputBeforeTask: true },
+      run: async () => ({ kind: 'result', result: asked as never }),
+    });
     expect(answer).toEqual(asked);
     expect((await runtime.shared.keys('mcp:task:')).length).toBe(before);
   });

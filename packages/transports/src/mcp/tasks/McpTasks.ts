@@ -1,5 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { isInputRequiredResult, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import {
+  isInputRequiredResult,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  ProtocolErrorCode,
+  type CallToolResult,
+  type InputRequiredResult,
+} from '@modelcontextprotocol/server';
 import type { LongRunningMeta, ProcedureMeta, Runtime } from '@ai-backend/core/internal';
 import { createTaskResult, TASKS_EXTENSION, TaskStore, TERMINAL, type TaskRecord } from './TaskStore.js';
 import { ANONYMOUS_TASK_OWNER } from '../requestStateSeal.js';
@@ -38,7 +45,9 @@ const CANCEL_TOPIC = 'mcp.task.cancel';
 /** inputBeforeTask: how long the first round may take and still answer input-required synchronously. */
 const INPUT_WINDOW_MS = 150;
 
-export function longRunningOf(meta: ProcedureMeta | undefined): Required<Pick<LongRunningMeta, 'taskSupport'>> & LongRunningMeta | undefined {
+export function longRunningOf(
+  meta: ProcedureMeta | undefined,
+): (Required<Pick<LongRunningMeta, 'taskSupport'>> & LongRunningMeta) | undefined {
   const lr = meta?.longRunning;
   if (!lr) return undefined;
   return lr === true ? { taskSupport: 'optional' } : { ...lr, taskSupport: lr.taskSupport ?? 'optional' };
@@ -140,15 +149,24 @@ export class McpTasks {
     inputResponses?: Record<string, unknown>;
     requestState?: unknown;
   }): Promise<Record<string, unknown>> {
-    if (this.closed) throw new ProtocolError(ProtocolErrorCode.InternalError, 'this server instance is shutting down: retry (another instance will take the task)');
+    if (this.closed)
+      throw new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        'this server instance is shutting down: retry (another instance will take the task)',
+      );
     if (this.runningFor(opts.runningKey) >= this.maxRunningPerCaller) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `too many running tasks (at most ${this.maxRunningPerCaller} per caller): wait for one to finish or cancel one`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
+        `too many running tasks (at most ${this.maxRunningPerCaller} per caller): wait for one to finish or cancel one`,
+      );
     }
     // An anonymous task belongs to whoever holds its id: a 256-bit handle, not a UUID.
     const taskId = opts.owner === ANONYMOUS_TASK_OWNER ? `anon-${randomBytes(32).toString('base64url')}` : randomUUID();
     const abort = new AbortController();
     this.local.set(taskId, { abort, caller: opts.runningKey });
-    const first = opts.run(abort.signal, { inputResponses: opts.inputResponses, verifiedState: opts.requestState, taskId }).catch((err: unknown): ToolOutcome => this.crashed(err));
+    const first = opts
+      .run(abort.signal, { inputResponses: opts.inputResponses, verifiedState: opts.requestState, taskId })
+      .catch((err: unknown): ToolOutcome => this.crashed(err));
 
     if (opts.meta.inputBeforeTask) {
       const early = await Promise.race([first, new Promise<undefined>((r) => void setTimeout(r, INPUT_WINDOW_MS))]);
@@ -195,24 +213,60 @@ export class McpTasks {
   }
 
   /** Record what a run came to, unless the task moved on meanwhile (cancelled, or another run). */
-  private async settle(taskId: string, run: number, outcome: ToolOutcome, signal: AbortSignal, args: Record<string, unknown>): Promise<void> {
+  private async settle(
+    taskId: string,
+    run: number,
+    outcome: ToolOutcome,
+    signal: AbortSignal,
+    args: Record<string, unknown>,
+  ): Promise<void> {
     this.local.delete(taskId);
     await this.statusWrites.get(taskId);
     this.statusWrites.delete(taskId);
     if (signal.aborted) return; // cancelled (the canceller set the status) or shutting down (close() did)
     let next: (cur: TaskRecord) => TaskRecord;
     if (outcome.kind === 'failed') {
-      next = (cur) => ({ ...cur, status: 'failed', error: outcome.error, inputRequests: undefined, answered: undefined, requestState: undefined, arguments: undefined });
+      next = (cur) => ({
+        ...cur,
+        status: 'failed',
+        error: outcome.error,
+        inputRequests: undefined,
+        answered: undefined,
+        requestState: undefined,
+        arguments: undefined,
+      });
     } else if (isInputRequiredResult(outcome.result)) {
       const { inputRequests, requestState } = outcome.result as InputRequiredResult & { requestState?: string };
-      next = (cur) => ({ ...cur, status: 'input_required', inputRequests: inputRequests as Record<string, unknown>, answered: {}, requestState, arguments: args });
+      next = (cur) => ({
+        ...cur,
+        status: 'input_required',
+        inputRequests: inputRequests as Record<string, unknown>,
+        answered: {},
+        requestState,
+        arguments: args,
+      });
     } else {
       const result = outcome.result as Record<string, unknown>;
       const size = Buffer.byteLength(JSON.stringify(result));
       next =
         size > this.maxResultBytes
-          ? (cur) => ({ ...cur, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: `the result (${size} bytes) is larger than the ${this.maxResultBytes} bytes a task may keep` } })
-          : (cur) => ({ ...cur, status: 'completed', result, inputRequests: undefined, answered: undefined, requestState: undefined, arguments: undefined });
+          ? (cur) => ({
+              ...cur,
+              status: 'failed',
+              error: {
+                code: ProtocolErrorCode.InternalError,
+                message: `the result (${size} bytes) is larger than the ${this.maxResultBytes} bytes a task may keep`,
+              },
+            })
+          : (cur) => ({
+              ...cur,
+              status: 'completed',
+              result,
+              inputRequests: undefined,
+              answered: undefined,
+              requestState: undefined,
+              arguments: undefined,
+            });
     }
     try {
       await this.store.update(taskId, (cur) => (cur.status === 'working' && cur.run === run ? next(cur) : undefined));
@@ -232,7 +286,9 @@ export class McpTasks {
       if (now - last < 1000) return;
       last = now;
       const statusMessage = message.slice(0, 500);
-      const write = this.store.update(taskId, (cur) => (cur.status === 'working' ? { ...cur, statusMessage } : undefined)).catch(() => undefined);
+      const write = this.store
+        .update(taskId, (cur) => (cur.status === 'working' ? { ...cur, statusMessage } : undefined))
+        .catch(() => undefined);
       // settle() waits for it, so the run's outcome is written after its last status.
       this.statusWrites.set(taskId, write);
     };
@@ -253,7 +309,17 @@ export class McpTasks {
   async cancel(taskId: string, owner: string): Promise<void> {
     await this.get(taskId, owner);
     const { changed } = await this.store.update(taskId, (cur) =>
-      TERMINAL.has(cur.status) ? undefined : { ...cur, status: 'cancelled', statusMessage: 'cancelled by the client', inputRequests: undefined, answered: undefined, requestState: undefined, arguments: undefined },
+      TERMINAL.has(cur.status)
+        ? undefined
+        : {
+            ...cur,
+            status: 'cancelled',
+            statusMessage: 'cancelled by the client',
+            inputRequests: undefined,
+            answered: undefined,
+            requestState: undefined,
+            arguments: undefined,
+          },
     );
     if (!changed) return;
     const here = this.local.get(taskId);
@@ -266,7 +332,13 @@ export class McpTasks {
    * for are ignored; once every pending request is answered, the tool runs again here with all
    * of them (and its sealed requestState), on whichever instance got the last answer.
    */
-  async update(taskId: string, owner: string, responses: Record<string, unknown>, runTool: (rec: TaskRecord) => RunTool, runningKey = owner): Promise<void> {
+  async update(
+    taskId: string,
+    owner: string,
+    responses: Record<string, unknown>,
+    runTool: (rec: TaskRecord) => RunTool,
+    runningKey = owner,
+  ): Promise<void> {
     await this.get(taskId, owner);
     const { rec, changed } = await this.store.update(taskId, (cur) => {
       if (cur.status !== 'input_required' || !cur.inputRequests) return undefined;
@@ -318,7 +390,16 @@ export class McpTasks {
     await Promise.all(
       running.map((taskId) =>
         this.store
-          .update(taskId, (cur) => (cur.status === 'working' ? { ...cur, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: 'the server instance running the task stopped' }, arguments: undefined } : undefined))
+          .update(taskId, (cur) =>
+            cur.status === 'working'
+              ? {
+                  ...cur,
+                  status: 'failed',
+                  error: { code: ProtocolErrorCode.InternalError, message: 'the server instance running the task stopped' },
+                  arguments: undefined,
+                }
+              : undefined,
+          )
           .catch(() => undefined),
       ),
     );

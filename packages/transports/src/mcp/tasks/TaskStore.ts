@@ -66,7 +66,10 @@ export class TaskStore {
    * Apply `change` atomically. `change` returns the next record, or undefined to leave it as
    * it is (the transition does not apply). Returns the record after the call and whether it changed.
    */
-  async update(taskId: string, change: (cur: TaskRecord) => TaskRecord | undefined): Promise<{ rec: TaskRecord | undefined; changed: boolean }> {
+  async update(
+    taskId: string,
+    change: (cur: TaskRecord) => TaskRecord | undefined,
+  ): Promise<{ rec: TaskRecord | undefined; changed: boolean }> {
     const key = this.key(taskId);
     const now = Date.now();
     return this.storage.transact<{ rec: TaskRecord | undefined; changed: boolean }>([key], (read) => {
@@ -75,7 +78,10 @@ export class TaskStore {
       const next = change(cur);
       if (!next) return { writes: [], result: { rec: cur, changed: false } };
       const stamped = { ...next, lastUpdatedAt: new Date(now).toISOString() };
-      return { writes: [{ op: 'set', key, value: stamped, ttlMs: Math.max(1, cur.expiresAt - now) }], result: { rec: stamped, changed: true } };
+      return {
+        writes: [{ op: 'set', key, value: stamped, ttlMs: Math.max(1, cur.expiresAt - now) }],
+        result: { rec: stamped, changed: true },
+      };
     });
   }
 }

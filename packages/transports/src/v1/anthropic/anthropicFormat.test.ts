@@ -19,7 +19,10 @@ describe('Anthropic answer bodies', () => {
       type: 'message',
       role: 'assistant',
       model: 'claude-sonnet-4-5',
-      content: [{ type: 'text', text: 'Hello' }, { type: 'tool_use', id: 't1', name: 'f', input: { a: 1 } }],
+      content: [
+        { type: 'text', text: 'Hello' },
+        { type: 'tool_use', id: 't1', name: 'f', input: { a: 1 } },
+      ],
       stop_reason: 'tool_use',
       stop_sequence: null,
       usage: { input_tokens: 3, output_tokens: 2 },
@@ -42,10 +45,18 @@ describe('MessageStreamWriter: ai.streamText events → Anthropic events', () =>
     const ev = sseEvents(sse);
     expect(ev.map((e) => e.event)).toEqual([
       'message_start',
-      'content_block_start', 'content_block_delta', 'content_block_delta',
-      'content_block_stop', 'content_block_start', 'content_block_delta', 'content_block_stop',
-      'content_block_start', 'content_block_delta',
-      'content_block_stop', 'message_delta', 'message_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
     ]);
     expect(ev[0]!.data.message).toMatchObject({ id: 'msg_r2', model: 'claude', content: [], stop_reason: null });
     expect(ev[1]!.data).toMatchObject({ index: 0, content_block: { type: 'text', text: '' } });
@@ -53,7 +64,10 @@ describe('MessageStreamWriter: ai.streamText events → Anthropic events', () =>
     expect(ev[5]!.data).toMatchObject({ index: 1, content_block: { type: 'tool_use', id: 't1', name: 'f', input: {} } });
     expect(ev[6]!.data.delta).toEqual({ type: 'input_json_delta', partial_json: '{"x":1}' });
     expect(ev[8]!.data.index).toBe(2);
-    expect(ev[11]!.data).toMatchObject({ delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 3, output_tokens: 2 } });
+    expect(ev[11]!.data).toMatchObject({
+      delta: { stop_reason: 'tool_use', stop_sequence: null },
+      usage: { input_tokens: 3, output_tokens: 2 },
+    });
   });
 
   it('a fallback that served names itself as the model', () => {

@@ -51,7 +51,16 @@ export class MessageStreamWriter {
     switch (e.type) {
       case 'start':
         return sse('message_start', {
-          message: { id: `msg_${e.requestId}`, type: 'message', role: 'assistant', model: servedModel(this.requested, e), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } },
+          message: {
+            id: `msg_${e.requestId}`,
+            type: 'message',
+            role: 'assistant',
+            model: servedModel(this.requested, e),
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: 0, output_tokens: 0 },
+          },
         });
       case 'text': {
         let out = '';
@@ -67,15 +76,25 @@ export class MessageStreamWriter {
         let out = this.closeBlock();
         this.index++;
         this.tools++;
-        out += sse('content_block_start', { index: this.index, content_block: { type: 'tool_use', id: e.toolCallId, name: e.toolName, input: {} } });
-        out += sse('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(e.input ?? {}) } });
+        out += sse('content_block_start', {
+          index: this.index,
+          content_block: { type: 'tool_use', id: e.toolCallId, name: e.toolName, input: {} },
+        });
+        out += sse('content_block_delta', {
+          index: this.index,
+          delta: { type: 'input_json_delta', partial_json: JSON.stringify(e.input ?? {}) },
+        });
         return out + sse('content_block_stop', { index: this.index });
       }
       case 'finish': {
         const r = e.result;
         return (
           this.closeBlock() +
-          sse('message_delta', { delta: { stop_reason: stopReason(r.data.finishReason, this.tools), stop_sequence: null }, usage: usageOf(r), ...gatewayField(r) }) +
+          sse('message_delta', {
+            delta: { stop_reason: stopReason(r.data.finishReason, this.tools), stop_sequence: null },
+            usage: usageOf(r),
+            ...gatewayField(r),
+          }) +
           sse('message_stop', {})
         );
       }
@@ -98,12 +117,25 @@ function errorType(status: number): string {
 }
 
 /** An Anthropic-shaped error (`{ type: 'error', error: { type, message } }`) through core's one wire mapping. */
-export function anthropicError(thrown: unknown): { wire: WireError; status: number; body: { type: 'error'; error: { type: string; message: string } }; headers?: Record<string, string> } {
+export function anthropicError(thrown: unknown): {
+  wire: WireError;
+  status: number;
+  body: { type: 'error'; error: { type: string; message: string } };
+  headers?: Record<string, string>;
+} {
   const w = toWireError(thrown);
   let message = w.message;
   if (w.issues) {
     const issues = w.issues as Array<{ path: unknown[]; message: string }>;
-    message = `invalid request: ${issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
+    message = `invalid request: ${issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; ')}`.slice(
+      0,
+      2000,
+    );
   }
-  return { wire: w, status: w.httpStatus, body: { type: 'error', error: { type: errorType(w.httpStatus), message } }, ...(w.headers ? { headers: w.headers } : {}) };
+  return {
+    wire: w,
+    status: w.httpStatus,
+    body: { type: 'error', error: { type: errorType(w.httpStatus), message } },
+    ...(w.headers ? { headers: w.headers } : {}),
+  };
 }

@@ -38,7 +38,10 @@ export function countTokensHandler(getRuntime: () => Promise<Runtime>): Handler 
         const body = await readBody(c, runtime);
         if (!body.ok) return errorResponse(c, anthropicError(body.error), undefined, 'anthropic');
         // count_tokens takes no max_tokens; the translation needs one.
-        const value = typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value) ? { max_tokens: 1, ...body.value } : body.value;
+        const value =
+          typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value)
+            ? { max_tokens: 1, ...body.value }
+            : body.value;
         return { calls: [{ kind: 'procedure', path: 'ai.generateText' }], parsed: value };
       },
       refuse: (c, _scope, error, _status, headers) => errorResponse(c, anthropicError(error), runtime, 'anthropic', headers),

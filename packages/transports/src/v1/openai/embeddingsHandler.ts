@@ -16,10 +16,13 @@ function base64Vector(v: number[]): string {
 function toEmbedInput(body: unknown, headers: Headers): { input: Json; base64: boolean; model: string } {
   const b = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Json) : undefined;
   if (!b) throw bad('the body must be a JSON object', 'body');
-  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300) throw bad('model is required: provider/model or a configured alias', 'model');
-  const okInput = typeof b.input === 'string' || (Array.isArray(b.input) && b.input.length > 0 && b.input.every((x) => typeof x === 'string'));
+  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300)
+    throw bad('model is required: provider/model or a configured alias', 'model');
+  const okInput =
+    typeof b.input === 'string' || (Array.isArray(b.input) && b.input.length > 0 && b.input.every((x) => typeof x === 'string'));
   if (!okInput) throw bad('input must be a string or a non-empty array of strings (token arrays are not supported)', 'input');
-  if (b.encoding_format !== undefined && b.encoding_format !== null && b.encoding_format !== 'float' && b.encoding_format !== 'base64') throw bad("encoding_format must be 'float' or 'base64'", 'encoding_format');
+  if (b.encoding_format !== undefined && b.encoding_format !== null && b.encoding_format !== 'float' && b.encoding_format !== 'base64')
+    throw bad("encoding_format must be 'float' or 'base64'", 'encoding_format');
   const input: Json = { model: b.model, input: b.input };
   if (typeof b.dimensions === 'number') input.dimensions = b.dimensions;
   const key = headers.get(PROVIDER_KEY_HEADER);
@@ -34,7 +37,8 @@ function toEmbedInput(body: unknown, headers: Headers): { input: Json; base64: b
  * `openai` client's default) is answered as OpenAI does.
  */
 export function embeddingsHandler(getRuntime: () => Promise<Runtime>): Handler {
-  const fail = (c: Parameters<Handler>[0], err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, openAiError(err), runtime, 'openai', headers);
+  const fail = (c: Parameters<Handler>[0], err: unknown, runtime?: Runtime, headers?: Record<string, string>) =>
+    errorResponse(c, openAiError(err), runtime, 'openai', headers);
   return async (c) => {
     const runtime = await getRuntime();
     return serveV1(c, runtime, {
@@ -62,6 +66,12 @@ function embeddingsBody(c: Parameters<Handler>[0], r: EmbedOutput, req: { base64
     data: r.data.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: req.base64 ? base64Vector(e) : e })),
     model: req.model,
     usage: { prompt_tokens: tokens, total_tokens: tokens },
-    ai_backend: { provider: r.data.provider, model: r.data.model, request_id: r.data.requestId, ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}), ...(r.usageInfo ? { usage_info: r.usageInfo } : {}) },
+    ai_backend: {
+      provider: r.data.provider,
+      model: r.data.model,
+      request_id: r.data.requestId,
+      ...(r.tokenUsage ? { token_usage: r.tokenUsage } : {}),
+      ...(r.usageInfo ? { usage_info: r.usageInfo } : {}),
+    },
   });
 }

@@ -5,17 +5,27 @@ import { ChunkWriter, completionBody, finishReason, openAiError, openAiParam, se
 
 /** The JSON of each `data:` frame, and whether the stream ended with [DONE]. */
 function parseFrames(sse: string): { events: any[]; done: boolean } {
-  const datas = sse.split('\n\n').filter(Boolean).map((f) => {
-    expect(f.startsWith('data: ')).toBe(true);
-    return f.slice(6);
-  });
+  const datas = sse
+    .split('\n\n')
+    .filter(Boolean)
+    .map((f) => {
+      expect(f.startsWith('data: ')).toBe(true);
+      return f.slice(6);
+    });
   const done = datas.at(-1) === '[DONE]';
   return { events: datas.filter((d) => d !== '[DONE]').map((d) => JSON.parse(d)), done };
 }
 
 describe('OpenAI answer bodies', () => {
   it('finishReason maps the AI SDK reasons', () => {
-    expect(['stop', 'length', 'tool-calls', 'content-filter', 'error', 'other'].map(finishReason)).toEqual(['stop', 'length', 'tool_calls', 'content_filter', 'stop', 'stop']);
+    expect(['stop', 'length', 'tool-calls', 'content-filter', 'error', 'other'].map(finishReason)).toEqual([
+      'stop',
+      'length',
+      'tool_calls',
+      'content_filter',
+      'stop',
+      'stop',
+    ]);
   });
 
   it('servedModel echoes what was asked unless a fallback served', () => {
@@ -38,7 +48,12 @@ describe('OpenAI answer bodies', () => {
 
   it('completionBody: tool calls with JSON arguments, null content and finish_reason tool_calls', () => {
     const b = completionBody(result({ text: '', toolCalls: [{ toolCallId: 'c1', toolName: 'f', input: { a: 1 } }] }), 'm');
-    expect(b.choices[0]!.message).toEqual({ role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] });
+    expect(b.choices[0]!.message).toEqual({
+      role: 'assistant',
+      content: null,
+      refusal: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+    });
     expect(b.choices[0]!.finish_reason).toBe('tool_calls');
   });
 });
@@ -57,7 +72,12 @@ describe('ChunkWriter: ai.streamText events → chat.completion.chunk frames', (
     expect(done).toBe(true);
     expect(events.every((e) => e.id === 'chatcmpl-r9' && e.object === 'chat.completion.chunk' && e.model === 'fast')).toBe(true);
     expect(events[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
-    expect(events.slice(1, 3).map((e) => e.choices[0].delta.content).join('')).toBe('Hello');
+    expect(
+      events
+        .slice(1, 3)
+        .map((e) => e.choices[0].delta.content)
+        .join(''),
+    ).toBe('Hello');
     expect(events[3].choices[0].delta.tool_calls[0]).toMatchObject({ index: 0, id: 'c1' });
     expect(events[4].choices[0].delta.tool_calls[0]).toMatchObject({ index: 1, id: 'c2', function: { arguments: '{"x":1}' } });
     expect(events[5].choices[0].finish_reason).toBe('tool_calls');
@@ -69,7 +89,9 @@ describe('ChunkWriter: ai.streamText events → chat.completion.chunk frames', (
 
   it('without include_usage: no usage field and no usage chunk; a fallback renames the model', () => {
     const w = new ChunkWriter('openai/gpt', false);
-    const sse = w.frames({ type: 'start', requestId: 'r', provider: 'anthropic', model: 'claude', attempts: [{} as never] }) + w.frames({ type: 'finish', result: result({ finishReason: 'length' }) });
+    const sse =
+      w.frames({ type: 'start', requestId: 'r', provider: 'anthropic', model: 'claude', attempts: [{} as never] }) +
+      w.frames({ type: 'finish', result: result({ finishReason: 'length' }) });
     const { events } = parseFrames(sse);
     expect(events).toHaveLength(2);
     expect(events.every((e) => !('usage' in e) && e.model === 'anthropic/claude')).toBe(true);
@@ -82,7 +104,10 @@ describe('openAiError: any error in OpenAI shape', () => {
     const e = openAiError(new CoreError('RATE_LIMITED', 'slow down', { headers: { 'Retry-After': '3' } }));
     expect(e.status).toBe(429);
     expect(e.body).toEqual({ error: { message: 'slow down', type: 'rate_limit_error', param: null, code: 'rate_limited' } });
-    expect(openAiError(new CoreError('PAYMENT_REQUIRED', 'broke')).body.error).toMatchObject({ type: 'insufficient_quota', code: 'payment_required' });
+    expect(openAiError(new CoreError('PAYMENT_REQUIRED', 'broke')).body.error).toMatchObject({
+      type: 'insufficient_quota',
+      code: 'payment_required',
+    });
     expect(openAiError(new CoreError('UPSTREAM_ERROR', 'x')).body.error.type).toBe('api_error');
     expect(e.headers).toEqual({ 'Retry-After': '3' });
     expect(openAiError(new CoreError('UNAUTHORIZED', 'who')).body.error.type).toBe('authentication_error');
@@ -90,8 +115,13 @@ describe('openAiError: any error in OpenAI shape', () => {
   });
 
   it('names the param of a translator refusal and of a core field in OpenAI terms', () => {
-    expect(openAiError(new CoreError('INVALID_PARAMS', 'bad', { details: { param: 'messages[0]' } })).body.error).toMatchObject({ param: 'messages[0]', type: 'invalid_request_error' });
-    expect(openAiError(new CoreError('INVALID_PARAMS', 'bad', { details: { field: 'tools.0.parameters' } })).body.error.param).toBe('tools[0].function.parameters');
+    expect(openAiError(new CoreError('INVALID_PARAMS', 'bad', { details: { param: 'messages[0]' } })).body.error).toMatchObject({
+      param: 'messages[0]',
+      type: 'invalid_request_error',
+    });
+    expect(openAiError(new CoreError('INVALID_PARAMS', 'bad', { details: { field: 'tools.0.parameters' } })).body.error.param).toBe(
+      'tools[0].function.parameters',
+    );
   });
 
   it('hides an unexpected error: no message text, no stack', () => {

@@ -23,7 +23,11 @@ const toolCall = (t: { toolCallId: string; toolName: string; input: unknown }, i
 
 function usageOf(r: GenerateTextOutput) {
   const u = r.data.usage;
-  return { prompt_tokens: u.inputTokens ?? 0, completion_tokens: u.outputTokens ?? 0, total_tokens: u.totalTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? 0 };
+  return {
+    prompt_tokens: u.inputTokens ?? 0,
+    completion_tokens: u.outputTokens ?? 0,
+    total_tokens: u.totalTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? 0,
+  };
 }
 
 /**
@@ -64,7 +68,12 @@ export function completionBody(r: GenerateTextOutput, requested: string) {
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: calls.length && !r.data.text ? null : r.data.text, refusal: null, ...(calls.length ? { tool_calls: calls.map((c) => toolCall(c)) } : {}) },
+        message: {
+          role: 'assistant',
+          content: calls.length && !r.data.text ? null : r.data.text,
+          refusal: null,
+          ...(calls.length ? { tool_calls: calls.map((c) => toolCall(c)) } : {}),
+        },
         logprobs: null,
         finish_reason: calls.length ? 'tool_calls' : finishReason(r.data.finishReason),
       },
@@ -87,7 +96,15 @@ export class ChunkWriter {
   ) {}
 
   private chunk(delta: Record<string, unknown>, finish: string | null, extra: Record<string, unknown> = {}): string {
-    const body = { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(this.includeUsage ? { usage: null } : {}), ...extra };
+    const body = {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...(this.includeUsage ? { usage: null } : {}),
+      ...extra,
+    };
     return `data: ${JSON.stringify(body)}\n\n`;
   }
 
@@ -105,7 +122,8 @@ export class ChunkWriter {
       case 'finish': {
         const r = e.result;
         let out = this.chunk({}, this.tools ? 'tool_calls' : finishReason(r.data.finishReason), gatewayField(r));
-        if (this.includeUsage) out += `data: ${JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: usageOf(r) })}\n\n`;
+        if (this.includeUsage)
+          out += `data: ${JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: usageOf(r) })}\n\n`;
         return out + 'data: [DONE]\n\n';
       }
     }
@@ -143,21 +161,32 @@ const OPENAI_FIELD: Record<string, string> = {
  */
 export function openAiParam(path: readonly unknown[]): string {
   const dotted = path.map(String).join('.');
-  for (const [ours, theirs] of Object.entries(OPENAI_FIELD)) if (dotted === ours || dotted.startsWith(`${ours}.`)) return theirs + dotted.slice(ours.length);
+  for (const [ours, theirs] of Object.entries(OPENAI_FIELD))
+    if (dotted === ours || dotted.startsWith(`${ours}.`)) return theirs + dotted.slice(ours.length);
   const named = path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i ? '.' : ''}${String(k)}`)).join('');
   return named.replace(/^tools(\[\d+\])\.(name|description|parameters)/, 'tools$1.function.$2');
 }
 
 /** An OpenAI-style error body and status for any error, through core's one wire mapping. */
-export function openAiError(thrown: unknown): { wire: WireError; status: number; body: { error: { message: string; type: string; param: string | null; code: string | null } }; headers?: Record<string, string> } {
+export function openAiError(thrown: unknown): {
+  wire: WireError;
+  status: number;
+  body: { error: { message: string; type: string; param: string | null; code: string | null } };
+  headers?: Record<string, string>;
+} {
   const w = toWireError(thrown);
   let message = w.message;
   let param = typeof w.details?.param === 'string' ? w.details.param : null;
   // Core names an input field by its dotted path (`tools.0.parameters`).
-  if (param === null && typeof w.details?.field === 'string') param = openAiParam(w.details.field.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)));
+  if (param === null && typeof w.details?.field === 'string')
+    param = openAiParam(w.details.field.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)));
   if (w.issues) {
     const issues = w.issues as Array<{ path: unknown[]; message: string }>;
-    message = `invalid request: ${issues.map((i) => `${(i.path.length && openAiParam(i.path)) || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
+    message =
+      `invalid request: ${issues.map((i) => `${(i.path.length && openAiParam(i.path)) || '(body)'}: ${i.message}`).join('; ')}`.slice(
+        0,
+        2000,
+      );
     if (issues[0]?.path.length) param = openAiParam(issues[0].path);
   }
   return {

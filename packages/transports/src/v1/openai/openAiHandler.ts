@@ -30,7 +30,10 @@ export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>, strea
 
 type ModelEntry = { id: string; object: 'model'; created: number; owned_by: string };
 
-/** The models the caller may use: `provider/model` ids the server allows, plus the configured aliases and routes (through the entry sequence). */
+/**
+ * The models the caller may use: `provider/model` ids the server allows, plus the configured aliases and routes (through the entry
+ * sequence).
+ */
 function serveModels(c: HonoContext, runtime: Runtime, answer: (data: ModelEntry[]) => Response): Promise<Response> {
   return serveEntry(c, runtime, {
     transport: 'openai',
@@ -43,19 +46,28 @@ function serveModels(c: HonoContext, runtime: Runtime, answer: (data: ModelEntry
       if (!result.ok) return errorResponse(c, result.error, runtime);
       const created = Math.floor(Date.now() / 1000);
       const byProvider = (result.data as { models: Record<string, string[]> }).models;
-      const data = Object.entries(byProvider).flatMap(([provider, models]) => models.map((m): ModelEntry => ({ id: `${provider}/${m}`, object: 'model', created, owned_by: provider })));
-      for (const [alias, target] of Object.entries(runtime.config.ai.aliases)) data.push({ id: alias, object: 'model', created, owned_by: target.includes('/') ? target.split('/')[0]! : 'route' });
+      const data = Object.entries(byProvider).flatMap(([provider, models]) =>
+        models.map((m): ModelEntry => ({ id: `${provider}/${m}`, object: 'model', created, owned_by: provider })),
+      );
+      for (const [alias, target] of Object.entries(runtime.config.ai.aliases))
+        data.push({ id: alias, object: 'model', created, owned_by: target.includes('/') ? target.split('/')[0]! : 'route' });
       for (const name of Object.keys(runtime.config.ai.routes)) data.push({ id: name, object: 'model', created, owned_by: 'route' });
       return answer(data);
     },
   });
 }
 
-const json = (c: HonoContext, body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json' }) });
+const json = (c: HonoContext, body: unknown) =>
+  new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json' }) });
 
 /** Anthropic's clients send `anthropic-version` on every request; they read Anthropic's list shape. */
 const wantsAnthropic = (c: HonoContext) => c.req.header('anthropic-version') !== undefined;
-const anthropicModel = (m: ModelEntry) => ({ type: 'model', id: m.id, display_name: m.id, created_at: new Date(m.created * 1000).toISOString() });
+const anthropicModel = (m: ModelEntry) => ({
+  type: 'model',
+  id: m.id,
+  display_name: m.id,
+  created_at: new Date(m.created * 1000).toISOString(),
+});
 
 /**
  * GET /v1/models: `provider/model` ids the server allows, plus the configured aliases; in
@@ -64,7 +76,13 @@ const anthropicModel = (m: ModelEntry) => ({ type: 'model', id: m.id, display_na
 export function modelsHandler(getRuntime: () => Promise<Runtime>): Handler {
   return async (c) =>
     serveModels(c, await getRuntime(), (data) => {
-      if (wantsAnthropic(c)) return json(c, { data: data.map(anthropicModel), has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+      if (wantsAnthropic(c))
+        return json(c, {
+          data: data.map(anthropicModel),
+          has_more: false,
+          first_id: data[0]?.id ?? null,
+          last_id: data.at(-1)?.id ?? null,
+        });
       return json(c, { object: 'list', data });
     });
 }
@@ -79,11 +97,21 @@ export function modelHandler(getRuntime: () => Promise<Runtime>): Handler {
       const id = decodeURIComponent(c.req.path.slice('/v1/models/'.length));
       const entry = data.find((m) => m.id === id);
       if (entry) return json(c, wantsAnthropic(c) ? anthropicModel(entry) : entry);
-      return errorResponse(c, new CoreError('NOT_FOUND', `the model '${id.slice(0, 300)}' does not exist or is not allowed`, { details: { param: 'model' } }));
+      return errorResponse(
+        c,
+        new CoreError('NOT_FOUND', `the model '${id.slice(0, 300)}' does not exist or is not allowed`, { details: { param: 'model' } }),
+      );
     });
 }
 
 /** Any other path under /v1: OpenAI's error shape, so OpenAI clients report it as such. */
 export function openAiNotFound(): Handler {
-  return (c) => errorResponse(c, new CoreError('NOT_FOUND', `no route ${c.req.method} ${c.req.path.slice(0, 200)} on the OpenAI-compatible endpoint (POST /v1/chat/completions, /v1/responses, /v1/messages, GET /v1/models)`));
+  return (c) =>
+    errorResponse(
+      c,
+      new CoreError(
+        'NOT_FOUND',
+        `no route ${c.req.method} ${c.req.path.slice(0, 200)} on the OpenAI-compatible endpoint (POST /v1/chat/completions, /v1/responses, /v1/messages, GET /v1/models)`,
+      ),
+    );
 }

@@ -13,14 +13,31 @@ describe('responseBody', () => {
       instructions: null,
       incomplete_details: null,
       model: 'openai/gpt-4.1-mini',
-      output: [{ type: 'message', id: 'msg_r1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello', annotations: [] }] }],
-      usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+      output: [
+        {
+          type: 'message',
+          id: 'msg_r1',
+          status: 'completed',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: 'Hello', annotations: [] }],
+        },
+      ],
+      usage: {
+        input_tokens: 3,
+        output_tokens: 2,
+        total_tokens: 5,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens_details: { reasoning_tokens: 0 },
+      },
       ai_backend: { request_id: 'r1' },
     });
   });
 
   it('tool calls become function_call items (no empty message), and length makes it incomplete', () => {
-    const b = responseBody(generateResult({ text: '', finishReason: 'length', toolCalls: [{ toolCallId: 'c1', toolName: 'f', input: { a: 1 } }] }), 'm');
+    const b = responseBody(
+      generateResult({ text: '', finishReason: 'length', toolCalls: [{ toolCallId: 'c1', toolName: 'f', input: { a: 1 } }] }),
+      'm',
+    );
     expect(b.output).toEqual([{ type: 'function_call', id: 'fc_c1', call_id: 'c1', name: 'f', arguments: '{"a":1}', status: 'completed' }]);
     expect(b.status).toBe('incomplete');
     expect(b.incomplete_details).toEqual({ reason: 'max_output_tokens' });
@@ -35,13 +52,25 @@ describe('ResponseStreamWriter: ai.streamText events → Responses streaming eve
       w.frames({ type: 'text', delta: 'He' }) +
       w.frames({ type: 'text', delta: 'llo' }) +
       w.frames({ type: 'tool-call', toolCallId: 'c1', toolName: 'f', input: { x: 1 } }) +
-      w.frames({ type: 'finish', result: generateResult({ requestId: 'r3', toolCalls: [{ toolCallId: 'c1', toolName: 'f', input: { x: 1 } }] }) });
+      w.frames({
+        type: 'finish',
+        result: generateResult({ requestId: 'r3', toolCalls: [{ toolCallId: 'c1', toolName: 'f', input: { x: 1 } }] }),
+      });
     const ev = sseEvents(sse);
     expect(ev.map((e) => e.event)).toEqual([
-      'response.created', 'response.in_progress',
-      'response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.output_text.delta',
-      'response.output_text.done', 'response.content_part.done', 'response.output_item.done',
-      'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done',
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
       'response.completed',
     ]);
     expect(ev.map((e) => e.data.sequence_number)).toEqual(ev.map((_, i) => i));
@@ -59,9 +88,14 @@ describe('ResponseStreamWriter: ai.streamText events → Responses streaming eve
     const w = new ResponseStreamWriter('m');
     const head = sseEvents(w.frames({ type: 'start', requestId: 'r', provider: 'openai', model: 'gpt' }));
     const err = sseEvents(w.errorFrame({ message: 'upstream failed', code: 'upstream_error', param: null }));
-    expect(err[0]).toEqual({ event: 'error', data: { type: 'error', sequence_number: head.length, code: 'upstream_error', message: 'upstream failed', param: null } });
+    expect(err[0]).toEqual({
+      event: 'error',
+      data: { type: 'error', sequence_number: head.length, code: 'upstream_error', message: 'upstream failed', param: null },
+    });
     const w2 = new ResponseStreamWriter('m');
     w2.frames({ type: 'start', requestId: 'r', provider: 'openai', model: 'gpt' });
-    expect(sseEvents(w2.frames({ type: 'finish', result: generateResult({ finishReason: 'length' }) })).at(-1)!.event).toBe('response.incomplete');
+    expect(sseEvents(w2.frames({ type: 'finish', result: generateResult({ finishReason: 'length' }) })).at(-1)!.event).toBe(
+      'response.incomplete',
+    );
   });
 });

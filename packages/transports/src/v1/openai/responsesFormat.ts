@@ -4,12 +4,31 @@ import { gatewayField, servedModel } from './openAiFormat.js';
 const usageOf = (r: GenerateTextOutput) => {
   const input = r.data.usage.inputTokens ?? 0;
   const output = r.data.usage.outputTokens ?? 0;
-  return { input_tokens: input, input_tokens_details: { cached_tokens: 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: r.data.usage.totalTokens ?? input + output };
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: r.data.usage.totalTokens ?? input + output,
+  };
 };
 
 type Item = Record<string, unknown>;
-const messageItem = (id: string, text: string, status: string): Item => ({ type: 'message', id, status, role: 'assistant', content: status === 'in_progress' ? [] : [{ type: 'output_text', text, annotations: [] }] });
-const callItem = (t: { toolCallId: string; toolName: string; input: unknown }, status: string, args: string): Item => ({ type: 'function_call', id: `fc_${t.toolCallId}`, call_id: t.toolCallId, name: t.toolName, arguments: args, status });
+const messageItem = (id: string, text: string, status: string): Item => ({
+  type: 'message',
+  id,
+  status,
+  role: 'assistant',
+  content: status === 'in_progress' ? [] : [{ type: 'output_text', text, annotations: [] }],
+});
+const callItem = (t: { toolCallId: string; toolName: string; input: unknown }, status: string, args: string): Item => ({
+  type: 'function_call',
+  id: `fc_${t.toolCallId}`,
+  call_id: t.toolCallId,
+  name: t.toolName,
+  arguments: args,
+  status,
+});
 
 /** The Response object; `output` and `usage` once done. `instructions` is never echoed (it may name a server prompt). */
 function responseObject(id: string, created: number, model: string, status: string, output: Item[], r?: GenerateTextOutput) {
@@ -86,11 +105,28 @@ export class ResponseStreamWriter {
         if (!this.text) {
           this.text = { index: this.output.length, id: `msg_${this.id.slice(5)}_${this.output.length}`, text: '' };
           this.output.push(messageItem(this.text.id, '', 'in_progress'));
-          out += this.ev('response.output_item.added', { output_index: this.text.index, item: messageItem(this.text.id, '', 'in_progress') });
-          out += this.ev('response.content_part.added', { item_id: this.text.id, output_index: this.text.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+          out += this.ev('response.output_item.added', {
+            output_index: this.text.index,
+            item: messageItem(this.text.id, '', 'in_progress'),
+          });
+          out += this.ev('response.content_part.added', {
+            item_id: this.text.id,
+            output_index: this.text.index,
+            content_index: 0,
+            part: { type: 'output_text', text: '', annotations: [] },
+          });
         }
         this.text.text += e.delta;
-        return out + this.ev('response.output_text.delta', { item_id: this.text.id, output_index: this.text.index, content_index: 0, delta: e.delta, logprobs: [] });
+        return (
+          out +
+          this.ev('response.output_text.delta', {
+            item_id: this.text.id,
+            output_index: this.text.index,
+            content_index: 0,
+            delta: e.delta,
+            logprobs: [],
+          })
+        );
       }
       case 'tool-call': {
         let out = this.closeText();
@@ -110,7 +146,6 @@ export class ResponseStreamWriter {
       }
     }
   }
-
 
   /** The Responses API's `error` event, numbered in this stream's sequence. */
   errorFrame(error: { message: string; code: string | null; param: string | null }): string {

@@ -19,6 +19,7 @@ export function responsesHandler(getRuntime: () => Promise<Runtime>, streams: St
     body: (r, req) => responseBody(r, req.model),
     writer: (req) => new ResponseStreamWriter(req.model),
     // After the headers: the Responses API's `error` event ends the stream.
-    streamError: (e, writer) => writer.errorFrame((e.body as { error: { message: string; code: string | null; param: string | null } }).error),
+    streamError: (e, writer) =>
+      writer.errorFrame((e.body as { error: { message: string; code: string | null; param: string | null } }).error),
   });
 }

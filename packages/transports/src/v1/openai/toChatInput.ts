@@ -21,7 +21,8 @@ export function cacheDirective(headers: Headers): 'on' | 'off' | 'refresh' | und
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
-const bad = (message: string, param?: string) => new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
+const bad = (message: string, param?: string) =>
+  new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
 
 /** What the endpoint hands to ai.generateText / ai.streamText, plus how to answer. */
 export interface ChatRequest {
@@ -34,7 +35,8 @@ export interface ChatRequest {
 
 function textOf(content: unknown, param: string): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (obj(p)?.type === 'text' && typeof obj(p)!.text === 'string' ? (obj(p)!.text as string) : '')).join('');
+  if (Array.isArray(content))
+    return content.map((p) => (obj(p)?.type === 'text' && typeof obj(p)!.text === 'string' ? (obj(p)!.text as string) : '')).join('');
   if (content === null || content === undefined) return '';
   throw bad(`${param} must be a string or an array of text parts`, param);
 }
@@ -47,7 +49,8 @@ function userParts(content: unknown, param: string): ChatMessage & { role: 'user
     content: content.map((raw, i) => {
       const p = obj(raw) ?? {};
       if (p.type === 'text' && typeof p.text === 'string') return { type: 'text' as const, text: p.text };
-      if (p.type === 'image_url' && typeof obj(p.image_url)?.url === 'string') return { type: 'image' as const, image: obj(p.image_url)!.url as string };
+      if (p.type === 'image_url' && typeof obj(p.image_url)?.url === 'string')
+        return { type: 'image' as const, image: obj(p.image_url)!.url as string };
       const file = obj(p.file);
       if (p.type === 'file' && typeof file?.file_data === 'string') {
         const data = file.file_data;
@@ -66,16 +69,25 @@ function userParts(content: unknown, param: string): ChatMessage & { role: 'user
 export function toChatInput(body: unknown, headers: Headers, config: ResolvedConfig): ChatRequest {
   const b = obj(body);
   if (!b) throw bad('the body must be a JSON object');
-  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300) throw bad('model is required: provider/model or a configured alias', 'model');
+  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300)
+    throw bad('model is required: provider/model or a configured alias', 'model');
   if (!Array.isArray(b.messages) || b.messages.length === 0) throw bad('messages must be a non-empty array', 'messages');
   if (b.n !== undefined && b.n !== null && b.n !== 1) throw bad('only n = 1 is supported', 'n');
   // Fields that change the answer's shape are checked, not guessed: a `stream: "true"` must not
   // quietly get a JSON answer, nor an unknown response_format a free-text one.
   if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') throw bad('stream must be a boolean', 'stream');
-  if (b.stream_options !== undefined && b.stream_options !== null && !obj(b.stream_options)) throw bad('stream_options must be an object', 'stream_options');
+  if (b.stream_options !== undefined && b.stream_options !== null && !obj(b.stream_options))
+    throw bad('stream_options must be an object', 'stream_options');
   if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw bad('tools must be an array of function tools', 'tools');
   const tcIn = b.tool_choice;
-  if (tcIn !== undefined && tcIn !== null && tcIn !== 'auto' && tcIn !== 'none' && tcIn !== 'required' && !(obj(tcIn)?.type === 'function' && typeof obj(obj(tcIn)!.function)?.name === 'string')) {
+  if (
+    tcIn !== undefined &&
+    tcIn !== null &&
+    tcIn !== 'auto' &&
+    tcIn !== 'none' &&
+    tcIn !== 'required' &&
+    !(obj(tcIn)?.type === 'function' && typeof obj(obj(tcIn)!.function)?.name === 'string')
+  ) {
     throw bad("tool_choice must be 'auto', 'none', 'required' or { type: 'function', function: { name } }", 'tool_choice');
   }
   const rfIn = b.response_format;
@@ -122,7 +134,10 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
         if (typeof m.tool_call_id !== 'string') throw bad(`${param}.tool_call_id is required`, param);
         const toolName = toolNames.get(m.tool_call_id);
         if (!toolName) throw bad(`${param}.tool_call_id does not match an earlier assistant tool call`, param);
-        return { role: 'tool', content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName, output: textOf(m.content, `${param}.content`) }] };
+        return {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName, output: textOf(m.content, `${param}.content`) }],
+        };
       }
       default:
         throw bad(`${param}.role must be system, developer, user, assistant or tool`, param);
@@ -141,7 +156,11 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
     input.tools = b.tools.map((t, i) => {
       const f = obj(obj(t)?.function);
       if (obj(t)?.type !== 'function' || !f) throw bad(`tools[${i}] must be a function tool`, `tools[${i}]`);
-      return { name: f.name, ...(typeof f.description === 'string' ? { description: f.description } : {}), parameters: obj(f.parameters) ?? { type: 'object', properties: {} } };
+      return {
+        name: f.name,
+        ...(typeof f.description === 'string' ? { description: f.description } : {}),
+        parameters: obj(f.parameters) ?? { type: 'object', properties: {} },
+      };
     });
   }
   const tc = b.tool_choice;
@@ -151,14 +170,20 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   const rf = obj(b.response_format);
   if (rf?.type === 'json_schema') {
     const js = obj(rf.json_schema) ?? {};
-    input.output = { type: 'json', schema: obj(js.schema) ?? {}, ...(typeof js.name === 'string' ? { name: js.name } : {}), ...(typeof js.description === 'string' ? { description: js.description } : {}) };
+    input.output = {
+      type: 'json',
+      schema: obj(js.schema) ?? {},
+      ...(typeof js.name === 'string' ? { name: js.name } : {}),
+      ...(typeof js.description === 'string' ? { description: js.description } : {}),
+    };
   } else if (rf?.type === 'json_object') {
     input.output = { type: 'json', schema: { type: 'object' } };
   }
   // Fallbacks as OpenRouter's API takes them: `models`, tried in order after `model` fails
   // (429, 5xx, timeout, connection error). The procedure validates each entry.
   if (b.models !== undefined) {
-    if (!Array.isArray(b.models) || !b.models.every((m) => typeof m === 'string')) throw bad('models must be an array of provider/model strings or aliases', 'models');
+    if (!Array.isArray(b.models) || !b.models.every((m) => typeof m === 'string'))
+      throw bad('models must be an array of provider/model strings or aliases', 'models');
     input.fallbacks = (b.models as string[]).filter((m) => m !== b.model);
   }
   const key = headers.get(PROVIDER_KEY_HEADER);

@@ -3,7 +3,8 @@ import { CoreError, resolveConfig } from '@ai-backend/core';
 import { toResponsesInput } from './toResponsesInput.js';
 
 const config = resolveConfig({ monitoring: { logging: { level: 'silent' } } });
-const resp = (body: Record<string, unknown>, headers = new Headers()) => toResponsesInput({ model: 'openai/gpt-4.1-mini', input: 'hi', ...body }, headers, config);
+const resp = (body: Record<string, unknown>, headers = new Headers()) =>
+  toResponsesInput({ model: 'openai/gpt-4.1-mini', input: 'hi', ...body }, headers, config);
 
 function refusal(body: unknown): unknown {
   try {
@@ -18,14 +19,38 @@ function refusal(body: unknown): unknown {
 
 describe('toResponsesInput: an OpenAI Responses request → ai.generateText input', () => {
   it('a string input is one user message; instructions and system items join into the system prompt', () => {
-    const r = resp({ instructions: 'be brief', input: [{ role: 'developer', content: 'no jokes' }, { role: 'user', content: 'hi' }], max_output_tokens: 7, temperature: 0 });
-    expect(r.input).toEqual({ provider: 'openai', messages: [{ role: 'user', content: 'hi' }], systemPrompt: 'be brief\n\nno jokes', options: { model: 'gpt-4.1-mini', maxTokens: 7, temperature: 0 } });
+    const r = resp({
+      instructions: 'be brief',
+      input: [
+        { role: 'developer', content: 'no jokes' },
+        { role: 'user', content: 'hi' },
+      ],
+      max_output_tokens: 7,
+      temperature: 0,
+    });
+    expect(r.input).toEqual({
+      provider: 'openai',
+      messages: [{ role: 'user', content: 'hi' }],
+      systemPrompt: 'be brief\n\nno jokes',
+      options: { model: 'gpt-4.1-mini', maxTokens: 7, temperature: 0 },
+    });
     expect(r.instructions).toBe('be brief');
     expect(resp({}).input.messages).toEqual([{ role: 'user', content: 'hi' }]);
   });
 
   it('input_text, input_image and input_file parts', () => {
-    const r = resp({ input: [{ role: 'user', content: [{ type: 'input_text', text: 'see' }, { type: 'input_image', image_url: 'https://x/i.png' }, { type: 'input_file', file_data: 'data:application/pdf;base64,JV', filename: 'a.pdf' }] }] });
+    const r = resp({
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'see' },
+            { type: 'input_image', image_url: 'https://x/i.png' },
+            { type: 'input_file', file_data: 'data:application/pdf;base64,JV', filename: 'a.pdf' },
+          ],
+        },
+      ],
+    });
     expect((r.input.messages as any)[0].content).toEqual([
       { type: 'text', text: 'see' },
       { type: 'image', image: 'https://x/i.png' },
@@ -44,8 +69,14 @@ describe('toResponsesInput: an OpenAI Responses request → ai.generateText inpu
       tool_choice: { type: 'function', name: 'get_weather' },
     });
     const m = r.input.messages as any[];
-    expect(m[1]).toEqual({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: { city: 'Oslo' } }] });
-    expect(m[2]).toEqual({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'get_weather', output: '{"t":3}' }] });
+    expect(m[1]).toEqual({
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: { city: 'Oslo' } }],
+    });
+    expect(m[2]).toEqual({
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'get_weather', output: '{"t":3}' }],
+    });
     expect(r.input.tools).toEqual([{ name: 'get_weather', parameters: { type: 'object' } }]);
     expect(r.input.toolChoice).toEqual({ type: 'tool', toolName: 'get_weather' });
   });
@@ -59,18 +90,29 @@ describe('toResponsesInput: an OpenAI Responses request → ai.generateText inpu
   });
 
   it('BYOK header and user', () => {
-    expect(resp({ user: 'u' }, new Headers({ 'x-provider-api-key': 'k' })).input).toMatchObject({ apiKey: 'k', metadata: { name: 'u', type: 'openai-responses' } });
+    expect(resp({ user: 'u' }, new Headers({ 'x-provider-api-key': 'k' })).input).toMatchObject({
+      apiKey: 'k',
+      metadata: { name: 'u', type: 'openai-responses' },
+    });
   });
 
   it.each([
-    ['previous_response_id (the server stores no responses)', { model: 'openai', input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id'],
+    [
+      'previous_response_id (the server stores no responses)',
+      { model: 'openai', input: 'x', previous_response_id: 'resp_1' },
+      'previous_response_id',
+    ],
     ['conversation', { model: 'openai', input: 'x', conversation: 'c' }, 'conversation'],
     ['an empty input', { model: 'openai', input: [] }, 'input'],
     ['no input', { model: 'openai' }, 'input'],
     ['non-string instructions', { model: 'openai', input: 'x', instructions: 1 }, 'instructions'],
     ['an unknown item type', { model: 'openai', input: [{ type: 'reasoning' }] }, 'input[0].type'],
     ['an unknown role', { model: 'openai', input: [{ role: 'tool', content: 'x' }] }, 'input[0].role'],
-    ['arguments that are not JSON', { model: 'openai', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{' }] }, 'input[0].arguments'],
+    [
+      'arguments that are not JSON',
+      { model: 'openai', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{' }] },
+      'input[0].arguments',
+    ],
     ['a non-function tool', { model: 'openai', input: 'x', tools: [{ type: 'web_search_preview' }] }, 'tools[0]'],
     ['an unknown text.format', { model: 'openai', input: 'x', text: { format: { type: 'xml' } } }, 'text.format'],
     ['a missing model', { input: 'x' }, 'model'],

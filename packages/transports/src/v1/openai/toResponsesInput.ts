@@ -3,7 +3,8 @@ import { cacheDirective, PROVIDER_KEY_HEADER } from './toChatInput.js';
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
-const bad = (message: string, param?: string) => new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
+const bad = (message: string, param?: string) =>
+  new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
 
 /** What /v1/responses hands to ai.generateText / ai.streamText, plus how to answer. */
 export interface ResponsesRequest {
@@ -48,12 +49,19 @@ function userContent(content: unknown, param: string): ChatMessage & { role: 'us
 export function toResponsesInput(body: unknown, headers: Headers, config: ResolvedConfig): ResponsesRequest {
   const b = obj(body);
   if (!b) throw bad('the body must be a JSON object');
-  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300) throw bad('model is required: provider/model or a configured alias', 'model');
-  if (b.previous_response_id !== undefined && b.previous_response_id !== null) throw bad('previous_response_id is not supported: this server stores no responses; send the whole conversation in input', 'previous_response_id');
-  if (b.conversation !== undefined && b.conversation !== null) throw bad('conversation is not supported: send the whole conversation in input', 'conversation');
+  if (typeof b.model !== 'string' || b.model.length === 0 || b.model.length > 300)
+    throw bad('model is required: provider/model or a configured alias', 'model');
+  if (b.previous_response_id !== undefined && b.previous_response_id !== null)
+    throw bad(
+      'previous_response_id is not supported: this server stores no responses; send the whole conversation in input',
+      'previous_response_id',
+    );
+  if (b.conversation !== undefined && b.conversation !== null)
+    throw bad('conversation is not supported: send the whole conversation in input', 'conversation');
   if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') throw bad('stream must be a boolean', 'stream');
   if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw bad('tools must be an array of function tools', 'tools');
-  if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string') throw bad('instructions must be a string', 'instructions');
+  if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string')
+    throw bad('instructions must be a string', 'instructions');
 
   const items: unknown[] = typeof b.input === 'string' ? [{ role: 'user', content: b.input }] : Array.isArray(b.input) ? b.input : [];
   if (items.length === 0) throw bad('input must be a non-empty string or array', 'input');
@@ -77,10 +85,24 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
     }
     if (it.type === 'function_call_output') {
       const id = String(it.call_id ?? '');
-      messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: toolNames.get(id) ?? 'unknown', output: typeof it.output === 'string' ? it.output : JSON.stringify(it.output ?? '') }] });
+      messages.push({
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: id,
+            toolName: toolNames.get(id) ?? 'unknown',
+            output: typeof it.output === 'string' ? it.output : JSON.stringify(it.output ?? ''),
+          },
+        ],
+      });
       return;
     }
-    if (it.type !== undefined && it.type !== 'message') throw bad(`${param}.type ${String(it.type).slice(0, 50)} is not supported (message, function_call, function_call_output)`, `${param}.type`);
+    if (it.type !== undefined && it.type !== 'message')
+      throw bad(
+        `${param}.type ${String(it.type).slice(0, 50)} is not supported (message, function_call, function_call_output)`,
+        `${param}.type`,
+      );
     switch (it.role) {
       case 'system':
       case 'developer':
@@ -108,8 +130,13 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   if (Array.isArray(b.tools) && b.tools.length > 0) {
     input.tools = b.tools.map((t, i) => {
       const tool = obj(t);
-      if (tool?.type !== 'function' || typeof tool.name !== 'string') throw bad(`tools[${i}] must be a function tool ({ type: 'function', name, parameters })`, `tools[${i}]`);
-      return { name: tool.name, ...(typeof tool.description === 'string' ? { description: tool.description } : {}), parameters: obj(tool.parameters) ?? { type: 'object', properties: {} } };
+      if (tool?.type !== 'function' || typeof tool.name !== 'string')
+        throw bad(`tools[${i}] must be a function tool ({ type: 'function', name, parameters })`, `tools[${i}]`);
+      return {
+        name: tool.name,
+        ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+        parameters: obj(tool.parameters) ?? { type: 'object', properties: {} },
+      };
     });
   }
   const tc = b.tool_choice;
@@ -117,9 +144,15 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   else if (obj(tc)?.type === 'function' && typeof obj(tc)!.name === 'string') input.toolChoice = { type: 'tool', toolName: obj(tc)!.name };
 
   const format = obj(obj(b.text)?.format);
-  if (format !== undefined && !['text', 'json_schema', 'json_object'].includes(format.type as string)) throw bad("text.format.type must be 'text', 'json_schema' or 'json_object'", 'text.format');
+  if (format !== undefined && !['text', 'json_schema', 'json_object'].includes(format.type as string))
+    throw bad("text.format.type must be 'text', 'json_schema' or 'json_object'", 'text.format');
   if (format?.type === 'json_schema') {
-    input.output = { type: 'json', schema: obj(format.schema) ?? {}, ...(typeof format.name === 'string' ? { name: format.name } : {}), ...(typeof format.description === 'string' ? { description: format.description } : {}) };
+    input.output = {
+      type: 'json',
+      schema: obj(format.schema) ?? {},
+      ...(typeof format.name === 'string' ? { name: format.name } : {}),
+      ...(typeof format.description === 'string' ? { description: format.description } : {}),
+    };
   } else if (format?.type === 'json_object') {
     input.output = { type: 'json', schema: { type: 'object' } };
   }
@@ -128,5 +161,11 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   const cache = cacheDirective(headers);
   if (cache) input.cache = cache;
   if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-responses' };
-  return { input, model: b.model, stream: b.stream === true, instructions: typeof b.instructions === 'string' ? b.instructions : null, json: input.output !== undefined };
+  return {
+    input,
+    model: b.model,
+    stream: b.stream === true,
+    instructions: typeof b.instructions === 'string' ? b.instructions : null,
+    json: input.output !== undefined,
+  };
 }

@@ -1,5 +1,20 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { authConfigured, CoreError, invoke, isAsyncIterable, logWireError, toWireError, type Challenge, type GenerateTextOutput, type RequestScope, type ResolvedConfig, type Runtime, type StreamEvent, type TransportName, type WireError } from '@ai-backend/core/internal';
+import {
+  authConfigured,
+  CoreError,
+  invoke,
+  isAsyncIterable,
+  logWireError,
+  toWireError,
+  type Challenge,
+  type GenerateTextOutput,
+  type RequestScope,
+  type ResolvedConfig,
+  type Runtime,
+  type StreamEvent,
+  type TransportName,
+  type WireError,
+} from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../../edge/cors.js';
 import { readJsonBody } from '../../edge/readJsonBody.js';
 import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from '../../edge/StreamAdmission.js';
@@ -37,12 +52,22 @@ export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: Str
   streamError(e: FormattedError, writer: W): string;
 }
 
-export function errorResponse(c: HonoContext, e: FormattedError, runtime: Runtime | undefined, transport: string, extraHeaders: Record<string, string> = {}): Response {
+export function errorResponse(
+  c: HonoContext,
+  e: FormattedError,
+  runtime: Runtime | undefined,
+  transport: string,
+  extraHeaders: Record<string, string> = {},
+): Response {
   if (runtime) logWireError(runtime.logger, e.wire, { transport, path: c.req.path });
-  return new Response(JSON.stringify(e.body), { status: e.status, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...(e.headers ?? {}), ...extraHeaders }) });
+  return new Response(JSON.stringify(e.body), {
+    status: e.status,
+    headers: withCorsHeaders(c, { 'content-type': 'application/json', ...(e.headers ?? {}), ...extraHeaders }),
+  });
 }
 
-export const jsonResponse = (c: HonoContext, body: unknown, headers: Record<string, string> = {}) => new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...headers }) });
+export const jsonResponse = (c: HonoContext, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...headers }) });
 /** `x-ai-backend-cache: hit|miss` when the response cache was consulted (ai.cache). */
 const cacheHeader = (cache: 'hit' | 'miss' | undefined): Record<string, string> => (cache ? { 'x-ai-backend-cache': cache } : {});
 
@@ -50,7 +75,9 @@ const cacheHeader = (cache: 'hit' | 'miss' | undefined): Record<string, string> 
 export async function readBody(c: HonoContext, runtime: Runtime): Promise<{ ok: true; value: unknown } | { ok: false; error: CoreError }> {
   const { bodyLimit, maxJsonDepth } = runtime.config.limits;
   const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
-  return body.ok ? { ok: true, value: body.value } : { ok: false, error: new CoreError(body.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', body.message) };
+  return body.ok
+    ? { ok: true, value: body.value }
+    : { ok: false, error: new CoreError(body.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', body.message) };
 }
 
 /**
@@ -107,8 +134,13 @@ export function serveV1<R>(c: HonoContext, runtime: Runtime, route: V1Route<R>):
  * server's stream admission before the call starts (a refused stream costs no upstream call) and
  * keeps it until the response ends.
  */
-export function wireFormatHandler<R extends WireRequest, W extends { frames(e: StreamEvent): string }>(getRuntime: () => Promise<Runtime>, streams: StreamAdmission, spec: WireFormatSpec<R, W>): Handler {
-  const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => errorResponse(c, spec.error(err), runtime, spec.transport, headers);
+export function wireFormatHandler<R extends WireRequest, W extends { frames(e: StreamEvent): string }>(
+  getRuntime: () => Promise<Runtime>,
+  streams: StreamAdmission,
+  spec: WireFormatSpec<R, W>,
+): Handler {
+  const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) =>
+    errorResponse(c, spec.error(err), runtime, spec.transport, headers);
   return async (c) => {
     const runtime = await getRuntime();
     return serveV1(c, runtime, {
@@ -132,13 +164,22 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     });
   };
 
-  async function answer(c: HonoContext, runtime: Runtime, { scope, req, path }: { scope: RequestScope; req: R; path: string }): Promise<Response> {
+  async function answer(
+    c: HonoContext,
+    runtime: Runtime,
+    { scope, req, path }: { scope: RequestScope; req: R; path: string },
+  ): Promise<Response> {
     const result = await invoke(runtime.router, path, req.input, scope.context(), { stream: true });
     if (!result.ok) {
       const anon = anonymousChallenge(scope, runtime, result.error);
       return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
     }
-    if (!req.stream) return jsonResponse(c, spec.body(result.data as GenerateTextOutput, req), cacheHeader((result.data as GenerateTextOutput).data.cache));
+    if (!req.stream)
+      return jsonResponse(
+        c,
+        spec.body(result.data as GenerateTextOutput, req),
+        cacheHeader((result.data as GenerateTextOutput).data.cache),
+      );
     if (!isAsyncIterable(result.data)) throw new Error('ai.streamText returned no stream');
 
     const events = (result.data as AsyncIterable<StreamEvent>)[Symbol.asyncIterator]();
@@ -179,7 +220,12 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     });
     return new Response(stream, {
       status: 200,
-      headers: withCorsHeaders(c, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...cacheHeader(!first.done && first.value.type === 'start' ? first.value.cache : undefined) }),
+      headers: withCorsHeaders(c, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        ...cacheHeader(!first.done && first.value.type === 'start' ? first.value.cache : undefined),
+      }),
     });
   }
 }

@@ -54,14 +54,23 @@ export async function createAiHarness(
   };
   const config = resolveConfig(mergeConfig(base, over));
   const logs: string[] = [];
-  const runtime = await createRuntime(config, { storage: shared.storage ?? new MemoryStorage(), ...(shared.sharedStorage ? { shared: shared.sharedStorage } : {}), logger: createLogger('debug', (l) => logs.push(l)) });
+  const runtime = await createRuntime(config, {
+    storage: shared.storage ?? new MemoryStorage(),
+    ...(shared.sharedStorage ? { shared: shared.sharedStorage } : {}),
+    logger: createLogger('debug', (l) => logs.push(l)),
+  });
   let credits = 0;
   return {
     runtime,
     upstream,
     logs,
     caller(identity, signal = new AbortController().signal) {
-      const ctx: Context = { runtime, identity, credentialError: null, req: { transport: 'internal', ip: '127.0.0.1', signal, headers: new Headers() } };
+      const ctx: Context = {
+        runtime,
+        identity,
+        credentialError: null,
+        req: { transport: 'internal', ip: '127.0.0.1', signal, headers: new Headers() },
+      };
       return factory(ctx);
     },
     async credit(userId, tokens) {
@@ -82,7 +91,13 @@ export async function createAiHarness(
 export function visibleError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const e = err as Error & { details?: unknown; headers?: unknown; cause?: unknown; code?: unknown };
-  return JSON.stringify({ message: e.message, code: e.code, details: e.details, headers: e.headers, cause: e.cause instanceof Error ? e.cause.message : e.cause });
+  return JSON.stringify({
+    message: e.message,
+    code: e.code,
+    details: e.details,
+    headers: e.headers,
+    cause: e.cause instanceof Error ? e.cause.message : e.cause,
+  });
 }
 
 export type CallError = Error & { code?: string; appCode?: string; details?: Record<string, unknown>; headers?: Record<string, string> };
@@ -94,7 +109,9 @@ export type CallError = Error & { code?: string; appCode?: string; details?: Rec
 export function callError(err: unknown): CallError {
   const core = coreErrorOf(err);
   if (!core) return err as CallError;
-  const view = Object.assign(Object.create(Object.getPrototypeOf(core) as object) as CallError, core, { code: (err as { code?: string }).code });
+  const view = Object.assign(Object.create(Object.getPrototypeOf(core) as object) as CallError, core, {
+    code: (err as { code?: string }).code,
+  });
   Object.defineProperty(view, 'message', { value: core.message });
   Object.defineProperty(view, 'stack', { value: core.stack });
   if (core.cause !== undefined) Object.defineProperty(view, 'cause', { value: core.cause });

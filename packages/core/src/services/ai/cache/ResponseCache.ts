@@ -5,7 +5,10 @@ import type { Logger } from '../../../kernel/Logger.js';
 import type { Storage } from '../../../kernel/Storage.js';
 import type { Metrics } from '../../../observability/Metrics.js';
 
-/** What a request says of the cache: use it (`on`), leave it (`off`: neither read nor stored), or skip the lookup and store the fresh answer (`refresh`). */
+/**
+ * What a request says of the cache: use it (`on`), leave it (`off`: neither read nor stored), or skip the lookup and store the fresh answer
+ * (`refresh`).
+ */
 export type CacheDirective = 'on' | 'off' | 'refresh';
 
 /** A cached answer: what the model said and what it cost, never the prompt, a key or the caller. */
@@ -66,9 +69,32 @@ export class ResponseCache {
   keyFor(req: CacheRequest, identity: Identity | null, directive: CacheDirective | undefined): string | undefined {
     if (!this.config.enabled || directive === 'off') return undefined;
     if (directive === undefined && this.config.perRequest === 'opt-in') return undefined;
-    const scope = this.config.scope === 'global' ? 'global' : this.config.scope === 'key' && identity?.apiKey ? `key:${identity.apiKey.id}` : identity ? `user:${identity.sub}` : undefined;
+    const scope =
+      this.config.scope === 'global'
+        ? 'global'
+        : this.config.scope === 'key' && identity?.apiKey
+          ? `key:${identity.apiKey.id}`
+          : identity
+            ? `user:${identity.sub}`
+            : undefined;
     if (!scope) return undefined;
-    const hash = createHash('sha256').update(JSON.stringify([scope, req.model, req.content ?? null, req.systemPrompt ?? null, req.systemPromptText ?? null, req.messages ?? null, req.tools ?? null, req.toolChoice ?? null, req.output ?? null, req.maxTokens, req.temperature ?? null])).digest('hex');
+    const hash = createHash('sha256')
+      .update(
+        JSON.stringify([
+          scope,
+          req.model,
+          req.content ?? null,
+          req.systemPrompt ?? null,
+          req.systemPromptText ?? null,
+          req.messages ?? null,
+          req.tools ?? null,
+          req.toolChoice ?? null,
+          req.output ?? null,
+          req.maxTokens,
+          req.temperature ?? null,
+        ]),
+      )
+      .digest('hex');
     return PREFIX + hash;
   }
 
@@ -77,7 +103,9 @@ export class ResponseCache {
     try {
       hit = await this.store.get<CachedAnswer>(key);
     } catch (err) {
-      this.logger.warn('ai: response cache unreadable; answering from the upstream', { error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn('ai: response cache unreadable; answering from the upstream', {
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
     this.metrics?.cacheLookup(hit ? 'hit' : 'miss');
     if (hit) {
@@ -91,7 +119,13 @@ export class ResponseCache {
   /** Hit rate and what hits saved on this instance since start (tokens and USD not charged). */
   figures(): { hits: number; misses: number; hitRate: number | null; tokensSaved: number; usdSaved: number } {
     const { hits, misses, tokensSaved, usdSaved } = this.counts;
-    return { hits, misses, hitRate: hits + misses ? hits / (hits + misses) : null, tokensSaved, usdSaved: Math.round(usdSaved * 1e6) / 1e6 };
+    return {
+      hits,
+      misses,
+      hitRate: hits + misses ? hits / (hits + misses) : null,
+      tokensSaved,
+      usdSaved: Math.round(usdSaved * 1e6) / 1e6,
+    };
   }
 
   /** Store an answer (best effort): refused past the entry or total size. */

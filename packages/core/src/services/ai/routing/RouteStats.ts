@@ -56,7 +56,11 @@ export class RouteStats {
     private readonly routes: Record<string, RouteConfig>,
     private readonly metrics?: Metrics,
   ) {
-    for (const [name, r] of Object.entries(routes)) this.counts.set(name, r.targets.map(() => ({ calls: 0, errors: 0, rateLimited: 0, totalMs: 0, inFlight: 0, tokens: 0 })));
+    for (const [name, r] of Object.entries(routes))
+      this.counts.set(
+        name,
+        r.targets.map(() => ({ calls: 0, errors: 0, rateLimited: 0, totalMs: 0, inFlight: 0, tokens: 0 })),
+      );
   }
 
   private of(slot: RouteSlot): Counts | undefined {

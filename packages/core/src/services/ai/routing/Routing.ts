@@ -8,7 +8,6 @@ import { orderTargets, type TargetView } from './orderTargets.js';
 import { RouteStats, type RouteReport } from './RouteStats.js';
 import type { Routable, RouteOutcome, RouteSlot } from './RouteSlot.js';
 
-
 /** Failures that cool a target down: the deployment, not the request, is the problem. */
 const COOLING = new Set(['rate_limited', 'upstream_5xx', 'timeout', 'unreachable', 'connection_lost']);
 /** Weight of the newest sample in a target's latency average. */
@@ -71,7 +70,9 @@ export class Routing {
     try {
       return await this.store.getMany(keys);
     } catch (err) {
-      this.logger.warn('ai: route state unreadable; using this instance\'s cooldowns', { error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn("ai: route state unreadable; using this instance's cooldowns", {
+        error: err instanceof Error ? err.message : String(err),
+      });
       return keys.map(() => undefined);
     }
   }
@@ -109,7 +110,12 @@ export class Routing {
     let full = 0;
     admitted.forEach((t, i) => {
       const conf = route.targets[t.route!.index]!;
-      const [cool, rpmUsed, tpmUsed, busy] = values.slice(i * 4, i * 4 + 4).map((v) => (typeof v === 'number' ? v : 0)) as [number, number, number, number];
+      const [cool, rpmUsed, tpmUsed, busy] = values.slice(i * 4, i * 4 + 4).map((v) => (typeof v === 'number' ? v : 0)) as [
+        number,
+        number,
+        number,
+        number,
+      ];
       const until = this.coolUntil(t, cool, now);
       if (until > 0) {
         soonest = Math.min(soonest, until);
@@ -121,15 +127,32 @@ export class Routing {
         soonest = Math.min(soonest, (Math.floor(now / MINUTE_MS) + 1) * MINUTE_MS);
         return;
       }
-      views.push({ target: { ...t, route: { ...t.route!, planned: true } }, weight: conf.weight, priority: conf.priority, busy: Math.max(0, busy) + this.pendingCount(deployment(t), now), latencyMs: this.latency.get(deployment(t)), share });
+      views.push({
+        target: { ...t, route: { ...t.route!, planned: true } },
+        weight: conf.weight,
+        priority: conf.priority,
+        busy: Math.max(0, busy) + this.pendingCount(deployment(t), now),
+        latencyMs: this.latency.get(deployment(t)),
+        share,
+      });
     });
     if (views.length === 0) {
       if (onEmpty === 'none') return [];
       const retryAfter = String(Math.max(1, Math.ceil((soonest - now) / 1000)));
       if (full === admitted.length) {
-        throw new CoreError('RATE_LIMITED', `every target of route ${name} is at its rpm/tpm limit this minute; retry after ${retryAfter} s`, { details: { reason: 'route_at_capacity', route: name, retryAfterSeconds: Number(retryAfter) }, headers: { 'Retry-After': retryAfter } });
+        throw new CoreError(
+          'RATE_LIMITED',
+          `every target of route ${name} is at its rpm/tpm limit this minute; retry after ${retryAfter} s`,
+          {
+            details: { reason: 'route_at_capacity', route: name, retryAfterSeconds: Number(retryAfter) },
+            headers: { 'Retry-After': retryAfter },
+          },
+        );
       }
-      throw new CoreError('UNAVAILABLE', `every target of route ${name} is cooling down or at its limit; retry after ${retryAfter} s`, { details: { reason: 'route_unavailable', route: name, retryAfterSeconds: Number(retryAfter) }, headers: { 'Retry-After': retryAfter } });
+      throw new CoreError('UNAVAILABLE', `every target of route ${name} is cooling down or at its limit; retry after ${retryAfter} s`, {
+        details: { reason: 'route_unavailable', route: name, retryAfterSeconds: Number(retryAfter) },
+        headers: { 'Retry-After': retryAfter },
+      });
     }
     const order = orderTargets(route.strategy, views).slice(0, route.retries + 1);
     if (route.strategy === 'least-busy') {
@@ -181,7 +204,10 @@ export class Routing {
         }
         if (route.strategy === 'least-busy') await this.store.increment(`airt:busy:${deployment(t)}`, 1, { ttlMs: BUSY_TTL_MS });
       } catch (err) {
-        this.logger.warn('ai: route counters unavailable; capacity unchecked', { route: slot.name, error: err instanceof Error ? err.message : String(err) });
+        this.logger.warn('ai: route counters unavailable; capacity unchecked', {
+          route: slot.name,
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     }
     this.stats.started(slot);
@@ -220,7 +246,10 @@ export class Routing {
       if (route.strategy === 'least-busy') await this.store.increment(`airt:busy:${id}`, -1, { min: 0 });
       if (coolMs > 0) await this.store.set(`airt:cool:${id}`, Date.now() + coolMs, { ttlMs: Math.ceil(coolMs) });
     } catch (err) {
-      this.logger.warn('ai: route state not written; this instance keeps the cooldown', { route: slot.name, error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn('ai: route state not written; this instance keeps the cooldown', {
+        route: slot.name,
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
   }
 

@@ -55,14 +55,25 @@ export function orderTargets<T>(strategy: RouteStrategy, views: TargetView<T>[],
       ordered = byScore(views, (v) => v.busy + Math.min(v.latencyMs ?? 0, 1e6) / 1e7, random);
       break;
     case 'latency':
-      ordered = random() < LATENCY_EXPLORATION ? weightedOrder(views.map((v) => ({ ...v, weight: 1 })), random) : byScore(views, (v) => v.latencyMs ?? -1, random);
+      ordered =
+        random() < LATENCY_EXPLORATION
+          ? weightedOrder(
+              views.map((v) => ({ ...v, weight: 1 })),
+              random,
+            )
+          : byScore(views, (v) => v.latencyMs ?? -1, random);
       break;
     case 'usage':
       ordered = byScore(views, (v) => v.share, random);
       break;
     case 'priority': {
       const groups = [...new Set(views.map((v) => v.priority))].sort((a, b) => a - b);
-      ordered = groups.flatMap((g) => weightedOrder(views.filter((v) => v.priority === g), random));
+      ordered = groups.flatMap((g) =>
+        weightedOrder(
+          views.filter((v) => v.priority === g),
+          random,
+        ),
+      );
       break;
     }
   }

@@ -54,9 +54,13 @@ export function namesOf(config: ResolvedConfig): NameDeps {
 
 function unknownModel(deps: NameDeps, ref: string): CoreError {
   const ids = deps.providers.ids();
-  return new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" must be provider/model (providers: ${ids.join(', ')}), a configured alias or route, or a model id that one configured provider serves`, {
-    details: { reason: 'unknown_model' },
-  });
+  return new CoreError(
+    'INVALID_PARAMS',
+    `model "${ref.slice(0, 200)}" must be provider/model (providers: ${ids.join(', ')}), a configured alias or route, or a model id that one configured provider serves`,
+    {
+      details: { reason: 'unknown_model' },
+    },
+  );
 }
 
 /**
@@ -74,15 +78,20 @@ export function resolveModelName(deps: NameDeps, ref: string, opts: NameOptions 
   const target = aliased ? aliases[ref]! : ref;
   if (aliased && Object.hasOwn(routes, target)) return { kind: 'route', name: target, route: routes[target]! };
   const parts = splitModelRef(target);
-  if (isBuiltinProvider(parts.provider) || Object.hasOwn(config.ai.providers, parts.provider)) return { kind: 'model', provider: parts.provider, model: parts.model };
+  if (isBuiltinProvider(parts.provider) || Object.hasOwn(config.ai.providers, parts.provider))
+    return { kind: 'model', provider: parts.provider, model: parts.model };
   if (aliased) throw unknownModel(deps, ref);
   const candidates = bareIndex(deps.providers).get(ref) ?? [];
   if (candidates.length === 1) return { kind: 'model', provider: candidates[0]!, model: ref };
   if (candidates.length > 1) {
     const listed = candidates.map((p) => `${p}/${ref}`);
-    throw new CoreError('INVALID_PARAMS', `model "${ref.slice(0, 200)}" is served by several providers: ${listed.join(', ')}; name one as provider/model`, {
-      details: { reason: 'ambiguous_model', candidates: listed },
-    });
+    throw new CoreError(
+      'INVALID_PARAMS',
+      `model "${ref.slice(0, 200)}" is served by several providers: ${listed.join(', ')}; name one as provider/model`,
+      {
+        details: { reason: 'ambiguous_model', candidates: listed },
+      },
+    );
   }
   if (opts.bareProvider !== undefined && !ref.includes('/')) return { kind: 'model', provider: opts.bareProvider, model: ref };
   throw unknownModel(deps, ref);
@@ -93,7 +102,11 @@ export function resolveModelName(deps: NameDeps, ref: string, opts: NameOptions 
  * provider's model as `provider` + `options.model` (the spec's procedures), anything else as a
  * `model` reference the procedure resolves (named providers, routes).
  */
-export function modelInputFields(config: ResolvedConfig, ref: string, opts: NameOptions = {}): { input: Record<string, unknown>; options: Record<string, unknown> } {
+export function modelInputFields(
+  config: ResolvedConfig,
+  ref: string,
+  opts: NameOptions = {},
+): { input: Record<string, unknown>; options: Record<string, unknown> } {
   const r = resolveModelName(namesOf(config), ref, opts);
   if (r.kind === 'route') return { input: { model: r.name }, options: {} };
   if (isBuiltinProvider(r.provider)) return { input: { provider: r.provider }, options: r.model ? { model: r.model } : {} };

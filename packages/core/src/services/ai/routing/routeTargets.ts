@@ -18,7 +18,13 @@ export interface RouteTarget {
  * the caller's API key admits (the target itself, or the route by name: keyAllowsRouteTarget).
  * None: FORBIDDEN, as for a model asked for directly (`onNone: 'throw'`), or [] (a fallback).
  */
-export function routeTargets(providers: ProviderRegistry, name: string, route: RouteConfig, grant: ApiKeyGrant | undefined, onNone: 'throw' | 'none'): RouteTarget[] {
+export function routeTargets(
+  providers: ProviderRegistry,
+  name: string,
+  route: RouteConfig,
+  grant: ApiKeyGrant | undefined,
+  onNone: 'throw' | 'none',
+): RouteTarget[] {
   const out: RouteTarget[] = [];
   let keyRefused = false;
   route.targets.forEach((t, index) => {
@@ -31,8 +37,13 @@ export function routeTargets(providers: ProviderRegistry, name: string, route: R
     out.push({ provider, model, route: { name, index } });
   });
   if (out.length === 0 && onNone === 'throw') {
-    if (keyRefused) throw new CoreError('FORBIDDEN', `this API key may not use model ${name}`, { details: { reason: 'key_model_not_allowed', model: name } });
-    throw new CoreError('FORBIDDEN', `no target of route ${name} is allowed by the server's model restrictions`, { details: { reason: 'model_not_allowed', model: name } });
+    if (keyRefused)
+      throw new CoreError('FORBIDDEN', `this API key may not use model ${name}`, {
+        details: { reason: 'key_model_not_allowed', model: name },
+      });
+    throw new CoreError('FORBIDDEN', `no target of route ${name} is allowed by the server's model restrictions`, {
+      details: { reason: 'model_not_allowed', model: name },
+    });
   }
   return out;
 }

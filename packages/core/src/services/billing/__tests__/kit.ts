@@ -12,7 +12,15 @@ import { RedisStorage } from '../../../storage/RedisStorage.js';
 import { PostgresStorage } from '../../../storage/sql/PostgresStorage.js';
 import { SqliteStorage } from '../../../storage/sql/SqliteStorage.js';
 import type { Storage } from '../../../kernel/Storage.js';
-import { dropTestKeys, dropTestSchema, rawTestClient, testPostgres, testPostgresOptions, testRedis, testRedisOptions } from '@ai-backend/test-utils/services';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  rawTestClient,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+} from '@ai-backend/test-utils/services';
 import type { Context } from '../../../pipeline/context.js';
 import type { Identity } from '../../../kernel/identity.js';
 import { invoke } from '../../../pipeline/invoke.js';
@@ -21,9 +29,23 @@ import { invoke } from '../../../pipeline/invoke.js';
 
 export const VAULT_KEY = 'test-vault-master-key-0123456789abcdef';
 
-export const alice: Identity = { sub: 'user-alice', email: 'alice@example.com', emailVerified: true, scopes: [], isAdmin: false, via: 'jwt' };
+export const alice: Identity = {
+  sub: 'user-alice',
+  email: 'alice@example.com',
+  emailVerified: true,
+  scopes: [],
+  isAdmin: false,
+  via: 'jwt',
+};
 export const bob: Identity = { sub: 'user-bob', email: 'bob@example.com', emailVerified: true, scopes: [], isAdmin: false, via: 'jwt' };
-export const admin: Identity = { sub: 'user-admin', email: 'admin@example.com', emailVerified: true, scopes: ['mcp:admin'], isAdmin: true, via: 'jwt' };
+export const admin: Identity = {
+  sub: 'user-admin',
+  email: 'admin@example.com',
+  emailVerified: true,
+  scopes: ['mcp:admin'],
+  isAdmin: true,
+  via: 'jwt',
+};
 
 /** An opened store plus what a test needs around it. */
 export interface OpenStore {
@@ -71,71 +93,73 @@ async function dumpRedis(prefix: string): Promise<string> {
   }
 }
 
-export const backends: Backend[] = ([
-  {
-    name: 'memory',
-    open: async () => {
-      const storage = new MemoryStorage();
-      return { storage, another: async () => storage, dump: () => dumpMemory(storage), cleanup: async () => undefined };
+export const backends: Backend[] = (
+  [
+    {
+      name: 'memory',
+      open: async () => {
+        const storage = new MemoryStorage();
+        return { storage, another: async () => storage, dump: () => dumpMemory(storage), cleanup: async () => undefined };
+      },
     },
-  },
-  {
-    name: 'sqlite',
-    open: async (label) => {
-      const dir = await mkdtemp(join(tmpdir(), `${label}-`));
-      const storage = await SqliteStorage.open({ file: join(dir, 'test.db') });
-      return {
-        storage,
-        // One process owns an SQLite file: a second instance is the same store.
-        another: async () => storage,
-        dump: () => dumpMemory(storage),
-        cleanup: () => rm(dir, { recursive: true, force: true }),
-      };
+    {
+      name: 'sqlite',
+      open: async (label) => {
+        const dir = await mkdtemp(join(tmpdir(), `${label}-`));
+        const storage = await SqliteStorage.open({ file: join(dir, 'test.db') });
+        return {
+          storage,
+          // One process owns an SQLite file: a second instance is the same store.
+          another: async () => storage,
+          dump: () => dumpMemory(storage),
+          cleanup: () => rm(dir, { recursive: true, force: true }),
+        };
+      },
     },
-  },
-  {
-    name: 'postgres',
-    open: async (label) => {
-      const opts = testPostgresOptions(postgres, label);
-      const storage = await PostgresStorage.connect(opts);
-      const extra: Storage[] = [];
-      return {
-        storage,
-        another: async () => {
-          const s = await PostgresStorage.connect(opts);
-          extra.push(s);
-          return s;
-        },
-        dump: () => dumpMemory(storage),
-        cleanup: async () => {
-          for (const s of extra) await s.close();
-          await dropTestSchema(postgres, opts.schema);
-        },
-      };
+    {
+      name: 'postgres',
+      open: async (label) => {
+        const opts = testPostgresOptions(postgres, label);
+        const storage = await PostgresStorage.connect(opts);
+        const extra: Storage[] = [];
+        return {
+          storage,
+          another: async () => {
+            const s = await PostgresStorage.connect(opts);
+            extra.push(s);
+            return s;
+          },
+          dump: () => dumpMemory(storage),
+          cleanup: async () => {
+            for (const s of extra) await s.close();
+            await dropTestSchema(postgres, opts.schema);
+          },
+        };
+      },
     },
-  },
-  {
-    name: 'redis',
-    open: async (label) => {
-      const opts = testRedisOptions(redis, label);
-      const storage = await RedisStorage.connect(opts);
-      const extra: Storage[] = [];
-      return {
-        storage,
-        another: async () => {
-          const s = await RedisStorage.connect(opts);
-          extra.push(s);
-          return s;
-        },
-        dump: () => dumpRedis(opts.keyPrefix),
-        cleanup: async () => {
-          for (const s of extra) await s.close();
-          await dropTestKeys(redis, opts.keyPrefix);
-        },
-      };
+    {
+      name: 'redis',
+      open: async (label) => {
+        const opts = testRedisOptions(redis, label);
+        const storage = await RedisStorage.connect(opts);
+        const extra: Storage[] = [];
+        return {
+          storage,
+          another: async () => {
+            const s = await RedisStorage.connect(opts);
+            extra.push(s);
+            return s;
+          },
+          dump: () => dumpRedis(opts.keyPrefix),
+          cleanup: async () => {
+            for (const s of extra) await s.close();
+            await dropTestKeys(redis, opts.keyPrefix);
+          },
+        };
+      },
     },
-  },
-] satisfies Backend[]).filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok));
+  ] satisfies Backend[]
+).filter((b) => (b.name !== 'redis' || redis.ok) && (b.name !== 'postgres' || postgres.ok));
 
 /** A real runtime on the given storage; log lines are collected in `logs`. */
 export async function makeRuntime(storage: Storage, config: ConfigInput = {}, logs: string[] = []): Promise<Runtime> {

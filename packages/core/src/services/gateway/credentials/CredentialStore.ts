@@ -89,7 +89,11 @@ export class CredentialStore {
   }
 
   private key(): DerivedKey {
-    if (!this.current) throw new CoreError('NOT_CONFIGURED', 'per-user upstream credentials need the key vault: set billing.vaultKey or oauth.encryptionKey');
+    if (!this.current)
+      throw new CoreError(
+        'NOT_CONFIGURED',
+        'per-user upstream credentials need the key vault: set billing.vaultKey or oauth.encryptionKey',
+      );
     return this.current;
   }
 
@@ -152,5 +156,12 @@ export class CredentialStore {
 
 function status(server: string, r: StoredSecret | undefined): CredentialStatus {
   if (!r) return { server, exists: false };
-  return { server, exists: true, kind: r.kind, ...(r.headerNames ? { headerNames: r.headerNames } : {}), createdAt: r.createdAt, updatedAt: r.updatedAt };
+  return {
+    server,
+    exists: true,
+    kind: r.kind,
+    ...(r.headerNames ? { headerNames: r.headerNames } : {}),
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+  };
 }

@@ -52,7 +52,11 @@ export class UpstreamCredentials {
     this.servers = opts.servers;
     this.now = opts.now ?? Date.now;
     this.skewMs = opts.refreshSkewMs ?? 60_000;
-    this.store = new CredentialStore(opts.storage, { ...(opts.masterKey ? { masterKey: opts.masterKey } : {}), ...(opts.previousKeys ? { previousKeys: opts.previousKeys } : {}) }, opts.logger);
+    this.store = new CredentialStore(
+      opts.storage,
+      { ...(opts.masterKey ? { masterKey: opts.masterKey } : {}), ...(opts.previousKeys ? { previousKeys: opts.previousKeys } : {}) },
+      opts.logger,
+    );
     this.flow = new AuthorizationFlow(opts.storage, this.store, opts.authorizationTtlMs ?? 600_000, this.now);
   }
 
@@ -71,9 +75,17 @@ export class UpstreamCredentials {
     let revoked: boolean | undefined;
     if (secret?.kind === 'oauth' && secret.revocationEndpoint) {
       const net = this.netIfConfigured(server);
-      if (net) revoked = await revokeToken(secret.revocationEndpoint, secret, secret.refreshToken ?? secret.accessToken, secret.refreshToken ? 'refresh_token' : 'access_token', net);
+      if (net)
+        revoked = await revokeToken(
+          secret.revocationEndpoint,
+          secret,
+          secret.refreshToken ?? secret.accessToken,
+          secret.refreshToken ? 'refresh_token' : 'access_token',
+          net,
+        );
     }
-    if (deleted) this.logger.info('gateway: upstream credentials deleted', { userId, server, ...(revoked !== undefined ? { revoked } : {}) });
+    if (deleted)
+      this.logger.info('gateway: upstream credentials deleted', { userId, server, ...(revoked !== undefined ? { revoked } : {}) });
     return { deleted, ...(revoked !== undefined ? { revoked } : {}) };
   }
 
@@ -110,7 +122,10 @@ export class UpstreamCredentials {
   async resolve({ server, userId }: { server: { name: string; url: string }; userId: string }): Promise<ResolvedCredentials> {
     const secret = await this.store.reveal(userId, server.name);
     if (!secret) {
-      return { kind: 'missing', message: `no credentials for MCP server "${server.name}": call gateway.connect({ server: "${server.name}" }) to sign in there, or gateway.setCredentials({ server: "${server.name}", headers }) to store headers` };
+      return {
+        kind: 'missing',
+        message: `no credentials for MCP server "${server.name}": call gateway.connect({ server: "${server.name}" }) to sign in there, or gateway.setCredentials({ server: "${server.name}", headers }) to store headers`,
+      };
     }
     if (secret.kind === 'headers') return { kind: 'headers', headers: { ...secret.headers } };
     // Tokens are for the resource they were issued for: never sent elsewhere, even after the URL changes.
@@ -125,11 +140,22 @@ export class UpstreamCredentials {
    * the one another caller got meanwhile), `expired` when the grant is gone, or for stored static
    * headers `expired` saying to store new ones.
    */
-  async rejected({ server, userId, headers }: { server: { name: string; url: string }; userId: string; headers: Record<string, string> }): Promise<ResolvedCredentials> {
+  async rejected({
+    server,
+    userId,
+    headers,
+  }: {
+    server: { name: string; url: string };
+    userId: string;
+    headers: Record<string, string>;
+  }): Promise<ResolvedCredentials> {
     const secret = await this.store.reveal(userId, server.name);
     if (secret?.kind === 'headers') {
       if (!sameHeaders(secret.headers, headers)) return { kind: 'headers', headers: { ...secret.headers } };
-      return { kind: 'expired', message: `MCP server "${server.name}" refused the headers you stored: store new ones with gateway.setCredentials({ server: "${server.name}", headers }), or call gateway.connect({ server: "${server.name}" }) to sign in there` };
+      return {
+        kind: 'expired',
+        message: `MCP server "${server.name}" refused the headers you stored: store new ones with gateway.setCredentials({ server: "${server.name}", headers }), or call gateway.connect({ server: "${server.name}" }) to sign in there`,
+      };
     }
     if (secret?.kind !== 'oauth' || !resourceCovers(secret.resource, server.url)) return this.resolve({ server, userId });
     const refused = headers.authorization?.replace(/^Bearer\s+/i, '');
@@ -178,7 +204,13 @@ export class UpstreamCredentials {
       if (grant?.kind !== 'oauth') return this.resolve({ server: { name: serverName, url: server.url }, userId });
       if (!this.needsRefresh(grant, refused)) return bearer(grant);
       if (!grant.refreshToken) return expired(serverName, refused ? 'was refused by the server' : 'has expired');
-      const answer = await tokenRequest(grant.tokenEndpoint, grant, { grant_type: 'refresh_token', refresh_token: grant.refreshToken, resource: grant.resource }, net, this.now());
+      const answer = await tokenRequest(
+        grant.tokenEndpoint,
+        grant,
+        { grant_type: 'refresh_token', refresh_token: grant.refreshToken, resource: grant.resource },
+        net,
+        this.now(),
+      );
       if (!answer.ok) {
         this.logger.info('gateway: upstream grant refused on refresh', { userId, server: serverName });
         return expired(serverName, 'has expired or was revoked');
@@ -195,7 +227,12 @@ export class UpstreamCredentials {
 }
 
 function sameHeaders(a: Record<string, string>, b: Record<string, string>): boolean {
-  const lower = (h: Record<string, string>) => JSON.stringify(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]).sort(([x], [y]) => (x! < y! ? -1 : 1)));
+  const lower = (h: Record<string, string>) =>
+    JSON.stringify(
+      Object.entries(h)
+        .map(([k, v]) => [k.toLowerCase(), v])
+        .sort(([x], [y]) => (x! < y! ? -1 : 1)),
+    );
   return lower(a) === lower(b);
 }
 
@@ -204,5 +241,8 @@ function bearer(grant: OAuthGrant): ResolvedCredentials {
 }
 
 function expired(server: string, why: string): ResolvedCredentials {
-  return { kind: 'expired', message: `your authorization for MCP server "${server}" ${why}: call gateway.connect({ server: "${server}" }) and open the URL it returns to sign in again` };
+  return {
+    kind: 'expired',
+    message: `your authorization for MCP server "${server}" ${why}: call gateway.connect({ server: "${server}" }) and open the URL it returns to sign in again`,
+  };
 }

@@ -40,9 +40,13 @@ interface StoredClient {
 }
 
 const stateKey = (state: string) => `gwauth:${createHash('sha256').update(state).digest('base64url')}`;
-const clientKey = (server: string, issuer: string, redirectUri: string) => `gwclient:${server}:${createHash('sha256').update(`${issuer}\n${redirectUri}`).digest('base64url')}`;
+const clientKey = (server: string, issuer: string, redirectUri: string) =>
+  `gwclient:${server}:${createHash('sha256').update(`${issuer}\n${redirectUri}`).digest('base64url')}`;
 
-export const netOf = (s: PerUserServer): UpstreamNet => ({ allowPrivateNetwork: s.allowPrivateNetwork, timeoutMs: Math.min(s.timeoutMs, 30_000) });
+export const netOf = (s: PerUserServer): UpstreamNet => ({
+  allowPrivateNetwork: s.allowPrivateNetwork,
+  timeoutMs: Math.min(s.timeoutMs, 30_000),
+});
 
 /** The OAuth 2.1 authorization code flow to an upstream, with us as the client (gateway.connect and its callback). */
 export class AuthorizationFlow {
@@ -57,16 +61,26 @@ export class AuthorizationFlow {
   private async client(server: PerUserServer, as: AuthServerMetadata, urls: CallbackUrls): Promise<OAuthClient> {
     if (server.oauth?.clientId) {
       const secret = server.oauth.clientSecret;
-      const method = secret ? (as.token_endpoint_auth_methods_supported?.includes('client_secret_basic') === false ? 'client_secret_post' : 'client_secret_basic') : 'none';
+      const method = secret
+        ? as.token_endpoint_auth_methods_supported?.includes('client_secret_basic') === false
+          ? 'client_secret_post'
+          : 'client_secret_basic'
+        : 'none';
       return { clientId: server.oauth.clientId, ...(secret ? { clientSecret: secret } : {}), tokenEndpointAuthMethod: method };
     }
     // A client ID metadata document must be fetched by the authorization server over https.
-    if (as.client_id_metadata_document_supported && urls.clientMetadataUrl.startsWith('https://')) return { clientId: urls.clientMetadataUrl, tokenEndpointAuthMethod: 'none' };
+    if (as.client_id_metadata_document_supported && urls.clientMetadataUrl.startsWith('https://'))
+      return { clientId: urls.clientMetadataUrl, tokenEndpointAuthMethod: 'none' };
     const key = clientKey(server.name, as.issuer, urls.redirectUri);
     const known = await this.storage.get<StoredClient>(key);
     if (known) {
       const secret = known.sealedSecret ? this.store.openValue<string>(known.sealedSecret, key) : undefined;
-      if (!known.sealedSecret || secret) return { clientId: known.clientId, tokenEndpointAuthMethod: known.tokenEndpointAuthMethod, ...(secret ? { clientSecret: secret } : {}) };
+      if (!known.sealedSecret || secret)
+        return {
+          clientId: known.clientId,
+          tokenEndpointAuthMethod: known.tokenEndpointAuthMethod,
+          ...(secret ? { clientSecret: secret } : {}),
+        };
     }
     const client = await registerClient(as, urls.redirectUri, netOf(server));
     await this.storage.set<StoredClient>(key, {
@@ -123,22 +137,44 @@ export class AuthorizationFlow {
    * (with the PKCE verifier and the resource) and the tokens stored encrypted for the user who
    * asked. Returns whose authorization it was, for the page the browser shows.
    */
-  async complete(params: { state?: string; code?: string; error?: string; iss?: string }, net: (serverName: string) => UpstreamNet): Promise<{ userId: string; server: string }> {
+  async complete(
+    params: { state?: string; code?: string; error?: string; iss?: string },
+    net: (serverName: string) => UpstreamNet,
+  ): Promise<{ userId: string; server: string }> {
     if (!params.state) throw new CoreError('BAD_REQUEST', 'the callback has no state');
     const key = stateKey(params.state);
     const pending = await this.storage.get<PendingAuthorization>(key);
     // Single use: only the caller whose delete removed the record goes on.
-    if (!pending || !(await this.storage.delete(key))) throw new CoreError('BAD_REQUEST', 'this authorization is unknown or was already used: call gateway.connect again');
+    if (!pending || !(await this.storage.delete(key)))
+      throw new CoreError('BAD_REQUEST', 'this authorization is unknown or was already used: call gateway.connect again');
     if (pending.expiresAt < this.now()) throw new CoreError('BAD_REQUEST', 'this authorization has expired: call gateway.connect again');
     // RFC 9207: the iss parameter must name the server we sent the user to (mix-up defence).
-    if (params.iss !== undefined ? params.iss !== pending.issuer : pending.issParameter) throw new CoreError('BAD_REQUEST', 'the authorization response comes from another authorization server');
+    if (params.iss !== undefined ? params.iss !== pending.issuer : pending.issParameter)
+      throw new CoreError('BAD_REQUEST', 'the authorization response comes from another authorization server');
     if (params.error) throw new CoreError('ACCESS_DENIED', `the authorization server refused: ${params.error.slice(0, 64)}`);
     if (!params.code) throw new CoreError('BAD_REQUEST', 'the callback has no code');
     const secrets = this.store.openValue<{ verifier: string; clientSecret?: string }>(pending.sealed, key);
     if (!secrets) throw new CoreError('INTERNAL', 'the pending authorization cannot be decrypted');
-    const client: OAuthClient = { clientId: pending.clientId, tokenEndpointAuthMethod: pending.tokenEndpointAuthMethod, ...(secrets.clientSecret ? { clientSecret: secrets.clientSecret } : {}) };
-    const answer = await tokenRequest(pending.tokenEndpoint, client, { grant_type: 'authorization_code', code: params.code, redirect_uri: pending.redirectUri, code_verifier: secrets.verifier, resource: pending.resource }, net(pending.server), this.now());
-    if (!answer.ok) throw new CoreError('ACCESS_DENIED', 'the authorization server did not accept the authorization code: call gateway.connect again');
+    const client: OAuthClient = {
+      clientId: pending.clientId,
+      tokenEndpointAuthMethod: pending.tokenEndpointAuthMethod,
+      ...(secrets.clientSecret ? { clientSecret: secrets.clientSecret } : {}),
+    };
+    const answer = await tokenRequest(
+      pending.tokenEndpoint,
+      client,
+      {
+        grant_type: 'authorization_code',
+        code: params.code,
+        redirect_uri: pending.redirectUri,
+        code_verifier: secrets.verifier,
+        resource: pending.resource,
+      },
+      net(pending.server),
+      this.now(),
+    );
+    if (!answer.ok)
+      throw new CoreError('ACCESS_DENIED', 'the authorization server did not accept the authorization code: call gateway.connect again');
     const grant: OAuthGrant = {
       kind: 'oauth',
       ...answer.tokens,

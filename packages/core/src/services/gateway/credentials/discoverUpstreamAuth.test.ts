@@ -17,7 +17,9 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const r = routes[`${req.method} ${req.url}`];
     if (!r) return void res.writeHead(404).end();
-    res.writeHead(r.status ?? 200, { 'content-type': 'application/json', ...r.headers }).end(r.body === undefined ? '' : JSON.stringify(r.body));
+    res
+      .writeHead(r.status ?? 200, { 'content-type': 'application/json', ...r.headers })
+      .end(r.body === undefined ? '' : JSON.stringify(r.body));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -35,18 +37,27 @@ const asDoc = (over: Record<string, unknown> = {}) => ({
 describe('discoverUpstreamAuth', () => {
   it('follows the 401 challenge to the protected resource metadata and the path-aware AS metadata', async () => {
     routes = {
-      'POST /mcp': { status: 401, headers: { 'www-authenticate': `Bearer error="invalid_token", resource_metadata="${base}/prm-here", scope="read write"` } },
+      'POST /mcp': {
+        status: 401,
+        headers: { 'www-authenticate': `Bearer error="invalid_token", resource_metadata="${base}/prm-here", scope="read write"` },
+      },
       'GET /prm-here': { body: { resource: `${base}/mcp`, authorization_servers: [`${base}/as`] } },
       'GET /.well-known/oauth-authorization-server/as': { body: asDoc() },
     };
     const found = await discoverUpstreamAuth(`${base}/mcp`, net);
-    expect(found).toMatchObject({ resource: `${base}/mcp`, scopes: ['read', 'write'], as: { issuer: `${base}/as`, token_endpoint: `${base}/as/token` } });
+    expect(found).toMatchObject({
+      resource: `${base}/mcp`,
+      scopes: ['read', 'write'],
+      as: { issuer: `${base}/as`, token_endpoint: `${base}/as/token` },
+    });
   });
 
   it('without a challenge, reads the well-known metadata and then OpenID discovery', async () => {
     routes = {
       'POST /mcp': { status: 200, body: {} },
-      'GET /.well-known/oauth-protected-resource/mcp': { body: { resource: `${base}/mcp`, authorization_servers: [`${base}/as`], scopes_supported: ['tools'] } },
+      'GET /.well-known/oauth-protected-resource/mcp': {
+        body: { resource: `${base}/mcp`, authorization_servers: [`${base}/as`], scopes_supported: ['tools'] },
+      },
       'GET /.well-known/openid-configuration/as': { body: asDoc() },
     };
     expect(await discoverUpstreamAuth(`${base}/mcp`, net)).toMatchObject({ resource: `${base}/mcp`, scopes: ['tools'] });
@@ -58,7 +69,9 @@ describe('discoverUpstreamAuth', () => {
   });
 
   it('refuses metadata for another resource, another issuer, or without S256', async () => {
-    routes = { 'GET /.well-known/oauth-protected-resource/mcp': { body: { resource: `${base}/other`, authorization_servers: [`${base}/as`] } } };
+    routes = {
+      'GET /.well-known/oauth-protected-resource/mcp': { body: { resource: `${base}/other`, authorization_servers: [`${base}/as`] } },
+    };
     await expect(discoverUpstreamAuth(`${base}/mcp`, net)).rejects.toThrow(/is for .*\/other/);
     routes = {
       'GET /.well-known/oauth-protected-resource/mcp': { body: { resource: `${base}/mcp`, authorization_servers: [`${base}/as`] } },
@@ -71,6 +84,8 @@ describe('discoverUpstreamAuth', () => {
 
   it('refuses loopback addresses unless the server allows private networks', async () => {
     routes = {};
-    await expect(discoverUpstreamAuth(`${base}/mcp`, { allowPrivateNetwork: false, timeoutMs: 5000 })).rejects.toMatchObject({ appCode: 'FORBIDDEN' });
+    await expect(discoverUpstreamAuth(`${base}/mcp`, { allowPrivateNetwork: false, timeoutMs: 5000 })).rejects.toMatchObject({
+      appCode: 'FORBIDDEN',
+    });
   });
 });

@@ -3,7 +3,10 @@ import { checkUserHeaders } from './headerRules.js';
 
 describe('checkUserHeaders', () => {
   it('lower-cases names and keeps values', () => {
-    expect(checkUserHeaders({ 'X-Api-Key': 'k-1', Authorization: 'Bearer abc' })).toEqual({ 'x-api-key': 'k-1', authorization: 'Bearer abc' });
+    expect(checkUserHeaders({ 'X-Api-Key': 'k-1', Authorization: 'Bearer abc' })).toEqual({
+      'x-api-key': 'k-1',
+      authorization: 'Bearer abc',
+    });
   });
 
   it.each([

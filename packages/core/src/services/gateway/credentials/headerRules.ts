@@ -9,9 +9,25 @@ export const MAX_HEADER_VALUE = 8192;
  * hop-by-hop ones. Everything else (Authorization, X-Api-Key, ...) is what per-user headers are for.
  */
 const RESERVED = new Set([
-  'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer',
-  'proxy-authorization', 'proxy-connection', 'accept', 'accept-encoding', 'cookie', 'origin', 'expect',
-  'mcp-session-id', 'mcp-protocol-version', 'last-event-id',
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authorization',
+  'proxy-connection',
+  'accept',
+  'accept-encoding',
+  'cookie',
+  'origin',
+  'expect',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
 ]);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -26,12 +42,15 @@ export function checkUserHeaders(headers: Record<string, string>): Record<string
   const out: Record<string, string> = {};
   for (const [rawName, value] of entries) {
     const name = rawName.toLowerCase();
-    if (!TOKEN.test(name) || name.length > 128) throw new CoreError('INVALID_PARAMS', `headers: "${rawName.slice(0, 128)}" is not an HTTP header name`);
+    if (!TOKEN.test(name) || name.length > 128)
+      throw new CoreError('INVALID_PARAMS', `headers: "${rawName.slice(0, 128)}" is not an HTTP header name`);
     if (RESERVED.has(name)) throw new CoreError('INVALID_PARAMS', `headers: ${name} is set by the gateway itself and cannot be stored`);
     if (Object.hasOwn(out, name)) throw new CoreError('INVALID_PARAMS', `headers: ${name} is given twice`);
-    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_HEADER_VALUE) throw new CoreError('INVALID_PARAMS', `headers: the value of ${name} must be 1 to ${MAX_HEADER_VALUE} characters`);
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_HEADER_VALUE)
+      throw new CoreError('INVALID_PARAMS', `headers: the value of ${name} must be 1 to ${MAX_HEADER_VALUE} characters`);
     // Visible ASCII, space and tab only (RFC 9110 field-value): no CR/LF to split a request with.
-    if (!/^[\t\x20-\x7e]*$/.test(value) || value !== value.trim()) throw new CoreError('INVALID_PARAMS', `headers: the value of ${name} has characters a header value cannot have`);
+    if (!/^[\t\x20-\x7e]*$/.test(value) || value !== value.trim())
+      throw new CoreError('INVALID_PARAMS', `headers: the value of ${name} has characters a header value cannot have`);
     out[name] = value;
   }
   return out;

@@ -31,20 +31,30 @@ const SECRET_METHODS = ['client_secret_basic', 'client_secret_post'];
 
 /** RFC 7591 dynamic registration: a public client (PKCE) where the server allows it, else one with a secret. */
 export async function registerClient(as: AuthServerMetadata, redirectUri: string, net: UpstreamNet): Promise<OAuthClient> {
-  if (!as.registration_endpoint) throw new CoreError('NOT_CONFIGURED', `the authorization server ${as.issuer} offers neither client ID metadata documents (with an https public URL of ours) nor dynamic registration: configure oauth.clientId for this server`);
+  if (!as.registration_endpoint)
+    throw new CoreError(
+      'NOT_CONFIGURED',
+      `the authorization server ${as.issuer} offers neither client ID metadata documents (with an https public URL of ours) nor dynamic registration: configure oauth.clientId for this server`,
+    );
   const supported = as.token_endpoint_auth_methods_supported;
-  const method = !supported || supported.includes('none') ? 'none' : (SECRET_METHODS.find((m) => supported.includes(m)) ?? 'client_secret_basic');
-  const res = await postJson(as.registration_endpoint, {
-    client_name: 'ai-backend MCP gateway',
-    redirect_uris: [redirectUri],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: method,
-  }, net);
+  const method =
+    !supported || supported.includes('none') ? 'none' : (SECRET_METHODS.find((m) => supported.includes(m)) ?? 'client_secret_basic');
+  const res = await postJson(
+    as.registration_endpoint,
+    {
+      client_name: 'ai-backend MCP gateway',
+      redirect_uris: [redirectUri],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: method,
+    },
+    net,
+  );
   const doc = res.status === 201 || res.status === 200 ? jsonObject(res) : undefined;
   if (!doc || typeof doc.client_id !== 'string') throw upstreamFailure(`registering with ${as.issuer}`, res);
   const secret = typeof doc.client_secret === 'string' ? doc.client_secret : undefined;
-  const granted = typeof doc.token_endpoint_auth_method === 'string' ? doc.token_endpoint_auth_method : secret ? 'client_secret_basic' : 'none';
+  const granted =
+    typeof doc.token_endpoint_auth_method === 'string' ? doc.token_endpoint_auth_method : secret ? 'client_secret_basic' : 'none';
   return { clientId: doc.client_id, ...(secret ? { clientSecret: secret } : {}), tokenEndpointAuthMethod: granted };
 }
 
@@ -62,7 +72,13 @@ function authenticate(client: OAuthClient, form: Record<string, string>): Record
 /** The answer of a token request: tokens, or `invalid_grant` (the grant is gone: revoked, expired, used). */
 export type TokenAnswer = { ok: true; tokens: TokenSet } | { ok: false; invalidGrant: true };
 
-export async function tokenRequest(tokenEndpoint: string, client: OAuthClient, params: Record<string, string>, net: UpstreamNet, now: number): Promise<TokenAnswer> {
+export async function tokenRequest(
+  tokenEndpoint: string,
+  client: OAuthClient,
+  params: Record<string, string>,
+  net: UpstreamNet,
+  now: number,
+): Promise<TokenAnswer> {
   const form = { ...params };
   const headers = authenticate(client, form);
   const res = await postForm(tokenEndpoint, form, net, headers);
@@ -73,9 +89,11 @@ export async function tokenRequest(tokenEndpoint: string, client: OAuthClient, p
   }
   const doc = res.status === 200 ? jsonObject(res) : undefined;
   if (!doc) throw upstreamFailure('the token request', res);
-  if (typeof doc.access_token !== 'string' || !doc.access_token) throw new CoreError('UPSTREAM_ERROR', 'the token endpoint answered without an access token');
+  if (typeof doc.access_token !== 'string' || !doc.access_token)
+    throw new CoreError('UPSTREAM_ERROR', 'the token endpoint answered without an access token');
   // Only bearer tokens can be sent as a header; DPoP-bound or other kinds are not supported.
-  if (typeof doc.token_type !== 'string' || doc.token_type.toLowerCase() !== 'bearer') throw new CoreError('UPSTREAM_ERROR', 'the token endpoint answered with a token that is not a bearer token');
+  if (typeof doc.token_type !== 'string' || doc.token_type.toLowerCase() !== 'bearer')
+    throw new CoreError('UPSTREAM_ERROR', 'the token endpoint answered with a token that is not a bearer token');
   const expiresIn = typeof doc.expires_in === 'number' && doc.expires_in > 0 ? doc.expires_in : undefined;
   return {
     ok: true,
@@ -90,7 +108,13 @@ export async function tokenRequest(tokenEndpoint: string, client: OAuthClient, p
 }
 
 /** RFC 7009 revocation, best effort (deleting the credentials must not depend on the upstream). */
-export async function revokeToken(endpoint: string, client: OAuthClient, token: string, hint: 'refresh_token' | 'access_token', net: UpstreamNet): Promise<boolean> {
+export async function revokeToken(
+  endpoint: string,
+  client: OAuthClient,
+  token: string,
+  hint: 'refresh_token' | 'access_token',
+  net: UpstreamNet,
+): Promise<boolean> {
   const form: Record<string, string> = { token, token_type_hint: hint };
   const headers = authenticate(client, form);
   const res = await postForm(endpoint, form, net, headers).catch(() => undefined);

@@ -25,7 +25,11 @@ describe('resourceCovers: tokens for a resource go only to URLs under it', () =>
 
 describe('bearerChallenge', () => {
   it('reads quoted and bare parameters, case-insensitively', () => {
-    expect(bearerChallenge('Bearer error="invalid_token", error_description="no \\"token\\"", Resource_Metadata="https://a.example/.well-known/oauth-protected-resource/mcp", scope=tools')).toEqual({
+    expect(
+      bearerChallenge(
+        'Bearer error="invalid_token", error_description="no \\"token\\"", Resource_Metadata="https://a.example/.well-known/oauth-protected-resource/mcp", scope=tools',
+      ),
+    ).toEqual({
       error: 'invalid_token',
       error_description: 'no "token"',
       resource_metadata: 'https://a.example/.well-known/oauth-protected-resource/mcp',

@@ -52,7 +52,12 @@ function wellKnown(base: URL, name: string): string[] {
 
 /** Ask the upstream without credentials: its 401 names the protected resource metadata (RFC 9728 §5.1). */
 async function probe(serverUrl: string, net: UpstreamNet): Promise<Record<string, string>> {
-  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'ai-backend-gateway', version: '1' } } };
+  const init = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'ai-backend-gateway', version: '1' } },
+  };
   try {
     const res = await postJson(serverUrl, init, net, { accept: 'application/json, text/event-stream' });
     return res.status === 401 ? bearerChallenge(res.headers.get('www-authenticate')) : {};
@@ -65,15 +70,19 @@ async function probe(serverUrl: string, net: UpstreamNet): Promise<Record<string
 
 async function protectedResource(serverUrl: string, challenge: Record<string, string>, net: UpstreamNet) {
   const server = new URL(serverUrl);
-  const candidates = challenge.resource_metadata ? [challenge.resource_metadata] : [...wellKnown(server, 'oauth-protected-resource'), `${server.origin}/.well-known/oauth-protected-resource`];
+  const candidates = challenge.resource_metadata
+    ? [challenge.resource_metadata]
+    : [...wellKnown(server, 'oauth-protected-resource'), `${server.origin}/.well-known/oauth-protected-resource`];
   for (const url of [...new Set(candidates)]) {
     const res = await getJson(url, net).catch(() => undefined);
     const doc = res?.status === 200 ? jsonObject(res) : undefined;
     if (!doc) continue;
     const resource = typeof doc.resource === 'string' ? doc.resource : undefined;
     const servers = strings(doc.authorization_servers);
-    if (!resource || !servers?.length) throw new CoreError('UPSTREAM_ERROR', 'the upstream\'s protected resource metadata lacks resource or authorization_servers');
-    if (!resourceCovers(resource, serverUrl)) throw new CoreError('UPSTREAM_ERROR', `the upstream's protected resource metadata is for ${resource}, not for ${serverUrl}`);
+    if (!resource || !servers?.length)
+      throw new CoreError('UPSTREAM_ERROR', "the upstream's protected resource metadata lacks resource or authorization_servers");
+    if (!resourceCovers(resource, serverUrl))
+      throw new CoreError('UPSTREAM_ERROR', `the upstream's protected resource metadata is for ${resource}, not for ${serverUrl}`);
     return { resource: canonicalResource(resource), issuer: servers[0]!, scopes: strings(doc.scopes_supported) };
   }
   return undefined;
@@ -84,7 +93,11 @@ async function authServerMetadata(issuer: string, net: UpstreamNet): Promise<Aut
   const base = new URL(issuer);
   const path = base.pathname.replace(/\/$/, '');
   const candidates = path
-    ? [`${base.origin}/.well-known/oauth-authorization-server${path}`, `${base.origin}/.well-known/openid-configuration${path}`, `${base.origin}${path}/.well-known/openid-configuration`]
+    ? [
+        `${base.origin}/.well-known/oauth-authorization-server${path}`,
+        `${base.origin}/.well-known/openid-configuration${path}`,
+        `${base.origin}${path}/.well-known/openid-configuration`,
+      ]
     : [`${base.origin}/.well-known/oauth-authorization-server`, `${base.origin}/.well-known/openid-configuration`];
   for (const url of candidates) {
     const res = await getJson(url, net).catch(() => undefined);
@@ -94,10 +107,12 @@ async function authServerMetadata(issuer: string, net: UpstreamNet): Promise<Aut
     if (typeof doc.issuer !== 'string' || doc.issuer.replace(/\/$/, '') !== issuer.replace(/\/$/, '')) {
       throw new CoreError('UPSTREAM_ERROR', `the authorization server metadata at ${url} names another issuer`);
     }
-    if (typeof doc.authorization_endpoint !== 'string' || typeof doc.token_endpoint !== 'string') throw new CoreError('UPSTREAM_ERROR', `the authorization server metadata of ${issuer} lacks its endpoints`);
+    if (typeof doc.authorization_endpoint !== 'string' || typeof doc.token_endpoint !== 'string')
+      throw new CoreError('UPSTREAM_ERROR', `the authorization server metadata of ${issuer} lacks its endpoints`);
     const challenge = strings(doc.code_challenge_methods_supported);
     // MCP 2025-11-25: a client must refuse an authorization server that does not say it supports S256.
-    if (!challenge?.includes('S256')) throw new CoreError('UPSTREAM_ERROR', `the authorization server ${issuer} does not advertise PKCE S256`);
+    if (!challenge?.includes('S256'))
+      throw new CoreError('UPSTREAM_ERROR', `the authorization server ${issuer} does not advertise PKCE S256`);
     return doc as unknown as AuthServerMetadata;
   }
   throw new CoreError('UPSTREAM_ERROR', `no authorization server metadata found for ${issuer}`);

@@ -19,7 +19,10 @@ export function perUserServersFromConfig(config: Pick<ResolvedConfig, 'mcpServer
     const s = Object.hasOwn(config.mcpServers, name) ? config.mcpServers[name] : undefined;
     if (!s?.enabled) throw new CoreError('NOT_FOUND', `no MCP server "${name}" is configured`);
     if (!('url' in s) || !s.perUser) {
-      throw new CoreError('BAD_REQUEST', `MCP server "${name}" does not take per-user credentials (it is not perUser: its credentials, if any, are the shared ones of the config)`);
+      throw new CoreError(
+        'BAD_REQUEST',
+        `MCP server "${name}" does not take per-user credentials (it is not perUser: its credentials, if any, are the shared ones of the config)`,
+      );
     }
     return { name, url: s.url, allowPrivateNetwork: s.allowPrivateNetwork, timeoutMs: s.timeoutMs, ...(s.oauth ? { oauth: s.oauth } : {}) };
   };
