@@ -19,13 +19,15 @@ import {
  * Routes over two real servers sharing Redis, each deployment a named provider with a test
  * upstream of its own (its calls counted where they arrive): a deployment answering 429 with
  * Retry-After is cooled down on both instances, every call still succeeds and is charged exactly
- * what its answer reports; a target's rpm holds across both instances. And model names through
+ * what its answer reports; a target's rpm holds across both instances; a route of embedding
+ * deployments serves /v1/embeddings the same way. And model names through
  * the vendors' own clients: a bare id one provider serves works, an ambiguous one is a 400
  * naming the candidates.
  */
 const redisAt = await testRedis();
 const MODEL = 'deploy-model';
 const SHARED_MODEL = 'llama-3.3-70b';
+const EMBED_MODEL = 'deploy-embed';
 const PRICE = { inputUsdPerMTok: 1, outputUsdPerMTok: 2 };
 const DEPLOYMENTS = ['dep-a', 'dep-b', 'dep-c'] as const;
 
@@ -46,7 +48,7 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
         type: 'openai-compatible',
         baseUrl: deps[id].namedBaseUrl(id),
         apiKey: SERVER_KEY,
-        models: { [MODEL]: PRICE, [SHARED_MODEL]: PRICE },
+        models: { [MODEL]: PRICE, [SHARED_MODEL]: PRICE, [EMBED_MODEL]: { kind: 'embedding', inputUsdPerMTok: 1 } },
       };
     }
     const config: ConfigInput = {
@@ -57,6 +59,14 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
         providers: { ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers, ...providers } as never,
         routes: {
           fast: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }], cooldownSec: 5 },
+          vectors: {
+            strategy: 'priority',
+            targets: [
+              { model: `dep-a/${EMBED_MODEL}`, priority: 0 },
+              { model: `dep-b/${EMBED_MODEL}`, priority: 1 },
+            ],
+            cooldownSec: 30,
+          },
           capped: {
             strategy: 'priority',
             targets: [
@@ -174,5 +184,30 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
       expect(err.status).toBe(400);
       for (const id of DEPLOYMENTS) expect(err.message).toContain(`${id}/${SHARED_MODEL}`);
     }
+  });
+
+  it('a route serves /v1/embeddings (embeddings.create): a failing deployment is cooled down on both instances, every call charged once for the one that served', async () => {
+    const token = await funded('routes-embed', 10_000_000);
+    const before = await balance(token);
+    const embedCalls = (u: TestUpstream) => u.requests.filter((r) => r.format === 'embeddings').length;
+    deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 503 });
+    const clients = [a, b].map((s) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0 }));
+    let charged = 0;
+    const served: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = (await clients[i % 2]!.embeddings.create({ model: 'vectors', input: [`text ${i}`, 'another text'] })) as unknown as {
+        data: Array<{ embedding: number[] }>;
+        ai_backend: { provider: string; model: string; token_usage: { tokensCharged: number } };
+      };
+      expect(r.data).toHaveLength(2);
+      expect(r.ai_backend.model).toBe(EMBED_MODEL);
+      served.push(r.ai_backend.provider);
+      charged += r.ai_backend.token_usage.tokensCharged;
+    }
+    expect(served).toEqual(Array(10).fill('dep-b'));
+    expect(embedCalls(deps['dep-a']!)).toBe(1);
+    expect(embedCalls(deps['dep-b']!)).toBe(10);
+    expect(await balance(token)).toBe(before - charged);
+    deps['dep-a']!.failProvider('dep-a', undefined);
   });
 });

@@ -5,14 +5,17 @@ import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
 import { loadAiSdk } from './aiSdk.js';
 import type { SettledUsage, UsageMetadata } from '../metering/Metering.js';
 import type { CallDeps, TextCall } from './prepareCall.js';
-import { resolveModelRef } from './resolveModelRef.js';
+import { resolveModelName } from './routing/resolveModelName.js';
+import { routeTargets } from './routing/routeTargets.js';
+import type { RouteSlot } from './routing/RouteSlot.js';
+import type { ProviderRegistry } from './ProviderRegistry.js';
 import { accountCall, type Pricing } from './accountCall.js';
 import { attemptLoop, settleLoop } from './attemptLoop.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 
 /** ai.embed input. */
 export interface EmbedInput {
-  /** `provider/model`, a bare provider (its first embedding model) or an alias. */
+  /** `provider/model`, a bare provider (its first embedding model), an alias or a route (its targets must be embedding models). */
   model: string;
   /** One text or up to 2048. */
   input: string | string[];
@@ -29,21 +32,8 @@ export interface EmbedOutput {
   usageInfo?: { tokensUsed: number; estimatedCostUsd: number };
 }
 
-/**
- * One embedding call: the same payer rules, reservation and settlement as ai.generateText,
- * metered by input tokens (priced with the registry's inputUsdPerMTok). No fallbacks: another
- * model's vectors live in another space, so a silent switch would corrupt an index.
- */
-export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall): Promise<EmbedOutput> {
-  const { config, providers, logger } = deps;
-  const ai = config.ai;
-  const ref = resolveModelRef(config, input.model);
-  const provider = providers.assertKnown(ref.provider);
-  const candidate = ref.model || providers.allowedModels(provider, 'embedding')[0];
-  if (!candidate)
-    throw new CoreError('INVALID_PARAMS', `${provider} has no embedding model configured; name one as ${provider}/<model>`, {
-      details: { reason: 'no_embeddings', provider, field: 'model' },
-    });
+/** `provider/model` as an embedding model: allowed, and not a language model (by the registry). */
+function embeddingModel(providers: ProviderRegistry, provider: ProviderId, candidate: string): string {
   const model = providers.assertModelAllowed(provider, candidate);
   const info = providers.models.get(provider, model);
   if (info && (info.kind ?? 'language') !== 'embedding') {
@@ -51,7 +41,46 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
       details: { reason: 'not_an_embedding_model', provider, field: 'model' },
     });
   }
+  return model;
+}
+
+/** The models one embedding call may be served by, in order: its own, or the targets a route planned (docs/ai.md#routes). */
+async function embedModels(
+  deps: CallDeps,
+  ref: string,
+  call: TextCall,
+): Promise<Array<{ provider: ProviderId; model: string; route?: RouteSlot }>> {
+  const { providers } = deps;
+  const name = resolveModelName(deps, ref);
+  if (name.kind === 'route') {
+    const admitted = routeTargets(providers, name.name, name.route, call.identity?.apiKey, 'throw');
+    for (const t of admitted) embeddingModel(providers, t.provider, t.model);
+    return deps.routing ? await deps.routing.plan(name.name, admitted, 'throw') : admitted.slice(0, 1);
+  }
+  const provider = providers.assertKnown(name.provider);
+  const candidate = name.model || providers.allowedModels(provider, 'embedding')[0];
+  if (!candidate)
+    throw new CoreError('INVALID_PARAMS', `${provider} has no embedding model configured; name one as ${provider}/<model>`, {
+      details: { reason: 'no_embeddings', provider, field: 'model' },
+    });
+  const model = embeddingModel(providers, provider, candidate);
   assertKeyAllowsModel(call.identity?.apiKey, provider, model);
+  return [{ provider, model }];
+}
+
+/**
+ * One embedding call: the same payer rules, reservation and settlement as ai.generateText,
+ * metered by input tokens (priced with the registry's inputUsdPerMTok). No fallbacks: another
+ * model's vectors live in another space, so a silent switch would corrupt an index. A route is
+ * the exception its config chose: its targets (deployments of one model, docs/ai.md#routes) are
+ * tried in its strategy's order, with its cooldowns and retries, the call charged once for the
+ * target that served.
+ */
+export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall): Promise<EmbedOutput> {
+  const { config, providers, logger } = deps;
+  const ai = config.ai;
+  const planned = await embedModels(deps, input.model, call);
+  const { provider, model } = planned[0]!;
   const values = typeof input.input === 'string' ? [input.input] : input.input;
   const chars = values.reduce((n, v) => n + v.length, 0);
   if (chars > ai.maxContentChars)
@@ -62,7 +91,10 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   // An upper bound: no tokenizer encodes fewer than one byte per token.
   const estimate = values.reduce((n, v) => n + Buffer.byteLength(v, 'utf8'), 0) + values.length;
   const requestId = randomUUID();
-  const costUsd = providers.models.estimateEmbeddingCostUsd(provider, model, estimate);
+  const cost = (t: { provider: ProviderId; model: string }) => providers.models.estimateEmbeddingCostUsd(t.provider, t.model, estimate);
+  // The hold covers the dearest target the call may reach (as a text call's worstCostUsd).
+  const ownCost = cost(planned[0]!);
+  const costUsd = ownCost === undefined ? undefined : Math.max(ownCost, ...planned.slice(1).map((t) => cost(t) ?? 0));
   const hold = await deps.metering.hold({
     identity: call.identity,
     ...(call.ip ? { ip: call.ip } : {}),
@@ -74,17 +106,25 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
     byokAllowed: providers.isByokProvider(provider),
     serverPays: providers.serverKey(provider) !== undefined,
   });
-  const target = { provider, model, requestId, apiKey: hold.apiKey ?? providers.serverKey(provider)! };
+  const first = { provider, model, requestId, apiKey: hold.apiKey ?? providers.serverKey(provider)!, route: planned[0]!.route };
+  // A route's other targets, with the same payer: the server's key for their provider, or the
+  // caller's own key within its provider; an unpriced one not when a money limit applies.
+  const targets = [first];
+  for (const t of planned.slice(1)) {
+    if (hold.usdLimited && cost(t) === undefined) continue;
+    const apiKey = hold.mode === 'platform' ? providers.serverKey(t.provider) : t.provider === provider ? first.apiKey : undefined;
+    if (apiKey) targets.push({ ...t, requestId, apiKey, route: t.route });
+  }
 
   let result: { embeddings: number[][]; usage: { tokens: number } };
+  let servedBy: (typeof targets)[number];
   try {
-    // One target: another model's vectors live in another space, so there is no fallback.
     const served = await settleLoop(
       // biome-ignore lint/correctness/useYield: attemptLoop takes a generator; a non-streamed attempt yields nothing, it returns its result
-      attemptLoop(deps, [target], call, async function* (t, ctx) {
+      attemptLoop(deps, targets, call, async function* (t, ctx) {
         const [{ ai: sdk }, embeddingModel] = await Promise.all([
           loadAiSdk(),
-          providers.embeddingModel(provider, model, t.apiKey),
+          providers.embeddingModel(t.provider, t.model, t.apiKey),
           loadUpstreamFetch(),
         ]);
         ctx.start();
@@ -95,7 +135,7 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
             : {
                 openai: { dimensions: input.dimensions },
                 google: { outputDimensionality: input.dimensions },
-                [provider]: { dimensions: input.dimensions },
+                [t.provider]: { dimensions: input.dimensions },
               };
         return await sdk.embedMany({
           model: embeddingModel,
@@ -107,6 +147,7 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
       }),
     );
     result = served.value;
+    servedBy = served.target;
   } catch (err) {
     await hold.release(err instanceof CoreError ? String(err.details?.reason ?? err.appCode) : 'failed');
     throw err;
@@ -118,9 +159,26 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   const reported = result.usage?.tokens ? result.usage.tokens : undefined;
   const tokensUsed = reported ?? estimate;
   if (reported === undefined)
-    logger.warn('ai: upstream reported no embedding usage; charging the estimate', { requestId, provider, model });
-  const data: EmbedOutput['data'] = { provider, model, embeddings: result.embeddings, usage: { inputTokens: reported ?? null }, requestId };
+    logger.warn('ai: upstream reported no embedding usage; charging the estimate', {
+      requestId,
+      provider: servedBy.provider,
+      model: servedBy.model,
+    });
+  const data: EmbedOutput['data'] = {
+    provider: servedBy.provider,
+    model: servedBy.model,
+    embeddings: result.embeddings,
+    usage: { inputTokens: reported ?? null },
+    requestId,
+  };
   const price: Pricing = (pr, m, usage) => providers.models.estimateEmbeddingCostUsd(pr, m, usage.tokensUsed);
-  const charged = await accountCall(deps, hold, price, call, { provider, model, metadata: input.metadata }, { tokensUsed });
+  const charged = await accountCall(
+    deps,
+    hold,
+    price,
+    call,
+    { provider: servedBy.provider, model: servedBy.model, metadata: input.metadata, route: servedBy.route },
+    { tokensUsed },
+  );
   return { success: true, data, ...charged };
 }
