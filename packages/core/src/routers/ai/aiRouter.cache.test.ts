@@ -144,4 +144,26 @@ describe('response cache', () => {
     expect((await h!.caller(alice).ai.generateText(input('long one'))).data.cache).toBe('miss');
     expect((await h!.caller(alice).ai.generateText(input('small one'))).data.cache).toBe('hit');
   });
+
+  it('past maxTotalBytes answers are not stored: the call is still answered (a miss), later ones stay misses, the stored bytes stay within the limit', async () => {
+    await harness({ maxTotalBytes: 1024 }, {}, (req) => `${req.content}: ${'z'.repeat(300)}`);
+    const questions = ['q1', 'q2', 'q3', 'q4', 'q5'];
+    for (const q of questions) {
+      const r = await h!.caller(alice).ai.generateText(input(q));
+      expect(r.data).toMatchObject({ cache: 'miss', text: `${q}: ${'z'.repeat(300)}` });
+      // The entry is written after the answer; give it its turn.
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const keys = (await h!.runtime.shared.keys('aicache:')).filter((k) => !k.includes('bytes'));
+    const stored = await Promise.all(keys.map((k) => h!.runtime.shared.get(k)));
+    // Each entry is over 300 bytes: more than three cannot fit, and at least the first one does.
+    expect(stored.length).toBeGreaterThanOrEqual(1);
+    expect(stored.length).toBeLessThan(questions.length);
+    expect(stored.reduce((n: number, e) => n + Buffer.byteLength(JSON.stringify(e), 'utf8'), 0)).toBeLessThanOrEqual(1024);
+    const again = [];
+    for (const q of questions) again.push((await h!.caller(alice).ai.generateText(input(q))).data.cache);
+    // The first answers were stored until the limit, the later ones were not.
+    expect(again).toEqual(questions.map((_, i) => (i < stored.length ? 'hit' : 'miss')));
+    expect(chatCalls()).toBe(questions.length * 2 - stored.length);
+  });
 });
