@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import type { ConfigInput } from '@ai-backend/core/internal';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import { windowClock } from '@ai-backend/test-utils';
 import {
   createTestUpstream,
   creditTokens,
@@ -38,6 +39,8 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
   let a: AiServer;
   let b: AiServer;
   let admin: string;
+  // One clock for both instances: a test counting per-minute rpm starts a minute instead of waiting for one.
+  const clock = windowClock();
 
   beforeAll(async () => {
     upstream = await createTestUpstream({ outputTokens: 16 });
@@ -78,8 +81,8 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
         circuitBreaker: { failureThreshold: 1000 },
       },
     };
-    a = await startAiServer(upstream, config);
-    b = await startAiServer(upstream, config);
+    a = await startAiServer(upstream, config, { clock: clock.now });
+    b = await startAiServer(upstream, config, { clock: clock.now });
     admin = await tokenFor('routes-admin', { admin: true });
   });
   afterAll(async () => {
@@ -133,8 +136,8 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
   });
 
   it("a target's rpm holds across both instances: the next calls go to the next group", async () => {
-    // The counts are per minute: not across a minute boundary.
-    if (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    // The counts are per minute: the calls share one.
+    clock.startWindow();
     const token = await funded('routes-rpm', 10_000_000);
     deps['dep-b']!.reset();
     const replies = await Promise.all(

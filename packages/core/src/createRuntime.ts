@@ -64,7 +64,7 @@ export interface CreateRuntimeOptions {
   authenticator?: (runtime: Runtime) => Authenticator | Promise<Authenticator>;
   /**
    * The clock the rate limits' fixed windows are read from (`mcp.rateLimiting`, API keys' per-minute
-   * limits). Default Date.now. Tests pass one that starts at a window's beginning, so their calls
+   * limits, routes' rpm/tpm minutes and cooldowns). Default Date.now. Tests pass one that starts at a window's beginning, so their calls
    * share one window without waiting for the wall clock's next minute.
    */
   clock?: () => number;
@@ -163,6 +163,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     onProviderDegraded: (p, r) => alertOnDegraded?.(p, r),
     storage,
     shared,
+    clock,
     // A BYOK call's fallback to another provider spends the caller's stored key for it only
     // where the caller allowed stored keys to be spent (the same rule as billing's own BYOK choice).
     storedKey: async (userId, provider) => {

@@ -49,7 +49,7 @@ export interface CreateServerOptions {
   logger?: Logger;
   /** Time stop() waits for in-flight requests before closing connections. Default 10000 ms. */
   shutdownTimeoutMs?: number;
-  /** The clock the rate limits' fixed windows are read from (tests). Default Date.now. */
+  /** The clock the rate limits' fixed windows (and routes' minutes) are read from (tests). Default Date.now. */
   clock?: () => number;
   /**
    * `serve --dev`: a console link that signs the developer in as an administrator. The code is

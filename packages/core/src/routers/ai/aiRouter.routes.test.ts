@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
+import { createTestUpstream, windowClock, type TestUpstream } from '@ai-backend/test-utils';
 import type { ConfigInput } from '../../config/schema.js';
 import type { Identity } from '../../kernel/identity.js';
 import { alice, createAiHarness, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
@@ -36,19 +36,28 @@ async function deployments(
   return { ups, providers };
 }
 
-async function harness(providers: Record<string, unknown>, routes: Record<string, unknown>, over: ConfigInput = {}): Promise<AiHarness> {
+async function harness(
+  providers: Record<string, unknown>,
+  routes: Record<string, unknown>,
+  over: ConfigInput = {},
+  clock?: () => number,
+): Promise<AiHarness> {
   const { ai, ...rest } = over;
-  h = await createAiHarness({
-    serverProviders: ['anthropic', 'openai', 'google', 'openrouter', ...Object.keys(providers)],
-    ai: {
-      providers: providers as never,
-      routes: routes as never,
-      retry: { backoffMs: 1, maxBackoffMs: 2 },
-      circuitBreaker: { failureThreshold: 1000 },
-      ...ai,
+  h = await createAiHarness(
+    {
+      serverProviders: ['anthropic', 'openai', 'google', 'openrouter', ...Object.keys(providers)],
+      ai: {
+        providers: providers as never,
+        routes: routes as never,
+        retry: { backoffMs: 1, maxBackoffMs: 2 },
+        circuitBreaker: { failureThreshold: 1000 },
+        ...ai,
+      },
+      ...rest,
     },
-    ...rest,
-  });
+    {},
+    clock ? { clock } : {},
+  );
   await h.credit(alice.sub, 100_000_000);
   return h;
 }
@@ -132,39 +141,50 @@ describe('routes: strategies over deployments', () => {
 
   it('priority uses the first group while it has capacity (its rpm), then the next; all full → 429 with Retry-After', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, {
-      tiered: {
-        strategy: 'priority',
-        targets: [
-          { model: `dep-a/${MODEL}`, priority: 0, rpm: 3 },
-          { model: `dep-b/${MODEL}`, priority: 1, rpm: 2 },
-        ],
+    // The counts are per minute: a clock that starts one, so the calls share it.
+    const clock = windowClock();
+    await harness(
+      providers,
+      {
+        tiered: {
+          strategy: 'priority',
+          targets: [
+            { model: `dep-a/${MODEL}`, priority: 0, rpm: 3 },
+            { model: `dep-b/${MODEL}`, priority: 1, rpm: 2 },
+          ],
+        },
       },
-    });
-    // Not across a minute boundary: the counts are per minute.
-    if (Date.now() % 60_000 > 55_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+      {},
+      clock.now,
+    );
     const served: string[] = [];
     for (let i = 0; i < 5; i++) served.push((await ask(alice, 'tiered')).data.provider);
     expect(served).toEqual(['dep-a', 'dep-a', 'dep-a', 'dep-b', 'dep-b']);
     const err = await failure(ask(alice, 'tiered'));
     expect(err).toMatchObject({ code: 'TOO_MANY_REQUESTS' });
-    expect(Number(err.cause?.headers?.['Retry-After'])).toBeGreaterThan(0);
+    // The minute started with the injected clock, so the counts start over almost a minute later.
+    expect(Number(err.cause?.headers?.['Retry-After'])).toBeGreaterThan(55);
     expect(err.cause?.details).toMatchObject({ reason: 'route_at_capacity' });
     expect(ups['dep-a']!.requests.length + ups['dep-b']!.requests.length).toBe(5);
   });
 
   it("usage spreads calls by the share of each target's rpm used this minute", async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
-    await harness(providers, {
-      shared: {
-        strategy: 'usage',
-        targets: [
-          { model: `dep-a/${MODEL}`, rpm: 100 },
-          { model: `dep-b/${MODEL}`, rpm: 300 },
-        ],
+    const clock = windowClock();
+    await harness(
+      providers,
+      {
+        shared: {
+          strategy: 'usage',
+          targets: [
+            { model: `dep-a/${MODEL}`, rpm: 100 },
+            { model: `dep-b/${MODEL}`, rpm: 300 },
+          ],
+        },
       },
-    });
-    if (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+      {},
+      clock.now,
+    );
     await run(40, 1, () => ask(alice, 'shared'));
     // Equal shares: b (3x the rpm) takes about three calls for each of a's.
     expect(ups['dep-b']!.requests.length).toBeGreaterThanOrEqual(28);

@@ -48,6 +48,8 @@ export interface AiServiceOptions {
    * first failed call after a success.
    */
   onProviderDegraded?: (provider: ProviderId, reason: string) => void;
+  /** The clock routes count their minutes and cooldowns by (createRuntime's `clock`); default Date.now. */
+  clock?: () => number;
 }
 
 /** Outcome counters of one provider since start, for ai.getRegistryHealth. */
@@ -102,7 +104,9 @@ export class AiService {
       : undefined;
     const probeStorage = opts.shared ?? opts.storage;
     this.routing =
-      Object.keys(opts.config.ai.routes).length > 0 ? new Routing(opts.config, probeStorage, opts.logger, opts.metrics) : undefined;
+      Object.keys(opts.config.ai.routes).length > 0
+        ? new Routing(opts.config, probeStorage, opts.logger, opts.metrics, opts.clock)
+        : undefined;
     this.cache =
       opts.config.ai.cache.enabled && probeStorage
         ? new ResponseCache(opts.config.ai.cache, probeStorage, opts.logger, opts.metrics)

@@ -203,7 +203,7 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       });
     throw last;
   }
-  const exhausted = routeExhausted(attempts);
+  const exhausted = routeExhausted(attempts, deps.routing?.now() ?? Date.now());
   if (exhausted) throw exhausted;
   const reason = attempts.at(-1)?.reason ?? 'circuit_open';
   throw new CoreError('UNAVAILABLE', 'every target of this call is unavailable (circuit open)', { details: { reason, attempts } });

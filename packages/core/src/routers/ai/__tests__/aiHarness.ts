@@ -42,7 +42,7 @@ export interface AiHarness {
 export async function createAiHarness(
   over: ConfigInput = {},
   upstreamOptions: TestUpstreamOptions = {},
-  shared: { storage?: Storage; upstream?: TestUpstream; sharedStorage?: Storage } = {},
+  shared: { storage?: Storage; upstream?: TestUpstream; sharedStorage?: Storage; clock?: () => number } = {},
 ): Promise<AiHarness> {
   const upstream = shared.upstream ?? (await createTestUpstream(upstreamOptions));
   const base: ConfigInput = {
@@ -57,6 +57,7 @@ export async function createAiHarness(
   const runtime = await createRuntime(config, {
     storage: shared.storage ?? new MemoryStorage(),
     ...(shared.sharedStorage ? { shared: shared.sharedStorage } : {}),
+    ...(shared.clock ? { clock: shared.clock } : {}),
     logger: createLogger('debug', (l) => logs.push(l)),
   });
   let credits = 0;

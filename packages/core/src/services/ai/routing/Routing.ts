@@ -23,9 +23,9 @@ const deployment = (t: Routable) => `${t.provider}/${t.model}`;
  * A call whose every target was skipped for its rpm (attemptLoop): RATE_LIMITED (429) with
  * Retry-After at the next minute, when the counts start over. Undefined otherwise.
  */
-export function routeExhausted(attempts: ReadonlyArray<{ reason: string }>): CoreError | undefined {
+export function routeExhausted(attempts: ReadonlyArray<{ reason: string }>, now: number): CoreError | undefined {
   if (attempts.length === 0 || !attempts.every((a) => a.reason === 'rate_limited')) return undefined;
-  const retryAfter = String(Math.max(1, Math.ceil((MINUTE_MS - (Date.now() % MINUTE_MS)) / 1000)));
+  const retryAfter = String(Math.max(1, Math.ceil((MINUTE_MS - (now % MINUTE_MS)) / 1000)));
   return new CoreError('RATE_LIMITED', `every target of this call is at its rpm limit this minute; retry after ${retryAfter} s`, {
     details: { reason: 'route_at_capacity', retryAfterSeconds: Number(retryAfter), attempts },
     headers: { 'Retry-After': retryAfter },
@@ -57,6 +57,8 @@ export class Routing {
     private readonly store: Storage | undefined,
     private readonly logger: Logger,
     metrics?: Metrics,
+    /** What minutes and cooldowns are counted by (createRuntime's `clock`: tests start a minute at will). */
+    readonly now: () => number = Date.now,
   ) {
     this.stats = new RouteStats(config.ai.routes, metrics);
   }
@@ -98,7 +100,7 @@ export class Routing {
    */
   async plan<T extends Routable>(name: string, admitted: T[], onEmpty: 'throw' | 'none'): Promise<T[]> {
     const route = this.route(name);
-    const now = Date.now();
+    const now = this.now();
     const keys: string[] = [];
     for (const t of admitted) {
       const { rpm, tpm } = this.minuteKeys(name, t.route!.index, now);
@@ -185,7 +187,7 @@ export class Routing {
     const slot = t.route!;
     const conf = this.route(slot.name).targets[slot.index]!;
     const route = this.route(slot.name);
-    const now = Date.now();
+    const now = this.now();
     if (route.strategy === 'least-busy' && slot.planned) this.unpend(deployment(t));
     if (!slot.planned) {
       const [cool] = await this.read([`airt:cool:${deployment(t)}`]);
@@ -235,7 +237,7 @@ export class Routing {
     const failed = outcome.ok ? undefined : outcome;
     const coolMs = failed && COOLING.has(failed.reason) ? (failed.retryAfterSeconds ?? route.cooldownSec) * 1000 : 0;
     if (failed && coolMs > 0) {
-      const until = Date.now() + coolMs;
+      const until = this.now() + coolMs;
       this.localCool.set(id, Math.max(until, this.localCool.get(id) ?? 0));
       // A timeout says as much about latency as a slow answer: the latency strategy moves away too.
       if (failed.reason === 'timeout') this.latency.set(id, Math.max(this.latency.get(id) ?? 0, ms));
@@ -244,7 +246,7 @@ export class Routing {
     if (!this.store) return;
     try {
       if (route.strategy === 'least-busy') await this.store.increment(`airt:busy:${id}`, -1, { min: 0 });
-      if (coolMs > 0) await this.store.set(`airt:cool:${id}`, Date.now() + coolMs, { ttlMs: Math.ceil(coolMs) });
+      if (coolMs > 0) await this.store.set(`airt:cool:${id}`, this.now() + coolMs, { ttlMs: Math.ceil(coolMs) });
     } catch (err) {
       this.logger.warn('ai: route state not written; this instance keeps the cooldown', {
         route: slot.name,
@@ -260,7 +262,7 @@ export class Routing {
     if (!conf?.tpm && this.route(slot.name).strategy !== 'usage') return;
     if (!this.store || tokens <= 0) return;
     try {
-      await this.store.increment(this.minuteKeys(slot.name, slot.index, Date.now()).tpm, Math.ceil(tokens), { ttlMs: 2 * MINUTE_MS });
+      await this.store.increment(this.minuteKeys(slot.name, slot.index, this.now()).tpm, Math.ceil(tokens), { ttlMs: 2 * MINUTE_MS });
     } catch {
       // capacity then goes unchecked for this minute; the call itself is settled
     }
@@ -268,7 +270,7 @@ export class Routing {
 
   /** Every route with each target's share of calls, latency, errors, cooldown and headroom this minute (console). */
   async report(): Promise<RouteReport[]> {
-    const now = Date.now();
+    const now = this.now();
     const keys: string[] = [];
     const targets: Array<{ name: string; index: number; provider: string; model: string }> = [];
     for (const [name, r] of Object.entries(this.config.ai.routes)) {
