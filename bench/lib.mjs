@@ -35,9 +35,13 @@ export async function rssMb(pid) {
   return Math.round(kb / 1024);
 }
 
-/** One autocannon run; returns req/s and latency percentiles (ms). */
-export async function load({ url, method = 'GET', body, headers = {}, connections = 50, duration = 8, warmup = 2 }) {
+/**
+ * One autocannon run; returns req/s and latency percentiles (ms). `setupRequest(req)`, when given,
+ * rewrites each request before it is sent (e.g. a unique JSON-RPC id).
+ */
+export async function load({ url, method = 'GET', body, headers = {}, connections = 50, duration = 8, warmup = 2, setupRequest }) {
   const opts = { url, method, body, headers: { 'content-type': 'application/json', ...headers }, connections };
+  if (setupRequest) opts.requests = [{ method, setupRequest }];
   if (warmup) await autocannon({ ...opts, duration: warmup });
   const r = await autocannon({ ...opts, duration });
   const bad = r.non2xx + r.errors + r.timeouts;

@@ -73,12 +73,20 @@ for (let i = 0; ; i++) {
 }
 const upstreamSession = await session(upstreamUrl);
 
+// Each request its own JSON-RPC id (written by setupRequest before it is sent): in a 2025
+// session ids must not repeat, and concurrent calls that share one lose their answers (the
+// session routes a response by its id), which made an earlier version of this bench measure
+// its own 10 s client timeouts at 10 connections, not the gateway.
 const call = (url, sessionId, name) => ({
   url,
   method: 'POST',
   headers: { ...HEADERS, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { message: 'hello' } } }),
+  setupRequest: (r) => {
+    r.body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: 'tools/call', params: { name, arguments: { message: 'hello' } } });
+    return r;
+  },
 });
+let nextId = 1;
 const req = { A: call(upstreamUrl, upstreamSession, 'echo'), B: call(ourUrl, ourSession, 'web__echo') };
 const runs = { A: [], B: [] };
 for (const name of ['A', 'B', 'B', 'A']) runs[name].push(await load({ ...req[name], connections, duration: seconds, warmup: 1 }));
