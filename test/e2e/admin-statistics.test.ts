@@ -127,7 +127,7 @@ describe.skipIf(!redisAt.ok)('two instances sharing Redis', () => {
     expect(usage.result?.cleared).toEqual(['statistics']);
     expect(echoCount(await stats(b, admin, 30))).toBe(0);
     const all = await rpcCall<{ cleared: string[] }>(b.url, admin, 'admin.clearCache', {});
-    expect(all.result?.cleared).toEqual(['tokens', 'statistics']);
+    expect(all.result?.cleared).toEqual(['tokens', 'responses', 'statistics']);
     // A token still works after its cache entry is gone (it is verified again).
     expect((await rpcCall(a.url, user, 'mcp.echo', { message: 'again' })).result).toEqual({ message: 'again' });
   });

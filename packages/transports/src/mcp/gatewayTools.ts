@@ -57,7 +57,8 @@ export async function callGatewayTool(
         (error: unknown) => ({ ok: false as const, error }),
       );
     // call_tool naming a tool the caller may not use is that call's own error (the model can correct it), not an unknown tool.
-    return r.ok ? r.data : failed(deps, r.error, undefined);
+    // The upstream's own result, validated by the SDK client; core types it loosely (its mcpWire.ts).
+    return r.ok ? (r.data as CallToolResult) : failed(deps, r.error, undefined);
   }
   const result = await invoke(deps.runtime.router, 'gateway.callTool', input, callCtx);
   if (result.ok) return result.data as CallToolResult;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/client';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from './mcpWire.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Identity } from '../../kernel/identity.js';
 import type { Logger } from '../../kernel/Logger.js';

@@ -1,8 +1,12 @@
-import type { CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
+import type { CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool } from './mcpWire.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import { openUpstream, type OpenedUpstream } from './openUpstream.js';
+
+/** The SDK's own type of a listed tool: the definitions we keep are the client's values (mcpWire.ts). */
+type SdkToolDefinition = NonNullable<NonNullable<Parameters<Client['callTool']>[1]>['toolDefinition']>;
 
 /** What an upstream offers, as last listed (refreshed on its list_changed notifications). */
 export interface UpstreamLists {
@@ -74,8 +78,13 @@ export class UpstreamConnection {
     return this.opts.server.timeoutMs;
   }
 
-  /** The open client, connecting first if needed; fails fast while a failed connection waits out its backoff. */
-  async ready(): Promise<OpenedUpstream> {
+  /** Connected and listed, connecting first if needed; fails fast while a failed connection waits out its backoff. */
+  async ready(): Promise<void> {
+    await this.open();
+  }
+
+  // Private: the SDK client it returns is an optional peer's type, kept out of the published declarations (mcpWire.ts).
+  private async open(): Promise<OpenedUpstream> {
     this.lastUsed = Date.now();
     if (this.opened) return this.opened;
     if (this.closed) throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" was removed`);
@@ -133,7 +142,7 @@ export class UpstreamConnection {
     this.opts.logger.warn('MCP upstream unavailable', { server: this.opts.name, error, retryInMs: wait });
     if (this.opts.reconnect === 'eager' && !this.closed) {
       clearTimeout(this.timer);
-      this.timer = setTimeout(() => void this.ready().catch(() => undefined), wait);
+      this.timer = setTimeout(() => void this.open().catch(() => undefined), wait);
       this.timer.unref();
     }
   }
@@ -186,7 +195,7 @@ export class UpstreamConnection {
    * garbage).
    */
   private async run<T>(what: string, fn: (o: OpenedUpstream) => Promise<T>): Promise<T> {
-    const opened = await this.ready();
+    const opened = await this.open();
     this.counts.calls++;
     try {
       const result = await fn(opened);
@@ -234,7 +243,7 @@ export class UpstreamConnection {
           timeout: this.timeoutMs,
           // The definition we listed: without it the client relists the upstream's tools before a
           // call whose list carried no cache hint (for output validation and header mirroring).
-          ...(definition ? { toolDefinition: definition } : {}),
+          ...(definition ? { toolDefinition: definition as SdkToolDefinition } : {}),
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.onProgress
             ? {

@@ -1,4 +1,4 @@
-import type { Tool } from '@modelcontextprotocol/client';
+import type { Tool } from './mcpWire.js';
 
 /** An upstream tool as clients see it: its definition under `<server>__<tool>`. */
 export type GatewayTool = Tool & { server?: string; upstreamName?: string };
