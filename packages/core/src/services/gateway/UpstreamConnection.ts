@@ -211,6 +211,10 @@ export class UpstreamConnection {
     } catch (err) {
       this.counts.errors++;
       if (err instanceof CoreError) throw err;
+      // The HTTP upstream went away or restarted without our session: this connection is lost
+      // (the call fails as usual, later ones fail fast), and a new one opens after the backoff.
+      const gone = connectionGone(err);
+      if (gone) this.lost(opened, gone);
       if ((err as { name?: string } | null)?.name === 'AbortError') throw new CoreError('CANCELLED', 'request cancelled');
       // The credentials were refused (a per-user token revoked at its server): the gateway asks for fresh ones.
       if (httpStatusOf(err) === 401)
@@ -274,6 +278,21 @@ export class UpstreamConnection {
     this.state = { kind: 'idle' };
     await opened?.client.close().catch(() => undefined);
   }
+}
+
+/**
+ * Why an error means the HTTP connection itself is gone, or null: the server is unreachable, or it
+ * no longer knows our session (404 per the spec; some servers, server-everything among them,
+ * answer 400 "No valid session ID provided" after a restart). The SDK client does not reconnect
+ * by itself, and no close event comes: without this, every later call would repeat the error.
+ */
+function connectionGone(err: unknown): string | null {
+  const status = httpStatusOf(err);
+  const message = err instanceof Error ? `${err.message} ${String((err.cause as Error | undefined)?.message ?? '')}` : '';
+  if (status === 404 || (status === 400 && /session/i.test(message)) || /no valid session/i.test(message))
+    return 'the upstream lost the session';
+  if (/fetch failed|ECONNREFUSED|ECONNRESET|socket hang up|other side closed/i.test(message)) return 'the upstream is unreachable';
+  return null;
 }
 
 /** The HTTP status of an SDK transport error (SdkHttpError carries it as `status`). */
