@@ -32,6 +32,12 @@ export interface TestUpstreamOptions {
   latencyMs?: number;
   /** Delay between the frames of a streamed reply, in ms. Default 0. */
   chunkDelayMs?: number;
+  /**
+   * Awaited before every answer (after `latencyMs`): a test holds answers until a condition of
+   * its own (another upstream's progress, its callers' state), not until a time that depends on
+   * how fast the machine is.
+   */
+  gate?: (req: RecordedRequest) => Promise<void>;
   /** Reply text. Default: `Test reply from <format> (<model>)`. Never contains the system prompt. */
   reply?: (req: RecordedRequest) => string;
   /**
@@ -252,6 +258,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const fault = directives.fault ?? down.get(r.provider) ?? (r.format !== 'models' ? queued.shift() : undefined);
     const delay = directives.latencyMs ?? latencyMs;
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay)); // the configured latency (a simulated slow upstream, on purpose)
+    if (options.gate) await options.gate(rec);
     const format: WireFormat =
       r.format === 'embeddings'
         ? r.wire === 'google'

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestUpstream, windowClock, type TestUpstream } from '@ai-backend/test-utils';
+import { createTestUpstream, windowClock, type TestUpstream, type TestUpstreamOptions } from '@ai-backend/test-utils';
 import type { ConfigInput } from '../../config/schema.js';
 import type { Identity } from '../../kernel/identity.js';
-import { alice, createAiHarness, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
+import { alice, createAiHarness, keyWith, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
 
 /**
  * Routes over deployments, each deployment a named provider with a test upstream of its own, so
@@ -23,12 +23,12 @@ afterEach(async () => {
 /** `ids.length` deployments, each a named openai-compatible provider on its own upstream. */
 async function deployments(
   ids: string[],
-  latencies: number[] = [],
+  options: TestUpstreamOptions[] = [],
 ): Promise<{ ups: Record<string, TestUpstream>; providers: Record<string, unknown> }> {
   const ups: Record<string, TestUpstream> = {};
   const providers: Record<string, unknown> = {};
   for (const [i, id] of ids.entries()) {
-    const up = await createTestUpstream({ latencyMs: latencies[i] ?? 0 });
+    const up = await createTestUpstream(options[i] ?? {});
     upstreams.push(up);
     ups[id] = up;
     providers[id] = { type: 'openai-compatible', baseUrl: up.namedBaseUrl(id), apiKey: SERVER_KEY, models: { [MODEL]: PRICE } };
@@ -60,14 +60,6 @@ async function harness(
   );
   await h.credit(alice.sub, 100_000_000);
   return h;
-}
-
-/** An identity presenting a real API key of alice's with this `models` rule. */
-async function keyWith(models: string[]): Promise<Identity> {
-  const { key } = await h!.runtime.keys.create({ identity: alice, asAdmin: false }, alice.sub, { name: `k-${models.join(',')}`, models });
-  const r = await h!.runtime.keys.authenticate(key);
-  if (!r.ok) throw r.error;
-  return r.identity;
 }
 
 /** What a refused call throws (a TRPCError with our CoreError as its cause). */
@@ -113,15 +105,36 @@ describe('routes: strategies over deployments', () => {
   });
 
   it("least-busy sends ≥ 80 % of 16 concurrent callers' calls to a 5 ms deployment over a 300 ms one", async () => {
-    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [5, 300]);
+    // On an idle machine the whole run takes less than one slow answer (160 calls of 5 ms over 16
+    // callers). A loaded machine stretches the fast path and the run, not the 300 ms, so the slow
+    // deployment is also held until no caller is left to call anything else (each caller done or
+    // waiting on it): as slow as it is on an idle machine, however slow this one is.
+    const CALLERS = 16;
+    let done = 0;
+    const held: Array<() => void> = [];
+    const releaseWhenStuck = () => {
+      if (done + held.length < CALLERS) return;
+      for (const release of held.splice(0)) release();
+    };
+    const slowGate = () =>
+      new Promise<void>((resolve) => {
+        held.push(resolve);
+        releaseWhenStuck();
+      });
+    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [{ latencyMs: 5 }, { latencyMs: 300, gate: slowGate }]);
     await harness(providers, {
       busy: { strategy: 'least-busy', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] },
     });
     // 16 callers, each arriving 10 ms after the previous one and calling ten times in a row.
     await Promise.all(
-      Array.from({ length: 16 }, async (_, c) => {
+      Array.from({ length: CALLERS }, async (_, c) => {
         await new Promise((r) => setTimeout(r, c * 10));
-        for (let i = 0; i < 10; i++) await ask(alice, 'busy');
+        try {
+          for (let i = 0; i < 10; i++) await ask(alice, 'busy');
+        } finally {
+          done++;
+          releaseWhenStuck();
+        }
       }),
     );
     const fast = ups['dep-fast']!.requests.length;
@@ -131,7 +144,7 @@ describe('routes: strategies over deployments', () => {
   });
 
   it('latency prefers the deployment that answers sooner once both are measured', async () => {
-    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [2, 80]);
+    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [{ latencyMs: 2 }, { latencyMs: 80 }]);
     await harness(providers, { quick: { strategy: 'latency', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] } });
     await run(60, 1, () => ask(alice, 'quick'));
     // Both were tried (never-measured targets first, and exploration), the fast one took most.
@@ -293,17 +306,17 @@ describe('routes: names, key rules and money', () => {
       .ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'openai', fallbacks: ['fast'], options: { maxTokens: 20 } });
     expect(viaFallback.data.provider).toMatch(/^dep-[ab]$/);
 
-    const byRoute = await keyWith(['fast']);
+    const byRoute = await keyWith(h!, alice, ['fast']);
     const seen = new Set<string>();
     for (let i = 0; i < 20; i++) seen.add((await ask(byRoute, 'fast')).data.provider);
     expect([...seen].sort()).toEqual(['dep-a', 'dep-b']);
     await expect(ask(byRoute, 'openai/gpt-4.1-nano')).rejects.toMatchObject({ cause: { details: { reason: 'key_model_not_allowed' } } });
 
-    const byTarget = await keyWith(['dep-b/*']);
+    const byTarget = await keyWith(h!, alice, ['dep-b/*']);
     ups['dep-a']!.reset();
     for (let i = 0; i < 10; i++) expect((await ask(byTarget, 'fast')).data.provider).toBe('dep-b');
     expect(ups['dep-a']!.requests).toHaveLength(0);
-    const none = await keyWith(['openai/*']);
+    const none = await keyWith(h!, alice, ['openai/*']);
     await expect(ask(none, 'fast')).rejects.toMatchObject({ code: 'FORBIDDEN', cause: { details: { reason: 'key_model_not_allowed' } } });
   });
 

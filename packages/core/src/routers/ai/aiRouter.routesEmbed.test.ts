@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
 import type { Identity } from '../../kernel/identity.js';
-import { alice, createAiHarness, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
+import { alice, createAiHarness, keyWith, SERVER_KEY, type AiHarness } from './__tests__/aiHarness.js';
 
 /**
  * Routes served by ai.embed: deployments of one embedding model, each a named provider with a
@@ -47,13 +47,6 @@ async function harness(ids: string[], routes: Record<string, unknown>): Promise<
 
 const embeds = (up: TestUpstream) => up.requests.filter((r) => r.format === 'embeddings').length;
 const embed = (who: Identity, model: string) => h!.caller(who).ai.embed({ model, input: ['one text', 'another text'] });
-
-async function keyWith(models: string[]): Promise<Identity> {
-  const { key } = await h!.runtime.keys.create({ identity: alice, asAdmin: false }, alice.sub, { name: `k-${models.join(',')}`, models });
-  const r = await h!.runtime.keys.authenticate(key);
-  if (!r.ok) throw r.error;
-  return r.identity;
-}
 
 describe('routes served by ai.embed', () => {
   it('weighted 3:1 splits 80 embedding calls by the weights, each answered by the deployment that served it', async () => {
@@ -134,11 +127,11 @@ describe('routes served by ai.embed', () => {
       vectors: { targets: [{ model: `dep-a/${EMBED}` }, { model: `dep-b/${EMBED}` }] },
       mixed: { targets: [{ model: `dep-a/${EMBED}` }, { model: 'dep-b/chat' }] },
     });
-    const onlyB = await keyWith([`dep-b/${EMBED}`]);
+    const onlyB = await keyWith(h!, alice, [`dep-b/${EMBED}`]);
     for (let i = 0; i < 6; i++) expect((await embed(onlyB, 'vectors')).data.provider).toBe('dep-b');
-    const byRoute = await keyWith(['vectors']);
+    const byRoute = await keyWith(h!, alice, ['vectors']);
     expect((await embed(byRoute, 'vectors')).data.model).toBe(EMBED);
-    const other = await keyWith(['openai/gpt-4.1-nano']);
+    const other = await keyWith(h!, alice, ['openai/gpt-4.1-nano']);
     await expect(embed(other, 'vectors')).rejects.toMatchObject({ code: 'FORBIDDEN' });
     await expect(embed(alice, 'mixed')).rejects.toMatchObject({ cause: { details: { reason: 'not_an_embedding_model' } } });
   });

@@ -12,7 +12,6 @@ export { estimateTokens } from './callModel.js';
 export type { GenerateTextInput, GenerateTextCall, GenerateTextOutput, ToolCallOut } from './runGenerateText.js';
 export type { StreamEvent } from './runStreamText.js';
 export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput.js';
-export { resolveModelRef, type ModelRef } from './resolveModelRef.js';
 export { modelInputFields, resolveModelName, type ModelName } from './routing/resolveModelName.js';
 export type { RouteReport, RouteTargetReport } from './routing/RouteStats.js';
 export { PROVIDER_ALIASES, ProviderInput, KeyProviderInput, KEY_PROVIDER_IDS, type KeyProviderId } from './providerIds.js';

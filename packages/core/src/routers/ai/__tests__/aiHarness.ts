@@ -88,6 +88,14 @@ export async function createAiHarness(
   };
 }
 
+/** An identity presenting a real API key of `owner`'s with this `models` rule. */
+export async function keyWith(h: AiHarness, owner: Identity, models: string[]): Promise<Identity> {
+  const { key } = await h.runtime.keys.create({ identity: owner, asAdmin: false }, owner.sub, { name: `k-${models.join(',')}`, models });
+  const r = await h.runtime.keys.authenticate(key);
+  if (!r.ok) throw r.error;
+  return r.identity;
+}
+
 /** Everything a client could see of an error, as one string. */
 export function visibleError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
