@@ -1,12 +1,14 @@
 import type { Storage } from '../../kernel/Storage.js';
-import { GLOBAL_SHARDS, globalKeys, type GlobalDay } from './globalUsage.js';
+import { GLOBAL_SHARDS, globalKeys, type GlobalDay, shardOf, TOP_K } from './globalUsage.js';
 import { add, zero, type Totals, type UsageDay } from './history.js';
 import { ledgerKeys } from './Ledger.js';
 
 /**
  * Usage across users for administrators, from maintained rows only: per day the GLOBAL_SHARDS
- * global rows (providers, models, totals) and, for the user ranking, the day's user list and
- * those users' day rows. No ledger or usage log of any user is read.
+ * global rows (providers, models, totals, and each shard's top users) and, for the user ranking,
+ * the ranked users' day rows. No ledger or usage log of any user is read, and the cost does not
+ * grow with the number of users a day: see rankFromTop. Only a range with days written by a release
+ * before the top lists (or a ranking the lists cannot prove, see there) reads each day's user list.
  */
 
 export type UsageGroup = 'user' | 'provider' | 'model' | 'day';
@@ -104,11 +106,102 @@ async function usersOf(storage: Storage, day: string, budget: number): Promise<s
   return users;
 }
 
-async function rankUsers(
+type Ranked = { rows: Array<{ userId: string } & SplitTotals>; truncated: boolean };
+
+/** Each user's totals over `days`, from their day rows (users x days keys). */
+async function totalsOf(storage: Storage, users: string[], days: string[]): Promise<Map<string, SplitTotals>> {
+  const rows = await getChunked<UsageDay>(
+    storage,
+    users.flatMap((u) => days.map((d) => ledgerKeys.usageDay(u, d))),
+  );
+  const out = new Map<string, SplitTotals>();
+  users.forEach((u, i) => {
+    const t = splitZero();
+    for (let d = 0; d < days.length; d++) {
+      const row = rows[i * days.length + d];
+      if (row) addSplit(t, splitOf(row));
+    }
+    if (t.requests > 0) out.set(u, t);
+  });
+  return out;
+}
+
+/** A ranking figure: [score, then], compared in that order (TopEntry's order without the id). */
+type Pair = [number, number];
+const pairOf = (t: SplitTotals, sortBy: 'cost' | 'tokens'): Pair =>
+  sortBy === 'cost' ? [t.platformCostUsd, t.tokensUsed] : [t.tokensUsed, 0];
+const atLeast = (a: Pair, b: Pair) => a[0] > b[0] || (a[0] === b[0] && a[1] >= b[1]);
+/** Sums rounded as addSplit rounds costs, so a bound and the exact total of the same rows compare equal. */
+const plus = (a: Pair, b: Pair): Pair => [round(a[0] + b[0]), a[1] + b[1]];
+const minus = (a: Pair, b: Pair): Pair => [round(a[0] - b[0]), a[1] - b[1]];
+const ZERO: Pair = [0, 0];
+
+/**
+ * The ranking from the shards' top lists (threshold algorithm). A listed user's figures on a day
+ * are known. An unlisted user of a full list ranked below its last entry that day (score at most
+ * the last's, and when equal, `then` at most the last's), and of a list not full had no call that
+ * day (every user of that shard and day is in it). So every candidate has an upper bound, and so
+ * does any user never listed (per shard, the sum of its full lists' last entries). Candidates are
+ * read exactly (their day rows), best bound first, `limit` at a time, until the `limit`-th exact
+ * total ranks at least as high as every bound left: the answer is then the exact ranking (users
+ * equal on both figures at the last place may stand either way). Reads O(days x limit) rows in
+ * the usual case. Undefined when a day's row has no lists (written by an earlier release) or the
+ * bounds cannot be met: the caller then reads the user lists.
+ */
+async function rankFromTop(
   storage: Storage,
   days: string[],
+  shards: Array<GlobalDay | undefined>,
   opts: AdminAnalyticsOptions,
-): Promise<{ rows: Array<{ userId: string } & SplitTotals>; truncated: boolean }> {
+): Promise<Ranked | undefined> {
+  const key = opts.sortBy;
+  const known = new Map<string, { listed: Pair; thetaListed: Pair }>();
+  // Per shard: the sum over days of the most an unlisted user can have had.
+  const thetaSum: Pair[] = Array.from({ length: GLOBAL_SHARDS }, () => ZERO);
+  for (let d = 0; d < days.length; d++)
+    for (let s = 0; s < GLOBAL_SHARDS; s++) {
+      const row = shards[d * GLOBAL_SHARDS + s];
+      if (!row) continue;
+      if (!row.top) return undefined;
+      const list = row.top[key];
+      const last = list[list.length - 1];
+      const theta: Pair = list.length >= TOP_K && last ? [last[1], last[2]] : ZERO;
+      thetaSum[s] = plus(thetaSum[s]!, theta);
+      for (const [u, score, then] of list) {
+        const k = known.get(u) ?? { listed: ZERO, thetaListed: ZERO };
+        k.listed = plus(k.listed, [score, then]);
+        k.thetaListed = plus(k.thetaListed, theta);
+        known.set(u, k);
+      }
+    }
+  const unseen = thetaSum.reduce((a, b) => (atLeast(a, b) ? a : b));
+  const candidates = [...known].map(([u, k]) => ({ u, bound: plus(k.listed, minus(thetaSum[shardOf(u)]!, k.thetaListed)) }));
+  candidates.sort((a, b) => (atLeast(a.bound, b.bound) ? (atLeast(b.bound, a.bound) ? (a.u < b.u ? -1 : 1) : -1) : 1));
+  const max = opts.maxUserDays ?? 50_000;
+  const exact = new Map<string, SplitTotals>();
+  let next = 0;
+  let read = 0;
+  for (;;) {
+    // At most maxUserDays day rows in all: the same bound as the user lists' path.
+    const size = Math.min(opts.limit, Math.floor((max - read) / days.length));
+    const batch = candidates.slice(next, next + Math.max(size, 0)).map((c) => c.u);
+    for (const [u, t] of await totalsOf(storage, batch, days)) exact.set(u, t);
+    next += batch.length;
+    read += batch.length * days.length;
+    const ranked = top([...exact], opts.sortBy, opts.limit);
+    const rows = ranked.map(([userId, t]) => ({ userId, ...t }));
+    const left = candidates[next];
+    const rest = left && atLeast(left.bound, unseen) ? left.bound : unseen;
+    const nobodyLeft = !left && rest[0] === 0 && rest[1] === 0;
+    // Proven: nobody left can pass the last place (or there is nobody left at all).
+    if (nobodyLeft || (ranked.length === opts.limit && atLeast(pairOf(ranked.at(-1)![1], key), rest))) return { rows, truncated: false };
+    if (!left) return undefined;
+    if (read + days.length > max) return { rows, truncated: true };
+  }
+}
+
+/** The ranking from each day's user list and every listed user's day row: grows with the users of the days. */
+async function rankFromUserLists(storage: Storage, days: string[], opts: AdminAnalyticsOptions): Promise<Ranked> {
   const max = opts.maxUserDays ?? 50_000;
   const perUser = new Map<string, SplitTotals>();
   let read = 0;
@@ -141,10 +234,10 @@ export async function adminUsageAnalytics(storage: Storage, opts: AdminAnalytics
   const days = daysBetween(opts.from, opts.to);
   const want = (g: UsageGroup) => opts.groupBy === undefined || opts.groupBy === g;
   const keys = days.flatMap((d) => Array.from({ length: GLOBAL_SHARDS }, (_, s) => globalKeys.day(d, s)));
-  const [shards, users] = await Promise.all([
-    getChunked<GlobalDay>(storage, keys),
-    want('user') ? rankUsers(storage, days, opts) : undefined,
-  ]);
+  const shards = await getChunked<GlobalDay>(storage, keys);
+  const users = want('user')
+    ? ((await rankFromTop(storage, days, shards, opts)) ?? (await rankFromUserLists(storage, days, opts)))
+    : undefined;
   const totals = { ...splitZero(), activeUserDays: 0 };
   const byDay: NonNullable<AdminAnalytics['byDay']> = [];
   const byProvider: Record<string, Totals> = {};
