@@ -577,9 +577,17 @@ export class PostgresStorage implements Storage {
   }
 
   async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
+    // The prefix is compared with left(), which no index serves, on purpose: given a key range
+    // too, the planner ANDs the primary key's range with the due index, and the range holds every
+    // hold row settled since the last vacuum (a bitmap scan walks them on every sweep: 0.09 ms on
+    // an empty store, 27 ms after 77,000 calls). The due index alone reads only rows due by now.
+    // Named, so each connection soon runs a cached generic plan: planning it afresh with `now`
+    // past the statistics' histogram probes the due index's end, where the settled holds' dead
+    // entries sit (2 ms a sweep at 20,000 settled calls, against 0.06 ms to execute it).
     const rows = await this.q<{ key: string }>(
-      'SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= $1 AND key >= $2 AND key < $3 ORDER BY due_at LIMIT $4',
-      [now, prefix, prefixEnd(prefix), limit],
+      'SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= $1 AND left(key, $3) = $2 ORDER BY due_at LIMIT $4',
+      [now, prefix, [...prefix].length, limit],
+      'aib_due_keys',
     );
     return rows.map((r) => r.key);
   }

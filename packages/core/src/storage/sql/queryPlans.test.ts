@@ -258,6 +258,33 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     expect([...new Set(scans)]).toEqual([]);
   });
 
+  it("the sweeper's due keys are read from the due index alone, not the prefix's key range, after many settled holds", async () => {
+    const store = stores[0]!;
+    const pool = (store as unknown as { pool: Pool }).pool;
+    const now = Date.now();
+    // As after a fill: the statistics last saw many due rows and few holds; since then 3,000
+    // holds were made and settled (deleted), dead rows in the primary key's range until a vacuum.
+    const rows = async (prefix: string, op: 'set' | 'delete', dueAt: number) => {
+      const keys = Array.from({ length: 3000 }, (_, i) => `${prefix}${String(i).padStart(5, '0')}`);
+      for (let i = 0; i < keys.length; i += 500)
+        await store.transact([], () => ({
+          writes: keys.slice(i, i + 500).map((key) => (op === 'set' ? { op, key, value: 1, dueAt } : { op, key })),
+          result: undefined,
+        }));
+    };
+    await rows('zdue:', 'set', now - 1000);
+    await pool.query('ANALYZE kv');
+    await rows('zdue:', 'delete', 0);
+    await rows('hold:churn:', 'set', now + 900_000);
+    await rows('hold:churn:', 'delete', 0);
+    const seen = plans.length;
+    await store.dueKeys('hold:', now, 200);
+    const plan = plans.slice(seen).find((p) => p.query.includes('ORDER BY due_at'))?.plan;
+    expect(plan).toBeDefined();
+    const indexes = (n: PlanNode): string[] => [...(n['Index Name'] ? [n['Index Name']] : []), ...(n.Plans ?? []).flatMap(indexes)];
+    expect(indexes(plan!)).toEqual(['kv_due_at']);
+  });
+
   it('the check sees a sequential scan when there is one', async () => {
     const pool = (stores[0] as unknown as { pool: Pool }).pool;
     const client = await pool.connect();
