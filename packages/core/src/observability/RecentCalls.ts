@@ -127,3 +127,14 @@ export function reportedTokens(answer: unknown): number | null {
   const total = usage?.totalTokens ?? usage?.tokensUsed ?? obj(top.usageInfo)?.tokensUsed;
   return typeof total === 'number' && Number.isFinite(total) ? total : null;
 }
+
+/**
+ * An AI answer served from the response cache (`data.cache: 'hit'`), with the tokens its answer
+ * had used when first produced (its `usage`, kept in the entry): undefined for any other answer.
+ */
+export function cacheHitOf(answer: unknown, tokens: number | null): { tokens: number } | undefined {
+  if (typeof answer !== 'object' || answer === null) return undefined;
+  const data = (answer as { data?: unknown }).data;
+  if (typeof data !== 'object' || data === null || (data as { cache?: unknown }).cache !== 'hit') return undefined;
+  return { tokens: tokens ?? 0 };
+}

@@ -4,7 +4,7 @@ import type { Context as OtelContext, Span } from '@opentelemetry/api';
 import { isFinishEvent } from '../kernel/streamEvents.js';
 import type { Context } from './context.js';
 import { otel, SpanKind, SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
-import { reportedTokens, type RecentCalls } from '../observability/RecentCalls.js';
+import { cacheHitOf, reportedTokens, type RecentCalls } from '../observability/RecentCalls.js';
 
 type MiddlewareResult = { ok: true } | { ok: false; error: TRPCError };
 
@@ -126,8 +126,8 @@ export class CallObservation {
   done(error: TRPCError | undefined, data?: unknown): void {
     const ms = performance.now() - this.started;
     const { runtime, req } = this.ctx;
-    runtime.stats.record(req.transport, this.path, ms, error !== undefined);
     const tokens = error ? null : reportedTokens(data);
+    runtime.stats.record(req.transport, this.path, ms, error !== undefined, error ? undefined : cacheHitOf(data, tokens));
     // A stream's row, shown while it ran, is completed; any other call gets its row now. The Live
     // view polls admin.recentCalls: its own reads would push every other call out.
     if (this.liveSeq !== undefined)

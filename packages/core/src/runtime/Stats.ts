@@ -67,7 +67,8 @@ export class Stats {
     this.index = storage ? new StatsIndex(storage, this.now) : undefined;
   }
 
-  record(transport: TransportName, path: string, ms: number, failed: boolean): void {
+  /** One call; `cached` when the response cache answered it, with the tokens its answer had used. */
+  record(transport: TransportName, path: string, ms: number, failed: boolean, cached?: { tokens: number }): void {
     if (UNCOUNTED.has(path)) return;
     const day = Math.floor(this.now() / DAY_MS);
     if (day !== this.day) {
@@ -81,6 +82,10 @@ export class Stats {
     if (failed) r.errors++;
     r.totalMs += ms;
     r.buckets[bucketOf(ms)]!++;
+    if (cached) {
+      r.cacheHits = (r.cacheHits ?? 0) + 1;
+      r.cachedTokens = (r.cachedTokens ?? 0) + cached.tokens;
+    }
   }
 
   start(): void {

@@ -13,6 +13,10 @@ export interface DayRecord {
   totalMs: number;
   /** Counts per latency bucket (LATENCY_BOUNDS_MS plus one overflow bucket). */
   buckets: number[];
+  /** Calls answered from the response cache (absent in records written before it was counted). */
+  cacheHits?: number;
+  /** The tokens those cached answers used when they were first produced (what the hits saved). */
+  cachedTokens?: number;
 }
 
 export interface ProcedureStatistics {
@@ -21,6 +25,9 @@ export interface ProcedureStatistics {
   count: number;
   errors: number;
   avgMs: number;
+  /** Calls of `count` answered from the response cache (ai.cache), and the tokens their answers had used. */
+  cacheHits: number;
+  cachedTokens: number;
   /** Upper bound of the latency bucket holding the percentile (null above the last bound). */
   latencyMs: { p50: number | null; p90: number | null; p99: number | null };
 }
@@ -31,6 +38,9 @@ export interface StatisticsSnapshot {
   since: string;
   total: number;
   errors: number;
+  /** Calls answered from the response cache, and the tokens those answers had used when first produced. */
+  cacheHits: number;
+  cachedTokens: number;
   procedures: ProcedureStatistics[];
   byDay: Array<{ day: string; total: number; errors: number }>;
   /** Per day and entry point (trpc, rpc, mcp, openai, anthropic, internal), days ascending. */
@@ -48,6 +58,10 @@ export function merge(into: DayRecord, add: DayRecord): DayRecord {
   into.count += add.count;
   into.errors += add.errors;
   into.totalMs += add.totalMs;
+  if (add.cacheHits) {
+    into.cacheHits = (into.cacheHits ?? 0) + add.cacheHits;
+    into.cachedTokens = (into.cachedTokens ?? 0) + (add.cachedTokens ?? 0);
+  }
   for (let i = 0; i < into.buckets.length; i++) into.buckets[i] = (into.buckets[i] ?? 0) + (add.buckets[i] ?? 0);
   return into;
 }
@@ -83,6 +97,8 @@ export function summarize(entries: Array<[string, DayRecord]>, days: number, sin
         count: r.count,
         errors: r.errors,
         avgMs: r.count ? Number((r.totalMs / r.count).toFixed(3)) : 0,
+        cacheHits: r.cacheHits ?? 0,
+        cachedTokens: r.cachedTokens ?? 0,
         latencyMs: {
           p50: percentile(r.buckets, r.count, 50),
           p90: percentile(r.buckets, r.count, 90),
@@ -96,6 +112,8 @@ export function summarize(entries: Array<[string, DayRecord]>, days: number, sin
     since,
     total: procedures.reduce((s, p) => s + p.count, 0),
     errors: procedures.reduce((s, p) => s + p.errors, 0),
+    cacheHits: procedures.reduce((s, p) => s + p.cacheHits, 0),
+    cachedTokens: procedures.reduce((s, p) => s + p.cachedTokens, 0),
     procedures,
     byDay: [...byDay].map(([day, v]) => ({ day, ...v })).sort((a, b) => a.day.localeCompare(b.day)),
     byDayEntry: [...byDayEntry.values()].sort((a, b) => a.day.localeCompare(b.day) || a.transport.localeCompare(b.transport)),

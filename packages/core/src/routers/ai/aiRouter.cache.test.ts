@@ -1,24 +1,101 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '@ai-backend/test-utils';
+import {
+  dropTestKeys,
+  dropTestSchema,
+  testPostgres,
+  testPostgresOptions,
+  testRedis,
+  testRedisOptions,
+} from '@ai-backend/test-utils/services';
 import type { ConfigInput } from '../../config/schema.js';
+import type { Storage } from '../../kernel/Storage.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import { RedisStorage } from '../../storage/RedisStorage.js';
+import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
+import { SqliteStorage } from '../../storage/sql/SqliteStorage.js';
 import { alice, bob, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
 
-/** The response cache (ai.cache) over the real engine, billing and a test upstream. */
+/**
+ * The response cache (ai.cache) over the real engine, billing and a test upstream, on every
+ * store it can live in: memory, SQLite, PostgreSQL and Redis (the last two skip without their
+ * service; CI requires them).
+ */
+const redis = await testRedis();
+const postgres = await testPostgres();
+
+interface Backend {
+  name: string;
+  ok: boolean;
+  /** A fresh, empty store (the runtime closes it) and what removes its data afterwards. */
+  open(): Promise<{ store: Storage; cleanup(): Promise<void> }>;
+}
+const backends: Backend[] = [
+  { name: 'memory', ok: true, open: async () => ({ store: new MemoryStorage(), cleanup: async () => undefined }) },
+  {
+    name: 'sqlite',
+    ok: true,
+    open: async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'ai-cache-'));
+      return { store: await SqliteStorage.open({ file: join(dir, 'data.db') }), cleanup: () => rm(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'postgres',
+    ok: postgres.ok,
+    open: async () => {
+      const opts = testPostgresOptions(postgres, 'aicache');
+      return { store: await PostgresStorage.connect(opts), cleanup: () => dropTestSchema(postgres, opts.schema) };
+    },
+  },
+  {
+    name: 'redis',
+    ok: redis.ok,
+    open: async () => {
+      const opts = testRedisOptions(redis, 'aicache');
+      return { store: await RedisStorage.connect(opts), cleanup: () => dropTestKeys(redis, opts.keyPrefix).then(() => undefined) };
+    },
+  },
+];
+
 let h: AiHarness | undefined;
+let cleanup: (() => Promise<void>) | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
+  await cleanup?.();
+  cleanup = undefined;
 });
 
+for (const backend of backends) {
+  describe.skipIf(!backend.ok)(`response cache on ${backend.name}`, () => cacheSuite(backend));
+}
+
 async function harness(
+  backend: Backend,
   cache: Record<string, unknown>,
   over: ConfigInput = {},
   reply?: (req: { content: string }) => string,
 ): Promise<AiHarness> {
-  h = await createAiHarness({ ai: { cache: { enabled: true, ...cache } as never }, ...over }, reply ? { reply } : {});
+  const opened = await backend.open();
+  cleanup = opened.cleanup;
+  h = await createAiHarness({ ai: { cache: { enabled: true, ...cache } as never }, ...over }, reply ? { reply } : {}, {
+    storage: opened.store,
+  });
   await h.credit(alice.sub, 1_000_000);
   await h.credit(bob.sub, 1_000_000);
   return h;
 }
+/** The cache's entries in the store (its byte counters left out). */
+async function entries(): Promise<unknown[]> {
+  const keys = (await h!.runtime.shared.keys('aicache:')).filter((k) => !k.startsWith('aicache:bytes:'));
+  return (await h!.runtime.shared.getMany(keys)).filter((v) => v !== undefined && v !== null);
+}
+/** The entry is written after the answer (best effort, off the call's path): wait until `n` are stored. */
+const stored = (n: number) => waitFor(async () => (await entries()).length >= n, { what: `${n} cache entries stored` });
 const input = (content = 'what is 2+2?', extra: Record<string, unknown> = {}) => ({
   content,
   systemPrompt: 'be brief',
@@ -26,18 +103,18 @@ const input = (content = 'what is 2+2?', extra: Record<string, unknown> = {}) =>
   options: { model: 'gpt-4.1-nano', maxTokens: 30 },
   ...extra,
 });
+const ADMIN = { ...alice, sub: 'admin', isAdmin: true };
 const chatCalls = () => h!.upstream.requests.filter((r) => r.format !== 'models').length;
 
-describe('response cache', () => {
+function cacheSuite(backend: Backend): void {
   it('a repeat is a hit: no upstream call, same answer, charged chargeRatio of the original, recorded as a cache hit', async () => {
-    await harness({ chargeRatio: 0.5 });
+    await harness(backend, { chargeRatio: 0.5 });
     const b0 = await h!.balance(alice.sub);
     const miss = await h!.caller(alice).ai.generateText(input());
     expect(miss.data.cache).toBe('miss');
     const b1 = await h!.balance(alice.sub);
     expect(b0 - b1).toBe(miss.tokenUsage!.tokensCharged);
-    // The entry is written after the answer; give it its turn.
-    await new Promise((r) => setTimeout(r, 20));
+    await stored(1);
     const hit = await h!.caller(alice).ai.generateText(input());
     expect(hit.data).toMatchObject({
       cache: 'hit',
@@ -54,19 +131,22 @@ describe('response cache', () => {
     expect(settles).toHaveLength(2);
     expect(JSON.stringify(settles)).toContain('"cache":"hit"');
     expect(JSON.stringify(settles)).toContain(`"cachedTokensUsed":${miss.tokenUsage!.tokensUsed}`);
+    // And in the statistics: the hit counted with the usage of the answer it replayed.
+    const statistics = await h!.caller(ADMIN).admin.statistics({ days: 1 });
+    const row = statistics.procedures.find((p) => p.path === 'ai.generateText');
+    expect(row).toMatchObject({ count: 2, cacheHits: 1, cachedTokens: miss.data.usage.totalTokens });
+    expect(statistics).toMatchObject({ cacheHits: 1, cachedTokens: miss.data.usage.totalTokens });
     // Entries hold the answer only: no prompt, no system prompt.
-    const stored = await Promise.all(
-      (await h!.runtime.shared.keys('aicache:')).filter((k) => !k.includes('bytes')).map((k) => h!.runtime.shared.get(k)),
-    );
-    expect(stored).toHaveLength(1);
-    expect(JSON.stringify(stored)).not.toContain('what is 2+2');
-    expect(JSON.stringify(stored)).not.toContain('be brief');
+    const held = await entries();
+    expect(held).toHaveLength(1);
+    expect(JSON.stringify(held)).not.toContain('what is 2+2');
+    expect(JSON.stringify(held)).not.toContain('be brief');
   });
 
   it("default ratio 0: a hit is free; another user is never served a user's entry (scope user); per-request off and refresh", async () => {
-    await harness({});
+    await harness(backend, {});
     const first = await h!.caller(alice).ai.generateText(input());
-    await new Promise((r) => setTimeout(r, 20));
+    await stored(1);
     const b = await h!.balance(alice.sub);
     const hit = await h!.caller(alice).ai.generateText(input());
     expect(hit.data.cache).toBe('hit');
@@ -84,11 +164,11 @@ describe('response cache', () => {
   });
 
   it('scope global serves every caller; admin.clearCache responses empties it', async () => {
-    await harness({ scope: 'global' });
+    await harness(backend, { scope: 'global' });
     await h!.caller(alice).ai.generateText(input());
-    await new Promise((r) => setTimeout(r, 20));
+    await stored(1);
     expect((await h!.caller(bob).ai.generateText(input())).data.cache).toBe('hit');
-    const admin = { ...alice, sub: 'admin', isAdmin: true };
+    const admin = ADMIN;
     // The console's figures: one hit of two lookups, the original call's tokens saved (ratio 0).
     const figures = await h!.caller(admin).admin.routes();
     expect(figures.routes).toEqual([]);
@@ -96,19 +176,25 @@ describe('response cache', () => {
     expect(figures.cache!.tokensSaved).toBeGreaterThan(0);
     const cleared = await h!.caller(admin).admin.clearCache({ target: 'responses' });
     expect(cleared.cleared).toContain('responses');
+    expect(await entries()).toEqual([]);
     expect((await h!.caller(bob).ai.generateText(input())).data.cache).toBe('miss');
   });
 
   it('a streamed request is replayed as a stream; a different request is a miss', async () => {
-    await harness({});
+    await harness(backend, {});
     const collect = async (extra: Record<string, unknown> = {}) => {
-      const events: Array<{ type: string; cache?: string; delta?: string; result?: { data: { text: string; cache?: string } } }> = [];
+      const events: Array<{
+        type: string;
+        cache?: string;
+        delta?: string;
+        result?: { data: { text: string; cache?: string; usage: { totalTokens: number | null } } };
+      }> = [];
       for await (const e of await h!.caller(alice).ai.streamText(input('tell me a story', extra))) events.push(e as never);
       return events;
     };
     const miss = await collect();
     expect(miss[0]).toMatchObject({ type: 'start', cache: 'miss' });
-    await new Promise((r) => setTimeout(r, 20));
+    await stored(1);
     const hit = await collect();
     expect(hit[0]).toMatchObject({ type: 'start', cache: 'hit' });
     expect(
@@ -119,6 +205,8 @@ describe('response cache', () => {
     ).toBe(miss.at(-1)!.result!.data.text);
     expect(hit.at(-1)!.result!.data.cache).toBe('hit');
     expect(chatCalls()).toBe(1);
+    const streamed = (await h!.caller(ADMIN).admin.statistics({ days: 1 })).procedures.find((p) => p.path === 'ai.streamText');
+    expect(streamed).toMatchObject({ count: 2, cacheHits: 1, cachedTokens: miss.at(-1)!.result!.data.usage.totalTokens });
     // A generateText of the same request is served by the entry the stream left.
     expect((await h!.caller(alice).ai.generateText(input('tell me a story'))).data.cache).toBe('hit');
     expect(
@@ -127,35 +215,37 @@ describe('response cache', () => {
   });
 
   it('entries expire after ttlSec', async () => {
-    await harness({ ttlSec: 1 });
+    await harness(backend, { ttlSec: 2 });
     await h!.caller(alice).ai.generateText(input());
-    await new Promise((r) => setTimeout(r, 20));
+    await stored(1);
     expect((await h!.caller(alice).ai.generateText(input())).data.cache).toBe('hit');
-    await new Promise((r) => setTimeout(r, 1100));
+    // Expiry is the store's own (Redis counts it on its server), so it is awaited, not clocked.
+    await waitFor(async () => (await entries()).length === 0, { what: 'the entry expired', timeoutMs: 10_000, intervalMs: 100 });
     expect((await h!.caller(alice).ai.generateText(input())).data.cache).toBe('miss');
     expect(chatCalls()).toBe(2);
   });
 
   it('an answer larger than maxEntryBytes is not stored', async () => {
-    await harness({ maxEntryBytes: 512 }, {}, (req) => (req.content.includes('long') ? 'y'.repeat(600) : 'short'));
+    await harness(backend, { maxEntryBytes: 512 }, {}, (req) => (req.content.includes('long') ? 'y'.repeat(600) : 'short'));
     await h!.caller(alice).ai.generateText(input('long one'));
     await h!.caller(alice).ai.generateText(input('small one'));
-    await new Promise((r) => setTimeout(r, 20));
+    await stored(1);
     expect((await h!.caller(alice).ai.generateText(input('long one'))).data.cache).toBe('miss');
     expect((await h!.caller(alice).ai.generateText(input('small one'))).data.cache).toBe('hit');
   });
 
   it('past maxTotalBytes answers are not stored: the call is still answered (a miss), later ones stay misses, the stored bytes stay within the limit', async () => {
-    await harness({ maxTotalBytes: 1024 }, {}, (req) => `${req.content}: ${'z'.repeat(300)}`);
+    await harness(backend, { maxTotalBytes: 1024 }, {}, (req) => `${req.content}: ${'z'.repeat(300)}`);
     const questions = ['q1', 'q2', 'q3', 'q4', 'q5'];
-    for (const q of questions) {
+    const refused = () => h!.logs.filter((l) => l.includes('maxTotalBytes reached')).length;
+    for (const [i, q] of questions.entries()) {
       const r = await h!.caller(alice).ai.generateText(input(q));
       expect(r.data).toMatchObject({ cache: 'miss', text: `${q}: ${'z'.repeat(300)}` });
-      // The entry is written after the answer; give it its turn.
-      await new Promise((r) => setTimeout(r, 20));
+      // The entry is written (or refused) after the answer: wait for its outcome.
+      await waitFor(async () => (await entries()).length + refused() > i, { what: `the entry of ${q} stored or refused` });
     }
-    const keys = (await h!.runtime.shared.keys('aicache:')).filter((k) => !k.includes('bytes'));
-    const stored = await Promise.all(keys.map((k) => h!.runtime.shared.get(k)));
+    const stored = await entries();
+    expect(refused()).toBe(questions.length - stored.length);
     // Each entry is over 300 bytes: more than three cannot fit, and at least the first one does.
     expect(stored.length).toBeGreaterThanOrEqual(1);
     expect(stored.length).toBeLessThan(questions.length);
@@ -166,4 +256,4 @@ describe('response cache', () => {
     expect(again).toEqual(questions.map((_, i) => (i < stored.length ? 'hit' : 'miss')));
     expect(chatCalls()).toBe(questions.length * 2 - stored.length);
   });
-});
+}

@@ -220,12 +220,14 @@ export const overviewView: View = async (main, _me, arg) => {
     section(
       'Busiest procedures',
       table(
-        ['entry', 'procedure', 'calls', 'errors', 'p50', 'p99'],
+        ['entry', 'procedure', 'calls', 'errors', 'cache hits', 'tokens from cache', 'p50', 'p99'],
         o.requests.procedures.map((p) => [
           p.transport,
           p.path,
           fmt.int(p.count),
           fmt.int(p.errors),
+          fmt.int(p.cacheHits),
+          fmt.int(p.cachedTokens),
           fmt.ms(p.latencyMs.p50),
           fmt.ms(p.latencyMs.p99),
         ]),

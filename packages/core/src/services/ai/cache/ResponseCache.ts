@@ -139,6 +139,7 @@ export class ResponseCache {
       const now = await this.store.increment(`${PREFIX}bytes:${bucket}`, bytes, { ttlMs: 2 * ttlMs });
       if ((now ?? 0) + (prev ?? 0) > this.config.maxTotalBytes) {
         await this.store.increment(`${PREFIX}bytes:${bucket}`, -bytes, { min: 0 });
+        this.logger.debug('ai: response not cached: ai.cache.maxTotalBytes reached', { bytes, maxTotalBytes: this.config.maxTotalBytes });
         return;
       }
       await this.store.set(key, answer, { ttlMs });
