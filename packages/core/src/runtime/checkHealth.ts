@@ -1,4 +1,4 @@
-import type { Runtime } from './Runtime.js';
+import type { HealthProbe } from './Runtime.js';
 
 export interface HealthReport {
   status: 'ok' | 'degraded';
@@ -20,7 +20,7 @@ export function healthFor(report: HealthReport, isAdmin: boolean): HealthReport 
 }
 
 /** Run every registered probe with a short timeout; one slow dependency cannot hang /health. */
-export async function checkHealth(runtime: Runtime, timeoutMs = 2000): Promise<HealthReport> {
+export async function checkHealth(runtime: { health: Map<string, HealthProbe> }, timeoutMs = 2000): Promise<HealthReport> {
   const checks: HealthReport['checks'] = {};
   await Promise.all(
     [...runtime.health].map(async ([name, probe]) => {

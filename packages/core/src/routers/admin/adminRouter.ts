@@ -6,15 +6,19 @@ import { adminProcedure } from '../../pipeline/procedures.js';
 import { CLEAR_CACHES } from '../../runtime/createSignals.js';
 import { checkHealth } from '../../runtime/checkHealth.js';
 import { CoreError } from '../../kernel/CoreError.js';
+import { adminServices } from './adminServices.js';
 import { consoleProcedures } from './consoleProcedures.js';
 import { governanceProcedures } from './governanceProcedures.js';
+
+/** Every admin.* procedure: an administrator, with the admin services in ctx. */
+const adminNamespace = adminProcedure.use(adminServices);
 
 /**
  * Diagnostics. Everything here reveals server internals, so every procedure needs an
  * administrator identity on every entry point (authType 'none' never makes anyone an admin).
  */
 export const adminRouter = router({
-  status: adminProcedure
+  status: adminNamespace
     .meta({ description: 'Server status: uptime, memory, platform' })
     .input(z.lazy(() => z.object({ detailed: z.boolean().default(false) }).default({ detailed: false })))
     .query(({ input }) => {
@@ -35,15 +39,15 @@ export const adminRouter = router({
       };
     }),
 
-  healthCheck: adminProcedure.meta({ description: 'Health checks on all services' }).query(({ ctx }) => checkHealth(ctx.runtime)),
+  healthCheck: adminNamespace.meta({ description: 'Health checks on all services' }).query(({ ctx }) => checkHealth(ctx)),
 
-  getConfig: adminProcedure
+  getConfig: adminNamespace
     .meta({ description: 'Current configuration, secrets redacted' })
     .input(
       z.lazy(() => z.object({ section: z.enum(['all', 'server', 'auth', 'ai', 'billing']).default('all') }).default({ section: 'all' })),
     )
     .query(({ ctx, input }) => {
-      const c = redactConfig(ctx.runtime.config);
+      const c = redactConfig(ctx.config);
       const sections = {
         server: {
           port: c.port,
@@ -65,15 +69,15 @@ export const adminRouter = router({
       return input.section === 'all' ? sections : { [input.section]: sections[input.section] };
     }),
 
-  statistics: adminProcedure
+  statistics: adminNamespace
     .meta({
       description:
         'Request counts, errors and latency per procedure over the last `days` UTC days, from the store (the same on every instance)',
     })
     .input(z.lazy(() => z.object({ days: z.number().int().min(1).max(365).default(7) }).default({ days: 7 })))
-    .query(({ ctx, input }) => ctx.runtime.stats.snapshot(input.days)),
+    .query(({ ctx, input }) => ctx.stats.snapshot(input.days)),
 
-  clearCache: adminProcedure
+  clearCache: adminNamespace
     .meta({
       description:
         "Clear caches: 'tokens' (verified-token cache), 'usage' (stored statistics, cluster-wide), 'responses' (the response cache, ai.cache, cluster-wide), 'memory' (every in-process cache), 'all'",
@@ -87,7 +91,7 @@ export const adminRouter = router({
       const cleared: string[] = [];
       const { target } = input;
       // In-process caches registered by their owners (the token verifier registers 'tokens').
-      for (const [name, clear] of ctx.runtime.caches) {
+      for (const [name, clear] of ctx.caches) {
         if (target === 'all' || target === 'memory' || target === name) {
           await clear();
           cleared.push(name);
@@ -95,30 +99,30 @@ export const adminRouter = router({
       }
       // Every other instance empties the same in-process caches (Redis pub/sub; see docs/storage.md),
       // and for 'usage' / 'all' drops the counts it has not written yet, which predate the clear.
-      await ctx.runtime.signals.publish(CLEAR_CACHES, target);
+      await ctx.signals.publish(CLEAR_CACHES, target);
       if (target === 'all' || target === 'responses') {
-        await ctx.runtime.ai.clearResponses();
+        await ctx.ai.clearResponses();
         cleared.push('responses');
       }
       if (target === 'all' || target === 'usage') {
-        await ctx.runtime.stats.reset();
+        await ctx.stats.reset();
         cleared.push('statistics');
       }
-      return { success: true, target, cleared, instances: ctx.runtime.signals.kind === 'redis' ? 'all' : 'this' };
+      return { success: true, target, cleared, instances: ctx.signals.kind === 'redis' ? 'all' : 'this' };
     }),
 
-  runRetention: adminProcedure
+  runRetention: adminNamespace
     .meta({
       description:
         'Archive now what storage.retention says is old: ledger, usage and credit records past their age are exported to a file, then deleted (balances never change)',
     })
     .mutation(async ({ ctx }) => {
-      if (!ctx.runtime.retention.enabled)
+      if (!ctx.retention.enabled)
         throw new CoreError('INVALID_PARAMS', 'retention is off: set storage.retention.ledgerDays, usageDays or purchasesDays');
-      return ctx.runtime.retention.run();
+      return ctx.retention.run();
     }),
 
-  getUserInfo: adminProcedure
+  getUserInfo: adminNamespace
     .meta({ description: 'What the server knows about a user, by id (sub) or e-mail (admin only)' })
     .input(
       z.lazy(() =>
@@ -130,10 +134,10 @@ export const adminRouter = router({
       ),
     )
     .query(async ({ ctx, input }) => {
-      const { sub, profile } = await ctx.runtime.users.find(input.userId);
+      const { sub, profile } = await ctx.users.find(input.userId);
       const email = profile?.email ?? (input.userId.includes('@') ? input.userId : undefined);
-      const listed = ctx.runtime.users.listedAdmin(sub, email);
-      const [balances, byokProviders] = await Promise.all([ctx.runtime.billing.balances(sub), ctx.runtime.vault.providers(sub)]);
+      const listed = ctx.users.listedAdmin(sub, email);
+      const [balances, byokProviders] = await Promise.all([ctx.billing.balances(sub), ctx.vault.providers(sub)]);
       // Known: has called, is listed, or was given tokens or stored a key (an admin may credit first).
       const hasAccount = balances.subscription + balances.one_time > 0 || byokProviders.length > 0;
       if (!profile && !listed && !hasAccount)
@@ -155,9 +159,7 @@ export const adminRouter = router({
             }
           : {}),
         // Key status only: which providers have a stored key, never the keys.
-        ...(input.includeUsage
-          ? { usage: { balances, byokProviders, budget: (await ctx.runtime.billing.budgets.view(sub)).periods } }
-          : {}),
+        ...(input.includeUsage ? { usage: { balances, byokProviders, budget: (await ctx.billing.budgets.view(sub)).periods } } : {}),
       };
     }),
 

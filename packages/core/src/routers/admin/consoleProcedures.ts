@@ -1,8 +1,9 @@
 import { z } from '../../lib/zod.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import type { Runtime } from '../../runtime/Runtime.js';
 import { adminUsageAnalytics, daysBetween } from '../../services/billing/adminUsageAnalytics.js';
 import { adminProcedure } from '../../pipeline/procedures.js';
+import type { UserDirectory } from '../../services/directory/UserDirectory.js';
+import { adminServices } from './adminServices.js';
 import { cursorInput, limitInput } from '../billing/bounds.js';
 import { overviewSeries } from './overviewSeries.js';
 
@@ -16,8 +17,8 @@ const MAX_FOUND = 20;
 const MAX_SCANNED = 5000;
 
 /** The stored id of a user named by id or e-mail; NOT_FOUND for an e-mail the server never saw. */
-async function userId(runtime: Runtime, ref: string): Promise<string> {
-  const { sub } = await runtime.users.find(ref);
+async function userId(ctx: { users: Pick<UserDirectory, 'find'> }, ref: string): Promise<string> {
+  const { sub } = await ctx.users.find(ref);
   if (sub === ref && ref.includes('@'))
     throw new CoreError('NOT_FOUND', `no user with e-mail "${ref.slice(0, 320)}" is known to this server; name them by id`);
   return sub;
@@ -31,26 +32,28 @@ const dayString = (ms: number) => new Date(ms).toISOString().slice(0, 10);
  * recent calls. Administrators only, like the rest of `admin`. Each reads maintained rows, the
  * statistics, this instance's metrics or a bounded page of a log: nothing here scans a ledger.
  */
+/** An administrator, with the admin services in ctx. */
+const adminNamespace = adminProcedure.use(adminServices);
+
 export const consoleProcedures = {
-  overview: adminProcedure
+  overview: adminNamespace
     .meta({
       description:
         'The console overview in one call: requests and errors per day and entry point; calls, failures, upstream latency p50/p99, tokens and money per day by provider and by model (cluster-wide); MCP sessions and streams, alert backlog',
     })
     .input(z.lazy(() => z.strictObject({ days: z.number().int().min(1).max(90).default(14) }).default({ days: 14 })))
     .query(async ({ ctx, input }) => {
-      const { runtime } = ctx;
       const to = dayString(Date.now());
       const from = dayString(Date.now() - (input.days - 1) * 86_400_000);
       const days = daysBetween(from, to);
       const [statistics, usage, figures, alerts] = await Promise.all([
-        runtime.stats.snapshot(input.days),
-        adminUsageAnalytics(runtime.storage, { from, to, sortBy: 'cost', limit: 10, series: true }),
-        runtime.metrics?.consoleFigures(),
-        runtime.alerts.pending(),
+        ctx.stats.snapshot(input.days),
+        adminUsageAnalytics(ctx.storage, { from, to, sortBy: 'cost', limit: 10, series: true }),
+        ctx.metrics?.consoleFigures(),
+        ctx.alerts.pending(),
       ]);
       // After the snapshot: it had every instance write its pending counts, upstream ones included.
-      const upstreamDays = await runtime.stats.upstreamDays(days);
+      const upstreamDays = await ctx.stats.upstreamDays(days);
       const { seriesByProvider, seriesByModel, ...usageTotals } = usage;
       return {
         period: { from, to, days: input.days },
@@ -63,9 +66,7 @@ export const consoleProcedures = {
         },
         usage: usageTotals,
         // Cluster-wide, from the statistics and the usage day rows (null with statistics.enabled false).
-        series: runtime.config.statistics.enabled
-          ? overviewSeries(days, statistics, { seriesByProvider, seriesByModel }, upstreamDays)
-          : null,
+        series: ctx.config.statistics.enabled ? overviewSeries(days, statistics, { seriesByProvider, seriesByModel }, upstreamDays) : null,
         // This instance's upstream figures since it started (Prometheus counters), null with metrics off.
         upstream: figures?.providers ?? null,
         mcp: figures?.mcp ?? null,
@@ -73,14 +74,14 @@ export const consoleProcedures = {
       };
     }),
 
-  routes: adminProcedure
+  routes: adminNamespace
     .meta({
       description:
         "Routes (ai.routes) with each target's share of calls, latency, errors, in-flight calls (this instance), cooldown state and rpm/tpm headroom this minute (shared); the response cache's hit rate and tokens and USD saved (this instance)",
     })
-    .query(async ({ ctx }) => ({ routes: await ctx.runtime.ai.routes(), cache: ctx.runtime.ai.cacheFigures() })),
+    .query(async ({ ctx }) => ({ routes: await ctx.ai.routes(), cache: ctx.ai.cacheFigures() })),
 
-  findUsers: adminProcedure
+  findUsers: adminNamespace
     .meta({
       description:
         'Users whose id or e-mail contains the query, ignoring case: an exact id or e-mail first, then at most `limit` matches per page, most recently indexed first; an empty query lists every user, most recent first; pass nextCursor for more',
@@ -96,11 +97,10 @@ export const consoleProcedures = {
       ),
     )
     .query(async ({ ctx, input }) => {
-      const { runtime } = ctx;
       const first = input.cursor === undefined;
       const [exact, page] = await Promise.all([
-        first && input.query ? runtime.users.find(input.query) : undefined,
-        runtime.users.search(input.query, { limit: input.limit, cursor: input.cursor, maxScanned: MAX_SCANNED }),
+        first && input.query ? ctx.users.find(input.query) : undefined,
+        ctx.users.search(input.query, { limit: input.limit, cursor: input.cursor, maxScanned: MAX_SCANNED }),
       ]);
       const subs: string[] = [];
       // An exact id or e-mail leads the first page (also a user credited but never seen, who has no profile).
@@ -111,14 +111,14 @@ export const consoleProcedures = {
       const found = await Promise.all(
         subs.slice(0, input.limit + 1).map(async (sub) => {
           const profile = profiles.get(sub);
-          const balances = await runtime.billing.balances(sub);
+          const balances = await ctx.billing.balances(sub);
           const known = profile !== undefined || balances.subscription + balances.one_time > 0;
           return known
             ? {
                 userId: sub,
                 email: profile?.email ?? null,
                 lastSeenAt: profile?.lastSeenAt ?? null,
-                isAdmin: runtime.users.listedAdmin(sub, profile?.email) || profile?.isAdmin === true,
+                isAdmin: ctx.users.listedAdmin(sub, profile?.email) || profile?.isAdmin === true,
                 balances,
               }
             : undefined;
@@ -131,7 +131,7 @@ export const consoleProcedures = {
       };
     }),
 
-  userActivity: adminProcedure
+  userActivity: adminNamespace
     .meta({
       description:
         "One page of a user's ledger: AI calls (usage), credits and purchases, or which balance paid each call (consumption), newest first",
@@ -142,9 +142,9 @@ export const consoleProcedures = {
       ),
     )
     .query(async ({ ctx, input }) => {
-      const sub = await userId(ctx.runtime, input.userId);
+      const sub = await userId(ctx, input.userId);
       const page = { limit: input.limit, ...(input.cursor !== undefined ? { cursor: input.cursor } : {}) };
-      const billing = ctx.runtime.billing;
+      const billing = ctx.billing;
       const { items, nextCursor } =
         input.kind === 'usage'
           ? await billing.usageHistory(sub, page)
@@ -154,34 +154,34 @@ export const consoleProcedures = {
       return { userId: sub, kind: input.kind, items: items as unknown[], ...(nextCursor !== undefined ? { nextCursor } : {}) };
     }),
 
-  userUsage: adminProcedure
+  userUsage: adminNamespace
     .meta({ description: "A user's usage per day, provider and model over the last days (from the maintained day rows)" })
     .input(z.lazy(() => z.strictObject({ userId: UserRef, days: z.number().int().min(1).max(365).default(30) })))
     .query(async ({ ctx, input }) => {
-      const sub = await userId(ctx.runtime, input.userId);
+      const sub = await userId(ctx, input.userId);
       const [analytics, byApiKey] = await Promise.all([
-        ctx.runtime.billing.usageAnalytics(sub, { days: input.days, includeHistory: false, historyLimit: 1 }),
-        ctx.runtime.keys.spendByKey(sub),
+        ctx.billing.usageAnalytics(sub, { days: input.days, includeHistory: false, historyLimit: 1 }),
+        ctx.keys.spendByKey(sub),
       ]);
       return { userId: sub, ...analytics, byApiKey };
     }),
 
-  alertDeliveries: adminProcedure
+  alertDeliveries: adminNamespace
     .meta({
       description:
         'Alert webhook deliveries waiting (attempts, next attempt, last error) and dead letters, newest first; receivers by origin only',
     })
     .input(z.lazy(() => z.strictObject({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 })))
-    .query(async ({ ctx, input }) => ({ enabled: ctx.runtime.alerts.enabled, ...(await ctx.runtime.alerts.deliveries(input.limit)) })),
+    .query(async ({ ctx, input }) => ({ enabled: ctx.alerts.enabled, ...(await ctx.alerts.deliveries(input.limit)) })),
 
-  retryAlert: adminProcedure
+  retryAlert: adminNamespace
     .meta({ description: 'Send a dead-lettered alert delivery again (attempts reset), or make a waiting one due now' })
     .input(z.lazy(() => z.strictObject({ deliveryId: z.string().min(3).max(200).describe('deliveryId from admin.alertDeliveries') })))
     .mutation(async ({ ctx, input }) => {
-      const result = await ctx.runtime.alerts.retry(input.deliveryId);
+      const result = await ctx.alerts.retry(input.deliveryId);
       if (!result.retried)
         throw new CoreError('NOT_FOUND', 'no dead or waiting delivery with this id (it may have been retried or delivered already)');
-      ctx.runtime.logger.info('alerts: delivery retried by an administrator', {
+      ctx.logger.info('alerts: delivery retried by an administrator', {
         by: ctx.identity.sub,
         deliveryId: input.deliveryId,
         state: result.state,
@@ -189,7 +189,7 @@ export const consoleProcedures = {
       return { deliveryId: input.deliveryId, state: result.state };
     }),
 
-  recentCalls: adminProcedure
+  recentCalls: adminNamespace
     .meta({
       description:
         'The most recent procedure calls on this instance (entry point, procedure, caller id, status, latency, tokens; a streamed call shows its tokens once its stream ended); never input, prompt or answer text',
@@ -210,7 +210,7 @@ export const consoleProcedures = {
       ),
     )
     .query(({ ctx, input }) => ({
-      calls: ctx.runtime.recentCalls.list(input.limit, input.after),
-      lastSeq: ctx.runtime.recentCalls.lastSeq,
+      calls: ctx.recentCalls.list(input.limit, input.after),
+      lastSeq: ctx.recentCalls.lastSeq,
     })),
 };

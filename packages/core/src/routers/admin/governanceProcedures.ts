@@ -1,9 +1,10 @@
 import { z } from '../../lib/zod.js';
 import { BUDGET_PERIODS, MAX_BUDGET_USD } from '../../config/sections/budget.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import type { Runtime } from '../../runtime/Runtime.js';
 import { adminUsageAnalytics } from '../../services/billing/adminUsageAnalytics.js';
 import { adminProcedure } from '../../pipeline/procedures.js';
+import type { UserDirectory } from '../../services/directory/UserDirectory.js';
+import { adminServices } from './adminServices.js';
 
 /** Longest analytics range in days (a year and a day, so "the last 365 days" plus today fits). */
 export const MAX_ANALYTICS_DAYS = 366;
@@ -15,8 +16,8 @@ const Day = z
   .refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)), 'not a calendar day');
 
 /** A user named by id or by the e-mail the server has seen them with (as admin.getUserInfo). */
-async function resolveUser(runtime: Runtime, ref: string): Promise<string> {
-  const { sub } = await runtime.users.find(ref);
+async function resolveUser(ctx: { users: Pick<UserDirectory, 'find'> }, ref: string): Promise<string> {
+  const { sub } = await ctx.users.find(ref);
   if (sub === ref && ref.includes('@'))
     throw new CoreError('NOT_FOUND', `no user with e-mail "${ref.slice(0, 320)}" is known to this server; name them by id`);
   return sub;
@@ -26,8 +27,11 @@ async function resolveUser(runtime: Runtime, ref: string): Promise<string> {
  * Spend governance for administrators: per-user budgets (set, read, remove) and usage analytics
  * across users. Spread into the admin router.
  */
+/** An administrator, with the admin services in ctx. */
+const adminNamespace = adminProcedure.use(adminServices);
+
 export const governanceProcedures = {
-  setBudget: adminProcedure
+  setBudget: adminNamespace
     .meta({
       description: "Set a user's budget for one period (daily or monthly, UTC): hard limits in tokens and/or USD and soft alert thresholds",
     })
@@ -54,28 +58,28 @@ export const governanceProcedures = {
     )
     .mutation(async ({ ctx, input }) => {
       const { userId: ref, period, ...limits } = input;
-      const userId = await resolveUser(ctx.runtime, ref);
-      const view = await ctx.runtime.billing.budgets.set(userId, period, limits, ctx.identity.sub);
-      ctx.runtime.logger.info('billing: budget set', { by: ctx.identity.sub, userId, period, tokens: limits.tokens, usd: limits.usd });
+      const userId = await resolveUser(ctx, ref);
+      const view = await ctx.billing.budgets.set(userId, period, limits, ctx.identity.sub);
+      ctx.logger.info('billing: budget set', { by: ctx.identity.sub, userId, period, tokens: limits.tokens, usd: limits.usd });
       return view;
     }),
 
-  getBudget: adminProcedure
+  getBudget: adminNamespace
     .meta({ description: "A user's budget per period with spend, reserved and remaining figures and the reset time" })
     .input(z.lazy(() => z.strictObject({ userId: UserRef })))
-    .query(async ({ ctx, input }) => ctx.runtime.billing.budgets.view(await resolveUser(ctx.runtime, input.userId))),
+    .query(async ({ ctx, input }) => ctx.billing.budgets.view(await resolveUser(ctx, input.userId))),
 
-  removeBudget: adminProcedure
+  removeBudget: adminNamespace
     .meta({ description: "Remove a user's own budget for one period or both (the default budget applies again)" })
     .input(z.lazy(() => z.strictObject({ userId: UserRef, period: z.enum(BUDGET_PERIODS).optional() })))
     .mutation(async ({ ctx, input }) => {
-      const userId = await resolveUser(ctx.runtime, input.userId);
-      const removed = await ctx.runtime.billing.budgets.remove(userId, input.period, ctx.identity.sub);
-      ctx.runtime.logger.info('billing: budget removed', { by: ctx.identity.sub, userId, period: input.period ?? 'all', removed });
-      return { removed, budget: await ctx.runtime.billing.budgets.view(userId) };
+      const userId = await resolveUser(ctx, input.userId);
+      const removed = await ctx.billing.budgets.remove(userId, input.period, ctx.identity.sub);
+      ctx.logger.info('billing: budget removed', { by: ctx.identity.sub, userId, period: input.period ?? 'all', removed });
+      return { removed, budget: await ctx.billing.budgets.view(userId) };
     }),
 
-  usageAnalytics: adminProcedure
+  usageAnalytics: adminNamespace
     .meta({
       description:
         'Usage across users: totals, per day, top providers, models and users by cost or tokens (from maintained day rows, the same on every instance)',
@@ -106,6 +110,6 @@ export const governanceProcedures = {
       const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000 + 1;
       if (span < 1) throw new CoreError('INVALID_PARAMS', 'from must not be after to');
       if (span > MAX_ANALYTICS_DAYS) throw new CoreError('INVALID_PARAMS', `the range may span at most ${MAX_ANALYTICS_DAYS} days`);
-      return adminUsageAnalytics(ctx.runtime.storage, { from, to, groupBy: input.groupBy, sortBy: input.sortBy, limit: input.limit });
+      return adminUsageAnalytics(ctx.storage, { from, to, groupBy: input.groupBy, sortBy: input.sortBy, limit: input.limit });
     }),
 };

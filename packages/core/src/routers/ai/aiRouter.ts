@@ -5,6 +5,7 @@ import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
+import { aiServices } from './aiServices.js';
 import { modelsForKey } from '../../services/apiKeys/keyRules.js';
 import type { EmbedInput } from '../../services/ai/runEmbed.js';
 
@@ -40,13 +41,16 @@ function callInput(input: z.infer<typeof GenerateTextInputSchema>): GenerateText
   return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as GenerateTextInput;
 }
 
+/** Every ai.* procedure: public, with the AI service in ctx. */
+const aiProcedure = publicProcedure.use(aiServices);
+
 /**
  * The ai namespace: provider and model registry, key checks and text generation.
  * Everything is public: anonymous callers may bring their own key; who pays is decided by
  * billing inside generateText.
  */
 export const aiRouter = router({
-  generateText: publicProcedure
+  generateText: aiProcedure
     .meta({
       keyAccess: 'any',
       description:
@@ -57,10 +61,10 @@ export const aiRouter = router({
     })
     .input(GenerateTextInputSchema)
     .mutation(({ ctx, input }) =>
-      ctx.runtime.ai.generateText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip }),
+      ctx.ai.generateText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip }),
     ),
 
-  streamText: publicProcedure
+  streamText: aiProcedure
     .meta({
       keyAccess: 'any',
       description:
@@ -71,11 +75,9 @@ export const aiRouter = router({
     })
     .input(GenerateTextInputSchema)
     // Checks, payer and reservation run before the stream is returned, so refusals are ordinary errors.
-    .mutation(({ ctx, input }) =>
-      ctx.runtime.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip }),
-    ),
+    .mutation(({ ctx, input }) => ctx.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
 
-  embed: publicProcedure
+  embed: aiProcedure
     .meta({
       keyAccess: 'any',
       description:
@@ -94,26 +96,26 @@ export const aiRouter = router({
       ),
     )
     .mutation(({ ctx, input }) =>
-      ctx.runtime.ai.embed(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as unknown as EmbedInput, {
+      ctx.ai.embed(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as unknown as EmbedInput, {
         identity: ctx.identity,
         signal: ctx.req.signal,
         ip: ctx.req.ip,
       }),
     ),
 
-  listProviders: publicProcedure
+  listProviders: aiProcedure
     .meta({
       keyAccess: 'any',
       description: 'Providers in the registry, whether the server pays for each, and where the registry data comes from',
       mcp: { annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .query(({ ctx }) => ctx.runtime.ai.listProviders()),
+    .query(({ ctx }) => ctx.ai.listProviders()),
 
-  listProvidersBYOK: publicProcedure
+  listProvidersBYOK: aiProcedure
     .meta({ keyAccess: 'any', description: 'Providers for which you may use your own API key' })
-    .query(({ ctx }) => ctx.runtime.ai.listProvidersBYOK()),
+    .query(({ ctx }) => ctx.ai.listProvidersBYOK()),
 
-  listAllowedModels: publicProcedure
+  listAllowedModels: aiProcedure
     .meta({
       keyAccess: 'any',
       description: "Model ids usable with each provider (or one provider), after the server's model restrictions",
@@ -121,20 +123,20 @@ export const aiRouter = router({
     })
     .input(z.lazy(() => z.object({ provider: ProviderInput.optional() }).optional()))
     // Called with an API key: only the models the key may use.
-    .query(({ ctx, input }) => modelsForKey(ctx.identity?.apiKey, ctx.runtime.ai.listAllowedModels(input?.provider))),
+    .query(({ ctx, input }) => modelsForKey(ctx.identity?.apiKey, ctx.ai.listAllowedModels(input?.provider))),
 
-  getRegistryHealth: publicProcedure
+  getRegistryHealth: aiProcedure
     .meta({ keyAccess: 'any', description: 'Registry availability and per-provider call metrics; error details when the check fails' })
-    .query(({ ctx }) => ctx.runtime.ai.registryHealth()),
+    .query(({ ctx }) => ctx.ai.registryHealth()),
 
-  validateProvider: publicProcedure
+  validateProvider: aiProcedure
     .meta({
       keyAccess: 'any',
       description: 'Check an API key with a cheap real request to the provider; tells an invalid key from an unreachable provider',
     })
     .input(z.lazy(() => z.object({ provider: KeyProviderInput, apiKey: z.string().min(1).max(1000) })))
     .mutation(async ({ ctx, input }) => {
-      await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);
-      return ctx.runtime.ai.validateProvider(input.provider, input.apiKey, ctx.req.signal);
+      await countKeyCheck(ctx.keyChecks, ctx.identity, ctx.req.ip);
+      return ctx.ai.validateProvider(input.provider, input.apiKey, ctx.req.signal);
     }),
 });

@@ -8,6 +8,7 @@ import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { rememberUser } from '../../services/directory/userIndex.js';
 import { router } from '../../pipeline/init.js';
 import { protectedProcedure } from '../../pipeline/procedures.js';
+import { authServices } from './authServices.js';
 import { ApiKeyInput } from '../user/providerRecord.js';
 import { resolveKeyOwner } from './resolveKeyOwner.js';
 
@@ -16,8 +17,8 @@ import { resolveKeyOwner } from './resolveKeyOwner.js';
  * be the caller's email or sub; administrators may name others), and no procedure returns a
  * key: status only (exists, provider, last four characters, times).
  */
-const keyProcedure = protectedProcedure.use(async ({ ctx, next }) => {
-  await rememberUser(ctx.runtime.storage, ctx.identity, ctx.runtime.logger);
+const keyProcedure = protectedProcedure.use(authServices).use(async ({ ctx, next }) => {
+  await rememberUser(ctx.storage, ctx.identity, ctx.logger);
   return next();
 });
 
@@ -29,17 +30,17 @@ const ownerNamedProvider = once(() => z.object({ email: Email, provider: z.strin
 
 /** The named provider must exist and accept callers' own keys (`byok: true`). */
 function assertNamedByok(
-  runtime: { ai: { providers: { namedType(id: string): unknown; isByokProvider(id: string): boolean } } },
+  ctx: { ai: { providers: { namedType(id: string): unknown; isByokProvider(id: string): boolean } } },
   provider: string,
 ): void {
-  if (runtime.ai.providers.namedType(provider) === undefined) {
+  if (ctx.ai.providers.namedType(provider) === undefined) {
     throw new CoreError(
       'BAD_REQUEST',
       `"${provider.slice(0, 50)}" is not a named provider of this server; keys for anthropic, openai and google go through storeUserKey`,
       { details: { reason: 'unknown_provider' } },
     );
   }
-  if (!runtime.ai.providers.isByokProvider(provider))
+  if (!ctx.ai.providers.isByokProvider(provider))
     throw new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, {
       details: { reason: 'byok_not_allowed', provider },
     });
@@ -50,31 +51,31 @@ export const authRouter = router({
     .meta({ keyAccess: 'none', description: 'Store your API key for a provider (encrypted at rest; never returned)' })
     .input(z.lazy(() => ownerProvider().extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
-      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
-      const status = await ctx.runtime.vault.store(owner, input.provider, input.apiKey);
-      ctx.runtime.logger.info('vault: key stored', { by: ctx.identity.sub, owner, provider: input.provider });
+      const owner = await resolveKeyOwner(ctx, ctx.identity, input.email);
+      const status = await ctx.vault.store(owner, input.provider, input.apiKey);
+      ctx.logger.info('vault: key stored', { by: ctx.identity.sub, owner, provider: input.provider });
       return { success: true, ...status };
     }),
 
   getUserKey: keyProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Status of your stored key for a provider (never the key)' })
     .input(z.lazy(ownerProvider))
-    .query(async ({ ctx, input }) => ctx.runtime.vault.get(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email), input.provider)),
+    .query(async ({ ctx, input }) => ctx.vault.get(await resolveKeyOwner(ctx, ctx.identity, input.email), input.provider)),
 
   getUserProviders: keyProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Providers you have stored keys for' })
     .input(Owner)
     .query(async ({ ctx, input }) => ({
-      providers: await ctx.runtime.vault.providers(await resolveKeyOwner(ctx.runtime, ctx.identity, input.email)),
+      providers: await ctx.vault.providers(await resolveKeyOwner(ctx, ctx.identity, input.email)),
     })),
 
   rotateUserKey: keyProcedure
     .meta({ keyAccess: 'none', description: 'Replace your stored key for a provider' })
     .input(z.lazy(() => ownerProvider().extend({ newApiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
-      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
-      const status = await ctx.runtime.vault.rotate(owner, input.provider, input.newApiKey);
-      ctx.runtime.logger.info('vault: key rotated', { by: ctx.identity.sub, owner, provider: input.provider });
+      const owner = await resolveKeyOwner(ctx, ctx.identity, input.email);
+      const status = await ctx.vault.rotate(owner, input.provider, input.newApiKey);
+      ctx.logger.info('vault: key rotated', { by: ctx.identity.sub, owner, provider: input.provider });
       return { success: true, ...status };
     }),
 
@@ -82,9 +83,9 @@ export const authRouter = router({
     .meta({ keyAccess: 'none', description: 'Delete your stored key for a provider' })
     .input(z.lazy(ownerProvider))
     .mutation(async ({ ctx, input }) => {
-      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
-      const deleted = await ctx.runtime.vault.remove(owner, input.provider);
-      if (deleted) ctx.runtime.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
+      const owner = await resolveKeyOwner(ctx, ctx.identity, input.email);
+      const deleted = await ctx.vault.remove(owner, input.provider);
+      if (deleted) ctx.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
       return { success: deleted, provider: input.provider, deleted };
     }),
 
@@ -95,10 +96,10 @@ export const authRouter = router({
     })
     .input(z.lazy(() => ownerNamedProvider().extend({ apiKey: ApiKeyInput })))
     .mutation(async ({ ctx, input }) => {
-      assertNamedByok(ctx.runtime, input.provider);
-      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
-      const status = await ctx.runtime.vault.store(owner, input.provider, input.apiKey);
-      ctx.runtime.logger.info('vault: key stored', { by: ctx.identity.sub, owner, provider: input.provider });
+      assertNamedByok(ctx, input.provider);
+      const owner = await resolveKeyOwner(ctx, ctx.identity, input.email);
+      const status = await ctx.vault.store(owner, input.provider, input.apiKey);
+      ctx.logger.info('vault: key stored', { by: ctx.identity.sub, owner, provider: input.provider });
       return { success: true, ...status };
     }),
 
@@ -106,10 +107,10 @@ export const authRouter = router({
     .meta({ keyAccess: 'none', description: 'Delete your stored key for a named provider' })
     .input(z.lazy(ownerNamedProvider))
     .mutation(async ({ ctx, input }) => {
-      if (ctx.runtime.ai.providers.namedType(input.provider) === undefined) assertNamedByok(ctx.runtime, input.provider);
-      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
-      const deleted = await ctx.runtime.vault.remove(owner, input.provider);
-      if (deleted) ctx.runtime.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
+      if (ctx.ai.providers.namedType(input.provider) === undefined) assertNamedByok(ctx, input.provider);
+      const owner = await resolveKeyOwner(ctx, ctx.identity, input.email);
+      const deleted = await ctx.vault.remove(owner, input.provider);
+      if (deleted) ctx.logger.info('vault: key deleted', { by: ctx.identity.sub, owner, provider: input.provider });
       return { success: deleted, provider: input.provider, deleted };
     }),
 
@@ -117,12 +118,12 @@ export const authRouter = router({
     .meta({ keyAccess: 'none', description: 'Check your stored key with a real, token-free request to the provider' })
     .input(z.lazy(ownerProvider))
     .mutation(async ({ ctx, input }) => {
-      const owner = await resolveKeyOwner(ctx.runtime, ctx.identity, input.email);
-      await countKeyCheck(ctx.runtime, ctx.identity, ctx.req.ip);
-      const apiKey = await ctx.runtime.vault.reveal(owner, input.provider);
+      const owner = await resolveKeyOwner(ctx, ctx.identity, input.email);
+      await countKeyCheck(ctx.keyChecks, ctx.identity, ctx.req.ip);
+      const apiKey = await ctx.vault.reveal(owner, input.provider);
       if (apiKey === undefined) throw new CoreError('NOT_FOUND', `no ${input.provider} key is stored for this user`);
-      const check = await ctx.runtime.ai.validateProvider(input.provider, apiKey, ctx.req.signal);
-      const status = check.valid ? await ctx.runtime.vault.markValidated(owner, input.provider) : undefined;
+      const check = await ctx.ai.validateProvider(input.provider, apiKey, ctx.req.signal);
+      const status = check.valid ? await ctx.vault.markValidated(owner, input.provider) : undefined;
       return { ...check, ...(status?.validatedAt ? { validatedAt: status.validatedAt } : {}) };
     }),
 });

@@ -3,11 +3,16 @@ import { z } from '../../lib/zod.js';
 import { BALANCE_TYPES } from '../../services/billing/types.js';
 import { router } from '../../pipeline/init.js';
 import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js';
+import { billingServices } from './billingServices.js';
 import { KeyProviderInput } from '../../services/ai/providerIds.js';
 import { previewModelInput, previewPlan } from './previewPlan.js';
 import { cursorInput, daysInput, estimatedTokensInput, historyLimitInput, limitInput } from './bounds.js';
 
 const readOnly = { readOnlyHint: true } as const;
+
+/** The billing namespace's procedures, with the billing services in ctx. */
+const billingProcedure = protectedProcedure.use(billingServices);
+const billingAdminProcedure = adminProcedure.use(billingServices);
 
 /**
  * Token balances and history of the caller. Every procedure reads per-user data, so all need an
@@ -15,11 +20,11 @@ const readOnly = { readOnlyHint: true } as const;
  * rest have no meaning without a user). creditTokens is for administrators.
  */
 export const billingRouter = router({
-  getTokenBalance: protectedProcedure
+  getTokenBalance: billingProcedure
     .meta({ keyAccess: 'any', description: 'Your platform token balance (all types) and lifetime totals', mcp: { annotations: readOnly } })
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
-      const a = await ctx.runtime.billing.account(userId);
+      const a = await ctx.billing.account(userId);
       return {
         virtualTokenBalance: a.subscription + a.one_time,
         balances: { subscription: a.subscription, one_time: a.one_time },
@@ -29,17 +34,17 @@ export const billingRouter = router({
       };
     }),
 
-  getUserTokenBalances: protectedProcedure
+  getUserTokenBalances: billingProcedure
     .meta({ keyAccess: 'any', description: 'Your token balances per type (subscription, one-time)', mcp: { annotations: readOnly } })
     .query(async ({ ctx }) => {
-      const b = await ctx.runtime.billing.balances(ctx.identity.sub);
+      const b = await ctx.billing.balances(ctx.identity.sub);
       return {
         balances: BALANCE_TYPES.map((balanceType) => ({ balanceType, virtualTokenBalance: b[balanceType] })),
         summary: { totalSubscriptionTokens: b.subscription, totalOneTimeTokens: b.one_time, totalTokens: b.subscription + b.one_time },
       };
     }),
 
-  getPurchaseHistory: protectedProcedure
+  getPurchaseHistory: billingProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Token purchases and credits, newest first' })
     .input(
       z.lazy(() =>
@@ -49,7 +54,7 @@ export const billingRouter = router({
       ),
     )
     .query(async ({ ctx, input }) => {
-      const { items: purchases, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, input);
+      const { items: purchases, nextCursor } = await ctx.billing.purchaseHistory(ctx.identity.sub, input);
       return {
         purchases,
         ...(nextCursor !== undefined ? { nextCursor } : {}),
@@ -62,31 +67,31 @@ export const billingRouter = router({
       };
     }),
 
-  getTopupHistory: protectedProcedure
+  getTopupHistory: billingProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'One-time token top-ups, newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
-      const { items: topups, nextCursor } = await ctx.runtime.billing.purchaseHistory(ctx.identity.sub, { ...input, type: 'one_time' });
+      const { items: topups, nextCursor } = await ctx.billing.purchaseHistory(ctx.identity.sub, { ...input, type: 'one_time' });
       return { topups, ...(nextCursor !== undefined ? { nextCursor } : {}) };
     }),
 
-  getUsageHistory: protectedProcedure
+  getUsageHistory: billingProcedure
     .meta({ keyAccess: 'any', description: 'Your AI calls (platform-paid and BYOK), newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
-      const { items: usage, nextCursor } = await ctx.runtime.billing.usageHistory(ctx.identity.sub, input);
+      const { items: usage, nextCursor } = await ctx.billing.usageHistory(ctx.identity.sub, input);
       return { usage, ...(nextCursor !== undefined ? { nextCursor } : {}) };
     }),
 
-  getConsumptionHistory: protectedProcedure
+  getConsumptionHistory: billingProcedure
     .meta({ keyAccess: 'any', description: 'Which balance (or your own key) paid for each call, newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
-      const { items: consumption, nextCursor } = await ctx.runtime.billing.consumptionHistory(ctx.identity.sub, input);
+      const { items: consumption, nextCursor } = await ctx.billing.consumptionHistory(ctx.identity.sub, input);
       return { consumption, ...(nextCursor !== undefined ? { nextCursor } : {}) };
     }),
 
-  getUsageAnalytics: protectedProcedure
+  getUsageAnalytics: billingProcedure
     .meta({
       keyAccess: 'any',
       description: 'Usage totals per day, provider and model over the last days, and spend per API key',
@@ -101,13 +106,13 @@ export const billingRouter = router({
     )
     .query(async ({ ctx, input }) => {
       const [analytics, byApiKey] = await Promise.all([
-        ctx.runtime.billing.usageAnalytics(ctx.identity.sub, input),
-        ctx.runtime.keys.spendByKey(ctx.identity.sub),
+        ctx.billing.usageAnalytics(ctx.identity.sub, input),
+        ctx.keys.spendByKey(ctx.identity.sub),
       ]);
       return { ...analytics, byApiKey };
     }),
 
-  planConsumption: protectedProcedure
+  planConsumption: billingProcedure
     .meta({
       keyAccess: 'any',
       description:
@@ -125,19 +130,19 @@ export const billingRouter = router({
       ),
     )
     .query(async ({ ctx, input }) => {
-      const { prefs: _prefs, ...plan } = await previewPlan(ctx.runtime, ctx.identity.sub, input);
+      const { prefs: _prefs, ...plan } = await previewPlan(ctx, ctx.identity.sub, input);
       return { estimatedTokens: input.estimatedTokens, ...plan };
     }),
 
-  getBudget: protectedProcedure
+  getBudget: billingProcedure
     .meta({
       keyAccess: 'any',
       description: 'Your budget per period (daily, monthly): limits, spend, reserved, remaining and when it resets',
       mcp: { annotations: readOnly },
     })
-    .query(({ ctx }) => ctx.runtime.billing.budgets.view(ctx.identity.sub)),
+    .query(({ ctx }) => ctx.billing.budgets.view(ctx.identity.sub)),
 
-  creditTokens: adminProcedure
+  creditTokens: billingAdminProcedure
     .meta({ description: 'Credit tokens to a user (administrators; idempotent per idempotencyKey)' })
     .input(
       z.lazy(() =>
@@ -150,8 +155,8 @@ export const billingRouter = router({
       ),
     )
     .mutation(async ({ ctx, input }) => {
-      const result = await ctx.runtime.billing.credit({ ...input, source: 'admin', note: { by: ctx.identity.sub } });
-      ctx.runtime.logger.info('billing: admin credit', {
+      const result = await ctx.billing.credit({ ...input, source: 'admin', note: { by: ctx.identity.sub } });
+      ctx.logger.info('billing: admin credit', {
         by: ctx.identity.sub,
         userId: input.userId,
         tokens: input.tokens,

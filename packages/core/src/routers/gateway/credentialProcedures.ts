@@ -1,8 +1,9 @@
 import { z } from '../../lib/zod.js';
 import { publicBaseUrl } from '../../runtime/publicBaseUrl.js';
-import type { Runtime } from '../../runtime/Runtime.js';
+import type { ResolvedConfig } from '../../config/schema.js';
 import type { RequestInfo } from '../../pipeline/context.js';
 import { protectedProcedure } from '../../pipeline/procedures.js';
+import { gatewayServices } from './gatewayServices.js';
 import { MAX_HEADERS, MAX_HEADER_VALUE } from '../../services/gateway/credentials/headerRules.js';
 import { GATEWAY_OAUTH_CALLBACK_PATH, GATEWAY_OAUTH_CLIENT_METADATA_PATH } from '../../services/gateway/credentials/callbackPaths.js';
 
@@ -12,11 +13,14 @@ const ServerName = z.string().min(1).max(64);
  * This server's address as the user's browser reaches it: oauth.publicUrl, else the request's Host (the Node server speaks plain http;
  * behind a proxy trustProxy gives X-Forwarded-*).
  */
-function callbackUrls(runtime: Runtime, req: RequestInfo) {
-  const host = req.headers.get('host') ?? `${runtime.config.host}:${runtime.config.port}`;
-  const base = publicBaseUrl(`http://${host}`, req.headers, runtime.config);
+function callbackUrls(config: ResolvedConfig, req: RequestInfo) {
+  const host = req.headers.get('host') ?? `${config.host}:${config.port}`;
+  const base = publicBaseUrl(`http://${host}`, req.headers, config);
   return { redirectUri: `${base}${GATEWAY_OAUTH_CALLBACK_PATH}`, clientMetadataUrl: `${base}${GATEWAY_OAUTH_CLIENT_METADATA_PATH}` };
 }
+
+/** A signed-in caller, with the gateway services in ctx. */
+const gatewayUserProcedure = protectedProcedure.use(gatewayServices);
 
 /**
  * gateway.setCredentials / deleteCredentials / connect: a user's own credentials for upstream MCP
@@ -25,7 +29,7 @@ function callbackUrls(runtime: Runtime, req: RequestInfo) {
  * tools: header values are secrets that must not pass through a model's context.
  */
 export const credentialProcedures = {
-  setCredentials: protectedProcedure
+  setCredentials: gatewayUserProcedure
     .meta({
       keyAccess: 'none',
       description: 'Store your own headers for a perUser upstream MCP server (encrypted at rest; never returned)',
@@ -41,7 +45,7 @@ export const credentialProcedures = {
       ),
     )
     .mutation(async ({ ctx, input }) => {
-      const status = await ctx.runtime.upstreamCredentials.setHeaders(ctx.identity.sub, input.server, input.headers);
+      const status = await ctx.upstreamCredentials.setHeaders(ctx.identity.sub, input.server, input.headers);
       return {
         server: input.server,
         stored: true as const,
@@ -51,7 +55,7 @@ export const credentialProcedures = {
       };
     }),
 
-  deleteCredentials: protectedProcedure
+  deleteCredentials: gatewayUserProcedure
     .meta({
       keyAccess: 'none',
       description:
@@ -60,10 +64,10 @@ export const credentialProcedures = {
     .input(z.lazy(() => z.object({ server: ServerName })))
     .mutation(async ({ ctx, input }) => ({
       server: input.server,
-      ...(await ctx.runtime.upstreamCredentials.remove(ctx.identity.sub, input.server)),
+      ...(await ctx.upstreamCredentials.remove(ctx.identity.sub, input.server)),
     })),
 
-  connect: protectedProcedure
+  connect: gatewayUserProcedure
     .meta({
       keyAccess: 'none',
       description:
@@ -72,6 +76,6 @@ export const credentialProcedures = {
     .input(z.lazy(() => z.object({ server: ServerName })))
     .mutation(async ({ ctx, input }) => ({
       server: input.server,
-      ...(await ctx.runtime.upstreamCredentials.connect(ctx.identity.sub, input.server, callbackUrls(ctx.runtime, ctx.req))),
+      ...(await ctx.upstreamCredentials.connect(ctx.identity.sub, input.server, callbackUrls(ctx.config, ctx.req))),
     })),
 };

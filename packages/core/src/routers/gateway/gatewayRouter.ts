@@ -5,6 +5,7 @@ import { MCP_SERVER_NAME, mcpServerSchema } from '../../config/sections/mcpServe
 import { toolCallNeedsAuth } from '../../pipeline/accessPolicy.js';
 import { router } from '../../pipeline/init.js';
 import { adminProcedure, publicProcedure } from '../../pipeline/procedures.js';
+import { gatewayServices } from './gatewayServices.js';
 import { exposedName } from '../../services/gateway/gatewayAccess.js';
 import { credentialProcedures } from './credentialProcedures.js';
 
@@ -20,6 +21,10 @@ const CallToolInput = z.lazy(() =>
 const AddServerInput = z.lazy(() => z.object({ name: serverName(), server: mcpServerSchema() }));
 const NameInput = z.lazy(() => z.object({ name: serverName() }));
 
+/** The gateway namespace's procedures, with the MCP gateway in ctx. */
+const gatewayProcedure = publicProcedure.use(gatewayServices);
+const gatewayAdminProcedure = adminProcedure.use(gatewayServices);
+
 /**
  * The MCP gateway on /trpc and /rpc (docs/mcp-gateway.md): the upstream servers' tools for apps
  * and scripts without an MCP client. A caller sees and calls exactly what /mcp would show it:
@@ -31,19 +36,19 @@ export const gatewayRouter = router({
   // setCredentials, deleteCredentials, connect: each user's own credentials for perUser servers.
   ...credentialProcedures,
 
-  listServers: publicProcedure
+  listServers: gatewayProcedure
     .meta({ keyAccess: 'any', keyToolsRule: 'byTool', description: 'The upstream MCP servers you may use, with their health' })
-    .query(({ ctx }) => ({ servers: ctx.runtime.gateway.listServers(ctx.identity) })),
+    .query(({ ctx }) => ({ servers: ctx.gateway.listServers(ctx.identity) })),
 
-  listTools: publicProcedure
+  listTools: gatewayProcedure
     .meta({ keyAccess: 'any', keyToolsRule: 'byTool', description: 'The upstream MCP tools you may call, named <server>__<tool>' })
     .input(ListToolsInput)
     .query(async ({ ctx, input }) => {
-      const tools = await ctx.runtime.gateway.listTools(ctx.identity);
+      const tools = await ctx.gateway.listTools(ctx.identity);
       return { tools: input.server ? tools.filter((t) => t.server === input.server) : tools };
     }),
 
-  callTool: publicProcedure
+  callTool: gatewayProcedure
     .meta({
       keyAccess: 'any',
       keyToolsRule: 'byTool',
@@ -54,10 +59,10 @@ export const gatewayRouter = router({
     .mutation(async ({ ctx, input }) => {
       const name = exposedName(input.server, input.tool);
       // The same rule as our own MCP tools: requireAuthForToolsCall (unless the name is in publicTools).
-      if (!ctx.identity && toolCallNeedsAuth(ctx.runtime.config, undefined, name))
+      if (!ctx.identity && toolCallNeedsAuth(ctx.config, undefined, name))
         throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
       const progress = ctx.mcp?.progress;
-      return ctx.runtime.gateway.callTool(
+      return ctx.gateway.callTool(
         {
           identity: ctx.identity,
           ip: ctx.req.ip,
@@ -74,26 +79,26 @@ export const gatewayRouter = router({
       );
     }),
 
-  addServer: adminProcedure
+  addServer: gatewayAdminProcedure
     .meta({
       writes: true,
       description: 'Add (or replace) a remote MCP server (http or sse) on every instance; stdio servers come only from the config file',
     })
     .input(AddServerInput)
     .mutation(async ({ ctx, input }) => {
-      await ctx.runtime.gateway.addServer(input.name, input.server);
+      await ctx.gateway.addServer(input.name, input.server);
       return { added: input.name };
     }),
 
-  removeServer: adminProcedure
+  removeServer: gatewayAdminProcedure
     .meta({ writes: true, description: 'Remove a server added with addServer, on every instance' })
     .input(NameInput)
-    .mutation(async ({ ctx, input }) => ({ removed: await ctx.runtime.gateway.removeServer(input.name) })),
+    .mutation(async ({ ctx, input }) => ({ removed: await ctx.gateway.removeServer(input.name) })),
 
-  serverStatus: adminProcedure
+  serverStatus: gatewayAdminProcedure
     .meta({
       description:
         'Every upstream MCP server: connection state, last error, tools, calls, per-user connections, its stderr tail (untrusted text)',
     })
-    .query(({ ctx }) => ({ servers: ctx.runtime.gateway.status() })),
+    .query(({ ctx }) => ({ servers: ctx.gateway.status() })),
 });

@@ -7,6 +7,7 @@ import { once } from '../../lib/once.js';
 import { keyScopesOf } from '../../pipeline/accessPolicy.js';
 import { router } from '../../pipeline/init.js';
 import { adminProcedure, protectedProcedure } from '../../pipeline/procedures.js';
+import { keysServices } from './keysServices.js';
 
 // Inputs shared by the user and admin variants; like every built-in schema, built on first use.
 const keyId = once(() => z.string().regex(/^[0-9A-Za-z]{12}$/, 'a key id (the 12 characters after aib_)'));
@@ -27,13 +28,17 @@ const RotateInput = z.lazy(() =>
 const UpdateInput = z.lazy(() => keyRulesPatchSchema().extend({ id: keyId() }));
 const ONCE = 'store this key now: it is shown only once and cannot be recovered';
 
-const actor = (ctx: { identity: Identity; runtime: { router: AnyRouter } }, asAdmin: boolean): KeyActor => ({
+const actor = (ctx: { identity: Identity; router: AnyRouter }, asAdmin: boolean): KeyActor => ({
   identity: ctx.identity,
   asAdmin,
-  keyScopes: keyScopesOf(ctx.runtime.router),
+  keyScopes: keyScopesOf(ctx.router),
 });
 const self = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, false);
 const admin = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, true);
+
+/** The keys namespace's procedures, with the key service in ctx. */
+const keysProcedure = protectedProcedure.use(keysServices);
+const keysAdminProcedure = adminProcedure.use(keysServices);
 
 /**
  * API keys (docs/api-keys.md). A user manages their own keys; the admin variants act on any
@@ -41,81 +46,81 @@ const admin = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, true);
  * MCP: a key is a credential and does not belong in a model's context.
  */
 export const keysRouter = router({
-  create: protectedProcedure
+  create: keysProcedure
     .meta({ keyAccess: 'none', description: 'Create an API key for your account (the key is in the answer only this once)' })
     .input(z.lazy(keyRulesSchema))
-    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.create(self(ctx), ctx.identity.sub, input)), notice: ONCE })),
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.keys.create(self(ctx), ctx.identity.sub, input)), notice: ONCE })),
 
-  list: protectedProcedure
+  list: keysProcedure
     .meta({ keyAccess: 'any', description: 'Your API keys (never the keys themselves)' })
     .input(ListInput)
-    .query(async ({ ctx, input }) => ({ keys: await ctx.runtime.keys.list(self(ctx), ctx.identity.sub, input) })),
+    .query(async ({ ctx, input }) => ({ keys: await ctx.keys.list(self(ctx), ctx.identity.sub, input) })),
 
-  get: protectedProcedure
+  get: keysProcedure
     .meta({ keyAccess: 'any', description: 'One of your API keys, with its spend' })
     .input(KeyInput)
     .query(async ({ ctx, input }) => ({
-      apiKey: toView(await ctx.runtime.keys.get(self(ctx), input.id)),
-      usage: await ctx.runtime.keys.usage(input.id),
+      apiKey: toView(await ctx.keys.get(self(ctx), input.id)),
+      usage: await ctx.keys.usage(input.id),
     })),
 
-  update: protectedProcedure
+  update: keysProcedure
     .meta({
       keyAccess: 'none',
       description: "Change one of your API keys' rules (name, scopes, models, budget, limits, expiry, addresses, metadata)",
     })
     .input(UpdateInput)
-    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(self(ctx), id, patch) })),
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.keys.update(self(ctx), id, patch) })),
 
-  revoke: protectedProcedure
+  revoke: keysProcedure
     .meta({ keyAccess: 'none', description: 'Revoke one of your API keys (refused on every instance within a second)' })
     .input(KeyInput)
-    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(self(ctx), input.id) })),
+    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.keys.revoke(self(ctx), input.id) })),
 
-  rotate: protectedProcedure
+  rotate: keysProcedure
     .meta({
       keyAccess: 'none',
       description: 'Replace one of your API keys with a new one with the same rules; the old one stops now or after graceSec',
     })
     .input(RotateInput)
-    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(self(ctx), input.id, input.graceSec)), notice: ONCE })),
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.keys.rotate(self(ctx), input.id, input.graceSec)), notice: ONCE })),
 
-  adminCreate: adminProcedure
+  adminCreate: keysAdminProcedure
     .meta({ description: 'Create an API key for any user (administrators)' })
     .input(z.lazy(() => keyRulesSchema().extend({ userId: userId() })))
     .mutation(async ({ ctx, input: { userId, ...rules } }) => {
-      const { sub } = await ctx.runtime.users.find(userId);
-      return { ...(await ctx.runtime.keys.create(admin(ctx), sub, rules)), notice: ONCE };
+      const { sub } = await ctx.users.find(userId);
+      return { ...(await ctx.keys.create(admin(ctx), sub, rules)), notice: ONCE };
     }),
 
-  adminList: adminProcedure
+  adminList: keysAdminProcedure
     .meta({ description: "Any user's API keys (administrators)" })
     .input(z.lazy(() => z.object({ userId: userId(), includeRevoked: z.boolean().default(false) })))
     .query(async ({ ctx, input }) => {
-      const { sub } = await ctx.runtime.users.find(input.userId);
-      return { userId: sub, keys: await ctx.runtime.keys.list(admin(ctx), sub, input) };
+      const { sub } = await ctx.users.find(input.userId);
+      return { userId: sub, keys: await ctx.keys.list(admin(ctx), sub, input) };
     }),
 
-  adminGet: adminProcedure
+  adminGet: keysAdminProcedure
     .meta({ description: 'Any API key, with its spend (administrators)' })
     .input(KeyInput)
     .query(async ({ ctx, input }) => ({
-      apiKey: toView(await ctx.runtime.keys.get(admin(ctx), input.id)),
-      usage: await ctx.runtime.keys.usage(input.id),
+      apiKey: toView(await ctx.keys.get(admin(ctx), input.id)),
+      usage: await ctx.keys.usage(input.id),
     })),
 
-  adminUpdate: adminProcedure
+  adminUpdate: keysAdminProcedure
     .meta({ description: "Change any API key's rules (administrators)" })
     .input(UpdateInput)
-    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.runtime.keys.update(admin(ctx), id, patch) })),
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.keys.update(admin(ctx), id, patch) })),
 
-  adminRevoke: adminProcedure
+  adminRevoke: keysAdminProcedure
     .meta({ description: 'Revoke any API key (administrators)' })
     .input(KeyInput)
-    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.runtime.keys.revoke(admin(ctx), input.id) })),
+    .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.keys.revoke(admin(ctx), input.id) })),
 
-  adminRotate: adminProcedure
+  adminRotate: keysAdminProcedure
     .meta({ description: 'Rotate any API key (administrators)' })
     .input(RotateInput)
-    .mutation(async ({ ctx, input }) => ({ ...(await ctx.runtime.keys.rotate(admin(ctx), input.id, input.graceSec)), notice: ONCE })),
+    .mutation(async ({ ctx, input }) => ({ ...(await ctx.keys.rotate(admin(ctx), input.id, input.graceSec)), notice: ONCE })),
 });

@@ -1,12 +1,16 @@
 import { z } from '../../lib/zod.js';
 import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
+import { mcpServices } from './mcpServices.js';
 import { apiDocumentationPrompt, codeReviewPrompt, explainConceptPrompt, incidentResponsePrompt } from './prompts.js';
 
 const GREETINGS = { en: 'Hello', es: 'Hola', fr: 'Bonjour', de: 'Hallo' } as const;
 
+/** The mcp namespace's procedures, with the resource registry in ctx. */
+const mcpProcedure = publicProcedure.use(mcpServices);
+
 export const mcpRouter = router({
-  greeting: publicProcedure
+  greeting: mcpProcedure
     .meta({
       keyAccess: 'any',
       description: 'Greet someone in English, Spanish, French or German',
@@ -15,7 +19,7 @@ export const mcpRouter = router({
     .input(z.lazy(() => z.object({ name: z.string().min(1).max(200), language: z.enum(['en', 'es', 'fr', 'de']).default('en') })))
     .query(({ input }) => ({ greeting: `${GREETINGS[input.language]}, ${input.name}!`, language: input.language })),
 
-  ping: publicProcedure
+  ping: mcpProcedure
     .meta({
       keyAccess: 'any',
       description: 'Liveness check: answers pong with the server time',
@@ -23,12 +27,12 @@ export const mcpRouter = router({
     })
     .query(() => ({ pong: true, timestamp: new Date().toISOString() })),
 
-  echo: publicProcedure
+  echo: mcpProcedure
     .meta({ keyAccess: 'any', description: 'Echo a message back', mcp: { annotations: { readOnlyHint: true, idempotentHint: true } } })
     .input(z.lazy(() => z.object({ message: z.string().max(100_000) })))
     .query(({ input }) => ({ message: input.message })),
 
-  currentSystemTime: publicProcedure
+  currentSystemTime: mcpProcedure
     .meta({ keyAccess: 'any', description: 'Current server time', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ format: z.enum(['iso', 'timestamp', 'locale']).default('iso') }).default({ format: 'iso' })))
     .query(({ input }) => {
@@ -42,19 +46,19 @@ export const mcpRouter = router({
       return { time, format: input.format };
     }),
 
-  getResources: publicProcedure
+  getResources: mcpProcedure
     .meta({ keyAccess: 'any', description: 'List registered resources, optionally filtered', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ category: z.string().max(200).optional(), search: z.string().max(200).optional() }).default({})))
     .query(({ ctx, input }) => {
-      const resources = ctx.runtime.resources.list(input).map((r) => r.uri);
+      const resources = ctx.resources.list(input).map((r) => r.uri);
       return { resources, total: resources.length };
     }),
 
-  readResource: publicProcedure
+  readResource: mcpProcedure
     .meta({ keyAccess: 'any', description: 'Read a registered resource by URI', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ uri: z.string().min(1).max(2048) })))
     .query(async ({ ctx, input }) => {
-      const r = await ctx.runtime.resources.read(input.uri, ctx.req.signal, ctx);
+      const r = await ctx.resources.read(input.uri, ctx.req.signal, ctx);
       return { content: r.content, mimeType: r.mimeType, uri: r.uri };
     }),
 

@@ -4,6 +4,7 @@ import { MAX_URI_LENGTH, type ClientWorkspace } from '../../services/workspaces/
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
 import type { Context } from '../../pipeline/context.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
+import { systemServices } from './systemServices.js';
 
 /**
  * Client workspaces (MCP roots) of the system namespace. Each caller sees and changes only its
@@ -18,8 +19,11 @@ export function clientWorkspaceOwner(ctx: Pick<Context, 'identity' | 'mcp'>): st
 
 const id = z.string().regex(WORKSPACE_ID, 'letters, digits, "_", "." and "-", at most 64');
 
+/** The system namespace's public procedures, with its services in ctx. */
+const systemProcedure = publicProcedure.use(systemServices);
+
 export const clientWorkspaceProcedures = {
-  registerClientWorkspace: publicProcedure
+  registerClientWorkspace: systemProcedure
     .meta({
       keyAccess: { scope: KEY_SCOPES.workspacesWrite },
       description: 'Register a folder of the client (file:// URI) as a client workspace; replaces one with the same id',
@@ -36,9 +40,9 @@ export const clientWorkspaceProcedures = {
         }),
       ),
     )
-    .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.register(clientWorkspaceOwner(ctx), input)),
+    .mutation(({ ctx, input }) => ctx.clientWorkspaces.register(clientWorkspaceOwner(ctx), input)),
 
-  unregisterClientWorkspace: publicProcedure
+  unregisterClientWorkspace: systemProcedure
     .meta({
       keyAccess: { scope: KEY_SCOPES.workspacesWrite },
       description: 'Unregister one of your client workspaces',
@@ -46,11 +50,11 @@ export const clientWorkspaceProcedures = {
       mcp: { name: 'unregisterClientWorkspace', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
     .input(z.lazy(() => z.object({ id: z.string().max(64) })))
-    .mutation(({ ctx, input }) => ctx.runtime.clientWorkspaces.unregister(clientWorkspaceOwner(ctx), input.id)),
+    .mutation(({ ctx, input }) => ctx.clientWorkspaces.unregister(clientWorkspaceOwner(ctx), input.id)),
 
   // The spec's output is an array of strings: the ids (what unregisterClientWorkspace takes).
   // `detailed: true` returns the records (uri, name, source...) instead.
-  listClientWorkspaces: publicProcedure
+  listClientWorkspaces: systemProcedure
     .meta({
       keyAccess: 'any',
       description:
@@ -59,7 +63,7 @@ export const clientWorkspaceProcedures = {
     })
     .input(z.lazy(() => z.object({ detailed: z.boolean().default(false).describe('Return records instead of ids') }).optional()))
     .query(async ({ ctx, input }): Promise<string[] | ClientWorkspace[]> => {
-      const all = await ctx.runtime.clientWorkspaces.list(clientWorkspaceOwner(ctx), ctx.mcp?.sessionId);
+      const all = await ctx.clientWorkspaces.list(clientWorkspaceOwner(ctx), ctx.mcp?.sessionId);
       return input?.detailed ? all : all.map((w) => w.id);
     }),
 };

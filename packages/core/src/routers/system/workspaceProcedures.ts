@@ -4,6 +4,7 @@ import { WorkspaceConfigSchema } from '../../config/sections/workspaces.js';
 import { MAX_PATH_LENGTH } from '../../services/workspaces/pathSyntax.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
 import { adminProcedure, publicProcedure } from '../../pipeline/procedures.js';
+import { systemServices } from './systemServices.js';
 
 /**
  * Server workspace procedures of the system namespace (and MCP tools of the same names).
@@ -25,16 +26,20 @@ const encoding = z
 
 const mutationResult = { success: z.boolean(), id: z.string(), message: z.string() };
 
+/** The system namespace's procedures, with its services in ctx. */
+const systemProcedure = publicProcedure.use(systemServices);
+const systemAdminProcedure = adminProcedure.use(systemServices);
+
 export const workspaceProcedures = {
-  getServerWorkspaces: publicProcedure
+  getServerWorkspaces: systemProcedure
     .meta({
       keyAccess: 'any',
       description: 'List the server workspaces with their accessibility (folder paths only for administrators)',
       mcp: { name: 'getServerWorkspaces', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
-    .query(({ ctx }) => ctx.runtime.workspaces.list({ includePaths: ctx.identity?.isAdmin === true })),
+    .query(({ ctx }) => ctx.workspaces.list({ includePaths: ctx.identity?.isAdmin === true })),
 
-  listFiles: publicProcedure
+  listFiles: systemProcedure
     .meta({
       keyAccess: 'any',
       description: 'List files (and folders, ending with "/") of a server workspace folder; paths are relative to the workspace root',
@@ -53,23 +58,23 @@ export const workspaceProcedures = {
       ),
     )
     .query(({ ctx, input }) =>
-      ctx.runtime.workspaces.listFiles(input.workspaceId, input.path, {
+      ctx.workspaces.listFiles(input.workspaceId, input.path, {
         recursive: input.recursive,
         includeDirectories: input.includeDirectories,
         signal: ctx.req.signal,
       }),
     ),
 
-  readFile: publicProcedure
+  readFile: systemProcedure
     .meta({
       keyAccess: 'any',
       description: 'Read a file of a server workspace',
       mcp: { name: 'readFile', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
     .input(z.lazy(() => z.object({ workspaceId, path: relPath, encoding })))
-    .query(({ ctx, input }) => ctx.runtime.workspaces.readFile(input.workspaceId, input.path, input.encoding)),
+    .query(({ ctx, input }) => ctx.workspaces.readFile(input.workspaceId, input.path, input.encoding)),
 
-  writeFile: publicProcedure
+  writeFile: systemProcedure
     .meta({
       keyAccess: { scope: KEY_SCOPES.filesWrite },
       description: 'Write a file of a server workspace atomically, creating missing folders',
@@ -80,18 +85,18 @@ export const workspaceProcedures = {
       z.lazy(() => z.object({ workspaceId, path: relPath, content: z.string().describe('File content in the given encoding'), encoding })),
     )
     .output(z.lazy(() => z.object({ success: z.boolean(), path: z.string(), size: z.number() })))
-    .mutation(({ ctx, input }) => ctx.runtime.workspaces.writeFile(input.workspaceId, input.path, input.content, input.encoding)),
+    .mutation(({ ctx, input }) => ctx.workspaces.writeFile(input.workspaceId, input.path, input.content, input.encoding)),
 
-  pathExists: publicProcedure
+  pathExists: systemProcedure
     .meta({
       keyAccess: 'any',
       description: 'Whether a file or folder exists in a server workspace (and is reachable under its rules)',
       mcp: { name: 'pathExists', annotations: { readOnlyHint: true, idempotentHint: true } },
     })
     .input(z.lazy(() => z.object({ workspaceId, path: relPath })))
-    .query(({ ctx, input }) => ctx.runtime.workspaces.pathExists(input.workspaceId, input.path)),
+    .query(({ ctx, input }) => ctx.workspaces.pathExists(input.workspaceId, input.path)),
 
-  addServerWorkspace: adminProcedure
+  addServerWorkspace: systemAdminProcedure
     .meta({
       description: 'Add a server workspace at run time (administrators only; persisted in storage)',
       mcp: { name: 'addServerWorkspace', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false } },
@@ -102,14 +107,14 @@ export const workspaceProcedures = {
       ),
     )
     .output(z.lazy(() => z.object(mutationResult)))
-    .mutation(({ ctx, input }) => ctx.runtime.workspaces.add(input.id, input.config, ctx.identity.sub)),
+    .mutation(({ ctx, input }) => ctx.workspaces.add(input.id, input.config, ctx.identity.sub)),
 
-  removeServerWorkspace: adminProcedure
+  removeServerWorkspace: systemAdminProcedure
     .meta({
       description: 'Remove a server workspace added at run time (administrators only)',
       mcp: { name: 'removeServerWorkspace', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true } },
     })
     .input(z.lazy(() => z.object({ id: z.string().max(64) })))
     .output(z.lazy(() => z.object(mutationResult)))
-    .mutation(({ ctx, input }) => ctx.runtime.workspaces.remove(input.id, ctx.identity.sub)),
+    .mutation(({ ctx, input }) => ctx.workspaces.remove(input.id, ctx.identity.sub)),
 };

@@ -2,17 +2,19 @@ import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
 import { KEY_PROVIDER_IDS, KeyProviderInput } from '../../services/ai/providerIds.js';
 import type { UserPreferences } from '../../services/billing/PreferencesStore.js';
+import type { AiService } from '../../services/ai/AiService.js';
+import type { KeyVault } from '../../services/vault/KeyVault.js';
 import { rememberUser } from '../../services/directory/userIndex.js';
-import type { Runtime } from '../../runtime/Runtime.js';
 import { router } from '../../pipeline/init.js';
 import { protectedProcedure } from '../../pipeline/procedures.js';
+import { userServices } from './userServices.js';
 import { estimatedTokensInput } from '../billing/bounds.js';
 import { previewModelInput, previewPlan } from '../billing/previewPlan.js';
 import { ApiKeyInput, providerRecord } from './providerRecord.js';
 
 /** Every user.* procedure works on the caller's own profile, so all need an identity. */
-const userProcedure = protectedProcedure.use(async ({ ctx, next }) => {
-  await rememberUser(ctx.runtime.storage, ctx.identity, ctx.runtime.logger);
+const userProcedure = protectedProcedure.use(userServices).use(async ({ ctx, next }) => {
+  await rememberUser(ctx.storage, ctx.identity, ctx.logger);
   return next();
 });
 
@@ -24,7 +26,8 @@ const ConsumptionOrderInput = z
 
 const ByokProvidersInput = providerRecord(z.object({ enabled: z.boolean(), apiKey: ApiKeyInput.optional() }));
 
-type UserCtx = { runtime: Runtime; identity: { sub: string } };
+type UserCtx = { ai: AiService; vault: KeyVault; identity: { sub: string } };
+
 type ProviderSettings = Partial<Record<string, { enabled: boolean; apiKey?: string | undefined }>>;
 
 /** Store given keys in the vault and return the per-provider switches for the preferences. */
@@ -34,7 +37,7 @@ async function applyProviders(ctx: UserCtx, providers: ProviderSettings) {
   for (const [provider, setting] of Object.entries(providers)) {
     if (!setting) continue;
     if (setting.apiKey) {
-      await ctx.runtime.vault.store(ctx.identity.sub, provider, setting.apiKey);
+      await ctx.vault.store(ctx.identity.sub, provider, setting.apiKey);
       keysStored.push(provider);
     }
     switches[provider] = { enabled: setting.enabled };
@@ -48,11 +51,9 @@ async function byokStatus(ctx: UserCtx, prefs: UserPreferences) {
     { enabled: boolean; hasApiKey: boolean; last4?: string | null; createdAt?: string; rotatedAt?: string; validatedAt?: string }
   > = {};
   // The spec's three, then the named providers that accept own keys (auth.storeProviderKey).
-  const named = ctx.runtime.ai.providers
-    .ids()
-    .filter((id) => ctx.runtime.ai.providers.namedType(id) !== undefined && ctx.runtime.ai.providers.isByokProvider(id));
+  const named = ctx.ai.providers.ids().filter((id) => ctx.ai.providers.namedType(id) !== undefined && ctx.ai.providers.isByokProvider(id));
   for (const provider of [...KEY_PROVIDER_IDS, ...named]) {
-    const { exists, provider: _p, ...status } = await ctx.runtime.vault.get(ctx.identity.sub, provider);
+    const { exists, provider: _p, ...status } = await ctx.vault.get(ctx.identity.sub, provider);
     const enabled = prefs.byokProviders[provider]?.enabled ?? exists;
     if (exists || prefs.byokProviders[provider]) providers[provider] = { enabled, hasApiKey: exists, ...status };
   }
@@ -83,7 +84,7 @@ export const userRouter = router({
       ),
     )
     .query(async ({ ctx, input }) => {
-      const plan = await previewPlan(ctx.runtime, ctx.identity.sub, input);
+      const plan = await previewPlan(ctx, ctx.identity.sub, input);
       const reason =
         plan.payer === 'platform'
           ? 'sufficient token balance'
@@ -109,7 +110,7 @@ export const userRouter = router({
     .input(z.lazy(() => z.object({ providers: ByokProvidersInput, enabled: z.boolean().default(true) })))
     .mutation(async ({ ctx, input }) => {
       const { switches, keysStored } = await applyProviders(ctx, input.providers);
-      const prefs = await ctx.runtime.billing.preferences.update(ctx.identity.sub, { byokEnabled: input.enabled, byokProviders: switches });
+      const prefs = await ctx.billing.preferences.update(ctx.identity.sub, { byokEnabled: input.enabled, byokProviders: switches });
       return {
         success: true,
         byokEnabled: prefs.byokEnabled,
@@ -122,13 +123,13 @@ export const userRouter = router({
 
   getBYOKStatus: userProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'BYOK status per provider, without the keys' })
-    .query(async ({ ctx }) => byokStatus(ctx, await ctx.runtime.billing.preferences.get(ctx.identity.sub))),
+    .query(async ({ ctx }) => byokStatus(ctx, await ctx.billing.preferences.get(ctx.identity.sub))),
 
   getUserProfile: userProcedure
     .meta({ keyAccess: { scope: KEY_SCOPES.accountRead }, description: 'Your profile: capabilities and consumption preferences' })
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
-      const [prefs, balances] = await Promise.all([ctx.runtime.billing.preferences.get(userId), ctx.runtime.billing.balances(userId)]);
+      const [prefs, balances] = await Promise.all([ctx.billing.preferences.get(userId), ctx.billing.balances(userId)]);
       const byok = await byokStatus(ctx, prefs);
       return {
         userId,
@@ -151,9 +152,9 @@ export const userRouter = router({
     .query(async ({ ctx }) => {
       const userId = ctx.identity.sub;
       const [prefs, account, recent] = await Promise.all([
-        ctx.runtime.billing.preferences.get(userId),
-        ctx.runtime.billing.account(userId),
-        ctx.runtime.billing.purchaseHistory(userId, { type: 'all', limit: 10 }),
+        ctx.billing.preferences.get(userId),
+        ctx.billing.account(userId),
+        ctx.billing.purchaseHistory(userId, { type: 'all', limit: 10 }),
       ]);
       const balances = { subscription: account.subscription, one_time: account.one_time };
       const hasSubscription = account.subscriptionPurchases > 0;
@@ -194,10 +195,10 @@ export const userRouter = router({
     )
     .mutation(async ({ ctx, input }) => {
       const { byokProviders, ...rest } = input;
-      const update: Parameters<typeof ctx.runtime.billing.preferences.update>[1] = {};
+      const update: Parameters<typeof ctx.billing.preferences.update>[1] = {};
       for (const [k, v] of Object.entries(rest)) if (v !== undefined) Object.assign(update, { [k]: v });
       if (byokProviders) update.byokProviders = (await applyProviders(ctx, byokProviders)).switches;
-      const preferences = await ctx.runtime.billing.preferences.update(ctx.identity.sub, update);
+      const preferences = await ctx.billing.preferences.update(ctx.identity.sub, update);
       return { success: true, preferences };
     }),
 });
