@@ -96,7 +96,7 @@ export class StreamAdmission {
    * another type), else give it back at once. `outgoing`: the Node response it is written to.
    */
   hold(res: Response, place: StreamPlace, outgoing?: ClosableResponse, always = false): Response {
-    if (!always && !res.headers.get('content-type')?.includes('text/event-stream')) {
+    if (!always && !isEventStream(res)) {
       place();
       return res;
     }
@@ -116,6 +116,9 @@ export class StreamAdmission {
     return { status, cap, limit, message, retryAfterSec: this.retryAfterSec };
   }
 }
+
+/** Whether `res` is an event stream, by its content type. */
+export const isEventStream = (res: Response): boolean => res.headers.get('content-type')?.includes('text/event-stream') === true;
 
 export const isRefusal = (p: StreamPlace | StreamRefusal): p is StreamRefusal => typeof p !== 'function';
 

@@ -1,4 +1,4 @@
-import { withEnd, type ClosableResponse } from '../edge/StreamAdmission.js';
+import { isEventStream, withEnd, type ClosableResponse } from '../edge/StreamAdmission.js';
 
 export type { ClosableResponse };
 
@@ -56,10 +56,17 @@ export class StreamCounter {
    * `outgoing`: the Node response it will be written to, when there is one. `onEnd`: also told
    * once when the answer is over (a session's count of open answers).
    */
-  track(res: Response, kind: 'post' | 'other', outgoing?: ClosableResponse, onEnd?: () => void): Response {
+  track(
+    res: Response,
+    kind: 'post' | 'other',
+    outgoing?: ClosableResponse,
+    onEnd?: () => void,
+    /** Whether `res` is an event stream, when the caller knows; else its content type is read. */
+    stream = isEventStream(res),
+  ): Response {
     // Only the content type is read: reading `res.body` would turn the Node adapter's
     // lightweight Response into a full one (and its body into a transferable stream) for nothing.
-    if (!res.headers.get('content-type')?.includes('text/event-stream')) {
+    if (!stream) {
       if (kind === 'post') this.postEnded();
       onEnd?.();
       return res;

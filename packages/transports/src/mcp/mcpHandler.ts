@@ -38,7 +38,7 @@ import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
-import { isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../edge/StreamAdmission.js';
+import { isEventStream, isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../edge/StreamAdmission.js';
 import { serveEntry } from '../edge/serveEntry.js';
 
 /** The messages of an admitted POST (one, or a batch), and its body as parsed. */
@@ -133,7 +133,23 @@ interface PlaceHolder {
   place?: StreamPlace;
   /** The session the request was handed to, so its answer's end is counted against it. */
   session?: Session;
+  /** Whether the answer is an event stream, where the dispatch knows it without reading the answer's headers (SESSION_ANSWER). */
+  isStream?: (res: Response) => boolean;
 }
+
+/**
+ * Whether the SDK transport's answer to a session POST is an event stream, from the session's
+ * response mode and the status alone. Reading the content type instead would turn
+ * @hono/node-server's lightweight Response (a plain header object, written as it is) into one
+ * with a Headers object, built and then iterated in sorted order on write: work the SDK used
+ * directly never does. With JSON answers (enableJsonResponse) a POST is never answered with a
+ * stream; with SSE answers every 200 is the call's stream (its refusals are JSON with a 4xx or
+ * 5xx status, notifications and responses alone a bodiless 202).
+ */
+const SESSION_ANSWER: Record<'sse' | 'json', (res: Response) => boolean> = {
+  json: () => false,
+  sse: (res) => res.status === 200,
+};
 
 /** A JSON-RPC request (a method and an id), as opposed to a notification or a response. */
 const isRequest = (m: unknown): boolean => {
@@ -380,7 +396,6 @@ export class McpHandler {
     const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
     const kind = c.req.method === 'POST' ? 'post' : 'other';
     const holder: PlaceHolder = {};
-    const held = (res: Response) => (holder.place ? this.admission.hold(res, holder.place, outgoing) : res);
     // A POST carries calls (tool calls, prompts, reads): it is in flight until its answer is
     // written, so stop() can let it finish (drain) before it ends the sessions.
     if (kind === 'post') this.streams.postStarted();
@@ -394,7 +409,13 @@ export class McpHandler {
       throw err;
     }
     const session = holder.session;
-    return limits.stamp(this.streams.track(held(res), kind, outgoing, session && (() => this.answered(session))));
+    const stream = holder.isStream ? holder.isStream(res) : isEventStream(res);
+    // A place taken for an answer that may stream is kept until it ends, given back now when it is not a stream.
+    if (holder.place) {
+      if (stream) res = this.admission.hold(res, holder.place, outgoing, true);
+      else holder.place();
+    }
+    return limits.stamp(this.streams.track(res, kind, outgoing, session && (() => this.answered(session)), stream));
   };
 
   /**
@@ -520,6 +541,7 @@ export class McpHandler {
     if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
     const live = await this.wake(session, authInfo, holder);
     if (!live) return jsonRpcError(404, -32001, 'Session not found');
+    holder.isStream = SESSION_ANSWER[legacy.responseMode];
     return live.transport.handleRequest(c.req.raw, { parsedBody: body, authInfo });
   }
 

@@ -5,33 +5,26 @@ import { formatEventId } from './eventId.js';
 export type EventStoreFailure = (op: 'store' | 'lookup' | 'replay', error: unknown) => void;
 
 /** Resolve with `fallback` when `work` fails or takes longer than `ms` (no time bound when `ms` is undefined). */
-async function within<T>(ms: number | undefined, work: () => Promise<T>, fallback: T, onFail: (err: unknown) => void): Promise<T> {
-  if (ms === undefined) {
+function within<T>(ms: number | undefined, work: () => Promise<T>, fallback: T, onFail: (err: unknown) => void): Promise<T> {
+  const failed = (err: unknown): T => {
+    onFail(err);
+    return fallback;
+  };
+  const run = (): Promise<T> => {
     try {
-      return await work();
+      return work().catch(failed);
     } catch (err) {
-      onFail(err);
-      return fallback;
+      return Promise.resolve(failed(err));
     }
-  }
+  };
+  // Two SSE events per call (the priming event and the answer) go through here: a plain
+  // promise chain, not an async function awaiting another one.
+  if (ms === undefined) return run();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<T>((resolve) => {
-    timer = setTimeout(() => {
-      onFail(new Error(`event store did not answer within ${ms} ms`));
-      resolve(fallback);
-    }, ms);
+    timer = setTimeout(() => resolve(failed(new Error(`event store did not answer within ${ms} ms`))), ms);
   });
-  try {
-    return await Promise.race([
-      work().catch((err: unknown) => {
-        onFail(err);
-        return fallback;
-      }),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return Promise.race([run(), late]).finally(() => clearTimeout(timer));
 }
 
 /**
