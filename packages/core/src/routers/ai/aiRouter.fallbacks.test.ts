@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadAiSdk } from '../../services/ai/aiSdk.js';
+import { loadAiSdk, loadProviderSdk } from '../../services/ai/aiSdk.js';
 import { PROVIDER_IDS, type BuiltinProviderId as ProviderId } from '../../config/sections/ai.js';
 import { createTestUpstream, waitFor, type TestUpstream, type UpstreamFault } from '@ai-backend/test-utils';
 import { RedisStorage } from '../../storage/RedisStorage.js';
@@ -10,7 +10,10 @@ import type { StreamEvent } from '../../services/ai/runStreamText.js';
 const redis = await testRedis();
 
 // Loading the AI SDK takes seconds on a busy machine: keep it out of the short timeouts below.
-beforeAll(() => loadAiSdk(), 60_000);
+beforeAll(
+  () => Promise.all([loadAiSdk(), ...(['openai', 'anthropic', 'google', 'openrouter'] as const).map((p) => loadProviderSdk(p))]),
+  60_000,
+);
 
 const harnesses: AiHarness[] = [];
 let upstream: TestUpstream | undefined;

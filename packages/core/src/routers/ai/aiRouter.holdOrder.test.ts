@@ -1,11 +1,11 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadAiSdk } from '../../services/ai/aiSdk.js';
+import { loadAiSdk, loadProviderSdk } from '../../services/ai/aiSdk.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Storage } from '../../kernel/Storage.js';
 import { alice, createAiHarness, rejection, type AiHarness } from './__tests__/aiHarness.js';
 
 // Loading the AI SDK takes seconds on a busy machine: keep it out of the test timeouts.
-beforeAll(() => loadAiSdk(), 60_000);
+beforeAll(() => Promise.all([loadAiSdk(), loadProviderSdk('openai')]), 60_000);
 
 /**
  * The money side of a reservation that takes a while (a networked store): the upstream never

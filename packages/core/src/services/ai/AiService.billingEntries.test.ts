@@ -2,7 +2,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { alice, createAiHarness, rejection, type AiHarness } from '../../routers/ai/__tests__/aiHarness.js';
 import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
-import { loadAiSdk } from './aiSdk.js';
+import { loadAiSdk, loadProviderSdk } from './aiSdk.js';
 import { AiService } from './AiService.js';
 import type { Hold, Metering } from '../metering/Metering.js';
 
@@ -31,7 +31,7 @@ function counted(inner: Metering) {
   return { n, metering };
 }
 
-beforeAll(() => loadAiSdk(), 60_000);
+beforeAll(() => Promise.all([loadAiSdk(), loadProviderSdk('openai')]), 60_000);
 
 let h: AiHarness;
 afterEach(() => h.close());

@@ -12,7 +12,7 @@ import {
 } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import { loadAiSdk } from './aiSdk.js';
+import { loadProviderSdk } from './aiSdk.js';
 import { canonicalModelId, pinnedFetch, type ModelIdSyntax } from './modelId.js';
 import { createNamedEmbeddingModel, createNamedLanguageModel, NAMED_DEFAULT_BASE_URLS, usesCredentialChain } from './namedProviders.js';
 import { ModelRegistry } from './ModelRegistry.js';
@@ -256,21 +256,20 @@ export class ProviderRegistry {
     const named = this.named[provider];
     if (named)
       return createNamedLanguageModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
-    const sdk = await loadAiSdk();
     switch (provider) {
       case 'anthropic':
-        return sdk.anthropic.createAnthropic({ apiKey, baseURL, fetch })(model);
+        return (await loadProviderSdk('anthropic')).createAnthropic({ apiKey, baseURL, fetch })(model);
       case 'openai': {
-        const openai = sdk.openai.createOpenAI({ apiKey, baseURL, fetch });
+        const openai = (await loadProviderSdk('openai')).createOpenAI({ apiKey, baseURL, fetch });
         return this.ai.providers.openai && 'api' in this.ai.providers.openai && this.ai.providers.openai.api === 'chat'
           ? openai.chat(model)
           : openai(model);
       }
       case 'google':
-        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);
+        return (await loadProviderSdk('google')).createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);
       case 'openrouter':
         // OpenRouter takes the strictness of structured output per model, not per call.
-        return sdk.openrouter.createOpenRouter({ apiKey, baseURL, fetch })(
+        return (await loadProviderSdk('openrouter')).createOpenRouter({ apiKey, baseURL, fetch })(
           model,
           opts.strictJsonSchema === undefined ? {} : { structuredOutputs: { strict: opts.strictJsonSchema } },
         );
@@ -301,15 +300,14 @@ export class ProviderRegistry {
     const named = this.named[provider];
     if (named)
       return createNamedEmbeddingModel(named, provider, { model, apiKey: apiKey === NO_SERVER_KEY ? undefined : apiKey, baseURL, fetch });
-    const sdk = await loadAiSdk();
     switch (provider) {
       case 'openai':
-        return sdk.openai.createOpenAI({ apiKey, baseURL, fetch }).embedding(model);
+        return (await loadProviderSdk('openai')).createOpenAI({ apiKey, baseURL, fetch }).embedding(model);
       case 'google':
-        return sdk.google.createGoogleGenerativeAI({ apiKey, baseURL, fetch }).textEmbeddingModel(model);
+        return (await loadProviderSdk('google')).createGoogleGenerativeAI({ apiKey, baseURL, fetch }).textEmbeddingModel(model);
       case 'openrouter':
         // OpenRouter's embeddings endpoint speaks OpenAI's wire format.
-        return sdk.openai.createOpenAI({ apiKey, baseURL, fetch }).embedding(model);
+        return (await loadProviderSdk('openai')).createOpenAI({ apiKey, baseURL, fetch }).embedding(model);
     }
     throw new CoreError('INVALID_PARAMS', `${provider} has no embedding models`, { details: { reason: 'no_embeddings', provider } });
   }

@@ -1,10 +1,16 @@
 /**
- * The Vercel AI SDK and its four providers, loaded on first use. They are the heaviest modules
- * we depend on (about 60 MB of RSS and 200 ms of import time together); a server that never
- * generates text should not pay for them at start-up.
+ * The Vercel AI SDK and its four providers' packages, each loaded on first use. They are the
+ * heaviest modules we depend on (about 60 MB of RSS and 200 ms of import time together); a server
+ * that never generates text should not pay for them at start-up, and a first call to one
+ * provider should not pay for the other three (about a quarter of the import's CPU:
+ * docs/performance.md, "The cold path").
  */
 export interface AiSdk {
   ai: typeof import('ai');
+}
+
+/** The built-in providers' SDK packages, by provider id. */
+export interface ProviderSdks {
   anthropic: typeof import('@ai-sdk/anthropic');
   openai: typeof import('@ai-sdk/openai');
   google: typeof import('@ai-sdk/google');
@@ -14,17 +20,28 @@ export interface AiSdk {
 let loading: Promise<AiSdk> | undefined;
 
 export function loadAiSdk(): Promise<AiSdk> {
-  loading ??= Promise.all([
-    import('ai'),
-    import('@ai-sdk/anthropic'),
-    import('@ai-sdk/openai'),
-    import('@ai-sdk/google'),
-    import('@openrouter/ai-sdk-provider'),
-  ]).then(([ai, anthropic, openai, google, openrouter]) => {
+  loading ??= import('ai').then((ai) => {
     warmPromptSchema(ai);
-    return { ai, anthropic, openai, google, openrouter };
+    return { ai };
   });
   return loading;
+}
+
+const importers: { [K in keyof ProviderSdks]: () => Promise<ProviderSdks[K]> } = {
+  anthropic: () => import('@ai-sdk/anthropic'),
+  openai: () => import('@ai-sdk/openai'),
+  google: () => import('@ai-sdk/google'),
+  openrouter: () => import('@openrouter/ai-sdk-provider'),
+};
+const providerLoading: { [K in keyof ProviderSdks]?: Promise<ProviderSdks[K]> } = {};
+
+/** One built-in provider's SDK package, imported once (with `ai`, which every call needs too). */
+export function loadProviderSdk<K extends keyof ProviderSdks>(provider: K): Promise<ProviderSdks[K]> {
+  const cached = providerLoading[provider] as Promise<ProviderSdks[K]> | undefined;
+  if (cached) return cached;
+  const started = Promise.all([importers[provider](), loadAiSdk()]).then(([sdk]) => sdk);
+  providerLoading[provider] = started as (typeof providerLoading)[K];
+  return started;
 }
 
 /**

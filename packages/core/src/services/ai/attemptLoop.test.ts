@@ -1,9 +1,9 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import { alice, createAiHarness, rejection, type AiHarness } from '../../routers/ai/__tests__/aiHarness.js';
-import { loadAiSdk } from './aiSdk.js';
+import { loadAiSdk, loadProviderSdk } from './aiSdk.js';
 
-beforeAll(() => loadAiSdk(), 60_000);
+beforeAll(() => Promise.all([loadAiSdk(), loadProviderSdk('openai')]), 60_000);
 
 let h: AiHarness;
 afterEach(() => h.close());
