@@ -47,22 +47,13 @@ export async function callGatewayTool(
   callCtx: Context,
 ): Promise<CallToolResult> {
   const parts = splitExposedName(name);
-  // search_tools / call_tool have no server prefix: they are the gateway's own.
-  const input = parts ? { server: parts.server, tool: parts.name, arguments: args ?? {} } : undefined;
-  if (!input) {
-    const r = await callCtx.runtime.gateway
-      .callTool({ identity: callCtx.identity, ip: callCtx.req.ip, signal: callCtx.req.signal }, name, args ?? {})
-      .then(
-        (data) => ({ ok: true as const, data }),
-        (error: unknown) => ({ ok: false as const, error }),
-      );
-    // call_tool naming a tool the caller may not use is that call's own error (the model can correct it), not an unknown tool.
-    // The upstream's own result, validated by the SDK client; core types it loosely (its mcpWire.ts).
-    return r.ok ? (r.data as CallToolResult) : failed(deps, r.error, undefined);
-  }
+  // search_tools / call_tool have no server prefix: they are the gateway's own. They run through
+  // the same procedure as every upstream tool, so statistics, limits and key rules count them too.
+  const input = parts ? { server: parts.server, tool: parts.name, arguments: args ?? {} } : { tool: name, arguments: args ?? {} };
   const result = await invoke(deps.runtime.router, 'gateway.callTool', input, callCtx);
   if (result.ok) return result.data as CallToolResult;
-  return failed(deps, result.error, name);
+  // call_tool naming a tool the caller may not use is that call's own error (the model can correct it), not an unknown tool.
+  return failed(deps, result.error, parts ? name : undefined);
 }
 
 function failed(deps: McpServerDeps, error: unknown, name: string | undefined): CallToolResult {

@@ -13,7 +13,8 @@ const serverName = once(() => z.string().regex(MCP_SERVER_NAME, 'a server name: 
 const ListToolsInput = z.lazy(() => z.object({ server: serverName().optional() }).default({}));
 const CallToolInput = z.lazy(() =>
   z.object({
-    server: serverName(),
+    /** Absent: the gateway's own search_tools or call_tool (tool search, docs/mcp-gateway.md). */
+    server: serverName().optional(),
     tool: z.string().min(1).max(200),
     arguments: z.record(z.string(), z.unknown()).default({}),
   }),
@@ -53,11 +54,13 @@ export const gatewayRouter = router({
       keyAccess: 'any',
       keyToolsRule: 'byTool',
       countsAsToolCall: true,
-      description: 'Call an upstream MCP tool; the answer is its MCP tool result (content, structuredContent, isError)',
+      description:
+        "Call an upstream MCP tool (or, without server, the gateway's search_tools / call_tool); the answer is its MCP tool result (content, structuredContent, isError)",
     })
     .input(CallToolInput)
     .mutation(async ({ ctx, input }) => {
-      const name = exposedName(input.server, input.tool);
+      // Without a server, the tool is the gateway's own (search_tools, call_tool); any other name is an unknown tool there.
+      const name = input.server ? exposedName(input.server, input.tool) : input.tool;
       // The same rule as our own MCP tools: requireAuthForToolsCall (unless the name is in publicTools).
       if (!ctx.identity && toolCallNeedsAuth(ctx.config, undefined, name))
         throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
