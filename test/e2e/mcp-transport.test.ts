@@ -165,6 +165,33 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
     });
   });
 
+  describe('request ids', () => {
+    it('a request reusing the id of one still in flight is refused with a JSON-RPC error naming it; the first keeps its answer; the id is free once answered', async () => {
+      const srv = await startTestServer(baseConfig, mode);
+      cleanups.push(() => srv.stop());
+      const s = await openWireSession(`${srv.url}/mcp`);
+      const first = await s.post(call(42, 'wait', { ms: 300, tag: 'first' }));
+      expect(first.status).toBe(200);
+      const second = await s.post(call(42, 'wait', { ms: 10, tag: 'second' }));
+      expect(second.status).toBe(400);
+      expect(await second.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: 42,
+        error: { code: -32600, message: expect.stringMatching(/request id 42 is already used .* unique per MCP session/) },
+      });
+      // A string id "42" is another id (JSON-RPC), so it runs.
+      const stringId = await s.post({ ...call(0, 'wait', { ms: 10, tag: 'string' }), id: '42' });
+      expect(stringId.status).toBe(200);
+      const answered = messagesOf(await readSse(first, (events) => messagesOf(events).some((m) => m.id === 42)));
+      expect(answered.find((m) => m.id === 42)?.result.content[0].text).toBe('first');
+      await stringId.body?.cancel();
+      const again = await s.post(call(42, 'wait', { ms: 10, tag: 'again' }));
+      expect(again.status).toBe(200);
+      const reused = messagesOf(await readSse(again, (events) => messagesOf(events).some((m) => m.id === 42)));
+      expect(reused.find((m) => m.id === 42)?.result.content[0].text).toBe('again');
+    });
+  });
+
   async function resumeAfterClose(url: string): Promise<void> {
     const s = await openWireSession(url);
     const post = await s.post(call(1, 'poll', { ms: 200 }, { progressToken: 'pp' }));

@@ -38,6 +38,7 @@ import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
+import { duplicateIdResponse, InFlightIds } from './InFlightIds.js';
 import { isEventStream, isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../edge/StreamAdmission.js';
 import { serveEntry } from '../edge/serveEntry.js';
 
@@ -55,6 +56,8 @@ interface LiveSession {
   state: McpSessionState;
   /** A rebuild is replaying initialize: its answer goes to nobody and is not kept for replay. */
   replaying: boolean;
+  /** Request ids still unanswered: a request reusing one is refused (InFlightIds). */
+  ids: InFlightIds;
 }
 
 /**
@@ -541,8 +544,13 @@ export class McpHandler {
     if (messages.some((m) => (m as { method?: unknown } | null)?.method === 'notifications/initialized')) session.initialized = true;
     const live = await this.wake(session, authInfo, holder);
     if (!live) return jsonRpcError(404, -32001, 'Session not found');
+    const claim = live.ids.claim(messages);
+    if ('duplicate' in claim) return duplicateIdResponse(claim.duplicate);
     holder.isStream = SESSION_ANSWER[legacy.responseMode];
-    return live.transport.handleRequest(c.req.raw, { parsedBody: body, authInfo });
+    const res = await live.transport.handleRequest(c.req.raw, { parsedBody: body, authInfo });
+    // Refused by the transport (a bad header, a closed session): nothing of it runs, its ids stay free.
+    if (res.status >= 400) live.ids.release(claim.claimed);
+    return res;
   }
 
   /** What the SDK hands our handlers: core's request scope, in `authInfo.extra`. */
@@ -762,7 +770,7 @@ export class McpHandler {
    * the session's live pair, and registers (and counts) a session not registered yet.
    */
   private async startLive(s: Session): Promise<LiveSession> {
-    const live = { replaying: false } as LiveSession;
+    const live = { replaying: false, ids: new InFlightIds() } as LiveSession;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => s.id,
       enableJsonResponse: this.legacy.responseMode === 'json',
@@ -788,6 +796,7 @@ export class McpHandler {
     state.logLevel = s.logLevel;
     Object.assign(live, { transport, server, roots, state });
     await server.connect(transport);
+    live.ids.watch(transport);
     return live;
   }
 }
