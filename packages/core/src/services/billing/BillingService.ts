@@ -5,7 +5,7 @@ import type { Storage } from '../../kernel/Storage.js';
 import type { Hold, HoldRequest, Metering } from '../metering/Metering.js';
 import type { KeyLimits } from '../apiKeys/KeyLimits.js';
 import { openHold } from './openHold.js';
-import type { KeyVault } from '../vault/KeyVault.js';
+import { vaultSlot, type KeyVault } from '../vault/KeyVault.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { AnonymousWindow } from './AnonymousWindow.js';
 import { budgetKeys, Budgets, effectiveBudget, type BudgetRecord } from './Budgets.js';
@@ -14,11 +14,11 @@ import * as history from './history.js';
 import { Ledger, type Account, type CreditClaimOptions } from './Ledger.js';
 import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
 import { isStoreOutage, PendingCloses } from './PendingCloses.js';
-import { PreferencesStore, type UserPreferences } from './PreferencesStore.js';
+import { PreferencesStore, preferencesKey, preferencesOf, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
 import { previewSpend, toNanos, type BudgetRefusal, type SpendRecord } from '../spend/periodSpend.js';
-import { Reservations } from './Reservations.js';
+import { Reservations, type ReserveOutcome } from './Reservations.js';
 import type { Identity } from '../../kernel/identity.js';
 import {
   BALANCE_TYPES,
@@ -29,6 +29,8 @@ import {
   type CreditParams,
   type CreditResult,
   type Decision,
+  type DecidedHold,
+  type DecideAndReserveParams,
   type DecideParams,
   type Reservation,
   type ReserveParams,
@@ -196,24 +198,80 @@ export class BillingService implements Metering {
       this.prefsRead.set(decision, { userId, prefs: plan.prefs });
       return decision;
     }
+    return { mode: 'byok', apiKey: await this.storedKeyPays(plan, p.identity, p.provider, p.estimatedTokens, refused) };
+  }
+
+  /** A plan whose payer is not the platform: the stored key that pays (and its fallback event), else the refusal. */
+  private async storedKeyPays(
+    plan: ConsumptionPlan,
+    identity: Identity,
+    provider: string,
+    estimatedTokens: number,
+    refused?: BudgetRefusal,
+  ): Promise<string> {
+    const userId = identity.sub;
     if (plan.payer === 'byok') {
-      const apiKey = await this.vault.reveal(userId, p.provider);
+      const apiKey = await this.vault.reveal(userId, provider);
       if (apiKey === undefined) {
         if (refused) this.refuseForBudget(userId, refused, false);
-        throw nothingPays(p.identity);
+        throw nothingPays(identity);
       }
       if (plan.fallback && plan.prefs.notifyFallbackToByok) {
-        this.emit('fallbackToByok', {
-          userId,
-          provider: p.provider,
-          estimatedTokens: p.estimatedTokens,
-          reason: plan.platformRefusedBy ?? 'balance',
-        });
+        this.emit('fallbackToByok', { userId, provider, estimatedTokens, reason: plan.platformRefusedBy ?? 'balance' });
       }
-      return { mode: 'byok', apiKey };
+      return apiKey;
     }
     if (refused && plan.platformRefusedBy === 'budget') this.refuseForBudget(userId, refused, false);
-    throw nothingPays(p.identity, { required: plan.totalTokensNeeded, available: plan.balances.subscription + plan.balances.one_time });
+    throw nothingPays(identity, { required: plan.totalTokensNeeded, available: plan.balances.subscription + plan.balances.one_time });
+  }
+
+  /**
+   * `decide` and `reserve` of a signed-in user's call in ONE storage transaction (one round trip
+   * on a warm PostgreSQL or Redis store instead of a read and a transaction): the preferences and
+   * the stored key's slot are read with the account, the same rule (planConsumption) picks the
+   * payer, and when it is the platform (and `platformAllowed`) the hold is drawn in that same
+   * transaction. Answers the reservation, or the stored key that pays, or `{ mode: 'platform' }`
+   * without a reservation when the platform was chosen but this call may not use it (nothing is
+   * held). Throws as `decide` (nothing pays) and `reserve` (the budget, with its details) do.
+   */
+  async decideAndReserve(p: DecideAndReserveParams): Promise<DecidedHold> {
+    if (!Number.isSafeInteger(p.tokens) || p.tokens < 0) throw new CoreError('INVALID_PARAMS', 'tokens must be a non-negative integer');
+    const tokens = this.withFee(p.tokens);
+    const userId = p.identity.sub;
+    const prefsKey = preferencesKey(userId);
+    const keySlot = vaultSlot(userId, p.provider);
+    // The plan may run more than once (a guess that did not hold): the run whose result is used is the last.
+    let chosen: UserPreferences | undefined;
+    const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
+    const outcome = await this.reservations.decideAndReserve<ConsumptionPlan>(
+      userId,
+      tokens,
+      p.requestId,
+      {
+        keys: [prefsKey, keySlot],
+        choose: (read, account) => {
+          const prefs = preferencesOf(read<Partial<UserPreferences>>(prefsKey));
+          chosen = prefs;
+          const plan = planConsumption({
+            prefs,
+            balances: { subscription: account.subscription, one_time: account.one_time },
+            needed: tokens,
+            hasApiKey: false,
+            byokKeys: read(keySlot) !== undefined ? [p.provider] : [],
+            provider: p.provider,
+          });
+          return plan.payer === 'platform' && p.platformAllowed ? { order: this.platformOrder(prefs) } : { decided: plan };
+        },
+      },
+      worst,
+      p.identity.apiKey?.id,
+    );
+    if ('decided' in outcome) {
+      if (outcome.decided.payer === 'platform') return { mode: 'platform' };
+      return { mode: 'byok', apiKey: await this.storedKeyPays(outcome.decided, p.identity, p.provider, p.tokens) };
+    }
+    // A replay of a reservation answers before the decision is read.
+    return { mode: 'platform', reservation: this.held(userId, outcome, chosen ?? (await this.preferences.get(userId))) };
   }
 
   /**
@@ -238,6 +296,11 @@ export class BillingService implements Metering {
     const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
     const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
     const outcome = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs), worst, p.identity.apiKey?.id);
+    return this.held(userId, outcome, prefs);
+  }
+
+  /** A reservation's outcome: the hold, remembered with the preferences its settle uses; or the budget's refusal, thrown. */
+  private held(userId: string, outcome: ReserveOutcome, prefs: UserPreferences): Reservation {
     if ('refused' in outcome) return this.refuseForBudget(userId, outcome.refused, outcome.alerted);
     const reservation = outcome.held;
     this.prefsRead.set(reservation, { userId, prefs });
@@ -276,6 +339,7 @@ export class BillingService implements Metering {
       replay,
       reservation: held,
       crossings,
+      oneTimeLeft,
     } = await this.reservations.settle(reservation, usage, this.options.platformFeeRate, this.platformOrder(prefs));
     this.prefsRead.delete(reservation);
     this.open.delete(`${userId}\n${reservation.requestId}`);
@@ -285,7 +349,7 @@ export class BillingService implements Metering {
     }
     // The charge is committed: a failed notification (it reads a balance) must not fail the call.
     if (!replay)
-      await this.notifyAfterCharge(userId, prefs, result, held).catch((err: unknown) =>
+      await this.notifyAfterCharge(userId, prefs, result, held, oneTimeLeft).catch((err: unknown) =>
         this.logger.warn('billing: notifying after a charge failed', { error: String(err) }),
       );
     return result;
@@ -408,14 +472,21 @@ export class BillingService implements Metering {
     return this.open.size;
   }
 
-  private async notifyAfterCharge(userId: string, prefs: UserPreferences, result: SettleResult, reservation: Reservation): Promise<void> {
+  /** `oneTimeLeft`: the one-time balance the settle's own transaction left (no read after the charge). */
+  private async notifyAfterCharge(
+    userId: string,
+    prefs: UserPreferences,
+    result: SettleResult,
+    reservation: Reservation,
+    oneTimeLeft: number | undefined,
+  ): Promise<void> {
     const after = result.remainingBalance ?? 0;
     const threshold = prefs.notifyTokenLowThreshold;
     if (threshold > 0 && after < threshold && after + result.tokensCharged >= threshold) {
       this.emit('tokenLow', { userId, balance: after, threshold });
     }
     if (prefs.notifyOneTimeConsumed && reservation.draws.some((d) => d.type === 'one_time')) {
-      if ((await this.ledger.balance(userId, 'one_time')) === 0) this.emit('oneTimeConsumed', { userId });
+      if ((oneTimeLeft ?? (await this.ledger.balance(userId, 'one_time'))) === 0) this.emit('oneTimeConsumed', { userId });
     }
   }
 

@@ -32,15 +32,23 @@ export const DEFAULT_PREFERENCES: UserPreferences = {
   notifyOneTimeConsumed: true,
 };
 
-const key = (userId: string) => `prefs:${userId}`;
+/** A user's preferences row. */
+export const preferencesKey = (userId: string) => `prefs:${userId}`;
+const key = preferencesKey;
+
+/** The stored row with the defaults filled in (what `get` returns). */
+export const preferencesOf = (stored: Partial<UserPreferences> | undefined): UserPreferences => ({
+  ...DEFAULT_PREFERENCES,
+  ...stored,
+  byokProviders: { ...stored?.byokProviders },
+});
 
 /** Per-user preferences with defaults filled in on read. */
 export class PreferencesStore {
   constructor(private readonly storage: Storage) {}
 
   async get(userId: string): Promise<UserPreferences> {
-    const stored = await this.storage.get<Partial<UserPreferences>>(key(userId));
-    return { ...DEFAULT_PREFERENCES, ...stored, byokProviders: { ...stored?.byokProviders } };
+    return preferencesOf(await this.storage.get<Partial<UserPreferences>>(key(userId)));
   }
 
   /**

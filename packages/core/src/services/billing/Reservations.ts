@@ -1,7 +1,7 @@
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
-import type { TxWrite } from '../../kernel/Storage.js';
+import type { TxRead, TxWrite } from '../../kernel/Storage.js';
 import { exceededAlertWrites, thresholdAlertWrites } from './budgetAlerts.js';
 import { budgetKeys, effectiveBudget, SPEND_TTL_MS, type BudgetRecord } from './Budgets.js';
 import { platformFee } from './fee.js';
@@ -67,6 +67,16 @@ function drawFrom(account: Account, tokens: number, order: readonly BalanceType[
   return draws;
 }
 
+/**
+ * Who pays, decided inside the reservation's transaction (Reservations.decideAndReserve): the
+ * platform, drawing in `order`, or another answer (`decided`) with nothing held. Pure.
+ */
+export interface PayerChoice<D> {
+  /** Rows the decision reads besides the account (declared to the transaction). */
+  keys: readonly string[];
+  choose(read: TxRead, account: Readonly<Account>): { order: readonly BalanceType[] } | { decided: D };
+}
+
 /** What reserve did: held the tokens, or refused the call for its budget (`alerted`: this refusal sent the period's alert). */
 export type ReserveOutcome = { held: Reservation } | { refused: BudgetRefusal; alerted: boolean };
 
@@ -76,6 +86,8 @@ export interface SettleOutcome {
   replay: boolean;
   /** Budget thresholds this charge reached first (their alerts were written with it). */
   crossings: BudgetCrossing[];
+  /** The one-time balance this charge left (the `oneTimeConsumed` event's figure, without a read after it). */
+  oneTimeLeft?: number;
 }
 
 /** Budget settings of the reservations. */
@@ -124,21 +136,50 @@ export class Reservations {
     worst: Worst,
     apiKeyId?: string,
   ): Promise<ReserveOutcome> {
+    return this.decideAndReserve(
+      userId,
+      tokens,
+      requestId,
+      { keys: [], choose: () => ({ order }) },
+      worst,
+      apiKeyId,
+    ) as Promise<ReserveOutcome>;
+  }
+
+  /**
+   * `reserve` with the payer decision in the same transaction: `payer.choose` reads the rows it
+   * declared (`payer.keys`: the user's preferences, the stored key's slot) and the account, and
+   * either lets the platform pay (in the order it returns) or answers `{ decided }` with nothing
+   * written. So a warm metered call's decision and hold are one store round trip, and the decision
+   * is checked against the same state the hold is drawn from (the store's commit proves every row
+   * read). A decision other than the platform writes nothing: on a guessed transaction the store
+   * then reads first and plans again, so that answer is never made on a stale guess.
+   */
+  decideAndReserve<D>(
+    userId: string,
+    tokens: number,
+    requestId: string,
+    payer: PayerChoice<D>,
+    worst: Worst,
+    apiKeyId?: string,
+  ): Promise<ReserveOutcome | { decided: D }> {
     const accountKey = ledgerKeys.account(userId);
     const key = holdKey(userId, requestId);
     const doneKey = finishedKey(userId, requestId);
     const budgetKey = budgetKeys.budget(userId);
     const spendKey = budgetKeys.spend(userId);
     const keyKeys = apiKeyId ? keySpendTxKeys(apiKeyId) : [];
-    return this.storage.transact<ReserveOutcome>(
-      [accountKey, key, doneKey, budgetKey, spendKey, ...keyKeys],
+    return this.storage.transact<ReserveOutcome | { decided: D }>(
+      [accountKey, key, doneKey, budgetKey, spendKey, ...keyKeys, ...payer.keys],
       (read) => {
         const done = read<FinishedRecord>(doneKey);
         if (done) return { writes: [], result: { held: done.reservation } }; // replay of a call that already ended
         const open = read<HoldRecord>(key);
         if (open) return { writes: [], result: { held: open.reservation } };
         const account = accountOf(read<Partial<Account>>(accountKey));
-        const draws = drawFrom(account, tokens, order);
+        const chosen = payer.choose(read, account);
+        if ('decided' in chosen) return { writes: [], result: { decided: chosen.decided } };
+        const draws = drawFrom(account, tokens, chosen.order);
         if (draws.reduce((s, d) => s + d.amount, 0) < tokens) {
           throw new CoreError('PAYMENT_REQUIRED', 'insufficient tokens for this request', { details: { required: tokens } });
         }
@@ -351,7 +392,7 @@ export class Reservations {
           warnings.push(['billing: call overran its reservation beyond the balance', { userId, requestId: held.requestId, uncollected }]);
         if (lost)
           warnings.push(['billing: settled a call whose hold the store lost; charged in full', { userId, requestId: held.requestId }]);
-        return { writes, result: { result, reservation: held, replay: false, crossings } };
+        return { writes, result: { result, reservation: held, replay: false, crossings, oneTimeLeft: account.one_time } };
       },
     );
     for (const [message, fields] of warnings) this.logger.warn(message, fields);

@@ -3,12 +3,14 @@ import type { Logger } from '../../kernel/Logger.js';
 import type { KeyLimits, TokenReservation } from '../apiKeys/KeyLimits.js';
 import type { Hold, HoldRequest } from '../metering/Metering.js';
 import { CallHold, type HoldLedger, type KeySlot } from './CallHold.js';
-import type { Decision, DecideParams, Reservation, ReserveParams } from './types.js';
+import type { Decision, DecidedHold, DecideAndReserveParams, DecideParams, Reservation, ReserveParams } from './types.js';
 
 /** Billing's steps a hold is made of. */
 export interface HoldBilling extends HoldLedger {
   decide(p: DecideParams): Promise<Decision>;
   reserve(p: ReserveParams): Promise<Reservation>;
+  /** decide and reserve of a signed-in user's call in one storage transaction. */
+  decideAndReserve(p: DecideAndReserveParams): Promise<DecidedHold>;
 }
 
 /** The details of a PAYMENT_REQUIRED that `reserve` threw because of the user's budget, else undefined. */
@@ -61,7 +63,6 @@ async function openPaid(
   const { identity, provider, estimatedTokens, requestId } = req;
   const grant = identity?.apiKey;
   const ip = req.ip ? { ip: req.ip } : {};
-  const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: req.ownKey !== undefined, ...ip });
   const byok = (apiKey: string): Hold => {
     req.mayPay?.('byok');
     return new CallHold(
@@ -73,18 +74,42 @@ async function openPaid(
     );
   };
   if (req.ownKey !== undefined) return byok(req.ownKey);
+  // A signed-in user's call is decided and held in one transaction (one store round trip), unless
+  // its API key has a concurrency limit: that slot is taken between the decision and the hold,
+  // and only by a platform-paid call, so such a call keeps the two steps.
+  if (identity && !(grant?.concurrent && limits)) {
+    let decided: DecidedHold;
+    try {
+      decided = await billing.decideAndReserve({
+        identity,
+        provider,
+        tokens: estimatedTokens,
+        requestId,
+        platformAllowed: req.serverPays && allows(req, 'platform'),
+        ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}),
+      });
+    } catch (err) {
+      return byokAfterBudget(billing, req, err, byok);
+    }
+    if (decided.mode === 'byok') {
+      if (!req.byokAllowed) throw byokNotAllowed(provider);
+      return byok(decided.apiKey);
+    }
+    if (!decided.reservation) {
+      // The platform was chosen and may not pay: the same refusals as below, nothing held.
+      refusePlatform(req);
+      throw new CoreError('INTERNAL', 'billing held nothing for a platform-paid call');
+    }
+    const slot: KeySlot | undefined = tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined;
+    return new CallHold(billing, logger, { mode: 'platform', reservation: decided.reservation }, { identity, requestId }, slot);
+  }
+  const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: false, ...ip });
   if (decision.mode === 'byok') {
     if (!decision.apiKey) throw new CoreError('INTERNAL', 'billing chose a stored key but returned none');
     if (!req.byokAllowed) throw byokNotAllowed(provider);
     return byok(decision.apiKey);
   }
-  if (!req.serverPays) {
-    throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${provider}; send your own apiKey`, {
-      details: { reason: 'provider_not_served', provider },
-    });
-  }
-  // Before anything is held: a server prompt never goes to a caller's own account (and vice versa).
-  req.mayPay?.('platform');
+  refusePlatform(req);
   let giveBack: (() => Promise<void>) | undefined;
   try {
     if (grant && limits) giveBack = await limits.acquire(grant);
@@ -106,13 +131,38 @@ async function openPaid(
   } catch (err) {
     // The concurrency slot only: the tokens stay held if the caller's stored key takes the call below.
     await giveBack?.();
-    // The budget is enforced in the reservation's transaction (so concurrent calls cannot
-    // overspend it); when it refuses, decide once more with the platform refused: the caller's
-    // stored key where their order allows it (not platform spend), else the refusal.
-    const budgetRefusal = budgetRefusalOf(err);
-    if (!budgetRefusal || !req.byokAllowed || !allows(req, 'byok')) throw err;
-    const again = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: false, budgetRefusal, ...ip });
-    if (again.mode !== 'byok' || !again.apiKey) throw err;
-    return byok(again.apiKey);
+    return byokAfterBudget(billing, req, err, byok);
   }
+}
+
+/** Throws when the platform may not pay for this call; before anything is held. */
+function refusePlatform(req: HoldRequest): void {
+  if (!req.serverPays) {
+    throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${req.provider}; send your own apiKey`, {
+      details: { reason: 'provider_not_served', provider: req.provider },
+    });
+  }
+  // A server prompt never goes to a caller's own account (and vice versa).
+  req.mayPay?.('platform');
+}
+
+/**
+ * The budget is enforced in the reservation's transaction (so concurrent calls cannot overspend
+ * it); when it refuses (`err`), decide once more with the platform refused: the caller's stored
+ * key where their order allows it (not platform spend), else `err` is thrown.
+ */
+async function byokAfterBudget(billing: HoldBilling, req: HoldRequest, err: unknown, byok: (apiKey: string) => Hold): Promise<Hold> {
+  const budgetRefusal = budgetRefusalOf(err);
+  if (!budgetRefusal || !req.byokAllowed || !allows(req, 'byok')) throw err;
+  const { identity, provider, estimatedTokens } = req;
+  const again = await billing.decide({
+    identity,
+    provider,
+    estimatedTokens,
+    apiKeyProvided: false,
+    budgetRefusal,
+    ...(req.ip ? { ip: req.ip } : {}),
+  });
+  if (again.mode !== 'byok' || !again.apiKey) throw err;
+  return byok(again.apiKey);
 }

@@ -104,6 +104,25 @@ export interface DecideParams {
 
 export type Decision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
 
+/** BillingService.decideAndReserve: a signed-in user's call, decided and held in one transaction. */
+export interface DecideAndReserveParams {
+  identity: Identity;
+  provider: string;
+  /** Tokens the call may use (input bound plus maxTokens), before the platform fee. */
+  tokens: number;
+  requestId: string;
+  /** Worst-case cost in USD at the pricing table's prices; absent when the model has no price. */
+  costUsd?: number;
+  /** The platform may pay for this call (the server has a key for the provider, and the call's own rule allows it). */
+  platformAllowed: boolean;
+}
+
+/**
+ * What decideAndReserve answered: the platform holding `reservation`; a stored key paying; or the
+ * platform chosen without a reservation (`platformAllowed` was false: nothing held).
+ */
+export type DecidedHold = { mode: 'platform'; reservation?: Reservation } | { mode: 'byok'; apiKey: string };
+
 export interface ReserveParams {
   identity: Identity | null;
   /** Tokens the call may use, before the platform fee; the fee is added here. */

@@ -31,7 +31,9 @@ export interface KeyStatus {
 }
 
 const PREFIX = 'vault:';
-const slot = (userId: string, provider: string) => `${PREFIX}${encodeURIComponent(userId)}:${provider}`;
+/** The row of a user's stored key for one provider (read by the metered call's decision, to know a key is there). */
+export const vaultSlot = (userId: string, provider: string) => `${PREFIX}${encodeURIComponent(userId)}:${provider}`;
+const slot = vaultSlot;
 const aad = (userId: string, provider: string) => `byok:v1:${userId}:${provider}`;
 
 /**

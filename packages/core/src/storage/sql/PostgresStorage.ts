@@ -361,6 +361,9 @@ export class PostgresStorage implements Storage {
       jobs.some((j) => j.keys.some((k) => now - (this.contended.get(k) ?? -Infinity) < CONTENDED_MS))
     )
       return this.runBatchLocked(jobs);
+    // Keys this process knew before planning: a check lost on a key it did not know yet (its first
+    // sight of a row) is not another instance's write.
+    const known = new Set(jobs.flatMap((j) => j.keys).filter((k) => this.cache.has(k)));
     const { accepted, expected, encoded } = planBatch<CachedRow, EncodedWrite[]>(jobs, {
       guess: (k) => this.cache.guess(k, now),
       reader: readerOf,
@@ -392,18 +395,27 @@ export class PostgresStorage implements Storage {
       return;
     }
     if (version === null) {
-      if (this.contended.size > 10_000) this.contended.clear();
-      for (const k of keys) this.contended.set(k, now);
+      const contend = () => {
+        if (this.contended.size > 10_000) this.contended.clear();
+        for (const k of keys) this.contended.set(k, now);
+      };
       // Another instance wrote some of these keys. Read them all once (one query, refreshing what
       // this process knows) and plan the batch again, so a user served by several instances keeps
       // the batching; if that loses too, the batch takes the keys' locks first (it cannot lose).
-      if (attempt >= BATCH_RETRIES) return this.runBatchLocked(accepted.map((a) => a.job));
+      if (attempt >= BATCH_RETRIES) {
+        contend();
+        return this.runBatchLocked(accepted.map((a) => a.job));
+      }
+      let rows: Map<string, CachedRow>;
       try {
-        await this.readRows(keys, Date.now());
+        rows = await this.readRows(keys, Date.now());
       } catch (err) {
         for (const a of accepted) a.job.reject(err);
         return;
       }
+      // Only a known row that changed is contention: a row seen for the first time (a user's stored
+      // preferences, guessed absent) is now known, and the next batches plan on it in one call.
+      if (keys.some((k) => known.has(k) && (rows.get(k)!.version ?? null) !== (expected.get(k)?.version ?? null))) contend();
       return this.runBatch(
         accepted.map((a) => a.job),
         attempt + 1,
@@ -428,15 +440,21 @@ export class PostgresStorage implements Storage {
     try {
       const locks = keys.map((k) => `SELECT pg_advisory_xact_lock(hashtextextended(${lit(k)}, 0));`).join('');
       const select = keys.length
-        ? `SELECT key, value FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
+        ? `SELECT key, value, expires_at, xmin::text AS v FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
         : 'SELECT 1;';
       const results = await sql(client, `BEGIN;${commitMode(jobs.some((j) => j.durable))}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
       const overlay = new Map<string, CachedRow>(keys.map((k) => [k, { value: undefined, version: undefined }]));
-      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>)
-        if (r.key !== undefined) overlay.set(r.key, { value: r.value, version: undefined });
+      const read = new Map<string, { row: CachedRow; expiresAt: number | undefined }>(
+        keys.map((k) => [k, { row: { value: undefined, version: undefined }, expiresAt: undefined }]),
+      );
+      for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string; expires_at: string | null; v: string }>)
+        if (r.key !== undefined) {
+          overlay.set(r.key, { value: r.value, version: undefined });
+          read.set(r.key, { row: { value: r.value, version: r.v }, expiresAt: r.expires_at === null ? undefined : Number(r.expires_at) });
+        }
       const writes: EncodedWrite[] = [];
       const outcomes: Array<{ job: BatchJob; result?: unknown; error?: unknown }> = [];
       for (const job of jobs) {
@@ -479,6 +497,11 @@ export class PostgresStorage implements Storage {
       // keeps writing them) went its own way, a read and a call each, one after another.
       const version = written.flatMap((r) => r.rows as Array<{ v?: string }>).find((r) => typeof r.v === 'string')?.v;
       remember = () => {
+        // Keys only read (a call's preferences beside its account): their rows as read under the
+        // locks, with their versions, so the next batch plans on them and its check proves them;
+        // forgotten, every next batch guessed them absent, lost its check and came here again.
+        const written = new Set([...c.setKeys, ...c.deleteKeys]);
+        for (const [k, r] of read) if (!written.has(k)) this.cache.remember(k, r.row, r.expiresAt, now);
         if (version !== undefined) this.rememberWrites(c, version, now);
         else for (const k of c.deleteKeys) this.cache.remember(k, { value: undefined, version: undefined }, undefined, now);
       };
@@ -487,7 +510,7 @@ export class PostgresStorage implements Storage {
         else o.job.resolve({ committed: true, result: o.result });
       }
     } finally {
-      // Keys read under the locks but not written: what they hold is not remembered (no version read).
+      // Forgotten unless the commit went through (then `remember` knows what each key holds).
       for (const k of keys) this.cache.forget(k);
       remember?.();
       client.release(broken);
