@@ -208,10 +208,12 @@ export class BillingService implements Metering {
     provider: string,
     estimatedTokens: number,
     refused?: BudgetRefusal,
+    /** The key's row as the decision read it (decideAndReserve): revealed without reading it again. */
+    stored?: { row: unknown },
   ): Promise<string> {
     const userId = identity.sub;
     if (plan.payer === 'byok') {
-      const apiKey = await this.vault.reveal(userId, provider);
+      const apiKey = stored ? await this.vault.revealStored(userId, provider, stored.row) : await this.vault.reveal(userId, provider);
       if (apiKey === undefined) {
         if (refused) this.refuseForBudget(userId, refused, false);
         throw nothingPays(identity);
@@ -242,6 +244,7 @@ export class BillingService implements Metering {
     const keySlot = vaultSlot(userId, p.provider);
     // The plan may run more than once (a guess that did not hold): the run whose result is used is the last.
     let chosen: UserPreferences | undefined;
+    let stored: { row: unknown } | undefined;
     const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
     const outcome = await this.reservations.decideAndReserve<ConsumptionPlan>(
       userId,
@@ -252,12 +255,13 @@ export class BillingService implements Metering {
         choose: (read, account) => {
           const prefs = preferencesOf(read<Partial<UserPreferences>>(prefsKey));
           chosen = prefs;
+          stored = { row: read(keySlot) };
           const plan = planConsumption({
             prefs,
             balances: { subscription: account.subscription, one_time: account.one_time },
             needed: tokens,
             hasApiKey: false,
-            byokKeys: read(keySlot) !== undefined ? [p.provider] : [],
+            byokKeys: stored.row !== undefined ? [p.provider] : [],
             provider: p.provider,
           });
           return plan.payer === 'platform' && p.platformAllowed ? { order: this.platformOrder(prefs) } : { decided: plan };
@@ -268,7 +272,7 @@ export class BillingService implements Metering {
     );
     if ('decided' in outcome) {
       if (outcome.decided.payer === 'platform') return { mode: 'platform' };
-      return { mode: 'byok', apiKey: await this.storedKeyPays(outcome.decided, p.identity, p.provider, p.tokens) };
+      return { mode: 'byok', apiKey: await this.storedKeyPays(outcome.decided, p.identity, p.provider, p.tokens, undefined, stored) };
     }
     // A replay of a reservation answers before the decision is read.
     return { mode: 'platform', reservation: this.held(userId, outcome, chosen ?? (await this.preferences.get(userId))) };

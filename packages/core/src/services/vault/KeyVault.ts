@@ -128,8 +128,16 @@ export class KeyVault {
 
   /** The decrypted key, for the server's own upstream calls only. Never return it to a client. */
   async reveal(userId: string, provider: string): Promise<string | undefined> {
+    return this.revealStored(userId, provider, await this.storage.get<StoredKey>(slot(userId, provider)));
+  }
+
+  /**
+   * `reveal` of a record already read (the row at `vaultSlot(userId, provider)`, e.g. in a metered
+   * call's hold transaction), without reading it again. Never return the key to a client.
+   */
+  async revealStored(userId: string, provider: string, stored: unknown): Promise<string | undefined> {
     const key = slot(userId, provider);
-    const r = await this.storage.get<StoredKey>(key);
+    const r = stored as StoredKey | undefined;
     if (!r) return undefined;
     const k = this.byKid.get(r.kid);
     if (!k) {
