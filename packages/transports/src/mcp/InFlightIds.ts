@@ -16,7 +16,9 @@ const idKey = (id: unknown): string | undefined => (typeof id === 'number' ? `n:
 export class InFlightIds {
   private readonly ids = new Set<string>();
 
-  /** Claim the ids of `messages`' requests: the first id already in flight (or repeated in the batch) is returned and nothing is claimed. */
+  /**
+   * Claim the ids of `messages`' requests: the first id already in flight (or repeated in the batch) is returned and nothing is claimed.
+   */
   claim(messages: readonly unknown[]): { duplicate: string | number } | { claimed: string[] } {
     const keys: string[] = [];
     for (const raw of messages) {
