@@ -4,7 +4,7 @@
 // to the canned upstream), one call at a time; the server's CPU per call (all threads, from
 // /proc/<pid>/task/*/schedstat: steady on a loaded machine, unlike wall time) in windows: call 1,
 // calls 2–15 (the independent benchmark's warm-up), calls 16–190 (its cold rounds), and 175
-// calls after 1,500 more (warm). Modules are logged by bench/servers/moduleLog.mjs.
+// calls after 1,500 more (warm; the second argument). Modules are logged by bench/servers/moduleLog.mjs.
 //
 // Usage (after `npx -y pnpm@10.34.9 build`):
 //   node bench/coldPath.mjs [paths=v1-byok,v1-metered,rpc,trpc,mcp] [warm-up calls=1500]
@@ -164,7 +164,7 @@ const short = (u) =>
   u.replace(/^file:\/\/.*?node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?/, '').replace(/^file:\/\/.*?\/packages\//, 'packages/');
 console.log(`\n## The cold path: server CPU per call (µs), node ${process.version}, load average ${loadBefore} → ${await loadAverage()}\n`);
 console.log(
-  '| path | call 1 | calls 2–15 | calls 16–190 | warm (after 1,500 more) | 16–190 / warm | modules loaded by call 1 | by later calls |',
+  `| path | call 1 | calls 2–15 | calls 16–190 | warm (after ${WARM} more) | 16–190 / warm | modules loaded by call 1 | by later calls |`,
 );
 console.log('|---|---|---|---|---|---|---|---|');
 const us = (x) => Math.round(x);
