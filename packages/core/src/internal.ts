@@ -32,6 +32,7 @@ export {
   type CallKind,
 } from './pipeline/accessPolicy.js';
 export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';
+export { entryGateway, type EntryGateway } from './pipeline/entryGateway.js';
 export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChallenge.js';
 export {
   toWireError,

@@ -8,6 +8,8 @@ import {
   createLogger,
   isLoopbackHost,
   createRuntime,
+  entryGateway,
+  type EntryGateway,
   loadRouter,
   resolveConfig,
   type AppRouterWith,
@@ -212,6 +214,9 @@ export function createServer<C extends CustomRouters = {}>(
    */
   let apiRuntime: Promise<Runtime> | undefined;
   const getApiRuntime = () => (apiRuntime ??= runtimePromise.then((runtime) => loadRouter(runtime.router).then(() => runtime)));
+  /** What the entry points get of it: the router, config, logger and request scopes (core's EntryGateway), not the runtime. */
+  let apiGateway: Promise<EntryGateway> | undefined;
+  const getGateway = () => (apiGateway ??= getApiRuntime().then(entryGateway));
 
   const app = new Hono();
   app.use(
@@ -284,10 +289,10 @@ export function createServer<C extends CustomRouters = {}>(
   }
   if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getRuntime));
   if (config.protocols.tRpc) {
-    app.all('/trpc/*', trpcHandler(getApiRuntime, '/trpc', streams));
-    app.all('/typedrpc/*', trpcHandler(getApiRuntime, '/typedrpc', streams));
+    app.all('/trpc/*', trpcHandler(getGateway, '/trpc', streams));
+    app.all('/typedrpc/*', trpcHandler(getGateway, '/typedrpc', streams));
   }
-  if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getApiRuntime));
+  if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getGateway));
   if (config.protocols.openAi) {
     // The wire formats' code loads on the first /v1 request (v1Handlers.ts).
     let v1: Promise<V1Handlers> | undefined;
@@ -297,32 +302,32 @@ export function createServer<C extends CustomRouters = {}>(
     };
     app.post(
       '/v1/chat/completions',
-      v1Route((m) => m.chatCompletionsHandler(getApiRuntime, streams)),
+      v1Route((m) => m.chatCompletionsHandler(getGateway, streams)),
     );
     // Anthropic's Messages API on the same /v1 (the Anthropic SDK and Claude Code's ANTHROPIC_BASE_URL).
     app.post(
       '/v1/messages',
-      v1Route((m) => m.messagesHandler(getApiRuntime, streams)),
+      v1Route((m) => m.messagesHandler(getGateway, streams)),
     );
     app.post(
       '/v1/messages/count_tokens',
-      v1Route((m) => m.countTokensHandler(getApiRuntime)),
+      v1Route((m) => m.countTokensHandler(getGateway)),
     );
     app.post(
       '/v1/responses',
-      v1Route((m) => m.responsesHandler(getApiRuntime, streams)),
+      v1Route((m) => m.responsesHandler(getGateway, streams)),
     );
     app.post(
       '/v1/embeddings',
-      v1Route((m) => m.embeddingsHandler(getApiRuntime)),
+      v1Route((m) => m.embeddingsHandler(getGateway)),
     );
     app.get(
       '/v1/models',
-      v1Route((m) => m.modelsHandler(getApiRuntime)),
+      v1Route((m) => m.modelsHandler(getGateway)),
     );
     app.get(
       '/v1/models/*',
-      v1Route((m) => m.modelHandler(getApiRuntime)),
+      v1Route((m) => m.modelHandler(getGateway)),
     );
     app.all(
       '/v1/*',

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { inRequestSpan, tracingActive, type Runtime } from '@ai-backend/core/internal';
+import { inRequestSpan, tracingActive } from '@ai-backend/core/internal';
 
 /** Entry point of a path, a closed set (a metric label and the span name): unknown paths collapse to 'other'. */
 export function entryOf(path: string): string {
@@ -22,7 +22,9 @@ export function entryOf(path: string): string {
  * point and status class. `getReady` returns the runtime once it is built (requests that arrive
  * earlier wait for it in their handler and are still traced).
  */
-export function observeRequests(getReady: () => Runtime | undefined): MiddlewareHandler {
+export function observeRequests(
+  getReady: () => { readonly metrics: { http(entry: string, status: number): void } | undefined } | undefined,
+): MiddlewareHandler {
   return async (c, next) => {
     const entry = entryOf(c.req.path);
     // Without a tracer (the default) no span and no closure: one async layer less per request.

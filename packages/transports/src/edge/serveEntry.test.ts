@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { mintDevToken } from '@ai-backend/auth';
-import { accessDecisionsMade, invoke, type Runtime } from '@ai-backend/core/internal';
+import { accessDecisionsMade, entryGateway, invoke, type Runtime } from '@ai-backend/core/internal';
 import { createServer } from '../createServer.js';
 import { serveEntry, type EntryStep } from './serveEntry.js';
 
@@ -28,7 +28,7 @@ function entry(steps: string[]) {
   app.post('/x', (c) =>
     serveEntry<{ path: string }>(
       c,
-      runtime,
+      entryGateway(runtime),
       {
         transport: 'rpc',
         refusals: 'http',

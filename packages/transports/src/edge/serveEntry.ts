@@ -4,7 +4,7 @@ import {
   type CoreError,
   type ParsedCall,
   type RequestScope,
-  type Runtime,
+  type EntryGateway,
   type TransportName,
 } from '@ai-backend/core/internal';
 import { openScope } from './requestContext.js';
@@ -77,12 +77,12 @@ export type EntrySpec<P> = EntryAdmission & {
  */
 export async function serveEntry<P>(
   c: HonoContext,
-  runtime: Runtime,
+  gateway: EntryGateway,
   spec: EntrySpec<P>,
   observe?: (step: EntryStep) => void,
 ): Promise<Response> {
   observe?.('scope');
-  const scope = await openScope(c, runtime, spec.transport);
+  const scope = await openScope(c, gateway, spec.transport);
   if (spec.limitRequest) {
     observe?.('request limit');
     const over = await spec.limitRequest(scope);

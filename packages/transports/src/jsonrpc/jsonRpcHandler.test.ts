@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { CoreError, createRuntime, MemoryStorage, publicProcedure, resolveConfig, router, type Runtime } from '@ai-backend/core/internal';
+import {
+  CoreError,
+  createRuntime,
+  entryGateway,
+  MemoryStorage,
+  publicProcedure,
+  resolveConfig,
+  router,
+  type Runtime,
+} from '@ai-backend/core/internal';
 import { jsonRpcHandler } from './jsonRpcHandler.js';
 
 /** A custom namespace whose calls the tests count (notifications run but are not answered). */
@@ -31,7 +40,7 @@ beforeAll(async () => {
   app = new Hono();
   app.post(
     '/rpc',
-    jsonRpcHandler(async () => runtime),
+    jsonRpcHandler(async () => entryGateway(runtime)),
   );
 });
 afterAll(() => runtime.close());

@@ -10,7 +10,7 @@ import {
   toWireError,
   type Context,
   type ParsedCall,
-  type Runtime,
+  type EntryGateway,
 } from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../edge/cors.js';
 import { readJsonBody } from '../edge/readJsonBody.js';
@@ -36,7 +36,7 @@ function isId(v: unknown): v is string | number {
 
 async function handleOne(
   msg: unknown,
-  runtime: Runtime,
+  gateway: EntryGateway,
   ctx: Context,
   headers: Record<string, string>,
   baseUrl: () => string,
@@ -63,20 +63,20 @@ async function handleOne(
   // z.number()): the one element is the input; [] is no input, as rpc.discover clients send.
   const input = Array.isArray(m.params) ? m.params[0] : m.params;
   // OpenRPC service discovery: the same document as GET /openrpc.json.
-  if (m.method === 'rpc.discover' && runtime.config.apiDescription.enabled) {
-    return hasId ? { jsonrpc: '2.0', id, result: await apiDocument('openrpc', runtime.router, runtime.config, baseUrl()) } : null;
+  if (m.method === 'rpc.discover' && gateway.config.apiDescription.enabled) {
+    return hasId ? { jsonrpc: '2.0', id, result: await apiDocument('openrpc', gateway.router, gateway.config, baseUrl()) } : null;
   }
-  const info = procedureIndex(runtime.router).get(m.method);
+  const info = procedureIndex(gateway.router).get(m.method);
   if (!info || info.type === 'subscription') {
     return hasId ? fail(id, JSONRPC_STANDARD.METHOD_NOT_FOUND, `method not found: ${m.method.slice(0, 200)}`) : null;
   }
-  const result = await invoke(runtime.router, m.method, input, ctx);
+  const result = await invoke(gateway.router, m.method, input, ctx);
   if (!hasId) return null; // notification: run it, answer nothing
   if (result.ok) return { jsonrpc: '2.0', id, result: result.data ?? null };
   const wire = toWireError(result.error);
   // Headers an error asks for (Retry-After, WWW-Authenticate) reach the HTTP response.
   if (wire.headers) Object.assign(headers, wire.headers);
-  logWireError(runtime.logger, wire, { transport: 'rpc', path: m.method });
+  logWireError(gateway.logger, wire, { transport: 'rpc', path: m.method });
   return { jsonrpc: '2.0', id, error: toJsonRpcError(wire) };
 }
 
@@ -84,11 +84,11 @@ async function handleOne(
  * POST /rpc: JSON-RPC 2.0 over the same procedures and middleware as /trpc (through core's
  * invoke seam). Single and batch requests; notifications get no body (204).
  */
-export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
+export function jsonRpcHandler(getGateway: () => Promise<EntryGateway>): Handler {
   return async (c) => {
-    const runtime = await getRuntime();
-    const { bodyLimit, maxJsonDepth, maxBatchSize } = runtime.config.limits;
-    return serveEntry<{ messages: unknown[]; batch: boolean }>(c, runtime, {
+    const gateway = await getGateway();
+    const { bodyLimit, maxJsonDepth, maxBatchSize } = gateway.config.limits;
+    return serveEntry<{ messages: unknown[]; batch: boolean }>(c, gateway, {
       transport: 'rpc',
       refusals: 'per-call',
       toolCalls: 'per-call',
@@ -104,7 +104,7 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
         if (batch && messages.length === 0) return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, 'empty batch'));
         if (messages.length > maxBatchSize)
           return c.json(fail(null, JSONRPC_STANDARD.INVALID_REQUEST, `batch larger than ${maxBatchSize}`));
-        const index = procedureIndex(runtime.router);
+        const index = procedureIndex(gateway.router);
         const calls: ParsedCall[] = [];
         for (const m of messages) {
           const method = (m as { method?: unknown } | null)?.method;
@@ -114,15 +114,15 @@ export function jsonRpcHandler(getRuntime: () => Promise<Runtime>): Handler {
       },
       async run(c, scope, { messages, batch }) {
         const ctx = scope.context();
-        const baseUrl = () => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config);
+        const baseUrl = () => publicBaseUrl(c.req.url, c.req.raw.headers, gateway.config);
         // A plain header record keeps the Node adapter on its fast response path.
         const headers: Record<string, string> = { 'content-type': 'application/json' };
         const reply = (payload: unknown) =>
           payload === null
             ? c.body(null, 204)
             : new Response(JSON.stringify(payload), { status: 200, headers: withCorsHeaders(c, headers) });
-        if (!batch) return reply(await handleOne(messages[0], runtime, ctx, headers, baseUrl));
-        const results = (await Promise.all(messages.map((m) => handleOne(m, runtime, ctx, headers, baseUrl)))).filter((r) => r !== null);
+        if (!batch) return reply(await handleOne(messages[0], gateway, ctx, headers, baseUrl));
+        const results = (await Promise.all(messages.map((m) => handleOne(m, gateway, ctx, headers, baseUrl)))).filter((r) => r !== null);
         return reply(results.length ? results : null);
       },
     });

@@ -11,6 +11,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
 import {
+  entryGateway,
   mcpResponseModes,
   toolsListNeedsAuth,
   toWireError,
@@ -469,7 +470,7 @@ export class McpHandler {
    */
   private serve(c: HonoContext, limits: McpLimits, holder: PlaceHolder): Promise<Response> {
     const runtime = this.runtime;
-    return serveEntry<McpMessages | undefined>(c, runtime, {
+    return serveEntry<McpMessages | undefined>(c, entryGateway(runtime), {
       transport: 'mcp',
       refusals: 'http',
       toolCalls: 'before-dispatch',

@@ -1,6 +1,13 @@
 import type { Context as HonoContext, Handler } from 'hono';
 import type { TRPCError } from '@trpc/server';
-import { coreErrorOf, fetchRequestHandler, logWireError, toWireError, type RequestScope, type Runtime } from '@ai-backend/core/internal';
+import {
+  coreErrorOf,
+  fetchRequestHandler,
+  logWireError,
+  toWireError,
+  type RequestScope,
+  type EntryGateway,
+} from '@ai-backend/core/internal';
 import { withBufferedBody } from '../edge/bodyLimit.js';
 import { withCorsHeaders } from '../edge/cors.js';
 import { serveEntry } from '../edge/serveEntry.js';
@@ -38,48 +45,48 @@ function answerHeaders(
  * A streamed batch (httpBatchStreamLink: JSON lines for as long as its calls run) is a long-lived
  * response: it takes a place in the server's stream admission first and keeps it until it ends.
  */
-export function trpcHandler(getRuntime: () => Promise<Runtime>, endpoint: string, streams: StreamAdmission): Handler {
+export function trpcHandler(getGateway: () => Promise<EntryGateway>, endpoint: string, streams: StreamAdmission): Handler {
   return async (c) => {
-    const runtime = await getRuntime();
+    const gateway = await getGateway();
     // When mounted under a prefix (app.route('/api', server.app)), the endpoint is the matched route.
     const mount = c.req.routePath.endsWith('/*') ? c.req.routePath.slice(0, -2) : endpoint;
     const req = c.req.raw;
-    return serveEntry<SingleCall | undefined>(c, runtime, {
+    return serveEntry<SingleCall | undefined>(c, gateway, {
       transport: 'trpc',
       // tRPC answers each call of a batch with its own error (a lone call's 401 gets the challenge below).
       refusals: 'per-call',
       // tRPC parses batches and streams itself: tool calls are counted as its calls run.
       toolCalls: 'per-call',
       async readCalls() {
-        const call = singleCallOf(req, req.url, mount, runtime.router);
+        const call = singleCallOf(req, req.url, mount, gateway.router);
         return { calls: call ? [{ kind: 'procedure', path: call.path }] : [], parsed: call };
       },
-      run: (c, scope, call) => (call ? answerOne(c, runtime, scope, call) : answerByAdapter(c, runtime, scope, mount, streams)),
+      run: (c, scope, call) => (call ? answerOne(c, gateway, scope, call) : answerByAdapter(c, gateway, scope, mount, streams)),
     });
   };
 }
 
-const onError = (runtime: Runtime) => (error: TRPCError, path: string | undefined) =>
-  logWireError(runtime.logger, toWireError(error), { transport: 'trpc', path });
+const onError = (gateway: EntryGateway) => (error: TRPCError, path: string | undefined) =>
+  logWireError(gateway.logger, toWireError(error), { transport: 'trpc', path });
 
 /** The common one-call shape, on the short way (singleCall.ts). */
-function answerOne(c: HonoContext, runtime: Runtime, scope: RequestScope, call: SingleCall): Promise<Response> {
+function answerOne(c: HonoContext, gateway: EntryGateway, scope: RequestScope, call: SingleCall): Promise<Response> {
   return answerSingleCall({
-    router: runtime.router,
+    router: gateway.router,
     call,
     // bodyLimit read it into Hono's body cache.
     body: () => c.req.text(),
     createContext: async () => scope.context(),
     signal: c.req.raw.signal,
     headersFor: (error) => answerHeaders(c, error ? [error] : [], scope, [call.path]),
-    onError: onError(runtime),
+    onError: onError(gateway),
   });
 }
 
 /** Everything else (batches, streams, subscriptions, malformed requests): tRPC's own fetch adapter. */
 async function answerByAdapter(
   c: HonoContext,
-  runtime: Runtime,
+  gateway: EntryGateway,
   scope: RequestScope,
   mount: string,
   streams: StreamAdmission,
@@ -97,8 +104,8 @@ async function answerByAdapter(
     res = await fetchRequestHandler({
       endpoint: mount,
       req: await withBufferedBody(c),
-      router: runtime.router,
-      maxBatchSize: runtime.config.limits.maxBatchSize,
+      router: gateway.router,
+      maxBatchSize: gateway.config.limits.maxBatchSize,
       createContext: async () => scope.context(),
       responseMeta({ errors, paths }) {
         const record = answerHeaders(c, errors, scope, paths ?? []);
@@ -108,7 +115,7 @@ async function answerByAdapter(
         for (const _ in record) return { headers: record };
         return {};
       },
-      onError: ({ error, path }) => onError(runtime)(error, path),
+      onError: ({ error, path }) => onError(gateway)(error, path),
     });
   } catch (err) {
     place?.();

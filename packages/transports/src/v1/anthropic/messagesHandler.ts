@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import type { Runtime } from '@ai-backend/core';
+import type { EntryGateway } from '@ai-backend/core/internal';
 import { errorResponse, jsonResponse, readBody, wireFormatHandler } from '../shared/wireFormatHandler.js';
 import { serveEntry } from '../../edge/serveEntry.js';
 import { anthropicError, messageBody, MessageStreamWriter } from './anthropicFormat.js';
@@ -11,8 +11,8 @@ import type { StreamAdmission } from '../../edge/StreamAdmission.js';
  * false) and ai.streamText (`stream: true`, Anthropic's event stream). Identity comes from
  * `Authorization: Bearer` or `x-api-key` (requestFacts); everything else is the procedures'.
  */
-export function messagesHandler(getRuntime: () => Promise<Runtime>, streams: StreamAdmission): Handler {
-  return wireFormatHandler(getRuntime, streams, {
+export function messagesHandler(getGateway: () => Promise<EntryGateway>, streams: StreamAdmission): Handler {
+  return wireFormatHandler(getGateway, streams, {
     transport: 'anthropic',
     parse: toMessagesInput,
     error: anthropicError,
@@ -26,16 +26,16 @@ export function messagesHandler(getRuntime: () => Promise<Runtime>, streams: Str
  * POST /v1/messages/count_tokens: `{ input_tokens }`, the estimate metering reserves for the
  * input (see countTokens). Same identity and access rules as /v1/messages; nothing is charged.
  */
-export function countTokensHandler(getRuntime: () => Promise<Runtime>): Handler {
+export function countTokensHandler(getGateway: () => Promise<EntryGateway>): Handler {
   return async (c) => {
-    const runtime = await getRuntime();
-    return serveEntry<unknown>(c, runtime, {
+    const gateway = await getGateway();
+    return serveEntry<unknown>(c, gateway, {
       transport: 'anthropic',
       refusals: 'http',
       // Nothing is called: no tool call to count.
       toolCalls: 'per-call',
       async readCalls(c) {
-        const body = await readBody(c, runtime);
+        const body = await readBody(c, gateway);
         if (!body.ok) return errorResponse(c, anthropicError(body.error), undefined, 'anthropic');
         // count_tokens takes no max_tokens; the translation needs one.
         const value =
@@ -44,13 +44,13 @@ export function countTokensHandler(getRuntime: () => Promise<Runtime>): Handler 
             : body.value;
         return { calls: [{ kind: 'procedure', path: 'ai.generateText' }], parsed: value };
       },
-      refuse: (c, _scope, error, _status, headers) => errorResponse(c, anthropicError(error), runtime, 'anthropic', headers),
+      refuse: (c, _scope, error, _status, headers) => errorResponse(c, anthropicError(error), gateway, 'anthropic', headers),
       async run(c, scope, value) {
         try {
           // The model is checked as a call would check it (syntax, allow and block lists, the key's rules).
-          const { input } = toMessagesInput(value, c.req.raw.headers, runtime.config);
-          runtime.ai.checkCallModel(input as Parameters<Runtime['ai']['checkCallModel']>[0], scope.identity);
-          return jsonResponse(c, { input_tokens: countTokens(value, runtime.config) });
+          const { input } = toMessagesInput(value, c.req.raw.headers, gateway.config);
+          gateway.checkCallModel(input as Parameters<EntryGateway['checkCallModel']>[0], scope.identity);
+          return jsonResponse(c, { input_tokens: countTokens(value, gateway.config) });
         } catch (err) {
           return errorResponse(c, anthropicError(err), undefined, 'anthropic');
         }

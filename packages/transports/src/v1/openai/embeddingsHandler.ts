@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { CoreError, invoke, type EmbedOutput, type Runtime } from '@ai-backend/core/internal';
+import { CoreError, invoke, type EmbedOutput, type EntryGateway } from '@ai-backend/core/internal';
 import { anonymousChallenge, errorResponse, jsonResponse, serveV1 } from '../shared/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { PROVIDER_KEY_HEADER } from './toChatInput.js';
@@ -36,21 +36,21 @@ function toEmbedInput(body: unknown, headers: Headers): { input: Json; base64: b
  * and metering), for every provider with embedding models. `encoding_format: 'base64'` (the
  * `openai` client's default) is answered as OpenAI does.
  */
-export function embeddingsHandler(getRuntime: () => Promise<Runtime>): Handler {
-  const fail = (c: Parameters<Handler>[0], err: unknown, runtime?: Runtime, headers?: Record<string, string>) =>
-    errorResponse(c, openAiError(err), runtime, 'openai', headers);
+export function embeddingsHandler(getGateway: () => Promise<EntryGateway>): Handler {
+  const fail = (c: Parameters<Handler>[0], err: unknown, gateway?: EntryGateway, headers?: Record<string, string>) =>
+    errorResponse(c, openAiError(err), gateway, 'openai', headers);
   return async (c) => {
-    const runtime = await getRuntime();
-    return serveV1(c, runtime, {
+    const gateway = await getGateway();
+    return serveV1(c, gateway, {
       transport: 'openai',
       parse: (body, headers) => toEmbedInput(body, headers),
       procedure: () => 'ai.embed',
       fail,
       run: async (c, scope, req) => {
-        const result = await invoke(runtime.router, 'ai.embed', req.input, scope.context());
+        const result = await invoke(gateway.router, 'ai.embed', req.input, scope.context());
         if (!result.ok) {
-          const anon = anonymousChallenge(scope, runtime, result.error);
-          return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
+          const anon = anonymousChallenge(scope, gateway, result.error);
+          return anon ? fail(c, anon.error, gateway, anon.headers) : fail(c, result.error, gateway);
         }
         return embeddingsBody(c, result.data as EmbedOutput, req);
       },

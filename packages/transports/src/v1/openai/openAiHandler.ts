@@ -1,5 +1,5 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { CoreError, invoke, type Runtime } from '@ai-backend/core/internal';
+import { CoreError, invoke, type EntryGateway } from '@ai-backend/core/internal';
 import { errorResponse as wireError, wireFormatHandler } from '../shared/wireFormatHandler.js';
 import { withCorsHeaders } from '../../edge/cors.js';
 import { serveEntry } from '../../edge/serveEntry.js';
@@ -7,8 +7,8 @@ import { ChunkWriter, completionBody, openAiError } from './openAiFormat.js';
 import { toChatInput } from './toChatInput.js';
 import type { StreamAdmission } from '../../edge/StreamAdmission.js';
 
-function errorResponse(c: HonoContext, err: unknown, runtime?: Runtime, extraHeaders: Record<string, string> = {}): Response {
-  return wireError(c, openAiError(err), runtime, 'openai', extraHeaders);
+function errorResponse(c: HonoContext, err: unknown, gateway?: EntryGateway, extraHeaders: Record<string, string> = {}): Response {
+  return wireError(c, openAiError(err), gateway, 'openai', extraHeaders);
 }
 
 /**
@@ -17,8 +17,8 @@ function errorResponse(c: HonoContext, err: unknown, runtime?: Runtime, extraHea
  * is only translated; identity, rate limits, input validation, prompts and metering are the
  * procedures' own, reached through core's invoke seam like /rpc and /mcp.
  */
-export function chatCompletionsHandler(getRuntime: () => Promise<Runtime>, streams: StreamAdmission): Handler {
-  return wireFormatHandler(getRuntime, streams, {
+export function chatCompletionsHandler(getGateway: () => Promise<EntryGateway>, streams: StreamAdmission): Handler {
+  return wireFormatHandler(getGateway, streams, {
     transport: 'openai',
     parse: toChatInput,
     error: openAiError,
@@ -34,24 +34,24 @@ type ModelEntry = { id: string; object: 'model'; created: number; owned_by: stri
  * The models the caller may use: `provider/model` ids the server allows, plus the configured aliases and routes (through the entry
  * sequence).
  */
-function serveModels(c: HonoContext, runtime: Runtime, answer: (data: ModelEntry[]) => Response): Promise<Response> {
-  return serveEntry(c, runtime, {
+function serveModels(c: HonoContext, gateway: EntryGateway, answer: (data: ModelEntry[]) => Response): Promise<Response> {
+  return serveEntry(c, gateway, {
     transport: 'openai',
     refusals: 'http',
     toolCalls: 'before-dispatch',
     readCalls: async () => ({ calls: [{ kind: 'procedure', path: 'ai.listAllowedModels' }], parsed: undefined }),
-    refuse: (c, _scope, error, _status, headers) => errorResponse(c, error, runtime, headers),
+    refuse: (c, _scope, error, _status, headers) => errorResponse(c, error, gateway, headers),
     async run(c, scope) {
-      const result = await invoke(runtime.router, 'ai.listAllowedModels', undefined, scope.context());
-      if (!result.ok) return errorResponse(c, result.error, runtime);
+      const result = await invoke(gateway.router, 'ai.listAllowedModels', undefined, scope.context());
+      if (!result.ok) return errorResponse(c, result.error, gateway);
       const created = Math.floor(Date.now() / 1000);
       const byProvider = (result.data as { models: Record<string, string[]> }).models;
       const data = Object.entries(byProvider).flatMap(([provider, models]) =>
         models.map((m): ModelEntry => ({ id: `${provider}/${m}`, object: 'model', created, owned_by: provider })),
       );
-      for (const [alias, target] of Object.entries(runtime.config.ai.aliases))
+      for (const [alias, target] of Object.entries(gateway.config.ai.aliases))
         data.push({ id: alias, object: 'model', created, owned_by: target.includes('/') ? target.split('/')[0]! : 'route' });
-      for (const name of Object.keys(runtime.config.ai.routes)) data.push({ id: name, object: 'model', created, owned_by: 'route' });
+      for (const name of Object.keys(gateway.config.ai.routes)) data.push({ id: name, object: 'model', created, owned_by: 'route' });
       return answer(data);
     },
   });
@@ -73,9 +73,9 @@ const anthropicModel = (m: ModelEntry) => ({
  * GET /v1/models: `provider/model` ids the server allows, plus the configured aliases; in
  * Anthropic's shape (`data`, `has_more`, `first_id`, `last_id`) for Anthropic clients.
  */
-export function modelsHandler(getRuntime: () => Promise<Runtime>): Handler {
+export function modelsHandler(getGateway: () => Promise<EntryGateway>): Handler {
   return async (c) =>
-    serveModels(c, await getRuntime(), (data) => {
+    serveModels(c, await getGateway(), (data) => {
       if (wantsAnthropic(c))
         return json(c, {
           data: data.map(anthropicModel),
@@ -91,9 +91,9 @@ export function modelsHandler(getRuntime: () => Promise<Runtime>): Handler {
  * GET /v1/models/{id} (the `openai` client's `models.retrieve`): one entry of the list; the id
  * keeps its slashes (`openai/gpt-4.1-mini`, `openrouter/openai/gpt-5-mini`).
  */
-export function modelHandler(getRuntime: () => Promise<Runtime>): Handler {
+export function modelHandler(getGateway: () => Promise<EntryGateway>): Handler {
   return async (c) =>
-    serveModels(c, await getRuntime(), (data) => {
+    serveModels(c, await getGateway(), (data) => {
       const id = decodeURIComponent(c.req.path.slice('/v1/models/'.length));
       const entry = data.find((m) => m.id === id);
       if (entry) return json(c, wantsAnthropic(c) ? anthropicModel(entry) : entry);

@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import type { Runtime } from '@ai-backend/core';
+import type { EntryGateway } from '@ai-backend/core/internal';
 import { wireFormatHandler } from '../shared/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
 import { responseBody, ResponseStreamWriter } from './responsesFormat.js';
@@ -11,8 +11,8 @@ import type { StreamAdmission } from '../../edge/StreamAdmission.js';
  * `text.format`, streaming events, usage) over ai.generateText / ai.streamText, with OpenAI-shaped
  * errors. Stateless: no stored responses, no previous_response_id.
  */
-export function responsesHandler(getRuntime: () => Promise<Runtime>, streams: StreamAdmission): Handler {
-  return wireFormatHandler(getRuntime, streams, {
+export function responsesHandler(getGateway: () => Promise<EntryGateway>, streams: StreamAdmission): Handler {
+  return wireFormatHandler(getGateway, streams, {
     transport: 'openai',
     parse: toResponsesInput,
     error: openAiError,

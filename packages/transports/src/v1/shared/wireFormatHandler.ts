@@ -10,7 +10,7 @@ import {
   type GenerateTextOutput,
   type RequestScope,
   type ResolvedConfig,
-  type Runtime,
+  type EntryGateway,
   type StreamEvent,
   type TransportName,
   type WireError,
@@ -55,11 +55,11 @@ export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: Str
 export function errorResponse(
   c: HonoContext,
   e: FormattedError,
-  runtime: Runtime | undefined,
+  gateway: EntryGateway | undefined,
   transport: string,
   extraHeaders: Record<string, string> = {},
 ): Response {
-  if (runtime) logWireError(runtime.logger, e.wire, { transport, path: c.req.path });
+  if (gateway) logWireError(gateway.logger, e.wire, { transport, path: c.req.path });
   return new Response(JSON.stringify(e.body), {
     status: e.status,
     headers: withCorsHeaders(c, { 'content-type': 'application/json', ...(e.headers ?? {}), ...extraHeaders }),
@@ -72,8 +72,11 @@ export const jsonResponse = (c: HonoContext, body: unknown, headers: Record<stri
 const cacheHeader = (cache: 'hit' | 'miss' | undefined): Record<string, string> => (cache ? { 'x-ai-backend-cache': cache } : {});
 
 /** Read a JSON body within the configured limits, or the error to answer. */
-export async function readBody(c: HonoContext, runtime: Runtime): Promise<{ ok: true; value: unknown } | { ok: false; error: CoreError }> {
-  const { bodyLimit, maxJsonDepth } = runtime.config.limits;
+export async function readBody(
+  c: HonoContext,
+  gateway: EntryGateway,
+): Promise<{ ok: true; value: unknown } | { ok: false; error: CoreError }> {
+  const { bodyLimit, maxJsonDepth } = gateway.config.limits;
   const body = await readJsonBody(c.req.raw, bodyLimit, maxJsonDepth);
   return body.ok
     ? { ok: true, value: body.value }
@@ -84,8 +87,8 @@ export async function readBody(c: HonoContext, runtime: Runtime): Promise<{ ok: 
  * An anonymous call nothing could pay for (no provider key header, no anonymous server-paid
  * calls): signing in is the way on, so a 401 with RFC 6750's challenge instead of the 402.
  */
-export function anonymousChallenge(scope: RequestScope, runtime: Runtime, error: unknown): Challenge | null {
-  if (scope.identity || scope.credentialError || !authConfigured(runtime.config)) return null;
+export function anonymousChallenge(scope: RequestScope, gateway: EntryGateway, error: unknown): Challenge | null {
+  if (scope.identity || scope.credentialError || !authConfigured(gateway.config)) return null;
   const w = toWireError(error);
   return w.code === 'PAYMENT_REQUIRED' || w.appCode === 'PAYMENT_REQUIRED' ? scope.challengeFor(null, w.message) : null;
 }
@@ -96,7 +99,7 @@ export interface V1Route<R> {
   parse: (body: unknown, headers: Headers, config: ResolvedConfig) => R;
   /** The procedure the translated request calls. */
   procedure: (req: R) => string;
-  fail: (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) => Response;
+  fail: (c: HonoContext, err: unknown, gateway?: EntryGateway, headers?: Record<string, string>) => Response;
   run: (c: HonoContext, scope: RequestScope, req: R, path: string) => Promise<Response>;
 }
 
@@ -106,17 +109,17 @@ export interface V1Route<R> {
  * its translation, the access decision's challenge for the procedure it goes to, the tool-call
  * limit (a 429 in the vendor's shape before anything runs), and the call.
  */
-export function serveV1<R>(c: HonoContext, runtime: Runtime, route: V1Route<R>): Promise<Response> {
-  return serveEntry<{ req: R; path: string }>(c, runtime, {
+export function serveV1<R>(c: HonoContext, gateway: EntryGateway, route: V1Route<R>): Promise<Response> {
+  return serveEntry<{ req: R; path: string }>(c, gateway, {
     transport: route.transport,
     refusals: 'http',
     toolCalls: 'before-dispatch',
     async readCalls(c) {
-      const body = await readBody(c, runtime);
+      const body = await readBody(c, gateway);
       if (!body.ok) return route.fail(c, body.error);
       let req: R;
       try {
-        req = route.parse(body.value, c.req.raw.headers, runtime.config);
+        req = route.parse(body.value, c.req.raw.headers, gateway.config);
       } catch (err) {
         if (err instanceof CoreError) return route.fail(c, err);
         throw err;
@@ -124,7 +127,7 @@ export function serveV1<R>(c: HonoContext, runtime: Runtime, route: V1Route<R>):
       const path = route.procedure(req);
       return { calls: [{ kind: 'procedure', path }], parsed: { req, path } };
     },
-    refuse: (c, _scope, error, _status, headers) => route.fail(c, error, runtime, headers),
+    refuse: (c, _scope, error, _status, headers) => route.fail(c, error, gateway, headers),
     run: (c, scope, { req, path }) => route.run(c, scope, req, path),
   });
 }
@@ -135,26 +138,26 @@ export function serveV1<R>(c: HonoContext, runtime: Runtime, route: V1Route<R>):
  * keeps it until the response ends.
  */
 export function wireFormatHandler<R extends WireRequest, W extends { frames(e: StreamEvent): string }>(
-  getRuntime: () => Promise<Runtime>,
+  getGateway: () => Promise<EntryGateway>,
   streams: StreamAdmission,
   spec: WireFormatSpec<R, W>,
 ): Handler {
-  const fail = (c: HonoContext, err: unknown, runtime?: Runtime, headers?: Record<string, string>) =>
-    errorResponse(c, spec.error(err), runtime, spec.transport, headers);
+  const fail = (c: HonoContext, err: unknown, gateway?: EntryGateway, headers?: Record<string, string>) =>
+    errorResponse(c, spec.error(err), gateway, spec.transport, headers);
   return async (c) => {
-    const runtime = await getRuntime();
-    return serveV1(c, runtime, {
+    const gateway = await getGateway();
+    return serveV1(c, gateway, {
       transport: spec.transport,
       parse: spec.parse,
       procedure: (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'),
       fail,
       async run(c, scope, req, path) {
-        if (!req.stream) return answer(c, runtime, { scope, req, path });
+        if (!req.stream) return answer(c, gateway, { scope, req, path });
         const place = streams.take(scope.facts.ip, scope.identity?.sub);
-        if (isRefusal(place)) return fail(c, refusalError(place), runtime);
+        if (isRefusal(place)) return fail(c, refusalError(place), gateway);
         let res: Response;
         try {
-          res = await answer(c, runtime, { scope, req, path });
+          res = await answer(c, gateway, { scope, req, path });
         } catch (err) {
           place();
           throw err;
@@ -166,13 +169,13 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
 
   async function answer(
     c: HonoContext,
-    runtime: Runtime,
+    gateway: EntryGateway,
     { scope, req, path }: { scope: RequestScope; req: R; path: string },
   ): Promise<Response> {
-    const result = await invoke(runtime.router, path, req.input, scope.context(), { stream: true });
+    const result = await invoke(gateway.router, path, req.input, scope.context(), { stream: true });
     if (!result.ok) {
-      const anon = anonymousChallenge(scope, runtime, result.error);
-      return anon ? fail(c, anon.error, runtime, anon.headers) : fail(c, result.error, runtime);
+      const anon = anonymousChallenge(scope, gateway, result.error);
+      return anon ? fail(c, anon.error, gateway, anon.headers) : fail(c, result.error, gateway);
     }
     if (!req.stream)
       return jsonResponse(
@@ -193,7 +196,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     try {
       first = await events.next();
     } catch (err) {
-      return fail(c, err, runtime);
+      return fail(c, err, gateway);
     }
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -208,7 +211,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
         } catch (err) {
           // Headers are gone: the error travels as the stream's last event.
           const e = spec.error(err);
-          logWireError(runtime.logger, e.wire, { transport: spec.transport, path: c.req.path });
+          logWireError(gateway.logger, e.wire, { transport: spec.transport, path: c.req.path });
           controller.enqueue(encoder.encode(spec.streamError(e, writer)));
           controller.close();
         }
