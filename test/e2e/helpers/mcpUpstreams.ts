@@ -19,12 +19,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** server-everything in its Streamable HTTP mode (`node dist/index.js streamableHttp`, PORT from the environment). */
+/**
+ * server-everything in its Streamable HTTP mode (`node dist/index.js streamableHttp`, PORT from the
+ * environment), or in the legacy HTTP+SSE mode (`sse`: GET /sse, POST /message).
+ */
 export async function startEverythingHttp(
   port?: number,
+  mode: 'streamableHttp' | 'sse' = 'streamableHttp',
 ): Promise<{ url: string; port: number; child: ChildProcess; stop(): Promise<void> }> {
   const p = port ?? (await freePort());
-  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+  const child = spawn(process.execPath, [EVERYTHING, mode], {
     env: { ...process.env, PORT: String(p) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -33,7 +37,7 @@ export async function startEverythingHttp(
     let err = '';
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
-      if (err.includes('listening on port')) {
+      if (err.includes('listening on port') || err.includes('running on port')) {
         clearTimeout(timer);
         resolve();
       }
@@ -41,7 +45,7 @@ export async function startEverythingHttp(
     child.once('exit', (code) => reject(new Error(`server-everything exited ${code}: ${err}`)));
   });
   return {
-    url: `http://127.0.0.1:${p}/mcp`,
+    url: `http://127.0.0.1:${p}/${mode === 'sse' ? 'sse' : 'mcp'}`,
     port: p,
     child,
     stop: () =>

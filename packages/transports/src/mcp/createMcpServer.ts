@@ -110,7 +110,12 @@ export function createMcpServer(
     : () => undefined;
   const stopGateway =
     stateful && runtime.gateway.active
-      ? runtime.gateway.onChange(() => void server.sendToolListChanged().catch(() => undefined))
+      ? runtime.gateway.onChange((kinds) => {
+          // An upstream's list_changed reaches 2025 sessions as the same notification of ours.
+          if (kinds.has('tools')) void server.sendToolListChanged().catch(() => undefined);
+          if (kinds.has('prompts')) void server.sendPromptListChanged().catch(() => undefined);
+          if (kinds.has('resources')) void server.sendResourceListChanged().catch(() => undefined);
+        })
       : () => undefined;
 
   server.onclose = () => {

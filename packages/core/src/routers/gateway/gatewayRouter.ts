@@ -65,11 +65,17 @@ export const gatewayRouter = router({
       if (!ctx.identity && toolCallNeedsAuth(ctx.config, undefined, name))
         throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
       const progress = ctx.mcp?.progress;
+      const mcp = ctx.mcp;
       return ctx.gateway.callTool(
         {
           identity: ctx.identity,
           ip: ctx.req.ip,
           signal: ctx.req.signal,
+          // What the upstream asks the client during the call (sampling, elicitation) goes to our MCP caller's
+          // client; ctx.mcp.request refuses clearly where it cannot (2026-07-28 and stateless sessions).
+          ...(mcp
+            ? { onRequest: (method: string, params: Record<string, unknown>) => mcp.request<Record<string, unknown>>(method, params) }
+            : {}),
           ...(progress
             ? {
                 onProgress: (p: number, total: number | undefined, message: string | undefined) =>

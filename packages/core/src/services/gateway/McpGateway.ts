@@ -10,7 +10,7 @@ import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import type { Metering } from '../metering/Metering.js';
 import { exposedName, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
 import { searchTools } from './toolSearch.js';
-import { UpstreamConnection, type CallOptions, type ConnectionState } from './UpstreamConnection.js';
+import { UpstreamConnection, type CallOptions, type ConnectionState, type ListKind } from './UpstreamConnection.js';
 import { UserConnections } from './UserConnections.js';
 import { StoredServers } from './StoredServers.js';
 import { guardedUpstreamFetch, upstreamUrlProblem } from './guardUpstream.js';
@@ -80,7 +80,7 @@ export class McpGateway {
   private readonly servers = new Map<string, ServerEntry>();
   private readonly users: UserConnections;
   private readonly stored: StoredServers;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(kinds: ReadonlySet<ListKind>) => void>();
   private readonly fetch: typeof fetch | undefined;
 
   constructor(private readonly opts: McpGatewayOptions) {
@@ -109,20 +109,27 @@ export class McpGateway {
     await this.users.closeAll();
   }
 
-  /** Called when any server's tools, prompts or resources may have changed (list_changed, connect, loss, add/remove). */
-  onChange(fn: () => void): () => void {
+  /**
+   * Called when any server's tools, prompts or resources may have changed (list_changed, connect,
+   * loss, add/remove), with the lists that did.
+   */
+  onChange(fn: (kinds: ReadonlySet<ListKind>) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
 
   private changeTimer: NodeJS.Timeout | undefined;
+  private changedKinds = new Set<ListKind>();
 
   /** Listeners hear of changes at most every 50 ms (a reconnect and its relisting are one change to a client). */
-  private changed(): void {
+  private changed(kind?: ListKind): void {
+    for (const k of kind ? [kind] : (['tools', 'prompts', 'resources'] as const)) this.changedKinds.add(k);
     if (this.changeTimer) return;
     this.changeTimer = setTimeout(() => {
       this.changeTimer = undefined;
-      for (const fn of this.listeners) fn();
+      const kinds = this.changedKinds;
+      this.changedKinds = new Set();
+      for (const fn of this.listeners) fn(kinds);
     }, 50);
     this.changeTimer.unref();
   }
@@ -147,7 +154,7 @@ export class McpGateway {
       maxResultBytes: this.opts.config.gateway.maxResultBytes,
       // A server's own allowPrivateNetwork (config file only) lifts the guard for it alone.
       ...(this.fetch && !(server.type !== 'stdio' && server.allowPrivateNetwork) ? { fetch: this.fetch } : {}),
-      onChange: () => this.changed(),
+      onChange: (kind) => this.changed(kind),
       reconnect,
     });
   }

@@ -4,6 +4,8 @@ import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import { openUpstream, type OpenedUpstream } from './openUpstream.js';
+import { postToolCall, type ServerRequestHandler } from './postToolCall.js';
+import { upstreamFetch } from '../ai/upstreamFetch.js';
 
 /** The SDK's own type of a listed tool: the definitions we keep are the client's values (mcpWire.ts). */
 type SdkToolDefinition = NonNullable<NonNullable<Parameters<Client['callTool']>[1]>['toolDefinition']>;
@@ -15,6 +17,8 @@ export interface UpstreamLists {
   resources: Resource[];
 }
 
+export type ListKind = 'tools' | 'prompts' | 'resources';
+
 export type ConnectionState =
   | { kind: 'idle' }
   | { kind: 'connecting' }
@@ -24,6 +28,11 @@ export type ConnectionState =
 export interface CallOptions {
   signal?: AbortSignal;
   onProgress?: (progress: number, total: number | undefined, message: string | undefined) => void;
+  /**
+   * The caller's MCP client, for what an upstream asks it during the call (sampling, elicitation):
+   * absent where there is none (/rpc, /trpc), and then the upstream is told so.
+   */
+  onRequest?: ServerRequestHandler;
 }
 
 export interface UpstreamConnectionOptions {
@@ -33,8 +42,8 @@ export interface UpstreamConnectionOptions {
   logger: Logger;
   maxResultBytes: number;
   fetch?: typeof fetch;
-  /** Anything this connection offers changed (connected, lost, list_changed). */
-  onChange: () => void;
+  /** What this connection offers changed: one list (its list_changed), or everything (connected, lost). */
+  onChange: (kind?: ListKind) => void;
   /** Reconnect by itself after a loss (shared connections); per-user ones reconnect on their next use. */
   reconnect: 'eager' | 'onUse';
 }
@@ -176,7 +185,7 @@ export class UpstreamConnection {
     return { tools, prompts, resources };
   }
 
-  private async refresh(kind: 'tools' | 'prompts' | 'resources'): Promise<void> {
+  private async refresh(kind: ListKind): Promise<void> {
     const opened = this.opened;
     if (!opened) return;
     try {
@@ -184,7 +193,7 @@ export class UpstreamConnection {
       if (kind === 'tools') this.lists = { ...this.lists, tools: (await opened.client.listTools(undefined, opts)).tools };
       if (kind === 'prompts') this.lists = { ...this.lists, prompts: (await opened.client.listPrompts(undefined, opts)).prompts };
       if (kind === 'resources') this.lists = { ...this.lists, resources: (await opened.client.listResources(undefined, opts)).resources };
-      this.opts.onChange();
+      this.opts.onChange(kind);
     } catch (err) {
       this.opts.logger.debug('MCP upstream list refresh failed', { server: this.opts.name, kind, error: describe(err, this.timeoutMs) });
     }
@@ -210,6 +219,10 @@ export class UpstreamConnection {
       return result;
     } catch (err) {
       this.counts.errors++;
+      if (err instanceof CoreError && err.details?.reason === 'upstream_result_too_large' && !err.details.server)
+        throw new CoreError('PAYLOAD_TOO_LARGE', `MCP server "${this.opts.name}" answered ${what} with ${err.message}`, {
+          details: { reason: 'upstream_result_too_large', server: this.opts.name },
+        });
       if (err instanceof CoreError) throw err;
       // The HTTP upstream went away or restarted without our session: this connection is lost
       // (the call fails as usual, later ones fail fast), and a new one opens after the backoff.
@@ -241,6 +254,15 @@ export class UpstreamConnection {
   callTool(name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallToolResult> {
     const definition = this.lists.tools.find((t) => t.name === name);
     return this.run(`tools/call ${name}`, async (o) => {
+      // A 2025 Streamable HTTP session: our own POST (the SDK client's transport cost most of a call).
+      const session = o.httpSession();
+      if (session) {
+        return postToolCall({ ...session, fetch: this.opts.fetch ?? upstreamFetch }, name, args, {
+          timeoutMs: this.timeoutMs,
+          maxBytes: this.opts.maxResultBytes,
+          ...opts,
+        });
+      }
       const result = await o.client.callTool(
         { name, arguments: args },
         {

@@ -1,5 +1,6 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+import type { HttpSession } from './postToolCall.js';
 
 /**
  * The MCP SDK's v2 client (`@modelcontextprotocol/client`): the one client library with all three
@@ -42,6 +43,11 @@ export interface OpenedUpstream {
   pid: number | null;
   /** The last bytes the child wrote to stderr (stdio): shown to administrators only. */
   stderrTail: () => string;
+  /**
+   * The open 2025 Streamable HTTP session (type 'http' speaking a 2025 revision), which tools/call
+   * is posted on directly (postToolCall); undefined for stdio, SSE and 2026-07-28 upstreams.
+   */
+  httpSession: () => Omit<HttpSession, 'fetch'> | undefined;
 }
 
 export interface OpenOptions {
@@ -59,18 +65,24 @@ export interface OpenOptions {
 
 const STDERR_TAIL = 2048;
 
+/** The one place a 2025 upstream's server-to-client request can be routed to its caller (docs/mcp-gateway.md). */
+const ONLY_ON_CALL_STREAMS =
+  'the MCP gateway forwards sampling and elicitation to its client only when a Streamable HTTP server (2025 revision) asks during a tool call';
+
 /**
- * Open one client connection to `server`. The client declares no sampling, elicitation or roots
- * capability: an upstream connection is shared by many callers (or by one user's many calls), so
- * a server-to-client request could not be routed to the one caller it concerns; upstreams that
- * need them answer their own "client does not support ..." tool error (docs/mcp-gateway.md).
+ * Open one client connection to `server`. A Streamable HTTP client declares sampling and
+ * elicitation: a 2025 server sends those requests on the stream of the tool call that needs them,
+ * which postToolCall reads, so they reach the one caller they concern. Asked anywhere else (on the
+ * session's own stream, where many callers share the connection; a 2026-07-28 server) they are
+ * refused with a clear error. Roots are never declared: servers ask for them outside calls and
+ * keep them per session, and a shared session would hand one caller's workspace to everyone.
  */
 export async function openUpstream(server: McpServerConfig, opts: OpenOptions): Promise<OpenedUpstream> {
   const { Client, StreamableHTTPClientTransport, SSEClientTransport } = await loadClientModule();
   const client = new Client(
     { name: 'ai-backend-gateway', version: '0.1.0' },
     {
-      capabilities: {},
+      capabilities: server.type === 'http' ? { sampling: {}, elicitation: {} } : {},
       // A 2026-07-28 upstream is spoken to in its own revision; on stdio the probe would spawn a
       // second process per connect, so stdio servers get the 2025 handshake every server accepts.
       versionNegotiation: { mode: server.type === 'http' ? 'auto' : 'legacy', probe: { timeoutMs: opts.timeoutMs } },
@@ -81,6 +93,13 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
       },
     },
   );
+  if (server.type === 'http') {
+    const refuse = (): never => {
+      throw new Error(ONLY_ON_CALL_STREAMS);
+    };
+    client.setRequestHandler('sampling/createMessage', refuse);
+    client.setRequestHandler('elicitation/create', refuse);
+  }
   let tail = '';
   let pid: () => number | null = () => null;
   let transport;
@@ -119,5 +138,15 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
     await client.close().catch(() => undefined);
     throw err;
   }
-  return { client, pid: pid(), stderrTail: () => tail };
+  const http =
+    server.type === 'http'
+      ? { transport: transport as InstanceType<ClientModule['StreamableHTTPClientTransport']>, url: server.url }
+      : undefined;
+  const httpSession = (): Omit<HttpSession, 'fetch'> | undefined => {
+    const version = http?.transport.protocolVersion;
+    // A 2026-07-28 exchange carries its version and capabilities in each request's _meta: left to the SDK client.
+    if (!http || !version || version >= '2026') return undefined;
+    return { url: http.url, headers: opts.headers, sessionId: http.transport.sessionId, protocolVersion: version };
+  };
+  return { client, pid: pid(), stderrTail: () => tail, httpSession };
 }

@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { postToolCall, type HttpSession } from './postToolCall.js';
+
+/** A fetch that answers the tools/call POST with `answer(id)` and records every other POST body. */
+function upstream(answer: (id: string) => Response) {
+  const posted: Array<Record<string, unknown>> = [];
+  const headers: Array<Record<string, string>> = [];
+  const fetch = (async (_url: string, init: RequestInit) => {
+    const body = JSON.parse(String(init.body)) as Record<string, unknown>;
+    headers.push(init.headers as Record<string, string>);
+    if (body.method === 'tools/call') return answer(body.id as string);
+    posted.push(body);
+    return new Response(null, { status: 202 });
+  }) as typeof globalThis.fetch;
+  const session: HttpSession = {
+    url: 'http://upstream/mcp',
+    headers: { 'x-team': 't1' },
+    sessionId: 's-1',
+    protocolVersion: '2025-11-25',
+    fetch,
+  };
+  return { session, posted, headers };
+}
+
+/** An SSE response whose bytes arrive in pieces of `size` (events cut anywhere). */
+function sse(text: string, size = 7): Response {
+  const bytes = new TextEncoder().encode(text);
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (let i = 0; i < bytes.length; i += size) c.enqueue(bytes.slice(i, i + size));
+      c.close();
+    },
+  });
+  return new Response(stream, { headers: { 'content-type': 'text/event-stream' } });
+}
+
+const event = (message: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', ...(message as object) })}\r\n\r\n`;
+const opts = { timeoutMs: 5000, maxBytes: 10_000 };
+
+describe('postToolCall', () => {
+  it("reads an SSE answer cut anywhere: progress for this call only, then the result; the session's headers are sent", async () => {
+    const u = upstream((id) =>
+      sse(
+        'id: prime\r\ndata: \r\n\r\n' +
+          event({ method: 'notifications/progress', params: { progressToken: 'other', progress: 9 } }) +
+          event({ method: 'notifications/progress', params: { progressToken: id, progress: 1, total: 2, message: 'half' } }) +
+          event({ id, result: { content: [{ type: 'text', text: 'done' }] } }),
+      ),
+    );
+    const seen: unknown[] = [];
+    const r = await postToolCall(u.session, 'echo', { a: 1 }, { ...opts, onProgress: (...p) => void seen.push(p) });
+    expect(r).toEqual({ content: [{ type: 'text', text: 'done' }] });
+    expect(seen).toEqual([[1, 2, 'half']]);
+    expect(u.headers[0]).toMatchObject({ 'x-team': 't1', 'mcp-session-id': 's-1', 'mcp-protocol-version': '2025-11-25' });
+  });
+
+  it("a JSON answer with the upstream's error is thrown with its code; a result of the wrong shape is refused", async () => {
+    const json = (body: unknown) => new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json' } });
+    const failing = upstream((id) => json({ jsonrpc: '2.0', id, error: { code: -32602, message: 'bad arguments' } }));
+    await expect(postToolCall(failing.session, 'echo', {}, opts)).rejects.toMatchObject({ code: -32602, message: 'bad arguments' });
+    const garbage = upstream((id) => json({ jsonrpc: '2.0', id, result: { content: 'not a list' } }));
+    await expect(postToolCall(garbage.session, 'echo', {}, opts)).rejects.toThrow(/invalid result/);
+  });
+
+  it('an HTTP error keeps its status (a lost session is 404); an answer past maxBytes is PAYLOAD_TOO_LARGE', async () => {
+    const gone = upstream(() => new Response('session not found', { status: 404 }));
+    await expect(postToolCall(gone.session, 'echo', {}, opts)).rejects.toMatchObject({ status: 404 });
+    const huge = upstream((id) => sse(event({ id, result: { content: [{ type: 'text', text: 'x'.repeat(100_000) }] } }), 4096));
+    await expect(postToolCall(huge.session, 'echo', {}, opts)).rejects.toMatchObject({ appCode: 'PAYLOAD_TOO_LARGE' });
+  });
+
+  it('a request the upstream asks during the call goes to onRequest and its answer is posted back; without one it is refused saying why', async () => {
+    const asking = (id: string) =>
+      sse(
+        event({ id: 'srv-1', method: 'sampling/createMessage', params: { maxTokens: 5 } }) +
+          event({ id, result: { content: [{ type: 'text', text: 'ok' }] } }),
+      );
+    const answered = upstream(asking);
+    await postToolCall(
+      answered.session,
+      'ask',
+      {},
+      { ...opts, onRequest: async (method, params) => ({ method, asked: params.maxTokens }) },
+    );
+    await expect
+      .poll(() => answered.posted)
+      .toEqual([{ jsonrpc: '2.0', id: 'srv-1', result: { method: 'sampling/createMessage', asked: 5 } }]);
+
+    const refused = upstream(asking);
+    await postToolCall(refused.session, 'ask', {}, opts);
+    await expect
+      .poll(() => (refused.posted[0]?.error as { message?: string } | undefined)?.message)
+      .toMatch(/cannot forward sampling\/createMessage: the tool was called through \/rpc or \/trpc/);
+  });
+
+  it('a call past timeoutMs fails as a timeout and the upstream is told to stop', async () => {
+    const hanging = upstream(() => new Response(new ReadableStream({ start() {} }), { headers: { 'content-type': 'text/event-stream' } }));
+    // The fetch above ignores the signal once it answered: the body read is what the abort ends.
+    await expect(postToolCall(hanging.session, 'slow', {}, { ...opts, timeoutMs: 50 })).rejects.toMatchObject({ code: 'REQUEST_TIMEOUT' });
+    await expect.poll(() => hanging.posted[0]).toMatchObject({ method: 'notifications/cancelled', params: { reason: 'timeout' } });
+  });
+});

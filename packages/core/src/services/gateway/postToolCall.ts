@@ -1,0 +1,285 @@
+import { CoreError } from '../../kernel/CoreError.js';
+import type { CallToolResult } from './mcpWire.js';
+
+/** The open 2025 Streamable HTTP session a forwarded tools/call is posted on (the SDK client opened it). */
+export interface HttpSession {
+  url: string;
+  /** The connection's headers (shared config headers, or a user's credentials over them). */
+  headers: Record<string, string>;
+  /** Absent for a server that runs without sessions. */
+  sessionId: string | undefined;
+  protocolVersion: string;
+  fetch: typeof fetch;
+}
+
+/** A request the upstream sends back to its client during the call (sampling, elicitation). */
+export type ServerRequestHandler = (method: string, params: Record<string, unknown>) => Promise<Record<string, unknown>>;
+
+export interface PostToolCallOptions {
+  timeoutMs: number;
+  /** Bytes read from the answer before it is refused. */
+  maxBytes: number;
+  signal?: AbortSignal;
+  onProgress?: (progress: number, total: number | undefined, message: string | undefined) => void;
+  /** Where the upstream's server-to-client requests go; without it they are refused with `refusal`. */
+  onRequest?: ServerRequestHandler;
+}
+
+/** An HTTP error of the upstream, shaped like the SDK client's (status, message) so UpstreamConnection classifies both alike. */
+class UpstreamHttpError extends Error {
+  constructor(
+    readonly status: number,
+    text: string,
+  ) {
+    super(`Error POSTing to endpoint: ${text.slice(0, 300)}`);
+  }
+}
+
+/** A JSON-RPC error the upstream answered (its code is a number, like the SDK's ProtocolError). */
+class UpstreamRpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let nextId = 0;
+// Our ids are strings, so they never collide with the SDK client's numeric ids on the same session.
+const PREFIX = `gw-${process.pid.toString(36)}-`;
+
+/**
+ * tools/call on an open 2025 Streamable HTTP session, sent as our own POST instead of through
+ * the SDK client's transport (whose web-stream SSE pipeline cost most of a forwarded call:
+ * docs/performance.md, "MCP gateway"). The SDK client still opens the session, lists, receives
+ * notifications and reconnects; this only sends the call with the session's headers and reads
+ * its answer, JSON or SSE: progress notifications for it go to `onProgress`, requests the
+ * upstream sends on the call's stream (sampling, elicitation) go to `onRequest` and their
+ * answers are posted back, and a cancelled or timed-out call sends notifications/cancelled.
+ */
+export async function postToolCall(
+  session: HttpSession,
+  name: string,
+  args: Record<string, unknown>,
+  opts: PostToolCallOptions,
+): Promise<CallToolResult> {
+  const id = `${PREFIX}${++nextId}`;
+  const params: Record<string, unknown> = { name, arguments: args };
+  if (opts.onProgress) params._meta = { progressToken: id };
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, opts.timeoutMs);
+  const onAbort = () => controller.abort();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal?.aborted) controller.abort();
+  try {
+    const res = await session.fetch(session.url, {
+      method: 'POST',
+      headers: headersOf(session),
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }),
+      signal: controller.signal,
+    });
+    const type = (res.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+    if (!res.ok) throw new UpstreamHttpError(res.status, await boundedText(res, 4096));
+    if (type === 'application/json') return resultOf(parseMessages(await boundedText(res, opts.maxBytes)), id);
+    if (type !== 'text/event-stream') throw new Error(`unexpected content type "${type.slice(0, 100)}" for tools/call`);
+    return await readStream(session, res, id, opts, controller.signal);
+  } catch (err) {
+    if (controller.signal.aborted) {
+      // The upstream stops working on it (it may not notice the closed stream).
+      void notify(session, { method: 'notifications/cancelled', params: { requestId: id, reason: timedOut ? 'timeout' : 'cancelled' } });
+      if (timedOut) throw Object.assign(new Error('request timed out'), { code: 'REQUEST_TIMEOUT' });
+      throw Object.assign(new Error('request cancelled'), { name: 'AbortError' });
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+function headersOf(session: HttpSession): Record<string, string> {
+  return {
+    ...session.headers,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': session.protocolVersion,
+    ...(session.sessionId ? { 'mcp-session-id': session.sessionId } : {}),
+  };
+}
+
+/** A notification or a response to the upstream (202 expected); failures are the upstream's problem, not this call's. */
+async function notify(session: HttpSession, message: Record<string, unknown>): Promise<void> {
+  try {
+    const res = await session.fetch(session.url, {
+      method: 'POST',
+      headers: headersOf(session),
+      body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.arrayBuffer();
+  } catch {
+    // Nothing to tell the caller: the call itself reports what went wrong.
+  }
+}
+
+async function boundedText(res: Response, maxBytes: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body ?? []) {
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      await res.body?.cancel().catch(() => undefined);
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const tooLarge = (maxBytes: number) =>
+  new CoreError('PAYLOAD_TOO_LARGE', `more than gateway.maxResultBytes (${maxBytes})`, {
+    details: { reason: 'upstream_result_too_large' },
+  });
+
+function parseMessages(text: string): unknown[] {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw new Error('the upstream answered tools/call with invalid JSON');
+  }
+  return Array.isArray(data) ? data : [data];
+}
+
+type Message = { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown };
+
+/** Our call's answer among `messages`: its result, or its JSON-RPC error thrown. */
+function resultOf(messages: unknown[], id: string): CallToolResult {
+  for (const m of messages as Message[]) {
+    if (m?.id !== id || m.method !== undefined) continue;
+    if (m.error) {
+      const e = m.error as { code?: unknown; message?: unknown };
+      throw new UpstreamRpcError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error').slice(0, 500));
+    }
+    const r = m.result as CallToolResult | undefined;
+    // The shape every tools/call result has; anything else is garbage, not a result to pass on.
+    if (!r || typeof r !== 'object' || !Array.isArray(r.content))
+      throw new Error('the upstream answered tools/call with an invalid result');
+    return r;
+  }
+  throw new Error('the upstream answered without a result for the call');
+}
+
+/** Read the call's SSE stream until its response: progress and server-to-client requests on the way. */
+async function readStream(
+  session: HttpSession,
+  res: Response,
+  id: string,
+  opts: PostToolCallOptions,
+  signal: AbortSignal,
+): Promise<CallToolResult> {
+  const reader = res.body!.getReader();
+  // A fetch need not end a body it already answered when the call is aborted: the read ends here.
+  const onAbort = () => void reader.cancel().catch(() => undefined);
+  signal.addEventListener('abort', onAbort, { once: true });
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error('the upstream closed the stream without answering the call');
+      size += value.byteLength;
+      if (size > opts.maxBytes + 65_536) throw tooLarge(opts.maxBytes);
+      buffer += decoder.decode(value, { stream: true });
+      for (let end = eventEnd(buffer); end; end = eventEnd(buffer)) {
+        const data = dataOf(buffer.slice(0, end.at));
+        buffer = buffer.slice(end.at + end.length);
+        if (data === undefined) continue;
+        for (const m of parseMessages(data) as Message[]) {
+          if (m?.id === id && m.method === undefined) {
+            const result = resultOf([m], id);
+            // Let the upstream finish the stream; the socket goes back to the pool.
+            void drain(reader);
+            return result;
+          }
+          handle(session, m, id, opts);
+        }
+      }
+    }
+  } catch (err) {
+    await reader.cancel().catch(() => undefined);
+    throw err;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The end of the first complete event in `buffer` (a blank line), or undefined. */
+function eventEnd(buffer: string): { at: number; length: number } | undefined {
+  const m = /\r?\n\r?\n/.exec(buffer);
+  return m ? { at: m.index, length: m[0].length } : undefined;
+}
+
+/** The joined `data:` lines of one event, or undefined (a comment, a priming event with an id only). */
+function dataOf(event: string): string | undefined {
+  let data: string | undefined;
+  for (const line of event.split(/\r?\n/)) {
+    if (!line.startsWith('data:')) continue;
+    const value = line.slice(line[5] === ' ' ? 6 : 5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data === undefined || data === '' ? undefined : data;
+}
+
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  const stop = setTimeout(() => void reader.cancel().catch(() => undefined), 5000);
+  try {
+    while (!(await reader.read()).done);
+  } catch {
+    // The stream ended badly after our answer: nothing to report.
+  } finally {
+    clearTimeout(stop);
+  }
+}
+
+/** A message on the call's stream that is not its answer: its progress, or a request the upstream asks of the client. */
+function handle(session: HttpSession, m: Message, id: string, opts: PostToolCallOptions): void {
+  if (typeof m?.method !== 'string') return;
+  const params = (m.params && typeof m.params === 'object' ? m.params : {}) as Record<string, unknown>;
+  if (m.method === 'notifications/progress') {
+    if (params.progressToken !== id || typeof params.progress !== 'number') return;
+    opts.onProgress?.(
+      params.progress,
+      typeof params.total === 'number' ? params.total : undefined,
+      typeof params.message === 'string' ? params.message : undefined,
+    );
+    return;
+  }
+  if (m.id === undefined || m.id === null) return;
+  const requestId = m.id;
+  const method = m.method;
+  if (method !== 'ping' && !opts.onRequest) {
+    const message = `the MCP gateway cannot forward ${method}: the tool was called through /rpc or /trpc, which have no MCP client to ask`;
+    void notify(session, { id: requestId, error: { code: -32603, message } });
+    return;
+  }
+  const answer = method === 'ping' ? Promise.resolve({}) : opts.onRequest!(method, params);
+  void answer.then(
+    (result) => notify(session, { id: requestId, result }),
+    (err: unknown) =>
+      notify(session, {
+        id: requestId,
+        error: { code: -32603, message: `the MCP gateway's client did not answer ${method}: ${reasonOf(err)}` },
+      }),
+  );
+}
+
+function reasonOf(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').slice(0, 300);
+}
