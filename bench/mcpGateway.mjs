@@ -2,12 +2,16 @@
 // (Streamable HTTP mode) called directly, against the same tool called through our /mcp as
 // `web__echo` (our gateway forwarding over its one shared upstream session), same machine, same
 // run. Both sides are 2025-11-25 sessions (initialize once, then POSTs with Mcp-Session-Id), in
-// A B B A order, averaged. Run after the build: `node bench/mcpGateway.mjs [seconds per run, default 5] [connections, default 10]`.
+// A B B A order, averaged. Besides req/s and latency (unreliable on a loaded machine), the CPU per
+// call: the upstream's alone (A), and the gateway's plus the upstream's (B), from /proc. With
+// `BASE=<built checkout>` (or AI_BENCH_BASE), that build's gateway runs as C in the same run
+// (A B C C B A), for before/after.
+// Run after the build: `node bench/mcpGateway.mjs [seconds per run, default 5] [connections, default 10]`.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { load, loadAverage, startServer } from './lib.mjs';
+import { cpuSeconds, load, loadAverage, startServer } from './lib.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 10);
@@ -27,14 +31,15 @@ const upstream = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
 await new Promise((resolve) => upstream.stderr.on('data', (d) => String(d).includes('listening on port') && resolve()));
 const upstreamUrl = `http://127.0.0.1:${port}/mcp`;
 
-const ours = await startServer(here('./servers/ai-backend.mjs'), [
-  JSON.stringify({
-    storage: { type: 'memory' },
-    mcp: { auth: { authType: 'none' } },
-    gateway: { allowPrivateNetwork: true },
-    mcpServers: { web: { type: 'http', url: upstreamUrl } },
-  }),
-]);
+const gatewayConfig = JSON.stringify({
+  storage: { type: 'memory' },
+  mcp: { auth: { authType: 'none' } },
+  gateway: { allowPrivateNetwork: true },
+  mcpServers: { web: { type: 'http', url: upstreamUrl } },
+});
+const ours = await startServer(here('./servers/ai-backend.mjs'), [gatewayConfig]);
+const baseDir = process.env.BASE ?? process.env.AI_BENCH_BASE;
+const base = baseDir ? await startServer(`${baseDir}/bench/servers/ai-backend.mjs`, [gatewayConfig]) : undefined;
 
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 /** A 2025 session at `url`: its id, after initialize and notifications/initialized. */
@@ -58,19 +63,24 @@ async function session(url) {
   return id;
 }
 
-/** Wait until our gateway lists the upstream's tools (its shared connection is open). */
-const ourUrl = `${ours.url}/mcp`;
-const ourSession = await session(ourUrl);
-for (let i = 0; ; i++) {
-  const r = await fetch(ourUrl, {
-    method: 'POST',
-    headers: { ...HEADERS, 'mcp-session-id': ourSession, 'mcp-protocol-version': '2025-11-25' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-  });
-  if ((await r.text()).includes('web__echo')) break;
-  if (i > 100) throw new Error('the gateway never listed web__echo');
-  await new Promise((r) => setTimeout(r, 100));
+/** Wait until a gateway lists the upstream's tools (its shared connection is open); answers its session. */
+async function gatewaySession(url) {
+  const id = await session(url);
+  for (let i = 0; ; i++) {
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { ...HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    if ((await r.text()).includes('web__echo')) return id;
+    if (i > 100) throw new Error('the gateway never listed web__echo');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
+const ourUrl = `${ours.url}/mcp`;
+const ourSession = await gatewaySession(ourUrl);
+const baseUrl = base ? `${base.url}/mcp` : undefined;
+const baseSession = base ? await gatewaySession(baseUrl) : undefined;
 const upstreamSession = await session(upstreamUrl);
 
 // Each request its own JSON-RPC id (written by setupRequest before it is sent): in a 2025
@@ -87,18 +97,32 @@ const call = (url, sessionId, name) => ({
   },
 });
 let nextId = 1;
-const req = { A: call(upstreamUrl, upstreamSession, 'echo'), B: call(ourUrl, ourSession, 'web__echo') };
-const runs = { A: [], B: [] };
-for (const name of ['A', 'B', 'B', 'A']) runs[name].push(await load({ ...req[name], connections, duration: seconds, warmup: 1 }));
+const req = {
+  A: { ...call(upstreamUrl, upstreamSession, 'echo'), pids: [upstream.pid] },
+  B: { ...call(ourUrl, ourSession, 'web__echo'), pids: [ours.pid, upstream.pid] },
+  ...(base ? { C: { ...call(baseUrl, baseSession, 'web__echo'), pids: [base.pid, upstream.pid] } } : {}),
+};
+const runs = { A: [], B: [], C: [] };
+const cpu = async (pids) => (await Promise.all(pids.map(cpuSeconds))).reduce((a, b) => a + b, 0);
+for (const name of base ? ['A', 'B', 'C', 'C', 'B', 'A'] : ['A', 'B', 'B', 'A']) {
+  const { pids, ...options } = req[name];
+  await load({ ...options, connections, duration: 1, warmup: 0 });
+  const c0 = await cpu(pids);
+  const x = await load({ ...options, connections, duration: seconds, warmup: 0 });
+  runs[name].push({ ...x, cpuUs: (((await cpu(pids)) - c0) / Math.max(1, x.total)) * 1e6 });
+}
 const avg = (xs, k) => xs.reduce((s, x) => s + x[k], 0) / xs.length;
 const row = (label, xs) =>
-  `| ${label} | ${Math.round(avg(xs, 'rps'))} | ${avg(xs, 'p50').toFixed(2)} | ${avg(xs, 'p99').toFixed(2)} | ${xs.reduce((s, x) => s + x.errors, 0)} |`;
-console.log(`load average ${await loadAverage()}, ${connections} connections, ${seconds} s per run, A B B A`);
-console.log('| path | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|');
-console.log(row('direct: server-everything echo', runs.A));
-console.log(row('through the gateway: /mcp web__echo', runs.B));
-console.log(
-  `added p50 ${(avg(runs.B, 'p50') - avg(runs.A, 'p50')).toFixed(2)} ms, added p99 ${(avg(runs.B, 'p99') - avg(runs.A, 'p99')).toFixed(2)} ms, req/s ratio ${(avg(runs.B, 'rps') / avg(runs.A, 'rps')).toFixed(2)}x`,
-);
+  `| ${label} | ${Math.round(avg(xs, 'rps'))} | ${avg(xs, 'p50').toFixed(2)} | ${avg(xs, 'p99').toFixed(2)} | ${Math.round(avg(xs, 'cpuUs'))} | ${xs.reduce((s, x) => s + x.errors, 0)} |`;
+console.log(`load average ${await loadAverage()}, ${connections} connections, ${seconds} s per run, ${base ? 'A B C C B A' : 'A B B A'}`);
+console.log('| path | req/s | p50 ms | p99 ms | CPU µs per call (gateway + upstream) | errors |\n|---|---|---|---|---|---|');
+console.log(row('A direct: server-everything echo', runs.A));
+console.log(row('B through the gateway: /mcp web__echo', runs.B));
+if (base) console.log(row(`C through the BASE gateway (${baseDir})`, runs.C));
+const summary = (x) =>
+  `added p50 ${(avg(runs[x], 'p50') - avg(runs.A, 'p50')).toFixed(2)} ms, added p99 ${(avg(runs[x], 'p99') - avg(runs.A, 'p99')).toFixed(2)} ms, req/s ratio ${(avg(runs[x], 'rps') / avg(runs.A, 'rps')).toFixed(2)}x, gateway CPU per call ${Math.round(avg(runs[x], 'cpuUs') - avg(runs.A, 'cpuUs'))} µs`;
+console.log(`B: ${summary('B')}`);
+if (base) console.log(`C: ${summary('C')}`);
 await ours.stop();
+await base?.stop();
 upstream.kill('SIGKILL');

@@ -33,7 +33,7 @@ export async function startEverythingHttp(
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server-everything did not start')), 15_000);
+    const timer = setTimeout(() => reject(new Error('server-everything did not start')), 30_000);
     let err = '';
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
