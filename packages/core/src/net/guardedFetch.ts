@@ -58,20 +58,37 @@ export function isPublicAddress(address: string): boolean {
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+/** A socket's `lookup` option (net.connect, http.Agent). */
+export type SocketLookup = (hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback) => void;
+
+/** How names are resolved: dns.lookup's `all: true` form (a test injects its own resolver). */
+export type ResolveAll = (hostname: string, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+/** The system's resolver (dns.lookup, all addresses). */
+export const systemResolve: ResolveAll = (hostname, callback) => dns().lookup(hostname, { all: true }, callback);
+
+/**
+ * A socket `lookup` that only answers with public addresses: the connection uses what it returns,
+ * so the address checked is the address connected to (no second resolution a DNS rebinding
+ * could change).
+ */
+export function publicLookupVia(resolve: ResolveAll): SocketLookup {
+  return (hostname, options, callback) => {
+    resolve(hostname, (err, addresses) => {
+      if (err) return callback(err, []);
+      const allowed = addresses.filter((a) => isPublicAddress(a.address));
+      if (allowed.length === 0) {
+        const refused = Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: 'ESSRFBLOCKED' });
+        return callback(refused, []);
+      }
+      if (options.all) return callback(null, allowed);
+      return callback(null, allowed[0]!.address, allowed[0]!.family);
+    });
+  };
+}
 
 /** dns.lookup that only answers with public addresses; the connection uses what it returns. */
-function publicLookup(hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void {
-  dns().lookup(hostname, { ...options, all: true } as { all: true }, (err, addresses) => {
-    if (err) return callback(err, []);
-    const allowed = addresses.filter((a) => isPublicAddress(a.address));
-    if (allowed.length === 0) {
-      const refused = Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: 'ESSRFBLOCKED' });
-      return callback(refused, []);
-    }
-    if (options.all) return callback(null, allowed);
-    return callback(null, allowed[0]!.address, allowed[0]!.family);
-  });
-}
+const publicLookup = publicLookupVia(systemResolve);
 
 /**
  * Node's own client, `node:http` / `node:https`, with the lookup above on the guarded agents
