@@ -71,7 +71,7 @@ describe('signed alert webhooks', () => {
       expect(body).toMatchObject({ event: 'tokenLow', id: [...keys][0], data: { userId: 'alerts-user-1', threshold: 1000 } });
       // The record leaves the outbox once the 2xx is in (the receiver answers before the server deletes it).
       await until(async () => (await s.runtime.alerts.pending()).outbox === 0);
-      expect(await s.runtime.alerts.pending()).toEqual({ outbox: 0, dead: 0 });
+      expect(await s.runtime.alerts.pending()).toEqual({ outbox: 0, dead: 0, deadDropped: 0 });
       const metrics = await (
         await fetch(s.url + '/metrics', { headers: { authorization: `Bearer ${await tokenFor('alerts-admin', { admin: true })}` } })
       ).text();
@@ -192,7 +192,7 @@ describe.skipIf(!redisAt.ok)('an alert pending when its server is killed', () =>
       const next = await startAiServer(upstream, { storage: config.storage, alerts: { ...config.alerts, retryBaseMs: 60_000 } });
       try {
         // The record's retry time has not come: a successor honours the backoff, it does not resend at once.
-        expect(await next.runtime.alerts.pending()).toEqual({ outbox: 1, dead: 0 });
+        expect(await next.runtime.alerts.pending()).toEqual({ outbox: 1, dead: 0, deadDropped: 0 });
       } finally {
         await next.stop();
       }

@@ -60,6 +60,7 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
   "alerts": {
     "webhooks": [],
     "maxAttempts": 8,
+    "maxDeadLetters": 1000,
     "retryBaseMs": 1000,
     "retryMaxMs": 300000,
     "pollIntervalMs": 1000,

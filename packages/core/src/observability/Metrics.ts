@@ -359,7 +359,7 @@ export class Metrics {
     if (tokens > 0) this.keyTokens.labels(payer).inc(tokens);
   }
 
-  alert(event: string, outcome: 'delivered' | 'retry' | 'dead'): void {
+  alert(event: string, outcome: 'delivered' | 'retry' | 'dead' | 'dropped'): void {
     if (!this.ready) return this.later(() => this.alert(event, outcome));
     this.alerts.labels(event, outcome).inc();
   }

@@ -86,6 +86,11 @@ export const AlertsSchema = lazySection('alerts', () =>
       .default([]),
     /** Delivery attempts before an alert is moved to the dead-letter list. Default 8. */
     maxAttempts: z.number().int().min(1).max(50).default(8),
+    /**
+     * Dead letters kept in the store; past it the oldest are dropped (counted in
+     * `ai_backend_alerts_total{outcome="dropped"}` and `admin.overview`'s alert backlog). Default 1000.
+     */
+    maxDeadLetters: z.number().int().min(1).max(100_000).default(1000),
     /** First retry delay in ms; doubles per attempt (with jitter) up to retryMaxMs. Default 1000. */
     retryBaseMs: z.number().int().min(10).default(1000),
     /** Longest retry delay in ms. Default 300000 (5 minutes). */

@@ -78,7 +78,28 @@ describe('AlertOutbox deliveries and retry', () => {
     for (let i = 0; i < 20; i++) await alerts.enqueue('tokenLow', { userId: `u-${i}` });
     await alerts.scan();
     await alerts.scan();
-    expect(prefixes).toEqual([]);
+    // A record that dies counts the dead-letter list (its bound); the outbox itself is never listed.
+    expect(prefixes.filter((p) => p !== 'alerts:dead:')).toEqual([]);
     expect((await alerts.pending()).dead).toBe(22);
+  });
+
+  it('keeps at most alerts.maxDeadLetters dead letters: the oldest are dropped and counted', async () => {
+    const storage = new MemoryStorage();
+    const config = resolveConfig({
+      storage: { type: 'memory' },
+      alerts: { webhooks: [{ url: 'http://127.0.0.1:9/hook', secret: SECRET }], maxAttempts: 1, timeoutMs: 500, maxDeadLetters: 3 },
+    });
+    const alerts = new AlertOutbox(storage, config, createLogger('silent'));
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push((await alerts.enqueue('tokenLow', { userId: `u-${i}` }))!);
+      await alerts.scan();
+      // Distinct death times, so "oldest" is well defined.
+      const t = Date.now();
+      while (Date.now() === t);
+    }
+    expect(await alerts.pending()).toEqual({ outbox: 0, dead: 3, deadDropped: 2 });
+    const kept = (await alerts.deliveries(10)).dead.map((d) => d.eventId).sort();
+    expect(kept).toEqual(ids.slice(2).sort());
   });
 });

@@ -23,6 +23,8 @@ interface OutboxRecord {
   /** An instance delivering it holds it until this epoch ms (others skip it meanwhile). */
   leaseUntil: number;
   lastError?: string;
+  /** Epoch ms it moved to the dead-letter list (absent on dead letters written before it was kept: oldest). */
+  diedAt?: number;
 }
 
 /** One delivery as operators see it (AlertOutbox.deliveries). */
@@ -71,6 +73,8 @@ function deliveryView(deliveryId: string, r: OutboxRecord, state: AlertDelivery[
 const RETRY_MARGIN_MS = 5;
 const OUTBOX = 'alerts:outbox:';
 const DEAD = 'alerts:dead:';
+/** How many dead letters were dropped over `alerts.maxDeadLetters`, ever (a counter; outside DEAD's range). */
+const DEAD_DROPPED = 'alerts:deaddropped';
 /** Due records one scan delivers at most (the next poll takes the rest). */
 const SCAN_BATCH = 256;
 
@@ -229,10 +233,17 @@ export class AlertOutbox {
     }
     const attempts = rec.attempts + 1;
     if (attempts >= this.settings.maxAttempts || !secret) {
-      await this.storage.set(`${DEAD}${key.slice(OUTBOX.length)}`, { ...rec, attempts, lastError: error, leaseUntil: 0 });
+      await this.storage.set(`${DEAD}${key.slice(OUTBOX.length)}`, {
+        ...rec,
+        attempts,
+        lastError: error,
+        leaseUntil: 0,
+        diedAt: Date.now(),
+      });
       await this.storage.delete(key);
       this.metrics?.alert(rec.event, 'dead');
       this.logger.warn('alerts: delivery abandoned', { event: rec.event, id: rec.id, attempts, error });
+      await this.trimDead();
       return;
     }
     const backoff = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** (attempts - 1));
@@ -305,9 +316,37 @@ export class AlertOutbox {
     return { retried: false, state: 'unknown' };
   }
 
-  /** Records waiting for delivery and abandoned ones (for operators and tests). */
-  async pending(): Promise<{ outbox: number; dead: number }> {
-    const [outbox, dead] = await Promise.all([this.storage.keys(OUTBOX), this.storage.keys(DEAD)]);
-    return { outbox: outbox.length, dead: dead.length };
+  /**
+   * The dead-letter list is bounded (`alerts.maxDeadLetters`): a receiver that stays down would
+   * otherwise grow it by every alert for as long as nobody looks. Past the limit the oldest are
+   * deleted, counted (`deadDropped` in `pending()`, the `dropped` outcome of the metric) and logged.
+   * Two instances trimming at once may drop one too many; never more than the limit is kept.
+   */
+  private async trimDead(): Promise<void> {
+    const keys = await this.storage.keys(DEAD);
+    const over = keys.length - this.settings.maxDeadLetters;
+    if (over <= 0) return;
+    const records = await this.storage.getMany<OutboxRecord>(keys);
+    const oldest = keys
+      .map((key, i) => ({ key, rec: records[i] }))
+      .sort((a, b) => (a.rec?.diedAt ?? 0) - (b.rec?.diedAt ?? 0) || (a.key < b.key ? -1 : 1))
+      .slice(0, over);
+    for (const { key } of oldest) await this.storage.delete(key);
+    await this.storage.increment(DEAD_DROPPED, oldest.length);
+    for (const { rec } of oldest) if (rec) this.metrics?.alert(rec.event, 'dropped');
+    this.logger.warn('alerts: dead letters over alerts.maxDeadLetters dropped, oldest first', {
+      dropped: oldest.length,
+      limit: this.settings.maxDeadLetters,
+    });
+  }
+
+  /** Records waiting for delivery and abandoned ones, and dead letters dropped over the limit (for operators and tests). */
+  async pending(): Promise<{ outbox: number; dead: number; deadDropped: number }> {
+    const [outbox, dead, dropped] = await Promise.all([
+      this.storage.keys(OUTBOX),
+      this.storage.keys(DEAD),
+      this.storage.get<number>(DEAD_DROPPED),
+    ]);
+    return { outbox: outbox.length, dead: dead.length, deadDropped: dropped ?? 0 };
   }
 }
