@@ -25,8 +25,15 @@ export interface Storage {
    * `ttlMs` applies when the counter is created (rate-limit windows).
    */
   increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null>;
-  /** Keys starting with `prefix` (not expired). For listings, not hot paths. */
+  /** Keys starting with `prefix` (not expired). For listings of a bounded set, not hot paths. */
   keys(prefix: string): Promise<string[]>;
+  /**
+   * Keys starting with `prefix` (not expired), at most `limit` a page (pass the returned `cursor`
+   * back for the next page; none on the last): for walks over a set that grows with use (every
+   * user's vault entry, every statistics record). As `listLogs`: an index range on SQL, a SCAN
+   * cursor on Redis, where a page may repeat a key already seen or hold fewer than `limit`.
+   */
+  listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage>;
   /**
    * Append a record to a named append-only log and return its sequence number (1-based,
    * increasing per log). An acknowledged append is durable for the file and redis backends.
@@ -97,6 +104,11 @@ export interface LogEntry<T> {
 
 export interface LogPage {
   logs: string[];
+  cursor?: string;
+}
+
+export interface KeyPage {
+  keys: string[];
   cursor?: string;
 }
 

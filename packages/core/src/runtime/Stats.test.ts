@@ -211,4 +211,20 @@ describe('Stats reads records by key, never by listing keys', () => {
     await b.flush();
     expect((await a.snapshot(2)).total).toBe(1);
   });
+
+  it('reset deletes the stored records a page at a time (more than a page), never one listing of every key', async () => {
+    const storage = new MemoryStorage();
+    const stats = new Stats(storage);
+    stats.record('rpc', 'mcp.echo', 1, false);
+    await stats.flush();
+    for (let i = 0; i < 1200; i++) await storage.set(`stats:2026-01-01:rpc:p${i}`, { count: 1 });
+    const keys = storage.keys.bind(storage);
+    const listed: string[] = [];
+    storage.keys = async (prefix: string) => (listed.push(prefix), keys(prefix));
+    await stats.reset();
+    expect(listed).toEqual([]);
+    storage.keys = keys;
+    expect((await storage.keys('stats:')).filter((k) => k.startsWith('stats:2026-01-01'))).toEqual([]);
+    expect((await stats.snapshot(1)).total).toBe(0);
+  });
 });

@@ -10,6 +10,8 @@ export { LATENCY_BOUNDS_MS, type ProcedureStatistics, type StatisticsSnapshot } 
 
 const DAY_MS = 86_400_000;
 const PREFIX = 'stats:';
+/** Keys deleted per page by reset(). */
+const RESET_PAGE = 500;
 const dayString = (dayNumber: number) => new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
 /** Asks every instance to write its pending counts now; each answers on FLUSHED with the request's id. */
 const FLUSH = 'stats.flush';
@@ -265,8 +267,13 @@ export class Stats {
     if (!this.storage) return;
     await this.flushing?.catch(() => undefined);
     // Every record and day list goes; the index's marker stays (nothing left predates the index).
-    const keys = (await this.storage.keys(PREFIX)).filter((k) => k !== StatsIndex.markerKey);
-    await Promise.all(keys.map((k) => this.storage!.delete(k)));
+    // A page at a time: 90 days of records is one key per day, entry point and procedure.
+    let cursor: string | undefined;
+    do {
+      const page = await this.storage.listKeys(PREFIX, { cursor, limit: RESET_PAGE });
+      await Promise.all(page.keys.filter((k) => k !== StatsIndex.markerKey).map((k) => this.storage!.delete(k)));
+      cursor = page.cursor;
+    } while (cursor !== undefined);
     this.index?.forget();
   }
 }

@@ -1,5 +1,15 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { IncrementOptions, LogEntry, LogPage, ReadLogOptions, SetOptions, Storage, TxPlan, TxRead } from '../kernel/Storage.js';
+import type {
+  IncrementOptions,
+  KeyPage,
+  LogEntry,
+  LogPage,
+  ReadLogOptions,
+  SetOptions,
+  Storage,
+  TxPlan,
+  TxRead,
+} from '../kernel/Storage.js';
 import { sliceLog } from './sliceLog.js';
 
 interface Slot {
@@ -78,6 +88,15 @@ export class MemoryStorage implements Storage {
 
   async keys(prefix: string): Promise<string[]> {
     return [...this.data.keys()].filter((k) => k.startsWith(prefix) && this.live(k) !== undefined);
+  }
+
+  async listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage> {
+    const after = opts.cursor ?? '';
+    const keys = [...this.data.keys()]
+      .filter((k) => k.startsWith(prefix) && k > after && this.live(k) !== undefined)
+      .sort()
+      .slice(0, opts.limit);
+    return { keys, ...(keys.length === opts.limit ? { cursor: keys.at(-1)! } : {}) };
   }
 
   async append<T>(log: string, record: T): Promise<number> {

@@ -12,6 +12,7 @@ import { importOptional, OPTIONAL_PACKAGES } from '../config/optionalPackages.js
 import type {
   IncrementOptions,
   LogEntry,
+  KeyPage,
   LogPage,
   ReadLogOptions,
   SetOptions,
@@ -285,6 +286,12 @@ export class RedisStorage implements Storage {
     return this.run(async () =>
       Number(await this.redis.eval(TRIM_SCRIPT, 2, this.logPrefix + log, this.trimPrefix + log, String(throughSeq), TRIMMED)),
     );
+  }
+
+  async listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage> {
+    const match = `${escapeGlob(this.kvPrefix + prefix)}*`;
+    const [next, keys] = await this.run(() => this.redis.scan(opts.cursor ?? '0', 'MATCH', match, 'COUNT', opts.limit));
+    return { keys: keys.map((k) => k.slice(this.kvPrefix.length)), ...(next !== '0' ? { cursor: next } : {}) };
   }
 
   async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {

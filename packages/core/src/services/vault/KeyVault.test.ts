@@ -93,6 +93,24 @@ describe.each(backends)('KeyVault on $name', (backend) => {
     expect(await only2.reveal('bob', 'google')).toBe('AIza-bob-google-key-000000');
     expect(await store.dump()).not.toContain('AIza-bob');
   });
+
+  it('rotation walks the vault a page at a time (more entries than a page), never one listing of every key', async () => {
+    const v1 = new KeyVault(store.storage, { masterKey: MASTER });
+    for (let i = 0; i < 450; i++) await v1.store(`user-${i}`, 'openai', `${KEY}-${i}`);
+    const listed: string[] = [];
+    const spied = new Proxy(store.storage, {
+      get(target, prop, receiver) {
+        if (prop === 'keys') return (prefix: string) => (listed.push(prefix), target.keys(prefix));
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const v2 = new KeyVault(spied, { masterKey: MASTER2, previousKeys: [MASTER] });
+    expect(await v2.rotateMasterKey()).toEqual({ rewritten: 450, failed: 0 });
+    expect(listed).toEqual([]);
+    expect(await v2.rotateMasterKey()).toEqual({ rewritten: 0, failed: 0 });
+    expect(await new KeyVault(store.storage, { masterKey: MASTER2 }).reveal('user-449', 'openai')).toBe(`${KEY}-449`);
+  });
 });
 
 describe('vault configuration', () => {

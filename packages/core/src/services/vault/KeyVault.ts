@@ -31,6 +31,8 @@ export interface KeyStatus {
 }
 
 const PREFIX = 'vault:';
+/** Vault entries read per page by rotateMasterKey(). */
+const ROTATE_PAGE = 200;
 /** The row of a user's stored key for one provider (read by the metered call's decision, to know a key is there). */
 export const vaultSlot = (userId: string, provider: string) => `${PREFIX}${encodeURIComponent(userId)}:${provider}`;
 const slot = vaultSlot;
@@ -164,17 +166,24 @@ export class KeyVault {
     const current = this.requireKey();
     let rewritten = 0;
     let failed = 0;
-    for (const key of await this.storage.keys(PREFIX)) {
-      const r = await this.storage.get<StoredKey>(key);
-      if (!r || r.kid === current.kid) continue;
-      const [user, provider] = key.slice(PREFIX.length).split(':') as [string, string];
-      try {
-        await this.reveal(decodeURIComponent(user), provider);
-        rewritten++;
-      } catch {
-        failed++;
+    // A page of keys at a time (every user's stored keys: a set that grows with the users).
+    let cursor: string | undefined;
+    do {
+      const page = await this.storage.listKeys(PREFIX, { cursor, limit: ROTATE_PAGE });
+      const records = await this.storage.getMany<StoredKey>(page.keys);
+      for (const [i, key] of page.keys.entries()) {
+        const r = records[i];
+        if (!r || r.kid === current.kid) continue;
+        const [user, provider] = key.slice(PREFIX.length).split(':') as [string, string];
+        try {
+          await this.reveal(decodeURIComponent(user), provider);
+          rewritten++;
+        } catch {
+          failed++;
+        }
       }
-    }
+      cursor = page.cursor;
+    } while (cursor !== undefined);
     return { rewritten, failed };
   }
 }

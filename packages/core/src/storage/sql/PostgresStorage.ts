@@ -5,6 +5,7 @@ import { GroupCommit, planBatch, type BatchJob } from '../GroupCommit.js';
 import type {
   IncrementOptions,
   LogEntry,
+  KeyPage,
   LogPage,
   ReadLogOptions,
   SetOptions,
@@ -39,6 +40,8 @@ export interface PostgresStorageOptions {
   connectTimeoutMs?: number;
   /** A query without an answer after this many ms fails with UNAVAILABLE. Default 800. */
   queryTimeoutMs?: number;
+  /** How often a running store re-reads the schema version (watchSchema), in ms. Default 60,000. */
+  schemaCheckMs?: number;
 }
 
 /** Attempts from a fresh read after the batch's guess failed, before a transaction takes the locked path. */
@@ -56,6 +59,9 @@ const CONTENDED_MS = 1_000;
 
 /** Clients given an 'error' listener (once per client, as the pool reuses them). */
 const listening = new WeakSet<PoolClient>();
+
+/** How often a running store re-reads the schema version (watchSchema). */
+const SCHEMA_CHECK_MS = 60_000;
 
 /** Any constant: the key of the session-level advisory lock migrations run under. */
 const MIGRATION_LOCK = 7_246_915_301;
@@ -93,6 +99,11 @@ export class PostgresStorage implements Storage {
   private readonly batches = new GroupCommit(MAX_BATCH, (jobs) => this.runBatch(jobs));
   /** Single-key reads of one tick, sent as one query. */
   private readonly reads = new ReadBatcher((keys) => this.fetchTexts(keys));
+  /** Set when a newer release migrated the schema while this one runs: every call refuses from then on. */
+  private newerSchema: CoreError | undefined;
+  /** Re-reads the schema version every schemaCheckMs (one query). */
+  private schemaCheck: ReturnType<typeof setInterval> | undefined;
+  private lastSchemaCheck = 0;
 
   private constructor(private readonly pool: Pool) {
     pool.on('error', (err) => {
@@ -128,12 +139,45 @@ export class PostgresStorage implements Storage {
       if (err instanceof CoreError) throw err; // a store from a newer release: its own message
       throw new CoreError('UNAVAILABLE', `storage: cannot prepare the PostgreSQL database: ${(err as Error).message}`, { cause: err });
     }
+    store.watchSchema(schema, opts.schemaCheckMs ?? SCHEMA_CHECK_MS);
     return store;
+  }
+
+  /**
+   * A newer release migrated the schema while this one runs (a rolling upgrade across a
+   * migration, which operations.md says to avoid, or a second deployment on the same schema):
+   * its rows may mean something this release would misread or overwrite. So the version is read
+   * again every `schemaCheckMs` and whenever the pool opens a connection (after an outage, a
+   * restarted PostgreSQL: at most one check a second), and once it is newer every call refuses
+   * with the start-time message (503: health says storage is down and why) until the process is
+   * replaced. As with the Redis format mark (RedisStorage.watchFormat), not per call: one query a
+   * minute costs nothing; a newer writer overlaps with this one for at most that long.
+   */
+  private watchSchema(schema: string, everyMs: number): void {
+    const check = () => {
+      if (this.closed || this.newerSchema || Date.now() - this.lastSchemaCheck < Math.min(1000, everyMs)) return;
+      this.lastSchemaCheck = Date.now();
+      this.pool
+        .query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations')
+        .then(({ rows }) => refuseNewerSchema([Number(rows[0]?.v ?? 0)], `the PostgreSQL schema "${schema}"`))
+        .catch((err: unknown) => {
+          // A failed query is an outage, seen by the calls themselves; only a newer schema stops the store.
+          if (err instanceof CoreError) this.newerSchema = new CoreError('UNAVAILABLE', err.message);
+        });
+    };
+    this.pool.on('connect', check);
+    this.schemaCheck = setInterval(check, everyMs).unref();
+  }
+
+  /** Throws when the store cannot serve calls: closed, or its schema was migrated by a newer release. */
+  private usable(): void {
+    if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    if (this.newerSchema) throw this.newerSchema;
   }
 
   /** `name`: a named statement, parsed once per connection (for statements on hot paths). */
   private async q<T>(text: string, values?: unknown[], name?: string): Promise<T[]> {
-    if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    this.usable();
     try {
       return (await this.pool.query<T & object>(name ? { name, text, values } : { text, values })).rows as T[];
     } catch (err) {
@@ -142,7 +186,7 @@ export class PostgresStorage implements Storage {
   }
 
   async get<T>(key: string): Promise<T | undefined> {
-    if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    this.usable();
     const text = await this.reads.get(key);
     return text === undefined ? undefined : (JSON.parse(text) as T);
   }
@@ -239,6 +283,15 @@ export class PostgresStorage implements Storage {
     return rows.map((r) => r.key).filter((k) => k.startsWith(prefix));
   }
 
+  async listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage> {
+    const rows = await this.q<{ key: string }>(
+      'SELECT key FROM kv WHERE key >= $1 AND key < $2 AND key > $3 AND (expires_at IS NULL OR expires_at > $4) ORDER BY key LIMIT $5',
+      [prefix, prefixEnd(prefix), opts.cursor ?? '', Date.now(), opts.limit],
+    );
+    const keys = rows.map((r) => r.key);
+    return { keys: keys.filter((k) => k.startsWith(prefix)), ...(keys.length === opts.limit ? { cursor: keys.at(-1)! } : {}) };
+  }
+
   async append<T>(log: string, record: T): Promise<number> {
     const rows = await this.q<{ seq: string }>(APPEND, [log, jsonText(record)]);
     return Number(rows[0]!.seq);
@@ -294,7 +347,7 @@ export class PostgresStorage implements Storage {
    * only when all of its transactions may: one durable member makes the whole batch durable.
    */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, opts?: TransactOptions): Promise<R> {
-    if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    this.usable();
     const durable = opts?.durable ?? true;
     // Byte order, as PostgreSQL orders `COLLATE "C"` keys: every process locks in the same order.
     const sorted = byteOrder(keys);
@@ -623,6 +676,7 @@ export class PostgresStorage implements Storage {
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closed) return { ok: false, detail: 'closed' };
+    if (this.newerSchema) return { ok: false, detail: this.newerSchema.message };
     try {
       await this.pool.query('SELECT 1');
       return { ok: true };
@@ -635,6 +689,7 @@ export class PostgresStorage implements Storage {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.purger);
+    clearInterval(this.schemaCheck);
     await this.pool.end().catch(() => undefined);
   }
 }

@@ -7,6 +7,7 @@ import { canonicalJson, expiresAtFor } from '../canonicalJson.js';
 import type {
   IncrementOptions,
   LogEntry,
+  KeyPage,
   LogPage,
   ReadLogOptions,
   SetOptions,
@@ -210,6 +211,15 @@ export class SqliteStorage implements Storage {
     );
   }
 
+  async listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage> {
+    return this.run(() => {
+      const keys = (
+        this.st.listKeys.all(prefix, prefixEnd(prefix), opts.cursor ?? '', Date.now(), opts.limit) as Array<{ key: string }>
+      ).map((r) => r.key);
+      return { keys: keys.filter((k) => k.startsWith(prefix)), ...(keys.length === opts.limit ? { cursor: keys.at(-1)! } : {}) };
+    });
+  }
+
   async append<T>(log: string, record: T): Promise<number> {
     const json = canonicalJson(record);
     return this.run(() => this.db.immediate(() => this.push(log, json)));
@@ -334,6 +344,9 @@ function prepare(db: SqliteDatabase) {
     logDesc: p('SELECT seq, record FROM logs WHERE log = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
     trimLog: p('DELETE FROM logs WHERE log = ? AND seq <= ?'),
     listLogs: p('SELECT log FROM log_heads WHERE log >= ? AND log < ? AND log > ? ORDER BY log LIMIT ?'),
+    listKeys: p(
+      'SELECT key FROM kv WHERE key >= ? AND key < ? AND key > ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key LIMIT ?',
+    ),
   };
 }
 

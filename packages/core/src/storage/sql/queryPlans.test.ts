@@ -186,6 +186,8 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     await a.increment('ctr:1', 1); // upsert
     await a.increment('ctr:1', -5, { min: 0 }); // floor only an existing row can pass
     await a.keys('acct:');
+    await a.listKeys('acct:', { limit: 10 }); // a page of keys (vault rotation, statistics reset)
+    await a.listKeys('acct:', { cursor: 'acct:u0', limit: 10 });
     await a.append('ledger:u1', { delta: 1 });
     await a.readLog('ledger:u1');
     await a.readLog('ledger:u1', { newestFirst: true, limit: 5 });

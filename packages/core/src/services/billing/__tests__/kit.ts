@@ -218,6 +218,7 @@ export class OutageStorage implements Storage {
   readLog: Storage['readLog'] = (l, o) => this.inner.readLog(l, o);
   trimLog: Storage['trimLog'] = (l, s) => this.inner.trimLog(l, s);
   listLogs: Storage['listLogs'] = (p, o) => this.inner.listLogs(p, o);
+  listKeys: Storage['listKeys'] = (p, o) => this.inner.listKeys(p, o);
   getMany: Storage['getMany'] = (k) => this.inner.getMany(k);
   transact: Storage['transact'] = async (k, p, o) => (this.check('transact'), this.inner.transact(k, p, o));
   dueKeys: Storage['dueKeys'] = (p, n, l) => this.inner.dueKeys(p, n, l);
