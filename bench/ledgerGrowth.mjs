@@ -52,7 +52,7 @@ function storageConfig(kind, name) {
   if (kind === 'sqlite') return { type: 'sqlite', dir: join(root, name) };
   const schema = `bench_growth_${name}_${tag}`;
   schemas.push(schema);
-  return { type: 'postgres', postgres: { connectionString: PG, schema, poolSize: 10, queryTimeoutMs: 60_000, connectTimeoutMs: 5_000 } };
+  return { type: 'postgres', postgres: { connectionString: PG, schema, poolSize: 10, queryTimeoutMs: 60_000, connectTimeoutMs: 60_000 } };
 }
 
 function billingOn(storage) {
