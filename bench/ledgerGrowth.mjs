@@ -161,11 +161,15 @@ for (const kind of STORES) {
   const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' })}`;
   const rpc = async (url, auth, method, params) => {
     const started = performance.now();
-    const res = await fetch(url + '/rpc', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: auth },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    });
+    const send = () =>
+      fetch(url + '/rpc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: auth },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+    // A kept-alive socket the server closed while idle (a slow call on the other server took
+    // longer than its keep-alive timeout, on a loaded machine) fails at once: send again.
+    const res = await send().catch(send);
     const body = await res.json();
     if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error).slice(0, 300)}`);
     return performance.now() - started;
