@@ -4,12 +4,13 @@
 // with JSON answers (`mcp.responseMode: 'json'`). Every round loads A B B A per mode; the server's
 // own CPU time per request (/proc) is the figure to read on a shared machine, req/s is beside it.
 import path from 'node:path';
-import { abRow, loadAverage, startServer } from './lib.mjs';
+import { abRow, load, loadAverage, startServer } from './lib.mjs';
 
 const [dirA, dirB, secs = '5', rnds = '2'] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: node bench/mcpAB.mjs <dirA> <dirB> [seconds] [rounds]');
 const duration = Number(secs);
 const rounds = Number(rnds);
+const warmSeconds = Number(process.env.MCP_WARMUP ?? 5);
 const config = (extra) => [JSON.stringify({ storage: { type: 'memory' }, mcp: { auth: { authType: 'none' }, ...extra } })];
 const start = (dir, extra) => startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), config(extra));
 
@@ -79,6 +80,8 @@ for (const m of modes) {
     if (res.status !== 200 || !text.includes('Hallo, Ada!'))
       throw new Error(`${name} ${m.name}: unexpected answer ${res.status} ${text.slice(0, 200)}`);
   }
+  // The JIT settles after a few thousand calls; on a loaded machine abRow's 1 s warm-up is a few hundred.
+  for (const { pid: _pid, ...req } of Object.values(reqs)) await load({ ...req, duration: warmSeconds, warmup: 0 });
   const order = Array.from({ length: rounds }, () => ['A', 'B', 'B', 'A']).flat();
   lines.push(await abRow(m.name, order, (name) => reqs[name], { duration }));
 }
