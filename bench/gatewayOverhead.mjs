@@ -99,7 +99,7 @@ async function call(t, stream = false) {
     const text = await res.text();
     const ms = performance.now() - t0;
     if (res.status !== 200) throw new Error(`${t.id}: HTTP ${res.status} ${text.slice(0, 300)}`);
-    return { ms, text };
+    return { ms, text, headers: res.headers };
   }
   const reader = res.body.getReader();
   let chunk = await reader.read();
@@ -111,7 +111,7 @@ async function call(t, stream = false) {
     chunk = await reader.read();
   }
   if (res.status !== 200) throw new Error(`${t.id}: HTTP ${res.status} ${text.slice(0, 300)}`);
-  return { ms, text };
+  return { ms, text, headers: res.headers };
 }
 async function burst(t, n, stream) {
   const out = [];
@@ -313,7 +313,8 @@ for (const pass of passModes) {
     start: () => startOurs('memory', pass, false),
     headers: { authorization: `Bearer ${user}`, 'x-provider-api-key': 'sk-bench-byok' },
     model: `openai/${MODEL}`,
-    check: (text) => text.includes('"usage"') && !text.includes('"token_usage"'),
+    // The pass-through path answers the provider's bytes and says what it charged in headers.
+    check: (text, headers) => text.includes('"usage"') && !text.includes('"token_usage"') && !headers.get('x-ai-backend-tokens-charged'),
   });
   for (const store of stores)
     rows.push({
@@ -322,7 +323,7 @@ for (const pass of passModes) {
       start: () => startOurs(store, pass, true),
       headers: { authorization: `Bearer ${user}` },
       model: `openai/${MODEL}`,
-      check: (text) => text.includes('"token_usage"'),
+      check: (text, headers) => text.includes('"token_usage"') || Number(headers.get('x-ai-backend-tokens-charged')) > 0,
     });
 }
 const only = process.env.GW_ONLY?.split(',');
@@ -340,7 +341,8 @@ for (const row of selected) {
   };
   const c0 = await cpuSeconds(server.pid);
   const first = await call(gw);
-  if (!row.check(first.text)) throw new Error(`${row.id}: unexpected answer ${first.text.slice(0, 400)}`);
+  if (!row.check(first.text, first.headers)) throw new Error(`${row.id}: unexpected answer ${first.text.slice(0, 400)}`);
+  const servedBy = first.headers.get('x-ai-backend-path');
   // Cold: the independent method's warm-up (15 calls, the first one above), then the rounds.
   await burst(direct, COLD_WARMUP);
   await burst(gw, COLD_WARMUP - 1);
@@ -363,9 +365,9 @@ for (const row of selected) {
     streamed = { failed: String(err.message ?? err).slice(0, 300) };
   }
   await server.stop();
-  results.push({ ...row, firstCallsUs, cold, warm, streamed });
+  results.push({ ...row, servedBy, firstCallsUs, cold, warm, streamed });
   console.error(
-    `[gatewayOverhead] ${row.id}: cold ${cold.overhead.toFixed(3)} warm ${warm.overhead.toFixed(3)} ttfb ${streamed.failed ?? streamed.overhead.toFixed(3)} ms (load ${await loadAverage()})`,
+    `[gatewayOverhead] ${row.id}${servedBy ? ` (${servedBy})` : ''}: cold ${cold.overhead.toFixed(3)} warm ${warm.overhead.toFixed(3)} ttfb ${streamed.failed ?? streamed.overhead.toFixed(3)} ms (load ${await loadAverage()})`,
   );
 }
 const loadAfter = await loadAverage();
