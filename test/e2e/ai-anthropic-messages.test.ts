@@ -3,7 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { createTestUpstream, SYSTEM_PROMPT, tokenFor } from './helpers/aiGateway.js';
 import { fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer, sixProviderSuite } from './helpers/sixProviders.js';
-import { describeMatrix } from './helpers/describeMatrix.js';
+import { describeV1Matrix } from './helpers/describeMatrix.js';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens driven by the official `@anthropic-ai/sdk`
@@ -12,8 +12,8 @@ import { describeMatrix } from './helpers/describeMatrix.js';
  */
 const MODELS = CHAT_MODELS;
 
-describeMatrix('/v1/messages', (mode) => {
-  const suite = sixProviderSuite(mode, 'an-user', { outputTokens: 16 });
+describeV1Matrix('/v1/messages', (mode, path) => {
+  const suite = sixProviderSuite(mode, 'an-user', { outputTokens: 16 }, path);
   const { balanceOf } = suite;
   async function funded(tokens: number) {
     const token = await suite.fundedToken(tokens);

@@ -237,14 +237,21 @@ describe('every provider falls back to the next over all three clients', () => {
       upstream.failNext({ kind: 'status', status: 429 });
       const openai = new OpenAI({ baseURL: gw.url + '/v1', apiKey: u.token });
       const models = new Set<string>();
-      for await (const chunk of await openai.chat.completions.create({
-        model: provider,
-        messages: [{ role: 'user', content: 'fall back please' }],
-        stream: true,
-        ...({ models: [next] } as object),
-      }))
-        models.add(chunk.model);
-      expect([...models]).toEqual([`${next}/${gw.runtime.ai.providers.defaultModel(next)}`]);
+      const { data: stream, response } = await openai.chat.completions
+        .create({
+          model: provider,
+          messages: [{ role: 'user', content: 'fall back please' }],
+          stream: true,
+          ...({ models: [next] } as object),
+        })
+        .withResponse();
+      for await (const chunk of stream) models.add(chunk.model);
+      const served = `${next}/${gw.runtime.ai.providers.defaultModel(next)}`;
+      // A pass-through answer is the upstream's own (its `model` is the upstream's id); the target that served is in a header.
+      if (response.headers.get('x-ai-backend-path') === 'pass-through') {
+        expect(response.headers.get('x-ai-backend-model')).toBe(served);
+        expect([...models]).toEqual([gw.runtime.ai.providers.defaultModel(next)]);
+      } else expect([...models]).toEqual([served]);
 
       expect(upstream.requests.map((q) => q.provider)).toEqual([provider, next, provider, next, provider, next]);
       const settles = (await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'settle');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { describeMatrix } from './helpers/describeMatrix.js';
+import { describeV1Matrix } from './helpers/describeMatrix.js';
 
 /**
  * Edges of the OpenAI-compatible endpoint that the `openai` client and raw HTTP callers rely on:
@@ -13,12 +13,12 @@ let gw: AiServer;
 let strict: AiServer;
 let token: string;
 
-describeMatrix('/v1 edges', (mode) => {
+describeV1Matrix('/v1 edges', (mode, path) => {
   beforeAll(async () => {
     upstream = await createTestUpstream({ outputTokens: 8 });
-    gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { aliases: { fast: 'openai/gpt-4.1-mini' } } }, { mode });
+    gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { aliases: { fast: 'openai/gpt-4.1-mini' } } }, { mode, path });
     // generateText not public: anonymous calls are refused by the access policy.
-    strict = await startAiServer(upstream, { storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' } } }, { mode });
+    strict = await startAiServer(upstream, { storage: { type: 'memory' }, mcp: { auth: { authType: 'jwt' } } }, { mode, path });
     await creditTokens(gw.url, await tokenFor('edge-admin', { admin: true }), 'edge-user', 100_000, 'k-edge');
     token = await tokenFor('edge-user');
   });

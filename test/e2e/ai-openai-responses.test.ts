@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { SYSTEM_PROMPT } from './helpers/aiGateway.js';
 import { fee, CHAT_MODELS, rejectionOf, sixProviderSuite } from './helpers/sixProviders.js';
-import { describeMatrix } from './helpers/describeMatrix.js';
+import { describeV1Matrix } from './helpers/describeMatrix.js';
 
 /**
  * POST /v1/responses driven by the official `openai` client's responses.create / responses.stream,
@@ -11,8 +11,8 @@ import { describeMatrix } from './helpers/describeMatrix.js';
  */
 const MODELS = CHAT_MODELS;
 
-describeMatrix('/v1/responses', (mode) => {
-  const suite = sixProviderSuite(mode, 'rs-user', { outputTokens: 16 });
+describeV1Matrix('/v1/responses', (mode, path) => {
+  const suite = sixProviderSuite(mode, 'rs-user', { outputTokens: 16 }, path);
   const { balanceOf } = suite;
   async function funded(tokens: number) {
     const token = await suite.fundedToken(tokens);

@@ -113,13 +113,14 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
       Array.from({ length: 4 }, async (_, worker) => {
         while (next < 100) {
           const i = next++;
-          const r = (await clients[(i + worker) % 2]!.chat.completions.create({
+          const { data, response } = await clients[(i + worker) % 2]!.chat.completions.create({
             model: 'fast',
             messages: [{ role: 'user', content: `call ${i}` }],
             max_tokens: 20,
-          })) as unknown as { ai_backend: { provider: string; token_usage: { tokensCharged: number } } };
-          served.push(r.ai_backend.provider);
-          charged += r.ai_backend.token_usage.tokensCharged;
+          }).withResponse();
+          const gateway = served_(data, response.headers);
+          served.push(gateway.provider);
+          charged += gateway.tokensCharged;
         }
       }),
     );
@@ -166,11 +167,10 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
     const openai = new OpenAI({ baseURL: a.url + '/v1', apiKey: token, maxRetries: 0 });
     const anthropic = new Anthropic({ baseURL: b.url, authToken: token, apiKey: null, maxRetries: 0 });
     upstream.reset();
-    const o = await openai.chat.completions.create({ model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 });
-    expect((o as unknown as { ai_backend: { provider: string; model: string } }).ai_backend).toMatchObject({
-      provider: 'openai',
-      model: 'gpt-4.1-nano',
-    });
+    const o = await openai.chat.completions
+      .create({ model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 })
+      .withResponse();
+    expect(served_(o.data, o.response.headers)).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
     expect(upstream.requests.at(-1)).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
     const m = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
     expect(m.content[0]).toMatchObject({ type: 'text' });
@@ -214,3 +214,16 @@ describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
     deps['dep-a']!.failProvider('dep-a', undefined);
   });
 });
+
+/**
+ * Which target served a /v1 answer and what it was charged: the `ai_backend` field on the SDK
+ * path, the `x-ai-backend-*` headers on the pass-through path (docs/ai.md#pass-through-aipassthrough).
+ */
+function served_(body: unknown, headers: Headers): { provider: string; model: string; tokensCharged: number } {
+  if (headers.get('x-ai-backend-path') === 'pass-through') {
+    const [provider, ...model] = headers.get('x-ai-backend-model')!.split('/');
+    return { provider: provider!, model: model.join('/'), tokensCharged: Number(headers.get('x-ai-backend-tokens-charged')) };
+  }
+  const g = (body as { ai_backend: { provider: string; model: string; token_usage: { tokensCharged: number } } }).ai_backend;
+  return { provider: g.provider, model: g.model, tokensCharged: g.token_usage.tokensCharged };
+}

@@ -105,17 +105,21 @@ describe('streams read with the openai client and cancelled at different points'
     const N = 12;
     const outcomes = await Promise.all(
       Array.from({ length: N }, async (_, i) => {
-        const stream = await client.chat.completions.create({
-          model: ['anthropic', 'openai', 'google', 'openrouter'][i % 4]!,
-          messages: [{ role: 'user', content: `count slowly ${i} [[upstream:chunk-delay=15]]` }],
-          max_tokens: 200,
-          stream: true,
-        });
+        const { data: stream, response } = await client.chat.completions
+          .create({
+            model: ['anthropic', 'openai', 'google', 'openrouter'][i % 4]!,
+            messages: [{ role: 'user', content: `count slowly ${i} [[upstream:chunk-delay=15]]` }],
+            max_tokens: 200,
+            stream: true,
+          })
+          .withResponse();
+        // On the pass-through path (docs/ai.md#pass-through) the chunks are the upstream's: our request id is in a header.
+        const passThrough = response.headers.get('x-ai-backend-path') === 'pass-through';
         // Stop after 1..N text chunks (the later ones complete).
         const stop = 1 + ((i * 5) % 14);
         let text = '';
         let chunks = 0;
-        let requestId = '';
+        let requestId = response.headers.get('x-ai-backend-request-id') ?? '';
         let completed = false;
         for await (const chunk of stream) {
           requestId ||= chunk.id.replace(/^chatcmpl-/, '');
@@ -127,7 +131,7 @@ describe('streams read with the openai client and cancelled at different points'
             break;
           }
         }
-        return { requestId, text, completed };
+        return { requestId, text, completed, passThrough };
       }),
     );
     expect(outcomes.some((o) => !o.completed)).toBe(true);
@@ -152,7 +156,8 @@ describe('streams read with the openai client and cancelled at different points'
         .reduce((sum, l) => sum + l.delta, 0);
       expect(held).toBeGreaterThan(0);
       expect(mine[0]!.usage!.tokensCharged).toBeLessThanOrEqual(held);
-      if (!o.completed) expect(mine[0]!.usage!.tokensCharged).toBeLessThan(held);
+      // A pass-through stream left before its usage event is settled at its hold (docs/ai.md#pass-through).
+      if (!o.completed && !o.passThrough) expect(mine[0]!.usage!.tokensCharged).toBeLessThan(held);
       charged += mine[0]!.usage!.tokensCharged;
     }
     const b = await gw.runtime.billing.balances(sub);

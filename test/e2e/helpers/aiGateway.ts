@@ -15,6 +15,7 @@ import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { startIn, type Mode } from './testServer.js';
+import type { V1Path } from './describeMatrix.js';
 
 /**
  * A real ai-backend server (JWT identities, all four providers server-paid against a test
@@ -65,10 +66,12 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
 export async function startAiServer(
   upstream: TestUpstream,
   over: ConfigInput = {},
-  opts: { storage?: Storage; mode?: Mode; clock?: () => number } = {},
+  opts: { storage?: Storage; mode?: Mode; clock?: () => number; path?: V1Path } = {},
 ): Promise<AiServer> {
   const logs: string[] = [];
-  const server = createServer(gatewayConfig(upstream, over), {
+  // The /v1 path under test (describeV1Matrix); without one, the server's default (pass-through on).
+  const config = opts.path ? { ...over, ai: { ...over.ai, passThrough: opts.path === 'pass-through' } } : over;
+  const server = createServer(gatewayConfig(upstream, config), {
     logger: createLogger('debug', (l) => logs.push(l)),
     ...(opts.storage ? { storage: opts.storage } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),

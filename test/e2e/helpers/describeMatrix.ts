@@ -9,3 +9,20 @@ import { MODES, type Mode } from './testServer.js';
 export function describeMatrix(name: string, suite: (mode: Mode) => void, modes: readonly Mode[] = MODES): void {
   describe.each(modes)(`${name} [%s]`, (mode) => suite(mode));
 }
+
+/** The two ways a /v1 call reaches its upstream (docs/ai.md#pass-through): through the AI SDK, or passed through. */
+export type V1Path = 'sdk' | 'pass-through';
+
+/**
+ * Run a /v1 wire-format suite on both paths (`ai.passThrough` off and on), each paired with one
+ * transport mode so the suite takes as long as describeMatrix's two runs: in-process on the SDK
+ * path, a listening server on the pass-through path (the default, what deployments run). Build
+ * the server with `startAiServer(upstream, config, { mode, path })`.
+ */
+export function describeV1Matrix(name: string, suite: (mode: Mode, path: V1Path) => void): void {
+  const runs: ReadonlyArray<readonly [Mode, V1Path]> = [
+    ['in-process', 'sdk'],
+    ['listening', 'pass-through'],
+  ];
+  describe.each(runs)(`${name} [%s, %s path]`, (mode, path) => suite(mode, path));
+}

@@ -12,6 +12,7 @@ import {
 } from './aiGateway.js';
 import type { ConfigInput } from '@ai-backend/core';
 import type { Mode } from './testServer.js';
+import type { V1Path } from './describeMatrix.js';
 
 /** The two named providers of the wire-format tests, both pointed at the test upstream. */
 export const NAMED_MODELS = { local: 'local/org/llama-3-8b', mist: 'mist/mistral-small-latest' } as const;
@@ -34,6 +35,7 @@ export function startSixProviderServer(
   ai: Record<string, unknown> = {},
   over: ConfigInput = {},
   mode: Mode = 'listening',
+  path?: V1Path,
 ): Promise<AiServer> {
   return startAiServer(
     upstream,
@@ -68,7 +70,7 @@ export function startSixProviderServer(
         ...ai,
       },
     } as ConfigInput,
-    { mode },
+    { mode, ...(path ? { path } : {}) },
   );
 }
 
@@ -100,7 +102,7 @@ export async function rejectionOf<E = Error & { status?: number }>(p: Promise<un
  * describeMatrix mode, started before the suite's tests and stopped after them, an administrator,
  * and users credited through it (named `<prefix>-<n>`, so suites never share a balance).
  */
-export function sixProviderSuite(mode: Mode, prefix: string, upstreamOptions?: Parameters<typeof createTestUpstream>[0]) {
+export function sixProviderSuite(mode: Mode, prefix: string, upstreamOptions?: Parameters<typeof createTestUpstream>[0], path?: V1Path) {
   let users = 0;
   const suite = {
     upstream: undefined as unknown as TestUpstream,
@@ -112,7 +114,7 @@ export function sixProviderSuite(mode: Mode, prefix: string, upstreamOptions?: P
   };
   beforeAll(async () => {
     suite.upstream = await createTestUpstream(upstreamOptions);
-    suite.gw = await startSixProviderServer(suite.upstream, {}, {}, mode);
+    suite.gw = await startSixProviderServer(suite.upstream, {}, {}, mode, path);
     suite.admin = await tokenFor('ops-admin', { admin: true });
   });
   afterAll(async () => {

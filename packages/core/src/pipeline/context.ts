@@ -3,6 +3,7 @@ import type { CoreError } from '../kernel/CoreError.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
 import type { AccessDecision } from './AccessDecision.js';
 import type { ProcedureMeta } from './meta.js';
+import type { WireRequest } from '../services/ai/passThrough/wireRequest.js';
 
 /** Facts about the HTTP request, filled by the transport. */
 export interface RequestInfo {
@@ -73,4 +74,6 @@ export interface Context {
   mcp?: McpCallContext;
   /** Set by the request scope of an entry point; absent for server code's own calls. */
   admission?: CallAdmission;
+  /** The vendor wire request a /v1 call was translated from (its pass-through path); absent elsewhere. */
+  wire?: WireRequest;
 }

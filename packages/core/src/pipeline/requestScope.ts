@@ -3,6 +3,7 @@ import { CoreError } from '../kernel/CoreError.js';
 import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import type { CallAdmission, Context, McpCallContext } from './context.js';
+import type { WireRequest } from '../services/ai/passThrough/wireRequest.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
 import { procedureIndex } from './invoke.js';
 import { countsAsToolCall, type ProcedureMeta } from './meta.js';
@@ -77,7 +78,7 @@ export class RequestScope {
   }
 
   /** The tRPC context for the calls of this request (one per MCP call, for its `ctx.mcp` and signal). */
-  context(opts: { mcp?: McpCallContext; signal?: AbortSignal } = {}): Context {
+  context(opts: { mcp?: McpCallContext; signal?: AbortSignal; wire?: WireRequest } = {}): Context {
     const { facts } = this;
     const explicit = opts.signal;
     return {
@@ -94,6 +95,7 @@ export class RequestScope {
         headers: facts.headers,
       },
       ...(opts.mcp ? { mcp: opts.mcp } : {}),
+      ...(opts.wire ? { wire: opts.wire } : {}),
       admission: (this.admission ??= {
         decide: (path, meta) => this.decideFor(path, meta),
         counted: (path) => this.countedTools?.has(path) === true,

@@ -86,6 +86,13 @@ export const AiSchema = lazySection('ai', () =>
        * spread by a strategy, with cooldowns, retries and per-target rpm/tpm (docs/ai.md#routes).
        */
       routes: routesSchema(),
+      /**
+       * The pass-through path of /v1 (docs/ai.md#pass-through): a call whose wire format the serving
+       * target speaks is forwarded as sent (model rewritten) and its answer's bytes returned as they
+       * come, instead of going through the AI SDK. Metering, limits, fallbacks and the rest are the
+       * same on both paths. Default true.
+       */
+      passThrough: z.boolean().default(true),
       /** Exact-match response cache in the shared store; off by default (docs/ai.md#response-cache). */
       cache: responseCacheSchema(),
 

@@ -1,7 +1,8 @@
 import { z } from '../../lib/zod.js';
 import { MAX_EMBED_INPUTS, checkContentOrMessages, textInputFields } from '../../services/ai/chatInput.js';
 import { KeyProviderInput, ProviderInput } from '../../services/ai/providerIds.js';
-import type { GenerateTextInput } from '../../services/ai/runGenerateText.js';
+import type { GenerateTextCall, GenerateTextInput } from '../../services/ai/runGenerateText.js';
+import type { Context } from '../../pipeline/context.js';
 import { countKeyCheck } from '../../services/rateLimit/keyCheckLimit.js';
 import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
@@ -44,6 +45,16 @@ function callInput(input: z.infer<typeof GenerateTextInputSchema>): GenerateText
 /** Every ai.* procedure: public, with the AI service in ctx. */
 const aiProcedure = publicProcedure.use(aiServices);
 
+/** Who calls and how to stop (and, from /v1, the wire request the pass-through path may forward). */
+function textCall(ctx: Pick<Context, 'identity' | 'req' | 'wire'>): GenerateTextCall {
+  return {
+    identity: ctx.identity,
+    signal: ctx.req.signal,
+    ip: ctx.req.ip,
+    ...(ctx.wire ? { wire: ctx.wire } : {}),
+  };
+}
+
 /**
  * The ai namespace: provider and model registry, key checks and text generation.
  * Everything is public: anonymous callers may bring their own key; who pays is decided by
@@ -60,9 +71,7 @@ export const aiRouter = router({
       mcp: { annotations: { openWorldHint: true } },
     })
     .input(GenerateTextInputSchema)
-    .mutation(({ ctx, input }) =>
-      ctx.ai.generateText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip }),
-    ),
+    .mutation(({ ctx, input }) => ctx.ai.generateText(callInput(input), textCall(ctx))),
 
   streamText: aiProcedure
     .meta({
@@ -75,7 +84,7 @@ export const aiRouter = router({
     })
     .input(GenerateTextInputSchema)
     // Checks, payer and reservation run before the stream is returned, so refusals are ordinary errors.
-    .mutation(({ ctx, input }) => ctx.ai.streamText(callInput(input), { identity: ctx.identity, signal: ctx.req.signal, ip: ctx.req.ip })),
+    .mutation(({ ctx, input }) => ctx.ai.streamText(callInput(input), textCall(ctx))),
 
   embed: aiProcedure
     .meta({

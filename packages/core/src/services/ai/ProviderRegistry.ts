@@ -19,6 +19,7 @@ import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
 import { upstreamFetch } from './upstreamFetch.js';
 import type { KeyCheckKind } from './validateProviderKey.js';
+import type { PassThroughEndpoint, WireFormat } from './passThrough/wireRequest.js';
 import { observedFetch } from '../../observability/observedFetch.js';
 import type { UpstreamStats } from '../../observability/UpstreamStats.js';
 import type { Metrics } from '../../observability/Metrics.js';
@@ -275,6 +276,42 @@ export class ProviderRegistry {
         );
     }
     throw new CoreError('BAD_REQUEST', `unknown provider "${provider.slice(0, 50)}"`, { details: { reason: 'unknown_provider' } });
+  }
+
+  /**
+   * Where a call in `format` goes on the pass-through path (docs/ai.md#pass-through) when this
+   * target speaks that format itself, with the URL, auth headers and fetch its AI SDK provider
+   * would use; undefined when it takes the SDK path. OpenAI Chat Completions: `openai` (OpenAI
+   * serves Chat Completions whichever wire its SDK model uses), `openrouter` and named
+   * `openai-compatible` providers; Anthropic Messages: `anthropic`; Responses: none yet. Every other provider type
+   * (Google, Azure's deployments and api-version, Bedrock's and Vertex's signing, the vendor
+   * packages' own quirks: Mistral, Groq, xAI, DeepSeek) keeps the SDK path.
+   */
+  passThroughEndpoint(provider: ProviderId, modelId: string, apiKey: string, format: WireFormat): PassThroughEndpoint | undefined {
+    const named = this.named[provider];
+    const key = apiKey === NO_SERVER_KEY ? undefined : apiKey;
+    const bearer: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+    let path: string;
+    let headers: Record<string, string>;
+    let maxTokensField: PassThroughEndpoint['maxTokensField'] = 'max_tokens';
+    if (format === 'openai-chat') {
+      if (named ? named.type !== 'openai-compatible' : provider !== 'openai' && provider !== 'openrouter') return undefined;
+      path = '/chat/completions';
+      headers = { ...(named?.headers ?? {}), ...bearer };
+      if (provider === 'openai') maxTokensField = 'max_completion_tokens';
+    } else if (format === 'openai-responses') {
+      // Not yet: the Responses API keeps the SDK path until its pass-through is proven against the openai client's stream accumulator.
+      return undefined;
+    } else {
+      if (named || provider !== 'anthropic') return undefined;
+      path = '/messages';
+      // As @ai-sdk/anthropic sends them.
+      headers = { 'anthropic-version': '2023-06-01', ...(key ? { 'x-api-key': key } : {}) };
+    }
+    const model = canonicalModelId(provider, modelId, this.syntax(provider));
+    const baseURL = this.baseUrl(provider);
+    headers['content-type'] = 'application/json';
+    return { format, url: baseURL + path, model, headers, fetch: this.fetchFor(provider, model, baseURL), maxTokensField };
   }
 
   /**

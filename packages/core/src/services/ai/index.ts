@@ -11,6 +11,7 @@ export { validateProviderKey, type KeyValidation, type ValidateKeyOptions } from
 export { estimateTokens } from './callModel.js';
 export type { GenerateTextInput, GenerateTextCall, GenerateTextOutput, ToolCallOut } from './runGenerateText.js';
 export type { StreamEvent } from './runStreamText.js';
+export type { WireFormat, WireRequest } from './passThrough/wireRequest.js';
 export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput.js';
 export { modelInputFields, resolveModelName, type ModelName } from './routing/resolveModelName.js';
 export type { RouteReport, RouteTargetReport } from './routing/RouteStats.js';

@@ -15,6 +15,7 @@ import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelName } from './routing/resolveModelName.js';
 import type { Routing } from './routing/Routing.js';
 import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
+import type { WireRequest } from './passThrough/wireRequest.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import {
@@ -60,6 +61,8 @@ export interface TextCall {
   /** Aborted when the client disconnects; aborts the upstream call. */
   signal: AbortSignal;
   ip?: string;
+  /** The vendor wire request this call was translated from (/v1 only): what the pass-through path forwards (passThrough/attemptPath). */
+  wire?: WireRequest;
 }
 
 export interface CallDeps {

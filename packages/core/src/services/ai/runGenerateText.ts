@@ -1,4 +1,3 @@
-import type { GenerateTextResult, ToolSet } from 'ai';
 import { loadAiSdk } from './aiSdk.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
@@ -13,6 +12,9 @@ import { lookUpCall } from './lookUpCall.js';
 import type { CachedAnswer } from './cache/ResponseCache.js';
 import { assertPromptMayUse } from './SystemPromptStore.js';
 import { randomUUID } from 'node:crypto';
+import { attemptPath } from './passThrough/attemptPath.js';
+import { forwardedRequest } from './passThrough/sendPassThrough.js';
+import { fetchWireAnswer, type WireAnswer } from './passThrough/fetchWireAnswer.js';
 
 export { estimateTokens } from './callModel.js';
 
@@ -50,6 +52,21 @@ export interface GenerateTextOutput {
   tokenUsage?: SettledUsage;
   /** BYOK calls. */
   usageInfo?: { tokensUsed: number; estimatedCostUsd: number };
+  /**
+   * A /v1 call served on the pass-through path (docs/ai.md#pass-through): the upstream answer's
+   * bytes, which the wire format's endpoint returns as they are. Never set for other callers.
+   */
+  passThrough?: { body: Uint8Array; contentType: string };
+}
+
+/** One attempt's answer, from either path: what the engine reads of it (and, pass-through, its bytes). */
+interface Answer {
+  text: string;
+  toolCalls: ReadonlyArray<{ toolCallId: string; toolName: string; input: unknown }>;
+  finishReason: string;
+  usage: { inputTokens?: number | undefined; outputTokens?: number | undefined; totalTokens?: number | undefined } | undefined;
+  warnings: ReadonlyArray<{ type: string }>;
+  wire?: WireAnswer;
 }
 
 /**
@@ -71,18 +88,25 @@ export async function runGenerateText(
   if (cached?.hit) return serveHit(deps, cached.hit, input, call);
   const prepared = await prepareCall(deps, input, call);
   const { hold } = prepared;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the output type depends on the request's schema
-  let served: Served<Target, GenerateTextResult<ToolSet, any>>;
+  let served: Served<Target, Answer>;
   try {
     served = await settleLoop(
       // biome-ignore lint/correctness/useYield: attemptLoop takes a generator; a non-streamed attempt yields nothing, it returns its result
-      attemptLoop(deps, callTargets(deps, prepared, call), call, async function* (t, ctx) {
+      attemptLoop(deps, callTargets(deps, prepared, call), call, async function* (t, ctx): AsyncGenerator<never, Answer, undefined> {
+        const path = attemptPath(deps, t, input, call, false);
+        if (path.kind === 'pass-through') {
+          const forwarded = forwardedRequest(call.wire!, path.endpoint, t.maxTokens);
+          ctx.start();
+          const wire = await fetchWireAnswer(path.endpoint, forwarded, ctx.signal);
+          return { ...wire.summary, warnings: [], wire };
+        }
         // Load the SDK, the provider and the HTTP client before the clock starts: on a cold server
         // the imports take hundreds of ms, and ai.timeoutMs is the time the upstream gets to answer.
         const [{ ai: sdk }, args] = await Promise.all([loadAiSdk(), sdkCallArgs(deps, t, input, ctx.signal), loadUpstreamFetch()]);
         ctx.start();
         if (ctx.signal.aborted) throw new Error('aborted before the upstream call');
-        return await sdk.generateText(args);
+        const r = await sdk.generateText(args);
+        return { text: r.text, toolCalls: r.toolCalls, finishReason: r.finishReason, usage: r.usage, warnings: r.warnings ?? [] };
       }),
     );
   } catch (err) {
@@ -100,14 +124,20 @@ export async function runGenerateText(
     throw new CoreError('CANCELLED', 'the request was cancelled by the client');
   }
 
-  const { inputTokens, outputTokens } = result.usage;
+  const { inputTokens, outputTokens } = result.usage ?? {};
   // Some providers send zeros when the upstream gave no usage; a real call always has input
   // tokens (the prompt is never empty), so zero input counts as "not reported".
-  const reported = inputTokens ? (result.usage.totalTokens ?? inputTokens + (outputTokens ?? 0)) : undefined;
+  const reported = inputTokens ? (result.usage!.totalTokens ?? inputTokens + (outputTokens ?? 0)) : undefined;
   // An upstream that reports no usage is charged the reserved worst case, never less than it may have used.
   const tokensUsed = reported ?? p.estimatedTokens;
-  if (reported === undefined) logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider, model });
-  for (const w of result.warnings ?? []) logger.debug('ai: provider warning', { requestId, provider, warning: w.type });
+  if (reported === undefined)
+    logger.warn('ai: upstream reported no usage; charging the estimate', {
+      requestId,
+      provider,
+      model,
+      path: result.wire ? 'pass-through' : 'sdk',
+    });
+  for (const w of result.warnings) logger.debug('ai: provider warning', { requestId, provider, warning: w.type });
 
   const data: GenerateTextOutput['data'] = {
     text: result.text,
@@ -139,6 +169,7 @@ export async function runGenerateText(
     data.object = parsed.value;
   }
   const out: GenerateTextOutput = { success: true, data, ...charged };
+  if (result.wire) out.passThrough = { body: result.wire.body, contentType: result.wire.contentType };
   if (cached) {
     data.cache = 'miss';
     void deps.cache!.put(cached.key, answerOf(deps, out));

@@ -11,6 +11,10 @@ import { attemptLoop, ownError, type AttemptContext } from './attemptLoop.js';
 import { accountCall, textPricing, type CallUsage } from './accountCall.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { lookUpCall } from './lookUpCall.js';
+import { attemptPath } from './passThrough/attemptPath.js';
+import { forwardedRequest, sendPassThrough, unreadableAnswer } from './passThrough/sendPassThrough.js';
+import { WireStream } from './passThrough/WireStream.js';
+import type { PassThroughEndpoint } from './passThrough/wireRequest.js';
 
 /**
  * What ai.streamText yields, in order: one `start`, text and tool calls as they come, one
@@ -23,7 +27,12 @@ export type StreamEvent =
   | TextEvent
   | ({ type: 'tool-call' } & ToolCallOut)
   /** The same result ai.generateText returns (usage, charge, tool calls, object). */
-  | FinishEvent<GenerateTextOutput>;
+  | FinishEvent<GenerateTextOutput>
+  /**
+   * Bytes of a pass-through answer's event stream, for the caller as they are (docs/ai.md#pass-through;
+   * /v1 only). Such a stream has no `start` and no `text` events, and its `finish` result has no text.
+   */
+  | { type: 'wire'; bytes: Uint8Array; contentType: string; requestId: string; provider: ProviderId; model: string };
 
 /** The failure of a stream whose upstream sent no event the SDK could read: no output, no usage. */
 function streamNotRead(provider: ProviderId, contentType: string | undefined): CoreError {
@@ -120,6 +129,8 @@ export async function runStreamText(
     let finishReason = 'unknown';
     let text = '';
     let startSent = false;
+    /** The pass-through stream being read, when the attempt took that path. */
+    let wire: WireStream | undefined;
     /** `start`, naming the target that serves: sent with its first output (or before `finish`). */
     const startEvent = (t: Target, attempts: readonly Attempt[]): StreamEvent => {
       startSent = true;
@@ -132,9 +143,71 @@ export async function runStreamText(
         ...(cached ? { cache: 'miss' as const } : {}),
       };
     };
+    /** A pass-through stream: the upstream's bytes as they come, read for its usage on the way (WireStream). */
+    async function* wireAttempt(
+      t: Target,
+      endpoint: PassThroughEndpoint,
+      ctx: AttemptContext,
+    ): AsyncGenerator<StreamEvent, void, undefined> {
+      const forwarded = forwardedRequest(call.wire!, endpoint, t.maxTokens);
+      ctx.start();
+      upstreamStarted = true;
+      const res = await sendPassThrough(endpoint, forwarded, ctx.signal);
+      const contentType = res.headers.get('content-type') ?? undefined;
+      if (!contentType?.toLowerCase().startsWith('text/event-stream') || !res.body) {
+        await res.body?.cancel().catch(() => undefined);
+        throw streamNotRead(t.provider, contentType);
+      }
+      const ws = new WireStream(endpoint.format, forwarded.addedUsage);
+      wire = ws;
+      const send = (bytes: Uint8Array): StreamEvent => {
+        ctx.commit();
+        responded = true;
+        startSent = true;
+        return { type: 'wire', bytes, contentType, requestId, provider: t.provider, model: t.model };
+      };
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          ctx.touch();
+          const out = ws.push(chunk);
+          if (out) yield send(out);
+        }
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        throw await unreadableAnswer(endpoint, res.status, err, true);
+      }
+      const rest = ws.end();
+      if (rest) yield send(rest);
+      if (!responded && !ws.usage) throw streamNotRead(t.provider, contentType);
+      usage = wireUsage(ws, t);
+    }
+
+    /** What a pass-through stream is charged: its reported usage, else the hold (never free), with a warning. */
+    const wireUsage = (ws: WireStream, t: Target): CallUsage => {
+      if (ws.usage?.inputTokens)
+        return {
+          tokensUsed: ws.usage.totalTokens ?? ws.usage.inputTokens,
+          inputTokens: ws.usage.inputTokens,
+          outputTokens: ws.usage.outputTokens,
+        };
+      logger.warn('ai: pass-through stream gave no usage; charging the hold', {
+        requestId,
+        provider: t.provider,
+        model: t.model,
+        bytes: ws.bytes,
+      });
+      return { tokensUsed: t.estimatedTokens };
+    };
+
     /** One target's stream: its events as they come; "may still fall back" ends with the first output (ctx.commit). */
     async function* attempt(t: Target, ctx: AttemptContext): AsyncGenerator<StreamEvent, void, undefined> {
       cur = t;
+      wire = undefined;
+      const path = attemptPath(deps, t, input, call, cached !== undefined);
+      if (path.kind === 'pass-through') {
+        yield* wireAttempt(t, path.endpoint, ctx);
+        return;
+      }
       const res = sdk.streamText({
         ...(await sdkCallArgs(deps, t, input, ctx.signal)),
         // Errors arrive as stream parts; without this the SDK also prints them.
@@ -232,11 +305,14 @@ export async function runStreamText(
       // A client that leaves after the request went out pays for what it caused; an upstream
       // that failed before answering costs nothing.
       const charge = responded || (reason === 'cancelled' && upstreamStarted);
+      // A pass-through stream that broke off after bytes went out: its usage if it came, else the hold.
+      if (wire && responded && !usage) usage = wireUsage(wire, cur);
       await account(usage ? { usage, reason } : charge ? { produced, reason } : { reason });
       throw error;
     } finally {
       if (!accounted) {
         // The consumer stopped reading (return()): the loop stopped the upstream; charge what was produced.
+        if (wire && responded && !usage) usage = wireUsage(wire, cur);
         await account(
           usage ? { usage, reason: 'cancelled' } : upstreamStarted ? { produced, reason: 'cancelled' } : { reason: 'cancelled' },
         );

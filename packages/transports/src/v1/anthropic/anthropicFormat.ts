@@ -49,6 +49,9 @@ export class MessageStreamWriter {
 
   frames(e: StreamEvent): string {
     switch (e.type) {
+      // A pass-through stream's bytes go out as they are (wireFormatHandler); no writer encodes them.
+      case 'wire':
+        return '';
       case 'start':
         return sse('message_start', {
           message: {

@@ -14,6 +14,7 @@ import type { StreamAdmission } from '../../edge/StreamAdmission.js';
 export function messagesHandler(getGateway: () => Promise<EntryGateway>, streams: StreamAdmission): Handler {
   return wireFormatHandler(getGateway, streams, {
     transport: 'anthropic',
+    wire: 'anthropic-messages',
     parse: toMessagesInput,
     error: anthropicError,
     body: (r, req) => messageBody(r, req.model),

@@ -111,6 +111,9 @@ export class ChunkWriter {
   /** The frames for one event (possibly none). */
   frames(e: StreamEvent): string {
     switch (e.type) {
+      // A pass-through stream's bytes go out as they are (wireFormatHandler); no writer encodes them.
+      case 'wire':
+        return '';
       case 'start':
         this.id = `chatcmpl-${e.requestId}`;
         this.model = servedModel(this.model, e);

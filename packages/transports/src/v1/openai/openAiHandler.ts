@@ -20,6 +20,7 @@ function errorResponse(c: HonoContext, err: unknown, gateway?: EntryGateway, ext
 export function chatCompletionsHandler(getGateway: () => Promise<EntryGateway>, streams: StreamAdmission): Handler {
   return wireFormatHandler(getGateway, streams, {
     transport: 'openai',
+    wire: 'openai-chat',
     parse: toChatInput,
     error: openAiError,
     body: (r, req) => completionBody(r, req.model),

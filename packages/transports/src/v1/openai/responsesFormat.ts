@@ -94,6 +94,9 @@ export class ResponseStreamWriter {
 
   frames(e: StreamEvent): string {
     switch (e.type) {
+      // A pass-through stream's bytes go out as they are (wireFormatHandler); no writer encodes them.
+      case 'wire':
+        return '';
       case 'start': {
         this.id = `resp_${e.requestId}`;
         this.model = servedModel(this.requested, e);

@@ -14,6 +14,7 @@ import type { StreamAdmission } from '../../edge/StreamAdmission.js';
 export function responsesHandler(getGateway: () => Promise<EntryGateway>, streams: StreamAdmission): Handler {
   return wireFormatHandler(getGateway, streams, {
     transport: 'openai',
+    wire: 'openai-responses',
     parse: toResponsesInput,
     error: openAiError,
     body: (r, req) => responseBody(r, req.model),

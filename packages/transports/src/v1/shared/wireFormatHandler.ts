@@ -14,6 +14,7 @@ import {
   type StreamEvent,
   type TransportName,
   type WireError,
+  type WireFormat,
 } from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../../edge/cors.js';
 import { readJsonBody } from '../../edge/readJsonBody.js';
@@ -43,6 +44,8 @@ export interface WireRequest {
 export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: StreamEvent): string } = { frames(e: StreamEvent): string }> {
   /** The entry point's name: the calls' scope is opened with it (statistics, recent calls) and logs carry it. */
   transport: TransportName;
+  /** The vendor format the body is in: a target that speaks it may be sent the body itself (core's pass-through path). */
+  wire: WireFormat;
   parse(body: unknown, headers: Headers, config: ResolvedConfig): R;
   error(thrown: unknown): FormattedError;
   body(result: GenerateTextOutput, req: R): unknown;
@@ -68,6 +71,19 @@ export function errorResponse(
 
 export const jsonResponse = (c: HonoContext, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status: 200, headers: withCorsHeaders(c, { 'content-type': 'application/json', ...headers }) });
+/** The body of a /v1 request with its translation (wireFormatHandler). */
+type Parsed<R> = R & { body: Record<string, unknown> };
+/**
+ * An answer on the pass-through path (docs/ai.md#pass-through) is the upstream's bytes, so what
+ * the `ai_backend` field says on the other path goes in headers: that path, the call's request id
+ * (the ledger's), the `provider/model` that served (after any fallback), and on a non-streamed
+ * platform-paid answer the tokens charged.
+ */
+const passThroughHeaders = (d: { requestId: string; provider: string; model: string }): Record<string, string> => ({
+  'x-ai-backend-path': 'pass-through',
+  'x-ai-backend-request-id': d.requestId,
+  'x-ai-backend-model': `${d.provider}/${d.model}`,
+});
 /** `x-ai-backend-cache: hit|miss` when the response cache was consulted (ai.cache). */
 const cacheHeader = (cache: 'hit' | 'miss' | undefined): Record<string, string> => (cache ? { 'x-ai-backend-cache': cache } : {});
 
@@ -146,9 +162,10 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     errorResponse(c, spec.error(err), gateway, spec.transport, headers);
   return async (c) => {
     const gateway = await getGateway();
-    return serveV1(c, gateway, {
+    return serveV1<Parsed<R>>(c, gateway, {
       transport: spec.transport,
-      parse: spec.parse,
+      // The body itself travels with its translation: core may forward it (the pass-through path).
+      parse: (body, headers, config) => Object.assign(spec.parse(body, headers, config), { body: body as Record<string, unknown> }),
       procedure: (req) => (req.stream ? 'ai.streamText' : 'ai.generateText'),
       fail,
       async run(c, scope, req, path) {
@@ -170,19 +187,29 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
   async function answer(
     c: HonoContext,
     gateway: EntryGateway,
-    { scope, req, path }: { scope: RequestScope; req: R; path: string },
+    { scope, req, path }: { scope: RequestScope; req: Parsed<R>; path: string },
   ): Promise<Response> {
-    const result = await invoke(gateway.router, path, req.input, scope.context(), { stream: true });
+    const wire = { format: spec.wire, body: req.body, stream: req.stream };
+    const result = await invoke(gateway.router, path, req.input, scope.context({ wire }), { stream: true });
     if (!result.ok) {
       const anon = anonymousChallenge(scope, gateway, result.error);
       return anon ? fail(c, anon.error, gateway, anon.headers) : fail(c, result.error, gateway);
     }
-    if (!req.stream)
-      return jsonResponse(
-        c,
-        spec.body(result.data as GenerateTextOutput, req),
-        cacheHeader((result.data as GenerateTextOutput).data.cache),
-      );
+    if (!req.stream) {
+      const out = result.data as GenerateTextOutput;
+      // The pass-through path: the upstream's answer as it came.
+      if (out.passThrough)
+        return new Response(out.passThrough.body as Uint8Array<ArrayBuffer>, {
+          status: 200,
+          headers: withCorsHeaders(c, {
+            'content-type': out.passThrough.contentType,
+            ...passThroughHeaders(out.data),
+            ...(out.tokenUsage ? { 'x-ai-backend-tokens-charged': String(out.tokenUsage.tokensCharged) } : {}),
+            ...cacheHeader(out.data.cache),
+          }),
+        });
+      return jsonResponse(c, spec.body(out, req), cacheHeader(out.data.cache));
+    }
     if (!isAsyncIterable(result.data)) throw new Error('ai.streamText returned no stream');
 
     const events = (result.data as AsyncIterable<StreamEvent>)[Symbol.asyncIterator]();
@@ -198,16 +225,26 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     } catch (err) {
       return fail(c, err, gateway);
     }
+    // A pass-through stream (its first event is the upstream's bytes): those bytes go on as they
+    // come, and the `finish` event (the engine's result, for statistics) writes nothing.
+    const passThrough = !first.done && first.value.type === 'wire';
+    const frames = (e: StreamEvent): Uint8Array | undefined =>
+      e.type === 'wire' ? e.bytes : passThrough ? undefined : encoder.encode(writer.frames(e));
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
-        if (first.done) controller.close();
-        else controller.enqueue(encoder.encode(writer.frames(first.value)));
+        if (first.done) return controller.close();
+        const out = frames(first.value);
+        if (out) controller.enqueue(out);
       },
       async pull(controller) {
         try {
-          const next = await events.next();
-          if (next.done) return controller.close();
-          controller.enqueue(encoder.encode(writer.frames(next.value)));
+          // A pass-through `finish` writes nothing: read on, so each pull enqueues or closes.
+          for (;;) {
+            const next = await events.next();
+            if (next.done) return controller.close();
+            const out = frames(next.value);
+            if (out) return controller.enqueue(out);
+          }
         } catch (err) {
           // Headers are gone: the error travels as the stream's last event.
           const e = spec.error(err);
@@ -224,9 +261,10 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     return new Response(stream, {
       status: 200,
       headers: withCorsHeaders(c, {
-        'content-type': 'text/event-stream; charset=utf-8',
+        'content-type': !first.done && first.value.type === 'wire' ? first.value.contentType : 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache',
         'x-accel-buffering': 'no',
+        ...(!first.done && first.value.type === 'wire' ? passThroughHeaders(first.value) : {}),
         ...cacheHeader(!first.done && first.value.type === 'start' ? first.value.cache : undefined),
       }),
     });

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { WireStream } from './WireStream.js';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
+
+/** Feed `text` in pieces of `size` bytes; what the caller received, as text. */
+function run(ws: WireStream, text: string, size: number): string {
+  const bytes = enc.encode(text);
+  let out = '';
+  for (let i = 0; i < bytes.length; i += size) {
+    const sent = ws.push(bytes.subarray(i, i + size));
+    if (sent) out += dec.decode(sent, { stream: true });
+  }
+  const rest = ws.end();
+  if (rest) out += dec.decode(rest);
+  return out;
+}
+
+describe('WireStream', () => {
+  const chat = [
+    sse({ choices: [{ index: 0, delta: { content: 'hé' } }], usage: null }),
+    sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null }),
+    sse({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }),
+    'data: [DONE]\n\n',
+  ].join('');
+
+  for (const size of [1, 5, 64, 10_000])
+    it(`OpenAI Chat, ${size}-byte pieces: usage read; the asked-for usage chunk left out, every other byte kept`, () => {
+      const kept = new WireStream('openai-chat', false);
+      expect(run(kept, chat, size)).toBe(chat);
+      expect(kept.usage).toEqual({ inputTokens: 7, outputTokens: 3, totalTokens: 10 });
+      const dropped = new WireStream('openai-chat', true);
+      const out = run(dropped, chat, size);
+      expect(out).not.toContain('prompt_tokens');
+      expect(out).toBe(chat.replace(sse({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }), ''));
+      expect(dropped.usage).toEqual({ inputTokens: 7, outputTokens: 3, totalTokens: 10 });
+    });
+
+  it('Anthropic: input from message_start (cache tokens included), output from the last message_delta', () => {
+    const ws = new WireStream('anthropic-messages', false);
+    const text = [
+      sse(
+        { type: 'message_start', message: { usage: { input_tokens: 5, cache_read_input_tokens: 2, output_tokens: 1 } } },
+        'message_start',
+      ),
+      sse({ type: 'content_block_delta', delta: { type: 'text_delta', text: 'message_delta in text' } }, 'content_block_delta'),
+      sse({ type: 'message_delta', usage: { output_tokens: 9 } }, 'message_delta'),
+      sse({ type: 'message_stop' }, 'message_stop'),
+    ].join('');
+    expect(run(ws, text, 7)).toBe(text);
+    expect(ws.usage).toEqual({ inputTokens: 7, outputTokens: 9, totalTokens: 16 });
+  });
+
+  it('a stream cut before its usage event has no usage', () => {
+    const ws = new WireStream('openai-chat', true);
+    run(ws, chat.slice(0, chat.indexOf('"choices":[]') - 10), 3);
+    expect(ws.usage).toBeUndefined();
+    const anthropic = new WireStream('anthropic-messages', false);
+    run(anthropic, sse({ type: 'message_start', message: { usage: { input_tokens: 5 } } }, 'message_start'), 4);
+    expect(anthropic.usage).toBeUndefined();
+  });
+});

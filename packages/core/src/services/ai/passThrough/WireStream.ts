@@ -1,0 +1,108 @@
+import { anthropicInput, chatUsage, responsesUsage, type WireUsage } from './readWireAnswer.js';
+import type { WireFormat } from './wireRequest.js';
+
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+const BOUNDARY = /\r?\n\r?\n/;
+
+/** The `data:` payload of one server-sent event (its data lines joined). */
+function dataOf(event: string): string {
+  let out = '';
+  for (const line of event.split('\n')) {
+    if (!line.startsWith('data:')) continue;
+    const v = line.slice(line[5] === ' ' ? 6 : 5).replace(/\r$/, '');
+    out = out ? `${out}\n${v}` : v;
+  }
+  return out;
+}
+
+function parse(payload: string): Record<string, unknown> | undefined {
+  try {
+    const v = JSON.parse(payload) as unknown;
+    return typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads a pass-through answer's event stream as it passes to the caller, for its usage: OpenAI
+ * Chat's usage chunk, Anthropic's `message_start` (input) and `message_delta` (output), the
+ * Responses API's `response.completed` / `.incomplete` / `.failed`. Only events that can carry
+ * usage are parsed. Bytes go on as they came, except on an OpenAI Chat stream whose usage chunk
+ * was asked for on the caller's behalf (`dropUsageChunk`): there whole events are passed on and
+ * that chunk (no choices, only usage) is left out, so the caller sees the stream it asked for.
+ */
+export class WireStream {
+  private readonly decoder = new TextDecoder();
+  private readonly encoder = new TextEncoder();
+  private pending = '';
+  private input: number | undefined;
+  private output: number | undefined;
+  /** The usage the answer reported, once its usage event went by. */
+  usage: WireUsage | undefined;
+  /** Bytes of answer received (for logs). */
+  bytes = 0;
+
+  constructor(
+    private readonly format: WireFormat,
+    private readonly dropUsageChunk: boolean,
+  ) {}
+
+  /** One chunk from the upstream: what to send the caller now (possibly nothing). */
+  push(chunk: Uint8Array): Uint8Array | undefined {
+    this.bytes += chunk.byteLength;
+    this.pending += this.decoder.decode(chunk, { stream: true });
+    const events = this.pending.split(BOUNDARY);
+    this.pending = events.pop()!;
+    if (!this.dropUsageChunk) {
+      for (const e of events) this.inspect(e);
+      return chunk;
+    }
+    // Whole events only, re-encoded from the text they were decoded to.
+    let out = '';
+    for (const e of events) if (this.inspect(e)) out += `${e}\n\n`;
+    return out ? this.encoder.encode(out) : undefined;
+  }
+
+  /** The stream ended: anything held back (an event without its blank line), for the caller. */
+  end(): Uint8Array | undefined {
+    this.pending += this.decoder.decode();
+    const rest = this.pending;
+    this.pending = '';
+    if (!rest) return undefined;
+    const keep = this.inspect(rest);
+    return this.dropUsageChunk && keep ? this.encoder.encode(rest) : undefined;
+  }
+
+  /** Read one event's usage; false when it is the usage chunk to leave out. */
+  private inspect(event: string): boolean {
+    if (this.format === 'openai-chat') {
+      if (!USAGE_OBJECT.test(event)) return true;
+      const d = parse(dataOf(event));
+      const u = chatUsage(d?.usage);
+      if (!u) return true;
+      this.usage = u;
+      return !(this.dropUsageChunk && Array.isArray(d!.choices) && d!.choices.length === 0);
+    }
+    if (this.format === 'anthropic-messages') {
+      const start = event.includes('message_start');
+      if (!start && !event.includes('message_delta')) return true;
+      const d = parse(dataOf(event));
+      if (d?.type === 'message_start') this.input = anthropicInput((d.message as { usage?: unknown } | undefined)?.usage) ?? this.input;
+      else if (d?.type === 'message_delta') {
+        const u = d.usage as Record<string, unknown> | undefined;
+        // Newer answers repeat the input count here (cumulative); the latest wins.
+        this.input = anthropicInput(u) ?? this.input;
+        if (typeof u?.output_tokens === 'number') this.output = u.output_tokens;
+        if (this.input !== undefined)
+          this.usage = { inputTokens: this.input, outputTokens: this.output ?? 0, totalTokens: this.input + (this.output ?? 0) };
+      }
+      return true;
+    }
+    if (!/response\.(completed|incomplete|failed)/.test(event)) return true;
+    const d = parse(dataOf(event));
+    const u = responsesUsage((d?.response as { usage?: unknown } | undefined)?.usage);
+    if (u) this.usage = u;
+    return true;
+  }
+}

@@ -1,0 +1,22 @@
+import type { CallDeps, PreparedCall, TextCall, TextCallInput } from '../prepareCall.js';
+import type { AttemptPath } from './wireRequest.js';
+
+const SDK: AttemptPath = { kind: 'sdk' };
+
+/**
+ * How one attempt reaches its target (docs/ai.md#pass-through). The pass-through path is taken
+ * when `ai.passThrough` is on, the call came in a vendor's wire format (call.wire, /v1 only) and
+ * the target speaks that format (ProviderRegistry.passThroughEndpoint), unless the call needs
+ * what only the SDK path does: structured output (the server validates the answer against the
+ * schema), a server prompt (`@name`, resolved on the server and never sent as the caller wrote
+ * it), or, on a stream, storing the answer in the response cache (an entry is built from the
+ * events the SDK path reads). Everything around the attempt (payer, hold, targets, fallbacks,
+ * breaker, routes, settlement, statistics) is the same on both paths.
+ */
+export function attemptPath(deps: CallDeps, t: PreparedCall, input: TextCallInput, call: TextCall, storesStream: boolean): AttemptPath {
+  const wire = call.wire;
+  if (!wire || !deps.config.ai.passThrough || input.output || storesStream) return SDK;
+  for (const r of t.prompt.resolved) if (r.name !== undefined) return SDK;
+  const endpoint = deps.providers.passThroughEndpoint(t.provider, t.model, t.apiKey, wire.format);
+  return endpoint ? { kind: 'pass-through', endpoint } : SDK;
+}

@@ -1,0 +1,74 @@
+import { loadAiSdk } from '../aiSdk.js';
+import type { PassThroughEndpoint, WireRequest } from './wireRequest.js';
+
+/** What goes upstream: the caller's body with the target's model, and whether a usage event was asked for on the caller's behalf. */
+export interface ForwardedRequest {
+  body: string;
+  /** An OpenAI Chat stream without `stream_options.include_usage`: it is asked for, and its usage chunk kept from the caller. */
+  addedUsage: boolean;
+}
+
+/**
+ * The forwarded body (docs/ai.md#pass-through): the caller's JSON with `model` rewritten to the
+ * target's id, our own fields removed (`models`, our fallbacks on Chat Completions), the output
+ * limit the hold was made for written where the caller set none (so no answer outgrows its
+ * reservation), and on an OpenAI Chat stream `stream_options.include_usage` (the only way its
+ * usage is reported). Everything else the caller sent goes as it is.
+ */
+export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTokens: number): ForwardedRequest {
+  const body: Record<string, unknown> = { ...req.body, model: e.model };
+  let addedUsage = false;
+  if (req.format === 'openai-chat') {
+    delete body.models;
+    if (body.max_tokens == null && body.max_completion_tokens == null) body[e.maxTokensField] = maxTokens;
+    const so = body.stream_options as Record<string, unknown> | null | undefined;
+    if (req.stream && so?.include_usage !== true) {
+      body.stream_options = { ...(so ?? {}), include_usage: true };
+      addedUsage = true;
+    }
+  } else if (body[e.maxTokensField] == null) body[e.maxTokensField] = maxTokens;
+  return { body: JSON.stringify(body), addedUsage };
+}
+
+/**
+ * POST the forwarded body with the provider's fetch. A failure is thrown as the AI SDK's own
+ * `APICallError` (status, headers, retryable) or the fetch error, so mapUpstreamError and the
+ * attempt loop classify it exactly as an SDK call's: 429 / 5xx / connection errors move on to the
+ * next target, 401 / 403 are `invalid_key`, and nothing of the upstream's error body reaches the
+ * caller (it may quote the key or the prompt).
+ */
+export async function sendPassThrough(e: PassThroughEndpoint, f: ForwardedRequest, signal: AbortSignal): Promise<Response> {
+  const { ai } = await loadAiSdk();
+  let res: Response;
+  try {
+    res = await e.fetch(e.url, { method: 'POST', headers: e.headers, body: f.body, signal });
+  } catch (err) {
+    if (signal.aborted || !(err instanceof TypeError)) throw err;
+    // As the SDK reports a connection that failed before any answer: retryable, no status.
+    throw new ai.APICallError({ message: 'Cannot connect to API', url: e.url, requestBodyValues: {}, cause: err, isRetryable: true });
+  }
+  if (res.ok) return res;
+  // Drained so the socket goes back to the pool; the text is never passed on.
+  await res.arrayBuffer().catch(() => undefined);
+  throw new ai.APICallError({
+    message: `HTTP ${res.status}`,
+    url: e.url,
+    requestBodyValues: {},
+    statusCode: res.status,
+    responseHeaders: Object.fromEntries(res.headers),
+    isRetryable: res.status === 408 || res.status === 409 || res.status === 429 || res.status >= 500,
+  });
+}
+
+/** A 2xx whose body broke off or could not be read: `connection_lost` (retryable) or `malformed_response`, as for an SDK call. */
+export async function unreadableAnswer(e: PassThroughEndpoint, status: number, cause: unknown, lost: boolean): Promise<Error> {
+  const { ai } = await loadAiSdk();
+  return new ai.APICallError({
+    message: lost ? 'the connection was lost mid-reply' : 'the reply could not be read',
+    url: e.url,
+    requestBodyValues: {},
+    statusCode: status,
+    cause,
+    isRetryable: lost,
+  });
+}
