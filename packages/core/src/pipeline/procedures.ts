@@ -7,6 +7,7 @@ import { t } from './init.js';
 import { CallObservation } from './observeProcedure.js';
 import { toTRPCError } from './wireError.js';
 import { countsAsToolCall } from './meta.js';
+import type { Runtime } from '../runtime/Runtime.js';
 
 /** Outcomes worth a security event, by error code. */
 const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
@@ -156,3 +157,23 @@ export const protectedProcedure = base.meta({ access: 'user' }).use(({ ctx, next
  * who is an administrator at that call), so the key rule adds nothing here.
  */
 export const adminProcedure = protectedProcedure.meta({ access: 'admin', keyAccess: 'any' });
+
+/**
+ * A tRPC middleware that adds the services one namespace uses to its procedures' `ctx` (the way
+ * tRPC's docs give procedures what they need; it lives here, not in a file of its own, so a call crosses no extra file: a base procedure
+ * per namespace, its middleware
+ * extending the context). `pick` names those services; its answer is made once per runtime and
+ * reused, so a call pays for one lookup and tRPC's context merge, nothing else.
+ *
+ * @example
+ * const billingProcedure = protectedProcedure.use(provide((r) => ({ billing: r.billing })));
+ * billingProcedure.query(({ ctx }) => ctx.billing.balances(ctx.identity.sub));
+ */
+export function provide<S extends object>(pick: (runtime: Runtime) => S) {
+  const made = new WeakMap<Runtime, S>();
+  return t.middleware(({ ctx, next }) => {
+    let services = made.get(ctx.runtime);
+    if (!services) made.set(ctx.runtime, (services = pick(ctx.runtime)));
+    return next({ ctx: services });
+  });
+}

@@ -8,8 +8,7 @@ import { MemoryStorage } from '../storage/MemoryStorage.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import { router } from './init.js';
 import { invoke } from './invoke.js';
-import { publicProcedure } from './procedures.js';
-import { provide } from './provide.js';
+import { provide, publicProcedure } from './procedures.js';
 
 describe('provide: a namespace base procedure adds its services to ctx', () => {
   let runtime: Runtime;

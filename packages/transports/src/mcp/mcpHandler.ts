@@ -16,6 +16,7 @@ import {
   toolsListNeedsAuth,
   toWireError,
   type Challenge,
+  type EntryGateway,
   type Identity,
   type ParsedCall,
   type RequestScope,
@@ -197,6 +198,8 @@ export class McpHandler {
   /** 2026-07-28 requests: stateless, served by the SDK's per-request handler. */
   private readonly modern: ModernEndpoint;
   private readonly seal: RequestStateSeal;
+  /** What the entry sequence takes of the runtime (made once here, not per request). */
+  private readonly entry: EntryGateway;
   /** Every long-lived answer (GET streams, POST answers streamed as SSE, subscriptions/listen) takes a place here first. */
   private readonly admission: StreamAdmission;
 
@@ -207,6 +210,7 @@ export class McpHandler {
     this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(runtime.config.limits));
     this.catalog = buildToolCatalog(runtime.router);
     this.seal = createRequestStateSeal(runtime);
+    this.entry = entryGateway(runtime);
     const modes = opts.responseMode
       ? mcpResponseModes(opts.responseMode, runtime.config.mcp.sessionMode)
       : runtime.config.mcp.responseModes;
@@ -470,7 +474,7 @@ export class McpHandler {
    */
   private serve(c: HonoContext, limits: McpLimits, holder: PlaceHolder): Promise<Response> {
     const runtime = this.runtime;
-    return serveEntry<McpMessages | undefined>(c, entryGateway(runtime), {
+    return serveEntry<McpMessages | undefined>(c, this.entry, {
       transport: 'mcp',
       refusals: 'http',
       toolCalls: 'before-dispatch',
