@@ -94,7 +94,7 @@ async function oneByOne(gw, c, n) {
   }
   return ms;
 }
-for (const gw of Object.values(gws)) for (const c of cases) await load(gw, c, 300); // warm-up
+for (const gw of Object.values(gws)) for (const c of cases) await load(gw, c, Math.max(100, amount)); // warm-up
 
 const tot = {};
 for (const name of Object.keys(gws)) for (const c of cases) tot[`${name} ${c.key}`] = { n: 0, cpu: 0, bad: 0, ms: [] };
