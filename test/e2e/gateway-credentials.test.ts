@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createLogger, UpstreamCredentials, type ConfigInput, type Runtime } from '@ai-backend/core/internal';
+import { createLogger, resolveConfig, UpstreamCredentials, type ConfigInput, type Runtime } from '@ai-backend/core/internal';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import {
@@ -97,6 +97,8 @@ beforeAll(async () => {
     jwt: { secret: JWT_SECRET },
     billing: { vaultKey: VAULT_KEY },
     storage: { type: 'file', dir: dataDir },
+    // Servers added at run time below may be on 127.0.0.1 too.
+    gateway: { allowPrivateNetwork: true },
     mcpServers: {
       secure: { type: 'http', url: oauthMcp.url, perUser: true, allowPrivateNetwork: true },
       keyed: { type: 'http', url: keyMcp.url, perUser: true, allowPrivateNetwork: true },
@@ -354,6 +356,28 @@ async function viaGateway(sub: string, tool: string): Promise<{ isError: boolean
 }
 
 describe('through the gateway (/mcp and gateway.callTool)', () => {
+  it('a perUser server added at run time (gateway.addServer) takes setCredentials and connect like a configured one', async () => {
+    const parsed = resolveConfig({
+      mcpServers: {
+        addedkeyed: { type: 'http', url: keyMcp.url, perUser: true, allowPrivateNetwork: true },
+        addedsecure: { type: 'http', url: oauthMcp.url, perUser: true, allowPrivateNetwork: true },
+      },
+    }).mcpServers;
+    await runtime.gateway.addServer('addedkeyed', parsed.addedkeyed!);
+    await runtime.gateway.addServer('addedsecure', parsed.addedsecure!);
+    const stored = await rpc('erin', 'gateway.setCredentials', { server: 'addedkeyed', headers: { 'x-api-key': KEYS.bob } });
+    expect(stored.error).toBeUndefined();
+    expect(stored.result).toMatchObject({ server: 'addedkeyed', stored: true, headerNames: ['x-api-key'] });
+    expect(await viaGateway('erin', 'addedkeyed__whoami')).toEqual({ isError: false, text: 'key:bob' });
+    const c = await rpc('erin', 'gateway.connect', { server: 'addedsecure' });
+    expect(c.error).toBeUndefined();
+    const callback = await authorizeAtUpstream(c.result.authorizationUrl, 'erin-at-upstream', `${base}/gateway/oauth/callback`);
+    const page = await fetch(callback);
+    answers.push(await page.text());
+    expect(page.status).toBe(200);
+    expect(await viaGateway('erin', 'addedsecure__whoami')).toEqual({ isError: false, text: 'oauth:erin-at-upstream' });
+  }, 30_000);
+
   it('two users with their own static headers get their own answers', async () => {
     expect(await viaGateway('alice', 'keyed__whoami')).toEqual({ isError: false, text: 'key:alice' });
     expect(await viaGateway('bob', 'keyed__whoami')).toEqual({ isError: false, text: 'key:bob' });

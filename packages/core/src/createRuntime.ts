@@ -8,7 +8,8 @@ import { createPromptRegistry } from './routers/adapters/createPromptRegistry.js
 import { BillingService } from './services/billing/BillingService.js';
 import { KeyVault } from './services/vault/KeyVault.js';
 import { UpstreamCredentials } from './services/gateway/credentials/UpstreamCredentials.js';
-import { perUserServersFromConfig } from './services/gateway/credentials/perUserServers.js';
+import { perUserServersFrom } from './services/gateway/credentials/perUserServers.js';
+import type { McpServerConfig } from './config/sections/mcpServers.js';
 import { AiService } from './services/ai/AiService.js';
 import { RateLimiter } from './services/rateLimit/RateLimiter.js';
 import { SecurityLog } from './services/security/SecurityLog.js';
@@ -206,16 +207,17 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     onAuth: (outcome) => metrics?.apiKeyAuth(outcome),
   });
 
-  const upstreamCredentials = new UpstreamCredentials({
+  const upstreamCredentials: UpstreamCredentials = new UpstreamCredentials({
     storage,
     logger,
-    servers: perUserServersFromConfig(config),
+    // The gateway's servers, configured and added at run time (it is created just below; looked up per call).
+    servers: perUserServersFrom((name): McpServerConfig | undefined => gateway.serverConfig(name)),
     ...(vaultKey ? { masterKey: vaultKey } : {}),
     ...(config.billing.previousVaultKeys ? { previousKeys: config.billing.previousVaultKeys } : {}),
   });
   // Upstream MCP servers: shared connections start now (in the background), calls are metered like AI calls,
   // and each call is counted per configured server name in the provider statistics and metrics (`mcp:<server>`).
-  const gateway = new McpGateway({
+  const gateway: McpGateway = new McpGateway({
     config,
     logger,
     storage,

@@ -91,7 +91,13 @@ export class McpGateway {
     for (const [name, server] of Object.entries(opts.config.mcpServers)) this.add(name, server, 'config');
   }
 
+  /** A server's configuration, configured or added at run time (the credential flows look perUser servers up here). */
+  serverConfig(name: string): McpServerConfig | undefined {
+    return this.servers.get(name)?.config;
+  }
+
   /** Any upstream server configured or added: the entry points consult the gateway only then. */
+
   get active(): boolean {
     return this.servers.size > 0;
   }

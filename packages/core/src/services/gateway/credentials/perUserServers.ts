@@ -1,4 +1,5 @@
 import type { ResolvedConfig } from '../../../config/schema.js';
+import type { McpServerConfig } from '../../../config/sections/mcpServers.js';
 import { CoreError } from '../../../kernel/CoreError.js';
 
 /** A configured upstream that takes per-user credentials: what the credential flows need of it. */
@@ -15,8 +16,16 @@ export type PerUserServerLookup = (name: string) => PerUserServer;
 
 /** The lookup over the config's `mcpServers`. */
 export function perUserServersFromConfig(config: Pick<ResolvedConfig, 'mcpServers'>): PerUserServerLookup {
+  return perUserServersFrom((name) => (Object.hasOwn(config.mcpServers, name) ? config.mcpServers[name] : undefined));
+}
+
+/**
+ * The lookup over the servers `find` knows: the runtime passes the gateway's, so a server added
+ * at run time (gateway.addServer with perUser: true) takes credentials like a configured one.
+ */
+export function perUserServersFrom(find: (name: string) => McpServerConfig | undefined): PerUserServerLookup {
   return (name) => {
-    const s = Object.hasOwn(config.mcpServers, name) ? config.mcpServers[name] : undefined;
+    const s = find(name);
     if (!s?.enabled) throw new CoreError('NOT_FOUND', `no MCP server "${name}" is configured`);
     if (!('url' in s) || !s.perUser) {
       throw new CoreError(
