@@ -22,7 +22,8 @@ import {
   testRedis,
   testRedisOptions,
 } from '@ai-backend/test-utils/services';
-import { publicProcedure, router, type Runtime } from '@ai-backend/core';
+import { publicProcedure, router } from '@ai-backend/core';
+import type { Runtime } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 import {
   createTestUpstream,

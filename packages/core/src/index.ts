@@ -23,7 +23,6 @@ export type { Identity } from './kernel/identity.js';
 export type { KeyAccess, ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './pipeline/meta.js';
 export { KEY_SCOPES, type KeyScope } from './services/apiKeys/keyScopes.js';
 export type { AppRouter, AppRouterWith, CustomRouters } from './routers/appRouter.js';
-export type { Runtime } from './runtime/Runtime.js';
 
 // Storage (docs/storage.md): the interface a custom store implements, and the built-in ones.
 export type {

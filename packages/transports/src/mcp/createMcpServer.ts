@@ -1,6 +1,6 @@
 import { McpServer, type CacheHint, type Server } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
-import type { Runtime } from '@ai-backend/core';
+import type { Runtime } from '@ai-backend/core/internal';
 import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
 import { registerPrompts } from './registerPrompts.js';

@@ -6,7 +6,7 @@ import {
   type RequestStateCodec,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { Runtime } from '@ai-backend/core';
+import type { Runtime } from '@ai-backend/core/internal';
 import type { RequestScope } from '@ai-backend/core/internal';
 
 /** The caller a sealed state belongs to: another caller replaying it is refused. */

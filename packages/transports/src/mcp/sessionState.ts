@@ -1,6 +1,6 @@
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
-import type { Runtime } from '@ai-backend/core';
+import type { Runtime } from '@ai-backend/core/internal';
 import type { McpTasks } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
 

@@ -1,6 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
-import type { Runtime } from '@ai-backend/core';
+import type { Runtime } from '@ai-backend/core/internal';
 import { createMcpServer } from './createMcpServer.js';
 import type { ToolCatalog } from './toolCatalog.js';
 

@@ -1,5 +1,5 @@
 import { Hono, type Handler } from 'hono';
-import type { Runtime } from '@ai-backend/core';
+import type { Runtime } from '@ai-backend/core/internal';
 import { bearerToken } from '../edge/requestFacts.js';
 
 async function exposition(runtime: Runtime): Promise<Response> {
