@@ -131,7 +131,13 @@ export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/ac
 export * from './apiDescription/index.js';
 export * from './observability/index.js';
 export * from './services/governance/index.js';
-export { McpGateway, type GatewayCredentials, type GatewayCall, type ServerStatus } from './services/gateway/McpGateway.js';
+export {
+  McpGateway,
+  type AdminServerStatus,
+  type GatewayCredentials,
+  type GatewayCall,
+  type ServerStatus,
+} from './services/gateway/McpGateway.js';
 export { exposedName, splitExposedName, NAME_SEPARATOR } from './services/gateway/gatewayAccess.js';
 export type { GatewayTool } from './services/gateway/gatewayTools.js';
 export { mcpResponseModes, type McpResponseModes } from './config/mcpResponseModes.js';

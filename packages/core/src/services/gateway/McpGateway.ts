@@ -64,6 +64,22 @@ export interface ServerStatus {
   tools: number;
 }
 
+/** What only administrators see of a server (gateway.serverStatus, the console's MCP view). */
+export interface AdminServerStatus {
+  stderr?: string;
+  pid?: number | null;
+  calls: number;
+  errors: number;
+  userConnections: number;
+  description?: string;
+  /** When a failed connection tries again (ISO time). */
+  retryAt?: string;
+  /** Who may use the server: null is no restriction; credentials says how perUser servers' users bring theirs. */
+  access: { allowScopes: string[] | null; allowUsers: string[] | null; credentials: 'oauth' | 'headers' | null };
+  /** The shared connection's tools as clients see them (`<server>__<tool>`, allow/deny applied), descriptions cut to 500 characters. */
+  toolList: Array<{ name: string; description: string }>;
+}
+
 /** A caller's call of an upstream tool, as every entry point gives it. */
 export interface GatewayCall extends CallOptions {
   identity: Identity | null;
@@ -217,11 +233,21 @@ export class McpGateway {
   }
 
   /** Every server with its health (administrators: gateway.serverStatus, the console). */
-  status(): Array<
-    ServerStatus & { stderr?: string; pid?: number | null; calls: number; errors: number; userConnections: number; description?: string }
-  > {
+  status(): Array<ServerStatus & AdminServerStatus> {
     return [...this.servers.values()].map((e) => ({
       ...this.summary(e),
+      ...(e.shared?.state.kind === 'failed' ? { retryAt: new Date(e.shared.state.retryAt).toISOString() } : {}),
+      access: {
+        allowScopes: e.config.allowScopes ?? null,
+        allowUsers: e.config.allowUsers ?? null,
+        // perUser: how each user brings credentials (OAuth to the upstream, or headers through gateway.setCredentials).
+        credentials: e.config.perUser ? (e.config.type !== 'stdio' && e.config.oauth ? 'oauth' : 'headers') : null,
+      },
+      // The shared connection's tools as clients see them, after the server's allow/deny rules; perUser servers list
+      // per user, so none here. Descriptions are the upstream's untrusted text, cut to 500 characters.
+      toolList: (e.shared?.lists.tools ?? [])
+        .filter((t) => serverExposesTool(e.config, t.name))
+        .map((t) => ({ name: exposedName(e.name, t.name), description: (t.description ?? '').slice(0, 500) })),
       ...(e.shared
         ? {
             pid: e.shared.pid,

@@ -2,6 +2,7 @@ import { clear, errorBox, h, jsonBlock, section, table } from '../dom.js';
 import type { View } from '../view.js';
 import { McpClient } from '../mcpClient.js';
 import { schemaForm, type JsonSchema } from '../schemaForm.js';
+import { upstreamsSection } from './mcpUpstreams.js';
 
 interface Tool {
   name: string;
@@ -10,9 +11,10 @@ interface Tool {
   inputSchema?: JsonSchema;
 }
 
-/** MCP: tools, prompts and resources as an MCP client sees them at /mcp, and a form to try a tool. */
+/** MCP: the gateway's upstream servers; tools, prompts and resources as an MCP client sees them at /mcp, and a form to try a tool. */
 export const mcpView: View = async (main) => {
   main.appendChild(h('h1', {}, 'MCP'));
+  const upstreams = upstreamsSection();
   const client = new McpClient();
   const init = await client.connect();
   main.appendChild(h('p', { class: 'muted' }, `Server ${init.serverInfo?.name ?? ''} ${init.serverInfo?.version ?? ''}`));
@@ -64,6 +66,7 @@ export const mcpView: View = async (main) => {
   };
   select.addEventListener('change', show);
   main.append(
+    await upstreams,
     section(`Try a tool (${tools.tools.length} tools)`, h('label', { for: 'tool-select' }, 'Tool'), select, panel, answer),
     section(
       'Tools',

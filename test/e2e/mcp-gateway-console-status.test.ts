@@ -1,0 +1,90 @@
+/**
+ * What the console's MCP view reads about the gateway's upstreams (gateway.serverStatus, an
+ * administrator procedure): per server its type, health (connected, or the error and when it
+ * retries), exposure, who may use it (allowScopes, allowUsers, perUser and how its users bring
+ * credentials) and its tools as clients see them after the server's allow/deny rules, with the
+ * upstream's descriptions as they came (hostile markup included; the console renders text) but cut.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { JWT_SECRET, rpcCall, tokenFor, waitFor } from './helpers/aiGateway.js';
+import { startTestServer, type TestServer } from './helpers/testServer.js';
+
+const HOSTILE = fileURLToPath(new URL('./helpers/hostileMcpUpstream.mjs', import.meta.url));
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
+    jwt: { secret: JWT_SECRET },
+    gateway: { allowPrivateNetwork: true },
+    mcpServers: {
+      hostile: { command: process.execPath, args: [HOSTILE], tools: { deny: ['hidden'] }, allowScopes: ['ops'] },
+      everything: { command: process.execPath, args: [EVERYTHING, 'stdio'], expose: 'search', tools: { allow: ['echo', 'get-sum'] } },
+      broken: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
+      remote: { type: 'http', url: 'http://127.0.0.1:9/mcp', perUser: true, oauth: {}, allowUsers: ['alice@example.com'] },
+      keyed: { type: 'sse', url: 'http://127.0.0.1:9/sse', perUser: true, enabled: false },
+    },
+  });
+  const rt = await server.server.ready();
+  await waitFor(
+    () => {
+      const st = rt.gateway.status();
+      return (
+        ['hostile', 'everything'].every((n) => st.find((s) => s.name === n)?.state === 'ready') &&
+        st.find((s) => s.name === 'broken')?.state === 'failed'
+      );
+    },
+    { timeoutMs: 30_000, what: 'the stdio upstreams connected and the broken one failed' },
+  );
+}, 60_000);
+
+afterAll(() => server?.stop());
+
+type Status = {
+  name: string;
+  type: string;
+  enabled: boolean;
+  state: string;
+  error?: string;
+  retryAt?: string;
+  expose: string;
+  access: { allowScopes: string[] | null; allowUsers: string[] | null; credentials: string | null };
+  toolList: Array<{ name: string; description: string }>;
+};
+
+describe('gateway.serverStatus for the console', () => {
+  it('lists every server with health, exposure, who may use it and its tools as clients see them', async () => {
+    const r = await rpcCall<{ servers: Status[] }>(server.url, await tokenFor('root', { admin: true }), 'gateway.serverStatus');
+    expect(r.result, r.text).toBeDefined();
+    const by = Object.fromEntries(r.result!.servers.map((s) => [s.name, s]));
+    expect(Object.keys(by).sort()).toEqual(['broken', 'everything', 'hostile', 'keyed', 'remote']);
+
+    expect(by.hostile).toMatchObject({ type: 'stdio', enabled: true, state: 'ready', expose: 'tools' });
+    expect(by.hostile!.access).toEqual({ allowScopes: ['ops'], allowUsers: null, credentials: null });
+    // The server's deny rule applies; names are as clients see them; the hostile text comes as it was, long text is cut.
+    expect(by.hostile!.toolList.map((t) => t.name).sort()).toEqual(['hostile__long', 'hostile__poisoned']);
+    expect(by.hostile!.toolList.find((t) => t.name === 'hostile__poisoned')!.description).toContain('<img src=x onerror=');
+    expect(by.hostile!.toolList.find((t) => t.name === 'hostile__long')!.description.length).toBe(500);
+
+    expect(by.everything).toMatchObject({ expose: 'search', state: 'ready' });
+    expect(by.everything!.toolList.map((t) => t.name).sort()).toEqual(['everything__echo', 'everything__get-sum']);
+    expect(by.everything!.access).toEqual({ allowScopes: null, allowUsers: null, credentials: null });
+
+    expect(by.broken!.state).toBe('failed');
+    expect(by.broken!.error).toBeTruthy();
+    expect(Date.parse(by.broken!.retryAt!)).toBeGreaterThan(0);
+
+    expect(by.remote).toMatchObject({ type: 'http', enabled: true, toolList: [] });
+    expect(by.remote!.access).toEqual({ allowScopes: null, allowUsers: ['alice@example.com'], credentials: 'oauth' });
+    expect(by.keyed).toMatchObject({ type: 'sse', enabled: false });
+    expect(by.keyed!.access.credentials).toBe('headers');
+  });
+
+  it('is refused to anyone but an administrator', async () => {
+    const r = await rpcCall(server.url, await tokenFor('someone'), 'gateway.serverStatus');
+    expect(r.error, r.text).toBeDefined();
+    expect(r.error?.data?.code).toBe('FORBIDDEN');
+  });
+});
