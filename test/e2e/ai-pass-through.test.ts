@@ -16,8 +16,9 @@ import {
  * The /v1 pass-through path (docs/ai.md#pass-through) with the official clients against a real
  * server: that it is taken (the caller's own fields reach the upstream untouched, the answer is
  * the upstream's, a header says so), and that each way it could go wrong is caught: a stream cut
- * before its usage event and an answer without usage are settled at the hold (never free) and
- * logged, a fallback after an upstream error is charged once for the target that answered, a
+ * before its usage event by the upstream and an answer without usage are settled at the hold (never
+ * free) and logged, a stream the client leaves early is charged what it was sent, a fallback after an upstream error is charged once for
+ * the target that answered, a
  * cache hit is served from the cache at its charge ratio.
  */
 let upstream: TestUpstream;
@@ -193,6 +194,56 @@ describe('each way the pass-through could be wrong is caught', () => {
     );
     expect(warning).toBeDefined();
     expect(gw.logs.join('\n')).not.toContain(SERVER_KEY);
+  });
+
+  it('a stream the client leaves early is charged its input and the output forwarded so far, less than the hold, never free', async () => {
+    const u = await funded();
+    // A long prompt: the hold's input estimate (at least its bytes) is far above the input Anthropic reports (a quarter).
+    const prompt = `${'word '.repeat(200)}[[upstream:chunk-delay=40]]`;
+    const bytes = Buffer.byteLength(prompt);
+
+    const chat = await u.openai.chat.completions
+      .create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: prompt }], max_tokens: 200, stream: true })
+      .withResponse();
+    expect(chat.response.headers.get('x-ai-backend-path')).toBe('pass-through');
+    let chatText = '';
+    for await (const chunk of chat.data) {
+      chatText += chunk.choices[0]?.delta?.content ?? '';
+      if (chatText) {
+        chat.data.controller.abort();
+        break;
+      }
+    }
+    const chatId = chat.response.headers.get('x-ai-backend-request-id')!;
+    const a = await ledgerOf(gw, u.sub, chatId);
+    expect(a.settles).toHaveLength(1);
+    const chatUsed = a.settles[0]!.usage!.tokensUsed;
+    // No usage event came: the input is the hold's estimate (at least the prompt's bytes), the output what was forwarded.
+    expect(chatUsed).toBeGreaterThanOrEqual(bytes + Buffer.byteLength(chatText));
+    expect(a.settles[0]!.usage!.tokensCharged).toBeLessThan(a.held);
+
+    const msg = await u.anthropic.messages
+      .create({ model: 'claude-sonnet-4-5', max_tokens: 200, messages: [{ role: 'user', content: prompt }], stream: true })
+      .withResponse();
+    expect(msg.response.headers.get('x-ai-backend-path')).toBe('pass-through');
+    let msgText = '';
+    for await (const event of msg.data) {
+      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') msgText += event.delta.text;
+      if (msgText) {
+        msg.data.controller.abort();
+        break;
+      }
+    }
+    const msgId = msg.response.headers.get('x-ai-backend-request-id')!;
+    const b = await ledgerOf(gw, u.sub, msgId);
+    expect(b.settles).toHaveLength(1);
+    const msgUsed = b.settles[0]!.usage!.tokensUsed;
+    // message_start reported the input: that count, not the estimate, plus the output forwarded.
+    expect(msgUsed).toBeGreaterThanOrEqual(inputOf(prompt) + Buffer.byteLength(msgText));
+    expect(msgUsed).toBeLessThan(bytes);
+    expect(b.settles[0]!.usage!.tokensCharged).toBeLessThan(b.held);
+    // Neither was taken for a stream without usage (that rule is for a stream the upstream cut).
+    expect(gw.logs.some((l) => l.includes('gave no usage') && (l.includes(chatId) || l.includes(msgId)))).toBe(false);
   });
 
   it('an answer without usage is settled at its hold, plain and streamed', async () => {

@@ -60,7 +60,9 @@ function utf8Bytes(s: string): number {
  *   output began: the provider's usage when the upstream had already reported it, otherwise the
  *   estimated input plus the UTF-8 byte count of all output received so far (every token is at
  *   least one byte, so this never undercounts output), capped at the reservation; the rest is
- *   released;
+ *   released. A pass-through stream counts the output its forwarded events carried and takes the
+ *   input it reported by then (Anthropic's message_start); cut by the upstream before its usage
+ *   event, it is settled at the hold (docs/ai.md#pass-through);
  * - the client leaves after the upstream request went out but before any output: the
  *   estimated input is charged;
  * - the upstream failed before any output (refused, unreachable, timed out): the whole
@@ -85,8 +87,12 @@ export async function runStreamText(
   let cur: Target = p;
 
   let accounted = false;
-  /** Settle or release, once, whatever ends the stream. */
-  const account = async (how: { usage?: CallUsage; produced?: string; reason: string }) => {
+  /**
+   * Settle or release, once, whatever ends the stream. `produced`: UTF-8 bytes of the output received before the stream ended early;
+   * `input`: the
+   * input tokens the upstream reported by then (else the estimate).
+   */
+  const account = async (how: { usage?: CallUsage; produced?: number; input?: number | undefined; reason: string }) => {
     if (accounted) return undefined;
     accounted = true;
     const served = { provider: cur.provider, model: cur.model, metadata: input.metadata, route: cur.route };
@@ -95,7 +101,7 @@ export async function runStreamText(
       await hold.release(how.reason);
       return undefined;
     }
-    const tokensUsed = Math.min(p.estimatedTokens, p.inputEstimate + utf8Bytes(how.produced));
+    const tokensUsed = Math.min(p.estimatedTokens, (how.input ?? p.inputEstimate) + how.produced);
     logger.debug('ai: stream ended early; charging the upper bound of what was produced', { requestId, reason: how.reason, tokensUsed });
     try {
       return await accountCall(deps, hold, pricing, call, served, { tokensUsed });
@@ -181,6 +187,17 @@ export async function runStreamText(
       if (!responded && !ws.usage) throw streamNotRead(t.provider, contentType);
       usage = wireUsage(ws, t);
     }
+
+    /**
+     * What a stream the client left early produced: on the pass-through path the output its
+     * events carried and the input usage already reported (Anthropic's `message_start`), or its
+     * full usage when that went by; on the SDK path the output the SDK yielded.
+     */
+    const producedSoFar = (): { usage?: CallUsage; produced: number; input?: number | undefined } => {
+      if (!wire) return { produced: utf8Bytes(produced) };
+      if (wire.usage?.inputTokens) return { usage: wireUsage(wire, cur), produced: 0 };
+      return { produced: wire.outputBytes, input: wire.reportedInput };
+    };
 
     /** What a pass-through stream is charged: its reported usage, else the hold (never free), with a warning. */
     const wireUsage = (ws: WireStream, t: Target): CallUsage => {
@@ -305,16 +322,16 @@ export async function runStreamText(
       // A client that leaves after the request went out pays for what it caused; an upstream
       // that failed before answering costs nothing.
       const charge = responded || (reason === 'cancelled' && upstreamStarted);
-      // A pass-through stream that broke off after bytes went out: its usage if it came, else the hold.
-      if (wire && responded && !usage) usage = wireUsage(wire, cur);
-      await account(usage ? { usage, reason } : charge ? { produced, reason } : { reason });
+      // A pass-through stream that broke off after bytes went out: its usage if it came; else, left
+      // by the client, what it forwarded (as on the SDK path); cut by the upstream, the hold.
+      if (wire && responded && !usage && reason !== 'cancelled') usage = wireUsage(wire, cur);
+      await account(usage ? { usage, reason } : charge ? { ...producedSoFar(), reason } : { reason });
       throw error;
     } finally {
       if (!accounted) {
         // The consumer stopped reading (return()): the loop stopped the upstream; charge what was produced.
-        if (wire && responded && !usage) usage = wireUsage(wire, cur);
         await account(
-          usage ? { usage, reason: 'cancelled' } : upstreamStarted ? { produced, reason: 'cancelled' } : { reason: 'cancelled' },
+          usage ? { usage, reason: 'cancelled' } : upstreamStarted ? { ...producedSoFar(), reason: 'cancelled' } : { reason: 'cancelled' },
         );
       }
     }

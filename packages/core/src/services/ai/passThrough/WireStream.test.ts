@@ -61,4 +61,31 @@ describe('WireStream', () => {
     run(anthropic, sse({ type: 'message_start', message: { usage: { input_tokens: 5 } } }, 'message_start'), 4);
     expect(anthropic.usage).toBeUndefined();
   });
+  it('counts the output bytes the deltas carried (text, tool names and arguments), not the envelope', () => {
+    const ws = new WireStream('openai-chat', true);
+    const cut = [
+      sse({ choices: [{ index: 0, delta: { role: 'assistant', content: 'hé' } }] }),
+      sse({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { name: 'get', arguments: '{"a"' } }] } }] }),
+      sse({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: ':1}' } }] } }] }),
+    ].join('');
+    run(ws, cut, 3);
+    expect(ws.outputBytes).toBe(3 + 3 + 4 + 3);
+    expect(ws.usage).toBeUndefined();
+
+    const a = new WireStream('anthropic-messages', false);
+    const text = [
+      sse({ type: 'message_start', message: { usage: { input_tokens: 5, cache_creation_input_tokens: 1 } } }, 'message_start'),
+      sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+      sse({ type: 'content_block_delta', delta: { type: 'text_delta', text: 'ça' } }, 'content_block_delta'),
+      sse(
+        { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 't', name: 'get', input: {} } },
+        'content_block_start',
+      ),
+      sse({ type: 'content_block_delta', delta: { type: 'input_json_delta', partial_json: '{"a":1}' } }, 'content_block_delta'),
+    ].join('');
+    run(a, text, 5);
+    expect(a.outputBytes).toBe(3 + 3 + 7);
+    expect(a.reportedInput).toBe(6);
+    expect(a.usage).toBeUndefined();
+  });
 });

@@ -2,6 +2,7 @@ import { anthropicInput, chatUsage, responsesUsage, type WireUsage } from './rea
 import type { WireFormat } from './wireRequest.js';
 
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const BOUNDARY = /\r?\n\r?\n/;
 
 /** The `data:` payload of one server-sent event (its data lines joined). */
@@ -27,10 +28,13 @@ function parse(payload: string): Record<string, unknown> | undefined {
 /**
  * Reads a pass-through answer's event stream as it passes to the caller, for its usage: OpenAI
  * Chat's usage chunk, Anthropic's `message_start` (input) and `message_delta` (output), the
- * Responses API's `response.completed` / `.incomplete` / `.failed`. Only events that can carry
- * usage are parsed. Bytes go on as they came, except on an OpenAI Chat stream whose usage chunk
- * was asked for on the caller's behalf (`dropUsageChunk`): there whole events are passed on and
- * that chunk (no choices, only usage) is left out, so the caller sees the stream it asked for.
+ * Responses API's `response.completed` / `.incomplete` / `.failed`; and for the output it carried
+ * (`outputBytes`: Chat's `choices[].delta`, Anthropic's `content_block_start` / `_delta`, the
+ * Responses `*.delta` events), which is what a stream the client leaves early is charged for.
+ * Only events that can carry either are parsed. Bytes go on as they came, except on an OpenAI
+ * Chat stream whose usage chunk was asked for on the caller's behalf (`dropUsageChunk`): there
+ * whole events are passed on and that chunk (no choices, only usage) is left out, so the caller
+ * sees the stream it asked for.
  */
 export class WireStream {
   private readonly decoder = new TextDecoder();
@@ -42,6 +46,17 @@ export class WireStream {
   usage: WireUsage | undefined;
   /** Bytes of answer received (for logs). */
   bytes = 0;
+  /**
+   * UTF-8 bytes of the output the events carried so far (text, reasoning, tool names and
+   * arguments): what a stream the client left before its usage event is charged for, as on the
+   * SDK path (every token is at least one byte).
+   */
+  outputBytes = 0;
+
+  /** The input tokens the answer reported so far (Anthropic's `message_start`), before its full usage. */
+  get reportedInput(): number | undefined {
+    return this.usage?.inputTokens ?? this.input;
+  }
 
   constructor(
     private readonly format: WireFormat,
@@ -77,18 +92,22 @@ export class WireStream {
   /** Read one event's usage; false when it is the usage chunk to leave out. */
   private inspect(event: string): boolean {
     if (this.format === 'openai-chat') {
-      if (!USAGE_OBJECT.test(event)) return true;
+      const delta = event.includes('"delta"');
+      if (!delta && !USAGE_OBJECT.test(event)) return true;
       const d = parse(dataOf(event));
+      if (delta && Array.isArray(d?.choices)) for (const c of d.choices) this.countChat(c);
       const u = chatUsage(d?.usage);
       if (!u) return true;
       this.usage = u;
       return !(this.dropUsageChunk && Array.isArray(d!.choices) && d!.choices.length === 0);
     }
     if (this.format === 'anthropic-messages') {
-      const start = event.includes('message_start');
-      if (!start && !event.includes('message_delta')) return true;
+      if (!event.includes('content_block_') && !event.includes('message_start') && !event.includes('message_delta')) return true;
       const d = parse(dataOf(event));
-      if (d?.type === 'message_start') this.input = anthropicInput((d.message as { usage?: unknown } | undefined)?.usage) ?? this.input;
+      if (d?.type === 'content_block_delta') this.countAnthropic(d.delta);
+      else if (d?.type === 'content_block_start') this.countAnthropic(d.content_block);
+      else if (d?.type === 'message_start')
+        this.input = anthropicInput((d.message as { usage?: unknown } | undefined)?.usage) ?? this.input;
       else if (d?.type === 'message_delta') {
         const u = d.usage as Record<string, unknown> | undefined;
         // Newer answers repeat the input count here (cumulative); the latest wins.
@@ -99,10 +118,41 @@ export class WireStream {
       }
       return true;
     }
-    if (!/response\.(completed|incomplete|failed)/.test(event)) return true;
+    const delta = /response\.(output_text|refusal|function_call_arguments)\.delta/.test(event);
+    if (!delta && !/response\.(completed|incomplete|failed)/.test(event)) return true;
     const d = parse(dataOf(event));
+    if (delta) {
+      this.count(str(d?.delta));
+      return true;
+    }
     const u = responsesUsage((d?.response as { usage?: unknown } | undefined)?.usage);
     if (u) this.usage = u;
     return true;
+  }
+  private count(s: string): void {
+    if (s) this.outputBytes += Buffer.byteLength(s, 'utf8');
+  }
+
+  /** One Chat choice's delta: its text, refusal and tool calls (name and argument pieces). */
+  private countChat(choice: unknown): void {
+    const delta = (choice as { delta?: Record<string, unknown> } | null)?.delta;
+    if (typeof delta !== 'object' || delta === null) return;
+    this.count(str(delta.content));
+    this.count(str(delta.refusal));
+    if (!Array.isArray(delta.tool_calls)) return;
+    for (const tc of delta.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
+      this.count(str(tc?.function?.name));
+      this.count(str(tc?.function?.arguments));
+    }
+  }
+
+  /** An Anthropic content block's start (a tool's name, any text it opens with) or delta (text, thinking, tool input JSON). */
+  private countAnthropic(part: unknown): void {
+    if (typeof part !== 'object' || part === null) return;
+    const p = part as Record<string, unknown>;
+    this.count(str(p.text));
+    this.count(str(p.thinking));
+    this.count(str(p.partial_json));
+    if (p.type === 'tool_use' || p.type === 'server_tool_use') this.count(str(p.name));
   }
 }
