@@ -23,6 +23,9 @@ beforeAll(async () => {
       fallbacks: ['cheap', 'google'],
       circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000, windowMs: 60_000 },
       retry: { backoffMs: 0, maxBackoffMs: 0 },
+      // The fallback trail checked below (ai_backend.attempts) is the AI SDK path's answer; the
+      // pass-through path answers with the provider's own body (its fallbacks: ai-pass-through).
+      passThrough: false,
     },
     { metrics: { enabled: true } },
   );

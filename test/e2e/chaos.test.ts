@@ -147,10 +147,12 @@ async function meteredCall(entry: Entry, inst: Instance, index: number, user: st
         Object.assign(rec, { error: `${res.status} ${text.slice(0, 200)}`, unavailable: res.status === 503 });
       } else if (!stream) {
         const body = JSON.parse(text) as { id: string; ai_backend?: { token_usage?: { tokensCharged: number } } };
+        // On the pass-through path the body is the provider's own: our request id and charge are headers.
+        const charged = res.headers.get('x-ai-backend-tokens-charged');
         Object.assign(rec, {
           ok: true,
-          requestId: body.id.replace(/^chatcmpl-/, ''),
-          charged: body.ai_backend?.token_usage?.tokensCharged,
+          requestId: res.headers.get('x-ai-backend-request-id') ?? body.id.replace(/^chatcmpl-/, ''),
+          charged: body.ai_backend?.token_usage?.tokensCharged ?? (charged === null ? undefined : Number(charged)),
         });
       } else {
         // Acknowledged only when the stream ended properly; an error event or a cut stream is not.
@@ -160,7 +162,9 @@ async function meteredCall(entry: Entry, inst: Instance, index: number, user: st
           .map((l) => l.slice(6));
         const done = frames.at(-1) === '[DONE]' && !frames.some((f) => f.includes('"error"'));
         const first = frames.find((f) => f.startsWith('{'));
-        const id = first ? (JSON.parse(first) as { id: string }).id.replace(/^chatcmpl-/, '') : undefined;
+        const id =
+          res.headers.get('x-ai-backend-request-id') ??
+          (first ? (JSON.parse(first) as { id: string }).id.replace(/^chatcmpl-/, '') : undefined);
         if (done && id) Object.assign(rec, { ok: true, requestId: id });
         else
           Object.assign(rec, {

@@ -36,12 +36,13 @@ describe('the openai provider pointed at a Chat Completions server', () => {
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
   });
-  async function gateway(api?: 'chat'): Promise<{ gw: AiServer; token: string }> {
+  async function gateway(api?: 'chat', extra: { passThrough?: boolean } = {}): Promise<{ gw: AiServer; token: string }> {
     const providers = upstream.aiConfig({ apiKey: SERVER_KEY }).providers;
     // A server that speaks only /v1/chat/completions (404 elsewhere), as llama.cpp, vLLM and Ollama do.
     const gw = await startAiServer(upstream, {
       storage: { type: 'memory' },
       ai: {
+        ...extra,
         providers: {
           ...providers,
           openai: { baseUrl: upstream.namedBaseUrl('local', 'openai-chat'), apiKey: SERVER_KEY, ...(api ? { api } : {}) },
@@ -55,7 +56,9 @@ describe('the openai provider pointed at a Chat Completions server', () => {
   }
 
   it("on the default Responses wire: the 502 names the path called and the api: 'chat' setting; the log names the URL, without the key", async () => {
-    const { gw, token } = await gateway();
+    // The AI SDK path (what ai.generateText always takes) calls /responses. A /v1 Chat Completions
+    // call on the pass-through path is forwarded to /chat/completions as sent and works (next test).
+    const { gw, token } = await gateway(undefined, { passThrough: false });
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
     const err = await client.chat.completions
       .create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] })
@@ -72,6 +75,12 @@ describe('the openai provider pointed at a Chat Completions server', () => {
     expect(gw.logs.join('\n')).not.toContain(SERVER_KEY);
   });
 
+  it('on the pass-through path a /v1 Chat Completions call reaches /chat/completions whatever the api setting', async () => {
+    const { gw, token } = await gateway();
+    const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
+    const res = await client.chat.completions.create({ model: 'openai/gpt-5-mini', messages: [{ role: 'user', content: 'hi' }] });
+    expect(res.choices[0]!.message.role).toBe('assistant');
+  });
   it("with api: 'chat' the same server answers", async () => {
     const { gw, token } = await gateway('chat');
     const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });

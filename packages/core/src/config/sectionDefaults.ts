@@ -30,6 +30,7 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "maxRetries": 0,
     "aliases": {},
     "routes": {},
+    "passThrough": true,
     "cache": {
       "enabled": false,
       "perRequest": "opt-out",

@@ -48,7 +48,8 @@ describe('chat input: the hold is an upper bound of what the provider reports', 
     // Anthropic adds a tool-use system prompt (346 tokens on Claude 4.x) to every request with tools.
     h = await createAiHarness({}, { countInputTokens: (system, content) => 346 + Math.ceil((system.length + content.length) / 4) });
     await h.credit(alice.sub, 1_000_000);
-    const reserve = vi.spyOn(h.runtime.billing, 'reserve');
+    // A signed-in caller's hold is decided and drawn in one transaction (decideAndReserve).
+    const reserve = vi.spyOn(h.runtime.billing, 'decideAndReserve');
     const calls = [
       { tools: [{ name: 'f', parameters: { type: 'object' } }] },
       { output: { type: 'json' as const, schema: { type: 'object', properties: { a: { type: 'string' } } } } },

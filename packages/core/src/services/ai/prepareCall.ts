@@ -61,7 +61,7 @@ export interface TextCall {
   /** Aborted when the client disconnects; aborts the upstream call. */
   signal: AbortSignal;
   ip?: string;
-  /** The vendor wire request this call was translated from (/v1 only): what the pass-through path forwards (passThrough/attemptPath). */
+  /** The vendor wire request this call was translated from (/v1 only): what the pass-through path forwards (attemptPath.ts). */
   wire?: WireRequest;
 }
 

@@ -12,9 +12,12 @@ import { lookUpCall } from './lookUpCall.js';
 import type { CachedAnswer } from './cache/ResponseCache.js';
 import { assertPromptMayUse } from './SystemPromptStore.js';
 import { randomUUID } from 'node:crypto';
-import { attemptPath } from './passThrough/attemptPath.js';
+import { attemptPath } from './attemptPath.js';
 import { forwardedRequest } from './passThrough/sendPassThrough.js';
 import { fetchWireAnswer, type WireAnswer } from './passThrough/fetchWireAnswer.js';
+import type { ToolCallOut } from './toolCallOut.js';
+
+export type { ToolCallOut };
 
 export { estimateTokens } from './callModel.js';
 
@@ -22,13 +25,6 @@ export { estimateTokens } from './callModel.js';
 export type GenerateTextInput = TextCallInput;
 export type GenerateTextCall = TextCall;
 export type GenerateTextDeps = CallDeps;
-
-/** A tool call the model asked for; the client runs it and sends the result back in `messages`. */
-export interface ToolCallOut {
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-}
 
 export interface GenerateTextOutput {
   success: true;

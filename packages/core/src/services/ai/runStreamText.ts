@@ -11,7 +11,7 @@ import { attemptLoop, ownError, type AttemptContext } from './attemptLoop.js';
 import { accountCall, textPricing, type CallUsage } from './accountCall.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { lookUpCall } from './lookUpCall.js';
-import { attemptPath } from './passThrough/attemptPath.js';
+import { attemptPath } from './attemptPath.js';
 import { forwardedRequest, sendPassThrough, unreadableAnswer } from './passThrough/sendPassThrough.js';
 import { WireStream } from './passThrough/WireStream.js';
 import type { PassThroughEndpoint } from './passThrough/wireRequest.js';

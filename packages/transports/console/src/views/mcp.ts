@@ -2,7 +2,7 @@ import { clear, errorBox, h, jsonBlock, section, table } from '../dom.js';
 import type { View } from '../view.js';
 import { McpClient } from '../mcpClient.js';
 import { schemaForm, type JsonSchema } from '../schemaForm.js';
-import { upstreamsSection } from './mcpUpstreams.js';
+import { upstreamsSection } from '../mcpUpstreams.js';
 
 interface Tool {
   name: string;

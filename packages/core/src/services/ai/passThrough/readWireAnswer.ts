@@ -1,4 +1,4 @@
-import type { ToolCallOut } from '../runGenerateText.js';
+import type { ToolCallOut } from '../toolCallOut.js';
 import type { WireFormat } from './wireRequest.js';
 
 /** Token counts an answer reported, in the engine's terms (absent fields: not reported). */

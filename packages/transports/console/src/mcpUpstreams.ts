@@ -1,6 +1,6 @@
-import { call } from '../api.js';
-import { errorBox, fmt, h, section, table } from '../dom.js';
-import type { Output } from '../types.js';
+import { call } from './api.js';
+import { errorBox, fmt, h, section, table } from './dom.js';
+import type { Output } from './types.js';
 
 type Upstream = Output<'gateway.serverStatus'>['servers'][number];
 

@@ -1,5 +1,5 @@
-import type { CallDeps, PreparedCall, TextCall, TextCallInput } from '../prepareCall.js';
-import type { AttemptPath } from './wireRequest.js';
+import type { CallDeps, PreparedCall, TextCall, TextCallInput } from './prepareCall.js';
+import type { AttemptPath } from './passThrough/wireRequest.js';
 
 const SDK: AttemptPath = { kind: 'sdk' };
 
