@@ -21,6 +21,8 @@
 //
 // Usage (after `npx -y pnpm@10.34.9 build`):
 //   node bench/gatewayOverhead.mjs [rounds=7] [per round=25] [warm-up calls=1500]
+// Saturated (after streamed): 50 connections for GW_SATURATED seconds (default 6; 0 skips), the
+// issue's "our peer harness" (autocannon, bench/lib.mjs): req/s and the gateway's CPU per call.
 // Environment:
 //   GW_ONLY=floor-fetch,ours-byok,…   only these rows (ids as printed); the floors always run
 //   GW_STORES=memory,sqlite,postgres,redis   stores of the metered rows
@@ -37,13 +39,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
-import { loadAverage, startServer } from './lib.mjs';
+import { load, loadAverage, startServer } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 const PER_ROUND = Number(process.argv[3] ?? 25);
 const WARM_CALLS = Number(process.argv[4] ?? 1500);
 const COLD_WARMUP = 15;
 const STREAM_WARMUP = 100;
+const SAT_SECONDS = Number(process.env.GW_SATURATED ?? 6);
+const SAT_CONNECTIONS = 50;
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-gateway-overhead-jwt-secret-0123456789';
 const FLOOR_TOKEN = 'floor-token-0123456789';
@@ -130,6 +134,19 @@ async function rounds(direct, gw, pid, stream = false) {
     if (pid) cpu += (await cpuSeconds(pid)) - c0;
   }
   return { ...verdict(d, g), cpuUs: pid ? (cpu * 1e6) / (ROUNDS * PER_ROUND) : undefined };
+}
+
+/**
+ * Saturated: SAT_CONNECTIONS connections for SAT_SECONDS after a 2 s warm-up at the same load;
+ * req/s, p50/p99 and the process's CPU per answered call (pid omitted: the upstream called directly).
+ */
+async function saturate(t, pid) {
+  const opts = { url: t.url, method: 'POST', body: t.body, headers: t.headers, connections: SAT_CONNECTIONS, warmup: 0 };
+  await load({ ...opts, duration: 2 });
+  const c0 = pid ? await cpuSeconds(pid) : 0;
+  const r = await load({ ...opts, duration: SAT_SECONDS });
+  const cpuUs = pid ? (((await cpuSeconds(pid)) - c0) * 1e6) / Math.max(1, r.total) : undefined;
+  return { ...r, cpuUs };
 }
 
 // ---------- tools installed at run time, never committed ----------
@@ -364,12 +381,15 @@ for (const row of selected) {
   } catch (err) {
     streamed = { failed: String(err.message ?? err).slice(0, 300) };
   }
+  const saturatedRun = SAT_SECONDS > 0 ? await saturate(gw, server.pid) : undefined;
   await server.stop();
-  results.push({ ...row, servedBy, firstCallsUs, cold, warm, streamed });
+  results.push({ ...row, servedBy, firstCallsUs, cold, warm, streamed, saturated: saturatedRun });
   console.error(
     `[gatewayOverhead] ${row.id}${servedBy ? ` (${servedBy})` : ''}: cold ${cold.overhead.toFixed(3)} warm ${warm.overhead.toFixed(3)} ttfb ${streamed.failed ?? streamed.overhead.toFixed(3)} ms (load ${await loadAverage()})`,
   );
 }
+// The upstream alone at the same saturation: what any gateway's req/s is bounded by on this machine.
+const directSaturated = SAT_SECONDS > 0 ? await saturate(direct) : undefined;
 const loadAfter = await loadAverage();
 await upstream.stop();
 
@@ -437,6 +457,21 @@ for (const r of results)
     console.log(
       `| ${r.name} | ${f(r.streamed.overhead)} (${iqr(r.streamed)}) | ${f(r.warm.overhead)} | ${f(r.streamed.overhead - r.warm.overhead)} | ${f(r.streamed.overhead - floor.streamed.overhead)} | ${Math.round(r.streamed.cpuUs)} |`,
     );
+if (SAT_SECONDS > 0) {
+  const portkey = byId.portkey?.saturated;
+  console.log(
+    `\nSaturated: ${SAT_CONNECTIONS} connections, ${SAT_SECONDS} s after a 2 s warm-up (autocannon); the upstream called directly: ${directSaturated.rps} req/s.\n`,
+  );
+  console.log('| gateway | req/s | p50 / p99 ms | errors | gateway CPU µs/call | req/s / Portkey | CPU / Portkey | req/s / fetch floor |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    const s = r.saturated;
+    const vsPortkey = portkey ? `${f(s.rps / portkey.rps)} | ${f(s.cpuUs / portkey.cpuUs)}` : '- | -';
+    console.log(
+      `| ${r.name} | ${s.rps} | ${s.p50} / ${s.p99} | ${s.errors} | ${us(s.cpuUs)} | ${vsPortkey} | ${f(s.rps / floor.saturated.rps)} |`,
+    );
+  }
+}
 if (process.env.GW_JSON)
   await writeFile(
     process.env.GW_JSON,
