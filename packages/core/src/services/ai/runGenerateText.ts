@@ -89,7 +89,7 @@ export async function runGenerateText(
     served = await settleLoop(
       // biome-ignore lint/correctness/useYield: attemptLoop takes a generator; a non-streamed attempt yields nothing, it returns its result
       attemptLoop(deps, callTargets(deps, prepared, call), call, async function* (t, ctx): AsyncGenerator<never, Answer, undefined> {
-        const path = attemptPath(deps, t, input, call, false);
+        const path = attemptPath(deps, t, input, call, 'caller');
         if (path.kind === 'pass-through') {
           const forwarded = forwardedRequest(call.wire!, path.endpoint, t.maxTokens);
           ctx.start();

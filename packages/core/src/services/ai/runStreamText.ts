@@ -220,7 +220,7 @@ export async function runStreamText(
     async function* attempt(t: Target, ctx: AttemptContext): AsyncGenerator<StreamEvent, void, undefined> {
       cur = t;
       wire = undefined;
-      const path = attemptPath(deps, t, input, call, cached !== undefined);
+      const path = attemptPath(deps, t, input, call, cached ? 'caller-and-stream-cache' : 'caller');
       if (path.kind === 'pass-through') {
         yield* wireAttempt(t, path.endpoint, ctx);
         return;
