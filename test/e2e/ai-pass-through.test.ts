@@ -168,6 +168,52 @@ describe('the pass-through path is taken', () => {
     const settles = (await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'settle');
     expect(settles.map((e) => e.usage!.tokensUsed)).toEqual([used, used]);
   });
+  it('responses: the caller’s own fields reach OpenAI, background removed, max_output_tokens written; create and stream through the openai client, metered exactly', async () => {
+    const u = await funded();
+    upstream.reset();
+    const input = 'respond through';
+    const { data, response } = await u.openai.responses
+      .create({
+        model: 'openai/gpt-4.1-mini',
+        input,
+        top_p: 0.5,
+        include: ['message.output_text.logprobs'],
+        metadata: { mine: 'yes' },
+        background: true,
+      })
+      .withResponse();
+    expect(response.headers.get('x-ai-backend-path')).toBe('pass-through');
+    expect(response.headers.get('x-ai-backend-model')).toBe('openai/gpt-4.1-mini');
+    const sent = upstream.requests.at(-1)!;
+    expect(sent).toMatchObject({ provider: 'openai', format: 'openai-responses' });
+    expect(sent.body).toMatchObject({
+      model: 'gpt-4.1-mini',
+      top_p: 0.5,
+      include: ['message.output_text.logprobs'],
+      metadata: { mine: 'yes' },
+      max_output_tokens: gw.runtime.config.ai.defaultMaxTokens,
+    });
+    expect(sent.body).not.toHaveProperty('background');
+    expect(data).not.toHaveProperty('ai_backend');
+    expect(data.output_text).toMatch(/^Test reply from/);
+    const used = inputOf(input) + 16;
+    expect(data.usage).toMatchObject({ input_tokens: used - 16, output_tokens: 16, total_tokens: used });
+    const one = await ledgerOf(gw, u.sub, response.headers.get('x-ai-backend-request-id')!);
+    expect(one.settles).toHaveLength(1);
+    expect(one.settles[0]!.usage).toMatchObject({ tokensUsed: used, tokensCharged: used + fee(used), provider: 'openai' });
+
+    // responses.stream rebuilds the response from the events (the openai package's accumulator): the upstream's own, passed on.
+    const stream = u.openai.responses.stream({ model: 'openai/gpt-4.1-mini', input, max_output_tokens: 64 });
+    let text = '';
+    stream.on('response.output_text.delta', (e) => (text += e.delta));
+    const final = await stream.finalResponse();
+    expect(text).toMatch(/^Test reply from/);
+    expect(final.output_text).toBe(text);
+    expect(final.usage).toMatchObject({ output_tokens: 16, total_tokens: used });
+    expect(upstream.requests.at(-1)!.body).toMatchObject({ stream: true, max_output_tokens: 64 });
+    const settles = (await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'settle');
+    expect(settles.map((e) => e.usage!.tokensUsed)).toEqual([used, used]);
+  });
 });
 
 describe('each way the pass-through could be wrong is caught', () => {
@@ -244,6 +290,39 @@ describe('each way the pass-through could be wrong is caught', () => {
     expect(b.settles[0]!.usage!.tokensCharged).toBeLessThan(b.held);
     // Neither was taken for a stream without usage (that rule is for a stream the upstream cut).
     expect(gw.logs.some((l) => l.includes('gave no usage') && (l.includes(chatId) || l.includes(msgId)))).toBe(false);
+  });
+
+  it('a Responses stream: cut by the upstream before response.completed, at its hold; left by the client, its input and output so far', async () => {
+    const u = await funded();
+    const cut = await u.openai.responses
+      .create({ model: 'openai/gpt-4.1-mini', input: 'cut me [[upstream:drop]]', max_output_tokens: 50, stream: true })
+      .withResponse();
+    expect(cut.response.headers.get('x-ai-backend-path')).toBe('pass-through');
+    const events: { type: string; sequence_number: number }[] = [];
+    for await (const e of cut.data) events.push(e);
+    // The error event we add continues the upstream's numbering.
+    expect(events.at(-1)).toMatchObject({ type: 'error', message: expect.stringMatching(/lost/) });
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const a = await ledgerOf(gw, u.sub, cut.response.headers.get('x-ai-backend-request-id')!);
+    expect(a.settles).toHaveLength(1);
+    expect(a.settles[0]!.usage!.tokensCharged).toBe(a.held);
+
+    const prompt = `${'word '.repeat(200)}[[upstream:chunk-delay=40]]`;
+    const left = await u.openai.responses
+      .create({ model: 'openai/gpt-4.1-mini', input: prompt, max_output_tokens: 200, stream: true })
+      .withResponse();
+    let text = '';
+    for await (const e of left.data) {
+      if (e.type === 'response.output_text.delta') text += e.delta;
+      if (text) {
+        left.data.controller.abort();
+        break;
+      }
+    }
+    const b = await ledgerOf(gw, u.sub, left.response.headers.get('x-ai-backend-request-id')!);
+    expect(b.settles).toHaveLength(1);
+    expect(b.settles[0]!.usage!.tokensUsed).toBeGreaterThanOrEqual(Buffer.byteLength(prompt) + Buffer.byteLength(text));
+    expect(b.settles[0]!.usage!.tokensCharged).toBeLessThan(b.held);
   });
 
   it('an answer without usage is settled at its hold, plain and streamed', async () => {

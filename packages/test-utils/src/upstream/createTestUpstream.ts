@@ -340,7 +340,9 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     if (!rec.extras!.stream || fault?.kind === 'json') return send(200, replyBody(r.format, parts));
 
     const frames = streamFrames(r.format, parts);
-    const stopAfter = fault?.kind === 'stall' ? 1 : fault?.kind === 'drop' ? 3 : Infinity;
+    // A drop cuts the stream after its first output: three frames, five on the Responses API (its
+    // created, in_progress, output_item.added and content_part.added come before the first delta).
+    const stopAfter = fault?.kind === 'stall' ? 1 : fault?.kind === 'drop' ? (r.format === 'openai-responses' ? 5 : 3) : Infinity;
     const gap = directives.chunkDelayMs ?? chunkDelayMs;
     res.writeHead(200, { 'content-type': streamContentType(r.format), 'cache-control': 'no-cache' });
     let written: Promise<unknown> = Promise.resolve();

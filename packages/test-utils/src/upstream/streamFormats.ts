@@ -1,14 +1,15 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
-import type { ReplyParts, WireFormat } from './wireFormats.js';
+import { responsesCallItem, responsesMessageItem, responsesObject, type ReplyParts, type WireFormat } from './wireFormats.js';
 
 /**
  * Streaming replies of the four upstream wire formats as server-sent-event frames, usage in
  * the final event as each provider sends it:
  * - OpenAI Chat Completions and OpenRouter: `chat.completion.chunk`s, a final chunk with
  *   `usage` (stream_options.include_usage), then `data: [DONE]`;
- * - OpenAI Responses: response.created, output_item.added, output_text.delta ...,
- *   output_item.done, response.completed (usage);
+ * - OpenAI Responses: response.created, response.in_progress, output_item.added,
+ *   content_part.added, output_text.delta ..., output_text.done, content_part.done,
+ *   output_item.done, response.completed (the whole response with its usage), numbered;
  * - Anthropic Messages: message_start (input usage), content_block_start/delta/stop,
  *   message_delta (output usage), message_stop;
  * - Google streamGenerateContent?alt=sse: GenerateContentResponse chunks, the last with
@@ -106,60 +107,39 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
       return frames;
     }
     case 'openai-responses': {
+      // OpenAI's event sequence, each event numbered: created / in_progress with the response
+      // so far, the item added (and its content part), its deltas, the text / arguments done, the
+      // part and item done, then completed (or incomplete) with the whole response and its usage.
       const rid = id('resp');
       const itemId = id(r.toolCall ? 'fc' : 'msg');
+      let n = 0;
+      const ev = (type: string, value: Record<string, unknown>) => named(type, { sequence_number: n++, ...value });
       const frames = [
-        named('response.created', {
-          response: { id: rid, object: 'response', created_at: created, model: r.model, status: 'in_progress' },
-        }),
+        ev('response.created', { response: responsesObject(rid, created, r, 'in_progress', []) }),
+        ev('response.in_progress', { response: responsesObject(rid, created, r, 'in_progress', []) }),
       ];
+      let item: Record<string, unknown>;
       if (r.toolCall) {
-        const item = { type: 'function_call', id: itemId, call_id: r.toolCall.id, name: r.toolCall.name, arguments: '' };
-        frames.push(named('response.output_item.added', { output_index: 0, item }));
-        frames.push(named('response.function_call_arguments.delta', { item_id: itemId, output_index: 0, delta: args }));
-        frames.push(named('response.output_item.done', { output_index: 0, item: { ...item, arguments: args, status: 'completed' } }));
-      } else {
+        item = responsesCallItem(itemId, r.toolCall, 'completed');
+        frames.push(ev('response.output_item.added', { output_index: 0, item: responsesCallItem(itemId, r.toolCall, 'in_progress') }));
+        frames.push(ev('response.function_call_arguments.delta', { item_id: itemId, output_index: 0, delta: args }));
         frames.push(
-          named('response.output_item.added', {
-            output_index: 0,
-            item: { type: 'message', id: itemId, role: 'assistant', status: 'in_progress', content: [] },
-          }),
+          ev('response.function_call_arguments.done', { item_id: itemId, output_index: 0, name: r.toolCall.name, arguments: args }),
         );
-        for (const c of chunks)
-          frames.push(named('response.output_text.delta', { item_id: itemId, output_index: 0, content_index: 0, delta: c }));
+      } else {
+        item = responsesMessageItem(itemId, r.text, 'completed');
+        const at = { item_id: itemId, output_index: 0, content_index: 0 };
+        frames.push(ev('response.output_item.added', { output_index: 0, item: responsesMessageItem(itemId, '', 'in_progress') }));
+        frames.push(ev('response.content_part.added', { ...at, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }));
+        for (const c of chunks) frames.push(ev('response.output_text.delta', { ...at, delta: c, logprobs: [] }));
+        frames.push(ev('response.output_text.done', { ...at, text: r.text, logprobs: [] }));
         frames.push(
-          named('response.output_item.done', {
-            output_index: 0,
-            item: {
-              type: 'message',
-              id: itemId,
-              role: 'assistant',
-              status: 'completed',
-              content: [{ type: 'output_text', text: r.text, annotations: [] }],
-            },
-          }),
+          ev('response.content_part.done', { ...at, part: { type: 'output_text', text: r.text, annotations: [], logprobs: [] } }),
         );
       }
-      const usage = r.omitUsage
-        ? null
-        : {
-            input_tokens: r.inputTokens,
-            input_tokens_details: { cached_tokens: 0 },
-            output_tokens: r.outputTokens,
-            output_tokens_details: { reasoning_tokens: 0 },
-            total_tokens: r.inputTokens + r.outputTokens,
-          };
-      const done = r.truncated ? 'response.incomplete' : 'response.completed';
-      frames.push(
-        named(done, {
-          response: {
-            id: rid,
-            status: r.truncated ? 'incomplete' : 'completed',
-            incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null,
-            usage,
-          },
-        }),
-      );
+      frames.push(ev('response.output_item.done', { output_index: 0, item }));
+      const status = r.truncated ? 'incomplete' : 'completed';
+      frames.push(ev(`response.${status}`, { response: responsesObject(rid, created, r, status, [item]) }));
       return frames;
     }
     case 'anthropic': {

@@ -48,7 +48,9 @@ export function parsePrompt(format: WireFormat, body: Json, modelFromPath?: stri
   const content: string[] = [];
   switch (format) {
     case 'openai-responses': {
-      const input = Array.isArray(body.input) ? (body.input as Json[]) : [];
+      // `input` is a string (one user message) or a list of items.
+      const input =
+        typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : Array.isArray(body.input) ? (body.input as Json[]) : [];
       if (typeof body.instructions === 'string') system.push(body.instructions);
       for (const m of input) (m.role === 'system' || m.role === 'developer' ? system : content).push(textOf(m.content));
       return {
@@ -130,51 +132,88 @@ export interface ReplyParts {
 let seq = 0;
 const nextId = (prefix: string) => `${prefix}_test${(++seq).toString(36)}`;
 
+/** A Responses API message item: `content` empty while in progress, its one output_text part once done. */
+export function responsesMessageItem(id: string, text: string, status: 'in_progress' | 'completed'): Json {
+  return {
+    type: 'message',
+    id,
+    status,
+    role: 'assistant',
+    content: status === 'in_progress' ? [] : [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+  };
+}
+
+/** A Responses API function_call item (`arguments` empty while in progress). */
+export function responsesCallItem(id: string, call: NonNullable<ReplyParts['toolCall']>, status: 'in_progress' | 'completed'): Json {
+  return {
+    type: 'function_call',
+    id,
+    call_id: call.id,
+    name: call.name,
+    arguments: status === 'in_progress' ? '' : JSON.stringify(call.input),
+    status,
+  };
+}
+
+/**
+ * A Responses API `Response` object with every field OpenAI sends (the body of a plain answer, and
+ * the `response` of the stream's lifecycle events: `output` empty and `usage` null until the end),
+ * so a client that rebuilds the response from the events (the openai package's accumulator) gets
+ * what it gets from OpenAI.
+ */
+export function responsesObject(id: string, created: number, r: ReplyParts, status: string, output: Json[]): Json {
+  const done = status === 'completed' || status === 'incomplete';
+  return {
+    id,
+    object: 'response',
+    created_at: created,
+    status,
+    background: false,
+    error: null,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    instructions: null,
+    max_output_tokens: null,
+    max_tool_calls: null,
+    model: r.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    reasoning: { effort: null, summary: null },
+    service_tier: 'default',
+    store: false,
+    temperature: 1,
+    text: { format: { type: 'text' }, verbosity: 'medium' },
+    tool_choice: 'auto',
+    tools: [],
+    top_logprobs: 0,
+    top_p: 1,
+    truncation: 'disabled',
+    usage:
+      done && !r.omitUsage
+        ? {
+            input_tokens: r.inputTokens,
+            input_tokens_details: { cached_tokens: 0 },
+            output_tokens: r.outputTokens,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: r.inputTokens + r.outputTokens,
+          }
+        : null,
+    user: null,
+    metadata: {},
+  };
+}
+
 /** A successful reply body in the given format. */
 export function replyBody(format: WireFormat, r: ReplyParts): Json {
   const created = Math.floor(Date.now() / 1000);
   const total = r.inputTokens + r.outputTokens;
   switch (format) {
-    case 'openai-responses':
-      return {
-        id: nextId('resp'),
-        object: 'response',
-        created_at: created,
-        status: r.truncated ? 'incomplete' : 'completed',
-        incomplete_details: r.truncated ? { reason: 'max_output_tokens' } : null,
-        model: r.model,
-        output: r.toolCall
-          ? [
-              {
-                type: 'function_call',
-                id: nextId('fc'),
-                call_id: r.toolCall.id,
-                name: r.toolCall.name,
-                arguments: JSON.stringify(r.toolCall.input),
-                status: 'completed',
-              },
-            ]
-          : [
-              {
-                type: 'message',
-                id: nextId('msg'),
-                status: 'completed',
-                role: 'assistant',
-                content: [{ type: 'output_text', text: r.text, annotations: [] }],
-              },
-            ],
-        ...(r.omitUsage
-          ? {}
-          : {
-              usage: {
-                input_tokens: r.inputTokens,
-                input_tokens_details: { cached_tokens: 0 },
-                output_tokens: r.outputTokens,
-                output_tokens_details: { reasoning_tokens: 0 },
-                total_tokens: total,
-              },
-            }),
-      };
+    case 'openai-responses': {
+      const output = r.toolCall
+        ? [responsesCallItem(nextId('fc'), r.toolCall, 'completed')]
+        : [responsesMessageItem(nextId('msg'), r.text, 'completed')];
+      return responsesObject(nextId('resp'), created, r, r.truncated ? 'incomplete' : 'completed', output);
+    }
     case 'openai-chat':
     case 'openrouter':
     case 'mistral':

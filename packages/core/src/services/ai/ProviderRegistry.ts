@@ -283,7 +283,7 @@ export class ProviderRegistry {
    * target speaks that format itself, with the URL, auth headers and fetch its AI SDK provider
    * would use; undefined when it takes the SDK path. OpenAI Chat Completions: `openai` (OpenAI
    * serves Chat Completions whichever wire its SDK model uses), `openrouter` and named
-   * `openai-compatible` providers; Anthropic Messages: `anthropic`; Responses: none yet. Every other provider type
+   * `openai-compatible` providers; Anthropic Messages: `anthropic`; Responses: `openai`. Every other provider type
    * (Google, Azure's deployments and api-version, Bedrock's and Vertex's signing, the vendor
    * packages' own quirks: Mistral, Groq, xAI, DeepSeek) keeps the SDK path.
    */
@@ -300,8 +300,11 @@ export class ProviderRegistry {
       headers = { ...(named?.headers ?? {}), ...bearer };
       if (provider === 'openai') maxTokensField = 'max_completion_tokens';
     } else if (format === 'openai-responses') {
-      // Not yet: the Responses API keeps the SDK path until its pass-through is proven against the openai client's stream accumulator.
-      return undefined;
+      // OpenAI's own API (whichever wire its SDK model uses); OpenRouter's and the compatible servers' Responses support varies.
+      if (named || provider !== 'openai') return undefined;
+      path = '/responses';
+      headers = bearer;
+      maxTokensField = 'max_output_tokens';
     } else {
       if (named || provider !== 'anthropic') return undefined;
       path = '/messages';

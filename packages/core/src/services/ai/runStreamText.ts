@@ -32,7 +32,16 @@ export type StreamEvent =
    * Bytes of a pass-through answer's event stream, for the caller as they are (docs/ai.md#pass-through;
    * /v1 only). Such a stream has no `start` and no `text` events, and its `finish` result has no text.
    */
-  | { type: 'wire'; bytes: Uint8Array; contentType: string; requestId: string; provider: ProviderId; model: string };
+  | {
+      type: 'wire';
+      bytes: Uint8Array;
+      contentType: string;
+      requestId: string;
+      provider: ProviderId;
+      model: string;
+      /** Whole events passed on so far, these bytes included (a Responses stream's next sequence_number). */
+      events: number;
+    };
 
 /** The failure of a stream whose upstream sent no event the SDK could read: no output, no usage. */
 function streamNotRead(provider: ProviderId, contentType: string | undefined): CoreError {
@@ -170,7 +179,7 @@ export async function runStreamText(
         ctx.commit();
         responded = true;
         startSent = true;
-        return { type: 'wire', bytes, contentType, requestId, provider: t.provider, model: t.model };
+        return { type: 'wire', bytes, contentType, requestId, provider: t.provider, model: t.model, events: ws.events };
       };
       try {
         for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {

@@ -94,8 +94,10 @@ export class ResponseStreamWriter {
 
   frames(e: StreamEvent): string {
     switch (e.type) {
-      // A pass-through stream's bytes go out as they are (wireFormatHandler); no writer encodes them.
+      // A pass-through stream's bytes go out as they are (wireFormatHandler): only their events are
+      // counted, so an error event after them continues the upstream's sequence_number.
       case 'wire':
+        this.seq = e.events;
         return '';
       case 'start': {
         this.id = `resp_${e.requestId}`;

@@ -228,8 +228,12 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     // A pass-through stream (its first event is the upstream's bytes): those bytes go on as they
     // come, and the `finish` event (the engine's result, for statistics) writes nothing.
     const passThrough = !first.done && first.value.type === 'wire';
-    const frames = (e: StreamEvent): Uint8Array | undefined =>
-      e.type === 'wire' ? e.bytes : passThrough ? undefined : encoder.encode(writer.frames(e));
+    const frames = (e: StreamEvent): Uint8Array | undefined => {
+      if (e.type !== 'wire') return passThrough ? undefined : encoder.encode(writer.frames(e));
+      // Told of the bytes (it writes nothing for them), the writer numbers an error event after them.
+      writer.frames(e);
+      return e.bytes;
+    };
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
         if (first.done) return controller.close();

@@ -47,6 +47,11 @@ export class WireStream {
   /** Bytes of answer received (for logs). */
   bytes = 0;
   /**
+   * Whole events passed on so far: the next event's `sequence_number` on a Responses stream
+   * (numbered from 0), so an error event we add after it continues the sequence.
+   */
+  events = 0;
+  /**
    * UTF-8 bytes of the output the events carried so far (text, reasoning, tool names and
    * arguments): what a stream the client left before its usage event is charged for, as on the
    * SDK path (every token is at least one byte).
@@ -71,11 +76,16 @@ export class WireStream {
     this.pending = events.pop()!;
     if (!this.dropUsageChunk) {
       for (const e of events) this.inspect(e);
+      this.events += events.length;
       return chunk;
     }
     // Whole events only, re-encoded from the text they were decoded to.
     let out = '';
-    for (const e of events) if (this.inspect(e)) out += `${e}\n\n`;
+    for (const e of events)
+      if (this.inspect(e)) {
+        out += `${e}\n\n`;
+        this.events++;
+      }
     return out ? this.encoder.encode(out) : undefined;
   }
 
@@ -86,6 +96,7 @@ export class WireStream {
     this.pending = '';
     if (!rest) return undefined;
     const keep = this.inspect(rest);
+    if (keep) this.events++;
     return this.dropUsageChunk && keep ? this.encoder.encode(rest) : undefined;
   }
 

@@ -13,7 +13,7 @@ export interface ForwardedRequest {
  * target's id, our own fields removed (`models`, our fallbacks on Chat Completions), the output
  * limit the hold was made for written where the caller set none (so no answer outgrows its
  * reservation), and on an OpenAI Chat stream `stream_options.include_usage` (the only way its
- * usage is reported). Everything else the caller sent goes as it is.
+ * usage is reported); a Responses request loses `background`. Everything else the caller sent goes as it is.
  */
 export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTokens: number): ForwardedRequest {
   const body: Record<string, unknown> = { ...req.body, model: e.model };
@@ -26,7 +26,12 @@ export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTo
       body.stream_options = { ...(so ?? {}), include_usage: true };
       addedUsage = true;
     }
-  } else if (body[e.maxTokensField] == null) body[e.maxTokensField] = maxTokens;
+  } else {
+    if (body[e.maxTokensField] == null) body[e.maxTokensField] = maxTokens;
+    // A background response is answered at once without its output or usage (fetched later by id,
+    // which this server does not serve): run in the foreground, as the SDK path does.
+    if (req.format === 'openai-responses') delete body.background;
+  }
   return { body: JSON.stringify(body), addedUsage };
 }
 
