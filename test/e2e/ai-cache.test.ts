@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { describeV1Paths } from './helpers/describeMatrix.js';
 
 /**
  * The response cache on /v1 with the official openai client: `x-ai-backend-cache: miss` then
@@ -11,60 +12,62 @@ let upstream: TestUpstream;
 let gw: AiServer;
 let admin: string;
 
-beforeAll(async () => {
-  upstream = await createTestUpstream({ outputTokens: 16 });
-  gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { cache: { enabled: true } } });
-  admin = await tokenFor('cache-admin', { admin: true });
-});
-afterAll(async () => {
-  await gw.stop();
-  await upstream.close();
-});
-
-async function client(sub: string): Promise<OpenAI> {
-  await creditTokens(gw.url, admin, sub, 1_000_000, `cache-${sub}`);
-  return new OpenAI({ baseURL: gw.url + '/v1', apiKey: await tokenFor(sub), maxRetries: 0 });
-}
-const chatCalls = () => upstream.requests.filter((r) => r.format !== 'models').length;
-const ask = (content: string) => ({ model: 'openai/gpt-4.1-nano', messages: [{ role: 'user' as const, content }], max_tokens: 20 });
-
-describe('response cache on /v1', () => {
-  it('miss then hit, said in the header and in ai_backend; no-store and off leave the cache; another user misses', async () => {
-    const alice = await client('cache-alice');
-    const bob = await client('cache-bob');
-    upstream.reset();
-    const first = await alice.chat.completions.create(ask('cache me')).withResponse();
-    expect(first.response.headers.get('x-ai-backend-cache')).toBe('miss');
-    await new Promise((r) => setTimeout(r, 30));
-    const second = await alice.chat.completions.create(ask('cache me')).withResponse();
-    expect(second.response.headers.get('x-ai-backend-cache')).toBe('hit');
-    expect((second.data as unknown as { ai_backend: { cache: string } }).ai_backend.cache).toBe('hit');
-    expect(second.data.choices[0]!.message.content).toBe(first.data.choices[0]!.message.content);
-    expect(chatCalls()).toBe(1);
-    const noStore = await alice.chat.completions.create(ask('cache me'), { headers: { 'cache-control': 'no-store' } }).withResponse();
-    expect(noStore.response.headers.get('x-ai-backend-cache')).toBeNull();
-    const off = await alice.chat.completions.create(ask('cache me'), { headers: { 'x-ai-backend-cache': 'off' } }).withResponse();
-    expect(off.response.headers.get('x-ai-backend-cache')).toBeNull();
-    const other = await bob.chat.completions.create(ask('cache me')).withResponse();
-    expect(other.response.headers.get('x-ai-backend-cache')).toBe('miss');
-    expect(chatCalls()).toBe(4);
+describeV1Paths('ai-cache', (path) => {
+  beforeAll(async () => {
+    upstream = await createTestUpstream({ outputTokens: 16 });
+    gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { cache: { enabled: true } } }, { path });
+    admin = await tokenFor('cache-admin', { admin: true });
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await upstream.close();
   });
 
-  it('a streamed request is replayed as a stream', async () => {
-    const alice = await client('cache-stream');
-    upstream.reset();
-    const read = async () => {
-      const { data: stream, response } = await alice.chat.completions.create({ ...ask('stream me'), stream: true }).withResponse();
-      let text = '';
-      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
-      return { text, header: response.headers.get('x-ai-backend-cache') };
-    };
-    const a = await read();
-    await new Promise((r) => setTimeout(r, 30));
-    const b = await read();
-    expect(a.header).toBe('miss');
-    expect(b).toEqual({ text: a.text, header: 'hit' });
-    expect(a.text.length).toBeGreaterThan(0);
-    expect(chatCalls()).toBe(1);
+  async function client(sub: string): Promise<OpenAI> {
+    await creditTokens(gw.url, admin, sub, 1_000_000, `cache-${sub}`);
+    return new OpenAI({ baseURL: gw.url + '/v1', apiKey: await tokenFor(sub), maxRetries: 0 });
+  }
+  const chatCalls = () => upstream.requests.filter((r) => r.format !== 'models').length;
+  const ask = (content: string) => ({ model: 'openai/gpt-4.1-nano', messages: [{ role: 'user' as const, content }], max_tokens: 20 });
+
+  describe('response cache on /v1', () => {
+    it('miss then hit, said in the header and in ai_backend; no-store and off leave the cache; another user misses', async () => {
+      const alice = await client('cache-alice');
+      const bob = await client('cache-bob');
+      upstream.reset();
+      const first = await alice.chat.completions.create(ask('cache me')).withResponse();
+      expect(first.response.headers.get('x-ai-backend-cache')).toBe('miss');
+      await new Promise((r) => setTimeout(r, 30));
+      const second = await alice.chat.completions.create(ask('cache me')).withResponse();
+      expect(second.response.headers.get('x-ai-backend-cache')).toBe('hit');
+      expect((second.data as unknown as { ai_backend: { cache: string } }).ai_backend.cache).toBe('hit');
+      expect(second.data.choices[0]!.message.content).toBe(first.data.choices[0]!.message.content);
+      expect(chatCalls()).toBe(1);
+      const noStore = await alice.chat.completions.create(ask('cache me'), { headers: { 'cache-control': 'no-store' } }).withResponse();
+      expect(noStore.response.headers.get('x-ai-backend-cache')).toBeNull();
+      const off = await alice.chat.completions.create(ask('cache me'), { headers: { 'x-ai-backend-cache': 'off' } }).withResponse();
+      expect(off.response.headers.get('x-ai-backend-cache')).toBeNull();
+      const other = await bob.chat.completions.create(ask('cache me')).withResponse();
+      expect(other.response.headers.get('x-ai-backend-cache')).toBe('miss');
+      expect(chatCalls()).toBe(4);
+    });
+
+    it('a streamed request is replayed as a stream', async () => {
+      const alice = await client('cache-stream');
+      upstream.reset();
+      const read = async () => {
+        const { data: stream, response } = await alice.chat.completions.create({ ...ask('stream me'), stream: true }).withResponse();
+        let text = '';
+        for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+        return { text, header: response.headers.get('x-ai-backend-cache') };
+      };
+      const a = await read();
+      await new Promise((r) => setTimeout(r, 30));
+      const b = await read();
+      expect(a.header).toBe('miss');
+      expect(b).toEqual({ text: a.text, header: 'hit' });
+      expect(a.text.length).toBeGreaterThan(0);
+      expect(chatCalls()).toBe(1);
+    });
   });
 });

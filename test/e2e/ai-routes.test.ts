@@ -15,6 +15,7 @@ import {
   type AiServer,
   type TestUpstream,
 } from './helpers/aiGateway.js';
+import { describeV1Paths } from './helpers/describeMatrix.js';
 
 /**
  * Routes over two real servers sharing Redis, each deployment a named provider with a test
@@ -32,186 +33,192 @@ const EMBED_MODEL = 'deploy-embed';
 const PRICE = { inputUsdPerMTok: 1, outputUsdPerMTok: 2 };
 const DEPLOYMENTS = ['dep-a', 'dep-b', 'dep-c'] as const;
 
-describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
-  const keyPrefix = `e2e-routes-${randomUUID()}:`;
-  let upstream: TestUpstream;
-  const deps: Record<string, TestUpstream> = {};
-  let a: AiServer;
-  let b: AiServer;
-  let admin: string;
-  // One clock for both instances: a test counting per-minute rpm starts a minute instead of waiting for one.
-  const clock = windowClock();
+describeV1Paths('ai-routes', (path) => {
+  describe.skipIf(!redisAt.ok)('routes on two instances sharing Redis', () => {
+    const keyPrefix = `e2e-routes-${randomUUID()}:`;
+    let upstream: TestUpstream;
+    const deps: Record<string, TestUpstream> = {};
+    let a: AiServer;
+    let b: AiServer;
+    let admin: string;
+    // One clock for both instances: a test counting per-minute rpm starts a minute instead of waiting for one.
+    const clock = windowClock();
 
-  beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: 16 });
-    const providers: Record<string, unknown> = {};
-    for (const id of DEPLOYMENTS) {
-      deps[id] = await createTestUpstream({ outputTokens: 16 });
-      providers[id] = {
-        type: 'openai-compatible',
-        baseUrl: deps[id].namedBaseUrl(id),
-        apiKey: SERVER_KEY,
-        models: { [MODEL]: PRICE, [SHARED_MODEL]: PRICE, [EMBED_MODEL]: { kind: 'embedding', inputUsdPerMTok: 1 } },
-      };
-    }
-    const config: ConfigInput = {
-      storage: { type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
-      serverProviders: ['anthropic', 'openai', 'google', 'openrouter', ...DEPLOYMENTS],
-      ai: {
-        ...upstream.aiConfig({ apiKey: SERVER_KEY }),
-        providers: { ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers, ...providers } as never,
-        routes: {
-          fast: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }], cooldownSec: 5 },
-          vectors: {
-            strategy: 'priority',
-            targets: [
-              { model: `dep-a/${EMBED_MODEL}`, priority: 0 },
-              { model: `dep-b/${EMBED_MODEL}`, priority: 1 },
-            ],
-            cooldownSec: 30,
+    beforeAll(async () => {
+      upstream = await createTestUpstream({ outputTokens: 16 });
+      const providers: Record<string, unknown> = {};
+      for (const id of DEPLOYMENTS) {
+        deps[id] = await createTestUpstream({ outputTokens: 16 });
+        providers[id] = {
+          type: 'openai-compatible',
+          baseUrl: deps[id].namedBaseUrl(id),
+          apiKey: SERVER_KEY,
+          models: { [MODEL]: PRICE, [SHARED_MODEL]: PRICE, [EMBED_MODEL]: { kind: 'embedding', inputUsdPerMTok: 1 } },
+        };
+      }
+      const config: ConfigInput = {
+        storage: { type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } },
+        serverProviders: ['anthropic', 'openai', 'google', 'openrouter', ...DEPLOYMENTS],
+        ai: {
+          ...upstream.aiConfig({ apiKey: SERVER_KEY }),
+          providers: { ...upstream.aiConfig({ apiKey: SERVER_KEY }).providers, ...providers } as never,
+          routes: {
+            fast: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }], cooldownSec: 5 },
+            vectors: {
+              strategy: 'priority',
+              targets: [
+                { model: `dep-a/${EMBED_MODEL}`, priority: 0 },
+                { model: `dep-b/${EMBED_MODEL}`, priority: 1 },
+              ],
+              cooldownSec: 30,
+            },
+            capped: {
+              strategy: 'priority',
+              targets: [
+                { model: `dep-c/${MODEL}`, rpm: 5, priority: 0 },
+                { model: `dep-b/${MODEL}`, priority: 1 },
+              ],
+            },
           },
-          capped: {
-            strategy: 'priority',
-            targets: [
-              { model: `dep-c/${MODEL}`, rpm: 5, priority: 0 },
-              { model: `dep-b/${MODEL}`, priority: 1 },
-            ],
-          },
+          circuitBreaker: { failureThreshold: 1000 },
         },
-        circuitBreaker: { failureThreshold: 1000 },
-      },
-    };
-    a = await startAiServer(upstream, config, { clock: clock.now });
-    b = await startAiServer(upstream, config, { clock: clock.now });
-    admin = await tokenFor('routes-admin', { admin: true });
-  });
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    await upstream?.close();
-    for (const u of Object.values(deps)) await u.close();
-    await dropTestKeys(redisAt, keyPrefix);
-  });
-
-  async function funded(sub: string, tokens: number): Promise<string> {
-    await creditTokens(a.url, admin, sub, tokens, `routes-${sub}`);
-    return tokenFor(sub);
-  }
-  const balance = async (token: string) =>
-    (await rpcCall<{ virtualTokenBalance: number }>(a.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
-  const chatCalls = (u: TestUpstream) => u.requests.filter((r) => r.format !== 'models').length;
-
-  it('a deployment answering 429 with Retry-After gets at most a few of the next 100 calls over both instances; every call succeeds, charged what it reports', async () => {
-    const token = await funded('routes-429', 10_000_000);
-    const before = await balance(token);
-    deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 60 });
-    const clients = [a, b].map((s) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0 }));
-    let charged = 0;
-    let next = 0;
-    const served: string[] = [];
-    await Promise.all(
-      Array.from({ length: 4 }, async (_, worker) => {
-        while (next < 100) {
-          const i = next++;
-          const { data, response } = await clients[(i + worker) % 2]!.chat.completions.create({
-            model: 'fast',
-            messages: [{ role: 'user', content: `call ${i}` }],
-            max_tokens: 20,
-          }).withResponse();
-          const gateway = served_(data, response.headers);
-          served.push(gateway.provider);
-          charged += gateway.tokensCharged;
-        }
-      }),
-    );
-    expect(served).toHaveLength(100);
-    expect(served.every((p) => p === 'dep-b')).toBe(true);
-    expect(chatCalls(deps['dep-a']!)).toBeGreaterThanOrEqual(1);
-    expect(chatCalls(deps['dep-a']!)).toBeLessThanOrEqual(4);
-    expect(chatCalls(deps['dep-b']!)).toBe(100);
-    expect(await balance(token)).toBe(before - charged);
-    // Both instances see the cooldown in their console figures.
-    for (const s of [a, b])
-      expect((await s.runtime.ai.routes()).find((r) => r.name === 'fast')!.targets[0]!.coolingDownUntil).not.toBeNull();
-    deps['dep-a']!.failProvider('dep-a', undefined);
-  });
-
-  it("a target's rpm holds across both instances: the next calls go to the next group", async () => {
-    // The counts are per minute: the calls share one.
-    clock.startWindow();
-    const token = await funded('routes-rpm', 10_000_000);
-    deps['dep-b']!.reset();
-    const replies = await Promise.all(
-      Array.from({ length: 16 }, (_, i) =>
-        rpcCall(i % 2 ? b.url : a.url, token, 'ai.generateText', {
-          content: `rpm ${i}`,
-          systemPrompt: 's',
-          model: 'capped',
-          options: { maxTokens: 20 },
-        }),
-      ),
-    );
-    expect(replies.every((r) => r.result)).toBe(true);
-    expect(chatCalls(deps['dep-c']!)).toBe(5);
-    expect(chatCalls(deps['dep-b']!)).toBe(11);
-  });
-
-  it('route names are listed by GET /v1/models beside provider/model ids', async () => {
-    const token = await funded('routes-list', 10);
-    const ids = (await new OpenAI({ baseURL: a.url + '/v1', apiKey: token }).models.list()).data.map((m) => m.id);
-    expect(ids).toEqual(expect.arrayContaining(['fast', 'capped', `dep-a/${MODEL}`, 'openai/gpt-4.1-nano']));
-  });
-
-  it('bare names through the openai and @anthropic-ai/sdk clients: one provider serves it → it answers; several → 400 naming each', async () => {
-    const token = await funded('routes-bare', 1_000_000);
-    const openai = new OpenAI({ baseURL: a.url + '/v1', apiKey: token, maxRetries: 0 });
-    const anthropic = new Anthropic({ baseURL: b.url, authToken: token, apiKey: null, maxRetries: 0 });
-    upstream.reset();
-    const o = await openai.chat.completions
-      .create({ model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 })
-      .withResponse();
-    expect(served_(o.data, o.response.headers)).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
-    expect(upstream.requests.at(-1)).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
-    const m = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
-    expect(m.content[0]).toMatchObject({ type: 'text' });
-    expect(upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
-    const failed = (p: Promise<unknown>) =>
-      p.then(
-        () => ({ status: 200, message: '' }),
-        (e: unknown) => e as { status: number; message: string },
-      );
-    for (const err of [
-      await failed(openai.chat.completions.create({ model: SHARED_MODEL, messages: [{ role: 'user', content: 'hi' }] })),
-      await failed(anthropic.messages.create({ model: SHARED_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] })),
-    ]) {
-      expect(err.status).toBe(400);
-      for (const id of DEPLOYMENTS) expect(err.message).toContain(`${id}/${SHARED_MODEL}`);
-    }
-  });
-
-  it('a route serves /v1/embeddings (embeddings.create): a failing deployment is cooled down on both instances, every call charged once for the one that served', async () => {
-    const token = await funded('routes-embed', 10_000_000);
-    const before = await balance(token);
-    const embedCalls = (u: TestUpstream) => u.requests.filter((r) => r.format === 'embeddings').length;
-    deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 503 });
-    const clients = [a, b].map((s) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0 }));
-    let charged = 0;
-    const served: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const r = (await clients[i % 2]!.embeddings.create({ model: 'vectors', input: [`text ${i}`, 'another text'] })) as unknown as {
-        data: Array<{ embedding: number[] }>;
-        ai_backend: { provider: string; model: string; token_usage: { tokensCharged: number } };
       };
-      expect(r.data).toHaveLength(2);
-      expect(r.ai_backend.model).toBe(EMBED_MODEL);
-      served.push(r.ai_backend.provider);
-      charged += r.ai_backend.token_usage.tokensCharged;
+      a = await startAiServer(upstream, config, { clock: clock.now, path });
+      b = await startAiServer(upstream, config, { clock: clock.now, path });
+      admin = await tokenFor('routes-admin', { admin: true });
+    });
+    afterAll(async () => {
+      await a?.stop();
+      await b?.stop();
+      await upstream?.close();
+      for (const u of Object.values(deps)) await u.close();
+      await dropTestKeys(redisAt, keyPrefix);
+    });
+
+    async function funded(sub: string, tokens: number): Promise<string> {
+      await creditTokens(a.url, admin, sub, tokens, `routes-${sub}`);
+      return tokenFor(sub);
     }
-    expect(served).toEqual(Array(10).fill('dep-b'));
-    expect(embedCalls(deps['dep-a']!)).toBe(1);
-    expect(embedCalls(deps['dep-b']!)).toBe(10);
-    expect(await balance(token)).toBe(before - charged);
-    deps['dep-a']!.failProvider('dep-a', undefined);
+    const balance = async (token: string) =>
+      (await rpcCall<{ virtualTokenBalance: number }>(a.url, token, 'billing.getTokenBalance')).result!.virtualTokenBalance;
+    const chatCalls = (u: TestUpstream) => u.requests.filter((r) => r.format !== 'models').length;
+
+    it('a deployment answering 429 with Retry-After gets at most a few of the next 100 calls over both instances; every call succeeds, charged what it reports', async () => {
+      const token = await funded('routes-429', 10_000_000);
+      const before = await balance(token);
+      deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 60 });
+      const clients = [a, b].map((s) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0 }));
+      let charged = 0;
+      let next = 0;
+      const served: string[] = [];
+      await Promise.all(
+        Array.from({ length: 4 }, async (_, worker) => {
+          while (next < 100) {
+            const i = next++;
+            const { data, response } = await clients[(i + worker) % 2]!.chat.completions.create({
+              model: 'fast',
+              messages: [{ role: 'user', content: `call ${i}` }],
+              max_tokens: 20,
+            }).withResponse();
+            const gateway = served_(data, response.headers);
+            served.push(gateway.provider);
+            charged += gateway.tokensCharged;
+          }
+        }),
+      );
+      expect(served).toHaveLength(100);
+      expect(served.every((p) => p === 'dep-b')).toBe(true);
+      expect(chatCalls(deps['dep-a']!)).toBeGreaterThanOrEqual(1);
+      expect(chatCalls(deps['dep-a']!)).toBeLessThanOrEqual(4);
+      expect(chatCalls(deps['dep-b']!)).toBe(100);
+      expect(await balance(token)).toBe(before - charged);
+      // Both instances see the cooldown in their console figures.
+      for (const s of [a, b])
+        expect((await s.runtime.ai.routes()).find((r) => r.name === 'fast')!.targets[0]!.coolingDownUntil).not.toBeNull();
+      deps['dep-a']!.failProvider('dep-a', undefined);
+    });
+
+    it("a target's rpm holds across both instances: the next calls go to the next group", async () => {
+      // The counts are per minute: the calls share one.
+      clock.startWindow();
+      const token = await funded('routes-rpm', 10_000_000);
+      deps['dep-b']!.reset();
+      const replies = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          rpcCall(i % 2 ? b.url : a.url, token, 'ai.generateText', {
+            content: `rpm ${i}`,
+            systemPrompt: 's',
+            model: 'capped',
+            options: { maxTokens: 20 },
+          }),
+        ),
+      );
+      expect(replies.every((r) => r.result)).toBe(true);
+      expect(chatCalls(deps['dep-c']!)).toBe(5);
+      expect(chatCalls(deps['dep-b']!)).toBe(11);
+    });
+
+    it('route names are listed by GET /v1/models beside provider/model ids', async () => {
+      const token = await funded('routes-list', 10);
+      const ids = (await new OpenAI({ baseURL: a.url + '/v1', apiKey: token }).models.list()).data.map((m) => m.id);
+      expect(ids).toEqual(expect.arrayContaining(['fast', 'capped', `dep-a/${MODEL}`, 'openai/gpt-4.1-nano']));
+    });
+
+    it('bare names through the openai and @anthropic-ai/sdk clients: one provider serves it → it answers; several → 400 naming each', async () => {
+      const token = await funded('routes-bare', 1_000_000);
+      const openai = new OpenAI({ baseURL: a.url + '/v1', apiKey: token, maxRetries: 0 });
+      const anthropic = new Anthropic({ baseURL: b.url, authToken: token, apiKey: null, maxRetries: 0 });
+      upstream.reset();
+      const o = await openai.chat.completions
+        .create({ model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 })
+        .withResponse();
+      expect(served_(o.data, o.response.headers)).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
+      expect(upstream.requests.at(-1)).toMatchObject({ provider: 'openai', model: 'gpt-4.1-nano' });
+      const m = await anthropic.messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(m.content[0]).toMatchObject({ type: 'text' });
+      expect(upstream.requests.at(-1)).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+      const failed = (p: Promise<unknown>) =>
+        p.then(
+          () => ({ status: 200, message: '' }),
+          (e: unknown) => e as { status: number; message: string },
+        );
+      for (const err of [
+        await failed(openai.chat.completions.create({ model: SHARED_MODEL, messages: [{ role: 'user', content: 'hi' }] })),
+        await failed(anthropic.messages.create({ model: SHARED_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] })),
+      ]) {
+        expect(err.status).toBe(400);
+        for (const id of DEPLOYMENTS) expect(err.message).toContain(`${id}/${SHARED_MODEL}`);
+      }
+    });
+
+    it('a route serves /v1/embeddings (embeddings.create): a failing deployment is cooled down on both instances, every call charged once for the one that served', async () => {
+      const token = await funded('routes-embed', 10_000_000);
+      const before = await balance(token);
+      const embedCalls = (u: TestUpstream) => u.requests.filter((r) => r.format === 'embeddings').length;
+      deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 503 });
+      const clients = [a, b].map((s) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0 }));
+      let charged = 0;
+      const served: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const r = (await clients[i % 2]!.embeddings.create({ model: 'vectors', input: [`text ${i}`, 'another text'] })) as unknown as {
+          data: Array<{ embedding: number[] }>;
+          ai_backend: { provider: string; model: string; token_usage: { tokensCharged: number } };
+        };
+        expect(r.data).toHaveLength(2);
+        expect(r.ai_backend.model).toBe(EMBED_MODEL);
+        served.push(r.ai_backend.provider);
+        charged += r.ai_backend.token_usage.tokensCharged;
+      }
+      expect(served).toEqual(Array(10).fill('dep-b'));
+      expect(embedCalls(deps['dep-a']!)).toBe(1);
+      expect(embedCalls(deps['dep-b']!)).toBe(10);
+      expect(await balance(token)).toBe(before - charged);
+      deps['dep-a']!.failProvider('dep-a', undefined);
+    });
   });
 });
 

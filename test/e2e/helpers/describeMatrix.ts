@@ -26,3 +26,14 @@ export function describeV1Matrix(name: string, suite: (mode: Mode, path: V1Path)
   ];
   describe.each(runs)(`${name} [%s, %s path]`, (mode, path) => suite(mode, path));
 }
+
+/**
+ * Run a suite once per /v1 path (`ai.passThrough` off, then on), each against its own server: for
+ * the suites whose /v1 calls must behave and be charged the same on both paths (metering under
+ * cancels, fallbacks, the cache, routes, money limits), beside describeV1Matrix's wire-format
+ * suites. Build the servers with `startAiServer(upstream, config, { path })`.
+ */
+export function describeV1Paths(name: string, suite: (path: V1Path) => void): void {
+  const paths: readonly V1Path[] = ['sdk', 'pass-through'];
+  describe.each(paths)(`${name} [%s path]`, (path) => suite(path));
+}
