@@ -13,7 +13,7 @@ import { runInNewContext } from 'node:vm';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core/internal';
-import { McpHandler } from '@ai-backend/transports/mcp';
+import { McpHandler, mcpHandlerDeps } from '@ai-backend/transports/mcp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { call, messagesOf, openWireSession, readSse, type WireSession } from './helpers/mcpWire.js';
@@ -99,7 +99,7 @@ describe('the session cap', () => {
       resolveConfig({ mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } } }),
       { storage: new MemoryStorage() },
     );
-    const handler = new McpHandler(runtime, { maxSessions: 3, maxLiveSessions: 1, parkIdleMs: 2000 });
+    const handler = new McpHandler(mcpHandlerDeps(runtime), { maxSessions: 3, maxLiveSessions: 1, parkIdleMs: 2000 });
     const app = new Hono();
     app.all('/mcp', handler.handle);
     const http: ServerType = await new Promise((resolve) => {

@@ -19,7 +19,7 @@ import {
   type ConfigInput,
   type Runtime,
 } from '@ai-backend/core/internal';
-import { McpHandler, type McpHandlerOptions } from '@ai-backend/transports/mcp';
+import { McpHandler, mcpHandlerDeps, type McpHandlerOptions } from '@ai-backend/transports/mcp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Mode } from './helpers/testServer.js';
 import { routeInProcess } from './helpers/inProcessOrigin.js';
@@ -73,7 +73,7 @@ async function handlerServer(
   mode: Mode,
 ): Promise<{ url: string; runtime: Runtime }> {
   const rt = runtime ?? (await createRuntime(resolveConfig(baseConfig), { storage: new MemoryStorage() }));
-  const handler = new McpHandler(rt, opts);
+  const handler = new McpHandler(mcpHandlerDeps(rt), opts);
   const app = new Hono();
   app.all('/mcp', handler.handle);
   if (mode === 'in-process') {

@@ -18,6 +18,7 @@ import {
   type Logger,
   type ResolvedConfig,
   type Runtime,
+  type PurchaseWebhookDeps,
   type Storage,
 } from '@ai-backend/core/internal';
 import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
@@ -27,18 +28,19 @@ import { createBrowserGuard, type GuardedRoute } from './edge/browserGuard.js';
 import { apiDescriptionRoutes } from './routes/apiDescriptionRoutes.js';
 import { consoleRoutes } from './routes/consoleRoutes.js';
 import { cors } from './edge/cors.js';
-import { adminMetricsHandler, metricsListenerApp } from './routes/metricsRoute.js';
+import { adminMetricsHandler, metricsListenerApp, type MetricsServices } from './routes/metricsRoute.js';
 import { observeRequests } from './edge/observeRequests.js';
-import { healthRoutes } from './routes/healthRoutes.js';
+import { healthRoutes, type HealthServices } from './routes/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './routes/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './routes/purchaseWebhookRoute.js';
-import { gatewayOAuthRoutes } from './routes/gatewayOAuthRoutes.js';
+import { gatewayOAuthRoutes, type GatewayOAuthServices } from './routes/gatewayOAuthRoutes.js';
 import { enforceBodyIdleTimeout, timeoutServerOptions } from './edge/nodeTimeouts.js';
 import { lingerOnClose } from './edge/lingeringClose.js';
 import { requestOrigin } from './edge/requestFacts.js';
 import { StreamAdmission, streamCapsOf } from './edge/StreamAdmission.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
+import { mcpServices } from './mcp/mcpServices.js';
 import { checkToolNames } from './mcp/toolCatalog.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
 
@@ -163,8 +165,9 @@ export function createServer<C extends CustomRouters = {}>(
   /** The MCP layer (the SDK is a large module graph) loads on the first /mcp request. */
   let mcpLoading: Promise<McpHandler> | undefined;
   const getMcp = () =>
-    (mcpLoading ??= Promise.all([getApiRuntime(), import('./mcp/mcpHandler.js')]).then(([runtime, { McpHandler }]) => {
-      const mcp = new McpHandler(runtime, mcpOptions(config, streams));
+    (mcpLoading ??= Promise.all([getApiRuntime(), getGateway(), import('./mcp/mcpHandler.js')]).then(([runtime, entry, { McpHandler }]) => {
+      // The gateway every entry point gets, plus the few services MCP uses (mcpServices.ts): not the runtime.
+      const mcp = new McpHandler({ entry, services: mcpServices(runtime) }, mcpOptions(config, streams));
       runtime.metrics?.setMcpSources(
         () => mcp.sessionCount,
         () => mcp.streamCount,
@@ -181,7 +184,8 @@ export function createServer<C extends CustomRouters = {}>(
   const authenticator = async (runtime: Runtime) => {
     if (withOAuth) {
       const { createOAuthRoutes } = await import('@ai-backend/auth/oauth');
-      const routes = createOAuthRoutes(runtime);
+      const { config, logger, storage, signals } = runtime;
+      const routes = createOAuthRoutes({ config, logger, storage, signals });
       oauth = routes;
       runtime.onClose(() => routes.close());
       await routes.ready();
@@ -205,8 +209,18 @@ export function createServer<C extends CustomRouters = {}>(
   });
   // Surface start-up failures through ready()/start(), not as an unhandled rejection.
   runtimePromise.catch(() => undefined);
-  /** The runtime, for routes that call no procedure (health, OAuth, metrics). */
+  /** The runtime, here in the composition root only: each route gets what it uses, picked below. */
   const getRuntime = () => runtimePromise;
+  /** What one route gets of the runtime, picked once on first use (the route's file sees no more). */
+  const picked = <T>(pick: (runtime: Runtime) => T, from: () => Promise<Runtime> = getRuntime): (() => Promise<T>) => {
+    let made: Promise<T> | undefined;
+    return () => (made ??= from().then(pick));
+  };
+  const getHealth = picked((r): HealthServices => ({ health: r.health, authenticate: r.authenticate }));
+  const getMetrics = picked((r): MetricsServices => ({ metrics: r.metrics, authenticate: r.authenticate }));
+  const getGatewayOAuth = picked(
+    (r): GatewayOAuthServices => ({ upstreamCredentials: r.upstreamCredentials, config: r.config, logger: r.logger }),
+  );
   /**
    * The runtime with every namespace built: for the entry points, which read the procedures. The
    * lazy built-in namespaces load on the first API request, not at start-up
@@ -254,7 +268,7 @@ export function createServer<C extends CustomRouters = {}>(
     return c.json({ error: 'internal error' }, 500);
   });
   app.notFound((c) => c.json({ error: 'not found' }, 404));
-  app.route('/', healthRoutes(getRuntime));
+  app.route('/', healthRoutes(getHealth));
   // The console calls procedures over /rpc: without the JSON-RPC entry point it has nothing to call.
   if (config.console.enabled && config.protocols.jsonRpc) {
     const exchange =
@@ -273,7 +287,7 @@ export function createServer<C extends CustomRouters = {}>(
     app.route('/', consoleRoutes(config, exchange ? { devSignIn: exchange } : {}));
   }
   if (config.apiDescription.enabled)
-    app.route('/', apiDescriptionRoutes(getApiRuntime, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
+    app.route('/', apiDescriptionRoutes(getGateway, { openrpc: config.protocols.jsonRpc, openapi: config.protocols.tRpc }));
 
   if (withOAuth) {
     for (const path of OAUTH_PATHS) {
@@ -287,7 +301,7 @@ export function createServer<C extends CustomRouters = {}>(
     app.get('/.well-known/oauth-protected-resource', prm);
     app.get('/.well-known/oauth-protected-resource/mcp', prm);
   }
-  if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getRuntime));
+  if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getMetrics));
   if (config.protocols.tRpc) {
     app.all('/trpc/*', trpcHandler(getGateway, '/trpc', streams));
     app.all('/typedrpc/*', trpcHandler(getGateway, '/typedrpc', streams));
@@ -334,9 +348,13 @@ export function createServer<C extends CustomRouters = {}>(
       v1Route((m) => m.openAiNotFound()),
     );
   }
-  if (config.billing.webhookSecret) app.post('/webhooks/purchase', purchaseWebhookHandler(getApiRuntime));
+  if (config.billing.webhookSecret)
+    app.post(
+      '/webhooks/purchase',
+      purchaseWebhookHandler(picked(({ config, billing, logger }): PurchaseWebhookDeps => ({ config, billing, logger }), getApiRuntime)),
+    );
   // The OAuth client side of the MCP gateway: only with upstream servers configured.
-  if (Object.keys(config.mcpServers).length) app.route('/', gatewayOAuthRoutes(getRuntime));
+  if (Object.keys(config.mcpServers).length) app.route('/', gatewayOAuthRoutes(getGatewayOAuth));
   if (mcpOn) {
     app.all('/mcp', async (c, next) => {
       const mcp = await getMcp();
@@ -380,7 +398,7 @@ export function createServer<C extends CustomRouters = {}>(
       await getRuntime();
       if (config.metrics.enabled && config.metrics.port !== undefined) {
         metricsBound = await listen(
-          metricsListenerApp(getRuntime).fetch,
+          metricsListenerApp(getMetrics).fetch,
           config.metrics.port,
           config.metrics.host,
           (s) => (metricsHttp = s),

@@ -1,4 +1,4 @@
-import { CORE_ERROR_TABLE, isCoreError, publicBaseUrl, type Identity, type Runtime, type Storage } from '@ai-backend/core/internal';
+import { CORE_ERROR_TABLE, isCoreError, publicBaseUrl, type Identity, type Storage } from '@ai-backend/core/internal';
 import { Hono, type Context } from 'hono';
 import type { VerifyAccessTokenOptions } from './accessTokens.js';
 import { authorizeHandler, consentHandler } from './authorize.js';
@@ -7,7 +7,7 @@ import { bearerChallenge, resourceMetadataUrl, type BearerChallenge } from './ch
 import { jwksHandler } from './jwks.js';
 import { metadataHandler, preflightHandler } from './metadata.js';
 import { oauthError } from './oauthResponses.js';
-import { openOAuthServices, type OAuthServices } from './oauthServices.js';
+import { openOAuthServices, type OAuthServerDeps, type OAuthServices } from './oauthServices.js';
 import { resolveOAuthSettings } from './oauthSettings.js';
 import { protectedResourceHandler } from './protectedResource.js';
 import { rateLimit } from './rateLimit.js';
@@ -17,7 +17,7 @@ import { tokenHandler } from './token.js';
 import { userinfoHandler } from './userinfo.js';
 
 export interface CreateOAuthRoutesOptions {
-  /** Keep sessions in this storage instead of `oauth.sessionStorage` (or, when unset, the runtime's storage). */
+  /** Keep sessions in this storage instead of `oauth.sessionStorage` (or, when unset, the server's storage). */
   storage?: Storage;
   /**
    * Client address used by the rate limits. Default: core's `requestClientIp` (the last
@@ -55,21 +55,21 @@ export interface OAuthRoutes {
  * Config is checked synchronously (ConfigError); storage and keys open in the background and
  * requests wait for them.
  */
-export function createOAuthRoutes(runtime: Runtime, opts: CreateOAuthRoutesOptions = {}): OAuthRoutes {
-  const settings = resolveOAuthSettings(runtime.config);
-  const opened = openOAuthServices(runtime, settings, { storage: opts.storage, clientIp: opts.clientIp });
+export function createOAuthRoutes(deps: OAuthServerDeps, opts: CreateOAuthRoutesOptions = {}): OAuthRoutes {
+  const settings = resolveOAuthSettings(deps.config);
+  const opened = openOAuthServices(deps, settings, { storage: opts.storage, clientIp: opts.clientIp });
   opened.catch(() => undefined); // reported through ready() and requests, not as unhandled
   const services = (): Promise<OAuthServices> => opened.then((o) => o.services);
 
   const app = new Hono();
   app.onError((err, c) => {
     if (isCoreError(err) && CORE_ERROR_TABLE[err.appCode].http >= 500) {
-      runtime.logger.error('oauth endpoint failed', { code: err.appCode, error: err.message });
+      deps.logger.error('oauth endpoint failed', { code: err.appCode, error: err.message });
       return oauthError(c, 503, 'temporarily_unavailable', 'the authorization server cannot serve this request right now', {
         'Retry-After': '5',
       });
     }
-    runtime.logger.error('oauth endpoint failed', { error: err instanceof Error ? err.message : String(err) });
+    deps.logger.error('oauth endpoint failed', { error: err instanceof Error ? err.message : String(err) });
     return oauthError(c, 500, 'server_error', 'internal error');
   });
 
@@ -100,7 +100,7 @@ export function createOAuthRoutes(runtime: Runtime, opts: CreateOAuthRoutesOptio
       return identity;
     },
     challenge(req, c = {}) {
-      const base = publicBaseUrl(req.url, req.headers, runtime.config);
+      const base = publicBaseUrl(req.url, req.headers, deps.config);
       return bearerChallenge({ ...c, resourceMetadata: resourceMetadataUrl(base) });
     },
     async rotateSigningKey() {

@@ -5,6 +5,7 @@ import {
   publicBaseUrl,
   type Logger,
   type Runtime,
+  type Signals,
   type Storage,
 } from '@ai-backend/core/internal';
 import type { Context } from 'hono';
@@ -18,10 +19,17 @@ import { UpstreamProvider } from './upstreamProvider.js';
 
 export type ClientLookup = { client: ClientRecord; problem?: undefined } | { client?: undefined; problem: string };
 
+/**
+ * What the authorization server uses of the server it runs in: the config (settings, public URL),
+ * a log, the store its sessions share by default, and the signals a revoked session is announced on.
+ */
+export type OAuthServerDeps = Pick<Runtime, 'config' | 'logger' | 'storage' | 'signals'>;
+
 /** What every endpoint of the authorization server works with. */
 export interface OAuthServices {
   readonly settings: OAuthSettings;
-  readonly runtime: Runtime;
+  /** Cross-instance signals: a revoked session is forgotten by every instance's token cache. */
+  readonly signals: Signals;
   readonly logger: Logger;
   readonly store: SessionStore;
   readonly keys: SigningKeys;
@@ -53,13 +61,13 @@ function defaultClientIp(trustProxy: boolean): (c: Context) => string {
 
 /** Open session storage and signing keys. Returns the services and what closes them. */
 export async function openOAuthServices(
-  runtime: Runtime,
+  deps: OAuthServerDeps,
   settings: OAuthSettings,
   opts: OpenServicesOptions,
 ): Promise<{ services: OAuthServices; close: () => Promise<void> }> {
-  // Sessions get their own backend when configured; otherwise they share the runtime's.
+  // Sessions get their own backend when configured; otherwise they share the server's.
   const own = !opts.storage && settings.storage ? await createStorage(settings.storage) : undefined;
-  const storage = opts.storage ?? own ?? runtime.storage;
+  const storage = opts.storage ?? own ?? deps.storage;
   try {
     const store = new SessionStore(storage, settings.encryptionKey);
     const keys = await SigningKeys.open(store, {
@@ -76,7 +84,7 @@ export async function openOAuthServices(
             return { client: await metadataDocuments.resolve(clientId) };
           } catch (err) {
             if (isCoreError(err) && err.appCode === 'BAD_REQUEST') {
-              runtime.logger.info('client metadata document refused', {
+              deps.logger.info('client metadata document refused', {
                 event: 'cimd_refused',
                 clientId: clientId.slice(0, 200),
                 error: err.message,
@@ -90,8 +98,8 @@ export async function openOAuthServices(
         return client ? { client } : { problem: 'unknown client' };
       },
       settings,
-      runtime,
-      logger: runtime.logger,
+      signals: deps.signals,
+      logger: deps.logger,
       store,
       keys,
       tokens: new AccessTokens(keys, store, settings),
@@ -100,10 +108,10 @@ export async function openOAuthServices(
         clientId: settings.providerClientId,
         clientSecret: settings.providerClientSecret,
       }),
-      baseUrl: (c) => publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config),
+      baseUrl: (c) => publicBaseUrl(c.req.url, c.req.raw.headers, deps.config),
       clientIp: opts.clientIp ?? defaultClientIp(settings.trustProxy),
     };
-    const unsubscribe = runtime.signals.subscribe(SESSION_REVOKED, (sid) => services.tokens.forget(sid));
+    const unsubscribe = deps.signals.subscribe(SESSION_REVOKED, (sid) => services.tokens.forget(sid));
     return {
       services,
       close: async () => {

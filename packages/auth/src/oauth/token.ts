@@ -152,6 +152,6 @@ async function issue(
 export async function revokeSession(s: OAuthServices, sid: string, reason: string): Promise<void> {
   await s.store.delete('session', sid);
   // Here at once; every other instance when the signal arrives (each caches sessions for sessionCacheMs).
-  await s.runtime.signals.publish(SESSION_REVOKED, sid);
+  await s.signals.publish(SESSION_REVOKED, sid);
   s.logger.warn('oauth session revoked', { event: 'session_revoked', reason });
 }

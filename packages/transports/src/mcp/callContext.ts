@@ -158,7 +158,7 @@ export function taskCallContext(
       onStatus(message ?? (total !== undefined ? `${progress}/${total}` : String(progress)));
     },
     async log(level, data) {
-      deps.runtime.logger.debug('MCP task log', {
+      deps.services.logger.debug('MCP task log', {
         task: round.taskId,
         tool: name,
         level,

@@ -1,6 +1,5 @@
 import { McpServer, type CacheHint, type Server } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
-import type { Runtime } from '@ai-backend/core/internal';
 import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
 import { registerPrompts } from './registerPrompts.js';
@@ -8,7 +7,7 @@ import { registerResources } from './registerResources.js';
 import { registerTasks } from './registerTasks.js';
 import { registerTools } from './registerTools.js';
 import { startRootsSync, type RootsSync } from './rootsSync.js';
-import type { McpServeMode, McpServerDeps, McpSessionState } from './sessionState.js';
+import type { McpServeMode, McpServerDeps, McpServerServices, McpSessionState } from './sessionState.js';
 import type { McpTasks } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
@@ -61,13 +60,13 @@ class CatalogMcpServer extends McpServer {
 
 /**
  * One MCP server (per 2025 session, or per request: 2025 stateless and every 2026-07-28
- * request): tools from procedures with MCP metadata, prompts and resources from the runtime's
+ * request): tools from procedures with MCP metadata, prompts and resources from the server's
  * registries, completion, logging, and (2025 sessions) resource subscriptions and roots. Each
  * capability lives in its own register* file; the SDK does version negotiation, envelope and
  * header validation and the 2026 wire encoding (cache fields, resultType).
  */
 export function createMcpServer(
-  runtime: Runtime,
+  services: McpServerServices,
   catalog: ToolCatalog,
   seal: RequestStateSeal,
   sessionId: () => string | undefined,
@@ -87,14 +86,14 @@ export function createMcpServer(
   const server = mcp.server;
   server.registerCapabilities({
     // Upstream servers (the MCP gateway) can change their tools at run time.
-    tools: { listChanged: stateful && runtime.gateway.active },
+    tools: { listChanged: stateful && services.gateway.active },
     prompts: { listChanged: mode !== 'stateless' },
     resources: { subscribe: mode !== 'stateless', listChanged: mode !== 'stateless' },
     logging: {},
     completions: {},
   });
   // Tasks (SEP-2663) are a 2026-07-28 extension: 2025 clients call long-running tools as before.
-  const deps: McpServerDeps = { runtime, catalog, mode, sessionId, seal, ...(mode === 'modern' && tasks ? { tasks } : {}) };
+  const deps: McpServerDeps = { services, catalog, mode, sessionId, seal, ...(mode === 'modern' && tasks ? { tasks } : {}) };
   // Until the client sets a level, debug chatter stays off.
   const state: McpSessionState = { logLevel: 'info', running: 0 };
 
@@ -106,11 +105,11 @@ export function createMcpServer(
   const stopResources = registerResources(server, deps, state);
   const roots = startRootsSync(server, deps);
   const stopPrompts = stateful
-    ? runtime.prompts.onListChanged(() => void server.sendPromptListChanged().catch(() => undefined))
+    ? services.prompts.onListChanged(() => void server.sendPromptListChanged().catch(() => undefined))
     : () => undefined;
   const stopGateway =
-    stateful && runtime.gateway.active
-      ? runtime.gateway.onChange((kinds) => {
+    stateful && services.gateway.active
+      ? services.gateway.onChange((kinds) => {
           // An upstream's list_changed reaches 2025 sessions as the same notification of ours.
           if (kinds.has('tools')) void server.sendToolListChanged().catch(() => undefined);
           if (kinds.has('prompts')) void server.sendPromptListChanged().catch(() => undefined);

@@ -25,7 +25,7 @@ export function identityOf(ctx: ServerContext): Identity | null {
 /** Our tools, then the upstream tools this caller may use. */
 export async function listWithGateway(deps: McpServerDeps, ctx: ServerContext): Promise<{ tools: Array<Record<string, unknown>> }> {
   const own = deps.catalog.listResult;
-  const gateway = deps.runtime.gateway;
+  const gateway = deps.services.gateway;
   if (!gateway.active) return own;
   const upstream = await gateway.listTools(identityOf(ctx));
   // Only what MCP defines goes out: never our bookkeeping fields (server, upstreamName).
@@ -35,7 +35,7 @@ export async function listWithGateway(deps: McpServerDeps, ctx: ServerContext): 
 
 /** Is `name` an upstream tool this caller may call? */
 export function isGatewayTool(deps: McpServerDeps, ctx: ServerContext, name: string): boolean {
-  const gateway = deps.runtime.gateway;
+  const gateway = deps.services.gateway;
   return gateway.active && gateway.resolveTool(identityOf(ctx), name) !== undefined;
 }
 
@@ -50,7 +50,7 @@ export async function callGatewayTool(
   // search_tools / call_tool have no server prefix: they are the gateway's own. They run through
   // the same procedure as every upstream tool, so statistics, limits and key rules count them too.
   const input = parts ? { server: parts.server, tool: parts.name, arguments: args ?? {} } : { tool: name, arguments: args ?? {} };
-  const result = await invoke(deps.runtime.router, 'gateway.callTool', input, callCtx);
+  const result = await invoke(deps.services.router, 'gateway.callTool', input, callCtx);
   if (result.ok) return result.data as CallToolResult;
   // call_tool naming a tool the caller may not use is that call's own error (the model can correct it), not an unknown tool.
   return failed(deps, result.error, parts ? name : undefined);
@@ -62,17 +62,17 @@ function failed(deps: McpServerDeps, error: unknown, name: string | undefined): 
   if (name !== undefined && wire.appCode === 'NOT_FOUND' && (wire.details as { reason?: string } | undefined)?.reason === 'unknown_tool') {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${name.slice(0, 200)}`);
   }
-  logWireError(deps.runtime.logger, wire, { transport: 'mcp', path: 'gateway.callTool' });
+  logWireError(deps.services.logger, wire, { transport: 'mcp', path: 'gateway.callTool' });
   return toMcpToolError(wire, { structuredContent: true }) as CallToolResult;
 }
 
 /** Upstream prompts (`<server>__<prompt>`) after ours, for the servers this caller may use. */
 export function gatewayPrompts(deps: McpServerDeps, ctx: ServerContext): Array<Record<string, unknown>> {
-  return deps.runtime.gateway.active ? deps.runtime.gateway.listPrompts(identityOf(ctx)) : [];
+  return deps.services.gateway.active ? deps.services.gateway.listPrompts(identityOf(ctx)) : [];
 }
 
 /** Upstream resources (their own URIs) after ours; the bookkeeping field `server` stays here. */
 export function gatewayResources(deps: McpServerDeps, ctx: ServerContext): Array<Record<string, unknown>> {
-  if (!deps.runtime.gateway.active) return [];
-  return deps.runtime.gateway.listResources(identityOf(ctx)).map(({ server: _s, ...r }) => r);
+  if (!deps.services.gateway.active) return [];
+  return deps.services.gateway.listResources(identityOf(ctx)).map(({ server: _s, ...r }) => r);
 }

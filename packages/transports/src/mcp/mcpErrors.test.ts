@@ -1,17 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
-import { CoreError, createLogger, createRuntime, MemoryStorage, resolveConfig, type Runtime } from '@ai-backend/core/internal';
+import { CoreError, createLogger } from '@ai-backend/core/internal';
 import { resourceNotFound, toMcpError } from './mcpErrors.js';
 
 const logs: string[] = [];
-let runtime: Runtime;
-beforeAll(async () => {
-  runtime = await createRuntime(resolveConfig({ monitoring: { logging: { level: 'warn' } } }), {
-    storage: new MemoryStorage(),
-    logger: createLogger('warn', (l) => logs.push(l)),
-  });
-});
-afterAll(() => runtime.close());
+const logger = createLogger('warn', (l) => logs.push(l));
 
 type Wire = Error & { code: number; data?: Record<string, unknown> };
 
@@ -25,7 +18,7 @@ describe('mcpErrors', () => {
 
   it('a CoreError keeps its table code, message, appCode, details and Retry-After', () => {
     const e = toMcpError(
-      runtime,
+      logger,
       new CoreError('PAYMENT_REQUIRED', 'not enough tokens', { details: { needed: 5 }, headers: { 'Retry-After': '7' } }),
       'prompts/get',
     ) as Wire;
@@ -36,19 +29,19 @@ describe('mcpErrors', () => {
   });
 
   it('NOT_FOUND of a named prompt or resource is -32602 with the uri, not the procedure code', () => {
-    const e = toMcpError(runtime, new CoreError('NOT_FOUND', 'no such resource'), 'resources/read', 'memo://gone') as Wire;
+    const e = toMcpError(logger, new CoreError('NOT_FOUND', 'no such resource'), 'resources/read', 'memo://gone') as Wire;
     expect(e.code).toBe(ProtocolErrorCode.InvalidParams);
     expect(e.data).toMatchObject({ uri: 'memo://gone' });
   });
 
   it('passes a ProtocolError through untouched', () => {
     const p = new ProtocolError(ProtocolErrorCode.InvalidRequest, 'x');
-    expect(toMcpError(runtime, p, 'x')).toBe(p);
+    expect(toMcpError(logger, p, 'x')).toBe(p);
   });
 
   it('an unexpected error: a generic message to the client, the detail logged', () => {
     logs.length = 0;
-    const e = toMcpError(runtime, new Error('db down at postgres://admin:hunter2@10.0.0.5/prod'), 'completion/complete') as Wire;
+    const e = toMcpError(logger, new Error('db down at postgres://admin:hunter2@10.0.0.5/prod'), 'completion/complete') as Wire;
     expect(e.code).toBe(-32603);
     expect(JSON.stringify({ m: e.message, d: e.data })).not.toMatch(/hunter2|postgres/);
     expect(logs.join('\n')).toContain('completion/complete');

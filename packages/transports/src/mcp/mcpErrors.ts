@@ -1,5 +1,5 @@
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
-import { logWireError, toJsonRpcError, toWireError, type Runtime } from '@ai-backend/core/internal';
+import { logWireError, toJsonRpcError, toWireError, type Logger } from '@ai-backend/core/internal';
 
 /**
  * A JSON-RPC error the SDK sends as is: it reads `code`, `message` and `data` off whatever a
@@ -28,10 +28,10 @@ export function resourceNotFound(uri: string, message = 'resource not found'): P
  * one error mapper (code from the error table, safe message, appCode/details/Retry-After in
  * data); internal errors are logged the same way as on every entry point.
  */
-export function toMcpError(runtime: Runtime, err: unknown, what: string, uri?: string): Error {
+export function toMcpError(logger: Logger, err: unknown, what: string, uri?: string): Error {
   if (err instanceof ProtocolError) return err;
   const wire = toWireError(err);
-  logWireError(runtime.logger, wire, { transport: 'mcp', path: what });
+  logWireError(logger, wire, { transport: 'mcp', path: what });
   // NOT_FOUND maps to -32004 for procedures; a named prompt/resource that does not exist is -32602.
   const e = toJsonRpcError(wire, { notFoundCode: ProtocolErrorCode.InvalidParams });
   const data = uri !== undefined && wire.code === 'NOT_FOUND' ? { ...e.data, uri: uri.slice(0, 2048) } : e.data;

@@ -11,7 +11,6 @@ import {
 } from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
 import {
-  entryGateway,
   mcpResponseModes,
   toolsListNeedsAuth,
   toWireError,
@@ -20,7 +19,6 @@ import {
   type Identity,
   type ParsedCall,
   type RequestScope,
-  type Runtime,
 } from '@ai-backend/core/internal';
 import { readJsonBody } from '../edge/readJsonBody.js';
 import { clientIp } from '../edge/requestFacts.js';
@@ -34,7 +32,8 @@ import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { EventLedger } from './eventStores/EventLedger.js';
 import { failSafeEventStore } from './eventStores/failSafeEventStore.js';
 import { formatEventId } from './eventStores/eventId.js';
-import type { McpSessionState } from './sessionState.js';
+import type { McpServerServices, McpSessionState } from './sessionState.js';
+import type { McpHandlerDeps, McpServices } from './mcpServices.js';
 import { SessionBudget, type BudgetedSession } from './sessionBudget.js';
 import { ClusterSessionCounts } from './clusterSessionCounts.js';
 import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
@@ -119,7 +118,7 @@ export interface McpHandlerOptions {
   sessionRecords?: boolean;
   /**
    * The server's admission of long-lived streams (limits.maxSseStreams*), shared with its other
-   * entry points. Default: one of this handler's own, from the runtime's config.
+   * entry points. Default: one of this handler's own, from the server's config.
    */
   streams?: StreamAdmission;
 }
@@ -198,48 +197,57 @@ export class McpHandler {
   /** 2026-07-28 requests: stateless, served by the SDK's per-request handler. */
   private readonly modern: ModernEndpoint;
   private readonly seal: RequestStateSeal;
-  /** What the entry sequence takes of the runtime (made once here, not per request). */
+  /** The entry gateway (config, logger, router, request scopes): what every entry point gets. */
   private readonly entry: EntryGateway;
+  /** The services MCP uses besides the gateway (mcpServices.ts). */
+  private readonly services: McpServices;
+  /** What each MCP server's capability handlers get (made once here, not per server). */
+  private readonly serverServices: McpServerServices;
   /** Every long-lived answer (GET streams, POST answers streamed as SSE, subscriptions/listen) takes a place here first. */
   private readonly admission: StreamAdmission;
 
   constructor(
-    private readonly runtime: Runtime,
+    { entry, services }: McpHandlerDeps,
     private readonly opts: McpHandlerOptions = {},
   ) {
-    this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(runtime.config.limits));
-    this.catalog = buildToolCatalog(runtime.router);
-    this.seal = createRequestStateSeal(runtime);
-    this.entry = entryGateway(runtime);
-    const modes = opts.responseMode
-      ? mcpResponseModes(opts.responseMode, runtime.config.mcp.sessionMode)
-      : runtime.config.mcp.responseModes;
+    const { config, logger } = entry;
+    this.entry = entry;
+    this.services = services;
+    const { prompts, resources, gateway, clientWorkspaces, shared, signals } = services;
+    this.serverServices = { router: entry.router, logger, prompts, resources, gateway, clientWorkspaces };
+    this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(config.limits));
+    this.catalog = buildToolCatalog(entry.router);
+    this.seal = createRequestStateSeal({ config, logger, shared });
+    const modes = opts.responseMode ? mcpResponseModes(opts.responseMode, config.mcp.sessionMode) : config.mcp.responseModes;
     this.legacy =
-      runtime.config.mcp.sessionMode === 'stateless'
+      config.mcp.sessionMode === 'stateless'
         ? { kind: 'stateless', responseMode: modes.legacy, calls: new Map() }
         : { kind: 'stateful', responseMode: modes.legacy };
-    this.modern = new ModernEndpoint(runtime, this.catalog, this.seal, modes.modern);
+    this.modern = new ModernEndpoint({ ...this.serverServices, shared, signals }, this.catalog, this.seal, {
+      responseMode: modes.modern,
+      bodyLimit: config.limits.bodyLimit,
+    });
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
-    this.eventStoreKind = opts.eventStore ?? (runtime.shared.kind === 'redis' ? 'storage' : 'memory');
-    this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(runtime.shared, idle) : undefined;
+    this.eventStoreKind = opts.eventStore ?? (shared.kind === 'redis' ? 'storage' : 'memory');
+    this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(shared, idle) : undefined;
     this.budget = new SessionBudget(
-      runtime.config.mcp.budgets,
+      config.mcp.budgets,
       opts.maxSessions ?? 10_000,
       () => this.cluster?.elsewhere,
       () => void this.cluster?.sync(),
     );
     this.cluster =
-      runtime.shared.kind === 'redis' || runtime.shared.kind === 'postgres'
+      shared.kind === 'redis' || shared.kind === 'postgres'
         ? new ClusterSessionCounts(
-            runtime.shared,
+            shared,
             () => this.budget.own(),
-            (err) => runtime.logger.debug('MCP session counts not shared this beat', { error: String(err) }),
+            (err) => logger.debug('MCP session counts not shared this beat', { error: String(err) }),
           )
         : undefined;
-    this.ledger = new EventLedger(runtime.config.mcp.budgets.eventStore.totalBytes);
+    this.ledger = new EventLedger(config.mcp.budgets.eventStore.totalBytes);
     this.parkIdleMs = opts.parkIdleMs ?? 60_000;
     this.maxLive = opts.maxLiveSessions ?? 256;
-    const eventTtlMs = runtime.config.mcp.budgets.eventStore.ttlMs;
+    const eventTtlMs = config.mcp.budgets.eventStore.ttlMs;
     this.sweeper = setInterval(
       () => {
         const now = Date.now();
@@ -288,7 +296,7 @@ export class McpHandler {
     this.live.delete(s);
     this.budget.remove(s);
     s.store?.dispose();
-    this.runtime.clientWorkspaces.clearSession(id);
+    this.services.clientWorkspaces.clearSession(id);
     return s;
   }
 
@@ -328,7 +336,7 @@ export class McpHandler {
     for (const [id, s] of this.sessions) {
       if (now - s.lastSeen < this.parkIdleMs) return;
       if (s.live ? this.idle(s) : s.waking === undefined && s.open === 0) {
-        this.runtime.logger.debug('MCP session evicted at the session cap', { sessionId: id });
+        this.entry.logger.debug('MCP session evicted at the session cap', { sessionId: id });
         void this.closeSession(id);
         return;
       }
@@ -360,7 +368,7 @@ export class McpHandler {
 
   /** Send core's challenge (401/403 with WWW-Authenticate) as a JSON-RPC error, and log it. */
   private challenge(scope: RequestScope, ch: Challenge): Response {
-    recordChallenge(this.runtime, scope.facts.ip, ch.status, scope.credentialError);
+    recordChallenge(this.services.security, scope.facts.ip, ch.status, scope.credentialError);
     return jsonRpcError(ch.status, -32001, ch.error.message, ch.headers);
   }
 
@@ -385,12 +393,12 @@ export class McpHandler {
           break;
         }
         case 'prompts/get': {
-          const prompt = typeof params?.name === 'string' ? this.runtime.prompts.get(params.name) : undefined;
+          const prompt = typeof params?.name === 'string' ? this.services.prompts.get(params.name) : undefined;
           if (prompt) calls.push({ kind: 'prompt', path: prompt.procedure });
           break;
         }
         case 'resources/read':
-          if (typeof params?.uri === 'string') calls.push({ kind: 'resource', path: this.runtime.resources.procedureFor(params.uri) });
+          if (typeof params?.uri === 'string') calls.push({ kind: 'resource', path: this.services.resources.procedureFor(params.uri) });
           break;
       }
     }
@@ -399,7 +407,7 @@ export class McpHandler {
 
   readonly handle: Handler = async (c) => {
     // Rate limits (mcp.rateLimiting): counted inside serve, RateLimit headers stamped here.
-    const limits = new McpLimits(this.runtime, () => clientIp(c, this.runtime.config.trustProxy));
+    const limits = new McpLimits(this.services, () => clientIp(c, this.entry.config.trustProxy));
     // The Node response the answer is written to (absent under in-process fetch): its 'close' ends a stream.
     const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
     const kind = c.req.method === 'POST' ? 'post' : 'other';
@@ -435,7 +443,7 @@ export class McpHandler {
   private admit(holder: PlaceHolder, scope: RequestScope): Response | undefined {
     const taken = this.admission.take(scope.facts.ip, scope.identity?.sub);
     if (isRefusal(taken)) {
-      this.runtime.security.record({
+      this.services.security.record({
         type: 'rate_limited',
         reason: 'RATE_LIMITED',
         message: taken.message,
@@ -473,7 +481,7 @@ export class McpHandler {
    * (429 before dispatch), and the dispatch to the revision and session mode.
    */
   private serve(c: HonoContext, limits: McpLimits, holder: PlaceHolder): Promise<Response> {
-    const runtime = this.runtime;
+    const { config } = this.entry;
     return serveEntry<McpMessages | undefined>(c, this.entry, {
       transport: 'mcp',
       refusals: 'http',
@@ -482,19 +490,19 @@ export class McpHandler {
       readCalls: async (c, scope) => {
         // An MCP client that only initializes and lists is a caller too (admin.getUserInfo): procedure
         // calls note theirs in core, but initialize, tools/list and streams are not procedure calls.
-        if (scope.identity) runtime.users.seen(scope.identity);
+        if (scope.identity) this.services.users.seen(scope.identity);
         if (c.req.method !== 'POST') return { calls: [], parsed: undefined };
-        const body = await readJsonBody(c.req.raw, runtime.config.limits.bodyLimit, runtime.config.limits.maxJsonDepth);
+        const body = await readJsonBody(c.req.raw, config.limits.bodyLimit, config.limits.maxJsonDepth);
         if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
         const messages = Array.isArray(body.value) ? body.value : [body.value];
         const { calls, listsTools } = this.parseCalls(messages);
         // tools/list is not a procedure: its own rule, the same sign-in challenge.
-        if (!scope.identity && listsTools && toolsListNeedsAuth(runtime.config)) return this.challenge(scope, scope.challengeFor(null));
+        if (!scope.identity && listsTools && toolsListNeedsAuth(config)) return this.challenge(scope, scope.challengeFor(null));
         return { calls, parsed: { body: body.value, messages } };
       },
       refuse: (_c, scope, error, status, headers) => {
         if (status === 401 || status === 403) {
-          recordChallenge(runtime, scope.facts.ip, status, scope.credentialError);
+          recordChallenge(this.services.security, scope.facts.ip, status, scope.credentialError);
           return jsonRpcError(status, -32001, error.message, headers);
         }
         if (status === 429) return limits.refusedToolCalls(error, scope);
@@ -507,7 +515,6 @@ export class McpHandler {
 
   /** A POST admitted by the entry sequence: to the 2026-07-28 endpoint, the stateless 2025 mode or a session. */
   private async dispatchPost(c: HonoContext, scope: RequestScope, { body, messages }: McpMessages, holder: PlaceHolder): Promise<Response> {
-    const runtime = this.runtime;
     const { identity } = scope;
     const authInfo = this.authInfoOf(scope);
     const sessionId = c.req.header('mcp-session-id');
@@ -526,7 +533,7 @@ export class McpHandler {
     if (legacy.kind === 'stateless') {
       const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
       return handleStatelessRequest({
-        runtime,
+        services: this.serverServices,
         catalog: this.catalog,
         seal: this.seal,
         req: c.req.raw,
@@ -641,7 +648,7 @@ export class McpHandler {
       this.parkOverCap();
       return live;
     } catch (err) {
-      this.runtime.logger.warn('MCP session could not be rebuilt', { error: err instanceof Error ? err.message : String(err) });
+      this.entry.logger.warn('MCP session could not be rebuilt', { error: err instanceof Error ? err.message : String(err) });
       void this.closeSession(s.id);
       return undefined;
     }
@@ -693,7 +700,7 @@ export class McpHandler {
         const live = await this.startLive(s);
         await this.replayInitialize(live, s, authInfo);
         s.initialized = true;
-        this.runtime.logger.debug('MCP session taken over from shared storage', { sessionId });
+        this.entry.logger.debug('MCP session taken over from shared storage', { sessionId });
         return this.sessions.get(sessionId);
       })().finally(() => this.rehydrating.delete(sessionId));
       this.rehydrating.set(sessionId, pending);
@@ -708,17 +715,17 @@ export class McpHandler {
   private eventStoreFor(s: Session, live: LiveSession): EventStore | undefined {
     const kind = this.eventStoreKind;
     if (kind === 'none') return undefined;
-    const b = this.runtime.config.mcp.budgets.eventStore;
+    const b = this.entry.config.mcp.budgets.eventStore;
     const limits = { ttlMs: b.ttlMs, maxEventsPerStream: b.maxEventsPerStream, maxEventBytes: b.maxEventBytes };
     const store =
       kind === 'storage'
-        ? new StorageEventStore(this.runtime.shared, s.id, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
+        ? new StorageEventStore(this.services.shared, s.id, { ...limits, sessionBytes: b.sessionBytes, totalBytes: b.totalBytes })
         : (s.store ??= new MemoryEventStore({ ...limits, maxBytes: b.sessionBytes, ledger: this.ledger }));
     // The memory store answers at once: errors are caught, but no timer races it.
     const safe = failSafeEventStore(store, kind === 'storage' ? b.timeoutMs : undefined, (op, err) => {
       if (Date.now() - this.lastStoreWarning < 10_000) return;
       this.lastStoreWarning = Date.now();
-      this.runtime.logger.warn('MCP event store unavailable; messages are sent without resumability', {
+      this.entry.logger.warn('MCP event store unavailable; messages are sent without resumability', {
         op,
         error: err instanceof Error ? err.message : String(err),
       });
@@ -789,7 +796,7 @@ export class McpHandler {
         this.budget.add(s);
         // Not awaited: the initialize answer must not wait on storage (Redis down or slow).
         void this.records?.save(id, { owner: s.owner, init: s.init }).catch((err: unknown) => {
-          this.runtime.logger.warn('MCP session record not saved', { error: err instanceof Error ? err.message : String(err) });
+          this.entry.logger.warn('MCP session record not saved', { error: err instanceof Error ? err.message : String(err) });
         });
       },
       // DELETE: the session ends (a parked pair closing is not a session closing).
@@ -797,7 +804,7 @@ export class McpHandler {
         if (s.live === live) this.forget(id);
       },
     });
-    const { server, roots, state } = createMcpServer(this.runtime, this.catalog, this.seal, () => transport.sessionId, 'stateful');
+    const { server, roots, state } = createMcpServer(this.serverServices, this.catalog, this.seal, () => transport.sessionId, 'stateful');
     state.logLevel = s.logLevel;
     Object.assign(live, { transport, server, roots, state });
     await server.connect(transport);

@@ -6,7 +6,11 @@ import {
   type RateLimitDecision,
   type RequestScope,
   type Runtime,
+  type SecurityLog,
 } from '@ai-backend/core/internal';
+
+/** What the limits of an /mcp request use: the rate limiter and the security log. */
+export type McpLimitServices = Pick<Runtime, 'rateLimit' | 'security'>;
 
 /**
  * Rate limits of one /mcp request (`mcp.rateLimiting`): the request itself counts toward
@@ -23,7 +27,7 @@ export class McpLimits {
   private address: string | undefined;
 
   constructor(
-    private readonly runtime: Runtime,
+    private readonly services: McpLimitServices,
     /** The client address, read only when limiting is on. */
     private readonly clientIp: () => string,
   ) {}
@@ -35,20 +39,20 @@ export class McpLimits {
   /** Count this request; a 429 Response when the caller is over `maxRequests`. */
   async request(scope: RequestScope): Promise<Response | null> {
     this.scope = scope;
-    if (!this.runtime.rateLimit.enabled) return null;
+    if (!this.services.rateLimit.enabled) return null;
     const identity = scope.identity;
     this.caller = rateLimitCaller(identity, this.ip);
-    const decision = await this.runtime.rateLimit.hit('requests', this.caller);
+    const decision = await this.services.rateLimit.hit('requests', this.caller);
     this.decisions.push(decision);
     if (!decision || decision.allowed) return null;
-    return this.refused(this.runtime.rateLimit.refusal(decision, this.decisions), identity, 'request', 'requests', decision.limit);
+    return this.refused(this.services.rateLimit.refusal(decision, this.decisions), identity, 'request', 'requests', decision.limit);
   }
 
   /** The 429 for tool calls the entry sequence's limits step refused (RequestScope.limitToolCalls). */
   refusedToolCalls(err: CoreError, scope: RequestScope): Response {
     const decisions = [...this.decisions, ...scope.limitDecisions];
     const last = scope.limitDecisions.at(-1);
-    const error = last ? this.runtime.rateLimit.refusal(last, decisions) : err;
+    const error = last ? this.services.rateLimit.refusal(last, decisions) : err;
     return this.refused(error, scope.identity, 'tools/call', 'toolCalls', last?.limit);
   }
 
@@ -56,7 +60,7 @@ export class McpLimits {
   stamp(res: Response): Response {
     const decisions = this.scope?.limitDecisions.length ? [...this.decisions, ...this.scope.limitDecisions] : this.decisions;
     if (decisions.length === 0) return res;
-    const headers = this.runtime.rateLimit.headers(decisions);
+    const headers = this.services.rateLimit.headers(decisions);
     const entries = Object.entries(headers);
     if (entries.length === 0) return res;
     try {
@@ -77,7 +81,7 @@ export class McpLimits {
     kind: 'requests' | 'toolCalls',
     limit: number | undefined,
   ): Response {
-    this.runtime.security.record({
+    this.services.security.record({
       type: 'rate_limited',
       reason: 'RATE_LIMITED',
       message: err.message,
@@ -97,8 +101,8 @@ export class McpLimits {
 }
 
 /** Security event for a 401/403 the MCP transport answers itself (nothing reaches the procedures). */
-export function recordChallenge(runtime: Runtime, ip: string, status: 401 | 403, error: CoreError | null): void {
-  runtime.security.record({
+export function recordChallenge(security: SecurityLog, ip: string, status: 401 | 403, error: CoreError | null): void {
+  security.record({
     type: error ? 'auth_failed' : 'auth_required',
     reason: error?.appCode ?? 'UNAUTHORIZED',
     message: error?.message ?? 'authentication required',

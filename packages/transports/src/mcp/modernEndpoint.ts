@@ -1,8 +1,8 @@
 import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
-import type { Runtime } from '@ai-backend/core/internal';
 import { createMcpServer } from './createMcpServer.js';
-import { McpTasks } from './tasks/McpTasks.js';
+import type { McpServerServices } from './sessionState.js';
+import { McpTasks, type McpTasksDeps } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
 /**
@@ -21,23 +21,28 @@ export class ModernEndpoint {
   /** The Tasks extension's state and runs, shared by every request of this instance. */
   readonly tasks: McpTasks;
 
-  constructor(runtime: Runtime, catalog: ToolCatalog, seal: RequestStateSeal, responseMode: 'sse' | 'json' | 'auto') {
-    this.tasks = new McpTasks(runtime);
+  constructor(
+    services: McpServerServices & McpTasksDeps,
+    catalog: ToolCatalog,
+    seal: RequestStateSeal,
+    opts: { responseMode: 'sse' | 'json' | 'auto'; bodyLimit: number },
+  ) {
+    this.tasks = new McpTasks(services);
     const tasks = this.tasks;
-    this.handler = createMcpHandler(() => createMcpServer(runtime, catalog, seal, () => undefined, 'modern', tasks).mcp, {
+    this.handler = createMcpHandler(() => createMcpServer(services, catalog, seal, () => undefined, 'modern', tasks).mcp, {
       legacy: 'reject',
       // 'auto' (the default): a single JSON body unless the call emits progress or logs first, then SSE.
-      responseMode,
-      maxRequestBodySize: runtime.config.limits.bodyLimit,
-      onerror: (err) => runtime.logger.debug('MCP 2026-07-28 request refused or failed', { error: err.message }),
+      responseMode: opts.responseMode,
+      maxRequestBodySize: opts.bodyLimit,
+      onerror: (err) => services.logger.debug('MCP 2026-07-28 request refused or failed', { error: err.message }),
     });
     // Registry changes reach open subscriptions/listen streams (this instance's).
     const notify = this.handler.notify;
     this.unsubscribe = [
-      runtime.prompts.onListChanged(() => notify.promptsChanged()),
-      runtime.resources.onListChanged(() => notify.resourcesChanged()),
-      runtime.resources.onUpdated((uri) => notify.resourceUpdated(uri)),
-      runtime.gateway.onChange(() => notify.toolsChanged()),
+      services.prompts.onListChanged(() => notify.promptsChanged()),
+      services.resources.onListChanged(() => notify.resourcesChanged()),
+      services.resources.onUpdated((uri) => notify.resourceUpdated(uri)),
+      services.gateway.onChange(() => notify.toolsChanged()),
     ];
   }
 

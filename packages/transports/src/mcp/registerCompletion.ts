@@ -10,7 +10,7 @@ const EMPTY = { completion: { values: [], total: 0, hasMore: false } };
  * variables of resource templates that provide `complete`.
  */
 export function registerCompletion(server: Server, deps: McpServerDeps): void {
-  const { prompts, resources } = deps.runtime;
+  const { prompts, resources } = deps.services;
   server.setRequestHandler('completion/complete', async (request): Promise<never> => {
     const { ref, argument, context } = request.params;
     try {
@@ -25,7 +25,7 @@ export function registerCompletion(server: Server, deps: McpServerDeps): void {
       if (!template.complete) return EMPTY as never;
       return { completion: completeFrom(await template.complete(argument.name, argument.value), argument.value) } as never;
     } catch (err) {
-      throw toMcpError(deps.runtime, err, 'completion/complete');
+      throw toMcpError(deps.services.logger, err, 'completion/complete');
     }
   });
 }

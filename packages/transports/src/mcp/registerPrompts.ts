@@ -4,9 +4,9 @@ import { toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
 import { gatewayPrompts, identityOf } from './gatewayTools.js';
 
-/** prompts/list and prompts/get from the runtime's prompt registry. */
+/** prompts/list and prompts/get from the server's prompt registry. */
 export function registerPrompts(server: Server, deps: McpServerDeps, state: McpSessionState): void {
-  const registry = deps.runtime.prompts;
+  const registry = deps.services.prompts;
   server.setRequestHandler(
     'prompts/list',
     (_request, ctx) =>
@@ -32,8 +32,8 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
       const { name, arguments: args = {} } = request.params;
       try {
         // An upstream's prompt (the MCP gateway): `<server>__<prompt>`, never one of ours.
-        if (deps.runtime.gateway.active && !registry.get(name)) {
-          const upstream = await deps.runtime.gateway.getPrompt(identityOf(ctx), name, args, ctx.mcpReq.signal);
+        if (deps.services.gateway.active && !registry.get(name)) {
+          const upstream = await deps.services.gateway.getPrompt(identityOf(ctx), name, args, ctx.mcpReq.signal);
           if (upstream) return upstream as GetPromptResult;
         }
         const use = { kind: 'prompt', name, args } as const;
@@ -48,7 +48,7 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
         const result = await registry.render(name, args, callCtx);
         return result as GetPromptResult;
       } catch (err) {
-        throw toMcpError(deps.runtime, err, 'prompts/get');
+        throw toMcpError(deps.services.logger, err, 'prompts/get');
       }
     }),
   );

@@ -12,7 +12,7 @@ import { gatewayResources, identityOf } from './gatewayTools.js';
  * Returns a cleanup for when the session ends.
  */
 export function registerResources(server: Server, deps: McpServerDeps, state: McpSessionState): () => void {
-  const registry = deps.runtime.resources;
+  const registry = deps.services.resources;
 
   server.setRequestHandler(
     'resources/list',
@@ -52,8 +52,8 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
         const { uri } = request.params;
         try {
           // An upstream's resource (the MCP gateway), read from the server that listed it.
-          if (deps.runtime.gateway.active && !registry.has(uri)) {
-            const upstream = await deps.runtime.gateway.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
+          if (deps.services.gateway.active && !registry.has(uri)) {
+            const upstream = await deps.services.gateway.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
             if (upstream) return upstream as never;
           }
           const use = { kind: 'resource', name: uri } as const;
@@ -72,7 +72,7 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
             ],
           } as never;
         } catch (err) {
-          throw toMcpError(deps.runtime, err, 'resources/read', uri);
+          throw toMcpError(deps.services.logger, err, 'resources/read', uri);
         }
       }) as never,
   );
@@ -92,7 +92,7 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
   const offUpdated = registry.onUpdated((uri) => {
     if (!state.subscriptions?.has(uri)) return;
     server.sendResourceUpdated({ uri }).catch((err: unknown) => {
-      deps.runtime.logger.debug('resource update not delivered', { error: err instanceof Error ? err.message : String(err) });
+      deps.services.logger.debug('resource update not delivered', { error: err instanceof Error ? err.message : String(err) });
     });
   });
   const offList = registry.onListChanged(() => {

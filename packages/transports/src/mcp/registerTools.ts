@@ -39,10 +39,10 @@ function toToolResult(tool: CatalogTool, data: unknown): CallToolResult | InputR
 
 /** One run of a tool through core's invoke seam, as a task records it. */
 async function runOnce(deps: McpServerDeps, tool: CatalogTool, args: unknown, callCtx: Context): Promise<ToolOutcome> {
-  const result = await invoke(deps.runtime.router, tool.path, args ?? {}, callCtx);
+  const result = await invoke(deps.services.router, tool.path, args ?? {}, callCtx);
   if (result.ok) return { kind: 'result', result: toToolResult(tool, result.data) };
   const wire = toWireError(result.error);
-  logWireError(deps.runtime.logger, wire, { transport: 'mcp', path: tool.path });
+  logWireError(deps.services.logger, wire, { transport: 'mcp', path: tool.path });
   // An internal error is a protocol-level failure (task `failed`); any other failure is the
   // tool's own error the model can read (task `completed` with isError), as on a plain call.
   if (wire.internal) {
@@ -94,10 +94,10 @@ export function taskRunner(deps: McpServerDeps, server: Server, ctx: ServerConte
  * an unknown tool name is a protocol error.
  */
 export function registerTools(server: Server, deps: McpServerDeps, state: McpSessionState): void {
-  const { runtime, catalog } = deps;
+  const { services, catalog } = deps;
   server.setRequestHandler(
     'tools/list',
-    (_request, ctx) => (runtime.gateway.active ? listWithGateway(deps, ctx) : catalog.listResult) as never,
+    (_request, ctx) => (services.gateway.active ? listWithGateway(deps, ctx) : catalog.listResult) as never,
   );
 
   server.setRequestHandler('tools/call', async (request, ctx): Promise<never> => {
@@ -138,11 +138,11 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
     const progressToken = request.params._meta?.progressToken as string | number | undefined;
     const call = async (callDeps: McpServerDeps) => {
       const callCtx = mcpContext(callDeps, state, server, ctx, { use, requestState }, progressToken);
-      const result = await invoke(runtime.router, tool.path, request.params.arguments ?? {}, callCtx);
+      const result = await invoke(services.router, tool.path, request.params.arguments ?? {}, callCtx);
       if (result.ok) return toToolResult(tool, result.data);
-      if (callCtx.req.signal.aborted) runtime.logger.debug('tool call cancelled', { tool: tool.name });
+      if (callCtx.req.signal.aborted) services.logger.debug('tool call cancelled', { tool: tool.name });
       const wire = toWireError(result.error);
-      logWireError(runtime.logger, wire, { transport: 'mcp', path: tool.path });
+      logWireError(services.logger, wire, { transport: 'mcp', path: tool.path });
       // A declared output schema would make clients validate the error against it.
       return toMcpToolError(wire, { structuredContent: !tool.outputSchema }) as CallToolResult;
     };

@@ -24,10 +24,10 @@ export async function withRequestRoots<T>(
   if (!Array.isArray(answer?.roots)) return inputRequired({ inputRequests: { [ROOTS_KEY]: inputRequired.listRoots() } });
   const roots = answer.roots.filter((r): r is { uri: string; name?: string } => typeof (r as { uri?: unknown } | null)?.uri === 'string');
   const key = `request:${randomUUID()}`;
-  deps.runtime.clientWorkspaces.setSessionRoots(key, roots);
+  deps.services.clientWorkspaces.setSessionRoots(key, roots);
   try {
     return await run({ ...deps, sessionId: () => key });
   } finally {
-    deps.runtime.clientWorkspaces.clearSession(key);
+    deps.services.clientWorkspaces.clearSession(key);
   }
 }

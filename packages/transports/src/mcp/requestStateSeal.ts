@@ -6,7 +6,7 @@ import {
   type RequestStateCodec,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { Runtime } from '@ai-backend/core/internal';
+import type { Logger, ResolvedConfig, Storage } from '@ai-backend/core/internal';
 import type { RequestScope } from '@ai-backend/core/internal';
 
 /** The caller a sealed state belongs to: another caller replaying it is refused. */
@@ -96,27 +96,34 @@ const refused = () =>
  * state between rounds and must not be able to alter it, so it is sealed with the SDK's HMAC
  * codec, bound to the caller and short-lived (15 minutes). It is also bound to its use (the tool,
  * prompt or resource, and a hash of the arguments: another tool or other arguments are refused)
- * and single use: its id is recorded in the runtime's shared store on first claim (Redis or
+ * and single use: its id is recorded in the server's shared store on first claim (Redis or
  * PostgreSQL when instances share one, so a state used on one instance is refused on every
  * other), each record expiring shortly after the state could have, so the set holds at most the
  * states minted in the last 16 minutes. The key is derived from jwt.secret when one is
  * configured, so every instance sharing the config accepts every other's state (no sticky
  * routing); without it, a per-process key (one instance, or sticky routing).
  */
-export function createRequestStateSeal(runtime: Runtime): RequestStateSeal {
-  const secret = runtime.config.jwt.secret;
+/** What a seal uses: the JWT secret it derives its key from, a log, and the shared store its single-use marks go to. */
+export interface RequestStateSealDeps {
+  readonly config: Pick<ResolvedConfig, 'jwt'>;
+  readonly logger: Logger;
+  readonly shared: Pick<Storage, 'compareAndSet'>;
+}
+
+export function createRequestStateSeal(deps: RequestStateSealDeps): RequestStateSeal {
+  const secret = deps.config.jwt.secret;
   const key = secret ? createHash('sha256').update('ai-backend mcp requestState\n').update(secret).digest() : randomBytes(32);
   const codec = createRequestStateCodec<unknown>({ key, ttlSeconds: TTL_SECONDS, bind: callerOf });
 
   const consume = async (state: unknown, use: StateUse): Promise<unknown> => {
     if (!isSealed(state) || state.u !== useTag(use)) {
-      runtime.logger.debug('MCP requestState refused: minted for another use', { kind: use.kind });
+      deps.logger.debug('MCP requestState refused: minted for another use', { kind: use.kind });
       throw refused();
     }
     // Storage down: the state is refused (the client starts the call again), never accepted twice.
-    const first = await runtime.shared.compareAndSet(`mcp:rs:used:${state.n}`, undefined, 1, { ttlMs: USED_TTL_MS });
+    const first = await deps.shared.compareAndSet(`mcp:rs:used:${state.n}`, undefined, 1, { ttlMs: USED_TTL_MS });
     if (!first) {
-      runtime.logger.debug('MCP requestState refused: already used', { kind: use.kind });
+      deps.logger.debug('MCP requestState refused: already used', { kind: use.kind });
       throw refused();
     }
     return state.v;

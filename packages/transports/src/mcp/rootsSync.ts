@@ -18,7 +18,7 @@ export interface RootsSync {
  * The roots are handed to the client-workspace service for this session.
  */
 export function startRootsSync(server: Server, deps: McpServerDeps): RootsSync {
-  const { runtime } = deps;
+  const { services } = deps;
   let wanted = false;
   let initialized = false;
   let streamOpen = false;
@@ -39,11 +39,11 @@ export function startRootsSync(server: Server, deps: McpServerDeps): RootsSync {
       try {
         const { roots } = await server.listRoots(undefined, { timeout: 30_000 });
         if (sessionId && !closed) {
-          const kept = runtime.clientWorkspaces.setSessionRoots(sessionId, roots);
-          runtime.logger.debug('MCP roots received', { sessionId, roots: roots.length, kept });
+          const kept = services.clientWorkspaces.setSessionRoots(sessionId, roots);
+          services.logger.debug('MCP roots received', { sessionId, roots: roots.length, kept });
         }
       } catch (err) {
-        runtime.logger.debug('roots/list failed', { sessionId, error: err instanceof Error ? err.message : String(err) });
+        services.logger.debug('roots/list failed', { sessionId, error: err instanceof Error ? err.message : String(err) });
       } finally {
         inFlight = undefined;
       }

@@ -1,6 +1,6 @@
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
-import type { Runtime } from '@ai-backend/core/internal';
+import type { EntryGateway, Runtime } from '@ai-backend/core/internal';
 import type { McpTasks } from './tasks/McpTasks.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
@@ -12,9 +12,17 @@ import type { ToolCatalog } from './toolCatalog.js';
  */
 export type McpServeMode = 'stateful' | 'stateless' | 'modern';
 
+/**
+ * The services an MCP server's capability handlers use: the router and logger of the entry
+ * gateway, the prompt and resource registries, the MCP gateway (upstream servers) and the client
+ * workspaces (roots). Built once by McpHandler; never the whole runtime.
+ */
+export type McpServerServices = Pick<EntryGateway, 'router' | 'logger'> &
+  Pick<Runtime, 'prompts' | 'resources' | 'gateway' | 'clientWorkspaces'>;
+
 /** What every capability handler of one MCP server (one session or one request) shares. */
 export interface McpServerDeps {
-  runtime: Runtime;
+  services: McpServerServices;
   catalog: ToolCatalog;
   mode: McpServeMode;
   /** The session id once initialize completed (stateful mode). */

@@ -1,7 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
-import type { Runtime } from '@ai-backend/core/internal';
 import { createMcpServer } from './createMcpServer.js';
+import type { McpServerServices } from './sessionState.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
 type Message = { id?: unknown; method?: unknown; params?: { requestId?: unknown } } | null;
@@ -17,7 +17,7 @@ const callKey = (caller: string, id: unknown) => `${caller}\n${JSON.stringify(id
 
 /** One stateless POST: what it is, who sent it, and what serves it. */
 export interface StatelessRequest {
-  runtime: Runtime;
+  services: McpServerServices;
   catalog: ToolCatalog;
   seal: RequestStateSeal;
   req: Request;
@@ -36,7 +36,7 @@ export interface StatelessRequest {
  * complete: at once for a JSON answer, when the stream ends (or the client leaves) for SSE.
  */
 export async function handleStatelessRequest({
-  runtime,
+  services,
   catalog,
   seal,
   req,
@@ -58,7 +58,7 @@ export async function handleStatelessRequest({
     sessionIdGenerator: undefined,
     enableJsonResponse: responseMode === 'json',
   });
-  const { server } = createMcpServer(runtime, catalog, seal, () => undefined, 'stateless');
+  const { server } = createMcpServer(services, catalog, seal, () => undefined, 'stateless');
   await server.connect(transport);
   const keys = messages.filter((m) => m?.id !== undefined && typeof m.method === 'string').map((m) => callKey(caller, m!.id));
   for (const k of keys) calls.set(k, (calls.get(k) ?? new Set()).add(transport));

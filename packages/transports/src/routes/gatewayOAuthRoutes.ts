@@ -9,6 +9,9 @@ import {
   type Runtime,
 } from '@ai-backend/core/internal';
 
+/** What the gateway's OAuth client routes use: the credential exchange, the config (public URL) and a log. */
+export type GatewayOAuthServices = Pick<Runtime, 'upstreamCredentials' | 'config' | 'logger'>;
+
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** The page the user's browser lands on: no script, not framed, not cached, no Referer (the URL carried a code). */
@@ -27,14 +30,14 @@ const PAGE_HEADERS = {
  * OAuth"): the redirect URI an upstream's authorization server sends the user back to, and our
  * client ID metadata document. The exchange itself is core's (UpstreamCredentials).
  */
-export function gatewayOAuthRoutes(getRuntime: () => Promise<Runtime>): Hono {
+export function gatewayOAuthRoutes(getServices: () => Promise<GatewayOAuthServices>): Hono {
   const app = new Hono();
   app.get(GATEWAY_OAUTH_CALLBACK_PATH, async (c) => {
-    const runtime = await getRuntime();
+    const services = await getServices();
     const q = (name: string) => c.req.query(name);
     const params = { state: q('state'), code: q('code'), error: q('error'), iss: q('iss') };
     try {
-      const { server } = await runtime.upstreamCredentials.completeAuthorization(
+      const { server } = await services.upstreamCredentials.completeAuthorization(
         Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined)),
       );
       return c.html(
@@ -47,14 +50,14 @@ export function gatewayOAuthRoutes(getRuntime: () => Promise<Runtime>): Hono {
       );
     } catch (err) {
       if (!isCoreError(err)) throw err;
-      runtime.logger.warn('gateway: upstream authorization not completed', { code: err.appCode, reason: err.message });
+      services.logger.warn('gateway: upstream authorization not completed', { code: err.appCode, reason: err.message });
       const status = CORE_ERROR_TABLE[err.appCode].http as 400;
       return c.html(page('Not connected', err.message), status, PAGE_HEADERS);
     }
   });
   app.get(GATEWAY_OAUTH_CLIENT_METADATA_PATH, async (c) => {
-    const runtime = await getRuntime();
-    return c.json(gatewayClientMetadata(publicBaseUrl(c.req.url, c.req.raw.headers, runtime.config)), 200, {
+    const services = await getServices();
+    return c.json(gatewayClientMetadata(publicBaseUrl(c.req.url, c.req.raw.headers, services.config)), 200, {
       'cache-control': 'public, max-age=3600',
     });
   });

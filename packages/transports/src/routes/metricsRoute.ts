@@ -1,10 +1,13 @@
 import { Hono, type Handler } from 'hono';
 import type { Runtime } from '@ai-backend/core/internal';
+
+/** What the metrics routes use: the instance's metrics, and the token check of the admin route. */
+export type MetricsServices = Pick<Runtime, 'metrics' | 'authenticate'>;
 import { bearerToken } from '../edge/requestFacts.js';
 
-async function exposition(runtime: Runtime): Promise<Response> {
-  if (!runtime.metrics) return new Response('metrics are disabled\n', { status: 404, headers: { 'content-type': 'text/plain' } });
-  const { contentType, body } = await runtime.metrics.exposition();
+async function exposition({ metrics }: Pick<MetricsServices, 'metrics'>): Promise<Response> {
+  if (!metrics) return new Response('metrics are disabled\n', { status: 404, headers: { 'content-type': 'text/plain' } });
+  const { contentType, body } = await metrics.exposition();
   return new Response(body, { status: 200, headers: { 'content-type': contentType, 'cache-control': 'no-store' } });
 }
 
@@ -12,22 +15,22 @@ async function exposition(runtime: Runtime): Promise<Response> {
  * GET /metrics on the main listener: administrators only (a Bearer token of an administrator,
  * as for admin.* procedures). Metrics reveal traffic and provider use, never user ids.
  */
-export function adminMetricsHandler(getRuntime: () => Promise<Runtime>): Handler {
+export function adminMetricsHandler(getServices: () => Promise<MetricsServices>): Handler {
   return async (c) => {
-    const runtime = await getRuntime();
+    const services = await getServices();
     const token = bearerToken(c.req.raw);
     if (!token) return c.json({ error: 'authentication required' }, 401, { 'WWW-Authenticate': 'Bearer realm="metrics"' });
-    const auth = await runtime.authenticate(token);
+    const auth = await services.authenticate(token);
     if (!auth.ok) return c.json({ error: 'invalid token' }, 401, { 'WWW-Authenticate': 'Bearer realm="metrics", error="invalid_token"' });
     if (!auth.identity.isAdmin) return c.json({ error: 'administrator access required' }, 403);
-    return exposition(runtime);
+    return exposition(services);
   };
 }
 
 /** The app of the separate metrics listener (`metrics.port`, bound to `metrics.host`): no authentication. */
-export function metricsListenerApp(getRuntime: () => Promise<Runtime>): Hono {
+export function metricsListenerApp(getServices: () => Promise<Pick<MetricsServices, 'metrics'>>): Hono {
   const app = new Hono();
-  app.get('/metrics', async () => exposition(await getRuntime()));
+  app.get('/metrics', async () => exposition(await getServices()));
   app.notFound((c) => c.text('not found\n', 404));
   return app;
 }

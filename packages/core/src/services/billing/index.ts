@@ -18,6 +18,7 @@ export {
   type VerifyPurchaseWebhookOptions,
   type PurchaseEvent,
   type PurchaseWebhookResult,
+  type PurchaseWebhookDeps,
 } from './purchaseWebhook.js';
 export {
   BALANCE_TYPES,

@@ -7,7 +7,7 @@ import {
   type CallToolResult,
   type InputRequiredResult,
 } from '@modelcontextprotocol/server';
-import type { LongRunningMeta, ProcedureMeta, Runtime } from '@ai-backend/core/internal';
+import type { LongRunningMeta, Logger, ProcedureMeta, Signals, Storage } from '@ai-backend/core/internal';
 import { createTaskResult, TASKS_EXTENSION, TaskStore, TERMINAL, type TaskRecord } from './TaskStore.js';
 import { ANONYMOUS_TASK_OWNER } from '../requestStateSeal.js';
 
@@ -71,12 +71,19 @@ function unknownTask(taskId: string): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown task: ${taskId.slice(0, 100)}`, { taskId: taskId.slice(0, 100) });
 }
 
+/** What the tasks use: the shared store their records live in, cross-instance signals (cancels) and a log. */
+export interface McpTasksDeps {
+  readonly shared: Storage;
+  readonly signals: Signals;
+  readonly logger: Logger;
+}
+
 /**
  * The MCP Tasks extension (SEP-2663) for procedures marked `longRunning`, shared by every
  * 2026-07-28 request of this instance. A task lives in storage (TaskStore), so any instance
  * answers tasks/get, resumes a task waiting for input (the tool runs again where the answer
  * arrives) and cancels it; the instance running the tool learns of a cancel at once through
- * runtime signals (Redis pub/sub) or, without Redis, by re-reading the record every
+ * the server's signals (Redis pub/sub) or, without Redis, by re-reading the record every
  * `cancelPollMs`. Money: the tool runs through the same invoke seam as any call, so a run that
  * is aborted releases its hold and a run that finishes is charged once; a cancel that arrives
  * after the run finished changes nothing (the task stays completed).
@@ -99,16 +106,16 @@ export class McpTasks {
   private closed = false;
 
   constructor(
-    private readonly runtime: Runtime,
+    private readonly deps: McpTasksDeps,
     opts: McpTasksOptions = {},
   ) {
-    this.store = new TaskStore(runtime.shared);
+    this.store = new TaskStore(deps.shared);
     this.ttlMs = opts.ttlMs ?? 60 * 60_000;
     this.pollIntervalMs = opts.pollIntervalMs ?? 500;
     this.cancelPollMs = opts.cancelPollMs ?? 1000;
     this.maxRunningPerCaller = opts.maxRunningPerCaller ?? 32;
     this.maxResultBytes = opts.maxResultBytes ?? 4 * 1024 * 1024;
-    this.unsubscribe = runtime.signals.subscribe(CANCEL_TOPIC, (taskId) => this.local.get(taskId)?.abort.abort());
+    this.unsubscribe = deps.signals.subscribe(CANCEL_TOPIC, (taskId) => this.local.get(taskId)?.abort.abort());
     this.poller = setInterval(() => void this.pollCancels(), this.cancelPollMs);
     this.poller.unref();
   }
@@ -208,7 +215,7 @@ export class McpTasks {
 
   /** A run that threw outside the invoke seam (a bug): the task fails, nothing leaks to the client. */
   private crashed(err: unknown): ToolOutcome {
-    this.runtime.logger.error('MCP task run failed', { error: err instanceof Error ? err.message : String(err) });
+    this.deps.logger.error('MCP task run failed', { error: err instanceof Error ? err.message : String(err) });
     return { kind: 'failed', error: { code: ProtocolErrorCode.InternalError, message: 'internal error' } };
   }
 
@@ -271,7 +278,7 @@ export class McpTasks {
     try {
       await this.store.update(taskId, (cur) => (cur.status === 'working' && cur.run === run ? next(cur) : undefined));
     } catch (err) {
-      this.runtime.logger.error('MCP task result could not be stored', { error: err instanceof Error ? err.message : String(err) });
+      this.deps.logger.error('MCP task result could not be stored', { error: err instanceof Error ? err.message : String(err) });
     }
   }
 
@@ -324,7 +331,7 @@ export class McpTasks {
     if (!changed) return;
     const here = this.local.get(taskId);
     if (here) here.abort.abort();
-    else await this.runtime.signals.publish(CANCEL_TOPIC, taskId);
+    else await this.deps.signals.publish(CANCEL_TOPIC, taskId);
   }
 
   /**
