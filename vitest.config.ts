@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/slowFirstSequencer.js';
 
 // One run over every package's unit tests (beside the code) and the end-to-end tests in test/.
 // The `ai-backend-source` condition makes workspace packages resolve to their TypeScript sources,
@@ -21,6 +22,9 @@ export default defineConfig({
     // there. A retried test is listed in the report, and a test that is really broken fails both
     // tries. Locally nothing is retried.
     retry: process.env.CI ? 1 : 0,
+    // Longest files first, also on a clean clone where vitest has no timings of its own yet
+    // (test/durations.json): a long file started last would run alone at the end.
+    sequence: { sequencer: SlowFirstSequencer },
     // Probes Redis, PostgreSQL, redis-server and Chromium once; suites that need a missing one skip,
     // and the run ends with one line naming it (AI_BACKEND_REQUIRE_SERVICES=1 turns skips into failures).
     globalSetup: ['./packages/test-utils/src/services/servicesGlobalSetup.ts'],

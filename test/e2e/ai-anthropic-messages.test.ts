@@ -1,7 +1,8 @@
+import { waitFor } from '@ai-backend/test-utils';
 import { describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { createTestUpstream, SYSTEM_PROMPT, tokenFor } from './helpers/aiGateway.js';
+import { createTestUpstream, rpcCall, SYSTEM_PROMPT, tokenFor } from './helpers/aiGateway.js';
 import { fee, fundedUser, CHAT_MODELS, rejectionOf, startSixProviderServer, sixProviderSuite } from './helpers/sixProviders.js';
 import { describeV1Matrix } from './helpers/describeMatrix.js';
 
@@ -253,12 +254,15 @@ describeV1Matrix('/v1/messages', (mode, path) => {
           stream.on('abort', () => resolve());
         });
         await stream.done().catch(() => undefined);
-        // The settlement runs when the server sees the connection go; then the balance stays.
-        await new Promise((r) => setTimeout(r, 500));
+        // The settlement runs when the server sees the connection go: await its usage record; then the balance stays.
+        await waitFor(async () => (await rpcCall(suite.gw.url, u.token, 'billing.getUsageHistory')).result.usage.length > 0, {
+          what: 'the aborted stream settled',
+        });
         const balance = await balanceOf(u.token);
         const charged = 10_000 - balance;
         expect(charged).toBeGreaterThan(0);
         expect(charged).toBeLessThan(400); // far below the hold (input bound + 64, plus the fee)
+        // A deliberate pause: time for a second settlement to arrive (asserting none does).
         await new Promise((r) => setTimeout(r, 300));
         expect(await balanceOf(u.token)).toBe(balance); // settled exactly once
       } finally {

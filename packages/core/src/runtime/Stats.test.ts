@@ -43,10 +43,12 @@ describe('Stats during a store outage', () => {
     storage.transact = (async () => {
       throw down();
     }) as typeof storage.transact;
-    storage.get = (async () => {
-      await new Promise((r) => setTimeout(r, 20));
-      throw down();
-    }) as typeof storage.get;
+    // Each read tells `failed` when it has rejected (the read itself is left to the store's caller to handle).
+    const failed: Promise<void>[] = [];
+    storage.get = (() =>
+      new Promise<never>((_, reject) => {
+        failed.push(new Promise<void>((done) => setTimeout(() => (reject(down()), done()), 20)));
+      })) as typeof storage.get;
     const upstream = new UpstreamStats();
     upstream.record('openai', 'gpt-5-mini', 'ok', 0.1);
     const stats = new Stats(storage, { upstream });
@@ -56,7 +58,9 @@ describe('Stats during a store outage', () => {
     process.on('unhandledRejection', onUnhandled);
     try {
       await expect(stats.flush()).rejects.toThrow('storage unavailable');
-      await new Promise((r) => setTimeout(r, 20));
+      // Every failing read has failed, and Node reports unhandled rejections before the next macrotask.
+      await Promise.all(failed);
+      await new Promise((r) => setImmediate(r));
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
