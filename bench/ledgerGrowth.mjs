@@ -14,8 +14,10 @@
 //   node bench/ledgerGrowth.mjs --stores sqlite,postgres --rows 10000000 --users 100000   (by hand: hours)
 //   node bench/ledgerGrowth.mjs --stores sqlite,postgres --fill-seconds 300                (what fits)
 // Options: --rows (target ledger rows, default 10,000,000), --fill-seconds (stop filling after this,
-// default unlimited: whichever comes first), --users (default 10,000), --concurrency (default 128),
+// default unlimited: whichever comes first), --users (default 10,000), --concurrency (default 128, per process),
+// --fill-processes (PostgreSQL: fill from this many processes at once, default 1; SQLite always 1),
 // --samples per measured call (default 200), --pg postgres URL (default postgres://postgres@127.0.0.1:5432/test).
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +34,7 @@ const ROWS = Number(args.rows ?? 10_000_000);
 const FILL_S = Number(args['fill-seconds'] ?? Infinity);
 const USERS = Number(args.users ?? 10_000);
 const CONCURRENCY = Number(args.concurrency ?? 128);
+const FILL_WORKERS = Number(args['fill-processes'] ?? 1);
 const SAMPLES = Number(args.samples ?? 200);
 const PG = args.pg ?? 'postgres://postgres@127.0.0.1:5432/test';
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -60,28 +63,34 @@ function billingOn(storage) {
   return new BillingService(storage, new KeyVault(storage, { masterKey: VAULT }, logger), BILLING, logger);
 }
 
-/** Ledger rows through BillingService: a credit per user (1 row), then calls (reserve + settle: 2 rows). */
-async function fill(cfg) {
+/**
+ * Ledger rows through BillingService: a credit per user (1 row), then calls (reserve + settle: 2
+ * rows). `part`: this process's share when several fill the same store (process `index` of `of`
+ * credits the users u with u % of === index and makes its calls for users (i * of + index) % USERS).
+ */
+async function fill(cfg, part = { index: 0, of: 1, rows: ROWS, seconds: FILL_S }) {
   const storage = await createStorage(resolveConfig({ storage: cfg }).storage);
   const billing = billingOn(storage);
   const started = performance.now();
-  const deadline = started + FILL_S * 1000;
+  const deadline = started + part.seconds * 1000;
   let rows = 0;
   let next = 0;
   const user = (u) => ({ sub: `user-${u}`, scopes: [], isAdmin: false, via: 'jwt' });
   const worker = async (w) => {
-    for (let u = w; u < USERS; u += CONCURRENCY) {
+    for (let u = w * part.of + part.index; u < USERS; u += CONCURRENCY * part.of) {
       await billing.credit({ userId: `user-${u}`, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
       rows++;
     }
-    while (rows < ROWS && performance.now() < deadline) {
+    while (rows < part.rows && performance.now() < deadline) {
       const i = next++;
-      const r = await billing.reserve({ identity: user(i % USERS), tokens: 100, requestId: `fill-${i}` });
+      const u = (i * part.of + part.index) % USERS;
+      const r = await billing.reserve({ identity: user(u), tokens: 100, requestId: `fill-${part.index}-${i}` });
       await billing.settle(r, { tokensUsed: 50 + (i % 50), provider: 'openai', model: `gpt-4o-mini` });
       rows += 2;
       if (i % 50_000 === 0)
         process.stderr.write(
-          `  ${cfg.type}: ${rows.toLocaleString('en')} ledger rows, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+          `  ${cfg.type}${part.of > 1 ? ` (process ${part.index + 1} of ${part.of})` : ''}: ${rows.toLocaleString('en')} ledger rows, ` +
+            `${((performance.now() - started) / 1000).toFixed(0)} s\n`,
         );
     }
   };
@@ -89,6 +98,43 @@ async function fill(cfg) {
   await billing.stop();
   await storage.close();
   return { rows, seconds: (performance.now() - started) / 1000 };
+}
+
+/**
+ * The fill in FILL_WORKERS processes at once against the same store (PostgreSQL: one Node process
+ * fills at most one core's worth of calls; the billing code runs unchanged in each). SQLite is
+ * filled by one process: its file is locked to the process that opens it.
+ */
+async function fillInProcesses(kind, cfg) {
+  const n = kind === 'sqlite' ? 1 : FILL_WORKERS;
+  if (n === 1) return fill(cfg);
+  // Migrate once before the processes start (each would otherwise wait for the others' lock).
+  await (await createStorage(resolveConfig({ storage: cfg }).storage)).close();
+  const started = performance.now();
+  const parts = await Promise.all(
+    Array.from({ length: n }, (_, index) => {
+      const part = { index, of: n, rows: Math.ceil(ROWS / n), seconds: FILL_S };
+      const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--fill-worker', JSON.stringify({ cfg, part })], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      return new Promise((resolve, reject) =>
+        child.on('exit', (code) =>
+          code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1))) : reject(new Error(`fill process ${index} exited ${code}`)),
+        ),
+      );
+    }),
+  );
+  return { rows: parts.reduce((a, p) => a + p.rows, 0), seconds: (performance.now() - started) / 1000, processes: n };
+}
+
+if (args['fill-worker']) {
+  const job = JSON.parse(args['fill-worker']);
+  const done = await fill(job.cfg, { ...job.part, seconds: job.part.seconds ?? Infinity });
+  await rm(root, { recursive: true, force: true });
+  console.log(JSON.stringify(done));
+  process.exit(0);
 }
 
 /** The sweeper on a store: p50 of `n` sweeps (nothing due: what every instance pays each interval). */
@@ -121,6 +167,11 @@ async function dbSize(kind, cfg) {
   }
 }
 
+/** User + system CPU of a process so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+const cpuMs = async (pid) => {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 const loadAverage = async () => (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ');
 const loadAtStart = await loadAverage();
 const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -131,7 +182,7 @@ for (const kind of STORES) {
   const full = storageConfig(kind, 'full');
   const empty = storageConfig(kind, 'empty');
   process.stderr.write(`${kind}: filling\n`);
-  const filled = await fill(full);
+  const filled = await fillInProcesses(kind, full);
   // The empty store: the same start (a credit for the measured user), nothing else.
   {
     const storage = await createStorage(resolveConfig({ storage: empty }).storage);
@@ -196,11 +247,17 @@ for (const kind of STORES) {
     // Warm both (lazy modules, caches), then alternate so machine noise hits both alike.
     for (let i = 0; i < 10; i++) for (const s of Object.values(servers)) await rpc(s.url, auth, method, params);
     const t = { full: [], empty: [] };
+    const cpu0 = { full: await cpuMs(servers.full.pid), empty: await cpuMs(servers.empty.pid) };
     for (let i = 0; i < SAMPLES; i++) {
       t.empty.push(await rpc(servers.empty.url, auth, method, params));
       t.full.push(await rpc(servers.full.url, auth, method, params));
     }
-    rows.push({ label, full: p50(t.full), empty: p50(t.empty) });
+    // Server CPU per call (user + system of each server process over the samples): what load does not inflate.
+    const cpu = {
+      full: ((await cpuMs(servers.full.pid)) - cpu0.full) / SAMPLES,
+      empty: ((await cpuMs(servers.empty.pid)) - cpu0.empty) / SAMPLES,
+    };
+    rows.push({ label, full: p50(t.full), empty: p50(t.empty), cpu });
   }
   rows.push({ label: 'sweeper (sweepExpiredReservations, in process)', full: p50(sweep.full), empty: p50(sweep.empty) });
   for (const s of Object.values(servers)) await s.stop();
@@ -221,10 +278,16 @@ for (const r of results) {
     `\n### ${r.kind}: ${r.filled.rows.toLocaleString('en')} ledger rows over ${USERS.toLocaleString('en')} users vs an empty store (node ${process.version})\n`,
   );
   console.log(
-    `filled in ${r.filled.seconds.toFixed(0)} s through BillingService (${Math.round(r.filled.rows / r.filled.seconds).toLocaleString('en')} ledger rows/s, ${CONCURRENCY} calls in flight); store ${r.sizeMb.toFixed(0)} MiB\n`,
+    `filled in ${r.filled.seconds.toFixed(0)} s through BillingService (${Math.round(r.filled.rows / r.filled.seconds).toLocaleString('en')} ledger rows/s, ${CONCURRENCY} calls in flight${r.filled.processes ? ` in each of ${r.filled.processes} processes` : ''}); store ${r.sizeMb.toFixed(0)} MiB\n`,
   );
-  console.log(`| measured (p50 of ${SAMPLES}, alternating) | empty ms | full ms | full / empty |`);
-  console.log('|---|---|---|---|');
-  for (const x of r.rows) console.log(`| ${x.label} | ${f(x.empty)} | ${f(x.full)} | ${(x.full / x.empty).toFixed(2)} |`);
+  console.log(
+    `| measured (p50 of ${SAMPLES}, alternating) | empty ms | full ms | full / empty | server CPU ms/call empty | full | full / empty |`,
+  );
+  console.log('|---|---|---|---|---|---|---|');
+  for (const x of r.rows)
+    console.log(
+      `| ${x.label} | ${f(x.empty)} | ${f(x.full)} | ${(x.full / x.empty).toFixed(2)} | ` +
+        (x.cpu ? `${f(x.cpu.empty)} | ${f(x.cpu.full)} | ${(x.cpu.full / x.cpu.empty).toFixed(2)} |` : '– | – | – |'),
+    );
 }
 console.log(`\nload average at the start: ${loadAtStart}; at the end: ${await loadAverage()}`);

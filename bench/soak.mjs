@@ -13,7 +13,8 @@
 // Options: --minutes (default 2), --rate steps/s (default 40), --sample seconds (default 10),
 // --heap MB for --max-old-space-size (default 192), --root <built checkout> (another build, e.g. main
 // before a change, started from its bench/servers/soak-server.mjs or, without one, this one's copy),
-// --snapshots (heap snapshots of the server at the middle and the end, to diff what it kept),
+// --snapshots (heap snapshots of the server at the middle and the end, to diff what it kept), --snapshots-at 20,40
+// (at those minutes instead of the middle),
 // --only <step names, comma-separated> (one kind of traffic at a time, e.g. --only 'v1 chat,byok').
 // Target (issue 37): RSS slope over the second half of a one-hour run <= 1 MB per 10 minutes.
 import { spawn } from 'node:child_process';
@@ -84,7 +85,12 @@ const ask = (what, timeoutMs = 10_000) =>
     server.child.send(what);
   });
 const heap = () => ask('heap');
-const rssMb = async () => Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${server.pid}/status`, 'utf8'))[1]) / 1024;
+/** RSS and its parts from /proc (kB → MB): anonymous (heap, malloc), file-backed (code, mapped files), shared memory. */
+async function rssParts() {
+  const status = await readFile(`/proc/${server.pid}/status`, 'utf8');
+  const kb = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
+  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
+}
 
 const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'soak-admin', scopes: ['mcp:admin'], expiresIn: '24h' })}`;
 const json = { 'content-type': 'application/json' };
@@ -232,10 +238,17 @@ const samples = [];
 async function sample() {
   const h = await heap();
   if (!h || serverGone) return;
+  const r = await rssParts();
   const s = {
     min: +((Date.now() - started) / 60_000).toFixed(2),
-    rssMb: +(await rssMb()).toFixed(1),
+    rssMb: +r.rss.toFixed(1),
     heapMb: +(h.heapUsed / 2 ** 20).toFixed(1),
+    // What RSS is made of: anonymous memory outside the JS heap (malloc: SQLite, buffers, the allocator's
+    // free pages) shows as anon minus the heap; file-backed and shared pages (SQLite's -shm) apart.
+    anonMb: +r.anon.toFixed(1),
+    fileMb: +r.file.toFixed(1),
+    shmemMb: +r.shmem.toFixed(1),
+    externalMb: h.external === undefined ? undefined : +(h.external / 2 ** 20).toFixed(1),
     steps,
   };
   samples.push(s);
@@ -267,13 +280,14 @@ const tick = setInterval(() => {
 }, 1000 / rate);
 
 await sample();
-let snapped = false;
+// --snapshots: at the middle and the end; --snapshots-at 20,40: at those minutes (early enough to diff while it runs).
+const snapAt = args['snapshots-at'] ? args['snapshots-at'].split(',').map(Number) : 'snapshots' in args ? [minutes / 2] : [];
 while (Date.now() < end && !serverGone) {
   await new Promise((r) => setTimeout(r, sampleSec * 1000));
   await sample();
-  if ('snapshots' in args && !snapped && Date.now() >= started + minutes * 30_000) {
-    snapped = true;
-    console.log(JSON.stringify(await ask('snapshot', 120_000)));
+  if (snapAt.length > 0 && Date.now() >= started + snapAt[0] * 60_000) {
+    snapAt.shift();
+    console.log(JSON.stringify({ ...(await ask('snapshot', 120_000)), min: +((Date.now() - started) / 60_000).toFixed(2) }));
   }
 }
 if ('snapshots' in args && !serverGone) console.log(JSON.stringify(await ask('snapshot', 120_000)));
@@ -300,7 +314,8 @@ console.log(
     serverSurvived: !serverGone,
     rssMb: { first: first?.rssMb, last: last?.rssMb, max: Math.max(...samples.map((s) => s.rssMb)) },
     heapAfterGcMb: { first: first?.heapMb, last: last?.heapMb, max: Math.max(...samples.map((s) => s.heapMb)) },
-    slopeSecondHalfMbPer10Min: { rss: slope('rssMb'), heap: slope('heapMb') },
+    anonMb: { first: first?.anonMb, last: last?.anonMb },
+    slopeSecondHalfMbPer10Min: { rss: slope('rssMb'), heap: slope('heapMb'), anon: slope('anonMb'), file: slope('fileMb') },
     counts,
   }),
 );

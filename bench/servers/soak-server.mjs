@@ -16,7 +16,7 @@ process.on('message', (m) => {
   // Two passes: the first can leave weak-referenced and finalizable objects for the second.
   globalThis.gc();
   globalThis.gc();
-  const { heapUsed, rss } = process.memoryUsage();
-  process.send({ heapUsed, rss });
+  const { heapUsed, rss, external, arrayBuffers } = process.memoryUsage();
+  process.send({ heapUsed, rss, external, arrayBuffers });
 });
 process.on('SIGTERM', () => server.stop().then(() => process.exit(0)));

@@ -174,6 +174,66 @@ describe('the user ranking from the top lists, over days and full lists (memory)
   });
 });
 
+describe('what the console reads does not grow with the days nobody called on (memory)', () => {
+  /** A store that records the keys read through getMany. */
+  function keysRead(storage: Storage): { storage: Storage; keys: string[] } {
+    const keys: string[] = [];
+    const proxy = new Proxy(storage, {
+      get(target, prop, receiver) {
+        if (prop === 'getMany') return (ks: readonly string[]) => (keys.push(...ks), target.getMany(ks));
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    return { storage: proxy, keys };
+  }
+  const dayOf = (ago: number) => new Date(Date.now() - ago * 86_400_000).toISOString().slice(0, 10);
+
+  it('reads a ranked user day row only where it can exist, and the shard rows of a day that is over once', async () => {
+    const base = new MemoryStorage();
+    const rec = keysRead(base);
+    // 20 users (lists not full) on two of six days: three days ago and today.
+    const sums: Sums = new Map();
+    for (const ago of [3, 0])
+      for (let i = 0; i < 20; i++) {
+        const id = `few-${i}`;
+        const day = dayOf(ago);
+        const tokens = 10 + ((i * 7 + ago * 3) % 40);
+        const item: UsageItem = {
+          id: `${day}-${i}`,
+          at: `${day}T12:00:00.000Z`,
+          mode: 'platform',
+          provider: 'openai',
+          model: 'm',
+          tokensUsed: tokens,
+          tokensCharged: tokens,
+          platformFee: 0,
+        };
+        const keys = usageKeys(id, day);
+        await base.transact([keys.userDay, keys.global], (read) => ({ writes: usageWrites(read, id, day, item), result: undefined }));
+        const s = sums.get(id) ?? { cost: 0, tokens: 0, requests: 0 };
+        s.tokens += tokens;
+        s.requests++;
+        sums.set(id, s);
+      }
+    const opts = { from: dayOf(5), to: dayOf(0), sortBy: 'tokens', limit: 5, series: true } as const;
+    const first = await adminUsageAnalytics(rec.storage, opts);
+    expect(first.topUsers!.map((u) => u.userId)).toEqual(expectedTop(sums, 'tokens', 5));
+    for (const t of first.topUsers!) expect(t).toMatchObject({ tokensUsed: sums.get(t.userId)!.tokens, requests: 2 });
+    // Each ranked user's two day rows, not six.
+    const dayRows = rec.keys.filter((k) => k.startsWith('usageday:'));
+    expect(dayRows).toHaveLength(5 * 2);
+    expect((await base.getMany(dayRows)).every((row) => row !== undefined)).toBe(true);
+    expect(rec.keys.filter((k) => k.startsWith('usageglobal:'))).toHaveLength(6 * GLOBAL_SHARDS);
+
+    // Again within the hour: the days that are over (ended more than an hour ago) come from memory.
+    rec.keys.length = 0;
+    expect(await adminUsageAnalytics(rec.storage, opts)).toEqual(first);
+    const open = [0, 1].filter((ago) => Date.now() - Date.parse(`${dayOf(ago)}T00:00:00Z`) < 25 * 3_600_000);
+    expect(new Set(rec.keys.filter((k) => k.startsWith('usageglobal:')).map((k) => k.split(':')[1]))).toEqual(new Set(open.map(dayOf)));
+  });
+});
+
 describe.each(backends)('the user ranking agrees with the usage logs on $name', (backend) => {
   let store: OpenStore;
   let rt: Runtime;

@@ -1,4 +1,5 @@
 import type { Storage } from '../../kernel/Storage.js';
+import { AgedMap } from '../../lib/AgedMap.js';
 import { GLOBAL_SHARDS, globalKeys, type GlobalDay, shardOf, TOP_K } from './globalUsage.js';
 import { add, zero, type Totals, type UsageDay } from './history.js';
 import { ledgerKeys } from './Ledger.js';
@@ -93,6 +94,35 @@ function top<T extends Totals>(rows: Array<[string, T]>, sortBy: 'cost' | 'token
   return rows.sort((a, b) => score(b[1]) - score(a[1]) || b[1].tokensUsed - a[1].tokensUsed || a[0].localeCompare(b[0])).slice(0, limit);
 }
 
+/**
+ * A day's shard rows stop changing once it is over: a call is recorded on the day of its settle by
+ * the settling instance's clock, so an hour past the day's end (far more than clocks differ by) no
+ * instance writes to it. The console asks for the same 14 or 30 days on every poll, and looking up
+ * 16 rows a day cost more the larger the store (each a walk down the key B-tree: 4 µs against
+ * 1.5 µs in an empty SQLite store at 34,000 rows, more at millions), so the rows of days that are
+ * over are kept per store, the day's 16 as one entry, for an hour (a row reaching its 400-day TTL
+ * still shows for up to that long) and for at most CLOSED_DAYS days (the oldest cached first out).
+ * Read-only: the sums below copy what they add up.
+ */
+const CLOSED_AFTER_MS = DAY_MS + 3_600_000;
+const CLOSED_TTL_MS = 3_600_000;
+const CLOSED_DAYS = 100;
+const closedDays = new WeakMap<Storage, AgedMap<string, Array<GlobalDay | undefined>>>();
+
+/** The GLOBAL_SHARDS rows of each day, in order: days that are over from the cache where it has them. */
+async function shardRows(storage: Storage, days: string[], now = Date.now()): Promise<Array<GlobalDay | undefined>> {
+  let cache = closedDays.get(storage);
+  if (!cache) closedDays.set(storage, (cache = new AgedMap(CLOSED_TTL_MS, CLOSED_DAYS)));
+  const closed = (day: string) => now - Date.parse(`${day}T00:00:00Z`) >= CLOSED_AFTER_MS;
+  const cached = days.map((d) => (closed(d) ? cache.get(d, now) : undefined));
+  const missing = days.filter((_, i) => !cached[i]);
+  const keys = missing.flatMap((d) => Array.from({ length: GLOBAL_SHARDS }, (_, s) => globalKeys.day(d, s)));
+  const read = await getChunked<GlobalDay>(storage, keys);
+  const byDay = new Map(missing.map((d, i) => [d, read.slice(i * GLOBAL_SHARDS, (i + 1) * GLOBAL_SHARDS)]));
+  for (const [d, rows] of byDay) if (closed(d)) cache.set(d, rows, now);
+  return days.flatMap((d, i) => cached[i] ?? byDay.get(d)!);
+}
+
 /** Users who made a call on `day`, from the day's user list (an index read, paged). */
 async function usersOf(storage: Storage, day: string, budget: number): Promise<string[]> {
   const users: string[] = [];
@@ -108,17 +138,27 @@ async function usersOf(storage: Storage, day: string, budget: number): Promise<s
 
 type Ranked = { rows: Array<{ userId: string } & SplitTotals>; truncated: boolean };
 
-/** Each user's totals over `days`, from their day rows (users x days keys). */
-async function totalsOf(storage: Storage, users: string[], days: string[]): Promise<Map<string, SplitTotals>> {
+/**
+ * Each user's totals over `days`, from their day rows: every day of `days`, or with `daysOf` only
+ * the days on which the user can have a row (the others are known empty and not read).
+ */
+async function totalsOf(
+  storage: Storage,
+  users: string[],
+  days: string[],
+  daysOf: (user: string) => number[] = () => days.map((_, d) => d),
+): Promise<Map<string, SplitTotals>> {
+  const wanted = users.map((u) => daysOf(u));
   const rows = await getChunked<UsageDay>(
     storage,
-    users.flatMap((u) => days.map((d) => ledgerKeys.usageDay(u, d))),
+    users.flatMap((u, i) => wanted[i]!.map((d) => ledgerKeys.usageDay(u, days[d]!))),
   );
   const out = new Map<string, SplitTotals>();
+  let at = 0;
   users.forEach((u, i) => {
     const t = splitZero();
-    for (let d = 0; d < days.length; d++) {
-      const row = rows[i * days.length + d];
+    for (const _ of wanted[i]!) {
+      const row = rows[at++];
       if (row) addSplit(t, splitOf(row));
     }
     if (t.requests > 0) out.set(u, t);
@@ -155,9 +195,11 @@ async function rankFromTop(
   opts: AdminAnalyticsOptions,
 ): Promise<Ranked | undefined> {
   const key = opts.sortBy;
-  const known = new Map<string, { listed: Pair; thetaListed: Pair }>();
+  const known = new Map<string, { listed: Pair; thetaListed: Pair; days: number[] }>();
   // Per shard: the sum over days of the most an unlisted user can have had.
   const thetaSum: Pair[] = Array.from({ length: GLOBAL_SHARDS }, () => ZERO);
+  // Per shard: the days its list was full (an unlisted user of the shard may have a row on those).
+  const fullDays: number[][] = Array.from({ length: GLOBAL_SHARDS }, () => []);
   for (let d = 0; d < days.length; d++)
     for (let s = 0; s < GLOBAL_SHARDS; s++) {
       const row = shards[d * GLOBAL_SHARDS + s];
@@ -165,15 +207,25 @@ async function rankFromTop(
       if (!row.top) return undefined;
       const list = row.top[key];
       const last = list[list.length - 1];
-      const theta: Pair = list.length >= TOP_K && last ? [last[1], last[2]] : ZERO;
+      const full = list.length >= TOP_K;
+      const theta: Pair = full && last ? [last[1], last[2]] : ZERO;
       thetaSum[s] = plus(thetaSum[s]!, theta);
+      if (full) fullDays[s]!.push(d);
       for (const [u, score, then] of list) {
-        const k = known.get(u) ?? { listed: ZERO, thetaListed: ZERO };
+        const k = known.get(u) ?? { listed: ZERO, thetaListed: ZERO, days: [] };
         k.listed = plus(k.listed, [score, then]);
         k.thetaListed = plus(k.thetaListed, theta);
+        if (!full) k.days.push(d);
         known.set(u, k);
       }
     }
+  // A user's possible days: where a list not full names them, and where their shard's list was full.
+  // Nowhere else: no row for their shard that day (no call of any of its users), or a list not full
+  // without them (no call of theirs). So the rows read do not grow with the days nobody called on.
+  const daysOf = (u: string) => {
+    const listed = known.get(u)?.days ?? [];
+    return listed.length === 0 ? fullDays[shardOf(u)]! : [...listed, ...fullDays[shardOf(u)]!].sort((a, b) => a - b);
+  };
   const unseen = thetaSum.reduce((a, b) => (atLeast(a, b) ? a : b));
   const candidates = [...known].map(([u, k]) => ({ u, bound: plus(k.listed, minus(thetaSum[shardOf(u)]!, k.thetaListed)) }));
   candidates.sort((a, b) => (atLeast(a.bound, b.bound) ? (atLeast(b.bound, a.bound) ? (a.u < b.u ? -1 : 1) : -1) : 1));
@@ -185,7 +237,7 @@ async function rankFromTop(
     // At most maxUserDays day rows in all: the same bound as the user lists' path.
     const size = Math.min(opts.limit, Math.floor((max - read) / days.length));
     const batch = candidates.slice(next, next + Math.max(size, 0)).map((c) => c.u);
-    for (const [u, t] of await totalsOf(storage, batch, days)) exact.set(u, t);
+    for (const [u, t] of await totalsOf(storage, batch, days, daysOf)) exact.set(u, t);
     next += batch.length;
     read += batch.length * days.length;
     const ranked = top([...exact], opts.sortBy, opts.limit);
@@ -233,8 +285,7 @@ async function rankFromUserLists(storage: Storage, days: string[], opts: AdminAn
 export async function adminUsageAnalytics(storage: Storage, opts: AdminAnalyticsOptions): Promise<AdminAnalytics> {
   const days = daysBetween(opts.from, opts.to);
   const want = (g: UsageGroup) => opts.groupBy === undefined || opts.groupBy === g;
-  const keys = days.flatMap((d) => Array.from({ length: GLOBAL_SHARDS }, (_, s) => globalKeys.day(d, s)));
-  const shards = await getChunked<GlobalDay>(storage, keys);
+  const shards = await shardRows(storage, days);
   const users = want('user')
     ? ((await rankFromTop(storage, days, shards, opts)) ?? (await rankFromUserLists(storage, days, opts)))
     : undefined;
