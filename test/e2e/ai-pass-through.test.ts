@@ -103,6 +103,8 @@ describe('the pass-through path is taken', () => {
     expect(data.model).toBe('gpt-4.1-mini');
     const used = inputOf(content) + 16;
     expect(data.usage).toMatchObject({ prompt_tokens: used - 16, completion_tokens: 16 });
+    // The answer goes out while its settle runs: the header says what the settle charges.
+    expect(response.headers.get('x-ai-backend-tokens-charged')).toBe(String(used + fee(used)));
     const { settles } = await ledgerOf(gw, u.sub, requestId);
     expect(settles).toHaveLength(1);
     expect(settles[0]!.usage).toMatchObject({ tokensUsed: used, tokensCharged: used + fee(used), provider: 'openai' });

@@ -323,6 +323,17 @@ describe.each(backends)('BillingService on $name', (backend) => {
     expect((await rt.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 
+  it('a settle still running when stop begins (an answer written before its settle landed) is charged, not released', async () => {
+    await credit(alice.sub, 10_000);
+    const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'stop-settling' });
+    const settling = rt.billing.settle(r, { tokensUsed: 40, provider: 'openai', model: 'm' });
+    await rt.billing.stop();
+    await expect(settling).resolves.toMatchObject({ tokensCharged: 44 });
+    expect(rt.billing.chargeFor(40)).toEqual({ tokensUsed: 40, tokensCharged: 44, platformFee: 4, remainingBalance: null });
+    expect(await rt.billing.balances(alice.sub)).toEqual({ subscription: 10_000 - 44, one_time: 0 });
+    expect((await rt.billing.ledger.entries(alice.sub)).map((e) => e.kind)).toEqual(['credit', 'reserve', 'settle']);
+  });
+
   it('a call cut by the shutdown releasing its hold after stop closed it is a no-op, even once the storage is closed', async () => {
     await credit(alice.sub, 10_000);
     const cut = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'stop-cut' });

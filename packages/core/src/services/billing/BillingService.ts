@@ -89,6 +89,8 @@ export class BillingService implements Metering {
   private readonly releasedAtStop = new Set<string>();
   /** Settles and releases a storage outage cut off, retried until the store takes them. */
   private readonly pending: PendingCloses;
+  /** Settles running now: stop waits for them before releasing what is still open (a settle that runs after its answer was written). */
+  private readonly settling = new Set<Promise<unknown>>();
 
   constructor(
     storage: Storage,
@@ -317,7 +319,28 @@ export class BillingService implements Metering {
    * A storage outage does not fail it: the settle is queued and retried until the store takes
    * it (PendingCloses), and the result says what will be charged (`remainingBalance: null`).
    */
-  async settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult> {
+  settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult> {
+    const running = this.settleNow(reservation, usage);
+    this.settling.add(running);
+    void running.then(
+      () => this.settling.delete(running),
+      () => this.settling.delete(running),
+    );
+    return running;
+  }
+
+  /**
+   * What settling `tokensUsed` charges when the balance covers it (every call whose hold was made
+   * for its worst case): the tokens plus the platform fee. Said before the settle lands when the
+   * answer goes out first (the pass-through path), as a settle queued on a store outage says it.
+   */
+  chargeFor(tokensUsed: number): SettleResult {
+    const used = Math.max(0, Math.ceil(tokensUsed));
+    const fee = platformFee(used, this.options.platformFeeRate);
+    return { tokensUsed: used, tokensCharged: used + fee, platformFee: fee, remainingBalance: null };
+  }
+
+  private async settleNow(reservation: Reservation, usage: SettleUsage): Promise<SettleResult> {
     const rate = this.options.platformFeeRate;
     if (reservation.userId === null) return (await this.anonymous.close(reservation, usage, rate))!;
     const userId = reservation.userId;
@@ -330,9 +353,7 @@ export class BillingService implements Metering {
     } catch (err) {
       if (!isStoreOutage(err) || !this.open.has(key)) throw err;
       this.pending.add(key, 'settle', reservation.requestId, async () => this.settleWith(reservation, usage, await prefsOf()));
-      const used = Math.max(0, Math.ceil(usage.tokensUsed));
-      const fee = platformFee(used, rate);
-      return { tokensUsed: used, tokensCharged: used + fee, platformFee: fee, remainingBalance: null };
+      return this.chargeFor(usage.tokensUsed);
     }
   }
 
@@ -456,6 +477,8 @@ export class BillingService implements Metering {
   async stop(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
+    // Settles still running (an answer may have gone out before its settle landed) close their holds first.
+    await Promise.allSettled([...this.settling]);
     // Settles owed for answered calls go first; what the store still refuses expires like a crashed server's holds.
     await this.pending.flush();
     const open = [...this.open.values()].filter((r) => !this.pending.has(`${r.userId}\n${r.requestId}`));

@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import OpenAI from 'openai';
+import type { ConfigInput } from '@ai-backend/core/internal';
+import { dropTestKeys, dropTestSchema, testPostgres, testPostgresOptions, testRedis } from '@ai-backend/test-utils/services';
+import {
+  createTestUpstream,
+  creditTokens,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
+import type { V1Path } from './helpers/describeMatrix.js';
+
+/**
+ * Store round trips of one metered `/v1/chat/completions` call through a real server, on each
+ * path (docs/ai.md#pass-through), counted at the drivers as roundTrips.test.ts counts billing's:
+ * every query a pg Client sends and every command ioredis sends. A warm call makes three: the
+ * per-caller rate limit's counter (on by default), the hold (the payer decision folded in) and the
+ * settle; the pass-through path makes no more than the SDK path (its settle may land after the
+ * answer, so the count waits for the ledger's settle entry).
+ */
+// pg has no types in the test project (no @types/pg): only its Client's query is spied on.
+const { default: pg } = (await import('pg' as string)) as { default: { Client: { prototype: { query(...args: unknown[]): unknown } } } };
+const pgAt = await testPostgres();
+const redisAt = await testRedis();
+
+const stores: Array<{ name: string; storage: () => NonNullable<ConfigInput>['storage']; cleanup: () => Promise<unknown> }> = [];
+if (pgAt.ok) {
+  const options = testPostgresOptions(pgAt, 'v1rt');
+  stores.push({
+    name: 'postgres',
+    storage: () => ({ type: 'postgres', postgres: options }),
+    cleanup: () => dropTestSchema(pgAt, options.schema),
+  });
+}
+if (redisAt.ok) {
+  const keyPrefix = `e2e-v1rt-${randomUUID()}:`;
+  stores.push({
+    name: 'redis',
+    storage: () => ({ type: 'redis', redis: { host: redisAt.host, port: redisAt.port, keyPrefix } }),
+    cleanup: () => dropTestKeys(redisAt, keyPrefix),
+  });
+}
+
+describe.skipIf(stores.length > 0)('store round trips of a /v1 call', () => {
+  it.skip('needs PostgreSQL or Redis (skipped: neither is reachable)', () => undefined);
+});
+
+describe.each(stores)('store round trips of a metered /v1 call, on $name', (store) => {
+  let upstream: TestUpstream;
+  const servers = new Map<V1Path, AiServer>();
+  beforeAll(async () => {
+    upstream = await createTestUpstream({ outputTokens: 16 });
+    for (const path of ['sdk', 'pass-through'] as const)
+      servers.set(
+        path,
+        await startAiServer(
+          upstream,
+          // The per-caller limit on, as deployed (the shared helper turns it off for its suites).
+          {
+            storage: store.storage(),
+            mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true } } as NonNullable<ConfigInput>['mcp'],
+          },
+          { path },
+        ),
+      );
+  });
+  afterAll(async () => {
+    for (const s of servers.values()) await s.stop();
+    await upstream?.close();
+    await store.cleanup();
+  });
+
+  it('three per warm call (rate limit, hold, settle) on both paths', async () => {
+    const admin = await tokenFor('v1rt-admin', { admin: true });
+    const counts: Record<string, number> = {};
+    for (const [path, gw] of servers) {
+      const sub = `v1rt-${store.name}-${path}`;
+      await creditTokens(gw.url, admin, sub, 1_000_000, sub);
+      const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: await tokenFor(sub), maxRetries: 0 });
+      const ask = () =>
+        client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'count me' }] }).withResponse();
+      // A call is done when its hold is closed (settled); read in process, without a store request.
+      const closed = () => waitFor(async () => (gw.runtime.billing.openHolds() === 0 ? true : undefined), { what: 'the settle' });
+      // Warm: what a process learns once per user (the rows its transactions plan on, Redis's scripts).
+      for (let i = 0; i < 3; i++) await ask();
+      await closed();
+      const pgQuery = vi.spyOn(pg.Client.prototype, 'query');
+      const redisSend = vi.spyOn(Redis.prototype, 'sendCommand');
+      try {
+        const { response } = await ask();
+        expect(response.headers.get('x-ai-backend-path') === 'pass-through').toBe(path === 'pass-through');
+        await closed();
+        counts[path] = [...pgQuery.mock.calls, ...redisSend.mock.calls].filter((args) => !background(args)).length;
+      } finally {
+        pgQuery.mockRestore();
+        redisSend.mockRestore();
+      }
+    }
+    expect(counts).toEqual({ sdk: 3, 'pass-through': 3 });
+  });
+});
+
+/** The MCP gateway's periodic read of its server list (every instance polls it): not a call's request. */
+function background(args: unknown[]): boolean {
+  const first = args[0] as { values?: unknown; args?: unknown } | string | undefined;
+  const parts = [
+    first,
+    args[1],
+    typeof first === 'object' ? first?.values : undefined,
+    typeof first === 'object' ? first?.args : undefined,
+  ];
+  return parts.some((p) => {
+    try {
+      return (typeof p === 'string' ? p : (JSON.stringify(p) ?? '')).includes('gateway:servers');
+    } catch {
+      return false;
+    }
+  });
+}
