@@ -13,27 +13,33 @@ import {
   type AiHarness,
 } from './__tests__/aiHarness.js';
 
-// One harness for the file; every test starts from a fresh balance check.
+// One harness for the file; every test starts from a fresh balance check. Its upstream timeout is
+// generous, so a loaded machine never turns a fault the upstream answers into a timeout; the
+// 'no answer' cases run on a second harness whose 400 ms timeout is what they wait for.
 let h: AiHarness;
+let hangs: AiHarness;
 const START = 100_000;
 beforeAll(async () => {
-  h = await createAiHarness({ ai: { timeoutMs: 400 } });
-  await h.credit(alice.sub, START);
+  [h, hangs] = await Promise.all([createAiHarness({ ai: { timeoutMs: 30_000 } }), createAiHarness({ ai: { timeoutMs: 400 } })]);
+  await Promise.all([h.credit(alice.sub, START), hangs.credit(alice.sub, START)]);
 });
-afterAll(() => h.close());
-beforeEach(() => h.upstream.reset());
+afterAll(() => Promise.all([h.close(), hangs.close()]));
+beforeEach(() => {
+  h.upstream.reset();
+  hangs.upstream.reset();
+});
 
 const code = (err: unknown) => (err as { code?: string }).code;
 
 /** The reservation was released in full and the ledger still sums to the balance. */
-async function expectRefunded(): Promise<void> {
-  expect(await h.balance(alice.sub)).toBe(START);
-  expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+async function expectRefunded(on: AiHarness = h): Promise<void> {
+  expect(await on.balance(alice.sub)).toBe(START);
+  expect((await on.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
 }
 
 /** Neither secret reaches the client or the logs, even though the test upstream quotes both. */
-function expectNoSecrets(err: unknown): void {
-  const seen = visibleError(err) + '\n' + h.logs.join('\n');
+function expectNoSecrets(err: unknown, on: AiHarness = h): void {
+  const seen = visibleError(err) + '\n' + on.logs.join('\n');
   expect(seen).not.toContain('TOP-SECRET');
   expect(seen).not.toContain(SERVER_KEY);
   expect(seen).not.toContain(USER_KEY);
@@ -55,14 +61,15 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
   for (const provider of PROVIDER_IDS) {
     for (const [name, fault, trpcCode, reason, status] of cases) {
       it(`${provider}: ${name}`, async () => {
-        h.upstream.failNext(fault);
-        const err = await rejection(h.caller(alice).ai.generateText({ content: 'hello', systemPrompt: SYSTEM_PROMPT, provider }));
+        const on = fault.kind === 'hang' ? hangs : h;
+        on.upstream.failNext(fault);
+        const err = await rejection(on.caller(alice).ai.generateText({ content: 'hello', systemPrompt: SYSTEM_PROMPT, provider }));
         expect(code(err)).toBe(trpcCode);
         expect(err.details).toMatchObject({ reason, provider, ...(status ? { status } : {}) });
         expect(err.cause).toBeUndefined();
-        expect(h.upstream.requests).toHaveLength(1);
-        await expectRefunded();
-        expectNoSecrets(err);
+        expect(on.upstream.requests).toHaveLength(1);
+        await expectRefunded(on);
+        expectNoSecrets(err, on);
       });
     }
   }
