@@ -2,6 +2,7 @@ import type * as Dns from 'node:dns';
 import type { LookupAddress } from 'node:dns';
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
+import type * as Stream from 'node:stream';
 import { isIP } from 'node:net';
 import type Ipaddr from 'ipaddr.js';
 import { lazyRequire } from '../lib/lazyRequire.js';
@@ -11,7 +12,9 @@ const ipaddr = lazyRequire<typeof Ipaddr>('ipaddr.js');
 const dns = lazyRequire<typeof Dns>('node:dns');
 const http = lazyRequire<typeof Http>('node:http');
 const https = lazyRequire<typeof Https>('node:https');
+const stream = lazyRequire<typeof Stream>('node:stream');
 import { CoreError } from '../kernel/CoreError.js';
+import { sendRequest, type HttpRequester } from './httpRequest.js';
 
 /**
  * A GET of a URL someone else chose (a client's metadata document, a configured resource),
@@ -91,43 +94,24 @@ export function publicLookupVia(resolve: ResolveAll): SocketLookup {
 const publicLookup = publicLookupVia(systemResolve);
 
 /**
- * Node's own client, `node:http` / `node:https`, with the lookup above on the guarded agents
- * (agent options reach every socket they create, so each connection uses a checked address).
- * Guarded and open requests never share an agent: a kept-alive socket opened without the guard
- * must not serve a guarded request. Created on first use: servers that never fetch such URLs
- * never load node:https.
+ * The requests guardedFetch sends: one pinned request (below) with the lookup above for guarded
+ * fetches, and Node's client unguarded for allowPrivateNetwork (tests, development). Guarded and
+ * open requests never share an agent: a kept-alive socket opened without the guard must not serve
+ * a guarded request. Created on first use: servers that never fetch such URLs never load node:https.
  */
-let agents: { guarded: Record<'http:' | 'https:', Http.Agent>; open: Record<'http:' | 'https:', Http.Agent> } | undefined;
-function agentFor(protocol: 'http:' | 'https:', guarded: boolean): Http.Agent {
-  agents ??= {
-    guarded: {
-      'http:': new (http().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }),
-      'https:': new (https().Agent)({ keepAlive: true, timeout: 5000, lookup: publicLookup as never }),
-    },
-    open: {
-      'http:': new (http().Agent)({ keepAlive: true, timeout: 5000 }),
-      'https:': new (https().Agent)({ keepAlive: true, timeout: 5000 }),
-    },
+let requests: { guarded: HttpRequester; open: HttpRequester } | undefined;
+function requestsFor(): { guarded: HttpRequester; open: HttpRequester } {
+  if (requests) return requests;
+  const open = {
+    'http:': new (http().Agent)({ keepAlive: true, timeout: 5000 }),
+    'https:': new (https().Agent)({ keepAlive: true, timeout: 5000 }),
   };
-  return (guarded ? agents.guarded : agents.open)[protocol];
-}
-
-/** One request; resolves with the response head (the body is still to be read). */
-function send(
-  url: URL,
-  opts: Pick<GuardedFetchOptions, 'headers' | 'method' | 'body'>,
-  agent: Http.Agent,
-  signal: AbortSignal,
-): Promise<Http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https() : http()).request(
-      url,
-      { method: opts.method ?? 'GET', headers: opts.headers, agent, signal },
-      resolve,
-    );
-    req.once('error', reject);
-    req.end(opts.body);
-  });
+  requests = {
+    // The URL is checked by guardedFetch itself, hop by hop, with the caller's allowHttp.
+    guarded: pinnedRequest({ allowHttp: true, lookup: publicLookup, agentTimeoutMs: 5000 }),
+    open: (url, init) => sendRequest(url, init, open[url.protocol as 'http:' | 'https:']),
+  };
+  return requests;
 }
 
 /** Why this URL may not be fetched, or null. */
@@ -159,13 +143,24 @@ export async function guardedFetch(input: string | URL, opts: GuardedFetchOption
     if (problem) throw refused(problem);
     let res: Http.IncomingMessage;
     try {
-      res = await send(url, opts, agentFor(url.protocol as 'http:' | 'https:', !opts.allowPrivateNetwork), signal);
+      const request = opts.allowPrivateNetwork ? requestsFor().open : requestsFor().guarded;
+      res = await request(url, {
+        method: opts.method ?? 'GET',
+        headers: { ...opts.headers },
+        ...(opts.body !== undefined ? { body: opts.body } : {}),
+        signal,
+      });
     } catch (err) {
       if (timeout.aborted) throw new CoreError('UPSTREAM_TIMEOUT', `fetching ${url.origin} timed out`);
       if (opts.signal?.aborted) throw new CoreError('CANCELLED', 'request cancelled');
       if (causeCode(err) === 'ESSRFBLOCKED') throw refused(`${url.hostname} resolves to a non-public address`);
       throw new CoreError('UPSTREAM_ERROR', `fetching ${url.origin} failed`, { cause: err });
     }
+    // The timeout and the caller's cancel end the body's read too.
+    const current = res;
+    const onAbort = () => current.destroy(new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    current.once('close', () => signal.removeEventListener('abort', onAbort));
     const status = res.statusCode ?? 0;
     if (status >= 300 && status < 400 && res.headers.location) {
       res.destroy();
@@ -214,4 +209,99 @@ function causeCode(err: unknown): string | undefined {
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+export interface PinnedFetchOptions {
+  /** Allow `http:` as well as `https:`. */
+  allowHttp: boolean;
+  /** Every connection's address comes from this (publicLookupVia: public addresses only). */
+  lookup: SocketLookup;
+  /** Idle kept-alive sockets are closed after this many ms (default: the agent's, none). */
+  agentTimeoutMs?: number;
+}
+
+/** Statuses whose answer has no body (a Response refuses one). */
+const NO_BODY = new Set([101, 204, 205, 304]);
+
+/**
+ * A streaming `fetch` for URLs someone else chose whose every connection is checked where it is
+ * made: Node's own client with a socket `lookup` (publicLookupVia: public addresses only), so the
+ * address checked is the address connected to (a name that resolves to a public address for a
+ * check and to 127.0.0.1 for the connection, DNS rebinding, reaches nothing). Node's global fetch
+ * takes no lookup hook without undici, hence Node's http client. Bodies stream both ways (MCP's
+ * SSE answers); redirects are not followed (a 3xx is answered as it is: a redirect to an internal
+ * host must not be followed unchecked). Refusals and connection failures reject like fetch's
+ * (a TypeError with the cause).
+ */
+export function pinnedFetch(opts: PinnedFetchOptions): typeof fetch {
+  return fetchOver(pinnedRequest(opts));
+}
+
+/**
+ * The same guard below fetch (net/httpRequest.ts): each request's URL checked, each connection's
+ * address from `lookup`. pinnedFetch is this with a WHATWG Response around the answer; the MCP
+ * gateway's forwarded tools/call reads the Node stream itself. Refusals and connection failures
+ * reject like fetch's (a TypeError with the cause).
+ */
+export function pinnedRequest(opts: PinnedFetchOptions): HttpRequester {
+  const { lookup } = opts;
+  let agents: Record<'http:' | 'https:', Http.Agent> | undefined;
+  const agentFor = (protocol: 'http:' | 'https:') => {
+    const options = { keepAlive: true, lookup: lookup as never, ...(opts.agentTimeoutMs ? { timeout: opts.agentTimeoutMs } : {}) };
+    agents ??= { 'http:': new (http().Agent)(options), 'https:': new (https().Agent)(options) };
+    return agents[protocol];
+  };
+  return async (url, init) => {
+    const problem = guardedUrlProblem(url, { allowHttp: opts.allowHttp, allowPrivateNetwork: false });
+    if (problem) throw new TypeError(`fetch failed: refused by the SSRF guard: ${problem}`);
+    try {
+      return await sendRequest(url, init, agentFor(url.protocol as 'http:' | 'https:'));
+    } catch (err) {
+      if (init.signal?.aborted) throw err;
+      throw new TypeError(`fetch failed: ${(err as Error).message}`, { cause: err });
+    }
+  };
+}
+
+/** A streaming fetch over `request`: any input and body fetch takes, the answer as a WHATWG Response. */
+export function fetchOver(request: HttpRequester): typeof fetch {
+  return async (input, init) => {
+    const req = input instanceof Request ? input : undefined;
+    const url = new URL(req ? req.url : String(input));
+    const method = (init?.method ?? req?.method ?? 'GET').toUpperCase();
+    const headers = new Headers(req?.headers);
+    for (const [k, v] of new Headers(init?.headers)) headers.set(k, v);
+    const signal = init?.signal ?? req?.signal ?? undefined;
+    const rawBody = init?.body ?? (req && method !== 'GET' && method !== 'HEAD' ? await req.arrayBuffer() : undefined);
+    const body =
+      rawBody === undefined || rawBody === null
+        ? undefined
+        : typeof rawBody === 'string'
+          ? rawBody
+          : Buffer.from(await new Response(rawBody as BodyInit).arrayBuffer());
+    const res = await request(url, {
+      method,
+      headers: Object.fromEntries(headers),
+      ...(body !== undefined ? { body } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    const out = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) {
+      if (Array.isArray(v)) for (const one of v) out.append(k, one);
+      else if (v !== undefined) out.set(k, v);
+    }
+    const status = res.statusCode ?? 502;
+    if (NO_BODY.has(status) || method === 'HEAD') {
+      res.resume();
+      return new Response(null, { status, statusText: res.statusMessage ?? '', headers: out });
+    }
+    // An abort after the headers ends the body's read too (fetch reports the signal's reason).
+    if (signal) {
+      const onAbort = () => res.destroy(signal.reason as Error);
+      signal.addEventListener('abort', onAbort, { once: true });
+      res.once('close', () => signal.removeEventListener('abort', onAbort));
+    }
+    const webBody = stream().Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>;
+    return new Response(webBody, { status, statusText: res.statusMessage ?? '', headers: out });
+  };
 }

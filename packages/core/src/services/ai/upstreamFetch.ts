@@ -1,12 +1,10 @@
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
 import { Readable } from 'node:stream';
-import type * as Zlib from 'node:zlib';
 import { lazyRequire } from '../../lib/lazyRequire.js';
 import { plainHeaders } from '../../lib/plainHeaders.js';
+import { decodedBody, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
 
-// Loaded with the first compressed body: a default server decodes none at start.
-const zlib = lazyRequire<typeof Zlib>('node:zlib');
 // Loaded with the first upstream call (node:https brings TLS): a server that calls no provider never loads them.
 const http = lazyRequire<typeof Http>('node:http');
 const https = lazyRequire<typeof Https>('node:https');
@@ -48,19 +46,15 @@ export const loadUpstreamFetch = (): Promise<void> => {
   return Promise.resolve();
 };
 
-function decoder(encoding: string | undefined) {
-  switch (encoding?.trim().toLowerCase()) {
-    case 'gzip':
-    case 'x-gzip':
-      return zlib().createGunzip();
-    case 'deflate':
-      return zlib().createInflate();
-    case 'br':
-      return zlib().createBrotliDecompress();
-    default:
-      return undefined;
-  }
-}
+/**
+ * The same client below fetch (net/httpRequest.ts): the MCP gateway's forwarded tools/call reads
+ * the answer's Node stream itself (its body is not decoded here: decodedBody does that). A
+ * connection failure rejects as fetch's does: `TypeError('fetch failed', { cause })`.
+ */
+export const upstreamRequest: HttpRequester = (url, init) =>
+  sendRequest(url, init, agentFor(url.protocol)).catch((err: unknown) => {
+    throw init.signal?.aborted ? err : new TypeError('fetch failed', { cause: err });
+  });
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
@@ -78,24 +72,11 @@ export const upstreamFetch: FetchFunction = async (input, init = {}) => {
   // As fetch does: a body of known size goes with its length, not chunked.
   if (body !== undefined && body !== null && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length'))
     headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
-  const res = await new Promise<Http.IncomingMessage>((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https() : http()).request(
-      url,
-      { method: (init.method ?? 'GET').toUpperCase(), headers, agent: agentFor(url.protocol) },
-      resolve,
-    );
-    const onAbort = () => {
-      req.destroy();
-      reject(abortReason(signal!));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const settled = () => signal?.removeEventListener('abort', onAbort);
-    req.once('response', settled);
-    req.once('error', (err) => {
-      settled();
-      reject(signal?.aborted ? abortReason(signal) : new TypeError('fetch failed', { cause: err }));
-    });
-    req.end(body ?? undefined);
+  const res = await upstreamRequest(url, {
+    method: (init.method ?? 'GET').toUpperCase(),
+    headers,
+    ...(body !== undefined && body !== null ? { body } : {}),
+    ...(signal ? { signal } : {}),
   });
   // rawHeaders keeps repeated headers apart (res.headers joins some and drops others).
   const responseHeaders = new Headers();
@@ -105,13 +86,7 @@ export const upstreamFetch: FetchFunction = async (input, init = {}) => {
     res.resume();
     return new Response(null, { status, headers: responseHeaders });
   }
-  const decode = decoder(responseHeaders.get('content-encoding') ?? undefined);
-  let stream: Readable = res;
-  if (decode) {
-    // pipe() does not forward errors: a socket that dies mid-body must still fail the read.
-    res.once('error', (err) => decode.destroy(err));
-    stream = res.pipe(decode);
-  }
+  const stream = decodedBody(res);
   // An abort after the headers: fetch reports the signal's reason, not the socket's error.
   if (signal) {
     const onAbort = () => {

@@ -13,7 +13,7 @@ import { searchTools } from './toolSearch.js';
 import { UpstreamConnection, type CallOptions, type ConnectionState, type ListKind } from './UpstreamConnection.js';
 import { UserConnections } from './UserConnections.js';
 import { StoredServers } from './StoredServers.js';
-import { guardedUpstreamFetch, upstreamUrlProblem } from './guardUpstream.js';
+import { guardedUpstream, upstreamUrlProblem, type UpstreamHttp } from './guardUpstream.js';
 import { SEARCH_TOOLS, searchToolDefinitions, type GatewayTool } from './gatewayTools.js';
 
 /**
@@ -97,13 +97,13 @@ export class McpGateway {
   private readonly users: UserConnections;
   private readonly stored: StoredServers;
   private readonly listeners = new Set<(kinds: ReadonlySet<ListKind>) => void>();
-  private readonly fetch: typeof fetch | undefined;
+  private readonly guarded: UpstreamHttp | undefined;
 
   constructor(private readonly opts: McpGatewayOptions) {
     const g = opts.config.gateway;
     this.users = new UserConnections(g.maxUserConnections, g.userConnectionIdleMs);
     this.stored = new StoredServers(opts.storage, opts.signals, opts.pollMs, (servers) => this.applyStored(servers), opts.logger);
-    this.fetch = guardedUpstreamFetch(g);
+    this.guarded = guardedUpstream(g);
     for (const [name, server] of Object.entries(opts.config.mcpServers)) this.add(name, server, 'config');
   }
 
@@ -175,7 +175,7 @@ export class McpGateway {
       logger: this.opts.logger,
       maxResultBytes: this.opts.config.gateway.maxResultBytes,
       // A server's own allowPrivateNetwork (config file only) lifts the guard for it alone.
-      ...(this.fetch && !(server.type !== 'stdio' && server.allowPrivateNetwork) ? { fetch: this.fetch } : {}),
+      ...(this.guarded && !(server.type !== 'stdio' && server.allowPrivateNetwork) ? { http: this.guarded } : {}),
       onChange: (kind) => this.changed(kind),
       reconnect,
     });

@@ -5,7 +5,8 @@ import type { Logger } from '../../kernel/Logger.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import { openUpstream, type OpenedUpstream } from './openUpstream.js';
 import { postToolCall, type ServerRequestHandler } from './postToolCall.js';
-import { upstreamFetch } from '../ai/upstreamFetch.js';
+import { upstreamRequest } from '../ai/upstreamFetch.js';
+import type { UpstreamHttp } from './guardUpstream.js';
 
 /** The SDK's own type of a listed tool: the definitions we keep are the client's values (mcpWire.ts). */
 type SdkToolDefinition = NonNullable<NonNullable<Parameters<Client['callTool']>[1]>['toolDefinition']>;
@@ -41,7 +42,8 @@ export interface UpstreamConnectionOptions {
   headers: Record<string, string>;
   logger: Logger;
   maxResultBytes: number;
-  fetch?: typeof fetch;
+  /** The SSRF-guarded fetch and request (remote servers, guardUpstream.ts); absent: Node's client unguarded. */
+  http?: UpstreamHttp;
   /** What this connection offers changed: one list (its list_changed), or everything (connected, lost). */
   onChange: (kind?: ListKind) => void;
   /** Reconnect by itself after a loss (shared connections); per-user ones reconnect on their next use. */
@@ -118,7 +120,7 @@ export class UpstreamConnection {
         headers: this.opts.headers,
         timeoutMs: this.timeoutMs,
         maxResultBytes: this.opts.maxResultBytes,
-        ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
+        ...(this.opts.http ? { fetch: this.opts.http.fetch } : {}),
         onClose: () => this.lost(opened, 'the connection closed'),
         onListChanged: (kind) => void this.refresh(kind),
       });
@@ -257,7 +259,7 @@ export class UpstreamConnection {
       // A 2025 Streamable HTTP session: our own POST (the SDK client's transport cost most of a call).
       const session = o.httpSession();
       if (session) {
-        return postToolCall({ ...session, fetch: this.opts.fetch ?? upstreamFetch }, name, args, {
+        return postToolCall({ ...session, request: this.opts.http?.request ?? upstreamRequest }, name, args, {
           timeoutMs: this.timeoutMs,
           maxBytes: this.opts.maxResultBytes,
           ...opts,

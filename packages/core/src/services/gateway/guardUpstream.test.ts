@@ -2,8 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResolveAll, SocketLookup } from '../../net/guardedFetch.js';
-import { pinnedFetch } from '../../net/pinnedFetch.js';
-import { guardedUpstreamFetch } from './guardUpstream.js';
+import { pinnedFetch, pinnedRequest } from '../../net/guardedFetch.js';
+import { guardedUpstream } from './guardUpstream.js';
 
 /**
  * Remote upstreams are checked on the address each connection is made to, not on a resolution of
@@ -42,25 +42,64 @@ describe('the gateway SSRF guard at connect time', () => {
       resolutions++;
       cb(null, host === 'rebind.example' ? [{ address: '127.0.0.1', family: 4 }] : []);
     };
-    const guarded = guardedUpstreamFetch(limits, resolve)!;
+    const guarded = guardedUpstream(limits, resolve)!;
     const before = received.length;
-    await expect(guarded(`http://rebind.example:${port}/mcp`, { method: 'POST', body: '{}' })).rejects.toThrow(
+    await expect(guarded.fetch(`http://rebind.example:${port}/mcp`, { method: 'POST', body: '{}' })).rejects.toThrow(
       /rebind\.example resolves to a non-public address/,
     );
     expect(resolutions).toBe(1);
+    // The forwarded tools/call's request (below fetch) is the same guard: refused at its connection, resolved there again.
+    await expect(
+      guarded.request(new URL(`http://rebind.example:${port}/mcp`), { method: 'POST', headers: {}, body: '{}' }),
+    ).rejects.toThrow(/rebind\.example resolves to a non-public address/);
+    expect(resolutions).toBe(2);
+    await expect(guarded.request(new URL(`http://127.0.0.1:${port}/mcp`), { method: 'POST', headers: {} })).rejects.toThrow(
+      /SSRF guard: non-public addresses/,
+    );
     expect(received.length).toBe(before);
   });
 
+  it('a kept-alive connection serves later requests without resolving again; a new connection is resolved and checked again (a rebinding then is refused)', async () => {
+    // Public at first (the test lets its own test address pass as if it were public), then rebound to loopback.
+    let answer = '127.0.0.1';
+    let resolutions = 0;
+    const lookup: SocketLookup = (host, opts, cb) => {
+      resolutions++;
+      if (host !== 'upstream.example' || answer !== '127.0.0.1') {
+        return cb(Object.assign(new Error(`${host} resolves to a non-public address`), { code: 'ESSRFBLOCKED' }), []);
+      }
+      return opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4);
+    };
+    const request = pinnedRequest({ allowHttp: true, lookup });
+    const url = new URL(`http://upstream.example:${port}/mcp`);
+    const read = async (res: http.IncomingMessage) => {
+      res.resume();
+      await new Promise((r) => res.once('end', r));
+      return res.statusCode;
+    };
+    expect(await read(await request(url, { method: 'POST', headers: {}, body: '{}' }))).toBe(201);
+    expect(await read(await request(url, { method: 'POST', headers: {}, body: '{}' }))).toBe(201);
+    expect(resolutions).toBe(1);
+    // Two at once: the second needs a connection of its own, resolved now and refused.
+    answer = '10.0.0.1';
+    const both = await Promise.allSettled([
+      request(url, { method: 'POST', headers: {}, body: '{}' }).then(read),
+      request(url, { method: 'POST', headers: {}, body: '{}' }).then(read),
+    ]);
+    expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(resolutions).toBe(2);
+  });
+
   it('localhost through the system resolver and an address literal are refused too; allowPrivateNetwork uses plain fetch', async () => {
-    const guarded = guardedUpstreamFetch(limits)!;
+    const guarded = guardedUpstream(limits)!.fetch;
     const before = received.length;
     await expect(guarded(`http://localhost:${port}/mcp`)).rejects.toThrow(/non-public address/);
     await expect(guarded(`http://127.0.0.1:${port}/mcp`)).rejects.toThrow(/SSRF guard: non-public addresses/);
-    await expect(guardedUpstreamFetch({ allowHttp: false, allowPrivateNetwork: false })!(`http://example.com/mcp`)).rejects.toThrow(
+    await expect(guardedUpstream({ allowHttp: false, allowPrivateNetwork: false })!.fetch(`http://example.com/mcp`)).rejects.toThrow(
       /only https/,
     );
     expect(received.length).toBe(before);
-    expect(guardedUpstreamFetch({ allowHttp: true, allowPrivateNetwork: true })).toBeUndefined();
+    expect(guardedUpstream({ allowHttp: true, allowPrivateNetwork: true })).toBeUndefined();
   });
 
   it('what passes the lookup is fetched like fetch would: request body and headers sent, status, repeated headers, a streamed body', async () => {

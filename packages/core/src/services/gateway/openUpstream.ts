@@ -47,7 +47,7 @@ export interface OpenedUpstream {
    * The open 2025 Streamable HTTP session (type 'http' speaking a 2025 revision), which tools/call
    * is posted on directly (postToolCall); undefined for stdio, SSE and 2026-07-28 upstreams.
    */
-  httpSession: () => Omit<HttpSession, 'fetch'> | undefined;
+  httpSession: () => Omit<HttpSession, 'request'> | undefined;
 }
 
 export interface OpenOptions {
@@ -142,7 +142,7 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
     server.type === 'http'
       ? { transport: transport as InstanceType<ClientModule['StreamableHTTPClientTransport']>, url: server.url }
       : undefined;
-  const httpSession = (): Omit<HttpSession, 'fetch'> | undefined => {
+  const httpSession = (): Omit<HttpSession, 'request'> | undefined => {
     const version = http?.transport.protocolVersion;
     // A 2026-07-28 exchange carries its version and capabilities in each request's _meta: left to the SDK client.
     if (!http || !version || version >= '2026') return undefined;

@@ -1,23 +1,50 @@
-import { describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { upstreamRequest } from '../ai/upstreamFetch.js';
 import { postToolCall, type HttpSession } from './postToolCall.js';
 
-/** A fetch that answers the tools/call POST with `answer(id)` and records every other POST body. */
-function upstream(answer: (id: string) => Response) {
+const servers: http.Server[] = [];
+afterAll(() => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+/**
+ * A real upstream on 127.0.0.1 that answers the tools/call POST with `answer(id)` (a Response,
+ * its body streamed out as it comes) and records every other POST body and each request's headers.
+ */
+async function upstream(answer: (id: string) => Response) {
   const posted: Array<Record<string, unknown>> = [];
-  const headers: Array<Record<string, string>> = [];
-  const fetch = (async (_url: string, init: RequestInit) => {
-    const body = JSON.parse(String(init.body)) as Record<string, unknown>;
-    headers.push(init.headers as Record<string, string>);
-    if (body.method === 'tools/call') return answer(body.id as string);
-    posted.push(body);
-    return new Response(null, { status: 202 });
-  }) as typeof globalThis.fetch;
+  const headers: Array<http.IncomingHttpHeaders> = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      headers.push(req.headers);
+      if (body.method !== 'tools/call') {
+        posted.push(body);
+        res.writeHead(202).end();
+        return;
+      }
+      const a = answer(body.id as string);
+      res.writeHead(a.status, Object.fromEntries(a.headers));
+      if (!a.body) return void res.end();
+      Readable.fromWeb(a.body as never).pipe(res);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const session: HttpSession = {
-    url: 'http://upstream/mcp',
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
     headers: { 'x-team': 't1' },
     sessionId: 's-1',
     protocolVersion: '2025-11-25',
-    fetch,
+    request: upstreamRequest,
   };
   return { session, posted, headers };
 }
@@ -39,7 +66,7 @@ const opts = { timeoutMs: 5000, maxBytes: 10_000 };
 
 describe('postToolCall', () => {
   it("reads an SSE answer cut anywhere: progress for this call only, then the result; the session's headers are sent", async () => {
-    const u = upstream((id) =>
+    const u = await upstream((id) =>
       sse(
         'id: prime\r\ndata: \r\n\r\n' +
           event({ method: 'notifications/progress', params: { progressToken: 'other', progress: 9 } }) +
@@ -56,16 +83,16 @@ describe('postToolCall', () => {
 
   it("a JSON answer with the upstream's error is thrown with its code; a result of the wrong shape is refused", async () => {
     const json = (body: unknown) => new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json' } });
-    const failing = upstream((id) => json({ jsonrpc: '2.0', id, error: { code: -32602, message: 'bad arguments' } }));
+    const failing = await upstream((id) => json({ jsonrpc: '2.0', id, error: { code: -32602, message: 'bad arguments' } }));
     await expect(postToolCall(failing.session, 'echo', {}, opts)).rejects.toMatchObject({ code: -32602, message: 'bad arguments' });
-    const garbage = upstream((id) => json({ jsonrpc: '2.0', id, result: { content: 'not a list' } }));
+    const garbage = await upstream((id) => json({ jsonrpc: '2.0', id, result: { content: 'not a list' } }));
     await expect(postToolCall(garbage.session, 'echo', {}, opts)).rejects.toThrow(/invalid result/);
   });
 
   it('an HTTP error keeps its status (a lost session is 404); an answer past maxBytes is PAYLOAD_TOO_LARGE', async () => {
-    const gone = upstream(() => new Response('session not found', { status: 404 }));
+    const gone = await upstream(() => new Response('session not found', { status: 404 }));
     await expect(postToolCall(gone.session, 'echo', {}, opts)).rejects.toMatchObject({ status: 404 });
-    const huge = upstream((id) => sse(event({ id, result: { content: [{ type: 'text', text: 'x'.repeat(100_000) }] } }), 4096));
+    const huge = await upstream((id) => sse(event({ id, result: { content: [{ type: 'text', text: 'x'.repeat(100_000) }] } }), 4096));
     await expect(postToolCall(huge.session, 'echo', {}, opts)).rejects.toMatchObject({ appCode: 'PAYLOAD_TOO_LARGE' });
   });
 
@@ -75,7 +102,7 @@ describe('postToolCall', () => {
         event({ id: 'srv-1', method: 'sampling/createMessage', params: { maxTokens: 5 } }) +
           event({ id, result: { content: [{ type: 'text', text: 'ok' }] } }),
       );
-    const answered = upstream(asking);
+    const answered = await upstream(asking);
     await postToolCall(
       answered.session,
       'ask',
@@ -86,7 +113,7 @@ describe('postToolCall', () => {
       .poll(() => answered.posted)
       .toEqual([{ jsonrpc: '2.0', id: 'srv-1', result: { method: 'sampling/createMessage', asked: 5 } }]);
 
-    const refused = upstream(asking);
+    const refused = await upstream(asking);
     await postToolCall(refused.session, 'ask', {}, opts);
     await expect
       .poll(() => (refused.posted[0]?.error as { message?: string } | undefined)?.message)
@@ -94,8 +121,10 @@ describe('postToolCall', () => {
   });
 
   it('a call past timeoutMs fails as a timeout and the upstream is told to stop', async () => {
-    const hanging = upstream(() => new Response(new ReadableStream({ start() {} }), { headers: { 'content-type': 'text/event-stream' } }));
-    // The fetch above ignores the signal once it answered: the body read is what the abort ends.
+    const hanging = await upstream(
+      () => new Response(new ReadableStream({ start() {} }), { headers: { 'content-type': 'text/event-stream' } }),
+    );
+    // The upstream never ends the stream: the abort of the body's read is what ends the call.
     await expect(postToolCall(hanging.session, 'slow', {}, { ...opts, timeoutMs: 50 })).rejects.toMatchObject({ code: 'REQUEST_TIMEOUT' });
     await expect.poll(() => hanging.posted[0]).toMatchObject({ method: 'notifications/cancelled', params: { reason: 'timeout' } });
   });

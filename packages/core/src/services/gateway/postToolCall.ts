@@ -1,4 +1,7 @@
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import { CoreError } from '../../kernel/CoreError.js';
+import { decodedBody, type HttpRequester } from '../../net/httpRequest.js';
 import type { CallToolResult } from './mcpWire.js';
 
 /** The open 2025 Streamable HTTP session a forwarded tools/call is posted on (the SDK client opened it). */
@@ -9,7 +12,11 @@ export interface HttpSession {
   /** Absent for a server that runs without sessions. */
   sessionId: string | undefined;
   protocolVersion: string;
-  fetch: typeof fetch;
+  /**
+   * Node's client below fetch (the connection's guarded or open one): the answer is read from its
+   * Node stream, without the WHATWG Response, Headers and web stream a fetch builds around it.
+   */
+  request: HttpRequester;
 }
 
 /** A request the upstream sends back to its client during the call (sampling, elicitation). */
@@ -77,17 +84,26 @@ export async function postToolCall(
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   if (opts.signal?.aborted) controller.abort();
   try {
-    const res = await session.fetch(session.url, {
+    const res = await session.request(new URL(session.url), {
       method: 'POST',
       headers: headersOf(session),
       body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }),
       signal: controller.signal,
     });
-    const type = (res.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-    if (!res.ok) throw new UpstreamHttpError(res.status, await boundedText(res, 4096));
-    if (type === 'application/json') return resultOf(parseMessages(await boundedText(res, opts.maxBytes)), id);
-    if (type !== 'text/event-stream') throw new Error(`unexpected content type "${type.slice(0, 100)}" for tools/call`);
-    return await readStream(session, res, id, opts, controller.signal);
+    // The read ends when the call is aborted (a timeout, the caller's cancel): the socket is closed.
+    const body = bodyOf(res, controller.signal);
+    const status = res.statusCode ?? 502;
+    const type = String(res.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
+    if (status < 200 || status > 299) throw new UpstreamHttpError(status, await boundedText(body, 4096));
+    if (type === 'application/json') return resultOf(parseMessages(await boundedText(body, opts.maxBytes)), id);
+    if (type !== 'text/event-stream') {
+      res.destroy();
+      throw new Error(`unexpected content type "${type.slice(0, 100)}" for tools/call`);
+    }
+    return await readStream(session, body, id, opts);
   } catch (err) {
     if (controller.signal.aborted) {
       // The upstream stops working on it (it may not notice the closed stream).
@@ -100,6 +116,18 @@ export async function postToolCall(
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** The answer's body, decoded; an abort of `signal` destroys it (and the socket under it), ending any read. */
+function bodyOf(res: IncomingMessage, signal: AbortSignal): Readable {
+  const body = decodedBody(res);
+  const onAbort = () => {
+    res.destroy();
+    if (body !== res) body.destroy();
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  body.once('close', () => signal.removeEventListener('abort', onAbort));
+  return body;
 }
 
 function headersOf(session: HttpSession): Record<string, string> {
@@ -115,30 +143,36 @@ function headersOf(session: HttpSession): Record<string, string> {
 /** A notification or a response to the upstream (202 expected); failures are the upstream's problem, not this call's. */
 async function notify(session: HttpSession, message: Record<string, unknown>): Promise<void> {
   try {
-    const res = await session.fetch(session.url, {
+    const res = await session.request(new URL(session.url), {
       method: 'POST',
       headers: headersOf(session),
       body: JSON.stringify({ jsonrpc: '2.0', ...message }),
       signal: AbortSignal.timeout(10_000),
     });
-    await res.arrayBuffer();
+    res.resume();
   } catch {
     // Nothing to tell the caller: the call itself reports what went wrong.
   }
 }
 
-async function boundedText(res: Response, maxBytes: number): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body ?? []) {
-    size += chunk.byteLength;
-    if (size > maxBytes) {
-      await res.body?.cancel().catch(() => undefined);
-      throw tooLarge(maxBytes);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/** The whole body as text, refused past `maxBytes`; rejects when the stream fails or closes before its end. */
+function boundedText(body: Readable, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.on('data', (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > maxBytes) {
+        body.destroy();
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    body.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
+    body.on('error', reject);
+    body.once('close', () => reject(new Error('the upstream closed the answer before its end')));
+  });
 }
 
 const tooLarge = (maxBytes: number) =>
@@ -175,49 +209,61 @@ function resultOf(messages: unknown[], id: string): CallToolResult {
   throw new Error('the upstream answered without a result for the call');
 }
 
-/** Read the call's SSE stream until its response: progress and server-to-client requests on the way. */
-async function readStream(
-  session: HttpSession,
-  res: Response,
-  id: string,
-  opts: PostToolCallOptions,
-  signal: AbortSignal,
-): Promise<CallToolResult> {
-  const reader = res.body!.getReader();
-  // A fetch need not end a body it already answered when the call is aborted: the read ends here.
-  const onAbort = () => void reader.cancel().catch(() => undefined);
-  signal.addEventListener('abort', onAbort, { once: true });
-  const decoder = new TextDecoder();
-  let buffer = '';
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) throw new Error('the upstream closed the stream without answering the call');
-      size += value.byteLength;
-      if (size > opts.maxBytes + 65_536) throw tooLarge(opts.maxBytes);
-      buffer += decoder.decode(value, { stream: true });
-      for (let end = eventEnd(buffer); end; end = eventEnd(buffer)) {
-        const data = dataOf(buffer.slice(0, end.at));
-        buffer = buffer.slice(end.at + end.length);
-        if (data === undefined) continue;
-        for (const m of parseMessages(data) as Message[]) {
-          if (m?.id === id && m.method === undefined) {
-            const result = resultOf([m], id);
-            // Let the upstream finish the stream; the socket goes back to the pool.
-            void drain(reader);
-            return result;
+/**
+ * Read the call's SSE stream until its response: progress and server-to-client requests on the
+ * way. Once answered, the rest of the stream is read and dropped, so the socket goes back to the
+ * pool when the upstream ends it (closed after 5 s if it does not).
+ */
+function readStream(session: HttpSession, body: Readable, id: string, opts: PostToolCallOptions): Promise<CallToolResult> {
+  return new Promise((resolve, reject) => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let size = 0;
+    let answered = false;
+    const fail = (err: unknown) => {
+      if (answered) return;
+      answered = true;
+      body.destroy();
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > opts.maxBytes + 65_536) return fail(tooLarge(opts.maxBytes));
+      buffer += decoder.decode(chunk, { stream: true });
+      try {
+        for (let end = eventEnd(buffer); end; end = eventEnd(buffer)) {
+          const data = dataOf(buffer.slice(0, end.at));
+          buffer = buffer.slice(end.at + end.length);
+          if (data === undefined) continue;
+          for (const m of parseMessages(data) as Message[]) {
+            if (m?.id === id && m.method === undefined) {
+              const result = resultOf([m], id);
+              answered = true;
+              body.off('data', onData);
+              drain(body);
+              resolve(result);
+              return;
+            }
+            handle(session, m, id, opts);
           }
-          handle(session, m, id, opts);
         }
+      } catch (err) {
+        fail(err);
       }
-    }
-  } catch (err) {
-    await reader.cancel().catch(() => undefined);
-    throw err;
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
+    };
+    body.on('data', onData);
+    body.on('error', fail);
+    body.once('close', () => fail(new Error('the upstream closed the stream without answering the call')));
+  });
+}
+
+/** The rest of an answered stream, dropped; a stream that does not end within 5 s is closed. */
+function drain(body: Readable): void {
+  const stop = setTimeout(() => body.destroy(), 5000);
+  body.once('close', () => clearTimeout(stop));
+  // The stream ended badly after our answer: nothing to report.
+  body.on('error', () => undefined);
+  body.resume();
 }
 
 /** The end of the first complete event in `buffer` (a blank line), or undefined. */
@@ -235,17 +281,6 @@ function dataOf(event: string): string | undefined {
     data = data === undefined ? value : `${data}\n${value}`;
   }
   return data === undefined || data === '' ? undefined : data;
-}
-
-async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-  const stop = setTimeout(() => void reader.cancel().catch(() => undefined), 5000);
-  try {
-    while (!(await reader.read()).done);
-  } catch {
-    // The stream ended badly after our answer: nothing to report.
-  } finally {
-    clearTimeout(stop);
-  }
 }
 
 /** A message on the call's stream that is not its answer: its progress, or a request the upstream asks of the client. */
