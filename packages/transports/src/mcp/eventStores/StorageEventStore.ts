@@ -1,5 +1,6 @@
 import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Storage } from '@ai-backend/core';
+import { AgedMap } from '@ai-backend/core/internal';
 import { formatEventId, isPriming, parseEventId } from './eventId.js';
 
 export interface StorageEventStoreOptions {
@@ -17,6 +18,8 @@ export interface StorageEventStoreOptions {
 
 /** Most deletions one store call makes to get back under the session budget. */
 const MAX_EVICTIONS = 32;
+/** Streams of one session whose oldest stored event this instance tracks. */
+export const MAX_STREAMS_TRACKED = 1000;
 
 /**
  * Resumability over core Storage (redis for several instances, file for restarts), for one
@@ -36,8 +39,14 @@ export class StorageEventStore implements EventStore {
   private readonly sessionBytes: number;
   private readonly totalBytes: number;
   private readonly prefix: string;
-  /** Oldest seq possibly still stored, per stream (this instance's view). */
-  private readonly oldest = new Map<string, number>();
+  /**
+   * Oldest seq possibly still stored, per stream (this instance's view). Every POST of a session
+   * opens a stream, so a plain map grew by one entry per request for as long as the session lived.
+   * A stream not written for `ttlMs` has no event left (each lives `ttlMs`), so its entry goes; at
+   * most MAX_STREAMS_TRACKED streams (a stream dropped early keeps its older events until their TTL,
+   * within the byte budgets; without an entry the next write starts from its last maxEvents).
+   */
+  private readonly oldest: AgedMap<string, number>;
 
   constructor(
     private readonly storage: Storage,
@@ -50,6 +59,12 @@ export class StorageEventStore implements EventStore {
     this.sessionBytes = opts.sessionBytes ?? 1024 * 1024;
     this.totalBytes = opts.totalBytes ?? 64 * 1024 * 1024;
     this.prefix = `mcp:ev:${sessionId}:`;
+    this.oldest = new AgedMap(this.ttlMs, MAX_STREAMS_TRACKED);
+  }
+
+  /** Streams tracked (tests). */
+  get streamsTracked(): number {
+    return this.oldest.size;
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
@@ -64,13 +79,14 @@ export class StorageEventStore implements EventStore {
     if ((total ?? 0) > this.totalBytes) return id;
     await this.storage.set(`${base}:${seq}`, message, { ttlMs: this.ttlMs });
     let used = (await this.storage.increment(`${this.prefix}bytes`, bytes, { ttlMs: this.ttlMs })) ?? 0;
-    let oldest = Math.max(this.oldest.get(streamId) ?? 1, seq - this.maxEvents + 1);
+    const now = Date.now();
+    const known = this.oldest.get(streamId, now);
+    let oldest = Math.max(known ?? 1, seq - this.maxEvents + 1);
     // Count bound: what fell out of the last maxEvents is deleted (oldest first).
-    for (let s = this.oldest.get(streamId) ?? Math.max(1, seq - this.maxEvents); s < oldest && s > 0; s++)
-      used = await this.evict(base, s, used);
+    for (let s = known ?? Math.max(1, seq - this.maxEvents); s < oldest && s > 0; s++) used = await this.evict(base, s, used);
     // Byte bound: delete this stream's oldest events until the session fits (the newest included, if it must).
     for (let n = 0; used > this.sessionBytes && oldest <= seq && n < MAX_EVICTIONS; n++) used = await this.evict(base, oldest++, used);
-    this.oldest.set(streamId, oldest);
+    this.oldest.set(streamId, oldest, now);
     return id;
   }
 

@@ -5,7 +5,7 @@ import { testRedis } from '@ai-backend/test-utils/services';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EventLedger } from './EventLedger.js';
 import { MemoryEventStore } from './MemoryEventStore.js';
-import { StorageEventStore } from './StorageEventStore.js';
+import { MAX_STREAMS_TRACKED, StorageEventStore } from './StorageEventStore.js';
 import { parseEventId } from './eventId.js';
 
 const msg = (n: number): JSONRPCMessage => ({
@@ -201,5 +201,18 @@ describe('StorageEventStore bounds (memory and redis storage)', () => {
     const total = new StorageEventStore(storage, 'total', { totalBytes: 7000 });
     for (let i = 1; i <= 4; i++) await total.storeEvent('a', big(i));
     expect((await eventKeys(storage, 'total')).length).toBeLessThan(4);
+  });
+
+  it('tracks a bounded number of streams in a long session (one per POST), and a stream it dropped still keeps its count bound', async () => {
+    const storage = new MemoryStorage();
+    const store = new StorageEventStore(storage, 'long', { maxEventsPerStream: 2 });
+    for (let i = 0; i < MAX_STREAMS_TRACKED + 200; i++) await store.storeEvent(`post-${i}`, msg(i));
+    expect(store.streamsTracked).toBe(MAX_STREAMS_TRACKED);
+    // post-0 is no longer tracked: its next events still leave only the last two stored.
+    for (let i = 1; i <= 4; i++) await store.storeEvent('post-0', msg(i));
+    expect((await eventKeys(storage, 'long')).filter((k) => k.startsWith('mcp:ev:long:post-0:')).sort()).toEqual([
+      'mcp:ev:long:post-0:4',
+      'mcp:ev:long:post-0:5',
+    ]);
   });
 });
