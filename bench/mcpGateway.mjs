@@ -3,9 +3,11 @@
 // `web__echo` (our gateway forwarding over its one shared upstream session), same machine, same
 // run. Both sides are 2025-11-25 sessions (initialize once, then POSTs with Mcp-Session-Id), in
 // A B B A order, averaged. Besides req/s and latency (unreliable on a loaded machine), the CPU per
-// call: the upstream's alone (A), and the gateway's plus the upstream's (B), from /proc. With
+// call: the upstream's alone (A), and the gateway's plus the upstream's (B), from /proc. L is our
+// own tool `greeting` on the same /mcp session of the same gateway process (its CPU alone): B − A − L
+// is what forwarding costs the gateway beyond our /mcp's own tools/call at the same concurrency. With
 // `BASE=<built checkout>` (or AI_BENCH_BASE), that build's gateway runs as C in the same run
-// (A B C C B A), for before/after.
+// (A B L C C L B A), for before/after.
 // Run after the build: `node bench/mcpGateway.mjs [seconds per run, default 5] [connections, default 10]`.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -87,12 +89,12 @@ const upstreamSession = await session(upstreamUrl);
 // session ids must not repeat, and concurrent calls that share one lose their answers (the
 // session routes a response by its id), which made an earlier version of this bench measure
 // its own 10 s client timeouts at 10 connections, not the gateway.
-const call = (url, sessionId, name) => ({
+const call = (url, sessionId, name, args = { message: 'hello' }) => ({
   url,
   method: 'POST',
   headers: { ...HEADERS, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
   setupRequest: (r) => {
-    r.body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: 'tools/call', params: { name, arguments: { message: 'hello' } } });
+    r.body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: 'tools/call', params: { name, arguments: args } });
     return r;
   },
 });
@@ -100,11 +102,12 @@ let nextId = 1;
 const req = {
   A: { ...call(upstreamUrl, upstreamSession, 'echo'), pids: [upstream.pid] },
   B: { ...call(ourUrl, ourSession, 'web__echo'), pids: [ours.pid, upstream.pid] },
+  L: { ...call(ourUrl, ourSession, 'greeting', { name: 'Ada', language: 'de' }), pids: [ours.pid] },
   ...(base ? { C: { ...call(baseUrl, baseSession, 'web__echo'), pids: [base.pid, upstream.pid] } } : {}),
 };
-const runs = { A: [], B: [], C: [] };
+const runs = { A: [], B: [], L: [], C: [] };
 const cpu = async (pids) => (await Promise.all(pids.map(cpuSeconds))).reduce((a, b) => a + b, 0);
-for (const name of base ? ['A', 'B', 'C', 'C', 'B', 'A'] : ['A', 'B', 'B', 'A']) {
+for (const name of base ? ['A', 'B', 'L', 'C', 'C', 'L', 'B', 'A'] : ['A', 'B', 'L', 'L', 'B', 'A']) {
   const { pids, ...options } = req[name];
   await load({ ...options, connections, duration: 1, warmup: 0 });
   const c0 = await cpu(pids);
@@ -114,15 +117,21 @@ for (const name of base ? ['A', 'B', 'C', 'C', 'B', 'A'] : ['A', 'B', 'B', 'A'])
 const avg = (xs, k) => xs.reduce((s, x) => s + x[k], 0) / xs.length;
 const row = (label, xs) =>
   `| ${label} | ${Math.round(avg(xs, 'rps'))} | ${avg(xs, 'p50').toFixed(2)} | ${avg(xs, 'p99').toFixed(2)} | ${Math.round(avg(xs, 'cpuUs'))} | ${xs.reduce((s, x) => s + x.errors, 0)} |`;
-console.log(`load average ${await loadAverage()}, ${connections} connections, ${seconds} s per run, ${base ? 'A B C C B A' : 'A B B A'}`);
+console.log(
+  `load average ${await loadAverage()}, ${connections} connections, ${seconds} s per run, ${base ? 'A B L C C L B A' : 'A B L L B A'}`,
+);
 console.log('| path | req/s | p50 ms | p99 ms | CPU µs per call (gateway + upstream) | errors |\n|---|---|---|---|---|---|');
 console.log(row('A direct: server-everything echo', runs.A));
 console.log(row('B through the gateway: /mcp web__echo', runs.B));
+console.log(row('L our own tool on the same /mcp session: greeting (gateway CPU only)', runs.L));
 if (base) console.log(row(`C through the BASE gateway (${baseDir})`, runs.C));
 const summary = (x) =>
   `added p50 ${(avg(runs[x], 'p50') - avg(runs.A, 'p50')).toFixed(2)} ms, added p99 ${(avg(runs[x], 'p99') - avg(runs.A, 'p99')).toFixed(2)} ms, req/s ratio ${(avg(runs[x], 'rps') / avg(runs.A, 'rps')).toFixed(2)}x, gateway CPU per call ${Math.round(avg(runs[x], 'cpuUs') - avg(runs.A, 'cpuUs'))} µs`;
 console.log(`B: ${summary('B')}`);
 if (base) console.log(`C: ${summary('C')}`);
+console.log(
+  `L: our own tools/call ${Math.round(avg(runs.L, 'cpuUs'))} µs CPU per call; the gateway's forwarding beyond it (B − A − L): ${Math.round(avg(runs.B, 'cpuUs') - avg(runs.A, 'cpuUs') - avg(runs.L, 'cpuUs'))} µs`,
+);
 await ours.stop();
 await base?.stop();
 upstream.kill('SIGKILL');
