@@ -307,9 +307,10 @@ export function createServer<C extends CustomRouters = {}>(
     app.all('/typedrpc/*', trpcHandler(getGateway, '/typedrpc', streams));
   }
   if (config.protocols.jsonRpc) app.post('/rpc', jsonRpcHandler(getGateway));
+  /** The /v1 wire formats' handlers, loaded once (first /v1 request or the warm start). */
+  let v1: Promise<V1Handlers> | undefined;
   if (config.protocols.openAi) {
-    // The wire formats' code loads on the first /v1 request (v1Handlers.ts).
-    let v1: Promise<V1Handlers> | undefined;
+    // The wire formats' code loads on the first /v1 request (v1Handlers.ts), or at the warm start after listen.
     const v1Route = (pick: (m: V1Handlers) => Handler): Handler => {
       let handler: Promise<Handler> | undefined;
       return async (c, next) => (await (handler ??= (v1 ??= import('./v1/v1Handlers.js')).then(pick)))(c, next);
@@ -388,6 +389,25 @@ export function createServer<C extends CustomRouters = {}>(
         }),
     );
 
+  /**
+   * What the first calls would load, loaded after listen, off the request path (docs/operations.md,
+   * "Warm start"): on a server that pays for a provider, the AI SDK with the packages of the
+   * providers it pays for and the /v1 wire formats' handlers. Imports only, once each (a call that comes first shares the same loading);
+   * a failure is logged and left to the first call, which loads what it needs as before.
+   */
+  const warmStart = async () => {
+    const started = performance.now();
+    try {
+      const runtime = await getRuntime();
+      // Only a server that pays for a provider (ProviderRegistry.prewarm): a default one stays lean.
+      if (!(await runtime.ai.providers.prewarm())) return;
+      if (config.protocols.openAi) await (v1 ??= import('./v1/v1Handlers.js'));
+      logger.debug('warm start: AI modules loaded', { ms: Math.round(performance.now() - started) });
+    } catch (err) {
+      logger.warn('warm start failed; the first calls load what they need', { error: err instanceof Error ? err.message : String(err) });
+    }
+  };
+
   return {
     app,
     router: appRouter,
@@ -408,6 +428,7 @@ export function createServer<C extends CustomRouters = {}>(
       const bound = await listen(app.fetch, config.port, config.host, (s) => (http = s));
       // A library user gets no banner (the CLI prints one): this line says where the server is.
       logger.info(`ai-backend listening on ${bound.url}`, { url: bound.url, host: bound.host, port: bound.port });
+      void warmStart();
       return bound;
     },
     metricsAddress: () => metricsBound,

@@ -12,12 +12,12 @@ import {
 } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import { loadProviderSdk } from './aiSdk.js';
+import { loadAiSdk, loadProviderSdk, type ProviderSdks } from './aiSdk.js';
 import { canonicalModelId, pinnedFetch, type ModelIdSyntax } from './modelId.js';
 import { createNamedEmbeddingModel, createNamedLanguageModel, NAMED_DEFAULT_BASE_URLS, usesCredentialChain } from './namedProviders.js';
 import { ModelRegistry } from './ModelRegistry.js';
 import { PROVIDER_IDS } from './providerIds.js';
-import { upstreamFetch } from './upstreamFetch.js';
+import { loadUpstreamFetch, upstreamFetch } from './upstreamFetch.js';
 import type { KeyCheckKind } from './validateProviderKey.js';
 import type { PassThroughEndpoint, WireFormat } from './passThrough/wireRequest.js';
 import { observedFetch } from '../../observability/observedFetch.js';
@@ -276,6 +276,22 @@ export class ProviderRegistry {
         );
     }
     throw new CoreError('BAD_REQUEST', `unknown provider "${provider.slice(0, 50)}"`, { details: { reason: 'unknown_provider' } });
+  }
+
+  /**
+   * What the first AI calls would import, imported now (the server calls it once after it listens,
+   * off the request path: docs/operations.md, "Warm start"): the AI SDK, the upstream HTTP client
+   * and the SDK package of every built-in provider the server pays for. Only on a server that pays
+   * for a provider (a default or BYOK-only server keeps loading them on first use: its idle memory
+   * stays small); named providers' packages still load with their first call. Only imports:
+   * nothing is sent, nothing charged. False when there was nothing to warm.
+   */
+  async prewarm(): Promise<boolean> {
+    const served = this.all.filter((p) => this.serverKey(p) !== undefined);
+    if (served.length === 0) return false;
+    const builtIn = served.filter((p): p is keyof ProviderSdks => !this.named[p] && (PROVIDER_IDS as readonly string[]).includes(p));
+    await Promise.all([loadAiSdk(), loadUpstreamFetch(), ...builtIn.map((p) => loadProviderSdk(p))]);
+    return true;
   }
 
   /**
