@@ -155,6 +155,21 @@ describe('the pass-through path is taken', () => {
     expect(sent.provider).toBe('anthropic');
     expect(sent.body).toMatchObject({ model: 'claude-sonnet-4-5', top_k: 5, max_tokens: 64 });
     expect(JSON.stringify(sent.body)).toContain('cache_control');
+    // No anthropic-beta asked for, none sent.
+    expect(sent.headers['anthropic-beta']).toBeUndefined();
+
+    // anthropic-beta (allow-listed) reaches Anthropic as sent; a value that is not a list of names does not.
+    await u.anthropic.messages.create(
+      { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'beta' }] },
+      { headers: { 'anthropic-beta': 'prompt-caching-2024-07-31, token-efficient-tools-2025-02-19' } },
+    );
+    expect(upstream.requests.at(-1)!.headers['anthropic-beta']).toBe('prompt-caching-2024-07-31, token-efficient-tools-2025-02-19');
+    await u.anthropic.messages.create(
+      { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'beta' }] },
+      { headers: { 'anthropic-beta': 'x-api-key: sk-other' } },
+    );
+    expect(upstream.requests.at(-1)!.headers['anthropic-beta']).toBeUndefined();
+    expect(upstream.requests.at(-1)!.apiKey).toBe(SERVER_KEY);
     expect(data.content[0]).toMatchObject({ type: 'text' });
     const used = inputOf('to anthropic') + 16;
     const one = await ledgerOf(gw, u.sub, response.headers.get('x-ai-backend-request-id')!);
@@ -168,7 +183,8 @@ describe('the pass-through path is taken', () => {
     const final = await stream.finalMessage();
     expect(final.usage).toMatchObject({ output_tokens: 16 });
     const settles = (await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'settle');
-    expect(settles.map((e) => e.usage!.tokensUsed)).toEqual([used, used]);
+    const beta = inputOf('beta') + 16;
+    expect(settles.map((e) => e.usage!.tokensUsed)).toEqual([used, beta, beta, used]);
   });
   it('responses: the caller’s own fields reach OpenAI, background removed, max_output_tokens written; create and stream through the openai client, metered exactly', async () => {
     const u = await funded();

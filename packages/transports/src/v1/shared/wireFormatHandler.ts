@@ -84,6 +84,19 @@ const passThroughHeaders = (d: { requestId: string; provider: string; model: str
   'x-ai-backend-request-id': d.requestId,
   'x-ai-backend-model': `${d.provider}/${d.model}`,
 });
+/** A beta flag list as Anthropic documents it: comma-separated names of letters, digits, `.`, `_` and `-`. */
+const ANTHROPIC_BETA = /^[A-Za-z0-9._-]+(\s*,\s*[A-Za-z0-9._-]+)*$/;
+/**
+ * The caller's headers a pass-through request carries to the provider (docs/ai.md#pass-through):
+ * an allow-list, nothing else of the request's headers (its credentials are ours to check, not the
+ * provider's). Anthropic Messages: `anthropic-beta` (beta features by name), when it is a plain
+ * list of names of at most 500 characters; otherwise it is not sent.
+ */
+function forwardedHeaders(format: WireFormat, headers: Headers): Record<string, string> | undefined {
+  if (format !== 'anthropic-messages') return undefined;
+  const beta = headers.get('anthropic-beta');
+  return beta && beta.length <= 500 && ANTHROPIC_BETA.test(beta) ? { 'anthropic-beta': beta } : undefined;
+}
 /** `x-ai-backend-cache: hit|miss` when the response cache was consulted (ai.cache). */
 const cacheHeader = (cache: 'hit' | 'miss' | undefined): Record<string, string> => (cache ? { 'x-ai-backend-cache': cache } : {});
 
@@ -189,7 +202,8 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     gateway: EntryGateway,
     { scope, req, path }: { scope: RequestScope; req: Parsed<R>; path: string },
   ): Promise<Response> {
-    const wire = { format: spec.wire, body: req.body, stream: req.stream };
+    const headers = forwardedHeaders(spec.wire, c.req.raw.headers);
+    const wire = { format: spec.wire, body: req.body, stream: req.stream, ...(headers ? { headers } : {}) };
     const result = await invoke(gateway.router, path, req.input, scope.context({ wire }), { stream: true });
     if (!result.ok) {
       const anon = anonymousChallenge(scope, gateway, result.error);

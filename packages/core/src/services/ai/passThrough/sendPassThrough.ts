@@ -6,6 +6,8 @@ export interface ForwardedRequest {
   body: string;
   /** An OpenAI Chat stream without `stream_options.include_usage`: it is asked for, and its usage chunk kept from the caller. */
   addedUsage: boolean;
+  /** The endpoint's headers with the caller's allow-listed ones (WireRequest.headers) added; ours win. */
+  headers: Record<string, string>;
 }
 
 /**
@@ -32,7 +34,8 @@ export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTo
     // which this server does not serve): run in the foreground, as the SDK path does.
     if (req.format === 'openai-responses') delete body.background;
   }
-  return { body: JSON.stringify(body), addedUsage };
+  const headers = req.headers ? { ...req.headers, ...e.headers } : e.headers;
+  return { body: JSON.stringify(body), addedUsage, headers };
 }
 
 /**
@@ -46,7 +49,7 @@ export async function sendPassThrough(e: PassThroughEndpoint, f: ForwardedReques
   const { ai } = await loadAiSdk();
   let res: Response;
   try {
-    res = await e.fetch(e.url, { method: 'POST', headers: e.headers, body: f.body, signal });
+    res = await e.fetch(e.url, { method: 'POST', headers: f.headers, body: f.body, signal });
   } catch (err) {
     if (signal.aborted || !(err instanceof TypeError)) throw err;
     // As the SDK reports a connection that failed before any answer: retryable, no status.

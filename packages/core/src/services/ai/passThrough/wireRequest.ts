@@ -11,6 +11,11 @@ export interface WireRequest {
   /** The parsed JSON body, as received (never mutated: a forwarded copy is made per attempt). */
   body: Readonly<Record<string, unknown>>;
   stream: boolean;
+  /**
+   * The caller's request headers the pass-through path forwards (an allow-list, checked by the
+   * transport): `anthropic-beta` on Anthropic Messages. Never sent on the SDK path.
+   */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
