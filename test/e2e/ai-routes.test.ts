@@ -12,6 +12,7 @@ import {
   startAiServer,
   tokenFor,
   SERVER_KEY,
+  waitFor,
   type AiServer,
   type TestUpstream,
 } from './helpers/aiGateway.js';
@@ -131,6 +132,10 @@ describeV1Paths('ai-routes', (path) => {
       expect(chatCalls(deps['dep-a']!)).toBeGreaterThanOrEqual(1);
       expect(chatCalls(deps['dep-a']!)).toBeLessThanOrEqual(4);
       expect(chatCalls(deps['dep-b']!)).toBe(100);
+      // A pass-through answer goes out while its settle runs (docs/ai.md#pass-through): the balance is read once every hold is closed.
+      await waitFor(async () => (a.runtime.billing.openHolds() + b.runtime.billing.openHolds() === 0 ? true : undefined), {
+        what: 'every settle',
+      });
       expect(await balance(token)).toBe(before - charged);
       // Both instances see the cooldown in their console figures.
       for (const s of [a, b])
