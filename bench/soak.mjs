@@ -305,6 +305,13 @@ function slope(key) {
 }
 const first = samples[0];
 const last = samples.at(-1);
+// The rate reached per 10 minutes: on a loaded machine steps are skipped (64 in flight), and what the
+// server keeps (parked sessions, stored events) follows the rate, so a slope is read beside it.
+const stepsPerMinute = [];
+for (let w = 0; w < minutes; w += 10) {
+  const win = samples.filter((s) => s.min >= w && s.min < w + 10);
+  if (win.length > 1) stepsPerMinute.push(Math.round((win.at(-1).steps - win[0].steps) / (win.at(-1).min - win[0].min)));
+}
 console.log(
   JSON.stringify({
     minutes,
@@ -316,6 +323,7 @@ console.log(
     heapAfterGcMb: { first: first?.heapMb, last: last?.heapMb, max: Math.max(...samples.map((s) => s.heapMb)) },
     anonMb: { first: first?.anonMb, last: last?.anonMb },
     slopeSecondHalfMbPer10Min: { rss: slope('rssMb'), heap: slope('heapMb'), anon: slope('anonMb'), file: slope('fileMb') },
+    stepsPerMinuteBy10Min: stepsPerMinute,
     counts,
   }),
 );
