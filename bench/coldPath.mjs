@@ -57,7 +57,8 @@ const requests = {
   'v1-metered': () => [
     '/v1/chat/completions',
     { method: 'POST', headers: { ...json, authorization: `Bearer ${user}` }, body: chat },
-    (t) => t.includes('"token_usage"'),
+    // Metered: the SDK path says so in the body (`ai_backend.token_usage`), the pass-through path in a header.
+    (t, res) => t.includes('"token_usage"') || res.headers.has('x-ai-backend-tokens-charged'),
   ],
   rpc: () => [
     '/rpc',
@@ -138,7 +139,7 @@ for (const path of paths) {
   const send = async () => {
     const res = await fetch(server.url + suffix, init);
     const text = await res.text();
-    if (res.status !== 200 || !check(text)) throw new Error(`${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
+    if (res.status !== 200 || !check(text, res)) throw new Error(`${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
   };
   const loadedBefore = new Set((await readFile(log, 'utf8').catch(() => '')).split('\n'));
   const windows = {};
