@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CoreError, mergeRouters, middleware, protectedProcedure, publicProcedure, router } from 'ai-backend';
+import { CoreError, mergeRouters, middleware, protectedProcedure, publicProcedure, router, withServices } from 'ai-backend';
 
 /**
  * A middleware of our own, built with `middleware` from ai-backend: it runs after the built-in
@@ -21,14 +21,15 @@ const forecastRouter = router({
     })),
 });
 
-/** What a signed-in user keeps. */
+/** What a signed-in user keeps, in the server's storage (`withServices` adds ctx.storage, ctx.prompts, ctx.resources). */
 const favouritesRouter = router({
   saveFavourite: protectedProcedure
+    .use(withServices)
     .meta({ description: 'Remember a favourite city for the signed-in user', mcp: { annotations: { idempotentHint: true } } })
     .input(z.object({ city: z.string().min(1).max(100) }))
     .mutation(async ({ ctx, input }) => {
       if (input.city.toLowerCase() === 'atlantis') throw new CoreError('NOT_FOUND', 'no such city');
-      await ctx.runtime.storage.set(`weather:fav:${ctx.identity.sub}`, input.city);
+      await ctx.storage.set(`weather:fav:${ctx.identity.sub}`, input.city);
       return { saved: input.city };
     }),
 });

@@ -10,7 +10,7 @@
  *   for sampling or elicitation.
  */
 import { z } from 'zod';
-import { CoreError, publicProcedure, router, type Context } from 'ai-backend';
+import { CoreError, publicProcedure, router, withServices, type Context } from 'ai-backend';
 import { RED_PIXEL_PNG, toneWav } from './fixtures.js';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -252,11 +252,12 @@ export const conformanceRouter = router({
     }),
 
   update_watched_resource: publicProcedure
+    .use(withServices)
     .meta({ description: 'Changes test://watched-resource and notifies its subscribers', mcp: {} })
     .input(noInput)
     .mutation(({ ctx }) => {
       watchedVersion++;
-      ctx.runtime.resources.notifyUpdated('test://watched-resource');
+      ctx.resources.notifyUpdated('test://watched-resource');
       return { version: watchedVersion };
     }),
 

@@ -17,7 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { estimateTokens, type ConfigInput } from '@ai-backend/core/internal';
+import { estimateTokens, type ConfigInput, runtimeOfServices } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 import { startPrivatePostgres, startPrivateRedis, testService } from '@ai-backend/test-utils/services';
 import { createTestUpstream, creditTokens, gatewayConfig, mcpClient, tokenFor, waitFor, type TestUpstream } from './helpers/aiGateway.js';
@@ -333,7 +333,7 @@ describe.skipIf(!redisServer.ok || !pgServer.ok)('chaos: three instances on Post
     // --- Afterwards, read through a fourth runtime on the same stores.
     const verifier = createServer(config);
     cleanups.push(() => verifier.stop());
-    const runtime = await verifier.ready();
+    const runtime = runtimeOfServices(await verifier.ready());
     const storage = runtime.storage;
 
     // Settles queued during the PostgreSQL outage land, and holds of the killed instance and of

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createLogger, protectedProcedure, router, type Runtime } from '@ai-backend/core/internal';
+import { createLogger, protectedProcedure, router, type Runtime, runtimeOfServices } from '@ai-backend/core/internal';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, startIdp, type TestIdp } from './oauthHelpers.js';
@@ -60,7 +60,7 @@ beforeAll(async () => {
     { logger: createLogger('debug', (l) => logs.push(l)) },
   );
   gatewayBase = (await gateway.start()).url.replace(/\/$/, '');
-  runtime = await gateway.ready();
+  runtime = runtimeOfServices(await gateway.ready());
 }, 30_000);
 
 afterAll(async () => {

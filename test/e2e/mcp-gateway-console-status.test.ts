@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVERYTHING } from './helpers/mcpUpstreams.js';
 import { JWT_SECRET, rpcCall, tokenFor, waitFor } from './helpers/aiGateway.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const HOSTILE = fileURLToPath(new URL('./helpers/hostileMcpUpstream.mjs', import.meta.url));
 let server: TestServer;
@@ -27,7 +28,7 @@ beforeAll(async () => {
       keyed: { type: 'sse', url: 'http://127.0.0.1:9/sse', perUser: true, enabled: false },
     },
   });
-  const rt = await server.server.ready();
+  const rt = runtimeOfServices(await server.server.ready());
   await waitFor(
     () => {
       const st = rt.gateway.status();

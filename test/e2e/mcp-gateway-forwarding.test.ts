@@ -18,6 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 let server: TestServer;
 let web: Awaited<ReturnType<typeof startEverythingHttp>>;
@@ -37,7 +38,7 @@ beforeAll(async () => {
     },
     'listening',
   );
-  const rt = await server.server.ready();
+  const rt = runtimeOfServices(await server.server.ready());
   const deadline = Date.now() + 30_000;
   while (rt.gateway.status().some((s) => s.state !== 'ready')) {
     if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);

@@ -10,6 +10,7 @@ import { waitFor } from '@ai-backend/test-utils';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 let server: TestServer;
 let http: Awaited<ReturnType<typeof startEverythingHttp>>;
@@ -22,7 +23,7 @@ beforeAll(async () => {
     gateway: { allowPrivateNetwork: true },
     mcpServers: { web: { type: 'http', url: http.url, timeoutMs: 5000 } },
   });
-  const rt = await server.server.ready();
+  const rt = runtimeOfServices(await server.server.ready());
   await waitFor(() => rt.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
   client = new LegacyClient({ name: 'gw-http-recovery', version: '1' });
   await client.connect(new LegacyTransport(new URL(`${server.url}/mcp`)));

@@ -14,6 +14,7 @@ import { waitFor } from '@ai-backend/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { EVERYTHING, FILESYSTEM } from './helpers/mcpUpstreams.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gw39-iso-'));
 const upstreams = (expose: 'tools' | 'search') => ({
@@ -45,7 +46,7 @@ beforeAll(async () => {
     startTestServer({ mcp: { auth: { authType: 'none' } }, mcpServers: upstreams('tools') }),
   ]);
   for (const s of [searching, listing]) {
-    const rt = await s.server.ready();
+    const rt = runtimeOfServices(await s.server.ready());
     await waitFor(() => rt.gateway.status().every((st) => st.state === 'ready'), { timeoutMs: 60_000 });
   }
 }, 90_000);

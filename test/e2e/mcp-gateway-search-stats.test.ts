@@ -9,6 +9,7 @@ import { waitFor } from '@ai-backend/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 let server: TestServer;
 let client: Client | undefined;
@@ -21,7 +22,7 @@ beforeAll(async () => {
       listed: { command: process.execPath, args: [EVERYTHING, 'stdio'], tools: { allow: ['echo'] } },
     },
   });
-  const rt = await server.server.ready();
+  const rt = runtimeOfServices(await server.server.ready());
   await waitFor(() => rt.gateway.status().every((st) => st.state === 'ready'), { timeoutMs: 60_000, what: 'both upstreams ready' });
 }, 90_000);
 
@@ -32,7 +33,7 @@ afterAll(async () => {
 
 describe('tool search in the statistics', () => {
   it('search_tools and call_tool are counted like any upstream tool call (gateway.callTool on mcp), a refused one as an error', async () => {
-    const rt = await server.server.ready();
+    const rt = runtimeOfServices(await server.server.ready());
     const counted = async () => {
       const row = (await rt.stats.snapshot(1)).procedures.find((p) => p.transport === 'mcp' && p.path === 'gateway.callTool');
       return { count: row?.count ?? 0, errors: row?.errors ?? 0 };

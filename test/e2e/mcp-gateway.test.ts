@@ -15,6 +15,7 @@ import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { EVERYTHING, FILESYSTEM, startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gw39-fs-'));
 writeFileSync(path.join(dir, 'hello.txt'), 'hello from the filesystem server');
@@ -38,7 +39,7 @@ beforeAll(async () => {
     'listening',
   );
   // Shared connections open in the background at start: wait until all three list their tools.
-  const rt = await server.server.ready();
+  const rt = runtimeOfServices(await server.server.ready());
   const deadline = Date.now() + 30_000;
   while (rt.gateway.status().some((s) => s.state !== 'ready')) {
     if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);

@@ -23,7 +23,7 @@ import {
   testRedisOptions,
 } from '@ai-backend/test-utils/services';
 import { publicProcedure, router } from '@ai-backend/core';
-import type { Runtime } from '@ai-backend/core/internal';
+import { runtimeOf, type Runtime } from '@ai-backend/core/internal';
 import { createServer } from '@ai-backend/transports';
 import {
   createTestUpstream,
@@ -51,7 +51,7 @@ const tasksRouter = router({
     .meta({ description: 'Asks for approval, then runs the job', longRunning: true, mcp: { result: 'content' } })
     .input(z.object({ job: z.string() }))
     .mutation(async ({ ctx, input }) => {
-      ranOn.push(ctx.runtime);
+      ranOn.push(runtimeOf(ctx));
       const answer = ctx.mcp?.inputResponses?.approve as { action?: string; content?: { ok?: boolean } } | undefined;
       if (answer?.action !== 'accept') {
         return {

@@ -17,8 +17,9 @@ export { CoreError, isCoreError, type CoreErrorCode } from './kernel/CoreError.j
 
 // Custom routers (docs/procedures.md#custom-routers).
 export { router, middleware, mergeRouters } from './pipeline/init.js';
-export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
+export { publicProcedure, protectedProcedure, adminProcedure, withServices } from './pipeline/procedures.js';
 export type { Context } from './pipeline/context.js';
+export type { AiBackendServices } from './runtime/AiBackendServices.js';
 export type { Identity } from './kernel/identity.js';
 export type { KeyAccess, ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta } from './pipeline/meta.js';
 export { KEY_SCOPES, type KeyScope } from './services/apiKeys/keyScopes.js';

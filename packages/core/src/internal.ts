@@ -18,7 +18,10 @@ export {
   transformTRPCResponse,
   TRPCError,
 } from './pipeline/trpcRuntime.js';
-export { publicProcedure, protectedProcedure, adminProcedure } from './pipeline/procedures.js';
+export { publicProcedure, protectedProcedure, adminProcedure, withServices } from './pipeline/procedures.js';
+export { callContext, runtimeOf, type CallContext } from './pipeline/callContext.js';
+export { servicesOf, runtimeOfServices } from './runtime/serverServices.js';
+export type { AiBackendServices } from './runtime/AiBackendServices.js';
 export {
   accessDecision,
   accessDecisionsMade,

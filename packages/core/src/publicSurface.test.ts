@@ -35,6 +35,7 @@ const PUBLIC_VALUES = [
   'signAlert',
   'verifyAlertSignature',
   'verifyPurchaseWebhook',
+  'withServices',
 ];
 
 describe('the public surface of @ai-backend/core', () => {

@@ -18,6 +18,8 @@ import {
   type Logger,
   type ResolvedConfig,
   type Runtime,
+  servicesOf,
+  type AiBackendServices,
   type PurchaseWebhookDeps,
   type Storage,
 } from '@ai-backend/core/internal';
@@ -91,8 +93,11 @@ export interface AiBackendServer<TRouter = AppRouterWith<{}>> {
    */
   readonly fetch: (req: Request) => Promise<Response>;
   readonly config: ResolvedConfig;
-  /** Resolves once storage is open and services are built. */
-  ready(): Promise<Runtime>;
+  /**
+   * Resolves once storage is open and services are built, to what an embedder uses of the server:
+   * its storage and the MCP prompt and resource registries (AiBackendServices, docs/mcp.md).
+   */
+  ready(): Promise<AiBackendServices>;
   /** Listen on config.host:config.port (port 0 picks a free one). */
   start(): Promise<BoundAddress>;
   /** Stop accepting, finish in-flight requests, close MCP sessions and stores. */
@@ -413,7 +418,7 @@ export function createServer<C extends CustomRouters = {}>(
     router: appRouter,
     fetch: (req) => Promise.resolve(app.fetch(req)),
     config,
-    ready: getApiRuntime,
+    ready: () => getApiRuntime().then(servicesOf),
     async start() {
       await getRuntime();
       if (config.metrics.enabled && config.metrics.port !== undefined) {

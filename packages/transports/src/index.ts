@@ -1,3 +1,4 @@
+export type { AiBackendServices } from '@ai-backend/core/internal';
 export { createServer, oauthEnabled, type AiBackendServer, type BoundAddress, type CreateServerOptions } from './createServer.js';
 export { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 export { trpcHandler } from './trpc/trpcHandler.js';

@@ -10,6 +10,7 @@ import {
   type ConfigInput,
   type Runtime,
   type Storage,
+  runtimeOfServices,
 } from '@ai-backend/core/internal';
 import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { mintDevToken } from '@ai-backend/auth';
@@ -77,7 +78,7 @@ export async function startAiServer(
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
   const { url, stop } = await startIn(opts.mode ?? 'listening', server);
-  const runtime = await server.ready();
+  const runtime = runtimeOfServices(await server.ready());
   return { server, runtime, url, logs, stop };
 }
 

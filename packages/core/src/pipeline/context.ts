@@ -1,4 +1,3 @@
-import type { Runtime } from '../runtime/Runtime.js';
 import type { CoreError } from '../kernel/CoreError.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
 import type { AccessDecision } from './AccessDecision.js';
@@ -65,8 +64,12 @@ export interface CallAdmission {
   counted(path: string): boolean;
 }
 
+/**
+ * What every procedure gets in `ctx`: who calls, the request, and on MCP the session. The server's
+ * services are not in it: each namespace's middleware adds the ones it uses (ctx.ai, ctx.billing,
+ * ...), and a custom router's procedures take the public ones with `withServices`.
+ */
 export interface Context {
-  runtime: Runtime;
   identity: Identity | null;
   /** A credential was presented but failed verification: every procedure refuses with this. */
   credentialError: CoreError | null;

@@ -3,6 +3,7 @@ import { toTRPCError } from './wireError.js';
 import type { Context as OtelContext, Span } from '@opentelemetry/api';
 import { isFinishEvent } from '../kernel/streamEvents.js';
 import type { Context } from './context.js';
+import { RUNTIME, type CallContext } from './callContext.js';
 import { otel, SpanKind, SpanStatusCode, tracer, tracingActive } from '../observability/tracing.js';
 import { cacheHitOf, reportedTokens, type RecentCalls } from '../observability/RecentCalls.js';
 
@@ -57,7 +58,8 @@ export class CallObservation {
       return result;
     }
     // The Live view shows the stream while it runs; done() completes the row when it ends.
-    if (this.path !== 'admin.recentCalls') this.liveSeq = this.ctx.runtime.recentCalls.push(this.liveRow(undefined, null, true));
+    if (this.path !== 'admin.recentCalls')
+      this.liveSeq = (this.ctx as CallContext)[RUNTIME].recentCalls.push(this.liveRow(undefined, null, true));
     (result as { data?: unknown }).data = this.observeStream(data, active);
     return result;
   }
@@ -125,7 +127,8 @@ export class CallObservation {
   /** The call ended: ok (with its answer, read only for its token count), or refused/failed with a tRPC error. */
   done(error: TRPCError | undefined, data?: unknown): void {
     const ms = performance.now() - this.started;
-    const { runtime, req } = this.ctx;
+    const { req } = this.ctx;
+    const runtime = (this.ctx as CallContext)[RUNTIME];
     const tokens = error ? null : reportedTokens(data);
     runtime.stats.record(req.transport, this.path, ms, error !== undefined, error ? undefined : cacheHitOf(data, tokens));
     // A stream's row, shown while it ran, is completed; any other call gets its row now. The Live

@@ -8,6 +8,11 @@ import { CallObservation } from './observeProcedure.js';
 import { toTRPCError } from './wireError.js';
 import { countsAsToolCall } from './meta.js';
 import type { Runtime } from '../runtime/Runtime.js';
+import { servicesOf } from '../runtime/serverServices.js';
+import { RUNTIME, type CallContext } from './callContext.js';
+
+/** The runtime a call runs on (RequestScope.context or callContext put it there; pipeline/callContext.ts). */
+const runtimeOf = (ctx: Context): Runtime => (ctx as CallContext)[RUNTIME];
 
 /** Outcomes worth a security event, by error code. */
 const SECURITY_EVENT: Partial<Record<CoreErrorCode, SecurityEventType>> = {
@@ -42,7 +47,7 @@ function eventTypeOf(err: CoreError): SecurityEventType | undefined {
 
 async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInput: () => Promise<unknown>): Promise<void> {
   const type = eventTypeOf(err);
-  const security = ctx.runtime.security;
+  const security = runtimeOf(ctx).security;
   if (!type || !security.wants(type)) return;
   const event = {
     type,
@@ -65,7 +70,7 @@ async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInpu
 }
 
 /** A call refused by its API key's model rules or budget, for `ai_backend_api_key_refusals_total`. */
-function countKeyRefusal(runtime: Context['runtime'], err: unknown): void {
+function countKeyRefusal(runtime: Runtime, err: unknown): void {
   const reason = coreErrorOf(err)?.details?.reason;
   if (reason === 'key_model_not_allowed' || reason === 'key_provider_not_allowed') runtime.metrics?.apiKeyRefused('model');
   else if (reason === 'key_budget_exceeded' || reason === 'key_model_not_priced') runtime.metrics?.apiKeyRefused('budget');
@@ -100,7 +105,7 @@ async function refuse(
 
 const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   const call = new CallObservation(ctx, path);
-  const { runtime } = ctx;
+  const runtime = runtimeOf(ctx);
   if (ctx.credentialError) return refuse(ctx, path, call, ctx.credentialError, getRawInput);
   // The entry sequence decided access for this call already (RequestScope): the decision is
   // reused, so each call is decided exactly once; a call without one (createCaller) is decided here.
@@ -172,8 +177,21 @@ export const adminProcedure = protectedProcedure.meta({ access: 'admin', keyAcce
 export function provide<S extends object>(pick: (runtime: Runtime) => S) {
   const made = new WeakMap<Runtime, S>();
   return t.middleware(({ ctx, next }) => {
-    let services = made.get(ctx.runtime);
-    if (!services) made.set(ctx.runtime, (services = pick(ctx.runtime)));
+    const runtime = runtimeOf(ctx);
+    let services = made.get(runtime);
+    if (!services) made.set(runtime, (services = pick(runtime)));
     return next({ ctx: services });
   });
 }
+
+/**
+ * For custom routers: adds the server's public services (AiBackendServices) to `ctx`, the way
+ * each built-in namespace's middleware adds its own: `ctx.storage`, `ctx.prompts`, `ctx.resources`.
+ *
+ * @example
+ * const notes = router({
+ * save: protectedProcedure.use(withServices).input(z.string()).mutation(({ ctx, input }) => ctx.storage.set(`notes:${ctx.identity.sub}`,
+ * input)),
+ * });
+ */
+export const withServices = provide(servicesOf);

@@ -8,7 +8,8 @@ import { MemoryStorage } from '../storage/MemoryStorage.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import { router } from './init.js';
 import { invoke } from './invoke.js';
-import { provide, publicProcedure } from './procedures.js';
+import { provide, publicProcedure, withServices } from './procedures.js';
+import { callContext } from './callContext.js';
 
 describe('provide: a namespace base procedure adds its services to ctx', () => {
   let runtime: Runtime;
@@ -18,12 +19,12 @@ describe('provide: a namespace base procedure adds its services to ctx', () => {
   });
   afterAll(() => runtime.close());
 
-  const ctxOf = (rt: Runtime) => ({
-    runtime: rt,
-    identity: null,
-    credentialError: null,
-    req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
-  });
+  const ctxOf = (rt: Runtime) =>
+    callContext(rt, {
+      identity: null,
+      credentialError: null,
+      req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+    });
 
   it('gives the procedure the picked services, picked once per runtime', async () => {
     let picks = 0;
@@ -42,6 +43,23 @@ describe('provide: a namespace base procedure adds its services to ctx', () => {
     expect(picks).toBe(1);
   });
 
+  it('shows procedures no runtime: ctx has no runtime key, withServices adds the public services only', async () => {
+    const app = router({
+      keys: publicProcedure.query(({ ctx }) => Object.keys(ctx)),
+      services: publicProcedure.use(withServices).query(({ ctx }) => ({
+        storage: ctx.storage === runtime.storage,
+        prompts: ctx.prompts === runtime.prompts,
+        resources: ctx.resources === runtime.resources,
+        billing: 'billing' in ctx,
+      })),
+    });
+    const keys = await invoke(app, 'keys', undefined, ctxOf(runtime));
+    expect(keys.ok && keys.data).toEqual(expect.arrayContaining(['identity', 'req']));
+    expect(keys.ok && (keys.data as string[]).includes('runtime')).toBe(false);
+    const services = await invoke(app, 'services', undefined, ctxOf(runtime));
+    expect(services.ok && services.data).toEqual({ storage: true, prompts: true, resources: true, billing: false });
+  });
+
   it('is what every built-in namespace uses: no procedure file reads the whole runtime', () => {
     const routers = new URL('../routers/', import.meta.url).pathname;
     const offenders: string[] = [];
@@ -50,7 +68,7 @@ describe('provide: a namespace base procedure adds its services to ctx', () => {
       for (const file of readdirSync(join(routers, ns.name))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
         const text = readFileSync(join(routers, ns.name, file), 'utf8');
-        if (/ctx\.runtime\b|runtime\/Runtime\.js/.test(text)) offenders.push(`${ns.name}/${file}`);
+        if (/ctx\.runtime\b|runtime\/Runtime\.js|runtimeOf\(|callContext/.test(text)) offenders.push(`${ns.name}/${file}`);
       }
     }
     // Also proves the check reads real files: the ai namespace's router is among them.

@@ -2,7 +2,8 @@ import type { AnyRouter } from '@trpc/server';
 import { CoreError } from '../kernel/CoreError.js';
 import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
-import type { CallAdmission, Context, McpCallContext } from './context.js';
+import type { CallAdmission, McpCallContext } from './context.js';
+import { RUNTIME, type CallContext } from './callContext.js';
 import type { WireRequest } from '../services/ai/passThrough/wireRequest.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
 import { procedureIndex } from './invoke.js';
@@ -78,11 +79,11 @@ export class RequestScope {
   }
 
   /** The tRPC context for the calls of this request (one per MCP call, for its `ctx.mcp` and signal). */
-  context(opts: { mcp?: McpCallContext; signal?: AbortSignal; wire?: WireRequest } = {}): Context {
+  context(opts: { mcp?: McpCallContext; signal?: AbortSignal; wire?: WireRequest } = {}): CallContext {
     const { facts } = this;
     const explicit = opts.signal;
     return {
-      runtime: this.runtime,
+      [RUNTIME]: this.runtime,
       identity: this.identity,
       credentialError: this.credentialError,
       req: {

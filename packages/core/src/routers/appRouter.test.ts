@@ -8,6 +8,7 @@ import { createRuntime } from '../createRuntime.js';
 import { resolveConfig } from '../config/resolveConfig.js';
 import { createLogger } from '../kernel/Logger.js';
 import { MemoryStorage } from '../storage/MemoryStorage.js';
+import { callContext } from '../pipeline/callContext.js';
 
 /** A zod schema's kind (`lazy`, `object`, ...), or why it is not a zod schema. */
 const kind = (schema: unknown): string => (schema as { _zod?: { def?: { type?: string } } })?._zod?.def?.type ?? typeof schema;
@@ -90,12 +91,11 @@ describe('lazy namespaces', () => {
       expect(isRouterLoaded(runtime.router)).toBe(false);
       // The prompt registry was filled at start-up without loading anything.
       expect(runtime.prompts.list().map((p) => p.name)).toContain('codeReviewPrompt');
-      const ctx = {
-        runtime,
+      const ctx = callContext(runtime, {
         identity: null,
         credentialError: null,
         req: { transport: 'rpc' as const, ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
-      };
+      });
       const result = await invoke(runtime.router, 'mcp.ping', undefined, ctx);
       expect(result.ok).toBe(true);
       expect(isRouterLoaded(runtime.router)).toBe(true);

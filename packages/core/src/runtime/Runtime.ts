@@ -27,8 +27,10 @@ import type { McpGateway } from '../services/gateway/McpGateway.js';
 export type HealthProbe = () => Promise<{ ok: boolean; detail?: string }>;
 
 /**
- * Everything a procedure can reach through `ctx.runtime`: the resolved config, storage and the
- * services. One per server; built by createRuntime, closed by stop().
+ * The server's config, storage and services: one per server, built by createRuntime, closed by
+ * stop(). Only the composition root (createServer) and core's pipeline hold it; procedures get
+ * their namespace's services (provide), entry points the entry gateway and the services they
+ * name, embedders and custom routers AiBackendServices. Not part of the public API.
  */
 export interface Runtime {
   readonly config: ResolvedConfig;

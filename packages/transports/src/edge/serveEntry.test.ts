@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { mintDevToken } from '@ai-backend/auth';
-import { accessDecisionsMade, entryGateway, invoke, type Runtime } from '@ai-backend/core/internal';
+import { accessDecisionsMade, entryGateway, invoke, type Runtime, runtimeOfServices } from '@ai-backend/core/internal';
 import { createServer } from '../createServer.js';
 import { serveEntry, type EntryStep } from './serveEntry.js';
 
@@ -17,7 +17,7 @@ beforeAll(async () => {
     mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, maxToolCalls: 2 } },
     jwt: { secret: SECRET },
   });
-  runtime = await server.ready();
+  runtime = runtimeOfServices(await server.ready());
   user = await mintDevToken({ secret: SECRET, sub: 'serve-entry-user', expiresIn: '1h' });
 });
 afterAll(() => server.stop());

@@ -12,6 +12,7 @@ import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Context } from '../../pipeline/context.js';
 import type { Identity } from '../../kernel/identity.js';
 import { WORKSPACE_READ_PROCEDURE } from './configResources.js';
+import { callContext } from '../../pipeline/callContext.js';
 
 /** The application code a refused read failed with (procedure calls fail wrapped by tRPC). */
 const appCodeOf = (p: Promise<unknown>) =>
@@ -42,12 +43,12 @@ async function runtimeWith(input: ConfigInput): Promise<Runtime> {
   return rt;
 }
 
-const ctxFor = (rt: Runtime, identity: Identity | null): Context => ({
-  runtime: rt,
-  identity,
-  credentialError: null,
-  req: { transport: 'mcp', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
-});
+const ctxFor = (rt: Runtime, identity: Identity | null): Context =>
+  callContext(rt, {
+    identity,
+    credentialError: null,
+    req: { transport: 'mcp', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+  });
 
 const workspaces = (extra: object = {}) => ({ serverWorkspaces: { docs: { path: '', blockedExtensions: ['.key'], ...extra } } });
 

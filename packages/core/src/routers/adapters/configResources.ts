@@ -1,6 +1,7 @@
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Context } from '../../pipeline/context.js';
+import { runtimeOf } from '../../pipeline/callContext.js';
 import { invoke } from '../../pipeline/invoke.js';
 import type { ResourceContent, ResourceRegistry } from '../../services/resources/ResourceRegistry.js';
 import { parseWorkspaceUri } from '../../services/resources/workspaceSchemeHandler.js';
@@ -19,7 +20,7 @@ const TEXTUAL = /^(text\/|application\/(json|xml|javascript|yaml|x-yaml|toml|x-s
 async function readWorkspaceFile(uri: string, ctx: Context | undefined): Promise<ResourceContent> {
   if (!ctx) throw new CoreError('BAD_REQUEST', 'workspace resources are read with a caller context');
   const { workspaceId, rel } = parseWorkspaceUri(uri);
-  const result = await invoke(ctx.runtime.router, WORKSPACE_READ_PROCEDURE, { workspaceId, path: rel, encoding: 'base64' }, ctx);
+  const result = await invoke(runtimeOf(ctx).router, WORKSPACE_READ_PROCEDURE, { workspaceId, path: rel, encoding: 'base64' }, ctx);
   if (!result.ok) throw result.error;
   const r = result.data as { content: string; mimeType: string };
   if (TEXTUAL.test(r.mimeType)) return { content: Buffer.from(r.content, 'base64').toString('utf8'), mimeType: r.mimeType };

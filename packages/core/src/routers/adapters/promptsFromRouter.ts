@@ -1,4 +1,5 @@
 import type { Context } from '../../pipeline/context.js';
+import { runtimeOf } from '../../pipeline/callContext.js';
 import { z } from '../../lib/zod.js';
 import type { AnyRouter } from '@trpc/server';
 import { invoke, loadedProcedureIndex } from '../../pipeline/invoke.js';
@@ -94,7 +95,7 @@ export function promptsFromRouter(router: AnyRouter): PromptDefinition[] {
         const ctx = callCtx as Context;
         const input: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(values)) input[k] = coerce(v, fromInput().props[k]);
-        const result = await invoke(ctx.runtime.router, path, input, ctx);
+        const result = await invoke(runtimeOf(ctx).router, path, input, ctx);
         // The MCP layer maps the tRPC error code to a JSON-RPC error (BAD_REQUEST → -32602).
         if (!result.ok) throw result.error;
         return toPromptResult(result.data, description);

@@ -1,6 +1,7 @@
 import type { AnyRouter } from '@trpc/server';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Context } from '../../pipeline/context.js';
+import { runtimeOf } from '../../pipeline/callContext.js';
 import { invoke, loadedProcedureIndex } from '../../pipeline/invoke.js';
 import type { ResourceContent, ResourceRegistry } from '../../services/resources/ResourceRegistry.js';
 
@@ -23,7 +24,7 @@ export function toResourceContent(data: unknown, mimeType: string | undefined): 
 async function run(path: string, input: unknown, mimeType: string | undefined, ctx: Context | undefined): Promise<ResourceContent> {
   // Procedures run with the caller's identity and limits, so a context is required.
   if (!ctx) throw new CoreError('BAD_REQUEST', 'this resource is served by a procedure and needs a caller context');
-  const result = await invoke(ctx.runtime.router, path, input, ctx);
+  const result = await invoke(runtimeOf(ctx).router, path, input, ctx);
   if (!result.ok) throw result.error;
   return toResourceContent(result.data, mimeType);
 }

@@ -8,6 +8,7 @@ import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { createCallerFactory } from '../../pipeline/init.js';
 import { builtinRouter } from '../appRouter.js';
 import type { Identity } from '../../kernel/identity.js';
+import { callContext } from '../../pipeline/callContext.js';
 
 const admin: Identity = { sub: 'root', scopes: ['mcp:admin'], isAdmin: true, via: 'jwt' };
 const user: Identity = { sub: 'u1', scopes: [], isAdmin: false, via: 'jwt' };
@@ -22,12 +23,13 @@ async function callerAs(identity: Identity | null) {
     }),
     { storage: new MemoryStorage() },
   );
-  const caller = createCallerFactory(builtinRouter)({
-    runtime,
-    identity,
-    credentialError: null,
-    req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
-  });
+  const caller = createCallerFactory(builtinRouter)(
+    callContext(runtime, {
+      identity,
+      credentialError: null,
+      req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+    }),
+  );
   return { runtime, caller };
 }
 
@@ -64,12 +66,13 @@ describe('admin namespace', () => {
       resolveConfig({ storage: { type: 'memory', retention: { ledgerDays: 1, exportDir: dir, everyMinutes: 0 } } }),
       { storage: new MemoryStorage() },
     );
-    const caller = createCallerFactory(builtinRouter)({
-      runtime,
-      identity: admin,
-      credentialError: null,
-      req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
-    });
+    const caller = createCallerFactory(builtinRouter)(
+      callContext(runtime, {
+        identity: admin,
+        credentialError: null,
+        req: { transport: 'internal', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
+      }),
+    );
     await runtime.billing.credit({ userId: 'u1', tokens: 50, type: 'one_time', idempotencyKey: 'k', source: 'test' });
     // Nothing is a day old yet: examined, nothing archived, no file.
     expect(await caller.admin.runRetention()).toMatchObject({ kinds: { ledger: { archived: 0, logs: 1 } } });

@@ -14,6 +14,7 @@ import type { Context } from '../../pipeline/context.js';
 import type { Identity } from '../../kernel/identity.js';
 import { createCallerFactory } from '../../pipeline/init.js';
 import { invoke, procedureIndex } from '../../pipeline/invoke.js';
+import { callContext } from '../../pipeline/callContext.js';
 
 const alice: Identity = { sub: 'alice', scopes: [], isAdmin: false, via: 'jwt' };
 const bob: Identity = { sub: 'bob', scopes: [], isAdmin: false, via: 'jwt' };
@@ -35,8 +36,7 @@ async function makeRuntime(input: ConfigInput): Promise<Runtime> {
 }
 
 function ctxFor(rt: Runtime, identity: Identity | null, mcp?: { sessionId?: string; toolName: string }): Context {
-  return {
-    runtime: rt,
+  return callContext(rt, {
     identity,
     credentialError: null,
     req: { transport: mcp ? 'mcp' : 'rpc', ip: '127.0.0.1', signal: new AbortController().signal, headers: new Headers() },
@@ -50,7 +50,7 @@ function ctxFor(rt: Runtime, identity: Identity | null, mcp?: { sessionId?: stri
         },
       },
     }),
-  };
+  });
 }
 
 /** Call through the invoke seam (what /rpc and /mcp use); returns data or the CoreError's app code. */

@@ -7,6 +7,7 @@ import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
 import { completeFrom, PromptRegistry } from './PromptRegistry.js';
 import { promptsFromRouter, toPromptResult } from '../../routers/adapters/promptsFromRouter.js';
+import { callContext } from '../../pipeline/callContext.js';
 
 describe('completeFrom', () => {
   it('ranks prefix matches before substring matches, case-insensitively, at most 100', () => {
@@ -58,12 +59,11 @@ describe('promptsFromRouter', () => {
       storage: new MemoryStorage(),
     });
     const runtime = { ...real, router: r };
-    const ctx = {
-      runtime,
+    const ctx = callContext(runtime, {
       identity: null,
       credentialError: null,
       req: { transport: 'mcp', ip: '', signal: new AbortController().signal, headers: new Headers() },
-    };
+    });
     const out = await reg.render('review', { code: 'x', depth: '3', strict: 'true', tone: 'blunt' }, ctx as never);
     expect(out.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'blunt review at depth 3 strictly: x' } }]);
     await expect(reg.render('review', { code: 'x' }, ctx as never)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS' });

@@ -12,6 +12,7 @@ import { createCallerFactory } from '../../../pipeline/init.js';
 import type { Context } from '../../../pipeline/context.js';
 import type { Identity } from '../../../kernel/identity.js';
 import { builtinRouter } from '../../appRouter.js';
+import { callContext } from '../../../pipeline/callContext.js';
 
 /** Secrets the tests look for everywhere they must not be. */
 export const SERVER_KEY = 'sk-server-SECRET-KEY-000111';
@@ -66,12 +67,11 @@ export async function createAiHarness(
     upstream,
     logs,
     caller(identity, signal = new AbortController().signal) {
-      const ctx: Context = {
-        runtime,
+      const ctx: Context = callContext(runtime, {
         identity,
         credentialError: null,
         req: { transport: 'internal', ip: '127.0.0.1', signal, headers: new Headers() },
-      };
+      });
       return factory(ctx);
     },
     async credit(userId, tokens) {

@@ -24,6 +24,7 @@ import {
 import type { Context } from '../../../pipeline/context.js';
 import type { Identity } from '../../../kernel/identity.js';
 import { invoke } from '../../../pipeline/invoke.js';
+import { callContext } from '../../../pipeline/callContext.js';
 
 /** Test helpers for billing, vault and the billing/user/auth routers (not shipped: __tests__). */
 
@@ -172,12 +173,11 @@ export async function makeRuntime(storage: Storage, config: ConfigInput = {}, lo
 }
 
 export function ctxFor(runtime: Runtime, identity: Identity | null, ip = '127.0.0.1'): Context {
-  return {
-    runtime,
+  return callContext(runtime, {
     identity,
     credentialError: null,
     req: { transport: 'rpc', ip, signal: new AbortController().signal, headers: new Headers() },
-  };
+  });
 }
 
 /** Call a procedure through the shared invoke seam; throws the tRPC error on failure. */
