@@ -163,8 +163,13 @@ export class PathGuard {
     }
   }
 
-  /** Pin the directory at `segments` below the root, creating missing ones when asked. */
-  private async walkDirs(root: string, segments: string[], create: boolean): Promise<DirPin> {
+  /**
+   * Pin the directory at `segments` below the root. `missing`: what a missing directory is: made
+   * ('create', writes; a dangling link or a file in the way is then refused as such), or not found
+   * ('not-found', reads).
+   */
+  private async walkDirs(root: string, segments: string[], missing: 'create' | 'not-found'): Promise<DirPin> {
+    const create = missing === 'create';
     let pin = await openDirPin(root, root, '');
     try {
       for (const seg of segments) {
@@ -210,7 +215,7 @@ export class PathGuard {
       const name = segments.pop() as string;
       let parent: DirPin;
       try {
-        parent = await this.walkDirs(root, segments, false);
+        parent = await this.walkDirs(root, segments, 'not-found');
       } catch (err) {
         if (err instanceof CoreError && err.appCode === 'NOT_FOUND') return null;
         throw err;
@@ -236,7 +241,7 @@ export class PathGuard {
       const root = await this.root();
       const segments = rel.split('/');
       const name = segments.pop() as string;
-      const parent = await this.walkDirs(root, segments, false);
+      const parent = await this.walkDirs(root, segments, 'not-found');
       try {
         const c = await this.child(parent, name, root);
         if (c.state !== 'present') throw notFound();
@@ -274,7 +279,7 @@ export class PathGuard {
       const root = await this.root();
       const segments = rel.split('/');
       const name = segments.pop() as string;
-      const parent = await this.walkDirs(root, segments, true);
+      const parent = await this.walkDirs(root, segments, 'create');
       try {
         const c = await this.child(parent, name, root);
         if (c.state === 'dangling') throw denied();
@@ -308,7 +313,7 @@ export class PathGuard {
       const root = await this.root();
       const segments = rel === '' ? [] : rel.split('/');
       const last = segments.pop();
-      const parent = await this.walkDirs(root, segments, false);
+      const parent = await this.walkDirs(root, segments, 'not-found');
       if (last === undefined) return { pin: parent, rel, root };
       try {
         const c = await this.child(parent, last, root);
