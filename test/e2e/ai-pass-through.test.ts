@@ -103,8 +103,11 @@ describe('the pass-through path is taken', () => {
     expect(data.model).toBe('gpt-4.1-mini');
     const used = inputOf(content) + 16;
     expect(data.usage).toMatchObject({ prompt_tokens: used - 16, completion_tokens: 16 });
-    // The answer goes out while its settle runs: the header says what the settle charges.
+    // The answer goes out after its settle landed (docs/ai.md#pass-through, "When the answer goes
+    // out"): the ledger has the settle the moment the client has the answer, and the header says it.
     expect(response.headers.get('x-ai-backend-tokens-charged')).toBe(String(used + fee(used)));
+    const atAnswer = (await gw.runtime.billing.ledger.entries(u.sub)).filter((e) => e.requestId === requestId);
+    expect(atAnswer.map((e) => e.kind)).toContain('settle');
     const { settles } = await ledgerOf(gw, u.sub, requestId);
     expect(settles).toHaveLength(1);
     expect(settles[0]!.usage).toMatchObject({ tokensUsed: used, tokensCharged: used + fee(used), provider: 'openai' });

@@ -23,7 +23,6 @@ function counted(inner: Metering) {
         mode: h.mode,
         apiKey: h.apiKey,
         settle: (usage) => (n.settle++, h.settle(usage)),
-        expectedCharge: (usage) => h.expectedCharge(usage),
         release: (reason) => (n.release++, h.release(reason)),
       };
       return closes;

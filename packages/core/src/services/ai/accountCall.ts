@@ -55,42 +55,6 @@ export async function accountCall(
   return charge;
 }
 
-/**
- * accountCall for an answer that goes to the client before its settle lands (a non-streamed
- * pass-through answer, docs/ai.md#pass-through): the charge it reports is the hold's expected one
- * (tokens plus fee; what a settle queued on a store outage reports too), and the settle runs on.
- * It is as durable as the awaited one: billing's stop waits for running settles before releasing
- * what is still open, a store outage queues it for retries (PendingCloses), and only a crash before
- * it lands leaves the hold to expire, as for any call of a crashed server. A settle that still
- * fails is logged with the request id.
- */
-export function accountAfterAnswer(
-  deps: Pick<CallDeps, 'metrics' | 'routing' | 'logger'>,
-  hold: Hold,
-  price: Pricing,
-  call: Pick<TextCall, 'identity'>,
-  served: { provider: ProviderId; model: string; requestId: string; metadata?: UsageMetadata | undefined; route?: RouteSlot | undefined },
-  usage: CallUsage,
-): Charge {
-  const costUsd = price(served.provider, served.model, usage);
-  const expected = hold.expectedCharge({
-    tokensUsed: usage.tokensUsed,
-    provider: served.provider,
-    model: served.model,
-    ...(costUsd !== undefined ? { costUsd } : {}),
-  });
-  accountCall(deps, hold, price, call, served, usage).catch((err: unknown) =>
-    deps.logger.error('ai: settling an answered call failed', {
-      requestId: served.requestId,
-      provider: served.provider,
-      model: served.model,
-      tokensUsed: usage.tokensUsed,
-      error: err instanceof Error ? err.message : String(err),
-    }),
-  );
-  return expected;
-}
-
 /** The price of a text call's usage: reported tokens, else the call's bounds (never less than it may have cost). */
 export function textPricing(deps: Pick<CallDeps, 'providers'>, p: Pick<PreparedCall, 'inputEstimate' | 'maxTokens'>): Pricing {
   return (provider, model, usage) =>

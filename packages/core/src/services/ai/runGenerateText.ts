@@ -3,7 +3,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { SettledUsage } from '../metering/Metering.js';
 import { prepareCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
-import { accountAfterAnswer, accountCall, textPricing } from './accountCall.js';
+import { accountCall, textPricing } from './accountCall.js';
 import { attemptLoop, settleLoop, type Served } from './attemptLoop.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
@@ -150,13 +150,17 @@ export async function runGenerateText(
   if (result.toolCalls.length > 0)
     data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
   // The upstream did the work: it is paid for even when the answer fails the schema below.
-  const servedBy = { provider, model, metadata: input.metadata, route: p.route };
-  const usage = { tokensUsed, inputTokens, outputTokens };
-  // A pass-through answer goes out while its settle runs (one store round trip less before the
-  // client has it, accountAfterAnswer); the SDK path awaits it, as before.
-  const charged = result.wire
-    ? accountAfterAnswer(deps, hold, textPricing(deps, p), call, { ...servedBy, requestId }, usage)
-    : await accountCall(deps, hold, textPricing(deps, p), call, servedBy, usage);
+  // Settled before the answer is written, on both paths: an answer the client has is a charge the
+  // store has (a kill -9 between the two would otherwise leave an answered call to the hold's expiry,
+  // which releases it: a free call).
+  const charged = await accountCall(
+    deps,
+    hold,
+    textPricing(deps, p),
+    call,
+    { provider, model, metadata: input.metadata, route: p.route },
+    { tokensUsed, inputTokens, outputTokens },
+  );
   logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed });
   if (input.output && !data.toolCalls) {
     const parsed = await parseOutput(result.text, input.output.schema);

@@ -89,7 +89,7 @@ export class BillingService implements Metering {
   private readonly releasedAtStop = new Set<string>();
   /** Settles and releases a storage outage cut off, retried until the store takes them. */
   private readonly pending: PendingCloses;
-  /** Settles running now: stop waits for them before releasing what is still open (a settle that runs after its answer was written). */
+  /** Settles running now: stop waits for them before releasing what is still open (a stream's settle runs after its last byte went out). */
   private readonly settling = new Set<Promise<unknown>>();
 
   constructor(
@@ -331,8 +331,8 @@ export class BillingService implements Metering {
 
   /**
    * What settling `tokensUsed` charges when the balance covers it (every call whose hold was made
-   * for its worst case): the tokens plus the platform fee. Said before the settle lands when the
-   * answer goes out first (the pass-through path), as a settle queued on a store outage says it.
+   * for its worst case): the tokens plus the platform fee. What a settle queued on a store outage
+   * reports before the store takes it.
    */
   chargeFor(tokensUsed: number): SettleResult {
     const used = Math.max(0, Math.ceil(tokensUsed));
@@ -477,7 +477,7 @@ export class BillingService implements Metering {
   async stop(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
-    // Settles still running (an answer may have gone out before its settle landed) close their holds first.
+    // Settles still running (a stream's, after its last byte) close their holds first.
     await Promise.allSettled([...this.settling]);
     // Settles owed for answered calls go first; what the store still refuses expires like a crashed server's holds.
     await this.pending.flush();

@@ -7,8 +7,6 @@ import type { Reservation, SettleResult, SettleUsage, ByokUsageParams } from './
 /** What a hold closes through: billing's own settle, release and BYOK record. */
 export interface HoldLedger {
   settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult>;
-  /** The charge a settle of `tokensUsed` makes when the balance covers it (BillingService.chargeFor). */
-  chargeFor(tokensUsed: number): SettleResult;
   release(reservation: Reservation, reason: string): Promise<void>;
   recordByokUsage(p: ByokUsageParams): Promise<void>;
 }
@@ -94,11 +92,6 @@ export class CallHold implements Hold {
       this.logger.warn('billing: recording BYOK usage failed', { requestId, error: err instanceof Error ? err.message : String(err) });
     }
     return { usageInfo: { tokensUsed: usage.tokensUsed, estimatedCostUsd } };
-  }
-
-  expectedCharge(usage: MeteredUsage): Charge {
-    if (this.payer.mode === 'platform') return { tokenUsage: this.ledger.chargeFor(usage.tokensUsed) };
-    return { usageInfo: { tokensUsed: usage.tokensUsed, estimatedCostUsd: usage.costUsd ?? 0 } };
   }
 
   async release(reason: string): Promise<void> {

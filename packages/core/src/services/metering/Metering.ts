@@ -57,12 +57,6 @@ export interface Hold {
    * (BYOK; a lost record is logged, never thrown: the caller paid its provider).
    */
   settle(usage: MeteredUsage): Promise<Charge>;
-  /**
-   * What `settle(usage)` reports when the balance covers the usage (the platform: tokens plus
-   * fee; BYOK: the usage itself), known before it runs: for an answer written before its settle
-   * lands (the pass-through path, docs/ai.md#pass-through).
-   */
-  expectedCharge(usage: MeteredUsage): Charge;
   /** Give the whole hold back (the call failed or the client left). Never throws. */
   release(reason: string): Promise<void>;
 }
