@@ -308,8 +308,12 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
   });
 
   describe('JSON responses', () => {
-    it("responseMode 'json' answers POSTs with application/json bodies", async () => {
-      const { url } = await handlerServer({ responseMode: 'json' }, undefined, mode);
+    it("mcp.responseMode 'json' answers POSTs with application/json bodies", async () => {
+      const rt = await createRuntime(resolveConfig({ ...baseConfig, mcp: { auth: { authType: 'none' }, responseMode: 'json' } }), {
+        storage: new MemoryStorage(),
+      });
+      cleanups.push(() => rt.close());
+      const { url } = await handlerServer({}, rt, mode);
       const s = await openWireSession(url);
       const r = await s.post(call(1, 'greeting', { name: 'Ada', language: 'fr' }));
       expect(r.headers.get('content-type')).toMatch(/application\/json/);
@@ -337,11 +341,12 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
     });
 
     it("stateless with responseMode 'sse' streams progress and closes the per-request server", async () => {
-      const rt = await createRuntime(resolveConfig({ ...baseConfig, mcp: { auth: { authType: 'none' }, sessionMode: 'stateless' } }), {
-        storage: new MemoryStorage(),
-      });
+      const rt = await createRuntime(
+        resolveConfig({ ...baseConfig, mcp: { auth: { authType: 'none' }, sessionMode: 'stateless', responseMode: 'sse' } }),
+        { storage: new MemoryStorage() },
+      );
       cleanups.push(() => rt.close());
-      const stateless = await handlerServer({ responseMode: 'sse' }, rt, mode);
+      const stateless = await handlerServer({}, rt, mode);
       const s = await openWireSession(stateless.url);
       const r = await s.post(call(1, 'wait', { ms: 20, tag: 'x' }, { progressToken: 7 }));
       expect(r.headers.get('content-type')).toMatch(/text\/event-stream/);

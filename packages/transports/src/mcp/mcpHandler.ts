@@ -11,7 +11,6 @@ import {
 } from '@modelcontextprotocol/server';
 import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
 import {
-  mcpResponseModes,
   toolsListNeedsAuth,
   toWireError,
   type Challenge,
@@ -96,12 +95,6 @@ export interface McpHandlerOptions {
   parkIdleMs?: number;
   /** Live sessions kept at most; beyond it the least recently used idle ones are parked at once. Default 256. */
   maxLiveSessions?: number;
-  /**
-   * How POST requests are answered: 'sse' streams (progress, logs and server-to-client requests
-   * can travel on them) or single 'json' bodies. Default: the config's `mcp.responseModes`
-   * ('sse' when stateful, 'json' stateless; 2026-07-28 requests 'auto').
-   */
-  responseMode?: 'sse' | 'json';
   /**
    * Resumability (Last-Event-ID) for SSE streams: 'memory' (per session, bounded), 'storage'
    * (core Storage, so events outlive the process), or 'none'. Default: 'storage' when the
@@ -218,7 +211,8 @@ export class McpHandler {
     this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(config.limits));
     this.catalog = buildToolCatalog(entry.router);
     this.seal = createRequestStateSeal({ config, logger, shared });
-    const modes = opts.responseMode ? mcpResponseModes(opts.responseMode, config.mcp.sessionMode) : config.mcp.responseModes;
+    // How POSTs are answered is resolved once, in config (`mcp.responseMode` → `mcp.responseModes`, one default).
+    const modes = config.mcp.responseModes;
     this.legacy =
       config.mcp.sessionMode === 'stateless'
         ? { kind: 'stateless', responseMode: modes.legacy, calls: new Map() }
