@@ -416,5 +416,12 @@ describe('each way the pass-through could be wrong is caught', () => {
     const settles = (await cached.runtime.billing.ledger.entries(u.sub)).filter((e) => e.kind === 'settle');
     expect(settles.at(-1)!.usage).toMatchObject({ tokensUsed: Math.ceil(used * 0.5) });
     expect(settles[0]!.usage).toMatchObject({ tokensUsed: used });
+    // The fast path forwards the whole body: a field the translation drops (here `stop`) changes
+    // the answer, so it changes the key: a miss, sent upstream.
+    const before = upstream.requests.length;
+    const other = await u.openai.chat.completions.create({ ...ask, stop: ['never'] }).withResponse();
+    expect(other.response.headers.get('x-ai-backend-cache')).toBe('miss');
+    expect(upstream.requests.length).toBe(before + 1);
+    expect(upstream.requests.at(-1)!.body).toMatchObject({ stop: ['never'] });
   });
 });

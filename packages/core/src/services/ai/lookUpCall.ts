@@ -1,6 +1,7 @@
 import { resolveCallModel } from './callModel.js';
 import type { CallDeps, TextCall, TextCallInput } from './prepareCall.js';
 import type { CachedAnswer } from './cache/ResponseCache.js';
+import type { WireRequest } from './passThrough/wireRequest.js';
 
 /** A call's place in the cache: its entry key, and the entry when there is one to serve. */
 export interface CacheLookup {
@@ -32,10 +33,17 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
       output: input.output,
       maxTokens: input.options?.maxTokens ?? config.ai.defaultMaxTokens,
       temperature: input.options?.temperature,
+      wire: call.wire && wireKey(call.wire),
     },
     call.identity,
     input.cache,
   );
   if (!key) return undefined;
   return { key, hit: input.cache === 'refresh' ? undefined : await cache.get(key) };
+}
+
+/** What of a /v1 request shapes its answer: all of it but the model (keyed above, resolved) and how it is delivered. */
+function wireKey(wire: WireRequest): unknown {
+  const { model: _model, stream: _stream, stream_options: _streamOptions, ...body } = wire.body;
+  return [wire.format, body, wire.headers ?? null];
 }

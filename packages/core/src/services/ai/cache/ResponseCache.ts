@@ -40,6 +40,13 @@ export interface CacheRequest {
   output?: unknown;
   maxTokens: number;
   temperature?: number | undefined;
+  /**
+   * A /v1 call's own request (its format, the body's fields other than `model` and the stream
+   * switches, the headers the pass-through forwards): the fast path forwards all of it, so fields
+   * the translation above drops (`top_k`, `stop`, `n`, `response_format`, `anthropic-beta` …)
+   * change the answer and must change the key.
+   */
+  wire?: unknown;
 }
 
 const PREFIX = 'aicache:';
@@ -92,6 +99,7 @@ export class ResponseCache {
           req.output ?? null,
           req.maxTokens,
           req.temperature ?? null,
+          req.wire ?? null,
         ]),
       )
       .digest('hex');
