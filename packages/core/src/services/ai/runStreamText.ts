@@ -189,7 +189,7 @@ export async function runStreamText(
         }
       } catch (err) {
         if (ctx.signal.aborted) throw err;
-        throw await unreadableAnswer(endpoint, res.status, err, true);
+        throw await unreadableAnswer(endpoint, res.status, err, 'lost');
       }
       const rest = ws.end();
       if (rest) yield send(rest);

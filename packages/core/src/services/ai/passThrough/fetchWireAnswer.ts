@@ -22,13 +22,13 @@ export async function fetchWireAnswer(e: PassThroughEndpoint, f: ForwardedReques
     body = new Uint8Array(await res.arrayBuffer());
   } catch (err) {
     if (signal.aborted) throw err;
-    throw await unreadableAnswer(e, res.status, err, true);
+    throw await unreadableAnswer(e, res.status, err, 'lost');
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
   } catch (err) {
-    throw await unreadableAnswer(e, res.status, err, false);
+    throw await unreadableAnswer(e, res.status, err, 'malformed');
   }
   return { body, contentType: res.headers.get('content-type') ?? 'application/json', summary: readWireAnswer(e.format, parsed) };
 }

@@ -68,9 +68,13 @@ export async function sendPassThrough(e: PassThroughEndpoint, f: ForwardedReques
   });
 }
 
-/** A 2xx whose body broke off or could not be read: `connection_lost` (retryable) or `malformed_response`, as for an SDK call. */
-export async function unreadableAnswer(e: PassThroughEndpoint, status: number, cause: unknown, lost: boolean): Promise<Error> {
+/** How a 2xx answer failed: its body broke off (`connection_lost`, retryable) or it could not be parsed (`malformed_response`). */
+export type AnswerFault = 'lost' | 'malformed';
+
+/** A 2xx whose body broke off or could not be read, as the SDK reports it for an SDK call. */
+export async function unreadableAnswer(e: PassThroughEndpoint, status: number, cause: unknown, fault: AnswerFault): Promise<Error> {
   const { ai } = await loadAiSdk();
+  const lost = fault === 'lost';
   return new ai.APICallError({
     message: lost ? 'the connection was lost mid-reply' : 'the reply could not be read',
     url: e.url,
