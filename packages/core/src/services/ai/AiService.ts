@@ -98,7 +98,10 @@ export class AiService {
 
   constructor(private readonly opts: AiServiceOptions) {
     this.providers = new ProviderRegistry(opts.config, opts.metrics, opts.upstreamStats);
-    this.systemPrompts = new SystemPromptStore(opts.config.ai.systemPrompts);
+    this.systemPrompts = new SystemPromptStore(
+      opts.config.ai.systemPrompts,
+      opts.config.ai.allowInlineSystemPrompts ? 'allowed' : 'refused',
+    );
     this.breaker = opts.storage
       ? new CircuitBreaker(opts.storage, { ...opts.config.ai.circuitBreaker, trialMs: opts.config.ai.timeoutMs }, opts.logger)
       : undefined;

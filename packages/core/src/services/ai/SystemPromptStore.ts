@@ -21,6 +21,9 @@ export interface SystemPromptOptions {
   allowWithCallerKeys?: boolean;
 }
 
+/** Whether a request may send its own system prompt text (`ai.allowInlineSystemPrompts`), or only `@name` references. */
+export type InlinePrompts = 'allowed' | 'refused';
+
 /**
  * Server-side system prompts that requests reference by name (`systemPrompt: "@support"`), so
  * the client never holds the text. Filled from config `ai.systemPrompts` and from code
@@ -30,7 +33,10 @@ export interface SystemPromptOptions {
 export class SystemPromptStore {
   private readonly prompts = new Map<string, { text: string; allowWithCallerKeys: boolean }>();
 
-  constructor(fromConfig: Record<string, string | ({ text: string } & SystemPromptOptions)> = {}) {
+  constructor(
+    fromConfig: Record<string, string | ({ text: string } & SystemPromptOptions)> = {},
+    private readonly inline: InlinePrompts = 'allowed',
+  ) {
     for (const [name, entry] of Object.entries(fromConfig)) {
       if (typeof entry === 'string') this.register(name, entry);
       else this.register(name, entry.text, entry);
@@ -60,10 +66,10 @@ export class SystemPromptStore {
 
   /**
    * Turn a request's `systemPrompt` into the text sent upstream. A value that is exactly
-   * `@name` is a reference and must exist; anything else is inline text, refused when
-   * `allowInline` is false.
+   * `@name` is a reference and must exist; anything else is inline text, refused when the store
+   * was made with inline prompts refused.
    */
-  resolve(systemPrompt: string, allowInline: boolean): ResolvedSystemPrompt {
+  resolve(systemPrompt: string): ResolvedSystemPrompt {
     const ref = REFERENCE.exec(systemPrompt);
     if (ref) {
       const name = ref[1]!;
@@ -73,7 +79,7 @@ export class SystemPromptStore {
       }
       return { text: entry.text, name, allowWithCallerKeys: entry.allowWithCallerKeys };
     }
-    if (!allowInline) {
+    if (this.inline === 'refused') {
       throw new CoreError('FORBIDDEN', 'this server only accepts named system prompts: send systemPrompt as "@<name>"', {
         details: { reason: 'inline_system_prompt_disabled' },
       });

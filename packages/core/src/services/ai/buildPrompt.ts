@@ -86,7 +86,7 @@ export function buildPrompt(
   const systems: string[] = [];
   const resolved: ResolvedSystemPrompt[] = [];
   const resolve = (text: string) => {
-    const r = prompts.resolve(text, ai.allowInlineSystemPrompts);
+    const r = prompts.resolve(text);
     resolved.push(r);
     if (r.text) systems.push(r.text);
   };

@@ -19,8 +19,7 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
   const { cache, config } = deps;
   if (!cache?.config.enabled || input.apiKey !== undefined) return undefined;
   const choice = resolveCallModel(deps, input, call.identity);
-  const system =
-    input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt, config.ai.allowInlineSystemPrompts);
+  const system = input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt);
   const key = cache.keyFor(
     {
       model: choice.route ? `route:${choice.route.name}` : `${choice.provider}/${choice.model}`,

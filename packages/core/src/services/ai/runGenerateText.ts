@@ -195,8 +195,7 @@ export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCal
   const tokensUsed = Math.ceil(hit.tokensUsed * ratio);
   const costUsd = hit.costUsd === undefined ? undefined : hit.costUsd * ratio;
   const requestId = randomUUID();
-  const system =
-    input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt, deps.config.ai.allowInlineSystemPrompts);
+  const system = input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt);
   const hold = await deps.metering.hold({
     identity: call.identity,
     ...(call.ip ? { ip: call.ip } : {}),
