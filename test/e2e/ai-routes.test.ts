@@ -132,7 +132,7 @@ describeV1Paths('ai-routes', (path) => {
       expect(chatCalls(deps['dep-a']!)).toBeGreaterThanOrEqual(1);
       expect(chatCalls(deps['dep-a']!)).toBeLessThanOrEqual(4);
       expect(chatCalls(deps['dep-b']!)).toBe(100);
-      // A pass-through answer goes out while its settle runs (docs/ai.md#pass-through): the balance is read once every hold is closed.
+      // The balance is read once no hold is open on either instance: it is then exactly credited minus charged.
       await waitFor(async () => (a.runtime.billing.openHolds() + b.runtime.billing.openHolds() === 0 ? true : undefined), {
         what: 'every settle',
       });

@@ -54,9 +54,12 @@ function run(cmd: string[], cwd: string, timeout = 300_000): { code: number | nu
 function probe(cwd: string, cmd: string[]): { health?: number; body?: string; code?: number | null; out: string } {
   const script = `
 import { spawn } from 'node:child_process';
-const child = spawn(process.argv[2], process.argv.slice(3), { stdio: ['ignore', 'pipe', 'pipe'] });
+// Its own process group: 'npx ai-backend serve' is npx running the server as a child, and killing
+// npx alone left the server running after the test.
+const child = spawn(process.argv[2], process.argv.slice(3), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
 let out = '';
-const done = (r) => { child.kill(); console.log('PROBE ' + JSON.stringify({ ...r, out })); process.exit(0); };
+const stop = () => { try { process.kill(-child.pid, 'SIGTERM'); } catch { child.kill(); } };
+const done = (r) => { stop(); console.log('PROBE ' + JSON.stringify({ ...r, out })); process.exit(0); };
 const timer = setTimeout(() => done({ code: 'timeout' }), 60000);
 const seen = async (d) => {
   out += d;

@@ -323,7 +323,7 @@ describe.each(backends)('BillingService on $name', (backend) => {
     expect((await rt.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 
-  it('a settle still running when stop begins (an answer written before its settle landed) is charged, not released', async () => {
+  it('a settle still running when stop begins (a stream settles after its last byte) is charged, not released', async () => {
     await credit(alice.sub, 10_000);
     const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'stop-settling' });
     const settling = rt.billing.settle(r, { tokensUsed: 40, provider: 'openai', model: 'm' });
