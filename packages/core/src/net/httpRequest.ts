@@ -29,8 +29,32 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
-/** `init` sent on `agent` (its options, a guarded `lookup` among them, apply to every socket it opens). */
-export function sendRequest(url: URL, init: HttpRequestInit, agent: Http.Agent): Promise<Http.IncomingMessage> {
+/**
+ * `init` sent on `agent` (its options, a guarded `lookup` among them, apply to every socket it opens).
+ * A request that fails on a kept-alive socket before any answer, because the peer had closed that
+ * socket while it sat idle (ECONNRESET / EPIPE: the request never reached the peer's handler), is
+ * sent once more on another socket, as Node's own documentation of `request.reusedSocket` advises;
+ * without it, a server's keep-alive timeout racing our next request fails that request.
+ */
+export async function sendRequest(url: URL, init: HttpRequestInit, agent: Http.Agent): Promise<Http.IncomingMessage> {
+  try {
+    return await sendOnce(url, init, agent);
+  } catch (err) {
+    if (!(err instanceof StaleSocketError)) throw err;
+    return sendOnce(url, init, agent).catch((e: unknown) => {
+      throw e instanceof StaleSocketError ? e.cause : e;
+    });
+  }
+}
+
+/** A request that died on a reused socket before its answer began (the peer had closed it). */
+class StaleSocketError extends Error {
+  constructor(override readonly cause: unknown) {
+    super('kept-alive socket closed by the peer', { cause });
+  }
+}
+
+function sendOnce(url: URL, init: HttpRequestInit, agent: Http.Agent): Promise<Http.IncomingMessage> {
   const { signal, body } = init;
   if (signal?.aborted) return Promise.reject(abortReason(signal));
   return new Promise<Http.IncomingMessage>((resolve, reject) => {
@@ -43,9 +67,11 @@ export function sendRequest(url: URL, init: HttpRequestInit, agent: Http.Agent):
     signal?.addEventListener('abort', onAbort, { once: true });
     const settled = () => signal?.removeEventListener('abort', onAbort);
     req.once('response', settled);
-    req.once('error', (err) => {
+    req.once('error', (err: NodeJS.ErrnoException) => {
       settled();
-      reject(signal?.aborted ? abortReason(signal) : err);
+      if (signal?.aborted) reject(abortReason(signal));
+      else if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleSocketError(err));
+      else reject(err);
     });
     req.end(body);
   });
