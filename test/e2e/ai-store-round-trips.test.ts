@@ -20,8 +20,8 @@ import type { V1Path } from './helpers/describeMatrix.js';
  * path (docs/ai.md#pass-through), counted at the drivers as roundTrips.test.ts counts billing's:
  * every query a pg Client sends and every command ioredis sends. A warm call makes three: the
  * per-caller rate limit's counter (on by default), the hold (the payer decision folded in) and the
- * settle; the pass-through path makes no more than the SDK path (its settle may land after the
- * answer, so the count waits for the ledger's settle entry).
+ * settle; the pass-through path makes no more than the SDK path (both settle before answering;
+ * the count still waits for the ledger's settle entry, so it holds if that ever changes).
  */
 // pg has no types in the test project (no @types/pg): only its Client's query is spied on.
 const { default: pg } = (await import('pg' as string)) as { default: { Client: { prototype: { query(...args: unknown[]): unknown } } } };
