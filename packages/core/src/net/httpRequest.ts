@@ -25,7 +25,8 @@ export interface HttpRequestInit {
  */
 export type HttpRequester = (url: URL, init: HttpRequestInit) => Promise<Http.IncomingMessage>;
 
-function abortReason(signal: AbortSignal): unknown {
+/** What an aborted request rejects with, as fetch does: the signal's reason, else an AbortError. */
+export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 

@@ -3,7 +3,7 @@ import type * as Https from 'node:https';
 import { Readable } from 'node:stream';
 import { lazyRequire } from '../../lib/lazyRequire.js';
 import { plainHeaders } from '../../lib/plainHeaders.js';
-import { decodedBody, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
+import { abortReason, decodedBody, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
 
 // Loaded with the first upstream call (node:https brings TLS): a server that calls no provider never loads them.
 const http = lazyRequire<typeof Http>('node:http');
@@ -55,10 +55,6 @@ export const upstreamRequest: HttpRequester = (url, init) =>
   sendRequest(url, init, agentFor(url.protocol)).catch((err: unknown) => {
     throw init.signal?.aborted ? err : new TypeError('fetch failed', { cause: err });
   });
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
 
 export const upstreamFetch: FetchFunction = async (input, init = {}) => {
   const body = init.body;
