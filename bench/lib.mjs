@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import autocannon from 'autocannon';
 
 /** Start a server script in its own process; resolves with its URL and pid once it prints it. */
@@ -118,4 +120,24 @@ export function coldStart(args, { cwd, env = {}, urlOf = (out) => /https?:\/\/12
       resolve({ ms, cpuMs: (await cpuSeconds(child.pid)) * 1000, url, pid: child.pid, child, stop: () => stop(child) });
     });
   });
+}
+
+/**
+ * server-everything from npm in its Streamable HTTP mode on a free port of 127.0.0.1 (the MCP
+ * gateway benches' upstream); resolves once it listens, with its process and /mcp URL.
+ */
+export async function startEverythingHttp() {
+  const everything = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
+  const port = await new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+  const child = spawn(process.execPath, [everything, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise((resolve) => child.stderr.on('data', (d) => String(d).includes('listening on port') && resolve()));
+  return { child, url: `http://127.0.0.1:${port}/mcp` };
 }

@@ -9,29 +9,14 @@
 // `BASE=<built checkout>` (or AI_BENCH_BASE), that build's gateway runs as C in the same run
 // (A B L C C L B A), for before/after.
 // Run after the build: `node bench/mcpGateway.mjs [seconds per run, default 5] [connections, default 10]`.
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { cpuSeconds, load, loadAverage, startServer } from './lib.mjs';
+import { cpuSeconds, load, loadAverage, startEverythingHttp, startServer } from './lib.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 10);
-const EVERYTHING = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 
-const port = await new Promise((resolve) => {
-  const s = createServer().listen(0, '127.0.0.1', () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
-  });
-});
-const upstream = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
-  env: { ...process.env, PORT: String(port) },
-  stdio: ['ignore', 'ignore', 'pipe'],
-});
-await new Promise((resolve) => upstream.stderr.on('data', (d) => String(d).includes('listening on port') && resolve()));
-const upstreamUrl = `http://127.0.0.1:${port}/mcp`;
+const { child: upstream, url: upstreamUrl } = await startEverythingHttp();
 
 const gatewayConfig = JSON.stringify({
   storage: { type: 'memory' },

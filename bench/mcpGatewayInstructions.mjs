@@ -8,10 +8,9 @@
 // Counting starts after the warm-up (the JIT has settled). Needs valgrind; slow (minutes per run).
 import path from 'node:path';
 import { spawn, execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { readFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { startEverythingHttp } from './lib.mjs';
 
 const [tree, tool = 'web__echo', warmS = '1500', nS = '500'] = process.argv.slice(2);
 const warm = Number(warmS);
@@ -20,24 +19,13 @@ const dir = `${tmpdir()}/mcp-gateway-callgrind-${tool}-${path.basename(tree)}-${
 rmSync(dir, { recursive: true, force: true });
 mkdirSync(dir);
 
-const EVERYTHING = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
-const port = await new Promise((resolve) => {
-  const s = createServer().listen(0, '127.0.0.1', () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
-  });
-});
-const upstream = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
-  env: { ...process.env, PORT: String(port) },
-  stdio: ['ignore', 'ignore', 'pipe'],
-});
-await new Promise((resolve) => upstream.stderr.on('data', (d) => String(d).includes('listening on port') && resolve()));
+const { child: upstream, url: upstreamUrl } = await startEverythingHttp();
 
 const config = JSON.stringify({
   storage: { type: 'memory' },
   mcp: { auth: { authType: 'none' } },
   gateway: { allowPrivateNetwork: true },
-  mcpServers: { web: { type: 'http', url: `http://127.0.0.1:${port}/mcp` } },
+  mcpServers: { web: { type: 'http', url: upstreamUrl } },
 });
 const child = spawn(
   'valgrind',
