@@ -154,10 +154,11 @@ const toolsDir = process.env.BENCH_TOOLS_DIR ?? join(tmpdir(), 'ai-backend-bench
 const portkeyScript = join(toolsDir, 'node_modules/@portkey-ai/gateway/build/start-server.js');
 const undiciEntry = join(toolsDir, 'node_modules/undici/index.js');
 function installTools() {
-  const wanted = [];
-  if (!existsSync(undiciEntry)) wanted.push(`undici@${UNDICI_VERSION}`);
-  if (!process.env.GW_NO_PORTKEY && !existsSync(portkeyScript)) wanted.push(`@portkey-ai/gateway@${PORTKEY_VERSION}`);
-  if (wanted.length === 0) return;
+  // npm prunes what a `--no-save` install does not name, so every tool this run needs is named
+  // whenever one is missing (installing Portkey alone used to remove undici).
+  const wanted = [`undici@${UNDICI_VERSION}`];
+  if (!process.env.GW_NO_PORTKEY) wanted.push(`@portkey-ai/gateway@${PORTKEY_VERSION}`);
+  if (existsSync(undiciEntry) && (process.env.GW_NO_PORTKEY || existsSync(portkeyScript))) return;
   console.error(`[gatewayOverhead] npm install ${wanted.join(' ')} into ${toolsDir} …`);
   execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', toolsDir, ...wanted], {
     stdio: ['ignore', 'ignore', 'inherit'],
