@@ -18,10 +18,12 @@ import type { V1Path } from './helpers/describeMatrix.js';
 /**
  * Store round trips of one metered `/v1/chat/completions` call through a real server, on each
  * path (docs/ai.md#pass-through), counted at the drivers as roundTrips.test.ts counts billing's:
- * every query a pg Client sends and every command ioredis sends. A warm call makes three: the
- * per-caller rate limit's counter (on by default), the hold (the payer decision folded in) and the
- * settle; the pass-through path makes no more than the SDK path (both settle before answering;
- * the count still waits for the ledger's settle entry, so it holds if that ever changes).
+ * every query a pg Client sends and every command ioredis sends. A warm call makes two: the hold
+ * (the payer decision folded in) and the settle. The per-caller rate limit (on by default, as
+ * deployed) counts in leases (services/rateLimit/WindowLeases.ts): a warm caller's hit spends a
+ * unit its instance already counted, so its counter is no request of the call. The pass-through
+ * path makes no more than the SDK path (both settle before answering; the count still waits for
+ * the ledger's settle entry, so it holds if that ever changes).
  */
 // pg has no types in the test project (no @types/pg): only its Client's query is spied on.
 const { default: pg } = (await import('pg' as string)) as { default: { Client: { prototype: { query(...args: unknown[]): unknown } } } };
@@ -75,7 +77,7 @@ describe.each(stores)('store round trips of a metered /v1 call, on $name', (stor
     await store.cleanup();
   });
 
-  it('three per warm call (rate limit, hold, settle) on both paths', async () => {
+  it('two per warm call (hold, settle) on both paths, the rate limit on', async () => {
     const admin = await tokenFor('v1rt-admin', { admin: true });
     const counts: Record<string, number> = {};
     for (const [path, gw] of servers) {
@@ -101,7 +103,7 @@ describe.each(stores)('store round trips of a metered /v1 call, on $name', (stor
         redisSend.mockRestore();
       }
     }
-    expect(counts).toEqual({ sdk: 3, 'pass-through': 3 });
+    expect(counts).toEqual({ sdk: 2, 'pass-through': 2 });
   });
 });
 

@@ -3,6 +3,7 @@ import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { ApiKeyGrant } from '../../kernel/identity.js';
 import { RateLimiter, type RateLimitDecision } from '../rateLimit/RateLimiter.js';
+import { WindowLeases } from '../rateLimit/WindowLeases.js';
 
 const MINUTE_MS = 60_000;
 /** A concurrency counter lives at most this long from its creation, so slots leaked by a crashed instance come back. */
@@ -27,6 +28,9 @@ const NO_RESERVATION: TokenReservation = { settle: async () => undefined, releas
  * concurrent AI calls as one counter per key.
  */
 export class KeyLimits {
+  /** This process's leases on the keys' request counters (a limiter is built per call). */
+  private readonly leases = new WindowLeases();
+
   constructor(
     private readonly shared: Storage,
     private readonly logger: Logger,
@@ -48,6 +52,7 @@ export class KeyLimits {
         logger: this.logger,
         now: this.now,
         prefix: 'rl:apikey:',
+        leases: this.leases,
         names: { requests: 'key-requests', toolCalls: 'key-tokens' },
         kinds: [...(grant.requestsPerMinute ? (['requests'] as const) : []), ...(grant.tokensPerMinute ? (['toolCalls'] as const) : [])],
       },

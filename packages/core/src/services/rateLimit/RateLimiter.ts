@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
-import { countInWindow } from './fixedWindow.js';
+import { WindowLeases } from './WindowLeases.js';
 
 /** What is counted: every /mcp request, or each tool call (any entry point). */
 export type RateLimitKind = 'requests' | 'toolCalls';
@@ -34,6 +34,11 @@ export interface RateLimiterOptions {
   kinds?: RateLimitKind[];
   /** Told of every refusal (metrics). */
   onRefusal?: (kind: RateLimitKind) => void;
+  /**
+   * This process's leases on the shared counters. Default: the limiter's own; limiters built per
+   * call over the same counters (KeyLimits) pass one they share.
+   */
+  leases?: WindowLeases;
 }
 
 export interface RateLimitDecision {
@@ -65,9 +70,10 @@ export function rateLimitCaller(identity: { sub: string } | null | undefined, ip
 }
 
 /**
- * Fixed-window counters in core Storage: one `increment(key, n, { ttlMs: windowMs })` per check,
- * keyed by kind, caller and window number. The increment is atomic in every backend (a Lua
- * script on Redis), so servers sharing a Redis enforce one limit between them.
+ * Fixed-window counters in core Storage, keyed by kind, caller and window number, counted in
+ * leases (WindowLeases): a hot caller's hits mostly spend units this process already counted, so
+ * they make no store request. Every increment is atomic in every backend (a Lua script on Redis)
+ * and includes what is leased, so servers sharing a store enforce one limit between them.
  *
  * When the store cannot be reached the request is let through and a warning logged (at most
  * every 10 s): an outage of the counter store should not take the whole service down.
@@ -77,6 +83,7 @@ export class RateLimiter {
   private readonly now: () => number;
   private readonly names: Record<RateLimitKind, string>;
   private readonly kinds: RateLimitKind[];
+  private readonly leases: WindowLeases;
   private lastWarn = 0;
 
   constructor(
@@ -88,6 +95,7 @@ export class RateLimiter {
     this.now = opts.now ?? Date.now;
     this.names = { ...POLICY, ...opts.names };
     this.kinds = opts.kinds ?? ['requests', 'toolCalls'];
+    this.leases = opts.leases ?? new WindowLeases();
   }
 
   get enabled(): boolean {
@@ -105,10 +113,13 @@ export class RateLimiter {
   async hit(kind: RateLimitKind, caller: string, units = 1): Promise<RateLimitDecision | null> {
     if (!this.settings.enabled || units <= 0) return null;
     const now = this.now();
-    let count: number;
-    let resetSec: number;
+    const { windowMs } = this.settings;
+    const window = Math.floor(now / windowMs);
+    const resetSec = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
+    const limit = this.limitOf(kind);
+    let counted: { allowed: boolean; used: number };
     try {
-      ({ count, resetSec } = await countInWindow(this.storage, `${this.prefix}${kind}:${caller}`, this.settings.windowMs, units, now));
+      counted = await this.leases.count(this.storage, `${this.prefix}${kind}:${caller}`, window, windowMs, units, limit);
     } catch (err) {
       if (now - this.lastWarn >= UNAVAILABLE_WARN_MS) {
         this.lastWarn = now;
@@ -118,9 +129,8 @@ export class RateLimiter {
       }
       return null;
     }
-    const limit = this.limitOf(kind);
-    const allowed = count <= limit;
-    return { allowed, kind, limit, remaining: allowed ? limit - count : 0, resetSec };
+    const { allowed, used } = counted;
+    return { allowed, kind, limit, remaining: allowed ? Math.max(0, limit - used) : 0, resetSec };
   }
 
   /** `RateLimit-Policy` (IETF draft-ietf-httpapi-ratelimit-headers): every quota counted, always the same. */

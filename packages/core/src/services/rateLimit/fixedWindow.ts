@@ -3,8 +3,9 @@ import type { Storage } from '../../kernel/Storage.js';
 /**
  * Count `units` in the fixed window (aligned to the epoch) that `now` falls in: one atomic
  * `increment` per check, keyed `<key>:<window number>`, with a ttl of one window (from the key's
- * creation, so it always outlives its window). The one counting rule of the rate limiter and of
- * the provider key-check budget. Throws what the store throws; callers decide fail-open or closed.
+ * creation, so it always outlives its window): the provider key-check budget's rule, one store
+ * request per check (rare, and failing closed). The rate limiter counts the same keys in leases
+ * (WindowLeases). Throws what the store throws; callers decide fail-open or closed.
  */
 export async function countInWindow(
   storage: Pick<Storage, 'increment'>,
