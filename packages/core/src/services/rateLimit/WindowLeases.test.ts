@@ -73,6 +73,34 @@ describe('WindowLeases', () => {
     expect(2 + aAdmitted + bAdmitted).toBe(200);
   });
 
+  it.each([17, 100, 1000])(
+    'two instances taking turns admit exactly the limit (%i), in order: the first refusal is the next hit',
+    async (limit) => {
+      const store = sharedStore();
+      const instances = [new WindowLeases(), new WindowLeases()];
+      const outcomes: boolean[] = [];
+      for (let i = 0; i < limit + 10; i++) outcomes.push((await instances[i % 2]!.count(store, 'k', W, WINDOW_MS, 1, limit)).allowed);
+      expect(outcomes.indexOf(false)).toBe(limit);
+      expect(outcomes.filter(Boolean)).toHaveLength(limit);
+    },
+  );
+
+  it('once another instance counts the same caller, no more leases: each hit is one store request', async () => {
+    const store = sharedStore();
+    const a = new WindowLeases();
+    const b = new WindowLeases();
+    for (let i = 0; i < 3; i++) await a.count(store, 'k', W, WINDOW_MS, 1, 1000);
+    await b.count(store, 'k', W, WINDOW_MS, 1, 1000);
+    // a spends what it leased before b appeared, then counts one by one; so does b.
+    let before = store.requests;
+    for (let i = 0; i < 200; i++) await a.count(store, 'k', W, WINDOW_MS, 1, 1000);
+    // At most two leases: the one it held when b appeared, and one it took before it saw b.
+    expect(store.requests - before).toBeGreaterThanOrEqual(200 - 2 * 64);
+    before = store.requests;
+    for (let i = 0; i < 50; i++) await b.count(store, 'k', W, WINDOW_MS, 1, 1000);
+    expect(store.requests - before).toBe(50);
+  });
+
   it('several instances under concurrency never admit past the limit, and waste little', async () => {
     for (const limit of [10, 64, 257, 1000]) {
       const store = sharedStore();
@@ -82,8 +110,22 @@ describe('WindowLeases', () => {
       );
       const admittedUnits = hits.reduce((sum, r, i) => sum + (r.allowed ? 1 + (i % 2) : 0), 0);
       expect(admittedUnits).toBeLessThanOrEqual(limit);
-      // Early refusals are bounded by the leases the instances still hold.
+      // Early refusals are bounded by the leases the instances still hold (one each).
       expect(admittedUnits).toBeGreaterThanOrEqual(limit - 3 * 64);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await store.value(`k:${W}`)).toBeGreaterThanOrEqual(admittedUnits);
+    }
+  });
+
+  it('one instance under a concurrent burst admits exactly the limit, then refuses', async () => {
+    for (const limit of [10, 64, 257, 1000]) {
+      const store = sharedStore();
+      const leases = new WindowLeases();
+      // Warm: the counter has been read, so the burst's hits may lease.
+      await leases.count(store, 'k', W, WINDOW_MS, 1, limit);
+      const burst = await Promise.all(Array.from({ length: limit * 2 }, () => leases.count(store, 'k', W, WINDOW_MS, 1, limit)));
+      const later = await Promise.all(Array.from({ length: 5 }, () => leases.count(store, 'k', W, WINDOW_MS, 1, limit)));
+      expect(1 + burst.filter((r) => r.allowed).length + later.filter((r) => r.allowed).length).toBe(limit);
     }
   });
 

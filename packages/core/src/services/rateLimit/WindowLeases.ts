@@ -15,6 +15,14 @@ interface Lease {
   seen: number;
   /** Units this process took from the counter ahead of use and has not used yet. */
   unused: number;
+  /** Units this process has added to the counter (counted when sent, given-back units when they land). */
+  own: number;
+  /** The counter moved by more than this process added: another instance counts this caller too. */
+  shared: boolean;
+  /** An increment of this process has been answered (`seen` is a reading, not a guess). */
+  known: boolean;
+  /** A lease of this process is on its way: concurrent hits count only themselves meanwhile. */
+  leasing: boolean;
 }
 
 /** What a hit counted: whether it fits the limit, and the window's count as this process sees it. */
@@ -31,8 +39,13 @@ export interface LeasedCount {
  * hit of a window counts only itself; later ones, while the room left under the limit is at least
  * 16, count up to 1/8 of that room (at most 64) ahead. A lease never admits past the limit: the
  * store's counter always includes every unit leased, and units leased past the limit are given
- * back at once. One instance is exact; across instances a caller can be refused early by the
- * units other instances hold unused (each lease at most 1/8 of the room when taken), never late.
+ * back at once. Leases are taken only while this process is the counter's one writer: once the
+ * counter holds more than this process added (another instance counts the same caller), every
+ * later hit of the window is counted in the store one by one, as without leases; and one lease at
+ * a time per counter. So one instance is exact (a hit its lease does not cover that the store
+ * refuses is served from units its concurrent hits leased, if they have them), and across
+ * instances a caller can be refused early by at most the lease another instance holds (one at a
+ * time, at most 1/8 of the room when taken, at most 64), never late.
  * Remembers at most `maxEntries` counters (old windows are dropped first): forgetting one only
  * wastes its unused units.
  */
@@ -59,25 +72,52 @@ export class WindowLeases {
     limit: number,
   ): Promise<LeasedCount> {
     const id = `${key}:${window}`;
-    const held = this.leases.get(id);
-    if (held && held.unused >= units) {
-      held.unused -= units;
-      return { allowed: true, used: held.seen - held.unused };
+    const lease = this.remember(id, window);
+    if (lease.unused >= units) {
+      lease.unused -= units;
+      return { allowed: true, used: lease.seen - lease.unused };
     }
     // What is left of the lease goes into this hit; the rest of it is counted in the store now.
-    const fromLease = held?.unused ?? 0;
-    if (held) held.unused = 0;
-    const room = held ? limit - held.seen : 0;
+    const fromLease = lease.unused;
+    lease.unused = 0;
+    const need = units - fromLease;
+    // A lease only on a counter this process has read, writes alone, and is not leasing already.
+    const room = lease.known && !lease.shared && !lease.leasing ? limit - lease.seen : 0;
     const ahead = room >= MIN_ROOM ? Math.min(MAX_LEASE, Math.floor(room / LEASE_SHARE)) : 0;
-    const seen = (await storage.increment(id, units - fromLease + ahead, { ttlMs: windowMs })) ?? 0;
-    // The hit fits when the count without its lease does; what of the lease lies past the limit
-    // is given back (without waiting: until it lands the count is only higher, never lower).
-    const allowed = seen - ahead <= limit;
-    const back = Math.min(ahead, Math.max(0, seen - limit));
-    if (back > 0) storage.increment(id, -back).catch(() => undefined);
-    const lease = this.remember(id, window);
+    // Counted as ours before it is sent, so a concurrent hit of this process that reads the
+    // counter first never mistakes it for another instance's.
+    lease.own += need + ahead;
+    lease.leasing ||= ahead > 0;
+    let seen: number;
+    try {
+      seen = (await storage.increment(id, need + ahead, { ttlMs: windowMs })) ?? 0;
+    } catch (err) {
+      lease.unused += fromLease;
+      throw err;
+    } finally {
+      if (ahead > 0) lease.leasing = false;
+    }
+    lease.known = true;
+    if (seen > lease.own) lease.shared = true;
+    // Units past the limit among those just added go back: the lease's first. The hit fits when
+    // the count without its lease does, or when leases of this process's concurrent hits hold
+    // enough for it (then its own units go back too, and it spends theirs).
+    const leaseBack = Math.min(ahead, Math.max(0, seen - limit));
+    let allowed = seen - ahead <= limit;
+    let back = leaseBack;
+    if (!allowed && lease.unused >= need) {
+      lease.unused -= need;
+      back += need;
+      allowed = true;
+    }
+    // Given back without waiting: until it lands the count is only higher, never lower.
+    if (back > 0)
+      storage.increment(id, -back).then(
+        () => (lease.own -= back),
+        () => undefined,
+      );
     lease.seen = Math.max(lease.seen, seen - back);
-    lease.unused += ahead - back;
+    lease.unused += ahead - leaseBack;
     return { allowed, used: lease.seen - lease.unused };
   }
 
@@ -89,7 +129,7 @@ export class WindowLeases {
       if (lease.window >= window && this.leases.size < this.maxEntries) break;
       this.leases.delete(k);
     }
-    const lease = { seen: 0, unused: 0, window };
+    const lease = { seen: 0, unused: 0, own: 0, shared: false, known: false, leasing: false, window };
     this.leases.set(id, lease);
     return lease;
   }
