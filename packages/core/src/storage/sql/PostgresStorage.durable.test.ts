@@ -72,7 +72,7 @@ describe.skipIf(!postgres.ok)('PostgresStorage: non-durable transactions', () =>
   it('the locked paths (after lost races) set it too, and only for non-durable transactions', async () => {
     // Private paths, taken here directly: losing races on purpose takes another instance and luck.
     const locked = store as unknown as {
-      transactLocked<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, durable: boolean): Promise<R>;
+      transactLocked<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, mode: 'durable' | 'async'): Promise<R>;
       runBatchLocked(jobs: BatchJob[]): Promise<void>;
     };
     const job = (key: string, durable: boolean) =>
@@ -80,12 +80,43 @@ describe.skipIf(!postgres.ok)('PostgresStorage: non-durable transactions', () =>
         (resolve, reject) => void locked.runBatchLocked([{ keys: [key], plan: put(key, key), durable, resolve, reject }]),
       );
     recorder = recordQueries();
-    await locked.transactLocked(['l:1'], put('l:1', 'l:1'), false);
-    await locked.transactLocked(['l:2'], put('l:2', 'l:2'), true);
+    await locked.transactLocked(['l:1'], put('l:1', 'l:1'), 'async');
+    await locked.transactLocked(['l:2'], put('l:2', 'l:2'), 'durable');
     await job('l:3', false);
     await job('l:4', true);
     const begins = recorder.sent.filter((q) => q.text.startsWith('BEGIN;')).map((q) => SYNC_OFF.test(q.text));
     expect(begins).toEqual([true, false, true, false]);
     expect(await store.getMany(['l:1', 'l:2', 'l:3', 'l:4'])).toEqual(['l:1', 'l:2', 'l:3', 'l:4']);
+  });
+
+  it('a counter with an expiry is committed with synchronous_commit off; one without stays durable', async () => {
+    // What each increment statement's RETURNING evaluated, in the statement that commits: the
+    // `commit_mode` column is set_config's answer, the setting in force at that commit.
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    const modes: string[] = [];
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      const cb = args[args.length - 1];
+      if (typeof cb === 'function')
+        args[args.length - 1] = (err: unknown, res: { rows?: Array<{ commit_mode?: string }> }) => {
+          for (const r of res?.rows ?? []) if (r.commit_mode !== undefined) modes.push(r.commit_mode);
+          return (cb as (...a: unknown[]) => unknown)(err, res);
+        };
+      return original.apply(this, args);
+    };
+    try {
+      expect(await store.increment('rl:w', 1, { ttlMs: 60_000 })).toBe(1); // created with an expiry
+      expect(await store.increment('rl:w', 2)).toBe(3); // the row has one: still a window
+      expect(await store.increment('rl:w', -3, { min: 0 })).toBe(0); // a decrement of it too
+      expect(await store.increment('total', 5)).toBe(5); // no expiry: durable
+      expect(await store.increment('total', -1, { min: 0 })).toBe(4);
+      expect(await store.increment('total', -10, { min: 0 })).toBeNull(); // refused: nothing committed
+    } finally {
+      proto.query = original;
+    }
+    expect(modes).toEqual(['off', 'off', 'off', 'on', 'on']);
+    // set_config(…, true) lasts until the statement's commit: the connection's own setting stays on.
+    const pool = (store as unknown as { pool: pg.Pool }).pool;
+    expect((await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]?.synchronous_commit).toBe('on');
   });
 });

@@ -249,29 +249,25 @@ export class PostgresStorage implements Storage {
     return rows.length === 1;
   }
 
+  /**
+   * A counter with an expiry (a window: rate limits, per-minute key limits, the circuit breaker's
+   * failures, the anonymous window, routing's minute counters) is committed with
+   * `synchronous_commit = off`: PostgreSQL answers before the WAL flush, which was most of the
+   * statement's time, and a crash of PostgreSQL can lose the last such increments, so a window
+   * counts a few calls less at worst (docs/storage.md, "Counters with an expiry"). A counter without an expiry
+   * stays durable. The row decides (the expiry it holds after the write), so a decrement without
+   * `ttlMs` of a windowed counter is asynchronous too.
+   */
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
     this.cache.forget(key);
     const now = Date.now();
     const min = opts?.min;
     // Absent (or expired) counts as 0, which a delta below the floor can never pass: then only
     // an existing live row can be updated. Otherwise upsert; the row lock makes either atomic.
-    // The current value: absent, expired or not an integer counts as 0.
-    const cur = `(CASE WHEN (kv.expires_at IS NOT NULL AND kv.expires_at <= $5) OR kv.value !~ '^-?[0-9]{1,18}$' THEN 0 ELSE kv.value::bigint END)`;
     const rows =
       min !== undefined && delta < min
-        ? await this.q<{ value: string }>(
-            `UPDATE kv SET value = (${cur} + $2::bigint)::text WHERE key = $1 AND ${cur} + $2::bigint >= $3::bigint AND $4::bigint IS NULL RETURNING value`,
-            [key, delta, min, null, now],
-          )
-        : await this.q<{ value: string }>(
-            `INSERT INTO kv (key, value, expires_at) VALUES ($1, $2::bigint::text, $4)
-             ON CONFLICT (key) DO UPDATE SET
-               value = (${cur} + $2::bigint)::text,
-               expires_at = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $5 THEN $4 ELSE kv.expires_at END
-             WHERE $3::bigint IS NULL OR ${cur} + $2::bigint >= $3::bigint
-             RETURNING value`,
-            [key, delta, min ?? null, expiresAtFor(opts?.ttlMs, now) ?? null, now],
-          );
+        ? await this.q<{ value: string }>(INCREMENT_EXISTING, [key, delta, min, null, now], 'aib_incr_existing')
+        : await this.q<{ value: string }>(INCREMENT, [key, delta, min ?? null, expiresAtFor(opts?.ttlMs, now) ?? null, now], 'aib_incr');
     return rows[0] ? Number(rows[0].value) : null;
   }
 
@@ -348,10 +344,10 @@ export class PostgresStorage implements Storage {
    */
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, opts?: TransactOptions): Promise<R> {
     this.usable();
-    const durable = opts?.durable ?? true;
+    const mode: CommitMode = opts?.durable === false ? 'async' : 'durable';
     // Byte order, as PostgreSQL orders `COLLATE "C"` keys: every process locks in the same order.
     const sorted = byteOrder(keys);
-    const batched = await this.batches.submit(sorted, plan, durable);
+    const batched = await this.batches.submit(sorted, plan, mode === 'durable');
     if (batched.committed) return batched.result as R;
     const unlock = await this.mutex.lock(sorted);
     try {
@@ -377,7 +373,7 @@ export class PostgresStorage implements Storage {
         ];
         let version: string | null;
         try {
-          const call = txCall(durable);
+          const call = txCall(mode);
           version = (await this.q<{ v: string | null }>(call.text, params, call.name))[0]!.v;
         } catch (err) {
           for (const k of sorted) this.cache.forget(k); // outcome unknown
@@ -389,7 +385,7 @@ export class PostgresStorage implements Storage {
         }
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
       }
-      return await this.transactLocked(sorted, plan, durable);
+      return await this.transactLocked(sorted, plan, mode);
     } finally {
       unlock();
     }
@@ -440,7 +436,7 @@ export class PostgresStorage implements Storage {
     ];
     let version: string | null;
     try {
-      const call = txCall(accepted.some((a) => a.job.durable));
+      const call = txCall(modeOf(accepted.map((a) => a.job)));
       version = (await this.q<{ v: string | null }>(call.text, params, call.name))[0]!.v;
     } catch (err) {
       for (const k of keys) this.cache.forget(k); // outcome unknown
@@ -495,7 +491,7 @@ export class PostgresStorage implements Storage {
       const select = keys.length
         ? `SELECT key, value, expires_at, xmin::text AS v FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
         : 'SELECT 1;';
-      const results = await sql(client, `BEGIN;${commitMode(jobs.some((j) => j.durable))}${locks}${select}`).catch((err: Error) => {
+      const results = await sql(client, `BEGIN;${commitModeSql(modeOf(jobs))}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
@@ -615,7 +611,7 @@ export class PostgresStorage implements Storage {
    * The locked path: lock and read in one round trip, write and commit in a second. Rare (after
    * lost races), so the written rows' versions are not fetched: they are forgotten instead.
    */
-  private async transactLocked<R>(sorted: readonly string[], plan: (read: TxRead) => TxPlan<R>, durable: boolean): Promise<R> {
+  private async transactLocked<R>(sorted: readonly string[], plan: (read: TxRead) => TxPlan<R>, mode: CommitMode): Promise<R> {
     const client = await this.connect();
     let broken: Error | undefined;
     try {
@@ -625,7 +621,7 @@ export class PostgresStorage implements Storage {
       const select = sorted.length
         ? `SELECT key, value FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
         : 'SELECT 1;';
-      const results = await sql(client, `BEGIN;${commitMode(durable)}${locks}${select}`).catch((err: Error) => {
+      const results = await sql(client, `BEGIN;${commitModeSql(mode)}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
@@ -696,6 +692,23 @@ export class PostgresStorage implements Storage {
 
 const UPSERT =
   'INSERT INTO kv (key, value, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = NULL';
+/** A counter's current value in `increment`'s statements: absent, expired or not an integer counts as 0. */
+const COUNTER = `(CASE WHEN (kv.expires_at IS NOT NULL AND kv.expires_at <= $5) OR kv.value !~ '^-?[0-9]{1,18}$' THEN 0 ELSE kv.value::bigint END)`;
+/**
+ * What `increment`'s statements return: the new value, and (evaluated for the written row, before
+ * the statement's own commit) `synchronous_commit = off` for that commit when the row has an
+ * expiry; otherwise the setting is left as it was (set to its current value).
+ */
+const COUNTER_RETURNING = `RETURNING value, set_config('synchronous_commit', CASE WHEN expires_at IS NULL THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode`;
+/** A decrement below the floor: only an existing live row that stays at or above it is updated. */
+const INCREMENT_EXISTING = `UPDATE kv SET value = (${COUNTER} + $2::bigint)::text WHERE key = $1 AND ${COUNTER} + $2::bigint >= $3::bigint AND $4::bigint IS NULL ${COUNTER_RETURNING}`;
+/** Upsert: created with the expiry $4; an expired row starts again from 0 with it; $3 is the floor (or NULL). */
+const INCREMENT = `INSERT INTO kv (key, value, expires_at) VALUES ($1, $2::bigint::text, $4)
+  ON CONFLICT (key) DO UPDATE SET
+    value = (${COUNTER} + $2::bigint)::text,
+    expires_at = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $5 THEN $4 ELSE kv.expires_at END
+  WHERE $3::bigint IS NULL OR ${COUNTER} + $2::bigint >= $3::bigint
+  ${COUNTER_RETURNING}`;
 const APPEND = `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES ($1, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq)
   INSERT INTO logs (log, seq, record) SELECT $1, last_seq, $2 FROM h RETURNING seq`;
 /**
@@ -715,14 +728,25 @@ const TX_CALL =
  */
 const TX_CALL_ASYNC = `${TX_CALL}, set_config('synchronous_commit', 'off', true) AS async`;
 
-/** The `aib_tx` statement and its name for a durable or a non-durable transaction (see TX_CALL_ASYNC). */
-function txCall(durable: boolean): { text: string; name: string } {
-  return durable ? { text: TX_CALL, name: 'aib_tx' } : { text: TX_CALL_ASYNC, name: 'aib_tx_async' };
+/**
+ * How a transaction commits: 'durable' waits for the WAL flush (the connection's setting),
+ * 'async' with `synchronous_commit = off` (TransactOptions.durable false).
+ */
+type CommitMode = 'durable' | 'async';
+
+/** A batch commits asynchronously only when every transaction in it may: one durable member makes it durable. */
+function modeOf(jobs: ReadonlyArray<Pick<BatchJob, 'durable'>>): CommitMode {
+  return jobs.some((j) => j.durable) ? 'durable' : 'async';
+}
+
+/** The `aib_tx` statement and its name for each commit mode (see TX_CALL_ASYNC). */
+function txCall(mode: CommitMode): { text: string; name: string } {
+  return mode === 'durable' ? { text: TX_CALL, name: 'aib_tx' } : { text: TX_CALL_ASYNC, name: 'aib_tx_async' };
 }
 
 /** What the locked paths send after BEGIN: nothing for a durable transaction, else `synchronous_commit = off` until its COMMIT. */
-function commitMode(durable: boolean): string {
-  return durable ? '' : 'SET LOCAL synchronous_commit = off;';
+function commitModeSql(mode: CommitMode): string {
+  return mode === 'durable' ? '' : 'SET LOCAL synchronous_commit = off;';
 }
 
 /** Distinct keys in byte order (UTF-8), each encoded once rather than once per comparison. */

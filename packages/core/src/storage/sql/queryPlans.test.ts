@@ -219,8 +219,10 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
       result: undefined,
     }));
     await (
-      a as unknown as { transactLocked(k: string[], p: () => { writes: TxWrite[]; result: undefined }, d: boolean): Promise<void> }
-    ).transactLocked(['acct:u1', 'hold:h1'], () => ({ writes, result: undefined }), false);
+      a as unknown as {
+        transactLocked(k: string[], p: () => { writes: TxWrite[]; result: undefined }, mode: 'durable' | 'async'): Promise<void>;
+      }
+    ).transactLocked(['acct:u1', 'hold:h1'], () => ({ writes, result: undefined }), 'async');
     await a.dueKeys('hold:', now + 5000, 10);
     await a.trimLog('ledger:u1', 1); // retention: a log's archived head
     await a.purgeExpired();
