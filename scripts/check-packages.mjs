@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Part of `pnpm test`: pack the published packages as they would be published and check each
+// Part of `pnpm test`: pack the published packages as they would be published (in CI, the tarballs
+// .ci/run packed once after the build: AI_BACKEND_TEST_PACKED, scripts/packPackages.mjs) and check each
 // tarball with publint (--strict) and attw (--profile esm-only: the packages are ESM only, so
 // CommonJS `require` resolutions are not checked). Also refuses manifests that still carry
 // `workspace:` ranges or the `ai-backend-source` condition, a missing LICENSE or README, files that are tests, source maps
@@ -9,13 +10,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { packPackages, ROOT } from './packPackages.mjs';
+import { packedPackages, ROOT } from './packPackages.mjs';
 
 const dest = mkdtempSync(path.join(os.tmpdir(), 'ai-backend-pack-'));
 const bin = (name) => path.join(ROOT, 'node_modules', '.bin', name);
 let failed = false;
 try {
-  const tarballs = packPackages(dest);
+  const tarballs = packedPackages(dest);
   for (const [dir, tgz] of Object.entries(tarballs)) {
     const manifest = execFileSync('tar', ['-xOzf', tgz, 'package/package.json'], { encoding: 'utf8' });
     const files = execFileSync('tar', ['-tzf', tgz], { encoding: 'utf8' }).split('\n');

@@ -7,7 +7,7 @@
 // cannot skip them (pnpm has no such setting for recursive pack), so each private package's
 // `prepack` runs refusePack.mjs, which stops it with a message pointing here (scripts/packPackages.test.ts).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -60,8 +60,35 @@ export function packPackages(dest) {
   return out;
 }
 
-// `node scripts/packPackages.mjs [dest]` (or `pnpm pack-packages [dest]`): the published packages only.
+/** The list `--manifest` writes into the destination: folder name → tarball path, as packPackages returns. */
+const MANIFEST = 'packed.json';
+
+/**
+ * The published packages as tarballs, for the install tests: those CI packed once for the whole run
+ * (`AI_BACKEND_TEST_PACKED`, a folder `--manifest` filled after the build) when set, else packed into
+ * `dest` now. A tarball does not depend on the Node that packs it (pnpm copies the built dist and
+ * rewrites the manifest), so one pack serves every Node version CI tests (docs/testing.md).
+ */
+export function packedPackages(dest) {
+  const shared = process.env.AI_BACKEND_TEST_PACKED;
+  if (!shared) return packPackages(dest);
+  const file = path.join(shared, MANIFEST);
+  if (!existsSync(file))
+    throw new Error(`AI_BACKEND_TEST_PACKED=${shared} has no ${MANIFEST}: fill it with node scripts/packPackages.mjs --manifest <dir>`);
+  const out = JSON.parse(readFileSync(file, 'utf8'));
+  for (const [dir, tgz] of Object.entries(out)) {
+    if (!existsSync(tgz)) throw new Error(`${file}: the tarball of packages/${dir} is gone (${tgz})`);
+  }
+  return out;
+}
+
+// `node scripts/packPackages.mjs [--manifest] [dest]` (or `pnpm pack-packages [dest]`): the published
+// packages only; `--manifest` also writes dest/packed.json for AI_BACKEND_TEST_PACKED.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const dest = path.resolve(process.argv[2] ?? '.');
-  for (const tgz of Object.values(packPackages(dest))) console.log(tgz);
+  const args = process.argv.slice(2);
+  const manifest = args.includes('--manifest');
+  const dest = path.resolve(args.find((a) => a !== '--manifest') ?? '.');
+  const packed = packPackages(dest);
+  if (manifest) writeFileSync(path.join(dest, MANIFEST), `${JSON.stringify(packed, null, 2)}\n`);
+  for (const tgz of Object.values(packed)) console.log(tgz);
 }

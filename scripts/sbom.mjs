@@ -1,7 +1,8 @@
 // `node scripts/sbom.mjs <out.json>` (or `pnpm sbom <out.json>`): a CycloneDX SBOM of what
 // `npm i ai-backend` installs from this release, dev dependencies left out. The four published
-// packages are packed with pnpm (the ranges users get, not `workspace:`/`catalog:`, which npm's
-// own `sbom` cannot read in this repository), installed into an empty app as a lockfile only (no
+// packages are packed with pnpm (in CI, those packed once for the run: AI_BACKEND_TEST_PACKED; the
+// ranges users get, not `workspace:`/`catalog:`, which npm's own `sbom` cannot read in this
+// repository), installed into an empty app as a lockfile only (no
 // download, no install script), and `npm sbom --sbom-format cyclonedx` (npm's built-in, npm 10+)
 // describes that tree. Needs the registry for resolution, as a user's install does; the SBOM lists
 // the versions resolved at that moment, so produce it at release, next to `changeset publish`.
@@ -10,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { packPackages } from './packPackages.mjs';
+import { packedPackages } from './packPackages.mjs';
 
 const NAMES = { core: '@ai-backend/core', auth: '@ai-backend/auth', transports: '@ai-backend/transports', cli: 'ai-backend' };
 
@@ -18,7 +19,7 @@ const NAMES = { core: '@ai-backend/core', auth: '@ai-backend/auth', transports: 
 export function writeSbom(out) {
   const work = mkdtempSync(path.join(tmpdir(), 'ai-backend-sbom-'));
   try {
-    const tarballs = packPackages(work);
+    const tarballs = packedPackages(work);
     const app = path.join(work, 'app');
     const fileOf = (dir) => `file:${tarballs[dir]}`;
     // `overrides`: ai-backend's exact `@ai-backend/*` versions are not on the registry before the

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 import { waitFor } from '@ai-backend/test-utils';
 import { describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { SYSTEM_PROMPT } from './helpers/aiGateway.js';

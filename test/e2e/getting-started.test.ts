@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * docs/getting-started.md "Make it yours", run as written with the built CLI (`npx ai-backend` →
  * the repository's bin; PORT=0 in the environment so the starter config's port 8000 may be taken):

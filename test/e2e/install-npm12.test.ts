@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * A new user's install on today's toolchain (issue 36): the four published packages, packed with
  * pnpm as they would be published, installed into fresh folders by npm 12 (from the registry,
@@ -17,7 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error -- a plain .mjs script shared with scripts/check-packages.mjs (no types)
-import { packPackages } from '../../scripts/packPackages.mjs';
+import { packedPackages } from '../../scripts/packPackages.mjs';
 
 /** npm 12's engines: ^22.22.2 || ^24.15.0 || >=26.0.0. */
 function npm12Runs(version: string): boolean {
@@ -115,7 +116,7 @@ beforeAll(() => {
   if (!NPM12) return;
   const dest = path.join(root, 'tarballs');
   mkdirSync(dest);
-  tarballs = packPackages(dest);
+  tarballs = packedPackages(dest);
 }, 300_000);
 
 describe.skipIf(!NPM12)(

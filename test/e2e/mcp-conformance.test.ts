@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * The official MCP conformance suite against examples/mcp-conformance, with no expected-failures
  * baseline, for both revisions /mcp serves on one endpoint:

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * The official MCP SDK client against the default server plus a small custom router: prompts,
  * completion, resources (templates, subscriptions), logging levels, progress, cancellation,

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * The MCP Tasks extension (io.modelcontextprotocol/tasks) for `ai.generateText`, with the v2 SDK
  * client (2026-07-28) against two instances sharing Redis (no sticky routing) and the test

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * Streamable HTTP at wire level: session lifecycle (400 without a session id, 404 for an unknown
  * one, DELETE), MCP-Protocol-Version checks, the GET stream, JSON and SSE responses, several

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * Both MCP revisions on one /mcp endpoint, each with its own official client:
  * - the v2 SDK client (`@modelcontextprotocol/client`) pinned to 2026-07-28: stateless requests

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * OAuth end to end: the official MCP SDK client against createServer, with panva's
  * oidc-provider as the real identity provider, all on 127.0.0.1.

@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * .ci/sqlite-binary.sh (run by .ci/node.sh on every switch of Node): better-sqlite3's binary per
  * ABI, and what it says when the module does not build. Run on a stand-in package (its `install`
