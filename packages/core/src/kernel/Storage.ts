@@ -84,8 +84,9 @@ export interface TransactOptions {
   /**
    * true (default): the transaction is acknowledged once it is durable, as every other write.
    * false: the store may acknowledge before the write is durable; a crash can lose it (whole,
-   * never in part). Only for writes whose loss the caller makes good itself: a call's hold, whose
-   * settle charges the whole call when it finds no hold (services/billing/Reservations.ts).
+   * never in part). Only for writes whose loss the caller makes good itself or that move no money:
+   * a call's hold, whose settle charges the whole call when it finds no hold
+   * (services/billing/Reservations.ts), and a BYOK call's usage record (recordByokUsage.ts).
    * PostgreSQL commits such a transaction with `synchronous_commit = off`; a store that cannot
    * weaken one transaction's durability ignores it (it says why in its `transact`).
    */
