@@ -1,4 +1,4 @@
-import { sqliteFile, type ResolvedConfig } from '@ai-backend/core/internal';
+import { verifies, sqliteFile, type ResolvedConfig } from '@ai-backend/core/internal';
 import type { BoundAddress } from '@ai-backend/transports';
 
 export interface BannerOptions {
@@ -20,8 +20,8 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
   lines.push(`  storage   ${config.storage.type}${config.storage.type === 'sqlite' ? ` (${sqliteFile(config.storage)})` : ''}`);
   const auth = config.auth.mode;
   lines.push(`  auth      ${auth}`);
-  const oauthReady = config.auth.oauthServerEnabled;
-  if ((auth === 'oauth' || auth === 'both') && !oauthReady) {
+  const { verifiers, oauthServer } = config.auth;
+  if ((auth === 'oauth' || auth === 'both') && oauthServer === 'off') {
     lines.push(
       '',
       '  OAuth is the MCP auth type but is not configured: tools that need sign-in answer 401.',
@@ -31,7 +31,7 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
       '  See docs/oauth.md.',
     );
   }
-  if ((auth === 'jwt' || auth === 'both') && !config.auth.jwtEnabled && !(auth === 'both' && oauthReady)) {
+  if ((auth === 'jwt' && !verifies(verifiers, 'jwt')) || (auth === 'both' && verifiers === 'none')) {
     lines.push('', '  JWT is the auth type but jwt.secret is not set: no token can be verified, nobody can sign in.');
     lines.push('  Put JWT_SECRET=<32+ random characters> in .env (serve and token both read it), then restart.');
   }

@@ -7,7 +7,7 @@
 // Configuration (docs/configuration.md).
 export { ConfigSchema, defineConfig, type ConfigInput, type ResolvedConfig } from './config/schema.js';
 export { resolveConfig, checkConfig, ConfigError, type ConfigProblem } from './config/resolveConfig.js';
-export type { AuthMode, ResolvedAuth } from './config/resolveAuth.js';
+export type { AuthVerifiers, AuthMode, OAuthServerState, ResolvedAuth } from './config/resolveAuth.js';
 export { configFromEnv, mergeConfig } from './config/fromEnv.js';
 export { ENV_VARIABLES, type EnvVariable } from './config/envVariables.js';
 export { redactConfig } from './config/redact.js';

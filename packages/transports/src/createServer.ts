@@ -106,9 +106,6 @@ export interface AiBackendServer<TRouter = AppRouterWith<{}>> {
   metricsAddress(): BoundAddress | undefined;
 }
 
-/** Does this config run the OAuth authorization server? (The rule lives in core's config schema.) */
-export const oauthEnabled = (config: ResolvedConfig): boolean => config.auth.oauthServerEnabled;
-
 /** Compare two strings in time independent of where they differ. */
 function timingSafeEqualText(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -156,7 +153,8 @@ export function createServer<C extends CustomRouters = {}>(
   // Every cross-field rule (OAuth completeness, no unauthenticated public bind) is in the schema.
   const config = resolveConfig(input);
   const appRouter = createAppRouter(config.customRouters as C);
-  const withOAuth = oauthEnabled(config);
+  // Whether the OAuth authorization server runs is decided once, in the config (config.auth).
+  const withOAuth = config.auth.oauthServer === 'running';
   const devSignIn = opts.consoleDevSignIn;
   if (devSignIn) {
     if (devSignIn.code.length < 32) throw new TypeError('consoleDevSignIn.code must be at least 32 characters');

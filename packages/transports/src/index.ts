@@ -1,5 +1,5 @@
 export type { AiBackendServices } from '@ai-backend/core/internal';
-export { createServer, oauthEnabled, type AiBackendServer, type BoundAddress, type CreateServerOptions } from './createServer.js';
+export { createServer, type AiBackendServer, type BoundAddress, type CreateServerOptions } from './createServer.js';
 export { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
 export { trpcHandler } from './trpc/trpcHandler.js';
 export { cors } from './edge/cors.js';

@@ -5,6 +5,8 @@ import { createAuthenticator, type OAuthTokenVerifier } from './createAuthentica
 import { AUDIENCE, goodClaims, HS256, ISSUER, now, SECRET, signRaw } from './__tests__/craft.js';
 
 const jwtBase = { secret: SECRET, issuer: ISSUER, audience: AUDIENCE };
+/** The pieces that run our OAuth authorization server: its tokens are verified only when it runs (config.auth.verifiers). */
+const oauthServer = { encryptionKey: 'k'.repeat(32), providerClientId: 'c', provider: { preset: 'github' as const } };
 const cfg = (input: ConfigInput) => resolveConfig(input);
 
 async function identityOf(result: Promise<{ ok: boolean; identity?: Identity; error?: CoreError }>) {
@@ -150,7 +152,7 @@ describe('createAuthenticator: which verifiers apply', () => {
   });
 
   it('refuses a symmetric or none algorithm in the OAuth allow-list at construction', () => {
-    const config = cfg({ mcp: { auth: { authType: 'oauth' } } });
+    const config = cfg({ mcp: { auth: { authType: 'oauth' } }, oauth: oauthServer });
     const oauthVerifier: OAuthTokenVerifier = async () => null;
     expect(() => createAuthenticator(config, { oauthVerifier, oauthAlgorithms: ['ES256', 'HS256'] })).toThrow(TypeError);
     expect(() => createAuthenticator(config, { oauthVerifier, oauthAlgorithms: ['None'] })).toThrow(TypeError);
@@ -185,9 +187,10 @@ describe('createAuthenticator: OAuth access tokens', async () => {
       .setIssuedAt()
       .setExpirationTime(typeof claims.exp === 'number' ? claims.exp : '1h')
       .sign(key);
-  const auth = createAuthenticator(cfg({ mcp: { auth: { authType: 'both' } }, jwt: jwtBase, admin: { users: ['boss'] } }), {
-    oauthVerifier,
-  });
+  const auth = createAuthenticator(
+    cfg({ mcp: { auth: { authType: 'both' } }, jwt: jwtBase, oauth: oauthServer, admin: { users: ['boss'] } }),
+    { oauthVerifier },
+  );
 
   it('routes ES256 tokens to the OAuth verifier and HS256 tokens to the shared secret', async () => {
     const viaOauth = await identityOf(auth(await es256({})));
@@ -219,6 +222,17 @@ describe('createAuthenticator: OAuth access tokens', async () => {
   it('the OAuth verifier is not used when authType is jwt', async () => {
     const jwtOnly = createAuthenticator(cfg({ mcp: { auth: { authType: 'jwt' } }, jwt: jwtBase }), { oauthVerifier });
     expect((await errorOf(jwtOnly(await es256({})))).message).toBe('algorithm not allowed');
+  });
+
+  it('nor when the resolved verifiers leave it out, whatever verifier is passed', async () => {
+    // The server runs (oauth.enabled) but mcp.auth.oauth.enabled false refuses its tokens: one decision, config.auth.verifiers.
+    const refused = cfg({ mcp: { auth: { authType: 'both', oauth: { enabled: false } } }, jwt: jwtBase, oauth: oauthServer });
+    expect(refused.auth).toMatchObject({ verifiers: 'jwt', oauthServer: 'running' });
+    expect((await errorOf(createAuthenticator(refused, { oauthVerifier })(await es256({})))).message).toBe('algorithm not allowed');
+    // Without the server's pieces nothing runs to issue such tokens, so none is accepted either.
+    const noServer = cfg({ mcp: { auth: { authType: 'both' } }, jwt: jwtBase });
+    expect(noServer.auth.verifiers).toBe('jwt');
+    expect((await errorOf(createAuthenticator(noServer, { oauthVerifier })(await es256({})))).message).toBe('algorithm not allowed');
   });
 
   it('refuses algorithm confusion against the published public key', async () => {

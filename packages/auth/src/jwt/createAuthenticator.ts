@@ -32,12 +32,13 @@ type Route = { kind: 'jwt'; verify: JwtVerifier } | { kind: 'oauth'; verify: OAu
 /**
  * The bearer-token verifier installed on the runtime (createRuntime's `authenticator` option).
  *
- * Which verifiers apply follows `mcp.auth`: the shared-secret JWT verifier when JWT is enabled
- * (`mcp.auth.jwt.enabled`, default on for authType 'jwt', 'both' and 'none') and `jwt.secret`
- * is set; the OAuth verifier when one is passed and OAuth is enabled (`mcp.auth.oauth.enabled`,
- * default on for every authType but 'jwt'). A token goes to exactly one verifier, chosen by its
- * header `alg` from explicit allow-lists; keys are never taken from the token. With authType
- * 'none' a presented token is still verified, and refused when nothing can verify it.
+ * Which verifiers apply is `config.auth.verifiers`, decided once when the config was resolved
+ * (config/resolveAuth.ts, from `mcp.auth.authType`, the `enabled` flags of `mcp.auth.jwt` and
+ * `mcp.auth.oauth`, `jwt.secret` and whether the OAuth server runs): the shared-secret JWT verifier
+ * for 'jwt', the OAuth verifier (when one is passed) for 'oauth', both for 'jwt+oauth', none for
+ * 'none'. A token goes to exactly one verifier, chosen by its header `alg` from explicit
+ * allow-lists; keys are never taken from the token. With authType 'none' a presented token is
+ * still verified, and refused when nothing can verify it.
  *
  * Never rejects: failures resolve to `{ ok: false, error }` with a CoreError
  * (INVALID_TOKEN, or INSUFFICIENT_SCOPE for a valid token lacking a required scope).
@@ -46,16 +47,16 @@ type Route = { kind: 'jwt'; verify: JwtVerifier } | { kind: 'oauth'; verify: OAu
 export type ClearableAuthenticator = Authenticator & { clearCache(): void };
 
 export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenticatorOptions = {}): ClearableAuthenticator {
-  // The rules come resolved in config.auth (computed once by core's config schema).
-  const { mode, jwtEnabled } = config.auth;
+  const { mode, verifiers } = config.auth;
   const jwtCfg = config.mcp.auth.jwt;
-  const oauthEnabled = config.mcp.auth.oauth.enabled;
 
   const routes = new Map<string, Route>();
   let jwtVerifier: JwtVerifier | undefined;
-  if (jwtEnabled && config.jwt.secret !== undefined) {
+  const routeJwt = (secret: string | undefined) => {
+    // The union says 'jwt' only with a secret; the check keeps the type honest.
+    if (secret === undefined) throw new TypeError("config.auth.verifiers accepts 'jwt' but jwt.secret is not set");
     const verify = (jwtVerifier = createJwtVerifier({
-      secret: config.jwt.secret,
+      secret,
       issuer: config.jwt.issuer,
       audience: config.jwt.audience,
       clockToleranceSec: config.jwt.clockToleranceSec,
@@ -64,13 +65,27 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
       admin: config.admin,
     }));
     for (const alg of JWT_ALGORITHMS) routes.set(alg, { kind: 'jwt', verify });
-  }
-  if (oauthEnabled && opts.oauthVerifier) {
-    const algs = opts.oauthAlgorithms ?? DEFAULT_OAUTH_ALGORITHMS;
-    for (const alg of algs) {
+  };
+  const routeOAuth = (verify: OAuthTokenVerifier | undefined) => {
+    if (!verify) return; // a library caller without our authorization server: its tokens are refused
+    for (const alg of opts.oauthAlgorithms ?? DEFAULT_OAUTH_ALGORITHMS) {
       if (/^(hs|none$)/i.test(alg)) throw new TypeError(`oauthAlgorithms must be asymmetric algorithms, got "${alg}"`);
-      routes.set(alg, { kind: 'oauth', verify: opts.oauthVerifier });
+      routes.set(alg, { kind: 'oauth', verify });
     }
+  };
+  switch (verifiers) {
+    case 'jwt':
+      routeJwt(config.jwt.secret);
+      break;
+    case 'oauth':
+      routeOAuth(opts.oauthVerifier);
+      break;
+    case 'jwt+oauth':
+      routeJwt(config.jwt.secret);
+      routeOAuth(opts.oauthVerifier);
+      break;
+    case 'none':
+      break;
   }
 
   const nothingConfigured =

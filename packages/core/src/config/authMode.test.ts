@@ -29,9 +29,9 @@ describe('cross-field rules in the schema', () => {
 
   it('decides whether a config serves without auth and runs the OAuth server', () => {
     expect(resolveConfig({}).auth.servesWithoutAuth).toBe(true); // authType oauth, nothing configured
-    expect(resolveConfig({ oauth: OAUTH }).auth.oauthServerEnabled).toBe(true);
+    expect(resolveConfig({ oauth: OAUTH }).auth.oauthServer).toBe('running');
     expect(resolveConfig({ oauth: OAUTH }).auth.servesWithoutAuth).toBe(false);
-    expect(resolveConfig({ oauth: { ...OAUTH, enabled: false } }).auth.oauthServerEnabled).toBe(false);
+    expect(resolveConfig({ oauth: { ...OAUTH, enabled: false } }).auth.oauthServer).toBe('off');
   });
 
   it('maps the spec key mcp.auth.oauth.sessionStorePath to a file session store, and refuses a conflicting one', () => {

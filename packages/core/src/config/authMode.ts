@@ -77,10 +77,11 @@ export function oauthConfigProblems(config: AuthFacts): ConfigProblem[] {
  * inside ConfigSchema, so `config check` refuses exactly what `serve` refuses.
  */
 export function crossFieldProblems(
-  config: AuthFacts & { allowUnauthenticatedRemote: boolean; auth: { servesWithoutAuth: boolean } },
+  config: AuthFacts & { allowUnauthenticatedRemote: boolean; auth: { servesWithoutAuth: boolean; oauthServer: 'running' | 'off' } },
 ): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
-  if (config.oauth.enabled === true) problems.push(...oauthConfigProblems(config));
+  // Only `oauth.enabled: true` runs the server with a piece missing (unset runs it only when complete).
+  if (config.auth.oauthServer === 'running') problems.push(...oauthConfigProblems(config));
   if (!isLoopbackHost(config.host) && config.auth.servesWithoutAuth && !config.allowUnauthenticatedRemote) {
     problems.push({
       path: 'host',

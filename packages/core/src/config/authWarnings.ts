@@ -1,28 +1,34 @@
 import { oauthConfigProblems } from './authMode.js';
 import type { ResolvedConfig } from './schema.js';
 
+type WarningFacts = Pick<ResolvedConfig, 'host' | 'storage' | 'jwt' | 'oauth' | 'auth'>;
+
+/** Why no HS256 token is verified (the config accepts none). */
+const jwtWhy = (config: WarningFacts) =>
+  config.jwt.secret ? 'mcp.auth.jwt.enabled is false' : 'jwt.secret is not set (JWT_SECRET, 32+ characters)';
+
+/** Why none of our OAuth access tokens is verified (the config accepts none). */
+function oauthWhy(config: WarningFacts): string {
+  if (config.auth.oauthServer === 'running') return 'mcp.auth.oauth.enabled is false';
+  const missing = oauthConfigProblems(config).map((p) => p.path);
+  return missing.length ? `OAuth is not configured (missing: ${missing.join(', ')})` : 'oauth.enabled is false';
+}
+
 /**
  * A configured auth mode that nobody can use: 'jwt' without jwt.secret verifies no token, 'oauth'
  * without a complete OAuth setup signs nobody in. The server still starts (public procedures and
  * /health work), so this is a start-up warning, not a config error. Reads the rules resolved once
- * in `config.auth`.
+ * in `config.auth`: it warns exactly when the mode asks for sign-in and `auth.verifiers` is 'none'.
  */
-export function unusableAuthWarning(config: Pick<ResolvedConfig, 'host' | 'storage' | 'jwt' | 'oauth' | 'auth'>): string | undefined {
-  const { mode, jwtEnabled, oauthServerEnabled } = config.auth;
-  if (mode === 'none') return undefined;
-  const missingOAuth = () =>
-    oauthConfigProblems(config)
-      .map((p) => p.path)
-      .join(', ');
-  if (mode === 'jwt' && !jwtEnabled) {
-    const why = config.jwt.secret ? 'mcp.auth.jwt.enabled is false' : 'jwt.secret is not set (JWT_SECRET, 32+ characters)';
-    return `mcp.auth.authType is 'jwt' but ${why}: no token can be verified, so nobody can sign in and protected procedures refuse every caller`;
+export function unusableAuthWarning(config: WarningFacts): string | undefined {
+  const { mode, verifiers } = config.auth;
+  if (mode === 'none' || verifiers !== 'none') return undefined;
+  const outcome = 'nobody can sign in and protected procedures refuse every caller';
+  if (mode === 'jwt') return `mcp.auth.authType is 'jwt' but ${jwtWhy(config)}: no token can be verified, so ${outcome}`;
+  if (mode === 'oauth') return `mcp.auth.authType is 'oauth' but ${oauthWhy(config)}: ${outcome}`;
+  if (!config.jwt.secret && config.auth.oauthServer === 'off' && oauthConfigProblems(config).length) {
+    const missing = ['jwt.secret', ...oauthConfigProblems(config).map((p) => p.path)].join(', ');
+    return `mcp.auth.authType is 'both' but neither jwt.secret nor OAuth is configured (missing: ${missing}): ${outcome}`;
   }
-  if (mode === 'oauth' && !oauthServerEnabled) {
-    return `mcp.auth.authType is 'oauth' but OAuth is not configured (missing: ${missingOAuth()}): nobody can sign in and protected procedures refuse every caller`;
-  }
-  if (mode === 'both' && !jwtEnabled && !oauthServerEnabled) {
-    return `mcp.auth.authType is 'both' but neither jwt.secret nor OAuth is configured (missing: jwt.secret, ${missingOAuth()}): nobody can sign in and protected procedures refuse every caller`;
-  }
-  return undefined;
+  return `mcp.auth.authType is 'both' but ${jwtWhy(config)} and ${oauthWhy(config)}: ${outcome}`;
 }

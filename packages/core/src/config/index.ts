@@ -16,7 +16,7 @@ export type { ProvidersInput } from './sections/aiProviders.js';
 export { STORAGE_BACKENDS } from './sections/storage.js';
 export { WorkspaceConfigSchema, type WorkspaceConfig, type WorkspaceConfigInput } from './sections/workspaces.js';
 export { isLoopbackHost, oauthConfigProblems, oauthSessionFile } from './authMode.js';
-export type { AuthMode, ResolvedAuth } from './resolveAuth.js';
+export { verifies, type AuthVerifiers, type AuthMode, type OAuthServerState, type ResolvedAuth } from './resolveAuth.js';
 export { unusableAuthWarning } from './authWarnings.js';
 export {
   importOptional,

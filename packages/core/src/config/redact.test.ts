@@ -73,6 +73,6 @@ describe('redactConfig', () => {
     const out = redactConfig(config) as typeof config;
     expect(Object.keys(out.storage).sort()).toEqual(['dir', 'postgres', 'redis', 'retention', 'shared', 'type']);
     expect(out.auth).toEqual(config.auth);
-    expect(out.auth).toMatchObject({ mode: 'jwt', jwtEnabled: true, servesWithoutAuth: false });
+    expect(out.auth).toMatchObject({ mode: 'jwt', verifiers: 'jwt', servesWithoutAuth: false });
   });
 });

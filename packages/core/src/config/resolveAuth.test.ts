@@ -10,9 +10,8 @@ describe('config.auth: the auth rules, derived once', () => {
   it('defaults: mode oauth, nothing configured, so it serves without auth but keeps the MCP rules', () => {
     expect(auth({})).toEqual({
       mode: 'oauth',
-      jwtEnabled: false,
-      oauthServerEnabled: false,
-      oauthTokensAccepted: false,
+      verifiers: 'none',
+      oauthServer: 'off',
       servesWithoutAuth: true,
       mcpAccessRulesActive: true,
       toolsListNeedsAuth: false,
@@ -20,52 +19,56 @@ describe('config.auth: the auth rules, derived once', () => {
   });
 
   it.each([
-    // [authType, jwt secret?, oauth pieces?] -> jwtEnabled, oauthServerEnabled, servesWithoutAuth
-    ['jwt', true, false, true, false, false],
-    ['jwt', false, false, false, false, true],
-    ['jwt', true, true, true, false, false], // OAuth pieces alone do not start the server in mode jwt
-    ['oauth', true, false, false, false, true], // HS256 is off in mode oauth unless mcp.auth.jwt.enabled
-    ['oauth', false, true, false, true, false],
-    ['both', true, false, true, false, false],
-    ['both', false, true, false, true, false],
-    ['both', false, false, false, false, true],
-    ['none', true, false, true, false, true],
-  ] as const)('authType %s (secret %s, oauth %s)', (authType, secret, oauth, jwtEnabled, oauthServerEnabled, servesWithoutAuth) => {
+    // [authType, jwt secret?, oauth pieces?] -> verifiers, oauthServer, servesWithoutAuth
+    ['jwt', true, false, 'jwt', 'off', false],
+    ['jwt', false, false, 'none', 'off', true],
+    ['jwt', true, true, 'jwt', 'off', false], // OAuth pieces alone do not start the server in mode jwt
+    ['oauth', true, false, 'none', 'off', true], // HS256 is off in mode oauth unless mcp.auth.jwt.enabled
+    ['oauth', false, true, 'oauth', 'running', false],
+    ['both', true, false, 'jwt', 'off', false],
+    ['both', false, true, 'oauth', 'running', false],
+    ['both', true, true, 'jwt+oauth', 'running', false],
+    ['both', false, false, 'none', 'off', true],
+    ['none', true, false, 'jwt', 'off', true],
+    ['none', false, false, 'none', 'off', true],
+  ] as const)('authType %s (secret %s, oauth %s)', (authType, secret, oauth, verifiers, oauthServer, servesWithoutAuth) => {
     const a = auth({ mcp: { auth: { authType } }, ...(secret ? { jwt: { secret: SECRET } } : {}), ...(oauth ? { oauth: OAUTH } : {}) });
-    expect(a).toMatchObject({ mode: authType, jwtEnabled, oauthServerEnabled, servesWithoutAuth });
+    expect(a).toMatchObject({ mode: authType, verifiers, oauthServer, servesWithoutAuth });
   });
 
-  it('resolves the tri-state enabled flags to booleans whose default follows authType', () => {
-    const c = (authType: 'oauth' | 'jwt' | 'both' | 'none') =>
-      resolveConfig({ storage: { type: 'memory' }, mcp: { auth: { authType } } }).mcp.auth;
-    expect([c('oauth').jwt.enabled, c('jwt').jwt.enabled, c('both').jwt.enabled, c('none').jwt.enabled]).toEqual([false, true, true, true]);
-    expect([c('oauth').oauth.enabled, c('jwt').oauth.enabled, c('both').oauth.enabled, c('none').oauth.enabled]).toEqual([
-      true,
-      false,
-      true,
-      true,
-    ]);
-    // Explicit values win.
-    expect(auth({ mcp: { auth: { authType: 'oauth', jwt: { enabled: true } } }, jwt: { secret: SECRET } }).jwtEnabled).toBe(true);
+  it('decides the tri-state enabled flags into auth.verifiers (default by authType, explicit values win) and drops them', () => {
+    const c = resolveConfig({ storage: { type: 'memory' }, mcp: { auth: { jwt: { enabled: true }, oauth: { enabled: true } } } });
+    // Nothing left to read but the union.
+    expect(Object.keys(c.mcp.auth.jwt)).not.toContain('enabled');
+    expect(Object.keys(c.mcp.auth.oauth)).not.toContain('enabled');
+    expect(Object.keys(c.oauth)).not.toContain('enabled');
+    expect(auth({ mcp: { auth: { authType: 'oauth', jwt: { enabled: true } } }, jwt: { secret: SECRET } }).verifiers).toBe('jwt');
     expect(auth({ mcp: { auth: { authType: 'jwt', jwt: { enabled: false } } }, jwt: { secret: SECRET } })).toMatchObject({
-      jwtEnabled: false,
+      verifiers: 'none',
       servesWithoutAuth: true,
     });
     expect(auth({ mcp: { auth: { authType: 'oauth', oauth: { enabled: false } } }, oauth: OAUTH })).toMatchObject({
-      oauthServerEnabled: true,
-      oauthTokensAccepted: false,
+      oauthServer: 'running',
+      verifiers: 'none',
       servesWithoutAuth: true,
     });
+    // mode none accepts our OAuth verifiers only with the server asked for
+    expect(auth({ mcp: { auth: { authType: 'none' } }, oauth: OAUTH }).verifiers).toBe('none');
+    expect(auth({ mcp: { auth: { authType: 'none' } }, oauth: { ...OAUTH, enabled: true } }).verifiers).toBe('oauth');
   });
 
-  it('oauth.enabled: unset = automatic, true demands the pieces, false forbids; resolved to a boolean', () => {
-    expect(resolveConfig({ storage: { type: 'memory' } }).oauth.enabled).toBe(false);
-    expect(resolveConfig({ storage: { type: 'memory' }, oauth: OAUTH }).oauth.enabled).toBe(true);
-    expect(resolveConfig({ storage: { type: 'memory' }, oauth: { ...OAUTH, enabled: false } }).oauth.enabled).toBe(false);
-    // mode jwt with oauth.enabled true runs the server and accepts its tokens once mcp.auth.oauth.enabled says so
+  it('oauth.enabled: unset = automatic, true demands the pieces, false forbids', () => {
+    expect(auth({}).oauthServer).toBe('off');
+    expect(auth({ oauth: OAUTH }).oauthServer).toBe('running');
+    expect(auth({ oauth: { ...OAUTH, enabled: false } })).toMatchObject({ oauthServer: 'off', verifiers: 'none' });
+    // mode jwt with oauth.enabled true runs the server, and accepts its verifiers once mcp.auth.oauth.enabled says so
+    expect(auth({ mcp: { auth: { authType: 'jwt' } }, oauth: { ...OAUTH, enabled: true } })).toMatchObject({
+      oauthServer: 'running',
+      verifiers: 'none',
+    });
     expect(auth({ mcp: { auth: { authType: 'jwt', oauth: { enabled: true } } }, oauth: { ...OAUTH, enabled: true } })).toMatchObject({
-      oauthServerEnabled: true,
-      oauthTokensAccepted: true,
+      oauthServer: 'running',
+      verifiers: 'oauth',
     });
     const r = checkConfig({ oauth: { enabled: true } });
     expect(r.ok).toBe(false);

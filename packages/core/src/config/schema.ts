@@ -125,13 +125,22 @@ export const ConfigSchema = z
       }
     });
   })
-  // The auth rules, derived once: `oauth.enabled` becomes a boolean (whether the authorization
-  // server runs) and `auth` holds every rule the rest of the code reads (see resolveAuth); the
-  // MCP answer modes likewise (`mcp.responseModes`, see mcpResponseModes).
+  // The auth rules, derived once: `auth` holds every rule the rest of the code reads (see
+  // resolveAuth), and the tri-state flags it was derived from (`oauth.enabled`,
+  // `mcp.auth.jwt.enabled`, `mcp.auth.oauth.enabled`) leave the resolved config, so no reader can
+  // decide from them again; the MCP answer modes likewise (`mcp.responseModes`, see mcpResponseModes).
   .transform((config) => {
     const auth = resolveAuth(config);
-    const mcp = { ...config.mcp, responseModes: mcpResponseModes(config.mcp.responseMode, config.mcp.sessionMode) };
-    return { ...config, mcp, oauth: { ...config.oauth, enabled: auth.oauthServerEnabled }, auth };
+    const { enabled: _server, ...oauth } = config.oauth;
+    const { jwt: mcpJwt, oauth: mcpOAuth, ...mcpAuth } = config.mcp.auth;
+    const { enabled: _jwtTokens, ...jwt } = mcpJwt;
+    const { enabled: _oauthTokens, ...ourTokens } = mcpOAuth;
+    const mcp = {
+      ...config.mcp,
+      auth: { ...mcpAuth, jwt, oauth: ourTokens },
+      responseModes: mcpResponseModes(config.mcp.responseMode, config.mcp.sessionMode),
+    };
+    return { ...config, mcp, oauth, auth };
   })
   // Rules across sections (OAuth completeness, no unauthenticated public bind): `serve` and
   // `config check` both get them from here.

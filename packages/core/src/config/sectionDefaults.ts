@@ -119,13 +119,10 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
   },
   "mcp.auth": {
     "authType": "oauth",
-    "oauth": {
-      "enabled": true
-    },
+    "oauth": {},
     "jwt": {
       "requiredScopes": [],
-      "allowExpiredTokens": false,
-      "enabled": false
+      "allowExpiredTokens": false
     },
     "requireAuthForToolsList": false,
     "requireAuthForToolsCall": true,

@@ -106,7 +106,7 @@ export interface ConsoleRoutesOptions {
 export function consoleRoutes(config: ResolvedConfig, opts: ConsoleRoutesOptions = {}): Hono {
   const app = new Hono();
   const settings: ConsoleSettings = {
-    oauth: config.auth.oauthServerEnabled,
+    oauth: config.auth.oauthServer === 'running',
     adminScope: config.admin.scope,
     scopes: config.oauth.scopesSupported,
     devSignIn: opts.devSignIn !== undefined,

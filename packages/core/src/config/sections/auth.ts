@@ -185,13 +185,14 @@ function without<T extends object, K extends keyof T>(value: T, key: K): Omit<T,
 }
 
 /** `mcp.auth`: which credentials /mcp and the other entry points accept. */
-const McpAuthSchema = lazySection('mcp.auth', () =>
-  z
-    .strictObject({
+const McpAuthSchema = lazySection(
+  'mcp.auth',
+  () =>
+    z.strictObject({
       authType: z.enum(['oauth', 'jwt', 'both', 'none']).default('oauth'),
       oauth: z
         .strictObject({
-          /** Accept our OAuth access tokens. Default: on unless authType is 'jwt' (resolved to a boolean). */
+          /** Accept our OAuth access tokens. Default: on unless authType is 'jwt' (resolved into `auth.verifiers`). */
           enabled: z.boolean().optional(),
           /** Directory of a file-backed OAuth session store: the same as `oauth.sessionStorage: { type: 'file', filePath }`. */
           sessionStorePath: z.string().min(1).optional(),
@@ -203,7 +204,7 @@ const McpAuthSchema = lazySection('mcp.auth', () =>
         .transform((o) => without(o, 'requireValidSession')),
       jwt: z
         .strictObject({
-          /** Accept HS256 tokens signed with `jwt.secret`. Default: on unless authType is 'oauth' (resolved to a boolean). */
+          /** Accept HS256 tokens signed with `jwt.secret`. Default: on unless authType is 'oauth' (resolved into `auth.verifiers`). */
           enabled: z.boolean().optional(),
           requireValidSignature: alwaysOn('JWT signatures are always verified (allowExpiredTokens relaxes expiry only)'),
           requiredScopes: z.array(z.string()).default([]),
@@ -214,13 +215,9 @@ const McpAuthSchema = lazySection('mcp.auth', () =>
       requireAuthForToolsList: z.boolean().default(false),
       requireAuthForToolsCall: z.boolean().default(true),
       publicTools: z.array(z.string()).default([]),
-    })
-    // The tri-state `enabled` flags become booleans here, once: their default follows authType.
-    .transform((auth) => ({
-      ...auth,
-      oauth: { ...auth.oauth, enabled: auth.oauth.enabled ?? auth.authType !== 'jwt' },
-      jwt: { ...auth.jwt, enabled: auth.jwt.enabled ?? auth.authType !== 'oauth' },
-    })),
+    }),
+  // The tri-state `enabled` flags stay as written here: resolveAuth decides them once, with
+  // `jwt.secret` and the OAuth server, into `auth.verifiers`, and the resolved config drops them.
 );
 
 export const McpSchema = z
