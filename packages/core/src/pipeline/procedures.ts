@@ -164,22 +164,18 @@ export const protectedProcedure = base.meta({ access: 'user' }).use(({ ctx, next
 export const adminProcedure = protectedProcedure.meta({ access: 'admin', keyAccess: 'any' });
 
 /**
- * A tRPC middleware that adds the services one namespace uses to its procedures' `ctx` (the way
- * tRPC's docs give procedures what they need; it lives here, not in a file of its own, so a call crosses no extra file: a base procedure
- * per namespace, its middleware
- * extending the context). `pick` names those services; its answer is made once per runtime and
- * reused, so a call pays for one lookup and tRPC's context merge, nothing else.
- *
- * @example
- * const billingProcedure = protectedProcedure.use(provide((r) => ({ billing: r.billing })));
- * billingProcedure.query(({ ctx }) => ctx.billing.balances(ctx.identity.sub));
+ * The middleware behind `provide` (pipeline/provide.ts, which gives it its typed signature): it adds the services one namespace
+ * uses to its procedures' `ctx`, the way tRPC's docs give procedures what they need. It lives here, not beside `provide`, so a call
+ * crosses no extra file (bench/callPathFiles.mjs); `pick` is typed `(runtime: never) => S` so that this file's declarations, which
+ * are part of the public API (publicProcedure, withServices), never name the internal Runtime (publicSurface.test.ts). Its answer
+ * is made once per runtime and reused, so a call pays for one lookup and tRPC's context merge, nothing else.
  */
-export function provide<S extends object>(pick: (runtime: Runtime) => S) {
+export function servicesMiddleware<S extends object>(pick: (runtime: never) => S) {
   const made = new WeakMap<Runtime, S>();
   return t.middleware(({ ctx, next }) => {
     const runtime = runtimeOf(ctx);
     let services = made.get(runtime);
-    if (!services) made.set(runtime, (services = pick(runtime)));
+    if (!services) made.set(runtime, (services = pick(runtime as never)));
     return next({ ctx: services });
   });
 }
@@ -194,4 +190,4 @@ export function provide<S extends object>(pick: (runtime: Runtime) => S) {
  * input)),
  * });
  */
-export const withServices = provide(servicesOf);
+export const withServices = servicesMiddleware(servicesOf);

@@ -8,7 +8,8 @@ import { MemoryStorage } from '../storage/MemoryStorage.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import { router } from './init.js';
 import { invoke } from './invoke.js';
-import { provide, publicProcedure, withServices } from './procedures.js';
+import { publicProcedure, withServices } from './procedures.js';
+import { provide } from './provide.js';
 import { callContext } from './callContext.js';
 
 describe('provide: a namespace base procedure adds its services to ctx', () => {

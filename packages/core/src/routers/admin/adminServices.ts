@@ -1,4 +1,4 @@
-import { provide } from '../../pipeline/procedures.js';
+import { provide } from '../../pipeline/provide.js';
 
 /**
  * What the admin namespace's procedures use, in their ctx: the operator's view reaches most

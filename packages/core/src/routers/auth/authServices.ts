@@ -1,4 +1,4 @@
-import { provide } from '../../pipeline/procedures.js';
+import { provide } from '../../pipeline/provide.js';
 
 /** What the auth namespace's procedures use, in their ctx: the key vault, provider checks and the user index. */
 export const authServices = provide((r) => ({

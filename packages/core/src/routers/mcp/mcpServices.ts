@@ -1,4 +1,4 @@
-import { provide } from '../../pipeline/procedures.js';
+import { provide } from '../../pipeline/provide.js';
 
 /** What the mcp namespace's procedures use, in their ctx: the resource registry. */
 export const mcpServices = provide((r) => ({ resources: r.resources }));
