@@ -4,6 +4,8 @@
  * @module
  */
 export { createServer, type AiBackendServer, type BoundAddress, type CreateServerOptions } from '@ai-backend/transports';
+// Embedding the MCP endpoint in one's own app, from what server.ready() resolves to (docs/mcp.md).
+export { createMcpHandler, type EmbeddedMcpHandler, type EmbeddedMcpOptions } from '@ai-backend/transports';
 export {
   defineConfig,
   // Config problems: createServer and loadConfig throw it, with every problem and its key path.

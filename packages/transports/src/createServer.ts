@@ -41,7 +41,8 @@ import { lingerOnClose } from './edge/lingeringClose.js';
 import { requestOrigin } from './edge/requestFacts.js';
 import { StreamAdmission, streamCapsOf } from './edge/StreamAdmission.js';
 import { jsonRpcHandler } from './jsonrpc/jsonRpcHandler.js';
-import type { McpHandler, McpHandlerOptions } from './mcp/mcpHandler.js';
+import type { McpHandler } from './mcp/mcpHandler.js';
+import { mcpSessionOptions } from './mcp/createMcpHandler.js';
 import { mcpServices } from './mcp/mcpServices.js';
 import { checkToolNames } from './mcp/toolCatalog.js';
 import { trpcHandler } from './trpc/trpcHandler.js';
@@ -116,20 +117,6 @@ function timingSafeEqualText(a: string, b: string): boolean {
 /** Body limit of the OAuth and webhook routes (their bodies are small forms and events). */
 const SMALL_BODY_LIMIT = 64 * 1024;
 
-/** The MCP handler's session options, from config (`mcp.sessions`; the answer modes it reads from `mcp.responseModes`). */
-function mcpOptions(config: ResolvedConfig, streams: StreamAdmission): McpHandlerOptions {
-  const s = config.mcp.sessions;
-  return {
-    streams,
-    ...(s.eventStore ? { eventStore: s.eventStore } : {}),
-    sessionIdleMs: s.idleTimeoutMs,
-    maxSessions: s.maxSessions,
-    parkIdleMs: s.parkIdleMs,
-    maxLiveSessions: s.maxLiveSessions,
-    retryIntervalMs: s.retryIntervalMs,
-  };
-}
-
 /** Paths served by the OAuth authorization server. */
 const OAUTH_PATHS = [
   '/.well-known/oauth-authorization-server',
@@ -170,7 +157,7 @@ export function createServer<C extends CustomRouters = {}>(
   const getMcp = () =>
     (mcpLoading ??= Promise.all([getApiRuntime(), getGateway(), import('./mcp/mcpHandler.js')]).then(([runtime, entry, { McpHandler }]) => {
       // The gateway every entry point gets, plus the few services MCP uses (mcpServices.ts): not the runtime.
-      const mcp = new McpHandler({ entry, services: mcpServices(runtime) }, mcpOptions(config, streams));
+      const mcp = new McpHandler({ entry, services: mcpServices(runtime) }, { streams, ...mcpSessionOptions(config) });
       runtime.metrics?.setMcpSources(
         () => mcp.sessionCount,
         () => mcp.streamCount,
