@@ -1,3 +1,4 @@
+// @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 /**
  * Embedding the MCP endpoint in one's own Hono app through the public entry point only: the
  * handler is built from what `server.ready()` resolves to (AiBackendServices), never from the
