@@ -1,11 +1,14 @@
 // Gateway CPU per metered / BYOK ai.generateText call, two builds side by side (issue 10/13 perf work).
 // Usage: WARM=1500 node bench/gatewayCpuAB.mjs <treeA> <treeB> <rounds> <requests per round> [modes=metered,byok] [conns=10]
-//   AB_STORAGE='{"type":"postgres","postgres":{"connectionString":"postgres://127.0.0.1:5432/test"}}' … (default: memory)
+//   AB_STORAGE='{"type":"postgres","postgres":{"connectionString":"postgres://127.0.0.1:5432/test"}}' … (default: memory);
+//   AB_STORAGE='{"type":"sqlite"}' gives each gateway its own file under the temp dir (or under "dir")
 // treeA/treeB are built checkouts (e.g. git worktrees of two commits). Both gateways are loaded at the same
 // time so both see the same machine; CPU per request is read from /proc/<pid>/stat (robust to shared load).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 const [wtA, wtB, rounds = '6', secs = '3', modesArg = 'metered,byok', conns = '10'] = process.argv.slice(2);
 const req = createRequire(wtA + '/bench/ai.mjs');
 const autocannon = req('autocannon');
@@ -52,6 +55,8 @@ const storageFor = (name) => {
   const tag = `ab_${process.pid}_${name.toLowerCase()}`;
   if (s.postgres) s.postgres.schema = tag;
   if (s.redis) s.redis.keyPrefix = tag + ':';
+  // SQLite: one file per gateway (a file is opened by one server at a time).
+  if (s.type === 'sqlite') s.dir = join(s.dir ?? tmpdir(), tag);
   return s;
 };
 for (const [name, wt] of [

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
-import { expiresAtFor } from '../canonicalJson.js';
+import { expiresAtFor, jsonText } from '../canonicalJson.js';
 import { GroupCommit, planBatch, type BatchJob } from '../GroupCommit.js';
 import type {
   IncrementOptions,
@@ -758,14 +758,6 @@ function byteOrder(keys: readonly string[]): string[] {
     .map((k) => ({ k, b: Buffer.from(k) }))
     .sort((x, y) => Buffer.compare(x.b, y.b))
     .map((e) => e.k);
-}
-
-/** JSON text of a stored value (plain JSON.stringify: see the class comment for why not canonical). */
-function jsonText(value: unknown): string {
-  const text = JSON.stringify(value) as string | undefined;
-  // JSON.stringify(undefined | function | symbol) gives undefined: nothing could be stored.
-  if (text === undefined) throw new CoreError('INVALID_PARAMS', 'storage values must be JSON-serialisable');
-  return text;
 }
 
 /** A transaction's writes as the columns `aib_tx` takes. */
