@@ -321,6 +321,17 @@ describe.each(backends)('storage conformance: $label', (backend) => {
     expect(await store.getMany(['m1', 'm2', 'm3'])).toEqual([1, undefined, { three: 3 }]);
   });
 
+  it('many keys at once, in one read or a transaction: absent, expired and repeated keys, past any batch size', async () => {
+    // 40 keys: SQLite reads a transaction's keys 16 to a statement.
+    const keys = Array.from({ length: 40 }, (_, i) => `many:${i}`);
+    for (let i = 0; i < 40; i += 3) await store.set(keys[i]!, { i }, i % 2 ? { ttlMs: 100 } : undefined);
+    await expired(store, 'many:39'); // the last one set with a ttl
+    const want = keys.map((_, i) => (i % 3 === 0 && i % 2 === 0 ? { i } : undefined));
+    expect(await store.getMany([...keys, 'many:0', 'many:39'])).toEqual([...want, { i: 0 }, undefined]);
+    const seen = await store.transact([...keys, 'many:0'], (read) => ({ writes: [], result: keys.map((k) => read(k)) }));
+    expect(seen).toEqual(want);
+  });
+
   it('concurrent single reads of one tick each get their own key (duplicates included)', async () => {
     await store.set('b1', { one: 1 });
     await store.set('b2', [2]);
