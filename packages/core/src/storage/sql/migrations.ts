@@ -90,6 +90,64 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 3,
+    name: 'transaction function: keys looked up one by one',
+    sqlite: '',
+    // Migration 2's function, same signature and outcome, with its reads made index lookups
+    // whatever the table's size. Its version check joined the keys with kv, which the planner ran
+    // as a hash join over a sequential scan of kv while the table held up to a few thousand rows
+    // (0.31 ms of 0.5 at 995 rows, growing with the table; an index nested loop from about 5,000),
+    // and plpgsql planned it afresh on most calls. Now each key is one primary-key lookup (a
+    // LATERAL subquery that OFFSET 0 keeps from being flattened into a join), deletes go key by
+    // key, and the function's plans are generic, planned once per connection
+    // (docs/performance.md, "Metered calls: where the time goes").
+    postgres: `
+      CREATE OR REPLACE FUNCTION aib_tx(p_keys text[], p_seen text[], p_now bigint,
+          p_set_keys text[], p_set_values text[], p_set_expires bigint[], p_set_due bigint[],
+          p_delete_keys text[], p_logs text[], p_records text[]) RETURNS text
+      LANGUAGE plpgsql
+      SET plan_cache_mode = force_generic_plan
+      AS $fn$
+      DECLARE
+        v_key text;
+        v_stale int;
+        v_seq bigint;
+        v_version text := '';
+      BEGIN
+        FOREACH v_key IN ARRAY p_keys LOOP
+          PERFORM pg_advisory_xact_lock(hashtextextended(v_key, 0));
+        END LOOP;
+        SELECT count(*) INTO v_stale FROM unnest(p_keys, p_seen) AS e(k, seen)
+          LEFT JOIN LATERAL (
+            SELECT kv.xmin::text AS v FROM kv
+              WHERE kv.key = e.k AND (kv.expires_at IS NULL OR kv.expires_at > p_now) OFFSET 0
+          ) AS r ON true
+          WHERE r.v IS DISTINCT FROM e.seen;
+        IF v_stale > 0 THEN
+          RETURN NULL;
+        END IF;
+        FOREACH v_key IN ARRAY coalesce(p_delete_keys, ARRAY[]::text[]) LOOP
+          DELETE FROM kv WHERE key = v_key;
+        END LOOP;
+        IF cardinality(p_set_keys) > 0 THEN
+          WITH w AS (
+            INSERT INTO kv (key, value, expires_at, due_at)
+              SELECT * FROM unnest(p_set_keys, p_set_values, p_set_expires, p_set_due)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at
+            RETURNING xmin::text AS x)
+          SELECT min(x) INTO v_version FROM w;
+        END IF;
+        FOR i IN 1 .. coalesce(cardinality(p_logs), 0) LOOP
+          INSERT INTO log_heads (log, last_seq) VALUES (p_logs[i], 1)
+            ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq INTO v_seq;
+          INSERT INTO logs (log, seq, record) VALUES (p_logs[i], v_seq, p_records[i]);
+        END LOOP;
+        RETURN v_version;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The newest schema version this release knows. */
