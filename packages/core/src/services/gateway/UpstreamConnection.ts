@@ -121,6 +121,7 @@ export class UpstreamConnection {
         timeoutMs: this.timeoutMs,
         maxResultBytes: this.opts.maxResultBytes,
         ...(this.opts.http ? { fetch: this.opts.http.fetch } : {}),
+        request: this.opts.http?.request ?? upstreamRequest,
         onClose: () => this.lost(opened, 'the connection closed'),
         onListChanged: (kind) => void this.refresh(kind),
       });
@@ -259,7 +260,7 @@ export class UpstreamConnection {
       // A 2025 Streamable HTTP session: our own POST (the SDK client's transport cost most of a call).
       const session = o.httpSession();
       if (session) {
-        return postToolCall({ ...session, request: this.opts.http?.request ?? upstreamRequest }, name, args, {
+        return postToolCall(session, name, args, {
           timeoutMs: this.timeoutMs,
           maxBytes: this.opts.maxResultBytes,
           ...opts,

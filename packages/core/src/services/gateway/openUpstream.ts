@@ -1,5 +1,6 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+import type { HttpRequester } from '../../net/httpRequest.js';
 import type { HttpSession } from './postToolCall.js';
 
 /**
@@ -45,9 +46,10 @@ export interface OpenedUpstream {
   stderrTail: () => string;
   /**
    * The open 2025 Streamable HTTP session (type 'http' speaking a 2025 revision), which tools/call
-   * is posted on directly (postToolCall); undefined for stdio, SSE and 2026-07-28 upstreams.
+   * is posted on directly (postToolCall); undefined for stdio, SSE and 2026-07-28 upstreams. The
+   * same object while the session lasts (postToolCall keeps what it derives from it per object).
    */
-  httpSession: () => Omit<HttpSession, 'request'> | undefined;
+  httpSession: () => HttpSession | undefined;
 }
 
 export interface OpenOptions {
@@ -61,6 +63,8 @@ export interface OpenOptions {
   maxResultBytes: number;
   /** A fetch that refuses non-public addresses (remote servers), see guardUpstreamUrl. */
   fetch?: typeof fetch;
+  /** What the forwarded tools/call is sent with (the guarded request of remote servers, or Node's client). */
+  request: HttpRequester;
 }
 
 const STDERR_TAIL = 2048;
@@ -142,11 +146,15 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
     server.type === 'http'
       ? { transport: transport as InstanceType<ClientModule['StreamableHTTPClientTransport']>, url: server.url }
       : undefined;
-  const httpSession = (): Omit<HttpSession, 'request'> | undefined => {
+  let session: HttpSession | undefined;
+  const httpSession = (): HttpSession | undefined => {
     const version = http?.transport.protocolVersion;
     // A 2026-07-28 exchange carries its version and capabilities in each request's _meta: left to the SDK client.
     if (!http || !version || version >= '2026') return undefined;
-    return { url: http.url, headers: opts.headers, sessionId: http.transport.sessionId, protocolVersion: version };
+    const sessionId = http.transport.sessionId;
+    if (!session || session.sessionId !== sessionId || session.protocolVersion !== version)
+      session = { url: http.url, headers: opts.headers, sessionId, protocolVersion: version, request: opts.request };
+    return session;
   };
   return { client, pid: pid(), stderrTail: () => tail, httpSession };
 }

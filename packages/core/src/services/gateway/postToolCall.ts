@@ -4,7 +4,10 @@ import { CoreError } from '../../kernel/CoreError.js';
 import { decodedBody, type HttpRequester } from '../../net/httpRequest.js';
 import type { CallToolResult } from './mcpWire.js';
 
-/** The open 2025 Streamable HTTP session a forwarded tools/call is posted on (the SDK client opened it). */
+/**
+ * The open 2025 Streamable HTTP session a forwarded tools/call is posted on (the SDK client opened
+ * it). Its URL is parsed and its request headers are built once per session object (`prepared`).
+ */
 export interface HttpSession {
   url: string;
   /** The connection's headers (shared config headers, or a user's credentials over them). */
@@ -72,6 +75,7 @@ export async function postToolCall(
   opts: PostToolCallOptions,
 ): Promise<CallToolResult> {
   const id = `${PREFIX}${++nextId}`;
+  const { url, headers } = prepared(session);
   const params: Record<string, unknown> = { name, arguments: args };
   if (opts.onProgress) params._meta = { progressToken: id };
   const controller = new AbortController();
@@ -84,9 +88,9 @@ export async function postToolCall(
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   if (opts.signal?.aborted) controller.abort();
   try {
-    const res = await session.request(new URL(session.url), {
+    const res = await session.request(url, {
       method: 'POST',
-      headers: headersOf(session),
+      headers,
       body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }),
       signal: controller.signal,
     });
@@ -130,22 +134,32 @@ function bodyOf(res: IncomingMessage, signal: AbortSignal): Readable {
   return body;
 }
 
-function headersOf(session: HttpSession): Record<string, string> {
-  return {
-    ...session.headers,
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': session.protocolVersion,
-    ...(session.sessionId ? { 'mcp-session-id': session.sessionId } : {}),
-  };
+const preparedSessions = new WeakMap<HttpSession, { url: URL; headers: Record<string, string> }>();
+
+/** The session's URL and request headers, made once per session object (Node's client reads both without changing them). */
+function prepared(session: HttpSession): { url: URL; headers: Record<string, string> } {
+  let p = preparedSessions.get(session);
+  if (!p) {
+    const headers = {
+      ...session.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': session.protocolVersion,
+      ...(session.sessionId ? { 'mcp-session-id': session.sessionId } : {}),
+    };
+    p = { url: new URL(session.url), headers };
+    preparedSessions.set(session, p);
+  }
+  return p;
 }
 
 /** A notification or a response to the upstream (202 expected); failures are the upstream's problem, not this call's. */
 async function notify(session: HttpSession, message: Record<string, unknown>): Promise<void> {
   try {
-    const res = await session.request(new URL(session.url), {
+    const { url, headers } = prepared(session);
+    const res = await session.request(url, {
       method: 'POST',
-      headers: headersOf(session),
+      headers,
       body: JSON.stringify({ jsonrpc: '2.0', ...message }),
       signal: AbortSignal.timeout(10_000),
     });
