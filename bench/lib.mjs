@@ -125,8 +125,9 @@ export function coldStart(args, { cwd, env = {}, urlOf = (out) => /https?:\/\/12
 /**
  * server-everything from npm in its Streamable HTTP mode on a free port of 127.0.0.1 (the MCP
  * gateway benches' upstream); resolves once it listens, with its process and /mcp URL.
+ * `command` and `prefix` run it under another program (valgrind: its arguments, then node).
  */
-export async function startEverythingHttp() {
+export async function startEverythingHttp({ command = process.execPath, prefix = [] } = {}) {
   const everything = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
   const port = await new Promise((resolve) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
@@ -134,7 +135,7 @@ export async function startEverythingHttp() {
       s.close(() => resolve(p));
     });
   });
-  const child = spawn(process.execPath, [everything, 'streamableHttp'], {
+  const child = spawn(command, [...prefix, everything, 'streamableHttp'], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -3,8 +3,11 @@
 // is @modelcontextprotocol/server-everything (Streamable HTTP, run normally, not counted); the gateway
 // is `<built checkout>`'s bench server with it configured as `web`. Each call is a 2025-11-25 session
 // POST with its own JSON-RPC id; 4 clients send calls one after another. `tool` is `web__echo` (the
-// forwarded call) or `greeting` (our own tool on the same server, for reference).
-// `node bench/mcpGatewayInstructions.mjs <built checkout> [web__echo|greeting] [warm-up calls, default 1500] [counted calls, default 500]`
+// forwarded call) or `greeting` (our own tool on the same server, for reference), or `echo`: the
+// upstream itself called directly, counted in its own process (the SDK's server alone: the baseline).
+// `node bench/mcpGatewayInstructions.mjs <built checkout> [web__echo|greeting|echo] [warm-up calls] [counted calls]`
+// (defaults 3,000 and 1,000: after 1,500 calls TurboFan still compiles, a third of the instructions
+// counted over the next 500 were the optimizing compiler's).
 // Counting starts after the warm-up (the JIT has settled). Needs valgrind; slow (minutes per run).
 import path from 'node:path';
 import { spawn, execFileSync } from 'node:child_process';
@@ -12,14 +15,17 @@ import { readFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { startEverythingHttp } from './lib.mjs';
 
-const [tree, tool = 'web__echo', warmS = '1500', nS = '500'] = process.argv.slice(2);
+const [tree, tool = 'web__echo', warmS = '3000', nS = '1000'] = process.argv.slice(2);
 const warm = Number(warmS);
 const n = Number(nS);
 const dir = `${tmpdir()}/mcp-gateway-callgrind-${tool}-${path.basename(tree)}-${process.pid}`;
 rmSync(dir, { recursive: true, force: true });
 mkdirSync(dir);
 
-const { child: upstream, url: upstreamUrl } = await startEverythingHttp();
+const direct = tool === 'echo';
+const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath];
+// Direct: the upstream runs under callgrind and is called itself (no gateway).
+const { child: upstream, url: upstreamUrl } = await startEverythingHttp(direct ? { command: 'valgrind', prefix: valgrind } : undefined);
 
 const config = JSON.stringify({
   storage: { type: 'memory' },
@@ -27,18 +33,9 @@ const config = JSON.stringify({
   gateway: { allowPrivateNetwork: true },
   mcpServers: { web: { type: 'http', url: upstreamUrl } },
 });
-const child = spawn(
-  'valgrind',
-  [
-    '--tool=callgrind',
-    '--instr-atstart=no',
-    `--callgrind-out-file=${dir}/out.%p`,
-    process.execPath,
-    path.join(tree, 'bench/servers/ai-backend.mjs'),
-    config,
-  ],
-  { stdio: ['ignore', 'pipe', 'pipe'] },
-);
+const child = direct
+  ? upstream
+  : spawn('valgrind', [...valgrind, path.join(tree, 'bench/servers/ai-backend.mjs'), config], { stdio: ['ignore', 'pipe', 'pipe'] });
 // Neither child outlives this script, whatever ends it.
 process.on('exit', () => {
   child.kill('SIGKILL');
@@ -46,15 +43,17 @@ process.on('exit', () => {
 });
 let err = '';
 child.stderr.on('data', (d) => (err += d));
-const url = await new Promise((res, rej) => {
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-    const l = out.split('\n').find((x) => x.startsWith('{'));
-    if (l) res(`${JSON.parse(l).url}/mcp`);
-  });
-  child.on('exit', (c) => rej(new Error(`exit ${c}${err.slice(-2000)}`)));
-});
+const url = direct
+  ? upstreamUrl
+  : await new Promise((res, rej) => {
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+        const l = out.split('\n').find((x) => x.startsWith('{'));
+        if (l) res(`${JSON.parse(l).url}/mcp`);
+      });
+      child.on('exit', (c) => rej(new Error(`exit ${c}${err.slice(-2000)}`)));
+    });
 const LEGACY = '2025-11-25';
 const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 // Under valgrind the first requests (modules still loading) can outlast a socket: retried.
@@ -92,6 +91,7 @@ for (let i = 0; !(await retried(async () => (await post({ method: 'tools/list' }
 }
 const args = tool === 'greeting' ? { name: 'Ada', language: 'de' } : { message: 'hello' };
 const expect = tool === 'greeting' ? 'Hallo, Ada!' : 'Echo: hello';
+// Direct, the session lists `echo` at once (the loop above returned on its first tools/list).
 // Calls the gateway answered with an error (under valgrind, a kept-alive upstream socket can be
 // closed by the upstream just as the slow gateway reuses it): sent again, and counted (their
 // instructions are in the count, so a run with many is a little high).
