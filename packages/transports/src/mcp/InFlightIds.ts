@@ -3,8 +3,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 type Message = { id?: unknown; method?: unknown; result?: unknown; error?: unknown; params?: { requestId?: unknown } } | null;
 
 /** JSON-RPC ids are strings or numbers; `1` and `"1"` are different ids. */
-export const idKey = (id: unknown): string | undefined =>
-  typeof id === 'number' ? `n:${id}` : typeof id === 'string' ? `s:${id}` : undefined;
+const idKey = (id: unknown): string | undefined => (typeof id === 'number' ? `n:${id}` : typeof id === 'string' ? `s:${id}` : undefined);
 
 /**
  * The ids of one 2025 session's requests still unanswered. The MCP specification requires a

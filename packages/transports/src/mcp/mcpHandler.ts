@@ -39,7 +39,6 @@ import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
 import { duplicateIdResponse, InFlightIds } from './InFlightIds.js';
-import { HeldHeads, type CorkableResponse } from './HeldHeads.js';
 import { isEventStream, isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../edge/StreamAdmission.js';
 import { serveEntry } from '../edge/serveEntry.js';
 
@@ -59,8 +58,6 @@ interface LiveSession {
   replaying: boolean;
   /** Request ids still unanswered: a request reusing one is refused (InFlightIds). */
   ids: InFlightIds;
-  /** SSE answers whose head and priming event wait for their call's first message (HeldHeads). */
-  heads: HeldHeads;
 }
 
 /**
@@ -556,8 +553,6 @@ export class McpHandler {
     const claim = live.ids.claim(messages);
     if ('duplicate' in claim) return duplicateIdResponse(claim.duplicate);
     holder.isStream = SESSION_ANSWER[legacy.responseMode];
-    const outgoing = (c.env as { outgoing?: CorkableResponse } | undefined)?.outgoing;
-    if (legacy.responseMode === 'sse' && outgoing) live.heads.hold(claim.claimed, outgoing);
     const res = await live.transport.handleRequest(c.req.raw, { parsedBody: body, authInfo });
     // Refused by the transport (a bad header, a closed session): nothing of it runs, its ids stay free.
     if (res.status >= 400) live.ids.release(claim.claimed);
@@ -781,7 +776,7 @@ export class McpHandler {
    * the session's live pair, and registers (and counts) a session not registered yet.
    */
   private async startLive(s: Session): Promise<LiveSession> {
-    const live = { replaying: false, ids: new InFlightIds(), heads: new HeldHeads() } as LiveSession;
+    const live = { replaying: false, ids: new InFlightIds() } as LiveSession;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => s.id,
       enableJsonResponse: this.legacy.responseMode === 'json',
@@ -808,7 +803,6 @@ export class McpHandler {
     Object.assign(live, { transport, server, roots, state });
     await server.connect(transport);
     live.ids.watch(transport);
-    live.heads.watch(transport);
     return live;
   }
 }
