@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
+import { windowAt } from './fixedWindow.js';
 import { WindowLeases } from './WindowLeases.js';
 
 /** What is counted: every /mcp request, or each tool call (any entry point). */
@@ -114,8 +115,7 @@ export class RateLimiter {
     if (!this.settings.enabled || units <= 0) return null;
     const now = this.now();
     const { windowMs } = this.settings;
-    const window = Math.floor(now / windowMs);
-    const resetSec = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
+    const { window, resetSec } = windowAt(now, windowMs);
     const limit = this.limitOf(kind);
     let counted: { allowed: boolean; used: number };
     try {

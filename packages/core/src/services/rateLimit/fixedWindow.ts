@@ -14,8 +14,13 @@ export async function countInWindow(
   units = 1,
   now = Date.now(),
 ): Promise<{ count: number; resetSec: number }> {
-  const window = Math.floor(now / windowMs);
-  const resetSec = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
+  const { window, resetSec } = windowAt(now, windowMs);
   const count = (await storage.increment(`${key}:${window}`, units, { ttlMs: windowMs })) ?? 0;
   return { count, resetSec };
+}
+
+/** The number of the fixed window (aligned to the epoch) `now` falls in, and the seconds until it ends (at least 1). */
+export function windowAt(now: number, windowMs: number): { window: number; resetSec: number } {
+  const window = Math.floor(now / windowMs);
+  return { window, resetSec: Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000)) };
 }
