@@ -32,8 +32,14 @@ export function banner(addr: BoundAddress, config: ResolvedConfig, configPath: s
     );
   }
   if ((auth === 'jwt' && !verifies(verifiers, 'jwt')) || (auth === 'both' && verifiers === 'none')) {
-    lines.push('', '  JWT is the auth type but jwt.secret is not set: no token can be verified, nobody can sign in.');
-    lines.push('  Put JWT_SECRET=<32+ random characters> in .env (serve and token both read it), then restart.');
+    // The cause decides the advice: a set secret whose JWTs are switched off needs no new secret.
+    if (config.jwt.secret) {
+      lines.push('', '  JWT is the auth type but mcp.auth.jwt.enabled is false: no token can be verified, nobody can sign in.');
+      lines.push('  Remove mcp.auth.jwt.enabled: false from the config (or set it to true), then restart.');
+    } else {
+      lines.push('', '  JWT is the auth type but jwt.secret is not set: no token can be verified, nobody can sign in.');
+      lines.push('  Put JWT_SECRET=<32+ random characters> in .env (serve and token both read it), then restart.');
+    }
   }
   if (auth === 'none') {
     lines.push('', '  Authentication is off (development only). Admin procedures still need an administrator token:');

@@ -1,5 +1,6 @@
 import type { AnyRouter } from '@trpc/server';
 import { CoreError } from '../kernel/CoreError.js';
+import { verifies } from '../config/resolveAuth.js';
 import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import type { CallAdmission, McpCallContext } from './context.js';
@@ -206,16 +207,18 @@ export class RequestScope {
 }
 
 /**
- * The scopes a 401 challenge asks for: with our authorization server, the ones it grants by
- * default (`oauth.scopesSupported`) plus the call scope, never `offline_access` (MCP: refresh
- * tokens are not a resource requirement); with JWT only, `mcp.auth.jwt.requiredScopes`.
+ * The scopes a 401 challenge asks for, from the tokens the server actually verifies (not the
+ * configured auth type: 'both' without a running OAuth server verifies JWTs only): where our
+ * OAuth tokens are verified, the scopes our authorization server grants by default
+ * (`oauth.scopesSupported`) plus the call scope, never `offline_access` (MCP: refresh tokens are
+ * not a resource requirement); where only JWTs are, `mcp.auth.jwt.requiredScopes`; none otherwise.
  */
 export function signInScopes(config: Runtime['config']): string[] {
-  const type = config.auth.mode;
-  if (type === 'oauth' || type === 'both') {
+  const { verifiers } = config.auth;
+  if (verifies(verifiers, 'oauth')) {
     const call = callScopeOf(config);
     return [...new Set([...config.oauth.scopesSupported, ...(call ? [call] : [])])].filter((s) => s !== 'offline_access');
   }
-  if (type === 'jwt') return [...config.mcp.auth.jwt.requiredScopes];
+  if (verifies(verifiers, 'jwt')) return [...config.mcp.auth.jwt.requiredScopes];
   return [];
 }
