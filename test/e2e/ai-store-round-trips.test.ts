@@ -105,9 +105,71 @@ describe.each(stores)('store round trips of a metered /v1 call, on $name', (stor
     }
     expect(counts).toEqual({ sdk: 2, 'pass-through': 2 });
   });
+
+  // The hold is a non-durable transaction (Reservations.reserve, docs/storage.md "Non-durable
+  // transactions"): its commit does not wait for the WAL flush; the settle's does, and PostgreSQL
+  // flushes WAL in order, so the answer, written after the settle, never rests on an unflushed
+  // hold alone. Fails if the hold becomes a durable commit again (a WAL flush more per call) or
+  // the settle stops being one (an answered call whose charge a crash of PostgreSQL could lose).
+  it.runIf(store.name === 'postgres')(
+    'the hold commits asynchronously and the settle durably, streamed or not, on both paths',
+    async () => {
+      const admin = await tokenFor('v1rt-admin', { admin: true });
+      const modes: Record<string, string[]> = {};
+      for (const [path, gw] of servers) {
+        const sub = `v1rt-modes-${path}`;
+        await creditTokens(gw.url, admin, sub, 1_000_000, sub);
+        const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: await tokenFor(sub), maxRetries: 0 });
+        const messages = [{ role: 'user' as const, content: 'count me' }];
+        const closed = () => waitFor(async () => (gw.runtime.billing.openHolds() === 0 ? true : undefined), { what: 'the settle' });
+        for (let i = 0; i < 3; i++) await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages });
+        await closed();
+        for (const stream of [false, true]) {
+          const pgQuery = vi.spyOn(pg.Client.prototype, 'query');
+          try {
+            if (stream) {
+              for await (const _ of await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages, stream: true }));
+            } else await client.chat.completions.create({ model: 'openai/gpt-4.1-mini', messages });
+            await closed();
+            modes[`${path}${stream ? ' streamed' : ''}`] = pgQuery.mock.calls.filter((args) => !background(args)).map(commitMode);
+          } finally {
+            pgQuery.mockRestore();
+          }
+        }
+      }
+      const holdThenSettle = ['hold: async', 'settle: durable'];
+      expect(modes).toEqual({
+        sdk: holdThenSettle,
+        'sdk streamed': holdThenSettle,
+        'pass-through': holdThenSettle,
+        'pass-through streamed': holdThenSettle,
+      });
+    },
+  );
 });
 
-/** The MCP gateway's periodic read of its server list (every instance polls it): not a call's request. */
+/**
+ * How a statement commits: a transaction's `aib_tx` call with `synchronous_commit` set off in the
+ * statement itself (PostgresStorage's TX_CALL_ASYNC) or on the connection's setting (durable).
+ * Named by what a warm call's transactions are: the first writes a `hold:` row, the second deletes it.
+ */
+function commitMode(args: unknown[]): string {
+  const q = args[0] as { text?: string; values?: unknown[][] } | string;
+  const text = typeof q === 'string' ? q : (q.text ?? '');
+  if (!/\baib_tx\(/.test(text)) return text.slice(0, 40);
+  const values = typeof q === 'string' ? [] : (q.values ?? []);
+  const kind = (values[3] ?? []).some((k) => String(k).startsWith('hold:'))
+    ? 'hold'
+    : (values[7] ?? []).some((k) => String(k).startsWith('hold:'))
+      ? 'settle'
+      : 'other';
+  return `${kind}: ${/set_config\('synchronous_commit', 'off'/.test(text) ? 'async' : 'durable'}`;
+}
+
+/**
+ * Not a call's request: the MCP gateway's periodic read of its server list (every instance polls
+ * it) and the statistics' periodic flush of the day rows (`stats:` keys, every instance).
+ */
 function background(args: unknown[]): boolean {
   const first = args[0] as { values?: unknown; args?: unknown } | string | undefined;
   const parts = [
@@ -118,7 +180,8 @@ function background(args: unknown[]): boolean {
   ];
   return parts.some((p) => {
     try {
-      return (typeof p === 'string' ? p : (JSON.stringify(p) ?? '')).includes('gateway:servers');
+      const text = typeof p === 'string' ? p : (JSON.stringify(p) ?? '');
+      return text.includes('gateway:servers') || text.includes('"stats:');
     } catch {
       return false;
     }
