@@ -73,21 +73,17 @@ beforeAll(async () => {
   );
   admin = await tokenFor('console-load-admin', { admin: true });
   await creditTokens(gw.url, admin, HEAVY, 1_000_000, 'load-seed');
-  const user = await tokenFor(HEAVY);
-  for (let i = 0; i < 3; i++)
-    expect(
-      (
-        await rpcCall(gw.url, user, 'ai.generateText', {
-          content: `call ${i}`,
-          systemPrompt: 's',
-          provider: 'openai',
-          options: { maxTokens: 20 },
-        })
-      ).result,
-    ).toBeDefined();
+  for (let i = 0; i < 3; i++) await meteredCall(`call ${i}`);
   // The upstream statistics of those calls in the store (the timer is off here).
   await gw.runtime.stats.flush();
 }, 60_000);
+
+/** One metered call of the heavy user. */
+async function meteredCall(content: string): Promise<void> {
+  const user = await tokenFor(HEAVY);
+  const r = await rpcCall(gw.url, user, 'ai.generateText', { content, systemPrompt: 's', provider: 'openai', options: { maxTokens: 20 } });
+  expect(r.result, r.text).toBeDefined();
+}
 
 afterAll(async () => {
   await gw?.stop();
@@ -101,6 +97,9 @@ async function measure(): Promise<{
   search: number;
   listings: { overview: string[]; userView: string[]; search: string[] };
 }> {
+  // A call first: the overview's usage answer is then computed afresh, as on an instance under
+  // traffic, not served again from the last one (docs/console.md, "Usage figures").
+  await meteredCall('before a measurement');
   // The statistics of the calls before this one are written now, not by the overview's own read
   // (what a flush writes depends on those calls, not on the console).
   await gw.runtime.stats.flush();

@@ -10,6 +10,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import { AnonymousWindow } from './AnonymousWindow.js';
 import { budgetKeys, Budgets, effectiveBudget, type BudgetRecord } from './Budgets.js';
 import { platformFee, withFee } from './fee.js';
+import { noteUsageRecorded } from './adminAnalyticsCache.js';
 import * as history from './history.js';
 import { Ledger, type Account, type CreditClaimOptions } from './Ledger.js';
 import { planConsumption, type ConsumptionPlan } from './planConsumption.js';
@@ -359,13 +360,16 @@ export class BillingService implements Metering {
 
   private async settleWith(reservation: Reservation, usage: SettleUsage, prefs: UserPreferences): Promise<SettleResult> {
     const userId = reservation.userId!;
+    // Once the usage rows are written (or may be), this process's console answers read them afresh (adminAnalyticsCache.ts).
     const {
       result,
       replay,
       reservation: held,
       crossings,
       oneTimeLeft,
-    } = await this.reservations.settle(reservation, usage, this.options.platformFeeRate, this.platformOrder(prefs));
+    } = await this.reservations
+      .settle(reservation, usage, this.options.platformFeeRate, this.platformOrder(prefs))
+      .finally(noteUsageRecorded);
     this.prefsRead.delete(reservation);
     this.open.delete(`${userId}\n${reservation.requestId}`);
     if (crossings.length > 0) {
@@ -409,7 +413,7 @@ export class BillingService implements Metering {
   /** A call paid with the caller's own key: usage only, no balance changes. Idempotent per requestId. */
   async recordByokUsage(p: ByokUsageParams): Promise<void> {
     if (!p.identity) return;
-    await recordByokUsage(this.ledger, p.identity.sub, { ...p, apiKeyId: p.identity.apiKey?.id });
+    await recordByokUsage(this.ledger, p.identity.sub, { ...p, apiKeyId: p.identity.apiKey?.id }).finally(noteUsageRecorded);
   }
 
   /** Add tokens once per idempotency key (purchases, admin credits, your own code). */

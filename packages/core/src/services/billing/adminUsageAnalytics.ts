@@ -1,5 +1,5 @@
 import type { Storage } from '../../kernel/Storage.js';
-import { AgedMap } from '../../lib/AgedMap.js';
+import { cachedAnswer, getChunked, recentAnswer, rememberAnswer, shardRows, usageRecordedMark, versionsOf } from './adminAnalyticsCache.js';
 import { GLOBAL_SHARDS, globalKeys, type GlobalDay, shardOf, TOP_K } from './globalUsage.js';
 import { add, zero, type Totals, type UsageDay } from './history.js';
 import { ledgerKeys } from './Ledger.js';
@@ -82,45 +82,10 @@ const splitOf = (row: UsageDay): SplitTotals => ({
   byokCostUsd: row.byMode?.byok.estimatedCostUsd ?? 0,
 });
 
-async function getChunked<T>(storage: Storage, keys: string[]): Promise<Array<T | undefined>> {
-  const out: Array<T | undefined> = [];
-  for (let i = 0; i < keys.length; i += CHUNK) out.push(...(await storage.getMany<T>(keys.slice(i, i + CHUNK))));
-  return out;
-}
-
 function top<T extends Totals>(rows: Array<[string, T]>, sortBy: 'cost' | 'tokens', limit: number): Array<[string, T]> {
   const score = (t: T) =>
     sortBy === 'cost' ? ('platformCostUsd' in t ? (t as unknown as SplitTotals).platformCostUsd : t.estimatedCostUsd) : t.tokensUsed;
   return rows.sort((a, b) => score(b[1]) - score(a[1]) || b[1].tokensUsed - a[1].tokensUsed || a[0].localeCompare(b[0])).slice(0, limit);
-}
-
-/**
- * A day's shard rows stop changing once it is over: a call is recorded on the day of its settle by
- * the settling instance's clock, so an hour past the day's end (far more than clocks differ by) no
- * instance writes to it. The console asks for the same 14 or 30 days on every poll, and looking up
- * 16 rows a day cost more the larger the store (each a walk down the key B-tree: 4 µs against
- * 1.5 µs in an empty SQLite store at 34,000 rows, more at millions), so the rows of days that are
- * over are kept per store, the day's 16 as one entry, for an hour (a row reaching its 400-day TTL
- * still shows for up to that long) and for at most CLOSED_DAYS days (the oldest cached first out).
- * Read-only: the sums below copy what they add up.
- */
-const CLOSED_AFTER_MS = DAY_MS + 3_600_000;
-const CLOSED_TTL_MS = 3_600_000;
-const CLOSED_DAYS = 100;
-const closedDays = new WeakMap<Storage, AgedMap<string, Array<GlobalDay | undefined>>>();
-
-/** The GLOBAL_SHARDS rows of each day, in order: days that are over from the cache where it has them. */
-async function shardRows(storage: Storage, days: string[], now = Date.now()): Promise<Array<GlobalDay | undefined>> {
-  let cache = closedDays.get(storage);
-  if (!cache) closedDays.set(storage, (cache = new AgedMap(CLOSED_TTL_MS, CLOSED_DAYS)));
-  const closed = (day: string) => now - Date.parse(`${day}T00:00:00Z`) >= CLOSED_AFTER_MS;
-  const cached = days.map((d) => (closed(d) ? cache.get(d, now) : undefined));
-  const missing = days.filter((_, i) => !cached[i]);
-  const keys = missing.flatMap((d) => Array.from({ length: GLOBAL_SHARDS }, (_, s) => globalKeys.day(d, s)));
-  const read = await getChunked<GlobalDay>(storage, keys);
-  const byDay = new Map(missing.map((d, i) => [d, read.slice(i * GLOBAL_SHARDS, (i + 1) * GLOBAL_SHARDS)]));
-  for (const [d, rows] of byDay) if (closed(d)) cache.set(d, rows, now);
-  return days.flatMap((d, i) => cached[i] ?? byDay.get(d)!);
 }
 
 /** Users who made a call on `day`, from the day's user list (an index read, paged). */
@@ -281,11 +246,34 @@ async function rankFromUserLists(storage: Storage, days: string[], opts: AdminAn
   return { rows: top([...perUser], opts.sortBy, opts.limit).map(([userId, t]) => ({ userId, ...t })), truncated };
 }
 
-/** Totals, per day, provider, model and the top users over [from, to]. */
+/**
+ * Totals, per day, provider, model and the top users over [from, to]. The same answer as last time
+ * for the same arguments when no shard row of the range changed since, or within RECENT_MS of the
+ * last check when this process recorded no usage since (adminAnalyticsCache.ts): read-only, shared
+ * by the callers.
+ */
 export async function adminUsageAnalytics(storage: Storage, opts: AdminAnalyticsOptions): Promise<AdminAnalytics> {
+  const key = [opts.from, opts.to, opts.groupBy ?? '', opts.sortBy, opts.limit, opts.maxUserDays ?? '', opts.series ? 1 : 0].join('|');
+  const recent = recentAnswer<AdminAnalytics>(storage, key);
+  if (recent) return recent;
+  const mark = usageRecordedMark();
   const days = daysBetween(opts.from, opts.to);
-  const want = (g: UsageGroup) => opts.groupBy === undefined || opts.groupBy === g;
   const shards = await shardRows(storage, days);
+  const versions = versionsOf(shards);
+  const cached = cachedAnswer<AdminAnalytics>(storage, key, versions, mark);
+  if (cached) return cached;
+  const answer = await analyticsOf(storage, days, shards, opts);
+  rememberAnswer(storage, key, versions, answer, mark);
+  return answer;
+}
+
+async function analyticsOf(
+  storage: Storage,
+  days: string[],
+  shards: Array<GlobalDay | undefined>,
+  opts: AdminAnalyticsOptions,
+): Promise<AdminAnalytics> {
+  const want = (g: UsageGroup) => opts.groupBy === undefined || opts.groupBy === g;
   const users = want('user')
     ? ((await rankFromTop(storage, days, shards, opts)) ?? (await rankFromUserLists(storage, days, opts)))
     : undefined;
