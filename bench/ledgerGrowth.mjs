@@ -16,7 +16,10 @@
 // Options: --rows (target ledger rows, default 10,000,000), --fill-seconds (stop filling after this,
 // default unlimited: whichever comes first), --users (default 10,000), --concurrency (default 128, per process),
 // --fill-processes (PostgreSQL: fill from this many processes at once, default 1; SQLite always 1),
-// --samples per measured call (default 200), --pg postgres URL (default postgres://postgres@127.0.0.1:5432/test).
+// --samples per measured call (default 200), --pg postgres URL (default postgres://postgres@127.0.0.1:5432/test),
+// --baseline <root of another checkout, built>: after the fill, serve the same two stores from that build's
+// servers too (one build at a time: a SQLite file is locked to one process), baseline first, and print its
+// table beside this build's (an A/B at the same store and load: compare the CPU per call).
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -37,6 +40,7 @@ const CONCURRENCY = Number(args.concurrency ?? 128);
 const FILL_WORKERS = Number(args['fill-processes'] ?? 1);
 const SAMPLES = Number(args.samples ?? 200);
 const PG = args.pg ?? 'postgres://postgres@127.0.0.1:5432/test';
+const BASELINE = args.baseline;
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-ledger-growth-jwt-secret-0123456789';
 const VAULT = 'bench-ledger-growth-vault-key-0123456789';
@@ -204,64 +208,71 @@ for (const kind of STORES) {
     ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-bench' } } },
     statistics: { enabled: true },
   });
-  const servers = {
-    full: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(full))]),
-    empty: await startServer(here('./servers/ai-backend.mjs'), [JSON.stringify(serverConfig(empty))]),
-  };
-  const user = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'user-0', expiresIn: '2h' })}`;
-  const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' })}`;
-  const rpc = async (url, auth, method, params) => {
-    const started = performance.now();
-    const send = () =>
-      fetch(url + '/rpc', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: auth },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      });
-    // A kept-alive socket the server closed while idle (a slow call on the other server took
-    // longer than its keep-alive timeout, on a loaded machine) fails at once: send again.
-    const res = await send().catch(send);
-    const body = await res.json();
-    if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error).slice(0, 300)}`);
-    return performance.now() - started;
-  };
-  const measured = [
-    [
-      'ai.generateText (metered call)',
-      user,
-      { content: 'hello', systemPrompt: 'be brief', provider: 'openai', options: { maxTokens: 16 } },
-    ],
-    ['billing.getTokenBalance', user, undefined],
-    ['billing.getUsageHistory', user, { limit: 20 }],
-    ['billing.getPurchaseHistory', user, { limit: 20 }],
-    ['billing.getConsumptionHistory', user, { limit: 20 }],
-    ['billing.getUsageAnalytics', user, { days: 30 }],
-    ['admin.overview', admin, { days: 14 }],
-    ['admin.usageAnalytics', admin, {}],
-    ['admin.userActivity', admin, { userId: 'user-0', kind: 'usage', limit: 20 }],
-    ['admin.userUsage', admin, { userId: 'user-0', days: 30 }],
-  ];
-  const rows = [];
-  for (const [label, auth, params] of measured) {
-    const method = label.split(' ')[0];
-    // Warm both (lazy modules, caches), then alternate so machine noise hits both alike.
-    for (let i = 0; i < 10; i++) for (const s of Object.values(servers)) await rpc(s.url, auth, method, params);
-    const t = { full: [], empty: [] };
-    const cpu0 = { full: await cpuMs(servers.full.pid), empty: await cpuMs(servers.empty.pid) };
-    for (let i = 0; i < SAMPLES; i++) {
-      t.empty.push(await rpc(servers.empty.url, auth, method, params));
-      t.full.push(await rpc(servers.full.url, auth, method, params));
-    }
-    // Server CPU per call (user + system of each server process over the samples): what load does not inflate.
-    const cpu = {
-      full: ((await cpuMs(servers.full.pid)) - cpu0.full) / SAMPLES,
-      empty: ((await cpuMs(servers.empty.pid)) - cpu0.empty) / SAMPLES,
+  /** Every measured call on this build's servers (`root`: another checkout's, for --baseline). */
+  const measure = async (root) => {
+    const script = root ? join(root, 'bench/servers/ai-backend.mjs') : here('./servers/ai-backend.mjs');
+    const servers = {
+      full: await startServer(script, [JSON.stringify(serverConfig(full))]),
+      empty: await startServer(script, [JSON.stringify(serverConfig(empty))]),
     };
-    rows.push({ label, full: p50(t.full), empty: p50(t.empty), cpu });
-  }
+    const user = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'user-0', expiresIn: '2h' })}`;
+    const admin = `Bearer ${await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' })}`;
+    const rpc = async (url, auth, method, params) => {
+      const started = performance.now();
+      const send = () =>
+        fetch(url + '/rpc', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: auth },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+        });
+      // A kept-alive socket the server closed while idle (a slow call on the other server took
+      // longer than its keep-alive timeout, on a loaded machine) fails at once: send again.
+      const res = await send().catch(send);
+      const body = await res.json();
+      if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error).slice(0, 300)}`);
+      return performance.now() - started;
+    };
+    const measured = [
+      [
+        'ai.generateText (metered call)',
+        user,
+        { content: 'hello', systemPrompt: 'be brief', provider: 'openai', options: { maxTokens: 16 } },
+      ],
+      ['billing.getTokenBalance', user, undefined],
+      ['billing.getUsageHistory', user, { limit: 20 }],
+      ['billing.getPurchaseHistory', user, { limit: 20 }],
+      ['billing.getConsumptionHistory', user, { limit: 20 }],
+      ['billing.getUsageAnalytics', user, { days: 30 }],
+      ['admin.overview', admin, { days: 14 }],
+      ['admin.usageAnalytics', admin, {}],
+      ['admin.userActivity', admin, { userId: 'user-0', kind: 'usage', limit: 20 }],
+      ['admin.userUsage', admin, { userId: 'user-0', days: 30 }],
+    ];
+    const rows = [];
+    for (const [label, auth, params] of measured) {
+      const method = label.split(' ')[0];
+      // Warm both (lazy modules, caches), then alternate so machine noise hits both alike.
+      for (let i = 0; i < 10; i++) for (const s of Object.values(servers)) await rpc(s.url, auth, method, params);
+      const t = { full: [], empty: [] };
+      const cpu0 = { full: await cpuMs(servers.full.pid), empty: await cpuMs(servers.empty.pid) };
+      for (let i = 0; i < SAMPLES; i++) {
+        t.empty.push(await rpc(servers.empty.url, auth, method, params));
+        t.full.push(await rpc(servers.full.url, auth, method, params));
+      }
+      // Server CPU per call (user + system of each server process over the samples): what load does not inflate.
+      const cpu = {
+        full: ((await cpuMs(servers.full.pid)) - cpu0.full) / SAMPLES,
+        empty: ((await cpuMs(servers.empty.pid)) - cpu0.empty) / SAMPLES,
+      };
+      rows.push({ label, full: p50(t.full), empty: p50(t.empty), cpu });
+    }
+    for (const s of Object.values(servers)) await s.stop();
+    return rows;
+  };
+  const baselineRows = BASELINE ? await measure(BASELINE) : undefined;
+  const rows = await measure();
   rows.push({ label: 'sweeper (sweepExpiredReservations, in process)', full: p50(sweep.full), empty: p50(sweep.empty) });
-  for (const s of Object.values(servers)) await s.stop();
-  results.push({ kind, filled, sizeMb, rows });
+  results.push({ kind, filled, sizeMb, rows, baselineRows });
 }
 await upstream.stop();
 await rm(root, { recursive: true, force: true });
@@ -280,14 +291,22 @@ for (const r of results) {
   console.log(
     `filled in ${r.filled.seconds.toFixed(0)} s through BillingService (${Math.round(r.filled.rows / r.filled.seconds).toLocaleString('en')} ledger rows/s, ${CONCURRENCY} calls in flight${r.filled.processes ? ` in each of ${r.filled.processes} processes` : ''}); store ${r.sizeMb.toFixed(0)} MiB\n`,
   );
-  console.log(
-    `| measured (p50 of ${SAMPLES}, alternating) | empty ms | full ms | full / empty | server CPU ms/call empty | full | full / empty |`,
-  );
-  console.log('|---|---|---|---|---|---|---|');
-  for (const x of r.rows)
+  const table = (rows) => {
     console.log(
-      `| ${x.label} | ${f(x.empty)} | ${f(x.full)} | ${(x.full / x.empty).toFixed(2)} | ` +
-        (x.cpu ? `${f(x.cpu.empty)} | ${f(x.cpu.full)} | ${(x.cpu.full / x.cpu.empty).toFixed(2)} |` : '– | – | – |'),
+      `| measured (p50 of ${SAMPLES}, alternating) | empty ms | full ms | full / empty | server CPU ms/call empty | full | full / empty |`,
     );
+    console.log('|---|---|---|---|---|---|---|');
+    for (const x of rows)
+      console.log(
+        `| ${x.label} | ${f(x.empty)} | ${f(x.full)} | ${(x.full / x.empty).toFixed(2)} | ` +
+          (x.cpu ? `${f(x.cpu.empty)} | ${f(x.cpu.full)} | ${(x.cpu.full / x.cpu.empty).toFixed(2)} |` : '– | – | – |'),
+      );
+  };
+  if (r.baselineRows) {
+    console.log(`baseline (${BASELINE}), measured first on the same stores:\n`);
+    table(r.baselineRows);
+    console.log('\nthis build:\n');
+  }
+  table(r.rows);
 }
 console.log(`\nload average at the start: ${loadAtStart}; at the end: ${await loadAverage()}`);
