@@ -11,6 +11,7 @@ import type {
   TxRead,
 } from '../kernel/Storage.js';
 import { sliceLog } from './sliceLog.js';
+import { copyValue } from './copyValue.js';
 
 interface Slot {
   value: unknown;
@@ -41,20 +42,20 @@ export class MemoryStorage implements Storage {
   }
 
   private put(key: string, value: unknown, opts?: SetOptions): void {
-    // structuredClone keeps callers from mutating stored state through a shared reference.
-    this.data.set(key, { value: structuredClone(value), expiresAt: opts?.ttlMs ? Date.now() + opts.ttlMs : undefined });
+    // The copy keeps callers from mutating stored state through a shared reference.
+    this.data.set(key, { value: copyValue(value), expiresAt: opts?.ttlMs ? Date.now() + opts.ttlMs : undefined });
     this.due.delete(key);
   }
 
   async get<T>(key: string): Promise<T | undefined> {
     const slot = this.live(key);
-    return slot === undefined ? undefined : (structuredClone(slot.value) as T);
+    return slot === undefined ? undefined : (copyValue(slot.value) as T);
   }
 
   async getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>> {
     return keys.map((k) => {
       const slot = this.live(k);
-      return slot === undefined ? undefined : (structuredClone(slot.value) as T);
+      return slot === undefined ? undefined : (copyValue(slot.value) as T);
     });
   }
 
@@ -106,7 +107,7 @@ export class MemoryStorage implements Storage {
   private push(log: string, record: unknown): number {
     let entries = this.logs.get(log);
     if (!entries) this.logs.set(log, (entries = []));
-    entries.push(structuredClone(record));
+    entries.push(copyValue(record));
     return entries.length;
   }
 
@@ -117,7 +118,7 @@ export class MemoryStorage implements Storage {
     const from = opts?.newestFirst ? opts : { ...opts, after: Math.max(trimmed, opts?.after ?? 0) };
     return sliceLog(entries.length, from)
       .filter((seq) => seq > trimmed)
-      .map((seq) => ({ seq, record: structuredClone(entries[seq - 1]) as T }));
+      .map((seq) => ({ seq, record: copyValue(entries[seq - 1]) as T }));
   }
 
   async trimLog(log: string, throughSeq: number): Promise<number> {
@@ -145,7 +146,7 @@ export class MemoryStorage implements Storage {
     const read: TxRead = <T>(key: string) => {
       if (!snapshot.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
       const v = snapshot.get(key);
-      return (v === undefined ? undefined : structuredClone(v)) as T | undefined;
+      return (v === undefined ? undefined : copyValue(v)) as T | undefined;
     };
     const { writes, result } = plan(read);
     for (const w of writes) {

@@ -134,19 +134,33 @@ const one = (u: UsageItem): Totals => ({
   estimatedCostUsd: u.estimatedCostUsd ?? 0,
 });
 
-/** The day row after recording `u` (pure: used inside transactions). */
+/** `prev` plus `t`, as a new object (`prev` is left as it is). */
+function plus(prev: Totals | undefined, t: Totals): Totals {
+  const next = prev ? { ...prev } : zero();
+  add(next, t);
+  return next;
+}
+
+/**
+ * The day row after recording `u` (pure: used inside transactions). Copies only what it changes:
+ * the totals and the provider, model and mode entries of `u`; the rest of the row (a global row's
+ * `top` lists, the other models) is shared with `day`, so a row that grows with the day's models
+ * is not cloned whole on every call.
+ */
 export function addToDay(day: UsageDay | undefined, u: UsageItem): UsageDay {
   const next: UsageDay = day
-    ? structuredClone(day)
+    ? { ...day, totals: { ...day.totals }, byProvider: { ...day.byProvider }, byModel: { ...day.byModel } }
     : { totals: { ...zero(), platformRequests: 0, byokRequests: 0 }, byProvider: {}, byModel: {} };
   const t = one(u);
   add(next.totals, t);
   if (u.mode === 'platform') next.totals.platformRequests++;
   else next.totals.byokRequests++;
-  add((next.byProvider[u.provider] ??= zero()), t);
-  add((next.byModel[`${u.provider}/${u.model}`] ??= zero()), t);
-  next.byMode ??= { platform: zero(), byok: zero() };
-  add(next.byMode[u.mode], t);
+  next.byProvider[u.provider] = plus(next.byProvider[u.provider], t);
+  const model = `${u.provider}/${u.model}`;
+  next.byModel[model] = plus(next.byModel[model], t);
+  const byMode = next.byMode ? { ...next.byMode } : { platform: zero(), byok: zero() };
+  byMode[u.mode] = plus(next.byMode?.[u.mode], t);
+  next.byMode = byMode;
   return next;
 }
 

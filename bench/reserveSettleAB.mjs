@@ -1,0 +1,195 @@
+#!/usr/bin/env node
+// CPU and instructions per reserve + settle through BillingService, in process, the way
+// bench/ledgerGrowth.mjs fills a store (issue 37): `--users` users credited once, then
+// `reserve` + `settle` with `--concurrency` calls in flight; MODE=hold drives `hold` and the
+// Hold's settle instead (a metered /v1 call's billing: the payer decision in the hold's
+// transaction). Two built checkouts, each in its own worker process, rounds alternating A B B A
+// so both see the same machine: CPU per call from the worker's process.cpuUsage (user and
+// system apart; system is mostly SQLite's WAL writes) and calls per second. With `--callgrind`,
+// each worker instead runs once under valgrind's callgrind with counting switched on only for
+// the counted calls (after the warm-up): instructions per call, steady on a loaded machine.
+//
+//   node bench/reserveSettleAB.mjs <checkoutA> <checkoutB> [--stores memory,sqlite] [--users 1000]
+//        [--concurrency 128] [--warm 2000] [--calls 4000] [--rounds 4] [--callgrind]
+// SQLite runs on the default driver (better-sqlite3 on Node 20); SQLITE_DRIVER=node-sqlite picks the other.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const argv = process.argv.slice(2);
+if (argv[0] === '--worker') await worker(JSON.parse(argv[1]));
+else await main();
+
+async function main() {
+  const roots = argv.filter((a, i) => !a.startsWith('--') && !argv[i - 1]?.startsWith('--')).slice(0, 2);
+  const opt = (name, dflt) => {
+    const i = argv.indexOf(`--${name}`);
+    return i === -1 ? dflt : argv[i + 1];
+  };
+  if (roots.length !== 2) throw new Error('usage: node bench/reserveSettleAB.mjs <checkoutA> <checkoutB> [options]');
+  const [A, B] = roots.map((r) => resolve(r));
+  const stores = opt('stores', 'memory,sqlite').split(',');
+  const grind = argv.includes('--callgrind');
+  const job = {
+    users: Number(opt('users', 1000)),
+    concurrency: Number(opt('concurrency', 128)),
+    warm: Number(opt('warm', 2000)),
+    calls: Number(opt('calls', grind ? 1000 : 4000)),
+    mode: process.env.MODE ?? 'fill',
+  };
+  const rounds = grind ? 1 : Number(opt('rounds', 4));
+  const totals = {};
+  for (const store of stores) {
+    for (let r = 0; r < rounds; r++) {
+      for (const [label, root] of r % 2
+        ? [
+            ['B', B],
+            ['A', A],
+          ]
+        : [
+            ['A', A],
+            ['B', B],
+          ]) {
+        const res = await runWorker({ ...job, root, store }, grind);
+        const t = (totals[`${store} ${label}`] ??= { user: 0, sys: 0, rate: 0, instr: 0, n: 0 });
+        t.user += res.userUs;
+        t.sys += res.sysUs;
+        t.rate += res.perSec;
+        t.instr += res.instructions ?? 0;
+        t.n++;
+        console.error(`${store} ${label}: ${JSON.stringify(res)}`);
+      }
+    }
+  }
+  const f = (x, d = 0) => x.toFixed(d);
+  console.log(
+    `\n### reserve + settle per call (${job.mode}), ${job.users} users, ${job.concurrency} in flight, ${job.calls} calls after ${job.warm}, ${rounds} round(s)\n`,
+  );
+  console.log(`A = ${A}\nB = ${B}\n`);
+  console.log(
+    '| store | A µs CPU (user + sys) | B µs CPU (user + sys) | B / A | A calls/s | B calls/s |' +
+      (grind ? ' A M instr | B M instr | B / A |' : ''),
+  );
+  console.log('|---|---|---|---|---|---|' + (grind ? '---|---|---|' : ''));
+  for (const store of stores) {
+    const a = totals[`${store} A`];
+    const b = totals[`${store} B`];
+    const cpu = (t) => (t.user + t.sys) / t.n;
+    console.log(
+      `| ${store} | ${f(cpu(a))} (${f(a.user / a.n)} + ${f(a.sys / a.n)}) | ${f(cpu(b))} (${f(b.user / b.n)} + ${f(b.sys / b.n)}) | ${f(cpu(b) / cpu(a), 2)} | ${f(a.rate / a.n)} | ${f(b.rate / b.n)} |` +
+        (grind ? ` ${f(a.instr / a.n / 1e6, 3)} | ${f(b.instr / b.n / 1e6, 3)} | ${f(b.instr / a.instr, 2)} |` : ''),
+    );
+  }
+  console.log(`\nload average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+}
+
+/** One worker: set up and warm, then count `calls` (under callgrind: instructions of those calls only). */
+async function runWorker(job, grind) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-reserve-settle-'));
+  const self = fileURLToPath(import.meta.url);
+  const args = [self, '--worker', JSON.stringify({ ...job, dir })];
+  const child = grind
+    ? spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/cg.%p`, process.execPath, ...args], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      })
+    : spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async () => {
+    const { value, done } = await lines.next();
+    if (done) throw new Error(`worker exited: ${err.slice(-2000)}`);
+    return value;
+  };
+  await next(); // ready (warm)
+  if (grind) execFileSync('callgrind_control', ['-i', 'on', String(child.pid)], { stdio: 'ignore' });
+  child.stdin.write('go\n');
+  const res = JSON.parse(await next());
+  if (grind) {
+    execFileSync('callgrind_control', ['-i', 'off', String(child.pid)], { stdio: 'ignore' });
+    execFileSync('callgrind_control', ['-d', String(child.pid)], { stdio: 'ignore' });
+  }
+  child.stdin.end();
+  await new Promise((r) => child.on('exit', r));
+  if (grind) {
+    let instructions = 0;
+    for (const f of readdirSync(dir).filter((n) => n.startsWith('cg.'))) {
+      const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dir, f), 'utf8'));
+      if (m) instructions += Number(m[1]);
+    }
+    res.instructions = instructions / job.calls;
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return res;
+}
+
+async function worker(job) {
+  const core = await import(pathToFileURL(`${job.root}/packages/core/dist/internal.js`).href);
+  const { BillingService, createLogger, createStorage, KeyVault, resolveConfig } = core;
+  const driver = process.env.SQLITE_DRIVER ? { sqlite: { driver: process.env.SQLITE_DRIVER } } : {};
+  const storage = await createStorage(
+    resolveConfig({ storage: job.store === 'sqlite' ? { type: 'sqlite', dir: job.dir, ...driver } : { type: job.store } }).storage,
+  );
+  const logger = createLogger('silent');
+  const options = {
+    platformFeeRate: 0.1,
+    allowAnonymousServerPaid: false,
+    anonymousTokensPerWindow: 0,
+    anonymousWindowMs: 60_000,
+    reservationTtlMs: 900_000,
+  };
+  const billing = new BillingService(
+    storage,
+    new KeyVault(storage, { masterKey: 'bench-reserve-settle-vault-key-0123456789' }, logger),
+    options,
+    logger,
+  );
+  const identity = (u) => ({ sub: `user-${u}`, scopes: [], isAdmin: false, via: 'jwt' });
+  for (let u = 0; u < job.users; u++)
+    await billing.credit({ userId: `user-${u}`, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
+  let i = 0;
+  const call = async (n) => {
+    const usage = { tokensUsed: 50 + (n % 50), provider: 'openai', model: 'gpt-4o-mini' };
+    if (job.mode === 'hold') {
+      const hold = await billing.hold({
+        identity: identity(n % job.users),
+        requestId: `r-${n}`,
+        provider: 'openai',
+        estimatedTokens: 100,
+        byokAllowed: true,
+        serverPays: true,
+      });
+      await hold.settle(usage);
+      return;
+    }
+    const r = await billing.reserve({ identity: identity(n % job.users), tokens: 100, requestId: `r-${n}` });
+    await billing.settle(r, usage);
+  };
+  const run = (count) => {
+    const end = i + count;
+    return Promise.all(
+      Array.from({ length: job.concurrency }, async () => {
+        while (i < end) await call(i++);
+      }),
+    );
+  };
+  await run(job.warm);
+  const input = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  process.stdout.write('ready\n');
+  await input.next();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await run(job.calls);
+  const cpu = process.cpuUsage(cpu0);
+  const ms = performance.now() - t0;
+  process.stdout.write(
+    `${JSON.stringify({ userUs: cpu.user / job.calls, sysUs: cpu.system / job.calls, perSec: (job.calls / ms) * 1000 })}\n`,
+  );
+  await input.next();
+  await billing.stop();
+  await storage.close();
+  process.exit(0);
+}
