@@ -6,8 +6,8 @@
 // transaction). Two built checkouts, each in its own worker process, rounds alternating A B B A
 // so both see the same machine: CPU per call from the worker's process.cpuUsage (user and
 // system apart; system is mostly SQLite's WAL writes) and calls per second. With `--callgrind`,
-// each worker instead runs once under valgrind's callgrind with counting switched on only for
-// the counted calls (after the warm-up): instructions per call, steady on a loaded machine.
+// each worker instead runs once under valgrind's callgrind, all at once, with counting switched
+// on only for the counted calls (after the warm-up): instructions per call, steady on a loaded machine.
 //
 //   node bench/reserveSettleAB.mjs <checkoutA> <checkoutB> [--stores memory,sqlite] [--users 1000]
 //        [--concurrency 128] [--warm 2000] [--calls 4000] [--rounds 4] [--callgrind]
@@ -42,25 +42,39 @@ async function main() {
   };
   const rounds = grind ? 1 : Number(opt('rounds', 4));
   const totals = {};
-  for (const store of stores) {
-    for (let r = 0; r < rounds; r++) {
-      for (const [label, root] of r % 2
-        ? [
-            ['B', B],
-            ['A', A],
-          ]
-        : [
-            ['A', A],
-            ['B', B],
-          ]) {
-        const res = await runWorker({ ...job, root, store }, grind);
-        const t = (totals[`${store} ${label}`] ??= { user: 0, sys: 0, rate: 0, instr: 0, n: 0 });
-        t.user += res.userUs;
-        t.sys += res.sysUs;
-        t.rate += res.perSec;
-        t.instr += res.instructions ?? 0;
-        t.n++;
-        console.error(`${store} ${label}: ${JSON.stringify(res)}`);
+  const record = (store, label, res) => {
+    const t = (totals[`${store} ${label}`] ??= { user: 0, sys: 0, rate: 0, instr: 0, n: 0 });
+    t.user += res.userUs;
+    t.sys += res.sysUs;
+    t.rate += res.perSec;
+    t.instr += res.instructions ?? 0;
+    t.n++;
+    console.error(`${store} ${label}: ${JSON.stringify(res)}`);
+  };
+  if (grind) {
+    // Instruction counts do not depend on the machine's load: every worker runs at once.
+    await Promise.all(
+      stores.flatMap((store) =>
+        [
+          ['A', A],
+          ['B', B],
+        ].map(async ([label, root]) => record(store, label, await runWorker({ ...job, root, store }, true))),
+      ),
+    );
+  } else {
+    for (const store of stores) {
+      for (let r = 0; r < rounds; r++) {
+        for (const [label, root] of r % 2
+          ? [
+              ['B', B],
+              ['A', A],
+            ]
+          : [
+              ['A', A],
+              ['B', B],
+            ]) {
+          record(store, label, await runWorker({ ...job, root, store }, false));
+        }
       }
     }
   }
@@ -117,7 +131,8 @@ async function runWorker(job, grind) {
   if (grind) {
     let instructions = 0;
     for (const f of readdirSync(dir).filter((n) => n.startsWith('cg.'))) {
-      const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dir, f), 'utf8'));
+      // A dump's counts since the previous one (the final file, written at exit, holds none of the counted calls).
+      const m = /^totals: (\d+)/m.exec(readFileSync(join(dir, f), 'utf8'));
       if (m) instructions += Number(m[1]);
     }
     res.instructions = instructions / job.calls;
