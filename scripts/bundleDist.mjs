@@ -26,6 +26,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { build } from 'esbuild';
 import { asciiComments } from './asciiComments.mjs';
+import { fastObjectSpread } from './objectSpread.mjs';
 
 const args = process.argv.slice(2);
 const inline = [];
@@ -38,17 +39,21 @@ if (entryPoints.length === 0 || inline.some((p) => !p)) throw new Error('usage: 
 const isInlined = (spec) => inline.some((p) => spec === p || spec.startsWith(`${p}/`));
 const inlinedFile = (file) => inline.some((p) => file.includes(`/node_modules/${p}/`));
 
+/** Inlined modules whose object-spread helper was replaced (objectSpread.mjs). */
+let spreadHelpers = 0;
 /** Everything imported by name stays an import, except the --inline packages. */
 const externals = {
   name: 'externals',
   setup(b) {
     b.onResolve({ filter: /^[^./]/ }, (a) => (isInlined(a.path) ? undefined : { path: a.path, external: true }));
-    // An inlined package's own source maps name files it does not ship in our tarball: drop the link.
-    b.onLoad({ filter: /\.m?js$/ }, async (a) =>
-      inlinedFile(a.path)
-        ? { contents: (await readFile(a.path, 'utf8')).replace(/^\/\/# sourceMappingURL=.*$/m, ''), loader: 'js' }
-        : undefined,
-    );
+    // An inlined package's own source maps name files it does not ship in our tarball: drop the
+    // link. Its compiler's object-spread helper becomes the engine's spread (objectSpread.mjs).
+    b.onLoad({ filter: /\.m?js$/ }, async (a) => {
+      if (!inlinedFile(a.path)) return undefined;
+      const { text, replaced } = fastObjectSpread(await readFile(a.path, 'utf8'));
+      if (replaced) spreadHelpers++;
+      return { contents: text.replace(/^\/\/# sourceMappingURL=.*$/m, ''), loader: 'js' };
+    });
   },
 };
 const { outputFiles } = await build({
@@ -73,6 +78,10 @@ const { outputFiles } = await build({
   logLevel: 'warning',
   write: false,
 });
+// tRPC's dist has carried the helper in one module; a release without it (a new compiler, a new
+// target) fails the build here rather than losing the fast spread unnoticed.
+if (inline.includes('@trpc/server') && spreadHelpers === 0)
+  throw new Error('bundleDist: no object-spread helper found in the inlined @trpc/server (scripts/objectSpread.mjs)');
 // Written here rather than by esbuild: comments made ASCII (asciiComments.mjs) so V8 keeps each
 // file's source as a one-byte string. Comment lines carry no mappings, so the source maps hold.
 for (const file of outputFiles) {
