@@ -59,6 +59,11 @@ export class MemoryEventStore implements EventStore, EvictableStore {
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
+    return this.storeEventNow(streamId, message);
+  }
+
+  /** storeEvent's work, done before it returns: the store answers at once (see failSafeEventStore). */
+  storeEventNow(streamId: string, message: JSONRPCMessage): string {
     let stream = this.streams.get(streamId);
     if (stream) {
       this.streams.delete(streamId); // re-insert: Map order is our LRU order

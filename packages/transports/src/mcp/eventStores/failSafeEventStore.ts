@@ -27,6 +27,11 @@ function within<T>(ms: number | undefined, work: () => Promise<T>, fallback: T, 
   return Promise.race([run(), late]).finally(() => clearTimeout(timer));
 }
 
+/** A store whose storeEvent is done by the time it returns (the in-memory one): asked without a promise of its own. */
+export interface ImmediateEventStore extends EventStore {
+  storeEventNow(streamId: string, message: JSONRPCMessage): string;
+}
+
 /**
  * The SDK transport awaits the event store before it writes each SSE message, so a store that
  * hangs or throws (Redis down) would swallow the answer. This wrapper bounds every call: after
@@ -36,15 +41,30 @@ function within<T>(ms: number | undefined, work: () => Promise<T>, fallback: T, 
  * `timeoutMs` undefined: errors only, for a store that answers at once (memory); a timer and a
  * race per SSE message cost a few % of a call.
  */
-export function failSafeEventStore(store: EventStore, timeoutMs: number | undefined, onFailure: EventStoreFailure): EventStore {
+export function failSafeEventStore(
+  store: EventStore | ImmediateEventStore,
+  timeoutMs: number | undefined,
+  onFailure: EventStoreFailure,
+): EventStore {
   return {
-    storeEvent: (streamId: string, message: JSONRPCMessage) =>
-      within(
-        timeoutMs,
-        () => store.storeEvent(streamId, message),
-        formatEventId(streamId, 0),
-        (e) => onFailure('store', e),
-      ),
+    storeEvent:
+      timeoutMs === undefined && 'storeEventNow' in store
+        ? // Two SSE events per call (the priming event and the answer): no closure, no promise chain.
+          (streamId: string, message: JSONRPCMessage) => {
+            try {
+              return Promise.resolve(store.storeEventNow(streamId, message));
+            } catch (err) {
+              onFailure('store', err);
+              return Promise.resolve(formatEventId(streamId, 0));
+            }
+          }
+        : (streamId: string, message: JSONRPCMessage) =>
+            within(
+              timeoutMs,
+              () => store.storeEvent(streamId, message),
+              formatEventId(streamId, 0),
+              (e) => onFailure('store', e),
+            ),
     getStreamIdForEventId: (eventId: string) =>
       within(
         timeoutMs,
