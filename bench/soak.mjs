@@ -249,6 +249,12 @@ async function sample() {
     fileMb: +r.file.toFixed(1),
     shmemMb: +r.shmem.toFixed(1),
     externalMb: h.external === undefined ? undefined : +(h.external / 2 ** 20).toFixed(1),
+    // The heap V8 has committed (used or not); with --root on an older build these two are absent.
+    heapTotalMb: h.heapTotal === undefined ? undefined : +(h.heapTotal / 2 ** 20).toFixed(1),
+    newSpaceMb: h.spaces?.new_space === undefined ? undefined : +(h.spaces.new_space / 2 ** 20).toFixed(1),
+    // Every V8 space's committed size (old, code, large objects, ...): which one holds the pages.
+    spacesMb:
+      h.spaces && Object.fromEntries(Object.entries(h.spaces).map(([k, v]) => [k.replace(/_space$/, ''), +(v / 2 ** 20).toFixed(1)])),
     steps,
   };
   samples.push(s);
@@ -322,7 +328,13 @@ console.log(
     rssMb: { first: first?.rssMb, last: last?.rssMb, max: Math.max(...samples.map((s) => s.rssMb)) },
     heapAfterGcMb: { first: first?.heapMb, last: last?.heapMb, max: Math.max(...samples.map((s) => s.heapMb)) },
     anonMb: { first: first?.anonMb, last: last?.anonMb },
-    slopeSecondHalfMbPer10Min: { rss: slope('rssMb'), heap: slope('heapMb'), anon: slope('anonMb'), file: slope('fileMb') },
+    slopeSecondHalfMbPer10Min: {
+      rss: slope('rssMb'),
+      heap: slope('heapMb'),
+      anon: slope('anonMb'),
+      file: slope('fileMb'),
+      heapTotal: slope('heapTotalMb'),
+    },
     stepsPerMinuteBy10Min: stepsPerMinute,
     counts,
   }),

@@ -1,8 +1,8 @@
 // ai-backend from the built package for bench/soak.mjs: configured by the JSON in argv[2], started
 // with --expose-gc so the soak can ask, over IPC, for the heap after a full collection (what the
-// server keeps, not what it has not collected yet). Answers { heapUsed, rss } to 'heap' and
+// server keeps, not what it has not collected yet). Answers { heapUsed, heapTotal, rss, spaces } to 'heap' and
 // { snapshot: file } to 'snapshot'.
-import { writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { createServer } from 'ai-backend';
 
 const config = JSON.parse(process.argv[2] ?? '{}');
@@ -16,7 +16,10 @@ process.on('message', (m) => {
   // Two passes: the first can leave weak-referenced and finalizable objects for the second.
   globalThis.gc();
   globalThis.gc();
-  const { heapUsed, rss, external, arrayBuffers } = process.memoryUsage();
-  process.send({ heapUsed, rss, external, arrayBuffers });
+  const { heapUsed, heapTotal, rss, external, arrayBuffers } = process.memoryUsage();
+  // Committed bytes per V8 space: RSS that moves while the used heap does not is either V8 keeping
+  // pages it committed (here) or malloc's (anon minus heapTotal).
+  const spaces = Object.fromEntries(getHeapSpaceStatistics().map((x) => [x.space_name, x.space_size]));
+  process.send({ heapUsed, heapTotal, rss, external, arrayBuffers, spaces });
 });
 process.on('SIGTERM', () => server.stop().then(() => process.exit(0)));
