@@ -20,6 +20,15 @@ describe('copyValue', () => {
     expect(value.nested.deep.deeper).toBe(true);
   });
 
+  it('keeps an own __proto__ key (as JSON.parse makes it) a key, as structuredClone does, not a prototype', () => {
+    const value = JSON.parse('{"meta":{"__proto__":{"admin":true},"x":1}}') as { meta: Record<string, unknown> };
+    const copy = copyValue(value);
+    expect(copy).toStrictEqual(structuredClone(value));
+    expect(Object.keys(copy.meta)).toEqual(['__proto__', 'x']);
+    expect(Object.getPrototypeOf(copy.meta)).toBe(Object.prototype);
+    expect((copy.meta as { admin?: boolean }).admin).toBeUndefined();
+  });
+
   it('leaves other objects to structuredClone (a Date stays a Date, a copy) and refuses functions as it does', () => {
     const at = new Date(0);
     const copy = copyValue({ at, map: new Map([[1, 2]]) });

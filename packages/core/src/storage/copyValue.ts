@@ -17,6 +17,12 @@ export function copyValue<T>(value: T): T {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return structuredClone(value);
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) out[key] = copyValue((value as Record<string, unknown>)[key]);
+  for (const key of Object.keys(value)) {
+    const copied = copyValue((value as Record<string, unknown>)[key]);
+    // An own "__proto__" key (JSON.parse makes one from caller input) stays a key, as structuredClone
+    // keeps it: assigning it would set the copy's prototype instead.
+    if (key === '__proto__') Object.defineProperty(out, key, { value: copied, enumerable: true, writable: true, configurable: true });
+    else out[key] = copied;
+  }
   return out as T;
 }
