@@ -7,7 +7,10 @@
 // own tool `greeting` on the same /mcp session of the same gateway process (its CPU alone): B − A − L
 // is what forwarding costs the gateway beyond our /mcp's own tools/call at the same concurrency. With
 // `BASE=<built checkout>` (or AI_BENCH_BASE), that build's gateway runs as C in the same run
-// (A B L C C L B A), for before/after.
+// (A B F L C C L F B A), for before/after. F is the floor (bench/servers/floor-mcp-proxy.mjs): a
+// bare Hono proxy that only renames the tool, so every figure is also a ratio to what a Node proxy
+// costs on the same machine. After the load rounds, latency the independent way: sequential calls
+// from one client in interleaved rounds (A, F, B), the median of per-round (path − direct) medians.
 // Run after the build: `node bench/mcpGateway.mjs [seconds per run, default 5] [connections, default 10]`.
 import { fileURLToPath } from 'node:url';
 import { cpuSeconds, load, loadAverage, startEverythingHttp, startServer } from './lib.mjs';
@@ -25,6 +28,8 @@ const gatewayConfig = JSON.stringify({
   mcpServers: { web: { type: 'http', url: upstreamUrl } },
 });
 const ours = await startServer(here('./servers/ai-backend.mjs'), [gatewayConfig]);
+// F, the floor: a bare Hono proxy that only renames the tool and streams the upstream's answer back.
+const floor = await startServer(here('./servers/floor-mcp-proxy.mjs'), [JSON.stringify({ upstream: upstreamUrl, prefix: 'web__' })]);
 const baseDir = process.env.BASE ?? process.env.AI_BENCH_BASE;
 const base = baseDir ? await startServer(`${baseDir}/bench/servers/ai-backend.mjs`, [gatewayConfig]) : undefined;
 
@@ -69,6 +74,8 @@ const ourSession = await gatewaySession(ourUrl);
 const baseUrl = base ? `${base.url}/mcp` : undefined;
 const baseSession = base ? await gatewaySession(baseUrl) : undefined;
 const upstreamSession = await session(upstreamUrl);
+const floorUrl = `${floor.url}/mcp`;
+const floorSession = await session(floorUrl);
 
 // Each request its own JSON-RPC id (written by setupRequest before it is sent): in a 2025
 // session ids must not repeat, and concurrent calls that share one lose their answers (the
@@ -87,36 +94,84 @@ let nextId = 1;
 const req = {
   A: { ...call(upstreamUrl, upstreamSession, 'echo'), pids: [upstream.pid] },
   B: { ...call(ourUrl, ourSession, 'web__echo'), pids: [ours.pid, upstream.pid] },
+  F: { ...call(floorUrl, floorSession, 'web__echo'), pids: [floor.pid, upstream.pid] },
   L: { ...call(ourUrl, ourSession, 'greeting', { name: 'Ada', language: 'de' }), pids: [ours.pid] },
   ...(base ? { C: { ...call(baseUrl, baseSession, 'web__echo'), pids: [base.pid, upstream.pid] } } : {}),
 };
-const runs = { A: [], B: [], L: [], C: [] };
+const runs = { A: [], B: [], F: [], L: [], C: [] };
 const cpu = async (pids) => (await Promise.all(pids.map(cpuSeconds))).reduce((a, b) => a + b, 0);
-for (const name of base ? ['A', 'B', 'L', 'C', 'C', 'L', 'B', 'A'] : ['A', 'B', 'L', 'L', 'B', 'A']) {
+const order = base ? ['A', 'B', 'F', 'L', 'C', 'C', 'L', 'F', 'B', 'A'] : ['A', 'B', 'F', 'L', 'L', 'F', 'B', 'A'];
+// Every path once before the measured rounds (PREWARM=<seconds> at 10 connections, default 5), so
+// the first measured round is not the one that pays for V8's compiling.
+const prewarm = Number(process.env.PREWARM ?? 5);
+if (prewarm > 0) for (const name of new Set(order)) await load({ ...req[name], connections: 10, duration: prewarm, warmup: 0 });
+for (const name of order) {
   const { pids, ...options } = req[name];
   await load({ ...options, connections, duration: 1, warmup: 0 });
   const c0 = await cpu(pids);
   const x = await load({ ...options, connections, duration: seconds, warmup: 0 });
   runs[name].push({ ...x, cpuUs: (((await cpu(pids)) - c0) / Math.max(1, x.total)) * 1e6 });
 }
+// Latency the independent way (as bench/gatewayOverhead.mjs): one client, sequential calls, rounds
+// that interleave the paths (A, F, B), each round's median per path; the figure is the median of
+// the per-round (path median − direct median). autocannon's p50 above is in whole milliseconds.
+const ROUNDS = Number(process.env.ROUNDS ?? 9);
+const PER_ROUND = Number(process.env.PER_ROUND ?? 60);
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+async function sequential(name) {
+  const { url, headers, setupRequest } = req[name];
+  const times = [];
+  for (let i = 0; i < PER_ROUND; i++) {
+    const { body } = setupRequest({});
+    const t0 = performance.now();
+    const res = await fetch(url, { method: 'POST', headers, body });
+    const text = await res.text();
+    times.push(performance.now() - t0);
+    if (!text.includes('hello')) throw new Error(`${name}: unexpected answer ${text.slice(0, 200)}`);
+  }
+  return median(times);
+}
+const added = { B: [], F: [] };
+const medians = { A: [], B: [], F: [] };
+for (let r = 0; r < ROUNDS; r++) {
+  const m = {};
+  for (const name of r % 2 ? ['B', 'F', 'A'] : ['A', 'F', 'B']) m[name] = await sequential(name);
+  for (const k of ['A', 'B', 'F']) medians[k].push(m[k]);
+  added.B.push(m.B - m.A);
+  added.F.push(m.F - m.A);
+}
 const avg = (xs, k) => xs.reduce((s, x) => s + x[k], 0) / xs.length;
 const row = (label, xs) =>
   `| ${label} | ${Math.round(avg(xs, 'rps'))} | ${avg(xs, 'p50').toFixed(2)} | ${avg(xs, 'p99').toFixed(2)} | ${Math.round(avg(xs, 'cpuUs'))} | ${xs.reduce((s, x) => s + x.errors, 0)} |`;
 console.log(
-  `load average ${await loadAverage()}, ${connections} connections, ${seconds} s per run, ${base ? 'A B L C C L B A' : 'A B L L B A'}`,
+  `load average ${await loadAverage()}, ${connections} connections, ${seconds} s per run, ${order.join(' ')}, ${prewarm} s pre-warm per path`,
 );
 console.log('| path | req/s | p50 ms | p99 ms | CPU µs per call (gateway + upstream) | errors |\n|---|---|---|---|---|---|');
 console.log(row('A direct: server-everything echo', runs.A));
 console.log(row('B through the gateway: /mcp web__echo', runs.B));
+console.log(row('F the floor: a bare Hono proxy renaming the tool (floor + upstream CPU)', runs.F));
 console.log(row('L our own tool on the same /mcp session: greeting (gateway CPU only)', runs.L));
 if (base) console.log(row(`C through the BASE gateway (${baseDir})`, runs.C));
 const summary = (x) =>
   `added p50 ${(avg(runs[x], 'p50') - avg(runs.A, 'p50')).toFixed(2)} ms, added p99 ${(avg(runs[x], 'p99') - avg(runs.A, 'p99')).toFixed(2)} ms, req/s ratio ${(avg(runs[x], 'rps') / avg(runs.A, 'rps')).toFixed(2)}x, gateway CPU per call ${Math.round(avg(runs[x], 'cpuUs') - avg(runs.A, 'cpuUs'))} µs`;
+console.log(
+  `Sequential (${ROUNDS} interleaved rounds x ${PER_ROUND} calls, median of round medians): direct ${median(medians.A).toFixed(3)} ms, floor ${median(medians.F).toFixed(3)} ms, gateway ${median(medians.B).toFixed(3)} ms; added by the gateway ${median(added.B).toFixed(3)} ms (target ≤ 1), by the floor ${median(added.F).toFixed(3)} ms`,
+);
 console.log(`B: ${summary('B')}`);
+console.log(`F: ${summary('F')}`);
+console.log(
+  `B against the floor F: added p50 ${(avg(runs.B, 'p50') - avg(runs.F, 'p50')).toFixed(2)} ms, req/s ${(avg(runs.B, 'rps') / avg(runs.F, 'rps')).toFixed(2)}x, gateway CPU per call ${(
+    (avg(runs.B, 'cpuUs') - avg(runs.A, 'cpuUs')) / Math.max(1, avg(runs.F, 'cpuUs') - avg(runs.A, 'cpuUs'))
+  ).toFixed(2)}x the floor's`,
+);
 if (base) console.log(`C: ${summary('C')}`);
 console.log(
   `L: our own tools/call ${Math.round(avg(runs.L, 'cpuUs'))} µs CPU per call; the gateway's forwarding beyond it (B − A − L): ${Math.round(avg(runs.B, 'cpuUs') - avg(runs.A, 'cpuUs') - avg(runs.L, 'cpuUs'))} µs`,
 );
 await ours.stop();
+await floor.stop();
 await base?.stop();
 upstream.kill('SIGKILL');
