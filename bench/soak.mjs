@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Soak: one server (built package, default store) in a child process with its old space capped
 // (--max-old-space-size=192, so garbage is collected and what is kept shows), under mixed traffic
-// at a steady rate, reporting RSS and heap after a full GC over time and their least-squares
-// slope over the second half of the run. Traffic, per step (weights below): metered
+// at a steady rate, reporting RSS and heap after a full GC (V8's own; --gc forced: two forced ones
+// at every sample) over time and their least-squares slope over the second half of the run. Traffic, per step (weights below): metered
 // ai.generateText on /rpc and /trpc, /v1/chat/completions plain and streamed, /v1/messages, BYOK
 // calls, upstream faults ([[upstream:500]] and friends), MCP 2025 sessions that call a tool and
 // walk away (9 in 10) or DELETE, MCP 2026-07-28 stateless calls, API keys created, used and
@@ -15,7 +15,13 @@
 // before a change, started from its bench/servers/soak-server.mjs or, without one, this one's copy),
 // --snapshots (heap snapshots of the server at the middle and the end, to diff what it kept), --snapshots-at 20,40
 // (at those minutes instead of the middle),
-// --only <step names, comma-separated> (one kind of traffic at a time, e.g. --only 'v1 chat,byok').
+// --only <step names, comma-separated> (one kind of traffic at a time, e.g. --only 'v1 chat,byok'),
+// --node-flags '<flags>' (more flags for the server's node, e.g. '--trace-opt --trace-deopt-verbose --trace-gc':
+// each sample then counts the functions optimized and deoptimized, optimized code thrown away and why, and full
+// GCs since the last one; the summary names the functions optimized most, with how many SharedFunctionInfos
+// each: many means code created anew, e.g. by new Function),
+// --gc natural|forced (default natural: see heap() below; a --root build whose soak-server.mjs predates
+// 'heap:natural' needs forced).
 // Target (issue 37): RSS slope over the second half of a one-hour run <= 1 MB per 10 minutes.
 import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
@@ -55,16 +61,60 @@ const config = {
   serverProviders: ['openai'],
   ai: { providers: { openai: { baseUrl: upstream.baseUrls.openai, apiKey: 'sk-soak-server-key' } } },
 };
+/** --trace-opt / --trace-deopt lines from the server, counted per sample (kind) and over the run (function). */
+const trace = { optimized: 0, deopts: 0, marked: 0, fullGcs: 0, forcedGcs: 0, invalidated: {} };
+const traceByName = { optimized: new Map(), deopts: new Map() };
+function traced(line) {
+  // '[completed optimizing 0x… <JSFunction name (sfi = 0x…)> (target TURBOFAN)]',
+  // '[bailout (kind: …): begin. deoptimizing 0x… <JSFunction …'
+  // --trace-deopt-verbose: optimized code thrown away without a deopt on the stack, and why.
+  const dep = /^\[marking dependent code .*reason: ([^\]]+)\]/.exec(line);
+  if (dep) {
+    trace.invalidated[dep[1]] = (trace.invalidated[dep[1]] ?? 0) + 1;
+    return;
+  }
+  // --trace-gc: full collections, V8's own and the soak's (gc(): reason 'testing').
+  if (/ms: Mark-(Compact|Sweep)/.test(line)) {
+    trace[line.includes(' testing;') ? 'forcedGcs' : 'fullGcs']++;
+    return;
+  }
+  const kind = line.startsWith('[completed optimizing')
+    ? 'optimized'
+    : line.startsWith('[bailout')
+      ? 'deopts'
+      : line.startsWith('[marking')
+        ? 'marked'
+        : undefined;
+  if (!kind) return;
+  trace[kind]++;
+  const m = traceByName[kind];
+  if (!m) return;
+  const fn = /<JSFunction ([^ >]*) ?\(sfi = (\w+)\)/.exec(line);
+  const name = fn?.[1] || '(anonymous)';
+  const e = m.get(name) ?? { n: 0, sfis: new Set() };
+  e.n++;
+  // Many SharedFunctionInfos under one name: the function is created anew (new Function, eval), not reoptimized.
+  if (fn) e.sfis.add(fn[2]);
+  m.set(name, e);
+}
 const server = await new Promise((resolve, reject) => {
-  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, '--expose-gc', script, JSON.stringify(config)], {
+  const nodeFlags = args['node-flags'] ? args['node-flags'].split(/\s+/).filter(Boolean) : [];
+  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, '--expose-gc', ...nodeFlags, script, JSON.stringify(config)], {
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   children.push(child);
   let out = '';
+  let ready = false;
   child.stdout.on('data', (d) => {
     out += d;
-    const line = out.split('\n').find((l) => l.startsWith('{'));
-    if (line) resolve({ ...JSON.parse(line), child, pid: child.pid });
+    const lines = out.split('\n');
+    out = lines.pop() ?? '';
+    for (const l of lines) {
+      if (!ready && l.startsWith('{')) {
+        ready = true;
+        resolve({ ...JSON.parse(l), child, pid: child.pid });
+      } else traced(l);
+    }
   });
   child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
 });
@@ -84,7 +134,14 @@ const ask = (what, timeoutMs = 10_000) =>
     });
     server.child.send(what);
   });
-const heap = () => ask('heap');
+// --gc forced: every sample forces two full collections and reads the heap after them (what the soak
+// did until issue 37's measurements). Default (natural): no collection is forced; the heap is the one
+// after V8's own last full collection in the sample's interval. Forcing one every 10-20 s made the
+// server throw away and recompile optimized code at each (maps embedded in it died), which grew the
+// code and old spaces: RSS the soak caused itself (docs/performance.md, soak).
+const gcMode = args.gc ?? 'natural';
+if (gcMode !== 'natural' && gcMode !== 'forced') throw new Error('--gc natural|forced');
+const heap = () => ask(gcMode === 'forced' ? 'heap' : 'heap:natural');
 /** RSS and its parts from /proc (kB → MB): anonymous (heap, malloc), file-backed (code, mapped files), shared memory. */
 async function rssParts() {
   const status = await readFile(`/proc/${server.pid}/status`, 'utf8');
@@ -242,7 +299,9 @@ async function sample() {
   const s = {
     min: +((Date.now() - started) / 60_000).toFixed(2),
     rssMb: +r.rss.toFixed(1),
-    heapMb: +(h.heapUsed / 2 ** 20).toFixed(1),
+    // With --gc natural, null when V8 ran no full collection in the interval.
+    heapMb: h.heapUsed === undefined ? null : +(h.heapUsed / 2 ** 20).toFixed(1),
+    fullGcs: h.fullGcs,
     // What RSS is made of: anonymous memory outside the JS heap (malloc: SQLite, buffers, the allocator's
     // free pages) shows as anon minus the heap; file-backed and shared pages (SQLite's -shm) apart.
     anonMb: +r.anon.toFixed(1),
@@ -255,8 +314,14 @@ async function sample() {
     // Every V8 space's committed size (old, code, large objects, ...): which one holds the pages.
     spacesMb:
       h.spaces && Object.fromEntries(Object.entries(h.spaces).map(([k, v]) => [k.replace(/_space$/, ''), +(v / 2 ** 20).toFixed(1)])),
+    spacesUsedMb:
+      h.spacesUsed &&
+      Object.fromEntries(Object.entries(h.spacesUsed).map(([k, v]) => [k.replace(/_space$/, ''), +(v / 2 ** 20).toFixed(1)])),
     steps,
+    ...(args['node-flags'] ? { trace: { ...trace } } : {}),
   };
+  trace.optimized = trace.deopts = trace.marked = trace.fullGcs = trace.forcedGcs = 0;
+  trace.invalidated = {};
   samples.push(s);
   console.log(JSON.stringify(s));
 }
@@ -298,10 +363,11 @@ while (Date.now() < end && !serverGone) {
 }
 if ('snapshots' in args && !serverGone) console.log(JSON.stringify(await ask('snapshot', 120_000)));
 clearInterval(tick);
+const keptAtEnd = serverGone ? undefined : await ask('heap');
 
 /** Least-squares slope of `key` over the second half, in MB per 10 minutes. */
 function slope(key) {
-  const half = samples.filter((s) => s.min >= minutes / 2);
+  const half = samples.filter((s) => s.min >= minutes / 2 && typeof s[key] === 'number');
   if (half.length < 2) return NaN;
   const mx = half.reduce((a, s) => a + s.min, 0) / half.length;
   const my = half.reduce((a, s) => a + s[key], 0) / half.length;
@@ -326,7 +392,15 @@ console.log(
     skipped,
     serverSurvived: !serverGone,
     rssMb: { first: first?.rssMb, last: last?.rssMb, max: Math.max(...samples.map((s) => s.rssMb)) },
-    heapAfterGcMb: { first: first?.heapMb, last: last?.heapMb, max: Math.max(...samples.map((s) => s.heapMb)) },
+    gc: gcMode,
+    heapAfterGcMb: {
+      first: samples.find((s) => s.heapMb !== null)?.heapMb,
+      last: samples.findLast((s) => s.heapMb !== null)?.heapMb,
+      max: Math.max(...samples.map((s) => s.heapMb ?? 0)),
+      // What the server keeps at the end: two forced full collections (after the last sample).
+      keptAtEnd: keptAtEnd === undefined ? undefined : +(keptAtEnd.heapUsed / 2 ** 20).toFixed(1),
+    },
+    fullGcsPerMinute: +(samples.reduce((n, s) => n + (s.fullGcs ?? 0), 0) / (last.min || 1)).toFixed(1),
     anonMb: { first: first?.anonMb, last: last?.anonMb },
     slopeSecondHalfMbPer10Min: {
       rss: slope('rssMb'),
@@ -337,6 +411,19 @@ console.log(
     },
     stepsPerMinuteBy10Min: stepsPerMinute,
     counts,
+    ...(args['node-flags']
+      ? {
+          traceTop: Object.fromEntries(
+            Object.entries(traceByName).map(([k, m]) => [
+              k,
+              [...m]
+                .sort((a, b) => b[1].n - a[1].n)
+                .slice(0, 25)
+                .map(([name, e]) => [name, e.n, e.sfis.size]),
+            ]),
+          ),
+        }
+      : {}),
   }),
 );
 process.exit(0);
