@@ -20,7 +20,7 @@
 // shipped): the bundle's map points at its dist file, with the content embedded.
 //
 // Usage (from a package folder): node ../../scripts/bundleDist.mjs [--inline <package>]... dist/index.js dist/internal.js
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -41,6 +41,24 @@ const inlinedFile = (file) => inline.some((p) => file.includes(`/node_modules/${
 
 /** Inlined modules whose object-spread helper was replaced (objectSpread.mjs). */
 let spreadHelpers = 0;
+
+/** The text of every module (.js, .mjs) of the inlined package `file` belongs to, its own node_modules left out. */
+function packageModules(file) {
+  const p = inline.find((name) => file.includes(`/node_modules/${name}/`));
+  const marker = `/node_modules/${p}/`;
+  const root = file.slice(0, file.lastIndexOf(marker) + marker.length);
+  const texts = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        if (e.name !== 'node_modules') walk(full);
+      } else if (/\.m?js$/.test(e.name)) texts.push(readFileSync(full, 'utf8'));
+    }
+  };
+  walk(root);
+  return texts;
+}
 /** Everything imported by name stays an import, except the --inline packages. */
 const externals = {
   name: 'externals',
@@ -50,7 +68,7 @@ const externals = {
     // link. Its compiler's object-spread helper becomes the engine's spread (objectSpread.mjs).
     b.onLoad({ filter: /\.m?js$/ }, async (a) => {
       if (!inlinedFile(a.path)) return undefined;
-      const { text, replaced } = fastObjectSpread(await readFile(a.path, 'utf8'));
+      const { text, replaced } = fastObjectSpread(await readFile(a.path, 'utf8'), () => packageModules(a.path));
       if (replaced) spreadHelpers++;
       return { contents: text.replace(/^\/\/# sourceMappingURL=.*$/m, ''), loader: 'js' };
     });

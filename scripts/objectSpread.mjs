@@ -6,6 +6,15 @@
 // SDK"). The same helper with the engine's own spread does the same copy (own enumerable string
 // and symbol keys, getters read, data properties defined, `__proto__` an own key, not the
 // prototype) in one step.
+//
+// The object literals written between spreads (`{ ...opts, ctx, next() {} }`) are passed to the
+// helper on their own (the even arguments) and defined with `Object.getOwnPropertyDescriptors` and
+// `Object.defineProperties`, so that an accessor in the literal stays one: 8 of each per MCP
+// tools/call, about 13 % of its instructions (docs/performance.md). When no module of the inlined
+// package writes an accessor in source (`get x() {}`, `set x(v) {}`), no literal has one, and a
+// spread of the literal defines the same data properties: the helper is then spreads only
+// (SPREAD_HELPER). The check is textual and errs one way: any `get`/`set` followed by a name and a
+// parenthesis (a class getter, a comment) keeps the exact FAST_HELPER.
 
 /** The helper as @oxc-project/runtime writes it (objectSpread2.js), which tRPC 11's dist carries. */
 const OXC_HELPER = `function _objectSpread2(e) {
@@ -47,10 +56,44 @@ export const FAST_HELPER = `function _objectSpread2(e) {
 	return e;
 }`;
 
-/** `source` (a module of an inlined package) with the compiler's object-spread helper replaced; `replaced` says whether it held one. */
-export function fastObjectSpread(source) {
-  if (!source.includes(OXC_HELPER)) return { text: source, replaced: false };
-  return { text: source.replace(OXC_HELPER, FAST_HELPER), replaced: true };
+/**
+ * The replacement for a package none of whose modules writes an accessor (see
+ * `writesAccessors`): every argument, literal or spread source, is spread into a new object.
+ * Three arguments (`_objectSpread2(_objectSpread2({}, a), {}, { b })`, how tRPC's code writes
+ * `{ ...a, b }`) are one copy, not one per argument. Null and undefined spread to nothing, as
+ * the original skips them.
+ */
+export const SPREAD_HELPER = `function _objectSpread2(e) {
+	if (arguments.length === 3) return { ...e, ...arguments[1], ...arguments[2] };
+	for (var r = 1; r < arguments.length; r++) e = { ...e, ...arguments[r] };
+	return e;
+}`;
+
+/**
+ * Whether `source` may define an accessor in an object literal: a `get` or `set` keyword followed
+ * by a property name (a plain, quoted, numeric or computed one) and a parameter list. Errs
+ * towards yes (a class getter or a comment like "set x(...)" counts too).
+ */
+export function writesAccessors(source) {
+  return ACCESSOR.some((re) => re.test(source));
+}
+const ACCESSOR = [
+  // get x() {}, set x(v) {}, static get x() {}
+  /\b(?:get|set)\s+[\w$]+\s*\(/,
+  // get [key]() {}, get 'x'() {}, get 0() {}
+  /\b(?:get|set)\s*[['"`\d]/,
+];
+
+/**
+ * `source` (a module of an inlined package) with the compiler's object-spread helper replaced;
+ * `replaced` says whether it held one, `spreadOnly` whether it got SPREAD_HELPER.
+ * `packageSources`: every module of that package (the helper is defined in one module and called
+ * from the others), asked only when `source` holds the helper.
+ */
+export function fastObjectSpread(source, packageSources = () => [source]) {
+  if (!source.includes(OXC_HELPER)) return { text: source, replaced: false, spreadOnly: false };
+  const spreadOnly = !packageSources().some(writesAccessors);
+  return { text: source.replace(OXC_HELPER, spreadOnly ? SPREAD_HELPER : FAST_HELPER), replaced: true, spreadOnly };
 }
 
 export { OXC_HELPER };

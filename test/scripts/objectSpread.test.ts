@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 
 // A plain .mjs build script (no types): imported by URL.
-const { fastObjectSpread, FAST_HELPER, OXC_HELPER } = (await import(new URL('../../scripts/objectSpread.mjs', import.meta.url).href)) as {
-  fastObjectSpread: (text: string) => { text: string; replaced: boolean };
+const { fastObjectSpread, writesAccessors, FAST_HELPER, SPREAD_HELPER, OXC_HELPER } = (await import(
+  new URL('../../scripts/objectSpread.mjs', import.meta.url).href
+)) as {
+  fastObjectSpread: (text: string, packageSources?: () => string[]) => { text: string; replaced: boolean; spreadOnly: boolean };
+  writesAccessors: (text: string) => boolean;
   FAST_HELPER: string;
+  SPREAD_HELPER: string;
   OXC_HELPER: string;
 };
 
@@ -25,6 +29,7 @@ function helper(source: string): (...args: unknown[]) => Record<PropertyKey, unk
 
 const original = helper(OXC_HELPER);
 const fast = helper(FAST_HELPER);
+const spread = helper(SPREAD_HELPER);
 
 /** Every own property with its descriptor, and the prototype: what two copies must agree on. */
 function shape(o: object) {
@@ -51,10 +56,52 @@ describe('fastObjectSpread (bundleDist, inlined @trpc/server)', () => {
     ];
     for (const args of cases) {
       const a = original({}, ...args.slice(1));
-      const b = fast({}, ...args.slice(1));
+      for (const copy of [fast, spread]) {
+        const b = copy({}, ...args.slice(1));
+        expect(shape(b)).toEqual(shape(a));
+        expect(Object.getPrototypeOf(b)).toBe(Object.prototype);
+      }
+    }
+  });
+
+  it('spreads literals without accessors as the compiler helper defines them: methods, symbols, computed __proto__, overrides in place', () => {
+    const sym = Symbol('s');
+    const method = {
+      next() {
+        return 1;
+      },
+    };
+    const cases: unknown[][] = [
+      // `{ ...opts, ctx, input, next() {} }`, as tRPC's callRecursive writes it
+      [{ ctx: 1, input: 2, path: 'p', type: 'query' }, {}, { ctx: 3, input: undefined, next: method.next }],
+      [{ a: 1 }, {}, { [sym]: 'sym', ['__proto__']: { polluted: true }, b: 2 }],
+      [{ a: 1, b: 2 }, { c: 3 }, { b: 4, d: 5 }, { a: 6 }, { e: 7 }],
+      [{ a: 1 }, null, { b: 2 }],
+      [{ a: 1 }, undefined, undefined],
+      [{ a: 1 }],
+    ];
+    for (const [first, ...rest] of cases) {
+      const a = original({ ...(first as object) }, ...rest);
+      const b = spread({ ...(first as object) }, ...rest);
       expect(shape(b)).toEqual(shape(a));
       expect(Object.getPrototypeOf(b)).toBe(Object.prototype);
+      expect(Object.hasOwn(b, '__proto__')).toBe(Object.hasOwn(a, '__proto__'));
     }
+  });
+
+  it('finds accessor syntax in a module, erring towards yes', () => {
+    for (const text of [
+      'get foo() {',
+      '\tset foo(v) {',
+      'get [k]() {',
+      "get 'a b'() {",
+      'get 0() {}',
+      'static get x() {}',
+      'get\n  foo() {',
+    ])
+      expect(writesAccessors(text), text).toBe(true);
+    for (const text of ['headers.get("x")', 'map.get(key)', 'getFoo()', 'const set = new Set()', 'async get() {', 'target(', 'offset (x)'])
+      expect(writesAccessors(text), text).toBe(false);
   });
 
   it('keeps an accessor an even argument defines, and defines the sources after it key by key', () => {
@@ -73,7 +120,18 @@ describe('fastObjectSpread (bundleDist, inlined @trpc/server)', () => {
     const module = `const before = 1;\n${OXC_HELPER}\nexport { _objectSpread2 as n };\n`;
     const out = fastObjectSpread(module);
     expect(out.replaced).toBe(true);
-    expect(out.text).toBe(`const before = 1;\n${FAST_HELPER}\nexport { _objectSpread2 as n };\n`);
-    expect(fastObjectSpread('const x = { ...a };')).toEqual({ text: 'const x = { ...a };', replaced: false });
+    expect(out.spreadOnly).toBe(true);
+    expect(out.text).toBe(`const before = 1;\n${SPREAD_HELPER}\nexport { _objectSpread2 as n };\n`);
+    expect(fastObjectSpread('const x = { ...a };')).toEqual({ text: 'const x = { ...a };', replaced: false, spreadOnly: false });
+  });
+
+  it('keeps the exact helper when any module of the package writes an accessor', () => {
+    const module = `${OXC_HELPER}\nexport { _objectSpread2 as n };\n`;
+    const other =
+      'import { n as _objectSpread2 } from "./a.mjs";\nconst o = _objectSpread2(_objectSpread2({}, x), {}, { get lazy() { return 1; } });';
+    const out = fastObjectSpread(module, () => [module, other]);
+    expect(out.spreadOnly).toBe(false);
+    expect(out.text).toBe(`${FAST_HELPER}\nexport { _objectSpread2 as n };\n`);
+    expect(fastObjectSpread(module, () => [module, 'const o = _objectSpread2({}, x);']).spreadOnly).toBe(true);
   });
 });
