@@ -1,6 +1,22 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { defineConfig } from 'vitest/config';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { testFiles } from './scripts/serviceSuites.mjs';
 import SlowFirstSequencer from './test/slowFirstSequencer.js';
+
+/**
+ * What in a package test needs a module graph of its own (docs/testing.md, "CI: phases and times"):
+ * a module mock or a fresh registry (`vi.mock`, `vi.doMock`, `vi.resetModules`, ...), or a stubbed
+ * global or environment variable that vitest would put back only at the file's end.
+ */
+const NEEDS_ISOLATION = /\bvi\.(mock|doMock|unmock|doUnmock|hoisted|resetModules|stubGlobal|stubEnv|importMock|importActual)\b/;
+const root = path.dirname(fileURLToPath(import.meta.url));
+const PACKAGE_TEST = /^packages\/[^/]+\/src\//;
+const isolatedPackageTests = testFiles().filter(
+  (f) => PACKAGE_TEST.test(f) && NEEDS_ISOLATION.test(readFileSync(path.join(root, f), 'utf8')),
+);
 
 // One run over every package's unit tests (beside the code) and the end-to-end tests in test/.
 // The `ai-backend-source` condition makes workspace packages resolve to their TypeScript sources,
@@ -9,7 +25,6 @@ export default defineConfig({
   resolve: { conditions: ['ai-backend-source'] },
   ssr: { resolve: { conditions: ['ai-backend-source'] } },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'examples/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
@@ -28,5 +43,29 @@ export default defineConfig({
     // Probes Redis, PostgreSQL, redis-server and Chromium once; suites that need a missing one skip,
     // and the run ends with one line naming it (AI_BACKEND_REQUIRE_SERVICES=1 turns skips into failures).
     globalSetup: ['./packages/test-utils/src/services/servicesGlobalSetup.ts'],
+    // Two projects, one run. The package tests share a worker's module graph (`isolate: false`): a
+    // worker imports the sources once for the many files it runs, instead of once per file, which
+    // was about a fifth of the suite's CPU. Each file still gets its own test state (hooks, mocks'
+    // calls, fake timers are put back after it); a package test that mocks a module or stubs a
+    // global (NEEDS_ISOLATION) runs isolated, with the end-to-end tests, which start servers and
+    // child processes and keep their own module graph per file as before.
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'packages',
+          include: ['packages/*/src/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...isolatedPackageTests],
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'isolated',
+          include: [...isolatedPackageTests, 'test/**/*.test.ts', 'examples/**/*.test.ts'],
+        },
+      },
+    ],
   },
 });

@@ -6,7 +6,7 @@ import { createRuntime } from '../../createRuntime.js';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { createCallerFactory } from '../../pipeline/init.js';
-import { builtinRouter } from '../appRouter.js';
+import { createAppRouter } from '../appRouter.js';
 import type { Identity } from '../../kernel/identity.js';
 import { callContext } from '../../pipeline/callContext.js';
 
@@ -23,7 +23,7 @@ async function callerAs(identity: Identity | null) {
     }),
     { storage: new MemoryStorage() },
   );
-  const caller = createCallerFactory(builtinRouter)(
+  const caller = createCallerFactory(createAppRouter())(
     callContext(runtime, {
       identity,
       credentialError: null,
@@ -66,7 +66,7 @@ describe('admin namespace', () => {
       resolveConfig({ storage: { type: 'memory', retention: { ledgerDays: 1, exportDir: dir, everyMinutes: 0 } } }),
       { storage: new MemoryStorage() },
     );
-    const caller = createCallerFactory(builtinRouter)(
+    const caller = createCallerFactory(createAppRouter())(
       callContext(runtime, {
         identity: admin,
         credentialError: null,

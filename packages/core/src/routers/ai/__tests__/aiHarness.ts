@@ -11,7 +11,7 @@ import type { Storage } from '../../../kernel/Storage.js';
 import { createCallerFactory } from '../../../pipeline/init.js';
 import type { Context } from '../../../pipeline/context.js';
 import type { Identity } from '../../../kernel/identity.js';
-import { builtinRouter } from '../../appRouter.js';
+import { createAppRouter } from '../../appRouter.js';
 import { callContext } from '../../../pipeline/callContext.js';
 
 /** Secrets the tests look for everywhere they must not be. */
@@ -22,7 +22,9 @@ export const SYSTEM_PROMPT = 'TOP-SECRET-SYSTEM-PROMPT: you are the support bot 
 export const alice: Identity = { sub: 'user-alice', email: 'alice@example.com', scopes: [], isAdmin: false, via: 'jwt' };
 export const bob: Identity = { sub: 'user-bob', email: 'bob@example.com', scopes: [], isAdmin: false, via: 'jwt' };
 
-const factory = createCallerFactory(builtinRouter);
+// A router of its own, not builtinRouter: loading that one would hand its loaded namespaces to every
+// router merged from it later in the same process (vitest runs many package test files in one).
+const factory = createCallerFactory(createAppRouter());
 export type AppCaller = ReturnType<typeof factory>;
 
 export interface AiHarness {
