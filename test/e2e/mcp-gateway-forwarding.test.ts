@@ -15,6 +15,8 @@ import {
   ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { startEverythingHttp } from './helpers/mcpUpstreams.js';
@@ -24,6 +26,36 @@ let server: TestServer;
 let web: Awaited<ReturnType<typeof startEverythingHttp>>;
 let old: Awaited<ReturnType<typeof startEverythingHttp>>;
 const closers: Array<() => Promise<unknown>> = [];
+/** What the gateway POSTed to `web` (parsed JSON-RPC messages), seen by a pass-through in front of it. */
+const posted: Array<{ method?: string; params?: { name?: string; _meta?: Record<string, unknown> } }> = [];
+let recorder: Server;
+
+/** A plain HTTP pass-through to `port` that records each POSTed JSON-RPC message (streams pass as they come). */
+async function startRecorder(port: number): Promise<string> {
+  recorder = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (req.method === 'POST' && body.length > 0) {
+        const parsed = JSON.parse(body.toString('utf8')) as unknown;
+        posted.push(...((Array.isArray(parsed) ? parsed : [parsed]) as typeof posted));
+      }
+      const out = request(
+        { host: '127.0.0.1', port, path: req.url, method: req.method, headers: { ...req.headers, host: `127.0.0.1:${port}` } },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      out.on('error', () => res.destroy());
+      res.on('close', () => out.destroy());
+      out.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(recorder.address() as AddressInfo).port}/mcp`;
+}
 
 beforeAll(async () => {
   [web, old] = await Promise.all([startEverythingHttp(), startEverythingHttp(undefined, 'sse')]);
@@ -32,7 +64,7 @@ beforeAll(async () => {
       mcp: { auth: { authType: 'none' } },
       gateway: { allowPrivateNetwork: true },
       mcpServers: {
-        web: { type: 'http', url: web.url, timeoutMs: 15_000 },
+        web: { type: 'http', url: await startRecorder(web.port), timeoutMs: 15_000 },
         old: { type: 'sse', url: old.url, timeoutMs: 15_000 },
       },
     },
@@ -50,6 +82,8 @@ afterAll(async () => {
   await Promise.all(closers.map((c) => c().catch(() => undefined)));
   await server?.stop();
   await Promise.all([web?.stop(), old?.stop()]);
+  recorder?.closeAllConnections();
+  await new Promise((resolve) => recorder?.close(resolve));
 });
 
 /** A 2025-11-25 session client (the 1.x SDK) that can answer sampling and elicitation. */
@@ -116,6 +150,22 @@ describe('MCP gateway: a Streamable HTTP upstream (tools/call posted by the gate
     expect(await cancelled).not.toBe('answered');
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(textOf(await client.callTool({ name: 'web__echo', arguments: { message: 'after the cancel' } }))).toBe('Echo: after the cancel');
+  });
+
+  it('progress is asked of the upstream only for a client that asked for it', async () => {
+    const client = await legacy();
+    const name = 'trigger-long-running-operation';
+    const calls = () => posted.filter((m) => m.method === 'tools/call' && m.params?.name === name);
+    const before = calls().length;
+    expect(textOf(await client.callTool({ name: `web__${name}`, arguments: { duration: 0.2, steps: 2 } }))).toMatch(/completed/i);
+    const seen: number[] = [];
+    await client.callTool({ name: `web__${name}`, arguments: { duration: 0.2, steps: 2 } }, undefined, {
+      onprogress: (p) => void seen.push(p.progress),
+    });
+    const [plain, tracked] = calls().slice(before);
+    expect(plain?.params?._meta?.progressToken).toBeUndefined();
+    expect(tracked?.params?._meta?.progressToken).toBeDefined();
+    expect(seen.length).toBeGreaterThanOrEqual(1);
   });
 
   it('sampling and elicitation the upstream asks during a call reach a 2025 session client, and its answers reach the upstream', async () => {

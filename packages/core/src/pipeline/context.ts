@@ -25,6 +25,12 @@ export interface McpCallContext {
   taskId?: string;
   /** Report progress; reaches the client as notifications/progress when it asked for it. */
   progress(progress: number, total?: number, message?: string): Promise<void>;
+  /**
+   * Whether `progress` reaches anyone: the client sent a progressToken, or the call runs as a task
+   * (progress becomes its status). A procedure that would ask someone else for progress (the MCP
+   * gateway asking an upstream) asks only then: otherwise the upstream reports for nobody.
+   */
+  progressWanted: boolean;
   /** Send a log message (notifications/message) respecting the session's level. */
   log(level: 'debug' | 'info' | 'notice' | 'warning' | 'error', data: unknown): Promise<void>;
   /** Client capabilities declared at initialize. */

@@ -90,6 +90,7 @@ export function mcpContext(
     sessionId: deps.sessionId(),
     toolName: name,
     clientCapabilities: clientCapabilitiesOf(server),
+    progressWanted: progressToken !== undefined,
     async progress(progress, total, message) {
       if (progressToken === undefined) return;
       await ctx.mcpReq.notify({
@@ -154,6 +155,7 @@ export function taskCallContext(
     toolName: name,
     taskId: round.taskId,
     clientCapabilities: clientCapabilitiesOf(server),
+    progressWanted: true,
     async progress(progress, total, message) {
       onStatus(message ?? (total !== undefined ? `${progress}/${total}` : String(progress)));
     },

@@ -64,8 +64,9 @@ export const gatewayRouter = router({
       // The same rule as our own MCP tools: requireAuthForToolsCall (unless the name is in publicTools).
       if (!ctx.identity && toolCallNeedsAuth(ctx.config, undefined, name))
         throw new CoreError('UNAUTHORIZED', 'authentication required for this tool');
-      const progress = ctx.mcp?.progress;
       const mcp = ctx.mcp;
+      // Progress is asked of the upstream only for a caller that wants it (a progressToken, a task).
+      const progress = mcp?.progressWanted ? mcp.progress : undefined;
       return ctx.gateway.callTool(
         {
           identity: ctx.identity,

@@ -43,6 +43,7 @@ function ctxFor(rt: Runtime, identity: Identity | null, mcp?: { sessionId?: stri
     ...(mcp && {
       mcp: {
         ...mcp,
+        progressWanted: false,
         progress: async () => undefined,
         log: async () => undefined,
         request: async () => {
