@@ -653,11 +653,15 @@ export class PostgresStorage implements Storage {
     // too, the planner ANDs the primary key's range with the due index, and the range holds every
     // hold row settled since the last vacuum (a bitmap scan walks them on every sweep: 0.09 ms on
     // an empty store, 27 ms after 77,000 calls). The due index alone reads only rows due by now.
-    // Named, so each connection soon runs a cached generic plan: planning it afresh with `now`
-    // past the statistics' histogram probes the due index's end, where the settled holds' dead
-    // entries sit (2 ms a sweep at 20,000 settled calls, against 0.06 ms to execute it).
+    // Named and with `now` as `(SELECT $1)`, so each connection runs one cached generic plan.
+    // Planning it afresh with `now` past the statistics' histogram probes the due index's end,
+    // where the settled holds' dead entries sit (2 ms a sweep at 20,000 settled calls, against
+    // 0.06 ms to execute it). With `now` a plain parameter, PostgreSQL's custom plan always looked
+    // cheaper than the generic one (which must guess a third of the rows), so it planned every
+    // sweep afresh; an initplan's value is unknown to the planner in both, so the generic plan wins
+    // after the fifth run and is never planned again (queryPlans.test.ts).
     const rows = await this.q<{ key: string }>(
-      'SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= $1 AND left(key, $3) = $2 ORDER BY due_at LIMIT $4',
+      'SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= (SELECT $1::bigint) AND left(key, $3) = $2 ORDER BY due_at LIMIT $4',
       [now, prefix, [...prefix].length, limit],
       'aib_due_keys',
     );
