@@ -13,7 +13,7 @@
  * a cache never stands in for a check: every assertion runs on the installed folder).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,7 +39,11 @@ const root = mkdtempSync(path.join(tmpdir(), 'ai-backend-install-npm12-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const quiet = { npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' };
-const NPM = ['npx', '-y', 'npm@12'];
+/**
+ * npm 12, run as `node <its npm-cli.js>`: npx resolves it once (beforeAll) instead of at each of the
+ * five installs (each `npx -y npm@12` asks the registry and resolves it again: about 3 s of CPU).
+ */
+let NPM: string[] = [];
 const PNPM = ['npx', '-y', 'pnpm@10.34.9'];
 
 function run(cmd: string[], cwd: string, timeout = 300_000): { code: number | null; out: string } {
@@ -114,6 +118,8 @@ function app(name: string, tarballs: Record<string, string>, manager: 'npm' | 'p
 let tarballs: Record<string, string> = {};
 beforeAll(() => {
   if (!NPM12) return;
+  const bin = execFileSync('npx', ['-y', '-p', 'npm@12', '-c', 'command -v npm'], { encoding: 'utf8', env: { ...process.env, ...quiet } });
+  NPM = [process.execPath, realpathSync(bin.trim().split('\n').pop()!)];
   const dest = path.join(root, 'tarballs');
   mkdirSync(dest);
   tarballs = packedPackages(dest);
