@@ -39,7 +39,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
-import { load, loadAverage, startServer } from './lib.mjs';
+import { load, loadAverage, startServer, verdict } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 const PER_ROUND = Number(process.argv[3] ?? 25);
@@ -56,28 +56,6 @@ const PORTKEY_VERSION = '1.15.2';
 const UNDICI_VERSION = '7.30.2';
 const children = [];
 process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
-
-// ---------- statistics (the independent benchmark's) ----------
-/** p-th percentile (0..100), linear interpolation. */
-function percentile(xs, p) {
-  const s = [...xs].sort((a, b) => a - b);
-  const i = (p / 100) * (s.length - 1);
-  const lo = Math.floor(i);
-  const hi = Math.ceil(i);
-  return lo === hi ? s[lo] : s[lo] + (s[hi] - s[lo]) * (i - lo);
-}
-/** Median of the per-round (gateway median − direct median), its IQR, and both arms' medians of round medians. */
-function verdict(directRounds, gatewayRounds) {
-  const dm = directRounds.map((r) => percentile(r, 50));
-  const gm = gatewayRounds.map((r) => percentile(r, 50));
-  const deltas = gm.map((g, i) => g - dm[i]);
-  return {
-    direct: percentile(dm, 50),
-    gateway: percentile(gm, 50),
-    overhead: percentile(deltas, 50),
-    iqr: [percentile(deltas, 25), percentile(deltas, 75)],
-  };
-}
 
 /**
  * CPU seconds a process has run, all its threads, in nanoseconds (/proc/<pid>/task/<tid>/schedstat):

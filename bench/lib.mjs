@@ -142,3 +142,28 @@ export async function startEverythingHttp({ command = process.execPath, prefix =
   await new Promise((resolve) => child.stderr.on('data', (d) => String(d).includes('listening on port') && resolve()));
   return { child, url: `http://127.0.0.1:${port}/mcp` };
 }
+
+/** p-th percentile (0..100), linear interpolation. */
+export function percentile(xs, p) {
+  const s = [...xs].sort((a, b) => a - b);
+  const i = (p / 100) * (s.length - 1);
+  const lo = Math.floor(i);
+  const hi = Math.ceil(i);
+  return lo === hi ? s[lo] : s[lo] + (s[hi] - s[lo]) * (i - lo);
+}
+/**
+ * The independent gateway benchmark's figure (bench/gatewayOverhead.mjs, bench/mcpGateway.mjs): from
+ * interleaved rounds of sequential calls (each round an array of ms), the median of the per-round
+ * (gateway median − direct median), its IQR, and both arms' medians of round medians.
+ */
+export function verdict(directRounds, gatewayRounds) {
+  const dm = directRounds.map((r) => percentile(r, 50));
+  const gm = gatewayRounds.map((r) => percentile(r, 50));
+  const deltas = gm.map((g, i) => g - dm[i]);
+  return {
+    direct: percentile(dm, 50),
+    gateway: percentile(gm, 50),
+    overhead: percentile(deltas, 50),
+    iqr: [percentile(deltas, 25), percentile(deltas, 75)],
+  };
+}

@@ -13,7 +13,7 @@
 // from one client in interleaved rounds (A, F, B), the median of per-round (path − direct) medians.
 // Run after the build: `node bench/mcpGateway.mjs [seconds per run, default 5] [connections, default 10]`.
 import { fileURLToPath } from 'node:url';
-import { cpuSeconds, load, loadAverage, startEverythingHttp, startServer } from './lib.mjs';
+import { cpuSeconds, load, loadAverage, startEverythingHttp, startServer, verdict } from './lib.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 10);
@@ -112,15 +112,12 @@ for (const name of order) {
   const x = await load({ ...options, connections, duration: seconds, warmup: 0 });
   runs[name].push({ ...x, cpuUs: (((await cpu(pids)) - c0) / Math.max(1, x.total)) * 1e6 });
 }
-// Latency the independent way (as bench/gatewayOverhead.mjs): one client, sequential calls, rounds
-// that interleave the paths (A, F, B), each round's median per path; the figure is the median of
-// the per-round (path median − direct median). autocannon's p50 above is in whole milliseconds.
+// Latency the independent way (as bench/gatewayOverhead.mjs, with its `verdict`): one client,
+// sequential calls, rounds that interleave the paths (A, F, B); the figure is the median of the
+// per-round (path median − direct median). autocannon's p50 above is in whole milliseconds.
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
 const PER_ROUND = Number(process.env.PER_ROUND ?? 60);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+/** One round of one path: PER_ROUND sequential calls, each one's ms. */
 async function sequential(name) {
   const { url, headers, setupRequest } = req[name];
   const times = [];
@@ -132,17 +129,12 @@ async function sequential(name) {
     times.push(performance.now() - t0);
     if (!text.includes('hello')) throw new Error(`${name}: unexpected answer ${text.slice(0, 200)}`);
   }
-  return median(times);
+  return times;
 }
-const added = { B: [], F: [] };
-const medians = { A: [], B: [], F: [] };
-for (let r = 0; r < ROUNDS; r++) {
-  const m = {};
-  for (const name of r % 2 ? ['B', 'F', 'A'] : ['A', 'F', 'B']) m[name] = await sequential(name);
-  for (const k of ['A', 'B', 'F']) medians[k].push(m[k]);
-  added.B.push(m.B - m.A);
-  added.F.push(m.F - m.A);
-}
+const rounds = { A: [], B: [], F: [] };
+for (let r = 0; r < ROUNDS; r++) for (const name of r % 2 ? ['B', 'F', 'A'] : ['A', 'F', 'B']) rounds[name].push(await sequential(name));
+const latencyB = verdict(rounds.A, rounds.B);
+const latencyF = verdict(rounds.A, rounds.F);
 const avg = (xs, k) => xs.reduce((s, x) => s + x[k], 0) / xs.length;
 const row = (label, xs) =>
   `| ${label} | ${Math.round(avg(xs, 'rps'))} | ${avg(xs, 'p50').toFixed(2)} | ${avg(xs, 'p99').toFixed(2)} | ${Math.round(avg(xs, 'cpuUs'))} | ${xs.reduce((s, x) => s + x.errors, 0)} |`;
@@ -157,8 +149,9 @@ console.log(row('L our own tool on the same /mcp session: greeting (gateway CPU 
 if (base) console.log(row(`C through the BASE gateway (${baseDir})`, runs.C));
 const summary = (x) =>
   `added p50 ${(avg(runs[x], 'p50') - avg(runs.A, 'p50')).toFixed(2)} ms, added p99 ${(avg(runs[x], 'p99') - avg(runs.A, 'p99')).toFixed(2)} ms, req/s ratio ${(avg(runs[x], 'rps') / avg(runs.A, 'rps')).toFixed(2)}x, gateway CPU per call ${Math.round(avg(runs[x], 'cpuUs') - avg(runs.A, 'cpuUs'))} µs`;
+const ms = (x) => x.toFixed(3);
 console.log(
-  `Sequential (${ROUNDS} interleaved rounds x ${PER_ROUND} calls, median of round medians): direct ${median(medians.A).toFixed(3)} ms, floor ${median(medians.F).toFixed(3)} ms, gateway ${median(medians.B).toFixed(3)} ms; added by the gateway ${median(added.B).toFixed(3)} ms (target ≤ 1), by the floor ${median(added.F).toFixed(3)} ms`,
+  `Sequential (${ROUNDS} interleaved rounds x ${PER_ROUND} calls, median of round medians): direct ${ms(latencyB.direct)} ms, floor ${ms(latencyF.gateway)} ms, gateway ${ms(latencyB.gateway)} ms; added by the gateway ${ms(latencyB.overhead)} ms (IQR ${latencyB.iqr.map(ms).join('..')}; target ≤ 1), by the floor ${ms(latencyF.overhead)} ms (IQR ${latencyF.iqr.map(ms).join('..')})`,
 );
 console.log(`B: ${summary('B')}`);
 console.log(`F: ${summary('F')}`);
