@@ -13,6 +13,7 @@
 //
 //   node bench/ledgerGrowth.mjs --stores sqlite,postgres --rows 10000000 --users 100000   (by hand: hours)
 //   node bench/ledgerGrowth.mjs --stores sqlite,postgres --fill-seconds 300                (what fits)
+// --keep <dir>: keep the filled stores; a later run with the same <dir> measures them without filling.
 // Options: --rows (target ledger rows, default 10,000,000), --fill-seconds (stop filling after this,
 // default unlimited: whichever comes first), --users (default 10,000), --concurrency (default 128, per process),
 // --fill-processes (PostgreSQL: fill from this many processes at once, default 1; SQLite always 1),
@@ -21,7 +22,7 @@
 // servers too (one build at a time: a SQLite file is locked to one process), baseline first, and print its
 // table beside this build's (an A/B at the same store and load: compare the CPU per call).
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,14 +52,18 @@ const BILLING = {
   anonymousWindowMs: 60_000,
   reservationTtlMs: 900_000,
 };
-const tag = `${process.pid}`;
-const root = await mkdtemp(join(tmpdir(), 'bench-ledger-growth-'));
+// --keep <dir>: the stores live on (SQLite under <dir>, PostgreSQL in schemas named after it), and
+// a later run with the same --keep measures them again without filling (a 10 M fill takes hours).
+const KEEP = args.keep;
+const tag = KEEP ? KEEP.replace(/[^a-z0-9]/gi, '').slice(-24).toLowerCase() : `${process.pid}`;
+const root = KEEP ?? (await mkdtemp(join(tmpdir(), 'bench-ledger-growth-')));
+if (KEEP) await mkdir(KEEP, { recursive: true });
 const schemas = [];
 
 function storageConfig(kind, name) {
   if (kind === 'sqlite') return { type: 'sqlite', dir: join(root, name) };
   const schema = `bench_growth_${name}_${tag}`;
-  schemas.push(schema);
+  if (!KEEP) schemas.push(schema);
   return { type: 'postgres', postgres: { connectionString: PG, schema, poolSize: 10, queryTimeoutMs: 60_000, connectTimeoutMs: 60_000 } };
 }
 
@@ -136,7 +141,7 @@ async function fillInProcesses(kind, cfg) {
 if (args['fill-worker']) {
   const job = JSON.parse(args['fill-worker']);
   const done = await fill(job.cfg, { ...job.part, seconds: job.part.seconds ?? Infinity });
-  await rm(root, { recursive: true, force: true });
+  if (!KEEP) await rm(root, { recursive: true, force: true });
   console.log(JSON.stringify(done));
   process.exit(0);
 }
@@ -154,6 +159,14 @@ async function sweeps(cfg, n) {
   await billing.stop();
   await storage.close();
   return times;
+}
+
+async function dropStore(kind, cfg) {
+  if (kind === 'sqlite') return rm(cfg.dir, { recursive: true, force: true });
+  const client = new pg.Client({ connectionString: PG });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${cfg.postgres.schema} CASCADE`);
+  await client.end();
 }
 
 async function dbSize(kind, cfg) {
@@ -182,12 +195,37 @@ const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const upstream = await startServer(here('./servers/test-upstream.mjs'), [JSON.stringify({ outputTokens: 16 })]);
 const results = [];
 
+/**
+ * Every store is filled at once (SQLite in this process, PostgreSQL from its fill processes), so
+ * the fill uses every core; each is measured afterwards, alone. With --keep, a store filled by an
+ * earlier run (its record in <dir>/filled-<kind>.json) is measured as it is.
+ */
+const fills = Object.fromEntries(
+  await Promise.all(
+    STORES.map(async (kind) => {
+      const record = join(root, `filled-${kind}.json`);
+      if (KEEP) {
+        const earlier = await readFile(record, 'utf8').then(JSON.parse, () => undefined);
+        if (earlier) {
+          process.stderr.write(`${kind}: filled by an earlier run (${earlier.rows.toLocaleString('en')} ledger rows)\n`);
+          return [kind, earlier];
+        }
+      }
+      process.stderr.write(`${kind}: filling\n`);
+      const filled = await fillInProcesses(kind, storageConfig(kind, 'full'));
+      if (KEEP) await writeFile(record, JSON.stringify(filled));
+      return [kind, filled];
+    }),
+  ),
+);
+
 for (const kind of STORES) {
   const full = storageConfig(kind, 'full');
   const empty = storageConfig(kind, 'empty');
-  process.stderr.write(`${kind}: filling\n`);
-  const filled = await fillInProcesses(kind, full);
-  // The empty store: the same start (a credit for the measured user), nothing else.
+  const filled = fills[kind];
+  // The empty store: the same start (a credit for the measured user), nothing else (with --keep,
+  // made afresh: an earlier run's measured calls are in it).
+  if (KEEP) await dropStore(kind, empty);
   {
     const storage = await createStorage(resolveConfig({ storage: empty }).storage);
     const billing = billingOn(storage);
@@ -275,7 +313,7 @@ for (const kind of STORES) {
   results.push({ kind, filled, sizeMb, rows, baselineRows });
 }
 await upstream.stop();
-await rm(root, { recursive: true, force: true });
+if (!KEEP) await rm(root, { recursive: true, force: true });
 if (schemas.length) {
   const client = new pg.Client({ connectionString: PG });
   await client.connect();
