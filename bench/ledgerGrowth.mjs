@@ -55,7 +55,11 @@ const BILLING = {
 // --keep <dir>: the stores live on (SQLite under <dir>, PostgreSQL in schemas named after it), and
 // a later run with the same --keep measures them again without filling (a 10 M fill takes hours).
 const KEEP = args.keep;
-const tag = KEEP ? KEEP.replace(/[^a-z0-9]/gi, '').slice(-24).toLowerCase() : `${process.pid}`;
+const tag = KEEP
+  ? KEEP.replace(/[^a-z0-9]/gi, '')
+      .slice(-24)
+      .toLowerCase()
+  : `${process.pid}`;
 const root = KEEP ?? (await mkdtemp(join(tmpdir(), 'bench-ledger-growth-')));
 if (KEEP) await mkdir(KEEP, { recursive: true });
 const schemas = [];
