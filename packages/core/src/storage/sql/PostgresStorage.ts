@@ -19,7 +19,7 @@ import { KeyedMutex } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
-import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd, refuseNewerSchema } from './migrations.js';
+import { MIGRATIONS, MIGRATIONS_TABLE, PURGE_BATCH, prefixEnd, refuseNewerSchema } from './migrations.js';
 
 /** Connection options (the `storage.postgres` config section). */
 export interface PostgresStorageOptions {
@@ -668,10 +668,24 @@ export class PostgresStorage implements Storage {
     return rows.map((r) => r.key);
   }
 
-  /** Delete rows past their expiry. */
+  /**
+   * Delete rows past their expiry, PURGE_BATCH per statement: one statement over a day of expired
+   * rows (after a long stop) would be one long transaction whose row locks a write to such a key
+   * waits behind, and would return every deleted row. The outer condition is checked again on a
+   * row a concurrent write just renewed (READ COMMITTED re-reads it; the subquery's choice is not
+   * re-run), so a renewed row stays. `(SELECT $1::bigint)`: one cached generic plan (dueKeys).
+   */
   async purgeExpired(now = Date.now()): Promise<number> {
-    const rows = await this.q('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= $1 RETURNING 1', [now]);
-    return rows.length;
+    let deleted = 0;
+    for (;;) {
+      const rows = await this.q(
+        'DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= (SELECT $1::bigint) LIMIT $2) AND expires_at <= (SELECT $1::bigint) RETURNING 1',
+        [now, PURGE_BATCH],
+        'aib_purge',
+      );
+      deleted += rows.length;
+      if (rows.length < PURGE_BATCH) return deleted;
+    }
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {

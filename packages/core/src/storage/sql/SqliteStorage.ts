@@ -16,7 +16,7 @@ import type {
   TxRead,
   TxWrite,
 } from '../../kernel/Storage.js';
-import { MIGRATIONS, MIGRATIONS_TABLE, prefixEnd, refuseNewerSchema } from './migrations.js';
+import { MIGRATIONS, MIGRATIONS_TABLE, PURGE_BATCH, prefixEnd, refuseNewerSchema } from './migrations.js';
 import { loadSqliteDriver } from './loadSqliteDriver.js';
 import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName, SqliteStatement } from './SqliteDriver.js';
 
@@ -331,9 +331,19 @@ export class SqliteStorage implements Storage {
     return this.run(() => (this.st.due.all(now, prefix, prefixEnd(prefix), limit) as Array<{ key: string }>).map((r) => r.key));
   }
 
-  /** Delete rows past their expiry (runs at open and from `purgeExpired` callers). */
+  /**
+   * Delete rows past their expiry, PURGE_BATCH at a time: each batch is a short write transaction,
+   * and the event loop serves requests between batches, so a purge after a long stop (a day of
+   * expired claims and rate-limit windows) never holds the one writer for seconds.
+   */
   async purgeExpired(now = Date.now()): Promise<number> {
-    return this.run(() => Number(this.st.purge.run(now).changes));
+    let deleted = 0;
+    for (;;) {
+      const batch = this.run(() => Number(this.st.purge.run(now, PURGE_BATCH, now).changes));
+      deleted += batch;
+      if (batch < PURGE_BATCH) return deleted;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
@@ -377,7 +387,9 @@ function prepare(db: SqliteDatabase) {
     del: p('DELETE FROM kv WHERE key = ?'),
     keys: p('SELECT key FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key'),
     due: p('SELECT key FROM kv WHERE due_at IS NOT NULL AND due_at <= ? AND key >= ? AND key < ? ORDER BY due_at LIMIT ?'),
-    purge: p('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?'),
+    purge: p(
+      'DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?) AND expires_at <= ?',
+    ),
     bumpHead: p(
       'INSERT INTO log_heads (log, last_seq) VALUES (?, 1) ON CONFLICT (log) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq',
     ),

@@ -171,6 +171,9 @@ export function refuseNewerSchema(applied: Iterable<number>, store: string): voi
 export const MIGRATIONS_TABLE =
   'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)';
 
+/** Expired `kv` rows one purge statement deletes (purgeExpired on both engines: a short transaction each). */
+export const PURGE_BATCH = 1000;
+
 /** Upper bound of keys starting with `prefix` in binary order (range scans on the primary key). */
 export function prefixEnd(prefix: string): string {
   return `${prefix}\u{10FFFF}`;
