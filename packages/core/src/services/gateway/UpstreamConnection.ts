@@ -255,7 +255,6 @@ export class UpstreamConnection {
   }
 
   callTool(name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallToolResult> {
-    const definition = this.lists.tools.find((t) => t.name === name);
     return this.run(`tools/call ${name}`, async (o) => {
       // A 2025 Streamable HTTP session: our own POST (the SDK client's transport cost most of a call).
       const session = o.httpSession();
@@ -266,6 +265,7 @@ export class UpstreamConnection {
           ...opts,
         });
       }
+      const definition = this.lists.tools.find((t) => t.name === name);
       const result = await o.client.callTool(
         { name, arguments: args },
         {
