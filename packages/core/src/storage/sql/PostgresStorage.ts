@@ -127,7 +127,12 @@ export class PostgresStorage implements Storage {
       max: opts.poolSize ?? 10,
       connectionTimeoutMillis: opts.connectTimeoutMs ?? 800,
       query_timeout: opts.queryTimeoutMs ?? 800,
-      options: `-c search_path=${schema}`,
+      // Every statement here is a short lookup or write. PostgreSQL plans a parallel scan with a
+      // JIT-compiled Gather when an estimate is far off (a table that grew or churned faster than
+      // its statistics): at 10 M ledger rows a key-range read that finds nothing took 20-55 ms,
+      // almost all of it JIT and worker start-up, against 0.1 ms as an index scan (performance.md,
+      // "Growth of the durable stores").
+      options: `-c search_path=${schema} -c jit=off -c max_parallel_workers_per_gather=0`,
       application_name: 'ai-backend',
     };
     const pool = new pg.Pool(config);

@@ -289,6 +289,29 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
     expect(indexes(plan!)).toEqual(['kv_due_at']);
   });
 
+  it("the store's sessions plan no JIT compilation and no parallel workers, whatever the server's defaults", async () => {
+    const pool = (stores[0]! as unknown as { pool: Pool }).pool;
+    const client = await pool.connect();
+    try {
+      const setting = async (name: string) =>
+        (await client.query<{ setting: string }>('SELECT setting FROM pg_settings WHERE name = $1', [name])).rows[0]?.setting;
+      expect(await setting('jit')).toBe('off');
+      expect(await setting('max_parallel_workers_per_gather')).toBe('0');
+      // Costs that make any scan look worth workers and compiling (what a stale estimate does at
+      // millions of rows): the store's sessions still plan it without either.
+      await client.query('BEGIN');
+      for (const set of ['parallel_setup_cost = 0', 'parallel_tuple_cost = 0', 'min_parallel_table_scan_size = 0', 'jit_above_cost = 0'])
+        await client.query(`SET LOCAL ${set}`);
+      const { rows } = await client.query<{ 'QUERY PLAN': unknown }>('EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM kv');
+      await client.query('ROLLBACK');
+      const plan = JSON.stringify(rows[0]!['QUERY PLAN']);
+      expect(plan).not.toContain('"Node Type":"Gather');
+      expect(plan).not.toContain('"JIT"');
+    } finally {
+      client.release();
+    }
+  });
+
   it("the sweeper's statement runs on a cached generic plan once the table has statistics (no planning per sweep)", async () => {
     const store = stores[0]!;
     const pool = (store as unknown as { pool: Pool }).pool;
