@@ -14,6 +14,7 @@
 //   node bench/ledgerGrowth.mjs --stores sqlite,postgres --rows 10000000 --users 100000   (by hand: hours)
 //   node bench/ledgerGrowth.mjs --stores sqlite,postgres --fill-seconds 300                (what fits)
 // --keep <dir>: keep the filled stores; a later run with the same <dir> measures them without filling.
+// --vacuum: VACUUM (ANALYZE) the PostgreSQL stores before measuring (what autovacuum does where it is on).
 // Options: --rows (target ledger rows, default 10,000,000), --fill-seconds (stop filling after this,
 // default unlimited: whichever comes first), --users (default 10,000), --concurrency (default 128, per process),
 // --fill-processes (PostgreSQL: fill from this many processes at once, default 1; SQLite always 1),
@@ -42,6 +43,7 @@ const FILL_WORKERS = Number(args['fill-processes'] ?? 1);
 const SAMPLES = Number(args.samples ?? 200);
 const PG = args.pg ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BASELINE = args.baseline;
+const VACUUM = process.argv.includes('--vacuum');
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-ledger-growth-jwt-secret-0123456789';
 const VAULT = 'bench-ledger-growth-vault-key-0123456789';
@@ -238,6 +240,18 @@ for (const kind of STORES) {
     await billing.credit({ userId: 'user-0', tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
     await billing.stop();
     await storage.close();
+  }
+  // --vacuum: VACUUM (ANALYZE) both PostgreSQL stores first, what autovacuum does on a server
+  // where it is on (it is off on this machine's PostgreSQL: a 1-hour fill leaves every dead row of
+  // the settled holds and no statistics).
+  if (VACUUM && kind === 'postgres') {
+    const client = new pg.Client({ connectionString: PG });
+    await client.connect();
+    const started = performance.now();
+    for (const cfg of [full, empty])
+      for (const t of ['kv', 'logs', 'log_heads']) await client.query(`VACUUM (ANALYZE) ${cfg.postgres.schema}.${t}`);
+    await client.end();
+    process.stderr.write(`${kind}: VACUUM (ANALYZE) took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
   }
   const sizeMb = await dbSize(kind, full);
   const sweep = { full: await sweeps(full, 50), empty: await sweeps(empty, 50) };
