@@ -86,8 +86,12 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   let alertOnDegraded: ((provider: string, reason: string) => void) | undefined;
   const metrics = config.metrics.enabled ? await createMetrics({ processMetrics: config.metrics.processMetrics }) : undefined;
   // Every service sees the instrumented store: spans and latency per storage operation.
-  const storage = instrumentStorage(opts.storage ?? (await createStorage(config.storage)), metrics);
+  const store = opts.storage ?? (await createStorage(config.storage));
+  const storage = instrumentStorage(store, metrics);
   if (!opts.storage) {
+    // The backend's own settings (PostgreSQL's autovacuum): a warning at start, never a refusal.
+    const maintenance = await store.maintenanceWarnings?.().catch(() => []);
+    for (const w of maintenance ?? []) logger.warn(w.message, { fix: w.fix });
     for (const w of privateDataWarnings(config.storage)) {
       logger.warn(
         `the ${w.kind === 'directory' ? 'data directory' : 'data file'} ${w.path} is open to other users (mode ${w.mode}); it holds the vault, ledger, key hashes and OAuth records`,

@@ -71,6 +71,12 @@ export interface Storage {
   dueKeys(prefix: string, now: number, limit: number): Promise<string[]>;
   /** Reachability of the backend, for /health and admin.healthCheck. */
   health(): Promise<{ ok: boolean; detail?: string }>;
+  /**
+   * What the operator should fix in the backend's own settings for the store to stay fast as it
+   * grows, read once at start and logged as warnings (PostgreSQL: autovacuum off for the server or
+   * the store's tables). Backends with nothing to check leave it out.
+   */
+  maintenanceWarnings?(): Promise<Array<{ message: string; fix: string }>>;
   /** Release resources (file locks, connections). Idempotent. */
   close(): Promise<void>;
 }

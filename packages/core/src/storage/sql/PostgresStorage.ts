@@ -696,6 +696,36 @@ export class PostgresStorage implements Storage {
     }
   }
 
+  /**
+   * Autovacuum off, for the server or for one of the store's tables: `kv` gains a dead row with
+   * every metered call (the hold, deleted at settlement) and its statistics go stale, which at
+   * 10 M ledger rows made the sweeper walk 5 M dead index entries (operations.md, "PostgreSQL:
+   * keep autovacuum on"). The store does not vacuum for the operator; it says so at start.
+   */
+  async maintenanceWarnings(): Promise<Array<{ message: string; fix: string }>> {
+    const { rows } = await this.pool.query<{ server: string; schema: string; tables: string[] }>(
+      `SELECT current_setting('autovacuum') AS server, current_schema() AS schema,
+         array(SELECT c.relname::text FROM pg_class c
+               WHERE c.relnamespace = current_schema()::regnamespace AND c.relname IN ('kv', 'logs', 'log_heads')
+                 AND c.reloptions::text ~* 'autovacuum_enabled=(false|off|no|0)' ORDER BY c.relname) AS tables`,
+    );
+    const row = rows[0];
+    if (!row) return [];
+    const fix = `turn autovacuum on, or run VACUUM (ANALYZE) on ${row.schema}.kv, ${row.schema}.logs and ${row.schema}.log_heads regularly (vacuumdb --analyze --schema=${row.schema})`;
+    const warnings: Array<{ message: string; fix: string }> = [];
+    if (row.server !== 'on')
+      warnings.push({
+        message: `PostgreSQL runs with autovacuum off: the store's dead rows (a hold per metered call) are never reclaimed and its statistics go stale`,
+        fix,
+      });
+    if (row.tables.length > 0)
+      warnings.push({
+        message: `autovacuum is off for the store's table${row.tables.length > 1 ? 's' : ''} ${row.tables.join(', ')} (autovacuum_enabled = false)`,
+        fix,
+      });
+    return warnings;
+  }
+
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closed) return { ok: false, detail: 'closed' };
     if (this.newerSchema) return { ok: false, detail: this.newerSchema.message };
