@@ -681,15 +681,17 @@ export class PostgresStorage implements Storage {
    * rows (after a long stop) would be one long transaction whose row locks a write to such a key
    * waits behind, and would return every deleted row. The outer condition is checked again on a
    * row a concurrent write just renewed (READ COMMITTED re-reads it; the subquery's choice is not
-   * re-run), so a renewed row stays. `(SELECT $1::bigint)`: one cached generic plan (dueKeys).
+   * re-run), so a renewed row stays. Unnamed, with `now` a plain parameter: planned with its
+   * value each time (every 5 minutes), and the batch is taken in `expires_at` order: the expiry index read in order and
+   * stopped after PURGE_BATCH rows, whatever the statistics say (see dueKeys for the plan an
+   * unknown `now` and an `IS NOT NULL` got on statistics that saw no row with a value).
    */
   async purgeExpired(now = Date.now()): Promise<number> {
     let deleted = 0;
     for (;;) {
       const rows = await this.q(
-        'DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= (SELECT $1::bigint) LIMIT $2) AND expires_at <= (SELECT $1::bigint) RETURNING 1',
+        'DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2) AND expires_at <= $1 RETURNING 1',
         [now, PURGE_BATCH],
-        'aib_purge',
       );
       deleted += rows.length;
       if (rows.length < PURGE_BATCH) return deleted;

@@ -380,6 +380,16 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
         expect(plan).toContain('"Node Type":"Index Scan"');
         expect(plan).toContain('kv_due_at');
         expect(plan).not.toContain('Seq Scan');
+        // The purge's batch, on the same statistics (no row with an expiry): the expiry index, in order.
+        const purge = plans.map((p) => p.query).find((q) => q.startsWith('DELETE FROM kv WHERE key IN'));
+        expect(purge).toBeDefined();
+        await client.query(`PREPARE purge_null_check(bigint, int) AS ${purge}`);
+        const explained = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+          `EXPLAIN (FORMAT JSON) EXECUTE purge_null_check(${now}, 1000)`,
+        );
+        const purgePlan = JSON.stringify(explained.rows[0]!['QUERY PLAN'][0]!.Plan);
+        expect(purgePlan).toContain('kv_expires_at');
+        expect(purgePlan).not.toContain('Seq Scan');
       } finally {
         await client.query('DEALLOCATE ALL').catch(() => undefined);
         client.release();
