@@ -29,6 +29,7 @@
 //   GW_PASSTHROUGH=off,on   ours with ai.passThrough off and/or on (default: both when the build
 //                           has the switch; "default" = the build's own default, no key set)
 //   GW_NO_PORTKEY=1         skip Portkey (it is installed with npm on first use)
+//   GW_STREAM_WARMUP=100    streamed calls each way before the streamed rounds (after the 1,500 non-streamed)
 //   BENCH_TOOLS_DIR         where Portkey and undici are installed (default: <tmp>/ai-backend-bench-tools)
 //   PGUSER / REDIS_URL-less defaults: PostgreSQL postgres@127.0.0.1:5432/test, Redis 127.0.0.1:6379
 import { execFileSync, spawn } from 'node:child_process';
@@ -45,7 +46,7 @@ const ROUNDS = Number(process.argv[2] ?? 7);
 const PER_ROUND = Number(process.argv[3] ?? 25);
 const WARM_CALLS = Number(process.argv[4] ?? 1500);
 const COLD_WARMUP = 15;
-const STREAM_WARMUP = 100;
+const STREAM_WARMUP = Number(process.env.GW_STREAM_WARMUP ?? 100);
 const SAT_SECONDS = Number(process.env.GW_SATURATED ?? 6);
 const SAT_CONNECTIONS = 50;
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
