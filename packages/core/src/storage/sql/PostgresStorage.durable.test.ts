@@ -4,6 +4,7 @@ import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/t
 import type { TxPlan, TxRead } from '../../kernel/Storage.js';
 import type { BatchJob } from '../GroupCommit.js';
 import { PostgresStorage } from './PostgresStorage.js';
+import { recordQueries } from './__tests__/recordQueries.js';
 
 /**
  * `transact(…, { durable: false })` on PostgreSQL: the transaction is committed with
@@ -13,19 +14,6 @@ import { PostgresStorage } from './PostgresStorage.js';
  * services/billing/lostHold.test.ts.
  */
 const postgres = await testPostgres();
-
-/** The text and name of every query any pg client of this process sends, until `stop`. */
-function recordQueries(): { readonly sent: Array<{ text: string; name?: string }>; stop(): void } {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  const recorder = { sent: [] as Array<{ text: string; name?: string }>, stop: () => (proto.query = original) };
-  proto.query = function (this: unknown, ...args: unknown[]) {
-    const q = args[0] as string | { text: string; name?: string };
-    recorder.sent.push(typeof q === 'string' ? { text: q } : { text: q.text, ...(q.name ? { name: q.name } : {}) });
-    return original.apply(this, args);
-  };
-  return recorder;
-}
 
 const SYNC_OFF = /set_config\('synchronous_commit', 'off', true\)|SET LOCAL synchronous_commit = off/;
 /** The `aib_tx` calls among the recorded queries: true for each one sent non-durable. */

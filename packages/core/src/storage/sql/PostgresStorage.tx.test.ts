@@ -1,7 +1,7 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/test-utils/services';
 import { PostgresStorage } from './PostgresStorage.js';
+import { recordQueries } from './__tests__/recordQueries.js';
 
 /**
  * Transactions on PostgreSQL plan against what the process last saw and check it at commit.
@@ -9,18 +9,6 @@ import { PostgresStorage } from './PostgresStorage.js';
  * transaction, and a value changed by another instance is never planned against unnoticed.
  */
 const postgres = await testPostgres();
-
-/** Counts queries sent by any pg client of this process (each is one round trip). */
-function countQueries(): { readonly n: number; stop(): void } {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  const counter = { n: 0, stop: () => (proto.query = original) };
-  proto.query = function (this: unknown, ...args: unknown[]) {
-    counter.n++;
-    return original.apply(this, args);
-  };
-  return counter;
-}
 
 type Account = { tokens: number };
 const spend = (storage: PostgresStorage, user: string, amount: number, requestId: string) =>
@@ -59,20 +47,20 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
   it('a transaction on a key this process wrote last is one round trip', async () => {
     await credit(a, 'hot', 1000);
     await spend(a, 'hot', 1, 'warm'); // the account row is now known to this process
-    const counter = countQueries();
+    const counter = recordQueries();
     try {
       for (let i = 0; i < 10; i++) await spend(a, 'hot', 1, `r${i}`);
     } finally {
       counter.stop();
     }
-    expect(counter.n).toBe(10);
+    expect(counter.sent.length).toBe(10);
     expect(await a.get<Account>('acct:hot')).toEqual({ tokens: 989 });
   });
 
   it('single reads issued together are one round trip', async () => {
     await a.set('r:1', 1);
     await a.set('r:2', 2);
-    const counter = countQueries();
+    const counter = recordQueries();
     let values: unknown[];
     try {
       values = await Promise.all([a.get('r:1'), a.get('r:2'), a.get('r:3')]);
@@ -80,26 +68,26 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
       counter.stop();
     }
     expect(values).toEqual([1, 2, undefined]);
-    expect(counter.n).toBe(1);
+    expect(counter.sent.length).toBe(1);
   });
 
   it('a row rewritten with the same value by another instance still fails the check (row versions, not values)', async () => {
     await credit(a, 'same', 10);
     // b writes the value a already believes in: a's guess still matches by value, not by version.
     await b.set('acct:same', { tokens: 10 });
-    const counter = countQueries();
+    const counter = recordQueries();
     try {
       expect(await credit(a, 'same', 1)).toBe(11);
     } finally {
       counter.stop();
     }
-    expect(counter.n).toBe(3); // the guessed call (refused by the check), a fresh read, the call again
+    expect(counter.sent.length).toBe(3); // the guessed call (refused by the check), a fresh read, the call again
   });
 
   it('concurrent transactions on one hot key go out together: few round trips, exact balance and ledger', async () => {
     await credit(a, 'group', 100);
     await spend(a, 'group', 1, 'g-warm'); // the account row is now known to this process
-    const counter = countQueries();
+    const counter = recordQueries();
     let outcomes: boolean[];
     try {
       // 120 spends of 1 against 99 tokens: exactly 99 succeed, each decided on the state the ones before it left.
@@ -115,7 +103,7 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
       counter.stop();
     }
     expect(outcomes.filter(Boolean)).toHaveLength(99);
-    expect(counter.n).toBeLessThan(40); // one by one this was 120 round trips or more
+    expect(counter.sent.length).toBeLessThan(40); // one by one this was 120 round trips or more
     expect(await b.get<Account>('acct:group')).toEqual({ tokens: 0 });
     const ledger = await b.readLog<{ requestId: string; delta: number }>('ledger:group');
     expect(ledger).toHaveLength(100);
@@ -161,7 +149,7 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
   it('two instances serving one hot account keep batching: few round trips per spend, exact balance', async () => {
     await credit(a, 'pair', 2000);
     await credit(b, 'pair', 0); // both instances know the account
-    const counter = countQueries();
+    const counter = recordQueries();
     let outcomes: boolean[];
     try {
       // Waves of concurrent spends, as calls keep arriving at both instances.
@@ -183,7 +171,7 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
     }
     expect(outcomes.every(Boolean)).toBe(true);
     // main before this test: 128-132 (a batch after a locked one forgot the account: each spend went alone); now 25-28.
-    expect(counter.n).toBeLessThan(60);
+    expect(counter.sent.length).toBeLessThan(60);
     expect(await a.get<Account>('acct:pair')).toEqual({ tokens: 1700 });
     expect(await b.readLog('ledger:pair')).toHaveLength(300);
   });

@@ -1,13 +1,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropTestSchema, testPostgres, testPostgresOptions } from '@ai-backend/test-utils/services';
 import type { Storage } from '../../kernel/Storage.js';
 import { PURGE_BATCH } from './migrations.js';
 import { PostgresStorage } from './PostgresStorage.js';
 import { SqliteStorage } from './SqliteStorage.js';
+import { recordQueries } from './__tests__/recordQueries.js';
 import { SQLITE_DRIVERS } from './__tests__/sqliteDrivers.js';
 
 /**
@@ -68,20 +68,13 @@ describe.skipIf(!postgres.ok)('PostgreSQL: purgeExpired', () => {
     try {
       await fill(store);
       // The purge's statements, as the pg driver sends them.
-      const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-      const original = proto.query;
-      const deletes: string[] = [];
-      proto.query = function (this: unknown, ...args: unknown[]) {
-        const q = args[0] as string | { text: string };
-        const text = typeof q === 'string' ? q : q.text;
-        if (text.startsWith('DELETE FROM kv')) deletes.push(text);
-        return original.apply(this, args);
-      };
+      const recorder = recordQueries();
       try {
         expect(await store.purgeExpired(LATER())).toBe(EXPIRED);
       } finally {
-        proto.query = original;
+        recorder.stop();
       }
+      const deletes = recorder.sent.filter((q) => q.text.startsWith('DELETE FROM kv'));
       // Three full batches, then the rest: one statement per batch.
       expect(deletes).toHaveLength(Math.ceil(EXPIRED / PURGE_BATCH));
       expect(await store.purgeExpired(LATER())).toBe(0);
