@@ -180,27 +180,31 @@ async function sweeps(full, empty, n) {
   return { full: stores.full.times, empty: stores.empty.times };
 }
 
-async function dropStore(kind, cfg) {
-  if (kind === 'sqlite') return rm(cfg.dir, { recursive: true, force: true });
+/** `fn` with a client of its own on the bench's PostgreSQL, ended after it. */
+async function withPg(fn) {
   const client = new pg.Client({ connectionString: PG });
   await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${cfg.postgres.schema} CASCADE`);
-  await client.end();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function dropStore(kind, cfg) {
+  if (kind === 'sqlite') return rm(cfg.dir, { recursive: true, force: true });
+  await withPg((client) => client.query(`DROP SCHEMA IF EXISTS ${cfg.postgres.schema} CASCADE`));
 }
 
 async function dbSize(kind, cfg) {
   if (kind === 'sqlite') return (await stat(join(cfg.dir, 'ai-backend.db'))).size / 1048576;
-  const client = new pg.Client({ connectionString: PG });
-  await client.connect();
-  try {
-    const { rows } = await client.query(
+  const { rows } = await withPg((client) =>
+    client.query(
       `SELECT sum(pg_total_relation_size(c.oid))::bigint AS b FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
       [cfg.postgres.schema],
-    );
-    return Number(rows[0].b) / 1048576;
-  } finally {
-    await client.end();
-  }
+    ),
+  );
+  return Number(rows[0].b) / 1048576;
 }
 
 /** User + system CPU of a process so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
@@ -256,12 +260,11 @@ for (const kind of STORES) {
   // where it is on (it is off on this machine's PostgreSQL: a 1-hour fill leaves every dead row of
   // the settled holds and no statistics).
   if (VACUUM && kind === 'postgres') {
-    const client = new pg.Client({ connectionString: PG });
-    await client.connect();
     const started = performance.now();
-    for (const cfg of [full, empty])
-      for (const t of ['kv', 'logs', 'log_heads']) await client.query(`VACUUM (ANALYZE) ${cfg.postgres.schema}.${t}`);
-    await client.end();
+    await withPg(async (client) => {
+      for (const cfg of [full, empty])
+        for (const t of ['kv', 'logs', 'log_heads']) await client.query(`VACUUM (ANALYZE) ${cfg.postgres.schema}.${t}`);
+    });
     process.stderr.write(`${kind}: VACUUM (ANALYZE) took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
   }
   const sizeMb = await dbSize(kind, full);
@@ -346,10 +349,9 @@ for (const kind of STORES) {
 await upstream.stop();
 if (!KEEP) await rm(root, { recursive: true, force: true });
 if (schemas.length) {
-  const client = new pg.Client({ connectionString: PG });
-  await client.connect();
-  for (const s of schemas) await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-  await client.end();
+  await withPg(async (client) => {
+    for (const s of schemas) await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+  });
 }
 
 const f = (n) => n.toFixed(2);
