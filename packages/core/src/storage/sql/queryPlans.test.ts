@@ -131,6 +131,18 @@ function pgFullScans(node: PlanNode): string[] {
   return [...own, ...(node.Plans ?? []).flatMap(pgFullScans)];
 }
 
+/**
+ * The plan of `text` prepared on `client` as `name(types)`, after `runs` executions with `args`
+ * (PostgreSQL plans the first five with their values; from then on it keeps the generic plan
+ * unless the custom ones were cheaper, and then a constant stays in the plan), as JSON text.
+ */
+async function preparedPlan(client: PoolClient, name: string, types: string, text: string, args: string, runs: number): Promise<string> {
+  await client.query(`PREPARE ${name}(${types}) AS ${text}`);
+  for (let i = 0; i < runs; i++) await client.query(`EXECUTE ${name}(${args})`);
+  const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${args})`);
+  return JSON.stringify(rows[0]!['QUERY PLAN'][0]!.Plan);
+}
+
 /** Per-session settings of every connection under observation (see the file comment). */
 const OBSERVE = [
   "LOAD 'auto_explain'",
@@ -146,6 +158,8 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
   const plans: Array<{ query: string; plan: PlanNode }> = [];
   const stores: PostgresStorage[] = [];
   const schemaOpts = testPostgresOptions(postgres, 'plans');
+  /** The sweeper's due-keys statement as the store sent it (recorded by the workload below). */
+  const sweepStatement = () => plans.map((p) => p.query).find((q) => q.includes('ORDER BY due_at') && q.includes('left(key'));
 
   /** A store whose every connection logs each statement's plan into `plans`. */
   async function observedStore(): Promise<PostgresStorage> {
@@ -330,18 +344,11 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
       }));
     await pool.query('ANALYZE kv');
     // The statement as the store sends it: the one the workload above recorded.
-    const text = plans.map((p) => p.query).find((q) => q.includes('ORDER BY due_at') && q.includes('left(key'));
+    const text = sweepStatement();
     expect(text).toBeDefined();
     const client = await pool.connect();
     try {
-      await client.query(`PREPARE sweep_plan_check(bigint, text, int, int) AS ${text}`);
-      // PostgreSQL plans the first five runs with their values; from then on it keeps the generic
-      // plan unless the custom ones were cheaper: then a constant stays in the plan.
-      for (let i = 0; i < 6; i++) await client.query(`EXECUTE sweep_plan_check(${now}, 'hold:', 5, 200)`);
-      const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
-        `EXPLAIN (FORMAT JSON) EXECUTE sweep_plan_check(${now}, 'hold:', 5, 200)`,
-      );
-      const plan = JSON.stringify(rows[0]!['QUERY PLAN'][0]!.Plan);
+      const plan = await preparedPlan(client, 'sweep_plan_check', 'bigint, text, int, int', text!, `${now}, 'hold:', 5, 200`, 6);
       expect(plan).toContain('kv_due_at');
       expect(plan).not.toContain(String(now));
     } finally {
@@ -366,28 +373,20 @@ describe.skipIf(!postgres.ok)('query plans: postgres', () => {
         }));
       const pool = (store as unknown as { pool: Pool }).pool;
       await pool.query('ANALYZE kv');
-      const text = plans.map((p) => p.query).find((q) => q.includes('ORDER BY due_at') && q.includes('left(key'));
+      const text = sweepStatement();
       expect(text).toBeDefined();
       const client = await pool.connect();
       try {
-        await client.query(`PREPARE sweep_null_check(bigint, text, int, int) AS ${text}`);
         const now = Date.now();
-        for (let i = 0; i < 6; i++) await client.query(`EXECUTE sweep_null_check(${now}, 'hold:', 5, 200)`);
-        const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
-          `EXPLAIN (FORMAT JSON) EXECUTE sweep_null_check(${now}, 'hold:', 5, 200)`,
-        );
-        const plan = JSON.stringify(rows[0]!['QUERY PLAN'][0]!.Plan);
+        const plan = await preparedPlan(client, 'sweep_null_check', 'bigint, text, int, int', text!, `${now}, 'hold:', 5, 200`, 6);
         expect(plan).toContain('"Node Type":"Index Scan"');
         expect(plan).toContain('kv_due_at');
         expect(plan).not.toContain('Seq Scan');
         // The purge's batch, on the same statistics (no row with an expiry): the expiry index, in order.
         const purge = plans.map((p) => p.query).find((q) => q.startsWith('DELETE FROM kv WHERE key IN'));
         expect(purge).toBeDefined();
-        await client.query(`PREPARE purge_null_check(bigint, int) AS ${purge}`);
-        const explained = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
-          `EXPLAIN (FORMAT JSON) EXECUTE purge_null_check(${now}, 1000)`,
-        );
-        const purgePlan = JSON.stringify(explained.rows[0]!['QUERY PLAN'][0]!.Plan);
+        // Not executed first: a run would delete.
+        const purgePlan = await preparedPlan(client, 'purge_null_check', 'bigint, int', purge!, `${now}, 1000`, 0);
         expect(purgePlan).toContain('kv_expires_at');
         expect(purgePlan).not.toContain('Seq Scan');
       } finally {
