@@ -682,9 +682,9 @@ export class PostgresStorage implements Storage {
    * waits behind, and would return every deleted row. The outer condition is checked again on a
    * row a concurrent write just renewed (READ COMMITTED re-reads it; the subquery's choice is not
    * re-run), so a renewed row stays. Unnamed, with `now` a plain parameter: planned with its
-   * value each time (every 5 minutes), and the batch is taken in `expires_at` order: the expiry index read in order and
-   * stopped after PURGE_BATCH rows, whatever the statistics say (see dueKeys for the plan an
-   * unknown `now` and an `IS NOT NULL` got on statistics that saw no row with a value).
+   * value each time (every 5 minutes). The batch is taken in `expires_at` order: the expiry index
+   * read in order and stopped after PURGE_BATCH rows, whatever the statistics say (see dueKeys for
+   * the plan an unknown `now` and an `IS NOT NULL` got on statistics that saw no row with a value).
    */
   async purgeExpired(now = Date.now()): Promise<number> {
     let deleted = 0;
