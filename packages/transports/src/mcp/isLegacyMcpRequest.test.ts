@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
-import { isLegacyMcpRequest, plainLegacyRequest } from './isLegacyMcpRequest.js';
+import { isLegacyMcpRequest, plainLegacyRequest, plainModernRequest } from './isLegacyMcpRequest.js';
 
 const ENVELOPE = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -58,6 +58,30 @@ const CASES: Array<[string, string | null, unknown]> = [
   ['string _meta', null, call({ params: { name: 'greeting', _meta: 'x' } })],
   ['wrong jsonrpc', null, call({ jsonrpc: '1.0' })],
   ['numeric method', null, call({ method: 5 })],
+  ['2026 envelope, 2025 header', '2025-11-25', call({ params: { name: 'greeting', arguments: {}, _meta: ENVELOPE } })],
+  ['2026 envelope, string id', '2026-07-28', call({ id: 'x', params: { name: 'greeting', _meta: ENVELOPE } })],
+  ['2026 envelope, null id', '2026-07-28', call({ id: null, params: { name: 'greeting', _meta: ENVELOPE } })],
+  ['2026 envelope, fractional id', '2026-07-28', call({ id: 1.5, params: { name: 'greeting', _meta: ENVELOPE } })],
+  ['2026 envelope, no id', '2026-07-28', { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: ENVELOPE } }],
+  ['2026 envelope, wrong jsonrpc', '2026-07-28', call({ jsonrpc: '1.0', params: { name: 'greeting', _meta: ENVELOPE } })],
+  [
+    '2026 envelope, a claim with no other key',
+    null,
+    call({ params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }),
+  ],
+  [
+    '2026 envelope, a future revision',
+    '2027-01-01',
+    call({ params: { name: 'g', _meta: { ...ENVELOPE, 'io.modelcontextprotocol/protocolVersion': '2027-01-01' } } }),
+  ],
+  ['2026 envelope on a response', null, { jsonrpc: '2.0', id: 1, result: {}, params: { _meta: ENVELOPE } }],
+  ['2026 envelope with a method and a result', null, call({ result: {}, params: { name: 'g', _meta: ENVELOPE } })],
+  ['initialize with a 2026 envelope', null, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { _meta: ENVELOPE } }],
+  [
+    'initialize with a bad claim',
+    null,
+    { jsonrpc: '2.0', id: 0, method: 'initialize', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': 5 } } },
+  ],
   ['no body', null, undefined],
   ['a string', null, 'hello'],
 ];
@@ -73,6 +97,7 @@ describe('isLegacyMcpRequest', () => {
     const sdk = await isLegacyRequest(request(header), body);
     expect(await isLegacyMcpRequest(request(header), body)).toBe(sdk);
     if (plainLegacyRequest(header?.trim() ?? null, body)) expect(sdk).toBe(true);
+    if (plainModernRequest(body)) expect(sdk).toBe(false);
   });
 
   it('answers the common 2025 call without the SDK', () => {
@@ -80,5 +105,13 @@ describe('isLegacyMcpRequest', () => {
     expect(plainLegacyRequest(null, { jsonrpc: '2.0', id: 2, method: 'tools/list' })).toBe(true);
     expect(plainLegacyRequest('2026-07-28', call())).toBe(false);
     expect(plainLegacyRequest(null, call({ params: { name: 'greeting', _meta: ENVELOPE } }))).toBe(false);
+  });
+
+  it('answers the common 2026-07-28 request without the SDK', () => {
+    expect(plainModernRequest(call({ params: { name: 'greeting', _meta: ENVELOPE } }))).toBe(true);
+    expect(plainModernRequest(call())).toBe(false);
+    expect(plainModernRequest({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { _meta: ENVELOPE } })).toBe(false);
+    expect(plainModernRequest({ jsonrpc: '2.0', id: 1, result: {}, params: { _meta: ENVELOPE } })).toBe(false);
+    expect(plainModernRequest([call({ params: { _meta: ENVELOPE } })])).toBe(false);
   });
 });

@@ -9,16 +9,31 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 
 /**
  * Whether a parsed POST body is a 2025 (legacy) request, as the SDK's `isLegacyRequest`
- * decides. The common case is answered here without it: one JSON-RPC request object (string
- * or integer id, string method, object params or none) whose params carry no envelope claim,
- * with no MCP-Protocol-Version header or a pre-2026 one. That is legacy by the SDK's rules,
- * whose check validates the body against three JSON-RPC schemas first (about 5 % of a 2025
- * session call). Anything else (batches, notifications, responses, envelopes, modern headers,
- * odd shapes) is left to the SDK.
+ * decides. The two common cases are answered here without it, since its check validates the
+ * body against three JSON-RPC schemas first (about 5 % of a 2025 session call, 4 % of a
+ * 2026-07-28 request, which the SDK's handler then classifies again): a plain 2025 request
+ * (plainLegacyRequest) and a plain request carrying the 2026 envelope claim (plainModernRequest).
+ * Anything else (batches, notifications, responses, modern headers without a claim, odd shapes)
+ * is left to the SDK.
  */
 export async function isLegacyMcpRequest(req: Request, body: unknown): Promise<boolean> {
   if (plainLegacyRequest(req.headers.get('mcp-protocol-version'), body)) return true;
+  if (plainModernRequest(body)) return false;
   return isLegacyRequest(req, body);
+}
+
+/**
+ * True only when the SDK would not classify this body as legacy, whatever the headers: one
+ * object with no keys but a request's (so never a posted response), a method other than
+ * `initialize` (whose legacy handshake tolerates an invalid claim), and the envelope claim in
+ * `params._meta`. A claim makes every other path of the SDK's classification modern or a
+ * rejection the modern endpoint answers (a bad envelope, a header mismatch, a bad id).
+ */
+export function plainModernRequest(body: unknown): boolean {
+  if (!isPlainObject(body) || typeof body.method !== 'string' || body.method === 'initialize') return false;
+  for (const key in body) if (!REQUEST_KEYS.has(key)) return false;
+  const params = body.params;
+  return isPlainObject(params) && isPlainObject(params._meta) && PROTOCOL_VERSION_META_KEY in params._meta;
 }
 
 /** True only when the SDK would classify this body and header as a legacy request. */
