@@ -80,9 +80,11 @@ export class RequestScope {
   }
 
   /** The tRPC context for the calls of this request (one per MCP call, for its `ctx.mcp` and signal). */
-  context(opts: { mcp?: McpCallContext; signal?: AbortSignal; wire?: WireRequest } = {}): CallContext {
+  context(opts: { mcp?: McpCallContext; signal?: AbortSignal | (() => AbortSignal); wire?: WireRequest } = {}): CallContext {
     const { facts } = this;
-    const explicit = opts.signal;
+    // A function is called on the first read only (an MCP call's links its cancellation to the
+    // HTTP request's; most tools never read it), and its signal kept for later reads.
+    let explicit = opts.signal;
     return {
       [RUNTIME]: this.runtime,
       identity: this.identity,
@@ -92,6 +94,7 @@ export class RequestScope {
         ip: facts.ip,
         // Lazy: most procedures never look at it.
         get signal() {
+          if (typeof explicit === 'function') explicit = explicit();
           return explicit ?? facts.signal();
         },
         headers: facts.headers,

@@ -127,7 +127,7 @@ export function mcpContext(
     },
     ...(ctx.http?.closeSSE ? { closeStream: ctx.http.closeSSE } : {}),
   };
-  return scope.context({ mcp, signal: callSignal(scope, ctx) });
+  return scope.context({ mcp, signal: () => callSignal(scope, ctx) });
 }
 
 /**
