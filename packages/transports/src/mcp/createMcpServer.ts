@@ -4,7 +4,7 @@ import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
 import { registerPrompts } from './registerPrompts.js';
 import { registerResources } from './registerResources.js';
-import { registerTasks } from './registerTasks.js';
+import { registerTasks, TASKS_CAPABILITY } from './registerTasks.js';
 import { registerTools } from './registerTools.js';
 import { startRootsSync, type RootsSync } from './rootsSync.js';
 import type { McpServeMode, McpServerDeps, McpServerServices, McpSessionState } from './sessionState.js';
@@ -84,6 +84,8 @@ export function createMcpServer(
     requestState: { verify: seal.codec.verify },
   });
   const server = mcp.server;
+  // Tasks (SEP-2663) are a 2026-07-28 extension: 2025 clients call long-running tools as before.
+  const deps: McpServerDeps = { services, catalog, mode, sessionId, seal, ...(mode === 'modern' && tasks ? { tasks } : {}) };
   server.registerCapabilities({
     // Upstream servers (the MCP gateway) can change their tools at run time.
     tools: { listChanged: stateful && services.gateway.active },
@@ -91,9 +93,8 @@ export function createMcpServer(
     resources: { subscribe: mode !== 'stateless', listChanged: mode !== 'stateless' },
     logging: {},
     completions: {},
+    ...(deps.tasks ? TASKS_CAPABILITY : {}),
   });
-  // Tasks (SEP-2663) are a 2026-07-28 extension: 2025 clients call long-running tools as before.
-  const deps: McpServerDeps = { services, catalog, mode, sessionId, seal, ...(mode === 'modern' && tasks ? { tasks } : {}) };
   // Until the client sets a level, debug chatter stays off.
   const state: McpSessionState = { logLevel: 'info', running: 0 };
 

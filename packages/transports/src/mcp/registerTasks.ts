@@ -10,8 +10,15 @@ import type { McpServerDeps } from './sessionState.js';
 const TaskIdParams = z.looseObject({ taskId: z.string().min(1).max(200) });
 
 /**
- * The MCP Tasks extension (SEP-2663) on a 2026-07-28 request's server: the capability under
- * `capabilities.extensions`, and tasks/get (status, with the result or error inlined once
+ * The capability a server with tasks announces (under `capabilities.extensions`). createMcpServer
+ * registers it with the others in one call: each registerCapabilities merges the whole set
+ * again, per 2026-07-28 request.
+ */
+export const TASKS_CAPABILITY = { extensions: { [TASKS_EXTENSION]: {} } } as const;
+
+/**
+ * The MCP Tasks extension (SEP-2663) on a 2026-07-28 request's server (its capability is
+ * TASKS_CAPABILITY): tasks/get (status, with the result or error inlined once
  * finished), tasks/update (answers for a task waiting for input) and tasks/cancel. Each is
  * refused with -32021 when the request did not declare the extension. tasks/result and
  * tasks/list, removed by SEP-2663, stay unknown methods (-32601). Tasks themselves are created
@@ -20,7 +27,6 @@ const TaskIdParams = z.looseObject({ taskId: z.string().min(1).max(200) });
 export function registerTasks(server: Server, deps: McpServerDeps): void {
   const tasks = deps.tasks;
   if (!tasks) return;
-  server.registerCapabilities({ extensions: { [TASKS_EXTENSION]: {} } });
   const negotiated = (method: string) => {
     if (!declaresTasks(clientCapabilitiesOf(server))) throw missingTasksCapability(method);
   };
