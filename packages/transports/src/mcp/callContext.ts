@@ -127,7 +127,10 @@ export function mcpContext(
     },
     ...(ctx.http?.closeSSE ? { closeStream: ctx.http.closeSSE } : {}),
   };
-  return scope.context({ mcp, signal: () => callSignal(scope, ctx) });
+  // A 2026-07-28 request's transport serves this one exchange and closes when its HTTP request
+  // goes away, which aborts the SDK's signal: nothing to link. A 2025 session's transport
+  // outlives the request carrying the call.
+  return scope.context({ mcp, signal: deps.mode === 'modern' ? ctx.mcpReq.signal : () => callSignal(scope, ctx) });
 }
 
 /**
