@@ -53,8 +53,14 @@ class CatalogMcpServer extends McpServer {
     super(...args);
   }
 
+  /**
+   * The SDK walks the schema it is given on every 2026-07-28 tools/call, looking for
+   * `x-mcp-header` declarations: a schema without one (the catalog knows, from its build) is not
+   * given, which the SDK treats as a tool with no declared headers, its answer for that schema too.
+   */
   override toolInputSchemaJson(name: string): Record<string, unknown> | undefined {
-    return this.catalog.byName.get(name)?.inputSchema;
+    const tool = this.catalog.byName.get(name);
+    return tool?.declaresHeaders ? tool.inputSchema : undefined;
   }
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createAppRouter, isRouterLoaded, loadRouter, publicProcedure, router } from '@ai-backend/core/internal';
-import { checkToolNames, toolProcedures } from './toolCatalog.js';
+import { buildToolCatalog, checkToolNames, toolProcedures } from './toolCatalog.js';
 import { LAZY_BUILTIN_TOOLS } from './lazyBuiltinTools.js';
 
 const tool = (name?: string) => publicProcedure.meta({ description: 'a custom tool', mcp: name ? { name } : {} }).query(() => 'ok');
@@ -49,5 +50,22 @@ describe('the tool-name check at start-up', () => {
     checkToolNames(fine);
     expect(toolProcedures(fine).get('forecast')?.path).toBe('weather.forecast');
     expect(toolProcedures(fine).has('quiet')).toBe(false);
+  });
+});
+
+describe('the catalog', () => {
+  it('knows which input schemas declare x-mcp-header (at any depth), the only ones the SDK walks per 2026-07-28 call', () => {
+    const input = (region: z.ZodType) =>
+      publicProcedure.meta({ description: 'd', mcp: {} }).input(z.object({ where: z.object({ region }) }));
+    const catalog = buildToolCatalog(
+      router({
+        declared: input(z.string().meta({ 'x-mcp-header': 'Region' })).query(() => 'ok'),
+        plain: input(z.string()).query(() => 'ok'),
+        none: publicProcedure.meta({ description: 'd', mcp: {} }).query(() => 'ok'),
+      }),
+    );
+    expect(catalog.byName.get('declared')?.declaresHeaders).toBe(true);
+    expect(catalog.byName.get('plain')?.declaresHeaders).toBe(false);
+    expect(catalog.byName.get('none')?.declaresHeaders).toBe(false);
   });
 });

@@ -16,6 +16,11 @@ export interface CatalogTool {
   path: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /**
+   * Whether `x-mcp-header` appears anywhere in inputSchema (SEP-2243 headers mirroring
+   * arguments). Only then does a 2026-07-28 tools/call need the SDK's walk of the schema.
+   */
+  declaresHeaders: boolean;
   outputSchema?: Record<string, unknown>;
   annotations?: ToolAnnotations;
   meta: ProcedureMeta | undefined;
@@ -99,11 +104,13 @@ export function buildToolCatalog(router: AnyRouter): ToolCatalog {
   const byName = new Map<string, CatalogTool>();
   for (const [name, info] of toolProcedures(router)) {
     const def = info.procedure._def as { inputs?: unknown[]; output?: unknown };
+    const inputSchema = toInputSchema(def.inputs?.[0]);
     byName.set(name, {
       name,
       path: info.path,
       description: info.meta?.description ?? info.path,
-      inputSchema: toInputSchema(def.inputs?.[0]),
+      inputSchema,
+      declaresHeaders: JSON.stringify(inputSchema).includes('"x-mcp-header"'),
       outputSchema: toOutputSchema(def.output),
       annotations: info.meta?.mcp?.annotations,
       meta: info.meta,
