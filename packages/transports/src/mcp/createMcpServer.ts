@@ -69,7 +69,9 @@ class CatalogMcpServer extends McpServer {
  * request): tools from procedures with MCP metadata, prompts and resources from the server's
  * registries, completion, logging, and (2025 sessions) resource subscriptions and roots. Each
  * capability lives in its own register* file; the SDK does version negotiation, envelope and
- * header validation and the 2026 wire encoding (cache fields, resultType).
+ * header validation and the 2026 wire encoding (cache fields, resultType). `serves`: the one
+ * method the server is made for (a 2026-07-28 request's, validated against its body by the SDK
+ * before the factory runs); without it, every handler.
  */
 export function createMcpServer(
   services: McpServerServices,
@@ -78,6 +80,7 @@ export function createMcpServer(
   sessionId: () => string | undefined,
   mode: McpServeMode = 'stateful',
   tasks?: McpTasks,
+  serves?: string,
 ): McpServerHandle {
   const stateful = mode === 'stateful';
   // Capabilities are registered on the protocol server, not given to McpServer, which would
@@ -104,12 +107,16 @@ export function createMcpServer(
   // Until the client sets a level, debug chatter stays off.
   const state: McpSessionState = { logLevel: 'info', running: 0 };
 
-  registerLogging(server, state);
-  registerTools(server, deps, state);
-  registerTasks(server, deps);
-  registerPrompts(server, deps, state);
-  registerCompletion(server, deps);
-  const stopResources = registerResources(server, deps, state);
+  // A server made for one request registers the handlers of that request's family only: the
+  // others would never run (a 2026-07-28 request is one message), and registering them was 6 %
+  // of such a request's instructions. Capabilities above stay whole (server/discover reads them).
+  const wants = (family: string) => serves === undefined || serves.startsWith(family);
+  if (wants('logging/')) registerLogging(server, state);
+  if (wants('tools/')) registerTools(server, deps, state);
+  if (wants('tasks/')) registerTasks(server, deps);
+  if (wants('prompts/')) registerPrompts(server, deps, state);
+  if (wants('completion/')) registerCompletion(server, deps);
+  const stopResources = wants('resources/') ? registerResources(server, deps, state) : () => undefined;
   const roots = startRootsSync(server, deps);
   const stopPrompts = stateful
     ? services.prompts.onListChanged(() => void server.sendPromptListChanged().catch(() => undefined))

@@ -29,7 +29,11 @@ export class ModernEndpoint {
   ) {
     this.tasks = new McpTasks(services);
     const tasks = this.tasks;
-    this.handler = createMcpHandler(() => createMcpServer(services, catalog, seal, () => undefined, 'modern', tasks).mcp, {
+    // The Mcp-Method header names the request's method (the SDK refuses a request whose header
+    // and body disagree before it calls the factory); without one, the server gets every handler.
+    const serverFor = (req: Request | undefined) =>
+      createMcpServer(services, catalog, seal, () => undefined, 'modern', tasks, req?.headers.get('mcp-method') ?? undefined).mcp;
+    this.handler = createMcpHandler(({ requestInfo }) => serverFor(requestInfo), {
       legacy: 'reject',
       // 'auto' (the default): a single JSON body unless the call emits progress or logs first, then SSE.
       responseMode: opts.responseMode,
