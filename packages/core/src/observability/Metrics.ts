@@ -115,15 +115,15 @@ export class Metrics {
   /**
    * A call before prom-client is loaded: kept, and prom-client loaded right after the current
    * request (setImmediate), so the request that first records a metric does not wait for it.
-   * Calls that only wait in the queue (`soon` false: health checks and storage operations) do not
+   * Calls that only wait in the queue (`'queued'`: health checks and storage operations) do not
    * load it: a server that has answered nothing but health checks has not loaded prom-client, the
    * first CommonJS module it would load, which made a first `/health` cost 2 MB
    * (docs/performance.md, "Tenth session"). Past MAX_PENDING kept calls it loads anyway. Nothing
    * is lost: `/metrics` and the console load it (and replay) before reading.
    */
-  private later(call: () => void, soon = true): void {
+  private later(call: () => void, load: 'now' | 'queued' = 'now'): void {
     (this.pending ??= []).push(call);
-    if (this.scheduled || (!soon && this.pending.length < MAX_PENDING)) return;
+    if (this.scheduled || (load === 'queued' && this.pending.length < MAX_PENDING)) return;
     this.scheduled = true;
     setImmediate(() => this.load());
   }
@@ -274,7 +274,7 @@ export class Metrics {
 
   http(entry: string, status: number): void {
     // A health check alone does not load prom-client (see `later`); any other request does.
-    if (!this.ready) return this.later(() => this.http(entry, status), entry !== 'health');
+    if (!this.ready) return this.later(() => this.http(entry, status), entry === 'health' ? 'queued' : 'now');
     const key = entry + Math.floor(status / 100);
     let child = this.httpChildren.get(key);
     if (!child) this.httpChildren.set(key, (child = this.httpRequests.labels(entry, `${Math.floor(status / 100)}xx`)));
@@ -312,7 +312,7 @@ export class Metrics {
   }
 
   storage(backend: string, operation: string, seconds: number, failed: boolean): void {
-    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed), false);
+    if (!this.ready) return this.later(() => this.storage(backend, operation, seconds, failed), 'queued');
     this.observe(this.storageSeconds, `st ${backend} ${operation}`, [backend, operation]).observe(seconds);
     if (failed) this.storageErrors.labels(backend, operation).inc();
   }

@@ -85,13 +85,16 @@ export class CallObservation {
       if (!started) end(STOPPED_READING);
     };
     signal.addEventListener('abort', onAbort, { once: true });
-    const step = async (pull: () => Promise<IteratorResult<T, TR>>, stopping = false): Promise<IteratorResult<T, TR>> => {
+    const step = async (
+      pull: () => Promise<IteratorResult<T, TR>>,
+      how: 'reading' | 'stopping' = 'reading',
+    ): Promise<IteratorResult<T, TR>> => {
       started = true;
       try {
         const r = await (active ? otel().context.with(active, pull) : pull());
         if (!r.done && isFinishEvent(r.value)) finish = r.value.result;
         // Stopped before its end: cancelled, unless the answer was complete already.
-        if (r.done) end(stopping && finish === undefined ? STOPPED_READING : undefined);
+        if (r.done) end(how === 'stopping' && finish === undefined ? STOPPED_READING : undefined);
         return r;
       } catch (err) {
         end(toTRPCError(err));
@@ -100,7 +103,7 @@ export class CallObservation {
     };
     const observed = {
       next: (...args: [] | [N]) => step(() => gen.next(...args)),
-      return: (value: TR | PromiseLike<TR>) => step(() => gen.return(value), true),
+      return: (value: TR | PromiseLike<TR>) => step(() => gen.return(value), 'stopping'),
       throw: (err: unknown) => step(() => gen.throw(err)),
       [Symbol.asyncIterator]: () => observed,
     };

@@ -13,8 +13,8 @@ export interface HealthReport {
  * dependency, never its detail text (which can name internal hosts and ports, e.g.
  * `connect ECONNREFUSED 10.0.0.5:6390`) or timings.
  */
-export function healthFor(report: HealthReport, isAdmin: boolean): HealthReport {
-  if (isAdmin) return report;
+export function healthFor(report: HealthReport, audience: 'admin' | 'public'): HealthReport {
+  if (audience === 'admin') return report;
   const checks = Object.fromEntries(Object.entries(report.checks).map(([name, c]) => [name, { ok: c.ok }]));
   return { ...report, checks };
 }

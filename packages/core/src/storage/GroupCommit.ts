@@ -3,11 +3,16 @@ import type { TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
 /** What became of a queued transaction: committed with its plan's result, or left to the caller's own path. */
 export type BatchOutcome = { committed: true; result: unknown } | { committed: false };
 
+/**
+ * How a transaction commits: 'durable' waits for the store's flush, 'async' may answer before it
+ * (TransactOptions.durable false: the caller accepts that a crash loses this transaction).
+ */
+export type CommitMode = 'durable' | 'async';
+
 export interface BatchJob {
   keys: string[];
   plan: (read: TxRead) => TxPlan<unknown>;
-  /** False: the caller accepts that a crash loses this transaction (TransactOptions.durable). */
-  durable: boolean;
+  commit: CommitMode;
   resolve(outcome: BatchOutcome): void;
   reject(err: unknown): void;
 }
@@ -28,9 +33,9 @@ export class GroupCommit {
   ) {}
 
   /** Queue a transaction for the next batch (sent on the next tick when none is in flight). */
-  submit(keys: string[], plan: (read: TxRead) => TxPlan<unknown>, durable = true): Promise<BatchOutcome> {
+  submit(keys: string[], plan: (read: TxRead) => TxPlan<unknown>, commit: CommitMode = 'durable'): Promise<BatchOutcome> {
     return new Promise<BatchOutcome>((resolve, reject) => {
-      this.queue.push({ keys, plan, durable, resolve, reject });
+      this.queue.push({ keys, plan, commit, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
         process.nextTick(() => void this.flush());

@@ -32,6 +32,9 @@ export interface StreamRefusal {
 /** A place taken for one stream: give it back exactly once (calling it again does nothing). */
 export type StreamPlace = () => void;
 
+/** Which answers keep their place while they are written: event streams only, or any body. */
+export type HeldBodies = 'event-stream' | 'any-body';
+
 /**
  * The one admission every long-lived response goes through (MCP GET streams, MCP POST answers
  * streamed as SSE, MCP 2026 `subscriptions/listen`, /v1 streams, tRPC streamed batches): each
@@ -92,11 +95,12 @@ export class StreamAdmission {
   }
 
   /**
-   * Keep `place` until `res` is over when it is an event stream (or `always`: a streamed answer of
-   * another type), else give it back at once. `outgoing`: the Node response it is written to.
+   * Keep `place` until `res` is over when it is an event stream (`streams: 'any-body'`: a streamed
+   * answer of another type too, tRPC's streamed batches), else give it back at once. `outgoing`:
+   * the Node response it is written to.
    */
-  hold(res: Response, place: StreamPlace, outgoing?: ClosableResponse, always = false): Response {
-    if (!always && !isEventStream(res)) {
+  hold(res: Response, place: StreamPlace, outgoing?: ClosableResponse, streams: HeldBodies = 'event-stream'): Response {
+    if (streams === 'event-stream' && !isEventStream(res)) {
       place();
       return res;
     }

@@ -422,7 +422,7 @@ export class McpHandler {
     const stream = holder.isStream ? holder.isStream(res) : isEventStream(res);
     // A place taken for an answer that may stream is kept until it ends, given back now when it is not a stream.
     if (holder.place) {
-      if (stream) res = this.admission.hold(res, holder.place, outgoing, true);
+      if (stream) res = this.admission.hold(res, holder.place, outgoing, 'any-body');
       else holder.place();
     }
     return limits.stamp(this.streams.track(res, kind, outgoing, session && (() => this.answered(session)), stream));

@@ -17,7 +17,7 @@ export function healthRoutes(getServices: () => Promise<HealthServices>): Hono {
     const services = await getServices();
     const bearer = bearerToken(c.req.raw);
     const who = bearer ? await services.authenticate(bearer) : undefined;
-    const report = healthFor(await checkHealth(services), who?.ok === true && who.identity.isAdmin);
+    const report = healthFor(await checkHealth(services), who?.ok === true && who.identity.isAdmin ? 'admin' : 'public');
     return c.json(report, report.status === 'ok' ? 200 : 503);
   });
   return app;

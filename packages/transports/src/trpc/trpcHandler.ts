@@ -121,5 +121,5 @@ async function answerByAdapter(
     place?.();
     throw err;
   }
-  return place ? streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing, true) : res;
+  return place ? streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing, 'any-body') : res;
 }

@@ -28,13 +28,13 @@ const RotateInput = z.lazy(() =>
 const UpdateInput = z.lazy(() => keyRulesPatchSchema().extend({ id: keyId() }));
 const ONCE = 'store this key now: it is shown only once and cannot be recovered';
 
-const actor = (ctx: { identity: Identity; router: AnyRouter }, asAdmin: boolean): KeyActor => ({
+const actor = (ctx: { identity: Identity; router: AnyRouter }, as: 'self' | 'admin'): KeyActor => ({
   identity: ctx.identity,
-  asAdmin,
+  asAdmin: as === 'admin',
   keyScopes: keyScopesOf(ctx.router),
 });
-const self = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, false);
-const admin = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, true);
+const self = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, 'self');
+const admin = (ctx: Parameters<typeof actor>[0]): KeyActor => actor(ctx, 'admin');
 
 /** The keys namespace's procedures, with the key service in ctx. */
 const keysProcedure = protectedProcedure.use(keysServices);

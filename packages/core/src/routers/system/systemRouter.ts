@@ -16,7 +16,7 @@ export const systemRouter = router({
       description: 'Health of the server and its dependencies',
       mcp: { name: 'health', public: true, annotations: { readOnlyHint: true } },
     })
-    .query(async ({ ctx }) => healthFor(await checkHealth(ctx), ctx.identity?.isAdmin === true)),
+    .query(async ({ ctx }) => healthFor(await checkHealth(ctx), ctx.identity?.isAdmin === true ? 'admin' : 'public')),
 
   test: systemProcedure
     .meta({

@@ -63,15 +63,15 @@ describe.skipIf(!postgres.ok)('PostgresStorage: non-durable transactions', () =>
       transactLocked<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, mode: 'durable' | 'async'): Promise<R>;
       runBatchLocked(jobs: BatchJob[]): Promise<void>;
     };
-    const job = (key: string, durable: boolean) =>
+    const job = (key: string, commit: 'durable' | 'async') =>
       new Promise<unknown>(
-        (resolve, reject) => void locked.runBatchLocked([{ keys: [key], plan: put(key, key), durable, resolve, reject }]),
+        (resolve, reject) => void locked.runBatchLocked([{ keys: [key], plan: put(key, key), commit, resolve, reject }]),
       );
     recorder = recordQueries();
     await locked.transactLocked(['l:1'], put('l:1', 'l:1'), 'async');
     await locked.transactLocked(['l:2'], put('l:2', 'l:2'), 'durable');
-    await job('l:3', false);
-    await job('l:4', true);
+    await job('l:3', 'async');
+    await job('l:4', 'durable');
     const begins = recorder.sent.filter((q) => q.text.startsWith('BEGIN;')).map((q) => SYNC_OFF.test(q.text));
     expect(begins).toEqual([true, false, true, false]);
     expect(await store.getMany(['l:1', 'l:2', 'l:3', 'l:4'])).toEqual(['l:1', 'l:2', 'l:3', 'l:4']);

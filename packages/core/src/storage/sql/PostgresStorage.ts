@@ -1,7 +1,7 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { expiresAtFor, jsonText } from '../canonicalJson.js';
-import { GroupCommit, planBatch, type BatchJob } from '../GroupCommit.js';
+import { GroupCommit, planBatch, type BatchJob, type CommitMode } from '../GroupCommit.js';
 import type {
   IncrementOptions,
   LogEntry,
@@ -352,7 +352,7 @@ export class PostgresStorage implements Storage {
     const mode: CommitMode = opts?.durable === false ? 'async' : 'durable';
     // Byte order, as PostgreSQL orders `COLLATE "C"` keys: every process locks in the same order.
     const sorted = byteOrder(keys);
-    const batched = await this.batches.submit(sorted, plan, mode === 'durable');
+    const batched = await this.batches.submit(sorted, plan, mode);
     if (batched.committed) return batched.result as R;
     const unlock = await this.mutex.lock(sorted);
     try {
@@ -786,15 +786,12 @@ const TX_CALL =
  */
 const TX_CALL_ASYNC = `${TX_CALL}, set_config('synchronous_commit', 'off', true) AS async`;
 
-/**
- * How a transaction commits: 'durable' waits for the WAL flush (the connection's setting),
- * 'async' with `synchronous_commit = off` (TransactOptions.durable false).
- */
-type CommitMode = 'durable' | 'async';
+// CommitMode (GroupCommit.ts) here: 'durable' waits for the WAL flush (the connection's setting),
+// 'async' commits with `synchronous_commit = off`.
 
 /** A batch commits asynchronously only when every transaction in it may: one durable member makes it durable. */
-function modeOf(jobs: ReadonlyArray<Pick<BatchJob, 'durable'>>): CommitMode {
-  return jobs.some((j) => j.durable) ? 'durable' : 'async';
+function modeOf(jobs: ReadonlyArray<Pick<BatchJob, 'commit'>>): CommitMode {
+  return jobs.some((j) => j.commit === 'durable') ? 'durable' : 'async';
 }
 
 /** The `aib_tx` statement and its name for each commit mode (see TX_CALL_ASYNC). */
