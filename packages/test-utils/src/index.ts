@@ -7,7 +7,7 @@ export {
   type RecordedRequest,
   type ProviderId,
 } from './upstream/createTestUpstream.js';
-export { parseMarkers, type UpstreamFault, type MarkerDirectives } from './upstream/faults.js';
+export { parseMarkers, type UpstreamFault, type MarkerDirectives, type UsageValues } from './upstream/faults.js';
 export type { WireFormat } from './upstream/wireFormats.js';
 export {
   TRAVERSAL_CORPUS,

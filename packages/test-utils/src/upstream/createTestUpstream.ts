@@ -5,6 +5,7 @@ import { parseRequestExtras, planReply, type RequestExtras } from './replyPlan.j
 import { streamContentType, streamFrames } from './streamFormats.js';
 import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
 import { embeddingReply, parseEmbeddingRequest, type EmbeddingFormat } from './embeddings.js';
+import { bodyWithUsage, framesWithUsage } from './usageFaults.js';
 
 /** The four provider ids of core's config (`PROVIDER_IDS`), repeated so this package does not depend on core. */
 export type ProviderId = 'anthropic' | 'openai' | 'google' | 'openrouter';
@@ -302,7 +303,8 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
           req.socket.destroy();
           return;
         case 'drop':
-          if (rec.extras?.stream) break; // the stream below is cut after three frames
+        case 'truncate':
+          if (rec.extras?.stream) break; // the stream below is cut (drop: after three frames; truncate: before its last ones)
           res.writeHead(200, { 'content-type': 'application/json' });
           // The socket dies once the partial body has been handed to the kernel (so the client gets it first).
           res.write('{"id":"partial","object":', () => req.socket.destroy());
@@ -313,6 +315,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
           return;
         case 'noUsage':
         case 'json':
+        case 'usage':
           break;
       }
     }
@@ -337,20 +340,36 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
       omitUsage: fault?.kind === 'noUsage',
     };
-    if (!rec.extras!.stream || fault?.kind === 'json') return send(200, replyBody(r.format, parts));
+    if (!rec.extras!.stream || fault?.kind === 'json') {
+      const body = replyBody(r.format, parts);
+      return send(200, fault?.kind === 'usage' ? bodyWithUsage(r.format, body, fault.values) : body);
+    }
 
-    const frames = streamFrames(r.format, parts);
+    const built = streamFrames(r.format, parts);
+    const frames = fault?.kind === 'usage' ? framesWithUsage(r.format, built, fault.values, fault.again) : built;
     // A drop cuts the stream after its first output: three frames, five on the Responses API (its
     // created, in_progress, output_item.added and content_part.added come before the first delta).
-    const stopAfter = fault?.kind === 'stall' ? 1 : fault?.kind === 'drop' ? (r.format === 'openai-responses' ? 5 : 3) : Infinity;
+    // A truncated stream loses its last frames (its terminal event, its usage event).
+    const stopAfter =
+      fault?.kind === 'stall'
+        ? 1
+        : fault?.kind === 'drop'
+          ? r.format === 'openai-responses'
+            ? 5
+            : 3
+          : fault?.kind === 'truncate'
+            ? frames.length - fault.omit
+            : Infinity;
     const gap = directives.chunkDelayMs ?? chunkDelayMs;
     res.writeHead(200, { 'content-type': streamContentType(r.format), 'cache-control': 'no-cache' });
     let written: Promise<unknown> = Promise.resolve();
     for (const frame of frames) {
       if (res.destroyed) return;
       if (rec.framesSent >= stopAfter) {
+        // A clean truncation ends the response as if it were complete (a server that closes early).
+        if (fault?.kind === 'truncate' && fault.clean) return void res.end();
         // The connection dies once the frames already written have been handed to the kernel.
-        if (fault?.kind === 'drop') void written.then(() => req.socket.destroy());
+        if (fault?.kind === 'drop' || fault?.kind === 'truncate') void written.then(() => req.socket.destroy());
         return; // stall: keep the connection open, send nothing more
       }
       written = new Promise((resolve) => res.write(frame, resolve));

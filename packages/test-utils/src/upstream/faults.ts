@@ -18,7 +18,25 @@ export type UpstreamFault =
   /** A valid reply without usage numbers (where the format allows leaving them out). */
   | { kind: 'noUsage' }
   /** Streams: answer with the plain JSON reply instead (a server that ignores the stream flag). Otherwise no fault. */
-  | { kind: 'json' };
+  | { kind: 'json' }
+  /**
+   * Streams: every frame but the last `omit`, then the socket destroyed (or, `clean`, the response
+   * ended as if complete): a stream cut before or after its usage event (usageFaults.ts). Otherwise like `drop`.
+   */
+  | { kind: 'truncate'; omit: number; clean?: boolean }
+  /**
+   * A hostile usage report (OpenAI Chat, Responses and Anthropic formats): these values in place of
+   * the real token counts, any JSON value (`undefined` leaves the field out); on a stream, `again`
+   * sends a second usage event with its values after the first (usageFaults.ts).
+   */
+  | { kind: 'usage'; values: UsageValues; again?: UsageValues };
+
+/** Token counts a hostile upstream reports instead of the real ones, as any JSON value. */
+export interface UsageValues {
+  input?: unknown;
+  output?: unknown;
+  total?: unknown;
+}
 
 export interface MarkerDirectives {
   fault?: UpstreamFault;
@@ -34,7 +52,8 @@ const MARKER = /\[\[upstream:([a-z0-9=:.-]+)\]\]/gi;
 /**
  * Read the `[[upstream:...]]` markers of a prompt. Recognised:
  * `401`, `403`, `429`, `429:retry=<s>`, `500`, `<any status>`, `hang`, `drop`, `reset`,
- * `malformed`, `no-usage`, `json`, `stall`, `latency=<ms>`, `chunk-delay=<ms>`, `output=<tokens>`.
+ * `malformed`, `no-usage`, `json`, `stall`, `truncate=<frames>`, `truncate-clean=<frames>`, `latency=<ms>`,
+ * `chunk-delay=<ms>`, `output=<tokens>`.
  */
 export function parseMarkers(text: string): MarkerDirectives {
   const out: MarkerDirectives = {};
@@ -48,6 +67,9 @@ export function parseMarkers(text: string): MarkerDirectives {
       out.fault = { kind: head };
     } else if (head === 'no-usage') {
       out.fault = { kind: 'noUsage' };
+    } else if (head?.startsWith('truncate=') || head?.startsWith('truncate-clean=')) {
+      const [name, n] = head.split('=') as [string, string];
+      out.fault = { kind: 'truncate', omit: Number(n) || 0, ...(name === 'truncate-clean' ? { clean: true } : {}) };
     } else if (head?.startsWith('latency=')) {
       out.latencyMs = Number(head.slice('latency='.length)) || 0;
     } else if (head?.startsWith('chunk-delay=')) {
