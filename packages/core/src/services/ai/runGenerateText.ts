@@ -13,6 +13,7 @@ import type { CachedAnswer } from './cache/ResponseCache.js';
 import { assertPromptMayUse } from './SystemPromptStore.js';
 import { randomUUID } from 'node:crypto';
 import { attemptPath } from './attemptPath.js';
+import { usageTokens } from './tokenCount.js';
 import { forwardedRequest } from './passThrough/sendPassThrough.js';
 import { fetchWireAnswer, type WireAnswer } from './passThrough/fetchWireAnswer.js';
 import type { ToolCallOut } from './toolCallOut.js';
@@ -120,10 +121,11 @@ export async function runGenerateText(
     throw new CoreError('CANCELLED', 'the request was cancelled by the client');
   }
 
-  const { inputTokens, outputTokens } = result.usage ?? {};
-  // Some providers send zeros when the upstream gave no usage; a real call always has input
-  // tokens (the prompt is never empty), so zero input counts as "not reported".
-  const reported = inputTokens ? (result.usage!.totalTokens ?? inputTokens + (outputTokens ?? 0)) : undefined;
+  // Some providers send zeros when the upstream gave no usage (a real call always has input
+  // tokens, so zero input counts as "not reported"); a hostile one sends negatives, fractions,
+  // huge numbers: usage that cannot be read (tokenCount.ts), charged as none, at the hold.
+  const reported = usageTokens(result.usage);
+  const { inputTokens, outputTokens } = reported === undefined ? {} : result.usage!;
   // An upstream that reports no usage is charged the reserved worst case, never less than it may have used.
   const tokensUsed = reported ?? p.estimatedTokens;
   if (reported === undefined)

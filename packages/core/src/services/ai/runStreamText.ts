@@ -14,6 +14,7 @@ import { lookUpCall } from './lookUpCall.js';
 import { attemptPath } from './attemptPath.js';
 import { forwardedRequest, sendPassThrough, unreadableAnswer } from './passThrough/sendPassThrough.js';
 import { WireStream } from './passThrough/WireStream.js';
+import { usageTokens } from './tokenCount.js';
 import type { PassThroughEndpoint } from './passThrough/wireRequest.js';
 
 /**
@@ -204,19 +205,29 @@ export async function runStreamText(
      */
     const producedSoFar = (): { usage?: CallUsage; produced: number; input?: number | undefined } => {
       if (!wire) return { produced: utf8Bytes(produced) };
-      if (wire.usage?.inputTokens) return { usage: wireUsage(wire, cur), produced: 0 };
+      const reported = reportedUsage(wire);
+      if (reported) return { usage: reported, produced: 0 };
       return { produced: wire.outputBytes, input: wire.reportedInput };
     };
 
-    /** What a pass-through stream is charged: its reported usage, else the hold (never free), with a warning. */
+    /** The usage a pass-through stream reported, when it could be read (tokenCount.ts). */
+    const reportedUsage = (ws: WireStream): CallUsage | undefined => {
+      const tokensUsed = usageTokens(ws.usage);
+      return tokensUsed === undefined
+        ? undefined
+        : { tokensUsed, inputTokens: ws.usage!.inputTokens, outputTokens: ws.usage!.outputTokens };
+    };
+
+    /**
+     * What a pass-through stream the upstream ended is charged: its reported usage when it reached
+     * its terminal event; else (no usage, usage that cannot be read, or a stream cut or closed
+     * before its end, whose usage may not be final) the hold, never free, with a warning.
+     */
     const wireUsage = (ws: WireStream, t: Target): CallUsage => {
-      if (ws.usage?.inputTokens)
-        return {
-          tokensUsed: ws.usage.totalTokens ?? ws.usage.inputTokens,
-          inputTokens: ws.usage.inputTokens,
-          outputTokens: ws.usage.outputTokens,
-        };
-      logger.warn('ai: pass-through stream gave no usage; charging the hold', {
+      const reported = ws.ended ? reportedUsage(ws) : undefined;
+      if (reported) return reported;
+      const why = ws.ended || !ws.usage ? 'gave no usage' : 'ended before its terminal event';
+      logger.warn(`ai: pass-through stream ${why}; charging the hold`, {
         requestId,
         provider: t.provider,
         model: t.model,
@@ -271,13 +282,17 @@ export async function runStreamText(
         } else if (part.type === 'finish') {
           finishReason = part.finishReason;
           const u = part.totalUsage;
-          const reported = u.inputTokens ? (u.totalTokens ?? u.inputTokens + (u.outputTokens ?? 0)) : undefined;
+          const reported = usageTokens(u);
           // Nothing came and nothing was reported: not an answer but a reply the SDK could not
           // read as a stream (a server that ignores the stream flag answers plain JSON, which
           // parses as zero events). Failing it releases the hold; ending "successfully" would
           // charge the worst case for an empty answer.
           if (!responded && reported === undefined) throw streamNotRead(t.provider, contentType);
-          usage = { tokensUsed: reported ?? t.estimatedTokens, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
+          // Counts that cannot be read price the call at its bounds, as they charge it the hold.
+          usage =
+            reported === undefined
+              ? { tokensUsed: t.estimatedTokens }
+              : { tokensUsed: reported, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
           if (reported === undefined)
             logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider: t.provider, model: t.model });
         } else if (part.type === 'error') {

@@ -88,4 +88,53 @@ describe('WireStream', () => {
     expect(a.reportedInput).toBe(6);
     expect(a.usage).toBeUndefined();
   });
+
+  it('only a stream that reached its terminal event ended: [DONE], message_stop, response.completed', () => {
+    const cut = new WireStream('openai-chat', false);
+    run(cut, chat.replace('data: [DONE]\n\n', ''), 9);
+    expect(cut.usage).toEqual({ inputTokens: 7, outputTokens: 3, totalTokens: 10 });
+    expect(cut.ended).toBe(false);
+    const whole = new WireStream('openai-chat', false);
+    run(whole, chat, 9);
+    expect(whole.ended).toBe(true);
+    const a = new WireStream('anthropic-messages', false);
+    run(a, sse({ type: 'message_delta', usage: { output_tokens: 1 } }, 'message_delta'), 3);
+    expect(a.ended).toBe(false);
+    run(a, sse({ type: 'message_stop' }, 'message_stop'), 3);
+    expect(a.ended).toBe(true);
+    const r = new WireStream('openai-responses', false);
+    run(r, sse({ type: 'response.output_text.delta', delta: 'response.completed' }, 'response.output_text.delta'), 4);
+    expect(r.ended).toBe(false);
+    run(r, sse({ type: 'response.completed', response: { usage: { input_tokens: 2, output_tokens: 3 } } }, 'response.completed'), 4);
+    expect(r.ended).toBe(true);
+    expect(r.usage).toEqual({ inputTokens: 2, outputTokens: 3, totalTokens: 5 });
+  });
+
+  it('repeated usage events: each count the largest reported, never their sum; a hostile one makes the usage unreadable', () => {
+    const usage = (u: unknown) => sse({ choices: [], usage: u });
+    const twice = new WireStream('openai-chat', true);
+    const out = run(twice, usage({ prompt_tokens: 7, completion_tokens: 3 }) + usage({ prompt_tokens: 1, completion_tokens: 0 }), 5);
+    expect(twice.usage).toEqual({ inputTokens: 7, outputTokens: 3, totalTokens: 10 });
+    expect(out).toBe('');
+    for (const bad of [{ prompt_tokens: 1, completion_tokens: -1 }, { prompt_tokens: '1', completion_tokens: 1 }, 'lots', 12]) {
+      const ws = new WireStream('openai-chat', true);
+      // Whatever the usage chunk says, it stays out of a stream that did not ask for it.
+      expect(run(ws, usage({ prompt_tokens: 7, completion_tokens: 3 }) + usage(bad), 6)).toBe('');
+      expect(ws.usage, JSON.stringify(bad)).toBeUndefined();
+    }
+    const a = new WireStream('anthropic-messages', false);
+    run(
+      a,
+      [
+        sse({ type: 'message_start', message: { usage: { input_tokens: 5, output_tokens: 1 } } }, 'message_start'),
+        sse({ type: 'message_delta', usage: { output_tokens: 9 } }, 'message_delta'),
+        sse({ type: 'message_delta', usage: { input_tokens: 2, output_tokens: 4 } }, 'message_delta'),
+      ].join(''),
+      8,
+    );
+    expect(a.usage).toEqual({ inputTokens: 5, outputTokens: 9, totalTokens: 14 });
+    run(a, sse({ type: 'message_delta', usage: { output_tokens: 2.5 } }, 'message_delta'), 8);
+    expect(a.usage).toBeUndefined();
+    expect(a.reportedInput).toBeUndefined();
+  });
 });

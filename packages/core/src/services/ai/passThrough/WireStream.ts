@@ -1,7 +1,9 @@
-import { anthropicInput, chatUsage, responsesUsage, type WireUsage } from './readWireAnswer.js';
+import { anthropicInput, chatUsage, responsesUsage, type UsageRead, type WireUsage } from './readWireAnswer.js';
 import type { WireFormat } from './wireRequest.js';
+import { isTokenCount } from '../tokenCount.js';
 
-const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+/** A `usage` that is not null (an object, or a hostile string or number, which is unreadable usage). */
+const USAGE_OBJECT = /"usage"\s*:\s*[^\sn]/;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const BOUNDARY = /\r?\n\r?\n/;
 
@@ -42,8 +44,14 @@ export class WireStream {
   private pending = '';
   private input: number | undefined;
   private output: number | undefined;
-  /** The usage the answer reported, once its usage event went by. */
-  usage: WireUsage | undefined;
+  /** A usage event whose counts could not be read went by: the stream's usage cannot be trusted. */
+  private unreadable = false;
+  /**
+   * The format's terminal event went by (OpenAI Chat's `data: [DONE]`, Anthropic's `message_stop`,
+   * the Responses API's `response.completed` / `.incomplete` / `.failed`): only such a stream's
+   * usage is final. One the upstream cut or closed before it is charged its hold.
+   */
+  ended = false;
   /** Bytes of answer received (for logs). */
   bytes = 0;
   /**
@@ -58,9 +66,33 @@ export class WireStream {
    */
   outputBytes = 0;
 
+  /**
+   * The usage the answer reported, once its usage event went by: each count the largest any of its
+   * usage events gave (a repeated or cumulative event never lowers it); undefined when one of them
+   * could not be read (readWireAnswer.ts), or no output count came.
+   */
+  get usage(): WireUsage | undefined {
+    if (this.unreadable || this.input === undefined || this.output === undefined) return undefined;
+    return { inputTokens: this.input, outputTokens: this.output, totalTokens: this.input + this.output };
+  }
+
   /** The input tokens the answer reported so far (Anthropic's `message_start`), before its full usage. */
   get reportedInput(): number | undefined {
-    return this.usage?.inputTokens ?? this.input;
+    return this.unreadable ? undefined : this.input;
+  }
+
+  /** Take one usage event's counts in. */
+  private note(u: UsageRead): void {
+    if (u === undefined) return;
+    if (u === 'unreadable') this.unreadable = true;
+    else {
+      this.noteInput(u.inputTokens);
+      this.output = Math.max(this.output ?? 0, u.outputTokens);
+    }
+  }
+  private noteInput(input: number | undefined | false): void {
+    if (input === false) this.unreadable = true;
+    else if (input !== undefined) this.input = Math.max(this.input ?? 0, input);
   }
 
   constructor(
@@ -104,28 +136,31 @@ export class WireStream {
   private inspect(event: string): boolean {
     if (this.format === 'openai-chat') {
       const delta = event.includes('"delta"');
-      if (!delta && !USAGE_OBJECT.test(event)) return true;
+      if (!delta && !USAGE_OBJECT.test(event)) {
+        if (event.includes('[DONE]') && dataOf(event) === '[DONE]') this.ended = true;
+        return true;
+      }
       const d = parse(dataOf(event));
       if (delta && Array.isArray(d?.choices)) for (const c of d.choices) this.countChat(c);
-      const u = chatUsage(d?.usage);
-      if (!u) return true;
-      this.usage = u;
-      return !(this.dropUsageChunk && Array.isArray(d!.choices) && d!.choices.length === 0);
+      const u = d?.usage == null ? undefined : (chatUsage(d.usage) ?? 'unreadable');
+      this.note(u);
+      // The usage chunk asked for on the caller's behalf is left out whatever its counts say.
+      return !(u !== undefined && this.dropUsageChunk && Array.isArray(d!.choices) && d!.choices.length === 0);
     }
     if (this.format === 'anthropic-messages') {
+      if (event.includes('message_stop') && parse(dataOf(event))?.type === 'message_stop') this.ended = true;
       if (!event.includes('content_block_') && !event.includes('message_start') && !event.includes('message_delta')) return true;
       const d = parse(dataOf(event));
       if (d?.type === 'content_block_delta') this.countAnthropic(d.delta);
       else if (d?.type === 'content_block_start') this.countAnthropic(d.content_block);
-      else if (d?.type === 'message_start')
-        this.input = anthropicInput((d.message as { usage?: unknown } | undefined)?.usage) ?? this.input;
+      else if (d?.type === 'message_start') this.noteInput(anthropicInput((d.message as { usage?: unknown } | undefined)?.usage));
       else if (d?.type === 'message_delta') {
         const u = d.usage as Record<string, unknown> | undefined;
-        // Newer answers repeat the input count here (cumulative); the latest wins.
-        this.input = anthropicInput(u) ?? this.input;
-        if (typeof u?.output_tokens === 'number') this.output = u.output_tokens;
-        if (this.input !== undefined)
-          this.usage = { inputTokens: this.input, outputTokens: this.output ?? 0, totalTokens: this.input + (this.output ?? 0) };
+        // Newer answers repeat the input count here (cumulative): the largest count wins.
+        this.noteInput(anthropicInput(u));
+        const out = u?.output_tokens;
+        if (isTokenCount(out)) this.output = Math.max(this.output ?? 0, out);
+        else this.unreadable = true;
       }
       return true;
     }
@@ -136,8 +171,8 @@ export class WireStream {
       this.count(str(d?.delta));
       return true;
     }
-    const u = responsesUsage((d?.response as { usage?: unknown } | undefined)?.usage);
-    if (u) this.usage = u;
+    if (typeof d?.type === 'string' && /^response\.(completed|incomplete|failed)$/.test(d.type)) this.ended = true;
+    this.note(responsesUsage((d?.response as { usage?: unknown } | undefined)?.usage));
     return true;
   }
   private count(s: string): void {

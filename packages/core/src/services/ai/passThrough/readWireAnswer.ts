@@ -1,15 +1,20 @@
 import type { ToolCallOut } from '../toolCallOut.js';
 import type { WireFormat } from './wireRequest.js';
+import { isTokenCount } from '../tokenCount.js';
 
-/** Token counts an answer reported, in the engine's terms (absent fields: not reported). */
+/** Token counts an answer reported, in the engine's terms (each a token count: tokenCount.ts). */
 export interface WireUsage {
-  inputTokens?: number;
-  outputTokens?: number;
-  totalTokens?: number;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
 }
+
+/** A usage read as the engine takes it: undefined unless it could be read whole. */
+const readable = (u: UsageRead): WireUsage | undefined => (u === 'unreadable' ? undefined : u);
 
 /** What the engine reads of a non-streamed answer: usage for metering, the rest for the procedure's result and the cache entry. */
 export interface WireAnswerSummary {
+  /** Undefined when the answer has none or it cannot be read: the call is charged its hold. */
   usage: WireUsage | undefined;
   text: string;
   toolCalls: ToolCallOut[];
@@ -19,7 +24,6 @@ export interface WireAnswerSummary {
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined);
 const args = (raw: unknown): unknown => {
   if (typeof raw !== 'string') return raw ?? {};
   try {
@@ -29,39 +33,56 @@ const args = (raw: unknown): unknown => {
   }
 };
 
-/** OpenAI Chat Completions usage (`prompt_tokens`, `completion_tokens`, `total_tokens`). */
-export function chatUsage(u: unknown): WireUsage | undefined {
-  const o = obj(u);
-  const input = num(o?.prompt_tokens);
-  if (!o || input === undefined) return undefined;
-  return {
-    inputTokens: input,
-    outputTokens: num(o.completion_tokens) ?? 0,
-    totalTokens: num(o.total_tokens) ?? input + (num(o.completion_tokens) ?? 0),
-  };
+/**
+ * A usage object as read: its counts, or `unreadable` when one of them is missing or is not a token
+ * count (a string, a negative, a fraction, a huge number: tokenCount.ts), which charges the call its
+ * hold; undefined when the answer carries no usage object at all (absent or null).
+ */
+export type UsageRead = WireUsage | 'unreadable' | undefined;
+
+/** One count: undefined when absent (or null), `false` when present but not a token count. */
+function count(v: unknown): number | undefined | false {
+  if (v == null) return undefined;
+  return isTokenCount(v) ? v : false;
 }
 
-/** Responses API usage (`input_tokens`, `output_tokens`, `total_tokens`). */
-export function responsesUsage(u: unknown): WireUsage | undefined {
-  const o = obj(u);
-  const input = num(o?.input_tokens);
-  if (!o || input === undefined) return undefined;
-  const output = num(o.output_tokens) ?? 0;
-  return { inputTokens: input, outputTokens: output, totalTokens: num(o.total_tokens) ?? input + output };
+/** Input and output read from a usage object; both must be token counts. */
+function both(input: number | undefined | false, output: number | undefined | false): WireUsage | 'unreadable' {
+  if (input === undefined || input === false || output === undefined || output === false) return 'unreadable';
+  // The total is ours, not the answer's: a `total_tokens` of 0 (or below its parts) must not lower the charge.
+  return { inputTokens: input, outputTokens: output, totalTokens: input + output };
 }
 
-/** Anthropic's input tokens: uncached plus cache writes and reads (all billed input; the AI SDK counts them so too). */
-export function anthropicInput(u: unknown): number | undefined {
+/** OpenAI Chat Completions usage (`prompt_tokens`, `completion_tokens`; `total_tokens` is not read). */
+export function chatUsage(u: unknown): UsageRead {
   const o = obj(u);
-  const input = num(o?.input_tokens);
-  if (!o || input === undefined) return undefined;
-  return input + (num(o.cache_creation_input_tokens) ?? 0) + (num(o.cache_read_input_tokens) ?? 0);
+  return o ? both(count(o.prompt_tokens), count(o.completion_tokens)) : undefined;
 }
 
-function total(input: number | undefined, output: number | undefined): WireUsage | undefined {
-  if (input === undefined) return undefined;
-  const out = output ?? 0;
-  return { inputTokens: input, outputTokens: out, totalTokens: input + out };
+/** Responses API usage (`input_tokens`, `output_tokens`; `total_tokens` is not read). */
+export function responsesUsage(u: unknown): UsageRead {
+  const o = obj(u);
+  return o ? both(count(o.input_tokens), count(o.output_tokens)) : undefined;
+}
+
+/**
+ * Anthropic's input tokens: uncached plus cache writes and reads (all billed input; the AI SDK
+ * counts them so too). Undefined without `input_tokens`; false when any of them is not a count.
+ */
+export function anthropicInput(u: unknown): number | undefined | false {
+  const o = obj(u);
+  const input = count(o?.input_tokens);
+  if (input === undefined || input === false) return input;
+  const writes = count(o!.cache_creation_input_tokens);
+  const reads = count(o!.cache_read_input_tokens);
+  if (writes === false || reads === false) return false;
+  return input + (writes ?? 0) + (reads ?? 0);
+}
+
+/** A whole Anthropic answer's usage: its input (cache tokens included) and `output_tokens`. */
+function anthropicUsage(u: unknown): UsageRead {
+  const o = obj(u);
+  return o ? both(anthropicInput(o), count(o.output_tokens)) : undefined;
 }
 
 const CHAT_FINISH: Record<string, string> = {
@@ -93,7 +114,7 @@ export function readWireAnswer(format: WireFormat, answer: unknown): WireAnswerS
       if (f && typeof f.name === 'string')
         toolCalls.push({ toolCallId: String(obj(c)!.id ?? ''), toolName: f.name, input: args(f.arguments) });
     }
-    return { usage: chatUsage(a.usage), text, toolCalls, finishReason: CHAT_FINISH[String(choice.finish_reason)] ?? 'other' };
+    return { usage: readable(chatUsage(a.usage)), text, toolCalls, finishReason: CHAT_FINISH[String(choice.finish_reason)] ?? 'other' };
   }
   if (format === 'anthropic-messages') {
     for (const b of Array.isArray(a.content) ? a.content : []) {
@@ -102,9 +123,8 @@ export function readWireAnswer(format: WireFormat, answer: unknown): WireAnswerS
       else if (block.type === 'tool_use' && typeof block.name === 'string')
         toolCalls.push({ toolCallId: String(block.id ?? ''), toolName: block.name, input: block.input ?? {} });
     }
-    const u = obj(a.usage);
     return {
-      usage: total(anthropicInput(u), num(u?.output_tokens)),
+      usage: readable(anthropicUsage(a.usage)),
       text,
       toolCalls,
       finishReason: ANTHROPIC_FINISH[String(a.stop_reason)] ?? 'other',
@@ -119,7 +139,7 @@ export function readWireAnswer(format: WireFormat, answer: unknown): WireAnswerS
   }
   const incomplete = a.status === 'incomplete';
   return {
-    usage: responsesUsage(a.usage),
+    usage: readable(responsesUsage(a.usage)),
     text,
     toolCalls,
     finishReason: toolCalls.length ? 'tool-calls' : incomplete ? 'length' : 'stop',

@@ -1,0 +1,24 @@
+/**
+ * The largest token count an answer may report and be believed: far above any model's context
+ * and output (a few million tokens), and inside every store's integer range, so a hostile or broken
+ * upstream's `1e300` never reaches a balance, a budget or a counter.
+ */
+export const MAX_TOKEN_COUNT = 2 ** 31 - 1;
+
+/** A count of tokens: an integer from 0 to MAX_TOKEN_COUNT (not a string, a fraction, a negative or a huge number). */
+export function isTokenCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TOKEN_COUNT;
+}
+
+/**
+ * The tokens a call's reported usage charges: its input plus its output, whatever total the
+ * answer claimed (the AI SDK adds them the same way). Undefined when the usage cannot be read, and
+ * the call is then charged its hold (docs/ai.md, "Metering"): an input that is absent, zero (a real
+ * call always has input, so zero means "not reported"), or not a token count, or an output that is
+ * not one. An absent output counts as none, as the AI SDK reports it.
+ */
+export function usageTokens(u: { inputTokens?: unknown; outputTokens?: unknown } | undefined): number | undefined {
+  if (!u || !isTokenCount(u.inputTokens) || u.inputTokens === 0) return undefined;
+  if (u.outputTokens == null) return u.inputTokens;
+  return isTokenCount(u.outputTokens) ? u.inputTokens + u.outputTokens : undefined;
+}
