@@ -33,8 +33,12 @@ export interface Attempt {
   reason: string;
 }
 
-/** Failures worth trying the next target for; anything else is the request's own problem. */
-const RETRYABLE = new Set(['rate_limited', 'upstream_5xx', 'timeout', 'unreachable', 'connection_lost']);
+/**
+ * Failures worth trying the next target for; anything else is the request's own problem. A 2xx
+ * that cannot be read (`malformed_response`: not JSON, an HTML page from a proxy, plain JSON for a
+ * stream) is the target's failure, not the request's: another target may answer it.
+ */
+const RETRYABLE = new Set(['rate_limited', 'upstream_5xx', 'timeout', 'unreachable', 'connection_lost', 'malformed_response']);
 
 export function isRetryable(err: unknown): err is CoreError {
   return err instanceof CoreError && RETRYABLE.has(String(err.details?.reason));
