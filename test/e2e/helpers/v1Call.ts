@@ -22,6 +22,8 @@ export interface V1Outcome {
   requestId: string | null;
   /** `x-ai-backend-model` of a pass-through answer. */
   model: string | null;
+  /** `x-ai-backend-cache` (`hit`, `miss`, or absent when the cache was not consulted). */
+  cache: string | null;
   /** The output text the caller received (what it has of a stream that broke off). */
   text: string;
   /** The stream ended with an error (the client threw, or the format's error event came). */
@@ -60,7 +62,17 @@ interface Ask {
  * line or in the stream) is part of the outcome, not thrown.
  */
 export async function callV1(c: V1Clients, format: V1Format, ask: Ask): Promise<V1Outcome> {
-  const out: V1Outcome = { status: 0, path: null, requestId: null, model: null, text: '', failed: false, usage: undefined, events: [] };
+  const out: V1Outcome = {
+    status: 0,
+    path: null,
+    requestId: null,
+    model: null,
+    cache: null,
+    text: '',
+    failed: false,
+    usage: undefined,
+    events: [],
+  };
   const model = ask.model ?? V1_MODEL[format];
   const max = ask.maxTokens ?? 64;
   const headersOf = (r: Response) => {
@@ -68,6 +80,7 @@ export async function callV1(c: V1Clients, format: V1Format, ask: Ask): Promise<
     out.path = r.headers.get('x-ai-backend-path');
     out.requestId = r.headers.get('x-ai-backend-request-id');
     out.model = r.headers.get('x-ai-backend-model');
+    out.cache = r.headers.get('x-ai-backend-cache');
   };
   try {
     if (format === 'chat') {
