@@ -144,6 +144,23 @@ describeV1Paths('ai-pass-through-usage', (path) => {
     });
   });
 
+  describe('a failure before any byte reached the caller (no fallback configured): a clean error, released', () => {
+    for (const format of V1_FORMATS)
+      for (const [name, marker, stream] of [
+        ['a plain answer cut mid-body', 'drop', false],
+        ['a plain answer that is not JSON', 'malformed', false],
+        ['plain JSON instead of an event stream', 'json', true],
+        ['a stream that ends without any event', 'truncate-clean=99', true],
+      ] as const)
+        it(`${format}: ${name}: a 502 in the format's shape, nothing charged`, async () => {
+          const { seen, s } = await run(format, stream, { marker: `[[upstream:${marker}]]` });
+          expect(seen.status).toBe(502);
+          expect(seen.failed).toBe(true);
+          expect(seen.text).toBe('');
+          expect(s).toMatchObject({ kind: 'release', charged: 0, closes: 1 });
+        });
+  });
+
   // An answer without usage: OpenAI's formats leave it out (`no-usage`); Anthropic's, always
   // reported, is emptied.
   const noUsage = (format: V1Format): { marker?: string; fault?: UpstreamFault } =>
