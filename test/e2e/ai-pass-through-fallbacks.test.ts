@@ -104,6 +104,40 @@ describeV1Paths('ai-pass-through-fallbacks', (path: V1Path) => {
         });
   });
 
+  describe('no fallback once bytes reached the caller, and none left to take', () => {
+    for (const format of V1_FORMATS) {
+      it(`${format}: a stream cut after its first output is not retried elsewhere: the bytes and an error event, settled once`, async () => {
+        const u = await caller(gw);
+        upstream.reset();
+        const seen = await callV1(u.clients, format, { content: `cut once ${format} [[upstream:drop]]`, stream: true });
+        expect(seen.status).toBe(200);
+        expect(seen.failed).toBe(true);
+        expect(upstream.requests.filter((r) => r.format !== 'models')).toHaveLength(1);
+        const s = await settlementOf(gw, u.sub);
+        expect(s.closes).toBe(1);
+        expect(s.charged).toBeGreaterThan(0);
+        // Cut by the upstream: at the hold on the fast path; on the SDK path the input plus the bytes received, at most the hold.
+        if (path === 'pass-through') expect(s.charged).toBe(s.held);
+        else expect(s.charged).toBeLessThanOrEqual(s.held);
+      });
+
+      it(`${format}: every target fails (500 each): the last failure is the answer, plain and streamed, nothing charged`, async () => {
+        for (const stream of [false, true]) {
+          const u = await caller(gw);
+          upstream.reset();
+          upstream.failNext({ kind: 'status', status: 500 }, 3);
+          const seen = await callV1(u.clients, format, { content: `all fail ${format}`, stream });
+          expect(seen.status).toBe(502);
+          expect(seen.failed).toBe(true);
+          expect(upstream.requests.filter((r) => r.format !== 'models')).toHaveLength(3);
+          expect(await settlementOf(gw, u.sub)).toMatchObject({ kind: 'release', charged: 0, closes: 1 });
+          const b = await gw.runtime.billing.balances(u.sub);
+          expect(b.subscription + b.one_time).toBe(START);
+        }
+      });
+    }
+  });
+
   it('connection refused: the provider whose address answers nothing is left for the next one, each format, plain and streamed', async () => {
     // A port that was free a moment ago and is closed now: connections to it are refused.
     const dead = await new Promise<number>((resolve) => {
