@@ -15,6 +15,7 @@ import { attemptPath } from './attemptPath.js';
 import { forwardedRequest, sendPassThrough, unreadableAnswer } from './passThrough/sendPassThrough.js';
 import { WireStream } from './passThrough/WireStream.js';
 import { usageTokens } from './tokenCount.js';
+import { RawStreamUsage } from './RawStreamUsage.js';
 import type { PassThroughEndpoint } from './passThrough/wireRequest.js';
 
 /**
@@ -247,16 +248,20 @@ export async function runStreamText(
       }
       const res = sdk.streamText({
         ...(await sdkCallArgs(deps, t, input, ctx.signal)),
+        // The provider's own events, read for their usage (RawStreamUsage: a repeated usage event never lowers the charge).
+        includeRawChunks: true,
         // Errors arrive as stream parts; without this the SDK also prints them.
         onError: () => undefined,
       });
+      const raw = new RawStreamUsage();
       ctx.start();
       upstreamStarted = true;
       /** The upstream answer's content type (from the step's response metadata), to say what came instead of a stream. */
       let contentType: string | undefined;
       for await (const part of res.fullStream) {
         ctx.touch();
-        if (part.type === 'text-delta') {
+        if (part.type === 'raw') raw.note(part.rawValue);
+        else if (part.type === 'text-delta') {
           // An empty delta (some providers open with one) is no output: a fallback is still possible.
           if (part.text === '') continue;
           ctx.commit();
@@ -281,7 +286,11 @@ export async function runStreamText(
           contentType = part.response.headers?.['content-type'];
         } else if (part.type === 'finish') {
           finishReason = part.finishReason;
-          const u = part.totalUsage;
+          // Each count at least the largest a usage event reported (the SDK keeps the last one).
+          const sdkUsage = usageTokens(part.totalUsage) === undefined ? undefined : part.totalUsage;
+          const u = sdkUsage
+            ? { inputTokens: Math.max(sdkUsage.inputTokens!, raw.input), outputTokens: Math.max(sdkUsage.outputTokens ?? 0, raw.output) }
+            : part.totalUsage;
           const reported = usageTokens(u);
           // Nothing came and nothing was reported: not an answer but a reply the SDK could not
           // read as a stream (a server that ignores the stream flag answers plain JSON, which
