@@ -34,7 +34,14 @@ let users = 0;
 
 const serverConfig = (extra: object = {}) => ({
   storage: { type: 'memory' as const },
-  ai: { fallbacks: FALLBACKS, retry: { backoffMs: 5, maxBackoffMs: 20 }, circuitBreaker: { failureThreshold: 1000 }, ...extra },
+  // A short idle timeout so a stalled stream falls back within the test's time.
+  ai: {
+    fallbacks: FALLBACKS,
+    timeoutMs: 800,
+    retry: { backoffMs: 5, maxBackoffMs: 20 },
+    circuitBreaker: { failureThreshold: 1000 },
+    ...extra,
+  },
 });
 
 describeV1Paths('ai-pass-through-fallbacks', (path: V1Path) => {
@@ -93,6 +100,8 @@ describeV1Paths('ai-pass-through-fallbacks', (path: V1Path) => {
     ['a 200 that is not JSON', { kind: 'malformed' }, 'both'],
     ['a plain answer cut mid-body', { kind: 'drop' }, 'plain'],
     ['plain JSON instead of an event stream', { kind: 'json' }, 'streamed'],
+    // Its first event (Chat's role chunk, `message_start`, `response.created`) carries no output yet.
+    ['a stream that stalls after its first event, before any output', { kind: 'stall' }, 'streamed'],
   ];
 
   describe('the first target fails before any byte reached the caller: the fallback answers, charged once', () => {

@@ -183,18 +183,29 @@ export async function runStreamText(
         startSent = true;
         return { type: 'wire', bytes, contentType, requestId, provider: t.provider, model: t.model, events: ws.events };
       };
+      // The opening events (no output yet: WireStream.started) are held back, as the SDK path sends
+      // nothing before the first output: an upstream that fails or stalls before it may still fall back.
+      let opening: Uint8Array[] = [];
+      const flush = (): StreamEvent => {
+        const bytes = opening.length === 1 ? opening[0]! : Buffer.concat(opening);
+        opening = [];
+        return send(bytes);
+      };
       try {
         for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
           ctx.touch();
           const out = ws.push(chunk);
-          if (out) yield send(out);
+          if (out) opening.push(out);
+          if (ws.started && opening.length > 0) yield flush();
         }
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         throw await unreadableAnswer(endpoint, res.status, err, 'lost');
       }
       const rest = ws.end();
-      if (rest) yield send(rest);
+      if (rest) opening.push(rest);
+      // A stream that ended with its opening events only (no output, no usage) is no answer: as on the SDK path.
+      if (opening.length > 0 && (ws.started || ws.usage)) yield flush();
       if (!responded && !ws.usage) throw streamNotRead(t.provider, contentType);
       usage = wireUsage(ws, t);
     }

@@ -137,4 +137,45 @@ describe('WireStream', () => {
     expect(a.usage).toBeUndefined();
     expect(a.reportedInput).toBeUndefined();
   });
+
+  it('output begins with the first event past the opening envelope (until then a failure may still fall back)', () => {
+    const opened = (format: 'openai-chat' | 'anthropic-messages' | 'openai-responses', text: string) => {
+      const ws = new WireStream(format, false);
+      run(ws, text, 7);
+      return ws.started;
+    };
+    const role = sse({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null });
+    expect(opened('openai-chat', `: keep-alive\n\n${role}`)).toBe(false);
+    expect(opened('openai-chat', role + sse({ choices: [{ index: 0, delta: { content: 'a' } }] }))).toBe(true);
+    expect(opened('openai-chat', sse({ choices: [{ index: 0, delta: { reasoning: 'hm' } }] }))).toBe(true);
+    expect(opened('openai-chat', sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }))).toBe(true);
+    const start = sse({ type: 'message_start', message: { usage: { input_tokens: 5 } } }, 'message_start');
+    const emptyBlock = sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start');
+    expect(opened('anthropic-messages', start + sse({ type: 'ping' }, 'ping') + emptyBlock)).toBe(false);
+    expect(
+      opened(
+        'anthropic-messages',
+        start + emptyBlock + sse({ type: 'content_block_delta', delta: { type: 'text_delta', text: 'a' } }, 'content_block_delta'),
+      ),
+    ).toBe(true);
+    expect(
+      opened(
+        'anthropic-messages',
+        sse({ type: 'content_block_start', content_block: { type: 'tool_use', name: 'f', input: {} } }, 'content_block_start'),
+      ),
+    ).toBe(true);
+    const opening = ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']
+      .map((type) => sse({ type }, type))
+      .join('');
+    expect(opened('openai-responses', opening)).toBe(false);
+    expect(
+      opened('openai-responses', opening + sse({ type: 'response.output_text.delta', delta: 'a' }, 'response.output_text.delta')),
+    ).toBe(true);
+    expect(
+      opened(
+        'openai-responses',
+        sse({ type: 'response.reasoning_summary_text.delta', delta: 'hm' }, 'response.reasoning_summary_text.delta'),
+      ),
+    ).toBe(true);
+  });
 });

@@ -7,6 +7,21 @@ const USAGE_OBJECT = /"usage"\s*:\s*[^\sn]/;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const BOUNDARY = /\r?\n\r?\n/;
 
+/** The Responses API's opening events, before any output: they need not reach the caller before a fallback. */
+const RESPONSES_OPENING = new Set([
+  'response.created',
+  'response.in_progress',
+  'response.output_item.added',
+  'response.content_part.added',
+]);
+
+/** A Chat choice that carries more than the opening role chunk: any delta field but `role`, or a finish reason. */
+function carries(choice: unknown): boolean {
+  const c = choice as { delta?: Record<string, unknown>; finish_reason?: unknown } | null;
+  if (c?.finish_reason != null) return true;
+  return Object.entries(c?.delta ?? {}).some(([k, v]) => k !== 'role' && v != null && v !== '' && !(Array.isArray(v) && v.length === 0));
+}
+
 /** The `data:` payload of one server-sent event (its data lines joined). */
 function dataOf(event: string): string {
   let out = '';
@@ -52,6 +67,13 @@ export class WireStream {
    * usage is final. One the upstream cut or closed before it is charged its hold.
    */
   ended = false;
+  /**
+   * Output began: an event went by that carries more than the stream's opening envelope (Chat's
+   * role-only chunk, Anthropic's `message_start`, `ping` and an empty text block's start, the
+   * Responses API's `created`, `in_progress`, `output_item.added`, `content_part.added`). Until then
+   * nothing needs to reach the caller, so an upstream that fails or stalls may still fall back.
+   */
+  started = false;
   /** Bytes of answer received (for logs). */
   bytes = 0;
   /**
@@ -137,24 +159,35 @@ export class WireStream {
     if (this.format === 'openai-chat') {
       const delta = event.includes('"delta"');
       if (!delta && !USAGE_OBJECT.test(event)) {
-        if (event.includes('[DONE]') && dataOf(event) === '[DONE]') this.ended = true;
+        if (event.includes('[DONE]') && dataOf(event) === '[DONE]') this.ended = this.started = true;
         return true;
       }
       const d = parse(dataOf(event));
-      if (delta && Array.isArray(d?.choices)) for (const c of d.choices) this.countChat(c);
+      if (delta && Array.isArray(d?.choices))
+        for (const c of d.choices) {
+          this.countChat(c);
+          if (carries(c)) this.started = true;
+        }
       const u = d?.usage == null ? undefined : (chatUsage(d.usage) ?? 'unreadable');
+      if (u !== undefined) this.started = true;
       this.note(u);
       // The usage chunk asked for on the caller's behalf is left out whatever its counts say.
       return !(u !== undefined && this.dropUsageChunk && Array.isArray(d!.choices) && d!.choices.length === 0);
     }
     if (this.format === 'anthropic-messages') {
-      if (event.includes('message_stop') && parse(dataOf(event))?.type === 'message_stop') this.ended = true;
+      if (event.includes('message_stop') && parse(dataOf(event))?.type === 'message_stop') this.ended = this.started = true;
       if (!event.includes('content_block_') && !event.includes('message_start') && !event.includes('message_delta')) return true;
       const d = parse(dataOf(event));
-      if (d?.type === 'content_block_delta') this.countAnthropic(d.delta);
-      else if (d?.type === 'content_block_start') this.countAnthropic(d.content_block);
-      else if (d?.type === 'message_start') this.noteInput(anthropicInput((d.message as { usage?: unknown } | undefined)?.usage));
+      if (d?.type === 'content_block_delta') {
+        this.countAnthropic(d.delta);
+        this.started = true;
+      } else if (d?.type === 'content_block_start') {
+        const block = d.content_block as { type?: unknown; text?: unknown } | undefined;
+        this.countAnthropic(block);
+        if (block?.type !== 'text' || block.text) this.started = true;
+      } else if (d?.type === 'message_start') this.noteInput(anthropicInput((d.message as { usage?: unknown } | undefined)?.usage));
       else if (d?.type === 'message_delta') {
+        this.started = true;
         const u = d.usage as Record<string, unknown> | undefined;
         // Newer answers repeat the input count here (cumulative): the largest count wins.
         this.noteInput(anthropicInput(u));
@@ -163,6 +196,10 @@ export class WireStream {
         else this.unreadable = true;
       }
       return true;
+    }
+    if (!this.started) {
+      const type = /^event:\s*(\S+)/m.exec(event)?.[1] ?? /"type"\s*:\s*"([^"]+)"/.exec(event)?.[1];
+      if (type && !RESPONSES_OPENING.has(type)) this.started = true;
     }
     const delta = /response\.(output_text|refusal|function_call_arguments)\.delta/.test(event);
     if (!delta && !/response\.(completed|incomplete|failed)/.test(event)) return true;
