@@ -178,4 +178,16 @@ describe('WireStream', () => {
       ),
     ).toBe(true);
   });
+
+  it('usage asked for on the caller’s behalf on a chunk with choices: the chunk goes on without it', () => {
+    const finish = sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2 } });
+    const text = sse({ choices: [{ index: 0, delta: { content: 'hi' } }] }) + finish + 'data: [DONE]';
+    const dropped = new WireStream('openai-chat', true);
+    const out = run(dropped, text, 6);
+    expect(out).not.toContain('usage');
+    expect(out).toContain('"finish_reason":"stop"');
+    expect(out.endsWith('data: [DONE]')).toBe(true);
+    expect(dropped.usage).toEqual({ inputTokens: 4, outputTokens: 2, totalTokens: 6 });
+    expect(run(new WireStream('openai-chat', false), text, 6)).toBe(text);
+  });
 });

@@ -137,11 +137,19 @@ export class WireStream {
     let out = '';
     for (const e of events)
       if (this.inspect(e)) {
-        out += `${e}\n\n`;
+        out += `${this.rewritten ?? e}\n\n`;
+        this.rewritten = undefined;
         this.events++;
       }
     return out ? this.encoder.encode(out) : undefined;
   }
+
+  /**
+   * The event just inspected as the caller gets it, when it differs from the upstream's: a Chat
+   * chunk with choices that also carries the usage asked for on the caller's behalf (some
+   * OpenAI-compatible servers put it on the finishing chunk), without its `usage`.
+   */
+  private rewritten: string | undefined;
 
   /** The stream ended: anything held back (an event without its blank line), for the caller. */
   end(): Uint8Array | undefined {
@@ -151,7 +159,9 @@ export class WireStream {
     if (!rest) return undefined;
     const keep = this.inspect(rest);
     if (keep) this.events++;
-    return this.dropUsageChunk && keep ? this.encoder.encode(rest) : undefined;
+    const event = this.rewritten ?? rest;
+    this.rewritten = undefined;
+    return this.dropUsageChunk && keep ? this.encoder.encode(event) : undefined;
   }
 
   /** Read one event's usage; false when it is the usage chunk to leave out. */
@@ -171,8 +181,12 @@ export class WireStream {
       const u = d?.usage == null ? undefined : (chatUsage(d.usage) ?? 'unreadable');
       if (u !== undefined) this.started = true;
       this.note(u);
-      // The usage chunk asked for on the caller's behalf is left out whatever its counts say.
-      return !(u !== undefined && this.dropUsageChunk && Array.isArray(d!.choices) && d!.choices.length === 0);
+      if (u === undefined || !this.dropUsageChunk) return true;
+      // The usage asked for on the caller's behalf never reaches it, whatever its counts say: its
+      // own chunk (no choices) is left out, a chunk with choices goes on without it.
+      if (!Array.isArray(d!.choices) || d!.choices.length === 0) return false;
+      this.rewritten = `data: ${JSON.stringify({ ...d, usage: undefined })}`;
+      return true;
     }
     if (this.format === 'anthropic-messages') {
       if (event.includes('message_stop') && parse(dataOf(event))?.type === 'message_stop') this.ended = this.started = true;
