@@ -37,7 +37,8 @@ const USER_KEY = 'sk-own-caller-key-SECRET-0042';
 describeV1Paths('ai-pass-through-usage', (path) => {
   beforeAll(async () => {
     upstream = await createTestUpstream({ outputTokens: OUTPUT });
-    gw = await startAiServer(upstream, { storage: { type: 'memory' } }, { path });
+    // A short idle timeout: a stream that stalls is ended within the test's time.
+    gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { timeoutMs: 800 } }, { path });
     admin = await tokenFor('ptu-admin', { admin: true });
   });
   afterAll(async () => {
@@ -113,10 +114,12 @@ describeV1Paths('ai-pass-through-usage', (path) => {
         ['closed cleanly before its usage event', `truncate-clean=${CUT[format].before}`],
       ];
       const after = CUT[format].after;
+      cases.push(['stalled before its usage event (the idle timeout ends it)', `truncate-stall=${CUT[format].before}`]);
       if (after)
         cases.push(
           ['cut after its usage event, before its terminal event', `truncate=${after}`],
           ['closed cleanly after its usage event, before its terminal event', `truncate-clean=${after}`],
+          ['stalled after its usage event, before its terminal event', `truncate-stall=${after}`],
         );
       for (const [name, marker] of cases)
         it(`${format}: ${name}: settled at the hold, never free; the caller has the bytes received (an error event when cut)`, async () => {
@@ -128,6 +131,18 @@ describeV1Paths('ai-pass-through-usage', (path) => {
           else invariant(s, seen);
         });
     }
+
+    it('BYOK, each format: hostile usage (a negative output) is recorded at the hold’s tokens, plain and streamed', async () => {
+      for (const format of V1_FORMATS)
+        for (const stream of [false, true]) {
+          const { seen, s } = await run(format, stream, { fault: { kind: 'usage', values: { output: -16 } }, byok: true });
+          expect(s.closes).toBe(1);
+          if (path === 'pass-through') {
+            atHold(s, seen, true);
+            expect(s.usage!.tokensUsed).toBeGreaterThan(usageOf(`${format} ${stream ? 'streamed' : 'plain'}`));
+          } else if (!seen.failed) expect(s.usage!.tokensUsed).toBeGreaterThan(0);
+        }
+    });
 
     it('BYOK, each format: a cut stream is recorded at the hold’s tokens, nothing charged, the caller’s key in no log', async () => {
       for (const format of V1_FORMATS) {

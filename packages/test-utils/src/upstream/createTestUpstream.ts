@@ -368,6 +368,7 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       if (rec.framesSent >= stopAfter) {
         // A clean truncation ends the response as if it were complete (a server that closes early).
         if (fault?.kind === 'truncate' && fault.clean) return void res.end();
+        if (fault?.kind === 'truncate' && fault.stall) return; // keep the connection open, send nothing more
         // The connection dies once the frames already written have been handed to the kernel.
         if (fault?.kind === 'drop' || fault?.kind === 'truncate') void written.then(() => req.socket.destroy());
         return; // stall: keep the connection open, send nothing more

@@ -21,9 +21,10 @@ export type UpstreamFault =
   | { kind: 'json' }
   /**
    * Streams: every frame but the last `omit`, then the socket destroyed (or, `clean`, the response
-   * ended as if complete): a stream cut before or after its usage event (usageFaults.ts). Otherwise like `drop`.
+   * ended as if complete; `stall`, nothing more sent on an open connection): a stream cut before or
+   * after its usage event (usageFaults.ts). Otherwise like `drop`.
    */
-  | { kind: 'truncate'; omit: number; clean?: boolean }
+  | { kind: 'truncate'; omit: number; clean?: boolean; stall?: boolean }
   /**
    * A hostile usage report (OpenAI Chat, Responses and Anthropic formats): these values in place of
    * the real token counts, any JSON value (`undefined` leaves the field out); on a stream, `again`
@@ -52,8 +53,8 @@ const MARKER = /\[\[upstream:([a-z0-9=:.-]+)\]\]/gi;
 /**
  * Read the `[[upstream:...]]` markers of a prompt. Recognised:
  * `401`, `403`, `429`, `429:retry=<s>`, `500`, `<any status>`, `hang`, `drop`, `reset`,
- * `malformed`, `no-usage`, `json`, `stall`, `truncate=<frames>`, `truncate-clean=<frames>`, `latency=<ms>`,
- * `chunk-delay=<ms>`, `output=<tokens>`.
+ * `malformed`, `no-usage`, `json`, `stall`, `truncate=<frames>`, `truncate-clean=<frames>`,
+ * `truncate-stall=<frames>`, `latency=<ms>`, `chunk-delay=<ms>`, `output=<tokens>`.
  */
 export function parseMarkers(text: string): MarkerDirectives {
   const out: MarkerDirectives = {};
@@ -67,9 +68,13 @@ export function parseMarkers(text: string): MarkerDirectives {
       out.fault = { kind: head };
     } else if (head === 'no-usage') {
       out.fault = { kind: 'noUsage' };
-    } else if (head?.startsWith('truncate=') || head?.startsWith('truncate-clean=')) {
+    } else if (head?.startsWith('truncate=') || head?.startsWith('truncate-clean=') || head?.startsWith('truncate-stall=')) {
       const [name, n] = head.split('=') as [string, string];
-      out.fault = { kind: 'truncate', omit: Number(n) || 0, ...(name === 'truncate-clean' ? { clean: true } : {}) };
+      out.fault = {
+        kind: 'truncate',
+        omit: Number(n) || 0,
+        ...(name === 'truncate-clean' ? { clean: true } : name === 'truncate-stall' ? { stall: true } : {}),
+      };
     } else if (head?.startsWith('latency=')) {
       out.latencyMs = Number(head.slice('latency='.length)) || 0;
     } else if (head?.startsWith('chunk-delay=')) {
