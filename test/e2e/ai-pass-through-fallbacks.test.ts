@@ -8,9 +8,10 @@ import { settlementOf } from './helpers/settlementOf.js';
 
 /**
  * A fallback after an upstream error, for the three /v1 wire formats, plain and streamed, on both
- * paths: the first target answers 500, 503 or 429, resets the connection before any byte, answers
- * a 200 that is not JSON (or, streamed, plain JSON instead of events), or cuts a plain answer
- * mid-body; or its provider refuses connections. The caller gets the fallback's answer, the
+ * paths: the first target answers 500, 503 or 429, resets the connection before any byte, never
+ * answers, answers a 200 that is not JSON (or, streamed, plain JSON instead of events), cuts a
+ * plain answer mid-body or stalls a stream before its first output; or its provider refuses
+ * connections. The caller gets the fallback's answer, the
  * upstream saw the two requests, and the call is charged once, for the target that answered (its
  * provider and model in the ledger). The fallbacks (`ai.fallbacks`): the same provider's other
  * model first (passed through again on the fast path), then another provider (the SDK path for
@@ -97,6 +98,7 @@ describeV1Paths('ai-pass-through-fallbacks', (path: V1Path) => {
     ['503', { kind: 'status', status: 503 }, 'both'],
     ['429', { kind: 'status', status: 429, retryAfter: 1 }, 'both'],
     ['a connection reset before any byte', { kind: 'reset' }, 'both'],
+    ['no answer within ai.timeoutMs', { kind: 'hang' }, 'both'],
     ['a 200 that is not JSON', { kind: 'malformed' }, 'both'],
     ['a plain answer cut mid-body', { kind: 'drop' }, 'plain'],
     ['plain JSON instead of an event stream', { kind: 'json' }, 'streamed'],
