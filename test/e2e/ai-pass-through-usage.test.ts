@@ -221,6 +221,7 @@ describeV1Paths('ai-pass-through-usage', (path) => {
     ['fractional input', { input: 2.5 }, undefined, 'hold'],
     ['fractional output', { output: 15.5 }, undefined, 'hold'],
     ['huge input (1e18)', { input: 1e18 }, undefined, 'hold'],
+    ['huge output (1e9)', { output: 1e9 }, undefined, 'hold'],
     ['huge output (1e300)', { output: 1e300 }, undefined, 'hold'],
     ['output above 2^53', { output: 2 ** 53 + 2 }, undefined, 'hold'],
     ['string input', { input: '12' }, undefined, 'hold'],

@@ -1,9 +1,11 @@
 /**
- * The largest token count an answer may report and be believed: far above any model's context
- * and output (a few million tokens), and inside every store's integer range, so a hostile or broken
- * upstream's `1e300` never reaches a balance, a budget or a counter.
+ * The largest token count an answer may report and be believed: ten times the largest context
+ * window of any model (10 M tokens), far inside every store's integer range, so a hostile or broken
+ * upstream's `1e9` or `1e300` never reaches a balance, a budget or a counter (the call is charged
+ * its hold instead). A real call above its hold (an image by URL costs more tokens than its bytes)
+ * is still charged what it reported.
  */
-export const MAX_TOKEN_COUNT = 2 ** 31 - 1;
+export const MAX_TOKEN_COUNT = 100_000_000;
 
 /** A count of tokens: an integer from 0 to MAX_TOKEN_COUNT (not a string, a fraction, a negative or a huge number). */
 export function isTokenCount(v: unknown): v is number {
