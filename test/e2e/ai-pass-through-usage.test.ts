@@ -72,6 +72,8 @@ describeV1Paths('ai-pass-through-usage', (path) => {
   function warned(seen: V1Outcome) {
     const line = gw.logs.find((l) => /charging the hold|reported no usage/.test(l) && l.includes(seen.requestId!));
     expect(line, 'a warning naming the call').toBeDefined();
+    // Ids, provider, model and sizes only: nothing of the prompt or the answer.
+    expect(line).not.toMatch(/streamed|plain|Test reply/);
     expect(gw.logs.join('\n')).not.toContain(SERVER_KEY);
     expect(gw.logs.join('\n')).not.toContain(USER_KEY);
   }
@@ -87,6 +89,8 @@ describeV1Paths('ai-pass-through-usage', (path) => {
       expect(s.kind).toBe('settle');
       expect(s.held).toBeGreaterThan(0);
       expect(s.charged).toBe(s.held);
+      // A plain answer says what it was charged: the hold.
+      if (seen.tokensCharged !== null) expect(Number(seen.tokensCharged)).toBe(s.held);
     }
     warned(seen);
   }

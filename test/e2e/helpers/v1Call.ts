@@ -24,6 +24,8 @@ export interface V1Outcome {
   model: string | null;
   /** `x-ai-backend-cache` (`hit`, `miss`, or absent when the cache was not consulted). */
   cache: string | null;
+  /** `x-ai-backend-tokens-charged` of a plain, platform-paid pass-through answer. */
+  tokensCharged: string | null;
   /** The output text the caller received (what it has of a stream that broke off). */
   text: string;
   /** The stream ended with an error (the client threw, or the format's error event came). */
@@ -68,6 +70,7 @@ export async function callV1(c: V1Clients, format: V1Format, ask: Ask): Promise<
     requestId: null,
     model: null,
     cache: null,
+    tokensCharged: null,
     text: '',
     failed: false,
     usage: undefined,
@@ -81,6 +84,7 @@ export async function callV1(c: V1Clients, format: V1Format, ask: Ask): Promise<
     out.requestId = r.headers.get('x-ai-backend-request-id');
     out.model = r.headers.get('x-ai-backend-model');
     out.cache = r.headers.get('x-ai-backend-cache');
+    out.tokensCharged = r.headers.get('x-ai-backend-tokens-charged');
   };
   try {
     if (format === 'chat') {
