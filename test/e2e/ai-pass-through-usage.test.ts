@@ -18,9 +18,9 @@ import { settlementOf, type Settlement } from './helpers/settlementOf.js';
  * the three /v1 wire formats, streamed and plain, metered and BYOK, on both paths: a stream cut
  * (or closed early) before its usage event or after it but before its terminal event, an answer
  * without usage, and hostile usage reports (negative, fractional, huge, string, zero, a wrong
- * total, repeated usage events). The rule checked: a call whose usage can be read and whose answer
- * ended as the format ends it is charged that usage, once; anything else that reached the caller
- * is settled at its hold, never free, and logged without secrets. The SDK path reads usage
+ * total, repeated usage events). The rule checked: a call whose usage can be read is charged that
+ * usage, once (also a stream cut after its usage event, before its terminal event); anything else
+ * that reached the caller is settled at its hold, never free, and logged without secrets. The SDK path reads usage
  * through the AI SDK, which refuses some of these answers outright: there the rule checked is
  * the invariant (one close, never free when answered, never above the hold, a balanced ledger).
  */
@@ -125,15 +125,24 @@ describeV1Paths('ai-pass-through-usage', (path) => {
           ['closed cleanly after its usage event, before its terminal event', `truncate-clean=${after}`],
           ['stalled after its usage event, before its terminal event', `truncate-stall=${after}`],
         );
-      for (const [name, marker] of cases)
-        it(`${format}: ${name}: settled at the hold, never free; the caller has the bytes received (an error event when cut)`, async () => {
-          const { seen, s } = await run(format, true, { marker: `[[upstream:${marker}]]` });
+      for (const [name, marker] of cases) {
+        const usageWentBy = name.includes('after its usage event');
+        it(`${format}: ${name}: ${usageWentBy ? 'charged the usage it reported' : 'settled at the hold, never free'}; the caller has the bytes received (an error event when cut)`, async () => {
+          const { seen, s, content } = await run(format, true, { marker: `[[upstream:${marker}]]` });
           expect(seen.status).toBe(200);
           if (marker !== 'drop') expect(seen.text).toMatch(/^Test reply from/);
           if (!marker.includes('clean')) expect(seen.failed).toBe(true);
-          if (path === 'pass-through') atHold(s, seen);
-          else invariant(s, seen);
+          if (path === 'sdk') invariant(s, seen);
+          else if (!usageWentBy) atHold(s, seen);
+          else {
+            // The usage event carries the whole answer's counts: read, so charged, once, and said.
+            const used = usageOf(content);
+            expect(s.closes).toBe(1);
+            expect(s.usage).toMatchObject({ tokensUsed: used, tokensCharged: used + fee(used) });
+            expect(gw.logs.some((l) => l.includes('ended before its terminal event') && l.includes(seen.requestId!))).toBe(true);
+          }
         });
+      }
     }
 
     it('BYOK, each format: hostile usage (a negative output) is recorded at the hold’s tokens, plain and streamed', async () => {

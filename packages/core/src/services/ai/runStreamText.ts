@@ -231,15 +231,25 @@ export async function runStreamText(
     };
 
     /**
-     * What a pass-through stream the upstream ended is charged: its reported usage when it reached
-     * its terminal event; else (no usage, usage that cannot be read, or a stream cut or closed
-     * before its end, whose usage may not be final) the hold, never free, with a warning.
+     * What a pass-through stream the upstream ended is charged: its reported usage when it could be
+     * read, also from a stream cut or closed after its usage event but before its terminal event
+     * (each format sends its usage event last, with the whole answer's counts: OpenAI Chat's usage
+     * chunk, Anthropic's `message_delta`; the Responses API's rides on its terminal event); else
+     * (no usage, or usage that cannot be read) the hold, never free, with a warning.
      */
     const wireUsage = (ws: WireStream, t: Target): CallUsage => {
-      const reported = ws.ended ? reportedUsage(ws) : undefined;
-      if (reported) return reported;
-      const why = ws.ended || !ws.usage ? 'gave no usage' : 'ended before its terminal event';
-      logger.warn(`ai: pass-through stream ${why}; charging the hold`, {
+      const reported = reportedUsage(ws);
+      if (reported) {
+        if (!ws.ended)
+          logger.warn('ai: pass-through stream ended before its terminal event; charging its reported usage', {
+            requestId,
+            provider: t.provider,
+            model: t.model,
+            bytes: ws.bytes,
+          });
+        return reported;
+      }
+      logger.warn('ai: pass-through stream gave no usage; charging the hold', {
         requestId,
         provider: t.provider,
         model: t.model,
