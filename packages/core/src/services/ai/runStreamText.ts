@@ -239,22 +239,12 @@ export async function runStreamText(
      */
     const wireUsage = (ws: WireStream, t: Target): CallUsage => {
       const reported = reportedUsage(ws);
+      const where = { requestId, provider: t.provider, model: t.model, bytes: ws.bytes };
       if (reported) {
-        if (!ws.ended)
-          logger.warn('ai: pass-through stream ended before its terminal event; charging its reported usage', {
-            requestId,
-            provider: t.provider,
-            model: t.model,
-            bytes: ws.bytes,
-          });
+        if (!ws.ended) logger.warn('ai: pass-through stream ended before its terminal event; charging its reported usage', where);
         return reported;
       }
-      logger.warn('ai: pass-through stream gave no usage; charging the hold', {
-        requestId,
-        provider: t.provider,
-        model: t.model,
-        bytes: ws.bytes,
-      });
+      logger.warn('ai: pass-through stream gave no usage; charging the hold', where);
       return { tokensUsed: t.estimatedTokens };
     };
 
