@@ -11,6 +11,7 @@ import {
 } from './helpers/aiGateway.js';
 import { describeV1Paths, type V1Path } from './helpers/describeMatrix.js';
 import { callV1, V1_FORMATS, v1Clients, type V1Clients, type V1Format, type V1Outcome } from './helpers/v1Call.js';
+import { fee, OUTPUT_TOKENS, usageOf } from './helpers/settlementOf.js';
 
 /**
  * The response cache on /v1 (docs/ai.md "Response cache") for the three wire formats, on both
@@ -22,8 +23,6 @@ import { callV1, V1_FORMATS, v1Clients, type V1Clients, type V1Format, type V1Ou
  */
 const RATIO = 0.5;
 const START = 100_000;
-const fee = (n: number) => Math.ceil(n * 0.1);
-const usageOf = (content: string) => Math.ceil(content.length / 4) + 16;
 
 let upstream: TestUpstream;
 let gw: AiServer;
@@ -32,7 +31,7 @@ let users = 0;
 
 describeV1Paths('ai-pass-through-cache', (path: V1Path) => {
   beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: 16 });
+    upstream = await createTestUpstream({ outputTokens: OUTPUT_TOKENS });
     gw = await startAiServer(
       upstream,
       {

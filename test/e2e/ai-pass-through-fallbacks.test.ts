@@ -4,7 +4,7 @@ import type { UpstreamFault } from '@ai-backend/test-utils';
 import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { describeV1Paths, type V1Path } from './helpers/describeMatrix.js';
 import { callV1, V1_FORMATS, v1Clients, type V1Format } from './helpers/v1Call.js';
-import { settlementOf } from './helpers/settlementOf.js';
+import { fee, OUTPUT_TOKENS, settlementOf, usageOf } from './helpers/settlementOf.js';
 
 /**
  * A fallback after an upstream error, for the three /v1 wire formats, plain and streamed, on both
@@ -25,8 +25,6 @@ const SERVED: Record<V1Format, [string, string]> = {
   messages: ['anthropic/claude-sonnet-4-5', 'openai/gpt-4.1'],
 };
 const START = 100_000;
-const fee = (n: number) => Math.ceil(n * 0.1);
-const usageOf = (content: string) => Math.ceil(content.length / 4) + 16;
 
 let upstream: TestUpstream;
 let gw: AiServer;
@@ -47,7 +45,7 @@ const serverConfig = (extra: object = {}) => ({
 
 describeV1Paths('ai-pass-through-fallbacks', (path: V1Path) => {
   beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: 16 });
+    upstream = await createTestUpstream({ outputTokens: OUTPUT_TOKENS });
     gw = await startAiServer(upstream, serverConfig(), { path });
     admin = await tokenFor('ptf-admin', { admin: true });
   });

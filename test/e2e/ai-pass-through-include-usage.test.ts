@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { describeV1Paths, type V1Path } from './helpers/describeMatrix.js';
-import { settlementOf } from './helpers/settlementOf.js';
+import { fee, OUTPUT_TOKENS, settlementOf, usageOf } from './helpers/settlementOf.js';
 
 /**
  * OpenAI Chat's usage chunk (`stream_options.include_usage`), which the fast path asks the upstream
@@ -12,7 +12,6 @@ import { settlementOf } from './helpers/settlementOf.js';
  * the end, as OpenAI sends it; either way the call is metered. (The Responses API and Anthropic
  * always carry their usage in their own events: nothing is added there.)
  */
-const fee = (n: number) => Math.ceil(n * 0.1);
 let upstream: TestUpstream;
 let gw: AiServer;
 let admin: string;
@@ -20,7 +19,7 @@ let users = 0;
 
 describeV1Paths('ai-pass-through-include-usage', (path: V1Path) => {
   beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: 16 });
+    upstream = await createTestUpstream({ outputTokens: OUTPUT_TOKENS });
     gw = await startAiServer(
       upstream,
       { storage: { type: 'memory' }, ai: { fallbacks: ['openai/gpt-4.1'], retry: { backoffMs: 5, maxBackoffMs: 20 } } },
@@ -56,7 +55,6 @@ describeV1Paths('ai-pass-through-include-usage', (path: V1Path) => {
     const withUsage = chunks.filter((c) => c.usage);
     return { sub, chunks, withUsage, failed, passThrough: response.headers.get('x-ai-backend-path') === 'pass-through' };
   }
-  const used = (content: string) => Math.ceil(content.length / 4) + 16;
 
   describe('a caller who did not ask never receives the usage chunk; one who asked receives it once', () => {
     for (const [name, options] of [
@@ -74,7 +72,7 @@ describeV1Paths('ai-pass-through-include-usage', (path: V1Path) => {
         expect(s.chunks.every((c) => c.choices.length > 0)).toBe(true);
         expect(s.chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toMatch(/^Test reply from/);
         const settled = await settlementOf(gw, s.sub);
-        expect(settled.usage).toMatchObject({ tokensUsed: used(content), tokensCharged: used(content) + fee(used(content)) });
+        expect(settled.usage).toMatchObject({ tokensUsed: usageOf(content), tokensCharged: usageOf(content) + fee(usageOf(content)) });
       });
 
     it('include_usage: true: the usage chunk once, last, with the counts charged', async () => {
@@ -84,12 +82,12 @@ describeV1Paths('ai-pass-through-include-usage', (path: V1Path) => {
       expect(s.chunks.at(-1)).toBe(s.withUsage[0]);
       expect(s.withUsage[0]!.choices).toEqual([]);
       expect(s.withUsage[0]!.usage).toMatchObject({
-        prompt_tokens: used(content) - 16,
-        completion_tokens: 16,
-        total_tokens: used(content),
+        prompt_tokens: usageOf(content) - OUTPUT_TOKENS,
+        completion_tokens: OUTPUT_TOKENS,
+        total_tokens: usageOf(content),
       });
       const settled = await settlementOf(gw, s.sub);
-      expect(settled.usage).toMatchObject({ tokensUsed: used(content) });
+      expect(settled.usage).toMatchObject({ tokensUsed: usageOf(content) });
     });
 
     it('after a fallback (a 429 first): not asked, none; asked, once', async () => {
@@ -101,7 +99,7 @@ describeV1Paths('ai-pass-through-include-usage', (path: V1Path) => {
         expect(upstream.requests.filter((r) => r.format !== 'models').map((r) => r.model)).toEqual(['gpt-4.1-mini', 'gpt-4.1']);
         expect(s.withUsage).toHaveLength(asked ? 1 : 0);
         const settled = await settlementOf(gw, s.sub);
-        expect(settled.usage).toMatchObject({ model: 'gpt-4.1', tokensUsed: used(content) });
+        expect(settled.usage).toMatchObject({ model: 'gpt-4.1', tokensUsed: usageOf(content) });
       }
     });
 

@@ -11,7 +11,7 @@ import {
 } from './helpers/aiGateway.js';
 import { describeV1Paths } from './helpers/describeMatrix.js';
 import { callV1, V1_FORMATS, v1Clients, type V1Format, type V1Outcome } from './helpers/v1Call.js';
-import { settlementOf, type Settlement } from './helpers/settlementOf.js';
+import { fee, OUTPUT_TOKENS, settlementOf, usageOf, type Settlement } from './helpers/settlementOf.js';
 
 /**
  * Each way reading usage from the answer can go wrong (docs/ai.md#pass-through, "Metering"), for
@@ -29,14 +29,11 @@ let gw: AiServer;
 let admin: string;
 let users = 0;
 const START = 100_000;
-const OUTPUT = 16;
-const fee = (n: number) => Math.ceil(n * 0.1);
-const usageOf = (content: string) => Math.ceil(content.length / 4) + OUTPUT;
 const USER_KEY = 'sk-own-caller-key-SECRET-0042';
 
 describeV1Paths('ai-pass-through-usage', (path) => {
   beforeAll(async () => {
-    upstream = await createTestUpstream({ outputTokens: OUTPUT });
+    upstream = await createTestUpstream({ outputTokens: OUTPUT_TOKENS });
     // A short idle timeout: a stream that stalls is ended within the test's time.
     gw = await startAiServer(upstream, { storage: { type: 'memory' }, ai: { timeoutMs: 800 } }, { path });
     admin = await tokenFor('ptu-admin', { admin: true });

@@ -1,6 +1,13 @@
 import { waitFor } from '@ai-backend/test-utils';
 import type { AiServer } from './aiGateway.js';
 
+/** Output tokens the test upstream answers with in the /v1 metering suites (its `outputTokens`). */
+export const OUTPUT_TOKENS = 16;
+/** The platform fee on top of a platform-paid call's tokens (10 %, rounded up: the servers' default). */
+export const fee = (tokens: number): number => Math.ceil(tokens * 0.1);
+/** The tokens the test upstream reports for a prompt of `content` alone: a token per four characters, plus OUTPUT_TOKENS. */
+export const usageOf = (content: string): number => Math.ceil(content.length / 4) + OUTPUT_TOKENS;
+
 /** How the one call of a user was closed in the ledger, and what it held. */
 export interface Settlement {
   /** Tokens the hold reserved, fee included (0 for BYOK: nothing is held). */
