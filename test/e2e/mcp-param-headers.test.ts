@@ -12,6 +12,7 @@ import { publicProcedure, router } from '@ai-backend/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { describeMatrix } from './helpers/describeMatrix.js';
+import { envelope2026, modernPost } from './helpers/mcpWire.js';
 
 let ran: string[] = [];
 const testRouter = router({
@@ -24,11 +25,7 @@ const testRouter = router({
     }),
 });
 
-const ENVELOPE = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'e2e-param-headers', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
+const ENVELOPE = envelope2026('e2e-param-headers');
 
 describeMatrix('MCP 2026-07-28: Mcp-Param-* headers of a tool that declares them', (mode) => {
   let s: TestServer;
@@ -38,18 +35,7 @@ describeMatrix('MCP 2026-07-28: Mcp-Param-* headers of a tool that declares them
   afterAll(() => s?.stop());
 
   const call = (name: string, args: Record<string, unknown>, headers: Record<string, string> = {}) =>
-    fetch(`${s.url}/mcp`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': name,
-        ...headers,
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name, arguments: args, _meta: ENVELOPE } }),
-    });
+    fetch(`${s.url}/mcp`, modernPost(7, 'tools/call', { name, arguments: args }, ENVELOPE, headers));
 
   it('a header that disagrees with the argument, or is missing, is refused before the tool runs', async () => {
     ran = [];

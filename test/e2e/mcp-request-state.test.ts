@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { MemoryStorage, publicProcedure, router } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
 import { startIn } from './helpers/testServer.js';
+import { envelope2026, modernPost, modernReply } from './helpers/mcpWire.js';
 
 /** A tool that asks for one more round (sealing what it knows), then reports the state it got back. */
 const twoRounds = (name: string) =>
@@ -30,11 +31,7 @@ const config = {
   jwt: { secret: 'request-state-e2e-secret-0123456789abcdef' },
   customRouters: { rs: router({ approve: twoRounds('approve'), wipe: twoRounds('wipe') }) },
 };
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'rs', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
+const META = envelope2026('rs');
 
 let a: { url: string; stop(): Promise<void> };
 let b: { url: string; stop(): Promise<void> };
@@ -58,27 +55,8 @@ async function toolsCall(
   args: Record<string, unknown>,
   requestState?: string,
 ): Promise<{ result?: any; error?: { code: number; message: string } }> {
-  const res = await fetch(`${url}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': name,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: ++ids,
-      method: 'tools/call',
-      params: { name, arguments: args, ...(requestState ? { requestState } : {}), _meta: META },
-    }),
-  });
-  const text = await res.text();
-  const json = res.headers.get('content-type')?.includes('text/event-stream')
-    ? JSON.parse(/^data: (.*)$/m.exec(text)![1]!)
-    : JSON.parse(text);
-  return json;
+  const params = { name, arguments: args, ...(requestState ? { requestState } : {}) };
+  return modernReply(await fetch(`${url}/mcp`, modernPost(++ids, 'tools/call', params, META)));
 }
 
 async function firstRound(url: string, name: string, args: Record<string, unknown>): Promise<string> {

@@ -10,6 +10,7 @@ import { mintDevToken } from '@ai-backend/auth';
 import { publicProcedure, router } from '@ai-backend/core';
 import { createServer } from '@ai-backend/transports';
 import { startIn } from './helpers/testServer.js';
+import { envelope2026, modernPost, modernReply } from './helpers/mcpWire.js';
 
 const SECRET = 'tasks-anonymous-e2e-secret-0123456789abcdef';
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -51,11 +52,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'anon-tasks', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
-};
+const META = envelope2026('anon-tasks', { extensions: { [TASKS]: {} } });
 let ids = 0;
 
 /** One 2026-07-28 request from `addr` (and `token` when signed in). */
@@ -65,26 +62,8 @@ async function mcp(
   params: Record<string, unknown>,
   token?: string,
 ): Promise<{ result?: any; error?: { code: number; message: string } }> {
-  const res = await fetch(`${server.url}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      // The 2026 header that mirrors the request's target (a tool's name, a task's id).
-      ...(method === 'tools/call'
-        ? { 'mcp-name': String(params.name) }
-        : method.startsWith('tasks/')
-          ? { 'mcp-name': String(params.taskId) }
-          : {}),
-      'x-forwarded-for': addr,
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method, params: { ...params, _meta: META } }),
-  });
-  const text = await res.text();
-  return res.headers.get('content-type')?.includes('text/event-stream') ? JSON.parse(/^data: (.*)$/m.exec(text)![1]!) : JSON.parse(text);
+  const headers = { 'x-forwarded-for': addr, ...(token ? { authorization: `Bearer ${token}` } : {}) };
+  return modernReply(await fetch(`${server.url}/mcp`, modernPost(++ids, method, params, META, headers)));
 }
 
 async function startTask(addr: string, token?: string): Promise<string> {

@@ -105,3 +105,43 @@ export const call = (id: number, name: string, args: Record<string, unknown> = {
   method: 'tools/call',
   params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
 });
+
+/** The 2026-07-28 per-request envelope a raw request carries in `params._meta`. */
+export const envelope2026 = (client: string, capabilities: Record<string, unknown> = {}) => ({
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: client, version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': capabilities,
+});
+
+/**
+ * A raw 2026-07-28 POST as the v2 client sends it: `meta` (envelope2026) in `params._meta`, and the
+ * MCP-Protocol-Version, Mcp-Method and Mcp-Name headers mirroring the body (Mcp-Name: a tool's
+ * name, a task's id). `headers` are added last (a forwarded address, a token, `Mcp-Param-*`).
+ */
+export function modernPost(
+  id: number,
+  method: string,
+  params: Record<string, unknown>,
+  meta: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): RequestInit {
+  const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
+  return {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(name !== undefined ? { 'mcp-name': String(name) } : {}),
+      ...headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }),
+  };
+}
+
+/** The one JSON-RPC message of a 2026-07-28 answer, a JSON body or a one-event stream. */
+export async function modernReply(res: Response): Promise<{ result?: any; error?: { code: number; message: string } }> {
+  const text = await res.text();
+  return res.headers.get('content-type')?.includes('text/event-stream') ? JSON.parse(/^data: (.*)$/m.exec(text)![1]!) : JSON.parse(text);
+}
