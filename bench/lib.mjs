@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -56,6 +57,65 @@ export function table(rows, baseline) {
     lines.push(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${baseline ? (r.rps / baseline.rps).toFixed(2) : '-'} |`);
   }
   return lines.join('\n');
+}
+
+/** Give `userId` tokens on a server (an admin token's `billing.creditTokens` over /rpc), so its calls are metered. */
+export async function creditTokens(url, adminToken, userId = 'bench-user', tokens = 1e12) {
+  const r = await fetch(url + '/rpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'billing.creditTokens',
+      params: { userId, tokens, type: 'subscription', idempotencyKey: 'c' },
+    }),
+  });
+  const answer = await r.json();
+  if (answer.error) throw new Error(`billing.creditTokens: ${JSON.stringify(answer.error)}`);
+}
+
+/**
+ * A server script under valgrind's callgrind, counting nothing until `counted` runs: resolves with
+ * its URL and `counted(work)`, which counts the instructions of the server process (all threads,
+ * GC included) while `work()` runs, stops the server and answers the total. Output files go to a
+ * fresh `dir`.
+ */
+export function startUnderCallgrind(script, args, dir) {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath, script, ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const counted = async (work) => {
+    execFileSync('callgrind_control', ['-i', 'on', String(child.pid)]);
+    await work();
+    execFileSync('callgrind_control', ['-i', 'off', String(child.pid)]);
+    execFileSync('callgrind_control', ['-d', String(child.pid)]);
+    child.kill('SIGTERM');
+    await new Promise((r) => child.on('exit', r));
+    let ir = 0;
+    for (const f of readdirSync(dir)) {
+      const m = /^totals:\s+(\d+)/m.exec(readFileSync(`${dir}/${f}`, 'utf8'));
+      if (m) ir += Number(m[1]);
+    }
+    return ir;
+  };
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const l = out.split('\n').find((x) => x.startsWith('{'));
+      if (l) resolve({ url: JSON.parse(l).url, child, counted });
+    });
+    child.on('exit', (c) => reject(new Error(`exit ${c} ${err.slice(-2000)}`)));
+  });
 }
 
 /** CPU seconds (user + system) a process has used, from /proc: robust to other load on the machine. */
