@@ -98,6 +98,32 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     expect(await (await upstreamFetch(`${base}/gzip`)).json()).toEqual({ ok: true });
   });
 
+  it('reads a whole body as fetch does: every reader, once; a clone reads it too', async () => {
+    const post = () => upstreamFetch(`${base}/json`, { method: 'POST', body: 'é' });
+    const bytes = Buffer.from(JSON.stringify({ echo: 'é' }));
+    expect(Buffer.from(await (await post()).arrayBuffer()).equals(bytes)).toBe(true);
+    expect(Buffer.from(await (await post()).bytes()).equals(bytes)).toBe(true);
+    const blob = await (await post()).blob();
+    expect(blob.type).toBe('application/json');
+    expect(await blob.text()).toBe(bytes.toString());
+    const once = await post();
+    expect(once.bodyUsed).toBe(false);
+    expect(await once.text()).toBe(bytes.toString());
+    expect(once.bodyUsed).toBe(true);
+    await expect(once.text()).rejects.toThrow(TypeError);
+    const original = await post();
+    const copy = original.clone();
+    expect(await copy.json()).toEqual({ echo: 'é' });
+    expect(await original.json()).toEqual({ echo: 'é' });
+    // A body read as a stream first is not read again whole.
+    const streamed = await post();
+    const reader = streamed.body!.getReader();
+    let streamedText = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) streamedText += Buffer.from(r.value).toString();
+    expect(streamedText).toBe(bytes.toString());
+    expect(streamed.bodyUsed).toBe(true);
+  });
+
   it('streams the body as it arrives (server-sent events)', async () => {
     const res = await upstreamFetch(`${base}/sse`);
     const reader = res.body!.getReader();

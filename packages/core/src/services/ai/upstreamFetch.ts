@@ -1,6 +1,6 @@
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
-import { Readable } from 'node:stream';
+import { finished, Readable } from 'node:stream';
 import { lazyRequire } from '../../lib/lazyRequire.js';
 import { plainHeaders } from '../../lib/plainHeaders.js';
 import { abortReason, decodedBody, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
@@ -92,5 +92,81 @@ export const upstreamFetch: FetchFunction = async (input, init = {}) => {
     signal.addEventListener('abort', onAbort, { once: true });
     stream.once('close', () => signal.removeEventListener('abort', onAbort));
   }
-  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { status, headers: responseHeaders });
+  return new NodeBodyResponse(stream, { status, headers: responseHeaders });
 };
+
+const utf8 = new TextDecoder();
+
+/**
+ * A `Response` over a Node stream, made a web stream only when someone asks for `body` (a
+ * streamed answer). A whole-body read (`text`, `json`, `arrayBuffer`: every non-streamed answer,
+ * on the SDK path and the pass-through path) takes the Node stream's chunks directly: through
+ * `Readable.toWeb` it cost a web stream, a reader and a promise per chunk, about 3 % of a BYOK
+ * call's CPU (docs/performance.md, "/v1 pass-through"). Errors are the stream's own: an abort's
+ * reason, a socket's error.
+ */
+class NodeBodyResponse extends Response {
+  #stream: Readable;
+  #web: ReadableStream<Uint8Array<ArrayBuffer>> | undefined;
+  #read = false;
+
+  constructor(stream: Readable, init: ResponseInit) {
+    super(null, init);
+    this.#stream = stream;
+  }
+
+  override get body(): ReadableStream<Uint8Array<ArrayBuffer>> {
+    this.#web ??= Readable.toWeb(this.#stream) as ReadableStream<Uint8Array<ArrayBuffer>>;
+    return this.#web;
+  }
+
+  override get bodyUsed(): boolean {
+    return this.#read || this.#web?.locked === true;
+  }
+
+  override async arrayBuffer(): Promise<ArrayBuffer> {
+    const b = await this.#bytes();
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+  }
+
+  override async bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    return new Uint8Array(await this.arrayBuffer());
+  }
+
+  override async text(): Promise<string> {
+    return utf8.decode(await this.#bytes());
+  }
+
+  override async json(): Promise<unknown> {
+    return JSON.parse(await this.text());
+  }
+
+  override async blob(): Promise<Blob> {
+    return new Blob([await this.arrayBuffer()], { type: this.headers.get('content-type') ?? '' });
+  }
+
+  override formData(): Promise<FormData> {
+    return new Response(this.body, { headers: this.headers }).formData();
+  }
+
+  override clone(): Response {
+    const [mine, theirs] = this.body.tee();
+    this.#web = mine;
+    return new Response(theirs, { status: this.status, statusText: this.statusText, headers: this.headers });
+  }
+
+  #bytes(): Promise<Buffer> {
+    if (this.#web) return new Response(this.#web).arrayBuffer().then((b) => Buffer.from(b));
+    if (this.#read) return Promise.reject(new TypeError('Body is unusable: Body has already been read'));
+    this.#read = true;
+    const stream = this.#stream;
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      finished(stream, (err) => {
+        if (err) reject(err);
+        else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+      });
+    });
+  }
+}
