@@ -154,7 +154,10 @@ export const publicProcedure = base;
  * Needs an authenticated identity on every entry point. The base middleware's access policy
  * refuses anonymous callers (meta.access 'user'); this layer only narrows the context type.
  */
-export const protectedProcedure = base.meta({ access: 'user' }).use(({ ctx, next }) => next({ ctx: { ...ctx, identity: ctx.identity! } }));
+export const protectedProcedure = base
+  .meta({ access: 'user' })
+  // Only the narrowed member: tRPC merges it into a copy of the context (a spread of the whole context here made a second copy per call).
+  .use(({ ctx, next }) => next({ ctx: { identity: ctx.identity! } }));
 
 /**
  * Needs an administrator identity on every entry point, whatever the auth mode (meta.access
