@@ -57,12 +57,20 @@ export const NO_SERVER_KEY = '\u0000no-server-key';
  * The providers as configured (the four built-ins and the named ones of `ai.providers`): keys,
  * base URLs, default models and model restrictions, and the AI SDK model objects that call them.
  */
+/** Pinned fetches kept (provider × model × base URL). */
+const FETCH_CACHE_SIZE = 1024;
+
 export class ProviderRegistry {
   readonly models: ModelRegistry;
   private readonly ai: ResolvedConfig['ai'];
   private readonly serverProviders: ReadonlySet<ProviderId>;
   private readonly all: readonly ProviderId[];
   private readonly named: Record<ProviderId, NamedProviderConfig>;
+  /**
+   * The pinned, observed fetch of each provider, model and base URL, made once: it parses its base
+   * URL and builds two closures, which every call paid for (a pass-through call gets one per attempt).
+   */
+  private readonly fetches = new Map<string, typeof globalThis.fetch>();
 
   /** `metrics`: where upstream calls are counted (runtime.metrics); absent when metrics are off. */
   constructor(
@@ -338,11 +346,19 @@ export class ProviderRegistry {
    * propagation and upstream metrics per HTTP attempt (observability/observedFetch).
    */
   private fetchFor(provider: ProviderId, model: string, baseURL: string) {
-    return pinnedFetch(
-      baseURL,
-      observedFetch(upstreamFetch, provider, model, this.metrics, this.upstreamStats),
-      this.namedType(provider) === 'azure' ? ['api-version'] : [],
-    );
+    const key = `${provider}\n${model}\n${baseURL}`;
+    let fetch = this.fetches.get(key);
+    if (!fetch) {
+      // Bounded: a model id may come from the caller; emptied when full, as the billing shard cache is.
+      if (this.fetches.size >= FETCH_CACHE_SIZE) this.fetches.clear();
+      fetch = pinnedFetch(
+        baseURL,
+        observedFetch(upstreamFetch, provider, model, this.metrics, this.upstreamStats),
+        this.namedType(provider) === 'azure' ? ['api-version'] : [],
+      );
+      this.fetches.set(key, fetch);
+    }
+    return fetch;
   }
 
   /**
