@@ -30,6 +30,11 @@
 //                           has the switch; "default" = the build's own default, no key set)
 //   GW_NO_PORTKEY=1         skip Portkey (it is installed with npm on first use)
 //   GW_STREAM_WARMUP=100    streamed calls each way before the streamed rounds (after the 1,500 non-streamed)
+//   GW_SATURATED_ROUNDS=1   >1: the saturated runs are taken after the rest, with every selected row's server
+//                           running at once (a fresh start, warmed), in that many rounds that interleave the rows
+//                           (order reversed every other round), each GW_SATURATED seconds: the host's speed drifts
+//                           within a run here, and a row measured alone takes the drift of its minutes. Select at
+//                           most one row per durable store: two servers would open it at once.
 //   BENCH_TOOLS_DIR         where Portkey and undici are installed (default: <tmp>/ai-backend-bench-tools)
 //   PGUSER / REDIS_URL-less defaults: PostgreSQL postgres@127.0.0.1:5432/test, Redis 127.0.0.1:6379
 import { execFileSync, spawn } from 'node:child_process';
@@ -49,6 +54,7 @@ const COLD_WARMUP = 15;
 const STREAM_WARMUP = Number(process.env.GW_STREAM_WARMUP ?? 100);
 const SAT_SECONDS = Number(process.env.GW_SATURATED ?? 6);
 const SAT_CONNECTIONS = 50;
+const SAT_ROUNDS = Number(process.env.GW_SATURATED_ROUNDS ?? 1);
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-gateway-overhead-jwt-secret-0123456789';
 const FLOOR_TOKEN = 'floor-token-0123456789';
@@ -119,9 +125,9 @@ async function rounds(direct, gw, pid, stream = false) {
  * Saturated: SAT_CONNECTIONS connections for SAT_SECONDS after a 2 s warm-up at the same load;
  * req/s, p50/p99 and the process's CPU per answered call (pid omitted: the upstream called directly).
  */
-async function saturate(t, pid) {
+async function saturate(t, pid, warmupSeconds = 2) {
   const opts = { url: t.url, method: 'POST', body: t.body, headers: t.headers, connections: SAT_CONNECTIONS, warmup: 0 };
-  await load({ ...opts, duration: 2 });
+  if (warmupSeconds > 0) await load({ ...opts, duration: warmupSeconds });
   const c0 = pid ? await cpuSeconds(pid) : 0;
   const r = await load({ ...opts, duration: SAT_SECONDS });
   const cpuUs = pid ? (((await cpuSeconds(pid)) - c0) * 1e6) / Math.max(1, r.total) : undefined;
@@ -327,15 +333,16 @@ const only = process.env.GW_ONLY?.split(',');
 const selected = rows.filter((r) => r.id.startsWith('floor-') || !only || only.includes(r.id));
 
 const results = [];
+const targetOf = (row, server) => ({
+  id: row.id,
+  url: `${server.url}/v1/chat/completions`,
+  headers: { 'content-type': 'application/json', ...row.headers },
+  body: body(row.model, false),
+  streamBody: body(row.model, true),
+});
 for (const row of selected) {
   const server = await row.start();
-  const gw = {
-    id: row.id,
-    url: `${server.url}/v1/chat/completions`,
-    headers: { 'content-type': 'application/json', ...row.headers },
-    body: body(row.model, false),
-    streamBody: body(row.model, true),
-  };
+  const gw = targetOf(row, server);
   const c0 = await cpuSeconds(server.pid);
   const first = await call(gw);
   if (!row.check(first.text, first.headers)) throw new Error(`${row.id}: unexpected answer ${first.text.slice(0, 400)}`);
@@ -361,12 +368,48 @@ for (const row of selected) {
   } catch (err) {
     streamed = { failed: String(err.message ?? err).slice(0, 300) };
   }
-  const saturatedRun = SAT_SECONDS > 0 ? await saturate(gw, server.pid) : undefined;
+  const saturatedRun = SAT_SECONDS > 0 && SAT_ROUNDS === 1 ? await saturate(gw, server.pid) : undefined;
   await server.stop();
   results.push({ ...row, servedBy, firstCallsUs, cold, warm, streamed, saturated: saturatedRun });
   console.error(
     `[gatewayOverhead] ${row.id}${servedBy ? ` (${servedBy})` : ''}: cold ${cold.overhead.toFixed(3)} warm ${warm.overhead.toFixed(3)} ttfb ${streamed.failed ?? streamed.overhead.toFixed(3)} ms (load ${await loadAverage()})`,
   );
+}
+// Saturated, interleaved (GW_SATURATED_ROUNDS > 1): every row's server up at once, each warmed with
+// 1,500 calls and 2 s at the load, then the rounds; req/s is the row's calls over its seconds, CPU
+// per call its CPU over its calls, p50 the median of its rounds' and p99 the highest.
+if (SAT_SECONDS > 0 && SAT_ROUNDS > 1) {
+  const live = [];
+  for (const row of selected) {
+    const server = await row.start();
+    const gw = targetOf(row, server);
+    await burst(gw, WARM_CALLS);
+    live.push({ row, server, gw, runs: [] });
+  }
+  for (const l of live)
+    await load({
+      url: l.gw.url,
+      method: 'POST',
+      body: l.gw.body,
+      headers: l.gw.headers,
+      connections: SAT_CONNECTIONS,
+      duration: 2,
+      warmup: 0,
+    });
+  for (let round = 0; round < SAT_ROUNDS; round++)
+    for (const l of round % 2 ? [...live].reverse() : live) l.runs.push(await saturate(l.gw, l.server.pid, 0));
+  for (const l of live) {
+    await l.server.stop();
+    const calls = l.runs.reduce((n, r) => n + r.total, 0);
+    const p50s = l.runs.map((r) => r.p50).sort((a, b) => a - b);
+    results.find((r) => r.id === l.row.id).saturated = {
+      rps: Math.round(calls / (SAT_ROUNDS * SAT_SECONDS)),
+      p50: p50s[Math.floor(p50s.length / 2)],
+      p99: Math.max(...l.runs.map((r) => r.p99)),
+      errors: l.runs.reduce((n, r) => n + r.errors, 0),
+      cpuUs: l.runs.reduce((us, r) => us + r.cpuUs * r.total, 0) / Math.max(1, calls),
+    };
+  }
 }
 // The upstream alone at the same saturation: what any gateway's req/s is bounded by on this machine.
 const directSaturated = SAT_SECONDS > 0 ? await saturate(direct) : undefined;
@@ -440,7 +483,7 @@ for (const r of results)
 if (SAT_SECONDS > 0) {
   const portkey = byId.portkey?.saturated;
   console.log(
-    `\nSaturated: ${SAT_CONNECTIONS} connections, ${SAT_SECONDS} s after a 2 s warm-up (autocannon); the upstream called directly: ${directSaturated.rps} req/s.\n`,
+    `\nSaturated: ${SAT_CONNECTIONS} connections, ${SAT_ROUNDS > 1 ? `${SAT_ROUNDS} interleaved rounds of ${SAT_SECONDS} s, every row's server running` : `${SAT_SECONDS} s after a 2 s warm-up`} (autocannon); the upstream called directly: ${directSaturated.rps} req/s.\n`,
   );
   console.log('| gateway | req/s | p50 / p99 ms | errors | gateway CPU µs/call | req/s / Portkey | CPU / Portkey | req/s / fetch floor |');
   console.log('|---|---|---|---|---|---|---|---|');
