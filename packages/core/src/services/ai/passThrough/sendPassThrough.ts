@@ -46,18 +46,20 @@ export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTo
  * caller (it may quote the key or the prompt).
  */
 export async function sendPassThrough(e: PassThroughEndpoint, f: ForwardedRequest, signal: AbortSignal): Promise<Response> {
-  const { ai } = await loadAiSdk();
   let res: Response;
   try {
     res = await e.fetch(e.url, { method: 'POST', headers: f.headers, body: f.body, signal });
   } catch (err) {
     if (signal.aborted || !(err instanceof TypeError)) throw err;
     // As the SDK reports a connection that failed before any answer: retryable, no status.
+    const { ai } = await loadAiSdk();
     throw new ai.APICallError({ message: 'Cannot connect to API', url: e.url, requestBodyValues: {}, cause: err, isRetryable: true });
   }
   if (res.ok) return res;
-  // Drained so the socket goes back to the pool; the text is never passed on.
+  // Drained so the socket goes back to the pool; the text is never passed on. The AI SDK (for its
+  // error class) is awaited on failures only: an answered call does not wait a turn for it.
   await res.arrayBuffer().catch(() => undefined);
+  const { ai } = await loadAiSdk();
   throw new ai.APICallError({
     message: `HTTP ${res.status}`,
     url: e.url,
