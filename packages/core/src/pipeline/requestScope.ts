@@ -3,7 +3,7 @@ import { CoreError } from '../kernel/CoreError.js';
 import { verifies } from '../config/resolveAuth.js';
 import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
-import type { CallAdmission, McpCallContext } from './context.js';
+import type { CallAdmission, McpCallContext, RequestInfo } from './context.js';
 import { RUNTIME, type CallContext } from './callContext.js';
 import type { WireRequest } from '../services/ai/passThrough/wireRequest.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
@@ -12,6 +12,33 @@ import { countsAsToolCall, type ProcedureMeta } from './meta.js';
 import { rateLimitCaller, type RateLimitDecision } from '../services/rateLimit/RateLimiter.js';
 import { bearerChallenge } from './bearerChallenge.js';
 import { accessDecision, authConfigured, callScopeOf, type AccessDecision, type CallKind } from './accessPolicy.js';
+
+/**
+ * A call's `ctx.req`. Its signal is made on the first read only: most procedures never look at
+ * it, and a signal given as a function (an MCP call's, which links its cancellation to the HTTP
+ * request's) is called then and kept. A class, so the lazy getter is its prototype's: an object
+ * literal with a getter cost more to build per call than the rest of the context.
+ */
+class CallRequest implements RequestInfo {
+  readonly transport: TransportName;
+  readonly ip: string;
+  readonly headers: Headers;
+  #facts: RequestFacts;
+  #signal: AbortSignal | (() => AbortSignal) | undefined;
+
+  constructor(facts: RequestFacts, signal: AbortSignal | (() => AbortSignal) | undefined) {
+    this.transport = facts.transport;
+    this.ip = facts.ip;
+    this.headers = facts.headers;
+    this.#facts = facts;
+    this.#signal = signal;
+  }
+
+  get signal(): AbortSignal {
+    if (typeof this.#signal === 'function') this.#signal = this.#signal();
+    return this.#signal ?? this.#facts.signal();
+  }
+}
 
 /** What a transport knows about an HTTP request before it runs anything. */
 export interface RequestFacts {
@@ -81,24 +108,11 @@ export class RequestScope {
 
   /** The tRPC context for the calls of this request (one per MCP call, for its `ctx.mcp` and signal). */
   context(opts: { mcp?: McpCallContext; signal?: AbortSignal | (() => AbortSignal); wire?: WireRequest } = {}): CallContext {
-    const { facts } = this;
-    // A function is called on the first read only (an MCP call's links its cancellation to the
-    // HTTP request's; most tools never read it), and its signal kept for later reads.
-    let explicit = opts.signal;
     return {
       [RUNTIME]: this.runtime,
       identity: this.identity,
       credentialError: this.credentialError,
-      req: {
-        transport: facts.transport,
-        ip: facts.ip,
-        // Lazy: most procedures never look at it.
-        get signal() {
-          if (typeof explicit === 'function') explicit = explicit();
-          return explicit ?? facts.signal();
-        },
-        headers: facts.headers,
-      },
+      req: new CallRequest(this.facts, opts.signal),
       ...(opts.mcp ? { mcp: opts.mcp } : {}),
       ...(opts.wire ? { wire: opts.wire } : {}),
       admission: (this.admission ??= {
