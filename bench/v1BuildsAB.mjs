@@ -1,4 +1,5 @@
-// Gateway CPU per /v1 call, two builds side by side (issue 41): `node bench/v1BuildsAB.mjs <dirA> <dirB> [rounds=8] [calls per round=2000] [connections=50]`
+// Gateway CPU per /v1 call, two builds side by side (issue 41):
+//   node bench/v1BuildsAB.mjs <dirA> <dirB> [rounds=8] [calls per round=2000] [connections=50]
 // Each dir is a built checkout (e.g. `git worktree add /tmp/A <commit>`, then `pnpm install` there: `prepare` builds).
 // One canned OpenAI upstream (bench/servers/canned-openai.mjs); per build one server with the pass-through fast path on,
 // memory store, JWT auth. Cases: POST /v1/chat/completions BYOK and metered (memory), plain and `stream: true`. Both
