@@ -1,13 +1,5 @@
-import * as crypto from 'node:crypto';
+import { sha256 } from '../sha256.js';
 import type { Identity } from '@ai-backend/core';
-
-/**
- * SHA-256, base64url. `crypto.hash` (Node 20.12+) is one call with no Hash object, whose creation
- * cost more than the digest of a token; Node 20.11, which `engines` still admits, has only createHash.
- */
-const sha256: (text: string) => string = crypto.hash
-  ? (text) => crypto.hash('sha256', text, 'base64url')
-  : (text) => crypto.createHash('sha256').update(text).digest('base64url');
 
 interface Entry {
   identity: Identity;

@@ -1,13 +1,11 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256 } from '../sha256.js';
+
+export { sha256 };
 
 /** A random, URL-safe secret: 32 bytes (256 bits) of entropy unless told otherwise. */
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
-}
-
-/** sha256 as base64url: how codes, refresh tokens and client secrets are stored (never in clear). */
-export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('base64url');
 }
 
 /** Constant-time string comparison (lengths may leak, contents do not). */
