@@ -125,8 +125,9 @@ async function rounds(direct, gw, pid, stream = false) {
  * Saturated: SAT_CONNECTIONS connections for SAT_SECONDS after a 2 s warm-up at the same load;
  * req/s, p50/p99 and the process's CPU per answered call (pid omitted: the upstream called directly).
  */
+const saturation = (t) => ({ url: t.url, method: 'POST', body: t.body, headers: t.headers, connections: SAT_CONNECTIONS, warmup: 0 });
 async function saturate(t, pid, warmupSeconds = 2) {
-  const opts = { url: t.url, method: 'POST', body: t.body, headers: t.headers, connections: SAT_CONNECTIONS, warmup: 0 };
+  const opts = saturation(t);
   if (warmupSeconds > 0) await load({ ...opts, duration: warmupSeconds });
   const c0 = pid ? await cpuSeconds(pid) : 0;
   const r = await load({ ...opts, duration: SAT_SECONDS });
@@ -386,16 +387,7 @@ if (SAT_SECONDS > 0 && SAT_ROUNDS > 1) {
     await burst(gw, WARM_CALLS);
     live.push({ row, server, gw, runs: [] });
   }
-  for (const l of live)
-    await load({
-      url: l.gw.url,
-      method: 'POST',
-      body: l.gw.body,
-      headers: l.gw.headers,
-      connections: SAT_CONNECTIONS,
-      duration: 2,
-      warmup: 0,
-    });
+  for (const l of live) await load({ ...saturation(l.gw), duration: 2 });
   for (let round = 0; round < SAT_ROUNDS; round++)
     for (const l of round % 2 ? [...live].reverse() : live) l.runs.push(await saturate(l.gw, l.server.pid, 0));
   for (const l of live) {

@@ -59,6 +59,23 @@ export function table(rows, baseline) {
   return lines.join('\n');
 }
 
+/**
+ * Our server for /v1 calls on the pass-through fast path (bench/v1Instructions.mjs, v1BuildsAB.mjs):
+ * memory store, JWT auth with `secret`, the built-in `openai` provider (Chat Completions) at
+ * `upstreamUrl`, paid for by the server, so calls are BYOK or metered as the caller asks.
+ */
+export function v1ServerConfig(upstreamUrl, secret) {
+  return {
+    storage: { type: 'memory' },
+    // One load generator is one address and one identity: the streams' per-client caps would refuse it.
+    limits: { maxSseStreamsPerClient: 1000, maxSseStreamsPerIdentity: 1000 },
+    mcp: { auth: { authType: 'jwt' } },
+    jwt: { secret },
+    serverProviders: ['openai'],
+    ai: { providers: { openai: { baseUrl: upstreamUrl, apiKey: 'sk-bench-server-key', api: 'chat' } }, passThrough: true },
+  };
+}
+
 /** Give `userId` tokens on a server (an admin token's `billing.creditTokens` over /rpc), so its calls are metered. */
 export async function creditTokens(url, adminToken, userId = 'bench-user', tokens = 1e12) {
   const r = await fetch(url + '/rpc', {
@@ -76,43 +93,48 @@ export async function creditTokens(url, adminToken, userId = 'bench-user', token
 }
 
 /**
- * A server script under valgrind's callgrind, counting nothing until `counted` runs: resolves with
- * its URL and `counted(work)`, which counts the instructions of the server process (all threads,
- * GC included) while `work()` runs, stops the server and answers the total. Output files go to a
- * fresh `dir`.
+ * valgrind's arguments that run Node under callgrind counting nothing until told to (countInstructions),
+ * its output files in `dir`, made fresh here. Append the script and its arguments.
  */
-export function startUnderCallgrind(script, args, dir) {
+export function callgrindCommand(dir) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const child = spawn(
-    'valgrind',
-    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath, script, ...args],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  return ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath];
+}
+
+/**
+ * The instructions `child` (a process started with callgrindCommand(dir)) runs while `work()` runs,
+ * all its threads, GC included; the child is stopped afterwards (its counts are written at exit).
+ */
+export async function countInstructions(child, dir, work) {
+  execFileSync('callgrind_control', ['-i', 'on', String(child.pid)]);
+  await work();
+  execFileSync('callgrind_control', ['-i', 'off', String(child.pid)]);
+  execFileSync('callgrind_control', ['-d', String(child.pid)]);
+  child.kill('SIGTERM');
+  await new Promise((r) => child.on('exit', r));
+  let ir = 0;
+  for (const f of readdirSync(dir)) {
+    const m = /^totals:\s+(\d+)/m.exec(readFileSync(`${dir}/${f}`, 'utf8'));
+    if (m) ir += Number(m[1]);
+  }
+  return ir;
+}
+
+/**
+ * A server script under callgrind (callgrindCommand): resolves, once it prints its URL, with the
+ * URL, the child and `counted(work)`, its countInstructions.
+ */
+export function startUnderCallgrind(script, args, dir) {
+  const child = spawn('valgrind', [...callgrindCommand(dir), script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
-  const counted = async (work) => {
-    execFileSync('callgrind_control', ['-i', 'on', String(child.pid)]);
-    await work();
-    execFileSync('callgrind_control', ['-i', 'off', String(child.pid)]);
-    execFileSync('callgrind_control', ['-d', String(child.pid)]);
-    child.kill('SIGTERM');
-    await new Promise((r) => child.on('exit', r));
-    let ir = 0;
-    for (const f of readdirSync(dir)) {
-      const m = /^totals:\s+(\d+)/m.exec(readFileSync(`${dir}/${f}`, 'utf8'));
-      if (m) ir += Number(m[1]);
-    }
-    return ir;
-  };
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
       const l = out.split('\n').find((x) => x.startsWith('{'));
-      if (l) resolve({ url: JSON.parse(l).url, child, counted });
+      if (l) resolve({ url: JSON.parse(l).url, child, counted: (work) => countInstructions(child, dir, work) });
     });
     child.on('exit', (c) => reject(new Error(`exit ${c} ${err.slice(-2000)}`)));
   });

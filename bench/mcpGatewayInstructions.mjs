@@ -10,20 +10,17 @@
 // counted over the next 500 were the optimizing compiler's).
 // Counting starts after the warm-up (the JIT has settled). Needs valgrind; slow (minutes per run).
 import path from 'node:path';
-import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import { startEverythingHttp } from './lib.mjs';
+import { callgrindCommand, countInstructions, startEverythingHttp } from './lib.mjs';
 
 const [tree, tool = 'web__echo', warmS = '3000', nS = '1000'] = process.argv.slice(2);
 const warm = Number(warmS);
 const n = Number(nS);
 const dir = `${tmpdir()}/mcp-gateway-callgrind-${tool}-${path.basename(tree)}-${process.pid}`;
-rmSync(dir, { recursive: true, force: true });
-mkdirSync(dir);
 
 const direct = tool === 'echo';
-const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath];
+const valgrind = callgrindCommand(dir);
 // Direct: the upstream runs under callgrind and is called itself (no gateway).
 const { child: upstream, url: upstreamUrl } = await startEverythingHttp(direct ? { command: 'valgrind', prefix: valgrind } : undefined);
 
@@ -121,16 +118,6 @@ async function burst(count) {
   );
 }
 await burst(warm);
-execFileSync('callgrind_control', ['-i', 'on', String(child.pid)]);
-await burst(n);
-execFileSync('callgrind_control', ['-i', 'off', String(child.pid)]);
-execFileSync('callgrind_control', ['-d', String(child.pid)]);
-child.kill('SIGTERM');
-await new Promise((r) => child.on('exit', r));
+const ir = await countInstructions(child, dir, () => burst(n));
 upstream.kill('SIGKILL');
-let ir = 0;
-for (const f of readdirSync(dir)) {
-  const m = /^totals:\s+(\d+)/m.exec(readFileSync(path.join(dir, f), 'utf8'));
-  if (m) ir += Number(m[1]);
-}
 console.log(JSON.stringify({ tree: path.basename(tree), tool, n, irPerCall: Math.round(ir / n), failedAndRetried: failed }));

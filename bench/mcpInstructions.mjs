@@ -4,15 +4,13 @@
 // Counting starts after the warm-up (the JIT has settled); 4 clients send calls one after another.
 // Slow: about 3 minutes per scenario. Needs valgrind.
 import path from 'node:path';
-import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { startUnderCallgrind } from './lib.mjs';
+
 const [tree, who, mode, warmS = '1500', nS = '500'] = process.argv.slice(2);
 const warm = Number(warmS),
   n = Number(nS);
 const dir = `${tmpdir()}/mcp-callgrind-${who}-${mode}-${path.basename(tree)}`;
-rmSync(dir, { recursive: true, force: true });
-mkdirSync(dir);
 const script = who === 'ours' ? path.join(tree, 'bench/servers/ai-backend.mjs') : path.join(tree, 'bench/servers/sdk-mcp.mjs');
 const args =
   who === 'ours'
@@ -23,22 +21,8 @@ const args =
         }),
       ]
     : [mode === 'json' ? 'json' : 'sse'];
-const child = spawn(
-  'valgrind',
-  ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dir}/out.%p`, process.execPath, script, ...args],
-  { stdio: ['ignore', 'pipe', 'pipe'] },
-);
-let err = '';
-child.stderr.on('data', (d) => (err += d));
-const url = await new Promise((res, rej) => {
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-    const l = out.split('\n').find((x) => x.startsWith('{'));
-    if (l) res(JSON.parse(l).url);
-  });
-  child.on('exit', (c) => rej(new Error('exit ' + c + err.slice(-2000))));
-});
+const server = await startUnderCallgrind(script, args, dir);
+const { url } = server;
 const LEGACY = '2025-11-25';
 const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 let req;
@@ -109,16 +93,5 @@ async function burst(count) {
   );
 }
 await burst(warm);
-execFileSync('callgrind_control', ['-i', 'on', String(child.pid)]);
-await burst(n);
-execFileSync('callgrind_control', ['-i', 'off', String(child.pid)]);
-execFileSync('callgrind_control', ['-d', String(child.pid)]);
-child.kill('SIGTERM');
-await new Promise((r) => child.on('exit', r));
-let ir = 0;
-for (const f of readdirSync(dir)) {
-  const txt = readFileSync(path.join(dir, f), 'utf8');
-  const m = /^totals:\s+(\d+)/m.exec(txt);
-  if (m) ir += Number(m[1]);
-}
+const ir = await server.counted(() => burst(n));
 console.log(JSON.stringify({ tree: path.basename(tree), who, mode, n, irPerReq: Math.round(ir / n) }));

@@ -7,7 +7,7 @@
 // CPU per call (user + system, /proc/<pid>/stat), robust to the neighbours' load, where req/s is not.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { cpuSeconds, creditTokens, startServer } from './lib.mjs';
+import { cpuSeconds, creditTokens, startServer, v1ServerConfig } from './lib.mjs';
 
 const [dirA, dirB, rounds = '8', perRound = '2000', conns = '50'] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: node bench/v1BuildsAB.mjs <dirA> <dirB> [rounds] [calls per round] [connections]');
@@ -21,15 +21,7 @@ const children = [upstream.child];
 process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
 const user = await mintDevToken({ secret: SECRET, sub: 'bench-user', expiresIn: '2h' });
 const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' });
-const config = JSON.stringify({
-  storage: { type: 'memory' },
-  // One load generator is one address and one identity: the streams' per-client caps would refuse it.
-  limits: { maxSseStreamsPerClient: 1000, maxSseStreamsPerIdentity: 1000 },
-  mcp: { auth: { authType: 'jwt' } },
-  jwt: { secret: SECRET },
-  serverProviders: ['openai'],
-  ai: { providers: { openai: { baseUrl: upstream.url, apiKey: 'sk-bench-server-key', api: 'chat' } }, passThrough: true },
-});
+const config = JSON.stringify(v1ServerConfig(upstream.url, SECRET));
 
 const servers = {};
 for (const [name, dir] of [

@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { creditTokens, startServer, startUnderCallgrind } from './lib.mjs';
+import { creditTokens, startServer, startUnderCallgrind, v1ServerConfig } from './lib.mjs';
 
 const [tree, mode = 'byok', shape = 'plain', warmS = '1500', nS = '500'] = process.argv.slice(2);
 if (!tree || !['byok', 'metered'].includes(mode) || !['plain', 'stream'].includes(shape))
@@ -21,14 +21,7 @@ const SECRET = 'bench-v1-instructions-jwt-secret-0123456789';
 const dir = `${tmpdir()}/v1-callgrind-${mode}-${shape}-${path.basename(tree)}`;
 
 const upstream = await startServer(path.resolve(tree, 'bench/servers/canned-openai.mjs'));
-const config = {
-  storage: { type: 'memory' },
-  limits: { maxSseStreamsPerClient: 1000, maxSseStreamsPerIdentity: 1000 },
-  mcp: { auth: { authType: 'jwt' } },
-  jwt: { secret: SECRET },
-  serverProviders: ['openai'],
-  ai: { providers: { openai: { baseUrl: upstream.url, apiKey: 'sk-bench-server-key', api: 'chat' } }, passThrough: true },
-};
+const config = v1ServerConfig(upstream.url, SECRET);
 const server = await startUnderCallgrind(path.resolve(tree, 'bench/servers/ai-backend.mjs'), [JSON.stringify(config)], dir);
 const { url } = server;
 const user = await mintDevToken({ secret: SECRET, sub: 'bench-user', expiresIn: '2h' });
