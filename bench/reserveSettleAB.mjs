@@ -13,7 +13,7 @@
 //        [--concurrency 128] [--warm 2000] [--calls 4000] [--rounds 4] [--callgrind]
 // SQLite runs on the default driver (better-sqlite3 on Node 20); SQLITE_DRIVER=node-sqlite picks the other.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -43,11 +43,12 @@ async function main() {
   const rounds = grind ? 1 : Number(opt('rounds', 4));
   const totals = {};
   const record = (store, label, res) => {
-    const t = (totals[`${store} ${label}`] ??= { user: 0, sys: 0, rate: 0, instr: 0, n: 0 });
+    const t = (totals[`${store} ${label}`] ??= { user: 0, sys: 0, rate: 0, instr: 0, wal: 0, n: 0 });
     t.user += res.userUs;
     t.sys += res.sysUs;
     t.rate += res.perSec;
     t.instr += res.instructions ?? 0;
+    t.wal += res.walFrames ?? 0;
     t.n++;
     console.error(`${store} ${label}: ${JSON.stringify(res)}`);
   };
@@ -84,16 +85,16 @@ async function main() {
   );
   console.log(`A = ${A}\nB = ${B}\n`);
   console.log(
-    '| store | A µs CPU (user + sys) | B µs CPU (user + sys) | B / A | A calls/s | B calls/s |' +
+    '| store | A µs CPU (user + sys) | B µs CPU (user + sys) | B / A | A calls/s | B calls/s | A / B WAL frames per call |' +
       (grind ? ' A M instr | B M instr | B / A |' : ''),
   );
-  console.log('|---|---|---|---|---|---|' + (grind ? '---|---|---|' : ''));
+  console.log('|---|---|---|---|---|---|---|' + (grind ? '---|---|---|' : ''));
   for (const store of stores) {
     const a = totals[`${store} A`];
     const b = totals[`${store} B`];
     const cpu = (t) => (t.user + t.sys) / t.n;
     console.log(
-      `| ${store} | ${f(cpu(a))} (${f(a.user / a.n)} + ${f(a.sys / a.n)}) | ${f(cpu(b))} (${f(b.user / b.n)} + ${f(b.sys / b.n)}) | ${f(cpu(b) / cpu(a), 2)} | ${f(a.rate / a.n)} | ${f(b.rate / b.n)} |` +
+      `| ${store} | ${f(cpu(a))} (${f(a.user / a.n)} + ${f(a.sys / a.n)}) | ${f(cpu(b))} (${f(b.user / b.n)} + ${f(b.sys / b.n)}) | ${f(cpu(b) / cpu(a), 2)} | ${f(a.rate / a.n)} | ${f(b.rate / b.n)} | ${store === 'sqlite' ? `${f(a.wal / a.n, 1)} / ${f(b.wal / b.n, 1)}` : ''} |` +
         (grind ? ` ${f(a.instr / a.n / 1e6, 3)} | ${f(b.instr / b.n / 1e6, 3)} | ${f(b.instr / a.instr, 2)} |` : ''),
     );
   }
@@ -195,14 +196,22 @@ async function worker(job) {
   const input = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   process.stdout.write('ready\n');
   await input.next();
+  // SQLite: the WAL frames the counted calls write (each a page plus its header, two pwrites). With
+  // automatic checkpoints off the WAL file only grows, so its growth is the frames written.
+  const wal = job.store === 'sqlite' ? `${storage.file}-wal` : undefined;
+  if (wal) storage.db.exec('PRAGMA wal_checkpoint(TRUNCATE); PRAGMA wal_autocheckpoint = 0');
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await run(job.calls);
   const cpu = process.cpuUsage(cpu0);
   const ms = performance.now() - t0;
-  process.stdout.write(
-    `${JSON.stringify({ userUs: cpu.user / job.calls, sysUs: cpu.system / job.calls, perSec: (job.calls / ms) * 1000 })}\n`,
-  );
+  const res = { userUs: cpu.user / job.calls, sysUs: cpu.system / job.calls, perSec: (job.calls / ms) * 1000 };
+  if (wal) {
+    const { page_size: pageSize } = storage.db.prepare('PRAGMA page_size').get();
+    // 32 bytes of WAL header, then 24 bytes of header per frame.
+    res.walFrames = Math.max(0, statSync(wal).size - 32) / (pageSize + 24) / job.calls;
+  }
+  process.stdout.write(`${JSON.stringify(res)}\n`);
   await input.next();
   await billing.stop();
   await storage.close();

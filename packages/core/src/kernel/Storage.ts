@@ -131,7 +131,11 @@ export interface ReadLogOptions {
 export type TxRead = <T = unknown>(key: string) => T | undefined;
 
 export type TxWrite =
-  /** `dueAt` (ms) lists the key in `dueKeys` from then on; a later set without it unlists it. */
+  /**
+   * `dueAt` (ms) lists the key in `dueKeys` from then on; a later set without it unlists it.
+   * `ttlMs` of an hour or more rewriting a live row: the store may keep the row's expiry when the
+   * new one is within ttlMs/256 of it, so the row may outlive its TTL by up to that (keepsExpiry).
+   */
   | { op: 'set'; key: string; value: unknown; ttlMs?: number; dueAt?: number }
   | { op: 'delete'; key: string }
   | { op: 'append'; log: string; record: unknown };

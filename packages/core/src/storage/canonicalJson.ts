@@ -34,3 +34,18 @@ export function jsonText(value: unknown): string {
 export function expiresAtFor(ttlMs: number | undefined, now = Date.now()): number | undefined {
   return ttlMs ? now + ttlMs : undefined;
 }
+
+/** TTLs from which a store may keep a row's expiry instead of moving it (keepsExpiry). */
+export const EXPIRY_SLACK_FROM_TTL_MS = 3_600_000;
+
+/**
+ * Whether a row rewritten in a transaction may keep its stored expiry (`was`) instead of taking
+ * `next`: both absent, or a TTL of an hour or more (`ttlMs`) whose new expiry is within 1/256 of
+ * it of the stored one (the Storage contract, TxWrite). Such TTLs are garbage collection (day rows,
+ * spend windows, finished holds): a row that lives a few minutes to a day and a half past a
+ * 400-day TTL costs nothing, while moving its index entry on every write costs a page.
+ */
+export function keepsExpiry(was: number | null, next: number | null, ttlMs: number | undefined): boolean {
+  if (was === null || next === null) return was === next;
+  return ttlMs !== undefined && ttlMs >= EXPIRY_SLACK_FROM_TTL_MS && Math.abs(next - was) <= ttlMs / 256;
+}

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { CoreError } from '../../kernel/CoreError.js';
 import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
-import { canonicalJson, expiresAtFor, jsonText } from '../canonicalJson.js';
+import { canonicalJson, expiresAtFor, jsonText, keepsExpiry } from '../canonicalJson.js';
 import type {
   IncrementOptions,
   LogEntry,
@@ -42,7 +42,7 @@ const MAX_IN = 16;
 /** Free space below which a store whose last write failed still reports itself down. */
 const MIN_FREE_BYTES = 1024 * 1024;
 
-type Row = { key: string; value: string; expires_at: number | null };
+type Row = { key: string; value: string; expires_at: number | null; due_at: number | null };
 
 /**
  * The embedded store: one SQLite database file in WAL mode, opened by one server at a time
@@ -153,31 +153,31 @@ export class SqliteStorage implements Storage {
   }
 
   /**
-   * The live stored texts of `keys` (undefined: absent or expired), read by one `key IN (…)`
-   * statement per MAX_IN keys instead of one statement per key: a metered call's two transactions
-   * declare seven keys each, and each statement is a crossing into the binding (bench/sqliteDrivers.mjs).
+   * The live rows of `keys` (undefined: absent or expired), read by one `key IN (…)` statement per
+   * MAX_IN keys instead of one statement per key: a metered call's two transactions declare seven
+   * keys each, and each statement is a crossing into the binding (bench/sqliteDrivers.mjs).
    */
-  private texts(keys: readonly string[], now: number): Map<string, string | undefined> {
-    const texts = new Map<string, string | undefined>();
-    for (const key of keys) texts.set(key, undefined);
+  private rows(keys: readonly string[], now: number): Map<string, Row | undefined> {
+    const rows = new Map<string, Row | undefined>();
+    for (const key of keys) rows.set(key, undefined);
     if (keys.length === 1) {
-      texts.set(keys[0]!, this.row(keys[0]!, now)?.value);
-      return texts;
+      rows.set(keys[0]!, this.row(keys[0]!, now));
+      return rows;
     }
     for (let i = 0; i < keys.length; i += MAX_IN) {
       const chunk = keys.length <= MAX_IN ? keys : keys.slice(i, i + MAX_IN);
       for (const row of this.readIn(chunk.length).all(...chunk) as Row[]) {
-        if (row.expires_at === null || row.expires_at > now) texts.set(row.key, row.value);
+        if (row.expires_at === null || row.expires_at > now) rows.set(row.key, row);
       }
     }
-    return texts;
+    return rows;
   }
 
   /** `SELECT … WHERE key IN (?, …)` for `n` keys, prepared on first use (at most MAX_IN of them). */
   private readIn(n: number): SqliteStatement {
     let st = this.readsIn[n];
     if (!st) {
-      st = this.db.prepare(`SELECT key, value, expires_at FROM kv WHERE key IN (${'?, '.repeat(n - 1)}?)`);
+      st = this.db.prepare(`SELECT key, value, expires_at, due_at FROM kv WHERE key IN (${'?, '.repeat(n - 1)}?)`);
       this.readsIn[n] = st;
     }
     return st;
@@ -192,10 +192,10 @@ export class SqliteStorage implements Storage {
 
   async getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>> {
     return this.run(() => {
-      const texts = this.texts(keys, Date.now());
+      const rows = this.rows(keys, Date.now());
       return keys.map((k) => {
-        const text = texts.get(k);
-        return text === undefined ? undefined : (JSON.parse(text) as T);
+        const row = rows.get(k);
+        return row === undefined ? undefined : (JSON.parse(row.value) as T);
       });
     });
   }
@@ -267,8 +267,16 @@ export class SqliteStorage implements Storage {
     return this.run(() => this.db.immediate(() => this.push(log, json)));
   }
 
+  /**
+   * One past the larger of the log's last record and its head (the highest number when it was
+   * last trimmed: migration 4). The head is written only when the log starts, not on every append:
+   * one b-tree page less in the WAL per transaction and log. The exclusive lock and the one writer
+   * make reading the last record then inserting after it safe.
+   */
   private push(log: string, json: string): number {
-    const { last_seq: seq } = this.st.bumpHead.get(log) as { last_seq: number };
+    const { top, head } = this.st.logEnd.get(log, log) as { top: number | null; head: number | null };
+    if (head === null) this.st.startLog.run(log);
+    const seq = Math.max(top ?? 0, head ?? 0) + 1;
     this.st.appendLog.run(log, seq, json);
     return seq;
   }
@@ -287,7 +295,13 @@ export class SqliteStorage implements Storage {
   }
 
   async trimLog(log: string, throughSeq: number): Promise<number> {
-    return this.run(() => this.db.immediate(() => Number(this.st.trimLog.run(log, throughSeq).changes)));
+    return this.run(() =>
+      this.db.immediate(() => {
+        // The head keeps the numbers going when every record is dropped (appends go on from it).
+        this.st.raiseHead.run(log, log);
+        return Number(this.st.trimLog.run(log, throughSeq).changes);
+      }),
+    );
   }
 
   async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
@@ -308,23 +322,35 @@ export class SqliteStorage implements Storage {
     return this.run(() =>
       this.db.immediate(() => {
         const now = Date.now();
-        const values = this.texts(keys, now);
+        const rows = this.rows(keys, now);
         const read: TxRead = <T>(key: string) => {
-          if (!values.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
-          const v = values.get(key);
-          return v === undefined ? undefined : (JSON.parse(v) as T);
+          if (!rows.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
+          const row = rows.get(key);
+          return row === undefined ? undefined : (JSON.parse(row.value) as T);
         };
         const { writes, result } = plan(read);
-        for (const w of writes) this.apply(w, now);
+        for (const w of writes) this.apply(w, now, rows);
         return result;
       }),
     );
   }
 
-  private apply(w: TxWrite, now: number): void {
-    if (w.op === 'set') this.st.put.run(w.key, jsonText(w.value), expiresAtFor(w.ttlMs, now) ?? null, w.dueAt ?? null);
-    else if (w.op === 'delete') this.st.del.run(w.key);
-    else this.push(w.log, jsonText(w.record));
+  /**
+   * One write of a transaction. A set of a row the transaction read, whose due time stays and whose
+   * expiry stays or moves by less than keepsExpiry allows, rewrites the value alone: the expiry
+   * index is not touched (a day row rewritten by every call otherwise moves its index entry each
+   * time, a page of the WAL).
+   */
+  private apply(w: TxWrite, now: number, read: Map<string, Row | undefined>): void {
+    if (w.op === 'append') return void this.push(w.log, jsonText(w.record));
+    const was = read.get(w.key);
+    // A key written once in the transaction no longer has the row read: a later write upserts.
+    read.delete(w.key);
+    if (w.op === 'delete') return void this.st.del.run(w.key);
+    const expiresAt = expiresAtFor(w.ttlMs, now) ?? null;
+    const dueAt = w.dueAt ?? null;
+    if (was && was.due_at === dueAt && keepsExpiry(was.expires_at, expiresAt, w.ttlMs)) this.st.setValue.run(jsonText(w.value), w.key);
+    else this.st.put.run(w.key, jsonText(w.value), expiresAt, dueAt);
   }
 
   async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
@@ -379,7 +405,7 @@ function prepare(db: SqliteDatabase) {
     ping: p('SELECT 1'),
     // Rewrites the newest migration row as it is: a committed write that changes nothing.
     touch: p('UPDATE schema_migrations SET name = name WHERE version = (SELECT max(version) FROM schema_migrations)'),
-    get: p('SELECT key, value, expires_at FROM kv WHERE key = ?'),
+    get: p('SELECT key, value, expires_at, due_at FROM kv WHERE key = ?'),
     put: p(
       'INSERT INTO kv (key, value, expires_at, due_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at',
     ),
@@ -390,9 +416,9 @@ function prepare(db: SqliteDatabase) {
     purge: p(
       'DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?) AND expires_at <= ?',
     ),
-    bumpHead: p(
-      'INSERT INTO log_heads (log, last_seq) VALUES (?, 1) ON CONFLICT (log) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq',
-    ),
+    logEnd: p('SELECT (SELECT max(seq) FROM logs WHERE log = ?) AS top, (SELECT last_seq FROM log_heads WHERE log = ?) AS head'),
+    startLog: p('INSERT INTO log_heads (log, last_seq) VALUES (?, 0)'),
+    raiseHead: p('UPDATE log_heads SET last_seq = max(last_seq, coalesce((SELECT max(seq) FROM logs WHERE log = ?), 0)) WHERE log = ?'),
     appendLog: p('INSERT INTO logs (log, seq, record) VALUES (?, ?, ?)'),
     logAsc: p('SELECT seq, record FROM logs WHERE log = ? AND seq > ? ORDER BY seq LIMIT ?'),
     logDesc: p('SELECT seq, record FROM logs WHERE log = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),

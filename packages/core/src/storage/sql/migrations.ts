@@ -8,7 +8,8 @@
  *   idempotency claims, vault entries, OAuth records, workspaces, preferences...). `expires_at`
  *   (ms) drops a row; `due_at` (ms) lists it for `dueKeys` (holds past their expiry), both indexed.
  * - `log_heads` + `logs`: append-only logs (ledgers, usage and purchase histories), paged by
- *   (log, seq) on the primary key; `log_heads` hands out sequence numbers under a row lock.
+ *   (log, seq) on the primary key; `log_heads` lists the logs and keeps their sequence numbers
+ *   going past a trim (PostgreSQL: hands out every number under a row lock; SQLite: migration 4).
  */
 import { CoreError } from '../../kernel/CoreError.js';
 
@@ -147,6 +148,19 @@ export const MIGRATIONS: readonly Migration[] = [
       END
       $fn$;
     `,
+  },
+  {
+    version: 4,
+    name: 'sqlite: log heads written when a log starts or is trimmed',
+    // No statement: what changes is what SQLite's `log_heads.last_seq` means. It was the last
+    // sequence number handed out, rewritten by every append (a page of the WAL per transaction
+    // and log); it is now the highest one when the log was last trimmed (0 when it started), and
+    // an append takes one past the larger of it and the log's last record. A file written this way
+    // must not be appended to by an earlier release, which would count on from a stale head: this
+    // version makes them refuse it. PostgreSQL keeps its heads (several servers append at once,
+    // and the row lock is what orders them): nothing changes there.
+    sqlite: '',
+    postgres: '',
   },
 ];
 
