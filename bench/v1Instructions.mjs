@@ -4,7 +4,7 @@
 // `node bench/v1Instructions.mjs <built checkout> <byok|metered> [plain|stream] [warm-up calls, default 1500] [counted calls, default 500]`
 // The canned OpenAI upstream (bench/servers/canned-openai.mjs) runs outside valgrind; memory store, JWT
 // auth; counting starts after the warm-up (the JIT has settled); 4 clients send calls one after another.
-// Slow: about 3 minutes per case. Needs valgrind.
+// Slow: about 3 minutes per case. Needs valgrind. V1_PROMPT_BYTES=100000 sends a prompt that long.
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,9 +34,15 @@ const headers = {
 };
 const body = JSON.stringify({
   model: 'openai/gpt-4.1-mini',
-  messages: [{ role: 'user', content: 'Say ok.' }],
+  // V1_PROMPT_BYTES: a long prompt instead (prose, no brackets).
+  messages: [{ role: 'user', content: process.env.V1_PROMPT_BYTES ? longPrompt(Number(process.env.V1_PROMPT_BYTES)) : 'Say ok.' }],
   ...(shape === 'stream' ? { stream: true } : {}),
 });
+function longPrompt(bytes) {
+  const line = 'Summarise the report below in three points; keep the numbers (all of them). ';
+  return line.repeat(Math.ceil(bytes / line.length)).slice(0, bytes);
+}
+
 async function burst(count) {
   let left = count;
   await Promise.all(

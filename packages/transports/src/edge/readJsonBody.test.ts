@@ -78,6 +78,48 @@ describe('exceedsDepth', () => {
     expect(exceedsDepth('[[],[],[],[],[],[],[]]', 2)).toBe(false);
   });
 
+  it('at the boundary: as many opening brackets as the limit pass, one level more does not, in any mix', () => {
+    const nested = (n: number) => '{"a":'.repeat(n - 1) + '[1]' + '}'.repeat(n - 1);
+    expect(exceedsDepth(nested(8), 8)).toBe(false);
+    expect(exceedsDepth(nested(9), 8)).toBe(true);
+    // More brackets than the limit, but shallow: the scan decides, not the count.
+    expect(exceedsDepth(`[${'[],'.repeat(20)}[]]`, 8)).toBe(false);
+    // A long prompt with a few brackets, some of them in its text.
+    const prompt = JSON.stringify({ messages: [{ role: 'user', content: `${'lorem ipsum [x] '.repeat(6_000)}` }] });
+    expect(exceedsDepth(prompt, 64)).toBe(false);
+    expect(exceedsDepth(prompt, 3)).toBe(false);
+    expect(exceedsDepth(prompt, 2)).toBe(true);
+  });
+
+  it('agrees with a character-by-character scan on any text, escapes and unterminated strings included', () => {
+    const reference = (text: string, maxDepth: number) => {
+      let depth = 0;
+      let inString = false;
+      for (let i = 0; i < text.length; i++) {
+        const ch = text[i];
+        if (inString) {
+          if (ch === '\\') i++;
+          else if (ch === '"') inString = false;
+        } else if (ch === '"') inString = true;
+        else if (ch === '{' || ch === '[') {
+          if (++depth > maxDepth) return true;
+        } else if (ch === '}' || ch === ']') depth--;
+      }
+      return false;
+    };
+    const alphabet = ['{', '[', '[', ']', '"', '"', '\\', '\\', 'a'];
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let c = 0; c < 20_000; c++) {
+      const text = Array.from({ length: random(30) }, () => alphabet[random(alphabet.length)]).join('');
+      const maxDepth = random(3);
+      expect(exceedsDepth(text, maxDepth), `${JSON.stringify(text)} at ${maxDepth}`).toBe(reference(text, maxDepth));
+    }
+  });
+
   it('is linear: 100,000 levels are scanned without recursion', () => {
     const deep = '['.repeat(100_000) + ']'.repeat(100_000);
     expect(exceedsDepth(deep, 64)).toBe(true);
