@@ -1,6 +1,6 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
-import { expiresAtFor, jsonText } from '../canonicalJson.js';
+import { EXPIRY_SLACK_FROM_TTL_MS, expiresAtFor, jsonText } from '../canonicalJson.js';
 import { GroupCommit, planBatch, type BatchJob, type CommitMode } from '../GroupCommit.js';
 import type {
   IncrementOptions,
@@ -530,7 +530,7 @@ export class PostgresStorage implements Storage {
         ...c.deleteKeys.map((k) => `DELETE FROM kv WHERE key = ${lit(k)};`),
         ...c.setKeys.map(
           (k, i) =>
-            `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at RETURNING xmin::text AS v;`,
+            `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET ${txUpdate(now)} RETURNING xmin::text AS v;`,
         ),
         ...c.logs.map(
           (log, i) =>
@@ -874,10 +874,20 @@ function collapseWrites(writes: readonly EncodedWrite[]): EncodedWrites {
   return out;
 }
 
+/**
+ * The `DO UPDATE SET` of a transaction's upsert, as `aib_tx` has it since migration 5: the row's
+ * live expiry is kept when the new one is within 1/256 of a TTL of an hour or more (keepsExpiry),
+ * so rewriting a day row changes no indexed column and PostgreSQL can make the update a HOT one.
+ */
+function txUpdate(now: number): string {
+  const ttl = `(excluded.expires_at - ${now})`;
+  return `value = excluded.value, due_at = excluded.due_at, expires_at = CASE WHEN kv.expires_at > ${now} AND ${ttl} >= ${EXPIRY_SLACK_FROM_TTL_MS} AND abs(excluded.expires_at - kv.expires_at) * 256 <= ${ttl} THEN kv.expires_at ELSE excluded.expires_at END`;
+}
+
 /** One write as SQL text (the locked path's second round trip). */
 function writeSql(w: TxWrite, now: number): string {
   if (w.op === 'set') {
-    return `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(w.key)}, ${lit(jsonText(w.value))}, ${num(expiresAtFor(w.ttlMs, now))}, ${num(w.dueAt)}) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at;`;
+    return `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(w.key)}, ${lit(jsonText(w.value))}, ${num(expiresAtFor(w.ttlMs, now))}, ${num(w.dueAt)}) ON CONFLICT (key) DO UPDATE SET ${txUpdate(now)};`;
   }
   if (w.op === 'delete') return `DELETE FROM kv WHERE key = ${lit(w.key)};`;
   const log = lit(w.log);

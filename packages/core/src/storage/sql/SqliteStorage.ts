@@ -336,10 +336,10 @@ export class SqliteStorage implements Storage {
   }
 
   /**
-   * One write of a transaction. A set of a row the transaction read, whose due time stays and whose
-   * expiry stays or moves by less than keepsExpiry allows, rewrites the value alone: the expiry
-   * index is not touched (a day row rewritten by every call otherwise moves its index entry each
-   * time, a page of the WAL).
+   * One write of a transaction. A set of a row the transaction read keeps the row's expiry when it
+   * would move by less than keepsExpiry allows (as PostgreSQL's aib_tx, migration 5); with its due
+   * time unchanged too, it rewrites the value alone, so the expiry index is not touched (a day row
+   * rewritten by every call otherwise moves its index entry each time, a page of the WAL).
    */
   private apply(w: TxWrite, now: number, read: Map<string, Row | undefined>): void {
     if (w.op === 'append') return void this.push(w.log, jsonText(w.record));
@@ -349,8 +349,9 @@ export class SqliteStorage implements Storage {
     if (w.op === 'delete') return void this.st.del.run(w.key);
     const expiresAt = expiresAtFor(w.ttlMs, now) ?? null;
     const dueAt = w.dueAt ?? null;
-    if (was && was.due_at === dueAt && keepsExpiry(was.expires_at, expiresAt, w.ttlMs)) this.st.setValue.run(jsonText(w.value), w.key);
-    else this.st.put.run(w.key, jsonText(w.value), expiresAt, dueAt);
+    const keep = was !== undefined && keepsExpiry(was.expires_at, expiresAt, w.ttlMs);
+    if (keep && was.due_at === dueAt) this.st.setValue.run(jsonText(w.value), w.key);
+    else this.st.put.run(w.key, jsonText(w.value), keep ? was!.expires_at : expiresAt, dueAt);
   }
 
   async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {

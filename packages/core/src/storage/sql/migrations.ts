@@ -162,6 +162,65 @@ export const MIGRATIONS: readonly Migration[] = [
     sqlite: '',
     postgres: '',
   },
+  {
+    version: 5,
+    name: 'transaction function: a rewritten row keeps its expiry within TTL/256',
+    sqlite: '',
+    // Migration 3's function, same signature, with one change: an upsert keeps the row's live
+    // expiry when the new one is within 1/256 of a TTL of an hour or more (keepsExpiry in
+    // canonicalJson.ts, as SQLite does in process). Day rows and spend windows are rewritten by
+    // every metered call with a new expiry, and a changed indexed column makes PostgreSQL's update
+    // a non-HOT one: a new entry in the primary key and the expires_at index each time, which
+    // vacuum then has to remove. Kept, the update is HOT when the page has room.
+    postgres: `
+      CREATE OR REPLACE FUNCTION aib_tx(p_keys text[], p_seen text[], p_now bigint,
+          p_set_keys text[], p_set_values text[], p_set_expires bigint[], p_set_due bigint[],
+          p_delete_keys text[], p_logs text[], p_records text[]) RETURNS text
+      LANGUAGE plpgsql
+      SET plan_cache_mode = force_generic_plan
+      AS $fn$
+      DECLARE
+        v_key text;
+        v_stale int;
+        v_seq bigint;
+        v_version text := '';
+      BEGIN
+        FOREACH v_key IN ARRAY p_keys LOOP
+          PERFORM pg_advisory_xact_lock(hashtextextended(v_key, 0));
+        END LOOP;
+        SELECT count(*) INTO v_stale FROM unnest(p_keys, p_seen) AS e(k, seen)
+          LEFT JOIN LATERAL (
+            SELECT kv.xmin::text AS v FROM kv
+              WHERE kv.key = e.k AND (kv.expires_at IS NULL OR kv.expires_at > p_now) OFFSET 0
+          ) AS r ON true
+          WHERE r.v IS DISTINCT FROM e.seen;
+        IF v_stale > 0 THEN
+          RETURN NULL;
+        END IF;
+        FOREACH v_key IN ARRAY coalesce(p_delete_keys, ARRAY[]::text[]) LOOP
+          DELETE FROM kv WHERE key = v_key;
+        END LOOP;
+        IF cardinality(p_set_keys) > 0 THEN
+          WITH w AS (
+            INSERT INTO kv (key, value, expires_at, due_at)
+              SELECT * FROM unnest(p_set_keys, p_set_values, p_set_expires, p_set_due)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value, due_at = excluded.due_at,
+              expires_at = CASE WHEN kv.expires_at > p_now AND excluded.expires_at - p_now >= 3600000
+                AND abs(excluded.expires_at - kv.expires_at) * 256 <= excluded.expires_at - p_now
+                THEN kv.expires_at ELSE excluded.expires_at END
+            RETURNING xmin::text AS x)
+          SELECT min(x) INTO v_version FROM w;
+        END IF;
+        FOR i IN 1 .. coalesce(cardinality(p_logs), 0) LOOP
+          INSERT INTO log_heads (log, last_seq) VALUES (p_logs[i], 1)
+            ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq INTO v_seq;
+          INSERT INTO logs (log, seq, record) VALUES (p_logs[i], v_seq, p_records[i]);
+        END LOOP;
+        RETURN v_version;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The newest schema version this release knows. */
