@@ -134,7 +134,8 @@ export type TxWrite =
   /**
    * `dueAt` (ms) lists the key in `dueKeys` from then on; a later set without it unlists it.
    * `ttlMs` of an hour or more rewriting a live row: the store may keep the row's expiry when the
-   * new one is within ttlMs/256 of it, so the row may outlive its TTL by up to that (keepsExpiry).
+   * new one is within ttlMs/256 of it, so the row's expiry may be up to that much before or after
+   * now + ttlMs (keepsExpiry). For garbage collection (day rows, spend windows), not for leases.
    */
   | { op: 'set'; key: string; value: unknown; ttlMs?: number; dueAt?: number }
   | { op: 'delete'; key: string }

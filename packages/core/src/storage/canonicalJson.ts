@@ -41,9 +41,10 @@ export const EXPIRY_SLACK_FROM_TTL_MS = 3_600_000;
 /**
  * Whether a row rewritten in a transaction may keep its stored expiry (`was`) instead of taking
  * `next`: both absent, or a TTL of an hour or more (`ttlMs`) whose new expiry is within 1/256 of
- * it of the stored one (the Storage contract, TxWrite). Such TTLs are garbage collection (day rows,
- * spend windows, finished holds): a row that lives a few minutes to a day and a half past a
- * 400-day TTL costs nothing, while moving its index entry on every write costs a page.
+ * it of the stored one (the Storage contract, TxWrite). The row then expires up to TTL/256 before
+ * or after now + TTL: 37.5 hours either way on a 400-day day row, under 6 hours on a 62-day spend
+ * window. Such TTLs are garbage collection, while moving the row's index entry on every write
+ * costs a page (SQLite) or makes the update a non-HOT one (PostgreSQL).
  */
 export function keepsExpiry(was: number | null, next: number | null, ttlMs: number | undefined): boolean {
   if (was === null || next === null) return was === next;
