@@ -526,11 +526,12 @@ export class PostgresStorage implements Storage {
         }
       }
       const c = collapseWrites(writes);
+      const update = txUpdate(now);
       const text = [
         ...c.deleteKeys.map((k) => `DELETE FROM kv WHERE key = ${lit(k)};`),
         ...c.setKeys.map(
           (k, i) =>
-            `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET ${txUpdate(now)} RETURNING xmin::text AS v;`,
+            `INSERT INTO kv (key, value, expires_at, due_at) VALUES (${lit(k)}, ${lit(c.setValues[i]!)}, ${num(c.setExpires[i])}, ${num(c.setDue[i])}) ON CONFLICT (key) DO UPDATE SET ${update} RETURNING xmin::text AS v;`,
         ),
         ...c.logs.map(
           (log, i) =>
