@@ -76,6 +76,50 @@ export function v1ServerConfig(upstreamUrl, secret) {
   };
 }
 
+/**
+ * The billing benches' BillingService over `storage`, from a build's core module (`<tree>/packages/core/dist/internal.js`):
+ * the metered part of a call without the gateway around it, `users` users (`user-0` …) credited once.
+ */
+export async function creditedBilling(core, storage, users) {
+  const logger = core.createLogger('silent');
+  const billing = new core.BillingService(
+    storage,
+    new core.KeyVault(storage, { masterKey: 'bench-billing-vault-key-0123456789abcdef' }, logger),
+    {
+      platformFeeRate: 0.1,
+      allowAnonymousServerPaid: false,
+      anonymousTokensPerWindow: 0,
+      anonymousWindowMs: 60_000,
+      reservationTtlMs: 900_000,
+    },
+    logger,
+  );
+  for (let u = 0; u < users; u++)
+    await billing.credit({ userId: `user-${u}`, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
+  return billing;
+}
+
+/**
+ * Call `n`'s billing for user `n % users`: `hold` is a metered /v1 call's (the payer decision in the
+ * hold's transaction, then the Hold's settle), `reserve` BillingService's reserve + settle.
+ */
+export async function billOneCall(billing, n, users, mode = 'hold') {
+  const identity = { sub: `user-${n % users}`, scopes: [], isAdmin: false, via: 'jwt' };
+  const usage = { tokensUsed: 50 + (n % 50), provider: 'openai', model: 'gpt-4o-mini' };
+  if (mode === 'hold') {
+    const hold = await billing.hold({
+      identity,
+      requestId: `r-${n}`,
+      provider: 'openai',
+      estimatedTokens: 100,
+      byokAllowed: true,
+      serverPays: true,
+    });
+    return hold.settle(usage);
+  }
+  return billing.settle(await billing.reserve({ identity, tokens: 100, requestId: `r-${n}` }), usage);
+}
+
 /** Give `userId` tokens on a server (an admin token's `billing.creditTokens` over /rpc), so its calls are metered. */
 export async function creditTokens(url, adminToken, userId = 'bench-user', tokens = 1e12) {
   const r = await fetch(url + '/rpc', {

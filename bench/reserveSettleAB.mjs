@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { billOneCall, creditedBilling } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 if (argv[0] === '--worker') await worker(JSON.parse(argv[1]));
@@ -145,46 +146,14 @@ async function runWorker(job, grind) {
 
 async function worker(job) {
   const core = await import(pathToFileURL(`${job.root}/packages/core/dist/internal.js`).href);
-  const { BillingService, createLogger, createStorage, KeyVault, resolveConfig } = core;
+  const { createStorage, resolveConfig } = core;
   const driver = process.env.SQLITE_DRIVER ? { sqlite: { driver: process.env.SQLITE_DRIVER } } : {};
   const storage = await createStorage(
     resolveConfig({ storage: job.store === 'sqlite' ? { type: 'sqlite', dir: job.dir, ...driver } : { type: job.store } }).storage,
   );
-  const logger = createLogger('silent');
-  const options = {
-    platformFeeRate: 0.1,
-    allowAnonymousServerPaid: false,
-    anonymousTokensPerWindow: 0,
-    anonymousWindowMs: 60_000,
-    reservationTtlMs: 900_000,
-  };
-  const billing = new BillingService(
-    storage,
-    new KeyVault(storage, { masterKey: 'bench-reserve-settle-vault-key-0123456789' }, logger),
-    options,
-    logger,
-  );
-  const identity = (u) => ({ sub: `user-${u}`, scopes: [], isAdmin: false, via: 'jwt' });
-  for (let u = 0; u < job.users; u++)
-    await billing.credit({ userId: `user-${u}`, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
+  const billing = await creditedBilling(core, storage, job.users);
   let i = 0;
-  const call = async (n) => {
-    const usage = { tokensUsed: 50 + (n % 50), provider: 'openai', model: 'gpt-4o-mini' };
-    if (job.mode === 'hold') {
-      const hold = await billing.hold({
-        identity: identity(n % job.users),
-        requestId: `r-${n}`,
-        provider: 'openai',
-        estimatedTokens: 100,
-        byokAllowed: true,
-        serverPays: true,
-      });
-      await hold.settle(usage);
-      return;
-    }
-    const r = await billing.reserve({ identity: identity(n % job.users), tokens: 100, requestId: `r-${n}` });
-    await billing.settle(r, usage);
-  };
+  const call = (n) => billOneCall(billing, n, job.users, job.mode === 'hold' ? 'hold' : 'reserve');
   const run = (count) => {
     const end = i + count;
     return Promise.all(

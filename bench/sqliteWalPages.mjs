@@ -9,39 +9,16 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { billOneCall, creditedBilling } from './lib.mjs';
 
 const [tree = '.', usersArg = '1', callsArg = '500', warmArg = '3000'] = process.argv.slice(2);
 const [users, calls, warm] = [usersArg, callsArg, warmArg].map(Number);
 const core = await import(pathToFileURL(`${resolve(tree)}/packages/core/dist/internal.js`).href);
-const { BillingService, createLogger, createStorage, KeyVault, resolveConfig } = core;
+const { createStorage, resolveConfig } = core;
 const dir = mkdtempSync(join(tmpdir(), 'bench-wal-pages-'));
 const storage = await createStorage(resolveConfig({ storage: { type: 'sqlite', dir } }).storage);
-const logger = createLogger('silent');
-const billing = new BillingService(
-  storage,
-  new KeyVault(storage, { masterKey: 'bench-wal-pages-vault-key-0123456789abcdef' }, logger),
-  {
-    platformFeeRate: 0.1,
-    allowAnonymousServerPaid: false,
-    anonymousTokensPerWindow: 0,
-    anonymousWindowMs: 60_000,
-    reservationTtlMs: 900_000,
-  },
-  logger,
-);
-for (let u = 0; u < users; u++)
-  await billing.credit({ userId: `user-${u}`, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
-const call = async (n) => {
-  const hold = await billing.hold({
-    identity: { sub: `user-${n % users}`, scopes: [], isAdmin: false, via: 'jwt' },
-    requestId: `r-${n}`,
-    provider: 'openai',
-    estimatedTokens: 100,
-    byokAllowed: true,
-    serverPays: true,
-  });
-  await hold.settle({ tokensUsed: 50 + (n % 50), provider: 'openai', model: 'gpt-4o-mini' });
-};
+const billing = await creditedBilling(core, storage, users);
+const call = (n) => billOneCall(billing, n, users);
 for (let i = 0; i < warm; i++) await call(i);
 // The store's own connection (it holds the file exclusively): checkpoints off, so the WAL only grows.
 const db = storage.db;
