@@ -1,5 +1,6 @@
 import { McpServer, type CacheHint, type Server } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
+import { closeWithoutStacks } from './closeWithoutStacks.js';
 import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
 import { registerPrompts } from './registerPrompts.js';
@@ -137,5 +138,6 @@ export function createMcpServer(
     stopGateway();
     roots.close();
   };
+  if (!stateful) closeWithoutStacks(server);
   return { mcp, server, roots, state };
 }
