@@ -5,6 +5,9 @@
  * credentials) and its tools as clients see them after the server's allow/deny rules, with the
  * upstream's descriptions as they came (hostile markup included; the console renders text) but cut.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVERYTHING } from './helpers/mcpUpstreams.js';
@@ -13,6 +16,10 @@ import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const HOSTILE = fileURLToPath(new URL('./helpers/hostileMcpUpstream.mjs', import.meta.url));
+/** An upstream whose first start fails (exit 3) and whose next one never answers: its reconnect stays in progress. */
+const FLAPPING =
+  "const fs = require('node:fs'); if (!fs.existsSync(process.argv[1])) { fs.writeFileSync(process.argv[1], '1'); process.exit(3); } setInterval(() => {}, 1000);";
+const dir = mkdtempSync(path.join(tmpdir(), 'gateway-status-'));
 let server: TestServer;
 
 beforeAll(async () => {
@@ -24,6 +31,7 @@ beforeAll(async () => {
       hostile: { command: process.execPath, args: [HOSTILE], tools: { deny: ['hidden'] }, allowScopes: ['ops'] },
       everything: { command: process.execPath, args: [EVERYTHING, 'stdio'], expose: 'search', tools: { allow: ['echo', 'get-sum'] } },
       broken: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
+      flapping: { command: process.execPath, args: ['-e', FLAPPING, path.join(dir, 'started-once')], timeoutMs: 60_000 },
       remote: { type: 'http', url: 'http://127.0.0.1:9/mcp', perUser: true, oauth: {}, allowUsers: ['alice@example.com'] },
       keyed: { type: 'sse', url: 'http://127.0.0.1:9/sse', perUser: true, enabled: false },
     },
@@ -41,7 +49,10 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterAll(() => server?.stop());
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 type Status = {
   name: string;
@@ -57,10 +68,9 @@ type Status = {
 
 describe('gateway.serverStatus for the console', () => {
   it('lists every server with health, exposure, who may use it and its tools as clients see them', async () => {
-    const r = await rpcCall<{ servers: Status[] }>(server.url, await tokenFor('root', { admin: true }), 'gateway.serverStatus');
-    expect(r.result, r.text).toBeDefined();
-    const by = Object.fromEntries(r.result!.servers.map((s) => [s.name, s]));
-    expect(Object.keys(by).sort()).toEqual(['broken', 'everything', 'hostile', 'keyed', 'remote']);
+    // The broken server tries again after a backoff (250 ms doubling): read a status from between two attempts.
+    const by = await statusWhen((st) => st.broken?.state === 'failed');
+    expect(Object.keys(by).sort()).toEqual(['broken', 'everything', 'flapping', 'hostile', 'keyed', 'remote']);
 
     expect(by.hostile).toMatchObject({ type: 'stdio', enabled: true, state: 'ready', expose: 'tools' });
     expect(by.hostile!.access).toEqual({ allowScopes: ['ops'], allowUsers: null, credentials: null });
@@ -83,9 +93,29 @@ describe('gateway.serverStatus for the console', () => {
     expect(by.keyed!.access.credentials).toBe('headers');
   });
 
+  it('keeps showing the last error while a failed server reconnects', async () => {
+    const by = await statusWhen((st) => st.flapping?.state === 'connecting' && st.flapping.error !== undefined);
+    expect(by.flapping!.error).toMatch(/exit|closed|unavailable/i);
+    expect(by.flapping!.retryAt).toBeUndefined();
+  });
+
   it('is refused to anyone but an administrator', async () => {
     const r = await rpcCall(server.url, await tokenFor('someone'), 'gateway.serverStatus');
     expect(r.error, r.text).toBeDefined();
     expect(r.error?.data?.code).toBe('FORBIDDEN');
   });
 });
+
+/** gateway.serverStatus by server name, read until `ready` holds of it (a server's health moves on its own). */
+async function statusWhen(ready: (by: Record<string, Status>) => boolean): Promise<Record<string, Status>> {
+  const admin = await tokenFor('root', { admin: true });
+  return waitFor(
+    async () => {
+      const r = await rpcCall<{ servers: Status[] }>(server.url, admin, 'gateway.serverStatus');
+      if (!r.result) throw new Error(r.text);
+      const by = Object.fromEntries(r.result.servers.map((s) => [s.name, s]));
+      return ready(by) ? by : undefined;
+    },
+    { timeoutMs: 30_000, what: 'gateway.serverStatus in the expected state' },
+  );
+}

@@ -12,7 +12,7 @@ const cut = (s: string) => (s.length > DESCRIPTION_CHARS ? `${s.slice(0, DESCRIP
 function health(s: Upstream): string {
   if (!s.enabled) return 'disabled';
   if (s.state === 'ready') return 'connected';
-  if (s.state === 'connecting') return 'connecting';
+  if (s.state === 'connecting') return s.error ? `reconnecting (last error: ${s.error})` : 'connecting';
   if (s.state === 'failed') return `error: ${s.error ?? 'unknown'}${s.retryAt ? ` (reconnecting at ${fmt.time(s.retryAt)})` : ''}`;
   return s.perUser ? `per user (${fmt.int(s.userConnections)} open)` : 'not connected';
 }

@@ -271,7 +271,12 @@ export class McpGateway {
       perUser: e.config.perUser,
       expose: e.config.expose,
       state: state.kind,
-      ...(state.kind === 'failed' ? { error: state.error } : {}),
+      // A reconnect in progress still shows the last attempt's error: a flapping upstream's cause stays visible.
+      ...(state.kind === 'failed'
+        ? { error: state.error }
+        : state.kind === 'connecting' && state.retrying
+          ? { error: state.retrying.error }
+          : {}),
       tools: e.shared?.lists.tools.length ?? 0,
     };
   }

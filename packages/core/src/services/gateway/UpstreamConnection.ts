@@ -22,7 +22,8 @@ export type ListKind = 'tools' | 'prompts' | 'resources';
 
 export type ConnectionState =
   | { kind: 'idle' }
-  | { kind: 'connecting' }
+  /** `retrying`: a reconnect after failures, with the last one's error (status pages keep showing it while it runs). */
+  | { kind: 'connecting'; retrying?: { error: string; failures: number } }
   | { kind: 'ready'; since: number }
   | { kind: 'failed'; error: string; retryAt: number; failures: number };
 
@@ -112,8 +113,9 @@ export class UpstreamConnection {
   }
 
   private async connect(): Promise<OpenedUpstream> {
-    const failures = this.state.kind === 'failed' ? this.state.failures : 0;
-    this.state = { kind: 'connecting' };
+    const s = this.state;
+    const failures = s.kind === 'failed' ? s.failures : 0;
+    this.state = s.kind === 'failed' ? { kind: 'connecting', retrying: { error: s.error, failures } } : { kind: 'connecting' };
     let opened: OpenedUpstream | undefined;
     try {
       opened = await openUpstream(this.opts.server, {
