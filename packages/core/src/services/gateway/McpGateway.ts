@@ -263,6 +263,8 @@ export class McpGateway {
 
   private summary(e: ServerEntry): ServerStatus {
     const state = e.shared?.state ?? { kind: e.config.enabled ? ('idle' as const) : ('idle' as const) };
+    // A reconnect in progress still shows the last attempt's error: a flapping upstream's cause stays visible.
+    const error = state.kind === 'failed' ? state.error : state.kind === 'connecting' ? state.lastError : undefined;
     return {
       name: e.name,
       type: e.config.type,
@@ -271,12 +273,7 @@ export class McpGateway {
       perUser: e.config.perUser,
       expose: e.config.expose,
       state: state.kind,
-      // A reconnect in progress still shows the last attempt's error: a flapping upstream's cause stays visible.
-      ...(state.kind === 'failed'
-        ? { error: state.error }
-        : state.kind === 'connecting' && state.retrying
-          ? { error: state.retrying.error }
-          : {}),
+      ...(error !== undefined ? { error } : {}),
       tools: e.shared?.lists.tools.length ?? 0,
     };
   }

@@ -22,8 +22,8 @@ export type ListKind = 'tools' | 'prompts' | 'resources';
 
 export type ConnectionState =
   | { kind: 'idle' }
-  /** `retrying`: a reconnect after failures, with the last one's error (status pages keep showing it while it runs). */
-  | { kind: 'connecting'; retrying?: { error: string; failures: number } }
+  /** `lastError`: a reconnect after failures, with the last one's error (status pages keep showing it while it runs). */
+  | { kind: 'connecting'; lastError?: string }
   | { kind: 'ready'; since: number }
   | { kind: 'failed'; error: string; retryAt: number; failures: number };
 
@@ -115,7 +115,7 @@ export class UpstreamConnection {
   private async connect(): Promise<OpenedUpstream> {
     const s = this.state;
     const failures = s.kind === 'failed' ? s.failures : 0;
-    this.state = s.kind === 'failed' ? { kind: 'connecting', retrying: { error: s.error, failures } } : { kind: 'connecting' };
+    this.state = s.kind === 'failed' ? { kind: 'connecting', lastError: s.error } : { kind: 'connecting' };
     let opened: OpenedUpstream | undefined;
     try {
       opened = await openUpstream(this.opts.server, {
