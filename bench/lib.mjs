@@ -77,12 +77,12 @@ export function v1ServerConfig(upstreamUrl, secret) {
 }
 
 /**
- * The billing benches' BillingService over `storage`, from a build's core module (`<tree>/packages/core/dist/internal.js`):
- * the metered part of a call without the gateway around it, `users` users (`user-0` …) credited once.
+ * The billing benches' BillingService over `storage` (the metered part of a call without the gateway
+ * around it), from a core module: `@ai-backend/core/internal`, or a build's `<tree>/packages/core/dist/internal.js`.
  */
-export async function creditedBilling(core, storage, users) {
+export function benchBilling(core, storage) {
   const logger = core.createLogger('silent');
-  const billing = new core.BillingService(
+  return new core.BillingService(
     storage,
     new core.KeyVault(storage, { masterKey: 'bench-billing-vault-key-0123456789abcdef' }, logger),
     {
@@ -94,6 +94,11 @@ export async function creditedBilling(core, storage, users) {
     },
     logger,
   );
+}
+
+/** benchBilling with `users` users (`user-0` …) credited once. */
+export async function creditedBilling(core, storage, users) {
+  const billing = benchBilling(core, storage);
   for (let u = 0; u < users; u++)
     await billing.credit({ userId: `user-${u}`, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
   return billing;

@@ -16,32 +16,20 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BillingService, createLogger, createStorage, KeyVault, resolveConfig } from '@ai-backend/core/internal';
+import * as core from '@ai-backend/core/internal';
+import { benchBilling } from './lib.mjs';
 
 const OPS = Number(process.argv[2] ?? 4000);
 const BATCHES = Number(process.argv[3] ?? 20);
 const DRIVERS = ['better-sqlite3', 'node:sqlite'];
 const root = await mkdtemp(join(tmpdir(), 'bench-sqlite-drivers-'));
-const logger = createLogger('silent');
 
 async function open(driver) {
-  const storage = await createStorage(
-    resolveConfig({ storage: { type: 'sqlite', dir: join(root, driver.replace(/\W/g, '-')), sqlite: { driver } } }).storage,
+  const storage = await core.createStorage(
+    core.resolveConfig({ storage: { type: 'sqlite', dir: join(root, driver.replace(/\W/g, '-')), sqlite: { driver } } }).storage,
   );
   if (storage.driver !== driver) throw new Error(`asked for ${driver}, opened ${storage.driver}`);
-  const vault = new KeyVault(storage, { masterKey: 'bench-sqlite-drivers-vault-key-012345' }, logger);
-  const billing = new BillingService(
-    storage,
-    vault,
-    {
-      platformFeeRate: 0.1,
-      allowAnonymousServerPaid: false,
-      anonymousTokensPerWindow: 0,
-      anonymousWindowMs: 60_000,
-      reservationTtlMs: 900_000,
-    },
-    logger,
-  );
+  const billing = benchBilling(core, storage);
   await billing.credit({ userId: 'bench', tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
   await storage.set('hot', { userId: 'bench', scopes: ['mcp:call'], budget: { tokens: 1000 } });
   return { storage, billing };

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintDevToken } from '@ai-backend/auth';
-import { BillingService, createLogger, createStorage, KeyVault, resolveConfig } from '@ai-backend/core/internal';
-import { rssMb, startServer } from './lib.mjs';
+import * as core from '@ai-backend/core/internal';
+import { benchBilling, rssMb, startServer } from './lib.mjs';
 
 const BIG = Number(process.argv[2] ?? 200_000);
 const USERS = Number(process.argv[3] ?? 10_000);
@@ -22,20 +22,8 @@ const empty = join(root, 'empty');
 // Fill the store through the billing service itself: every entry is a real transaction.
 const t0 = performance.now();
 {
-  const storage = await createStorage(resolveConfig({ storage: { type: 'sqlite', dir: full } }).storage);
-  const logger = createLogger('silent');
-  const billing = new BillingService(
-    storage,
-    new KeyVault(storage, { masterKey: 'bench-growth-vault-key-0123456789abcd' }, logger),
-    {
-      platformFeeRate: 0.1,
-      allowAnonymousServerPaid: false,
-      anonymousTokensPerWindow: 0,
-      anonymousWindowMs: 60_000,
-      reservationTtlMs: 900_000,
-    },
-    logger,
-  );
+  const storage = await core.createStorage(core.resolveConfig({ storage: { type: 'sqlite', dir: full } }).storage);
+  const billing = benchBilling(core, storage);
   const big = { sub: 'big-user', scopes: [], isAdmin: false, via: 'jwt' };
   await billing.credit({ userId: big.sub, tokens: 1e12, type: 'subscription', idempotencyKey: 'seed', source: 'bench' });
   // Each metered call writes 2 ledger entries (reserve, settle); a credit writes 1.
