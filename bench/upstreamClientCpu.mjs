@@ -1,8 +1,10 @@
-// CPU per upstream call of the client the AI providers use (services/ai/upstreamFetch.ts, Node's
-// node:http on a keep-alive agent) against Node's global fetch, in one process and one run:
-// 50 concurrent POSTs of a small chat body to a local node:http server answering a small JSON,
-// 500 warm-up calls then 4,000 measured, each client twice, alternating. The CPU counted is the
-// whole process's (the test server's share is the same for both). Usage (after `pnpm build`):
+// CPU per upstream call of the client the AI providers and the /v1 pass-through use
+// (services/ai/upstreamFetch.ts: undici's dispatcher `request` with a `Response` around its answer)
+// against Node's global fetch and against a bare node:http request on a keep-alive agent (no
+// `Response`: the least a node:http client can do), in one process and one run: 50 concurrent
+// POSTs of a small chat body to a local node:http server answering a small JSON, 500 warm-up calls
+// then 4,000 measured, each client three times, in turn. The CPU counted is the whole process's
+// (the test server's share is the same for every client). Usage (after `pnpm build`):
 //   node bench/upstreamClientCpu.mjs
 import http from 'node:http';
 import { upstreamFetch } from '../packages/core/dist/services/ai/upstreamFetch.js';
@@ -17,27 +19,45 @@ const server = http.createServer((req, res) => {
 await new Promise((r) => server.listen(0, '127.0.0.1', r));
 const url = `http://127.0.0.1:${server.address().port}/v1/chat/completions`;
 const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] });
+const headers = { 'content-type': 'application/json', authorization: 'Bearer k' };
+const agent = new http.Agent({ keepAlive: true });
+
+/** node:http alone: the request on a keep-alive agent, the answer's chunks concatenated and parsed. */
+const nodeHttp = () =>
+  new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers, agent }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString())));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 
 async function run(f, n) {
   let i = 0;
   await Promise.all(
     Array.from({ length: 50 }, async () => {
-      while (i++ < n)
-        await (await f(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' }, body })).json();
+      while (i++ < n) await f();
     }),
   );
 }
-for (const [name, f] of [
-  ['global fetch', fetch],
-  ['upstreamFetch (node:http)', upstreamFetch],
-  ['global fetch', fetch],
-  ['upstreamFetch (node:http)', upstreamFetch],
-]) {
-  await run(f, 500);
-  const c0 = process.cpuUsage();
-  await run(f, 4000);
-  const c = process.cpuUsage(c0);
-  console.log(`${name}: ${Math.round((c.user + c.system) / 4000)} µs CPU per call (Node ${process.version})`);
-}
+const clients = {
+  'global fetch': async () => (await fetch(url, { method: 'POST', headers, body })).json(),
+  'node:http request, no Response': nodeHttp,
+  'upstreamFetch (undici request)': async () => (await upstreamFetch(url, { method: 'POST', headers, body })).json(),
+};
+const results = Object.fromEntries(Object.keys(clients).map((k) => [k, []]));
+for (let round = 0; round < 3; round++)
+  for (const [name, f] of Object.entries(clients)) {
+    await run(f, 500);
+    const c0 = process.cpuUsage();
+    await run(f, 4000);
+    const c = process.cpuUsage(c0);
+    results[name].push(Math.round((c.user + c.system) / 4000));
+  }
+console.log(`Node ${process.version}: CPU µs per call (whole process), three rounds each`);
+for (const [name, r] of Object.entries(results)) console.log(`  ${name}: ${r.join(', ')}`);
 server.close();
 process.exit(0);

@@ -80,7 +80,12 @@ function sendOnce(url: URL, init: HttpRequestInit, agent: Http.Agent): Promise<H
 
 /** The response's body decoded as its content-encoding says (gzip, deflate, br), or the response itself. */
 export function decodedBody(res: Http.IncomingMessage): Readable {
-  const encoding = res.headers['content-encoding']?.trim().toLowerCase();
+  return decodedStream(res, res.headers['content-encoding']);
+}
+
+/** A body stream decoded as `encoding` (a content-encoding: gzip, deflate, br), or the stream itself. */
+export function decodedStream(body: Readable, contentEncoding: string | null | undefined): Readable {
+  const encoding = contentEncoding?.trim().toLowerCase();
   const decode =
     encoding === 'gzip' || encoding === 'x-gzip'
       ? zlib().createGunzip()
@@ -89,8 +94,8 @@ export function decodedBody(res: Http.IncomingMessage): Readable {
         : encoding === 'br'
           ? zlib().createBrotliDecompress()
           : undefined;
-  if (!decode) return res;
+  if (!decode) return body;
   // pipe() does not forward errors: a socket that dies mid-body must still fail the read.
-  res.once('error', (err) => decode.destroy(err));
-  return res.pipe(decode);
+  body.once('error', (err) => decode.destroy(err));
+  return body.pipe(decode);
 }

@@ -1,20 +1,24 @@
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
+import type * as Undici from 'undici';
 import { finished, Readable } from 'node:stream';
 import { lazyRequire } from '../../lib/lazyRequire.js';
 import { plainHeaders } from '../../lib/plainHeaders.js';
-import { abortReason, decodedBody, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
+import { abortReason, decodedStream, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
 
 // Loaded with the first upstream call (node:https brings TLS): a server that calls no provider never loads them.
 const http = lazyRequire<typeof Http>('node:http');
 const https = lazyRequire<typeof Https>('node:https');
+// undici is the AI SDK's own dependency (@ai-sdk/provider-utils): no package more in the install.
+const undici = lazyRequire<typeof Undici>('undici');
 
 /**
- * The `fetch` the AI SDK providers call the upstream with: Node's own `node:http` / `node:https`
- * client on one keep-alive agent per protocol, wrapped in a WHATWG `Response`. The global `fetch`
- * cost about 0.4 ms more CPU per call, the largest single cost of a gateway call
- * (docs/performance.md, "AI gateway overhead"); `node:http` keeps most of that saving without a
- * second HTTP client in node_modules (the `undici` package this used before).
+ * The `fetch` the AI SDK providers and the /v1 pass-through call the upstream with: undici's
+ * dispatcher `request` (the HTTP client Node's own `fetch` is built on, without the WHATWG layers
+ * around it) on one keep-alive pool per origin, its answer wrapped in a WHATWG `Response` whose
+ * body becomes a web stream only when asked for. Per call it costs well under half the CPU of
+ * `node:http` with a `Response` around it, which this used before, and a third of the global
+ * `fetch` (docs/performance.md, "Upstream HTTP client"): the largest single cost of a gateway call.
  *
  * What it keeps from `fetch`, because the AI SDK and mapUpstreamError rely on it:
  * - a connection failure rejects with `TypeError('fetch failed', { cause })`, the cause carrying
@@ -28,8 +32,10 @@ const https = lazyRequire<typeof Https>('node:https');
 export type FetchFunction = typeof globalThis.fetch;
 
 /**
- * Sockets stay open between calls (keep-alive), one request per socket at a time; an idle
- * socket is closed after 10 s (the agent destroys a free socket when its timeout fires).
+ * The MCP gateway's client (upstreamRequest, below): node:http, whose `IncomingMessage` the
+ * forwarded tools/call reads. Sockets stay open between calls (keep-alive), one request per
+ * socket at a time; an idle socket is closed after 10 s (the agent destroys a free socket when its
+ * timeout fires).
  */
 let agents: { http: Http.Agent; https: Https.Agent } | undefined;
 function agentFor(protocol: string): Http.Agent {
@@ -40,14 +46,21 @@ function agentFor(protocol: string): Http.Agent {
   return protocol === 'https:' ? agents.https : agents.http;
 }
 
+/**
+ * The AI upstreams' client: undici's dispatcher API, one keep-alive pool per origin (undici's
+ * `Agent`), sockets kept 10 s idle at most (less when the server's Keep-Alive header says so).
+ */
+let agent: Undici.Agent | undefined;
+const dispatcher = (): Undici.Agent => (agent ??= new (undici().Agent)({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 10_000 }));
+
 /** Load the client now (callers do it before starting an upstream timeout). */
 export const loadUpstreamFetch = (): Promise<void> => {
-  agentFor('https:');
+  dispatcher();
   return Promise.resolve();
 };
 
 /**
- * The same client below fetch (net/httpRequest.ts): the MCP gateway's forwarded tools/call reads
+ * A request below fetch on node:http (net/httpRequest.ts): the MCP gateway's forwarded tools/call reads
  * the answer's Node stream itself (its body is not decoded here: decodedBody does that). A
  * connection failure rejects as fetch's does: `TypeError('fetch failed', { cause })`.
  */
@@ -64,35 +77,34 @@ export const upstreamFetch: FetchFunction = async (input, init = {}) => {
   if (signal?.aborted) throw abortReason(signal);
   const url = new URL(String(input));
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return globalThis.fetch(input, init);
-  const headers = plainHeaders(init.headers);
-  // As fetch does: a body of known size goes with its length, not chunked.
-  if (body !== undefined && body !== null && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-length'))
-    headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
-  const res = await upstreamRequest(url, {
-    method: (init.method ?? 'GET').toUpperCase(),
-    headers,
-    ...(body !== undefined && body !== null ? { body } : {}),
-    ...(signal ? { signal } : {}),
-  });
-  // rawHeaders keeps repeated headers apart (res.headers joins some and drops others).
+  const method = (init.method ?? 'GET').toUpperCase();
+  let res: Undici.Dispatcher.ResponseData;
+  try {
+    res = await dispatcher().request({
+      origin: url.origin,
+      path: url.pathname + url.search,
+      method: method as Undici.Dispatcher.HttpMethod,
+      headers: plainHeaders(init.headers),
+      body: body ?? null,
+      signal: signal ?? null,
+    });
+  } catch (err) {
+    // As fetch: the signal's reason when aborted, else TypeError('fetch failed') with the socket's error as its cause.
+    if (signal?.aborted) throw abortReason(signal);
+    throw new TypeError('fetch failed', { cause: err });
+  }
   const responseHeaders = new Headers();
-  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-  const status = res.statusCode ?? 502;
-  if (status === 204 || status === 205 || status === 304 || init.method?.toUpperCase() === 'HEAD') {
-    res.resume();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) responseHeaders.append(name, v);
+    else if (value !== undefined) responseHeaders.append(name, value);
+  }
+  const status = res.statusCode;
+  if (status === 204 || status === 205 || status === 304 || method === 'HEAD') {
+    res.body.resume();
     return new Response(null, { status, headers: responseHeaders });
   }
-  const stream = decodedBody(res);
-  // An abort after the headers: fetch reports the signal's reason, not the socket's error.
-  if (signal) {
-    const onAbort = () => {
-      stream.destroy(abortReason(signal) as Error);
-      if (stream !== res) res.destroy();
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    stream.once('close', () => signal.removeEventListener('abort', onAbort));
-  }
-  return new NodeBodyResponse(stream, { status, headers: responseHeaders });
+  // undici destroys the body with the signal's reason on an abort after the head (fetch's error too).
+  return new NodeBodyResponse(decodedStream(res.body, responseHeaders.get('content-encoding')), { status, headers: responseHeaders });
 };
 
 const utf8 = new TextDecoder();
