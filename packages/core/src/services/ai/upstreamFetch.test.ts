@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
-import { upstreamFetch } from './upstreamFetch.js';
+import { upstreamAgentOptions, upstreamFetch } from './upstreamFetch.js';
 
 /** Error codes along the cause chain. */
 function codes(err: unknown): string[] {
@@ -177,6 +177,15 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     const err = await upstreamFetch(`${base}/json`, { method: 'POST', body: 'x', signal: ac.signal }).catch((e: unknown) => e);
     expect((err as Error).name).toBe('AbortError');
     expect(seen.length).toBe(before);
+  });
+
+  it("leaves an upstream's time to the call's signal: undici's own head and body timeouts (300 s) are off", async () => {
+    // A reasoning model may answer after more than five minutes; ai.timeoutMs (no upper bound) decides.
+    expect(upstreamAgentOptions.headersTimeout).toBe(0);
+    expect(upstreamAgentOptions.bodyTimeout).toBe(0);
+    // And the client built from them still answers (0 is undici's "no timeout", not an invalid value).
+    const res = await upstreamFetch(`${base}/json`, { method: 'POST', body: 'timeouts' });
+    expect(await res.json()).toEqual({ echo: 'timeouts' });
   });
 
   it('an abort while the body streams fails the read with the AbortError, promptly', async () => {

@@ -49,9 +49,13 @@ function agentFor(protocol: string): Http.Agent {
 /**
  * The AI upstreams' client: undici's dispatcher API, one keep-alive pool per origin (undici's
  * `Agent`), sockets kept 10 s idle at most (less when the server's Keep-Alive header says so).
+ * undici's own head and body timeouts (300 s each by default) are off: how long an upstream may
+ * take is `ai.timeoutMs` and the stream's idle limit, through the call's signal, and a reasoning
+ * model's answer may take longer than five minutes.
  */
+export const upstreamAgentOptions = { keepAliveTimeout: 10_000, keepAliveMaxTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 } as const;
 let agent: Undici.Agent | undefined;
-const dispatcher = (): Undici.Agent => (agent ??= new (undici().Agent)({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 10_000 }));
+const dispatcher = (): Undici.Agent => (agent ??= new (undici().Agent)(upstreamAgentOptions));
 
 /** Load the client now (callers do it before starting an upstream timeout). */
 export const loadUpstreamFetch = (): Promise<void> => {
