@@ -75,8 +75,32 @@ const namedCommon = () => ({
   /** Whether callers may use their own key with this provider. Default false. */
   byok: z.boolean().default(false),
   /** Extra headers sent with every request (never shown in any answer). */
-  headers: z.record(z.string(), z.string()).optional(),
+  headers: providerHeaders().optional(),
 });
+
+/**
+ * Headers the upstream client sets itself, which decide how a request is framed and its connection
+ * kept: undici refuses a request that sets them, so in a provider's `headers` they would fail every
+ * call. Refused when the config is read instead.
+ */
+const CLIENT_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'content-length', 'expect']);
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** A provider's extra headers, each refused with its own path and reason (a record key's own error would say only "Invalid key"). */
+const providerHeaders = () =>
+  z.record(z.string(), z.string()).superRefine((headers, ctx) => {
+    for (const [name, value] of Object.entries(headers)) {
+      const problem = !HEADER_NAME.test(name)
+        ? 'must be an HTTP header name'
+        : CLIENT_HEADERS.has(name.toLowerCase())
+          ? 'is set by the HTTP client itself and cannot be configured'
+          : /[\r\n\0]/.test(value)
+            ? 'must not contain line breaks or NUL'
+            : undefined;
+      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+    }
+  });
 
 /** A named provider (`ai.providers.<id>` with a `type`): one variant per type. */
 export const namedProviderSchema = once(() => {
