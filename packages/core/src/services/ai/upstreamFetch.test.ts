@@ -134,6 +134,84 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     expect(rest).toBe('data: two\n\n');
   });
 
+  /** Reads a web stream to its end: the text, or the error the read failed with. */
+  async function readAll(body: ReadableStream<Uint8Array>): Promise<string | Error> {
+    const reader = body.getReader();
+    let text = '';
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += Buffer.from(r.value).toString();
+      return text;
+    } catch (err) {
+      return err as Error;
+    }
+  }
+
+  it('a body read as a stream that breaks off fails the stream with the socket error, not a clean end', async () => {
+    const res = await upstreamFetch(`${base}/cut`);
+    const out = await readAll(res.body!);
+    expect(out).toBeInstanceOf(Error);
+    expect(codes(out).some((c) => ['UND_ERR_SOCKET', 'ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE'].includes(c))).toBe(true);
+  });
+
+  it('an abort while the body is read as a stream fails the read with the AbortError, promptly', async () => {
+    const ac = new AbortController();
+    const res = await upstreamFetch(`${base}/slow`, { signal: ac.signal });
+    const reader = res.body!.getReader();
+    expect(Buffer.from((await reader.read()).value!).toString()).toBe('start');
+    const started = performance.now();
+    const next = reader.read().catch((e: unknown) => e);
+    ac.abort();
+    expect(((await next) as Error).name).toBe('AbortError');
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it('cancelling the stream closes the connection under it: the upstream sees its response closed', async () => {
+    let closed = false;
+    const slow = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: one\n\n');
+      res.on('close', () => (closed = true));
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    try {
+      const res = await upstreamFetch(`http://127.0.0.1:${(slow.address() as AddressInfo).port}/`);
+      const reader = res.body!.getReader();
+      await reader.read();
+      await reader.cancel();
+      await waitFor(() => closed, { what: 'the upstream saw the response closed' });
+      expect(closed).toBe(true);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    }
+  });
+
+  it('a large body read slowly as a stream arrives whole and in order (the reader sets the pace)', async () => {
+    const chunks = 200;
+    const big = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      for (let i = 0; i < chunks; i++) res.write(Buffer.alloc(16_384, i % 251));
+      res.end();
+    });
+    await new Promise<void>((r) => big.listen(0, '127.0.0.1', r));
+    try {
+      const res = await upstreamFetch(`http://127.0.0.1:${(big.address() as AddressInfo).port}/`);
+      const reader = res.body!.getReader();
+      const parts: Buffer[] = [];
+      for (let r = await reader.read(); !r.done; r = await reader.read()) {
+        parts.push(Buffer.from(r.value));
+        // A slow consumer: the stream waits for it rather than dropping or reordering chunks.
+        if (parts.length % 20 === 0) await new Promise((r2) => setImmediate(r2));
+      }
+      const all = Buffer.concat(parts);
+      expect(all.length).toBe(chunks * 16_384);
+      for (let i = 0; i < chunks; i++) expect(all[i * 16_384]).toBe(i % 251);
+    } finally {
+      big.closeAllConnections();
+      await new Promise((r) => big.close(r));
+    }
+  });
+
   it('a 204 has no body', async () => {
     const res = await upstreamFetch(`${base}/empty`);
     expect(res.status).toBe(204);
