@@ -1,6 +1,7 @@
 import { z } from '../../lib/zod.js';
 import { PARSE_ONCE } from '../parseOnce.js';
 import { once } from '../../lib/once.js';
+import { HTTP_TOKEN } from '../../lib/httpToken.js';
 
 /** The four built-in providers (the spec's provider_a..provider_d, in that order). */
 export const PROVIDER_IDS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
@@ -84,14 +85,12 @@ const namedCommon = () => ({
  * call. Refused when the config is read instead.
  */
 const CLIENT_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'content-length', 'expect']);
-/** An HTTP header name (RFC 9110 token). */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** A provider's extra headers, each refused with its own path and reason (a record key's own error would say only "Invalid key"). */
 const providerHeaders = () =>
   z.record(z.string(), z.string()).superRefine((headers, ctx) => {
     for (const [name, value] of Object.entries(headers)) {
-      const problem = !HEADER_NAME.test(name)
+      const problem = !HTTP_TOKEN.test(name)
         ? 'must be an HTTP header name'
         : CLIENT_HEADERS.has(name.toLowerCase())
           ? 'is set by the HTTP client itself and cannot be configured'

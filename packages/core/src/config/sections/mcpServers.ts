@@ -1,5 +1,6 @@
 import { z } from '../../lib/zod.js';
 import { lazySection } from '../lazySection.js';
+import { HTTP_TOKEN } from '../../lib/httpToken.js';
 
 /**
  * `mcpServers`: the upstream MCP servers the gateway fronts (docs/mcp-gateway.md), in the shape
@@ -54,11 +55,7 @@ const common = {
 };
 
 /** Header names as HTTP defines them (RFC 9110 token). */
-const headerName = () =>
-  z
-    .string()
-    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name')
-    .max(200);
+const headerName = () => z.string().regex(HTTP_TOKEN, 'an HTTP header name').max(200);
 const headers = () => z.record(headerName(), z.string().max(8192)).default({});
 const url = () =>
   z

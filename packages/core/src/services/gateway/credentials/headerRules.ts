@@ -1,4 +1,5 @@
 import { CoreError } from '../../../kernel/CoreError.js';
+import { HTTP_TOKEN } from '../../../lib/httpToken.js';
 
 /** At most this many headers per user and server, each value at most this long. */
 export const MAX_HEADERS = 16;
@@ -29,7 +30,6 @@ const RESERVED = new Set([
   'mcp-protocol-version',
   'last-event-id',
 ]);
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
  * Check headers a user stores for an upstream and return them with lower-cased names. The values
@@ -42,7 +42,7 @@ export function checkUserHeaders(headers: Record<string, string>): Record<string
   const out: Record<string, string> = {};
   for (const [rawName, value] of entries) {
     const name = rawName.toLowerCase();
-    if (!TOKEN.test(name) || name.length > 128)
+    if (!HTTP_TOKEN.test(name) || name.length > 128)
       throw new CoreError('INVALID_PARAMS', `headers: "${rawName.slice(0, 128)}" is not an HTTP header name`);
     if (RESERVED.has(name)) throw new CoreError('INVALID_PARAMS', `headers: ${name} is set by the gateway itself and cannot be stored`);
     if (Object.hasOwn(out, name)) throw new CoreError('INVALID_PARAMS', `headers: ${name} is given twice`);
