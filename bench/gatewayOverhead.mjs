@@ -35,6 +35,9 @@
 //                           (order reversed every other round), each GW_SATURATED seconds: the host's speed drifts
 //                           within a run here, and a row measured alone takes the drift of its minutes. Select at
 //                           most one row per durable store: two servers would open it at once.
+//   GW_REPEAT=1             >1: the sequential part that many times, each row in a fresh process every time, the rows'
+//                           order reversed every other time; a row's figures pool the rounds of all its processes
+//                           (a process's JIT and the host's minute move one run's rows by ±0.2 ms here)
 //   BENCH_TOOLS_DIR         where Portkey and undici are installed (default: <tmp>/ai-backend-bench-tools)
 //   PGUSER / REDIS_URL-less defaults: PostgreSQL postgres@127.0.0.1:5432/test, Redis 127.0.0.1:6379
 import { execFileSync, spawn } from 'node:child_process';
@@ -55,6 +58,7 @@ const STREAM_WARMUP = Number(process.env.GW_STREAM_WARMUP ?? 100);
 const SAT_SECONDS = Number(process.env.GW_SATURATED ?? 6);
 const SAT_CONNECTIONS = 50;
 const SAT_ROUNDS = Number(process.env.GW_SATURATED_ROUNDS ?? 1);
+const REPEAT = Number(process.env.GW_REPEAT ?? 1);
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const SECRET = 'bench-gateway-overhead-jwt-secret-0123456789';
 const FLOOR_TOKEN = 'floor-token-0123456789';
@@ -118,7 +122,14 @@ async function rounds(direct, gw, pid, stream = false) {
     g.push(await burst(gw, PER_ROUND, stream));
     if (pid) cpu += (await cpuSeconds(pid)) - c0;
   }
-  return { ...verdict(d, g), cpuUs: pid ? (cpu * 1e6) / (ROUNDS * PER_ROUND) : undefined };
+  return { ...verdict(d, g), cpuUs: pid ? (cpu * 1e6) / (ROUNDS * PER_ROUND) : undefined, raw: { d, g } };
+}
+/** Several fresh processes' rounds of one row as one figure: every round of each, pooled (GW_REPEAT). */
+function pooled(runs) {
+  const d = runs.flatMap((r) => r.raw.d);
+  const g = runs.flatMap((r) => r.raw.g);
+  const cpu = runs.every((r) => r.cpuUs !== undefined) ? runs.reduce((s, r) => s + r.cpuUs, 0) / runs.length : undefined;
+  return { ...verdict(d, g), cpuUs: cpu, raw: { d, g }, perRun: runs.map((r) => r.overhead) };
 }
 
 /**
@@ -341,7 +352,7 @@ const targetOf = (row, server) => ({
   body: body(row.model, false),
   streamBody: body(row.model, true),
 });
-for (const row of selected) {
+async function measure(row) {
   const server = await row.start();
   const gw = targetOf(row, server);
   const c0 = await cpuSeconds(server.pid);
@@ -371,10 +382,29 @@ for (const row of selected) {
   }
   const saturatedRun = SAT_SECONDS > 0 && SAT_ROUNDS === 1 ? await saturate(gw, server.pid) : undefined;
   await server.stop();
-  results.push({ ...row, servedBy, firstCallsUs, cold, warm, streamed, saturated: saturatedRun });
   console.error(
     `[gatewayOverhead] ${row.id}${servedBy ? ` (${servedBy})` : ''}: cold ${cold.overhead.toFixed(3)} warm ${warm.overhead.toFixed(3)} ttfb ${streamed.failed ?? streamed.overhead.toFixed(3)} ms (load ${await loadAverage()})`,
   );
+  return { ...row, servedBy, firstCallsUs, cold, warm, streamed, saturated: saturatedRun };
+}
+const runsOf = new Map(selected.map((row) => [row.id, []]));
+for (let rep = 0; rep < REPEAT; rep++)
+  for (const row of rep % 2 ? [...selected].reverse() : selected) runsOf.get(row.id).push(await measure(row));
+for (const row of selected) {
+  const runs = runsOf.get(row.id);
+  if (runs.length === 1) {
+    results.push(runs[0]);
+    continue;
+  }
+  const failed = runs.find((r) => r.streamed.failed)?.streamed;
+  const firsts = runs.map((r) => r.firstCallsUs).sort((a, b) => a - b);
+  results.push({
+    ...runs[0],
+    firstCallsUs: firsts[firsts.length >> 1],
+    cold: pooled(runs.map((r) => r.cold)),
+    warm: pooled(runs.map((r) => r.warm)),
+    streamed: failed ?? pooled(runs.map((r) => r.streamed)),
+  });
 }
 // Saturated, interleaved (GW_SATURATED_ROUNDS > 1): every row's server up at once, each warmed with
 // 1,500 calls and 2 s at the load, then the rounds; req/s is the row's calls over its seconds, CPU
@@ -446,6 +476,25 @@ for (const r of results)
   console.log(
     `| ${r.name} | ${f(r.cold.overhead)} (${iqr(r.cold)}) | ${f(r.warm.overhead)} (${iqr(r.warm)}) | ${f(r.cold.overhead - floor.cold.overhead)} | ${f(r.warm.overhead - floor.warm.overhead)} | ${f(r.cold.overhead / floor.cold.overhead)} | ${f(r.warm.overhead / floor.warm.overhead)} | ${f(r.warm.overhead / floorU.warm.overhead)} | ${f(r.cold.direct)} / ${f(r.warm.direct)} |`,
   );
+if (REPEAT > 1) {
+  // Each process's own warm figure, and ours against our BYOK row of the same pass (the rows nearest in time).
+  const byok = [...runsOf.keys()].find((id) => id.startsWith('ours-byok'));
+  console.log(
+    `\nWarm overhead per process (${REPEAT} passes, the rows' order reversed every other pass), ms; in brackets: minus our BYOK row's of the same pass.\n`,
+  );
+  console.log(`| gateway | ${Array.from({ length: REPEAT }, (_, i) => `pass ${i + 1}`).join(' | ')} |`);
+  console.log(`|---|${'---|'.repeat(REPEAT)}`);
+  for (const [id, runs] of runsOf)
+    console.log(
+      `| ${runs[0].name} | ${runs
+        .map(
+          (r, i) =>
+            f(r.warm.overhead) +
+            (byok && id.startsWith('ours-') && id !== byok ? ` (${f(r.warm.overhead - runsOf.get(byok)[i].warm.overhead)})` : ''),
+        )
+        .join(' | ')} |`,
+    );
+}
 console.log(
   "\nThe gateway process's CPU per call (all threads, /proc schedstat): the 15 warm-up calls after start, the cold rounds, the warm rounds.\n",
 );
