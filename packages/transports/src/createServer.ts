@@ -365,13 +365,16 @@ export function createServer<C extends CustomRouters = {}>(
     onServer: (s: ServerType) => void,
   ) =>
     // Loaded here, not at the top: server.fetch must work in fetch runtimes without the Node adapter.
-    import('@hono/node-server').then(
-      ({ serve }) =>
+    Promise.all([import('@hono/node-server'), import('./edge/StreamHeadResponse.js')]).then(
+      ([{ serve }, { StreamHeadResponse }]) =>
         new Promise<BoundAddress>((resolve, reject) => {
-          const server = serve({ fetch, port, hostname, serverOptions: timeoutServerOptions(limits) }, (info: AddressInfo) => {
-            const host = info.address.includes(':') ? `[${info.address}]` : info.address;
-            resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
-          });
+          const server = serve(
+            { fetch, port, hostname, serverOptions: { ...timeoutServerOptions(limits), ServerResponse: StreamHeadResponse } },
+            (info: AddressInfo) => {
+              const host = info.address.includes(':') ? `[${info.address}]` : info.address;
+              resolve({ host: info.address, port: info.port, url: `http://${host}:${info.port}` });
+            },
+          );
           server.once('error', reject);
           enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
           lingerings.set(server, lingerOnClose(server as HttpServer));
