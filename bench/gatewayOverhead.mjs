@@ -26,6 +26,7 @@
 // Environment:
 //   GW_ONLY=floor-fetch,ours-byok,…   only these rows (ids as printed); the floors always run
 //   GW_STORES=memory,sqlite,postgres,redis   stores of the metered rows
+//   GW_BYOK_STORES=sqlite,…   BYOK rows on these stores too (ids ours-byok-<store>…; the BYOK row of record is memory's)
 //   GW_PASSTHROUGH=off,on   ours with ai.passThrough off and/or on (default: both when the build
 //                           has the switch; "default" = the build's own default, no key set)
 //   GW_NO_PORTKEY=1         skip Portkey (it is installed with npm on first use)
@@ -319,6 +320,7 @@ if (!process.env.GW_NO_PORTKEY)
     check: (text) => text.includes('"usage"'),
   });
 const stores = (process.env.GW_STORES ?? 'memory,sqlite,postgres,redis').split(',');
+const byokStores = (process.env.GW_BYOK_STORES ?? '').split(',').filter((s) => s && s !== 'memory');
 for (const pass of passModes) {
   const suffix = pass === 'default' ? '' : `, passThrough ${pass}`;
   const idSuffix = pass === 'default' ? '' : `-${pass}`;
@@ -331,6 +333,16 @@ for (const pass of passModes) {
     // The pass-through path answers the provider's bytes and says what it charged in headers.
     check: (text, headers) => text.includes('"usage"') && !text.includes('"token_usage"') && !headers.get('x-ai-backend-tokens-charged'),
   });
+  // BYOK on a durable store too (GW_BYOK_STORES): what metering itself adds there, beside the BYOK row above (memory).
+  for (const store of byokStores)
+    rows.push({
+      id: `ours-byok-${store}${idSuffix}`,
+      name: `ours /v1 BYOK (${store})${suffix}`,
+      start: () => startOurs(store, pass, false),
+      headers: { authorization: `Bearer ${user}`, 'x-provider-api-key': 'sk-bench-byok' },
+      model: `openai/${MODEL}`,
+      check: (text, headers) => text.includes('"usage"') && !text.includes('"token_usage"') && !headers.get('x-ai-backend-tokens-charged'),
+    });
   for (const store of stores)
     rows.push({
       id: `ours-${store}${idSuffix}`,
