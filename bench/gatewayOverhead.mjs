@@ -130,7 +130,7 @@ function pooled(runs) {
   const d = runs.flatMap((r) => r.raw.d);
   const g = runs.flatMap((r) => r.raw.g);
   const cpu = runs.every((r) => r.cpuUs !== undefined) ? runs.reduce((s, r) => s + r.cpuUs, 0) / runs.length : undefined;
-  return { ...verdict(d, g), cpuUs: cpu, raw: { d, g }, perRun: runs.map((r) => r.overhead) };
+  return { ...verdict(d, g), cpuUs: cpu, raw: { d, g } };
 }
 
 /**
@@ -324,23 +324,15 @@ const byokStores = (process.env.GW_BYOK_STORES ?? '').split(',').filter((s) => s
 for (const pass of passModes) {
   const suffix = pass === 'default' ? '' : `, passThrough ${pass}`;
   const idSuffix = pass === 'default' ? '' : `-${pass}`;
-  rows.push({
-    id: `ours-byok${idSuffix}`,
-    name: `ours /v1 BYOK (memory)${suffix}`,
-    start: () => startOurs('memory', pass, false),
-    headers: { authorization: `Bearer ${user}`, 'x-provider-api-key': 'sk-bench-byok' },
-    model: `openai/${MODEL}`,
-    // The pass-through path answers the provider's bytes and says what it charged in headers.
-    check: (text, headers) => text.includes('"usage"') && !text.includes('"token_usage"') && !headers.get('x-ai-backend-tokens-charged'),
-  });
-  // BYOK on a durable store too (GW_BYOK_STORES): what metering itself adds there, beside the BYOK row above (memory).
-  for (const store of byokStores)
+  // BYOK on memory, the row of record, and on the stores GW_BYOK_STORES names: what metering itself adds there.
+  for (const store of ['memory', ...byokStores])
     rows.push({
-      id: `ours-byok-${store}${idSuffix}`,
+      id: `ours-byok${store === 'memory' ? '' : `-${store}`}${idSuffix}`,
       name: `ours /v1 BYOK (${store})${suffix}`,
       start: () => startOurs(store, pass, false),
       headers: { authorization: `Bearer ${user}`, 'x-provider-api-key': 'sk-bench-byok' },
       model: `openai/${MODEL}`,
+      // The pass-through path answers the provider's bytes and says what it charged in headers.
       check: (text, headers) => text.includes('"usage"') && !text.includes('"token_usage"') && !headers.get('x-ai-backend-tokens-charged'),
     });
   for (const store of stores)
