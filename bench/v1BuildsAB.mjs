@@ -5,7 +5,12 @@
 // memory store, JWT auth. Cases: POST /v1/chat/completions BYOK and metered (memory), plain and `stream: true`. Both
 // servers are loaded in turn A B / B A within each round, so both see the same machine; the figure is the server's own
 // CPU per call (user + system, /proc/<pid>/stat), robust to the neighbours' load, where req/s is not.
+// AB_STORE=sqlite: each server on a SQLite file of its own instead of the memory store (the metered cases then
+// show what that store adds); AB_CASES=BYOK,metered picks cases by name prefix. With connections=1 the calls
+// are sequential, so the figures also show what one call's latency pays for.
+import { mkdtemp } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { cpuSeconds, creditTokens, startServer, v1ServerConfig } from './lib.mjs';
 
@@ -21,14 +26,20 @@ const children = [upstream.child];
 process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
 const user = await mintDevToken({ secret: SECRET, sub: 'bench-user', expiresIn: '2h' });
 const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' });
-const config = JSON.stringify(v1ServerConfig(upstream.url, SECRET));
+const store = process.env.AB_STORE ?? 'memory';
+const configFor = async () => {
+  const c = v1ServerConfig(upstream.url, SECRET);
+  if (store === 'sqlite') c.storage = { type: 'sqlite', dir: await mkdtemp(path.join(tmpdir(), 'aib-v1-ab-')) };
+  else if (store !== 'memory') throw new Error(`AB_STORE=${store}: memory or sqlite`);
+  return JSON.stringify(c);
+};
 
 const servers = {};
 for (const [name, dir] of [
   ['A', dirA],
   ['B', dirB],
 ]) {
-  const s = await startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), [config]);
+  const s = await startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), [await configFor()]);
   children.push(s.child);
   await creditTokens(s.url, admin);
   servers[name] = s;
@@ -36,12 +47,14 @@ for (const [name, dir] of [
 
 const body = (stream) =>
   JSON.stringify({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'Say ok.' }], ...(stream ? { stream } : {}) });
-const cases = [
+const allCases = [
   { name: 'BYOK', headers: { 'x-provider-api-key': 'sk-bench-byok' }, stream: false },
   { name: 'BYOK stream', headers: { 'x-provider-api-key': 'sk-bench-byok' }, stream: true },
-  { name: 'metered (memory)', headers: {}, stream: false },
-  { name: 'metered (memory) stream', headers: {}, stream: true },
+  { name: `metered (${store})`, headers: {}, stream: false },
+  { name: `metered (${store}) stream`, headers: {}, stream: true },
 ];
+const picked = process.env.AB_CASES?.split(',');
+const cases = picked ? allCases.filter((c) => picked.some((p) => c.name.startsWith(p))) : allCases;
 const opts = (s, c, amount) => ({
   url: s.url + '/v1/chat/completions',
   method: 'POST',

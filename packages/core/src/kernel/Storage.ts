@@ -93,8 +93,9 @@ export interface TransactOptions {
    * never in part). Only for writes whose loss the caller makes good itself or that move no money:
    * a call's hold, whose settle charges the whole call when it finds no hold
    * (services/billing/Reservations.ts), and a BYOK call's usage record (recordByokUsage.ts).
-   * PostgreSQL commits such a transaction with `synchronous_commit = off`; a store that cannot
-   * weaken one transaction's durability ignores it (it says why in its `transact`).
+   * PostgreSQL commits such a transaction with `synchronous_commit = off`, SQLite with the next
+   * durable write (sql/SqliteWrites.ts); a store that cannot weaken one transaction's durability
+   * ignores it (it says why in its `transact`).
    */
   durable?: boolean;
 }

@@ -12,8 +12,8 @@ import { SQLITE_DRIVERS } from './__tests__/sqliteDrivers.js';
  * `storage.sqlite.synchronous` reaches SQLite on each driver that loads on this Node (node:sqlite
  * on 22.13+, better-sqlite3 where its binary loads; CI runs this on 20, 22, 24 and 26): the pragma
  * is read back from the store's own connection, through the config as a user writes it. And a
- * non-durable transaction (`durable: false`, TransactOptions) does not weaken it: SQLite ignores
- * the option (docs/storage.md, "Non-durable transactions"), so on `'full'` such a commit is fsynced too.
+ * non-durable transaction (`durable: false`, TransactOptions) does not weaken it: it waits for the
+ * next commit (docs/storage.md, "Non-durable transactions"), which on `'full'` is fsynced too.
  */
 const dir = await mkdtemp(join(tmpdir(), 'ai-backend-sqlite-sync-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));

@@ -12,6 +12,7 @@ import type {
   ReadLogOptions,
   SetOptions,
   Storage,
+  TransactOptions,
   TxPlan,
   TxRead,
   TxWrite,
@@ -19,6 +20,7 @@ import type {
 import { MIGRATIONS, MIGRATIONS_TABLE, PURGE_BATCH, prefixEnd, refuseNewerSchema } from './migrations.js';
 import { loadSqliteDriver } from './loadSqliteDriver.js';
 import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName, SqliteStatement } from './SqliteDriver.js';
+import { SqliteWrites } from './SqliteWrites.js';
 
 /** Options of the embedded SQLite store (the `storage.sqlite` config section). */
 export interface SqliteStorageOptions {
@@ -48,20 +50,23 @@ type Row = { key: string; value: string; expires_at: number | null; due_at: numb
  * The embedded store: one SQLite database file in WAL mode, opened by one server at a time
  * (exclusive locking: a second process gets a clear error instead of two servers sharing the
  * file). Both drivers are synchronous, so a transaction is one uninterrupted call: nothing can
- * interleave with it, in this process or another.
+ * interleave with it, in this process or another. Non-durable transactions wait for the next
+ * commit (SqliteWrites).
  */
 export class SqliteStorage implements Storage {
   readonly kind = 'sqlite' as const;
   private closed = false;
   /**
-   * What the last failed statement said (a full disk, an I/O error), until a write succeeds
-   * again: `SELECT 1` still answers on a full disk, so health alone would say ok while every
-   * billing write fails.
+   * What the last failed statement said (a full disk, an I/O error), until a durable transaction
+   * or the health check's write succeeds with room on the disk again: `SELECT 1` still answers on
+   * a full disk, so health alone would say ok while every billing write fails.
    */
   private failure: string | undefined;
   /** Deletes rows past their expiry every few minutes (reads already skip them). */
   private readonly purger = setInterval(() => void this.purgeExpired().catch(() => undefined), 5 * 60_000).unref();
   private readonly st: ReturnType<typeof prepare>;
+  /** Every write goes through it: non-durable transactions wait there for the next commit. */
+  private readonly writes: SqliteWrites;
   /** Multi-key reads by key count (readIn). */
   private readonly readsIn: Array<SqliteStatement | undefined> = [];
 
@@ -71,6 +76,9 @@ export class SqliteStorage implements Storage {
     readonly file: string,
   ) {
     this.st = prepare(db);
+    this.writes = new SqliteWrites(db, (err) => {
+      if (this.sqlite.isSqliteError(err)) this.failure = (err as Error).message;
+    });
   }
 
   /** The binding this store runs on. */
@@ -202,13 +210,13 @@ export class SqliteStorage implements Storage {
 
   async set<T>(key: string, value: T, opts?: SetOptions): Promise<void> {
     const json = jsonText(value);
-    this.run(() => this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null));
+    this.run(() => this.writes.statement(() => this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null)));
   }
 
   async delete(key: string): Promise<boolean> {
     return this.run(() => {
       const existed = this.row(key) !== undefined;
-      this.st.del.run(key);
+      this.writes.statement(() => this.st.del.run(key));
       return existed;
     });
   }
@@ -222,7 +230,7 @@ export class SqliteStorage implements Storage {
     const json = jsonText(value);
     const exp = expected === undefined ? undefined : canonicalJson(expected);
     return this.run(() =>
-      this.db.immediate(() => {
+      this.writes.durable(() => {
         const current = this.row(key)?.value;
         if (current !== exp && (current === undefined || exp === undefined || canonicalJson(JSON.parse(current)) !== exp)) return false;
         this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null);
@@ -233,7 +241,7 @@ export class SqliteStorage implements Storage {
 
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
     return this.run(() =>
-      this.db.immediate(() => {
+      this.writes.durable(() => {
         const row = this.row(key);
         const current = row ? Number(JSON.parse(row.value)) || 0 : 0;
         const next = current + delta;
@@ -264,7 +272,7 @@ export class SqliteStorage implements Storage {
 
   async append<T>(log: string, record: T): Promise<number> {
     const json = jsonText(record);
-    return this.run(() => this.db.immediate(() => this.push(log, json)));
+    return this.run(() => this.writes.durable(() => this.push(log, json)));
   }
 
   /**
@@ -296,7 +304,7 @@ export class SqliteStorage implements Storage {
 
   async trimLog(log: string, throughSeq: number): Promise<number> {
     return this.run(() =>
-      this.db.immediate(() => {
+      this.writes.durable(() => {
         // The head keeps the numbers going when every record is dropped (appends go on from it).
         this.st.raiseHead.run(log, log);
         return Number(this.st.trimLog.run(log, throughSeq).changes);
@@ -314,25 +322,35 @@ export class SqliteStorage implements Storage {
   }
 
   /**
-   * `durable: false` (TransactOptions) is ignored: in WAL mode with the default `synchronous:
-   * 'normal'` no commit waits for an fsync anyway (each survives a crash of the process, the last
-   * ones may be lost on power failure), so there is nothing to save on one transaction.
+   * `durable: false` (TransactOptions): applied at once, committed by the next durable write or
+   * within DEFERRED_COMMIT_MS (SqliteWrites): a metered call's hold is committed with its settle.
+   * A crash of the process loses what waits, whole.
    */
-  async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
-    return this.run(() =>
-      this.db.immediate(() => {
-        const now = Date.now();
-        const rows = this.rows(keys, now);
-        const read: TxRead = <T>(key: string) => {
-          if (!rows.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
-          const row = rows.get(key);
-          return row === undefined ? undefined : (JSON.parse(row.value) as T);
-        };
-        const { writes, result } = plan(read);
+  async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>, opts?: TransactOptions): Promise<R> {
+    return this.run(() => {
+      // Read and plan before the write transaction (SqliteWrites: only a write may throw inside
+      // it). One synchronous call with one connection: nothing can write in between.
+      const now = Date.now();
+      const rows = this.rows(keys, now);
+      const read: TxRead = <T>(key: string) => {
+        if (!rows.has(key)) throw new Error(`transaction read of undeclared key ${key}`);
+        const row = rows.get(key);
+        return row === undefined ? undefined : (JSON.parse(row.value) as T);
+      };
+      const { writes, result } = plan(read);
+      const apply = (): R => {
         for (const w of writes) this.apply(w, now, rows);
         return result;
-      }),
-    );
+      };
+      // While writes fail (a full disk), nothing is acknowledged that the next commit may not keep:
+      // a hold then fails at once, as the call's start should, instead of being lost at its settle.
+      if (opts?.durable === false && this.failure === undefined) return this.writes.deferred(apply);
+      const committed = this.writes.durable(apply);
+      // A durable write worked: the failure is over once the filesystem has room again (a small
+      // write can fit in the slack of the WAL file's last block while a larger one does not).
+      if (this.failure !== undefined && this.freeBytes() >= MIN_FREE_BYTES) this.failure = undefined;
+      return committed;
+    });
   }
 
   /**
@@ -366,7 +384,7 @@ export class SqliteStorage implements Storage {
   async purgeExpired(now = Date.now()): Promise<number> {
     let deleted = 0;
     for (;;) {
-      const batch = this.run(() => Number(this.st.purge.run(now, PURGE_BATCH, now).changes));
+      const batch = this.run(() => this.writes.statement(() => Number(this.st.purge.run(now, PURGE_BATCH, now).changes)));
       deleted += batch;
       if (batch < PURGE_BATCH) return deleted;
       await new Promise((resolve) => setImmediate(resolve));
@@ -381,9 +399,9 @@ export class SqliteStorage implements Storage {
         // After a failure, writes work again once the filesystem has room (a one-page write can
         // still fit in the slack of the WAL file's last block while a billing transaction does
         // not) and a real write commits.
-        const { bavail, bsize } = statfsSync(dirname(this.file));
-        if (bavail * bsize < MIN_FREE_BYTES) return { ok: false, detail: `${this.failure} (${bavail * bsize} bytes free)` };
-        this.db.immediate(() => this.st.touch.run());
+        const free = this.freeBytes();
+        if (free < MIN_FREE_BYTES) return { ok: false, detail: `${this.failure} (${free} bytes free)` };
+        this.writes.durable(() => this.st.touch.run());
         this.failure = undefined;
       }
       return { ok: true };
@@ -392,11 +410,26 @@ export class SqliteStorage implements Storage {
     }
   }
 
+  /** Free bytes of the filesystem the database file is on (0 when it cannot be read). */
+  private freeBytes(): number {
+    try {
+      const { bavail, bsize } = statfsSync(dirname(this.file));
+      return bavail * bsize;
+    } catch {
+      return 0;
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.purger);
-    this.db.close();
+    try {
+      // What waits for a commit is written before the file closes (a stop is not a crash).
+      this.writes.flush();
+    } finally {
+      this.db.close();
+    }
   }
 }
 
