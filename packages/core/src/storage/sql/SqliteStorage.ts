@@ -427,6 +427,9 @@ export class SqliteStorage implements Storage {
     try {
       // What waits for a commit is written before the file closes (a stop is not a crash).
       this.writes.flush();
+    } catch {
+      // The file refused the commit (a full disk): what waited was non-durable, and is lost as a
+      // crash would lose it. A stop goes on; the failure was the store's, not the caller's.
     } finally {
       this.db.close();
     }
