@@ -37,16 +37,11 @@ export class SqliteWrites {
     };
   }
 
-  /** True while non-durable writes wait for a commit. */
-  get waiting(): boolean {
-    return this.timer !== undefined;
-  }
-
   /**
    * A durable write transaction: committed, with whatever waited, before it returns. Inside an
    * open transaction a throw rolls back everything in it, what waited included (savepoints would
    * copy every page they touch to a sub-journal first: more than the commit they save). So
-   * callers read and decide before they write, and only a write (SQLite's own error) throws here.
+   * callers plan before they write: only SQLite itself (a failed write, a corrupt row) throws here.
    */
   durable<T>(fn: () => T): T {
     if (this.timer === undefined) return this.db.immediate(fn);
