@@ -1,8 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 
 /** Start a server script in its own process; resolves with its URL and pid once it prints it. */
@@ -60,13 +62,15 @@ export function table(rows, baseline) {
 }
 
 /**
- * Our server for /v1 calls on the pass-through fast path (bench/v1Instructions.mjs, v1BuildsAB.mjs):
- * memory store, JWT auth with `secret`, the built-in `openai` provider (Chat Completions) at
- * `upstreamUrl`, paid for by the server, so calls are BYOK or metered as the caller asks.
+ * Our server for /v1 calls on the pass-through fast path (bench/v1Instructions.mjs, v1BuildsAB.mjs,
+ * v1StoreTimeAB.mjs): `store` 'memory' (default) or 'sqlite' (a new file of its own in a temporary
+ * folder, so two servers never share one), JWT auth with `secret`, the built-in `openai` provider
+ * (Chat Completions) at `upstreamUrl`, paid for by the server, so calls are BYOK or metered as the caller asks.
  */
-export function v1ServerConfig(upstreamUrl, secret) {
+export function v1ServerConfig(upstreamUrl, secret, store = 'memory') {
+  if (store !== 'memory' && store !== 'sqlite') throw new Error(`store ${store}: memory or sqlite`);
   return {
-    storage: { type: 'memory' },
+    storage: store === 'sqlite' ? { type: 'sqlite', dir: mkdtempSync(join(tmpdir(), 'aib-v1-')) } : { type: 'memory' },
     // One load generator is one address and one identity: the streams' per-client caps would refuse it.
     limits: { maxSseStreamsPerClient: 1000, maxSseStreamsPerIdentity: 1000 },
     mcp: { auth: { authType: 'jwt' } },

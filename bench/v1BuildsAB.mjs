@@ -8,9 +8,7 @@
 // AB_STORE=sqlite: each server on a SQLite file of its own instead of the memory store (the metered cases then
 // show what that store adds); AB_CASES=BYOK,metered picks cases by name prefix. With connections=1 the calls
 // are sequential, so the figures also show what one call's latency pays for.
-import { mkdtemp } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { cpuSeconds, creditTokens, startServer, v1ServerConfig } from './lib.mjs';
 
@@ -27,19 +25,15 @@ process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('
 const user = await mintDevToken({ secret: SECRET, sub: 'bench-user', expiresIn: '2h' });
 const admin = await mintDevToken({ secret: SECRET, sub: 'bench-admin', scopes: ['mcp:admin'], expiresIn: '2h' });
 const store = process.env.AB_STORE ?? 'memory';
-const configFor = async () => {
-  const c = v1ServerConfig(upstream.url, SECRET);
-  if (store === 'sqlite') c.storage = { type: 'sqlite', dir: await mkdtemp(path.join(tmpdir(), 'aib-v1-ab-')) };
-  else if (store !== 'memory') throw new Error(`AB_STORE=${store}: memory or sqlite`);
-  return JSON.stringify(c);
-};
 
 const servers = {};
 for (const [name, dir] of [
   ['A', dirA],
   ['B', dirB],
 ]) {
-  const s = await startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), [await configFor()]);
+  const s = await startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), [
+    JSON.stringify(v1ServerConfig(upstream.url, SECRET, store)),
+  ]);
   children.push(s.child);
   await creditTokens(s.url, admin);
   servers[name] = s;

@@ -9,9 +9,7 @@
 //
 //   node bench/v1StoreTimeAB.mjs <dirA> <dirB> [rounds=3] [calls per block=2000]
 // Each dir is a built checkout (`git worktree add /tmp/A <commit>`, then `pnpm install` there: `prepare` builds).
-import { mkdtemp } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { creditTokens, startServer, v1ServerConfig } from './lib.mjs';
 
@@ -35,10 +33,9 @@ for (const [name, dir] of [
   ['A', dirA],
   ['B', dirB],
 ]) {
-  const c = v1ServerConfig(upstream.url, SECRET);
-  if (store === 'sqlite') c.storage = { type: 'sqlite', dir: await mkdtemp(path.join(tmpdir(), 'aib-store-time-')) };
-  else if (store !== 'memory') throw new Error(`AB_STORE=${store}: sqlite or memory`);
-  const s = await startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), [JSON.stringify(c)]);
+  const s = await startServer(path.resolve(dir, 'bench/servers/ai-backend.mjs'), [
+    JSON.stringify(v1ServerConfig(upstream.url, SECRET, store)),
+  ]);
   children.push(s.child);
   await creditTokens(s.url, admin);
   servers[name] = { ...s, pool: new undici.Pool(s.url, { connections: 1 }) };
