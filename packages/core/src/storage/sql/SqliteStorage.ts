@@ -76,9 +76,7 @@ export class SqliteStorage implements Storage {
     readonly file: string,
   ) {
     this.st = prepare(db);
-    this.writes = new SqliteWrites(db, (err) => {
-      if (this.sqlite.isSqliteError(err)) this.failure = (err as Error).message;
-    });
+    this.writes = new SqliteWrites(db, (err) => void this.recordFailure(err));
   }
 
   /** The binding this store runs on. */
@@ -149,10 +147,16 @@ export class SqliteStorage implements Storage {
     try {
       return fn();
     } catch (err) {
-      if (err instanceof CoreError || !this.sqlite.isSqliteError(err)) throw err;
-      if (!this.sqlite.isBusy(err)) this.failure = (err as Error).message;
+      if (err instanceof CoreError || !this.recordFailure(err)) throw err;
       throw new CoreError('UNAVAILABLE', `storage unavailable: ${(err as Error).message}`, { cause: err });
     }
+  }
+
+  /** True for an error of SQLite's own; one that is not a lock held elsewhere is kept as `failure`. */
+  private recordFailure(err: unknown): boolean {
+    if (!this.sqlite.isSqliteError(err)) return false;
+    if (!this.sqlite.isBusy(err)) this.failure = (err as Error).message;
+    return true;
   }
 
   private row(key: string, now = Date.now()): Row | undefined {
