@@ -20,7 +20,7 @@ import type {
 import { MIGRATIONS, MIGRATIONS_TABLE, PURGE_BATCH, prefixEnd, refuseNewerSchema } from './migrations.js';
 import { loadSqliteDriver } from './loadSqliteDriver.js';
 import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName, SqliteStatement } from './SqliteDriver.js';
-import { SqliteWrites } from './SqliteWrites.js';
+import { type PendingRow, SqliteWrites } from './SqliteWrites.js';
 
 /** Options of the embedded SQLite store (the `storage.sqlite` config section). */
 export interface SqliteStorageOptions {
@@ -76,7 +76,11 @@ export class SqliteStorage implements Storage {
     readonly file: string,
   ) {
     this.st = prepare(db);
-    this.writes = new SqliteWrites(db, (err) => void this.recordFailure(err));
+    this.writes = new SqliteWrites(
+      db,
+      (err) => void this.recordFailure(err),
+      (key, row) => void (row === null ? this.st.del.run(key) : this.st.put.run(key, row.value, row.expires_at, row.due_at)),
+    );
   }
 
   /** The binding this store runs on. */
@@ -159,8 +163,10 @@ export class SqliteStorage implements Storage {
     return true;
   }
 
+  /** The live row of `key`: what a non-durable transaction left it (SqliteWrites.pending), else SQLite's. */
   private row(key: string, now = Date.now()): Row | undefined {
-    const row = this.st.get.get(key) as Row | undefined;
+    const waiting = this.writes.pending.get(key);
+    const row = waiting === undefined ? (this.st.get.get(key) as Row | undefined) : waiting === null ? undefined : { key, ...waiting };
     return row && (row.expires_at === null || row.expires_at > now) ? row : undefined;
   }
 
@@ -171,13 +177,19 @@ export class SqliteStorage implements Storage {
    */
   private rows(keys: readonly string[], now: number): Map<string, Row | undefined> {
     const rows = new Map<string, Row | undefined>();
-    for (const key of keys) rows.set(key, undefined);
     if (keys.length === 1) {
       rows.set(keys[0]!, this.row(keys[0]!, now));
       return rows;
     }
-    for (let i = 0; i < keys.length; i += MAX_IN) {
-      const chunk = keys.length <= MAX_IN ? keys : keys.slice(i, i + MAX_IN);
+    const pending = this.writes.pending;
+    const stored: string[] = [];
+    for (const key of keys) {
+      const waiting = pending.get(key);
+      if (waiting === undefined) stored.push(key);
+      rows.set(key, waiting ? this.row(key, now) : undefined);
+    }
+    for (let i = 0; i < stored.length; i += MAX_IN) {
+      const chunk = stored.length <= MAX_IN ? stored : stored.slice(i, i + MAX_IN);
       for (const row of this.readIn(chunk.length).all(...chunk) as Row[]) {
         if (row.expires_at === null || row.expires_at > now) rows.set(row.key, row);
       }
@@ -234,7 +246,7 @@ export class SqliteStorage implements Storage {
     const json = jsonText(value);
     const exp = expected === undefined ? undefined : canonicalJson(expected);
     return this.run(() =>
-      this.writes.durable(() => {
+      this.writes.operation(() => {
         const current = this.row(key)?.value;
         if (current !== exp && (current === undefined || exp === undefined || canonicalJson(JSON.parse(current)) !== exp)) return false;
         this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null);
@@ -245,7 +257,7 @@ export class SqliteStorage implements Storage {
 
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
     return this.run(() =>
-      this.writes.durable(() => {
+      this.writes.operation(() => {
         const row = this.row(key);
         const current = row ? Number(JSON.parse(row.value)) || 0 : 0;
         const next = current + delta;
@@ -259,7 +271,7 @@ export class SqliteStorage implements Storage {
 
   async keys(prefix: string): Promise<string[]> {
     return this.run(() =>
-      (this.st.keys.all(prefix, prefixEnd(prefix), Date.now()) as Array<{ key: string }>)
+      (this.spilled().st.keys.all(prefix, prefixEnd(prefix), Date.now()) as Array<{ key: string }>)
         .map((r) => r.key)
         .filter((k) => k.startsWith(prefix)),
     );
@@ -268,7 +280,7 @@ export class SqliteStorage implements Storage {
   async listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage> {
     return this.run(() => {
       const keys = (
-        this.st.listKeys.all(prefix, prefixEnd(prefix), opts.cursor ?? '', Date.now(), opts.limit) as Array<{ key: string }>
+        this.spilled().st.listKeys.all(prefix, prefixEnd(prefix), opts.cursor ?? '', Date.now(), opts.limit) as Array<{ key: string }>
       ).map((r) => r.key);
       return { keys: keys.filter((k) => k.startsWith(prefix)), ...(keys.length === opts.limit ? { cursor: keys.at(-1)! } : {}) };
     });
@@ -276,7 +288,7 @@ export class SqliteStorage implements Storage {
 
   async append<T>(log: string, record: T): Promise<number> {
     const json = jsonText(record);
-    return this.run(() => this.writes.durable(() => this.push(log, json)));
+    return this.run(() => this.writes.operation(() => this.push(log, json)));
   }
 
   /**
@@ -308,7 +320,7 @@ export class SqliteStorage implements Storage {
 
   async trimLog(log: string, throughSeq: number): Promise<number> {
     return this.run(() =>
-      this.writes.durable(() => {
+      this.writes.operation(() => {
         // The head keeps the numbers going when every record is dropped (appends go on from it).
         this.st.raiseHead.run(log, log);
         return Number(this.st.trimLog.run(log, throughSeq).changes);
@@ -342,14 +354,17 @@ export class SqliteStorage implements Storage {
         return row === undefined ? undefined : (JSON.parse(row.value) as T);
       };
       const { writes, result } = plan(read);
-      const apply = (): R => {
-        for (const w of writes) this.apply(w, now, rows);
-        return result;
-      };
       // While writes fail (a full disk), nothing is acknowledged that the next commit may not keep:
       // a hold then fails at once, as the call's start should, instead of being lost at its settle.
-      if (opts?.durable === false && this.failure === undefined) return this.writes.deferred(apply);
-      const committed = this.writes.durable(apply);
+      if (opts?.durable === false && this.failure === undefined)
+        return this.writes.deferred(() => {
+          for (const w of writes) this.defer(w, now, rows);
+          return result;
+        });
+      const committed = this.writes.durable(() => {
+        for (const w of writes) this.apply(w, now, rows);
+        return result;
+      });
       // A durable write worked: the failure is over once the filesystem has room again (a small
       // write can fit in the slack of the WAL file's last block while a larger one does not).
       if (this.failure !== undefined && this.freeBytes() >= MIN_FREE_BYTES) this.failure = undefined;
@@ -358,26 +373,38 @@ export class SqliteStorage implements Storage {
   }
 
   /**
-   * One write of a transaction. A set of a row the transaction read keeps the row's expiry when it
-   * would move by less than keepsExpiry allows (as PostgreSQL's aib_tx, migration 5); with its due
-   * time unchanged too, it rewrites the value alone, so the expiry index is not touched (a day row
-   * rewritten by every call otherwise moves its index entry each time, a page of the WAL).
+   * One write of a durable transaction. A set that leaves the stored row's expiry and due time as
+   * they were (rowAfter) rewrites the value alone, so neither index is touched.
    */
   private apply(w: TxWrite, now: number, read: Map<string, Row | undefined>): void {
     if (w.op === 'append') return void this.push(w.log, jsonText(w.record));
+    // A row written here supersedes what waited for it, and SQLite's copy (if any) is older than it.
+    const waited = this.writes.pending.delete(w.key);
+    if (w.op === 'delete') {
+      read.delete(w.key);
+      return void this.st.del.run(w.key);
+    }
     const was = read.get(w.key);
-    // A key written once in the transaction no longer has the row read: a later write upserts.
-    read.delete(w.key);
-    if (w.op === 'delete') return void this.st.del.run(w.key);
-    const expiresAt = expiresAtFor(w.ttlMs, now) ?? null;
-    const dueAt = w.dueAt ?? null;
-    const keep = was !== undefined && keepsExpiry(was.expires_at, expiresAt, w.ttlMs);
-    if (keep && was.due_at === dueAt) this.st.setValue.run(jsonText(w.value), w.key);
-    else this.st.put.run(w.key, jsonText(w.value), keep ? was!.expires_at : expiresAt, dueAt);
+    const row = rowAfter(w, now, read);
+    if (!waited && was !== undefined && was.expires_at === row.expires_at && was.due_at === row.due_at)
+      this.st.setValue.run(row.value, w.key);
+    else this.st.put.run(w.key, row.value, row.expires_at, row.due_at);
+  }
+
+  /** One write of a non-durable transaction: its rows wait in `pending`, its log lines go in now (they need their numbers). */
+  private defer(w: TxWrite, now: number, read: Map<string, Row | undefined>): void {
+    if (w.op === 'append') return void this.push(w.log, jsonText(w.record));
+    this.writes.pending.set(w.key, w.op === 'delete' ? (read.delete(w.key), null) : rowAfter(w, now, read));
+  }
+
+  /** The store after what waits is written into the open transaction: for a statement over a range of keys. */
+  private spilled(): this {
+    this.writes.spill();
+    return this;
   }
 
   async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
-    return this.run(() => (this.st.due.all(now, prefix, prefixEnd(prefix), limit) as Array<{ key: string }>).map((r) => r.key));
+    return this.run(() => (this.spilled().st.due.all(now, prefix, prefixEnd(prefix), limit) as Array<{ key: string }>).map((r) => r.key));
   }
 
   /**
@@ -438,6 +465,20 @@ export class SqliteStorage implements Storage {
       this.db.close();
     }
   }
+}
+
+/**
+ * The row a set leaves (TxWrite 'set'). It keeps the row's expiry when it would move by less than
+ * keepsExpiry allows (as PostgreSQL's aib_tx, migration 5), so a day row rewritten by every call
+ * does not move its expiry index entry each time (a page of the WAL). A key written once in the
+ * transaction no longer has the row read: a later write of it takes its own expiry.
+ */
+function rowAfter(w: Extract<TxWrite, { op: 'set' }>, now: number, read: Map<string, Row | undefined>): PendingRow {
+  const was = read.get(w.key);
+  read.delete(w.key);
+  const expiresAt = expiresAtFor(w.ttlMs, now) ?? null;
+  const keep = was !== undefined && keepsExpiry(was.expires_at, expiresAt, w.ttlMs);
+  return { value: jsonText(w.value), expires_at: keep ? was.expires_at : expiresAt, due_at: w.dueAt ?? null };
 }
 
 function prepare(db: SqliteDatabase) {

@@ -1,9 +1,9 @@
-import { copyFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import type { TxPlan } from '../../kernel/Storage.js';
+import type { TxPlan, TxWrite } from '../../kernel/Storage.js';
 import { SqliteStorage } from './SqliteStorage.js';
 import { DEFERRED_COMMIT_MS } from './SqliteWrites.js';
 import { SQLITE_DRIVERS } from './__tests__/sqliteDrivers.js';
@@ -19,6 +19,9 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 afterEach(() => void vi.useRealTimers());
 
 const put = (key: string, value: unknown) => (): TxPlan<null> => ({ writes: [{ op: 'set', key, value }], result: null });
+const writeAll =
+  (...writes: TxWrite[]) =>
+  (): TxPlan<null> => ({ writes, result: null });
 
 describe.each(SQLITE_DRIVERS)('SQLite on %s', (driver) => {
   let n = 0;
@@ -147,6 +150,103 @@ describe.each(SQLITE_DRIVERS)('SQLite on %s', (driver) => {
       expect(await afterCrash(store, ['a', 'b'])).toEqual([]);
       await store.set('c', 3);
       expect(await afterCrash(store, ['a', 'b', 'c'])).toEqual(['a', 'b', 'c']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('what waits is what every operation reads: gets, ranges, the due list, transactions, counters', async () => {
+    const store = await open();
+    try {
+      await store.set('w:gone', 'stored');
+      await store.set('w:count', 5);
+      const due = Date.now() - 1;
+      await store.transact(
+        ['w:hold', 'w:gone', 'w:count'],
+        writeAll(
+          { op: 'set', key: 'w:hold', value: { tokens: 4 }, dueAt: due },
+          { op: 'delete', key: 'w:gone' },
+          { op: 'set', key: 'w:count', value: 7 },
+          { op: 'set', key: 'w:brief', value: 1, ttlMs: 1 },
+        ),
+        { durable: false },
+      );
+      await new Promise((r) => setTimeout(r, 5));
+      expect(await store.get('w:hold')).toEqual({ tokens: 4 });
+      expect(await store.getMany(['w:gone', 'w:count', 'w:brief'])).toEqual([undefined, 7, undefined]);
+      let seen: unknown[] = [];
+      await store.transact(['w:hold', 'w:gone', 'w:count', 'w:brief'], (read) => {
+        seen = ['w:hold', 'w:gone', 'w:count', 'w:brief'].map((k) => read(k));
+        return { writes: [], result: null };
+      });
+      expect(seen).toEqual([{ tokens: 4 }, undefined, 7, undefined]);
+
+      await store.transact(['w:next'], put('w:next', 1), { durable: false });
+      expect(await store.keys('w:')).toEqual(['w:count', 'w:hold', 'w:next']);
+      await store.transact(['w:next2'], put('w:next2', 1), { durable: false });
+      expect((await store.listKeys('w:', { limit: 10 })).keys).toEqual(['w:count', 'w:hold', 'w:next', 'w:next2']);
+      await store.transact(['w:hold2'], writeAll({ op: 'set', key: 'w:hold2', value: 0, dueAt: due }), { durable: false });
+      expect(await store.dueKeys('w:', Date.now(), 10)).toEqual(['w:hold', 'w:hold2']);
+
+      await store.transact(['w:count'], put('w:count', 10), { durable: false });
+      expect(await store.increment('w:count', 1)).toBe(11);
+      await store.transact(['w:cas'], put('w:cas', { v: 1 }), { durable: false });
+      expect(await store.compareAndSet('w:cas', { v: 1 }, { v: 2 })).toBe(true);
+      expect(await store.get('w:cas')).toEqual({ v: 2 });
+      await store.transact(['w:del'], put('w:del', 1), { durable: false });
+      expect(await store.delete('w:del')).toBe(true);
+      expect(await store.get('w:del')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a write after what waited for the same key wins, in SQLite too', async () => {
+    const store = await open();
+    try {
+      // A plain set, a durable transaction's set and its delete, each over a row that waits.
+      await store.transact(['k1'], put('k1', 'waited'), { durable: false });
+      await store.set('k1', 'set after');
+      await store.transact(['k2'], put('k2', 'waited'), { durable: false });
+      await store.transact(['k2'], put('k2', 'settled'));
+      await store.set('k3', 'stored');
+      await store.transact(['k3'], put('k3', 'waited'), { durable: false });
+      await store.transact(['k3'], writeAll({ op: 'delete', key: 'k3' }));
+      await store.transact(['k4'], writeAll({ op: 'delete', key: 'k4' }), { durable: false });
+      await store.transact(['k4'], put('k4', 'set after a waiting delete'));
+      expect(await store.getMany(['k1', 'k2', 'k3', 'k4'])).toEqual(['set after', 'settled', undefined, 'set after a waiting delete']);
+      const copy = `${store.file}.image`;
+      copyFileSync(store.file, copy);
+      copyFileSync(`${store.file}-wal`, `${copy}-wal`);
+      const image = await SqliteStorage.open({ file: copy, driver });
+      try {
+        expect(await image.getMany(['k1', 'k2', 'k3', 'k4'])).toEqual(['set after', 'settled', undefined, 'set after a waiting delete']);
+      } finally {
+        await image.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a row that waits and is deleted by the next commit never reaches SQLite's pages (a call's hold)", async () => {
+    const store = await open();
+    try {
+      // Warm the tree so both commits below change the same pages apart from the hold.
+      for (let i = 0; i < 50; i++) await store.set(`user:${i}`, { i });
+      const walFrames = () => statSync(`${store.file}-wal`).size;
+      const settle = (n: number) => writeAll({ op: 'set', key: 'user:7', value: { n } });
+      let before = walFrames();
+      await store.transact(['user:7'], settle(1));
+      const plain = walFrames() - before;
+      before = walFrames();
+      await store.transact(['hold:7'], writeAll({ op: 'set', key: 'hold:7', value: { tokens: 9 }, dueAt: Date.now() + 60_000 }), {
+        durable: false,
+      });
+      await store.transact(['user:7', 'hold:7'], writeAll({ op: 'delete', key: 'hold:7' }, { op: 'set', key: 'user:7', value: { n: 2 } }));
+      expect(walFrames() - before).toBe(plain);
+      expect(await store.get('hold:7')).toBeUndefined();
+      expect(await store.dueKeys('hold:', Date.now() + 120_000, 10)).toEqual([]);
     } finally {
       await store.close();
     }
