@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
@@ -59,6 +60,27 @@ const keyPrefix = `e2e-ai-probe-${randomUUID()}:`;
 /** Probe requests the upstream received for `provider` (its model list or key record). */
 const probes = (provider: string) => upstream.requests.filter((q) => q.format === 'models' && q.provider === provider).length;
 const health = async (s: AiServer) => (await rpcCall(s.url, null, 'ai.getRegistryHealth')).result;
+/** Every provider's probe result as `s` reports it. */
+const probeResults = async (s: AiServer) =>
+  Object.fromEntries(Object.entries((await health(s)).providers).map(([id, p]: [string, any]) => [id, p.probe]));
+/** Rounds run so far by the two instances together. */
+const rounds = () => a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds;
+/**
+ * Resolve once every round running now on either instance has finished, its result stored or
+ * dropped: each instance has started a tick since, and a tick starts only when its last round
+ * is done. With a 200 ms interval some round is nearly always in flight; a check that must not
+ * see one that began before a change (a probe that hung until its timeout) waits for this.
+ */
+async function roundsInFlightDone(): Promise<void> {
+  const [ta, tb] = [a.runtime.ai.probe!.ticks, b.runtime.ai.probe!.ticks];
+  await waitFor(() => a.runtime.ai.probe!.ticks > ta && b.runtime.ai.probe!.ticks > tb, { what: 'the rounds in flight to finish' });
+}
+/** `provider degraded` events raised, as the prober logs each one (synchronously, on either instance). */
+const degradedEvents = (provider: string) =>
+  [...a.logs, ...b.logs].filter((l) => {
+    const line = JSON.parse(l) as { msg?: string; provider?: string };
+    return line.msg === 'ai: registry probe: provider degraded' && line.provider === provider;
+  }).length;
 
 beforeAll(async () => {
   if (!redisAt.ok) return;
@@ -98,32 +120,45 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
         { what: 'a healthy probe of every provider' },
       );
     }
-    // The same stored result, not two probes of their own.
-    expect((await health(a)).providers.openai.probe).toEqual((await health(b)).providers.openai.probe);
+    // The same stored results, not two probes of their own. A round stores new results every
+    // 200 ms, so two reads one after the other can straddle one: read a, b, then a again, until
+    // a's two reads agree (no round stored anything in between); b's read between them must
+    // then be the very same results.
+    const { before, fromB } = await waitFor(
+      async () => {
+        const before = await probeResults(a);
+        const fromB = await probeResults(b);
+        return isDeepStrictEqual(before, await probeResults(a)) && { before, fromB };
+      },
+      { what: 'two reads of a with no round stored between them' },
+    );
+    expect(fromB).toEqual(before);
   });
 
   it('one instance probes per interval: the upstream sees one probe per provider per lease slot', async () => {
-    const start = {
-      probes: probes('anthropic'),
-      rounds: a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds,
-      ticksA: a.runtime.ai.probe!.ticks,
-      ticksB: b.runtime.ai.probe!.ticks,
-      at: Date.now(),
+    // A round counts itself, then sends one probe per provider, and nothing else probes: the
+    // upstream has seen at most as many anthropic probes as there were rounds, as many once no
+    // round is between its lease and its request. Counted at such moments (not at a moment that
+    // depends on which instance's timer fires when), the count is exact.
+    const inStep = async () => {
+      const at = await waitFor(() => probes('anthropic') >= rounds() && { probes: probes('anthropic'), rounds: rounds() }, {
+        what: 'every round counted to have sent its probe',
+      });
+      return { ...at, ticksA: a.runtime.ai.probe!.ticks, ticksB: b.runtime.ai.probe!.ticks, at: Date.now() };
     };
+    const start = await inStep();
+    expect(start.probes).toBe(start.rounds);
     // Both instances keep ticking...
     await waitFor(() => a.runtime.ai.probe!.ticks >= start.ticksA + 6 && b.runtime.ai.probe!.ticks >= start.ticksB + 6, {
       what: 'six more ticks on each instance',
     });
-    const elapsed = Date.now() - start.at;
-    const rounds = a.runtime.ai.probe!.rounds + b.runtime.ai.probe!.rounds - start.rounds;
-    const seen = probes('anthropic') - start.probes;
-    // ...but only the lease holder of each slot probes: one request per round (give or take the
-    // round in flight at either end of the window), at most one round per slot.
-    expect(Math.abs(seen - rounds)).toBeLessThanOrEqual(1);
-    expect(rounds).toBeLessThanOrEqual(Math.ceil(elapsed / INTERVAL) + 1);
-    expect(rounds).toBeGreaterThanOrEqual(4);
-    const ticks = a.runtime.ai.probe!.ticks - start.ticksA + b.runtime.ai.probe!.ticks - start.ticksB;
-    expect(rounds).toBeLessThan(ticks * 0.75);
+    const end = await inStep();
+    // ...but only the lease holder of each slot probes: one request per round, at most one round per slot.
+    expect(end.probes).toBe(end.rounds);
+    const n = end.rounds - start.rounds;
+    expect(n).toBeLessThanOrEqual(Math.ceil((end.at - start.at) / INTERVAL) + 1);
+    expect(n).toBeGreaterThanOrEqual(4);
+    expect(n).toBeLessThan((end.ticksA - start.ticksA + end.ticksB - start.ticksB) * 0.75);
   });
 
   it('a provider going down: both report degraded, its breaker opens for both, one alert; recovery: both healthy', async () => {
@@ -168,6 +203,8 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     ]);
 
     upstream.failProvider('google', undefined);
+    // A failing probe sent before the recovery and answered after it must not undo it.
+    await roundsInFlightDone();
     for (const s of [a, b]) {
       await waitFor(
         async () => {
@@ -186,6 +223,7 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     expect(r.result.data.provider).toBe('google');
     expect(r.result.data.attempts).toBeUndefined();
     expect(hook.got).toHaveLength(1);
+    expect(degradedEvents('google')).toBe(1);
   });
 
   it('a probe that times out counts as a failure too', async () => {
@@ -196,6 +234,19 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     } finally {
       upstream.failProvider('anthropic', undefined);
     }
-    await waitFor(async () => (await health(a)).status === 'healthy', { what: 'healthy again' });
+    // Probes sent before the recovery hang until their timeout, after a newer round may have
+    // stored the recovery: their verdict is dropped, so once they are done both stay healthy and
+    // the transition raised one event.
+    await roundsInFlightDone();
+    for (const s of [a, b]) {
+      await waitFor(
+        async () => {
+          const h = await health(s);
+          return h.status === 'healthy' && h.providers.anthropic.probe?.ok === true && h.providers.anthropic.breaker === 'closed';
+        },
+        { what: 'healthy again' },
+      );
+    }
+    expect(degradedEvents('anthropic')).toBe(1);
   });
 });

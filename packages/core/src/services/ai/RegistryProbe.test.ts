@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestUpstream, type TestUpstream } from '@ai-backend/test-utils';
+import { createTestUpstream, waitFor, type TestUpstream } from '@ai-backend/test-utils';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { createLogger } from '../../kernel/Logger.js';
@@ -126,6 +126,29 @@ describe('RegistryProbe', () => {
     expect((await s.a.results()).google?.ok).toBe(true);
     expect(await s.breaker.state('google')).toBe('closed');
     expect(s.degraded).toEqual([]);
+  });
+
+  it('a probe that hung until its timeout while a newer round stored the recovery changes nothing', async () => {
+    const s = await setup();
+    await nextSlot(s);
+    // a's round: google hangs (until the probe's 500 ms timeout).
+    upstream!.failProvider('google', { kind: 'hang' });
+    await s.storage.delete(`aiprobe:lease:${Math.floor(Date.now() / INTERVAL)}`);
+    const rounds = { a: s.a.rounds, b: s.b.rounds };
+    const hung = s.a.tick();
+    await waitFor(() => upstream!.requests.some((q) => q.provider === 'google' && q.outcome === 'hang'), { what: 'the hanging probe' });
+    // Meanwhile google is back and b's newer round stores that, before a's probe times out.
+    upstream!.failProvider('google', undefined);
+    await s.storage.delete(`aiprobe:lease:${Math.floor(Date.now() / INTERVAL)}`);
+    await s.b.tick();
+    const newer = (await s.b.results()).google;
+    expect(newer).toMatchObject({ ok: true });
+    await hung;
+    expect({ a: s.a.rounds, b: s.b.rounds }).toEqual({ a: rounds.a + 1, b: rounds.b + 1 });
+    // The older verdict (timeout) is dropped: the newer result stays, no event, breaker closed.
+    expect((await s.a.results()).google).toEqual(newer);
+    expect(s.degraded).toEqual([]);
+    expect(await s.breaker.state('google')).toBe('closed');
   });
 
   it('disabled: start() does nothing', async () => {

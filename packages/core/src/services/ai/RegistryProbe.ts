@@ -119,6 +119,11 @@ export class RegistryProbe {
     const { storage, providers, logger, breaker } = this.deps;
     const check = providers.keyCheck(provider);
     if (!check) return;
+    // The value this probe replaces is the one stored before its request went out, not after it
+    // came back: a round that stored a result meanwhile (a newer one, while this probe hung until
+    // its timeout) makes the compare-and-set below fail, so this older verdict is dropped. Read
+    // after the answer, it would be the newer result and the stale verdict would replace it.
+    const prev = await storage.get<ProbeResult>(resultKey(provider));
     const r = await validateProviderKey({
       provider,
       ...check,
@@ -134,15 +139,14 @@ export class RegistryProbe {
       latencyMs: r.latencyMs,
       checkedAt: new Date().toISOString(),
     };
-    const prev = await storage.get<ProbeResult>(resultKey(provider));
     // Kept a few rounds: when nobody probes any more (every instance stopped), old results expire.
     const written = await storage.compareAndSet(resultKey(provider), prev, result, {
       ttlMs: 3 * this.opts.intervalMs + this.opts.timeoutMs,
     });
-    // Another round replaced the value meanwhile: the verdict is that round's, breaker included.
-    // A probe that hung until its timeout can finish after a newer round saw the provider
-    // recover; opening the breaker for it would keep a healthy provider skipped for the whole
-    // cooldown, since no later round sees a transition that closes it.
+    // Another round stored a result while this probe was out: the verdict is that round's,
+    // breaker and event included. A probe that hung until its timeout can finish after a newer
+    // round saw the provider recover; opening the breaker for it would keep a healthy provider
+    // skipped for the whole cooldown, since no later round sees a transition that closes it.
     if (!written) return;
     // Open until the next round has decided: rounds are up to two intervals apart (the lease
     // goes to the first tick in a slot, wherever it falls) plus the probe's timeout, so a
