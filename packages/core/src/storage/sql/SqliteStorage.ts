@@ -41,6 +41,9 @@ export interface SqliteStorageOptions {
 /** Keys per multi-key read statement (a transaction declares a handful; larger lists go in chunks). */
 const MAX_IN = 16;
 
+/** Logs whose last number is remembered (SqliteStorage.logEnds): forgotten all at once past this. */
+const LOG_ENDS_KEPT = 10_000;
+
 /** Free space below which a store whose last write failed still reports itself down. */
 const MIN_FREE_BYTES = 1024 * 1024;
 
@@ -69,6 +72,12 @@ export class SqliteStorage implements Storage {
   private readonly writes: SqliteWrites;
   /** Multi-key reads by key count (readIn). */
   private readonly readsIn: Array<SqliteStatement | undefined> = [];
+  /**
+   * The last number of logs appended to lately (push), so an append does not read its log's end
+   * first: a metered call appends three lines. Exact while this one connection holds the file;
+   * dropped whole when a statement fails (a rolled-back append's number was never used).
+   */
+  private readonly logEnds = new Map<string, number>();
 
   private constructor(
     private readonly db: SqliteDatabase,
@@ -78,7 +87,10 @@ export class SqliteStorage implements Storage {
     this.st = prepare(db);
     this.writes = new SqliteWrites(
       db,
-      (err) => void this.recordFailure(err),
+      (err) => {
+        this.logEnds.clear();
+        this.recordFailure(err);
+      },
       (key, row) => void (row === null ? this.st.del.run(key) : this.st.put.run(key, row.value, row.expires_at, row.due_at)),
     );
   }
@@ -151,6 +163,8 @@ export class SqliteStorage implements Storage {
     try {
       return fn();
     } catch (err) {
+      // What failed may have been rolled back, appends included.
+      this.logEnds.clear();
       if (err instanceof CoreError || !this.recordFailure(err)) throw err;
       throw new CoreError('UNAVAILABLE', `storage unavailable: ${(err as Error).message}`, { cause: err });
     }
@@ -295,13 +309,20 @@ export class SqliteStorage implements Storage {
    * One past the larger of the log's last record and its head (the highest number when it was
    * last trimmed: migration 4). The head is written only when the log starts, not on every append:
    * one b-tree page less in the WAL per transaction and log. The exclusive lock and the one writer
-   * make reading the last record then inserting after it safe.
+   * make reading the last record then inserting after it safe, and remembering it (logEnds: a
+   * trim raises the head to the number remembered, so the next one stays the same).
    */
   private push(log: string, json: string): number {
-    const { top, head } = this.st.logEnd.get(log, log) as { top: number | null; head: number | null };
-    if (head === null) this.st.startLog.run(log);
-    const seq = Math.max(top ?? 0, head ?? 0) + 1;
+    let last = this.logEnds.get(log);
+    if (last === undefined) {
+      const { top, head } = this.st.logEnd.get(log, log) as { top: number | null; head: number | null };
+      if (head === null) this.st.startLog.run(log);
+      last = Math.max(top ?? 0, head ?? 0);
+    }
+    const seq = last + 1;
     this.st.appendLog.run(log, seq, json);
+    if (this.logEnds.size >= LOG_ENDS_KEPT) this.logEnds.clear();
+    this.logEnds.set(log, seq);
     return seq;
   }
 
@@ -354,15 +375,18 @@ export class SqliteStorage implements Storage {
         return row === undefined ? undefined : (JSON.parse(row.value) as T);
       };
       const { writes, result } = plan(read);
+      // Serialised before the write transaction too: a value JSON cannot hold is refused without
+      // rolling back what waits.
+      const texts = writes.map((w) => (w.op === 'set' ? jsonText(w.value) : w.op === 'append' ? jsonText(w.record) : ''));
       // While writes fail (a full disk), nothing is acknowledged that the next commit may not keep:
       // a hold then fails at once, as the call's start should, instead of being lost at its settle.
       if (opts?.durable === false && this.failure === undefined)
         return this.writes.deferred(() => {
-          for (const w of writes) this.defer(w, now, rows);
+          writes.forEach((w, i) => this.defer(w, texts[i]!, now, rows));
           return result;
         });
       const committed = this.writes.durable(() => {
-        for (const w of writes) this.apply(w, now, rows);
+        writes.forEach((w, i) => this.apply(w, texts[i]!, now, rows));
         return result;
       });
       // A durable write worked: the failure is over once the filesystem has room again (a small
@@ -376,8 +400,8 @@ export class SqliteStorage implements Storage {
    * One write of a durable transaction. A set that leaves the stored row's expiry and due time as
    * they were (rowAfter) rewrites the value alone, so neither index is touched.
    */
-  private apply(w: TxWrite, now: number, read: Map<string, Row | undefined>): void {
-    if (w.op === 'append') return void this.push(w.log, jsonText(w.record));
+  private apply(w: TxWrite, text: string, now: number, read: Map<string, Row | undefined>): void {
+    if (w.op === 'append') return void this.push(w.log, text);
     // A row written here supersedes what waited for it, and SQLite's copy (if any) is older than it.
     const waited = this.writes.pending.delete(w.key);
     if (w.op === 'delete') {
@@ -385,16 +409,16 @@ export class SqliteStorage implements Storage {
       return void this.st.del.run(w.key);
     }
     const was = read.get(w.key);
-    const row = rowAfter(w, now, read);
+    const row = rowAfter(w, text, now, read);
     if (!waited && was !== undefined && was.expires_at === row.expires_at && was.due_at === row.due_at)
       this.st.setValue.run(row.value, w.key);
     else this.st.put.run(w.key, row.value, row.expires_at, row.due_at);
   }
 
   /** One write of a non-durable transaction: its rows wait in `pending`, its log lines go in now (they need their numbers). */
-  private defer(w: TxWrite, now: number, read: Map<string, Row | undefined>): void {
-    if (w.op === 'append') return void this.push(w.log, jsonText(w.record));
-    this.writes.pending.set(w.key, w.op === 'delete' ? (read.delete(w.key), null) : rowAfter(w, now, read));
+  private defer(w: TxWrite, text: string, now: number, read: Map<string, Row | undefined>): void {
+    if (w.op === 'append') return void this.push(w.log, text);
+    this.writes.pending.set(w.key, w.op === 'delete' ? (read.delete(w.key), null) : rowAfter(w, text, now, read));
   }
 
   /** The store after what waits is written into the open transaction: for a statement over a range of keys. */
@@ -473,12 +497,12 @@ export class SqliteStorage implements Storage {
  * does not move its expiry index entry each time (a page of the WAL). A key written once in the
  * transaction no longer has the row read: a later write of it takes its own expiry.
  */
-function rowAfter(w: Extract<TxWrite, { op: 'set' }>, now: number, read: Map<string, Row | undefined>): PendingRow {
+function rowAfter(w: Extract<TxWrite, { op: 'set' }>, text: string, now: number, read: Map<string, Row | undefined>): PendingRow {
   const was = read.get(w.key);
   read.delete(w.key);
   const expiresAt = expiresAtFor(w.ttlMs, now) ?? null;
   const keep = was !== undefined && keepsExpiry(was.expires_at, expiresAt, w.ttlMs);
-  return { value: jsonText(w.value), expires_at: keep ? was.expires_at : expiresAt, due_at: w.dueAt ?? null };
+  return { value: text, expires_at: keep ? was.expires_at : expiresAt, due_at: w.dueAt ?? null };
 }
 
 function prepare(db: SqliteDatabase) {

@@ -251,4 +251,47 @@ describe.each(SQLITE_DRIVERS)('SQLite on %s', (driver) => {
       await store.close();
     }
   });
+
+  it('a value JSON cannot hold is refused before the write transaction: what waits stays', async () => {
+    const store = await open();
+    try {
+      await store.transact(['hold'], put('hold', 1), { durable: false });
+      await expect(
+        store.transact(['bad'], writeAll({ op: 'append', log: 'l', record: 1 }, { op: 'set', key: 'bad', value: undefined })),
+      ).rejects.toThrow(/JSON-serialisable/);
+      expect(await store.readLog('l')).toEqual([]);
+      await store.set('after', 2);
+      expect(await afterCrash(store, ['hold', 'after', 'bad'])).toEqual(['hold', 'after']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a rolled-back append's number is the next append's: the log stays 1, 2, 3", async () => {
+    const store = await open();
+    try {
+      // SQLite itself refusing a row mid-transaction (as a full disk would), after the append went in.
+      (store as unknown as { db: { exec(sql: string): void } }).db.exec(
+        "CREATE TEMP TRIGGER refuse BEFORE INSERT ON kv WHEN NEW.key = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+      );
+      expect(await store.append('ledger', { n: 1 })).toBe(1);
+      const appendThenRefused = writeAll({ op: 'append', log: 'ledger', record: { n: 'lost' } }, { op: 'set', key: 'refused', value: 1 });
+      await expect(store.transact(['refused'], appendThenRefused)).rejects.toThrow(/refused by the test/);
+      expect(await store.append('ledger', { n: 2 })).toBe(2);
+      // A non-durable one: its row waits, so SQLite refuses it at the commit that writes it, with what
+      // waited. (A durable transaction that works first ends the failure the refusal recorded, under
+      // which a non-durable one would commit at once.)
+      await store.transact(['ok'], put('ok', 1));
+      await store.transact(['refused'], appendThenRefused, { durable: false });
+      await expect(store.set('other', 1)).rejects.toThrow(/refused by the test/);
+      expect(await store.append('ledger', { n: 3 })).toBe(3);
+      expect((await store.readLog<{ n: number }>('ledger')).map((e) => [e.seq, e.record.n])).toEqual([
+        [1, 1],
+        [2, 2],
+        [3, 3],
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
 });
