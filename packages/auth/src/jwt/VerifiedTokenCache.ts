@@ -1,5 +1,6 @@
 import { sha256 } from '../sha256.js';
 import type { Identity } from '@ai-backend/core';
+import { RecentMap } from '@ai-backend/core/internal';
 
 interface Entry {
   identity: Identity;
@@ -12,19 +13,22 @@ interface Entry {
  * on every request pays for a SHA-256 and a Map lookup (about 2 µs) instead of a full jose
  * verification (about 20 µs; see docs/auth-jwt.md).
  *
- * Bounded twice: at most `maxEntries` entries (least recently used evicted first), and each
+ * Bounded twice: at most `maxEntries` entries (those not used lately evicted first: RecentMap,
+ * whose entries change in place, where a Map LRU's delete and set per request made a hot token's
+ * lookup walk the dead entries of thousands of others), and each
  * entry lives no longer than the token's own validity nor `maxAgeMs`. Keyed by a hash, so
  * the cache never holds bearer tokens. Only successes are cached: a failed token is verified
  * again every time, and caching failures would let anyone fill the cache.
  */
 export class VerifiedTokenCache {
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries: RecentMap<string, Entry>;
   readonly #maxEntries: number;
   readonly #maxAgeMs: number;
 
   constructor(maxEntries: number, maxAgeMs = 60_000) {
     this.#maxEntries = maxEntries;
     this.#maxAgeMs = maxAgeMs;
+    this.#entries = new RecentMap(maxEntries);
   }
 
   static keyOf(token: string): string {
@@ -43,9 +47,10 @@ export class VerifiedTokenCache {
   get(key: string, now = Date.now()): Identity | undefined {
     const entry = this.#entries.get(key);
     if (!entry) return undefined;
-    this.#entries.delete(key);
-    if (now >= entry.notAfter) return undefined;
-    this.#entries.set(key, entry); // most recently used goes last
+    if (now >= entry.notAfter) {
+      this.#entries.delete(key);
+      return undefined;
+    }
     // A copy, so a caller changing its identity cannot change what the next request sees.
     return { ...entry.identity, scopes: [...entry.identity.scopes] };
   }
@@ -55,11 +60,6 @@ export class VerifiedTokenCache {
     if (this.#maxEntries <= 0) return;
     const notAfter = Math.min(validUntil, now + this.#maxAgeMs);
     if (notAfter <= now) return;
-    this.#entries.delete(key);
     this.#entries.set(key, { identity: { ...identity, scopes: [...identity.scopes] }, notAfter });
-    if (this.#entries.size > this.#maxEntries) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
-    }
   }
 }
