@@ -167,7 +167,7 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
  * Tool calls themselves go through core's invoke seam and tRPC middleware.
  */
 export class McpHandler {
-  /** Every session, live or parked, least recently used first (the order eviction walks). */
+  /** Every session, live or parked, in the order they opened (eviction picks by `lastSeen`). */
   private readonly sessions = new Map<string, Session>();
   /** Live sessions, least recently used first. */
   private readonly live = new Set<Session>();
@@ -327,14 +327,15 @@ export class McpHandler {
    */
   private evictOldestIdle(): void {
     const now = Date.now();
-    for (const [id, s] of this.sessions) {
-      if (now - s.lastSeen < this.parkIdleMs) return;
-      if (s.live ? this.idle(s) : s.waking === undefined && s.open === 0) {
-        this.entry.logger.debug('MCP session evicted at the session cap', { sessionId: id });
-        void this.closeSession(id);
-        return;
-      }
+    let oldest: [string, Session] | undefined;
+    for (const entry of this.sessions) {
+      const s = entry[1];
+      if (now - s.lastSeen < this.parkIdleMs || (oldest && s.lastSeen >= oldest[1].lastSeen)) continue;
+      if (s.live ? this.idle(s) : s.waking === undefined && s.open === 0) oldest = entry;
     }
+    if (!oldest) return;
+    this.entry.logger.debug('MCP session evicted at the session cap', { sessionId: oldest[0] });
+    void this.closeSession(oldest[0]);
   }
 
   /** Over the live cap: park the least recently used idle sessions. */
@@ -611,10 +612,10 @@ export class McpHandler {
       this.budget.claimed(session.ip, identity.sub);
       void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
     }
+    // Not moved to the map's end (delete and set again): a Map keeps a deleted entry in its bucket's
+    // chain until it rehashes, so with thousands of sessions a busy one's every lookup walked the
+    // dead entries its own requests left. Eviction finds the least recently used by `lastSeen`.
     session.lastSeen = Date.now();
-    // Least recently used first: the order parking and eviction walk.
-    this.sessions.delete(sessionId);
-    this.sessions.set(sessionId, session);
     if (session.live) {
       this.live.delete(session);
       this.live.add(session);
