@@ -169,7 +169,7 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
 export class McpHandler {
   /** Every session, live or parked, in the order they opened (eviction picks by `lastSeen`). */
   private readonly sessions = new Map<string, Session>();
-  /** Live sessions, least recently used first. */
+  /** Live sessions (parking picks by `lastSeen`). */
   private readonly live = new Set<Session>();
   private readonly parkIdleMs: number;
   private readonly maxLive: number;
@@ -341,9 +341,10 @@ export class McpHandler {
   /** Over the live cap: park the least recently used idle sessions. */
   private parkOverCap(): void {
     if (this.live.size <= this.maxLive) return;
-    for (const s of this.live) {
+    const idle = [...this.live].filter((s) => this.idle(s)).sort((x, y) => x.lastSeen - y.lastSeen);
+    for (const s of idle) {
       if (this.live.size <= this.maxLive) break;
-      if (this.idle(s)) this.park(s);
+      this.park(s);
     }
   }
 
@@ -612,14 +613,11 @@ export class McpHandler {
       this.budget.claimed(session.ip, identity.sub);
       void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
     }
-    // Not moved to the map's end (delete and set again): a Map keeps a deleted entry in its bucket's
-    // chain until it rehashes, so with thousands of sessions a busy one's every lookup walked the
-    // dead entries its own requests left. Eviction finds the least recently used by `lastSeen`.
+    // Not moved to the end of `sessions` or `live` (delete and add again): a Map or Set keeps a
+    // deleted entry in its bucket's chain until it rehashes, so with thousands of sessions a busy
+    // one's every lookup walked the dead entries its own requests left. Eviction and parking find
+    // the least recently used by `lastSeen`.
     session.lastSeen = Date.now();
-    if (session.live) {
-      this.live.delete(session);
-      this.live.add(session);
-    }
     this.records?.touch(sessionId, () => ({ owner: session.owner, init: session.init }));
     return session;
   }
