@@ -163,9 +163,11 @@ export class SqliteStorage implements Storage {
     try {
       return fn();
     } catch (err) {
-      // What failed may have been rolled back, appends included.
+      // A plan's refusal (a CoreError) comes before any write; anything else may have rolled back
+      // appends whose numbers logEnds remembers.
+      if (err instanceof CoreError) throw err;
       this.logEnds.clear();
-      if (err instanceof CoreError || !this.recordFailure(err)) throw err;
+      if (!this.recordFailure(err)) throw err;
       throw new CoreError('UNAVAILABLE', `storage unavailable: ${(err as Error).message}`, { cause: err });
     }
   }
