@@ -75,6 +75,18 @@ async function roundsInFlightDone(): Promise<void> {
   const [ta, tb] = [a.runtime.ai.probe!.ticks, b.runtime.ai.probe!.ticks];
   await waitFor(() => a.runtime.ai.probe!.ticks > ta && b.runtime.ai.probe!.ticks > tb, { what: 'the rounds in flight to finish' });
 }
+/** Resolve once both instances report `provider` probed ok with its breaker closed, and themselves healthy. */
+async function healthyOnBoth(provider: string): Promise<void> {
+  for (const s of [a, b]) {
+    await waitFor(
+      async () => {
+        const h = await health(s);
+        return h.status === 'healthy' && h.providers[provider].probe?.ok === true && h.providers[provider].breaker === 'closed';
+      },
+      { what: `${provider} healthy again` },
+    );
+  }
+}
 /** `provider degraded` events raised, as the prober logs each one (synchronously, on either instance). */
 const degradedEvents = (provider: string) =>
   [...a.logs, ...b.logs].filter((l) => {
@@ -205,15 +217,7 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     upstream.failProvider('google', undefined);
     // A failing probe sent before the recovery and answered after it must not undo it.
     await roundsInFlightDone();
-    for (const s of [a, b]) {
-      await waitFor(
-        async () => {
-          const h = await health(s);
-          return h.status === 'healthy' && h.providers.google.probe?.ok === true && h.providers.google.breaker === 'closed';
-        },
-        { what: 'google healthy again' },
-      );
-    }
+    await healthyOnBoth('google');
     const r = await rpcCall(b.url, token, 'ai.generateText', {
       content: 'hi',
       systemPrompt: 's',
@@ -238,15 +242,7 @@ describe.skipIf(!redisAt.ok)('ai.healthProbe on two instances sharing Redis', ()
     // stored the recovery: their verdict is dropped, so once they are done both stay healthy and
     // the transition raised one event.
     await roundsInFlightDone();
-    for (const s of [a, b]) {
-      await waitFor(
-        async () => {
-          const h = await health(s);
-          return h.status === 'healthy' && h.providers.anthropic.probe?.ok === true && h.providers.anthropic.breaker === 'closed';
-        },
-        { what: 'healthy again' },
-      );
-    }
+    await healthyOnBoth('anthropic');
     expect(degradedEvents('anthropic')).toBe(1);
   });
 });
