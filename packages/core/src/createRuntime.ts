@@ -206,6 +206,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
   const users = new UserDirectory(storage, config);
+  closers.push(() => users.settled());
   const keys = new ApiKeyService(storage, config, signals, users, logger, {
     limits: keyLimits,
     onAuth: (outcome) => metrics?.apiKeyAuth(outcome),

@@ -33,6 +33,8 @@ export const profileKey = (sub: string) => `user:profile:${sub}`;
 export class UserDirectory {
   // Only the last REFRESH_MS count: older marks are dropped instead of waiting for the ceiling.
   private readonly written = new AgedMap<string, string>(REFRESH_MS, MAX_TRACKED);
+  /** Writes still running: a shutdown waits for them before the store closes (see settled). */
+  private readonly writing = new Set<Promise<void>>();
 
   constructor(
     private readonly storage: Storage,
@@ -56,11 +58,25 @@ export class UserDirectory {
       ...(identity.email ? { email: identity.email } : {}),
       ...(identity.emailVerified ? { emailVerified: true } : {}),
     };
-    void Promise.all([
+    const write = Promise.all([
       this.storage.set(profileKey(identity.sub), profile),
       rememberUser(this.storage, identity),
       indexUser(this.storage, identity.sub, identity.email),
-    ]).catch(() => this.written.delete(identity.sub));
+    ]).then(
+      () => undefined,
+      () => void this.written.delete(identity.sub),
+    );
+    this.writing.add(write);
+    void write.finally(() => this.writing.delete(write));
+  }
+
+  /**
+   * Resolves when every profile write started so far has ended (each never rejects). The runtime
+   * waits for it before closing the store, so a user first seen just before a shutdown is kept
+   * rather than cut off by "storage is closed".
+   */
+  async settled(): Promise<void> {
+    while (this.writing.size > 0) await Promise.all([...this.writing]);
   }
 
   /** A user by sub or e-mail (case-insensitive); undefined when the server never saw them. */

@@ -25,7 +25,16 @@ export async function indexUser(storage: Storage, sub: string, email: string | u
   if (indexed === normalized) return;
   // Of two instances indexing the same change at once, one wins the marker and appends.
   if (!(await storage.compareAndSet<string>(markerKey(sub), indexed, normalized))) return;
-  await storage.append<IndexEntry>(LOG, { sub, ...(normalized ? { email: normalized } : {}) });
+  try {
+    await storage.append<IndexEntry>(LOG, { sub, ...(normalized ? { email: normalized } : {}) });
+  } catch (err) {
+    // Give the marker back, or the user would never be indexed: every later sighting would read
+    // it as done. (Absent before: deleted; a racing change lost so is indexed again, at worst twice.)
+    const undo =
+      indexed === undefined ? storage.delete(markerKey(sub)) : storage.compareAndSet<string>(markerKey(sub), normalized, indexed);
+    await undo.catch(() => undefined);
+    throw err;
+  }
 }
 
 export interface SearchOptions {
