@@ -61,6 +61,17 @@ export function table(rows, baseline) {
   return lines.join('\n');
 }
 
+/** Temporary folders made for this process's servers, removed when it exits (each bench run made one per SQLite server and left it). */
+const tempDirs = [];
+function benchTempDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (tempDirs.push(dir) === 1)
+    process.on('exit', () => {
+      for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+    });
+  return dir;
+}
+
 /**
  * Our server for /v1 calls on the pass-through fast path (bench/v1Instructions.mjs, v1BuildsAB.mjs,
  * v1StoreTimeAB.mjs): `store` 'memory' (default) or 'sqlite' (a new file of its own in a temporary
@@ -70,7 +81,7 @@ export function table(rows, baseline) {
 export function v1ServerConfig(upstreamUrl, secret, store = 'memory') {
   if (store !== 'memory' && store !== 'sqlite') throw new Error(`store ${store}: memory or sqlite`);
   return {
-    storage: store === 'sqlite' ? { type: 'sqlite', dir: mkdtempSync(join(tmpdir(), 'aib-v1-')) } : { type: 'memory' },
+    storage: store === 'sqlite' ? { type: 'sqlite', dir: benchTempDir('aib-v1-') } : { type: 'memory' },
     // One load generator is one address and one identity: the streams' per-client caps would refuse it.
     limits: { maxSseStreamsPerClient: 1000, maxSseStreamsPerIdentity: 1000 },
     mcp: { auth: { authType: 'jwt' } },
