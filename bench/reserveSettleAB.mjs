@@ -14,6 +14,7 @@
 // SQLite runs on the default driver (better-sqlite3 on Node 20); SQLITE_DRIVER=node-sqlite picks the other.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -148,8 +149,20 @@ async function worker(job) {
   const core = await import(pathToFileURL(`${job.root}/packages/core/dist/internal.js`).href);
   const { createStorage, resolveConfig } = core;
   const driver = process.env.SQLITE_DRIVER ? { sqlite: { driver: process.env.SQLITE_DRIVER } } : {};
+  // PostgreSQL and Redis on 127.0.0.1 (BENCH_PG_URL / BENCH_REDIS_PORT to change): a schema or a key
+  // prefix of this worker's own, dropped when it ends.
+  const own = `bench_rs_${process.pid}`;
+  const networked = {
+    postgres: {
+      type: 'postgres',
+      postgres: { connectionString: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test', schema: own },
+    },
+    redis: { type: 'redis', redis: { host: '127.0.0.1', port: Number(process.env.BENCH_REDIS_PORT ?? 6379), keyPrefix: `${own}:` } },
+  };
   const storage = await createStorage(
-    resolveConfig({ storage: job.store === 'sqlite' ? { type: 'sqlite', dir: job.dir, ...driver } : { type: job.store } }).storage,
+    resolveConfig({
+      storage: job.store === 'sqlite' ? { type: 'sqlite', dir: job.dir, ...driver } : (networked[job.store] ?? { type: job.store }),
+    }).storage,
   );
   const billing = await creditedBilling(core, storage, job.users);
   let i = 0;
@@ -187,5 +200,28 @@ async function worker(job) {
   await input.next();
   await billing.stop();
   await storage.close();
+  await dropOwn(job.root, job.store, own);
   process.exit(0);
+}
+
+/** Drop what a PostgreSQL or Redis worker wrote (its schema, its keys). */
+async function dropOwn(root, store, own) {
+  // pg and ioredis are core's dependencies, found from its folder.
+  const fromCore = createRequire(join(root, 'packages/core/package.json'));
+  if (store === 'postgres') {
+    const { default: pg } = await import(pathToFileURL(fromCore.resolve('pg')).href);
+    const client = new pg.Client({ connectionString: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${own} CASCADE`);
+    await client.end();
+  } else if (store === 'redis') {
+    const { Redis } = await import(pathToFileURL(fromCore.resolve('ioredis')).href);
+    const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.BENCH_REDIS_PORT ?? 6379) });
+    for (let cursor = '0'; ; ) {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${own}:*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      if ((cursor = next) === '0') break;
+    }
+    redis.disconnect();
+  }
 }
