@@ -16,11 +16,14 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const env = { ...process.env, PATH: `${path.join(root, 'node_modules/.bin')}${path.delimiter}${process.env.PATH}` };
+const TSC7 = 'node_modules/typescript7/bin/tsc';
 const CHECKS = [
   ['biome', 'check', '.'],
   ['node', 'scripts/wrapLongComments.mjs', '--check'],
-  ['tsc', '-p', 'tsconfig.json'],
-  ['tsc', '-p', 'packages/transports/console/tsconfig.json'],
+  // TypeScript 7 (the native compiler, `typescript7` in package.json) type-checks: the same verdict
+  // as 5.9's on this tree in seconds instead of minutes; the packages' builds keep 5.9 (their own `tsc`).
+  ['node', TSC7, '-p', 'tsconfig.json'],
+  ['node', TSC7, '-p', 'packages/transports/console/tsconfig.json'],
   ['node', 'scripts/check-packages.mjs'],
 ];
 
@@ -49,7 +52,7 @@ const checksDone = (async () => {
   for (const argv of CHECKS) {
     const t0 = Date.now();
     const { code, out } = await check(argv);
-    const report = `== ${argv.join(' ')}: ${code === 0 ? 'ok' : `FAILED (exit ${code})`}, ${((Date.now() - t0) / 1000).toFixed(1)} s ==\n${out}`;
+    const report = `== ${argv.join(' ').replace(`node ${TSC7}`, 'tsc7')}: ${code === 0 ? 'ok' : `FAILED (exit ${code})`}, ${((Date.now() - t0) / 1000).toFixed(1)} s ==\n${out}`;
     if (code !== 0) return report;
     reports.push(report);
   }
