@@ -90,7 +90,8 @@ beforeAll(async () => {
         '@modelcontextprotocol/sdk': '^1.32.2',
         ...(nodeSqlite ? {} : { 'better-sqlite3': '^12.11.1' }),
       },
-      devDependencies: { typescript: '~5.9.3', '@types/node': '^20.19.0' },
+      // TypeScript 5.9 and 7 (what `npm i typescript` installs since 7.0): the published types are checked by both.
+      devDependencies: { typescript: '~5.9.3', typescript7: 'npm:typescript@^7.0.2', '@types/node': '^20.19.0' },
     }),
   );
   npm(['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], nodeSqlite ? {} : localPrebuilds());
@@ -283,16 +284,16 @@ console.log(JSON.stringify({ forecast, sky, tools, called }));
   );
 }
 
-/** Runs the app's tsc with `args`; its diagnostics become the error. */
-function tsc(args: string[]): void {
+/** Runs the app's tsc (5.9, or `typescript7`) with `args`; its diagnostics become the error. */
+function tsc(args: string[], pkg: 'typescript' | 'typescript7' = 'typescript'): void {
   try {
-    execFileSync(process.execPath, [path.join(app, 'node_modules/typescript/bin/tsc'), ...args], {
+    execFileSync(process.execPath, [path.join(app, `node_modules/${pkg}/bin/tsc`), ...args], {
       cwd: app,
       encoding: 'utf8',
       stdio: 'pipe',
     });
   } catch (err) {
-    throw new Error(`tsc ${args.join(' ')} failed in the installed app:\n${(err as { stdout: string }).stdout}`);
+    throw new Error(`${pkg} tsc ${args.join(' ')} failed in the installed app:\n${(err as { stdout: string }).stdout}`);
   }
 }
 
@@ -311,6 +312,16 @@ it.skipIf(TYPES_CHECKED)(
     tsc(['-p', 'tsconfig.bundler.json']);
   },
   600_000, // tsc without skipLibCheck reads every published declaration file
+);
+
+it.skipIf(TYPES_CHECKED)(
+  'the same client type-checks under TypeScript 7 (the native compiler), NodeNext and Bundler',
+  () => {
+    writeClientApp();
+    tsc(['-p', 'tsconfig.json', '--noEmit'], 'typescript7');
+    tsc(['-p', 'tsconfig.bundler.json'], 'typescript7');
+  },
+  120_000,
 );
 
 it('the typed client, compiled, calls /trpc and MCP', () => {
