@@ -14,7 +14,6 @@
 // SQLite runs on the default driver (better-sqlite3 on Node 20); SQLITE_DRIVER=node-sqlite picks the other.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -149,19 +148,12 @@ async function worker(job) {
   const core = await import(pathToFileURL(`${job.root}/packages/core/dist/internal.js`).href);
   const { createStorage, resolveConfig } = core;
   const driver = process.env.SQLITE_DRIVER ? { sqlite: { driver: process.env.SQLITE_DRIVER } } : {};
-  // PostgreSQL and Redis on 127.0.0.1 (BENCH_PG_URL / BENCH_REDIS_PORT to change): a schema or a key
-  // prefix of this worker's own, dropped when it ends.
-  const own = `bench_rs_${process.pid}`;
-  const networked = {
-    postgres: {
-      type: 'postgres',
-      postgres: { connectionString: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test', schema: own },
-    },
-    redis: { type: 'redis', redis: { host: '127.0.0.1', port: Number(process.env.BENCH_REDIS_PORT ?? 6379), keyPrefix: `${own}:` } },
-  };
+  // PostgreSQL and Redis where the tests find them (AI_BACKEND_TEST_POSTGRES_URL, AI_BACKEND_TEST_REDIS),
+  // in a schema or key prefix of this worker's own, named and dropped by the tests' helpers.
+  const networked = job.store === 'postgres' || job.store === 'redis' ? await networkedStore(job.store) : undefined;
   const storage = await createStorage(
     resolveConfig({
-      storage: job.store === 'sqlite' ? { type: 'sqlite', dir: job.dir, ...driver } : (networked[job.store] ?? { type: job.store }),
+      storage: job.store === 'sqlite' ? { type: 'sqlite', dir: job.dir, ...driver } : (networked?.storage ?? { type: job.store }),
     }).storage,
   );
   const billing = await creditedBilling(core, storage, job.users);
@@ -200,28 +192,27 @@ async function worker(job) {
   await input.next();
   await billing.stop();
   await storage.close();
-  await dropOwn(job.root, job.store, own);
+  await networked?.drop();
   process.exit(0);
 }
 
-/** Drop what a PostgreSQL or Redis worker wrote (its schema, its keys). */
-async function dropOwn(root, store, own) {
-  // pg and ioredis are core's dependencies, found from its folder.
-  const fromCore = createRequire(join(root, 'packages/core/package.json'));
+/** The storage config of a PostgreSQL or Redis worker, and how to drop what it wrote. */
+async function networkedStore(store) {
+  const services = await import('@ai-backend/test-utils/services');
   if (store === 'postgres') {
-    const { default: pg } = await import(pathToFileURL(fromCore.resolve('pg')).href);
-    const client = new pg.Client({ connectionString: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${own} CASCADE`);
-    await client.end();
-  } else if (store === 'redis') {
-    const { Redis } = await import(pathToFileURL(fromCore.resolve('ioredis')).href);
-    const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.BENCH_REDIS_PORT ?? 6379) });
-    for (let cursor = '0'; ; ) {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${own}:*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      if ((cursor = next) === '0') break;
-    }
-    redis.disconnect();
+    const url = new URL(process.env[services.SERVICE_ENV.postgres] ?? 'postgres://postgres@127.0.0.1:5432/test');
+    const at = {
+      host: url.hostname,
+      port: Number(url.port || 5432),
+      user: decodeURIComponent(url.username || 'postgres'),
+      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+      database: url.pathname.slice(1) || 'test',
+    };
+    const options = services.testPostgresOptions(at, 'reserve_settle');
+    return { storage: { type: 'postgres', postgres: options }, drop: () => services.dropTestSchema(at, options.schema) };
   }
+  const [host, port] = (process.env[services.SERVICE_ENV.redis] ?? '127.0.0.1:6379').split(/:(?=\d+$)/);
+  const at = { host, port: Number(port) };
+  const options = services.testRedisOptions(at, 'reserve-settle');
+  return { storage: { type: 'redis', redis: options }, drop: () => services.dropTestKeys(at, options.keyPrefix) };
 }
