@@ -92,6 +92,7 @@ export {
 } from './services/resources/ResourceRegistry.js';
 export { compileUriTemplate, type UriTemplate } from './lib/uriTemplate.js';
 export { AgedMap } from './lib/AgedMap.js';
+export { InFlight } from './lib/InFlight.js';
 export { RecentMap } from './lib/RecentMap.js';
 export { guardedFetch, guardedUrlProblem, isPublicAddress, type GuardedFetchOptions, type GuardedResponse } from './net/guardedFetch.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';

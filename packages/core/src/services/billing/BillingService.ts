@@ -18,6 +18,7 @@ import { isStoreOutage, PendingCloses } from './PendingCloses.js';
 import { PreferencesStore, preferencesKey, preferencesOf, type UserPreferences } from './PreferencesStore.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 import { recordByokUsage } from './recordByokUsage.js';
+import { InFlight } from '../../lib/InFlight.js';
 import { previewSpend, toNanos, type BudgetRefusal, type SpendRecord } from '../spend/periodSpend.js';
 import { Reservations, type ReserveOutcome } from './Reservations.js';
 import type { Identity } from '../../kernel/identity.js';
@@ -91,7 +92,7 @@ export class BillingService implements Metering {
   /** Settles and releases a storage outage cut off, retried until the store takes them. */
   private readonly pending: PendingCloses;
   /** Settles running now: stop waits for them before releasing what is still open (a stream's settle runs after its last byte went out). */
-  private readonly settling = new Set<Promise<unknown>>();
+  private readonly settling = new InFlight();
 
   constructor(
     storage: Storage,
@@ -321,13 +322,7 @@ export class BillingService implements Metering {
    * it (PendingCloses), and the result says what will be charged (`remainingBalance: null`).
    */
   settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult> {
-    const running = this.settleNow(reservation, usage);
-    this.settling.add(running);
-    void running.then(
-      () => this.settling.delete(running),
-      () => this.settling.delete(running),
-    );
-    return running;
+    return this.settling.track(this.settleNow(reservation, usage));
   }
 
   /**
@@ -482,7 +477,7 @@ export class BillingService implements Metering {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     // Settles still running (a stream's, after its last byte) close their holds first.
-    await Promise.allSettled([...this.settling]);
+    await this.settling.settled();
     // Settles owed for answered calls go first; what the store still refuses expires like a crashed server's holds.
     await this.pending.flush();
     const open = [...this.open.values()].filter((r) => !this.pending.has(`${r.userId}\n${r.requestId}`));

@@ -3,6 +3,7 @@ import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
 import { rememberUser, userByEmail } from './userIndex.js';
 import { AgedMap } from '../../lib/AgedMap.js';
+import { InFlight } from '../../lib/InFlight.js';
 import { indexUser, searchIndex, type SearchPage } from './userSearchIndex.js';
 
 /** What the server last saw of a user's identity, as stored. */
@@ -34,7 +35,7 @@ export class UserDirectory {
   // Only the last REFRESH_MS count: older marks are dropped instead of waiting for the ceiling.
   private readonly written = new AgedMap<string, string>(REFRESH_MS, MAX_TRACKED);
   /** Writes still running: a shutdown waits for them before the store closes (see settled). */
-  private readonly writing = new Set<Promise<void>>();
+  private readonly writing = new InFlight();
 
   constructor(
     private readonly storage: Storage,
@@ -66,8 +67,7 @@ export class UserDirectory {
       () => undefined,
       () => void this.written.delete(identity.sub),
     );
-    this.writing.add(write);
-    void write.finally(() => this.writing.delete(write));
+    this.writing.track(write);
   }
 
   /**
@@ -75,8 +75,8 @@ export class UserDirectory {
    * waits for it before closing the store, so a user first seen just before a shutdown is kept
    * rather than cut off by "storage is closed".
    */
-  async settled(): Promise<void> {
-    while (this.writing.size > 0) await Promise.all([...this.writing]);
+  settled(): Promise<void> {
+    return this.writing.settled();
   }
 
   /** A user by sub or e-mail (case-insensitive); undefined when the server never saw them. */

@@ -7,7 +7,7 @@ import {
   type CallToolResult,
   type InputRequiredResult,
 } from '@modelcontextprotocol/server';
-import type { LongRunningMeta, Logger, ProcedureMeta, Signals, Storage } from '@ai-backend/core/internal';
+import { InFlight, type LongRunningMeta, type Logger, type ProcedureMeta, type Signals, type Storage } from '@ai-backend/core/internal';
 import { createTaskResult, TASKS_EXTENSION, TaskStore, TERMINAL, type TaskRecord } from './TaskStore.js';
 import { ANONYMOUS_TASK_OWNER } from '../requestStateSeal.js';
 
@@ -100,7 +100,7 @@ export class McpTasks {
   /** The last statusMessage write of each running task. */
   private readonly statusWrites = new Map<string, Promise<unknown>>();
   /** Runs of this instance still going, so close() can let aborted ones release their holds first. */
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new InFlight();
   private readonly unsubscribe: () => void;
   private readonly poller: NodeJS.Timeout;
   private closed = false;
@@ -204,13 +204,8 @@ export class McpTasks {
       this.local.delete(taskId);
       throw err;
     }
-    this.track(first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal, opts.arguments)));
+    this.inFlight.track(first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal, opts.arguments)));
     return createTaskResult(rec);
-  }
-
-  private track(p: Promise<unknown>): void {
-    this.inFlight.add(p);
-    void p.finally(() => this.inFlight.delete(p));
   }
 
   /** A run that threw outside the invoke seam (a bug): the task fails, nothing leaks to the client. */
@@ -366,7 +361,7 @@ export class McpTasks {
     if (!changed || !rec || rec.status !== 'working') return;
     const abort = new AbortController();
     this.local.set(taskId, { abort, caller: runningKey });
-    this.track(
+    this.inFlight.track(
       runTool(rec)(abort.signal, { inputResponses: rec.answered, sealedState: rec.requestState, taskId })
         .catch((err: unknown): ToolOutcome => this.crashed(err))
         .then((outcome) => this.settle(taskId, rec.run, outcome, abort.signal, rec.arguments ?? {})),
@@ -376,10 +371,7 @@ export class McpTasks {
   /** Graceful stop: no new task starts; wait up to `timeoutMs` for the running ones to finish. */
   async drain(timeoutMs: number): Promise<void> {
     this.closed = true;
-    if (this.inFlight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
+    await this.inFlight.settled(timeoutMs);
   }
 
   /**
@@ -393,7 +385,7 @@ export class McpTasks {
     const running = [...this.local.keys()];
     for (const { abort } of this.local.values()) abort.abort();
     this.local.clear();
-    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => setTimeout(r, 5000).unref())]);
+    await this.inFlight.settled(5000);
     await Promise.all(
       running.map((taskId) =>
         this.store
