@@ -43,6 +43,8 @@ export default defineConfig({
     // Probes Redis, PostgreSQL, redis-server and Chromium once; suites that need a missing one skip,
     // and the run ends with one line naming it (AI_BACKEND_REQUIRE_SERVICES=1 turns skips into failures).
     globalSetup: ['./packages/test-utils/src/services/servicesGlobalSetup.ts'],
+    // Each file's CPU time, only with AI_BACKEND_TEST_CPU_LOG set (test/cpuPerFile.ts).
+    setupFiles: ['./test/cpuPerFile.ts'],
     // Two projects, one run. The package tests share a worker's module graph (`isolate: false`): a
     // worker imports the sources once for the many files it runs, instead of once per file, which
     // was about a fifth of the suite's CPU. Each file still gets its own test state (hooks, mocks'
