@@ -73,6 +73,16 @@ describe('McpTasks', () => {
     expect(rec.result).toEqual({ content: [{ type: 'text', text: 'the answer' }] });
   });
 
+  it('a result that is not JSON (a BigInt) fails the task, saying why, instead of leaving it working', async () => {
+    const g = gate({ kind: 'result', result: { content: [], structuredContent: { n: 1n } } });
+    const { taskId } = await start(a, g.run);
+    g.release();
+    await until(async () => (await a.get(taskId, 'sub:u1')).status !== 'working');
+    const rec = await a.get(taskId, 'sub:u1');
+    expect(rec.status).toBe('failed');
+    expect(rec.error?.message).toMatch(/not JSON/);
+  });
+
   it('another owner gets -32602 for get, cancel and update, and the task is untouched', async () => {
     const g = gate();
     const { taskId } = await start(a, g.run);

@@ -204,7 +204,7 @@ export class McpTasks {
       this.local.delete(taskId);
       throw err;
     }
-    this.inFlight.track(first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal, opts.arguments)));
+    this.track(first.then((outcome) => this.settle(taskId, 0, outcome, abort.signal, opts.arguments)));
     return createTaskResult(rec);
   }
 
@@ -215,6 +215,15 @@ export class McpTasks {
   }
 
   /** Record what a run came to, unless the task moved on meanwhile (cancelled, or another run). */
+  /** A run until its result is stored, for drain() and close() to wait on; a settle that throws (a bug) is logged, never silent. */
+  private track(run: Promise<void>): void {
+    this.inFlight.track(
+      run.catch((err: unknown) =>
+        this.deps.logger.error('MCP task could not be settled', { error: err instanceof Error ? err.message : String(err) }),
+      ),
+    );
+  }
+
   private async settle(
     taskId: string,
     run: number,
@@ -249,17 +258,16 @@ export class McpTasks {
       });
     } else {
       const result = outcome.result as Record<string, unknown>;
-      const size = Buffer.byteLength(JSON.stringify(result));
+      const size = jsonBytes(result);
+      const refused =
+        size === undefined
+          ? 'the result cannot be stored: it is not JSON (a BigInt, a cycle)'
+          : size > this.maxResultBytes
+            ? `the result (${size} bytes) is larger than the ${this.maxResultBytes} bytes a task may keep`
+            : undefined;
       next =
-        size > this.maxResultBytes
-          ? (cur) => ({
-              ...cur,
-              status: 'failed',
-              error: {
-                code: ProtocolErrorCode.InternalError,
-                message: `the result (${size} bytes) is larger than the ${this.maxResultBytes} bytes a task may keep`,
-              },
-            })
+        refused !== undefined
+          ? (cur) => ({ ...cur, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: refused } })
           : (cur) => ({
               ...cur,
               status: 'completed',
@@ -361,7 +369,7 @@ export class McpTasks {
     if (!changed || !rec || rec.status !== 'working') return;
     const abort = new AbortController();
     this.local.set(taskId, { abort, caller: runningKey });
-    this.inFlight.track(
+    this.track(
       runTool(rec)(abort.signal, { inputResponses: rec.answered, sealedState: rec.requestState, taskId })
         .catch((err: unknown): ToolOutcome => this.crashed(err))
         .then((outcome) => this.settle(taskId, rec.run, outcome, abort.signal, rec.arguments ?? {})),
@@ -402,5 +410,14 @@ export class McpTasks {
           .catch(() => undefined),
       ),
     );
+  }
+}
+
+/** The UTF-8 size of `value` as JSON; undefined when it has none (JSON.stringify throws on a BigInt or a cycle). */
+function jsonBytes(value: unknown): number | undefined {
+  try {
+    return Buffer.byteLength(JSON.stringify(value));
+  } catch {
+    return undefined;
   }
 }
