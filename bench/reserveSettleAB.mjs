@@ -200,19 +200,11 @@ async function worker(job) {
 async function networkedStore(store) {
   const services = await import('@ai-backend/test-utils/services');
   if (store === 'postgres') {
-    const url = new URL(process.env[services.SERVICE_ENV.postgres] ?? 'postgres://postgres@127.0.0.1:5432/test');
-    const at = {
-      host: url.hostname,
-      port: Number(url.port || 5432),
-      user: decodeURIComponent(url.username || 'postgres'),
-      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-      database: url.pathname.slice(1) || 'test',
-    };
+    const at = services.postgresAt();
     const options = services.testPostgresOptions(at, 'reserve_settle');
     return { storage: { type: 'postgres', postgres: options }, drop: () => services.dropTestSchema(at, options.schema) };
   }
-  const [host, port] = (process.env[services.SERVICE_ENV.redis] ?? '127.0.0.1:6379').split(/:(?=\d+$)/);
-  const at = { host, port: Number(port) };
+  const at = services.hostPort(process.env[services.SERVICE_ENV.redis], { host: '127.0.0.1', port: 6379 });
   const options = services.testRedisOptions(at, 'reserve-settle');
   return { storage: { type: 'redis', redis: options }, drop: () => services.dropTestKeys(at, options.keyPrefix) };
 }

@@ -1,5 +1,13 @@
 export { testService, testServices } from './testService.js';
 export { testRedis, testRedisOptions, rawTestClient, dropTestKeys, type TestRedis } from './testRedis.js';
-export { testPostgres, testPostgresOptions, dropTestSchema, runTestSql, type TestPostgres } from './testPostgres.js';
-export { probeServices, SERVICE_ENV, servicesRequired, type ServiceName, type ServiceStatus, type ServiceMap } from './probeServices.js';
+export { testPostgres, postgresAt, testPostgresOptions, dropTestSchema, runTestSql, type TestPostgres } from './testPostgres.js';
+export {
+  probeServices,
+  SERVICE_ENV,
+  servicesRequired,
+  hostPort,
+  type ServiceName,
+  type ServiceStatus,
+  type ServiceMap,
+} from './probeServices.js';
 export { startPrivateRedis, startPrivatePostgres, postgresBinDir, freePort, type PrivateServer } from './privateServers.js';

@@ -19,11 +19,21 @@ export interface TestPostgres {
  */
 export async function testPostgres(): Promise<TestPostgres> {
   const status = await testService('postgres');
-  const url = new URL(status.url ?? process.env[SERVICE_ENV.postgres] ?? 'postgres://postgres@127.0.0.1:5432/test');
+  const at = postgresAt(status.url);
+  return { ok: status.ok, ...at, host: status.host ?? at.host, port: status.port ?? at.port };
+}
+
+/**
+ * The connection a PostgreSQL URL names, without probing it (also outside vitest: the benches):
+ * by default AI_BACKEND_TEST_POSTGRES_URL, else postgres://postgres@127.0.0.1:5432/test.
+ */
+export function postgresAt(
+  value = process.env[SERVICE_ENV.postgres] ?? 'postgres://postgres@127.0.0.1:5432/test',
+): Omit<TestPostgres, 'ok'> {
+  const url = new URL(value);
   return {
-    ok: status.ok,
-    host: status.host ?? url.hostname,
-    port: status.port ?? Number(url.port || 5432),
+    host: url.hostname,
+    port: Number(url.port || 5432),
     user: decodeURIComponent(url.username || 'postgres'),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
     database: url.pathname.slice(1) || 'test',
