@@ -108,6 +108,11 @@ export class UpstreamConnection {
         { details: { reason: 'upstream_unavailable', server: this.opts.name } },
       );
     }
+    return this.connectNow();
+  }
+
+  /** Connects now, or joins the connect already running. */
+  private connectNow(): Promise<OpenedUpstream> {
     this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
     return this.connecting;
   }
@@ -156,7 +161,12 @@ export class UpstreamConnection {
     this.opts.logger.warn('MCP upstream unavailable', { server: this.opts.name, error, retryInMs: wait });
     if (this.opts.reconnect === 'eager' && !this.closed) {
       clearTimeout(this.timer);
-      this.timer = setTimeout(() => void this.open().catch(() => undefined), wait);
+      // The timer is the retry: it connects without open()'s "still backing off" check, which a
+      // timer may fire just before (Node's timers run on the loop's cached clock, retryAt on
+      // Date.now()); refused there, the connection stayed failed until a call came.
+      this.timer = setTimeout(() => {
+        if (!this.opened && !this.closed) void this.connectNow().catch(() => undefined);
+      }, wait);
       this.timer.unref();
     }
   }
