@@ -144,7 +144,9 @@ describe('routes: strategies over deployments', () => {
   });
 
   it('latency prefers the deployment that answers sooner once both are measured', async () => {
-    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [{ latencyMs: 2 }, { latencyMs: 80 }]);
+    // 250 ms against 2: a loaded machine's stall of a fast answer (GC, scheduling) moves its
+    // average above the slow one's only when it lasts longer than the slow answer itself.
+    const { ups, providers } = await deployments(['dep-fast', 'dep-slow'], [{ latencyMs: 2 }, { latencyMs: 250 }]);
     await harness(providers, { quick: { strategy: 'latency', targets: [{ model: `dep-fast/${MODEL}` }, { model: `dep-slow/${MODEL}` }] } });
     await run(60, 1, () => ask(alice, 'quick'));
     // Both were tried (never-measured targets first, and exploration), the fast one took most.
