@@ -123,6 +123,8 @@ afterAll(async () => {
 interface Attempt {
   status: number;
   retryAfter: string | null;
+  /** The answer's Connection header: a refusal closes its connection (StreamAdmission's closeAfterRefusal). */
+  connection?: string | null;
   body: string;
   /** For an open stream: whether its body already ended (the server gave its place back), and what it said. */
   ended?: () => string | undefined;
@@ -154,7 +156,14 @@ async function attempt(url: string, init: RequestInit): Promise<Attempt> {
         if (!ac.signal.aborted) ended = `failed (${(err as Error).message}) after: ${said.slice(0, 300)}`;
       }
     })();
-  const a = { status: res.status, retryAfter: res.headers.get('retry-after'), body, ended: () => ended, close: () => ac.abort() };
+  const a = {
+    status: res.status,
+    retryAfter: res.headers.get('retry-after'),
+    connection: res.headers.get('connection'),
+    body,
+    ended: () => ended,
+    close: () => ac.abort(),
+  };
   if (streaming) opened.push(a);
   return a;
 }
@@ -192,6 +201,7 @@ function expectCapped(attempts: Attempt[], cap: number, status: number, message:
   for (const r of refused) {
     expect(r.status, r.body).toBe(status);
     expect(r.retryAfter).toBe('5');
+    expect(r.connection).toBe('close');
     expect(r.body).toMatch(message);
     expect(r.body).not.toMatch(LEAK);
   }
@@ -321,6 +331,7 @@ async function sdkAttempt(open: (signal: AbortSignal) => Promise<unknown>): Prom
     return {
       status: e.status ?? 0,
       retryAfter: headers['retry-after'] ?? null,
+      connection: headers.connection ?? null,
       body: JSON.stringify(e.error ?? e.message),
       close: () => undefined,
     };

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type HttpBindings, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { waitFor } from '@ai-backend/test-utils';
-import { defaultStreamTotal, isRefusal, refusalResponse, StreamAdmission, type StreamPlace } from './StreamAdmission.js';
+import { closeAfterRefusal, defaultStreamTotal, isRefusal, refusalResponse, StreamAdmission, type StreamPlace } from './StreamAdmission.js';
 
 let server: ServerType | undefined;
 afterEach(async () => {
@@ -85,6 +86,50 @@ describe('StreamAdmission', () => {
     ac.abort();
     await waitFor(() => admission.open === 0, { timeoutMs: 5000, intervalMs: 20, what: 'the place given back after the client closed' });
     expect((await fetch(url + '/json')).status).toBe(200);
+  });
+
+  it('a refusal closes its connection once written (HTTP/1.1), an admitted answer keeps it alive', async () => {
+    const admission = new StreamAdmission({ perAddress: 1, perIdentity: 1, total: 10 });
+    const app = new Hono<{ Bindings: HttpBindings }>();
+    let held: StreamPlace | undefined;
+    app.get('/', (c) => {
+      const p = admission.take('one-client');
+      if (isRefusal(p)) {
+        closeAfterRefusal(c.env.outgoing);
+        return refusalResponse('plain', p);
+      }
+      held = p;
+      return Response.json({ ok: true });
+    });
+    server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    });
+    const port = (server.address() as AddressInfo).port;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status: number; connection: string | undefined; socketClosed: Promise<void> }>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+          const socketClosed = new Promise<void>((done) => res.socket.once('close', () => done()));
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, socketClosed }));
+        });
+        req.on('error', reject);
+      });
+    try {
+      const admitted = await get();
+      expect(admitted).toMatchObject({ status: 200, connection: 'keep-alive' });
+      const refused = await get();
+      expect(refused).toMatchObject({ status: 429, connection: 'close' });
+      await refused.socketClosed;
+    } finally {
+      held?.();
+      agent.destroy();
+    }
+    // Without a Node response (in-process fetch) or its keep-alive flag (HTTP/2), nothing to do.
+    expect(() => closeAfterRefusal(undefined)).not.toThrow();
+    const h2Like = { once: () => undefined };
+    closeAfterRefusal(h2Like);
+    expect(h2Like).not.toHaveProperty('shouldKeepAlive');
   });
 
   it('in process (no Node response), holds until the body ends or is cancelled', async () => {

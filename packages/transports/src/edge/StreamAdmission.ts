@@ -6,6 +6,8 @@ import { edgeError, type EdgeFamily } from './edgeError.js';
 export interface ClosableResponse {
   readonly closed?: boolean;
   once(event: 'close', listener: () => void): unknown;
+  /** HTTP/1.1's keep-alive for this response's connection (node:http's ServerResponse; absent on HTTP/2). */
+  shouldKeepAlive?: boolean;
 }
 
 export interface StreamCapsOptions {
@@ -119,6 +121,16 @@ export class StreamAdmission {
   private refusal(status: 429 | 503, cap: StreamRefusal['cap'], limit: number, message: string): StreamRefusal {
     return { status, cap, limit, message, retryAfterSec: this.retryAfterSec };
   }
+}
+
+/**
+ * A refused stream's connection is closed once the refusal is written (HTTP/1.1: `Connection:
+ * close`), not kept alive: a client refused at a cap is one that holds many connections, and the
+ * server cap is there to keep descriptors for everyone else, so the refusal frees one instead of
+ * leaving an idle socket behind. Under in-process fetch or HTTP/2 (no such flag) nothing changes.
+ */
+export function closeAfterRefusal(outgoing: ClosableResponse | undefined): void {
+  if (outgoing && typeof outgoing.shouldKeepAlive === 'boolean') outgoing.shouldKeepAlive = false;
 }
 
 /** Whether `res` is an event stream, by its content type. */

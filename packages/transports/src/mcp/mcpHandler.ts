@@ -39,7 +39,15 @@ import { buildToolCatalog, type ToolCatalog } from './toolCatalog.js';
 import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
 import { duplicateIdResponse, InFlightIds } from './InFlightIds.js';
-import { isEventStream, isRefusal, refusalResponse, StreamAdmission, streamCapsOf, type StreamPlace } from '../edge/StreamAdmission.js';
+import {
+  closeAfterRefusal,
+  isEventStream,
+  isRefusal,
+  refusalResponse,
+  StreamAdmission,
+  streamCapsOf,
+  type StreamPlace,
+} from '../edge/StreamAdmission.js';
 import { serveEntry } from '../edge/serveEntry.js';
 
 /** The messages of an admitted POST (one, or a batch), and its body as parsed. */
@@ -128,6 +136,8 @@ type LegacyEndpoint =
 /** What a request took: its place in the stream admission (see McpHandler.admit) and its session. */
 interface PlaceHolder {
   place?: StreamPlace;
+  /** The stream admission refused this request (its connection is closed once answered). */
+  refused?: boolean;
   /** The session the request was handed to, so its answer's end is counted against it. */
   session?: Session;
   /** Whether the answer is an event stream, where the dispatch knows it without reading the answer's headers (SESSION_ANSWER). */
@@ -420,6 +430,7 @@ export class McpHandler {
       if (holder.session) this.answered(holder.session);
       throw err;
     }
+    if (holder.refused) closeAfterRefusal(outgoing);
     const session = holder.session;
     const stream = holder.isStream ? holder.isStream(res) : isEventStream(res);
     // A place taken for an answer that may stream is kept until it ends, given back now when it is not a stream.
@@ -449,6 +460,7 @@ export class McpHandler {
         path: 'mcp stream',
         detail: { kind: 'streams', cap: taken.cap, limit: taken.limit },
       });
+      holder.refused = true;
       return refusalResponse('jsonrpc', taken);
     }
     holder.place = taken;

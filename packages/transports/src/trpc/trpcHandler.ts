@@ -11,7 +11,7 @@ import {
 import { withBufferedBody } from '../edge/bodyLimit.js';
 import { withCorsHeaders } from '../edge/cors.js';
 import { serveEntry } from '../edge/serveEntry.js';
-import { isRefusal, refusalResponse, type ClosableResponse, type StreamAdmission } from '../edge/StreamAdmission.js';
+import { closeAfterRefusal, isRefusal, refusalResponse, type ClosableResponse, type StreamAdmission } from '../edge/StreamAdmission.js';
 import { answerSingleCall, singleCallOf, type SingleCall } from './singleCall.js';
 
 /** A refusal that asks the client to sign in (again, or with more scope). */
@@ -93,10 +93,14 @@ async function answerByAdapter(
 ): Promise<Response> {
   const req = c.req.raw;
   const streamed = req.headers.get('trpc-accept')?.includes('jsonl') || req.headers.get('accept')?.includes('jsonl');
+  const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
   let place: (() => void) | undefined;
   if (streamed) {
     const taken = streams.take(scope.facts.ip, scope.identity?.sub);
-    if (isRefusal(taken)) return refusalResponse('trpc', taken);
+    if (isRefusal(taken)) {
+      closeAfterRefusal(outgoing);
+      return refusalResponse('trpc', taken);
+    }
     place = taken;
   }
   let res: Response;
@@ -121,5 +125,5 @@ async function answerByAdapter(
     place?.();
     throw err;
   }
-  return place ? streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing, 'any-body') : res;
+  return place ? streams.hold(res, place, outgoing, 'any-body') : res;
 }

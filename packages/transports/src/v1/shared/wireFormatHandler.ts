@@ -18,7 +18,7 @@ import {
 } from '@ai-backend/core/internal';
 import { withCorsHeaders } from '../../edge/cors.js';
 import { readJsonBody } from '../../edge/readJsonBody.js';
-import { isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from '../../edge/StreamAdmission.js';
+import { closeAfterRefusal, isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from '../../edge/StreamAdmission.js';
 import { serveEntry } from '../../edge/serveEntry.js';
 
 /** An error in a wire format's own shape. */
@@ -183,8 +183,12 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
       fail,
       async run(c, scope, req, path) {
         if (!req.stream) return answer(c, gateway, { scope, req, path });
+        const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
         const place = streams.take(scope.facts.ip, scope.identity?.sub);
-        if (isRefusal(place)) return fail(c, refusalError(place), gateway);
+        if (isRefusal(place)) {
+          closeAfterRefusal(outgoing);
+          return fail(c, refusalError(place), gateway);
+        }
         let res: Response;
         try {
           res = await answer(c, gateway, { scope, req, path });
@@ -192,7 +196,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
           place();
           throw err;
         }
-        return streams.hold(res, place, (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing);
+        return streams.hold(res, place, outgoing);
       },
     });
   };
