@@ -4,7 +4,15 @@ import type { AddressInfo } from 'node:net';
 import { serve, type HttpBindings, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { waitFor } from '@ai-backend/test-utils';
-import { closeAfterRefusal, defaultStreamTotal, isRefusal, refusalResponse, StreamAdmission, type StreamPlace } from './StreamAdmission.js';
+import {
+  closeAfterRefusal,
+  defaultStreamTotal,
+  isRefusal,
+  refusalResponse,
+  StreamAdmission,
+  streamTotalFor,
+  type StreamPlace,
+} from './StreamAdmission.js';
 
 let server: ServerType | undefined;
 afterEach(async () => {
@@ -149,9 +157,14 @@ describe('StreamAdmission', () => {
     expect(admission.open).toBe(0);
   });
 
-  it('the default server cap is half the descriptor limit, within 64..4096', () => {
+  it('the default server cap is a third of the descriptor limit (an AI stream holds two), within 32..4096', () => {
+    expect(streamTotalFor(256)).toBe(85);
+    expect(streamTotalFor(1024)).toBe(341);
+    expect(streamTotalFor(60)).toBe(32);
+    expect(streamTotalFor(1_048_576)).toBe(4096);
+    expect(streamTotalFor(undefined)).toBe(1024);
     const total = defaultStreamTotal();
-    expect(total).toBeGreaterThanOrEqual(64);
+    expect(total).toBeGreaterThanOrEqual(32);
     expect(total).toBeLessThanOrEqual(4096);
   });
 });

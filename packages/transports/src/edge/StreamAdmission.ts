@@ -187,10 +187,20 @@ export function withEnd(res: Response, onEnd: () => void): Response {
 }
 
 /**
- * The default of `limits.maxSseStreams`: half the descriptors this process may open (Linux
- * `/proc/self/limits`, read once when the server is built; Node raises the soft limit to the hard
- * one at start), so streams can never take the descriptors /health, storage and other clients
- * need. Between 64 and 4096; 1024 where the limit cannot be read.
+ * The default of `limits.maxSseStreams` for a process that may open `soft` descriptors: a third of
+ * them, so streams can never take the descriptors /health, storage and other clients need. A
+ * third, not a half: a stream of an AI answer (`/v1`, or `ai.streamText` behind tRPC or MCP) holds
+ * two, the client's socket and the upstream's, so a server full of them uses two thirds. Between
+ * 32 and 4096; 1024 where the limit is unknown (or unlimited).
+ */
+export function streamTotalFor(soft: number | undefined): number {
+  if (soft === undefined || !Number.isFinite(soft)) return 1024;
+  return Math.max(32, Math.min(4096, Math.floor(soft / 3)));
+}
+
+/**
+ * `streamTotalFor` this process's open-file limit (Linux `/proc/self/limits`, read once when the
+ * server is built; Node raises the soft limit to the hard one at start).
  */
 export function defaultStreamTotal(): number {
   let soft: number | undefined;
@@ -200,8 +210,7 @@ export function defaultStreamTotal(): number {
   } catch {
     // Not Linux: no cheap way to read RLIMIT_NOFILE from Node.
   }
-  if (soft === undefined || !Number.isFinite(soft)) return 1024;
-  return Math.max(64, Math.min(4096, Math.floor(soft / 2)));
+  return streamTotalFor(soft);
 }
 
 /** The caps of `limits` (defaults resolved here, once per server). */

@@ -80,9 +80,10 @@ export const LimitsSchema = lazySection('limits', () =>
       maxSseStreamsPerIdentity: z.number().int().min(1).default(32),
       /**
        * Long-lived streams this server instance holds in all; more get 503 with Retry-After.
-       * Default: half the process's open-file limit, read when the server is built (between 64
-       * and 4096; 1024 where the limit cannot be read), so streams never take the descriptors
-       * /health, storage and other clients need.
+       * Default: a third of the process's open-file limit, read when the server is built (between
+       * 32 and 4096; 1024 where the limit cannot be read), so streams never take the descriptors
+       * /health, storage and other clients need (a stream of an AI answer holds two: the client's
+       * socket and the upstream's).
        */
       maxSseStreams: z.number().int().min(1).optional(),
     })
