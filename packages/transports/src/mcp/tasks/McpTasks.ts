@@ -214,7 +214,6 @@ export class McpTasks {
     return { kind: 'failed', error: { code: ProtocolErrorCode.InternalError, message: 'internal error' } };
   }
 
-  /** Record what a run came to, unless the task moved on meanwhile (cancelled, or another run). */
   /** A run until its result is stored, for drain() and close() to wait on; a settle that throws (a bug) is logged, never silent. */
   private track(run: Promise<void>): void {
     this.inFlight.track(
@@ -224,6 +223,7 @@ export class McpTasks {
     );
   }
 
+  /** Record what a run came to, unless the task moved on meanwhile (cancelled, or another run). */
   private async settle(
     taskId: string,
     run: number,
