@@ -324,7 +324,9 @@ async function sdkAttempt(open: (signal: AbortSignal) => Promise<unknown>): Prom
   const ac = new AbortController();
   try {
     await open(ac.signal);
-    return { status: 200, retryAfter: null, body: '', close: () => ac.abort() };
+    const a = { status: 200, retryAfter: null, body: '', close: () => ac.abort() };
+    opened.push(a);
+    return a;
   } catch (err) {
     const e = err as { status?: number; headers?: Headers | Record<string, string>; error?: unknown; message?: string };
     const headers = e.headers instanceof Headers ? Object.fromEntries(e.headers) : (e.headers ?? {});
