@@ -16,6 +16,7 @@ import { resolveModelName } from './routing/resolveModelName.js';
 import type { Routing } from './routing/Routing.js';
 import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
+import { wireInputBound } from './passThrough/wireInputBound.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import {
@@ -158,7 +159,9 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   // bytes of every text sent, tool definitions and the output schema included, plus overhead.
   const extraBytes = (input.tools ? utf8(JSON.stringify(input.tools)) : 0) + (input.output ? utf8(JSON.stringify(input.output.schema)) : 0);
   const toolUse = input.tools?.length || input.output ? TOOL_USE_OVERHEAD_TOKENS : 0;
-  const inputEstimate = promptBytes(prompt) + extraBytes + toolUse + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
+  const translated = promptBytes(prompt) + extraBytes + toolUse + MESSAGE_OVERHEAD_TOKENS + prompt.attachments * ATTACHMENT_TOKENS;
+  // A /v1 call's body may be forwarded as sent (the pass-through path): the hold covers all of it.
+  const inputEstimate = call.wire ? Math.max(translated, wireInputBound(call.wire, ai)) : translated;
   const estimatedTokens = inputEstimate + maxTokens;
   const reach = { identity: call.identity, attachments: prompt.attachments, maxTokens };
   const reachable = reachableModels(deps, own, input.fallbacks, reach, planned.slice(1));

@@ -10,11 +10,13 @@ export interface ForwardedRequest {
   headers: Record<string, string>;
 }
 
+const OUTPUT_LIMITS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+
 /**
  * The forwarded body (docs/ai.md#pass-through): the caller's JSON with `model` rewritten to the
  * target's id, our own fields removed (`models`, our fallbacks on Chat Completions), the output
- * limit the hold was made for written where the caller set none (so no answer outgrows its
- * reservation), and on an OpenAI Chat stream `stream_options.include_usage` (the only way its
+ * limit the hold was made for written where the caller set none and over any larger one (so no
+ * answer outgrows its reservation), and on an OpenAI Chat stream `stream_options.include_usage` (the only way its
  * usage is reported); a Responses request loses `background`. Everything else the caller sent goes as it is.
  */
 export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTokens: number): ForwardedRequest {
@@ -33,6 +35,12 @@ export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTo
     // A background response is answered at once without its output or usage (fetched later by id,
     // which this server does not serve): run in the foreground, as the SDK path does.
     if (req.format === 'openai-responses') delete body.background;
+  }
+  // Every output limit the body carries is at most the hold's: a server that honours another field
+  // than the one the hold was read from (`max_tokens` beside `max_completion_tokens`) stays inside it.
+  for (const field of OUTPUT_LIMITS) {
+    const v = body[field];
+    if (v != null && !(Number.isInteger(v) && (v as number) <= maxTokens)) body[field] = maxTokens;
   }
   const headers = req.headers ? { ...req.headers, ...e.headers } : e.headers;
   return { body: JSON.stringify(body), addedUsage, headers };
