@@ -79,7 +79,8 @@ export const billingRouter = router({
     .meta({ keyAccess: 'any', description: 'Your AI calls (platform-paid and BYOK), newest first' })
     .input(z.lazy(() => z.object({ limit: limitInput, cursor: cursorInput }).default({ limit: 20 })))
     .query(async ({ ctx, input }) => {
-      const { items: usage, nextCursor } = await ctx.billing.usageHistory(ctx.identity.sub, input);
+      const { items, nextCursor } = await ctx.billing.usageHistory(ctx.identity.sub, input);
+      const usage = withoutOtherKeys(items, ctx.keys.keySeenBy(ctx.identity));
       return { usage, ...(nextCursor !== undefined ? { nextCursor } : {}) };
     }),
 
@@ -105,11 +106,13 @@ export const billingRouter = router({
       ),
     )
     .query(async ({ ctx, input }) => {
+      const only = ctx.keys.keySeenBy(ctx.identity);
       const [analytics, byApiKey] = await Promise.all([
         ctx.billing.usageAnalytics(ctx.identity.sub, input),
-        ctx.keys.spendByKey(ctx.identity.sub),
+        ctx.keys.spendByKey(ctx.identity.sub, only),
       ]);
-      return { ...analytics, byApiKey };
+      const history = analytics.history && { history: withoutOtherKeys(analytics.history, only) };
+      return { ...analytics, ...history, byApiKey };
     }),
 
   planConsumption: billingProcedure
@@ -166,3 +169,16 @@ export const billingRouter = router({
       return { userId: input.userId, type: input.type, ...result };
     }),
 });
+
+/**
+ * A key without `keys:read` sees only itself among its owner's keys (docs/api-keys.md): on the
+ * usage rows it reads, the id of another of its owner's keys is left out.
+ */
+function withoutOtherKeys<T extends { apiKeyId?: string }>(items: T[], only: string | undefined): T[] {
+  if (only === undefined) return items;
+  return items.map((r) => {
+    if (r.apiKeyId === undefined || r.apiKeyId === only) return r;
+    const { apiKeyId: _, ...rest } = r;
+    return rest as T;
+  });
+}

@@ -157,7 +157,7 @@ export class ApiKeyService {
       userId: ownerId,
       hash: hasher.hash(key),
       scopes: rules.scopes ?? [],
-      expiresAt: rules.expiresAt ?? null,
+      expiresAt: utc(rules.expiresAt),
       createdAt: at,
       createdBy: by,
       updatedAt: at,
@@ -216,6 +216,15 @@ export class ApiKeyService {
   }
 
   /**
+   * The one key a caller may see among its owner's keys in what its owner's own procedures answer
+   * (spend per key, the key of each usage row): itself when it is a key without `keys:read`, else
+   * undefined (every key).
+   */
+  keySeenBy(identity: Identity): string | undefined {
+    return this.onlySelf({ identity, asAdmin: false });
+  }
+
+  /**
    * A key sees only itself among its owner's keys unless it holds `keys:read` (or acts as an
    * administrator on the admin variants): the id of the one key it may see, else undefined.
    */
@@ -235,9 +244,11 @@ export class ApiKeyService {
   /**
    * Spend per key of one user (revoked keys included, newest first): calls, and tokens and money
    * today, this month and in total. For billing.getUsageAnalytics; one prefix scan and two reads.
+   * `only`: the one key to answer for (keySeenBy).
    */
   async spendByKey(
     userId: string,
+    only?: string,
   ): Promise<
     Array<
       { id: string; name: string; status: ApiKeyView['status']; calls: number } & Record<
@@ -246,7 +257,9 @@ export class ApiKeyService {
       >
     >
   > {
-    const records = (await this.listRecords(userId)).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    const records = (await this.listRecords(userId))
+      .filter((r) => only === undefined || r.id === only)
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     const spends = await this.storage.getMany<KeySpendRecord>(records.map((r) => keySpendKey(r.id)));
     const now = this.now();
     return records.map((r, i) => {
@@ -286,7 +299,7 @@ export class ApiKeyService {
       const out: ApiKeyRecord = { ...r, updatedAt: new Date(this.now()).toISOString() };
       for (const [k, v] of Object.entries(parsed) as Array<[keyof KeyRules, unknown]>) {
         if (v === undefined) continue;
-        (out as unknown as Record<string, unknown>)[k] = v;
+        (out as unknown as Record<string, unknown>)[k] = k === 'expiresAt' ? utc(v as string | null) : v;
       }
       return out;
     });
@@ -348,7 +361,12 @@ export class ApiKeyService {
         const stamp = new Date(at).toISOString();
         if (graceSec <= 0) return { ...r, rotatedTo: created.apiKey.id, revokedAt: stamp, updatedAt: stamp };
         const end = new Date(at + graceSec * 1000).toISOString();
-        return { ...r, rotatedTo: created.apiKey.id, expiresAt: r.expiresAt && r.expiresAt < end ? r.expiresAt : end, updatedAt: stamp };
+        return {
+          ...r,
+          rotatedTo: created.apiKey.id,
+          expiresAt: r.expiresAt && Date.parse(r.expiresAt) < Date.parse(end) ? r.expiresAt : end,
+          updatedAt: stamp,
+        };
       });
     } catch (err) {
       // The successor was made for nothing: it must not stay usable.
@@ -370,4 +388,12 @@ export class ApiKeyService {
     await this.signals.publish(KEY_CHANGED, id);
     return next;
   }
+}
+
+/**
+ * An expiry as stored: UTC (`…Z`), whatever offset the caller wrote it in, so stored expiries
+ * compare as instants (a `+14:00` expiry is not "later" than the same instant in `Z`).
+ */
+function utc(at: string | null | undefined): string | null {
+  return at ? new Date(at).toISOString() : null;
 }

@@ -108,6 +108,35 @@ describe.each(backends)('API key authority on $name', (backend) => {
     expect((await call(runtime, 'keys.get', { id: two.apiKey.id }, readerKey)).apiKey.name).toBe('two');
     // The owner, signed in, sees every key as before.
     expect((await call(runtime, 'keys.list', {}, alice)).keys).toHaveLength(3);
+
+    // Nor through its owner's usage: spend per key and the key of each usage row.
+    const twoKey = await asKey(runtime, two.key);
+    for (const [who, requestId] of [
+      [oneKey, 'by-one'],
+      [twoKey, 'by-two'],
+    ] as const)
+      await runtime.billing.recordByokUsage({
+        identity: who,
+        provider: 'openai',
+        model: 'gpt-x',
+        tokensUsed: 5,
+        estimatedCostUsd: 0,
+        requestId,
+      });
+    const ids = (rows: Array<{ id?: string; apiKeyId?: string }>, field: 'id' | 'apiKeyId') =>
+      rows
+        .map((r) => r[field])
+        .filter((id) => id !== undefined)
+        .sort();
+    const asOne = await call(runtime, 'billing.getUsageAnalytics', { includeHistory: true }, oneKey);
+    expect(ids(asOne.byApiKey, 'id')).toEqual([one.apiKey.id]);
+    expect(ids(asOne.history, 'apiKeyId')).toEqual([one.apiKey.id]);
+    expect(asOne.history).toHaveLength(2);
+    expect(ids((await call(runtime, 'billing.getUsageHistory', {}, oneKey)).usage, 'apiKeyId')).toEqual([one.apiKey.id]);
+    const asReader = await call(runtime, 'billing.getUsageAnalytics', { includeHistory: true }, readerKey);
+    expect(ids(asReader.byApiKey, 'id')).toEqual([one.apiKey.id, two.apiKey.id, reader.apiKey.id].sort());
+    expect(ids(asReader.history, 'apiKeyId')).toEqual([one.apiKey.id, two.apiKey.id].sort());
+    expect(ids((await call(runtime, 'billing.getUsageHistory', {}, alice)).usage, 'apiKeyId')).toHaveLength(2);
   });
 
   it("a rotated key's expiry can be brought forward, never extended or removed", async () => {
@@ -119,6 +148,14 @@ describe.each(backends)('API key authority on $name', (backend) => {
     }
     const sooner = new Date(end - 300_000).toISOString();
     expect((await call(runtime, 'keys.update', { id: k.apiKey.id, expiresAt: sooner }, alice)).apiKey.expiresAt).toBe(sooner);
+    // An expiry written with an offset is the instant it names: a rotation's grace period does
+    // not outlast it, and it is stored in UTC.
+    const soon = Date.now() + 60_000;
+    const offset = new Date(soon + 14 * 3600_000).toISOString().replace('Z', '+14:00');
+    const short = await call(runtime, 'keys.create', { name: 'short', expiresAt: offset }, alice);
+    expect(short.apiKey.expiresAt).toBe(new Date(soon).toISOString());
+    const graced = await call(runtime, 'keys.rotate', { id: short.apiKey.id, graceSec: 36_000 }, alice);
+    expect(Date.parse(graced.previous.expiresAt)).toBe(soon);
     // An administrator cannot extend it either.
     const admin = await instance({ admin: { users: ['user-root'] } });
     await expect(

@@ -3,6 +3,9 @@ import type { TxRead, TxWrite } from '../../kernel/Storage.js';
 import { fromNanos, periodIds, resetsAt, toNanos, type PeriodSpend, type Worst } from '../spend/periodSpend.js';
 import { apiKeyKeys, KEY_BUDGET_PERIODS, type ApiKeyRecord, type KeyBudget, type KeyBudgetPeriod } from './apiKeyTypes.js';
 
+/** A budget period as an adjective, for refusals ("this API key's daily token budget"). */
+const PERIOD_WORD: Record<KeyBudgetPeriod, string> = { day: 'daily', month: 'monthly', total: 'total' };
+
 /**
  * Per-key spend and budgets, run inside billing's reserve / settle / release transactions (the
  * same all-or-nothing write as the owner's balance), so concurrent calls through one key can
@@ -56,7 +59,7 @@ function refusal(spend: Record<KeyBudgetPeriod, KeyPeriod>, budget: KeyBudget, w
     if (limits.tokens !== undefined && s.tokens + s.reservedTokens + worst.tokens > limits.tokens) {
       return new CoreError(
         'PAYMENT_REQUIRED',
-        `this API key's ${period === 'total' ? 'total' : period + 'ly'} token budget (${limits.tokens}) does not cover this call`,
+        `this API key's ${PERIOD_WORD[period]} token budget (${limits.tokens}) does not cover this call`,
         {
           details: {
             ...base,
@@ -75,7 +78,7 @@ function refusal(spend: Record<KeyBudgetPeriod, KeyPeriod>, budget: KeyBudget, w
         'PAYMENT_REQUIRED',
         unpriced
           ? 'this API key has a money budget and the model has no price'
-          : `this API key's ${period === 'total' ? 'total' : period + 'ly'} money budget ($${limits.usd}) does not cover this call`,
+          : `this API key's ${PERIOD_WORD[period]} money budget ($${limits.usd}) does not cover this call`,
         {
           details: {
             ...base,
