@@ -231,6 +231,27 @@ describeV1Matrix('/v1/messages', (mode, path) => {
         expect(r.status, `${path} ${JSON.stringify(body).slice(0, 100)}`).toBe(400);
         expect(r.body).toMatchObject({ error: { type: 'invalid_request_error', message: expect.any(String) } });
       }
+      // The HTTP edge's refusals too (a body over limits.bodyLimit, a body that is not JSON), in
+      // the shape of the format the path speaks.
+      const limit = suite.gw.runtime.config.limits.bodyLimit;
+      const huge = { model: 'openai', max_tokens: 10, messages: [{ role: 'user', content: 'x'.repeat(limit + 10) }] };
+      for (const path of ['messages', 'messages/count_tokens']) {
+        const r = await post(path, huge);
+        expect(r.status, path).toBe(413);
+        expect(r.body).toMatchObject({ type: 'error', error: { type: 'request_too_large', message: expect.any(String) } });
+        const text = await fetch(`${suite.gw.url}/v1/${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${u.token}`, 'content-type': 'text/plain' },
+          body: 'hi',
+        });
+        expect(text.status, path).toBe(415);
+        expect(await text.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+      }
+      for (const path of ['chat/completions', 'responses']) {
+        const r = await post(path, { model: 'openai', input: 'x'.repeat(limit + 10) });
+        expect(r.status, path).toBe(413);
+        expect(r.body).toMatchObject({ error: { type: 'invalid_request_error', code: 'payload_too_large' } });
+      }
       expect(await balanceOf(u.token)).toBe(10_000);
     });
 

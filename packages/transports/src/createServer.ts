@@ -31,7 +31,8 @@ import { apiDescriptionRoutes } from './routes/apiDescriptionRoutes.js';
 import { consoleRoutes } from './routes/consoleRoutes.js';
 import { cors } from './edge/cors.js';
 import { adminMetricsHandler, metricsListenerApp, type MetricsServices } from './routes/metricsRoute.js';
-import { observeRequests } from './edge/observeRequests.js';
+import { entryOf, observeRequests } from './edge/observeRequests.js';
+import type { EdgeFamily } from './edge/edgeError.js';
 import { healthRoutes, type HealthServices } from './routes/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './routes/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './routes/purchaseWebhookRoute.js';
@@ -238,7 +239,14 @@ export function createServer<C extends CustomRouters = {}>(
       edge(path, { family: 'trpc', api: true, jsonOnly: true }, limits.bodyLimit, limits.maxJsonDepth);
   }
   if (config.protocols.jsonRpc) edge('/rpc', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
-  if (config.protocols.openAi) edge('/v1/*', { family: 'openai', api: true, jsonOnly: true }, limits.bodyLimit);
+  if (config.protocols.openAi) {
+    // /v1 speaks two vendors' formats: each refusal in the shape of the client that sent the request.
+    const v1 = (family: EdgeFamily) =>
+      guard({ family, api: true, jsonOnly: true }, bodyLimit({ family, limit: limits.bodyLimit, idleMs: limits.bodyIdleTimeoutMs }));
+    const openai = v1('openai');
+    const anthropic = v1('anthropic');
+    app.use('/v1/*', (c, next) => (entryOf(c.req.path) === 'anthropic' ? anthropic : openai)(c, next));
+  }
   if (mcpOn) {
     edge('/mcp', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
   }

@@ -1,7 +1,7 @@
 import { JSONRPC_CODE_BY_TRPC, JSONRPC_STANDARD } from '@ai-backend/core/internal';
 
 /** The answer shapes of the route families the HTTP edge guards. */
-export type EdgeFamily = 'jsonrpc' | 'trpc' | 'oauth' | 'openai' | 'plain';
+export type EdgeFamily = 'jsonrpc' | 'trpc' | 'oauth' | 'openai' | 'anthropic' | 'plain';
 
 type EdgeStatus = 400 | 403 | 408 | 413 | 415 | 429 | 503;
 
@@ -15,10 +15,22 @@ const TRPC_CODE: Record<EdgeStatus, keyof typeof JSONRPC_CODE_BY_TRPC> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
+/** Anthropic's error types (its API's own names) for what the edge answers. */
+const ANTHROPIC_TYPE: Record<EdgeStatus, string> = {
+  400: 'invalid_request_error',
+  403: 'permission_error',
+  408: 'timeout_error',
+  413: 'request_too_large',
+  415: 'invalid_request_error',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+};
+
 /**
  * An answer from the HTTP edge (origin, content type, body limits), before any handler ran,
  * in the shape the route's clients parse: a JSON-RPC error on /rpc and /mcp, a tRPC error
- * (superjson envelope) on /trpc, an OpenAI error on /v1, an RFC 6749 error on the OAuth routes. Messages are ours only.
+ * (superjson envelope) on /trpc, an OpenAI error on /v1 (Anthropic's on /v1/messages), an RFC 6749 error on the OAuth
+ * routes. Messages are ours only.
  */
 export function edgeError(family: EdgeFamily, status: EdgeStatus, message: string, headers: Record<string, string> = {}): Response {
   let body: unknown;
@@ -43,6 +55,8 @@ export function edgeError(family: EdgeFamily, status: EdgeStatus, message: strin
             ? 'overloaded_error'
             : 'invalid_request_error';
     body = { error: { message, type, param: null, code: TRPC_CODE[status].toLowerCase() } };
+  } else if (family === 'anthropic') {
+    body = { type: 'error', error: { type: ANTHROPIC_TYPE[status], message } };
   } else if (family === 'oauth') {
     body = { error: status === 403 ? 'access_denied' : 'invalid_request', error_description: message };
   } else {
