@@ -26,6 +26,22 @@ describe('WireStream', () => {
     'data: [DONE]\n\n',
   ].join('');
 
+  it('CRLF boundaries cut at every place, and an event in many pieces: each event read once, in order', () => {
+    const crlf = chat.replaceAll('\n', '\r\n');
+    for (const size of [1, 2, 3, 4, 7]) {
+      const ws = new WireStream('openai-chat', true);
+      const out = run(ws, crlf, size);
+      expect(out, `${size}`).not.toContain('prompt_tokens');
+      expect(out.split('\n\n').filter(Boolean).length, `${size}`).toBe(3);
+      expect(ws.usage, `${size}`).toEqual({ inputTokens: 7, outputTokens: 3, totalTokens: 10 });
+    }
+    const long = sse({ choices: [{ index: 0, delta: { content: 'x'.repeat(200_000) } }], usage: null });
+    const ws = new WireStream('openai-chat', true);
+    expect(run(ws, long + chat, 4096)).toBe(
+      long + chat.replace(sse({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }), ''),
+    );
+  });
+
   for (const size of [1, 5, 64, 10_000])
     it(`OpenAI Chat, ${size}-byte pieces: usage read; the asked-for usage chunk left out, every other byte kept`, () => {
       const kept = new WireStream('openai-chat', false);

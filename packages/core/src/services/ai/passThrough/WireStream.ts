@@ -5,7 +5,7 @@ import { isTokenCount } from '../tokenCount.js';
 /** A `usage` that is not null (an object, or a hostile string or number, which is unreadable usage). */
 const USAGE_OBJECT = /"usage"\s*:\s*[^\sn]/;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
-const BOUNDARY = /\r?\n\r?\n/;
+const BOUNDARY = /\r?\n\r?\n/g;
 
 /** The Responses API's opening events, before any output: they need not reach the caller before a fallback. */
 const RESPONSES_OPENING = new Set([
@@ -125,9 +125,18 @@ export class WireStream {
   /** One chunk from the upstream: what to send the caller now (possibly nothing). */
   push(chunk: Uint8Array): Uint8Array | undefined {
     this.bytes += chunk.byteLength;
+    // Only the new text (and the three characters before it, where a boundary may have begun) is
+    // searched: an event that arrives in many chunks is not re-split whole at each one.
+    const from = Math.max(0, this.pending.length - 3);
     this.pending += this.decoder.decode(chunk, { stream: true });
-    const events = this.pending.split(BOUNDARY);
-    this.pending = events.pop()!;
+    const events: string[] = [];
+    let start = 0;
+    BOUNDARY.lastIndex = from;
+    for (let m = BOUNDARY.exec(this.pending); m; m = BOUNDARY.exec(this.pending)) {
+      events.push(this.pending.slice(start, m.index));
+      start = m.index + m[0].length;
+    }
+    if (start > 0) this.pending = this.pending.slice(start);
     if (!this.dropUsageChunk) {
       for (const e of events) this.inspect(e);
       this.events += events.length;
