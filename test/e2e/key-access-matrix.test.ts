@@ -261,6 +261,11 @@ describe('key access on every entry point', () => {
     const client = new RawMcp(s.url, creds[who]);
     expect((await client.initialize()).status).toBe(200);
     const out = new Map<string, Outcome>();
+    // tools/list offers a key only what its rules let it call (a refusal other than the key
+    // rule's, an administrator tool for a user, is the call's to give, as for a signed-in user).
+    const listed = new Set(((await client.send('tools/list', {})).message?.result?.tools as Array<{ name: string }>).map((t) => t.name));
+    for (const p of PROCEDURES.filter(isTool))
+      expect(listed.has(toolName(p)), `tools/list ${p.path}`).toBe(expected(p, who) !== 'KEY_REFUSED');
     for (const p of PROCEDURES.filter(isTool)) {
       const reply: McpReply = await client.callTool(toolName(p), INPUT);
       expect(reply.status, p.path).toBe(200);
@@ -330,6 +335,11 @@ describe('key access on every entry point', () => {
       appCode: 'FORBIDDEN',
       details: { reason: 'key_tool_not_allowed' },
     });
+    const listed = ((await mcp.send('tools/list', {})).message?.result?.tools as Array<{ name: string }>).map((t) => t.name).sort();
+    expect(listed).toContain('forecast');
+    expect(listed).toContain('generateText');
+    expect(listed).not.toContain('ping');
+    expect(listed).not.toContain('writeFile');
     const forecast = await mcp.callTool('forecast', { city: 'Oslo' });
     expect(forecast.message?.result?.isError ?? false).toBe(false);
   });

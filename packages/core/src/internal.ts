@@ -25,6 +25,7 @@ export type { AiBackendServices } from './runtime/AiBackendServices.js';
 export {
   accessDecision,
   accessDecisionsMade,
+  keyMayCall,
   authConfigured,
   callScopeOf,
   keyAccessOf,

@@ -83,6 +83,15 @@ export function keyScopesOf(router: AnyRouter): ReadonlySet<string> {
  * The key rule: an identity established by an API key calls only what `keyAccess` grants it, and
  * of that only what the key's own `tools` rule names, when it has one.
  */
+/**
+ * Whether an API key's own rules (keyAccess, its scopes, its tools rule) let it call `path`: what
+ * a listing shows a key (MCP tools/list), so it offers only what the key may call. Not an access
+ * decision (a call still gets accessDecision), so it is not counted as one.
+ */
+export function keyMayCall(path: string, meta: ProcedureMeta | undefined, identity: Identity): boolean {
+  return keyDecision(path, meta, identity).allowed;
+}
+
 function keyDecision(path: string, meta: ProcedureMeta | undefined, identity: Identity): AccessDecision {
   const access = keyAccessOf(path, meta);
   if (access !== 'none' && meta?.keyToolsRule !== 'byTool' && !keyAllowsProcedure(identity.apiKey, path, toolNameOf(path, meta))) {

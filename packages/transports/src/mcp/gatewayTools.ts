@@ -10,6 +10,7 @@ import {
 } from '@ai-backend/core/internal';
 import type { McpRequestFacts } from './callContext.js';
 import type { McpServerDeps } from './sessionState.js';
+import { toolsListFor } from './toolCatalog.js';
 
 /**
  * The MCP gateway's one hook into /mcp (docs/mcp-gateway.md): upstream tools appear after ours in
@@ -24,7 +25,7 @@ export function identityOf(ctx: ServerContext): Identity | null {
 
 /** Our tools, then the upstream tools this caller may use. */
 export async function listWithGateway(deps: McpServerDeps, ctx: ServerContext): Promise<{ tools: Array<Record<string, unknown>> }> {
-  const own = deps.catalog.listResult;
+  const own = toolsListFor(deps.catalog, identityOf(ctx));
   const gateway = deps.services.gateway;
   if (!gateway.active) return own;
   const upstream = await gateway.listTools(identityOf(ctx));

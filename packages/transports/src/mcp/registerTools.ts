@@ -12,9 +12,9 @@ import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext
 import { callerOf, taskOwnerOf } from './requestStateSeal.js';
 import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, type ToolOutcome } from './tasks/McpTasks.js';
 import { withRequestRoots } from './requestRoots.js';
-import type { CatalogTool } from './toolCatalog.js';
+import { toolsListFor, type CatalogTool } from './toolCatalog.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
-import { callGatewayTool, isGatewayTool, listWithGateway } from './gatewayTools.js';
+import { callGatewayTool, identityOf, isGatewayTool, listWithGateway } from './gatewayTools.js';
 
 /**
  * Tool results: text for every client, structuredContent when the tool declares an output schema.
@@ -97,7 +97,7 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
   const { services, catalog } = deps;
   server.setRequestHandler(
     'tools/list',
-    (_request, ctx) => (services.gateway.active ? listWithGateway(deps, ctx) : catalog.listResult) as never,
+    (_request, ctx) => (services.gateway.active ? listWithGateway(deps, ctx) : toolsListFor(catalog, identityOf(ctx))) as never,
   );
 
   server.setRequestHandler('tools/call', async (request, ctx): Promise<never> => {

@@ -2,8 +2,10 @@ import { z } from 'zod';
 import {
   isBuiltInPath,
   isRouterLoaded,
+  keyMayCall,
   loadedProcedureIndex,
   procedureIndex,
+  type Identity,
   type ProcedureInfo,
   type ProcedureMeta,
   type ToolAnnotations,
@@ -130,4 +132,14 @@ export function buildToolCatalog(router: AnyRouter): ToolCatalog {
       })),
     },
   };
+}
+
+/**
+ * The catalog's tools/list answer for one caller: the whole list, or for an API key only the tools
+ * its rules let it call (keyAccess, its scopes, its tools rule), so an assistant is not offered
+ * tools that would answer 403. A call is still decided on its own.
+ */
+export function toolsListFor(catalog: ToolCatalog, identity: Identity | null): { tools: Array<Record<string, unknown>> } {
+  if (identity?.via !== 'apiKey') return catalog.listResult;
+  return { tools: catalog.listResult.tools.filter((_, i) => keyMayCall(catalog.tools[i]!.path, catalog.tools[i]!.meta, identity)) };
 }
