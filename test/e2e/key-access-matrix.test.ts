@@ -165,6 +165,12 @@ function expected(p: Proc, who: Who): Outcome {
   return 'PASSED';
 }
 
+/** The tool names an MCP client's tools/list answers. */
+async function toolNames(client: RawMcp): Promise<string[]> {
+  const tools = ((await client.send('tools/list', {})).message?.result?.tools ?? []) as Array<{ name: string }>;
+  return tools.map((t) => t.name);
+}
+
 function classify(err: { appCode?: unknown; details?: { reason?: unknown } } | undefined): Outcome {
   if (err?.appCode !== 'FORBIDDEN') return 'PASSED';
   return typeof err.details?.reason === 'string' && err.details.reason.startsWith('key_') ? 'KEY_REFUSED' : 'FORBIDDEN';
@@ -263,7 +269,7 @@ describe('key access on every entry point', () => {
     const out = new Map<string, Outcome>();
     // tools/list offers a key only what its rules let it call (a refusal other than the key
     // rule's, an administrator tool for a user, is the call's to give, as for a signed-in user).
-    const listed = new Set(((await client.send('tools/list', {})).message?.result?.tools as Array<{ name: string }>).map((t) => t.name));
+    const listed = new Set(await toolNames(client));
     for (const p of PROCEDURES.filter(isTool))
       expect(listed.has(toolName(p)), `tools/list ${p.path}`).toBe(expected(p, who) !== 'KEY_REFUSED');
     for (const p of PROCEDURES.filter(isTool)) {
@@ -335,7 +341,7 @@ describe('key access on every entry point', () => {
       appCode: 'FORBIDDEN',
       details: { reason: 'key_tool_not_allowed' },
     });
-    const listed = ((await mcp.send('tools/list', {})).message?.result?.tools as Array<{ name: string }>).map((t) => t.name).sort();
+    const listed = await toolNames(mcp);
     expect(listed).toContain('forecast');
     expect(listed).toContain('generateText');
     expect(listed).not.toContain('ping');
