@@ -16,7 +16,7 @@ import { resolveModelName } from './routing/resolveModelName.js';
 import type { Routing } from './routing/Routing.js';
 import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
-import { wireInputBound } from './passThrough/wireInputBound.js';
+import { wireInputBound } from './wireInputBound.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import {

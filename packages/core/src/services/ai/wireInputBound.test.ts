@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { CoreError } from '../../../kernel/CoreError.js';
-import { ATTACHMENT_TOKENS } from '../buildPrompt.js';
-import { forwardedRequest } from './sendPassThrough.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import { ATTACHMENT_TOKENS } from './buildPrompt.js';
+import { forwardedRequest } from './passThrough/sendPassThrough.js';
 import { wireInputBound } from './wireInputBound.js';
-import type { PassThroughEndpoint, WireFormat, WireRequest } from './wireRequest.js';
+import type { PassThroughEndpoint, WireFormat, WireRequest } from './passThrough/wireRequest.js';
 
 const ai = { maxContentChars: 200_000, maxAttachments: 8, maxAttachmentBytes: 5 * 1024 * 1024 };
 const wire = (format: WireFormat, body: Record<string, unknown>): WireRequest => ({ format, body, stream: false });

@@ -1,8 +1,8 @@
-import type { ResolvedConfig } from '../../../config/schema.js';
-import { CoreError } from '../../../kernel/CoreError.js';
-import { ATTACHMENT_TOKENS } from '../buildPrompt.js';
-import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, utf8 } from '../callModel.js';
-import type { WireRequest } from './wireRequest.js';
+import type { ResolvedConfig } from '../../config/schema.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import { ATTACHMENT_TOKENS } from './buildPrompt.js';
+import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, utf8 } from './callModel.js';
+import type { WireRequest } from './passThrough/wireRequest.js';
 
 type Json = Record<string, unknown>;
 type AiLimits = Pick<ResolvedConfig['ai'], 'maxContentChars' | 'maxAttachments' | 'maxAttachmentBytes'>;
