@@ -341,6 +341,16 @@ describe('key access on every entry point', () => {
       appCode: 'FORBIDDEN',
       details: { reason: 'key_tool_not_allowed' },
     });
+    // prompts/list likewise: the built-in prompts are mcp.* procedures, outside this key's tools rule.
+    const promptsOf = async (client: RawMcp) =>
+      (((await client.send('prompts/list', {})).message?.result?.prompts ?? []) as Array<{ name: string }>).map((p) => p.name);
+    const owner = new RawMcp(s.url, creds.jwtUser);
+    expect((await owner.initialize()).status).toBe(200);
+    expect((await promptsOf(owner)).length).toBeGreaterThan(0);
+    expect(await promptsOf(mcp)).toEqual([]);
+    const plain = new RawMcp(s.url, creds.key);
+    expect((await plain.initialize()).status).toBe(200);
+    expect((await promptsOf(plain)).sort()).toEqual((await promptsOf(owner)).sort());
     const listed = await toolNames(mcp);
     expect(listed).toContain('forecast');
     expect(listed).toContain('generateText');

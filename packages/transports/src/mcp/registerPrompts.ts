@@ -1,4 +1,5 @@
 import type { GetPromptResult, Server } from '@modelcontextprotocol/server';
+import { keyMayCall, loadedProcedureIndex, type Identity, type PromptDefinition } from '@ai-backend/core/internal';
 import { mcpContext } from './callContext.js';
 import { toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
@@ -12,16 +13,19 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
     (_request, ctx) =>
       ({
         prompts: [
-          ...registry.list().map((p) => ({
-            name: p.name,
-            ...(p.title ? { title: p.title } : {}),
-            ...(p.description ? { description: p.description } : {}),
-            arguments: (p.arguments ?? []).map((a) => ({
-              name: a.name,
-              ...(a.description ? { description: a.description } : {}),
-              required: a.required ?? false,
+          ...registry
+            .list()
+            .filter(keyMayGet(deps, identityOf(ctx)))
+            .map((p) => ({
+              name: p.name,
+              ...(p.title ? { title: p.title } : {}),
+              ...(p.description ? { description: p.description } : {}),
+              arguments: (p.arguments ?? []).map((a) => ({
+                name: a.name,
+                ...(a.description ? { description: a.description } : {}),
+                required: a.required ?? false,
+              })),
             })),
-          })),
           ...gatewayPrompts(deps, ctx),
         ],
       }) as never,
@@ -52,4 +56,14 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
       }
     }),
   );
+}
+
+/**
+ * For an API key, the prompts its rules let it get (a prompt rendered by a procedure is that
+ * procedure's call: keyAccess, scopes, tools rule), as tools/list shows a key only its tools.
+ */
+function keyMayGet(deps: McpServerDeps, identity: Identity | null): (p: PromptDefinition) => boolean {
+  if (identity?.via !== 'apiKey') return () => true;
+  const index = loadedProcedureIndex(deps.services.router);
+  return (p) => p.procedure === undefined || keyMayCall(p.procedure, index.get(p.procedure)?.meta, identity);
 }
