@@ -341,6 +341,18 @@ describe('key access on every entry point', () => {
       appCode: 'FORBIDDEN',
       details: { reason: 'key_tool_not_allowed' },
     });
+    // /v1/messages/count_tokens is decided as the call it counts for (ai.generateText).
+    const count = async (k: string) =>
+      (
+        await s.fetch('/v1/messages/count_tokens', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${k}` },
+          body: JSON.stringify({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }] }),
+        })
+      ).status;
+    expect(await count(key)).toBe(200);
+    const forecastOnly = (await rpcAs(creds.jwtUser, 'keys.create', { name: 'forecast-only', tools: ['forecast'] })).result.key as string;
+    expect(await count(forecastOnly)).toBe(403);
     // prompts/list likewise: the built-in prompts are mcp.* procedures, outside this key's tools rule.
     const promptsOf = async (client: RawMcp) =>
       (((await client.send('prompts/list', {})).message?.result?.prompts ?? []) as Array<{ name: string }>).map((p) => p.name);
