@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
-import { upstreamAgentOptions, upstreamFetch } from './upstreamFetch.js';
+import { MAX_ANSWER_BYTES, upstreamAgentOptions, upstreamFetch } from './upstreamFetch.js';
 
 /** Error codes along the cause chain. */
 function codes(err: unknown): string[] {
@@ -19,6 +19,7 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
   let server: http.Server;
   let base: string;
   const seen: Array<{ method?: string; headers: http.IncomingHttpHeaders; body: string }> = [];
+  let hugeSent: number | undefined;
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       let body = '';
@@ -45,6 +46,20 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
           res.write('start');
           // A slow upstream: the rest of the body is deliberately late (tests abort before it comes).
           setTimeout(() => res.end('end'), 2000);
+        } else if (req.url === '/huge') {
+          // An answer past MAX_ANSWER_BYTES, chunked (no declared length), written as fast as it is read.
+          res.writeHead(200, { 'content-type': 'application/json' });
+          const chunk = Buffer.alloc(1024 * 1024, 0x20);
+          let sent = 0;
+          const more = () => {
+            while (sent < 2 * MAX_ANSWER_BYTES && !res.destroyed) {
+              sent += chunk.byteLength;
+              if (!res.write(chunk)) return void res.once('drain', more);
+            }
+            res.end();
+          };
+          res.on('close', () => (hugeSent = sent));
+          more();
         } else if (req.url === '/hang') {
           // Never answers.
         } else {
@@ -122,6 +137,17 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     for (let r = await reader.read(); !r.done; r = await reader.read()) streamedText += Buffer.from(r.value).toString();
     expect(streamedText).toBe(bytes.toString());
     expect(streamed.bodyUsed).toBe(true);
+  });
+
+  it('reads a whole body up to MAX_ANSWER_BYTES: past it the read fails (ERR_ANSWER_TOO_LARGE) and the connection is closed', async () => {
+    const res = await upstreamFetch(`${base}/huge`, { method: 'POST', body: '{}' });
+    const err = await res.text().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(codes(err)).toContain('ERR_ANSWER_TOO_LARGE');
+    await waitFor(() => hugeSent !== undefined, { what: 'the upstream to see its answer closed' });
+    expect(hugeSent!).toBeLessThan(2 * MAX_ANSWER_BYTES);
   });
 
   it('streams the body as it arrives (server-sent events)', async () => {

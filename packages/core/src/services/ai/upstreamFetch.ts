@@ -114,6 +114,17 @@ export const upstreamFetch: FetchFunction = async (input, init = {}) => {
 const utf8 = new TextDecoder();
 
 /**
+ * The largest answer read whole (`text`, `json`, `arrayBuffer`: every non-streamed answer, on the
+ * SDK path and the pass-through path): 64 MiB, far above any model's output (128 K tokens of JSON
+ * are a few MB), so a broken or hostile upstream cannot make the server buffer without bound. A
+ * larger one fails the read with `code: 'ERR_ANSWER_TOO_LARGE'` and its connection is closed.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+const answerTooLarge = () =>
+  Object.assign(new Error(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`), { code: 'ERR_ANSWER_TOO_LARGE' });
+
+/**
  * A web stream over a Node stream, chunk for chunk: a streamed answer's body (the AI SDK's event
  * streams, the pass-through stream). It does what `Readable.toWeb` does for this one use with less
  * per chunk: 0.96x the instructions of a streamed /v1 call (docs/performance.md, "Instructions per
@@ -223,7 +234,12 @@ class NodeBodyResponse extends Response {
     const stream = this.#stream;
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.byteLength;
+        if (size > MAX_ANSWER_BYTES) stream.destroy(answerTooLarge());
+        else chunks.push(chunk);
+      });
       finished(stream, (err) => {
         if (err) reject(err);
         else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
