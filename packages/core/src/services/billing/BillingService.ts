@@ -380,6 +380,20 @@ export class BillingService implements Metering {
   }
 
   /**
+   * How often a hold whose call still runs is renewed (CallHold): a third of `reservationTtlMs`,
+   * so a call longer than the TTL (a long stream) keeps its hold on every instance.
+   */
+  get renewEveryMs(): number {
+    return Math.max(100, Math.floor(this.options.reservationTtlMs / 3));
+  }
+
+  /** Push a running call's hold expiry back by `reservationTtlMs` (Reservations.renew). */
+  async renew(reservation: Reservation): Promise<void> {
+    if (reservation.userId === null) return; // an anonymous window's hold is in memory, not swept
+    await this.reservations.renew(reservation);
+  }
+
+  /**
    * Give the whole hold back (failed or aborted call). No-op when already settled or released, or
    * when the store lost the hold (Reservations.reserve is not durable): nothing is held then.
    * A storage outage does not fail it: the release is queued and retried (PendingCloses).

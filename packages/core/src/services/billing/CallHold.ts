@@ -9,6 +9,10 @@ export interface HoldLedger {
   settle(reservation: Reservation, usage: SettleUsage): Promise<SettleResult>;
   release(reservation: Reservation, reason: string): Promise<void>;
   recordByokUsage(p: ByokUsageParams): Promise<void>;
+  /** Push a running call's hold expiry back (absent: holds are not renewed). */
+  renew?(reservation: Reservation): Promise<void>;
+  /** How often `renew` runs while the call is open. */
+  readonly renewEveryMs?: number;
 }
 
 /** An API key's concurrency slot and token counter, held with a call (KeyLimits). */
@@ -34,6 +38,8 @@ export type HoldPayer = { mode: 'platform'; reservation: Reservation } | { mode:
  */
 export class CallHold implements Hold {
   private closed = false;
+  /** Renews a platform hold while the call runs, so a call longer than the hold TTL is never swept under it. */
+  private readonly renewal: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly ledger: HoldLedger,
@@ -41,7 +47,25 @@ export class CallHold implements Hold {
     private readonly payer: HoldPayer,
     private readonly call: { identity: Identity | null; requestId: string },
     private readonly slot: KeySlot = NO_SLOT,
-  ) {}
+  ) {
+    const { renew, renewEveryMs } = ledger;
+    if (payer.mode === 'platform' && renew && renewEveryMs) {
+      const reservation = payer.reservation;
+      this.renewal = setInterval(() => {
+        renew
+          .call(ledger, reservation)
+          .catch((err: unknown) =>
+            logger.warn('billing: renewing a running call’s hold failed', { requestId: call.requestId, error: String(err) }),
+          );
+      }, renewEveryMs).unref();
+    }
+  }
+
+  /** Closed: settle or release from here on, no more renewals. */
+  private close(): void {
+    this.closed = true;
+    if (this.renewal) clearInterval(this.renewal);
+  }
 
   get mode(): HoldPayer['mode'] {
     return this.payer.mode;
@@ -58,7 +82,7 @@ export class CallHold implements Hold {
   async settle(usage: MeteredUsage): Promise<Charge> {
     const estimatedCostUsd = usage.costUsd ?? 0;
     if (this.closed) throw new CoreError('INTERNAL', 'this hold is already closed');
-    this.closed = true;
+    this.close();
     const { identity, requestId } = this.call;
     if (this.payer.mode === 'platform') {
       const { reservation } = this.payer;
@@ -96,7 +120,7 @@ export class CallHold implements Hold {
 
   async release(reason: string): Promise<void> {
     if (this.closed) return;
-    this.closed = true;
+    this.close();
     const { requestId } = this.call;
     if (this.payer.mode === 'byok') {
       // A BYOK call: nothing held in billing, but the key's tokens per minute are.

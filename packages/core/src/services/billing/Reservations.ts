@@ -448,6 +448,26 @@ export class Reservations {
     });
   }
 
+  /**
+   * Push an open hold's expiry `ttlMs` from now (its call is still running: a stream longer than
+   * the TTL), so no sweep, on any instance, releases it under the call. False when the hold is
+   * no longer open (settled, released, swept or lost). Not durable, like the hold itself.
+   */
+  renew(reservation: Reservation): Promise<boolean> {
+    const key = holdKey(reservation.userId!, reservation.requestId);
+    return this.storage.transact(
+      [key],
+      (read) => {
+        const open = read<HoldRecord>(key);
+        if (!open) return { writes: [], result: false };
+        const dueAt = Date.now() + this.ttlMs;
+        const held: Reservation = { ...open.reservation, expiresAt: new Date(dueAt).toISOString() };
+        return { writes: [{ op: 'set', key, value: { reservation: held } satisfies HoldRecord, dueAt }], result: true };
+      },
+      { durable: false },
+    );
+  }
+
   /** Release holds past their expiry (a crashed server, a lost client), found on the due index. Returns how many. */
   async sweepExpired(now = Date.now(), skip?: (userId: string, requestId: string) => boolean): Promise<number> {
     let released = 0;
