@@ -1,5 +1,5 @@
 import { constants, existsSync, type BigIntStats } from 'node:fs';
-import { open, stat as fsStat, type FileHandle } from 'node:fs/promises';
+import { open, readlink, stat as fsStat, type FileHandle } from 'node:fs/promises';
 
 /**
  * An open handle on a checked directory. Later lookups go through `base`, which on Linux is
@@ -54,14 +54,33 @@ export function sameFile(a: BigIntStats, b: BigIntStats): boolean {
 }
 
 /**
- * Open `path` as a directory without following a final symlink. When `expected` is given, the
- * opened directory must be that object (dev/ino), otherwise ChangedUnderfootError.
+ * Whether the object open on `fd` is inside `root` (or is it), by the path the kernel gives it
+ * now (Linux `/proc/self/fd/<fd>`): what a file or directory reached through a followed link
+ * turned out to be, whatever was swapped on the way to it after it was checked. True where the
+ * kernel cannot say (no /proc): the dev/ino checks are all there is then.
  */
-export async function openDirPin(path: string, real: string, realRel: string, expected?: BigIntStats): Promise<DirPin> {
+export async function openedInside(fd: number, root: string): Promise<boolean> {
+  if (process.platform !== 'linux') return true;
+  let actual: string;
+  try {
+    actual = await readlink(`/proc/self/fd/${fd}`);
+  } catch {
+    return true;
+  }
+  return actual === root || actual.startsWith(root === '/' ? '/' : `${root}/`);
+}
+
+/**
+ * Open `path` as a directory without following a final symlink. When `expected` is given, the
+ * opened directory must be that object (dev/ino), and with `within` (a root) it must lie inside
+ * it by the path the kernel gives it (openedInside), otherwise ChangedUnderfootError.
+ */
+export async function openDirPin(path: string, real: string, realRel: string, expected?: BigIntStats, within?: string): Promise<DirPin> {
   const handle: FileHandle = await open(path, DIR_FLAGS);
   try {
     const stat = await handle.stat({ bigint: true });
     if (!stat.isDirectory() || (expected && !sameFile(stat, expected))) throw new ChangedUnderfootError();
+    if (within !== undefined && !(await openedInside(handle.fd, within))) throw new ChangedUnderfootError();
     let closed = false;
     return {
       base: (await hasProcFd(handle.fd, stat)) ? `/proc/self/fd/${handle.fd}` : real,

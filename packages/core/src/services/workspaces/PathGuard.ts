@@ -3,7 +3,7 @@ import { lstat, mkdir, open, realpath, stat, type FileHandle } from 'node:fs/pro
 import path from 'node:path';
 import type { WorkspaceConfig } from '../../config/sections/workspaces.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import { ChangedUnderfootError, fsCode, isMissing, openDirPin, sameFile, type DirPin } from './DirPin.js';
+import { ChangedUnderfootError, fsCode, isMissing, openDirPin, openedInside, sameFile, type DirPin } from './DirPin.js';
 import { PathPolicy } from './PathPolicy.js';
 import { MAX_PATH_LENGTH, isSafeName, normalizeRelative } from './pathSyntax.js';
 
@@ -149,12 +149,17 @@ export class PathGuard {
     const c = await this.child(pin, name, root);
     if (c.state !== 'present') return c.state;
     if (!c.stat.isDirectory()) return 'notdir';
-    return this.pinChild(c);
+    return this.pinChild(c, root);
   }
 
-  private async pinChild(c: Extract<Child, { state: 'present' }>): Promise<DirPin> {
+  /**
+   * Open a checked child directory. One reached through a followed link is opened by its real
+   * path, whose folders are not pinned: it must turn out to lie inside the root (openedInside),
+   * so a folder on that path swapped for a link to outside after the check is refused.
+   */
+  private async pinChild(c: Extract<Child, { state: 'present' }>, root: string): Promise<DirPin> {
     try {
-      return await openDirPin(c.path, c.real, c.realRel, c.stat);
+      return await openDirPin(c.path, c.real, c.realRel, c.stat, c.viaLink ? root : undefined);
     } catch (err) {
       // Checked as a directory a moment ago, now a symlink or gone: someone is racing us.
       if (err instanceof ChangedUnderfootError || ['ELOOP', 'ENOTDIR', 'ENOENT'].includes(fsCode(err) ?? ''))
@@ -253,6 +258,8 @@ export class PathGuard {
         try {
           const opened = await handle.stat({ bigint: true });
           if (!opened.isFile() || !sameFile(opened, c.stat)) throw new ChangedUnderfootError();
+          // Reached through a followed link (opened by its real path): it must be inside the root.
+          if (c.viaLink && !(await openedInside(handle.fd, root))) throw new ChangedUnderfootError();
           this.checkSize(opened.size);
           return { handle, size: Number(opened.size), rel };
         } catch (err) {
@@ -295,7 +302,7 @@ export class PathGuard {
         // A followed link inside the root: replace its target, in the target's own directory.
         const dir = path.dirname(c.real);
         const dirRel = path.dirname(c.realRel) === '.' ? '' : path.dirname(c.realRel);
-        const targetParent = await openDirPin(dir, dir, dirRel, await lstat(dir, { bigint: true }));
+        const targetParent = await openDirPin(dir, dir, dirRel, await lstat(dir, { bigint: true }), root);
         await parent.close();
         return { parent: targetParent, name: path.basename(c.real), rel, mode };
       } catch (err) {
@@ -324,7 +331,7 @@ export class PathGuard {
           throw visible ? new CoreError('BAD_REQUEST', 'path is not a directory') : notFound();
         }
         if (!this.policy.dirAllowed(c.realRel)) throw denied();
-        return { pin: await this.pinChild(c), rel, root };
+        return { pin: await this.pinChild(c, root), rel, root };
       } finally {
         await parent.close();
       }
@@ -372,7 +379,7 @@ export class PathGuard {
   /** listFiles, recursion: pin an admitted directory; null when it cannot be entered safely. */
   async enterAdmitted(parent: DirPin, entry: AdmittedEntry, root: string): Promise<DirPin | null> {
     try {
-      if (entry.link) return await openDirPin(entry.link.real, entry.link.real, entry.link.realRel, entry.link.stat);
+      if (entry.link) return await openDirPin(entry.link.real, entry.link.real, entry.link.realRel, entry.link.stat, root);
       const next = await this.enter(parent, entry.name, root);
       return typeof next === 'string' ? null : next;
     } catch {

@@ -67,6 +67,8 @@ describe('the default workspace', () => {
     const err = await expectCode(who(s, 'nope'), 'NOT_FOUND');
     expect(err.message).toBe('workspace not found');
     await expectCode(who(s, '../one'), 'NOT_FOUND');
+    // Names of the config object's prototype are not workspaces either.
+    for (const id of ['toString', 'constructor', 'valueOf', 'hasOwnProperty', '__proto__']) await expectCode(who(s, id), 'NOT_FOUND');
   });
 });
 
@@ -103,6 +105,11 @@ describe('run-time workspaces', () => {
     await expectCode(s.add('x', { path: dirs.three! }), 'CONFLICT');
     await expectCode(s.remove('one'), 'FORBIDDEN');
     await expectCode(s.remove('never'), 'NOT_FOUND');
+    // An id that is a name of the config object's prototype is an id like any other.
+    await expectCode(s.remove('toString'), 'NOT_FOUND');
+    await s.add('valueOf', { path: dirs.three! });
+    expect(await who(s, 'valueOf')).toBe('three');
+    await s.remove('valueOf');
     await expectCode(make({}, new MemoryStorage(), false).add('y', { path: dirs.two! }), 'FORBIDDEN');
   });
 

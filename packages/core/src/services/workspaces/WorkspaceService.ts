@@ -105,10 +105,18 @@ export class WorkspaceService {
     for (const key of keys) {
       const s = await this.storage.get<StoredWorkspace>(key);
       const id = key.slice(SERVER_WORKSPACE_KEY.length);
-      if (s && !this.settings.workspaces[id]) stored.push({ id, config: s.config, source: 'runtime', addedAt: s.addedAt });
+      if (s && !this.configured(id)) stored.push({ id, config: s.config, source: 'runtime', addedAt: s.addedAt });
     }
     stored.sort((a, b) => (a.addedAt ?? '').localeCompare(b.addedAt ?? '') || a.id.localeCompare(b.id));
     return [...configured, ...stored];
+  }
+
+  /**
+   * The configured workspace `id`, own entries only: an id such as `toString` or `__proto__` is
+   * not a workspace of the config object's prototype.
+   */
+  private configured(id: string): WorkspaceConfig | undefined {
+    return Object.hasOwn(this.settings.workspaces, id) ? this.settings.workspaces[id] : undefined;
   }
 
   private guardFor(id: string, config: WorkspaceConfig): PathGuard {
@@ -126,7 +134,7 @@ export class WorkspaceService {
    */
   async resolve(workspaceId = 'default'): Promise<{ id: string; guard: PathGuard }> {
     if (!this.enabled) throw new CoreError('NO_WORKSPACES', 'no workspaces available');
-    const configured = this.settings.workspaces[workspaceId];
+    const configured = this.configured(workspaceId);
     if (configured) return { id: workspaceId, guard: this.guardFor(workspaceId, configured) };
     if (WORKSPACE_ID.test(workspaceId) && workspaceId !== 'default') {
       const stored = await this.storage.get<StoredWorkspace>(SERVER_WORKSPACE_KEY + workspaceId);
@@ -179,7 +187,7 @@ export class WorkspaceService {
     if (!this.enabled) throw new CoreError('FORBIDDEN', 'server workspaces are disabled');
     if (!WORKSPACE_ID.test(id)) throw new CoreError('BAD_REQUEST', 'invalid workspace id');
     if (id === 'default') throw new CoreError('BAD_REQUEST', '"default" is reserved for the default workspace');
-    if (this.settings.workspaces[id]) throw new CoreError('CONFLICT', 'workspace already exists');
+    if (this.configured(id)) throw new CoreError('CONFLICT', 'workspace already exists');
     const config = WorkspaceConfigSchema.parse(input);
     if (!path.isAbsolute(config.path)) throw new CoreError('BAD_REQUEST', 'workspace path must be absolute');
     try {
@@ -199,7 +207,7 @@ export class WorkspaceService {
   /** removeServerWorkspace: only workspaces added at run time can be removed. */
   async remove(id: string, removedBy?: string): Promise<MutationResult> {
     if (!this.enabled) throw new CoreError('FORBIDDEN', 'server workspaces are disabled');
-    if (this.settings.workspaces[id]) throw new CoreError('FORBIDDEN', 'configured workspaces cannot be removed at run time');
+    if (this.configured(id)) throw new CoreError('FORBIDDEN', 'configured workspaces cannot be removed at run time');
     if (!WORKSPACE_ID.test(id) || !(await this.storage.delete(SERVER_WORKSPACE_KEY + id))) {
       throw new CoreError('NOT_FOUND', 'workspace not found');
     }

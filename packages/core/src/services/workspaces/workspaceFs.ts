@@ -44,6 +44,10 @@ export async function listFiles(guard: PathGuard, input: string, opts: ListOptio
   // Followed links can form loops: never enter a directory that is already being listed
   // further up (the same folder reached through two links is listed under both names).
   const ancestors = new Set<string>([`${pin.stat.dev}:${pin.stat.ino}`]);
+  // The entries read, listed or not: followed links that fan out without a loop (two links to
+  // the next folder, at every level) would make the work grow exponentially while the answer,
+  // without directories, stays empty. Twice the answer's cap bounds it.
+  let visited = 0;
 
   const walk = async (dir: DirPin, dirRel: string, depth: number): Promise<void> => {
     if (opts.signal?.aborted) throw new CoreError('CANCELLED', 'request cancelled');
@@ -53,6 +57,10 @@ export async function listFiles(guard: PathGuard, input: string, opts: ListOptio
     } catch (err) {
       if (depth === 0) throw toCoreError(err);
       return; // an unreadable subdirectory contributes nothing
+    }
+    visited += dirents.length;
+    if (visited > 2 * max) {
+      throw new CoreError('PAYLOAD_TOO_LARGE', `listing reads more than ${2 * max} entries; list a subdirectory or without recursion`);
     }
     dirents.sort(byName);
     // Admit in batches: the checks that need a syscall (links, maxFileSize) run concurrently.
