@@ -4,9 +4,10 @@ import { mcpResourceUrl, sameResource } from './challenge.js';
 import { isUrlClientId } from './clientIdMetadata.js';
 import { readForm } from './clientAuth.js';
 import { consentPage } from './consentPage.js';
+import { bindFlow } from './flowBinding.js';
 import { PKCE_CHALLENGE, pkceChallenge, randomToken, safeEqual, sha256 } from './crypto.js';
 import { allScopes } from './metadata.js';
-import { errorPage, PAGE_HEADERS, redirectToClient } from './oauthResponses.js';
+import { errorPage, PAGE_HEADERS, redirectToClient, withCookies } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { AuthorizationRequest, PendingRecord, UpstreamRecord } from './records.js';
 import { matchRedirectUri } from './redirectUris.js';
@@ -153,17 +154,20 @@ export function consentHandler(services: () => Promise<OAuthServices>): Handler 
       s.logger.error('identity provider unavailable', { error: err instanceof Error ? err.message : String(err) });
       return errorPage(c, 502, 'Sign-in unavailable', 'The identity provider could not be reached. Try again later.');
     }
-    await s.store.put<UpstreamRecord>('upstream', sha256(state), { request, verifier, nonce, callbackUrl, exp: Date.now() + FLOW_TTL_MS });
+    // This browser, the one that approved, is the one that must come back to the callback.
+    const bindingHash = bindFlow(c, state, `${basePath(base)}/oauth/callback`, base.startsWith('https:'), FLOW_TTL_MS / 1000);
+    await s.store.put<UpstreamRecord>('upstream', sha256(state), {
+      request,
+      verifier,
+      nonce,
+      callbackUrl,
+      bindingHash,
+      exp: Date.now() + FLOW_TTL_MS,
+    });
     return withCookies(c, new Response(null, { status: 303, headers: { Location: location, 'Cache-Control': 'no-store' } }));
   };
 }
 
 function expired(c: Context): Response {
   return errorPage(c, 400, 'Sign-in expired', 'This sign-in request has expired or was already used. Start again from your application.');
-}
-
-/** Carry cookies set on the Hono context (the CSRF cookie deletion) over to a hand-built response. */
-function withCookies(c: Context, res: Response): Response {
-  for (const cookie of c.res.headers.getSetCookie()) res.headers.append('Set-Cookie', cookie);
-  return res;
 }

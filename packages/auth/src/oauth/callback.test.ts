@@ -79,12 +79,55 @@ describe('GET /oauth/callback', () => {
       body: new URLSearchParams({ request_id: consent.requestId, csrf_token: consent.csrf, decision: 'approve' }).toString(),
     });
     const state = new URL(approved.headers.get('location')!).searchParams.get('state')!;
-    const res = await h.request(`/oauth/callback?error=access_denied&state=${encodeURIComponent(state)}`);
+    const { flowCookie } = await import('./__tests__/harness.js');
+    const res = await h.request(`/oauth/callback?error=access_denied&state=${encodeURIComponent(state)}`, {
+      headers: { cookie: flowCookie(approved) },
+    });
     const loc = new URL(res.headers.get('location')!);
     expect(loc.searchParams.get('error')).toBe('access_denied');
     expect(loc.searchParams.get('state')).toBe('st-123');
     // The state was single-use.
     expect((await h.request(`/oauth/callback?code=x&state=${encodeURIComponent(state)}`)).status).toBe(400);
+  });
+
+  it('completes a flow only in the browser that approved its consent (no flow carried to a victim’s browser)', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const m = await import('./__tests__/harness.js');
+    // The attacker's browser: authorize and approve.
+    const consent = await m.openConsent(h, m.authorizeUrl(client.client_id, pkce().challenge));
+    const approved = await h.request('/oauth/authorize', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: consent.cookie },
+      body: m.consentBody(consent.requestId, consent.csrf),
+    });
+    expect(approved.status).toBe(303);
+    const binding = m.flowCookie(approved);
+    expect(binding).toMatch(/^aib_flow_[\w-]+=.+/);
+    const set = approved.headers.getSetCookie().find((c) => c.startsWith('aib_flow_'))!;
+    expect(set).toMatch(/HttpOnly/i);
+    expect(set).toMatch(/SameSite=Lax/i);
+    expect(set).toMatch(/Path=\/oauth\/callback/i);
+    // The victim's browser, sent the provider's URL: signed in there at once, back to our callback
+    // without the attacker's cookie. Refused, and nothing is issued.
+    const atIdp = await fetch(approved.headers.get('location')!, { redirect: 'manual' });
+    const callback = new URL(atIdp.headers.get('location')!);
+    const inVictim = await h.request(callback.pathname + callback.search);
+    expect(inVictim.status).toBe(403);
+    expect(inVictim.headers.get('location')).toBeNull();
+    expect(await h.storage.keys('oauth:session:')).toHaveLength(0);
+    expect(await h.storage.keys('oauth:code:')).toHaveLength(0);
+    // A wrong binding is refused the same way.
+    const again = await m.openConsent(h, m.authorizeUrl(client.client_id, pkce().challenge));
+    const approved2 = await h.request('/oauth/authorize', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: again.cookie },
+      body: m.consentBody(again.requestId, again.csrf),
+    });
+    const atIdp2 = await fetch(approved2.headers.get('location')!, { redirect: 'manual' });
+    const cb2 = new URL(atIdp2.headers.get('location')!);
+    const forged = m.flowCookie(approved2).replace(/=.*/, '=forged');
+    expect((await h.request(cb2.pathname + cb2.search, { headers: { cookie: forged } })).status).toBe(403);
   });
 
   it('refuses an id_token with the wrong nonce', async () => {

@@ -2,7 +2,8 @@ import type { Handler } from 'hono';
 import { idpSubject } from '@ai-backend/core/internal';
 import { isListedAdmin } from '../jwt/identityFromClaims.js';
 import { randomToken, sha256 } from './crypto.js';
-import { errorPage, redirectToClient } from './oauthResponses.js';
+import { errorPage, redirectToClient, withCookies } from './oauthResponses.js';
+import { boundToFlow } from './flowBinding.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { CodeRecord, SessionRecord, UpstreamRecord } from './records.js';
 import { subjectIssuer } from './upstreamProvider.js';
@@ -24,9 +25,24 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
     if (!flow) {
       return errorPage(c, 400, 'Sign-in expired', 'This sign-in has expired or was already completed. Start again from your application.');
     }
+    // Completed only in the browser that approved the consent (flowBinding.ts): a flow approved
+    // in one browser and carried to another (a victim's, signed in at the provider) is refused.
+    const callbackPath = new URL(flow.callbackUrl).pathname;
+    if (!boundToFlow(c, state!, flow.bindingHash, callbackPath)) {
+      s.logger.warn('oauth callback refused: not the browser that approved the consent', {
+        event: 'flow_binding_failed',
+        clientId: flow.request.clientId,
+      });
+      return errorPage(
+        c,
+        403,
+        'Sign-in refused',
+        'This sign-in was approved in another browser. Start again from your application, in this browser.',
+      );
+    }
     const { request } = flow;
     const back = (params: Record<string, string | undefined>) =>
-      redirectToClient(request.redirectUri, { ...params, state: request.state, iss: request.issuer });
+      withCookies(c, redirectToClient(request.redirectUri, { ...params, state: request.state, iss: request.issuer }));
 
     const upstreamError = c.req.query('error');
     if (upstreamError) {

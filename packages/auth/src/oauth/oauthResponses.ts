@@ -51,3 +51,9 @@ export function errorPage(c: Context, status: 400 | 403 | 404 | 429 | 500 | 502 
 <h1 style="font-size:1.3rem">${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p></body></html>`;
   return c.html(body, status, PAGE_HEADERS);
 }
+
+/** Carry cookies set on the Hono context (a flow's cookies set or cleared) over to a hand-built response. */
+export function withCookies(c: Context, res: Response): Response {
+  for (const cookie of c.res.headers.getSetCookie()) res.headers.append('Set-Cookie', cookie);
+  return res;
+}

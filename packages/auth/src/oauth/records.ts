@@ -53,6 +53,11 @@ export interface UpstreamRecord extends Expiring {
   nonce: string;
   /** The callback URL sent upstream; the token request must repeat it exactly. */
   callbackUrl: string;
+  /**
+   * SHA-256 of the browser binding: a secret set as a cookie in the browser that approved the
+   * consent, which the callback must carry (flowBinding.ts).
+   */
+  bindingHash: string;
 }
 
 /** A signed-in user's grant to one client. Key: session id (`sid` claim of access tokens). */

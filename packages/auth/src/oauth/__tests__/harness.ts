@@ -123,6 +123,15 @@ export async function openConsent(
   return { requestId, csrf, cookie, res, html };
 }
 
+/** The flow's binding cookie an approval set (flowBinding.ts), as a Cookie header. */
+export function flowCookie(approved: Response): string {
+  return approved.headers
+    .getSetCookie()
+    .filter((c) => c.startsWith('aib_flow_'))
+    .map((c) => c.split(';')[0])
+    .join('; ');
+}
+
 export function consentBody(requestId: string, csrf: string, decision = 'approve'): string {
   return new URLSearchParams({ request_id: requestId, csrf_token: csrf, decision }).toString();
 }
@@ -141,10 +150,11 @@ export async function signIn(
     body: consentBody(consent.requestId, consent.csrf),
   });
   if (approved.status !== 303) throw new Error(`consent failed: ${approved.status} ${await approved.text()}`);
-  // The provider signs the user in at once and sends them to our callback.
+  // The provider signs the user in at once and sends them to our callback, in the browser that
+  // approved: it carries the flow's binding cookie.
   const atIdp = await fetch(approved.headers.get('location')!, { redirect: 'manual' });
   const callback = new URL(atIdp.headers.get('location')!);
-  const back = await h.request(callback.pathname + callback.search);
+  const back = await h.request(callback.pathname + callback.search, { headers: { cookie: flowCookie(approved) } });
   const location = new URL(back.headers.get('location')!);
   return { code: location.searchParams.get('code'), location };
 }
