@@ -36,4 +36,20 @@ describe('matchRedirectUri', () => {
     expect(matchRedirectUri(['http://127.0.0.1/callback'], 'http://127.0.0.1:5/other')).toBe(false);
     expect(matchRedirectUri(['http://127.0.0.1/callback'], 'http://localhost:5/callback')).toBe(false);
   });
+  it('compares the loopback URI as written, not as a URL parser normalises it', () => {
+    const reg = ['http://127.0.0.1:8977/callback'];
+    for (const other of [
+      'http://evil@127.0.0.1:8977/callback',
+      'http://0x7f000001:8977/callback',
+      'http://127.1:8977/callback',
+      'http://127.0.0.1:8977\\callback',
+      'http://127.0.0.1:8977/callback?',
+      'http://127.0.0.1:8977/callback#x',
+      'HTTP://127.0.0.1:8977/callback',
+      'http://127.0.0.1:8977/Callback',
+    ])
+      expect(matchRedirectUri(reg, other), other).toBe(false);
+    expect(matchRedirectUri(reg, 'http://127.0.0.1:1234/callback')).toBe(true);
+    expect(matchRedirectUri(['http://[::1]/cb?x=1'], 'http://[::1]:9/cb?x=1')).toBe(true);
+  });
 });

@@ -27,26 +27,21 @@ export function redirectUriProblem(uri: string, allowedCustomSchemes: readonly s
   return `scheme "${scheme}" is not allowed (https, or http on loopback)`;
 }
 
+/** A loopback http redirect URI as written: its host text and everything after the port. */
+const LOOPBACK_URI = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(?::\d{1,5})?(\/[^#\s\\]*)?$/;
+
 /**
  * Does the presented redirect URI match a registered one? Exact string match, except that a
  * loopback http URI matches whatever its port (RFC 8252 §7.3: native apps get an ephemeral port).
+ * The rest is compared as written, not as a URL parser would normalise it: `127.1`, `0x7f000001`,
+ * user info, a backslash or a trailing `?` do not match a registered `127.0.0.1/callback`.
  */
 export function matchRedirectUri(registered: readonly string[], presented: string): boolean {
   if (registered.includes(presented)) return true;
-  let p: URL;
-  try {
-    p = new URL(presented);
-  } catch {
-    return false;
-  }
-  if (!isLoopbackHttp(p)) return false;
-  const withoutPort = (u: URL) => `${u.protocol}//${u.hostname}${u.pathname}${u.search}`;
+  const p = LOOPBACK_URI.exec(presented);
+  if (!p) return false;
   return registered.some((r) => {
-    try {
-      const u = new URL(r);
-      return isLoopbackHttp(u) && withoutPort(u) === withoutPort(p) && !presented.includes('#');
-    } catch {
-      return false;
-    }
+    const q = LOOPBACK_URI.exec(r);
+    return q !== null && q[1] === p[1] && (q[2] ?? '') === (p[2] ?? '');
   });
 }
