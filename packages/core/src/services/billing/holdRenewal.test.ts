@@ -60,7 +60,8 @@ describe.each(backends)('a running call’s hold is renewed, on $name', (backend
     await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'orphan-1' });
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(90);
     await sleep(TTL + 100);
-    expect(await rt.billing.sweepExpiredReservations(Date.now())).toBe(1);
+    // Released by this sweep, or already by the runtime's own (it sweeps every TTL / 2).
+    await rt.billing.sweepExpiredReservations(Date.now());
     expect((await rt.billing.balances(alice.sub)).subscription).toBe(200);
   });
 });
