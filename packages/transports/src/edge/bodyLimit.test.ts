@@ -104,6 +104,14 @@ describe('bodyLimit', () => {
       const r3 = await trpc().request('/trpc/x', { method: 'POST', body: good });
       expect(r3.status).toBe(200);
       expect(((await r3.json()) as any).body).toBe(good);
+      // A `meta` key written with escapes is the same key to JSON.parse: checked all the same.
+      const escaped = huge.replace('"meta"', '"\\u006deta"');
+      expect(escaped).not.toContain('"meta"');
+      const r4 = await trpc().request('/trpc/x', { method: 'POST', body: escaped });
+      expect(r4.status).toBe(400);
+      // A batch (?batch=1) with a stray top-level `json` is still read as the batch tRPC sees.
+      const r5 = await trpc().request('/trpc/x?batch=1', { method: 'POST', body: `{"0":${huge},"json":null}` });
+      expect(r5.status).toBe(400);
     });
 
     it('leaves malformed JSON to tRPC (it answers it itself)', async () => {

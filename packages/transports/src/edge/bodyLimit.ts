@@ -72,7 +72,7 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
     if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') {
       if (o.trpcDepth !== undefined && req.url.length > o.trpcDepth) {
         const input = new URL(req.url).searchParams.get('input');
-        const problem = input && trpcProblem(input, o.trpcDepth);
+        const problem = input && trpcProblem(input, o.trpcDepth, req.url);
         if (problem) return edgeError(o.family, 400, problem);
       }
       return next();
@@ -85,7 +85,7 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
       // Over a socket node holds the body to its declared length and enforces the idle timeout
       // (nodeTimeouts.ts), so the Node adapter's direct read serves: no web stream, no second
       // Request. The text lands in Hono's body cache, where the tRPC handler reads it.
-      const problem = trpcProblem(await c.req.text(), o.trpcDepth);
+      const problem = trpcProblem(await c.req.text(), o.trpcDepth, req.url);
       if (problem) return edgeError(o.family, 400, problem);
       return next();
     }
@@ -100,7 +100,7 @@ export function bodyLimit(o: BodyLimitOptions): MiddlewareHandler {
       if (read === 'idle') return edgeError(o.family, 408, `request body stalled for more than ${o.idleMs} ms`, { connection: 'close' });
       if (o.trpcDepth !== undefined) {
         const text = new TextDecoder().decode(read);
-        const problem = trpcProblem(text, o.trpcDepth);
+        const problem = trpcProblem(text, o.trpcDepth, req.url);
         if (problem) return edgeError(o.family, 400, problem);
         // As above: the tRPC handler reads the text from Hono's body cache.
         (c.req.bodyCache as Record<string, Promise<unknown>>).text = Promise.resolve(text);
@@ -130,17 +130,18 @@ function withBody(req: Request, body: Uint8Array<ArrayBuffer>): Request {
   return new Request(req.url, { method: req.method, headers, body, signal: req.signal });
 }
 
-/** JSON depth and superjson meta bounds of a tRPC input (one call or a batch). */
-function trpcProblem(text: string, maxDepth: number): string | null {
+/** JSON depth and superjson meta bounds of a tRPC input (one call, or a batch when `url` says `batch=1`, as tRPC reads it). */
+function trpcProblem(text: string, maxDepth: number, url: string): string | null {
   if (exceedsDepth(text, maxDepth)) return `JSON nesting deeper than ${maxDepth}`;
-  if (!text.includes('"meta"')) return null;
+  // A `meta` key is spelled out, or written with escapes (`"\u006deta"` is `"meta"` to JSON.parse).
+  if (!text.includes('"meta"') && !text.includes('\\u')) return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     return null; // tRPC answers malformed JSON itself
   }
-  return superjsonMetaProblem(parsed);
+  return superjsonMetaProblem(parsed, new URL(url).searchParams.get('batch') === '1');
 }
 
 /** Read a stream up to `limit` bytes; stops reading as soon as it is exceeded or stalls. */
