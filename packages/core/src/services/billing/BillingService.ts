@@ -250,29 +250,31 @@ export class BillingService implements Metering {
     let chosen: UserPreferences | undefined;
     let stored: { row: unknown } | undefined;
     const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
-    const outcome = await this.reservations.decideAndReserve<ConsumptionPlan>(
-      userId,
-      tokens,
-      p.requestId,
-      {
-        keys: [prefsKey, keySlot],
-        choose: (read, account) => {
-          const prefs = preferencesOf(read<Partial<UserPreferences>>(prefsKey));
-          chosen = prefs;
-          stored = { row: read(keySlot) };
-          const plan = planConsumption({
-            prefs,
-            balances: { subscription: account.subscription, one_time: account.one_time },
-            needed: tokens,
-            hasApiKey: false,
-            byokKeys: stored.row !== undefined ? [p.provider] : [],
-            provider: p.provider,
-          });
-          return plan.payer === 'platform' && p.platformAllowed ? { order: this.platformOrder(prefs) } : { decided: plan };
+    const outcome = await this.unanswered(userId, p.requestId, () =>
+      this.reservations.decideAndReserve<ConsumptionPlan>(
+        userId,
+        tokens,
+        p.requestId,
+        {
+          keys: [prefsKey, keySlot],
+          choose: (read, account) => {
+            const prefs = preferencesOf(read<Partial<UserPreferences>>(prefsKey));
+            chosen = prefs;
+            stored = { row: read(keySlot) };
+            const plan = planConsumption({
+              prefs,
+              balances: { subscription: account.subscription, one_time: account.one_time },
+              needed: tokens,
+              hasApiKey: false,
+              byokKeys: stored.row !== undefined ? [p.provider] : [],
+              provider: p.provider,
+            });
+            return plan.payer === 'platform' && p.platformAllowed ? { order: this.platformOrder(prefs) } : { decided: plan };
+          },
         },
-      },
-      worst,
-      p.identity.apiKey?.id,
+        worst,
+        p.identity.apiKey?.id,
+      ),
     );
     if ('decided' in outcome) {
       if (outcome.decided.payer === 'platform') return { mode: 'platform' };
@@ -303,8 +305,32 @@ export class BillingService implements Metering {
     const known = p.decision && this.prefsRead.get(p.decision);
     const prefs = known?.userId === userId ? known.prefs : await this.preferences.get(userId);
     const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
-    const outcome = await this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs), worst, p.identity.apiKey?.id);
+    const outcome = await this.unanswered(userId, p.requestId, () =>
+      this.reservations.reserve(userId, tokens, p.requestId, this.platformOrder(prefs), worst, p.identity!.apiKey?.id),
+    );
     return this.held(userId, outcome, prefs);
+  }
+
+  /**
+   * A reservation the store did not answer (UNAVAILABLE: down, or a command that timed out) may
+   * still have been applied: a hung Redis runs the script once it wakes. The call fails (503) and
+   * never runs, so whatever the store did is released, queued until the store takes it
+   * (PendingCloses; releasing a hold that does not exist changes nothing). Otherwise a user's
+   * tokens stayed held until the hold's expiry for a call that was refused.
+   */
+  private async unanswered<T>(userId: string, requestId: string, reserve: () => Promise<T>): Promise<T> {
+    try {
+      return await reserve();
+    } catch (err) {
+      if (isStoreOutage(err)) {
+        const stub = { userId, requestId } as Reservation;
+        // expiredBy +Infinity: released whatever its expiry, with its API key's spend read from the store.
+        this.pending.add(`${userId}\n${requestId}`, 'release', requestId, () =>
+          this.reservations.release(stub, 'the reservation was not answered', Number.POSITIVE_INFINITY),
+        );
+      }
+      throw err;
+    }
   }
 
   /** A reservation's outcome: the hold, remembered with the preferences its settle uses; or the budget's refusal, thrown. */
