@@ -26,6 +26,7 @@ export {
   accessDecision,
   accessDecisionsMade,
   keyMayCall,
+  decisionError,
   authConfigured,
   callScopeOf,
   keyAccessOf,

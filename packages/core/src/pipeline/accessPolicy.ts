@@ -4,6 +4,7 @@ import { BUILT_IN_KEY_SCOPES } from '../services/apiKeys/keyScopes.js';
 import { keyAllowsProcedure } from '../services/apiKeys/keyRules.js';
 import { procedureIndex } from './invoke.js';
 import { mcpAccessRulesActive } from '../services/security/accessRules.js';
+import { CoreError } from '../kernel/CoreError.js';
 import type { Identity } from '../kernel/identity.js';
 import { isBuiltInPath } from '../kernel/namespaces.js';
 import type { KeyAccess, ProcedureMeta } from './meta.js';
@@ -80,10 +81,6 @@ export function keyScopesOf(router: AnyRouter): ReadonlySet<string> {
 }
 
 /**
- * The key rule: an identity established by an API key calls only what `keyAccess` grants it, and
- * of that only what the key's own `tools` rule names, when it has one.
- */
-/**
  * Whether an API key's own rules (keyAccess, its scopes, its tools rule) let it call `path`: what
  * a listing shows a key (MCP tools/list), so it offers only what the key may call. Not an access
  * decision (a call still gets accessDecision), so it is not counted as one.
@@ -92,6 +89,10 @@ export function keyMayCall(path: string, meta: ProcedureMeta | undefined, identi
   return keyDecision(path, meta, identity).allowed;
 }
 
+/**
+ * The key rule: an identity established by an API key calls only what `keyAccess` grants it, and
+ * of that only what the key's own `tools` rule names, when it has one.
+ */
 function keyDecision(path: string, meta: ProcedureMeta | undefined, identity: Identity): AccessDecision {
   const access = keyAccessOf(path, meta);
   if (access !== 'none' && meta?.keyToolsRule !== 'byTool' && !keyAllowsProcedure(identity.apiKey, path, toolNameOf(path, meta))) {
@@ -161,6 +162,16 @@ let decisionsMade = 0;
  */
 export function accessDecisionsMade(): number {
   return decisionsMade;
+}
+
+/**
+ * A refusal as the error its call answers with: the scopes a step-up needs, else the rule's
+ * details (a key's `reason`). The one form for calls refused in the base middleware and for
+ * entry points that invoke nothing (/v1/messages/count_tokens).
+ */
+export function decisionError(d: Extract<AccessDecision, { allowed: false }>): CoreError {
+  const details = d.requiredScopes ? { requiredScopes: d.requiredScopes } : d.details;
+  return new CoreError(d.code, d.message, details ? { details } : {});
 }
 
 export function accessDecision(

@@ -1,6 +1,6 @@
-import { CoreError, coreErrorOf, type CoreErrorCode } from '../kernel/CoreError.js';
+import { type CoreError, coreErrorOf, type CoreErrorCode } from '../kernel/CoreError.js';
 import { rateLimitCaller } from '../services/rateLimit/RateLimiter.js';
-import { accessDecision } from './accessPolicy.js';
+import { accessDecision, decisionError } from './accessPolicy.js';
 import type { SecurityEventType } from '../services/security/SecurityLog.js';
 import type { Context } from './context.js';
 import { t } from './init.js';
@@ -110,14 +110,7 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   // The entry sequence decided access for this call already (RequestScope): the decision is
   // reused, so each call is decided exactly once; a call without one (createCaller) is decided here.
   const decision = ctx.admission ? ctx.admission.decide(path, meta) : accessDecision(runtime.config, path, meta, ctx.identity);
-  if (!decision.allowed) {
-    const details = decision.requiredScopes
-      ? { details: { requiredScopes: decision.requiredScopes } }
-      : decision.details
-        ? { details: decision.details }
-        : {};
-    return refuse(ctx, path, call, new CoreError(decision.code, decision.message, details), getRawInput);
-  }
+  if (!decision.allowed) return refuse(ctx, path, call, decisionError(decision), getRawInput);
   // An API key's own requests-per-minute, on every entry point and shared by every instance.
   const grant = ctx.identity?.apiKey;
   if (grant?.requestsPerMinute) {

@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { CoreError, type EntryGateway } from '@ai-backend/core/internal';
+import { decisionError, type EntryGateway } from '@ai-backend/core/internal';
 import { errorResponse, jsonResponse, readBody, wireFormatHandler } from '../shared/wireFormatHandler.js';
 import { serveEntry } from '../../edge/serveEntry.js';
 import { anthropicError, messageBody, MessageStreamWriter } from './anthropicFormat.js';
@@ -50,11 +50,7 @@ export function countTokensHandler(getGateway: () => Promise<EntryGateway>): Han
         // Nothing is invoked, so the call's access decision (a key's tools rule and scopes) is
         // enforced here: a caller counts tokens only for a call it may make.
         const decision = scope.decide({ kind: 'procedure', path: 'ai.generateText' });
-        if (!decision.allowed) {
-          const details = decision.requiredScopes ? { requiredScopes: decision.requiredScopes } : decision.details;
-          const refusal = new CoreError(decision.code, decision.message, details ? { details } : {});
-          return errorResponse(c, anthropicError(refusal), gateway, 'anthropic');
-        }
+        if (!decision.allowed) return errorResponse(c, anthropicError(decisionError(decision)), gateway, 'anthropic');
         try {
           // The model is checked as a call would check it (syntax, allow and block lists, the key's rules).
           const { input } = toMessagesInput(value, c.req.raw.headers, gateway.config);
