@@ -32,7 +32,6 @@ import { consoleRoutes } from './routes/consoleRoutes.js';
 import { cors } from './edge/cors.js';
 import { adminMetricsHandler, metricsListenerApp, type MetricsServices } from './routes/metricsRoute.js';
 import { entryOf, observeRequests } from './edge/observeRequests.js';
-import type { EdgeFamily } from './edge/edgeError.js';
 import { healthRoutes, type HealthServices } from './routes/healthRoutes.js';
 import { jwtResourceMetadataHandler } from './routes/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './routes/purchaseWebhookRoute.js';
@@ -232,8 +231,9 @@ export function createServer<C extends CustomRouters = {}>(
   // content type, then body limits, on every route that acts.
   const guard = createBrowserGuard(config);
   const { limits } = config;
-  const edge = (path: string, route: GuardedRoute, limit: number, trpcDepth?: number) =>
-    app.use(path, guard(route, bodyLimit({ family: route.family, limit, idleMs: limits.bodyIdleTimeoutMs, trpcDepth })));
+  const guarded = (route: GuardedRoute, limit: number, trpcDepth?: number) =>
+    guard(route, bodyLimit({ family: route.family, limit, idleMs: limits.bodyIdleTimeoutMs, trpcDepth }));
+  const edge = (path: string, route: GuardedRoute, limit: number, trpcDepth?: number) => app.use(path, guarded(route, limit, trpcDepth));
   if (config.protocols.tRpc) {
     for (const path of ['/trpc/*', '/typedrpc/*'])
       edge(path, { family: 'trpc', api: true, jsonOnly: true }, limits.bodyLimit, limits.maxJsonDepth);
@@ -241,10 +241,8 @@ export function createServer<C extends CustomRouters = {}>(
   if (config.protocols.jsonRpc) edge('/rpc', { family: 'jsonrpc', api: true, jsonOnly: true }, limits.bodyLimit);
   if (config.protocols.openAi) {
     // /v1 speaks two vendors' formats: each refusal in the shape of the client that sent the request.
-    const v1 = (family: EdgeFamily) =>
-      guard({ family, api: true, jsonOnly: true }, bodyLimit({ family, limit: limits.bodyLimit, idleMs: limits.bodyIdleTimeoutMs }));
-    const openai = v1('openai');
-    const anthropic = v1('anthropic');
+    const openai = guarded({ family: 'openai', api: true, jsonOnly: true }, limits.bodyLimit);
+    const anthropic = guarded({ family: 'anthropic', api: true, jsonOnly: true }, limits.bodyLimit);
     app.use('/v1/*', (c, next) => (entryOf(c.req.path) === 'anthropic' ? anthropic : openai)(c, next));
   }
   if (mcpOn) {
