@@ -28,16 +28,35 @@ export const ATTACHMENT_TOKENS = 2000;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** Decoded size of base64 (or of a data: URL's payload); undefined for an http(s) URL. */
-function inlineBytes(value: string): number | undefined {
+/** An inline attachment's base64 (a data: URL's payload, or the value itself), whitespace removed; undefined for an http(s) URL. */
+function inlinePayload(value: string): string | undefined {
   if (/^https?:\/\//i.test(value)) return undefined;
   const payload = value.startsWith('data:') ? value.slice(value.indexOf(',') + 1) : value;
-  const compact = payload.replace(/\s+/g, '');
+  return payload.replace(/\s+/g, '');
+}
+
+const decodedSize = (compact: string) =>
+  Math.floor((compact.length * 3) / 4) - (compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0);
+
+/**
+ * Decoded bytes of an inline attachment (base64 or a data: URL; 0 for an http(s) URL, which the
+ * provider fetches), unchecked: what `ai.maxAttachmentBytes` bounds, also where the /v1 body is
+ * forwarded as sent (wireInputBound).
+ */
+export function attachmentBytes(value: string): number {
+  const compact = inlinePayload(value);
+  return compact === undefined ? 0 : decodedSize(compact);
+}
+
+/** Decoded size of base64 (or of a data: URL's payload); undefined for an http(s) URL. */
+function inlineBytes(value: string): number | undefined {
+  const compact = inlinePayload(value);
+  if (compact === undefined) return undefined;
   if (!BASE64.test(compact))
     throw new CoreError('INVALID_PARAMS', 'an image or file part must be an http(s) URL, a data: URL or base64', {
       details: { reason: 'invalid_attachment' },
     });
-  return Math.floor((compact.length * 3) / 4) - (compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0);
+  return decodedSize(compact);
 }
 
 function attachment(

@@ -1,6 +1,6 @@
 import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
-import { ATTACHMENT_TOKENS } from './buildPrompt.js';
+import { ATTACHMENT_TOKENS, attachmentBytes } from './buildPrompt.js';
 import { MESSAGE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS, TOOL_USE_OVERHEAD_TOKENS, utf8 } from './callModel.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
 
@@ -124,7 +124,7 @@ function attachment(o: Json, path: string, t: Tally, ai: AiLimits): void {
   const visit = (v: unknown, key: string, p: string): void => {
     if (typeof v === 'string') {
       if (PAYLOAD_KEYS.has(key) && !textSource) {
-        if (payloadBytes(v) > ai.maxAttachmentBytes)
+        if (attachmentBytes(v) > ai.maxAttachmentBytes)
           throw new CoreError('PAYLOAD_TOO_LARGE', `an image or file part is larger than ${ai.maxAttachmentBytes} bytes`);
         return;
       }
@@ -140,13 +140,6 @@ function attachment(o: Json, path: string, t: Tally, ai: AiLimits): void {
     }
   };
   for (const [k, v] of Object.entries(o)) visit(v, k, `${path}.${k}`);
-}
-
-/** Decoded bytes of a data: URL or base64 payload (an http(s) URL is fetched by the provider: 0). */
-function payloadBytes(v: string): number {
-  if (/^https?:\/\//i.test(v)) return 0;
-  const payload = v.startsWith('data:') ? v.slice(v.indexOf(',') + 1) : v;
-  return Math.floor((payload.length * 3) / 4);
 }
 
 const storedFile = (param: string) =>
