@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestUpstream,
-  creditTokens,
-  startAiServer,
-  tokenFor,
-  waitFor,
-  type AiServer,
-  type TestUpstream,
-} from './helpers/aiGateway.js';
+import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { settlementOf } from './helpers/settlementOf.js';
 
 /**
  * The pass-through path forwards the caller's body as sent, so its hold and its limits must cover
@@ -57,25 +50,19 @@ async function post(format: Format, token: string, body: Record<string, unknown>
   return { res, json: (await res.json()) as Record<string, unknown> };
 }
 
-/** Tokens the call's hold reserved (fee included), once it settled. */
-async function heldFor(sub: string, requestId: string): Promise<number> {
-  const entries = await waitFor(
-    async () => {
-      const all = (await gw.runtime.billing.ledger.entries(sub)).filter((e) => e.requestId === requestId);
-      return all.some((e) => e.kind === 'settle' || e.kind === 'release') ? all : undefined;
-    },
-    { what: `the settlement of ${requestId}` },
-  );
-  return -entries
-    .filter((e) => e.kind === 'reserve')
-    .flatMap((e) => e.lines)
-    .reduce((sum, l) => sum + l.delta, 0);
-}
-
 const SIZE = 40_000;
 const filler = (c: string) => c.repeat(SIZE);
 const base64 = 'QUJD'.repeat(20_000);
 const user = (content: unknown) => ({ role: 'user', content });
+/** An Anthropic conversation whose tool result carries `document`. */
+const toolResultWith = (document: Record<string, unknown>) => ({
+  max_tokens: 16,
+  messages: [
+    user('hi'),
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'look', input: {} }] },
+    user([{ type: 'tool_result', tool_use_id: 'tu1', content: [document] }]),
+  ],
+});
 
 const hidden: Array<[string, Format, Record<string, unknown>]> = [
   [
@@ -100,20 +87,7 @@ const hidden: Array<[string, Format, Record<string, unknown>]> = [
   [
     'a text document inside an Anthropic tool_result',
     'anthropic-messages',
-    {
-      max_tokens: 16,
-      messages: [
-        user('hi'),
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'look', input: {} }] },
-        user([
-          {
-            type: 'tool_result',
-            tool_use_id: 'tu1',
-            content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: filler('d') } }],
-          },
-        ]),
-      ],
-    },
+    toolResultWith({ type: 'document', source: { type: 'text', media_type: 'text/plain', data: filler('d') } }),
   ],
 ];
 
@@ -125,7 +99,7 @@ describe('the hold covers the whole forwarded body', () => {
       const { res } = await post(format, u.token, body);
       expect(res.status).toBe(200);
       expect(res.headers.get('x-ai-backend-path')).toBe('pass-through');
-      expect(await heldFor(u.sub, res.headers.get('x-ai-backend-request-id')!)).toBeGreaterThanOrEqual(SIZE);
+      expect((await settlementOf(gw, u.sub, res.headers.get('x-ai-backend-request-id')!)).held).toBeGreaterThanOrEqual(SIZE);
 
       // Past ai.maxContentChars (200,000), as the same text in a user message is.
       const over = JSON.parse(JSON.stringify(body).replace(/(.)\1{39999}/, (m) => m.repeat(6)));
@@ -134,7 +108,7 @@ describe('the hold covers the whole forwarded body', () => {
       if (what.includes('functions')) {
         // Tool definitions are not content (as the translated `tools`): held, not refused.
         expect(refused.res.status).toBe(200);
-        expect(await heldFor(u.sub, refused.res.headers.get('x-ai-backend-request-id')!)).toBeGreaterThanOrEqual(6 * SIZE);
+        expect((await settlementOf(gw, u.sub, refused.res.headers.get('x-ai-backend-request-id')!)).held).toBeGreaterThanOrEqual(6 * SIZE);
       } else {
         expect(refused.res.status).toBe(413);
         expect(upstream.requests).toHaveLength(0);
@@ -163,7 +137,7 @@ describe('the hold covers the whole forwarded body', () => {
       max_output_tokens: 16,
     });
     expect(dev.res.status).toBe(200);
-    expect(await heldFor(u.sub, dev.res.headers.get('x-ai-backend-request-id')!)).toBeGreaterThanOrEqual(2000);
+    expect((await settlementOf(gw, u.sub, dev.res.headers.get('x-ai-backend-request-id')!)).held).toBeGreaterThanOrEqual(2000);
   });
 });
 
@@ -191,16 +165,7 @@ describe('what is stored in the paying account is refused', () => {
     [
       'an Anthropic file source inside a tool_result',
       'anthropic-messages',
-      {
-        max_tokens: 16,
-        messages: [
-          user('hi'),
-          { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'look', input: {} }] },
-          user([
-            { type: 'tool_result', tool_use_id: 'tu1', content: [{ type: 'document', source: { type: 'file', file_id: 'file_abc' } }] },
-          ]),
-        ],
-      },
+      toolResultWith({ type: 'document', source: { type: 'file', file_id: 'file_abc' } }),
     ],
   ];
   for (const [what, format, body] of refused) {

@@ -22,13 +22,14 @@ export interface Settlement {
 }
 
 /**
- * The settlement of the only call `sub` made (each test call uses a fresh user): its hold and the
- * one settle, release or BYOK record that closed it, once one has landed. Checks the ledger audit.
+ * The settlement of the only call `sub` made (each test call uses a fresh user), or of its call
+ * `requestId`: its hold and the one settle, release or BYOK record that closed it, once one has
+ * landed. Checks the ledger audit.
  */
-export async function settlementOf(server: AiServer, sub: string): Promise<Settlement> {
+export async function settlementOf(server: AiServer, sub: string, requestId?: string): Promise<Settlement> {
   const entries = await waitFor(
     async () => {
-      const all = await server.runtime.billing.ledger.entries(sub);
+      const all = (await server.runtime.billing.ledger.entries(sub)).filter((e) => requestId === undefined || e.requestId === requestId);
       return all.some((e) => e.kind === 'settle' || e.kind === 'release' || e.kind === 'byok_usage') ? all : undefined;
     },
     { what: `the settlement of ${sub}'s call` },
