@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendRequest } from './httpRequest.js';
+import { plainHeaders, sendRequest } from './httpRequest.js';
 
 // A real server on 127.0.0.1 that answers the first request on each connection and closes the
 // connection, unanswered, when a second one arrives on it: what a peer whose keep-alive timeout
@@ -64,5 +64,26 @@ describe('sendRequest', () => {
       agent.destroy();
       await new Promise((r) => refused.close(r));
     }
+  });
+});
+
+describe('plainHeaders', () => {
+  it('reads a record, a Headers object and header pairs alike', () => {
+    expect(plainHeaders({ 'content-type': 'application/json', authorization: 'Bearer x' })).toEqual({
+      'content-type': 'application/json',
+      authorization: 'Bearer x',
+    });
+    expect(plainHeaders(new Headers({ 'X-Trace': '1' }))).toEqual({ 'x-trace': '1' });
+    expect(
+      plainHeaders([
+        ['X-A', 'a'],
+        ['x-b', 'b'],
+      ]),
+    ).toEqual({ 'x-a': 'a', 'x-b': 'b' });
+  });
+
+  it('drops headers left undefined (as fetch does) and takes no headers as none', () => {
+    expect(plainHeaders({ a: '1', b: undefined } as unknown as HeadersInit)).toEqual({ a: '1' });
+    expect(plainHeaders(undefined)).toEqual({});
   });
 });

@@ -9,6 +9,19 @@ const https = lazyRequire<typeof Https>('node:https');
 // Loaded with the first compressed body.
 const zlib = lazyRequire<typeof Zlib>('node:zlib');
 
+/**
+ * A fetch `init.headers` as a plain record, for code that reads or forwards them without a
+ * `Headers` object per request (the upstream request and its observation). The AI SDK leaves
+ * optional headers as undefined; fetch drops those, and so does this.
+ */
+export function plainHeaders(h: HeadersInit | undefined): Record<string, string> {
+  if (!h) return {};
+  if (h instanceof Headers || Array.isArray(h)) return Object.fromEntries(new Headers(h));
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
 /** One request as Node's client takes it: the body already a string or bytes, headers a plain object. */
 export interface HttpRequestInit {
   method: string;

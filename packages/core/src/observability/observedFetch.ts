@@ -1,7 +1,7 @@
 import type { Metrics } from './Metrics.js';
 import type { UpstreamStats } from './UpstreamStats.js';
 import { injectTraceContext, otel, SpanKind, SpanStatusCode, tracer, tracingActive } from './tracing.js';
-import { plainHeaders } from '../lib/plainHeaders.js';
+import { plainHeaders } from '../net/httpRequest.js';
 
 type FetchFunction = typeof globalThis.fetch;
 

@@ -7,7 +7,7 @@ import {
   type EntryGateway,
   type TransportName,
 } from '@ai-backend/core/internal';
-import { openScope } from './requestContext.js';
+import { bearerToken, clientIp, tokenInQuery } from './requestFacts.js';
 
 /** What an entry point's reading of a request gave: the calls core decides on, and what its `run` needs. */
 export interface ReadCalls<P> {
@@ -113,6 +113,25 @@ export async function serveEntry<P>(
   }
   observe?.('invoke');
   return spec.run(c, scope, read.parsed);
+}
+
+/**
+ * Open core's request scope for one HTTP request: the one place transports hand the request
+ * facts to core (which verifies the credential once, whatever the number of calls).
+ */
+function openScope(c: HonoContext, gateway: EntryGateway, transport: TransportName): Promise<RequestScope> {
+  const url = c.req.url;
+  return gateway.openScope({
+    transport,
+    method: c.req.method,
+    url,
+    headers: c.req.raw.headers,
+    bearer: bearerToken(c.req.raw),
+    // The substring test keeps URL parsing off the common path.
+    tokenInQuery: url.includes('token=') && tokenInQuery(new URL(url)),
+    ip: clientIp(c, gateway.config.trustProxy),
+    signal: () => c.req.raw.signal,
+  });
 }
 
 export type EntryStep = 'scope' | 'request limit' | 'credential' | 'read calls' | 'access decision' | 'limits' | 'invoke';

@@ -247,6 +247,10 @@ export const PROVIDER_ALIASES: Readonly<Record<string, (typeof PROVIDER_IDS)[num
   provider_d: 'openrouter',
 };
 
+/** A provider input as its real id when it is one of the spec's neutral names; anything else as given (the enum then judges it). */
+export const unaliasProvider = (v: unknown): unknown =>
+  typeof v === 'string' && Object.hasOwn(PROVIDER_ALIASES, v) ? PROVIDER_ALIASES[v] : v;
+
 /**
  * The one reading of a model reference (after alias lookup): `provider/model`, where the model
  * may itself contain slashes (`openrouter/anthropic/claude-sonnet-4.5`), or a bare provider
@@ -256,5 +260,5 @@ export const PROVIDER_ALIASES: Readonly<Record<string, (typeof PROVIDER_IDS)[num
 export function splitModelRef(ref: string): { provider: string; model: string } {
   const slash = ref.indexOf('/');
   const head = slash < 0 ? ref : ref.slice(0, slash);
-  return { provider: Object.hasOwn(PROVIDER_ALIASES, head) ? PROVIDER_ALIASES[head]! : head, model: slash < 0 ? '' : ref.slice(slash + 1) };
+  return { provider: unaliasProvider(head) as string, model: slash < 0 ? '' : ref.slice(slash + 1) };
 }

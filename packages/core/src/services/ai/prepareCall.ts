@@ -62,7 +62,7 @@ export interface TextCall {
   /** Aborted when the client disconnects; aborts the upstream call. */
   signal: AbortSignal;
   ip?: string;
-  /** The vendor wire request this call was translated from (/v1 only): what the pass-through path forwards (attemptPath.ts). */
+  /** The vendor wire request this call was translated from (/v1 only): what the pass-through path forwards (attemptPath). */
   wire?: WireRequest;
 }
 

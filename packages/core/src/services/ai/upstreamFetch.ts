@@ -3,8 +3,7 @@ import type * as Https from 'node:https';
 import type * as Undici from 'undici';
 import { finished, type Readable } from 'node:stream';
 import { lazyRequire } from '../../lib/lazyRequire.js';
-import { plainHeaders } from '../../lib/plainHeaders.js';
-import { abortReason, decodedStream, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
+import { abortReason, decodedStream, plainHeaders, sendRequest, type HttpRequester } from '../../net/httpRequest.js';
 
 // Loaded with the first upstream call (node:https brings TLS): a server that calls no provider never loads them.
 const http = lazyRequire<typeof Http>('node:http');

@@ -4,7 +4,7 @@ import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Hold, HoldRequest, Metering } from '../metering/Metering.js';
 import type { KeyLimits } from '../apiKeys/KeyLimits.js';
-import { openHold } from './openHold.js';
+import { openHold } from './CallHold.js';
 import { vaultSlot, type KeyVault } from '../vault/KeyVault.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import { AnonymousWindow } from './AnonymousWindow.js';

@@ -1,8 +1,181 @@
 import { CoreError } from '../../kernel/CoreError.js';
-import type { Charge, Hold, MeteredUsage } from '../metering/Metering.js';
 import type { Identity } from '../../kernel/identity.js';
 import type { Logger } from '../../kernel/Logger.js';
-import type { Reservation, SettleResult, SettleUsage, ByokUsageParams } from './types.js';
+import type { KeyLimits, TokenReservation } from '../apiKeys/KeyLimits.js';
+import type { Charge, Hold, HoldRequest, MeteredUsage } from '../metering/Metering.js';
+import type {
+  ByokUsageParams,
+  Decision,
+  DecidedHold,
+  DecideAndReserveParams,
+  DecideParams,
+  Reservation,
+  ReserveParams,
+  SettleResult,
+  SettleUsage,
+} from './types.js';
+
+/** Billing's steps a hold is made of. */
+export interface HoldBilling extends HoldLedger {
+  decide(p: DecideParams): Promise<Decision>;
+  reserve(p: ReserveParams): Promise<Reservation>;
+  /** decide and reserve of a signed-in user's call in one storage transaction. */
+  decideAndReserve(p: DecideAndReserveParams): Promise<DecidedHold>;
+}
+
+/** The details of a PAYMENT_REQUIRED that `reserve` threw because of the user's budget, else undefined. */
+export function budgetRefusalOf(err: unknown): object | undefined {
+  if (!(err instanceof CoreError) || err.appCode !== 'PAYMENT_REQUIRED') return undefined;
+  const d = err.details as { reason?: unknown; period?: unknown } | undefined;
+  return d && typeof d.period === 'string' && (d.reason === 'budget_exceeded' || d.reason === 'model_not_priced') ? d : undefined;
+}
+
+const byokNotAllowed = (provider: string) =>
+  new CoreError('FORBIDDEN', `own API keys are not accepted for provider ${provider}`, {
+    details: { reason: 'byok_not_allowed', provider },
+  });
+
+function allows(req: HoldRequest, mode: 'platform' | 'byok'): boolean {
+  try {
+    req.mayPay?.(mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The payer decision of one metered call, in one place (see Metering.hold): who pays, the
+ * API key's limits, the reservation, and the one re-decision when the budget refuses it.
+ */
+export async function openHold(billing: HoldBilling, limits: KeyLimits | undefined, logger: Logger, req: HoldRequest): Promise<Hold> {
+  if (req.ownKey !== undefined && !req.byokAllowed) throw byokNotAllowed(req.provider);
+  const grant = req.identity?.apiKey;
+  // An API key's tokens per minute hold the call's worst case before anything is read; the hold
+  // settles to what the call used, or is given back when the call ends without an answer.
+  const tokens = grant && limits ? await limits.reserveTokens(grant, req.estimatedTokens) : undefined;
+  try {
+    return await openPaid(billing, limits, logger, req, tokens);
+  } catch (err) {
+    await tokens?.release();
+    throw err;
+  }
+}
+
+/** Who pays, the key's concurrency slot and the reservation, with the key's tokens already held. */
+async function openPaid(
+  billing: HoldBilling,
+  limits: KeyLimits | undefined,
+  logger: Logger,
+  req: HoldRequest,
+  tokens: TokenReservation | undefined,
+): Promise<Hold> {
+  const { identity, provider, estimatedTokens, requestId } = req;
+  const grant = identity?.apiKey;
+  const ip = req.ip ? { ip: req.ip } : {};
+  const byok = (apiKey: string): Hold => {
+    req.mayPay?.('byok');
+    return new CallHold(
+      billing,
+      logger,
+      { mode: 'byok', apiKey },
+      { identity, requestId },
+      tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined,
+    );
+  };
+  if (req.ownKey !== undefined) return byok(req.ownKey);
+  // A signed-in user's call is decided and held in one transaction (one store round trip), unless
+  // its API key has a concurrency limit: that slot is taken between the decision and the hold,
+  // and only by a platform-paid call, so such a call keeps the two steps.
+  if (identity && !(grant?.concurrent && limits)) {
+    let decided: DecidedHold;
+    try {
+      decided = await billing.decideAndReserve({
+        identity,
+        provider,
+        tokens: estimatedTokens,
+        requestId,
+        platformAllowed: req.serverPays && allows(req, 'platform'),
+        ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}),
+      });
+    } catch (err) {
+      return byokAfterBudget(billing, req, err, byok);
+    }
+    if (decided.mode === 'byok') {
+      if (!req.byokAllowed) throw byokNotAllowed(provider);
+      return byok(decided.apiKey);
+    }
+    if (!decided.reservation) {
+      // The platform was chosen and may not pay: the same refusals as below, nothing held.
+      refusePlatform(req);
+      throw new CoreError('INTERNAL', 'billing held nothing for a platform-paid call');
+    }
+    const slot: KeySlot | undefined = tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined;
+    return new CallHold(billing, logger, { mode: 'platform', reservation: decided.reservation }, { identity, requestId }, slot);
+  }
+  const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: false, ...ip });
+  if (decision.mode === 'byok') {
+    if (!decision.apiKey) throw new CoreError('INTERNAL', 'billing chose a stored key but returned none');
+    if (!req.byokAllowed) throw byokNotAllowed(provider);
+    return byok(decision.apiKey);
+  }
+  refusePlatform(req);
+  let giveBack: (() => Promise<void>) | undefined;
+  try {
+    if (grant && limits) giveBack = await limits.acquire(grant);
+    const reservation = await billing.reserve({
+      identity,
+      tokens: estimatedTokens,
+      requestId,
+      decision,
+      ...ip,
+      ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}),
+    });
+    // CallHold settles (counts) before it releases, so the tokens are given back only by a call
+    // that ended without settling.
+    const slot: KeySlot | undefined =
+      giveBack || tokens
+        ? { release: async () => (await giveBack?.(), await tokens?.release()), count: (t) => tokens?.settle(t) ?? Promise.resolve() }
+        : undefined;
+    return new CallHold(billing, logger, { mode: 'platform', reservation }, { identity, requestId }, slot);
+  } catch (err) {
+    // The concurrency slot only: the tokens stay held if the caller's stored key takes the call below.
+    await giveBack?.();
+    return byokAfterBudget(billing, req, err, byok);
+  }
+}
+
+/** Throws when the platform may not pay for this call; before anything is held. */
+function refusePlatform(req: HoldRequest): void {
+  if (!req.serverPays) {
+    throw new CoreError('BAD_REQUEST', `this server does not pay for provider ${req.provider}; send your own apiKey`, {
+      details: { reason: 'provider_not_served', provider: req.provider },
+    });
+  }
+  // A server prompt never goes to a caller's own account (and vice versa).
+  req.mayPay?.('platform');
+}
+
+/**
+ * The budget is enforced in the reservation's transaction (so concurrent calls cannot overspend
+ * it); when it refuses (`err`), decide once more with the platform refused: the caller's stored
+ * key where their order allows it (not platform spend), else `err` is thrown.
+ */
+async function byokAfterBudget(billing: HoldBilling, req: HoldRequest, err: unknown, byok: (apiKey: string) => Hold): Promise<Hold> {
+  const budgetRefusal = budgetRefusalOf(err);
+  if (!budgetRefusal || !req.byokAllowed || !allows(req, 'byok')) throw err;
+  const { identity, provider, estimatedTokens } = req;
+  const again = await billing.decide({
+    identity,
+    provider,
+    estimatedTokens,
+    apiKeyProvided: false,
+    budgetRefusal,
+    ...(req.ip ? { ip: req.ip } : {}),
+  });
+  if (again.mode !== 'byok' || !again.apiKey) throw err;
+  return byok(again.apiKey);
+}
 
 /** What a hold closes through: billing's own settle, release and BYOK record. */
 export interface HoldLedger {

@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
-import { windowAt } from './fixedWindow.js';
-import { WindowLeases } from './WindowLeases.js';
+import { WindowLeases, windowAt } from './WindowLeases.js';
 
 /** What is counted: every /mcp request, or each tool call (any entry point). */
 export type RateLimitKind = 'requests' | 'toolCalls';

@@ -3,7 +3,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
 import { rateLimitCaller } from './RateLimiter.js';
-import { countInWindow } from './fixedWindow.js';
+import { countInWindow } from './WindowLeases.js';
 
 /**
  * Count one provider key check (`ai.keyChecks`) against the caller's address and, when signed
