@@ -35,7 +35,7 @@ import { AlertOutbox } from './services/governance/AlertOutbox.js';
 import { createMetrics } from './observability/Metrics.js';
 import { instrumentStorage } from './observability/instrumentStorage.js';
 import { ApiKeyService } from './services/apiKeys/ApiKeyService.js';
-import { isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';
+import { bearerAuthenticator } from './services/apiKeys/apiKeyFormat.js';
 import { KeyLimits } from './services/apiKeys/KeyLimits.js';
 import { RecentCalls } from './observability/RecentCalls.js';
 import { McpGateway } from './services/gateway/McpGateway.js';
@@ -203,7 +203,6 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     if (target === 'all' || target === 'usage') stats.dropPending();
   });
   closers.push(() => stats.stop());
-  let authenticator = noAuthenticator;
   let closed: Promise<void> | undefined;
   const users = new UserDirectory(storage, config);
   closers.push(() => users.settled());
@@ -270,9 +269,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     gateway,
     router,
     health,
-    // The one point where every entry point's credential is recognised: API keys never reach the
-    // JWT/OAuth verifier, other tokens never reach the key store.
-    authenticate: (token, facts) => (isApiKeyLike(token) ? keys.authenticate(token, facts?.ip) : authenticator(token)),
+    // Until opts.authenticator is installed below, bearer tokens other than API keys are refused.
+    authenticate: bearerAuthenticator(keys, noAuthenticator),
     onClose(fn) {
       closers.push(fn);
     },
@@ -291,7 +289,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   };
   if (opts.authenticator) {
     try {
-      authenticator = await opts.authenticator(runtime);
+      runtime.authenticate = bearerAuthenticator(keys, await opts.authenticator(runtime));
     } catch (err) {
       await runtime.close();
       throw err;

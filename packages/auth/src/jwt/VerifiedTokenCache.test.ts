@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAuthenticator } from './createAuthenticator.js';
 import { createJwtVerifier } from './createJwtVerifier.js';
 import { VerifiedTokenCache } from './VerifiedTokenCache.js';
+import { MAX_TOKEN_LENGTH } from './inspectToken.js';
 import { goodClaims, HS256, now, SECRET, signRaw } from './__tests__/craft.js';
 
 const id = (sub: string): Identity => ({ sub, scopes: ['a'], isAdmin: false, via: 'jwt' });
@@ -36,6 +37,17 @@ describe('VerifiedTokenCache', () => {
     cache.set('k', id('k'), Infinity);
     cache.get('k')!.scopes.push('mcp:admin');
     expect(cache.get('k')!.scopes).toEqual(['a']);
+  });
+
+  it('looks a token up by its hash, and never a token over the length cap', () => {
+    const cache = new VerifiedTokenCache(10);
+    const token = signRaw(HS256, goodClaims());
+    cache.set(VerifiedTokenCache.keyOf(token), id('t'), Infinity);
+    expect(cache.lookup(token)?.sub).toBe('t');
+    expect(cache.lookup(`${token}x`)).toBeUndefined();
+    const huge = 'x'.repeat(MAX_TOKEN_LENGTH + 1);
+    cache.set(VerifiedTokenCache.keyOf(huge), id('h'), Infinity);
+    expect(cache.lookup(huge)).toBeUndefined();
   });
 
   it('keys by a hash, not the token', () => {

@@ -1,6 +1,7 @@
 import { sha256 } from '../sha256.js';
 import type { Identity } from '@ai-backend/core';
 import { RecentMap } from '@ai-backend/core/internal';
+import { MAX_TOKEN_LENGTH } from './inspectToken.js';
 
 interface Entry {
   identity: Identity;
@@ -42,6 +43,14 @@ export class VerifiedTokenCache {
   /** Forget every verified token (admin.clearCache 'tokens'): the next request verifies again. */
   clear(): void {
     this.#entries.clear();
+  }
+
+  /**
+   * The identity of a token verified earlier and still valid, looked up by its hash; undefined
+   * for any other token (one over MAX_TOKEN_LENGTH is never hashed: it cannot have been accepted).
+   */
+  lookup(token: string): Identity | undefined {
+    return token.length <= MAX_TOKEN_LENGTH ? this.get(VerifiedTokenCache.keyOf(token)) : undefined;
   }
 
   get(key: string, now = Date.now()): Identity | undefined {

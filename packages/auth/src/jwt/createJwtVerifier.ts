@@ -82,10 +82,8 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
 
   // Hash only what the length cap lets through; a hit is a token that passed every check.
   const keyOf = (token: string) => (cache && token.length <= MAX_TOKEN_LENGTH ? VerifiedTokenCache.keyOf(token) : undefined);
-  const cached = (token: string) => {
-    const cacheKey = keyOf(token);
-    return cacheKey === undefined ? undefined : cache?.get(cacheKey);
-  };
+  // The cache's own lookup (it hashes the token and applies the length cap itself).
+  const cached: (token: string) => Identity | undefined = cache ? cache.lookup.bind(cache) : () => undefined;
 
   const verify = async (token: string): Promise<Identity> => {
     const cacheKey = keyOf(token);

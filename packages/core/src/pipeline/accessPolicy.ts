@@ -18,6 +18,10 @@ export type { AccessDecision };
 
 const ALLOWED: AccessDecision = { allowed: true };
 
+/** A procedure published as an MCP tool (or marked countsAsToolCall): its calls count against `maxToolCalls` on every entry point. */
+export const countsAsToolCall = (meta: ProcedureMeta | undefined): boolean =>
+  (meta?.mcp !== undefined && meta.mcp.tool !== false) || meta?.countsAsToolCall === true;
+
 /** The MCP tool name of a procedure: `meta.mcp.name`, else the last path segment. */
 export function toolNameOf(path: string, meta: ProcedureMeta | undefined): string {
   return meta?.mcp?.name ?? path.slice(path.lastIndexOf('.') + 1);

@@ -124,7 +124,3 @@ export interface ProcedureMeta {
     roots?: true;
   };
 }
-
-/** A procedure published as an MCP tool (or marked countsAsToolCall): its calls count against `maxToolCalls` on every entry point. */
-export const countsAsToolCall = (meta: ProcedureMeta | undefined): boolean =>
-  (meta?.mcp !== undefined && meta.mcp.tool !== false) || meta?.countsAsToolCall === true;

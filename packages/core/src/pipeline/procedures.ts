@@ -1,12 +1,11 @@
 import { type CoreError, coreErrorOf, type CoreErrorCode } from '../kernel/CoreError.js';
 import { rateLimitCaller } from '../services/rateLimit/RateLimiter.js';
-import { accessDecision, decisionError } from './accessPolicy.js';
+import { accessDecision, countsAsToolCall, decisionError } from './accessPolicy.js';
 import type { SecurityEventType } from '../services/security/SecurityLog.js';
 import type { Context } from './context.js';
 import { t } from './init.js';
 import { CallObservation } from './observeProcedure.js';
 import { toTRPCError } from './wireError.js';
-import { countsAsToolCall } from './meta.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import { servicesOf } from '../runtime/serverServices.js';
 import { RUNTIME, type CallContext } from './callContext.js';

@@ -8,10 +8,10 @@ import { RUNTIME, type CallContext } from './callContext.js';
 import type { WireRequest } from '../services/ai/passThrough/wireRequest.js';
 import type { Identity, TransportName } from '../kernel/identity.js';
 import { procedureIndex } from './invoke.js';
-import { countsAsToolCall, type ProcedureMeta } from './meta.js';
+import type { ProcedureMeta } from './meta.js';
 import { rateLimitCaller, type RateLimitDecision } from '../services/rateLimit/RateLimiter.js';
 import { bearerChallenge } from './bearerChallenge.js';
-import { accessDecision, authConfigured, callScopeOf, type AccessDecision, type CallKind } from './accessPolicy.js';
+import { accessDecision, authConfigured, callScopeOf, countsAsToolCall, type AccessDecision, type CallKind } from './accessPolicy.js';
 
 /**
  * A call's `ctx.req`. Its signal is made on the first read only: most procedures never look at

@@ -3,12 +3,18 @@ import type { Storage, TxWrite } from '../kernel/Storage.js';
 import type { TransportName } from '../kernel/identity.js';
 import type { Signals } from '../kernel/Signals.js';
 import type { UpstreamDay, UpstreamStats } from '../observability/UpstreamStats.js';
-import { bucketOf, emptyRecord, merge, summarize, type DayRecord, type StatisticsSnapshot } from './dayRecords.js';
+import { emptyRecord, LATENCY_BOUNDS_MS, merge, summarize, type DayRecord, type StatisticsSnapshot } from './dayRecords.js';
 import { StatsIndex } from './StatsIndex.js';
 
 export { LATENCY_BOUNDS_MS, type ProcedureStatistics, type StatisticsSnapshot } from './dayRecords.js';
 
 const DAY_MS = 86_400_000;
+
+/** The latency bucket of a call that took `ms` (the last one: over every bound). */
+function bucketOf(ms: number): number {
+  for (let i = 0; i < LATENCY_BOUNDS_MS.length; i++) if (ms <= LATENCY_BOUNDS_MS[i]!) return i;
+  return LATENCY_BOUNDS_MS.length;
+}
 const PREFIX = 'stats:';
 /** Keys deleted per page by reset(). */
 const RESET_PAGE = 500;

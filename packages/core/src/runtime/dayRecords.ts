@@ -49,11 +49,6 @@ export interface StatisticsSnapshot {
 
 export const emptyRecord = (): DayRecord => ({ count: 0, errors: 0, totalMs: 0, buckets: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) });
 
-export function bucketOf(ms: number): number {
-  for (let i = 0; i < LATENCY_BOUNDS_MS.length; i++) if (ms <= LATENCY_BOUNDS_MS[i]!) return i;
-  return LATENCY_BOUNDS_MS.length;
-}
-
 export function merge(into: DayRecord, add: DayRecord): DayRecord {
   into.count += add.count;
   into.errors += add.errors;

@@ -16,13 +16,13 @@ import { RegistryProbe, type ProbeResult } from './RegistryProbe.js';
 import type { StreamEvent } from './runStreamText.js';
 import { SystemPromptStore } from './SystemPromptStore.js';
 import { validateProviderKey, type KeyValidation } from './validateProviderKey.js';
-import { once } from '../../lib/once.js';
 import { Routing } from './routing/Routing.js';
 import { ResponseCache } from './cache/ResponseCache.js';
 import type { RouteReport } from './routing/RouteStats.js';
 
 /** The call engine, loaded by the first AI call (callEngine.ts); one promise for every caller. */
-const loadEngine = once(() => import('./callEngine.js'));
+let engine: Promise<typeof import('./callEngine.js')> | undefined;
+const loadEngine = () => (engine ??= import('./callEngine.js'));
 
 export interface AiServiceOptions {
   config: ResolvedConfig;

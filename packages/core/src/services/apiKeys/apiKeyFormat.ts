@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AuthFacts, AuthResult, Authenticator } from '../../kernel/identity.js';
 
 /**
  * The shape of an API key: `aib_` + 12-character id + 32-character secret + 6-character checksum,
@@ -106,6 +107,18 @@ export class ApiKeyHasher {
 
 /** Looks like one of our keys (prefix only): such a token is never handed to the JWT verifier. */
 export const isApiKeyLike = (token: string) => token.startsWith(API_KEY_PREFIX);
+
+/**
+ * The one point where every entry point's credential is recognised (the runtime's `authenticate`):
+ * a token with our keys' prefix goes to the key store and never to the JWT/OAuth verifier; any
+ * other token goes to `tokens` and never reaches the key store.
+ */
+export function bearerAuthenticator(
+  keys: { authenticate(token: string, ip?: string): Promise<AuthResult> },
+  tokens: Authenticator,
+): (token: string, facts?: AuthFacts) => Promise<AuthResult> {
+  return (token, facts) => (isApiKeyLike(token) ? keys.authenticate(token, facts?.ip) : tokens(token));
+}
 
 /** What may be shown of a key after creation: its prefix and id, never the secret part. */
 export const displayPrefix = (id: string) => `${API_KEY_PREFIX}${id}`;
