@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { copyValue } from './copyValue.js';
+import { copyValue } from './MemoryStorage.js';
 
 describe('copyValue', () => {
   it('copies JSON-like values deeply, equal to structuredClone and sharing nothing', () => {
