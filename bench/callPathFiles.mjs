@@ -3,8 +3,9 @@
 // TypeScript sources; V8's precise coverage (function call counts) is reset after a warm-up call
 // and read after one more call of the same kind, so a file counts when a function of it ran
 // during that call (module loading is over by then). Usage:
-//   node --conditions=ai-backend-source --import tsx bench/callPathFiles.mjs [--list]
-// Prints, per call, the number of files and of folders under packages/*/src (--list: the files).
+//   node --conditions=ai-backend-source --import tsx bench/callPathFiles.mjs [--list | --functions]
+// Prints, per call, the number of files and of folders under packages/*/src (--list: the files;
+// --functions: each file with the functions of it that ran and how often, to see why it is crossed).
 import { Session } from 'node:inspector/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -13,7 +14,8 @@ import { resolveConfig } from '@ai-backend/core';
 import { mintDevToken } from '@ai-backend/auth';
 import { createTestUpstream } from '@ai-backend/test-utils';
 
-const list = process.argv.includes('--list');
+const functions = process.argv.includes('--functions');
+const list = functions || process.argv.includes('--list');
 const root = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SECRET = 'bench-callpath-jwt-secret-0123456789abcdef';
 const upstream = await createTestUpstream({ outputTokens: 16 });
@@ -133,14 +135,16 @@ for (const [name, call] of Object.entries(calls)) {
   await session.post('Profiler.takePreciseCoverage'); // resets the counters
   await call();
   const { result } = await session.post('Profiler.takePreciseCoverage');
-  const files = new Set();
+  /** file → the functions of it that ran, `name×count` (an arrow function or callback: `(anonymous)`) */
+  const files = new Map();
   for (const script of result) {
     const file = ours(script.url);
-    if (file && script.functions.some((f) => f.ranges[0].count > 0)) files.add(file);
+    const ran = script.functions.filter((f) => f.ranges[0].count > 0);
+    if (file && ran.length > 0) files.set(file, ran.map((f) => `${f.functionName || '(anonymous)'}×${f.ranges[0].count}`).join(' '));
   }
-  const sorted = [...files].sort();
+  const sorted = [...files.keys()].sort();
   rows.push({ name, files: sorted.length, folders: new Set(sorted.map((f) => path.dirname(f))).size });
-  if (list) console.log(`\n${name}\n  ${sorted.join('\n  ')}`);
+  if (list) console.log(`\n${name}\n  ${sorted.map((f) => (functions ? `${f}: ${files.get(f)}` : f)).join('\n  ')}`);
 }
 await session.post('Profiler.stopPreciseCoverage');
 session.disconnect();
