@@ -1,4 +1,5 @@
 import type { TxPlan, TxRead, TxWrite } from '../kernel/Storage.js';
+import { unavailableFailure } from './KeyedMutex.js';
 
 /** What became of a queued transaction: committed with its plan's result, or left to the caller's own path. */
 export type BatchOutcome = { committed: true; result: unknown } | { committed: false };
@@ -43,12 +44,27 @@ export class GroupCommit {
     });
   }
 
-  /** Send the queued transactions, one batch at a time, until none are left. */
+  /**
+   * Send the queued transactions, one batch at a time, until none are left. When a batch fails
+   * because the store is unreachable (unavailableFailure), the transactions that queued while it
+   * was in flight fail with it at once rather than go out as the next batch and wait for a
+   * timeout of their own; one submitted after that starts a new batch.
+   */
   private async flush(): Promise<void> {
     try {
       while (this.queue.length > 0) {
-        const jobs = this.queue.splice(0, this.maxBatch);
+        let outage: unknown;
+        const jobs = this.queue.splice(0, this.maxBatch).map(
+          (job): BatchJob => ({
+            ...job,
+            reject: (err) => {
+              outage ??= unavailableFailure(err);
+              job.reject(err);
+            },
+          }),
+        );
         await this.send(jobs).catch((err: unknown) => jobs.forEach((j) => j.reject(err)));
+        if (outage !== undefined) for (const queued of this.queue.splice(0)) queued.reject(outage);
       }
     } finally {
       this.flushing = false;

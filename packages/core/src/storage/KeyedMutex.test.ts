@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { KeyedMutex } from './KeyedMutex.js';
+import { CoreError } from '../kernel/CoreError.js';
+import { KeyedMutex, unavailableFailure } from './KeyedMutex.js';
 
 describe('KeyedMutex', () => {
   it('runs holders of the same key one after another, in arrival order', async () => {
@@ -43,5 +44,38 @@ describe('KeyedMutex', () => {
     const again = await mutex.lock(['k']);
     again();
     expect(mutex.size).toBe(0);
+  });
+
+  it('a holder released with a failure fails the waiters queued behind it on its keys, at once; later arrivals and other keys run', async () => {
+    const mutex = new KeyedMutex();
+    const outage = new Error('store unreachable');
+    const holder = await mutex.lock(['a', 'k']);
+    const onOther = await mutex.lock(['z']);
+    // Three waiters queued on k (one of them also holds b first), and one that holds b next.
+    const outcome = (p: Promise<() => void>) =>
+      p.then(
+        (unlock) => {
+          unlock();
+          return 'ran';
+        },
+        (err: unknown) => (err === outage ? 'failed with the holder' : 'other error'),
+      );
+    const waiters = [outcome(mutex.lock(['k'])), outcome(mutex.lock(['b', 'k'])), outcome(mutex.lock(['k']))];
+    await new Promise((r) => setImmediate(r));
+    const afterB = outcome(mutex.lock(['b']));
+    holder(outage);
+    expect(await Promise.all(waiters)).toEqual(['failed with the holder', 'failed with the holder', 'failed with the holder']);
+    // b was released by the waiter that failed, without its failure.
+    expect(await afterB).toBe('ran');
+    expect(await outcome(mutex.lock(['k']))).toBe('ran');
+    onOther();
+    expect(mutex.size).toBe(0);
+  });
+
+  it("only a store outage is passed on: an UNAVAILABLE error, not a plan's own error", () => {
+    const down = new CoreError('UNAVAILABLE', 'storage unavailable');
+    expect(unavailableFailure(down)).toBe(down);
+    expect(unavailableFailure(new CoreError('INVALID_PARAMS', 'bad'))).toBeUndefined();
+    expect(unavailableFailure(new Error('plan threw'))).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@ import { canonicalJson, expiresAtFor } from './canonicalJson.js';
 import { ReadBatcher } from './ReadBatcher.js';
 import { redisClientOptions } from './redisClientOptions.js';
 import { randomUUID } from 'node:crypto';
-import { KeyedMutex } from './KeyedMutex.js';
+import { KeyedMutex, unavailableFailure } from './KeyedMutex.js';
 import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
 import { TxValueCache } from './sql/TxValueCache.js';
 import { GroupCommit, planBatch, type BatchJob } from './GroupCommit.js';
@@ -335,6 +335,7 @@ export class RedisStorage implements Storage {
       if (batched.committed) return batched.result as R;
     }
     const unlock = await this.mutex.lock(unique);
+    let failure: CoreError | undefined;
     try {
       const redisKeys = [...unique.map((k) => this.lockPrefix + k), ...unique.map((k) => this.kvPrefix + k)];
       const deadline = Date.now() + LOCK_WAIT_MS;
@@ -362,8 +363,11 @@ export class RedisStorage implements Storage {
         await sleep(Math.random() * wait);
         wait = Math.min(20, wait * 2);
       }
+    } catch (err) {
+      failure = unavailableFailure(err);
+      throw err;
     } finally {
-      unlock();
+      unlock(failure);
     }
   }
 

@@ -10,4 +10,11 @@ export {
   type ServiceStatus,
   type ServiceMap,
 } from './probeServices.js';
-export { startPrivateRedis, startPrivatePostgres, postgresBinDir, freePort, type PrivateServer } from './privateServers.js';
+export {
+  startPrivateRedis,
+  startPrivatePostgres,
+  postgresBinDir,
+  freePort,
+  type HangableServer,
+  type PrivateServer,
+} from './privateServers.js';

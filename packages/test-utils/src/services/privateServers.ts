@@ -53,6 +53,12 @@ export interface PrivateServer {
   close(): Promise<void>;
 }
 
+/** A server that can hang: every process of it stopped (SIGSTOP) and continued (SIGCONT), a hung host as clients see it. */
+export interface HangableServer {
+  freeze(): Promise<void>;
+  thaw(): Promise<void>;
+}
+
 /** A redis-server with `appendonly yes` and `appendfsync always`, so a restart keeps every acknowledged write. */
 export async function startPrivateRedis(): Promise<PrivateServer> {
   const bin = findExecutable('redis-server');
@@ -88,7 +94,7 @@ export async function startPrivateRedis(): Promise<PrivateServer> {
  * A PostgreSQL cluster of its own (initdb in a temp dir, trust auth, user `postgres`, database
  * `postgres`). PostgreSQL refuses to run as root, so under root it runs as the `postgres` user.
  */
-export async function startPrivatePostgres(): Promise<PrivateServer & { user: string; database: string }> {
+export async function startPrivatePostgres(): Promise<PrivateServer & HangableServer & { user: string; database: string }> {
   const bin = postgresBinDir();
   if (!bin) throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin');
   const dir = await mkdtemp(join(tmpdir(), 'private-pg-'));
@@ -121,6 +127,24 @@ export async function startPrivatePostgres(): Promise<PrivateServer & { user: st
     child?.kill('SIGQUIT');
     await exited(child);
   };
+  // The postmaster and its backends: stopped, they keep every socket open and answer nothing.
+  const signalAll = async (signal: NodeJS.Signals) => {
+    const { execFileSync } = await import('node:child_process');
+    const pid = child?.pid;
+    if (pid === undefined) return;
+    const kids = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)])
+      .toString()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+    for (const p of [pid, ...kids]) {
+      try {
+        process.kill(p, signal);
+      } catch {
+        // a backend that ended meanwhile
+      }
+    }
+  };
   await start();
   return {
     host: '127.0.0.1',
@@ -129,6 +153,8 @@ export async function startPrivatePostgres(): Promise<PrivateServer & { user: st
     database: 'postgres',
     start,
     stop,
+    freeze: () => signalAll('SIGSTOP'),
+    thaw: () => signalAll('SIGCONT'),
     close: async () => {
       await stop();
       await rm(dir, { recursive: true, force: true });

@@ -115,4 +115,37 @@ describe.skipIf(!redis.ok)('RateLimiter on redis', () => {
       await down.close();
     }
   });
+
+  it('after a failed count, skips a hung store for a second instead of waiting on it every request', async () => {
+    let now = 1_000_000;
+    let asked = 0;
+    let hung = true;
+    const store = new MemoryStorage();
+    // A store that hangs until its (here 300 ms) timeout, then fails, as a stopped PostgreSQL does.
+    const hanging = new Proxy(store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop !== 'increment' && prop !== 'transact') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          asked++;
+          if (!hung) return (value as (...a: unknown[]) => unknown).apply(target, args);
+          await new Promise((r) => setTimeout(r, 300));
+          throw new CoreError('UNAVAILABLE', 'storage unavailable');
+        };
+      },
+    });
+    const rl = new RateLimiter(hanging, settings({ maxRequests: 2 }), { now: () => now });
+    const started = performance.now();
+    expect(await rl.hit('requests', 'ip:a')).toBeNull();
+    expect(await rl.hit('requests', 'ip:a')).toBeNull();
+    expect(await rl.hit('requests', 'ip:b')).toBeNull();
+    // One wait for the store, not three.
+    expect(asked).toBe(1);
+    expect(performance.now() - started).toBeLessThan(600);
+    // A second later the store is asked again, and counts once it answers.
+    hung = false;
+    now += 1_000;
+    expect((await rl.hit('requests', 'ip:a'))!.allowed).toBe(true);
+    expect(asked).toBe(2);
+  });
 });

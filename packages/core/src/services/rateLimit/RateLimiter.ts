@@ -56,6 +56,13 @@ export interface RateLimitDecision {
 const POLICY: Record<RateLimitKind, string> = { requests: 'requests', toolCalls: 'tool-calls' };
 const SAFE_SUB = /^[\w.@+:-]{1,128}$/;
 const UNAVAILABLE_WARN_MS = 10_000;
+/**
+ * After the store failed a count, hits are let through without asking it for this long: they
+ * would be let through anyway (limits fail open), and asking a hung store costs every request
+ * its query timeout before the call goes on (0.8 s each with PostgreSQL's default, ahead of the
+ * call's own failure). The next hit after it asks the store again.
+ */
+const STORE_RETRY_MS = 1_000;
 
 /**
  * Who a counter belongs to: the authenticated subject, else the client address. Unusual or long
@@ -85,6 +92,8 @@ export class RateLimiter {
   private readonly kinds: RateLimitKind[];
   private readonly leases: WindowLeases;
   private lastWarn = 0;
+  /** Until when hits skip the store after it failed (STORE_RETRY_MS). */
+  private storeDownUntil = 0;
 
   constructor(
     private readonly storage: Storage,
@@ -116,10 +125,12 @@ export class RateLimiter {
     const { windowMs } = this.settings;
     const { window, resetSec } = windowAt(now, windowMs);
     const limit = this.limitOf(kind);
+    if (now < this.storeDownUntil) return null;
     let counted: { allowed: boolean; used: number };
     try {
       counted = await this.leases.count(this.storage, `${this.prefix}${kind}:${caller}`, window, windowMs, units, limit);
     } catch (err) {
+      this.storeDownUntil = this.now() + STORE_RETRY_MS;
       if (now - this.lastWarn >= UNAVAILABLE_WARN_MS) {
         this.lastWarn = now;
         this.opts.logger?.warn('rate limit store unavailable; requests are not being limited', {

@@ -15,7 +15,7 @@ import type {
   TxRead,
   TxWrite,
 } from '../../kernel/Storage.js';
-import { KeyedMutex } from '../KeyedMutex.js';
+import { KeyedMutex, unavailableFailure } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
@@ -355,6 +355,7 @@ export class PostgresStorage implements Storage {
     const batched = await this.batches.submit(sorted, plan, mode);
     if (batched.committed) return batched.result as R;
     const unlock = await this.mutex.lock(sorted);
+    let failure: CoreError | undefined;
     try {
       // The guess did not hold (or decided nothing): plan on what the store holds, a consistent
       // snapshot, so a refusal or a read-only answer from it is final.
@@ -391,8 +392,11 @@ export class PostgresStorage implements Storage {
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
       }
       return await this.transactLocked(sorted, plan, mode);
+    } catch (err) {
+      failure = unavailableFailure(err);
+      throw err;
     } finally {
-      unlock();
+      unlock(failure);
     }
   }
 
