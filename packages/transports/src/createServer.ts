@@ -37,6 +37,7 @@ import { jwtResourceMetadataHandler } from './routes/jwtResourceMetadata.js';
 import { purchaseWebhookHandler } from './routes/purchaseWebhookRoute.js';
 import { gatewayOAuthRoutes, type GatewayOAuthServices } from './routes/gatewayOAuthRoutes.js';
 import { enforceBodyIdleTimeout, timeoutServerOptions } from './edge/nodeTimeouts.js';
+import { limitConnections } from './edge/connectionLimit.js';
 import { lingerOnClose } from './edge/lingeringClose.js';
 import { requestOrigin } from './edge/requestFacts.js';
 import { StreamAdmission, streamCapsOf } from './edge/StreamAdmission.js';
@@ -383,6 +384,7 @@ export function createServer<C extends CustomRouters = {}>(
           );
           server.once('error', reject);
           enforceBodyIdleTimeout(server as HttpServer, limits.bodyIdleTimeoutMs);
+          limitConnections(server as HttpServer, limits.maxConnections, (msg, fields) => logger.warn(msg, fields));
           lingerings.set(server, lingerOnClose(server as HttpServer));
           onServer(server);
         }),

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { CoreError } from '@ai-backend/core/internal';
+import { openFileLimit } from './connectionLimit.js';
 import { edgeError, type EdgeFamily } from './edgeError.js';
 
 /** The part of Node's ServerResponse a held place needs: its end, however it comes. */
@@ -203,14 +203,7 @@ export function streamTotalFor(soft: number | undefined): number {
  * server is built; Node raises the soft limit to the hard one at start).
  */
 export function defaultStreamTotal(): number {
-  let soft: number | undefined;
-  try {
-    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-    if (m && m[1] !== 'unlimited') soft = Number(m[1]);
-  } catch {
-    // Not Linux: no cheap way to read RLIMIT_NOFILE from Node.
-  }
-  return streamTotalFor(soft);
+  return streamTotalFor(openFileLimit());
 }
 
 /** The caps of `limits` (defaults resolved here, once per server). */

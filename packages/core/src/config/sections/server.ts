@@ -86,6 +86,14 @@ export const LimitsSchema = lazySection('limits', () =>
        * socket and the upstream's).
        */
       maxSseStreams: z.number().int().min(1).optional(),
+      /**
+       * Connections this server instance accepts at once (node's `server.maxConnections`); more
+       * are closed as they arrive, before a byte is read, and a warning is logged (at most every
+       * 10 s). Default: half of the process's open-file limit, read when the server starts
+       * (between 64 and 32768; 4096 where the limit cannot be read), so idle or slow connections
+       * can never take the descriptors storage, upstreams and streams need.
+       */
+      maxConnections: z.number().int().min(1).optional(),
     })
     .check((ctx) => {
       // node refuses a headers timeout longer than the whole-request timeout.
