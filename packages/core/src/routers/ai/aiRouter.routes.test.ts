@@ -247,6 +247,37 @@ describe('routes: cooldowns, retries and charging', () => {
     expect(ups['dep-a']!.requests).toHaveLength(1);
   });
 
+  it("a caller's own key that is rate limited cools no deployment and opens no breaker: platform-paid calls of the route go on", async () => {
+    // Two models of one built-in provider, which callers may also use with their own key.
+    await harness(
+      {},
+      { fast: { targets: [{ model: 'openai/gpt-4.1-nano' }, { model: 'openai/gpt-4.1-mini' }], cooldownSec: 30 } },
+      { ai: { circuitBreaker: { failureThreshold: 2, cooldownMs: 30_000, windowMs: 60_000 } } },
+    );
+    // An anonymous caller with its own throttled key (the upstream answers it 429 with an hour's Retry-After), several times.
+    for (let i = 0; i < 4; i++)
+      await expect(
+        h!.caller(null).ai.generateText({
+          content: `own key ${i} [[upstream:429:retry=3600]]`,
+          systemPrompt: 's',
+          model: 'fast',
+          apiKey: 'sk-callers-own-throttled-key',
+          options: { maxTokens: 20 },
+        }),
+      ).rejects.toMatchObject({ cause: { details: { reason: 'rate_limited' } } });
+    // Its key's limit is not the deployments': nothing cools, the breaker stays closed.
+    expect(await h!.runtime.shared.keys('airt:cool:')).toEqual([]);
+    expect(await h!.runtime.storage.keys('aicb:openai:')).toEqual([]);
+    const platform = await ask(alice, 'fast');
+    expect(platform.data.provider).toBe('openai');
+    expect(platform.data.attempts).toBeUndefined();
+    // The server's key failing still cools its deployment (the rule above is for callers' keys only).
+    h!.upstream.failNext({ kind: 'status', status: 429, retryAfter: 30 });
+    const retried = await ask(alice, 'fast', 'again');
+    expect(retried.data.attempts).toEqual([expect.objectContaining({ reason: 'rate_limited' })]);
+    expect(await h!.runtime.shared.keys('airt:cool:')).toHaveLength(1);
+  });
+
   it('retries stop after `retries` other targets', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b', 'dep-c']);
     await harness(providers, {

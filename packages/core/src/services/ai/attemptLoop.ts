@@ -104,6 +104,13 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
       continue;
     }
+    /**
+     * Whether this attempt speaks for the provider and the deployment: it went out with the
+     * server's key. A caller's own key (BYOK: in the request, in the header, or stored) is
+     * judged by its own outcome only: its rate limit or quota is its own, and must not open the
+     * provider's breaker or cool a route deployment for every platform-paid call.
+     */
+    const judged = t.apiKey === deps.providers.serverKey(t.provider);
     let outcome: RouteOutcome = { ok: false, reason: 'cancelled' };
     const ac = new AbortController();
     let timedOut = false;
@@ -139,8 +146,10 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       finished = true;
       outcome = { ok: true };
       deps.record(t.provider, true, performance.now() - began);
-      if (many) await breaker?.success(t.provider);
-      verdict = true;
+      if (many && judged) {
+        await breaker?.success(t.provider);
+        verdict = true;
+      }
       return { value, target: t, attempts };
     } catch (err) {
       finished = true;
@@ -174,9 +183,11 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
         });
       }
       if (!isRetryable(error) || call.signal.aborted) throw error;
-      // Counted on every call, not only on calls with fallbacks: only skipping needs them.
-      await breaker?.failure(t.provider, reason);
-      verdict = true;
+      // Counted on every server-keyed call, not only on calls with fallbacks: only skipping needs them.
+      if (judged) {
+        await breaker?.failure(t.provider, reason);
+        verdict = true;
+      }
       if (sent) throw error;
       attempts.push({ provider: t.provider, model: t.model, reason });
       last = error;
@@ -193,7 +204,7 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       // The consumer stopped reading mid-attempt (return()): stop the upstream.
       if (!finished) ac.abort();
       if (!verdict) await breaker?.endTrial(t.provider);
-      await routing?.finished(t, outcome, performance.now() - began);
+      await routing?.finished(t, outcome, performance.now() - began, judged);
     }
   }
   if (last) {

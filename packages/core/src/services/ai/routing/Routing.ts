@@ -224,8 +224,12 @@ export class Routing {
     await this.store.increment(`airt:busy:${deployment(t)}`, -1, { min: 0 }).catch(() => undefined);
   }
 
-  /** An admitted attempt ended: in-flight count, latency, statistics, and a cooldown when the deployment failed. */
-  async finished(t: Routable, outcome: RouteOutcome, ms: number): Promise<void> {
+  /**
+   * An admitted attempt ended: in-flight count, latency, statistics, and a cooldown when the
+   * deployment failed. `serverKeyed`: the attempt went out with the deployment's own key; a
+   * caller's key failing (its own rate limit) says nothing of the deployment and cools nothing.
+   */
+  async finished(t: Routable, outcome: RouteOutcome, ms: number, serverKeyed = true): Promise<void> {
     const slot = t.route!;
     const route = this.route(slot.name);
     const id = deployment(t);
@@ -234,7 +238,7 @@ export class Routing {
       const prev = this.latency.get(id);
       this.latency.set(id, prev === undefined ? ms : prev + LATENCY_ALPHA * (ms - prev));
     }
-    const failed = outcome.ok ? undefined : outcome;
+    const failed = outcome.ok || !serverKeyed ? undefined : outcome;
     const coolMs = failed && COOLING.has(failed.reason) ? (failed.retryAfterSeconds ?? route.cooldownSec) * 1000 : 0;
     if (failed && coolMs > 0) {
       const until = this.now() + coolMs;
