@@ -17,7 +17,8 @@ import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { RedisStorage } from '../../storage/RedisStorage.js';
 import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
 import { SqliteStorage } from '../../storage/sql/SqliteStorage.js';
-import { alice, bob, createAiHarness, type AiHarness } from './__tests__/aiHarness.js';
+import type { Identity } from '../../kernel/identity.js';
+import { alice, bob, createAiHarness, keyWith, type AiHarness } from './__tests__/aiHarness.js';
 
 /**
  * The response cache (ai.cache) over the real engine, billing and a test upstream, on every
@@ -257,3 +258,57 @@ function cacheSuite(backend: Backend): void {
     expect(chatCalls()).toBe(questions.length * 2 - stored.length);
   });
 }
+
+describe('response cache: a hit only for a caller who could have been served by its target', () => {
+  const ask = (who: Identity, model: string, extra: Record<string, unknown> = {}) =>
+    h!.caller(who).ai.generateText({ content: 'what is 2+2?', systemPrompt: 'be brief', model, options: { maxTokens: 30 }, ...extra });
+
+  it("an answer a fallback served is not a hit for an API key whose rules exclude that fallback's provider", async () => {
+    await harness(backends[0]!, {}, { ai: { cache: { enabled: true } as never, retry: { backoffMs: 1, maxBackoffMs: 2 } } });
+    const both = await keyWith(h!, alice, ['openai/*', 'anthropic/*']);
+    const openaiOnly = await keyWith(h!, alice, ['openai/*']);
+    h!.upstream.failProvider('openai', { kind: 'status', status: 500 });
+    const first = await ask(both, 'openai/gpt-4.1-nano', { fallbacks: ['anthropic/claude-haiku-4-5'] });
+    expect(first.data).toMatchObject({ provider: 'anthropic', cache: 'miss' });
+    await stored(1);
+    h!.upstream.failProvider('openai', undefined);
+    // The same user (scope user), the same request: but this key may not use anthropic at all.
+    const second = await ask(openaiOnly, 'openai/gpt-4.1-nano');
+    expect(second.data).toMatchObject({ provider: 'openai', cache: 'miss' });
+    // The fresh answer replaced the entry: a hit for both keys now.
+    await waitFor(async () => JSON.stringify(await entries()).includes('"provider":"openai"'), { what: 'the entry replaced' });
+    expect((await ask(openaiOnly, 'openai/gpt-4.1-nano')).data).toMatchObject({ provider: 'openai', cache: 'hit' });
+    expect((await ask(both, 'openai/gpt-4.1-nano', { fallbacks: ['anthropic/claude-haiku-4-5'] })).data.cache).toBe('hit');
+  });
+
+  it("a route's answer from a target an API key may not use is not a hit through that key", async () => {
+    await harness(
+      backends[0]!,
+      {},
+      {
+        ai: {
+          cache: { enabled: true },
+          retry: { backoffMs: 1, maxBackoffMs: 2 },
+          routes: {
+            fast: {
+              strategy: 'priority',
+              targets: [
+                { model: 'openai/gpt-4.1-nano', priority: 0 },
+                { model: 'openai/gpt-4.1-mini', priority: 1 },
+              ],
+            },
+          },
+        } as never,
+      },
+    );
+    const nanoOnly = await keyWith(h!, alice, ['openai/gpt-4.1-nano']);
+    h!.upstream.failNext({ kind: 'status', status: 429, retryAfter: 1 });
+    const first = await ask(alice, 'fast');
+    expect(first.data).toMatchObject({ model: 'gpt-4.1-mini', cache: 'miss' });
+    await stored(1);
+    await waitFor(async () => (await h!.runtime.shared.keys('airt:cool:')).length === 0, { what: 'the cooldown over', timeoutMs: 5000 });
+    const second = await ask(nanoOnly, 'fast');
+    expect(second.data).toMatchObject({ model: 'gpt-4.1-nano', cache: 'miss' });
+    expect(chatCalls()).toBe(3);
+  });
+});

@@ -8,7 +8,7 @@ import { attemptLoop, attemptPath, settleLoop, type Served } from './attemptLoop
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { callTargets, type Attempt, type Target } from './callTargets.js';
-import { resolveCallModel } from './callModel.js';
+import { reachableModels, resolveCallModel } from './callModel.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
 import type { CachedAnswer } from './cache/ResponseCache.js';
 import { assertPromptMayUse } from './SystemPromptStore.js';
@@ -222,7 +222,18 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
     input.cache,
   );
   if (!key) return undefined;
-  return { key, hit: input.cache === 'refresh' ? undefined : await cache.get(key) };
+  if (input.cache === 'refresh') return { key, hit: undefined };
+  // The entry names the target that served it (a route's other target, a fallback): it is served
+  // only when this call could have been served by that target too, under every model rule of this
+  // caller (an API key's `models` and `providers`, the server's allow list, the call's own
+  // fallbacks); otherwise it is a miss, and the fresh answer replaces the entry.
+  const servable = (hit: CachedAnswer) => {
+    const own = { provider: choice.provider, model: choice.model };
+    const reach = { identity: call.identity, maxTokens: input.options?.maxTokens ?? config.ai.defaultMaxTokens };
+    const reachable = reachableModels(deps, own, input.fallbacks, reach, choice.route?.targets.slice(1));
+    return reachable.some((t) => t.provider === hit.provider && t.model === hit.model);
+  };
+  return { key, hit: await cache.get(key, servable) };
 }
 
 /** What of a /v1 request shapes its answer: all of it but the model (keyed above, resolved) and how it is delivered. */

@@ -106,7 +106,8 @@ export class ResponseCache {
     return PREFIX + hash;
   }
 
-  async get(key: string): Promise<CachedAnswer | undefined> {
+  /** The entry under `key`, when there is one and `servable` (this caller may be given it) says yes; counted as a hit or a miss. */
+  async get(key: string, servable: (hit: CachedAnswer) => boolean = () => true): Promise<CachedAnswer | undefined> {
     let hit: CachedAnswer | undefined;
     try {
       hit = await this.store.get<CachedAnswer>(key);
@@ -115,6 +116,7 @@ export class ResponseCache {
         error: err instanceof Error ? err.message : String(err),
       });
     }
+    if (hit && !servable(hit)) hit = undefined;
     this.metrics?.cacheLookup(hit ? 'hit' : 'miss');
     if (hit) {
       this.counts.hits++;
