@@ -312,3 +312,30 @@ describe('response cache: a hit only for a caller who could have been served by 
     expect(chatCalls()).toBe(3);
   });
 });
+
+describe('response cache: only whole answers are stored', () => {
+  it('a stream the upstream closed before its finish event (cut mid-text, no usage) is not stored: the next call is a miss, not the cut text', async () => {
+    await harness(backends[0]!, {});
+    const stream = async (content: string) => {
+      const events: Array<{ type: string; cache?: string; result?: { data: { text: string; finishReason: string } } }> = [];
+      for await (const e of await h!
+        .caller(alice)
+        .ai.streamText({ content, systemPrompt: 'be brief', provider: 'anthropic', options: { maxTokens: 30 } }))
+        events.push(e as never);
+      return events;
+    };
+    // Anthropic's frames without the last text delta, content_block_stop, message_delta and message_stop, the response ended cleanly.
+    const cut = await stream('tell me [[upstream:truncate-clean=4]]');
+    const cutData = cut.at(-1)!.result!.data;
+    expect(cutData.text).not.toMatch(/\)$/);
+    expect(cutData.finishReason).toBe('other');
+    // A whole answer is stored (and waited for), the cut one never is.
+    await stream('a whole one');
+    await stored(1);
+    expect(JSON.stringify(await entries())).not.toContain('"finishReason":"other"');
+    const again = await stream('tell me [[upstream:truncate-clean=4]]');
+    expect(again[0]).toMatchObject({ type: 'start', cache: 'miss' });
+    expect(chatCalls()).toBe(3);
+    expect((await stream('a whole one'))[0]).toMatchObject({ type: 'start', cache: 'hit' });
+  });
+});

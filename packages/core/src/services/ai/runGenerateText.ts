@@ -173,7 +173,7 @@ export async function runGenerateText(
   if (result.wire) out.passThrough = { body: result.wire.body, contentType: result.wire.contentType };
   if (cached) {
     data.cache = 'miss';
-    void deps.cache!.put(cached.key, answerOf(deps, out));
+    remember(deps, cached.key, out);
   }
   return out;
 }
@@ -288,8 +288,27 @@ export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCal
   return { success: true, data, ...charged };
 }
 
+/**
+ * Finish reasons of a whole answer (the AI SDK's names, also the pass-through reader's): the model
+ * stopped, reached maxTokens or called tools. Anything else (`other`: a stream the upstream closed
+ * before its finish event; `error`; `content-filter`) is no answer to replay to later calls.
+ */
+const WHOLE_ANSWER = new Set(['stop', 'length', 'tool-calls']);
+
+/** Store a served call's answer for later calls (best effort, off the call's path), when it is a whole answer. */
+export function remember(deps: CallDeps, key: string, out: GenerateTextOutput): void {
+  if (!WHOLE_ANSWER.has(out.data.finishReason)) {
+    deps.logger.debug('ai: response not cached: not a whole answer', {
+      requestId: out.data.requestId,
+      finishReason: out.data.finishReason,
+    });
+    return;
+  }
+  void deps.cache!.put(key, answerOf(deps, out));
+}
+
 /** What a served call leaves in the cache: the answer and what it cost, nothing of the request. */
-export function answerOf(deps: CallDeps, out: GenerateTextOutput): CachedAnswer {
+function answerOf(deps: CallDeps, out: GenerateTextOutput): CachedAnswer {
   const d = out.data;
   const tokensUsed = out.tokenUsage?.tokensUsed ?? out.usageInfo?.tokensUsed ?? d.usage.totalTokens ?? 0;
   const costUsd =

@@ -5,7 +5,7 @@ import { loadAiSdk } from './aiSdk.js';
 import { mapUpstreamError } from './mapUpstreamError.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 import { prepareCall, sdkCallArgs, type CallDeps, type TextCall, type TextCallInput } from './prepareCall.js';
-import { answerOf, invalidOutput, lookUpCall, serveHit, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
+import { invalidOutput, lookUpCall, remember, serveHit, type GenerateTextOutput, type ToolCallOut } from './runGenerateText.js';
 import { callTargets, type Attempt, type Target } from './callTargets.js';
 import { attemptLoop, attemptPath, ownError, type AttemptContext } from './attemptLoop.js';
 import { accountCall, textPricing, type CallUsage } from './accountCall.js';
@@ -350,7 +350,7 @@ export async function runStreamText(
       const result: GenerateTextOutput = { success: true, data, ...charged };
       if (cached) {
         data.cache = 'miss';
-        void deps.cache!.put(cached.key, answerOf(deps, result));
+        remember(deps, cached.key, result);
       }
       yield { type: 'finish', result };
     } catch (err) {
