@@ -18,7 +18,7 @@ import { RedisStorage } from '../../storage/RedisStorage.js';
 import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
 import { SqliteStorage } from '../../storage/sql/SqliteStorage.js';
 import type { Identity } from '../../kernel/identity.js';
-import { alice, bob, createAiHarness, keyWith, type AiHarness } from './__tests__/aiHarness.js';
+import { alice, bob, createAiHarness, keyWith, USER_KEY, type AiHarness } from './__tests__/aiHarness.js';
 
 /**
  * The response cache (ai.cache) over the real engine, billing and a test upstream, on every
@@ -337,5 +337,26 @@ describe('response cache: only whole answers are stored', () => {
     expect(again[0]).toMatchObject({ type: 'start', cache: 'miss' });
     expect(chatCalls()).toBe(3);
     expect((await stream('a whole one'))[0]).toMatchObject({ type: 'start', cache: 'hit' });
+  });
+});
+
+describe('response cache: answers paid with a caller’s own key are not stored', () => {
+  it("a call billing paid with the caller's stored key leaves no entry: under scope global another user is not served it (free)", async () => {
+    await harness(backends[0]!, { scope: 'global' });
+    // Bob pays with his own stored key: first in his consumption order.
+    await h!.runtime.vault.store(bob.sub, 'google', USER_KEY);
+    await h!.runtime.billing.preferences.update(bob.sub, { byokEnabled: true, consumptionOrder: ['byok'] });
+    const ask = (who: Identity) => h!.caller(who).ai.generateText({ content: 'hi', systemPrompt: 's', provider: 'google' });
+    const own = await ask(bob);
+    expect(h!.upstream.requests.at(-1)!.apiKey).toBe(USER_KEY);
+    expect(own.usageInfo).toBeDefined();
+    // A platform-paid answer of another request is stored (and awaited): the BYOK one never is.
+    await h!.caller(alice).ai.generateText(input());
+    await stored(1);
+    expect(await entries()).toHaveLength(1);
+    const other = await ask(alice);
+    expect(other.data.cache).toBe('miss');
+    expect(other.tokenUsage!.tokensCharged).toBeGreaterThan(0);
+    expect(chatCalls()).toBe(3);
   });
 });

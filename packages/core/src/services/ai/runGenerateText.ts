@@ -295,8 +295,14 @@ export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCal
  */
 const WHOLE_ANSWER = new Set(['stop', 'length', 'tool-calls']);
 
-/** Store a served call's answer for later calls (best effort, off the call's path), when it is a whole answer. */
+/**
+ * Store a served call's answer for later calls (best effort, off the call's path), when it is a
+ * whole answer the platform paid for. An answer paid with a caller's own key (BYOK: a stored key
+ * billing chose, or a stored key a fallback used; a key in the request is not looked up at all)
+ * was paid on the caller's account: it is never served to anyone, itself included, as a hit.
+ */
 export function remember(deps: CallDeps, key: string, out: GenerateTextOutput): void {
+  if (out.usageInfo) return;
   if (!WHOLE_ANSWER.has(out.data.finishReason)) {
     deps.logger.debug('ai: response not cached: not a whole answer', {
       requestId: out.data.requestId,
