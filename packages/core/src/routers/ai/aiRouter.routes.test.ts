@@ -278,6 +278,39 @@ describe('routes: cooldowns, retries and charging', () => {
     expect(await h!.runtime.shared.keys('airt:cool:')).toHaveLength(1);
   });
 
+  it("calls with a caller's own key use none of a deployment's rpm: platform-paid calls still get the route's capacity", async () => {
+    const clock = windowClock();
+    await harness(
+      {},
+      {
+        fast: {
+          strategy: 'priority',
+          targets: [
+            { model: 'openai/gpt-4.1-nano', priority: 0, rpm: 2 },
+            { model: 'openai/gpt-4.1-mini', priority: 1, rpm: 2 },
+          ],
+        },
+      },
+      {},
+      clock.now,
+    );
+    // An anonymous caller with its own key: its calls go out with that key, not the deployments'.
+    for (let i = 0; i < 4; i++)
+      await h!.caller(null).ai.generateText({
+        content: `own key ${i}`,
+        systemPrompt: 's',
+        model: 'fast',
+        apiKey: 'sk-callers-own-key',
+        options: { maxTokens: 20 },
+      });
+    expect(h!.upstream.requests.map((r) => r.apiKey)).toEqual(Array(4).fill('sk-callers-own-key'));
+    // The deployments' own rpm this minute is untouched: four platform-paid calls are served.
+    const served: string[] = [];
+    for (let i = 0; i < 4; i++) served.push((await ask(alice, 'fast', `platform ${i}`)).data.model);
+    expect(served).toEqual(['gpt-4.1-nano', 'gpt-4.1-nano', 'gpt-4.1-mini', 'gpt-4.1-mini']);
+    await expect(ask(alice, 'fast', 'one more')).rejects.toMatchObject({ cause: { details: { reason: 'route_at_capacity' } } });
+  });
+
   it('retries stop after `retries` other targets', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b', 'dep-c']);
     await harness(providers, {

@@ -40,8 +40,9 @@ export async function accountCall(
       ? (['platform', charge.tokenUsage.tokensUsed, costUsd] as const)
       : (['byok', charge.usageInfo.tokensUsed, charge.usageInfo.estimatedCostUsd] as const);
   const { metrics } = deps;
-  // A route target's tokens per minute, counted across instances (what the upstream reported).
-  if (served.route) void deps.routing?.used(served.route, usage.tokensUsed);
+  // A route target's tokens per minute, counted across instances (what the upstream reported);
+  // only the platform's: a call paid with a caller's own key used none of the deployment's tpm.
+  if (served.route && payer === 'platform') void deps.routing?.used(served.route, usage.tokensUsed);
   if (metrics) {
     metrics.metered(served.provider, served.model, payer, tokens, cost);
     if (call.identity?.apiKey) metrics.apiKeyTokens(payer, tokens);

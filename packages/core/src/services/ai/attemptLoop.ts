@@ -80,9 +80,17 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
   let last: CoreError | undefined;
   for (const [i, planned] of targets.entries()) {
     const hasNext = i < targets.length - 1;
+    /**
+     * Whether this attempt speaks for the provider and the deployment: it goes out with the
+     * server's key. A caller's own key (BYOK: in the request, in the header, or stored) uses none
+     * of the deployment's rpm and is judged by its own outcome only: its rate limit or quota is
+     * its own, and must not open the provider's breaker or cool a route deployment for every
+     * platform-paid call.
+     */
+    const judged = !planned.storedKey && planned.apiKey === deps.providers.serverKey(planned.provider);
     // A route target: skipped while it cools down or its rpm is used up; else counted in flight.
     const routing = planned.route ? deps.routing : undefined;
-    const admitted = routing ? await routing.admit(planned) : 'pass';
+    const admitted = routing ? await routing.admit(planned, judged) : 'pass';
     if (admitted !== 'pass') {
       attempts.push({ provider: planned.provider, model: planned.model, reason: admitted });
       if (hasNext) metrics?.fallback(planned.provider, planned.model);
@@ -104,13 +112,6 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
       continue;
     }
-    /**
-     * Whether this attempt speaks for the provider and the deployment: it went out with the
-     * server's key. A caller's own key (BYOK: in the request, in the header, or stored) is
-     * judged by its own outcome only: its rate limit or quota is its own, and must not open the
-     * provider's breaker or cool a route deployment for every platform-paid call.
-     */
-    const judged = t.apiKey === deps.providers.serverKey(t.provider);
     let outcome: RouteOutcome = { ok: false, reason: 'cancelled' };
     const ac = new AbortController();
     let timedOut = false;

@@ -182,8 +182,10 @@ export class Routing {
    * Just before an attempt on a route target: 'pass', or why it is skipped ('cooling_down';
    * 'rate_limited' when its rpm is used up this minute: the request is counted atomically, so
    * instances together never pass more than rpm). A pass counts the call in flight.
+   * `serverKeyed`: the attempt goes out with the deployment's own key; one with a caller's key
+   * uses none of the deployment's rpm, so it is not counted there.
    */
-  async admit(t: Routable): Promise<'pass' | 'cooling_down' | 'rate_limited'> {
+  async admit(t: Routable, serverKeyed = true): Promise<'pass' | 'cooling_down' | 'rate_limited'> {
     const slot = t.route!;
     const conf = this.route(slot.name).targets[slot.index]!;
     const route = this.route(slot.name);
@@ -195,7 +197,7 @@ export class Routing {
     } else if (this.coolUntil(t, undefined, now) > 0) return 'cooling_down';
     if (this.store) {
       try {
-        if (conf.rpm) {
+        if (conf.rpm && serverKeyed) {
           const key = this.minuteKeys(slot.name, slot.index, now).rpm;
           const n = await this.store.increment(key, 1, { ttlMs: 2 * MINUTE_MS });
           if ((n ?? 0) > conf.rpm) {
