@@ -29,6 +29,15 @@ describe('mapUpstreamError', () => {
     expect((await mapUpstreamError(apiError(429, { 'retry-after': 'soon' }), ctx)).headers).toBeUndefined();
   });
 
+  it('believes at most an hour of Retry-After, however far the upstream puts it', async () => {
+    const far = new Date(Date.now() + 5 * 365 * 86_400_000).toUTCString();
+    for (const headers of [{ 'retry-after': '1000000000' }, { 'retry-after': far }, { 'retry-after-ms': '9e15' }]) {
+      const err = await mapUpstreamError(apiError(429, headers), ctx);
+      expect(err.headers).toEqual({ 'Retry-After': '3600' });
+      expect(err.details?.retryAfterSeconds).toBe(3600);
+    }
+  });
+
   it('never carries the upstream message, body or request', async () => {
     for (const status of [undefined, 200, 400, 401, 429, 500]) {
       const e = await mapUpstreamError(apiError(status), ctx);

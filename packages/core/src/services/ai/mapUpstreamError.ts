@@ -42,8 +42,20 @@ export async function failedUpstreamUrl(err: unknown): Promise<string | undefine
   }
 }
 
-/** Retry-After in whole seconds from the upstream headers (seconds, HTTP date, or retry-after-ms). */
+/**
+ * The longest Retry-After believed from an upstream: an hour. A route deployment cools for what
+ * its 429 says, on every instance, and the caller is told to wait as long: a `Retry-After: 1e9` (or
+ * a date years ahead) from a broken proxy would otherwise take the deployment out for decades.
+ */
+export const MAX_RETRY_AFTER_SEC = 3600;
+
+/** Retry-After in whole seconds from the upstream headers (seconds, HTTP date, or retry-after-ms), at most MAX_RETRY_AFTER_SEC. */
 function retryAfterSeconds(headers: Record<string, string> | undefined): number | undefined {
+  const secs = retryAfterHeader(headers);
+  return secs === undefined ? undefined : Math.min(secs, MAX_RETRY_AFTER_SEC);
+}
+
+function retryAfterHeader(headers: Record<string, string> | undefined): number | undefined {
   if (!headers) return undefined;
   const ms = Number(headers['retry-after-ms']);
   if (headers['retry-after-ms'] !== undefined && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1000);
