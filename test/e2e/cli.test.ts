@@ -182,4 +182,53 @@ describe('ai-backend CLI', () => {
     const payload = JSON.parse(Buffer.from(tok.stdout.trim().split('.')[1]!, 'base64url').toString());
     expect(payload).toMatchObject({ sub: 'alice', scopes: ['mcp', 'mcp:admin'] });
   });
+
+  it('config print redacts what upstream MCP servers and key=value connection strings carry (env, secret args, passwords)', async () => {
+    const dir = await tempDir();
+    const ref = (name: string) => `\${${name}}`;
+    await writeFile(
+      path.join(dir, '.ai-backendrc.json'),
+      JSON.stringify({
+        storage: { type: 'postgres', postgres: { connectionString: "host=db user=app password='KV-PASS SECRET' dbname=x" } },
+        mcpServers: {
+          // A pasted .mcp.json: the credentials come from the environment through ${VAR}.
+          github: {
+            command: 'npx',
+            args: ['-y', 'server-github'],
+            env: { GITHUB_PERSONAL_ACCESS_TOKEN: ref('GH_PAT'), GH_HOST: 'gh.example' },
+          },
+          remote: {
+            command: 'npx',
+            args: [
+              'mcp-remote',
+              'https://mcp.example/mcp',
+              '--header',
+              `Authorization: Bearer ${ref('UPSTREAM_TOKEN')}`,
+              '--api-key',
+              'ARGKEY-SECRET',
+              '--password=ARGPW-SECRET',
+            ],
+          },
+        },
+      }),
+    );
+    const printed = await run(['config', 'print'], dir, { GH_PAT: 'GHPAT-SECRET', UPSTREAM_TOKEN: 'BEARER-SECRET' });
+    expect(printed.code).toBe(0);
+    for (const secret of ['GHPAT-SECRET', 'BEARER-SECRET', 'ARGKEY-SECRET', 'ARGPW-SECRET', 'KV-PASS', 'gh.example'])
+      expect(printed.stdout).not.toContain(secret);
+    // What is not a secret stays readable: the command, its plain arguments, the variable names, the flags.
+    const out = JSON.parse(printed.stdout);
+    expect(out.mcpServers.github).toMatchObject({ command: 'npx', args: ['-y', 'server-github'] });
+    expect(Object.keys(out.mcpServers.github.env)).toEqual(['GITHUB_PERSONAL_ACCESS_TOKEN', 'GH_HOST']);
+    expect(out.mcpServers.remote.args).toEqual([
+      'mcp-remote',
+      'https://mcp.example/mcp',
+      '--header',
+      'Authorization: [redacted]',
+      '--api-key',
+      '[redacted]',
+      '--password=[redacted]',
+    ]);
+    expect(out.storage.postgres.connectionString).toBe('host=db user=app password=[redacted] dbname=x');
+  });
 });

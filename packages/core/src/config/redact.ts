@@ -1,6 +1,10 @@
 // `credentials` (Vertex service-account JSON), `accessKeyId` and `headers` (named providers may carry auth headers) too.
+// `env`: a stdio MCP server's environment is where its credentials go (GITHUB_PERSONAL_ACCESS_TOKEN, ...,
+// often `${VAR}` expanded from ours), whatever each variable is called: every value is hidden, the names stay.
 const SECRET_KEY =
-  /secret|password|apikey|api_key|encryptionkey|token|vaultkey|privatekey|systemprompts|credentials|accesskeyid|^headers$/i;
+  /secret|password|apikey|api_key|encryptionkey|token|vaultkey|privatekey|systemprompts|credentials|accesskeyid|^headers$|^env$/i;
+/** A flag or header name that says its value is a credential (`--api-key`, `--token=`, `Authorization:`). */
+const SECRET_NAME = /secret|passw(or)?d|pwd|api[-_]?key|token|auth|bearer|cookie|credential|private[-_]?key|access[-_]?key/i;
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
 const REDACTED = '[redacted]';
 
@@ -25,16 +29,49 @@ export function redactUrl(value: string): string {
 }
 
 /**
+ * A stdio MCP server's argument list with the values of credential-named flags hidden:
+ * `--api-key VALUE` and `--token=VALUE` (the value), `Authorization: Bearer ...` (a header an
+ * argument passes, as mcp-remote's `--header` does). Other arguments are kept (URLs lose their
+ * credentials as everywhere).
+ */
+function redactArgs(args: unknown[]): unknown[] {
+  return args.map((arg, i) => {
+    if (typeof arg !== 'string') return arg;
+    const prev = args[i - 1];
+    if (typeof prev === 'string' && /^--?[A-Za-z]/.test(prev) && !prev.includes('=') && SECRET_NAME.test(prev) && !/^-/.test(arg))
+      return arg ? REDACTED : arg;
+    const flag = /^(--?[A-Za-z][\w.-]*)=/.exec(arg);
+    if (flag && SECRET_NAME.test(flag[1]!)) return `${flag[0]}${REDACTED}`;
+    const header = /^([A-Za-z][\w-]*)\s*:\s*(?!\/\/)/.exec(arg);
+    if (header && SECRET_NAME.test(header[1]!)) return `${header[1]}: ${REDACTED}`;
+    return redactUrl(arg);
+  });
+}
+
+/**
+ * A connection string that is no URL (libpq's `host=db user=app password=...`): the password's
+ * value hidden, quoted or not. URL forms go through redactUrl.
+ */
+function redactConnectionString(value: string): string {
+  if (URL_LIKE.test(value)) return redactUrl(value);
+  return value.replace(/\b(password|passwd|pwd|sslpassword)(\s*=\s*)(?:'(?:[^'\\]|\\.)*'|\S*)/gi, `$1$2${REDACTED}`);
+}
+
+/**
  * A deep copy with every secret-looking value replaced, for `config print` and admin.getConfig.
- * Every string under a secret key is redacted too (e.g. the texts of `ai.systemPrompts`), and
- * every URL-valued string anywhere (baseUrl, issuer, redis url...) loses its userinfo and query
- * values, whatever its key is called.
+ * Every string under a secret key is redacted too (e.g. the texts of `ai.systemPrompts`, the
+ * values of an MCP server's `env`), and every URL-valued string anywhere (baseUrl, issuer, redis
+ * url...) loses its userinfo and query values, whatever its key is called. A stdio server's
+ * `args` lose the values of credential-named flags, and a key=value `connectionString` its password.
  */
 export function redactConfig<T>(value: T): T {
   const walk = (v: unknown, key: string, inSecret: boolean): unknown => {
     const secret = inSecret || SECRET_KEY.test(key);
-    if (typeof v === 'string') return secret ? (v ? REDACTED : v) : redactUrl(v);
-    if (Array.isArray(v)) return v.map((x) => walk(x, key, secret));
+    if (typeof v === 'string') {
+      if (secret) return v ? REDACTED : v;
+      return key === 'connectionString' ? redactConnectionString(v) : redactUrl(v);
+    }
+    if (Array.isArray(v)) return (key === 'args' && !secret ? redactArgs(v) : v).map((x) => walk(x, key, secret));
     if (typeof v === 'object' && v !== null) {
       if ('_def' in v) return '[router]';
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k, secret)]));
