@@ -136,6 +136,26 @@ describe('config files that do not parse', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${path.join(dir, 'bad.json')}:4:1: invalid JSON: ValueExpected`);
   });
+
+  it('a YAML config with a syntax error: file, line and column, and none of its lines (they may hold a secret)', async () => {
+    const dir = await tempDir();
+    const secret = 'YAML-SECRET-'.padEnd(40, 'x');
+    for (const file of ['ai-backend.config.yaml', '.ai-backendrc']) {
+      await writeFile(path.join(dir, file), `jwt:\n  secret: ${secret}\nport: 8000\nhost: [\n`);
+      const r = check(dir, ['--config', file]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`${path.join(dir, file)}:5:1: invalid YAML: unexpected end of the stream within a flow collection`);
+      expect(r.stderr).not.toContain('YAML-SECRET');
+      expect(r.stderr).not.toContain('port: 8000');
+    }
+    // Found by the search too (no --config), and a duplicated key (a semantic YAML error) alike.
+    await rm(path.join(dir, '.ai-backendrc'));
+    await writeFile(path.join(dir, 'ai-backend.config.yaml'), `jwt:\n  secret: ${secret}\njwt: {}\n`);
+    const found = check(dir);
+    expect(found.code).toBe(1);
+    expect(found.stderr).toContain(`${path.join(dir, 'ai-backend.config.yaml')}:3:1: invalid YAML: duplicated mapping key`);
+    expect(found.stderr).not.toContain('YAML-SECRET');
+  });
 });
 
 it('the banner sample in getting-started.md is what `serve --dev` prints', async () => {

@@ -74,6 +74,23 @@ export function locateSyntaxError(file: string, err: unknown): ConfigFileError |
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/**
+ * cosmiconfig loader for YAML configs (`.yaml`, `.yml`, `.ai-backendrc`). Its own YAML errors quote
+ * the lines around the fault, and a config's lines may hold a secret (`jwt.secret: ...`) that would
+ * then reach a terminal or a CI log: a parse error says `file:line:column: invalid YAML: reason`
+ * only, as JSON and JavaScript configs do.
+ */
+export const loadYaml = async (file: string, content: string): Promise<unknown> => {
+  const { defaultLoaders } = await import('cosmiconfig');
+  try {
+    return await defaultLoaders['.yaml'](file, content);
+  } catch (err) {
+    const { mark, reason } = err as { mark?: { line?: number; column?: number }; reason?: string };
+    if (typeof reason !== 'string') throw err;
+    throw new ConfigFileError(path.resolve(file), (mark?.line ?? 0) + 1, (mark?.column ?? 0) + 1, `invalid YAML: ${reason}`);
+  }
+};
+
 /** cosmiconfig loader for JSON configs (its own JSON errors have no line or column). */
 export const loadJson = (file: string, content?: string): unknown =>
   parseJsonConfig(path.resolve(file), content ?? readFileSync(file, 'utf8'));

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import type * as Dotenv from 'dotenv';
-import { ConfigFileError, loadJson, locateSyntaxError } from './configFileError.js';
+import { ConfigFileError, loadJson, loadYaml, locateSyntaxError } from './configFileError.js';
 import { configFromEnv, mergeConfig, type ConfigInput } from '@ai-backend/core';
 import { ConfigError, expandMcpServerVariables } from '@ai-backend/core/internal';
 
@@ -52,7 +52,16 @@ const explorer = async () =>
       `${MODULE}.config.json`,
       `${MODULE}.config.yaml`,
     ],
-    loaders: { '.ts': loadTs, '.mts': loadTs, '.mjs': loadEsm, '.js': loadEsm, '.json': loadJson },
+    loaders: {
+      '.ts': loadTs,
+      '.mts': loadTs,
+      '.mjs': loadEsm,
+      '.js': loadEsm,
+      '.json': loadJson,
+      '.yaml': loadYaml,
+      '.yml': loadYaml,
+      noExt: loadYaml,
+    },
   });
 
 export interface LoadedConfig {
