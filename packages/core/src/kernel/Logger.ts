@@ -10,10 +10,14 @@ export interface Logger {
 
 const SECRET_FIELD = /secret|password|apikey|api_key|authorization|token|systemprompt|key$/i;
 
-/** Drop secret-looking fields before they reach a log line. */
+/** A count of model tokens (`tokens`, `tokensUsed`, `maxTokens`): a number, not a credential. */
+const TOKEN_COUNT = /tokens/i;
+
+/** Drop secret-looking fields before they reach a log line (token counts stay: they are numbers). */
 function scrub(fields: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(fields)) out[k] = SECRET_FIELD.test(k) ? '[redacted]' : v;
+  for (const [k, v] of Object.entries(fields))
+    out[k] = SECRET_FIELD.test(k) && !(typeof v === 'number' && TOKEN_COUNT.test(k)) ? '[redacted]' : v;
   return out;
 }
 
