@@ -75,4 +75,18 @@ describe('redactConfig', () => {
     expect(out.auth).toEqual(config.auth);
     expect(out.auth).toMatchObject({ mode: 'jwt', verifiers: 'jwt', servesWithoutAuth: false });
   });
+  it('redacts the TLS client private key of the PostgreSQL connection (storage.postgres.ssl.key), keeps the certificates', () => {
+    const pem = '-----BEGIN PRIVATE KEY-----\nPEM-SECRET\n-----END PRIVATE KEY-----';
+    const config = resolveConfig({
+      storage: { type: 'postgres', postgres: { host: 'db', ssl: { key: pem, cert: 'CLIENT-CERT', ca: 'CA-CERT' } } },
+    });
+    const out = redactConfig(config) as typeof config;
+    expect(JSON.stringify(out)).not.toContain('PEM-SECRET');
+    expect(out.storage.type === 'postgres' && out.storage.postgres.ssl).toEqual({
+      rejectUnauthorized: true,
+      key: '[redacted]',
+      cert: 'CLIENT-CERT',
+      ca: 'CA-CERT',
+    });
+  });
 });

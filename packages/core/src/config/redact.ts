@@ -1,8 +1,11 @@
 // `credentials` (Vertex service-account JSON), `accessKeyId` and `headers` (named providers may carry auth headers) too.
+// `key`: a TLS client private key (`storage.postgres.ssl.key`, PEM text).
 // `env`: a stdio MCP server's environment is where its credentials go (GITHUB_PERSONAL_ACCESS_TOKEN, ...,
 // often `${VAR}` expanded from ours), whatever each variable is called: every value is hidden, the names stay.
 const SECRET_KEY =
-  /secret|password|apikey|api_key|encryptionkey|token|vaultkey|privatekey|systemprompts|credentials|accesskeyid|^headers$|^env$/i;
+  /secret|password|apikey|api_key|encryptionkey|token|vaultkey|privatekey|systemprompts|credentials|accesskeyid|^headers$|^env$|^key$/i;
+/** A PEM private key, whatever key holds it (`storage.postgres.ssl.key` is one). */
+const PEM_PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
 /** A flag or header name that says its value is a credential (`--api-key`, `--token=`, `Authorization:`). */
 const SECRET_NAME = /secret|passw(or)?d|pwd|api[-_]?key|token|auth|bearer|cookie|credential|private[-_]?key|access[-_]?key/i;
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
@@ -68,7 +71,7 @@ export function redactConfig<T>(value: T): T {
   const walk = (v: unknown, key: string, inSecret: boolean): unknown => {
     const secret = inSecret || SECRET_KEY.test(key);
     if (typeof v === 'string') {
-      if (secret) return v ? REDACTED : v;
+      if (secret || PEM_PRIVATE_KEY.test(v)) return v ? REDACTED : v;
       return key === 'connectionString' ? redactConnectionString(v) : redactUrl(v);
     }
     if (Array.isArray(v)) return (key === 'args' && !secret ? redactArgs(v) : v).map((x) => walk(x, key, secret));
