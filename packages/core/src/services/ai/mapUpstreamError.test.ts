@@ -31,7 +31,8 @@ describe('mapUpstreamError', () => {
 
   it('believes at most an hour of Retry-After, however far the upstream puts it', async () => {
     const far = new Date(Date.now() + 5 * 365 * 86_400_000).toUTCString();
-    for (const headers of [{ 'retry-after': '1000000000' }, { 'retry-after': far }, { 'retry-after-ms': '9e15' }]) {
+    const farOff: Array<Record<string, string>> = [{ 'retry-after': '1000000000' }, { 'retry-after': far }, { 'retry-after-ms': '9e15' }];
+    for (const headers of farOff) {
       const err = await mapUpstreamError(apiError(429, headers), ctx);
       expect(err.headers).toEqual({ 'Retry-After': '3600' });
       expect(err.details?.retryAfterSeconds).toBe(3600);
