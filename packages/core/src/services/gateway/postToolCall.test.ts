@@ -120,6 +120,24 @@ describe('postToolCall', () => {
       .toMatch(/cannot forward sampling\/createMessage: the tool was called through \/rpc or \/trpc/);
   });
 
+  it('roots/list (or any request but sampling and elicitation) is answered here and never reaches onRequest', async () => {
+    const asked: string[] = [];
+    for (const method of ['roots/list', 'tools/call', 'resources/read']) {
+      const asking = await upstream((id) =>
+        sse(event({ id: 'srv-2', method, params: {} }) + event({ id, result: { content: [{ type: 'text', text: 'ok' }] } })),
+      );
+      await postToolCall(
+        asking.session,
+        'ask',
+        {},
+        { ...opts, onRequest: async (m) => (asked.push(m), { roots: [{ uri: 'file:///x' }] }) },
+      );
+      await expect.poll(() => asking.posted[0]).toMatchObject({ id: 'srv-2', error: { code: -32601 } });
+      expect(JSON.stringify(asking.posted)).not.toContain('file:///x');
+    }
+    expect(asked).toEqual([]);
+  });
+
   it('a call past timeoutMs fails as a timeout and the upstream is told to stop', async () => {
     const hanging = await upstream(
       () => new Response(new ReadableStream({ start() {} }), { headers: { 'content-type': 'text/event-stream' } }),

@@ -297,6 +297,9 @@ function dataOf(event: string): string | undefined {
   return data === undefined || data === '' ? undefined : data;
 }
 
+/** The server-to-client requests a caller's client is asked (docs/mcp-gateway.md, "What clients see"); roots never are. */
+const FORWARDED: ReadonlySet<string> = new Set(['sampling/createMessage', 'elicitation/create']);
+
 /** A message on the call's stream that is not its answer: its progress, or a request the upstream asks of the client. */
 function handle(session: HttpSession, m: Message, id: string, opts: PostToolCallOptions): void {
   if (typeof m?.method !== 'string') return;
@@ -313,6 +316,13 @@ function handle(session: HttpSession, m: Message, id: string, opts: PostToolCall
   if (m.id === undefined || m.id === null) return;
   const requestId = m.id;
   const method = m.method;
+  // Only what the docs promise reaches the caller's client: roots (its workspace), or anything else an upstream
+  // invents, is answered here and never asked of the client.
+  if (method !== 'ping' && !FORWARDED.has(method)) {
+    const message = `the MCP gateway does not forward ${method.slice(0, 100)} to its clients (only sampling/createMessage and elicitation/create)`;
+    void notify(session, { id: requestId, error: { code: -32601, message } });
+    return;
+  }
   if (method !== 'ping' && !opts.onRequest) {
     const message = `the MCP gateway cannot forward ${method}: the tool was called through /rpc or /trpc, which have no MCP client to ask`;
     void notify(session, { id: requestId, error: { code: -32603, message } });

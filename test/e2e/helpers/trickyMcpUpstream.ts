@@ -1,0 +1,81 @@
+/**
+ * A small Streamable HTTP MCP server (2025 revision, the 1.x SDK's low-level Server) for gateway
+ * tests that need an upstream doing what server-everything does not: tools with unusual (but
+ * legal) names, and a tool that asks the client for things during its call (roots/list, on the
+ * call's own stream). Each tool answers what it saw, so a test can tell what reached it.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListRootsResultSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface TrickyUpstream {
+  url: string;
+  /** What the tools received from the client when they asked it (roots/list answers, or errors). */
+  asked: Array<{ method: string; outcome: 'answered' | 'refused'; detail: string }>;
+  stop(): Promise<void>;
+}
+
+/** Tool names as this upstream lists them: one ordinary, and names a glob library may treat specially. */
+export const TRICKY_TOOLS = ['echo', '.hidden', 'admin/wipe', 'ask-roots'] as const;
+
+function mcpServer(asked: TrickyUpstream['asked']): Server {
+  const server = new Server({ name: 'tricky-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TRICKY_TOOLS.map((name) => ({ name, description: `the ${name} tool`, inputSchema: { type: 'object' as const } })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const name = req.params.name;
+    if (name === 'ask-roots') {
+      // Asked on the call's own stream (related to this request), the one channel the gateway reads.
+      try {
+        const roots = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout: 5000 });
+        const detail = JSON.stringify(roots.roots);
+        asked.push({ method: 'roots/list', outcome: 'answered', detail });
+        return { content: [{ type: 'text', text: `roots: ${detail}` }] };
+      } catch (err) {
+        const detail = err instanceof Error ? err.message : String(err);
+        asked.push({ method: 'roots/list', outcome: 'refused', detail });
+        return { content: [{ type: 'text', text: `no roots: ${detail}` }] };
+      }
+    }
+    return { content: [{ type: 'text', text: `called ${name}` }] };
+  });
+  return server;
+}
+
+export async function startTrickyUpstream(): Promise<TrickyUpstream> {
+  const asked: TrickyUpstream['asked'] = [];
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
+    void (async () => {
+      const id = req.headers['mcp-session-id'];
+      let transport = typeof id === 'string' ? sessions.get(id) : undefined;
+      if (!transport) {
+        if (req.method !== 'POST' || id !== undefined) {
+          res.writeHead(404).end();
+          return;
+        }
+        const t: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: randomUUID,
+          onsessioninitialized: (sid) => void sessions.set(sid, t),
+        });
+        await mcpServer(asked).connect(t);
+        transport = t;
+      }
+      await transport.handleRequest(req, res);
+    })().catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    asked,
+    stop: async () => {
+      await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    },
+  };
+}
