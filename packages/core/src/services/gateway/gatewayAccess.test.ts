@@ -45,6 +45,21 @@ describe('gateway names and permissions', () => {
     expect(serverExposesTool(server(), 'anything')).toBe(true);
   });
 
+  it('globs treat tool names as flat names: a leading dot or a slash is matched like any other character', () => {
+    const s = server({ tools: { deny: ['*hidden*', 'admin*', 'x.*'] } });
+    expect(serverExposesTool(s, '.hidden')).toBe(false);
+    expect(serverExposesTool(s, 'admin/wipe')).toBe(false);
+    expect(serverExposesTool(s, 'x./y')).toBe(false);
+    expect(serverExposesTool(s, 'read/file')).toBe(true);
+    expect(serverExposesTool(server({ tools: { deny: ['*'] } }), '.dot')).toBe(false);
+    expect(serverExposesTool(server({ tools: { deny: ['*'] } }), 'a/b')).toBe(false);
+    expect(serverExposesTool(server({ tools: { allow: ['files/*'] } }), 'files/read')).toBe(true);
+    expect(serverExposesTool(server({ tools: { allow: ['files/*'] } }), 'files/a/b')).toBe(true);
+    const key = who({ via: 'apiKey', apiKey: { id: 'k', tools: ['docs__*', '!docs__*admin*'] } });
+    expect(keyAllowsTool(key, 'docs__pages/read')).toBe(true);
+    expect(keyAllowsTool(who({ via: 'apiKey', apiKey: { id: 'k', tools: ['docs__*'] } }), 'docs__.x')).toBe(true);
+  });
+
   it("an API key's tools rule is over the names clients see", () => {
     const key = who({ via: 'apiKey', apiKey: { id: 'k', tools: ['docs__*', 'greeting'] } });
     expect(keyAllowsTool(key, 'docs__search')).toBe(true);

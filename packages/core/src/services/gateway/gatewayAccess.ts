@@ -44,14 +44,30 @@ export function serverAllows(server: McpServerConfig, identity: Identity | null)
   return true;
 }
 
+/** Stands for `/` while matching: a character no tool name or glob has. */
+const SLASH = '\u0000';
+const flat = (s: string): string => s.replaceAll('/', SLASH);
+
+/**
+ * Does a tool name match one of `globs`? Tool names are flat names, not paths: micromatch's `*`
+ * stops at `/` and never matches a leading `.`, so a deny rule such as `admin*` or `*hidden*`
+ * would let `admin/wipe` or `.hidden` through. Here `*` matches any run of characters, dots and
+ * slashes included (a literal `/` in a glob still matches a `/`).
+ */
+export function toolGlobMatch(name: string, globs: readonly string[]): boolean {
+  return micromatch().isMatch(flat(name), globs.map(flat), { dot: true });
+}
+
 /** The server's own `tools: { allow, deny }` over the upstream's tool names. */
 export function serverExposesTool(server: McpServerConfig, tool: string): boolean {
   const { allow, deny } = server.tools;
-  if (allow && !micromatch().isMatch(tool, [...allow])) return false;
-  return deny.length === 0 || !micromatch().isMatch(tool, [...deny]);
+  if (allow && !toolGlobMatch(tool, allow)) return false;
+  return deny.length === 0 || !toolGlobMatch(tool, deny);
 }
 
-/** The caller's API key `tools` rule over the name as clients see it (`<server>__<tool>`). */
+/** The caller's API key `tools` rule over the name as clients see it (`<server>__<tool>`), matched as a flat name too. */
 export function keyAllowsTool(identity: Identity | null, exposed: string): boolean {
-  return keyAllowsProcedure(identity?.apiKey, exposed, exposed);
+  const tools = identity?.apiKey?.tools;
+  if (!tools) return keyAllowsProcedure(identity?.apiKey, exposed, exposed);
+  return toolGlobMatch(exposed, tools);
 }
