@@ -234,8 +234,10 @@ export class UpstreamConnection {
       return result;
     } catch (err) {
       this.counts.errors++;
-      if (err instanceof CoreError && err.details?.reason === 'upstream_result_too_large' && !err.details.server)
-        throw new CoreError('PAYLOAD_TOO_LARGE', `MCP server "${this.opts.name}" answered ${what} with ${err.message}`, {
+      // Cut while it was read (boundedFetch): a read that failed, or the JSON-RPC error that stands for a cut SSE answer.
+      const cut = (err as { data?: { reason?: unknown } } | null)?.data?.reason === 'upstream_result_too_large';
+      if (cut || (err instanceof CoreError && err.details?.reason === 'upstream_result_too_large' && !err.details.server))
+        throw new CoreError('PAYLOAD_TOO_LARGE', `MCP server "${this.opts.name}" answered ${what} with ${(err as Error).message}`, {
           details: { reason: 'upstream_result_too_large', server: this.opts.name },
         });
       if (err instanceof CoreError) throw err;

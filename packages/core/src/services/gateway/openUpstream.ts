@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import type { HttpRequester } from '../../net/httpRequest.js';
 import type { HttpSession } from './postToolCall.js';
+import { boundedFetch } from './boundedFetch.js';
 
 /**
  * The MCP SDK's v2 client (`@modelcontextprotocol/client`): the one client library with all three
@@ -125,7 +126,8 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
     transport = stdio;
   } else {
     const url = new URL(server.url);
-    const init = { requestInit: { headers: opts.headers }, ...(opts.fetch ? { fetch: opts.fetch } : {}) };
+    // Answers are bounded while they are read (gateway.maxResultBytes), not after the SDK has buffered them.
+    const init = { requestInit: { headers: opts.headers }, fetch: boundedFetch(opts.fetch ?? fetch, opts.maxResultBytes) };
     transport = server.type === 'http' ? new StreamableHTTPClientTransport(url, init) : new SSEClientTransport(url, init);
   }
   let closed = false;
