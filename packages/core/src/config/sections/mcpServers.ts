@@ -8,8 +8,12 @@ import { HTTP_TOKEN } from '../../lib/httpToken.js';
  * additions sit beside the pasted keys. `gateway`: limits every upstream shares.
  */
 
-/** Server names become tool-name prefixes (`<server>__<tool>`): no `__` inside, short, and safe in metric labels. */
-export const MCP_SERVER_NAME = /^(?!.*__)[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/;
+/**
+ * Server names become tool-name prefixes (`<server>__<tool>`): no `__` inside and no `_` at the end
+ * (`a_` + `__` + `x` would read as server `a`, tool `_x`), so the first `__` of a name always ends
+ * the server's part; short, and safe in metric labels.
+ */
+export const MCP_SERVER_NAME = /^(?!.*__)(?!.*_$)[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/;
 
 /** `${VAR}` or `${VAR:-default}` (Claude Code's expansion syntax). */
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -106,7 +110,10 @@ export type RemoteMcpServerConfig = Extract<McpServerConfig, { type: 'http' | 's
 
 export const McpServersSchema = lazySection('mcpServers', () =>
   z
-    .record(z.string().regex(MCP_SERVER_NAME, 'server names: letters, digits, - and _ (no "__"), at most 40'), mcpServerSchema())
+    .record(
+      z.string().regex(MCP_SERVER_NAME, 'server names: letters, digits, - and _ (no "__", not ending in "_"), at most 40'),
+      mcpServerSchema(),
+    )
     .default({})
     .check((ctx) => {
       for (const [name, server] of Object.entries(ctx.value)) {

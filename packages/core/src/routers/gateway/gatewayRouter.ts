@@ -9,7 +9,9 @@ import { gatewayServices } from './gatewayServices.js';
 import { exposedName } from '../../services/gateway/gatewayAccess.js';
 import { credentialProcedures } from './credentialProcedures.js';
 
-const serverName = once(() => z.string().regex(MCP_SERVER_NAME, 'a server name: letters, digits, - and _ (no "__"), at most 40'));
+const serverName = once(() =>
+  z.string().regex(MCP_SERVER_NAME, 'a server name: letters, digits, - and _ (no "__", not ending in "_"), at most 40'),
+);
 const ListToolsInput = z.lazy(() => z.object({ server: serverName().optional() }).default({}));
 const CallToolInput = z.lazy(() =>
   z.object({

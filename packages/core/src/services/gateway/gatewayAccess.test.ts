@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { McpServersSchema, mcpServerSchema } from '../../config/sections/mcpServers.js';
+import { MCP_SERVER_NAME, McpServersSchema, mcpServerSchema } from '../../config/sections/mcpServers.js';
 import type { Identity } from '../../kernel/identity.js';
 import { exposedName, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
 
@@ -20,6 +20,18 @@ describe('gateway names and permissions', () => {
     expect(McpServersSchema.safeParse({ 'a-b_c': { command: 'x' } }).success).toBe(true);
     // perUser needs a remote server: a stdio process has no per-user credentials.
     expect(McpServersSchema.safeParse({ s: { command: 'x', perUser: true } }).success).toBe(false);
+  });
+
+  it('every server name the config accepts round-trips through <server>__<tool>, whatever the tool name', () => {
+    // A server name ending in "_" would make "a_" + "__" + "x" read as server "a", tool "_x": its tools listed but misrouted.
+    expect(McpServersSchema.safeParse({ a_: { command: 'x' } }).success).toBe(false);
+    expect(McpServersSchema.safeParse({ 'a-': { command: 'x' } }).success).toBe(true);
+    const names = ['a', 'a-', 'a_b', 'a-_b', '0', 'x'.repeat(40), 'a_', 'a__', '_a', 'b_c_'];
+    for (const name of names) {
+      if (!MCP_SERVER_NAME.test(name)) continue;
+      for (const tool of ['x', '_x', '__x', 'x__y', '-', '_'])
+        expect(splitExposedName(exposedName(name, tool))).toEqual({ server: name, name: tool });
+    }
   });
 
   it('allowUsers: subject or verified e-mail; allowScopes: any one; administrators always; anonymous never when restricted', () => {
