@@ -299,8 +299,11 @@ export class McpGateway {
     const creds = await this.opts.credentials.resolve({ server: { name: entry.name, url: config.url }, userId: identity.sub });
     if (creds.kind !== 'headers')
       throw new CoreError('FORBIDDEN', creds.message, { details: { reason: `credentials_${creds.kind}`, server: entry.name } });
-    // Shared headers first, the user's over them; a change of credentials opens a new connection.
-    const headers = { ...config.headers, ...creds.headers };
+    // Shared headers first, the user's over them (names compare case-insensitively: the config keeps the case it was
+    // written in, stored names are lower-case, and both would otherwise be sent); new credentials open a new connection.
+    const own = new Set(Object.keys(creds.headers).map((k) => k.toLowerCase()));
+    const shared = Object.entries(config.headers).filter(([k]) => !own.has(k.toLowerCase()));
+    const headers = { ...Object.fromEntries(shared), ...creds.headers };
     return this.users.get(entry.name, identity.sub, headers, () => this.connection(entry.name, config, headers, 'onUse'));
   }
 
