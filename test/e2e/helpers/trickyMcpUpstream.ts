@@ -18,8 +18,11 @@ export interface TrickyUpstream {
   stop(): Promise<void>;
 }
 
-/** Tool names as this upstream lists them: one ordinary, and names a glob library may treat specially. */
-export const TRICKY_TOOLS = ['echo', '.hidden', 'admin/wipe', 'ask-roots'] as const;
+/**
+ * Tool names as this upstream lists them: one ordinary, names a glob library may treat specially,
+ * and names that are also properties every JavaScript object has.
+ */
+export const TRICKY_TOOLS = ['echo', '.hidden', 'admin/wipe', 'ask-roots', 'toString', 'constructor'] as const;
 
 function mcpServer(asked: TrickyUpstream['asked']): Server {
   const server = new Server({ name: 'tricky-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });

@@ -414,7 +414,9 @@ export class McpGateway {
     const conn = await this.connectionFor(server, call.identity);
     await conn.ready();
     if (!conn.lists.tools.some((t) => t.name === tool)) throw unknownTool(name);
-    const price = server.config.pricing.tools[tool] ?? server.config.pricing.tokensPerCall;
+    // Own entries only: an upstream tool named like an Object property (toString, constructor) is priced like any other.
+    const { tools: prices, tokensPerCall } = server.config.pricing;
+    const price = Object.hasOwn(prices, tool) ? prices[tool]! : tokensPerCall;
     const started = performance.now();
     const hold =
       price > 0

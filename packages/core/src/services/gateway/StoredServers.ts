@@ -88,7 +88,7 @@ export class StoredServers {
 
   remove(name: string): Promise<boolean> {
     return this.change((servers) => {
-      if (!(name in servers)) return false;
+      if (!Object.hasOwn(servers, name)) return false;
       delete servers[name];
       return true;
     });
