@@ -82,6 +82,32 @@ describe('discoverUpstreamAuth', () => {
     await expect(discoverUpstreamAuth(`${base}/mcp`, net)).rejects.toThrow(/PKCE S256/);
   });
 
+  it('refuses endpoints that are not http(s) URLs: the authorization URL is opened by our users (a javascript:, file: or custom scheme would run there)', async () => {
+    routes = {
+      'GET /.well-known/oauth-protected-resource/mcp': { body: { resource: `${base}/mcp`, authorization_servers: [`${base}/as`] } },
+    };
+    for (const [field, value] of [
+      ['authorization_endpoint', 'javascript:alert(document.cookie)//'],
+      ['authorization_endpoint', 'file:///etc/passwd'],
+      ['authorization_endpoint', 'vscode://evil/x'],
+      ['authorization_endpoint', 'not a url'],
+      ['authorization_endpoint', 'https://user:pw@auth.example/authorize'],
+      ['token_endpoint', 'data:text/plain,x'],
+      ['revocation_endpoint', 'ftp://auth.example/revoke'],
+      ['registration_endpoint', 'javascript:x'],
+    ] as const) {
+      routes['GET /.well-known/oauth-authorization-server/as'] = { body: asDoc({ [field]: value }) };
+      await expect(discoverUpstreamAuth(`${base}/mcp`, net), `${field}: ${value}`).rejects.toThrow(
+        new RegExp(`${field} .*not an https URL`),
+      );
+    }
+    // Plain http only where private networks are allowed (development): the same rule as every other request of the flow.
+    routes['GET /.well-known/oauth-authorization-server/as'] = { body: asDoc({ authorization_endpoint: 'http://auth.example/authorize' }) };
+    expect(await discoverUpstreamAuth(`${base}/mcp`, net)).toMatchObject({
+      as: { authorization_endpoint: 'http://auth.example/authorize' },
+    });
+  });
+
   it('refuses loopback addresses unless the server allows private networks', async () => {
     routes = {};
     await expect(discoverUpstreamAuth(`${base}/mcp`, { allowPrivateNetwork: false, timeoutMs: 5000 })).rejects.toMatchObject({

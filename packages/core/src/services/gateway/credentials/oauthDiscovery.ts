@@ -24,6 +24,13 @@ export interface UpstreamAuth {
   scopes?: string[];
 }
 
+/** An absolute https URL (or http, when allowed) without credentials. */
+function webUrl(value: unknown, allowHttp: boolean): boolean {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false;
+  const u = new URL(value);
+  return (u.protocol === 'https:' || (allowHttp && u.protocol === 'http:')) && !u.username && !u.password;
+}
+
 const strings = (v: unknown) => (Array.isArray(v) && v.every((s) => typeof s === 'string') ? (v as string[]) : undefined);
 
 /** The URL without fragment and without a trailing slash on the path (how resources compare). */
@@ -109,6 +116,18 @@ async function authServerMetadata(issuer: string, net: UpstreamNet): Promise<Aut
     }
     if (typeof doc.authorization_endpoint !== 'string' || typeof doc.token_endpoint !== 'string')
       throw new CoreError('UPSTREAM_ERROR', `the authorization server metadata of ${issuer} lacks its endpoints`);
+    // The authorization URL goes to our users' browsers and apps (which may hand it to the OS to open), and the others
+    // are fetched: https URLs only (plain http where private networks are allowed), never javascript:, file: or an
+    // app's own scheme, which an upstream could use to run something where the URL is opened.
+    for (const field of ['authorization_endpoint', 'token_endpoint', 'revocation_endpoint', 'registration_endpoint'] as const) {
+      const value = doc[field];
+      if (value === undefined && (field === 'revocation_endpoint' || field === 'registration_endpoint')) continue;
+      if (!webUrl(value, net.allowPrivateNetwork))
+        throw new CoreError(
+          'UPSTREAM_ERROR',
+          `the authorization server metadata of ${issuer}: its ${field} is not an https URL (http only where private networks are allowed)`,
+        );
+    }
     const challenge = strings(doc.code_challenge_methods_supported);
     // MCP 2025-11-25: a client must refuse an authorization server that does not say it supports S256.
     if (!challenge?.includes('S256'))
