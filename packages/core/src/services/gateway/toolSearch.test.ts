@@ -20,4 +20,16 @@ describe('searchTools', () => {
     expect(searchTools(TOOLS, 'weather forecast', 5)).toEqual([]);
     expect(searchTools(TOOLS, 'file directory', 1)).toHaveLength(1);
   });
+  it('a query as large as a request body costs no more than its distinct words (at most 32): no caller can hold the event loop', async () => {
+    // Hundreds of upstream tools with long descriptions, and a query of 300,000 words (about 900 KB, within bodyLimit).
+    const many = Array.from({ length: 300 }, (_, i) =>
+      t(`s${i % 7}__tool_${i}`, `${'several words of a long description '.repeat(20)}#${i}`),
+    );
+    const huge = 'ab '.repeat(300_000);
+    const started = performance.now();
+    expect(searchTools(many, huge, 10)).toEqual(searchTools(many, 'ab', 10));
+    const varied = Array.from({ length: 100_000 }, (_, i) => `w${i.toString(36)}`).join(' ');
+    expect(searchTools(many, `tool ${varied}`, 3)).toEqual(searchTools(many, 'tool', 3));
+    expect(performance.now() - started).toBeLessThan(1500);
+  });
 });

@@ -5,6 +5,10 @@ export interface SearchableTool {
   inputSchema: Record<string, unknown>;
 }
 
+/** What of a query is ranked: its first distinct words, from its first characters. */
+const MAX_QUERY_WORDS = 32;
+const MAX_QUERY_CHARS = 4096;
+
 const words = (text: string): string[] =>
   text
     .toLowerCase()
@@ -18,7 +22,9 @@ const words = (text: string): string[] =>
  * scoring them is a few microseconds each.
  */
 export function searchTools<T extends SearchableTool>(tools: readonly T[], query: string, limit: number): T[] {
-  const q = words(query);
+  // A query is a few words; its distinct ones, at most MAX_QUERY_WORDS: scoring costs words × tools × description
+  // words, and a caller may send a query as large as a request body (900 KB held the event loop for 40 s).
+  const q = [...new Set(words(query.slice(0, MAX_QUERY_CHARS)))].slice(0, MAX_QUERY_WORDS);
   if (q.length === 0) return tools.slice(0, limit);
   const scored: Array<{ tool: T; score: number }> = [];
   for (const tool of tools) {
@@ -29,7 +35,7 @@ export function searchTools<T extends SearchableTool>(tools: readonly T[], query
     for (const w of q) {
       if (nameWords.includes(w)) score += 3;
       else if (name.includes(w)) score += 2;
-      score += desc.filter((d) => d.startsWith(w)).length > 0 ? 1 : 0;
+      score += desc.some((d) => d.startsWith(w)) ? 1 : 0;
     }
     if (score > 0) scored.push({ tool, score });
   }
