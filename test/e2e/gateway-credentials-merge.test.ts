@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { mintDevToken } from '@ai-backend/auth';
+import { resolveConfig, runtimeOfServices } from '@ai-backend/core/internal';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { startApiKeyMcp, type UpstreamMcp } from './helpers/oauthUpstream.js';
 
@@ -70,5 +71,32 @@ describe("perUser: the user's stored headers over the shared ones", () => {
     expect(r.listed).toContain('keyed__whoami');
     expect(r).toMatchObject({ isError: false, text: 'key:carol' });
     expect(upstream.refused).toBe(0);
+  });
+
+  it("stored headers are not sent to another address after the server's URL changes (as an OAuth grant is not)", async () => {
+    const elsewhere = await startApiKeyMcp({ [KEYS.carol]: 'carol-at-another-host' });
+    try {
+      const gateway = runtimeOfServices(await server.server.ready()).gateway;
+      const at = (url: string) => resolveConfig({ mcpServers: { moving: { type: 'http', url, perUser: true } } }).mcpServers.moving!;
+      await gateway.addServer('moving', at(upstream.url));
+      expect(
+        (await rpc('carol', 'gateway.setCredentials', { server: 'moving', headers: { 'x-api-key': KEYS.carol } })).error,
+      ).toBeUndefined();
+      expect(await viaMcp('carol', 'moving__whoami')).toMatchObject({ isError: false, text: 'key:carol' });
+
+      // An administrator points the same name at another host: carol's key must not follow.
+      await gateway.addServer('moving', at(elsewhere.url));
+      const r = await viaMcp('carol', 'moving__whoami');
+      expect(r.text).not.toBe('key:carol-at-another-host');
+      expect(r).toMatchObject({ isError: true });
+      expect(r.text).toMatch(/gateway\.setCredentials/);
+      // Stored again for the new address, by the user who chose to: it works.
+      expect(
+        (await rpc('carol', 'gateway.setCredentials', { server: 'moving', headers: { 'x-api-key': KEYS.carol } })).error,
+      ).toBeUndefined();
+      expect(await viaMcp('carol', 'moving__whoami')).toMatchObject({ isError: false, text: 'key:carol-at-another-host' });
+    } finally {
+      await elsewhere.close();
+    }
   });
 });

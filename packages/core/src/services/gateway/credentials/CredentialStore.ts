@@ -26,6 +26,11 @@ export interface OAuthGrant {
 export interface HeaderCredentials {
   kind: 'headers';
   headers: Record<string, string>;
+  /**
+   * The server's URL when they were stored: they are only sent to that origin (a server pointed
+   * elsewhere since needs them stored again). Absent in records stored before this was kept.
+   */
+  url?: string;
 }
 
 export type UpstreamSecret = OAuthGrant | HeaderCredentials;

@@ -62,8 +62,8 @@ export class UpstreamCredentials {
 
   /** Store a user's static headers for a perUser server (replacing any headers or OAuth grant). */
   async setHeaders(userId: string, server: string, headers: Record<string, string>): Promise<CredentialStatus> {
-    this.servers(server);
-    const status = await this.store.put(userId, server, { kind: 'headers', headers: checkUserHeaders(headers) });
+    const { url } = this.servers(server);
+    const status = await this.store.put(userId, server, { kind: 'headers', headers: checkUserHeaders(headers), url });
     this.logger.info('gateway: upstream credentials stored', { userId, server, kind: 'headers', headerNames: status.headerNames });
     return status;
   }
@@ -127,7 +127,11 @@ export class UpstreamCredentials {
         message: `no credentials for MCP server "${server.name}": call gateway.connect({ server: "${server.name}" }) to sign in there, or gateway.setCredentials({ server: "${server.name}", headers }) to store headers`,
       };
     }
-    if (secret.kind === 'headers') return { kind: 'headers', headers: { ...secret.headers } };
+    if (secret.kind === 'headers') {
+      // Like tokens, stored headers (a personal access token, an API key) go only where the user gave them for.
+      if (!sameOrigin(secret.url, server.url)) return moved(server.name);
+      return { kind: 'headers', headers: { ...secret.headers } };
+    }
     // Tokens are for the resource they were issued for: never sent elsewhere, even after the URL changes.
     if (!resourceCovers(secret.resource, server.url)) return expired(server.name, 'was given for another URL of it');
     if (!this.needsRefresh(secret)) return bearer(secret);
@@ -151,6 +155,7 @@ export class UpstreamCredentials {
   }): Promise<ResolvedCredentials> {
     const secret = await this.store.reveal(userId, server.name);
     if (secret?.kind === 'headers') {
+      if (!sameOrigin(secret.url, server.url)) return moved(server.name);
       if (!sameHeaders(secret.headers, headers)) return { kind: 'headers', headers: { ...secret.headers } };
       return {
         kind: 'expired',
@@ -224,6 +229,23 @@ export class UpstreamCredentials {
       if ((await this.storage.get(lock)) === owner) await this.storage.delete(lock);
     }
   }
+}
+
+/** Stored headers' URL and the server's now: the same origin (records without a URL predate the binding). */
+function sameOrigin(stored: string | undefined, now: string): boolean {
+  if (stored === undefined) return true;
+  try {
+    return new URL(stored).origin === new URL(now).origin;
+  } catch {
+    return false;
+  }
+}
+
+function moved(server: string): ResolvedCredentials {
+  return {
+    kind: 'expired',
+    message: `MCP server "${server}" has moved to another address since you stored your headers, and they are not sent there: store them again with gateway.setCredentials({ server: "${server}", headers }) if they are meant for it`,
+  };
 }
 
 function sameHeaders(a: Record<string, string>, b: Record<string, string>): boolean {
