@@ -8,7 +8,7 @@ import type { Signals } from '../../kernel/Signals.js';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import type { Metering } from '../metering/Metering.js';
-import { exposedName, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
+import { exposedName, keyAllowsServer, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
 import { searchTools } from './toolSearch.js';
 import { UpstreamConnection, type CallOptions, type ConnectionState, type ListKind } from './UpstreamConnection.js';
 import { UserConnections } from './UserConnections.js';
@@ -464,12 +464,18 @@ export class McpGateway {
     );
   }
 
-  /** Upstream prompts under `<server>__<prompt>`, for the servers this caller may use (shared connections only). */
+  /**
+   * Upstream prompts under `<server>__<prompt>`, for the servers this caller may use (shared
+   * connections only); an API key's `tools` rule applies to these names as to tool names.
+   */
   listPrompts(identity: Identity | null): Array<{ name: string; description?: string; arguments?: unknown[] }> {
     const out: Array<{ name: string; description?: string; arguments?: unknown[] }> = [];
     for (const e of this.servers.values()) {
       if (!e.shared || !serverAllows(e.config, identity)) continue;
-      for (const p of e.shared.lists.prompts) out.push({ ...p, name: exposedName(e.name, p.name) });
+      for (const p of e.shared.lists.prompts) {
+        const name = exposedName(e.name, p.name);
+        if (keyAllowsTool(identity, name)) out.push({ ...p, name });
+      }
     }
     return out;
   }
@@ -482,16 +488,20 @@ export class McpGateway {
   ): Promise<GetPromptResult | undefined> {
     const parts = splitExposedName(name);
     const e = parts && this.servers.get(parts.server);
-    if (!parts || !e?.shared || !serverAllows(e.config, identity) || !e.shared.lists.prompts.some((p) => p.name === parts.name))
-      return undefined;
+    if (!parts || !e?.shared || !serverAllows(e.config, identity) || !keyAllowsTool(identity, name)) return undefined;
+    if (!e.shared.lists.prompts.some((p) => p.name === parts.name)) return undefined;
     return e.shared.getPrompt(parts.name, args, signal);
   }
 
-  /** Upstream resources keep their own URIs (they are the upstream's names); the server they came from is remembered for reads. */
+  /**
+   * Upstream resources keep their own URIs (they are the upstream's names); the server they came
+   * from is remembered for reads. Through an API key with a `tools` rule, only the servers it
+   * admits whole (keyAllowsServer).
+   */
   listResources(identity: Identity | null): Array<{ uri: string; name: string; server: string; [k: string]: unknown }> {
     const out: Array<{ uri: string; name: string; server: string }> = [];
     for (const e of this.servers.values()) {
-      if (!e.shared || !serverAllows(e.config, identity)) continue;
+      if (!e.shared || !serverAllows(e.config, identity) || !keyAllowsServer(identity, e.name)) continue;
       for (const r of e.shared.lists.resources) out.push({ ...r, server: e.name });
     }
     return out;
@@ -499,7 +509,8 @@ export class McpGateway {
 
   async readResource(identity: Identity | null, uri: string, signal?: AbortSignal): Promise<ReadResourceResult | undefined> {
     for (const e of this.servers.values()) {
-      if (!e.shared || !serverAllows(e.config, identity) || !e.shared.lists.resources.some((r) => r.uri === uri)) continue;
+      if (!e.shared || !serverAllows(e.config, identity) || !keyAllowsServer(identity, e.name)) continue;
+      if (!e.shared.lists.resources.some((r) => r.uri === uri)) continue;
       return e.shared.readResource(uri, signal);
     }
     return undefined;

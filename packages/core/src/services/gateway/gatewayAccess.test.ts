@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MCP_SERVER_NAME, McpServersSchema, mcpServerSchema } from '../../config/sections/mcpServers.js';
 import type { Identity } from '../../kernel/identity.js';
-import { exposedName, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
+import { exposedName, keyAllowsServer, keyAllowsTool, serverAllows, serverExposesTool, splitExposedName } from './gatewayAccess.js';
 
 const server = (extra: Record<string, unknown> = {}) =>
   mcpServerSchema().parse({ type: 'http', url: 'https://mcp.example.com/mcp', ...extra });
@@ -77,5 +77,15 @@ describe('gateway names and permissions', () => {
     expect(keyAllowsTool(key, 'docs__search')).toBe(true);
     expect(keyAllowsTool(key, 'files__read')).toBe(false);
     expect(keyAllowsTool(who(), 'files__read')).toBe(true);
+  });
+
+  it("a key's tools rule admits a server's resources only when it admits the whole server", () => {
+    const keyed = (tools?: string[]) => who({ via: 'apiKey', apiKey: { id: 'k', ...(tools ? { tools } : {}) } });
+    expect(keyAllowsServer(keyed(['docs__*']), 'docs')).toBe(true);
+    expect(keyAllowsServer(keyed(['*']), 'docs')).toBe(true);
+    expect(keyAllowsServer(keyed(['docs__search']), 'docs')).toBe(false);
+    expect(keyAllowsServer(keyed(['files__*']), 'docs')).toBe(false);
+    expect(keyAllowsServer(keyed(), 'docs')).toBe(true);
+    expect(keyAllowsServer(who(), 'docs')).toBe(true);
   });
 });

@@ -71,3 +71,14 @@ export function keyAllowsTool(identity: Identity | null, exposed: string): boole
   if (!tools) return keyAllowsProcedure(identity?.apiKey, exposed, exposed);
   return toolGlobMatch(exposed, tools);
 }
+
+/**
+ * Upstream resources have no names under the server's prefix (they keep their URIs): the key's
+ * `tools` rule admits a server's resources only when it admits the whole server, that is, when it
+ * matches `<server>__*` itself (`every__*`, `*`), not when it names some of the server's tools
+ * (`every__echo`). No rule: yes.
+ */
+export function keyAllowsServer(identity: Identity | null, server: string): boolean {
+  const tools = identity?.apiKey?.tools;
+  return !tools || toolGlobMatch(exposedName(server, '*'), tools);
+}
