@@ -22,7 +22,20 @@ export interface TrickyUpstream {
  * Tool names as this upstream lists them: one ordinary, names a glob library may treat specially,
  * and names that are also properties every JavaScript object has.
  */
-export const TRICKY_TOOLS = ['echo', '.hidden', 'admin/wipe', 'ask-roots', 'toString', 'constructor'] as const;
+export const TRICKY_TOOLS = [
+  'echo',
+  '.hidden',
+  'admin/wipe',
+  'ask-roots',
+  'toString',
+  'constructor',
+  'leak-auth-error',
+  'leak-auth-http',
+] as const;
+
+/** What a careless upstream puts in its errors: the credentials the request came with. */
+const echoedCredentials = (headers: IncomingMessage['headers'] | Record<string, string | string[] | undefined> | undefined) =>
+  `rejected credentials: ${String(headers?.authorization)} / ${String(headers?.['x-api-key'])}`;
 
 function mcpServer(asked: TrickyUpstream['asked']): Server {
   const server = new Server({ name: 'tricky-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });
@@ -44,6 +57,8 @@ function mcpServer(asked: TrickyUpstream['asked']): Server {
         return { content: [{ type: 'text', text: `no roots: ${detail}` }] };
       }
     }
+    // A JSON-RPC error whose message quotes the request's credentials.
+    if (name === 'leak-auth-error') throw new Error(echoedCredentials(extra.requestInfo?.headers));
     return { content: [{ type: 'text', text: `called ${name}` }] };
   });
   return server;
@@ -68,7 +83,19 @@ export async function startTrickyUpstream(): Promise<TrickyUpstream> {
         await mcpServer(asked).connect(t);
         transport = t;
       }
-      await transport.handleRequest(req, res);
+      // leak-auth-http: an HTTP 500 whose body quotes the request's credentials (read here, before the transport).
+      let body: unknown;
+      if (req.method === 'POST') {
+        const chunks: Buffer[] = [];
+        for await (const c of req) chunks.push(c as Buffer);
+        body = JSON.parse(Buffer.concat(chunks).toString() || 'null');
+        const call = body as { method?: string; params?: { name?: string } } | null;
+        if (call?.method === 'tools/call' && call.params?.name === 'leak-auth-http') {
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(echoedCredentials(req.headers));
+          return;
+        }
+      }
+      await transport.handleRequest(req, res, body);
     })().catch(() => res.destroy());
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));

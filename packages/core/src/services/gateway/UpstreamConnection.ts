@@ -76,7 +76,23 @@ export class UpstreamConnection {
   /** Calls answered and failed since start, for status pages. */
   readonly counts = { calls: 0, errors: 0 };
 
+  /** Credential values this connection sends or starts its process with (credentialValues), longest first; made on first use. */
+  private secrets: string[] | undefined;
+
   constructor(private readonly opts: UpstreamConnectionOptions) {}
+
+  /**
+   * An upstream's text as it may be passed on (errors, the status pages' last error): without the
+   * credentials this connection holds. An upstream that echoes a request's headers in its error
+   * body (many do: "invalid token: <token>") would otherwise show the configured shared key to
+   * every caller of the server, and to `gateway.listServers`.
+   */
+  private scrub(text: string): string {
+    this.secrets ??= credentialValues(this.opts.headers, this.opts.server.type === 'stdio' ? this.opts.server.env : undefined);
+    let out = text;
+    for (const secret of this.secrets) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
+    return out;
+  }
 
   get pid(): number | null {
     return this.opened?.pid ?? null;
@@ -145,7 +161,7 @@ export class UpstreamConnection {
     } catch (err) {
       if (opened && this.opened === opened) this.opened = undefined;
       await opened?.client.close().catch(() => undefined);
-      const message = describe(err, this.timeoutMs);
+      const message = this.scrub(describe(err, this.timeoutMs));
       this.fail(message, failures + 1);
       throw new CoreError(
         isTimeout(err) ? 'UPSTREAM_TIMEOUT' : 'UNAVAILABLE',
@@ -210,7 +226,11 @@ export class UpstreamConnection {
       if (kind === 'resources') this.lists = { ...this.lists, resources: (await opened.client.listResources(undefined, opts)).resources };
       this.opts.onChange(kind);
     } catch (err) {
-      this.opts.logger.debug('MCP upstream list refresh failed', { server: this.opts.name, kind, error: describe(err, this.timeoutMs) });
+      this.opts.logger.debug('MCP upstream list refresh failed', {
+        server: this.opts.name,
+        kind,
+        error: this.scrub(describe(err, this.timeoutMs)),
+      });
     }
   }
 
@@ -257,7 +277,7 @@ export class UpstreamConnection {
         });
       // A protocol error the upstream sent (its message is its own, about its own tool): passed on, bounded.
       const code = (err as { code?: unknown }).code;
-      const message = err instanceof Error ? err.message.slice(0, 500) : 'failed';
+      const message = err instanceof Error ? this.scrub(err.message.slice(0, 500)) : 'failed';
       if (typeof code === 'number')
         throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused ${what}: ${message}`, {
           details: { reason: 'upstream_error', server: this.opts.name, upstreamCode: code },
@@ -338,6 +358,21 @@ function connectionGone(err: unknown): string | null {
 function httpStatusOf(err: unknown): number | undefined {
   const status = (err as { status?: unknown } | null)?.status;
   return typeof status === 'number' ? status : undefined;
+}
+
+/**
+ * The secret values of a connection's headers and environment (6 characters or more), with a
+ * scheme's credential alone too (`Bearer <token>` → `<token>`).
+ */
+function credentialValues(headers: Record<string, string>, env: Record<string, string> | undefined): string[] {
+  const values = new Set<string>();
+  for (const v of [...Object.values(headers), ...Object.values(env ?? {})]) {
+    const value = v.trim();
+    if (value.length >= 6) values.add(value);
+    const credential = /^(?:bearer|basic|token)\s+(\S{6,})$/i.exec(value)?.[1];
+    if (credential) values.add(credential);
+  }
+  return [...values].sort((a, b) => b.length - a.length);
 }
 
 function describe(err: unknown, timeoutMs: number): string {
