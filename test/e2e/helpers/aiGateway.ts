@@ -59,6 +59,9 @@ export function gatewayConfig(upstream: TestUpstream, over: ConfigInput = {}): C
     serverProviders: [...PROVIDERS],
     ai: { ...upstream.aiConfig({ apiKey: SERVER_KEY }), systemPrompts: { support: SYSTEM_PROMPT }, ...ai },
     billing: { vaultKey: VAULT_KEY, platformFeeRate: 0.1, ...billing },
+    // Memory unless a suite names its store: the embedded default is a SQLite file in the working
+    // directory, which only one server may hold, and suites run four at a time.
+    storage: { type: 'memory' },
     ...rest,
   };
 }

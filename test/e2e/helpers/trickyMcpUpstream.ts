@@ -15,6 +15,8 @@ export interface TrickyUpstream {
   url: string;
   /** What the tools received from the client when they asked it (roots/list answers, or errors). */
   asked: Array<{ method: string; outcome: 'answered' | 'refused'; detail: string }>;
+  /** tools/list requests answered, all sessions together. */
+  toolLists: { count: number };
   stop(): Promise<void>;
 }
 
@@ -31,17 +33,21 @@ export const TRICKY_TOOLS = [
   'constructor',
   'leak-auth-error',
   'leak-auth-http',
+  'flood-list-changed',
 ] as const;
 
 /** What a careless upstream puts in its errors: the credentials the request came with. */
 const echoedCredentials = (headers: IncomingMessage['headers'] | Record<string, string | string[] | undefined> | undefined) =>
   `rejected credentials: ${String(headers?.authorization)} / ${String(headers?.['x-api-key'])}`;
 
-function mcpServer(asked: TrickyUpstream['asked']): Server {
-  const server = new Server({ name: 'tricky-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: TRICKY_TOOLS.map((name) => ({ name, description: `the ${name} tool`, inputSchema: { type: 'object' as const } })),
-  }));
+function mcpServer(asked: TrickyUpstream['asked'], toolLists: TrickyUpstream['toolLists']): Server {
+  const server = new Server({ name: 'tricky-upstream', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    toolLists.count++;
+    return {
+      tools: TRICKY_TOOLS.map((name) => ({ name, description: `the ${name} tool`, inputSchema: { type: 'object' as const } })),
+    };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const name = req.params.name;
     if (name === 'ask-roots') {
@@ -57,6 +63,11 @@ function mcpServer(asked: TrickyUpstream['asked']): Server {
         return { content: [{ type: 'text', text: `no roots: ${detail}` }] };
       }
     }
+    // A flood of tools/list_changed notifications (on the session's own stream), then the answer.
+    if (name === 'flood-list-changed') {
+      for (let i = 0; i < 50; i++) await server.sendToolListChanged();
+      return { content: [{ type: 'text', text: 'sent 50 tools/list_changed' }] };
+    }
     // A JSON-RPC error whose message quotes the request's credentials.
     if (name === 'leak-auth-error') throw new Error(echoedCredentials(extra.requestInfo?.headers));
     return { content: [{ type: 'text', text: `called ${name}` }] };
@@ -66,6 +77,7 @@ function mcpServer(asked: TrickyUpstream['asked']): Server {
 
 export async function startTrickyUpstream(): Promise<TrickyUpstream> {
   const asked: TrickyUpstream['asked'] = [];
+  const toolLists = { count: 0 };
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http = createServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
@@ -80,7 +92,7 @@ export async function startTrickyUpstream(): Promise<TrickyUpstream> {
           sessionIdGenerator: randomUUID,
           onsessioninitialized: (sid) => void sessions.set(sid, t),
         });
-        await mcpServer(asked).connect(t);
+        await mcpServer(asked, toolLists).connect(t);
         transport = t;
       }
       // leak-auth-http: an HTTP 500 whose body quotes the request's credentials (read here, before the transport).
@@ -102,6 +114,7 @@ export async function startTrickyUpstream(): Promise<TrickyUpstream> {
   return {
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
     asked,
+    toolLists,
     stop: async () => {
       await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
       http.closeAllConnections();
