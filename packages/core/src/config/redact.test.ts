@@ -89,4 +89,21 @@ describe('redactConfig', () => {
       ca: 'CA-CERT',
     });
   });
+
+  it("shows an alert webhook's receiver by its origin: an incoming-webhook URL is a secret in its path", () => {
+    const out = redactConfig({
+      alerts: {
+        webhooks: [
+          { url: 'https://hooks.slack.com/services/T000/B000/XXXXSECRETXXXX', secret: 's'.repeat(32) },
+          { url: 'https://alerts.example.com/', secret: 's'.repeat(32) },
+        ],
+      },
+      ai: { providers: { openai: { baseUrl: 'https://api.example.com/v1/path' } } },
+    });
+    expect(out.alerts.webhooks[0]!.url).toBe('https://hooks.slack.com/[redacted]');
+    expect(out.alerts.webhooks[1]!.url).toBe('https://alerts.example.com/');
+    expect(JSON.stringify(out)).not.toContain('XXXXSECRETXXXX');
+    // Other URLs keep their paths.
+    expect(out.ai.providers.openai.baseUrl).toBe('https://api.example.com/v1/path');
+  });
 });

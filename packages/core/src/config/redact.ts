@@ -61,11 +61,26 @@ function redactConnectionString(value: string): string {
 }
 
 /**
+ * An alert receiver's URL as its origin: a Slack-, Discord- or Teams-style incoming webhook is a
+ * secret in its path (`https://hooks.slack.com/services/T0/B0/XXXX`), so the path and query are
+ * hidden, as the console shows receivers by origin only.
+ */
+function webhookOrigin(value: string): string {
+  try {
+    const url = new URL(value);
+    return url.pathname === '/' && !url.search && !url.username && !url.password ? value : `${url.origin}/${REDACTED}`;
+  } catch {
+    return REDACTED;
+  }
+}
+
+/**
  * A deep copy with every secret-looking value replaced, for `config print` and admin.getConfig.
  * Every string under a secret key is redacted too (e.g. the texts of `ai.systemPrompts`, the
  * values of an MCP server's `env`), and every URL-valued string anywhere (baseUrl, issuer, redis
  * url...) loses its userinfo and query values, whatever its key is called. A stdio server's
- * `args` lose the values of credential-named flags, and a key=value `connectionString` its password.
+ * `args` lose the values of credential-named flags, a key=value `connectionString` its password,
+ * and an alert webhook's URL all but its origin.
  */
 export function redactConfig<T>(value: T): T {
   const walk = (v: unknown, key: string, inSecret: boolean): unknown => {
@@ -77,7 +92,12 @@ export function redactConfig<T>(value: T): T {
     if (Array.isArray(v)) return (key === 'args' && !secret ? redactArgs(v) : v).map((x) => walk(x, key, secret));
     if (typeof v === 'object' && v !== null) {
       if ('_def' in v) return '[router]';
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k, secret)]));
+      return Object.fromEntries(
+        Object.entries(v).map(([k, x]) => [
+          k,
+          key === 'webhooks' && k === 'url' && typeof x === 'string' ? webhookOrigin(x) : walk(x, k, secret),
+        ]),
+      );
     }
     return v;
   };
