@@ -16,7 +16,7 @@ import { createRuntime, MemoryStorage, resolveConfig } from '@ai-backend/core/in
 import { McpHandler, mcpHandlerDeps } from '@ai-backend/transports/mcp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
-import { call, messagesOf, openWireSession, readSse, type WireSession } from './helpers/mcpWire.js';
+import { call, LATEST, messagesOf, openWireSession, readSse, type WireSession } from './helpers/mcpWire.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -90,6 +90,50 @@ describe('MCP sessions that walk away', () => {
     const gone = await second.post({ jsonrpc: '2.0', id: 5, method: 'tools/list' });
     expect(gone.status).toBe(404);
     await gone.text();
+  }, 120_000);
+});
+
+describe('initialize requests the transport refuses', () => {
+  it('keep nothing: no transport, server or registry listener is left behind', async () => {
+    // Refused before the SDK transport initialized (it never becomes a session, so nothing else
+    // closes it): 406 for an Accept without text/event-stream, 400 for two initializes in one batch.
+    const init = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'initialize',
+      params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: 'refused', version: '1' } },
+    });
+    const refused: Array<[number, RequestInit]> = [
+      [406, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(init(1)) }],
+      [
+        400,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify([init(1), init(2)]),
+        },
+      ],
+    ];
+    const send = async (n: number) => {
+      for (let i = 0; i < n; i += 10) {
+        await Promise.all(
+          Array.from({ length: Math.min(10, n - i) }, async (_, j) => {
+            const [status, init] = refused[(i + j) % refused.length]!;
+            const res = await fetch(url, init);
+            await res.text();
+            expect(res.status).toBe(status);
+          }),
+        );
+      }
+    };
+    await send(100);
+    const before = heapAfterGc();
+    const n = 1000;
+    await send(n);
+    const perRequest = (heapAfterGc() - before) / n;
+    // Each used to keep its SDK transport and server (about 14 KB) through the listeners it had
+    // registered on the prompt and resource registries, which only its close removes.
+    expect(perRequest, `heap kept per refused initialize: ${perRequest.toFixed(0)} bytes`).toBeLessThan(2048);
   }, 120_000);
 });
 

@@ -644,7 +644,7 @@ export class McpHandler {
     if (s.live) return s.live;
     s.waking ??= (async () => {
       const live = await this.startLive(s);
-      await this.replayInitialize(live, s, authInfo);
+      await this.replayed(live, s, authInfo);
       return live;
     })().finally(() => (s.waking = undefined));
     try {
@@ -686,6 +686,16 @@ export class McpHandler {
     if (!s.live) throw new Error('the replayed initialize did not open the session');
   }
 
+  /** replayInitialize, the pair discarded when the replay fails before it became the session's live pair. */
+  private async replayed(live: LiveSession, s: Session, authInfo: object): Promise<void> {
+    try {
+      await this.replayInitialize(live, s, authInfo);
+    } catch (err) {
+      if (s.live !== live) this.discard(live);
+      throw err;
+    }
+  }
+
   /**
    * A session another instance opened (its record is in shared storage): recreate it here by
    * replaying its initialize handshake into a fresh transport and server. Events that instance
@@ -703,7 +713,7 @@ export class McpHandler {
         const s = this.newSession(sessionId, record.owner, record.init, ip);
         // Registered (and counted) by the replayed initialize, live; the request that asked wakes it.
         const live = await this.startLive(s);
-        await this.replayInitialize(live, s, authInfo);
+        await this.replayed(live, s, authInfo);
         s.initialized = true;
         this.entry.logger.debug('MCP session taken over from shared storage', { sessionId });
         return this.sessions.get(sessionId);
@@ -779,7 +789,22 @@ export class McpHandler {
     const live = await this.startLive(s);
     s.open++;
     holder.session = s;
-    return live.transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
+    try {
+      return await live.transport.handleRequest(req, { parsedBody: body, authInfo: authInfo as never });
+    } finally {
+      // Refused by the transport before it initialized (406 Accept, 415, a batch with two
+      // initializes): no session holds this pair, so nothing else would ever close it.
+      if (s.live !== live) this.discard(live);
+    }
+  }
+
+  /**
+   * Close a transport and server that never became a session's live pair. The server registered
+   * listeners on the prompt, resource and gateway registries when it was made; only its close
+   * removes them, and until then they keep the whole pair (about 14 KB) reachable for good.
+   */
+  private discard(live: LiveSession): void {
+    void live.transport.close().catch(() => undefined);
   }
 
   /**
