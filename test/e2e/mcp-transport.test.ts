@@ -24,7 +24,8 @@ import { McpHandler, mcpHandlerDeps, type McpHandlerOptions } from '@ai-backend/
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Mode } from './helpers/testServer.js';
 import { routeInProcess } from './helpers/inProcessOrigin.js';
-import { call, LATEST, messagesOf, openWireSession, readSse } from './helpers/mcpWire.js';
+import { call, LATEST, messagesOf, openWireSession, parseSse, readSse } from './helpers/mcpWire.js';
+import { waitFor } from '@ai-backend/test-utils';
 import { testRedis } from '@ai-backend/test-utils/services';
 import { describeMatrix } from './helpers/describeMatrix.js';
 
@@ -191,6 +192,49 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
       const reused = messagesOf(await readSse(again, (events) => messagesOf(events).some((m) => m.id === 42)));
       expect(reused.find((m) => m.id === 42)?.result.content[0].text).toBe('again');
     });
+  });
+
+  describe('cancelled requests', () => {
+    const answers: Array<[string, NonNullable<ConfigInput>['mcp']]> = [
+      ['session, SSE answers', {}],
+      ['session, JSON answers', { responseMode: 'json' }],
+      ['stateless, JSON answers', { sessionMode: 'stateless' }],
+      ['stateless, SSE answers', { sessionMode: 'stateless', responseMode: 'sse' }],
+    ];
+    for (const [name, mcp] of answers) {
+      it(`${name}: a request the client cancels is answered, so its POST ends and gives back its stream place`, async () => {
+        // Two stream places per address: POSTs that never ended (the SDK never answers a
+        // cancelled request) held theirs for good, and the third call got 429 from then on.
+        const srv = await startTestServer(
+          { ...baseConfig, mcp: { ...baseConfig.mcp, ...mcp }, limits: { maxSseStreamsPerClient: 2 } },
+          mode,
+        );
+        cleanups.push(() => srv.stop());
+        const s = await openWireSession(`${srv.url}/mcp`);
+        for (let id = 1; id <= 4; id++) {
+          // The tool ignores its signal and would answer after 2 s: the answer must come from the cancel.
+          const posted = s.post(call(id, 'wait', { ms: 2000, tag: 'not cancelled' }));
+          let answer: Record<string, any> | undefined;
+          void posted.then(async (res) => {
+            expect(res.status).toBe(200);
+            const text = await res.text();
+            answer = res.headers.get('content-type')?.includes('text/event-stream')
+              ? messagesOf(parseSse(text)).find((m) => m.id === id)
+              : JSON.parse(text);
+          });
+          // A cancel that arrives before the call is dispatched finds nothing in flight: sent again until the call ends.
+          await waitFor(
+            async () => {
+              const cancel = await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } });
+              await cancel.body?.cancel();
+              return answer;
+            },
+            { timeoutMs: 1800, intervalMs: 50, what: `the answer to cancelled request ${id}` },
+          );
+          expect(answer).toMatchObject({ jsonrpc: '2.0', id, error: { code: -32800 } });
+        }
+      });
+    }
   });
 
   async function resumeAfterClose(url: string): Promise<void> {

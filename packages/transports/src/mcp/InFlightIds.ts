@@ -5,28 +5,59 @@ type Message = { id?: unknown; method?: unknown; result?: unknown; error?: unkno
 /** JSON-RPC ids are strings or numbers; `1` and `"1"` are different ids. */
 const idKey = (id: unknown): string | undefined => (typeof id === 'number' ? `n:${id}` : typeof id === 'string' ? `s:${id}` : undefined);
 
+/** The transport's part InFlightIds uses: its send, through which every answer goes. */
+interface Sender {
+  send(message: JSONRPCMessage, options?: unknown): Promise<void>;
+}
+
+/** A request of the session the client cancelled while it was in flight: its id, and the claim it was made under. */
+export interface CancelledRequest {
+  id: string | number;
+  claim: object;
+}
+
+/**
+ * The answer sent for a request the client cancelled (notifications/cancelled). The SDK never
+ * answers a cancelled request, so without one its POST stayed open for good: a JSON answer
+ * (`mcp.responseMode: 'json'`, and stateless mode's default) was a promise that never settled,
+ * holding the POST's stream place, the transport's maps and, stateless, its whole server. The
+ * MCP specification lets a response cross a cancellation; the client ignores it.
+ */
+export const cancelledAnswer = (id: string | number): JSONRPCMessage =>
+  ({ jsonrpc: '2.0', id, error: { code: -32800, message: 'request cancelled by the client (notifications/cancelled)' } }) as JSONRPCMessage;
+
 /**
  * The ids of one 2025 session's requests still unanswered. The MCP specification requires a
  * request id not used before by the requestor in the same session; the SDK's transport keys its
  * answers by id, so a second request with an id in flight would take the first one's answer
  * stream and one answer would be lost without a word. A request reusing an id in flight is
- * refused instead (`claim`), with a JSON-RPC error naming the id; once answered (or cancelled by
- * the client, which the server then never answers) the id is free again.
+ * refused instead (`claim`), with a JSON-RPC error naming the id; once answered (a request the
+ * client cancels is answered by `answerCancelled`) the id is free again.
  */
 export class InFlightIds {
-  private readonly ids = new Set<string>();
+  /** Each id in flight, with the claim it was taken under (a cancel answers only the request it was for). */
+  private readonly ids = new Map<string, object>();
+
+  /** Ids in flight (tests). */
+  get size(): number {
+    return this.ids.size;
+  }
 
   /**
    * Claim the ids of `messages`' requests: the first id already in flight (or repeated in the batch) is returned and nothing is claimed.
+   * `cancelled`: the requests in flight that the batch's notifications/cancelled name, for `answerCancelled` once the batch was handed over.
    */
-  claim(messages: readonly unknown[]): { duplicate: string | number } | { claimed: string[] } {
+  claim(messages: readonly unknown[]): { duplicate: string | number } | { claimed: string[]; cancelled: CancelledRequest[] } {
     const keys: string[] = [];
+    const cancelled: CancelledRequest[] = [];
     for (const raw of messages) {
       const m = raw as Message;
       if (typeof m?.method !== 'string') continue;
       if (m.method === 'notifications/cancelled') {
-        const k = idKey(m.params?.requestId);
-        if (k) this.ids.delete(k);
+        const id = m.params?.requestId;
+        const k = idKey(id);
+        const claim = k === undefined ? undefined : this.ids.get(k);
+        if (claim && !cancelled.some((c) => c.claim === claim)) cancelled.push({ id: id as string | number, claim });
         continue;
       }
       const k = idKey(m.id);
@@ -34,8 +65,8 @@ export class InFlightIds {
       if (this.ids.has(k) || keys.includes(k)) return { duplicate: m.id as string | number };
       keys.push(k);
     }
-    for (const k of keys) this.ids.add(k);
-    return { claimed: keys };
+    for (const k of keys) this.ids.set(k, {});
+    return { claimed: keys, cancelled };
   }
 
   /** The request was not taken (the transport refused the POST): its ids are free. */
@@ -43,8 +74,20 @@ export class InFlightIds {
     for (const k of keys) this.ids.delete(k);
   }
 
+  /**
+   * Answer each cancelled request that is still in flight under the same claim (not answered
+   * meanwhile, its id not taken again since): its POST ends, and the transport forgets it.
+   */
+  answerCancelled(transport: Sender, cancelled: readonly CancelledRequest[]): void {
+    for (const { id, claim } of cancelled) {
+      if (this.ids.get(idKey(id)!) !== claim) continue;
+      // Answered already by the time the cancel got through (the SDK then has no stream for it).
+      transport.send(cancelledAnswer(id)).catch(() => undefined);
+    }
+  }
+
   /** Free each id when the server sends its answer (a result or an error for it). */
-  watch(transport: { send(message: JSONRPCMessage, options?: unknown): Promise<void> }): void {
+  watch(transport: Sender): void {
     const send = transport.send.bind(transport);
     transport.send = (message, options) => {
       const m = message as Message;

@@ -570,6 +570,8 @@ export class McpHandler {
     const res = await live.transport.handleRequest(c.req.raw, { parsedBody: body, authInfo });
     // Refused by the transport (a bad header, a closed session): nothing of it runs, its ids stay free.
     if (res.status >= 400) live.ids.release(claim.claimed);
+    // The cancels were delivered (the SDK aborted those calls and will never answer them): their POSTs end now.
+    else live.ids.answerCancelled(live.transport, claim.cancelled);
     return res;
   }
 

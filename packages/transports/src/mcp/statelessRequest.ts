@@ -1,6 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
 import { createMcpServer } from './createMcpServer.js';
+import { cancelledAnswer } from './InFlightIds.js';
 import type { McpServerServices } from './sessionState.js';
 import type { ToolCatalog } from './toolCatalog.js';
 
@@ -52,7 +53,13 @@ export async function handleStatelessRequest({
     // Two clients of one caller may both have a call with this id running: the cancel could be
     // either's, so it is delivered only when it is unambiguous.
     const running = calls.get(callKey(caller, m.params.requestId));
-    if (running?.size === 1) for (const t of running) t.onmessage?.(m as never, { authInfo: authInfo as never });
+    if (running?.size !== 1) continue;
+    for (const t of running) {
+      t.onmessage?.(m as never, { authInfo: authInfo as never });
+      // The SDK never answers a cancelled request, so its POST (and this server made for it)
+      // would wait for good: it is answered now, which ends it (an answer sent meanwhile wins).
+      t.send(cancelledAnswer(m.params.requestId as string | number)).catch(() => undefined);
+    }
   }
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
