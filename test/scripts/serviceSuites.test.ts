@@ -25,6 +25,7 @@ const NAMES_ONLY: Record<string, string> = {
   'packages/core/src/config/redact.test.ts': 'redacts connection settings in configs; opens nothing',
   'packages/core/src/config/sections/storage.test.ts': 'validates storage configs; opens nothing',
   'packages/core/src/pipeline/wireError.test.ts': 'maps a connection error (ECONNREFUSED 127.0.0.1:5432) to a wire error',
+  'test/e2e/cli.test.ts': 'config print of a config naming a PostgreSQL store (its password redacted); connects to nothing',
   'test/e2e/install-npm12.test.ts': 'checks that pg and ioredis are asked for while absent, in its own network namespace',
   'test/e2e/startup-modules.test.ts': 'checks that a default server does not load ioredis',
   'test/scripts/serviceSuites.test.ts': 'this file: its pattern lists the markers',
