@@ -45,7 +45,8 @@ export class InFlightIds {
 
   /**
    * Claim the ids of `messages`' requests: the first id already in flight (or repeated in the batch) is returned and nothing is claimed.
-   * `cancelled`: the requests in flight that the batch's notifications/cancelled name, for `answerCancelled` once the batch was handed over.
+   * `cancelled`: the requests in flight that the batch's notifications/cancelled name, for `answerCancelled` once the batch was handed
+   * over.
    */
   claim(messages: readonly unknown[]): { duplicate: string | number } | { claimed: string[]; cancelled: CancelledRequest[] } {
     const keys: string[] = [];
