@@ -230,6 +230,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     ...(config.storage.type === 'postgres' && !config.storage.redis ? { pollMs: config.gateway.syncIntervalMs } : {}),
     metering: billing,
     credentials: upstreamCredentials,
+    sealer: upstreamCredentials.store,
     onCall: (server, outcome, seconds) => {
       upstreamStats?.record(`mcp:${server}`, 'tools/call', outcome, seconds);
       metrics?.upstream(`mcp:${server}`, 'tools/call', outcome, seconds);

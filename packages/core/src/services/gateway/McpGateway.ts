@@ -12,7 +12,7 @@ import { exposedName, keyAllowsServer, keyAllowsTool, serverAllows, serverExpose
 import { searchTools } from './toolSearch.js';
 import { UpstreamConnection, type CallOptions, type ConnectionState, type ListKind } from './UpstreamConnection.js';
 import { UserConnections } from './UserConnections.js';
-import { StoredServers } from './StoredServers.js';
+import { StoredServers, type ValueSealer } from './StoredServers.js';
 import { guardedUpstream, upstreamUrlProblem, type UpstreamHttp } from './guardUpstream.js';
 import { SEARCH_TOOLS, searchToolDefinitions, type GatewayTool } from './gatewayTools.js';
 
@@ -39,6 +39,8 @@ export interface McpGatewayOptions {
   pollMs?: number;
   metering: Metering;
   credentials?: GatewayCredentials;
+  /** Seals the credentials of servers added at run time (the key vault's; CredentialStore). */
+  sealer?: ValueSealer;
   /** A call finished: statistics and metrics per configured server name. */
   onCall?: (server: string, outcome: 'ok' | 'tool_error' | 'error', seconds: number) => void;
 }
@@ -102,7 +104,14 @@ export class McpGateway {
   constructor(private readonly opts: McpGatewayOptions) {
     const g = opts.config.gateway;
     this.users = new UserConnections(g.maxUserConnections, g.userConnectionIdleMs);
-    this.stored = new StoredServers(opts.storage, opts.signals, opts.pollMs, (servers) => this.applyStored(servers), opts.logger);
+    this.stored = new StoredServers(
+      opts.storage,
+      opts.signals,
+      opts.pollMs,
+      (servers) => this.applyStored(servers),
+      opts.logger,
+      opts.sealer,
+    );
     this.guarded = guardedUpstream(g);
     for (const [name, server] of Object.entries(opts.config.mcpServers)) this.add(name, server, 'config');
   }

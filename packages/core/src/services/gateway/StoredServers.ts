@@ -2,15 +2,35 @@ import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
 import type { Signals } from '../../kernel/Signals.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+import { CoreError } from '../../kernel/CoreError.js';
+import type { Sealed } from '../vault/vaultCrypto.js';
 
 const KEY = 'gateway:servers';
 const TOPIC = 'gateway.servers';
 
+/** The key vault's sealing of one value (CredentialStore's): AES-256-GCM under the vault's master secret, bound to a slot. */
+export interface ValueSealer {
+  readonly configured: boolean;
+  sealValue(value: unknown, binding: string): Sealed;
+  openValue<T>(sealed: Sealed, binding: string): T | undefined;
+}
+
+/** A server's credentials, kept apart from the rest of its stored config. */
+interface ServerSecrets {
+  headers: Record<string, string>;
+  clientSecret?: string | undefined;
+}
+
+/** A stored server: its config without credentials, and the credentials sealed (absent in records written before sealing). */
+type StoredServer = McpServerConfig & { sealed?: Sealed };
+
 interface Record_ {
   /** Bumped by every change, so an instance applies a change once. */
   version: string;
-  servers: Record<string, McpServerConfig>;
+  servers: Record<string, StoredServer>;
 }
+
+const binding = (name: string) => `gateway-server:v1:${name}`;
 
 /**
  * Remote servers added at run time (gateway.addServer), kept in the store every instance shares
@@ -31,6 +51,8 @@ export class StoredServers {
     private readonly pollMs: number | undefined,
     private readonly apply: (servers: ReadonlyMap<string, McpServerConfig>) => void,
     private readonly logger: Logger,
+    /** Seals the servers' credentials (headers, oauth.clientSecret) at rest; without one, a server with credentials is refused. */
+    private readonly sealer?: ValueSealer,
   ) {}
 
   start(): void {
@@ -54,7 +76,12 @@ export class StoredServers {
       const record = await this.storage.get<Record_>(KEY);
       if (record?.version === this.version) return;
       this.version = record?.version;
-      this.apply(new Map(Object.entries(record?.servers ?? {})));
+      const servers = new Map<string, McpServerConfig>();
+      for (const [name, stored] of Object.entries(record?.servers ?? {})) {
+        const config = this.unsealed(name, stored);
+        if (config) servers.set(name, config);
+      }
+      this.apply(servers);
     } catch (err) {
       if (Date.now() - this.lastWarning < 60_000) return;
       this.lastWarning = Date.now();
@@ -79,11 +106,57 @@ export class StoredServers {
     throw new Error('the MCP server list changed concurrently too often; try again');
   }
 
-  put(name: string, config: McpServerConfig): Promise<boolean> {
+  async put(name: string, config: McpServerConfig): Promise<boolean> {
+    const stored = this.sealed(name, config);
     return this.change((servers) => {
-      servers[name] = config;
+      servers[name] = stored;
       return true;
     });
+  }
+
+  /**
+   * The record of a server with its credentials sealed by the key vault, as per-user credentials
+   * and BYOK keys are: the store (and its backups) never holds an added server's headers or OAuth
+   * client secret in clear. Without the vault's master secret such a server is refused.
+   */
+  private sealed(name: string, config: McpServerConfig): StoredServer {
+    if (config.type === 'stdio') return config;
+    const clientSecret = config.oauth?.clientSecret;
+    if (Object.keys(config.headers).length === 0 && clientSecret === undefined) return config;
+    if (!this.sealer?.configured)
+      throw new CoreError(
+        'NOT_CONFIGURED',
+        `MCP server "${name}" carries credentials (headers or oauth.clientSecret), which are stored encrypted: set billing.vaultKey or oauth.encryptionKey`,
+      );
+    const secrets: ServerSecrets = { headers: config.headers, ...(clientSecret !== undefined ? { clientSecret } : {}) };
+    const { clientSecret: _, ...oauth } = config.oauth ?? {};
+    return {
+      ...config,
+      headers: {},
+      ...(config.oauth ? { oauth } : {}),
+      sealed: this.sealer.sealValue(secrets, binding(name)),
+    };
+  }
+
+  /** A stored server as the gateway runs it: its sealed credentials put back; undefined (and a warning) when they cannot be opened. */
+  private unsealed(name: string, stored: StoredServer): McpServerConfig | undefined {
+    const { sealed, ...config } = stored;
+    if (!sealed || config.type === 'stdio') return config as McpServerConfig;
+    const secrets = this.sealer?.openValue<ServerSecrets>(sealed, binding(name));
+    if (!secrets) {
+      this.logger.warn(
+        'MCP gateway: the credentials of a server added at run time cannot be decrypted (its vault key is not configured); it is not served',
+        {
+          server: name,
+        },
+      );
+      return undefined;
+    }
+    return {
+      ...config,
+      headers: secrets.headers,
+      ...(secrets.clientSecret !== undefined ? { oauth: { ...config.oauth, clientSecret: secrets.clientSecret } } : {}),
+    } as McpServerConfig;
   }
 
   remove(name: string): Promise<boolean> {

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { mcpServerSchema, type McpServerConfig } from '../../config/sections/mcpServers.js';
+import { createLogger } from '../../kernel/Logger.js';
+import { LocalSignals } from '../../kernel/Signals.js';
+import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import { CredentialStore } from './credentials/CredentialStore.js';
+import { StoredServers } from './StoredServers.js';
+
+const MASTER = 'stored-servers-master-key-0123456789abcdef';
+const TEAM_KEY = 'Bearer sk-team-key-0123456789abcdef';
+const CLIENT_SECRET = 'oauth-client-secret-0123456789';
+
+const remote = (extra: Record<string, unknown> = {}) =>
+  mcpServerSchema().parse({ type: 'http', url: 'https://mcp.example.com/mcp', ...extra }) as McpServerConfig;
+
+function setup(opts: { masterKey?: string } = {}) {
+  const storage = new MemoryStorage();
+  const applied: Array<ReadonlyMap<string, McpServerConfig>> = [];
+  const warnings: string[] = [];
+  const sealer = new CredentialStore(storage, opts.masterKey ? { masterKey: opts.masterKey } : {});
+  const stored = new StoredServers(
+    storage,
+    new LocalSignals(),
+    undefined,
+    (servers) => applied.push(servers),
+    createLogger('warn', (l) => warnings.push(l)),
+    sealer,
+  );
+  return { storage, stored, applied, warnings, last: () => applied.at(-1)! };
+}
+
+describe('StoredServers: servers added at run time keep their credentials sealed', () => {
+  it('stores headers and the OAuth client secret encrypted, and serves them back whole', async () => {
+    const { storage, stored, last } = setup({ masterKey: MASTER });
+    const config = remote({ headers: { Authorization: TEAM_KEY }, oauth: { clientId: 'app', clientSecret: CLIENT_SECRET } });
+    await stored.put('team', config);
+    const raw = JSON.stringify(await storage.get('gateway:servers'));
+    expect(raw).not.toContain('sk-team-key');
+    expect(raw).not.toContain(CLIENT_SECRET);
+    expect(raw).toContain('https://mcp.example.com/mcp');
+    const served = last().get('team')!;
+    expect(served).toEqual(config);
+  });
+
+  it('refuses a server with credentials when there is no vault key, and stores one without them', async () => {
+    const { stored, last } = setup();
+    await expect(stored.put('team', remote({ headers: { 'X-Api-Key': 'k'.repeat(20) } }))).rejects.toThrow(/billing\.vaultKey/);
+    await stored.put('open', remote());
+    expect([...last().keys()]).toEqual(['open']);
+  });
+
+  it('still serves a record written before sealing, and leaves out one sealed under a key it lacks', async () => {
+    const { storage, stored, last } = setup({ masterKey: MASTER });
+    await stored.put('sealed', remote({ headers: { Authorization: TEAM_KEY } }));
+    const record = (await storage.get<{ version: string; servers: Record<string, unknown> }>('gateway:servers'))!;
+    // A plaintext record as an earlier version wrote it, beside the sealed one.
+    const legacy = remote({ headers: { Authorization: 'Bearer legacy-token-value' } });
+    await storage.set('gateway:servers', { version: 'older', servers: { ...record.servers, legacy } });
+    await stored.sync();
+    expect(last().get('legacy')).toEqual(legacy);
+    expect(last().get('sealed')).toEqual(remote({ headers: { Authorization: TEAM_KEY } }));
+
+    // Another instance with another vault key: the sealed server is not served, and says why.
+    const applied: Array<ReadonlyMap<string, McpServerConfig>> = [];
+    const warnings: string[] = [];
+    const elsewhere = new StoredServers(
+      storage,
+      new LocalSignals(),
+      undefined,
+      (servers) => applied.push(servers),
+      createLogger('warn', (l) => warnings.push(l)),
+      new CredentialStore(storage, { masterKey: 'another-master-key-0123456789abcdef' }),
+    );
+    await elsewhere.sync();
+    expect([...applied.at(-1)!.keys()]).toEqual(['legacy']);
+    expect(warnings.join('\n')).toMatch(/cannot be decrypted/);
+    expect(warnings.join('\n')).not.toContain('sk-team-key');
+  });
+});
