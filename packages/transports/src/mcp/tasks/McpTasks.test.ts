@@ -152,4 +152,15 @@ describe('McpTasks', () => {
     g.release();
     await small.close();
   });
+
+  it('a status reported after the task ended leaves no write behind', async () => {
+    const g = gate();
+    const { taskId } = await start(a, g.run);
+    const report = a.statusReporter(taskId);
+    g.release();
+    await until(async () => (await a.store.get(taskId))?.status === 'completed');
+    report('a progress message that came late');
+    await until(async () => a.pendingStatusWrites === 0);
+    expect(a.pendingStatusWrites).toBe(0);
+  });
 });

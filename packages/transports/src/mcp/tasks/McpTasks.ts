@@ -97,7 +97,7 @@ export class McpTasks {
   private readonly maxResultBytes: number;
   /** Runs on this instance: taskId → its abort controller and the caller it counts against (maxRunningPerCaller). */
   private readonly local = new Map<string, { abort: AbortController; caller: string }>();
-  /** The last statusMessage write of each running task. */
+  /** The last statusMessage write of each task, while it is in flight (settle waits for it). */
   private readonly statusWrites = new Map<string, Promise<unknown>>();
   /** Runs of this instance still going, so close() can let aborted ones release their holds first. */
   private readonly inFlight = new InFlight();
@@ -299,9 +299,19 @@ export class McpTasks {
       const write = this.store
         .update(taskId, (cur) => (cur.status === 'working' ? { ...cur, statusMessage } : undefined))
         .catch(() => undefined);
-      // settle() waits for it, so the run's outcome is written after its last status.
+      // settle() waits for it, so the run's outcome is written after its last status. Once written it
+      // is forgotten: a task that reports after its settle (or ends without one: input asked before
+      // it started, a store that failed to create it) leaves nothing behind.
       this.statusWrites.set(taskId, write);
+      void write.finally(() => {
+        if (this.statusWrites.get(taskId) === write) this.statusWrites.delete(taskId);
+      });
     };
+  }
+
+  /** statusMessage writes in flight (tests). */
+  get pendingStatusWrites(): number {
+    return this.statusWrites.size;
   }
 
   /** The caller's task, or -32602 (unknown, expired, or someone else's: the same answer). */
