@@ -55,6 +55,19 @@ export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: Str
   streamError(e: FormattedError, writer: W): string;
 }
 
+/**
+ * The official clients (`openai`, `@anthropic-ai/sdk`) repeat every 5xx, twice by default, unless
+ * the answer says `x-should-retry: false`. A provider that refused the key, or the request itself
+ * (a 4xx other than 408 and 409, which those clients retry), refuses the same request again: our
+ * 502 for it (docs/ai.md#errors) says so, or the client would send it upstream three times and
+ * raise the same error a second or two later.
+ */
+export function repeatRefused(w: WireError): boolean {
+  const reason = w.details?.reason;
+  if (reason === 'invalid_key') return true;
+  return reason === 'upstream_rejected' && w.details?.status !== 408 && w.details?.status !== 409;
+}
+
 export function errorResponse(
   c: HonoContext,
   e: FormattedError,
@@ -65,7 +78,12 @@ export function errorResponse(
   if (gateway) logWireError(gateway.logger, e.wire, { transport, path: c.req.path });
   return new Response(JSON.stringify(e.body), {
     status: e.status,
-    headers: withCorsHeaders(c, { 'content-type': 'application/json', ...(e.headers ?? {}), ...extraHeaders }),
+    headers: withCorsHeaders(c, {
+      'content-type': 'application/json',
+      ...(repeatRefused(e.wire) ? { 'x-should-retry': 'false' } : {}),
+      ...(e.headers ?? {}),
+      ...extraHeaders,
+    }),
   });
 }
 
