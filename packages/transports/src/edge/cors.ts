@@ -7,7 +7,8 @@ const ALLOW_METHODS = 'GET, POST, OPTIONS, HEAD, DELETE';
 const ALLOW_HEADERS =
   'Content-Type, Authorization, X-Requested-With, mcp-protocol-version, Accept, Accept-Language, Content-Language, Origin, mcp-session-id, last-event-id, x-api-key';
 /** Browsers can only read these response headers when exposed (typescript-sdk #764). */
-const EXPOSE_HEADERS = 'Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version, Retry-After, RateLimit, RateLimit-Policy, X-Should-Retry';
+const EXPOSE_HEADERS =
+  'Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version, Retry-After, RateLimit, RateLimit-Policy, X-Should-Retry, X-Request-Id, Request-Id';
 /** Spec rule 9: the OAuth discovery path answers preflights the same way for everyone. */
 const DISCOVERY_PREFIX = '/.well-known/';
 

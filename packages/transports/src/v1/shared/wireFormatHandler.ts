@@ -102,6 +102,12 @@ const passThroughHeaders = (d: { requestId: string; provider: string; model: str
   'x-ai-backend-request-id': d.requestId,
   'x-ai-backend-model': `${d.provider}/${d.model}`,
 });
+/**
+ * The call's request id where the official clients read the provider's: `x-request-id` (the
+ * `openai` client's `_request_id`) and `request-id` (`@anthropic-ai/sdk`'s). It is the ledger's id,
+ * the one `ai_backend.request_id` and `x-ai-backend-request-id` carry.
+ */
+const requestIdHeaders = (requestId: string): Record<string, string> => ({ 'x-request-id': requestId, 'request-id': requestId });
 /** A beta flag list as Anthropic documents it: comma-separated names of letters, digits, `.`, `_` and `-`. */
 const ANTHROPIC_BETA = /^[A-Za-z0-9._-]+(\s*,\s*[A-Za-z0-9._-]+)*$/;
 /**
@@ -240,11 +246,12 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
           headers: withCorsHeaders(c, {
             'content-type': out.passThrough.contentType,
             ...passThroughHeaders(out.data),
+            ...requestIdHeaders(out.data.requestId),
             ...(out.tokenUsage ? { 'x-ai-backend-tokens-charged': String(out.tokenUsage.tokensCharged) } : {}),
             ...cacheHeader(out.data.cache),
           }),
         });
-      return jsonResponse(c, spec.body(out, req), cacheHeader(out.data.cache));
+      return jsonResponse(c, spec.body(out, req), { ...requestIdHeaders(out.data.requestId), ...cacheHeader(out.data.cache) });
     }
     if (!isAsyncIterable(result.data)) throw new Error('ai.streamText returned no stream');
 
@@ -305,6 +312,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
         'cache-control': 'no-cache',
         'x-accel-buffering': 'no',
         ...(!first.done && first.value.type === 'wire' ? passThroughHeaders(first.value) : {}),
+        ...(!first.done && (first.value.type === 'wire' || first.value.type === 'start') ? requestIdHeaders(first.value.requestId) : {}),
         ...cacheHeader(!first.done && first.value.type === 'start' ? first.value.cache : undefined),
       }),
     });
