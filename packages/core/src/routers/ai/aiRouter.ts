@@ -31,6 +31,12 @@ export const GenerateTextInputSchema = z.lazy(() =>
           /** Default config.ai.defaultMaxTokens; at most config.ai.maxTokensLimit. */
           maxTokens: z.number().int().min(1).optional(),
           temperature: z.number().min(0).max(2).optional(),
+          /** Nucleus sampling: the probability mass the model samples from. */
+          topP: z.number().min(0).max(1).optional(),
+          /** Texts that end the answer where they appear (at most 16; OpenAI's own limit is 4). */
+          stopSequences: z.array(z.string().min(1).max(1000)).max(16).optional(),
+          /** Sampling seed, for providers that make answers repeatable with one. */
+          seed: z.number().int().optional(),
         })
         .optional(),
     })

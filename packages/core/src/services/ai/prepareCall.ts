@@ -51,7 +51,7 @@ export interface TextCallInput {
   model?: string;
   apiKey?: string;
   metadata?: UsageMetadata;
-  options?: { model?: string; maxTokens?: number; temperature?: number };
+  options?: { model?: string; maxTokens?: number; temperature?: number; topP?: number; stopSequences?: string[]; seed?: number };
   /** The response cache for this call (`ai.cache`): `on`, `off`, or `refresh` (no lookup, the answer stored). */
   cache?: CacheDirective;
 }
@@ -248,6 +248,9 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
       : {}),
     maxOutputTokens: p.maxTokens,
     ...(input.options?.temperature !== undefined ? { temperature: input.options.temperature } : {}),
+    ...(input.options?.topP !== undefined ? { topP: input.options.topP } : {}),
+    ...(input.options?.stopSequences?.length ? { stopSequences: input.options.stopSequences } : {}),
+    ...(input.options?.seed !== undefined ? { seed: input.options.seed } : {}),
     maxRetries: deps.config.ai.maxRetries,
     abortSignal,
     // Never fetch a client-supplied URL from the server (SSRF): a URL the provider cannot

@@ -216,6 +216,7 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
       output: input.output,
       maxTokens: input.options?.maxTokens ?? config.ai.defaultMaxTokens,
       temperature: input.options?.temperature,
+      sampling: samplingOf(input.options),
       wire: call.wire && wireKey(call.wire),
     },
     call.identity,
@@ -234,6 +235,15 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
     return reachable.some((t) => t.provider === hit.provider && t.model === hit.model);
   };
   return { key, hit: await cache.get(key, servable) };
+}
+
+/** The sampling options beyond temperature that a call sets, for its cache key (undefined: none). */
+function samplingOf(options: TextCallInput['options']): unknown {
+  if (!options) return undefined;
+  const { topP, stopSequences, seed } = options;
+  return topP === undefined && stopSequences === undefined && seed === undefined
+    ? undefined
+    : [topP ?? null, stopSequences ?? null, seed ?? null];
 }
 
 /** What of a /v1 request shapes its answer: all of it but the model (keyed above, resolved) and how it is delivered. */

@@ -146,6 +146,8 @@ export function toMessagesInput(body: unknown, headers: Headers, config: Resolve
   if (system !== undefined) input.systemPrompt = system;
   options.maxTokens = b.max_tokens;
   if (typeof b.temperature === 'number') options.temperature = b.temperature;
+  if (b.top_p !== undefined && b.top_p !== null) options.topP = b.top_p;
+  if (b.stop_sequences !== undefined && b.stop_sequences !== null) options.stopSequences = b.stop_sequences;
   input.options = options;
   if (Array.isArray(b.tools) && b.tools.length > 0) {
     input.tools = b.tools.map((t, i) => {

@@ -150,6 +150,7 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   const maxTokens = b.max_completion_tokens ?? b.max_tokens;
   if (maxTokens !== undefined && maxTokens !== null) options.maxTokens = maxTokens;
   if (b.temperature !== undefined && b.temperature !== null) options.temperature = b.temperature;
+  Object.assign(options, samplingOptions(b));
   if (Object.keys(options).length) input.options = options;
 
   if (Array.isArray(b.tools) && b.tools.length > 0) {
@@ -193,4 +194,18 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-compatible' };
 
   return { input, model: b.model, stream: b.stream === true, includeUsage: obj(b.stream_options)?.include_usage === true };
+}
+
+/**
+ * `top_p`, `stop` (a string or up to four) and `seed` of an OpenAI request, as the procedures'
+ * options (`topP`, `stopSequences`, `seed`); `null` means "not set". Values of the wrong type are
+ * left to the procedure's schema, which names the field.
+ */
+export function samplingOptions(b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (b.top_p !== undefined && b.top_p !== null) out.topP = b.top_p;
+  if (typeof b.stop === 'string') out.stopSequences = [b.stop];
+  else if (b.stop !== undefined && b.stop !== null) out.stopSequences = b.stop;
+  if (b.seed !== undefined && b.seed !== null) out.seed = b.seed;
+  return out;
 }

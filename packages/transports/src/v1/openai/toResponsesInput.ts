@@ -125,6 +125,7 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   if (instructions.length) input.systemPrompt = instructions.join('\n\n');
   if (typeof b.max_output_tokens === 'number') options.maxTokens = b.max_output_tokens;
   if (typeof b.temperature === 'number') options.temperature = b.temperature;
+  if (b.top_p !== undefined && b.top_p !== null) options.topP = b.top_p;
   if (Object.keys(options).length) input.options = options;
 
   if (Array.isArray(b.tools) && b.tools.length > 0) {

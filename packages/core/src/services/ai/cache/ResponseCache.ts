@@ -40,6 +40,8 @@ export interface CacheRequest {
   output?: unknown;
   maxTokens: number;
   temperature?: number | undefined;
+  /** The other sampling options (topP, stopSequences, seed), when the call sets any. */
+  sampling?: unknown;
   /**
    * A /v1 call's own request (its format, the body's fields other than `model` and the stream
    * switches, the headers the pass-through forwards): the fast path forwards all of it, so fields
@@ -100,6 +102,7 @@ export class ResponseCache {
           req.maxTokens,
           req.temperature ?? null,
           req.wire ?? null,
+          req.sampling ?? null,
         ]),
       )
       .digest('hex');
