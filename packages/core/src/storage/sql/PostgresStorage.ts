@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { EXPIRY_SLACK_FROM_TTL_MS, expiresAtFor, jsonText } from '../canonicalJson.js';
@@ -367,7 +368,7 @@ export class PostgresStorage implements Storage {
         const writes = collapseWrites(planned.writes.map((w) => encodeWrite(w, now)));
         const params = [
           sorted,
-          sorted.map((k) => rows.get(k)!.version ?? null),
+          sorted.map((k) => seen(rows.get(k)!)),
           now,
           writes.setKeys,
           writes.setValues,
@@ -433,7 +434,7 @@ export class PostgresStorage implements Storage {
     const collapsed = collapseWrites(encoded.flat());
     const params = [
       keys,
-      keys.map((k) => expected.get(k)?.version ?? null),
+      keys.map((k) => seen(expected.get(k))),
       now,
       collapsed.setKeys,
       collapsed.setValues,
@@ -897,6 +898,18 @@ function writeSql(w: TxWrite, now: number): string {
   if (w.op === 'delete') return `DELETE FROM kv WHERE key = ${lit(w.key)};`;
   const log = lit(w.log);
   return `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES (${log}, 1) ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq) INSERT INTO logs (log, seq, record) SELECT ${log}, last_seq, ${lit(jsonText(w.record))} FROM h;`;
+}
+
+/**
+ * What `aib_tx` checks a planned-on row against (migration 6): NULL for a row planned as absent,
+ * else its version and the SHA-256 of its text. The version alone is not enough: a crash of
+ * PostgreSQL loses the commits no WAL flush covered, and recovery hands their transaction ids out
+ * again, so a row written after it can carry the xmin this process remembers for a row the crash
+ * took away. With the text's hash, the check passes only when the row holds what the plan read.
+ */
+function seen(row: CachedRow | undefined): string | null {
+  if (row?.version === undefined || row.value === undefined) return null;
+  return `${row.version}:${createHash('sha256').update(row.value, 'utf8').digest('hex')}`;
 }
 
 /** The rows a plan's encoded writes leave, as the next plan of a batch reads them (not yet versioned). */

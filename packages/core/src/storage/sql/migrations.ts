@@ -221,6 +221,67 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 6,
+    name: 'transaction function: a row version is proved with its value',
+    sqlite: '',
+    // Migration 5's function, same signature, with one change: a key's version in p_seen is
+    // `<xmin>:<sha256 of the value text>`, and the check compares both. A transaction id alone does
+    // not name one row version for ever: a crash of PostgreSQL loses the commits no WAL flush
+    // covered (a hold is committed with synchronous_commit = off), and recovery hands their ids out
+    // again, so a row another instance writes after the crash can carry the very xmin this process
+    // remembers for a row the crash took away. The check then passed on a value the store no
+    // longer held, and the plan wrote over that instance's write (a credit or a settle lost).
+    // With the value's hash, a check passes only on the text the plan read.
+    postgres: `
+      CREATE OR REPLACE FUNCTION aib_tx(p_keys text[], p_seen text[], p_now bigint,
+          p_set_keys text[], p_set_values text[], p_set_expires bigint[], p_set_due bigint[],
+          p_delete_keys text[], p_logs text[], p_records text[]) RETURNS text
+      LANGUAGE plpgsql
+      SET plan_cache_mode = force_generic_plan
+      AS $fn$
+      DECLARE
+        v_key text;
+        v_stale int;
+        v_seq bigint;
+        v_version text := '';
+      BEGIN
+        FOREACH v_key IN ARRAY p_keys LOOP
+          PERFORM pg_advisory_xact_lock(hashtextextended(v_key, 0));
+        END LOOP;
+        SELECT count(*) INTO v_stale FROM unnest(p_keys, p_seen) AS e(k, seen)
+          LEFT JOIN LATERAL (
+            SELECT kv.xmin::text || ':' || encode(sha256(convert_to(kv.value, 'UTF8')), 'hex') AS v FROM kv
+              WHERE kv.key = e.k AND (kv.expires_at IS NULL OR kv.expires_at > p_now) OFFSET 0
+          ) AS r ON true
+          WHERE r.v IS DISTINCT FROM e.seen;
+        IF v_stale > 0 THEN
+          RETURN NULL;
+        END IF;
+        FOREACH v_key IN ARRAY coalesce(p_delete_keys, ARRAY[]::text[]) LOOP
+          DELETE FROM kv WHERE key = v_key;
+        END LOOP;
+        IF cardinality(p_set_keys) > 0 THEN
+          WITH w AS (
+            INSERT INTO kv (key, value, expires_at, due_at)
+              SELECT * FROM unnest(p_set_keys, p_set_values, p_set_expires, p_set_due)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value, due_at = excluded.due_at,
+              expires_at = CASE WHEN kv.expires_at > p_now AND excluded.expires_at - p_now >= 3600000
+                AND abs(excluded.expires_at - kv.expires_at) * 256 <= excluded.expires_at - p_now
+                THEN kv.expires_at ELSE excluded.expires_at END
+            RETURNING xmin::text AS x)
+          SELECT min(x) INTO v_version FROM w;
+        END IF;
+        FOR i IN 1 .. coalesce(cardinality(p_logs), 0) LOOP
+          INSERT INTO log_heads (log, last_seq) VALUES (p_logs[i], 1)
+            ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq INTO v_seq;
+          INSERT INTO logs (log, seq, record) VALUES (p_logs[i], v_seq, p_records[i]);
+        END LOOP;
+        RETURN v_version;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The newest schema version this release knows. */
