@@ -1,4 +1,4 @@
-import { statfsSync } from 'node:fs';
+import { statfsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { CoreError } from '../../kernel/CoreError.js';
 import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
@@ -41,6 +41,9 @@ export interface SqliteStorageOptions {
 /** Keys per multi-key read statement (a transaction declares a handful; larger lists go in chunks). */
 const MAX_IN = 16;
 
+/** How often the database file's path is compared with the file open (SqliteStorage.checkFile). */
+const FILE_CHECK_MS = 1000;
+
 /** Logs whose last number is remembered (SqliteStorage.logEnds): forgotten all at once past this. */
 const LOG_ENDS_KEPT = 10_000;
 
@@ -78,6 +81,15 @@ export class SqliteStorage implements Storage {
    * dropped whole when a statement fails (a rolled-back append's number was never used).
    */
   private readonly logEnds = new Map<string, number>();
+  /** The database file's identity when it was opened (checkFile). */
+  private readonly identity: { dev: number; ino: number } | undefined;
+  /**
+   * Set once the path no longer names the file this store writes (deleted or replaced while the
+   * server runs): every call refuses with it from then on (see checkFile).
+   */
+  private orphaned: CoreError | undefined;
+  private lastFileCheck = Date.now();
+  private readonly fileCheck = setInterval(() => this.checkFile(), FILE_CHECK_MS).unref();
 
   private constructor(
     private readonly db: SqliteDatabase,
@@ -85,6 +97,8 @@ export class SqliteStorage implements Storage {
     readonly file: string,
   ) {
     this.st = prepare(db);
+    const st = statSync(file, { throwIfNoEntry: false });
+    this.identity = st && { dev: st.dev, ino: st.ino };
     this.writes = new SqliteWrites(
       db,
       (err) => {
@@ -160,6 +174,8 @@ export class SqliteStorage implements Storage {
 
   private run<T>(fn: () => T): T {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
+    if (Date.now() - this.lastFileCheck >= FILE_CHECK_MS) this.checkFile();
+    if (this.orphaned) throw this.orphaned;
     try {
       return fn();
     } catch (err) {
@@ -170,6 +186,45 @@ export class SqliteStorage implements Storage {
       if (!this.recordFailure(err)) throw err;
       throw new CoreError('UNAVAILABLE', `storage unavailable: ${(err as Error).message}`, { cause: err });
     }
+  }
+
+  /**
+   * Is the database file still at its path? A file deleted while the server runs (its folder
+   * removed, the volume cleaned) stays open, so every write still commits, into a file no path
+   * names any more: gone when the process ends, and the next start creates an empty store in its
+   * place (every balance lost, nothing said). So once a second (and before health answers, and at
+   * close) the path is compared with the file opened; once it names none or another file, what
+   * waits is committed, the whole store is copied through the open file to
+   * `<file>.rescued-<time>` beside the path (VACUUM INTO: every acknowledged write, nothing lost),
+   * and every call answers 503 with a message saying where the copy is, until the process is
+   * replaced (docs/operations.md, "When a dependency is down").
+   */
+  private checkFile(): void {
+    this.lastFileCheck = Date.now();
+    if (this.orphaned || this.closed || !this.identity) return;
+    let st: ReturnType<typeof statSync>;
+    try {
+      st = statSync(this.file, { throwIfNoEntry: false });
+    } catch {
+      return; // the path cannot be read now (a permission): no evidence that the file is gone
+    }
+    if (st && st.dev === this.identity.dev && st.ino === this.identity.ino) return;
+    const what = st ? 'replaced by another file' : 'deleted';
+    let rescued: string;
+    try {
+      const copy = `${this.file}.rescued-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      makePrivateDir(dirname(copy));
+      createPrivateFile(copy);
+      this.writes.flush();
+      this.db.exec(`VACUUM INTO '${copy.replace(/'/g, "''")}'`);
+      rescued = `Its contents up to now were copied to ${copy}: stop the server and move that file to ${this.file} to go on with them.`;
+    } catch (err) {
+      rescued = `Copying its contents failed (${(err as Error).message}): stop the server gracefully or not at all until the data is saved (the open file is /proc/${process.pid}/fd/*).`;
+    }
+    this.orphaned = new CoreError(
+      'UNAVAILABLE',
+      `storage: the database file ${this.file} was ${what} while the server runs; writes would go to a file no path names, lost at the next start. ${rescued}`,
+    );
   }
 
   /** True for an error of SQLite's own; one that is not a lock held elsewhere is kept as `failure`. */
@@ -450,6 +505,8 @@ export class SqliteStorage implements Storage {
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closed) return { ok: false, detail: 'closed' };
+    this.checkFile();
+    if (this.orphaned) return { ok: false, detail: this.orphaned.message };
     try {
       this.st.ping.get();
       if (this.failure !== undefined) {
@@ -479,8 +536,10 @@ export class SqliteStorage implements Storage {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    this.checkFile(); // a graceful stop after the file was deleted still saves what it holds
     this.closed = true;
     clearInterval(this.purger);
+    clearInterval(this.fileCheck);
     try {
       // What waits for a commit is written before the file closes (a stop is not a crash).
       this.writes.flush();
