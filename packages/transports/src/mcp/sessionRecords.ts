@@ -24,8 +24,20 @@ export class SessionRecords {
   ) {}
 
   async save(id: string, record: SessionRecord): Promise<void> {
-    await this.storage.set(KEY + id, record, { ttlMs: this.ttlMs });
+    // Marked before the write: a DELETE that comes while it runs (remove) then finds the mark and
+    // takes it, where a mark set after the write would stay for the life of the process.
     this.touched.set(id, Date.now());
+    try {
+      await this.storage.set(KEY + id, record, { ttlMs: this.ttlMs });
+    } catch (err) {
+      this.touched.delete(id);
+      throw err;
+    }
+  }
+
+  /** Sessions whose record this process keeps alive (tests). */
+  get size(): number {
+    return this.touched.size;
   }
 
   async load(id: string): Promise<SessionRecord | undefined> {

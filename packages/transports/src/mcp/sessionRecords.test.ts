@@ -1,0 +1,34 @@
+import { MemoryStorage, type Storage } from '@ai-backend/core/internal';
+import { describe, expect, it } from 'vitest';
+import { SessionRecords } from './sessionRecords.js';
+
+const ID = '0b6f6a4e-6a8e-4f55-9d55-3a0b3c1c2d3e';
+const record = { owner: 'sub:u1', init: { protocolVersion: '2025-11-25' } };
+
+/** A store whose writes take `ms` (a remote Redis), or fail. */
+function slowStore(ms: number, fail = false): Storage {
+  const store = new MemoryStorage();
+  const set = store.set.bind(store);
+  store.set = async (...args: Parameters<Storage['set']>) => {
+    await new Promise((r) => setTimeout(r, ms));
+    if (fail) throw new Error('store down');
+    return set(...args);
+  };
+  return store;
+}
+
+describe('SessionRecords', () => {
+  it('a session removed while its record is being saved leaves nothing behind', async () => {
+    const records = new SessionRecords(slowStore(30), 60_000);
+    const saving = records.save(ID, record);
+    await records.remove(ID); // the DELETE of a session whose initialize is still being recorded
+    await saving;
+    expect(records.size).toBe(0);
+  });
+
+  it('a record that could not be saved is not kept alive', async () => {
+    const records = new SessionRecords(slowStore(1, true), 60_000);
+    await expect(records.save(ID, record)).rejects.toThrow(/store down/);
+    expect(records.size).toBe(0);
+  });
+});
