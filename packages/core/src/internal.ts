@@ -96,6 +96,7 @@ export { compileUriTemplate, type UriTemplate } from './lib/uriTemplate.js';
 export { AgedMap } from './lib/AgedMap.js';
 export { InFlight } from './lib/InFlight.js';
 export { RecentMap } from './lib/RecentMap.js';
+export { sha256 } from './lib/sha256.js';
 export { guardedFetch, guardedUrlProblem, isPublicAddress, type GuardedFetchOptions, type GuardedResponse } from './net/guardedFetch.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
 export {

@@ -1,6 +1,5 @@
-import { sha256 } from '../sha256.js';
 import type { Identity } from '@ai-backend/core';
-import { RecentMap } from '@ai-backend/core/internal';
+import { RecentMap, sha256 } from '@ai-backend/core/internal';
 import { MAX_TOKEN_LENGTH } from './inspectToken.js';
 
 interface Entry {

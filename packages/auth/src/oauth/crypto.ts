@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { sha256 } from '../sha256.js';
+import { sha256 } from '@ai-backend/core/internal';
 
 export { sha256 };
 

@@ -1,4 +1,3 @@
-import * as crypto from 'node:crypto';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { CoreError } from '../../kernel/CoreError.js';
 import { EXPIRY_SLACK_FROM_TTL_MS, expiresAtFor, jsonText } from '../canonicalJson.js';
@@ -17,6 +16,7 @@ import type {
   TxWrite,
 } from '../../kernel/Storage.js';
 import { KeyedMutex, unavailableFailure } from '../KeyedMutex.js';
+import { sha256 } from '../../lib/sha256.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
@@ -909,15 +909,8 @@ function writeSql(w: TxWrite, now: number): string {
  */
 function seen(row: CachedRow | undefined): string | null {
   if (row?.version === undefined || row.value === undefined) return null;
-  return `${row.version}:${sha256Hex(row.value)}`;
+  return `${row.version}:${sha256(row.value, 'hex')}`;
 }
-
-/**
- * `crypto.hash` (Node 20.12+) is one call with no Hash object, whose making cost more than a row's digest; Node 20.11 has only createHash.
- */
-const sha256Hex: (text: string) => string = crypto.hash
-  ? (text) => crypto.hash('sha256', text, 'hex')
-  : (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** The rows a plan's encoded writes leave, as the next plan of a batch reads them (not yet versioned). */
 function* writtenRows(writes: readonly EncodedWrite[]): Iterable<readonly [string, CachedRow]> {
