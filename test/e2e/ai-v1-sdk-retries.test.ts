@@ -7,9 +7,10 @@ import { describeV1Matrix } from './helpers/describeMatrix.js';
 /**
  * The official clients' retries against /v1 (docs/ai.md, "OpenAI-compatible endpoint"): the
  * `openai` and `@anthropic-ai/sdk` clients repeat every 5xx twice by default unless the answer
- * says `x-should-retry: false`. A provider's refusal of the request itself (a 4xx) or of the key
- * is our 502 (docs/ai.md#errors), and a repeat is refused the same way: it must reach the
- * provider once, not three times, on both paths; a provider's 5xx is still worth the retries.
+ * says `x-should-retry: false`. A provider's refusal of the key is our 502, its refusal of the
+ * request itself the provider's own 400 / 404 / 413 (docs/ai.md#errors), with the provider's
+ * error code: a repeat is refused the same way, so it must reach the provider once, not three
+ * times, on both paths; a provider's 5xx is still worth the retries.
  */
 let upstream: TestUpstream;
 let gw: AiServer;
@@ -44,11 +45,52 @@ describeV1Matrix('/v1 and the official clients retries', (mode, path) => {
             messages: [{ role: 'user', content: `${tag} [[upstream:400]]` }],
           })
           .catch((e: unknown) => e);
-        expect(res).toBeInstanceOf(OpenAI.APIError);
-        expect((res as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+        expect(res).toBeInstanceOf(OpenAI.BadRequestError);
+        expect((res as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
         expect((res as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
         expect(sent(tag)).toBe(1);
       }
+    });
+
+    it("the provider's own error code and param reach the client, never its message", async () => {
+      for (const stream of [false, true]) {
+        const tag = `chat-too-long-${stream}`;
+        upstream.failNext({ kind: 'status', status: 400, code: 'context_length_exceeded', param: 'messages' });
+        const res = (await openai()
+          .chat.completions.create({ model: 'openai/gpt-4.1-mini', stream, messages: [{ role: 'user', content: tag }] })
+          .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+        expect(res).toBeInstanceOf(OpenAI.BadRequestError);
+        expect(res.code).toBe('context_length_exceeded');
+        expect(res.param).toBe('messages');
+        expect(res.type).toBe('invalid_request_error');
+        // The test upstream's message quotes the request's system prompt: never passed on.
+        expect(res.message).toContain('rejected the request (HTTP 400: context_length_exceeded)');
+        expect(res.message).not.toContain('system prompt');
+        expect(sent(tag)).toBe(1);
+      }
+    });
+
+    it('a model the provider does not have is 404, a path it does not serve stays our 502', async () => {
+      upstream.failNext({ kind: 'status', status: 404 });
+      const missing = (await openai()
+        .chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'no-such-model' }] })
+        .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+      expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(missing.code).toBe('model_not_found');
+      upstream.failNext({ kind: 'status', status: 404, code: 'unknown_url' });
+      const path = (await anthropic()
+        .messages.create({ model: 'claude-sonnet-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'no-such-path' }] })
+        .catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
+      expect(path).toBeInstanceOf(Anthropic.APIError);
+      expect(path.status).toBe(502);
+      expect(path.headers?.get('x-should-retry')).toBe('false');
+      expect(sent('no-such-path')).toBe(1);
+      upstream.failNext({ kind: 'status', status: 413 });
+      const large = (await anthropic()
+        .messages.create({ model: 'claude-sonnet-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'too-large' }] })
+        .catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
+      expect(large.status).toBe(413);
+      expect((large.error as { error?: { type?: string } }).error?.type).toBe('request_too_large');
     });
 
     it('responses.create and messages.create', async () => {
@@ -65,8 +107,8 @@ describeV1Matrix('/v1 and the official clients retries', (mode, path) => {
           messages: [{ role: 'user', content: 'messages-400 [[upstream:400]]' }],
         })
         .catch((e: unknown) => e);
-      expect(m).toBeInstanceOf(Anthropic.APIError);
-      expect((m as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
+      expect(m).toBeInstanceOf(Anthropic.BadRequestError);
+      expect((m as InstanceType<typeof Anthropic.APIError>).status).toBe(400);
       expect(sent('messages-400')).toBe(1);
     });
   });

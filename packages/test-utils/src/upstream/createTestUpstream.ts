@@ -292,7 +292,14 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
       switch (fault.kind) {
         case 'status': {
           const headers: Record<string, string> = fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {};
-          return send(fault.status, errorBody(format, fault.status, `injected failure; request had system prompt: ${rec.system}`), headers);
+          return send(
+            fault.status,
+            errorBody(format, fault.status, `injected failure; request had system prompt: ${rec.system}`, {
+              code: fault.code,
+              param: fault.param,
+            }),
+            headers,
+          );
         }
         case 'hang':
           return; // never answer; close() or the client ends it

@@ -3,8 +3,12 @@
  * (`[[upstream:429:retry=7]]`) or through the control API (`upstream.failNext(...)`).
  */
 export type UpstreamFault =
-  /** Answer with this HTTP status and the provider's error body. `retryAfter` (seconds) adds Retry-After. */
-  | { kind: 'status'; status: number; retryAfter?: number }
+  /**
+   * Answer with this HTTP status and the provider's error body. `retryAfter` (seconds) adds
+   * Retry-After; `code` and `param` go in the body where the format has them (OpenAI's `code` and
+   * `param`; Anthropic's and Google's error type when `code` is given).
+   */
+  | { kind: 'status'; status: number; retryAfter?: number; code?: string; param?: string }
   /** Accept the request and never answer (until the client gives up or the upstream closes). */
   | { kind: 'hang' }
   /** Send the status line, headers and part of the body (three frames of a stream), then destroy the socket. */

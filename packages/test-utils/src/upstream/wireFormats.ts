@@ -292,7 +292,9 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
 }
 
 /** An error body in the provider's own error format. */
-export function errorBody(format: WireFormat, status: number, message: string): Json {
+export function errorBody(format: WireFormat, status: number, message: string, extra: { code?: string; param?: string } = {}): Json {
+  // A 404 is the providers' "no such model" (a path they do not serve answers the router's own 404).
+  const notFound = status === 404;
   const type =
     status === 401
       ? 'authentication_error'
@@ -305,7 +307,7 @@ export function errorBody(format: WireFormat, status: number, message: string): 
             : 'invalid_request_error';
   switch (format) {
     case 'anthropic':
-      return { type: 'error', error: { type, message } };
+      return { type: 'error', error: { type: extra.code ?? (notFound ? 'not_found_error' : type), message } };
     case 'mistral':
       return { object: 'error', message, type, param: null, code: String(status) };
     case 'bedrock':
@@ -320,10 +322,19 @@ export function errorBody(format: WireFormat, status: number, message: string): 
               ? 'RESOURCE_EXHAUSTED'
               : status >= 500
                 ? 'INTERNAL'
-                : 'INVALID_ARGUMENT';
-      return { error: { code: status, message, status: gStatus } };
+                : notFound
+                  ? 'NOT_FOUND'
+                  : 'INVALID_ARGUMENT';
+      return { error: { code: status, message, status: extra.code ?? gStatus } };
     }
     default:
-      return { error: { message, type, code: status === 401 ? 'invalid_api_key' : null, param: null } };
+      return {
+        error: {
+          message,
+          type,
+          code: extra.code ?? (status === 401 ? 'invalid_api_key' : notFound ? 'model_not_found' : null),
+          param: extra.param ?? null,
+        },
+      };
   }
 }

@@ -50,7 +50,14 @@ const cases: Array<[string, UpstreamFault, string, string, number?]> = [
   ['403', { kind: 'status', status: 403 }, 'BAD_GATEWAY', 'invalid_key', 403],
   ['500', { kind: 'status', status: 500 }, 'BAD_GATEWAY', 'upstream_5xx', 500],
   ['503', { kind: 'status', status: 503 }, 'BAD_GATEWAY', 'upstream_5xx', 503],
-  ['400 quoting the prompt', { kind: 'status', status: 400 }, 'BAD_GATEWAY', 'upstream_rejected', 400],
+  // A refusal of the request itself is the caller's error, with the status a provider would answer.
+  ['400 quoting the prompt', { kind: 'status', status: 400 }, 'BAD_REQUEST', 'upstream_rejected', 400],
+  ['422', { kind: 'status', status: 422 }, 'BAD_REQUEST', 'upstream_rejected', 422],
+  ['413', { kind: 'status', status: 413 }, 'PAYLOAD_TOO_LARGE', 'upstream_rejected', 413],
+  ['404 for a model the provider does not have', { kind: 'status', status: 404 }, 'NOT_FOUND', 'upstream_rejected', 404],
+  // Not about the caller's request: the operator's base URL, the platform's own account.
+  ['404 for a path', { kind: 'status', status: 404, code: 'unknown_url' }, 'BAD_GATEWAY', 'upstream_rejected', 404],
+  ['402 (the platform account)', { kind: 'status', status: 402 }, 'BAD_GATEWAY', 'upstream_rejected', 402],
   ['malformed JSON', { kind: 'malformed' }, 'BAD_GATEWAY', 'malformed_response', 200],
   ['connection dropped mid-reply', { kind: 'drop' }, 'BAD_GATEWAY', 'connection_lost', 200],
   ['connection reset before any byte', { kind: 'reset' }, 'BAD_GATEWAY', 'unreachable'],

@@ -1,6 +1,6 @@
 import { APICallError, RetryError } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { mapUpstreamError } from './mapUpstreamError.js';
+import { mapUpstreamError, refusalFacts } from './mapUpstreamError.js';
 
 const ctx = { provider: 'openai' as const, timedOut: false, timeoutMs: 1000, cancelled: false };
 const apiError = (
@@ -45,6 +45,54 @@ describe('mapUpstreamError', () => {
       expect(JSON.stringify({ m: e.message, d: e.details, h: e.headers })).not.toMatch(/secret|SECRET/);
       expect(e.cause).toBeUndefined();
     }
+  });
+
+  it("a refusal of the request answers the provider's status with its identifiers, never its message", async () => {
+    const body = (error: unknown) => JSON.stringify({ error });
+    const refused = (status: number, error: unknown) => mapUpstreamError(apiError(status, undefined, { responseBody: body(error) }), ctx);
+    const tooLong = await refused(400, {
+      message: 'SECRET prompt of 130000 tokens',
+      type: 'invalid_request_error',
+      param: 'messages',
+      code: 'context_length_exceeded',
+    });
+    expect(tooLong.appCode).toBe('BAD_REQUEST');
+    expect(tooLong.message).toBe('openai rejected the request (HTTP 400: context_length_exceeded)');
+    expect(tooLong.details).toEqual({
+      reason: 'upstream_rejected',
+      provider: 'openai',
+      status: 400,
+      upstreamType: 'invalid_request_error',
+      upstreamCode: 'context_length_exceeded',
+      param: 'messages',
+    });
+    expect((await refused(422, { type: 'invalid_request_error' })).appCode).toBe('BAD_REQUEST');
+    expect((await refused(413, { type: 'request_too_large' })).appCode).toBe('PAYLOAD_TOO_LARGE');
+    // 404: the model's absence is the caller's; a path's (the operator's base URL) is ours.
+    expect((await refused(404, { code: 'model_not_found' })).appCode).toBe('NOT_FOUND');
+    expect((await refused(404, { type: 'not_found_error' })).appCode).toBe('NOT_FOUND');
+    expect((await refused(404, { code: 404, status: 'NOT_FOUND' })).appCode).toBe('NOT_FOUND');
+    expect((await refused(404, { message: 'Invalid URL (POST /v1/x)' })).appCode).toBe('UPSTREAM_ERROR');
+    expect((await mapUpstreamError(apiError(404), ctx)).appCode).toBe('UPSTREAM_ERROR');
+    for (const status of [402, 405, 408, 409, 410, 415]) expect((await refused(status, { type: 'x' })).appCode).toBe('UPSTREAM_ERROR');
+  });
+
+  it('takes only identifier-shaped words from a refusal body: a key or quoted text in any field is dropped', () => {
+    const facts = (error: unknown) => refusalFacts(JSON.stringify({ error }));
+    expect(facts({ code: 'sk-proj-abc123SECRET', type: 'AIzaSyD1SeCrEtKeY0123456789abcdefghij', param: 'SECRET text here' })).toEqual({});
+    expect(facts({ code: 'invalid_value', type: 'INVALID_ARGUMENT', param: 'tools[0].function.name' })).toEqual({
+      upstreamCode: 'invalid_value',
+      upstreamType: 'INVALID_ARGUMENT',
+      param: 'tools[0].function.name',
+    });
+    expect(facts({ code: 'a'.repeat(65) })).toEqual({});
+    expect(refusalFacts(JSON.stringify({ type: 'invalid_request_error', code: 'bad_field' }))).toEqual({
+      upstreamType: 'invalid_request_error',
+      upstreamCode: 'bad_field',
+    });
+    expect(refusalFacts('not json')).toEqual({});
+    expect(refusalFacts(undefined)).toEqual({});
+    expect(refusalFacts(`{"error":{"code":"x"}}${' '.repeat(70_000)}`)).toEqual({});
   });
 
   it('unwraps RetryError to the last attempt', async () => {

@@ -90,6 +90,77 @@ function hasNetworkCause(err: unknown): boolean {
   return false;
 }
 
+type MakeError = (
+  code: ConstructorParameters<typeof CoreError>[0],
+  reason: UpstreamFailureReason,
+  message: string,
+  extra?: { status?: number; headers?: Record<string, string>; retryAfter?: number; facts?: RefusalFacts },
+) => CoreError;
+
+/**
+ * What a provider's refusal body says in machine-readable words: its error `type` (Google's
+ * `status`), `code` and `param`, each kept only when it has the shape of an identifier the
+ * providers use (`invalid_request_error`, `context_length_exceeded`, `INVALID_ARGUMENT`,
+ * `messages[0].content`). The free-text message is never kept: it may quote the key or the prompt.
+ * One case per identifier, so a mixed-case token (a key, a quoted word) is not taken for one.
+ */
+export interface RefusalFacts {
+  upstreamType?: string;
+  upstreamCode?: string;
+  param?: string;
+}
+
+const IDENTIFIER = /^(?:[a-z][a-z0-9_]{0,63}|[A-Z][A-Z0-9_]{0,63})$/;
+const PARAM = /^[a-z_][a-z0-9_]{0,63}(?:(?:\.[a-z_][a-z0-9_]{0,63})|\[\d{1,6}\]){0,8}$/;
+/** A refusal body this long is not an error object a provider wrote: it is not read. */
+const MAX_REFUSAL_BODY = 64 * 1024;
+
+export function refusalFacts(body: unknown): RefusalFacts {
+  if (typeof body !== 'string' || body.length > MAX_REFUSAL_BODY) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return {};
+  }
+  const outer = parsed as { error?: unknown } | null;
+  // OpenAI, Anthropic, Google and OpenRouter all nest it under `error`; some compatible servers do not.
+  const err = (outer && typeof outer.error === 'object' && outer.error !== null ? outer.error : outer) as Record<string, unknown> | null;
+  if (!err || typeof err !== 'object') return {};
+  const facts: RefusalFacts = {};
+  const type = typeof err.type === 'string' ? err.type : err.status;
+  if (typeof type === 'string' && IDENTIFIER.test(type)) facts.upstreamType = type;
+  if (typeof err.code === 'string' && IDENTIFIER.test(err.code)) facts.upstreamCode = err.code;
+  if (typeof err.param === 'string' && PARAM.test(err.param)) facts.param = err.param;
+  return facts;
+}
+
+/** Whether a 404 says the model does not exist there (OpenAI's code, Anthropic's and Google's type). */
+const modelNotFound = (f: RefusalFacts) =>
+  f.upstreamCode === 'model_not_found' || f.upstreamType === 'not_found_error' || f.upstreamType === 'NOT_FOUND';
+
+/**
+ * A provider's refusal of the request itself (a 4xx other than the key's and the rate limit's) is
+ * the caller's error, answered with the status a provider would answer (docs/ai.md#errors): 400
+ * for a 400 or 422 (a context too long, a field out of range), 413 for a 413, 404 for a model the
+ * provider says does not exist. Any other refusal (a 404 for a path, the server's own config; a
+ * 402 of the platform's account; 405, 408, 409, 410, 415) stays our 502: the caller's request is
+ * not what it is about. The reason is `upstream_rejected` either way: no fallback is tried.
+ */
+function refusal(make: MakeError, provider: ProviderId, status: number, facts: RefusalFacts): CoreError {
+  const named = facts.upstreamCode ?? facts.upstreamType;
+  const message = `${provider} rejected the request (HTTP ${status}${named ? `: ${named}` : ''})`;
+  const code =
+    status === 400 || status === 422
+      ? 'BAD_REQUEST'
+      : status === 413
+        ? 'PAYLOAD_TOO_LARGE'
+        : status === 404 && modelNotFound(facts)
+          ? 'NOT_FOUND'
+          : 'UPSTREAM_ERROR';
+  return make(code, 'upstream_rejected', message, { status, facts });
+}
+
 /**
  * Turn whatever the AI SDK threw into a CoreError a client can act on. Classified by error
  * class, HTTP status and the SDK's retryable flag, never by message text. Nothing of the
@@ -105,13 +176,8 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
     RetryError,
     TypeValidationError,
   } = (await loadAiSdk()).ai;
-  const make = (
-    code: ConstructorParameters<typeof CoreError>[0],
-    reason: UpstreamFailureReason,
-    message: string,
-    extra: { status?: number; headers?: Record<string, string>; retryAfter?: number } = {},
-  ) => {
-    const details: Record<string, unknown> = { reason, provider: ctx.provider };
+  const make: MakeError = (code, reason, message, extra = {}) => {
+    const details: Record<string, unknown> = { reason, provider: ctx.provider, ...extra.facts };
     if (extra.status !== undefined) details.status = extra.status;
     if (extra.retryAfter !== undefined) details.retryAfterSeconds = extra.retryAfter;
     return new CoreError(code, message, { details, ...(extra.headers ? { headers: extra.headers } : {}) });
@@ -150,8 +216,10 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
         path = undefined;
       }
       // The default OpenAI wire is the Responses API; most OpenAI-compatible servers (llama.cpp,
-      // vLLM, Ollama, LM Studio) serve only Chat Completions and answer 404 there.
-      if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses')) {
+      // vLLM, Ollama, LM Studio) serve only Chat Completions and answer 404 there (OpenAI itself
+      // answers 404 there for a model it does not have, and says so).
+      const facts = refusalFacts(e.responseBody);
+      if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses') && !modelNotFound(facts)) {
         return make(
           'UPSTREAM_ERROR',
           'upstream_rejected',
@@ -159,7 +227,7 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
           { status },
         );
       }
-      return make('UPSTREAM_ERROR', 'upstream_rejected', `${ctx.provider} rejected the request (HTTP ${status})`, { status });
+      return refusal(make, ctx.provider, status, facts);
     }
     // A 2xx the SDK could not use: either the socket died mid-body (a network error code in
     // the cause chain; newer SDKs also mark it retryable) or the body did not parse or validate.

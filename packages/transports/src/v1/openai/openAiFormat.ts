@@ -170,6 +170,16 @@ export function openAiParam(path: readonly unknown[]): string {
   return named.replace(/^tools(\[\d+\])\.(name|description|parameters)/, 'tools$1.function.$2');
 }
 
+/**
+ * `code`: our error code in lower case, or, for a provider's refusal of the request, the provider's
+ * own code when it sent one (`context_length_exceeded`, `model_not_found`), as a client talking to
+ * the provider directly would read it (docs/ai.md#errors).
+ */
+function wireCode(w: WireError): string {
+  const upstream = w.details?.upstreamCode;
+  return typeof upstream === 'string' ? upstream : (w.appCode ?? w.code).toLowerCase();
+}
+
 /** An OpenAI-style error body and status for any error, through core's one wire mapping. */
 export function openAiError(thrown: unknown): {
   wire: WireError;
@@ -195,7 +205,7 @@ export function openAiError(thrown: unknown): {
   return {
     wire: w,
     status: w.httpStatus,
-    body: { error: { message, type: errorType(w.httpStatus), param, code: (w.appCode ?? w.code).toLowerCase() } },
+    body: { error: { message, type: errorType(w.httpStatus), param, code: wireCode(w) } },
     ...(w.headers ? { headers: w.headers } : {}),
   };
 }

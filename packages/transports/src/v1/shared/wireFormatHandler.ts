@@ -59,8 +59,8 @@ export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: Str
  * The official clients (`openai`, `@anthropic-ai/sdk`) repeat every 5xx, twice by default, unless
  * the answer says `x-should-retry: false`. A provider that refused the key, or the request itself
  * (a 4xx other than 408 and 409, which those clients retry), refuses the same request again: our
- * 502 for it (docs/ai.md#errors) says so, or the client would send it upstream three times and
- * raise the same error a second or two later.
+ * answer for it (the provider's 400 / 404 / 413, or our 502; docs/ai.md#errors) says so, or the
+ * client would send a 502 upstream three times and raise the same error a second or two later.
  */
 export function repeatRefused(w: WireError): boolean {
   const reason = w.details?.reason;
