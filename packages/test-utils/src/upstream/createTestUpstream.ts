@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { parseMarkers, type UpstreamFault } from './faults.js';
 import { parseRequestExtras, planReply, type RequestExtras } from './replyPlan.js';
 import { streamContentType, streamFrames } from './streamFormats.js';
-import { errorBody, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
+import { errorBody, googleKeyRefusal, parsePrompt, replyBody, type WireFormat } from './wireFormats.js';
 import { embeddingReply, parseEmbeddingRequest, type EmbeddingFormat } from './embeddings.js';
 import { bodyWithUsage, framesWithUsage } from './usageFaults.js';
 
@@ -29,6 +29,12 @@ export interface TestUpstreamOptions {
   outputTokens?: number;
   /** When set, only these keys are accepted; otherwise any key not starting with `invalid`. */
   validKeys?: string[];
+  /**
+   * `google`: a key Google does not take is answered as Google answers it, HTTP 400
+   * `INVALID_ARGUMENT` naming `API_KEY_INVALID` only in `error.details` (every other format, and
+   * Google by default, answers 401).
+   */
+  keyRefusal?: 'google';
   /** Delay before every answer, in ms. Default 0. */
   latencyMs?: number;
   /** Delay between the frames of a streamed reply, in ms. Default 0. */
@@ -283,9 +289,14 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     // A named OpenAI-compatible server may run without keys (a local vLLM or Ollama): none sent is fine there.
     const keylessOk = url.pathname.startsWith('/named/openai-chat/') && rec.apiKey === undefined && !options.validKeys;
     if (!keylessOk && !isValidKey(rec.apiKey)) {
-      rec.outcome = '401';
       // Like some real providers, the message quotes the key: we must never pass it on.
-      return send(401, errorBody(format, 401, `Incorrect API key provided: ${rec.apiKey ?? '(none)'}`));
+      const message = `Incorrect API key provided: ${rec.apiKey ?? '(none)'}`;
+      if (options.keyRefusal === 'google' && r.provider === 'google') {
+        rec.outcome = '400';
+        return send(400, googleKeyRefusal(message));
+      }
+      rec.outcome = '401';
+      return send(401, errorBody(format, 401, message));
     }
     if (fault) {
       rec.outcome = fault.kind === 'status' ? String(fault.status) : fault.kind;

@@ -291,6 +291,21 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
   }
 }
 
+/** Google's answer to an API key it does not take: HTTP 400, the reason only in `details`. */
+export function googleKeyRefusal(message: string): Json {
+  return {
+    error: {
+      code: 400,
+      message,
+      status: 'INVALID_ARGUMENT',
+      details: [
+        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' },
+        { '@type': 'type.googleapis.com/google.rpc.LocalizedMessage', locale: 'en-US', message },
+      ],
+    },
+  };
+}
+
 /** An error body in the provider's own error format. */
 export function errorBody(format: WireFormat, status: number, message: string, extra: { code?: string; param?: string } = {}): Json {
   // A 404 is the providers' "no such model" (a path they do not serve answers the router's own 404).

@@ -1,6 +1,6 @@
 import { APICallError, RetryError } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { mapUpstreamError, refusalFacts } from './mapUpstreamError.js';
+import { mapUpstreamError, refusalFacts, refusesKey } from './mapUpstreamError.js';
 
 const ctx = { provider: 'openai' as const, timedOut: false, timeoutMs: 1000, cancelled: false };
 const apiError = (
@@ -93,6 +93,24 @@ describe('mapUpstreamError', () => {
     expect(refusalFacts('not json')).toEqual({});
     expect(refusalFacts(undefined)).toEqual({});
     expect(refusalFacts(`{"error":{"code":"x"}}${' '.repeat(70_000)}`)).toEqual({});
+  });
+
+  it("Google's 400 naming API_KEY_INVALID in its details is a refused key; its other 400s are not", async () => {
+    const google = (reason: string) =>
+      JSON.stringify({
+        error: { code: 400, message: 'API key not valid: SECRET', status: 'INVALID_ARGUMENT', details: [{ '@type': 'x', reason }] },
+      });
+    for (const reason of ['API_KEY_INVALID', 'API_KEY_EXPIRED']) {
+      expect(refusesKey(google(reason))).toBe(true);
+      const e = await mapUpstreamError(apiError(400, undefined, { responseBody: google(reason) }), { ...ctx, provider: 'google' });
+      expect(e.appCode).toBe('UPSTREAM_ERROR');
+      expect(e.details).toMatchObject({ reason: 'invalid_key', status: 400 });
+    }
+    expect(refusesKey(google('FIELD_INVALID'))).toBe(false);
+    expect(refusesKey(JSON.stringify({ error: { message: 'API_KEY_INVALID' } }))).toBe(false);
+    expect(refusesKey('API_KEY_INVALID {')).toBe(false);
+    const e = await mapUpstreamError(apiError(400, undefined, { responseBody: google('FIELD_INVALID') }), { ...ctx, provider: 'google' });
+    expect(e.appCode).toBe('BAD_REQUEST');
   });
 
   it('unwraps RetryError to the last attempt', async () => {

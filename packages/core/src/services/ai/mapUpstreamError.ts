@@ -135,6 +135,23 @@ export function refusalFacts(body: unknown): RefusalFacts {
   return facts;
 }
 
+/**
+ * Whether a refusal body says the key is what was refused. Google answers a key it does not know
+ * (or one expired) with HTTP 400 `INVALID_ARGUMENT`, naming it only in `error.details[].reason`;
+ * read as a refusal of the request, a server key Google stopped taking would be the caller's 400.
+ */
+export function refusesKey(body: unknown): boolean {
+  if (typeof body !== 'string' || body.length > MAX_REFUSAL_BODY || !body.includes('API_KEY_')) return false;
+  try {
+    const details = (JSON.parse(body) as { error?: { details?: unknown } } | null)?.error?.details;
+    return Array.isArray(details) && details.some((d) => KEY_REFUSALS.has((d as { reason?: unknown } | null)?.reason as string));
+  } catch {
+    return false;
+  }
+}
+
+const KEY_REFUSALS = new Set(['API_KEY_INVALID', 'API_KEY_EXPIRED']);
+
 /** Whether a 404 says the model does not exist there (OpenAI's code, Anthropic's and Google's type). */
 const modelNotFound = (f: RefusalFacts) =>
   f.upstreamCode === 'model_not_found' || f.upstreamType === 'not_found_error' || f.upstreamType === 'NOT_FOUND';
@@ -191,7 +208,8 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
   if (APICallError.isInstance(e)) {
     const status = e.statusCode;
     if (status === undefined) return make('UPSTREAM_ERROR', 'unreachable', `${ctx.provider} could not be reached`);
-    if (status === 401 || status === 403) return make('UPSTREAM_ERROR', 'invalid_key', `${ctx.provider} rejected the API key`, { status });
+    if (status === 401 || status === 403 || (status === 400 && refusesKey(e.responseBody)))
+      return make('UPSTREAM_ERROR', 'invalid_key', `${ctx.provider} rejected the API key`, { status });
     if (status === 429) {
       const retryAfter = retryAfterSeconds(e.responseHeaders);
       return make(

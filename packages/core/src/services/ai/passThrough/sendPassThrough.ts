@@ -1,3 +1,4 @@
+import { readTextPrefix } from '../../../net/readTextPrefix.js';
 import { loadAiSdk } from '../aiSdk.js';
 import type { PassThroughEndpoint, WireRequest } from './wireRequest.js';
 
@@ -46,6 +47,9 @@ export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTo
   return { body: JSON.stringify(body), addedUsage, headers };
 }
 
+/** How much of a refusal's body is read for its identifiers (mapUpstreamError's refusalFacts). */
+const REFUSAL_BYTES = 64 * 1024;
+
 /**
  * POST the forwarded body with the provider's fetch. A failure is thrown as the AI SDK's own
  * `APICallError` (status, headers, retryable) or the fetch error, so mapUpstreamError and the
@@ -67,7 +71,7 @@ export async function sendPassThrough(e: PassThroughEndpoint, f: ForwardedReques
   // Read (its first 64 kB) so mapUpstreamError can take the refusal's identifiers from it, as from
   // an SDK call's; its text is never passed on. The AI SDK (for its error class) is awaited on
   // failures only: an answered call does not wait a turn for it.
-  const responseBody = await refusalText(res);
+  const responseBody = await readTextPrefix(res, REFUSAL_BYTES);
   const { ai } = await loadAiSdk();
   throw new ai.APICallError({
     message: `HTTP ${res.status}`,
@@ -78,28 +82,6 @@ export async function sendPassThrough(e: PassThroughEndpoint, f: ForwardedReques
     responseHeaders: Object.fromEntries(res.headers),
     isRetryable: res.status === 408 || res.status === 409 || res.status === 429 || res.status >= 500,
   });
-}
-
-const REFUSAL_BYTES = 64 * 1024;
-
-/** An error answer's first REFUSAL_BYTES as text; the rest is not read (the socket is dropped, not reused). */
-async function refusalText(res: Response): Promise<string | undefined> {
-  if (!res.body) return undefined;
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < REFUSAL_BYTES) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-    if (size >= REFUSAL_BYTES) await reader.cancel().catch(() => undefined);
-  } catch {
-    return undefined;
-  }
-  return Buffer.concat(chunks).subarray(0, REFUSAL_BYTES).toString('utf8');
 }
 
 /** How a 2xx answer failed: its body broke off (`connection_lost`, retryable) or it could not be parsed (`malformed_response`). */
