@@ -21,7 +21,7 @@ let userToken: string;
 
 beforeAll(async () => {
   if (!redisServer.ok) return;
-  redis = await PrivateRedis.create(redisServer.path);
+  redis = await PrivateRedis.create(redisServer.path, { durable: true });
   await redis.start();
   s = await startTestServer({
     jwt: { secret: SECRET },

@@ -57,7 +57,7 @@ async function storedEvents(): Promise<number> {
 
 beforeAll(async () => {
   if (!redisServer.ok) return;
-  redis = await PrivateRedis.create(redisServer.path);
+  redis = await PrivateRedis.create(redisServer.path, { durable: true });
   await redis.start();
   s = await startTestServer({
     jwt: { secret: SECRET },

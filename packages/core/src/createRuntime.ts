@@ -88,6 +88,9 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   // Every service sees the instrumented store: spans and latency per storage operation.
   const store = opts.storage ?? (await createStorage(config.storage));
   const storage = instrumentStorage(store, metrics);
+  // A store that stops serving for good (its data lost under the server, a newer release): one
+  // error line saying why; every call answers 503 with the same message from then on.
+  store.onFault?.((err) => logger.error('storage: refusing every call', { error: err.message }));
   if (!opts.storage) {
     // The backend's own settings (PostgreSQL's autovacuum): a warning at start, never a refusal.
     const maintenance = await store.maintenanceWarnings?.().catch(() => []);

@@ -1,3 +1,5 @@
+import type { CoreError } from './CoreError.js';
+
 /**
  * The one storage interface every stateful service uses (workspaces added at run time,
  * client workspaces, OAuth sessions, BYOK keys, balances, ledgers, rate-limit counters).
@@ -77,6 +79,13 @@ export interface Storage {
    * the store's tables). Backends with nothing to check leave it out.
    */
   maintenanceWarnings?(): Promise<Array<{ message: string; fix: string }>>;
+  /**
+   * `listener` is called once if the store stops serving for good: its data was lost or replaced
+   * under the running server (Redis restarted empty, a PostgreSQL schema dropped, SQLite's file
+   * deleted) or a newer release writes to it. Every call refuses with that error (503) from then
+   * on; the runtime logs it. Backends without such a state leave it out.
+   */
+  onFault?(listener: (err: CoreError) => void): void;
   /** Release resources (file locks, connections). Idempotent. */
   close(): Promise<void>;
 }

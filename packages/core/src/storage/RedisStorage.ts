@@ -5,7 +5,8 @@ import { ReadBatcher } from './ReadBatcher.js';
 import { redisClientOptions } from './redisClientOptions.js';
 import { randomUUID } from 'node:crypto';
 import { KeyedMutex, unavailableFailure } from './KeyedMutex.js';
-import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
+import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, STORE_ID_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
+import { StoreFault } from './StoreFault.js';
 import { TxValueCache } from './sql/TxValueCache.js';
 import { GroupCommit, planBatch, type BatchJob } from './GroupCommit.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../config/optionalPackages.js';
@@ -37,15 +38,16 @@ export interface RedisStorageOptions {
   commandTimeoutMs?: number;
   /** Give up a connection attempt after this many ms (and retry in the background). Default 2000. */
   connectTimeoutMs?: number;
-  /** How often a running store re-reads the key layout's format mark (a newer writer). Default 60000. */
+  /** How often a running store re-reads the key layout's format mark (a newer writer) and its identity (lost data). Default 60000. */
   formatCheckMs?: number;
 }
 
 interface ScriptCommands {
   storageCas(key: string, mode: string, expected: string, value: string, px: string): Promise<number>;
   storageIncrement(key: string, delta: string, min: string, px: string): Promise<number | string | null>;
-  storageLockRead(numKeys: number, ...args: string[]): Promise<[0, number] | [1, string[]]>;
-  storageCommit(numKeys: number, ...args: string[]): Promise<number>;
+  storageLockRead(numKeys: number, ...args: string[]): Promise<[0, number] | [1, string[]] | [2, string]>;
+  storageCommit(numKeys: number, ...args: string[]): Promise<number | [2, string]>;
+  storageId(key: string, id: string, fresh: string): Promise<[1 | 2, string]>;
   storageUnlock(numKeys: number, ...args: string[]): Promise<number>;
 }
 
@@ -102,9 +104,17 @@ export class RedisStorage implements Storage {
   /** Guessed transactions waiting for the batch in flight to finish (runBatch). */
   private readonly batches = new GroupCommit(MAX_BATCH, (jobs) => this.runBatch(jobs));
   private lastError: string | undefined;
-  /** Set when a newer release's format mark appeared while running: every call refuses from then on. */
-  private newerWriter: CoreError | undefined;
-  /** Re-reads the format mark every FORMAT_CHECK_MS (one GET). */
+  /**
+   * Set when a newer release's format mark appeared while running, or when the data is not the
+   * data this server started with (storeLost): every call refuses from then on.
+   */
+  private readonly fault = new StoreFault();
+  /** `<keyPrefix>storeid`: a random id the first server of a store writes (claimIdentity). */
+  private readonly idKey: string;
+  /** The id this server read there at its start; '' until Redis answered once. */
+  private storeId = '';
+  private readonly prefix: string;
+  /** Re-reads the format mark and the identity every FORMAT_CHECK_MS (one script each). */
   private formatCheck: ReturnType<typeof setInterval> | undefined;
   private closing: Promise<void> | undefined;
   /** Single-key reads of one tick, sent as one MGET (a metered call reads account, preferences and vault at once). */
@@ -117,6 +127,8 @@ export class RedisStorage implements Storage {
 
   private constructor(RedisClient: typeof Redis, opts: RedisStorageOptions) {
     const prefix = opts.keyPrefix ?? '';
+    this.prefix = prefix;
+    this.idKey = `${prefix}storeid`;
     this.kvPrefix = `${prefix}kv:`;
     this.logPrefix = `${prefix}log:`;
     this.trimPrefix = `${prefix}logtrim:`;
@@ -132,6 +144,7 @@ export class RedisStorage implements Storage {
         storageLockRead: { lua: LOCK_READ_SCRIPT },
         storageCommit: { lua: COMMIT_SCRIPT },
         storageUnlock: { lua: UNLOCK_SCRIPT },
+        storageId: { lua: STORE_ID_SCRIPT, numberOfKeys: 1 },
       },
     }) as Redis & ScriptCommands;
     // Without a listener ioredis reports every failed reconnect on stderr; health() shows the last one.
@@ -153,9 +166,55 @@ export class RedisStorage implements Storage {
     const storage = new RedisStorage(RedisClient, opts);
     await storage.redis.connect().catch(() => undefined);
     const prefix = opts.keyPrefix ?? '';
-    if (storage.redis.status === 'ready') await storage.claimFormat(prefix);
+    if (storage.redis.status === 'ready') {
+      await storage.claimFormat(prefix);
+      await storage.claimIdentity();
+    }
     storage.watchFormat(prefix, opts.formatCheckMs ?? FORMAT_CHECK_MS);
     return storage;
+  }
+
+  onFault(listener: (err: CoreError) => void): void {
+    this.fault.listen(listener);
+  }
+
+  /**
+   * Redis without persistence restarted, a FLUSHALL, or the keys deleted while servers run: every
+   * balance, hold, ledger and budget would silently start again from nothing (free calls for the
+   * holds in flight, budgets reset). So the first server of a store writes a random id under
+   * `<keyPrefix>storeid`, every server reads it at start, and checks it is still there, unchanged,
+   * in every transaction's scripts (no extra round trip), on every reconnect and every
+   * formatCheckMs. When it is not, the check marks the key 'lost' (so every other server and every
+   * later start refuses the store too, even one started afresh on the emptied keys) and this
+   * server answers every call 503 saying what happened (storeLost), until an operator restores a
+   * backup or deletes the key to start over empty on purpose. A store written before this check
+   * existed gets its id at the next start.
+   */
+  private async claimIdentity(): Promise<void> {
+    const [state, found] = await this.redis.storageId(this.idKey, this.storeId, randomUUID());
+    if (state === 1) {
+      this.storeId = found;
+      return;
+    }
+    const err = this.storeLost(found);
+    if (this.formatCheck === undefined) {
+      // At start: refuse to start at all.
+      this.redis.disconnect();
+      throw new CoreError('CONFLICT', err.message);
+    }
+  }
+
+  /** The store's data is not what this server read at start (see claimIdentity): refuse every call from now on. */
+  private storeLost(found: string): CoreError {
+    const key = this.idKey;
+    const why =
+      found === ''
+        ? `its identity key "${key}" is gone`
+        : found.startsWith('lost')
+          ? `a server found its data lost before (the key "${key}" says "lost")`
+          : `another server started it afresh (the key "${key}" holds another id)`;
+    const message = `storage: the Redis data under the prefix "${this.prefix}" is not the data this server started with (${why}): Redis restarted without persistence, was flushed, or its keys were deleted while servers ran, so every balance, hold and ledger would start again from nothing. Every call is refused (503). Restore Redis from a backup (its RDB or AOF file) and restart the servers; to start over with an empty store on purpose, stop every server and delete the key "${key}".`;
+    return this.fault.raise(new CoreError('UNAVAILABLE', message));
   }
 
   /**
@@ -169,7 +228,10 @@ export class RedisStorage implements Storage {
    * per write; a writer that starts between two checks has at most FORMAT_CHECK_MS of overlap.
    */
   private watchFormat(prefix: string, everyMs: number): void {
-    const check = () => void this.claimFormat(prefix).catch(() => undefined);
+    const check = () =>
+      void this.claimFormat(prefix)
+        .then(() => this.claimIdentity())
+        .catch(() => undefined);
     this.redis.on('ready', check);
     this.formatCheck = setInterval(() => {
       if (this.redis.status === 'ready') check();
@@ -199,7 +261,7 @@ export class RedisStorage implements Storage {
         this.redis.disconnect();
         throw new CoreError('CONFLICT', message);
       }
-      this.newerWriter ??= new CoreError('UNAVAILABLE', message);
+      this.fault.raise(new CoreError('UNAVAILABLE', message));
     }
   }
 
@@ -327,6 +389,8 @@ export class RedisStorage implements Storage {
   async transact<R>(keys: readonly string[], plan: (read: TxRead) => TxPlan<R>): Promise<R> {
     if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');
     const unique = [...new Set(keys)].sort();
+    // Redis was down at start: read the store's identity first, so this transaction checks it.
+    if (this.storeId === '') await this.run(() => this.claimIdentity());
     // A key this process has not seen is guessed absent when it knows some of the others: a call's
     // own new rows (its hold, its finished record) sit beside its user's known ones, so a
     // reservation goes out guessed too. A wrong guess costs one round trip, once.
@@ -414,10 +478,22 @@ export class RedisStorage implements Storage {
     writes: EncodedWrites,
     now = Date.now(),
   ): Promise<boolean> {
-    const args = [...redisKeys, token, ...unique.map((k) => values.get(k)!), this.kvPrefix, this.logPrefix, this.dueKey, ...writes.args];
+    const args = [
+      ...redisKeys,
+      token,
+      ...unique.map((k) => values.get(k)!),
+      this.kvPrefix,
+      this.logPrefix,
+      this.dueKey,
+      this.idKey,
+      this.storeId,
+      ...writes.args,
+    ];
     let applied: boolean;
     try {
-      applied = (await this.run(() => this.redis.storageCommit(redisKeys.length, ...args))) === 1;
+      const r = await this.run(() => this.redis.storageCommit(redisKeys.length, ...args));
+      if (Array.isArray(r)) throw this.storeLost(r[1]);
+      applied = r === 1;
     } catch (err) {
       for (const k of unique) this.cache.forget(k); // outcome unknown
       throw err;
@@ -435,8 +511,11 @@ export class RedisStorage implements Storage {
   /** Take the locks of `redisKeys` (lock rows, then keys) and read the keys, waiting while another instance holds one. */
   private async lockRead(redisKeys: string[], token: string, deadline: number): Promise<string[]> {
     for (let wait = 1; ; ) {
-      const r = await this.run(() => this.redis.storageLockRead(redisKeys.length, ...redisKeys, token, String(LOCK_LEASE_MS)));
+      const r = await this.run(() =>
+        this.redis.storageLockRead(redisKeys.length, ...redisKeys, token, String(LOCK_LEASE_MS), this.idKey, this.storeId),
+      );
       if (r[0] === 1) return r[1];
+      if (r[0] === 2) throw this.storeLost(r[1]);
       if (Date.now() > deadline) throw new CoreError('UNAVAILABLE', 'storage: these keys stayed locked by another instance; retry');
       // Held by another instance: usually for a round trip; at most for its remaining lease.
       await sleep(Math.min(Math.max(1, r[1]), Math.random() * wait + 0.5));
@@ -451,7 +530,7 @@ export class RedisStorage implements Storage {
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closing) return { ok: false, detail: 'closed' };
-    if (this.newerWriter) return { ok: false, detail: this.newerWriter.message };
+    if (this.fault.error) return { ok: false, detail: this.fault.error.message };
     if (this.redis.status !== 'ready') {
       return { ok: false, detail: `redis ${this.redis.status}${this.lastError ? `: ${this.lastError}` : ''}` };
     }
@@ -481,7 +560,7 @@ export class RedisStorage implements Storage {
 
   private async run<T>(op: () => Promise<T>): Promise<T> {
     if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');
-    if (this.newerWriter) throw this.newerWriter;
+    if (this.fault.error) throw this.fault.error;
     // Checked here too so a down Redis costs no round trip and no ioredis error allocation.
     if (this.redis.status !== 'ready') throw unavailable(this.lastError);
     try {

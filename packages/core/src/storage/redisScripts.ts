@@ -49,12 +49,52 @@ return text
 `;
 
 /**
- * Lock and read, the first half of a transaction. KEYS[1..n]: the keys' lock rows, KEYS[n+1..2n]:
- * the keys (prefixed). ARGV: this transaction's token, the lock lease in ms. All locks or none:
- * when another transaction holds one, returns {0, its remaining lease in ms}; otherwise takes
- * every lock for the lease and returns {1, value of each key ('' = absent)}.
+ * The store's identity check (RedisStorage.storeId), a Lua function the scripts below start with:
+ * false when `<keyPrefix>storeid` still holds this server's id; otherwise what it found ('' for
+ * absent: Redis restarted empty or flushed; another id: a server started afresh on the emptied
+ * keys; 'lost…': another server found this already), after marking the key 'lost' so that every
+ * server, and every later start, refuses the store too. An empty `id` (not read yet) checks nothing.
  */
-export const LOCK_READ_SCRIPT = `
+const STORE_LOST = `
+local function storeLost(idKey, id)
+  if id == '' then return false end
+  local cur = redis.call('GET', idKey)
+  if cur == id then return false end
+  if not cur or string.sub(cur, 1, 4) ~= 'lost' then redis.call('SET', idKey, 'lost') end
+  return cur or ''
+end
+`;
+
+/**
+ * Read the store's identity at start (ARGV[1] = '', ARGV[2] = a new id: kept when none is there,
+ * so the first server of a new store names it) or check it later (ARGV[1] = the id read then).
+ * KEYS[1]: `<keyPrefix>storeid`. Returns {1, the id} or {2, what was found instead}.
+ */
+export const STORE_ID_SCRIPT = `${STORE_LOST}
+if ARGV[1] == '' then
+  local cur = redis.call('GET', KEYS[1])
+  if cur then
+    if string.sub(cur, 1, 4) == 'lost' then return {2, cur} end
+    return {1, cur}
+  end
+  redis.call('SET', KEYS[1], ARGV[2])
+  return {1, ARGV[2]}
+end
+local found = storeLost(KEYS[1], ARGV[1])
+if found then return {2, found} end
+return {1, ARGV[1]}
+`;
+
+/**
+ * Lock and read, the first half of a transaction. KEYS[1..n]: the keys' lock rows, KEYS[n+1..2n]:
+ * the keys (prefixed). ARGV: this transaction's token, the lock lease in ms, the store's identity
+ * key and the id this server read (STORE_LOST: {2, what was found} when it changed). All locks or
+ * none: when another transaction holds one, returns {0, its remaining lease in ms}; otherwise
+ * takes every lock for the lease and returns {1, value of each key ('' = absent)}.
+ */
+export const LOCK_READ_SCRIPT = `${STORE_LOST}
+local lost = storeLost(ARGV[3], ARGV[4])
+if lost then return {2, lost} end
 local n = #KEYS / 2
 for i = 1, n do
   local cur = redis.call('GET', KEYS[i])
@@ -71,7 +111,9 @@ return {1, values}
 /**
  * The second half: write and unlock. KEYS as in LOCK_READ_SCRIPT. ARGV[1]: the token;
  * ARGV[2..n+1]: the values read; ARGV[n+2..n+4]: the kv prefix, the log prefix and the due-index
- * key; then the writes, in order, as plain arguments: 's', key, json, px|'', dueAt|'' (a set),
+ * key; ARGV[n+5..n+6]: the store's identity key and id (STORE_LOST: nothing written, {2, what was
+ * found}, when the store is not the one this server read); then the writes, in order, as plain arguments: 's', key, json, px|'', dueAt|''
+ * (a set),
  * 'd', key (a delete) or 'a', log, json (an append). Writes nothing and returns 0 when another
  * transaction holds a lock (this one's lease ran out and another took it) or a key changed since
  * it was read (a write outside transactions, or a transaction that took an expired lock and
@@ -79,8 +121,10 @@ return {1, values}
  * expired (nobody took it) does not stop the commit: the value check alone proves nothing
  * changed, so a holder slowed down past its lease by a busy event loop does not start over.
  */
-export const COMMIT_SCRIPT = `
+export const COMMIT_SCRIPT = `${STORE_LOST}
 local n = #KEYS / 2
+local lost = storeLost(ARGV[n + 5], ARGV[n + 6])
+if lost then return {2, lost} end
 for i = 1, n do
   local lock = redis.call('GET', KEYS[i])
   if lock and lock ~= ARGV[1] then return 0 end
@@ -94,7 +138,7 @@ for i = 1, n do
   end
 end
 local kv, logs, due = ARGV[n + 2], ARGV[n + 3], ARGV[n + 4]
-local i = n + 5
+local i = n + 7
 while i <= #ARGV do
   local op, key = ARGV[i], ARGV[i + 1]
   if op == 's' then
