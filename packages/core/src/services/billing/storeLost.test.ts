@@ -2,7 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '@ai-backend/test-utils';
 import {
   dropTestKeys,
+  dropTestSchema,
   rawTestClient,
+  runTestSql,
+  testPostgres,
+  testPostgresOptions,
   startPrivateRedis,
   testRedis,
   testRedisOptions,
@@ -10,7 +14,9 @@ import {
   type PrivateServer,
 } from '@ai-backend/test-utils/services';
 import type { Runtime } from '../../runtime/Runtime.js';
+import type { Storage } from '../../kernel/Storage.js';
 import { RedisStorage, type RedisStorageOptions } from '../../storage/RedisStorage.js';
+import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
 import { alice, makeRuntime } from './__tests__/kit.js';
 
 /**
@@ -20,6 +26,7 @@ import { alice, makeRuntime } from './__tests__/kit.js';
  */
 
 const redis = await testRedis();
+const postgres = await testPostgres();
 const redisServer = await testService('redis-server');
 const USAGE = { tokensUsed: 50, provider: 'openai', model: 'gpt-4.1-mini' };
 const LOST = /not the data this server started with/;
@@ -31,9 +38,13 @@ afterEach(async () => {
 
 async function server(opts: RedisStorageOptions, logs: string[] = []): Promise<{ rt: Runtime; store: RedisStorage }> {
   const store = await RedisStorage.connect(opts);
+  return { rt: await runtimeOn(store, logs), store };
+}
+
+async function runtimeOn(store: Storage, logs: string[] = []): Promise<Runtime> {
   const rt = await makeRuntime(store, {}, logs);
   cleanups.push(() => rt.close());
-  return { rt, store };
+  return rt;
 }
 
 describe.skipIf(!redis.ok)('Redis data lost under running servers', () => {
@@ -141,5 +152,54 @@ describe.skipIf(!redisServer.ok)('a Redis without persistence restarting empty u
     });
     await expect(rt.billing.balances(alice.sub)).rejects.toMatchObject({ appCode: 'UNAVAILABLE', message: expect.stringMatching(LOST) });
     expect(logs.some((l) => l.includes('storage: refusing every call'))).toBe(true);
+  });
+});
+
+describe.skipIf(!postgres.ok)('a PostgreSQL schema dropped under running servers', () => {
+  const PG_LOST = /is not the one this server started with/;
+  function options(schemaCheckMs = 3_600_000) {
+    const opts = { ...testPostgresOptions(postgres, 'lost'), schemaCheckMs };
+    cleanups.push(() => dropTestSchema(postgres, opts.schema));
+    return opts;
+  }
+
+  it('and created again, empty, by a server starting: the running one refuses money operations with 503 and one error line', async () => {
+    const opts = options();
+    const logs: string[] = [];
+    const rt = await runtimeOn(await PostgresStorage.connect(opts), logs);
+    await rt.billing.credit({ userId: alice.sub, tokens: 1000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
+    const r = await rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'pg-held-1' });
+
+    await runTestSql(postgres, `DROP SCHEMA "${opts.schema}" CASCADE`);
+    const fresh = await PostgresStorage.connect(opts); // another server's start creates the schema again, empty
+    cleanups.push(() => fresh.close());
+
+    // Without the check, the settle charged the empty account in full (a free call) and the
+    // credit below was applied again on the empty ledger.
+    await rt.billing.settle(r, USAGE);
+    expect(rt.billing.pendingCloses()).toBe(1);
+    await expect(
+      rt.billing.credit({ userId: alice.sub, tokens: 1000, type: 'subscription', idempotencyKey: 'seed', source: 'test' }),
+    ).rejects.toMatchObject({ appCode: 'UNAVAILABLE', message: expect.stringMatching(PG_LOST) });
+    await expect(rt.billing.reserve({ identity: alice, tokens: 100, requestId: 'pg-held-2' })).rejects.toMatchObject({
+      appCode: 'UNAVAILABLE',
+    });
+    expect((await rt.storage.health()).detail).toMatch(/dropped and created again/);
+    expect(logs.filter((l) => l.includes('storage: refusing every call'))).toHaveLength(1);
+    expect(await runTestSql(postgres, `SELECT count(*)::int AS n FROM "${opts.schema}".kv`)).toEqual([{ n: 0 }]);
+  });
+
+  it('and not created again: the schema check says so (before, every call failed as an outage while health said ok)', async () => {
+    const opts = options(50);
+    const store = await PostgresStorage.connect(opts);
+    cleanups.push(() => store.close());
+    await store.set('k', 1);
+    await runTestSql(postgres, `DROP SCHEMA "${opts.schema}" CASCADE`);
+    await waitFor(async () => /its table kv is gone/.test((await store.health()).detail ?? ''), {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+      what: 'health saying the schema is gone',
+    });
+    await expect(store.get('k')).rejects.toMatchObject({ appCode: 'UNAVAILABLE', message: expect.stringMatching(PG_LOST) });
   });
 });

@@ -18,6 +18,7 @@ import type {
 import { KeyedMutex, unavailableFailure } from '../KeyedMutex.js';
 import { sha256 } from '../../lib/sha256.js';
 import { ReadBatcher } from '../ReadBatcher.js';
+import { StoreFault } from '../StoreFault.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, PURGE_BATCH, prefixEnd, refuseNewerSchema } from './migrations.js';
@@ -100,8 +101,14 @@ export class PostgresStorage implements Storage {
   private readonly batches = new GroupCommit(MAX_BATCH, (jobs) => this.runBatch(jobs));
   /** Single-key reads of one tick, sent as one query. */
   private readonly reads = new ReadBatcher((keys) => this.fetchTexts(keys));
-  /** Set when a newer release migrated the schema while this one runs: every call refuses from then on. */
-  private newerSchema: CoreError | undefined;
+  /**
+   * Set when a newer release migrated the schema while this one runs, or when the schema is not
+   * the one this server started with (storeLost): every call refuses from then on.
+   */
+  private readonly fault = new StoreFault();
+  /** The `kv` table this server started on (its oid, as text): the store's identity (storeLost). */
+  private storeOid = '';
+  private schema = 'public';
   /** Re-reads the schema version every schemaCheckMs (one query). */
   private schemaCheck: ReturnType<typeof setInterval> | undefined;
   private lastSchemaCheck = 0;
@@ -145,8 +152,34 @@ export class PostgresStorage implements Storage {
       if (err instanceof CoreError) throw err; // a store from a newer release: its own message
       throw new CoreError('UNAVAILABLE', `storage: cannot prepare the PostgreSQL database: ${(err as Error).message}`, { cause: err });
     }
+    store.schema = schema;
+    try {
+      store.storeOid = (await store.q<{ o: string }>("SELECT to_regclass('kv')::oid::text AS o"))[0]!.o;
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
     store.watchSchema(schema, opts.schemaCheckMs ?? SCHEMA_CHECK_MS);
     return store;
+  }
+
+  onFault(listener: (err: CoreError) => void): void {
+    this.fault.listen(listener);
+  }
+
+  /**
+   * The schema dropped (and perhaps created again, empty, by a server starting) under a running
+   * server: its prepared statements find the new tables by name and every balance, hold and
+   * ledger would start again from nothing. So the `kv` table's oid is read at start, and every
+   * committing transaction checks it is still the table `kv` names (in the `aib_tx` call's
+   * statement, or the locked path's first round trip: no extra round trip), as do the schema
+   * checks (every schemaCheckMs, at every new connection). Once it is not, every call answers 503
+   * saying so, until the process is replaced (docs/operations.md, "When a dependency is down").
+   */
+  private storeLost(found: string | null): CoreError {
+    const what = found === null ? 'its table kv is gone' : 'its table kv was dropped and created again, empty';
+    const message = `storage: the PostgreSQL schema "${this.schema}" is not the one this server started with (${what}): every balance, hold and ledger would start again from nothing. Every call is refused (503). Restore the schema from a backup and restart the servers (a server started on an empty schema starts an empty store).`;
+    return this.fault.raise(new CoreError('UNAVAILABLE', message));
   }
 
   /**
@@ -161,14 +194,18 @@ export class PostgresStorage implements Storage {
    */
   private watchSchema(schema: string, everyMs: number): void {
     const check = () => {
-      if (this.closed || this.newerSchema || Date.now() - this.lastSchemaCheck < Math.min(1000, everyMs)) return;
+      if (this.closed || this.fault.error || Date.now() - this.lastSchemaCheck < Math.min(1000, everyMs)) return;
       this.lastSchemaCheck = Date.now();
       this.pool
-        .query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations')
+        .query<{ o: string | null }>("SELECT to_regclass('kv')::oid::text AS o")
+        .then(({ rows }) => {
+          if (rows[0]?.o !== this.storeOid) throw this.storeLost(rows[0]?.o ?? null);
+          return this.pool.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
+        })
         .then(({ rows }) => refuseNewerSchema([Number(rows[0]?.v ?? 0)], `the PostgreSQL schema "${schema}"`))
         .catch((err: unknown) => {
-          // A failed query is an outage, seen by the calls themselves; only a newer schema stops the store.
-          if (err instanceof CoreError) this.newerSchema = new CoreError('UNAVAILABLE', err.message);
+          // A failed query is an outage, seen by the calls themselves; only a newer schema or a lost one stops the store.
+          if (err instanceof CoreError) this.fault.raise(new CoreError('UNAVAILABLE', err.message));
         });
     };
     this.pool.on('connect', check);
@@ -178,7 +215,7 @@ export class PostgresStorage implements Storage {
   /** Throws when the store cannot serve calls: closed, or its schema was migrated by a newer release. */
   private usable(): void {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
-    if (this.newerSchema) throw this.newerSchema;
+    if (this.fault.error) throw this.fault.error;
   }
 
   /** `name`: a named statement, parsed once per connection (for statements on hot paths). */
@@ -380,8 +417,7 @@ export class PostgresStorage implements Storage {
         ];
         let version: string | null;
         try {
-          const call = txCall(mode);
-          version = (await this.q<{ v: string | null }>(call.text, params, call.name))[0]!.v;
+          version = await this.txCall(mode, params);
         } catch (err) {
           for (const k of sorted) this.cache.forget(k); // outcome unknown
           throw err;
@@ -446,8 +482,7 @@ export class PostgresStorage implements Storage {
     ];
     let version: string | null;
     try {
-      const call = txCall(modeOf(accepted.map((a) => a.job)));
-      version = (await this.q<{ v: string | null }>(call.text, params, call.name))[0]!.v;
+      version = await this.txCall(modeOf(accepted.map((a) => a.job)), params);
     } catch (err) {
       for (const k of keys) this.cache.forget(k); // outcome unknown
       for (const a of accepted) a.job.reject(err);
@@ -501,10 +536,11 @@ export class PostgresStorage implements Storage {
       const select = keys.length
         ? `SELECT key, value, expires_at, xmin::text AS v FROM kv WHERE key IN (${keys.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
         : 'SELECT 1;';
-      const results = await sql(client, `BEGIN;${commitModeSql(modeOf(jobs))}${locks}${select}`).catch((err: Error) => {
+      const results = await sql(client, `BEGIN;${commitModeSql(modeOf(jobs))}${STORE_OID}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
+      await this.checkStoreOid(client, results);
       const overlay = new Map<string, CachedRow>(keys.map((k) => [k, { value: undefined, version: undefined }]));
       const read = new Map<string, { row: CachedRow; expiresAt: number | undefined }>(
         keys.map((k) => [k, { row: { value: undefined, version: undefined }, expiresAt: undefined }]),
@@ -577,6 +613,23 @@ export class PostgresStorage implements Storage {
     }
   }
 
+  /** One `aib_tx` call: the commit's row version, or null when a row it checks changed; throws when the store is lost. */
+  private async txCall(mode: CommitMode, params: unknown[]): Promise<string | null> {
+    const call = txCall(mode);
+    const rows = await this.q<{ v: string | null }>(call.text, [...params, this.storeOid], call.name);
+    if (rows.length === 0) throw this.storeLost((await this.q<{ o: string | null }>("SELECT to_regclass('kv')::oid::text AS o"))[0]!.o);
+    return rows[0]!.v;
+  }
+
+  /** The locked paths' first round trip (after BEGIN): throws, rolling back, when `kv` is not the table this server started on. */
+  private async checkStoreOid(client: PoolClient, results: Array<{ rows: unknown[] }>): Promise<void> {
+    const found = results.find((r) => (r.rows[0] as { store_oid?: unknown } | undefined)?.store_oid !== undefined);
+    const oid = (found?.rows[0] as { store_oid: string | null } | undefined)?.store_oid ?? null;
+    if (oid === this.storeOid) return;
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw this.storeLost(oid);
+  }
+
   /** Read `keys` (live rows only) with their row versions, and remember what was found, absent keys included. */
   private async readRows(keys: readonly string[], now: number): Promise<Map<string, CachedRow>> {
     const found = keys.length
@@ -632,10 +685,11 @@ export class PostgresStorage implements Storage {
       const select = sorted.length
         ? `SELECT key, value FROM kv WHERE key IN (${sorted.map(lit).join(',')}) AND (expires_at IS NULL OR expires_at > ${now});`
         : 'SELECT 1;';
-      const results = await sql(client, `BEGIN;${commitModeSql(mode)}${locks}${select}`).catch((err: Error) => {
+      const results = await sql(client, `BEGIN;${commitModeSql(mode)}${STORE_OID}${locks}${select}`).catch((err: Error) => {
         broken = err;
         throw unavailable(err);
       });
+      await this.checkStoreOid(client, results);
       const rows = new Map<string, CachedRow>(sorted.map((k) => [k, { value: undefined, version: undefined }]));
       for (const r of results[results.length - 1]!.rows as Array<{ key?: string; value: string }>)
         if (r.key !== undefined) rows.set(r.key, { value: r.value, version: undefined });
@@ -736,7 +790,7 @@ export class PostgresStorage implements Storage {
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closed) return { ok: false, detail: 'closed' };
-    if (this.newerSchema) return { ok: false, detail: this.newerSchema.message };
+    if (this.fault.error) return { ok: false, detail: this.fault.error.message };
     try {
       await this.pool.query('SELECT 1');
       return { ok: true };
@@ -783,14 +837,22 @@ const APPEND = `WITH h AS (INSERT INTO log_heads (log, last_seq) VALUES ($1, 1) 
  */
 const DEEP_EQUAL =
   "CASE WHEN value = $4 THEN true WHEN strpos(value, '\\u0000') > 0 OR strpos($4, '\\u0000') > 0 THEN false ELSE value::jsonb = $4::jsonb END";
-const TX_CALL =
-  'SELECT aib_tx($1::text[], $2::text[], $3, $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS v';
+const TX_COLUMNS =
+  'aib_tx($1::text[], $2::text[], $3, $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS v';
+/**
+ * `aib_tx` runs only while `kv` is still the table this server started on ($11: its oid,
+ * PostgresStorage.storeLost); otherwise the statement returns no row and writes nothing.
+ */
+const TX_GUARD = "WHERE to_regclass('kv')::oid = $11::oid";
+const TX_CALL = `SELECT ${TX_COLUMNS} ${TX_GUARD}`;
 /**
  * The same call committed with `synchronous_commit = off` (TransactOptions.durable false). The
  * statement is its own transaction and `set_config(…, true)` lasts until its end; PostgreSQL
  * reads the setting at commit, so where it stands in the statement does not matter.
  */
-const TX_CALL_ASYNC = `${TX_CALL}, set_config('synchronous_commit', 'off', true) AS async`;
+const TX_CALL_ASYNC = `SELECT ${TX_COLUMNS}, set_config('synchronous_commit', 'off', true) AS async ${TX_GUARD}`;
+/** The locked paths' first statement after BEGIN: the oid `kv` names now (storeLost). */
+const STORE_OID = "SELECT to_regclass('kv')::oid::text AS store_oid;";
 
 // CommitMode (GroupCommit.ts) here: 'durable' waits for the WAL flush (the connection's setting),
 // 'async' commits with `synchronous_commit = off`.
