@@ -1,6 +1,6 @@
 import { CoreError } from '../../kernel/CoreError.js';
 import type { TxRead, TxWrite } from '../../kernel/Storage.js';
-import { fromNanos, periodIds, resetsAt, toNanos, type PeriodSpend, type Worst } from '../spend/periodSpend.js';
+import { fromNanos, periodIds, periodNow, resetsAt, toNanos, type PeriodSpend, type Worst } from '../spend/periodSpend.js';
 import { apiKeyKeys, KEY_BUDGET_PERIODS, type ApiKeyRecord, type KeyBudget, type KeyBudgetPeriod } from './apiKeyTypes.js';
 
 /** A budget period as an adjective, for refusals ("this API key's daily token budget"). */
@@ -43,7 +43,10 @@ function idsAt(at: Date): Record<KeyBudgetPeriod, string> {
 function current(stored: KeySpendRecord | undefined, at: Date): Record<KeyBudgetPeriod, KeyPeriod> & { calls: number } {
   const ids = idsAt(at);
   const out = { calls: stored?.calls ?? 0 } as Record<KeyBudgetPeriod, KeyPeriod> & { calls: number };
-  for (const p of KEY_BUDGET_PERIODS) out[p] = stored?.[p]?.id === ids[p] ? { ...stored[p]! } : fresh(ids[p]);
+  for (const p of KEY_BUDGET_PERIODS) {
+    const id = periodNow(stored?.[p]?.id, ids[p]); // never back to an earlier period (a clock set back)
+    out[p] = stored?.[p]?.id === id ? { ...stored[p]! } : fresh(id);
+  }
   return out;
 }
 

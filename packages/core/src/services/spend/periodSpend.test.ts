@@ -152,4 +152,22 @@ describe('period spend arithmetic', () => {
     const released = releaseSpend(r.spend, { daily: '2026-03-31', monthly: '2026-03', tokens: 5, usdMicros: 3 } as never, day1);
     expect(released.daily).toMatchObject({ reservedUsdNanos: 1, reservedTokens: 1 });
   });
+
+  it('a clock set back across midnight (or an instance whose clock is behind) neither reopens the day nor forgets it', () => {
+    // Today (day 2) the whole daily budget is spent.
+    const spent = settleSpend(undefined, tokensDaily, undefined, { tokens: 1000, usdNanos: 0 }, day2).spend;
+    // The clock steps back to yesterday: before, "2026-03-31" started afresh at zero, a whole budget again.
+    const back = reserveSpend(spent, tokensDaily, { tokens: 100, usdNanos: 0 }, day1);
+    expect(back.ok).toBe(false);
+    if (back.ok) return;
+    expect(back.refusal).toMatchObject({ periodId: '2026-04-01', spent: 1000 });
+    // A call reserved today and settled while the clock reads yesterday is charged to today, and
+    // the clock's return finds today's figures where they were.
+    const r = reserveSpend(undefined, tokensDaily, { tokens: 100, usdNanos: 0 }, day2);
+    if (!r.ok) throw new Error('refused');
+    const settled = settleSpend(r.spend, tokensDaily, r.hold, { tokens: 60, usdNanos: 0 }, day1).spend;
+    expect(settled.daily).toMatchObject({ id: '2026-04-01', tokens: 60, reservedTokens: 0 });
+    expect(previewSpend(settled, tokensDaily, { tokens: 941, usdNanos: 0 }, day2)).toMatchObject({ periodId: '2026-04-01', spent: 60 });
+    expect(releaseSpend(settled, undefined, day1).daily).toMatchObject({ id: '2026-04-01', tokens: 60 });
+  });
 });

@@ -78,10 +78,24 @@ function upgrade(s: LegacyPeriodSpend): PeriodSpend {
   };
 }
 
-/** The record's figures for the periods of `ids` (a period that has ended starts again from zero). */
+/**
+ * Which period a record is in: the clock's (`now`), unless the record is already in a later one.
+ * Periods never go back: a clock set back across midnight (or an instance whose clock is behind
+ * another's) would otherwise start "yesterday" afresh at zero, a whole budget again, and the
+ * clock's return would start "today" afresh once more, its spend forgotten. Ids are ISO dates
+ * (`2026-11-23`, `2026-11`), so their text order is their time order.
+ */
+export function periodNow(storedId: string | undefined, now: string): string {
+  return storedId !== undefined && storedId > now ? storedId : now;
+}
+
+/** The record's figures for the periods of `ids` (a period that has ended starts again from zero; see periodNow). */
 export function currentSpend(stored: SpendRecord | undefined, ids: Record<BudgetPeriod, string>): Record<BudgetPeriod, PeriodSpend> {
   const out = {} as Record<BudgetPeriod, PeriodSpend>;
-  for (const p of BUDGET_PERIODS) out[p] = stored?.[p]?.id === ids[p] ? upgrade(stored[p]!) : fresh(ids[p]);
+  for (const p of BUDGET_PERIODS) {
+    const id = periodNow(stored?.[p]?.id, ids[p]);
+    out[p] = stored?.[p]?.id === id ? upgrade(stored[p]!) : fresh(id);
+  }
   return out;
 }
 
@@ -162,8 +176,7 @@ export function reserveSpend(
   worst: Worst,
   at: Date,
 ): { ok: true; spend: SpendRecord; hold: BudgetHold } | { ok: false; refusal: BudgetRefusal; spend: Record<BudgetPeriod, PeriodSpend> } {
-  const ids = periodIds(at);
-  const spend = currentSpend(stored, ids);
+  const spend = currentSpend(stored, periodIds(at));
   const refusal = budgetRefusal(spend, budget, worst);
   if (refusal) return { ok: false, spend, refusal };
   const usd = worst.usdNanos ?? 0;
@@ -171,7 +184,7 @@ export function reserveSpend(
     spend[p].reservedTokens += worst.tokens;
     spend[p].reservedUsdNanos += usd;
   }
-  return { ok: true, spend, hold: { daily: ids.daily, monthly: ids.monthly, tokens: worst.tokens, usdNanos: usd } };
+  return { ok: true, spend, hold: { daily: spend.daily.id, monthly: spend.monthly.id, tokens: worst.tokens, usdNanos: usd } };
 }
 
 /** A threshold (or the limit) reached for the first time in a period: one alert. */
@@ -209,8 +222,7 @@ export function settleSpend(
   actual: { tokens: number; usdNanos: number },
   at: Date,
 ): { spend: SpendRecord; crossings: BudgetCrossing[] } {
-  const ids = periodIds(at);
-  const spend = currentSpend(stored, ids);
+  const spend = currentSpend(stored, periodIds(at));
   unhold(spend, hold);
   const crossings: BudgetCrossing[] = [];
   for (const period of BUDGET_PERIODS) {
