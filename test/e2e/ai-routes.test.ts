@@ -31,6 +31,9 @@ const redisAt = await testRedis();
 const MODEL = 'deploy-model';
 const SHARED_MODEL = 'llama-3.3-70b';
 const EMBED_MODEL = 'deploy-embed';
+/** The model of route `own` (its deployments' cooldowns are their own: `dep-a/own-model`). */
+const OWN_MODEL = 'own-model';
+const CALLERS_KEY = 'sk-callers-own-key-for-routes';
 const PRICE = { inputUsdPerMTok: 1, outputUsdPerMTok: 2 };
 const DEPLOYMENTS = ['dep-a', 'dep-b', 'dep-c'] as const;
 
@@ -54,7 +57,9 @@ describeV1Paths('ai-routes', (path) => {
           type: 'openai-compatible',
           baseUrl: deps[id].namedBaseUrl(id),
           apiKey: SERVER_KEY,
-          models: { [MODEL]: PRICE, [SHARED_MODEL]: PRICE, [EMBED_MODEL]: { kind: 'embedding', inputUsdPerMTok: 1 } },
+          // Callers may bring their own key for each deployment (route `own`).
+          byok: true,
+          models: { [OWN_MODEL]: PRICE, [MODEL]: PRICE, [SHARED_MODEL]: PRICE, [EMBED_MODEL]: { kind: 'embedding', inputUsdPerMTok: 1 } },
         };
       }
       const config: ConfigInput = {
@@ -79,6 +84,14 @@ describeV1Paths('ai-routes', (path) => {
                 { model: `dep-c/${MODEL}`, rpm: 5, priority: 0 },
                 { model: `dep-b/${MODEL}`, priority: 1 },
               ],
+            },
+            own: {
+              strategy: 'priority',
+              targets: [
+                { model: `dep-a/${OWN_MODEL}`, rpm: 2, priority: 0 },
+                { model: `dep-b/${OWN_MODEL}`, rpm: 2, priority: 1 },
+              ],
+              cooldownSec: 30,
             },
           },
           circuitBreaker: { failureThreshold: 1000 },
@@ -163,6 +176,58 @@ describeV1Paths('ai-routes', (path) => {
       expect(chatCalls(deps['dep-b']!)).toBe(11);
     });
 
+    it("a call with the caller's own key (x-provider-api-key) is served past the deployments' rpm and a 429's cooldown, not past a deployment that is down", async () => {
+      clock.startWindow();
+      const token = await funded('routes-own', 10_000_000);
+      const own = [a, b].map(
+        (s) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0, defaultHeaders: { 'x-provider-api-key': CALLERS_KEY } }),
+      );
+      const platform = [a, b].map((s) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0 }));
+      const ask = async (client: OpenAI, content: string) => {
+        const { data, response } = await client.chat.completions
+          .create({ model: 'own', messages: [{ role: 'user', content }], max_tokens: 20 })
+          .withResponse();
+        return served_(data, response.headers);
+      };
+      const status = (p: Promise<unknown>) =>
+        p.then(
+          () => 200,
+          (e: { status: number }) => e.status,
+        );
+      const lastCall = (id: string) => deps[id]!.requests.filter((r) => r.format !== 'models').at(-1);
+      // Platform-paid calls use up both deployments' rpm this minute: the next one is refused.
+      const platformServed: string[] = [];
+      for (let i = 0; i < 4; i++) platformServed.push((await ask(platform[i % 2]!, `platform ${i}`)).provider);
+      expect(platformServed).toEqual(['dep-a', 'dep-a', 'dep-b', 'dep-b']);
+      expect(await status(ask(platform[0]!, 'platform refused'))).toBe(429);
+      // A caller's own key has none of that capacity: served by the first deployment of the route's order, with that key.
+      const before = await balance(token);
+      for (let i = 0; i < 3; i++) expect((await ask(own[i % 2]!, `own ${i}`)).provider).toBe('dep-a');
+      expect(lastCall('dep-a')).toMatchObject({ apiKey: CALLERS_KEY });
+      expect(await balance(token)).toBe(before);
+      // ... and used none of it: platform-paid calls are still refused this minute.
+      expect(await status(ask(platform[1]!, 'platform still refused'))).toBe(429);
+
+      // A deployment that is down (503 to the server's key) is down for a caller's key too.
+      clock.startWindow();
+      deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 503 });
+      expect((await ask(platform[0]!, 'platform while dep-a fails')).provider).toBe('dep-b');
+      deps['dep-a']!.failProvider('dep-a', undefined);
+      expect((await ask(own[1]!, 'own while dep-a cools')).provider).toBe('dep-b');
+      expect(lastCall('dep-b')).toMatchObject({ apiKey: CALLERS_KEY });
+
+      // Past that cooldown (two windows: at least a minute), a 429 to the server's key is that
+      // key's quota: it cools the deployment for platform-paid calls only.
+      clock.startWindow();
+      clock.startWindow();
+      deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 60 });
+      expect(await ask(platform[1]!, 'platform while dep-a is throttled')).toMatchObject({ provider: 'dep-b' });
+      deps['dep-a']!.failProvider('dep-a', undefined);
+      for (let i = 0; i < 2; i++) expect((await ask(own[i % 2]!, `own after 429 ${i}`)).provider).toBe('dep-a');
+      expect(lastCall('dep-a')).toMatchObject({ apiKey: CALLERS_KEY });
+      expect(await ask(platform[0]!, 'platform after 429')).toMatchObject({ provider: 'dep-b' });
+    });
+
     it('route names are listed by GET /v1/models beside provider/model ids', async () => {
       const token = await funded('routes-list', 10);
       const ids = (await new OpenAI({ baseURL: a.url + '/v1', apiKey: token }).models.list()).data.map((m) => m.id);
@@ -236,6 +301,7 @@ function served_(body: unknown, headers: Headers): { provider: string; model: st
     const [provider, ...model] = headers.get('x-ai-backend-model')!.split('/');
     return { provider: provider!, model: model.join('/'), tokensCharged: Number(headers.get('x-ai-backend-tokens-charged')) };
   }
-  const g = (body as { ai_backend: { provider: string; model: string; token_usage: { tokensCharged: number } } }).ai_backend;
-  return { provider: g.provider, model: g.model, tokensCharged: g.token_usage.tokensCharged };
+  // A BYOK answer carries no token_usage: nothing was charged.
+  const g = (body as { ai_backend: { provider: string; model: string; token_usage?: { tokensCharged: number } } }).ai_backend;
+  return { provider: g.provider, model: g.model, tokensCharged: g.token_usage?.tokensCharged ?? 0 };
 }

@@ -136,9 +136,15 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const choice = resolveCallModel(deps, input, call.identity);
   // A route: the order its strategy gives this call (cooling and full targets left out), its
   // first standing for the call; with fallbacks, a route with nothing available gives way to them.
+  // A call with its own key in the request is planned past the deployments' capacity (KeyedBy).
   const planned =
     choice.route && deps.routing
-      ? await deps.routing.plan(choice.route.name, choice.route.targets, (input.fallbacks ?? ai.fallbacks).length > 0 ? 'none' : 'throw')
+      ? await deps.routing.plan(
+          choice.route.name,
+          choice.route.targets,
+          (input.fallbacks ?? ai.fallbacks).length > 0 ? 'none' : 'throw',
+          input.apiKey !== undefined ? 'caller' : 'server',
+        )
       : [];
   const own = planned[0] ?? (choice.route ? firstFallback(deps, input, call) : { provider: choice.provider, model: choice.model });
   const { provider, model } = own;

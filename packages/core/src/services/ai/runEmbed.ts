@@ -8,6 +8,7 @@ import type { CallDeps, TextCall } from './prepareCall.js';
 import { resolveModelName } from './routing/resolveModelName.js';
 import { routeTargets } from './routing/routeTargets.js';
 import type { RouteSlot } from './routing/RouteSlot.js';
+import type { KeyedBy } from './routing/Routing.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { accountCall, type Pricing } from './accountCall.js';
 import { attemptLoop, settleLoop } from './attemptLoop.js';
@@ -49,13 +50,14 @@ async function embedModels(
   deps: CallDeps,
   ref: string,
   call: TextCall,
+  keyedBy: KeyedBy,
 ): Promise<Array<{ provider: ProviderId; model: string; route?: RouteSlot }>> {
   const { providers } = deps;
   const name = resolveModelName(deps, ref);
   if (name.kind === 'route') {
     const admitted = routeTargets(providers, name.name, name.route, call.identity?.apiKey, 'throw');
     for (const t of admitted) embeddingModel(providers, t.provider, t.model);
-    return deps.routing ? await deps.routing.plan(name.name, admitted, 'throw') : admitted.slice(0, 1);
+    return deps.routing ? await deps.routing.plan(name.name, admitted, 'throw', keyedBy) : admitted.slice(0, 1);
   }
   const provider = providers.assertKnown(name.provider);
   const candidate = name.model || providers.allowedModels(provider, 'embedding')[0];
@@ -79,7 +81,7 @@ async function embedModels(
 export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall): Promise<EmbedOutput> {
   const { config, providers, logger } = deps;
   const ai = config.ai;
-  const planned = await embedModels(deps, input.model, call);
+  const planned = await embedModels(deps, input.model, call, input.apiKey !== undefined ? 'caller' : 'server');
   const { provider, model } = planned[0]!;
   const values = typeof input.input === 'string' ? [input.input] : input.input;
   const chars = values.reduce((n, v) => n + v.length, 0);

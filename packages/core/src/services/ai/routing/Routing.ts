@@ -10,6 +10,11 @@ import type { Routable, RouteOutcome, RouteSlot } from './RouteSlot.js';
 
 /** Failures that cool a target down: the deployment, not the request, is the problem. */
 const COOLING = new Set(['rate_limited', 'upstream_5xx', 'timeout', 'unreachable', 'connection_lost']);
+/**
+ * The one cooling failure that is the deployment's key's quota, not its health: a 429 to the
+ * server's key. Calls with a caller's own key do not see such a cooldown (docs/ai.md#routes).
+ */
+const QUOTA = 'rate_limited';
 /** Weight of the newest sample in a target's latency average. */
 const LATENCY_ALPHA = 0.3;
 /** In-flight counters expire after this (an instance that died mid-call leaks its counts only so long). */
@@ -18,6 +23,17 @@ const MINUTE_MS = 60_000;
 const PENDING_MS = 2_000;
 
 const deployment = (t: Routable) => `${t.provider}/${t.model}`;
+
+/**
+ * Whose key a call's attempts go out with: the deployments' own (`server`, a platform-paid call)
+ * or the caller's (`caller`, BYOK). A caller's key has none of the deployments' capacity: their
+ * rpm/tpm and the cooldowns a 429 to the server's key left are not its limits, so it is planned
+ * and admitted past them; a deployment that is down (5xx, timeout, unreachable) is down for it too.
+ */
+export type KeyedBy = 'server' | 'caller';
+
+/** The store key of a deployment's cooldown as `keyedBy` sees it: every cooldown, or only those for its health. */
+const coolKey = (t: Routable, keyedBy: KeyedBy) => `airt:${keyedBy === 'server' ? 'cool' : 'down'}:${deployment(t)}`;
 
 /**
  * A call whose every target was skipped for its rpm (attemptLoop): RATE_LIMITED (429) with
@@ -36,13 +52,15 @@ export function routeExhausted(attempts: ReadonlyArray<{ reason: string }>, now:
  * Routes at call time (docs/ai.md#routes): which targets a call tries and in what order, and
  * what the attempts leave behind. Shared through the store (`shared`, Redis in a cluster), so
  * every instance sees the same state: cooldowns (`airt:cool:<provider>/<model>`, the time they
- * end, with that TTL), calls in flight per deployment (`airt:busy:…`) and each target's requests
+ * end, with that TTL; `airt:down:…` the same for those that are not a 429, which BYOK calls see), calls in flight per deployment
+ * (`airt:busy:…`) and each target's requests
  * and tokens this minute (`airt:rpm|tpm:<route>:<index>:<minute>`). Cooldowns are kept here too,
  * so a store that is down leaves this instance's own view (a store failure never fails a call:
  * capacity then goes unchecked). Latency is this instance's (a moving average per deployment).
  */
 export class Routing {
-  private readonly localCool = new Map<string, number>();
+  /** This instance's cooldowns per deployment: every one (`server`), and those for its health (`caller`). */
+  private readonly localCool: Record<KeyedBy, Map<string, number>> = { server: new Map(), caller: new Map() };
   private readonly latency = new Map<string, number>();
   /**
    * least-busy: calls this instance planned onto a deployment and has not yet started there (the
@@ -84,9 +102,9 @@ export class Routing {
     return { rpm: `airt:rpm:${name}:${index}:${minute}`, tpm: `airt:tpm:${name}:${index}:${minute}` };
   }
 
-  /** Until when `t` cools down (ms since epoch), by this instance's view and the store's. */
-  private coolUntil(t: Routable, stored: unknown, now: number): number {
-    const local = this.localCool.get(deployment(t)) ?? 0;
+  /** Until when `t` cools down for calls keyed by `keyedBy` (ms since epoch), by this instance's view and the store's. */
+  private coolUntil(t: Routable, stored: unknown, now: number, keyedBy: KeyedBy = 'server'): number {
+    const local = this.localCool[keyedBy].get(deployment(t)) ?? 0;
     const shared = typeof stored === 'number' ? stored : 0;
     const until = Math.max(local, shared);
     return until > now ? until : 0;
@@ -97,14 +115,18 @@ export class Routing {
    * rpm/tpm this minute, ordered by the route's strategy, at most `retries + 1`. None available:
    * RATE_LIMITED (429) when every target is at its limit, else UNAVAILABLE (503), both with
    * Retry-After; `onEmpty: 'none'` returns [] instead (a call with fallbacks goes on to them).
+   * `keyedBy: 'caller'` (a BYOK call): rpm, tpm and the cooldowns of the server key's 429s do
+   * not apply, so no target is full, `usage` sees every share as 0, and only a deployment that
+   * is down is left out.
    */
-  async plan<T extends Routable>(name: string, admitted: T[], onEmpty: 'throw' | 'none'): Promise<T[]> {
+  async plan<T extends Routable>(name: string, admitted: T[], onEmpty: 'throw' | 'none', keyedBy: KeyedBy = 'server'): Promise<T[]> {
     const route = this.route(name);
     const now = this.now();
+    const byServer = keyedBy === 'server';
     const keys: string[] = [];
     for (const t of admitted) {
       const { rpm, tpm } = this.minuteKeys(name, t.route!.index, now);
-      keys.push(`airt:cool:${deployment(t)}`, rpm, tpm, `airt:busy:${deployment(t)}`);
+      keys.push(coolKey(t, keyedBy), rpm, tpm, `airt:busy:${deployment(t)}`);
     }
     const values = await this.read(keys);
     const views: TargetView<T>[] = [];
@@ -118,12 +140,12 @@ export class Routing {
         number,
         number,
       ];
-      const until = this.coolUntil(t, cool, now);
+      const until = this.coolUntil(t, cool, now, keyedBy);
       if (until > 0) {
         soonest = Math.min(soonest, until);
         return;
       }
-      const share = Math.max(conf.rpm ? rpmUsed / conf.rpm : 0, conf.tpm ? tpmUsed / conf.tpm : 0);
+      const share = byServer ? Math.max(conf.rpm ? rpmUsed / conf.rpm : 0, conf.tpm ? tpmUsed / conf.tpm : 0) : 0;
       if (share >= 1) {
         full++;
         soonest = Math.min(soonest, (Math.floor(now / MINUTE_MS) + 1) * MINUTE_MS);
@@ -183,18 +205,20 @@ export class Routing {
    * 'rate_limited' when its rpm is used up this minute: the request is counted atomically, so
    * instances together never pass more than rpm). A pass counts the call in flight.
    * `serverKeyed`: the attempt goes out with the deployment's own key; one with a caller's key
-   * uses none of the deployment's rpm, so it is not counted there.
+   * uses none of the deployment's rpm, so it is not counted there, and is held back only by a
+   * cooldown for the deployment's health (KeyedBy).
    */
   async admit(t: Routable, serverKeyed = true): Promise<'pass' | 'cooling_down' | 'rate_limited'> {
     const slot = t.route!;
     const conf = this.route(slot.name).targets[slot.index]!;
     const route = this.route(slot.name);
     const now = this.now();
+    const keyedBy: KeyedBy = serverKeyed ? 'server' : 'caller';
     if (route.strategy === 'least-busy' && slot.planned) this.unpend(deployment(t));
     if (!slot.planned) {
-      const [cool] = await this.read([`airt:cool:${deployment(t)}`]);
-      if (this.coolUntil(t, cool, now) > 0) return 'cooling_down';
-    } else if (this.coolUntil(t, undefined, now) > 0) return 'cooling_down';
+      const [cool] = await this.read([coolKey(t, keyedBy)]);
+      if (this.coolUntil(t, cool, now, keyedBy) > 0) return 'cooling_down';
+    } else if (this.coolUntil(t, undefined, now, keyedBy) > 0) return 'cooling_down';
     if (this.store) {
       try {
         if (conf.rpm && serverKeyed) {
@@ -242,9 +266,11 @@ export class Routing {
     }
     const failed = outcome.ok || !serverKeyed ? undefined : outcome;
     const coolMs = failed && COOLING.has(failed.reason) ? (failed.retryAfterSeconds ?? route.cooldownSec) * 1000 : 0;
+    // A 429 is the server key's quota (every cooldown); any other cooling failure is the deployment's health (both).
+    const views: KeyedBy[] = failed?.reason === QUOTA ? ['server'] : ['server', 'caller'];
     if (failed && coolMs > 0) {
       const until = this.now() + coolMs;
-      this.localCool.set(id, Math.max(until, this.localCool.get(id) ?? 0));
+      for (const v of views) this.localCool[v].set(id, Math.max(until, this.localCool[v].get(id) ?? 0));
       // A timeout says as much about latency as a slow answer: the latency strategy moves away too.
       if (failed.reason === 'timeout') this.latency.set(id, Math.max(this.latency.get(id) ?? 0, ms));
       this.logger.info('ai: route target cooling down', { route: slot.name, target: id, reason: failed.reason, seconds: coolMs / 1000 });
@@ -252,7 +278,7 @@ export class Routing {
     if (!this.store) return;
     try {
       if (route.strategy === 'least-busy') await this.store.increment(`airt:busy:${id}`, -1, { min: 0 });
-      if (coolMs > 0) await this.store.set(`airt:cool:${id}`, this.now() + coolMs, { ttlMs: Math.ceil(coolMs) });
+      if (coolMs > 0) for (const v of views) await this.store.set(coolKey(t, v), this.now() + coolMs, { ttlMs: Math.ceil(coolMs) });
     } catch (err) {
       this.logger.warn('ai: route state not written; this instance keeps the cooldown', {
         route: slot.name,
