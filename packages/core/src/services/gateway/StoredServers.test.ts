@@ -72,8 +72,63 @@ describe('StoredServers: servers added at run time keep their credentials sealed
       new CredentialStore(storage, { masterKey: 'another-master-key-0123456789abcdef' }),
     );
     await elsewhere.sync();
-    expect([...applied.at(-1)!.keys()]).toEqual(['legacy']);
+    // The legacy record was sealed by the first instance when it read it (below): neither is served here.
+    expect([...applied.at(-1)!.keys()]).toEqual([]);
     expect(warnings.join('\n')).toMatch(/cannot be decrypted/);
     expect(warnings.join('\n')).not.toContain('sk-team-key');
+    expect(warnings.join('\n')).not.toContain('legacy-token-value');
+  });
+});
+
+describe('StoredServers: a record written before sealing is sealed in place', () => {
+  const legacy = () =>
+    remote({ headers: { Authorization: 'Bearer legacy-token-value' }, oauth: { clientId: 'app', clientSecret: CLIENT_SECRET } });
+
+  it('two instances reading it at once: one seals it (compare-and-set), the other finds nothing left; both serve it whole', async () => {
+    const storage = new MemoryStorage();
+    const open = remote();
+    await storage.set('gateway:servers', { version: 'older', servers: { legacy: legacy(), open } });
+    const instances = [0, 1].map(() => {
+      const applied: Array<ReadonlyMap<string, McpServerConfig>> = [];
+      const logs: string[] = [];
+      const stored = new StoredServers(
+        storage,
+        new LocalSignals(),
+        undefined,
+        (servers) => applied.push(servers),
+        createLogger('debug', (l) => logs.push(l)),
+        new CredentialStore(storage, { masterKey: MASTER }),
+      );
+      return { stored, applied, logs };
+    });
+    await Promise.all(instances.map((i) => i.stored.sync()));
+    const record = (await storage.get<{ version: string; servers: Record<string, { sealed?: unknown }> }>('gateway:servers'))!;
+    const raw = JSON.stringify(record);
+    expect(raw).not.toContain('legacy-token-value');
+    expect(raw).not.toContain(CLIENT_SECRET);
+    expect(record.servers.legacy!.sealed).toBeDefined();
+    expect(record.servers.open).toEqual(open);
+    // Sealed once: exactly one instance wrote, and reading again writes nothing more.
+    expect(instances.filter((i) => i.logs.some((l) => l.includes('sealed the credentials'))).length).toBe(1);
+    for (const i of instances) {
+      await i.stored.sync();
+      expect(i.applied.at(-1)!.get('legacy')).toEqual(legacy());
+      expect(i.logs.join('\n')).not.toContain('legacy-token-value');
+      expect(i.logs.join('\n')).not.toContain(CLIENT_SECRET);
+    }
+    expect((await storage.get<{ version: string }>('gateway:servers'))!.version).toBe(record.version);
+  });
+
+  it('without a vault key it is served as it is, left in clear, and the log names the server once (never its credentials)', async () => {
+    const { storage, stored, last, warnings } = setup();
+    await storage.set('gateway:servers', { version: 'older', servers: { legacy: legacy() } });
+    await stored.sync();
+    await storage.set('gateway:servers', { version: 'older-2', servers: { legacy: legacy() } });
+    await stored.sync();
+    expect(last().get('legacy')).toEqual(legacy());
+    expect(JSON.stringify(await storage.get('gateway:servers'))).toContain('legacy-token-value');
+    expect(warnings.filter((w) => w.includes('stored in clear'))).toHaveLength(1);
+    expect(warnings.join('\n')).toContain('legacy');
+    expect(warnings.join('\n')).not.toContain('legacy-token-value');
   });
 });

@@ -32,6 +32,12 @@ interface Record_ {
 
 const binding = (name: string) => `gateway-server:v1:${name}`;
 
+/** A stored server whose credentials are still in clear: a record written before sealing. */
+function inClear(stored: StoredServer): boolean {
+  if (stored.type === 'stdio' || stored.sealed) return false;
+  return Object.keys(stored.headers ?? {}).length > 0 || stored.oauth?.clientSecret !== undefined;
+}
+
 /**
  * Remote servers added at run time (gateway.addServer), kept in the store every instance shares
  * and applied everywhere: a change is announced on the cross-instance signals (Redis pub/sub), and
@@ -44,6 +50,8 @@ export class StoredServers {
   private unsubscribe: (() => void) | undefined;
   private version: string | undefined;
   private lastWarning = 0;
+  /** Servers whose credentials stay in clear for want of a vault key, already warned about. */
+  private readonly warnedClear = new Set<string>();
 
   constructor(
     private readonly storage: Storage,
@@ -82,6 +90,7 @@ export class StoredServers {
         if (config) servers.set(name, config);
       }
       this.apply(servers);
+      if (Object.values(record?.servers ?? {}).some(inClear)) await this.reseal();
     } catch (err) {
       if (Date.now() - this.lastWarning < 60_000) return;
       this.lastWarning = Date.now();
@@ -104,6 +113,39 @@ export class StoredServers {
       }
     }
     throw new Error('the MCP server list changed concurrently too often; try again');
+  }
+
+  /**
+   * Seal the credentials of records written before sealing, in place: every instance that reads
+   * such a record (at start, or when an older instance writes one) rewrites it with compare-and-set,
+   * so of two doing so at once one writes and the other, reading again, finds nothing left in
+   * clear. The servers stay as they were (same config once unsealed). Without a vault key they
+   * stay in clear, and the log says so once per server (its name, never its credentials).
+   */
+  private async reseal(): Promise<void> {
+    if (!this.sealer?.configured) {
+      const record = await this.storage.get<Record_>(KEY);
+      for (const [name, stored] of Object.entries(record?.servers ?? {})) {
+        if (!inClear(stored) || this.warnedClear.has(name)) continue;
+        this.warnedClear.add(name);
+        this.logger.warn(
+          'MCP gateway: a server added at run time has its credentials stored in clear (written before sealing); set billing.vaultKey or oauth.encryptionKey to seal them',
+          { server: name },
+        );
+      }
+      return;
+    }
+    const names: string[] = [];
+    await this.change((servers) => {
+      names.length = 0;
+      for (const [name, stored] of Object.entries(servers as Record<string, StoredServer>)) {
+        if (!inClear(stored)) continue;
+        servers[name] = this.sealed(name, stored);
+        names.push(name);
+      }
+      return names.length > 0;
+    });
+    if (names.length > 0) this.logger.info('MCP gateway: sealed the credentials of servers stored in clear', { servers: names });
   }
 
   async put(name: string, config: McpServerConfig): Promise<boolean> {
