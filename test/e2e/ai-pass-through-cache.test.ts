@@ -89,7 +89,8 @@ describeV1Paths('ai-pass-through-cache', (path: V1Path) => {
   /**
    * Miss (`first`, with `fault` on its upstream request), then hits until one is served, then the
    * same request the other way (plain or streamed): both hits carry the miss's text, each charged
-   * `chargeRatio` of what the miss was.
+   * `chargeRatio` of what the miss was. On the pass-through path a plain call after a streamed miss
+   * misses once (docs/ai.md#response-cache: its answer is the provider's body).
    */
   async function missThenHits(format: V1Format, first: { stream: boolean; marker?: string; fault?: UpstreamFault }) {
     const u = await caller();
@@ -106,21 +107,44 @@ describeV1Paths('ai-pass-through-cache', (path: V1Path) => {
       return o;
     });
     const before = generations();
-    const other = await callV1(u.clients, format, { content, stream: !first.stream });
-    expect(other.cache).toBe('hit');
-    expect(generations()).toBe(before);
-    for (const h of [hit, other]) {
+    let other = await callV1(u.clients, format, { content, stream: !first.stream });
+    /** The miss the `other` hit replays. */
+    let otherMiss = miss;
+    if (path === 'pass-through' && first.stream) {
+      // A plain call here is answered with the provider's own body, which an entry a stream stored
+      // (in our encoding) does not hold: a miss, passed through and stored, then hits.
+      expect(other).toMatchObject({ cache: 'miss', path: 'pass-through' });
+      expect(generations()).toBe(before + 1);
+      misses++;
+      otherMiss = other;
+      other = await untilHit(async () => {
+        const o = await callV1(u.clients, format, { content, stream: false });
+        if (o.cache === 'miss') misses++;
+        return o;
+      });
+      expect(other.path).toBe('pass-through');
+    } else {
+      expect(other.cache).toBe('hit');
+      expect(generations()).toBe(before);
+    }
+    for (const [h, m] of [
+      [hit, miss],
+      [other, otherMiss],
+    ] as const) {
       expect(h.status).toBe(200);
       expect(h.failed).toBe(false);
-      expect(h.text).toBe(miss.text);
+      expect(h.text).toBe(m.text);
     }
     const s = await settles(u.sub, misses + 2);
     // The first miss stored the entry the hits were served from (a later miss, before it landed, would store the same answer).
     const stored = s[0]!;
-    for (const h of s.slice(-2)) {
-      expect(h).toMatchObject({ provider: stored.provider, model: stored.model, metadata: { cache: 'hit' } });
+    const isHit = (e: (typeof s)[number]) => (e.metadata as { cache?: string } | undefined)?.cache === 'hit';
+    const hits = s.filter(isHit);
+    expect(hits).toHaveLength(2);
+    for (const h of hits) {
+      expect(h).toMatchObject({ provider: stored.provider, model: stored.model });
       const cached = (h.metadata as { cachedTokensUsed: number }).cachedTokensUsed;
-      expect(s.slice(0, misses).map((m) => m.tokensUsed)).toContain(cached);
+      expect(s.filter((e) => !isHit(e)).map((m) => m.tokensUsed)).toContain(cached);
       expect(h.tokensUsed).toBe(Math.ceil(cached * RATIO));
       expect(h.tokensCharged).toBe(h.tokensUsed + fee(h.tokensUsed));
     }

@@ -11,6 +11,7 @@ import { callTargets, type Attempt, type Target } from './callTargets.js';
 import { reachableModels, resolveCallModel } from './callModel.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
 import type { CachedAnswer } from './cache/ResponseCache.js';
+import { answersWithWire, servesForm, storedWire, type CallForm } from './cacheForm.js';
 import { assertPromptMayUse } from './SystemPromptStore.js';
 import { randomUUID } from 'node:crypto';
 import { usageTokens } from './tokenCount.js';
@@ -81,8 +82,8 @@ export async function runGenerateText(
 ): Promise<GenerateTextOutput> {
   const { logger } = deps;
   await assertValidCallSchemas(input);
-  const cached = await lookUpCall(deps, input, call);
-  if (cached?.hit) return serveHit(deps, cached.hit, input, call);
+  const cached = await lookUpCall(deps, input, call, 'plain');
+  if (cached?.hit) return serveHit(deps, cached.hit, input, call, 'plain');
   const prepared = await prepareCall(deps, input, call);
   const { hold } = prepared;
   let served: Served<Target, Answer>;
@@ -173,7 +174,7 @@ export async function runGenerateText(
   if (result.wire) out.passThrough = { body: result.wire.body, contentType: result.wire.contentType };
   if (cached) {
     data.cache = 'miss';
-    remember(deps, cached.key, out);
+    remember(deps, cached.key, out, 'plain');
   }
   return out;
 }
@@ -199,7 +200,7 @@ export interface CacheLookup {
  * hit is never served to a caller who could not have made the call; a call with its own provider
  * key is not cached (its answer was paid on the caller's account).
  */
-export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: TextCall): Promise<CacheLookup | undefined> {
+export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: TextCall, form: CallForm): Promise<CacheLookup | undefined> {
   const { cache, config } = deps;
   if (!cache?.config.enabled || input.apiKey !== undefined) return undefined;
   const choice = resolveCallModel(deps, input, call.identity);
@@ -227,8 +228,10 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
   // The entry names the target that served it (a route's other target, a fallback): it is served
   // only when this call could have been served by that target too, under every model rule of this
   // caller (an API key's `models` and `providers`, the server's allow list, the call's own
-  // fallbacks); otherwise it is a miss, and the fresh answer replaces the entry.
+  // fallbacks); otherwise it is a miss, and the fresh answer replaces the entry. So is an entry
+  // whose replay would lack what this call's own answer carries (cacheForm.ts).
   const servable = (hit: CachedAnswer) => {
+    if (!servesForm(deps, input, call, form, hit)) return false;
     const own = { provider: choice.provider, model: choice.model };
     const reach = { identity: call.identity, maxTokens: input.options?.maxTokens ?? config.ai.defaultMaxTokens };
     const reachable = reachableModels(deps, own, input.fallbacks, reach, choice.route?.targets.slice(1));
@@ -257,7 +260,13 @@ function wireKey(wire: WireRequest): unknown {
  * tokens and price (0 by default), recorded in the ledger as a cache hit (`metadata.cache: 'hit'`,
  * with the original `cachedTokensUsed`), then the answer as the call would have given it.
  */
-export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCallInput, call: TextCall): Promise<GenerateTextOutput> {
+export async function serveHit(
+  deps: CallDeps,
+  hit: CachedAnswer,
+  input: TextCallInput,
+  call: TextCall,
+  form: CallForm,
+): Promise<GenerateTextOutput> {
   const ratio = deps.cache!.config.chargeRatio;
   const tokensUsed = Math.ceil(hit.tokensUsed * ratio);
   const costUsd = hit.costUsd === undefined ? undefined : hit.costUsd * ratio;
@@ -295,7 +304,11 @@ export async function serveHit(deps: CallDeps, hit: CachedAnswer, input: TextCal
   };
   if (hit.toolCalls) data.toolCalls = hit.toolCalls;
   if (hit.object !== undefined) data.object = hit.object;
-  return { success: true, data, ...charged };
+  const out: GenerateTextOutput = { success: true, data, ...charged };
+  // A passed-through answer is given again as the upstream sent it (its thinking blocks, logprobs …).
+  if (hit.wire && answersWithWire(deps, call, form))
+    out.passThrough = { body: Buffer.from(hit.wire.body, 'utf8'), contentType: hit.wire.contentType };
+  return out;
 }
 
 /**
@@ -311,7 +324,7 @@ const WHOLE_ANSWER = new Set(['stop', 'length', 'tool-calls']);
  * billing chose, or a stored key a fallback used; a key in the request is not looked up at all)
  * was paid on the caller's account: it is never served to anyone, itself included, as a hit.
  */
-export function remember(deps: CallDeps, key: string, out: GenerateTextOutput): void {
+export function remember(deps: CallDeps, key: string, out: GenerateTextOutput, form: CallForm): void {
   if (out.usageInfo) return;
   if (!WHOLE_ANSWER.has(out.data.finishReason)) {
     deps.logger.debug('ai: response not cached: not a whole answer', {
@@ -320,7 +333,16 @@ export function remember(deps: CallDeps, key: string, out: GenerateTextOutput): 
     });
     return;
   }
-  void deps.cache!.put(key, answerOf(deps, out));
+  const wire = out.passThrough && storedWire(out.passThrough);
+  if (wire === null) {
+    deps.logger.debug('ai: response not cached: its body is not UTF-8 text', { requestId: out.data.requestId });
+    return;
+  }
+  void deps.cache!.put(key, {
+    ...answerOf(deps, out),
+    ...(wire ? { wire } : {}),
+    ...(form === 'stream' ? { streamed: true as const } : {}),
+  });
 }
 
 /** What a served call leaves in the cache: the answer and what it cost, nothing of the request. */

@@ -86,8 +86,8 @@ export async function runStreamText(
   const ai = config.ai;
   await assertValidCallSchemas(input);
   // A cached answer is replayed as a stream (charged ai.cache.chargeRatio of the original, now).
-  const cached = await lookUpCall(deps, input, call);
-  if (cached?.hit) return replayStream(await serveHit(deps, cached.hit, input, call));
+  const cached = await lookUpCall(deps, input, call, 'stream');
+  if (cached?.hit) return replayStream(await serveHit(deps, cached.hit, input, call, 'stream'));
   const p = await prepareCall(deps, input, call);
   const { requestId, hold } = p;
   const targets = callTargets(deps, p, call);
@@ -350,7 +350,7 @@ export async function runStreamText(
       const result: GenerateTextOutput = { success: true, data, ...charged };
       if (cached) {
         data.cache = 'miss';
-        remember(deps, cached.key, result);
+        remember(deps, cached.key, result, 'stream');
       }
       yield { type: 'finish', result };
     } catch (err) {

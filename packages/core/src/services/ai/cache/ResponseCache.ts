@@ -23,6 +23,14 @@ export interface CachedAnswer {
   costUsd?: number;
   toolCalls?: Array<{ toolCallId: string; toolName: string; input: unknown }>;
   object?: unknown;
+  /**
+   * A plain answer passed through (docs/ai.md#pass-through): the upstream's body as it came (UTF-8
+   * JSON), which a plain call of the same format is given again as it is, with every field the
+   * fields above do not hold (thinking blocks, logprobs, `stop_sequence`, further choices).
+   */
+  wire?: { body: string; contentType: string };
+  /** Stored from a stream, which is always read on the SDK path (cacheForm.ts): an answer in our encoding. */
+  streamed?: true;
   storedAt: number;
 }
 
