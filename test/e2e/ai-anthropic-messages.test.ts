@@ -57,6 +57,8 @@ describeV1Matrix('/v1/messages', (mode, path) => {
         const final = await stream.finalMessage();
         expect(text).toMatch(/^Test reply from/);
         expect(final.usage.output_tokens).toBe(16);
+        // message_start says 0 on the SDK path; the MessageStream takes the input from message_delta.
+        expect(final.usage.input_tokens).toBeGreaterThan(0);
         const used = final.usage.input_tokens + final.usage.output_tokens;
         expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
       });

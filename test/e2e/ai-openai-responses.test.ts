@@ -59,6 +59,22 @@ describeV1Matrix('/v1/responses', (mode, path) => {
       });
     }
 
+    // The answer is the upstream's own body on the pass-through path: only the SDK path writes usage.
+    it.runIf(path === 'sdk')(
+      'an upstream that reports no usage: total_tokens is what the call was charged, plain and streamed',
+      async () => {
+        for (const stream of [false, true]) {
+          const u = await funded(10_000);
+          const ask = { model: MODELS.local!, input: `no usage ${stream} [[upstream:no-usage]]`, max_output_tokens: 64 };
+          const r = stream ? await u.client.responses.stream(ask).finalResponse() : await u.client.responses.create(ask);
+          expect(r.output_text).toMatch(/^Test reply from/);
+          const used = r.usage!.total_tokens;
+          expect(used).toBeGreaterThan(0);
+          expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
+        }
+      },
+    );
+
     it('function tools: a function_call, then function_call_output sent back', async () => {
       const u = await funded(10_000);
       const tools = [

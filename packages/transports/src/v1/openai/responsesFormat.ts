@@ -9,7 +9,9 @@ const usageOf = (r: GenerateTextOutput) => {
     input_tokens_details: { cached_tokens: 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: r.data.usage.totalTokens ?? input + output,
+    // Usage the upstream did not report is charged the hold: the total says what was charged, as
+    // Chat Completions' does (openAiFormat.ts), not a 0 a client would take for a free call.
+    total_tokens: r.data.usage.totalTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? input + output,
   };
 };
 
