@@ -2,7 +2,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenRouter } from '@openrouter/ai-sdk-provider';
-import { APICallError, generateText, type LanguageModel } from 'ai';
+import { APICallError, generateText, streamText, type LanguageModel } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestUpstream, type TestUpstream } from './createTestUpstream.js';
 
@@ -55,6 +55,32 @@ describe('createTestUpstream wire formats', () => {
     expect(r.usage.outputTokens).toBe(3);
     expect(r.finishReason).toBe('length');
   });
+
+  // Each format's stop-sequence stop, as the SDK reads it: only Anthropic's names the sequence.
+  for (const [name, makeModel] of formats.filter(([n]) => n !== 'openai responses')) {
+    it(`${name}: a stop sequence in the reply ends it there, plain and streamed`, async () => {
+      const model = makeModel('k');
+      const args = { model, prompt: 'hi', stopSequences: ['never', 'from'], maxOutputTokens: 100, maxRetries: 0 };
+      const plain = await generateText(args);
+      const streamed = streamText(args);
+      for (const r of [
+        { text: plain.text, finishReason: plain.finishReason, raw: plain.rawFinishReason, meta: plain.providerMetadata },
+        {
+          text: await streamed.text,
+          finishReason: await streamed.finishReason,
+          raw: await streamed.rawFinishReason,
+          meta: await streamed.providerMetadata,
+        },
+      ]) {
+        expect(r.text).toBe('Test reply ');
+        expect(r.finishReason).toBe('stop');
+        if (name === 'anthropic') {
+          expect(r.raw).toBe('stop_sequence');
+          expect(r.meta?.anthropic?.stopSequence).toBe('from');
+        } else expect(r.raw).toMatch(/^(stop|STOP)$/);
+      }
+    });
+  }
 });
 
 describe('createTestUpstream faults', () => {

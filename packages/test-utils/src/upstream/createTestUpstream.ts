@@ -355,8 +355,10 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
         ? options.countInputTokens(p.system, p.content)
         : Math.ceil((p.system.length + p.content.length) / 4),
       outputTokens: out,
-      truncated: p.maxTokens !== undefined && p.maxTokens < wanted,
+      // A reply that stopped on a stop sequence did not reach the limit.
+      truncated: p.maxTokens !== undefined && p.maxTokens < wanted && !(plan.kind === 'text' && plan.stopSequence !== undefined),
       omitUsage: fault?.kind === 'noUsage',
+      ...(plan.kind === 'text' && plan.stopSequence !== undefined ? { stopSequence: plan.stopSequence } : {}),
     };
     if (!rec.extras!.stream || fault?.kind === 'json') {
       const body = replyBody(r.format, parts);

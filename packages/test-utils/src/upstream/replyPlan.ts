@@ -22,14 +22,27 @@ export interface RequestExtras {
    * are offered; a named tool is the one called (else the first tool).
    */
   toolChoice?: 'none' | { name: string };
+  /**
+   * The request's stop sequences (Anthropic `stop_sequences`, OpenAI Chat `stop`, Google
+   * `generationConfig.stopSequences`, Bedrock `inferenceConfig.stopSequences`; the Responses API
+   * has none): a text reply stops before the first of them it contains.
+   */
+  stopSequences: string[];
 }
 
-/** What the test upstream answers. */
-export type ReplyContent = { kind: 'text'; text: string } | { kind: 'tool'; id: string; name: string; input: Record<string, unknown> };
+/**
+ * What the test upstream answers. A text reply that reached one of the request's stop sequences
+ * ends before it (the sequence is not part of the text, as with every provider) and names it.
+ */
+export type ReplyContent =
+  | { kind: 'text'; text: string; stopSequence?: string }
+  | { kind: 'tool'; id: string; name: string; input: Record<string, unknown> };
 
 type Json = Record<string, unknown>;
 const arr = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string' && s !== '') : []);
 
 const ATTACHMENT_TYPES = new Set(['image_url', 'file', 'input_image', 'input_file', 'image', 'document']);
 
@@ -48,7 +61,14 @@ function countParts(contents: unknown[]): { attachments: number; toolResults: nu
 }
 
 export function parseRequestExtras(format: WireFormat, body: Json, path: string): RequestExtras {
-  const out: RequestExtras = { stream: body.stream === true, tools: [], hasToolResult: false, jsonTool: false, attachments: 0 };
+  const out: RequestExtras = {
+    stream: body.stream === true,
+    tools: [],
+    hasToolResult: false,
+    jsonTool: false,
+    attachments: 0,
+    stopSequences: [],
+  };
   switch (format) {
     case 'openai-chat':
     case 'openrouter':
@@ -66,6 +86,7 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       if (rf?.type === 'json_schema') out.jsonSchema = obj(obj(rf.json_schema)?.schema) ?? {};
       else if (rf?.type === 'json_object') out.jsonSchema = {};
       out.attachments = countParts(messages.map((m) => m.content)).attachments;
+      out.stopSequences = typeof body.stop === 'string' ? [body.stop] : strings(body.stop);
       break;
     }
     case 'openai-responses': {
@@ -98,6 +119,7 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       const counted = countParts(messages.map((m) => m.content));
       out.hasToolResult = counted.toolResults > 0;
       out.attachments = counted.attachments;
+      out.stopSequences = strings(body.stop_sequences);
       break;
     }
     case 'bedrock': {
@@ -108,6 +130,7 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       }
       const messages = arr(body.messages);
       out.hasToolResult = messages.some((m) => arr(m.content).some((c) => c.toolResult !== undefined));
+      out.stopSequences = strings(obj(body.inferenceConfig)?.stopSequences);
       break;
     }
     case 'google': {
@@ -121,6 +144,7 @@ export function parseRequestExtras(format: WireFormat, body: Json, path: string)
       if (calling?.mode === 'NONE') out.toolChoice = 'none';
       else if (calling?.mode === 'ANY' && allowed.length === 1 && typeof allowed[0] === 'string') out.toolChoice = { name: allowed[0] };
       const gc = obj(body.generationConfig) ?? {};
+      out.stopSequences = strings(gc.stopSequences);
       if (gc.responseMimeType === 'application/json') out.jsonSchema = obj(gc.responseSchema) ?? obj(gc.responseJsonSchema) ?? {};
       const counted = countParts(arr(body.contents).map((c) => c.parts));
       out.hasToolResult = counted.toolResults > 0;
@@ -160,7 +184,7 @@ let calls = 0;
 /**
  * Deterministic behaviour: with tools offered and no tool result yet, call the first tool with
  * arguments sampled from its schema; with a JSON schema, answer a JSON text matching it;
- * otherwise the plain text reply.
+ * otherwise the plain text reply. A text reply is cut before the first stop sequence it contains.
  */
 export function planReply(extras: RequestExtras, text: string): ReplyContent {
   if (extras.tools.length > 0 && !extras.hasToolResult && extras.toolChoice !== 'none') {
@@ -177,7 +201,18 @@ export function planReply(extras: RequestExtras, text: string): ReplyContent {
     const value = JSON.stringify(sampleFromSchema(extras.jsonSchema));
     if (extras.jsonTool)
       return { kind: 'tool', id: `call_test${(++calls).toString(36)}`, name: 'json', input: JSON.parse(value) as Record<string, unknown> };
-    return { kind: 'text', text: value };
+    return stopAt(value, extras.stopSequences);
   }
-  return { kind: 'text', text: extras.hasToolResult ? `${text} [tool result received]` : text };
+  return stopAt(extras.hasToolResult ? `${text} [tool result received]` : text, extras.stopSequences);
+}
+
+/** A text reply as a model that honours stop sequences gives it: up to the earliest match, which it names. */
+function stopAt(text: string, sequences: readonly string[]): ReplyContent {
+  let at = -1;
+  let matched: string | undefined;
+  for (const s of sequences) {
+    const i = text.indexOf(s);
+    if (i >= 0 && (at < 0 || i < at)) [at, matched] = [i, s];
+  }
+  return matched === undefined ? { kind: 'text', text } : { kind: 'text', text: text.slice(0, at), stopSequence: matched };
 }

@@ -1,6 +1,13 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
-import { responsesCallItem, responsesMessageItem, responsesObject, type ReplyParts, type WireFormat } from './wireFormats.js';
+import {
+  anthropicStop,
+  responsesCallItem,
+  responsesMessageItem,
+  responsesObject,
+  type ReplyParts,
+  type WireFormat,
+} from './wireFormats.js';
 
 /**
  * Streaming replies of the four upstream wire formats as server-sent-event frames, usage in
@@ -172,7 +179,7 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
       frames.push(named('content_block_stop', { index: 0 }));
       frames.push(
         named('message_delta', {
-          delta: { stop_reason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn', stop_sequence: null },
+          delta: anthropicStop(r),
           usage: { output_tokens: r.outputTokens },
         }),
       );
@@ -194,7 +201,7 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
         for (const c of chunks) frames.push(bedrockEvent('contentBlockDelta', { contentBlockIndex: 0, delta: { text: c }, p: 'ab' }));
       }
       frames.push(bedrockEvent('contentBlockStop', { contentBlockIndex: 0, p: 'ab' }));
-      frames.push(bedrockEvent('messageStop', { stopReason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn', p: 'ab' }));
+      frames.push(bedrockEvent('messageStop', { stopReason: anthropicStop(r).stop_reason, p: 'ab' }));
       if (!r.omitUsage) {
         frames.push(
           bedrockEvent('metadata', {

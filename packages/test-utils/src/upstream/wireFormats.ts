@@ -123,10 +123,23 @@ export interface ReplyParts {
   outputTokens: number;
   /** True when the reply stopped at maxTokens. */
   truncated: boolean;
+  /**
+   * The request's stop sequence the reply stopped on (ReplyContent): Anthropic says
+   * `stop_reason: 'stop_sequence'` and names it, Bedrock says `stopReason: 'stop_sequence'`; OpenAI
+   * (`finish_reason: 'stop'`) and Google (`finishReason: 'STOP'`) answer as for any other stop.
+   */
+  stopSequence?: string;
   /** Leave usage numbers out (a provider that does not report them). */
   omitUsage: boolean;
   /** Answer with this tool call instead of text. */
   toolCall?: { id: string; name: string; input: Record<string, unknown> };
+}
+
+/** Anthropic's `stop_reason` and `stop_sequence` for a reply. */
+export function anthropicStop(r: ReplyParts): { stop_reason: string; stop_sequence: string | null } {
+  if (r.toolCall) return { stop_reason: 'tool_use', stop_sequence: null };
+  if (r.stopSequence !== undefined) return { stop_reason: 'stop_sequence', stop_sequence: r.stopSequence };
+  return { stop_reason: r.truncated ? 'max_tokens' : 'end_turn', stop_sequence: null };
 }
 
 let seq = 0;
@@ -252,8 +265,7 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
         content: r.toolCall
           ? [{ type: 'tool_use', id: r.toolCall.id, name: r.toolCall.name, input: r.toolCall.input }]
           : [{ type: 'text', text: r.text }],
-        stop_reason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn',
-        stop_sequence: null,
+        ...anthropicStop(r),
         // The Messages API always reports usage (the SDK's schema requires it), so omitUsage does not apply.
         usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens },
       };
@@ -267,7 +279,7 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
               : [{ text: r.text }],
           },
         },
-        stopReason: r.toolCall ? 'tool_use' : r.truncated ? 'max_tokens' : 'end_turn',
+        stopReason: anthropicStop(r).stop_reason,
         ...(r.omitUsage ? {} : { usage: { inputTokens: r.inputTokens, outputTokens: r.outputTokens, totalTokens: total } }),
         metrics: { latencyMs: 1 },
       };
