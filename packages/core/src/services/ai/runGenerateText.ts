@@ -18,6 +18,7 @@ import { usageTokens } from './tokenCount.js';
 import { forwardedRequest } from './passThrough/sendPassThrough.js';
 import { fetchWireAnswer, type WireAnswer } from './passThrough/fetchWireAnswer.js';
 import type { ToolCallOut } from './toolCallOut.js';
+import { stopSequenceOf } from './stopSequence.js';
 
 export type { ToolCallOut };
 
@@ -35,6 +36,11 @@ export interface GenerateTextOutput {
     provider: ProviderId;
     model: string;
     finishReason: string;
+    /**
+     * The stop sequence the model stopped on (finishReason `stop`), when its provider names it
+     * (stopSequence.ts: Anthropic, Bedrock's Anthropic models); absent otherwise.
+     */
+    stopSequence?: string;
     usage: { inputTokens: number | null; outputTokens: number | null; totalTokens: number | null };
     requestId: string;
     /** Present when tools were offered and the model called some. */
@@ -62,6 +68,7 @@ interface Answer {
   text: string;
   toolCalls: ReadonlyArray<{ toolCallId: string; toolName: string; input: unknown }>;
   finishReason: string;
+  stopSequence?: string | undefined;
   usage: { inputTokens?: number | undefined; outputTokens?: number | undefined; totalTokens?: number | undefined } | undefined;
   warnings: ReadonlyArray<{ type: string }>;
   wire?: WireAnswer;
@@ -104,7 +111,14 @@ export async function runGenerateText(
         ctx.start();
         if (ctx.signal.aborted) throw new Error('aborted before the upstream call');
         const r = await sdk.generateText(args);
-        return { text: r.text, toolCalls: r.toolCalls, finishReason: r.finishReason, usage: r.usage, warnings: r.warnings ?? [] };
+        return {
+          text: r.text,
+          toolCalls: r.toolCalls,
+          finishReason: r.finishReason,
+          stopSequence: stopSequenceOf(r.finishReason, r.providerMetadata),
+          usage: r.usage,
+          warnings: r.warnings ?? [],
+        };
       }),
     );
   } catch (err) {
@@ -149,6 +163,7 @@ export async function runGenerateText(
         : { inputTokens: inputTokens ?? null, outputTokens: outputTokens ?? null, totalTokens: reported },
     requestId,
   };
+  if (result.stopSequence !== undefined) data.stopSequence = result.stopSequence;
   if (served.attempts.length > 0) data.attempts = served.attempts;
   if (result.toolCalls.length > 0)
     data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
@@ -302,6 +317,7 @@ export async function serveHit(
     requestId,
     cache: 'hit',
   };
+  if (hit.stopSequence !== undefined) data.stopSequence = hit.stopSequence;
   if (hit.toolCalls) data.toolCalls = hit.toolCalls;
   if (hit.object !== undefined) data.object = hit.object;
   const out: GenerateTextOutput = { success: true, data, ...charged };
@@ -356,6 +372,7 @@ function answerOf(deps: CallDeps, out: GenerateTextOutput): CachedAnswer {
   return {
     text: d.text,
     finishReason: d.finishReason,
+    ...(d.stopSequence !== undefined ? { stopSequence: d.stopSequence } : {}),
     provider: d.provider,
     model: d.model,
     usage: d.usage,

@@ -14,6 +14,7 @@ import { forwardedRequest, sendPassThrough, unreadableAnswer } from './passThrou
 import { WireStream } from './passThrough/WireStream.js';
 import { usageTokens } from './tokenCount.js';
 import { RawStreamUsage } from './RawStreamUsage.js';
+import { stopSequenceOf } from './stopSequence.js';
 import type { PassThroughEndpoint } from './passThrough/wireRequest.js';
 
 /**
@@ -142,6 +143,8 @@ export async function runStreamText(
     let usage: CallUsage | undefined;
     const toolCalls: ToolCallOut[] = [];
     let finishReason = 'unknown';
+    /** The stop sequence the served answer stopped on, when its provider named it (stopSequence.ts). */
+    let stopSequence: string | undefined;
     let text = '';
     let startSent = false;
     /** The pass-through stream being read, when the attempt took that path. */
@@ -250,6 +253,7 @@ export async function runStreamText(
     async function* attempt(t: Target, ctx: AttemptContext): AsyncGenerator<StreamEvent, void, undefined> {
       cur = t;
       wire = undefined;
+      stopSequence = undefined;
       const path = attemptPath(deps, t, input, call, cached ? 'caller-and-stream-cache' : 'caller');
       if (path.kind === 'pass-through') {
         yield* wireAttempt(t, path.endpoint, ctx);
@@ -267,6 +271,8 @@ export async function runStreamText(
       upstreamStarted = true;
       /** The upstream answer's content type (from the step's response metadata), to say what came instead of a stream. */
       let contentType: string | undefined;
+      /** The step's provider metadata (the `finish` event has none): where a provider names the stop sequence. */
+      let providerMetadata: unknown;
       for await (const part of res.fullStream) {
         ctx.touch();
         if (part.type === 'raw') raw.note(part.rawValue);
@@ -293,8 +299,10 @@ export async function runStreamText(
           produced += part.delta;
         } else if (part.type === 'finish-step') {
           contentType = part.response.headers?.['content-type'];
+          providerMetadata = part.providerMetadata;
         } else if (part.type === 'finish') {
           finishReason = part.finishReason;
+          stopSequence = stopSequenceOf(part.finishReason, providerMetadata);
           // Each count at least the largest a usage event reported (the SDK keeps the last one).
           const sdkUsage = usageTokens(part.totalUsage) === undefined ? undefined : part.totalUsage;
           const u = sdkUsage
@@ -340,6 +348,7 @@ export async function runStreamText(
           : { inputTokens: null, outputTokens: null, totalTokens: null },
         requestId,
       };
+      if (stopSequence !== undefined) data.stopSequence = stopSequence;
       if (served.attempts.length > 0) data.attempts = served.attempts;
       if (toolCalls.length > 0) data.toolCalls = toolCalls;
       if (input.output && toolCalls.length === 0) {

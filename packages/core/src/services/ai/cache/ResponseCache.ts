@@ -15,6 +15,8 @@ export type CacheDirective = 'on' | 'off' | 'refresh';
 export interface CachedAnswer {
   text: string;
   finishReason: string;
+  /** The stop sequence the answer stopped on, when its provider named it (the cache key holds the call's stop sequences). */
+  stopSequence?: string;
   provider: string;
   model: string;
   usage: { inputTokens: number | null; outputTokens: number | null; totalTokens: number | null };

@@ -20,6 +20,8 @@ export interface WireAnswerSummary {
   toolCalls: ToolCallOut[];
   /** The AI SDK's finish reason names (what the cache and the other formats' writers expect). */
   finishReason: string;
+  /** The stop sequence the answer stopped on, when the format names it (Anthropic's `stop_sequence`). */
+  stopSequence?: string;
 }
 
 type Json = Record<string, unknown>;
@@ -128,6 +130,9 @@ export function readWireAnswer(format: WireFormat, answer: unknown): WireAnswerS
       text,
       toolCalls,
       finishReason: ANTHROPIC_FINISH[String(a.stop_reason)] ?? 'other',
+      ...(a.stop_reason === 'stop_sequence' && typeof a.stop_sequence === 'string' && a.stop_sequence !== ''
+        ? { stopSequence: a.stop_sequence }
+        : {}),
     };
   }
   for (const item of Array.isArray(a.output) ? a.output : []) {
