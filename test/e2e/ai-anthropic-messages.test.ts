@@ -62,6 +62,37 @@ describeV1Matrix('/v1/messages', (mode, path) => {
         const used = final.usage.input_tokens + final.usage.output_tokens;
         expect(await balanceOf(u.token)).toBe(10_000 - used - fee(used));
       });
+
+      // The test upstream's reply ("Test reply from …") stops at `from`. Anthropic names the
+      // sequence it stopped on; the other providers say only that the model stopped, which is
+      // `end_turn` with no sequence (docs/ai.md, "Anthropic Messages API"). OpenAI's Responses API
+      // (the AI SDK's `openai` provider) takes no stop sequences: its reply does not stop.
+      it(`${provider}: stop_sequences: stop_reason and stop_sequence, plain and streamed`, async () => {
+        const u = await funded(10_000);
+        const ask = {
+          model: MODELS[provider]!,
+          max_tokens: 64,
+          stop_sequences: ['never', 'from'],
+          messages: [{ role: 'user' as const, content: 'Hi' }],
+        };
+        const expected =
+          provider === 'anthropic'
+            ? { stop_reason: 'stop_sequence', stop_sequence: 'from' }
+            : { stop_reason: 'end_turn', stop_sequence: null };
+        const text = provider === 'openai' ? expect.stringMatching(/^Test reply from openai-responses/) : 'Test reply ';
+        const r = await u.client.messages.create(ask);
+        expect(r.content).toEqual([expect.objectContaining({ type: 'text', text })]);
+        expect({ stop_reason: r.stop_reason, stop_sequence: r.stop_sequence }).toEqual(expected);
+        const stream = u.client.messages.stream(ask);
+        const deltas: unknown[] = [];
+        stream.on('streamEvent', (e) => {
+          if (e.type === 'message_delta') deltas.push(e.delta);
+        });
+        const final = await stream.finalMessage();
+        expect(final.content).toEqual([expect.objectContaining({ type: 'text', text })]);
+        expect({ stop_reason: final.stop_reason, stop_sequence: final.stop_sequence }).toEqual(expected);
+        expect(deltas).toEqual([expect.objectContaining(expected)]);
+      });
     }
 
     it('tools: tool_use answered, tool_result sent back', async () => {

@@ -139,6 +139,16 @@ describe('a /v1 cache hit replays the passed-through answer it was stored from',
     expect(hit.response.headers.get('x-ai-backend-request-id')).not.toBe(miss.response.headers.get('x-ai-backend-request-id'));
     expect(hit.response.headers.get('x-ai-backend-tokens-charged')).toBe('0');
     expect(rich.calls).toBe(before);
+    // A stream of the same call is served the entry in our encoding: the stop sequence with it.
+    const streamed = await client.messages
+      .stream({ model: 'anthropic/claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'think first' }] })
+      .finalMessage();
+    expect(streamed).toMatchObject({
+      content: [{ type: 'text', text: 'A short answer' }],
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END',
+    });
+    expect(rich.calls).toBe(before);
   });
 
   it('OpenAI Chat: logprobs and system_fingerprint come back on a hit', async () => {
@@ -153,5 +163,44 @@ describe('a /v1 cache hit replays the passed-through answer it was stored from',
     const hit = await untilHit(ask);
     expect({ ...hit.data, id: '' }).toEqual({ ...miss.data, id: '' });
     expect(hit.response.headers.get('x-ai-backend-path')).toBe('pass-through');
+  });
+});
+
+describe('a /v1 cache hit on the SDK path keeps the stop sequence the answer stopped on', () => {
+  let sdkUpstream: TestUpstream;
+  let sdkGw: AiServer;
+  let sdkAdmin: string;
+  beforeAll(async () => {
+    sdkUpstream = await createTestUpstream();
+    sdkGw = await startAiServer(sdkUpstream, { ai: { cache: { enabled: true } } }, { path: 'sdk' });
+    sdkAdmin = await tokenFor('fidelity-sdk-admin', { admin: true });
+  });
+  afterAll(async () => {
+    await sdkGw.stop();
+    await sdkUpstream.close();
+  });
+
+  it('Anthropic target: the miss and the plain and streamed hits say stop_sequence, with the sequence', async () => {
+    const sub = `fidelity-sdk-${++users}`;
+    await creditTokens(sdkGw.url, sdkAdmin, sub, 100_000, `fidelity-${sub}`);
+    const client = new Anthropic({ baseURL: sdkGw.url, authToken: await tokenFor(sub), apiKey: null, maxRetries: 0 });
+    const body = {
+      model: 'anthropic/claude-sonnet-4-5',
+      max_tokens: 64,
+      stop_sequences: ['from'],
+      messages: [{ role: 'user' as const, content: 'stop early' }],
+    };
+    const stopped = { content: [{ type: 'text', text: 'Test reply ' }], stop_reason: 'stop_sequence', stop_sequence: 'from' };
+    const miss = await client.messages.create(body).withResponse();
+    expect(miss.response.headers.get('x-ai-backend-cache')).toBe('miss');
+    expect(miss.data).toMatchObject(stopped);
+    const hit = await waitFor(async () => {
+      const r = await client.messages.create(body).withResponse();
+      return r.response.headers.get('x-ai-backend-cache') === 'hit' ? r : undefined;
+    });
+    expect(hit.data).toMatchObject(stopped);
+    const calls = sdkUpstream.requests.length;
+    expect(await client.messages.stream(body).finalMessage()).toMatchObject(stopped);
+    expect(sdkUpstream.requests.length).toBe(calls);
   });
 });

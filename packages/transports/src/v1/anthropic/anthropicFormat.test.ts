@@ -2,14 +2,30 @@ import { describe, expect, it } from 'vitest';
 import { CoreError } from '@ai-backend/core';
 import { generateResult } from '../../__tests__/generateResult.js';
 import { sseEvents } from '../../__tests__/sseEvents.js';
-import { anthropicError, messageBody, MessageStreamWriter, stopReason } from './anthropicFormat.js';
+import { anthropicError, messageBody, MessageStreamWriter, stopOf } from './anthropicFormat.js';
 
 describe('Anthropic answer bodies', () => {
-  it('stopReason: tool_use when a tool was called, max_tokens for length, else end_turn', () => {
-    expect(stopReason('stop', 1)).toBe('tool_use');
-    expect(stopReason('tool-calls', 0)).toBe('tool_use');
-    expect(stopReason('length', 0)).toBe('max_tokens');
-    expect(stopReason('content-filter', 0)).toBe('end_turn');
+  it('stopOf: tool_use when a tool was called, max_tokens for length, stop_sequence when one was named, else end_turn', () => {
+    const reason = (r: string, tools: number, seq?: string) => stopOf(r, tools, seq).stop_reason;
+    expect(reason('stop', 1)).toBe('tool_use');
+    expect(reason('tool-calls', 0)).toBe('tool_use');
+    expect(reason('length', 0)).toBe('max_tokens');
+    expect(reason('content-filter', 0)).toBe('end_turn');
+    expect(reason('stop', 0)).toBe('end_turn');
+    expect(stopOf('stop', 0, '###')).toEqual({ stop_reason: 'stop_sequence', stop_sequence: '###' });
+    // A tool call outranks a named sequence; the sequence goes only with stop_reason stop_sequence.
+    expect(stopOf('tool-calls', 1, '###')).toEqual({ stop_reason: 'tool_use', stop_sequence: null });
+  });
+
+  it('messageBody and message_delta carry the stop sequence core names', () => {
+    const r = generateResult({ stopSequence: 'END' });
+    expect(messageBody(r, 'm')).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: 'END' });
+    const w = new MessageStreamWriter('m');
+    const ev = sseEvents(
+      w.frames({ type: 'start', requestId: 'r', provider: 'anthropic', model: 'c' }) + w.frames({ type: 'finish', result: r }),
+    );
+    expect(ev[0]!.data.message).toMatchObject({ stop_reason: null, stop_sequence: null });
+    expect(ev.find((e) => e.event === 'message_delta')!.data.delta).toEqual({ stop_reason: 'stop_sequence', stop_sequence: 'END' });
   });
 
   it('messageBody: text and tool_use blocks, usage, the requested model, the ai_backend field', () => {

@@ -1,11 +1,21 @@
 import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 import { gatewayField, servedModel } from '../openai/openAiFormat.js';
 
-/** Anthropic's stop_reason for the AI SDK's finish reason. */
-export function stopReason(reason: string, toolCalls: number): string {
-  if (toolCalls > 0 || reason === 'tool-calls') return 'tool_use';
-  if (reason === 'length') return 'max_tokens';
-  return 'end_turn';
+/**
+ * Anthropic's `stop_reason` and `stop_sequence` for the AI SDK's finish reason: `stop_sequence`
+ * with the sequence when the provider named the one the model stopped on (core's
+ * `data.stopSequence`); a provider that does not (OpenAI, Google …) says only that the model
+ * stopped, so that is `end_turn` with `stop_sequence: null`.
+ */
+export function stopOf(
+  reason: string,
+  toolCalls: number,
+  stopSequence: string | undefined,
+): { stop_reason: string; stop_sequence: string | null } {
+  if (toolCalls > 0 || reason === 'tool-calls') return { stop_reason: 'tool_use', stop_sequence: null };
+  if (reason === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
+  if (reason === 'stop' && stopSequence !== undefined) return { stop_reason: 'stop_sequence', stop_sequence: stopSequence };
+  return { stop_reason: 'end_turn', stop_sequence: null };
 }
 
 const usageOf = (r: GenerateTextOutput) => ({ input_tokens: r.data.usage.inputTokens ?? 0, output_tokens: r.data.usage.outputTokens ?? 0 });
@@ -22,8 +32,7 @@ export function messageBody(r: GenerateTextOutput, requested: string) {
     role: 'assistant',
     model: servedModel(requested, r.data),
     content,
-    stop_reason: stopReason(r.data.finishReason, calls.length),
-    stop_sequence: null,
+    ...stopOf(r.data.finishReason, calls.length, r.data.stopSequence),
     usage: usageOf(r),
     ...gatewayField(r),
   };
@@ -33,7 +42,7 @@ const sse = (event: string, data: Record<string, unknown>) => `event: ${event}\n
 
 /**
  * ai.streamText events → Anthropic's event stream: message_start, content_block_start / _delta /
- * _stop per text or tool_use block, message_delta (stop_reason, usage), message_stop.
+ * _stop per text or tool_use block, message_delta (stop_reason, stop_sequence, usage), message_stop.
  */
 export class MessageStreamWriter {
   private index = -1;
@@ -94,7 +103,7 @@ export class MessageStreamWriter {
         return (
           this.closeBlock() +
           sse('message_delta', {
-            delta: { stop_reason: stopReason(r.data.finishReason, this.tools), stop_sequence: null },
+            delta: stopOf(r.data.finishReason, this.tools, r.data.stopSequence),
             usage: usageOf(r),
             ...gatewayField(r),
           }) +
