@@ -77,6 +77,21 @@ describe('mapUpstreamError', () => {
     for (const status of [402, 405, 408, 409, 410, 415]) expect((await refused(status, { type: 'x' })).appCode).toBe('UPSTREAM_ERROR');
   });
 
+  it("a 404 on the Responses API path: a Chat Completions server's (llama.cpp's not_found_error) gets the hint, OpenAI's missing model does not", async () => {
+    const onResponses = { ...ctx, responsesApiSetting: 'ai.providers.openai.api' };
+    const at = (error: unknown) =>
+      mapUpstreamError(
+        apiError(404, undefined, { url: 'http://127.0.0.1:8080/v1/responses', responseBody: JSON.stringify({ error }) }),
+        onResponses,
+      );
+    // llama.cpp's answer to a path it does not serve.
+    const llamaCpp = await at({ code: 404, message: 'File Not Found', type: 'not_found_error' });
+    expect(llamaCpp.appCode).toBe('UPSTREAM_ERROR');
+    expect(llamaCpp.message).toMatch(/does not serve the OpenAI Responses API.*ai\.providers\.openai\.api: 'chat'/);
+    const missing = await at({ message: 'The model `x` does not exist', type: 'invalid_request_error', code: 'model_not_found' });
+    expect(missing.appCode).toBe('NOT_FOUND');
+  });
+
   it('takes only identifier-shaped words from a refusal body: a key or quoted text in any field is dropped', () => {
     const facts = (error: unknown) => refusalFacts(JSON.stringify({ error }));
     expect(facts({ code: 'sk-proj-abc123SECRET', type: 'AIzaSyD1SeCrEtKeY0123456789abcdefghij', param: 'SECRET text here' })).toEqual({});

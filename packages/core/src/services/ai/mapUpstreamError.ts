@@ -235,9 +235,10 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
       }
       // The default OpenAI wire is the Responses API; most OpenAI-compatible servers (llama.cpp,
       // vLLM, Ollama, LM Studio) serve only Chat Completions and answer 404 there (OpenAI itself
-      // answers 404 there for a model it does not have, and says so).
+      // answers 404 there for a model it does not have, and says so in its `code`). Only that code
+      // counts here: llama.cpp answers an unknown path with `type: 'not_found_error'`.
       const facts = refusalFacts(e.responseBody);
-      if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses') && !modelNotFound(facts)) {
+      if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses') && facts.upstreamCode !== 'model_not_found') {
         return make(
           'UPSTREAM_ERROR',
           'upstream_rejected',
