@@ -40,6 +40,12 @@ export interface RedisStorageOptions {
   connectTimeoutMs?: number;
   /** How often a running store re-reads the key layout's format mark (a newer writer) and its identity (lost data). Default 60000. */
   formatCheckMs?: number;
+  /**
+   * What this Redis holds: `'store'` (the store itself: balances, holds, ledgers; its identity is
+   * checked, claimIdentity) or `'shared'` (the hot, short-lived state beside another store,
+   * `storage.shared: 'redis'`, which may come back empty by design: not checked). Default 'store'.
+   */
+  holds?: 'store' | 'shared';
 }
 
 interface ScriptCommands {
@@ -111,8 +117,10 @@ export class RedisStorage implements Storage {
   private readonly fault = new StoreFault();
   /** `<keyPrefix>storeid`: a random id the first server of a store writes (claimIdentity). */
   private readonly idKey: string;
-  /** The id this server read there at its start; '' until Redis answered once. */
+  /** The id this server read there at its start; '' until Redis answered once (and always for `holds: 'shared'`: nothing checked). */
   private storeId = '';
+  /** Whether the identity is checked (RedisStorageOptions.holds 'store'). */
+  private readonly identity: boolean;
   private readonly prefix: string;
   /** Re-reads the format mark and the identity every FORMAT_CHECK_MS (one script each). */
   private formatCheck: ReturnType<typeof setInterval> | undefined;
@@ -129,6 +137,7 @@ export class RedisStorage implements Storage {
     const prefix = opts.keyPrefix ?? '';
     this.prefix = prefix;
     this.idKey = `${prefix}storeid`;
+    this.identity = opts.holds !== 'shared';
     this.kvPrefix = `${prefix}kv:`;
     this.logPrefix = `${prefix}log:`;
     this.trimPrefix = `${prefix}logtrim:`;
@@ -168,7 +177,7 @@ export class RedisStorage implements Storage {
     const prefix = opts.keyPrefix ?? '';
     if (storage.redis.status === 'ready') {
       await storage.claimFormat(prefix);
-      await storage.claimIdentity();
+      if (storage.identity) await storage.claimIdentity();
     }
     storage.watchFormat(prefix, opts.formatCheckMs ?? FORMAT_CHECK_MS);
     return storage;
@@ -230,7 +239,7 @@ export class RedisStorage implements Storage {
   private watchFormat(prefix: string, everyMs: number): void {
     const check = () =>
       void this.claimFormat(prefix)
-        .then(() => this.claimIdentity())
+        .then(() => (this.identity ? this.claimIdentity() : undefined))
         .catch(() => undefined);
     this.redis.on('ready', check);
     this.formatCheck = setInterval(() => {
@@ -390,7 +399,7 @@ export class RedisStorage implements Storage {
     if (this.closing) throw new CoreError('UNAVAILABLE', 'storage is closed');
     const unique = [...new Set(keys)].sort();
     // Redis was down at start: read the store's identity first, so this transaction checks it.
-    if (this.storeId === '') await this.run(() => this.claimIdentity());
+    if (this.storeId === '' && this.identity) await this.run(() => this.claimIdentity());
     // A key this process has not seen is guessed absent when it knows some of the others: a call's
     // own new rows (its hold, its finished record) sit beside its user's known ones, so a
     // reservation goes out guessed too. A wrong guess costs one round trip, once.

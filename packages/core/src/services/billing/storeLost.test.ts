@@ -14,6 +14,9 @@ import {
   type PrivateServer,
 } from '@ai-backend/test-utils/services';
 import type { Runtime } from '../../runtime/Runtime.js';
+import { resolveConfig } from '../../config/resolveConfig.js';
+import { createRuntime } from '../../createRuntime.js';
+import { createLogger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
 import { RedisStorage, type RedisStorageOptions } from '../../storage/RedisStorage.js';
 import { PostgresStorage } from '../../storage/sql/PostgresStorage.js';
@@ -123,6 +126,33 @@ describe.skipIf(!redis.ok)('Redis data lost under running servers', () => {
     const r = await second.billing.reserve({ identity: alice, tokens: 100, requestId: 'c' });
     await first.billing.settle(r, USAGE);
     expect((await second.billing.balances(alice.sub)).subscription).toBe(945);
+  });
+});
+
+describe.skipIf(!redis.ok)('a Redis beside the store (shared: redis) coming back empty', () => {
+  // Its state is hot and short-lived (rate-limit windows, route cooldowns, sessions: operations.md,
+  // "Redis beside the store": durable state is not in it), so it may run without persistence: its
+  // keys gone is no lost store. Before, the identity check refused it for good, and the next
+  // server refused to start on it.
+  it('is not refused: the running server goes on with it, and another server starts on it', async () => {
+    const opts = testRedisOptions(redis, 'lost-shared');
+    cleanups.push(() => dropTestKeys(redis, opts.keyPrefix));
+    const config = resolveConfig({ storage: { type: 'memory', shared: 'redis', redis: opts } });
+    const logger = createLogger('silent');
+    const first = await createRuntime(config, { logger });
+    cleanups.push(() => first.close());
+    const bump = (rt: Runtime) =>
+      rt.shared.transact(['n'], (read) => {
+        const n = (read<number>('n') ?? 0) + 1;
+        return { writes: [{ op: 'set', key: 'n', value: n }], result: n };
+      });
+    expect(await bump(first)).toBe(1);
+    await dropTestKeys(redis, opts.keyPrefix); // an empty restart of a Redis without persistence
+    expect(await bump(first)).toBe(1);
+    expect(await first.shared.health()).toEqual({ ok: true });
+    const second = await createRuntime(config, { logger });
+    cleanups.push(() => second.close());
+    expect(await bump(second)).toBe(2);
   });
 });
 
