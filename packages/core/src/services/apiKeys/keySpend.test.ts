@@ -49,4 +49,14 @@ describe("an API key's budget when the clock is set back", () => {
     expect(() => reserveKeySpend(s.read, 'k1', worst(941), today)).toThrow(/daily token budget/);
     expect(reserveKeySpend(s.read, 'k1', worst(940), today).hold.day).toBe('2026-04-01');
   });
+
+  it('a day a clock far ahead recorded is not believed: the daily budget is not stuck there', () => {
+    const s = keyStore({ day: { tokens: 1000 } });
+    const far = new Date('2029-06-15T12:00:00Z');
+    const a = reserveKeySpend(s.read, 'k1', worst(1000), far);
+    s.apply(a.writes);
+    s.apply(settleKeySpend(s.read, a.hold, { tokens: 1000, usdNanos: 0 }, far));
+    const b = reserveKeySpend(s.read, 'k1', worst(100), today);
+    expect(b.hold).toMatchObject({ day: '2026-04-01', month: '2026-04' });
+  });
 });

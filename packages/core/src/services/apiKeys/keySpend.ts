@@ -44,7 +44,8 @@ function current(stored: KeySpendRecord | undefined, at: Date): Record<KeyBudget
   const ids = idsAt(at);
   const out = { calls: stored?.calls ?? 0 } as Record<KeyBudgetPeriod, KeyPeriod> & { calls: number };
   for (const p of KEY_BUDGET_PERIODS) {
-    const id = periodNow(stored?.[p]?.id, ids[p]); // never back to an earlier period (a clock set back)
+    // Never back to an earlier period (a clock set back), nor stuck in one a clock far ahead wrote.
+    const id = periodNow(stored?.[p]?.id, ids[p], p === 'day' ? 'daily' : p === 'month' ? 'monthly' : undefined);
     out[p] = stored?.[p]?.id === id ? { ...stored[p]! } : fresh(id);
   }
   return out;

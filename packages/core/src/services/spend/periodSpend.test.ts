@@ -170,4 +170,20 @@ describe('period spend arithmetic', () => {
     expect(previewSpend(settled, tokensDaily, { tokens: 941, usdNanos: 0 }, day2)).toMatchObject({ periodId: '2026-04-01', spent: 60 });
     expect(releaseSpend(settled, undefined, day1).daily).toMatchObject({ id: '2026-04-01', tokens: 60 });
   });
+
+  it('a record a clock far ahead wrote (beyond the next period) is not believed: the budget is not stuck in that period', () => {
+    // One instance whose clock read 2029 for a while (a VM resumed with a wrong clock) spent the day.
+    const far = new Date('2029-06-15T12:00:00Z');
+    const spent = settleSpend(undefined, tokensDaily, undefined, { tokens: 1000, usdNanos: 0 }, far).spend;
+    expect(spent.daily).toMatchObject({ id: '2029-06-15', tokens: 1000 });
+    // Before, every later call counted in "2029-06-15" until 2029: the daily budget never reset.
+    const r = reserveSpend(spent, tokensDaily, { tokens: 100, usdNanos: 0 }, day2);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.spend.daily).toMatchObject({ id: '2026-04-01', tokens: 0, reservedTokens: 100 });
+    expect(r.spend.monthly).toMatchObject({ id: '2026-04' });
+    // A record one period ahead (a clock behind across midnight, within a day) is still believed.
+    const today = settleSpend(undefined, tokensDaily, undefined, { tokens: 1000, usdNanos: 0 }, day2).spend;
+    expect(reserveSpend(today, tokensDaily, { tokens: 1, usdNanos: 0 }, day1).ok).toBe(false);
+  });
 });

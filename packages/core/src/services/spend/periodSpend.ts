@@ -79,21 +79,26 @@ function upgrade(s: LegacyPeriodSpend): PeriodSpend {
 }
 
 /**
- * Which period a record is in: the clock's (`now`), unless the record is already in a later one.
+ * Which period a record is in: the clock's (`now`), unless the record is already in the next one.
  * Periods never go back: a clock set back across midnight (or an instance whose clock is behind
  * another's) would otherwise start "yesterday" afresh at zero, a whole budget again, and the
- * clock's return would start "today" afresh once more, its spend forgotten. Ids are ISO dates
- * (`2026-11-23`, `2026-11`), so their text order is their time order.
+ * clock's return would start "today" afresh once more, its spend forgotten. A record further
+ * ahead than the next period was written by a clock far off (a VM resumed with a wrong date): it
+ * is not believed, or every later call would count in that one period until its date came and
+ * the budget would never reset. Ids are ISO dates (`2026-11-23`, `2026-11`), so their text order
+ * is their time order. `period` undefined: an id without time (an API key's `total`).
  */
-export function periodNow(storedId: string | undefined, now: string): string {
-  return storedId !== undefined && storedId > now ? storedId : now;
+export function periodNow(storedId: string | undefined, now: string, period: BudgetPeriod | undefined): string {
+  if (storedId === undefined || storedId <= now || period === undefined) return now;
+  const next = resetsAt(period, now).slice(0, period === 'daily' ? 10 : 7);
+  return storedId <= next ? storedId : now;
 }
 
 /** The record's figures for the periods of `ids` (a period that has ended starts again from zero; see periodNow). */
 export function currentSpend(stored: SpendRecord | undefined, ids: Record<BudgetPeriod, string>): Record<BudgetPeriod, PeriodSpend> {
   const out = {} as Record<BudgetPeriod, PeriodSpend>;
   for (const p of BUDGET_PERIODS) {
-    const id = periodNow(stored?.[p]?.id, ids[p]);
+    const id = periodNow(stored?.[p]?.id, ids[p], p);
     out[p] = stored?.[p]?.id === id ? upgrade(stored[p]!) : fresh(id);
   }
   return out;
