@@ -48,10 +48,16 @@ describe.each(SQLITE_DRIVERS)('SqliteStorage (%s): the database file deleted whi
     dir = await mkdtemp(join(tmpdir(), 'sqlite-replaced-'));
     const file = join(dir, 'ai-backend.db');
     const store = await SqliteStorage.open({ file, driver });
+    // The runtime's one error line (createRuntime: Storage.onFault), as on PostgreSQL and Redis.
+    const faults: string[] = [];
+    store.onFault((err) => faults.push(err.message));
     await store.set('k', 1);
     await rename(file, join(dir, 'moved.db'));
     await writeFile(file, '');
     expect((await store.health()).detail).toMatch(/was replaced by another file/);
+    await store.health();
+    expect(faults).toHaveLength(1);
+    expect(faults[0]).toMatch(/was replaced by another file/);
     await expect(store.get('k')).rejects.toMatchObject({ appCode: 'UNAVAILABLE' });
     await store.close();
   });

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { CoreError } from '../../kernel/CoreError.js';
 import { createPrivateFile, makePrivateDir } from '../../lib/privateFiles.js';
 import { refuseRetiredJournalStore } from './retiredJournalStore.js';
+import { StoreFault } from '../StoreFault.js';
 import { canonicalJson, expiresAtFor, jsonText, keepsExpiry } from '../canonicalJson.js';
 import type {
   IncrementOptions,
@@ -85,9 +86,10 @@ export class SqliteStorage implements Storage {
   private readonly identity: { dev: number; ino: number } | undefined;
   /**
    * Set once the path no longer names the file this store writes (deleted or replaced while the
-   * server runs): every call refuses with it from then on (see checkFile).
+   * server runs): every call refuses with it from then on (see checkFile), and Storage.onFault's
+   * listener (the runtime's error line) hears it once.
    */
-  private orphaned: CoreError | undefined;
+  private readonly orphaned = new StoreFault();
   private lastFileCheck = Date.now();
   private readonly fileCheck = setInterval(() => this.checkFile(), FILE_CHECK_MS).unref();
 
@@ -175,7 +177,7 @@ export class SqliteStorage implements Storage {
   private run<T>(fn: () => T): T {
     if (this.closed) throw new CoreError('UNAVAILABLE', 'storage is closed');
     if (Date.now() - this.lastFileCheck >= FILE_CHECK_MS) this.checkFile();
-    if (this.orphaned) throw this.orphaned;
+    if (this.orphaned.error) throw this.orphaned.error;
     try {
       return fn();
     } catch (err) {
@@ -201,7 +203,7 @@ export class SqliteStorage implements Storage {
    */
   private checkFile(): void {
     this.lastFileCheck = Date.now();
-    if (this.orphaned || this.closed || !this.identity) return;
+    if (this.orphaned.error || this.closed || !this.identity) return;
     let st: ReturnType<typeof statSync>;
     try {
       st = statSync(this.file, { throwIfNoEntry: false });
@@ -221,10 +223,16 @@ export class SqliteStorage implements Storage {
     } catch (err) {
       rescued = `Copying its contents failed (${(err as Error).message}): stop the server gracefully or not at all until the data is saved (the open file is /proc/${process.pid}/fd/*).`;
     }
-    this.orphaned = new CoreError(
-      'UNAVAILABLE',
-      `storage: the database file ${this.file} was ${what} while the server runs; writes would go to a file no path names, lost at the next start. ${rescued}`,
+    this.orphaned.raise(
+      new CoreError(
+        'UNAVAILABLE',
+        `storage: the database file ${this.file} was ${what} while the server runs; writes would go to a file no path names, lost at the next start. ${rescued}`,
+      ),
     );
+  }
+
+  onFault(listener: (err: CoreError) => void): void {
+    this.orphaned.listen(listener);
   }
 
   /** True for an error of SQLite's own; one that is not a lock held elsewhere is kept as `failure`. */
@@ -506,7 +514,7 @@ export class SqliteStorage implements Storage {
   async health(): Promise<{ ok: boolean; detail?: string }> {
     if (this.closed) return { ok: false, detail: 'closed' };
     this.checkFile();
-    if (this.orphaned) return { ok: false, detail: this.orphaned.message };
+    if (this.orphaned.error) return { ok: false, detail: this.orphaned.error.message };
     try {
       this.st.ping.get();
       if (this.failure !== undefined) {
