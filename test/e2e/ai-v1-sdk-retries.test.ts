@@ -70,6 +70,17 @@ describeV1Matrix('/v1 and the official clients retries', (mode, path) => {
       }
     });
 
+    it("a refusal about the platform's account is our 502, without the provider's code", async () => {
+      upstream.failNext({ kind: 'status', status: 400, code: 'billing_hard_limit_reached' });
+      const res = (await openai()
+        .chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'account-refused' }] })
+        .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+      expect(res.status).toBe(502);
+      expect(res.code).toBe('upstream_error');
+      expect(res.headers?.get('x-should-retry')).toBe('false');
+      expect(sent('account-refused')).toBe(1);
+    });
+
     it('a model the provider does not have is 404, a path it does not serve stays our 502', async () => {
       upstream.failNext({ kind: 'status', status: 404 });
       const missing = (await openai()

@@ -45,7 +45,10 @@ function expectNoSecrets(err: unknown, on: AiHarness = h): void {
   expect(seen).not.toContain(USER_KEY);
 }
 
-const cases: Array<[string, UpstreamFault, string, string, number?]> = [
+/** An expectation that differs between the OpenAI-shaped error bodies (openai, openrouter: `code`) and the others (`type`, `status`). */
+const byWire = (openAiShaped: string, others: string) => (provider: string) =>
+  provider === 'openai' || provider === 'openrouter' ? openAiShaped : others;
+const cases: Array<[string, UpstreamFault, string | ((provider: string) => string), string, number?]> = [
   ['401 from the server key', { kind: 'status', status: 401 }, 'BAD_GATEWAY', 'invalid_key', 401],
   ['403', { kind: 'status', status: 403 }, 'BAD_GATEWAY', 'invalid_key', 403],
   ['500', { kind: 'status', status: 500 }, 'BAD_GATEWAY', 'upstream_5xx', 500],
@@ -54,7 +57,21 @@ const cases: Array<[string, UpstreamFault, string, string, number?]> = [
   ['400 quoting the prompt', { kind: 'status', status: 400 }, 'BAD_REQUEST', 'upstream_rejected', 400],
   ['422', { kind: 'status', status: 422 }, 'BAD_REQUEST', 'upstream_rejected', 422],
   ['413', { kind: 'status', status: 413 }, 'PAYLOAD_TOO_LARGE', 'upstream_rejected', 413],
-  ['404 for a model the provider does not have', { kind: 'status', status: 404 }, 'NOT_FOUND', 'upstream_rejected', 404],
+  // OpenAI's code says the model is missing; Anthropic's and Google's 404 say the same for a path (ours).
+  [
+    '404 for a model the provider does not have',
+    { kind: 'status', status: 404 },
+    byWire('NOT_FOUND', 'BAD_GATEWAY'),
+    'upstream_rejected',
+    404,
+  ],
+  [
+    '400 about the platform account',
+    { kind: 'status', status: 400, code: 'billing_hard_limit_reached' },
+    byWire('BAD_GATEWAY', 'BAD_REQUEST'),
+    'upstream_rejected',
+    400,
+  ],
   // Not about the caller's request: the operator's base URL, the platform's own account.
   ['404 for a path', { kind: 'status', status: 404, code: 'unknown_url' }, 'BAD_GATEWAY', 'upstream_rejected', 404],
   ['402 (the platform account)', { kind: 'status', status: 402 }, 'BAD_GATEWAY', 'upstream_rejected', 402],
@@ -71,7 +88,7 @@ describe('ai.generateText upstream faults: clear errors, reservation refunded, n
         const on = fault.kind === 'hang' ? hangs : h;
         on.upstream.failNext(fault);
         const err = await rejection(on.caller(alice).ai.generateText({ content: 'hello', systemPrompt: SYSTEM_PROMPT, provider }));
-        expect(code(err)).toBe(trpcCode);
+        expect(code(err)).toBe(typeof trpcCode === 'function' ? trpcCode(provider) : trpcCode);
         expect(err.details).toMatchObject({ reason, provider, ...(status ? { status } : {}) });
         expect(err.cause).toBeUndefined();
         expect(on.upstream.requests).toHaveLength(1);

@@ -70,8 +70,12 @@ describe('mapUpstreamError', () => {
     expect((await refused(413, { type: 'request_too_large' })).appCode).toBe('PAYLOAD_TOO_LARGE');
     // 404: the model's absence is the caller's; a path's (the operator's base URL) is ours.
     expect((await refused(404, { code: 'model_not_found' })).appCode).toBe('NOT_FOUND');
-    expect((await refused(404, { type: 'not_found_error' })).appCode).toBe('NOT_FOUND');
-    expect((await refused(404, { code: 404, status: 'NOT_FOUND' })).appCode).toBe('NOT_FOUND');
+    // Anthropic, Google and llama.cpp say the same for a path they do not serve: the operator's base URL.
+    expect((await refused(404, { type: 'not_found_error' })).appCode).toBe('UPSTREAM_ERROR');
+    expect((await refused(404, { code: 404, status: 'NOT_FOUND' })).appCode).toBe('UPSTREAM_ERROR');
+    // The platform's account, not the request: the operator's outage, not every caller's 400.
+    for (const code of ['billing_hard_limit_reached', 'insufficient_quota', 'account_deactivated'])
+      expect((await refused(400, { type: 'invalid_request_error', code })).appCode).toBe('UPSTREAM_ERROR');
     expect((await refused(404, { message: 'Invalid URL (POST /v1/x)' })).appCode).toBe('UPSTREAM_ERROR');
     expect((await mapUpstreamError(apiError(404), ctx)).appCode).toBe('UPSTREAM_ERROR');
     for (const status of [402, 405, 408, 409, 410, 415]) expect((await refused(status, { type: 'x' })).appCode).toBe('UPSTREAM_ERROR');

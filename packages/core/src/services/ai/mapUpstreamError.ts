@@ -152,29 +152,43 @@ export function refusesKey(body: unknown): boolean {
 
 const KEY_REFUSALS = new Set(['API_KEY_INVALID', 'API_KEY_EXPIRED']);
 
-/** Whether a 404 says the model does not exist there (OpenAI's code, Anthropic's and Google's type). */
-const modelNotFound = (f: RefusalFacts) =>
-  f.upstreamCode === 'model_not_found' || f.upstreamType === 'not_found_error' || f.upstreamType === 'NOT_FOUND';
+/**
+ * Whether a 404 says the model does not exist there: OpenAI's `code: model_not_found` only.
+ * Anthropic (`not_found_error`), Google (`NOT_FOUND`) and llama.cpp answer a path they do not
+ * serve (the operator's base URL) with the same words as a model they do not have, so their 404
+ * stays ours: a wrong base URL must not read as the caller's unknown model.
+ */
+const modelNotFound = (f: RefusalFacts) => f.upstreamCode === 'model_not_found';
+
+/**
+ * OpenAI's codes for a refusal about the account that pays, not the request: with the server's key
+ * that is the operator's outage, which must not read as every caller's bad request (and must show
+ * in the operator's 5xx). Anthropic says so with HTTP 402 `billing_error`, already ours.
+ */
+const ACCOUNT_REFUSALS = new Set(['billing_hard_limit_reached', 'billing_not_active', 'account_deactivated', 'insufficient_quota']);
 
 /**
  * A provider's refusal of the request itself (a 4xx other than the key's and the rate limit's) is
  * the caller's error, answered with the status a provider would answer (docs/ai.md#errors): 400
  * for a 400 or 422 (a context too long, a field out of range), 413 for a 413, 404 for a model the
  * provider says does not exist. Any other refusal (a 404 for a path, the server's own config; a
- * 402 of the platform's account; 405, 408, 409, 410, 415) stays our 502: the caller's request is
- * not what it is about. The reason is `upstream_rejected` either way: no fallback is tried.
+ * 402 or a billing code of the platform's account; 405, 408, 409, 410, 415) stays our 502: the
+ * caller's request is not what it is about. The reason is `upstream_rejected` either way: no
+ * fallback is tried, and the upstream metrics and the log line show it whatever the caller was answered.
  */
 function refusal(make: MakeError, provider: ProviderId, status: number, facts: RefusalFacts): CoreError {
   const named = facts.upstreamCode ?? facts.upstreamType;
   const message = `${provider} rejected the request (HTTP ${status}${named ? `: ${named}` : ''})`;
   const code =
-    status === 400 || status === 422
-      ? 'BAD_REQUEST'
-      : status === 413
-        ? 'PAYLOAD_TOO_LARGE'
-        : status === 404 && modelNotFound(facts)
-          ? 'NOT_FOUND'
-          : 'UPSTREAM_ERROR';
+    facts.upstreamCode !== undefined && ACCOUNT_REFUSALS.has(facts.upstreamCode)
+      ? 'UPSTREAM_ERROR'
+      : status === 400 || status === 422
+        ? 'BAD_REQUEST'
+        : status === 413
+          ? 'PAYLOAD_TOO_LARGE'
+          : status === 404 && modelNotFound(facts)
+            ? 'NOT_FOUND'
+            : 'UPSTREAM_ERROR';
   return make(code, 'upstream_rejected', message, { status, facts });
 }
 
@@ -238,7 +252,7 @@ export async function mapUpstreamError(err: unknown, ctx: UpstreamErrorContext):
       // answers 404 there for a model it does not have, and says so in its `code`). Only that code
       // counts here: llama.cpp answers an unknown path with `type: 'not_found_error'`.
       const facts = refusalFacts(e.responseBody);
-      if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses') && facts.upstreamCode !== 'model_not_found') {
+      if (status === 404 && ctx.responsesApiSetting && path?.endsWith('/responses') && !modelNotFound(facts)) {
         return make(
           'UPSTREAM_ERROR',
           'upstream_rejected',

@@ -177,7 +177,8 @@ export function openAiParam(path: readonly unknown[]): string {
  */
 function wireCode(w: WireError): string {
   const upstream = w.details?.upstreamCode;
-  return typeof upstream === 'string' ? upstream : (w.appCode ?? w.code).toLowerCase();
+  // Only for the caller's own error: a refusal about the platform's account (our 502) is not theirs to read.
+  return typeof upstream === 'string' && w.httpStatus < 500 ? upstream : (w.appCode ?? w.code).toLowerCase();
 }
 
 /** An OpenAI-style error body and status for any error, through core's one wire mapping. */
