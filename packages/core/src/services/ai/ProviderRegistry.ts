@@ -256,7 +256,7 @@ export class ProviderRegistry {
     provider: ProviderId,
     modelId: string,
     apiKey: string,
-    opts: { strictJsonSchema?: boolean } = {},
+    opts: { strictJsonSchema?: boolean; stopSequences?: boolean } = {},
   ): Promise<LanguageModel> {
     // Checked here as well, so no caller can hand an unchecked id to an SDK that builds URLs from it.
     const model = canonicalModelId(provider, modelId, this.syntax(provider));
@@ -270,9 +270,12 @@ export class ProviderRegistry {
         return (await loadProviderSdk('anthropic')).createAnthropic({ apiKey, baseURL, fetch })(model);
       case 'openai': {
         const openai = (await loadProviderSdk('openai')).createOpenAI({ apiKey, baseURL, fetch });
-        return this.ai.providers.openai && 'api' in this.ai.providers.openai && this.ai.providers.openai.api === 'chat'
-          ? openai.chat(model)
-          : openai(model);
+        // The Responses API takes no stop sequences (the AI SDK would drop them with a warning and
+        // the model would not stop on them): a call that sends some goes to Chat Completions, which
+        // honours them, or refuses them for a model that does not (OpenAI's own 400, passed on).
+        const chat =
+          opts.stopSequences || (this.ai.providers.openai && 'api' in this.ai.providers.openai && this.ai.providers.openai.api === 'chat');
+        return chat ? openai.chat(model) : openai(model);
       }
       case 'google':
         return (await loadProviderSdk('google')).createGoogleGenerativeAI({ apiKey, baseURL, fetch })(model);

@@ -237,7 +237,10 @@ export async function sdkCallArgs(deps: CallDeps, p: PreparedCall, input: TextCa
     : undefined;
   const strictJsonSchema = input.output ? isStrictSchema(objectRoot(input.output.schema)) : undefined;
   return {
-    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey, strictJsonSchema === undefined ? {} : { strictJsonSchema }),
+    model: await deps.providers.languageModel(p.provider, p.model, p.apiKey, {
+      ...(strictJsonSchema === undefined ? {} : { strictJsonSchema }),
+      ...(input.options?.stopSequences?.length ? { stopSequences: true } : {}),
+    }),
     ...(strictJsonSchema === undefined ? {} : { providerOptions: { openai: { strictJsonSchema } } }),
     ...(p.prompt.system ? { system: p.prompt.system } : {}),
     ...(p.prompt.messages ? { messages: p.prompt.messages } : { prompt: p.prompt.prompt ?? '' }),
