@@ -13,6 +13,7 @@ import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.j
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { waitFor } from '@ai-backend/test-utils';
 import { dropTestKeys, testRedis } from '@ai-backend/test-utils/services';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, startIdp, type TestIdp } from './oauthHelpers.js';
 
@@ -339,4 +340,33 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
       }
     });
   });
+
+  it.skipIf(!testRedisAt.ok)(
+    'a session Redis that lost its data (emptied, marked lost by a server that saw it) does not stop the next server: old tokens are refused, signing in works again',
+    async () => {
+      const keyPrefix = `oauth-lost-${process.pid}-${Date.now()}:`;
+      const sessionStorage = { type: 'redis' as const, redis: { host: testRedisAt.host, port: testRedisAt.port, keyPrefix } };
+      const redis = new Redis({ host: testRedisAt.host, port: testRedisAt.port, lazyConnect: true });
+      try {
+        const first = await startServer({ sessionStorage });
+        const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
+        await signInWithSdk(first.base, provider);
+        await first.server.stop();
+        await poolSeesClosedSockets();
+        // Emptied (a Redis without persistence restarted), and marked as a money store's loss is marked.
+        await dropTestKeys(testRedisAt, keyPrefix);
+        await redis.set(`${keyPrefix}storeid`, 'lost');
+
+        const second = await startServer({ sessionStorage });
+        expect((await rawToolCall(second.base, provider.saved!.access_token)).status).toBe(401);
+        const again = new MemoryOAuthProvider(CLIENT_REDIRECT);
+        await signInWithSdk(second.base, again);
+        const { client } = await connect(second.base, again);
+        expect((await callWhoami(client)).sub).toBe(aliceId());
+      } finally {
+        redis.disconnect();
+        await dropTestKeys(testRedisAt, keyPrefix);
+      }
+    },
+  );
 });

@@ -65,8 +65,10 @@ export async function openOAuthServices(
   settings: OAuthSettings,
   opts: OpenServicesOptions,
 ): Promise<{ services: OAuthServices; close: () => Promise<void> }> {
-  // Sessions get their own backend when configured; otherwise they share the server's.
-  const own = !opts.storage && settings.storage ? await createStorage(settings.storage) : undefined;
+  // Sessions get their own backend when configured; otherwise they share the server's. Their own
+  // Redis emptied (no persistence, a flush) costs every client a new sign-in, not money: it is
+  // started afresh, not refused for good as the money store would be.
+  const own = !opts.storage && settings.storage ? await createStorage(settings.storage, { holds: 'shared' }) : undefined;
   const storage = opts.storage ?? own ?? deps.storage;
   try {
     const store = new SessionStore(storage, settings.encryptionKey);

@@ -13,8 +13,13 @@ export function sqliteFile(config: { dir: string; sqlite: { file?: string | unde
   return config.sqlite.file ?? join(config.dir, 'ai-backend.db');
 }
 
-/** Open the configured backend. Database drivers are loaded lazily so memory users pay nothing. */
-export async function createStorage(config: StorageConfig): Promise<Storage> {
+/**
+ * Open the configured backend. Database drivers are loaded lazily so memory users pay nothing.
+ * `holds: 'shared'` opens a store whose loss is recoverable (OAuth sessions: a lost one means
+ * signing in again), so a Redis emptied under it is started afresh, not refused as a lost money
+ * store (RedisStorageOptions.holds).
+ */
+export async function createStorage(config: StorageConfig, opts: { holds?: 'store' | 'shared' } = {}): Promise<Storage> {
   switch (config.type) {
     case 'memory':
       return new MemoryStorage();
@@ -28,7 +33,7 @@ export async function createStorage(config: StorageConfig): Promise<Storage> {
     }
     case 'redis': {
       const { RedisStorage } = await import('./RedisStorage.js');
-      return RedisStorage.connect(config.redis);
+      return RedisStorage.connect(opts.holds ? { ...config.redis, holds: opts.holds } : config.redis);
     }
   }
 }
