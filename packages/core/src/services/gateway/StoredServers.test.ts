@@ -13,8 +13,8 @@ const CLIENT_SECRET = 'oauth-client-secret-0123456789';
 const remote = (extra: Record<string, unknown> = {}) =>
   mcpServerSchema().parse({ type: 'http', url: 'https://mcp.example.com/mcp', ...extra }) as McpServerConfig;
 
-function setup(opts: { masterKey?: string } = {}) {
-  const storage = new MemoryStorage();
+function setup(opts: { masterKey?: string; storage?: MemoryStorage } = {}) {
+  const storage = opts.storage ?? new MemoryStorage();
   const applied: Array<ReadonlyMap<string, McpServerConfig>> = [];
   const warnings: string[] = [];
   const sealer = new CredentialStore(storage, opts.masterKey ? { masterKey: opts.masterKey } : {});
@@ -130,5 +130,26 @@ describe('StoredServers: a record written before sealing is sealed in place', ()
     expect(warnings.filter((w) => w.includes('stored in clear'))).toHaveLength(1);
     expect(warnings.join('\n')).toContain('legacy');
     expect(warnings.join('\n')).not.toContain('legacy-token-value');
+  });
+
+  it('a seal that fails (the store down a moment) is said as such, and the next sync seals it', async () => {
+    // The store refuses the first sealing write, as a store that is briefly unreachable would.
+    class Flaky extends MemoryStorage {
+      refusals = 1;
+      override async compareAndSet<T>(key: string, expected: T | undefined, value: T): Promise<boolean> {
+        if (this.refusals-- > 0) throw new Error('storage unavailable');
+        return super.compareAndSet(key, expected, value);
+      }
+    }
+    const { storage, stored, last, warnings } = setup({ masterKey: MASTER, storage: new Flaky() });
+    await storage.set('gateway:servers', { version: 'older', servers: { legacy: legacy() } });
+    await stored.sync();
+    expect(last().get('legacy')).toEqual(legacy());
+    expect(warnings.join('\n')).toContain('could not be sealed yet');
+    expect(warnings.join('\n')).not.toContain('could not be read');
+    expect(JSON.stringify(await storage.get('gateway:servers'))).toContain('legacy-token-value');
+    await stored.sync(); // the record is unchanged: before, its version was known and nothing was tried again
+    expect(JSON.stringify(await storage.get('gateway:servers'))).not.toContain('legacy-token-value');
+    expect(last().get('legacy')).toEqual(legacy());
   });
 });

@@ -90,7 +90,7 @@ export class StoredServers {
         if (config) servers.set(name, config);
       }
       this.apply(servers);
-      if (Object.values(record?.servers ?? {}).some(inClear)) await this.reseal();
+      if (Object.values(record?.servers ?? {}).some(inClear)) await this.resealOrRetry();
     } catch (err) {
       if (Date.now() - this.lastWarning < 60_000) return;
       this.lastWarning = Date.now();
@@ -113,6 +113,23 @@ export class StoredServers {
       }
     }
     throw new Error('the MCP server list changed concurrently too often; try again');
+  }
+
+  /**
+   * reseal, whose failure (the store down a moment) is its own: the servers were read and applied,
+   * so it is logged as what it is, and the next sync tries again (the record's version is forgotten).
+   */
+  private async resealOrRetry(): Promise<void> {
+    try {
+      await this.reseal();
+    } catch (err) {
+      this.version = undefined;
+      if (Date.now() - this.lastWarning < 60_000) return;
+      this.lastWarning = Date.now();
+      this.logger.warn('MCP gateway: credentials stored in clear could not be sealed yet; trying again at the next sync', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
   }
 
   /**
