@@ -85,15 +85,17 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
   });
 
   it('concurrent transactions on one hot key go out together: few round trips, exact balance and ledger', async () => {
-    await credit(a, 'group', 100);
-    await spend(a, 'group', 1, 'g-warm'); // the account row is now known to this process
+    // An account of this attempt's own: a retry (CI retries once) must not find the first attempt's ledger.
+    const group = `group-${Math.random().toString(36).slice(2, 8)}`;
+    await credit(a, group, 100);
+    await spend(a, group, 1, 'g-warm'); // the account row is now known to this process
     const counter = recordQueries();
     let outcomes: boolean[];
     try {
       // 120 spends of 1 against 99 tokens: exactly 99 succeed, each decided on the state the ones before it left.
       outcomes = await Promise.all(
         Array.from({ length: 120 }, (_, i) =>
-          spend(a, 'group', 1, `g${i}`).then(
+          spend(a, group, 1, `g${i}`).then(
             () => true,
             () => false,
           ),
@@ -103,12 +105,14 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
       counter.stop();
     }
     expect(outcomes.filter(Boolean)).toHaveLength(99);
-    expect(counter.sent.length).toBeLessThan(40); // one by one this was 120 round trips or more
-    expect(await b.get<Account>('acct:group')).toEqual({ tokens: 0 });
-    const ledger = await b.readLog<{ requestId: string; delta: number }>('ledger:group');
+    // One by one this was 120 round trips or more; batched, 24-25 on an idle host, 50 once at load
+    // (smaller batches when the process gets the CPU less often): half of one by one still proves it.
+    expect(counter.sent.length).toBeLessThan(60);
+    expect(await b.get<Account>(`acct:${group}`)).toEqual({ tokens: 0 });
+    const ledger = await b.readLog<{ requestId: string; delta: number }>(`ledger:${group}`);
     expect(ledger).toHaveLength(100);
     expect(new Set(ledger.map((e) => e.record.requestId)).size).toBe(100);
-    for (let i = 0; i < 120; i++) expect((await b.get(`hold:group:g${i}`)) !== undefined).toBe(outcomes[i]);
+    for (let i = 0; i < 120; i++) expect((await b.get(`hold:${group}:g${i}`)) !== undefined).toBe(outcomes[i]);
   });
 
   it('a batch that another instance invalidated falls back without losing or doubling anything', async () => {
@@ -147,8 +151,9 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
   });
 
   it('two instances serving one hot account keep batching: few round trips per spend, exact balance', async () => {
-    await credit(a, 'pair', 2000);
-    await credit(b, 'pair', 0); // both instances know the account
+    const pair = `pair-${Math.random().toString(36).slice(2, 8)}`; // this attempt's own (CI retries once)
+    await credit(a, pair, 2000);
+    await credit(b, pair, 0); // both instances know the account
     const counter = recordQueries();
     let outcomes: boolean[];
     try {
@@ -158,7 +163,7 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
         outcomes.push(
           ...(await Promise.all(
             Array.from({ length: 50 }, (_, i) =>
-              spend(i % 2 ? a : b, 'pair', 1, `p${wave}-${i}`).then(
+              spend(i % 2 ? a : b, pair, 1, `p${wave}-${i}`).then(
                 () => true,
                 () => false,
               ),
@@ -172,8 +177,8 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
     expect(outcomes.every(Boolean)).toBe(true);
     // main before this test: 128-132 (a batch after a locked one forgot the account: each spend went alone); now 25-28.
     expect(counter.sent.length).toBeLessThan(60);
-    expect(await a.get<Account>('acct:pair')).toEqual({ tokens: 1700 });
-    expect(await b.readLog('ledger:pair')).toHaveLength(300);
+    expect(await a.get<Account>(`acct:${pair}`)).toEqual({ tokens: 1700 });
+    expect(await b.readLog(`ledger:${pair}`)).toHaveLength(300);
   });
 
   it('another instance changing a key is seen: nothing is planned against a stale value', async () => {
