@@ -228,6 +228,64 @@ describeV1Paths('ai-routes', (path) => {
       expect(await ask(platform[0]!, 'platform after 429')).toMatchObject({ provider: 'dep-b' });
     });
 
+    it("a signed-in caller whose stored key pays is served past the deployments' rpm and a 429's cooldown, unmetered; one the platform pays stays refused", async () => {
+      clock.startWindow();
+      // Both store a key for both deployments; only `stored` lets it pay first, `tokens` spends tokens first.
+      const stored = await funded('routes-stored', 10_000_000);
+      const tokens = await funded('routes-stored-tokens', 10_000_000);
+      const storedKey = (id: string) => `sk-stored-${id}-for-routes`;
+      for (const [sub, token] of [
+        ['routes-stored', stored],
+        ['routes-stored-tokens', tokens],
+      ] as const) {
+        for (const provider of ['dep-a', 'dep-b'])
+          expect(
+            (await rpcCall(a.url, token, 'auth.storeProviderKey', { email: sub, provider, apiKey: storedKey(provider) })).error,
+          ).toBeUndefined();
+        const order = sub === 'routes-stored' ? { consumptionOrder: ['byok', 'subscription', 'one_time'] } : {};
+        expect((await rpcCall(a.url, token, 'user.updateUserPreferences', { byokEnabled: true, ...order })).error).toBeUndefined();
+      }
+      const client = (token: string, s: AiServer) => new OpenAI({ baseURL: s.url + '/v1', apiKey: token, maxRetries: 0 });
+      const ask = async (token: string, s: AiServer, content: string) => {
+        const { data, response } = await client(token, s)
+          .chat.completions.create({ model: 'own', messages: [{ role: 'user', content }], max_tokens: 20 })
+          .withResponse();
+        return served_(data, response.headers);
+      };
+      const refusal = (p: Promise<unknown>) =>
+        p.then(
+          () => undefined,
+          (e: { status: number; error?: unknown }) => ({ status: e.status, body: JSON.stringify(e.error ?? {}) }),
+        );
+      const lastCall = (id: string) => deps[id]!.requests.filter((r) => r.format !== 'models').at(-1);
+      // Platform-paid calls use up both deployments' rpm this minute.
+      const platformServed: string[] = [];
+      for (let i = 0; i < 4; i++) platformServed.push((await ask(tokens, i % 2 ? b : a, `platform ${i}`)).provider);
+      expect(platformServed).toEqual(['dep-a', 'dep-a', 'dep-b', 'dep-b']);
+      const refused = await refusal(ask(tokens, a, 'platform refused'));
+      expect(refused).toMatchObject({ status: 429 });
+      expect(refused!.body).toContain('is at its rpm/tpm limit');
+      // The caller whose stored key pays: served by the first deployment of the route's order, with that key, uncharged.
+      const before = await balance(stored);
+      for (let i = 0; i < 3; i++) expect((await ask(stored, i % 2 ? b : a, `stored ${i}`)).provider).toBe('dep-a');
+      expect(lastCall('dep-a')).toMatchObject({ apiKey: storedKey('dep-a') });
+      expect(await balance(stored)).toBe(before);
+      // ... and used none of the deployments' rpm: platform-paid calls are still refused, the
+      // caller with a stored key whose tokens pay first as well (with the route's own refusal).
+      const still = await refusal(ask(tokens, b, 'platform still refused'));
+      expect(still).toMatchObject({ status: 429 });
+      expect(still!.body).toContain('is at its rpm/tpm limit');
+
+      // A 429 to the server's key cools dep-a for platform-paid calls; the stored key still reaches it.
+      clock.startWindow();
+      deps['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 60 });
+      expect(await ask(tokens, b, 'platform while dep-a is throttled')).toMatchObject({ provider: 'dep-b' });
+      deps['dep-a']!.failProvider('dep-a', undefined);
+      expect(await ask(tokens, a, 'platform after 429')).toMatchObject({ provider: 'dep-b' });
+      expect(await ask(stored, b, 'stored after 429')).toMatchObject({ provider: 'dep-a' });
+      expect(lastCall('dep-a')).toMatchObject({ apiKey: storedKey('dep-a') });
+    });
+
     it('route names are listed by GET /v1/models beside provider/model ids', async () => {
       const token = await funded('routes-list', 10);
       const ids = (await new OpenAI({ baseURL: a.url + '/v1', apiKey: token }).models.list()).data.map((m) => m.id);

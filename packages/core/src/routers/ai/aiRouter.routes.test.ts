@@ -311,6 +311,29 @@ describe('routes: cooldowns, retries and charging', () => {
     await expect(ask(alice, 'fast', 'one more')).rejects.toMatchObject({ cause: { details: { reason: 'route_at_capacity' } } });
   });
 
+  it("a call its route refused goes on for a stored key only if the hold pays with it: the platform chosen after all → the route's 429, nothing held", async () => {
+    const clock = windowClock();
+    await harness({}, { fast: { targets: [{ model: 'openai/gpt-4.1-nano', rpm: 1 }] } }, {}, clock.now);
+    await ask(alice, 'fast', 'uses the rpm');
+    const billing = h!.runtime.billing;
+    // The question says the stored key pays, the hold (no key stored) chooses the platform: as
+    // when the caller's preferences or key change in between.
+    billing.storedKeyWouldPay = async () => true;
+    const decide = billing.decideAndReserve.bind(billing);
+    const decided: Array<{ platformAllowed: boolean; held: boolean }> = [];
+    billing.decideAndReserve = async (p) => {
+      const d = await decide(p);
+      decided.push({ platformAllowed: p.platformAllowed, held: 'reservation' in d && d.reservation !== undefined });
+      return d;
+    };
+    const before = await h!.balance(alice.sub);
+    const err = await failure(ask(alice, 'fast', 'refused'));
+    expect(err).toMatchObject({ code: 'TOO_MANY_REQUESTS', cause: { details: { reason: 'route_at_capacity' } } });
+    expect(decided).toEqual([{ platformAllowed: false, held: false }]);
+    expect(h!.upstream.requests.length).toBe(1);
+    expect(await h!.balance(alice.sub)).toBe(before);
+  });
+
   it('retries stop after `retries` other targets', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b', 'dep-c']);
     await harness(providers, {

@@ -14,6 +14,8 @@ import type { Hold, Metering, UsageMetadata } from '../metering/Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelName } from './routing/resolveModelName.js';
 import type { Routing } from './routing/Routing.js';
+import { planRoute, platformRefused, storedKeyPaysOrRefuse, type RoutePlan } from './routing/planRoute.js';
+import type { RouteTarget } from './routing/routeTargets.js';
 import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
 import { wireInputBound } from './wireInputBound.js';
@@ -136,16 +138,22 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const choice = resolveCallModel(deps, input, call.identity);
   // A route: the order its strategy gives this call (cooling and full targets left out), its
   // first standing for the call; with fallbacks, a route with nothing available gives way to them.
-  // A call with its own key in the request is planned past the deployments' capacity (KeyedBy).
-  const planned =
+  // A call with its own key in the request is planned past the deployments' capacity (KeyedBy);
+  // one the route refuses may still be, when its caller's stored key would pay (planRoute).
+  const { planned, refused }: RoutePlan<RouteTarget> =
     choice.route && deps.routing
-      ? await deps.routing.plan(
+      ? await planRoute(
+          deps.routing,
           choice.route.name,
           choice.route.targets,
           (input.fallbacks ?? ai.fallbacks).length > 0 ? 'none' : 'throw',
-          input.apiKey !== undefined ? 'caller' : 'server',
+          {
+            ownKey: input.apiKey !== undefined,
+            identity: call.identity,
+            metering,
+          },
         )
-      : [];
+      : { planned: [] };
   const own = planned[0] ?? (choice.route ? firstFallback(deps, input, call) : { provider: choice.provider, model: choice.model });
   const { provider, model } = own;
   if (maxTokens > ai.maxTokensLimit)
@@ -172,6 +180,12 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const reach = { identity: call.identity, attachments: prompt.attachments, maxTokens };
   const reachable = reachableModels(deps, own, input.fallbacks, reach, planned.slice(1));
   const costUsd = worstCostUsd(deps, reachable, inputEstimate, maxTokens);
+  await storedKeyPaysOrRefuse(metering, refused, {
+    identity: call.identity,
+    provider,
+    estimatedTokens,
+    byokAllowed: providers.isByokProvider(provider),
+  });
   // One entry into billing before the call: who pays (and, for the platform, the reservation).
   const hold = await metering.hold({
     identity: call.identity,
@@ -183,8 +197,9 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
     ...(input.apiKey !== undefined ? { ownKey: input.apiKey } : {}),
     byokAllowed: providers.isByokProvider(provider),
     serverPays: providers.serverKey(provider) !== undefined,
-    // A server prompt never goes to a caller's own account.
+    // A server prompt never goes to a caller's own account; a call its route refused, never to the platform.
     mayPay: (mode) => {
+      platformRefused(refused)(mode);
       for (const r of prompt.resolved) assertPromptMayUse(r, mode);
     },
   });

@@ -8,7 +8,7 @@ import type { CallDeps, TextCall } from './prepareCall.js';
 import { resolveModelName } from './routing/resolveModelName.js';
 import { routeTargets } from './routing/routeTargets.js';
 import type { RouteSlot } from './routing/RouteSlot.js';
-import type { KeyedBy } from './routing/Routing.js';
+import { planRoute, platformRefused, storedKeyPaysOrRefuse, type RoutePlan } from './routing/planRoute.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { accountCall, type Pricing } from './accountCall.js';
 import { attemptLoop, settleLoop } from './attemptLoop.js';
@@ -50,14 +50,15 @@ async function embedModels(
   deps: CallDeps,
   ref: string,
   call: TextCall,
-  keyedBy: KeyedBy,
-): Promise<Array<{ provider: ProviderId; model: string; route?: RouteSlot }>> {
+  ownKey: boolean,
+): Promise<RoutePlan<{ provider: ProviderId; model: string; route?: RouteSlot }>> {
   const { providers } = deps;
   const name = resolveModelName(deps, ref);
   if (name.kind === 'route') {
     const admitted = routeTargets(providers, name.name, name.route, call.identity?.apiKey, 'throw');
     for (const t of admitted) embeddingModel(providers, t.provider, t.model);
-    return deps.routing ? await deps.routing.plan(name.name, admitted, 'throw', keyedBy) : admitted.slice(0, 1);
+    if (!deps.routing) return { planned: admitted.slice(0, 1) };
+    return planRoute(deps.routing, name.name, admitted, 'throw', { ownKey, identity: call.identity, metering: deps.metering });
   }
   const provider = providers.assertKnown(name.provider);
   const candidate = name.model || providers.allowedModels(provider, 'embedding')[0];
@@ -67,7 +68,7 @@ async function embedModels(
     });
   const model = embeddingModel(providers, provider, candidate);
   assertKeyAllowsModel(call.identity?.apiKey, provider, model);
-  return [{ provider, model }];
+  return { planned: [{ provider, model }] };
 }
 
 /**
@@ -81,7 +82,7 @@ async function embedModels(
 export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall): Promise<EmbedOutput> {
   const { config, providers, logger } = deps;
   const ai = config.ai;
-  const planned = await embedModels(deps, input.model, call, input.apiKey !== undefined ? 'caller' : 'server');
+  const { planned, refused } = await embedModels(deps, input.model, call, input.apiKey !== undefined);
   const { provider, model } = planned[0]!;
   const values = typeof input.input === 'string' ? [input.input] : input.input;
   const chars = values.reduce((n, v) => n + v.length, 0);
@@ -97,6 +98,12 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   // The hold covers the dearest target the call may reach (as a text call's worstCostUsd).
   const ownCost = cost(planned[0]!);
   const costUsd = ownCost === undefined ? undefined : Math.max(ownCost, ...planned.slice(1).map((t) => cost(t) ?? 0));
+  await storedKeyPaysOrRefuse(deps.metering, refused, {
+    identity: call.identity,
+    provider,
+    estimatedTokens: estimate,
+    byokAllowed: providers.isByokProvider(provider),
+  });
   const hold = await deps.metering.hold({
     identity: call.identity,
     ...(call.ip ? { ip: call.ip } : {}),
@@ -107,6 +114,8 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
     ...(input.apiKey !== undefined ? { ownKey: input.apiKey } : {}),
     byokAllowed: providers.isByokProvider(provider),
     serverPays: providers.serverKey(provider) !== undefined,
+    // A call its route refused is never paid by the platform (planRoute).
+    mayPay: platformRefused(refused),
   });
   const first = { provider, model, requestId, apiKey: hold.apiKey ?? providers.serverKey(provider)!, route: planned[0]!.route };
   // A route's other targets, with the same payer: the server's key for their provider, or the

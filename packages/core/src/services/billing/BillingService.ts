@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
-import type { Hold, HoldRequest, Metering } from '../metering/Metering.js';
+import type { Hold, HoldRequest, Metering, StoredKeyQuestion } from '../metering/Metering.js';
 import type { KeyLimits } from '../apiKeys/KeyLimits.js';
 import { openHold } from './CallHold.js';
 import { vaultSlot, type KeyVault } from '../vault/KeyVault.js';
@@ -203,6 +203,15 @@ export class BillingService implements Metering {
       return decision;
     }
     return { mode: 'byok', apiKey: await this.storedKeyPays(plan, p.identity, p.provider, p.estimatedTokens, refused) };
+  }
+
+  /**
+   * Whether `decide` would pay this signed-in call with the caller's stored key for its
+   * provider: the same plan (preferences, balances, the key's slot: one round trip), nothing held.
+   */
+  async storedKeyWouldPay(q: StoredKeyQuestion): Promise<boolean> {
+    const plan = await this.plan(q.identity.sub, q.estimatedTokens, { hasApiKey: false, provider: q.provider });
+    return plan.payer === 'byok';
   }
 
   /** A plan whose payer is not the platform: the stored key that pays (and its fallback event), else the refusal. */

@@ -5,7 +5,8 @@ import type { Identity } from '../../kernel/identity.js';
  * The contract between the AI call engine and billing: one `hold` before the upstream call
  * (billing decides who pays and holds platform tokens), then `settle` or `release` on the
  * returned Hold, once. The billing service (`runtime.billing`) implements it; the AI service only
- * ever talks to this interface, so one metered call enters billing exactly twice.
+ * ever talks to this interface, so one metered call enters billing exactly twice (a route call its
+ * deployments refused asks `storedKeyWouldPay` first: docs/ai.md#routes).
  */
 export interface Metering {
   /**
@@ -19,6 +20,20 @@ export interface Metering {
    * BAD_REQUEST `provider_not_served` when the platform would pay for a provider it has no key for.
    */
   hold(req: HoldRequest): Promise<Hold>;
+  /**
+   * Whether `hold` would have a signed-in caller's call paid with their stored key for
+   * `provider` (the consumption order's rule, read now, nothing held): asked only by a route
+   * call its deployments' capacity refused (docs/ai.md#routes). Absent: never.
+   */
+  storedKeyWouldPay?(req: StoredKeyQuestion): Promise<boolean>;
+}
+
+/** A call `storedKeyWouldPay` is asked about. */
+export interface StoredKeyQuestion {
+  identity: Identity;
+  provider: ProviderId;
+  /** As in HoldRequest. */
+  estimatedTokens: number;
 }
 
 export interface HoldRequest {
