@@ -20,13 +20,5 @@ export async function readTextPrefix(res: Response, maxBytes: number): Promise<s
   } catch {
     return undefined;
   }
-  const bytes = new Uint8Array(Math.min(size, maxBytes));
-  let at = 0;
-  for (const c of chunks) {
-    const part = c.subarray(0, bytes.length - at);
-    bytes.set(part, at);
-    at += part.byteLength;
-    if (at === bytes.length) break;
-  }
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode(Buffer.concat(chunks, size).subarray(0, maxBytes));
 }

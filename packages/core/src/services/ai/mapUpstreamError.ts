@@ -112,11 +112,14 @@ export interface RefusalFacts {
 
 const IDENTIFIER = /^(?:[a-z][a-z0-9_]{0,63}|[A-Z][A-Z0-9_]{0,63})$/;
 const PARAM = /^[a-z_][a-z0-9_]{0,63}(?:(?:\.[a-z_][a-z0-9_]{0,63})|\[\d{1,6}\]){0,8}$/;
-/** A refusal body this long is not an error object a provider wrote: it is not read. */
-const MAX_REFUSAL_BODY = 64 * 1024;
+/**
+ * How much of a refusal's body is read (the pass-through path, the key check) and parsed: an error
+ * object a provider wrote is far shorter; a longer body is not read further, nor parsed.
+ */
+export const REFUSAL_BODY_BYTES = 64 * 1024;
 
 export function refusalFacts(body: unknown): RefusalFacts {
-  if (typeof body !== 'string' || body.length > MAX_REFUSAL_BODY) return {};
+  if (typeof body !== 'string' || body.length > REFUSAL_BODY_BYTES) return {};
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -141,7 +144,7 @@ export function refusalFacts(body: unknown): RefusalFacts {
  * read as a refusal of the request, a server key Google stopped taking would be the caller's 400.
  */
 export function refusesKey(body: unknown): boolean {
-  if (typeof body !== 'string' || body.length > MAX_REFUSAL_BODY || !body.includes('API_KEY_')) return false;
+  if (typeof body !== 'string' || body.length > REFUSAL_BODY_BYTES || !body.includes('API_KEY_')) return false;
   try {
     const details = (JSON.parse(body) as { error?: { details?: unknown } } | null)?.error?.details;
     return Array.isArray(details) && details.some((d) => KEY_REFUSALS.has((d as { reason?: unknown } | null)?.reason as string));

@@ -1,5 +1,5 @@
 import { readTextPrefix } from '../../net/readTextPrefix.js';
-import { refusesKey } from './mapUpstreamError.js';
+import { REFUSAL_BODY_BYTES, refusesKey } from './mapUpstreamError.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 
 /** Outcome of a key check. `reason` is set when `valid` is false. */
@@ -82,7 +82,7 @@ export async function validateProviderKey(opts: ValidateKeyOptions): Promise<Key
   try {
     const res = await fetch(url, { headers, signal: ac.signal });
     // Only a 400 is read (Google's answer to a key it does not take: refusesKey), its first 64 kB.
-    const body = res.status === 400 ? await readTextPrefix(res, 65_536) : await res.body?.cancel().catch(() => undefined);
+    const body = res.status === 400 ? await readTextPrefix(res, REFUSAL_BODY_BYTES) : await res.body?.cancel().catch(() => undefined);
     if (res.ok) return result(true, `${opts.provider} accepted the key`, { status: res.status });
     if (res.status === 401 || res.status === 403 || refusesKey(body))
       return result(false, `${opts.provider} rejected the key`, { reason: 'invalid_key', status: res.status });

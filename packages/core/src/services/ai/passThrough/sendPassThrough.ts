@@ -1,5 +1,6 @@
 import { readTextPrefix } from '../../../net/readTextPrefix.js';
 import { loadAiSdk } from '../aiSdk.js';
+import { REFUSAL_BODY_BYTES } from '../mapUpstreamError.js';
 import type { PassThroughEndpoint, WireRequest } from './wireRequest.js';
 
 /** What goes upstream: the caller's body with the target's model, and whether a usage event was asked for on the caller's behalf. */
@@ -47,9 +48,6 @@ export function forwardedRequest(req: WireRequest, e: PassThroughEndpoint, maxTo
   return { body: JSON.stringify(body), addedUsage, headers };
 }
 
-/** How much of a refusal's body is read for its identifiers (mapUpstreamError's refusalFacts). */
-const REFUSAL_BYTES = 64 * 1024;
-
 /**
  * POST the forwarded body with the provider's fetch. A failure is thrown as the AI SDK's own
  * `APICallError` (status, headers, retryable) or the fetch error, so mapUpstreamError and the
@@ -71,7 +69,7 @@ export async function sendPassThrough(e: PassThroughEndpoint, f: ForwardedReques
   // Read (its first 64 kB) so mapUpstreamError can take the refusal's identifiers from it, as from
   // an SDK call's; its text is never passed on. The AI SDK (for its error class) is awaited on
   // failures only: an answered call does not wait a turn for it.
-  const responseBody = await readTextPrefix(res, REFUSAL_BYTES);
+  const responseBody = await readTextPrefix(res, REFUSAL_BODY_BYTES);
   const { ai } = await loadAiSdk();
   throw new ai.APICallError({
     message: `HTTP ${res.status}`,
