@@ -110,8 +110,10 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   if (!opts.shared && config.storage.shared === 'redis' && config.storage.redis && storage.kind !== 'redis') {
     // Hot, short-lived state only (operations.md, "Redis beside the store"): a Redis without
     // persistence may come back empty, which is not the lost store RedisStorage refuses.
-    const { RedisStorage } = await import('./storage/RedisStorage.js');
-    shared = await RedisStorage.connect({ ...config.storage.redis, holds: 'shared' });
+    shared = await createStorage(
+      { type: 'redis', dir: config.storage.dir, shared: 'store', redis: config.storage.redis },
+      { holds: 'shared' },
+    );
     closers.push(() => shared.close());
     health.set('shared', () => shared.health());
   }
