@@ -154,7 +154,7 @@ export class PostgresStorage implements Storage {
     }
     store.schema = schema;
     try {
-      store.storeOid = (await store.q<{ o: string }>("SELECT to_regclass('kv')::oid::text AS o"))[0]!.o;
+      store.storeOid = (await store.kvOid())!;
     } catch (err) {
       await pool.end().catch(() => undefined);
       throw err;
@@ -196,8 +196,9 @@ export class PostgresStorage implements Storage {
     const check = () => {
       if (this.closed || this.fault.error || Date.now() - this.lastSchemaCheck < Math.min(1000, everyMs)) return;
       this.lastSchemaCheck = Date.now();
+      // The pool itself, not kvOid: a failed query here is an outage (left to the calls), not a CoreError.
       this.pool
-        .query<{ o: string | null }>("SELECT to_regclass('kv')::oid::text AS o")
+        .query<{ o: string | null }>(KV_OID)
         .then(({ rows }) => {
           if (rows[0]?.o !== this.storeOid) throw this.storeLost(rows[0]?.o ?? null);
           return this.pool.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
@@ -617,8 +618,13 @@ export class PostgresStorage implements Storage {
   private async txCall(mode: CommitMode, params: unknown[]): Promise<string | null> {
     const call = txCall(mode);
     const rows = await this.q<{ v: string | null }>(call.text, [...params, this.storeOid], call.name);
-    if (rows.length === 0) throw this.storeLost((await this.q<{ o: string | null }>("SELECT to_regclass('kv')::oid::text AS o"))[0]!.o);
+    if (rows.length === 0) throw this.storeLost(await this.kvOid());
     return rows[0]!.v;
+  }
+
+  /** The oid of the table `kv` names now (as text; null when there is none): the store's identity (storeLost). */
+  private async kvOid(): Promise<string | null> {
+    return (await this.q<{ o: string | null }>(KV_OID))[0]?.o ?? null;
   }
 
   /** The locked paths' first round trip (after BEGIN): throws, rolling back, when `kv` is not the table this server started on. */
@@ -851,7 +857,9 @@ const TX_CALL = `SELECT ${TX_COLUMNS} ${TX_GUARD}`;
  * reads the setting at commit, so where it stands in the statement does not matter.
  */
 const TX_CALL_ASYNC = `SELECT ${TX_COLUMNS}, set_config('synchronous_commit', 'off', true) AS async ${TX_GUARD}`;
-/** The locked paths' first statement after BEGIN: the oid `kv` names now (storeLost). */
+/** The oid `kv` names now, as text (storeLost). */
+const KV_OID = "SELECT to_regclass('kv')::oid::text AS o";
+/** The locked paths' first statement after BEGIN: the same, under a column name their results are searched for. */
 const STORE_OID = "SELECT to_regclass('kv')::oid::text AS store_oid;";
 
 // CommitMode (GroupCommit.ts) here: 'durable' waits for the WAL flush (the connection's setting),
