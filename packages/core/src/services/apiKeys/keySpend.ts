@@ -1,3 +1,4 @@
+import type { BudgetPeriod } from '../../config/sections/budget.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { TxRead, TxWrite } from '../../kernel/Storage.js';
 import { fromNanos, periodIds, periodNow, resetsAt, toNanos, type PeriodSpend, type Worst } from '../spend/periodSpend.js';
@@ -5,6 +6,8 @@ import { apiKeyKeys, KEY_BUDGET_PERIODS, type ApiKeyRecord, type KeyBudget, type
 
 /** A budget period as an adjective, for refusals ("this API key's daily token budget"). */
 const PERIOD_WORD: Record<KeyBudgetPeriod, string> = { day: 'daily', month: 'monthly', total: 'total' };
+/** The owner's budget period a key's period runs with (its id, its reset); `total` has none. */
+const CALENDAR: Record<KeyBudgetPeriod, BudgetPeriod | undefined> = { day: 'daily', month: 'monthly', total: undefined };
 
 /**
  * Per-key spend and budgets, run inside billing's reserve / settle / release transactions (the
@@ -45,13 +48,16 @@ function current(stored: KeySpendRecord | undefined, at: Date): Record<KeyBudget
   const out = { calls: stored?.calls ?? 0 } as Record<KeyBudgetPeriod, KeyPeriod> & { calls: number };
   for (const p of KEY_BUDGET_PERIODS) {
     // Never back to an earlier period (a clock set back), nor stuck in one a clock far ahead wrote.
-    const id = periodNow(stored?.[p]?.id, ids[p], p === 'day' ? 'daily' : p === 'month' ? 'monthly' : undefined);
+    const id = periodNow(stored?.[p]?.id, ids[p], CALENDAR[p]);
     out[p] = stored?.[p]?.id === id ? { ...stored[p]! } : fresh(id);
   }
   return out;
 }
 
-const resetOf = (p: KeyBudgetPeriod, id: string) => (p === 'day' ? resetsAt('daily', id) : p === 'month' ? resetsAt('monthly', id) : null);
+const resetOf = (p: KeyBudgetPeriod, id: string) => {
+  const calendar = CALENDAR[p];
+  return calendar ? resetsAt(calendar, id) : null;
+};
 
 /** The first of the key's limits a call's worst case would break, as the PAYMENT_REQUIRED to throw; null when it fits. */
 function refusal(spend: Record<KeyBudgetPeriod, KeyPeriod>, budget: KeyBudget, worst: Worst): CoreError | null {
