@@ -112,9 +112,9 @@ return {1, values}
  * The second half: write and unlock. KEYS as in LOCK_READ_SCRIPT. ARGV[1]: the token;
  * ARGV[2..n+1]: the values read; ARGV[n+2..n+4]: the kv prefix, the log prefix and the due-index
  * key; ARGV[n+5..n+6]: the store's identity key and id (STORE_LOST: nothing written, {2, what was
- * found}, when the store is not the one this server read); then the writes, in order, as plain arguments: 's', key, json, px|'', dueAt|''
- * (a set),
- * 'd', key (a delete) or 'a', log, json (an append). Writes nothing and returns 0 when another
+ * found}, when the store is not the one this server read); then the writes, in order, as plain
+ * arguments: 's', key, json, px|'', dueAt|'' (a set), 'd', key (a delete) or 'a', log, json (an
+ * append). Writes nothing and returns 0 when another
  * transaction holds a lock (this one's lease ran out and another took it) or a key changed since
  * it was read (a write outside transactions, or a transaction that took an expired lock and
  * committed); otherwise applies every write, drops the locks, returns 1. A lock that merely
