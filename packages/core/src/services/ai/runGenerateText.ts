@@ -49,6 +49,12 @@ export interface GenerateTextOutput {
     object?: unknown;
     /** Targets tried before the one that served (`provider`/`model` above), with why they did not. */
     attempts?: Attempt[];
+    /**
+     * The answer came from another target than the one asked for (a fallback, a route's retry),
+     * which `provider` / `model` name: set with `attempts`, and on a cache hit of such an answer,
+     * which tried no target (the /v1 answer's `model` then names that target too).
+     */
+    fallback?: true;
     /** Whether the response cache served the answer (present when the cache was consulted: `ai.cache`). */
     cache?: 'hit' | 'miss';
   };
@@ -164,7 +170,10 @@ export async function runGenerateText(
     requestId,
   };
   if (result.stopSequence !== undefined) data.stopSequence = result.stopSequence;
-  if (served.attempts.length > 0) data.attempts = served.attempts;
+  if (served.attempts.length > 0) {
+    data.attempts = served.attempts;
+    data.fallback = true;
+  }
   if (result.toolCalls.length > 0)
     data.toolCalls = result.toolCalls.map((t) => ({ toolCallId: t.toolCallId, toolName: t.toolName, input: t.input }));
   // The upstream did the work: it is paid for even when the answer fails the schema below.
@@ -318,6 +327,7 @@ export async function serveHit(
     cache: 'hit',
   };
   if (hit.stopSequence !== undefined) data.stopSequence = hit.stopSequence;
+  if (hit.fallback) data.fallback = true;
   if (hit.toolCalls) data.toolCalls = hit.toolCalls;
   if (hit.object !== undefined) data.object = hit.object;
   const out: GenerateTextOutput = { success: true, data, ...charged };
@@ -373,6 +383,7 @@ function answerOf(deps: CallDeps, out: GenerateTextOutput): CachedAnswer {
     text: d.text,
     finishReason: d.finishReason,
     ...(d.stopSequence !== undefined ? { stopSequence: d.stopSequence } : {}),
+    ...(d.fallback ? { fallback: true as const } : {}),
     provider: d.provider,
     model: d.model,
     usage: d.usage,

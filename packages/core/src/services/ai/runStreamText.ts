@@ -21,10 +21,19 @@ import type { PassThroughEndpoint } from './passThrough/wireRequest.js';
  * What ai.streamText yields, in order: one `start`, text and tool calls as they come, one
  * `finish`; `text` and `finish` are the streamed-procedure contract (kernel/streamEvents.ts) the
  * pipeline reads. `start` names the target that serves the stream (after fallbacks, with the
- * `attempts` that did not), so it comes with the first output, not before the upstream answers.
+ * `attempts` that did not, and `fallback` when it is not the target asked for, also on a cache hit of
+ * such an answer), so it comes with the first output, not before the upstream answers.
  */
 export type StreamEvent =
-  | { type: 'start'; requestId: string; provider: ProviderId; model: string; attempts?: Attempt[]; cache?: 'hit' | 'miss' }
+  | {
+      type: 'start';
+      requestId: string;
+      provider: ProviderId;
+      model: string;
+      attempts?: Attempt[];
+      fallback?: true;
+      cache?: 'hit' | 'miss';
+    }
   | TextEvent
   | ({ type: 'tool-call' } & ToolCallOut)
   /** The same result ai.generateText returns (usage, charge, tool calls, object). */
@@ -157,7 +166,7 @@ export async function runStreamText(
         requestId,
         provider: t.provider,
         model: t.model,
-        ...(attempts.length > 0 ? { attempts: [...attempts] } : {}),
+        ...(attempts.length > 0 ? { attempts: [...attempts], fallback: true as const } : {}),
         ...(cached ? { cache: 'miss' as const } : {}),
       };
     };
@@ -349,7 +358,10 @@ export async function runStreamText(
         requestId,
       };
       if (stopSequence !== undefined) data.stopSequence = stopSequence;
-      if (served.attempts.length > 0) data.attempts = served.attempts;
+      if (served.attempts.length > 0) {
+        data.attempts = served.attempts;
+        data.fallback = true;
+      }
       if (toolCalls.length > 0) data.toolCalls = toolCalls;
       if (input.output && toolCalls.length === 0) {
         const parsed = await parseOutput(text, input.output.schema);
@@ -396,7 +408,14 @@ const REPLAY_CHUNK = 64;
 /** A cached answer as ai.streamText's events: start, the text in pieces, tool calls, finish. */
 export async function* replayStream(out: GenerateTextOutput): AsyncGenerator<StreamEvent, void, undefined> {
   const d = out.data;
-  yield { type: 'start', requestId: d.requestId, provider: d.provider, model: d.model, cache: 'hit' };
+  yield {
+    type: 'start',
+    requestId: d.requestId,
+    provider: d.provider,
+    model: d.model,
+    ...(d.fallback ? { fallback: true } : {}),
+    cache: 'hit',
+  };
   for (let i = 0; i < d.text.length; i += REPLAY_CHUNK) yield { type: 'text', delta: d.text.slice(i, i + REPLAY_CHUNK) };
   for (const tc of d.toolCalls ?? []) yield { type: 'tool-call', ...tc };
   yield { type: 'finish', result: out };

@@ -88,7 +88,9 @@ describe('MessageStreamWriter: ai.streamText events → Anthropic events', () =>
 
   it('a fallback that served names itself as the model', () => {
     const w = new MessageStreamWriter('claude');
-    const [start] = sseEvents(w.frames({ type: 'start', requestId: 'r', provider: 'openai', model: 'gpt', attempts: [{} as never] }));
+    const [start] = sseEvents(
+      w.frames({ type: 'start', requestId: 'r', provider: 'openai', model: 'gpt', attempts: [{} as never], fallback: true }),
+    );
     expect(start!.data.message.model).toBe('openai/gpt');
   });
 });

@@ -1,5 +1,6 @@
 import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 import { gatewayField, servedModel } from '../openai/openAiFormat.js';
+import { chargedUsage } from '../shared/chargedUsage.js';
 
 /**
  * Anthropic's `stop_reason` and `stop_sequence` for the AI SDK's finish reason: `stop_sequence`
@@ -18,7 +19,8 @@ export function stopOf(
   return { stop_reason: 'end_turn', stop_sequence: null };
 }
 
-const usageOf = (r: GenerateTextOutput) => ({ input_tokens: r.data.usage.inputTokens ?? 0, output_tokens: r.data.usage.outputTokens ?? 0 });
+const usageOf = (r: GenerateTextOutput) =>
+  chargedUsage('anthropic-messages', r) ?? { input_tokens: r.data.usage.inputTokens ?? 0, output_tokens: r.data.usage.outputTokens ?? 0 };
 
 /** An Anthropic `message` from ai.generateText's result. */
 export function messageBody(r: GenerateTextOutput, requested: string) {

@@ -30,7 +30,7 @@ describe('OpenAI answer bodies', () => {
 
   it('servedModel echoes what was asked unless a fallback served', () => {
     expect(servedModel('fast', { provider: 'openai', model: 'm' })).toBe('fast');
-    expect(servedModel('fast', { provider: 'anthropic', model: 'c', attempts: [{}] })).toBe('anthropic/c');
+    expect(servedModel('fast', { provider: 'anthropic', model: 'c', fallback: true })).toBe('anthropic/c');
   });
 
   it('completionBody: chat.completion with usage and the ai_backend field', () => {
@@ -90,7 +90,7 @@ describe('ChunkWriter: ai.streamText events → chat.completion.chunk frames', (
   it('without include_usage: no usage field and no usage chunk; a fallback renames the model', () => {
     const w = new ChunkWriter('openai/gpt', false);
     const sse =
-      w.frames({ type: 'start', requestId: 'r', provider: 'anthropic', model: 'claude', attempts: [{} as never] }) +
+      w.frames({ type: 'start', requestId: 'r', provider: 'anthropic', model: 'claude', attempts: [{} as never], fallback: true }) +
       w.frames({ type: 'finish', result: result({ finishReason: 'length' }) });
     const { events } = parseFrames(sse);
     expect(events).toHaveLength(2);

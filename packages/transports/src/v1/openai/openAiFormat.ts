@@ -1,4 +1,5 @@
 import { toWireError, type Attempt, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core/internal';
+import { chargedUsage } from '../shared/chargedUsage.js';
 
 /** OpenAI's finish_reason for the AI SDK's. */
 export function finishReason(reason: string): string {
@@ -23,11 +24,13 @@ const toolCall = (t: { toolCallId: string; toolName: string; input: unknown }, i
 
 function usageOf(r: GenerateTextOutput) {
   const u = r.data.usage;
-  return {
-    prompt_tokens: u.inputTokens ?? 0,
-    completion_tokens: u.outputTokens ?? 0,
-    total_tokens: u.totalTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? 0,
-  };
+  return (
+    chargedUsage('openai-chat', r) ?? {
+      prompt_tokens: u.inputTokens ?? 0,
+      completion_tokens: u.outputTokens ?? 0,
+      total_tokens: u.totalTokens ?? 0,
+    }
+  );
 }
 
 /**
@@ -51,10 +54,11 @@ export function gatewayField(r: GenerateTextOutput) {
 
 /**
  * The answer's `model`: what the client sent (an alias stays an alias) when the requested target
- * served, else `provider/model` of the fallback that did (`attempts` lists the ones that did not).
+ * served, else `provider/model` of the fallback that did (core's `fallback`: set with `attempts`,
+ * and on a cache hit of a fallback's answer, which tried no target but names the same one).
  */
-export function servedModel(requested: string, served: { provider: string; model: string; attempts?: unknown[] | undefined }): string {
-  return served.attempts?.length ? `${served.provider}/${served.model}` : requested;
+export function servedModel(requested: string, served: { provider: string; model: string; fallback?: true | undefined }): string {
+  return served.fallback ? `${served.provider}/${served.model}` : requested;
 }
 
 /** A `chat.completion` from ai.generateText's result. */

@@ -1,18 +1,19 @@
 import type { GenerateTextOutput, StreamEvent } from '@ai-backend/core/internal';
 import { gatewayField, servedModel } from './openAiFormat.js';
+import { chargedUsage } from '../shared/chargedUsage.js';
 
 const usageOf = (r: GenerateTextOutput) => {
   const input = r.data.usage.inputTokens ?? 0;
   const output = r.data.usage.outputTokens ?? 0;
-  return {
-    input_tokens: input,
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens: output,
-    output_tokens_details: { reasoning_tokens: 0 },
-    // Usage the upstream did not report is charged the hold: the total says what was charged, as
-    // Chat Completions' does (openAiFormat.ts), not a 0 a client would take for a free call.
-    total_tokens: r.data.usage.totalTokens ?? r.tokenUsage?.tokensUsed ?? r.usageInfo?.tokensUsed ?? input + output,
-  };
+  return (
+    chargedUsage('openai-responses', r) ?? {
+      input_tokens: input,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: output,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: r.data.usage.totalTokens ?? input + output,
+    }
+  );
 };
 
 type Item = Record<string, unknown>;

@@ -20,6 +20,7 @@ import { withCorsHeaders } from '../../edge/cors.js';
 import { readJsonBody } from '../../edge/readJsonBody.js';
 import { closeAfterRefusal, isRefusal, refusalError, type ClosableResponse, type StreamAdmission } from '../../edge/StreamAdmission.js';
 import { serveEntry } from '../../edge/serveEntry.js';
+import { passedThroughBody } from './chargedUsage.js';
 
 /** An error in a wire format's own shape. */
 export interface FormattedError {
@@ -239,9 +240,9 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     }
     if (!req.stream) {
       const out = result.data as GenerateTextOutput;
-      // The pass-through path: the upstream's answer as it came.
+      // The pass-through path: the upstream's answer as it came (its usage says the charge when it could not be read).
       if (out.passThrough)
-        return new Response(out.passThrough.body as Uint8Array<ArrayBuffer>, {
+        return new Response(passedThroughBody(spec.wire, out, out.passThrough.body) as Uint8Array<ArrayBuffer>, {
           status: 200,
           headers: withCorsHeaders(c, {
             'content-type': out.passThrough.contentType,

@@ -19,6 +19,8 @@ export interface CachedAnswer {
   stopSequence?: string;
   provider: string;
   model: string;
+  /** Served by another target than the one asked for (a fallback, a route's retry): a hit names that target as the answer did. */
+  fallback?: true;
   usage: { inputTokens: number | null; outputTokens: number | null; totalTokens: number | null };
   /** Tokens the original call was charged for (before the fee), and its price at the pricing table. */
   tokensUsed: number;
