@@ -73,7 +73,7 @@ export const keysRouter = router({
     .mutation(async ({ ctx, input: { id, ...patch } }) => ({ apiKey: await ctx.keys.update(self(ctx), id, patch) })),
 
   revoke: keysProcedure
-    .meta({ keyAccess: 'none', description: 'Revoke one of your API keys (refused on every instance within a second)' })
+    .meta({ keyAccess: 'none', description: 'Revoke one of your API keys (refused on its next call on every instance)' })
     .input(KeyInput)
     .mutation(async ({ ctx, input }) => ({ apiKey: await ctx.keys.revoke(self(ctx), input.id) })),
 

@@ -162,12 +162,16 @@ describe.each(backends)('API keys on $name', (backend) => {
     expect(active).toEqual([(won[0] as PromiseFulfilledResult<any>).value.apiKey.id]);
   });
 
-  it('a revocation reaches a second instance within one second', async () => {
+  it('a revocation reaches a second instance: on its next call where no signal can tell it, else within one second', async () => {
     const second = await makeRuntime(await store.another());
     try {
       const k = await call(runtime, 'keys.create', { name: 'two' }, alice);
       expect((await second.authenticate(k.key)).ok).toBe(true);
       await call(runtime, 'keys.revoke', { id: k.apiKey.id }, alice);
+      // Two runtimes on one shared store with process-local signals (as PostgreSQL without Redis):
+      // the second reads the key again on every request. memory and sqlite have one server by construction.
+      if (backend.name === 'postgres' || backend.name === 'redis')
+        expect(await second.authenticate(k.key)).toMatchObject({ ok: false, error: { message: 'API key revoked' } });
       await new Promise((r) => setTimeout(r, 1_050));
       expect(await second.authenticate(k.key)).toMatchObject({ ok: false, error: { message: 'API key revoked' } });
     } finally {

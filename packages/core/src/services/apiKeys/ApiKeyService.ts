@@ -8,7 +8,7 @@ import type { Storage } from '../../kernel/Storage.js';
 import type { Identity } from '../../kernel/identity.js';
 import { ApiKeyHasher, displayPrefix } from './apiKeyFormat.js';
 import { apiKeyKeys, keyRulesPatchSchema, keyRulesSchema, type ApiKeyRecord, type ApiKeyView, type KeyRules } from './apiKeyTypes.js';
-import { ApiKeyVerifier, type AuthOutcome } from './ApiKeyVerifier.js';
+import { ApiKeyVerifier, cachesKeyRecords, type AuthOutcome } from './ApiKeyVerifier.js';
 import { keySpendKey, keyUsageView, type KeySpendRecord, type KeyUsageView } from './keySpend.js';
 import type { UserDirectory } from '../directory/UserDirectory.js';
 import type { KeyLimits } from './KeyLimits.js';
@@ -80,7 +80,15 @@ export class ApiKeyService {
     this.now = opts.now ?? Date.now;
     const secret = config.apiKeys.enabled ? resolveSecret(config) : undefined;
     this.hasher = secret ? new ApiKeyHasher(secret) : undefined;
-    this.verifier = new ApiKeyVerifier(storage, config, this.hasher, logger, opts.onAuth ?? (() => undefined), this.now);
+    this.verifier = new ApiKeyVerifier(
+      storage,
+      config,
+      this.hasher,
+      logger,
+      opts.onAuth ?? (() => undefined),
+      this.now,
+      cachesKeyRecords(storage),
+    );
     signals.subscribe(KEY_CHANGED, (id) => this.verifier.forget(id));
   }
 
@@ -277,7 +285,7 @@ export class ApiKeyService {
     });
   }
 
-  /** Change a key's rules; the change applies on every instance within a second. */
+  /** Change a key's rules; the change applies on the key's next call on every instance (ApiKeyVerifier). */
   async update(actor: KeyActor, id: string, patch: KeyUpdate): Promise<ApiKeyView> {
     const current = await this.get(actor, id);
     this.assertMayActOn(actor, current.userId);
@@ -306,7 +314,7 @@ export class ApiKeyService {
     return toView(next, this.now());
   }
 
-  /** Revoke a key: refused on every instance within a second (at once where the signal arrives). */
+  /** Revoke a key: refused on its next call on every instance (ApiKeyVerifier). */
   async revoke(actor: KeyActor, id: string): Promise<ApiKeyView> {
     const current = await this.get(actor, id);
     this.assertMayActOn(actor, current.userId);

@@ -11,7 +11,11 @@ import { listsAdminsByEmail, ownerListedAdmin, type OwnerFacts } from './ownerAu
 import { profileKey } from '../directory/UserDirectory.js';
 import { AgedMap } from '../../lib/AgedMap.js';
 
-/** A verified key is re-read at least this often, so a change reaches every instance within it even if its signal is lost. */
+/**
+ * Where a verified key may be cached (one server: memory, SQLite), it is kept at most this long;
+ * every change drops it at once there, so the bound only matters for a change made behind the
+ * server's back.
+ */
 const CACHE_MS = 1_000;
 /** `lastUsedAt` is written at most this often per key and instance (never on the request path). */
 const TOUCH_MS = 60_000;
@@ -23,17 +27,31 @@ export type AuthOutcome = 'ok' | 'invalid' | 'revoked' | 'expired' | 'address' |
 const INVALID = () => new CoreError('INVALID_TOKEN', 'invalid API key');
 
 /**
+ * Whether an instance may cache key records at all: only where it is the one server of its store
+ * (`memory`; `sqlite`, whose file one server holds), so that every change (revoke, update, rotate)
+ * is made by it and drops its copy at once. A store several instances share (PostgreSQL, Redis)
+ * is read on every request: an owner's change must apply on the key's next call on every
+ * instance, and a change signal only arrives some milliseconds later (over Redis; without Redis
+ * not at all), during which a cached record would let a revoked or narrowed key through.
+ */
+export function cachesKeyRecords(storage: Pick<Storage, 'kind'>): boolean {
+  return storage.kind === 'memory' || storage.kind === 'sqlite';
+}
+
+/**
  * The request path of API keys: a presented key becomes its owner's identity with the key's
- * rules, or a refusal. Records are cached for at most CACHE_MS per instance; `forget` drops one at
- * once (a change signalled by any instance). `lastUsedAt` is written behind, at most once a minute.
+ * rules, or a refusal. On a store only this server uses (cachesKeyRecords), records are cached
+ * for at most CACHE_MS and `forget` drops one at once when it changes; on a shared store they are
+ * read on every request. `lastUsedAt` is written behind, at most once a minute.
  */
 export class ApiKeyVerifier {
   // Each holds only what is still used (records and owners for CACHE_MS, last-use marks for
-  // TOUCH_MS), so a steady stream of new keys does not pile up towards the ceiling.
-  private readonly cache = new AgedMap<string, ApiKeyRecord>(CACHE_MS, MAX_CACHED);
+  // TOUCH_MS), so a steady stream of new keys does not pile up towards the ceiling. A lifetime of
+  // 0 caches nothing (AgedMap answers only entries younger than it).
+  private readonly cache: AgedMap<string, ApiKeyRecord>;
   private readonly touched = new AgedMap<string, number>(TOUCH_MS, MAX_CACHED);
   /** Owner profiles read for the administrator check (e-mail listings), cached like records. */
-  private readonly owners = new AgedMap<string, { facts: OwnerFacts | undefined }>(CACHE_MS, MAX_CACHED);
+  private readonly owners: AgedMap<string, { facts: OwnerFacts | undefined }>;
 
   constructor(
     private readonly storage: Storage,
@@ -42,7 +60,12 @@ export class ApiKeyVerifier {
     private readonly logger: Logger,
     private readonly onAuth: (outcome: AuthOutcome) => void,
     private readonly now: () => number,
-  ) {}
+    cache: boolean,
+  ) {
+    const ms = cache ? CACHE_MS : 0;
+    this.cache = new AgedMap(ms, MAX_CACHED);
+    this.owners = new AgedMap(ms, MAX_CACHED);
+  }
 
   forget(id: string): void {
     this.cache.delete(id);
