@@ -126,12 +126,30 @@ const weather = router({
     .meta({ description: 'Account settings', keyAccess: 'none' })
     .input(z.object({ units: z.string() }))
     .mutation(() => true),
+  // Resources served by procedures: a key lists and reads them only as its rules let it call them.
+  history: publicProcedure
+    .meta({
+      description: 'Saved forecasts',
+      keyAccess: { scope: 'weather:write' },
+      mcp: { tool: false, resource: { uri: 'weather://history', mimeType: 'application/json' } },
+    })
+    .query(() => ({ days: 3 })),
+  stationInfo: publicProcedure
+    .meta({
+      description: 'A station',
+      keyAccess: { scope: 'weather:write' },
+      mcp: { tool: false, resource: { uriTemplate: 'weather://stations/{id}' } },
+    })
+    .input(z.object({ id: z.string() }))
+    .query(({ input }) => input.id),
 });
 const CUSTOM: Record<string, KeyAccess> = {
   'weather.forecast': A,
   'weather.save': N,
   'weather.station': S('weather:write'),
   'weather.settings': N,
+  'weather.history': S('weather:write'),
+  'weather.stationInfo': S('weather:write'),
 };
 
 const appRouter = createAppRouter({ weather });
@@ -272,6 +290,24 @@ describe('key access on every entry point', () => {
     const listed = new Set(await toolNames(client));
     for (const p of PROCEDURES.filter(isTool))
       expect(listed.has(toolName(p)), `tools/list ${p.path}`).toBe(expected(p, who) !== 'KEY_REFUSED');
+    // resources/list and resources/templates/list likewise, and a read is decided as its procedure's call.
+    const resources = new Set(
+      (((await client.send('resources/list', {})).message?.result?.resources ?? []) as Array<{ uri: string }>).map((r) => r.uri),
+    );
+    const templates = new Set(
+      (
+        ((await client.send('resources/templates/list', {})).message?.result?.resourceTemplates ?? []) as Array<{ uriTemplate: string }>
+      ).map((t) => t.uriTemplate),
+    );
+    for (const p of PROCEDURES) {
+      const r = p.meta?.mcp?.resource;
+      if (!r) continue;
+      const uri = 'uri' in r && r.uri !== undefined ? r.uri : undefined;
+      const shown = uri !== undefined ? resources.has(uri) : templates.has((r as { uriTemplate: string }).uriTemplate);
+      expect(shown, `resources listed: ${p.path}`).toBe(expected(p, who) !== 'KEY_REFUSED');
+      const read = await client.send('resources/read', { uri: uri ?? 'weather://stations/oslo' });
+      out.set(p.path, classify(read.message?.error?.data));
+    }
     for (const p of PROCEDURES.filter(isTool)) {
       const reply: McpReply = await client.callTool(toolName(p), INPUT);
       expect(reply.status, p.path).toBe(200);

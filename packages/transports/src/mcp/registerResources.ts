@@ -1,4 +1,5 @@
 import type { Server } from '@modelcontextprotocol/server';
+import { keyMayCall, loadedProcedureIndex, type Identity } from '@ai-backend/core/internal';
 import { mcpContext } from './callContext.js';
 import { resourceNotFound, toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
@@ -19,13 +20,16 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
     (_request, ctx) =>
       ({
         resources: [
-          ...registry.list().map((r) => ({
-            uri: r.uri,
-            name: r.name,
-            ...(r.title ? { title: r.title } : {}),
-            ...(r.description ? { description: r.description } : {}),
-            ...(r.mimeType ? { mimeType: r.mimeType } : {}),
-          })),
+          ...registry
+            .list()
+            .filter(keyMayRead(deps, identityOf(ctx)))
+            .map((r) => ({
+              uri: r.uri,
+              name: r.name,
+              ...(r.title ? { title: r.title } : {}),
+              ...(r.description ? { description: r.description } : {}),
+              ...(r.mimeType ? { mimeType: r.mimeType } : {}),
+            })),
           ...gatewayResources(deps, ctx),
         ],
       }) as never,
@@ -33,15 +37,18 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
 
   server.setRequestHandler(
     'resources/templates/list',
-    () =>
+    (_request, ctx) =>
       ({
-        resourceTemplates: registry.listTemplates().map((t) => ({
-          uriTemplate: t.uriTemplate,
-          name: t.name,
-          ...(t.title ? { title: t.title } : {}),
-          ...(t.description ? { description: t.description } : {}),
-          ...(t.mimeType ? { mimeType: t.mimeType } : {}),
-        })),
+        resourceTemplates: registry
+          .listTemplates()
+          .filter(keyMayRead(deps, identityOf(ctx)))
+          .map((t) => ({
+            uriTemplate: t.uriTemplate,
+            name: t.name,
+            ...(t.title ? { title: t.title } : {}),
+            ...(t.description ? { description: t.description } : {}),
+            ...(t.mimeType ? { mimeType: t.mimeType } : {}),
+          })),
       }) as never,
   );
 
@@ -102,4 +109,15 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
     offUpdated();
     offList();
   };
+}
+
+/**
+ * For an API key, the resources and templates its rules let it read (one served by a procedure is
+ * that procedure's call: keyAccess, scopes, tools rule), as tools/list and prompts/list show a key
+ * only what it may use; a read is still decided on its own.
+ */
+function keyMayRead(deps: McpServerDeps, identity: Identity | null): (r: { procedure?: string | undefined }) => boolean {
+  if (identity?.via !== 'apiKey') return () => true;
+  const index = loadedProcedureIndex(deps.services.router);
+  return (r) => r.procedure === undefined || keyMayCall(r.procedure, index.get(r.procedure)?.meta, identity);
 }
