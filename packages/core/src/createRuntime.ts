@@ -217,6 +217,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   const keys = new ApiKeyService(storage, config, signals, users, logger, {
     limits: keyLimits,
     onAuth: (outcome) => metrics?.apiKeyAuth(outcome),
+    // The gateway is created below; asked per request.
+    ownerHeldScopes: () => gateway.allowScopes(),
   });
 
   const upstreamCredentials: UpstreamCredentials = new UpstreamCredentials({

@@ -39,6 +39,11 @@ export interface ApiKeyGrant {
   requestsPerMinute?: number;
   tokensPerMinute?: number;
   concurrent?: number;
+  /**
+   * The scopes the key's owner held at their last sign-in, read at this call; set only when the
+   * key holds a scope that counts only if its owner holds it too (an MCP gateway server's `allowScopes`).
+   */
+  ownerScopes?: readonly string[];
 }
 
 /**

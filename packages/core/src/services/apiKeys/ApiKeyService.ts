@@ -53,6 +53,11 @@ export interface ApiKeyServiceOptions {
   onAuth?: (outcome: AuthOutcome) => void;
   /** Clock, for tests. Default Date.now. */
   now?: () => number;
+  /**
+   * The scopes that count for a key only while its owner holds them too (every MCP gateway server's
+   * `allowScopes`, asked per request since servers are added at run time). Default none.
+   */
+  ownerHeldScopes?: () => ReadonlySet<string>;
 }
 
 /**
@@ -88,6 +93,7 @@ export class ApiKeyService {
       opts.onAuth ?? (() => undefined),
       this.now,
       cachesKeyRecords(storage),
+      opts.ownerHeldScopes,
     );
     signals.subscribe(KEY_CHANGED, (id) => this.verifier.forget(id));
   }

@@ -8,6 +8,9 @@ import type { ApiKeyHasher } from './apiKeyFormat.js';
 import { apiKeyKeys, type ApiKeyRecord } from './apiKeyTypes.js';
 import { ipAllowed } from './keyRules.js';
 import { listsAdminsByEmail, ownerListedAdmin, type OwnerFacts } from './ownerAuthority.js';
+
+/** What the verifier reads of a key's owner: the facts the administrator listing may name, and the scopes of their last sign-in. */
+type OwnerProfile = OwnerFacts & { scopes?: string[] };
 import { profileKey } from '../directory/UserDirectory.js';
 import { AgedMap } from '../../lib/AgedMap.js';
 
@@ -45,13 +48,11 @@ export function cachesKeyRecords(storage: Pick<Storage, 'kind'>): boolean {
  * read on every request. `lastUsedAt` is written behind, at most once a minute.
  */
 export class ApiKeyVerifier {
-  // Each holds only what is still used (records and owners for CACHE_MS, last-use marks for
-  // TOUCH_MS), so a steady stream of new keys does not pile up towards the ceiling. A lifetime of
-  // 0 caches nothing (AgedMap answers only entries younger than it).
+  // Each holds only what is still used (records for CACHE_MS, last-use marks for TOUCH_MS), so a
+  // steady stream of new keys does not pile up towards the ceiling. A lifetime of 0 caches nothing
+  // (AgedMap answers only entries younger than it).
   private readonly cache: AgedMap<string, ApiKeyRecord>;
   private readonly touched = new AgedMap<string, number>(TOUCH_MS, MAX_CACHED);
-  /** Owner profiles read for the administrator check (e-mail listings), cached like records. */
-  private readonly owners: AgedMap<string, { facts: OwnerFacts | undefined }>;
 
   constructor(
     private readonly storage: Storage,
@@ -61,10 +62,11 @@ export class ApiKeyVerifier {
     private readonly onAuth: (outcome: AuthOutcome) => void,
     private readonly now: () => number,
     cache: boolean,
+    /** Scopes a rule grants only when the owner holds them too (an MCP gateway server's `allowScopes`). */
+    private readonly ownerHeldScopes: () => ReadonlySet<string> = () => new Set(),
   ) {
     const ms = cache ? CACHE_MS : 0;
     this.cache = new AgedMap(ms, MAX_CACHED);
-    this.owners = new AgedMap(ms, MAX_CACHED);
   }
 
   forget(id: string): void {
@@ -98,14 +100,36 @@ export class ApiKeyVerifier {
       );
     }
     let ownerAdmin: boolean;
+    let ownerScopes: readonly string[] | undefined;
     try {
       ownerAdmin = await this.ownerIsAdmin(record);
+      ownerScopes = await this.ownerScopes(record);
     } catch (err) {
       return this.refused('unavailable', err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable'));
     }
     this.onAuth('ok');
     this.touch(record, now);
-    return { ok: true, identity: identityOf(record, this.config, ownerAdmin) };
+    return { ok: true, identity: identityOf(record, this.config, ownerAdmin, ownerScopes) };
+  }
+
+  /**
+   * The scopes the owner holds now (their last sign-in, as the user directory keeps it), read only
+   * when the key holds a scope some rule grants only to a holder who is also the owner (a gateway
+   * server's `allowScopes`): a key must not keep a scope its owner lost, nor reach through a key
+   * scope (which the owner may give without holding it) what its owner cannot.
+   */
+  private async ownerScopes(record: ApiKeyRecord): Promise<readonly string[] | undefined> {
+    const named = this.ownerHeldScopes();
+    if (named.size === 0 || !record.scopes.some((s) => named.has(s))) return undefined;
+    return (await this.ownerProfile(record.userId))?.scopes ?? [];
+  }
+
+  /**
+   * The owner's stored profile, read on every call that needs it (never cached: the user directory
+   * rewrites it when the owner signs in with other scopes or e-mail, and signals nothing).
+   */
+  private ownerProfile(userId: string): Promise<OwnerProfile | undefined> {
+    return this.storage.get<OwnerProfile>(profileKey(userId));
   }
 
   /**
@@ -118,12 +142,7 @@ export class ApiKeyVerifier {
     if (!record.scopes.includes(this.config.admin.scope)) return false;
     if (ownerListedAdmin(this.config, record.userId, undefined)) return true;
     if (!listsAdminsByEmail(this.config)) return false;
-    const now = this.now();
-    const hit = this.owners.get(record.userId, now);
-    if (hit) return ownerListedAdmin(this.config, record.userId, hit.facts);
-    const profile = await this.storage.get<OwnerFacts>(profileKey(record.userId));
-    this.owners.set(record.userId, { facts: profile }, now);
-    return ownerListedAdmin(this.config, record.userId, profile);
+    return ownerListedAdmin(this.config, record.userId, await this.ownerProfile(record.userId));
   }
 
   private refused(outcome: AuthOutcome, error: CoreError): AuthResult {
@@ -168,10 +187,11 @@ export class ApiKeyVerifier {
  * administrator only while `ownerAdmin` (its owner is listed now); otherwise the scope is dropped,
  * so nothing downstream reads it as a role.
  */
-export function identityOf(record: ApiKeyRecord, config: ResolvedConfig, ownerAdmin: boolean): Identity {
+export function identityOf(record: ApiKeyRecord, config: ResolvedConfig, ownerAdmin: boolean, ownerScopes?: readonly string[]): Identity {
   const l = record.limits ?? {};
   const grant: ApiKeyGrant = {
     id: record.id,
+    ...(ownerScopes ? { ownerScopes } : {}),
     ...(record.providers ? { providers: record.providers } : {}),
     ...(record.models ? { models: record.models } : {}),
     ...(record.tools ? { tools: record.tools } : {}),

@@ -287,6 +287,13 @@ export class McpGateway {
     };
   }
 
+  /** Every scope an enabled server's `allowScopes` names: an API key holding one needs its owner to hold it too (serverAllows). */
+  allowScopes(): ReadonlySet<string> {
+    const out = new Set<string>();
+    for (const e of this.servers.values()) if (e.config.enabled) for (const s of e.config.allowScopes ?? []) out.add(s);
+    return out;
+  }
+
   /** The servers this caller may use (gateway.listServers). */
   listServers(identity: Identity | null): ServerStatus[] {
     return [...this.servers.values()].filter((e) => serverAllows(e.config, identity)).map((e) => this.summary(e));

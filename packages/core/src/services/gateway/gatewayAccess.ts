@@ -39,9 +39,20 @@ export function serverAllows(server: McpServerConfig, identity: Identity | null)
   }
   if (server.allowScopes) {
     if (!identity) return false;
-    if (!server.allowScopes.some((s) => identity.scopes.includes(s))) return false;
+    if (!server.allowScopes.some((s) => holds(identity, s))) return false;
   }
   return true;
+}
+
+/**
+ * Does the caller hold `scope` for a server's `allowScopes`? An API key only when its owner holds
+ * it too (their last sign-in, read at this call): a key never reaches a server its owner cannot,
+ * neither through a scope the owner lost since it was given nor through a key scope, which an
+ * owner may give a key without holding it.
+ */
+function holds(identity: Identity, scope: string): boolean {
+  if (!identity.scopes.includes(scope)) return false;
+  return identity.via !== 'apiKey' || identity.apiKey?.ownerScopes?.includes(scope) === true;
 }
 
 /** Stands for `/` while matching: a character no tool name or glob has. */
