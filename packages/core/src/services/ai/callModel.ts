@@ -164,3 +164,18 @@ export function worstCostUsd(deps: ModelDeps, reachable: ModelTarget[], inputTok
   }
   return worst;
 }
+
+/**
+ * A route with no target available now, on a call with fallbacks: the first fallback the call
+ * may reach stands for it (the route's own refusal when none is).
+ */
+export function firstFallback(deps: ModelDeps, fallbacks: string[] | undefined, identity: Identity | null): ModelTarget {
+  const next = reachableModels(deps, { provider: '', model: '' }, fallbacks, { identity })[1];
+  if (!next)
+    throw new CoreError(
+      'UNAVAILABLE',
+      'every target of this route is cooling down or at its limit, and no fallback is allowed for this call',
+      { details: { reason: 'route_unavailable' } },
+    );
+  return next;
+}

@@ -14,7 +14,7 @@ import type { Hold, Metering, UsageMetadata } from '../metering/Metering.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { resolveModelName } from './routing/resolveModelName.js';
 import type { Routing } from './routing/Routing.js';
-import { planRoute, platformRefused, storedKeyPaysOrRefuse, type RoutePlan } from './routing/planRoute.js';
+import { planForStoredKey, planRoute, platformRefused, storedKeyPaysOrRefuse, type RoutePlan } from './routing/planRoute.js';
 import type { RouteTarget } from './routing/routeTargets.js';
 import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
@@ -29,6 +29,8 @@ import {
   resolveCallModel,
   utf8,
   worstCostUsd,
+  firstFallback,
+  type CallModel,
   type ModelTarget,
 } from './callModel.js';
 
@@ -125,6 +127,10 @@ export interface PreparedCall {
   reachable: ModelTarget[];
   /** The route (and target) `provider`/`model` belongs to, when it is a route's. */
   route?: ModelTarget['route'];
+  /**
+   * Paid with the caller's stored key for `provider`, read when the call reaches it (callTargets): a route planned again for a stored key.
+   */
+  storedKey?: true;
 }
 
 /**
@@ -132,36 +138,54 @@ export interface PreparedCall {
  * rules, system prompts, chat messages, who pays, and the reservation of platform tokens.
  */
 export async function prepareCall(deps: CallDeps, input: TextCallInput, call: TextCall): Promise<PreparedCall> {
-  const { config, providers, metering } = deps;
-  const ai = config.ai;
-  const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
   const choice = resolveCallModel(deps, input, call.identity);
+  const fallbacks = (input.fallbacks ?? deps.config.ai.fallbacks).length > 0;
   // A route: the order its strategy gives this call (cooling and full targets left out), its
   // first standing for the call; with fallbacks, a route with nothing available gives way to them.
   // A call with its own key in the request is planned past the deployments' capacity (KeyedBy);
   // one the route refuses may still be, when its caller's stored key would pay (planRoute).
-  const { planned, refused }: RoutePlan<RouteTarget> =
+  const plan: RoutePlan<RouteTarget> =
     choice.route && deps.routing
-      ? await planRoute(
-          deps.routing,
-          choice.route.name,
-          choice.route.targets,
-          (input.fallbacks ?? ai.fallbacks).length > 0 ? 'none' : 'throw',
-          {
-            ownKey: input.apiKey !== undefined,
-            identity: call.identity,
-            metering,
-          },
-        )
+      ? await planRoute(deps.routing, choice.route.name, choice.route.targets, {
+          ownKey: input.apiKey !== undefined,
+          fallbacks,
+          identity: call.identity,
+          metering: deps.metering,
+        })
       : { planned: [] };
-  const own = planned[0] ?? (choice.route ? firstFallback(deps, input, call) : { provider: choice.provider, model: choice.model });
-  const { provider, model } = own;
+  try {
+    return await prepareWith(deps, input, call, choice, plan);
+  } catch (err) {
+    // The route refused the platform and the caller's stored key does not pay after all (the
+    // question, or the hold, said so; nothing is held): the fallbacks serve, as they would have.
+    if (!fallbacks || !plan.refused || err !== plan.refused) throw err;
+    deps.routing?.unplan(plan.planned[0]!);
+    return prepareWith(deps, input, call, choice, { planned: [] });
+  }
+}
+
+/** prepareCall with the route's plan made (`planned` empty: no route, or its fallbacks stand for it). */
+async function prepareWith(
+  deps: CallDeps,
+  input: TextCallInput,
+  call: TextCall,
+  choice: CallModel,
+  { planned, refused }: RoutePlan<RouteTarget>,
+): Promise<PreparedCall> {
+  const { config, providers, metering } = deps;
+  const ai = config.ai;
+  const maxTokens = input.options?.maxTokens ?? ai.defaultMaxTokens;
+  const own =
+    planned[0] ?? (choice.route ? firstFallback(deps, input.fallbacks, call.identity) : { provider: choice.provider, model: choice.model });
+  const { provider } = own;
   if (maxTokens > ai.maxTokensLimit)
     throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${ai.maxTokensLimit}`, { details: { field: 'options.maxTokens' } });
-  const modelMax = providers.models.get(provider, model)?.maxOutputTokens;
+  const modelMax = providers.models.get(provider, own.model)?.maxOutputTokens;
   if (modelMax !== undefined && maxTokens > modelMax)
-    throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${model}`, { details: { field: 'options.maxTokens' } });
-  const prompt = buildPrompt(input, { provider, model, registry: providers.models, prompts: deps.prompts, ai });
+    throw new CoreError('INVALID_PARAMS', `maxTokens may be at most ${modelMax} for ${own.model}`, {
+      details: { field: 'options.maxTokens' },
+    });
+  const prompt = buildPrompt(input, { provider, model: own.model, registry: providers.models, prompts: deps.prompts, ai });
   // A bad fallback reference is refused here, before the payer decision and the hold: the
   // targets are built after the reservation, and failing there would leave it held.
   for (const ref of input.fallbacks ?? ai.fallbacks) resolveModelName(deps, ref);
@@ -178,7 +202,7 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
   const inputEstimate = call.wire ? Math.max(translated, wireInputBound(call.wire, ai)) : translated;
   const estimatedTokens = inputEstimate + maxTokens;
   const reach = { identity: call.identity, attachments: prompt.attachments, maxTokens };
-  const reachable = reachableModels(deps, own, input.fallbacks, reach, planned.slice(1));
+  let reachable = reachableModels(deps, own, input.fallbacks, reach, planned.slice(1));
   const costUsd = worstCostUsd(deps, reachable, inputEstimate, maxTokens);
   await storedKeyPaysOrRefuse(metering, refused, {
     identity: call.identity,
@@ -203,14 +227,26 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
       for (const r of prompt.resolved) assertPromptMayUse(r, mode);
     },
   });
-  const apiKey = hold.apiKey ?? providers.serverKey(provider)!;
+  let key: { apiKey: string; storedKey?: true } = { apiKey: hold.apiKey ?? providers.serverKey(provider)! };
+  // Paid with the caller's stored key on a route the platform's plan accepted: planned again for
+  // the caller's keys, each target it may reach with one (the key billing chose for `provider`,
+  // the caller's stored key for another provider that accepts own keys, read when reached).
+  if (hold.mode === 'byok' && input.apiKey === undefined && !refused && choice.route && planned.length > 0) {
+    const mayUse = (t: ModelTarget) =>
+      (t.provider === provider || (deps.storedKey !== undefined && providers.isByokProvider(t.provider))) &&
+      maxTokens <= (providers.models.get(t.provider, t.model)?.maxOutputTokens ?? maxTokens);
+    const again = (await planForStoredKey(deps.routing!, choice.route.name, choice.route.targets, planned, provider)).filter(mayUse);
+    if (again[0]) reachable = reachableModels(deps, again[0], input.fallbacks, reach, again);
+    if (reachable[0]!.provider !== provider) key = { apiKey: '', storedKey: true };
+  }
+  const served = reachable[0]!;
   return {
     requestId,
-    provider,
-    model,
-    route: own.route,
+    provider: served.provider,
+    model: served.model,
+    route: served.route,
+    ...key,
     mode: hold.mode,
-    apiKey,
     maxTokens,
     inputEstimate,
     estimatedTokens,
@@ -218,22 +254,6 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
     hold,
     reachable,
   };
-}
-
-/**
- * A route with no target available now, on a call with fallbacks: the first fallback the call
- * may reach stands for it (the route's own refusal when none is).
- */
-function firstFallback(deps: CallDeps, input: TextCallInput, call: TextCall): ModelTarget {
-  const reach = reachableModels(deps, { provider: '', model: '' }, input.fallbacks, { identity: call.identity });
-  const next = reach[1];
-  if (!next)
-    throw new CoreError(
-      'UNAVAILABLE',
-      'every target of this route is cooling down or at its limit, and no fallback is allowed for this call',
-      { details: { reason: 'route_unavailable' } },
-    );
-  return next;
 }
 
 /** The AI SDK arguments both calls share: model, prompt, tools, structured output, limits. */

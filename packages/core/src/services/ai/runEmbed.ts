@@ -8,7 +8,7 @@ import type { CallDeps, TextCall } from './prepareCall.js';
 import { resolveModelName } from './routing/resolveModelName.js';
 import { routeTargets } from './routing/routeTargets.js';
 import type { RouteSlot } from './routing/RouteSlot.js';
-import { planRoute, platformRefused, storedKeyPaysOrRefuse, type RoutePlan } from './routing/planRoute.js';
+import { planForStoredKey, planRoute, platformRefused, storedKeyPaysOrRefuse, type RoutePlan } from './routing/planRoute.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
 import { accountCall, type Pricing } from './accountCall.js';
 import { attemptLoop, settleLoop } from './attemptLoop.js';
@@ -58,7 +58,7 @@ async function embedModels(
     const admitted = routeTargets(providers, name.name, name.route, call.identity?.apiKey, 'throw');
     for (const t of admitted) embeddingModel(providers, t.provider, t.model);
     if (!deps.routing) return { planned: admitted.slice(0, 1) };
-    return planRoute(deps.routing, name.name, admitted, 'throw', { ownKey, identity: call.identity, metering: deps.metering });
+    return planRoute(deps.routing, name.name, admitted, { ownKey, fallbacks: false, identity: call.identity, metering: deps.metering });
   }
   const provider = providers.assertKnown(name.provider);
   const candidate = name.model || providers.allowedModels(provider, 'embedding')[0];
@@ -82,8 +82,10 @@ async function embedModels(
 export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall): Promise<EmbedOutput> {
   const { config, providers, logger } = deps;
   const ai = config.ai;
-  const { planned, refused } = await embedModels(deps, input.model, call, input.apiKey !== undefined);
-  const { provider, model } = planned[0]!;
+  const plan = await embedModels(deps, input.model, call, input.apiKey !== undefined);
+  const { refused } = plan;
+  let { planned } = plan;
+  const { provider } = planned[0]!;
   const values = typeof input.input === 'string' ? [input.input] : input.input;
   const chars = values.reduce((n, v) => n + v.length, 0);
   if (chars > ai.maxContentChars)
@@ -117,7 +119,15 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
     // A call its route refused is never paid by the platform (planRoute).
     mayPay: platformRefused(refused),
   });
-  const first = { provider, model, requestId, apiKey: hold.apiKey ?? providers.serverKey(provider)!, route: planned[0]!.route };
+  // Paid with the caller's stored key on a route the platform's plan accepted: planned again for that key (as prepareCall).
+  const route = planned[0]!.route;
+  if (hold.mode === 'byok' && input.apiKey === undefined && !refused && route && deps.routing) {
+    const admitted = routeTargets(providers, route.name, config.ai.routes[route.name]!, call.identity?.apiKey, 'none');
+    // Only the key billing chose: an embedding call reaches no other provider with a stored key.
+    const again = (await planForStoredKey(deps.routing, route.name, admitted, planned, provider)).filter((t) => t.provider === provider);
+    if (again.length > 0) planned = again;
+  }
+  const first = { ...planned[0]!, requestId, apiKey: hold.apiKey ?? providers.serverKey(provider)! };
   // A route's other targets, with the same payer: the server's key for their provider, or the
   // caller's own key within its provider; an unpriced one not when a money limit applies.
   const targets = [first];

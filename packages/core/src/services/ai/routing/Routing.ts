@@ -117,9 +117,17 @@ export class Routing {
    * Retry-After; `onEmpty: 'none'` returns [] instead (a call with fallbacks goes on to them).
    * `keyedBy: 'caller'` (a BYOK call): rpm, tpm and the cooldowns of the server key's 429s do
    * not apply, so no target is full, `usage` sees every share as 0, and only a deployment that
-   * is down is left out.
+   * is down is left out. `paid`: a provider one of whose targets the call must reach (the key
+   * that pays a caller-keyed call is for it): when the `retries + 1` taken hold none, the last
+   * one taken gives way to its first.
    */
-  async plan<T extends Routable>(name: string, admitted: T[], onEmpty: 'throw' | 'none', keyedBy: KeyedBy = 'server'): Promise<T[]> {
+  async plan<T extends Routable>(
+    name: string,
+    admitted: T[],
+    onEmpty: 'throw' | 'none',
+    keyedBy: KeyedBy = 'server',
+    paid?: string,
+  ): Promise<T[]> {
     const route = this.route(name);
     const now = this.now();
     const byServer = keyedBy === 'server';
@@ -178,7 +186,10 @@ export class Routing {
         headers: { 'Retry-After': retryAfter },
       });
     }
-    const order = orderTargets(route.strategy, views).slice(0, route.retries + 1);
+    const ordered = orderTargets(route.strategy, views);
+    const order = ordered.slice(0, route.retries + 1);
+    const mustReach = paid === undefined || order.some((t) => t.provider === paid) ? undefined : ordered.find((t) => t.provider === paid);
+    if (mustReach) order[order.length - 1] = mustReach;
     if (route.strategy === 'least-busy') {
       const id = deployment(order[0]!);
       this.pending.set(id, [...(this.pending.get(id) ?? []), now + PENDING_MS]);
@@ -192,6 +203,11 @@ export class Routing {
     const live = list.filter((until) => until > now);
     if (live.length !== list.length) this.pending.set(id, live);
     return live.length;
+  }
+
+  /** A planned call was planned again (planForStoredKey): its first plan's target is no longer pending. */
+  unplan(t: Routable): void {
+    if (t.route && this.route(t.route.name).strategy === 'least-busy') this.unpend(deployment(t));
   }
 
   /** The planned call reached its attempt (or was skipped): no longer pending. */

@@ -10,41 +10,52 @@ import type { Routing } from './Routing.js';
  * one. `refused`: the platform-keyed plan refused the call (every target full or cooling down)
  * and `planned` is the caller-keyed plan instead, for a signed-in caller whose stored key
  * may pay (docs/ai.md#routes): the call goes on only if billing pays it with that key
- * (`storedKeyPaysOrRefuse`, and the hold's own decision refusing the platform with `refused`).
+ * (`storedKeyPaysOrRefuse`, and the hold's own decision refusing the platform with `refused`);
+ * otherwise a call with fallbacks goes on to them (`planned` empty), one without gets `refused`.
  */
 export interface RoutePlan<T> {
   planned: T[];
   refused?: CoreError;
 }
 
+/** What planRoute knows of the call. */
+export interface RouteCall {
+  /** The request carries its own provider key. */
+  ownKey: boolean;
+  /** The call has fallbacks: a route with nothing available gives way to them (an empty plan). */
+  fallbacks: boolean;
+  identity: Identity | null;
+  metering: Metering;
+}
+
 /** Why a route's plan refused a call: its capacity or its cooldowns. */
 const ROUTE_REFUSALS = new Set(['route_at_capacity', 'route_unavailable']);
 
-/** The plan of a route call: its own key's, else the platform's, else (refused) a stored key's. */
-export async function planRoute<T extends Routable>(
-  routing: Routing,
-  name: string,
-  targets: T[],
-  onEmpty: 'throw' | 'none',
-  call: { ownKey: boolean; identity: Identity | null; metering: Metering },
-): Promise<RoutePlan<T>> {
+/**
+ * The plan of a route call: its own key's, else the platform's, else (refused) a stored key's,
+ * else (with fallbacks) none.
+ */
+export async function planRoute<T extends Routable>(routing: Routing, name: string, targets: T[], call: RouteCall): Promise<RoutePlan<T>> {
+  const onEmpty = call.fallbacks ? 'none' : 'throw';
   if (call.ownKey) return { planned: await routing.plan(name, targets, onEmpty, 'caller') };
   try {
-    return { planned: await routing.plan(name, targets, onEmpty, 'server') };
+    return { planned: await routing.plan(name, targets, 'throw', 'server') };
   } catch (err) {
-    // Rare (the route refuses): only now is a stored key worth asking about.
+    // Rare (the route refuses): only now is a stored key worth asking about, with or without
+    // fallbacks (the caller's own key for the route comes before another model or the platform).
     const refusal = err instanceof CoreError && ROUTE_REFUSALS.has(String(err.details?.reason));
-    if (!refusal || !call.identity || !call.metering.storedKeyWouldPay) throw err;
-    const planned = await routing.plan(name, targets, 'none', 'caller');
-    if (planned.length === 0) throw err;
-    return { planned, refused: err };
+    if (!refusal) throw err;
+    const planned = call.identity && call.metering.storedKeyWouldPay ? await routing.plan(name, targets, 'none', 'caller') : ([] as T[]);
+    if (planned.length > 0) return { planned, refused: err };
+    if (call.fallbacks) return { planned: [] };
+    throw err;
   }
 }
 
 /**
  * A call planned past the deployments' capacity on the caller's stored key (`refused`): goes on
  * only when `provider` accepts own keys and billing would pay it with the caller's key for it,
- * else the route's refusal stands.
+ * else the route's refusal stands (or, with fallbacks, the caller catches it and takes them).
  */
 export async function storedKeyPaysOrRefuse(
   metering: Metering,
@@ -61,4 +72,25 @@ export function platformRefused(refused: CoreError | undefined): (mode: 'platfor
   return (mode) => {
     if (refused && mode === 'platform') throw refused;
   };
+}
+
+/**
+ * A route call the platform's plan accepted and whose hold billing paid with the caller's stored
+ * key for `provider` (its consumption order, or its budget moving the call to that key): planned
+ * again for the caller's keys (docs/ai.md#routes), as a call with its own key in the request is:
+ * past the deployments' rpm/tpm and the cooldowns a 429 to the server's key left, in the
+ * strategy's order, with a target of `provider` among those taken. `accepted`: the platform's
+ * plan, whose first target the hold was made for (no longer pending for least-busy).
+ */
+export async function planForStoredKey<T extends Routable>(
+  routing: Routing,
+  name: string,
+  targets: T[],
+  accepted: T[],
+  provider: ProviderId,
+): Promise<T[]> {
+  if (accepted[0]) routing.unplan(accepted[0]);
+  const planned = await routing.plan(name, targets, 'none', 'caller', provider);
+  // Never empty: the target the hold was made for is available to the platform, so to the caller's key too.
+  return planned.length === 0 ? accepted : planned;
 }
