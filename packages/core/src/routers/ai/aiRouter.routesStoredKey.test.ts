@@ -25,21 +25,24 @@ afterEach(async () => {
   upstreams = [];
 });
 
-/** Deployments dep-a and dep-b (callers may bring their own key for both), `routes` over them, on a clock that starts a minute. */
+/**
+ * Deployments dep-a and dep-b (callers may bring their own key for both) and dep-p (the
+ * platform's only), `routes` over them, on a clock that starts a minute.
+ */
 async function harness(routes: Record<string, unknown>, fallbacks: string[] = []) {
   const ups: Record<string, TestUpstream> = {};
   const providers: Record<string, unknown> = {};
-  for (const id of ['dep-a', 'dep-b']) {
+  for (const id of ['dep-a', 'dep-b', 'dep-p']) {
     const up = await createTestUpstream({ outputTokens: 16 });
     upstreams.push(up);
     ups[id] = up;
     const models = { [ONE]: PRICE, [TWO]: PRICE, [E_ONE]: EMBED_PRICE, [E_TWO]: EMBED_PRICE };
-    providers[id] = { type: 'openai-compatible', baseUrl: up.namedBaseUrl(id), apiKey: SERVER_KEY, byok: true, models };
+    providers[id] = { type: 'openai-compatible', baseUrl: up.namedBaseUrl(id), apiKey: SERVER_KEY, byok: id !== 'dep-p', models };
   }
   const clock = windowClock();
   h = await createAiHarness(
     {
-      serverProviders: ['anthropic', 'openai', 'google', 'openrouter', 'dep-a', 'dep-b'],
+      serverProviders: ['anthropic', 'openai', 'google', 'openrouter', 'dep-a', 'dep-b', 'dep-p'],
       ai: {
         providers: providers as never,
         routes: routes as never,
@@ -134,6 +137,31 @@ describe('route calls a stored key pays', () => {
     expect(r.data).toMatchObject({ provider: 'dep-b', model: ONE });
     expect(calls(ups['dep-b']!).at(-1)).toMatchObject({ apiKey: USER_KEY });
     expect(calls(ups['dep-a']!)).toHaveLength(1);
+  });
+
+  it("a caller's key is planned only onto targets that accept one: a request key and a stored key past a platform-only deployment the strategy prefers", async () => {
+    const { ups } = await harness({
+      mixed: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-p/${ONE}`, rpm: 1, priority: 0 },
+          { model: `dep-a/${ONE}`, rpm: 1, priority: 1 },
+        ],
+      },
+    });
+    const own = await h!.caller(bob).ai.generateText({ content: 'own', systemPrompt: 's', model: 'mixed', apiKey: USER_KEY });
+    expect(own.data.provider).toBe('dep-a');
+    expect(calls(ups['dep-a']!).at(-1)).toMatchObject({ apiKey: USER_KEY });
+    // The platform uses up both rpms: the route refuses it; alice's stored key for dep-a serves her.
+    expect((await ask('mixed')).data.provider).toBe('dep-p');
+    expect((await ask('mixed')).data.provider).toBe('dep-a');
+    await expect(ask('mixed')).rejects.toMatchObject({ cause: { details: { reason: 'route_at_capacity' } } });
+    await aliceStores(['dep-a']);
+    const stored = await ask('mixed', alice);
+    expect(stored.data.provider).toBe('dep-a');
+    expect(stored.usageInfo).toBeDefined();
+    expect(calls(ups['dep-a']!).at(-1)).toMatchObject({ apiKey: USER_KEY });
+    expect(calls(ups['dep-p']!).every((r) => r.apiKey === SERVER_KEY)).toBe(true);
   });
 
   it("a call with fallbacks let past the route's refusal whose hold chooses the platform after all is served by its fallback, held once", async () => {

@@ -151,6 +151,7 @@ export async function prepareCall(deps: CallDeps, input: TextCallInput, call: Te
           fallbacks,
           identity: call.identity,
           metering: deps.metering,
+          byok: (p) => deps.providers.isByokProvider(p),
         })
       : { planned: [] };
   try {
@@ -235,7 +236,7 @@ async function prepareWith(
     const mayUse = (t: ModelTarget) =>
       (t.provider === provider || (deps.storedKey !== undefined && providers.isByokProvider(t.provider))) &&
       maxTokens <= (providers.models.get(t.provider, t.model)?.maxOutputTokens ?? maxTokens);
-    const again = (await planForStoredKey(deps.routing!, choice.route.name, choice.route.targets, planned, provider)).filter(mayUse);
+    const again = await planForStoredKey(deps.routing!, choice.route.name, choice.route.targets.filter(mayUse), planned, provider);
     if (again[0]) reachable = reachableModels(deps, again[0], input.fallbacks, reach, again);
     if (reachable[0]!.provider !== provider) key = { apiKey: '', storedKey: true };
   }

@@ -58,7 +58,13 @@ async function embedModels(
     const admitted = routeTargets(providers, name.name, name.route, call.identity?.apiKey, 'throw');
     for (const t of admitted) embeddingModel(providers, t.provider, t.model);
     if (!deps.routing) return { planned: admitted.slice(0, 1) };
-    return planRoute(deps.routing, name.name, admitted, { ownKey, fallbacks: false, identity: call.identity, metering: deps.metering });
+    return planRoute(deps.routing, name.name, admitted, {
+      ownKey,
+      fallbacks: false,
+      identity: call.identity,
+      metering: deps.metering,
+      byok: (p) => providers.isByokProvider(p),
+    });
   }
   const provider = providers.assertKnown(name.provider);
   const candidate = name.model || providers.allowedModels(provider, 'embedding')[0];
@@ -122,10 +128,16 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   // Paid with the caller's stored key on a route the platform's plan accepted: planned again for that key (as prepareCall).
   const route = planned[0]!.route;
   if (hold.mode === 'byok' && input.apiKey === undefined && !refused && route && deps.routing) {
-    const admitted = routeTargets(providers, route.name, config.ai.routes[route.name]!, call.identity?.apiKey, 'none');
     // Only the key billing chose: an embedding call reaches no other provider with a stored key.
-    const again = (await planForStoredKey(deps.routing, route.name, admitted, planned, provider)).filter((t) => t.provider === provider);
-    if (again.length > 0) planned = again;
+    const admitted = routeTargets(providers, route.name, config.ai.routes[route.name]!, call.identity?.apiKey, 'none');
+    const again = await planForStoredKey(
+      deps.routing,
+      route.name,
+      admitted.filter((t) => t.provider === provider),
+      planned,
+      provider,
+    );
+    planned = again;
   }
   const first = { ...planned[0]!, requestId, apiKey: hold.apiKey ?? providers.serverKey(provider)! };
   // A route's other targets, with the same payer: the server's key for their provider, or the

@@ -26,6 +26,8 @@ export interface RouteCall {
   fallbacks: boolean;
   identity: Identity | null;
   metering: Metering;
+  /** Whether a provider accepts callers' own keys (ai.byokProviders): a caller-keyed plan has only such targets. */
+  byok: (provider: ProviderId) => boolean;
 }
 
 /** Why a route's plan refused a call: its capacity or its cooldowns. */
@@ -37,7 +39,9 @@ const ROUTE_REFUSALS = new Set(['route_at_capacity', 'route_unavailable']);
  */
 export async function planRoute<T extends Routable>(routing: Routing, name: string, targets: T[], call: RouteCall): Promise<RoutePlan<T>> {
   const onEmpty = call.fallbacks ? 'none' : 'throw';
-  if (call.ownKey) return { planned: await routing.plan(name, targets, onEmpty, 'caller') };
+  // A caller's key goes only to targets that accept one (none: the hold's byok_not_allowed says so).
+  const keyed = targets.filter((t) => call.byok(t.provider));
+  if (call.ownKey) return { planned: await routing.plan(name, keyed.length > 0 ? keyed : targets, onEmpty, 'caller') };
   try {
     return { planned: await routing.plan(name, targets, 'throw', 'server') };
   } catch (err) {
@@ -45,7 +49,8 @@ export async function planRoute<T extends Routable>(routing: Routing, name: stri
     // fallbacks (the caller's own key for the route comes before another model or the platform).
     const refusal = err instanceof CoreError && ROUTE_REFUSALS.has(String(err.details?.reason));
     if (!refusal) throw err;
-    const planned = call.identity && call.metering.storedKeyWouldPay ? await routing.plan(name, targets, 'none', 'caller') : ([] as T[]);
+    const asked = call.identity && call.metering.storedKeyWouldPay && keyed.length > 0;
+    const planned = asked ? await routing.plan(name, keyed, 'none', 'caller') : [];
     if (planned.length > 0) return { planned, refused: err };
     if (call.fallbacks) return { planned: [] };
     throw err;
