@@ -4,6 +4,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { ChatMessage } from './chatInput.js';
 import type { ModelRegistry } from './ModelRegistry.js';
+import { PER_MESSAGE_OVERHEAD_TOKENS, utf8 } from './callModel.js';
 import type { ResolvedSystemPrompt, SystemPromptStore } from './SystemPromptStore.js';
 
 /** What the AI SDK call gets: a system text and either a plain prompt or chat messages. */
@@ -199,4 +200,22 @@ export function buildPrompt(
   chars += system.length;
   if (chars > ai.maxContentChars) throw new CoreError('PAYLOAD_TOO_LARGE', `the messages are longer than ${ai.maxContentChars} characters`);
   return { system, messages, chars, attachments: count.n, resolved };
+}
+
+/** UTF-8 bytes of every text a built prompt sends (tool calls and results as their JSON). */
+export function promptBytes(prompt: BuiltPrompt): number {
+  let bytes = utf8(prompt.system) + (prompt.prompt !== undefined ? utf8(prompt.prompt) : 0);
+  for (const m of prompt.messages ?? []) {
+    bytes += PER_MESSAGE_OVERHEAD_TOKENS;
+    if (typeof m.content === 'string') {
+      bytes += utf8(m.content);
+      continue;
+    }
+    for (const part of m.content as Array<{ type: string; text?: string; input?: unknown; output?: unknown }>) {
+      if (part.type === 'text') bytes += utf8(part.text ?? '');
+      else if (part.type === 'tool-call') bytes += utf8(JSON.stringify(part.input ?? null));
+      else if (part.type === 'tool-result') bytes += utf8(JSON.stringify(part.output ?? null));
+    }
+  }
+  return bytes;
 }

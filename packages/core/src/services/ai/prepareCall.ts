@@ -7,7 +7,7 @@ import type { Logger } from '../../kernel/Logger.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import type { Identity } from '../../kernel/identity.js';
 import { loadAiSdk } from './aiSdk.js';
-import { ATTACHMENT_TOKENS, buildPrompt, type BuiltPrompt } from './buildPrompt.js';
+import { ATTACHMENT_TOKENS, buildPrompt, promptBytes, type BuiltPrompt } from './buildPrompt.js';
 import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ChatMessage, OutputSpec, ToolChoice, ToolDefinition } from './chatInput.js';
 import type { Hold, Metering, UsageMetadata } from '../metering/Metering.js';
@@ -23,7 +23,6 @@ import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import {
   MESSAGE_OVERHEAD_TOKENS,
-  PER_MESSAGE_OVERHEAD_TOKENS,
   TOOL_USE_OVERHEAD_TOKENS,
   reachableModels,
   resolveCallModel,
@@ -88,24 +87,6 @@ export interface CallDeps {
   routing?: Routing;
   /** The response cache (ai.cache); absent when it is off. */
   cache?: ResponseCache;
-}
-
-/** UTF-8 bytes of every text a built prompt sends (tool calls and results as their JSON). */
-function promptBytes(prompt: BuiltPrompt): number {
-  let bytes = utf8(prompt.system) + (prompt.prompt !== undefined ? utf8(prompt.prompt) : 0);
-  for (const m of prompt.messages ?? []) {
-    bytes += PER_MESSAGE_OVERHEAD_TOKENS;
-    if (typeof m.content === 'string') {
-      bytes += utf8(m.content);
-      continue;
-    }
-    for (const part of m.content as Array<{ type: string; text?: string; input?: unknown; output?: unknown }>) {
-      if (part.type === 'text') bytes += utf8(part.text ?? '');
-      else if (part.type === 'tool-call') bytes += utf8(JSON.stringify(part.input ?? null));
-      else if (part.type === 'tool-result') bytes += utf8(JSON.stringify(part.output ?? null));
-    }
-  }
-  return bytes;
 }
 
 /** A call that passed every check, with its payer decided and (platform-paid) its tokens held. */
