@@ -229,6 +229,9 @@ describeV1Paths('ai-routes', (path) => {
     });
 
     it("a signed-in caller whose stored key pays is served past the deployments' rpm and a 429's cooldown, unmetered; one the platform pays stays refused", async () => {
+      // Two windows: past the 60 s cooldown the previous test's 429 left on dep-a (one window
+      // ends it only as many ms after the window starts as that 429 came after its own start).
+      clock.startWindow();
       clock.startWindow();
       // Both store a key for both deployments; only `stored` lets it pay first, `tokens` spends tokens first.
       const stored = await funded('routes-stored', 10_000_000);
