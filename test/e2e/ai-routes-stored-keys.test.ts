@@ -32,6 +32,8 @@ const DEPLOYMENTS = ['dep-a', 'dep-b', 'dep-c', 'fb'] as const;
 const storedKey = (id: string) => `sk-stored-${id}-of-the-caller`;
 
 type Served = { provider: string; model: string; charged: number };
+type Caller = 'stored' | 'tokens' | 'keyless' | 'onlyB';
+const KEYS: Record<Caller, readonly string[]> = { stored: DEPLOYMENTS, tokens: DEPLOYMENTS, keyless: [], onlyB: ['dep-b'] };
 
 describeV1Paths('ai-routes-stored-keys', (path) => {
   describe.skipIf(!redisAt.ok)('route calls a stored key pays, on two instances sharing Redis', () => {
@@ -41,8 +43,9 @@ describeV1Paths('ai-routes-stored-keys', (path) => {
     let a: AiServer;
     let b: AiServer;
     // Callers: `stored` spends its stored keys first; `tokens` has the same keys and spends tokens
-    // first; `keyless` spends stored keys first but stored none.
-    const tokens: Record<'stored' | 'tokens' | 'keyless', string> = { stored: '', tokens: '', keyless: '' };
+    // first; `keyless` spends stored keys first but stored none; `onlyB` spends its one stored key
+    // (for dep-b) first.
+    const tokens: Record<Caller, string> = { stored: '', tokens: '', keyless: '', onlyB: '' };
     const clock = windowClock();
 
     beforeAll(async () => {
@@ -77,6 +80,14 @@ describeV1Paths('ai-routes-stored-keys', (path) => {
               ],
               cooldownSec: 60,
             },
+            // Two providers, the platform's plan always starting at dep-a.
+            split: {
+              strategy: 'priority',
+              targets: [
+                { model: `dep-a/${TWO}`, priority: 0 },
+                { model: `dep-b/${TWO}`, priority: 1 },
+              ],
+            },
             // One deployment with an rpm, asked for with fallbacks.
             spill: { targets: [{ model: `dep-c/${TWO}`, rpm: 1 }] },
           },
@@ -86,16 +97,15 @@ describeV1Paths('ai-routes-stored-keys', (path) => {
       a = await startAiServer(upstream, config, { clock: clock.now, path });
       b = await startAiServer(upstream, config, { clock: clock.now, path });
       const admin = await tokenFor('routes-stored-admin', { admin: true });
-      for (const who of ['stored', 'tokens', 'keyless'] as const) {
+      for (const who of ['stored', 'tokens', 'keyless', 'onlyB'] as const) {
         const sub = `routes-stored-${who}-${path}`;
         await creditTokens(a.url, admin, sub, 10_000_000, sub);
         const token = await tokenFor(sub);
         tokens[who] = token;
-        if (who !== 'keyless')
-          for (const provider of DEPLOYMENTS)
-            expect(
-              (await rpcCall(a.url, token, 'auth.storeProviderKey', { email: sub, provider, apiKey: storedKey(provider) })).error,
-            ).toBeUndefined();
+        for (const provider of KEYS[who])
+          expect(
+            (await rpcCall(a.url, token, 'auth.storeProviderKey', { email: sub, provider, apiKey: storedKey(provider) })).error,
+          ).toBeUndefined();
         const order = who === 'tokens' ? {} : { consumptionOrder: ['byok', 'subscription', 'one_time'] };
         expect((await rpcCall(a.url, token, 'user.updateUserPreferences', { byokEnabled: true, ...order })).error).toBeUndefined();
       }
@@ -196,6 +206,21 @@ describeV1Paths('ai-routes-stored-keys', (path) => {
         expect(keyless).toMatchObject({ provider: 'fb', model: ONE });
         expect(keyless.charged).toBeGreaterThan(0);
         expect(lastCall('fb')).toMatchObject({ apiKey: SERVER_KEY });
+      }
+    });
+
+    it("a caller whose stored key is for another deployment of the route than the platform's plan picked is served there, with that key, every time", async () => {
+      for (const via of [viaV1, viaRpc]) {
+        clock.startWindow();
+        // `split`'s plan starts at dep-a, for which `onlyB` has no key: the one it has (dep-b's) pays, on dep-b, not its tokens.
+        const before = await balance(tokens.onlyB);
+        for (const s of [a, b]) expect(await via(tokens.onlyB, s, 'split', 'only b')).toMatchObject({ provider: 'dep-b', charged: 0 });
+        expect(lastCall('dep-b')).toMatchObject({ apiKey: storedKey('dep-b') });
+        expect(await balance(tokens.onlyB)).toBe(before);
+        // A caller whose tokens pay first is served where the platform's plan says, charged.
+        const platform = await via(tokens.tokens, a, 'split', 'tokens first');
+        expect(platform).toMatchObject({ provider: 'dep-a' });
+        expect(platform.charged).toBeGreaterThan(0);
       }
     });
 

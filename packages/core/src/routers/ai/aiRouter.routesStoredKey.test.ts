@@ -164,6 +164,33 @@ describe('route calls a stored key pays', () => {
     expect(calls(ups['dep-p']!).every((r) => r.apiKey === SERVER_KEY)).toBe(true);
   });
 
+  it("through an API key with a concurrency limit (billing's two-step decision), a stored key for another deployment than the plan's first pays there", async () => {
+    const { ups } = await harness({
+      split: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-a/${ONE}`, priority: 0 },
+          { model: `dep-b/${ONE}`, priority: 1 },
+        ],
+      },
+    });
+    await aliceStores(['dep-b']);
+    const { key } = await h!.runtime.keys.create({ identity: alice, asAdmin: false }, alice.sub, {
+      name: 'limited',
+      limits: { concurrent: 2 },
+    });
+    const auth = await h!.runtime.keys.authenticate(key);
+    if (!auth.ok) throw auth.error;
+    expect(auth.identity.apiKey?.concurrent).toBe(2);
+    const before = await h!.balance(alice.sub);
+    const r = await ask('split', auth.identity);
+    expect(r.data).toMatchObject({ provider: 'dep-b', model: ONE });
+    expect(r.usageInfo).toBeDefined();
+    expect(calls(ups['dep-b']!).at(-1)).toMatchObject({ apiKey: USER_KEY });
+    expect(calls(ups['dep-a']!)).toHaveLength(0);
+    expect(await h!.balance(alice.sub)).toBe(before);
+  });
+
   it("a call with fallbacks let past the route's refusal whose hold chooses the platform after all is served by its fallback, held once", async () => {
     await harness({ spill: { targets: [{ model: 'dep-a/m-one', rpm: 1 }] } }, ['google']);
     await ask('spill');

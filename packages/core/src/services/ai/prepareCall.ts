@@ -192,6 +192,9 @@ async function prepareWith(
     estimatedTokens,
     byokAllowed: providers.isByokProvider(provider),
   });
+  // A signed-in caller's stored key may pay for another provider of the route when none pays for this one.
+  const others = choice.route && planned.length > 0 && !refused && input.apiKey === undefined && deps.storedKey ? choice.route.targets : [];
+  const alsoByok = [...new Set(others.map((t) => t.provider))].filter((p) => p !== provider && providers.isByokProvider(p));
   // One entry into billing before the call: who pays (and, for the platform, the reservation).
   const hold = await metering.hold({
     identity: call.identity,
@@ -203,6 +206,7 @@ async function prepareWith(
     ...(input.apiKey !== undefined ? { ownKey: input.apiKey } : {}),
     byokAllowed: providers.isByokProvider(provider),
     serverPays: providers.serverKey(provider) !== undefined,
+    ...(call.identity && alsoByok.length > 0 ? { alsoByok } : {}),
     // A server prompt never goes to a caller's own account; a call its route refused, never to the platform.
     mayPay: (mode) => {
       platformRefused(refused)(mode);
@@ -211,15 +215,16 @@ async function prepareWith(
   });
   let key: { apiKey: string; storedKey?: true } = { apiKey: hold.apiKey ?? providers.serverKey(provider)! };
   // Paid with the caller's stored key on a route the platform's plan accepted: planned again for
-  // the caller's keys, each target it may reach with one (the key billing chose for `provider`,
-  // the caller's stored key for another provider that accepts own keys, read when reached).
+  // the caller's keys, each target it may reach with one (the key billing chose for `paid`, the
+  // caller's stored key for another provider that accepts own keys, read when reached).
   if (hold.mode === 'byok' && input.apiKey === undefined && !refused && choice.route && planned.length > 0) {
+    const paid = hold.keyProvider ?? provider;
     const mayUse = (t: ModelTarget) =>
-      (t.provider === provider || (deps.storedKey !== undefined && providers.isByokProvider(t.provider))) &&
+      (t.provider === paid || (deps.storedKey !== undefined && providers.isByokProvider(t.provider))) &&
       maxTokens <= (providers.models.get(t.provider, t.model)?.maxOutputTokens ?? maxTokens);
-    const again = await planForStoredKey(deps.routing!, choice.route.name, choice.route.targets.filter(mayUse), planned, provider);
+    const again = await planForStoredKey(deps.routing!, choice.route.name, choice.route.targets.filter(mayUse), planned, paid);
     if (again[0]) reachable = reachableModels(deps, again[0], input.fallbacks, reach, again);
-    if (reachable[0]!.provider !== provider) key = { apiKey: '', storedKey: true };
+    if (reachable[0]!.provider !== paid) key = { apiKey: '', storedKey: true };
   }
   const served = reachable[0]!;
   return {

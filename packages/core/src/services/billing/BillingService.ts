@@ -192,17 +192,24 @@ export class BillingService implements Metering {
     }
     const userId = p.identity.sub;
     const refused = p.budgetRefusal as BudgetRefusal | undefined;
-    const plan = await this.plan(userId, p.estimatedTokens, {
-      hasApiKey: false,
-      provider: p.provider,
-      ...(refused ? { budget: { refused } } : {}),
-    });
+    const planFor = (provider: string) =>
+      this.plan(userId, p.estimatedTokens, { hasApiKey: false, provider, ...(refused ? { budget: { refused } } : {}) });
+    let plan = await planFor(p.provider);
+    let keyProvider = p.provider;
+    // No stored key pays for the provider: one of the call's others (a route's) may (one more read each, this path only).
+    for (const other of plan.payer === 'byok' ? [] : (p.alsoByok ?? [])) {
+      const alt = await planFor(other);
+      if (alt.payer !== 'byok') continue;
+      [plan, keyProvider] = [alt, other];
+      break;
+    }
     if (plan.payer === 'platform') {
       const decision: Decision = { mode: 'platform' };
       this.prefsRead.set(decision, { userId, prefs: plan.prefs });
       return decision;
     }
-    return { mode: 'byok', apiKey: await this.storedKeyPays(plan, p.identity, p.provider, p.estimatedTokens, refused) };
+    const apiKey = await this.storedKeyPays(plan, p.identity, keyProvider, p.estimatedTokens, refused);
+    return { mode: 'byok', apiKey, ...(keyProvider !== p.provider ? { keyProvider } : {}) };
   }
 
   /**
@@ -254,10 +261,13 @@ export class BillingService implements Metering {
     const tokens = this.withFee(p.tokens);
     const userId = p.identity.sub;
     const prefsKey = preferencesKey(userId);
-    const keySlot = vaultSlot(userId, p.provider);
+    // The provider's stored key's slot, then those of the call's others (a route's) whose key may pay instead.
+    const candidates = [p.provider, ...(p.alsoByok ?? [])];
+    const slots = candidates.map((provider) => vaultSlot(userId, provider));
     // The plan may run more than once (a guess that did not hold): the run whose result is used is the last.
     let chosen: UserPreferences | undefined;
     let stored: { row: unknown } | undefined;
+    let keyProvider = p.provider;
     const worst = { tokens: p.tokens, usdNanos: p.costUsd === undefined ? null : toNanos(p.costUsd) };
     const outcome = await this.unanswered(userId, p.requestId, () =>
       this.reservations.decideAndReserve<ConsumptionPlan>(
@@ -265,19 +275,30 @@ export class BillingService implements Metering {
         tokens,
         p.requestId,
         {
-          keys: [prefsKey, keySlot],
+          keys: [prefsKey, ...slots],
           choose: (read, account) => {
             const prefs = preferencesOf(read<Partial<UserPreferences>>(prefsKey));
             chosen = prefs;
-            stored = { row: read(keySlot) };
-            const plan = planConsumption({
-              prefs,
-              balances: { subscription: account.subscription, one_time: account.one_time },
-              needed: tokens,
-              hasApiKey: false,
-              byokKeys: stored.row !== undefined ? [p.provider] : [],
-              provider: p.provider,
-            });
+            const planFor = (i: number) => {
+              const row = read(slots[i]!);
+              const plan = planConsumption({
+                prefs,
+                balances: { subscription: account.subscription, one_time: account.one_time },
+                needed: tokens,
+                hasApiKey: false,
+                byokKeys: row !== undefined ? [candidates[i]!] : [],
+                provider: candidates[i]!,
+              });
+              return { plan, row, provider: candidates[i]! };
+            };
+            let pick = planFor(0);
+            for (let i = 1; i < candidates.length && pick.plan.payer !== 'byok'; i++) {
+              const alt = planFor(i);
+              if (alt.plan.payer === 'byok') pick = alt;
+            }
+            stored = { row: pick.row };
+            keyProvider = pick.provider;
+            const plan = pick.plan;
             return plan.payer === 'platform' && p.platformAllowed ? { order: this.platformOrder(prefs) } : { decided: plan };
           },
         },
@@ -287,7 +308,8 @@ export class BillingService implements Metering {
     );
     if ('decided' in outcome) {
       if (outcome.decided.payer === 'platform') return { mode: 'platform' };
-      return { mode: 'byok', apiKey: await this.storedKeyPays(outcome.decided, p.identity, p.provider, p.tokens, undefined, stored) };
+      const apiKey = await this.storedKeyPays(outcome.decided, p.identity, keyProvider, p.tokens, undefined, stored);
+      return { mode: 'byok', apiKey, ...(keyProvider !== p.provider ? { keyProvider } : {}) };
     }
     // A replay of a reservation answers before the decision is read.
     return { mode: 'platform', reservation: this.held(userId, outcome, chosen ?? (await this.preferences.get(userId))) };

@@ -73,12 +73,12 @@ async function openPaid(
   const { identity, provider, estimatedTokens, requestId } = req;
   const grant = identity?.apiKey;
   const ip = req.ip ? { ip: req.ip } : {};
-  const byok = (apiKey: string): Hold => {
+  const byok = (apiKey: string, keyProvider?: string): Hold => {
     req.mayPay?.('byok');
     return new CallHold(
       billing,
       logger,
-      { mode: 'byok', apiKey },
+      { mode: 'byok', apiKey, ...(keyProvider !== undefined ? { keyProvider } : {}) },
       { identity, requestId },
       tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined,
     );
@@ -96,14 +96,16 @@ async function openPaid(
         tokens: estimatedTokens,
         requestId,
         platformAllowed: req.serverPays && allows(req, 'platform'),
+        ...(req.alsoByok ? { alsoByok: req.alsoByok } : {}),
         ...(req.costUsd !== undefined ? { costUsd: req.costUsd } : {}),
       });
     } catch (err) {
       return byokAfterBudget(billing, req, err, byok);
     }
     if (decided.mode === 'byok') {
-      if (!req.byokAllowed) throw byokNotAllowed(provider);
-      return byok(decided.apiKey);
+      // A key for one of the call's `alsoByok` providers: the caller named them as accepting own keys.
+      if (!req.byokAllowed && !decided.keyProvider) throw byokNotAllowed(provider);
+      return byok(decided.apiKey, decided.keyProvider);
     }
     if (!decided.reservation) {
       // The platform was chosen and may not pay: the same refusals as below, nothing held.
@@ -113,11 +115,12 @@ async function openPaid(
     const slot: KeySlot | undefined = tokens ? { release: () => tokens.release(), count: (t) => tokens.settle(t) } : undefined;
     return new CallHold(billing, logger, { mode: 'platform', reservation: decided.reservation }, { identity, requestId }, slot);
   }
-  const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: false, ...ip });
+  const also = req.alsoByok ? { alsoByok: req.alsoByok } : {};
+  const decision = await billing.decide({ identity, provider, estimatedTokens, apiKeyProvided: false, ...ip, ...also });
   if (decision.mode === 'byok') {
     if (!decision.apiKey) throw new CoreError('INTERNAL', 'billing chose a stored key but returned none');
-    if (!req.byokAllowed) throw byokNotAllowed(provider);
-    return byok(decision.apiKey);
+    if (!req.byokAllowed && !decision.keyProvider) throw byokNotAllowed(provider);
+    return byok(decision.apiKey, decision.keyProvider);
   }
   refusePlatform(req);
   let giveBack: (() => Promise<void>) | undefined;
@@ -161,7 +164,12 @@ function refusePlatform(req: HoldRequest): void {
  * it); when it refuses (`err`), decide once more with the platform refused: the caller's stored
  * key where their order allows it (not platform spend), else `err` is thrown.
  */
-async function byokAfterBudget(billing: HoldBilling, req: HoldRequest, err: unknown, byok: (apiKey: string) => Hold): Promise<Hold> {
+async function byokAfterBudget(
+  billing: HoldBilling,
+  req: HoldRequest,
+  err: unknown,
+  byok: (apiKey: string, keyProvider?: string) => Hold,
+): Promise<Hold> {
   const budgetRefusal = budgetRefusalOf(err);
   if (!budgetRefusal || !req.byokAllowed || !allows(req, 'byok')) throw err;
   const { identity, provider, estimatedTokens } = req;
@@ -172,9 +180,10 @@ async function byokAfterBudget(billing: HoldBilling, req: HoldRequest, err: unkn
     apiKeyProvided: false,
     budgetRefusal,
     ...(req.ip ? { ip: req.ip } : {}),
+    ...(req.alsoByok ? { alsoByok: req.alsoByok } : {}),
   });
   if (again.mode !== 'byok' || !again.apiKey) throw err;
-  return byok(again.apiKey);
+  return byok(again.apiKey, again.keyProvider);
 }
 
 /** What a hold closes through: billing's own settle, release and BYOK record. */
@@ -202,7 +211,9 @@ const NO_SLOT: KeySlot = { release: async () => undefined, count: async () => un
  * Who pays one call: the platform, against a reservation in the ledger; or the caller's own key
  * (BYOK: the request's or a stored one), with nothing reserved. Chosen once by openHold.
  */
-export type HoldPayer = { mode: 'platform'; reservation: Reservation } | { mode: 'byok'; apiKey: string | undefined };
+export type HoldPayer =
+  | { mode: 'platform'; reservation: Reservation }
+  | { mode: 'byok'; apiKey: string | undefined; keyProvider?: string | undefined };
 
 /**
  * One call's hold, closed exactly once: `settle` charges (platform) or records (BYOK) the real
@@ -246,6 +257,10 @@ export class CallHold implements Hold {
 
   get apiKey(): string | undefined {
     return this.payer.mode === 'byok' ? this.payer.apiKey : undefined;
+  }
+
+  get keyProvider(): string | undefined {
+    return this.payer.mode === 'byok' ? this.payer.keyProvider : undefined;
   }
 
   get usdLimited(): boolean {

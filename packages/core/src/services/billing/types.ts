@@ -100,9 +100,12 @@ export interface DecideParams {
    * decide again with the platform refused (the user's stored key, or that refusal).
    */
   budgetRefusal?: object;
+  /** Other providers a stored key may pay this call with when none pays for `provider` (HoldRequest.alsoByok). */
+  alsoByok?: readonly string[];
 }
 
-export type Decision = { mode: 'byok'; apiKey?: string } | { mode: 'platform' };
+/** `keyProvider`: the provider of the stored key that pays, when it is one of `alsoByok`. */
+export type Decision = { mode: 'byok'; apiKey?: string; keyProvider?: string } | { mode: 'platform' };
 
 /** BillingService.decideAndReserve: a signed-in user's call, decided and held in one transaction. */
 export interface DecideAndReserveParams {
@@ -115,13 +118,15 @@ export interface DecideAndReserveParams {
   costUsd?: number;
   /** The platform may pay for this call (the server has a key for the provider, and the call's own rule allows it). */
   platformAllowed: boolean;
+  /** Other providers a stored key may pay this call with when none pays for `provider` (HoldRequest.alsoByok). */
+  alsoByok?: readonly string[];
 }
 
 /**
  * What decideAndReserve answered: the platform holding `reservation`; a stored key paying; or the
  * platform chosen without a reservation (`platformAllowed` was false: nothing held).
  */
-export type DecidedHold = { mode: 'platform'; reservation?: Reservation } | { mode: 'byok'; apiKey: string };
+export type DecidedHold = { mode: 'platform'; reservation?: Reservation } | { mode: 'byok'; apiKey: string; keyProvider?: string };
 
 export interface ReserveParams {
   identity: Identity | null;

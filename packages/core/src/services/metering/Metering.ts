@@ -53,6 +53,12 @@ export interface HoldRequest {
   byokAllowed: boolean;
   /** Whether the server has a key for `provider` and pays for it. */
   serverPays: boolean;
+  /**
+   * Other providers the call may be served by (a route's other targets that accept own keys,
+   * docs/ai.md#routes): when no stored key of the caller pays for `provider`, one of theirs may
+   * (the same consumption rule, in this order); the Hold's `keyProvider` then names it.
+   */
+  alsoByok?: readonly ProviderId[];
   /** The call's own rule on a payer (a server prompt never goes to an own key): throws to refuse it. */
   mayPay?: (mode: 'platform' | 'byok') => void;
 }
@@ -62,6 +68,8 @@ export interface Hold {
   readonly mode: 'platform' | 'byok';
   /** The caller's key (the request's or a stored one) for a BYOK call; undefined when the platform pays. */
   readonly apiKey: string | undefined;
+  /** The provider of the stored key that pays, when billing chose one of the request's `alsoByok` over its `provider`. */
+  readonly keyProvider?: ProviderId | undefined;
   /**
    * A money (USD) limit applies to this call: the user's budget or the API key's. Only a priced
    * model can be bounded by one, so the call may reach no unpriced target (callTargets).
