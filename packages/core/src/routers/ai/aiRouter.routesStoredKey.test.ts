@@ -191,6 +191,31 @@ describe('route calls a stored key pays', () => {
     expect(await h!.balance(alice.sub)).toBe(before);
   });
 
+  it('a route that refuses the platform serves a caller whose one stored key is for its second deployment, there', async () => {
+    const { ups } = await harness({
+      full: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-a/${ONE}`, rpm: 1, priority: 0 },
+          { model: `dep-b/${ONE}`, rpm: 1, priority: 1 },
+        ],
+      },
+    });
+    expect((await ask('full')).data.provider).toBe('dep-a');
+    expect((await ask('full')).data.provider).toBe('dep-b');
+    await expect(ask('full')).rejects.toMatchObject({ cause: { details: { reason: 'route_at_capacity' } } });
+    await aliceStores(['dep-b']);
+    const before = await h!.balance(alice.sub);
+    const r = await ask('full', alice);
+    expect(r.data).toMatchObject({ provider: 'dep-b', model: ONE });
+    expect(r.usageInfo).toBeDefined();
+    expect(calls(ups['dep-b']!).at(-1)).toMatchObject({ apiKey: USER_KEY });
+    expect(calls(ups['dep-a']!).every((c) => c.apiKey === SERVER_KEY)).toBe(true);
+    expect(await h!.balance(alice.sub)).toBe(before);
+    // ... and the platform is still refused.
+    await expect(ask('full')).rejects.toMatchObject({ cause: { details: { reason: 'route_at_capacity' } } });
+  });
+
   it("a call with fallbacks let past the route's refusal whose hold chooses the platform after all is served by its fallback, held once", async () => {
     await harness({ spill: { targets: [{ model: 'dep-a/m-one', rpm: 1 }] } }, ['google']);
     await ask('spill');

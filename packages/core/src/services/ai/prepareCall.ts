@@ -186,15 +186,13 @@ async function prepareWith(
   const reach = { identity: call.identity, attachments: prompt.attachments, maxTokens };
   let reachable = reachableModels(deps, own, input.fallbacks, reach, planned.slice(1));
   const costUsd = worstCostUsd(deps, reachable, inputEstimate, maxTokens);
-  await storedKeyPaysOrRefuse(metering, refused, {
-    identity: call.identity,
-    provider,
-    estimatedTokens,
-    byokAllowed: providers.isByokProvider(provider),
-  });
-  // A signed-in caller's stored key may pay for another provider of the route when none pays for this one.
-  const others = choice.route && planned.length > 0 && !refused && input.apiKey === undefined && deps.storedKey ? choice.route.targets : [];
+  // A signed-in caller's stored key may pay for another provider of the route when none pays for
+  // this one (a route that refused the platform: of the targets its caller-keyed plan gave).
+  const others =
+    choice.route && planned.length > 0 && input.apiKey === undefined && deps.storedKey ? (refused ? planned : choice.route.targets) : [];
   const alsoByok = [...new Set(others.map((t) => t.provider))].filter((p) => p !== provider && providers.isByokProvider(p));
+  const keyed = providers.isByokProvider(provider) ? [provider, ...alsoByok] : alsoByok;
+  await storedKeyPaysOrRefuse(metering, refused, { identity: call.identity, providers: keyed, estimatedTokens });
   // One entry into billing before the call: who pays (and, for the platform, the reservation).
   const hold = await metering.hold({
     identity: call.identity,
@@ -217,8 +215,8 @@ async function prepareWith(
   // Paid with the caller's stored key on a route the platform's plan accepted: planned again for
   // the caller's keys, each target it may reach with one (the key billing chose for `paid`, the
   // caller's stored key for another provider that accepts own keys, read when reached).
-  if (hold.mode === 'byok' && input.apiKey === undefined && !refused && choice.route && planned.length > 0) {
-    const paid = hold.keyProvider ?? provider;
+  const paid = hold.keyProvider ?? provider;
+  if (hold.mode === 'byok' && input.apiKey === undefined && (!refused || paid !== provider) && choice.route && planned.length > 0) {
     const mayUse = (t: ModelTarget) =>
       (t.provider === paid || (deps.storedKey !== undefined && providers.isByokProvider(t.provider))) &&
       maxTokens <= (providers.models.get(t.provider, t.model)?.maxOutputTokens ?? maxTokens);

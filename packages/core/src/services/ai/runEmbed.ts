@@ -108,9 +108,8 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
   const costUsd = ownCost === undefined ? undefined : Math.max(ownCost, ...planned.slice(1).map((t) => cost(t) ?? 0));
   await storedKeyPaysOrRefuse(deps.metering, refused, {
     identity: call.identity,
-    provider,
+    providers: providers.isByokProvider(provider) ? [provider] : [],
     estimatedTokens: estimate,
-    byokAllowed: providers.isByokProvider(provider),
   });
   const hold = await deps.metering.hold({
     identity: call.identity,

@@ -59,17 +59,21 @@ export async function planRoute<T extends Routable>(routing: Routing, name: stri
 
 /**
  * A call planned past the deployments' capacity on the caller's stored key (`refused`): goes on
- * only when `provider` accepts own keys and billing would pay it with the caller's key for it,
- * else the route's refusal stands (or, with fallbacks, the caller catches it and takes them).
+ * only when billing would pay it with the caller's stored key for one of `providers` (the plan's
+ * first target's, then the route's others; each accepting own keys, asked in turn), else the
+ * route's refusal stands (or, with fallbacks, the caller catches it and takes them).
  */
 export async function storedKeyPaysOrRefuse(
   metering: Metering,
   refused: CoreError | undefined,
-  q: { identity: Identity | null; provider: ProviderId; estimatedTokens: number; byokAllowed: boolean },
+  q: { identity: Identity | null; providers: readonly ProviderId[]; estimatedTokens: number },
 ): Promise<void> {
   if (!refused) return;
-  const { identity, provider, estimatedTokens } = q;
-  if (!identity || !q.byokAllowed || !(await metering.storedKeyWouldPay?.({ identity, provider, estimatedTokens }))) throw refused;
+  const { identity, estimatedTokens } = q;
+  for (const provider of identity ? q.providers : []) {
+    if (await metering.storedKeyWouldPay?.({ identity: identity!, provider, estimatedTokens })) return;
+  }
+  throw refused;
 }
 
 /** The payer rule of such a call's hold: the platform may not pay it (its deployments refused it). */
