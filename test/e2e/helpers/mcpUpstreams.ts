@@ -26,12 +26,13 @@ export async function freePort(): Promise<number> {
 export async function startEverythingHttp(
   port?: number,
   mode: 'streamableHttp' | 'sse' = 'streamableHttp',
-): Promise<{ url: string; port: number; child: ChildProcess; stop(): Promise<void> }> {
+): Promise<{ url: string; port: number; child: ChildProcess; sessions: UpstreamSessions; stop(): Promise<void> }> {
   const p = port ?? (await freePort());
   const child = spawn(process.execPath, [EVERYTHING, mode], {
     env: { ...process.env, PORT: String(p) },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const sessions = countSessions(child);
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('server-everything did not start')), 30_000);
     let err = '';
@@ -48,6 +49,7 @@ export async function startEverythingHttp(
     url: `http://127.0.0.1:${p}/${mode === 'sse' ? 'sse' : 'mcp'}`,
     port: p,
     child,
+    sessions,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -55,4 +57,30 @@ export async function startEverythingHttp(
         child.kill('SIGKILL');
       }),
   };
+}
+
+/** The sessions a Streamable HTTP server-everything opened and closed so far, from what it logs on stdout. */
+export interface UpstreamSessions {
+  opened: number;
+  closed: number;
+}
+
+/**
+ * Count the sessions server-everything logs ("Session initialized with ID …" when one opens,
+ * "Transport closed for session … removing" when a DELETE or a close ends it). It keeps every
+ * session it never hears the end of, for as long as it runs. Its stdout is read line by line
+ * and dropped (it logs every request: an unread pipe would stall it).
+ */
+function countSessions(child: ChildProcess): UpstreamSessions {
+  const counts = { opened: 0, closed: 0 };
+  let partial = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.startsWith('Session initialized with ID')) counts.opened++;
+      else if (line.startsWith('Transport closed for session')) counts.closed++;
+    }
+  });
+  return counts;
 }

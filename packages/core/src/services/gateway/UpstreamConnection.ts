@@ -149,7 +149,7 @@ export class UpstreamConnection {
         onListChanged: (kind) => void this.refresh(kind),
       });
       if (this.closed) {
-        await opened.client.close().catch(() => undefined);
+        await opened.close();
         throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" was removed`);
       }
       this.opened = opened;
@@ -160,7 +160,7 @@ export class UpstreamConnection {
       return opened;
     } catch (err) {
       if (opened && this.opened === opened) this.opened = undefined;
-      await opened?.client.close().catch(() => undefined);
+      await opened?.close();
       const message = this.scrub(describe(err, this.timeoutMs));
       this.fail(message, failures + 1);
       throw new CoreError(
@@ -191,6 +191,9 @@ export class UpstreamConnection {
   private lost(opened: OpenedUpstream | undefined, why: string): void {
     if (!opened || this.opened !== opened || this.closed) return;
     this.opened = undefined;
+    // What the old client still holds goes too: a session the upstream may still know (one
+    // socket was reset, the server is up) with its GET stream, left open beside the new one.
+    void opened.close();
     // Its tools stay listed (calls fail fast until it is back): the lists did not change.
     this.fail(why, 1);
   }
@@ -335,7 +338,7 @@ export class UpstreamConnection {
     const opened = this.opened;
     this.opened = undefined;
     this.state = { kind: 'idle' };
-    await opened?.client.close().catch(() => undefined);
+    await opened?.close();
   }
 }
 

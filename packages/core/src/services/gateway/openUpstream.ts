@@ -41,6 +41,11 @@ function loadStdioModule(): Promise<StdioModule> {
 /** What an open upstream connection gives its owner besides the client. */
 export interface OpenedUpstream {
   client: Client;
+  /**
+   * End the connection: a Streamable HTTP session is ended at the upstream first (DELETE, as the
+   * MCP specification asks of a client done with a session), then the client is closed. Never throws.
+   */
+  close: () => Promise<void>;
   /** The child's pid (stdio), for status pages and tests. */
   pid: number | null;
   /** The last bytes the child wrote to stderr (stdio): shown to administrators only. */
@@ -69,6 +74,9 @@ export interface OpenOptions {
 }
 
 const STDERR_TAIL = 2048;
+
+/** How long a closing connection waits for the upstream to answer the DELETE of its session. */
+const TERMINATE_MS = 2000;
 
 /** The one place a 2025 upstream's server-to-client request can be routed to its caller (docs/mcp-gateway.md). */
 const ONLY_ON_CALL_STREAMS =
@@ -137,17 +145,18 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
     opts.onClose();
   };
   client.onerror = () => undefined;
-  try {
-    await client.connect(transport, { timeout: opts.timeoutMs });
-  } catch (err) {
-    closed = true;
-    await client.close().catch(() => undefined);
-    throw err;
-  }
   const http =
     server.type === 'http'
       ? { transport: transport as InstanceType<ClientModule['StreamableHTTPClientTransport']>, url: server.url }
       : undefined;
+  const close = () => closeUpstream(client, http?.transport, Math.min(opts.timeoutMs, TERMINATE_MS));
+  try {
+    await client.connect(transport, { timeout: opts.timeoutMs });
+  } catch (err) {
+    closed = true;
+    await close();
+    throw err;
+  }
   let session: HttpSession | undefined;
   const httpSession = (): HttpSession | undefined => {
     const version = http?.transport.protocolVersion;
@@ -158,5 +167,33 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
       session = { url: http.url, headers: opts.headers, sessionId, protocolVersion: version, request: opts.request };
     return session;
   };
-  return { client, pid: pid(), stderrTail: () => tail, httpSession };
+  return { client, close, pid: pid(), stderrTail: () => tail, httpSession };
+}
+
+/**
+ * Close `client`, ending its Streamable HTTP session at the upstream first. A server keeps a
+ * session (its transport, server and stored events) until the client DELETEs it or the server
+ * idles it out, and many never do: server-everything keeps every session for as long as it runs.
+ * Without the DELETE every connection the gateway let go (a per-user one evicted or idle, new
+ * credentials, a server removed or changed, a stop) stayed open at the upstream for good. The
+ * DELETE waits `waitMs` at most; closing the client then aborts it.
+ */
+async function closeUpstream(
+  client: Client,
+  transport: { sessionId?: string | undefined; terminateSession(): Promise<void> } | undefined,
+  waitMs: number,
+): Promise<void> {
+  if (transport?.sessionId) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      // Refused (405, a server without DELETE) or unreachable: nothing more to do than close.
+      transport.terminateSession().catch(() => undefined),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+  await client.close().catch(() => undefined);
 }
