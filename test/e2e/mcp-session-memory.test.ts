@@ -137,6 +137,37 @@ describe('initialize requests the transport refuses', () => {
   }, 120_000);
 });
 
+describe('a DELETE the transport refuses', () => {
+  it('ends nothing: the session goes on, and its DELETE later frees it', async () => {
+    // A DELETE with an unsupported MCP-Protocol-Version is refused (400) by the SDK transport,
+    // which then keeps the session open. The handler used to forget the session anyway: its
+    // transport and server (and their registry listeners) stayed open with nothing left to close
+    // them, and the client's next request, or its proper DELETE, got 404.
+    const cycle = async () => {
+      const s = await openWireSession(url);
+      const refused = await fetch(url, { method: 'DELETE', headers: s.headers({ 'mcp-protocol-version': '1999-01-01' }) });
+      expect(refused.status).toBe(400);
+      await refused.text();
+      const listed = await s.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+      expect(listed.status).toBe(200);
+      await listed.text();
+      const del = await fetch(url, { method: 'DELETE', headers: s.headers() });
+      expect(del.status).toBe(200);
+      await del.text();
+    };
+    const run = async (n: number) => {
+      for (let i = 0; i < n; i += 10) await Promise.all(Array.from({ length: Math.min(10, n - i) }, cycle));
+    };
+    await run(50);
+    const before = heapAfterGc();
+    const n = 250;
+    await run(n);
+    const perSession = (heapAfterGc() - before) / n;
+    // An orphaned pair kept about 16 KB; what is left is the noise of a server holding 800 other sessions.
+    expect(perSession, `heap kept per session after a refused DELETE: ${perSession.toFixed(0)} bytes`).toBeLessThan(6144);
+  }, 120_000);
+});
+
 describe('the session cap', () => {
   it('closes the least recently used idle session for a new client instead of answering 503', async () => {
     const runtime = await createRuntime(

@@ -604,9 +604,14 @@ export class McpHandler {
       const live = await this.wake(session, authInfo, holder);
       if (!live) return jsonRpcError(404, -32001, 'Session not found');
       const res = await live.transport.handleRequest(c.req.raw, { authInfo });
+      // A DELETE the transport accepted ended the session (it closed itself). One it refused (an
+      // unsupported MCP-Protocol-Version) ended nothing: forgotten here, its open transport and
+      // server were out of reach of everything that closes them, for good.
       if (c.req.method === 'DELETE') {
-        this.forget(sessionId);
-        if (res.ok) await this.records?.remove(sessionId);
+        if (res.ok) {
+          this.forget(sessionId);
+          await this.records?.remove(sessionId);
+        }
       }
       // The GET stream is the channel for server-initiated requests such as roots/list.
       else if (res.ok && res.headers.get('content-type')?.includes('text/event-stream')) live.roots.streamOpened();
