@@ -26,6 +26,7 @@ import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
 import { StorageEventStore } from './eventStores/StorageEventStore.js';
 import type { RootsSync } from './rootsSync.js';
 import { SessionRecords, type SessionRecord } from './sessionRecords.js';
+import { SessionMoves } from './SessionMoves.js';
 import { handleStatelessRequest, type StatelessCalls } from './statelessRequest.js';
 import { McpLimits, recordChallenge } from './mcpLimits.js';
 import { EventLedger } from './eventStores/EventLedger.js';
@@ -92,6 +93,11 @@ interface Session extends BudgetedSession {
   waking: Promise<LiveSession> | undefined;
   /** Answers to this session not finished yet (POST streams, the GET stream). */
   open: number;
+  /**
+   * Counted in this instance's session budget. A shared session counts on the instance that
+   * served it last (SessionMoves): another one taking it over uncounts this copy.
+   */
+  counted: boolean;
 }
 
 export interface McpHandlerOptions {
@@ -185,6 +191,8 @@ export class McpHandler {
   private readonly maxLive: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly records: SessionRecords | undefined;
+  /** With session records: the other instances' takeovers and ends of shared sessions. */
+  private readonly moves: SessionMoves | undefined;
   private readonly eventStoreKind: 'memory' | 'storage' | 'none';
   private readonly rehydrating = new Map<string, Promise<Session | undefined>>();
   /** Sessions per address / identity, anonymous ceiling, short lifetimes (mcp.budgets). */
@@ -234,6 +242,22 @@ export class McpHandler {
     const idle = opts.sessionIdleMs ?? 30 * 60_000;
     this.eventStoreKind = opts.eventStore ?? (shared.kind === 'redis' ? 'storage' : 'memory');
     this.records = (opts.sessionRecords ?? this.eventStoreKind === 'storage') ? new SessionRecords(shared, idle) : undefined;
+    this.moves = this.records
+      ? new SessionMoves(signals, {
+          taken: (id) => {
+            const s = this.sessions.get(id);
+            if (!s?.counted) return;
+            s.counted = false;
+            this.budget.remove(s);
+          },
+          ended: (id) => {
+            // A rebuild under way would register the session again when its replay ends: closed after it.
+            const waking = this.sessions.get(id)?.waking;
+            if (waking) void waking.catch(() => undefined).then(() => this.closeSession(id));
+            else void this.closeSession(id);
+          },
+        })
+      : undefined;
     this.budget = new SessionBudget(
       config.mcp.budgets,
       opts.maxSessions ?? 10_000,
@@ -298,7 +322,7 @@ export class McpHandler {
     if (!s) return undefined;
     this.sessions.delete(id);
     this.live.delete(s);
-    this.budget.remove(s);
+    if (s.counted) this.budget.remove(s);
     s.store?.dispose();
     this.services.clientWorkspaces.clearSession(id);
     return s;
@@ -367,6 +391,7 @@ export class McpHandler {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    this.moves?.close();
     await this.modern.close();
     await Promise.all([...this.sessions.keys()].map((id) => this.closeSession(id)));
     await this.cluster?.stop();
@@ -611,6 +636,7 @@ export class McpHandler {
         if (res.ok) {
           this.forget(sessionId);
           await this.records?.remove(sessionId);
+          this.moves?.ended(sessionId);
         }
       }
       // The GET stream is the channel for server-initiated requests such as roots/list.
@@ -629,7 +655,7 @@ export class McpHandler {
       // An anonymous session is claimed by the first identity that uses it (clients sign in after
       // a 401 and retry on the same session); from then on it is bound like any other.
       session.owner = identity.sub;
-      this.budget.claimed(session.ip, identity.sub);
+      if (session.counted) this.budget.claimed(session.ip, identity.sub);
       void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
     }
     // Not moved to the end of `sessions` or `live` (delete and add again): a Map or Set keeps a
@@ -637,6 +663,12 @@ export class McpHandler {
     // one's every lookup walked the dead entries its own requests left. Eviction and parking find
     // the least recently used by `lastSeen`.
     session.lastSeen = Date.now();
+    if (!session.counted) {
+      // Back from another instance, which served it meanwhile: counted here again, not there.
+      session.counted = true;
+      this.budget.add(session);
+      this.moves?.taken(sessionId);
+    }
     this.records?.touch(sessionId, () => ({ owner: session.owner, init: session.init }));
     return session;
   }
@@ -715,13 +747,16 @@ export class McpHandler {
       pending = (async () => {
         const record: SessionRecord | undefined = await this.records!.load(sessionId).catch(() => undefined);
         if (!record || (record.owner !== null && record.owner !== identity?.sub)) return undefined;
-        await this.cluster?.ready;
-        if (this.budget.admit(ip, record.owner, this.sessions.size)) return undefined;
+        // The session was admitted when it opened and is counted where it was served last (its
+        // place moves here with it): only this instance's own cap bounds what a takeover costs.
+        // Checked against the budgets, a client at its identity's budget could not move at all.
+        if (this.sessions.size >= this.budget.maxSessions) return undefined;
         const s = this.newSession(sessionId, record.owner, record.init, ip);
         // Registered (and counted) by the replayed initialize, live; the request that asked wakes it.
         const live = await this.startLive(s);
         await this.replayed(live, s, authInfo);
         s.initialized = true;
+        this.moves?.taken(sessionId);
         this.entry.logger.debug('MCP session taken over from shared storage', { sessionId });
         return this.sessions.get(sessionId);
       })().finally(() => this.rehydrating.delete(sessionId));
@@ -770,6 +805,7 @@ export class McpHandler {
       live: undefined,
       waking: undefined,
       open: 0,
+      counted: false,
       initialized: false,
       createdAt: now,
       lastSeen: now,
@@ -830,6 +866,7 @@ export class McpHandler {
         this.live.add(s);
         if (this.sessions.has(id)) return;
         this.sessions.set(id, s);
+        s.counted = true;
         this.budget.add(s);
         // Not awaited: the initialize answer must not wait on storage (Redis down or slow).
         void this.records?.save(id, { owner: s.owner, init: s.init }).catch((err: unknown) => {
