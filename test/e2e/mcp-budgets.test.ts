@@ -95,6 +95,36 @@ describe('MCP session budgets', () => {
     for (const raw of raws.filter((r) => r.sessionId)) await fetch(`${s.url}/mcp`, { method: 'DELETE', headers: raw.headers() });
   });
 
+  it("at the identity's cap, its least recently used session idle past parkIdleMs makes room (a client that restarts without DELETE)", async () => {
+    // Most clients never DELETE: a signed-in user whose IDE restarted three times (sessionsPerIdentity: 3)
+    // was refused every new session with 429 until one of the abandoned ones idled out, 30 minutes later.
+    const own = await startTestServer({
+      jwt: { secret: SECRET },
+      mcp: { auth: { authType: 'jwt' }, budgets: { sessionsPerIdentity: 3 }, sessions: { parkIdleMs: 1000 } },
+    });
+    try {
+      const user = await mintDevToken({ secret: SECRET, sub: 'restarting-user', scopes: ['mcp'] });
+      const abandoned: RawMcp[] = [];
+      for (let i = 0; i < 3; i++) {
+        const raw = new RawMcp(own.url, user);
+        expect((await raw.initialize()).status).toBe(200);
+        abandoned.push(raw);
+      }
+      // All three used within parkIdleMs: none is given up, the fourth is refused.
+      expect((await new RawMcp(own.url, user).initialize()).status).toBe(429);
+      await new Promise((r) => setTimeout(r, 1200));
+      expect((await abandoned[1]!.listTools()).status).toBe(200);
+      expect((await abandoned[2]!.listTools()).status).toBe(200);
+      const fresh = new RawMcp(own.url, user);
+      expect((await fresh.initialize()).status).toBe(200);
+      // The oldest idle one made room; the others, and another user's sessions, are untouched.
+      expect((await abandoned[0]!.listTools()).status).toBe(404);
+      for (const r of [abandoned[1]!, abandoned[2]!, fresh]) expect((await r.listTools()).status).toBe(200);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('sessions that never send notifications/initialized, and idle anonymous ones, are closed soon; the budget comes back', async () => {
     await allClosed('the earlier tests left no session open');
     const half = new RawMcp(s.url);

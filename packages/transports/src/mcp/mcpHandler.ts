@@ -358,12 +358,15 @@ export class McpHandler {
    * At the session cap, a new client would get 503 for as long as sessions nobody comes back to
    * stay (30 minutes): the least recently used one that has been idle for `parkIdleMs` is closed
    * instead (its client, if it ever returns, gets 404 and starts a new session, as after a restart).
+   * `owner`: at that identity's own budget, only its sessions (a client restarted without DELETE
+   * left them behind; others' sessions are never given up for it).
    */
-  private evictOldestIdle(): void {
+  private evictOldestIdle(owner?: string): void {
     const now = Date.now();
     let oldest: [string, Session] | undefined;
     for (const entry of this.sessions) {
       const s = entry[1];
+      if (owner !== undefined && s.owner !== owner) continue;
       if (now - s.lastSeen < this.parkIdleMs || (oldest && s.lastSeen >= oldest[1].lastSeen)) continue;
       if (s.live ? this.idle(s) : s.waking === undefined && s.open === 0) oldest = entry;
     }
@@ -823,6 +826,7 @@ export class McpHandler {
     const owner = identity?.sub ?? null;
     await this.cluster?.ready;
     if (this.sessions.size >= this.budget.maxSessions) this.evictOldestIdle();
+    if (owner !== null && this.budget.identityFull(owner)) this.evictOldestIdle(owner);
     const refused = this.budget.admit(ip, owner, this.sessions.size);
     if (refused) return jsonRpcError(refused.status, -32000, refused.message, { 'Retry-After': String(refused.retryAfterSec) });
     const messages: unknown[] = Array.isArray(body) ? body : [body];

@@ -70,6 +70,11 @@ export class SessionBudget {
     return null;
   }
 
+  /** Has `owner` as many sessions as its budget allows (here and on the other instances)? */
+  identityFull(owner: string): boolean {
+    return (this.byIdentity.get(owner) ?? 0) + (this.elsewhere()?.byIdentity[owner] ?? 0) >= this.budgets.sessionsPerIdentity;
+  }
+
   add(s: Pick<BudgetedSession, 'ip' | 'owner'>): void {
     if (s.owner === null) {
       this.anonymous++;
