@@ -37,3 +37,10 @@ export function toMcpError(logger: Logger, err: unknown, what: string, uri?: str
   const data = uri !== undefined && wire.code === 'NOT_FOUND' ? { ...e.data, uri: uri.slice(0, 2048) } : e.data;
   return new WireRpcError(e.code, e.message, data);
 }
+
+/** An HTTP answer carrying one JSON-RPC error with no id: how /mcp refuses a request before any message of it is read by the SDK. */
+export const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}): Response =>
+  new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
