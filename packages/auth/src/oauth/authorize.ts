@@ -47,7 +47,9 @@ export function authorizeHandler(services: () => Promise<OAuthServices>): Handle
         : errorPage(c, 400, 'Unknown application', 'This sign-in link names an application that is not registered here.');
     }
     let redirectUri = q('redirect_uri');
-    if (redirectUri === undefined && client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0];
+    // OAuth 2.1 §2.3.2: with one registered redirect URI the request may leave it out.
+    const redirectUriOmitted = redirectUri === undefined;
+    if (redirectUriOmitted && client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0];
     if (!redirectUri || !matchRedirectUri(client.redirect_uris, redirectUri)) {
       return errorPage(c, 400, 'Invalid redirect address', 'The redirect address does not match what this application registered.');
     }
@@ -83,6 +85,7 @@ export function authorizeHandler(services: () => Promise<OAuthServices>): Handle
       issuer: base,
     };
     if (state) request.state = state;
+    if (redirectUriOmitted) request.redirectUriOmitted = true;
     const requestId = randomToken(24);
     const csrfToken = randomToken(32);
     await s.store.put<PendingRecord>('pending', requestId, { request, csrfHash: sha256(csrfToken), exp: Date.now() + FLOW_TTL_MS });

@@ -108,6 +108,7 @@ export function callbackHandler(services: () => Promise<OAuthServices>): Handler
       sid,
       clientId: request.clientId,
       redirectUri: request.redirectUri,
+      ...(request.redirectUriOmitted ? { redirectUriOmitted: true as const } : {}),
       codeChallenge: request.codeChallenge,
       exp: now + codeTtlMs,
     });

@@ -29,6 +29,8 @@ export interface ClientRecord extends Expiring {
 export interface AuthorizationRequest {
   clientId: string;
   redirectUri: string;
+  /** The request named no redirect_uri (the client registered one): the token request may omit it too. */
+  redirectUriOmitted?: true;
   state?: string;
   codeChallenge: string;
   scopes: string[];
@@ -81,6 +83,8 @@ export interface CodeRecord extends Expiring {
   sid: string;
   clientId: string;
   redirectUri: string;
+  /** See AuthorizationRequest.redirectUriOmitted. */
+  redirectUriOmitted?: true;
   codeChallenge: string;
   usedAt?: number;
 }

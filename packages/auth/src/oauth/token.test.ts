@@ -61,6 +61,28 @@ describe('POST /oauth/token: authorization_code', () => {
     expect((await (await exchange(h, { code, client_id: client.client_id })).json()).error).toBe('invalid_request');
   });
 
+  it('redirect_uri may be left out of the token request only when the authorization request left it out', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const omitted = async () => {
+      const p = pkce();
+      const { code } = await signIn(h, client.client_id, p.challenge, { redirect_uri: null });
+      return { code: code!, code_verifier: p.verifier, client_id: client.client_id };
+    };
+    // OAuth 2.1 §4.1.3: the client registered one redirect URI and named none, so it need not repeat it.
+    const noRedirect = (p: Record<string, string>) => h.request('/oauth/token', form({ grant_type: 'authorization_code', ...p }));
+    expect((await noRedirect(await omitted())).status).toBe(200);
+    // Named anyway, it must be the registered one.
+    expect((await exchange(h, await omitted())).status).toBe(200);
+    const other = await exchange(h, { ...(await omitted()), redirect_uri: 'http://127.0.0.1:7777/other' });
+    expect((await other.json()).error).toBe('invalid_grant');
+    // Named in the authorization request: required, and identical.
+    const { code, verifier } = await codeFor(h, client.client_id);
+    const missing = await noRedirect({ code, code_verifier: verifier, client_id: client.client_id });
+    expect(missing.status).toBe(400);
+    expect((await missing.json()).error).toBe('invalid_grant');
+  });
+
   it('a code works once; replaying it revokes the tokens it produced', async () => {
     h = await startHarness();
     const client = await register(h);

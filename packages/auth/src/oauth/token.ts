@@ -41,7 +41,7 @@ async function authorizationCode(c: Context, s: OAuthServices, form: URLSearchPa
   const code = form.get('code');
   const redirectUri = form.get('redirect_uri');
   const verifier = form.get('code_verifier');
-  if (!code || !redirectUri || !verifier) return err(400, 'invalid_request', 'code, redirect_uri and code_verifier are required');
+  if (!code || !verifier) return err(400, 'invalid_request', 'code and code_verifier are required');
   if (!PKCE_VERIFIER.test(verifier)) return err(400, 'invalid_request', 'malformed code_verifier');
 
   const used = await s.store.consume<CodeRecord>('code', sha256(code));
@@ -53,7 +53,9 @@ async function authorizationCode(c: Context, s: OAuthServices, form: URLSearchPa
   }
   const rec = used.value;
   if (rec.clientId !== client.client_id) return err(400, 'invalid_grant', 'code was issued to another client');
-  if (rec.redirectUri !== redirectUri) return err(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
+  // OAuth 2.1 §4.1.3: required, and identical, when the authorization request included it.
+  if (redirectUri === null ? !rec.redirectUriOmitted : redirectUri !== rec.redirectUri)
+    return err(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
   if (!safeEqual(pkceChallenge(verifier), rec.codeChallenge)) return err(400, 'invalid_grant', 'PKCE verification failed');
 
   const session = await s.store.get<SessionRecord>('session', rec.sid);

@@ -93,7 +93,8 @@ export async function register(
   return res.json() as Promise<{ client_id: string; client_secret?: string }>;
 }
 
-export function authorizeUrl(clientId: string, challenge: string, extra: Record<string, string> = {}): string {
+/** The authorization request's URL; an `extra` value of null leaves that parameter out. */
+export function authorizeUrl(clientId: string, challenge: string, extra: Record<string, string | null> = {}): string {
   const u = new URL('/oauth/authorize', BASE);
   const params = {
     response_type: 'code',
@@ -106,7 +107,7 @@ export function authorizeUrl(clientId: string, challenge: string, extra: Record<
     scope: 'mcp mcp:call',
     ...extra,
   };
-  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  for (const [k, v] of Object.entries(params)) if (v !== null) u.searchParams.set(k, v);
   return u.pathname + u.search;
 }
 
@@ -141,7 +142,7 @@ export async function signIn(
   h: Harness,
   clientId: string,
   challenge: string,
-  extra: Record<string, string> = {},
+  extra: Record<string, string | null> = {},
 ): Promise<{ code: string | null; location: URL }> {
   const consent = await openConsent(h, authorizeUrl(clientId, challenge, extra));
   const approved = await h.request('/oauth/authorize', {
