@@ -234,7 +234,8 @@ describe('OAuth with the MCP SDK client and a real OpenID provider', () => {
       const a = await startServer({ sessionCacheMs: 60_000 }, storage);
       const provider = new MemoryOAuthProvider(CLIENT_REDIRECT);
       await signInWithSdk(a.base, provider);
-      const b = await start(configFor(0, { sessionCacheMs: 60_000 }, storage));
+      // Two instances behind one public address: B is told A's (publicUrl), the audience of the token.
+      const b = await start(configFor(0, { sessionCacheMs: 60_000, publicUrl: a.base }, storage));
       const token = provider.saved!.access_token;
       const whoamiOn = async (base: string) =>
         (

@@ -23,7 +23,7 @@ import {
   type PurchaseWebhookDeps,
   type Storage,
 } from '@ai-backend/core/internal';
-import { createAuthenticator, mintDevToken } from '@ai-backend/auth';
+import { createAuthenticator, mintDevToken, type OAuthTokenVerifier } from '@ai-backend/auth';
 import type { OAuthRoutes } from '@ai-backend/auth/oauth';
 import { bodyLimit } from './edge/bodyLimit.js';
 import { createBrowserGuard, type GuardedRoute } from './edge/browserGuard.js';
@@ -181,7 +181,7 @@ export function createServer<C extends CustomRouters = {}>(
       runtime.onClose(() => routes.close());
       await routes.ready();
     }
-    const oauthVerifier = oauth && ((token: string) => oauth!.verifyAccessToken(token));
+    const oauthVerifier: OAuthTokenVerifier | undefined = oauth && ((token, opts) => oauth!.verifyAccessToken(token, opts));
     const verifier = createAuthenticator(config, { logger: runtime.logger, oauthVerifier });
     runtime.caches.set('tokens', () => verifier.clearCache());
     return verifier;

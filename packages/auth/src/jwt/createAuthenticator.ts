@@ -1,4 +1,13 @@
-import { CoreError, type Authenticator, type Identity, type Logger, type ResolvedConfig } from '@ai-backend/core/internal';
+import {
+  CoreError,
+  mcpResourceUrl,
+  publicBaseUrl,
+  type AuthFacts,
+  type Authenticator,
+  type Identity,
+  type Logger,
+  type ResolvedConfig,
+} from '@ai-backend/core/internal';
 import { createJwtVerifier, JWT_ALGORITHMS, type JwtVerifier } from './createJwtVerifier.js';
 import { isAdminIdentity } from './identityFromClaims.js';
 import { inspectToken } from './inspectToken.js';
@@ -8,8 +17,10 @@ import { mapJoseError } from './mapJoseError.js';
  * Verifies an access token issued by our own OAuth authorization server. Resolves to the
  * identity, or to null when the token is not valid (unknown key, bad signature, wrong
  * audience...); may also reject with a CoreError (its reason is passed on) or a jose error.
+ * `resource` is the /mcp URL of the server as the request addressed it: the token's audience
+ * must be that (absent when the token came without a request).
  */
-export type OAuthTokenVerifier = (token: string) => Promise<Identity | null>;
+export type OAuthTokenVerifier = (token: string, opts?: { resource?: string }) => Promise<Identity | null>;
 
 /** Asymmetric algorithms our authorization server may sign access tokens with. */
 export const DEFAULT_OAUTH_ALGORITHMS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA', 'Ed25519'] as const;
@@ -95,7 +106,11 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
 
   const fail = (error: CoreError) => ({ ok: false as const, error });
 
-  const authenticate: Authenticator = async (token) => {
+  /** The /mcp URL the request addressed (publicUrl, else its host; forwarded headers with trustProxy). */
+  const resourceOf = (facts: AuthFacts | undefined) =>
+    facts?.request && mcpResourceUrl(publicBaseUrl(facts.request.url, facts.request.headers, config));
+
+  const authenticate: Authenticator = async (token, facts) => {
     // A token already verified (clients resend the same one) skips parsing altogether.
     const known = jwtVerifier?.cached(token);
     if (known) return { ok: true, identity: known };
@@ -106,7 +121,7 @@ export function createAuthenticator(config: ResolvedConfig, opts: CreateAuthenti
       if (!route) return fail(new CoreError('INVALID_TOKEN', 'algorithm not allowed'));
       if (route.kind === 'jwt') return { ok: true, identity: await route.verify(token) };
 
-      const found = await route.verify(token);
+      const found = await route.verify(token, { resource: resourceOf(facts) });
       if (!found) return fail(new CoreError('INVALID_TOKEN', 'invalid token'));
       // One administrator rule for every kind of token, whatever the OAuth verifier computed.
       const identity: Identity = { ...found, via: 'oauth', isAdmin: isAdminIdentity(config.admin, { ...found, via: 'oauth' }) };

@@ -1,4 +1,4 @@
-export { bearerChallenge, type BearerChallenge } from '@ai-backend/core/internal';
+export { bearerChallenge, mcpResourceUrl, type BearerChallenge } from '@ai-backend/core/internal';
 
 /** Where the protected-resource metadata of /mcp lives for a public base URL (RFC 9728 §3.1). */
 export function resourceMetadataUrl(baseUrl: string): string {
@@ -6,11 +6,6 @@ export function resourceMetadataUrl(baseUrl: string): string {
   // The well-known segment goes between the host and the resource's path.
   const path = u.pathname.replace(/\/+$/, '');
   return `${u.origin}/.well-known/oauth-protected-resource${path}/mcp`;
-}
-
-/** The resource identifier of /mcp: exactly the URL clients use for it. */
-export function mcpResourceUrl(baseUrl: string): string {
-  return `${baseUrl.replace(/\/+$/, '')}/mcp`;
 }
 
 /**

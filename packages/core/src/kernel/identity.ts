@@ -55,9 +55,15 @@ export type TransportName = 'trpc' | 'rpc' | 'mcp' | 'openai' | 'anthropic' | 'i
 export type AuthResult = { ok: true; identity: Identity } | { ok: false; error: CoreError };
 
 /** Verifies a bearer token; provided by @ai-backend/auth and installed by createServer. */
-export type Authenticator = (token: string) => Promise<AuthResult>;
+export type Authenticator = (token: string, facts?: AuthFacts) => Promise<AuthResult>;
 
 /** What the request knows besides the token (an API key may be limited to some client addresses). */
 export interface AuthFacts {
   ip?: string;
+  /**
+   * The HTTP request the token came with. Tokens of our own authorization server must name, as
+   * their audience, the /mcp URL of the server the request addressed (RFC 8707; MCP: tokens are
+   * accepted only by the resource they were issued for), which its URL and headers give.
+   */
+  request?: { url: string; headers: Headers };
 }

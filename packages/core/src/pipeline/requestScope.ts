@@ -99,7 +99,7 @@ export class RequestScope {
     let credentialError: CoreError | null = null;
     if (facts.tokenInQuery) credentialError = new CoreError('INVALID_TOKEN', 'tokens in the query string are not accepted');
     else if (facts.bearer) {
-      const result = await runtime.authenticate(facts.bearer, { ip: facts.ip });
+      const result = await runtime.authenticate(facts.bearer, { ip: facts.ip, request: facts });
       if (result.ok) identity = result.identity;
       else credentialError = result.error;
     }

@@ -1,5 +1,10 @@
 import type { ResolvedConfig } from '../config/schema.js';
 
+/** The resource identifier of /mcp (RFC 8707, RFC 9728): exactly the URL clients use for it. */
+export function mcpResourceUrl(baseUrl: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/mcp`;
+}
+
 /**
  * The address clients use to reach this server (for OAuth metadata, redirects and the
  * WWW-Authenticate challenge): oauth.publicUrl when configured, else the request's own URL;

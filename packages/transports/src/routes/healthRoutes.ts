@@ -16,7 +16,7 @@ export function healthRoutes(getServices: () => Promise<HealthServices>): Hono {
   app.get('/health/ready', async (c) => {
     const services = await getServices();
     const bearer = bearerToken(c.req.raw);
-    const who = bearer ? await services.authenticate(bearer) : undefined;
+    const who = bearer ? await services.authenticate(bearer, { request: c.req.raw }) : undefined;
     const report = healthFor(await checkHealth(services), who?.ok === true && who.identity.isAdmin ? 'admin' : 'public');
     return c.json(report, report.status === 'ok' ? 200 : 503);
   });

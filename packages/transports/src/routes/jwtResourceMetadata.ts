@@ -1,5 +1,5 @@
 import type { Handler } from 'hono';
-import { publicBaseUrl, type ResolvedConfig } from '@ai-backend/core/internal';
+import { mcpResourceUrl, publicBaseUrl, type ResolvedConfig } from '@ai-backend/core/internal';
 
 /**
  * RFC 9728 protected-resource metadata for a server that accepts JWTs but runs no OAuth
@@ -13,7 +13,7 @@ export function jwtResourceMetadataHandler(config: ResolvedConfig): Handler {
     const base = publicBaseUrl(c.req.url, c.req.raw.headers, config);
     return c.json(
       {
-        resource: `${base}/mcp`,
+        resource: mcpResourceUrl(base),
         authorization_servers: issuer,
         bearer_methods_supported: ['header'],
         scopes_supported: config.mcp.auth.jwt.requiredScopes,

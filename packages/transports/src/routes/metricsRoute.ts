@@ -20,7 +20,7 @@ export function adminMetricsHandler(getServices: () => Promise<MetricsServices>)
     const services = await getServices();
     const token = bearerToken(c.req.raw);
     if (!token) return c.json({ error: 'authentication required' }, 401, { 'WWW-Authenticate': 'Bearer realm="metrics"' });
-    const auth = await services.authenticate(token);
+    const auth = await services.authenticate(token, { request: c.req.raw });
     if (!auth.ok) return c.json({ error: 'invalid token' }, 401, { 'WWW-Authenticate': 'Bearer realm="metrics", error="invalid_token"' });
     if (!auth.identity.isAdmin) return c.json({ error: 'administrator access required' }, 403);
     return exposition(services);

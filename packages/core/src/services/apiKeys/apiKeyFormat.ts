@@ -117,7 +117,7 @@ export function bearerAuthenticator(
   keys: { authenticate(token: string, ip?: string): Promise<AuthResult> },
   tokens: Authenticator,
 ): (token: string, facts?: AuthFacts) => Promise<AuthResult> {
-  return (token, facts) => (isApiKeyLike(token) ? keys.authenticate(token, facts?.ip) : tokens(token));
+  return (token, facts) => (isApiKeyLike(token) ? keys.authenticate(token, facts?.ip) : tokens(token, facts));
 }
 
 /** What may be shown of a key after creation: its prefix and id, never the secret part. */
