@@ -75,6 +75,36 @@ describe('protected resource metadata (RFC 9728)', () => {
   );
 });
 
+describe('well-known URLs answer only for what they name (RFC 8414 §3.3, RFC 9728 §3.3)', () => {
+  it('a suffix that is not /mcp or our issuer path is 404, not a document the client must reject', async () => {
+    h = await startHarness();
+    for (const path of [
+      '/.well-known/oauth-protected-resource/mcp/',
+      '/.well-known/oauth-protected-resource/other',
+      '/.well-known/oauth-protected-resource/mcp/x',
+      '/.well-known/oauth-authorization-server/mcp',
+      '/.well-known/oauth-authorization-server/tenant1',
+    ]) {
+      expect((await h.request(path)).status, path).toBe(404);
+    }
+    // We are not an OpenID provider (no id_token): clients find RFC 8414 metadata instead.
+    expect((await h.request('/.well-known/openid-configuration')).status).toBe(404);
+  });
+
+  it('with a public URL under a path, the suffixed URLs are derived from it', async () => {
+    h = await startHarness({ oauth: { publicUrl: 'https://api.example.com/base' } });
+    const as = await h.request('/.well-known/oauth-authorization-server/base');
+    expect((await as.json()).issuer).toBe('https://api.example.com/base');
+    // MCP 2025-03-26 clients look at the root: still served.
+    expect((await (await h.request('/.well-known/oauth-authorization-server')).json()).issuer).toBe('https://api.example.com/base');
+    const prm = await h.request('/.well-known/oauth-protected-resource/base/mcp');
+    expect((await prm.json()).resource).toBe('https://api.example.com/base/mcp');
+    expect((await (await h.request('/.well-known/oauth-protected-resource')).json()).resource).toBe('https://api.example.com/base/mcp');
+    expect((await h.request('/.well-known/oauth-protected-resource/mcp')).status).toBe(404);
+    expect((await h.request('/.well-known/oauth-authorization-server/other')).status).toBe(404);
+  });
+});
+
 describe('GET /.well-known/jwks.json', () => {
   it('publishes only public key material', async () => {
     h = await startHarness();

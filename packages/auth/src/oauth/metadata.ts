@@ -39,11 +39,21 @@ export function authorizationServerMetadata(base: string, settings: OAuthSetting
   };
 }
 
-/** GET /.well-known/oauth-authorization-server */
+const AS_ROOT = '/.well-known/oauth-authorization-server';
+
+/**
+ * GET /.well-known/oauth-authorization-server[/<issuer path>]. RFC 8414 §3.3: the issuer must be
+ * the one the well-known URL was derived from, so a suffix other than our issuer's path is 404
+ * (a client then tries its next candidate) rather than a document it must discard. The root
+ * stays served when the issuer has a path: clients of MCP 2025-03-26 look there.
+ */
 export function metadataHandler(services: () => Promise<OAuthServices>): Handler {
   return async (c) => {
     const s = await services();
-    return c.json(authorizationServerMetadata(s.baseUrl(c), s.settings), 200, { ...OPEN_CORS, 'Cache-Control': 'public, max-age=300' });
+    const base = s.baseUrl(c);
+    if (c.req.path !== AS_ROOT && c.req.path !== `${AS_ROOT}${new URL(base).pathname.replace(/\/+$/, '')}`)
+      return c.json({ error: 'not found' }, 404);
+    return c.json(authorizationServerMetadata(base, s.settings), 200, { ...OPEN_CORS, 'Cache-Control': 'public, max-age=300' });
   };
 }
 
