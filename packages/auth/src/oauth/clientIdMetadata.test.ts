@@ -97,6 +97,9 @@ describe('Client ID Metadata Documents', () => {
       ['/bad/noname.json', { client_name: undefined }, /client_name/],
       ['/bad/noredirects.json', { redirect_uris: [] }, /redirect_uris/],
       ['/bad/httpredirect.json', { redirect_uris: ['http://evil.example/cb'] }, /bad redirect URI/],
+      ['/bad/jsredirect.json', { redirect_uris: ['javascript:alert(1)//'] }, /bad redirect URI/],
+      ['/bad/jsclienturi.json', { client_uri: 'javascript:alert(document.domain)' }, /client_uri: must be an http\(s\) URL/],
+      ['/bad/datalogo.json', { logo_uri: 'data:image/svg+xml,x' }, /logo_uri: must be an http\(s\) URL/],
     ];
     for (const [path, doc, message] of cases) {
       const id = publish(path, doc);

@@ -2,7 +2,7 @@ import { CoreError, guardedFetch, isCoreError } from '@ai-backend/core/internal'
 import { z } from 'zod';
 import type { OAuthSettings } from './oauthSettings.js';
 import type { ClientRecord } from './records.js';
-import { redirectUriProblem } from './redirectUris.js';
+import { redirectUriProblem, WebUrlSchema } from './redirectUris.js';
 
 type CimdSettings = OAuthSettings['clientIdMetadataDocuments'];
 
@@ -30,8 +30,8 @@ const DocumentSchema = z.object({
   // RFC 7591 §2: the default is authorization_code alone; clients that want refresh tokens say so.
   grant_types: z.array(z.string()).min(1).default(['authorization_code']),
   response_types: z.array(z.literal('code')).min(1).default(['code']),
-  client_uri: z.url().max(2000).optional(),
-  logo_uri: z.url().max(2000).optional(),
+  client_uri: WebUrlSchema.optional(),
+  logo_uri: WebUrlSchema.optional(),
   scope: z.string().max(1000).optional(),
   software_id: z.string().max(200).optional(),
   software_version: z.string().max(100).optional(),

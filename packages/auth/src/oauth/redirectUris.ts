@@ -1,3 +1,12 @@
+import { z } from 'zod';
+
+/**
+ * `client_uri` and `logo_uri` (RFC 7591 §2: a web page, an image): http(s) only. Clients and
+ * consoles show them as links and images; `javascript:`, `data:` or `file:` there would be a
+ * script or a local file in someone else's page.
+ */
+export const WebUrlSchema = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000);
+
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 function isLoopbackHttp(u: URL): boolean {

@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { authorizeUrl, obtainTokens, pkce, register, startHarness, type Harness } from './__tests__/harness.js';
+import { resolveConfig } from '@ai-backend/core/internal';
+import { authorizeUrl, ENCRYPTION_KEY, obtainTokens, pkce, register, startHarness, type Harness } from './__tests__/harness.js';
+
+const OAUTH = { encryptionKey: ENCRYPTION_KEY, providerClientId: 'id', provider: { issuer: 'https://idp.example' } };
 
 let h: Harness;
 afterEach(() => h?.close());
@@ -50,6 +53,11 @@ describe('POST /register', () => {
     [{ redirect_uris: ['https://a.example/cb'], token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
     [{ redirect_uris: ['https://a.example/cb'], grant_types: ['implicit'] }, 'invalid_client_metadata'],
     [{ redirect_uris: ['https://a.example/cb'], client_uri: 'javascript' }, 'invalid_client_metadata'],
+    [{ redirect_uris: ['https://a.example/cb'], client_uri: 'javascript:alert(document.domain)' }, 'invalid_client_metadata'],
+    [{ redirect_uris: ['https://a.example/cb'], logo_uri: 'data:image/svg+xml,<svg onload=alert(1)>' }, 'invalid_client_metadata'],
+    [{ redirect_uris: ['https://a.example/cb'], client_uri: 'file:///etc/passwd' }, 'invalid_client_metadata'],
+    [{ redirect_uris: ['javascript:alert(1)//'] }, 'invalid_redirect_uri'],
+    [{ redirect_uris: ['data:text/html,x'] }, 'invalid_redirect_uri'],
   ])('refuses %j with %s', async (body, error) => {
     h = await startHarness();
     const res = await h.request('/register', post(body));
@@ -78,6 +86,11 @@ describe('POST /register', () => {
     h = await startHarness({ oauth: { registration: { allowedCustomSchemes: ['cursor'] } } });
     expect((await h.request('/register', post({ redirect_uris: ['cursor://anysphere.cursor-mcp/oauth/callback'] }))).status).toBe(201);
     expect((await h.request('/register', post({ redirect_uris: ['vscode://x/cb'] }))).status).toBe(400);
+  });
+
+  it.each(['javascript', 'data', 'file'])('refuses a config that lists %s as a private-use scheme', (scheme) => {
+    const config = { oauth: { ...OAUTH, registration: { allowedCustomSchemes: [scheme] } } };
+    expect(() => resolveConfig(config)).toThrow(/not a private-use scheme/);
   });
 
   it('caps field sizes and the size of the whole registration', async () => {

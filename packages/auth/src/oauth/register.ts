@@ -4,7 +4,7 @@ import { randomToken, safeEqual, sha256 } from './crypto.js';
 import { NO_STORE, oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 import type { ClientRecord } from './records.js';
-import { redirectUriProblem } from './redirectUris.js';
+import { redirectUriProblem, WebUrlSchema } from './redirectUris.js';
 
 const DAY_MS = 86_400_000;
 
@@ -21,8 +21,8 @@ const ClientMetadataSchema = z.object({
     .default(['authorization_code', 'refresh_token']),
   response_types: z.array(z.literal('code')).min(1).default(['code']),
   client_name: text(200).optional(),
-  client_uri: z.url().max(2000).optional(),
-  logo_uri: z.url().max(2000).optional(),
+  client_uri: WebUrlSchema.optional(),
+  logo_uri: WebUrlSchema.optional(),
   scope: text(1000).optional(),
   software_id: text(200).optional(),
   software_version: text(100).optional(),

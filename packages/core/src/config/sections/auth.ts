@@ -81,9 +81,19 @@ export const OAuthSchema = lazySection('oauth', () =>
         initialAccessToken: z.string().optional(),
         /**
          * Private-use redirect URI schemes accepted besides https and loopback http
-         * (RFC 8252 §7.1), e.g. ['cursor']. Default none.
+         * (RFC 8252 §7.1), e.g. ['cursor']. Default none. Schemes a browser runs or reads
+         * locally (javascript, data, vbscript, file, blob, about) are never private-use schemes.
          */
-        allowedCustomSchemes: z.array(z.string().regex(/^[a-z][a-z0-9+.-]*$/)).default([]),
+        allowedCustomSchemes: z
+          .array(
+            z
+              .string()
+              .regex(/^[a-z][a-z0-9+.-]*$/)
+              .refine((s) => !['javascript', 'data', 'vbscript', 'file', 'blob', 'about'].includes(s), {
+                error: 'not a private-use scheme: a browser runs or reads it locally',
+              }),
+          )
+          .default([]),
         /** A client that completes no authorization within this many seconds is removed. Default 86400 (1 day). */
         unusedClientTtlSec: z.number().int().min(60).default(86_400),
         /** A client that has been used lives this long after its last token, sliding. Default 7776000 (90 days). */
