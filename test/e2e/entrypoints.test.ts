@@ -262,6 +262,13 @@ describeMatrix('entry points', (mode) => {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }),
       });
       expect(((await rpcRes.json()) as any).error.data.code).toBe('UNAUTHORIZED');
+      // The name percent-encoded is the same parameter once decoded (`access_tok%65n` is `access_token`).
+      const encoded = await s.fetch('/rpc?access_tok%65n=abc', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'system.test', params: {} }),
+      });
+      expect(((await encoded.json()) as any).error.data.code).toBe('UNAUTHORIZED');
       const plain = await s.fetch('/rpc', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

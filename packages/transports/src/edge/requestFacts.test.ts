@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
-import { bearerToken, clientIp, requestOrigin, tokenInQuery } from './requestFacts.js';
+import { bearerToken, clientIp, requestOrigin, requestTokenInQuery, tokenInQuery } from './requestFacts.js';
 
 /** The client address as a route sees it, with `env` as the Node adapter passes it. */
 async function ipOf(trustProxy: boolean, headers: Record<string, string>, env?: unknown): Promise<string> {
@@ -66,5 +66,12 @@ describe('tokenInQuery', () => {
     for (const q of ['access_token=a', 'token=a', 'id_token=a', 'x=1&access_token='])
       expect(tokenInQuery(new URL(`http://h/p?${q}`)), q).toBe(true);
     for (const q of ['', 'tokens=a', 'input=%7B%22token%22%3A1%7D']) expect(tokenInQuery(new URL(`http://h/p?${q}`)), q).toBe(false);
+  });
+
+  it('finds them in a request URL also when the name is percent-encoded', () => {
+    for (const q of ['access_token=a', 'access_tok%65n=a', '%74oken=a', 'x=1&id%5Ftoken=a'])
+      expect(requestTokenInQuery(`http://h/mcp?${q}`), q).toBe(true);
+    for (const u of ['http://h/mcp', 'http://h/token=a', 'http://h/trpc/x?input=%7B%22token%22%3A1%7D'])
+      expect(requestTokenInQuery(u), u).toBe(false);
   });
 });

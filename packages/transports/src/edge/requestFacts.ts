@@ -39,3 +39,14 @@ export function bearerToken(req: Request): string | null {
 export function tokenInQuery(url: URL): boolean {
   return url.searchParams.has('access_token') || url.searchParams.has('token') || url.searchParams.has('id_token');
 }
+
+/**
+ * {@link tokenInQuery} for a request URL, parsing it only when its query could name a token: a
+ * literal `token=`, or a percent-escape (`access_tok%65n=` is `access_token=` once decoded).
+ */
+export function requestTokenInQuery(url: string): boolean {
+  const q = url.indexOf('?');
+  if (q < 0) return false;
+  const query = url.slice(q);
+  return (query.includes('token=') || query.includes('%')) && tokenInQuery(new URL(url));
+}

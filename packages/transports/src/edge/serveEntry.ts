@@ -7,7 +7,7 @@ import {
   type EntryGateway,
   type TransportName,
 } from '@ai-backend/core/internal';
-import { bearerToken, clientIp, tokenInQuery } from './requestFacts.js';
+import { bearerToken, clientIp, requestTokenInQuery } from './requestFacts.js';
 
 /** What an entry point's reading of a request gave: the calls core decides on, and what its `run` needs. */
 export interface ReadCalls<P> {
@@ -127,8 +127,7 @@ function openScope(c: HonoContext, gateway: EntryGateway, transport: TransportNa
     url,
     headers: c.req.raw.headers,
     bearer: bearerToken(c.req.raw),
-    // The substring test keeps URL parsing off the common path.
-    tokenInQuery: url.includes('token=') && tokenInQuery(new URL(url)),
+    tokenInQuery: requestTokenInQuery(url),
     ip: clientIp(c, gateway.config.trustProxy),
     signal: () => c.req.raw.signal,
   });
