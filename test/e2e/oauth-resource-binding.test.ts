@@ -6,7 +6,7 @@
  * The token comes from a real sign-in: the MCP SDK client, our consent page, oidc-provider.
  */
 import { request } from 'node:http';
-import { protectedProcedure, router } from '@ai-backend/core';
+import { protectedProcedure, router, type ConfigInput } from '@ai-backend/core';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -139,5 +139,55 @@ describe('a token is accepted only by the resource it was issued for', () => {
     expect((await call({})).result).toEqual({ sub: `idp:${idp.issuer}#alice` });
     const refused = await call({ 'x-forwarded-host': 'mcp.other.example' });
     expect(refused.error).toMatchObject({ code: -32001, message: 'audience mismatch' });
+  });
+});
+
+describe('with a public URL under a path (a proxy serving us at https://gw.example/base)', () => {
+  const publicUrl = 'https://gw.example/base';
+  // Made when a test runs: the provider's issuer is known only then.
+  const configs: Record<string, () => ConfigInput> = {
+    'our authorization server': () => ({
+      mcp: { auth: { authType: 'oauth' } },
+      oauth: {
+        encryptionKey: 'e2e-encryption-key-0123456789-abcdef',
+        providerClientId: IDP_CLIENT_ID,
+        provider: { issuer: idp.issuer },
+        publicUrl,
+      },
+    }),
+    'shared-secret JWTs': () => ({ mcp: { auth: { authType: 'jwt' } }, jwt: { secret: 's'.repeat(40) }, oauth: { publicUrl } }),
+  };
+  it.each(Object.keys(configs))('%s: the 401 names the metadata at the host root (RFC 9728 §3.1), served there', async (name) => {
+    const extra = configs[name]!();
+    const other = createServer({
+      host: '127.0.0.1',
+      port: 0,
+      storage: { type: 'memory' },
+      monitoring: { logging: { level: 'silent' } },
+      customRouters: { e2e: whoami },
+      ...extra,
+    });
+    try {
+      const url = (await other.start()).url;
+      const res = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } }),
+      });
+      expect(res.status).toBe(401);
+      const metadataUrl = 'https://gw.example/.well-known/oauth-protected-resource/base/mcp';
+      expect(res.headers.get('www-authenticate')).toContain(`resource_metadata="${metadataUrl}"`);
+      // The proxy passes the host's /.well-known/ on to us unchanged.
+      const prm = await fetch(`${url}${new URL(metadataUrl).pathname}`);
+      expect(prm.status).toBe(200);
+      expect((await prm.json()).resource).toBe('https://gw.example/base/mcp');
+      expect((await (await fetch(`${url}/.well-known/oauth-protected-resource`)).json()).resource).toBe('https://gw.example/base/mcp');
+    } finally {
+      await other.stop();
+    }
   });
 });

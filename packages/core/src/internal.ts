@@ -48,7 +48,7 @@ export {
   MCP_ERROR_META_KEY,
   type WireError,
 } from './pipeline/wireError.js';
-export { mcpResourceUrl, publicBaseUrl } from './runtime/publicBaseUrl.js';
+export { mcpResourceUrl, publicBaseUrl, resourceMetadataUrl } from './runtime/publicBaseUrl.js';
 export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.js';
 export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
 export type { Identity, TransportName, ApiKeyGrant } from './kernel/identity.js';

@@ -296,7 +296,7 @@ export function createServer<C extends CustomRouters = {}>(
   } else if (config.auth.mode !== 'none') {
     const prm = jwtResourceMetadataHandler(config);
     app.get('/.well-known/oauth-protected-resource', prm);
-    app.get('/.well-known/oauth-protected-resource/mcp', prm);
+    app.get('/.well-known/oauth-protected-resource/*', prm);
   }
   if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getMetrics));
   if (config.protocols.tRpc) {

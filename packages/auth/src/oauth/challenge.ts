@@ -1,12 +1,4 @@
-export { bearerChallenge, mcpResourceUrl, type BearerChallenge } from '@ai-backend/core/internal';
-
-/** Where the protected-resource metadata of /mcp lives for a public base URL (RFC 9728 §3.1). */
-export function resourceMetadataUrl(baseUrl: string): string {
-  const u = new URL(baseUrl);
-  // The well-known segment goes between the host and the resource's path.
-  const path = u.pathname.replace(/\/+$/, '');
-  return `${u.origin}/.well-known/oauth-protected-resource${path}/mcp`;
-}
+export { bearerChallenge, mcpResourceUrl, resourceMetadataUrl, type BearerChallenge } from '@ai-backend/core/internal';
 
 /**
  * Does a `resource` parameter (RFC 8707) name this resource? MCP 2026-07-28: the canonical form

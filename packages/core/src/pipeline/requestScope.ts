@@ -1,7 +1,7 @@
 import type { AnyRouter } from '@trpc/server';
 import { CoreError } from '../kernel/CoreError.js';
 import { verifies } from '../config/resolveAuth.js';
-import { publicBaseUrl } from '../runtime/publicBaseUrl.js';
+import { publicBaseUrl, resourceMetadataUrl } from '../runtime/publicBaseUrl.js';
 import type { Runtime } from '../runtime/Runtime.js';
 import type { CallAdmission, McpCallContext, RequestInfo } from './context.js';
 import { RUNTIME, type CallContext } from './callContext.js';
@@ -214,7 +214,7 @@ export class RequestScope {
     // a 401 what a client should request to use the server (`signInScopes`).
     const scopes = error?.appCode === 'INSUFFICIENT_SCOPE' ? error.details?.requiredScopes : signInScopes(this.runtime.config);
     const header = bearerChallenge({
-      resourceMetadata: `${base}/.well-known/oauth-protected-resource/mcp`,
+      resourceMetadata: resourceMetadataUrl(base),
       ...(error ? { error: status === 403 ? 'insufficient_scope' : 'invalid_token', errorDescription: error.message } : {}),
       ...(Array.isArray(scopes) && scopes.length > 0 ? { scope: scopes.join(' ') } : {}),
     });

@@ -6,6 +6,16 @@ export function mcpResourceUrl(baseUrl: string): string {
 }
 
 /**
+ * Where the protected-resource metadata of /mcp lives (RFC 9728 §3.1): the well-known segment
+ * goes between the host and the resource's path, so a public URL `https://h/base` gives
+ * `https://h/.well-known/oauth-protected-resource/base/mcp`, at the host's root.
+ */
+export function resourceMetadataUrl(baseUrl: string): string {
+  const u = new URL(mcpResourceUrl(baseUrl));
+  return `${u.origin}/.well-known/oauth-protected-resource${u.pathname}`;
+}
+
+/**
  * The address clients use to reach this server (for OAuth metadata, redirects and the
  * WWW-Authenticate challenge): oauth.publicUrl when configured, else the request's own URL;
  * X-Forwarded-Proto/Host are honoured only with trustProxy.

@@ -75,9 +75,12 @@ interface AsMetadata {
 }
 const metadata = (): Promise<AsMetadata> =>
   fetch('/.well-known/oauth-authorization-server').then((r) => (r.ok ? r.json() : Promise.reject(new Error('no OAuth metadata'))));
-/** The resource our tokens are for (RFC 8707): the /mcp URL, as the protected-resource metadata says. */
+/**
+ * The resource our tokens are for (RFC 8707): the /mcp URL, as the protected-resource metadata
+ * says. The root document: the path-suffixed one follows the public URL's path (RFC 9728 §3.1).
+ */
 const resource = (): Promise<string> =>
-  fetch('/.well-known/oauth-protected-resource/mcp')
+  fetch('/.well-known/oauth-protected-resource')
     .then((r) => r.json())
     .then((m: { resource: string }) => m.resource);
 
