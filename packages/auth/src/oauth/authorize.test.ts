@@ -49,7 +49,13 @@ describe('GET /oauth/authorize', () => {
 
   it.each([
     [{ code_challenge_method: 'plain' }, 'invalid_request'],
+    [{ code_challenge_method: 's256' }, 'invalid_request'],
+    [{ code_challenge_method: null }, 'invalid_request'],
     [{ code_challenge: '' }, 'invalid_request'],
+    [{ code_challenge: null }, 'invalid_request'],
+    [{ code_challenge: 'a'.repeat(42) }, 'invalid_request'],
+    [{ code_challenge: 'a'.repeat(44) }, 'invalid_request'],
+    [{ code_challenge: `${'a'.repeat(42)}=` }, 'invalid_request'],
     [{ response_type: 'token' }, 'unsupported_response_type'],
     [{ resource: 'https://other.example/mcp' }, 'invalid_target'],
   ])('redirects %j back with %s, state and iss', async (extra, error) => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BASE, form, obtainTokens, pkce, REDIRECT, register, signIn, startHarness, type Harness } from './__tests__/harness.js';
@@ -81,6 +82,22 @@ describe('POST /oauth/token: authorization_code', () => {
     const missing = await noRedirect({ code, code_verifier: verifier, client_id: client.client_id });
     expect(missing.status).toBe(400);
     expect((await missing.json()).error).toBe('invalid_grant');
+  });
+
+  it('takes PKCE verifiers of 43 to 128 unreserved characters only (RFC 7636 §4.1)', async () => {
+    h = await startHarness();
+    const client = await register(h);
+    const tryVerifier = async (verifier: string) => {
+      const challenge = createHash('sha256').update(verifier).digest('base64url');
+      const { code } = await signIn(h, client.client_id, challenge);
+      return exchange(h, { code: code!, code_verifier: verifier, client_id: client.client_id });
+    };
+    for (const ok of ['a'.repeat(43), `${'-._~'.repeat(31)}Zz09`]) expect((await tryVerifier(ok)).status, ok).toBe(200);
+    for (const bad of ['a'.repeat(42), 'a'.repeat(129), `${'a'.repeat(42)}+`, `${'a'.repeat(42)} `]) {
+      const res = await tryVerifier(bad);
+      expect(res.status, bad).toBe(400);
+      expect(await res.json(), bad).toMatchObject({ error: 'invalid_request', error_description: 'malformed code_verifier' });
+    }
   });
 
   it('a code works once; replaying it revokes the tokens it produced', async () => {
