@@ -92,6 +92,22 @@ describe('admin budgets and usage analytics', () => {
     await expect(call(rt, 'admin.usageAnalytics', { from: '2026-02-02', to: '2026-02-01' }, admin)).rejects.toMatchObject({
       code: 'BAD_REQUEST',
     });
+    // Days past their month's end are refused, not rolled over into the next month's first days.
+    for (const [from, to] of [
+      ['2026-02-28', '2026-02-30'],
+      ['2026-02-29', '2026-03-01'],
+      ['2026-04-31', '2026-05-01'],
+      ['2026-01-01', '2026-01-32'],
+    ])
+      await expect(call(rt, 'admin.usageAnalytics', { from, to }, admin)).rejects.toMatchObject({
+        code: 'BAD_REQUEST',
+        message: expect.stringContaining('not a calendar day'),
+      });
+    expect((await call(rt, 'admin.usageAnalytics', { from: '2028-02-28', to: '2028-02-29', groupBy: 'day' }, admin)).period).toEqual({
+      from: '2028-02-28',
+      to: '2028-02-29',
+      days: 2,
+    });
   });
 
   it('usageAnalytics: totals, providers, models and top users by cost or tokens, from day rows only, bounded by limit', async () => {

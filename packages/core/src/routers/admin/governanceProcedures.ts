@@ -10,10 +10,17 @@ import { adminServices } from './adminServices.js';
 export const MAX_ANALYTICS_DAYS = 366;
 
 const UserRef = z.string().min(1).max(320).describe('user id (sub) or e-mail');
+/**
+ * A day that exists: `Date.parse` rolls a day past its month's end over (2026-02-30 is March 2nd),
+ * so the day must come back unchanged from the date it parses to.
+ */
 const Day = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'a UTC day as YYYY-MM-DD')
-  .refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)), 'not a calendar day');
+  .refine((d) => {
+    const t = Date.parse(`${d}T00:00:00Z`);
+    return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === d;
+  }, 'not a calendar day');
 
 /** A user named by id or by the e-mail the server has seen them with (as admin.getUserInfo). */
 async function resolveUser(ctx: { users: Pick<UserDirectory, 'find'> }, ref: string): Promise<string> {
