@@ -108,8 +108,14 @@ export class Ledger {
     return (await this.storage.readLog<LedgerEntry>(ledgerKeys.log(userId))).map((e) => e.record);
   }
 
-  newEntry(fields: Omit<LedgerEntry, 'id' | 'at'>): LedgerEntry {
-    return { id: randomUUID(), at: new Date().toISOString(), ...fields };
+  /**
+   * An entry made at `at`: the instant its operation keys its day and budget period by (taken
+   * before the transaction, whose keys name the day's rows), so the entry, its history item and
+   * the day row it is counted in always name the same UTC day, even when the transaction runs
+   * after midnight.
+   */
+  newEntry(fields: Omit<LedgerEntry, 'id' | 'at'>, at: Date): LedgerEntry {
+    return { id: randomUUID(), at: at.toISOString(), ...fields };
   }
 
   /**
@@ -133,13 +139,16 @@ export class Ledger {
         if (existing.fp !== c.fingerprint) throw new CoreError('CONFLICT', c.conflictMessage);
         return { writes: [], result: { applied: false, entryId: existing.entryId, balance: account[p.type] } };
       }
-      const entry = this.newEntry({
-        kind: 'credit',
-        idempotencyKey: p.idempotencyKey,
-        lines: [{ type: p.type, delta: p.tokens }],
-        source: p.source,
-        ...(p.note ? { note: p.note } : {}),
-      });
+      const entry = this.newEntry(
+        {
+          kind: 'credit',
+          idempotencyKey: p.idempotencyKey,
+          lines: [{ type: p.type, delta: p.tokens }],
+          source: p.source,
+          ...(p.note ? { note: p.note } : {}),
+        },
+        new Date(),
+      );
       const next: Account = {
         ...account,
         [p.type]: account[p.type] + p.tokens,

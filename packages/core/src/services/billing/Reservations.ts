@@ -214,12 +214,15 @@ export class Reservations {
           createdAt: at.toISOString(),
           expiresAt: new Date(now + this.ttlMs).toISOString(),
         };
-        const entry = this.ledger.newEntry({
-          kind: 'reserve',
-          idempotencyKey: `reserve:${requestId}`,
-          requestId,
-          lines: draws.map((d) => ({ type: d.type, delta: -d.amount })),
-        });
+        const entry = this.ledger.newEntry(
+          {
+            kind: 'reserve',
+            idempotencyKey: `reserve:${requestId}`,
+            requestId,
+            lines: draws.map((d) => ({ type: d.type, delta: -d.amount })),
+          },
+          at,
+        );
         const writes: TxWrite[] = [
           { op: 'set', key: accountKey, value: account },
           { op: 'set', key, value: { reservation } satisfies HoldRecord, dueAt: now + this.ttlMs },
@@ -310,23 +313,26 @@ export class Reservations {
         const uncollected = charge - charged;
         account.used += used;
         account.fee += fee;
-        const entry = this.ledger.newEntry({
-          kind: 'settle',
-          idempotencyKey: `settle:${held.requestId}`,
-          requestId: held.requestId,
-          lines,
-          ...(lost ? { note: { holdLost: true } } : {}),
-          usage: {
-            tokensUsed: used,
-            tokensCharged: charged,
-            platformFee: fee,
-            ...(uncollected > 0 ? { uncollected } : {}),
-            estimatedCostUsd: costUsd,
-            provider: usage.provider,
-            model: usage.model,
-            ...(usage.metadata ? { metadata: usage.metadata } : {}),
+        const entry = this.ledger.newEntry(
+          {
+            kind: 'settle',
+            idempotencyKey: `settle:${held.requestId}`,
+            requestId: held.requestId,
+            lines,
+            ...(lost ? { note: { holdLost: true } } : {}),
+            usage: {
+              tokensUsed: used,
+              tokensCharged: charged,
+              platformFee: fee,
+              ...(uncollected > 0 ? { uncollected } : {}),
+              estimatedCostUsd: costUsd,
+              provider: usage.provider,
+              model: usage.model,
+              ...(usage.metadata ? { metadata: usage.metadata } : {}),
+            },
           },
-        });
+          at,
+        );
         const item: UsageRecordItem = {
           id: entry.id,
           at: entry.at,
@@ -423,13 +429,16 @@ export class Reservations {
       if (expiredBy !== undefined && Date.parse(held.expiresAt) > expiredBy) return { writes: [], result: false };
       const account = accountOf(read<Partial<Account>>(accountKey));
       for (const d of held.draws) account[d.type] += d.amount;
-      const entry = this.ledger.newEntry({
-        kind: 'release',
-        idempotencyKey: `release:${held.requestId}`,
-        requestId: held.requestId,
-        lines: held.draws.map((d) => ({ type: d.type, delta: d.amount })),
-        note: { reason: reason.slice(0, 200) },
-      });
+      const entry = this.ledger.newEntry(
+        {
+          kind: 'release',
+          idempotencyKey: `release:${held.requestId}`,
+          requestId: held.requestId,
+          lines: held.draws.map((d) => ({ type: d.type, delta: d.amount })),
+          note: { reason: reason.slice(0, 200) },
+        },
+        new Date(),
+      );
       const writes: TxWrite[] = [
         { op: 'set', key: accountKey, value: account },
         { op: 'delete', key },

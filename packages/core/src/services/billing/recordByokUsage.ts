@@ -32,21 +32,24 @@ export function recordByokUsage(
     (read) => {
       if (read(claimKey)) return { writes: [], result: false };
       const tokensUsed = Math.max(0, Math.ceil(p.tokensUsed));
-      const entry = ledger.newEntry({
-        kind: 'byok_usage',
-        idempotencyKey: `byok:${requestId}`,
-        ...(p.requestId ? { requestId } : {}),
-        lines: [],
-        usage: {
-          tokensUsed,
-          tokensCharged: 0,
-          platformFee: 0,
-          estimatedCostUsd: p.estimatedCostUsd,
-          provider: p.provider,
-          model: p.model,
-          ...(p.metadata ? { metadata: p.metadata } : {}),
+      const entry = ledger.newEntry(
+        {
+          kind: 'byok_usage',
+          idempotencyKey: `byok:${requestId}`,
+          ...(p.requestId ? { requestId } : {}),
+          lines: [],
+          usage: {
+            tokensUsed,
+            tokensCharged: 0,
+            platformFee: 0,
+            estimatedCostUsd: p.estimatedCostUsd,
+            provider: p.provider,
+            model: p.model,
+            ...(p.metadata ? { metadata: p.metadata } : {}),
+          },
         },
-      });
+        at,
+      );
       const item: UsageRecordItem = {
         id: entry.id,
         at: entry.at,
