@@ -43,14 +43,19 @@ export interface PageOptions {
   cursor?: number | undefined;
 }
 
+/**
+ * One page, and a cursor only when an older record exists: one record past the page is read to
+ * know. (Guessing from the page being full led to an empty last page whenever the records before
+ * it were gone: a log that retention trimmed does not start at seq 1.)
+ */
 async function page<T>(storage: Storage, log: string, opts: PageOptions): Promise<Page<T>> {
   const rows = await storage.readLog<T>(log, {
     newestFirst: true,
-    limit: opts.limit,
+    limit: opts.limit + 1,
     ...(opts.cursor !== undefined ? { before: opts.cursor } : {}),
   });
-  const last = rows.at(-1);
-  return { items: rows.map((r) => r.record), ...(rows.length === opts.limit && last && last.seq > 1 ? { nextCursor: last.seq } : {}) };
+  const items = rows.slice(0, opts.limit);
+  return { items: items.map((r) => r.record), ...(rows.length > opts.limit ? { nextCursor: items.at(-1)!.seq } : {}) };
 }
 
 export function purchases(
