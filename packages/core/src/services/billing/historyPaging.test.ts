@@ -61,6 +61,47 @@ describe.each(backends)('history paging on $name', (backend) => {
     expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => `old-${9 - i}`));
   });
 
+  it('pages read on one instance while two instances record calls at once: no call skipped or repeated', async () => {
+    const other = await makeRuntime(await store.another(), { billing: { platformFeeRate: 0.1 } });
+    try {
+      for (let i = 0; i < 12; i++) await platformCall(`pre-${i}`, 10);
+      let stop = false;
+      const writers = [rt, other].map(async (w, n) => {
+        for (let i = 0; !stop; i++) {
+          const requestId = `w${n}-${i}`;
+          if (i % 2)
+            await w.billing.recordByokUsage({
+              identity: alice,
+              provider: 'anthropic',
+              model: 'c',
+              tokensUsed: 1,
+              estimatedCostUsd: 0,
+              requestId,
+            });
+          else
+            await w.billing.settle(await w.billing.reserve({ identity: alice, tokens: 100, requestId }), {
+              tokensUsed: 5,
+              provider: 'openai',
+              model: 'gpt-x',
+            });
+        }
+      });
+      for (let round = 0; round < 4; round++) {
+        const { items } = await allPages((cursor) => (round % 2 ? other : rt).billing.usageHistory(alice.sub, { limit: 3, cursor }));
+        const ids = items.map((u) => u.requestId!);
+        expect(new Set(ids).size).toBe(ids.length);
+        expect(ids.slice(-12)).toEqual(Array.from({ length: 12 }, (_, i) => `pre-${11 - i}`));
+      }
+      stop = true;
+      await Promise.all(writers);
+      const calls = (await rt.billing.ledger.entries(alice.sub)).filter((e) => e.kind === 'settle' || e.kind === 'byok_usage');
+      const { items } = await allPages((cursor) => rt.billing.usageHistory(alice.sub, { limit: 7, cursor }));
+      expect(items.map((u) => u.requestId)).toEqual(calls.map((e) => e.requestId).reverse());
+    } finally {
+      await other.close();
+    }
+  });
+
   it('the last page of a log that retention trimmed has no cursor to an empty page', async () => {
     for (let i = 0; i < 6; i++) await platformCall(`call-${i}`, 10 + i);
     for (let i = 0; i < 4; i++)
