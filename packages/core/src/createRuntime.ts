@@ -13,7 +13,7 @@ import type { McpServerConfig } from './config/sections/mcpServers.js';
 import { AiService } from './services/ai/AiService.js';
 import { RateLimiter } from './services/rateLimit/RateLimiter.js';
 import { SecurityLog } from './services/security/SecurityLog.js';
-import { unusableAuthWarning } from './config/authWarnings.js';
+import { jwtAudienceWarning, unusableAuthWarning } from './config/authWarnings.js';
 import { ClientWorkspaceService } from './services/workspaces/ClientWorkspaceService.js';
 import { WorkspaceService } from './services/workspaces/WorkspaceService.js';
 import { createStorage } from './storage/createStorage.js';
@@ -197,6 +197,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   closers.push(() => security.close());
   const authWarning = unusableAuthWarning(config);
   if (authWarning) logger.warn(authWarning, { see: 'docs/auth-jwt.md, docs/oauth.md' });
+  const audienceWarning = jwtAudienceWarning(config);
+  if (audienceWarning) logger.warn(audienceWarning, { see: 'docs/auth-jwt.md' });
   const stats = config.statistics.enabled
     ? new Stats(storage, {
         flushIntervalMs: config.statistics.flushIntervalMs,

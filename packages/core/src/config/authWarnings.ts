@@ -1,4 +1,5 @@
-import { oauthConfigProblems } from './authMode.js';
+import { isLoopbackHost, oauthConfigProblems } from './authMode.js';
+import { verifies } from './resolveAuth.js';
 import type { ResolvedConfig } from './schema.js';
 
 type WarningFacts = Pick<ResolvedConfig, 'host' | 'storage' | 'jwt' | 'oauth' | 'auth'>;
@@ -31,4 +32,16 @@ export function unusableAuthWarning(config: WarningFacts): string | undefined {
     return `mcp.auth.authType is 'both' but neither jwt.secret nor OAuth is configured (missing: ${missing}): ${outcome}`;
   }
   return `mcp.auth.authType is 'both' but ${jwtWhy(config)} and ${oauthWhy(config)}: ${outcome}`;
+}
+
+/**
+ * HS256 tokens verified without `jwt.audience` on a server other machines reach: a token minted
+ * for any other service sharing the secret is accepted here, against MCP's rule that a server
+ * accepts only tokens issued for it (RFC 8707; docs/auth-jwt.md). Not an error (the secret is
+ * this server's to share), so a start-up warning; silent on a loopback host, where it is a
+ * developer's own machine.
+ */
+export function jwtAudienceWarning(config: WarningFacts): string | undefined {
+  if (!verifies(config.auth.verifiers, 'jwt') || config.jwt.audience || isLoopbackHost(config.host)) return undefined;
+  return "HS256 tokens are verified without jwt.audience: a token signed with jwt.secret for any audience is accepted; set jwt.audience to this server's MCP URL (https://<host>/mcp) and mint tokens for it";
 }
