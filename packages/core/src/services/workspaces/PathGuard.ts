@@ -5,7 +5,7 @@ import type { WorkspaceConfig } from '../../config/sections/workspaces.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import { ChangedUnderfootError, fsCode, isMissing, openDirPin, openedInside, sameFile, type DirPin } from './DirPin.js';
 import { PathPolicy } from './PathPolicy.js';
-import { MAX_PATH_LENGTH, isSafeName, normalizeRelative } from './pathSyntax.js';
+import { MAX_PATH_DEPTH, MAX_PATH_LENGTH, isSafeName, normalizeRelative } from './pathSyntax.js';
 
 /** Read limit when a workspace sets no maxFileSize: readFile returns whole files in memory. */
 export const DEFAULT_MAX_READ_BYTES = 50 * 1024 * 1024;
@@ -60,6 +60,11 @@ export function toCoreError(err: unknown): CoreError {
   return new CoreError('INTERNAL', 'file operation failed', { cause: err });
 }
 
+const depthOf = (rel: string) => {
+  let n = 1;
+  for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) n++;
+  return n;
+};
 const join = (dir: string, name: string) => (dir === '' ? name : `${dir}/${name}`);
 const joinAbs = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`);
 
@@ -346,7 +351,8 @@ export class PathGuard {
     const name = dirent.name;
     if (!isSafeName(name)) return null;
     const rel = join(parentRel, name);
-    if (rel.length > MAX_PATH_LENGTH) return null;
+    // Listed paths are ones readFile accepts (rule 1's length and depth limits).
+    if (rel.length > MAX_PATH_LENGTH || depthOf(rel) > MAX_PATH_DEPTH) return null;
     let kind: 'file' | 'dir';
     let realRel = join(parent.realRel, name);
     let link: AdmittedEntry['link'];

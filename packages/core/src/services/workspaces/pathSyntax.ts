@@ -10,6 +10,12 @@
 export const MAX_PATH_LENGTH = 4096;
 /** Longest accepted path component, in UTF-8 bytes (NAME_MAX). */
 export const MAX_SEGMENT_BYTES = 255;
+/**
+ * Most components of an accepted path. The blocked-path rules match every parent folder, so
+ * checking a path costs about (components × length): 2,000 one-letter folders in 4,096
+ * characters held the event loop for a third of a second per request.
+ */
+export const MAX_PATH_DEPTH = 128;
 
 // C0 and C1 controls (NUL included), DEL.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -43,7 +49,7 @@ export function isSafeName(name: string): boolean {
  * Normalise a relative path: `''`, `'.'` and `'./'` mean the workspace root and become `''`;
  * repeated and trailing slashes and `.` components are dropped (what `path.posix.normalize`
  * does once `..` is excluded). Returns `null` when the path must be refused: absolute, UNC,
- * drive-letter, `~`, any `..` component, NUL or other controls, backslashes, percent escapes,
+ * drive-letter, `~`, any `..` component, more than MAX_PATH_DEPTH components, NUL or other controls, backslashes, percent escapes,
  * broken Unicode, look-alike dots and slashes, or an unsafe component (see `isSafeName`).
  */
 export function normalizeRelative(input: string): string | null {
@@ -52,7 +58,7 @@ export function normalizeRelative(input: string): string | null {
   const out: string[] = [];
   for (const segment of input.split('/')) {
     if (segment === '' || segment === '.') continue;
-    if (!isSafeName(segment)) return null;
+    if (!isSafeName(segment) || out.length === MAX_PATH_DEPTH) return null;
     out.push(segment);
   }
   return out.join('/');
