@@ -46,6 +46,18 @@ describe('PathPolicy rule 3 (allowedPaths / blockedPaths)', () => {
     expect(p.fileAllowed('cafe/x.txt')).toBe(true);
   });
 
+  it('blocked rules hold for names a case-insensitive file system folds onto them (ſ, ı, fullwidth)', () => {
+    const p = new PathPolicy({ blockedPaths: ['secrets', '**/.git'], blockedExtensions: ['.pem', '.sql'] });
+    // NTFS upper-cases `ſ` to `S` and `ı` to `I`: these open `secrets/`, `.git/` and `db.sql` there.
+    expect(p.fileAllowed('\u017Fecrets/x.txt')).toBe(false);
+    expect(p.dirAllowed('a/.g\u0131t')).toBe(false);
+    expect(p.fileAllowed('db.\u017Fql')).toBe(false);
+    expect(p.fileAllowed('\uFF53\uFF45\uFF43\uFF52\uFF45\uFF54\uFF53/x.txt')).toBe(false);
+    expect(p.fileAllowed('key.\uFF50\uFF45\uFF4D')).toBe(false);
+    // Other non-ASCII names stay reachable.
+    expect(p.fileAllowed('caf\u00E9/s\u00FC\u00DF.txt')).toBe(true);
+  });
+
   it('blocked wins over allowed', () => {
     const p = new PathPolicy({ allowedPaths: ['**'], blockedPaths: ['**/.git/**', '**/.git'] });
     expect(p.fileAllowed('a.txt')).toBe(true);

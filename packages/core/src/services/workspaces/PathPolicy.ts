@@ -58,7 +58,12 @@ export class PathPolicy {
   isBlocked(rel: string): boolean {
     if ((this.blocked.length === 0 && this.blockedExt.size === 0) || rel === '') return false;
     // Normalisation-insensitive file systems (APFS) open `café` for `cafe\u0301`: check both forms.
-    if (/[^\u0000-\u007f]/.test(rel)) return [rel, rel.normalize('NFC'), rel.normalize('NFD')].some((form) => this.blockedForm(form));
+    // Case-insensitive ones fold more than ASCII: NTFS upper-cases `ſ` to `S` and `ı` to `I`, so
+    // `ſecrets` or `.gıt` would open `secrets` or `.git`; the compatibility-folded, upper-cased
+    // form catches those (and fullwidth `ｓｅｃｒｅｔｓ`).
+    if (/[^\u0000-\u007f]/.test(rel)) {
+      return [rel, rel.normalize('NFC'), rel.normalize('NFD'), rel.normalize('NFKC').toUpperCase()].some((form) => this.blockedForm(form));
+    }
     return this.blockedForm(rel);
   }
 

@@ -51,6 +51,17 @@ describe('normalizeRelative (rule 1, lexical)', () => {
     ['a/b./c'],
     ['x'.repeat(256)],
     ['a/'.repeat(MAX_PATH_LENGTH / 2 + 1)],
+    // Compatibility characters that fold (NFKC) into refused syntax, found by scanning Unicode.
+    ['\uFE30/x'],
+    ['a/\uFE19'],
+    ['\u2100'],
+    ['C\uFF1A/x'],
+    ['x\uFE55y'],
+    ['\uFF05\u0032e\uFF05\u0032e/x'],
+    ['\uFE6A2e'],
+    ['\uFF5E/x'],
+    ['\u2488'],
+    ['a/\u33C7'],
   ])('refuses %j', (input) => {
     expect(normalizeRelative(input)).toBeNull();
   });
@@ -60,6 +71,17 @@ describe('normalizeRelative (rule 1, lexical)', () => {
     expect(normalizeRelative('x'.repeat(255))).toBe('x'.repeat(255));
     // 86 three-byte characters = 258 bytes: over NAME_MAX although only 86 code units
     expect(normalizeRelative('日'.repeat(86))).toBeNull();
+  });
+
+  it('refuses every name whose compatibility form has refused syntax, and keeps other folded names', () => {
+    for (let cp = 0x80; cp < 0x30000; cp++) {
+      if (cp >= 0xd800 && cp < 0xe000) continue;
+      const ch = String.fromCodePoint(cp);
+      const folded = ch.normalize('NFKC');
+      if (/[/\\:]|^\.+$|\.$/.test(folded)) expect(isSafeName(`x${ch}`), `U+${cp.toString(16)}`).toBe(false);
+    }
+    expect(normalizeRelative('\uFB01le.txt')).toBe('\uFB01le.txt'); // the "fi" ligature folds harmlessly
+    expect(normalizeRelative('\u00BD.md')).toBe('\u00BD.md'); // ½ folds to 1⁄2 (fraction slash, not a separator)
   });
 
   it('isSafeName refuses separators and special names used by listFiles', () => {

@@ -36,13 +36,26 @@ const LOOKALIKES =
  * name is always one that readFile would accept.
  */
 export function isSafeName(name: string): boolean {
+  if (!safeForm(name) || BROKEN_UNICODE.test(name) || LOOKALIKES.test(name)) return false;
+  // Compatibility characters fold (NFKC, as some file systems, shares and tools do) into the
+  // syntax refused above: `︰` into `..`, `：` into `:`, `％` into `%`, `℀` into `a/c`, `⒈` into
+  // `1.`. Refused when the folded name would be; the whole class, not a list of look-alikes.
+  if (NON_ASCII.test(name)) {
+    const folded = name.normalize('NFKC');
+    if (folded !== name && !safeForm(folded)) return false;
+  }
+  return Buffer.byteLength(name, 'utf8') <= MAX_SEGMENT_BYTES;
+}
+
+const NON_ASCII = /[^\u0000-\u007f]/;
+
+/** The checks of isSafeName that a compatibility-folded name must pass too. */
+function safeForm(name: string): boolean {
   if (name.length === 0 || name === '.' || name === '..') return false;
   if (name.includes('/')) return false;
   if (CONTROL.test(name) || SEPARATOR_TRICKS.test(name) || PERCENT_ESCAPE.test(name)) return false;
-  if (BROKEN_UNICODE.test(name) || LOOKALIKES.test(name)) return false;
   // "..." and friends, and names Windows would silently trim to something else ("x.env.", ".. ").
-  if (/^\.+$/.test(name) || name.endsWith('.') || name.endsWith(' ')) return false;
-  return Buffer.byteLength(name, 'utf8') <= MAX_SEGMENT_BYTES;
+  return !(/^\.+$/.test(name) || name.endsWith('.') || name.endsWith(' '));
 }
 
 /**
@@ -54,7 +67,8 @@ export function isSafeName(name: string): boolean {
  */
 export function normalizeRelative(input: string): string | null {
   if (typeof input !== 'string' || input.length > MAX_PATH_LENGTH) return null;
-  if (input.startsWith('/') || input.startsWith('~')) return null;
+  // `～` (fullwidth tilde) folds into `~`.
+  if (input.startsWith('/') || input.startsWith('~') || input.startsWith('\uFF5E')) return null;
   const out: string[] = [];
   for (const segment of input.split('/')) {
     if (segment === '' || segment === '.') continue;
