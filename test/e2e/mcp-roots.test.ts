@@ -82,4 +82,21 @@ describe('MCP roots', () => {
     expect(asked).toBe(false);
     expect((await listWorkspaces(client)).filter((w) => w.source === 'mcp-roots')).toEqual([]);
   });
+
+  it("a session's registered client workspaces go with it: closing it leaves nothing stored", async () => {
+    const { storage } = await srv.server.ready();
+    const stored = async () => (await storage.keys('ws:client:')).filter((k) => k.startsWith('ws:client:session'));
+    const before = await stored();
+    const transport = new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`));
+    const client = new Client({ name: 'registers', version: '1.0.0' });
+    await client.connect(transport);
+    clients.push(client);
+    for (const id of ['one', 'two']) {
+      const r = await client.callTool({ name: 'registerClientWorkspace', arguments: { id, uri: `file:///home/ann/${id}` } });
+      expect(r.isError).toBeFalsy();
+    }
+    expect((await stored()).length).toBe(before.length + 2);
+    await transport.terminateSession();
+    await expect.poll(stored, { timeout: 3000 }).toEqual(before);
+  });
 });

@@ -247,7 +247,11 @@ export class SessionTable {
     this.live.delete(s);
     if (s.counted) this.budget.remove(s);
     s.store?.dispose();
-    this.services.clientWorkspaces.clearSession(id);
+    void this.services.clientWorkspaces
+      .clearSession(id)
+      .catch((err: unknown) =>
+        this.serverServices.logger.warn('could not clear the client workspaces of a closed MCP session', { error: String(err) }),
+      );
     return s;
   }
 

@@ -28,6 +28,6 @@ export async function withRequestRoots<T>(
   try {
     return await run({ ...deps, sessionId: () => key });
   } finally {
-    deps.services.clientWorkspaces.clearSession(key);
+    await deps.services.clientWorkspaces.clearSession(key);
   }
 }

@@ -1,6 +1,6 @@
 import { KEY_SCOPES } from '../../services/apiKeys/keyScopes.js';
 import { z } from '../../lib/zod.js';
-import { MAX_URI_LENGTH, type ClientWorkspace } from '../../services/workspaces/ClientWorkspaceService.js';
+import { MAX_URI_LENGTH, sessionOwner, type ClientWorkspace } from '../../services/workspaces/ClientWorkspaceService.js';
 import { WORKSPACE_ID } from '../../services/workspaces/WorkspaceService.js';
 import type { Context } from '../../pipeline/context.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
@@ -13,7 +13,7 @@ import { systemServices } from './systemServices.js';
  */
 export function clientWorkspaceOwner(ctx: Pick<Context, 'identity' | 'mcp'>): string {
   if (ctx.identity) return `sub:${ctx.identity.sub}`;
-  if (ctx.mcp?.sessionId) return `session:${ctx.mcp.sessionId}`;
+  if (ctx.mcp?.sessionId) return sessionOwner(ctx.mcp.sessionId);
   return 'anonymous';
 }
 

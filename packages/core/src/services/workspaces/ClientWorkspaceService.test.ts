@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../kernel/Logger.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import { expectCode } from './__tests__/testFs.js';
-import { CLIENT_WORKSPACE_KEY, ClientWorkspaceService, MAX_CLIENT_WORKSPACES, validateFileUri } from './ClientWorkspaceService.js';
+import {
+  CLIENT_WORKSPACE_KEY,
+  ClientWorkspaceService,
+  MAX_CLIENT_WORKSPACES,
+  sessionOwner,
+  validateFileUri,
+} from './ClientWorkspaceService.js';
 
 const make = (storage = new MemoryStorage()) => new ClientWorkspaceService(storage, createLogger('silent'));
 
@@ -96,7 +102,24 @@ describe('ClientWorkspaceService', () => {
     expect(await s.list('session:s2', 's2')).toEqual([]);
     s.setSessionRoots('s1', [{ uri: 'file:///c' }]);
     expect((await s.list('x', 's1')).map((w) => w.uri)).toEqual(['file:///c']);
-    s.clearSession('s1');
+    await s.clearSession('s1');
     expect(await s.list('x', 's1')).toEqual([]);
+  });
+
+  it('clearing a session deletes what it registered without an identity, and nothing of other owners', async () => {
+    const storage = new MemoryStorage();
+    const s = make(storage);
+    await s.register(sessionOwner('s1'), { id: 'a', uri: 'file:///a' });
+    await s.register(sessionOwner('s1'), { id: 'b', uri: 'file:///b' });
+    await s.register(sessionOwner('s10'), { id: 'a', uri: 'file:///a' });
+    await s.register('sub:u1', { id: 'a', uri: 'file:///a' });
+    await s.register('anonymous', { id: 'a', uri: 'file:///a' });
+    await s.clearSession('s1');
+    expect(await s.list(sessionOwner('s1'))).toEqual([]);
+    expect((await storage.keys(CLIENT_WORKSPACE_KEY)).sort()).toEqual([
+      `${CLIENT_WORKSPACE_KEY}anonymous:a`,
+      `${CLIENT_WORKSPACE_KEY}session%3As10:a`,
+      `${CLIENT_WORKSPACE_KEY}sub%3Au1:a`,
+    ]);
   });
 });

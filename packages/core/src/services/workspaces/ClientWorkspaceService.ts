@@ -29,6 +29,9 @@ export const MAX_URI_LENGTH = 2048;
 
 type StoredClientWorkspace = Omit<ClientWorkspace, 'source'>;
 
+/** The owner of registrations made by an MCP session without an identity. */
+export const sessionOwner = (sessionId: string) => `session:${sessionId}`;
+
 // The owner is encoded so that one owner's prefix can never be the start of another's.
 const prefixOf = (owner: string) => `${CLIENT_WORKSPACE_KEY}${encodeURIComponent(owner)}:`;
 const keyOf = (owner: string, id: string) => prefixOf(owner) + id;
@@ -137,8 +140,13 @@ export class ClientWorkspaceService {
     return kept.length;
   }
 
-  /** Forget a session's roots (session closed or expired). */
-  clearSession(sessionId: string): void {
+  /**
+   * Forget a session (closed or expired): its roots, and what it registered without an identity
+   * (owner `session:<id>`), which no later caller can reach: left stored, every session could
+   * add 100 keys that never go away.
+   */
+  async clearSession(sessionId: string): Promise<void> {
     this.sessionRoots.delete(sessionId);
+    for (const key of await this.storage.keys(prefixOf(sessionOwner(sessionId)))) await this.storage.delete(key);
   }
 }
