@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '@ai-backend/test-utils';
@@ -59,5 +59,29 @@ describe('WorkspaceWatcher', () => {
     await writeFile(path.join(root, 'after.txt'), 'x');
     await seen('after.txt');
     expect(events.some((e) => e.path.startsWith('secrets'))).toBe(false);
+  });
+
+  it('follows folders moved, deleted and made again, without reporting a folder as its own child', async () => {
+    await rename(path.join(root, 'a'), path.join(root, 'z'));
+    await seen('z');
+    await waitFor(
+      async () => {
+        await writeFile(path.join(root, 'z', 'b', 'x.txt'), String(Date.now()));
+        return events.some((e) => e.path === 'z/b/x.txt');
+      },
+      { what: 'a change inside a moved folder' },
+    );
+    await rm(path.join(root, 'z'), { recursive: true });
+    await mkdir(path.join(root, 'z', 'b'), { recursive: true });
+    await waitFor(
+      async () => {
+        await writeFile(path.join(root, 'z', 'b', 'y.txt'), String(Date.now()));
+        return events.some((e) => e.path === 'z/b/y.txt');
+      },
+      { what: 'a change inside a folder deleted and made again' },
+    );
+    // A moved or deleted folder's own watch reports it under its name: that is not `a/a`.
+    const paths = events.map((e) => e.path);
+    for (const wrong of ['a/a', 'a/b/b', 'z/z', 'z/b/b', 'a/b/x.txt']) expect(paths).not.toContain(wrong);
   });
 });

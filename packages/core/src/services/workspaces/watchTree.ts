@@ -27,12 +27,12 @@ const join = (dir: string, name: string) => (dir === '' ? name : `${dir}/${name}
  * Links are never entered. `onEvent` gets paths relative to `root`.
  */
 export function watchTree(root: string, onEvent: (event: 'rename' | 'change', rel: string) => void, opts: TreeWatchOptions): TreeWatch {
-  const dirs = new Map<string, FSWatcher>();
+  const dirs = new Map<string, { w: FSWatcher; ino: bigint }>();
   let closed = false;
   let limited = false;
 
   const removeTree = (rel: string) => {
-    for (const [d, w] of dirs) {
+    for (const [d, { w }] of dirs) {
       if (rel === '' || d === rel || d.startsWith(`${rel}/`)) {
         w.close();
         dirs.delete(d);
@@ -40,14 +40,31 @@ export function watchTree(root: string, onEvent: (event: 'rename' | 'change', re
     }
   };
 
-  const handle = (dirRel: string, event: string, name: string) => {
+  const handle = (dirRel: string, event: string, name: string, ino: bigint) => {
     if (closed) return;
+    const abs = dirRel === '' ? root : `${root}/${dirRel}`;
+    // A watched folder that is moved or deleted reports itself, under its own name: not a child.
+    if (name === abs.slice(abs.lastIndexOf('/') + 1)) {
+      // Only the watch of that folder goes; a new folder of the same name may be watched already.
+      const forget = () => (dirs.get(dirRel)?.ino === ino ? removeTree(dirRel) : undefined);
+      lstat(abs, { bigint: true }).then((st) => (st.ino === ino ? report(dirRel, event, name) : forget()), forget);
+      return;
+    }
+    report(dirRel, event, name);
+  };
+
+  const report = (dirRel: string, event: string, name: string) => {
     const rel = join(dirRel, name);
     onEvent(event === 'change' ? 'change' : 'rename', rel);
     if (event !== 'rename') return;
     // Created, deleted or moved: a new folder is watched, a gone one forgotten.
-    lstat(`${root}/${rel}`).then(
-      (st) => (st.isDirectory() && opts.enter(rel) ? add(rel) : undefined),
+    lstat(`${root}/${rel}`, { bigint: true }).then(
+      (st) => {
+        if (!st.isDirectory() || !opts.enter(rel)) return;
+        // A folder replaced by another of the same name: watch the new one.
+        if (dirs.has(rel) && dirs.get(rel)?.ino !== st.ino) removeTree(rel);
+        return add(rel);
+      },
       () => (dirs.has(rel) ? removeTree(rel) : undefined),
     );
   };
@@ -61,13 +78,16 @@ export function watchTree(root: string, onEvent: (event: 'rename' | 'change', re
     }
     const abs = rel === '' ? root : `${root}/${rel}`;
     let w: FSWatcher;
+    let ino: bigint;
     try {
-      w = watch(abs, { persistent: false }, (event, name) => name && handle(rel, event, name.toString()));
+      ino = (await lstat(abs, { bigint: true })).ino;
+      if (closed || dirs.has(rel)) return;
+      w = watch(abs, { persistent: false }, (event, name) => name && handle(rel, event, name.toString(), ino));
     } catch {
       return; // gone or unreadable meanwhile
     }
     w.on('error', () => removeTree(rel));
-    dirs.set(rel, w);
+    dirs.set(rel, { w, ino });
     // Listed after the watch starts, so a folder created meanwhile is seen one way or the other.
     let entries;
     try {
@@ -85,7 +105,7 @@ export function watchTree(root: string, onEvent: (event: 'rename' | 'change', re
     ready: add(''),
     close() {
       closed = true;
-      for (const w of dirs.values()) w.close();
+      for (const { w } of dirs.values()) w.close();
       dirs.clear();
     },
   };
