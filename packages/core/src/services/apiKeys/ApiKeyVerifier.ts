@@ -101,9 +101,12 @@ export class ApiKeyVerifier {
     }
     let ownerAdmin: boolean;
     let ownerScopes: readonly string[] | undefined;
+    // Both checks may need the owner's profile: read at most once per request.
+    let profile: Promise<OwnerProfile | undefined> | undefined;
+    const owner = () => (profile ??= this.ownerProfile(record.userId));
     try {
-      ownerAdmin = await this.ownerIsAdmin(record);
-      ownerScopes = await this.ownerScopes(record);
+      ownerAdmin = await this.ownerIsAdmin(record, owner);
+      ownerScopes = await this.ownerScopes(record, owner);
     } catch (err) {
       return this.refused('unavailable', err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable'));
     }
@@ -118,10 +121,10 @@ export class ApiKeyVerifier {
    * server's `allowScopes`): a key must not keep a scope its owner lost, nor reach through a key
    * scope (which the owner may give without holding it) what its owner cannot.
    */
-  private async ownerScopes(record: ApiKeyRecord): Promise<readonly string[] | undefined> {
+  private async ownerScopes(record: ApiKeyRecord, owner: () => Promise<OwnerProfile | undefined>): Promise<readonly string[] | undefined> {
     const named = this.ownerHeldScopes();
     if (named.size === 0 || !record.scopes.some((s) => named.has(s))) return undefined;
-    return (await this.ownerProfile(record.userId))?.scopes ?? [];
+    return (await owner())?.scopes ?? [];
   }
 
   /**
@@ -138,11 +141,11 @@ export class ApiKeyVerifier {
    * removing a user from the listing demotes their keys on the next call. Their profile is read
    * only when administrators are listed by e-mail (for the e-mail and whether it was verified).
    */
-  private async ownerIsAdmin(record: ApiKeyRecord): Promise<boolean> {
+  private async ownerIsAdmin(record: ApiKeyRecord, owner: () => Promise<OwnerProfile | undefined>): Promise<boolean> {
     if (!record.scopes.includes(this.config.admin.scope)) return false;
     if (ownerListedAdmin(this.config, record.userId, undefined)) return true;
     if (!listsAdminsByEmail(this.config)) return false;
-    return ownerListedAdmin(this.config, record.userId, await this.ownerProfile(record.userId));
+    return ownerListedAdmin(this.config, record.userId, await owner());
   }
 
   private refused(outcome: AuthOutcome, error: CoreError): AuthResult {
