@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
 import { clientCapabilitiesOf } from './callContext.js';
-import { callerOf, taskOwnerOf } from './requestStateSeal.js';
+import { runnerOf, taskOwnerOf } from './requestStateSeal.js';
 import { taskRunner } from './registerTools.js';
 import { declaresTasks, missingTasksCapability } from './tasks/McpTasks.js';
 import { detailedTask, TASKS_EXTENSION } from './tasks/TaskStore.js';
@@ -56,7 +56,7 @@ export function registerTasks(server: Server, deps: McpServerDeps): void {
         if (!tool) throw new Error(`task tool ${rec.tool} is no longer served`);
         return taskRunner(deps, server, ctx, tool, rec.arguments ?? {});
       },
-      callerOf(ctx),
+      runnerOf(ctx),
     );
     return {} as never;
   });

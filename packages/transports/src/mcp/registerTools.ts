@@ -9,7 +9,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core/internal';
 import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext.js';
-import { callerOf, taskOwnerOf } from './requestStateSeal.js';
+import { runnerOf, taskOwnerOf } from './requestStateSeal.js';
 import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, type ToolOutcome } from './tasks/McpTasks.js';
 import { withRequestRoots } from './requestRoots.js';
 import { toolsListFor, type CatalogTool } from './toolCatalog.js';
@@ -124,7 +124,7 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
       if (declaresTasks(clientCapabilitiesOf(server))) {
         return (await deps.tasks!.start({
           owner: taskOwnerOf(ctx),
-          runningKey: callerOf(ctx),
+          runningKey: runnerOf(ctx),
           tool: tool.name,
           arguments: (request.params.arguments ?? {}) as Record<string, unknown>,
           meta: longRunning,

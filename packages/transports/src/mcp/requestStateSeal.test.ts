@@ -21,9 +21,20 @@ afterAll(async () => {
 });
 
 /** The handler context the seal binds to: the caller's identity, else its address. */
-const ctxOf = (who: { sub?: string; ip?: string }) =>
+const ctxOf = (who: { sub?: string; ip?: string; apiKey?: string }) =>
   ({
-    http: { authInfo: { extra: { facts: { scope: { identity: who.sub ? { sub: who.sub } : undefined, facts: { ip: who.ip ?? '' } } } } } },
+    http: {
+      authInfo: {
+        extra: {
+          facts: {
+            scope: {
+              identity: who.sub ? { sub: who.sub, ...(who.apiKey ? { apiKey: { id: who.apiKey } } : {}) } : undefined,
+              facts: { ip: who.ip ?? '' },
+            },
+          },
+        },
+      },
+    },
   }) as unknown as ServerContext;
 
 const TOOL: StateUse = { kind: 'tool', name: 'approveJob', args: { job: 'deploy', env: 'prod' } };
@@ -46,6 +57,15 @@ describe('requestStateSeal', () => {
     await expect(seal.open(await seal.mint(1, ctxOf({ ip: '10.0.0.1' }), TOOL), ctxOf({ ip: '10.0.0.2' }), TOOL)).rejects.toMatchObject(
       REFUSED,
     );
+  });
+
+  it("an owner's API keys are callers of their own: a state minted for one key is refused for another key and for the owner's sign-in", async () => {
+    const seal = createRequestStateSeal(await runtimeWith(SECRET));
+    const keyA = ctxOf({ sub: 'alice', apiKey: 'key-a' });
+    await expect(seal.open(await seal.mint(1, keyA, TOOL), ctxOf({ sub: 'alice', apiKey: 'key-b' }), TOOL)).rejects.toMatchObject(REFUSED);
+    await expect(seal.open(await seal.mint(1, keyA, TOOL), ctxOf({ sub: 'alice' }), TOOL)).rejects.toMatchObject(REFUSED);
+    await expect(seal.open(await seal.mint(1, ctxOf({ sub: 'alice' }), TOOL), keyA, TOOL)).rejects.toMatchObject(REFUSED);
+    expect(await seal.open(await seal.mint(2, keyA, TOOL), ctxOf({ sub: 'alice', apiKey: 'key-a' }), TOOL)).toBe(2);
   });
 
   it('is bound to its use: another tool, other arguments or another kind are refused; the same arguments in another key order are not', async () => {

@@ -9,22 +9,46 @@ import {
 import type { Logger, ResolvedConfig, Storage } from '@ai-backend/core/internal';
 import type { RequestScope } from '@ai-backend/core/internal';
 
-/** The caller a sealed state belongs to: another caller replaying it is refused. */
+/** The request scope the MCP call runs in (callContext's McpRequestFacts, not imported: it imports this file). */
+function scopeOf(ctx: ServerContext): RequestScope | undefined {
+  return (ctx.http?.authInfo?.extra?.facts as { scope?: RequestScope } | undefined)?.scope;
+}
+
+/**
+ * The signed-in credential a call was made with: an API key by its id (least privilege: one of
+ * the owner's keys never reaches what another key, or the owner's own sign-in, started; key ids
+ * are unique, so `key:` never names a subject), else the subject.
+ */
+function credentialOf(scope: RequestScope | undefined): string | undefined {
+  const identity = scope?.identity;
+  if (!identity) return undefined;
+  return identity.apiKey ? `key:${identity.apiKey.id}` : `sub:${identity.sub}`;
+}
+
+/** The caller a sealed state belongs to: another caller (or another of its owner's API keys) replaying it is refused. */
 export function callerOf(ctx: ServerContext): string {
-  // `facts` is callContext's McpRequestFacts (not imported: callContext imports this file).
-  const scope = (ctx.http?.authInfo?.extra?.facts as { scope?: RequestScope } | undefined)?.scope;
+  const scope = scopeOf(ctx);
+  return credentialOf(scope) ?? `ip:${scope?.facts.ip ?? ''}`;
+}
+
+/**
+ * Whom a running task counts against (McpTasks' running limit): the subject, for all of its
+ * credentials together (one more API key is not more room), else the client address.
+ */
+export function runnerOf(ctx: ServerContext): string {
+  const scope = scopeOf(ctx);
   return scope?.identity ? `sub:${scope.identity.sub}` : `ip:${scope?.facts.ip ?? ''}`;
 }
 
 /**
  * Who owns a task (MCP Tasks) started or asked about in this request: a signed-in caller's
- * subject; for an anonymous caller, nobody but the holder of the task's id (ANONYMOUS_TASK_OWNER:
- * the id is then a 256-bit random handle). Not the client address: behind a proxy without
- * trustProxy every anonymous client has the same one, and would have owned every anonymous task.
+ * credential (the API key it used, else its subject); for an anonymous caller, nobody but the
+ * holder of the task's id (ANONYMOUS_TASK_OWNER: the id is then a 256-bit random handle). Not the
+ * client address: behind a proxy without trustProxy every anonymous client has the same one, and
+ * would have owned every anonymous task.
  */
 export function taskOwnerOf(ctx: ServerContext): string {
-  const scope = (ctx.http?.authInfo?.extra?.facts as { scope?: RequestScope } | undefined)?.scope;
-  return scope?.identity ? `sub:${scope.identity.sub}` : ANONYMOUS_TASK_OWNER;
+  return credentialOf(scopeOf(ctx)) ?? ANONYMOUS_TASK_OWNER;
 }
 
 /** The owner of anonymous tasks: whoever holds the task's id (see taskOwnerOf). */
