@@ -34,6 +34,7 @@ beforeAll(async () => {
   gw = await startAiServer(upstream, {
     storage: { type: 'memory' },
     metrics: { port: 0 },
+    admin: { users: ['metrics-admin'] },
     mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true, windowMs: 60_000, maxRequests: 1000, maxToolCalls: 1000 } },
   });
   admin = await tokenFor('metrics-admin', { admin: true });
@@ -60,6 +61,26 @@ describe('GET /metrics on the main listener', () => {
     expect(anon.headers.get('www-authenticate')).toMatch(/^Bearer/);
     expect((await fetch(gw.url + '/metrics', { headers: { authorization: `Bearer ${user}` } })).status).toBe(403);
     expect((await fetch(gw.url + '/metrics', { headers: { authorization: 'Bearer nonsense' } })).status).toBe(401);
+  });
+
+  it("an administrator API key reads it only when its tools rule, if it has one, admits 'metrics'", async () => {
+    const key = async (tools?: string[]) => {
+      const r = await rpcCall<{ key: string }>(gw.url, admin, 'keys.create', {
+        name: 'scraper',
+        scopes: ['mcp:admin'],
+        ...(tools ? { tools } : {}),
+      });
+      if (!r.result) throw new Error(JSON.stringify(r.error));
+      return r.result.key;
+    };
+    await scrape(await key());
+    await scrape(await key(['metrics']));
+    await scrape(await key(['billing.*', 'metr*']));
+    for (const tools of [['billing.*'], ['admin.*']]) {
+      const res = await fetch(gw.url + '/metrics', { headers: { authorization: `Bearer ${await key(tools)}` } });
+      expect(res.status, tools.join()).toBe(403);
+      expect(await res.text()).not.toContain('ai_backend_');
+    }
   });
 
   it('counts procedure calls by entry point, procedure and outcome, with latency histograms', async () => {

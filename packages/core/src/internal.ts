@@ -80,6 +80,7 @@ export { UpstreamCredentials, type ResolvedCredentials } from './services/gatewa
 export type { Authenticator, AuthResult, AuthFacts } from './kernel/identity.js';
 export { ApiKeyService, type KeyActor } from './services/apiKeys/ApiKeyService.js';
 export { API_KEY_PATTERN, API_KEY_PREFIX, isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';
+export { keyAllowsProcedure } from './services/apiKeys/keyRules.js';
 export type { ApiKeyRecord, ApiKeyView, KeyRules } from './services/apiKeys/apiKeyTypes.js';
 export { Stats } from './runtime/Stats.js';
 export { LocalSignals, type Signals, type SignalHandler } from './kernel/Signals.js';

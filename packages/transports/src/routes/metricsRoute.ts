@@ -1,9 +1,12 @@
 import { Hono, type Handler } from 'hono';
-import type { Runtime } from '@ai-backend/core/internal';
+import { keyAllowsProcedure, type Runtime } from '@ai-backend/core/internal';
 
 /** What the metrics routes use: the instance's metrics, and the token check of the admin route. */
 export type MetricsServices = Pick<Runtime, 'metrics' | 'authenticate'>;
 import { bearerToken } from '../edge/requestFacts.js';
+
+/** The name an API key's `tools` rule admits the admin metrics route by. */
+const METRICS = 'metrics';
 
 async function exposition({ metrics }: Pick<MetricsServices, 'metrics'>): Promise<Response> {
   if (!metrics) return new Response('metrics are disabled\n', { status: 404, headers: { 'content-type': 'text/plain' } });
@@ -13,7 +16,9 @@ async function exposition({ metrics }: Pick<MetricsServices, 'metrics'>): Promis
 
 /**
  * GET /metrics on the main listener: administrators only (a Bearer token of an administrator,
- * as for admin.* procedures). Metrics reveal traffic and provider use, never user ids.
+ * as for admin.* procedures). Metrics reveal traffic and provider use, never user ids. An
+ * administrator API key with a `tools` rule reads them only when the rule admits `metrics`: the
+ * rule narrows everything the key reaches, not only procedures (docs/api-keys.md).
  */
 export function adminMetricsHandler(getServices: () => Promise<MetricsServices>): Handler {
   return async (c) => {
@@ -23,6 +28,9 @@ export function adminMetricsHandler(getServices: () => Promise<MetricsServices>)
     const auth = await services.authenticate(token, { request: c.req.raw });
     if (!auth.ok) return c.json({ error: 'invalid token' }, 401, { 'WWW-Authenticate': 'Bearer realm="metrics", error="invalid_token"' });
     if (!auth.identity.isAdmin) return c.json({ error: 'administrator access required' }, 403);
+    if (!keyAllowsProcedure(auth.identity.apiKey, METRICS, METRICS)) {
+      return c.json({ error: "this API key may not read metrics: its tools rule does not admit 'metrics'" }, 403);
+    }
     return exposition(services);
   };
 }
