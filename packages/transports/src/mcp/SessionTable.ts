@@ -47,6 +47,12 @@ export interface Session extends BudgetedSession {
   id: string;
   /** The identity that opened the session; later requests must come from the same one. */
   owner: string | null;
+  /**
+   * The API key it was opened with (its id), if any: later requests must present the same key,
+   * not another of the owner's keys nor the owner's own sign-in (least privilege: a narrower
+   * credential never reads a session's replayed events or state that a wider one produced).
+   */
+  key: string | undefined;
   /** The client's initialize params (protocol version, capabilities, client info): what a rebuild replays. */
   init: Record<string, unknown>;
   /** logging/setLevel, carried over a park. */
@@ -323,13 +329,14 @@ export class SessionTable {
     const session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo, ip));
     if (!session) return jsonRpcError(404, -32001, 'Session not found');
     // Sessions are bound to the identity that opened them (MCP security best practices).
-    if (session.owner !== null && session.owner !== identity?.sub) return jsonRpcError(404, -32001, 'Session not found');
+    if (session.owner !== null && !sameCredential(session, identity)) return jsonRpcError(404, -32001, 'Session not found');
     if (session.owner === null && identity) {
       // An anonymous session is claimed by the first identity that uses it (clients sign in after
       // a 401 and retry on the same session); from then on it is bound like any other.
       session.owner = identity.sub;
+      session.key = identity.apiKey?.id;
       if (session.counted) this.budget.claimed(session.ip, identity.sub);
-      void this.records?.save(sessionId, { owner: session.owner, init: session.init }).catch(() => undefined);
+      void this.records?.save(sessionId, recordOf(session)).catch(() => undefined);
     }
     // Not moved to the end of `sessions` or `live` (delete and add again): a Map or Set keeps a
     // deleted entry in its bucket's chain until it rehashes, so with thousands of sessions a busy
@@ -342,7 +349,7 @@ export class SessionTable {
       this.budget.add(session);
       this.moves?.taken(sessionId);
     }
-    this.records?.touch(sessionId, () => ({ owner: session.owner, init: session.init }));
+    this.records?.touch(sessionId, () => recordOf(session));
     return session;
   }
 
@@ -419,12 +426,12 @@ export class SessionTable {
     if (!pending) {
       pending = (async () => {
         const record: SessionRecord | undefined = await this.records!.load(sessionId).catch(() => undefined);
-        if (!record || (record.owner !== null && record.owner !== identity?.sub)) return undefined;
+        if (!record || (record.owner !== null && !sameCredential(record, identity))) return undefined;
         // The session was admitted when it opened and is counted where it was served last (its
         // place moves here with it): only this instance's own cap bounds what a takeover costs.
         // Checked against the budgets, a client at its identity's budget could not move at all.
         if (this.sessions.size >= this.budget.maxSessions) return undefined;
-        const s = this.newSession(sessionId, record.owner, record.init, ip);
+        const s = this.newSession(sessionId, record.owner, record.key, record.init, ip);
         // Registered (and counted) by the replayed initialize, live; the request that asked wakes it.
         const live = await this.startLive(s);
         await this.replayed(live, s, authInfo);
@@ -466,11 +473,12 @@ export class SessionTable {
     return safe;
   }
 
-  private newSession(id: string, owner: string | null, init: Record<string, unknown>, ip: string): Session {
+  private newSession(id: string, owner: string | null, key: string | undefined, init: Record<string, unknown>, ip: string): Session {
     const now = Date.now();
     return {
       id,
       owner,
+      key,
       init,
       ip,
       logLevel: 'info',
@@ -502,7 +510,7 @@ export class SessionTable {
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     const init = (messages.find((m) => isInitializeRequest(m)) as { params?: Record<string, unknown> } | undefined)?.params ?? {};
     // The id is drawn up front so a storage-backed event store can be keyed by it.
-    const s = this.newSession(randomUUID(), owner, init, ip);
+    const s = this.newSession(randomUUID(), owner, identity?.apiKey?.id, init, ip);
     const live = await this.startLive(s);
     s.open++;
     holder.session = s;
@@ -543,7 +551,7 @@ export class SessionTable {
         s.counted = true;
         this.budget.add(s);
         // Not awaited: the initialize answer must not wait on storage (Redis down or slow).
-        void this.records?.save(id, { owner: s.owner, init: s.init }).catch((err: unknown) => {
+        void this.records?.save(id, recordOf(s)).catch((err: unknown) => {
           this.entry.logger.warn('MCP session record not saved', { error: err instanceof Error ? err.message : String(err) });
         });
       },
@@ -559,4 +567,14 @@ export class SessionTable {
     live.ids.watch(transport);
     return live;
   }
+}
+
+/** What a session's record keeps of it (the key only when it was opened with one). */
+function recordOf(s: Session): SessionRecord {
+  return s.key === undefined ? { owner: s.owner, init: s.init } : { owner: s.owner, key: s.key, init: s.init };
+}
+
+/** Is `identity` the credential a session (or its record) was opened with: the same owner, and the same API key or none? */
+function sameCredential(s: { owner: string | null; key?: string }, identity: Identity | null): boolean {
+  return s.owner === identity?.sub && s.key === identity?.apiKey?.id;
 }

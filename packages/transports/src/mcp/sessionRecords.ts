@@ -3,6 +3,8 @@ import type { Storage } from '@ai-backend/core';
 /** What another instance needs to take over a session: who owns it and how it was initialized. */
 export interface SessionRecord {
   owner: string | null;
+  /** The API key the session was opened with (its id), if any: only that key may use it. */
+  key?: string;
   /** The client's initialize params (protocolVersion, capabilities, clientInfo). */
   init: Record<string, unknown>;
 }
