@@ -86,6 +86,33 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
     expect(t.status).toBe(402);
   });
 
+  it("a call paid with the caller's own provider key counts in the key's calls and BYOK tokens, never in its budget", async () => {
+    // A budget smaller than one call's worst case: a platform-paid call is refused, a BYOK one is not.
+    const { key, id } = await newKey({ budget: { total: { tokens: Math.floor(WORST / 2) } } });
+    expect((await generate(a, key, 0)).error?.data).toMatchObject({ details: { reason: 'key_budget_exceeded' } });
+    const byok = await rpcCall(b.url, key, 'ai.generateText', {
+      content: content(7),
+      systemPrompt: SYSTEM,
+      provider: 'openai',
+      apiKey: 'sk-own-key-limits-0001',
+      options: { maxTokens: MAX_TOKENS },
+    });
+    expect(byok.error).toBeUndefined();
+    const used = (byok.result.usageInfo?.tokensUsed ?? byok.result.data?.usage?.totalTokens) as number;
+    expect(used).toBeGreaterThan(0);
+    const got = await rpcCall(a.url, user, 'keys.get', { id });
+    expect(got.result.usage.calls).toBe(1);
+    for (const period of got.result.usage.periods) {
+      expect(period, period.period).toMatchObject({ spent: { tokens: 0, usd: 0, byokTokens: used }, reserved: { tokens: 0 } });
+    }
+    const analytics = await rpcCall(b.url, user, 'billing.getUsageAnalytics', { days: 1 });
+    expect(analytics.result.byApiKey.find((k: { id: string }) => k.id === id)).toMatchObject({
+      calls: 1,
+      day: { tokens: 0, byokTokens: used },
+      total: { tokens: 0, byokTokens: used },
+    });
+  });
+
   it('requests per minute hold across both instances: 429 with Retry-After', async () => {
     const { key } = await newKey({ limits: { requestsPerMinute: 6 } });
     freshMinute();

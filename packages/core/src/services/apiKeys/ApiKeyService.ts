@@ -267,7 +267,7 @@ export class ApiKeyService {
     Array<
       { id: string; name: string; status: ApiKeyView['status']; calls: number } & Record<
         'day' | 'month' | 'total',
-        { tokens: number; usd: number }
+        { tokens: number; usd: number; byokTokens: number }
       >
     >
   > {

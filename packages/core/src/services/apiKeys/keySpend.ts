@@ -19,8 +19,13 @@ export const keySpendKey = (id: string) => `apikeyspend:${id}`;
 /** Kept a year after the last change (the total period lives as long as the key's spend is read). */
 const SPEND_TTL_MS = 400 * 86_400_000;
 
-type KeyPeriod = Omit<PeriodSpend, 'alerted'>;
-/** `apikeyspend:<id>`: the key's day, month and lifetime figures, plus its call count. */
+/**
+ * A period's figures: `tokens` / `usdNanos` are what platform-paid calls spent (what a budget
+ * counts); `byokTokens` what calls paid with the owner's own provider key used (reported, never
+ * budgeted).
+ */
+type KeyPeriod = Omit<PeriodSpend, 'alerted'> & { byokTokens?: number };
+/** `apikeyspend:<id>`: the key's day, month and lifetime figures, plus its call count (every call, whoever paid). */
 export interface KeySpendRecord {
   day?: KeyPeriod;
   month?: KeyPeriod;
@@ -161,6 +166,17 @@ export function settleKeySpend(read: TxRead, hold: KeyHold, actual: { tokens: nu
   return [{ op: 'set', key: keySpendKey(hold.keyId), value: spend, ttlMs: SPEND_TTL_MS }];
 }
 
+/**
+ * Inside a BYOK call's usage record (recordByokUsage): the call counts as one of the key's calls
+ * and its tokens as the key's BYOK tokens, in the periods it ends in; no budget figure moves.
+ */
+export function recordKeyByok(read: TxRead, keyId: string, tokens: number, at: Date): TxWrite[] {
+  const spend = current(read<KeySpendRecord>(keySpendKey(keyId)), at);
+  for (const p of KEY_BUDGET_PERIODS) spend[p].byokTokens = (spend[p].byokTokens ?? 0) + tokens;
+  spend.calls += 1;
+  return [{ op: 'set', key: keySpendKey(keyId), value: spend, ttlMs: SPEND_TTL_MS }];
+}
+
 /** Inside release's transaction: give the hold back. */
 export function releaseKeySpend(read: TxRead, hold: KeyHold, at: Date): TxWrite[] {
   const spend = current(read<KeySpendRecord>(keySpendKey(hold.keyId)), at);
@@ -175,7 +191,8 @@ export interface KeyUsageView {
     period: KeyBudgetPeriod;
     periodId: string;
     limits: { tokens: number | null; usd: number | null };
-    spent: { tokens: number; usd: number };
+    /** Platform-paid spend (`tokens`, `usd`: what the budget counts) and tokens used on the owner's own provider keys (`byokTokens`). */
+    spent: { tokens: number; usd: number; byokTokens: number };
     reserved: { tokens: number; usd: number };
     remaining: { tokens: number | null; usd: number | null };
     resetsAt: string | null;
@@ -194,7 +211,7 @@ export function keyUsageView(stored: KeySpendRecord | undefined, budget: KeyBudg
         period,
         periodId: s.id,
         limits: { tokens, usd },
-        spent: { tokens: s.tokens, usd: fromNanos(s.usdNanos) },
+        spent: { tokens: s.tokens, usd: fromNanos(s.usdNanos), byokTokens: s.byokTokens ?? 0 },
         reserved: { tokens: s.reservedTokens, usd: fromNanos(s.reservedUsdNanos) },
         remaining: {
           tokens: tokens === null ? null : Math.max(0, tokens - s.tokens - s.reservedTokens),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TxWrite } from '../../kernel/Storage.js';
+import { keySpendKey, recordKeyByok } from '../apiKeys/keySpend.js';
 import { usageKeys, usageWrites } from './globalUsage.js';
 import type { UsageRecordItem } from './history.js';
 import { ledgerKeys, type Ledger } from './Ledger.js';
@@ -10,8 +11,9 @@ const CLAIM_TTL_MS = 7 * 24 * 3600_000;
 
 /**
  * One transaction: the ledger entry (no lines: the user's own key paid), the usage history item,
- * the user's and the cluster's day analytics rows and the requestId claim, so a replay records
- * nothing twice. BYOK calls never count against a budget (docs/billing.md#budgets).
+ * the user's and the cluster's day analytics rows, the API key's call and BYOK tokens when the
+ * call came with one, and the requestId claim, so a replay records nothing twice. BYOK calls never
+ * count against a budget (docs/billing.md#budgets), a key's included.
  *
  * Not durable (`durable: false`): no balance moves, so a crash of the store that loses the record
  * loses a line of history and analytics, never money; on PostgreSQL the call then does not wait
@@ -27,8 +29,10 @@ export function recordByokUsage(
   const at = new Date();
   const day = at.toISOString().slice(0, 10);
   const dayKeys = usageKeys(userId, day);
+  const keys = [claimKey, dayKeys.userDay, dayKeys.global];
+  if (p.apiKeyId) keys.push(keySpendKey(p.apiKeyId));
   return ledger.storage.transact(
-    [claimKey, dayKeys.userDay, dayKeys.global],
+    keys,
     (read) => {
       if (read(claimKey)) return { writes: [], result: false };
       const tokensUsed = Math.max(0, Math.ceil(p.tokensUsed));
@@ -70,6 +74,7 @@ export function recordByokUsage(
         { op: 'append', log: ledgerKeys.log(userId), record: entry },
         { op: 'append', log: ledgerKeys.usage(userId), record: item },
         ...usageWrites(read, userId, day, item),
+        ...(p.apiKeyId ? recordKeyByok(read, p.apiKeyId, tokensUsed, at) : []),
       ];
       return { writes, result: true };
     },
