@@ -275,6 +275,8 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
     rateLimit: new RateLimiter(shared, config.mcp.rateLimiting, {
       logger,
       now: clock,
+      // Counted in the PostgreSQL store every call needs: its outage refuses (RateLimiter.storeOutage).
+      ...(shared === storage && storage.kind === 'postgres' ? { storeOutage: 'refuse' as const } : {}),
       onRefusal: (kind) => metrics?.rateLimitRefused(kind),
     }),
     security,

@@ -123,7 +123,13 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   // entry parsed its calls before dispatch (RequestScope.limitToolCalls), here otherwise (/trpc,
   // whose calls tRPC parses). Server code's own calls (internal) do not count.
   if (runtime.rateLimit.enabled && ctx.req.transport !== 'internal' && countsAsToolCall(meta) && !ctx.admission?.counted(path)) {
-    const decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
+    let decision: Awaited<ReturnType<typeof runtime.rateLimit.hit>>;
+    try {
+      decision = await runtime.rateLimit.hit('toolCalls', rateLimitCaller(ctx.identity, ctx.req.ip));
+    } catch (err) {
+      // Counters in the store every call needs: its outage refuses the call (RateLimiter.storeOutage).
+      return refuse(ctx, path, call, err as CoreError, getRawInput);
+    }
     if (decision && !decision.allowed) return refuse(ctx, path, call, runtime.rateLimit.refusal(decision), getRawInput);
   }
   const result = await call.run(next);

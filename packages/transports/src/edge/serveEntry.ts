@@ -1,7 +1,7 @@
 import type { Context as HonoContext } from 'hono';
 import {
+  CoreError,
   toWireError,
-  type CoreError,
   type ParsedCall,
   type RequestScope,
   type EntryGateway,
@@ -83,15 +83,23 @@ export async function serveEntry<P>(
 ): Promise<Response> {
   observe?.('scope');
   const scope = await openScope(c, gateway, spec.transport);
-  if (spec.limitRequest) {
+  // A credential the store could not check waits for the store (503), never for a sign-in. It is
+  // answered before the request limit: the store that failed the credential holds the counters
+  // too (without a Redis beside it), and counting would wait for its timeout a second time.
+  const unchecked = spec.refusals === 'http' ? scope.credentialUnchecked() : null;
+  if (spec.limitRequest && !unchecked) {
     observe?.('request limit');
-    const over = await spec.limitRequest(scope);
+    let over: Response | null;
+    try {
+      over = await spec.limitRequest(scope);
+    } catch (err) {
+      // Counters in the store every call needs refuse when it fails (RateLimiter.storeOutage).
+      return refuseOutage(c, spec, scope, err);
+    }
     if (over) return over;
   }
   if (spec.refusals === 'http') {
     observe?.('credential');
-    // A credential the store could not check waits for the store (503), never for a sign-in.
-    const unchecked = scope.credentialUnchecked();
     if (unchecked) return spec.refuse(c, scope, unchecked, toWireError(unchecked).httpStatus);
     const refused = scope.challenge();
     if (refused) return spec.refuse(c, scope, refused.error, refused.status, refused.headers);
@@ -107,12 +115,26 @@ export async function serveEntry<P>(
     if (ch) return spec.refuse(c, scope, ch.error, ch.status, ch.headers);
     if (spec.toolCalls === 'before-dispatch') {
       observe?.('limits');
-      const { refused } = await scope.limitToolCalls(read.calls);
-      if (refused) return spec.refuse(c, scope, refused, 429, refused.headers);
+      let limited: Awaited<ReturnType<RequestScope['limitToolCalls']>>;
+      try {
+        limited = await scope.limitToolCalls(read.calls);
+      } catch (err) {
+        return refuseOutage(c, spec, scope, err);
+      }
+      if (limited.refused) return spec.refuse(c, scope, limited.refused, 429, limited.refused.headers);
     }
   }
   observe?.('invoke');
   return spec.run(c, scope, read.parsed);
+}
+
+/**
+ * A limit's count that the store failed (a CoreError: UNAVAILABLE), answered as the entry point
+ * answers any refusal; anything else is not an outage and goes on up.
+ */
+function refuseOutage<P>(c: HonoContext, spec: EntrySpec<P>, scope: RequestScope, err: unknown): Response {
+  if (!(err instanceof CoreError) || spec.refusals !== 'http') throw err;
+  return spec.refuse(c, scope, err, toWireError(err).httpStatus);
 }
 
 /**

@@ -148,4 +148,26 @@ describe.skipIf(!redis.ok)('RateLimiter on redis', () => {
     expect((await rl.hit('requests', 'ip:a'))!.allowed).toBe(true);
     expect(asked).toBe(2);
   });
+
+  it("storeOutage 'refuse': a count the store failed throws its UNAVAILABLE; the next second's hits go through without asking", async () => {
+    let now = 1_000_000;
+    let down = true;
+    const store = new MemoryStorage();
+    const failing = new Proxy(store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop !== 'increment' && prop !== 'transact') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          if (down) throw new CoreError('UNAVAILABLE', 'storage unavailable');
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const rl = new RateLimiter(failing, settings(), { now: () => now, storeOutage: 'refuse' });
+    await expect(rl.hit('requests', 'ip:a')).rejects.toMatchObject({ appCode: 'UNAVAILABLE' });
+    expect(await rl.hit('requests', 'ip:a')).toBeNull();
+    down = false;
+    now += 1_000;
+    expect((await rl.hit('requests', 'ip:a'))!.allowed).toBe(true);
+  });
 });

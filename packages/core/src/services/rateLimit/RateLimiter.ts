@@ -39,6 +39,17 @@ export interface RateLimiterOptions {
    * call over the same counters (KeyLimits) pass one they share.
    */
   leases?: WindowLeases;
+  /**
+   * What a hit gets when the counter store fails to count it. 'let-through' (default): the hit is
+   * let through, limits fail open, when the counters have a store of their own (a Redis beside the
+   * store) whose outage should not take the service down. 'refuse': the failure is thrown
+   * (UNAVAILABLE), for counters kept in the PostgreSQL store every call needs: a hung PostgreSQL
+   * answers the count after its query timeout, and a call let through then waited that timeout
+   * again for its own first query (1.6 s for a 503 with the default 0.8 s), where refusing answers
+   * the 503 it was heading for one timeout sooner. Either way the hits of the next STORE_RETRY_MS
+   * are let through without asking the store, so service resumes as soon as it answers again.
+   */
+  storeOutage?: 'let-through' | 'refuse';
 }
 
 export interface RateLimitDecision {
@@ -83,7 +94,8 @@ export function rateLimitCaller(identity: { sub: string } | null | undefined, ip
  * and includes what is leased, so servers sharing a store enforce one limit between them.
  *
  * When the store cannot be reached the request is let through and a warning logged (at most
- * every 10 s): an outage of the counter store should not take the whole service down.
+ * every 10 s): an outage of the counter store should not take the whole service down. Counters in
+ * the PostgreSQL store itself refuse instead (`storeOutage`): that outage is the service's.
  */
 export class RateLimiter {
   private readonly prefix: string;
@@ -117,7 +129,8 @@ export class RateLimiter {
 
   /**
    * Count `units` for a caller and say whether they fit in the window. Null when limiting is off
-   * or the store is unreachable (nothing to enforce, nothing to report).
+   * or the store is unreachable (nothing to enforce, nothing to report); with `storeOutage:
+   * 'refuse'` a count the store failed throws its UNAVAILABLE instead.
    */
   async hit(kind: RateLimitKind, caller: string, units = 1): Promise<RateLimitDecision | null> {
     if (!this.settings.enabled || units <= 0) return null;
@@ -131,6 +144,8 @@ export class RateLimiter {
       counted = await this.leases.count(this.storage, `${this.prefix}${kind}:${caller}`, window, windowMs, units, limit);
     } catch (err) {
       this.storeDownUntil = this.now() + STORE_RETRY_MS;
+      if (this.opts.storeOutage === 'refuse')
+        throw err instanceof CoreError ? err : new CoreError('UNAVAILABLE', 'storage unavailable', { cause: err });
       if (now - this.lastWarn >= UNAVAILABLE_WARN_MS) {
         this.lastWarn = now;
         this.opts.logger?.warn('rate limit store unavailable; requests are not being limited', {
