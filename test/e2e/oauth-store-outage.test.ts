@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { createServer, type AiBackendServer } from '@ai-backend/transports';
-import { startPrivatePostgres, testService, type PrivateServer } from '@ai-backend/test-utils/services';
+import { startPrivatePostgres, testService, type HangableServer, type PrivateServer } from '@ai-backend/test-utils/services';
 import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, startIdp, type TestIdp } from './oauthHelpers.js';
 
 /**
@@ -15,7 +15,8 @@ import { completeSignIn, IDP_CLIENT_ID, IDP_CLIENT_SECRET, MemoryOAuthProvider, 
 const pgServer = await testService('postgres-server');
 
 describe.skipIf(!pgServer.ok)('OAuth tokens while the store is down', () => {
-  let pg: PrivateServer & { user: string; database: string };
+  let pg: PrivateServer & HangableServer & { user: string; database: string };
+  let provider: MemoryOAuthProvider;
   let idp: TestIdp;
   let server: AiBackendServer;
   let base = '';
@@ -41,7 +42,7 @@ describe.skipIf(!pgServer.ok)('OAuth tokens while the store is down', () => {
     });
     base = (await server.start()).url.replace(/\/$/, '');
     idp.configure(`${base}/oauth/callback`);
-    const provider = new MemoryOAuthProvider('http://127.0.0.1:8978/callback');
+    provider = new MemoryOAuthProvider('http://127.0.0.1:8978/callback');
     const serverUrl = new URL(`${base}/mcp`);
     expect(await auth(provider, { serverUrl, scope: 'mcp mcp:call' })).toBe('REDIRECT');
     const done = await completeSignIn(provider.authorizationUrl!.href, 'bob');
@@ -49,6 +50,7 @@ describe.skipIf(!pgServer.ok)('OAuth tokens while the store is down', () => {
     token = provider.saved!.access_token;
   }, 60_000);
   afterAll(async () => {
+    await pg?.thaw();
     await server?.stop().catch(() => undefined);
     await idp?.close();
     await pg?.close();
@@ -89,5 +91,36 @@ describe.skipIf(!pgServer.ok)('OAuth tokens while the store is down', () => {
     await pg.start();
     expect((await rpc()).status).toBe(200);
     expect((await mcpList()).status).toBe(200);
+  }, 60_000);
+
+  // The token endpoint's rate limit counts in the same PostgreSQL: its count met the hang first and
+  // let the request through after the 0.8 s timeout, whose own read then waited as long (1.6 s).
+  it('a refresh while PostgreSQL hangs answers 503 temporarily_unavailable within 1 s, and the refresh token works after', async () => {
+    const refresh = () =>
+      fetch(`${base}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: provider.saved!.refresh_token!,
+          client_id: provider.info!.client_id,
+        }),
+      });
+    await pg.freeze();
+    try {
+      // deliberate: past the rate limiter's 1 s pause after a failed count, so the count asks the store
+      await new Promise((r) => setTimeout(r, 1100));
+      const started = performance.now();
+      const res = await refresh();
+      const ms = performance.now() - started;
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: string }).error).toBe('temporarily_unavailable');
+      expect(ms, `answered in ${Math.round(ms)} ms`).toBeLessThan(1000);
+    } finally {
+      await pg.thaw();
+    }
+    const after = await refresh();
+    expect(after.status).toBe(200);
+    expect(((await after.json()) as { access_token?: string }).access_token).toBeTruthy();
   }, 60_000);
 });

@@ -11,7 +11,7 @@ import { UpstreamCredentials } from './services/gateway/credentials/UpstreamCred
 import { perUserServersFrom } from './services/gateway/credentials/perUserServers.js';
 import type { McpServerConfig } from './config/sections/mcpServers.js';
 import { AiService } from './services/ai/AiService.js';
-import { RateLimiter } from './services/rateLimit/RateLimiter.js';
+import { RateLimiter, storeOutageFor } from './services/rateLimit/RateLimiter.js';
 import { SecurityLog } from './services/security/SecurityLog.js';
 import { jwtAudienceWarning, unusableAuthWarning } from './config/authWarnings.js';
 import { ClientWorkspaceService } from './services/workspaces/ClientWorkspaceService.js';
@@ -276,7 +276,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
       logger,
       now: clock,
       // Counted in the PostgreSQL store every call needs: its outage refuses (RateLimiter.storeOutage).
-      ...(shared === storage && storage.kind === 'postgres' ? { storeOutage: 'refuse' as const } : {}),
+      storeOutage: storeOutageFor(shared, storage),
       onRefusal: (kind) => metrics?.rateLimitRefused(kind),
     }),
     security,

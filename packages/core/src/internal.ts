@@ -125,6 +125,7 @@ export * from './services/vault/index.js';
 export {
   RateLimiter,
   rateLimitCaller,
+  storeOutageFor,
   type RateLimitDecision,
   type RateLimitKind,
   type RateLimitSettings,

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { RateLimiter, rateLimitCaller } from '@ai-backend/core/internal';
+import { RateLimiter, rateLimitCaller, storeOutageFor } from '@ai-backend/core/internal';
 import { oauthError } from './oauthResponses.js';
 import type { OAuthServices } from './oauthServices.js';
 
@@ -18,7 +18,15 @@ export function rateLimit(services: () => Promise<OAuthServices>, group: string)
     limiter ??= new RateLimiter(
       s.store.storage,
       { enabled, windowMs, maxRequests, maxToolCalls: maxRequests },
-      { prefix: `oauth:rl:${group}:`, names: { requests: `oauth-${group}` }, kinds: ['requests'], logger: s.logger },
+      {
+        prefix: `oauth:rl:${group}:`,
+        names: { requests: `oauth-${group}` },
+        kinds: ['requests'],
+        logger: s.logger,
+        // Counted in the store the endpoint reads next: on PostgreSQL its outage answers the 503
+        // (temporarily_unavailable, through the routes' onError) after one timeout, not two.
+        storeOutage: storeOutageFor(s.store.storage, s.store.storage),
+      },
     );
     const ip = s.clientIp(c);
     const decision = await limiter.hit('requests', rateLimitCaller(null, ip));

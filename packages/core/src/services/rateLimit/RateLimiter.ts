@@ -76,6 +76,15 @@ const UNAVAILABLE_WARN_MS = 10_000;
 const STORE_RETRY_MS = 1_000;
 
 /**
+ * The `storeOutage` for counters kept in `counters` in front of calls that need `calls`: 'refuse'
+ * when they are the same PostgreSQL store (a hang of it costs each call its query timeout; let
+ * through, a call would wait it twice), 'let-through' otherwise.
+ */
+export function storeOutageFor(counters: Storage, calls: Storage): 'refuse' | 'let-through' {
+  return counters === calls && counters.kind === 'postgres' ? 'refuse' : 'let-through';
+}
+
+/**
  * Who a counter belongs to: the authenticated subject, else the client address. Unusual or long
  * subjects are hashed so keys stay short and printable.
  */
