@@ -1,5 +1,6 @@
 import type { ValidateFunction } from 'ajv';
 import { CoreError } from '../../kernel/CoreError.js';
+import { selfReference } from './selfReference.js';
 
 type AjvInstance = { compile(schema: object): ValidateFunction };
 let ajv: Promise<AjvInstance> | undefined;
@@ -57,14 +58,21 @@ async function validator(schema: Record<string, unknown>, what = 'output.schema'
     const Ajv = (m.default as unknown as { default?: unknown }).default ?? m.default;
     return new (Ajv as new (o: object) => AjvInstance)({ allErrors: false, strict: false, code: { regExp: safeRegExp } });
   });
+  // Ajv's compile overflows the stack on some such loops, and checking a value against the
+  // others does: refused first, with a message that says what is wrong.
+  const loop = selfReference(schema);
+  if (loop)
+    throw new CoreError('INVALID_PARAMS', `${what} refers to itself without descending into the value (at ${loop.slice(0, 200)})`, {
+      details: { reason: 'invalid_schema', field: what },
+    });
   try {
     v = (await ajv).compile(schema);
   } catch (err) {
-    throw new CoreError(
-      'INVALID_PARAMS',
-      `${what} is not a valid JSON Schema: ${err instanceof Error ? err.message.slice(0, 200) : 'invalid'}`,
-      { details: { reason: 'invalid_schema', field: what } },
-    );
+    // An engine error (a RangeError from a stack overflow) names nothing the caller can fix.
+    const reason = err instanceof Error && !(err instanceof RangeError) ? err.message.slice(0, 200) : 'it cannot be compiled';
+    throw new CoreError('INVALID_PARAMS', `${what} is not a valid JSON Schema: ${reason}`, {
+      details: { reason: 'invalid_schema', field: what },
+    });
   }
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
   cache.set(key, v);
@@ -183,7 +191,16 @@ export async function parseOutput(
     return { ok: false, reason: 'the model did not answer with JSON' };
   }
   const v = await validator(schema);
-  if (v(value)) return { ok: true, value };
+  let valid: boolean;
+  try {
+    valid = v(value) as boolean;
+  } catch (err) {
+    // A recursive schema (a tree of `$ref: "#"` under `items`) follows the answer's nesting: an
+    // answer nested deeply enough overflows the stack. It is not an answer that matches.
+    if (err instanceof RangeError) return { ok: false, reason: 'the answer is nested too deeply to check against the schema' };
+    throw err;
+  }
+  if (valid) return { ok: true, value };
   const e = v.errors?.[0];
   return { ok: false, reason: `the answer does not match the schema${e ? `: ${e.instancePath || '/'} ${e.message ?? ''}` : ''}` };
 }
