@@ -5,6 +5,7 @@
  * route's own error shape, with no library or stack text, and the server keeps serving.
  * (Memory under 50 MiB bodies, slow bodies and the SSE cap: hostile-input-server.test.ts.)
  */
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEAK, HOSTILE_CONFIG, ROUTES, rawPost, type RouteCase } from './helpers/hostileRoutes.js';
 import { MODES, serverFor } from './helpers/testServer.js';
@@ -101,6 +102,35 @@ describe.each(MODES)('hostile input on every route (%s)', (mode) => {
     await expectRefused(await post(r, { body }), 413, /exceeds/);
     // It stopped reading near the limit, not at the end of the body (over a socket, kernel buffers blur this).
     if (mode === 'in-process') expect(sent).toBeLessThanOrEqual(r.limit + 4 * chunk.byteLength);
+  });
+
+  // A compressed body used to reach the handlers as its compressed bytes ("malformed JSON"), and
+  // an unknown coding was parsed as if there were none.
+  it.each(ROUTES.flatMap((r) => ['gzip', 'br', 'x-unknown', 'identity, gzip'].map((coding) => ({ ...r, coding }))))(
+    '$path: a body with content-encoding "$coding" is refused with 415 naming the coding',
+    async (r) => {
+      const res = await post(r, { body: gzipSync(r.body), headers: { 'content-encoding': r.coding } });
+      expect(res.headers.get('accept-encoding')).toBe('identity');
+      await expectRefused(res, 415, /content-encoding .* is not supported/);
+    },
+  );
+
+  it.each(ROUTES)('$path: content-encoding "identity" is the body as it is', async (r) => {
+    const res = await post(r, { headers: { 'content-encoding': 'identity' } });
+    expect(res.status).not.toBe(415);
+    expect(res.status).not.toBe(400);
+  });
+
+  it.each([
+    ['/v1/chat/completions', /"type":"invalid_request_error"/],
+    ['/v1/messages', /^\{"type":"error","error":\{"type":"invalid_request_error"/],
+  ])('%s: a gzip body is refused with 415 in the vendor’s error shape', async (path, shape) => {
+    const body = gzipSync(JSON.stringify({ model: 'openai/gpt-4.1-mini', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }));
+    const res = await s.call(path, { method: 'POST', body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+    const text = await res.text();
+    expect(res.status, text).toBe(415);
+    expect(text).toMatch(shape);
+    expect(text).toMatch(/content-encoding \W*gzip\W* is not supported/);
   });
 
   it.each(JSON_ROUTES)('$path: JSON nested deeper than maxJsonDepth is refused with 400', async (r) => {
