@@ -216,6 +216,19 @@ describeV1Matrix('/v1 edges', (mode, path) => {
       expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     });
 
+    // decodeURIComponent throws on a malformed escape: these answered a bare 500 "internal error".
+    it.each(['%ZZ', 'openai%2Fgpt%E0%A4'])('models.retrieve of "%s" (a malformed percent-escape) is an OpenAI 404', async (id) => {
+      for (const headers of [{ authorization: `Bearer ${token}` }, { 'x-api-key': token, 'anthropic-version': '2023-06-01' }] as Array<
+        Record<string, string>
+      >) {
+        const res = await fetch(`${gw.url}/v1/models/${id}`, { headers });
+        const text = await res.text();
+        expect(res.status, text).toBe(404);
+        expect(text).toMatch(/not_found_error/);
+        expect(text).toContain(id);
+      }
+    });
+
     it('an unknown /v1 path answers in the OpenAI error shape', async () => {
       const res = await fetch(gw.url + '/v1/audio/speech', {
         method: 'POST',
