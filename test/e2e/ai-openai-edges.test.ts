@@ -197,6 +197,55 @@ describeV1Matrix('/v1 edges', (mode, path) => {
       );
       expect(ok.status).toBe(200);
     });
+
+    // These were dropped or replaced by a default (no schema, no temperature, "auto") on the
+    // translated path and answered 200 with another answer than the one asked for.
+    it.each<[string, Record<string, unknown>, string, RegExp]>([
+      ['/v1/chat/completions', { response_format: { type: 'json_schema' } }, 'response_format.json_schema', /invalid_request_error/],
+      [
+        '/v1/chat/completions',
+        { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 'object' } } },
+        'response_format.json_schema.schema',
+        /invalid_request_error/,
+      ],
+      [
+        '/v1/chat/completions',
+        { tools: [{ type: 'function', function: { name: 'f', parameters: 'x' } }] },
+        'tools[0].function.parameters',
+        /./,
+      ],
+      ['/v1/responses', { max_output_tokens: '5' }, 'max_output_tokens', /./],
+      ['/v1/responses', { temperature: 'hot' }, 'temperature', /./],
+      ['/v1/responses', { tool_choice: 5 }, 'tool_choice', /./],
+      ['/v1/responses', { text: 'json' }, 'text', /./],
+      ['/v1/responses', { text: { format: 'json_object' } }, 'text.format', /./],
+      ['/v1/responses', { text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema', /./],
+      ['/v1/responses', { tools: [{ type: 'function', name: 'f', parameters: 'x' }] }, 'tools[0].parameters', /./],
+      [
+        '/v1/messages',
+        { temperature: 'hot' },
+        'temperature',
+        /^\{"type":"error","error":\{"type":"invalid_request_error","message":"temperature: /,
+      ],
+      ['/v1/messages', { tool_choice: 'auto' }, 'tool_choice', /"message":"tool_choice: /],
+      ['/v1/messages', { tools: [{ name: 'f', input_schema: 'x' }] }, 'tools.0', /"message":"tools\.0: /],
+    ])('%s with %o is a 400 naming %s', async (path, extra, param, shape) => {
+      const base =
+        path === '/v1/responses'
+          ? { model: 'anthropic/claude-sonnet-4-5', input: 'x' }
+          : { model: 'anthropic/claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] };
+      const before = upstream.requests.length;
+      const res = await fetch(gw.url + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ ...base, ...extra }),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(400);
+      expect(text).toMatch(shape);
+      if (path !== '/v1/messages') expect((JSON.parse(text) as { error: { param: string } }).error.param).toBe(param);
+      expect(upstream.requests.length).toBe(before);
+    });
   });
 
   describe('/v1 routes', () => {

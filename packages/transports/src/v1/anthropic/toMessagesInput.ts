@@ -145,6 +145,9 @@ export function toMessagesInput(body: unknown, headers: Headers, config: Resolve
   const system = systemText(b.system);
   if (system !== undefined) input.systemPrompt = system;
   options.maxTokens = b.max_tokens;
+  // Fields that change the answer are checked, not dropped: Anthropic refuses them as well.
+  if (b.temperature !== undefined && b.temperature !== null && typeof b.temperature !== 'number')
+    throw bad('temperature: must be a number', 'temperature');
   if (typeof b.temperature === 'number') options.temperature = b.temperature;
   if (b.top_p !== undefined && b.top_p !== null) options.topP = b.top_p;
   if (b.stop_sequences !== undefined && b.stop_sequences !== null) options.stopSequences = b.stop_sequences;
@@ -155,15 +158,22 @@ export function toMessagesInput(body: unknown, headers: Headers, config: Resolve
       // Server tools (web_search_…, code_execution_…) run at Anthropic; no other provider has them.
       if (tool?.type !== undefined && tool.type !== 'custom')
         throw bad(`tools.${i}: only custom tools (name, input_schema) are supported, not ${String(tool.type).slice(0, 60)}`, `tools.${i}`);
-      if (!tool || typeof tool.name !== 'string') throw bad(`tools.${i}: a custom tool needs name and input_schema`, `tools.${i}`);
+      if (!tool || typeof tool.name !== 'string' || !obj(tool.input_schema))
+        throw bad(`tools.${i}: a custom tool needs name and input_schema (a JSON Schema object)`, `tools.${i}`);
       return {
         name: tool.name,
         ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
-        parameters: obj(tool.input_schema) ?? { type: 'object', properties: {} },
+        parameters: obj(tool.input_schema)!,
       };
     });
   }
   const tc = obj(b.tool_choice);
+  if (
+    b.tool_choice !== undefined &&
+    b.tool_choice !== null &&
+    !(tc && (['auto', 'none', 'any'].includes(tc.type as string) || (tc.type === 'tool' && typeof tc.name === 'string')))
+  )
+    throw bad("tool_choice: must be { type: 'auto' | 'any' | 'none' } or { type: 'tool', name }", 'tool_choice');
   if (tc?.type === 'auto' || tc?.type === 'none') input.toolChoice = tc.type;
   else if (tc?.type === 'any') input.toolChoice = 'required';
   else if (tc?.type === 'tool') input.toolChoice = { type: 'tool', toolName: tc.name };

@@ -24,6 +24,18 @@ const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== nu
 const bad = (message: string, param?: string) =>
   new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
 
+/**
+ * A tool's JSON Schema as the request gave it: absent means no parameters (an empty object, as
+ * OpenAI reads it); anything else that is not an object is refused, naming the field, rather than
+ * replaced by "no parameters", which would change what the model is told it can call.
+ */
+export function toolSchema(schema: unknown, param: string): Json {
+  if (schema === undefined || schema === null) return { type: 'object', properties: {} };
+  const s = obj(schema);
+  if (!s) throw bad(`${param} must be a JSON Schema object`, param);
+  return s;
+}
+
 /** What the endpoint hands to ai.generateText / ai.streamText, plus how to answer. */
 export interface ChatRequest {
   input: Record<string, unknown>;
@@ -94,6 +106,12 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   if (rfIn !== undefined && rfIn !== null && !['text', 'json_object', 'json_schema'].includes(obj(rfIn)?.type as string)) {
     throw bad("response_format.type must be 'text', 'json_object' or 'json_schema'", 'response_format');
   }
+  if (obj(rfIn)?.type === 'json_schema') {
+    const js = obj(obj(rfIn)!.json_schema);
+    if (!js) throw bad('response_format.json_schema must be an object with name and schema', 'response_format.json_schema');
+    if (js.schema !== undefined && js.schema !== null && !obj(js.schema))
+      throw bad('response_format.json_schema.schema must be a JSON Schema object', 'response_format.json_schema.schema');
+  }
   const fields = modelInputFields(config, b.model);
 
   // OpenAI tool messages name only the call id; the tool name comes from the assistant's call.
@@ -160,7 +178,7 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
       return {
         name: f.name,
         ...(typeof f.description === 'string' ? { description: f.description } : {}),
-        parameters: obj(f.parameters) ?? { type: 'object', properties: {} },
+        parameters: toolSchema(f.parameters, `tools[${i}].function.parameters`),
       };
     });
   }

@@ -1,5 +1,5 @@
 import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
-import { cacheDirective, PROVIDER_KEY_HEADER } from './toChatInput.js';
+import { cacheDirective, PROVIDER_KEY_HEADER, toolSchema } from './toChatInput.js';
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
@@ -62,6 +62,31 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw bad('tools must be an array of function tools', 'tools');
   if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string')
     throw bad('instructions must be a string', 'instructions');
+  // Fields that change the answer are checked, not dropped (as on /v1/chat/completions): a
+  // `temperature: "0"` or a `text.format` without its schema must not quietly get another answer.
+  const mot = b.max_output_tokens;
+  if (mot !== undefined && mot !== null && !(Number.isInteger(mot) && (mot as number) >= 1))
+    throw bad('max_output_tokens must be a positive integer', 'max_output_tokens');
+  if (b.temperature !== undefined && b.temperature !== null && typeof b.temperature !== 'number')
+    throw bad('temperature must be a number', 'temperature');
+  const tcIn = b.tool_choice;
+  if (
+    tcIn !== undefined &&
+    tcIn !== null &&
+    tcIn !== 'auto' &&
+    tcIn !== 'none' &&
+    tcIn !== 'required' &&
+    !(obj(tcIn)?.type === 'function' && typeof obj(tcIn)!.name === 'string')
+  )
+    throw bad("tool_choice must be 'auto', 'none', 'required' or { type: 'function', name }", 'tool_choice');
+  if (b.text !== undefined && b.text !== null && !obj(b.text)) throw bad('text must be an object', 'text');
+  const formatIn = obj(b.text)?.format;
+  if (formatIn !== undefined && formatIn !== null) {
+    const f = obj(formatIn);
+    if (!f || !['text', 'json_schema', 'json_object'].includes(f.type as string))
+      throw bad("text.format.type must be 'text', 'json_schema' or 'json_object'", 'text.format');
+    if (f.type === 'json_schema' && !obj(f.schema)) throw bad('text.format.schema must be a JSON Schema object', 'text.format.schema');
+  }
 
   const items: unknown[] = typeof b.input === 'string' ? [{ role: 'user', content: b.input }] : Array.isArray(b.input) ? b.input : [];
   if (items.length === 0) throw bad('input must be a non-empty string or array', 'input');
@@ -136,7 +161,7 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
       return {
         name: tool.name,
         ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
-        parameters: obj(tool.parameters) ?? { type: 'object', properties: {} },
+        parameters: toolSchema(tool.parameters, `tools[${i}].parameters`),
       };
     });
   }
@@ -145,12 +170,10 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   else if (obj(tc)?.type === 'function' && typeof obj(tc)!.name === 'string') input.toolChoice = { type: 'tool', toolName: obj(tc)!.name };
 
   const format = obj(obj(b.text)?.format);
-  if (format !== undefined && !['text', 'json_schema', 'json_object'].includes(format.type as string))
-    throw bad("text.format.type must be 'text', 'json_schema' or 'json_object'", 'text.format');
   if (format?.type === 'json_schema') {
     input.output = {
       type: 'json',
-      schema: obj(format.schema) ?? {},
+      schema: obj(format.schema)!,
       ...(typeof format.name === 'string' ? { name: format.name } : {}),
       ...(typeof format.description === 'string' ? { description: format.description } : {}),
     };
