@@ -138,6 +138,20 @@ describe.each(MODES)('hostile input on every route (%s)', (mode) => {
     await expectRefused(await post(r, { body: deep }), 400, /nesting/);
   });
 
+  it.each(TRPC_ROUTES)('$path: a batch over limits.maxBatchSize is a 400 tRPC error sent as JSON, GET and POST', async (r) => {
+    const base = r.path.replace('system.writeFile', '');
+    const paths = Array(101).fill('system.test').join(',');
+    const inputs = JSON.stringify(Object.fromEntries(Array.from({ length: 101 }, (_, i) => [i, { json: {} }])));
+    for (const res of [
+      await s.call(`${base}${paths}?batch=1&input=${encodeURIComponent(inputs)}`),
+      await s.call(`${base}${paths}?batch=1`, { method: 'POST', body: inputs, headers: { 'content-type': 'application/json' } }),
+    ]) {
+      const body = await res.clone().text();
+      expect(body).toMatch(/"code":"BAD_REQUEST"/);
+      await expectRefused(res, 400, /Batch call exceeds maximum size/);
+    }
+  });
+
   it.each(TRPC_ROUTES)('$path: deep nesting in the GET input is refused with 400', async (r) => {
     const input = encodeURIComponent('{"json":' + '['.repeat(500) + ']'.repeat(500) + '}');
     await expectRefused(await s.call(r.path.replace('writeFile', 'listFiles') + '?input=' + input), 400, /nesting/);

@@ -125,5 +125,10 @@ async function answerByAdapter(
     place?.();
     throw err;
   }
+  // tRPC answers a request it refuses before any call (a batch over maxBatchSize) with a JSON
+  // body and no content type, which a string body makes text/plain (the web Response, and the
+  // Node adapter when it writes the answer).
+  const type = res.headers.get('content-type');
+  if (res.status !== 204 && (type === null || type.startsWith('text/plain'))) res.headers.set('content-type', 'application/json');
   return place ? streams.hold(res, place, outgoing, 'any-body') : res;
 }
