@@ -1,6 +1,7 @@
 import { McpServer, type CacheHint, type Server } from '@modelcontextprotocol/server';
 import type { RequestStateSeal } from './requestStateSeal.js';
 import { closeWithoutStacks } from './closeWithoutStacks.js';
+import { ParamsCheckingServer } from './ParamsCheckingServer.js';
 import { registerCompletion } from './registerCompletion.js';
 import { registerLogging } from './registerLogging.js';
 import { registerPrompts } from './registerPrompts.js';
@@ -52,6 +53,9 @@ class CatalogMcpServer extends McpServer {
     ...args: ConstructorParameters<typeof McpServer>
   ) {
     super(...args);
+    // Our protocol server instead of the one McpServer made (it has no handlers yet, since no
+    // capabilities were given to McpServer): malformed params are -32602, not -32603.
+    (this as { server: Server }).server = new ParamsCheckingServer(...args);
   }
 
   /**
