@@ -11,6 +11,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import {
+  CoreError,
   createRuntime,
   createStorage,
   MemoryStorage,
@@ -31,6 +32,8 @@ import { describeMatrix } from './helpers/describeMatrix.js';
 
 // The tools below simulate work that takes time (a deliberate pause inside a procedure, not a test wait).
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const abortedTags: string[] = [];
+const finishedTags: string[] = [];
 
 const wireRouter = router({
   poll: publicProcedure
@@ -50,6 +53,21 @@ const wireRouter = router({
       await ctx.mcp?.progress(0, 1);
       await sleep(input.ms);
       return input.tag;
+    }),
+  outlive: publicProcedure
+    .meta({ description: 'Answers after a delay unless its signal aborts', mcp: {} })
+    .input(z.object({ ms: z.number().int().max(2000), tag: z.string() }))
+    .mutation(async ({ ctx, input }) => {
+      const aborted = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), input.ms);
+        ctx.req.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      (aborted ? abortedTags : finishedTags).push(input.tag);
+      if (aborted) throw new CoreError('CANCELLED', 'cancelled');
+      return `finished ${input.tag}`;
     }),
   sample: publicProcedure
     .meta({ description: 'Asks for sampling', mcp: {} })
@@ -264,6 +282,39 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
       cleanups.push(() => srv.stop());
       await resumeAfterClose(`${srv.url}/mcp`);
     });
+
+    it('a stream the client drops is not a cancel: the call finishes and its answer is replayed on Last-Event-ID', async () => {
+      const srv = await startTestServer(baseConfig, mode);
+      cleanups.push(() => srv.stop());
+      const s = await openWireSession(`${srv.url}/mcp`);
+      const tag = `dropped-${mode}`;
+      // Read the priming event, then drop the connection (readSse cancels the body) while the call runs.
+      const first = await readSse(await s.post(call(1, 'outlive', { ms: 300, tag })), (ev) => ev.length > 0);
+      expect(first[0]!.id).toBeTruthy();
+      await waitFor(() => finishedTags.includes(tag) || abortedTags.includes(tag), { timeoutMs: 3000, what: 'the call to end' });
+      expect(abortedTags).not.toContain(tag);
+      const resumed = await fetch(`${srv.url}/mcp`, {
+        headers: s.headers({ accept: 'text/event-stream', 'last-event-id': first[0]!.id! }),
+      });
+      expect(resumed.status).toBe(200);
+      const answer = messagesOf(await readSse(resumed, (ev) => messagesOf(ev).some((m) => m.id === 1))).find((m) => m.id === 1)!;
+      expect(answer.result.isError).toBeFalsy();
+      expect(answer.result.content[0].text).toBe(`finished ${tag}`);
+    });
+
+    // Listening only: in process there is no connection whose closing the server could notice.
+    it.skipIf(mode === 'in-process')(
+      'without an event store nobody could receive the answer: dropping the stream cancels the call',
+      async () => {
+        const { url } = await handlerServer({ eventStore: 'none' }, undefined, mode);
+        const s = await openWireSession(url);
+        const tag = `no-store-${mode}`;
+        const post = await s.post(call(1, 'outlive', { ms: 1500, tag }));
+        await post.body?.cancel();
+        await waitFor(() => abortedTags.includes(tag), { timeoutMs: 3000, what: 'the call aborted' });
+        expect(finishedTags).not.toContain(tag);
+      },
+    );
 
     it.skipIf(!testRedisAt.ok)('storage event store on redis: events are written to and replayed from storage', async () => {
       const keyPrefix = `ai-backend-test:mcp-wire:${process.pid}:${randomUUID().slice(0, 8)}:`;

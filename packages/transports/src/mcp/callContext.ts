@@ -24,9 +24,9 @@ class AbortLink {
 const ONCE = { once: true } as const;
 
 /**
- * The signal a procedure run from MCP sees: aborted by notifications/cancelled or the session
- * closing (the SDK's `mcpReq.signal`), and by the HTTP request that carried the call going away
- * before its answer was written (client disconnect). A stream the server itself ends for
+ * The signal a procedure run from MCP sees on a stream that cannot be resumed: aborted by
+ * notifications/cancelled or the session closing (the SDK's `mcpReq.signal`), and by the HTTP
+ * request that carried the call going away before its answer was written (client disconnect). A stream the server itself ends for
  * SEP-1699 polling finishes its response normally, so it does not cancel the call.
  * One controller and one listener object for both sources: `AbortSignal.any` costs about twice
  * as much per call (weak references to its sources and a finalization registry). Both sources
@@ -129,8 +129,14 @@ export function mcpContext(
   };
   // A 2026-07-28 request's transport serves this one exchange and closes when its HTTP request
   // goes away, which aborts the SDK's signal: nothing to link. A 2025 session's transport
-  // outlives the request carrying the call.
-  return scope.context({ mcp, signal: deps.mode === 'modern' ? ctx.mcpReq.signal : () => callSignal(scope, ctx) });
+  // outlives the request carrying the call. When the call's stream is resumable (an event store,
+  // a 2025-11-25 client: the SDK offers `closeSSE` exactly then), its answer is kept for a
+  // `Last-Event-ID` reconnect, so a dropped connection is not a cancel (2025-11-25 transports:
+  // "Disconnection SHOULD NOT be interpreted as the client cancelling its request");
+  // notifications/cancelled and the session ending still abort it. Otherwise (JSON answers, no
+  // event store, older clients) nobody could receive the answer, and the drop cancels the call.
+  const resumable = deps.mode !== 'modern' && ctx.http?.closeSSE !== undefined;
+  return scope.context({ mcp, signal: deps.mode === 'modern' || resumable ? ctx.mcpReq.signal : () => callSignal(scope, ctx) });
 }
 
 /**
