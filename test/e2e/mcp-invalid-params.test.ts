@@ -47,6 +47,23 @@ describeMatrix('MCP: malformed params are -32602 Invalid params', (mode) => {
     expect(unknown.error).toMatchObject({ code: -32602, message: 'unknown prompt: nope', data: { code: 'NOT_FOUND' } });
   });
 
+  it('a cursor for a list is refused with -32602 (lists are never paged, so no cursor is ours); without one the list is served', async () => {
+    const envelope = envelope2026('e2e-invalid-cursor');
+    let id = 200;
+    for (const method of ['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']) {
+      id++;
+      const legacy = await answerOf(await session.post({ jsonrpc: '2.0', id, method, params: { cursor: 'bm90LW91cnM' } }), id);
+      expect(legacy.error, method).toMatchObject({ code: -32602 });
+      expect(legacy.error.message).toContain('invalid cursor');
+      const modern = await modernReply(await fetch(`${s.url}/mcp`, modernPost(id, method, { cursor: 'bm90LW91cnM' }, envelope)));
+      expect(modern.error, method).toMatchObject({ code: -32602 });
+      id++;
+      const whole = await answerOf(await session.post({ jsonrpc: '2.0', id, method, params: {} }), id);
+      expect(whole.result, method).toBeDefined();
+      expect(whole.result.nextCursor).toBeUndefined();
+    }
+  });
+
   it('2026-07-28 request: the same', async () => {
     const envelope = envelope2026('e2e-invalid-params');
     for (const [method, params] of [

@@ -2,6 +2,9 @@ import { ProtocolError, ProtocolErrorCode, Server, type ServerContext } from '@m
 
 type Handler = (request: never, ctx: ServerContext) => unknown;
 
+/** The list methods we serve, none of them paged. */
+const UNPAGED_LISTS: ReadonlySet<string> = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']);
+
 /**
  * The SDK's protocol server, answering a request whose params do not fit the method's schema
  * (prompts/get without `name`, resources/read with a numeric `uri`, logging/setLevel with an
@@ -13,6 +16,10 @@ type Handler = (request: never, ctx: ServerContext) => unknown;
  * A failure is the params check's when our handler was never reached for that request: the
  * handler marks the request's context on entry, and a failure without the mark is re-thrown as
  * Invalid params. Errors with their own JSON-RPC code (the SDK's ProtocolErrors) pass unchanged.
+ *
+ * Our lists are never paged (no `nextCursor`), so any `cursor` a client sends for one is not a
+ * cursor we gave it: -32602, as the specification's pagination says of invalid cursors, instead
+ * of the first page again, which a client walking pages would read as a duplicate.
  */
 export class ParamsCheckingServer extends Server {
   /** Contexts of the requests whose handler ran (the params check passed). */
@@ -22,9 +29,16 @@ export class ParamsCheckingServer extends Server {
   override setRequestHandler(method: any, schemasOrHandler: any, maybeHandler?: any): void {
     if (typeof schemasOrHandler !== 'function') return super.setRequestHandler(method, schemasOrHandler, maybeHandler);
     const handler = schemasOrHandler as Handler;
-    super.setRequestHandler(method, ((request: never, ctx: ServerContext) => {
+    const unpaged = UNPAGED_LISTS.has(method);
+    super.setRequestHandler(method, ((request: { params?: { cursor?: unknown } }, ctx: ServerContext) => {
       this.reached.add(ctx);
-      return handler(request, ctx);
+      if (unpaged && request.params?.cursor !== undefined) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `invalid cursor: ${method} answers with the whole list and hands out no cursors`,
+        );
+      }
+      return handler(request as never, ctx);
     }) as never);
   }
 
