@@ -54,17 +54,30 @@ export async function callGatewayTool(
   const result = await invoke(deps.services.router, 'gateway.callTool', input, callCtx);
   if (result.ok) return result.data as CallToolResult;
   // call_tool naming a tool the caller may not use is that call's own error (the model can correct it), not an unknown tool.
-  return failed(deps, result.error, parts ? name : undefined);
+  return failed(deps, result.error, parts ? name : undefined, await declaresOutput(deps, callCtx.identity, name));
 }
 
-function failed(deps: McpServerDeps, error: unknown, name: string | undefined): CallToolResult {
+/**
+ * Whether the upstream tool, as this caller's tools/list shows it, declares an outputSchema. Asked
+ * on the failure path only: a client that listed such a tool validates any structuredContent of
+ * its results against that schema, even with isError (the 1.x SDK client does), so our error
+ * object there would turn a readable tool error (402, 429...) into a schema-validation failure.
+ */
+async function declaresOutput(deps: McpServerDeps, identity: Identity | null, name: string): Promise<boolean> {
+  const tools = await deps.services.gateway.listTools(identity).catch(() => undefined);
+  // Unknown (the upstream cannot be listed now): the client may still hold the schema from before.
+  if (!tools) return true;
+  return tools.some((t) => t.name === name && t.outputSchema !== undefined);
+}
+
+function failed(deps: McpServerDeps, error: unknown, name: string | undefined, hasOutputSchema: boolean): CallToolResult {
   const wire = toWireError(error);
   // An upstream tool that vanished between the check and the call is still an unknown tool.
   if (name !== undefined && wire.appCode === 'NOT_FOUND' && (wire.details as { reason?: string } | undefined)?.reason === 'unknown_tool') {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${name.slice(0, 200)}`);
   }
   logWireError(deps.services.logger, wire, { transport: 'mcp', path: 'gateway.callTool' });
-  return toMcpToolError(wire, { structuredContent: true }) as CallToolResult;
+  return toMcpToolError(wire, { structuredContent: !hasOutputSchema }) as CallToolResult;
 }
 
 /** Upstream prompts (`<server>__<prompt>`) after ours, for the servers this caller may use. */
