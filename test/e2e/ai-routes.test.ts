@@ -295,6 +295,27 @@ describeV1Paths('ai-routes', (path) => {
       expect(ids).toEqual(expect.arrayContaining(['fast', 'capped', `dep-a/${MODEL}`, 'openai/gpt-4.1-nano']));
     });
 
+    it('GET /v1/models through an API key lists only the routes the key may use (by name, by glob, by target)', async () => {
+      const owner = await funded('routes-list-keys', 10);
+      const listed = async (models: string[]) => {
+        const made = await rpcCall<{ key: string }>(a.url, owner, 'keys.create', { name: `list-${models.join(',')}`, models });
+        const client = new OpenAI({ baseURL: a.url + '/v1', apiKey: made.result!.key, maxRetries: 0 });
+        const ids = (await client.models.list()).data.map((m) => m.id);
+        const routes = ids.filter((id) => ['fast', 'vectors', 'capped', 'own'].includes(id)).sort();
+        // retrieve agrees with the list: a route the key may not use is not found.
+        const fast = await client.models.retrieve('fast').then(
+          () => 200,
+          (e: { status: number }) => e.status,
+        );
+        return { routes, fast };
+      };
+      expect(await listed(['openai/*'])).toEqual({ routes: [], fast: 404 });
+      expect(await listed(['fast'])).toEqual({ routes: ['fast'], fast: 200 });
+      expect(await listed(['fa*', 'cap*'])).toEqual({ routes: ['capped', 'fast'], fast: 200 });
+      // A target's provider/model admits every route with that deployment.
+      expect(await listed([`dep-c/${MODEL}`])).toEqual({ routes: ['capped'], fast: 404 });
+    });
+
     it('bare names through the openai and @anthropic-ai/sdk clients: one provider serves it → it answers; several → 400 naming each', async () => {
       const token = await funded('routes-bare', 1_000_000);
       const openai = new OpenAI({ baseURL: a.url + '/v1', apiKey: token, maxRetries: 0 });

@@ -13,7 +13,7 @@ export type { GenerateTextInput, GenerateTextCall, GenerateTextOutput, ToolCallO
 export type { StreamEvent } from './runStreamText.js';
 export type { WireFormat, WireRequest } from './passThrough/wireRequest.js';
 export { ChatMessage, ToolDefinition, ToolChoice, OutputSpec } from './chatInput.js';
-export { modelInputFields, resolveModelName, type ModelName } from './routing/resolveModelName.js';
+export { modelInputFields, resolveModelName, usableRoutes, type ModelName } from './routing/resolveModelName.js';
 export type { RouteReport, RouteTargetReport } from './routing/RouteStats.js';
 export { PROVIDER_ALIASES, ProviderInput, KeyProviderInput, KEY_PROVIDER_IDS, type KeyProviderId } from './providerIds.js';
 export type { EmbedInput, EmbedOutput } from './runEmbed.js';

@@ -1,5 +1,5 @@
 import type { Context as HonoContext, Handler } from 'hono';
-import { CoreError, invoke, type EntryGateway } from '@ai-backend/core/internal';
+import { CoreError, invoke, usableRoutes, type EntryGateway } from '@ai-backend/core/internal';
 import { errorResponse as wireError, wireFormatHandler } from '../shared/wireFormatHandler.js';
 import { withCorsHeaders } from '../../edge/cors.js';
 import { serveEntry } from '../../edge/serveEntry.js';
@@ -43,7 +43,8 @@ function serveModels(c: HonoContext, gateway: EntryGateway, answer: (data: Model
     readCalls: async () => ({ calls: [{ kind: 'procedure', path: 'ai.listAllowedModels' }], parsed: undefined }),
     refuse: (c, _scope, error, _status, headers) => errorResponse(c, error, gateway, headers),
     async run(c, scope) {
-      const result = await invoke(gateway.router, 'ai.listAllowedModels', undefined, scope.context());
+      const ctx = scope.context();
+      const result = await invoke(gateway.router, 'ai.listAllowedModels', undefined, ctx);
       if (!result.ok) return errorResponse(c, result.error, gateway);
       const created = Math.floor(Date.now() / 1000);
       const byProvider = (result.data as { models: Record<string, string[]> }).models;
@@ -52,7 +53,9 @@ function serveModels(c: HonoContext, gateway: EntryGateway, answer: (data: Model
       );
       for (const [alias, target] of Object.entries(gateway.config.ai.aliases))
         data.push({ id: alias, object: 'model', created, owned_by: target.includes('/') ? target.split('/')[0]! : 'route' });
-      for (const name of Object.keys(gateway.config.ai.routes)) data.push({ id: name, object: 'model', created, owned_by: 'route' });
+      // Only the routes this caller may use, as the provider/model ids above (an API key's rules).
+      for (const name of usableRoutes(gateway.config, ctx.identity?.apiKey))
+        data.push({ id: name, object: 'model', created, owned_by: 'route' });
       return answer(data);
     },
   });

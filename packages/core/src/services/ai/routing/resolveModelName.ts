@@ -2,8 +2,10 @@ import type { ResolvedConfig } from '../../../config/schema.js';
 import type { RouteConfig } from '../../../config/sections/aiRoutes.js';
 import { isBuiltinProvider, splitModelRef } from '../../../config/sections/aiProviders.js';
 import { CoreError } from '../../../kernel/CoreError.js';
+import type { ApiKeyGrant } from '../../../kernel/identity.js';
 import type { ProviderId } from '../providerIds.js';
 import { ProviderRegistry } from '../ProviderRegistry.js';
+import { routeTargets } from './routeTargets.js';
 
 /** What a model name means: one provider's model, or a route over several. */
 export type ModelName = { kind: 'model'; provider: ProviderId; model: string } | { kind: 'route'; name: string; route: RouteConfig };
@@ -111,4 +113,16 @@ export function modelInputFields(
   if (r.kind === 'route') return { input: { model: r.name }, options: {} };
   if (isBuiltinProvider(r.provider)) return { input: { provider: r.provider }, options: r.model ? { model: r.model } : {} };
   return { input: { model: r.model ? `${r.provider}/${r.model}` : r.provider }, options: {} };
+}
+
+/**
+ * The routes a caller may use, by name (GET /v1/models): those with a target the server allows
+ * and the caller's API key admits (routeTargets), so a key is never shown a route every call of
+ * which it would be refused (403 key_model_not_allowed).
+ */
+export function usableRoutes(config: ResolvedConfig, grant: ApiKeyGrant | undefined): string[] {
+  const { providers } = namesOf(config);
+  return Object.entries(config.ai.routes)
+    .filter(([name, route]) => routeTargets(providers, name, route, grant, 'none').length > 0)
+    .map(([name]) => name);
 }
