@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  startAiServer,
+  tokenFor,
+  waitFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { describeV1Paths } from './helpers/describeMatrix.js';
 
 /**
@@ -52,6 +60,31 @@ describeV1Paths('ai-cache', (path) => {
       const other = await bob.chat.completions.create(ask('cache me')).withResponse();
       expect(other.response.headers.get('x-ai-backend-cache')).toBe('miss');
       expect(chatCalls()).toBe(4);
+    });
+
+    it('the same request with its body fields in another order is a hit', async () => {
+      const alice = await client('cache-order');
+      upstream.reset();
+      const messages = [{ role: 'user' as const, content: 'order me' }];
+      const send = (body: OpenAI.ChatCompletionCreateParamsNonStreaming) =>
+        alice.chat.completions
+          .create(body)
+          .withResponse()
+          .then((r) => r.response.headers.get('x-ai-backend-cache'));
+      const asked = { model: 'openai/gpt-4.1-nano', messages, max_tokens: 20, temperature: 0, response_format: { type: 'text' as const } };
+      expect(await send(asked)).toBe('miss');
+      // The entry is written after the answer: the same bytes again hit once it is there.
+      await waitFor(async () => (await send(asked)) === 'hit', { what: 'the entry stored', timeoutMs: 5_000, intervalMs: 50 });
+      const calls = chatCalls();
+      const reordered = {
+        response_format: { type: 'text' as const },
+        temperature: 0,
+        max_tokens: 20,
+        messages,
+        model: 'openai/gpt-4.1-nano',
+      };
+      expect(await send(reordered)).toBe('hit');
+      expect(chatCalls()).toBe(calls);
     });
 
     it('a streamed request is replayed as a stream', async () => {

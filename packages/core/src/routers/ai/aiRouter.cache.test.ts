@@ -360,3 +360,20 @@ describe('response cache: answers paid with a caller’s own key are not stored'
     expect(chatCalls()).toBe(3);
   });
 });
+
+describe('response cache: the key is the normalised request', () => {
+  it("the same tools with their fields (and their JSON schema's) in another order are a hit; another schema is a miss", async () => {
+    await harness(backends[0]!, {});
+    const tool = (properties: Record<string, unknown>) => ({ name: 'lookup', description: 'look it up', parameters: properties });
+    const ask = (parameters: Record<string, unknown>, t = tool(parameters)) =>
+      h!.caller(alice).ai.generateText(input('which city?', { tools: [t] }));
+    const schema = { type: 'object', properties: { city: { type: 'string', description: 'the city' } }, required: ['city'] };
+    expect((await ask(schema)).data.cache).toBe('miss');
+    await stored(1);
+    const reordered = { required: ['city'], properties: { city: { description: 'the city', type: 'string' } }, type: 'object' };
+    const sameTool = { parameters: reordered, description: 'look it up', name: 'lookup' };
+    expect((await ask(reordered, sameTool)).data.cache).toBe('hit');
+    expect((await ask({ ...schema, required: [] })).data.cache).toBe('miss');
+    expect(chatCalls()).toBe(2);
+  });
+});

@@ -66,6 +66,22 @@ export interface CacheRequest {
 const PREFIX = 'aicache:';
 
 /**
+ * JSON with every object's keys in sorted order: the same request sent with its fields (a /v1
+ * body's parameters, a tool's JSON schema) in another order is the same request, so the same
+ * entry. Arrays keep their order (messages, tools and stop sequences are ordered).
+ */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const o = v as Record<string, unknown>;
+    // No prototype: a `__proto__` field is kept as a field, not taken as the object's prototype.
+    const sorted = Object.create(null) as Record<string, unknown>;
+    for (const k of Object.keys(o).sort()) sorted[k] = o[k];
+    return sorted;
+  });
+}
+
+/**
  * The exact-match response cache (`ai.cache`, docs/ai.md#response-cache) in the shared store.
  * Entries are keyed by a SHA-256 of the scope and the normalised request, so a key never shows
  * a prompt; the entry holds the answer and its usage only. Scope: `user` serves an entry only to
@@ -101,7 +117,7 @@ export class ResponseCache {
     if (!scope) return undefined;
     const hash = createHash('sha256')
       .update(
-        JSON.stringify([
+        canonicalJson([
           scope,
           req.model,
           req.content ?? null,
