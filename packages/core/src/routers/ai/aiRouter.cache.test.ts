@@ -377,3 +377,28 @@ describe('response cache: the key is the normalised request', () => {
     expect(chatCalls()).toBe(2);
   });
 });
+
+describe('response cache: server prompts named in messages', () => {
+  it('a system message naming a server prompt keys the entry by the prompt text: a changed prompt is a miss, a removed one refused', async () => {
+    await harness(backends[0]!, {});
+    h!.runtime.ai.systemPrompts.register('tone', 'answer in French');
+    const ask = () =>
+      h!.caller(alice).ai.generateText({
+        messages: [
+          { role: 'system', content: '@tone' },
+          { role: 'user', content: 'hello there' },
+        ],
+        provider: 'openai',
+        options: { model: 'gpt-4.1-nano', maxTokens: 30 },
+      });
+    expect((await ask()).data.cache).toBe('miss');
+    await stored(1);
+    expect((await ask()).data.cache).toBe('hit');
+    h!.runtime.ai.systemPrompts.register('tone', 'answer in German');
+    expect((await ask()).data.cache).toBe('miss');
+    expect(chatCalls()).toBe(2);
+    h!.runtime.ai.systemPrompts.unregister('tone');
+    await expect(ask()).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(chatCalls()).toBe(2);
+  });
+});

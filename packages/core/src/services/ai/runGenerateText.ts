@@ -12,7 +12,7 @@ import { reachableModels, resolveCallModel } from './callModel.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
 import type { CachedAnswer } from './cache/ResponseCache.js';
 import { answersWithWire, servesForm, storedWire, type CallForm } from './cacheForm.js';
-import { assertPromptMayUse } from './SystemPromptStore.js';
+import { assertPromptMayUse, type ResolvedSystemPrompt } from './SystemPromptStore.js';
 import { randomUUID } from 'node:crypto';
 import { usageTokens } from './tokenCount.js';
 import { forwardedRequest } from './passThrough/sendPassThrough.js';
@@ -228,13 +228,13 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
   const { cache, config } = deps;
   if (!cache?.config.enabled || input.apiKey !== undefined) return undefined;
   const choice = resolveCallModel(deps, input, call.identity);
-  const system = input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt);
+  const named = serverPrompts(deps, input);
   const key = cache.keyFor(
     {
       model: choice.route ? `route:${choice.route.name}` : `${choice.provider}/${choice.model}`,
       content: input.content,
       systemPrompt: input.systemPrompt,
-      systemPromptText: system?.name ? system.text : undefined,
+      systemPromptText: named.length > 0 ? named.map((p) => p.text) : undefined,
       messages: input.messages,
       tools: input.tools,
       toolChoice: input.toolChoice,
@@ -262,6 +262,21 @@ export async function lookUpCall(deps: CallDeps, input: TextCallInput, call: Tex
     return reachable.some((t) => t.provider === hit.provider && t.model === hit.model);
   };
   return { key, hit: await cache.get(key, servable) };
+}
+
+/**
+ * The server prompts (`@name`) a call names, in `systemPrompt` or in a system message, resolved
+ * as buildPrompt resolves them: a hit is keyed by their texts (a prompt replaced at run time is a
+ * miss, not the old prompt's answer) and served only where the call itself would be (an unknown
+ * name is refused; assertPromptMayUse holds for each).
+ */
+function serverPrompts(deps: CallDeps, input: TextCallInput): ResolvedSystemPrompt[] {
+  const texts = [input.systemPrompt, ...(input.messages ?? []).map((m) => (m.role === 'system' ? m.content : undefined))];
+  return texts.flatMap((t) => {
+    if (t === undefined) return [];
+    const r = deps.prompts.resolve(t);
+    return r.name === undefined ? [] : [r];
+  });
 }
 
 /** The sampling options beyond temperature that a call sets, for its cache key (undefined: none). */
@@ -295,7 +310,7 @@ export async function serveHit(
   const tokensUsed = Math.ceil(hit.tokensUsed * ratio);
   const costUsd = hit.costUsd === undefined ? undefined : hit.costUsd * ratio;
   const requestId = randomUUID();
-  const system = input.systemPrompt === undefined ? undefined : deps.prompts.resolve(input.systemPrompt);
+  const named = serverPrompts(deps, input);
   const hold = await deps.metering.hold({
     identity: call.identity,
     ...(call.ip ? { ip: call.ip } : {}),
@@ -306,7 +321,7 @@ export async function serveHit(
     byokAllowed: deps.providers.isByokProvider(hit.provider),
     serverPays: deps.providers.serverKey(hit.provider) !== undefined,
     mayPay: (mode) => {
-      if (system) assertPromptMayUse(system, mode);
+      for (const p of named) assertPromptMayUse(p, mode);
     },
   });
   const charged = await accountCall(

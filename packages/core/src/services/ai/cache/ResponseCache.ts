@@ -44,8 +44,8 @@ export interface CacheRequest {
   model: string;
   content?: string | undefined;
   systemPrompt?: string | undefined;
-  /** The server prompt a `@name` stands for (hashed into the key, never stored). */
-  systemPromptText?: string | undefined;
+  /** The server prompts each `@name` stands for, in `systemPrompt` and system messages (hashed into the key, never stored). */
+  systemPromptText?: string[] | undefined;
   messages?: unknown;
   tools?: unknown;
   toolChoice?: unknown;
