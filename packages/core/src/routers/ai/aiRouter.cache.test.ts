@@ -402,3 +402,25 @@ describe('response cache: server prompts named in messages', () => {
     expect(chatCalls()).toBe(2);
   });
 });
+
+describe('response cache: a replayed stream', () => {
+  it('never splits a character: every replayed text piece is well-formed text, together the answer', async () => {
+    // Emoji (two UTF-16 units each) across every piece boundary of the replay.
+    const answer = `${'a'.repeat(63)}${'😀'.repeat(80)}`;
+    await harness(backends[0]!, {}, {}, () => answer);
+    const deltas = async () => {
+      const out: string[] = [];
+      for await (const e of await h!.caller(alice).ai.streamText(input('emoji please')))
+        if ((e as { type: string }).type === 'text') out.push((e as { delta: string }).delta);
+      return out;
+    };
+    expect((await deltas()).join('')).toBe(answer);
+    await stored(1);
+    const replayed = await deltas();
+    expect(replayed.length).toBeGreaterThan(1);
+    expect(replayed.join('')).toBe(answer);
+    // Well-formed: it survives UTF-8 (a lone surrogate half would come back as U+FFFD).
+    for (const d of replayed) expect(Buffer.from(d, 'utf8').toString('utf8')).toBe(d);
+    expect(chatCalls()).toBe(1);
+  });
+});

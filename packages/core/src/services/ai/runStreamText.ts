@@ -405,6 +405,8 @@ export async function runStreamText(
 /** Characters per replayed text event: a cached answer streams as a stream would, in pieces. */
 const REPLAY_CHUNK = 64;
 
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
 /** A cached answer as ai.streamText's events: start, the text in pieces, tool calls, finish. */
 export async function* replayStream(out: GenerateTextOutput): AsyncGenerator<StreamEvent, void, undefined> {
   const d = out.data;
@@ -416,7 +418,14 @@ export async function* replayStream(out: GenerateTextOutput): AsyncGenerator<Str
     ...(d.fallback ? { fallback: true } : {}),
     cache: 'hit',
   };
-  for (let i = 0; i < d.text.length; i += REPLAY_CHUNK) yield { type: 'text', delta: d.text.slice(i, i + REPLAY_CHUNK) };
+  for (let i = 0; i < d.text.length; ) {
+    let end = Math.min(i + REPLAY_CHUNK, d.text.length);
+    // Never between the two halves of a surrogate pair: each piece is text on its own, as an
+    // upstream's are (a lone half is an invalid character to every client that is not JavaScript).
+    if (end < d.text.length && isHighSurrogate(d.text.charCodeAt(end - 1))) end++;
+    yield { type: 'text', delta: d.text.slice(i, end) };
+    i = end;
+  }
   for (const tc of d.toolCalls ?? []) yield { type: 'tool-call', ...tc };
   yield { type: 'finish', result: out };
 }
