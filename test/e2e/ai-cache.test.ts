@@ -87,6 +87,33 @@ describeV1Paths('ai-cache', (path) => {
       expect(chatCalls()).toBe(calls);
     });
 
+    it('on /rpc the x-ai-backend-cache header works as the cache option: off neither reads nor stores, on uses it', async () => {
+      await client('cache-rpc');
+      const token = await tokenFor('cache-rpc');
+      upstream.reset();
+      const rpc = async (headers: Record<string, string> = {}) => {
+        const res = await fetch(gw.url + '/rpc', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'ai.generateText',
+            params: { content: 'rpc cache', systemPrompt: 's', model: 'openai/gpt-4.1-nano', options: { maxTokens: 20 } },
+          }),
+        });
+        return ((await res.json()) as { result: { data: { cache?: string } } }).result.data.cache;
+      };
+      // Off: not stored, so the next call (with the cache) misses.
+      expect(await rpc({ 'x-ai-backend-cache': 'off' })).toBeUndefined();
+      expect(await rpc({ 'x-ai-backend-cache': 'on' })).toBe('miss');
+      await waitFor(async () => (await rpc()) === 'hit', { what: 'the entry stored', timeoutMs: 5_000, intervalMs: 50 });
+      const calls = chatCalls();
+      // Off: not read either (the upstream is called though an entry exists).
+      expect(await rpc({ 'x-ai-backend-cache': 'off' })).toBeUndefined();
+      expect(chatCalls()).toBe(calls + 1);
+    });
+
     it('a streamed request is replayed as a stream', async () => {
       const alice = await client('cache-stream');
       upstream.reset();

@@ -43,9 +43,21 @@ export const GenerateTextInputSchema = z.lazy(() =>
     .superRefine(checkContentOrMessages),
 );
 
-/** Drop absent fields (exactOptionalPropertyTypes). */
-function callInput(input: z.infer<typeof GenerateTextInputSchema>): GenerateTextInput {
-  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as GenerateTextInput;
+/**
+ * The `x-ai-backend-cache: on|off` request header, on every entry point (docs/ai.md#response-cache):
+ * the call's `cache` when its input names none. (HTTP's own `cache-control` counts on /v1 only,
+ * where the request parsers read it: a browser may send it on any request of its own accord.)
+ */
+function headerCache(headers: Headers | undefined): 'on' | 'off' | undefined {
+  const v = headers?.get('x-ai-backend-cache')?.trim().toLowerCase();
+  return v === 'on' || v === 'off' ? v : undefined;
+}
+
+/** Drop absent fields (exactOptionalPropertyTypes); `cache` from the request header when the input has none. */
+function callInput(input: z.infer<typeof GenerateTextInputSchema>, ctx: Pick<Context, 'req'>): GenerateTextInput {
+  const out = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as GenerateTextInput;
+  const cache = out.cache ?? headerCache(ctx.req.headers);
+  return cache === undefined ? out : { ...out, cache };
 }
 
 /** Every ai.* procedure: public, with the AI service in ctx. */
@@ -77,7 +89,7 @@ export const aiRouter = router({
       mcp: { annotations: { openWorldHint: true } },
     })
     .input(GenerateTextInputSchema)
-    .mutation(({ ctx, input }) => ctx.ai.generateText(callInput(input), textCall(ctx))),
+    .mutation(({ ctx, input }) => ctx.ai.generateText(callInput(input, ctx), textCall(ctx))),
 
   streamText: aiProcedure
     .meta({
@@ -90,7 +102,7 @@ export const aiRouter = router({
     })
     .input(GenerateTextInputSchema)
     // Checks, payer and reservation run before the stream is returned, so refusals are ordinary errors.
-    .mutation(({ ctx, input }) => ctx.ai.streamText(callInput(input), textCall(ctx))),
+    .mutation(({ ctx, input }) => ctx.ai.streamText(callInput(input, ctx), textCall(ctx))),
 
   embed: aiProcedure
     .meta({
