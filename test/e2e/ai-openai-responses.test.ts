@@ -102,6 +102,33 @@ describeV1Matrix('/v1/responses', (mode, path) => {
       expect(r2.output_text).toContain('[tool result received]');
     });
 
+    it('parallel function calls reach an OpenAI Chat target as one assistant message, their outputs right after it', async () => {
+      // Chat Completions refuses an assistant message whose tool calls are not all answered by the
+      // tool messages that follow it: the Responses items of one turn must not be split.
+      const u = await funded(10_000);
+      const tools = [{ type: 'function' as const, name: 'w', strict: false, parameters: { type: 'object', properties: {} } }];
+      for (const model of [MODELS.local!, MODELS.openrouter!]) {
+        const r = await u.client.responses.create({
+          model,
+          tools,
+          input: [
+            { role: 'user', content: 'Oslo and Rome?' },
+            { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'checking', annotations: [] }] } as never,
+            { type: 'function_call', call_id: 'c1', name: 'w', arguments: '{"city":"Oslo"}' },
+            { type: 'function_call', call_id: 'c2', name: 'w', arguments: '{"city":"Rome"}' },
+            { type: 'function_call_output', call_id: 'c1', output: 'cold' },
+            { type: 'function_call_output', call_id: 'c2', output: 'warm' },
+          ],
+        });
+        expect(r.output_text).toContain('[tool result received]');
+        const sent = (suite.upstream.requests.at(-1)!.body as { messages: Array<Record<string, unknown>> }).messages;
+        expect(sent.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
+        expect(sent[1]!.content).toBe('checking');
+        expect((sent[1]!.tool_calls as Array<{ id: string }>).map((c) => c.id)).toEqual(['c1', 'c2']);
+        expect(sent.slice(2).map((m) => m.tool_call_id)).toEqual(['c1', 'c2']);
+      }
+    });
+
     it('structured output through text.format', async () => {
       const u = await funded(10_000);
       const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false };

@@ -81,6 +81,41 @@ describe('toResponsesInput: an OpenAI Responses request → ai.generateText inpu
     expect(r.input.toolChoice).toEqual({ type: 'tool', toolName: 'get_weather' });
   });
 
+  it('parallel function_call items join the assistant turn before them, and their outputs one tool message', () => {
+    const r = resp({
+      input: [
+        { role: 'user', content: 'two cities' },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'checking' }] },
+        { type: 'function_call', call_id: 'c1', name: 'w', arguments: '{"city":"Oslo"}' },
+        { type: 'function_call', call_id: 'c2', name: 'w', arguments: '{"city":"Rome"}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'cold' },
+        { type: 'function_call_output', call_id: 'c2', output: 'warm' },
+        { type: 'function_call', call_id: 'c3', name: 'w', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c3', output: 'mild' },
+      ],
+    });
+    expect(r.input.messages).toEqual([
+      { role: 'user', content: 'two cities' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'checking' },
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'w', input: { city: 'Oslo' } },
+          { type: 'tool-call', toolCallId: 'c2', toolName: 'w', input: { city: 'Rome' } },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'c1', toolName: 'w', output: 'cold' },
+          { type: 'tool-result', toolCallId: 'c2', toolName: 'w', output: 'warm' },
+        ],
+      },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c3', toolName: 'w', input: {} }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c3', toolName: 'w', output: 'mild' }] },
+    ]);
+  });
+
   it('text.format json_schema / json_object become structured output and set json', () => {
     const schema = { type: 'object', properties: {} };
     const r = resp({ text: { format: { type: 'json_schema', name: 'p', schema } } });

@@ -3,6 +3,8 @@ import { cacheDirective, PROVIDER_KEY_HEADER, toolSchema } from './toChatInput.j
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
+/** A part of an assistant message given as parts (text, tool-call). */
+type AssistantPart = Exclude<Extract<ChatMessage, { role: 'assistant' }>['content'], string>[number];
 const bad = (message: string, param?: string) =>
   new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
 
@@ -93,6 +95,24 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
   const toolNames = new Map<string, string>();
   const messages: ChatMessage[] = [];
   const system: string[] = [];
+  /**
+   * The Responses API lists a turn's parts as separate items (an assistant message, then one
+   * `function_call` item per parallel call, then one `function_call_output` each); chat formats
+   * carry a turn as one message. A call joins the assistant turn just before it (its text and
+   * earlier calls), and consecutive outputs form one tool message: OpenAI Chat refuses an
+   * assistant message whose tool calls are not all answered right after it, which split calls
+   * would be.
+   */
+  const assistantTurn = (): AssistantPart[] => {
+    const last = messages.at(-1);
+    if (last?.role === 'assistant') {
+      if (typeof last.content === 'string') last.content = last.content ? [{ type: 'text', text: last.content }] : [];
+      return last.content;
+    }
+    const content: AssistantPart[] = [];
+    messages.push({ role: 'assistant', content });
+    return content;
+  };
   items.forEach((raw, i) => {
     const it = obj(raw) ?? {};
     const param = `input[${i}]`;
@@ -105,22 +125,20 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
       } catch {
         throw bad(`${param}.arguments must be JSON`, `${param}.arguments`);
       }
-      messages.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: String(it.name ?? ''), input: args }] });
+      assistantTurn().push({ type: 'tool-call', toolCallId: id, toolName: String(it.name ?? ''), input: args });
       return;
     }
     if (it.type === 'function_call_output') {
       const id = String(it.call_id ?? '');
-      messages.push({
-        role: 'tool',
-        content: [
-          {
-            type: 'tool-result',
-            toolCallId: id,
-            toolName: toolNames.get(id) ?? 'unknown',
-            output: typeof it.output === 'string' ? it.output : JSON.stringify(it.output ?? ''),
-          },
-        ],
-      });
+      const result = {
+        type: 'tool-result' as const,
+        toolCallId: id,
+        toolName: toolNames.get(id) ?? 'unknown',
+        output: typeof it.output === 'string' ? it.output : JSON.stringify(it.output ?? ''),
+      };
+      const last = messages.at(-1);
+      if (last?.role === 'tool') last.content.push(result);
+      else messages.push({ role: 'tool', content: [result] });
       return;
     }
     if (it.type !== undefined && it.type !== 'message')
