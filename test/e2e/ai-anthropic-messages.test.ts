@@ -206,6 +206,26 @@ describeV1Matrix('/v1/messages', (mode, path) => {
       expect(page.data[0]).toMatchObject({ type: 'model' });
     });
 
+    it("models.retrieve of an unknown model and an unknown path answer an Anthropic client in Anthropic's shape", async () => {
+      const u = await funded(10_000);
+      const missing = await rejectionOf<InstanceType<typeof Anthropic.NotFoundError>>(u.client.models.retrieve('nope/none'));
+      expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
+      expect(missing.error).toMatchObject({
+        type: 'error',
+        error: { type: 'not_found_error', message: expect.stringContaining('nope/none') },
+      });
+      const found = await u.client.models.retrieve('anthropic/claude-sonnet-4-5');
+      expect(found).toMatchObject({ type: 'model', id: 'anthropic/claude-sonnet-4-5' });
+      const batches = await rejectionOf<InstanceType<typeof Anthropic.NotFoundError>>(u.client.messages.batches.list());
+      expect(batches).toBeInstanceOf(Anthropic.NotFoundError);
+      expect(batches.error).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
+      // An OpenAI client on the same routes still reads OpenAI's shape.
+      const openai = new OpenAI({ baseURL: `${suite.gw.url}/v1`, apiKey: u.token, maxRetries: 0 });
+      const oMissing = await rejectionOf<InstanceType<typeof OpenAI.NotFoundError>>(openai.models.retrieve('nope/none'));
+      expect(oMissing).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(oMissing.error).toMatchObject({ type: 'not_found_error', param: 'model' });
+    });
+
     it("malformed bodies get a 400 in each format's own shape, never a 500, nothing charged", async () => {
       const u = await funded(10_000);
       const post = async (path: string, body: unknown) => {

@@ -343,7 +343,7 @@ export function createServer<C extends CustomRouters = {}>(
     );
     app.all(
       '/v1/*',
-      v1Route((m) => m.openAiNotFound()),
+      v1Route((m) => m.v1NotFound()),
     );
   }
   if (config.billing.webhookSecret)

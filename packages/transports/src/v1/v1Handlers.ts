@@ -4,7 +4,9 @@
  * server that is never asked in these formats does not load their code (docs/architecture.md,
  * "Heavy dependencies load on first use").
  */
-export { chatCompletionsHandler, modelHandler, modelsHandler, openAiNotFound } from './openai/openAiHandler.js';
+export { chatCompletionsHandler } from './openai/openAiHandler.js';
+export { modelHandler, modelsHandler } from './modelsHandler.js';
+export { v1NotFound } from './v1NotFound.js';
 export { countTokensHandler, messagesHandler } from './anthropic/messagesHandler.js';
 export { responsesHandler } from './openai/responsesHandler.js';
 export { embeddingsHandler } from './openai/embeddingsHandler.js';
