@@ -28,8 +28,8 @@ describeV1Matrix('/v1 edges', (mode, path) => {
     await upstream.close();
   });
 
-  const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(url + '/v1/chat/completions', {
+  const post = (url: string, body: unknown, headers: Record<string, string> = {}, path = '/v1/chat/completions') =>
+    fetch(url + path, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
@@ -134,7 +134,8 @@ describeV1Matrix('/v1 edges', (mode, path) => {
       const cases: Array<[Record<string, unknown>, string]> = [
         [{ temperature: 'hot' }, 'temperature'],
         [{ max_tokens: '10' }, 'max_tokens'],
-        [{ max_completion_tokens: 0 }, 'max_tokens'],
+        [{ max_completion_tokens: 0 }, 'max_completion_tokens'],
+        [{ max_completion_tokens: 10_000_000, max_tokens: 5 }, 'max_completion_tokens'],
         [{ max_tokens: 10_000_000 }, 'max_tokens'],
         [{ tools: [{ type: 'function', function: { name: 'has space', parameters: { type: 'object' } } }] }, 'tools[0].function.name'],
         [{ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'bogus' } } }] }, 'tools[0].function.parameters'],
@@ -157,6 +158,42 @@ describeV1Matrix('/v1 edges', (mode, path) => {
         const { error } = (await res.json()) as { error: { type: string; param: string | null; message: string } };
         expect(error).toMatchObject({ type: 'invalid_request_error', param });
         if (error.message.startsWith('invalid request')) expect(error.message).toContain(`${param}:`);
+      }
+    });
+  });
+
+  describe('/v1/responses and /v1/messages name their own fields', () => {
+    it('the openai client reads max_output_tokens and text.format; the Anthropic one temperature and max_tokens', async () => {
+      const client = new OpenAI({ baseURL: gw.url + '/v1', apiKey: token, maxRetries: 0 });
+      const cases: Array<[Record<string, unknown>, string]> = [
+        [{ max_output_tokens: 0 }, 'max_output_tokens'],
+        [{ max_output_tokens: 10_000_000 }, 'max_output_tokens'],
+        [{ text: { format: { type: 'json_schema', name: 'x', schema: { type: 'bogus' } } } }, 'text.format.schema'],
+        [{ tools: [{ type: 'function', name: 'has space', parameters: { type: 'object' } }] }, 'tools[0].name'],
+      ];
+      for (const [extra, param] of cases) {
+        const err = (await client.responses
+          .create({ model: 'openai/gpt-4.1-mini', input: 'x', ...extra } as never)
+          .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+        expect(err, JSON.stringify(extra)).toBeInstanceOf(OpenAI.BadRequestError);
+        expect(err.error).toMatchObject({ type: 'invalid_request_error', param });
+      }
+      for (const [extra, field] of [
+        [{ temperature: 7 }, 'temperature'],
+        [{ top_p: 5 }, 'top_p'],
+        [{ stop_sequences: ['a', 7] }, 'stop_sequences.1'],
+      ] as const) {
+        const res = await post(
+          gw.url,
+          { model: 'anthropic/claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'x' }], ...extra },
+          { authorization: `Bearer ${token}`, 'anthropic-version': '2023-06-01' },
+          '/v1/messages',
+        );
+        expect(res.status).toBe(400);
+        const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+        expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+        expect(body.error.message).toMatch(new RegExp(`^invalid request: ${field}: `));
+        expect(body.error.message).not.toContain('options.');
       }
     });
   });

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { TRPCError } from '@trpc/server';
+import { z } from 'zod';
 import { CoreError } from '@ai-backend/core';
 import { generateResult } from '../../__tests__/generateResult.js';
 import { sseEvents } from '../../__tests__/sseEvents.js';
-import { anthropicError, messageBody, MessageStreamWriter, stopOf } from './anthropicFormat.js';
+import { anthropicError, anthropicParam, messageBody, MessageStreamWriter, stopOf } from './anthropicFormat.js';
 
 describe('Anthropic answer bodies', () => {
   it('stopOf: tool_use when a tool was called, max_tokens for length, stop_sequence when one was named, else end_turn', () => {
@@ -118,5 +120,19 @@ describe('anthropicError', () => {
     const e = anthropicError(new Error('secret at /srv/app/db.ts:12'));
     expect(e.status).toBe(500);
     expect(JSON.stringify(e.body)).not.toContain('secret');
+  });
+});
+
+describe('anthropicParam: procedure fields under the names of an Anthropic request', () => {
+  it('renames options, system, tool_choice and input_schema; keeps dotted message paths', () => {
+    expect(anthropicParam(['options', 'temperature'])).toBe('temperature');
+    expect(anthropicParam(['options', 'maxTokens'])).toBe('max_tokens');
+    expect(anthropicParam(['options', 'stopSequences', 3])).toBe('stop_sequences.3');
+    expect(anthropicParam(['systemPrompt'])).toBe('system');
+    expect(anthropicParam(['tools', 0, 'parameters', 'type'])).toBe('tools.0.input_schema.type');
+    expect(anthropicParam(['messages', 2, 'content'])).toBe('messages.2.content');
+    const zod = z.object({ options: z.object({ temperature: z.number().max(2) }) }).safeParse({ options: { temperature: 7 } }).error;
+    const issue = new TRPCError({ code: 'BAD_REQUEST', cause: zod });
+    expect(anthropicError(issue).body.error.message).toMatch(/^invalid request: temperature: Too big/);
   });
 });

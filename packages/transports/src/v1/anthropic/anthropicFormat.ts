@@ -130,6 +130,31 @@ function errorType(status: number): string {
   return 'invalid_request_error';
 }
 
+/** The procedure's input fields under the names an Anthropic Messages request gives them. */
+const ANTHROPIC_FIELD: Record<string, string> = {
+  'options.maxTokens': 'max_tokens',
+  'options.temperature': 'temperature',
+  'options.topP': 'top_p',
+  'options.stopSequences': 'stop_sequences',
+  'options.model': 'model',
+  provider: 'model',
+  systemPrompt: 'system',
+  toolChoice: 'tool_choice',
+  metadata: 'metadata.user_id',
+};
+
+/**
+ * A validation issue's path as the client wrote the field (`options.temperature` → `temperature`,
+ * `tools.0.parameters` → `tools.0.input_schema`; messages keep Anthropic's dotted `messages.0.content`),
+ * so the message names what the client sent.
+ */
+export function anthropicParam(path: readonly unknown[]): string {
+  const dotted = path.map(String).join('.');
+  for (const [ours, theirs] of Object.entries(ANTHROPIC_FIELD))
+    if (dotted === ours || dotted.startsWith(`${ours}.`)) return theirs + dotted.slice(ours.length);
+  return dotted.replace(/^(tools\.\d+)\.parameters/, '$1.input_schema');
+}
+
 /** An Anthropic-shaped error (`{ type: 'error', error: { type, message } }`) through core's one wire mapping. */
 export function anthropicError(thrown: unknown): {
   wire: WireError;
@@ -141,10 +166,7 @@ export function anthropicError(thrown: unknown): {
   let message = w.message;
   if (w.issues) {
     const issues = w.issues as Array<{ path: unknown[]; message: string }>;
-    message = `invalid request: ${issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; ')}`.slice(
-      0,
-      2000,
-    );
+    message = `invalid request: ${issues.map((i) => `${anthropicParam(i.path) || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);
   }
   return {
     wire: w,

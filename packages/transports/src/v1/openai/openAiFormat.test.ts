@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { TRPCError } from '@trpc/server';
+import { z } from 'zod';
 import { CoreError } from '@ai-backend/core';
 import { generateResult as result } from '../../__tests__/generateResult.js';
 import { ChunkWriter, completionBody, finishReason, openAiError, openAiParam, servedModel } from './openAiFormat.js';
@@ -137,5 +139,25 @@ describe('openAiError: any error in OpenAI shape', () => {
     expect(openAiParam(['messages', 0, 'content'])).toBe('messages[0].content');
     expect(openAiParam(['tools', 2, 'name'])).toBe('tools[2].function.name');
     expect(openAiParam(['fallbacks', 1])).toBe('models.1');
+  });
+
+  it("names fields as the request wrote them: max_completion_tokens, the Responses API's fields and flat tools", () => {
+    const chat = { names: { 'options.maxTokens': 'max_completion_tokens' } };
+    expect(openAiParam(['options', 'maxTokens'], chat)).toBe('max_completion_tokens');
+    expect(openAiParam(['options', 'temperature'], chat)).toBe('temperature');
+    const responses = {
+      names: { 'options.maxTokens': 'max_output_tokens', 'output.schema': 'text.format.schema', output: 'text.format' },
+      flatTools: true,
+    };
+    expect(openAiParam(['options', 'maxTokens'], responses)).toBe('max_output_tokens');
+    expect(openAiParam(['output', 'schema', 'type'], responses)).toBe('text.format.schema.type');
+    expect(openAiParam(['tools', 1, 'parameters'], responses)).toBe('tools[1].parameters');
+    const zod = z.object({ options: z.object({ maxTokens: z.number().min(1) }) }).safeParse({ options: { maxTokens: -1 } }).error;
+    const issue = new TRPCError({ code: 'BAD_REQUEST', cause: zod });
+    expect(openAiError(issue, chat).body.error).toMatchObject({
+      param: 'max_completion_tokens',
+      message: expect.stringMatching(/^invalid request: max_completion_tokens: Too small/),
+    });
+    expect(openAiError(issue).body.error.param).toBe('max_tokens');
   });
 });

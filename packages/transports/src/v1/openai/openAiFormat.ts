@@ -166,12 +166,23 @@ const OPENAI_FIELD: Record<string, string> = {
  * `messages.0.content` → `messages[0].content`, `tools.0.name` → `tools[0].function.name`), so
  * `param` and the message name what the client sent.
  */
-export function openAiParam(path: readonly unknown[]): string {
+export function openAiParam(path: readonly unknown[], naming: FieldNaming = {}): string {
   const dotted = path.map(String).join('.');
-  for (const [ours, theirs] of Object.entries(OPENAI_FIELD))
+  for (const [ours, theirs] of Object.entries({ ...OPENAI_FIELD, ...naming.names }))
     if (dotted === ours || dotted.startsWith(`${ours}.`)) return theirs + dotted.slice(ours.length);
   const named = path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i ? '.' : ''}${String(k)}`)).join('');
-  return named.replace(/^tools(\[\d+\])\.(name|description|parameters)/, 'tools$1.function.$2');
+  return naming.flatTools ? named : named.replace(/^tools(\[\d+\])\.(name|description|parameters)/, 'tools$1.function.$2');
+}
+
+/**
+ * How one request names the procedure's fields where that differs from a Chat Completions request
+ * with `max_tokens` (the default): `names` overrides entries of the table above (a Chat request
+ * that sent `max_completion_tokens`, a Responses request's `max_output_tokens` and `text.format`),
+ * and `flatTools` says its tools carry `name` and `parameters` at the top (the Responses API's).
+ */
+export interface FieldNaming {
+  names?: Record<string, string>;
+  flatTools?: boolean;
 }
 
 /**
@@ -186,7 +197,10 @@ function wireCode(w: WireError): string {
 }
 
 /** An OpenAI-style error body and status for any error, through core's one wire mapping. */
-export function openAiError(thrown: unknown): {
+export function openAiError(
+  thrown: unknown,
+  naming?: FieldNaming,
+): {
   wire: WireError;
   status: number;
   body: { error: { message: string; type: string; param: string | null; code: string | null } };
@@ -197,15 +211,18 @@ export function openAiError(thrown: unknown): {
   let param = typeof w.details?.param === 'string' ? w.details.param : null;
   // Core names an input field by its dotted path (`tools.0.parameters`).
   if (param === null && typeof w.details?.field === 'string')
-    param = openAiParam(w.details.field.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)));
+    param = openAiParam(
+      w.details.field.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)),
+      naming,
+    );
   if (w.issues) {
     const issues = w.issues as Array<{ path: unknown[]; message: string }>;
     message =
-      `invalid request: ${issues.map((i) => `${(i.path.length && openAiParam(i.path)) || '(body)'}: ${i.message}`).join('; ')}`.slice(
+      `invalid request: ${issues.map((i) => `${(i.path.length && openAiParam(i.path, naming)) || '(body)'}: ${i.message}`).join('; ')}`.slice(
         0,
         2000,
       );
-    if (issues[0]?.path.length) param = openAiParam(issues[0].path);
+    if (issues[0]?.path.length) param = openAiParam(issues[0].path, naming);
   }
   return {
     wire: w,

@@ -1,10 +1,24 @@
 import type { Handler } from 'hono';
 import type { EntryGateway } from '@ai-backend/core/internal';
 import { wireFormatHandler } from '../shared/wireFormatHandler.js';
-import { openAiError } from './openAiFormat.js';
+import { openAiError, type FieldNaming } from './openAiFormat.js';
 import { responseBody, ResponseStreamWriter } from './responsesFormat.js';
 import { toResponsesInput } from './toResponsesInput.js';
 import type { StreamAdmission } from '../../edge/StreamAdmission.js';
+
+/**
+ * How a Responses request names the procedure's fields: `max_output_tokens`, `text.format` for the
+ * structured output, `instructions` for the system prompt, and flat function tools.
+ */
+const RESPONSES_NAMING: FieldNaming = {
+  names: {
+    'options.maxTokens': 'max_output_tokens',
+    'output.schema': 'text.format.schema',
+    output: 'text.format',
+    systemPrompt: 'instructions',
+  },
+  flatTools: true,
+};
 
 /**
  * POST /v1/responses: OpenAI's Responses API (text, function tools, structured output through
@@ -16,7 +30,7 @@ export function responsesHandler(getGateway: () => Promise<EntryGateway>, stream
     transport: 'openai',
     wire: 'openai-responses',
     parse: toResponsesInput,
-    error: openAiError,
+    error: (err) => openAiError(err, RESPONSES_NAMING),
     body: (r, req) => responseBody(r, req.model),
     writer: (req) => new ResponseStreamWriter(req.model),
     // After the headers: the Responses API's `error` event ends the stream.

@@ -1,4 +1,5 @@
 import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
+import type { FieldNaming } from './openAiFormat.js';
 
 /** The BYOK header of the OpenAI-compatible endpoint: the caller's own provider key. */
 export const PROVIDER_KEY_HEADER = 'x-provider-api-key';
@@ -43,6 +44,8 @@ export interface ChatRequest {
   model: string;
   stream: boolean;
   includeUsage: boolean;
+  /** Set when the request limits its output with `max_completion_tokens`: errors name that field. */
+  naming?: FieldNaming;
 }
 
 function textOf(content: unknown, param: string): string {
@@ -211,7 +214,15 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   if (cache) input.cache = cache;
   if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-compatible' };
 
-  return { input, model: b.model, stream: b.stream === true, includeUsage: obj(b.stream_options)?.include_usage === true };
+  return {
+    input,
+    model: b.model,
+    stream: b.stream === true,
+    includeUsage: obj(b.stream_options)?.include_usage === true,
+    ...(b.max_completion_tokens !== undefined && b.max_completion_tokens !== null
+      ? { naming: { names: { 'options.maxTokens': 'max_completion_tokens' } } }
+      : {}),
+  };
 }
 
 /**

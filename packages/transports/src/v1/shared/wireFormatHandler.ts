@@ -48,7 +48,8 @@ export interface WireFormatSpec<R extends WireRequest, W extends { frames(e: Str
   /** The vendor format the body is in: a target that speaks it may be sent the body itself (core's pass-through path). */
   wire: WireFormat;
   parse(body: unknown, headers: Headers, config: ResolvedConfig): R;
-  error(thrown: unknown): FormattedError;
+  /** `req`, once the body was translated: an invalid field is named as that request wrote it. */
+  error(thrown: unknown, req?: R): FormattedError;
   body(result: GenerateTextOutput, req: R): unknown;
   /** A fresh writer per stream: stream events → SSE frames. */
   writer(req: R): W;
@@ -196,8 +197,8 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
   streams: StreamAdmission,
   spec: WireFormatSpec<R, W>,
 ): Handler {
-  const fail = (c: HonoContext, err: unknown, gateway?: EntryGateway, headers?: Record<string, string>) =>
-    errorResponse(c, spec.error(err), gateway, spec.transport, headers);
+  const fail = (c: HonoContext, err: unknown, gateway?: EntryGateway, headers?: Record<string, string>, req?: R) =>
+    errorResponse(c, spec.error(err, req), gateway, spec.transport, headers);
   return async (c) => {
     const gateway = await getGateway();
     return serveV1<Parsed<R>>(c, gateway, {
@@ -236,7 +237,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     const result = await invoke(gateway.router, path, req.input, scope.context({ wire }), { stream: true });
     if (!result.ok) {
       const anon = anonymousChallenge(scope, gateway, result.error);
-      return anon ? fail(c, anon.error, gateway, anon.headers) : fail(c, result.error, gateway);
+      return anon ? fail(c, anon.error, gateway, anon.headers) : fail(c, result.error, gateway, undefined, req);
     }
     if (!req.stream) {
       const out = result.data as GenerateTextOutput;
@@ -267,7 +268,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
     try {
       first = await events.next();
     } catch (err) {
-      return fail(c, err, gateway);
+      return fail(c, err, gateway, undefined, req);
     }
     // A pass-through stream (its first event is the upstream's bytes): those bytes go on as they
     // come, and the `finish` event (the engine's result, for statistics) writes nothing.
@@ -295,7 +296,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
           }
         } catch (err) {
           // Headers are gone: the error travels as the stream's last event.
-          const e = spec.error(err);
+          const e = spec.error(err, req);
           logWireError(gateway.logger, e.wire, { transport: spec.transport, path: c.req.path });
           controller.enqueue(encoder.encode(spec.streamError(e, writer)));
           controller.close();
