@@ -64,6 +64,15 @@ export function modelsHandler(getGateway: () => Promise<EntryGateway>): Handler 
     });
 }
 
+/** A path segment percent-decoded; malformed escapes (`%ZZ`, a cut UTF-8 sequence) kept as sent, which names no model. */
+function decodedId(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 /**
  * GET /v1/models/{id} (the `openai` client's `models.retrieve`): one entry of the list; the id
  * keeps its slashes (`openai/gpt-4.1-mini`, `openrouter/openai/gpt-5-mini`).
@@ -71,7 +80,7 @@ export function modelsHandler(getGateway: () => Promise<EntryGateway>): Handler 
 export function modelHandler(getGateway: () => Promise<EntryGateway>): Handler {
   return async (c) =>
     serveModels(c, await getGateway(), (data) => {
-      const id = decodeURIComponent(c.req.path.slice('/v1/models/'.length));
+      const id = decodedId(c.req.path.slice('/v1/models/'.length));
       const entry = data.find((m) => m.id === id);
       if (entry) return json(c, wantsAnthropic(c) ? anthropicModel(entry) : entry);
       return sharedRouteError(
