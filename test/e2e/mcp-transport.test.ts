@@ -69,6 +69,13 @@ const wireRouter = router({
       if (aborted) throw new CoreError('CANCELLED', 'cancelled');
       return `finished ${input.tag}`;
     }),
+  jumpy: publicProcedure
+    .meta({ description: 'Reports progress that repeats and steps back', mcp: {} })
+    .input(z.object({}).default({}))
+    .mutation(async ({ ctx }) => {
+      for (const p of [1, 1, 0.5, 2, 2, 3]) await ctx.mcp?.progress(p, 3, `at ${p}`);
+      return 'done';
+    }),
   sample: publicProcedure
     .meta({ description: 'Asks for sampling', mcp: {} })
     .input(z.object({}).default({}))
@@ -275,6 +282,19 @@ describeMatrix('MCP Streamable HTTP on the wire', (mode) => {
     const answer = replay.find((m) => m.id === 1)!;
     expect(JSON.parse(answer.result.content[0].text)).toEqual({ closable: true, answer: 'after reconnect' });
   }
+
+  it('progress notifications strictly increase (MCP: progress MUST increase): repeats and steps back are not sent', async () => {
+    const srv = await startTestServer(baseConfig, mode);
+    cleanups.push(() => srv.stop());
+    const s = await openWireSession(`${srv.url}/mcp`);
+    const events = await readSse(await s.post(call(1, 'jumpy', {}, { progressToken: 'j' })), (ev) =>
+      messagesOf(ev).some((m) => m.id === 1),
+    );
+    const progress = messagesOf(events)
+      .filter((m) => m.method === 'notifications/progress')
+      .map((m) => m.params.progress);
+    expect(progress).toEqual([1, 2, 3]);
+  });
 
   describe('resumability (Last-Event-ID)', () => {
     it('memory event store: a call whose stream was closed is answered on the resumed stream', async () => {

@@ -20,7 +20,8 @@ export async function drainStream(stream: AsyncIterable<unknown>, ctx: Context):
       chars += ev.delta.length;
       // Progress is best effort: a client that cannot take it must not fail the call.
       // Inside an MCP task there is no stream for the deltas: the task's status says how far it got.
-      if (ctx.mcp)
+      // An empty delta moves nothing, and MCP progress must increase with each notification.
+      if (ctx.mcp && ev.delta.length > 0)
         await ctx.mcp.progress(chars, undefined, ctx.mcp.taskId ? `${chars} characters generated` : ev.delta).catch(() => undefined);
     }
     if (!finish) events.push(ev);

@@ -83,6 +83,7 @@ export function mcpContext(
   const scope = scopeOf(ctx.http?.authInfo);
   const { requestState, use } = call;
   const name = use.name;
+  let lastProgress = Number.NEGATIVE_INFINITY;
   const mcp: McpCallContext = {
     ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
     ...(requestState !== undefined ? { requestState } : {}),
@@ -92,7 +93,10 @@ export function mcpContext(
     clientCapabilities: clientCapabilitiesOf(server),
     progressWanted: progressToken !== undefined,
     async progress(progress, total, message) {
-      if (progressToken === undefined) return;
+      // MCP: "The progress value MUST increase with each notification": one that does not
+      // (a repeated count, a step back) is not sent, whichever procedure or upstream reported it.
+      if (progressToken === undefined || !(progress > lastProgress)) return;
+      lastProgress = progress;
       await ctx.mcpReq.notify({
         method: 'notifications/progress',
         params: { progressToken, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
