@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestUpstream, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { startTrickyUpstream, type TrickyUpstream } from './helpers/trickyMcpUpstream.js';
+import { envelope2026, messagesOf, modernPost, modernReply, readSse } from './helpers/mcpWire.js';
 
 let ai: TestUpstream;
 let tricky: TrickyUpstream;
@@ -45,5 +46,43 @@ describe('MCP gateway: a flood of list_changed from an upstream', () => {
     // And the list read last is the one served.
     const tools = await rpcCall<{ tools: Array<{ name: string }> }>(gw.url, user, 'gateway.listTools');
     expect(tools.result!.tools.map((t) => t.name)).toContain('up__echo');
+  });
+});
+
+describe('MCP gateway: an upstream tools change reaches 2026-07-28 clients', () => {
+  it('server/discover says tools can change, and a subscriptions/listen stream that asked for it gets notifications/tools/list_changed', async () => {
+    const meta = envelope2026('gw-list-changed-2026');
+    const auth = { authorization: `Bearer ${user}` };
+    const discover = await modernReply(await fetch(`${gw.url}/mcp`, modernPost(1, 'server/discover', {}, meta, auth)));
+    expect(discover.result?.capabilities?.tools).toMatchObject({ listChanged: true });
+
+    const listen = await fetch(
+      `${gw.url}/mcp`,
+      modernPost(7, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, meta, auth),
+    );
+    expect(listen.status).toBe(200);
+    let triggered = false;
+    const events = await readSse(
+      listen,
+      (ev) => {
+        const messages = messagesOf(ev);
+        if (!triggered && messages.some((m) => m.method === 'notifications/subscriptions/acknowledged')) {
+          triggered = true;
+          // The upstream changes its tools (here: announces it), once the subscription stands.
+          void rpcCall(gw.url, user, 'gateway.callTool', { server: 'up', tool: 'flood-list-changed', arguments: {} });
+        }
+        return messages.some((m) => m.method === 'notifications/tools/list_changed');
+      },
+      10_000,
+    );
+    const messages = messagesOf(events);
+    // Before: the capability said false, so the SDK dropped the opt-in and nothing ever came.
+    expect(messages[0]).toMatchObject({
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { toolsListChanged: true } },
+    });
+    expect(messages.find((m) => m.method === 'notifications/tools/list_changed')?.params?._meta).toMatchObject({
+      'io.modelcontextprotocol/subscriptionId': 7,
+    });
   });
 });

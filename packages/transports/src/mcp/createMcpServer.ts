@@ -101,8 +101,10 @@ export function createMcpServer(
   // Tasks (SEP-2663) are a 2026-07-28 extension: 2025 clients call long-running tools as before.
   const deps: McpServerDeps = { services, catalog, mode, sessionId, seal, ...(mode === 'modern' && tasks ? { tasks } : {}) };
   server.registerCapabilities({
-    // Upstream servers (the MCP gateway) can change their tools at run time.
-    tools: { listChanged: stateful && services.gateway.active },
+    // Upstream servers (the MCP gateway) can change their tools at run time: 2025 sessions hear
+    // of it as notifications/tools/list_changed, 2026-07-28 clients on subscriptions/listen
+    // (whose SDK router honours a toolsListChanged opt-in only when this says so).
+    tools: { listChanged: mode !== 'stateless' && services.gateway.active },
     prompts: { listChanged: mode !== 'stateless' },
     resources: { subscribe: mode !== 'stateless', listChanged: mode !== 'stateless' },
     logging: {},

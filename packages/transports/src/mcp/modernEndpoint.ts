@@ -46,7 +46,12 @@ export class ModernEndpoint {
       services.prompts.onListChanged(() => notify.promptsChanged()),
       services.resources.onListChanged(() => notify.resourcesChanged()),
       services.resources.onUpdated((uri) => notify.resourceUpdated(uri)),
-      services.gateway.onChange(() => notify.toolsChanged()),
+      // An upstream's list changes (the MCP gateway), each as the same change of ours, as 2025 sessions hear them.
+      services.gateway.onChange((kinds) => {
+        if (kinds.has('tools')) notify.toolsChanged();
+        if (kinds.has('prompts')) notify.promptsChanged();
+        if (kinds.has('resources')) notify.resourcesChanged();
+      }),
     ];
   }
 
