@@ -68,4 +68,38 @@ describe('the catalog', () => {
     expect(catalog.byName.get('plain')?.declaresHeaders).toBe(false);
     expect(catalog.byName.get('none')?.declaresHeaders).toBe(false);
   });
+
+  it('shows a nullable object input and a union of objects as objects, with their properties (not an empty object)', () => {
+    const a = z.object({ kind: z.literal('a'), x: z.string() });
+    const b = z.object({ kind: z.literal('b'), y: z.number() });
+    const tool = (input: z.ZodType) =>
+      publicProcedure
+        .meta({ description: 'd', mcp: {} })
+        .input(input)
+        .query(() => 'ok');
+    const catalog = buildToolCatalog(
+      router({
+        nullable: tool(z.object({ n: z.string() }).nullable()),
+        union: tool(z.discriminatedUnion('kind', [a, b])),
+        unionNullish: tool(z.union([a, b]).nullish()),
+        scalar: tool(z.string()),
+        mixed: tool(z.union([a, z.string()])),
+      }),
+    );
+    const schema = (name: string) => catalog.byName.get(name)?.inputSchema as Record<string, any>;
+    expect(schema('nullable')).toMatchObject({ type: 'object', properties: { n: { type: 'string' } }, required: ['n'] });
+    for (const name of ['union', 'unionNullish']) {
+      expect(schema(name).type, name).toBe('object');
+      expect(
+        schema(name).anyOf.map((m: { properties: object }) => Object.keys(m.properties)),
+        name,
+      ).toEqual([
+        ['kind', 'x'],
+        ['kind', 'y'],
+      ]);
+    }
+    // No object shape at all: the empty object schema, as before.
+    expect(schema('scalar')).toEqual({ type: 'object', properties: {} });
+    expect(schema('mixed')).toEqual({ type: 'object', properties: {} });
+  });
 });

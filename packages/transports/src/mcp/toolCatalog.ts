@@ -43,8 +43,32 @@ function toInputSchema(schema: unknown): Record<string, unknown> {
   // $schema stays: it names the 2020-12 dialect that $defs/$ref use (SEP-1613).
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.default; // a default for the whole input object is not useful to clients
-  if (json.type !== 'object') return { ...EMPTY_OBJECT_SCHEMA };
-  return json;
+  if (json.type === 'object') return json;
+  // A nullable object or a union of objects (z.discriminatedUnion) is still an object to a
+  // client: its alternatives stay (MCP wants `type: 'object'` at the root; anyOf beside it is
+  // plain JSON Schema). Anything else has no object shape to show.
+  const { $schema, $defs, anyOf: _a, oneOf: _o, ...rest } = json;
+  const members = objectAlternatives(json);
+  if (!members?.length || Object.keys(rest).length > 0) return { ...EMPTY_OBJECT_SCHEMA };
+  const top = { ...($schema ? { $schema } : {}), ...($defs ? { $defs } : {}) };
+  return members.length === 1 ? { ...top, ...members[0] } : { ...top, type: 'object', anyOf: members };
+}
+
+/** The object schemas a schema allows (its anyOf/oneOf branches, `null` left out), or undefined when it allows anything else. */
+function objectAlternatives(node: unknown): Array<Record<string, unknown>> | undefined {
+  if (typeof node !== 'object' || node === null) return undefined;
+  const n = node as Record<string, unknown>;
+  if (n.type === 'object') return [n];
+  if (n.type === 'null') return [];
+  const branches = n.anyOf ?? n.oneOf;
+  if (!Array.isArray(branches)) return undefined;
+  const out: Array<Record<string, unknown>> = [];
+  for (const b of branches) {
+    const objects = objectAlternatives(b);
+    if (!objects) return undefined;
+    out.push(...objects);
+  }
+  return out;
 }
 
 function toOutputSchema(schema: unknown): Record<string, unknown> | undefined {
