@@ -169,3 +169,34 @@ describe('ai.streamText: streams cancelled at random points', () => {
     expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 });
+
+describe('ai.streamText: a client that leaves before the upstream request went out', () => {
+  it('pays nothing: the hold is released and no request reaches the upstream', async () => {
+    upstream = await createTestUpstream();
+    const h = await createAiHarness({}, {}, { upstream });
+    harnesses.push(h);
+    await h.credit(alice.sub, 10_000);
+    for (const provider of ['openai', 'anthropic'] as const) {
+      const controller = new AbortController();
+      const stream = await h
+        .caller(alice, controller.signal)
+        .ai.streamText({ content: 'x', systemPrompt: '', provider, options: { maxTokens: 10 } });
+      // The stream starts (the SDK, the target and the provider are readied), and the client leaves
+      // before any of that is done: the attempt's request is never sent.
+      const first = stream[Symbol.asyncIterator]().next();
+      controller.abort();
+      expect(coreErrorOf(await first.catch((e: unknown) => e))?.appCode).toBe('CANCELLED');
+    }
+    const entries = await waitFor(
+      async () => {
+        const all = await h.runtime.billing.ledger.entries(alice.sub);
+        return all.filter((e) => e.kind === 'release').length === 2 && all;
+      },
+      { what: 'both holds released' },
+    );
+    expect(entries.filter((e) => e.kind === 'settle')).toHaveLength(0);
+    expect(upstream.requests).toHaveLength(0);
+    expect(await h.balance(alice.sub)).toBe(10_000);
+    expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
+  });
+});

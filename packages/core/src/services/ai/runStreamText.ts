@@ -178,7 +178,7 @@ export async function runStreamText(
     ): AsyncGenerator<StreamEvent, void, undefined> {
       const forwarded = forwardedRequest(call.wire!, endpoint, t.maxTokens);
       ctx.start();
-      upstreamStarted = true;
+      upstreamStarted = !ctx.signal.aborted;
       const res = await sendPassThrough(endpoint, forwarded, ctx.signal);
       const contentType = res.headers.get('content-type') ?? undefined;
       if (!contentType?.toLowerCase().startsWith('text/event-stream') || !res.body) {
@@ -262,6 +262,11 @@ export async function runStreamText(
     async function* attempt(t: Target, ctx: AttemptContext): AsyncGenerator<StreamEvent, void, undefined> {
       cur = t;
       wire = undefined;
+      // Whether this attempt's request went out: set where it is sent, unless the client (or the
+      // timeout) aborted it first, while the SDK, the provider or the target were being readied;
+      // an aborted fetch sends nothing, and a client that left before any request pays nothing.
+      // An earlier attempt's request failed without output, which costs nothing either.
+      upstreamStarted = false;
       stopSequence = undefined;
       const path = attemptPath(deps, t, input, call, cached ? 'caller-and-stream-cache' : 'caller');
       if (path.kind === 'pass-through') {
@@ -277,7 +282,7 @@ export async function runStreamText(
       });
       const raw = new RawStreamUsage();
       ctx.start();
-      upstreamStarted = true;
+      upstreamStarted = !ctx.signal.aborted;
       /** The upstream answer's content type (from the step's response metadata), to say what came instead of a stream. */
       let contentType: string | undefined;
       /** The step's provider metadata (the `finish` event has none): where a provider names the stop sequence. */
