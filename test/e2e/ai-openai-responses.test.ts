@@ -129,6 +129,28 @@ describeV1Matrix('/v1/responses', (mode, path) => {
       }
     });
 
+    it("a Codex-style next turn carrying the model's reasoning item: sent back to OpenAI as it came, dropped for another provider", async () => {
+      const u = await funded(10_000);
+      const reasoning = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'gAAAAB-opaque' };
+      for (const model of [MODELS.openai!, MODELS.anthropic!]) {
+        const r = await u.client.responses.create({
+          model,
+          store: false,
+          input: [
+            { role: 'user', content: 'Think first' },
+            reasoning as never,
+            { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'thought', annotations: [] }] } as never,
+            { role: 'user', content: 'Now answer' },
+          ],
+        });
+        expect(r.output_text).toMatch(/^Test reply from/);
+        const sent = JSON.stringify(suite.upstream.requests.at(-1)!.body);
+        // On the pass-through path OpenAI receives the body as sent; a translation has no place for it.
+        if (path === 'pass-through' && model === MODELS.openai) expect(sent).toContain('gAAAAB-opaque');
+        else expect(sent).not.toContain('gAAAAB-opaque');
+      }
+    });
+
     it('structured output through text.format', async () => {
       const u = await funded(10_000);
       const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false };

@@ -116,6 +116,22 @@ describe('toResponsesInput: an OpenAI Responses request → ai.generateText inpu
     ]);
   });
 
+  it("an earlier turn's reasoning item is dropped (it belongs to the model that wrote it)", () => {
+    const r = resp({
+      input: [
+        { role: 'user', content: 'think' },
+        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'hm' }], encrypted_content: 'gAAA' },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'done' }] },
+        { role: 'user', content: 'again' },
+      ],
+    });
+    expect(r.input.messages).toEqual([
+      { role: 'user', content: 'think' },
+      { role: 'assistant', content: 'done' },
+      { role: 'user', content: 'again' },
+    ]);
+  });
+
   it('text.format json_schema / json_object become structured output and set json', () => {
     const schema = { type: 'object', properties: {} };
     const r = resp({ text: { format: { type: 'json_schema', name: 'p', schema } } });
@@ -141,7 +157,7 @@ describe('toResponsesInput: an OpenAI Responses request → ai.generateText inpu
     ['an empty input', { model: 'openai', input: [] }, 'input'],
     ['no input', { model: 'openai' }, 'input'],
     ['non-string instructions', { model: 'openai', input: 'x', instructions: 1 }, 'instructions'],
-    ['an unknown item type', { model: 'openai', input: [{ type: 'reasoning' }] }, 'input[0].type'],
+    ['an unknown item type', { model: 'openai', input: [{ type: 'web_search_call' }] }, 'input[0].type'],
     ['an unknown role', { model: 'openai', input: [{ role: 'tool', content: 'x' }] }, 'input[0].role'],
     [
       'arguments that are not JSON',

@@ -141,6 +141,10 @@ export function toResponsesInput(body: unknown, headers: Headers, config: Resolv
       else messages.push({ role: 'tool', content: [result] });
       return;
     }
+    // The model's reasoning of an earlier turn, as a Responses client sends it back (Codex does,
+    // with its encrypted content): it belongs to the model that wrote it. Passed through to OpenAI
+    // as sent; translated into another format it is dropped, as Anthropic thinking blocks are.
+    if (it.type === 'reasoning') return;
     if (it.type !== undefined && it.type !== 'message')
       throw bad(
         `${param}.type ${String(it.type).slice(0, 50)} is not supported (message, function_call, function_call_output)`,
