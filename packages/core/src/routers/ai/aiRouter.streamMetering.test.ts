@@ -200,3 +200,36 @@ describe('ai.streamText: a client that leaves before the upstream request went o
     expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 });
+
+describe('ai.streamText: a tool call the client left after', () => {
+  it('counts its streamed arguments once (the tool-call event adds only its id and name)', async () => {
+    upstream = await createTestUpstream();
+    const h = await createAiHarness({}, {}, { upstream });
+    harnesses.push(h);
+    await h.credit(alice.sub, 100_000);
+    const tools = [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+    /** The tokens used by a stream left at the first event of `type`, and the tool call it saw. */
+    const leaveAt = async (type: 'start' | 'tool-call') => {
+      const stream = await h
+        .caller(alice)
+        .ai.streamText({ content: 'weather?', systemPrompt: '', provider: 'openrouter', tools, options: { maxTokens: 200 } });
+      let requestId = '';
+      let call: { toolCallId: string; toolName: string } | undefined;
+      for await (const e of stream) {
+        if (e.type === 'start') requestId = e.requestId;
+        if (e.type === 'tool-call') call = { toolCallId: e.toolCallId, toolName: e.toolName };
+        if (e.type === type) break;
+      }
+      const settle = await waitFor(
+        async () => (await h.runtime.billing.ledger.entries(alice.sub)).find((e) => e.requestId === requestId && e.kind === 'settle'),
+        { what: `the settle of the stream left at ${type}` },
+      );
+      return { used: settle.usage!.tokensUsed, call };
+    };
+    // `start` goes out with the first output, the finished call: its arguments came as deltas before it.
+    const atStart = await leaveAt('start');
+    const atCall = await leaveAt('tool-call');
+    expect(atStart.call).toBeUndefined();
+    expect(atCall.used - atStart.used).toBe(Buffer.byteLength(JSON.stringify(atCall.call)));
+  });
+});

@@ -147,6 +147,8 @@ export async function runStreamText(
     // Loading the SDK and the HTTP client (first call only) is not the upstream's time.
     const [{ ai: sdk }] = await Promise.all([loadAiSdk(), loadUpstreamFetch()]);
     let produced = '';
+    /** Tool calls whose arguments arrived as deltas (counted in `produced` as they came). */
+    const streamedInput = new Set<string>();
     let responded = false;
     let upstreamStarted = false;
     let usage: CallUsage | undefined;
@@ -304,12 +306,16 @@ export async function runStreamText(
           responded = true;
           if (!startSent) yield startEvent(t, ctx.attempts);
           const tc = { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
-          produced += JSON.stringify(tc);
+          // A call whose arguments came as deltas has them counted already: its id and name only.
+          produced += streamedInput.has(tc.toolCallId)
+            ? JSON.stringify({ toolCallId: tc.toolCallId, toolName: tc.toolName })
+            : JSON.stringify(tc);
           toolCalls.push(tc);
           yield { type: 'tool-call', ...tc };
         } else if (part.type === 'tool-input-delta') {
           ctx.commit();
           responded = true;
+          streamedInput.add(part.id);
           produced += part.delta;
         } else if (part.type === 'finish-step') {
           contentType = part.response.headers?.['content-type'];
