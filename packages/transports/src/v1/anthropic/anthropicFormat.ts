@@ -1,6 +1,7 @@
 import { toWireError, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 import { gatewayField, servedModel } from '../openai/openAiFormat.js';
 import { chargedUsage } from '../shared/chargedUsage.js';
+import { namedInMessage } from '../shared/namedInMessage.js';
 
 /**
  * Anthropic's `stop_reason` and `stop_sequence` for the AI SDK's finish reason: `stop_sequence`
@@ -164,6 +165,7 @@ export function anthropicError(thrown: unknown): {
 } {
   const w = toWireError(thrown);
   let message = w.message;
+  if (typeof w.details?.field === 'string') message = namedInMessage(message, w.details.field, anthropicParam(w.details.field.split('.')));
   if (w.issues) {
     const issues = w.issues as Array<{ path: unknown[]; message: string }>;
     message = `invalid request: ${issues.map((i) => `${anthropicParam(i.path) || '(body)'}: ${i.message}`).join('; ')}`.slice(0, 2000);

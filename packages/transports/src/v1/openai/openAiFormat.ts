@@ -1,5 +1,6 @@
 import { toWireError, type Attempt, type GenerateTextOutput, type StreamEvent, type WireError } from '@ai-backend/core/internal';
 import { chargedUsage } from '../shared/chargedUsage.js';
+import { namedInMessage } from '../shared/namedInMessage.js';
 
 /** OpenAI's finish_reason for the AI SDK's. */
 export function finishReason(reason: string): string {
@@ -210,11 +211,13 @@ export function openAiError(
   let message = w.message;
   let param = typeof w.details?.param === 'string' ? w.details.param : null;
   // Core names an input field by its dotted path (`tools.0.parameters`).
-  if (param === null && typeof w.details?.field === 'string')
+  if (param === null && typeof w.details?.field === 'string') {
     param = openAiParam(
       w.details.field.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)),
       naming,
     );
+    message = namedInMessage(message, w.details.field, param);
+  }
   if (w.issues) {
     const issues = w.issues as Array<{ path: unknown[]; message: string }>;
     message =
