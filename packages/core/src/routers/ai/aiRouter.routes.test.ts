@@ -247,6 +247,35 @@ describe('routes: cooldowns, retries and charging', () => {
     expect(ups['dep-a']!.requests).toHaveLength(1);
   });
 
+  it('every target cooling after its 429 is a 429 (route_at_capacity) with Retry-After, as the first call was', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, {
+      both: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }], cooldownSec: 5 },
+    });
+    ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 40 });
+    ups['dep-b']!.failProvider('dep-b', { kind: 'status', status: 429, retryAfter: 20 });
+    const first = await failure(ask(alice, 'both'));
+    expect(first).toMatchObject({ code: 'TOO_MANY_REQUESTS', cause: { details: { reason: 'rate_limited' } } });
+    const next = await failure(ask(alice, 'both'));
+    expect(next).toMatchObject({ code: 'TOO_MANY_REQUESTS', cause: { details: { reason: 'route_at_capacity', route: 'both' } } });
+    // The first target back: dep-b's 20 s.
+    expect(Number(next.cause?.headers?.['Retry-After'])).toBeGreaterThan(15);
+    expect(Number(next.cause?.headers?.['Retry-After'])).toBeLessThanOrEqual(20);
+    expect(ups['dep-a']!.requests.length + ups['dep-b']!.requests.length).toBe(2);
+  });
+
+  it('every target cooling, one of them down (5xx): 503 route_unavailable', async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    await harness(providers, {
+      both: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }], cooldownSec: 30 },
+    });
+    ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 40 });
+    ups['dep-b']!.failProvider('dep-b', { kind: 'status', status: 503 });
+    await failure(ask(alice, 'both'));
+    const next = await failure(ask(alice, 'both'));
+    expect(next).toMatchObject({ code: 'SERVICE_UNAVAILABLE', cause: { details: { reason: 'route_unavailable' } } });
+  });
+
   it("a caller's own key that is rate limited cools no deployment and opens no breaker: platform-paid calls of the route go on", async () => {
     // Two models of one built-in provider, which callers may also use with their own key.
     await harness(

@@ -113,8 +113,9 @@ export class Routing {
   /**
    * The targets one call of route `name` tries, in order: those not cooling down and below their
    * rpm/tpm this minute, ordered by the route's strategy, at most `retries + 1`. None available:
-   * RATE_LIMITED (429) when every target is at its limit, else UNAVAILABLE (503), both with
-   * Retry-After; `onEmpty: 'none'` returns [] instead (a call with fallbacks goes on to them).
+   * RATE_LIMITED (429) when every target is at its limit or throttled by its provider (cooling
+   * after a 429, and not down), else UNAVAILABLE (503), both with Retry-After; `onEmpty: 'none'`
+   * returns [] instead (a call with fallbacks goes on to them).
    * `keyedBy: 'caller'` (a BYOK call): rpm, tpm and the cooldowns of the server key's 429s do
    * not apply, so no target is full, `usage` sees every share as 0, and only a deployment that
    * is down is left out. `paid`: a provider one of whose targets the call must reach (the key
@@ -134,15 +135,18 @@ export class Routing {
     const keys: string[] = [];
     for (const t of admitted) {
       const { rpm, tpm } = this.minuteKeys(name, t.route!.index, now);
-      keys.push(coolKey(t, keyedBy), rpm, tpm, `airt:busy:${deployment(t)}`);
+      // The server's plan also reads whether a cooling target is down, or only throttled (a 429 to its key).
+      keys.push(coolKey(t, keyedBy), rpm, tpm, `airt:busy:${deployment(t)}`, coolKey(t, 'caller'));
     }
     const values = await this.read(keys);
     const views: TargetView<T>[] = [];
     let soonest = Infinity;
+    /** Targets left out for their key's quota: rpm/tpm used up this minute, or cooling after a 429 and not down. */
     let full = 0;
     admitted.forEach((t, i) => {
       const conf = route.targets[t.route!.index]!;
-      const [cool, rpmUsed, tpmUsed, busy] = values.slice(i * 4, i * 4 + 4).map((v) => (typeof v === 'number' ? v : 0)) as [
+      const [cool, rpmUsed, tpmUsed, busy, down] = values.slice(i * 5, i * 5 + 5).map((v) => (typeof v === 'number' ? v : 0)) as [
+        number,
         number,
         number,
         number,
@@ -151,6 +155,7 @@ export class Routing {
       const until = this.coolUntil(t, cool, now, keyedBy);
       if (until > 0) {
         soonest = Math.min(soonest, until);
+        if (byServer && this.coolUntil(t, down, now, 'caller') === 0) full++;
         return;
       }
       const share = byServer ? Math.max(conf.rpm ? rpmUsed / conf.rpm : 0, conf.tpm ? tpmUsed / conf.tpm : 0) : 0;
@@ -174,7 +179,7 @@ export class Routing {
       if (full === admitted.length) {
         throw new CoreError(
           'RATE_LIMITED',
-          `every target of route ${name} is at its rpm/tpm limit this minute; retry after ${retryAfter} s`,
+          `every target of route ${name} is at its rpm/tpm limit this minute or rate limited by its provider; retry after ${retryAfter} s`,
           {
             details: { reason: 'route_at_capacity', route: name, retryAfterSeconds: Number(retryAfter) },
             headers: { 'Retry-After': retryAfter },
