@@ -264,6 +264,33 @@ describe('routes: cooldowns, retries and charging', () => {
     expect(ups['dep-a']!.requests.length + ups['dep-b']!.requests.length).toBe(2);
   });
 
+  it("a target admitted and then skipped for its open circuit gives its request back: it does not use up the target's rpm", async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    const clock = windowClock();
+    await harness(
+      providers,
+      {
+        tiered: {
+          strategy: 'priority',
+          // No cooldown: the circuit breaker alone keeps the failing deployment out.
+          cooldownSec: 0,
+          targets: [
+            { model: `dep-a/${MODEL}`, priority: 0, rpm: 3 },
+            { model: `dep-b/${MODEL}`, priority: 1 },
+          ],
+        },
+      },
+      { ai: { circuitBreaker: { failureThreshold: 1, cooldownMs: 60_000, windowMs: 60_000 } } },
+      clock.now,
+    );
+    ups['dep-a']!.failNext({ kind: 'status', status: 500 });
+    for (let i = 0; i < 6; i++) expect((await ask(alice, 'tiered')).data.provider).toBe('dep-b');
+    // One request reached dep-a (the failed one); the five calls its open circuit skipped used none of its rpm.
+    expect(ups['dep-a']!.requests.filter((r) => r.format !== 'models')).toHaveLength(1);
+    const [report] = await h!.runtime.ai.routes();
+    expect(report!.targets[0]).toMatchObject({ rpmUsed: 1, rpmHeadroom: 2, rateLimited: 0 });
+  });
+
   it('every target cooling, one of them down (5xx): 503 route_unavailable', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
     await harness(providers, {

@@ -98,7 +98,7 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     }
     const gate = many && breaker ? await breaker.admit(planned.provider) : 'pass';
     if (gate === 'skip') {
-      await routing?.release(planned);
+      await routing?.release(planned, judged);
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'circuit_open' });
       if (hasNext) metrics?.fallback(planned.provider, planned.model);
       continue;
@@ -108,7 +108,7 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     const t = await readyTarget(deps, planned, call);
     if (!t) {
       if (!verdict) await breaker?.endTrial(planned.provider);
-      await routing?.release(planned);
+      await routing?.release(planned, judged);
       attempts.push({ provider: planned.provider, model: planned.model, reason: 'no_stored_key' });
       continue;
     }

@@ -263,12 +263,21 @@ export class Routing {
     return 'pass';
   }
 
-  /** An admitted target was not tried after all (circuit open, no stored key): no longer in flight. */
-  async release(t: Routable): Promise<void> {
+  /**
+   * An admitted target was not tried after all (circuit open, no stored key): no longer in flight,
+   * and the request admit counted in its rpm (`serverKeyed`, as admit was told) handed back: no
+   * request reached the deployment, so it must not use up the deployment's minute.
+   */
+  async release(t: Routable, serverKeyed = true): Promise<void> {
     const slot = t.route!;
+    const route = this.route(slot.name);
     this.stats.released(slot);
-    if (!this.store || this.route(slot.name).strategy !== 'least-busy') return;
-    await this.store.increment(`airt:busy:${deployment(t)}`, -1, { min: 0 }).catch(() => undefined);
+    if (!this.store) return;
+    if (serverKeyed && route.targets[slot.index]?.rpm) {
+      const key = this.minuteKeys(slot.name, slot.index, this.now()).rpm;
+      await this.store.increment(key, -1, { min: 0 }).catch(() => undefined);
+    }
+    if (route.strategy === 'least-busy') await this.store.increment(`airt:busy:${deployment(t)}`, -1, { min: 0 }).catch(() => undefined);
   }
 
   /**
