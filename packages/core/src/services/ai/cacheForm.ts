@@ -31,11 +31,32 @@ export function servesForm(deps: CallDeps, input: TextCallInput, call: TextCall,
 }
 
 /**
+ * Top-level fields in which an answer repeats the request's prompt: OpenAI's Responses API echoes
+ * `instructions` (the system prompt) and a `prompt` template reference with its variables.
+ */
+const ECHOED_PROMPT = ['instructions', 'prompt'] as const;
+
+/** Whether a passed-through body repeats the request's prompt (ECHOED_PROMPT, not null or empty). */
+function echoesPrompt(body: string): boolean {
+  if (!ECHOED_PROMPT.some((k) => body.includes(`"${k}"`))) return false;
+  try {
+    const d = JSON.parse(body) as Record<string, unknown> | null;
+    return typeof d === 'object' && d !== null && ECHOED_PROMPT.some((k) => d[k] !== undefined && d[k] !== null && d[k] !== '');
+  } catch {
+    return false;
+  }
+}
+
+/**
  * A passed-through body as an entry holds it: UTF-8 text, when it decodes and encodes back to the
  * same bytes (null otherwise: such an answer is not stored, its replay would not be the same bytes).
+ * Undefined: a body that repeats the request's prompt (echoesPrompt) is not kept, since an entry
+ * never holds a prompt (docs/ai.md#response-cache); the answer is stored in our encoding instead,
+ * and a hit is given as the SDK path gives it.
  */
-export function storedWire(p: { body: Uint8Array; contentType: string }): CachedAnswer['wire'] | null {
+export function storedWire(p: { body: Uint8Array; contentType: string }): CachedAnswer['wire'] | null | undefined {
   const bytes = Buffer.from(p.body.buffer, p.body.byteOffset, p.body.byteLength);
   const body = bytes.toString('utf8');
-  return Buffer.from(body, 'utf8').equals(bytes) ? { body, contentType: p.contentType } : null;
+  if (!Buffer.from(body, 'utf8').equals(bytes)) return null;
+  return echoesPrompt(body) ? undefined : { body, contentType: p.contentType };
 }
