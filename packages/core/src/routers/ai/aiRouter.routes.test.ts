@@ -250,12 +250,21 @@ describe('routes: cooldowns, retries and charging', () => {
   it('every target cooling after its 429 is a 429 (route_at_capacity) with Retry-After, as the first call was', async () => {
     const { ups, providers } = await deployments(['dep-a', 'dep-b']);
     await harness(providers, {
-      both: { targets: [{ model: `dep-a/${MODEL}` }, { model: `dep-b/${MODEL}` }], cooldownSec: 5 },
+      both: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-b/${MODEL}`, priority: 0 },
+          { model: `dep-a/${MODEL}`, priority: 1 },
+        ],
+        cooldownSec: 5,
+      },
     });
     ups['dep-a']!.failProvider('dep-a', { kind: 'status', status: 429, retryAfter: 40 });
     ups['dep-b']!.failProvider('dep-b', { kind: 'status', status: 429, retryAfter: 20 });
     const first = await failure(ask(alice, 'both'));
-    expect(first).toMatchObject({ code: 'TOO_MANY_REQUESTS', cause: { details: { reason: 'rate_limited' } } });
+    expect(first).toMatchObject({ code: 'TOO_MANY_REQUESTS', cause: { details: { reason: 'rate_limited', retryAfterSeconds: 20 } } });
+    // dep-b (tried first) takes calls again in 20 s, though dep-a (tried last) said 40.
+    expect(first.cause?.headers?.['Retry-After']).toBe('20');
     const next = await failure(ask(alice, 'both'));
     expect(next).toMatchObject({ code: 'TOO_MANY_REQUESTS', cause: { details: { reason: 'route_at_capacity', route: 'both' } } });
     // The first target back: dep-b's 20 s.

@@ -78,6 +78,8 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
   const many = targets.length > 1;
   let sent = false;
   let last: CoreError | undefined;
+  /** The shortest Retry-After among the targets that answered 429: when the first of them takes calls again. */
+  let soonestRetry: number | undefined;
   for (const [i, planned] of targets.entries()) {
     const hasNext = i < targets.length - 1;
     /**
@@ -192,6 +194,8 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
       if (sent) throw error;
       attempts.push({ provider: t.provider, model: t.model, reason });
       last = error;
+      if (reason === 'rate_limited' && outcome.retryAfterSeconds !== undefined)
+        soonestRetry = Math.min(soonestRetry ?? Infinity, outcome.retryAfterSeconds);
       if (hasNext) {
         metrics?.fallback(t.provider, t.model);
         // Another deployment of the same route is tried at once: the one that failed is cooling down.
@@ -209,12 +213,18 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
     }
   }
   if (last) {
-    if (attempts.length > 1)
-      throw new CoreError(last.appCode, last.message, {
-        details: { ...last.details, attempts },
-        ...(last.headers ? { headers: last.headers } : {}),
-      });
-    throw last;
+    if (attempts.length === 1) throw last;
+    // Every target failed, the last with a 429: the caller may come back when the first of those
+    // that answered 429 does (another target's shorter Retry-After), not only when the last does.
+    const retry = last.details?.reason === 'rate_limited' && soonestRetry !== undefined ? soonestRetry : undefined;
+    throw new CoreError(last.appCode, last.message, {
+      details: { ...last.details, attempts, ...(retry !== undefined ? { retryAfterSeconds: retry } : {}) },
+      ...(retry !== undefined
+        ? { headers: { ...last.headers, 'Retry-After': String(retry) } }
+        : last.headers
+          ? { headers: last.headers }
+          : {}),
+    });
   }
   const exhausted = routeExhausted(attempts, deps.routing?.now() ?? Date.now());
   if (exhausted) throw exhausted;
