@@ -152,6 +152,23 @@ describe.each(MODES)('hostile input on every route (%s)', (mode) => {
     }
   });
 
+  // A lone surrogate reached storage keys (encodeURIComponent throws on it): every procedure
+  // taking a user id or e-mail answered an internal error.
+  it.each(JSON_ROUTES)('$path: a JSON string with an unpaired surrogate is refused with 400', async (r) => {
+    await expectRefused(await post(r, { body: `{"x":"\\ud800",${r.body.slice(1)}` }), 400, /unpaired surrogate/);
+  });
+
+  it.each(JSON_ROUTES)('$path: an escaped surrogate pair (an emoji, as Python sends it) is not refused', async (r) => {
+    const res = await post(r, { body: `{"x":"\\ud83d\\ude00",${r.body.slice(1)}` });
+    // (/mcp refuses the unknown top-level key itself: a JSON-RPC message has none.)
+    expect(await res.text()).not.toMatch(/surrogate/);
+  });
+
+  it.each(TRPC_ROUTES)('$path: an unpaired surrogate in the GET input is refused with 400', async (r) => {
+    const input = encodeURIComponent('{"json":{"path":"\\udc00"}}');
+    await expectRefused(await s.call(r.path.replace('writeFile', 'listFiles') + '?input=' + input), 400, /unpaired surrogate/);
+  });
+
   it.each(TRPC_ROUTES)('$path: deep nesting in the GET input is refused with 400', async (r) => {
     const input = encodeURIComponent('{"json":' + '['.repeat(500) + ']'.repeat(500) + '}');
     await expectRefused(await s.call(r.path.replace('writeFile', 'listFiles') + '?input=' + input), 400, /nesting/);

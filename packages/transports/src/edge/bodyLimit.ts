@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import { edgeError, type EdgeFamily } from './edgeError.js';
-import { exceedsDepth } from './readJsonBody.js';
+import { exceedsDepth, holdsLoneSurrogate, LONE_SURROGATE } from './readJsonBody.js';
 import { superjsonMetaProblem } from './superjsonMeta.js';
 
 export interface BodyLimitOptions {
@@ -157,6 +157,7 @@ function trpcProblem(text: string, maxDepth: number, url: string): string | null
   } catch {
     return null; // tRPC answers malformed JSON itself
   }
+  if (holdsLoneSurrogate(text, parsed)) return LONE_SURROGATE;
   return superjsonMetaProblem(parsed, new URL(url).searchParams.get('batch') === '1');
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exceedsDepth, readJsonBody } from './readJsonBody.js';
+import { exceedsDepth, holdsLoneSurrogate, readJsonBody } from './readJsonBody.js';
 
 const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
   new Request('http://127.0.0.1/rpc', {
@@ -59,6 +59,30 @@ describe('readJsonBody', () => {
   it('never lets the library text of a parse error through', async () => {
     const r = await readJsonBody(post('{"a": undefined}'), 100, 8);
     expect(r).toEqual({ ok: false, status: 400, message: 'malformed JSON' });
+  });
+});
+
+describe('holdsLoneSurrogate: strings must be Unicode text', () => {
+  it.each([
+    ['a lone high surrogate in a value', '{"userId":"\\ud800"}'],
+    ['a lone low surrogate in an array', '["a","x\\uDC00y"]'],
+    ['a high surrogate before a non-surrogate escape', '{"a":"\\ud83d\\u0041"}'],
+    ['a lone surrogate in a key', '{"\\udbff":1}'],
+    ['reversed pair', '{"a":"\\ude00\\ud83d"}'],
+  ])('refuses %s (400, our message)', async (_, text) => {
+    expect(holdsLoneSurrogate(text, JSON.parse(text))).toBe(true);
+    const body = await readJsonBody(post(text), 1024, 8);
+    expect(body).toEqual({ ok: false, status: 400, message: expect.stringMatching(/unpaired surrogate/) });
+  });
+
+  it.each([
+    ['an escaped pair (Python sends emoji so)', '{"a":"\\ud83d\\ude00"}'],
+    ['the emoji as UTF-8', '{"a":"😀"}'],
+    ['an escaped backslash before ud800', '{"a":"\\\\ud800"}'],
+    ['no escape at all', '{"a":"plain"}'],
+  ])('accepts %s', async (_, text) => {
+    expect(holdsLoneSurrogate(text, JSON.parse(text))).toBe(false);
+    expect(await readJsonBody(post(text), 1024, 8)).toMatchObject({ ok: true });
   });
 });
 

@@ -21,11 +21,48 @@ export async function readJsonBody(req: Request, limit: number, maxDepth: number
   }
   if (text.length === 0) return { ok: false, status: 400, message: 'empty request body' };
   if (exceedsDepth(text, maxDepth)) return { ok: false, status: 400, message: `JSON nesting deeper than ${maxDepth}` };
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(text) };
+    value = JSON.parse(text);
   } catch {
     return { ok: false, status: 400, message: 'malformed JSON' };
   }
+  if (holdsLoneSurrogate(text, value)) return { ok: false, status: 400, message: LONE_SURROGATE };
+  return { ok: true, value };
+}
+
+/** The refusal of a body whose strings are not Unicode text. */
+export const LONE_SURROGATE = 'a JSON string holds an unpaired surrogate (\\ud800-\\udfff escape): strings must be Unicode text';
+
+/** A `\uD800`–`\uDFFF` escape: the only way a JSON text (decoded as UTF-8) can carry a lone surrogate. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one (String#isWellFormed, ES2024). */
+const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Whether a string (or object key) of `value`, parsed from `text`, holds an unpaired UTF-16
+ * surrogate (`"\ud800"`). Such a string is not Unicode text: it cannot be written as UTF-8 (a
+ * store gets U+FFFD, so two different ids become one), and `encodeURIComponent`, which builds
+ * storage keys, throws on it (a 500 on every procedure that took an id). Strings are only walked
+ * when the text has such an escape: a surrogate pair (`\ud83d\ude00`, as Python sends emoji) is one.
+ */
+export function holdsLoneSurrogate(text: string, value: unknown): boolean {
+  if (!SURROGATE_ESCAPE.test(text)) return false;
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (LONE.test(v)) return true;
+    } else if (Array.isArray(v)) {
+      for (const item of v) stack.push(item);
+    } else if (typeof v === 'object' && v !== null) {
+      for (const [k, item] of Object.entries(v)) {
+        if (LONE.test(k)) return true;
+        stack.push(item);
+      }
+    }
+  }
+  return false;
 }
 
 /** Chunked bodies: stream and stop at the limit (null when exceeded). */
