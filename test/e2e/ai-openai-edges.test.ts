@@ -262,6 +262,7 @@ describeV1Matrix('/v1 edges', (mode, path) => {
       ['/v1/responses', { text: { format: 'json_object' } }, 'text.format', /./],
       ['/v1/responses', { text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema', /./],
       ['/v1/responses', { tools: [{ type: 'function', name: 'f', parameters: 'x' }] }, 'tools[0].parameters', /./],
+      ['/v1/embeddings', { dimensions: '5' }, 'dimensions', /invalid_request_error/],
       [
         '/v1/messages',
         { temperature: 'hot' },
@@ -274,7 +275,9 @@ describeV1Matrix('/v1 edges', (mode, path) => {
       const base =
         path === '/v1/responses'
           ? { model: 'anthropic/claude-sonnet-4-5', input: 'x' }
-          : { model: 'anthropic/claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] };
+          : path === '/v1/embeddings'
+            ? { model: 'openai/text-embedding-3-small', input: 'x' }
+            : { model: 'anthropic/claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] };
       const before = upstream.requests.length;
       const res = await fetch(gw.url + path, {
         method: 'POST',

@@ -24,7 +24,9 @@ function toEmbedInput(body: unknown, headers: Headers): { input: Json; base64: b
   if (b.encoding_format !== undefined && b.encoding_format !== null && b.encoding_format !== 'float' && b.encoding_format !== 'base64')
     throw bad("encoding_format must be 'float' or 'base64'", 'encoding_format');
   const input: Json = { model: b.model, input: b.input };
-  if (typeof b.dimensions === 'number') input.dimensions = b.dimensions;
+  // A `dimensions: "256"` must not quietly get vectors of the model's full length: non-null
+  // values go to ai.embed's schema, which names the field (as a number out of range).
+  if (b.dimensions !== undefined && b.dimensions !== null) input.dimensions = b.dimensions;
   const key = headers.get(PROVIDER_KEY_HEADER);
   if (key) input.apiKey = key;
   if (typeof b.user === 'string') input.metadata = { name: b.user.slice(0, 200), type: 'openai-embeddings' };
