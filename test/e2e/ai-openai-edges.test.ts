@@ -262,6 +262,7 @@ describeV1Matrix('/v1 edges', (mode, path) => {
       ['/v1/responses', { text: { format: 'json_object' } }, 'text.format', /./],
       ['/v1/responses', { text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema', /./],
       ['/v1/responses', { tools: [{ type: 'function', name: 'f', parameters: 'x' }] }, 'tools[0].parameters', /./],
+      ['/v1/chat/completions', { stream: true, stream_options: { include_usage: 'true' } }, 'stream_options.include_usage', /./],
       ['/v1/embeddings', { dimensions: '5' }, 'dimensions', /invalid_request_error/],
       [
         '/v1/messages',

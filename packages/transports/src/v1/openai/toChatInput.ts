@@ -93,6 +93,9 @@ export function toChatInput(body: unknown, headers: Headers, config: ResolvedCon
   if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') throw bad('stream must be a boolean', 'stream');
   if (b.stream_options !== undefined && b.stream_options !== null && !obj(b.stream_options))
     throw bad('stream_options must be an object', 'stream_options');
+  const includeUsage = obj(b.stream_options)?.include_usage;
+  if (includeUsage !== undefined && includeUsage !== null && typeof includeUsage !== 'boolean')
+    throw bad('stream_options.include_usage must be a boolean', 'stream_options.include_usage');
   if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw bad('tools must be an array of function tools', 'tools');
   const tcIn = b.tool_choice;
   if (
