@@ -6,7 +6,8 @@
  * emoji) are ids like any other. Real server, real clients (tRPC, JSON-RPC, MCP SDK).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callVia, createTestUpstream, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { mintDevToken } from '@ai-backend/auth';
+import { callVia, createTestUpstream, JWT_SECRET, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 
 let upstream: TestUpstream;
 let gw: AiServer;
@@ -36,6 +37,21 @@ describe.each(['trpc', 'rpc', 'mcp'] as const)('an unpaired surrogate in an id o
     expect(JSON.stringify(out)).toMatch(/unpaired surrogate/);
     expect(JSON.stringify(out)).not.toMatch(/INTERNAL|internal error/);
     expect((await fetch(gw.url + '/health')).status).toBe(200);
+  });
+});
+
+describe('a signed token whose subject or e-mail is not Unicode text', () => {
+  it.each([
+    ['sub', { sub: 'jwt-\ud800' }],
+    ['email', { sub: 'jwt-fine', email: '\udc00@example.com' }],
+  ])('%s: a 401 invalid token on every entry point, not an internal error on the first per-user key', async (_, claims) => {
+    const token = await mintDevToken({ secret: JWT_SECRET, scopes: ['mcp'], ...claims });
+    for (const entry of ['trpc', 'rpc'] as const) {
+      const out = await callVia(gw, entry, token, 'billing.getTokenBalance');
+      expect(out, entry).toMatchObject({ ok: false, code: 'UNAUTHORIZED', message: expect.stringMatching(/invalid (sub|email) claim/) });
+    }
+    const res = await fetch(gw.url + '/v1/models', { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(401);
   });
 });
 

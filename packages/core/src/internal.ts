@@ -53,6 +53,7 @@ export { forwardedClientIp, requestClientIp } from './runtime/forwardedClientIp.
 export type { Context, RequestInfo, McpCallContext } from './pipeline/context.js';
 export type { Identity, TransportName, ApiKeyGrant } from './kernel/identity.js';
 export { idpSubject, jwtSubject, isEmailVerified, IDP_SUBJECT_PREFIX } from './kernel/subjectId.js';
+export { isUnicodeText } from './kernel/isUnicodeText.js';
 export type { KeyAccess, ProcedureMeta, ToolAnnotations, McpPromptMeta, McpResourceMeta, LongRunningMeta } from './pipeline/meta.js';
 export { KEY_SCOPES, BUILT_IN_KEY_SCOPES, type KeyScope } from './services/apiKeys/keyScopes.js';
 export {

@@ -87,6 +87,9 @@ const corpus: Case[] = [
   ['missing sub', signRaw(HS256, goodClaims({ sub: undefined })), 'INVALID_TOKEN', 'missing sub claim'],
   ['empty sub', signRaw(HS256, goodClaims({ sub: '' })), 'INVALID_TOKEN', 'invalid sub claim'],
   ['email as an array', signRaw(HS256, goodClaims({ email: ['boss@example.com'] })), 'INVALID_TOKEN', 'invalid email claim'],
+  // Not Unicode text: every per-user storage key is built with encodeURIComponent, which throws.
+  ['sub with an unpaired surrogate', signRaw(HS256, goodClaims({ sub: 'user-\ud800' })), 'INVALID_TOKEN', 'invalid sub claim'],
+  ['email with an unpaired surrogate', signRaw(HS256, goodClaims({ email: '\udc00@example.com' })), 'INVALID_TOKEN', 'invalid email claim'],
   // header tricks
   ['kid path traversal', signRaw({ ...HS256, kid: '../../dev/null' }, goodClaims()), 'INVALID_TOKEN', 'invalid key id'],
   ['kid path traversal, empty key', signRaw({ ...HS256, kid: '../../dev/null' }, goodClaims(), ''), 'INVALID_TOKEN', 'invalid key id'],

@@ -1,4 +1,4 @@
-import { CoreError, isEmailVerified, jwtSubject, type Identity } from '@ai-backend/core/internal';
+import { CoreError, isEmailVerified, isUnicodeText, jwtSubject, type Identity } from '@ai-backend/core/internal';
 
 /** Who counts as an administrator (config `admin`). */
 export interface AdminRule {
@@ -63,8 +63,10 @@ export function readScopes(claims: Record<string, unknown>): string[] {
 /** Build an Identity from verified JWT claims; sub is required and must be a non-empty string. */
 export function identityFromClaims(claims: Record<string, unknown>, admin: AdminRule, via: Identity['via']): Identity {
   if (claims.sub === undefined) invalid('missing sub claim');
-  if (typeof claims.sub !== 'string' || claims.sub.length === 0 || claims.sub.length > 512) invalid('invalid sub claim');
-  if (claims.email !== undefined && typeof claims.email !== 'string') invalid('invalid email claim');
+  // Not Unicode text (an unpaired surrogate): no per-user storage key can be built from it.
+  if (typeof claims.sub !== 'string' || claims.sub.length === 0 || claims.sub.length > 512 || !isUnicodeText(claims.sub))
+    invalid('invalid sub claim');
+  if (claims.email !== undefined && (typeof claims.email !== 'string' || !isUnicodeText(claims.email))) invalid('invalid email claim');
   const sub = via === 'jwt' ? jwtSubject(claims.sub) : claims.sub;
   const email = claims.email as string | undefined;
   const emailVerified = email !== undefined && isEmailVerified(claims.email_verified);

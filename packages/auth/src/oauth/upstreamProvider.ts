@@ -1,4 +1,4 @@
-import { CoreError, isEmailVerified } from '@ai-backend/core/internal';
+import { CoreError, isEmailVerified, isUnicodeText } from '@ai-backend/core/internal';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { UpstreamConfig } from './oauthSettings.js';
 
@@ -205,11 +205,11 @@ export class UpstreamProvider {
 function toUser(claims: Record<string, unknown>): UpstreamUser {
   // GitHub has no `sub`: its stable numeric `id` stands in.
   const rawSub = claims.sub ?? claims.id;
-  if ((typeof rawSub !== 'string' && typeof rawSub !== 'number') || String(rawSub).length === 0) {
+  if ((typeof rawSub !== 'string' && typeof rawSub !== 'number') || String(rawSub).length === 0 || !isUnicodeText(String(rawSub))) {
     throw new CoreError('UPSTREAM_ERROR', 'identity provider did not say who signed in');
   }
   const user: UpstreamUser = { sub: String(rawSub) };
-  if (typeof claims.email === 'string') {
+  if (typeof claims.email === 'string' && isUnicodeText(claims.email)) {
     user.email = claims.email;
     // Only a verified address may name an administrator or claim the e-mail index.
     user.emailVerified = isEmailVerified(claims.email_verified);

@@ -1,3 +1,5 @@
+import { isUnicodeText } from '@ai-backend/core/internal';
+
 /** Result of reading a JSON body under the configured limits. */
 export type JsonBody = { ok: true; value: unknown } | { ok: false; status: 400 | 413 | 415; message: string };
 
@@ -36,8 +38,6 @@ export const LONE_SURROGATE = 'a JSON string holds an unpaired surrogate (\\ud80
 
 /** A `\uD800`–`\uDFFF` escape: the only way a JSON text (decoded as UTF-8) can carry a lone surrogate. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one (String#isWellFormed, ES2024). */
-const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Whether a string (or object key) of `value`, parsed from `text`, holds an unpaired UTF-16
@@ -52,12 +52,12 @@ export function holdsLoneSurrogate(text: string, value: unknown): boolean {
   while (stack.length) {
     const v = stack.pop();
     if (typeof v === 'string') {
-      if (LONE.test(v)) return true;
+      if (!isUnicodeText(v)) return true;
     } else if (Array.isArray(v)) {
       for (const item of v) stack.push(item);
     } else if (typeof v === 'object' && v !== null) {
       for (const [k, item] of Object.entries(v)) {
-        if (LONE.test(k)) return true;
+        if (!isUnicodeText(k)) return true;
         stack.push(item);
       }
     }
