@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { CoreError } from '../kernel/CoreError.js';
 import { canonicalJson, expiresAtFor } from './canonicalJson.js';
+import { UnansweredConnection } from './UnansweredConnection.js';
 import { ReadBatcher } from './ReadBatcher.js';
 import { redisClientOptions } from './redisClientOptions.js';
 import { randomUUID } from 'node:crypto';
@@ -125,6 +126,11 @@ export class RedisStorage implements Storage {
   /** Re-reads the format mark and the identity every FORMAT_CHECK_MS (one script each). */
   private formatCheck: ReturnType<typeof setInterval> | undefined;
   private closing: Promise<void> | undefined;
+  /** Commands fail at once while the connection is up but Redis answers nothing (UnansweredConnection). */
+  private readonly silence = new UnansweredConnection(
+    () => this.redis.ping(),
+    () => this.closing !== undefined,
+  );
   /** Single-key reads of one tick, sent as one MGET (a metered call reads account, preferences and vault at once). */
   private readonly reads = new ReadBatcher((keys) =>
     this.run(async () => {
@@ -162,6 +168,7 @@ export class RedisStorage implements Storage {
     });
     this.redis.on('ready', () => {
       this.lastError = undefined;
+      this.silence.answered();
     });
   }
 
@@ -543,10 +550,12 @@ export class RedisStorage implements Storage {
     if (this.redis.status !== 'ready') {
       return { ok: false, detail: `redis ${this.redis.status}${this.lastError ? `: ${this.lastError}` : ''}` };
     }
+    if (this.silence.isUnanswered) return { ok: false, detail: 'redis does not answer (a command timed out)' };
     try {
       await this.redis.ping();
       return { ok: true };
     } catch (err) {
+      this.silence.failed(err);
       return { ok: false, detail: (err as Error).message };
     }
   }
@@ -572,9 +581,12 @@ export class RedisStorage implements Storage {
     if (this.fault.error) throw this.fault.error;
     // Checked here too so a down Redis costs no round trip and no ioredis error allocation.
     if (this.redis.status !== 'ready') throw unavailable(this.lastError);
+    // A connection that stopped answering: every command would wait for its timeout.
+    if (this.silence.isUnanswered) throw unavailable(this.lastError ?? 'Redis does not answer');
     try {
       return await op();
     } catch (err) {
+      this.silence.failed(err);
       throw unavailable(err);
     }
   }

@@ -60,7 +60,7 @@ export interface HangableServer {
 }
 
 /** A redis-server with `appendonly yes` and `appendfsync always`, so a restart keeps every acknowledged write. */
-export async function startPrivateRedis(): Promise<PrivateServer> {
+export async function startPrivateRedis(): Promise<PrivateServer & HangableServer> {
   const bin = findExecutable('redis-server');
   if (!bin) throw new Error('redis-server is not installed (run .ci/redis.sh)');
   const dir = await mkdtemp(join(tmpdir(), 'private-redis-'));
@@ -83,6 +83,9 @@ export async function startPrivateRedis(): Promise<PrivateServer> {
     port,
     start,
     stop,
+    // One process: stopped, its socket stays open and nothing is answered.
+    freeze: async () => void child?.kill('SIGSTOP'),
+    thaw: async () => void child?.kill('SIGCONT'),
     close: async () => {
       await stop();
       await rm(dir, { recursive: true, force: true });
