@@ -24,6 +24,8 @@ const csvField = (v: string) => `"${v.replace(/"/g, '""')}"`;
  */
 export class ArchiveFile {
   private handle: FileHandle | undefined;
+  /** Bytes in the file: where the next batch begins. */
+  private size = 0;
   rows = 0;
 
   constructor(
@@ -40,12 +42,31 @@ export class ArchiveFile {
     if (!this.handle) {
       makePrivateDir(this.dir);
       this.handle = await open(this.path, 'a', PRIVATE_FILE_MODE);
-      if (this.format === 'csv' && (await this.handle.stat()).size === 0) await this.handle.write(CSV_HEADER);
+      this.size = (await this.handle.stat()).size;
+      if (this.format === 'csv' && this.size === 0) await this.append(CSV_HEADER);
     }
-    const text = entries.map((e) => this.line({ log, seq: e.seq, record: e.record })).join('');
-    await this.handle.write(text);
+    await this.append(entries.map((e) => this.line({ log, seq: e.seq, record: e.record })).join(''));
     await this.handle.sync();
     this.rows += entries.length;
+  }
+
+  /**
+   * Append all of `text` or throw. One write(2) may write only part of it and report no error (a
+   * filesystem with less room left than the batch): that part was taken for the whole batch, whose
+   * records were then deleted from the store though the export held only some of them. A failure
+   * cuts the file back to where the batch began, so the export never ends in half a line.
+   */
+  private async append(text: string): Promise<void> {
+    const handle = this.handle!;
+    const bytes = Buffer.from(text);
+    const start = this.size;
+    try {
+      for (let at = 0; at < bytes.length; ) at += (await handle.write(bytes, at, bytes.length - at)).bytesWritten;
+    } catch (err) {
+      await handle.truncate(start).catch(() => undefined);
+      throw err;
+    }
+    this.size = start + bytes.length;
   }
 
   private line(row: ArchivedRow): string {

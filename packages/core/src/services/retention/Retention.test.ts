@@ -153,3 +153,51 @@ describe.each(backends)('retention on $name', (backend) => {
     expect(csv[1]).toMatch(/^"ledger:user-alice",1,"\d{4}-/);
   });
 });
+
+// Mounting a filesystem needs root; elsewhere the case is skipped.
+describe.skipIf(process.getuid?.() !== 0)('retention when the export filesystem fills up', () => {
+  it('refuses the run and deletes nothing when a batch does not fit (a short write is not taken for the batch)', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { open, truncate, stat } = await import('node:fs/promises');
+    const mount = await mkdtemp(join(tmpdir(), 'retention-full-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mount]);
+    const store = await backends[0]!.open('retention-full');
+    const rt = await makeRuntime(store.storage, { billing: { platformFeeRate: 0.1 } });
+    try {
+      await rt.billing.credit({ userId: alice.sub, tokens: 1_000_000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
+      await calls(rt, alice, 60, 'old');
+      const log = ledgerKeys.log(alice.sub);
+      const before = await store.storage.readLog<LedgerEntry>(log);
+      const balance = await rt.billing.balances(alice.sub);
+      // Fill the filesystem, then free less room than the batch needs (121 records: ~40 KB).
+      const filler = join(mount, 'filler');
+      const f = await open(filler, 'w');
+      try {
+        for (;;) await f.write(Buffer.alloc(4096, 1));
+      } catch {
+        // ENOSPC: full
+      } finally {
+        await f.close();
+      }
+      await truncate(filler, (await stat(filler)).size - 12_000);
+      const exportDir = join(mount, 'archive');
+      const retention = new Retention(
+        store.storage,
+        { days: { ledger: 1 }, exportDir, format: 'jsonl', batchSize: 500 },
+        createLogger('silent'),
+      );
+      await expect(retention.run(Date.now() + 2 * DAY)).rejects.toMatchObject({ code: 'ENOSPC' });
+      // Nothing left the store, and the export holds whole lines only (none of this batch).
+      expect(await store.storage.readLog<LedgerEntry>(log)).toEqual(before);
+      expect(await rt.billing.balances(alice.sub)).toEqual(balance);
+      expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
+      const files = await readdir(exportDir);
+      for (const file of files) expect(await readFile(join(exportDir, file), 'utf8')).toBe('');
+    } finally {
+      await rt.close();
+      await store.cleanup();
+      execFileSync('umount', [mount]);
+      await rm(mount, { recursive: true, force: true });
+    }
+  });
+});
