@@ -6,7 +6,7 @@ import {
   type LoggingLevel,
   type Server,
 } from '@modelcontextprotocol/server';
-import type { EntryGateway, Identity } from '@ai-backend/core/internal';
+import { isCoreError, type EntryGateway, type Identity } from '@ai-backend/core/internal';
 import type { RequestStateSeal } from './requestStateSeal.js';
 import { createMcpServer } from './createMcpServer.js';
 import { MemoryEventStore } from './eventStores/MemoryEventStore.js';
@@ -326,7 +326,17 @@ export class SessionTable {
   }
 
   async lookup(sessionId: string, identity: Identity | null, authInfo: object, ip: string): Promise<Session | Response> {
-    const session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo, ip));
+    let session: Session | undefined;
+    try {
+      session = this.sessions.get(sessionId) ?? (await this.rehydrate(sessionId, identity, authInfo, ip));
+    } catch (err) {
+      // The shared store could not say whether another instance holds the session (Redis down):
+      // a 404 tells an MCP client its session is gone, and it starts over with a new one, losing
+      // what it had, though the session is still there once Redis is back. So 503, like every
+      // other answer that waits for the store.
+      if (isCoreError(err) && err.appCode === 'UNAVAILABLE') return jsonRpcError(503, -32053, 'storage unavailable');
+      throw err;
+    }
     if (!session) return jsonRpcError(404, -32001, 'Session not found');
     // Sessions are bound to the identity that opened them (MCP security best practices).
     if (session.owner !== null && !sameCredential(session, identity)) return jsonRpcError(404, -32001, 'Session not found');
@@ -425,7 +435,8 @@ export class SessionTable {
     let pending = this.rehydrating.get(sessionId);
     if (!pending) {
       pending = (async () => {
-        const record: SessionRecord | undefined = await this.records!.load(sessionId).catch(() => undefined);
+        // A failed read is not an absent record: it goes up to lookup, which answers 503.
+        const record: SessionRecord | undefined = await this.records!.load(sessionId);
         if (!record || (record.owner !== null && !sameCredential(record, identity))) return undefined;
         // The session was admitted when it opened and is counted where it was served last (its
         // place moves here with it): only this instance's own cap bounds what a takeover costs.
