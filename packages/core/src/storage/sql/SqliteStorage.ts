@@ -51,6 +51,15 @@ const LOG_ENDS_KEPT = 10_000;
 /** Free space below which a store whose last write failed still reports itself down. */
 const MIN_FREE_BYTES = 1024 * 1024;
 
+/**
+ * What a store whose last write failed writes (and deletes) to show that writes work again:
+ * more than any billing transaction writes. Free space on the filesystem is not enough: a file
+ * size limit (RLIMIT_FSIZE, a quota, `max_page_count`) fails every write on a filesystem with room,
+ * and a one-page write still fits in what the WAL file already holds.
+ */
+const PROBE_BYTES = 128 * 1024;
+const PROBE_KEY = 'storage:writeprobe';
+
 type Row = { key: string; value: string; expires_at: number | null; due_at: number | null };
 
 /**
@@ -454,9 +463,9 @@ export class SqliteStorage implements Storage {
         writes.forEach((w, i) => this.apply(w, texts[i]!, now, rows));
         return result;
       });
-      // A durable write worked: the failure is over once the filesystem has room again (a small
-      // write can fit in the slack of the WAL file's last block while a larger one does not).
-      if (this.failure !== undefined && this.freeBytes() >= MIN_FREE_BYTES) this.failure = undefined;
+      // A durable write worked: the failure is over once a write larger than any billing
+      // transaction commits too (a small write can fit where a larger one does not: writesWork).
+      if (this.failure !== undefined) this.writesWork();
       return committed;
     });
   }
@@ -518,18 +527,35 @@ export class SqliteStorage implements Storage {
     try {
       this.st.ping.get();
       if (this.failure !== undefined) {
-        // After a failure, writes work again once the filesystem has room (a one-page write can
-        // still fit in the slack of the WAL file's last block while a billing transaction does
-        // not) and a real write commits.
         const free = this.freeBytes();
         if (free < MIN_FREE_BYTES) return { ok: false, detail: `${this.failure} (${free} bytes free)` };
-        this.writes.durable(() => this.st.touch.run());
-        this.failure = undefined;
+        const failure = this.failure;
+        if (!this.writesWork()) return { ok: false, detail: `${failure} (a test write still fails)` };
       }
       return { ok: true };
     } catch (err) {
       return { ok: false, detail: (err as Error).message };
     }
+  }
+
+  /**
+   * After a failed write: whether writes work again, shown by a durable write of PROBE_BYTES (then
+   * deleted), which clears the failure. A one-page write (a committed write that changes nothing
+   * was the test) can fit in the slack of the WAL file's last block, or under a file size limit,
+   * while every billing transaction still fails: health said ok and the store took holds it then
+   * could not commit.
+   */
+  private writesWork(): boolean {
+    if (this.freeBytes() < MIN_FREE_BYTES) return false;
+    try {
+      this.writes.durable(() => this.st.put.run(PROBE_KEY, 'x'.repeat(PROBE_BYTES), null, null));
+      this.writes.durable(() => this.st.del.run(PROBE_KEY));
+    } catch (err) {
+      this.recordFailure(err);
+      return false;
+    }
+    this.failure = undefined;
+    return true;
   }
 
   /** Free bytes of the filesystem the database file is on (0 when it cannot be read). */
@@ -578,8 +604,6 @@ function prepare(db: SqliteDatabase) {
   const p = (sql: string) => db.prepare(sql);
   return {
     ping: p('SELECT 1'),
-    // Rewrites the newest migration row as it is: a committed write that changes nothing.
-    touch: p('UPDATE schema_migrations SET name = name WHERE version = (SELECT max(version) FROM schema_migrations)'),
     get: p('SELECT key, value, expires_at, due_at FROM kv WHERE key = ?'),
     put: p(
       'INSERT INTO kv (key, value, expires_at, due_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, due_at = excluded.due_at',
