@@ -343,6 +343,42 @@ describe('routes: cooldowns, retries and charging', () => {
     expect(await h!.runtime.shared.keys('airt:cool:')).toHaveLength(1);
   });
 
+  it("a deployment whose server key the provider refuses (401/403) is the deployment's failure: the call moves on to another target, charged once; a caller's own refused key is not retried", async () => {
+    const { ups, providers } = await deployments(['dep-a', 'dep-b']);
+    // Deployments that also take callers' own keys.
+    for (const p of Object.values(providers)) (p as { byok?: boolean }).byok = true;
+    await harness(providers, {
+      fast: {
+        strategy: 'priority',
+        targets: [
+          { model: `dep-a/${MODEL}`, priority: 0 },
+          { model: `dep-b/${MODEL}`, priority: 1 },
+        ],
+      },
+    });
+    for (const status of [401, 403]) {
+      ups['dep-a']!.failProvider('dep-a', { kind: 'status', status });
+      const before = await h!.balance(alice.sub);
+      const served = await ask(alice, 'fast', `key ${status}`);
+      expect(served.data).toMatchObject({ provider: 'dep-b', attempts: [{ provider: 'dep-a', reason: 'invalid_key' }] });
+      expect(await h!.balance(alice.sub)).toBe(before - served.tokenUsage!.tokensCharged);
+    }
+    // The caller's own key, refused: its answer is the refusal, and no other deployment is asked with it.
+    const toB = ups['dep-b']!.requests.length;
+    await expect(
+      h!
+        .caller(alice)
+        .ai.generateText({
+          content: 'own',
+          systemPrompt: 's',
+          model: 'fast',
+          apiKey: 'sk-callers-own-revoked',
+          options: { maxTokens: 20 },
+        }),
+    ).rejects.toMatchObject({ cause: { details: { reason: 'invalid_key' } } });
+    expect(ups['dep-b']!.requests.length).toBe(toB);
+  });
+
   it("calls with a caller's own key use none of a deployment's rpm: platform-paid calls still get the route's capacity", async () => {
     const clock = windowClock();
     await harness(

@@ -185,7 +185,11 @@ export async function* attemptLoop<T extends CallTarget, E, R>(
           message: error.message,
         });
       }
-      if (!isRetryable(error) || call.signal.aborted) throw error;
+      // The provider refusing the server's key (revoked, rotated, mistyped) is that deployment's
+      // failure, not the request's: the next target has a key of its own. A caller's own key that
+      // is refused is the caller's to fix, and is answered as it is.
+      const serverKeyRefused = judged && reason === 'invalid_key';
+      if (!(isRetryable(error) || serverKeyRefused) || call.signal.aborted) throw error;
       // Counted on every server-keyed call, not only on calls with fallbacks: only skipping needs them.
       if (judged) {
         await breaker?.failure(t.provider, reason);
