@@ -77,6 +77,30 @@ describeMatrix('/v1/embeddings', (mode) => {
       expect(await balanceOf(u.token)).toBe(10_000 - r.result!.tokenUsage.tokensCharged);
     });
 
+    it("a bare embedding model name (as OpenAI's docs write it) resolves to the one provider serving it; a bare provider to its first embedding model", async () => {
+      const u = await funded(10_000);
+      const bare = await u.client.embeddings.create({ model: 'text-embedding-3-small', input: 'a bare name' });
+      expect(bare.data).toHaveLength(1);
+      expect(suite.upstream.requests.at(-1)).toMatchObject({ provider: 'openai' });
+      for (const [ref, model] of [
+        ['openai', 'text-embedding-3-small'],
+        ['google', 'gemini-embedding-001'],
+      ] as const) {
+        const r = await rpcCall<{ data: { provider: string; model: string } }>(suite.gw.url, u.token, 'ai.embed', {
+          model: ref,
+          input: 'x',
+        });
+        expect(r.result?.data, JSON.stringify(r.error)).toMatchObject({ provider: ref, model });
+      }
+      // Priced by the registry: a BYOK call's cost is its tokens at the model's price.
+      const byok = await rpcCall<{ usageInfo: { tokensUsed: number; estimatedCostUsd: number } }>(suite.gw.url, u.token, 'ai.embed', {
+        model: 'text-embedding-3-large',
+        input: 'x'.repeat(400),
+        apiKey: 'caller-key',
+      });
+      expect(byok.result?.usageInfo, JSON.stringify(byok.error)).toEqual({ tokensUsed: 100, estimatedCostUsd: (100 * 0.13) / 1e6 });
+    });
+
     it('errors are OpenAI-shaped: a chat model, a provider without embeddings, upstream 429, no credit; failures refund', async () => {
       const u = await funded(10_000);
       const err = (p: Promise<unknown>) => rejectionOf<InstanceType<typeof OpenAI.APIError>>(p);

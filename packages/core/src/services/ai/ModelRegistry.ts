@@ -116,7 +116,8 @@ export class ModelRegistry {
     for (const map of this.byProvider.values()) {
       for (const m of map.values()) {
         models++;
-        if (m.inputUsdPerMTok !== undefined && m.outputUsdPerMTok !== undefined) priced++;
+        // An embedding model is priced by its input alone (it has no output tokens).
+        if (m.inputUsdPerMTok !== undefined && (m.kind === 'embedding' || m.outputUsdPerMTok !== undefined)) priced++;
       }
     }
     return { providers: this.byProvider.size, models, pricedModels: priced };

@@ -67,7 +67,10 @@ async function embedModels(
     });
   }
   const provider = providers.assertKnown(name.provider);
-  const candidate = name.model || providers.allowedModels(provider, 'embedding')[0];
+  // A bare provider: its first allowed embedding model in the registry's order (the provider's
+  // recommended one comes first: OpenAI's text-embedding-3-small), not the alphabetical first.
+  const candidate =
+    name.model || providers.models.models(provider).find((m) => m.kind === 'embedding' && providers.isModelAllowed(provider, m.id))?.id;
   if (!candidate)
     throw new CoreError('INVALID_PARAMS', `${provider} has no embedding model configured; name one as ${provider}/<model>`, {
       details: { reason: 'no_embeddings', provider, field: 'model' },
