@@ -366,15 +366,13 @@ describe('routes: cooldowns, retries and charging', () => {
     // The caller's own key, refused: its answer is the refusal, and no other deployment is asked with it.
     const toB = ups['dep-b']!.requests.length;
     await expect(
-      h!
-        .caller(alice)
-        .ai.generateText({
-          content: 'own',
-          systemPrompt: 's',
-          model: 'fast',
-          apiKey: 'sk-callers-own-revoked',
-          options: { maxTokens: 20 },
-        }),
+      h!.caller(alice).ai.generateText({
+        content: 'own',
+        systemPrompt: 's',
+        model: 'fast',
+        apiKey: 'sk-callers-own-revoked',
+        options: { maxTokens: 20 },
+      }),
     ).rejects.toMatchObject({ cause: { details: { reason: 'invalid_key' } } });
     expect(ups['dep-b']!.requests.length).toBe(toB);
   });
