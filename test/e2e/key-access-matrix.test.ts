@@ -399,6 +399,13 @@ describe('key access on every entry point', () => {
     const plain = new RawMcp(s.url, creds.key);
     expect((await plain.initialize()).status).toBe(200);
     expect((await promptsOf(plain)).sort()).toEqual((await promptsOf(owner)).sort());
+    // completion/complete likewise: a prompt the key may not get is unknown to it (-32602), not completed.
+    const explain = (await promptsOf(owner)).find((n) => /explain/i.test(n))!;
+    const complete = (client: RawMcp) =>
+      client.send('completion/complete', { ref: { type: 'ref/prompt', name: explain }, argument: { name: 'level', value: 'be' } });
+    expect((await complete(owner)).message?.result?.completion?.values).toEqual(['beginner']);
+    expect((await complete(plain)).message?.result?.completion?.values).toEqual(['beginner']);
+    expect((await complete(mcp)).message?.error).toMatchObject({ code: -32602 });
     const listed = await toolNames(mcp);
     expect(listed).toContain('forecast');
     expect(listed).toContain('generateText');

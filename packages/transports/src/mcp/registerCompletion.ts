@@ -1,6 +1,8 @@
 import type { Server } from '@modelcontextprotocol/server';
 import { completeFrom, CoreError } from '@ai-backend/core/internal';
+import { identityOf } from './gatewayTools.js';
 import { toMcpError } from './mcpErrors.js';
+import { keyMayGet } from './registerPrompts.js';
 import type { McpServerDeps } from './sessionState.js';
 
 const EMPTY = { completion: { values: [], total: 0, hasMore: false } };
@@ -11,10 +13,14 @@ const EMPTY = { completion: { values: [], total: 0, hasMore: false } };
  */
 export function registerCompletion(server: Server, deps: McpServerDeps): void {
   const { prompts, resources } = deps.services;
-  server.setRequestHandler('completion/complete', async (request): Promise<never> => {
+  server.setRequestHandler('completion/complete', async (request, ctx): Promise<never> => {
     const { ref, argument, context } = request.params;
     try {
       if (ref.type === 'ref/prompt') {
+        // A prompt an API key may not get is one it cannot complete either: as unknown as in prompts/get.
+        const prompt = prompts.get(ref.name);
+        if (prompt && !keyMayGet(deps, identityOf(ctx))(prompt))
+          throw new CoreError('NOT_FOUND', `unknown prompt: ${ref.name.slice(0, 200)}`);
         return { completion: await prompts.complete(ref.name, argument.name, argument.value, context?.arguments ?? {}) } as never;
       }
       const template = resources.getTemplate(ref.uri);

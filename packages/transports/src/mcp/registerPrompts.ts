@@ -60,9 +60,10 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
 
 /**
  * For an API key, the prompts its rules let it get (a prompt rendered by a procedure is that
- * procedure's call: keyAccess, scopes, tools rule), as tools/list shows a key only its tools.
+ * procedure's call: keyAccess, scopes, tools rule), as tools/list shows a key only its tools;
+ * completion/complete answers only for these too.
  */
-function keyMayGet(deps: McpServerDeps, identity: Identity | null): (p: PromptDefinition) => boolean {
+export function keyMayGet(deps: McpServerDeps, identity: Identity | null): (p: PromptDefinition) => boolean {
   if (identity?.via !== 'apiKey') return () => true;
   const index = loadedProcedureIndex(deps.services.router);
   return (p) => p.procedure === undefined || keyMayCall(p.procedure, index.get(p.procedure)?.meta, identity);
