@@ -51,7 +51,7 @@ const testRouter = router({
     .query(({ input }) => ({ n: input.n, squares: Array.from({ length: input.n }, (_, i) => (i + 1) ** 2) })),
   ask: publicProcedure
     .meta({ description: 'Sampling then elicitation', mcp: {} })
-    .input(z.object({ kind: z.enum(['sampling', 'elicitation']) }))
+    .input(z.object({ kind: z.enum(['sampling', 'elicitation', 'urlElicitation']) }))
     .mutation(async ({ ctx, input }) => {
       if (!ctx.mcp) throw new CoreError('NOT_CONFIGURED', 'MCP only');
       if (input.kind === 'sampling') {
@@ -60,6 +60,15 @@ const testRouter = router({
           maxTokens: 10,
         });
         return `${r.model}: ${r.content.text}`;
+      }
+      if (input.kind === 'urlElicitation') {
+        const u = await ctx.mcp.request<{ action: string }>('elicitation/create', {
+          mode: 'url',
+          message: 'Approve in your browser',
+          url: 'https://example.com/approve',
+          elicitationId: 'e2e-url-1',
+        });
+        return `url:${u.action}`;
       }
       const r = await ctx.mcp.request<{ action: string; content?: { ok?: boolean } }>('elicitation/create', {
         message: 'Proceed?',
@@ -286,6 +295,21 @@ describe('tools', () => {
     client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { ok: true } }));
     expect(textOf(await client.callTool({ name: 'ask', arguments: { kind: 'sampling' } }))).toBe('m1: hi!');
     expect(textOf(await client.callTool({ name: 'ask', arguments: { kind: 'elicitation' } }))).toBe('accept:true');
+  });
+
+  it('an elicitation goes out only in a mode the client declared (an empty elicitation capability is form only)', async () => {
+    const formOnly = await connect({ elicitation: {} });
+    formOnly.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { ok: true } }));
+    const refused = await formOnly.callTool({ name: 'ask', arguments: { kind: 'urlElicitation' } });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/did not declare url-mode elicitation/);
+    expect(textOf(await formOnly.callTool({ name: 'ask', arguments: { kind: 'elicitation' } }))).toBe('accept:true');
+    const urlOnly = await connect({ elicitation: { url: {} } });
+    urlOnly.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept' }));
+    expect(textOf(await urlOnly.callTool({ name: 'ask', arguments: { kind: 'urlElicitation' } }))).toBe('url:accept');
+    expect(textOf(await urlOnly.callTool({ name: 'ask', arguments: { kind: 'elicitation' } }))).toMatch(
+      /did not declare form-mode elicitation/,
+    );
   });
 
   it('without the capability the tool gets a clear error', async () => {

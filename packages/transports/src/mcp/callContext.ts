@@ -50,6 +50,22 @@ const REQUIRED_CAPABILITY: Record<string, string> = {
   'elicitation/create': 'elicitation',
   'roots/list': 'roots',
 };
+/**
+ * An elicitation's mode must be one the client declared (2025-11-25: `elicitation: { form?, url? }`;
+ * an empty `elicitation: {}`, as older clients declare it, is form only).
+ */
+function assertElicitationMode(declared: unknown, params: unknown): void {
+  const mode = (params as { mode?: unknown } | undefined)?.mode === 'url' ? 'url' : 'form';
+  const modes = typeof declared === 'object' && declared !== null ? Object.keys(declared) : [];
+  const supported = modes.length === 0 ? mode === 'form' : modes.includes(mode);
+  if (!supported) {
+    throw new CoreError(
+      'NOT_CONFIGURED',
+      `the MCP client did not declare ${mode}-mode elicitation, so elicitation/create in ${mode} mode is not available`,
+    );
+  }
+}
+
 /** A person answers elicitations and reviews sampling requests: give them time. */
 const DEFAULT_TIMEOUT_MS: Record<string, number> = { 'elicitation/create': 10 * 60_000, 'sampling/createMessage': 5 * 60_000 };
 
@@ -123,6 +139,7 @@ export function mcpContext(
       if (capability && !caps?.[capability]) {
         throw new CoreError('NOT_CONFIGURED', `the MCP client did not declare the ${capability} capability, so ${method} is not available`);
       }
+      if (method === 'elicitation/create') assertElicitationMode(caps?.elicitation, params);
       const timeout = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS[method];
       return (await ctx.mcpReq.send({ method, params } as never, {
         ...(timeout ? { timeout } : {}),
