@@ -69,6 +69,8 @@ describe('POST /register', () => {
     h = await startHarness();
     const res = await h.request('/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' });
     expect(res.status).toBe(400);
+    // Said as what it is, not as a missing object ("expected object, received undefined").
+    expect(await res.json()).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringMatching(/not JSON/) });
   });
 
   it("with policy 'token' requires the initial access token", async () => {

@@ -63,7 +63,7 @@ export function registerHandler(services: () => Promise<OAuthServices>): Handler
     try {
       body = JSON.parse(raw);
     } catch {
-      body = undefined;
+      return oauthError(c, 400, 'invalid_client_metadata', 'the registration body is not JSON (a client metadata object is expected)');
     }
     const parsed = ClientMetadataSchema.safeParse(body);
     if (!parsed.success) {
