@@ -39,6 +39,15 @@ describe('modelFields', () => {
 });
 
 describe('toMessagesInput: an Anthropic Messages request → ai.generateText input', () => {
+  it('a model name longer than any is refused as too long, a missing one as required', () => {
+    const base = { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+    expect(refusal({ ...base, model: 'c'.repeat(301) })).toEqual({
+      message: expect.stringMatching(/model is at most 300 characters/),
+      param: 'model',
+    });
+    expect(refusal(base)).toEqual({ message: expect.stringMatching(/model: Field required/), param: 'model' });
+  });
+
   it('translates model, max_tokens, temperature, system blocks and stream', () => {
     const r = msg({
       system: [

@@ -21,6 +21,15 @@ function refusal(body: unknown): { message: string; param: unknown } {
 }
 
 describe('toChatInput: an OpenAI chat completions request → ai.generateText input', () => {
+  it('a model name longer than any is refused as too long, a missing one as required', () => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    expect(refusal({ model: 'x'.repeat(100_000), messages })).toEqual({
+      message: expect.stringMatching(/model is at most 300 characters/),
+      param: 'model',
+    });
+    expect(refusal({ messages })).toEqual({ message: expect.stringMatching(/model is required/), param: 'model' });
+  });
+
   it('translates provider/model, messages, limits and flags', () => {
     const r = chat({
       messages: [
