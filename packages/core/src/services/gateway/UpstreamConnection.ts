@@ -45,7 +45,7 @@ export interface UpstreamConnectionOptions {
   maxResultBytes: number;
   /** The SSRF-guarded fetch and request (remote servers, guardUpstream.ts); absent: Node's client unguarded. */
   http?: UpstreamHttp;
-  /** What this connection offers changed: one list (its list_changed), or everything (connected, lost). */
+  /** What this connection offers changed: one list (its list_changed, or a connect that listed it differently). */
   onChange: (kind?: ListKind) => void;
   /** Reconnect by itself after a loss (shared connections); per-user ones reconnect on their next use. */
   reconnect: 'eager' | 'onUse';
@@ -53,6 +53,11 @@ export interface UpstreamConnectionOptions {
 
 const BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000, 30_000];
 const EMPTY: UpstreamLists = { tools: [], prompts: [], resources: [] };
+const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources'];
+
+/** The same definitions in the same order (an upstream's lists are plain JSON). */
+const sameList = (a: readonly unknown[], b: readonly unknown[]): boolean =>
+  a === b || (a.length === b.length && JSON.stringify(a) === JSON.stringify(b));
 
 /** An SDK error code for a timed-out request (SdkErrorCode.RequestTimeout). */
 const isTimeout = (err: unknown): boolean =>
@@ -153,10 +158,15 @@ export class UpstreamConnection {
         throw new CoreError('UNAVAILABLE', `MCP server "${this.opts.name}" was removed`);
       }
       this.opened = opened;
+      const before = this.lists;
       this.lists = await this.listAll(opened);
       this.state = { kind: 'ready', since: Date.now() };
       this.opts.logger.info('MCP upstream connected', { server: this.opts.name, tools: this.lists.tools.length });
-      this.opts.onChange();
+      // Only the lists that differ from what was listed before the connect: a reconnect after a
+      // crash usually lists the same. Announced anyway, a crash-looping stdio server (respawned
+      // every 250 ms when it dies after initialize) sent every session three list_changed per
+      // crash, each kept in its event store for replay and each making clients relist.
+      for (const kind of LIST_KINDS) if (!sameList(before[kind], this.lists[kind])) this.opts.onChange(kind);
       return opened;
     } catch (err) {
       if (opened && this.opened === opened) this.opened = undefined;
