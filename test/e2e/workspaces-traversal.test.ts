@@ -9,6 +9,7 @@ import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintDevToken } from '@ai-backend/auth';
+import { isUnicodeText } from '@ai-backend/core/internal';
 import {
   TRAVERSAL_CORPUS,
   TRAVERSAL_SECRET,
@@ -80,6 +81,27 @@ it('the corpus is the shared one with at least 60 hostile paths', () => {
   expect(vectors.filter((v) => v.path.includes(fixture.root)).length).toBeGreaterThan(0); // {ROOT} expanded
 });
 
+it.each(ENTRY_POINTS)(
+  '%s: a path that is not Unicode text (a lone surrogate) is refused at the edge, before any procedure',
+  async (via) => {
+    const notText = vectors.filter((v) => !isUnicodeText(v.path));
+    expect(notText.length).toBeGreaterThan(0);
+    for (const v of notText) {
+      for (const workspaceId of ['default', 'follow']) {
+        let o: { ok: boolean; raw: string };
+        try {
+          o = await clients[via].call('system.writeFile', { workspaceId, path: v.path, content: 'pwned' });
+        } catch (err) {
+          // The MCP client raises the transport's 400 (-32700) rather than answering it as a tool result.
+          o = { ok: false, raw: String(err) };
+        }
+        expect(o.ok, `${via} ${workspaceId} ${v.why}`).toBe(false);
+        expect(o.raw, `${via} ${workspaceId} ${v.why}`).toMatch(/unpaired surrogate/);
+      }
+    }
+  },
+);
+
 describe.each([
   ['default', false],
   ['follow', true],
@@ -88,6 +110,8 @@ describe.each([
     const client = clients[via];
     let refusals = 0;
     for (const v of vectors) {
+      // A path that is not Unicode text never reaches a procedure (the edge refuses its JSON: below).
+      if (!isUnicodeText(v.path)) continue;
       const at = { workspaceId, path: v.path };
       const results = {
         read: await client.call('system.readFile', { ...at, encoding: 'utf8' }),
@@ -117,7 +141,7 @@ describe.each([
       if (v.lexical) expect(label(exists), where).toBe('FORBIDDEN: access denied');
       refusals++;
     }
-    expect(refusals).toBe(TRAVERSAL_CORPUS.length);
+    expect(refusals).toBe(TRAVERSAL_CORPUS.filter((v) => isUnicodeText(v.path)).length);
     // The same client reaches what it may: refusals above are the rules, not a broken setup.
     expect(await client.call('system.readFile', { workspaceId, path: 'notes.txt' })).toMatchObject({
       ok: true,
