@@ -2,7 +2,7 @@ import type { Context as HonoContext, Handler } from 'hono';
 import { StreamCounter, type ClosableResponse } from './StreamCounter.js';
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import { isInitializeRequest } from '@modelcontextprotocol/server';
-import { createRequestStateSeal, type RequestStateSeal } from './requestStateSeal.js';
+import { createRequestStateSeal, subjectOrAddress, type RequestStateSeal } from './requestStateSeal.js';
 import {
   toolsListNeedsAuth,
   toWireError,
@@ -332,7 +332,7 @@ export class McpHandler {
 
     const legacy = this.legacy;
     if (legacy.kind === 'stateless') {
-      const caller = identity ? `sub:${identity.sub}` : `ip:${scope.facts.ip}`;
+      const caller = subjectOrAddress(scope);
       return handleStatelessRequest({
         services: this.serverServices,
         catalog: this.catalog,

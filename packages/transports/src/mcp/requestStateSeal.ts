@@ -36,7 +36,11 @@ export function callerOf(ctx: ServerContext): string {
  * credentials together (one more API key is not more room), else the client address.
  */
 export function runnerOf(ctx: ServerContext): string {
-  const scope = scopeOf(ctx);
+  return subjectOrAddress(scopeOf(ctx));
+}
+
+/** A caller by subject when signed in (all of its credentials together), else by client address. */
+export function subjectOrAddress(scope: RequestScope | undefined): string {
   return scope?.identity ? `sub:${scope.identity.sub}` : `ip:${scope?.facts.ip ?? ''}`;
 }
 

@@ -1,5 +1,5 @@
 import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
-import { cacheDirective, MODEL_MAX_CHARS, PROVIDER_KEY_HEADER } from '../openai/toChatInput.js';
+import { assertModelField, cacheDirective, PROVIDER_KEY_HEADER } from '../openai/toChatInput.js';
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
@@ -81,11 +81,7 @@ function toolResultOutput(content: unknown): unknown {
 export function toMessagesInput(body: unknown, headers: Headers, config: ResolvedConfig): MessagesRequest {
   const b = obj(body);
   if (!b) throw bad('the body must be a JSON object');
-  // A name longer than any model's is refused as what it is, not as a missing model.
-  if (typeof b.model === 'string' && b.model.length > MODEL_MAX_CHARS)
-    throw bad(`model is at most ${MODEL_MAX_CHARS} characters (got ${b.model.length})`, 'model');
-  if (typeof b.model !== 'string' || b.model.length === 0)
-    throw bad('model: Field required (provider/model or a configured alias)', 'model');
+  assertModelField(b.model, 'model: Field required (provider/model or a configured alias)', bad);
   if (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1)
     throw bad('max_tokens: Field required (a positive integer)', 'max_tokens');
   if (!Array.isArray(b.messages) || b.messages.length === 0) throw bad('messages: must be a non-empty array', 'messages');

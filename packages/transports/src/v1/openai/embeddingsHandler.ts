@@ -2,7 +2,7 @@ import type { Handler } from 'hono';
 import { CoreError, invoke, type EmbedOutput, type EntryGateway } from '@ai-backend/core/internal';
 import { anonymousChallenge, errorResponse, jsonResponse, serveV1 } from '../shared/wireFormatHandler.js';
 import { openAiError } from './openAiFormat.js';
-import { MODEL_MAX_CHARS, PROVIDER_KEY_HEADER } from './toChatInput.js';
+import { assertModelField, PROVIDER_KEY_HEADER } from './toChatInput.js';
 
 type Json = Record<string, unknown>;
 const bad = (message: string, param: string) => new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', param } });
@@ -16,10 +16,7 @@ function base64Vector(v: number[]): string {
 function toEmbedInput(body: unknown, headers: Headers): { input: Json; base64: boolean; model: string } {
   const b = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Json) : undefined;
   if (!b) throw bad('the body must be a JSON object', 'body');
-  // A name longer than any model's is refused as what it is, not as a missing model.
-  if (typeof b.model === 'string' && b.model.length > MODEL_MAX_CHARS)
-    throw bad(`model is at most ${MODEL_MAX_CHARS} characters (got ${b.model.length})`, 'model');
-  if (typeof b.model !== 'string' || b.model.length === 0) throw bad('model is required: provider/model or a configured alias', 'model');
+  assertModelField(b.model, 'model is required: provider/model or a configured alias', bad);
   const okInput =
     typeof b.input === 'string' || (Array.isArray(b.input) && b.input.length > 0 && b.input.every((x) => typeof x === 'string'));
   if (!okInput) throw bad('input must be a string or a non-empty array of strings (token arrays are not supported)', 'input');

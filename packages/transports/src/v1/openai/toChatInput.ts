@@ -23,7 +23,21 @@ export function cacheDirective(headers: Headers): 'on' | 'off' | 'refresh' | und
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
 /** The longest `model` a /v1 request may name (a route, alias or `provider/model` id is far shorter). */
-export const MODEL_MAX_CHARS = 300;
+const MODEL_MAX_CHARS = 300;
+
+/**
+ * A /v1 request's `model` field is a name (every wire format's one check): a name longer than any
+ * model's is refused as what it is, a missing or empty one with `required`, the format's wording.
+ */
+export function assertModelField(
+  model: unknown,
+  required: string,
+  bad: (message: string, param: string) => Error,
+): asserts model is string {
+  if (typeof model === 'string' && model.length > MODEL_MAX_CHARS)
+    throw bad(`model is at most ${MODEL_MAX_CHARS} characters (got ${model.length})`, 'model');
+  if (typeof model !== 'string' || model.length === 0) throw bad(required, 'model');
+}
 
 const bad = (message: string, param?: string) =>
   new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', ...(param ? { param } : {}) } });
@@ -87,10 +101,7 @@ function userParts(content: unknown, param: string): ChatMessage & { role: 'user
 export function toChatInput(body: unknown, headers: Headers, config: ResolvedConfig): ChatRequest {
   const b = obj(body);
   if (!b) throw bad('the body must be a JSON object');
-  // A name longer than any model's is refused as what it is, not as a missing model.
-  if (typeof b.model === 'string' && b.model.length > MODEL_MAX_CHARS)
-    throw bad(`model is at most ${MODEL_MAX_CHARS} characters (got ${b.model.length})`, 'model');
-  if (typeof b.model !== 'string' || b.model.length === 0) throw bad('model is required: provider/model or a configured alias', 'model');
+  assertModelField(b.model, 'model is required: provider/model or a configured alias', bad);
   if (!Array.isArray(b.messages) || b.messages.length === 0) throw bad('messages must be a non-empty array', 'messages');
   if (b.n !== undefined && b.n !== null && b.n !== 1) throw bad('only n = 1 is supported', 'n');
   // Fields that change the answer's shape are checked, not guessed: a `stream: "true"` must not

@@ -1,5 +1,5 @@
 import { CoreError, modelInputFields, type ChatMessage, type ResolvedConfig } from '@ai-backend/core/internal';
-import { cacheDirective, MODEL_MAX_CHARS, PROVIDER_KEY_HEADER, toolSchema } from './toChatInput.js';
+import { assertModelField, cacheDirective, PROVIDER_KEY_HEADER, toolSchema } from './toChatInput.js';
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined);
@@ -51,10 +51,7 @@ function userContent(content: unknown, param: string): ChatMessage & { role: 'us
 export function toResponsesInput(body: unknown, headers: Headers, config: ResolvedConfig): ResponsesRequest {
   const b = obj(body);
   if (!b) throw bad('the body must be a JSON object');
-  // A name longer than any model's is refused as what it is, not as a missing model.
-  if (typeof b.model === 'string' && b.model.length > MODEL_MAX_CHARS)
-    throw bad(`model is at most ${MODEL_MAX_CHARS} characters (got ${b.model.length})`, 'model');
-  if (typeof b.model !== 'string' || b.model.length === 0) throw bad('model is required: provider/model or a configured alias', 'model');
+  assertModelField(b.model, 'model is required: provider/model or a configured alias', bad);
   if (b.previous_response_id !== undefined && b.previous_response_id !== null)
     throw bad(
       'previous_response_id is not supported: this server stores no responses; send the whole conversation in input',
