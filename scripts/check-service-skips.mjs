@@ -54,7 +54,9 @@ console.log(
 
 const run = spawnSync(cmd, args, { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 * 1024 * 1024 });
 process.stdout.write(run.stdout ?? '');
-const summary = /Skipped for missing services: .*/.exec(run.stdout ?? '')?.[0];
+// One summary per group of vitest projects (sequence.groupOrder: the chaos test runs alone after the
+// rest, vitest.config.ts), each from its own globalSetup teardown: read them all.
+const summary = [...(run.stdout ?? '').matchAll(/Skipped for missing services: .*/g)].map((m) => m[0]).join('\n') || undefined;
 const problems = [];
 if (run.status !== 0)
   problems.push(`vitest exited with ${run.status ?? run.signal}: a suite needs a service without going through the detection`);

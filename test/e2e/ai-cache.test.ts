@@ -37,15 +37,20 @@ describeV1Paths('ai-cache', (path) => {
   }
   const chatCalls = () => upstream.requests.filter((r) => r.format !== 'models').length;
   const ask = (content: string) => ({ model: 'openai/gpt-4.1-nano', messages: [{ role: 'user' as const, content }], max_tokens: 20 });
+  /** Answers in the response cache (its byte counters left out). */
+  const cachedAnswers = async () => (await gw.runtime.storage.keys('aicache:')).filter((k) => !k.startsWith('aicache:bytes:')).length;
+  /** The cache stores an answer in the background, after it was sent: wait until it holds one more than `before`. */
+  const stored = (before: number) => waitFor(async () => (await cachedAnswers()) > before, { what: 'the answer stored in the cache' });
 
   describe('response cache on /v1', () => {
     it('miss then hit, said in the header and in ai_backend; no-store and off leave the cache; another user misses', async () => {
       const alice = await client('cache-alice');
       const bob = await client('cache-bob');
       upstream.reset();
+      const before = await cachedAnswers();
       const first = await alice.chat.completions.create(ask('cache me')).withResponse();
       expect(first.response.headers.get('x-ai-backend-cache')).toBe('miss');
-      await new Promise((r) => setTimeout(r, 30));
+      await stored(before);
       const second = await alice.chat.completions.create(ask('cache me')).withResponse();
       expect(second.response.headers.get('x-ai-backend-cache')).toBe('hit');
       // The SDK path's answer says it in ai_backend; a passed-through one is the provider's body, given again as it came.
@@ -123,8 +128,9 @@ describeV1Paths('ai-cache', (path) => {
         for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
         return { text, header: response.headers.get('x-ai-backend-cache') };
       };
+      const before = await cachedAnswers();
       const a = await read();
-      await new Promise((r) => setTimeout(r, 30));
+      await stored(before);
       const b = await read();
       expect(a.header).toBe('miss');
       expect(b).toEqual({ text: a.text, header: 'hit' });

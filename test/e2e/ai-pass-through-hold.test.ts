@@ -162,6 +162,13 @@ describe('what is stored in the paying account is refused', () => {
       { max_tokens: 16, messages: [user('hi')], mcp_servers: [{ type: 'url', url: 'https://mcp.example', name: 'x' }] },
     ],
     ['an Anthropic container', 'anthropic-messages', { max_tokens: 16, messages: [user('hi')], container: 'container_abc' }],
+    // Billed above the pricing table: every money budget would count less than it spends.
+    ['OpenAI priority processing on Chat Completions', 'openai-chat', { messages: [user('hi')], service_tier: 'priority' }],
+    ['OpenAI priority processing on Responses', 'openai-responses', { input: 'hi', service_tier: 'priority' }],
+    ['Anthropic fast mode', 'anthropic-messages', { max_tokens: 16, messages: [user('hi')], speed: 'fast' }],
+    // Billed beyond tokens (a web search per call or per result).
+    ['web search options', 'openai-chat', { messages: [user('hi')], web_search_options: { search_context_size: 'low' } }],
+    ["OpenRouter's web plugin", 'openai-chat', { messages: [user('hi')], plugins: [{ id: 'web' }] }],
     [
       'an Anthropic file source inside a tool_result',
       'anthropic-messages',

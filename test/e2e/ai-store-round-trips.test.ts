@@ -158,15 +158,13 @@ describe.each(stores)('store round trips of a metered /v1 call, on $name', (stor
  * Named by what a warm call's transactions are: the first writes a `hold:` row, the second deletes it.
  */
 function commitMode(args: unknown[]): string {
-  const q = args[0] as { text?: string; values?: unknown[][] } | string;
+  const q = args[0] as { text?: string; values?: unknown[] } | string;
   const text = typeof q === 'string' ? q : (q.text ?? '');
   if (!/\baib_tx\(/.test(text)) return text.slice(0, 40);
   const values = typeof q === 'string' ? [] : (q.values ?? []);
-  const kind = (values[3] ?? []).some((k) => String(k).startsWith('hold:'))
-    ? 'hold'
-    : (values[7] ?? []).some((k) => String(k).startsWith('hold:'))
-      ? 'settle'
-      : 'other';
+  // $4 (the keys set) and $8 (the keys deleted) as sent: array literals (storage/sql/arrayLiteral.ts).
+  const holdIn = (literal: unknown) => /[{,]"hold:/.test(String(literal ?? ''));
+  const kind = holdIn(values[3]) ? 'hold' : holdIn(values[7]) ? 'settle' : 'other';
   return `${kind}: ${/set_config\('synchronous_commit', 'off'/.test(text) ? 'async' : 'durable'}`;
 }
 

@@ -163,6 +163,8 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('API key budgets and limits on two inst
   it('concurrent calls hold across both instances', async () => {
     const { key } = await newKey({ limits: { concurrent: 2 } });
     const slow = (gw: AiServer, i: number) => generate(gw, key, i, ' [[upstream:latency=1500]]');
+    // Calls 3 and 4 start 400 ms later, a deliberate head start for 1 and 2; which two get the slots
+    // does not matter to the assertions.
     const results = await Promise.all([
       slow(a, 1),
       slow(b, 2),

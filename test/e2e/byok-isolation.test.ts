@@ -98,7 +98,9 @@ function redisBackend(): Backend {
             ? (await client.lrange(k, 0, -1)).join('\n')
             : type === 'string'
               ? ((await client.get(k)) ?? '')
-              : JSON.stringify(await client.hgetall(k)),
+              : type === 'zset'
+                ? (await client.zrange(k, '0', '-1', 'WITHSCORES')).join('\n')
+                : JSON.stringify(await client.hgetall(k)),
         );
       }
       return parts.join('\n');

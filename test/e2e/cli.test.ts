@@ -1,7 +1,7 @@
 // @every-node: CI runs this file on every Node version it tests (docs/testing.md, "CI: phases and times").
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -119,6 +119,28 @@ describe('ai-backend CLI', () => {
     else expect(init.stdout).toContain("its choices need: better-sqlite3 (storage.type: 'sqlite' on Node");
     expect(await readFile(path.join(dir, 'ai-backend.config.mjs'), 'utf8')).toContain('export default');
     expect((await run(['init'], dir)).code).toBe(1); // never overwrites
+    // Nor writes a starter the search would use instead of another config already there.
+    for (const [file, text] of [
+      ['ai-backend.config.json', '{ "port": 9001 }'],
+      ['package.json', '{ "name": "app", "ai-backend": { "port": 9001 } }'],
+    ] as const) {
+      const other = await tempDir();
+      await writeFile(path.join(other, file), text);
+      const refused = await run(['init'], other);
+      expect(refused.code, file).toBe(1);
+      expect(refused.stderr).toContain(
+        `${path.join(other, file)} is already the config here (ai-backend uses it); not writing ai-backend.config.mjs`,
+      );
+      await expect(readFile(path.join(other, 'ai-backend.config.mjs'))).rejects.toThrow(/ENOENT/);
+    }
+    // Two configs in one folder (a leftover, a rename half done): check and serve say which is not used.
+    const two = await tempDir();
+    await writeFile(path.join(two, '.ai-backendrc.json'), '{ "storage": { "type": "memory" } }');
+    await writeFile(path.join(two, 'ai-backend.config.yaml'), 'port: 9001\n');
+    const passedOver = `warning: ${path.join(two, 'ai-backend.config.yaml')} is not used: ${path.join(two, '.ai-backendrc.json')} comes first in the search`;
+    expect((await run(['config', 'check'], two)).stderr).toContain(passedOver);
+    expect((await run(['serve', '--port', 'x'], two)).stderr).toContain(passedOver);
+    expect((await run(['config', 'check', '--config', '.ai-backendrc.json'], two)).stderr).not.toContain('is not used');
     // The starter config signs callers in with JWTs: the next steps set the secret before checking.
     const steps = init.stdout.indexOf('echo "JWT_SECRET=$(openssl rand -hex 32)" >> .env');
     expect(steps).toBeGreaterThan(0);
@@ -162,6 +184,68 @@ describe('ai-backend CLI', () => {
     // A value from the environment names the variable, not a place in the file.
     const env = await run(['config', 'check', '--config', 'bad.yaml'], dir, { JWT_SECRET: 'short' });
     expect(env.stderr).toMatch(/^JWT_SECRET: must be at least 32 bytes$/m);
+    // So does one from ./.env (where getting-started.md puts the secret), in every command that reads it.
+    await writeFile(path.join(dir, '.env'), 'JWT_SECRET=short\n');
+    for (const args of [
+      ['config', 'check'],
+      ['serve', '--port', '0'],
+      ['token', '--sub', 'a'],
+    ]) {
+      const fromDotEnv = await run([...args, '--config', 'bad.yaml'], dir);
+      expect(fromDotEnv.code, args.join(' ')).toBe(1);
+      expect(fromDotEnv.stderr).toMatch(/^JWT_SECRET: must be at least 32 bytes$/m);
+      expect(fromDotEnv.stderr).not.toMatch(/^jwt\.secret:/m);
+    }
+  });
+
+  it('an unknown key names the key it most likely misspells, and its line in the file, at the root too', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'typo.json'), '{\n  "prot": 0,\n  "storage": {\n    "typ": "memory"\n  }\n}\n');
+    await writeFile(path.join(dir, 'typo.yaml'), 'mcp:\n  auth:\n    authtype: none\n');
+    for (const args of [['config', 'check'], ['serve']]) {
+      const json = await run([...args, '--config', 'typo.json'], dir);
+      expect(json.code).toBe(1);
+      expect(json.stderr).toMatch(/^\(root\): unknown key\(s\): prot \(did you mean port\?\)\n {2}at .*typo\.json:2:3$/m);
+      expect(json.stderr).toMatch(/^storage: unknown key\(s\): typ \(did you mean type\?\)\n {2}at .*typo\.json:4:5$/m);
+      const yaml = await run([...args, '--config', 'typo.yaml'], dir);
+      expect(yaml.stderr).toMatch(/^mcp\.auth: unknown key\(s\): authtype \(did you mean authType\?\)\n {2}at .*typo\.yaml:3:5$/m);
+    }
+  });
+
+  it('--version is the version in the manifest, which a release bumps (not a literal in the code)', async () => {
+    // A copy of the built package whose manifest says 9.9.9, resolving its dependencies from the checkout's.
+    const pkg = path.join(await tempDir(), 'ai-backend');
+    const cli = path.dirname(path.dirname(BIN));
+    for (const part of ['bin', 'dist']) await cp(path.join(cli, part), path.join(pkg, part), { recursive: true });
+    const manifest = JSON.parse(await readFile(path.join(cli, 'package.json'), 'utf8')) as { version: string };
+    await writeFile(path.join(pkg, 'package.json'), JSON.stringify({ ...manifest, version: '9.9.9' }));
+    await symlink(path.join(cli, 'node_modules'), path.join(pkg, 'node_modules'), 'dir');
+    expect((await run(['--version'], cli)).stdout.trim()).toBe(manifest.version);
+    const copy = spawnSync(process.execPath, [path.join(pkg, 'bin', 'ai-backend.js'), '--version'], { encoding: 'utf8' });
+    expect(copy.stdout.trim(), copy.stderr).toBe('9.9.9');
+  });
+
+  it('serve on a port in use: says which address is taken and how to choose another, exits 1, leaves no lock', async () => {
+    const dir = await tempDir();
+    const first = await serve(['--dev', '--port', '0'], dir);
+    const port = new URL(first.url).port;
+    // Another folder (another store), the same port: the listen is what fails.
+    const other = await tempDir();
+    const second = await run(['serve', '--dev', '--port', port], other);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(
+      `ai-backend: 127.0.0.1:${port} is already in use (another ai-backend server, or another program): stop it, or choose another port with --port N`,
+    );
+    expect(second.stderr).not.toMatch(/EADDRINUSE|\n\s+at /);
+    // A --port that is no whole number is refused as such, as PORT is (not read as 0, a random port).
+    for (const bad of ['', 'abc', '80.5']) {
+      const r = await run(['serve', '--dev', '--port', bad], other);
+      expect(r.code, bad).toBe(1);
+      expect(r.stderr).toBe(`--port: must be a port number (0-65535; 0 picks a free one), got "${bad}"\n`);
+    }
+    // Its store was closed on the way out: the next serve in that folder opens it.
+    const third = await serve(['--dev', '--port', '0'], other);
+    expect((await fetch(`${third.url}/health`)).status).toBe(200);
   });
 
   it('config print redacts secrets; token mints a JWT from the configured secret', async () => {
@@ -181,6 +265,16 @@ describe('ai-backend CLI', () => {
     expect(tok.code).toBe(0);
     const payload = JSON.parse(Buffer.from(tok.stdout.trim().split('.')[1]!, 'base64url').toString());
     expect(payload).toMatchObject({ sub: 'alice', scopes: ['mcp', 'mcp:admin'] });
+    const week = await run(['token', '--sub', 'alice', '--expires-in', '7 days'], dir, { JWT_SECRET: secret });
+    const claims = JSON.parse(Buffer.from(week.stdout.trim().split('.')[1]!, 'base64url').toString());
+    expect(claims.exp - claims.iat).toBe(7 * 24 * 3600);
+    // A lifetime jose cannot read, or one that mints a token already expired: refused saying what is wanted.
+    for (const bad of ['1x', '-1h', '2h ago']) {
+      const r = await run(['token', '--sub', 'alice', '--expires-in', bad], dir, { JWT_SECRET: secret });
+      expect(r.code, bad).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toBe(`--expires-in: must be a lifetime such as 30m, 1h or 7d (a number, then s, m, h, d or w), got "${bad}"\n`);
+    }
   });
 
   it('config print redacts what upstream MCP servers and key=value connection strings carry (env, secret args, passwords)', async () => {

@@ -136,6 +136,7 @@ describe.skipIf(!chromiumService.ok)('the console in Chromium', () => {
     expect([...new Uint8Array(await ico.arrayBuffer()).slice(0, 4)]).toEqual([0, 0, 1, 0]);
     await page.reload();
     await page.waitForSelector('#stat-tokens');
+    // A deliberate pause: time for the page's later requests to fail (asserting none does).
     await new Promise((r) => setTimeout(r, 500));
     expect(failed).toEqual([]);
   });

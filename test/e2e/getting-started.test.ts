@@ -6,7 +6,7 @@
  * Also: the starter workspace does not expose .env* or the data folder, and config files with
  * syntax errors are reported with file, line and column.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -110,16 +110,13 @@ describe('getting started, as written', () => {
   });
 });
 
-describe('config files that do not parse', () => {
-  const check = (dir: string, args: string[] = []) => {
-    try {
-      execFileSync(process.execPath, [BIN, 'config', 'check', ...args], { cwd: dir, env, encoding: 'utf8', stdio: 'pipe' });
-      return { code: 0, stderr: '' };
-    } catch (err) {
-      return { code: (err as { status: number }).status, stderr: String((err as { stderr: string }).stderr) };
-    }
-  };
+/** `config check` in `dir`: its exit code and stderr. */
+const check = (dir: string, args: string[] = []) => {
+  const r = spawnSync(process.execPath, [BIN, 'config', 'check', ...args], { cwd: dir, env, encoding: 'utf8' });
+  return { code: r.status, stderr: r.stderr };
+};
 
+describe('config files that do not parse', () => {
   it('an .mjs config with a syntax error: file, line and column', async () => {
     const dir = await tempDir();
     await writeFile(path.join(dir, 'ai-backend.config.mjs'), 'export default {\n  port: 8000,\n  host: "x" +,\n};\n');
@@ -155,6 +152,44 @@ describe('config files that do not parse', () => {
     expect(found.code).toBe(1);
     expect(found.stderr).toContain(`${path.join(dir, 'ai-backend.config.yaml')}:3:1: invalid YAML: duplicated mapping key`);
     expect(found.stderr).not.toContain('YAML-SECRET');
+  });
+});
+
+describe('config files that parse but hold no settings: refused, never read as the defaults', () => {
+  it.each([
+    [
+      'named.mjs',
+      'export const config = { port: 9000 };\n',
+      'the config must be the default export (export default { ... }); the file exports only config',
+    ],
+    [
+      'factory.mjs',
+      'export default () => ({ port: 9000 });\n',
+      'the config must be an object of settings ({ port: 8000, ... }), not a function',
+    ],
+    ['list.json', '[{ "port": 9000 }]\n', 'the config must be an object of settings ({ port: 8000, ... }), not an array'],
+    ['port.yaml', '9000\n', 'the config must be an object of settings ({ port: 8000, ... }), not the number 9000'],
+  ])('%s', async (file, text, reason) => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, file), text);
+    const r = check(dir, ['--config', file]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`ai-backend: ${path.join(dir, file)}: ${reason}\n`);
+  });
+
+  it('ai-backend.config.yml and .cjs are found as .yaml and .mjs are', async () => {
+    for (const [file, text] of [
+      ['ai-backend.config.yml', 'prot: 9000\n'],
+      ['ai-backend.config.cjs', 'module.exports = { prot: 9000 };\n'],
+    ] as const) {
+      const dir = await tempDir();
+      await writeFile(path.join(dir, file), text);
+      const r = check(dir, ['--config', file]);
+      expect(r.code, file).toBe(1);
+      expect(r.stderr).toContain('unknown key(s): prot (did you mean port?)');
+      const searched = check(dir);
+      expect(searched.stderr, `${file} was not found by the search`).toContain('unknown key(s): prot (did you mean port?)');
+    }
   });
 });
 

@@ -86,7 +86,7 @@ describe('graceful stop with MCP calls in flight', () => {
     ];
     await waitFor(() => upstream.requests.length === before + 2, { timeoutMs: 5000 });
     await server.stop();
-    await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 2000))]);
+    await Promise.race([Promise.all(calls), new Promise((r) => setTimeout(r, 2000))]); // a cap, not a pause
     await new Promise((r) => setTimeout(r, 200)); // the aborted upstream requests end after stop (nothing to await)
     expect(logs.filter((l) => /"level":"error"/.test(l))).toEqual([]);
     const again = await startAiServer(upstream, { storage });

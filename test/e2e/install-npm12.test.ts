@@ -5,7 +5,8 @@
  * `npx npm@12`; since 12.0 it runs no dependency's install script unless the app allows it) and by
  * pnpm 10 (which does not either). Then, with the network cut (a fresh network namespace with only
  * loopback, where the machine allows it), `createServer()` on the default store answers /health and
- * `npx ai-backend serve` starts; and each optional package (database drivers, a named provider's
+ * `npx ai-backend serve` starts; the CLI's first-hour commands (init, config check and print, token,
+ * --version) run from the install, with a TypeScript and a YAML config; and each optional package (database drivers, a named provider's
  * package) gives its message naming the package and the install command while it is absent, and is
  * used once it is added.
  *
@@ -13,7 +14,7 @@
  * a cache never stands in for a check: every assertion runs on the installed folder).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -164,6 +165,37 @@ describe.skipIf(!NPM12)(
     it('npx ai-backend serve starts with no network', () => {
       const r = probe(npmApp, ['npx', '--no-install', 'ai-backend', 'serve', '--port', '0']);
       expect(r.health, r.out).toBe(200);
+    }, 120_000);
+
+    it("the CLI's first-hour commands run from the install: init, config check and print, token; .ts and YAML configs load", () => {
+      // A folder of the app (npx finds the app's bin from it), as docs/getting-started.md "Make it yours" runs them.
+      expect(npmApp, 'the install test ran first').not.toBe('');
+      const dir = path.join(npmApp, 'first-hour');
+      mkdirSync(dir);
+      // npx as typed for the first; then the installed bin itself (npx costs about a second each).
+      const bin = path.join(npmApp, 'node_modules', 'ai-backend', 'bin', 'ai-backend.js');
+      const cli = (...args: string[]) => run([process.execPath, bin, ...args], dir);
+      const init = run(['npx', '--no-install', 'ai-backend', 'init'], dir);
+      expect(init.code, init.out).toBe(0);
+      writeFileSync(path.join(dir, '.env'), `JWT_SECRET=${'s3'.repeat(20)}\n`);
+      const check = cli('config', 'check');
+      expect(check.out).toContain(`config ok (${path.join(dir, 'ai-backend.config.mjs')})`);
+      expect(JSON.parse(cli('config', 'print').out).jwt.secret).toBe('[redacted]');
+      expect(cli('token', '--sub', 'alice', '--scope', 'mcp').out.trim().split('.')).toHaveLength(3);
+      const { version } = JSON.parse(readFileSync(path.join(npmApp, 'node_modules', 'ai-backend', 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      expect(cli('--version').out.trim()).toBe(version);
+      // The loaders a config file needs (jiti, cosmiconfig's YAML) come with the package.
+      rmSync(path.join(dir, 'ai-backend.config.mjs'));
+      writeFileSync(
+        path.join(dir, 'ai-backend.config.ts'),
+        "import type { ConfigInput } from 'ai-backend';\nexport default { prot: 1 } satisfies ConfigInput as ConfigInput;\n",
+      );
+      expect(cli('config', 'check').out).toContain('unknown key(s): prot (did you mean port?)');
+      rmSync(path.join(dir, 'ai-backend.config.ts'));
+      writeFileSync(path.join(dir, 'ai-backend.config.yaml'), 'mcp:\n  auth:\n    authType: jwt\n');
+      expect(cli('config', 'check').out).toContain(`config ok (${path.join(dir, 'ai-backend.config.yaml')})`);
     }, 120_000);
 
     // Each optional package: absent, the start fails naming it and the command; added, it is used.

@@ -112,7 +112,7 @@ describe('MCP session budgets', () => {
       }
       // All three used within parkIdleMs: none is given up, the fourth is refused.
       expect((await new RawMcp(own.url, user).initialize()).status).toBe(429);
-      await new Promise((r) => setTimeout(r, 1200));
+      await new Promise((r) => setTimeout(r, 1200)); // deliberate: all three idle past parkIdleMs
       expect((await abandoned[1]!.listTools()).status).toBe(200);
       expect((await abandoned[2]!.listTools()).status).toBe(200);
       const fresh = new RawMcp(own.url, user);

@@ -16,8 +16,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConformanceServer } from '../../examples/mcp-conformance/start.js';
-import { waitFor } from '@ai-backend/test-utils';
-import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { EVERYTHING, waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const TOOL_DIR = new URL('../../tools/mcp-conformance/node_modules/', import.meta.url);
@@ -58,7 +57,7 @@ describe('MCP conformance suite (0.2.0-alpha.12, Node 22) against examples/mcp-c
       mcpServers: { upstream: { command: process.execPath, args: [EVERYTHING, 'stdio'] } },
     });
     const runtime = runtimeOfServices(await started.server.ready());
-    await waitFor(() => runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+    await waitForUpstreams(runtime);
     stop = () => started.server.stop();
     mcpUrl = started.mcpUrl;
   });

@@ -108,7 +108,7 @@ beforeAll(async () => {
   const deadline = Date.now() + 20_000;
   while (rt.gateway.status().some((s) => s.state !== 'ready')) {
     if (Date.now() > deadline) throw new Error(`upstream not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50)); // the poll's pace, on purpose (it waits for nothing)
   }
   client = new LegacyClient({ name: 'ide', version: '1' });
   await client.connect(new LegacyTransport(new URL(`${server.url}/mcp`)));

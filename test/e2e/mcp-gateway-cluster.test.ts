@@ -22,7 +22,7 @@ import {
   type AiServer,
   type TestUpstream,
 } from './helpers/aiGateway.js';
-import { EVERYTHING, startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { EVERYTHING, startEverythingHttp, waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 const pgAt = await testPostgres();
 const redisAt = await testRedis();
@@ -60,7 +60,7 @@ describe.skipIf(!pgAt.ok || !redisAt.ok)('MCP gateway on two instances', () => {
     user = await tokenFor(sub);
     admin = await tokenFor(`${sub}-admin`, { admin: true });
     await creditTokens(a.url, admin, sub, 1_000_000, `seed-${sub}`);
-    for (const s of [a, b]) await waitFor(() => s.runtime.gateway.status().every((st) => st.state === 'ready'), { timeoutMs: 30_000 });
+    for (const s of [a, b]) await waitForUpstreams(s.runtime);
   }, 90_000);
 
   afterAll(async () => {

@@ -9,8 +9,8 @@
  */
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestUpstream, mcpClient, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { createTestUpstream, mcpClient, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { startEverythingHttp, waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 let upstream: TestUpstream;
 let web: Awaited<ReturnType<typeof startEverythingHttp>>;
@@ -24,7 +24,7 @@ beforeAll(async () => {
     gateway: { allowPrivateNetwork: true },
     mcpServers: { web: { type: 'http', url: web.url, timeoutMs: 10_000, pricing: { tokensPerCall: 100 } } },
   });
-  await waitFor(() => gw.runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {

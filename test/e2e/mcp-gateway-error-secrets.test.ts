@@ -5,17 +5,9 @@
  * echoes is cut from what callers, the status pages and the log see, on every entry point.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestUpstream,
-  mcpClient,
-  rpcCall,
-  startAiServer,
-  tokenFor,
-  waitFor,
-  type AiServer,
-  type TestUpstream,
-} from './helpers/aiGateway.js';
+import { createTestUpstream, mcpClient, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { startTrickyUpstream, type TrickyUpstream } from './helpers/trickyMcpUpstream.js';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 const TEAM_KEY = 'sk-team-shared-key-0123456789abcdef';
 const TEAM_HEADER = 'team-header-secret-9876543210';
@@ -36,7 +28,7 @@ beforeAll(async () => {
     },
   });
   user = await tokenFor('gw-error-secrets-user');
-  await waitFor(() => gw.runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {

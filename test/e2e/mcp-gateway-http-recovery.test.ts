@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { waitFor } from '@ai-backend/test-utils';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
-import { startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { startEverythingHttp, waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 
 let server: TestServer;
@@ -24,7 +24,7 @@ beforeAll(async () => {
     mcpServers: { web: { type: 'http', url: http.url, timeoutMs: 5000 } },
   });
   const rt = runtimeOfServices(await server.server.ready());
-  await waitFor(() => rt.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(rt);
   client = new LegacyClient({ name: 'gw-http-recovery', version: '1' });
   await client.connect(new LegacyTransport(new URL(`${server.url}/mcp`)));
 }, 60_000);

@@ -10,10 +10,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { waitFor } from '@ai-backend/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
-import { EVERYTHING, FILESYSTEM } from './helpers/mcpUpstreams.js';
+import { EVERYTHING, FILESYSTEM, waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gw39-iso-'));
@@ -47,7 +46,7 @@ beforeAll(async () => {
   ]);
   for (const s of [searching, listing]) {
     const rt = runtimeOfServices(await s.server.ready());
-    await waitFor(() => rt.gateway.status().every((st) => st.state === 'ready'), { timeoutMs: 60_000 });
+    await waitForUpstreams(rt, { timeoutMs: 60_000 });
   }
 }, 90_000);
 

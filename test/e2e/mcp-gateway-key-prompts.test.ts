@@ -7,17 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestUpstream,
-  mcpClient,
-  rpcCall,
-  startAiServer,
-  tokenFor,
-  waitFor,
-  type AiServer,
-  type TestUpstream,
-} from './helpers/aiGateway.js';
-import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { createTestUpstream, mcpClient, rpcCall, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { EVERYTHING, waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 let upstream: TestUpstream;
 let gw: AiServer;
@@ -32,7 +23,7 @@ beforeAll(async () => {
     mcpServers: { every: { command: process.execPath, args: [EVERYTHING, 'stdio'], timeoutMs: 10_000 } },
   });
   user = await tokenFor(`gwkey-${run}`);
-  await waitFor(() => gw.runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {

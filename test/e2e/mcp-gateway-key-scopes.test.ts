@@ -10,8 +10,8 @@ import { randomUUID } from 'node:crypto';
 import { mintDevToken } from '@ai-backend/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp } from './helpers/rawMcp.js';
-import { JWT_SECRET, createTestUpstream, rpcCall, startAiServer, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { JWT_SECRET, createTestUpstream, rpcCall, startAiServer, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import { EVERYTHING, waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 let upstream: TestUpstream;
 let gw: AiServer;
@@ -28,7 +28,7 @@ beforeAll(async () => {
       every: { command: process.execPath, args: [EVERYTHING, 'stdio'], timeoutMs: 10_000, allowScopes: [IDP_SCOPE, KEY_SCOPE] },
     },
   });
-  await waitFor(() => gw.runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {

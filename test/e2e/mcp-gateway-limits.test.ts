@@ -15,11 +15,10 @@ import {
   rpcCall,
   startAiServer,
   tokenFor,
-  waitFor,
   type AiServer,
   type TestUpstream,
 } from './helpers/aiGateway.js';
-import { startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { startEverythingHttp, waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 const PRICE = 100;
 /** What a call takes from the caller's balance: the price plus the helpers' 10 % platform fee (key budgets count tokens without it). */
@@ -44,7 +43,7 @@ beforeAll(async () => {
     mcpServers: { web: { type: 'http', url: web.url, timeoutMs: 10_000, pricing: { tokensPerCall: 0, tools: { echo: PRICE } } } },
   });
   admin = await tokenFor(`gwlim-${run}-admin`, { admin: true });
-  await waitFor(() => gw.runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestUpstream, rpcCall, startAiServer, tokenFor, waitFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
 import { startTrickyUpstream, type TrickyUpstream } from './helpers/trickyMcpUpstream.js';
 import { envelope2026, messagesOf, modernPost, modernReply, readSse } from './helpers/mcpWire.js';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 let ai: TestUpstream;
 let tricky: TrickyUpstream;
@@ -23,7 +24,7 @@ beforeAll(async () => {
     mcpServers: { up: { type: 'http', url: tricky.url, timeoutMs: 10_000 } },
   });
   user = await tokenFor('gw-list-changed-user');
-  await waitFor(() => gw.runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {

@@ -11,11 +11,11 @@ import {
   rpcCall,
   startAiServer,
   tokenFor,
-  waitFor,
   type AiServer,
   type TestUpstream,
 } from './helpers/aiGateway.js';
 import { startTrickyUpstream, type TrickyUpstream } from './helpers/trickyMcpUpstream.js';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 const PRICE = 100;
 /** The price plus the helpers' 10 % platform fee. */
@@ -39,7 +39,7 @@ beforeAll(async () => {
     },
   });
   admin = await tokenFor(`gwprice-${run}-admin`, { admin: true });
-  await waitFor(() => gw.runtime.gateway.status().every((s) => s.state === 'ready'), { timeoutMs: 30_000 });
+  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {

@@ -5,10 +5,9 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { waitFor } from '@ai-backend/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
-import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { EVERYTHING, waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 
 let server: TestServer;
@@ -23,7 +22,7 @@ beforeAll(async () => {
     },
   });
   const rt = runtimeOfServices(await server.server.ready());
-  await waitFor(() => rt.gateway.status().every((st) => st.state === 'ready'), { timeoutMs: 60_000, what: 'both upstreams ready' });
+  await waitForUpstreams(rt, { timeoutMs: 60_000 });
 }, 90_000);
 
 afterAll(async () => {

@@ -43,7 +43,7 @@ beforeAll(async () => {
   const deadline = Date.now() + 30_000;
   while (rt.gateway.status().some((s) => s.state !== 'ready')) {
     if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 100)); // the poll's pace, on purpose (it waits for nothing)
   }
 }, 60_000);
 

@@ -188,7 +188,8 @@ describe('the session cap', () => {
       expect(handler.liveSessionCount).toBeLessThanOrEqual(1);
       // Everyone was active within parkIdleMs: nobody is evicted, the cap answers 503.
       await expect(openWireSession(mcp)).rejects.toThrow(/initialize: 503/);
-      // b and c are used again; a, idle past parkIdleMs, is the least recently used.
+      // b and c are used again; a, idle past parkIdleMs, is the least recently used (a deliberate
+      // pause: idle time is what is under test).
       await new Promise((r) => setTimeout(r, 2500));
       for (const s of [b, c]) expect((await s.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).status).toBe(200);
       const d = await openWireSession(mcp);

@@ -83,6 +83,54 @@ describe('GET /metrics on the main listener', () => {
     }
   });
 
+  it("an administrator API key limited by allowedIps reads it from its addresses only, and /health/ready's details likewise", async () => {
+    const key = async (allowedIps: string[]) => {
+      const r = await rpcCall<{ key: string }>(gw.url, admin, 'keys.create', { name: 'scraper', scopes: ['mcp:admin'], allowedIps });
+      if (!r.result) throw new Error(JSON.stringify(r.error));
+      return r.result.key;
+    };
+    // The client address was not passed with the key: a key limited to addresses was refused from every one.
+    const here = await key(['127.0.0.1/32', '::1/128']);
+    await scrape(here);
+    // An administrator sees each check's timing (`ms`); the public sees only `ok`.
+    const timed = async (token: string) => {
+      const res = await fetch(gw.url + '/health/ready', { headers: { authorization: `Bearer ${token}` } });
+      const checks = Object.values(((await res.json()) as { checks: Record<string, { ms?: number }> }).checks);
+      expect(checks.length).toBeGreaterThan(0);
+      return checks.every((c) => typeof c.ms === 'number');
+    };
+    expect(await timed(admin)).toBe(true);
+    expect(await timed(user)).toBe(false);
+    expect(await timed(here)).toBe(true);
+    const elsewhere = await key(['203.0.113.0/24']);
+    const refused = await fetch(gw.url + '/metrics', { headers: { authorization: `Bearer ${elsewhere}` } });
+    expect(refused.status).not.toBe(200);
+    expect(await refused.text()).not.toContain('ai_backend_');
+    expect(await timed(elsewhere)).toBe(false);
+  });
+
+  it("/health/ready's details go to an administrator key only when its tools rule, if it has one, admits system.health", async () => {
+    const key = async (tools?: string[]) => {
+      const r = await rpcCall<{ key: string }>(gw.url, admin, 'keys.create', {
+        name: 'prober',
+        scopes: ['mcp:admin'],
+        ...(tools ? { tools } : {}),
+      });
+      if (!r.result) throw new Error(JSON.stringify(r.error));
+      return r.result.key;
+    };
+    const timed = async (token: string) => {
+      const res = await fetch(gw.url + '/health/ready', { headers: { authorization: `Bearer ${token}` } });
+      const checks = Object.values(((await res.json()) as { checks: Record<string, { ms?: number }> }).checks);
+      expect(checks.length).toBeGreaterThan(0);
+      return checks.every((c) => typeof c.ms === 'number');
+    };
+    for (const tools of [undefined, ['system.health'], ['system.*'], ['health']])
+      expect(await timed(await key(tools)), String(tools)).toBe(true);
+    // A key narrowed to billing (or to metrics) reaches no more than what its rule names.
+    for (const tools of [['billing.*'], ['metrics'], ['admin.*']]) expect(await timed(await key(tools)), tools.join()).toBe(false);
+  });
+
   it('counts procedure calls by entry point, procedure and outcome, with latency histograms', async () => {
     const before = await scrape();
     const okBefore = sample(before, 'ai_backend_requests_total', { entry: 'rpc', procedure: 'mcp.echo', outcome: 'ok' }) ?? 0;

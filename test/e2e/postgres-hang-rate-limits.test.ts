@@ -18,7 +18,9 @@ import {
  * asks the store for each. Its count used to meet the hang first, let the call through after the
  * timeout (limits fail open), and the call's own query then waited a second timeout: 503 after
  * 1.6 s; an API key on /mcp waited for its lookup, then for the request count. Every answer must
- * be a 503 within a second, never a 401, and nothing may reach the provider.
+ * be a 503 after one timeout (under 1.5 s: one 0.8 s timeout and a loaded machine's slack, where
+ * two take 1.6 s; CI beside other work read 1.26 s for one), never a 401, and nothing may reach
+ * the provider.
  */
 const pgServer = await testService('postgres-server');
 
@@ -112,7 +114,7 @@ describe.skipIf(!pgServer.ok)('PostgreSQL hangs with rate limiting on', () => {
     ],
   ];
 
-  it('answers every call 503 within a second, one timeout rather than the limiter’s and the call’s, and serves again once PostgreSQL answers', async () => {
+  it('answers every call 503 after one timeout (0.8 s), not two (the limiter’s and the call’s), and serves again once PostgreSQL answers', async () => {
     const opened = await mcp(token, initialize);
     expect(opened.status).toBe(200);
     session = opened.headers.get('mcp-session-id')!;
@@ -132,7 +134,7 @@ describe.skipIf(!pgServer.ok)('PostgreSQL hangs with rate limiting on', () => {
         const ms = Math.round(performance.now() - started);
         answers.push(`${label}: ${status} ${code ?? ''} in ${ms} ms`);
         expect(status === 503 || (status === 200 && code === -32053), answers.at(-1)).toBe(true);
-        expect(ms, answers.at(-1)).toBeLessThan(1000);
+        expect(ms, answers.at(-1)).toBeLessThan(1500);
       }
     } finally {
       await pg.thaw();

@@ -115,10 +115,12 @@ const promLoaded = () => Object.keys(cache).some((k) => k.includes('/prom-client
 const server = createServer({ port: 0, storage: { type: 'memory' }, mcp: { auth: { authType: 'none' } }, monitoring: { logging: { level: 'silent' } }, metrics: { port: 0 } });
 const { url } = await server.start();
 for (let i = 0; i < 3; i++) await fetch(url + '/health').then((r) => r.text());
+// A deliberate pause: time for a load the health checks would have caused (asserting none does).
 await new Promise((r) => setTimeout(r, 50));
 const afterHealth = promLoaded();
 await fetch(url + '/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'mcp.ping' }) }).then((r) => r.text());
-await new Promise((r) => setTimeout(r, 50));
+// prom-client loads right after the request (setImmediate): polled for, up to 10 s, not slept for.
+for (let i = 0; i < 500 && !promLoaded(); i++) await new Promise((r) => setTimeout(r, 20));
 const afterCall = promLoaded();
 const body = await fetch(server.metricsAddress().url + '/metrics').then((r) => r.text());
 const line = (entry) => body.split('\\n').find((l) => l.startsWith('ai_backend_http_requests_total{') && l.includes('entry="' + entry + '"'));

@@ -204,12 +204,12 @@ describe.skipIf(!redisTarget.ok)('Redis keys of d92dec1', () => {
     return { opts, storage: { type: 'redis' as const, redis: opts } };
   }
 
-  it('opens with its balance and ledger, takes calls and credits, and is marked format 1', async () => {
+  it('opens with its balance and ledger, takes calls and credits, and is marked with the current format', async () => {
     const { opts, storage } = await restore('upgrade');
     await keepsWorking(storage, manifest.redis.balance.virtualTokenBalance);
     const client = rawTestClient(redisTarget);
     await client.connect();
-    expect(await client.get(`${opts.keyPrefix}format`)).toBe('1');
+    expect(await client.get(`${opts.keyPrefix}format`)).toBe('3');
     client.disconnect();
   });
 
@@ -217,7 +217,7 @@ describe.skipIf(!redisTarget.ok)('Redis keys of d92dec1', () => {
     const { opts, storage } = await restore('newer');
     const client = rawTestClient(redisTarget);
     await client.connect();
-    await client.set(`${opts.keyPrefix}format`, '2');
+    await client.set(`${opts.keyPrefix}format`, '4');
     client.disconnect();
     await refusesToStart(storage);
   });

@@ -1,10 +1,14 @@
 import { Command } from 'commander';
 import { ConfigError } from '@ai-backend/core';
+import { packageVersion } from '@ai-backend/core/internal';
+import { configProblemLines } from './configProblemLines.js';
 import { configCheck, configPrint, init } from './commands/configCommands.js';
 import { serve } from './commands/serve.js';
 import { token } from './commands/token.js';
 
-const program = new Command('ai-backend').description('AI backend: one set of procedures over tRPC, JSON-RPC and MCP').version('0.1.0');
+const program = new Command('ai-backend')
+  .description('AI backend: one set of procedures over tRPC, JSON-RPC and MCP')
+  .version(packageVersion(import.meta.url, 'ai-backend'));
 
 const exit = (code: number) => {
   process.exitCode = code;
@@ -49,7 +53,7 @@ program
 
 program.parseAsync().catch((err: unknown) => {
   if (err instanceof ConfigError) {
-    process.stderr.write(err.problems.map((p) => `${p.path || '(root)'}: ${p.message}`).join('\n') + '\n');
+    process.stderr.write(configProblemLines(err.problems, null).join('\n') + '\n');
   } else {
     process.stderr.write(`ai-backend: ${err instanceof Error ? err.message : String(err)}\n`);
   }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { jsonc } from './configFileError.js';
 import { attributeToEnv, type ConfigProblem } from '@ai-backend/core/internal';
+import { commandEnv } from './loadConfig.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -55,10 +56,10 @@ function locateYaml(text: string, problemPath: string): { line: number; column: 
 
 /**
  * Config problems as printed by the CLI. A problem whose value came from an environment
- * variable names the variable; one in a JSON or YAML config file is followed by
+ * variable names the variable (one set in `./.env` too: the config read it from there); one in a JSON or YAML config file is followed by
  * `  at file:line:column`, pointing at the key (or the nearest enclosing key the file has).
  */
-export function configProblemLines(problems: ConfigProblem[], filepath: string | null, env: Env = process.env): string[] {
+export function configProblemLines(problems: ConfigProblem[], filepath: string | null, env: Env = commandEnv()): string[] {
   const attributed = attributeToEnv(problems, env);
   let text: string | undefined;
   const kind = filepath && /\.json$/i.test(filepath) ? 'json' : filepath && /\.ya?ml$|rc$/i.test(filepath) ? 'yaml' : undefined;
@@ -71,8 +72,11 @@ export function configProblemLines(problems: ConfigProblem[], filepath: string |
   }
   return attributed.map((p, i) => {
     const line = `${p.path || '(root)'}: ${p.message}`;
-    if (!text || p.path !== problems[i]!.path || !p.path) return line; // from the environment, or the whole config
-    const at = kind === 'json' ? locateJson(text, p.path) : locateYaml(text, p.path);
+    // Unknown keys point at the first of them, not at the object holding them (which, at the
+    // root, is the whole file and has no line to name).
+    const target = [p.path, p.unknownKeys?.[0]].filter(Boolean).join('.');
+    if (!text || p.path !== problems[i]!.path || !target) return line; // from the environment, or the whole config
+    const at = kind === 'json' ? locateJson(text, target) : locateYaml(text, target);
     // On a line of its own, so each problem line still starts with its path.
     return at ? `${line}\n  at ${filepath}:${at.line}:${at.column}` : line;
   });

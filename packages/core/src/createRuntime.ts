@@ -133,7 +133,7 @@ export async function createRuntime(config: ResolvedConfig, opts: CreateRuntimeO
   // Budget alerts are written by billing inside the transaction that causes them (exactly once).
   const clock = opts.clock ?? Date.now;
   const keyLimits = new KeyLimits(shared, logger, (kind) => metrics?.apiKeyRefused(kind), clock);
-  const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts, keyLimits);
+  const billing = new BillingService(storage, vault, config.billing, logger, shared, alerts, keyLimits, () => metrics?.holdSweepFailed());
   // Sweep at least twice per hold lifetime, so a hold a dead instance left is released within 1.5x its TTL.
   billing.start(Math.min(60_000, Math.max(500, Math.floor(config.billing.reservationTtlMs / 2))));
   closers.push(() => billing.stop());

@@ -38,6 +38,8 @@ export {
 } from './pipeline/accessPolicy.js';
 export { RequestScope, signInScopes, type RequestFacts, type ParsedCall, type Challenge } from './pipeline/requestScope.js';
 export { entryGateway, type EntryGateway } from './pipeline/entryGateway.js';
+export { assertReadable, readResourceAs, resourceReader, type ResourceTarget } from './pipeline/resourceAccess.js';
+export { authenticateRequest, type RequestAuth, type RequestAuthenticator } from './pipeline/authenticateRequest.js';
 export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChallenge.js';
 export {
   toWireError,
@@ -85,6 +87,7 @@ export { keyAllowsProcedure } from './services/apiKeys/keyRules.js';
 export type { ApiKeyRecord, ApiKeyView, KeyRules } from './services/apiKeys/apiKeyTypes.js';
 export { Stats } from './runtime/Stats.js';
 export { LocalSignals, type Signals, type SignalHandler } from './kernel/Signals.js';
+export { SESSION_REVOKED } from './kernel/identity.js';
 export { createLogger, type Logger, type LogLevel } from './kernel/Logger.js';
 export { checkHealth, healthFor, type HealthReport } from './runtime/checkHealth.js';
 export {
@@ -99,6 +102,7 @@ export { AgedMap } from './lib/AgedMap.js';
 export { InFlight } from './lib/InFlight.js';
 export { RecentMap } from './lib/RecentMap.js';
 export { sha256 } from './lib/sha256.js';
+export { packageVersion } from './lib/packageVersion.js';
 export { guardedFetch, guardedUrlProblem, isPublicAddress, type GuardedFetchOptions, type GuardedResponse } from './net/guardedFetch.js';
 export { createHttpSchemeHandlers, type HttpSchemeHandlerOptions } from './services/resources/httpSchemeHandler.js';
 export {
@@ -139,6 +143,7 @@ export {
   type SecuritySeverity,
   type SecurityLogSettings,
 } from './services/security/SecurityLog.js';
+export { keyRefusalEvent, KEY_REFUSAL_RULES, type KeyRefusalRule, type RefusalSite } from './services/security/keyRefusalEvent.js';
 export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
 export * from './apiDescription/index.js';
 export * from './observability/index.js';

@@ -19,6 +19,8 @@ import {
   type ResolvedConfig,
   type Runtime,
   servicesOf,
+  authenticateRequest,
+  type RequestAuthenticator,
   type AiBackendServices,
   type PurchaseWebhookDeps,
   type Storage,
@@ -207,8 +209,13 @@ export function createServer<C extends CustomRouters = {}>(
     let made: Promise<T> | undefined;
     return () => (made ??= from().then(pick));
   };
-  const getHealth = picked((r): HealthServices => ({ health: r.health, authenticate: r.authenticate }));
-  const getMetrics = picked((r): MetricsServices => ({ metrics: r.metrics, authenticate: r.authenticate }));
+  // Their credential is verified as an entry point's is, and counted against an API key's limits.
+  const requestAuthenticator =
+    (r: Runtime, route: 'health' | 'metrics'): RequestAuthenticator =>
+    (token, facts) =>
+      authenticateRequest(r, token, facts, route);
+  const getHealth = picked((r): HealthServices => ({ health: r.health, authenticate: requestAuthenticator(r, 'health') }));
+  const getMetrics = picked((r): MetricsServices => ({ metrics: r.metrics, authenticate: requestAuthenticator(r, 'metrics') }));
   const getGatewayOAuth = picked(
     (r): GatewayOAuthServices => ({ upstreamCredentials: r.upstreamCredentials, config: r.config, logger: r.logger }),
   );
@@ -265,7 +272,7 @@ export function createServer<C extends CustomRouters = {}>(
     return c.json({ error: 'internal error' }, 500);
   });
   app.notFound((c) => c.json({ error: 'not found' }, 404));
-  app.route('/', healthRoutes(getHealth));
+  app.route('/', healthRoutes(getHealth, config.trustProxy));
   // The console calls procedures over /rpc: without the JSON-RPC entry point it has nothing to call.
   if (config.console.enabled && config.protocols.jsonRpc) {
     const exchange =
@@ -298,7 +305,7 @@ export function createServer<C extends CustomRouters = {}>(
     app.get('/.well-known/oauth-protected-resource', prm);
     app.get('/.well-known/oauth-protected-resource/*', prm);
   }
-  if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getMetrics));
+  if (config.metrics.enabled && config.metrics.adminRoute) app.get('/metrics', adminMetricsHandler(getMetrics, config.trustProxy));
   if (config.protocols.tRpc) {
     app.all('/trpc/*', trpcHandler(getGateway, '/trpc', streams));
     app.all('/typedrpc/*', trpcHandler(getGateway, '/typedrpc', streams));

@@ -13,7 +13,24 @@ type Handler = (req: Request) => Promise<Response>;
 
 const routes = new Map<string, Handler>();
 const networkFetch = globalThis.fetch;
-let nextPort = 700;
+/**
+ * Origins are handed out from ports 700 to 1023, round and round, skipping those still routed: the
+ * files of a worker that shares its module graph (vitest's isolate: false) would share this module
+ * too, and a count that only grew would leave the range below 1024 after a few hundred servers,
+ * where a port may be one a real server listens on.
+ */
+const FIRST_PORT = 700;
+const LAST_PORT = 1023;
+let nextPort = FIRST_PORT;
+
+function freeOrigin(): string {
+  for (let tried = 0; tried <= LAST_PORT - FIRST_PORT; tried++) {
+    const url = `http://127.0.0.1:${nextPort}`;
+    nextPort = nextPort === LAST_PORT ? FIRST_PORT : nextPort + 1;
+    if (!routes.has(url)) return url;
+  }
+  throw new Error(`routeInProcess: all ${LAST_PORT - FIRST_PORT + 1} in-process origins are routed (servers never stopped?)`);
+}
 
 function routedFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
   const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -74,7 +91,7 @@ function abortable(signal: AbortSignal, pending: Promise<Response>): Promise<Res
 
 /** Route `fetch` to `handler` for a fresh origin; `release()` removes the route. */
 export function routeInProcess(handler: Handler): { url: string; release(): void } {
-  const url = `http://127.0.0.1:${nextPort++}`;
+  const url = freeOrigin();
   routes.set(url, handler);
   globalThis.fetch = routedFetch as typeof fetch;
   return {

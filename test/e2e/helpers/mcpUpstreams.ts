@@ -1,12 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
+import type { Runtime } from '@ai-backend/core/internal';
+import { waitFor } from '@ai-backend/test-utils';
 
 const require = createRequire(import.meta.url);
 
 /** The entry scripts of the real MCP servers from npm the gateway tests run. */
 export const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
 export const FILESYSTEM = require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
+
+/**
+ * Waits until every upstream MCP server of a server's gateway is connected and listed (or, with
+ * `state: 'failed'`, has given up), naming what it waited for when it times out.
+ */
+export async function waitForUpstreams(
+  runtime: Pick<Runtime, 'gateway'>,
+  { timeoutMs = 30_000, state = 'ready' }: { timeoutMs?: number; state?: 'ready' | 'failed' } = {},
+): Promise<void> {
+  await waitFor(() => runtime.gateway.status().every((s) => s.state === state), {
+    timeoutMs,
+    what: `every upstream MCP server ${state}`,
+  });
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -38,6 +38,12 @@ export class AccessTokens {
   /** sid → until when the session is known to exist (ms). Bounded; oldest evicted first. */
   private readonly seen = new Map<string, { until: number; session: SessionRecord }>();
   /**
+   * Sessions revoked since this process started (by the signal), bounded; oldest dropped first.
+   * A verification that read the session before its revocation must not cache it afterwards: it
+   * would be accepted on this instance for sessionCacheMs more. A session id is never used again.
+   */
+  private readonly revoked = new Set<string>();
+  /**
    * sha256(token) → claims of a token whose signature and claims were checked. A signature
    * check (ES256) costs ~0.2 ms; a hit costs a hash. Entries die with the token's exp.
    */
@@ -78,7 +84,14 @@ export class AccessTokens {
     if (session.sub !== payload.sub || session.clientId !== payload.clientId) throw new CoreError('SESSION_NOT_FOUND', 'session not found');
 
     const scopes = payload.scope.split(' ').filter(Boolean);
-    const identity: Identity = { sub: session.sub, scopes, isAdmin: false, via: 'oauth', clientId: session.clientId };
+    const identity: Identity = {
+      sub: session.sub,
+      scopes,
+      isAdmin: false,
+      via: 'oauth',
+      clientId: session.clientId,
+      sessionId: session.sid,
+    };
     if (session.email) {
       identity.email = session.email;
       identity.emailVerified = session.emailVerified === true;
@@ -135,6 +148,8 @@ export class AccessTokens {
   /** Drop a session from the cache (it was revoked here). */
   forget(sid: string): void {
     this.seen.delete(sid);
+    if (this.revoked.size >= CACHE_LIMIT) this.revoked.delete(this.revoked.values().next().value!);
+    this.revoked.add(sid);
   }
 
   private async keyFor(header: JWTHeaderParameters) {
@@ -149,8 +164,9 @@ export class AccessTokens {
     const cached = this.seen.get(sid);
     if (cached && cached.until > now && cached.session.exp > now) return cached.session;
     const session = await this.store.get<SessionRecord>('session', sid);
-    // Absent, expired, or sealed under another encryption key: all read as not found.
-    if (!session) {
+    // Absent, expired, or sealed under another encryption key: all read as not found. Revoked while
+    // it was read: not found either, and not cached.
+    if (!session || this.revoked.has(sid)) {
       this.seen.delete(sid);
       throw new CoreError('SESSION_NOT_FOUND', 'session not found');
     }

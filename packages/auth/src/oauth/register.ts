@@ -36,17 +36,10 @@ const ClientMetadataSchema = z.object({
  * must be https, loopback http (any port later, RFC 8252 §7.3) or an allowed private-use scheme.
  */
 export function registerHandler(services: () => Promise<OAuthServices>): Handler {
-  let lastPrune = 0;
   return async (c) => {
     const s = await services();
     const reg = s.settings.registration;
-    // Expired clients vanish with their storage TTL (redis, SQL sweeps); listing the prefix also
-    // drops them from the memory backend, which only forgets keys when they are touched.
-    // The listing walks every client: only the memory backend needs it (the others expire by themselves).
-    if (s.store.storage.kind === 'memory' && Date.now() - lastPrune > 3_600_000) {
-      lastPrune = Date.now();
-      void s.store.storage.keys('oauth:client:').catch(() => undefined);
-    }
+    // Expired clients vanish with their storage TTL (Redis, the SQL stores' purge, the memory store's sweep).
     if (reg.policy === 'token') {
       const presented = /^Bearer (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1]?.trim();
       if (!presented || !safeEqual(presented, reg.initialAccessToken!)) {

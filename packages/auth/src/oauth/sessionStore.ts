@@ -1,8 +1,8 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { Storage } from '@ai-backend/core';
 
-/** Signal topic of a revoked OAuth session; the message is its sid (every instance forgets it). */
-export const SESSION_REVOKED = 'oauth.sessionRevoked';
+/** Signal topic of a revoked OAuth session (core's, so that streams opened with it end too); the message is its sid. */
+export { SESSION_REVOKED } from '@ai-backend/core/internal';
 
 /** Every record kind the authorization server keeps, and its storage key prefix. */
 export type RecordKind = 'client' | 'pending' | 'upstream' | 'code' | 'refresh' | 'session';
@@ -77,6 +77,24 @@ export class SessionStore {
     const key = this.storageKey(kind, id);
     const value = this.open<T>(await this.storage.get(key), key);
     return value && value.exp > Date.now() ? value : undefined;
+  }
+
+  /**
+   * Replace a record with `change(current)` only while it is still there, unchanged since read
+   * (compareAndSet on the sealed value): undefined, nothing written, when it is absent or expired,
+   * or when it kept changing under three tries. So a write of a record read before a concurrent
+   * delete (a session revoked meanwhile) never brings it back.
+   */
+  async update<T extends Expiring>(kind: RecordKind, id: string, change: (current: T) => T): Promise<T | undefined> {
+    const key = this.storageKey(kind, id);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const sealed = await this.storage.get<string>(key);
+      const current = this.open<T>(sealed, key);
+      if (!current || current.exp <= Date.now()) return undefined;
+      const next = change(current);
+      if (await this.storage.compareAndSet(key, sealed, this.seal(next, key), { ttlMs: Math.max(1, next.exp - Date.now()) })) return next;
+    }
+    return undefined;
   }
 
   async delete(kind: RecordKind, id: string): Promise<boolean> {

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
+import type { SetOptions } from '@ai-backend/core';
+import { MemoryStorage } from '@ai-backend/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BASE, form, obtainTokens, pkce, REDIRECT, register, signIn, startHarness, type Harness } from './__tests__/harness.js';
 
@@ -193,6 +195,40 @@ describe('POST /oauth/token: refresh_token', () => {
     expect((await refresh(h, client.client_id, second.refresh_token)).status).toBe(400);
     await expect(h.oauth.verifyAccessToken(second.access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND' });
     expect(h.logger.lines.some((l) => l.fields?.event === 'session_revoked' && l.fields.reason === 'refresh token reused')).toBe(true);
+  });
+
+  it('a refresh that read the session before a revocation does not bring the revoked session back', async () => {
+    // The refresh token's use (a compareAndSet on its record) waits until the session is revoked.
+    let revoked!: () => void;
+    const revocation = new Promise<void>((r) => (revoked = r));
+    let reached!: () => void;
+    const atUse = new Promise<void>((r) => (reached = r));
+    let paused = false;
+    class PausingStorage extends MemoryStorage {
+      override async compareAndSet(key: string, expected: unknown, next: unknown, opts?: SetOptions): Promise<boolean> {
+        if (paused && key.startsWith('oauth:refresh:')) {
+          paused = false;
+          reached();
+          await revocation;
+        }
+        return super.compareAndSet(key, expected, next, opts);
+      }
+    }
+    h = await startHarness({ oauth: { sessionCacheMs: 0 } }, undefined, new PausingStorage());
+    const client = await register(h);
+    const first = await obtainTokens(h, client.client_id);
+    paused = true;
+    const refreshing = refresh(h, client.client_id, first.refresh_token);
+    // It has read the session and is about to use the refresh token.
+    await atUse;
+    const out = await h.request('/oauth/revoke', form({ token: first.access_token, client_id: client.client_id }));
+    expect(out.status).toBe(200);
+    revoked();
+    const res = await refreshing;
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: 'invalid_grant', error_description: 'session not found' });
+    await expect(h.oauth.verifyAccessToken(first.access_token)).rejects.toMatchObject({ appCode: 'SESSION_NOT_FOUND' });
+    expect(await h.storage.keys('oauth:session:')).toEqual([]);
   });
 
   it('refuses a refresh token presented by another client', async () => {

@@ -119,8 +119,12 @@ async function issue(
   const now = Date.now();
   const refreshTtlMs = s.settings.refreshTokenTtlSec * 1000;
   const canRefresh = client.grant_types.includes('refresh_token');
-  // The session lives as long as its newest refresh token (sliding), or as its access token.
-  await s.store.put('session', session.sid, { ...session, exp: now + (canRefresh ? refreshTtlMs : s.settings.accessTokenTtlSec * 1000) });
+  // The session lives as long as its newest refresh token (sliding), or as its access token. Only
+  // while it still exists: a revocation since it was read (the code or refresh token reused, the
+  // client's /oauth/revoke) deleted it, and a plain write would bring the revoked session back.
+  const exp = now + (canRefresh ? refreshTtlMs : s.settings.accessTokenTtlSec * 1000);
+  const kept = await s.store.update<SessionRecord>('session', session.sid, (current) => ({ ...current, scopes: session.scopes, exp }));
+  if (!kept) return oauthError(c, 400, 'invalid_grant', 'session not found');
   const access = await s.tokens.issue(session, scopes);
   // A client that obtains tokens is in use: keep it for clientTtlSec after its last token (sliding,
   // written at most once a day); unused registrations expire after unusedClientTtlSec.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { checkConfig, redactConfig } from '@ai-backend/core';
 import { installCommand, missingPackages, neededPackages, unusableAuthWarning } from '@ai-backend/core/internal';
 import { configProblemLines } from '../configProblemLines.js';
-import { loadConfig } from '../loadConfig.js';
+import { configFilesIn, loadConfig, passedOverWarning, SEARCH_PLACES } from '../loadConfig.js';
 import { STARTER_CONFIG } from '../starterConfig.js';
 
 /**
@@ -13,6 +13,8 @@ import { STARTER_CONFIG } from '../starterConfig.js';
  */
 export async function configCheck(opts: { config?: string }): Promise<number> {
   const loaded = await loadConfig({ file: opts.config });
+  const passedOver = passedOverWarning(loaded, opts.config !== undefined);
+  if (passedOver) process.stderr.write(`${passedOver}\n`);
   const result = checkConfig(loaded.input);
   // A driver or provider package the config needs and that is not installed fails `serve` at start: say so here too.
   const missing = result.ok ? missingPackages(result.config) : [];
@@ -66,6 +68,15 @@ export async function init(opts: { file?: string }): Promise<number> {
   );
   if (exists) {
     process.stderr.write(`${file} already exists; not overwriting\n`);
+    return 1;
+  }
+  // A starter the search would find beside another config: whichever comes first in the search
+  // wins, so the user's own config (a .json under a new .mjs) would silently stop being used.
+  const other = SEARCH_PLACES.includes(path.basename(file)) ? configFilesIn(path.dirname(file))[0] : undefined;
+  if (other) {
+    process.stderr.write(
+      `${other} is already the config here (ai-backend uses it); not writing ${path.basename(file)} beside it. Edit that one, or remove it first\n`,
+    );
     return 1;
   }
   await writeFile(file, STARTER_CONFIG, { flag: 'wx' });

@@ -4,7 +4,8 @@ import { mergeConfig, resolveConfig, ConfigError, type ConfigInput, type Resolve
 import { createServer } from '@ai-backend/transports';
 import { banner } from '../banner.js';
 import { configProblemLines } from '../configProblemLines.js';
-import { loadConfig } from '../loadConfig.js';
+import { listenErrorMessage } from '../listenError.js';
+import { loadConfig, passedOverWarning } from '../loadConfig.js';
 
 export interface ServeOptions {
   config?: string;
@@ -32,10 +33,21 @@ export function devOverrides(cwd: string): ConfigInput {
 
 export async function serve(opts: ServeOptions): Promise<void> {
   const loaded = await loadConfig({ file: opts.config });
+  const passedOver = passedOverWarning(loaded, opts.config !== undefined);
+  if (passedOver) process.stderr.write(`${passedOver}\n`);
   let input = loaded.input;
   if (opts.dev) input = mergeConfig(input, devOverrides(process.cwd()));
   const flags: Record<string, unknown> = {};
-  if (opts.port !== undefined) flags.port = Number(opts.port);
+  if (opts.port !== undefined) {
+    // As PORT is read (envVariables.ts): `--port ''` was Number('') = 0, a random port, and
+    // `--port abc` failed as "expected number, received NaN".
+    if (!/^\d+$/.test(opts.port.trim())) {
+      process.stderr.write(`--port: must be a port number (0-65535; 0 picks a free one), got "${opts.port}"\n`);
+      process.exitCode = 1;
+      return;
+    }
+    flags.port = Number(opts.port);
+  }
   if (opts.host !== undefined) flags.host = opts.host;
   input = mergeConfig(input, flags as ConfigInput);
 
@@ -59,7 +71,18 @@ export async function serve(opts: ServeOptions): Promise<void> {
       ? resolveConfig(mergeConfig(input, { jwt: { secret: randomBytes(32).toString('base64url') } }))
       : config;
   const server = createServer(serverConfig, devConsole ? { consoleDevSignIn: devConsole } : {});
-  const addr = await server.start();
+  let addr: Awaited<ReturnType<typeof server.start>>;
+  try {
+    addr = await server.start();
+  } catch (err) {
+    const message = listenErrorMessage(err);
+    if (!message) throw err;
+    // The store was opened before the listen: close it, so the exit leaves no lock behind.
+    await server.stop().catch(() => undefined);
+    process.stderr.write(`ai-backend: ${message}\n`);
+    process.exitCode = 1;
+    return;
+  }
   process.stdout.write(banner(addr, config, loaded.filepath, devConsole ? { devCode: devConsole.code } : {}) + '\n');
 
   let stopping = false;

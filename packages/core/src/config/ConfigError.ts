@@ -2,6 +2,8 @@ export interface ConfigProblem {
   /** Dotted path, e.g. `oauth.encryptionKey`. */
   path: string;
   message: string;
+  /** For an object with keys the schema does not know: those keys (`path` is the object's). */
+  unknownKeys?: string[];
 }
 
 /** Thrown when a config does not validate; carries every problem with its path. */

@@ -118,7 +118,11 @@ describe('config.auth: the auth rules, derived once', () => {
     expect(r.ok).toBe(false);
     if (!r.ok)
       expect(r.problems).toEqual([
-        { path: '', message: 'unknown key(s): auth (auth is derived from mcp.auth, jwt and oauth: set those instead)' },
+        {
+          path: '',
+          message: 'unknown key(s): auth (auth is derived from mcp.auth, jwt and oauth: set those instead)',
+          unknownKeys: ['auth'],
+        },
       ]);
   });
 

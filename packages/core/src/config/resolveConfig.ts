@@ -7,14 +7,10 @@ export { ConfigError, type ConfigProblem } from './ConfigError.js';
 
 function toProblems(error: z.ZodError): ConfigProblem[] {
   return error.issues.map((issue) => {
-    let message = issue.message;
-    if (issue.code === 'unrecognized_keys') {
-      message = `unknown key(s): ${issue.keys.join(', ')}`;
-      // `auth` is in the resolved config (config print shows it) but derived, never written.
-      if (issue.path.length === 0 && issue.keys.includes('auth'))
-        message += ' (auth is derived from mcp.auth, jwt and oauth: set those instead)';
-    }
-    return { path: issue.path.map(String).join('.'), message };
+    // Unknown keys are worded by PARSE_ONCE's error map, with a guess at the key meant (unknownKeysMessage.ts).
+    const { message } = issue;
+    const path = issue.path.map(String).join('.');
+    return issue.code === 'unrecognized_keys' ? { path, message, unknownKeys: issue.keys } : { path, message };
   });
 }
 

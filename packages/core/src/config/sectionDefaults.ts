@@ -115,7 +115,8 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
     "requestTimeoutMs": 60000,
     "bodyIdleTimeoutMs": 10000,
     "maxSseStreamsPerClient": 16,
-    "maxSseStreamsPerIdentity": 32
+    "maxSseStreamsPerIdentity": 32,
+    "streamCredentialCheckSec": 30
   },
   "mcp.auth": {
     "authType": "oauth",
@@ -156,7 +157,9 @@ export const SECTION_DEFAULTS: Readonly<Record<string, unknown>> = {
   "mcp.securityLogging": {
     "enabled": true,
     "logLevel": "warn",
-    "logToFile": false
+    "logToFile": false,
+    "maxFileBytes": 67108864,
+    "maxFiles": 5
   },
   "mcp.sessions": {
     "idleTimeoutMs": 1800000,

@@ -33,7 +33,9 @@ export interface Storage {
    * Keys starting with `prefix` (not expired), at most `limit` a page (pass the returned `cursor`
    * back for the next page; none on the last): for walks over a set that grows with use (every
    * user's vault entry, every statistics record). As `listLogs`: an index range on SQL, a SCAN
-   * cursor on Redis, where a page may repeat a key already seen or hold fewer than `limit`.
+   * cursor on Redis, where a page may repeat a key already seen or hold fewer than `limit` (an
+   * owner's keys, kernel/ownerListings.ts, page through that owner's index there once it is built: never more than
+   * `limit`, never a repeat).
    */
   listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage>;
   /**

@@ -6,6 +6,12 @@ import type { CoreError } from './CoreError.js';
  * tRPC context.
  */
 
+/**
+ * Signal topic of a revoked session of our authorization server; the message is its id
+ * (`Identity.sessionId`). Every instance forgets the session and ends the streams opened with it.
+ */
+export const SESSION_REVOKED = 'oauth.sessionRevoked';
+
 /** Who is calling, as established by the auth layer (JWT or OAuth access token). */
 export interface Identity {
   /**
@@ -23,6 +29,12 @@ export interface Identity {
   via: 'jwt' | 'oauth' | 'apiKey';
   /** OAuth client id when the token came from our authorization server. */
   clientId?: string;
+  /**
+   * The session (grant) of an access token from our authorization server: revoking it (sign-out,
+   * token revocation, a refresh token's reuse) publishes SESSION_REVOKED with this id, which ends
+   * the streams the caller opened with its tokens at once (pipeline/watchCredential.ts).
+   */
+  sessionId?: string;
   /** The API key the caller presented (via 'apiKey'): its owner is `sub`, these are its narrower rules. */
   apiKey?: ApiKeyGrant;
 }

@@ -77,6 +77,7 @@ export class Metrics {
   private keyAuth!: Counter<'outcome'>;
   private keyRefused!: Counter<'limit'>;
   private keyTokens!: Counter<'payer'>;
+  private holdSweepFailures!: Counter;
   private readonly models = new BoundedLabel();
   /** Children by label key: prom-client hashes the label object on every call otherwise. */
   private readonly requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(v: number): void } }>();
@@ -238,6 +239,11 @@ export class Metrics {
       labelNames: ['payer'],
       registers,
     });
+    this.holdSweepFailures = new prom.Counter({
+      name: 'ai_backend_hold_sweep_failures_total',
+      help: "Expired holds billing's sweep could not release (a corrupt record, a failed transaction); each round counts each again",
+      registers,
+    });
     const self = this;
     // The two gauges live in the registry and are read through their collect(): no field holds them.
     new prom.Gauge({
@@ -357,6 +363,11 @@ export class Metrics {
   apiKeyTokens(payer: Payer, tokens: number): void {
     if (!this.ready) return this.later(() => this.apiKeyTokens(payer, tokens));
     if (tokens > 0) this.keyTokens.labels(payer).inc(tokens);
+  }
+
+  holdSweepFailed(): void {
+    if (!this.ready) return this.later(() => this.holdSweepFailed(), 'queued');
+    this.holdSweepFailures.inc();
   }
 
   alert(event: string, outcome: 'delivered' | 'retry' | 'dead' | 'dropped'): void {

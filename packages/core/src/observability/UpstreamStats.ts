@@ -1,4 +1,5 @@
 import type { Storage } from '../kernel/Storage.js';
+import { FAMILY_LISTED } from '../kernel/ownerListings.js';
 import { bucketPercentile } from '../lib/bucketPercentile.js';
 
 /**
@@ -22,7 +23,7 @@ export interface UpstreamRecord {
 /** A day row: records by `provider/model`. */
 export type UpstreamDay = Record<string, UpstreamRecord>;
 
-export const upstreamDayKey = (day: string) => `stats:upstream:${day}`;
+export const upstreamDayKey = (day: string) => `${FAMILY_LISTED.stats}upstream:${day}`;
 
 const emptyRecord = (): UpstreamRecord => ({ calls: 0, failures: 0, buckets: new Array(UPSTREAM_BOUNDS_MS.length + 1).fill(0) });
 

@@ -72,4 +72,24 @@ describe('accessDecision', () => {
       ),
     ).toBe('INSUFFICIENT_SCOPE');
   });
+
+  it("a key's tools rule names an MCP tool only for a procedure published as that tool, never a procedure's last segment", () => {
+    const c = cfg({ authType: 'jwt' });
+    const key = (tools: string[], isAdmin = false): Identity => ({
+      sub: 'owner',
+      scopes: [],
+      isAdmin,
+      via: 'apiKey',
+      apiKey: { id: 'k1', tools },
+    });
+    // The MCP tool `forecast` (weather.forecast) and a procedure off MCP whose path ends the same way.
+    expect(decide(c, { keyAccess: 'any', mcp: {} }, key(['forecast']), 'weather.forecast')).toBe('allowed');
+    expect(decide(c, { keyAccess: 'any' }, key(['forecast']), 'ops.forecast')).toBe('FORBIDDEN');
+    expect(decide(c, { keyAccess: 'any' }, key(['ops.forecast']), 'ops.forecast')).toBe('allowed');
+    // The built-in case: an administrator key admitted to the MCP tool getBudget (its owner's budget)
+    // does not reach admin.getBudget (any user's), nor does a glob over tool names reach keys.get.
+    expect(decide(c, { access: 'admin', keyAccess: 'any' }, key(['getBudget'], true), 'admin.getBudget')).toBe('FORBIDDEN');
+    expect(decide(c, { access: 'user', keyAccess: 'any', mcp: {} }, key(['getBudget'], true), 'billing.getBudget')).toBe('allowed');
+    expect(decide(c, { access: 'user', keyAccess: 'any' }, key(['get*']), 'keys.get')).toBe('FORBIDDEN');
+  });
 });

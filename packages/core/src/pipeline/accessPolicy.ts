@@ -99,7 +99,11 @@ export function keyMayCall(path: string, meta: ProcedureMeta | undefined, identi
  */
 function keyDecision(path: string, meta: ProcedureMeta | undefined, identity: Identity): AccessDecision {
   const access = keyAccessOf(path, meta);
-  if (access !== 'none' && meta?.keyToolsRule !== 'byTool' && !keyAllowsProcedure(identity.apiKey, path, toolNameOf(path, meta))) {
+  // The rule names a procedure by its path, or by its MCP name when it is published on MCP: the last
+  // segment of a procedure off MCP is no name of it (a rule admitting the tool `getBudget` must not
+  // admit admin.getBudget, nor `get*` keys.get).
+  const mcpName = meta?.mcp ? toolNameOf(path, meta) : undefined;
+  if (access !== 'none' && meta?.keyToolsRule !== 'byTool' && !keyAllowsProcedure(identity.apiKey, path, mcpName)) {
     return {
       allowed: false,
       code: 'FORBIDDEN',

@@ -68,6 +68,13 @@ export interface CallAdmission {
   decide(path: string, meta: ProcedureMeta | undefined): AccessDecision;
   /** The entry counted the tool calls of this procedure in this request already. */
   counted(path: string): boolean;
+  /** The request's API key is over its requests per minute (RequestScope.keyRefusal): every call fails with this. */
+  readonly keyRefusal: CoreError | null;
+  /**
+   * True once per request when it was counted against its API key's requests per minute: that
+   * count is this call's, so a request making one call counts once and a batch counts each call.
+   */
+  takeKeyRequest(): boolean;
 }
 
 /**

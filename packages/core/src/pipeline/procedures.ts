@@ -2,6 +2,7 @@ import { type CoreError, coreErrorOf, type CoreErrorCode } from '../kernel/CoreE
 import { rateLimitCaller } from '../services/rateLimit/RateLimiter.js';
 import { accessDecision, countsAsToolCall, decisionError } from './accessPolicy.js';
 import type { SecurityEventType } from '../services/security/SecurityLog.js';
+import { keyRefusalEvent } from '../services/security/keyRefusalEvent.js';
 import type { Context } from './context.js';
 import { t } from './init.js';
 import { CallObservation } from './observeProcedure.js';
@@ -45,8 +46,15 @@ function eventTypeOf(err: CoreError): SecurityEventType | undefined {
 }
 
 async function logRefusal(ctx: Context, path: string, err: CoreError, getRawInput: () => Promise<unknown>): Promise<void> {
-  const type = eventTypeOf(err);
   const security = runtimeOf(ctx).security;
+  // A refusal by the caller's API key: one shape on every entry point (the procedure path, not an
+  // MCP tool name). The request refused whole was recorded where it was counted (authenticateRequest).
+  const keyEvent = keyRefusalEvent(ctx.identity, err, { transport: ctx.req.transport, ip: ctx.req.ip, path });
+  if (keyEvent) {
+    if (err !== ctx.admission?.keyRefusal) security.record(keyEvent);
+    return;
+  }
+  const type = eventTypeOf(err);
   if (!type || !security.wants(type)) return;
   const event = {
     type,
@@ -85,7 +93,7 @@ function countKeyRefusal(runtime: Runtime, err: unknown): void {
  *   same rules as the built-in ones and /trpc, /rpc and /mcp agree;
  * - counts tool calls against `mcp.rateLimiting.maxToolCalls` that the entry sequence did not
  *   count before dispatch (it does when it parsed the calls itself, so it can answer 429 first);
- * - records refusals (auth, admin, workspace rules, rate limits) as security events;
+ * - records refusals (auth, admin, workspace rules, rate limits, an API key's rules and limits) as security events;
  * - counts the call and its latency.
  */
 /** Refuse before the procedure runs: count the failure, record the event, throw. */
@@ -110,13 +118,19 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   // reused, so each call is decided exactly once; a call without one (createCaller) is decided here.
   const decision = ctx.admission ? ctx.admission.decide(path, meta) : accessDecision(runtime.config, path, meta, ctx.identity);
   if (!decision.allowed) return refuse(ctx, path, call, decisionError(decision), getRawInput);
-  // An API key's own requests-per-minute, on every entry point and shared by every instance.
+  // An API key's own requests-per-minute, on every entry point and shared by every instance. The
+  // request was counted when its key was verified (authenticateRequest): that count is its first
+  // call's; every further call (a batch) and a call without a request (createCaller) counts here.
   const grant = ctx.identity?.apiKey;
   if (grant?.requestsPerMinute) {
-    try {
-      await runtime.keys.limits.request(grant);
-    } catch (err) {
-      return refuse(ctx, path, call, err as CoreError, getRawInput);
+    const admission = ctx.admission;
+    if (admission?.keyRefusal) return refuse(ctx, path, call, admission.keyRefusal, getRawInput);
+    if (!admission?.takeKeyRequest()) {
+      try {
+        await runtime.keys.limits.request(grant);
+      } catch (err) {
+        return refuse(ctx, path, call, err as CoreError, getRawInput);
+      }
     }
   }
   // Tool calls count on every entry point, once: in the entry sequence's limits step when the
@@ -141,7 +155,7 @@ const base = t.procedure.use(async ({ ctx, meta, path, next, getRawInput }) => {
   call.done(error);
   if (grant) countKeyRefusal(runtime, error);
   const core = coreErrorOf(error);
-  if (core && SECURITY_EVENT[core.appCode]) await logRefusal(ctx, path, core, getRawInput);
+  if (core && (SECURITY_EVENT[core.appCode] || grant)) await logRefusal(ctx, path, core, getRawInput);
   return { ...result, error };
 });
 

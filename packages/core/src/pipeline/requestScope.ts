@@ -11,6 +11,8 @@ import { procedureIndex } from './invoke.js';
 import type { ProcedureMeta } from './meta.js';
 import { rateLimitCaller, type RateLimitDecision } from '../services/rateLimit/RateLimiter.js';
 import { bearerChallenge } from './bearerChallenge.js';
+import { watchCredential } from './watchCredential.js';
+import { authenticateRequest } from './authenticateRequest.js';
 import { accessDecision, authConfigured, callScopeOf, countsAsToolCall, type AccessDecision, type CallKind } from './accessPolicy.js';
 
 /**
@@ -92,18 +94,40 @@ export class RequestScope {
     readonly identity: Identity | null,
     /** A credential was presented and refused: every call of the request fails with it. */
     readonly credentialError: CoreError | null,
+    /**
+     * The request's API key is over its requests per minute (authenticateRequest): the request is
+     * refused with this (429) before any call; an entry point that answers per call fails each call with it.
+     */
+    readonly keyRefusal: CoreError | null,
+    /** The request was counted against its API key's requests per minute: that count covers its first procedure call. */
+    private keyCountUnused: boolean,
   ) {}
 
   static async open(runtime: Runtime, facts: RequestFacts): Promise<RequestScope> {
     let identity: Identity | null = null;
     let credentialError: CoreError | null = null;
+    let keyRefusal: CoreError | null = null;
     if (facts.tokenInQuery) credentialError = new CoreError('INVALID_TOKEN', 'tokens in the query string are not accepted');
     else if (facts.bearer) {
-      const result = await runtime.authenticate(facts.bearer, { ip: facts.ip, request: facts });
-      if (result.ok) identity = result.identity;
-      else credentialError = result.error;
+      const result = await authenticateRequest(runtime, facts.bearer, { ip: facts.ip, request: facts }, facts.transport);
+      if (result.ok) {
+        identity = result.identity;
+        keyRefusal = result.refused;
+      } else credentialError = result.error;
     }
-    return new RequestScope(runtime, facts, identity, credentialError);
+    const counted = identity?.apiKey?.requestsPerMinute !== undefined && keyRefusal === null;
+    return new RequestScope(runtime, facts, identity, credentialError, keyRefusal, counted);
+  }
+
+  /**
+   * Watch this request's credential while its long-lived answer stays open (watchCredential.ts):
+   * `onLost` runs once when it is revoked, expires or no longer makes an administrator of one it
+   * made one. Nothing to watch for an anonymous request. Returns the function that stops watching.
+   */
+  watchCredential(onLost: () => void): () => void {
+    if (!this.identity || !this.facts.bearer) return () => undefined;
+    const everyMs = this.runtime.config.limits.streamCredentialCheckSec * 1000;
+    return watchCredential(this.runtime, this.facts, this.identity, everyMs, onLost);
   }
 
   /** The tRPC context for the calls of this request (one per MCP call, for its `ctx.mcp` and signal). */
@@ -118,6 +142,12 @@ export class RequestScope {
       admission: (this.admission ??= {
         decide: (path, meta) => this.decideFor(path, meta),
         counted: (path) => this.countedTools?.has(path) === true,
+        keyRefusal: this.keyRefusal,
+        takeKeyRequest: () => {
+          const unused = this.keyCountUnused;
+          this.keyCountUnused = false;
+          return unused;
+        },
       }),
     };
   }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Storage, TxWrite } from '../kernel/Storage.js';
+import { FAMILY_LISTED } from '../kernel/ownerListings.js';
 import type { TransportName } from '../kernel/identity.js';
 import type { Signals } from '../kernel/Signals.js';
 import type { UpstreamDay, UpstreamStats } from '../observability/UpstreamStats.js';
@@ -15,7 +16,7 @@ function bucketOf(ms: number): number {
   for (let i = 0; i < LATENCY_BOUNDS_MS.length; i++) if (ms <= LATENCY_BOUNDS_MS[i]!) return i;
   return LATENCY_BOUNDS_MS.length;
 }
-const PREFIX = 'stats:';
+const PREFIX = FAMILY_LISTED.stats;
 /** Keys deleted per page by reset(). */
 const RESET_PAGE = 500;
 const dayString = (dayNumber: number) => new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);

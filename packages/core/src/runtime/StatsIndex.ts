@@ -1,6 +1,7 @@
 import type { Storage } from '../kernel/Storage.js';
+import { FAMILY_LISTED } from '../kernel/ownerListings.js';
 
-const PREFIX = 'stats:';
+const PREFIX = FAMILY_LISTED.stats;
 /** Per UTC day, the names (`<entry>:<procedure>`) that have a record that day. */
 const NAMES = 'stats:names:';
 /** When the index began, and whether records written before it (older versions) may exist. */

@@ -12,6 +12,9 @@ import type {
 } from '../kernel/Storage.js';
 import { sliceLog } from './sliceLog.js';
 
+/** Fewest writes with a ttl between two sweeps of expired slots. */
+const MIN_SWEEP = 1024;
+
 interface Slot {
   value: unknown;
   expiresAt: number | undefined;
@@ -29,6 +32,20 @@ export class MemoryStorage implements Storage {
   private readonly trimmed = new Map<string, number>();
   /** Keys listed for dueKeys, with their due time. */
   private readonly due = new Map<string, number>();
+  /**
+   * Expired slots are dropped when read, and by a sweep of the whole map once as many writes with
+   * a ttl came as slots were left by the last one (at least MIN_SWEEP): amortized a step per
+   * write and no timer, and the map holds at most about twice its live slots. Without it every
+   * key written once with a ttl and never read again (a rate-limit window per caller and minute,
+   * a cached answer, an OAuth code) stayed for the life of the process.
+   */
+  private ttlWrites = 0;
+  private sweepAfter = MIN_SWEEP;
+
+  /** Slots held, expired ones not yet swept included (for tests and sizing). */
+  get size(): number {
+    return this.data.size;
+  }
 
   private live(key: string): Slot | undefined {
     const slot = this.data.get(key);
@@ -44,6 +61,19 @@ export class MemoryStorage implements Storage {
     // The copy keeps callers from mutating stored state through a shared reference.
     this.data.set(key, { value: copyValue(value), expiresAt: opts?.ttlMs ? Date.now() + opts.ttlMs : undefined });
     this.due.delete(key);
+    if (opts?.ttlMs && ++this.ttlWrites >= this.sweepAfter) this.sweep();
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [key, slot] of this.data) {
+      if (slot.expiresAt !== undefined && slot.expiresAt <= now) {
+        this.data.delete(key);
+        this.due.delete(key);
+      }
+    }
+    this.ttlWrites = 0;
+    this.sweepAfter = Math.max(MIN_SWEEP, this.data.size);
   }
 
   async get<T>(key: string): Promise<T | undefined> {

@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { KeyedMutex, unavailableFailure } from './KeyedMutex.js';
 import { CAS_SCRIPT, COMMIT_SCRIPT, INCREMENT_SCRIPT, LOCK_READ_SCRIPT, STORE_ID_SCRIPT, UNLOCK_SCRIPT } from './redisScripts.js';
 import { StoreFault } from './StoreFault.js';
+import { RedisOwnerIndex, type KeyIndexes } from './RedisOwnerIndex.js';
+import { OWNER_INDEX_SCRIPTS, type OwnerIndexCommands } from './ownerIndexScripts.js';
 import { TxValueCache } from './sql/TxValueCache.js';
 import { GroupCommit, planBatch, type BatchJob } from './GroupCommit.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../config/optionalPackages.js';
@@ -50,8 +52,8 @@ export interface RedisStorageOptions {
 }
 
 interface ScriptCommands {
-  storageCas(key: string, mode: string, expected: string, value: string, px: string): Promise<number>;
-  storageIncrement(key: string, delta: string, min: string, px: string): Promise<number | string | null>;
+  storageCas(key: string, mode: string, expected: string, value: string, px: string, ...indexesAndMember: string[]): Promise<number>;
+  storageIncrement(key: string, delta: string, min: string, px: string, ...indexesAndMember: string[]): Promise<number | string | null>;
   storageLockRead(numKeys: number, ...args: string[]): Promise<[0, number] | [1, string[]] | [2, string]>;
   storageCommit(numKeys: number, ...args: string[]): Promise<number | [2, string]>;
   storageId(key: string, id: string, fresh: string): Promise<[1 | 2, string]>;
@@ -67,6 +69,8 @@ interface ScriptCommands {
 const LOCK_LEASE_MS = 500;
 /** A transaction that cannot get its keys' locks within this long gives up with UNAVAILABLE. */
 const LOCK_WAIT_MS = 5_000;
+/** Keys read per script when `keys` lists an index (a script holds Redis while it runs). */
+const INDEX_PAGE = 1000;
 /** Most guessed transactions sent in one commit script. */
 const MAX_BATCH = 32;
 
@@ -92,13 +96,29 @@ if through <= from then return 0 end
 for i = from, through - 1 do redis.call('LSET', KEYS[1], i, ARGV[2]) end
 redis.call('SET', KEYS[2], through)
 return through - from`;
+/**
+ * KEYS: the format mark, the listing indexes' build mark; ARGV: this release's version, when an
+ * upgraded store's build may start, now. Returns the version found, after raising an older one.
+ */
+const CLAIM_FORMAT_SCRIPT = `
+local v = redis.call('GET', KEYS[1])
+if v and tonumber(v) >= tonumber(ARGV[1]) then return v end
+redis.call('SET', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[2]) ~= 'done' then redis.call('SET', KEYS[2], 'pending:' .. (v and ARGV[2] or ARGV[3])) end
+return ARGV[1]`;
 
-/** The version of the key layout below; raise it (and convert at start) when the layout changes. */
-export const REDIS_FORMAT_VERSION = 1;
+/**
+ * The version of the key layout below; raise it (and convert at start) when the layout changes.
+ * 2: the per-owner index (RedisOwnerIndex), built once from the keys of a store of version 1.
+ * 3: the per-family and log indexes beside it, all built once from the keys of an older store.
+ */
+export const REDIS_FORMAT_VERSION = 3;
 
 export class RedisStorage implements Storage {
   readonly kind = 'redis' as const;
-  private readonly redis: Redis & ScriptCommands;
+  private readonly redis: Redis & ScriptCommands & OwnerIndexCommands;
+  /** Listings read an index instead of scanning the keyspace (RedisOwnerIndex). */
+  private readonly owned: RedisOwnerIndex;
   private readonly kvPrefix: string;
   private readonly logPrefix: string;
   private readonly trimPrefix: string;
@@ -125,6 +145,8 @@ export class RedisStorage implements Storage {
   private readonly prefix: string;
   /** Re-reads the format mark and the identity every FORMAT_CHECK_MS (one script each). */
   private formatCheck: ReturnType<typeof setInterval> | undefined;
+  /** RedisStorageOptions.formatCheckMs: also the grace before an upgraded store's index is built. */
+  private readonly formatCheckMs: number;
   private closing: Promise<void> | undefined;
   /** Commands fail at once while the connection is up but Redis answers nothing (UnansweredConnection). */
   private readonly silence = new UnansweredConnection(
@@ -149,6 +171,7 @@ export class RedisStorage implements Storage {
     this.trimPrefix = `${prefix}logtrim:`;
     this.dueKey = `${prefix}due`;
     this.lockPrefix = `${prefix}lock:`;
+    this.formatCheckMs = opts.formatCheckMs ?? FORMAT_CHECK_MS;
     this.redis = new RedisClient({
       ...redisClientOptions(opts),
       commandTimeout: opts.commandTimeoutMs ?? 2000,
@@ -160,8 +183,10 @@ export class RedisStorage implements Storage {
         storageCommit: { lua: COMMIT_SCRIPT },
         storageUnlock: { lua: UNLOCK_SCRIPT },
         storageId: { lua: STORE_ID_SCRIPT, numberOfKeys: 1 },
+        ...OWNER_INDEX_SCRIPTS,
       },
-    }) as Redis & ScriptCommands;
+    }) as Redis & ScriptCommands & OwnerIndexCommands;
+    this.owned = new RedisOwnerIndex(this.redis, prefix, this.kvPrefix, this.logPrefix, (op) => this.run(op));
     // Without a listener ioredis reports every failed reconnect on stderr; health() shows the last one.
     this.redis.on('error', (err: Error) => {
       this.lastError = err.message;
@@ -185,8 +210,11 @@ export class RedisStorage implements Storage {
     if (storage.redis.status === 'ready') {
       await storage.claimFormat(prefix);
       if (storage.identity) await storage.claimIdentity();
+      // A new (or pre-mark) store's index is built now, waited for at most a moment; an upgraded
+      // one's after its grace, in the background (RedisOwnerIndex).
+      await storage.owned.buildIfDue();
     }
-    storage.watchFormat(prefix, opts.formatCheckMs ?? FORMAT_CHECK_MS);
+    storage.watchFormat(prefix, storage.formatCheckMs);
     return storage;
   }
 
@@ -247,6 +275,7 @@ export class RedisStorage implements Storage {
     const check = () =>
       void this.claimFormat(prefix)
         .then(() => (this.identity ? this.claimIdentity() : undefined))
+        .then(() => this.owned.ensureBuilt())
         .catch(() => undefined);
     this.redis.on('ready', check);
     this.formatCheck = setInterval(() => {
@@ -255,19 +284,25 @@ export class RedisStorage implements Storage {
   }
 
   /**
-   * Record the key layout's version under `<keyPrefix>format` (kept when already there: stores
-   * written before it existed are version 1), and refuse a store a newer release wrote: its keys
-   * may mean something this release would misread or overwrite. Atomic (one script), so instances
-   * starting together agree. Checked when Redis answers at start; a Redis down then is checked at
-   * the next start.
+   * Record the key layout's version under `<keyPrefix>format`, and refuse a store a newer release
+   * wrote: its keys may mean something this release would misread or overwrite. An older (or
+   * absent: written before the mark existed) version is raised, and the owner index's build is
+   * marked pending (RedisOwnerIndex): at once for a store without a mark, after one format check
+   * (formatCheckMs) for a store of version 1, whose instances may still write unindexed keys until
+   * their next check sees the raised mark. Atomic (one script), so instances starting together
+   * agree. Checked when Redis answers at start; a Redis down then is checked when it comes up.
    */
   private async claimFormat(prefix: string): Promise<void> {
+    const now = Date.now();
     const found = Number(
       await this.redis.eval(
-        "local v = redis.call('GET', KEYS[1]) if v then return v end redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]",
-        1,
+        CLAIM_FORMAT_SCRIPT,
+        2,
         `${prefix}format`,
+        this.owned.markKey,
         String(REDIS_FORMAT_VERSION),
+        String(now + this.formatCheckMs),
+        String(now),
       ),
     );
     if (found > REDIS_FORMAT_VERSION) {
@@ -291,11 +326,16 @@ export class RedisStorage implements Storage {
     this.cache.forget(key);
     const json = canonicalJson(value);
     const px = pxFor(opts?.ttlMs);
-    await this.run(() => (px === '' ? this.redis.set(this.kvPrefix + key, json) : this.redis.set(this.kvPrefix + key, json, 'PX', px)));
+    const idx = this.owned.of(key);
+    if (indexed(idx)) await this.run(() => this.redis.storageSetIndexed(this.kvPrefix + key, json, px, ...idx, key));
+    else
+      await this.run(() => (px === '' ? this.redis.set(this.kvPrefix + key, json) : this.redis.set(this.kvPrefix + key, json, 'PX', px)));
   }
 
   async delete(key: string): Promise<boolean> {
     this.cache.forget(key);
+    const idx = this.owned.of(key);
+    if (indexed(idx)) return (await this.run(() => this.redis.storageDeleteIndexed(this.kvPrefix + key, ...idx, key))) > 0;
     return (await this.run(() => this.redis.del(this.kvPrefix + key))) > 0;
   }
 
@@ -303,18 +343,35 @@ export class RedisStorage implements Storage {
     this.cache.forget(key);
     const json = canonicalJson(value);
     const [mode, exp] = expected === undefined ? ['absent', ''] : ['equal', canonicalJson(expected)];
-    const written = await this.run(() => this.redis.storageCas(this.kvPrefix + key, mode, exp, json, pxFor(opts?.ttlMs)));
+    const written = await this.run(() =>
+      this.redis.storageCas(this.kvPrefix + key, mode, exp, json, pxFor(opts?.ttlMs), ...this.owned.of(key), key),
+    );
     return written === 1;
   }
 
   async increment(key: string, delta: number, opts?: IncrementOptions): Promise<number | null> {
     this.cache.forget(key);
     const min = opts?.min === undefined ? '' : String(opts.min);
-    const result = await this.run(() => this.redis.storageIncrement(this.kvPrefix + key, String(delta), min, pxFor(opts?.ttlMs)));
+    const idx = this.owned.of(key);
+    const result = await this.run(() =>
+      this.redis.storageIncrement(this.kvPrefix + key, String(delta), min, pxFor(opts?.ttlMs), ...idx, key),
+    );
     return result === null ? null : Number(result);
   }
 
   async keys(prefix: string): Promise<string[]> {
+    if (await this.owned.serves(prefix)) {
+      // A page per script: a family of a million keys (a response cache) is listed without
+      // holding Redis for the whole of it, as SCAN did not.
+      const found: string[] = [];
+      let after = '';
+      do {
+        const page = await this.owned.page(prefix, after, INDEX_PAGE);
+        found.push(...page.keys);
+        after = page.last;
+      } while (after !== '');
+      return found;
+    }
     const match = `${escapeGlob(this.kvPrefix + prefix)}*`;
     return this.run(async () => {
       const found = new Set<string>(); // SCAN may return a key more than once
@@ -330,8 +387,9 @@ export class RedisStorage implements Storage {
 
   async append<T>(log: string, record: T): Promise<number> {
     const json = canonicalJson(record);
-    // The list length after RPUSH is the record's 1-based sequence number, atomically.
-    return this.run(() => this.redis.rpush(this.logPrefix + log, json));
+    // The list length after RPUSH is the record's 1-based sequence number, atomically; a new log
+    // joins the log index in the same script (RedisOwnerIndex).
+    return this.run(() => this.redis.storageAppendIndexed(this.logPrefix + log, json, this.owned.logIndex, log));
   }
 
   async readLog<T>(log: string, opts?: ReadLogOptions): Promise<LogEntry<T>[]> {
@@ -366,13 +424,23 @@ export class RedisStorage implements Storage {
     );
   }
 
+  /** A listed family's or owner's keys page through an index (cursors `i:<last key>`), any other prefix through SCAN (numeric cursors). */
   async listKeys(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<KeyPage> {
+    if ((opts.cursor === undefined || opts.cursor.startsWith('i:')) && (await this.owned.serves(prefix))) {
+      const { keys, last } = await this.owned.page(prefix, opts.cursor?.slice(2) ?? '', Math.max(1, opts.limit));
+      return { keys, ...(last !== '' ? { cursor: `i:${last}` } : {}) };
+    }
     const match = `${escapeGlob(this.kvPrefix + prefix)}*`;
     const [next, keys] = await this.run(() => this.redis.scan(opts.cursor ?? '0', 'MATCH', match, 'COUNT', opts.limit));
     return { keys: keys.map((k) => k.slice(this.kvPrefix.length)), ...(next !== '0' ? { cursor: next } : {}) };
   }
 
+  /** Through the log index once built (cursors `i:<last log>`), before that through SCAN (numeric cursors). */
   async listLogs(prefix: string, opts: { cursor?: string | undefined; limit: number }): Promise<LogPage> {
+    if ((opts.cursor === undefined || opts.cursor.startsWith('i:')) && (await this.owned.isBuilt())) {
+      const { keys, last } = await this.owned.logPage(prefix, opts.cursor?.slice(2) ?? '', Math.max(1, opts.limit));
+      return { logs: keys, ...(last !== '' ? { cursor: `i:${last}` } : {}) };
+    }
     const match = `${(this.logPrefix + prefix).replace(/[*?[\]\\]/g, '\\$&')}*`;
     const [next, keys] = await this.run(() => this.redis.scan(opts.cursor ?? '0', 'MATCH', match, 'COUNT', opts.limit));
     return { logs: keys.map((k) => k.slice(this.logPrefix.length)), ...(next !== '0' ? { cursor: next } : {}) };
@@ -438,7 +506,7 @@ export class RedisStorage implements Storage {
           await this.run(() => this.redis.storageUnlock(unique.length, ...redisKeys.slice(0, unique.length), token));
           return planned.result;
         }
-        if (await this.commit(redisKeys, token, unique, values, encodeWrites(planned.writes))) return planned.result;
+        if (await this.commit(redisKeys, token, unique, values, this.encode(planned.writes))) return planned.result;
         if (Date.now() > deadline) throw new CoreError('UNAVAILABLE', 'storage: could not complete a transaction in time; retry');
         await sleep(Math.random() * wait);
         wait = Math.min(20, wait * 2);
@@ -468,7 +536,7 @@ export class RedisStorage implements Storage {
     const { accepted, expected, encoded } = planBatch<string, EncodedWrites>(jobs, {
       guess: (k) => this.cache.guess(k, now).value ?? '',
       reader: readerOf,
-      encode: encodeWrites,
+      encode: (writes) => this.encode(writes),
       written: (out) => out.rows.map(([key, text]) => [key, text ?? ''] as const),
     });
     const writes: EncodedWrites = { args: encoded.flatMap((e) => e.args), rows: encoded.flatMap((e) => e.rows) };
@@ -483,6 +551,10 @@ export class RedisStorage implements Storage {
       return;
     }
     for (const a of accepted) a.job.resolve(applied ? { committed: true, result: a.result } : { committed: false });
+  }
+
+  private encode(writes: readonly TxWrite[]): EncodedWrites {
+    return encodeWrites(writes, (key) => this.owned.of(key));
   }
 
   /** The commit script (see COMMIT_SCRIPT); true when the writes were applied. Remembers what it wrote. */
@@ -503,6 +575,7 @@ export class RedisStorage implements Storage {
       this.dueKey,
       this.idKey,
       this.storeId,
+      this.owned.logIndex,
       ...writes.args,
     ];
     let applied: boolean;
@@ -539,9 +612,20 @@ export class RedisStorage implements Storage {
     }
   }
 
+  /**
+   * The due index is one sorted set for every prefix (the holds, the alert outbox), so it is read
+   * page by page until `limit` keys of `prefix` are found: due keys of another prefix listed
+   * first (a burst of alert deliveries) never hide this one's (the hold sweep then found none).
+   */
   async dueKeys(prefix: string, now: number, limit: number): Promise<string[]> {
-    const keys = await this.run(() => this.redis.zrangebyscore(this.dueKey, '-inf', String(now), 'LIMIT', 0, limit));
-    return keys.filter((k) => k.startsWith(prefix));
+    const found: string[] = [];
+    const page = Math.max(limit, 100);
+    for (let offset = 0; found.length < limit; offset += page) {
+      const keys = await this.run(() => this.redis.zrangebyscore(this.dueKey, '-inf', String(now), 'LIMIT', offset, page));
+      for (const k of keys) if (k.startsWith(prefix) && found.length < limit) found.push(k);
+      if (keys.length < page) break;
+    }
+    return found;
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
@@ -560,8 +644,14 @@ export class RedisStorage implements Storage {
     }
   }
 
+  /** Whether listings read their indexes yet (RedisOwnerIndex: a store upgraded from an older format builds them after a grace). */
+  ownerIndexBuilt(): Promise<boolean> {
+    return this.owned.isBuilt();
+  }
+
   close(): Promise<void> {
     clearInterval(this.formatCheck);
+    this.owned.stop();
     this.closing ??= (async () => {
       if (this.redis.status === 'ready') {
         try {
@@ -599,16 +689,16 @@ interface EncodedWrites {
 }
 
 /** The writes as plain script arguments (see COMMIT_SCRIPT), each value's JSON once. */
-function encodeWrites(writes: readonly TxWrite[]): EncodedWrites {
+function encodeWrites(writes: readonly TxWrite[], indexOf: (key: string) => KeyIndexes): EncodedWrites {
   const encoded: EncodedWrites = { args: [], rows: [] };
   for (const w of writes) {
     if (w.op === 'set') {
       const text = canonicalJson(w.value);
       encoded.rows.push([w.key, text, w.ttlMs]);
-      encoded.args.push('s', w.key, text, pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt)));
+      encoded.args.push('s', w.key, text, pxFor(w.ttlMs), w.dueAt === undefined ? '' : String(Math.trunc(w.dueAt)), ...indexOf(w.key));
     } else if (w.op === 'delete') {
       encoded.rows.push([w.key, undefined, undefined]);
-      encoded.args.push('d', w.key);
+      encoded.args.push('d', w.key, ...indexOf(w.key));
     } else encoded.args.push('a', w.log, canonicalJson(w.record));
   }
   return encoded;
@@ -628,6 +718,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** PX argument for a ttl; '' for none. A falsy ttl means no expiry, as in MemoryStorage. */
 function pxFor(ttlMs: number | undefined): string {
   return ttlMs ? String(Math.max(1, Math.ceil(ttlMs))) : '';
+}
+
+/** Whether a key is in a listed family (written through the indexing scripts). */
+function indexed([oidx, fidx]: KeyIndexes): boolean {
+  return oidx !== '' || fidx !== '';
 }
 
 function escapeGlob(text: string): string {

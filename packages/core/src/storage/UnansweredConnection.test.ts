@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { UnansweredConnection } from './UnansweredConnection.js';
 
 describe('UnansweredConnection', () => {
@@ -33,8 +33,8 @@ describe('UnansweredConnection', () => {
       () => false,
     );
     conn.failed(new Error('Command timed out'));
-    await new Promise((r) => setTimeout(r, 250));
-    expect(probes).toBeGreaterThanOrEqual(2);
+    // The second probe comes after the watch's 100 ms wait: awaited, not slept for.
+    await vi.waitFor(() => expect(probes).toBeGreaterThanOrEqual(2));
     expect(conn.isUnanswered).toBe(true);
     conn.answered();
     expect(conn.isUnanswered).toBe(false);

@@ -315,6 +315,86 @@ describe.each(backends)('storage conformance: $label', (backend) => {
     expect((await store.listKeys('nothing:', { limit: 10 })).keys).toEqual([]);
   });
 
+  it("lists an owner's keys (a family listed per owner: an index on Redis) whatever wrote, deleted or expired them", async () => {
+    // Every way of writing: set, compare-and-set, increment, a transaction's set and delete.
+    await store.set('vault:al:openai', 1);
+    await store.set('vault:al:gone', 1, { ttlMs: 1 });
+    expect(await store.compareAndSet('vault:al:anthropic', undefined, 2)).toBe(true);
+    await store.increment('vault:al:counter', 3);
+    await store.set('vault:al:dropped', 1);
+    await store.set('vault:al:txdrop', 1);
+    await store.transact(['vault:al:tx', 'vault:al:txdrop'], () => ({
+      writes: [
+        { op: 'set', key: 'vault:al:tx', value: 4 },
+        { op: 'delete', key: 'vault:al:txdrop' },
+      ],
+      result: null,
+    }));
+    expect(await store.delete('vault:al:dropped')).toBe(true);
+    // Other owners, one whose name starts with this one's, and the family's root.
+    for (const k of ['vault:alice:openai', 'vault:a:openai', 'vault:al', 'apikeyowner:al:k1', 'ws:client:al:w1']) await store.set(k, 0);
+    await expired(store, 'vault:al:gone');
+    const owned = ['vault:al:anthropic', 'vault:al:counter', 'vault:al:openai', 'vault:al:tx'];
+    expect((await store.keys('vault:al:')).sort()).toEqual(owned);
+    expect((await store.keys('vault:al:o')).sort()).toEqual(['vault:al:openai']);
+    expect(await store.keys('vault:nobody:')).toEqual([]);
+    expect((await store.keys('apikeyowner:al:')).sort()).toEqual(['apikeyowner:al:k1']);
+    expect((await store.keys('ws:client:al:')).sort()).toEqual(['ws:client:al:w1']);
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await store.listKeys('vault:al:', { cursor, limit: 2 });
+      // Redis pages by SCAN until its owner index is built (a new store's build scans the shared test Redis).
+      expect(page.keys.length).toBeLessThanOrEqual(store.kind === 'redis' ? Number.POSITIVE_INFINITY : 2);
+      for (const k of page.keys) seen.add(k);
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+    expect([...seen].sort()).toEqual(owned);
+    // Written again after a delete: listed again.
+    await store.set('vault:al:dropped', 5);
+    expect(await store.keys('vault:al:')).toContain('vault:al:dropped');
+  });
+
+  it('lists a family whole and by a prefix inside it (an index on Redis) whatever wrote, deleted or expired its keys', async () => {
+    await store.set('aicache:h1', 1, { ttlMs: 600_000 });
+    await store.set('aicache:gone', 1, { ttlMs: 1 });
+    await store.increment('aicache:bytes:1', 10, { ttlMs: 600_000 });
+    expect(await store.compareAndSet('aicache:h2', undefined, 2)).toBe(true);
+    await store.set('aicache:dropped', 1);
+    await store.transact(['aicache:tx', 'aicache:dropped'], () => ({
+      writes: [
+        { op: 'set', key: 'aicache:tx', value: 4, ttlMs: 600_000 },
+        { op: 'delete', key: 'aicache:dropped' },
+      ],
+      result: null,
+    }));
+    await store.transact([], () => ({ writes: [{ op: 'set', key: 'alerts:outbox:d1', value: 1, dueAt: Date.now() }], result: null }));
+    for (const k of ['alerts:dead:d1', 'ws:server:w1', 'stats:2026-12-01:rpc:p', 'stats:2026-12-02:rpc:p', 'vault:al:openai', 'vault:bo:x'])
+      await store.set(k, 0);
+    // Neighbours: a key that starts like a family without being in it, and another family.
+    for (const k of ['aicachex:h1', 'alerts:outboxed', 'ws:serverx:w1']) await store.set(k, 0);
+    await expired(store, 'aicache:gone');
+    const cache = ['aicache:bytes:1', 'aicache:h1', 'aicache:h2', 'aicache:tx'];
+    expect((await store.keys('aicache:')).sort()).toEqual(cache);
+    expect(await store.keys('aicache:bytes:')).toEqual(['aicache:bytes:1']);
+    expect(await store.keys('alerts:outbox:')).toEqual(['alerts:outbox:d1']);
+    expect(await store.keys('alerts:dead:')).toEqual(['alerts:dead:d1']);
+    expect(await store.keys('ws:server:')).toEqual(['ws:server:w1']);
+    expect(await store.keys('stats:2026-12-01:')).toEqual(['stats:2026-12-01:rpc:p']);
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await store.listKeys('vault:', { cursor, limit: 1 });
+      // Redis pages by SCAN until its index is built (a new store's build scans the shared test Redis).
+      expect(page.keys.length).toBeLessThanOrEqual(store.kind === 'redis' ? Number.POSITIVE_INFINITY : 1);
+      for (const k of page.keys) seen.add(k);
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+    expect([...seen].sort()).toEqual(['vault:al:openai', 'vault:bo:x']);
+    for (const k of cache) await store.delete(k);
+    expect(await store.keys('aicache:')).toEqual([]);
+  });
+
   it('gets many keys at once', async () => {
     await store.set('m1', 1);
     await store.set('m3', { three: 3 });
@@ -454,6 +534,24 @@ describe.each(backends)('storage conformance: $label', (backend) => {
     await store.transact(['hold:a'], () => ({ writes: [{ op: 'delete', key: 'hold:a' }], result: null }));
     await store.transact(['hold:b'], () => ({ writes: [{ op: 'set', key: 'hold:b', value: 2 }], result: null }));
     expect(await store.dueKeys('hold:', 10_000, 10)).toEqual(['hold:c']);
+  });
+
+  it("due keys of another prefix, however many and however early, never hide a prefix's due keys", async () => {
+    // Holds and the alert outbox share the due index: a burst of due deliveries must not stop the hold sweep.
+    await store.transact([], () => ({
+      writes: Array.from({ length: 250 }, (_, i) => ({ op: 'set' as const, key: `alerts:outbox:${i}`, value: 1, dueAt: 100 + i })),
+      result: null,
+    }));
+    await store.transact([], () => ({
+      writes: [
+        { op: 'set', key: 'hold:late', value: 1, dueAt: 2000 },
+        { op: 'set', key: 'hold:early', value: 1, dueAt: 1000 },
+      ],
+      result: null,
+    }));
+    expect(await store.dueKeys('hold:', 5000, 200)).toEqual(['hold:early', 'hold:late']);
+    expect(await store.dueKeys('hold:', 5000, 1)).toEqual(['hold:early']);
+    expect(await store.dueKeys('alerts:outbox:', 5000, 300)).toHaveLength(250);
   });
 
   it("API key rows: the owner index lists exactly one owner's keys, and a record with its spend row moves in one transaction", async () => {
@@ -640,8 +738,9 @@ describe.skipIf(!redis.ok)('redis backend', () => {
           result: read<number>('k'),
         })),
       ).toBe(1);
+      // It waited for the 300 ms lease, and went on well before the 5 s lock wait would end (room for a loaded machine).
       expect(Date.now() - started).toBeGreaterThanOrEqual(250);
-      expect(Date.now() - started).toBeLessThan(1000);
+      expect(Date.now() - started).toBeLessThan(2500);
       // A plain set between the read and the commit: the commit refuses, the plan runs again on the new value.
       let runs = 0;
       const result = await a.transact(['k'], (read) => {
@@ -679,7 +778,8 @@ describe.skipIf(!redis.ok)('redis backend', () => {
       await expectAppCode(store.set('k', 1), 'UNAVAILABLE');
       await expectAppCode(store.increment('k', 1, { min: 0 }), 'UNAVAILABLE');
       await expectAppCode(store.append('log', 1), 'UNAVAILABLE');
-      expect(Date.now() - t0).toBeLessThan(200);
+      // Refused at once, well below the 2 s command timeout each would otherwise wait (room for a loaded machine).
+      expect(Date.now() - t0).toBeLessThan(1000);
       expect(Date.now() - started).toBeLessThan(3000);
       expect(await store.health()).toMatchObject({ ok: false });
     } finally {
@@ -700,7 +800,8 @@ describe.skipIf(!redis.ok)('redis backend', () => {
       await new Promise((r) => server.once('exit', r));
       const t0 = Date.now();
       await expectAppCode(store.get('k'), 'UNAVAILABLE');
-      expect(Date.now() - t0).toBeLessThan(500);
+      // Refused at once, well below the 2 s command timeout (room for a loaded machine).
+      expect(Date.now() - t0).toBeLessThan(1000);
       expect((await store.health()).ok).toBe(false);
       server = await startRedisServer(port, dir);
       expect(

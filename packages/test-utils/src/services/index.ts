@@ -1,6 +1,14 @@
 export { testService, testServices } from './testService.js';
 export { testRedis, testRedisOptions, rawTestClient, dropTestKeys, type TestRedis } from './testRedis.js';
-export { testPostgres, postgresAt, testPostgresOptions, dropTestSchema, runTestSql, type TestPostgres } from './testPostgres.js';
+export {
+  testPostgres,
+  postgresAt,
+  testPostgresOptions,
+  dropTestSchema,
+  runTestSql,
+  holdStoreKeyLock,
+  type TestPostgres,
+} from './testPostgres.js';
 export {
   probeServices,
   SERVICE_ENV,

@@ -60,9 +60,8 @@ export function testPostgresOptions(pg: Omit<TestPostgres, 'ok'>, label = 'stora
   };
 }
 
-/** Drop a test schema and everything in it (refuses any schema these helpers did not name). */
-export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: string): Promise<void> {
-  if (!/^t_[a-z0-9_]+$/.test(schema)) throw new Error(`refusing to drop ${schema}: not a test schema`);
+/** A connection of its own to the test database (a dropped connection's error is not thrown at the process). */
+async function connectTo(pg: Omit<TestPostgres, 'ok'>) {
   const { default: pgLib } = await import('pg');
   const client = new pgLib.Client({
     host: pg.host,
@@ -75,6 +74,18 @@ export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: strin
   client.on('error', () => undefined);
   try {
     await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  return client;
+}
+
+/** Drop a test schema and everything in it (refuses any schema these helpers did not name). */
+export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: string): Promise<void> {
+  if (!/^t_[a-z0-9_]+$/.test(schema)) throw new Error(`refusing to drop ${schema}: not a test schema`);
+  const client = await connectTo(pg);
+  try {
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   } finally {
     await client.end().catch(() => undefined);
@@ -87,22 +98,44 @@ export async function dropTestSchema(pg: Omit<TestPostgres, 'ok'>, schema: strin
  * reading tables a test set up itself.
  */
 export async function runTestSql(pg: Omit<TestPostgres, 'ok'>, sql: string): Promise<Array<Record<string, unknown>>> {
-  const { default: pgLib } = await import('pg');
-  const client = new pgLib.Client({
-    host: pg.host,
-    port: pg.port,
-    user: pg.user,
-    password: pg.password,
-    database: pg.database,
-    connectionTimeoutMillis: 3000,
-  });
-  client.on('error', () => undefined);
+  const client = await connectTo(pg);
   try {
-    await client.connect();
     const result = await client.query(sql);
     const last = Array.isArray(result) ? result[result.length - 1] : result;
     return (last?.rows ?? []) as Array<Record<string, unknown>>;
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/**
+ * Take the advisory lock PostgresStorage takes on `key` before a transaction on it, from a session
+ * of its own: a transaction on that key then waits until `release()` (a store that is slow to
+ * answer for one user's rows, on a real server). Advisory locks span the database, so name a key
+ * no other suite uses.
+ */
+export async function holdStoreKeyLock(
+  pg: Omit<TestPostgres, 'ok'>,
+  key: string,
+): Promise<{ release(): Promise<void>; waiting(): Promise<number> }> {
+  const client = await connectTo(pg);
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  return {
+    // Ending the session gives its advisory locks back.
+    release: () => client.end(),
+    // Sessions waiting for the lock (a bigint advisory lock is classid and objid, its high and low halves).
+    waiting: async () => {
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+           AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`,
+        [key],
+      );
+      return (rows[0] as { n: number }).n;
+    },
+  };
 }

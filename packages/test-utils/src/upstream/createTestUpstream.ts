@@ -347,13 +347,15 @@ export async function createTestUpstream(options: TestUpstreamOptions = {}): Pro
     const wanted = directives.outputTokens ?? outputTokens;
     const out = p.maxTokens !== undefined ? Math.min(p.maxTokens, wanted) : wanted;
     const plan = planReply(rec.extras!, options.reply ? options.reply(rec) : `Test reply from ${r.format} (${p.model})`);
+    const inputTokens = options.countInputTokens
+      ? options.countInputTokens(p.system, p.content)
+      : Math.ceil((p.system.length + p.content.length) / 4);
     const parts = {
       model: p.model,
       text: plan.kind === 'text' ? plan.text : '',
       ...(plan.kind === 'tool' ? { toolCall: { id: plan.id, name: plan.name, input: plan.input } } : {}),
-      inputTokens: options.countInputTokens
-        ? options.countInputTokens(p.system, p.content)
-        : Math.ceil((p.system.length + p.content.length) / 4),
+      inputTokens,
+      ...(directives.cachedTokens ? { cachedTokens: Math.min(directives.cachedTokens, inputTokens) } : {}),
       outputTokens: out,
       // A reply that stopped on a stop sequence did not reach the limit.
       truncated: p.maxTokens !== undefined && p.maxTokens < wanted && !(plan.kind === 'text' && plan.stopSequence !== undefined),

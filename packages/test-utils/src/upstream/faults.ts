@@ -50,6 +50,8 @@ export interface MarkerDirectives {
   chunkDelayMs?: number;
   /** Output tokens for this request (still capped by maxTokens). */
   outputTokens?: number;
+  /** Input tokens the reply reports as read from the provider's prompt cache (at most its input; ReplyParts.cachedTokens). */
+  cachedTokens?: number;
 }
 
 const MARKER = /\[\[upstream:([a-z0-9=:.-]+)\]\]/gi;
@@ -58,7 +60,7 @@ const MARKER = /\[\[upstream:([a-z0-9=:.-]+)\]\]/gi;
  * Read the `[[upstream:...]]` markers of a prompt. Recognised:
  * `401`, `403`, `429`, `429:retry=<s>`, `500`, `<any status>`, `hang`, `drop`, `reset`,
  * `malformed`, `no-usage`, `json`, `stall`, `truncate=<frames>`, `truncate-clean=<frames>`,
- * `truncate-stall=<frames>`, `latency=<ms>`, `chunk-delay=<ms>`, `output=<tokens>`.
+ * `truncate-stall=<frames>`, `latency=<ms>`, `chunk-delay=<ms>`, `output=<tokens>`, `cached=<tokens>`.
  */
 export function parseMarkers(text: string): MarkerDirectives {
   const out: MarkerDirectives = {};
@@ -85,6 +87,8 @@ export function parseMarkers(text: string): MarkerDirectives {
       out.chunkDelayMs = Number(head.slice('chunk-delay='.length)) || 0;
     } else if (head?.startsWith('output=')) {
       out.outputTokens = Number(head.slice('output='.length)) || 0;
+    } else if (head?.startsWith('cached=')) {
+      out.cachedTokens = Number(head.slice('cached='.length)) || 0;
     }
   }
   return out;

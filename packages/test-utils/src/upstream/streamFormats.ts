@@ -1,7 +1,10 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import {
+  anthropicInputOf,
   anthropicStop,
+  chatUsageOf,
+  googleUsageOf,
   responsesCallItem,
   responsesMessageItem,
   responsesObject,
@@ -83,7 +86,7 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
             created,
             model: r.model,
             choices: [],
-            usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens },
+            usage: chatUsageOf(r),
           }),
         );
       }
@@ -160,7 +163,7 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: r.inputTokens, output_tokens: 1 },
+            usage: { ...anthropicInputOf(r), output_tokens: 1 },
           },
         }),
       ];
@@ -225,11 +228,7 @@ export function streamFrames(format: WireFormat, r: ReplyParts): Array<string | 
             ],
             ...(last && !r.omitUsage
               ? {
-                  usageMetadata: {
-                    promptTokenCount: r.inputTokens,
-                    candidatesTokenCount: r.outputTokens,
-                    totalTokenCount: r.inputTokens + r.outputTokens,
-                  },
+                  usageMetadata: googleUsageOf(r),
                 }
               : {}),
             modelVersion: r.model,

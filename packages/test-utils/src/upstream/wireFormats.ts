@@ -131,6 +131,13 @@ export interface ReplyParts {
   stopSequence?: string;
   /** Leave usage numbers out (a provider that does not report them). */
   omitUsage: boolean;
+  /**
+   * Input tokens (of `inputTokens`) reported as read from the provider's prompt cache, each format
+   * its way (usageOf): OpenAI Chat's and OpenRouter's `prompt_tokens_details.cached_tokens`, the
+   * Responses API's `input_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`,
+   * Google's `cachedContentTokenCount`. Default none.
+   */
+  cachedTokens?: number;
   /** Answer with this tool call instead of text. */
   toolCall?: { id: string; name: string; input: Record<string, unknown> };
 }
@@ -205,7 +212,7 @@ export function responsesObject(id: string, created: number, r: ReplyParts, stat
       done && !r.omitUsage
         ? {
             input_tokens: r.inputTokens,
-            input_tokens_details: { cached_tokens: 0 },
+            input_tokens_details: { cached_tokens: r.cachedTokens ?? 0 },
             output_tokens: r.outputTokens,
             output_tokens_details: { reasoning_tokens: 0 },
             total_tokens: r.inputTokens + r.outputTokens,
@@ -213,6 +220,32 @@ export function responsesObject(id: string, created: number, r: ReplyParts, stat
         : null,
     user: null,
     metadata: {},
+  };
+}
+
+/** OpenAI Chat's (and OpenRouter's, Mistral's) usage, with the prompt's cached part when there is one. */
+export function chatUsageOf(r: ReplyParts): Json {
+  return {
+    prompt_tokens: r.inputTokens,
+    completion_tokens: r.outputTokens,
+    total_tokens: r.inputTokens + r.outputTokens,
+    ...(r.cachedTokens ? { prompt_tokens_details: { cached_tokens: r.cachedTokens } } : {}),
+  };
+}
+
+/** Anthropic's input counts: `input_tokens` is the uncached part, cache reads apart. */
+export function anthropicInputOf(r: ReplyParts): Json {
+  const reads = r.cachedTokens ?? 0;
+  return { input_tokens: r.inputTokens - reads, ...(reads ? { cache_read_input_tokens: reads } : {}) };
+}
+
+/** Google's `usageMetadata`: `promptTokenCount` includes the cached part, `cachedContentTokenCount`. */
+export function googleUsageOf(r: ReplyParts): Json {
+  return {
+    promptTokenCount: r.inputTokens,
+    candidatesTokenCount: r.outputTokens,
+    totalTokenCount: r.inputTokens + r.outputTokens,
+    ...(r.cachedTokens ? { cachedContentTokenCount: r.cachedTokens } : {}),
   };
 }
 
@@ -254,7 +287,7 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
               }
             : { index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.truncated ? 'length' : 'stop' },
         ],
-        ...(r.omitUsage ? {} : { usage: { prompt_tokens: r.inputTokens, completion_tokens: r.outputTokens, total_tokens: total } }),
+        ...(r.omitUsage ? {} : { usage: chatUsageOf(r) }),
       };
     case 'anthropic':
       return {
@@ -267,7 +300,7 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
           : [{ type: 'text', text: r.text }],
         ...anthropicStop(r),
         // The Messages API always reports usage (the SDK's schema requires it), so omitUsage does not apply.
-        usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens },
+        usage: { ...anthropicInputOf(r), output_tokens: r.outputTokens },
       };
     case 'bedrock':
       return {
@@ -295,9 +328,7 @@ export function replyBody(format: WireFormat, r: ReplyParts): Json {
             index: 0,
           },
         ],
-        ...(r.omitUsage
-          ? {}
-          : { usageMetadata: { promptTokenCount: r.inputTokens, candidatesTokenCount: r.outputTokens, totalTokenCount: total } }),
+        ...(r.omitUsage ? {} : { usageMetadata: googleUsageOf(r) }),
         modelVersion: r.model,
       };
   }

@@ -167,4 +167,32 @@ describe('StreamAdmission', () => {
     expect(total).toBeGreaterThanOrEqual(32);
     expect(total).toBeLessThanOrEqual(4096);
   });
+
+  it('a held stream whose credential is lost is cut: its place comes back and the watch stops (the in-process body)', async () => {
+    const admission = new StreamAdmission({ perAddress: 2, perIdentity: 2, total: 4 });
+    const place = admission.take('10.0.0.9', 'someone');
+    if (isRefusal(place)) throw new Error('refused');
+    let lose: (() => void) | undefined;
+    let stopped = 0;
+    const by = {
+      watchCredential(onLost: () => void) {
+        lose = onLost;
+        return () => stopped++;
+      },
+    };
+    const endless = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => undefined) });
+    const res = admission.hold(
+      new Response(endless, { headers: { 'content-type': 'text/event-stream' } }),
+      place,
+      undefined,
+      'event-stream',
+      by,
+    );
+    const reading = res.body!.getReader().read();
+    expect(admission.open).toBe(1);
+    lose!();
+    await expect(reading).rejects.toThrow(/credential/);
+    expect(admission.open).toBe(0);
+    expect(stopped).toBe(1);
+  });
 });

@@ -6,6 +6,8 @@ import { edgeError, type EdgeFamily } from './edgeError.js';
 export interface ClosableResponse {
   readonly closed?: boolean;
   once(event: 'close', listener: () => void): unknown;
+  /** Close the stream from our side (its credential was lost): node:http's ServerResponse. */
+  destroy?(): unknown;
   /** HTTP/1.1's keep-alive for this response's connection (node:http's ServerResponse; absent on HTTP/2). */
   shouldKeepAlive?: boolean;
 }
@@ -37,9 +39,14 @@ export type StreamPlace = () => void;
 /** Which answers keep their place while they are written: event streams only, or any body. */
 export type HeldBodies = 'event-stream' | 'any-body';
 
+/** The request a held stream was opened by (core's RequestScope): its credential is watched while the stream is open. */
+export interface WatchedCredential {
+  watchCredential(onLost: () => void): () => void;
+}
+
 /**
  * The one admission every long-lived response goes through (MCP GET streams, MCP POST answers
- * streamed as SSE, MCP 2026 `subscriptions/listen`, /v1 streams, tRPC streamed batches): each
+ * streamed as SSE, MCP 2026 `subscriptions/listen`, /v1 streams, tRPC streamed batches and subscriptions): each
  * holds a socket, and so a file descriptor, for as long as the client wants, so without a cap one
  * address (or one identity from many addresses, or many addresses at once) could hold every
  * descriptor the process has and leave nothing for /health or anyone else. A place is taken
@@ -99,23 +106,37 @@ export class StreamAdmission {
   /**
    * Keep `place` until `res` is over when it is an event stream (`streams: 'any-body'`: a streamed
    * answer of another type too, tRPC's streamed batches), else give it back at once. `outgoing`:
-   * the Node response it is written to.
+   * the Node response it is written to. While it is held, the credential of `by` (the request that
+   * opened it) is watched: a stream whose key is revoked, whose token expires or whose
+   * administrator is demoted is closed (docs/security.md, "Streams and the credential").
    */
-  hold(res: Response, place: StreamPlace, outgoing?: ClosableResponse, streams: HeldBodies = 'event-stream'): Response {
+  hold(
+    res: Response,
+    place: StreamPlace,
+    outgoing?: ClosableResponse,
+    streams: HeldBodies = 'event-stream',
+    by?: WatchedCredential,
+  ): Response {
     if (streams === 'event-stream' && !isEventStream(res)) {
       place();
       return res;
     }
-    if (outgoing) {
-      if (outgoing.closed) place();
-      else outgoing.once('close', place);
-      return res;
-    }
-    if (!res.body) {
+    if (outgoing ? outgoing.closed : !res.body) {
       place();
       return res;
     }
-    return withEnd(res, place);
+    // Held: ended from our side by the Node response's destroy, or in process by cutting the body.
+    const cut = outgoing ? undefined : new AbortController();
+    const unwatch = by?.watchCredential(() => (outgoing ? outgoing.destroy?.() : cut!.abort()));
+    const release = () => {
+      unwatch?.();
+      place();
+    };
+    if (outgoing) {
+      outgoing.once('close', release);
+      return res;
+    }
+    return withEnd(res, release, cut!.signal);
   }
 
   private refusal(status: 429 | 503, cap: StreamRefusal['cap'], limit: number, message: string): StreamRefusal {
@@ -157,8 +178,8 @@ function bump(map: Map<string, number>, key: string, by: number): void {
   else map.delete(key);
 }
 
-/** `res` with a body that calls `onEnd` once when it ends, fails or is cancelled. */
-export function withEnd(res: Response, onEnd: () => void): Response {
+/** `res` with a body that calls `onEnd` once when it ends, fails or is cancelled; `cut` ends it from our side. */
+export function withEnd(res: Response, onEnd: () => void, cut?: AbortSignal): Response {
   let counted = true;
   const done = () => {
     if (counted) onEnd();
@@ -166,14 +187,28 @@ export function withEnd(res: Response, onEnd: () => void): Response {
   };
   const reader = res.body!.getReader();
   const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      cut?.addEventListener(
+        'abort',
+        () => {
+          done();
+          controller.error(new Error('the stream was closed: its credential no longer holds'));
+          void reader.cancel().catch(() => undefined);
+        },
+        { once: true },
+      );
+    },
     async pull(controller) {
       try {
         const { done: end, value } = await reader.read();
+        // Cut while the read waited: the stream is already errored, nothing more goes into it.
+        if (cut?.aborted) return;
         if (end) {
           done();
           controller.close();
         } else controller.enqueue(value);
       } catch (err) {
+        if (cut?.aborted) return;
         done();
         controller.error(err);
       }

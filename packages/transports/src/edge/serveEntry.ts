@@ -67,8 +67,8 @@ export type EntrySpec<P> = EntryAdmission & {
  * The edge guards (origin, host, content type, body size) ran before, as middleware of the route
  * (createServer). Then, in this order, for every entry point:
  * 1. request scope: the credential verified once (query-string tokens refused);
- * 2. request limit (if the entry point has one), then the credential: a refused one ends the
- *    request ('http') or fails each call ('per-call');
+ * 2. request limit (if the entry point has one), then the credential: a refused one, or an API
+ *    key over its requests per minute, ends the request ('http') or fails each call ('per-call');
  * 3. read and parse the calls;
  * 4. the access decision, once per call (RequestScope keeps it; the base middleware reuses it);
  * 5. tool-call limits ('before-dispatch');
@@ -103,6 +103,9 @@ export async function serveEntry<P>(
     if (unchecked) return spec.refuse(c, scope, unchecked, toWireError(unchecked).httpStatus);
     const refused = scope.challenge();
     if (refused) return spec.refuse(c, scope, refused.error, refused.status, refused.headers);
+    // An API key over its requests per minute: this request was counted and is refused whole (429).
+    const keyRefusal = scope.keyRefusal;
+    if (keyRefusal) return spec.refuse(c, scope, keyRefusal, toWireError(keyRefusal).httpStatus, keyRefusal.headers);
   }
   observe?.('read calls');
   const read = await spec.readCalls(c, scope);

@@ -14,6 +14,15 @@ function scopeOf(authInfo: AuthInfo | undefined): RequestScope {
   return facts.scope;
 }
 
+/**
+ * Watch the credential of the request `ctx` belongs to while something it started runs on after
+ * the answer (a task's run): `onLost` runs once when that credential is refused or no longer makes
+ * an administrator of one it made one (RequestScope.watchCredential). Returns the function that stops watching.
+ */
+export function watchCallerCredential(ctx: ServerContext, onLost: () => void): () => void {
+  return scopeOf(ctx.http?.authInfo).watchCredential(onLost);
+}
+
 /** Aborts its controller with the reason of whichever source aborts first (no closure per call). */
 class AbortLink {
   constructor(private readonly controller: AbortController) {}

@@ -16,11 +16,22 @@ const PREFIX = 'mcpbudget:';
 export const CLUSTER_SYNC_MS = 1_000;
 /** A published count lives this long without a refresh: a killed instance's sessions stop counting after it. */
 const TTL_MS = 5 * CLUSTER_SYNC_MS;
+/**
+ * The instances that publish counts, each with when its entry lapses (ms since epoch): read by
+ * key instead of listing `mcpbudget:`, a walk of the whole keyspace on Redis.
+ */
+const MEMBERS = `${PREFIX}members`;
+/** How long an instance's entry in MEMBERS lasts; it is renewed when half of it is left. */
+const MEMBER_TTL_MS = 60 * CLUSTER_SYNC_MS;
+type Members = Record<string, number>;
 
 /**
  * The MCP session budget across instances: each instance publishes its own session counts to the
  * shared store (`mcpbudget:<instance>`, refreshed every second, expiring after five) and keeps the
- * other instances' counts, read on the same beat, to add to its own when it admits a session.
+ * other instances' counts, read on the same beat, to add to its own when it admits a session. The
+ * instances are found through one list (`mcpbudget:members`), each entry renewed every 30 s:
+ * listing the prefix on every beat and every change walked the whole keyspace on Redis, so the
+ * beat grew slower with everything stored (ledgers, usage rows) for as long as the cluster ran.
  *
  * Why a published snapshot rather than shared counters: a counter incremented per session leaks
  * when an instance dies with sessions open (kill -9), and would put a storage round trip in front
@@ -69,7 +80,12 @@ export class ClusterSessionCounts {
     this.syncing = (async () => {
       try {
         await this.storage.set(PREFIX + this.instanceId, this.own(), { ttlMs: TTL_MS });
-        const keys = (await this.storage.keys(PREFIX)).filter((k) => k !== PREFIX + this.instanceId);
+        const now = Date.now();
+        let members = (await this.storage.get<Members>(MEMBERS)) ?? {};
+        if (!((members[this.instanceId] ?? 0) > now + MEMBER_TTL_MS / 2)) members = await this.join(now);
+        const keys = Object.keys(members)
+          .filter((id) => id !== this.instanceId && members[id]! > now)
+          .map((id) => PREFIX + id);
         const records = keys.length ? await this.storage.getMany<SessionCounts>(keys) : [];
         const sum = empty();
         for (const r of records) if (r) add(sum, r);
@@ -88,6 +104,22 @@ export class ClusterSessionCounts {
     clearInterval(this.timer);
     await (this.again ?? this.syncing);
     await this.storage.delete(PREFIX + this.instanceId).catch(() => undefined);
+    await this.members((m) => delete m[this.instanceId], Date.now()).catch(() => undefined);
+  }
+
+  /** Enter (or renew) this instance in the member list. */
+  private join(now: number): Promise<Members> {
+    return this.members((m) => (m[this.instanceId] = now + MEMBER_TTL_MS), now);
+  }
+
+  /** Change the member list in one transaction, dropping the entries that lapsed (instances gone without a stop). */
+  private members(change: (m: Members) => void, now: number): Promise<Members> {
+    return this.storage.transact([MEMBERS], (read) => {
+      const next: Members = {};
+      for (const [id, until] of Object.entries(read<Members>(MEMBERS) ?? {})) if (until > now) next[id] = until;
+      change(next);
+      return { writes: [{ op: 'set', key: MEMBERS, value: next }], result: next };
+    });
   }
 }
 

@@ -1,4 +1,5 @@
 import { McpServer, type CacheHint, type Server } from '@modelcontextprotocol/server';
+import { packageVersion } from '@ai-backend/core/internal';
 import type { RequestStateSeal } from './requestStateSeal.js';
 import { closeWithoutStacks } from './closeWithoutStacks.js';
 import { ParamsCheckingServer } from './ParamsCheckingServer.js';
@@ -15,7 +16,11 @@ import type { ToolCatalog } from './toolCatalog.js';
 
 export type { McpRequestFacts } from './callContext.js';
 
-export const SERVER_INFO = { name: 'ai-backend', version: '0.1.0' } as const;
+/**
+ * What `initialize` answers as `serverInfo`: the version is the published package's (its
+ * manifest), not a literal a release would leave behind.
+ */
+export const SERVER_INFO = { name: 'ai-backend', version: packageVersion(import.meta.url, '@ai-backend/transports') } as const;
 
 /**
  * How long a 2026-07-28 client may reuse a list (the spec's `ttlMs`/`cacheScope` on cacheable

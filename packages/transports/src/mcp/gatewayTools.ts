@@ -82,11 +82,17 @@ function failed(deps: McpServerDeps, error: unknown, name: string | undefined, h
 
 /** Upstream prompts (`<server>__<prompt>`) after ours, for the servers this caller may use. */
 export function gatewayPrompts(deps: McpServerDeps, ctx: ServerContext): Array<Record<string, unknown>> {
-  return deps.services.gateway.active ? deps.services.gateway.listPrompts(identityOf(ctx)) : [];
+  return deps.services.gateway.active ? deps.services.gateway.content.listPrompts(identityOf(ctx)) : [];
 }
 
 /** Upstream resources (their own URIs) after ours; the bookkeeping field `server` stays here. */
 export function gatewayResources(deps: McpServerDeps, ctx: ServerContext): Array<Record<string, unknown>> {
   if (!deps.services.gateway.active) return [];
-  return deps.services.gateway.listResources(identityOf(ctx)).map(({ server: _s, ...r }) => r);
+  return deps.services.gateway.content.listResources(identityOf(ctx)).map(({ server: _s, ...r }) => r);
+}
+
+/** Upstream resource templates (their own URI templates) after ours, for the same callers as their resources. */
+export function gatewayResourceTemplates(deps: McpServerDeps, ctx: ServerContext): Array<Record<string, unknown>> {
+  if (!deps.services.gateway.active) return [];
+  return deps.services.gateway.content.listResourceTemplates(identityOf(ctx)).map(({ server: _s, ...t }) => t);
 }

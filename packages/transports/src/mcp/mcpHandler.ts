@@ -23,6 +23,7 @@ import { ModernEndpoint } from './modernEndpoint.js';
 import { isLegacyMcpRequest } from './isLegacyMcpRequest.js';
 import { duplicateIdResponse } from './InFlightIds.js';
 import { jsonRpcError } from './mcpErrors.js';
+import { unreadableSubscription } from './registerResources.js';
 import { SessionTable, type Session, type SessionTableOptions } from './SessionTable.js';
 import {
   closeAfterRefusal,
@@ -62,6 +63,8 @@ type LegacyEndpoint =
 /** What a request took: its place in the stream admission (see McpHandler.admit) and its session. */
 interface PlaceHolder {
   place?: StreamPlace;
+  /** The request that took the place: its credential is watched while the stream is held. */
+  by?: RequestScope;
   /** The stream admission refused this request (its connection is closed once answered). */
   refused?: boolean;
   /** The session the request was handed to, so its answer's end is counted against it. */
@@ -118,8 +121,8 @@ export class McpHandler {
     const { config, logger } = entry;
     this.entry = entry;
     this.services = services;
-    const { prompts, resources, gateway, clientWorkspaces, shared, signals } = services;
-    this.serverServices = { router: entry.router, logger, prompts, resources, gateway, clientWorkspaces };
+    const { prompts, resources, gateway, clientWorkspaces, shared, signals, security } = services;
+    this.serverServices = { router: entry.router, logger, prompts, resources, gateway, clientWorkspaces, security };
     this.admission = opts.streams ?? new StreamAdmission(streamCapsOf(config.limits));
     this.catalog = buildToolCatalog(entry.router);
     this.seal = createRequestStateSeal({ config, logger, shared });
@@ -228,7 +231,7 @@ export class McpHandler {
     const stream = holder.isStream ? holder.isStream(res) : isEventStream(res);
     // A place taken for an answer that may stream is kept until it ends, given back now when it is not a stream.
     if (holder.place) {
-      if (stream) res = this.admission.hold(res, holder.place, outgoing, 'any-body');
+      if (stream) res = this.admission.hold(res, holder.place, outgoing, 'any-body', holder.by);
       else holder.place();
     }
     return limits.stamp(this.streams.track(res, kind, outgoing, session && (() => this.sessions?.answered(session)), stream));
@@ -257,6 +260,7 @@ export class McpHandler {
       return refusalResponse('jsonrpc', taken);
     }
     holder.place = taken;
+    holder.by = scope;
     return undefined;
   }
 
@@ -297,6 +301,8 @@ export class McpHandler {
         if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
         const messages = Array.isArray(body.value) ? body.value : [body.value];
         const { calls, listsTools } = this.parseCalls(messages);
+        const unreadable = unreadableSubscription(this.services.resources, this.entry.router, scope.identity, messages);
+        if (unreadable) return unreadable;
         // tools/list is not a procedure: its own rule, the same sign-in challenge.
         if (!scope.identity && listsTools && toolsListNeedsAuth(config)) return this.challenge(scope, scope.challengeFor(null));
         return { calls, parsed: { body: body.value, messages } };

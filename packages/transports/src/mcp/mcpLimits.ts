@@ -48,12 +48,16 @@ export class McpLimits {
     return this.refused(this.services.rateLimit.refusal(decision, this.decisions), identity, 'request', 'requests', decision.limit);
   }
 
-  /** The 429 for tool calls the entry sequence's limits step refused (RequestScope.limitToolCalls). */
+  /**
+   * The 429 of the entry sequence: tool calls its limits step refused (RequestScope.limitToolCalls),
+   * or, before that step, the request itself refused as over its API key's requests per minute.
+   */
   refusedToolCalls(err: CoreError, scope: RequestScope): Response {
     const decisions = [...this.decisions, ...scope.limitDecisions];
     const last = scope.limitDecisions.at(-1);
-    const error = last ? this.services.rateLimit.refusal(last, decisions) : err;
-    return this.refused(error, scope.identity, 'tools/call', 'toolCalls', last?.limit);
+    // The request over its API key's requests per minute: recorded where it was counted (authenticateRequest).
+    if (!last) return this.answer(err);
+    return this.refused(this.services.rateLimit.refusal(last, decisions), scope.identity, 'tools/call', 'toolCalls', last.limit);
   }
 
   /** Put the RateLimit headers on an allowed answer. */
@@ -91,6 +95,11 @@ export class McpLimits {
       path,
       detail: limit === undefined ? { kind } : { kind, limit },
     });
+    return this.answer(err);
+  }
+
+  /** The JSON-RPC 429 of a refusal. */
+  private answer(err: CoreError): Response {
     const body = {
       jsonrpc: '2.0',
       id: null,

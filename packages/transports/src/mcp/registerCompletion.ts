@@ -3,6 +3,7 @@ import { completeFrom, CoreError } from '@ai-backend/core/internal';
 import { identityOf } from './gatewayTools.js';
 import { toMcpError } from './mcpErrors.js';
 import { keyMayGet } from './registerPrompts.js';
+import { keyMayRead } from './registerResources.js';
 import type { McpServerDeps } from './sessionState.js';
 
 const EMPTY = { completion: { values: [], total: 0, hasMore: false } };
@@ -16,6 +17,14 @@ export function registerCompletion(server: Server, deps: McpServerDeps): void {
   server.setRequestHandler('completion/complete', async (request, ctx): Promise<never> => {
     const { ref, argument, context } = request.params;
     try {
+      // An upstream's prompt (`<server>__<prompt>`) or resource template (the MCP gateway), asked of its server.
+      const gateway = deps.services.gateway;
+      const ours = ref.type === 'ref/prompt' ? prompts.get(ref.name) : (resources.getTemplate(ref.uri) ?? resources.get(ref.uri));
+      if (gateway.active && !ours) {
+        const upstreamRef = ref.type === 'ref/prompt' ? { type: ref.type, name: ref.name } : { type: ref.type, uri: ref.uri };
+        const done = await gateway.content.complete(identityOf(ctx), upstreamRef, argument, context?.arguments ?? {}, ctx.mcpReq.signal);
+        if (done) return { completion: done } as never;
+      }
       if (ref.type === 'ref/prompt') {
         // A prompt an API key may not get is one it cannot complete either: as unknown as in prompts/get.
         const prompt = prompts.get(ref.name);
@@ -24,10 +33,12 @@ export function registerCompletion(server: Server, deps: McpServerDeps): void {
         return { completion: await prompts.complete(ref.name, argument.name, argument.value, context?.arguments ?? {}) } as never;
       }
       const template = resources.getTemplate(ref.uri);
-      if (!template) {
-        if (resources.get(ref.uri)) return EMPTY as never; // a plain resource has nothing to complete
+      const plain = template ? undefined : resources.get(ref.uri);
+      // A template (or resource) an API key may not read is unknown to it, as in resources/list:
+      // its completions are the values it offers.
+      if (!(template ?? plain) || !keyMayRead(deps, identityOf(ctx))(template ?? plain!))
         throw new CoreError('NOT_FOUND', 'unknown resource template');
-      }
+      if (!template) return EMPTY as never; // a plain resource has nothing to complete
       if (!template.complete) return EMPTY as never;
       return { completion: completeFrom(await template.complete(argument.name, argument.value), argument.value) } as never;
     } catch (err) {

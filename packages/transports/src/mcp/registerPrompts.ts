@@ -37,7 +37,7 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
       try {
         // An upstream's prompt (the MCP gateway): `<server>__<prompt>`, never one of ours.
         if (deps.services.gateway.active && !registry.get(name)) {
-          const upstream = await deps.services.gateway.getPrompt(identityOf(ctx), name, args, ctx.mcpReq.signal);
+          const upstream = await deps.services.gateway.content.getPrompt(identityOf(ctx), name, args, ctx.mcpReq.signal);
           if (upstream) return upstream as GetPromptResult;
         }
         const use = { kind: 'prompt', name, args } as const;

@@ -1,14 +1,27 @@
 import type { Server } from '@modelcontextprotocol/server';
-import { keyMayCall, loadedProcedureIndex, type Identity } from '@ai-backend/core/internal';
-import { mcpContext } from './callContext.js';
+import type { AnyRouter } from '@trpc/server';
+import {
+  assertReadable,
+  CoreError,
+  readResourceAs,
+  resourceReader,
+  type Identity,
+  type ResourceRegistry,
+  type ResourceTarget,
+} from '@ai-backend/core/internal';
+import { mcpContext, type McpRequestFacts } from './callContext.js';
 import { resourceNotFound, toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
-import { gatewayResources, identityOf } from './gatewayTools.js';
+import { gatewayResources, gatewayResourceTemplates, identityOf } from './gatewayTools.js';
+
+/** How many upstream resources one session may be subscribed to at once (docs/mcp-gateway.md). */
+export const MAX_UPSTREAM_SUBSCRIPTIONS = 100;
 
 /**
  * resources/list, resources/read, resources/templates/list and, for 2025 sessions,
  * resources/subscribe + unsubscribe: the registry's notifyUpdated (called by operators, custom
- * code or workspace watching) reaches subscribed sessions as notifications/resources/updated.
+ * code or workspace watching) reaches subscribed sessions as notifications/resources/updated, and
+ * so does an upstream's (the MCP gateway subscribes at the upstream while a session is subscribed).
  * (2026-07-28 clients subscribe through subscriptions/listen, which McpHandler feeds.)
  * Returns a cleanup for when the session ends.
  */
@@ -39,16 +52,19 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
     'resources/templates/list',
     (_request, ctx) =>
       ({
-        resourceTemplates: registry
-          .listTemplates()
-          .filter(keyMayRead(deps, identityOf(ctx)))
-          .map((t) => ({
-            uriTemplate: t.uriTemplate,
-            name: t.name,
-            ...(t.title ? { title: t.title } : {}),
-            ...(t.description ? { description: t.description } : {}),
-            ...(t.mimeType ? { mimeType: t.mimeType } : {}),
-          })),
+        resourceTemplates: [
+          ...registry
+            .listTemplates()
+            .filter(keyMayRead(deps, identityOf(ctx)))
+            .map((t) => ({
+              uriTemplate: t.uriTemplate,
+              name: t.name,
+              ...(t.title ? { title: t.title } : {}),
+              ...(t.description ? { description: t.description } : {}),
+              ...(t.mimeType ? { mimeType: t.mimeType } : {}),
+            })),
+          ...gatewayResourceTemplates(deps, ctx),
+        ],
       }) as never,
   );
 
@@ -60,7 +76,7 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
         try {
           // An upstream's resource (the MCP gateway), read from the server that listed it.
           if (deps.services.gateway.active && !registry.has(uri)) {
-            const upstream = await deps.services.gateway.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
+            const upstream = await deps.services.gateway.content.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
             if (upstream) return upstream as never;
           }
           const use = { kind: 'resource', name: uri } as const;
@@ -72,7 +88,7 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
             { use, requestState: await deps.seal.claim(ctx, use) },
             request.params._meta?.progressToken as string | number | undefined,
           );
-          const r = await registry.read(uri, ctx.mcpReq.signal, callCtx);
+          const r = await readResourceAs(deps.services, callCtx, uri, ctx.mcpReq.signal);
           return {
             contents: [
               r.blob ? { uri: r.uri, mimeType: r.mimeType, blob: r.content } : { uri: r.uri, mimeType: r.mimeType, text: r.content },
@@ -86,13 +102,55 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
 
   if (deps.mode !== 'stateful') return () => undefined;
 
-  server.setRequestHandler('resources/subscribe', (request) => {
-    if (!registry.has(request.params.uri)) throw resourceNotFound(request.params.uri);
-    (state.subscriptions ??= new Set()).add(request.params.uri);
+  // This session as a subscriber to upstream resources (the MCP gateway): their updates reach it only.
+  const gateway = deps.services.gateway;
+  const upstreamUpdated = (uri: string) => {
+    server.sendResourceUpdated({ uri }).catch((err: unknown) => {
+      deps.services.logger.debug('resource update not delivered', { error: err instanceof Error ? err.message : String(err) });
+    });
+  };
+
+  // The upstream resources this session subscribed to; `ended` once it closed (a subscribe still running then is undone).
+  const upstreamUris = new Set<string>();
+  let ended = false;
+
+  server.setRequestHandler('resources/subscribe', async (request, ctx) => {
+    const { uri } = request.params;
+    if (registry.has(uri)) {
+      // A resource this API key may not read is as unknown here as in resources/list: a subscription
+      // would tell the key each time it changes.
+      try {
+        assertReadable(deps.services, identityOf(ctx), uri, { transport: 'mcp', ip: requestIpOf(ctx) });
+      } catch {
+        throw resourceNotFound(uri);
+      }
+    } else if (!upstreamUris.has(uri)) {
+      // An upstream's resource: subscribed at the server that serves it (as resources/read reads it there).
+      let upstream = false;
+      try {
+        // Templates match endless URIs: each subscription holds state here and at the upstream, so a session has a bound.
+        if (upstreamUris.size >= MAX_UPSTREAM_SUBSCRIPTIONS)
+          throw new CoreError(
+            'BAD_REQUEST',
+            `a session may subscribe to at most ${MAX_UPSTREAM_SUBSCRIPTIONS} upstream resources; unsubscribe from some first`,
+          );
+        upstream = gateway.active && (await gateway.content.subscribe(identityOf(ctx), uri, upstreamUpdated));
+      } catch (err) {
+        throw toMcpError(deps.services.logger, err, 'resources/subscribe', uri);
+      }
+      if (!upstream) throw resourceNotFound(uri);
+      if (ended) {
+        gateway.content.unsubscribe(uri, upstreamUpdated);
+        return {};
+      }
+      upstreamUris.add(uri);
+    }
+    (state.subscriptions ??= new Set()).add(uri);
     return {};
   });
   server.setRequestHandler('resources/unsubscribe', (request) => {
     state.subscriptions?.delete(request.params.uri);
+    if (upstreamUris.delete(request.params.uri)) gateway.content.unsubscribe(request.params.uri, upstreamUpdated);
     return {};
   });
 
@@ -108,16 +166,49 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
   return () => {
     offUpdated();
     offList();
+    // The session ended: an upstream subscription it was the last subscriber of ends too.
+    ended = true;
+    if (gateway.active) gateway.content.unsubscribeAll(upstreamUpdated);
   };
 }
 
+/** The client address of an MCP request (for the security log). */
+function requestIpOf(ctx: { http?: { authInfo?: { extra?: Record<string, unknown> } } }): string | undefined {
+  return (ctx.http?.authInfo?.extra?.facts as McpRequestFacts | undefined)?.scope.facts.ip;
+}
+
 /**
- * For an API key, the resources and templates its rules let it read (one served by a procedure is
- * that procedure's call: keyAccess, scopes, tools rule), as tools/list and prompts/list show a key
- * only what it may use; a read is still decided on its own.
+ * The resources and templates this caller may read (core's resourceReader: for an API key, what
+ * its rules admit, whatever serves them), as tools/list and prompts/list show a key only what it
+ * may use. resources/read, resources/subscribe and completion/complete answer the others as unknown.
  */
-function keyMayRead(deps: McpServerDeps, identity: Identity | null): (r: { procedure?: string | undefined }) => boolean {
-  if (identity?.via !== 'apiKey') return () => true;
-  const index = loadedProcedureIndex(deps.services.router);
-  return (r) => r.procedure === undefined || keyMayCall(r.procedure, index.get(r.procedure)?.meta, identity);
+export function keyMayRead(deps: McpServerDeps, identity: Identity | null): (r: ResourceTarget) => boolean {
+  return resourceReader(deps.services.router, identity);
+}
+
+/**
+ * A 2026-07-28 subscriptions/listen naming a resource this API key may not read: answered as an
+ * unknown resource (-32602), as resources/subscribe of a 2025 session and resources/list treat it,
+ * instead of a stream that would tell the key each time the resource changes. Undefined otherwise.
+ */
+export function unreadableSubscription(
+  resources: ResourceRegistry,
+  router: AnyRouter,
+  identity: Identity | null,
+  messages: unknown[],
+): Response | undefined {
+  if (identity?.via !== 'apiKey') return undefined;
+  for (const m of messages) {
+    const msg = m as { id?: unknown; method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | null;
+    const uris = msg?.method === 'subscriptions/listen' ? msg.params?.notifications?.resourceSubscriptions : undefined;
+    if (!Array.isArray(uris)) continue;
+    for (const uri of uris) {
+      const target = typeof uri === 'string' ? resources.targetOf(uri) : undefined;
+      if (target === undefined || resourceReader(router, identity)({ uri: uri as string, ...target })) continue;
+      const id = typeof msg!.id === 'string' || typeof msg!.id === 'number' ? msg!.id : null;
+      const error = { code: -32602, message: 'resource not found', data: { uri: (uri as string).slice(0, 2048) } };
+      return new Response(JSON.stringify({ jsonrpc: '2.0', id, error }), { status: 200, headers: { 'content-type': 'application/json' } });
+    }
+  }
+  return undefined;
 }

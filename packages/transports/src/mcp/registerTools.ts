@@ -7,8 +7,8 @@ import {
   type Server,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import { invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core/internal';
-import { clientCapabilitiesOf, mcpContext, taskCallContext } from './callContext.js';
+import { CoreError, invoke, logWireError, toJsonRpcError, toMcpToolError, toWireError, type Context } from '@ai-backend/core/internal';
+import { clientCapabilitiesOf, mcpContext, taskCallContext, watchCallerCredential } from './callContext.js';
 import { runnerOf, taskOwnerOf } from './requestStateSeal.js';
 import { declaresTasks, longRunningOf, missingTasksCapability, type RunTool, type ToolOutcome } from './tasks/McpTasks.js';
 import { withRequestRoots } from './requestRoots.js';
@@ -74,18 +74,35 @@ export function taskRunner(deps: McpServerDeps, server: Server, ctx: ServerConte
       }
     }
     const report = deps.tasks!.statusReporter(round.taskId);
-    const callCtx = taskCallContext(
-      deps,
-      server,
-      ctx,
-      use,
-      signal,
-      { taskId: round.taskId, inputResponses: round.inputResponses, requestState },
-      report,
-    );
-    return runOnce(deps, tool, args, callCtx);
+    // Access is checked when used, and a run is used for as long as it runs: as an open stream does,
+    // it ends when the credential that started (or resumed) it is refused (a revoked or expired key or
+    // token, a demoted administrator's), instead of running on to its end on the owner's account.
+    const lost = new AbortController();
+    const stopWatching = watchCallerCredential(ctx, () => lost.abort());
+    try {
+      const callCtx = taskCallContext(
+        deps,
+        server,
+        ctx,
+        use,
+        AbortSignal.any([signal, lost.signal]),
+        { taskId: round.taskId, inputResponses: round.inputResponses, requestState },
+        report,
+      );
+      const outcome = await runOnce(deps, tool, args, callCtx);
+      if (!lost.signal.aborted || signal.aborted) return outcome;
+      const { code, message } = toJsonRpcError(toWireError(CREDENTIAL_LOST));
+      return { kind: 'failed', error: { code, message } };
+    } finally {
+      stopWatching();
+    }
   };
 }
+
+const CREDENTIAL_LOST = new CoreError(
+  'INVALID_TOKEN',
+  'the credential that started this task was revoked, expired or no longer grants it: the task was stopped',
+);
 
 /**
  * tools/list and tools/call. A call runs the procedure through core's invoke seam (auth, rate

@@ -18,7 +18,7 @@ export type McpServeMode = 'stateful' | 'stateless' | 'modern';
  * workspaces (roots). Built once by McpHandler; never the whole runtime.
  */
 export type McpServerServices = Pick<EntryGateway, 'router' | 'logger'> &
-  Pick<Runtime, 'prompts' | 'resources' | 'gateway' | 'clientWorkspaces'>;
+  Pick<Runtime, 'prompts' | 'resources' | 'gateway' | 'clientWorkspaces' | 'security'>;
 
 /** What every capability handler of one MCP server (one session or one request) shares. */
 export interface McpServerDeps {

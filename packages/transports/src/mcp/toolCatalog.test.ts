@@ -40,6 +40,19 @@ describe('the tool-name check at start-up', () => {
     );
   });
 
+  it("refuses custom tool names the MCP gateway answers for: <server>__<tool> and the tool search's two", () => {
+    expect(() => checkToolNames(createAppRouter({ weather: router({ forecast: tool('every__echo') }) }))).toThrow(
+      'MCP tool name "every__echo" of weather.forecast contains "__", which names upstream MCP servers\' tools (<server>__<tool>); set meta.mcp.name',
+    );
+    expect(() => checkToolNames(createAppRouter({ weather: router({ a__b: tool() }) }))).toThrow('"a__b" of weather.a__b contains "__"');
+    for (const name of ['search_tools', 'call_tool'])
+      expect(() => checkToolNames(createAppRouter({ weather: router({ forecast: tool(name) }) }))).toThrow(
+        `MCP tool name "${name}" of weather.forecast is the MCP gateway's tool search tool; set meta.mcp.name`,
+      );
+    // One underscore is an ordinary name.
+    checkToolNames(createAppRouter({ weather: router({ forecast: tool('get_forecast') }) }));
+  });
+
   it('gives the same answers on a loaded router', async () => {
     const clash = createAppRouter({ weather: router({ generateText: tool() }) });
     await loadRouter(clash);

@@ -90,8 +90,28 @@ function clashError(name: string, a: string, b: string): Error {
   return new Error(`MCP tool name "${name}" is used by both ${first} and ${second}; set meta.mcp.name`);
 }
 
+/** Tool names the MCP gateway answers for on /mcp: its tool search's two tools (upstream tools are `<server>__<tool>`). */
+const GATEWAY_TOOL_NAMES: ReadonlySet<string> = new Set(['search_tools', 'call_tool']);
+
 /**
- * Tool name → procedure, refusing two procedures of one name. `known` are names taken by
+ * Why a procedure may not publish `name`, or undefined. Upstream MCP servers' tools are
+ * `<server>__<tool>` and the gateway's tool search is search_tools / call_tool
+ * (docs/mcp-gateway.md): one of ours named so would be listed beside the upstream's tool of that
+ * name and take its calls (ours are looked up first), and an API key's `<server>__*` rule would
+ * reach it. Servers can be added at run time, so the names are reserved whether any is configured or not.
+ */
+function reservedNameError(name: string, path: string): Error | undefined {
+  if (name.includes('__'))
+    return new Error(
+      `MCP tool name "${name}" of ${path} contains "__", which names upstream MCP servers' tools (<server>__<tool>); set meta.mcp.name`,
+    );
+  if (GATEWAY_TOOL_NAMES.has(name))
+    return new Error(`MCP tool name "${name}" of ${path} is the MCP gateway's tool search tool; set meta.mcp.name`);
+  return undefined;
+}
+
+/**
+ * Tool name → procedure, refusing two procedures of one name and names the gateway answers for. `known` are names taken by
  * procedures not among `infos` (name → path).
  */
 function toolsByName(infos: Iterable<ProcedureInfo>, known: Readonly<Record<string, string>> = {}): Map<string, ProcedureInfo> {
@@ -102,6 +122,8 @@ function toolsByName(infos: Iterable<ProcedureInfo>, known: Readonly<Record<stri
     if (name === undefined) continue;
     const clash = paths.get(name);
     if (clash !== undefined) throw clashError(name, clash, info.path);
+    const reserved = reservedNameError(name, info.path);
+    if (reserved) throw reserved;
     paths.set(name, info.path);
     byName.set(name, info);
   }

@@ -92,7 +92,12 @@ async function answerByAdapter(
   streams: StreamAdmission,
 ): Promise<Response> {
   const req = c.req.raw;
-  const streamed = req.headers.get('trpc-accept')?.includes('jsonl') || req.headers.get('accept')?.includes('jsonl');
+  // A subscription (a custom router's, answered by tRPC as server-sent events) is as long-lived
+  // as a streamed batch: it takes its place before it runs too.
+  const streamed =
+    req.headers.get('trpc-accept')?.includes('jsonl') ||
+    req.headers.get('accept')?.includes('jsonl') ||
+    isSubscriptionCall(req.url, mount, gateway.router);
   const outgoing = (c.env as { outgoing?: ClosableResponse } | undefined)?.outgoing;
   let place: (() => void) | undefined;
   if (streamed) {
@@ -130,5 +135,23 @@ async function answerByAdapter(
   // Node adapter when it writes the answer).
   const type = res.headers.get('content-type');
   if (res.status !== 204 && (type === null || type.startsWith('text/plain'))) res.headers.set('content-type', 'application/json');
-  return place ? streams.hold(res, place, outgoing, 'any-body') : res;
+  return place ? streams.hold(res, place, outgoing, 'any-body', scope) : res;
+}
+
+/**
+ * Whether a request calls a subscription procedure, read as tRPC's fetch adapter reads it (the
+ * path after the mount point, slashes trimmed, percent-decoded; subscriptions are never batched).
+ */
+function isSubscriptionCall(url: string, mount: string, router: EntryGateway['router']): boolean {
+  const { pathname, searchParams } = new URL(url);
+  if (searchParams.get('batch') === '1') return false;
+  const trim = (p: string) => p.replace(/^\/|\/$/g, '');
+  let path: string;
+  try {
+    path = decodeURIComponent(trim(trim(pathname).slice(trim(mount).length)));
+  } catch {
+    return false; // tRPC refuses the request
+  }
+  const procedures = router._def.procedures as Record<string, { _def: { type: string } } | undefined>;
+  return procedures[path]?._def.type === 'subscription';
 }

@@ -34,6 +34,19 @@ export const modelInfoSchema = once(() =>
     inputUsdPerMTok: z.number().min(0).optional(),
     /** USD per million output tokens. */
     outputUsdPerMTok: z.number().min(0).optional(),
+    /** Prices of a call whose input is over `aboveInputTokens` tokens (every token of it), as some providers bill long prompts. */
+    longContext: z
+      .strictObject({
+        aboveInputTokens: z.number().int().min(1),
+        inputUsdPerMTok: z.number().min(0),
+        outputUsdPerMTok: z.number().min(0),
+      })
+      .optional(),
+    /**
+     * The fraction of the input price (long-context prices included) the provider bills an input
+     * token read from its prompt cache at; absent: priced as input.
+     */
+    cachedInputRatio: z.number().min(0).max(1).optional(),
     /** Input the model accepts besides text: 'image' and 'file' parts (chat `messages`). */
     input: z.array(z.enum(['text', 'image', 'file'])).optional(),
     /** 'language' (default) or 'embedding' (served by ai.embed and /v1/embeddings only). */

@@ -260,6 +260,17 @@ export const McpSchema = z
         logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('warn'),
         logToFile: z.boolean().default(false),
         logFilePath: z.string().optional(),
+        /**
+         * Size at which the file is rotated (renamed `<file>.1`, older ones shifted): a flood of
+         * refusals never fills the disk. Default 64 MiB.
+         */
+        maxFileBytes: z
+          .number()
+          .int()
+          .min(64 * 1024)
+          .default(64 * 1024 * 1024),
+        /** Rotated files kept beside the live one (`<file>.1` … `<file>.N`); the oldest is dropped. Default 5. */
+        maxFiles: z.number().int().min(1).max(100).default(5),
       }),
     ),
     /**

@@ -87,6 +87,11 @@ export const LimitsSchema = lazySection('limits', () =>
        */
       maxSseStreams: z.number().int().min(1).optional(),
       /**
+       * How often, in seconds, an open long-lived stream's credential is verified again (revoked,
+       * expired, demoted: the stream is closed). An API key's change is seen at once. Default 30.
+       */
+      streamCredentialCheckSec: z.number().int().min(1).max(3600).default(30),
+      /**
        * Connections this server instance accepts at once (node's `server.maxConnections`); more
        * are closed as they arrive, before a byte is read, and a warning is logged (at most every
        * 10 s). Default: half of the process's open-file limit, read when the server starts

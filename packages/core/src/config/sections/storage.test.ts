@@ -97,7 +97,9 @@ describe('storage: a union by type, carrying only the chosen backend', () => {
     expect(problems({ type: 'mysql' })).toEqual([
       { path: 'storage.type', message: 'Invalid option: expected one of "sqlite"|"postgres"|"memory"|"redis"|"file"' },
     ]);
-    expect(problems({ type: 'memory', sqlte: {} })).toEqual([{ path: 'storage', message: 'unknown key(s): sqlte' }]);
+    expect(problems({ type: 'memory', sqlte: {} })).toEqual([
+      { path: 'storage', message: 'unknown key(s): sqlte (did you mean sqlite?)', unknownKeys: ['sqlte'] },
+    ]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadAiSdk, loadProviderSdk } from '../../services/ai/aiSdk.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
 import type { Storage } from '../../kernel/Storage.js';
@@ -15,8 +15,11 @@ beforeAll(() => Promise.all([loadAiSdk(), loadProviderSdk('openai')]), 60_000);
  * sixth session: building the request during the reservation was tried and reverted).
  */
 
-/** A store whose reservations (transactions that create a hold) take `delayMs` and report when they are stored. */
-function slowReservations(delayMs: number, onStored: () => void): Storage {
+/**
+ * A store whose reservations (transactions that create a hold) take `delayMs` and report when
+ * they start (`onReserving`) and when they are stored (`onStored`).
+ */
+function slowReservations(delayMs: number, onStored: () => void, onReserving: () => void = () => undefined): Storage {
   const inner = new MemoryStorage();
   return new Proxy(inner, {
     get(target, prop, receiver) {
@@ -24,6 +27,7 @@ function slowReservations(delayMs: number, onStored: () => void): Storage {
       return async (keys: readonly string[], plan: Parameters<Storage['transact']>[1], opts?: unknown) => {
         const reserving = keys.some((k) => k.startsWith('hold:')) && !keys.some((k) => k.startsWith('usageday:'));
         if (!reserving) return (target.transact as (...a: unknown[]) => Promise<unknown>)(keys, plan, opts);
+        onReserving();
         await new Promise((r) => setTimeout(r, delayMs));
         const result = await (target.transact as (...a: unknown[]) => Promise<unknown>)(keys, plan, opts);
         onStored();
@@ -68,15 +72,29 @@ describe('ai.generateText: the upstream request waits for the stored hold', () =
 
   it('a client that leaves while the reservation is on its way: nothing sent, the hold given back', async () => {
     const ac = new AbortController();
-    h = await createAiHarness({}, {}, { storage: slowReservations(200, () => undefined) });
+    let stored = false;
+    // The client leaves as the reservation starts: while it is on its way, whatever the machine's load.
+    h = await createAiHarness(
+      {},
+      {},
+      {
+        storage: slowReservations(
+          200,
+          () => (stored = true),
+          () => ac.abort(),
+        ),
+      },
+    );
     await h.credit(alice.sub, 10_000);
     const call = rejection(ask(ac.signal));
-    setTimeout(() => ac.abort(), 50);
     expect(await call).toMatchObject({ appCode: 'CANCELLED' });
     // The reservation lands after the client left; the failed call releases it.
-    await new Promise((r) => setTimeout(r, 300));
+    await vi.waitFor(() => expect(stored).toBe(true));
+    await vi.waitFor(async () => {
+      expect(await h.runtime.storage.keys('hold:')).toEqual([]);
+      expect(await h.balance(alice.sub)).toBe(10_000);
+    });
     expect(h.upstream.requests).toHaveLength(0);
-    expect(await h.balance(alice.sub)).toBe(10_000);
     expect((await h.runtime.billing.ledger.audit(alice.sub)).consistent).toBe(true);
   });
 });

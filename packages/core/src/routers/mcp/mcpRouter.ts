@@ -1,6 +1,7 @@
 import { z } from '../../lib/zod.js';
 import { router } from '../../pipeline/init.js';
 import { publicProcedure } from '../../pipeline/procedures.js';
+import { readResourceAs, resourceReader } from '../../pipeline/resourceAccess.js';
 import { mcpServices } from './mcpServices.js';
 import { apiDocumentationPrompt, codeReviewPrompt, explainConceptPrompt, incidentResponsePrompt } from './prompts.js';
 
@@ -50,7 +51,12 @@ export const mcpRouter = router({
     .meta({ keyAccess: 'any', description: 'List registered resources, optionally filtered', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ category: z.string().max(200).optional(), search: z.string().max(200).optional() }).default({})))
     .query(({ ctx, input }) => {
-      const resources = ctx.resources.list(input).map((r) => r.uri);
+      // Only what the caller may read (an API key's rules), as MCP resources/list shows it.
+      const readable = resourceReader(ctx.resourceAccess.router, ctx.identity);
+      const resources = ctx.resources
+        .list(input)
+        .filter(readable)
+        .map((r) => r.uri);
       return { resources, total: resources.length };
     }),
 
@@ -58,7 +64,7 @@ export const mcpRouter = router({
     .meta({ keyAccess: 'any', description: 'Read a registered resource by URI', mcp: { annotations: { readOnlyHint: true } } })
     .input(z.lazy(() => z.object({ uri: z.string().min(1).max(2048) })))
     .query(async ({ ctx, input }) => {
-      const r = await ctx.resources.read(input.uri, ctx.req.signal, ctx);
+      const r = await readResourceAs(ctx.resourceAccess, ctx, input.uri, ctx.req.signal);
       return { content: r.content, mimeType: r.mimeType, uri: r.uri };
     }),
 

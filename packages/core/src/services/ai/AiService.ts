@@ -181,16 +181,25 @@ export class AiService {
 
   /**
    * The most a platform-paid call of `estimatedTokens` (input plus output, split unknown) can
-   * cost, for the budget previews: every token at the dearer of the two prices, over the model and
-   * the configured fallbacks, as the reservation counts. Null: the model has no price.
+   * cost, for the budget previews: the dearest split over the model and the configured fallbacks,
+   * as the reservation counts. The cost is linear in the split but for a long-context tier, so the
+   * dearest split is all input, all output, or just past a tier's threshold (the rest output, at the
+   * tier's prices). Null: the model has no price.
    */
   previewCostUsd(provider: ProviderId | undefined, model: string | undefined, estimatedTokens: number): number | null {
     const p = this.providers.assertKnown(provider ?? this.opts.config.ai.defaultProvider);
     const m = model ?? this.providers.defaultModel(p);
     const reachable = reachableModels(this.deps(), { provider: p, model: m }, undefined);
-    const asInput = worstCostUsd(this.deps(), reachable, estimatedTokens, 0);
-    const asOutput = worstCostUsd(this.deps(), reachable, 0, estimatedTokens);
-    return asInput === undefined || asOutput === undefined ? null : Math.max(asInput, asOutput);
+    const splits: Array<[input: number, output: number]> = [
+      [estimatedTokens, 0],
+      [0, estimatedTokens],
+    ];
+    for (const t of reachable) {
+      const above = this.providers.models.get(t.provider, t.model)?.longContext?.aboveInputTokens;
+      if (above !== undefined && estimatedTokens > above) splits.push([above + 1, estimatedTokens - above - 1]);
+    }
+    const costs = splits.map(([input, output]) => worstCostUsd(this.deps(), reachable, input, output));
+    return costs.some((c) => c === undefined) ? null : Math.max(...(costs as number[]));
   }
 
   async generateText(input: GenerateTextInput, call: GenerateTextCall): Promise<GenerateTextOutput> {

@@ -10,12 +10,33 @@ export interface ModelInfo {
   maxOutputTokens?: number;
   inputUsdPerMTok?: number;
   outputUsdPerMTok?: number;
+  /**
+   * The prices of a call whose input exceeds `aboveInputTokens` (Gemini 2.5 Pro's prompts over
+   * 200k tokens, Claude Sonnet's 1M context): the provider bills every token of such a call at
+   * them, so the hold, every money budget and the recorded cost must too.
+   */
+  longContext?: { aboveInputTokens: number; inputUsdPerMTok: number; outputUsdPerMTok: number };
+  /**
+   * What the provider bills an input token read from its prompt cache, as a fraction of the input
+   * price (long-context prices included): OpenAI's `cached_tokens`, Google's
+   * `cachedContentTokenCount`, Anthropic's cache reads. Absent: cached input is priced as input,
+   * never below what the provider bills.
+   */
+  cachedInputRatio?: number;
   /** Accepted input kinds; absent means text only. */
   input?: Array<'text' | 'image' | 'file'>;
   /** 'embedding' models serve ai.embed and /v1/embeddings only; absent means a language model. */
   kind?: 'language' | 'embedding';
   /** Where the entry comes from: the bundled file, the operator's config, or both merged. */
   origin: 'bundled' | 'config' | 'bundled+config';
+}
+
+/** What of a call's input its provider bills at another price than input (ModelRegistry.estimateCostUsd). */
+export interface CachedInput {
+  /** Input tokens (counted in the call's input) read from the provider's prompt cache: priced at the model's `cachedInputRatio`. */
+  readTokens?: number | undefined;
+  /** Input tokens' worth billed above the input price (Anthropic's cache writes, readWireAnswer.ts). */
+  writeExtra?: number | undefined;
 }
 
 /** Where the registry data comes from, reported by ai.listProviders and ai.getRegistryHealth. */
@@ -95,11 +116,25 @@ export class ModelRegistry {
     return Math.round(((inputTokens * m.inputUsdPerMTok) / 1_000_000) * 1e10) / 1e10;
   }
 
-  /** Estimated USD cost of a call; undefined when the model has no pricing. */
-  estimateCostUsd(provider: ProviderId, model: string, inputTokens: number, outputTokens: number): number | undefined {
+  /**
+   * Estimated USD cost of a call (at its long-context prices past their threshold, which counts
+   * every input token, cached ones included); undefined when the model has no pricing. `cache`:
+   * what of the input the provider bills at another price than input.
+   */
+  estimateCostUsd(
+    provider: ProviderId,
+    model: string,
+    inputTokens: number,
+    outputTokens: number,
+    cache: CachedInput = {},
+  ): number | undefined {
     const m = this.get(provider, model);
     if (m?.inputUsdPerMTok === undefined || m.outputUsdPerMTok === undefined) return undefined;
-    const usd = (inputTokens * m.inputUsdPerMTok + outputTokens * m.outputUsdPerMTok) / 1_000_000;
+    const prices = m.longContext && inputTokens > m.longContext.aboveInputTokens ? m.longContext : m;
+    // Never more read tokens than input tokens: a hostile count must not price the input below zero.
+    const reads = Math.min(cache.readTokens ?? 0, inputTokens);
+    const input = inputTokens - reads + reads * (m.cachedInputRatio ?? 1) + (cache.writeExtra ?? 0);
+    const usd = (input * prices.inputUsdPerMTok! + outputTokens * prices.outputUsdPerMTok!) / 1_000_000;
     // Round away float noise (1e-10 USD is far below any price step).
     return Math.round(usd * 1e10) / 1e10;
   }

@@ -98,7 +98,8 @@ describe('RegistryProbe', () => {
     upstream!.failProvider('google', { kind: 'status', status: 503 });
     await probe.tick();
     expect(await breaker.state('google')).toBe('open');
-    // Well past the cooldown, no round since: the probe's verdict still holds.
+    // Well past the cooldown, no round since: the probe's verdict still holds (a deliberate pause,
+    // asserting nothing reopens the breaker).
     await new Promise((r) => setTimeout(r, 300));
     expect(await breaker.state('google')).toBe('open');
     expect(await breaker.admit('google')).toBe('skip');

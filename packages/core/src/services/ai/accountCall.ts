@@ -9,25 +9,29 @@ export interface CallUsage {
   tokensUsed: number;
   inputTokens?: number | undefined;
   outputTokens?: number | undefined;
+  /** Input tokens' worth billed above the input price (Anthropic's cache writes, WireUsage): priced, not charged as tokens. */
+  cacheWriteExtra?: number | undefined;
+  /** Input tokens (of `inputTokens`) read from the provider's prompt cache: priced at the model's `cachedInputRatio`, charged as tokens. */
+  cachedInputTokens?: number | undefined;
 }
 
 /** A call's price at the pricing table: undefined when its model has no price. */
 export type Pricing = (provider: ProviderId, model: string, usage: CallUsage) => number | undefined;
 
 /**
- * The one accounting step of every AI call, once per call: usage → price → the hold's
- * settlement (a platform charge or a BYOK record) → the usage metrics
+ * The one accounting step of every AI call, once per call: usage and its price (`costUsd`,
+ * undefined when the model has none; computed once by the caller, who hands the same figure to the
+ * response cache) → the hold's settlement (a platform charge or a BYOK record) → the usage metrics
  * (`ai_backend_tokens_total`, `ai_backend_cost_usd_total`, an API key's tokens).
  */
 export async function accountCall(
   deps: Pick<CallDeps, 'metrics' | 'routing'>,
   hold: Hold,
-  price: Pricing,
+  costUsd: number | undefined,
   call: Pick<TextCall, 'identity'>,
   served: { provider: ProviderId; model: string; metadata?: UsageMetadata | undefined; route?: RouteSlot | undefined },
   usage: CallUsage,
 ): Promise<Charge> {
-  const costUsd = price(served.provider, served.model, usage);
   const charge = await hold.settle({
     tokensUsed: usage.tokensUsed,
     provider: served.provider,
@@ -56,8 +60,17 @@ export async function accountCall(
   return charge;
 }
 
-/** The price of a text call's usage: reported tokens, else the call's bounds (never less than it may have cost). */
-export function textPricing(deps: Pick<CallDeps, 'providers'>, p: Pick<PreparedCall, 'inputEstimate' | 'maxTokens'>): Pricing {
+/**
+ * The price of a text call's usage: reported tokens (and what of the input is billed above or below
+ * the input price: cache writes, cached input), else the call's bounds (never less than it may have
+ * cost: its cost bound's input).
+ */
+export function textPricing(deps: Pick<CallDeps, 'providers'>, p: Pick<PreparedCall, 'costInput' | 'maxTokens'>): Pricing {
   return (provider, model, usage) =>
-    deps.providers.models.estimateCostUsd(provider, model, usage.inputTokens ?? p.inputEstimate, usage.outputTokens ?? p.maxTokens);
+    usage.inputTokens === undefined
+      ? deps.providers.models.estimateCostUsd(provider, model, p.costInput, usage.outputTokens ?? p.maxTokens)
+      : deps.providers.models.estimateCostUsd(provider, model, usage.inputTokens, usage.outputTokens ?? p.maxTokens, {
+          readTokens: usage.cachedInputTokens,
+          writeExtra: usage.cacheWriteExtra,
+        });
 }

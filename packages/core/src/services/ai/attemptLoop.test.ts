@@ -42,7 +42,8 @@ describe('the attempt loop: a client that leaves during the backoff before a fal
       const err = await outcome;
       const ms = performance.now() - left;
       expect(err).toMatchObject({ appCode: expect.stringMatching(/^(CANCELLED|UPSTREAM_ERROR)$/) });
-      expect(ms).toBeLessThan(BACKOFF_MS / 5);
+      // Well below the 5 s backoff it would otherwise wait, with room for a loaded machine.
+      expect(ms).toBeLessThan(BACKOFF_MS / 2);
       expect(h.upstream.requests).toHaveLength(1);
       await waitFor(async () => (await h.balance(alice.sub)) === 100_000);
     });

@@ -18,7 +18,7 @@ import { planForStoredKey, planRoute, platformRefused, storedKeyPaysOrRefuse, ty
 import type { RouteTarget } from './routing/routeTargets.js';
 import type { CacheDirective, ResponseCache } from './cache/ResponseCache.js';
 import type { WireRequest } from './passThrough/wireRequest.js';
-import { wireInputBound } from './wireInputBound.js';
+import { asksProviderCache, wireInputBound } from './wireInputBound.js';
 import { isStrictSchema, objectRoot } from './validateOutput.js';
 import { assertPromptMayUse, type SystemPromptStore } from './SystemPromptStore.js';
 import {
@@ -101,6 +101,11 @@ export interface PreparedCall {
   inputEstimate: number;
   /** The hold: inputEstimate + maxTokens. */
   estimatedTokens: number;
+  /**
+   * The input the cost bound prices: inputEstimate, twice over for a body that asks the provider to
+   * cache its prompt (asksProviderCache: a cache write is billed at up to twice the input price).
+   */
+  costInput: number;
   prompt: BuiltPrompt;
   /** Billing's hold: closed once, by the accounting step (settle) or on failure (release). */
   hold: Hold;
@@ -185,7 +190,8 @@ async function prepareWith(
   const estimatedTokens = inputEstimate + maxTokens;
   const reach = { identity: call.identity, attachments: prompt.attachments, maxTokens };
   let reachable = reachableModels(deps, own, input.fallbacks, reach, planned.slice(1));
-  const costUsd = worstCostUsd(deps, reachable, inputEstimate, maxTokens);
+  const costInput = call.wire && asksProviderCache(call.wire) ? 2 * inputEstimate : inputEstimate;
+  const costUsd = worstCostUsd(deps, reachable, costInput, maxTokens);
   // A signed-in caller's stored key may pay for another provider of the route when none pays for
   // this one (a route that refused the platform: of the targets its caller-keyed plan gave).
   const others =
@@ -235,6 +241,7 @@ async function prepareWith(
     maxTokens,
     inputEstimate,
     estimatedTokens,
+    costInput,
     prompt,
     hold,
     reachable,

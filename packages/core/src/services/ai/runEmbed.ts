@@ -10,7 +10,7 @@ import { routeTargets } from './routing/routeTargets.js';
 import type { RouteSlot } from './routing/RouteSlot.js';
 import { planForStoredKey, planRoute, platformRefused, storedKeyPaysOrRefuse, type RoutePlan } from './routing/planRoute.js';
 import type { ProviderRegistry } from './ProviderRegistry.js';
-import { accountCall, type Pricing } from './accountCall.js';
+import { accountCall } from './accountCall.js';
 import { attemptLoop, settleLoop } from './attemptLoop.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
 
@@ -206,11 +206,10 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
     usage: { inputTokens: reported ?? null },
     requestId,
   };
-  const price: Pricing = (pr, m, usage) => providers.models.estimateEmbeddingCostUsd(pr, m, usage.tokensUsed);
   const charged = await accountCall(
     deps,
     hold,
-    price,
+    providers.models.estimateEmbeddingCostUsd(servedBy.provider, servedBy.model, tokensUsed),
     call,
     { provider: servedBy.provider, model: servedBy.model, metadata: input.metadata, route: servedBy.route },
     { tokensUsed },

@@ -3,7 +3,7 @@ import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { SettledUsage } from '../metering/Metering.js';
 import { prepareCall, sdkCallArgs, type CallDeps, type PreparedCall, type TextCall, type TextCallInput } from './prepareCall.js';
-import { accountCall, textPricing } from './accountCall.js';
+import { accountCall, textPricing, type CallUsage } from './accountCall.js';
 import { attemptLoop, attemptPath, settleLoop, type Served } from './attemptLoop.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { loadUpstreamFetch } from './upstreamFetch.js';
@@ -14,7 +14,7 @@ import type { CachedAnswer } from './cache/ResponseCache.js';
 import { answersWithWire, servesForm, storedWire, type CallForm } from './cacheForm.js';
 import { assertPromptMayUse, type ResolvedSystemPrompt } from './SystemPromptStore.js';
 import { randomUUID } from 'node:crypto';
-import { usageTokens } from './tokenCount.js';
+import { sdkCachedInput, usageTokens } from './tokenCount.js';
 import { forwardedRequest } from './passThrough/sendPassThrough.js';
 import { fetchWireAnswer, type WireAnswer } from './passThrough/fetchWireAnswer.js';
 import type { ToolCallOut } from './toolCallOut.js';
@@ -75,7 +75,17 @@ interface Answer {
   toolCalls: ReadonlyArray<{ toolCallId: string; toolName: string; input: unknown }>;
   finishReason: string;
   stopSequence?: string | undefined;
-  usage: { inputTokens?: number | undefined; outputTokens?: number | undefined; totalTokens?: number | undefined } | undefined;
+  usage:
+    | {
+        inputTokens?: number | undefined;
+        outputTokens?: number | undefined;
+        totalTokens?: number | undefined;
+        /** What of the input is billed above its price (WireUsage: Anthropic's cache writes on the pass-through path). */
+        cacheWriteExtra?: number | undefined;
+        /** What of the input was read from the provider's prompt cache (WireUsage.cachedInputTokens, sdkCachedInput). */
+        cachedInputTokens?: number | undefined;
+      }
+    | undefined;
   warnings: ReadonlyArray<{ type: string }>;
   wire?: WireAnswer;
 }
@@ -122,7 +132,7 @@ export async function runGenerateText(
           toolCalls: r.toolCalls,
           finishReason: r.finishReason,
           stopSequence: stopSequenceOf(r.finishReason, r.providerMetadata),
-          usage: r.usage,
+          usage: { inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, cachedInputTokens: sdkCachedInput(r.usage) },
           warnings: r.warnings ?? [],
         };
       }),
@@ -146,7 +156,7 @@ export async function runGenerateText(
   // tokens, so zero input counts as "not reported"); a hostile one sends negatives, fractions,
   // huge numbers: usage that cannot be read (tokenCount.ts), charged as none, at the hold.
   const reported = usageTokens(result.usage);
-  const { inputTokens, outputTokens } = reported === undefined ? {} : result.usage!;
+  const { inputTokens, outputTokens, cacheWriteExtra, cachedInputTokens } = reported === undefined ? {} : result.usage!;
   // An upstream that reports no usage is charged the reserved worst case, never less than it may have used.
   const tokensUsed = reported ?? p.estimatedTokens;
   if (reported === undefined)
@@ -180,14 +190,16 @@ export async function runGenerateText(
   // Settled before the answer is written, on both paths: an answer the client has is a charge the
   // store has (a kill -9 between the two would otherwise leave an answered call to the hold's expiry,
   // which releases it: a free call).
-  const charged = await accountCall(
-    deps,
-    hold,
-    textPricing(deps, p),
-    call,
-    { provider, model, metadata: input.metadata, route: p.route },
-    { tokensUsed, inputTokens, outputTokens },
-  );
+  const usage: CallUsage = {
+    tokensUsed,
+    inputTokens,
+    outputTokens,
+    ...(cacheWriteExtra ? { cacheWriteExtra } : {}),
+    ...(cachedInputTokens ? { cachedInputTokens } : {}),
+  };
+  // Priced once: the figure recorded is the one the cache entry keeps (a hit is charged its ratio of it).
+  const costUsd = textPricing(deps, p)(provider, model, usage);
+  const charged = await accountCall(deps, hold, costUsd, call, { provider, model, metadata: input.metadata, route: p.route }, usage);
   logger.debug('ai: generateText', { requestId, provider, model, mode, usage: tokensUsed });
   if (input.output && !data.toolCalls) {
     const parsed = await parseOutput(result.text, input.output.schema);
@@ -198,7 +210,7 @@ export async function runGenerateText(
   if (result.wire) out.passThrough = { body: result.wire.body, contentType: result.wire.contentType };
   if (cached) {
     data.cache = 'miss';
-    remember(deps, cached.key, out, 'plain');
+    remember(deps, cached.key, out, 'plain', costUsd);
   }
   return out;
 }
@@ -327,7 +339,7 @@ export async function serveHit(
   const charged = await accountCall(
     deps,
     hold,
-    () => costUsd,
+    costUsd,
     call,
     { provider: hit.provider, model: hit.model, metadata: { ...input.metadata, cache: 'hit', cachedTokensUsed: hit.tokensUsed } },
     { tokensUsed },
@@ -365,7 +377,7 @@ const WHOLE_ANSWER = new Set(['stop', 'length', 'tool-calls']);
  * billing chose, or a stored key a fallback used; a key in the request is not looked up at all)
  * was paid on the caller's account: it is never served to anyone, itself included, as a hit.
  */
-export function remember(deps: CallDeps, key: string, out: GenerateTextOutput, form: CallForm): void {
+export function remember(deps: CallDeps, key: string, out: GenerateTextOutput, form: CallForm, costUsd: number | undefined): void {
   if (out.usageInfo) return;
   if (!WHOLE_ANSWER.has(out.data.finishReason)) {
     deps.logger.debug('ai: response not cached: not a whole answer', {
@@ -380,20 +392,21 @@ export function remember(deps: CallDeps, key: string, out: GenerateTextOutput, f
     return;
   }
   void deps.cache!.put(key, {
-    ...answerOf(deps, out),
+    ...answerOf(out, costUsd),
     ...(wire ? { wire } : {}),
     ...(form === 'stream' ? { streamed: true as const } : {}),
   });
 }
 
-/** What a served call leaves in the cache: the answer and what it cost, nothing of the request. */
-function answerOf(deps: CallDeps, out: GenerateTextOutput): CachedAnswer {
+/**
+ * What a served call leaves in the cache: the answer and what it cost, nothing of the request.
+ * `costUsd` is the price the call was recorded at (accountCall's, cache writes' surcharge and
+ * reads' discount included), so a hit is charged its ratio of that, not of a price recomputed from
+ * plain input and output.
+ */
+function answerOf(out: GenerateTextOutput, costUsd: number | undefined): CachedAnswer {
   const d = out.data;
   const tokensUsed = out.tokenUsage?.tokensUsed ?? out.usageInfo?.tokensUsed ?? d.usage.totalTokens ?? 0;
-  const costUsd =
-    d.usage.inputTokens !== null && d.usage.outputTokens !== null
-      ? deps.providers.models.estimateCostUsd(d.provider, d.model, d.usage.inputTokens, d.usage.outputTokens)
-      : undefined;
   return {
     text: d.text,
     finishReason: d.finishReason,

@@ -12,7 +12,7 @@ import { accountCall, textPricing, type CallUsage } from './accountCall.js';
 import { assertValidCallSchemas, parseOutput } from './validateOutput.js';
 import { forwardedRequest, sendPassThrough, unreadableAnswer } from './passThrough/sendPassThrough.js';
 import { WireStream } from './passThrough/WireStream.js';
-import { usageTokens } from './tokenCount.js';
+import { sdkCachedInput, usageTokens } from './tokenCount.js';
 import { RawStreamUsage } from './RawStreamUsage.js';
 import { stopSequenceOf } from './stopSequence.js';
 import type { PassThroughEndpoint } from './passThrough/wireRequest.js';
@@ -106,6 +106,8 @@ export async function runStreamText(
   let cur: Target = p;
 
   let accounted = false;
+  /** The price the stream was settled at (priced once: the response cache keeps the same figure). */
+  let costUsd: number | undefined;
   /**
    * Settle or release, once, whatever ends the stream. `produced`: UTF-8 bytes of the output received before the stream ended early;
    * `input`: the
@@ -115,7 +117,10 @@ export async function runStreamText(
     if (accounted) return undefined;
     accounted = true;
     const served = { provider: cur.provider, model: cur.model, metadata: input.metadata, route: cur.route };
-    if (how.usage) return accountCall(deps, hold, pricing, call, served, how.usage);
+    if (how.usage) {
+      costUsd = pricing(cur.provider, cur.model, how.usage);
+      return accountCall(deps, hold, costUsd, call, served, how.usage);
+    }
     if (how.produced === undefined) {
       await hold.release(how.reason);
       return undefined;
@@ -123,7 +128,7 @@ export async function runStreamText(
     const tokensUsed = Math.min(p.estimatedTokens, (how.input ?? p.inputEstimate) + how.produced);
     logger.debug('ai: stream ended early; charging the upper bound of what was produced', { requestId, reason: how.reason, tokensUsed });
     try {
-      return await accountCall(deps, hold, pricing, call, served, { tokensUsed });
+      return await accountCall(deps, hold, pricing(cur.provider, cur.model, { tokensUsed }), call, served, { tokensUsed });
     } catch (err) {
       logger.error('ai: settling a partial stream failed', { requestId, error: err instanceof Error ? err.message : String(err) });
       return undefined;
@@ -239,7 +244,13 @@ export async function runStreamText(
       const tokensUsed = usageTokens(ws.usage);
       return tokensUsed === undefined
         ? undefined
-        : { tokensUsed, inputTokens: ws.usage!.inputTokens, outputTokens: ws.usage!.outputTokens };
+        : {
+            tokensUsed,
+            inputTokens: ws.usage!.inputTokens,
+            outputTokens: ws.usage!.outputTokens,
+            ...(ws.usage!.cacheWriteExtra ? { cacheWriteExtra: ws.usage!.cacheWriteExtra } : {}),
+            ...(ws.usage!.cachedInputTokens ? { cachedInputTokens: ws.usage!.cachedInputTokens } : {}),
+          };
     };
 
     /**
@@ -328,6 +339,7 @@ export async function runStreamText(
           const u = sdkUsage
             ? { inputTokens: Math.max(sdkUsage.inputTokens!, raw.input), outputTokens: Math.max(sdkUsage.outputTokens ?? 0, raw.output) }
             : part.totalUsage;
+          const cachedInputTokens = sdkUsage && sdkCachedInput(sdkUsage);
           const reported = usageTokens(u);
           // Nothing came and nothing was reported: not an answer but a reply the SDK could not
           // read as a stream (a server that ignores the stream flag answers plain JSON, which
@@ -338,7 +350,12 @@ export async function runStreamText(
           usage =
             reported === undefined
               ? { tokensUsed: t.estimatedTokens }
-              : { tokensUsed: reported, inputTokens: u.inputTokens, outputTokens: u.outputTokens };
+              : {
+                  tokensUsed: reported,
+                  inputTokens: u.inputTokens,
+                  outputTokens: u.outputTokens,
+                  ...(cachedInputTokens ? { cachedInputTokens } : {}),
+                };
           if (reported === undefined)
             logger.warn('ai: upstream reported no usage; charging the estimate', { requestId, provider: t.provider, model: t.model });
         } else if (part.type === 'error') {
@@ -382,7 +399,7 @@ export async function runStreamText(
       const result: GenerateTextOutput = { success: true, data, ...charged };
       if (cached) {
         data.cache = 'miss';
-        remember(deps, cached.key, result, 'stream');
+        remember(deps, cached.key, result, 'stream', costUsd);
       }
       yield { type: 'finish', result };
     } catch (err) {

@@ -24,3 +24,17 @@ export function usageTokens(u: { inputTokens?: unknown; outputTokens?: unknown }
   if (u.outputTokens == null) return u.inputTokens;
   return isTokenCount(u.outputTokens) ? u.inputTokens + u.outputTokens : undefined;
 }
+
+/**
+ * The input an AI SDK usage says the provider read from its prompt cache
+ * (`inputTokenDetails.cacheReadTokens`: OpenAI's and OpenRouter's `cached_tokens`, Google's
+ * `cachedContentTokenCount`, Anthropic's cache reads), at most its input. Undefined without any, or
+ * when it is not a token count: the input is then priced as input, never below the bill.
+ */
+export function sdkCachedInput(
+  u: { inputTokens?: unknown; inputTokenDetails?: { cacheReadTokens?: unknown } } | undefined,
+): number | undefined {
+  const reads = u?.inputTokenDetails?.cacheReadTokens;
+  if (!isTokenCount(reads) || reads === 0 || !isTokenCount(u!.inputTokens)) return undefined;
+  return Math.min(reads, u!.inputTokens);
+}

@@ -45,7 +45,7 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
           res.writeHead(200, { 'content-type': 'text/plain' });
           res.write('start');
           // A slow upstream: the rest of the body is deliberately late (tests abort before it comes).
-          setTimeout(() => res.end('end'), 2000);
+          setTimeout(() => res.end('end'), 10_000).unref();
         } else if (req.url === '/huge') {
           // An answer past MAX_ANSWER_BYTES, chunked (no declared length), written as fast as it is read.
           res.writeHead(200, { 'content-type': 'application/json' });
@@ -188,7 +188,8 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     const next = reader.read().catch((e: unknown) => e);
     ac.abort();
     expect(((await next) as Error).name).toBe('AbortError');
-    expect(performance.now() - started).toBeLessThan(1000);
+    // Well below the 10 s the rest of the body takes, with room for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   it('cancelling the stream closes the connection under it: the upstream sees its response closed', async () => {
@@ -297,9 +298,10 @@ describe('upstreamFetch (real HTTP server on 127.0.0.1)', () => {
     const res = await upstreamFetch(`${base}/slow`, { signal: ac.signal });
     const started = performance.now();
     const reading = res.text().catch((e: unknown) => e);
-    ac.abort(); // the head is in, the body has two seconds to go
+    ac.abort(); // the head is in, the body has ten seconds to go
     const err = await reading;
     expect((err as Error).name).toBe('AbortError');
-    expect(performance.now() - started).toBeLessThan(1000);
+    // Well below the 10 s the rest of the body takes, with room for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(5000);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CoreError } from '../../kernel/CoreError.js';
 import { ATTACHMENT_TOKENS } from './buildPrompt.js';
 import { forwardedRequest } from './passThrough/sendPassThrough.js';
-import { wireInputBound } from './wireInputBound.js';
+import { asksProviderCache, wireInputBound } from './wireInputBound.js';
 import type { PassThroughEndpoint, WireFormat, WireRequest } from './passThrough/wireRequest.js';
 
 const ai = { maxContentChars: 200_000, maxAttachments: 8, maxAttachmentBytes: 5 * 1024 * 1024 };
@@ -79,6 +79,53 @@ describe('wireInputBound', () => {
     );
     const dev = { input: [{ role: 'developer', content: [{ type: 'input_file', file_data: `data:application/pdf;base64,${base64}` }] }] };
     expect(wireInputBound(wire('openai-responses', dev), ai)).toBeGreaterThanOrEqual(ATTACHMENT_TOKENS);
+  });
+
+  it('asksProviderCache: an Anthropic body with cache_control at the top or on a system, tool, message or nested block', () => {
+    const cc = { cache_control: { type: 'ephemeral' } };
+    const user = (content: unknown) => ({ messages: [{ role: 'user', content }] });
+    const asks: Array<Record<string, unknown>> = [
+      { ...user('hi'), ...cc },
+      { ...user('hi'), system: [{ type: 'text', text: 's', ...cc }] },
+      { ...user('hi'), tools: [{ name: 't', input_schema: { type: 'object' }, ...cc }] },
+      user([{ type: 'text', text: 'hi', ...cc }]),
+      user([{ type: 'tool_result', tool_use_id: 'x', content: [{ type: 'text', text: 'r', ...cc }] }]),
+    ];
+    for (const body of asks) expect(asksProviderCache(wire('anthropic-messages', body)), JSON.stringify(body)).toBe(true);
+    expect(asksProviderCache(wire('anthropic-messages', user([{ type: 'text', text: 'hi' }])))).toBe(false);
+    expect(asksProviderCache(wire('anthropic-messages', { ...user('hi'), cache_control: null }))).toBe(false);
+    // OpenAI caches by itself, at no extra price: nothing to count.
+    expect(asksProviderCache(wire('openai-chat', { messages: [{ role: 'user', content: 'hi' }], ...cc }))).toBe(false);
+  });
+
+  it('a price tier above the pricing table, or what is billed beyond tokens, is refused; the tiers it covers are forwarded', () => {
+    const refused: Array<[WireFormat, Record<string, unknown>, string]> = [
+      ['openai-chat', { messages: [{ role: 'user', content: 'hi' }], service_tier: 'priority' }, 'service_tier'],
+      ['openai-chat', { messages: [{ role: 'user', content: 'hi' }], service_tier: { tier: 'priority' } }, 'service_tier'],
+      ['openai-responses', { input: 'hi', service_tier: 'priority' }, 'service_tier'],
+      ['openai-responses', { input: 'hi', service_tier: 'scale' }, 'service_tier'],
+      ['anthropic-messages', { messages: [{ role: 'user', content: 'hi' }], speed: 'fast' }, 'speed'],
+      // Billed beyond tokens: a web search per call or per result.
+      ['openai-chat', { messages: [{ role: 'user', content: 'hi' }], web_search_options: {} }, 'web_search_options'],
+      ['openai-chat', { messages: [{ role: 'user', content: 'hi' }], plugins: [{ id: 'web' }] }, 'plugins'],
+    ];
+    for (const [format, body, param] of refused) {
+      let err: unknown;
+      try {
+        wireInputBound(wire(format, body), ai);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify(body)).toMatchObject({ appCode: 'INVALID_PARAMS', details: { param } });
+      expect((err as Error).message).toMatch(/billed above the prices|bills it beyond the tokens/);
+    }
+    for (const tier of ['auto', 'default', 'flex', null])
+      expect(wireInputBound(wire('openai-chat', { messages: [{ role: 'user', content: 'hi' }], service_tier: tier }), ai)).toBeGreaterThan(
+        0,
+      );
+    expect(
+      wireInputBound(wire('anthropic-messages', { messages: [{ role: 'user', content: 'hi' }], speed: 'standard' }), ai),
+    ).toBeGreaterThan(0);
   });
 
   it('what is stored in the paying account is refused: file ids, file sources, stored prompts, MCP connectors, containers', () => {

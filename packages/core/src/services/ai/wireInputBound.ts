@@ -41,6 +41,31 @@ const ACCOUNT_FIELDS: Record<WireRequest['format'], readonly string[]> = {
   'anthropic-messages': ['mcp_servers', 'container'],
 };
 
+/**
+ * Top-level fields whose values make the provider bill above the pricing table's prices (OpenAI's
+ * priority processing, Anthropic's fast mode): the hold, every money budget (the user's, an API
+ * key's) and the charge are made at the table's prices, so such a call would spend more of the
+ * operator's money than any of them counts. Only the values listed are forwarded (absent or null
+ * too); `flex` costs less than the table says, never more.
+ */
+const PRICE_FIELDS: Record<WireRequest['format'], Readonly<Record<string, readonly string[]>>> = {
+  'openai-chat': { service_tier: ['auto', 'default', 'flex'] },
+  'openai-responses': { service_tier: ['auto', 'default', 'flex'] },
+  'anthropic-messages': { speed: ['standard'] },
+};
+
+/**
+ * Top-level fields that buy what the provider bills beyond tokens (a web search per call or per
+ * result: OpenAI's and OpenRouter's `web_search_options`, OpenRouter's `plugins`): the pricing
+ * table prices tokens only, so no hold, budget or recorded cost would count it. The other formats'
+ * such tools are refused where tools are read (server tools, non-function tools).
+ */
+const BILLED_FIELDS: Record<WireRequest['format'], readonly string[]> = {
+  'openai-chat': ['web_search_options', 'plugins'],
+  'openai-responses': [],
+  'anthropic-messages': [],
+};
+
 const bad = (message: string, param: string) => new CoreError('INVALID_PARAMS', message, { details: { reason: 'invalid_request', param } });
 
 interface Tally {
@@ -62,13 +87,26 @@ interface Tally {
  * and prepareCall takes the larger of the two. Refuses (before anything is held or sent) a
  * body over the content or attachment limits and a reference to something stored at the
  * provider (`file_id`, a `file` source, the fields of ACCOUNT_FIELDS): those would be served from
- * the paying account's own files, prompts or connectors.
+ * the paying account's own files, prompts or connectors; a price tier above the table's
+ * (PRICE_FIELDS); and what is billed beyond tokens (BILLED_FIELDS).
  */
 export function wireInputBound(req: WireRequest, ai: AiLimits): number {
   const body = req.body;
   for (const field of ACCOUNT_FIELDS[req.format]) {
     if (body[field] !== undefined && body[field] !== null)
       throw bad(`${field} is not supported: it refers to what is stored in the provider account; send it in the request`, field);
+  }
+  for (const field of BILLED_FIELDS[req.format]) {
+    if (body[field] !== undefined && body[field] !== null)
+      throw bad(`${field} is not supported: the provider bills it beyond the tokens this server prices`, field);
+  }
+  for (const [field, allowed] of Object.entries(PRICE_FIELDS[req.format])) {
+    const v = body[field];
+    if (v !== undefined && v !== null && !allowed.includes(v as string))
+      throw bad(
+        `${field} ${JSON.stringify(v).slice(0, 50)} is not supported: it is billed above the prices this server charges by (use ${allowed.join(', ')}, or leave it out)`,
+        field,
+      );
   }
   const t: Tally = { bytes: 0, chars: 0, attachments: 0 };
   let tools = false;
@@ -144,3 +182,24 @@ function attachment(o: Json, path: string, t: Tally, ai: AiLimits): void {
 
 const storedFile = (param: string) =>
   bad('files stored at the provider (file_id, a file source) are not supported: send the file itself (base64 or a URL)', param);
+
+/**
+ * Whether an Anthropic Messages body asks the provider to cache its prompt (`cache_control` at the
+ * top, or on a system, tool or message block, or a block inside one): a cache write is billed at
+ * up to twice the input price (the hour's cache), so such a call's cost bound counts its input
+ * twice (prepareCall). Only where the format can carry one; a shallow look, not a walk.
+ */
+export function asksProviderCache(req: WireRequest): boolean {
+  if (req.format !== 'anthropic-messages') return false;
+  const b = req.body;
+  if (b.cache_control != null) return true;
+  const marked = (v: unknown): boolean => typeof v === 'object' && v !== null && (v as Json).cache_control != null;
+  const inBlocks = (v: unknown): boolean =>
+    Array.isArray(v) && v.some((x) => marked(x) || (typeof x === 'object' && x !== null && inList((x as Json).content)));
+  const inList = (v: unknown): boolean => Array.isArray(v) && v.some(marked);
+  return (
+    inBlocks(b.system) ||
+    inBlocks(b.tools) ||
+    (Array.isArray(b.messages) && b.messages.some((m) => marked(m) || inBlocks((m as Json)?.content)))
+  );
+}

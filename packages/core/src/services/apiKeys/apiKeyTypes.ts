@@ -3,14 +3,15 @@ import { z } from '../../lib/zod.js';
 import { once } from '../../lib/once.js';
 import { MAX_BUDGET_USD } from '../../config/sections/budget.js';
 import { NAMED_PROVIDER_ID } from '../../config/sections/aiProviders.js';
+import { OWNER_LISTED } from '../../kernel/ownerListings.js';
 
 const enc = encodeURIComponent;
 /** Storage keys of API keys (records in the main store). */
 export const apiKeyKeys = {
   record: (id: string) => `apikey:${id}`,
   /** The owner index: `apikeyowner:<user>:<id>` (a prefix listing gives a user's keys). */
-  ownerPrefix: (userId: string) => `apikeyowner:${enc(userId)}:`,
-  owner: (userId: string, id: string) => `apikeyowner:${enc(userId)}:${id}`,
+  ownerPrefix: (userId: string) => `${OWNER_LISTED.apiKeyOwners}${enc(userId)}:`,
+  owner: (userId: string, id: string) => `${OWNER_LISTED.apiKeyOwners}${enc(userId)}:${id}`,
 };
 
 /** Budget periods of a key: the UTC day, the UTC month, and the key's whole life. */

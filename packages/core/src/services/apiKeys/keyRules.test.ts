@@ -1,9 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { assertKeyAllowsModel, ipAllowed, keyAllowsModel, modelsForKey } from './keyRules.js';
+import { assertKeyAllowsModel, ipAllowed, keyAllowsModel, keyAllowsResource, modelsForKey } from './keyRules.js';
 
 const grant = (over: object = {}) => ({ id: 'k', ...over });
 
 describe('key rules', () => {
+  it('a resource no procedure serves: named by its URI or URI template, an equal entry or a path glob', () => {
+    const g = grant({ tools: ['ai.*', 'https://docs.example.com/guides/*', 'https://docs.example.com/items/{id}'] });
+    expect(keyAllowsResource(g, ['https://docs.example.com/guides/setup.md'])).toBe(true);
+    // `*` stays within one segment; a procedure glob names no URI.
+    expect(keyAllowsResource(g, ['https://docs.example.com/guides/a/b.md'])).toBe(false);
+    expect(keyAllowsResource(g, ['https://docs.example.com/handbook.md'])).toBe(false);
+    expect(keyAllowsResource(grant({ tools: ['*'] }), ['https://docs.example.com/handbook.md'])).toBe(false);
+    expect(keyAllowsResource(grant({ tools: ['https://docs.example.com/**'] }), ['https://docs.example.com/a/b.md'])).toBe(true);
+    // A template is named by its text (a URI it serves by either).
+    expect(keyAllowsResource(g, [undefined, 'https://docs.example.com/items/{id}'])).toBe(true);
+    expect(keyAllowsResource(g, ['https://docs.example.com/items/7', 'https://docs.example.com/items/{id}'])).toBe(true);
+    // No tools rule, no key: every resource.
+    expect(keyAllowsResource(grant(), ['https://docs.example.com/handbook.md'])).toBe(true);
+    expect(keyAllowsResource(undefined, ['https://docs.example.com/handbook.md'])).toBe(true);
+  });
+
   it('model globs match the model or provider/model, case-insensitively; providers narrow too', () => {
     const g = grant({ models: ['gpt-4o*', 'anthropic/claude-*'] });
     expect(keyAllowsModel(g, 'openai', 'gpt-4o-mini')).toBe(true);

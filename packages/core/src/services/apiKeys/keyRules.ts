@@ -55,11 +55,25 @@ export function keyAllowsRouteTarget(grant: ApiKeyGrant | undefined, route: stri
   return grant.models !== undefined && micromatch().isMatch(route, [...grant.models], { nocase: true });
 }
 
-/** Does the key's `tools` rule admit this procedure, by its path or its MCP tool name? No rule: yes. */
-export function keyAllowsProcedure(grant: ApiKeyGrant | undefined, path: string, toolName: string): boolean {
+/**
+ * Does the key's `tools` rule admit this procedure, by its path or its MCP name (`toolName`:
+ * undefined for a procedure not published on MCP)? No rule: yes.
+ */
+export function keyAllowsProcedure(grant: ApiKeyGrant | undefined, path: string, toolName: string | undefined): boolean {
   if (!grant?.tools) return true;
   const globs = [...grant.tools];
-  return micromatch().isMatch(path, globs) || micromatch().isMatch(toolName, globs);
+  return micromatch().isMatch(path, globs) || (toolName !== undefined && micromatch().isMatch(toolName, globs));
+}
+
+/**
+ * Does the key's `tools` rule name a resource that no procedure serves, by one of `names` (its
+ * URI, its URI template)? A rule entry equal to the name, or a glob matching it as a path (`*`
+ * within one segment, `**` across them: `https://docs.example.com/**`). No rule: yes.
+ */
+export function keyAllowsResource(grant: ApiKeyGrant | undefined, names: ReadonlyArray<string | undefined>): boolean {
+  if (!grant?.tools) return true;
+  const globs = [...grant.tools];
+  return names.some((n) => n !== undefined && (globs.includes(n) || micromatch().isMatch(n, globs)));
 }
 
 /**

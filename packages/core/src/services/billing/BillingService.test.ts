@@ -40,8 +40,29 @@ describe.each(backends)('BillingService on $name', (backend) => {
     await expect(credit(alice.sub, 1000, 'one_time', 'order-1')).rejects.toMatchObject({ appCode: 'CONFLICT' });
     expect(await rt.billing.ledger.entries(alice.sub)).toHaveLength(1);
     expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true, balances: { subscription: 1000, one_time: 0 } });
+    // A replay after another credit: the first entry's id, the balance as it is now (docs/billing.md).
+    await credit(alice.sub, 500, 'subscription', 'order-2');
+    expect(await credit(alice.sub, 1000, 'subscription', 'order-1')).toMatchObject({
+      applied: false,
+      entryId: first.entryId,
+      balance: 1500,
+    });
     await expect(credit(alice.sub, 0)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS' });
     await expect(credit(alice.sub, 1.5)).rejects.toMatchObject({ appCode: 'INVALID_PARAMS' });
+  });
+
+  it('a credit that would take the account past 2^53 - 1 tokens is refused, so no credit is "applied" without counting', async () => {
+    const max = Number.MAX_SAFE_INTEGER;
+    await credit(alice.sub, max - 10, 'subscription', 'big-1');
+    // Past 2^53 a credit of 1 leaves the number as it was: refused with a clear error instead.
+    await expect(credit(alice.sub, 11, 'one_time', 'big-2')).rejects.toMatchObject({
+      appCode: 'BAD_REQUEST',
+      details: { reason: 'balance_limit', limit: max },
+    });
+    expect(await credit(alice.sub, 10, 'one_time', 'big-3')).toMatchObject({ applied: true, balance: 10 });
+    await expect(credit(alice.sub, 1, 'subscription', 'big-4')).rejects.toMatchObject({ appCode: 'BAD_REQUEST' });
+    expect(await rt.billing.account(alice.sub)).toMatchObject({ subscription: max - 10, one_time: 10, purchased: max });
+    expect(await rt.billing.ledger.audit(alice.sub)).toMatchObject({ consistent: true });
   });
 
   it('reserve holds tokens plus fee; settle charges usage plus fee and refunds the rest; replays change nothing', async () => {

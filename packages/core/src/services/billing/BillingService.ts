@@ -105,13 +105,21 @@ export class BillingService implements Metering {
     private readonly alerts?: BudgetAlertSink,
     /** API keys' own limits (tokens per minute, concurrent calls), applied by `hold`. */
     private readonly keyLimits?: KeyLimits,
+    /** Called for each expired hold the sweep could not release (the hold-sweep failures metric). */
+    onSweepFailure?: () => void,
   ) {
     this.pending = new PendingCloses(logger);
     this.ledger = new Ledger(storage);
     this.preferences = new PreferencesStore(storage);
     const defaults = options.defaultBudget ?? {};
     this.budgets = new Budgets(storage, defaults);
-    this.reservations = new Reservations(this.ledger, logger, options.reservationTtlMs, { defaults, alerts });
+    this.reservations = new Reservations(
+      this.ledger,
+      logger,
+      options.reservationTtlMs,
+      { defaults, alerts },
+      { onFailure: onSweepFailure, logged: new Set() },
+    );
     this.anonymous = new AnonymousWindow(shared, {
       tokensPerWindow: options.anonymousTokensPerWindow,
       windowMs: options.anonymousWindowMs,
@@ -355,9 +363,10 @@ export class BillingService implements Metering {
     } catch (err) {
       if (isStoreOutage(err)) {
         const stub = { userId, requestId } as Reservation;
-        // expiredBy +Infinity: released whatever its expiry, with its API key's spend read from the store.
+        // Released whatever its expiry (its API key's spend read from the store); when the store has
+        // not applied it yet, the request id is closed so that it never will (releaseUnanswered).
         this.pending.add(`${userId}\n${requestId}`, 'release', requestId, () =>
-          this.reservations.release(stub, 'the reservation was not answered', Number.POSITIVE_INFINITY),
+          this.reservations.releaseUnanswered(stub, 'the reservation was not answered'),
         );
       }
       throw err;

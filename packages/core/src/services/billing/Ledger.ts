@@ -139,6 +139,20 @@ export class Ledger {
         if (existing.fp !== c.fingerprint) throw new CoreError('CONFLICT', c.conflictMessage);
         return { writes: [], result: { applied: false, entryId: existing.entryId, balance: account[p.type] } };
       }
+      // Past 2^53 a number no longer counts every token: a credit of 1 would be "applied" and leave
+      // the balance as it was. The lifetime total bounds both balances (they only shrink from it).
+      if (
+        account.purchased + p.tokens > Number.MAX_SAFE_INTEGER ||
+        account.subscription + account.one_time + p.tokens > Number.MAX_SAFE_INTEGER
+      ) {
+        throw new CoreError(
+          'BAD_REQUEST',
+          `this credit would take the account past ${Number.MAX_SAFE_INTEGER} tokens, the most it can count exactly`,
+          {
+            details: { reason: 'balance_limit', limit: Number.MAX_SAFE_INTEGER },
+          },
+        );
+      }
       const entry = this.newEntry(
         {
           kind: 'credit',

@@ -48,6 +48,8 @@ const FINISHED_TTL_MS = 7 * 24 * 3600_000;
 const LOST_HOLD_MAX_AGE_MS = FINISHED_TTL_MS - 3600_000;
 /** Holds released per sweep query. */
 const SWEEP_BATCH = 200;
+/** Due holds whose failed release this process remembers having logged (then it starts afresh). */
+const MAX_LOGGED_FAILURES = 10_000;
 
 export type Draw = { type: BalanceType; amount: number };
 
@@ -107,6 +109,8 @@ export class Reservations {
     private readonly logger: Logger,
     private readonly ttlMs: number,
     private readonly budgets: ReservationBudgets = { defaults: {} },
+    /** `onFailure`: a due hold's release failed (the hold-sweep failures metric); `logged`: the keys already logged. */
+    private readonly sweepFailures: { onFailure?: (() => void) | undefined; logged: Set<string> } = { logged: new Set() },
   ) {}
 
   private get storage() {
@@ -409,7 +413,29 @@ export class Reservations {
    * when there is no such hold (a store crash lost it, whole: nothing was held), or, with
    * `expiredBy`, when it has not expired by then.
    */
-  async release(reservation: Reservation, reason: string, expiredBy?: number): Promise<boolean> {
+  release(reservation: Reservation, reason: string, expiredBy?: number): Promise<boolean> {
+    return this.releaseHold(reservation, reason, expiredBy, 'nothing');
+  }
+
+  /**
+   * Release the hold of a reservation the store did not answer (it timed out, or the connection
+   * was cut), whatever its expiry. Its transaction may not have been applied yet: PostgreSQL can
+   * still be running it (waiting for a lock the client gave up on), a hung Redis runs it when it
+   * wakes. So when no hold is there, the request id is closed (`holddone:` released): the late
+   * reservation then finds its call ended (its row check fails, or it reads the record) and holds
+   * nothing, instead of holding the user's tokens until the hold's expiry.
+   */
+  releaseUnanswered(stub: Reservation, reason: string): Promise<boolean> {
+    return this.releaseHold(stub, reason, Number.POSITIVE_INFINITY, 'close');
+  }
+
+  /** `absent`: what to do when there is no hold: nothing, or close the request id (releaseUnanswered). */
+  private async releaseHold(
+    reservation: Reservation,
+    reason: string,
+    expiredBy: number | undefined,
+    absent: 'nothing' | 'close',
+  ): Promise<boolean> {
     const userId = reservation.userId!;
     // The sweeper knows only the hold's key: read which API key the hold has, to declare its spend row.
     const keyHold =
@@ -424,6 +450,14 @@ export class Reservations {
     return this.storage.transact([accountKey, key, doneKey, spendKey, ...(keyHold ? keySpendTxKeys(keyHold.keyId) : [])], (read) => {
       if (read(doneKey)) return { writes: [], result: false };
       const open = read<HoldRecord>(key);
+      if (!open && absent === 'close') {
+        const closed: FinishedRecord = {
+          state: 'released',
+          reservation: { ...reservation, tokens: 0, draws: [] },
+          reason: reason.slice(0, 200),
+        };
+        return { writes: [{ op: 'set', key: doneKey, value: closed, ttlMs: FINISHED_TTL_MS }], result: false };
+      }
       if (!open) return { writes: [], result: false };
       const held = open.reservation;
       if (expiredBy !== undefined && Date.parse(held.expiresAt) > expiredBy) return { writes: [], result: false };
@@ -476,26 +510,50 @@ export class Reservations {
     );
   }
 
-  /** Release holds past their expiry (a crashed server, a lost client), found on the due index. Returns how many. */
+  /**
+   * Release holds past their expiry (a crashed server, a lost client), found on the due index.
+   * Returns how many. One due hold that cannot be released (a corrupt record or key, a store error
+   * on its transaction) never keeps the others waiting: the round passes over it and asks the
+   * next page for as many more keys as it passed over (the index lists them first, by due time),
+   * so every other due hold is released in the same round. Each such hold is logged once per
+   * process, and every failed release counts in `onFailure` (the hold-sweep failures metric).
+   */
   async sweepExpired(now = Date.now(), skip?: (userId: string, requestId: string) => boolean): Promise<number> {
     let released = 0;
+    // Keys this round passed over: failed, left to this process's pending settle (skip), or not
+    // released (not expired by the record itself). They stay on the index, first.
+    const passed = new Set<string>();
     for (;;) {
-      const keys = await this.storage.dueKeys(HOLD_PREFIX, now, SWEEP_BATCH);
-      let progressed = 0;
-      for (const key of keys) {
-        const [user, request] = key.slice(HOLD_PREFIX.length).split(':');
-        const stub = { requestId: decodeURIComponent(request!), userId: decodeURIComponent(user!) } as Reservation;
-        if (skip?.(stub.userId!, stub.requestId)) continue;
-        try {
-          if (await this.release(stub, 'expired', now)) {
-            released++;
-            progressed++;
-          }
-        } catch (err) {
-          this.logger.warn('billing: could not release an expired reservation', { requestId: stub.requestId, error: String(err) });
-        }
+      const limit = SWEEP_BATCH + passed.size;
+      const keys = await this.storage.dueKeys(HOLD_PREFIX, now, limit);
+      const fresh = keys.filter((k) => !passed.has(k));
+      for (const key of fresh) {
+        if (await this.sweepOne(key, now, skip)) released++;
+        else passed.add(key);
       }
-      if (keys.length < SWEEP_BATCH || progressed === 0) return released;
+      if (keys.length < limit || fresh.length === 0) return released;
+    }
+  }
+
+  /** Release one due hold by its key; false when it was not released (skipped, not expired, already closed, or it failed). */
+  private async sweepOne(key: string, now: number, skip?: (userId: string, requestId: string) => boolean): Promise<boolean> {
+    try {
+      const [user, request] = key.slice(HOLD_PREFIX.length).split(':');
+      const stub = { requestId: decodeURIComponent(request!), userId: decodeURIComponent(user!) } as Reservation;
+      if (skip?.(stub.userId!, stub.requestId)) return false;
+      return await this.release(stub, 'expired', now);
+    } catch (err) {
+      this.sweepFailures.onFailure?.();
+      if (!this.sweepFailures.logged.has(key)) {
+        // A record that stays broken would otherwise log on every round.
+        if (this.sweepFailures.logged.size >= MAX_LOGGED_FAILURES) this.sweepFailures.logged.clear();
+        this.sweepFailures.logged.add(key);
+        this.logger.warn('billing: could not release an expired reservation; the sweep goes on without it', {
+          key,
+          error: String(err),
+        });
+      }
+      return false;
     }
   }
 }

@@ -47,6 +47,7 @@ describe('UserDirectory.settled', () => {
     const settled = dir.settled().then(() => {
       done = true;
     });
+    // A deliberate pause: time for settled() to resolve too early (asserting it does not).
     await new Promise((r) => setTimeout(r, 20));
     expect(done).toBe(false);
     storage.open();

@@ -1,24 +1,22 @@
-import type { Client } from '@modelcontextprotocol/client';
-import type { CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool } from './mcpWire.js';
+import type { CallToolResult, Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult } from './mcpWire.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import { openUpstream, type OpenedUpstream } from './openUpstream.js';
-import { postToolCall, type ServerRequestHandler } from './postToolCall.js';
 import { upstreamRequest } from '../ai/upstreamFetch.js';
 import type { UpstreamHttp } from './guardUpstream.js';
+import { callOnUpstream } from './callOnUpstream.js';
+import type { CallOptions } from './callOptions.js';
+import { UpstreamLister } from './UpstreamLister.js';
+import { EMPTY_LISTS, LIST_KINDS, sameLists, type ListKind, type UpstreamLists } from './upstreamLists.js';
+import { credentialValues } from './credentialValues.js';
+import { ResourceSubscriptions } from './ResourceSubscriptions.js';
+import { describe, isTimeout, upstreamFailure } from './upstreamFailure.js';
 
-/** The SDK's own type of a listed tool: the definitions we keep are the client's values (mcpWire.ts). */
-type SdkToolDefinition = NonNullable<NonNullable<Parameters<Client['callTool']>[1]>['toolDefinition']>;
+export type { ListKind, UpstreamLists } from './upstreamLists.js';
 
-/** What an upstream offers, as last listed (refreshed on its list_changed notifications). */
-export interface UpstreamLists {
-  tools: Tool[];
-  prompts: Prompt[];
-  resources: Resource[];
-}
-
-export type ListKind = 'tools' | 'prompts' | 'resources';
+/** A subscriber to an upstream resource's updates (one MCP session): called with the URI that changed. */
+export type ResourceSubscriber = (uri: string) => void;
 
 export type ConnectionState =
   | { kind: 'idle' }
@@ -27,15 +25,7 @@ export type ConnectionState =
   | { kind: 'ready'; since: number }
   | { kind: 'failed'; error: string; retryAt: number; failures: number };
 
-export interface CallOptions {
-  signal?: AbortSignal;
-  onProgress?: (progress: number, total: number | undefined, message: string | undefined) => void;
-  /**
-   * The caller's MCP client, for what an upstream asks it during the call (sampling, elicitation):
-   * absent where there is none (/rpc, /trpc), and then the upstream is told so.
-   */
-  onRequest?: ServerRequestHandler;
-}
+export type { CallOptions } from './callOptions.js';
 
 export interface UpstreamConnectionOptions {
   name: string;
@@ -52,17 +42,8 @@ export interface UpstreamConnectionOptions {
 }
 
 const BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000, 30_000];
-const EMPTY: UpstreamLists = { tools: [], prompts: [], resources: [] };
-const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources'];
-
-/** The same definitions in the same order (an upstream's lists are plain JSON). */
-const sameList = (a: readonly unknown[], b: readonly unknown[]): boolean =>
-  a === b || (a.length === b.length && JSON.stringify(a) === JSON.stringify(b));
-
-/** An SDK error code for a timed-out request (SdkErrorCode.RequestTimeout). */
-const isTimeout = (err: unknown): boolean =>
-  (err as { code?: unknown } | null)?.code === 'REQUEST_TIMEOUT' || /timed? ?out/i.test((err as Error | null)?.message ?? '');
-
+/** How many times a failed list is asked again on one connection (after 1, 2, 5, 10 and 30 s). */
+const RELIST_ATTEMPTS = 5;
 /**
  * One client connection to one upstream (shared, or one user's). Connects on first use or at
  * start, keeps the upstream's lists, and recovers: when the process dies or the HTTP session is
@@ -76,15 +57,39 @@ export class UpstreamConnection {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   state: ConnectionState = { kind: 'idle' };
-  lists: UpstreamLists = EMPTY;
+  lists: UpstreamLists = EMPTY_LISTS;
   lastUsed = Date.now();
   /** Calls answered and failed since start, for status pages. */
   readonly counts = { calls: 0, errors: 0 };
+  /** Who subscribed to which of its resources (resources/subscribe): subscribed at the upstream while anyone is. */
+  private readonly subscriptions: ResourceSubscriptions;
+  /** Requests running on the open client now; a retired connection closes when they have ended. */
+  private inFlight = 0;
+  private retiring = false;
 
   /** Credential values this connection sends or starts its process with (credentialValues), longest first; made on first use. */
   private secrets: string[] | undefined;
 
-  constructor(private readonly opts: UpstreamConnectionOptions) {}
+  /** Reads the upstream's lists. */
+  private readonly lister: UpstreamLister;
+
+  constructor(private readonly opts: UpstreamConnectionOptions) {
+    this.lister = new UpstreamLister({
+      server: opts.name,
+      maxResultBytes: opts.maxResultBytes,
+      timeoutMs: opts.server.timeoutMs,
+      logger: opts.logger,
+      scrub: (text) => this.scrub(text),
+    });
+    this.subscriptions = new ResourceSubscriptions({
+      server: opts.name,
+      timeoutMs: opts.server.timeoutMs,
+      logger: opts.logger,
+      scrub: (text) => this.scrub(text),
+      run: (what, fn) => this.run(what, fn),
+      opened: () => this.opened,
+    });
+  }
 
   /**
    * An upstream's text as it may be passed on (errors, the status pages' last error): without the
@@ -152,6 +157,9 @@ export class UpstreamConnection {
         request: this.opts.http?.request ?? upstreamRequest,
         onClose: () => this.lost(opened, 'the connection closed'),
         onListChanged: (kind) => void this.refresh(kind),
+        onResourceUpdated: (uri) => {
+          this.subscriptions.updated(uri);
+        },
       });
       if (this.closed) {
         await opened.close();
@@ -159,14 +167,18 @@ export class UpstreamConnection {
       }
       this.opened = opened;
       const before = this.lists;
-      this.lists = await this.listAll(opened);
+      const { lists, failed } = await this.lister.all(opened);
+      this.lists = lists;
       this.state = { kind: 'ready', since: Date.now() };
+      for (const kind of failed) this.relistLater(opened, kind, 0);
       this.opts.logger.info('MCP upstream connected', { server: this.opts.name, tools: this.lists.tools.length });
+      // A new session (a reconnect) holds none of the subscriptions the last one had.
+      this.subscriptions.renew(opened);
       // Only the lists that differ from what was listed before the connect: a reconnect after a
       // crash usually lists the same. Announced anyway, a crash-looping stdio server (respawned
       // every 250 ms when it dies after initialize) sent every session three list_changed per
       // crash, each kept in its event store for replay and each making clients relist.
-      for (const kind of LIST_KINDS) if (!sameList(before[kind], this.lists[kind])) this.opts.onChange(kind);
+      for (const kind of LIST_KINDS) if (!sameLists(before, this.lists, kind)) this.opts.onChange(kind);
       return opened;
     } catch (err) {
       if (opened && this.opened === opened) this.opened = undefined;
@@ -208,43 +220,46 @@ export class UpstreamConnection {
     this.fail(why, 1);
   }
 
-  private async listAll(opened: OpenedUpstream): Promise<UpstreamLists> {
-    const caps = opened.client.getServerCapabilities() ?? {};
-    const opts = { timeout: this.timeoutMs };
-    const [tools, prompts, resources] = await Promise.all([
-      caps.tools ? opened.client.listTools(undefined, opts).then((r) => r.tools) : [],
-      caps.prompts
-        ? opened.client
-            .listPrompts(undefined, opts)
-            .then((r) => r.prompts)
-            .catch(() => [])
-        : [],
-      caps.resources
-        ? opened.client
-            .listResources(undefined, opts)
-            .then((r) => r.resources)
-            .catch(() => [])
-        : [],
-    ]);
-    return { tools, prompts, resources };
-  }
-
-  private async refresh(kind: ListKind): Promise<void> {
+  /** Lists `kind` again (its list_changed, or a retry of a list that failed): on failure, tries again later. */
+  private async refresh(kind: ListKind, attempt = 0): Promise<void> {
     const opened = this.opened;
     if (!opened) return;
     try {
-      const opts = { timeout: this.timeoutMs, cacheMode: 'refresh' as const };
-      if (kind === 'tools') this.lists = { ...this.lists, tools: (await opened.client.listTools(undefined, opts)).tools };
-      if (kind === 'prompts') this.lists = { ...this.lists, prompts: (await opened.client.listPrompts(undefined, opts)).prompts };
-      if (kind === 'resources') this.lists = { ...this.lists, resources: (await opened.client.listResources(undefined, opts)).resources };
+      // The new list is awaited before the current lists are read: `{ ...this.lists, tools: await … }`
+      // spread them before the await, so a list_changed heard while a connect was still listing
+      // (server-everything sends tools/list_changed once initialized) put back the lists of before
+      // the connect, none, over the connect's, and the upstream's prompts and resources vanished.
+      if (kind === 'tools') {
+        const tools = await this.lister.tools(opened);
+        this.lists = { ...this.lists, tools };
+      }
+      if (kind === 'prompts') {
+        const prompts = await this.lister.list<Prompt>(opened, 'prompts/list');
+        this.lists = { ...this.lists, prompts };
+      }
+      if (kind === 'resources') {
+        const update = await this.lister.resources(opened, this.lists.templates);
+        this.lists = { ...this.lists, ...update };
+      }
       this.opts.onChange(kind);
     } catch (err) {
-      this.opts.logger.debug('MCP upstream list refresh failed', {
-        server: this.opts.name,
-        kind,
-        error: this.scrub(describe(err, this.timeoutMs)),
-      });
+      this.lister.failed(kind, err);
+      this.relistLater(opened, kind, attempt + 1);
     }
+  }
+
+  /**
+   * A list that failed on this connection (a timeout on a busy upstream, a malformed answer) is
+   * asked again with the connect's backoff, a few times: without it the gateway showed none of
+   * that list (or its stale one) until the upstream announced a change or the connection was
+   * replaced, which for most upstreams is never. The retry stops with the connection.
+   */
+  private relistLater(opened: OpenedUpstream, kind: ListKind, attempt: number): void {
+    if (attempt >= RELIST_ATTEMPTS) return;
+    const wait = BACKOFF_MS[Math.min(attempt + 2, BACKOFF_MS.length - 1)]!;
+    setTimeout(() => {
+      if (this.opened === opened && !this.closed) void this.refresh(kind, attempt);
+    }, wait).unref();
   }
 
   /**
@@ -252,6 +267,31 @@ export class UpstreamConnection {
    * garbage).
    */
   private async run<T>(what: string, fn: (o: OpenedUpstream) => Promise<T>): Promise<T> {
+    // Held from before the connect: a connection retired while this call still waits for it to open serves it first.
+    const release = this.acquire();
+    try {
+      return await this.runOpen(what, fn);
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Keep this connection for a use that spans several steps (the gateway's call: connect, check
+   * the tool, hold its price, call): a retire() meanwhile waits for the release.
+   */
+  acquire(): () => void {
+    this.inFlight++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      if (this.retiring && this.inFlight === 0) void this.close();
+    };
+  }
+
+  private async runOpen<T>(what: string, fn: (o: OpenedUpstream) => Promise<T>): Promise<T> {
     const opened = await this.open();
     this.counts.calls++;
     try {
@@ -267,69 +307,45 @@ export class UpstreamConnection {
       return result;
     } catch (err) {
       this.counts.errors++;
-      // Cut while it was read (boundedFetch): a read that failed, or the JSON-RPC error that stands for a cut SSE answer.
-      const cut = (err as { data?: { reason?: unknown } } | null)?.data?.reason === 'upstream_result_too_large';
-      if (cut || (err instanceof CoreError && err.details?.reason === 'upstream_result_too_large' && !err.details.server))
-        throw new CoreError('PAYLOAD_TOO_LARGE', `MCP server "${this.opts.name}" answered ${what} with ${(err as Error).message}`, {
-          details: { reason: 'upstream_result_too_large', server: this.opts.name },
-        });
-      if (err instanceof CoreError) throw err;
+      const { error, gone } = upstreamFailure(err, {
+        server: this.opts.name,
+        what,
+        timeoutMs: this.timeoutMs,
+        scrub: (t) => this.scrub(t),
+      });
       // The HTTP upstream went away or restarted without our session: this connection is lost
       // (the call fails as usual, later ones fail fast), and a new one opens after the backoff.
-      const gone = connectionGone(err);
       if (gone) this.lost(opened, gone);
-      if ((err as { name?: string } | null)?.name === 'AbortError') throw new CoreError('CANCELLED', 'request cancelled');
-      // The credentials were refused (a per-user token revoked at its server): the gateway asks for fresh ones.
-      if (httpStatusOf(err) === 401)
-        throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused the credentials on ${what}`, {
-          details: { reason: 'upstream_unauthorized', server: this.opts.name },
-        });
-      if (isTimeout(err))
-        throw new CoreError('UPSTREAM_TIMEOUT', `MCP server "${this.opts.name}" did not answer ${what} within ${this.timeoutMs} ms`, {
-          details: { reason: 'upstream_timeout', server: this.opts.name },
-        });
-      // A protocol error the upstream sent (its message is its own, about its own tool): passed on, bounded.
-      const code = (err as { code?: unknown }).code;
-      const message = err instanceof Error ? this.scrub(err.message.slice(0, 500)) : 'failed';
-      if (typeof code === 'number')
-        throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" refused ${what}: ${message}`, {
-          details: { reason: 'upstream_error', server: this.opts.name, upstreamCode: code },
-        });
-      throw new CoreError('UPSTREAM_ERROR', `MCP server "${this.opts.name}" failed on ${what}: ${message}`, {
-        details: { reason: 'upstream_error', server: this.opts.name },
-      });
+      throw error;
     }
   }
 
+  /**
+   * Let this connection go once the calls in flight on it have ended (each is bounded by
+   * timeoutMs): a per-user connection replaced by one with new credentials (a refreshed OAuth
+   * token), evicted at gateway.maxUserConnections or idle. Closed at once, it failed the user's
+   * other calls still running on it ("Connection closed"), such as a long tool call during which
+   * a second call refreshed the token.
+   */
+  retire(): Promise<void> {
+    this.retiring = true;
+    return this.inFlight === 0 ? this.close() : Promise.resolve();
+  }
+
   callTool(name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallToolResult> {
-    return this.run(`tools/call ${name}`, async (o) => {
-      // A 2025 Streamable HTTP session: our own POST (the SDK client's transport cost most of a call).
-      const session = o.httpSession();
-      if (session) {
-        return postToolCall(session, name, args, {
-          timeoutMs: this.timeoutMs,
-          maxBytes: this.opts.maxResultBytes,
-          ...opts,
-        });
-      }
-      const definition = this.lists.tools.find((t) => t.name === name);
-      const result = await o.client.callTool(
-        { name, arguments: args },
+    return this.run(`tools/call ${name}`, (o) =>
+      callOnUpstream(
+        o,
+        this.lists.tools.find((t) => t.name === name),
+        name,
+        args,
+        opts,
         {
-          timeout: this.timeoutMs,
-          // The definition we listed: without it the client relists the upstream's tools before a
-          // call whose list carried no cache hint (for output validation and header mirroring).
-          ...(definition ? { toolDefinition: definition as SdkToolDefinition } : {}),
-          ...(opts.signal ? { signal: opts.signal } : {}),
-          ...(opts.onProgress
-            ? {
-                onprogress: (p: { progress: number; total?: number; message?: string }) => opts.onProgress!(p.progress, p.total, p.message),
-              }
-            : {}),
+          timeoutMs: this.timeoutMs,
+          maxResultBytes: this.opts.maxResultBytes,
         },
-      );
-      return result as CallToolResult;
-    });
+      ),
+    );
   }
 
   getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult> {
@@ -342,6 +358,42 @@ export class UpstreamConnection {
     return this.run('resources/read', (o) => o.client.readResource({ uri }, { timeout: this.timeoutMs, ...(signal ? { signal } : {}) }));
   }
 
+  /** completion/complete of one of its prompts or resource templates; nothing to offer when it does not complete. */
+  complete(ref: CompletionRef, argument: { name: string; value: string }, context: Record<string, string>, signal?: AbortSignal) {
+    return this.run('completion/complete', async (o): Promise<Completion> => {
+      if (!o.client.getServerCapabilities()?.completions) return { values: [], total: 0, hasMore: false };
+      const r = await o.client.complete(
+        { ref, argument, ...(Object.keys(context).length > 0 ? { context: { arguments: context } } : {}) },
+        { timeout: this.timeoutMs, ...(signal ? { signal } : {}) },
+      );
+      return r.completion as Completion;
+    });
+  }
+
+  /** How many of its resources are subscribed at the upstream now (status pages). */
+  get resourceSubscriptions(): number {
+    return this.subscriptions.size;
+  }
+
+  /**
+   * Subscribe `who` to one of its resources: the first subscriber subscribes at the upstream,
+   * which must offer subscriptions (`resources.subscribe`); updates reach every subscriber of the
+   * URI. Kept across reconnects.
+   */
+  subscribeResource(uri: string, who: ResourceSubscriber): Promise<void> {
+    return this.subscriptions.subscribe(uri, who);
+  }
+
+  /** `who` no longer wants updates of `uri`; its last subscriber gone, the upstream subscription ends. */
+  unsubscribeResource(uri: string, who: ResourceSubscriber): void {
+    this.subscriptions.unsubscribe(uri, who);
+  }
+
+  /** Every subscription of `who` (its session ended). */
+  unsubscribeAll(who: ResourceSubscriber): void {
+    this.subscriptions.unsubscribeAll(who);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
@@ -350,47 +402,4 @@ export class UpstreamConnection {
     this.state = { kind: 'idle' };
     await opened?.close();
   }
-}
-
-/**
- * Why an error means the HTTP connection itself is gone, or null: the server is unreachable, or it
- * no longer knows our session (404 per the spec; some servers, server-everything among them,
- * answer 400 "No valid session ID provided" after a restart). The SDK client does not reconnect
- * by itself, and no close event comes: without this, every later call would repeat the error.
- */
-function connectionGone(err: unknown): string | null {
-  const status = httpStatusOf(err);
-  const message = err instanceof Error ? `${err.message} ${String((err.cause as Error | undefined)?.message ?? '')}` : '';
-  if (status === 404 || (status === 400 && /session/i.test(message)) || /no valid session/i.test(message))
-    return 'the upstream lost the session';
-  if (/fetch failed|ECONNREFUSED|ECONNRESET|socket hang up|other side closed/i.test(message)) return 'the upstream is unreachable';
-  return null;
-}
-
-/** The HTTP status of an SDK transport error (SdkHttpError carries it as `status`). */
-function httpStatusOf(err: unknown): number | undefined {
-  const status = (err as { status?: unknown } | null)?.status;
-  return typeof status === 'number' ? status : undefined;
-}
-
-/**
- * The secret values of a connection's headers and environment (6 characters or more), with a
- * scheme's credential alone too (`Bearer <token>` → `<token>`).
- */
-function credentialValues(headers: Record<string, string>, env: Record<string, string> | undefined): string[] {
-  const values = new Set<string>();
-  for (const v of [...Object.values(headers), ...Object.values(env ?? {})]) {
-    const value = v.trim();
-    if (value.length >= 6) values.add(value);
-    const credential = /^(?:bearer|basic|token)\s+(\S{6,})$/i.exec(value)?.[1];
-    if (credential) values.add(credential);
-  }
-  return [...values].sort((a, b) => b.length - a.length);
-}
-
-function describe(err: unknown, timeoutMs: number): string {
-  if (isTimeout(err)) return `no answer within ${timeoutMs} ms`;
-  if (err instanceof CoreError) return err.message;
-  const msg = err instanceof Error ? err.message : String(err);
-  return msg.replace(/\s+/g, ' ').slice(0, 300);
 }

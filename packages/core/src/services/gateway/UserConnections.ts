@@ -32,13 +32,14 @@ export class UserConnections {
       this.held.set(key, found);
       return found.conn;
     }
-    void found?.conn.close();
+    // Replaced (new credentials): the calls still running on the old one finish there.
+    void found?.conn.retire();
     const conn = open();
     this.held.set(key, { conn, fingerprint });
     while (this.held.size > this.max) {
       const [oldest, h] = this.held.entries().next().value as [string, Held];
       this.held.delete(oldest);
-      void h.conn.close();
+      void h.conn.retire();
     }
     this.sweep();
     return conn;
@@ -52,7 +53,7 @@ export class UserConnections {
         for (const [key, h] of this.held) {
           if (h.conn.lastUsed >= cutoff) continue;
           this.held.delete(key);
-          void h.conn.close();
+          void h.conn.retire();
         }
         if (this.held.size === 0) {
           clearInterval(this.sweeper);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type Micromatch from 'micromatch';
 import { lazyRequire } from '../../lib/lazyRequire.js';
 import type { Identity } from '../../kernel/identity.js';
@@ -7,14 +8,37 @@ import { keyAllowsProcedure } from '../apiKeys/keyRules.js';
 const micromatch = lazyRequire<typeof Micromatch>('micromatch');
 
 /**
- * How upstream names appear to clients: `<server>__<tool>` (and the same for prompts). Server
- * names cannot contain `__` (config), so the first `__` splits a name unambiguously, and our own
- * tool names never contain it, so nothing of ours is renamed or shadowed.
+ * How upstream names appear to clients: `<server>__<tool>` (and the same for prompts; shortened
+ * where that is no valid name: exposedMcpName). Server names cannot contain `__` (config), so the
+ * first `__` splits a name unambiguously, and our own tool names never contain it, so nothing of
+ * ours is renamed or shadowed.
  */
 export const NAME_SEPARATOR = '__';
 
 export function exposedName(server: string, name: string): string {
   return `${server}${NAME_SEPARATOR}${name}`;
+}
+
+/** What MCP clients accept as a tool name (MCP 2025-11-25 "Tool names"; the SDKs warn on or refuse others). */
+export const MCP_TOOL_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+const HASH_CHARS = 8;
+
+/**
+ * The name clients see for an upstream tool or prompt: `<server>__<name>` when that is a valid MCP
+ * tool name (MCP_TOOL_NAME), else `<server>__<name, other characters as _, cut to fit>_<8 hex of
+ * its SHA-256>`, at most 128 characters. It depends on the two names only, so it is the same on
+ * every instance and after every restart. A name that long or with other characters (spaces, `/`,
+ * non-ASCII) was listed as it was, and clients that check names (or models, whose APIs allow
+ * fewer characters still) could not use it. Two items that would show one name are told apart
+ * where the list is read (the first is kept: exposedItems).
+ */
+export function exposedMcpName(server: string, name: string): string {
+  const plain = exposedName(server, name);
+  if (MCP_TOOL_NAME.test(plain)) return plain;
+  const hash = createHash('sha256').update(name).digest('hex').slice(0, HASH_CHARS);
+  const room = 128 - plain.length + name.length - HASH_CHARS - 1;
+  const readable = name.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, room);
+  return exposedName(server, `${readable}_${hash}`);
 }
 
 /** `<server>__<name>` → its parts, or undefined for a name that is not an upstream's. */

@@ -31,6 +31,14 @@ export interface Resource extends JsonObject {
   mimeType?: string;
 }
 
+export interface ResourceTemplate extends JsonObject {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+
 export interface CallToolResult extends JsonObject {
   content: JsonObject[];
   structuredContent?: JsonObject;
@@ -44,4 +52,13 @@ export interface GetPromptResult extends JsonObject {
 
 export interface ReadResourceResult extends JsonObject {
   contents: JsonObject[];
+}
+
+/** What completion/complete completes: a prompt's argument, or a resource template's variable. */
+export type CompletionRef = { type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string };
+
+export interface Completion extends JsonObject {
+  values: string[];
+  total?: number;
+  hasMore?: boolean;
 }

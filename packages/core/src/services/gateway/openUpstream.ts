@@ -3,6 +3,9 @@ import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import type { HttpRequester } from '../../net/httpRequest.js';
 import type { HttpSession } from './postToolCall.js';
 import { boundedFetch } from './boundedFetch.js';
+import { checkStdioAnswers } from './checkedAnswer.js';
+import { checkedFetch } from './checkedFetch.js';
+import { packageVersion } from '../../lib/packageVersion.js';
 
 /**
  * The MCP SDK's v2 client (`@modelcontextprotocol/client`): the one client library with all three
@@ -56,6 +59,17 @@ export interface OpenedUpstream {
    * same object while the session lasts (postToolCall keeps what it derives from it per object).
    */
   httpSession: () => HttpSession | undefined;
+  /**
+   * Hear the upstream's `notifications/progress` for a progress token the gateway chose itself
+   * (callAsTask); until the returned function is called.
+   */
+  watchProgress: (token: string, fn: (progress: UpstreamProgress) => void) => () => void;
+}
+
+export interface UpstreamProgress {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 export interface OpenOptions {
@@ -65,6 +79,8 @@ export interface OpenOptions {
   onClose: () => void;
   /** list_changed from the upstream (tools, prompts or resources). */
   onListChanged: (kind: 'tools' | 'prompts' | 'resources') => void;
+  /** notifications/resources/updated from the upstream (a resource the connection subscribed to changed). */
+  onResourceUpdated?: (uri: string) => void;
   timeoutMs: number;
   maxResultBytes: number;
   /** A fetch that refuses non-public addresses (remote servers), see guardUpstreamUrl. */
@@ -75,12 +91,21 @@ export interface OpenOptions {
 
 const STDERR_TAIL = 2048;
 
+/**
+ * What a stdio answer's line may hold beyond gateway.maxResultBytes (the JSON-RPC envelope; a
+ * list is an answer with no result limit of its own): also the slack of a whole paged list.
+ */
+export const ENVELOPE_BYTES = 64 * 1024;
+
 /** How long a closing connection waits for the upstream to answer the DELETE of its session. */
 const TERMINATE_MS = 2000;
 
 /** The one place a 2025 upstream's server-to-client request can be routed to its caller (docs/mcp-gateway.md). */
 const ONLY_ON_CALL_STREAMS =
   'the MCP gateway forwards sampling and elicitation to its client only when a Streamable HTTP server (2025 revision) asks during a tool call';
+
+/** How the gateway introduces itself to upstream servers: its version is core's (the manifest's). */
+const GATEWAY_CLIENT_INFO = { name: 'ai-backend-gateway', version: packageVersion(import.meta.url, '@ai-backend/core') };
 
 /**
  * Open one client connection to `server`. A Streamable HTTP client declares sampling and
@@ -91,21 +116,20 @@ const ONLY_ON_CALL_STREAMS =
  * keep them per session, and a shared session would hand one caller's workspace to everyone.
  */
 export async function openUpstream(server: McpServerConfig, opts: OpenOptions): Promise<OpenedUpstream> {
-  const { Client, StreamableHTTPClientTransport, SSEClientTransport } = await loadClientModule();
-  const client = new Client(
-    { name: 'ai-backend-gateway', version: '0.1.0' },
-    {
-      capabilities: server.type === 'http' ? { sampling: {}, elicitation: {} } : {},
-      // A 2026-07-28 upstream is spoken to in its own revision; on stdio the probe would spawn a
-      // second process per connect, so stdio servers get the 2025 handshake every server accepts.
-      versionNegotiation: { mode: server.type === 'http' ? 'auto' : 'legacy', probe: { timeoutMs: opts.timeoutMs } },
-      listChanged: {
-        tools: { autoRefresh: false, onChanged: () => opts.onListChanged('tools') },
-        prompts: { autoRefresh: false, onChanged: () => opts.onListChanged('prompts') },
-        resources: { autoRefresh: false, onChanged: () => opts.onListChanged('resources') },
-      },
+  const { Client, StreamableHTTPClientTransport, SSEClientTransport, SseError, parseJSONRPCMessage } = await loadClientModule();
+  const client = new Client(GATEWAY_CLIENT_INFO, {
+    capabilities: server.type === 'http' ? { sampling: {}, elicitation: {} } : {},
+    // A 2026-07-28 upstream is spoken to in its own revision; on stdio the probe would spawn a
+    // second process per connect, so stdio servers get the 2025 handshake every server accepts.
+    versionNegotiation: { mode: server.type === 'http' ? 'auto' : 'legacy', probe: { timeoutMs: opts.timeoutMs } },
+    listChanged: {
+      tools: { autoRefresh: false, onChanged: () => opts.onListChanged('tools') },
+      prompts: { autoRefresh: false, onChanged: () => opts.onListChanged('prompts') },
+      resources: { autoRefresh: false, onChanged: () => opts.onListChanged('resources') },
     },
-  );
+  });
+  const updated = opts.onResourceUpdated;
+  if (updated) client.setNotificationHandler('notifications/resources/updated', (n) => updated(n.params.uri));
   if (server.type === 'http') {
     const refuse = (): never => {
       throw new Error(ONLY_ON_CALL_STREAMS);
@@ -125,8 +149,10 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
       env: { ...getDefaultEnvironment(), ...server.env },
       ...(server.cwd ? { cwd: server.cwd } : {}),
       stderr: 'pipe',
-      maxBufferSize: opts.maxResultBytes + 64 * 1024,
+      maxBufferSize: opts.maxResultBytes + ENVELOPE_BYTES,
     });
+    // An answer the SDK cannot read is an error to its request at once, not a wait for timeoutMs (checkedAnswer).
+    checkStdioAnswers(stdio, opts.maxResultBytes + ENVELOPE_BYTES, parseJSONRPCMessage);
     stdio.stderr?.on('data', (chunk: Buffer) => {
       tail = (tail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     });
@@ -134,8 +160,10 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
     transport = stdio;
   } else {
     const url = new URL(server.url);
-    // Answers are bounded while they are read (gateway.maxResultBytes), not after the SDK has buffered them.
-    const init = { requestInit: { headers: opts.headers }, fetch: boundedFetch(opts.fetch ?? fetch, opts.maxResultBytes) };
+    // Answers are bounded while they are read (gateway.maxResultBytes), not after the SDK has buffered them, and
+    // one the SDK cannot read is an error to its request at once (checkedFetch).
+    const fetched = checkedFetch(boundedFetch(opts.fetch ?? fetch, opts.maxResultBytes));
+    const init = { requestInit: { headers: opts.headers }, fetch: fetched };
     transport = server.type === 'http' ? new StreamableHTTPClientTransport(url, init) : new SSEClientTransport(url, init);
   }
   let closed = false;
@@ -144,7 +172,14 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
     closed = true;
     opts.onClose();
   };
-  client.onerror = () => undefined;
+  let connected = false;
+  client.onerror = (err) => {
+    // A legacy SSE server answers every request on its one event stream: once that stream breaks
+    // (the server stopped or restarted), no answer can come, and a reconnecting EventSource would
+    // only reach a new, uninitialized session. Closed here, the calls in flight fail at once
+    // (instead of at timeoutMs) and the connection recovers like a stdio server that died.
+    if (connected && server.type === 'sse' && err instanceof SseError) void client.close().catch(() => undefined);
+  };
   const http =
     server.type === 'http'
       ? { transport: transport as InstanceType<ClientModule['StreamableHTTPClientTransport']>, url: server.url }
@@ -152,11 +187,13 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
   const close = () => closeUpstream(client, http?.transport, Math.min(opts.timeoutMs, TERMINATE_MS));
   try {
     await client.connect(transport, { timeout: opts.timeoutMs });
+    connected = true;
   } catch (err) {
     closed = true;
     await close();
     throw err;
   }
+  const watchProgress = progressWatchers(transport);
   let session: HttpSession | undefined;
   const httpSession = (): HttpSession | undefined => {
     const version = http?.transport.protocolVersion;
@@ -167,7 +204,41 @@ export async function openUpstream(server: McpServerConfig, opts: OpenOptions): 
       session = { url: http.url, headers: opts.headers, sessionId, protocolVersion: version, request: opts.request };
     return session;
   };
-  return { client, close, pid: pid(), stderrTail: () => tail, httpSession };
+  return { client, close, pid: pid(), stderrTail: () => tail, httpSession, watchProgress };
+}
+
+/**
+ * Progress under tokens the gateway chose itself, taken from the transport before the SDK client
+ * sees it. The client forgets a request's progress token once the request is answered, and a
+ * task-augmented tools/call is answered at once (the task was created): the upstream's progress
+ * for the task, sent under that token for the task's whole life (MCP 2025-11-25 tasks), was
+ * dropped as "a progress notification for an unknown token".
+ */
+function progressWatchers(transport: {
+  onmessage?: ((message: never, extra?: never) => void) | undefined;
+}): OpenedUpstream['watchProgress'] {
+  const watchers = new Map<string, (progress: UpstreamProgress) => void>();
+  const inner = transport.onmessage;
+  if (!inner) return () => () => undefined;
+  transport.onmessage = (message, extra) => {
+    const m = message as { method?: unknown; params?: { progressToken?: unknown; progress?: unknown; total?: unknown; message?: unknown } };
+    const watcher =
+      m.method === 'notifications/progress' && typeof m.params?.progressToken === 'string'
+        ? watchers.get(m.params.progressToken)
+        : undefined;
+    if (!watcher) return inner(message, extra);
+    const { progress, total, message: text } = m.params!;
+    if (typeof progress !== 'number') return;
+    watcher({
+      progress,
+      ...(typeof total === 'number' ? { total } : {}),
+      ...(typeof text === 'string' ? { message: text.slice(0, 1000) } : {}),
+    });
+  };
+  return (token, fn) => {
+    watchers.set(token, fn);
+    return () => void watchers.delete(token);
+  };
 }
 
 /**

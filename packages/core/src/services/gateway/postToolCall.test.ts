@@ -86,7 +86,15 @@ describe('postToolCall', () => {
     const failing = await upstream((id) => json({ jsonrpc: '2.0', id, error: { code: -32602, message: 'bad arguments' } }));
     await expect(postToolCall(failing.session, 'echo', {}, opts)).rejects.toMatchObject({ code: -32602, message: 'bad arguments' });
     const garbage = await upstream((id) => json({ jsonrpc: '2.0', id, result: { content: 'not a list' } }));
-    await expect(postToolCall(garbage.session, 'echo', {}, opts)).rejects.toThrow(/invalid result/);
+    await expect(postToolCall(garbage.session, 'echo', {}, opts)).rejects.toMatchObject({
+      message: /no content array/,
+      data: { reason: 'upstream_invalid_result' },
+    });
+    const nothing = await upstream((id) => json({ jsonrpc: '2.0', id, result: null }));
+    await expect(postToolCall(nothing.session, 'echo', {}, opts)).rejects.toMatchObject({
+      message: 'its result is null, not an object',
+      data: { reason: 'upstream_invalid_result' },
+    });
   });
 
   it('an HTTP error keeps its status (a lost session is 404); an answer past maxBytes is PAYLOAD_TOO_LARGE', async () => {

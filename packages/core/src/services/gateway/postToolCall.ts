@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { CoreError } from '../../kernel/CoreError.js';
 import { decodedBody, type HttpRequester } from '../../net/httpRequest.js';
 import type { CallToolResult } from './mcpWire.js';
+import { checkedAnswer, INVALID_ANSWER } from './checkedAnswer.js';
 
 /**
  * The open 2025 Streamable HTTP session a forwarded tools/call is posted on (the SDK client opened
@@ -45,11 +46,12 @@ class UpstreamHttpError extends Error {
   }
 }
 
-/** A JSON-RPC error the upstream answered (its code is a number, like the SDK's ProtocolError). */
+/** A JSON-RPC error the upstream answered (its code is a number and its data kept, like the SDK's ProtocolError). */
 class UpstreamRpcError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly data?: unknown,
   ) {
     super(message);
   }
@@ -210,14 +212,18 @@ type Message = { id?: unknown; method?: unknown; params?: unknown; result?: unkn
 function resultOf(messages: unknown[], id: string): CallToolResult {
   for (const m of messages as Message[]) {
     if (m?.id !== id || m.method !== undefined) continue;
-    if (m.error) {
-      const e = m.error as { code?: unknown; message?: unknown };
-      throw new UpstreamRpcError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error').slice(0, 500));
+    // An answer that is no JSON-RPC response (a result that is no object...) is an error, as the SDK client's are (checkedAnswer).
+    const checked = checkedAnswer(m) as Message;
+    if (checked.error) {
+      const e = checked.error as { code?: unknown; message?: unknown; data?: unknown };
+      throw new UpstreamRpcError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error').slice(0, 500), e.data);
     }
-    const r = m.result as CallToolResult | undefined;
+    const r = checked.result as CallToolResult;
     // The shape every tools/call result has; anything else is garbage, not a result to pass on.
-    if (!r || typeof r !== 'object' || !Array.isArray(r.content))
-      throw new Error('the upstream answered tools/call with an invalid result');
+    if (!Array.isArray(r.content))
+      throw new UpstreamRpcError(-32603, 'its result has no content array (content must be an array of content blocks)', {
+        reason: INVALID_ANSWER,
+      });
     return r;
   }
   throw new Error('the upstream answered without a result for the call');

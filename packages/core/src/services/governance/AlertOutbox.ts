@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { ALERT_EVENTS } from '../../config/sections/operations.js';
 import type { Logger } from '../../kernel/Logger.js';
+import { FAMILY_LISTED } from '../../kernel/ownerListings.js';
 import type { Storage, TxWrite } from '../../kernel/Storage.js';
 import type { Metrics } from '../../observability/Metrics.js';
 import { ALERT_SIGNATURE_HEADER, signAlert } from './signAlert.js';
@@ -71,8 +72,8 @@ function deliveryView(deliveryId: string, r: OutboxRecord, state: AlertDelivery[
 
 /** How far past a retry's due time its timer fires (timers can fire slightly early by Date.now()). */
 const RETRY_MARGIN_MS = 5;
-const OUTBOX = 'alerts:outbox:';
-const DEAD = 'alerts:dead:';
+const OUTBOX = FAMILY_LISTED.alertOutbox;
+const DEAD = FAMILY_LISTED.alertDead;
 /** How many dead letters were dropped over `alerts.maxDeadLetters`, ever (a counter; outside DEAD's range). */
 const DEAD_DROPPED = 'alerts:deaddropped';
 /** Due records one scan delivers at most (the next poll takes the rest). */

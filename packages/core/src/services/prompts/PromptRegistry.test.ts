@@ -85,3 +85,16 @@ describe('promptsFromRouter', () => {
     expect(toPromptResult({ messages, description: 'x' })).toEqual({ description: 'x', messages });
   });
 });
+
+describe('PromptRegistry.register', () => {
+  it('refuses a name with "__", which names upstream MCP servers\' prompts on /mcp; one underscore is fine', () => {
+    const registry = new PromptRegistry();
+    const prompt = (name: string) => ({ name, get: () => ({ messages: [] }) });
+    expect(() => registry.register(prompt('every__simple-prompt'))).toThrow(
+      'MCP prompt name "every__simple-prompt" contains "__", which names upstream MCP servers\' prompts (<server>__<prompt>)',
+    );
+    expect(registry.get('every__simple-prompt')).toBeUndefined();
+    registry.register(prompt('code_review'));
+    expect(registry.get('code_review')?.name).toBe('code_review');
+  });
+});

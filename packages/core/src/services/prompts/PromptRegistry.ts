@@ -80,8 +80,17 @@ export class PromptRegistry {
   private readonly prompts = new Map<string, PromptDefinition>();
   private readonly listeners = new Set<() => void>();
 
-  /** Add or replace a prompt; connected MCP clients get notifications/prompts/list_changed. */
+  /**
+   * Add or replace a prompt; connected MCP clients get notifications/prompts/list_changed. A name
+   * with `__` is refused: upstream MCP servers' prompts are `<server>__<prompt>` on /mcp
+   * (docs/mcp-gateway.md), and one of ours named so would be listed beside the upstream's and
+   * answer its prompts/get (ours are looked up first).
+   */
   register(prompt: PromptDefinition): void {
+    if (prompt.name.includes('__'))
+      throw new Error(
+        `MCP prompt name "${prompt.name.slice(0, 200)}" contains "__", which names upstream MCP servers' prompts (<server>__<prompt>)`,
+      );
     this.prompts.set(prompt.name, prompt);
     this.changed();
   }

@@ -122,6 +122,18 @@ export class ResourceRegistry {
     return false;
   }
 
+  /**
+   * What serves this URI: its resource, else the first template matching it (the procedure
+   * serving it, when one does, and the template). Undefined when nothing does.
+   */
+  targetOf(uri: string): { procedure?: string | undefined; uriTemplate?: string } | undefined {
+    const def = this.resources.get(uri);
+    if (def) return { procedure: def.procedure };
+    for (const { def: t, template } of this.templates.values())
+      if (template.match(uri)) return { procedure: t.procedure, uriTemplate: t.uriTemplate };
+    return undefined;
+  }
+
   /** The procedure serving this URI, when a procedure does (for the access policy). */
   procedureFor(uri: string): string | undefined {
     const def = this.resources.get(uri);

@@ -54,6 +54,7 @@ describe.each(backends)('retention on $name', (backend) => {
     await rt.billing.credit({ userId: alice.sub, tokens: 5_000, type: 'one_time', idempotencyKey: 'seed-one', source: 'test' });
     await calls(rt, alice, 7, 'old-a');
     await calls(rt, bob, 3, 'old-b');
+    // Deliberate pauses: the records before and after the cutoff get distinct millisecond stamps.
     await sleep(5);
     const cutoff = Date.now();
     await sleep(5);
@@ -129,10 +130,33 @@ describe.each(backends)('retention on $name', (backend) => {
     });
   });
 
+  it('a ledger record it cannot sum stops only its own log: later logs are archived, the run completes', async () => {
+    // alice's log sorts before bob's: its bad record comes first in the run.
+    await rt.billing.credit({ userId: alice.sub, tokens: 10_000, type: 'subscription', idempotencyKey: 'seed-a', source: 'test' });
+    const at = new Date().toISOString();
+    await store.storage.append(ledgerKeys.log(alice.sub), { id: 'broken', at, kind: 'credit' });
+    await rt.billing.credit({ userId: alice.sub, tokens: 5, type: 'subscription', idempotencyKey: 'after-a', source: 'test' });
+    await rt.billing.credit({ userId: bob.sub, tokens: 10_000, type: 'subscription', idempotencyKey: 'seed-b', source: 'test' });
+    await calls(rt, bob, 2, 'b');
+    const logs: string[] = [];
+    const retention = new Retention(
+      store.storage,
+      { days: { ledger: 1 }, exportDir: dir, format: 'jsonl', batchSize: 100 },
+      createLogger('warn', (l) => logs.push(l)),
+    );
+    const report = await retention.run(Date.now() + 2 * DAY);
+    // alice's credit before the bad record, and bob's whole log.
+    expect(report.kinds.ledger).toMatchObject({ archived: 1 + 1 + 4, stuck: 1 });
+    expect((await store.storage.readLog<LedgerEntry>(ledgerKeys.log(alice.sub))).map((e) => e.record.id)).toHaveLength(2);
+    expect(await store.storage.readLog(ledgerKeys.log(bob.sub))).toEqual([]);
+    expect(logs.filter((l) => l.includes('retention: a ledger record cannot be archived'))).toHaveLength(1);
+    expect(await rt.billing.ledger.audit(bob.sub)).toMatchObject({ consistent: true });
+  });
+
   it('metered calls running during archiving all succeed, and the audit is clean after', async () => {
     await rt.billing.credit({ userId: alice.sub, tokens: 10_000_000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
     await calls(rt, alice, 60, 'old');
-    await sleep(5);
+    await sleep(5); // deliberate: the old records' stamps fall before the cutoff
     const cutoff = Date.now();
     const retention = new Retention(
       store.storage,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../kernel/Logger.js';
 import type { LogEntry, Storage } from '../../kernel/Storage.js';
 import { ledgerKeys, type LedgerCheckpoint } from '../billing/Ledger.js';
-import type { LedgerEntry } from '../billing/types.js';
+import { BALANCE_TYPES, type LedgerEntry } from '../billing/types.js';
 import { ArchiveFile, type ArchiveFormat } from './ArchiveFile.js';
 
 /** The logs retention archives, by the prefix of their names (services/billing/Ledger.ts). */
@@ -27,8 +27,11 @@ export interface RetentionOptions {
 }
 
 export interface RetentionReport {
-  /** Per kind: records archived and deleted, logs examined, the export file (when it wrote any). */
-  kinds: Partial<Record<RetentionKind, { archived: number; logs: number; file?: string }>>;
+  /**
+   * Per kind: records archived and deleted, logs examined, the export file (when it wrote any), and
+   * `stuck`: logs left from a record that cannot be archived (a ledger record with no valid lines).
+   */
+  kinds: Partial<Record<RetentionKind, { archived: number; logs: number; stuck?: number; file?: string }>>;
   startedAt: string;
   finishedAt: string;
   /** Why nothing was done (another instance holds the run). */
@@ -132,34 +135,60 @@ export class Retention {
     return report;
   }
 
-  private async archiveKind(kind: RetentionKind, cutoff: number, file: ArchiveFile): Promise<{ archived: number; logs: number }> {
+  private async archiveKind(
+    kind: RetentionKind,
+    cutoff: number,
+    file: ArchiveFile,
+  ): Promise<{ archived: number; logs: number; stuck?: number }> {
     let archived = 0;
     let logs = 0;
+    let stuck = 0;
     let cursor: string | undefined;
     do {
       const page = await this.storage.listLogs(RETENTION_KINDS[kind], { cursor, limit: LOG_PAGE });
       for (const log of page.logs) {
         logs++;
-        archived += await this.archiveLog(kind, log, cutoff, file);
+        const done = await this.archiveLog(kind, log, cutoff, file);
+        archived += done.archived;
+        if (done.stuckAt === undefined) continue;
+        stuck++;
+        this.logger.warn('retention: a ledger record cannot be archived (no valid lines); the log is kept from it on', {
+          log,
+          seq: done.stuckAt,
+        });
       }
       cursor = page.cursor;
     } while (cursor !== undefined);
-    return { archived, logs };
+    return { archived, logs, ...(stuck > 0 ? { stuck } : {}) };
   }
 
-  /** Archive one log's records older than `cutoff`, oldest first, a batch at a time. */
-  private async archiveLog(kind: RetentionKind, log: string, cutoff: number, file: ArchiveFile): Promise<number> {
+  /**
+   * Archive one log's records older than `cutoff`, oldest first, a batch at a time. A ledger
+   * record whose lines cannot be summed into the checkpoint stops this log there (`stuckAt`, its
+   * seq): the records before it are archived, it and the later ones stay; the run goes on with the
+   * next log. Before, its checkpoint failed the whole run after the batch was exported, so every
+   * log listed after it was never archived and the batch was exported again at every run.
+   */
+  private async archiveLog(
+    kind: RetentionKind,
+    log: string,
+    cutoff: number,
+    file: ArchiveFile,
+  ): Promise<{ archived: number; stuckAt?: number }> {
     let archived = 0;
     for (;;) {
       const rows = await this.storage.readLog<{ at?: string }>(log, { limit: this.opts.batchSize });
-      const old = takeOlder(rows, cutoff);
-      if (old.length === 0) return archived;
+      let old = takeOlder(rows, cutoff);
+      const bad = kind === 'ledger' ? old.findIndex((e) => !summable(e.record)) : -1;
+      if (bad >= 0) old = old.slice(0, bad);
+      if (old.length === 0) return bad >= 0 ? { archived, stuckAt: rows[bad]!.seq } : { archived };
       await file.write(log, old);
       const throughSeq = old.at(-1)!.seq;
       if (kind === 'ledger') await this.checkpoint(log, old as LogEntry<LedgerEntry>[]);
       await this.storage.trimLog(log, throughSeq);
       archived += old.length;
-      if (old.length < rows.length || rows.length < this.opts.batchSize) return archived;
+      if (bad >= 0) return { archived, stuckAt: rows[bad]!.seq };
+      if (old.length < rows.length || rows.length < this.opts.batchSize) return { archived };
     }
   }
 
@@ -179,6 +208,18 @@ export class Retention {
       return { writes: [{ op: 'set', key, value: { throughSeq, sums } satisfies LedgerCheckpoint }], result: undefined };
     });
   }
+}
+
+/** A ledger record the checkpoint can add up: a list of lines, each a balance type and a finite delta. */
+function summable(record: unknown): boolean {
+  const lines = (record as { lines?: unknown } | null)?.lines;
+  return (
+    Array.isArray(lines) &&
+    lines.every(
+      (l: { type?: unknown; delta?: unknown } | null) =>
+        BALANCE_TYPES.includes(l?.type as never) && typeof l!.delta === 'number' && Number.isFinite(l!.delta),
+    )
+  );
 }
 
 /** The leading records dated before `cutoff` (a log is in time order: stop at the first newer one). */

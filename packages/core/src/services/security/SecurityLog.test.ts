@@ -1,7 +1,7 @@
-import { mkdtemp, readFile, rm, stat, chmod, mkdir } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, chmod, mkdir, truncate } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../../config/index.js';
 import { createLogger } from '../../kernel/Logger.js';
 import { SecurityLog, type SecurityEvent, type SecurityLogSettings } from './SecurityLog.js';
@@ -106,6 +106,44 @@ describe('SecurityLog', () => {
     expect(parsed.filter((e) => e.msg === 'security event')).toHaveLength(2);
     // Root ignores directory permissions; then the file simply gets written.
     if (process.getuid?.() !== 0) expect(parsed.filter((e) => e.level === 'error')).toHaveLength(1);
+  });
+
+  it('rotates past maxFileBytes and keeps maxFiles rotated files: a flood never grows the disk past (maxFiles + 1) x maxFileBytes', async () => {
+    const file = path.join(dir, 'security.log');
+    const maxFileBytes = 64 * 1024;
+    const log = new SecurityLog(settings({ logToFile: true, logFilePath: file, maxFileBytes, maxFiles: 2 }), logger());
+    // About 200 bytes a line: 3,000 lines are about 9 files' worth.
+    for (let i = 0; i < 3000; i++) log.record({ ...failure, path: `p${i}` });
+    await log.close();
+    expect((await readdir(dir)).sort()).toEqual(['security.log', 'security.log.1', 'security.log.2']);
+    const read = async (f: string) =>
+      (await readFile(f, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).path as string);
+    const [oldest, older, live] = await Promise.all([read(`${file}.2`), read(`${file}.1`), read(file)]);
+    for (const f of [file, `${file}.1`, `${file}.2`]) {
+      expect((await stat(f)).size).toBeLessThanOrEqual(maxFileBytes);
+      expect((await stat(f)).mode & 0o777).toBe(0o600);
+    }
+    // In order across the files, the newest lines kept, nothing cut in the middle of a line.
+    const kept = [...oldest, ...older, ...live];
+    expect(kept.at(-1)).toBe('p2999');
+    expect(kept).toEqual(Array.from({ length: kept.length }, (_, i) => `p${3000 - kept.length + i}`));
+  });
+
+  it('does not rotate a file an outside tool truncated (copytruncate): its real size is read first', async () => {
+    const file = path.join(dir, 'security.log');
+    const log = new SecurityLog(settings({ logToFile: true, logFilePath: file, maxFileBytes: 64 * 1024 }), logger());
+    for (let i = 0; i < 250; i++) log.record({ ...failure, path: `a${i}` });
+    // Truncate only once all 250 lines are on disk (a fixed sleep raced a loaded machine's writes).
+    await vi.waitFor(async () => expect((await readFile(file, 'utf8')).split('\n').length).toBe(251), {
+      timeout: 5000,
+    });
+    await truncate(file, 0);
+    for (let i = 0; i < 250; i++) log.record({ ...failure, path: `b${i}` });
+    await log.close();
+    expect(await readdir(dir)).toEqual(['security.log']);
   });
 
   it('defaults the file to <storage.dir>/security.log', () => {

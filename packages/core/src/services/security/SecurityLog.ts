@@ -1,4 +1,4 @@
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedConfig } from '../../config/schema.js';
 import type { Logger } from '../../kernel/Logger.js';
@@ -11,10 +11,19 @@ import type { Logger } from '../../kernel/Logger.js';
  * - `forbidden`: an identity lacks the rights (administrator procedures);
  * - `access_denied`: a workspace rule refused a path (traversal, blocked path, read-only, size);
  * - `rate_limited`: a request or tool call over one of our own limits (`mcp.rateLimiting`, `ai.validateProvider`);
+ * - `key_refused`: an API key's own rules or limits refused a call (keyRefusalEvent.ts: its tools,
+ *   resource, provider and model rules, requests and tokens per minute, concurrent calls, budget);
  * - `upstream_rate_limited`: an AI provider answered 429 (its quota, not ours: worth watching,
  *   but not an abuse signal about the caller).
  */
-export type SecurityEventType = 'auth_failed' | 'auth_required' | 'forbidden' | 'access_denied' | 'rate_limited' | 'upstream_rate_limited';
+export type SecurityEventType =
+  | 'auth_failed'
+  | 'auth_required'
+  | 'forbidden'
+  | 'access_denied'
+  | 'rate_limited'
+  | 'key_refused'
+  | 'upstream_rate_limited';
 export type SecuritySeverity = 'debug' | 'info' | 'warn' | 'error';
 
 export interface SecurityEvent {
@@ -23,7 +32,7 @@ export interface SecurityEvent {
   reason: string;
   /** Short client-safe text (the error message); never a credential. */
   message?: string;
-  /** Entry point: 'mcp', 'trpc', 'rpc', or 'oauth'. */
+  /** Entry point: 'mcp', 'trpc', 'rpc', 'openai', 'anthropic', 'oauth', 'health' or 'metrics'. */
   transport: string;
   ip?: string;
   /** Subject of the caller when one was established. */
@@ -42,6 +51,10 @@ export interface SecurityLogSettings {
   logToFile: boolean;
   /** JSON-lines file; created with mode 0600. */
   logFilePath?: string;
+  /** Rotate the file past this size (bytes). Default 64 MiB. */
+  maxFileBytes?: number;
+  /** Rotated files kept (`<file>.1` is the newest). Default 5. */
+  maxFiles?: number;
 }
 
 const SEVERITY_RANK: Record<SecuritySeverity, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -51,11 +64,14 @@ const SEVERITY: Record<SecurityEventType, SecuritySeverity> = {
   forbidden: 'warn',
   access_denied: 'warn',
   rate_limited: 'warn',
+  key_refused: 'warn',
   upstream_rate_limited: 'warn',
 };
 /** Lines waiting for the file; beyond this, events are dropped (and counted) rather than piling up in memory. */
 const MAX_PENDING = 10_000;
 const MAX_TEXT = 300;
+const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_FILES = 5;
 
 const clip = (s: string) => (s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) + '…' : s);
 
@@ -73,6 +89,8 @@ export class SecurityLog {
   private dropped = 0;
   private fileFailed = false;
   private closed = false;
+  /** Bytes in the open file, as far as this process knows (read at open, added to per write). */
+  private size = 0;
 
   constructor(
     readonly settings: SecurityLogSettings,
@@ -134,16 +152,19 @@ export class SecurityLog {
     const text = JSON.stringify(line) + '\n';
     this.queue = this.queue.then(async () => {
       try {
-        const fh = await this.openFile();
+        let fh = await this.openFile();
+        if (!fh) return;
+        if (this.size + Buffer.byteLength(text) > this.maxBytes) fh = await this.rotate(fh, Buffer.byteLength(text));
         if (!fh) return;
         if (this.dropped > 0) {
           const n = this.dropped;
           this.dropped = 0;
-          await fh.write(
+          await this.write(
+            fh,
             JSON.stringify({ time: new Date().toISOString(), level: 'error', event: 'security', type: 'events_dropped', count: n }) + '\n',
           );
         }
-        await fh.write(text);
+        await this.write(fh, text);
       } catch (err) {
         this.reportFileError(err);
       } finally {
@@ -152,13 +173,49 @@ export class SecurityLog {
     });
   }
 
+  private get maxBytes(): number {
+    return this.settings.maxFileBytes ?? DEFAULT_MAX_BYTES;
+  }
+
+  private async write(fh: FileHandle, text: string): Promise<void> {
+    await fh.write(text);
+    this.size += Buffer.byteLength(text);
+  }
+
+  /**
+   * The file is full: `<file>.N-1` … `<file>.1` move one up (the oldest, `<file>.N`, is replaced),
+   * the file becomes `<file>.1` and a new one is opened. A file an outside tool truncated meanwhile
+   * (logrotate's `copytruncate`) is not full: its real size is read first. A rename that fails is
+   * reported once and writing goes on in the open file.
+   */
+  private async rotate(fh: FileHandle, incoming: number): Promise<FileHandle | null> {
+    this.size = (await fh.stat()).size;
+    if (this.size === 0 || this.size + incoming <= this.maxBytes) return fh;
+    const file = this.settings.logFilePath!;
+    try {
+      for (let i = (this.settings.maxFiles ?? DEFAULT_MAX_FILES) - 1; i >= 1; i--)
+        await rename(`${file}.${i}`, `${file}.${i + 1}`).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err;
+        });
+      await rename(file, `${file}.1`);
+    } catch (err) {
+      this.reportFileError(err);
+      return fh;
+    }
+    await fh.close().catch(() => undefined);
+    this.file = undefined;
+    return this.openFile();
+  }
+
   private openFile(): Promise<FileHandle | null> {
     this.file ??= (async () => {
       const file = this.settings.logFilePath!;
       try {
         await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
         // Mode applies when the file is created: readable by the service user only.
-        return await open(file, 'a', 0o600);
+        const fh = await open(file, 'a', 0o600);
+        this.size = (await fh.stat()).size;
+        return fh;
       } catch (err) {
         this.reportFileError(err);
         return null;

@@ -1,6 +1,7 @@
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
+import { OWNER_LISTED } from '../../kernel/ownerListings.js';
 import { deriveKey, open, seal, type DerivedKey, type Sealed } from './vaultCrypto.js';
 
 export interface KeyVaultOptions {
@@ -30,7 +31,7 @@ export interface KeyStatus {
   validatedAt?: string;
 }
 
-const PREFIX = 'vault:';
+const PREFIX = OWNER_LISTED.vault;
 /** Vault entries read per page by rotateMasterKey(). */
 const ROTATE_PAGE = 200;
 /** The row of a user's stored key for one provider (read by the metered call's decision, to know a key is there). */

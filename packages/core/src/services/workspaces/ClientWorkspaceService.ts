@@ -1,6 +1,7 @@
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { Storage } from '../../kernel/Storage.js';
+import { OWNER_LISTED } from '../../kernel/ownerListings.js';
 import { WORKSPACE_ID } from './WorkspaceService.js';
 
 /** A folder on the client's side (MCP root). Never grants access to server files. */
@@ -22,19 +23,27 @@ export interface ClientWorkspaceInput {
 }
 
 /** Storage key prefix of client workspaces: `ws:client:<encoded owner>:<id>`. */
-export const CLIENT_WORKSPACE_KEY = 'ws:client:';
+export const CLIENT_WORKSPACE_KEY = OWNER_LISTED.clientWorkspaces;
 /** Registered client workspaces per owner, and roots kept per MCP session. */
 export const MAX_CLIENT_WORKSPACES = 100;
 export const MAX_URI_LENGTH = 2048;
 
 type StoredClientWorkspace = Omit<ClientWorkspace, 'source'>;
 
+const SESSION_OWNER = 'session:';
 /** The owner of registrations made by an MCP session without an identity. */
-export const sessionOwner = (sessionId: string) => `session:${sessionId}`;
+export const sessionOwner = (sessionId: string) => `${SESSION_OWNER}${sessionId}`;
 
 // The owner is encoded so that one owner's prefix can never be the start of another's.
 const prefixOf = (owner: string) => `${CLIENT_WORKSPACE_KEY}${encodeURIComponent(owner)}:`;
 const keyOf = (owner: string, id: string) => prefixOf(owner) + id;
+/**
+ * Set before an MCP session without an identity first registers a client workspace: only such a
+ * session's close lists its keys. A key listing is a range read on SQL but a walk of the whole
+ * keyspace on Redis and in memory, and every session closes: listing for each made a session's
+ * close cost grow with everything stored (ledgers included) for as long as the server ran.
+ */
+const registeredMark = (sessionId: string) => `ws:client-session:${encodeURIComponent(sessionId)}`;
 
 /**
  * Check a client workspace URI: a `file:` URL without host (or `localhost`), query, fragment
@@ -98,6 +107,8 @@ export class ClientWorkspaceService {
     if (!existed && (await this.storage.keys(prefixOf(owner))).length >= MAX_CLIENT_WORKSPACES) {
       throw new CoreError('BAD_REQUEST', `at most ${MAX_CLIENT_WORKSPACES} client workspaces can be registered`);
     }
+    // The mark goes first: a crash between the two writes leaves it, never a key its close would not find.
+    if (owner.startsWith(SESSION_OWNER)) await this.storage.set(registeredMark(owner.slice(SESSION_OWNER.length)), true);
     await this.storage.set(key, entry);
     return { success: true, id: input.id, message: `client workspace '${input.id}' ${existed ? 'updated' : 'registered'}` };
   }
@@ -147,6 +158,9 @@ export class ClientWorkspaceService {
    */
   async clearSession(sessionId: string): Promise<void> {
     this.sessionRoots.delete(sessionId);
+    const mark = registeredMark(sessionId);
+    if ((await this.storage.get(mark)) === undefined) return;
     for (const key of await this.storage.keys(prefixOf(sessionOwner(sessionId)))) await this.storage.delete(key);
+    await this.storage.delete(mark);
   }
 }

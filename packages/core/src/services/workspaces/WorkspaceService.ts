@@ -5,6 +5,7 @@ import type { ResolvedConfig } from '../../config/schema.js';
 import { WorkspaceConfigSchema, type WorkspaceConfig, type WorkspaceConfigInput } from '../../config/sections/workspaces.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
+import { FAMILY_LISTED } from '../../kernel/ownerListings.js';
 import type { Storage } from '../../kernel/Storage.js';
 import { PathGuard } from './PathGuard.js';
 import { WorkspaceWatcher, type WorkspaceChange } from './WorkspaceWatcher.js';
@@ -13,7 +14,7 @@ import * as wsfs from './workspaceFs.js';
 /** Workspace ids: what getServerWorkspaces returns as keys and workspaceId accepts. */
 export const WORKSPACE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** Storage keys of workspaces added at run time. */
-export const SERVER_WORKSPACE_KEY = 'ws:server:';
+export const SERVER_WORKSPACE_KEY = FAMILY_LISTED.serverWorkspaces;
 
 interface StoredWorkspace {
   config: WorkspaceConfig;

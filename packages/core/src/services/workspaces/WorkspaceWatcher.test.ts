@@ -38,7 +38,8 @@ describe('WorkspaceWatcher', () => {
     const start = Date.now();
     await new Promise((resolve) => setTimeout(resolve, 0));
     await new Promise((resolve) => setTimeout(resolve, 0));
-    expect(Date.now() - start).toBeLessThan(4000);
+    // Well below the 17 s the loop was held, with room for a loaded machine.
+    expect(Date.now() - start).toBeLessThan(8000);
     await seen('a/b/c/f1999.txt');
     await seen('a/b/c/f0.txt');
   }, 60_000);

@@ -85,6 +85,7 @@ describe.skipIf(!postgres.ok)('PostgreSQL schema version while running', () => {
     } finally {
       await client.end();
     }
+    // A deliberate pause: several 50 ms checks run (asserting none takes the store down).
     await new Promise((r) => setTimeout(r, 200));
     expect(await store.health()).toEqual({ ok: true });
     await store.set('k', 1);

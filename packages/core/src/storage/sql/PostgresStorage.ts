@@ -18,6 +18,7 @@ import { KeyedMutex, unavailableFailure } from '../KeyedMutex.js';
 import { ReadBatcher } from '../ReadBatcher.js';
 import { StoreFault } from '../StoreFault.js';
 import { TxValueCache, type CachedRow } from './TxValueCache.js';
+import { arrayLiteral } from './arrayLiteral.js';
 import { importOptional, OPTIONAL_PACKAGES } from '../../config/optionalPackages.js';
 import { PURGE_BATCH, prefixEnd, refuseNewerSchema } from './migrations.js';
 import {
@@ -39,6 +40,7 @@ import {
   sql,
   STORE_OID,
   txCall,
+  txParams,
   txUpdate,
   unavailable,
   UPSERT,
@@ -271,7 +273,7 @@ export class PostgresStorage implements Storage {
     }
     const rows = await this.q<{ key: string; value: string }>(
       'SELECT key, value FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)',
-      [keys, now],
+      [arrayLiteral(keys), now],
       'aib_get_many',
     );
     const byKey = new Map(rows.map((r) => [r.key, r.value]));
@@ -422,18 +424,12 @@ export class PostgresStorage implements Storage {
         const planned = plan(readerOf(rows));
         if (planned.writes.length === 0) return planned.result;
         const writes = collapseWrites(planned.writes.map((w) => encodeWrite(w, now)));
-        const params = [
+        const params = txParams(
           sorted,
           sorted.map((k) => seen(rows.get(k)!)),
           now,
-          writes.setKeys,
-          writes.setValues,
-          writes.setExpires,
-          writes.setDue,
-          writes.deleteKeys,
-          writes.logs,
-          writes.records,
-        ];
+          writes,
+        );
         let version: string | null;
         try {
           version = await this.txCall(mode, params);
@@ -487,18 +483,12 @@ export class PostgresStorage implements Storage {
     if (accepted.length === 0) return;
     const keys = byteOrder(accepted.flatMap((a) => a.job.keys));
     const collapsed = collapseWrites(encoded.flat());
-    const params = [
+    const params = txParams(
       keys,
       keys.map((k) => seen(expected.get(k))),
       now,
-      collapsed.setKeys,
-      collapsed.setValues,
-      collapsed.setExpires,
-      collapsed.setDue,
-      collapsed.deleteKeys,
-      collapsed.logs,
-      collapsed.records,
-    ];
+      collapsed,
+    );
     let version: string | null;
     try {
       version = await this.txCall(modeOf(accepted.map((a) => a.job)), params);
@@ -659,7 +649,7 @@ export class PostgresStorage implements Storage {
     const found = keys.length
       ? await this.q<{ key: string; value: string; expires_at: string | null; v: string }>(
           'SELECT key, value, expires_at, xmin::text AS v FROM kv WHERE key = ANY($1) AND (expires_at IS NULL OR expires_at > $2)',
-          [keys, now],
+          [arrayLiteral(keys), now],
           'aib_tx_read',
         )
       : [];

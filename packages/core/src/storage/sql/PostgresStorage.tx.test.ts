@@ -57,6 +57,25 @@ describe.skipIf(!postgres.ok)('PostgresStorage transactions', () => {
     expect(await a.get<Account>('acct:hot')).toEqual({ tokens: 989 });
   });
 
+  it("aib_tx's arrays reach the driver as array literals, not arrays for pg to encode element by element", async () => {
+    // pg's own array encoding (two regex replaces per element, joined by concatenation) was the
+    // largest string work of a metered call (arrayLiteral.ts). Odd texts: quotes, backslashes, a
+    // newline and an emoji in a key (the element-by-element way), JSON escapes in a value.
+    const user = 'lit "q" \\ \n 🙂';
+    await credit(a, user, 100);
+    const counter = recordQueries();
+    try {
+      await spend(a, user, 7, 'r\\"1');
+    } finally {
+      counter.stop();
+    }
+    const call = counter.sent.find((q) => q.name === 'aib_tx');
+    expect(call?.values?.filter((v) => typeof v !== 'string' && typeof v !== 'number')).toEqual([]);
+    expect(await a.get<Account>(`acct:${user}`)).toEqual({ tokens: 93 });
+    expect(await b.get(`hold:${user}:r\\"1`)).toEqual({ amount: 7 });
+    expect((await b.readLog(`ledger:${user}`)).map((e) => e.record)).toEqual([{ requestId: 'r\\"1', delta: -7 }]);
+  });
+
   it('single reads issued together are one round trip', async () => {
     await a.set('r:1', 1);
     await a.set('r:2', 2);

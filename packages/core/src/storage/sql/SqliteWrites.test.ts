@@ -171,7 +171,7 @@ describe.each(SQLITE_DRIVERS)('SQLite on %s', (driver) => {
         ),
         { durable: false },
       );
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5)); // deliberate: w:brief's 1 ms TTL runs out
       expect(await store.get('w:hold')).toEqual({ tokens: 4 });
       expect(await store.getMany(['w:gone', 'w:count', 'w:brief'])).toEqual([undefined, 7, undefined]);
       let seen: unknown[] = [];

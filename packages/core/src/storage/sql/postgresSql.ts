@@ -5,6 +5,7 @@ import type { BatchJob, CommitMode } from '../GroupCommit.js';
 import type { TxRead, TxWrite } from '../../kernel/Storage.js';
 import { sha256 } from '../../lib/sha256.js';
 import type { CachedRow } from './TxValueCache.js';
+import { arrayLiteral } from './arrayLiteral.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, refuseNewerSchema } from './migrations.js';
 
 // The SQL PostgresStorage sends and the encoding of a transaction's writes into it: its statements
@@ -77,6 +78,26 @@ export function modeOf(jobs: ReadonlyArray<Pick<BatchJob, 'commit'>>): CommitMod
 /** The `aib_tx` statement and its name for each commit mode (see TX_CALL_ASYNC). */
 export function txCall(mode: CommitMode): { text: string; name: string } {
   return mode === 'durable' ? { text: TX_CALL, name: 'aib_tx' } : { text: TX_CALL_ASYNC, name: 'aib_tx_async' };
+}
+
+/**
+ * The parameters of an `aib_tx` call but the last (the store's oid): the keys, what each was seen
+ * as (`seen`), now, and the collapsed writes. The arrays go as array literals made here
+ * (arrayLiteral: one native call each, where pg's own encoder escaped element by element).
+ */
+export function txParams(keys: readonly string[], seenAs: ReadonlyArray<string | null>, now: number, w: EncodedWrites): unknown[] {
+  return [
+    arrayLiteral(keys),
+    arrayLiteral(seenAs),
+    now,
+    arrayLiteral(w.setKeys),
+    arrayLiteral(w.setValues),
+    arrayLiteral(w.setExpires),
+    arrayLiteral(w.setDue),
+    arrayLiteral(w.deleteKeys),
+    arrayLiteral(w.logs),
+    arrayLiteral(w.records),
+  ];
 }
 
 /** What the locked paths send after BEGIN: nothing for a durable transaction, else `synchronous_commit = off` until its COMMIT. */

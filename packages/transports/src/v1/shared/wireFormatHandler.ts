@@ -222,7 +222,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
           place();
           throw err;
         }
-        return streams.hold(res, place, outgoing);
+        return streams.hold(res, place, outgoing, 'event-stream', scope);
       },
     });
   };
@@ -279,6 +279,12 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
       writer.frames(e);
       return e.bytes;
     };
+    /**
+     * The client cancelled the body. An event read before it may still arrive (the engine settles
+     * a finished stream before it ends, and the settle may wait for the store): it has nowhere to
+     * go, and writing it to the cancelled stream threw, logged as an internal error.
+     */
+    let left = false;
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
         if (first.done) return controller.close();
@@ -290,11 +296,13 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
           // A pass-through `finish` writes nothing: read on, so each pull enqueues or closes.
           for (;;) {
             const next = await events.next();
+            if (left) return;
             if (next.done) return controller.close();
             const out = frames(next.value);
             if (out) return controller.enqueue(out);
           }
         } catch (err) {
+          if (left) return;
           // Headers are gone: the error travels as the stream's last event.
           const e = spec.error(err, req);
           logWireError(gateway.logger, e.wire, { transport: spec.transport, path: c.req.path });
@@ -304,6 +312,7 @@ export function wireFormatHandler<R extends WireRequest, W extends { frames(e: S
       },
       // The client went away: ending the iterator settles what was produced and stops the upstream.
       async cancel() {
+        left = true;
         await events.return?.();
       },
     });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ResponseCacheConfig } from '../../../config/sections/aiRoutes.js';
 import type { Identity } from '../../../kernel/identity.js';
 import type { Logger } from '../../../kernel/Logger.js';
+import { FAMILY_LISTED } from '../../../kernel/ownerListings.js';
 import type { Storage } from '../../../kernel/Storage.js';
 import type { Metrics } from '../../../observability/Metrics.js';
 
@@ -63,7 +64,9 @@ export interface CacheRequest {
   wire?: unknown;
 }
 
-const PREFIX = 'aicache:';
+const PREFIX = FAMILY_LISTED.responseCache;
+/** Entries listed and deleted at a time by clear(). */
+const CLEAR_PAGE = 500;
 
 /**
  * JSON with every object's keys in sorted order: the same request sent with its fields (a /v1
@@ -191,9 +194,17 @@ export class ResponseCache {
 
   /** Empty the cache (admin.clearCache 'responses'); the number of entries removed. */
   async clear(): Promise<number> {
-    const keys = await this.store.keys(PREFIX);
+    // A page at a time, its deletes together: a cache of a million entries is a pass over its own
+    // keys (an index on every store, Redis included), never the whole store, nor a million round
+    // trips one after another.
     let removed = 0;
-    for (const k of keys) if ((await this.store.delete(k)) && !k.startsWith(`${PREFIX}bytes:`)) removed++;
+    let cursor: string | undefined;
+    do {
+      const page = await this.store.listKeys(PREFIX, { cursor, limit: CLEAR_PAGE });
+      const gone = await Promise.all(page.keys.map((k) => this.store.delete(k)));
+      removed += page.keys.filter((k, i) => gone[i] && !k.startsWith(`${PREFIX}bytes:`)).length;
+      cursor = page.cursor;
+    } while (cursor !== undefined);
     return removed;
   }
 }

@@ -66,7 +66,7 @@ describe('WireStream', () => {
       sse({ type: 'message_stop' }, 'message_stop'),
     ].join('');
     expect(run(ws, text, 7)).toBe(text);
-    expect(ws.usage).toEqual({ inputTokens: 7, outputTokens: 9, totalTokens: 16 });
+    expect(ws.usage).toEqual({ inputTokens: 7, outputTokens: 9, totalTokens: 16, cachedInputTokens: 2 });
   });
 
   it('a stream cut before its usage event has no usage', () => {
@@ -103,6 +103,49 @@ describe('WireStream', () => {
     expect(a.outputBytes).toBe(3 + 3 + 7);
     expect(a.reportedInput).toBe(6);
     expect(a.usage).toBeUndefined();
+  });
+
+  it("an Anthropic stream's cache writes are priced above the input price (message_start's split)", () => {
+    const events = (usage: Record<string, unknown>) =>
+      [
+        sse({ type: 'message_start', message: { usage: { input_tokens: 5, ...usage } } }, 'message_start'),
+        sse({ type: 'content_block_delta', delta: { type: 'text_delta', text: 'ok' } }, 'content_block_delta'),
+        sse({ type: 'message_delta', usage: { output_tokens: 3 } }, 'message_delta'),
+        sse({ type: 'message_stop' }, 'message_stop'),
+      ].join('');
+    const cached = new WireStream('anthropic-messages', false);
+    run(
+      cached,
+      events({ cache_creation_input_tokens: 300, cache_creation: { ephemeral_5m_input_tokens: 200, ephemeral_1h_input_tokens: 100 } }),
+      4,
+    );
+    expect(cached.usage).toEqual({ inputTokens: 305, outputTokens: 3, totalTokens: 308, cacheWriteExtra: 50 + 100 });
+    const plain = new WireStream('anthropic-messages', false);
+    run(plain, events({}), 4);
+    expect(plain.usage).toEqual({ inputTokens: 5, outputTokens: 3, totalTokens: 8 });
+    // Reads, in message_start and repeated in a cumulative message_delta: cached input, counted once.
+    const hit = new WireStream('anthropic-messages', false);
+    run(
+      hit,
+      [
+        sse({ type: 'message_start', message: { usage: { input_tokens: 5, cache_read_input_tokens: 1000 } } }, 'message_start'),
+        sse({ type: 'message_delta', usage: { input_tokens: 5, cache_read_input_tokens: 1000, output_tokens: 3 } }, 'message_delta'),
+        sse({ type: 'message_stop' }, 'message_stop'),
+      ].join(''),
+      3,
+    );
+    expect(hit.usage).toEqual({ inputTokens: 1005, outputTokens: 3, totalTokens: 1008, cachedInputTokens: 1000 });
+  });
+
+  it("OpenAI Chat's and the Responses API's cached input (`cached_tokens`) is read from their usage event", () => {
+    const c = new WireStream('openai-chat', true);
+    const usage = { prompt_tokens: 70, completion_tokens: 3, total_tokens: 73, prompt_tokens_details: { cached_tokens: 64 } };
+    run(c, chat.replace('"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}', `"usage":${JSON.stringify(usage)}`), 5);
+    expect(c.usage).toEqual({ inputTokens: 70, outputTokens: 3, totalTokens: 73, cachedInputTokens: 64 });
+    const r = new WireStream('openai-responses', false);
+    const completed = { usage: { input_tokens: 70, output_tokens: 3, input_tokens_details: { cached_tokens: 64 } } };
+    run(r, sse({ type: 'response.completed', response: completed }, 'response.completed'), 6);
+    expect(r.usage).toEqual({ inputTokens: 70, outputTokens: 3, totalTokens: 73, cachedInputTokens: 64 });
   });
 
   it('only a stream that reached its terminal event ended: [DONE], message_stop, response.completed', () => {

@@ -1,4 +1,12 @@
-import { anthropicInput, chatUsage, responsesUsage, type UsageRead, type WireUsage } from './readWireAnswer.js';
+import {
+  anthropicCacheReads,
+  anthropicCacheWriteExtra,
+  anthropicInput,
+  chatUsage,
+  responsesUsage,
+  type UsageRead,
+  type WireUsage,
+} from './readWireAnswer.js';
 import type { WireFormat } from './wireRequest.js';
 import { isTokenCount } from '../tokenCount.js';
 
@@ -95,7 +103,27 @@ export class WireStream {
    */
   get usage(): WireUsage | undefined {
     if (this.unreadable || this.input === undefined || this.output === undefined) return undefined;
-    return { inputTokens: this.input, outputTokens: this.output, totalTokens: this.input + this.output };
+    const usage: WireUsage = { inputTokens: this.input, outputTokens: this.output, totalTokens: this.input + this.output };
+    return {
+      ...usage,
+      ...(this.cacheWriteExtra > 0 ? { cacheWriteExtra: this.cacheWriteExtra } : {}),
+      ...(this.cachedInput > 0 ? { cachedInputTokens: Math.min(this.cachedInput, this.input) } : {}),
+    };
+  }
+
+  /** Anthropic's cache writes priced above the input price, as reported so far (anthropicCacheWriteExtra). */
+  cacheWriteExtra = 0;
+  /**
+   * Input read from the provider's prompt cache, as reported so far (WireUsage.cachedInputTokens:
+   * OpenAI's `cached_tokens`, Anthropic's cache reads), the largest any usage event gave (Anthropic's
+   * `message_delta` may leave it out), at most the input.
+   */
+  private cachedInput = 0;
+
+  /** A usage event's cache writes and reads: the largest any event gave (a repeated or cumulative event never lowers them). */
+  private noteCache(u: unknown): void {
+    this.cacheWriteExtra = Math.max(this.cacheWriteExtra, anthropicCacheWriteExtra(u));
+    this.cachedInput = Math.max(this.cachedInput, anthropicCacheReads(u));
   }
 
   /** The input tokens the answer reported so far (Anthropic's `message_start`), before its full usage. */
@@ -110,6 +138,7 @@ export class WireStream {
     else {
       this.noteInput(u.inputTokens);
       this.output = Math.max(this.output ?? 0, u.outputTokens);
+      this.cachedInput = Math.max(this.cachedInput, u.cachedInputTokens ?? 0);
     }
   }
   private noteInput(input: number | undefined | false): void {
@@ -208,12 +237,16 @@ export class WireStream {
         const block = d.content_block as { type?: unknown; text?: unknown } | undefined;
         this.countAnthropic(block);
         if (block?.type !== 'text' || block.text) this.started = true;
-      } else if (d?.type === 'message_start') this.noteInput(anthropicInput((d.message as { usage?: unknown } | undefined)?.usage));
-      else if (d?.type === 'message_delta') {
+      } else if (d?.type === 'message_start') {
+        const u = (d.message as { usage?: unknown } | undefined)?.usage;
+        this.noteInput(anthropicInput(u));
+        this.noteCache(u);
+      } else if (d?.type === 'message_delta') {
         this.started = true;
         const u = d.usage as Record<string, unknown> | undefined;
         // Newer answers repeat the input count here (cumulative): the largest count wins.
         this.noteInput(anthropicInput(u));
+        this.noteCache(u);
         const out = u?.output_tokens;
         if (isTokenCount(out)) this.output = Math.max(this.output ?? 0, out);
         else this.unreadable = true;

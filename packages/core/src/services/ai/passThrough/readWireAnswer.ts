@@ -7,6 +7,16 @@ export interface WireUsage {
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
+  /**
+   * Input tokens' worth billed above the input price (Anthropic's cache writes: a quarter more
+   * for the 5-minute cache, double for the hour's): priced, never charged as platform tokens.
+   */
+  cacheWriteExtra?: number;
+  /**
+   * Input tokens (of `inputTokens`) read from the provider's prompt cache (OpenAI's `cached_tokens`,
+   * Anthropic's cache reads): priced at the model's `cachedInputRatio`, still charged as tokens.
+   */
+  cachedInputTokens?: number;
 }
 
 /** A usage read as the engine takes it: undefined unless it could be read whole. */
@@ -55,16 +65,30 @@ function both(input: number | undefined | false, output: number | undefined | fa
   return { inputTokens: input, outputTokens: output, totalTokens: input + output };
 }
 
-/** OpenAI Chat Completions usage (`prompt_tokens`, `completion_tokens`; `total_tokens` is not read). */
-export function chatUsage(u: unknown): UsageRead {
-  const o = obj(u);
-  return o ? both(count(o.prompt_tokens), count(o.completion_tokens)) : undefined;
+/**
+ * A usage read with the input it says came from the provider's prompt cache, at most its input. A
+ * cached count that is not a token count is left out (the input is then priced as input, never
+ * below what the provider bills), not the whole usage: it changes no token count.
+ */
+function withCached(read: WireUsage | 'unreadable', cached: unknown): WireUsage | 'unreadable' {
+  if (read === 'unreadable' || !isTokenCount(cached) || cached === 0) return read;
+  return { ...read, cachedInputTokens: Math.min(cached, read.inputTokens) };
 }
 
-/** Responses API usage (`input_tokens`, `output_tokens`; `total_tokens` is not read). */
+/**
+ * OpenAI Chat Completions usage (`prompt_tokens`, `completion_tokens`, and of the prompt the
+ * cached part, `prompt_tokens_details.cached_tokens`, as OpenRouter reports it too; `total_tokens`
+ * is not read).
+ */
+export function chatUsage(u: unknown): UsageRead {
+  const o = obj(u);
+  return o ? withCached(both(count(o.prompt_tokens), count(o.completion_tokens)), obj(o.prompt_tokens_details)?.cached_tokens) : undefined;
+}
+
+/** Responses API usage (`input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`; `total_tokens` is not read). */
 export function responsesUsage(u: unknown): UsageRead {
   const o = obj(u);
-  return o ? both(count(o.input_tokens), count(o.output_tokens)) : undefined;
+  return o ? withCached(both(count(o.input_tokens), count(o.output_tokens)), obj(o.input_tokens_details)?.cached_tokens) : undefined;
 }
 
 /**
@@ -81,10 +105,39 @@ export function anthropicInput(u: unknown): number | undefined | false {
   return input + (writes ?? 0) + (reads ?? 0);
 }
 
+/**
+ * What Anthropic's cache writes cost above the input price, in input tokens: a 5-minute write is
+ * billed at 1.25 times the input price, an hour's at 2 times (`cache_creation`'s split; writes it
+ * does not split count as the hour's, the dearer). 0 without writes (reads: anthropicCacheReads).
+ */
+export function anthropicCacheWriteExtra(u: unknown): number {
+  const o = obj(u);
+  const writes = count(o?.cache_creation_input_tokens);
+  if (!writes) return 0;
+  const split = obj(o!.cache_creation);
+  const fiveMin = count(split?.ephemeral_5m_input_tokens);
+  const short = typeof fiveMin === 'number' ? Math.min(fiveMin, writes) : 0;
+  return Math.ceil(short * 0.25) + (writes - short);
+}
+
+/**
+ * Anthropic's cache reads (`cache_read_input_tokens`, part of anthropicInput): priced at the
+ * model's `cachedInputRatio` (a tenth of the input price, as Anthropic bills them). 0 without reads.
+ */
+export function anthropicCacheReads(u: unknown): number {
+  const reads = count(obj(u)?.cache_read_input_tokens);
+  return reads || 0;
+}
+
 /** A whole Anthropic answer's usage: its input (cache tokens included) and `output_tokens`. */
 function anthropicUsage(u: unknown): UsageRead {
   const o = obj(u);
-  return o ? both(anthropicInput(o), count(o.output_tokens)) : undefined;
+  if (!o) return undefined;
+  const read = both(anthropicInput(o), count(o.output_tokens));
+  if (read === 'unreadable' || read === undefined) return read;
+  const extra = anthropicCacheWriteExtra(o);
+  const reads = anthropicCacheReads(o);
+  return { ...read, ...(extra ? { cacheWriteExtra: extra } : {}), ...(reads ? { cachedInputTokens: reads } : {}) };
 }
 
 const CHAT_FINISH: Record<string, string> = {

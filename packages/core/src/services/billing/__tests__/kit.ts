@@ -85,7 +85,13 @@ async function dumpRedis(prefix: string): Promise<string> {
       cursor = next;
       for (const key of keys) {
         const type = await client.type(key);
-        parts.push(key, type === 'list' ? (await client.lrange(key, 0, -1)).join('\n') : String(await client.get(key)));
+        const value =
+          type === 'list'
+            ? (await client.lrange(key, 0, -1)).join('\n')
+            : type === 'zset'
+              ? (await client.zrange(key, '0', '-1', 'WITHSCORES')).join('\n')
+              : String(await client.get(key));
+        parts.push(key, value);
       }
     } while (cursor !== '0');
     return parts.join('\n');

@@ -1,0 +1,75 @@
+/**
+ * An upstream's tool definitions are untrusted (docs/mcp-gateway.md, "Failure behaviour"): one
+ * tool with an output schema that cannot be compiled (a dangling `$ref`) made the 1.x SDK
+ * client's tools/list fail as a whole (it compiles every output schema while reading the list),
+ * so a 2025 client saw none of the gateway's tools, ours included; a tool listed twice reached
+ * clients twice. Now such tools are left out (and logged), the first of two with one name is
+ * kept, and everything else is listed and callable for both revisions.
+ */
+import { fileURLToPath } from 'node:url';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runtimeOfServices } from '@ai-backend/core/internal';
+import { startTestServer, type TestServer } from './helpers/testServer.js';
+
+const HOSTILE = fileURLToPath(new URL('./helpers/hostileToolList.mjs', import.meta.url));
+let server: TestServer;
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  server = await startTestServer({
+    mcp: { auth: { authType: 'none' } },
+    mcpServers: { odd: { command: process.execPath, args: [HOSTILE], timeoutMs: 10_000 } },
+  });
+  const rt = runtimeOfServices(await server.server.ready());
+  const deadline = Date.now() + 20_000;
+  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
+    if (Date.now() > deadline) throw new Error(`upstream not ready: ${JSON.stringify(rt.gateway.status())}`);
+    await new Promise((r) => setTimeout(r, 50)); // the poll's pace, on purpose (it waits for nothing)
+  }
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all(closers.map((c) => c().catch(() => undefined)));
+  await server?.stop();
+});
+
+async function connect(revision: '2025-11-25' | '2026-07-28') {
+  const url = new URL(`${server.url}/mcp`);
+  if (revision === '2025-11-25') {
+    const client = new LegacyClient({ name: 'gw-hostile-2025', version: '1' });
+    await client.connect(new LegacyTransport(url));
+    closers.push(() => client.close());
+    return client;
+  }
+  const client = new ModernClient({ name: 'gw-hostile-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new ModernTransport(url));
+  closers.push(() => client.close());
+  return client;
+}
+
+const textOf = (r: unknown) => (r as { content: Array<{ text?: string }> }).content[0]?.text;
+
+describe('MCP gateway: a hostile upstream tool list', () => {
+  for (const revision of ['2025-11-25', '2026-07-28'] as const) {
+    it(`${revision}: tools/list answers, without the unusable tools and with one tool per name`, async () => {
+      const client = await connect(revision);
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name);
+      expect(names).toContain('greeting'); // ours
+      expect(names.filter((n) => n.startsWith('odd__'))).toEqual(['odd__echo', 'odd__linked-list']);
+      expect(tools.find((t) => t.name === 'odd__echo')?.description).toBe('the first echo');
+      expect(textOf(await client.callTool({ name: 'odd__echo', arguments: { message: 'x' } }))).toBe('called echo');
+      expect(textOf(await client.callTool({ name: 'odd__linked-list', arguments: {} }))).toBe('called linked-list');
+      await expect(client.callTool({ name: 'odd__dangling-output', arguments: {} })).rejects.toThrow(/unknown tool: odd__dangling-output/);
+    });
+  }
+
+  it('the status page counts the usable tools only', async () => {
+    const rt = runtimeOfServices(await server.server.ready());
+    const odd = rt.gateway.status().find((s) => s.name === 'odd')!;
+    expect(odd.toolList.map((t) => t.name)).toEqual(['odd__echo', 'odd__linked-list']);
+  });
+});

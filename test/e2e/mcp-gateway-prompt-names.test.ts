@@ -1,0 +1,102 @@
+/**
+ * Upstream prompt names that are no valid MCP name once the gateway puts `<server>__` before them
+ * (longer than 128 characters, or with a space, a slash or non-ASCII letters), as tool names are
+ * (mcp-gateway-tool-names): they were listed as they were. Now each is listed under the same
+ * valid, stable name a tool of that name gets (its characters kept where they fit, then 8 hex of
+ * its SHA-256), unique, with its own name as its title and in `_meta`, and prompts/get takes that
+ * name (or `<server>__<its own name>`). An upstream prompt named as another's shortened name does
+ * not take its place: the first of two prompts with one name is kept.
+ */
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runtimeOfServices } from '@ai-backend/core/internal';
+import { startTestServer, type TestServer } from './helpers/testServer.js';
+
+const ODD = fileURLToPath(new URL('./helpers/oddToolNames.mjs', import.meta.url));
+const LONG_SERVER = 'a_forty_character_server_name_for_tools1';
+const hash = (name: string) => createHash('sha256').update(name).digest('hex').slice(0, 8);
+const long = 'summarise_the_quarterly_report_of_'.repeat(5);
+const ORIGINALS = [`${long}north`, `${long}south`, 'read file', 'admin/wipe', 'größe', 'echo'];
+// Named as the gateway shows 'read file': listed after it, so 'read file' keeps the name.
+const IMPOSTOR = `read_file_${hash('read file')}`;
+const MCP_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+
+let server: TestServer;
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  const odd = { command: process.execPath, args: [ODD], env: { EXTRA_PROMPT: IMPOSTOR }, timeoutMs: 10_000 };
+  server = await startTestServer({
+    mcp: { auth: { authType: 'none' } },
+    mcpServers: { odd, [LONG_SERVER]: { ...odd, env: {} } },
+  });
+  const rt = runtimeOfServices(await server.server.ready());
+  const deadline = Date.now() + 20_000;
+  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
+    if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all(closers.map((c) => c().catch(() => undefined)));
+  await server?.stop();
+});
+
+async function connect(revision: '2025-11-25' | '2026-07-28') {
+  const url = new URL(`${server.url}/mcp`);
+  if (revision === '2025-11-25') {
+    const client = new LegacyClient({ name: 'gw-prompt-names-2025', version: '1' });
+    await client.connect(new LegacyTransport(url));
+    closers.push(() => client.close());
+    return client;
+  }
+  const client = new ModernClient({ name: 'gw-prompt-names-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new ModernTransport(url));
+  closers.push(() => client.close());
+  return client;
+}
+
+const textOf = (r: { messages: Array<{ content: unknown }> }) => (r.messages[0]?.content as { text?: string } | undefined)?.text;
+
+describe('MCP gateway: upstream prompt names that are no valid MCP name', () => {
+  for (const revision of ['2025-11-25', '2026-07-28'] as const) {
+    it(`${revision}: listed under valid, unique names with their own as title, and got by them`, async () => {
+      const client = await connect(revision);
+      const { prompts } = await client.listPrompts();
+      for (const prefix of ['odd__', `${LONG_SERVER}__`]) {
+        const mine = prompts.filter((p) => p.name.startsWith(prefix));
+        // Six prompts: the impostor does not take 'read file''s name, nor appear twice.
+        expect(mine).toHaveLength(6);
+        expect(new Set(mine.map((p) => p.name)).size).toBe(6);
+        for (const p of mine) expect(p.name).toMatch(MCP_NAME);
+        for (const original of ORIGINALS) {
+          const p = mine.find((x) => x.title === original || x.name === `${prefix}${original}`);
+          expect(p, original).toBeDefined();
+          if (p!.name !== `${prefix}${original}`) expect(p!._meta?.['ai-backend/upstreamName']).toBe(original);
+          expect(textOf(await client.getPrompt({ name: p!.name }))).toBe(`prompt ${original}`);
+        }
+      }
+      // The same names as tools of those names get: they depend on the server's and the prompt's names only.
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      for (const name of prompts.map((p) => p.name)) expect(tools).toContain(name);
+      expect(prompts.map((p) => p.name)).toContain(`odd__admin_wipe_${hash('admin/wipe')}`);
+      const longest = prompts.find((p) => p.title === `${long}north` && p.name.startsWith(LONG_SERVER))!;
+      expect(longest.name).toHaveLength(128);
+      expect(longest.name.endsWith(`_${hash(`${long}north`)}`)).toBe(true);
+    });
+  }
+
+  it("prompts/get takes a prompt's own name after the prefix too; the impostor is not reached by it", async () => {
+    const client = await connect('2025-11-25');
+    expect(textOf(await client.getPrompt({ name: 'odd__read file' }))).toBe('prompt read file');
+    expect(textOf(await client.getPrompt({ name: 'odd__admin/wipe' }))).toBe('prompt admin/wipe');
+    // Its own name is 'read file''s listed name, which 'read file' keeps.
+    expect(textOf(await client.getPrompt({ name: `odd__${IMPOSTOR}` }))).toBe('prompt read file');
+    await expect(client.getPrompt({ name: 'odd__nope/nope' })).rejects.toThrow();
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * Upstream tool names that are no MCP tool name once the gateway puts `<server>__` before them
+ * (docs/mcp-gateway.md, "What clients see"): longer than 128 characters, or with a space, a slash
+ * or non-ASCII letters. They were listed as they were, and clients that check names (and models,
+ * whose APIs allow fewer characters still) could not call them. Now each is listed under a valid,
+ * stable name (its characters kept where they fit, then 8 hex of its SHA-256), unique, with its
+ * own name as its title and in `_meta`, and is callable by that name on /mcp and /rpc (and by
+ * `server` plus its own name on /rpc). An upstream tool named as another's shortened name does
+ * not take its calls: the first of two tools with one name is kept.
+ */
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runtimeOfServices } from '@ai-backend/core/internal';
+import { startTestServer, type TestServer } from './helpers/testServer.js';
+
+const ODD = fileURLToPath(new URL('./helpers/oddToolNames.mjs', import.meta.url));
+const LONG_SERVER = 'a_forty_character_server_name_for_tools1';
+const hash = (name: string) => createHash('sha256').update(name).digest('hex').slice(0, 8);
+const long = 'summarise_the_quarterly_report_of_'.repeat(5);
+const ORIGINALS = [`${long}north`, `${long}south`, 'read file', 'admin/wipe', 'größe', 'echo'];
+// Named as the gateway shows 'read file': listed after it, so 'read file' keeps the name.
+const IMPOSTOR = `read_file_${hash('read file')}`;
+const MCP_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+
+let server: TestServer;
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  const odd = { command: process.execPath, args: [ODD], env: { EXTRA_TOOL: IMPOSTOR }, timeoutMs: 10_000 };
+  server = await startTestServer({
+    mcp: { auth: { authType: 'none' } },
+    mcpServers: { odd, [LONG_SERVER]: { ...odd, env: {} } },
+  });
+  const rt = runtimeOfServices(await server.server.ready());
+  const deadline = Date.now() + 20_000;
+  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
+    if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all(closers.map((c) => c().catch(() => undefined)));
+  await server?.stop();
+});
+
+async function connect(revision: '2025-11-25' | '2026-07-28') {
+  const url = new URL(`${server.url}/mcp`);
+  if (revision === '2025-11-25') {
+    const client = new LegacyClient({ name: 'gw-names-2025', version: '1' });
+    await client.connect(new LegacyTransport(url));
+    closers.push(() => client.close());
+    return client;
+  }
+  const client = new ModernClient({ name: 'gw-names-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new ModernTransport(url));
+  closers.push(() => client.close());
+  return client;
+}
+
+const textOf = (r: unknown) => (r as { content: Array<{ text?: string }> }).content[0]?.text;
+
+async function rpc(params: Record<string, unknown>): Promise<{ result?: unknown; error?: { message: string } }> {
+  const res = await fetch(`${server.url}/rpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'gateway.callTool', params }),
+  });
+  return (await res.json()) as { result?: unknown; error?: { message: string } };
+}
+
+describe('MCP gateway: upstream tool names that are no MCP tool name', () => {
+  for (const revision of ['2025-11-25', '2026-07-28'] as const) {
+    it(`${revision}: listed under valid, unique names with their own as title, and callable by them`, async () => {
+      const client = await connect(revision);
+      const { tools } = await client.listTools();
+      for (const prefix of ['odd__', `${LONG_SERVER}__`]) {
+        const mine = tools.filter((t) => t.name.startsWith(prefix));
+        // Six tools: the impostor does not take 'read file''s name, nor appear twice.
+        expect(mine).toHaveLength(6);
+        expect(new Set(mine.map((t) => t.name)).size).toBe(6);
+        for (const t of mine) expect(t.name).toMatch(MCP_NAME);
+        for (const original of ORIGINALS) {
+          const t = mine.find((x) => x.title === original || x.name === `${prefix}${original}`);
+          expect(t, original).toBeDefined();
+          if (t!.name !== `${prefix}${original}`) expect(t!._meta?.['ai-backend/upstreamName']).toBe(original);
+          expect(textOf(await client.callTool({ name: t!.name, arguments: {} }))).toBe(`called ${original}`);
+        }
+      }
+      // Stable: the name depends on the server's and the tool's names only.
+      expect(tools.map((t) => t.name)).toContain(`odd__read_file_${hash('read file')}`);
+      expect(tools.map((t) => t.name)).toContain(`odd__admin_wipe_${hash('admin/wipe')}`);
+      expect(tools.map((t) => t.name)).toContain('odd__echo');
+      const longest = tools.find((t) => t.title === `${long}north` && t.name.startsWith(LONG_SERVER))!;
+      expect(longest.name).toHaveLength(128);
+      expect(longest.name.endsWith(`_${hash(`${long}north`)}`)).toBe(true);
+    });
+  }
+
+  it('/rpc calls them by the listed name, or by server and their own name', async () => {
+    const listed = `odd__read_file_${hash('read file')}`;
+    expect((await rpc({ tool: listed })).result).toMatchObject({ content: [{ text: 'called read file' }] });
+    expect((await rpc({ server: 'odd', tool: 'read file' })).result).toMatchObject({ content: [{ text: 'called read file' }] });
+    expect((await rpc({ server: 'odd', tool: 'admin/wipe' })).result).toMatchObject({ content: [{ text: 'called admin/wipe' }] });
+    // The impostor is not reachable by its own name either: its name there is 'read file''s.
+    expect((await rpc({ server: 'odd', tool: IMPOSTOR })).result).toMatchObject({ content: [{ text: 'called read file' }] });
+    expect((await rpc({ server: 'odd', tool: 'nope/nope' })).error?.message).toMatch(/unknown tool/);
+  });
+});
