@@ -10,13 +10,10 @@ import type { CallOptions } from './callOptions.js';
 import { UpstreamLister } from './UpstreamLister.js';
 import { EMPTY_LISTS, LIST_KINDS, sameLists, type ListKind, type UpstreamLists } from './upstreamLists.js';
 import { credentialValues } from './credentialValues.js';
-import { ResourceSubscriptions } from './ResourceSubscriptions.js';
+import { ResourceSubscriptions, type ResourceSubscriber } from './ResourceSubscriptions.js';
 import { describe, isTimeout, upstreamFailure } from './upstreamFailure.js';
 
 export type { ListKind, UpstreamLists } from './upstreamLists.js';
-
-/** A subscriber to an upstream resource's updates (one MCP session): called with the URI that changed. */
-export type ResourceSubscriber = (uri: string) => void;
 
 export type ConnectionState =
   | { kind: 'idle' }

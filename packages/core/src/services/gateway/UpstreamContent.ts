@@ -4,7 +4,8 @@ import { compileUriTemplate } from '../../lib/uriTemplate.js';
 import { keyAllowsServer, keyAllowsTool, serverAllows, splitExposedName } from './gatewayAccess.js';
 import { asListed, exposedItems, findExposed } from './exposedItems.js';
 import type { Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, ResourceTemplate } from './mcpWire.js';
-import type { ResourceSubscriber, UpstreamConnection } from './UpstreamConnection.js';
+import type { UpstreamConnection } from './UpstreamConnection.js';
+import type { ResourceSubscriber } from './ResourceSubscriptions.js';
 
 export interface ServerEntry {
   name: string;
