@@ -26,6 +26,7 @@ export {
   accessDecision,
   accessDecisionsMade,
   keyMayCall,
+  keyRefusalOf,
   decisionError,
   authConfigured,
   callScopeOf,
@@ -83,7 +84,7 @@ export { UpstreamCredentials, type ResolvedCredentials } from './services/gatewa
 export type { Authenticator, AuthResult, AuthFacts } from './kernel/identity.js';
 export { ApiKeyService, type KeyActor } from './services/apiKeys/ApiKeyService.js';
 export { API_KEY_PATTERN, API_KEY_PREFIX, isApiKeyLike } from './services/apiKeys/apiKeyFormat.js';
-export { keyAllowsProcedure } from './services/apiKeys/keyRules.js';
+export { keyAllowsProcedure, keyResourceRefusal } from './services/apiKeys/keyRules.js';
 export type { ApiKeyRecord, ApiKeyView, KeyRules } from './services/apiKeys/apiKeyTypes.js';
 export { Stats } from './runtime/Stats.js';
 export { LocalSignals, type Signals, type SignalHandler } from './kernel/Signals.js';
@@ -143,7 +144,13 @@ export {
   type SecuritySeverity,
   type SecurityLogSettings,
 } from './services/security/SecurityLog.js';
-export { keyRefusalEvent, KEY_REFUSAL_RULES, type KeyRefusalRule, type RefusalSite } from './services/security/keyRefusalEvent.js';
+export {
+  keyRefusalEvent,
+  recordKeyRefusal,
+  KEY_REFUSAL_RULES,
+  type KeyRefusalRule,
+  type RefusalSite,
+} from './services/security/keyRefusalEvent.js';
 export { mcpAccessRulesActive, toolsListNeedsAuth } from './services/security/accessRules.js';
 export * from './apiDescription/index.js';
 export * from './observability/index.js';

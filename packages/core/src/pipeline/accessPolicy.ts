@@ -94,6 +94,16 @@ export function keyMayCall(path: string, meta: ProcedureMeta | undefined, identi
 }
 
 /**
+ * What keyMayCall refuses, as the error a call of `path` through this key would get (its rule in
+ * `details.reason`), for the security log of refusals answered without a call (an MCP completion
+ * of a prompt the key may not get). Undefined when the key's rules admit it.
+ */
+export function keyRefusalOf(path: string, meta: ProcedureMeta | undefined, identity: Identity): CoreError | undefined {
+  const d = keyDecision(path, meta, identity);
+  return d.allowed ? undefined : decisionError(d);
+}
+
+/**
  * The key rule: an identity established by an API key calls only what `keyAccess` grants it, and
  * of that only what the key's own `tools` rule names, when it has one.
  */

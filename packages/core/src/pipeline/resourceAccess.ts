@@ -2,9 +2,9 @@ import type { AnyRouter } from '@trpc/server';
 import { CoreError } from '../kernel/CoreError.js';
 import type { Identity } from '../kernel/identity.js';
 import type { Runtime } from '../runtime/Runtime.js';
-import { keyAllowsResource } from '../services/apiKeys/keyRules.js';
+import { keyAllowsResource, keyResourceRefusal } from '../services/apiKeys/keyRules.js';
 import type { ResourceContent } from '../services/resources/ResourceRegistry.js';
-import { keyRefusalEvent, type RefusalSite } from '../services/security/keyRefusalEvent.js';
+import { recordKeyRefusal, type RefusalSite } from '../services/security/keyRefusalEvent.js';
 import { keyMayCall } from './accessPolicy.js';
 import type { Context } from './context.js';
 import { loadedProcedureIndex } from './invoke.js';
@@ -57,11 +57,7 @@ export function assertReadable(
   const target = runtime.resources.targetOf(uri);
   if (!target) throw unknownResource();
   if (resourceReader(runtime.router, identity)({ uri, ...target })) return;
-  const refusal = new CoreError('FORBIDDEN', 'this API key may not read this resource', {
-    details: { reason: 'key_resource_not_allowed' },
-  });
-  const event = keyRefusalEvent(identity, refusal, { ...site, path: uri });
-  if (event) runtime.security.record(event);
+  recordKeyRefusal(runtime.security, identity, keyResourceRefusal(), { ...site, path: uri });
   throw unknownResource();
 }
 

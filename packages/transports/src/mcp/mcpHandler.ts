@@ -301,7 +301,12 @@ export class McpHandler {
         if (!body.ok) return jsonRpcError(body.status, body.status === 413 ? -32600 : -32700, body.message);
         const messages = Array.isArray(body.value) ? body.value : [body.value];
         const { calls, listsTools } = this.parseCalls(messages);
-        const unreadable = unreadableSubscription(this.services.resources, this.entry.router, scope.identity, messages);
+        const unreadable = unreadableSubscription(
+          this.services,
+          this.entry.router,
+          { identity: scope.identity, ip: scope.facts.ip },
+          messages,
+        );
         if (unreadable) return unreadable;
         // tools/list is not a procedure: its own rule, the same sign-in challenge.
         if (!scope.identity && listsTools && toolsListNeedsAuth(config)) return this.challenge(scope, scope.challengeFor(null));

@@ -1,9 +1,17 @@
 import type { GetPromptResult, Server } from '@modelcontextprotocol/server';
-import { keyMayCall, loadedProcedureIndex, type Identity, type PromptDefinition } from '@ai-backend/core/internal';
+import {
+  type CoreError,
+  keyMayCall,
+  keyRefusalOf,
+  loadedProcedureIndex,
+  type Identity,
+  type PromptDefinition,
+} from '@ai-backend/core/internal';
 import { mcpContext } from './callContext.js';
 import { toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
 import { gatewayPrompts, identityOf } from './gatewayTools.js';
+import { recordRefusal } from './recordRefusal.js';
 
 /** prompts/list and prompts/get from the server's prompt registry. */
 export function registerPrompts(server: Server, deps: McpServerDeps, state: McpSessionState): void {
@@ -39,6 +47,8 @@ export function registerPrompts(server: Server, deps: McpServerDeps, state: McpS
         if (deps.services.gateway.active && !registry.get(name)) {
           const upstream = await deps.services.gateway.content.getPrompt(identityOf(ctx), name, args, ctx.mcpReq.signal);
           if (upstream) return upstream as GetPromptResult;
+          // One its API key may not get is answered as unknown below; the refusal is recorded.
+          recordRefusal(deps, ctx, deps.services.gateway.content.keyRefusal(identityOf(ctx), { type: 'ref/prompt', name }), name);
         }
         const use = { kind: 'prompt', name, args } as const;
         const callCtx = mcpContext(
@@ -67,4 +77,10 @@ export function keyMayGet(deps: McpServerDeps, identity: Identity | null): (p: P
   if (identity?.via !== 'apiKey') return () => true;
   const index = loadedProcedureIndex(deps.services.router);
   return (p) => p.procedure === undefined || keyMayCall(p.procedure, index.get(p.procedure)?.meta, identity);
+}
+
+/** The refusal behind keyMayGet's no (the key rule of the procedure that renders `p`), for the security log. */
+export function keyPromptRefusal(deps: McpServerDeps, identity: Identity | null, p: PromptDefinition): CoreError | undefined {
+  if (identity?.via !== 'apiKey' || p.procedure === undefined) return undefined;
+  return keyRefusalOf(p.procedure, loadedProcedureIndex(deps.services.router).get(p.procedure)?.meta, identity);
 }

@@ -1,18 +1,22 @@
-import type { Server } from '@modelcontextprotocol/server';
+import type { Server, ServerContext } from '@modelcontextprotocol/server';
 import type { AnyRouter } from '@trpc/server';
 import {
   assertReadable,
   CoreError,
+  keyResourceRefusal,
+  recordKeyRefusal,
+  type SecurityLog,
   readResourceAs,
   resourceReader,
   type Identity,
   type ResourceRegistry,
   type ResourceTarget,
 } from '@ai-backend/core/internal';
-import { mcpContext, type McpRequestFacts } from './callContext.js';
+import { mcpContext } from './callContext.js';
 import { resourceNotFound, toMcpError } from './mcpErrors.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
 import { gatewayResources, gatewayResourceTemplates, identityOf } from './gatewayTools.js';
+import { recordRefusal, requestIpOf } from './recordRefusal.js';
 
 /** How many upstream resources one session may be subscribed to at once (docs/mcp-gateway.md). */
 export const MAX_UPSTREAM_SUBSCRIPTIONS = 100;
@@ -78,6 +82,9 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
           if (deps.services.gateway.active && !registry.has(uri)) {
             const upstream = await deps.services.gateway.content.readResource(identityOf(ctx), uri, ctx.mcpReq.signal);
             if (upstream) return upstream as never;
+            // One its API key may not read is answered as unknown below; the refusal is recorded (unless one
+            // of ours serves the URI: then ours decides, and records its own).
+            if (!registry.targetOf(uri)) recordRefusal(deps, ctx, upstreamRefusal(deps, ctx, uri), uri);
           }
           const use = { kind: 'resource', name: uri } as const;
           const callCtx = mcpContext(
@@ -138,7 +145,10 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
       } catch (err) {
         throw toMcpError(deps.services.logger, err, 'resources/subscribe', uri);
       }
-      if (!upstream) throw resourceNotFound(uri);
+      if (!upstream) {
+        recordRefusal(deps, ctx, upstreamRefusal(deps, ctx, uri), uri);
+        throw resourceNotFound(uri);
+      }
       if (ended) {
         gateway.content.unsubscribe(uri, upstreamUpdated);
         return {};
@@ -172,9 +182,11 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
   };
 }
 
-/** The client address of an MCP request (for the security log). */
-function requestIpOf(ctx: { http?: { authInfo?: { extra?: Record<string, unknown> } } }): string | undefined {
-  return (ctx.http?.authInfo?.extra?.facts as McpRequestFacts | undefined)?.scope.facts.ip;
+/** Why the caller's API key may not use an upstream resource (or template) `uri` that exists, if it is so. */
+function upstreamRefusal(deps: McpServerDeps, ctx: ServerContext, uri: string): CoreError | undefined {
+  return deps.services.gateway.active
+    ? deps.services.gateway.content.keyRefusal(identityOf(ctx), { type: 'ref/resource', uri })
+    : undefined;
 }
 
 /**
@@ -189,14 +201,17 @@ export function keyMayRead(deps: McpServerDeps, identity: Identity | null): (r: 
 /**
  * A 2026-07-28 subscriptions/listen naming a resource this API key may not read: answered as an
  * unknown resource (-32602), as resources/subscribe of a 2025 session and resources/list treat it,
- * instead of a stream that would tell the key each time the resource changes. Undefined otherwise.
+ * instead of a stream that would tell the key each time the resource changes; the refusal is
+ * recorded in the security log (`key_refused`, the URI as its path). Undefined otherwise.
  */
 export function unreadableSubscription(
-  resources: ResourceRegistry,
+  services: { resources: ResourceRegistry; security: Pick<SecurityLog, 'record'> },
   router: AnyRouter,
-  identity: Identity | null,
+  scope: { identity: Identity | null; ip: string | undefined },
   messages: unknown[],
 ): Response | undefined {
+  const { resources } = services;
+  const { identity } = scope;
   if (identity?.via !== 'apiKey') return undefined;
   for (const m of messages) {
     const msg = m as { id?: unknown; method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | null;
@@ -205,6 +220,7 @@ export function unreadableSubscription(
     for (const uri of uris) {
       const target = typeof uri === 'string' ? resources.targetOf(uri) : undefined;
       if (target === undefined || resourceReader(router, identity)({ uri: uri as string, ...target })) continue;
+      recordKeyRefusal(services.security, identity, keyResourceRefusal(), { transport: 'mcp', ip: scope.ip, path: uri as string });
       const id = typeof msg!.id === 'string' || typeof msg!.id === 'number' ? msg!.id : null;
       const error = { code: -32602, message: 'resource not found', data: { uri: (uri as string).slice(0, 2048) } };
       return new Response(JSON.stringify({ jsonrpc: '2.0', id, error }), { status: 200, headers: { 'content-type': 'application/json' } });

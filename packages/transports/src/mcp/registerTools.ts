@@ -15,6 +15,7 @@ import { withRequestRoots } from './requestRoots.js';
 import { toolsListFor, type CatalogTool } from './toolCatalog.js';
 import { counted, type McpServerDeps, type McpSessionState } from './sessionState.js';
 import { callGatewayTool, identityOf, isGatewayTool, listWithGateway } from './gatewayTools.js';
+import { recordRefusal } from './recordRefusal.js';
 
 /**
  * Tool results: text for every client, structuredContent when the tool declares an output schema.
@@ -131,7 +132,12 @@ export function registerTools(server: Server, deps: McpServerDeps, state: McpSes
       );
       return (await counted(state, () => callGatewayTool(deps, request.params.name, request.params.arguments, callCtx))) as never;
     }
-    if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);
+    if (!tool) {
+      // An upstream tool its API key may not call is answered as unknown; the refusal is recorded, as gateway.callTool's is.
+      if (services.gateway.active)
+        recordRefusal(deps, ctx, services.gateway.toolRefusal(identityOf(ctx), request.params.name), 'gateway.callTool');
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name.slice(0, 200)}`);
+    }
     // A long-running procedure is a task for a 2026-07-28 client that speaks the Tasks extension.
     const longRunning = deps.mode === 'modern' && deps.tasks ? longRunningOf(tool.meta) : undefined;
     // A sealed state the request carries is good for this tool with these arguments, once.

@@ -77,6 +77,22 @@ export function keyAllowsResource(grant: ApiKeyGrant | undefined, names: Readonl
 }
 
 /**
+ * The refusal of an API key's `tools` rule for a tool or prompt no procedure serves (an MCP
+ * gateway upstream's, `name` as clients see it). Callers are answered as for an unknown one, so a
+ * key cannot tell it exists; this error travels as that answer's cause, for the security log.
+ */
+export function keyToolRefusal(name: string): CoreError {
+  return new CoreError('FORBIDDEN', `this API key may not use ${name.slice(0, 200)} (its tools rule)`, {
+    details: { reason: 'key_tool_not_allowed' },
+  });
+}
+
+/** The refusal of a resource (or template) the key may not read; answered as an unknown one (keyToolRefusal). */
+export function keyResourceRefusal(): CoreError {
+  return new CoreError('FORBIDDEN', 'this API key may not read this resource', { details: { reason: 'key_resource_not_allowed' } });
+}
+
+/**
  * May a call through this key use `provider`/`model`? Refused with FORBIDDEN (HTTP 403) naming
  * the rule. Model globs match `model` or `provider/model`, case-insensitively, as the server's own
  * allowedModels do.

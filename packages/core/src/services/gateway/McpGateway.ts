@@ -3,6 +3,7 @@ import { CoreError } from '../../kernel/CoreError.js';
 import type { Identity } from '../../kernel/identity.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
 import type { Metering } from '../metering/Metering.js';
+import { keyToolRefusal } from '../apiKeys/keyRules.js';
 import {
   exposedMcpName,
   exposedName,
@@ -194,10 +195,27 @@ export class McpGateway {
 
   /** Is `name` an upstream tool (or search_tools / call_tool) this caller may call? Anything else is answered like an unknown tool. */
   resolveTool(identity: Identity | null, name: string): { server: ServerEntry; tool: string } | 'search' | undefined {
+    const target = this.toolTarget(identity, name);
+    return target instanceof CoreError ? undefined : target;
+  }
+
+  /**
+   * The refusal of the caller's API key when `name` is an upstream tool the caller could call but
+   * for its key's `tools` rule (keyToolRefusal), for the security log; the caller is answered as
+   * for an unknown tool all the same.
+   */
+  toolRefusal(identity: Identity | null, name: string): CoreError | undefined {
+    const target = this.toolTarget(identity, name);
+    return target instanceof CoreError ? target : undefined;
+  }
+
+  /** resolveTool, with a tool the caller's key refuses told apart from an unknown one (its refusal). */
+  private toolTarget(identity: Identity | null, name: string): { server: ServerEntry; tool: string } | 'search' | CoreError | undefined {
+    const keyRule = (exposed: string, target: { server: ServerEntry; tool: string } | 'search') =>
+      keyAllowsTool(identity, exposed) ? target : keyToolRefusal(exposed);
     if (SEARCH_TOOLS.has(name))
-      return [...this.servers.values()].some((e) => e.config.expose === 'search' && serverAllows(e.config, identity)) &&
-        keyAllowsTool(identity, name)
-        ? 'search'
+      return [...this.servers.values()].some((e) => e.config.expose === 'search' && serverAllows(e.config, identity))
+        ? keyRule(name, 'search')
         : undefined;
     const parts = splitExposedName(name);
     const entry = parts && this.servers.get(parts.server);
@@ -205,12 +223,12 @@ export class McpGateway {
     // The shared connection's list names the tool; one not listed yet (a perUser server, a shared one still connecting) is
     // asked after it opens (callOn).
     const found = entry.shared ? upstreamToolOn(entry, entry.shared, name) : undefined;
-    if (found) return keyAllowsTool(identity, found.exposed) ? { server: entry, tool: found.tool } : undefined;
+    if (found) return keyRule(found.exposed, { server: entry, tool: found.tool });
     if (entry.shared?.state.kind === 'ready') return undefined;
     // Its own name, or a shortened one (exposedMcpName) whose tool only its list can tell: checked again there.
     const plain = exposedName(entry.name, parts.name) === exposedMcpName(entry.name, parts.name);
     if (plain && !serverExposesTool(entry.config, parts.name)) return undefined;
-    return keyAllowsTool(identity, name) ? { server: entry, tool: parts.name } : undefined;
+    return keyRule(name, { server: entry, tool: parts.name });
   }
 
   /**
@@ -250,9 +268,9 @@ export class McpGateway {
   }
 
   private async callToolOnce(call: GatewayCall, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-    const target = this.resolveTool(call.identity, name);
+    const target = this.toolTarget(call.identity, name);
     if (target === 'search') return this.callSearchTool(call, name, args);
-    if (!target) throw unknownTool(name);
+    if (!target || target instanceof CoreError) throw unknownTool(name, target);
     const { server } = target;
     const conn = await this.connectionFor(server, call.identity);
     // Kept for the whole call: new credentials meanwhile (a refreshed token) retire it only after.
@@ -272,10 +290,14 @@ export class McpGateway {
       const tools = found.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
       return { content: [{ type: 'text', text: JSON.stringify({ tools }) }], structuredContent: { tools } };
     }
-    const target = typeof args.name === 'string' ? this.resolveTool(call.identity, args.name) : undefined;
+    const target = typeof args.name === 'string' ? this.toolTarget(call.identity, args.name) : undefined;
     // call_tool reaches only the tools search_tools can find: those of 'search' servers.
-    if (!target || target === 'search' || target.server.config.expose !== 'search')
-      throw unknownTool(typeof args.name === 'string' ? args.name : '');
+    if (!target || target instanceof CoreError || target === 'search' || target.server.config.expose !== 'search') {
+      const name = typeof args.name === 'string' ? args.name : '';
+      // A refusal of the key counts only for a tool call_tool could otherwise reach (on a 'search' server).
+      const onSearch = this.servers.get(splitExposedName(name)?.server ?? '')?.config.expose === 'search';
+      throw unknownTool(name, target instanceof CoreError && onSearch ? target : undefined);
+    }
     const inner = args.arguments;
     return this.callTool(
       call,

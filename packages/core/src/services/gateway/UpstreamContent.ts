@@ -1,5 +1,7 @@
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
+import { CoreError } from '../../kernel/CoreError.js';
 import type { Identity } from '../../kernel/identity.js';
+import { keyResourceRefusal, keyToolRefusal } from '../apiKeys/keyRules.js';
 import { compileUriTemplate } from '../../lib/uriTemplate.js';
 import { keyAllowsServer, keyAllowsTool, serverAllows, splitExposedName } from './gatewayAccess.js';
 import { asListed, exposedItems, findExposed } from './exposedItems.js';
@@ -46,16 +48,40 @@ export class UpstreamContent {
     signal?: AbortSignal,
   ): Promise<GetPromptResult | undefined> {
     const found = this.promptOf(identity, name);
-    return found?.server.getPrompt(found.prompt, args, signal);
+    return found instanceof CoreError ? undefined : found?.server.getPrompt(found.prompt, args, signal);
   }
 
-  /** The upstream prompt `name` stands for (by its listed name, or `<server>__<its own name>`), if this caller may get it. */
-  private promptOf(identity: Identity | null, name: string): { server: UpstreamConnection; prompt: string } | undefined {
+  /**
+   * The upstream prompt `name` stands for (by its listed name, or `<server>__<its own name>`), if
+   * this caller may get it; the refusal (keyToolRefusal) when only its API key's rule stands in the way.
+   */
+  private promptOf(identity: Identity | null, name: string): { server: UpstreamConnection; prompt: string } | CoreError | undefined {
     const parts = splitExposedName(name);
     const e = parts && this.servers.get(parts.server);
     if (!e?.shared || !serverAllows(e.config, identity)) return undefined;
     const found = findExposed(e.name, exposedItems(e.name, e.shared.lists.prompts), name);
-    return found && keyAllowsTool(identity, found.exposed) ? { server: e.shared, prompt: found.item.name } : undefined;
+    if (!found) return undefined;
+    return keyAllowsTool(identity, found.exposed) ? { server: e.shared, prompt: found.item.name } : keyToolRefusal(found.exposed);
+  }
+
+  /**
+   * Why this caller is answered as if an upstream prompt (`ref/prompt`) or resource, resource
+   * template or a URI one serves (`ref/resource`) did not exist when it does: the refusal of its
+   * API key's rule, for the security log (keyRefusalEvent). Undefined when no server this caller
+   * may use offers it, or when the key admits it.
+   */
+  keyRefusal(identity: Identity | null, ref: CompletionRef): CoreError | undefined {
+    if (ref.type === 'ref/prompt') {
+      const found = this.promptOf(identity, ref.name);
+      return found instanceof CoreError ? found : undefined;
+    }
+    const serves = (e: ServerEntry) =>
+      e.shared !== undefined &&
+      serverAllows(e.config, identity) &&
+      (e.shared.lists.resources.some((r) => r.uri === ref.uri) ||
+        e.shared.lists.templates.some((t) => t.uriTemplate === ref.uri || compileUriTemplate(t.uriTemplate).match(ref.uri)));
+    const servers = [...this.servers.values()].filter(serves);
+    return servers.length > 0 && !servers.some((e) => keyAllowsServer(identity, e.name)) ? keyResourceRefusal() : undefined;
   }
 
   /**
@@ -86,6 +112,7 @@ export class UpstreamContent {
   ): Promise<Completion | undefined> {
     if (ref.type === 'ref/prompt') {
       const found = this.promptOf(identity, ref.name);
+      if (found instanceof CoreError) return undefined;
       return found?.server.complete({ type: 'ref/prompt', name: found.prompt }, argument, context, signal);
     }
     for (const e of this.servers.values()) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Identity } from '../../kernel/identity.js';
 import type { Metering } from '../metering/Metering.js';
+import { keyToolRefusal } from '../apiKeys/keyRules.js';
 import { keyAllowsTool } from './gatewayAccess.js';
 import type { CallToolResult } from './mcpWire.js';
 import type { CallOptions, UpstreamConnection } from './UpstreamConnection.js';
@@ -45,7 +46,8 @@ export async function callOnConnection(
   }
   // An upstream that lists the tool no more (or never did) is not asked; its name there is the one it listed last.
   const found = upstreamToolOn(server, conn, name);
-  if (!found || !keyAllowsTool(call.identity, found.exposed)) throw unknownTool(name);
+  if (!found) throw unknownTool(name);
+  if (!keyAllowsTool(call.identity, found.exposed)) throw unknownTool(name, keyToolRefusal(found.exposed));
   const tool = found.tool;
   // Own entries only: an upstream tool named like an Object property (toString, constructor) is priced like any other.
   const { tools: prices, tokensPerCall } = server.config.pricing;

@@ -33,6 +33,14 @@ export function upstreamToolOn(entry: ServerEntry, conn: UpstreamConnection, nam
   return found && { tool: found.item.name, exposed: found.exposed };
 }
 
-export function unknownTool(name: string): CoreError {
-  return new CoreError('NOT_FOUND', `unknown tool: ${name.slice(0, 200)}`, { details: { reason: 'unknown_tool' } });
+/**
+ * The answer for a tool that is not there, and for one the caller's API key may not call
+ * (`refusal`, keyToolRefusal): the same to the caller, while the refusal rides along as the
+ * cause, which only the security log reads (`key_refused`).
+ */
+export function unknownTool(name: string, refusal?: CoreError): CoreError {
+  return new CoreError('NOT_FOUND', `unknown tool: ${name.slice(0, 200)}`, {
+    details: { reason: 'unknown_tool' },
+    ...(refusal ? { cause: refusal } : {}),
+  });
 }

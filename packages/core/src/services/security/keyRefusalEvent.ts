@@ -1,6 +1,6 @@
-import { coreErrorOf } from '../../kernel/CoreError.js';
+import { type CoreError, coreErrorOf, isCoreError } from '../../kernel/CoreError.js';
 import type { Identity } from '../../kernel/identity.js';
-import type { SecurityEvent } from './SecurityLog.js';
+import type { SecurityEvent, SecurityLog } from './SecurityLog.js';
 
 /**
  * The rules and limits of an API key that refuse a call (`details.reason` of the refusal), each
@@ -41,13 +41,15 @@ export interface RefusalSite {
  * (`key_refused`), the same on every entry point: the error code (`reason`) and its message, the
  * rule (`rule`), the key's id (`keyId`; never the key), the owner (`sub`), the entry point, the
  * address and the path. Undefined when `err` is not such a refusal of a key-authenticated caller.
+ * A refusal answered as something else (an unknown tool, prompt or resource: the key must not
+ * learn it exists) is that answer's `cause`, and recorded as the refusal it is.
  */
 export function keyRefusalEvent(identity: Identity | null | undefined, err: unknown, site: RefusalSite): SecurityEvent | undefined {
   const grant = identity?.via === 'apiKey' ? identity.apiKey : undefined;
   if (!grant) return undefined;
-  const core = coreErrorOf(err);
-  const rule = core?.details?.reason;
-  if (!core || typeof rule !== 'string' || !RULES.has(rule)) return undefined;
+  const core = refusalOf(coreErrorOf(err));
+  if (!core) return undefined;
+  const rule = core.details!.reason as string;
   return {
     type: 'key_refused',
     reason: core.appCode,
@@ -58,4 +60,27 @@ export function keyRefusalEvent(identity: Identity | null | undefined, err: unkn
     ...(site.path ? { path: site.path } : {}),
     detail: { keyId: grant.id, rule },
   };
+}
+
+/** `err` when it is a refusal by a key's rules or limits, else the one it conceals (its cause). */
+function refusalOf(err: CoreError | undefined): CoreError | undefined {
+  const hidden: unknown = err?.cause;
+  for (const e of [err, hidden]) if (isCoreError(e) && RULES.has(String(e.details?.reason))) return e;
+  return undefined;
+}
+
+/**
+ * Record `err` as its `key_refused` line when it is (or conceals) a refusal of the caller's API
+ * key: for refusals answered outside a procedure call (MCP resources, prompts and completions, the
+ * gateway's upstream items), which the base middleware never sees. True when a line was written.
+ */
+export function recordKeyRefusal(
+  security: Pick<SecurityLog, 'record'>,
+  identity: Identity | null | undefined,
+  err: unknown,
+  site: RefusalSite,
+): boolean {
+  const event = keyRefusalEvent(identity, err, site);
+  if (event) security.record(event);
+  return event !== undefined;
 }
