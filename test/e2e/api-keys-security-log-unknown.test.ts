@@ -226,8 +226,8 @@ describe('refusals of an API key answered as unknown, in the security log', () =
     ]);
   });
 
-  it('our own resources and prompts where MCP names them outside a read: completion/complete, resources/subscribe, subscriptions/listen', async () => {
-    // A key without the scope the weather procedures need, and one whose tools rule leaves out the prompts' procedures.
+  it('our own: completion/complete of a template and a prompt, resources/subscribe, subscriptions/listen, prompts/get', async () => {
+    // Keys without the scope the weather procedures need, and keys whose tools rule leaves out the prompts' procedures.
     const [completeTemplate, subscribe, listen, completePrompt, getPrompt] = await Promise.all([
       keyWith({}),
       keyWith({}),
