@@ -131,7 +131,10 @@ describe.skipIf(!pg.ok)('a reservation PostgreSQL runs after its client gave up'
   });
 
   it('holds nothing once the store is back: the queued release closes it', async () => {
-    storage = await PostgresStorage.connect({ ...opts, queryTimeoutMs: 300 });
+    // The hold times out only because the lock is held (until it has), whatever the timeout: a
+    // short one (it was 300 ms) bounded every other query too, the schema's set-up and the credit,
+    // and a loaded host failed those instead.
+    storage = await PostgresStorage.connect({ ...opts, queryTimeoutMs: 2000 });
     rt = await makeRuntime(storage, { billing: { platformFeeRate: 0.1 } });
     const user = `${alice.sub}-${opts.schema}`;
     await rt.billing.credit({ userId: user, tokens: 1000, type: 'subscription', idempotencyKey: 'seed', source: 'test' });
@@ -146,8 +149,13 @@ describe.skipIf(!pg.ok)('a reservation PostgreSQL runs after its client gave up'
         serverPays: true,
       });
       await expect(hold).rejects.toMatchObject({ appCode: 'UNAVAILABLE' });
-      // The queued release gets its turn while the reservation still waits for the lock.
-      await new Promise((r) => setTimeout(r, 600)); // longer than the first retry (100 ms) and a query timeout
+      // The queued release gets its turn while the reservation still waits for the lock: done (it
+      // wrote without the lock) or waiting for the lock beside the reservation. A fixed sleep
+      // (600 ms) let a slow host release the lock before the release ran, and the test then
+      // passed whatever the release did.
+      await waitFor(async () => rt!.billing.pendingCloses() === 0 || (await lock.waiting()) >= 2, {
+        what: 'the queued release run while the lock is held',
+      });
     } finally {
       await lock.release();
     }
