@@ -6,29 +6,17 @@
  * clients twice. Now such tools are left out (and logged), the first of two with one name is
  * kept, and everything else is listed and callable for both revisions.
  */
-import { fileURLToPath } from 'node:url';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runtimeOfServices } from '@ai-backend/core/internal';
-import { startTestServer, type TestServer } from './helpers/testServer.js';
+import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
-const HOSTILE = fileURLToPath(new URL('./helpers/hostileToolList.mjs', import.meta.url));
-let server: TestServer;
+let server: ScriptUpstreamGateway;
 const closers: Array<() => Promise<unknown>> = [];
 
 beforeAll(async () => {
-  server = await startTestServer({
-    mcp: { auth: { authType: 'none' } },
-    mcpServers: { odd: { command: process.execPath, args: [HOSTILE], timeoutMs: 10_000 } },
-  });
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 20_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstream not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50)); // the poll's pace, on purpose (it waits for nothing)
-  }
+  server = await startScriptUpstreamGateway({ odd: { script: 'hostileToolList.mjs' } });
 }, 30_000);
 
 afterAll(async () => {
@@ -68,8 +56,7 @@ describe('MCP gateway: a hostile upstream tool list', () => {
   }
 
   it('the status page counts the usable tools only', async () => {
-    const rt = runtimeOfServices(await server.server.ready());
-    const odd = rt.gateway.status().find((s) => s.name === 'odd')!;
+    const odd = server.runtime.gateway.status().find((s) => s.name === 'odd')!;
     expect(odd.toolList.map((t) => t.name)).toEqual(['odd__echo', 'odd__linked-list']);
   });
 });

@@ -7,32 +7,22 @@
  * upstream here makes the order certain (helpers/listChangedAtConnect.mjs); the caller is the real
  * MCP SDK client on /mcp.
  */
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestUpstream, mcpClient, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { waitForUpstreams } from './helpers/mcpUpstreams.js';
+import { mcpClient } from './helpers/aiGateway.js';
+import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
-const UPSTREAM = fileURLToPath(new URL('./helpers/listChangedAtConnect.mjs', import.meta.url));
-
-let upstream: TestUpstream;
-let gw: AiServer;
+let gw: ScriptUpstreamGateway;
 
 beforeAll(async () => {
-  upstream = await createTestUpstream();
-  gw = await startAiServer(upstream, {
-    mcp: { auth: { authType: 'jwt' } },
-    mcpServers: { race: { command: process.execPath, args: [UPSTREAM], timeoutMs: 10_000 } },
-  });
-  await waitForUpstreams(gw.runtime);
+  gw = await startScriptUpstreamGateway({ race: { script: 'listChangedAtConnect.mjs' } });
 }, 60_000);
 
 afterAll(async () => {
   await gw?.stop();
-  await upstream?.close();
 });
 
 it("a tools/list_changed during the connect's listing keeps the upstream's prompts and resources", async () => {
-  const client = await mcpClient(gw.url, await tokenFor('list-race-user'));
+  const client = await mcpClient(gw.url);
   try {
     // The refresh's tools/list is answered 1 s after it was asked: wait past it on purpose
     // (nothing to await from outside), then the lists must still hold the connect's prompts and resources.

@@ -6,36 +6,26 @@
  * healthy upstream is never. The upstream is a raw script (helpers/flakyListsUpstream.mjs) over
  * stdio; the caller is the real MCP SDK client on /mcp.
  */
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestUpstream, mcpClient, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
-import { waitForUpstreams } from './helpers/mcpUpstreams.js';
+import { mcpClient } from './helpers/aiGateway.js';
+import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
-const UPSTREAM = fileURLToPath(new URL('./helpers/flakyListsUpstream.mjs', import.meta.url));
-
-let upstream: TestUpstream;
-let gw: AiServer;
+let gw: ScriptUpstreamGateway;
 
 beforeAll(async () => {
-  upstream = await createTestUpstream();
-  gw = await startAiServer(upstream, {
-    mcp: { auth: { authType: 'jwt' } },
-    mcpServers: {
-      // Fails each list once (retried after about 1 s), and twice (then 1 s and 2 s more).
-      once: { command: process.execPath, args: [UPSTREAM, '1'], timeoutMs: 10_000 },
-      twice: { command: process.execPath, args: [UPSTREAM, '2'], timeoutMs: 10_000 },
-    },
+  gw = await startScriptUpstreamGateway({
+    // Fails each list once (retried after about 1 s), and twice (then 1 s and 2 s more).
+    once: { script: 'flakyListsUpstream.mjs', args: ['1'] },
+    twice: { script: 'flakyListsUpstream.mjs', args: ['2'] },
   });
-  await waitForUpstreams(gw.runtime);
 }, 60_000);
 
 afterAll(async () => {
   await gw?.stop();
-  await upstream?.close();
 });
 
 it("an upstream's prompts and resources that failed to list at connect are listed again, without a reconnect", async () => {
-  const client = await mcpClient(gw.url, await tokenFor('relist-user'));
+  const client = await mcpClient(gw.url);
   try {
     const pids = gw.runtime.gateway.status().map((s) => s.pid);
     await expect

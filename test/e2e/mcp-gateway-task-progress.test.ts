@@ -10,33 +10,20 @@
  * upstream task's answer that is no tool result was passed on as ours, which the caller's client
  * refused as a protocol error: now it is a tool error naming the server, as for a plain call.
  */
-import { fileURLToPath } from 'node:url';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runtimeOfServices } from '@ai-backend/core/internal';
-import { startTestServer, type TestServer } from './helpers/testServer.js';
+import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
-const UPSTREAM = fileURLToPath(new URL('./helpers/taskProgressUpstream.mjs', import.meta.url));
-const MALFORMED = fileURLToPath(new URL('./helpers/malformedTaskUpstream.mjs', import.meta.url));
-let server: TestServer;
+let server: ScriptUpstreamGateway;
 const closers: Array<() => Promise<unknown>> = [];
 
 beforeAll(async () => {
-  server = await startTestServer({
-    mcp: { auth: { authType: 'none' } },
-    mcpServers: {
-      prog: { command: process.execPath, args: [UPSTREAM], timeoutMs: 45_000 },
-      odd: { command: process.execPath, args: [MALFORMED], timeoutMs: 45_000 },
-    },
+  server = await startScriptUpstreamGateway({
+    prog: { script: 'taskProgressUpstream.mjs', timeoutMs: 45_000 },
+    odd: { script: 'malformedTaskUpstream.mjs', timeoutMs: 45_000 },
   });
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 20_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstream not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }, 30_000);
 
 afterAll(async () => {

@@ -9,15 +9,12 @@
  * not take its calls: the first of two tools with one name is kept.
  */
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runtimeOfServices } from '@ai-backend/core/internal';
-import { startTestServer, type TestServer } from './helpers/testServer.js';
+import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
-const ODD = fileURLToPath(new URL('./helpers/oddToolNames.mjs', import.meta.url));
 const LONG_SERVER = 'a_forty_character_server_name_for_tools1';
 const hash = (name: string) => createHash('sha256').update(name).digest('hex').slice(0, 8);
 const long = 'summarise_the_quarterly_report_of_'.repeat(5);
@@ -26,21 +23,14 @@ const ORIGINALS = [`${long}north`, `${long}south`, 'read file', 'admin/wipe', 'g
 const IMPOSTOR = `read_file_${hash('read file')}`;
 const MCP_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
-let server: TestServer;
+let server: ScriptUpstreamGateway;
 const closers: Array<() => Promise<unknown>> = [];
 
 beforeAll(async () => {
-  const odd = { command: process.execPath, args: [ODD], env: { EXTRA_TOOL: IMPOSTOR }, timeoutMs: 10_000 };
-  server = await startTestServer({
-    mcp: { auth: { authType: 'none' } },
-    mcpServers: { odd, [LONG_SERVER]: { ...odd, env: {} } },
+  server = await startScriptUpstreamGateway({
+    odd: { script: 'oddToolNames.mjs', env: { EXTRA_TOOL: IMPOSTOR } },
+    [LONG_SERVER]: { script: 'oddToolNames.mjs' },
   });
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 20_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }, 30_000);
 
 afterAll(async () => {
