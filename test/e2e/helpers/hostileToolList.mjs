@@ -5,9 +5,8 @@
  * Beside them, tools any client can use (one with a recursive schema that is fine). Each call
  * answers the tool's name.
  */
-import { createInterface } from 'node:readline';
+import { serveRawMcp } from './serveRawMcp.mjs';
 
-const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
 const linkedList = {
   type: 'object',
   properties: { head: { $ref: '#/$defs/node' } },
@@ -31,24 +30,15 @@ const tools = [
   { name: 'echo', description: 'the second echo', inputSchema: { type: 'object' } },
 ];
 
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined) return;
-  if (m.method === 'initialize')
-    return send({
-      jsonrpc: '2.0',
-      id: m.id,
-      result: {
-        protocolVersion: m.params.protocolVersion,
-        capabilities: { tools: {} },
-        serverInfo: { name: 'hostile-tool-list', version: '1' },
-      },
-    });
-  if (m.method === 'tools/list') return send({ jsonrpc: '2.0', id: m.id, result: { tools } });
-  if (m.method === 'tools/call') {
+serveRawMcp({
+  name: 'hostile-tool-list',
+  capabilities: { tools: {} },
+  handlers: {
+    'tools/list': () => ({ tools }),
     // A tool with an output schema answers structured content too (clients require it).
-    const structured = m.params.name === 'linked-list' ? { structuredContent: { child: {} } } : {};
-    return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: `called ${m.params.name}` }], ...structured } });
-  }
-  send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: `no method ${m.method}` } });
+    'tools/call': (m) => ({
+      content: [{ type: 'text', text: `called ${m.params.name}` }],
+      ...(m.params.name === 'linked-list' ? { structuredContent: { child: {} } } : {}),
+    }),
+  },
 });

@@ -6,44 +6,21 @@
  * it refreshes): a refresh starts while the connect is
  * still listing and ends after it. One prompt `hello`, one resource `race://notes`, one tool `ping`.
  */
-import { createInterface } from 'node:readline';
+import { serveRawMcp } from './serveRawMcp.mjs';
 
 let toolLists = 0;
-const send = (m) => process.stdout.write(`${JSON.stringify(m)}\n`);
+const after = (ms, result) => new Promise((resolve) => setTimeout(() => resolve(result), ms));
 
-function answer(m) {
-  const result = (r) => ({ jsonrpc: '2.0', id: m.id, result: r });
-  switch (m.method) {
-    case 'initialize':
-      return [
-        0,
-        result({
-          protocolVersion: m.params.protocolVersion,
-          capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
-          serverInfo: { name: 'list-changed-at-connect', version: '1' },
-        }),
-      ];
-    case 'tools/list':
-      return [++toolLists === 1 ? 600 : 1000, result({ tools: [{ name: 'ping', inputSchema: { type: 'object', properties: {} } }] })];
-    case 'prompts/list':
-      return [600, result({ prompts: [{ name: 'hello' }] })];
-    case 'resources/list':
-      return [600, result({ resources: [{ uri: 'race://notes', name: 'notes' }] })];
-    case 'resources/templates/list':
-      return [0, result({ resourceTemplates: [] })];
-    case 'prompts/get':
-      return [0, result({ messages: [{ role: 'user', content: { type: 'text', text: 'hello' } }] })];
-    case 'ping':
-      return [0, result({})];
-    default:
-      return [0, { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: `no method ${m.method}` } }];
-  }
-}
-
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const m = JSON.parse(line);
-  if (m.method === 'notifications/initialized') setTimeout(() => send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }), 50);
-  if (m.id === undefined || m.method === undefined) return;
-  const [delay, reply] = answer(m);
-  setTimeout(() => send(reply), delay);
+serveRawMcp({
+  name: 'list-changed-at-connect',
+  capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
+  handlers: {
+    'notifications/initialized': (_m, send) => setTimeout(() => send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }), 50),
+    'tools/list': () =>
+      after(++toolLists === 1 ? 600 : 1000, { tools: [{ name: 'ping', inputSchema: { type: 'object', properties: {} } }] }),
+    'prompts/list': () => after(600, { prompts: [{ name: 'hello' }] }),
+    'resources/list': () => after(600, { resources: [{ uri: 'race://notes', name: 'notes' }] }),
+    'resources/templates/list': () => ({ resourceTemplates: [] }),
+    'prompts/get': () => ({ messages: [{ role: 'user', content: { type: 'text', text: 'hello' } }] }),
+  },
 });
