@@ -11,7 +11,7 @@
  * malformed.
  */
 import { createServer } from 'node:http';
-import { createInterface } from 'node:readline';
+import { answer, responseTo, serveRawMcp } from './serveRawMcp.mjs';
 
 const args = process.argv.slice(2);
 const http = args[0]?.startsWith('--http=') ? args.shift().slice('--http='.length) : undefined;
@@ -22,10 +22,9 @@ const NAMES = [...SHAPES, 'ok'];
 const schema = { type: 'object', properties: {} };
 
 /** The malformed answer of `shape`, where `field` is what the method's result must hold. */
-function malformed(id, shape, field) {
-  if (shape === 'bare') return { jsonrpc: '2.0', id };
-  const result = { null: null, text: 'a string', list: [1, 2], number: 42, empty: {}, bad: { [field]: 'not a list' } }[shape];
-  return { jsonrpc: '2.0', id, result };
+function malformed(shape, field) {
+  if (shape === 'bare') return answer({});
+  return { null: null, text: 'a string', list: [1, 2], number: 42, empty: {}, bad: { [field]: 'not a list' } }[shape];
 }
 
 const LISTS = {
@@ -35,42 +34,30 @@ const LISTS = {
   'resources/templates/list': ['resourceTemplates', () => [{ uriTemplate: 'odd://{name}', name: 'by name' }]],
 };
 
-/** The answer to request `m`. */
-function answerOf(m) {
-  const answer = (result) => ({ jsonrpc: '2.0', id: m.id, result });
-  if (m.method === 'initialize')
-    return answer({
-      protocolVersion: m.params.protocolVersion,
-      capabilities: { tools: {}, prompts: {}, resources: {} },
-      serverInfo: { name: 'malformed-answers', version: '1' },
-    });
-  const list = LISTS[m.method];
-  if (list) return BAD_LIST === m.method ? malformed(m.id, BAD_SHAPE, list[0]) : answer({ [list[0]]: list[1]() });
-  if (m.method === 'tools/call') {
-    const name = m.params.name;
-    if (SHAPES.includes(name)) return malformed(m.id, name, 'content');
-    return answer({ content: [{ type: 'text', text: `called ${name}` }] });
-  }
-  if (m.method === 'prompts/get') {
-    const name = m.params.name;
-    if (SHAPES.includes(name)) return malformed(m.id, name, 'messages');
-    return answer({ messages: [{ role: 'user', content: { type: 'text', text: `prompt ${name}` } }] });
-  }
-  if (m.method === 'resources/read') {
-    const name = String(m.params.uri).replace('odd://', '');
-    if (SHAPES.includes(name)) return malformed(m.id, name, 'contents');
-    return answer({ contents: [{ uri: m.params.uri, text: `read ${name}` }] });
-  }
-  if (m.method === 'ping') return answer({});
-  return { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: `no method ${m.method}` } };
+/** The handler of a list method: its list, or a malformed answer if the arguments name the method. */
+function list([field, items]) {
+  return (m) => (BAD_LIST === m.method ? malformed(BAD_SHAPE, field) : { [field]: items() });
 }
+/** A malformed answer for the shape named `name`, else `good()`. */
+const shaped = (name, field, good) => (SHAPES.includes(name) ? malformed(name, field) : good());
 
-if (!http) {
-  createInterface({ input: process.stdin }).on('line', (line) => {
-    const m = JSON.parse(line);
-    if (m.id !== undefined && m.method !== undefined) process.stdout.write(`${JSON.stringify(answerOf(m))}\n`);
-  });
-} else {
+const SERVER = {
+  name: 'malformed-answers',
+  capabilities: { tools: {}, prompts: {}, resources: {} },
+  handlers: {
+    ...Object.fromEntries(Object.entries(LISTS).map(([method, spec]) => [method, list(spec)])),
+    'tools/call': ({ params: { name } }) => shaped(name, 'content', () => ({ content: [{ type: 'text', text: `called ${name}` }] })),
+    'prompts/get': ({ params: { name } }) =>
+      shaped(name, 'messages', () => ({ messages: [{ role: 'user', content: { type: 'text', text: `prompt ${name}` } }] })),
+    'resources/read': ({ params: { uri } }) => {
+      const name = String(uri).replace('odd://', '');
+      return shaped(name, 'contents', () => ({ contents: [{ uri, text: `read ${name}` }] }));
+    },
+  },
+};
+
+if (!http) serveRawMcp(SERVER);
+else {
   const server = createServer((req, res) => {
     if (req.method !== 'POST') return res.writeHead(405).end();
     let body = '';
@@ -78,7 +65,7 @@ if (!http) {
     req.on('end', () => {
       const m = JSON.parse(body);
       if (m.id === undefined || m.method === undefined) return res.writeHead(202).end();
-      const text = JSON.stringify(answerOf(m));
+      const text = JSON.stringify(responseTo(m, SERVER));
       if (http === 'json') return res.writeHead(200, { 'content-type': 'application/json' }).end(text);
       res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`event: message\ndata: ${text}\n\n`);
     });
