@@ -6,10 +6,8 @@
  * clients twice. Now such tools are left out (and logged), the first of two with one name is
  * kept, and everything else is listed and callable for both revisions.
  */
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
-import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mcpRevisionClient, type Revision } from './helpers/mcpRevisionClient.js';
 import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
 let server: ScriptUpstreamGateway;
@@ -24,19 +22,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function connect(revision: '2025-11-25' | '2026-07-28') {
-  const url = new URL(`${server.url}/mcp`);
-  if (revision === '2025-11-25') {
-    const client = new LegacyClient({ name: 'gw-hostile-2025', version: '1' });
-    await client.connect(new LegacyTransport(url));
-    closers.push(() => client.close());
-    return client;
-  }
-  const client = new ModernClient({ name: 'gw-hostile-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new ModernTransport(url));
-  closers.push(() => client.close());
-  return client;
-}
+const connect = (revision: Revision) => mcpRevisionClient(server.url, revision, 'gw-hostile', closers);
 
 const textOf = (r: unknown) => (r as { content: Array<{ text?: string }> }).content[0]?.text;
 

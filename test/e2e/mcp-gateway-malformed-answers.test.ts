@@ -14,10 +14,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
-import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mcpRevisionClient, type Revision } from './helpers/mcpRevisionClient.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
@@ -85,19 +83,7 @@ afterAll(async () => {
   for (const child of children) child.kill();
 });
 
-async function connect(revision: '2025-11-25' | '2026-07-28') {
-  const url = new URL(`${server.url}/mcp`);
-  if (revision === '2025-11-25') {
-    const client = new LegacyClient({ name: 'gw-malformed-2025', version: '1' });
-    await client.connect(new LegacyTransport(url));
-    closers.push(() => client.close());
-    return client;
-  }
-  const client = new ModernClient({ name: 'gw-malformed-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new ModernTransport(url));
-  closers.push(() => client.close());
-  return client;
-}
+const connect = (revision: Revision) => mcpRevisionClient(server.url, revision, 'gw-malformed', closers);
 
 const textOf = (r: unknown) => (r as { content: Array<{ text?: string }> }).content[0]?.text;
 

@@ -8,10 +8,8 @@
  * not take its place: the first of two prompts with one name is kept.
  */
 import { createHash } from 'node:crypto';
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
-import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mcpRevisionClient, type Revision } from './helpers/mcpRevisionClient.js';
 import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
 const LONG_SERVER = 'a_forty_character_server_name_for_tools1';
@@ -37,19 +35,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function connect(revision: '2025-11-25' | '2026-07-28') {
-  const url = new URL(`${server.url}/mcp`);
-  if (revision === '2025-11-25') {
-    const client = new LegacyClient({ name: 'gw-prompt-names-2025', version: '1' });
-    await client.connect(new LegacyTransport(url));
-    closers.push(() => client.close());
-    return client;
-  }
-  const client = new ModernClient({ name: 'gw-prompt-names-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new ModernTransport(url));
-  closers.push(() => client.close());
-  return client;
-}
+const connect = (revision: Revision) => mcpRevisionClient(server.url, revision, 'gw-prompt-names', closers);
 
 const textOf = (r: { messages: Array<{ content: unknown }> }) => (r.messages[0]?.content as { text?: string } | undefined)?.text;
 

@@ -7,10 +7,8 @@
  * Now the gateway runs it as a task at the upstream and answers its result to a plain call, over
  * stdio and Streamable HTTP, for 2025-11-25 and 2026-07-28 clients, within the server's timeoutMs.
  */
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
-import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mcpRevisionClient, type Revision } from './helpers/mcpRevisionClient.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { EVERYTHING, startEverythingHttp, waitForUpstreams } from './helpers/mcpUpstreams.js';
@@ -47,19 +45,7 @@ afterAll(async () => {
   await slow?.stop();
 });
 
-async function connect(revision: '2025-11-25' | '2026-07-28') {
-  const url = new URL(`${server.url}/mcp`);
-  if (revision === '2025-11-25') {
-    const client = new LegacyClient({ name: 'gw-task-2025', version: '1' });
-    await client.connect(new LegacyTransport(url));
-    closers.push(() => client.close());
-    return client;
-  }
-  const client = new ModernClient({ name: 'gw-task-2026', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new ModernTransport(url));
-  closers.push(() => client.close());
-  return client;
-}
+const connect = (revision: Revision) => mcpRevisionClient(server.url, revision, 'gw-task', closers);
 
 type Result = { content: Array<{ text?: string }>; isError?: boolean; _meta?: Record<string, unknown> };
 
