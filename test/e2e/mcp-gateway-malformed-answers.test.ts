@@ -144,7 +144,9 @@ describe('MCP gateway: upstream answers that are no result of their method', () 
     const rt = runtimeOfServices(await server.server.ready());
     const status = new Map(rt.gateway.status().map((s) => [s.name, s]));
     for (const name of ['badtools', 'badtools2', 'hssetools']) {
-      expect(status.get(name)?.state, name).toBe('failed');
+      // Failed, or already reconnecting after the failure (its backoff starts at 250 ms): the error
+      // stays on the status while it reconnects, and it must be the malformed list's.
+      expect(['failed', 'connecting'], name).toContain(status.get(name)?.state);
       expect(status.get(name)?.error, name).toMatch(new RegExp(`MCP server "${name}" answered tools/list with no valid result`));
     }
     expect(status.get('badprompts')?.state).toBe('ready');
