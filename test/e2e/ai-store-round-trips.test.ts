@@ -24,6 +24,10 @@ import type { V1Path } from './helpers/describeMatrix.js';
  * unit its instance already counted, so its counter is no request of the call. The pass-through
  * path makes no more than the SDK path (both settle before answering; the count still waits for
  * the ledger's settle entry, so it holds if that ever changes).
+ * What the process sends on its own is kept out of the counted calls rather than filtered out of
+ * their count: the servers' clock stands still (no new minute's first hit, a lease taken in the
+ * store, falls in a counted call), and a call that a billing sweep (every minute, either server)
+ * overlapped is counted again (see countQuiet).
  */
 // pg has no types in the test project (no @types/pg): only its Client's query is spied on.
 const { default: pg } = (await import('pg' as string)) as { default: { Client: { prototype: { query(...args: unknown[]): unknown } } } };
@@ -55,21 +59,26 @@ describe.skipIf(stores.length > 0)('store round trips of a /v1 call', () => {
 describe.each(stores)('store round trips of a metered /v1 call, on $name', (store) => {
   let upstream: TestUpstream;
   const servers = new Map<V1Path, AiServer>();
+  const sweeps: Sweeps = { running: 0, started: 0 };
   beforeAll(async () => {
     upstream = await createTestUpstream({ outputTokens: 16 });
-    for (const path of ['sdk', 'pass-through'] as const)
-      servers.set(
-        path,
-        await startAiServer(
-          upstream,
-          // The per-caller limit on, as deployed (the shared helper turns it off for its suites).
-          {
-            storage: store.storage(),
-            mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true } } as NonNullable<ConfigInput>['mcp'],
-          },
-          { path },
-        ),
+    // The rate limits' clock stands still: every hit of this suite falls in one window, so a warm
+    // caller's hit is always one its lease covers (a new minute's first hit is counted in the
+    // store, and on a slow host a minute can turn between the warm-up and the counted call).
+    const startedAt = Date.now();
+    for (const path of ['sdk', 'pass-through'] as const) {
+      const gw = await startAiServer(
+        upstream,
+        // The per-caller limit on, as deployed (the shared helper turns it off for its suites).
+        {
+          storage: store.storage(),
+          mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: true } } as NonNullable<ConfigInput>['mcp'],
+        },
+        { path, clock: () => startedAt },
       );
+      watchSweeps(gw, sweeps);
+      servers.set(path, gw);
+    }
   });
   afterAll(async () => {
     for (const s of servers.values()) await s.stop();
@@ -94,17 +103,11 @@ describe.each(stores)('store round trips of a metered /v1 call, on $name', (stor
       // The first call also noted the caller in the user directory (off the request path, once per
       // user): under load those writes can still be running when the counted call starts.
       await gw.runtime.users.settled();
-      const pgQuery = vi.spyOn(pg.Client.prototype, 'query');
-      const redisSend = vi.spyOn(Redis.prototype, 'sendCommand');
-      try {
+      counts[path] = await countQuiet(sweeps, async () => {
         const { response } = await ask();
         expect(response.headers.get('x-ai-backend-path') === 'pass-through').toBe(path === 'pass-through');
         await closed();
-        counts[path] = [...pgQuery.mock.calls, ...redisSend.mock.calls].filter((args) => !background(args)).length;
-      } finally {
-        pgQuery.mockRestore();
-        redisSend.mockRestore();
-      }
+      });
     }
     expect(counts).toEqual({ sdk: 2, 'pass-through': 2 });
   });
@@ -115,9 +118,9 @@ describe.each(stores)('store round trips of a metered /v1 call, on $name', (stor
   // hold alone. Fails if the hold becomes a durable commit again (a WAL flush more per call) or
   // the settle stops being one (an answered call whose charge a crash of PostgreSQL could lose).
   // Only the statements on a `hold:` row are read: how many a call makes is the test above's claim,
-  // and a statement of the process's own that is on none (the billing sweep every minute, the rate
-  // limit's first hit of a new minute, the other server's background reads) could fall in the
-  // counted window on a slow host and fail this one for what it does not claim.
+  // and a statement of the process's own that is on none (the billing sweep every minute, the other
+  // server's background reads) could fall in the counted window on a slow host and fail this one
+  // for what it does not claim.
   it.runIf(store.name === 'postgres')(
     'the hold commits asynchronously and the settle durably, streamed or not, on both paths',
     async () => {
@@ -155,6 +158,55 @@ describe.each(stores)('store round trips of a metered /v1 call, on $name', (stor
     },
   );
 });
+
+/** Billing sweeps of this suite's servers: how many run now, how many have started. */
+interface Sweeps {
+  running: number;
+  started: number;
+}
+
+/**
+ * Note each billing sweep of `gw` in `sweeps`. Its timer (BillingService.start) calls the
+ * instance's method, so a wrapper there sees every round.
+ */
+function watchSweeps(gw: AiServer, sweeps: Sweeps): void {
+  const billing = gw.runtime.billing;
+  const sweep = billing.sweepExpiredReservations.bind(billing);
+  vi.spyOn(billing, 'sweepExpiredReservations').mockImplementation(async (now) => {
+    sweeps.running++;
+    sweeps.started++;
+    try {
+      return await sweep(now);
+    } finally {
+      sweeps.running--;
+    }
+  });
+}
+
+/**
+ * The PostgreSQL statements and Redis commands sent while `call` runs, less the background ones
+ * no call makes (see background), counted in a window no billing sweep overlapped: a sweep's
+ * reads are no request of the call, and a call it overlapped is made and counted again (a sweep
+ * runs once a minute per server, so a second window is clear of it). Every window counts all a
+ * call sends: a call that made a third request counts three each time.
+ */
+async function countQuiet(sweeps: Sweeps, call: () => Promise<void>): Promise<number> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const quiet = sweeps.running === 0;
+    const startedBefore = sweeps.started;
+    const pgQuery = vi.spyOn(pg.Client.prototype, 'query');
+    const redisSend = vi.spyOn(Redis.prototype, 'sendCommand');
+    try {
+      await call();
+      if (quiet && sweeps.started === startedBefore)
+        return [...pgQuery.mock.calls, ...redisSend.mock.calls].filter((args) => !background(args)).length;
+    } finally {
+      pgQuery.mockRestore();
+      redisSend.mockRestore();
+    }
+  }
+  throw new Error('a billing sweep overlapped each of three counted calls');
+}
 
 /**
  * How a statement commits: a transaction's `aib_tx` call with `synchronous_commit` set off in the
