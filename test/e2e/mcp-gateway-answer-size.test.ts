@@ -14,6 +14,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeOfServices } from '@ai-backend/core/internal';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 const MAX = 64 * 1024;
@@ -104,12 +105,7 @@ beforeAll(async () => {
     gateway: { allowPrivateNetwork: true, maxResultBytes: MAX },
     mcpServers: { endless: { type: 'http', url, timeoutMs: 20_000 } },
   });
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 20_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstream not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50)); // the poll's pace, on purpose (it waits for nothing)
-  }
+  await waitForUpstreams(runtimeOfServices(await server.server.ready()));
   client = new LegacyClient({ name: 'ide', version: '1' });
   await client.connect(new LegacyTransport(new URL(`${server.url}/mcp`)));
 }, 60_000);

@@ -19,7 +19,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
-import { startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { startEverythingHttp, waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 
 let server: TestServer;
@@ -70,12 +70,7 @@ beforeAll(async () => {
     },
     'listening',
   );
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 30_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 100)); // the poll's pace, on purpose (it waits for nothing)
-  }
+  await waitForUpstreams(runtimeOfServices(await server.server.ready()));
 }, 60_000);
 
 afterAll(async () => {

@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeOfServices } from '@ai-backend/core/internal';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { startTrickyUpstream, type TrickyUpstream } from './helpers/trickyMcpUpstream.js';
 
@@ -24,12 +25,7 @@ beforeAll(async () => {
     gateway: { allowPrivateNetwork: true },
     mcpServers: { up: { type: 'http', url: upstream.url, timeoutMs: 10_000 } },
   });
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 20_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstream not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50)); // the poll's pace, on purpose (it waits for nothing)
-  }
+  await waitForUpstreams(runtimeOfServices(await server.server.ready()));
 }, 60_000);
 
 afterAll(async () => {

@@ -8,6 +8,7 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeOfServices } from '@ai-backend/core/internal';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 import { startTrickyUpstream, type TrickyUpstream } from './helpers/trickyMcpUpstream.js';
 
@@ -27,12 +28,7 @@ beforeAll(async () => {
       narrow: { type: 'http', url: upstream.url, tools: { allow: ['echo', 'ask-*'] } },
     },
   });
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 20_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstream not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50)); // the poll's pace, on purpose (it waits for nothing)
-  }
+  await waitForUpstreams(runtimeOfServices(await server.server.ready()));
   client = new LegacyClient({ name: 'ide', version: '1' });
   await client.connect(new LegacyTransport(new URL(`${server.url}/mcp`)));
 }, 60_000);

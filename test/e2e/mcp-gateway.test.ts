@@ -14,7 +14,7 @@ import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
-import { EVERYTHING, FILESYSTEM, startEverythingHttp } from './helpers/mcpUpstreams.js';
+import { EVERYTHING, FILESYSTEM, startEverythingHttp, waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gw39-fs-'));
@@ -39,12 +39,7 @@ beforeAll(async () => {
     'listening',
   );
   // Shared connections open in the background at start: wait until all three list their tools.
-  const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 30_000;
-  while (rt.gateway.status().some((s) => s.state !== 'ready')) {
-    if (Date.now() > deadline) throw new Error(`upstreams not ready: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 100)); // the poll's pace, on purpose (it waits for nothing)
-  }
+  await waitForUpstreams(runtimeOfServices(await server.server.ready()));
 }, 60_000);
 
 afterAll(async () => {

@@ -12,16 +12,22 @@ export const FILESYSTEM = require.resolve('@modelcontextprotocol/server-filesyst
 
 /**
  * Waits until every upstream MCP server of a server's gateway is connected and listed (or, with
- * `state: 'failed'`, has given up), naming what it waited for when it times out.
+ * `state: 'failed'`, has given up), naming what it waited for and each server's last status
+ * (state and error) when it times out.
  */
 export async function waitForUpstreams(
   runtime: Pick<Runtime, 'gateway'>,
   { timeoutMs = 30_000, state = 'ready' }: { timeoutMs?: number; state?: 'ready' | 'failed' } = {},
 ): Promise<void> {
-  await waitFor(() => runtime.gateway.status().every((s) => s.state === state), {
-    timeoutMs,
-    what: `every upstream MCP server ${state}`,
-  });
+  await waitFor(
+    () => {
+      const status = runtime.gateway.status();
+      // Thrown rather than returned false: waitFor's timeout then quotes the servers' status.
+      if (!status.every((s) => s.state === state)) throw new Error(`upstream status: ${JSON.stringify(status)}`);
+      return true;
+    },
+    { timeoutMs, what: `every upstream MCP server ${state}` },
+  );
 }
 
 export async function freePort(): Promise<number> {
