@@ -15,7 +15,7 @@ import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runtimeOfServices, type Runtime } from '@ai-backend/core/internal';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
-import { EVERYTHING } from './helpers/mcpUpstreams.js';
+import { EVERYTHING, waitForUpstreams } from './helpers/mcpUpstreams.js';
 
 let server: TestServer;
 let rt: Runtime;
@@ -27,7 +27,7 @@ beforeAll(async () => {
     mcpServers: { every: { command: process.execPath, args: [EVERYTHING, 'stdio'], timeoutMs: 30_000 } },
   });
   rt = runtimeOfServices(await server.server.ready());
-  await vi.waitFor(() => expect(rt.gateway.status().every((s) => s.state === 'ready')).toBe(true), { timeout: 30_000, interval: 50 });
+  await waitForUpstreams(rt);
 }, 45_000);
 
 afterAll(async () => {
