@@ -2,9 +2,7 @@ import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { OpenedUpstream } from './openUpstream.js';
 import { describe } from './upstreamFailure.js';
-
-/** A subscriber to an upstream resource's updates (one MCP session): called with the URI that changed. */
-export type ResourceSubscriber = (uri: string) => void;
+import type { ResourceSubscriber } from './ResourceSubscriber.js';
 
 export interface ResourceSubscriptionsOptions {
   /** The server's configured name. */

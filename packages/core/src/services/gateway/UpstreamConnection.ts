@@ -10,7 +10,8 @@ import type { CallOptions } from './callOptions.js';
 import { UpstreamLister } from './UpstreamLister.js';
 import { EMPTY_LISTS, LIST_KINDS, sameLists, type ListKind, type UpstreamLists } from './upstreamLists.js';
 import { credentialValues } from './credentialValues.js';
-import { ResourceSubscriptions, type ResourceSubscriber } from './ResourceSubscriptions.js';
+import { ResourceSubscriptions } from './ResourceSubscriptions.js';
+import type { ResourceSubscriber } from './ResourceSubscriber.js';
 import { describe, isTimeout, upstreamFailure } from './upstreamFailure.js';
 
 export type { ListKind, UpstreamLists } from './upstreamLists.js';

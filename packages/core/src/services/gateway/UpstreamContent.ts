@@ -7,7 +7,7 @@ import { keyAllowsServer, keyAllowsTool, serverAllows, splitExposedName } from '
 import { asListed, exposedItems, findExposed } from './exposedItems.js';
 import type { Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, ResourceTemplate } from './mcpWire.js';
 import type { UpstreamConnection } from './UpstreamConnection.js';
-import type { ResourceSubscriber } from './ResourceSubscriptions.js';
+import type { ResourceSubscriber } from './ResourceSubscriber.js';
 
 export interface ServerEntry {
   name: string;
