@@ -12,11 +12,19 @@ import SlowFirstSequencer from './test/slowFirstSequencer.js';
  * global or environment variable that vitest would put back only at the file's end.
  */
 const NEEDS_ISOLATION = /\bvi\.(mock|doMock|unmock|doUnmock|hoisted|resetModules|stubGlobal|stubEnv|importMock|importActual)\b/;
+/**
+ * What in an end-to-end test needs a process of its own besides that: it measures the process it
+ * runs in (heap, CPU, a forced GC: other files' servers and garbage would count), or it registers
+ * OpenTelemetry's process-wide providers, which the API lets a process set only once.
+ */
+const OWNS_PROCESS =
+  /\b(memoryUsage|cpuUsage|getHeapStatistics|writeHeapSnapshot|gc\(|setGlobal(Tracer|Meter)Provider|registerInstrumentations)\b/;
 const root = path.dirname(fileURLToPath(import.meta.url));
 const PACKAGE_TEST = /^packages\/[^/]+\/src\//;
-const isolatedPackageTests = testFiles().filter(
-  (f) => PACKAGE_TEST.test(f) && NEEDS_ISOLATION.test(readFileSync(path.join(root, f), 'utf8')),
-);
+const END_TO_END = /^(test|examples)\//;
+const source = (f: string) => readFileSync(path.join(root, f), 'utf8');
+const isolatedPackageTests = testFiles().filter((f) => PACKAGE_TEST.test(f) && NEEDS_ISOLATION.test(source(f)));
+const isolatedEndToEnd = testFiles().filter((f) => END_TO_END.test(f) && (NEEDS_ISOLATION.test(source(f)) || OWNS_PROCESS.test(source(f))));
 /**
  * Files whose claim is a latency bound under faults (the chaos test: every call answers within 1 s
  * while an instance, Redis and PostgreSQL go down), run after everything else, one at a time. On the
@@ -54,12 +62,15 @@ export default defineConfig({
     globalSetup: ['./packages/test-utils/src/services/servicesGlobalSetup.ts'],
     // Each file's CPU time, only with AI_BACKEND_TEST_CPU_LOG set (test/cpuPerFile.ts).
     setupFiles: ['./test/cpuPerFile.ts'],
-    // Two projects, one run. The package tests share a worker's module graph (`isolate: false`): a
-    // worker imports the sources once for the many files it runs, instead of once per file, which
-    // was about a fifth of the suite's CPU. Each file still gets its own test state (hooks, mocks'
-    // calls, fake timers are put back after it); a package test that mocks a module or stubs a
-    // global (NEEDS_ISOLATION) runs isolated, with the end-to-end tests, which start servers and
-    // child processes and keep their own module graph per file as before.
+    // Projects of one run. The package tests and the end-to-end tests each share a worker's module
+    // graph (`isolate: false`): a worker imports the sources once for the many files it runs, instead
+    // of once per file (for the package tests about a fifth of the suite's CPU; for the end-to-end
+    // files vitest's summed import time fell from about 700 s to 53 s per run). Each file still gets
+    // its own test state (hooks, mocks' calls, fake timers are put back after it). A file that mocks
+    // a module or stubs a global (NEEDS_ISOLATION), or measures or configures the process it runs in
+    // (OWNS_PROCESS), runs `isolated`, one module graph and process per file; the chaos test runs
+    // `alone` at the end. A test in a shared project must close what it opens (servers, timers):
+    // what it leaves runs on in the worker beside the next files (docs/testing.md).
     projects: [
       {
         extends: true,
@@ -74,9 +85,19 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          name: 'e2e',
+          sequence: { groupOrder: 0 },
+          include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...RUN_ALONE, ...isolatedEndToEnd],
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: 'isolated',
           sequence: { groupOrder: 0 },
-          include: [...isolatedPackageTests, 'test/**/*.test.ts', 'examples/**/*.test.ts'],
+          include: [...isolatedPackageTests, ...isolatedEndToEnd],
           exclude: [...configDefaults.exclude, ...RUN_ALONE],
         },
       },

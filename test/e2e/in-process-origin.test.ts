@@ -1,6 +1,6 @@
 /**
  * The in-process origins of helpers/inProcessOrigin.ts stay below port 1023 however many servers
- * the files sharing a worker's module graph start ('e2e-shared' in vitest.config.ts: one copy of
+ * the files sharing a worker's module graph start (project 'e2e' in vitest.config.ts: one copy of
  * the helper for some 90 files), and a port still routed is never handed out twice. Before, the
  * port only counted up from 700: a few hundred servers in one worker later it was 1024 and more,
  * where a real server may listen.
