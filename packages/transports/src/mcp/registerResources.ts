@@ -21,6 +21,16 @@ import { recordRefusal, requestIpOf } from './recordRefusal.js';
 /** How many upstream resources one session may be subscribed to at once (docs/mcp-gateway.md). */
 export const MAX_UPSTREAM_SUBSCRIPTIONS = 100;
 
+/** What resources/list and resources/templates/list show of an item besides its address: the optional fields only where set. */
+function listedFields(item: { name: string; title?: string | undefined; description?: string | undefined; mimeType?: string | undefined }) {
+  return {
+    name: item.name,
+    ...(item.title ? { title: item.title } : {}),
+    ...(item.description ? { description: item.description } : {}),
+    ...(item.mimeType ? { mimeType: item.mimeType } : {}),
+  };
+}
+
 /**
  * resources/list, resources/read, resources/templates/list and, for 2025 sessions,
  * resources/subscribe + unsubscribe: the registry's notifyUpdated (called by operators, custom
@@ -40,13 +50,7 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
           ...registry
             .list()
             .filter(keyMayRead(deps, identityOf(ctx)))
-            .map((r) => ({
-              uri: r.uri,
-              name: r.name,
-              ...(r.title ? { title: r.title } : {}),
-              ...(r.description ? { description: r.description } : {}),
-              ...(r.mimeType ? { mimeType: r.mimeType } : {}),
-            })),
+            .map((r) => ({ uri: r.uri, ...listedFields(r) })),
           ...gatewayResources(deps, ctx),
         ],
       }) as never,
@@ -60,13 +64,7 @@ export function registerResources(server: Server, deps: McpServerDeps, state: Mc
           ...registry
             .listTemplates()
             .filter(keyMayRead(deps, identityOf(ctx)))
-            .map((t) => ({
-              uriTemplate: t.uriTemplate,
-              name: t.name,
-              ...(t.title ? { title: t.title } : {}),
-              ...(t.description ? { description: t.description } : {}),
-              ...(t.mimeType ? { mimeType: t.mimeType } : {}),
-            })),
+            .map((t) => ({ uriTemplate: t.uriTemplate, ...listedFields(t) })),
           ...gatewayResourceTemplates(deps, ctx),
         ],
       }) as never,
