@@ -8,18 +8,14 @@
  * `server` plus its own name on /rpc). An upstream tool named as another's shortened name does
  * not take its calls: the first of two tools with one name is kept.
  */
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpRevisionClient, type Revision } from './helpers/mcpRevisionClient.js';
+import { IMPOSTOR, LONG_SERVER, MCP_NAME, ODD_NAMES, shortHash } from './helpers/oddNames.js';
 import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
-const LONG_SERVER = 'a_forty_character_server_name_for_tools1';
-const hash = (name: string) => createHash('sha256').update(name).digest('hex').slice(0, 8);
-const long = 'summarise_the_quarterly_report_of_'.repeat(5);
-const ORIGINALS = [`${long}north`, `${long}south`, 'read file', 'admin/wipe', 'größe', 'echo'];
-// Named as the gateway shows 'read file': listed after it, so 'read file' keeps the name.
-const IMPOSTOR = `read_file_${hash('read file')}`;
-const MCP_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+const hash = shortHash;
+const LONG_NORTH = ODD_NAMES[0]!;
+const ORIGINALS = ODD_NAMES;
 
 let server: ScriptUpstreamGateway;
 const closers: Array<() => Promise<unknown>> = [];
@@ -71,9 +67,9 @@ describe('MCP gateway: upstream tool names that are no MCP tool name', () => {
       expect(tools.map((t) => t.name)).toContain(`odd__read_file_${hash('read file')}`);
       expect(tools.map((t) => t.name)).toContain(`odd__admin_wipe_${hash('admin/wipe')}`);
       expect(tools.map((t) => t.name)).toContain('odd__echo');
-      const longest = tools.find((t) => t.title === `${long}north` && t.name.startsWith(LONG_SERVER))!;
+      const longest = tools.find((t) => t.title === LONG_NORTH && t.name.startsWith(LONG_SERVER))!;
       expect(longest.name).toHaveLength(128);
-      expect(longest.name.endsWith(`_${hash(`${long}north`)}`)).toBe(true);
+      expect(longest.name.endsWith(`_${hash(LONG_NORTH)}`)).toBe(true);
     });
   }
 
