@@ -6,66 +6,24 @@
  * task failed. Before, a revoked key's task ran on to its end, on the owner's account.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
 import { mintDevToken } from '@ai-backend/auth';
-import { protectedProcedure, router } from '@ai-backend/core';
-import { createServer } from '@ai-backend/transports';
-import { startIn } from './helpers/testServer.js';
-import { envelope2026, modernPost, modernReply } from './helpers/mcpWire.js';
 import { rpcCall } from './helpers/aiGateway.js';
+import { startWaitTaskServer, type WaitTaskServer } from './helpers/waitTaskServer.js';
 
 const SECRET = 'task-credential-watch-secret-0123456789abc';
-const TASKS = 'io.modelcontextprotocol/tasks';
-/** Runs of `wait` whose signal was aborted, by their `tag`. */
-const aborted = new Set<string>();
 
-const waitRouter = router({
-  wait: protectedProcedure
-    .meta({ description: 'Waits', longRunning: true, mcp: {} })
-    .input(z.object({ tag: z.string() }))
-    .mutation(
-      ({ ctx, input }) =>
-        new Promise((resolve) => {
-          const timer = setTimeout(() => resolve('done'), 60_000);
-          ctx.req.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            aborted.add(input.tag);
-            resolve('stopped');
-          });
-        }),
-    ),
-});
-
-let server: { url: string; stop(): Promise<void> };
+let server: WaitTaskServer;
 let owner: string;
 beforeAll(async () => {
-  server = await startIn(
-    'listening',
-    createServer({
-      port: 0,
-      host: '127.0.0.1',
-      storage: { type: 'memory' },
-      jwt: { secret: SECRET },
-      mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
-      customRouters: { t: waitRouter },
-    }),
-  );
+  server = await startWaitTaskServer(SECRET, 'task-watch');
   owner = await mintDevToken({ secret: SECRET, sub: 'task-watch-owner', expiresIn: '1h' });
 });
 afterAll(async () => {
   await server?.stop();
 });
 
-const META = envelope2026('task-watch', { extensions: { [TASKS]: {} } });
-let ids = 0;
-async function mcp(token: string, method: string, params: Record<string, unknown>) {
-  return modernReply(await fetch(`${server.url}/mcp`, modernPost(++ids, method, params, META, { authorization: `Bearer ${token}` })));
-}
-async function startTask(token: string, tag: string): Promise<string> {
-  const r = await mcp(token, 'tools/call', { name: 'wait', arguments: { tag } });
-  expect(r.result?.resultType, JSON.stringify(r)).toBe('task');
-  return (r.result.task?.taskId ?? r.result.taskId) as string;
-}
+const mcp = (token: string, method: string, params: Record<string, unknown>) => server.mcp(token, method, params);
+const startTask = (token: string, tag: string) => server.startTask(token, { tag });
 async function newKey(): Promise<{ key: string; id: string }> {
   const r = await rpcCall<{ key: string; apiKey: { id: string } }>(server.url, owner, 'keys.create', { name: 'task-app' });
   if (!r.result) throw new Error(r.text);
@@ -80,9 +38,9 @@ describe("a task's run ends with the credential that started it", () => {
     const keptTask = await startTask(kept.key, 'kept');
     await startTask(owner, 'owner');
     expect((await rpcCall(server.url, owner, 'keys.revoke', { id: revoked.id })).error).toBeUndefined();
-    await vi.waitFor(() => expect(aborted.has('revoked')).toBe(true), { timeout: 10_000, interval: 50 });
-    expect(aborted.has('kept')).toBe(false);
-    expect(aborted.has('owner')).toBe(false);
+    await vi.waitFor(() => expect(server.aborted.has('revoked')).toBe(true), { timeout: 10_000, interval: 50 });
+    expect(server.aborted.has('kept')).toBe(false);
+    expect(server.aborted.has('owner')).toBe(false);
     expect((await mcp(kept.key, 'tasks/get', { taskId: keptTask })).result?.status).toBe('working');
   });
 });

@@ -6,50 +6,18 @@
  * so every key of one user could read and cancel every other's tasks.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { mintDevToken } from '@ai-backend/auth';
-import { protectedProcedure, router } from '@ai-backend/core';
-import { createServer } from '@ai-backend/transports';
-import { startIn } from './helpers/testServer.js';
-import { envelope2026, modernPost, modernReply } from './helpers/mcpWire.js';
 import { rpcCall } from './helpers/aiGateway.js';
+import { startWaitTaskServer, type WaitTaskServer } from './helpers/waitTaskServer.js';
 
 const SECRET = 'tasks-api-keys-e2e-secret-0123456789abcdef';
-const TASKS = 'io.modelcontextprotocol/tasks';
 
-/** A long-running tool that waits until it is cancelled (or `ms`). */
-const waitRouter = router({
-  wait: protectedProcedure
-    .meta({ description: 'Waits', longRunning: true, mcp: {} })
-    .input(z.object({ ms: z.number().int().max(30_000).default(30_000) }))
-    .mutation(
-      ({ ctx, input }) =>
-        new Promise((resolve) => {
-          const timer = setTimeout(() => resolve('done'), input.ms);
-          ctx.req.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve('cancelled');
-          });
-        }),
-    ),
-});
-
-let server: { url: string; stop(): Promise<void> };
+let server: WaitTaskServer;
 let user: string;
 let keyA: string;
 let keyB: string;
 beforeAll(async () => {
-  server = await startIn(
-    'listening',
-    createServer({
-      port: 0,
-      host: '127.0.0.1',
-      storage: { type: 'memory' },
-      jwt: { secret: SECRET },
-      mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
-      customRouters: { t: waitRouter },
-    }),
-  );
+  server = await startWaitTaskServer(SECRET, 'key-tasks');
   user = await mintDevToken({ secret: SECRET, sub: 'tasks-key-owner', expiresIn: '1h' });
   const made = async (name: string) => {
     const r = await rpcCall<{ key: string }>(server.url, user, 'keys.create', { name });
@@ -63,19 +31,9 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const META = envelope2026('key-tasks', { extensions: { [TASKS]: {} } });
-let ids = 0;
-
-async function mcp(token: string, method: string, params: Record<string, unknown>) {
-  const headers = { authorization: `Bearer ${token}` };
-  return modernReply(await fetch(`${server.url}/mcp`, modernPost(++ids, method, params, META, headers)));
-}
-
-async function startTask(token: string): Promise<string> {
-  const r = await mcp(token, 'tools/call', { name: 'wait', arguments: { ms: 30_000 } });
-  expect(r.result?.resultType, JSON.stringify(r)).toBe('task');
-  return (r.result.task?.taskId ?? r.result.taskId) as string;
-}
+const mcp = (token: string, method: string, params: Record<string, unknown>) => server.mcp(token, method, params);
+/** A task of the tool that waits until it is cancelled (or 30 s). */
+const startTask = (token: string) => server.startTask(token, { ms: 30_000 });
 
 const UNKNOWN = { code: -32602 };
 
