@@ -32,6 +32,7 @@ import {
   type TestUpstream,
 } from './helpers/aiGateway.js';
 import { IDP_CLIENT_ID, IDP_CLIENT_SECRET, startIdp, type TestIdp } from './oauthHelpers.js';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { webhookReceiver } from './helpers/webhookReceiver.js';
 import { fileURLToPath } from 'node:url';
 
@@ -178,10 +179,7 @@ describe.skipIf(!chromiumService.ok)('the web console in Chromium', () => {
     expect(created.result, created.text).toBeDefined();
     aliceKey = { id: created.result.apiKey?.id ?? created.result.id, key: created.result.key };
     expect(aliceKey.key).toMatch(/^aib_/);
-    await waitFor(() => gw.runtime.gateway.status().every((st) => st.state === 'ready'), {
-      timeoutMs: 30_000,
-      what: 'the hostile MCP upstream connected',
-    });
+    await waitForUpstreams(gw.runtime); // the hostile MCP upstream connected
     await waitFor(async () => (await gw.runtime.alerts.pending()).dead >= 1, {
       timeoutMs: 10_000,
       what: 'the tokenLow alert in the dead-letter list',
