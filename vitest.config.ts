@@ -48,7 +48,7 @@ export default defineConfig({
     // vitest's default is one worker less than the CPUs: one test file at a time on a two-core CI
     // machine. Most files here spend their time waiting on sockets, child processes, PostgreSQL and
     // timers, not on the CPU, so four run at once (docs/testing.md, "CI: phases and times").
-    maxWorkers: Math.max(6, availableParallelism() - 1),
+    maxWorkers: Math.max(4, availableParallelism() - 1),
     // CI (CI=1) runs the whole suite and then most of it again on three more Node versions, on a
     // shared two-core machine: a test whose timing bound a loaded moment breaks gets one more try
     // there. A retried test is listed in the report, and a test that is really broken fails both
