@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpRevisionClient, type Revision } from './helpers/mcpRevisionClient.js';
 import { runtimeOfServices } from '@ai-backend/core/internal';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 const UPSTREAM = fileURLToPath(new URL('./helpers/malformedAnswers.mjs', import.meta.url));
@@ -69,11 +70,7 @@ beforeAll(async () => {
     },
   });
   const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + TIMEOUT_MS;
-  while (rt.gateway.status().some((s) => s.state === 'idle' || s.state === 'connecting')) {
-    if (Date.now() > deadline) throw new Error(`upstreams still connecting: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitForUpstreams(rt, { state: 'settled', timeoutMs: TIMEOUT_MS });
   settledInMs = Date.now() - started;
 }, 60_000);
 

@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeOfServices } from '@ai-backend/core/internal';
+import { waitForUpstreams } from './helpers/mcpUpstreams.js';
 import { startTestServer, type TestServer } from './helpers/testServer.js';
 
 const PAGED = fileURLToPath(new URL('./helpers/pagedToolList.mjs', import.meta.url));
@@ -28,11 +29,7 @@ beforeAll(async () => {
     },
   });
   const rt = runtimeOfServices(await server.server.ready());
-  const deadline = Date.now() + 20_000;
-  while (rt.gateway.status().some((s) => s.state === 'idle' || s.state === 'connecting')) {
-    if (Date.now() > deadline) throw new Error(`upstreams did not settle: ${JSON.stringify(rt.gateway.status())}`);
-    await new Promise((r) => setTimeout(r, 50)); // the poll's pace, on purpose (it waits for nothing)
-  }
+  await waitForUpstreams(rt, { state: 'settled', timeoutMs: 20_000 });
   client = new Client({ name: 'gw-paged', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
 }, 30_000);

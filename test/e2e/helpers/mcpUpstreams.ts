@@ -12,18 +12,22 @@ export const FILESYSTEM = require.resolve('@modelcontextprotocol/server-filesyst
 
 /**
  * Waits until every upstream MCP server of a server's gateway is connected and listed (or, with
- * `state: 'failed'`, has given up), naming what it waited for and each server's last status
- * (state and error) when it times out.
+ * `state: 'failed'`, has given up; with `'settled'`, is either: neither idle nor connecting), naming
+ * what it waited for and each server's last status (state and error) when it times out.
  */
 export async function waitForUpstreams(
   runtime: Pick<Runtime, 'gateway'>,
-  { timeoutMs = 30_000, state = 'ready' }: { timeoutMs?: number; state?: 'ready' | 'failed' } = {},
+  { timeoutMs = 30_000, state = 'ready' }: { timeoutMs?: number; state?: 'ready' | 'failed' | 'settled' } = {},
 ): Promise<void> {
+  const reached =
+    state === 'settled'
+      ? (s: { state: string }) => s.state !== 'idle' && s.state !== 'connecting'
+      : (s: { state: string }) => s.state === state;
   await waitFor(
     () => {
       const status = runtime.gateway.status();
       // Thrown rather than returned false: waitFor's timeout then quotes the servers' status.
-      if (!status.every((s) => s.state === state)) throw new Error(`upstream status: ${JSON.stringify(status)}`);
+      if (!status.every(reached)) throw new Error(`upstream status: ${JSON.stringify(status)}`);
       return true;
     },
     { timeoutMs, what: `every upstream MCP server ${state}` },
