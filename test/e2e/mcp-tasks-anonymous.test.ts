@@ -5,72 +5,25 @@
  * client owned every anonymous task. Signed-in callers' tasks stay theirs alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { mintDevToken } from '@ai-backend/auth';
-import { publicProcedure, router } from '@ai-backend/core';
-import { createServer } from '@ai-backend/transports';
-import { startIn } from './helpers/testServer.js';
-import { envelope2026, modernPost, modernReply } from './helpers/mcpWire.js';
+import { startWaitTaskServer, type WaitTaskServer } from './helpers/waitTaskServer.js';
 
 const SECRET = 'tasks-anonymous-e2e-secret-0123456789abcdef';
-const TASKS = 'io.modelcontextprotocol/tasks';
 
-/** A long-running tool that waits until it is cancelled (or 30 s). */
-const waitRouter = router({
-  wait: publicProcedure
-    .meta({ description: 'Waits', longRunning: true, mcp: { public: true } })
-    .input(z.object({ ms: z.number().int().max(30_000).default(30_000) }))
-    .mutation(
-      ({ ctx, input }) =>
-        new Promise((resolve) => {
-          const timer = setTimeout(() => resolve('done'), input.ms);
-          ctx.req.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve('cancelled');
-          });
-        }),
-    ),
-});
-
-let server: { url: string; stop(): Promise<void> };
+let server: WaitTaskServer;
 beforeAll(async () => {
-  server = await startIn(
-    'listening',
-    createServer({
-      port: 0,
-      host: '127.0.0.1',
-      storage: { type: 'memory' },
-      // trustProxy: the test is several client addresses (X-Forwarded-For).
-      trustProxy: true,
-      jwt: { secret: SECRET },
-      mcp: { auth: { authType: 'jwt' }, rateLimiting: { enabled: false } },
-      customRouters: { t: waitRouter },
-    }),
-  );
+  // Anyone may call `wait`, each test client at an address of its own (X-Forwarded-For).
+  server = await startWaitTaskServer(SECRET, 'anon-tasks', 'anyone-behind-proxy');
 });
 afterAll(async () => {
   await server?.stop();
 });
 
-const META = envelope2026('anon-tasks', { extensions: { [TASKS]: {} } });
-let ids = 0;
-
 /** One 2026-07-28 request from `addr` (and `token` when signed in). */
-async function mcp(
-  addr: string,
-  method: string,
-  params: Record<string, unknown>,
-  token?: string,
-): Promise<{ result?: any; error?: { code: number; message: string } }> {
-  const headers = { 'x-forwarded-for': addr, ...(token ? { authorization: `Bearer ${token}` } : {}) };
-  return modernReply(await fetch(`${server.url}/mcp`, modernPost(++ids, method, params, META, headers)));
-}
-
-async function startTask(addr: string, token?: string): Promise<string> {
-  const r = await mcp(addr, 'tools/call', { name: 'wait', arguments: { ms: 30_000 } }, token);
-  expect(r.result?.resultType, JSON.stringify(r)).toBe('task');
-  return (r.result.task?.taskId ?? r.result.taskId) as string;
-}
+const mcp = (addr: string, method: string, params: Record<string, unknown>, token?: string) =>
+  server.mcp(token, method, params, { 'x-forwarded-for': addr });
+/** A task of the tool that waits until it is cancelled (or 30 s), started from `addr`. */
+const startTask = (addr: string, token?: string) => server.startTask(token, { ms: 30_000 }, { 'x-forwarded-for': addr });
 
 const UNKNOWN = { code: -32602 };
 
