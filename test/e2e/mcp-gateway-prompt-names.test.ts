@@ -12,9 +12,7 @@ import { mcpRevisionClient, type Revision } from './helpers/mcpRevisionClient.js
 import { IMPOSTOR, LONG_SERVER, MCP_NAME, ODD_NAMES, shortHash } from './helpers/oddNames.js';
 import { startScriptUpstreamGateway, type ScriptUpstreamGateway } from './helpers/scriptUpstreamGateway.js';
 
-const hash = shortHash;
 const LONG_NORTH = ODD_NAMES[0]!;
-const ORIGINALS = ODD_NAMES;
 
 let server: ScriptUpstreamGateway;
 const closers: Array<() => Promise<unknown>> = [];
@@ -46,7 +44,7 @@ describe('MCP gateway: upstream prompt names that are no valid MCP name', () => 
         expect(mine).toHaveLength(6);
         expect(new Set(mine.map((p) => p.name)).size).toBe(6);
         for (const p of mine) expect(p.name).toMatch(MCP_NAME);
-        for (const original of ORIGINALS) {
+        for (const original of ODD_NAMES) {
           const p = mine.find((x) => x.title === original || x.name === `${prefix}${original}`);
           expect(p, original).toBeDefined();
           if (p!.name !== `${prefix}${original}`) expect(p!._meta?.['ai-backend/upstreamName']).toBe(original);
@@ -56,10 +54,10 @@ describe('MCP gateway: upstream prompt names that are no valid MCP name', () => 
       // The same names as tools of those names get: they depend on the server's and the prompt's names only.
       const tools = (await client.listTools()).tools.map((t) => t.name);
       for (const name of prompts.map((p) => p.name)) expect(tools).toContain(name);
-      expect(prompts.map((p) => p.name)).toContain(`odd__admin_wipe_${hash('admin/wipe')}`);
+      expect(prompts.map((p) => p.name)).toContain(`odd__admin_wipe_${shortHash('admin/wipe')}`);
       const longest = prompts.find((p) => p.title === LONG_NORTH && p.name.startsWith(LONG_SERVER))!;
       expect(longest.name).toHaveLength(128);
-      expect(longest.name.endsWith(`_${hash(LONG_NORTH)}`)).toBe(true);
+      expect(longest.name.endsWith(`_${shortHash(LONG_NORTH)}`)).toBe(true);
     });
   }
 
