@@ -2,11 +2,27 @@ import { describe } from 'vitest';
 import { MODES, type Mode } from './testServer.js';
 
 /**
+ * The modes describeMatrix runs a suite in: both, unless AI_BACKEND_TEST_MODES names some
+ * (comma-separated). CI sets `listening` on the Nodes other than its primary (docs/testing.md, "CI:
+ * phases and times"): the listening run makes the in-process run's calls through the same app
+ * and through Node's HTTP server as well, so on those Nodes the in-process one only repeated it;
+ * the primary runs both. A name that is not a mode fails the run rather than running nothing.
+ */
+export function matrixModes(value: string | undefined): readonly Mode[] {
+  if (!value) return MODES;
+  const names = value.split(',').map((m) => m.trim());
+  for (const m of names)
+    if (!(MODES as readonly string[]).includes(m)) throw new Error(`AI_BACKEND_TEST_MODES: ${m} is not one of ${MODES.join(', ')}`);
+  return MODES.filter((m) => names.includes(m));
+}
+const DEFAULT_MODES = matrixModes(process.env.AI_BACKEND_TEST_MODES);
+
+/**
  * Run a transport suite once in-process (`app.fetch`) and once against a real listening Node
  * server (STYLE.md practice 10, h3's describeMatrix). Inside, build the server with
  * `serverFor(mode, config)`.
  */
-export function describeMatrix(name: string, suite: (mode: Mode) => void, modes: readonly Mode[] = MODES): void {
+export function describeMatrix(name: string, suite: (mode: Mode) => void, modes: readonly Mode[] = DEFAULT_MODES): void {
   describe.each(modes)(`${name} [%s]`, (mode) => suite(mode));
 }
 
