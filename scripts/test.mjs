@@ -21,7 +21,7 @@ const CHECKS = [
   ['biome', 'check', '.'],
   ['node', 'scripts/wrapLongComments.mjs', '--check'],
   // TypeScript 7 (the native compiler, `typescript7` in package.json) type-checks: the same verdict
-  // as 5.9's on this tree for about 0.6x its CPU (docs/testing.md); the packages' builds keep 5.9 (their own `tsc`).
+  // as 5.9's on this tree for about 0.6x its CPU (docs/testing.md); the packages' builds use it too.
   ['node', TSC7, '-p', 'tsconfig.json'],
   ['node', TSC7, '-p', 'packages/transports/console/tsconfig.json'],
   ['node', 'scripts/check-packages.mjs'],
