@@ -78,9 +78,11 @@ describe.skipIf(!pgServer.ok)('PostgreSQL hangs', () => {
     }
     expect(answers.map((a) => a.status)).toEqual(Array(10).fill(503));
     const times = answers.map((a) => a.ms).sort((a, b) => a - b);
-    // Before: the n-th answered about n timeouts late (the last after more than 10).
-    expect(times.at(-1), `answered after ${times.join(', ')} ms`).toBeLessThan(6 * QUERY_TIMEOUT_MS);
-    expect(times.at(-1)! - times[0]!, `answered after ${times.join(', ')} ms`).toBeLessThan(2 * QUERY_TIMEOUT_MS);
+    // Before: the n-th answered about n timeouts late (the last after more than 10, the spread 9).
+    // The bounds leave the fix room for a loaded machine (CI's two cores beside three other files
+    // once took the spread past 2 timeouts) and still fail the queue: 7 and 4 timeouts.
+    expect(times.at(-1), `answered after ${times.join(', ')} ms`).toBeLessThan(7 * QUERY_TIMEOUT_MS);
+    expect(times.at(-1)! - times[0]!, `answered after ${times.join(', ')} ms`).toBeLessThan(4 * QUERY_TIMEOUT_MS);
     expect(upstream.requests.length, 'no call went upstream while the store hung').toBe(served);
 
     // Back: the same server serves, and the ledger holds what was charged.
