@@ -130,6 +130,8 @@ describe.skipIf(!NPM12)(
   `npm 12 and pnpm, network cut after install${ISOLATED ? '' : ' (not isolated here: run as root with unshare for a network namespace)'}`,
   () => {
     let npmApp = '';
+    /** The installed CLI run by node itself, as npx would start it (npx's own start is about a second of CPU). */
+    const bin = () => [process.execPath, path.join(npmApp, 'node_modules', 'ai-backend', 'bin', 'ai-backend.js')];
 
     it('npm 12 installs the README example with no install script to run or block', () => {
       npmApp = app('npm', tarballs, 'npm');
@@ -173,8 +175,7 @@ describe.skipIf(!NPM12)(
       const dir = path.join(npmApp, 'first-hour');
       mkdirSync(dir);
       // npx as typed for the first; then the installed bin itself (npx costs about a second each).
-      const bin = path.join(npmApp, 'node_modules', 'ai-backend', 'bin', 'ai-backend.js');
-      const cli = (...args: string[]) => run([process.execPath, bin, ...args], dir);
+      const cli = (...args: string[]) => run([...bin(), ...args], dir);
       const init = run(['npx', '--no-install', 'ai-backend', 'init'], dir);
       expect(init.code, init.out).toBe(0);
       writeFileSync(path.join(dir, '.env'), `JWT_SECRET=${'s3'.repeat(20)}\n`);
@@ -219,7 +220,6 @@ describe.skipIf(!NPM12)(
       },
     ];
     const configFile = (c: (typeof cases)[number]) => `${c.pkg.replace(/\W/g, '-')}.json`;
-    const bin = () => [process.execPath, path.join(npmApp, 'node_modules', 'ai-backend', 'bin', 'ai-backend.js')];
     for (const c of cases) {
       it(`${c.pkg} absent: config check and serve name it and \`npm i ${c.install}\``, () => {
         expect(npmApp, 'the install test ran first').not.toBe('');
