@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkConfig, configFromEnv } from '@ai-backend/core';
-import { MODES, serverFor } from './helpers/testServer.js';
+import { describeMatrix } from './helpers/describeMatrix.js';
+import { serverFor } from './helpers/testServer.js';
 
 /** The spec's nine CORS rules, against in-process fetch and a real listening server. */
-describe.each(MODES)('CORS (%s)', (mode) => {
+describeMatrix('CORS', (mode) => {
   let stop: (() => Promise<void>) | undefined;
   afterEach(async () => stop?.());
 

@@ -6,14 +6,15 @@
  * (Memory under 50 MiB bodies, slow bodies and the SSE cap: hostile-input-server.test.ts.)
  */
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LEAK, HOSTILE_CONFIG, ROUTES, rawPost, type RouteCase } from './helpers/hostileRoutes.js';
-import { MODES, serverFor } from './helpers/testServer.js';
+import { describeMatrix } from './helpers/describeMatrix.js';
+import { serverFor } from './helpers/testServer.js';
 
 const JSON_ROUTES = ROUTES.filter((r) => r.jsonOnly);
 const TRPC_ROUTES = ROUTES.filter((r) => r.path.includes('rpc/'));
 
-describe.each(MODES)('hostile input on every route (%s)', (mode) => {
+describeMatrix('hostile input on every route', (mode) => {
   let s: Awaited<ReturnType<typeof serverFor>>;
   beforeAll(async () => {
     s = await serverFor(mode, HOSTILE_CONFIG);
