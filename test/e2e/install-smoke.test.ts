@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { TYPES_CHECKED } from '@ai-backend/test-utils';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 // @ts-expect-error -- a plain .mjs script shared with scripts/check-packages.mjs (no types)
 import { packedPackages, ROOT } from '../../scripts/packPackages.mjs';
@@ -36,13 +37,6 @@ function readmeSnippet(): string {
  * better-sqlite3 package, which a user on Node 20 adds to the app (docs/node-versions.md).
  */
 const nodeSqlite = Boolean(process.getBuiltinModule?.('node:sqlite'));
-
-/**
- * tsc's verdict on the published types does not depend on the Node that runs it: CI type-checks on
- * its primary Node (24) and sets AI_BACKEND_TEST_TYPES_CHECKED for the other versions, which still
- * install, compile and run the client (docs/testing.md, "CI: phases and times").
- */
-const TYPES_CHECKED = process.env.AI_BACKEND_TEST_TYPES_CHECKED === '1';
 
 /**
  * better-sqlite3 (the default store's driver before Node 22.13) installs a prebuilt binary, downloaded by

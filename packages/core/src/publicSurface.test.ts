@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { TYPES_CHECKED } from '@ai-backend/test-utils';
 import * as internal from './internal.js';
 import * as publicEntry from './index.js';
 
@@ -125,13 +126,6 @@ function namesIdentifier(file: ts.SourceFile, name: string): boolean {
   const visit = (n: ts.Node): boolean => (ts.isIdentifier(n) && n.text === name) || (ts.forEachChild(n, visit) ?? false);
   return visit(file);
 }
-
-/**
- * TypeScript's verdict on the declarations does not depend on the Node running it: CI checks them on
- * its primary Node and sets AI_BACKEND_TEST_TYPES_CHECKED on the others (docs/testing.md, "CI:
- * phases and times"), where these two walks were 9 s of CPU each time.
- */
-const TYPES_CHECKED = process.env.AI_BACKEND_TEST_TYPES_CHECKED === '1';
 
 describe.skipIf(TYPES_CHECKED)('the public declarations (built .d.ts) never name the internal Runtime', () => {
   it('neither in a type a public export reaches nor anywhere in a file declaring one (go to definition lands there)', () => {

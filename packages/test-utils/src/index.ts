@@ -21,3 +21,4 @@ export {
 export { createBenchTree, type BenchTree, type BenchTreeOptions } from './workspaces/benchTree.js';
 export { waitFor, type WaitForOptions, type Truthy } from './waitFor.js';
 export { windowClock, type WindowClock } from './windowClock.js';
+export { TYPES_CHECKED } from './typesChecked.js';
