@@ -2,10 +2,9 @@ import type { CallToolResult, Completion, CompletionRef, GetPromptResult, Prompt
 import { CoreError } from '../../kernel/CoreError.js';
 import type { Logger } from '../../kernel/Logger.js';
 import type { McpServerConfig } from '../../config/sections/mcpServers.js';
-import { openUpstream, type OpenedUpstream } from './openUpstream.js';
+import type { OpenedUpstream } from './openUpstream.js';
 import { upstreamRequest } from '../ai/upstreamFetch.js';
 import type { UpstreamHttp } from './guardUpstream.js';
-import { callOnUpstream } from './callOnUpstream.js';
 import type { CallOptions } from './callOptions.js';
 import { UpstreamLister } from './UpstreamLister.js';
 import { EMPTY_LISTS, LIST_KINDS, sameLists, type ListKind, type UpstreamLists } from './upstreamLists.js';
@@ -13,6 +12,15 @@ import { credentialValues } from './credentialValues.js';
 import { ResourceSubscriptions } from './ResourceSubscriptions.js';
 import type { ResourceSubscriber } from './ResourceSubscriber.js';
 import { describe, isTimeout, upstreamFailure } from './upstreamFailure.js';
+import { once } from '../../lib/once.js';
+
+/**
+ * What opens an upstream and runs a tools/call on it, loaded with the first connection: a server
+ * with no MCP server configured or added never loads them (18 KB of the built core, about a fifth of
+ * the gateway's code, which every server loaded at start: docs/performance.md, "Cold start").
+ */
+const openCode = once(() => import('./openUpstream.js'));
+const callCode = once(() => import('./callOnUpstream.js'));
 
 export type { ListKind, UpstreamLists } from './upstreamLists.js';
 
@@ -147,6 +155,7 @@ export class UpstreamConnection {
     this.state = s.kind === 'failed' ? { kind: 'connecting', lastError: s.error } : { kind: 'connecting' };
     let opened: OpenedUpstream | undefined;
     try {
+      const { openUpstream } = await openCode();
       opened = await openUpstream(this.opts.server, {
         headers: this.opts.headers,
         timeoutMs: this.timeoutMs,
@@ -331,8 +340,9 @@ export class UpstreamConnection {
   }
 
   callTool(name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallToolResult> {
-    return this.run(`tools/call ${name}`, (o) =>
-      callOnUpstream(
+    return this.run(`tools/call ${name}`, async (o) => {
+      const { callOnUpstream } = await callCode();
+      return callOnUpstream(
         o,
         this.lists.tools.find((t) => t.name === name),
         name,
@@ -342,8 +352,8 @@ export class UpstreamConnection {
           timeoutMs: this.timeoutMs,
           maxResultBytes: this.opts.maxResultBytes,
         },
-      ),
-    );
+      );
+    });
   }
 
   getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult> {

@@ -1,5 +1,6 @@
 import type { Logger } from '../../kernel/Logger.js';
-import { ENVELOPE_BYTES, type OpenedUpstream } from './openUpstream.js';
+import type { OpenedUpstream } from './openUpstream.js';
+import { ENVELOPE_BYTES } from './upstreamLists.js';
 import { listPages, type ListMethod } from './listPages.js';
 import type { Prompt, Resource, ResourceTemplate, Tool } from './mcpWire.js';
 import { usableTools } from './usableTools.js';

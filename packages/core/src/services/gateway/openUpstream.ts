@@ -6,6 +6,7 @@ import { boundedFetch } from './boundedFetch.js';
 import { checkStdioAnswers } from './checkedAnswer.js';
 import { checkedFetch } from './checkedFetch.js';
 import { packageVersion } from '../../lib/packageVersion.js';
+import { ENVELOPE_BYTES } from './upstreamLists.js';
 
 /**
  * The MCP SDK's v2 client (`@modelcontextprotocol/client`): the one client library with all three
@@ -90,12 +91,6 @@ export interface OpenOptions {
 }
 
 const STDERR_TAIL = 2048;
-
-/**
- * What a stdio answer's line may hold beyond gateway.maxResultBytes (the JSON-RPC envelope; a
- * list is an answer with no result limit of its own): also the slack of a whole paged list.
- */
-export const ENVELOPE_BYTES = 64 * 1024;
 
 /** How long a closing connection waits for the upstream to answer the DELETE of its session. */
 const TERMINATE_MS = 2000;

@@ -26,3 +26,9 @@ const sameList = (a: readonly unknown[], b: readonly unknown[]): boolean =>
 /** One kind of list unchanged (resources: the resources and their templates). */
 export const sameLists = (a: UpstreamLists, b: UpstreamLists, kind: ListKind): boolean =>
   sameList(a[kind], b[kind]) && (kind !== 'resources' || sameList(a.templates, b.templates));
+
+/**
+ * What a stdio answer's line may hold beyond gateway.maxResultBytes (the JSON-RPC envelope; a
+ * list is an answer with no result limit of its own): also the slack of a whole paged list.
+ */
+export const ENVELOPE_BYTES = 64 * 1024;
