@@ -7,7 +7,7 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import superjson from 'superjson';
-import { toWireError, wireErrorData } from '@ai-backend/core/internal';
+import { formatTrpcError } from '@ai-backend/core/internal';
 
 const CALLS = Number(process.argv[2] ?? 2000);
 const ROUNDS = Number(process.argv[3] ?? 7);
@@ -16,10 +16,7 @@ function instance(isDev) {
   const t = initTRPC.create({
     transformer: superjson,
     isDev,
-    errorFormatter({ shape, error }) {
-      const wire = toWireError(error);
-      return { ...shape, message: wire.message, data: wireErrorData(wire, shape.data.path) };
-    },
+    errorFormatter: formatTrpcError,
   });
   const router = t.router({
     refuse: t.procedure.query(() => {

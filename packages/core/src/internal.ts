@@ -45,6 +45,7 @@ export { bearerChallenge, type BearerChallenge } from './pipeline/bearerChalleng
 export {
   toWireError,
   wireErrorData,
+  formatTrpcError,
   toJsonRpcError,
   toMcpToolError,
   logWireError,

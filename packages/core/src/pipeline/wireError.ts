@@ -133,6 +133,18 @@ export function wireErrorData(w: WireError, path?: string): Record<string, unkno
   return data;
 }
 
+/**
+ * tRPC's `errorFormatter` for core's instance (pipeline/init.ts): the shape tRPC built, with our
+ * message and `data` in place of its own (no stack, no library message).
+ */
+export function formatTrpcError<Shape extends { message: string; data: { path?: string } }>(opts: {
+  shape: Shape;
+  error: unknown;
+}): Omit<Shape, 'message' | 'data'> & { message: string; data: Record<string, unknown> } {
+  const wire = toWireError(opts.error);
+  return { ...opts.shape, message: wire.message, data: wireErrorData(wire, opts.shape.data.path) };
+}
+
 /** A JSON-RPC 2.0 error object (/rpc, and MCP protocol errors of prompts and resources). */
 export function toJsonRpcError(
   w: WireError,
