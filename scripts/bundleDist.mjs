@@ -102,28 +102,35 @@ if (inline.includes('@trpc/server') && spreadHelpers === 0)
   throw new Error('bundleDist: no object-spread helper found in the inlined @trpc/server (scripts/objectSpread.mjs)');
 // Written here rather than by esbuild: comments made ASCII (asciiComments.mjs) so V8 keeps each
 // file's source as a one-byte string. Comment lines carry no mappings, so the source maps hold.
+// The maps name the shipped src/*.ts without a second copy of their text (shippedSources).
 for (const file of outputFiles) {
   await mkdir(path.dirname(file.path), { recursive: true });
   await writeFile(
     file.path,
     file.path.endsWith('.js')
       ? asciiComments(file.text, path.relative(process.cwd(), file.path))
-      : file.path.endsWith('.map') && inline.length
-        ? inlinedSources(file.text)
+      : file.path.endsWith('.map')
+        ? shippedSources(file.text)
         : file.contents,
   );
 }
 
 /**
- * A map's sources in an inlined package are paths into this checkout's node_modules/.pnpm (not
- * shipped, different on every machine): name them `inlined:<package>/<file>` instead. Their
- * content is embedded (sourcesContent); check-packages.mjs accepts such a source only with it.
+ * A bundle's map as it ships. Our own sources are files of the tarball (`src/*.ts`, which `files`
+ * ships for the maps), so their text is not embedded as well: embedded, it was a second copy of
+ * `src/` (2.7 MB of core's 7.6, docs/publishing.md, "Install size and time"). A source in an
+ * inlined package is a path into this checkout's node_modules/.pnpm (not shipped, different on
+ * every machine): it is named `inlined:<package>/<file>` instead and keeps its embedded content,
+ * which check-packages.mjs requires of such a source (and refuses for a shipped one).
  */
-function inlinedSources(text) {
+function shippedSources(text) {
   const map = JSON.parse(text);
-  map.sources = map.sources.map((src) =>
-    inlinedFile(`/${src}`) ? `inlined:${src.slice(src.lastIndexOf('/node_modules/') + '/node_modules/'.length)}` : src,
+  const inlined = map.sources.map((src) => inlinedFile(`/${src}`));
+  map.sources = map.sources.map((src, i) =>
+    inlined[i] ? `inlined:${src.slice(src.lastIndexOf('/node_modules/') + '/node_modules/'.length)}` : src,
   );
+  if (inlined.some(Boolean)) map.sourcesContent = map.sources.map((_, i) => (inlined[i] ? (map.sourcesContent?.[i] ?? null) : null));
+  else delete map.sourcesContent;
   return JSON.stringify(map);
 }
 

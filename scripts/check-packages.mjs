@@ -81,6 +81,9 @@ function inspectContents(tgz, dir) {
         : !shipped.has(path.resolve(path.dirname(file), map.sourceRoot ?? '', src)),
     );
     if (missing.length) problems.push(`${path.relative(root, file)} points at ${missing.join(', ')}, not shipped`);
+    // A shipped source's text embedded as well is a second copy of it in every install.
+    const doubled = map.sources.filter((src, i) => !src.startsWith('inlined:') && typeof map.sourcesContent?.[i] === 'string');
+    if (doubled.length) problems.push(`${path.relative(root, file)} embeds ${doubled.length} shipped source(s) again, e.g. ${doubled[0]}`);
   }
   // Test fixtures live in the private @ai-backend/test-utils, never in a published package's API.
   const fixtures =
