@@ -74,3 +74,82 @@ describe('UserDirectory.settled', () => {
     expect(await storage.readLog('user:directory')).toHaveLength(1);
   });
 });
+
+/** A store whose profile writes each wait for the test to let them through, in any order. */
+class HeldProfileWrites extends MemoryStorage {
+  readonly held: Array<{ value: unknown; release: () => void; fail: () => void }> = [];
+  override async set<T>(key: string, value: T, opts?: { ttlMs?: number }): Promise<void> {
+    if (key.startsWith('user:profile:')) {
+      const g = gate();
+      this.held.push({ value, release: g.resolve, fail: () => g.reject(new Error('store unreachable')) });
+      await g.promise;
+    }
+    return super.set(key, value, opts);
+  }
+}
+
+describe("UserDirectory.seen: one user's writes in order", () => {
+  it('a newer sighting lands after an older one that is still being written, never under it', async () => {
+    const storage = new HeldProfileWrites();
+    const dir = new UserDirectory(storage, resolveConfig({}));
+    const verified: Identity = { ...who('u4', 'u4@example.com'), emailVerified: true };
+    dir.seen(verified);
+    // Her issuer no longer vouches for the address: a newer profile, while the first is still on its way.
+    dir.seen({ ...verified, emailVerified: false });
+    // Only the first write has started; the second waits for it.
+    await new Promise((r) => setImmediate(r));
+    expect(storage.held).toHaveLength(1);
+    storage.held[0]!.release();
+    await waitForHeld(storage, 2);
+    expect((storage.held[1]!.value as { emailVerified?: boolean }).emailVerified).toBeUndefined();
+    storage.held[1]!.release();
+    await dir.settled();
+    expect((await dir.find('u4')).profile?.emailVerified).toBeUndefined();
+    // Another user's write does not wait for u4's.
+    dir.seen(who('u5'));
+    await waitForHeld(storage, 3);
+    storage.held[2]!.release();
+    await dir.settled();
+    expect((await dir.find('u5')).profile?.sub).toBe('u5');
+  });
+
+  it('sightings made while a write runs: only the newest is written after it', async () => {
+    const storage = new HeldProfileWrites();
+    const dir = new UserDirectory(storage, resolveConfig({}));
+    const base = who('u7', 'u7@example.com');
+    dir.seen(base);
+    for (const scopes of [['a'], ['b'], ['c']]) dir.seen({ ...base, scopes });
+    await waitForHeld(storage, 1);
+    storage.held[0]!.release();
+    await waitForHeld(storage, 2);
+    expect((storage.held[1]!.value as { scopes: string[] }).scopes).toEqual(['c']);
+    storage.held[1]!.release();
+    await dir.settled();
+    expect(storage.held).toHaveLength(2);
+    expect((await dir.find('u7')).profile?.scopes).toEqual(['c']);
+  });
+
+  it("an older write's failure does not make the newer sighting, written since, count as unwritten", async () => {
+    const storage = new HeldProfileWrites();
+    const dir = new UserDirectory(storage, resolveConfig({}));
+    const before = who('u6', 'u6@example.com');
+    const after: Identity = { ...before, isAdmin: true };
+    dir.seen(before);
+    dir.seen(after);
+    await waitForHeld(storage, 1);
+    storage.held[0]!.fail();
+    await waitForHeld(storage, 2);
+    storage.held[1]!.release();
+    await dir.settled();
+    expect((await dir.find('u6')).profile?.isAdmin).toBe(true);
+    // The newer profile is stored and marked: seeing her again as she is writes nothing.
+    dir.seen(after);
+    await new Promise((r) => setImmediate(r));
+    expect(storage.held).toHaveLength(2);
+  });
+});
+
+async function waitForHeld(storage: HeldProfileWrites, n: number): Promise<void> {
+  for (let i = 0; i < 100 && storage.held.length < n; i++) await new Promise((r) => setImmediate(r));
+  expect(storage.held).toHaveLength(n);
+}

@@ -36,6 +36,16 @@ export class UserDirectory {
   private readonly written = new AgedMap<string, string>(REFRESH_MS, MAX_TRACKED);
   /** Writes still running: a shutdown waits for them before the store closes (see settled). */
   private readonly writing = new InFlight();
+  /**
+   * Per user while a write runs: the newest profile waiting for it. A user's writes run one after
+   * another, so the newest profile lands last (side by side, an older write that was slow, a pool's
+   * connect or a retried failure, could land after a newer one and stand for REFRESH_MS, since the
+   * newer one's mark keeps it from being written again: an e-mail no longer verified would still
+   * name an administrator through the stored profile, listedAdmin). At most one waits: a newer
+   * sighting replaces it, so a user whose identity changes on every call (two tokens with
+   * different scopes) queues nothing however slow the store.
+   */
+  private readonly queues = new Map<string, { next: (() => Promise<void>) | undefined }>();
 
   constructor(
     private readonly storage: Storage,
@@ -59,15 +69,37 @@ export class UserDirectory {
       ...(identity.email ? { email: identity.email } : {}),
       ...(identity.emailVerified ? { emailVerified: true } : {}),
     };
-    const write = Promise.all([
-      this.storage.set(profileKey(identity.sub), profile),
-      rememberUser(this.storage, identity),
-      indexUser(this.storage, identity.sub, identity.email),
-    ]).then(
-      () => undefined,
-      () => void this.written.delete(identity.sub),
-    );
-    this.writing.track(write);
+    const sub = identity.sub;
+    const run = () =>
+      Promise.all([
+        this.storage.set(profileKey(sub), profile),
+        rememberUser(this.storage, identity),
+        indexUser(this.storage, sub, identity.email),
+      ]).then(
+        () => undefined,
+        // Failed: the next sighting writes again, unless a newer one already did or will.
+        () => {
+          if (this.written.get(sub, Date.now()) === fingerprint) this.written.delete(sub);
+        },
+      );
+    const queue = this.queues.get(sub);
+    if (queue) {
+      queue.next = run;
+      return;
+    }
+    const mine: { next: (() => Promise<void>) | undefined } = { next: run };
+    this.queues.set(sub, mine);
+    const drain = async () => {
+      try {
+        for (let next = mine.next; next; next = mine.next) {
+          mine.next = undefined;
+          await next();
+        }
+      } finally {
+        this.queues.delete(sub);
+      }
+    };
+    this.writing.track(drain());
   }
 
   /**
