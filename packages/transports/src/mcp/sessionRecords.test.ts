@@ -18,12 +18,33 @@ function slowStore(ms: number, fail = false): Storage {
 }
 
 describe('SessionRecords', () => {
-  it('a session removed while its record is being saved leaves nothing behind', async () => {
-    const records = new SessionRecords(slowStore(30), 60_000);
+  it('a session removed while its record is being saved leaves nothing behind, here or in the store', async () => {
+    const store = slowStore(30);
+    const records = new SessionRecords(store, 60_000);
     const saving = records.save(ID, record);
     await records.remove(ID); // the DELETE of a session whose initialize is still being recorded
     await saving;
     expect(records.size).toBe(0);
+    // The write did not land after the delete: no other instance can take the closed session over.
+    expect(await store.get(`mcp:session:${ID}`)).toBeUndefined();
+    expect(await records.load(ID)).toBeUndefined();
+  });
+
+  it('a session removed while a touch refreshes its record leaves no record in the store', async () => {
+    const store = slowStore(30);
+    const records = new SessionRecords(store, 60_000);
+    records.touch(ID, () => record); // activity on a session this instance has not saved a record for lately
+    await records.remove(ID);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await records.load(ID)).toBeUndefined();
+  });
+
+  it("a live session's record is saved and loaded; removed, it is gone", async () => {
+    const records = new SessionRecords(slowStore(1), 60_000);
+    await records.save(ID, record);
+    expect(await records.load(ID)).toEqual(record);
+    await records.remove(ID);
+    expect(await records.load(ID)).toBeUndefined();
   });
 
   it('a record that could not be saved is not kept alive', async () => {

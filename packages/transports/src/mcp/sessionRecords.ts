@@ -19,6 +19,12 @@ const KEY = 'mcp:session:';
  */
 export class SessionRecords {
   private readonly touched = new Map<string, number>();
+  /**
+   * Per session, the record writes still running (save, touch): a remove waits for them before it
+   * deletes, or a write that lands after the delete would bring the record of a closed session
+   * back, and another instance would take the session over from it until the record expires.
+   */
+  private readonly writes = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly storage: Storage,
@@ -30,7 +36,7 @@ export class SessionRecords {
     // takes it, where a mark set after the write would stay for the life of the process.
     this.touched.set(id, Date.now());
     try {
-      await this.storage.set(KEY + id, record, { ttlMs: this.ttlMs });
+      await this.write(id, record);
     } catch (err) {
       this.touched.delete(id);
       throw err;
@@ -53,12 +59,24 @@ export class SessionRecords {
     const last = this.touched.get(id) ?? 0;
     if (Date.now() - last < 60_000) return;
     this.touched.set(id, Date.now());
-    void this.storage.set(KEY + id, record(), { ttlMs: this.ttlMs }).catch(() => undefined);
+    void this.write(id, record()).catch(() => undefined);
   }
 
   async remove(id: string): Promise<void> {
     this.touched.delete(id);
+    await this.writes.get(id);
     await this.storage.delete(KEY + id).catch(() => false);
+  }
+
+  /** Writes the record, tracked until it lands or fails (remove waits for it). */
+  private write(id: string, record: SessionRecord): Promise<void> {
+    const written = this.storage.set(KEY + id, record, { ttlMs: this.ttlMs });
+    const all = Promise.allSettled([this.writes.get(id), written]);
+    this.writes.set(id, all);
+    void all.then(() => {
+      if (this.writes.get(id) === all) this.writes.delete(id);
+    });
+    return written;
   }
 
   /** This process no longer holds the session (the record stays for other instances). */
