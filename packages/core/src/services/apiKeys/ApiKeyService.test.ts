@@ -245,3 +245,37 @@ describe('API key configuration', () => {
     await one.close();
   });
 });
+
+/** A memory store whose reads of one key, once armed, answer the value read only when released. */
+class LateReads extends MemoryStorage {
+  armed: string | undefined;
+  release: (() => void) | undefined;
+  override async get<T = unknown>(key: string): Promise<T | undefined> {
+    const value = await super.get<T>(key);
+    if (key === this.armed) {
+      this.armed = undefined;
+      await new Promise<void>((r) => (this.release = r));
+    }
+    return value;
+  }
+}
+
+describe('the key record cache (a store only this server uses)', () => {
+  it('a lookup that read a key before its revocation does not cache it: the next call is refused', async () => {
+    const storage = new LateReads();
+    const runtime = await makeRuntime(storage, {});
+    try {
+      const { key, apiKey } = await call(runtime, 'keys.create', { name: 'late' }, alice);
+      storage.armed = `apikey:${apiKey.id}`;
+      const first = runtime.authenticate(key); // reads the record as it is now, answers later
+      await vi.waitFor(() => expect(storage.release).toBeDefined());
+      await call(runtime, 'keys.revoke', { id: apiKey.id }, alice);
+      storage.release!();
+      await first;
+      const next = await runtime.authenticate(key);
+      expect(next.ok).toBe(false);
+    } finally {
+      await runtime.close();
+    }
+  });
+});

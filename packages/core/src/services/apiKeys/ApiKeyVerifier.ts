@@ -69,7 +69,14 @@ export class ApiKeyVerifier {
     this.cache = new AgedMap(ms, MAX_CACHED);
   }
 
+  /**
+   * Bumped by every `forget`: a lookup whose read began before a change does not cache what it
+   * read (it may be the record as it was, a revoked key still valid for CACHE_MS).
+   */
+  private forgets = 0;
+
   forget(id: string): void {
+    this.forgets++;
     this.cache.delete(id);
   }
 
@@ -157,8 +164,9 @@ export class ApiKeyVerifier {
     const now = this.now();
     const hit = this.cache.get(id, now);
     if (hit) return hit;
+    const forgets = this.forgets;
     const record = await this.storage.get<ApiKeyRecord>(apiKeyKeys.record(id));
-    if (record) this.cache.set(id, record, now);
+    if (record && forgets === this.forgets) this.cache.set(id, record, now);
     else this.cache.delete(id);
     return record;
   }
