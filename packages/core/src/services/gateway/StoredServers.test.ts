@@ -153,3 +153,37 @@ describe('StoredServers: a record written before sealing is sealed in place', ()
     expect(last().get('legacy')).toEqual(legacy());
   });
 });
+
+/** A memory store whose next read of the server list, once armed, answers what it read only when released. */
+class LateListRead extends MemoryStorage {
+  armed = false;
+  release: (() => void) | undefined;
+  override async get<T = unknown>(key: string): Promise<T | undefined> {
+    const value = await super.get<T>(key);
+    if (key === 'gateway:servers' && this.armed) {
+      this.armed = false;
+      await new Promise<void>((r) => (this.release = r));
+    }
+    return value;
+  }
+}
+
+describe('StoredServers: overlapping syncs', () => {
+  it('a sync that read the list before a change does not apply it after the change was applied', async () => {
+    const storage = new LateListRead();
+    const { stored, last } = setup({ storage });
+    await stored.put('kept', remote());
+    await stored.put('removed', remote());
+    storage.armed = true;
+    const poll = stored.sync(); // the poll (or a signal) reads the list with both servers, and answers late
+    await expect.poll(() => storage.release).toBeDefined();
+    expect(await stored.remove('removed')).toBe(true);
+    expect([...last().keys()]).toEqual(['kept']);
+    storage.release!();
+    await poll;
+    expect([...last().keys()]).toEqual(['kept']);
+    // A later sync still applies what is stored.
+    await stored.put('added', remote());
+    expect([...last().keys()].sort()).toEqual(['added', 'kept']);
+  });
+});

@@ -49,6 +49,14 @@ export class StoredServers {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private version: string | undefined;
+  /**
+   * Syncs started and the newest one whose read was applied. Syncs overlap (the poll, a signal, a
+   * change's own): one whose read began before a newer one's must not apply after it, or a
+   * server removed meanwhile would be served again here (and one added would vanish) until the
+   * next change. A later-started read sees at least every change made before it began.
+   */
+  private syncsStarted = 0;
+  private appliedSync = 0;
   private lastWarning = 0;
   /** Servers whose credentials stay in clear for want of a vault key, already warned about. */
   private readonly warnedClear = new Set<string>();
@@ -80,9 +88,11 @@ export class StoredServers {
   }
 
   async sync(): Promise<void> {
+    const ticket = ++this.syncsStarted;
     try {
       const record = await this.storage.get<Record_>(KEY);
-      if (record?.version === this.version) return;
+      if (ticket < this.appliedSync || record?.version === this.version) return;
+      this.appliedSync = ticket;
       this.version = record?.version;
       const servers = new Map<string, McpServerConfig>();
       for (const [name, stored] of Object.entries(record?.servers ?? {})) {
