@@ -7,6 +7,7 @@ import { configFromEnv } from '../../config/fromEnv.js';
 import { resolveConfig } from '../../config/resolveConfig.js';
 import { createRuntime } from '../../createRuntime.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import { LateReads } from '../../storage/__tests__/LateReads.js';
 
 /** A store that counts every call, to prove hostile keys are refused without a lookup. */
 function counting(inner: Storage): Storage & { calls: number } {
@@ -245,20 +246,6 @@ describe('API key configuration', () => {
     await one.close();
   });
 });
-
-/** A memory store whose reads of one key, once armed, answer the value read only when released. */
-class LateReads extends MemoryStorage {
-  armed: string | undefined;
-  release: (() => void) | undefined;
-  override async get<T = unknown>(key: string): Promise<T | undefined> {
-    const value = await super.get<T>(key);
-    if (key === this.armed) {
-      this.armed = undefined;
-      await new Promise<void>((r) => (this.release = r));
-    }
-    return value;
-  }
-}
 
 describe('the key record cache (a store only this server uses)', () => {
   it('a lookup that read a key before its revocation does not cache it: the next call is refused', async () => {

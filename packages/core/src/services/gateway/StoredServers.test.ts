@@ -3,6 +3,7 @@ import { mcpServerSchema, type McpServerConfig } from '../../config/sections/mcp
 import { createLogger } from '../../kernel/Logger.js';
 import { LocalSignals } from '../../kernel/Signals.js';
 import { MemoryStorage } from '../../storage/MemoryStorage.js';
+import { LateReads } from '../../storage/__tests__/LateReads.js';
 import { CredentialStore } from './credentials/CredentialStore.js';
 import { StoredServers } from './StoredServers.js';
 
@@ -154,27 +155,13 @@ describe('StoredServers: a record written before sealing is sealed in place', ()
   });
 });
 
-/** A memory store whose next read of the server list, once armed, answers what it read only when released. */
-class LateListRead extends MemoryStorage {
-  armed = false;
-  release: (() => void) | undefined;
-  override async get<T = unknown>(key: string): Promise<T | undefined> {
-    const value = await super.get<T>(key);
-    if (key === 'gateway:servers' && this.armed) {
-      this.armed = false;
-      await new Promise<void>((r) => (this.release = r));
-    }
-    return value;
-  }
-}
-
 describe('StoredServers: overlapping syncs', () => {
   it('a sync that read the list before a change does not apply it after the change was applied', async () => {
-    const storage = new LateListRead();
+    const storage = new LateReads();
     const { stored, last } = setup({ storage });
     await stored.put('kept', remote());
     await stored.put('removed', remote());
-    storage.armed = true;
+    storage.armed = 'gateway:servers';
     const poll = stored.sync(); // the poll (or a signal) reads the list with both servers, and answers late
     await expect.poll(() => storage.release).toBeDefined();
     expect(await stored.remove('removed')).toBe(true);
