@@ -19,6 +19,11 @@ export interface UserProfile {
   lastSeenAt: string;
 }
 
+/** One user's profile writes (UserDirectory.queues): the newest waiting for the one running. */
+interface WriteQueue {
+  next: (() => Promise<void>) | undefined;
+}
+
 /** A profile is rewritten at most this often per user and instance, unless it changed. */
 const REFRESH_MS = 10 * 60_000;
 /** Bound on the in-memory "recently written" map. */
@@ -45,7 +50,7 @@ export class UserDirectory {
    * sighting replaces it, so a user whose identity changes on every call (two tokens with
    * different scopes) queues nothing however slow the store.
    */
-  private readonly queues = new Map<string, { next: (() => Promise<void>) | undefined }>();
+  private readonly queues = new Map<string, WriteQueue>();
 
   constructor(
     private readonly storage: Storage,
@@ -87,7 +92,7 @@ export class UserDirectory {
       queue.next = run;
       return;
     }
-    const mine: { next: (() => Promise<void>) | undefined } = { next: run };
+    const mine: WriteQueue = { next: run };
     this.queues.set(sub, mine);
     const drain = async () => {
       try {
