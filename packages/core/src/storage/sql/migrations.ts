@@ -282,6 +282,65 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 7,
+    name: 'transaction function: fewer statements per call',
+    sqlite: '',
+    // Migration 6's function, same signature and result, in fewer statements: PL/pgSQL runs each
+    // statement through the executor (start, run, end), and a metered call's hold and settle each
+    // ran about a dozen: one lock statement per key (seven for a hold), the upsert inside a CTE to
+    // read the rows' xmin. Now the locks are one statement (in p_keys' order, which the caller
+    // sorts so two transactions never wait on each other in a circle), and the written rows'
+    // version is this transaction's id: every row an upsert writes carries it as its xmin (no
+    // subtransaction runs here; xmin is the id's low 32 bits). The deletes stay one statement
+    // each (a call deletes one row at most, its hold): `key = ANY (p_delete_keys)` under the
+    // generic plan scans the whole table (queryPlans.test.ts).
+    postgres: `
+      CREATE OR REPLACE FUNCTION aib_tx(p_keys text[], p_seen text[], p_now bigint,
+          p_set_keys text[], p_set_values text[], p_set_expires bigint[], p_set_due bigint[],
+          p_delete_keys text[], p_logs text[], p_records text[]) RETURNS text
+      LANGUAGE plpgsql
+      SET plan_cache_mode = force_generic_plan
+      AS $fn$
+      DECLARE
+        v_key text;
+        v_stale int;
+        v_seq bigint;
+        v_version text := '';
+      BEGIN
+        PERFORM pg_advisory_xact_lock(hashtextextended(l.k, 0))
+          FROM unnest(p_keys) WITH ORDINALITY AS l(k, n) ORDER BY l.n;
+        SELECT count(*) INTO v_stale FROM unnest(p_keys, p_seen) AS e(k, seen)
+          LEFT JOIN LATERAL (
+            SELECT kv.xmin::text || ':' || encode(sha256(convert_to(kv.value, 'UTF8')), 'hex') AS v FROM kv
+              WHERE kv.key = e.k AND (kv.expires_at IS NULL OR kv.expires_at > p_now) OFFSET 0
+          ) AS r ON true
+          WHERE r.v IS DISTINCT FROM e.seen;
+        IF v_stale > 0 THEN
+          RETURN NULL;
+        END IF;
+        FOREACH v_key IN ARRAY coalesce(p_delete_keys, ARRAY[]::text[]) LOOP
+          DELETE FROM kv WHERE key = v_key;
+        END LOOP;
+        IF cardinality(p_set_keys) > 0 THEN
+          INSERT INTO kv (key, value, expires_at, due_at)
+            SELECT * FROM unnest(p_set_keys, p_set_values, p_set_expires, p_set_due)
+          ON CONFLICT (key) DO UPDATE SET value = excluded.value, due_at = excluded.due_at,
+            expires_at = CASE WHEN kv.expires_at > p_now AND excluded.expires_at - p_now >= 3600000
+              AND abs(excluded.expires_at - kv.expires_at) * 256 <= excluded.expires_at - p_now
+              THEN kv.expires_at ELSE excluded.expires_at END;
+          v_version := (pg_current_xact_id()::text::bigint % 4294967296)::text;
+        END IF;
+        FOR i IN 1 .. coalesce(cardinality(p_logs), 0) LOOP
+          INSERT INTO log_heads (log, last_seq) VALUES (p_logs[i], 1)
+            ON CONFLICT (log) DO UPDATE SET last_seq = log_heads.last_seq + 1 RETURNING last_seq INTO v_seq;
+          INSERT INTO logs (log, seq, record) VALUES (p_logs[i], v_seq, p_records[i]);
+        END LOOP;
+        RETURN v_version;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The newest schema version this release knows. */
