@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { requestIdV7 } from '../../lib/requestIdV7.js';
 import type { ToolSet } from 'ai';
 import type { ProviderId } from '../../config/sections/ai.js';
 import type { ResolvedConfig } from '../../config/schema.js';
@@ -178,7 +178,7 @@ async function prepareWith(
   for (const ref of input.fallbacks ?? ai.fallbacks) resolveModelName(deps, ref);
   if (call.signal.aborted) throw new CoreError('CANCELLED', 'the request was cancelled by the client');
 
-  const requestId = randomUUID();
+  const requestId = requestIdV7();
   // Tool definitions and the output schema are sent as input too.
   // An upper bound, not a guess (so no call is ever charged less than an identical call): UTF-8
   // bytes of every text sent, tool definitions and the output schema included, plus overhead.

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { requestIdV7 } from '../../lib/requestIdV7.js';
 import type { ProviderId } from '../../config/sections/ai.js';
 import { CoreError } from '../../kernel/CoreError.js';
 import { assertKeyAllowsModel } from '../apiKeys/keyRules.js';
@@ -104,7 +104,7 @@ export async function runEmbed(deps: CallDeps, input: EmbedInput, call: TextCall
 
   // An upper bound: no tokenizer encodes fewer than one byte per token.
   const estimate = values.reduce((n, v) => n + Buffer.byteLength(v, 'utf8'), 0) + values.length;
-  const requestId = randomUUID();
+  const requestId = requestIdV7();
   const cost = (t: { provider: ProviderId; model: string }) => providers.models.estimateEmbeddingCostUsd(t.provider, t.model, estimate);
   // The hold covers the dearest target the call may reach (as a text call's worstCostUsd).
   const ownCost = cost(planned[0]!);

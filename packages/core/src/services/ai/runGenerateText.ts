@@ -13,7 +13,7 @@ import type { WireRequest } from './passThrough/wireRequest.js';
 import type { CachedAnswer } from './cache/ResponseCache.js';
 import { answersWithWire, servesForm, storedWire, type CallForm } from './cacheForm.js';
 import { assertPromptMayUse, type ResolvedSystemPrompt } from './SystemPromptStore.js';
-import { randomUUID } from 'node:crypto';
+import { requestIdV7 } from '../../lib/requestIdV7.js';
 import { sdkCachedInput, usageTokens } from './tokenCount.js';
 import { forwardedRequest } from './passThrough/sendPassThrough.js';
 import { fetchWireAnswer, type WireAnswer } from './passThrough/fetchWireAnswer.js';
@@ -321,7 +321,7 @@ export async function serveHit(
   const ratio = deps.cache!.config.chargeRatio;
   const tokensUsed = Math.ceil(hit.tokensUsed * ratio);
   const costUsd = hit.costUsd === undefined ? undefined : hit.costUsd * ratio;
-  const requestId = randomUUID();
+  const requestId = requestIdV7();
   const named = serverPrompts(deps, input);
   const hold = await deps.metering.hold({
     identity: call.identity,

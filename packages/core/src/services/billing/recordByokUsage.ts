@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { requestIdV7 } from '../../lib/requestIdV7.js';
 import type { TxWrite } from '../../kernel/Storage.js';
 import { keySpendKey, recordKeyByok } from '../apiKeys/keySpend.js';
 import { usageKeys, usageWrites } from './globalUsage.js';
@@ -24,7 +24,7 @@ export function recordByokUsage(
   userId: string,
   p: Omit<ByokUsageParams, 'identity'> & { apiKeyId?: string | undefined },
 ): Promise<boolean> {
-  const requestId = p.requestId ?? randomUUID();
+  const requestId = p.requestId ?? requestIdV7();
   const claimKey = ledgerKeys.claim(userId, `byok:${requestId}`);
   const at = new Date();
   const day = at.toISOString().slice(0, 10);
