@@ -16,7 +16,8 @@ let gw: AiServer;
 let token: string;
 /** `_request_id`, which the clients define on the parsed body (not on `withResponse().data`'s type). */
 const requestIdOf = (data: object) => (data as { _request_id?: string | null })._request_id;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A UUID version 7 (docs/ai.md, "Request id"): ids in time order. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describeV1Matrix('/v1 request ids for the official clients', (mode, path) => {
   beforeAll(async () => {
