@@ -19,6 +19,7 @@ import type {
   TxWrite,
 } from '../../kernel/Storage.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, PURGE_BATCH, prefixEnd, refuseNewerSchema } from './migrations.js';
+import { KnownRows, type Row } from './KnownRows.js';
 import { loadSqliteDriver } from './loadSqliteDriver.js';
 import type { SqliteDatabase, SqliteDriver, SqliteDriverChoice, SqliteDriverName, SqliteStatement } from './SqliteDriver.js';
 import { type PendingRow, SqliteWrites } from './SqliteWrites.js';
@@ -60,8 +61,6 @@ const MIN_FREE_BYTES = 1024 * 1024;
 const PROBE_BYTES = 128 * 1024;
 const PROBE_KEY = 'storage:writeprobe';
 
-type Row = { key: string; value: string; expires_at: number | null; due_at: number | null };
-
 /**
  * The embedded store: one SQLite database file in WAL mode, opened by one server at a time
  * (exclusive locking: a second process gets a clear error instead of two servers sharing the
@@ -85,6 +84,8 @@ export class SqliteStorage implements Storage {
   private readonly writes: SqliteWrites;
   /** Multi-key reads by key count (readIn). */
   private readonly readsIn: Array<SqliteStatement | undefined> = [];
+  /** The rows of `kv` this process last read or wrote, read before SQLite (KnownRows). */
+  private readonly known = new KnownRows();
   /**
    * The last number of logs appended to lately (push), so an append does not read its log's end
    * first: a metered call appends three lines. Exact while this one connection holds the file;
@@ -116,7 +117,11 @@ export class SqliteStorage implements Storage {
         this.logEnds.clear();
         this.recordFailure(err);
       },
-      (key, row) => void (row === null ? this.st.del.run(key) : this.st.put.run(key, row.value, row.expires_at, row.due_at)),
+      (key, row) => {
+        if (row === null) this.st.del.run(key);
+        else this.st.put.run(key, row.value, row.expires_at, row.due_at);
+        this.known.set(key, row === null ? null : { key, ...row });
+      },
     );
   }
 
@@ -192,6 +197,8 @@ export class SqliteStorage implements Storage {
     } catch (err) {
       // A plan's refusal (a CoreError) comes before any write; anything else may have rolled back
       // appends whose numbers logEnds remembers.
+      // What this process knew of the rows may have been rolled back with the statement.
+      this.known.clear();
       if (err instanceof CoreError) throw err;
       this.logEnds.clear();
       if (!this.recordFailure(err)) throw err;
@@ -246,6 +253,7 @@ export class SqliteStorage implements Storage {
 
   /** True for an error of SQLite's own; one that is not a lock held elsewhere is kept as `failure`. */
   private recordFailure(err: unknown): boolean {
+    this.known.clear();
     if (!this.sqlite.isSqliteError(err)) return false;
     if (!this.sqlite.isBusy(err)) this.failure = (err as Error).message;
     return true;
@@ -254,14 +262,24 @@ export class SqliteStorage implements Storage {
   /** The live row of `key`: what a non-durable transaction left it (SqliteWrites.pending), else SQLite's. */
   private row(key: string, now = Date.now()): Row | undefined {
     const waiting = this.writes.pending.get(key);
-    const row = waiting === undefined ? (this.st.get.get(key) as Row | undefined) : waiting === null ? undefined : { key, ...waiting };
+    const row = waiting === undefined ? this.stored(key) : waiting === null ? undefined : { key, ...waiting };
     return row && (row.expires_at === null || row.expires_at > now) ? row : undefined;
   }
 
+  /** SQLite's row of `key` (expired or not; undefined: none), from what this process knows when it can. */
+  private stored(key: string): Row | undefined {
+    const known = this.known.get(key);
+    if (known !== undefined) return known ?? undefined;
+    const row = this.st.get.get(key) as Row | undefined;
+    this.known.set(key, row ?? null);
+    return row;
+  }
+
   /**
-   * The live rows of `keys` (undefined: absent or expired), read by one `key IN (…)` statement per
-   * MAX_IN keys instead of one statement per key: a metered call's two transactions declare seven
-   * keys each, and each statement is a crossing into the binding (bench/sqliteDrivers.mjs).
+   * The live rows of `keys` (undefined: absent or expired): what waits, else what this process
+   * knows (KnownRows), else read by one `key IN (…)` statement per MAX_IN keys instead of one
+   * statement per key: a metered call's two transactions declare seven keys each, and each
+   * statement is a crossing into the binding (bench/sqliteDrivers.mjs).
    */
   private rows(keys: readonly string[], now: number): Map<string, Row | undefined> {
     const rows = new Map<string, Row | undefined>();
@@ -273,12 +291,17 @@ export class SqliteStorage implements Storage {
     const stored: string[] = [];
     for (const key of keys) {
       const waiting = pending.get(key);
-      if (waiting === undefined) stored.push(key);
-      rows.set(key, waiting ? this.row(key, now) : undefined);
+      if (waiting === undefined) {
+        const k = this.known.get(key);
+        if (k === undefined) stored.push(key);
+        rows.set(key, k && (k.expires_at === null || k.expires_at > now) ? k : undefined);
+      } else rows.set(key, waiting ? this.row(key, now) : undefined);
     }
     for (let i = 0; i < stored.length; i += MAX_IN) {
       const chunk = stored.length <= MAX_IN ? stored : stored.slice(i, i + MAX_IN);
+      for (const key of chunk) this.known.set(key, null);
       for (const row of this.readIn(chunk.length).all(...chunk) as Row[]) {
+        this.known.set(row.key, row);
         if (row.expires_at === null || row.expires_at > now) rows.set(row.key, row);
       }
     }
@@ -314,13 +337,22 @@ export class SqliteStorage implements Storage {
 
   async set<T>(key: string, value: T, opts?: SetOptions): Promise<void> {
     const json = jsonText(value);
-    this.run(() => this.writes.statement(() => this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null)));
+    // Forgotten after the write: the statement first writes what waits, which tells `known` too.
+    this.run(() =>
+      this.writes.statement(() => {
+        this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null);
+        this.known.forget(key);
+      }),
+    );
   }
 
   async delete(key: string): Promise<boolean> {
     return this.run(() => {
       const existed = this.row(key) !== undefined;
-      this.writes.statement(() => this.st.del.run(key));
+      this.writes.statement(() => {
+        this.st.del.run(key);
+        this.known.set(key, null);
+      });
       return existed;
     });
   }
@@ -337,6 +369,7 @@ export class SqliteStorage implements Storage {
       this.writes.operation(() => {
         const current = this.row(key)?.value;
         if (current !== exp && (current === undefined || exp === undefined || canonicalJson(JSON.parse(current)) !== exp)) return false;
+        this.known.forget(key);
         this.st.put.run(key, json, expiresAtFor(opts?.ttlMs) ?? null, null);
         return true;
       }),
@@ -350,6 +383,7 @@ export class SqliteStorage implements Storage {
         const current = row ? Number(JSON.parse(row.value)) || 0 : 0;
         const next = current + delta;
         if (opts?.min !== undefined && next < opts.min) return null;
+        this.known.forget(key);
         if (row) this.st.setValue.run(String(next), key);
         else this.st.put.run(key, String(next), expiresAtFor(opts?.ttlMs) ?? null, null);
         return next;
@@ -480,13 +514,15 @@ export class SqliteStorage implements Storage {
     const waited = this.writes.pending.delete(w.key);
     if (w.op === 'delete') {
       read.delete(w.key);
-      return void this.st.del.run(w.key);
+      this.st.del.run(w.key);
+      return void this.known.set(w.key, null);
     }
     const was = read.get(w.key);
     const row = rowAfter(w, text, now, read);
     if (!waited && was !== undefined && was.expires_at === row.expires_at && was.due_at === row.due_at)
       this.st.setValue.run(row.value, w.key);
     else this.st.put.run(w.key, row.value, row.expires_at, row.due_at);
+    this.known.set(w.key, { key: w.key, ...row });
   }
 
   /** One write of a non-durable transaction: its rows wait in `pending`, its log lines go in now (they need their numbers). */
@@ -514,6 +550,9 @@ export class SqliteStorage implements Storage {
     let deleted = 0;
     for (;;) {
       const batch = this.run(() => this.writes.statement(() => Number(this.st.purge.run(now, PURGE_BATCH, now).changes)));
+      // A purge may run with a clock ahead of this one's (a test's, a sweep's `now`): rows it
+      // deleted can still be live by Date.now(), so what was known of them goes.
+      if (batch > 0) this.known.clear();
       deleted += batch;
       if (batch < PURGE_BATCH) return deleted;
       await new Promise((resolve) => setImmediate(resolve));
