@@ -196,8 +196,8 @@ export class SqliteStorage implements Storage {
       return fn();
     } catch (err) {
       // A plan's refusal (a CoreError) comes before any write; anything else may have rolled back
-      // appends whose numbers logEnds remembers.
-      // What this process knew of the rows may have been rolled back with the statement.
+      // appends whose numbers logEnds remembers. The rows known are dropped either way (cheap: the
+      // next reads fill them again), so nothing a rollback undid can be read from there.
       this.known.clear();
       if (err instanceof CoreError) throw err;
       this.logEnds.clear();
