@@ -263,7 +263,7 @@ export class SqliteStorage implements Storage {
   private row(key: string, now = Date.now()): Row | undefined {
     const waiting = this.writes.pending.get(key);
     const row = waiting === undefined ? this.stored(key) : waiting === null ? undefined : { key, ...waiting };
-    return row && (row.expires_at === null || row.expires_at > now) ? row : undefined;
+    return live(row, now);
   }
 
   /** SQLite's row of `key` (expired or not; undefined: none), from what this process knows when it can. */
@@ -294,7 +294,7 @@ export class SqliteStorage implements Storage {
       if (waiting === undefined) {
         const k = this.known.get(key);
         if (k === undefined) stored.push(key);
-        rows.set(key, k && (k.expires_at === null || k.expires_at > now) ? k : undefined);
+        rows.set(key, live(k ?? undefined, now));
       } else rows.set(key, waiting ? this.row(key, now) : undefined);
     }
     for (let i = 0; i < stored.length; i += MAX_IN) {
@@ -302,7 +302,7 @@ export class SqliteStorage implements Storage {
       for (const key of chunk) this.known.set(key, null);
       for (const row of this.readIn(chunk.length).all(...chunk) as Row[]) {
         this.known.set(row.key, row);
-        if (row.expires_at === null || row.expires_at > now) rows.set(row.key, row);
+        if (live(row, now)) rows.set(row.key, row);
       }
     }
     return rows;
@@ -623,6 +623,11 @@ export class SqliteStorage implements Storage {
       this.db.close();
     }
   }
+}
+
+/** `row` if it is live at `now` (no expiry, or one still ahead), else undefined. */
+function live(row: Row | undefined, now: number): Row | undefined {
+  return row && (row.expires_at === null || row.expires_at > now) ? row : undefined;
 }
 
 /**
