@@ -71,6 +71,12 @@ describe('MCP gateway: pricing by upstream tool name', () => {
     // Priced at 0 by default on perTool: constructor is free there, as any unpriced name.
     expect((await call('perTool', 'constructor')).result?.content?.[0]?.text).toBe('called constructor');
     expect(await balance()).toBe(before);
+    // Each charged call is in the usage history under its own request id, a UUID version 7 (in time order) as an AI call's.
+    const { items } = await gw.runtime.billing.usageHistory(sub, { limit: 10 });
+    const ids = items.map((u) => u.requestId);
+    expect(ids).toHaveLength(4);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(4);
   });
 
   it('gateway.removeServer of a name no server has, but every object has (constructor, toString), removes nothing', async () => {

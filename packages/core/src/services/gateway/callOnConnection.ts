@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { Identity } from '../../kernel/identity.js';
+import { requestIdV7 } from '../../lib/requestIdV7.js';
 import type { Metering } from '../metering/Metering.js';
 import { keyToolRefusal } from '../apiKeys/keyRules.js';
 import { keyAllowsTool } from './gatewayAccess.js';
@@ -58,7 +58,8 @@ export async function callOnConnection(
       ? await deps.metering.hold({
           identity: call.identity,
           ...(call.ip ? { ip: call.ip } : {}),
-          requestId: randomUUID(),
+          // In time order, as an AI call's (lib/requestIdV7.ts): its hold and finished rows sort by when the call was made.
+          requestId: requestIdV7(),
           provider: `mcp:${server.name}`,
           estimatedTokens: price,
           byokAllowed: false,
