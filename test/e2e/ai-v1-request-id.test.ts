@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { createTestUpstream, creditTokens, startAiServer, tokenFor, type AiServer, type TestUpstream } from './helpers/aiGateway.js';
+import {
+  createTestUpstream,
+  creditTokens,
+  REQUEST_ID_V7,
+  startAiServer,
+  tokenFor,
+  type AiServer,
+  type TestUpstream,
+} from './helpers/aiGateway.js';
 import { describeV1Matrix } from './helpers/describeMatrix.js';
 
 /**
@@ -16,8 +24,6 @@ let gw: AiServer;
 let token: string;
 /** `_request_id`, which the clients define on the parsed body (not on `withResponse().data`'s type). */
 const requestIdOf = (data: object) => (data as { _request_id?: string | null })._request_id;
-/** A UUID version 7 (docs/ai.md, "Request id"): ids in time order. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describeV1Matrix('/v1 request ids for the official clients', (mode, path) => {
   beforeAll(async () => {
@@ -42,7 +48,7 @@ describeV1Matrix('/v1 request ids for the official clients', (mode, path) => {
       const { data, response, request_id } = await client()
         .chat.completions.create({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }] })
         .withResponse();
-      expect(request_id).toMatch(UUID);
+      expect(request_id).toMatch(REQUEST_ID_V7);
       expect(requestIdOf(data)).toBe(request_id);
       expect(request_id).toBe(ledgerId(data, response.headers));
     });
@@ -51,12 +57,12 @@ describeV1Matrix('/v1 request ids for the official clients', (mode, path) => {
       const { response, request_id } = await client()
         .chat.completions.create({ model: 'openai/gpt-4.1-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] })
         .withResponse();
-      expect(request_id).toMatch(UUID);
+      expect(request_id).toMatch(REQUEST_ID_V7);
       if (path === 'pass-through') expect(request_id).toBe(response.headers.get('x-ai-backend-request-id'));
       await response.body?.cancel();
 
       const r = await client().responses.create({ model: 'openai/gpt-4.1-mini', input: 'hi' }).withResponse();
-      expect(r.request_id).toMatch(UUID);
+      expect(r.request_id).toMatch(REQUEST_ID_V7);
       expect(r.request_id).toBe(ledgerId(r.data, r.response.headers));
     });
   });
@@ -68,14 +74,14 @@ describeV1Matrix('/v1 request ids for the official clients', (mode, path) => {
       const { data, response } = await client()
         .messages.create({ model: 'claude-sonnet-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
         .withResponse();
-      expect(requestIdOf(data)).toMatch(UUID);
+      expect(requestIdOf(data)).toMatch(REQUEST_ID_V7);
       expect(requestIdOf(data)).toBe(ledgerId(data, response.headers));
     });
 
     it('messages.stream: request_id', async () => {
       const stream = client().messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
       await stream.finalMessage();
-      expect(stream.request_id).toMatch(UUID);
+      expect(stream.request_id).toMatch(REQUEST_ID_V7);
     });
   });
 });

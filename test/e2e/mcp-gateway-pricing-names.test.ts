@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createTestUpstream,
   creditTokens,
+  REQUEST_ID_V7,
   rpcCall,
   startAiServer,
   tokenFor,
@@ -75,7 +76,7 @@ describe('MCP gateway: pricing by upstream tool name', () => {
     const { items } = await gw.runtime.billing.usageHistory(sub, { limit: 10 });
     const ids = items.map((u) => u.requestId);
     expect(ids).toHaveLength(4);
-    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (const id of ids) expect(id).toMatch(REQUEST_ID_V7);
     expect(new Set(ids).size).toBe(4);
   });
 

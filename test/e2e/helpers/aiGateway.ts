@@ -27,6 +27,8 @@ export const JWT_SECRET = 'e2e-ai-jwt-secret-0123456789abcdef012345';
 export const SERVER_KEY = 'sk-server-PLATFORM-SECRET-0001';
 export const VAULT_KEY = 'e2e-ai-vault-master-key-0123456789abcdef';
 export const SYSTEM_PROMPT = 'CONFIDENTIAL-SYSTEM-PROMPT: you are the ACME bot.';
+/** A call's request id: a UUID version 7, in time order (docs/ai.md, "Request id"; lib/requestIdV7.ts). */
+export const REQUEST_ID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 export const PROVIDERS = ['anthropic', 'openai', 'google', 'openrouter'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
