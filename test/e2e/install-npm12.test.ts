@@ -187,13 +187,20 @@ describe.skipIf(!NPM12)(
         version: string;
       };
       expect(cli('--version').out.trim()).toBe(version);
-      // The loaders a config file needs (jiti, cosmiconfig's YAML) come with the package.
+      // The loaders a config file needs come with the package (cosmiconfig's YAML) or with Node
+      // (a TypeScript config: npm 12's Nodes strip types themselves, so jiti is not installed).
       rmSync(path.join(dir, 'ai-backend.config.mjs'));
       writeFileSync(
         path.join(dir, 'ai-backend.config.ts'),
         "import type { ConfigInput } from 'ai-backend';\nexport default { prot: 1 } satisfies ConfigInput as ConfigInput;\n",
       );
       expect(cli('config', 'check').out).toContain('unknown key(s): prot (did you mean port?)');
+      expect(existsSync(path.join(npmApp, 'node_modules', 'jiti')), 'jiti is installed: it is an optional peer').toBe(false);
+      // What Node's type stripping does not take (an enum) names the optional package that loads it.
+      writeFileSync(path.join(dir, 'ai-backend.config.ts'), 'enum Mode { A }\nexport default { port: Mode.A };\n');
+      const enumCheck = cli('config', 'check');
+      expect(enumCheck.code).not.toBe(0);
+      expect(enumCheck.out).toContain('npm i jiti@2');
       rmSync(path.join(dir, 'ai-backend.config.ts'));
       writeFileSync(path.join(dir, 'ai-backend.config.yaml'), 'mcp:\n  auth:\n    authType: jwt\n');
       expect(cli('config', 'check').out).toContain(`config ok (${path.join(dir, 'ai-backend.config.yaml')})`);

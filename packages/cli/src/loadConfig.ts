@@ -10,14 +10,36 @@ import { ConfigError, expandMcpServerVariables } from '@ai-backend/core/internal
 
 const MODULE = 'ai-backend';
 
+/** What Node does with TypeScript itself: 'strip' or 'transform' from 22.18 and 23.6 on, else false. */
+const nodeTypeScript = (process.features as { typescript?: string | false }).typescript;
+
 /**
- * TypeScript configs load through jiti: cosmiconfig's own .ts loader needs the TypeScript
- * compiler API, which TypeScript 7 no longer has (see docs/configuration.md).
+ * TypeScript configs (docs/configuration.md). Where Node strips types itself they load with
+ * import(), as an ES module config does: nothing to install (jiti alone is 1.8 MiB of an
+ * install that must stay small, docs/publishing.md). What Node's stripping does not take (an enum
+ * or a namespace, an import without its file extension, a CommonJS `.cts` written with `export`)
+ * and every TypeScript config on an older Node load through jiti, an optional package, as they
+ * all did before; without it the error says to add it. (cosmiconfig's own .ts loader needs the
+ * TypeScript compiler API, which TypeScript 7 no longer has.)
  */
 const loadTs: Loader = async (filepath) => {
-  const { createJiti } = await import('jiti');
-  const jiti = createJiti(import.meta.url);
-  return jiti.import(filepath, { default: true });
+  let stripped: unknown;
+  if (nodeTypeScript) {
+    try {
+      const mod = (await import(pathToFileURL(filepath).href)) as Record<string, unknown>;
+      return mod.default ?? mod; // as jiti's `default: true`
+    } catch (err) {
+      stripped = err;
+    }
+  }
+  const jiti = await import('jiti').catch(() => undefined);
+  if (!jiti) {
+    const why = stripped
+      ? `Node ${process.version} could not load it by stripping its types (${(stripped as Error).message})`
+      : `Node ${process.version} does not load TypeScript itself (22.18 and later do)`;
+    throw new Error(`${filepath}: ${why}. Such a config loads through jiti: npm i jiti@2`);
+  }
+  return jiti.createJiti(import.meta.url).import(filepath, { default: true });
 };
 
 /**
